@@ -1,0 +1,325 @@
+package idem
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// writeTimeout bounds the store writes a Guard makes after the function
+// returned (complete, fail, release); they run even if the caller's ctx was
+// canceled, because the function's effect already happened.
+const writeTimeoutFloor = 5 * time.Second
+
+// Do runs fn at most once for the key written into c, following c's Spec.
+// Generated wrappers call it; hand-written ones can too:
+//
+//	c := g.Begin(&specCharge)
+//	c.Key().String(req.OrderID)
+//	return idem.Do(ctx, c, func(ctx context.Context) (*Receipt, error) { return charge(ctx, req) })
+//
+// fn receives a ctx that carries the call's fence (FenceFrom) and is
+// canceled with cause ErrLeaseLost if the lease is lost while it runs.
+func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)) (R, error) {
+	var zero R
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	g, spec := c.g, c.spec
+	start := time.Now()
+	key, fp, err := c.finish()
+	if err != nil {
+		g.observe(Event{Func: spec.Name, Outcome: OutcomeInvalidKey, Err: err})
+		return zero, fmt.Errorf("%s: %w", spec.Name, err)
+	}
+	ev := func(o Outcome, fence uint64, err error) {
+		if g.obs != nil {
+			g.obs.Observe(Event{Func: spec.Name, Outcome: o, Key: key, Fence: fence, Duration: time.Since(start), Err: err})
+		}
+	}
+
+	var waitCtx context.Context // set on the first wait; bounds all waiting
+	var cancelWait context.CancelFunc
+	defer func() {
+		if cancelWait != nil {
+			cancelWait()
+		}
+	}()
+	startWait := func() {
+		if waitCtx == nil {
+			waitCtx, cancelWait = context.WithTimeout(ctx, spec.wait())
+		}
+	}
+	inProgress := func(leaseUntil time.Time, fence uint64) (R, error) {
+		ev(OutcomeInProgress, fence, nil)
+		return zero, &InProgressError{Key: key, LeaseUntil: leaseUntil}
+	}
+
+	for {
+		// A call this process is running: answer in process.
+		if f := g.flights.get(key); f != nil {
+			if f.fp != fp {
+				ev(OutcomeMismatch, 0, nil)
+				return zero, fmt.Errorf("%s: %w", spec.Name, ErrPayloadMismatch)
+			}
+			if spec.OnDuplicate != DuplicateWait {
+				return inProgress(time.Time{}, 0)
+			}
+			startWait()
+			select {
+			case <-f.done:
+			case <-waitCtx.Done():
+				if ctx.Err() != nil {
+					return zero, context.Cause(ctx)
+				}
+				return inProgress(time.Time{}, 0)
+			}
+			if f.shared {
+				if f.err != nil {
+					ev(OutcomeReplayed, 0, f.err)
+					return zero, f.err
+				}
+				if v, ok := f.value.(R); ok {
+					ev(OutcomeReplayed, 0, nil)
+					return v, nil
+				}
+			}
+			continue // the leader left nothing to share: look again
+		}
+
+		owner := g.token()
+		res, err := g.store.Claim(ctx, ClaimRequest{Key: key, Fingerprint: fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl()})
+		if err != nil {
+			if ctx.Err() != nil {
+				return zero, fmt.Errorf("%s: %w", spec.Name, err)
+			}
+			ev(OutcomeStoreError, 0, err)
+			if g.failOpen {
+				ev(OutcomeFailOpen, 0, err)
+				return fn(ctx)
+			}
+			return zero, fmt.Errorf("%w: %s: %w", ErrStoreUnavailable, spec.Name, err)
+		}
+		switch res.Status {
+		case ClaimAcquired, ClaimTakenOver:
+			if res.Status == ClaimTakenOver {
+				ev(OutcomeTakeover, res.Fence, nil)
+			}
+			lease := Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: spec.lease(), TTL: spec.ttl()}
+			return execute(ctx, g, spec, lease, fp, ev, fn)
+		case ClaimCompleted:
+			if spec.OnDuplicate == DuplicateRaise {
+				ev(OutcomeDuplicate, res.Fence, nil)
+				return zero, fmt.Errorf("%s: %w", spec.Name, ErrDuplicate)
+			}
+			v, err := decodeResult[R](g, spec, res.Result)
+			if err != nil {
+				ev(OutcomeStoreError, res.Fence, err)
+				return zero, err
+			}
+			ev(OutcomeReplayed, res.Fence, nil)
+			return v, nil
+		case ClaimFailed:
+			rerr := decodeFailure(spec, res.Result)
+			if spec.OnDuplicate == DuplicateRaise {
+				ev(OutcomeDuplicate, res.Fence, rerr)
+				return zero, fmt.Errorf("%s: %w: %w", spec.Name, ErrDuplicate, rerr)
+			}
+			ev(OutcomeReplayed, res.Fence, rerr)
+			return zero, rerr
+		case ClaimMismatch:
+			ev(OutcomeMismatch, res.Fence, nil)
+			return zero, fmt.Errorf("%s: %w", spec.Name, ErrPayloadMismatch)
+		case ClaimInProgress:
+			if g.flights.get(key) != nil {
+				continue // our own process runs it: answer in process
+			}
+			if spec.OnDuplicate != DuplicateWait {
+				return inProgress(res.LeaseUntil, res.Fence)
+			}
+			startWait()
+			if err := g.store.Wait(waitCtx, key); err != nil {
+				if ctx.Err() != nil {
+					return zero, context.Cause(ctx)
+				}
+				if waitCtx.Err() != nil {
+					return inProgress(res.LeaseUntil, res.Fence)
+				}
+				ev(OutcomeStoreError, res.Fence, err)
+				return zero, fmt.Errorf("%w: %s: %w", ErrStoreUnavailable, spec.Name, err)
+			}
+		default:
+			err := fmt.Errorf("idem: %s: store returned unknown claim status %d", spec.Name, res.Status)
+			ev(OutcomeStoreError, 0, err)
+			return zero, err
+		}
+	}
+}
+
+// execute runs fn as the key's owner: heartbeats, panics, lease loss and
+// recording the outcome.
+func execute[R any](ctx context.Context, g *Guard, spec *Spec, lease Lease, fp Fingerprint,
+	ev func(Outcome, uint64, error), fn func(context.Context) (R, error)) (r R, err error) {
+	var zero R
+	f := g.flights.add(lease.Key, fp)
+	rctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, &lease))
+	hb := g.startHeartbeat(rctx, cancel, lease, ev)
+	// Writes after the function returned must happen even if the caller's
+	// ctx is canceled by now: the effect has already taken place.
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), max(lease.Duration, writeTimeoutFloor))
+	defer wcancel()
+
+	panicked := true
+	defer func() {
+		if !panicked {
+			return
+		}
+		p := recover()
+		hb.stop()
+		cancel(nil)
+		if rerr := g.store.Release(wctx, lease); rerr != nil {
+			ev(OutcomeStoreError, lease.Fence, rerr)
+		}
+		g.flights.finish(lease.Key, f, false, nil, nil)
+		ev(OutcomeFailed, lease.Fence, fmt.Errorf("idem: %s panicked: %v", spec.Name, p))
+		panic(p)
+	}()
+	r, err = fn(rctx)
+	panicked = false
+	hb.stop()
+	lost := errors.Is(context.Cause(rctx), ErrLeaseLost)
+	cancel(nil)
+
+	if lost {
+		// Another caller may own the key now: store nothing.
+		g.flights.finish(lease.Key, f, false, nil, nil)
+		return zero, fmt.Errorf("%s: %w (fence %d): result not stored", spec.Name, ErrLeaseLost, lease.Fence)
+	}
+	if err != nil {
+		shared := false
+		var recorded error
+		if spec.OnFailure == FailureLock {
+			rec := &RecordedError{Func: spec.Name, Message: err.Error()}
+			data, _ := json.Marshal(failureRecord{Message: rec.Message})
+			if ferr := g.store.Fail(wctx, lease, Result{Data: data, Value: rec}); ferr != nil {
+				ev(OutcomeStoreError, lease.Fence, ferr)
+			} else {
+				shared, recorded = true, rec
+			}
+		} else if rerr := g.store.Release(wctx, lease); rerr != nil {
+			ev(OutcomeStoreError, lease.Fence, rerr)
+		}
+		g.flights.finish(lease.Key, f, shared, nil, recorded)
+		ev(OutcomeFailed, lease.Fence, err)
+		return r, err
+	}
+	data, merr := g.codec.Marshal(r)
+	if merr != nil {
+		if rerr := g.store.Release(wctx, lease); rerr != nil {
+			ev(OutcomeStoreError, lease.Fence, rerr)
+		}
+		g.flights.finish(lease.Key, f, false, nil, nil)
+		merr = fmt.Errorf("idem: %s: encoding result: %w", spec.Name, merr)
+		ev(OutcomeFailed, lease.Fence, merr)
+		return zero, merr
+	}
+	if cerr := g.store.Complete(wctx, lease, Result{Data: data, Value: r}); cerr != nil {
+		g.flights.finish(lease.Key, f, false, nil, nil)
+		if errors.Is(cerr, ErrLeaseLost) {
+			ev(OutcomeLeaseLost, lease.Fence, cerr)
+			return zero, fmt.Errorf("%s: %w (fence %d): result not stored", spec.Name, ErrLeaseLost, lease.Fence)
+		}
+		ev(OutcomeStoreError, lease.Fence, cerr)
+		// The function ran: hand its result back, and say it is not recorded.
+		return r, fmt.Errorf("%w: %s ran but its result was not recorded: %w", ErrStoreUnavailable, spec.Name, cerr)
+	}
+	g.flights.finish(lease.Key, f, true, r, nil)
+	ev(OutcomeExecuted, lease.Fence, nil)
+	return r, nil
+}
+
+type failureRecord struct {
+	Message string `json:"message"`
+}
+
+func decodeFailure(spec *Spec, r Result) error {
+	if rec, ok := r.Value.(*RecordedError); ok {
+		return rec
+	}
+	var fr failureRecord
+	if err := json.Unmarshal(r.Data, &fr); err != nil {
+		return &RecordedError{Func: spec.Name, Message: "undecodable recorded failure: " + err.Error()}
+	}
+	return &RecordedError{Func: spec.Name, Message: fr.Message}
+}
+
+func decodeResult[R any](g *Guard, spec *Spec, r Result) (R, error) {
+	if r.Value != nil {
+		if v, ok := r.Value.(R); ok {
+			return v, nil
+		}
+	}
+	var v R
+	if err := g.codec.Unmarshal(r.Data, &v); err != nil {
+		return v, fmt.Errorf("idem: %s: decoding stored result: %w", spec.Name, err)
+	}
+	return v, nil
+}
+
+// heartbeat renews a lease every Duration/3 off the caller's path. It uses
+// a timer rather than a goroutine, so a short function never starts one.
+type heartbeat struct {
+	mu      sync.Mutex
+	stopped bool
+	t       *time.Timer
+}
+
+func (g *Guard) startHeartbeat(rctx context.Context, cancel context.CancelCauseFunc, lease Lease, ev func(Outcome, uint64, error)) *heartbeat {
+	hb := &heartbeat{}
+	interval := lease.Duration / 3
+	lastOK := time.Now()
+	var beat func()
+	beat = func() {
+		hb.mu.Lock()
+		defer hb.mu.Unlock()
+		if hb.stopped {
+			return
+		}
+		hctx, hcancel := context.WithTimeout(context.WithoutCancel(rctx), interval)
+		err := g.store.Heartbeat(hctx, lease)
+		hcancel()
+		switch {
+		case err == nil:
+			lastOK = time.Now()
+		case errors.Is(err, ErrLeaseLost):
+			ev(OutcomeLeaseLost, lease.Fence, err)
+			cancel(ErrLeaseLost)
+			return
+		default:
+			ev(OutcomeHeartbeatFailed, lease.Fence, err)
+			// Past the lease another caller may have taken over: stop
+			// the function rather than risk two owners.
+			if time.Since(lastOK) >= lease.Duration {
+				ev(OutcomeLeaseLost, lease.Fence, err)
+				cancel(ErrLeaseLost)
+				return
+			}
+		}
+		hb.t.Reset(interval)
+	}
+	hb.mu.Lock()
+	hb.t = time.AfterFunc(interval, beat)
+	hb.mu.Unlock()
+	return hb
+}
+
+// stop cancels future beats and waits for one in flight.
+func (hb *heartbeat) stop() {
+	hb.mu.Lock()
+	hb.stopped = true
+	hb.t.Stop()
+	hb.mu.Unlock()
+}

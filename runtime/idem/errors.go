@@ -1,0 +1,64 @@
+package idem
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors returned by Do and by stores. Test them with errors.Is: the runtime
+// wraps them with context (the function name, the underlying store error).
+var (
+	// ErrInProgress: another call with the same key is running and the
+	// function's on_duplicate mode is return or raise (or a wait timed out).
+	ErrInProgress = errors.New("idem: a call with this key is in progress")
+	// ErrDuplicate: on_duplicate=raise and the key has already finished.
+	ErrDuplicate = errors.New("idem: duplicate call")
+	// ErrPayloadMismatch: the key was used before with a different payload.
+	ErrPayloadMismatch = errors.New("idem: key reused with a different payload")
+	// ErrInvalidKey: a caller-supplied ID is empty or longer than MaxIDLen,
+	// or a key value cannot be encoded (NaN, a failing marshaler).
+	ErrInvalidKey = errors.New("idem: invalid idempotency key")
+	// ErrLeaseLost: the caller no longer owns the key (another caller took
+	// over after the lease expired, or an operator released it). Stores
+	// return it from every fenced write by a stale owner.
+	ErrLeaseLost = errors.New("idem: lease lost")
+	// ErrStoreUnavailable: the store could not be reached or refused the
+	// operation; with the default fail-closed policy the function did not run.
+	ErrStoreUnavailable = errors.New("idem: store unavailable")
+	// ErrStoreFull: a bounded store is at capacity and cannot claim a new key.
+	// Replays of stored keys are still served. Do wraps it in ErrStoreUnavailable.
+	ErrStoreFull = errors.New("idem: store is full")
+	// ErrNotFound: Store.Get or Store.Delete found no live record.
+	ErrNotFound = errors.New("idem: record not found")
+	// ErrCorruptRecord: a store found a value at a record key that it cannot
+	// decode. It is never treated as absent.
+	ErrCorruptRecord = errors.New("idem: corrupt record")
+)
+
+// MaxIDLen is the longest caller-supplied ID (a key= naming a single string).
+const MaxIDLen = 255
+
+// RecordedError is the error a duplicate receives when the first call failed
+// under on_failure=lock: the first call's error message, replayed. Match it
+// with errors.As(err, new(*idem.RecordedError)).
+type RecordedError struct {
+	// Func is the function's stable name (Spec.Name).
+	Func string
+	// Message is the original error's Error() text.
+	Message string
+}
+
+func (e *RecordedError) Error() string {
+	return fmt.Sprintf("idem: %s failed earlier: %s", e.Func, e.Message)
+}
+
+// InProgressError carries what is known about the running owner. It matches
+// ErrInProgress under errors.Is.
+type InProgressError struct {
+	Key        string
+	LeaseUntil time.Time // the owner's lease expiry, by the store's clock
+}
+
+func (e *InProgressError) Error() string        { return ErrInProgress.Error() }
+func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }

@@ -1,0 +1,219 @@
+package idem
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"hash"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// Guard runs functions at most once per key against a Store. It is safe for
+// concurrent use; make one per store and share it.
+type Guard struct {
+	store    Store
+	codec    Codec
+	obs      Observer
+	prefix   string
+	failOpen bool
+	hmacKey  []byte
+
+	tokenPrefix [8]byte
+	counter     atomic.Uint64
+	flights     flightTable
+	calls       sync.Pool // *Call
+	macs        sync.Pool // hash.Hash (HMAC-SHA-256)
+}
+
+// Option configures a Guard.
+type Option func(*Guard)
+
+// WithCodec replaces the default JSON codec for results.
+func WithCodec(c Codec) Option { return func(g *Guard) { g.codec = c } }
+
+// WithObserver reports every outcome to o.
+func WithObserver(o Observer) Option { return func(g *Guard) { g.obs = o } }
+
+// WithKeyPrefix sets the prefix of every store key (default "idem:").
+func WithKeyPrefix(p string) Option { return func(g *Guard) { g.prefix = p } }
+
+// WithFailOpen makes a Guard run the function unguarded when the store is
+// unavailable, instead of returning ErrStoreUnavailable (the default,
+// fail closed). Use it only where a duplicate is cheaper than an outage.
+func WithFailOpen() Option { return func(g *Guard) { g.failOpen = true } }
+
+// WithHMAC hashes keys and fingerprints with HMAC-SHA-256 under secret, so
+// that whoever can read the store cannot confirm a guess of a low-entropy
+// input (an email address, an amount) by hashing it. Changing the secret
+// changes every key.
+func WithHMAC(secret []byte) Option {
+	return func(g *Guard) { g.hmacKey = append([]byte(nil), secret...) }
+}
+
+// NewGuard returns a Guard over store.
+func NewGuard(store Store, opts ...Option) *Guard {
+	g := &Guard{store: store, codec: JSONCodec{}, prefix: "idem:"}
+	for _, o := range opts {
+		o(g)
+	}
+	if _, err := rand.Read(g.tokenPrefix[:]); err != nil {
+		panic("idem: no randomness for owner tokens: " + err.Error())
+	}
+	g.calls.New = func() any { return &Call{g: g} }
+	g.macs.New = func() any { return hmac.New(sha256.New, g.hmacKey) }
+	g.flights.init()
+	return g
+}
+
+// Store returns the guard's store.
+func (g *Guard) Store() Store { return g.store }
+
+// token mints a unique owner token without allocating.
+func (g *Guard) token() (t Token) {
+	copy(t[:8], g.tokenPrefix[:])
+	binary.BigEndian.PutUint64(t[8:], g.counter.Add(1))
+	return t
+}
+
+func (g *Guard) observe(e Event) {
+	if g.obs != nil {
+		g.obs.Observe(e)
+	}
+}
+
+// Call holds the key material of one guarded call while generated code
+// writes it. Get one from Guard.Begin, write the key, and hand it to Do,
+// which returns it to a pool: do not use it after Do.
+type Call struct {
+	g          *Guard
+	spec       *Spec
+	key        KeyBuilder
+	payload    KeyBuilder
+	hasPayload bool
+	scratch    []byte
+}
+
+// Begin starts a call of the function described by spec.
+func (g *Guard) Begin(spec *Spec) *Call {
+	c := g.calls.Get().(*Call)
+	c.spec = spec
+	return c
+}
+
+// Key is the builder for the idempotency key: the key= paths, or every
+// parameter but the context when key= is not given.
+func (c *Call) Key() *KeyBuilder { return &c.key }
+
+// Payload is the builder for the full payload when key= names a subset of
+// it. A later call with the same key and another payload gets
+// ErrPayloadMismatch. Without it the key is the fingerprint.
+func (c *Call) Payload() *KeyBuilder {
+	c.hasPayload = true
+	return &c.payload
+}
+
+// finish hashes the key material, builds the store key and returns c to the pool.
+func (c *Call) finish() (key string, fp Fingerprint, err error) {
+	g := c.g
+	if err = c.key.err; err == nil && c.hasPayload {
+		err = c.payload.err
+	}
+	if err == nil {
+		kh := g.mac(c.key.sum())
+		fp = Fingerprint(kh)
+		if c.hasPayload {
+			fp = Fingerprint(g.mac(c.payload.sum()))
+		}
+		b := append(c.scratch[:0], g.prefix...)
+		b = append(b, c.spec.Name...)
+		b = append(b, ":v"...)
+		b = strconv.AppendInt(b, int64(c.spec.Version), 10)
+		b = append(b, ':')
+		b = hex.AppendEncode(b, kh[:])
+		key = string(b)
+		c.scratch = b
+	}
+	c.key.reset()
+	c.payload.reset()
+	c.hasPayload = false
+	c.spec = nil
+	g.calls.Put(c)
+	return key, fp, err
+}
+
+func (g *Guard) mac(sum [32]byte) [32]byte {
+	if g.hmacKey == nil {
+		return sum
+	}
+	h := g.macs.Get().(hash.Hash)
+	h.Reset()
+	h.Write(sum[:])
+	h.Sum(sum[:0])
+	g.macs.Put(h)
+	return sum
+}
+
+// flightTable tracks the calls this process is executing, so same-key
+// callers in the process are answered without asking the store.
+type flightTable struct {
+	shards [32]struct {
+		mu sync.RWMutex
+		m  map[string]*flight
+	}
+}
+
+type flight struct {
+	fp   Fingerprint
+	done chan struct{}
+	// Set before done is closed. shared: value and err are the recorded
+	// outcome and may be handed to waiting duplicates.
+	shared bool
+	value  any
+	err    error
+}
+
+func (t *flightTable) init() {
+	for i := range t.shards {
+		t.shards[i].m = make(map[string]*flight)
+	}
+}
+
+func (t *flightTable) shard(key string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint32(key[i])) * 16777619
+	}
+	return int(h % uint32(len(t.shards)))
+}
+
+func (t *flightTable) get(key string) *flight {
+	s := &t.shards[t.shard(key)]
+	s.mu.RLock()
+	f := s.m[key]
+	s.mu.RUnlock()
+	return f
+}
+
+func (t *flightTable) add(key string, fp Fingerprint) *flight {
+	f := &flight{fp: fp, done: make(chan struct{})}
+	s := &t.shards[t.shard(key)]
+	s.mu.Lock()
+	s.m[key] = f
+	s.mu.Unlock()
+	return f
+}
+
+func (t *flightTable) finish(key string, f *flight, shared bool, value any, err error) {
+	s := &t.shards[t.shard(key)]
+	s.mu.Lock()
+	if s.m[key] == f {
+		delete(s.m, key)
+	}
+	s.mu.Unlock()
+	f.shared, f.value, f.err = shared, value, err
+	close(f.done)
+}

@@ -1,0 +1,271 @@
+package idem
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"math"
+	"slices"
+	"time"
+)
+
+// Keyer is implemented by types that write their own key material. The
+// generator uses it for any parameter type that implements it, including
+// types it cannot read (interfaces, structs with unexported fields).
+type Keyer interface {
+	IdemKey(b *KeyBuilder)
+}
+
+// Tags of the canonical encoding. Every value starts with a tag and is
+// either fixed-size or length-prefixed, so the encoding is prefix-free:
+// distinct values of one type never share an encoding.
+const (
+	tagFalse    = 'F'
+	tagTrue     = 'T'
+	tagInt      = 'i'
+	tagUint     = 'u'
+	tagFloat    = 'f'
+	tagComplex  = 'c'
+	tagString   = 's'
+	tagBytes    = 'y'
+	tagTime     = 't'
+	tagNil      = 'n'
+	tagPtr      = 'p'
+	tagList     = 'l'
+	tagMap      = 'm'
+	tagOpen     = '('
+	tagClose    = ')'
+	flushAt     = 4096 // encoded bytes buffered before they are hashed
+	maxMapDepth = 64
+)
+
+// KeyBuilder accumulates the canonical encoding of a key and hashes it with
+// SHA-256. Generated code writes into it field by field; Keyer
+// implementations do the same. Builders are pooled by the Guard, so
+// deriving a key does not allocate.
+//
+// Errors (a NaN, a failing marshaler, an invalid caller ID) are sticky: the
+// first is reported when the call starts and the function does not run.
+type KeyBuilder struct {
+	buf     []byte
+	h       hash.Hash // created on the first flush of a large key
+	flushed bool
+	err     error
+	// Map encoding: entries are buffered, then sorted by their encoded
+	// bytes so the result does not depend on map iteration order.
+	maps    []mapFrame
+	entries []int
+	spans   []span
+	scratch []byte
+}
+
+type span struct{ lo, hi int }
+
+type mapFrame struct {
+	start  int // offset in buf of the first entry
+	first  int // index in entries of this map's first entry
+	parent int // len(entries) before this map (restored at MapEnd)
+}
+
+func (b *KeyBuilder) reset() {
+	b.buf = b.buf[:0]
+	b.flushed = false
+	b.err = nil
+	b.maps = b.maps[:0]
+	b.entries = b.entries[:0]
+	if b.h != nil {
+		b.h.Reset()
+	}
+}
+
+func (b *KeyBuilder) maybeFlush() {
+	if len(b.buf) < flushAt || len(b.maps) > 0 {
+		return
+	}
+	if b.h == nil {
+		b.h = sha256.New()
+	}
+	b.h.Write(b.buf)
+	b.buf = b.buf[:0]
+	b.flushed = true
+}
+
+func (b *KeyBuilder) sum() (out [32]byte) {
+	if !b.flushed {
+		return sha256.Sum256(b.buf)
+	}
+	b.h.Write(b.buf)
+	b.h.Sum(out[:0])
+	return out
+}
+
+// Err returns the first error recorded while building, if any.
+func (b *KeyBuilder) Err() error { return b.err }
+
+// Fail records err (wrapped in ErrInvalidKey) unless an error is already recorded.
+func (b *KeyBuilder) Fail(err error) {
+	if b.err == nil && err != nil {
+		b.err = fmt.Errorf("%w: %w", ErrInvalidKey, err)
+	}
+}
+
+func (b *KeyBuilder) u64(tag byte, v uint64) {
+	b.buf = append(b.buf, tag)
+	b.buf = binary.BigEndian.AppendUint64(b.buf, v)
+	b.maybeFlush()
+}
+
+func (b *KeyBuilder) length(tag byte, n int) {
+	b.buf = append(b.buf, tag)
+	b.buf = binary.AppendUvarint(b.buf, uint64(n))
+}
+
+// Bool writes a bool.
+func (b *KeyBuilder) Bool(v bool) {
+	if v {
+		b.buf = append(b.buf, tagTrue)
+	} else {
+		b.buf = append(b.buf, tagFalse)
+	}
+}
+
+// Int writes any signed integer (int, int8 … int64, time.Duration).
+func (b *KeyBuilder) Int(v int64) { b.u64(tagInt, uint64(v)) }
+
+// Uint writes any unsigned integer (uint, uint8 … uint64, uintptr).
+func (b *KeyBuilder) Uint(v uint64) { b.u64(tagUint, v) }
+
+// Float writes a float32 or float64 canonically: -0 is written as 0 and
+// NaN is rejected (NaN != NaN, so it cannot identify a call).
+func (b *KeyBuilder) Float(v float64) {
+	if math.IsNaN(v) {
+		b.Fail(fmt.Errorf("NaN cannot be part of a key"))
+		return
+	}
+	if v == 0 {
+		v = 0 // folds -0 into +0
+	}
+	b.u64(tagFloat, math.Float64bits(v))
+}
+
+// Complex writes a complex64 or complex128 as two canonical floats.
+func (b *KeyBuilder) Complex(v complex128) {
+	b.buf = append(b.buf, tagComplex)
+	b.Float(real(v))
+	b.Float(imag(v))
+}
+
+// String writes a string.
+func (b *KeyBuilder) String(s string) {
+	b.length(tagString, len(s))
+	b.buf = append(b.buf, s...)
+	b.maybeFlush()
+}
+
+// Bytes writes a non-nil byte slice (write Nil for a nil one).
+func (b *KeyBuilder) Bytes(p []byte) {
+	b.length(tagBytes, len(p))
+	b.buf = append(b.buf, p...)
+	b.maybeFlush()
+}
+
+// Marshaled writes the output of a MarshalBinary or MarshalText call,
+// recording its error.
+func (b *KeyBuilder) Marshaled(p []byte, err error) {
+	if err != nil {
+		b.Fail(err)
+		return
+	}
+	b.Bytes(p)
+}
+
+// Time writes the instant of t: its zone and monotonic reading are ignored,
+// so the same instant in two zones is the same key.
+func (b *KeyBuilder) Time(t time.Time) {
+	b.buf = append(b.buf, tagTime)
+	b.buf = binary.BigEndian.AppendUint64(b.buf, uint64(t.Unix()))
+	b.buf = binary.BigEndian.AppendUint32(b.buf, uint32(t.Nanosecond()))
+}
+
+// Nil writes the marker of a nil pointer, slice or map. It differs from
+// every non-nil value, including an empty slice or map.
+func (b *KeyBuilder) Nil() { b.buf = append(b.buf, tagNil) }
+
+// Ptr writes the marker of a non-nil pointer; write the pointee next.
+func (b *KeyBuilder) Ptr() { b.buf = append(b.buf, tagPtr) }
+
+// List starts a slice or array of n elements; write the n elements next.
+func (b *KeyBuilder) List(n int) { b.length(tagList, n) }
+
+// Open and Close bracket what a Keyer writes, so a Keyer that writes a
+// variable number of values cannot run into the next field.
+func (b *KeyBuilder) Open()  { b.buf = append(b.buf, tagOpen) }
+func (b *KeyBuilder) Close() { b.buf = append(b.buf, tagClose) }
+
+// Key writes a value that implements Keyer, bracketed by Open and Close.
+func (b *KeyBuilder) Key(k Keyer) {
+	b.Open()
+	k.IdemKey(b)
+	b.Close()
+}
+
+// ID writes a caller-supplied ID (a key= naming a single string): an empty
+// ID or one longer than MaxIDLen bytes is ErrInvalidKey.
+func (b *KeyBuilder) ID(s string) {
+	if s == "" {
+		b.Fail(fmt.Errorf("empty ID"))
+		return
+	}
+	if len(s) > MaxIDLen {
+		b.Fail(fmt.Errorf("ID of %d bytes is longer than %d", len(s), MaxIDLen))
+		return
+	}
+	b.String(s)
+}
+
+// MapStart starts a map of n entries. For each entry call MapEntry, then
+// write the entry's key and value; finish with MapEnd. Entries are sorted
+// by their encoding, so iteration order does not matter.
+func (b *KeyBuilder) MapStart(n int) {
+	b.length(tagMap, n)
+	if len(b.maps) >= maxMapDepth {
+		b.Fail(fmt.Errorf("maps nested deeper than %d", maxMapDepth))
+	}
+	b.maps = append(b.maps, mapFrame{start: len(b.buf), first: len(b.entries), parent: len(b.entries)})
+}
+
+// MapEntry marks the start of the next entry.
+func (b *KeyBuilder) MapEntry() { b.entries = append(b.entries, len(b.buf)) }
+
+// MapEnd sorts the entries written since the matching MapStart.
+func (b *KeyBuilder) MapEnd() {
+	if len(b.maps) == 0 {
+		b.Fail(fmt.Errorf("MapEnd without MapStart"))
+		return
+	}
+	f := b.maps[len(b.maps)-1]
+	b.maps = b.maps[:len(b.maps)-1]
+	offs := b.entries[f.first:]
+	if len(offs) > 1 {
+		end := len(b.buf)
+		b.spans = b.spans[:0]
+		for i, lo := range offs {
+			hi := end
+			if i+1 < len(offs) {
+				hi = offs[i+1]
+			}
+			b.spans = append(b.spans, span{lo, hi})
+		}
+		buf := b.buf
+		slices.SortFunc(b.spans, func(x, y span) int { return bytes.Compare(buf[x.lo:x.hi], buf[y.lo:y.hi]) })
+		b.scratch = b.scratch[:0]
+		for _, s := range b.spans {
+			b.scratch = append(b.scratch, buf[s.lo:s.hi]...)
+		}
+		copy(buf[offs[0]:], b.scratch)
+	}
+	b.entries = b.entries[:f.parent]
+	b.maybeFlush()
+}

@@ -1,0 +1,321 @@
+package idem
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MemoryStore is the embedded store: a sharded map in this process. It
+// keeps decoded result values, so a replay neither decodes nor allocates.
+// It does not survive a restart and is not shared between processes.
+type MemoryStore struct {
+	shards [memShards]memShard
+	max    int64
+	count  atomic.Int64
+	now    func() time.Time
+	poll   time.Duration
+	claims atomic.Uint64
+}
+
+const memShards = 64
+
+type memShard struct {
+	mu sync.Mutex
+	m  map[string]*memRecord
+	_  [40]byte // keep shards on separate cache lines
+}
+
+type memRecord struct {
+	Record
+	value any
+	// wake is closed when the record leaves in_progress; waiters make it.
+	wake chan struct{}
+}
+
+// MemoryOption configures a MemoryStore.
+type MemoryOption func(*MemoryStore)
+
+// WithMaxRecords bounds the number of records (default 1,000,000). At the
+// bound a claim of a new key fails with ErrStoreFull after expired records
+// are swept; replays of stored keys are still served.
+func WithMaxRecords(n int) MemoryOption { return func(s *MemoryStore) { s.max = int64(n) } }
+
+// WithClock replaces the store's clock (tests).
+func WithClock(now func() time.Time) MemoryOption { return func(s *MemoryStore) { s.now = now } }
+
+// WithPollInterval sets how often Wait re-checks a lease for expiry (default 50ms).
+func WithPollInterval(d time.Duration) MemoryOption { return func(s *MemoryStore) { s.poll = d } }
+
+// NewMemoryStore returns an empty memory store.
+func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
+	s := &MemoryStore{max: 1_000_000, now: time.Now, poll: 50 * time.Millisecond}
+	for _, o := range opts {
+		o(s)
+	}
+	for i := range s.shards {
+		s.shards[i].m = make(map[string]*memRecord)
+	}
+	return s
+}
+
+func (s *MemoryStore) shard(key string) *memShard {
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint32(key[i])) * 16777619
+	}
+	return &s.shards[h%memShards]
+}
+
+// live reports whether r still counts at now: in-progress records are live
+// until lease + TTL (then nothing can be stuck forever), finished and
+// released ones until ExpiresAt.
+func live(r *memRecord, now time.Time) bool {
+	if r.State == StateInProgress {
+		return now.Before(r.LeaseUntil.Add(r.ttlAfterLease()))
+	}
+	return now.Before(r.ExpiresAt)
+}
+
+// ttlAfterLease is how long a dead in-progress record is kept after its
+// lease, so its fence is not reused soon after a crash.
+func (r *memRecord) ttlAfterLease() time.Duration { return r.ExpiresAt.Sub(r.LeaseUntil) }
+
+func (s *MemoryStore) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error) {
+	if err := ctx.Err(); err != nil {
+		return ClaimResult{}, err
+	}
+	now := s.now()
+	sh := s.shard(req.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	r := sh.m[req.Key]
+	if r != nil && !live(r, now) {
+		r.State, r.value, r.Result = StateAbsent, nil, nil // keeps the fence
+	}
+	status := ClaimAcquired
+	if r != nil {
+		switch r.State {
+		case StateInProgress:
+			if !now.Before(r.LeaseUntil) {
+				status = ClaimTakenOver
+				break
+			}
+			if r.Fingerprint != req.Fingerprint {
+				return ClaimResult{Status: ClaimMismatch, Fence: r.Fence}, nil
+			}
+			return ClaimResult{Status: ClaimInProgress, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, nil
+		case StateCompleted, StateFailed:
+			if r.Fingerprint != req.Fingerprint {
+				return ClaimResult{Status: ClaimMismatch, Fence: r.Fence}, nil
+			}
+			st := ClaimCompleted
+			if r.State == StateFailed {
+				st = ClaimFailed
+			}
+			return ClaimResult{Status: st, Fence: r.Fence, Result: Result{Data: r.Result, Value: r.value}}, nil
+		}
+	} else {
+		if s.count.Load() >= s.max {
+			s.sweep(sh, now)
+			if s.count.Load() >= s.max {
+				return ClaimResult{}, fmt.Errorf("%w: %d records", ErrStoreFull, s.max)
+			}
+		}
+		r = &memRecord{}
+		r.Key = req.Key
+		sh.m[req.Key] = r
+		s.count.Add(1)
+	}
+	// Sweep one shard every so often so expired records do not pile up
+	// without a background goroutine.
+	if n := s.claims.Add(1); n%1024 == 0 {
+		other := &s.shards[(n/1024)%memShards]
+		if other != sh {
+			other.mu.Lock()
+			s.sweep(other, now)
+			other.mu.Unlock()
+		} else {
+			s.sweep(sh, now)
+		}
+	}
+	s.wakeAll(r) // a taken-over owner's waiters re-check
+	r.State = StateInProgress
+	r.Owner = req.Owner
+	r.Fence++
+	r.Fingerprint = req.Fingerprint
+	r.Result, r.value = nil, nil
+	r.LeaseUntil = now.Add(req.Lease)
+	r.ExpiresAt = r.LeaseUntil.Add(req.TTL)
+	r.UpdatedAt = now
+	return ClaimResult{Status: status, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, nil
+}
+
+// sweep drops records that are no longer live. Caller holds sh.mu.
+func (s *MemoryStore) sweep(sh *memShard, now time.Time) int {
+	n := 0
+	for k, r := range sh.m {
+		if !live(r, now) && r.wake == nil {
+			delete(sh.m, k)
+			n++
+		}
+	}
+	s.count.Add(-int64(n))
+	return n
+}
+
+// Cleanup removes every record that is no longer live and returns how many.
+func (s *MemoryStore) Cleanup(ctx context.Context) (int, error) {
+	now := s.now()
+	total := 0
+	for i := range s.shards {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		total += s.sweep(sh, now)
+		sh.mu.Unlock()
+	}
+	return total, nil
+}
+
+// Len returns the number of records held, live or not yet swept.
+func (s *MemoryStore) Len() int { return int(s.count.Load()) }
+
+func (s *MemoryStore) wakeAll(r *memRecord) {
+	if r.wake != nil {
+		close(r.wake)
+		r.wake = nil
+	}
+}
+
+// owned returns the record if l still owns it. Caller holds the shard lock.
+func (s *MemoryStore) owned(sh *memShard, l Lease) (*memRecord, error) {
+	r := sh.m[l.Key]
+	if r == nil || r.State != StateInProgress || r.Owner != l.Owner || r.Fence != l.Fence {
+		return nil, fmt.Errorf("%w: %s fence %d", ErrLeaseLost, l.Key, l.Fence)
+	}
+	return r, nil
+}
+
+func (s *MemoryStore) Heartbeat(ctx context.Context, l Lease) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := s.now()
+	sh := s.shard(l.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	r, err := s.owned(sh, l)
+	if err != nil {
+		return err
+	}
+	keep := r.ttlAfterLease()
+	r.LeaseUntil = now.Add(l.Duration)
+	r.ExpiresAt = r.LeaseUntil.Add(keep)
+	r.UpdatedAt = now
+	return nil
+}
+
+func (s *MemoryStore) finish(ctx context.Context, l Lease, state State, res Result) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := s.now()
+	sh := s.shard(l.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	r, err := s.owned(sh, l)
+	if err != nil {
+		return err
+	}
+	r.State = state
+	r.Result = append([]byte(nil), res.Data...)
+	r.value = res.Value
+	if state == StateReleased {
+		r.Result, r.value = nil, nil
+	}
+	r.ExpiresAt = now.Add(l.TTL)
+	r.UpdatedAt = now
+	s.wakeAll(r)
+	return nil
+}
+
+func (s *MemoryStore) Complete(ctx context.Context, l Lease, res Result) error {
+	return s.finish(ctx, l, StateCompleted, res)
+}
+
+func (s *MemoryStore) Fail(ctx context.Context, l Lease, res Result) error {
+	return s.finish(ctx, l, StateFailed, res)
+}
+
+func (s *MemoryStore) Release(ctx context.Context, l Lease) error {
+	return s.finish(ctx, l, StateReleased, Result{})
+}
+
+func (s *MemoryStore) Get(ctx context.Context, key string) (Record, error) {
+	if err := ctx.Err(); err != nil {
+		return Record{}, err
+	}
+	now := s.now()
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	r := sh.m[key]
+	if r == nil || r.State == StateAbsent || !live(r, now) {
+		return Record{}, fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	out := r.Record
+	out.Result = append([]byte(nil), r.Result...)
+	return out, nil
+}
+
+func (s *MemoryStore) Delete(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	r := sh.m[key]
+	if r == nil {
+		return fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	s.wakeAll(r)
+	delete(sh.m, key)
+	s.count.Add(-1)
+	return nil
+}
+
+func (s *MemoryStore) Wait(ctx context.Context, key string) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		sh := s.shard(key)
+		sh.mu.Lock()
+		r := sh.m[key]
+		if r == nil || r.State != StateInProgress || !s.now().Before(r.LeaseUntil) {
+			sh.mu.Unlock()
+			return nil
+		}
+		if r.wake == nil {
+			r.wake = make(chan struct{})
+		}
+		wake := r.wake
+		sh.mu.Unlock()
+		t := time.NewTimer(s.poll)
+		select {
+		case <-wake:
+			t.Stop()
+			// loop: re-check (a takeover also wakes waiters)
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package idem
+
+import "time"
+
+// Outcome is what happened to one guarded call, or to one of its background
+// steps (heartbeats). Replay rate = Replayed / (Executed + Replayed).
+type Outcome uint8
+
+const (
+	// OutcomeExecuted: the function ran and its result was recorded.
+	OutcomeExecuted Outcome = iota + 1
+	// OutcomeFailed: the function returned an error or panicked; the key was
+	// released (on_failure=unlock) or the failure recorded (on_failure=lock).
+	OutcomeFailed
+	// OutcomeReplayed: a duplicate got the stored result or recorded error
+	// (or, in process, the running call's result).
+	OutcomeReplayed
+	// OutcomeInProgress: a duplicate of a running call got ErrInProgress
+	// (including a wait that timed out).
+	OutcomeInProgress
+	// OutcomeDuplicate: on_duplicate=raise returned ErrDuplicate.
+	OutcomeDuplicate
+	// OutcomeMismatch: the key was reused with a different payload.
+	OutcomeMismatch
+	// OutcomeTakeover: this call took over a key whose owner's lease had
+	// expired (reported before the function runs).
+	OutcomeTakeover
+	// OutcomeHeartbeatFailed: a heartbeat could not reach the store.
+	OutcomeHeartbeatFailed
+	// OutcomeLeaseLost: the owner lost its lease; its result was not stored.
+	OutcomeLeaseLost
+	// OutcomeStoreError: a store operation failed.
+	OutcomeStoreError
+	// OutcomeInvalidKey: the key could not be built (ErrInvalidKey).
+	OutcomeInvalidKey
+	// OutcomeFailOpen: the store was unavailable and the Guard, configured
+	// to fail open, ran the function unguarded.
+	OutcomeFailOpen
+)
+
+var outcomeNames = [...]string{"", "executed", "failed", "replayed", "in_progress", "duplicate",
+	"mismatch", "takeover", "heartbeat_failed", "lease_lost", "store_error", "invalid_key", "fail_open"}
+
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) && o != 0 {
+		return outcomeNames[o]
+	}
+	return "outcome(" + itoa(int64(o)) + ")"
+}
+
+// Event describes one outcome. It never carries the payload: Key is the
+// hashed store key.
+type Event struct {
+	Func    string // Spec.Name
+	Outcome Outcome
+	Key     string
+	Fence   uint64
+	// Duration is the time from the start of the call to this outcome.
+	Duration time.Duration
+	Err      error
+}
+
+// Observer receives every outcome. It is called synchronously on the
+// caller's goroutine (on the heartbeat's for heartbeat outcomes): keep it
+// fast and safe for concurrent use.
+type Observer interface {
+	Observe(Event)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Event)
+
+// Observe calls f(e).
+func (f ObserverFunc) Observe(e Event) { f(e) }

@@ -1,0 +1,73 @@
+package idem
+
+import "time"
+
+// OnDuplicate says what a duplicate call gets.
+type OnDuplicate uint8
+
+const (
+	// DuplicateReturn replays a finished call's result; a duplicate of a
+	// running call gets ErrInProgress. The default.
+	DuplicateReturn OnDuplicate = iota
+	// DuplicateRaise returns ErrDuplicate for a finished call and
+	// ErrInProgress for a running one.
+	DuplicateRaise
+	// DuplicateWait replays a finished call's result and blocks on a running
+	// one (bounded by ctx and Spec.Wait) until it finishes, then replays.
+	DuplicateWait
+)
+
+// OnFailure says what happens to the key when the function returns an error.
+type OnFailure uint8
+
+const (
+	// FailureUnlock releases the key so a retry runs the function again. The default.
+	FailureUnlock OnFailure = iota
+	// FailureLock records the error and replays it to duplicates as a *RecordedError.
+	FailureLock
+)
+
+// Defaults for a Spec's zero fields.
+const (
+	DefaultTTL   = 24 * time.Hour
+	DefaultLease = 30 * time.Second
+)
+
+// Spec is one guarded function's configuration, written by idemgen from the
+// //idem: directive. A Spec is read-only once in use.
+type Spec struct {
+	// Name is the function's stable identity in keys (importpath.Func or
+	// importpath.Type.Method unless name= is given).
+	Name string
+	// Version separates key spaces: bump it to start afresh.
+	Version int
+	// TTL is how long a finished record is kept and replayed (default 24h).
+	TTL time.Duration
+	// Lease is the in-progress lease (default 30s), heartbeated every Lease/3.
+	Lease time.Duration
+	// Wait bounds how long a DuplicateWait caller blocks (default Lease).
+	Wait        time.Duration
+	OnDuplicate OnDuplicate
+	OnFailure   OnFailure
+}
+
+func (s *Spec) ttl() time.Duration {
+	if s.TTL > 0 {
+		return s.TTL
+	}
+	return DefaultTTL
+}
+
+func (s *Spec) lease() time.Duration {
+	if s.Lease > 0 {
+		return s.Lease
+	}
+	return DefaultLease
+}
+
+func (s *Spec) wait() time.Duration {
+	if s.Wait > 0 {
+		return s.Wait
+	}
+	return s.lease()
+}

@@ -1,0 +1,211 @@
+package idem
+
+import (
+	"context"
+	"encoding/hex"
+	"time"
+)
+
+// State is the lifecycle state of a record.
+type State uint8
+
+const (
+	// StateAbsent is reported for a key with no live record.
+	StateAbsent State = iota
+	// StateInProgress: an owner holds a lease and is running the function.
+	StateInProgress
+	// StateCompleted: the function returned normally; Result holds its value.
+	StateCompleted
+	// StateFailed: the function failed under on_failure=lock; Result holds
+	// the recorded error.
+	StateFailed
+	// StateReleased: the owner gave the key up (error under
+	// on_failure=unlock, panic, or an operator release). The next claim
+	// acquires it with a higher fence: a released record keeps its fence.
+	StateReleased
+)
+
+var stateNames = [...]string{"absent", "in_progress", "completed", "failed", "released"}
+
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "state(" + itoa(int64(s)) + ")"
+}
+
+// Token identifies one owner (one execution attempt). Guards mint them
+// without allocating: a random per-Guard prefix and a counter.
+type Token [16]byte
+
+func (t Token) String() string { return hex.EncodeToString(t[:]) }
+
+// IsZero reports whether t is the zero token (no owner).
+func (t Token) IsZero() bool { return t == Token{} }
+
+// Fingerprint is the SHA-256 (or HMAC-SHA-256) of a call's full payload.
+// A claim whose fingerprint differs from a live record's is a mismatch.
+type Fingerprint [32]byte
+
+func (f Fingerprint) String() string { return hex.EncodeToString(f[:]) }
+
+// ClaimRequest asks a store to take ownership of a key.
+type ClaimRequest struct {
+	Key         string
+	Fingerprint Fingerprint
+	Owner       Token
+	// Lease is how long the claim holds without a heartbeat.
+	Lease time.Duration
+	// TTL is how long a finished (or released) record is retained.
+	TTL time.Duration
+}
+
+// ClaimStatus is what a claim found.
+type ClaimStatus uint8
+
+const (
+	// ClaimAcquired: there was no live record (absent, released, or a
+	// finished record past its TTL); the caller owns the key now.
+	ClaimAcquired ClaimStatus = iota + 1
+	// ClaimTakenOver: a previous owner's lease had expired; the caller owns
+	// the key now with a higher fence.
+	ClaimTakenOver
+	// ClaimInProgress: another owner holds a live lease.
+	ClaimInProgress
+	// ClaimCompleted: the key finished; Result holds the stored value.
+	ClaimCompleted
+	// ClaimFailed: the key failed under on_failure=lock; Result holds the
+	// recorded error.
+	ClaimFailed
+	// ClaimMismatch: a live record exists with a different fingerprint.
+	ClaimMismatch
+)
+
+var claimNames = [...]string{"", "acquired", "taken_over", "in_progress", "completed", "failed", "mismatch"}
+
+func (s ClaimStatus) String() string {
+	if int(s) < len(claimNames) && s != 0 {
+		return claimNames[s]
+	}
+	return "claim(" + itoa(int64(s)) + ")"
+}
+
+// Owns reports whether the claim made the caller the owner.
+func (s ClaimStatus) Owns() bool { return s == ClaimAcquired || s == ClaimTakenOver }
+
+// Result is what a finished call leaves behind.
+type Result struct {
+	// Data is the codec's encoding of the value (completed) or of the
+	// recorded error (failed). Every store persists it byte for byte.
+	Data []byte
+	// Value is the decoded value. In-process stores (the memory store) may
+	// keep it and hand it back on replay so a replay costs no decoding;
+	// other stores leave it nil. Treat replayed values as read-only: like
+	// singleflight, in-process replays share one value.
+	Value any
+}
+
+// ClaimResult is the outcome of Store.Claim.
+type ClaimResult struct {
+	Status ClaimStatus
+	// Fence is the caller's new fence when it owns the key, otherwise the
+	// fence of the record found.
+	Fence uint64
+	// LeaseUntil is the owner's lease expiry (store clock) for
+	// ClaimAcquired, ClaimTakenOver and ClaimInProgress.
+	LeaseUntil time.Time
+	// Result is set for ClaimCompleted and ClaimFailed.
+	Result Result
+}
+
+// Lease is the handle an owner uses for its fenced writes.
+type Lease struct {
+	Key   string
+	Owner Token
+	Fence uint64
+	// Duration is the lease length a heartbeat renews.
+	Duration time.Duration
+	// TTL is how long the finished or released record is retained.
+	TTL time.Duration
+}
+
+// Record is a store's view of one key, for inspection and tests.
+type Record struct {
+	Key         string
+	State       State
+	Owner       Token
+	Fence       uint64
+	Fingerprint Fingerprint
+	// Result is the encoded value (completed) or error (failed).
+	Result []byte
+	// LeaseUntil is the lease expiry of an in-progress record.
+	LeaseUntil time.Time
+	// ExpiresAt is when a finished or released record stops being live.
+	ExpiresAt time.Time
+	UpdatedAt time.Time
+}
+
+// Store is the persistence contract behind a Guard. Every method is one
+// atomic operation; a networked store does each in one round trip, so a
+// replay costs one round trip (Claim) and a first execution two (Claim,
+// Complete). Times are judged by the store's clock where it has one.
+//
+// Fenced writes (Heartbeat, Complete, Fail, Release) are compare-and-set on
+// the lease's owner and fence and on the record being in progress; anything
+// else returns ErrLeaseLost and changes nothing. Lease expiry alone does not
+// reject them: only a takeover or release does.
+//
+// A canceled ctx must change nothing and return an error that wraps
+// ctx.Err(). runtime/idemtest.RunStoreSuite checks all of this.
+type Store interface {
+	// Claim atomically inspects the key and, when it has no live record
+	// or its owner's lease has expired, makes req.Owner its owner with a
+	// fence strictly greater than any fence the key has had while a record
+	// of it was retained.
+	Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error)
+	// Heartbeat renews the lease to now + l.Duration.
+	Heartbeat(ctx context.Context, l Lease) error
+	// Complete stores the result and retains it for l.TTL.
+	Complete(ctx context.Context, l Lease, r Result) error
+	// Fail stores a recorded failure and retains it for l.TTL.
+	Fail(ctx context.Context, l Lease, r Result) error
+	// Release gives the key up, keeping its fence, so the next claim
+	// acquires it.
+	Release(ctx context.Context, l Lease) error
+	// Get returns the live record for key, or ErrNotFound. Finished and
+	// released records past their TTL are not live.
+	Get(ctx context.Context, key string) (Record, error)
+	// Delete removes the record for key whatever its state, or returns
+	// ErrNotFound.
+	Delete(ctx context.Context, key string) error
+	// Wait blocks until key has no live in-progress record (it finished,
+	// was released or deleted, or its lease expired) and returns nil, or
+	// until ctx is done and returns an error wrapping ctx.Err(). Stores
+	// wake waiters by notification where they can, with bounded polling as
+	// a fallback so a lost notification delays but never hangs a waiter.
+	Wait(ctx context.Context, key string) error
+}
+
+// itoa formats without strconv's allocation for small uses in String methods.
+func itoa(v int64) string {
+	var b [20]byte
+	i := len(b)
+	neg := v < 0
+	u := uint64(v)
+	if neg {
+		u = uint64(-v)
+	}
+	for {
+		i--
+		b[i] = byte('0' + u%10)
+		u /= 10
+		if u == 0 {
+			break
+		}
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}

@@ -1,0 +1,31 @@
+// Package idemtest holds the store conformance suite that every idem.Store
+// (the ones in this module and third-party ones) runs with one call.
+package idemtest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// Harness tells the suite how to make stores.
+type Harness struct {
+	// New returns a fresh store, isolated from every other store New
+	// returned (its own key prefix, schema, directory…). When ManualClock
+	// is set the store must read time from now; otherwise now is time.Now
+	// and may be ignored (stores judged by a server clock ignore it).
+	New func(t *testing.T, now func() time.Time) idem.Store
+	// ManualClock: the store uses the clock given to New, so the suite
+	// moves time forward instantly instead of sleeping.
+	ManualClock bool
+	// Lease is the lease the suite uses when it has to wait for real time
+	// (default 300ms). Raise it for slow stores.
+	Lease time.Duration
+}
+
+// RunStoreSuite runs the conformance suite against the stores h makes.
+func RunStoreSuite(t *testing.T, h Harness) {
+	t.Helper()
+	runSuite(t, h)
+}
