@@ -1,0 +1,21 @@
+# idemgen: the two commands a newcomer needs are `make demo` and `make test`.
+GO ?= go
+export CGO_ENABLED = 1
+
+.PHONY: test services lint bench
+
+# Start the extra servers tests need (the Redis Cluster, dynalite). The
+# machine's PostgreSQL, Redis and NATS are expected to be running already.
+services:
+
+# All tests, race detector on.
+test: services
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@latest ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./runtime/idem
