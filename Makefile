@@ -7,6 +7,7 @@ export CGO_ENABLED = 1
 # Start the extra servers tests need (the Redis Cluster, dynalite). The
 # machine's PostgreSQL, Redis and NATS are expected to be running already.
 services:
+	scripts/dynalite.sh
 
 # All tests, race detector on.
 test: services

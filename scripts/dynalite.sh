@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Starts dynalite, a DynamoDB-compatible server, for the runtime/dynamostore
+# tests: in memory, in the background, on a loopback port. Idempotent: when
+# the port already answers, it does nothing. Installs the pinned npm package
+# (tools/package.json + package-lock.json) when tools/node_modules is missing.
+#
+#   scripts/dynalite.sh [start]   start (default) on $DYNALITE_PORT (4567)
+#   scripts/dynalite.sh stop      stop the instance this script started
+#   scripts/dynalite.sh status    exit 0 when the port answers
+#
+# Environment: DYNALITE_PORT (default 4567), DYNALITE_HOST (127.0.0.1),
+# DYNALITE_PLAIN=1 runs dynalite unmodified (see tools/dynalite-server.js).
+# Tests find it through IDEM_DYNAMO_ENDPOINT (default http://127.0.0.1:4567).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+host=${DYNALITE_HOST:-127.0.0.1}
+port=${DYNALITE_PORT:-4567}
+rundir=${DYNALITE_RUNDIR:-${TMPDIR:-/tmp}/idemgen-dynalite}
+pidfile=$rundir/$port.pid
+logfile=$rundir/$port.log
+
+answers() { (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; }
+
+install() {
+	if [ -d "$root/tools/node_modules/dynalite" ]; then
+		return
+	fi
+	if ! command -v npm >/dev/null 2>&1; then
+		echo "dynalite.sh: npm not found; installing Node.js and npm with apt-get" >&2
+		if [ "$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi
+		$sudo apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq nodejs npm >/dev/null
+	fi
+	npm ci --prefix "$root/tools" --no-audit --no-fund --loglevel=error >&2
+}
+
+start() {
+	if answers; then
+		return 0
+	fi
+	install
+	mkdir -p "$rundir"
+	args=(--host "$host" --port "$port")
+	if [ "${DYNALITE_PLAIN:-}" = 1 ]; then
+		args+=(--plain)
+	fi
+	# setsid: the server outlives this script and make's process group.
+	setsid node "$root/tools/dynalite-server.js" "${args[@]}" >"$logfile" 2>&1 </dev/null &
+	echo $! >"$pidfile"
+	for _ in $(seq 1 100); do
+		if answers; then
+			echo "dynalite listening on http://$host:$port (log $logfile)" >&2
+			return 0
+		fi
+		if ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+			break
+		fi
+		sleep 0.1
+	done
+	echo "dynalite.sh: dynalite did not start on $host:$port; log:" >&2
+	cat "$logfile" >&2 || true
+	return 1
+}
+
+stop() {
+	if [ -f "$pidfile" ]; then
+		pid=$(cat "$pidfile")
+		if kill -0 "$pid" 2>/dev/null; then
+			kill "$pid"
+			for _ in $(seq 1 50); do
+				kill -0 "$pid" 2>/dev/null || break
+				sleep 0.1
+			done
+		fi
+		rm -f "$pidfile"
+	fi
+}
+
+case "${1:-start}" in
+start) start ;;
+stop) stop ;;
+status) answers ;;
+*)
+	echo "usage: $0 [start|stop|status]" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,47 @@
+#!/usr/bin/env node
+// Starts dynalite (pinned in package.json) for the runtime/dynamostore tests.
+//
+// Usage: node tools/dynalite-server.js --port 4567 [--host 127.0.0.1] [--plain]
+//
+// dynalite 4.0.0 lacks one DynamoDB feature the store relies on for one-round-
+// trip replays: ReturnValuesOnConditionCheckFailure=ALL_OLD on PutItem,
+// UpdateItem and DeleteItem, which makes a ConditionalCheckFailedException
+// carry the item that failed the condition (DynamoDB since 2023-06, DynamoDB
+// Local since 2023-12; upstream request: architect/dynalite#182). Unless
+// --plain is given, this launcher adds exactly that, following the
+// DynamoDB API reference: the parameter is accepted (ALL_OLD | NONE) and,
+// when it is ALL_OLD and an item exists, the error body gets an "Item" member.
+// With --plain, dynalite runs unmodified, so the store's fallback read is
+// exercised against the unmodified server.
+'use strict'
+
+var argv = require('minimist')(process.argv.slice(2), { boolean: [ 'plain' ] })
+
+if (!argv.plain) {
+  var db = require('dynalite/db')
+  var param = { type: 'String', enum: [ 'ALL_OLD', 'NONE' ] }
+  for (var action of [ 'putItem', 'updateItem', 'deleteItem' ]) {
+    require('dynalite/validations/' + action).types.ReturnValuesOnConditionCheckFailure = param
+  }
+  var checkConditional = db.checkConditional
+  db.checkConditional = function (data, existingItem) {
+    var err = checkConditional.apply(this, arguments)
+    if (err && err.body && /ConditionalCheckFailedException$/.test(err.body.__type) &&
+        data.ReturnValuesOnConditionCheckFailure === 'ALL_OLD' && existingItem) {
+      err.body.Item = existingItem
+    }
+    return err
+  }
+}
+
+var server = require('dynalite')({
+  createTableMs: argv.createTableMs != null ? +argv.createTableMs : 0,
+  deleteTableMs: argv.deleteTableMs != null ? +argv.deleteTableMs : 0,
+  updateTableMs: argv.updateTableMs != null ? +argv.updateTableMs : 0,
+})
+server.listen(+(argv.port || 4567), argv.host || '127.0.0.1', function () {
+  var a = server.address()
+  console.log('dynalite%s listening at http://%s:%d', argv.plain ? ' (plain)' : '', a.address, a.port)
+})
+process.on('SIGTERM', function () { process.exit(0) })
+process.on('SIGINT', function () { process.exit(0) })
