@@ -1,0 +1,29 @@
+package idemtest_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtest"
+)
+
+func TestMemoryStoreConformance(t *testing.T) {
+	idemtest.RunStoreSuite(t, idemtest.Harness{
+		New: func(t *testing.T, now func() time.Time) idem.Store {
+			return idem.NewMemoryStore(idem.WithClock(now), idem.WithPollInterval(5*time.Millisecond))
+		},
+		ManualClock: true,
+	})
+}
+
+// The suite also holds with real time, as networked stores run it.
+func TestMemoryStoreConformanceRealTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time run skipped in -short mode")
+	}
+	idemtest.RunStoreSuite(t, idemtest.Harness{
+		New:   func(t *testing.T, now func() time.Time) idem.Store { return idem.NewMemoryStore() },
+		Lease: 200 * time.Millisecond,
+	})
+}
