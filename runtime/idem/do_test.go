@@ -1,0 +1,529 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtest"
+)
+
+type invoice struct {
+	ID     string
+	Amount int64
+	Lines  []string
+	Meta   map[string]string
+	At     time.Time
+}
+
+// recorder is an Observer that keeps every event.
+type recorder struct {
+	mu     sync.Mutex
+	events []idem.Event
+}
+
+func (r *recorder) Observe(e idem.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) outcomes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		out = append(out, e.Outcome.String())
+	}
+	return out
+}
+
+// call runs one guarded call of spec keyed by key, the shape idemgen emits.
+func call[R any](ctx context.Context, g *idem.Guard, spec *idem.Spec, key string, fn func(context.Context) (R, error)) (R, error) {
+	c := g.Begin(spec)
+	c.Key().String(key)
+	return idem.Do(ctx, c, fn)
+}
+
+func TestDuplicateModes(t *testing.T) {
+	first := func(ctx context.Context) (invoice, error) {
+		return invoice{ID: "inv_1", Amount: 1250, Lines: []string{"a"}, Meta: map[string]string{"k": "v"}, At: time.Unix(1700000000, 0).UTC()}, nil
+	}
+	tests := []struct {
+		mode      idem.OnDuplicate
+		wantErr   error
+		wantRuns  int64
+		wantEvent []string
+	}{
+		{idem.DuplicateReturn, nil, 1, []string{"executed", "replayed"}},
+		{idem.DuplicateWait, nil, 1, []string{"executed", "replayed"}},
+		{idem.DuplicateRaise, idem.ErrDuplicate, 1, []string{"executed", "duplicate"}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.mode), func(t *testing.T) {
+			rec := &recorder{}
+			g := idem.NewGuard(idem.NewMemoryStore(), idem.WithObserver(rec))
+			spec := &idem.Spec{Name: "test.Invoice", OnDuplicate: tt.mode}
+			var runs atomic.Int64
+			fn := func(ctx context.Context) (invoice, error) { runs.Add(1); return first(ctx) }
+			v1, err := call(context.Background(), g, spec, "k", fn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v2, err := call(context.Background(), g, spec, "k", fn)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("duplicate err = %v, want %v", err, tt.wantErr)
+			}
+			if tt.wantErr == nil {
+				if diff := cmp.Diff(v1, v2); diff != "" {
+					t.Fatalf("replay differs (-first +replay):\n%s", diff)
+				}
+			}
+			if runs.Load() != tt.wantRuns {
+				t.Fatalf("ran %d times, want %d", runs.Load(), tt.wantRuns)
+			}
+			if diff := cmp.Diff(tt.wantEvent, rec.outcomes()); diff != "" {
+				t.Fatalf("outcomes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Replays through a store that keeps no Go values decode the stored bytes
+// and must equal the original too.
+type bytesOnly struct{ idem.Store }
+
+func (s bytesOnly) Claim(ctx context.Context, r idem.ClaimRequest) (idem.ClaimResult, error) {
+	res, err := s.Store.Claim(ctx, r)
+	res.Result.Value = nil
+	return res, err
+}
+
+func TestReplayDecodesEqual(t *testing.T) {
+	g := idem.NewGuard(bytesOnly{idem.NewMemoryStore()})
+	spec := &idem.Spec{Name: "test.Decode"}
+	orig := &invoice{ID: "inv_2", Amount: -3, Lines: []string{}, Meta: map[string]string{"a": "b"}, At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)}
+	fn := func(ctx context.Context) (*invoice, error) { return orig, nil }
+	if _, err := call(context.Background(), g, spec, "k", fn); err != nil {
+		t.Fatal(err)
+	}
+	got, err := call(context.Background(), g, spec, "k", fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == orig {
+		t.Fatal("replay returned the original pointer, want a decoded copy")
+	}
+	if diff := cmp.Diff(orig, got); diff != "" {
+		t.Fatalf("decoded replay differs:\n%s", diff)
+	}
+}
+
+func TestConcurrentDuplicates(t *testing.T) {
+	tests := []struct {
+		name    string
+		mode    idem.OnDuplicate
+		guards  int // >1: duplicates come from other "processes" through the store
+		wantErr error
+	}{
+		{"wait shares the result in process", idem.DuplicateWait, 1, nil},
+		{"wait across guards", idem.DuplicateWait, 3, nil},
+		{"return gets in progress", idem.DuplicateReturn, 1, idem.ErrInProgress},
+		{"raise gets in progress", idem.DuplicateRaise, 1, idem.ErrInProgress},
+		{"return across guards", idem.DuplicateReturn, 3, idem.ErrInProgress},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := idem.NewMemoryStore(idem.WithPollInterval(5 * time.Millisecond))
+			var guards []*idem.Guard
+			for i := 0; i < tt.guards; i++ {
+				guards = append(guards, idem.NewGuard(store))
+			}
+			spec := &idem.Spec{Name: "test.Storm", OnDuplicate: tt.mode, Wait: 5 * time.Second}
+			var runs atomic.Int64
+			release := make(chan struct{})
+			started := make(chan struct{})
+			fn := func(ctx context.Context) (string, error) {
+				if runs.Add(1) == 1 {
+					close(started)
+				}
+				<-release
+				return "done", nil
+			}
+			leader := make(chan error, 1)
+			go func() { _, err := call(context.Background(), guards[0], spec, "k", fn); leader <- err }()
+			<-started
+			const n = 100
+			var wg sync.WaitGroup
+			errs := make(chan error, n)
+			for i := 0; i < n; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					v, err := call(context.Background(), guards[i%len(guards)], spec, "k", fn)
+					if err == nil && v != "done" {
+						err = fmt.Errorf("got %q", v)
+					}
+					errs <- err
+				}(i)
+			}
+			if tt.wantErr != nil {
+				wg.Wait() // duplicates return at once while the leader runs
+			}
+			close(release)
+			wg.Wait()
+			close(errs)
+			if err := <-leader; err != nil {
+				t.Fatalf("leader: %v", err)
+			}
+			for err := range errs {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("duplicate: err = %v, want %v", err, tt.wantErr)
+				}
+			}
+			if runs.Load() != 1 {
+				t.Fatalf("ran %d times, want 1", runs.Load())
+			}
+		})
+	}
+}
+
+func TestWaitBounded(t *testing.T) {
+	g := idem.NewGuard(idem.NewMemoryStore())
+	spec := &idem.Spec{Name: "test.Slow", OnDuplicate: idem.DuplicateWait, Wait: 50 * time.Millisecond}
+	release := make(chan struct{})
+	started := make(chan struct{})
+	go call(context.Background(), g, spec, "k", func(ctx context.Context) (int, error) {
+		close(started)
+		<-release
+		return 1, nil
+	})
+	defer close(release)
+	<-started
+	t.Run("by the wait option", func(t *testing.T) {
+		begin := time.Now()
+		_, err := call(context.Background(), g, spec, "k", func(ctx context.Context) (int, error) { return 2, nil })
+		if !errors.Is(err, idem.ErrInProgress) {
+			t.Fatalf("err = %v, want ErrInProgress after the wait bound", err)
+		}
+		if d := time.Since(begin); d < 40*time.Millisecond || d > 2*time.Second {
+			t.Fatalf("waited %v, want about 50ms", d)
+		}
+	})
+	t.Run("by ctx", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(10*time.Millisecond, cancel)
+		_, err := call(ctx, g, &idem.Spec{Name: "test.Slow", OnDuplicate: idem.DuplicateWait, Wait: time.Hour}, "k",
+			func(ctx context.Context) (int, error) { return 2, nil })
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+	})
+}
+
+func TestOnFailure(t *testing.T) {
+	boom := errors.New("card declined")
+	tests := []struct {
+		name      string
+		spec      idem.Spec
+		wantRuns  int64
+		wantMatch func(error) bool
+	}{
+		{"unlock runs again", idem.Spec{OnFailure: idem.FailureUnlock}, 2, func(err error) bool { return errors.Is(err, boom) }},
+		{"lock replays the recorded error", idem.Spec{OnFailure: idem.FailureLock}, 1, func(err error) bool {
+			var rec *idem.RecordedError
+			return errors.As(err, &rec) && rec.Message == "card declined" && strings.Contains(err.Error(), "test.Charge")
+		}},
+		{"lock with raise is a duplicate", idem.Spec{OnFailure: idem.FailureLock, OnDuplicate: idem.DuplicateRaise}, 1, func(err error) bool {
+			var rec *idem.RecordedError
+			return errors.Is(err, idem.ErrDuplicate) && errors.As(err, &rec)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, store := range []idem.Store{idem.NewMemoryStore(), bytesOnly{idem.NewMemoryStore()}} {
+				g := idem.NewGuard(store)
+				spec := tt.spec
+				spec.Name = "test.Charge"
+				var runs atomic.Int64
+				fn := func(ctx context.Context) (int, error) { runs.Add(1); return 0, boom }
+				if _, err := call(context.Background(), g, &spec, "k", fn); !errors.Is(err, boom) {
+					t.Fatalf("first call err = %v, want the function's own error", err)
+				}
+				_, err := call(context.Background(), g, &spec, "k", fn)
+				if !tt.wantMatch(err) {
+					t.Fatalf("second call err = %v", err)
+				}
+				if runs.Load() != tt.wantRuns {
+					t.Fatalf("ran %d times, want %d", runs.Load(), tt.wantRuns)
+				}
+			}
+		})
+	}
+}
+
+func TestPanicReleasesAndRepanics(t *testing.T) {
+	g := idem.NewGuard(idem.NewMemoryStore())
+	spec := &idem.Spec{Name: "test.Panics"}
+	func() {
+		defer func() {
+			if p := recover(); p != "kaboom" {
+				t.Fatalf("recovered %v, want the function's panic", p)
+			}
+		}()
+		call(context.Background(), g, spec, "k", func(ctx context.Context) (int, error) { panic("kaboom") })
+	}()
+	v, err := call(context.Background(), g, spec, "k", func(ctx context.Context) (int, error) { return 7, nil })
+	if err != nil || v != 7 {
+		t.Fatalf("after a panic the key must be free: got %v, %v", v, err)
+	}
+}
+
+func TestFenceFromAndLeaseLost(t *testing.T) {
+	clock := idemtest.NewClock(time.Now())
+	store := idem.NewMemoryStore(idem.WithClock(clock.Now))
+	rec := &recorder{}
+	g := idem.NewGuard(store, idem.WithObserver(rec))
+	spec := &idem.Spec{Name: "test.Zombie", Lease: 30 * time.Millisecond}
+	var key string
+	running := make(chan struct{})
+	var cause error
+	_, err := call(context.Background(), g, spec, "k", func(ctx context.Context) (int, error) {
+		fence, ok := idem.FenceFrom(ctx)
+		if !ok || fence != 1 {
+			t.Errorf("FenceFrom = %d, %v; want 1, true", fence, ok)
+		}
+		l, _ := idem.LeaseFrom(ctx)
+		key = l.Key
+		close(running)
+		// Another process takes over once the lease has expired by the
+		// store's clock: the next heartbeat must notice.
+		clock.Advance(time.Second)
+		res, err := store.Claim(context.Background(), idem.ClaimRequest{Key: key, Owner: idem.Token{1}, Lease: time.Hour, TTL: time.Hour})
+		if err != nil || res.Status != idem.ClaimTakenOver {
+			t.Errorf("takeover = %v, %v", res.Status, err)
+		}
+		select {
+		case <-ctx.Done():
+			cause = context.Cause(ctx)
+		case <-time.After(5 * time.Second):
+			t.Error("ctx not canceled after the lease was lost")
+		}
+		return 1, nil
+	})
+	<-running
+	if !errors.Is(err, idem.ErrLeaseLost) || !errors.Is(cause, idem.ErrLeaseLost) {
+		t.Fatalf("Do = %v, ctx cause = %v; want ErrLeaseLost for both", err, cause)
+	}
+	r, _ := store.Get(context.Background(), key)
+	if r.State != idem.StateInProgress || r.Owner != (idem.Token{1}) || r.Fence != 2 {
+		t.Fatalf("record = %v owner %v fence %d; the new owner's claim must stand", r.State, r.Owner, r.Fence)
+	}
+	if got := rec.outcomes(); !slicesContain(got, "lease_lost") {
+		t.Fatalf("outcomes %v lack lease_lost", got)
+	}
+}
+
+func slicesContain(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func TestHeartbeatKeepsLongCallAlive(t *testing.T) {
+	store := idem.NewMemoryStore()
+	g := idem.NewGuard(store)
+	spec := &idem.Spec{Name: "test.Long", Lease: 60 * time.Millisecond}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err := call(context.Background(), g, spec, "k", func(ctx context.Context) (int, error) {
+			select {
+			case <-time.After(300 * time.Millisecond): // five leases
+				return 1, nil
+			case <-ctx.Done():
+				return 0, context.Cause(ctx)
+			}
+		})
+		if err != nil {
+			t.Errorf("long call: %v", err)
+		}
+	}()
+	other := idem.NewGuard(store)
+	for i := 0; i < 5; i++ {
+		time.Sleep(50 * time.Millisecond)
+		_, err := call(context.Background(), other, spec, "k", func(ctx context.Context) (int, error) { return 2, nil })
+		if err != nil && !errors.Is(err, idem.ErrInProgress) {
+			t.Fatalf("duplicate during a heartbeated call: %v", err)
+		}
+		if err == nil {
+			break // the first call finished
+		}
+	}
+	<-done
+}
+
+func TestPayloadMismatch(t *testing.T) {
+	g := idem.NewGuard(idem.NewMemoryStore())
+	spec := &idem.Spec{Name: "test.Event"}
+	run := func(id string, amount int64) (int64, error) {
+		c := g.Begin(spec)
+		c.Key().ID(id)
+		p := c.Payload()
+		p.String(id)
+		p.Int(amount)
+		return idem.Do(context.Background(), c, func(ctx context.Context) (int64, error) { return amount, nil })
+	}
+	if _, err := run("evt_1", 10); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := run("evt_1", 10); err != nil || v != 10 {
+		t.Fatalf("same payload = %v, %v; want a replay", v, err)
+	}
+	if _, err := run("evt_1", 11); !errors.Is(err, idem.ErrPayloadMismatch) {
+		t.Fatalf("other payload = %v, want ErrPayloadMismatch", err)
+	}
+	for _, bad := range []string{"", strings.Repeat("x", 256)} {
+		if _, err := run(bad, 1); !errors.Is(err, idem.ErrInvalidKey) {
+			t.Fatalf("ID of %d bytes: err = %v, want ErrInvalidKey", len(bad), err)
+		}
+	}
+}
+
+// failing is a store whose claims fail, as an unreachable server's would.
+type failing struct{ idem.Store }
+
+var errDown = errors.New("connection refused")
+
+func (failing) Claim(context.Context, idem.ClaimRequest) (idem.ClaimResult, error) {
+	return idem.ClaimResult{}, errDown
+}
+
+func TestStoreUnavailable(t *testing.T) {
+	for _, failOpen := range []bool{false, true} {
+		t.Run(fmt.Sprint("failOpen=", failOpen), func(t *testing.T) {
+			rec := &recorder{}
+			opts := []idem.Option{idem.WithObserver(rec)}
+			if failOpen {
+				opts = append(opts, idem.WithFailOpen())
+			}
+			g := idem.NewGuard(failing{idem.NewMemoryStore()}, opts...)
+			ran := false
+			v, err := call(context.Background(), g, &idem.Spec{Name: "test.F"}, "k", func(ctx context.Context) (int, error) { ran = true; return 3, nil })
+			if failOpen {
+				if err != nil || v != 3 || !ran {
+					t.Fatalf("fail open: %v, %v, ran=%v", v, err, ran)
+				}
+				if diff := cmp.Diff([]string{"store_error", "fail_open"}, rec.outcomes()); diff != "" {
+					t.Fatal(diff)
+				}
+				return
+			}
+			if !errors.Is(err, idem.ErrStoreUnavailable) || !errors.Is(err, errDown) || ran {
+				t.Fatalf("fail closed: err = %v, ran = %v", err, ran)
+			}
+		})
+	}
+}
+
+func TestStoreFull(t *testing.T) {
+	g := idem.NewGuard(idem.NewMemoryStore(idem.WithMaxRecords(2)))
+	spec := &idem.Spec{Name: "test.Full"}
+	one := func(ctx context.Context) (int, error) { return 1, nil }
+	for _, k := range []string{"a", "b"} {
+		if _, err := call(context.Background(), g, spec, k, one); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := call(context.Background(), g, spec, "c", one); !errors.Is(err, idem.ErrStoreFull) || !errors.Is(err, idem.ErrStoreUnavailable) {
+		t.Fatalf("third key = %v, want ErrStoreFull", err)
+	}
+	if v, err := call(context.Background(), g, spec, "a", func(ctx context.Context) (int, error) { return 2, nil }); err != nil || v != 1 {
+		t.Fatalf("replay at capacity = %v, %v; want 1", v, err)
+	}
+}
+
+func TestStoreKeys(t *testing.T) {
+	keyOf := func(g *idem.Guard, spec *idem.Spec, k string) string {
+		var got string
+		c := g.Begin(spec)
+		c.Key().String(k)
+		idem.Do(context.Background(), c, func(ctx context.Context) (int, error) {
+			l, _ := idem.LeaseFrom(ctx)
+			got = l.Key
+			return 0, nil
+		})
+		return got
+	}
+	spec := &idem.Spec{Name: "example.com/billing.Charge", Version: 3}
+	plain := keyOf(idem.NewGuard(idem.NewMemoryStore()), spec, "x")
+	if !regexp.MustCompile(`^idem:example\.com/billing\.Charge:v3:[0-9a-f]{64}$`).MatchString(plain) {
+		t.Fatalf("store key %q does not have the form <prefix><name>:v<version>:<hash>", plain)
+	}
+	tests := []struct {
+		name string
+		g    *idem.Guard
+		same bool
+	}{
+		{"same guard config", idem.NewGuard(idem.NewMemoryStore()), true},
+		{"prefix", idem.NewGuard(idem.NewMemoryStore(), idem.WithKeyPrefix("app:")), false},
+		{"hmac", idem.NewGuard(idem.NewMemoryStore(), idem.WithHMAC([]byte("secret"))), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := keyOf(tt.g, spec, "x")
+			if (k == plain) != tt.same {
+				t.Fatalf("key %q vs %q: same=%v, want %v", k, plain, k == plain, tt.same)
+			}
+		})
+	}
+	h1 := keyOf(idem.NewGuard(idem.NewMemoryStore(), idem.WithHMAC([]byte("secret"))), spec, "x")
+	h2 := keyOf(idem.NewGuard(idem.NewMemoryStore(), idem.WithHMAC([]byte("secret"))), spec, "x")
+	if h1 != h2 {
+		t.Fatal("HMAC keys with one secret differ")
+	}
+	if k := keyOf(idem.NewGuard(idem.NewMemoryStore()), &idem.Spec{Name: spec.Name, Version: 4}, "x"); k == plain {
+		t.Fatal("a version bump must change the key")
+	}
+}
+
+func TestCompletionSurvivesCallerCancel(t *testing.T) {
+	store := idem.NewMemoryStore()
+	g := idem.NewGuard(store)
+	spec := &idem.Spec{Name: "test.Cancel"}
+	ctx, cancel := context.WithCancel(context.Background())
+	v, err := call(ctx, g, spec, "k", func(context.Context) (int, error) { cancel(); return 5, nil })
+	if err != nil || v != 5 {
+		t.Fatalf("%v, %v", v, err)
+	}
+	v, err = call(context.Background(), g, spec, "k", func(context.Context) (int, error) { return 6, nil })
+	if err != nil || v != 5 {
+		t.Fatalf("replay = %v, %v; the effect ran, so its result must be recorded", v, err)
+	}
+}
+
+func TestErrorOnlyFunction(t *testing.T) {
+	g := idem.NewGuard(bytesOnly{idem.NewMemoryStore()})
+	spec := &idem.Spec{Name: "test.Send"}
+	var runs int
+	for i := 0; i < 3; i++ {
+		if _, err := call(context.Background(), g, spec, "k", func(context.Context) (struct{}, error) { runs++; return struct{}{}, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if runs != 1 {
+		t.Fatalf("ran %d times", runs)
+	}
+}
