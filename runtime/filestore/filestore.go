@@ -1,0 +1,532 @@
+package filestore
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+const (
+	dirPerm  = 0o700
+	filePerm = 0o600
+	// maxResult bounds a stored result; the record format has 32-bit lengths.
+	maxResult = maxRecordSize - headerSize - trailerSize - 64<<10
+)
+
+// Store is an idem.Store kept in a directory. It is safe for concurrent use
+// by many goroutines and by many processes on one host that open the same
+// directory. See the package documentation for the layout and guarantees.
+type Store struct {
+	root    string
+	now     func() time.Time
+	noSync  bool
+	poll    time.Duration
+	stripes [256]chan struct{}
+
+	// openTemp opens the temporary file a record is written to; tests
+	// replace it to inject write errors (ENOSPC from /dev/full).
+	openTemp func(name string) (*os.File, error)
+}
+
+var _ idem.Store = (*Store)(nil)
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock replaces the host clock (time.Now) the store judges leases and
+// expiry by. For tests: every process sharing a directory must use the same
+// clock, or leases mean different things to different processes.
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// WithoutSync turns off fsync of record files and directories.
+//
+// UNSAFE FOR DURABILITY: a process crash (even SIGKILL) still never loses
+// or tears a record, because the kernel's page cache survives the process,
+// but a power loss or kernel crash can lose recent claims and completions
+// (so a finished call may run again) and can leave a torn record, which
+// then reads as idem.ErrCorruptRecord until deleted. Use it for tests on
+// tmpfs, for benchmarks, or for stores whose contents are disposable.
+func WithoutSync() Option { return func(s *Store) { s.noSync = true } }
+
+// WithPollInterval sets the longest pause between Wait's checks of a
+// running key (default 20ms). Wait starts at 1ms and backs off to it.
+func WithPollInterval(d time.Duration) Option { return func(s *Store) { s.poll = d } }
+
+// New opens (creating it with mode 0700 if needed) the store rooted at dir
+// and checks that the directory is writable by creating and removing a
+// probe file, so a read-only or foreign-owned directory fails here with a
+// clear error rather than on the first claim.
+func New(dir string, opts ...Option) (*Store, error) {
+	if dir == "" {
+		return nil, errors.New("filestore: empty directory name")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("filestore: %w", err)
+	}
+	s := &Store{root: abs, now: time.Now, poll: 20 * time.Millisecond}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.poll <= 0 {
+		s.poll = 20 * time.Millisecond
+	}
+	for i := range s.stripes {
+		s.stripes[i] = make(chan struct{}, 1)
+	}
+	s.openTemp = func(name string) (*os.File, error) {
+		return os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, filePerm)
+	}
+	if err := os.MkdirAll(abs, dirPerm); err != nil {
+		return nil, s.fsErr("creating store directory", abs, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, s.fsErr("opening store directory", abs, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("filestore: %s is not a directory", abs)
+	}
+	if err := s.probe(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Root returns the store's directory.
+func (s *Store) Root() string { return s.root }
+
+func (s *Store) probe() error {
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	name := filepath.Join(s.root, ".probe-"+hex.EncodeToString(rnd[:]))
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if err != nil {
+		return s.fsErr("checking the store directory", s.root, err)
+	}
+	_, werr := f.Write([]byte{0})
+	cerr := f.Close()
+	rerr := os.Remove(name)
+	if err := errors.Join(werr, cerr, rerr); err != nil {
+		return s.fsErr("checking the store directory", s.root, err)
+	}
+	return nil
+}
+
+// fsErr wraps a filesystem error with what the store was doing and, for
+// the failures an operator must act on, a plain diagnosis: a full disk
+// (also idem.ErrStoreFull, so Do reports the store unavailable and replays
+// that need no write keep working) and a directory the process may not
+// write to.
+func (s *Store) fsErr(op, path string, err error) error {
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return fmt.Errorf("%w: filestore: disk full (%s %s): %w", idem.ErrStoreFull, op, path, err)
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("filestore: store directory %s is not writable (%s %s): %w", s.root, op, path, err)
+	}
+	return fmt.Errorf("filestore: %s %s: %w", op, path, err)
+}
+
+// ensureDir creates a key's fan-out directories and, unless sync is off,
+// fsyncs each parent that gained an entry so the directories survive a
+// power loss along with the records written into them.
+func (s *Store) ensureDir(dir string) error {
+	parent := filepath.Dir(dir)
+	for _, d := range []string{parent, dir} {
+		err := os.Mkdir(d, dirPerm)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return s.fsErr("creating directory", d, err)
+		}
+		if err := s.syncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) syncDir(dir string) error {
+	if s.noSync {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return s.fsErr("opening directory for fsync", dir, err)
+	}
+	err = d.Sync()
+	d.Close()
+	if err != nil {
+		return s.fsErr("fsync of directory", dir, err)
+	}
+	return nil
+}
+
+// read loads the key's record. ok is false when there is no record file.
+// It needs no lock: records are only ever replaced by rename, so a reader
+// sees a whole old or a whole new file. An undecodable file is an error
+// wrapping idem.ErrCorruptRecord, never "absent".
+func (s *Store) read(p *paths, key string) (r idem.Record, ok bool, err error) {
+	b, err := readFile(p.rec)
+	if errors.Is(err, os.ErrNotExist) {
+		return r, false, nil
+	}
+	if err != nil {
+		return r, false, s.fsErr("reading record", p.rec, err)
+	}
+	r, err = decodeRecord(b)
+	if err != nil {
+		return r, false, fmt.Errorf("filestore: record file %s (key %q): %w; delete it (Store.Delete) to recover the key", p.rec, key, err)
+	}
+	// A file under another key's name (copied, or an editor's work) must
+	// not answer for this key.
+	if sha256.Sum256([]byte(r.Key)) != p.sum {
+		return r, false, fmt.Errorf("filestore: record file %s holds key %q, which does not hash to its name: %w", p.rec, r.Key, idem.ErrCorruptRecord)
+	}
+	return r, true, nil
+}
+
+// readFile is os.ReadFile without the Stat: records are small.
+func readFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, 0, 512)
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == cap(b) {
+			if len(b) >= maxRecordSize {
+				return nil, fmt.Errorf("%w: larger than %d bytes", idem.ErrCorruptRecord, maxRecordSize)
+			}
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
+// write replaces the key's record atomically: the encoding goes to the
+// key's temp file (the key lock makes its name private), is fsynced, and is
+// renamed over the record; then the directory is fsynced so the rename
+// itself is durable. A crash at any point leaves the old record or the new
+// one, never a mix; a leftover temp file is overwritten by the next write
+// and removed by Cleanup.
+func (s *Store) write(op string, p *paths, r *idem.Record) error {
+	b := encodeRecord(r)
+	f, err := s.openTemp(p.tmp)
+	if err != nil {
+		return s.fsErr("creating temp record", p.tmp, err)
+	}
+	if crashHook != nil {
+		// Tests kill the process between two halves of the write to
+		// leave a torn temp file behind.
+		half := len(b) / 2
+		_, err = f.Write(b[:half])
+		crashHook(op + "-tmp-partial")
+		if err == nil {
+			_, err = f.Write(b[half:])
+		}
+	} else {
+		_, err = f.Write(b)
+	}
+	if err == nil {
+		hook(op, "tmp-written")
+		if !s.noSync {
+			err = f.Sync()
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(p.tmp)
+		return s.fsErr("writing record", p.tmp, err)
+	}
+	hook(op, "tmp-synced")
+	if err := os.Rename(p.tmp, p.rec); err != nil {
+		os.Remove(p.tmp)
+		return s.fsErr("renaming record into place", p.rec, err)
+	}
+	hook(op, "renamed")
+	return s.syncDir(p.dir)
+}
+
+// live reports whether r still counts at now. An in-progress record stays
+// live until its lease plus the claim's TTL (ExpiresAt), so a crashed
+// owner's fence is not reused soon after the crash; finished and released
+// records until ExpiresAt.
+func live(r *idem.Record, now time.Time) bool { return now.Before(r.ExpiresAt) }
+
+// answer decides a claim that needs no write: a live finished record, a
+// live lease, or a fingerprint mismatch. done is false when the caller
+// acquires (absent, released, expired, or a lease to take over).
+func answer(r *idem.Record, ok bool, req *idem.ClaimRequest, now time.Time) (res idem.ClaimResult, done bool) {
+	if !ok || !live(r, now) {
+		return res, false
+	}
+	switch r.State {
+	case idem.StateInProgress:
+		if !now.Before(r.LeaseUntil) {
+			return res, false
+		}
+		if r.Fingerprint != req.Fingerprint {
+			return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: r.Fence}, true
+		}
+		return idem.ClaimResult{Status: idem.ClaimInProgress, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, true
+	case idem.StateCompleted, idem.StateFailed:
+		if r.Fingerprint != req.Fingerprint {
+			return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: r.Fence}, true
+		}
+		st := idem.ClaimCompleted
+		if r.State == idem.StateFailed {
+			st = idem.ClaimFailed
+		}
+		return idem.ClaimResult{Status: st, Fence: r.Fence, Result: idem.Result{Data: r.Result}}, true
+	}
+	return res, false
+}
+
+func ctxErr(ctx context.Context, op, key string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("filestore: %s %q: %w", op, key, err)
+	}
+	return nil
+}
+
+// Claim implements idem.Store. A replay, a live lease or a mismatch is
+// answered from one unlocked read of the record file; only an acquisition
+// takes the key lock, re-reads and writes.
+func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+	if err := ctxErr(ctx, "claim", req.Key); err != nil {
+		return idem.ClaimResult{}, err
+	}
+	p := s.paths(req.Key)
+	r, ok, err := s.read(&p, req.Key)
+	if err != nil {
+		return idem.ClaimResult{}, err
+	}
+	if res, done := answer(&r, ok, &req, s.now()); done {
+		return res, nil
+	}
+	l, err := s.lock(ctx, &p)
+	if err != nil {
+		return idem.ClaimResult{}, s.lockErr(ctx, "claim", req.Key, err)
+	}
+	defer l.unlock()
+	hook("claim", "locked")
+	if r, ok, err = s.read(&p, req.Key); err != nil {
+		return idem.ClaimResult{}, err
+	}
+	now := s.now()
+	if res, done := answer(&r, ok, &req, now); done {
+		return res, nil
+	}
+	status := idem.ClaimAcquired
+	var fence uint64
+	if ok {
+		// An expired record keeps its fence until Cleanup removes it.
+		fence = r.Fence
+		if r.State == idem.StateInProgress && live(&r, now) {
+			status = idem.ClaimTakenOver
+		}
+	}
+	if err := ctxErr(ctx, "claim", req.Key); err != nil {
+		return idem.ClaimResult{}, err
+	}
+	nr := idem.Record{
+		Key:         req.Key,
+		State:       idem.StateInProgress,
+		Owner:       req.Owner,
+		Fence:       fence + 1,
+		Fingerprint: req.Fingerprint,
+		LeaseUntil:  now.Add(req.Lease),
+		UpdatedAt:   now,
+	}
+	nr.ExpiresAt = nr.LeaseUntil.Add(req.TTL)
+	if err := s.write("claim", &p, &nr); err != nil {
+		return idem.ClaimResult{}, err
+	}
+	return idem.ClaimResult{Status: status, Fence: nr.Fence, LeaseUntil: nr.LeaseUntil}, nil
+}
+
+func (s *Store) lockErr(ctx context.Context, op, key string, err error) error {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("filestore: %s %q: waiting for the key lock: %w", op, key, err)
+	}
+	return err
+}
+
+// update runs one fenced read-modify-write under the key lock: the record
+// must be in progress and owned by l (owner and fence), else ErrLeaseLost.
+func (s *Store) update(ctx context.Context, op string, l idem.Lease, change func(r *idem.Record, now time.Time)) error {
+	if err := ctxErr(ctx, op, l.Key); err != nil {
+		return err
+	}
+	p := s.paths(l.Key)
+	kl, err := s.lock(ctx, &p)
+	if err != nil {
+		return s.lockErr(ctx, op, l.Key, err)
+	}
+	defer kl.unlock()
+	hook(op, "locked")
+	r, ok, err := s.read(&p, l.Key)
+	if err != nil {
+		return err
+	}
+	if !ok || r.State != idem.StateInProgress || r.Owner != l.Owner || r.Fence != l.Fence {
+		return fmt.Errorf("filestore: %s %q: %w (fence %d)", op, l.Key, idem.ErrLeaseLost, l.Fence)
+	}
+	if err := ctxErr(ctx, op, l.Key); err != nil {
+		return err
+	}
+	now := s.now()
+	change(&r, now)
+	r.UpdatedAt = now
+	return s.write(op, &p, &r)
+}
+
+// Heartbeat implements idem.Store: it renews the lease to now + l.Duration.
+func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
+	return s.update(ctx, "heartbeat", l, func(r *idem.Record, now time.Time) {
+		keep := r.ExpiresAt.Sub(r.LeaseUntil)
+		r.LeaseUntil = now.Add(l.Duration)
+		r.ExpiresAt = r.LeaseUntil.Add(keep)
+	})
+}
+
+func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.State, data []byte) error {
+	if len(data) > maxResult {
+		return fmt.Errorf("filestore: %s %q: result of %d bytes exceeds the %d-byte limit", op, l.Key, len(data), maxResult)
+	}
+	return s.update(ctx, op, l, func(r *idem.Record, now time.Time) {
+		r.State = state
+		r.Result = data
+		r.ExpiresAt = now.Add(l.TTL)
+	})
+}
+
+// Complete implements idem.Store.
+func (s *Store) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+	return s.finish(ctx, "complete", l, idem.StateCompleted, r.Data)
+}
+
+// Fail implements idem.Store.
+func (s *Store) Fail(ctx context.Context, l idem.Lease, r idem.Result) error {
+	return s.finish(ctx, "fail", l, idem.StateFailed, r.Data)
+}
+
+// Release implements idem.Store. The record keeps its fence.
+func (s *Store) Release(ctx context.Context, l idem.Lease) error {
+	return s.finish(ctx, "release", l, idem.StateReleased, nil)
+}
+
+// Get implements idem.Store with one unlocked read.
+func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
+	if err := ctxErr(ctx, "get", key); err != nil {
+		return idem.Record{}, err
+	}
+	p := s.paths(key)
+	r, ok, err := s.read(&p, key)
+	if err != nil {
+		return idem.Record{}, err
+	}
+	if !ok || !live(&r, s.now()) {
+		return idem.Record{}, fmt.Errorf("filestore: get %q: %w", key, idem.ErrNotFound)
+	}
+	return r, nil
+}
+
+// Delete implements idem.Store. It removes the record file without decoding
+// it, so it is also how an operator clears a corrupt record.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := ctxErr(ctx, "delete", key); err != nil {
+		return err
+	}
+	p := s.paths(key)
+	l, err := s.lock(ctx, &p)
+	if err != nil {
+		return s.lockErr(ctx, "delete", key, err)
+	}
+	defer l.unlock()
+	err = os.Remove(p.rec)
+	found := err == nil
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return s.fsErr("removing record", p.rec, err)
+	}
+	if err := os.Remove(p.tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return s.fsErr("removing temp record", p.tmp, err)
+	}
+	if err := l.removeLockFile(&p); err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("filestore: delete %q: %w", key, idem.ErrNotFound)
+	}
+	return s.syncDir(p.dir)
+}
+
+// Wait implements idem.Store by polling the record file (1ms, backing off
+// to the poll interval): there is no cross-process notification to lose,
+// and a read is cheap.
+func (s *Store) Wait(ctx context.Context, key string) error {
+	p := s.paths(key)
+	delay := time.Millisecond
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
+	for {
+		if err := ctxErr(ctx, "wait", key); err != nil {
+			return err
+		}
+		r, ok, err := s.read(&p, key)
+		if err != nil {
+			return err
+		}
+		if !ok || r.State != idem.StateInProgress || !s.now().Before(r.LeaseUntil) {
+			return nil
+		}
+		if t == nil {
+			t = time.NewTimer(delay)
+		} else {
+			t.Reset(delay)
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return fmt.Errorf("filestore: wait %q: %w", key, ctx.Err())
+		}
+		delay = min(delay*2, s.poll)
+	}
+}
+
+// crashHook, when set (tests only), is called at named points of a write
+// so a test process can SIGKILL itself there.
+var crashHook func(point string)
+
+func hook(op, point string) {
+	if crashHook != nil {
+		crashHook(op + "-" + point)
+	}
+}

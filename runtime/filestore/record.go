@@ -1,0 +1,121 @@
+package filestore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// On-disk record format, version 1. Every integer is big-endian.
+//
+//	off  size  field
+//	  0     6  magic "IDEMFS"
+//	  6     1  format version (1)
+//	  7     1  state (idem.State, 1..4)
+//	  8     8  fence
+//	 16    16  owner token
+//	 32    32  fingerprint
+//	 64     8  lease until   (Unix ns, 0 = zero time)
+//	 72     8  expires at    (Unix ns)
+//	 80     8  updated at    (Unix ns)
+//	 88     4  key length k
+//	 92     4  result length n
+//	 96     k  key
+//	96+k    n  result
+//	96+k+n  4  CRC-32C of every byte before it
+//
+// The checksum covers the whole file, so a truncated, zero-filled or
+// partly overwritten file (a torn write after a power loss with fsync
+// disabled, a disk error, a stray editor) fails to decode and is reported
+// as idem.ErrCorruptRecord instead of being mistaken for an absent key.
+// The key is stored so a record can be listed and checked against the name
+// it was found under.
+const (
+	recordMagic   = "IDEMFS"
+	formatVersion = 1
+	headerSize    = 96
+	trailerSize   = 4
+	// maxRecordSize bounds what decode accepts, so a garbage length field
+	// cannot make a reader allocate gigabytes.
+	maxRecordSize = 1 << 30
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func encodeRecord(r *idem.Record) []byte {
+	b := make([]byte, headerSize+len(r.Key)+len(r.Result)+trailerSize)
+	copy(b, recordMagic)
+	b[6] = formatVersion
+	b[7] = byte(r.State)
+	binary.BigEndian.PutUint64(b[8:], r.Fence)
+	copy(b[16:32], r.Owner[:])
+	copy(b[32:64], r.Fingerprint[:])
+	binary.BigEndian.PutUint64(b[64:], uint64(unixNano(r.LeaseUntil)))
+	binary.BigEndian.PutUint64(b[72:], uint64(unixNano(r.ExpiresAt)))
+	binary.BigEndian.PutUint64(b[80:], uint64(unixNano(r.UpdatedAt)))
+	binary.BigEndian.PutUint32(b[88:], uint32(len(r.Key)))
+	binary.BigEndian.PutUint32(b[92:], uint32(len(r.Result)))
+	n := headerSize
+	n += copy(b[n:], r.Key)
+	n += copy(b[n:], r.Result)
+	binary.BigEndian.PutUint32(b[n:], crc32.Checksum(b[:n], castagnoli))
+	return b
+}
+
+// decodeRecord parses b. Any inconsistency is an error wrapping
+// idem.ErrCorruptRecord; the caller adds the file name.
+func decodeRecord(b []byte) (idem.Record, error) {
+	var r idem.Record
+	if len(b) < headerSize+trailerSize {
+		return r, fmt.Errorf("%w: %d bytes, shorter than a record header", idem.ErrCorruptRecord, len(b))
+	}
+	if string(b[:6]) != recordMagic {
+		return r, fmt.Errorf("%w: bad magic %q", idem.ErrCorruptRecord, b[:6])
+	}
+	if b[6] != formatVersion {
+		return r, fmt.Errorf("%w: unsupported format version %d (this build reads %d)", idem.ErrCorruptRecord, b[6], formatVersion)
+	}
+	kl := uint64(binary.BigEndian.Uint32(b[88:]))
+	rl := uint64(binary.BigEndian.Uint32(b[92:]))
+	if want := headerSize + kl + rl + trailerSize; want != uint64(len(b)) {
+		return r, fmt.Errorf("%w: length fields say %d bytes, file has %d", idem.ErrCorruptRecord, want, len(b))
+	}
+	n := len(b) - trailerSize
+	if got, want := crc32.Checksum(b[:n], castagnoli), binary.BigEndian.Uint32(b[n:]); got != want {
+		return r, fmt.Errorf("%w: checksum mismatch (%08x, stored %08x)", idem.ErrCorruptRecord, got, want)
+	}
+	r.State = idem.State(b[7])
+	switch r.State {
+	case idem.StateInProgress, idem.StateCompleted, idem.StateFailed, idem.StateReleased:
+	default:
+		return r, fmt.Errorf("%w: invalid state %d", idem.ErrCorruptRecord, b[7])
+	}
+	r.Fence = binary.BigEndian.Uint64(b[8:])
+	copy(r.Owner[:], b[16:32])
+	copy(r.Fingerprint[:], b[32:64])
+	r.LeaseUntil = fromUnixNano(int64(binary.BigEndian.Uint64(b[64:])))
+	r.ExpiresAt = fromUnixNano(int64(binary.BigEndian.Uint64(b[72:])))
+	r.UpdatedAt = fromUnixNano(int64(binary.BigEndian.Uint64(b[80:])))
+	r.Key = string(b[headerSize : headerSize+kl])
+	if rl > 0 {
+		r.Result = append([]byte(nil), b[headerSize+kl:n]...)
+	}
+	return r, nil
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
