@@ -1,0 +1,62 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// CleanupBatch deletes at most n rows that are no longer live (finished or
+// released past their TTL, in-progress past lease + TTL) and returns how
+// many it deleted. One statement, one short transaction. Many processes
+// may run it at once: each row is deleted by exactly one of them, rows
+// locked by another cleaner or by a claim are skipped, and a row that
+// became live again (claimed) is never deleted.
+func (s *Store) CleanupBatch(ctx context.Context, n int) (int, error) {
+	c, err := s.acquire(ctx, "cleanup")
+	if err != nil {
+		return 0, err
+	}
+	defer c.Release()
+	var deleted int64
+	if err := c.QueryRow(ctx, s.q.cleanup, n, s.ts()).Scan(&deleted); err != nil {
+		return 0, s.wrap(ctx, "cleanup", s.n.qTable, err)
+	}
+	return int(deleted), nil
+}
+
+// Cleanup deletes every row that is no longer live, in batches of
+// WithCleanupBatch (default 5000), until a batch comes back short. It
+// returns the total deleted.
+func (s *Store) Cleanup(ctx context.Context) (int64, error) {
+	var total int64
+	for {
+		n, err := s.CleanupBatch(ctx, s.cfg.sweepBatch)
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
+		if n < s.cfg.sweepBatch {
+			return total, nil
+		}
+	}
+}
+
+// sweep runs Cleanup every cfg.sweepEvery until the store closes.
+func (s *Store) sweep(ctx context.Context) {
+	defer s.bg.Done()
+	t := time.NewTicker(s.cfg.sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.Cleanup(ctx); err != nil && ctx.Err() == nil {
+			if f := s.cfg.onError; f != nil {
+				f(fmt.Errorf("pgstore: sweeper: %w", err))
+			}
+		}
+	}
+}

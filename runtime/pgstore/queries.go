@@ -1,0 +1,133 @@
+package pgstore
+
+import "strings"
+
+// queries are the store's statements for one table. Every statement is
+// one round trip; pgx prepares and caches each per connection.
+//
+// Time: a $ts parameter that is NULL (always, outside tests) means
+// statement_timestamp(), the database clock at the start of the statement.
+// It is STABLE, so one statement sees one instant and indexes can use it,
+// and unlike now() it is not frozen at the start of a caller's transaction.
+type queries struct {
+	claim, heartbeat, finish, doneInTx, doneInTxData string
+	get, del, waitCheck, completeInTx, cleanup       string
+}
+
+// claimable(x, ts): the row may be claimed — released, no longer live, or
+// in progress with an expired lease — and is one this binary understands
+// (a row it cannot read is never overwritten as if absent).
+const claimableSQL = `(x.format <= 1 AND x.state BETWEEN 1 AND 4 AND
+	(x.state = 4 OR x.expires_at <= TS OR (x.state = 1 AND x.lease_until <= TS)))`
+
+func claimable(alias, ts string) string {
+	return strings.NewReplacer("x.", alias+".", "TS", ts).Replace(claimableSQL)
+}
+
+func buildQueries(n names) queries {
+	t := n.qTable
+	sub := func(sql string) string { return strings.ReplaceAll(sql, "{T}", t) }
+	const tsClaim = `coalesce($6::timestamptz, statement_timestamp())`
+	return queries{
+		// Claim. cur reads the row; ins inserts or takes the row over only
+		// when cur shows nothing in the way, so a replay (the row is
+		// finished and live) writes nothing: no transaction id, no WAL,
+		// one read. ON CONFLICT re-checks claimability against the newest
+		// row version under its row lock, which is what makes the claim
+		// atomic; when that disagrees with cur's snapshot the statement
+		// returns no row or a stale claimable row and the client runs it
+		// again with a fresh snapshot.
+		claim: sub(`WITH cur AS (
+	SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, format
+	FROM {T} WHERE key = $1
+), ins AS (
+	INSERT INTO {T} AS r (key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, took_over, completed_in_tx, format)
+	SELECT $1, 1, $2, 1, $3, NULL, t.ts + $4::bigint * interval '1 microsecond',
+		t.ts + ($4::bigint + $5::bigint) * interval '1 microsecond', t.ts, false, false, 1
+	FROM (SELECT ` + tsClaim + ` AS ts) t
+	WHERE NOT EXISTS (SELECT 1 FROM cur c WHERE NOT ` + claimable("c", "t.ts") + `)
+	ON CONFLICT (key) DO UPDATE SET
+		state = 1, owner = excluded.owner, fence = r.fence + 1, fingerprint = excluded.fingerprint,
+		result = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at,
+		updated_at = excluded.updated_at, completed_in_tx = false, format = 1,
+		took_over = (r.state = 1 AND r.expires_at > excluded.updated_at)
+	WHERE ` + claimable("r", "excluded.updated_at") + `
+	RETURNING fence, lease_until, took_over
+)
+SELECT true, i.fence, i.lease_until, i.took_over, 0::smallint, NULL::bytea, NULL::bytea, NULL::bytea,
+	NULL::timestamptz, 1::smallint, NULL::timestamptz
+FROM ins i
+UNION ALL
+SELECT false, c.fence, c.lease_until, false, c.state, c.owner, c.fingerprint, c.result,
+	c.expires_at, c.format, ` + tsClaim + `
+FROM cur c WHERE NOT EXISTS (SELECT 1 FROM ins)`),
+
+		// Heartbeat keeps the record's retention after its lease
+		// (expires_at - lease_until) as the claim set it.
+		heartbeat: sub(`UPDATE {T} SET
+	lease_until = coalesce($5::timestamptz, statement_timestamp()) + $4::bigint * interval '1 microsecond',
+	expires_at = coalesce($5::timestamptz, statement_timestamp()) + $4::bigint * interval '1 microsecond' + (expires_at - lease_until),
+	updated_at = coalesce($5::timestamptz, statement_timestamp())
+WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1`),
+
+		// Complete, Fail, Release. Returns 1 when it updated the row, 2 or
+		// 3 when CompleteInTx had completed it for this same owner and
+		// fence with the same (2) or other (3) bytes, no row when the
+		// lease is lost.
+		finish: sub(`WITH u AS (
+	UPDATE {T} SET state = $4, result = $5,
+		expires_at = coalesce($7::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond',
+		updated_at = coalesce($7::timestamptz, statement_timestamp())
+	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1
+	RETURNING key
+)
+SELECT 1::smallint FROM u, pg_notify($8, md5(u.key)) AS n
+UNION ALL
+SELECT CASE WHEN r.result = $5 THEN 2 ELSE 3 END::smallint FROM {T} r
+WHERE r.key = $1 AND r.owner = $2 AND r.fence = $3 AND r.state = 2 AND r.completed_in_tx
+	AND $4::smallint = 2 AND NOT EXISTS (SELECT 1 FROM u)`),
+
+		doneInTx: sub(`SELECT EXISTS (SELECT 1 FROM {T}
+	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 2 AND completed_in_tx)`),
+
+		doneInTxData: sub(`SELECT result = $4 FROM {T}
+	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 2 AND completed_in_tx`),
+
+		get: sub(`SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, format,
+	coalesce($2::timestamptz, statement_timestamp())
+FROM {T} WHERE key = $1`),
+
+		del: sub(`WITH d AS (DELETE FROM {T} WHERE key = $1 RETURNING key)
+SELECT 1 FROM d, pg_notify($2, md5(d.key)) AS n`),
+
+		waitCheck: sub(`SELECT state, lease_until, expires_at, coalesce($2::timestamptz, statement_timestamp())
+FROM {T} WHERE key = $1`),
+
+		// Transactional completion: the same fenced CAS as Complete, run
+		// in the caller's transaction. The NOTIFY is delivered only if
+		// that transaction commits.
+		completeInTx: sub(`WITH u AS (
+	UPDATE {T} SET state = 2, result = $4, completed_in_tx = true,
+		expires_at = coalesce($6::timestamptz, statement_timestamp()) + $5::bigint * interval '1 microsecond',
+		updated_at = coalesce($6::timestamptz, statement_timestamp())
+	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1
+	RETURNING key
+)
+SELECT 1 FROM u, pg_notify($7, md5(u.key)) AS n`),
+
+		// Retention: one batch. SKIP LOCKED lets many cleaners (and live
+		// traffic) run at once: a row another cleaner or a claim has
+		// locked is left to it. The outer condition re-checks expiry on
+		// the row version actually deleted. ctid = ANY(ARRAY(...)) plans
+		// as a TID scan.
+		cleanup: sub(`WITH d AS (
+	DELETE FROM {T} WHERE ctid = ANY(ARRAY(
+		SELECT ctid FROM {T}
+		WHERE expires_at <= coalesce($2::timestamptz, statement_timestamp()) AND format <= 1
+		LIMIT $1 FOR UPDATE SKIP LOCKED))
+	AND expires_at <= coalesce($2::timestamptz, statement_timestamp())
+	RETURNING 1
+)
+SELECT count(*) FROM d`),
+	}
+}

@@ -1,0 +1,393 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// Store is an idem.Store over a PostgreSQL table. It is safe for
+// concurrent use. Make one per table and process, and Close it when done.
+type Store struct {
+	pool *pgxpool.Pool
+	cfg  config
+	n    names
+	q    queries
+
+	lis *listener
+
+	closeOnce sync.Once
+	stop      context.CancelFunc
+	bg        sync.WaitGroup
+}
+
+var _ idem.Store = (*Store)(nil)
+
+// Record states as stored in the state column.
+const (
+	stInProgress = 1
+	stCompleted  = 2
+	stFailed     = 3
+	stReleased   = 4
+)
+
+// maxClaimAttempts bounds the claim statement's retries. A retry happens
+// only when the statement's snapshot and the row it conflicted with
+// disagree (another claim committed in between), so it is rare and a new
+// snapshot settles it.
+const maxClaimAttempts = 8
+
+// New returns a store over pool. It checks the schema once: a missing
+// schema is ErrSchemaMissing (run Migrate), a newer one ErrSchemaTooNew.
+// The pool stays the caller's: Close does not close it.
+func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
+	cfg := buildConfig(opts)
+	s := &Store{pool: pool, cfg: cfg, n: newNames(cfg.schema, cfg.table)}
+	s.q = buildQueries(s.n)
+	v, err := readVersion(ctx, pool, s.n)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case v > SchemaVersion:
+		return nil, fmt.Errorf("%w: %s is at schema version %d, this pgstore knows up to %d: upgrade the binary",
+			ErrSchemaTooNew, s.n.qTable, v, SchemaVersion)
+	case v < SchemaVersion:
+		return nil, fmt.Errorf("%w: %s is at schema version %d, this pgstore needs %d: run pgstore.Migrate",
+			ErrSchemaMissing, s.n.qTable, v, SchemaVersion)
+	}
+	bgctx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	s.lis = newListener(s, bgctx)
+	if cfg.sweepEvery > 0 {
+		s.bg.Add(1)
+		go s.sweep(bgctx)
+	}
+	return s, nil
+}
+
+// Close stops the notification listener and the sweeper and waits for
+// them. Waits in flight fall back to polling. The pool is not closed.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.stop()
+		s.lis.close()
+		s.bg.Wait()
+	})
+	return nil
+}
+
+// Table returns the qualified, quoted records table name, for queries of
+// your own (dashboards, partition maintenance).
+func (s *Store) Table() string { return s.n.qTable }
+
+// Pool returns the pool the store uses.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// ts is the time argument of every statement: NULL means the database
+// clock (statement_timestamp()); WithClock sends the test clock instead.
+func (s *Store) ts() any {
+	if s.cfg.now == nil {
+		return nil
+	}
+	return s.cfg.now()
+}
+
+func micros(d time.Duration) int64 { return d.Microseconds() }
+
+// acquire gets a pool connection, telling pool exhaustion apart from the
+// caller's ctx ending.
+func (s *Store) acquire(ctx context.Context, op string) (*pgxpool.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("pgstore: %s: %w", op, err)
+	}
+	actx := ctx
+	if s.cfg.acquireTimeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, s.cfg.acquireTimeout)
+		defer cancel()
+	}
+	c, err := s.pool.Acquire(actx)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("pgstore: %s: %w", op, cerr)
+		}
+		if actx.Err() != nil {
+			st := s.pool.Stat()
+			return nil, fmt.Errorf("%w: %s: no connection free after %v (%d/%d in use): %w",
+				ErrPoolExhausted, op, s.cfg.acquireTimeout, st.AcquiredConns(), st.MaxConns(), err)
+		}
+		return nil, fmt.Errorf("pgstore: %s: acquiring a connection: %w", op, err)
+	}
+	return c, nil
+}
+
+// wrap turns a statement error into the store's error: ctx errors wrap
+// ctx.Err(), missing tables ErrSchemaMissing.
+func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("pgstore: %s %s: %w (%w)", op, key, cerr, err)
+	}
+	if isUndefined(err) {
+		return fmt.Errorf("%w: %s: %w", ErrSchemaMissing, missingHint(s.n), err)
+	}
+	return fmt.Errorf("pgstore: %s %s: %w", op, key, err)
+}
+
+func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+	c, err := s.acquire(ctx, "claim")
+	if err != nil {
+		return idem.ClaimResult{}, err
+	}
+	defer c.Release()
+	for range maxClaimAttempts {
+		var (
+			claimed, tookOver bool
+			fence             int64
+			leaseUntil        time.Time
+			state, format     int16
+			owner, fp, result []byte
+			expiresAt, now    *time.Time
+		)
+		err := c.QueryRow(ctx, s.q.claim, req.Key, req.Owner[:], req.Fingerprint[:],
+			micros(req.Lease), micros(req.TTL), s.ts()).
+			Scan(&claimed, &fence, &leaseUntil, &tookOver, &state, &owner, &fp, &result, &expiresAt, &format, &now)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // conflicted with a row our snapshot did not see yet
+		}
+		if err != nil {
+			return idem.ClaimResult{}, s.wrap(ctx, "claim", req.Key, err)
+		}
+		if claimed {
+			st := idem.ClaimAcquired
+			if tookOver {
+				st = idem.ClaimTakenOver
+			}
+			return idem.ClaimResult{Status: st, Fence: uint64(fence), LeaseUntil: leaseUntil}, nil
+		}
+		r := row{state: state, owner: owner, fence: fence, fp: fp, result: result,
+			leaseUntil: leaseUntil, expiresAt: deref(expiresAt), format: format}
+		if err := r.check(req.Key); err != nil {
+			return idem.ClaimResult{}, err
+		}
+		at := deref(now)
+		if r.claimable(at) {
+			continue // our snapshot was stale: someone claimed it after it was taken
+		}
+		if [32]byte(r.fp) != req.Fingerprint {
+			return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: uint64(fence)}, nil
+		}
+		switch state {
+		case stInProgress:
+			return idem.ClaimResult{Status: idem.ClaimInProgress, Fence: uint64(fence), LeaseUntil: leaseUntil}, nil
+		case stCompleted:
+			return idem.ClaimResult{Status: idem.ClaimCompleted, Fence: uint64(fence), Result: idem.Result{Data: nilIfEmpty(result)}}, nil
+		default: // stFailed; check() rejected anything else
+			return idem.ClaimResult{Status: idem.ClaimFailed, Fence: uint64(fence), Result: idem.Result{Data: nilIfEmpty(result)}}, nil
+		}
+	}
+	return idem.ClaimResult{}, fmt.Errorf("pgstore: claim %s: key kept changing under %d attempts", req.Key, maxClaimAttempts)
+}
+
+func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
+	c, err := s.acquire(ctx, "heartbeat")
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	tag, err := c.Exec(ctx, s.q.heartbeat, l.Key, l.Owner[:], int64(l.Fence), micros(l.Duration), s.ts())
+	if err != nil {
+		return s.wrap(ctx, "heartbeat", l.Key, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	// CompleteInTx may have finished the record in the function's own
+	// transaction while this heartbeat was on its way: that is the owner
+	// finishing, not losing the lease. (A fresh statement, so a fresh
+	// snapshot that sees the committed transaction.)
+	var done bool
+	if err := c.QueryRow(ctx, s.q.doneInTx, l.Key, l.Owner[:], int64(l.Fence)).Scan(&done); err != nil {
+		return s.wrap(ctx, "heartbeat", l.Key, err)
+	}
+	if done {
+		return nil
+	}
+	return fmt.Errorf("%w: %s fence %d", idem.ErrLeaseLost, l.Key, l.Fence)
+}
+
+func (s *Store) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+	return s.finish(ctx, "complete", l, stCompleted, r.Data)
+}
+
+func (s *Store) Fail(ctx context.Context, l idem.Lease, r idem.Result) error {
+	return s.finish(ctx, "fail", l, stFailed, r.Data)
+}
+
+func (s *Store) Release(ctx context.Context, l idem.Lease) error {
+	return s.finish(ctx, "release", l, stReleased, nil)
+}
+
+// finish is Complete, Fail and Release: one fenced UPDATE that also
+// notifies waiters (delivered at commit) and, in the same statement,
+// recognises a record CompleteInTx already completed for this owner.
+func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state int16, data []byte) error {
+	c, err := s.acquire(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	if data == nil && state != stReleased {
+		data = []byte{} // NULL means "no result"; an empty result is still a result
+	}
+	var outcome int16 // 1 updated, 2 already completed in tx with the same data, 3 … with other data
+	err = c.QueryRow(ctx, s.q.finish, l.Key, l.Owner[:], int64(l.Fence), state, data, micros(l.TTL), s.ts(), s.n.channel).
+		Scan(&outcome)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		if state == stCompleted {
+			// The statement's snapshot may predate a CompleteInTx commit
+			// it waited for: look again with a fresh one.
+			var same *bool
+			err := c.QueryRow(ctx, s.q.doneInTxData, l.Key, l.Owner[:], int64(l.Fence), data).Scan(&same)
+			if err == nil && same != nil {
+				if *same {
+					return nil
+				}
+				return fmt.Errorf("%w: %s fence %d", ErrTxResultMismatch, l.Key, l.Fence)
+			}
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return s.wrap(ctx, op, l.Key, err)
+			}
+		}
+		return fmt.Errorf("%w: %s fence %d", idem.ErrLeaseLost, l.Key, l.Fence)
+	case err != nil:
+		return s.wrap(ctx, op, l.Key, err)
+	case outcome == 3:
+		return fmt.Errorf("%w: %s fence %d", ErrTxResultMismatch, l.Key, l.Fence)
+	}
+	return nil
+}
+
+func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
+	c, err := s.acquire(ctx, "get")
+	if err != nil {
+		return idem.Record{}, err
+	}
+	defer c.Release()
+	var (
+		r         row
+		updatedAt time.Time
+		now       time.Time
+	)
+	err = c.QueryRow(ctx, s.q.get, key, s.ts()).Scan(&r.state, &r.owner, &r.fence, &r.fp, &r.result,
+		&r.leaseUntil, &r.expiresAt, &updatedAt, &r.format, &now)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+	}
+	if err != nil {
+		return idem.Record{}, s.wrap(ctx, "get", key, err)
+	}
+	if err := r.check(key); err != nil {
+		return idem.Record{}, err
+	}
+	if !now.Before(r.expiresAt) {
+		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+	}
+	rec := idem.Record{
+		Key:         key,
+		State:       idem.State(r.state),
+		Owner:       idem.Token(r.owner),
+		Fence:       uint64(r.fence),
+		Fingerprint: idem.Fingerprint(r.fp),
+		Result:      nilIfEmpty(r.result), // as the memory store: no bytes is nil
+		ExpiresAt:   r.expiresAt,
+		UpdatedAt:   updatedAt,
+	}
+	if r.state == stInProgress {
+		rec.LeaseUntil = r.leaseUntil
+	}
+	return rec, nil
+}
+
+func (s *Store) Delete(ctx context.Context, key string) error {
+	c, err := s.acquire(ctx, "delete")
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	tag, err := c.Exec(ctx, s.q.del, key, s.n.channel)
+	if err != nil {
+		return s.wrap(ctx, "delete", key, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+	}
+	return nil
+}
+
+// row is a records row as read back, checked before use.
+type row struct {
+	state, format     int16
+	owner, fp, result []byte
+	fence             int64
+	leaseUntil        time.Time
+	expiresAt         time.Time
+}
+
+// check rejects rows this binary cannot interpret: they are never treated
+// as absent.
+func (r *row) check(key string) error {
+	if r.format > rowFormat {
+		return fmt.Errorf("%w: %w: %s has row format %d, this pgstore reads up to %d: upgrade the binary",
+			ErrSchemaTooNew, idem.ErrCorruptRecord, key, r.format, rowFormat)
+	}
+	var bad string
+	switch {
+	case r.format < 1:
+		bad = fmt.Sprintf("row format %d", r.format)
+	case r.state < stInProgress || r.state > stReleased:
+		bad = fmt.Sprintf("state %d", r.state)
+	case len(r.owner) != len(idem.Token{}):
+		bad = fmt.Sprintf("owner of %d bytes", len(r.owner))
+	case len(r.fp) != len(idem.Fingerprint{}):
+		bad = fmt.Sprintf("fingerprint of %d bytes", len(r.fp))
+	case r.fence < 1:
+		bad = fmt.Sprintf("fence %d", r.fence)
+	case (r.state == stCompleted || r.state == stFailed) && r.result == nil:
+		bad = "finished without a result"
+	case r.expiresAt.IsZero():
+		bad = "no expiry"
+	}
+	if bad != "" {
+		return fmt.Errorf("%w: %s: %s", idem.ErrCorruptRecord, key, bad)
+	}
+	return nil
+}
+
+// claimable mirrors the SQL condition of the claim statement.
+func (r *row) claimable(now time.Time) bool {
+	return r.state == stReleased || !now.Before(r.expiresAt) ||
+		(r.state == stInProgress && !now.Before(r.leaseUntil))
+}
+
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+func nilIfEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}

@@ -1,0 +1,136 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// CompleteInTx completes the guarded call running with ctx inside tx, so
+// that the function's own writes in tx and the record's completion commit
+// or roll back together. Call it from the guarded function, last in the
+// transaction, with the value the function is about to return:
+//
+//	func placeOrder(ctx context.Context, o Order) (Receipt, error) {
+//		tx, err := pool.Begin(ctx)
+//		...
+//		if _, err := tx.Exec(ctx, "INSERT INTO orders ...", ...); err != nil { ... }
+//		rc := Receipt{OrderID: o.ID}
+//		if err := store.CompleteInTx(ctx, tx, rc); err != nil { return Receipt{}, err }
+//		return rc, tx.Commit(ctx)
+//	}
+//
+// (InTx does the begin/commit/retry part for you.) It is the same fenced
+// compare-and-set as Complete: if another owner took the key over, it
+// returns an error wrapping idem.ErrLeaseLost and the transaction must
+// roll back, so the stale owner's business write never lands. The row
+// stays locked until tx ends, so no takeover can slip in before commit.
+//
+// After the function returns the Guard calls Complete as always; the store
+// recognises the record as already completed by the same owner and fence
+// with the same bytes and returns nil without writing. For that the value
+// is encoded with the store's codec (WithCodec), which must be the Guard's.
+// If the function returns a different value, the committed bytes stand and
+// the Guard reports ErrTxResultMismatch.
+func (s *Store) CompleteInTx(ctx context.Context, tx pgx.Tx, v any) error {
+	l, ok := idem.LeaseFrom(ctx)
+	if !ok {
+		return ErrNoLease
+	}
+	data, err := s.cfg.codec.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("pgstore: complete in tx %s: encoding result: %w", l.Key, err)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	tag, err := tx.Exec(ctx, s.q.completeInTx, l.Key, l.Owner[:], int64(l.Fence), data, micros(l.TTL), s.ts(), s.n.channel)
+	if err != nil {
+		return s.wrap(ctx, "complete in tx", l.Key, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("%w: %s fence %d", idem.ErrLeaseLost, l.Key, l.Fence)
+	}
+	return nil
+}
+
+// InTx runs fn in a transaction on the store's pool, completes the guarded
+// call running with ctx in that same transaction (CompleteInTx) with fn's
+// result, and commits: the business writes fn makes in tx and the record's
+// completion take effect together or not at all. Use it as the body of a
+// guarded function:
+//
+//	return pgstore.InTx(ctx, store, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) (Receipt, error) {
+//		_, err := tx.Exec(ctx, "INSERT INTO orders ...", ...)
+//		return Receipt{OrderID: o.ID}, err
+//	})
+//
+// A serialization failure or deadlock (SQLSTATE 40001, 40P01), in fn or at
+// commit, rolls back and runs fn again in a new transaction, up to
+// WithTxRetries times: fn must do all its database work through tx and be
+// safe to re-run after a rollback. Any other error rolls back and is
+// returned; the Guard then releases the key (or records the failure under
+// on_failure=lock). If COMMIT itself fails ambiguously (the connection
+// dropped), the transaction either committed (the record is completed;
+// duplicates replay it) or not (the key is released): never half.
+func InTx[R any](ctx context.Context, s *Store, opts pgx.TxOptions, fn func(ctx context.Context, tx pgx.Tx) (R, error)) (R, error) {
+	var zero R
+	if _, ok := idem.LeaseFrom(ctx); !ok {
+		return zero, ErrNoLease
+	}
+	for attempt := 0; ; attempt++ {
+		r, err := inTxOnce(ctx, s, opts, fn)
+		if err == nil {
+			return r, nil
+		}
+		if !IsSerializationFailure(err) || attempt >= s.cfg.txRetries || ctx.Err() != nil {
+			if IsSerializationFailure(err) {
+				return zero, fmt.Errorf("pgstore: transaction gave up after %d attempts: %w", attempt+1, err)
+			}
+			return zero, err
+		}
+		// Back off a little, with jitter, so the transactions that
+		// conflicted do not collide again in lockstep.
+		d := time.Duration(1<<min(attempt, 6))*time.Millisecond + rand.N(time.Millisecond)
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return zero, fmt.Errorf("pgstore: in tx: %w (%w)", ctx.Err(), err)
+		}
+	}
+}
+
+func inTxOnce[R any](ctx context.Context, s *Store, opts pgx.TxOptions, fn func(context.Context, pgx.Tx) (R, error)) (R, error) {
+	var zero R
+	tx, err := s.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return zero, s.wrap(ctx, "begin", "", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	r, err := fn(ctx, tx)
+	if err != nil {
+		return zero, err
+	}
+	if err := s.CompleteInTx(ctx, tx, r); err != nil {
+		return zero, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return zero, s.wrap(ctx, "commit", "", err)
+	}
+	return r, nil
+}
+
+// IsSerializationFailure reports whether err is a serialization failure
+// or a deadlock: a transaction Postgres aborted that may succeed if run
+// again.
+func IsSerializationFailure(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
