@@ -1,0 +1,211 @@
+package generator
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+	"sort"
+
+	"golang.org/x/tools/go/packages"
+)
+
+// fn is one annotated function or method, checked.
+type fn struct {
+	decl   *ast.FuncDecl
+	obj    *types.Func
+	sig    *types.Signature
+	recv   *types.TypeName // the receiver's type, nil for a free function
+	opts   options
+	params []param
+	ctx    int          // index of the first context.Context parameter, or -1
+	result []types.Type // results before the final error
+}
+
+// param is one parameter of the wrapped function as the wrapper declares it.
+type param struct {
+	name     string // in the wrapper (renamed when it would shadow something)
+	typ      types.Type
+	variadic bool
+	isCtx    bool
+}
+
+// pkgInfo is what the analysis of one package needs.
+type pkgInfo struct {
+	pkg   *packages.Package
+	fset  *token.FileSet
+	out   string          // absolute path of the generated file
+	scope map[string]bool // package-scope names declared outside the generated file
+	d     *diags
+	types *wellKnown
+}
+
+// collect finds the annotated functions of p, reporting directives that
+// are attached to anything else.
+func (pi *pkgInfo) collect() []*fn {
+	var fns []*fn
+	files := append([]*ast.File(nil), pi.pkg.Syntax...)
+	sort.Slice(files, func(i, j int) bool {
+		return pi.fset.Position(files[i].Pos()).Filename < pi.fset.Position(files[j].Pos()).Filename
+	})
+	for _, f := range files {
+		if pi.fset.Position(f.Pos()).Filename == pi.out {
+			continue
+		}
+		attached := map[*ast.Comment]bool{}
+		for _, decl := range f.Decls {
+			fd, ok := decl.(*ast.FuncDecl)
+			if !ok || fd.Doc == nil {
+				continue
+			}
+			var lines []*ast.Comment
+			for _, c := range fd.Doc.List {
+				if isDirective(c) {
+					lines = append(lines, c)
+					attached[c] = true
+				}
+			}
+			if len(lines) == 0 {
+				continue
+			}
+			if x := pi.check(fd, lines); x != nil {
+				fns = append(fns, x)
+			}
+		}
+		for _, cg := range f.Comments {
+			for _, c := range cg.List {
+				if isDirective(c) && !attached[c] {
+					pi.d.add(pi.fset.Position(c.Slash), "//idem: directive must be in the doc comment of a function or method (directly above func, no blank line)")
+				}
+			}
+		}
+	}
+	return fns
+}
+
+// check validates one annotated function: options, shape, parameters,
+// key paths and results. It returns nil after reporting problems.
+func (pi *pkgInfo) check(fd *ast.FuncDecl, lines []*ast.Comment) *fn {
+	opts, ok := parseDirectives(pi.fset, lines, pi.d)
+	namePos := pi.fset.Position(fd.Name.Pos())
+	obj, _ := pi.pkg.TypesInfo.Defs[fd.Name].(*types.Func)
+	if obj == nil {
+		pi.d.add(namePos, "cannot resolve %s", fd.Name.Name)
+		return nil
+	}
+	sig := obj.Type().(*types.Signature)
+	x := &fn{decl: fd, obj: obj, sig: sig, opts: opts, ctx: -1}
+	what := "function " + fd.Name.Name
+	if r := sig.Recv(); r != nil {
+		t := r.Type()
+		if p, ok := t.(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		named, _ := t.(*types.Named)
+		if named == nil {
+			pi.d.add(namePos, "cannot resolve the receiver of %s", fd.Name.Name)
+			return nil
+		}
+		x.recv = named.Obj()
+		what = "method " + named.Obj().Name() + "." + fd.Name.Name
+		if named.TypeParams().Len() > 0 {
+			pi.d.add(namePos, "%s: methods of generic types are not supported", what)
+			return nil
+		}
+	}
+	if sig.TypeParams().Len() > 0 {
+		pi.d.add(namePos, "%s: generic functions are not supported", what)
+		return nil
+	}
+	if fd.Name.Name == "init" || fd.Name.Name == "_" || (x.recv == nil && fd.Name.Name == "main" && pi.pkg.Name == "main") {
+		pi.d.add(namePos, "%s cannot be wrapped", what)
+		return nil
+	}
+	res := sig.Results()
+	if res.Len() == 0 || !types.Identical(res.At(res.Len()-1).Type(), types.Universe.Lookup("error").Type()) {
+		pi.d.add(namePos, "%s must return error as its last result (error, (R, error) or (R1, …, Rn, error))", what)
+		ok = false
+	} else {
+		for i := 0; i < res.Len()-1; i++ {
+			t := res.At(i).Type()
+			x.result = append(x.result, t)
+			if msg := pi.storable(t); msg != "" {
+				pi.d.add(namePos, "%s: result %d (%s) cannot be stored faithfully: %s", what, i+1, pi.typeString(t), msg)
+				ok = false
+			}
+		}
+	}
+	x.params = pi.params(sig)
+	for i, p := range x.params {
+		if p.isCtx && x.ctx < 0 {
+			x.ctx = i
+		}
+	}
+	if !ok {
+		return nil
+	}
+	return x
+}
+
+// params names the wrapper's parameters: unnamed and blank ones get pN,
+// and a name that would shadow something the wrapper body refers to (a
+// package-level name, a predeclared identifier) gets a trailing _.
+func (pi *pkgInfo) params(sig *types.Signature) []param {
+	ps := make([]param, sig.Params().Len())
+	used := map[string]bool{}
+	for i := range ps {
+		v := sig.Params().At(i)
+		used[v.Name()] = true
+		ps[i] = param{name: v.Name(), typ: v.Type(), isCtx: pi.types.isContext(v.Type())}
+	}
+	if sig.Variadic() {
+		ps[len(ps)-1].variadic = true
+	}
+	for i := range ps {
+		n := ps[i].name
+		if n == "" || n == "_" {
+			n = "p" + itoa(i)
+		}
+		for pi.scope[n] || types.Universe.Lookup(n) != nil || (n != ps[i].name && used[n]) {
+			n += "_"
+		}
+		if n != ps[i].name {
+			used[n] = true
+		}
+		ps[i].name = n
+	}
+	return ps
+}
+
+func itoa(i int) string {
+	const digits = "0123456789"
+	if i < 10 {
+		return digits[i : i+1]
+	}
+	return itoa(i/10) + digits[i%10:i%10+1]
+}
+
+// typeString prints t qualified relative to the package being generated.
+func (pi *pkgInfo) typeString(t types.Type) string {
+	return types.TypeString(t, func(p *types.Package) string {
+		if p == pi.pkg.Types {
+			return ""
+		}
+		return p.Name()
+	})
+}
+
+// packageScope lists the package-level names declared outside the
+// generated file: generated names must not collide with them.
+func packageScope(p *packages.Package, fset *token.FileSet, out string) map[string]bool {
+	m := map[string]bool{}
+	s := p.Types.Scope()
+	for _, n := range s.Names() {
+		if fset.Position(s.Lookup(n).Pos()).Filename != out {
+			m[n] = true
+		}
+	}
+	// Imports of the user's files are file-scoped and cannot clash with our
+	// package-level names, but a package-level name may clash with our
+	// imports: those are covered by the scope above.
+	return m
+}

@@ -1,0 +1,245 @@
+package generator
+
+import (
+	"go/ast"
+	"go/token"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// directivePrefix starts an annotation line in a doc comment.
+const directivePrefix = "//idem:"
+
+// optionNames lists the options of a //idem: directive, in the order the
+// generated doc comment shows them.
+var optionNames = []string{"ttl", "lease", "on_duplicate", "on_failure", "key", "exclude", "name", "version", "wait"}
+
+var (
+	duplicateModes = []string{"return", "raise", "wait"}
+	failureModes   = []string{"unlock", "lock"}
+	// A name= is part of every store key: keep it to characters that need
+	// no escaping anywhere (Redis, SQL, file names) and exclude ':', the
+	// separator of the key's parts.
+	nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./\-]*$`)
+)
+
+// options are the parsed options of one function's directives.
+type options struct {
+	pos         token.Position // the first //idem: line
+	ttl, lease  time.Duration
+	wait        time.Duration
+	onDuplicate string // "" means return
+	onFailure   string // "" means unlock
+	key         []pathOpt
+	keySet      bool
+	exclude     []pathOpt
+	name        string
+	version     int
+	given       map[string]option // by option name, for positions
+	order       []string          // option names as written, for the doc comment
+}
+
+type option struct {
+	name, value string
+	pos         token.Position // of the name
+	valPos      token.Position // of the value
+}
+
+// pathOpt is one comma-separated element of key= or exclude=.
+type pathOpt struct {
+	text string
+	pos  token.Position
+}
+
+// isDirective reports whether a comment line is an //idem: directive.
+func isDirective(c *ast.Comment) bool { return strings.HasPrefix(c.Text, directivePrefix) }
+
+// parseDirectives merges the //idem: lines of one doc comment. It reports
+// every problem, not only the first.
+func parseDirectives(fset *token.FileSet, lines []*ast.Comment, d *diags) (options, bool) {
+	o := options{given: map[string]option{}}
+	ok := true
+	bad := func(pos token.Position, format string, args ...any) {
+		d.add(pos, format, args...)
+		ok = false
+	}
+	for i, c := range lines {
+		base := fset.Position(c.Slash)
+		if i == 0 {
+			o.pos = base
+		}
+		text := c.Text[len(directivePrefix):]
+		off := len(directivePrefix)
+		for _, f := range fieldsWithOffsets(text) {
+			pos := base
+			pos.Column += off + f.off
+			pos.Offset += off + f.off
+			name, value, hasEq := strings.Cut(f.s, "=")
+			valPos := pos
+			valPos.Column += len(name) + 1
+			valPos.Offset += len(name) + 1
+			if !isOption(name) {
+				bad(pos, "unknown option %q%s", name, didYouMean(name, optionNames))
+				continue
+			}
+			if prev, dup := o.given[name]; dup {
+				bad(pos, "option %s given twice (first at %d:%d)", name, prev.pos.Line, prev.pos.Column)
+				continue
+			}
+			if !hasEq || value == "" {
+				bad(pos, "option %s needs a value: %s=%s", name, name, example(name))
+				continue
+			}
+			o.given[name] = option{name: name, value: value, pos: pos, valPos: valPos}
+			o.order = append(o.order, name)
+			if err := o.set(name, value, valPos); err != "" {
+				bad(valPos, "%s", err)
+			}
+		}
+	}
+	if w, ok2 := o.given["wait"]; ok2 && o.onDuplicate != "wait" {
+		bad(w.pos, "option wait only applies with on_duplicate=wait")
+	}
+	return o, ok
+}
+
+func isOption(name string) bool {
+	for _, n := range optionNames {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+func example(name string) string {
+	switch name {
+	case "ttl":
+		return "24h"
+	case "lease", "wait":
+		return "30s"
+	case "on_duplicate":
+		return "return|raise|wait"
+	case "on_failure":
+		return "unlock|lock"
+	case "key", "exclude":
+		return "req.ID,userID"
+	case "name":
+		return "billing.CreateInvoice"
+	case "version":
+		return "1"
+	}
+	return "..."
+}
+
+// set parses one option's value; it returns a message on error.
+func (o *options) set(name, value string, pos token.Position) string {
+	switch name {
+	case "ttl":
+		d, err := time.ParseDuration(value)
+		if err != nil {
+			n, nerr := strconv.ParseInt(value, 10, 64)
+			if nerr != nil {
+				return "ttl: " + strconv.Quote(value) + " is neither a duration (24h, 90m) nor a number of seconds"
+			}
+			if n > int64((1<<63-1)/time.Second) {
+				return "ttl: " + value + " seconds is out of range"
+			}
+			d = time.Duration(n) * time.Second
+		}
+		if d <= 0 {
+			return "ttl must be positive, not " + value
+		}
+		o.ttl = d
+	case "lease", "wait":
+		d, err := time.ParseDuration(value)
+		if err != nil {
+			hint := ""
+			if _, nerr := strconv.Atoi(value); nerr == nil {
+				hint = " (write a unit: " + value + "s)"
+			}
+			return name + ": " + strconv.Quote(value) + " is not a duration" + hint
+		}
+		if d < time.Millisecond {
+			return name + " must be at least 1ms, not " + value
+		}
+		if name == "lease" {
+			o.lease = d
+		} else {
+			o.wait = d
+		}
+	case "on_duplicate":
+		if !oneOf(value, duplicateModes) {
+			return "on_duplicate: " + strconv.Quote(value) + " is not one of return, raise, wait" + didYouMean(value, duplicateModes)
+		}
+		o.onDuplicate = value
+	case "on_failure":
+		if !oneOf(value, failureModes) {
+			return "on_failure: " + strconv.Quote(value) + " is not one of unlock, lock" + didYouMean(value, failureModes)
+		}
+		o.onFailure = value
+	case "key", "exclude":
+		var paths []pathOpt
+		off := 0
+		for _, p := range strings.Split(value, ",") {
+			pp := pos
+			pp.Column += off
+			pp.Offset += off
+			off += len(p) + 1
+			if p == "" {
+				return name + ": empty path in " + strconv.Quote(value)
+			}
+			paths = append(paths, pathOpt{text: p, pos: pp})
+		}
+		if name == "key" {
+			o.key, o.keySet = paths, true
+		} else {
+			o.exclude = paths
+		}
+	case "name":
+		if !nameRE.MatchString(value) {
+			return "name: " + strconv.Quote(value) + " is not a stable name (letters, digits and _ . / -, starting with a letter)"
+		}
+		o.name = value
+	case "version":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 0 {
+			return "version: " + strconv.Quote(value) + " is not a non-negative integer"
+		}
+		o.version = n
+	}
+	return ""
+}
+
+func oneOf(s string, list []string) bool {
+	for _, x := range list {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+type field struct {
+	s   string
+	off int
+}
+
+// fieldsWithOffsets splits s at spaces and tabs, keeping each field's byte offset.
+func fieldsWithOffsets(s string) []field {
+	var out []field
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ' ' || s[i] == '\t' {
+			if start >= 0 {
+				out = append(out, field{s[start:i], start})
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+	}
+	return out
+}

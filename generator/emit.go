@@ -1,0 +1,552 @@
+package generator
+
+import (
+	"bytes"
+	"fmt"
+	"go/format"
+	"go/token"
+	"go/types"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dave/jennifer/jen"
+	"golang.org/x/tools/go/packages"
+)
+
+// emitter builds the generated file of one package.
+type emitter struct {
+	pi          *pkgInfo
+	f           *jen.File
+	aliases     map[string]string // import path → name in the file
+	aliasUsed   map[string]bool
+	paramNames  map[string]bool // every wrapper parameter name: imports avoid them
+	globals     map[string]bool // package-level names taken
+	helpers     map[*types.TypeName]string
+	helperDecls []helperDecl
+	idem        *types.Package
+	ctxPkg      *types.Package
+}
+
+type helperDecl struct {
+	name string
+	code jen.Code
+}
+
+// group is the wrapper type of the free functions (recv nil) or of one
+// receiver type's methods.
+type group struct {
+	recv *types.TypeName
+	fns  []*fn
+}
+
+func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *diags) []byte {
+	pi := &pkgInfo{pkg: p, fset: fset, out: out, scope: packageScope(p, fset, out), d: d, types: newWellKnown(p.Types)}
+	n := len(d.list)
+	fns := pi.collect()
+	if len(d.list) > n || len(fns) == 0 {
+		return nil
+	}
+	e := &emitter{
+		pi:         pi,
+		f:          jen.NewFilePathName(p.PkgPath, p.Name),
+		aliases:    map[string]string{},
+		aliasUsed:  map[string]bool{},
+		paramNames: map[string]bool{},
+		globals:    map[string]bool{},
+		helpers:    map[*types.TypeName]string{},
+		idem:       types.NewPackage(RuntimePath, "idem"),
+		ctxPkg:     types.NewPackage("context", "context"),
+	}
+	for k := range pi.scope {
+		e.globals[k] = true
+	}
+	for _, x := range fns {
+		for _, prm := range x.params {
+			e.paramNames[prm.name] = true
+		}
+	}
+	groups := e.groups(fns)
+	if len(d.list) > n {
+		return nil
+	}
+	e.f.HeaderComment(Header)
+	e.f.PackageComment("") // keeps the header apart from the package clause
+	var decls []jen.Code
+	for _, g := range groups {
+		decls = append(decls, e.group(g)...)
+	}
+	if len(d.list) > n {
+		return nil
+	}
+	for _, c := range decls {
+		e.f.Add(c)
+		e.f.Line()
+	}
+	sort.Slice(e.helperDecls, func(i, j int) bool { return e.helperDecls[i].name < e.helperDecls[j].name })
+	for _, h := range e.helperDecls {
+		e.f.Add(h.code)
+		e.f.Line()
+	}
+	var buf bytes.Buffer
+	if err := e.f.Render(&buf); err != nil {
+		d.add(token.Position{Filename: out}, "internal error rendering the generated code: %v", err)
+		return nil
+	}
+	src, err := format.Source(buf.Bytes())
+	if err != nil {
+		d.add(token.Position{Filename: out}, "internal error formatting the generated code: %v", err)
+		return nil
+	}
+	return src
+}
+
+func (e *emitter) idemPkg() *types.Package { return e.idem }
+
+// global reserves a package-level name: base, else base2, base3...
+func (e *emitter) global(base string) string {
+	name := base
+	for i := 2; e.globals[name] || e.paramNames[name] || e.aliasUsed[name]; i++ {
+		name = base + itoa(i)
+	}
+	e.globals[name] = true
+	return name
+}
+
+// groups splits fns by receiver (free functions first, then types in order
+// of their first annotated method) and reserves the API names, which must
+// be exactly Idempotent[T] / NewIdempotent[T].
+func (e *emitter) groups(fns []*fn) []*group {
+	var gs []*group
+	byRecv := map[*types.TypeName]*group{}
+	for _, x := range fns {
+		g := byRecv[x.recv]
+		if g == nil {
+			g = &group{recv: x.recv}
+			byRecv[x.recv] = g
+			gs = append(gs, g)
+		}
+		g.fns = append(g.fns, x)
+	}
+	sort.SliceStable(gs, func(i, j int) bool { return gs[i].recv == nil && gs[j].recv != nil })
+	for _, g := range gs {
+		suffix := ""
+		if g.recv != nil {
+			suffix = g.recv.Name()
+		}
+		for _, name := range []string{"Idempotent" + suffix, "NewIdempotent" + suffix} {
+			if e.globals[name] {
+				obj := e.pi.pkg.Types.Scope().Lookup(name)
+				at := e.pi.fset.Position(obj.Pos())
+				e.pi.d.add(e.pi.fset.Position(g.fns[0].decl.Name.Pos()), "package %s already declares %s (at %s:%d:%d); the generated wrappers need that name", e.pi.pkg.Name, name, e.rel(at.Filename), at.Line, at.Column)
+			}
+			e.globals[name] = true
+		}
+	}
+	return gs
+}
+
+func (e *emitter) rel(file string) string {
+	d := &diags{base: e.pi.d.base}
+	d.add(token.Position{Filename: file}, "")
+	return d.list[0].Pos.Filename
+}
+
+// group emits the wrapper type, its constructor and one wrapper per function.
+func (e *emitter) group(g *group) []jen.Code {
+	guardT := jen.Op("*").Add(e.qual(e.idem, "Guard"))
+	methods := namer{}
+	for _, x := range g.fns {
+		methods[x.decl.Name.Name] = true
+	}
+	var out []jen.Code
+	var typeName, ctor string
+	field := methods.get("g")
+	if g.recv == nil {
+		typeName, ctor = "Idempotent", "NewIdempotent"
+		out = append(out,
+			jen.Commentf("%s runs the annotated functions of package %s at most once per key.", typeName, e.pi.pkg.Name).Line().
+				Type().Id(typeName).Struct(jen.Id(field).Add(guardT)),
+			jen.Commentf("%s returns the idempotent wrappers of package %s, guarded by g.", ctor, e.pi.pkg.Name).Line().
+				Func().Id(ctor).Params(jen.Id("g").Add(guardT)).Op("*").Id(typeName).Block(
+				jen.Return(jen.Op("&").Id(typeName).Values(jen.Dict{jen.Id(field): jen.Id("g")})),
+			),
+		)
+	} else {
+		t := g.recv.Name()
+		typeName, ctor = "Idempotent"+t, "NewIdempotent"+t
+		out = append(out,
+			jen.Commentf("%s is a *%s whose annotated methods run at most once per key.", typeName, t).Line().
+				Type().Id(typeName).Struct(jen.Op("*").Id(t), jen.Id(field).Add(guardT)),
+			jen.Commentf("%s wraps t: its annotated methods are guarded by g, the others are t's own.", ctor).Line().
+				Func().Id(ctor).Params(jen.Id("t").Op("*").Id(t), jen.Id("g").Add(guardT)).Op("*").Id(typeName).Block(
+				jen.Return(jen.Op("&").Id(typeName).Values(jen.Dict{jen.Id(t): jen.Id("t"), jen.Id(field): jen.Id("g")})),
+			),
+		)
+	}
+	for _, x := range g.fns {
+		out = append(out, e.wrapper(x, typeName, field)...)
+	}
+	return out
+}
+
+// wrapper emits the Spec, the signature self-check, the result struct if
+// any, and the wrapper method of one function.
+func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
+	pi := e.pi
+	fname := x.decl.Name.Name
+	display := pi.pkg.Name + "." + fname
+	specBase, specName := fname, pi.pkg.PkgPath+"."+fname
+	if x.recv != nil {
+		display = x.recv.Name() + "." + fname
+		specBase = x.recv.Name() + fname
+		specName = pi.pkg.PkgPath + "." + x.recv.Name() + "." + fname
+	}
+	if x.opts.name != "" {
+		specName = x.opts.name
+	}
+	ns := namer{}
+	for _, p := range x.params {
+		ns[p.name] = true
+	}
+	recv, c := ns.get("x"), ns.get("c")
+
+	keys, payload, ok := e.keyStatements(x, c, ns)
+	if !ok {
+		return nil
+	}
+
+	var out []jen.Code
+	// The Spec.
+	specVar := e.global("idemSpec" + specBase)
+	o := x.opts
+	kv := func(k string, v jen.Code) jen.Code { return jen.Id(k).Op(":").Add(v) }
+	dup := map[string]string{"": "DuplicateReturn", "return": "DuplicateReturn", "raise": "DuplicateRaise", "wait": "DuplicateWait"}[o.onDuplicate]
+	fields := []jen.Code{
+		kv("Name", jen.Lit(specName)),
+		kv("TTL", e.duration(or(o.ttl, 24*time.Hour))),
+		kv("Lease", e.duration(or(o.lease, 30*time.Second))),
+		kv("OnDuplicate", e.qual(e.idem, dup)),
+	}
+	if o.onFailure == "lock" {
+		fields = append(fields, kv("OnFailure", e.qual(e.idem, "FailureLock")))
+	}
+	if o.wait > 0 {
+		fields = append(fields, kv("Wait", e.duration(o.wait)))
+	}
+	if o.version > 0 {
+		fields = append(fields, kv("Version", jen.Lit(o.version)))
+	}
+	out = append(out, jen.Var().Id(specVar).Op("=").Op("&").Add(e.qual(e.idem, "Spec")).Values(fields...))
+
+	// The self-check: a changed signature fails the build here, naming the function.
+	var fnRef *jen.Statement
+	checkSig := x.sig
+	if x.recv != nil {
+		fnRef = jen.Parens(jen.Op("*").Id(x.recv.Name())).Dot(fname)
+		recvParam := types.NewParam(token.NoPos, nil, "", types.NewPointer(x.recv.Type()))
+		vars := []*types.Var{recvParam}
+		for i := 0; i < x.sig.Params().Len(); i++ {
+			vars = append(vars, x.sig.Params().At(i))
+		}
+		checkSig = types.NewSignatureType(nil, nil, nil, types.NewTuple(vars...), x.sig.Results(), x.sig.Variadic())
+	} else {
+		fnRef = jen.Id(fname)
+	}
+	out = append(out, jen.Commentf("The wrapper below was generated for this signature of %s: if it changes, this line fails to compile until go generate runs again.", display).Line().
+		Var().Id("_").Func().Add(e.signature(checkSig, nil)).Op("=").Add(fnRef))
+
+	// Results.
+	var resultT jen.Code
+	var resultStruct string
+	var resFields []string
+	switch len(x.result) {
+	case 0:
+		resultT = jen.Struct()
+	case 1:
+		resultT = e.typ(x.result[0])
+	default:
+		resultStruct = e.global("idemResult" + specBase)
+		var fs []jen.Code
+		for i, t := range x.result {
+			f := "R" + itoa(i+1)
+			resFields = append(resFields, f)
+			fs = append(fs, jen.Id(f).Add(e.typ(t)))
+		}
+		out = append(out, jen.Commentf("%s holds the results of %s, stored as one value.", resultStruct, display).Line().
+			Type().Id(resultStruct).Struct(fs...))
+		resultT = jen.Id(resultStruct)
+	}
+
+	// The wrapper.
+	names := make([]string, len(x.params))
+	args := make([]jen.Code, len(x.params))
+	for i, p := range x.params {
+		names[i] = p.name
+		args[i] = jen.Id(p.name)
+		if p.variadic {
+			args[i] = jen.Id(p.name).Op("...")
+		}
+	}
+	var call *jen.Statement
+	if x.recv != nil {
+		call = jen.Id(recv).Dot(x.recv.Name()).Dot(fname).Call(args...)
+	} else {
+		call = jen.Id(fname).Call(args...)
+	}
+	ctxArg := jen.Add(e.qual(e.ctxPkg, "Background")).Call()
+	closureParam := e.qual(e.ctxPkg, "Context")
+	if x.ctx >= 0 {
+		ctxArg = jen.Id(x.params[x.ctx].name)
+		closureParam = jen.Id(x.params[x.ctx].name).Add(e.qual(e.ctxPkg, "Context"))
+	}
+	body := []jen.Code{jen.Id(c).Op(":=").Id(recv).Dot(field).Dot("Begin").Call(jen.Id(specVar))}
+	body = append(body, keys...)
+	body = append(body, payload...)
+	do := func(inner ...jen.Code) *jen.Statement {
+		return jen.Add(e.qual(e.idem, "Do")).Call(ctxArg, jen.Id(c),
+			jen.Func().Params(closureParam).Params(resultT, jen.Error()).Block(inner...))
+	}
+	switch len(x.result) {
+	case 0:
+		errName := ns.get("err")
+		body = append(body,
+			jen.List(jen.Id("_"), jen.Id(errName)).Op(":=").Add(do(jen.Return(jen.Struct().Values(), call))),
+			jen.Return(jen.Id(errName)))
+	case 1:
+		body = append(body, jen.Return(do(jen.Return(call))))
+	default:
+		r, errName := ns.get("r"), ns.get("err")
+		var lhs, rets []jen.Code
+		for _, f := range resFields {
+			lhs = append(lhs, jen.Id(r).Dot(f))
+			rets = append(rets, jen.Id(r).Dot(f))
+		}
+		lhs = append(lhs, jen.Id(errName))
+		rets = append(rets, jen.Id(errName))
+		body = append(body,
+			jen.List(jen.Id(r), jen.Id(errName)).Op(":=").Add(do(
+				jen.Var().Id(r).Id(resultStruct),
+				jen.Var().Id(errName).Error(),
+				jen.List(lhs...).Op("=").Add(call),
+				jen.Return(jen.Id(r), jen.Id(errName)),
+			)),
+			jen.Return(rets...))
+	}
+	doc := fmt.Sprintf("%s is %s, run at most once per key (%s).", fname, display, e.optionSummary(x))
+	out = append(out, jen.Comment(doc).Line().
+		Func().Params(jen.Id(recv).Op("*").Id(typeName)).Id(fname).Add(e.signature(x.sig, names)).Block(body...))
+	return out
+}
+
+func or(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// duration renders d as the Go expression a person would write: 24 * time.Hour.
+func (e *emitter) duration(d time.Duration) jen.Code {
+	units := []struct {
+		u    time.Duration
+		name string
+	}{{time.Hour, "Hour"}, {time.Minute, "Minute"}, {time.Second, "Second"}, {time.Millisecond, "Millisecond"}, {time.Microsecond, "Microsecond"}, {time.Nanosecond, "Nanosecond"}}
+	timePkg := types.NewPackage("time", "time")
+	for _, u := range units {
+		if d%u.u == 0 {
+			if d == u.u {
+				return e.qual(timePkg, u.name)
+			}
+			return jen.Lit(int(d / u.u)).Op("*").Add(e.qual(timePkg, u.name))
+		}
+	}
+	return nil
+}
+
+// shortDuration prints 24h rather than 24h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+// optionSummary is the directive as it takes effect, for the doc comment.
+func (e *emitter) optionSummary(x *fn) string {
+	o := x.opts
+	dup := o.onDuplicate
+	if dup == "" {
+		dup = "return"
+	}
+	parts := []string{
+		"ttl=" + shortDuration(or(o.ttl, 24*time.Hour)),
+		"lease=" + shortDuration(or(o.lease, 30*time.Second)),
+		"on_duplicate=" + dup,
+	}
+	if o.wait > 0 {
+		parts = append(parts, "wait="+shortDuration(o.wait))
+	}
+	if o.onFailure != "" {
+		parts = append(parts, "on_failure="+o.onFailure)
+	}
+	for _, n := range []string{"key", "exclude", "name", "version"} {
+		if opt, ok := o.given[n]; ok {
+			parts = append(parts, n+"="+opt.value)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// keyStatements resolves key= and exclude= and writes the key (and, when
+// key= names a subset of the payload, the payload fingerprint).
+func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.Code, ok bool) {
+	pi := e.pi
+	ok = true
+	// exclude= first: it shapes the default key.
+	wholeEx := map[int]bool{}
+	trees := map[int]exTree{}
+	var exPaths []keyPath
+	for _, p := range x.opts.exclude {
+		kp, good := pi.resolve(x, p, "exclude")
+		if !good {
+			ok = false
+			continue
+		}
+		for _, q := range exPaths {
+			if covers(q.opt.text, p.text) || covers(p.text, q.opt.text) {
+				pi.d.add(p.pos, "exclude: %s overlaps %s", p.text, q.opt.text)
+				ok = false
+			}
+		}
+		exPaths = append(exPaths, kp)
+		if len(kp.fields) == 0 {
+			wholeEx[kp.param] = true
+			continue
+		}
+		t := trees[kp.param]
+		if t == nil {
+			t = exTree{}
+			trees[kp.param] = t
+		}
+		for _, f := range kp.fields {
+			if t[f] == nil {
+				t[f] = exTree{}
+			}
+			t = t[f]
+		}
+	}
+	var keyPaths []keyPath
+	for _, p := range x.opts.key {
+		kp, good := pi.resolve(x, p, "key")
+		if !good {
+			ok = false
+			continue
+		}
+		for _, q := range keyPaths {
+			switch {
+			case q.opt.text == p.text:
+				pi.d.add(p.pos, "key: %s is listed twice", p.text)
+				ok = false
+			case covers(q.opt.text, p.text) || covers(p.text, q.opt.text):
+				pi.d.add(p.pos, "key: %s overlaps %s (one contains the other)", p.text, q.opt.text)
+				ok = false
+			}
+		}
+		for _, q := range exPaths {
+			if covers(q.opt.text, p.text) || covers(p.text, q.opt.text) {
+				pi.d.add(p.pos, "key: %s is also excluded (exclude=%s)", p.text, q.opt.text)
+				ok = false
+			}
+		}
+		keyPaths = append(keyPaths, kp)
+	}
+	if !ok {
+		return nil, nil, false
+	}
+	builder := func(method string) func() *jen.Statement {
+		return func() *jen.Statement { return jen.Id(c).Dot(method).Call() }
+	}
+	// The default key: every parameter but the context, minus exclusions.
+	writeDefault := func(b func() *jen.Statement) []jen.Code {
+		w := &writer{e: e, b: b, n: ns}
+		var out []jen.Code
+		for i, p := range x.params {
+			if p.isCtx || wholeEx[i] {
+				continue
+			}
+			orig := x.sig.Params().At(i)
+			name := orig.Name()
+			if name == "" || name == "_" {
+				name = p.name
+			}
+			s, msg := w.write(val{e: id(p.name)}, p.typ, name, trees[i], p.variadic)
+			if msg != "" {
+				pi.d.add(pi.fset.Position(orig.Pos()), "%s: cannot key %s", x.decl.Name.Name, msg)
+				ok = false
+				continue
+			}
+			out = append(out, s...)
+		}
+		return out
+	}
+	if !x.opts.keySet {
+		return writeDefault(builder("Key")), nil, ok
+	}
+	w := &writer{e: e, b: builder("Key"), n: ns}
+	single := len(keyPaths) == 1 && isString(keyPaths[0].typ)
+	for _, kp := range keyPaths {
+		v := val{e: func() *jen.Statement { return kp.expr(x.params, len(kp.fields)) }}
+		var s []jen.Code
+		if single {
+			arg := v.value()
+			if !types.Identical(kp.typ, types.Typ[types.String]) {
+				arg = jen.String().Call(arg)
+			}
+			s = one(w.b().Dot("ID").Call(arg))
+		} else {
+			var msg string
+			s, msg = w.write(v, kp.typ, kp.opt.text, nil, len(kp.fields) == 0 && x.params[kp.param].variadic)
+			if msg != "" {
+				pi.d.add(kp.opt.pos, "key: cannot key %s", msg)
+				ok = false
+				continue
+			}
+		}
+		if g := kp.guard(x.params); g != nil {
+			onNil := w.b().Dot("Nil").Call()
+			if single {
+				onNil = w.b().Dot("ID").Call(jen.Lit("")) // no ID: rejected as empty
+			}
+			s = one(jen.If(g).Block(onNil).Else().Block(s...))
+		}
+		keys = append(keys, s...)
+	}
+	// When key= is exactly the default key, the key is the fingerprint.
+	same := len(trees) == 0 && !single
+	if same {
+		var def []int
+		for i, p := range x.params {
+			if !p.isCtx && !wholeEx[i] {
+				def = append(def, i)
+			}
+		}
+		same = len(def) == len(keyPaths)
+		for i := 0; same && i < len(def); i++ {
+			same = keyPaths[i].param == def[i] && len(keyPaths[i].fields) == 0
+		}
+	}
+	if !same {
+		payload = writeDefault(builder("Payload"))
+	}
+	return keys, payload, ok
+}
+
+func isString(t types.Type) bool {
+	b, ok := t.Underlying().(*types.Basic)
+	return ok && b.Info()&types.IsString != 0
+}

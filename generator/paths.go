@@ -1,0 +1,123 @@
+package generator
+
+import (
+	"go/types"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+)
+
+// keyPath is a resolved key= or exclude= path: a parameter, then fields.
+type keyPath struct {
+	opt    pathOpt
+	param  int
+	fields []string
+	typ    types.Type // of the last element
+	// nilable[i] says the value before fields[i] is a pointer that must be
+	// checked for nil before the field is read.
+	nilable []bool
+}
+
+// resolve checks a path against the function's parameters and types.
+func (pi *pkgInfo) resolve(x *fn, p pathOpt, option string) (keyPath, bool) {
+	segs := strings.Split(p.text, ".")
+	kp := keyPath{opt: p, param: -1}
+	sig := x.sig
+	var names []string
+	for i := 0; i < sig.Params().Len(); i++ {
+		names = append(names, sig.Params().At(i).Name())
+		if names[i] == segs[0] {
+			kp.param = i
+		}
+	}
+	if kp.param < 0 {
+		pi.d.add(p.pos, "%s: %s is not a parameter of %s%s", option, segs[0], x.decl.Name.Name, didYouMean(segs[0], names))
+		return kp, false
+	}
+	if x.params[kp.param].isCtx {
+		pi.d.add(p.pos, "%s: %s is the context; it cannot be part of a key", option, segs[0])
+		return kp, false
+	}
+	t := sig.Params().At(kp.param).Type()
+	here := segs[0]
+	for _, s := range segs[1:] {
+		if s == "" {
+			pi.d.add(p.pos, "%s: %q is not a path (param.Field.Field)", option, p.text)
+			return kp, false
+		}
+		nilable := false
+		if ptr, ok := t.Underlying().(*types.Pointer); ok {
+			t, nilable = ptr.Elem(), true
+		}
+		if ok, _ := implements(t, pi.types.keyer); ok && option == "exclude" {
+			pi.d.add(p.pos, "exclude: %s implements idem.Keyer, so its IdemKey method decides its key material", here)
+			return kp, false
+		}
+		st, ok := t.Underlying().(*types.Struct)
+		if !ok {
+			pi.d.add(p.pos, "%s: %s has type %s, which has no fields (paths go through structs and pointers to structs only)", option, here, pi.typeString(t))
+			return kp, false
+		}
+		var fields []string
+		var f *types.Var
+		for i := 0; i < st.NumFields(); i++ {
+			fields = append(fields, st.Field(i).Name())
+			if st.Field(i).Name() == s {
+				f = st.Field(i)
+			}
+		}
+		if f == nil {
+			pi.d.add(p.pos, "%s: %s has no field %s%s", option, here, s, didYouMean(s, fields))
+			return kp, false
+		}
+		if !f.Exported() && f.Pkg() != pi.pkg.Types {
+			pi.d.add(p.pos, "%s: field %s of %s is unexported", option, s, pi.typeString(t))
+			return kp, false
+		}
+		kp.fields = append(kp.fields, s)
+		kp.nilable = append(kp.nilable, nilable)
+		t = f.Type()
+		here += "." + s
+	}
+	kp.typ = t
+	return kp, true
+}
+
+func (kp keyPath) String() string { return kp.opt.text }
+
+// expr is the Go expression of the path, with p the wrapper's parameter names.
+func (kp keyPath) expr(ps []param, upto int) *jen.Statement {
+	s := jen.Id(ps[kp.param].name)
+	for _, f := range kp.fields[:upto] {
+		s = s.Dot(f)
+	}
+	return s
+}
+
+// guard is the condition under which a pointer on the path is nil (nil if
+// there is none).
+func (kp keyPath) guard(ps []param) jen.Code {
+	var conds []jen.Code
+	for i, n := range kp.nilable {
+		if n {
+			conds = append(conds, kp.expr(ps, i).Op("==").Nil())
+		}
+	}
+	if len(conds) == 0 {
+		return nil
+	}
+	return jen.Add(conds[0]).Add(orRest(conds[1:])...)
+}
+
+func orRest(cs []jen.Code) []jen.Code {
+	var out []jen.Code
+	for _, c := range cs {
+		out = append(out, jen.Op("||"), c)
+	}
+	return out
+}
+
+// covers reports whether path a is b or a prefix of it (a: req, b: req.ID).
+func covers(a, b string) bool {
+	return a == b || strings.HasPrefix(b, a+".")
+}

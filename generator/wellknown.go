@@ -1,0 +1,94 @@
+package generator
+
+import (
+	"go/token"
+	"go/types"
+)
+
+// wellKnown holds the types the analysis recognises by identity or by
+// method set.
+type wellKnown struct {
+	keyer           *types.Interface // idem.Keyer, nil if the package cannot see idem
+	binaryMarshaler *types.Interface
+	textMarshaler   *types.Interface
+	textUnmarshaler *types.Interface
+	jsonMarshaler   *types.Interface
+	jsonUnmarshaler *types.Interface
+}
+
+var (
+	byteSlice = types.NewSlice(types.Typ[types.Byte])
+	errorType = types.Universe.Lookup("error").Type()
+)
+
+func method(name string, params, results []types.Type) *types.Func {
+	vars := func(ts []types.Type) *types.Tuple {
+		vs := make([]*types.Var, len(ts))
+		for i, t := range ts {
+			vs[i] = types.NewParam(token.NoPos, nil, "", t)
+		}
+		return types.NewTuple(vs...)
+	}
+	return types.NewFunc(token.NoPos, nil, name, types.NewSignatureType(nil, nil, nil, vars(params), vars(results), false))
+}
+
+func iface(ms ...*types.Func) *types.Interface {
+	return types.NewInterfaceType(ms, nil).Complete()
+}
+
+func newWellKnown(pkg *types.Package) *wellKnown {
+	w := &wellKnown{
+		binaryMarshaler: iface(method("MarshalBinary", nil, []types.Type{byteSlice, errorType})),
+		textMarshaler:   iface(method("MarshalText", nil, []types.Type{byteSlice, errorType})),
+		textUnmarshaler: iface(method("UnmarshalText", []types.Type{byteSlice}, []types.Type{errorType})),
+		jsonMarshaler:   iface(method("MarshalJSON", nil, []types.Type{byteSlice, errorType})),
+		jsonUnmarshaler: iface(method("UnmarshalJSON", []types.Type{byteSlice}, []types.Type{errorType})),
+	}
+	if idem := findPackage(pkg, RuntimePath, map[*types.Package]bool{}); idem != nil {
+		if k, ok := idem.Scope().Lookup("Keyer").(*types.TypeName); ok {
+			w.keyer, _ = k.Type().Underlying().(*types.Interface)
+		}
+	}
+	return w
+}
+
+// findPackage looks for path among the packages p imports, transitively: a
+// type can implement idem.Keyer only if its package sees idem.
+func findPackage(p *types.Package, path string, seen map[*types.Package]bool) *types.Package {
+	if p.Path() == path {
+		return p
+	}
+	seen[p] = true
+	for _, q := range p.Imports() {
+		if !seen[q] {
+			if r := findPackage(q, path, seen); r != nil {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+func (w *wellKnown) isContext(t types.Type) bool { return isNamed(t, "context", "Context") }
+
+func isNamed(t types.Type, pkg, name string) bool {
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == pkg && n.Obj().Name() == name
+}
+
+// implements reports whether t or *t implements i, and whether it needs
+// the pointer.
+func implements(t types.Type, i *types.Interface) (ok, ptr bool) {
+	if i == nil {
+		return false, false
+	}
+	if types.Implements(t, i) {
+		return true, false
+	}
+	if _, isPtr := t.Underlying().(*types.Pointer); !isPtr && !types.IsInterface(t) {
+		if types.Implements(types.NewPointer(t), i) {
+			return true, true
+		}
+	}
+	return false, false
+}
