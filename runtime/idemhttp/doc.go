@@ -1,0 +1,55 @@
+// Package idemhttp is net/http middleware for the Idempotency-Key request
+// header (IETF draft "The Idempotency-Key HTTP Header Field"): a client
+// sends a unique key with a non-idempotent request (POST, PATCH), and a
+// retry with the same key gets the first request's response instead of
+// running the handler again.
+//
+//	g := idem.NewGuard(store) // any idem.Store: memory, Redis, Postgres, file
+//	mw, err := idemhttp.New(g,
+//		idemhttp.WithPrincipal(func(r *http.Request) (string, error) {
+//			return auth.ClientID(r.Context()) // who is calling
+//		}),
+//	)
+//	if err != nil { ... }
+//	http.ListenAndServe(addr, mw.Handler(mux))
+//
+// For each request whose method needs a key (POST and PATCH by default):
+//
+//   - no Idempotency-Key header (when required, the default) or a malformed
+//     one: 400, application/problem+json;
+//   - the first request with a key runs the handler; its status, headers and
+//     body are recorded (the handler's writes are buffered, up to
+//     WithMaxResponseBytes) and then sent;
+//   - a retry with the same key and the same request fingerprint (method,
+//     path and query, body, and the headers named by WithFingerprintHeaders)
+//     gets the recorded status, headers and body byte for byte, plus the
+//     header Idempotent-Replayed: true;
+//   - a request with the same key while the first is still running: 409
+//     with Retry-After;
+//   - the same key with a different fingerprint: 422;
+//   - the store unreachable: 503 with Retry-After (the handler does not run,
+//     unless the Guard was built WithFailOpen);
+//   - a request body over WithMaxRequestBytes: 413.
+//
+// Keys are scoped per client principal: the store key is derived from the
+// principal returned by the WithPrincipal function and the key header, so
+// client A's key can never replay client B's response. New refuses to
+// build a middleware without a principal function unless WithoutPrincipal
+// says that every caller shares one key space (a single-tenant service).
+//
+// A 5xx response is treated as a failure: it is sent to the client but not
+// recorded, and the key is released so a retry runs the handler again
+// (WithStore5xx records them instead). A handler panic releases the key and
+// is re-panicked for net/http to handle. The handler runs with a context
+// that carries the claim's fence (idem.FenceFrom) and is canceled with cause
+// idem.ErrLeaseLost if the lease is lost while it runs.
+//
+// Because the response is buffered until the handler returns, streaming
+// responses (Flush, Hijack, server-sent events) do not work behind the
+// middleware; route them around it.
+//
+// The middleware is built on idem.Guard and idem.Do: one idem.Spec per
+// middleware (WithName, WithTTL, WithLease), the key = principal +
+// Idempotency-Key, the payload fingerprint = the request fingerprint, and
+// the result = the recorded response, encoded by the Guard's codec.
+package idemhttp

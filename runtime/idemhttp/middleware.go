@@ -1,0 +1,393 @@
+package idemhttp
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// Middleware guards non-idempotent requests with the Idempotency-Key
+// header. Build it with New; it is safe for concurrent use.
+type Middleware struct {
+	g    *idem.Guard
+	spec idem.Spec
+	cfg  config
+}
+
+// ErrResponseTooLarge is returned by the ResponseWriter's Write when the
+// handler writes more than WithMaxResponseBytes.
+var ErrResponseTooLarge = errors.New("idemhttp: response body exceeds the recorded size limit")
+
+// errUnrecorded marks a response that is sent but not recorded (a 5xx):
+// returning it from the guarded function makes idem.Do release the key.
+var errUnrecorded = errors.New("idemhttp: response not recorded")
+
+// New returns a Middleware over g. It needs a principal function
+// (WithPrincipal) or an explicit WithoutPrincipal.
+func New(g *idem.Guard, opts ...Option) (*Middleware, error) {
+	if g == nil {
+		return nil, errors.New("idemhttp: New: nil Guard")
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, fmt.Errorf("idemhttp: %w", err)
+		}
+	}
+	switch {
+	case cfg.principal == nil && !cfg.noPrincipal:
+		return nil, errors.New("idemhttp: New needs WithPrincipal, so that one client cannot replay another's responses (or WithoutPrincipal to share one key space deliberately)")
+	case cfg.principal != nil && cfg.noPrincipal:
+		return nil, errors.New("idemhttp: New: WithPrincipal and WithoutPrincipal are exclusive")
+	}
+	m := &Middleware{g: g, cfg: cfg}
+	m.spec = idem.Spec{
+		Name:      cfg.name,
+		Version:   cfg.version,
+		TTL:       cfg.ttl,
+		Lease:     cfg.lease,
+		OnFailure: idem.FailureUnlock,
+	}
+	if cfg.wait > 0 {
+		m.spec.OnDuplicate = idem.DuplicateWait
+		m.spec.Wait = cfg.wait
+	}
+	return m, nil
+}
+
+// Handler wraps next.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.serve(w, r, next)
+	})
+}
+
+// response is the recorded outcome of a request: what a replay sends.
+type response struct {
+	Status int         `json:"status"`
+	Header http.Header `json:"header,omitempty"`
+	Body   []byte      `json:"body,omitempty"`
+}
+
+func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if !m.cfg.methods[r.Method] {
+		next.ServeHTTP(w, r)
+		return
+	}
+	vals := r.Header.Values(KeyHeader)
+	if len(vals) == 0 {
+		if m.cfg.optional {
+			next.ServeHTTP(w, r)
+			return
+		}
+		m.problem(w, http.StatusBadRequest, "idempotency-key-missing",
+			"Idempotency-Key is missing", "this operation requires an Idempotency-Key header")
+		return
+	}
+	key, err := ParseKey(vals)
+	if err != nil {
+		m.problem(w, http.StatusBadRequest, "idempotency-key-malformed",
+			"Idempotency-Key is malformed", err.Error())
+		return
+	}
+	var principal string
+	if m.cfg.principal != nil {
+		principal, err = m.cfg.principal(r)
+		if err == nil && principal == "" {
+			err = errors.New("empty principal")
+		}
+		if err != nil {
+			m.problem(w, http.StatusUnauthorized, "principal-unknown",
+				"Client not identified", "the client of this request could not be identified: "+err.Error())
+			return
+		}
+	}
+	body, status, err := m.readBody(r)
+	if err != nil {
+		code, title := "request-body-unreadable", "Request body unreadable"
+		if status == http.StatusRequestEntityTooLarge {
+			code, title = "request-too-large", "Request body too large"
+		}
+		m.problem(w, status, code, title, err.Error())
+		return
+	}
+
+	c := m.g.Begin(&m.spec)
+	kb := c.Key()
+	kb.String(principal)
+	kb.ID(key)
+	m.fingerprint(c.Payload(), r, body)
+
+	ran := false
+	resp, err := idem.Do(r.Context(), c, func(ctx context.Context) (*response, error) {
+		ran = true
+		r2 := r.WithContext(ctx)
+		r2.Body = io.NopCloser(bytes.NewReader(body))
+		r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		rec := getRecorder(m.cfg.maxResponse)
+		defer putRecorder(rec)
+		next.ServeHTTP(rec, r2)
+		if rec.overflow {
+			// The handler's effects happened: record a 500 so that a
+			// retry does not run it again.
+			return m.problemResponse(http.StatusInternalServerError, "response-too-large",
+				"Response too large to record",
+				fmt.Sprintf("the response exceeded the %d bytes the idempotency layer records", m.cfg.maxResponse)), nil
+		}
+		resp := rec.response()
+		if resp.Status >= 500 && !m.cfg.store5xx {
+			return resp, errUnrecorded
+		}
+		return resp, nil
+	})
+	switch {
+	case err == nil:
+		writeResponse(w, resp, !ran, m.cfg.replayHeader)
+	case resp != nil && (errors.Is(err, errUnrecorded) || ran && errors.Is(err, idem.ErrStoreUnavailable)):
+		// A 5xx, or the handler ran but its response could not be
+		// recorded: the client still gets what the handler said.
+		writeResponse(w, resp, false, "")
+	case errors.Is(err, idem.ErrInProgress):
+		m.retryAfter(w)
+		m.problem(w, http.StatusConflict, "request-in-progress",
+			"A request with this key is in progress",
+			"a request with the same Idempotency-Key is being processed; retry later")
+	case errors.Is(err, idem.ErrPayloadMismatch):
+		m.problem(w, http.StatusUnprocessableEntity, "idempotency-key-reused",
+			"Idempotency-Key reused",
+			"this Idempotency-Key was used with a different request (method, path, body or headers)")
+	case errors.Is(err, idem.ErrInvalidKey):
+		m.problem(w, http.StatusBadRequest, "idempotency-key-malformed",
+			"Idempotency-Key is malformed", err.Error())
+	case errors.Is(err, idem.ErrLeaseLost):
+		m.retryAfter(w)
+		m.problem(w, http.StatusServiceUnavailable, "lease-lost",
+			"Request outcome not recorded",
+			"the request's claim on its key was lost while it ran; retry with the same key")
+	case errors.Is(err, idem.ErrStoreUnavailable):
+		m.retryAfter(w)
+		m.problem(w, http.StatusServiceUnavailable, "idempotency-store-unavailable",
+			"Idempotency store unavailable", "the request was not processed; retry with the same key")
+	case r.Context().Err() != nil:
+		// The client is gone; nobody reads this.
+		m.problem(w, http.StatusServiceUnavailable, "request-canceled", "Request canceled", err.Error())
+	default:
+		m.problem(w, http.StatusInternalServerError, "idempotency-error", "Idempotency error", err.Error())
+	}
+}
+
+// readBody reads the whole request body, up to the limit.
+func (m *Middleware) readBody(r *http.Request) ([]byte, int, error) {
+	limit := m.cfg.maxRequest
+	if r.ContentLength > limit {
+		return nil, http.StatusRequestEntityTooLarge,
+			fmt.Errorf("the request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit)
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, 0, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, http.StatusBadRequest, fmt.Errorf("reading the request body: %w", err)
+	}
+	if int64(len(body)) > limit {
+		return nil, http.StatusRequestEntityTooLarge,
+			fmt.Errorf("the request body exceeds the limit of %d bytes", limit)
+	}
+	return body, 0, nil
+}
+
+// fingerprint writes what identifies "the same request": method, path and
+// query, body (as its SHA-256, so the pooled builder never holds a large
+// body) and the chosen headers.
+func (m *Middleware) fingerprint(b *idem.KeyBuilder, r *http.Request, body []byte) {
+	b.String(r.Method)
+	b.String(r.URL.EscapedPath())
+	b.String(r.URL.RawQuery)
+	sum := sha256.Sum256(body)
+	b.Bytes(sum[:])
+	b.List(len(m.cfg.fpHeaders))
+	for _, h := range m.cfg.fpHeaders {
+		vs := r.Header.Values(h)
+		b.String(h)
+		b.List(len(vs))
+		for _, v := range vs {
+			b.String(v)
+		}
+	}
+}
+
+// hopByHop headers describe one connection, not the response: they are
+// not recorded.
+var hopByHop = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Trailer": true, "Te": true,
+}
+
+// writeResponse sends a recorded response. The recorded headers already
+// hold Content-Type and Content-Length, so net/http adds nothing that
+// differs between the first response and its replays.
+func writeResponse(w http.ResponseWriter, resp *response, replay bool, replayHeader string) {
+	h := w.Header()
+	for k, vs := range resp.Header {
+		h[k] = append(h[k][:0:0], vs...)
+	}
+	if replay {
+		h.Set(replayHeader, "true")
+	}
+	w.WriteHeader(resp.Status)
+	if len(resp.Body) > 0 {
+		w.Write(resp.Body) //nolint:errcheck // the client is gone; nothing to do
+	}
+}
+
+func (m *Middleware) retryAfter(w http.ResponseWriter) {
+	secs := int64((m.cfg.retryAfter + 999_999_999) / 1_000_000_000)
+	w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+}
+
+// problem writes an RFC 9457 problem-details response.
+func (m *Middleware) problem(w http.ResponseWriter, status int, code, title, detail string) {
+	writeResponse(w, m.problemResponse(status, code, title, detail), false, "")
+}
+
+func (m *Middleware) problemResponse(status int, code, title, detail string) *response {
+	typ := "about:blank"
+	if m.cfg.problemPrefix != "" {
+		typ = m.cfg.problemPrefix + code
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"type":`)
+	b.WriteString(jsonString(typ))
+	b.WriteString(`,"title":`)
+	b.WriteString(jsonString(title))
+	b.WriteString(`,"status":`)
+	b.WriteString(strconv.Itoa(status))
+	b.WriteString(`,"detail":`)
+	b.WriteString(jsonString(detail))
+	b.WriteString(`,"code":`)
+	b.WriteString(jsonString(code))
+	b.WriteString("}\n")
+	return &response{
+		Status: status,
+		Header: http.Header{
+			"Content-Type":           {"application/problem+json"},
+			"Content-Length":         {strconv.Itoa(b.Len())},
+			"X-Content-Type-Options": {"nosniff"},
+		},
+		Body: b.Bytes(),
+	}
+}
+
+// recorder buffers what the handler writes.
+type recorder struct {
+	header      http.Header
+	snapshot    http.Header // the header as of WriteHeader
+	status      int
+	wroteHeader bool
+	body        bytes.Buffer
+	max         int64
+	overflow    bool
+}
+
+var recorders = sync.Pool{New: func() any { return new(recorder) }}
+
+func getRecorder(max int64) *recorder {
+	rec := recorders.Get().(*recorder)
+	rec.header = make(http.Header)
+	rec.max = max
+	return rec
+}
+
+func putRecorder(rec *recorder) {
+	if rec.body.Cap() > 64<<10 {
+		return // don't pin large buffers in the pool
+	}
+	rec.header, rec.snapshot = nil, nil
+	rec.status, rec.wroteHeader, rec.overflow = 0, false, false
+	rec.body.Reset()
+	recorders.Put(rec)
+}
+
+func (rec *recorder) Header() http.Header { return rec.header }
+
+func (rec *recorder) WriteHeader(code int) {
+	if rec.wroteHeader {
+		return
+	}
+	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		return // informational responses are not part of the outcome
+	}
+	rec.status = code
+	rec.wroteHeader = true
+	rec.snapshot = rec.header.Clone()
+}
+
+func (rec *recorder) Write(p []byte) (int, error) {
+	if !rec.wroteHeader {
+		rec.WriteHeader(http.StatusOK)
+	}
+	if rec.overflow || int64(rec.body.Len()+len(p)) > rec.max {
+		rec.overflow = true
+		return 0, ErrResponseTooLarge
+	}
+	return rec.body.Write(p)
+}
+
+// response copies out what was recorded, completed the way net/http would
+// complete it (Content-Type sniffing, Content-Length), so that the first
+// response and every replay carry the same headers.
+func (rec *recorder) response() *response {
+	if !rec.wroteHeader {
+		rec.WriteHeader(http.StatusOK)
+	}
+	h := make(http.Header, len(rec.snapshot)+2)
+	for k, vs := range rec.snapshot {
+		if hopByHop[k] || len(k) > len(http.TrailerPrefix) && k[:len(http.TrailerPrefix)] == http.TrailerPrefix {
+			continue
+		}
+		h[k] = vs
+	}
+	var body []byte
+	if rec.body.Len() > 0 {
+		body = bytes.Clone(rec.body.Bytes())
+	}
+	bodyAllowed := rec.status >= 200 && rec.status != http.StatusNoContent && rec.status != http.StatusNotModified
+	if !bodyAllowed {
+		body = nil
+		delete(h, "Content-Length")
+	} else {
+		if _, ok := h["Content-Type"]; !ok && len(body) > 0 {
+			h["Content-Type"] = []string{http.DetectContentType(body)}
+		}
+		h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	}
+	return &response{Status: rec.status, Header: h, Body: body}
+}
+
+// jsonString quotes s as a JSON string.
+func jsonString(s string) string {
+	var b bytes.Buffer
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

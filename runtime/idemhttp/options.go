@@ -1,0 +1,250 @@
+package idemhttp
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"strings"
+	"time"
+)
+
+// Defaults of a Middleware's limits.
+const (
+	// DefaultMaxRequestBytes bounds the request body the middleware reads
+	// to fingerprint it (1 MiB).
+	DefaultMaxRequestBytes = 1 << 20
+	// DefaultMaxResponseBytes bounds the response body it records (1 MiB).
+	DefaultMaxResponseBytes = 1 << 20
+	// DefaultRetryAfter is the Retry-After of 409 and 503 responses.
+	DefaultRetryAfter = time.Second
+	// DefaultName is the Spec name of a middleware without WithName.
+	DefaultName = "idemhttp"
+	// ReplayHeader marks a replayed response.
+	ReplayHeader = "Idempotent-Replayed"
+	// KeyHeader is the request header carrying the idempotency key.
+	KeyHeader = "Idempotency-Key"
+)
+
+// PrincipalFunc returns the identity of the client making r (an account,
+// an API key's owner, a tenant). Keys are scoped by it: two principals
+// using the same Idempotency-Key never see each other's responses. An
+// error, or an empty principal, answers 401.
+type PrincipalFunc func(r *http.Request) (string, error)
+
+// Option configures a Middleware.
+type Option func(*config) error
+
+type config struct {
+	name          string
+	version       int
+	ttl           time.Duration
+	lease         time.Duration
+	wait          time.Duration // > 0: duplicates of a running request wait for it
+	principal     PrincipalFunc
+	noPrincipal   bool
+	methods       map[string]bool
+	optional      bool
+	fpHeaders     []string
+	maxRequest    int64
+	maxResponse   int64
+	store5xx      bool
+	retryAfter    time.Duration
+	replayHeader  string
+	problemPrefix string
+}
+
+func defaultConfig() config {
+	return config{
+		name:         DefaultName,
+		methods:      map[string]bool{http.MethodPost: true, http.MethodPatch: true},
+		maxRequest:   DefaultMaxRequestBytes,
+		maxResponse:  DefaultMaxResponseBytes,
+		retryAfter:   DefaultRetryAfter,
+		replayHeader: ReplayHeader,
+	}
+}
+
+// WithPrincipal sets the function that identifies the client of a
+// request. A Middleware needs it (or WithoutPrincipal).
+func WithPrincipal(f PrincipalFunc) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errors.New("WithPrincipal(nil)")
+		}
+		c.principal = f
+		return nil
+	}
+}
+
+// WithoutPrincipal declares that all clients share one key space: any
+// client that guesses another's key gets its response. Use it only when
+// there is one client (a single-tenant internal service) or the key space
+// is otherwise partitioned before the middleware.
+func WithoutPrincipal() Option {
+	return func(c *config) error { c.noPrincipal = true; return nil }
+}
+
+// WithMethods sets the HTTP methods whose requests go through the
+// middleware (default POST and PATCH). Requests with other methods pass
+// straight to the handler, with or without a key.
+func WithMethods(methods ...string) Option {
+	return func(c *config) error {
+		if len(methods) == 0 {
+			return errors.New("WithMethods: no methods")
+		}
+		c.methods = make(map[string]bool, len(methods))
+		for _, m := range methods {
+			if m == "" || strings.ToUpper(m) != m {
+				return fmt.Errorf("WithMethods: %q is not an upper-case HTTP method", m)
+			}
+			c.methods[m] = true
+		}
+		return nil
+	}
+}
+
+// WithOptionalKey lets requests without an Idempotency-Key header through
+// to the handler unguarded instead of answering 400. A malformed key is
+// still a 400.
+func WithOptionalKey() Option {
+	return func(c *config) error { c.optional = true; return nil }
+}
+
+// WithFingerprintHeaders adds request headers to the fingerprint (method,
+// path and query, and body are always in it): a retry whose value of one
+// of them differs is a 422, not a replay. Content-Type is a common choice.
+func WithFingerprintHeaders(names ...string) Option {
+	return func(c *config) error {
+		for _, n := range names {
+			if n == "" {
+				return errors.New("WithFingerprintHeaders: empty header name")
+			}
+			c.fpHeaders = append(c.fpHeaders, textproto.CanonicalMIMEHeaderKey(n))
+		}
+		return nil
+	}
+}
+
+// WithMaxRequestBytes bounds the request body (default 1 MiB). A larger
+// body gets 413 and the handler does not run.
+func WithMaxRequestBytes(n int64) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("WithMaxRequestBytes(%d): must be positive", n)
+		}
+		c.maxRequest = n
+		return nil
+	}
+}
+
+// WithMaxResponseBytes bounds the response body the middleware records
+// (default 1 MiB). A handler that writes more gets ErrResponseTooLarge
+// from Write; the client then gets a 500 problem response, and that 500
+// is recorded for the key, because the handler's effects have taken place
+// and must not run again on a retry. Size the bound above the largest
+// response of the routes behind the middleware.
+func WithMaxResponseBytes(n int64) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("WithMaxResponseBytes(%d): must be positive", n)
+		}
+		c.maxResponse = n
+		return nil
+	}
+}
+
+// WithStore5xx records 5xx responses and replays them like any other. By
+// default a 5xx is sent but not recorded, and the key is released so that
+// a retry runs the handler again: a server error usually means the request
+// did not take effect.
+func WithStore5xx() Option {
+	return func(c *config) error { c.store5xx = true; return nil }
+}
+
+// WithName sets the Spec name, the middleware's key space in the store
+// (default "idemhttp"). Give each middleware sharing a store its own name
+// unless they should share keys.
+func WithName(name string) Option {
+	return func(c *config) error {
+		if name == "" {
+			return errors.New("WithName: empty name")
+		}
+		c.name = name
+		return nil
+	}
+}
+
+// WithVersion sets the Spec version: bump it to start a fresh key space.
+func WithVersion(v int) Option {
+	return func(c *config) error { c.version = v; return nil }
+}
+
+// WithTTL sets how long a recorded response is replayed (default 24h).
+func WithTTL(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("WithTTL(%v): must be positive", d)
+		}
+		c.ttl = d
+		return nil
+	}
+}
+
+// WithLease sets the in-progress lease (default 30s), heartbeated every
+// lease/3 while the handler runs. After a crash, the key is free again
+// once the lease expires.
+func WithLease(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("WithLease(%v): must be positive", d)
+		}
+		c.lease = d
+		return nil
+	}
+}
+
+// WithWaitInFlight makes a request that arrives while the first request
+// with its key is running wait for it (up to d) and get its response,
+// instead of an immediate 409. A wait that times out is still a 409.
+func WithWaitInFlight(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("WithWaitInFlight(%v): must be positive", d)
+		}
+		c.wait = d
+		return nil
+	}
+}
+
+// WithRetryAfter sets the Retry-After of 409 and 503 responses (default
+// 1s; sent in whole seconds, at least 1).
+func WithRetryAfter(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("WithRetryAfter(%v): must be positive", d)
+		}
+		c.retryAfter = d
+		return nil
+	}
+}
+
+// WithReplayHeader renames the header that marks replays (default
+// Idempotent-Replayed).
+func WithReplayHeader(name string) Option {
+	return func(c *config) error {
+		if name == "" {
+			return errors.New("WithReplayHeader: empty name")
+		}
+		c.replayHeader = textproto.CanonicalMIMEHeaderKey(name)
+		return nil
+	}
+}
+
+// WithProblemTypeBase sets the base of the "type" member of problem
+// responses: type = base + code (for example
+// "https://api.example.com/problems/" + "idempotency-key-missing"). By
+// default type is "about:blank" and the code is in the "code" member only.
+func WithProblemTypeBase(base string) Option {
+	return func(c *config) error { c.problemPrefix = base; return nil }
+}
