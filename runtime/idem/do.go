@@ -29,61 +29,39 @@ func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)
 		ctx = context.Background()
 	}
 	g, spec := c.g, c.spec
-	start := time.Now()
 	key, fp, err := c.finish()
 	if err != nil {
 		g.observe(Event{Func: spec.Name, Outcome: OutcomeInvalidKey, Err: err})
 		return zero, fmt.Errorf("%s: %w", spec.Name, err)
 	}
-	ev := func(o Outcome, fence uint64, err error) {
-		if g.obs != nil {
-			g.obs.Observe(Event{Func: spec.Name, Outcome: o, Key: key, Fence: fence, Duration: time.Since(start), Err: err})
-		}
-	}
-
-	var waitCtx context.Context // set on the first wait; bounds all waiting
-	var cancelWait context.CancelFunc
-	defer func() {
-		if cancelWait != nil {
-			cancelWait()
-		}
-	}()
-	startWait := func() {
-		if waitCtx == nil {
-			waitCtx, cancelWait = context.WithTimeout(ctx, spec.wait())
-		}
-	}
-	inProgress := func(leaseUntil time.Time, fence uint64) (R, error) {
-		ev(OutcomeInProgress, fence, nil)
-		return zero, &InProgressError{Key: key, LeaseUntil: leaseUntil}
-	}
+	st := state{g: g, spec: spec, key: key, start: time.Now()}
+	defer st.stopWaiting()
 
 	for {
 		// A call this process is running: answer in process.
 		if f := g.flights.get(key); f != nil {
 			if f.fp != fp {
-				ev(OutcomeMismatch, 0, nil)
+				st.ev(OutcomeMismatch, 0, nil)
 				return zero, fmt.Errorf("%s: %w", spec.Name, ErrPayloadMismatch)
 			}
 			if spec.OnDuplicate != DuplicateWait {
-				return inProgress(time.Time{}, 0)
+				return zero, st.inProgress(time.Time{}, 0)
 			}
-			startWait()
 			select {
 			case <-f.done:
-			case <-waitCtx.Done():
+			case <-st.waitCtx(ctx).Done():
 				if ctx.Err() != nil {
 					return zero, context.Cause(ctx)
 				}
-				return inProgress(time.Time{}, 0)
+				return zero, st.inProgress(time.Time{}, 0)
 			}
 			if f.shared {
 				if f.err != nil {
-					ev(OutcomeReplayed, 0, f.err)
+					st.ev(OutcomeReplayed, 0, f.err)
 					return zero, f.err
 				}
 				if v, ok := f.value.(R); ok {
-					ev(OutcomeReplayed, 0, nil)
+					st.ev(OutcomeReplayed, 0, nil)
 					return v, nil
 				}
 			}
@@ -96,9 +74,9 @@ func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)
 			if ctx.Err() != nil {
 				return zero, fmt.Errorf("%s: %w", spec.Name, err)
 			}
-			ev(OutcomeStoreError, 0, err)
+			st.ev(OutcomeStoreError, 0, err)
 			if g.failOpen {
-				ev(OutcomeFailOpen, 0, err)
+				st.ev(OutcomeFailOpen, 0, err)
 				return fn(ctx)
 			}
 			return zero, fmt.Errorf("%w: %s: %w", ErrStoreUnavailable, spec.Name, err)
@@ -106,67 +84,102 @@ func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)
 		switch res.Status {
 		case ClaimAcquired, ClaimTakenOver:
 			if res.Status == ClaimTakenOver {
-				ev(OutcomeTakeover, res.Fence, nil)
+				st.ev(OutcomeTakeover, res.Fence, nil)
 			}
 			lease := Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: spec.lease(), TTL: spec.ttl()}
-			return execute(ctx, g, spec, lease, fp, ev, fn)
+			return execute(ctx, &st, lease, fp, fn)
 		case ClaimCompleted:
 			if spec.OnDuplicate == DuplicateRaise {
-				ev(OutcomeDuplicate, res.Fence, nil)
+				st.ev(OutcomeDuplicate, res.Fence, nil)
 				return zero, fmt.Errorf("%s: %w", spec.Name, ErrDuplicate)
 			}
 			v, err := decodeResult[R](g, spec, res.Result)
 			if err != nil {
-				ev(OutcomeStoreError, res.Fence, err)
+				st.ev(OutcomeStoreError, res.Fence, err)
 				return zero, err
 			}
-			ev(OutcomeReplayed, res.Fence, nil)
+			st.ev(OutcomeReplayed, res.Fence, nil)
 			return v, nil
 		case ClaimFailed:
 			rerr := decodeFailure(spec, res.Result)
 			if spec.OnDuplicate == DuplicateRaise {
-				ev(OutcomeDuplicate, res.Fence, rerr)
+				st.ev(OutcomeDuplicate, res.Fence, rerr)
 				return zero, fmt.Errorf("%s: %w: %w", spec.Name, ErrDuplicate, rerr)
 			}
-			ev(OutcomeReplayed, res.Fence, rerr)
+			st.ev(OutcomeReplayed, res.Fence, rerr)
 			return zero, rerr
 		case ClaimMismatch:
-			ev(OutcomeMismatch, res.Fence, nil)
+			st.ev(OutcomeMismatch, res.Fence, nil)
 			return zero, fmt.Errorf("%s: %w", spec.Name, ErrPayloadMismatch)
 		case ClaimInProgress:
 			if g.flights.get(key) != nil {
 				continue // our own process runs it: answer in process
 			}
 			if spec.OnDuplicate != DuplicateWait {
-				return inProgress(res.LeaseUntil, res.Fence)
+				return zero, st.inProgress(res.LeaseUntil, res.Fence)
 			}
-			startWait()
-			if err := g.store.Wait(waitCtx, key); err != nil {
+			wctx := st.waitCtx(ctx)
+			if err := g.store.Wait(wctx, key); err != nil {
 				if ctx.Err() != nil {
 					return zero, context.Cause(ctx)
 				}
-				if waitCtx.Err() != nil {
-					return inProgress(res.LeaseUntil, res.Fence)
+				if wctx.Err() != nil {
+					return zero, st.inProgress(res.LeaseUntil, res.Fence)
 				}
-				ev(OutcomeStoreError, res.Fence, err)
+				st.ev(OutcomeStoreError, res.Fence, err)
 				return zero, fmt.Errorf("%w: %s: %w", ErrStoreUnavailable, spec.Name, err)
 			}
 		default:
 			err := fmt.Errorf("idem: %s: store returned unknown claim status %d", spec.Name, res.Status)
-			ev(OutcomeStoreError, 0, err)
+			st.ev(OutcomeStoreError, 0, err)
 			return zero, err
 		}
 	}
 }
 
+// state is one Do call's bookkeeping. It lives on Do's stack (no closures
+// capture it), which keeps a replay to the one allocation of its key.
+type state struct {
+	g      *Guard
+	spec   *Spec
+	key    string
+	start  time.Time
+	wait   context.Context // bounds all waiting of this call; made on first need
+	cancel context.CancelFunc
+}
+
+func (st *state) ev(o Outcome, fence uint64, err error) {
+	if st.g.obs != nil {
+		st.g.obs.Observe(Event{Func: st.spec.Name, Outcome: o, Key: st.key, Fence: fence, Duration: time.Since(st.start), Err: err})
+	}
+}
+
+func (st *state) waitCtx(ctx context.Context) context.Context {
+	if st.wait == nil {
+		st.wait, st.cancel = context.WithTimeout(ctx, st.spec.wait())
+	}
+	return st.wait
+}
+
+func (st *state) stopWaiting() {
+	if st.cancel != nil {
+		st.cancel()
+	}
+}
+
+func (st *state) inProgress(leaseUntil time.Time, fence uint64) error {
+	st.ev(OutcomeInProgress, fence, nil)
+	return &InProgressError{Key: st.key, LeaseUntil: leaseUntil}
+}
+
 // execute runs fn as the key's owner: heartbeats, panics, lease loss and
 // recording the outcome.
-func execute[R any](ctx context.Context, g *Guard, spec *Spec, lease Lease, fp Fingerprint,
-	ev func(Outcome, uint64, error), fn func(context.Context) (R, error)) (r R, err error) {
+func execute[R any](ctx context.Context, st *state, lease Lease, fp Fingerprint, fn func(context.Context) (R, error)) (r R, err error) {
 	var zero R
+	g, spec, ev := st.g, st.spec, st.ev
 	f := g.flights.add(lease.Key, fp)
 	rctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, &lease))
-	hb := g.startHeartbeat(rctx, cancel, lease, ev)
+	hb := g.startHeartbeat(rctx, cancel, lease, *st)
 	// Writes after the function returned must happen even if the caller's
 	// ctx is canceled by now: the effect has already taken place.
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), max(lease.Duration, writeTimeoutFloor))
@@ -277,8 +290,9 @@ type heartbeat struct {
 	t       *time.Timer
 }
 
-func (g *Guard) startHeartbeat(rctx context.Context, cancel context.CancelCauseFunc, lease Lease, ev func(Outcome, uint64, error)) *heartbeat {
+func (g *Guard) startHeartbeat(rctx context.Context, cancel context.CancelCauseFunc, lease Lease, st state) *heartbeat {
 	hb := &heartbeat{}
+	ev := st.ev
 	interval := lease.Duration / 3
 	lastOK := time.Now()
 	var beat func()

@@ -26,7 +26,7 @@ type Guard struct {
 	counter     atomic.Uint64
 	flights     flightTable
 	calls       sync.Pool // *Call
-	macs        sync.Pool // hash.Hash (HMAC-SHA-256)
+	macs        sync.Pool // *keyedHash (HMAC-SHA-256)
 }
 
 // Option configures a Guard.
@@ -64,7 +64,7 @@ func NewGuard(store Store, opts ...Option) *Guard {
 		panic("idem: no randomness for owner tokens: " + err.Error())
 	}
 	g.calls.New = func() any { return &Call{g: g} }
-	g.macs.New = func() any { return hmac.New(sha256.New, g.hmacKey) }
+	g.macs.New = func() any { return &keyedHash{h: hmac.New(sha256.New, g.hmacKey)} }
 	g.flights.init()
 	return g
 }
@@ -149,12 +149,21 @@ func (g *Guard) mac(sum [32]byte) [32]byte {
 	if g.hmacKey == nil {
 		return sum
 	}
-	h := g.macs.Get().(hash.Hash)
-	h.Reset()
-	h.Write(sum[:])
-	h.Sum(sum[:0])
-	g.macs.Put(h)
+	m := g.macs.Get().(*keyedHash)
+	m.in = sum // hashing a field, not the parameter, keeps sum off the heap
+	m.h.Reset()
+	m.h.Write(m.in[:])
+	m.h.Sum(m.out[:0])
+	sum = m.out
+	g.macs.Put(m)
 	return sum
+}
+
+// keyedHash is a pooled HMAC with its output buffer, so keyed hashing
+// does not allocate per call.
+type keyedHash struct {
+	h       hash.Hash
+	in, out [32]byte
 }
 
 // flightTable tracks the calls this process is executing, so same-key
@@ -216,4 +225,12 @@ func (t *flightTable) finish(key string, f *flight, shared bool, value any, err 
 	s.mu.Unlock()
 	f.shared, f.value, f.err = shared, value, err
 	close(f.done)
+}
+
+// KeyOf finishes c without running anything and returns the store key the
+// call would use, so tests and tools can find a call's record. c goes back
+// to the pool: do not use it afterwards.
+func KeyOf(c *Call) (string, error) {
+	key, _, err := c.finish()
+	return key, err
 }

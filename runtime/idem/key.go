@@ -18,27 +18,34 @@ type Keyer interface {
 	IdemKey(b *KeyBuilder)
 }
 
-// Tags of the canonical encoding. Every value starts with a tag and is
-// either fixed-size or length-prefixed, so the encoding is prefix-free:
-// distinct values of one type never share an encoding.
+// The canonical encoding. Generated code writes a sequence of values that
+// is fixed by the parameter types, so scalars need no type tags there: each
+// is either fixed-size or self-delimiting (varints, length-prefixed bytes),
+// and every place where the shape varies carries a marker (nil, pointer,
+// list, map). Inside a Keyer's brackets the sequence is the user's and may
+// vary with the value, so there every scalar is tagged with its type too.
+// Either way the encoding is prefix-free: distinct values of one parameter
+// list never share an encoding. Keeping the top level untagged keeps typical
+// keys within two SHA-256 blocks.
 const (
-	tagFalse    = 'F'
-	tagTrue     = 'T'
-	tagInt      = 'i'
-	tagUint     = 'u'
-	tagFloat    = 'f'
-	tagComplex  = 'c'
-	tagString   = 's'
-	tagBytes    = 'y'
-	tagTime     = 't'
-	tagNil      = 'n'
-	tagPtr      = 'p'
-	tagList     = 'l'
-	tagMap      = 'm'
-	tagOpen     = '('
-	tagClose    = ')'
-	flushAt     = 4096 // encoded bytes buffered before they are hashed
-	maxMapDepth = 64
+	tagFalse      = 'F'
+	tagTrue       = 'T'
+	tagInt        = 'i'
+	tagUint       = 'u'
+	tagFloat      = 'f'
+	tagComplex    = 'c'
+	tagString     = 's'
+	tagBytes      = 'y'
+	tagTime       = 't'
+	tagNil        = 'n'
+	tagPtr        = 'p'
+	tagList       = 'l'
+	tagMap        = 'm'
+	tagOpen       = '('
+	tagClose      = ')'
+	maxKeyerDepth = 64
+	flushAt       = 4096 // encoded bytes buffered before they are hashed
+	maxMapDepth   = 64
 )
 
 // KeyBuilder accumulates the canonical encoding of a key and hashes it with
@@ -51,8 +58,10 @@ const (
 type KeyBuilder struct {
 	buf     []byte
 	h       hash.Hash // created on the first flush of a large key
+	out     [32]byte
 	flushed bool
 	err     error
+	depth   int // Keyer nesting: scalars are tagged when > 0
 	// Map encoding: entries are buffered, then sorted by their encoded
 	// bytes so the result does not depend on map iteration order.
 	maps    []mapFrame
@@ -73,6 +82,7 @@ func (b *KeyBuilder) reset() {
 	b.buf = b.buf[:0]
 	b.flushed = false
 	b.err = nil
+	b.depth = 0
 	b.maps = b.maps[:0]
 	b.entries = b.entries[:0]
 	if b.h != nil {
@@ -92,13 +102,15 @@ func (b *KeyBuilder) maybeFlush() {
 	b.flushed = true
 }
 
-func (b *KeyBuilder) sum() (out [32]byte) {
+func (b *KeyBuilder) sum() [32]byte {
 	if !b.flushed {
 		return sha256.Sum256(b.buf)
 	}
 	b.h.Write(b.buf)
-	b.h.Sum(out[:0])
-	return out
+	// Sum into a field: a local array handed to an interface method
+	// would escape and cost an allocation per key.
+	b.h.Sum(b.out[:0])
+	return b.out
 }
 
 // Err returns the first error recorded while building, if any.
@@ -111,10 +123,11 @@ func (b *KeyBuilder) Fail(err error) {
 	}
 }
 
-func (b *KeyBuilder) u64(tag byte, v uint64) {
-	b.buf = append(b.buf, tag)
-	b.buf = binary.BigEndian.AppendUint64(b.buf, v)
-	b.maybeFlush()
+// tag writes a scalar's type tag inside a Keyer's brackets.
+func (b *KeyBuilder) tag(t byte) {
+	if b.depth > 0 {
+		b.buf = append(b.buf, t)
+	}
 }
 
 func (b *KeyBuilder) length(tag byte, n int) {
@@ -132,10 +145,16 @@ func (b *KeyBuilder) Bool(v bool) {
 }
 
 // Int writes any signed integer (int, int8 … int64, time.Duration).
-func (b *KeyBuilder) Int(v int64) { b.u64(tagInt, uint64(v)) }
+func (b *KeyBuilder) Int(v int64) {
+	b.tag(tagInt)
+	b.buf = binary.AppendVarint(b.buf, v)
+}
 
 // Uint writes any unsigned integer (uint, uint8 … uint64, uintptr).
-func (b *KeyBuilder) Uint(v uint64) { b.u64(tagUint, v) }
+func (b *KeyBuilder) Uint(v uint64) {
+	b.tag(tagUint)
+	b.buf = binary.AppendUvarint(b.buf, v)
+}
 
 // Float writes a float32 or float64 canonically: -0 is written as 0 and
 // NaN is rejected (NaN != NaN, so it cannot identify a call).
@@ -147,26 +166,29 @@ func (b *KeyBuilder) Float(v float64) {
 	if v == 0 {
 		v = 0 // folds -0 into +0
 	}
-	b.u64(tagFloat, math.Float64bits(v))
+	b.tag(tagFloat)
+	b.buf = binary.BigEndian.AppendUint64(b.buf, math.Float64bits(v))
 }
 
 // Complex writes a complex64 or complex128 as two canonical floats.
 func (b *KeyBuilder) Complex(v complex128) {
-	b.buf = append(b.buf, tagComplex)
+	b.tag(tagComplex)
 	b.Float(real(v))
 	b.Float(imag(v))
 }
 
 // String writes a string.
 func (b *KeyBuilder) String(s string) {
-	b.length(tagString, len(s))
+	b.tag(tagString)
+	b.buf = binary.AppendUvarint(b.buf, uint64(len(s)))
 	b.buf = append(b.buf, s...)
 	b.maybeFlush()
 }
 
 // Bytes writes a non-nil byte slice (write Nil for a nil one).
 func (b *KeyBuilder) Bytes(p []byte) {
-	b.length(tagBytes, len(p))
+	b.buf = append(b.buf, tagBytes) // marks non-nil: a nil slice writes Nil
+	b.buf = binary.AppendUvarint(b.buf, uint64(len(p)))
 	b.buf = append(b.buf, p...)
 	b.maybeFlush()
 }
@@ -184,9 +206,10 @@ func (b *KeyBuilder) Marshaled(p []byte, err error) {
 // Time writes the instant of t: its zone and monotonic reading are ignored,
 // so the same instant in two zones is the same key.
 func (b *KeyBuilder) Time(t time.Time) {
-	b.buf = append(b.buf, tagTime)
-	b.buf = binary.BigEndian.AppendUint64(b.buf, uint64(t.Unix()))
-	b.buf = binary.BigEndian.AppendUint32(b.buf, uint32(t.Nanosecond()))
+	b.tag(tagTime)
+	b.buf = binary.AppendVarint(b.buf, t.Unix())
+	b.buf = binary.AppendUvarint(b.buf, uint64(t.Nanosecond()))
+	b.maybeFlush()
 }
 
 // Nil writes the marker of a nil pointer, slice or map. It differs from
@@ -201,8 +224,21 @@ func (b *KeyBuilder) List(n int) { b.length(tagList, n) }
 
 // Open and Close bracket what a Keyer writes, so a Keyer that writes a
 // variable number of values cannot run into the next field.
-func (b *KeyBuilder) Open()  { b.buf = append(b.buf, tagOpen) }
-func (b *KeyBuilder) Close() { b.buf = append(b.buf, tagClose) }
+// Values written between them carry type tags.
+func (b *KeyBuilder) Open() {
+	b.buf = append(b.buf, tagOpen)
+	if b.depth++; b.depth > maxKeyerDepth {
+		b.Fail(fmt.Errorf("Keyers nested deeper than %d (a cycle?)", maxKeyerDepth))
+	}
+}
+
+// Close ends what Open started.
+func (b *KeyBuilder) Close() {
+	b.buf = append(b.buf, tagClose)
+	if b.depth > 0 {
+		b.depth--
+	}
+}
 
 // Key writes a value that implements Keyer, bracketed by Open and Close.
 func (b *KeyBuilder) Key(k Keyer) {
