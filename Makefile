@@ -7,6 +7,7 @@ export CGO_ENABLED = 1
 # Start the extra servers tests need (the Redis Cluster, dynalite). The
 # machine's PostgreSQL, Redis and NATS are expected to be running already.
 services:
+	scripts/base-services.sh
 	scripts/dynalite.sh
 
 # All tests, race detector on.
@@ -16,7 +17,7 @@ test: services
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@latest ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./runtime/idem
