@@ -308,11 +308,9 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 		Fence:       uint64(r.fence),
 		Fingerprint: idem.Fingerprint(r.fp),
 		Result:      nilIfEmpty(r.result), // as the memory store: no bytes is nil
+		LeaseUntil:  r.leaseUntil, // for finished records: the last lease, as the memory store
 		ExpiresAt:   r.expiresAt,
 		UpdatedAt:   updatedAt,
-	}
-	if r.state == stInProgress {
-		rec.LeaseUntil = r.leaseUntil
 	}
 	return rec, nil
 }

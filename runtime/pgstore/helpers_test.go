@@ -1,0 +1,140 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+const startHint = `PostgreSQL is not reachable at %s (%v).
+Start one (trust auth, database "test"), for example:
+    sudo service postgresql start   # or: docker run -d -p 5432:5432 -e POSTGRES_HOST_AUTH_METHOD=trust -e POSTGRES_DB=test postgres:16
+or point IDEM_POSTGRES_URL at a server you may create schemas on.`
+
+func pgURL() string {
+	if u := os.Getenv("IDEM_POSTGRES_URL"); u != "" {
+		return u
+	}
+	return "postgres://127.0.0.1:5432/test"
+}
+
+// needPG skips (outside CI) or fails (CI=true) when Postgres is missing.
+func needPG(t testing.TB, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf(startHint, pgURL(), err)
+	}
+	t.Skipf(startHint, pgURL(), err)
+}
+
+// newPool returns a pool for one test; tweak edits its config.
+func newPool(t testing.TB, tweak func(*pgxpool.Config)) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(pgURL())
+	if err != nil {
+		t.Fatalf("IDEM_POSTGRES_URL: %v", err)
+	}
+	cfg.MaxConns = 4
+	if tweak != nil {
+		tweak(cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	needPG(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// newSchema makes a schema only this test uses and drops it afterwards.
+func newSchema(t testing.TB, pool *pgxpool.Pool) string {
+	t.Helper()
+	var b [6]byte
+	rand.Read(b[:])
+	name := "pgstore_test_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE") //nolint:errcheck
+	})
+	return name
+}
+
+// newStore migrates a fresh schema and opens a store on it.
+func newStore(t testing.TB, pool *pgxpool.Pool, opts ...Option) *Store {
+	t.Helper()
+	if pool == nil {
+		pool = newPool(t, nil)
+	}
+	ctx := context.Background()
+	opts = append([]Option{WithSchema(newSchema(t, pool))}, opts...)
+	if err := Migrate(ctx, pool, opts...); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	s, err := New(ctx, pool, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// manualClock is a test clock moved by hand, kept at whole microseconds
+// (Postgres's timestamp precision) so times compare exactly.
+type manualClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newManualClock() *manualClock {
+	return &manualClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *manualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d.Truncate(time.Microsecond))
+	c.mu.Unlock()
+}
+
+// queryCounter is a pgx tracer counting statements (round trips once
+// statements are prepared).
+type queryCounter struct{ n atomic.Int64 }
+
+func (q *queryCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	q.n.Add(1)
+	return ctx
+}
+
+func (q *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func token(b byte) (t [16]byte) {
+	t[0] = b
+	t[15] = 0xAA
+	return t
+}
+
+func fingerprint(b byte) (f [32]byte) {
+	f[0] = b
+	f[31] = 0x55
+	return f
+}
