@@ -136,6 +136,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		if msg != "" {
 			return nil, msg
 		}
+		delete(w.n, i) // a sibling loop may use the name again
 		body := []jen.Code{
 			b().Dot("List").Call(jen.Len(v.value())),
 			jen.For(jen.Id(i).Op(":=").Range().Add(v.value())).Block(inner...),
@@ -154,6 +155,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		if msg != "" {
 			return nil, msg
 		}
+		delete(w.n, i)
 		return []jen.Code{
 			b().Dot("List").Call(jen.Lit(int(u.Len()))),
 			jen.For(jen.Id(i).Op(":=").Range().Add(v.e())).Block(inner...),
@@ -168,6 +170,8 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		if msg != "" {
 			return nil, msg
 		}
+		delete(w.n, k)
+		delete(w.n, x)
 		loop := append(append(one(b().Dot("MapEntry").Call()), ks...), xs...)
 		return w.nilCheck(v, []jen.Code{
 			b().Dot("MapStart").Call(jen.Len(v.value())),

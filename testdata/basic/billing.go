@@ -3,8 +3,12 @@ package basic
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
+
+// executions counts real runs of CreateInvoice.
+var executions atomic.Int64
 
 type InvoiceRequest struct {
 	CustomerID string
@@ -32,5 +36,7 @@ type Invoice struct {
 //
 //idem:ttl=24h lease=30s on_duplicate=wait key=req.CustomerID,req.OrderID
 func CreateInvoice(ctx context.Context, req InvoiceRequest) (*Invoice, error) {
+	executions.Add(1)
+	time.Sleep(5 * time.Millisecond) // long enough for a storm to pile up
 	return &Invoice{ID: req.CustomerID + "/" + req.OrderID, Amount: req.Amount}, nil
 }

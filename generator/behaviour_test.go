@@ -1,0 +1,175 @@
+package generator
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestBehaviour compiles every golden output case with its input package
+// and the case's behaviour tests (testdata/<case>/*_test.go), in a scratch
+// module that uses this repository's runtime, and runs them against the
+// memory store: exactly once under concurrency, replays equal to the first
+// result under go-cmp (after a real JSON round trip), each option's effect.
+// All cases build and run in one go test invocation.
+func TestBehaviour(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs every golden case")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := t.TempDir()
+	goSum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(mod, "go.sum"), goSum)
+	write(t, filepath.Join(mod, "go.mod"), []byte(fmt.Sprintf(`module idemgen.test/behaviour
+
+go 1.26.0
+
+require (
+	github.com/google/go-cmp v0.7.0
+	github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000
+)
+
+replace github.com/idemgen/idemgen => %s
+`, root)))
+	cases, _ := filepath.Glob(filepath.Join(root, "golden", "*", goldenOutput))
+	if len(cases) == 0 {
+		t.Fatal("no golden output cases")
+	}
+	pkgRE := regexp.MustCompile(`(?m)^package (\w+)$`)
+	for _, golden := range cases {
+		name := filepath.Base(filepath.Dir(golden))
+		src := filepath.Join(root, "testdata", name)
+		dst := filepath.Join(mod, name)
+		files, _ := filepath.Glob(filepath.Join(src, "*.go"))
+		tests := 0
+		for _, f := range files {
+			if filepath.Base(f) == goldenOutput {
+				continue // a stray generated file in the input: the golden one is tested
+			}
+			if strings.HasSuffix(f, "_test.go") {
+				tests++
+			}
+			copyFile(t, f, filepath.Join(dst, filepath.Base(f)))
+		}
+		if tests == 0 {
+			t.Errorf("testdata/%s has no behaviour test (*_test.go)", name)
+		}
+		gen, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(dst, goldenOutput), gen)
+		m := pkgRE.FindSubmatch(gen)
+		if m == nil {
+			t.Fatalf("golden/%s: no package clause", name)
+		}
+		write(t, filepath.Join(dst, "zz_helpers_test.go"), []byte(strings.Replace(helpersSource, "package PKG", "package "+string(m[1]), 1)))
+	}
+	args := []string{"test", "-count=1", "./..."}
+	if raceEnabled {
+		args = append(args[:1], append([]string{"-race"}, args[1:]...)...)
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = mod
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go %s in the scratch module: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	t.Logf("go %s:\n%s", strings.Join(args, " "), out)
+}
+
+func write(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, to, data)
+}
+
+// helpersSource is added to every case's package in the scratch module.
+const helpersSource = `package PKG
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// jsonStore is the memory store, except that replays decode the stored
+// JSON instead of sharing the first call's value: what every other store
+// does, and what makes "replay equals the original" a real test.
+type jsonStore struct{ *idem.MemoryStore }
+
+func (s jsonStore) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+	r, err := s.MemoryStore.Claim(ctx, req)
+	r.Result.Value = nil
+	return r, err
+}
+
+// newGuard returns a guard over a fresh memory store.
+func newGuard(t testing.TB) *idem.Guard {
+	t.Helper()
+	return idem.NewGuard(jsonStore{idem.NewMemoryStore()})
+}
+
+// storm runs f from n goroutines released at once and returns their errors.
+func storm(n int, f func() error) []error {
+	errs := make([]error, n)
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for i := 0; i < n; i++ {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			start.Wait()
+			errs[i] = f()
+		}()
+	}
+	start.Done()
+	done.Wait()
+	return errs
+}
+
+// counter counts executions of a wrapped function.
+type counter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *counter) inc() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	return c.n
+}
+
+func (c *counter) get() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+`
