@@ -1,0 +1,130 @@
+package idemhttp_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemhttp"
+)
+
+const benchBody = `{"customer":"cus_8f2a91","amount":129900,"currency":"eur","description":"order ord_1029384756"}`
+
+// benchHandler is the bare handler: it reads the body and answers a small
+// JSON document, as a payments endpoint would.
+var benchHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body) //nolint:errcheck
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", "/payments/pay_123")
+	w.WriteHeader(http.StatusCreated)
+	io.WriteString(w, `{"id":"pay_123","status":"succeeded","amount":129900,"currency":"eur"}`) //nolint:errcheck
+})
+
+// discardWriter is a ResponseWriter that keeps nothing, so the benchmark
+// measures the handler and the middleware, not a recorder.
+type discardWriter struct{ h http.Header }
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) WriteHeader(int)             {}
+func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+type resettableBody struct{ strings.Reader }
+
+func (*resettableBody) Close() error { return nil }
+
+// serveLoop serves the same request n times through h.
+func serveLoop(b *testing.B, h http.Handler, n int) {
+	r := httptest.NewRequest(http.MethodPost, "/payments", nil)
+	r.Header.Set("Idempotency-Key", `"8e03978e-40d5-43e8-bc93-6894a57f9324"`)
+	r.Header.Set("X-Client", "acct_1")
+	r.Header.Set("Content-Type", "application/json")
+	body := &resettableBody{}
+	w := &discardWriter{h: make(http.Header, 8)}
+	for i := 0; i < n; i++ {
+		body.Reset(benchBody)
+		r.Body = body
+		r.ContentLength = int64(len(benchBody))
+		clear(w.h)
+		h.ServeHTTP(w, r)
+	}
+}
+
+// measure runs the baseline outside the benchmark timer in the same run.
+func measure(b *testing.B, body func(n int)) time.Duration {
+	b.StopTimer()
+	defer b.StartTimer()
+	n := max(b.N, 1000)
+	start := time.Now()
+	body(n)
+	return time.Since(start) / time.Duration(n)
+}
+
+// reportOverhead reports ours/base: what a replay costs in units of the
+// bare handler.
+func reportOverhead(b *testing.B, base time.Duration) {
+	b.StopTimer()
+	ours := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	b.ReportMetric(ours/float64(base.Nanoseconds()), "x-bare")
+	b.ReportMetric(float64(base.Nanoseconds()), "bare-ns/op")
+}
+
+// BenchmarkMiddlewareReplay: a replay through the middleware (memory
+// store) against the bare handler, both called in process.
+func BenchmarkMiddlewareReplay(b *testing.B) {
+	b.Run("bare", func(b *testing.B) {
+		b.ReportAllocs()
+		serveLoop(b, benchHandler, b.N)
+	})
+	b.Run("replay", func(b *testing.B) {
+		m, err := idemhttp.New(idem.NewGuard(idem.NewMemoryStore()), idemhttp.WithPrincipal(principal),
+			idemhttp.WithFingerprintHeaders("Content-Type"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := m.Handler(benchHandler)
+		serveLoop(b, h, 1) // the first execution
+		b.ReportAllocs()
+		b.ResetTimer()
+		serveLoop(b, h, b.N)
+		reportOverhead(b, measure(b, func(n int) { serveLoop(b, benchHandler, n) }))
+	})
+}
+
+// BenchmarkMiddlewareReplayLoopback: the same over a real loopback HTTP
+// connection, where a client sees the overhead.
+func BenchmarkMiddlewareReplayLoopback(b *testing.B) {
+	m, err := idemhttp.New(idem.NewGuard(idem.NewMemoryStore()), idemhttp.WithPrincipal(principal))
+	if err != nil {
+		b.Fatal(err)
+	}
+	bare := httptest.NewServer(benchHandler)
+	defer bare.Close()
+	guarded := httptest.NewServer(m.Handler(benchHandler))
+	defer guarded.Close()
+	post := func(b *testing.B, srv *httptest.Server, n int) {
+		c := srv.Client()
+		for i := 0; i < n; i++ {
+			r, _ := http.NewRequest(http.MethodPost, srv.URL+"/payments", strings.NewReader(benchBody))
+			r.Header.Set("Idempotency-Key", "8e03978e-40d5-43e8-bc93-6894a57f9324")
+			r.Header.Set("X-Client", "acct_1")
+			res, err := c.Do(r)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, res.Body) //nolint:errcheck
+			res.Body.Close()
+			if res.StatusCode != http.StatusCreated {
+				b.Fatalf("status %d", res.StatusCode)
+			}
+		}
+	}
+	post(b, guarded, 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	post(b, guarded, b.N)
+	reportOverhead(b, measure(b, func(n int) { post(b, bare, n) }))
+}
