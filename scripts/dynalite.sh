@@ -9,7 +9,8 @@
 #   scripts/dynalite.sh status    exit 0 when the port answers
 #
 # Environment: DYNALITE_PORT (default 4567), DYNALITE_HOST (127.0.0.1),
-# DYNALITE_PLAIN=1 runs dynalite unmodified (see tools/dynalite-server.js).
+# DYNALITE_PLAIN=1 runs dynalite unmodified (see tools/dynalite-server.js),
+# DYNALITE_PATH=DIR keeps its tables on disk in DIR instead of in memory.
 # Tests find it through IDEM_DYNAMO_ENDPOINT (default http://127.0.0.1:4567).
 set -euo pipefail
 
@@ -44,6 +45,9 @@ start() {
 	args=(--host "$host" --port "$port")
 	if [ "${DYNALITE_PLAIN:-}" = 1 ]; then
 		args+=(--plain)
+	fi
+	if [ -n "${DYNALITE_PATH:-}" ]; then
+		args+=(--path "$DYNALITE_PATH")
 	fi
 	# setsid: the server outlives this script and make's process group.
 	setsid node "$root/tools/dynalite-server.js" "${args[@]}" >"$logfile" 2>&1 </dev/null &

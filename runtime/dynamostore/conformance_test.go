@@ -1,0 +1,66 @@
+package dynamostore_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/dynamostore"
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtest"
+)
+
+func isTTLUnsupported(err error) bool { return errors.Is(err, dynamostore.ErrTTLNotEnabled) }
+
+func newStore(t testing.TB, api dynamostore.API, table string, opts ...dynamostore.Option) *dynamostore.Store {
+	t.Helper()
+	opts = append([]dynamostore.Option{dynamostore.WithKeyPrefix(uniquePrefix(t)),
+		dynamostore.WithPollInterval(5*time.Millisecond, 50*time.Millisecond)}, opts...)
+	s, err := dynamostore.New(api, table, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// The suite on the caller's clock, moved by hand: the store reads no other
+// clock, so the suite needs no sleeping. The default skew margin (1s) is
+// well inside the suite's lease + lease/2.
+func TestConformance(t *testing.T) {
+	client, table := dynamo(t)
+	idemtest.RunStoreSuite(t, idemtest.Harness{
+		New: func(t *testing.T, now func() time.Time) idem.Store {
+			return newStore(t, client, table, dynamostore.WithClock(now))
+		},
+		ManualClock: true,
+	})
+}
+
+// A single-table layout: custom partition key, static sort key, key
+// prefix and TTL attribute names.
+func TestConformanceSingleTable(t *testing.T) {
+	client, _ := dynamo(t)
+	layout := []dynamostore.Option{dynamostore.WithPartitionKey("PK"), dynamostore.WithSortKey("SK", "IDEM"),
+		dynamostore.WithTTLAttribute("expires")}
+	table := "idemgen_single_" + time.Now().Format("150405.000000")
+	makeTable(t, client, table, layout...)
+	idemtest.RunStoreSuite(t, idemtest.Harness{
+		New: func(t *testing.T, now func() time.Time) idem.Store {
+			return newStore(t, client, table, append(layout, dynamostore.WithClock(now))...)
+		},
+		ManualClock: true,
+	})
+}
+
+// The suite through the fallback read: the server answers failed
+// conditions without the item.
+func TestConformanceWithoutReturnOnFailure(t *testing.T) {
+	_, table := dynamo(t)
+	client := newClient(endpoint(), withoutReturnOnFailure)
+	idemtest.RunStoreSuite(t, idemtest.Harness{
+		New: func(t *testing.T, now func() time.Time) idem.Store {
+			return newStore(t, client, table, dynamostore.WithClock(now))
+		},
+		ManualClock: true,
+	})
+}

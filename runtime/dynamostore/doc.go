@@ -1,0 +1,144 @@
+// Package dynamostore is an idem.Store on Amazon DynamoDB, for services on
+// AWS (Lambda, ECS, EC2) that want idempotent functions without running a
+// database of their own.
+//
+// # Usage
+//
+// Configure the DynamoDB client as usual (region, credentials, endpoint and
+// retries are yours) and hand it to New with the table name:
+//
+//	cfg, err := config.LoadDefaultConfig(ctx)
+//	client := dynamodb.NewFromConfig(cfg)
+//	store, err := dynamostore.New(client, "idempotency")
+//	g := idem.NewGuard(store)
+//
+// Each key is one item. Every Store method is one request: Claim is one
+// conditional UpdateItem, so a replay costs one round trip and a first
+// execution two (Claim, Complete); heartbeats are UpdateItems off the
+// caller's path.
+//
+// # Table schema
+//
+// The default layout is a table whose partition key is the string attribute
+// "pk" and that has no sort key, with DynamoDB's time to live enabled on the
+// number attribute "ttl". Options change the names (WithPartitionKey,
+// WithTTLAttribute), put the records under a static sort key value in a
+// shared table (WithSortKey, for single-table designs), and prefix the
+// partition key values (WithKeyPrefix). CreateTable creates the table for
+// development and tests; with infrastructure as code, declare it yourself.
+// CloudFormation, default layout:
+//
+//	IdempotencyTable:
+//	  Type: AWS::DynamoDB::Table
+//	  Properties:
+//	    TableName: idempotency
+//	    BillingMode: PAY_PER_REQUEST
+//	    AttributeDefinitions:
+//	      - {AttributeName: pk, AttributeType: S}
+//	    KeySchema:
+//	      - {AttributeName: pk, KeyType: HASH}
+//	    TimeToLiveSpecification: {AttributeName: ttl, Enabled: true}
+//
+// Terraform:
+//
+//	resource "aws_dynamodb_table" "idempotency" {
+//	  name         = "idempotency"
+//	  billing_mode = "PAY_PER_REQUEST"
+//	  hash_key     = "pk"
+//	  attribute {
+//	    name = "pk"
+//	    type = "S"
+//	  }
+//	  ttl {
+//	    attribute_name = "ttl"
+//	    enabled        = true
+//	  }
+//	}
+//
+// For a single-table design, add the sort key (type S) to both and pass
+// WithSortKey("sk", "IDEM") (and perhaps WithKeyPrefix("IDEM#")): every
+// record is then the item (pk = prefix+key, sk = "IDEM").
+//
+// The store writes these attributes on each item, besides the keys:
+//
+//	state        S  in_progress | completed | failed | released
+//	owner        B  the owner token (16 bytes)
+//	fence        N  the ownership fence; +1 on every claim
+//	fp           B  the payload fingerprint (32 bytes)
+//	result       B  the encoded result or recorded error (absent when empty)
+//	lease_until  N  lease expiry, Unix nanoseconds, caller's clock
+//	expires_at   N  when the record stops being live, Unix nanoseconds
+//	updated_at   N  last write, Unix nanoseconds
+//	ttl          N  Unix seconds, for DynamoDB's time to live (name configurable)
+//
+// The IAM policy needs dynamodb:GetItem, dynamodb:UpdateItem and
+// dynamodb:DeleteItem on the table (CreateTable also needs
+// dynamodb:CreateTable, dynamodb:DescribeTable, dynamodb:DescribeTimeToLive
+// and dynamodb:UpdateTimeToLive).
+//
+// # Expiry and fences
+//
+// Expiry is judged in code on every read and in every claim's condition;
+// the ttl attribute only lets DynamoDB delete dead items eventually
+// (typically within days), which costs no write capacity. A claim over an
+// existing item, live or dead, increments its fence, so fences never repeat
+// while the item is retained. Once DynamoDB's time to live (or Delete)
+// removes the item, the next claim starts again at fence 1; the owner token,
+// unique per attempt, still tells a stale owner from the new one.
+//
+// # Clocks and skew
+//
+// DynamoDB has no server clock an expression can read, so leases are judged
+// by the callers' clocks: the owner writes lease_until = its now + lease,
+// and another caller takes over only when its own clock reads at least
+// lease_until + SkewMargin (WithSkewMargin, default 1s). Waiters use the
+// same rule, so a waiter never spins on a lease it may not take over.
+//
+// What that tolerates, plainly: exclusivity holds as long as no two
+// callers' clocks differ by more than SkewMargin. A caller whose clock runs
+// d ahead of the owner's takes over a crashed owner's key after lease +
+// margin - d of real time, and a live owner is never taken over while it
+// heartbeats (every lease/3). If d exceeds the margin, a slow owner's lease
+// is effectively shortened by d - margin; once d - margin reaches about two
+// thirds of the lease, a live, heartbeating owner can be taken over and the
+// function may run twice. Even then the fence rejects the stale owner's
+// Complete (idem.ErrLeaseLost), so only one result is recorded; guard your
+// own writes with idem.FenceFrom if they must not be doubled. Hosts synced
+// by NTP or the Amazon Time Sync Service stay within milliseconds, far
+// inside the default margin. The cost of the margin is that a crashed
+// owner's key is taken over SkewMargin later. Retention (TTL) is measured
+// by the writer's clock too; skew shifts it by d, which affects no
+// exclusivity. Heartbeat, Complete, Fail and Release read no clock in their
+// conditions: only a takeover or release rejects them, as idem.Store
+// requires.
+//
+// # Wait
+//
+// DynamoDB cannot notify, so Wait polls the item with consistent reads,
+// starting at 20ms and backing off (x1.5, with jitter) to at most 500ms
+// (WithPollInterval), and never sleeping past the moment the lease becomes
+// takeover-able.
+//
+// # Item size
+//
+// DynamoDB rejects items over 400 KB. Complete and Fail compute the
+// record's size before writing and return an error wrapping
+// ErrItemTooLarge, without a request, when the result does not fit;
+// MaxResultSize tells how many result bytes a key can hold.
+//
+// # Servers without ReturnValuesOnConditionCheckFailure
+//
+// A failed claim condition returns the existing item in the same response
+// (ReturnValuesOnConditionCheckFailure=ALL_OLD). Servers that do not
+// support that parameter (DynamoDB Local before December 2023, dynalite)
+// return no item; the store then reads the item with a consistent GetItem,
+// so a replay costs two round trips there, and retries the claim when the
+// item changed in between.
+//
+// # Retries
+//
+// The SDK retries a request whose response was lost. When a retried Claim,
+// Complete, Fail or Release finds that its own earlier attempt was applied
+// (the item holds this owner and fence in the target state), it reports
+// success instead of a conflict; a single attempt never does.
+package dynamostore

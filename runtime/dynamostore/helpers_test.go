@@ -1,0 +1,171 @@
+package dynamostore_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/idemgen/idemgen/runtime/dynamostore"
+)
+
+// endpoint is the DynamoDB-compatible server the tests use: dynalite,
+// started by `make services` (scripts/dynalite.sh).
+func endpoint() string {
+	if e := os.Getenv("IDEM_DYNAMO_ENDPOINT"); e != "" {
+		return e
+	}
+	return "http://127.0.0.1:4567"
+}
+
+// newClient is a client as a user would configure one for a local server:
+// static dummy credentials, us-east-1, the endpoint. optFns add test
+// middleware.
+func newClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+		tr.MaxIdleConnsPerHost = 256
+	})
+	return dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("idemgen", "idemgen", ""),
+		HTTPClient:   hc,
+	}, optFns...)
+}
+
+var shared struct {
+	once   sync.Once
+	client *dynamodb.Client
+	table  string
+	err    error
+}
+
+// needServer skips the test (or fails it under CI=true) when the server is
+// not running.
+func needServer(t testing.TB, client *dynamodb.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_, err := client.ListTables(ctx, &dynamodb.ListTablesInput{}, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	if err == nil {
+		return
+	}
+	msg := fmt.Sprintf("no DynamoDB-compatible server at %s (%v); start dynalite with `make services` or `scripts/dynalite.sh`, or set IDEM_DYNAMO_ENDPOINT", endpoint(), err)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// dynamo returns the shared client and a table made for this test process
+// (dropped by TestMain).
+func dynamo(t testing.TB) (*dynamodb.Client, string) {
+	t.Helper()
+	shared.once.Do(func() {
+		shared.client = newClient(endpoint())
+		shared.table = "idemgen_test_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	})
+	needServer(t, shared.client)
+	makeTable(t, shared.client, shared.table)
+	return shared.client, shared.table
+}
+
+var made sync.Map // table name -> struct{}
+
+// makeTable creates table once per process with CreateTable (dynalite has
+// no UpdateTimeToLive: that part of CreateTable's answer is expected).
+func makeTable(t testing.TB, client *dynamodb.Client, table string, opts ...dynamostore.Option) {
+	t.Helper()
+	if _, ok := made.Load(table); ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := dynamostore.CreateTable(ctx, client, table, opts...); err != nil && !isTTLUnsupported(err) {
+		t.Fatalf("CreateTable(%s): %v", table, err)
+	}
+	made.Store(table, struct{}{})
+}
+
+var prefixes atomic.Int64
+
+// uniquePrefix isolates one store from every other in the shared table.
+func uniquePrefix(t testing.TB) string {
+	return fmt.Sprintf("%s#%d#", t.Name(), prefixes.Add(1))
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	made.Range(func(k, _ any) bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = shared.client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(k.(string))})
+		cancel()
+		return true
+	})
+	os.Exit(code)
+}
+
+// counter counts the HTTP requests a client sends, by operation: it sits
+// after the SDK's retry middleware, so every attempt counts.
+type counter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counter) option(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+		return st.Finalize.Insert(middleware.FinalizeMiddlewareFunc("countRequests",
+			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+				c.mu.Lock()
+				if c.n == nil {
+					c.n = map[string]int{}
+				}
+				c.n[middleware.GetOperationName(ctx)]++
+				c.mu.Unlock()
+				return next.HandleFinalize(ctx, in)
+			}), "Retry", middleware.After)
+	})
+}
+
+// take returns the counts so far and resets them.
+func (c *counter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = nil
+	if n == nil {
+		n = map[string]int{}
+	}
+	return n
+}
+
+// withoutReturnOnFailure strips ReturnValuesOnConditionCheckFailure from
+// every request, so the server answers a failed condition without the
+// item, as servers without the feature do: the store's fallback read runs.
+func withoutReturnOnFailure(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("stripReturnOnFailure",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				switch p := in.Parameters.(type) {
+				case *dynamodb.UpdateItemInput:
+					p.ReturnValuesOnConditionCheckFailure = ""
+				case *dynamodb.PutItemInput:
+					p.ReturnValuesOnConditionCheckFailure = ""
+				case *dynamodb.DeleteItemInput:
+					p.ReturnValuesOnConditionCheckFailure = ""
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	})
+}

@@ -1,0 +1,188 @@
+package dynamostore
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// The record's attribute names (see the package documentation).
+const (
+	aState      = "state"
+	aOwner      = "owner"
+	aFence      = "fence"
+	aFP         = "fp"
+	aResult     = "result"
+	aLeaseUntil = "lease_until"
+	aExpiresAt  = "expires_at"
+	aUpdatedAt  = "updated_at"
+)
+
+var dataAttrs = []string{aState, aOwner, aFence, aFP, aResult, aLeaseUntil, aExpiresAt, aUpdatedAt}
+
+const (
+	stateInProgress = "in_progress"
+	stateCompleted  = "completed"
+	stateFailed     = "failed"
+	stateReleased   = "released"
+)
+
+func stateAV(s idem.State) types.AttributeValue {
+	switch s {
+	case idem.StateInProgress:
+		return avInProgress
+	case idem.StateCompleted:
+		return avCompleted
+	case idem.StateFailed:
+		return avFailed
+	case idem.StateReleased:
+		return avReleased
+	}
+	panic("dynamostore: no attribute value for state " + s.String())
+}
+
+func parseState(s string) (idem.State, bool) {
+	switch s {
+	case stateInProgress:
+		return idem.StateInProgress, true
+	case stateCompleted:
+		return idem.StateCompleted, true
+	case stateFailed:
+		return idem.StateFailed, true
+	case stateReleased:
+		return idem.StateReleased, true
+	}
+	return idem.StateAbsent, false
+}
+
+// decode reads a record item; anything missing or malformed is
+// idem.ErrCorruptRecord (never treated as absent).
+func decode(key string, item map[string]types.AttributeValue) (idem.Record, error) {
+	r, err := decodeLoose(item)
+	if err != nil {
+		return idem.Record{}, fmt.Errorf("%w: dynamostore: item for %q: %w", idem.ErrCorruptRecord, key, err)
+	}
+	r.Key = key
+	return r, nil
+}
+
+func decodeLoose(item map[string]types.AttributeValue) (idem.Record, error) {
+	var r idem.Record
+	st, err := attrS(item, aState)
+	if err != nil {
+		return r, err
+	}
+	var ok bool
+	if r.State, ok = parseState(st); !ok {
+		return r, fmt.Errorf("unknown state %q", st)
+	}
+	owner, err := attrB(item, aOwner, len(r.Owner))
+	if err != nil {
+		return r, err
+	}
+	copy(r.Owner[:], owner)
+	fp, err := attrB(item, aFP, len(r.Fingerprint))
+	if err != nil {
+		return r, err
+	}
+	copy(r.Fingerprint[:], fp)
+	fe, err := attrN(item, aFence)
+	if err != nil {
+		return r, err
+	}
+	if r.Fence, err = strconv.ParseUint(fe, 10, 64); err != nil || r.Fence == 0 {
+		return r, fmt.Errorf("fence %q is not a positive integer", fe)
+	}
+	for _, t := range []struct {
+		name string
+		dst  *time.Time
+	}{{aLeaseUntil, &r.LeaseUntil}, {aExpiresAt, &r.ExpiresAt}, {aUpdatedAt, &r.UpdatedAt}} {
+		v, err := attrN(item, t.name)
+		if err != nil {
+			return r, err
+		}
+		ns, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return r, fmt.Errorf("%s %q is not Unix nanoseconds", t.name, v)
+		}
+		*t.dst = time.Unix(0, ns)
+	}
+	switch v := item[aResult].(type) {
+	case nil:
+	case *types.AttributeValueMemberB:
+		if len(v.Value) > 0 {
+			r.Result = v.Value
+		}
+	default:
+		return r, fmt.Errorf("%s is %T, want binary", aResult, v)
+	}
+	return r, nil
+}
+
+func attrS(item map[string]types.AttributeValue, name string) (string, error) {
+	v, ok := item[name].(*types.AttributeValueMemberS)
+	if !ok {
+		return "", missing(item, name, "string")
+	}
+	return v.Value, nil
+}
+
+func attrN(item map[string]types.AttributeValue, name string) (string, error) {
+	v, ok := item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return "", missing(item, name, "number")
+	}
+	return v.Value, nil
+}
+
+func attrB(item map[string]types.AttributeValue, name string, size int) ([]byte, error) {
+	v, ok := item[name].(*types.AttributeValueMemberB)
+	if !ok {
+		return nil, missing(item, name, "binary")
+	}
+	if len(v.Value) != size {
+		return nil, fmt.Errorf("%s has %d bytes, want %d", name, len(v.Value), size)
+	}
+	return v.Value, nil
+}
+
+func missing(item map[string]types.AttributeValue, name, kind string) error {
+	if v, ok := item[name]; ok {
+		return fmt.Errorf("%s is %T, want %s", name, v, kind)
+	}
+	return fmt.Errorf("no %s attribute", name)
+}
+
+// maxNumberSize bounds the stored size of any number the store writes.
+// DynamoDB counts a number as about one byte per two significant digits
+// plus one; 21 is its documented maximum.
+const maxNumberSize = 21
+
+// itemSize is an upper bound on the size DynamoDB counts for key's record
+// holding a result of n bytes: the sum of attribute name lengths and value
+// sizes (strings and binaries by their bytes, numbers at most 21 bytes).
+func (s *Store) itemSize(key string, n int) int {
+	l := s.layout
+	size := len(l.pk) + len(l.prefix) + len(key)
+	if l.sk != "" {
+		size += len(l.sk) + len(l.skValue)
+	}
+	size += len(aState) + len(stateInProgress) // the longest state
+	size += len(aOwner) + len(idem.Token{})
+	size += len(aFP) + len(idem.Fingerprint{})
+	size += len(aFence) + len(aLeaseUntil) + len(aExpiresAt) + len(aUpdatedAt) + len(l.ttl) + 5*maxNumberSize
+	if n > 0 {
+		size += len(aResult) + n
+	}
+	return size
+}
+
+// MaxResultSize is the largest result (encoded bytes) that key's record
+// can hold within DynamoDB's 400 KB item limit.
+func (s *Store) MaxResultSize(key string) int {
+	return max(MaxItemSize-s.itemSize(key, 1)+1, 0)
+}

@@ -1,0 +1,650 @@
+package dynamostore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// API is the part of the DynamoDB client the store uses. *dynamodb.Client
+// implements it; so can a wrapper (tracing, DAX).
+type API interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+}
+
+// ErrItemTooLarge: a result does not fit in a DynamoDB item (400 KB). The
+// store returns it from Complete and Fail before sending anything; the key
+// stays in progress under the caller's lease.
+var ErrItemTooLarge = errors.New("dynamostore: record exceeds DynamoDB's 400 KB item limit")
+
+// MaxItemSize is DynamoDB's item size limit in bytes (400 KB).
+const MaxItemSize = 400 * 1024
+
+// Store is an idem.Store on a DynamoDB table. It is safe for concurrent use.
+type Store struct {
+	api    API
+	table  *string
+	layout layout
+	now    func() time.Time
+	skew   time.Duration
+	// Wait's polling: first interval, cap.
+	pollMin, pollMax time.Duration
+
+	// Expression attribute names per operation: DynamoDB rejects names an
+	// expression does not use, so each operation has its own map. They are
+	// only read after New.
+	claimNames, fencedNames, finishNames, releaseNames, deleteNames map[string]string
+}
+
+type layout struct {
+	pk, sk, skValue, prefix, ttl string
+}
+
+// Option configures a Store (and CreateTable, which reads the layout ones).
+type Option func(*config)
+
+type config struct {
+	layout  layout
+	now     func() time.Time
+	skew    time.Duration
+	pollMin time.Duration
+	pollMax time.Duration
+}
+
+// WithPartitionKey names the table's partition key attribute (type S;
+// default "pk").
+func WithPartitionKey(name string) Option { return func(c *config) { c.layout.pk = name } }
+
+// WithSortKey stores every record under the sort key attribute name (type
+// S) with the static value value, for tables shared with other items
+// (single-table designs). Without it the table must have no sort key.
+func WithSortKey(name, value string) Option {
+	return func(c *config) { c.layout.sk, c.layout.skValue = name, value }
+}
+
+// WithKeyPrefix prepends prefix to every idem key in the partition key
+// value ("IDEM#" keeps the records apart from other entities' items).
+func WithKeyPrefix(prefix string) Option { return func(c *config) { c.layout.prefix = prefix } }
+
+// WithTTLAttribute names the number attribute that holds the Unix time (in
+// seconds) after which DynamoDB's time to live may delete the item
+// (default "ttl"). Enable time to live on the table for this attribute.
+func WithTTLAttribute(name string) Option { return func(c *config) { c.layout.ttl = name } }
+
+// WithClock replaces time.Now as the store's clock (tests).
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// WithSkewMargin sets how much clock skew between callers the store
+// tolerates (default 1s): a lease is taken over only once the claimer's
+// clock is past lease expiry + margin. See the package documentation.
+func WithSkewMargin(d time.Duration) Option { return func(c *config) { c.skew = d } }
+
+// WithPollInterval sets Wait's first polling interval and the cap it backs
+// off to (defaults 20ms and 500ms).
+func WithPollInterval(first, max time.Duration) Option {
+	return func(c *config) { c.pollMin, c.pollMax = first, max }
+}
+
+// DefaultSkewMargin is the clock skew tolerated unless WithSkewMargin says
+// otherwise.
+const DefaultSkewMargin = time.Second
+
+func newConfig(opts []Option) (config, error) {
+	c := config{
+		layout:  layout{pk: "pk", ttl: "ttl"},
+		now:     time.Now,
+		skew:    DefaultSkewMargin,
+		pollMin: 20 * time.Millisecond,
+		pollMax: 500 * time.Millisecond,
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	l := c.layout
+	switch {
+	case l.pk == "":
+		return c, errors.New("dynamostore: empty partition key name")
+	case l.ttl == "":
+		return c, errors.New("dynamostore: empty TTL attribute name")
+	case l.sk != "" && l.skValue == "":
+		return c, fmt.Errorf("dynamostore: sort key %q needs a non-empty static value", l.sk)
+	case l.sk == l.pk:
+		return c, fmt.Errorf("dynamostore: partition and sort key are both %q", l.pk)
+	case c.skew < 0:
+		return c, fmt.Errorf("dynamostore: negative skew margin %v", c.skew)
+	case c.pollMin <= 0 || c.pollMax < c.pollMin:
+		return c, fmt.Errorf("dynamostore: poll interval %v..%v is not a positive range", c.pollMin, c.pollMax)
+	case c.now == nil:
+		return c, errors.New("dynamostore: nil clock")
+	}
+	for _, name := range []string{l.pk, l.sk, l.ttl} {
+		if name == "" {
+			continue
+		}
+		for _, a := range dataAttrs {
+			if name == a {
+				return c, fmt.Errorf("dynamostore: attribute name %q is used by the store's records", name)
+			}
+		}
+	}
+	if l.ttl == l.pk || l.ttl == l.sk {
+		return c, fmt.Errorf("dynamostore: TTL attribute %q is also a key", l.ttl)
+	}
+	return c, nil
+}
+
+// New returns a store on table through api (a *dynamodb.Client configured
+// by the caller). It sends nothing; see CreateTable for the table.
+func New(api API, table string, opts ...Option) (*Store, error) {
+	if api == nil {
+		return nil, errors.New("dynamostore: nil client")
+	}
+	if table == "" {
+		return nil, errors.New("dynamostore: empty table name")
+	}
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		api: api, table: aws.String(table), layout: c.layout, now: c.now, skew: c.skew,
+		pollMin: c.pollMin, pollMax: c.pollMax,
+	}
+	l := c.layout
+	s.claimNames = map[string]string{"#pk": l.pk, "#st": aState, "#ow": aOwner, "#fe": aFence, "#fp": aFP,
+		"#res": aResult, "#lu": aLeaseUntil, "#ex": aExpiresAt, "#up": aUpdatedAt, "#ttl": l.ttl}
+	s.fencedNames = map[string]string{"#st": aState, "#ow": aOwner, "#fe": aFence,
+		"#lu": aLeaseUntil, "#ex": aExpiresAt, "#up": aUpdatedAt, "#ttl": l.ttl}
+	s.finishNames = map[string]string{"#st": aState, "#ow": aOwner, "#fe": aFence,
+		"#res": aResult, "#ex": aExpiresAt, "#up": aUpdatedAt, "#ttl": l.ttl}
+	s.releaseNames = s.finishNames
+	s.deleteNames = map[string]string{"#pk": l.pk}
+	return s, nil
+}
+
+// The update and condition expressions. A claim succeeds when the item is
+// absent, released, finished and past its expiry, or in progress with a
+// lease expired by more than the skew margin (:tko = now - margin); it
+// bumps the fence whatever was there, so fences never repeat while the item
+// exists.
+const (
+	claimCond = "attribute_not_exists(#pk) OR #st = :rel OR (#st <> :inp AND #ex <= :now) OR (#st = :inp AND #lu <= :tko)"
+	claimSet  = "SET #st = :inp, #ow = :ow, #fp = :fp, #lu = :lu, #ex = :ex, #up = :now, #ttl = :ttl, " +
+		"#fe = if_not_exists(#fe, :zero) + :one REMOVE #res"
+	ownedCond    = "#st = :inp AND #ow = :ow AND #fe = :fe"
+	heartbeatSet = "SET #lu = :lu, #ex = :ex, #up = :now, #ttl = :ttl"
+	finishSet    = "SET #st = :st, #res = :res, #ex = :ex, #up = :now, #ttl = :ttl"
+	// An empty result is stored as no attribute (and read back as nil,
+	// as the memory store does).
+	finishSetEmpty = "SET #st = :st, #ex = :ex, #up = :now, #ttl = :ttl REMOVE #res"
+	deleteCond     = "attribute_exists(#pk)"
+)
+
+var (
+	avInProgress = &types.AttributeValueMemberS{Value: stateInProgress}
+	avReleased   = &types.AttributeValueMemberS{Value: stateReleased}
+	avCompleted  = &types.AttributeValueMemberS{Value: stateCompleted}
+	avFailed     = &types.AttributeValueMemberS{Value: stateFailed}
+	avZero       = &types.AttributeValueMemberN{Value: "0"}
+	avOne        = &types.AttributeValueMemberN{Value: "1"}
+)
+
+func nanos(t time.Time) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(t.UnixNano(), 10)}
+}
+
+func uintN(v uint64) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.FormatUint(v, 10)}
+}
+
+// ttlAttr is the time-to-live value for a record live until ex: whole
+// seconds, rounded up, plus the skew margin so DynamoDB never deletes an
+// item a skewed caller still counts as live.
+func (s *Store) ttlAttr(ex time.Time) *types.AttributeValueMemberN {
+	t := ex.Add(s.skew)
+	sec := t.Unix()
+	if t.Nanosecond() > 0 {
+		sec++
+	}
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(sec, 10)}
+}
+
+func (s *Store) itemKey(key string) map[string]types.AttributeValue {
+	k := map[string]types.AttributeValue{s.layout.pk: &types.AttributeValueMemberS{Value: s.layout.prefix + key}}
+	if s.layout.sk != "" {
+		k[s.layout.sk] = &types.AttributeValueMemberS{Value: s.layout.skValue}
+	}
+	return k
+}
+
+// takeoverable reports whether an in-progress lease may be taken over at now.
+func (s *Store) takeoverable(r *idem.Record, now time.Time) bool {
+	return !now.Before(r.LeaseUntil.Add(s.skew))
+}
+
+// live mirrors the memory store: a record counts until ExpiresAt (for an
+// in-progress record, lease + TTL, so a crashed owner's fence is kept).
+func live(r *idem.Record, now time.Time) bool { return now.Before(r.ExpiresAt) }
+
+// attempts counts the HTTP attempts of one operation (the SDK retries), so
+// a conflict can be recognised as this call's own earlier attempt.
+type attempts struct{ n atomic.Int32 }
+
+func (a *attempts) option(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+		m := middleware.FinalizeMiddlewareFunc("idemAttemptCount", func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			a.n.Add(1)
+			return next.HandleFinalize(ctx, in)
+		})
+		if err := st.Finalize.Insert(m, "Retry", middleware.After); err != nil {
+			return st.Finalize.Add(m, middleware.After)
+		}
+		return nil
+	})
+}
+
+func (a *attempts) retried() bool { return a.n.Load() > 1 }
+
+// opError wraps an SDK error: a ctx error as itself (the caller gave up),
+// anything else as idem.ErrStoreUnavailable.
+func (s *Store) opError(ctx context.Context, op, key string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("dynamostore: %s %q: %w (%v)", op, key, cerr, err)
+	}
+	return fmt.Errorf("%w: dynamostore: %s %q in table %s: %w", idem.ErrStoreUnavailable, op, key, *s.table, err)
+}
+
+// maxClaimRounds bounds a claim's retries when the item changes between a
+// failed condition and the read that explains it (servers without
+// ReturnValuesOnConditionCheckFailure only).
+const maxClaimRounds = 4
+
+// Claim is one conditional UpdateItem. See idem.Store.
+func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+	if err := ctx.Err(); err != nil {
+		return idem.ClaimResult{}, err
+	}
+	if err := s.checkKey(req.Key); err != nil {
+		return idem.ClaimResult{}, err
+	}
+	key := s.itemKey(req.Key)
+	for round := 1; ; round++ {
+		now := s.now()
+		lu := now.Add(req.Lease)
+		ex := lu.Add(req.TTL)
+		var att attempts
+		out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 s.table,
+			Key:                       key,
+			UpdateExpression:          aws.String(claimSet),
+			ConditionExpression:       aws.String(claimCond),
+			ExpressionAttributeNames:  s.claimNames,
+			ExpressionAttributeValues: claimValues(req, now, lu, ex, s),
+			// The old item tells acquired from taken over and gives the
+			// old fence (the new one is old + 1).
+			ReturnValues:                        types.ReturnValueAllOld,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}, att.option)
+		if err == nil {
+			return s.acquired(req, out.Attributes, now, lu)
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			return idem.ClaimResult{}, s.opError(ctx, "claim", req.Key, err)
+		}
+		item := ccf.Item
+		if item == nil {
+			// The server does not return the item with the failure: read it.
+			if item, err = s.getItem(ctx, "claim", req.Key, key); err != nil {
+				return idem.ClaimResult{}, err
+			}
+			if item == nil {
+				if round < maxClaimRounds {
+					continue // deleted in between
+				}
+				return idem.ClaimResult{}, s.contention(req.Key)
+			}
+		}
+		r, err := decode(req.Key, item)
+		if err != nil {
+			return idem.ClaimResult{}, err
+		}
+		if res, ok := s.found(req, &r, now, att.retried()); ok {
+			return res, nil
+		}
+		// The item we read allows a claim: it changed after the condition
+		// failed (fallback read), or clocks moved. Try again.
+		if round >= maxClaimRounds {
+			return idem.ClaimResult{}, s.contention(req.Key)
+		}
+	}
+}
+
+func (s *Store) contention(key string) error {
+	return fmt.Errorf("%w: dynamostore: claim %q: the item kept changing under %d attempts", idem.ErrStoreUnavailable, key, maxClaimRounds)
+}
+
+func claimValues(req idem.ClaimRequest, now, lu, ex time.Time, s *Store) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		":inp":  avInProgress,
+		":rel":  avReleased,
+		":ow":   &types.AttributeValueMemberB{Value: req.Owner[:]},
+		":fp":   &types.AttributeValueMemberB{Value: req.Fingerprint[:]},
+		":lu":   nanos(lu),
+		":ex":   nanos(ex),
+		":now":  nanos(now),
+		":tko":  nanos(now.Add(-s.skew)),
+		":ttl":  s.ttlAttr(ex),
+		":zero": avZero,
+		":one":  avOne,
+	}
+}
+
+// acquired builds the result of a successful claim from the old item.
+func (s *Store) acquired(req idem.ClaimRequest, old map[string]types.AttributeValue, now, lu time.Time) (idem.ClaimResult, error) {
+	res := idem.ClaimResult{Status: idem.ClaimAcquired, Fence: 1, LeaseUntil: lu}
+	if len(old) == 0 {
+		return res, nil
+	}
+	prev, err := decodeLoose(old)
+	if err != nil {
+		// The claim overwrote a damaged item; its fence attribute was a
+		// number (the update added to it), so only report the problem.
+		return idem.ClaimResult{}, fmt.Errorf("%w: dynamostore: claim %q replaced an unreadable item: %w", idem.ErrCorruptRecord, req.Key, err)
+	}
+	res.Fence = prev.Fence + 1
+	if prev.State == idem.StateInProgress && live(&prev, now) {
+		res.Status = idem.ClaimTakenOver
+	}
+	return res, nil
+}
+
+// found turns the record that failed a claim's condition into the claim's
+// answer; ok is false when the record in fact allows the claim.
+func (s *Store) found(req idem.ClaimRequest, r *idem.Record, now time.Time, retried bool) (idem.ClaimResult, bool) {
+	switch r.State {
+	case idem.StateInProgress:
+		if retried && r.Owner == req.Owner && r.Fingerprint == req.Fingerprint {
+			// Our own earlier attempt was applied and its response lost.
+			return idem.ClaimResult{Status: idem.ClaimAcquired, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, true
+		}
+		if s.takeoverable(r, now) {
+			return idem.ClaimResult{}, false
+		}
+		if r.Fingerprint != req.Fingerprint {
+			return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: r.Fence}, true
+		}
+		return idem.ClaimResult{Status: idem.ClaimInProgress, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, true
+	case idem.StateCompleted, idem.StateFailed:
+		if !live(r, now) {
+			return idem.ClaimResult{}, false
+		}
+		if r.Fingerprint != req.Fingerprint {
+			return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: r.Fence}, true
+		}
+		st := idem.ClaimCompleted
+		if r.State == idem.StateFailed {
+			st = idem.ClaimFailed
+		}
+		return idem.ClaimResult{Status: st, Fence: r.Fence, Result: idem.Result{Data: r.Result}}, true
+	}
+	return idem.ClaimResult{}, false
+}
+
+// Heartbeat renews the lease: a fenced UpdateItem.
+func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := s.now()
+	lu := now.Add(l.Duration)
+	ex := lu.Add(l.TTL)
+	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                s.table,
+		Key:                      s.itemKey(l.Key),
+		UpdateExpression:         aws.String(heartbeatSet),
+		ConditionExpression:      aws.String(ownedCond),
+		ExpressionAttributeNames: s.fencedNames,
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":inp": avInProgress,
+			":ow":  &types.AttributeValueMemberB{Value: l.Owner[:]},
+			":fe":  uintN(l.Fence),
+			":lu":  nanos(lu),
+			":ex":  nanos(ex),
+			":now": nanos(now),
+			":ttl": s.ttlAttr(ex),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return leaseLost(l, ccf.Item)
+	}
+	return s.opError(ctx, "heartbeat", l.Key, err)
+}
+
+// Complete records the result under the lease: a fenced UpdateItem.
+func (s *Store) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+	return s.finish(ctx, "complete", l, idem.StateCompleted, r.Data)
+}
+
+// Fail records a failure under the lease: a fenced UpdateItem.
+func (s *Store) Fail(ctx context.Context, l idem.Lease, r idem.Result) error {
+	return s.finish(ctx, "fail", l, idem.StateFailed, r.Data)
+}
+
+// Release gives the key up, keeping the item and its fence.
+func (s *Store) Release(ctx context.Context, l idem.Lease) error {
+	return s.finish(ctx, "release", l, idem.StateReleased, nil)
+}
+
+func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.State, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if size, max := s.itemSize(l.Key, len(data)), MaxItemSize; size > max {
+		return fmt.Errorf("%w: %s %q: a %d-byte result makes a %d-byte item (limit %d; this key holds at most %d result bytes)",
+			ErrItemTooLarge, op, l.Key, len(data), size, max, s.MaxResultSize(l.Key))
+	}
+	now := s.now()
+	ex := now.Add(l.TTL)
+	vals := map[string]types.AttributeValue{
+		":inp": avInProgress,
+		":ow":  &types.AttributeValueMemberB{Value: l.Owner[:]},
+		":fe":  uintN(l.Fence),
+		":st":  stateAV(state),
+		":ex":  nanos(ex),
+		":now": nanos(now),
+		":ttl": s.ttlAttr(ex),
+	}
+	set := finishSetEmpty
+	if len(data) > 0 {
+		set = finishSet
+		vals[":res"] = &types.AttributeValueMemberB{Value: data}
+	}
+	var att attempts
+	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           s.table,
+		Key:                                 s.itemKey(l.Key),
+		UpdateExpression:                    aws.String(set),
+		ConditionExpression:                 aws.String(ownedCond),
+		ExpressionAttributeNames:            s.finishNames,
+		ExpressionAttributeValues:           vals,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}, att.option)
+	if err == nil {
+		return nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return s.opError(ctx, op, l.Key, err)
+	}
+	item := ccf.Item
+	if att.retried() {
+		// The SDK sent the write more than once: the condition may have
+		// failed on our own first attempt. Look at the item to tell.
+		if item == nil {
+			if item, err = s.getItem(ctx, op, l.Key, s.itemKey(l.Key)); err != nil {
+				return err
+			}
+		}
+		if item != nil {
+			if r, err := decode(l.Key, item); err == nil && r.State == state && r.Owner == l.Owner &&
+				r.Fence == l.Fence && bytes.Equal(r.Result, data) {
+				return nil
+			}
+		}
+	}
+	return leaseLost(l, item)
+}
+
+// leaseLost is the error for a fenced write whose condition failed; item,
+// when the server returned it, says what holds the key now.
+func leaseLost(l idem.Lease, item map[string]types.AttributeValue) error {
+	if item == nil {
+		return fmt.Errorf("%w: %s fence %d", idem.ErrLeaseLost, l.Key, l.Fence)
+	}
+	r, err := decodeLoose(item)
+	if err != nil {
+		return fmt.Errorf("%w: %s fence %d (the item is unreadable: %v)", idem.ErrLeaseLost, l.Key, l.Fence, err)
+	}
+	return fmt.Errorf("%w: %s fence %d (the item is %s at fence %d)", idem.ErrLeaseLost, l.Key, l.Fence, r.State, r.Fence)
+}
+
+// getItem is a consistent GetItem; a nil item means absent.
+func (s *Store) getItem(ctx context.Context, op, key string, k map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: k, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, s.opError(ctx, op, key, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	return out.Item, nil
+}
+
+// Get returns the live record for key (a consistent read).
+func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return idem.Record{}, err
+	}
+	item, err := s.getItem(ctx, "get", key, s.itemKey(key))
+	if err != nil {
+		return idem.Record{}, err
+	}
+	if item == nil {
+		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+	}
+	r, err := decode(key, item)
+	if err != nil {
+		return idem.Record{}, err
+	}
+	if !live(&r, s.now()) {
+		return idem.Record{}, fmt.Errorf("%w: %s (expired)", idem.ErrNotFound, key)
+	}
+	return r, nil
+}
+
+// Delete removes the item whatever its state (the next claim starts again
+// at fence 1).
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, err := s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                s.table,
+		Key:                      s.itemKey(key),
+		ConditionExpression:      aws.String(deleteCond),
+		ExpressionAttributeNames: s.deleteNames,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ccf):
+		return fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+	}
+	return s.opError(ctx, "delete", key, err)
+}
+
+// Wait polls the item until it has no live in-progress lease that could
+// not yet be taken over, backing off from pollMin to pollMax.
+func (s *Store) Wait(ctx context.Context, key string) error {
+	k := s.itemKey(key)
+	interval := s.pollMin
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		item, err := s.getItem(ctx, "wait", key, k)
+		if err != nil {
+			return err
+		}
+		if item == nil {
+			return nil
+		}
+		r, err := decode(key, item)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		// The same rule as Claim's condition, so a woken waiter's claim
+		// never finds the lease still standing.
+		if r.State != idem.StateInProgress || s.takeoverable(&r, now) {
+			return nil
+		}
+		// Sleep the interval with ±25% jitter (so waiters on one key do
+		// not poll in step), but not past the takeover point.
+		d := interval*3/4 + rand.N(interval/2+1)
+		if until := r.LeaseUntil.Add(s.skew).Sub(now); until < d {
+			d = max(until, time.Millisecond)
+		}
+		interval = min(interval*3/2, s.pollMax)
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// checkKey rejects keys DynamoDB cannot store as a partition key value.
+func (s *Store) checkKey(key string) error {
+	if n := len(s.layout.prefix) + len(key); n == 0 || n > maxPartitionKey {
+		return fmt.Errorf("%w: dynamostore: partition key value of %d bytes (DynamoDB allows 1 to %d)", idem.ErrInvalidKey, n, maxPartitionKey)
+	}
+	return nil
+}
+
+// maxPartitionKey is DynamoDB's limit on a partition key value, in bytes.
+const maxPartitionKey = 2048
+
+var _ idem.Store = (*Store)(nil)
