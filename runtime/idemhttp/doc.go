@@ -39,7 +39,8 @@
 //
 // A 5xx response is treated as a failure: it is sent to the client but not
 // recorded, and the key is released so a retry runs the handler again
-// (WithStore5xx records them instead). A handler panic releases the key and
+// (WithStore5xx records them instead). So are 408 and 429, which say the
+// request was not processed; WithRecordIf sets the rule. A handler panic releases the key and
 // is re-panicked for net/http to handle. The handler runs with a context
 // that carries the claim's fence (idem.FenceFrom) and is canceled with cause
 // idem.ErrLeaseLost if the lease is lost while it runs.

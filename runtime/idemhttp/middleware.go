@@ -143,7 +143,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 				fmt.Sprintf("the response exceeded the %d bytes the idempotency layer records", m.cfg.maxResponse)), nil
 		}
 		resp := rec.response()
-		if resp.Status >= 500 && !m.cfg.store5xx {
+		if !m.cfg.record(resp.Status) {
 			return resp, errUnrecorded
 		}
 		return resp, nil
@@ -152,7 +152,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	case err == nil:
 		writeResponse(w, resp, !ran, m.cfg.replayHeader)
 	case resp != nil && (errors.Is(err, errUnrecorded) || ran && errors.Is(err, idem.ErrStoreUnavailable)):
-		// A 5xx, or the handler ran but its response could not be
+		// An unrecorded status, or the handler ran but its response could not be
 		// recorded: the client still gets what the handler said.
 		writeResponse(w, resp, false, "")
 	case errors.Is(err, idem.ErrInProgress):

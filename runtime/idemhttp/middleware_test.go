@@ -298,6 +298,20 @@ func TestStatusCodes(t *testing.T) {
 			wantRuns: 1,
 		},
 		{
+			name:     "429 is not recorded",
+			status:   429,
+			reqs:     []req{{key: k, client: "a"}, {key: k, client: "a"}},
+			want:     []resp{{Status: 429, CType: jsonCT, Run: 1}, {Status: 429, CType: jsonCT, Run: 2}},
+			wantRuns: 2,
+		},
+		{
+			name:     "WithRecordIf",
+			opts:     []idemhttp.Option{idemhttp.WithRecordIf(func(s int) bool { return s != 201 })},
+			reqs:     []req{{key: k, client: "a"}, {key: k, client: "a"}},
+			want:     []resp{created(1), created(2)},
+			wantRuns: 2,
+		},
+		{
 			name:     "response over the limit is a recorded 500",
 			opts:     []idemhttp.Option{idemhttp.WithMaxResponseBytes(8)},
 			reqs:     []req{{key: k, client: "a"}, {key: k, client: "a"}},

@@ -48,7 +48,7 @@ type config struct {
 	fpHeaders     []string
 	maxRequest    int64
 	maxResponse   int64
-	store5xx      bool
+	record        func(status int) bool
 	retryAfter    time.Duration
 	replayHeader  string
 	problemPrefix string
@@ -62,7 +62,16 @@ func defaultConfig() config {
 		maxResponse:  DefaultMaxResponseBytes,
 		retryAfter:   DefaultRetryAfter,
 		replayHeader: ReplayHeader,
+		record:       DefaultRecordIf,
 	}
+}
+
+// DefaultRecordIf is which responses are recorded and replayed by default:
+// every status but 5xx (a server error usually means the request did not
+// take effect) and 408 and 429 (the request was not processed; the client
+// should try again later).
+func DefaultRecordIf(status int) bool {
+	return status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
 }
 
 // WithPrincipal sets the function that identifies the client of a
@@ -154,12 +163,27 @@ func WithMaxResponseBytes(n int64) Option {
 	}
 }
 
-// WithStore5xx records 5xx responses and replays them like any other. By
-// default a 5xx is sent but not recorded, and the key is released so that
-// a retry runs the handler again: a server error usually means the request
-// did not take effect.
+// WithStore5xx records every response, 5xx included, and replays them
+// like any other. By default a 5xx is sent but not recorded, and the key is
+// released so that a retry runs the handler again: a server error usually
+// means the request did not take effect.
 func WithStore5xx() Option {
-	return func(c *config) error { c.store5xx = true; return nil }
+	return func(c *config) error { c.record = func(int) bool { return true }; return nil }
+}
+
+// WithRecordIf replaces DefaultRecordIf: f reports whether a response with
+// the status is recorded and replayed. An unrecorded response is still
+// sent, and the key is released so that a retry runs the handler again.
+// Have a handler that must say "not now, retry" (an upstream lock, an
+// exhausted quota) answer with a status f rejects.
+func WithRecordIf(f func(status int) bool) Option {
+	return func(c *config) error {
+		if f == nil {
+			return errors.New("WithRecordIf(nil)")
+		}
+		c.record = f
+		return nil
+	}
 }
 
 // WithName sets the Spec name, the middleware's key space in the store
