@@ -225,27 +225,16 @@ func TestMultiProcess(t *testing.T) {
 	}
 }
 
-// keyCapture is a Store whose Claim only records the key a Guard asks for.
-type keyCapture struct {
-	idem.Store
-	key string
-}
-
-var errCaptured = errors.New("key captured")
-
-func (k *keyCapture) Claim(_ context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
-	k.key = req.Key
-	return idem.ClaimResult{}, errCaptured
-}
-
 // storeKey returns the store key a Guard builds for a call of spec with the
 // string key k.
 func storeKey(spec *idem.Spec, k string) string {
-	st := &keyCapture{}
-	c := idem.NewGuard(st).Begin(spec)
+	c := idem.NewGuard(idem.NewMemoryStore()).Begin(spec)
 	c.Key().String(k)
-	idem.Do(context.Background(), c, func(context.Context) (string, error) { return "", nil })
-	return st.key
+	key, err := idem.KeyOf(c)
+	if err != nil {
+		panic(err)
+	}
+	return key
 }
 
 // crashChild works through its keys with a Guard and SIGKILLs itself at
