@@ -308,7 +308,7 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 		Fence:       uint64(r.fence),
 		Fingerprint: idem.Fingerprint(r.fp),
 		Result:      nilIfEmpty(r.result), // as the memory store: no bytes is nil
-		LeaseUntil:  r.leaseUntil, // for finished records: the last lease, as the memory store
+		LeaseUntil:  r.leaseUntil,         // for finished records: the last lease, as the memory store
 		ExpiresAt:   r.expiresAt,
 		UpdatedAt:   updatedAt,
 	}
