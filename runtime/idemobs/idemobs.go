@@ -1,0 +1,54 @@
+// Package idemobs combines idem observers.
+//
+// A Guard takes one Observer (idem.WithObserver). To log, count and trace
+// the same outcomes, fan out with Multi:
+//
+//	obs, err := idemprom.New(prometheus.DefaultRegisterer)
+//	...
+//	g := idem.NewGuard(store, idem.WithObserver(idemobs.Multi(
+//		idemslog.New(logger),
+//		obs,
+//	)))
+//
+// The adapters live in their own packages (runtime/idemslog,
+// runtime/idemprom, runtime/idemotel) so that runtime/idem and this package
+// depend on the standard library only.
+package idemobs
+
+import "github.com/idemgen/idemgen/runtime/idem"
+
+// Multi returns an Observer that hands every event to each of obs in
+// order. Nil observers are skipped and nested Multis are flattened, so the
+// fan-out is one loop however it was composed. With no observers left it
+// returns nil, which idem.WithObserver treats as "no observer" (the Guard
+// then does not even build events); with one it returns that observer.
+//
+// Observers run synchronously on the caller's goroutine: a slow one slows
+// every guarded call, and a panicking one panics the call.
+func Multi(obs ...idem.Observer) idem.Observer {
+	var flat multi
+	for _, o := range obs {
+		switch o := o.(type) {
+		case nil:
+		case multi:
+			flat = append(flat, o...)
+		default:
+			flat = append(flat, o)
+		}
+	}
+	switch len(flat) {
+	case 0:
+		return nil
+	case 1:
+		return flat[0]
+	}
+	return flat
+}
+
+type multi []idem.Observer
+
+func (m multi) Observe(e idem.Event) {
+	for _, o := range m {
+		o.Observe(e)
+	}
+}
