@@ -1,0 +1,89 @@
+// Package redisstore is the Redis idem.Store: records shared by every
+// process that talks to one Redis deployment (standalone, Sentinel or
+// Cluster), leases judged by the Redis server's clock, fenced writes, and
+// pub/sub wake-up for waiting duplicates.
+//
+// # Usage
+//
+//	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+//	store, err := redisstore.New(rdb, redisstore.WithPrefix("billing:"))
+//	if err != nil { ... }
+//	defer store.Close() // stops the shared subscription; rdb stays open
+//	g := idem.NewGuard(store)
+//
+// Any redis.UniversalClient works: a *redis.Client (also from
+// redis.NewFailoverClient for Sentinel) or a *redis.ClusterClient.
+//
+// # How it works
+//
+// Every state transition (claim, heartbeat, complete, fail, release) is one
+// Lua script, so it is one atomic operation and one round trip: a replay
+// costs one round trip (the claim script returns the stored result), a
+// first execution two (claim, complete). Scripts read the time with TIME on
+// the server that holds the key, so leases do not depend on client clocks.
+// Fenced writes compare the owner token and fence; a released record keeps
+// its fence so the next owner's fence is higher. Scripts run with EVALSHA;
+// after a server restart (or SCRIPT FLUSH) the first call of each script
+// costs one extra round trip to load it again.
+//
+// A record is one Redis string: a versioned binary header (state, fence,
+// lease, expiry, owner, fingerprint) followed by the result bytes. A value
+// at a record key that is not such a record (another application's key, a
+// future encoding version) is reported as idem.ErrCorruptRecord and never
+// overwritten; Store.Delete removes it.
+//
+// Records expire with Redis TTLs: a finished or released record after the
+// lease's TTL, an in-progress one a TTL after its lease expiry (so a crashed
+// owner's key is free to take over when the lease ends, and disappears
+// later). While a record exists its fence only grows; once Redis has
+// expired it, the next claim starts again at fence 1.
+//
+// go-redis retries a command whose connection failed. Each script call
+// carries an op id stored in the record, so a retried claim or write that
+// already took effect answers as it did the first time instead of
+// conflicting with itself.
+//
+// # Waiting
+//
+// Store.Wait subscribes the key's channel on one pub/sub connection shared
+// by all the store's waiters; the scripts PUBLISH on it when the key
+// leaves in_progress. Waiters also re-read the record at the owner's lease
+// expiry (no message announces that) and at least every poll interval
+// (WithPollInterval, default 500ms), so a lost message delays a waiter but
+// never hangs it. Close the store to stop the subscription goroutine.
+//
+// # Cluster
+//
+// The record key is the prefix followed by the store key in a hash tag,
+// "<prefix>{<key>}", and its channel is "<prefix>{<key>}:done", so both
+// map to one slot and every script touches a single key. Notifications use
+// classic PUBLISH, which a Cluster forwards to every node, so the one
+// subscription connection (to any node) hears all of them. The prefix may
+// not contain braces.
+//
+// # Eviction: use maxmemory-policy noeviction
+//
+// An evicted record is a forgotten call: a duplicate would run again, and a
+// new owner would start again at fence 1 while the old one may still be
+// running. Every record key has a TTL, so the volatile-* policies
+// (volatile-lru, volatile-lfu, volatile-random, volatile-ttl), which evict
+// only keys with a TTL, evict these keys just as the allkeys-* policies
+// do. The only safe setting is maxmemory-policy noeviction (writes then
+// fail when memory is full, and the Guard fails closed with
+// idem.ErrStoreUnavailable), or no maxmemory limit at all. If the same
+// Redis holds cache data that must be evictable, give idempotency records
+// their own Redis (or Cluster) with noeviction.
+//
+// At first use the store reads maxmemory-policy (on every master of a
+// Cluster) and, when records can be evicted, logs a warning
+// (EvictionWarn, the default) or refuses to work (EvictionRefuse); see
+// WithEvictionCheck. Servers that disable CONFIG are logged, not refused.
+//
+// # Durability
+//
+// Redis acknowledges a write before it is on disk (unless appendfsync is
+// always) and before replicas have it. A crash or failover right after a
+// claim or completion can lose it, and the key then runs again. Where that
+// matters use AOF with appendfsync always, or WAIT-based replication
+// outside this store, or a durable store (runtime/pgstore).
+package redisstore

@@ -1,0 +1,130 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// missing skips the test outside CI and fails it under CI=true, where every
+// service must be there.
+func missing(t testing.TB, what, howto string, err error) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s unavailable under CI: %v (%s)", what, err, howto)
+	}
+	t.Skipf("%s unavailable: %v; %s", what, err, howto)
+}
+
+var (
+	standaloneOnce sync.Once
+	standaloneErr  error
+	clusterOnce    sync.Once
+	clusterErr     error
+)
+
+// standalone returns a client for IDEM_REDIS_ADDR, or skips.
+func standalone(t testing.TB, opts ...func(*redis.Options)) *redis.Client {
+	t.Helper()
+	o := &redis.Options{Addr: envOr("IDEM_REDIS_ADDR", "127.0.0.1:6379"), DialTimeout: time.Second}
+	for _, f := range opts {
+		f(o)
+	}
+	rdb := redis.NewClient(o)
+	standaloneOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		standaloneErr = rdb.Ping(ctx).Err()
+	})
+	if standaloneErr != nil {
+		rdb.Close()
+		missing(t, "Redis at "+o.Addr, "start one with `redis-server --daemonize yes` or set IDEM_REDIS_ADDR", standaloneErr)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// cluster returns a client for the Cluster at IDEM_REDIS_CLUSTER_ADDRS, or skips.
+func cluster(t testing.TB) *redis.ClusterClient {
+	t.Helper()
+	addrs := strings.Split(envOr("IDEM_REDIS_CLUSTER_ADDRS", "127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103"), ",")
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialTimeout: time.Second})
+	clusterOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		info, err := rdb.ClusterInfo(ctx).Result()
+		if err == nil && !strings.Contains(info, "cluster_state:ok") {
+			err = errString("cluster_state is not ok")
+		}
+		clusterErr = err
+	})
+	if clusterErr != nil {
+		rdb.Close()
+		missing(t, "Redis Cluster at "+strings.Join(addrs, ","), "start it with `bash scripts/redis-cluster.sh start` (or `make services`) or set IDEM_REDIS_CLUSTER_ADDRS", clusterErr)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// testPrefix is a prefix no other test (or run) uses.
+func testPrefix(t testing.TB) string {
+	var b [6]byte
+	rand.Read(b[:])
+	return "idemtest:" + hex.EncodeToString(b[:]) + ":"
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// newStore makes a store over rdb under a fresh prefix and removes its keys
+// and subscription when the test ends.
+func newStore(t testing.TB, rdb redis.UniversalClient, opts ...Option) *Store {
+	t.Helper()
+	prefix := testPrefix(t)
+	s, err := New(rdb, append([]Option{WithPrefix(prefix), WithLogger(quietLogger())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		cleanPrefix(rdb, prefix)
+	})
+	return s
+}
+
+func cleanPrefix(rdb redis.UniversalClient, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	clean := func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			c.Del(ctx, iter.Val())
+		}
+		return iter.Err()
+	}
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		_ = c.ForEachMaster(ctx, clean)
+	case *redis.Client:
+		_ = clean(ctx, c)
+	}
+}

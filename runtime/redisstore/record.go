@@ -1,0 +1,107 @@
+package redisstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// A record is one Redis string value, so a replay is one GET inside the
+// claim script and the record's memory is one allocation on the server:
+//
+//	offset size field
+//	0      1    magic 0xA7 (anything else is not ours)
+//	1      1    encoding version (1)
+//	2      1    state (idem.State: 1 in_progress, 2 completed, 3 failed, 4 released)
+//	3      8    fence, big-endian
+//	11     8    lease expiry, µs since the Unix epoch (server clock)
+//	19     8    record expiry, µs (the key's Redis TTL ends here too)
+//	27     8    updated at, µs
+//	35     8    op id of the write that produced the record (retry detection)
+//	43     16   owner token
+//	59     32   fingerprint
+//	91     …    result data (completed, failed), empty otherwise
+//
+// The Lua scripts and decodeRecord below parse the same layout; a value that
+// does not match it is reported as idem.ErrCorruptRecord and never
+// overwritten. A future layout bumps the version byte, and a store that
+// reads a version it does not know refuses it the same way.
+const (
+	recordMagic   = 0xA7
+	recordVersion = 1
+	headerLen     = 91
+
+	offState  = 2
+	offFence  = 3
+	offLease  = 11
+	offExpiry = 19
+	offUpdate = 27
+	offOp     = 35
+	offOwner  = 43
+	offFP     = 59
+)
+
+// decodeRecord parses a stored value. key is the caller's store key.
+func decodeRecord(key string, v string) (idem.Record, error) {
+	if len(v) < headerLen {
+		return idem.Record{}, corrupt(key, fmt.Sprintf("value of %d bytes is shorter than the %d-byte header", len(v), headerLen))
+	}
+	if v[0] != recordMagic {
+		return idem.Record{}, corrupt(key, fmt.Sprintf("not an idem record (first byte %#x)", v[0]))
+	}
+	if v[1] != recordVersion {
+		return idem.Record{}, corrupt(key, fmt.Sprintf("unsupported record encoding version %d", v[1]))
+	}
+	st := idem.State(v[offState])
+	if st < idem.StateInProgress || st > idem.StateReleased {
+		return idem.Record{}, corrupt(key, fmt.Sprintf("unknown state %d", v[offState]))
+	}
+	r := idem.Record{
+		Key:        key,
+		State:      st,
+		Fence:      be64(v, offFence),
+		LeaseUntil: micros(be64(v, offLease)),
+		ExpiresAt:  micros(be64(v, offExpiry)),
+		UpdatedAt:  micros(be64(v, offUpdate)),
+	}
+	copy(r.Owner[:], v[offOwner:offFP])
+	copy(r.Fingerprint[:], v[offFP:headerLen])
+	if len(v) > headerLen {
+		r.Result = []byte(v[headerLen:])
+	}
+	return r, nil
+}
+
+// encodeRecord is the Go twin of the scripts' encoder, used by tests and
+// tools that need to write a record by hand.
+func encodeRecord(r idem.Record, op uint64) []byte {
+	b := make([]byte, headerLen, headerLen+len(r.Result))
+	b[0], b[1], b[offState] = recordMagic, recordVersion, byte(r.State)
+	binary.BigEndian.PutUint64(b[offFence:], r.Fence)
+	binary.BigEndian.PutUint64(b[offLease:], uint64(r.LeaseUntil.UnixMicro()))
+	binary.BigEndian.PutUint64(b[offExpiry:], uint64(r.ExpiresAt.UnixMicro()))
+	binary.BigEndian.PutUint64(b[offUpdate:], uint64(r.UpdatedAt.UnixMicro()))
+	binary.BigEndian.PutUint64(b[offOp:], op)
+	copy(b[offOwner:], r.Owner[:])
+	copy(b[offFP:], r.Fingerprint[:])
+	return append(b, r.Result...)
+}
+
+func be64(v string, off int) uint64 {
+	_ = v[off+7]
+	return uint64(v[off])<<56 | uint64(v[off+1])<<48 | uint64(v[off+2])<<40 | uint64(v[off+3])<<32 |
+		uint64(v[off+4])<<24 | uint64(v[off+5])<<16 | uint64(v[off+6])<<8 | uint64(v[off+7])
+}
+
+func micros(us uint64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(int64(us))
+}
+
+func corrupt(key, why string) error {
+	return fmt.Errorf("redisstore: %s: %w: %s", key, idem.ErrCorruptRecord, why)
+}

@@ -1,0 +1,130 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// Every state transition is one script, so it is atomic on the server and
+// judged by the server's clock (TIME): client clock skew cannot shorten or
+// stretch a lease. Each script touches exactly one key (KEYS[1]); the
+// notification channel is passed in ARGV and carries the same hash tag, so
+// the scripts run unchanged on a Cluster.
+//
+// go-redis retries a command after a network error (MaxRetries), so a
+// script may run twice for one call when the first reply was lost. Each
+// write carries an op id that the record keeps: a claim or a fenced write
+// that finds its own op id already applied answers as the first run did
+// instead of reporting a conflict with itself.
+
+// luaCommon parses and builds records; see record.go for the layout.
+const luaCommon = `
+local HDR = 91
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local function parse(v)
+  if type(v) == 'table' then
+    return nil, 'cannot read the record key: ' .. tostring(v.err)
+  end
+  if #v < HDR then
+    return nil, 'value of ' .. #v .. ' bytes is shorter than the ' .. HDR .. '-byte header'
+  end
+  local magic, ver, st, fence, lease, exp, upd = struct.unpack('>BBBI8I8I8I8', v)
+  if magic ~= 167 then return nil, 'not an idem record (first byte ' .. magic .. ')' end
+  if ver ~= 1 then return nil, 'unsupported record encoding version ' .. ver end
+  if st < 1 or st > 4 then return nil, 'unknown state ' .. st end
+  return {st = st, fence = fence, lease = lease, exp = exp, upd = upd,
+    op = string.sub(v, 36, 43), owner = string.sub(v, 44, 59), fp = string.sub(v, 60, 91)}
+end
+local function enc(st, fence, lease, exp, now, op, owner, fp, data)
+  return struct.pack('>BBBI8I8I8I8', 167, 1, st, fence, lease, exp, now) .. op .. owner .. fp .. data
+end
+local function px(exp, now)
+  local ms = math.ceil((exp - now) / 1000)
+  if ms < 1 then ms = 1 end
+  return string.format('%d', ms)
+end
+local function note(st, fence)
+  return st .. ':' .. string.format('%d', fence)
+end
+`
+
+// claimScript: KEYS[1] record; ARGV owner, fingerprint, lease µs, ttl µs,
+// channel, op id. Returns {status, fence, lease µs[, value]} with status an
+// idem.ClaimStatus, or {0, reason} for a record it cannot read.
+var claimScript = redis.NewScript(luaCommon + `
+local now = now_us()
+local v = redis.pcall('GET', KEYS[1])
+local fence, status = 0, 1
+if v then
+  local r, err = parse(v)
+  if not r then return {0, err} end
+  fence = r.fence
+  if now < r.exp then
+    if r.st == 1 then
+      if r.owner == ARGV[1] and r.op == ARGV[6] then
+        return {1, r.fence, r.lease} -- our own claim, retried after a lost reply
+      end
+      if now < r.lease then
+        if r.fp ~= ARGV[2] then return {6, r.fence, 0} end
+        return {3, r.fence, r.lease}
+      end
+      status = 2
+    elseif r.st == 2 or r.st == 3 then
+      if r.fp ~= ARGV[2] then return {6, r.fence, 0} end
+      return {r.st + 2, r.fence, 0, v}
+    end
+  end
+end
+fence = fence + 1
+local lease = now + tonumber(ARGV[3])
+local exp = lease + tonumber(ARGV[4])
+redis.call('SET', KEYS[1], enc(1, fence, lease, exp, now, ARGV[6], ARGV[1], ARGV[2], ''), 'PX', px(exp, now))
+if status == 2 then redis.call('PUBLISH', ARGV[5], note(1, fence)) end
+return {status, fence, lease}
+`)
+
+// writeScript is every fenced write. KEYS[1] record; ARGV new state (1 for a
+// heartbeat), owner, fence, duration µs (the lease for a heartbeat, the TTL
+// otherwise), data, channel, op id. Returns {1, lease µs} when applied,
+// {-1, state, fence} when the caller does not own the key, {0, reason} for
+// a record it cannot read.
+var writeScript = redis.NewScript(luaCommon + `
+local v = redis.pcall('GET', KEYS[1])
+if not v then return {-1, 0, 0} end
+local r, err = parse(v)
+if not r then return {0, err} end
+local st = tonumber(ARGV[1])
+if r.owner ~= ARGV[2] or r.fence ~= tonumber(ARGV[3]) then return {-1, r.st, r.fence} end
+if r.st ~= 1 then
+  if r.st == st and r.op == ARGV[7] then return {1, r.lease} end -- retried after a lost reply
+  return {-1, r.st, r.fence}
+end
+local now = now_us()
+if st == 1 then
+  local lease = now + tonumber(ARGV[4])
+  local exp = lease + (r.exp - r.lease)
+  redis.call('SET', KEYS[1], enc(1, r.fence, lease, exp, now, ARGV[7], r.owner, r.fp, ''), 'PX', px(exp, now))
+  return {1, lease}
+end
+local exp = now + tonumber(ARGV[4])
+redis.call('SET', KEYS[1], enc(st, r.fence, r.lease, exp, now, ARGV[7], r.owner, r.fp, ARGV[5]), 'PX', px(exp, now))
+redis.call('PUBLISH', ARGV[6], note(st, r.fence))
+return {1, r.lease}
+`)
+
+// readScript returns {now µs, value or false[, error]} so Get and Wait judge
+// liveness by the server clock of the node that holds the key.
+var readScript = redis.NewScript(luaCommon + `
+local now = now_us()
+local v = redis.pcall('GET', KEYS[1])
+if type(v) == 'table' then return {now, false, tostring(v.err)} end
+return {now, v}
+`)
+
+// deleteScript removes the record whatever it holds (also the way to clear
+// a corrupt one) and wakes waiters. KEYS[1] record; ARGV channel.
+var deleteScript = redis.NewScript(`
+local n = redis.call('DEL', KEYS[1])
+if n == 1 then redis.call('PUBLISH', ARGV[1], 'd:0') end
+return n
+`)

@@ -1,0 +1,311 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/redis/go-redis/v9"
+)
+
+// Store is an idem.Store over a go-redis UniversalClient. It is safe for
+// concurrent use. Make one per client and prefix and share it; call Close
+// when done to stop its pub/sub subscription (it does not close the client).
+type Store struct {
+	rdb    redis.UniversalClient
+	prefix string
+	log    *slog.Logger
+	policy EvictionMode
+	poll   time.Duration
+
+	opSeed  uint64
+	opCount atomic.Uint64
+
+	checked  atomic.Bool
+	checkMu  sync.Mutex
+	checkErr error // set when the eviction policy is refused
+
+	hub *hub
+}
+
+var _ idem.Store = (*Store)(nil)
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithPrefix puts every Redis key and channel of the store under prefix
+// (default "", the Guard's own key prefix already namespaces keys). Stores
+// with different prefixes never see each other's records. The prefix must
+// not contain '{' or '}', which would change the keys' Cluster hash slot.
+func WithPrefix(prefix string) Option { return func(s *Store) { s.prefix = prefix } }
+
+// WithLogger sets where the store reports its start-up checks and
+// subscription trouble (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = l } }
+
+// WithEvictionCheck sets what the store does when the server's
+// maxmemory-policy can evict its records (default EvictionWarn).
+func WithEvictionCheck(m EvictionMode) Option { return func(s *Store) { s.policy = m } }
+
+// WithPollInterval bounds how long Wait goes without re-reading the record
+// when no notification arrives (default 500ms). A waiter also re-reads at
+// the owner's lease expiry, which no notification announces.
+func WithPollInterval(d time.Duration) Option { return func(s *Store) { s.poll = d } }
+
+// New returns a store over rdb: a *redis.Client (standalone or Sentinel
+// failover) or a *redis.ClusterClient.
+func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
+	if rdb == nil {
+		return nil, errors.New("redisstore: nil client")
+	}
+	s := &Store{rdb: rdb, log: slog.Default(), poll: 500 * time.Millisecond}
+	for _, o := range opts {
+		o(s)
+	}
+	if strings.ContainsAny(s.prefix, "{}") {
+		return nil, fmt.Errorf("redisstore: prefix %q contains '{' or '}': it would move every key into one Cluster hash slot", s.prefix)
+	}
+	if s.poll <= 0 {
+		return nil, fmt.Errorf("redisstore: poll interval %v is not positive", s.poll)
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	var seed [8]byte
+	if _, err := rand.Read(seed[:]); err != nil {
+		return nil, fmt.Errorf("redisstore: no randomness for op ids: %w", err)
+	}
+	s.opSeed = binary.BigEndian.Uint64(seed[:])
+	s.hub = newHub(s)
+	return s, nil
+}
+
+// Close stops the store's shared pub/sub subscription, waking blocked
+// waiters with an error. It does not close the Redis client.
+func (s *Store) Close() error { return s.hub.close() }
+
+// RecordKey is the Redis key that holds key's record: the prefix and the
+// store key in a hash tag, so that in a Cluster the record and its
+// notification channel (RecordKey + ":done") map to one slot.
+func (s *Store) RecordKey(key string) string { return s.prefix + "{" + key + "}" }
+
+func channelOf(recordKey string) string { return recordKey + ":done" }
+
+// op returns a fresh op id: unique per call, repeated by go-redis's
+// retries of that call, so a script can recognise its own earlier run.
+func (s *Store) op() []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], s.opSeed+s.opCount.Add(1))
+	return b[:]
+}
+
+// Claim implements idem.Store.
+func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+	if err := s.ready(ctx, "claim", req.Key); err != nil {
+		return idem.ClaimResult{}, err
+	}
+	rk := s.RecordKey(req.Key)
+	res, err := claimScript.Run(ctx, s.rdb, []string{rk},
+		req.Owner[:], req.Fingerprint[:], micro(req.Lease), micro(req.TTL), channelOf(rk), s.op()).Slice()
+	if err != nil {
+		return idem.ClaimResult{}, s.wrap(ctx, "claim", req.Key, err)
+	}
+	st, err := replyInt(res, 0)
+	if err != nil {
+		return idem.ClaimResult{}, s.badReply("claim", req.Key, res, err)
+	}
+	if st == 0 {
+		return idem.ClaimResult{}, corrupt(req.Key, replyString(res, 1))
+	}
+	fence, err1 := replyInt(res, 1)
+	lease, err2 := replyInt(res, 2)
+	if err := errors.Join(err1, err2); err != nil || st > int64(idem.ClaimMismatch) {
+		return idem.ClaimResult{}, s.badReply("claim", req.Key, res, err)
+	}
+	out := idem.ClaimResult{Status: idem.ClaimStatus(st), Fence: uint64(fence)}
+	switch out.Status {
+	case idem.ClaimAcquired, idem.ClaimTakenOver, idem.ClaimInProgress:
+		out.LeaseUntil = micros(uint64(lease))
+	case idem.ClaimCompleted, idem.ClaimFailed:
+		v, _ := res[3].(string)
+		if len(v) < headerLen {
+			return idem.ClaimResult{}, corrupt(req.Key, "finished record without a header")
+		}
+		out.Result.Data = []byte(v[headerLen:])
+	}
+	return out, nil
+}
+
+// Heartbeat implements idem.Store.
+func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
+	return s.write(ctx, "heartbeat", l, idem.StateInProgress, l.Duration, nil)
+}
+
+// Complete implements idem.Store.
+func (s *Store) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+	return s.write(ctx, "complete", l, idem.StateCompleted, l.TTL, r.Data)
+}
+
+// Fail implements idem.Store.
+func (s *Store) Fail(ctx context.Context, l idem.Lease, r idem.Result) error {
+	return s.write(ctx, "fail", l, idem.StateFailed, l.TTL, r.Data)
+}
+
+// Release implements idem.Store.
+func (s *Store) Release(ctx context.Context, l idem.Lease) error {
+	return s.write(ctx, "release", l, idem.StateReleased, l.TTL, nil)
+}
+
+func (s *Store) write(ctx context.Context, op string, l idem.Lease, st idem.State, d time.Duration, data []byte) error {
+	if err := s.ready(ctx, op, l.Key); err != nil {
+		return err
+	}
+	rk := s.RecordKey(l.Key)
+	if data == nil {
+		data = []byte{}
+	}
+	res, err := writeScript.Run(ctx, s.rdb, []string{rk},
+		int(st), l.Owner[:], l.Fence, micro(d), data, channelOf(rk), s.op()).Slice()
+	if err != nil {
+		return s.wrap(ctx, op, l.Key, err)
+	}
+	code, err := replyInt(res, 0)
+	if err != nil {
+		return s.badReply(op, l.Key, res, err)
+	}
+	switch code {
+	case 1:
+		return nil
+	case 0:
+		return corrupt(l.Key, replyString(res, 1))
+	case -1:
+		rst, _ := replyInt(res, 1)
+		rfence, _ := replyInt(res, 2)
+		if rst == 0 {
+			return fmt.Errorf("redisstore: %s %s fence %d: %w: no record", op, l.Key, l.Fence, idem.ErrLeaseLost)
+		}
+		return fmt.Errorf("redisstore: %s %s fence %d: %w: record is %s at fence %d",
+			op, l.Key, l.Fence, idem.ErrLeaseLost, idem.State(rst), rfence)
+	}
+	return s.badReply(op, l.Key, res, nil)
+}
+
+// read returns the server's time and the record at key; found is false
+// when there is no value at all. A value that is not a record is an error.
+func (s *Store) read(ctx context.Context, op, key string) (now time.Time, r idem.Record, found bool, err error) {
+	if err := s.ready(ctx, op, key); err != nil {
+		return now, r, false, err
+	}
+	res, err := readScript.Run(ctx, s.rdb, []string{s.RecordKey(key)}).Slice()
+	if err != nil {
+		return now, r, false, s.wrap(ctx, op, key, err)
+	}
+	us, err := replyInt(res, 0)
+	if err != nil || len(res) < 2 {
+		return now, r, false, s.badReply(op, key, res, err)
+	}
+	now = micros(uint64(us))
+	if len(res) > 2 {
+		return now, r, false, corrupt(key, "cannot read the record key: "+replyString(res, 2))
+	}
+	v, ok := res[1].(string)
+	if !ok {
+		return now, r, false, nil
+	}
+	r, err = decodeRecord(key, v)
+	return now, r, err == nil, err
+}
+
+// Get implements idem.Store.
+func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
+	now, r, found, err := s.read(ctx, "get", key)
+	if err != nil {
+		return idem.Record{}, err
+	}
+	if !found || !now.Before(r.ExpiresAt) {
+		return idem.Record{}, fmt.Errorf("redisstore: %s: %w", key, idem.ErrNotFound)
+	}
+	return r, nil
+}
+
+// Delete implements idem.Store. It removes whatever value is at the record
+// key, also one that is not a valid record, and wakes the key's waiters.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := s.ready(ctx, "delete", key); err != nil {
+		return err
+	}
+	rk := s.RecordKey(key)
+	n, err := deleteScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64()
+	if err != nil {
+		return s.wrap(ctx, "delete", key, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("redisstore: %s: %w", key, idem.ErrNotFound)
+	}
+	return nil
+}
+
+// ready checks ctx and, once per store, the eviction policy.
+func (s *Store) ready(ctx context.Context, op, key string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisstore: %s %s: %w", op, key, err)
+	}
+	if s.checked.Load() {
+		return s.checkErr
+	}
+	return s.checkEviction(ctx)
+}
+
+// wrap classifies a client error: the ctx's own error when it is done,
+// otherwise idem.ErrStoreUnavailable around the cause.
+func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		if errors.Is(err, cerr) {
+			return fmt.Errorf("redisstore: %s %s: %w", op, key, err)
+		}
+		return fmt.Errorf("redisstore: %s %s: %w (%w)", op, key, cerr, err)
+	}
+	return fmt.Errorf("redisstore: %s %s: %w: %w", op, key, idem.ErrStoreUnavailable, err)
+}
+
+func (s *Store) badReply(op, key string, res []any, err error) error {
+	return fmt.Errorf("redisstore: %s %s: %w: unexpected script reply %v (%v)", op, key, idem.ErrStoreUnavailable, res, err)
+}
+
+func replyInt(res []any, i int) (int64, error) {
+	if i >= len(res) {
+		return 0, fmt.Errorf("reply has %d elements, want index %d", len(res), i)
+	}
+	v, ok := res[i].(int64)
+	if !ok {
+		return 0, fmt.Errorf("reply element %d is %T, want int64", i, res[i])
+	}
+	return v, nil
+}
+
+func replyString(res []any, i int) string {
+	if i < len(res) {
+		if v, ok := res[i].(string); ok {
+			return v
+		}
+	}
+	return "unreadable record"
+}
+
+// micro converts a duration to the scripts' µs, rounding a positive
+// sub-microsecond duration up so it is never zero.
+func micro(d time.Duration) int64 {
+	us := d.Microseconds()
+	if us == 0 && d > 0 {
+		us = 1
+	}
+	return us
+}
