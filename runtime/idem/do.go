@@ -29,13 +29,20 @@ func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)
 		ctx = context.Background()
 	}
 	g, spec := c.g, c.spec
-	key, fp, err := c.finish()
+	key, fp, order, err := c.finish()
 	if err != nil {
 		g.observe(Event{Func: spec.Name, Outcome: OutcomeInvalidKey, Err: err})
 		return zero, fmt.Errorf("%s: %w", spec.Name, err)
 	}
-	st := state{g: g, spec: spec, key: key, start: time.Now()}
+	st := state{g: g, spec: spec, key: key, start: time.Now(), entity: order.Key}
 	defer st.stopWaiting()
+	var overrideReason string
+	if spec.Ordered {
+		if o, ok := g.store.(Orderer); !ok || !o.SupportsOrdering() {
+			return zero, fmt.Errorf("idem: %s is ordered (order=) but the store %T does not support ordering", spec.Name, g.store)
+		}
+		overrideReason, order.Override = overrideFrom(ctx)
+	}
 
 	for {
 		// A call this process is running: answer in process.
@@ -69,7 +76,7 @@ func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)
 		}
 
 		owner := g.token()
-		res, err := g.store.Claim(ctx, ClaimRequest{Key: key, Fingerprint: fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl()})
+		res, err := g.store.Claim(ctx, ClaimRequest{Key: key, Fingerprint: fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: order})
 		if err != nil {
 			if ctx.Err() != nil {
 				return zero, fmt.Errorf("%s: %w", spec.Name, err)
@@ -85,6 +92,11 @@ func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)
 		case ClaimAcquired, ClaimTakenOver:
 			if res.Status == ClaimTakenOver {
 				st.ev(OutcomeTakeover, res.Fence, nil)
+			}
+			if order.Override {
+				st.reason = overrideReason
+				st.ev(OutcomeOverride, res.Fence, nil)
+				st.reason = ""
 			}
 			lease := Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: spec.lease(), TTL: spec.ttl()}
 			return execute(ctx, &st, lease, fp, fn)
@@ -111,6 +123,11 @@ func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)
 		case ClaimMismatch:
 			st.ev(OutcomeMismatch, res.Fence, nil)
 			return zero, fmt.Errorf("%s: %w", spec.Name, ErrPayloadMismatch)
+		case ClaimOutOfOrder:
+			oerr := &OutOfOrderError{Func: spec.Name, LastAccepted: res.LastAccepted, Submitted: order.At, Grace: order.Grace}
+			st.reason = oerr.Error()
+			st.ev(OutcomeOutOfOrder, res.Fence, oerr)
+			return zero, oerr
 		case ClaimInProgress:
 			if g.flights.get(key) != nil {
 				continue // our own process runs it: answer in process
@@ -143,6 +160,8 @@ type state struct {
 	g      *Guard
 	spec   *Spec
 	key    string
+	entity string // order record key of an ordered call
+	reason string
 	start  time.Time
 	wait   context.Context // bounds all waiting of this call; made on first need
 	cancel context.CancelFunc
@@ -150,7 +169,8 @@ type state struct {
 
 func (st *state) ev(o Outcome, fence uint64, err error) {
 	if st.g.obs != nil {
-		st.g.obs.Observe(Event{Func: st.spec.Name, Outcome: o, Key: st.key, Fence: fence, Duration: time.Since(st.start), Err: err})
+		st.g.obs.Observe(Event{Func: st.spec.Name, Outcome: o, Key: st.key, Fence: fence, Duration: time.Since(st.start), Err: err,
+			Entity: st.entity, Reason: st.reason})
 	}
 }
 

@@ -31,6 +31,10 @@ var (
 	ErrStoreFull = errors.New("idem: store is full")
 	// ErrNotFound: Store.Get or Store.Delete found no live record.
 	ErrNotFound = errors.New("idem: record not found")
+	// ErrOutOfOrder: an ordered function's event is older than the last
+	// event accepted for its entity, beyond the grace window
+	// (*OutOfOrderError carries both times).
+	ErrOutOfOrder = errors.New("idem: event out of order")
 	// ErrCorruptRecord: a store found a value at a record key that it cannot
 	// decode. It is never treated as absent.
 	ErrCorruptRecord = errors.New("idem: corrupt record")
@@ -62,3 +66,19 @@ type InProgressError struct {
 
 func (e *InProgressError) Error() string        { return ErrInProgress.Error() }
 func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
+
+// OutOfOrderError is returned for an event older than its entity's last
+// accepted event (beyond the grace window). It matches ErrOutOfOrder.
+type OutOfOrderError struct {
+	Func         string
+	LastAccepted time.Time
+	Submitted    time.Time
+	Grace        time.Duration
+}
+
+func (e *OutOfOrderError) Error() string {
+	return fmt.Sprintf("idem: %s: event out of order: submitted %s, last accepted %s (grace %s)",
+		e.Func, e.Submitted.Format(time.RFC3339Nano), e.LastAccepted.Format(time.RFC3339Nano), e.Grace)
+}
+
+func (e *OutOfOrderError) Is(target error) bool { return target == ErrOutOfOrder }

@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Guard runs functions at most once per key against a Store. It is safe for
@@ -94,6 +96,8 @@ type Call struct {
 	key        KeyBuilder
 	payload    KeyBuilder
 	hasPayload bool
+	entity     KeyBuilder
+	at         time.Time
 	scratch    []byte
 }
 
@@ -116,11 +120,21 @@ func (c *Call) Payload() *KeyBuilder {
 	return &c.payload
 }
 
+// Entity is the builder for the entity of an ordered function (order=):
+// events of one entity are accepted in time order.
+func (c *Call) Entity() *KeyBuilder { return &c.entity }
+
+// At sets the event time of an ordered function's call.
+func (c *Call) At(t time.Time) { c.at = t }
+
 // finish hashes the key material, builds the store key and returns c to the pool.
-func (c *Call) finish() (key string, fp Fingerprint, err error) {
-	g := c.g
+func (c *Call) finish() (key string, fp Fingerprint, order OrderClaim, err error) {
+	g, spec := c.g, c.spec
 	if err = c.key.err; err == nil && c.hasPayload {
 		err = c.payload.err
+	}
+	if err == nil && spec.Ordered {
+		err = c.entity.err
 	}
 	if err == nil {
 		kh := g.mac(c.key.sum())
@@ -129,20 +143,32 @@ func (c *Call) finish() (key string, fp Fingerprint, err error) {
 			fp = Fingerprint(g.mac(c.payload.sum()))
 		}
 		b := append(c.scratch[:0], g.prefix...)
-		b = append(b, c.spec.Name...)
+		b = append(b, spec.Name...)
 		b = append(b, ":v"...)
-		b = strconv.AppendInt(b, int64(c.spec.Version), 10)
+		b = strconv.AppendInt(b, int64(spec.Version), 10)
 		b = append(b, ':')
+		if spec.Ordered {
+			// "{entity}" is a hash tag: the call's record and its
+			// entity's order record land in one Redis Cluster slot.
+			eh := g.mac(c.entity.sum())
+			b = append(b, '{')
+			b = hex.AppendEncode(b, eh[:])
+			b = append(b, '}')
+			order = OrderClaim{Key: string(b), At: c.at, Grace: spec.Grace}
+			b = append(b, ':')
+		}
 		b = hex.AppendEncode(b, kh[:])
 		key = string(b)
 		c.scratch = b
 	}
 	c.key.reset()
 	c.payload.reset()
+	c.entity.reset()
 	c.hasPayload = false
+	c.at = time.Time{}
 	c.spec = nil
 	g.calls.Put(c)
-	return key, fp, err
+	return key, fp, order, err
 }
 
 func (g *Guard) mac(sum [32]byte) [32]byte {
@@ -231,6 +257,20 @@ func (t *flightTable) finish(key string, f *flight, shared bool, value any, err 
 // call would use, so tests and tools can find a call's record. c goes back
 // to the pool: do not use it afterwards.
 func KeyOf(c *Call) (string, error) {
-	key, _, err := c.finish()
+	key, _, _, err := c.finish()
 	return key, err
+}
+
+type overrideKey struct{}
+
+// AllowOutOfOrder returns a ctx under which an ordered function accepts
+// one out-of-order event: an administrator's override. The Guard reports it
+// to the Observer (OutcomeOverride with the reason), so audit sinks record it.
+func AllowOutOfOrder(ctx context.Context, reason string) context.Context {
+	return context.WithValue(ctx, overrideKey{}, reason)
+}
+
+func overrideFrom(ctx context.Context) (string, bool) {
+	r, ok := ctx.Value(overrideKey{}).(string)
+	return r, ok
 }

@@ -3,6 +3,7 @@ package idem
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 // It does not survive a restart and is not shared between processes.
 type MemoryStore struct {
 	shards [memShards]memShard
+	orders [memShards]orderShard
 	max    int64
 	count  atomic.Int64
 	now    func() time.Time
@@ -26,6 +28,17 @@ type memShard struct {
 	mu sync.Mutex
 	m  map[string]*memRecord
 	_  [40]byte // keep shards on separate cache lines
+}
+
+type orderShard struct {
+	mu sync.Mutex
+	m  map[string]orderRecord
+}
+
+// orderRecord is an entity's last accepted event time.
+type orderRecord struct {
+	last      time.Time
+	expiresAt time.Time
 }
 
 type memRecord struct {
@@ -57,17 +70,23 @@ func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 	}
 	for i := range s.shards {
 		s.shards[i].m = make(map[string]*memRecord)
+		s.orders[i].m = make(map[string]orderRecord)
 	}
 	return s
 }
 
-func (s *MemoryStore) shard(key string) *memShard {
+func fnv32(key string) uint32 {
 	h := uint32(2166136261)
 	for i := 0; i < len(key); i++ {
 		h = (h ^ uint32(key[i])) * 16777619
 	}
-	return &s.shards[h%memShards]
+	return h
 }
+
+func (s *MemoryStore) shard(key string) *memShard { return &s.shards[fnv32(key)%memShards] }
+
+// SupportsOrdering reports that the memory store implements OrderClaim.
+func (s *MemoryStore) SupportsOrdering() bool { return true }
 
 // live reports whether r still counts at now: in-progress records are live
 // until lease + TTL (then nothing can be stuck forever), finished and
@@ -88,6 +107,13 @@ func (s *MemoryStore) Claim(ctx context.Context, req ClaimRequest) (ClaimResult,
 		return ClaimResult{}, err
 	}
 	now := s.now()
+	var order *orderShard
+	if req.Order.Key != "" {
+		// Lock order: an entity's shard before a record's, everywhere.
+		order = &s.orders[fnv32(req.Order.Key)%memShards]
+		order.mu.Lock()
+		defer order.mu.Unlock()
+	}
 	sh := s.shard(req.Key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -117,7 +143,24 @@ func (s *MemoryStore) Claim(ctx context.Context, req ClaimRequest) (ClaimResult,
 			}
 			return ClaimResult{Status: st, Fence: r.Fence, Result: Result{Data: r.Result, Value: r.value}}, nil
 		}
-	} else {
+	}
+	if order != nil {
+		o, ok := order.m[req.Order.Key]
+		if ok && now.Before(o.expiresAt) {
+			if !req.Order.Override && req.Order.At.Before(o.last.Add(-req.Order.Grace)) {
+				var fence uint64
+				if r != nil {
+					fence = r.Fence
+				}
+				return ClaimResult{Status: ClaimOutOfOrder, Fence: fence, LastAccepted: o.last}, nil
+			}
+			if o.last.After(req.Order.At) {
+				req.Order.At = o.last // only ever forward
+			}
+		}
+		order.m[req.Order.Key] = orderRecord{last: req.Order.At, expiresAt: now.Add(max(req.TTL, req.Lease))}
+	}
+	if r == nil {
 		if s.count.Load() >= s.max {
 			s.sweep(sh, now)
 			if s.count.Load() >= s.max {
@@ -178,8 +221,66 @@ func (s *MemoryStore) Cleanup(ctx context.Context) (int, error) {
 		sh.mu.Lock()
 		total += s.sweep(sh, now)
 		sh.mu.Unlock()
+		o := &s.orders[i]
+		o.mu.Lock()
+		for k, r := range o.m {
+			if !now.Before(r.expiresAt) {
+				delete(o.m, k)
+			}
+		}
+		o.mu.Unlock()
 	}
 	return total, nil
+}
+
+// List calls fn with every record whose key starts with prefix.
+func (s *MemoryStore) List(ctx context.Context, prefix string, fn func(Record) error) error {
+	for i := range s.shards {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		var batch []Record
+		for k, r := range sh.m {
+			if strings.HasPrefix(k, prefix) && r.State != StateAbsent {
+				out := r.Record
+				out.Result = append([]byte(nil), r.Result...)
+				batch = append(batch, out)
+			}
+		}
+		sh.mu.Unlock()
+		for _, r := range batch { // fn runs unlocked: it may call the store
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ForceRelease releases key whatever its owner and bumps its fence.
+func (s *MemoryStore) ForceRelease(ctx context.Context, key string) (Record, error) {
+	if err := ctx.Err(); err != nil {
+		return Record{}, err
+	}
+	now := s.now()
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	r := sh.m[key]
+	if r == nil || r.State == StateAbsent {
+		return Record{}, fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	keep := r.ExpiresAt.Sub(r.UpdatedAt)
+	r.State = StateReleased
+	r.Owner = Token{}
+	r.Fence++
+	r.Result, r.value = nil, nil
+	r.ExpiresAt = now.Add(max(keep, 0))
+	r.UpdatedAt = now
+	s.wakeAll(r)
+	return r.Record, nil
 }
 
 // Len returns the number of records held, live or not yet swept.

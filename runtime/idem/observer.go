@@ -36,10 +36,16 @@ const (
 	// OutcomeFailOpen: the store was unavailable and the Guard, configured
 	// to fail open, ran the function unguarded.
 	OutcomeFailOpen
+	// OutcomeOutOfOrder: an ordered event was rejected with ErrOutOfOrder.
+	OutcomeOutOfOrder
+	// OutcomeOverride: an out-of-order event was accepted because the
+	// caller's ctx carried AllowOutOfOrder (Event.Reason says why).
+	OutcomeOverride
 )
 
 var outcomeNames = [...]string{"", "executed", "failed", "replayed", "in_progress", "duplicate",
-	"mismatch", "takeover", "heartbeat_failed", "lease_lost", "store_error", "invalid_key", "fail_open"}
+	"mismatch", "takeover", "heartbeat_failed", "lease_lost", "store_error", "invalid_key", "fail_open",
+	"out_of_order", "override"}
 
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) && o != 0 {
@@ -58,6 +64,10 @@ type Event struct {
 	// Duration is the time from the start of the call to this outcome.
 	Duration time.Duration
 	Err      error
+	// Entity is the hashed order key of an ordered function's call.
+	Entity string
+	// Reason explains an override or a rejection in words.
+	Reason string
 }
 
 // Observer receives every outcome. It is called synchronously on the

@@ -49,6 +49,11 @@ type Spec struct {
 	Wait        time.Duration
 	OnDuplicate OnDuplicate
 	OnFailure   OnFailure
+	// Ordered: calls write an entity (Call.Entity) and a time (Call.At),
+	// and an event older than the entity's last accepted one by more than
+	// Grace gets ErrOutOfOrder (order= and grace= in the directive).
+	Ordered bool
+	Grace   time.Duration
 }
 
 func (s *Spec) ttl() time.Duration {

@@ -58,6 +58,50 @@ type ClaimRequest struct {
 	Lease time.Duration
 	// TTL is how long a finished (or released) record is retained.
 	TTL time.Duration
+	// Order, when its Key is set, asks for per-entity ordering (see
+	// OrderClaim). Stores that support it implement Orderer.
+	Order OrderClaim
+}
+
+// OrderClaim makes a claim that would execute also check and advance the
+// entity's last accepted time, atomically with the claim: if At is older
+// than the last accepted time minus Grace, the claim changes nothing and
+// returns ClaimOutOfOrder; otherwise the last accepted time becomes
+// max(last, At) and the claim proceeds. Claims that find the key in
+// progress, completed or failed do not look at the order at all, so a
+// replay of an accepted event stays a replay.
+type OrderClaim struct {
+	// Key is the store key of the entity's order record. The Guard builds
+	// it as "<prefix><name>:v<version>:{<entity hash>}" and puts the same
+	// "{<entity hash>}" into the call's key, so stores that shard by a
+	// hash tag (Redis Cluster) keep both in one slot.
+	Key   string
+	At    time.Time
+	Grace time.Duration
+	// Override accepts the event even if it is out of order (an operator's
+	// decision, recorded by the Guard); the last accepted time still only
+	// moves forward.
+	Override bool
+}
+
+// Orderer is implemented by stores that support OrderClaim. A Guard refuses
+// to run an ordered function on a store that does not.
+type Orderer interface {
+	SupportsOrdering() bool
+}
+
+// Admin is implemented by stores that operators can inspect and repair
+// (the idemctl command).
+type Admin interface {
+	// List calls fn with every record whose key starts with prefix, live or
+	// not yet cleaned up, in no particular order, until fn returns an error
+	// (which List returns).
+	List(ctx context.Context, prefix string, fn func(Record) error) error
+	// ForceRelease releases key whatever its owner and bumps its fence,
+	// so a still-running owner can neither heartbeat nor complete.
+	ForceRelease(ctx context.Context, key string) (Record, error)
+	// Cleanup removes records that are no longer live and returns how many.
+	Cleanup(ctx context.Context) (int, error)
 }
 
 // ClaimStatus is what a claim found.
@@ -79,9 +123,12 @@ const (
 	ClaimFailed
 	// ClaimMismatch: a live record exists with a different fingerprint.
 	ClaimMismatch
+	// ClaimOutOfOrder: the claim would have executed, but its OrderClaim.At
+	// is older than the entity's last accepted time minus the grace.
+	ClaimOutOfOrder
 )
 
-var claimNames = [...]string{"", "acquired", "taken_over", "in_progress", "completed", "failed", "mismatch"}
+var claimNames = [...]string{"", "acquired", "taken_over", "in_progress", "completed", "failed", "mismatch", "out_of_order"}
 
 func (s ClaimStatus) String() string {
 	if int(s) < len(claimNames) && s != 0 {
@@ -116,6 +163,8 @@ type ClaimResult struct {
 	LeaseUntil time.Time
 	// Result is set for ClaimCompleted and ClaimFailed.
 	Result Result
+	// LastAccepted is the entity's last accepted time for ClaimOutOfOrder.
+	LastAccepted time.Time
 }
 
 // Lease is the handle an owner uses for its fenced writes.

@@ -121,6 +121,22 @@ func runSuite(t *testing.T, h Harness) {
 	for _, c := range suiteCases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, h)) })
 	}
+	// Optional capabilities, checked on a store of their own.
+	probe := newEnv(t, h).s
+	if o, ok := probe.(idem.Orderer); ok && o.SupportsOrdering() {
+		for _, c := range orderCases {
+			t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, h)) })
+		}
+	} else {
+		t.Logf("%T does not implement idem.Orderer: ordering cases not run", probe)
+	}
+	if _, ok := probe.(idem.Admin); ok {
+		for _, c := range adminCases {
+			t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, h)) })
+		}
+	} else {
+		t.Logf("%T does not implement idem.Admin: admin cases not run", probe)
+	}
 }
 
 type suiteCase struct {

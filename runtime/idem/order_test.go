@@ -1,0 +1,84 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// noOrdering hides the memory store's ordering support.
+type noOrdering struct{ idem.Store }
+
+func TestOrderedCalls(t *testing.T) {
+	rec := &recorder{}
+	g := idem.NewGuard(idem.NewMemoryStore(), idem.WithObserver(rec))
+	spec := &idem.Spec{Name: "test.Measure", Ordered: true, Grace: time.Minute}
+	t0 := time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
+	apply := func(ctx context.Context, user, event string, at time.Time) (string, error) {
+		c := g.Begin(spec)
+		c.Key().ID(event)
+		c.Entity().String(user)
+		c.At(at)
+		return idem.Do(ctx, c, func(ctx context.Context) (string, error) { return event, nil })
+	}
+	steps := []struct {
+		user, event string
+		at          time.Duration
+		wantErr     error
+	}{
+		{"u1", "e1", 0, nil},
+		{"u1", "e2", 10 * time.Minute, nil},
+		{"u1", "e3", 9*time.Minute + 30*time.Second, nil}, // within grace
+		{"u1", "e4", 5 * time.Minute, idem.ErrOutOfOrder},
+		{"u2", "e5", 0, nil},                // another entity has its own clock
+		{"u1", "e1", 0, nil},                // a replay stays a replay
+		{"u1", "e6", 10 * time.Minute, nil}, // equal time is accepted
+	}
+	for _, s := range steps {
+		v, err := apply(context.Background(), s.user, s.event, t0.Add(s.at))
+		if !errors.Is(err, s.wantErr) {
+			t.Fatalf("%s/%s: err = %v, want %v", s.user, s.event, err, s.wantErr)
+		}
+		if err == nil && v != s.event {
+			t.Fatalf("%s/%s: got %q", s.user, s.event, v)
+		}
+		var ooe *idem.OutOfOrderError
+		if errors.As(err, &ooe) {
+			want := idem.OutOfOrderError{Func: "test.Measure", LastAccepted: t0.Add(10 * time.Minute), Submitted: t0.Add(5 * time.Minute), Grace: time.Minute}
+			if diff := cmp.Diff(want, *ooe); diff != "" {
+				t.Fatalf("OutOfOrderError (-want +got):\n%s", diff)
+			}
+		}
+	}
+	ctx := idem.AllowOutOfOrder(context.Background(), "backfill approved by ops")
+	if _, err := apply(ctx, "u1", "e4", t0.Add(5*time.Minute)); err != nil {
+		t.Fatalf("override: %v", err)
+	}
+	var override *idem.Event
+	for i, e := range rec.events {
+		if e.Outcome == idem.OutcomeOverride {
+			override = &rec.events[i]
+		}
+	}
+	if override == nil || override.Reason != "backfill approved by ops" || !strings.Contains(override.Entity, "{") {
+		t.Fatalf("override event = %+v", override)
+	}
+	if got := rec.outcomes(); !slicesContain(got, "out_of_order") {
+		t.Fatalf("outcomes %v lack out_of_order", got)
+	}
+
+	g2 := idem.NewGuard(noOrdering{idem.NewMemoryStore()})
+	c := g2.Begin(spec)
+	c.Key().ID("e1")
+	c.Entity().String("u1")
+	c.At(t0)
+	if _, err := idem.Do(context.Background(), c, func(ctx context.Context) (int, error) { return 1, nil }); err == nil || !strings.Contains(err.Error(), "does not support ordering") {
+		t.Fatalf("ordered call on a store without ordering = %v", err)
+	}
+}
