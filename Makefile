@@ -9,6 +9,7 @@ export CGO_ENABLED = 1
 services:
 	scripts/base-services.sh
 	scripts/dynalite.sh
+	bash scripts/redis-cluster.sh start
 
 # All tests, race detector on.
 test: services

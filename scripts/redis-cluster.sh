@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Starts (or stops) the 3-master Redis Cluster that runtime/redisstore's
+# tests use, on loopback ports 7101-7103 (cluster bus 17101-17103).
+#
+#   bash scripts/redis-cluster.sh start   # idempotent: a healthy cluster is left alone
+#   bash scripts/redis-cluster.sh stop
+#   bash scripts/redis-cluster.sh status
+#
+# Environment: IDEM_REDIS_CLUSTER_PORTS (default "7101 7102 7103"),
+# IDEM_REDIS_CLUSTER_DIR (default /tmp/idemgen-redis-cluster).
+# Installs redis-server/redis-cli with apt-get when they are missing.
+set -euo pipefail
+
+PORTS=(${IDEM_REDIS_CLUSTER_PORTS:-7101 7102 7103})
+DIR=${IDEM_REDIS_CLUSTER_DIR:-/tmp/idemgen-redis-cluster}
+HOST=127.0.0.1
+
+log() { echo "redis-cluster: $*" >&2; }
+
+ensure_redis() {
+	if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
+		return
+	fi
+	log "installing redis-server and redis-tools"
+	local sudo=""
+	[ "$(id -u)" = 0 ] || sudo="sudo"
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server redis-tools >/dev/null
+}
+
+cli() { redis-cli -h "$HOST" -p "$1" "${@:2}"; }
+
+up() { cli "$1" ping 2>/dev/null | grep -q PONG; }
+
+healthy() {
+	local p
+	for p in "${PORTS[@]}"; do
+		up "$p" || return 1
+		cli "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+	done
+	# Every node must know all the masters (a stale half-formed cluster is not ok).
+	[ "$(cli "${PORTS[0]}" cluster nodes | grep -c master)" -ge "${#PORTS[@]}" ]
+}
+
+start_node() {
+	local p=$1
+	mkdir -p "$DIR/$p"
+	if up "$p"; then
+		return
+	fi
+	# A leftover nodes.conf from an earlier cluster would make the node
+	# rejoin a cluster that no longer exists: start from scratch.
+	rm -f "$DIR/$p/nodes.conf" "$DIR/$p/dump.rdb" "$DIR/$p"/appendonly*
+	rm -rf "$DIR/$p/appendonlydir"
+	redis-server --port "$p" --bind "$HOST" --protected-mode no \
+		--cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
+		--dir "$DIR/$p" --save "" --appendonly no --maxmemory-policy noeviction \
+		--daemonize yes --pidfile "$DIR/$p/redis.pid" --logfile "$DIR/$p/redis.log"
+	local i
+	for i in $(seq 1 50); do
+		up "$p" && return
+		sleep 0.1
+	done
+	log "node $p did not start; see $DIR/$p/redis.log"
+	exit 1
+}
+
+stop() {
+	local p
+	for p in "${PORTS[@]}"; do
+		if up "$p"; then
+			cli "$p" shutdown nosave >/dev/null 2>&1 || true
+		fi
+	done
+	for p in "${PORTS[@]}"; do
+		local i
+		for i in $(seq 1 50); do
+			up "$p" || break
+			sleep 0.1
+		done
+	done
+	rm -rf "$DIR"
+	log "stopped"
+}
+
+start() {
+	ensure_redis
+	if healthy; then
+		log "already running on ports ${PORTS[*]}"
+		return
+	fi
+	local p
+	for p in "${PORTS[@]}"; do
+		start_node "$p"
+	done
+	# Nodes that are up but not a healthy cluster together: reset and create.
+	local fresh=1
+	for p in "${PORTS[@]}"; do
+		if [ "$(cli "$p" dbsize)" != 0 ] || [ "$(cli "$p" cluster info | grep -c '^cluster_known_nodes:1\b')" = 0 ]; then
+			fresh=0
+		fi
+	done
+	if [ $fresh = 0 ]; then
+		log "resetting nodes of a broken cluster"
+		for p in "${PORTS[@]}"; do
+			cli "$p" flushall >/dev/null 2>&1 || true
+			cli "$p" cluster reset hard >/dev/null
+		done
+	fi
+	local addrs=()
+	for p in "${PORTS[@]}"; do addrs+=("$HOST:$p"); done
+	redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >"$DIR/create.log" 2>&1 || {
+		cat "$DIR/create.log" >&2
+		exit 1
+	}
+	local i
+	for i in $(seq 1 100); do
+		if healthy; then
+			log "running on ports ${PORTS[*]}"
+			return
+		fi
+		sleep 0.1
+	done
+	log "cluster did not reach cluster_state:ok"
+	for p in "${PORTS[@]}"; do cli "$p" cluster info | head -1 >&2; done
+	exit 1
+}
+
+case "${1:-start}" in
+start) start ;;
+stop) stop ;;
+status) if healthy; then echo ok; else echo down; exit 1; fi ;;
+*) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+esac
