@@ -111,35 +111,36 @@ func copyFile(t *testing.T, from, to string) {
 // helpersSource is added to every case's package in the scratch module.
 const helpersSource = `package PKG
 
+// Aliased imports: a case may declare package-level names idem, context…
 import (
-	"context"
-	"sync"
-	"testing"
+	zzcontext "context"
+	zzsync "sync"
+	zztesting "testing"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	zzidem "github.com/idemgen/idemgen/runtime/idem"
 )
 
 // jsonStore is the memory store, except that replays decode the stored
 // JSON instead of sharing the first call's value: what every other store
 // does, and what makes "replay equals the original" a real test.
-type jsonStore struct{ *idem.MemoryStore }
+type jsonStore struct{ *zzidem.MemoryStore }
 
-func (s jsonStore) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s jsonStore) Claim(ctx zzcontext.Context, req zzidem.ClaimRequest) (zzidem.ClaimResult, error) {
 	r, err := s.MemoryStore.Claim(ctx, req)
 	r.Result.Value = nil
 	return r, err
 }
 
 // newGuard returns a guard over a fresh memory store.
-func newGuard(t testing.TB) *idem.Guard {
+func newGuard(t zztesting.TB) *zzidem.Guard {
 	t.Helper()
-	return idem.NewGuard(jsonStore{idem.NewMemoryStore()})
+	return zzidem.NewGuard(jsonStore{zzidem.NewMemoryStore()})
 }
 
 // storm runs f from n goroutines released at once and returns their errors.
 func storm(n int, f func() error) []error {
 	errs := make([]error, n)
-	var start, done sync.WaitGroup
+	var start, done zzsync.WaitGroup
 	start.Add(1)
 	for i := 0; i < n; i++ {
 		done.Add(1)
@@ -156,7 +157,7 @@ func storm(n int, f func() error) []error {
 
 // counter counts executions of a wrapped function.
 type counter struct {
-	mu sync.Mutex
+	mu zzsync.Mutex
 	n  int
 }
 

@@ -132,7 +132,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		}
 		i := w.n.get("i")
 		elem := val{e: func() *jen.Statement { return v.index(i) }}
-		inner, msg := w.write(elem, u.Elem(), path+"[]", nil, false)
+		inner, msg := w.write(elem, u.Elem(), path+"[i]", nil, false)
 		if msg != "" {
 			return nil, msg
 		}
@@ -151,7 +151,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		}
 		i := w.n.get("i")
 		elem := val{e: func() *jen.Statement { return v.e().Index(jen.Id(i)) }}
-		inner, msg := w.write(elem, u.Elem(), path+"[]", nil, false)
+		inner, msg := w.write(elem, u.Elem(), path+"[i]", nil, false)
 		if msg != "" {
 			return nil, msg
 		}
@@ -166,7 +166,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		if msg != "" {
 			return nil, msg
 		}
-		xs, msg := w.write(val{e: id(x)}, u.Elem(), path+"[]", nil, false)
+		xs, msg := w.write(val{e: id(x)}, u.Elem(), path+"[value]", nil, false)
 		if msg != "" {
 			return nil, msg
 		}
@@ -264,7 +264,7 @@ func (e *emitter) helper(n *types.Named, path string) (string, string) {
 	if obj.Pkg() != e.pi.pkg.Types {
 		prefix = strings.ToUpper(obj.Pkg().Name()[:1]) + obj.Pkg().Name()[1:]
 	}
-	name := e.global("idemKey" + prefix + obj.Name())
+	name := e.global("idemKey" + prefix + strings.ToUpper(obj.Name()[:1]) + obj.Name()[1:])
 	e.helpers[obj] = name
 	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}}
 	// Write the underlying type: the checks of n itself (Keyer, helper)

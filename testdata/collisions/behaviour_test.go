@@ -1,0 +1,28 @@
+package collisions
+
+import (
+	stdctx "context"
+	"errors"
+	"testing"
+)
+
+func TestCollisions(t *testing.T) {
+	ctx := stdctx.Background()
+	api := NewIdempotent(newGuard(t))
+	api.Pay(ctx, "g", 1, true, []string{"r"}, "e", 2)
+	api.Pay(ctx, "g", 1, true, []string{"r"}, "e", 2)
+	a, n, err := api.Tick(ctx, "id", 3, context{}, nil)
+	if err != nil || a != "id" || n != 3 {
+		t.Fatal(a, n, err)
+	}
+	// key=idem2: the other parameters are the payload.
+	if _, _, err = api.Tick(ctx, "id", 3, context{}, []byte("b")); !errors.Is(err, zzidem.ErrPayloadMismatch) {
+		t.Fatal(err)
+	}
+	if got := runs.Load(); got != 2 {
+		t.Fatalf("ran %d times, want 2", got)
+	}
+	_ = idem
+	_ = time()
+	_ = idemSpecPay
+}

@@ -1,0 +1,37 @@
+// Package collisions: the package declares names the generated file would
+// use (idem, context, time, idemSpecPay), and parameters are called g, c,
+// x, r, err, ctx (not a context), time and idem: imports get aliases,
+// locals and the receiver get other names.
+package collisions
+
+import (
+	ctxpkg "context"
+	"sync/atomic"
+	stdtime "time"
+)
+
+// idem, context and time are package-level names here.
+var idem = "not the runtime"
+
+type context struct{ deadline stdtime.Time }
+
+func time() int { return 0 }
+
+var idemSpecPay = 1 // as if hand-written
+
+var runs atomic.Int64
+
+// Pay uses the names of the wrapper's locals as parameters.
+//
+//idem:
+func Pay(ctx2 ctxpkg.Context, g string, c int, x bool, r []string, err string, ctx int) (int64, error) {
+	return runs.Add(1), nil
+}
+
+// Tick has parameters named like the imports of the generated file.
+//
+//idem:key=idem2 ttl=90m
+func Tick(ctx ctxpkg.Context, idem2 string, time2 int, context2 context, b []byte) (string, int, error) {
+	runs.Add(1)
+	return idem2, time2, nil
+}

@@ -1,0 +1,59 @@
+// Package keyer: types that write their own key material through
+// idem.Keyer (value and pointer receivers, and an interface embedding it),
+// including a struct the generator could not read (unexported fields).
+package keyer
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+var runs atomic.Int64
+
+// Email compares case-insensitively: its key is the lower-cased address.
+type Email struct{ addr string }
+
+func NewEmail(s string) Email { return Email{addr: s} }
+
+func (e Email) IdemKey(b *idem.KeyBuilder) { b.String(strings.ToLower(e.addr)) }
+
+// Cart keys on its item set, ignoring order, through a pointer receiver.
+type Cart struct {
+	Items []string
+	note  string
+}
+
+func (c *Cart) IdemKey(b *idem.KeyBuilder) {
+	b.MapStart(len(c.Items))
+	for _, it := range c.Items {
+		b.MapEntry()
+		b.String(it)
+	}
+	b.MapEnd()
+}
+
+// Identity is any value that can key itself.
+type Identity interface {
+	idem.Keyer
+	Name() string
+}
+
+type User struct{ ID string }
+
+func (u User) IdemKey(b *idem.KeyBuilder) { b.String(u.ID) }
+func (u User) Name() string               { return u.ID }
+
+type Order struct {
+	To   Email
+	Cart Cart
+}
+
+// Notify emails a cart summary.
+//
+//idem:
+func Notify(ctx context.Context, o Order, who Identity, cc *Email) (int64, error) {
+	return runs.Add(1), nil
+}
