@@ -34,7 +34,7 @@ func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)
 		g.observe(Event{Func: spec.Name, Outcome: OutcomeInvalidKey, Err: err})
 		return zero, fmt.Errorf("%s: %w", spec.Name, err)
 	}
-	st := state{g: g, spec: spec, key: key, start: time.Now(), entity: order.Key}
+	st := state{g: g, spec: spec, key: key, start: time.Now(), entity: order.Key, ctx: ctx}
 	defer st.stopWaiting()
 	var overrideReason string
 	if spec.Ordered {
@@ -157,6 +157,7 @@ func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)
 // state is one Do call's bookkeeping. It lives on Do's stack (no closures
 // capture it), which keeps a replay to the one allocation of its key.
 type state struct {
+	ctx    context.Context
 	g      *Guard
 	spec   *Spec
 	key    string
@@ -168,6 +169,7 @@ type state struct {
 }
 
 func (st *state) ev(o Outcome, fence uint64, err error) {
+	capture(st.ctx, o)
 	if st.g.obs != nil {
 		st.g.obs.Observe(Event{Func: st.spec.Name, Outcome: o, Key: st.key, Fence: fence, Duration: time.Since(st.start), Err: err,
 			Entity: st.entity, Reason: st.reason})
