@@ -3,6 +3,8 @@ package collisions
 import (
 	stdctx "context"
 	"errors"
+
+	rt "github.com/idemgen/idemgen/runtime/idem"
 	"testing"
 )
 
@@ -16,7 +18,7 @@ func TestCollisions(t *testing.T) {
 		t.Fatal(a, n, err)
 	}
 	// key=idem2: the other parameters are the payload.
-	if _, _, err = api.Tick(ctx, "id", 3, context{}, []byte("b")); !errors.Is(err, zzidem.ErrPayloadMismatch) {
+	if _, _, err = api.Tick(ctx, "id", 3, context{}, []byte("b")); !errors.Is(err, rt.ErrPayloadMismatch) {
 		t.Fatal(err)
 	}
 	if got := runs.Load(); got != 2 {
