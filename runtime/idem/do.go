@@ -34,7 +34,7 @@ func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)
 		g.observe(Event{Func: spec.Name, Outcome: OutcomeInvalidKey, Err: err})
 		return zero, fmt.Errorf("%s: %w", spec.Name, err)
 	}
-	st := state{g: g, spec: spec, key: key, start: time.Now(), entity: order.Key, ctx: ctx}
+	st := state{g: g, spec: spec, key: key, start: g.now(), entity: order.Key, ctx: ctx}
 	defer st.stopWaiting()
 	var overrideReason string
 	if spec.Ordered {
@@ -171,7 +171,7 @@ type state struct {
 func (st *state) ev(o Outcome, fence uint64, err error) {
 	capture(st.ctx, o)
 	if st.g.obs != nil {
-		st.g.obs.Observe(Event{Func: st.spec.Name, Outcome: o, Key: st.key, Fence: fence, Duration: time.Since(st.start), Err: err,
+		st.g.obs.Observe(Event{Func: st.spec.Name, Outcome: o, Key: st.key, Fence: fence, Duration: st.g.now().Sub(st.start), Err: err,
 			Entity: st.entity, Reason: st.reason})
 	}
 }
@@ -316,7 +316,7 @@ func (g *Guard) startHeartbeat(rctx context.Context, cancel context.CancelCauseF
 	hb := &heartbeat{}
 	ev := st.ev
 	interval := lease.Duration / 3
-	lastOK := time.Now()
+	lastOK := g.now()
 	var beat func()
 	beat = func() {
 		hb.mu.Lock()
@@ -329,7 +329,7 @@ func (g *Guard) startHeartbeat(rctx context.Context, cancel context.CancelCauseF
 		hcancel()
 		switch {
 		case err == nil:
-			lastOK = time.Now()
+			lastOK = g.now()
 		case errors.Is(err, ErrLeaseLost):
 			ev(OutcomeLeaseLost, lease.Fence, err)
 			cancel(ErrLeaseLost)
@@ -338,7 +338,7 @@ func (g *Guard) startHeartbeat(rctx context.Context, cancel context.CancelCauseF
 			ev(OutcomeHeartbeatFailed, lease.Fence, err)
 			// Past the lease another caller may have taken over: stop
 			// the function rather than risk two owners.
-			if time.Since(lastOK) >= lease.Duration {
+			if g.now().Sub(lastOK) >= lease.Duration {
 				ev(OutcomeLeaseLost, lease.Fence, err)
 				cancel(ErrLeaseLost)
 				return

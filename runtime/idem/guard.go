@@ -23,6 +23,7 @@ type Guard struct {
 	prefix   string
 	failOpen bool
 	hmacKey  []byte
+	now      func() time.Time
 
 	tokenPrefix [8]byte
 	counter     atomic.Uint64
@@ -56,9 +57,15 @@ func WithHMAC(secret []byte) Option {
 	return func(g *Guard) { g.hmacKey = append([]byte(nil), secret...) }
 }
 
+// WithGuardClock replaces the Guard's clock, which it uses only to time calls
+// and to notice that heartbeats have failed for a whole lease. Leases are
+// judged by the store's clock; tests inject skewed clocks here to show
+// that a process's wrong clock cannot break exclusivity.
+func WithGuardClock(now func() time.Time) Option { return func(g *Guard) { g.now = now } }
+
 // NewGuard returns a Guard over store.
 func NewGuard(store Store, opts ...Option) *Guard {
-	g := &Guard{store: store, codec: JSONCodec{}, prefix: "idem:"}
+	g := &Guard{store: store, codec: JSONCodec{}, prefix: "idem:", now: time.Now}
 	for _, o := range opts {
 		o(g)
 	}
