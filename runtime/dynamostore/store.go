@@ -354,21 +354,29 @@ func claimValues(req idem.ClaimRequest, now, lu, ex time.Time, s *Store) map[str
 	}
 }
 
-// acquired builds the result of a successful claim from the old item.
+// acquired builds the result of a successful claim from the old item. It
+// reads only what the claim's condition relied on (state, lease, expiry)
+// and the fence: the rest of a damaged item was overwritten and is gone.
 func (s *Store) acquired(req idem.ClaimRequest, old map[string]types.AttributeValue, now, lu time.Time) (idem.ClaimResult, error) {
 	res := idem.ClaimResult{Status: idem.ClaimAcquired, Fence: 1, LeaseUntil: lu}
 	if len(old) == 0 {
 		return res, nil
 	}
-	prev, err := decodeLoose(old)
-	if err != nil {
-		// The claim overwrote a damaged item; its fence attribute was a
-		// number (the update added to it), so only report the problem.
-		return idem.ClaimResult{}, fmt.Errorf("%w: dynamostore: claim %q replaced an unreadable item: %w", idem.ErrCorruptRecord, req.Key, err)
+	if fe, err := attrN(old, aFence); err == nil {
+		prev, err := strconv.ParseUint(fe, 10, 64)
+		if err != nil {
+			// The update added 1 to a number that is no fence: the key is
+			// ours now, but its fence is not an integer.
+			return idem.ClaimResult{}, fmt.Errorf("%w: dynamostore: claim %q: the item's fence %q is not an integer", idem.ErrCorruptRecord, req.Key, fe)
+		}
+		res.Fence = prev + 1
 	}
-	res.Fence = prev.Fence + 1
-	if prev.State == idem.StateInProgress && live(&prev, now) {
-		res.Status = idem.ClaimTakenOver
+	if st, _ := attrS(old, aState); st == stateInProgress {
+		if ex, err := attrN(old, aExpiresAt); err == nil {
+			if ns, err := strconv.ParseInt(ex, 10, 64); err == nil && now.UnixNano() < ns {
+				res.Status = idem.ClaimTakenOver
+			}
+		}
 	}
 	return res, nil
 }
