@@ -73,6 +73,10 @@ func (pi *pkgInfo) collect() []*fn {
 		}
 		for _, cg := range f.Comments {
 			for _, c := range cg.List {
+				if isMangledDirective(c) {
+					pi.d.add(pi.fset.Position(c.Slash), "\"// idem:\" is a plain comment, not a directive: write //idem: with no space and at least one option (gofmt turns a bare //idem: into // idem:)")
+					continue
+				}
 				if isDirective(c) && !attached[c] {
 					pi.d.add(pi.fset.Position(c.Slash), "//idem: directive must be in the doc comment of a function or method (directly above func, no blank line)")
 				}
@@ -128,7 +132,7 @@ func (pi *pkgInfo) check(fd *ast.FuncDecl, lines []*ast.Comment) *fn {
 		for i := 0; i < res.Len()-1; i++ {
 			t := res.At(i).Type()
 			x.result = append(x.result, t)
-			if msg := pi.storable(t); msg != "" {
+			for _, msg := range pi.storable(t) {
 				pi.d.add(namePos, "%s: result %d (%s) cannot be stored faithfully: %s", what, i+1, pi.typeString(t), msg)
 				ok = false
 			}

@@ -56,6 +56,23 @@ type pathOpt struct {
 // isDirective reports whether a comment line is an //idem: directive.
 func isDirective(c *ast.Comment) bool { return strings.HasPrefix(c.Text, directivePrefix) }
 
+// isMangledDirective spots "// idem:" lines: what gofmt makes of a bare
+// "//idem:" (a directive needs a character after the colon), or a
+// directive written with a space. Left alone, the function would silently
+// lose its guard.
+func isMangledDirective(c *ast.Comment) bool {
+	rest, ok := strings.CutPrefix(c.Text, "// idem:")
+	if !ok {
+		return false
+	}
+	for _, f := range strings.Fields(rest) {
+		if name, _, _ := strings.Cut(f, "="); !isOption(name) {
+			return false
+		}
+	}
+	return true
+}
+
 // parseDirectives merges the //idem: lines of one doc comment. It reports
 // every problem, not only the first.
 func parseDirectives(fset *token.FileSet, lines []*ast.Comment, d *diags) (options, bool) {

@@ -6,6 +6,7 @@ import (
 	"go/format"
 	"go/token"
 	"go/types"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -138,18 +139,12 @@ func (e *emitter) groups(fns []*fn) []*group {
 			if e.globals[name] {
 				obj := e.pi.pkg.Types.Scope().Lookup(name)
 				at := e.pi.fset.Position(obj.Pos())
-				e.pi.d.add(e.pi.fset.Position(g.fns[0].decl.Name.Pos()), "package %s already declares %s (at %s:%d:%d); the generated wrappers need that name", e.pi.pkg.Name, name, e.rel(at.Filename), at.Line, at.Column)
+				e.pi.d.add(e.pi.fset.Position(g.fns[0].decl.Name.Pos()), "package %s already declares %s (at %s:%d:%d); the generated wrappers need that name", e.pi.pkg.Name, name, filepath.Base(at.Filename), at.Line, at.Column)
 			}
 			e.globals[name] = true
 		}
 	}
 	return gs
-}
-
-func (e *emitter) rel(file string) string {
-	d := &diags{base: e.pi.d.base}
-	d.add(token.Position{Filename: file}, "")
-	return d.list[0].Pos.Filename
 }
 
 // group emits the wrapper type, its constructor and one wrapper per function.

@@ -68,6 +68,9 @@ type writer struct {
 	e *emitter
 	b func() *jen.Statement // the *idem.KeyBuilder
 	n namer
+	// raw is the named type whose helper is being written: write it by its
+	// underlying type (its own checks were done by the caller).
+	raw types.Type
 }
 
 // write returns the statements writing v (of type t, at path) into the
@@ -77,7 +80,9 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 	t = types.Unalias(t)
 	wk := w.e.pi.types
 	b := w.b
-	if ex == nil {
+	raw := w.raw != nil && t == w.raw
+	w.raw = nil
+	if ex == nil && !raw {
 		if _, isPtr := t.Underlying().(*types.Pointer); !isPtr {
 			if isNamed(t, "time", "Time") {
 				return one(b().Dot("Time").Call(v.value())), ""
@@ -243,7 +248,7 @@ func (w *writer) basic(v val, t types.Type, u *types.Basic, path string) ([]jen.
 	case info&types.IsString != 0:
 		method, target = "String", types.Typ[types.String]
 	default:
-		return nil, path + ": " + u.Name() + " cannot be keyed"
+		return nil, path + ": " + w.e.pi.typeString(t) + " cannot be keyed"
 	}
 	x := v.value()
 	if !types.Identical(t, target) {
@@ -266,10 +271,8 @@ func (e *emitter) helper(n *types.Named, path string) (string, string) {
 	}
 	name := e.global("idemKey" + prefix + strings.ToUpper(obj.Name()[:1]) + obj.Name()[1:])
 	e.helpers[obj] = name
-	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}}
-	// Write the underlying type: the checks of n itself (Keyer, helper)
-	// were done by the caller.
-	body, msg := w.write(val{e: id("v"), ptr: true}, n.Underlying(), path, nil, false)
+	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n}
+	body, msg := w.write(val{e: id("v"), ptr: true}, n, path, nil, false)
 	if msg != "" {
 		delete(e.helpers, obj)
 		delete(e.globals, name)

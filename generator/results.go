@@ -7,22 +7,24 @@ import (
 )
 
 // storable reports why values of t would not come back equal after a round
-// trip through encoding/json (the default codec), or "" if they would. The
-// message names the offending field path.
-func (pi *pkgInfo) storable(t types.Type) string {
-	return pi.storableAt(t, "", map[types.Type]bool{})
+// trip through encoding/json (the default codec): one message per problem,
+// each naming the offending field path; none if they would.
+func (pi *pkgInfo) storable(t types.Type) []string {
+	var msgs []string
+	pi.storableAt(t, "", map[types.Type]bool{}, &msgs)
+	return msgs
 }
 
-func (pi *pkgInfo) storableAt(t types.Type, path string, seen map[types.Type]bool) string {
-	at := func(msg string) string {
-		if path == "" {
-			return msg
+func (pi *pkgInfo) storableAt(t types.Type, path string, seen map[types.Type]bool, msgs *[]string) {
+	at := func(msg string) {
+		if path != "" {
+			msg = path + ": " + msg
 		}
-		return path + ": " + msg
+		*msgs = append(*msgs, msg)
 	}
 	t = types.Unalias(t)
 	if seen[t] {
-		return "" // recursive types: checked on the first visit
+		return // recursive types: checked on the first visit
 	}
 	if _, named := t.(*types.Named); named {
 		seen[t] = true
@@ -31,39 +33,39 @@ func (pi *pkgInfo) storableAt(t types.Type, path string, seen map[types.Type]boo
 	// A type that marshals itself is trusted to round-trip.
 	if m, _ := implements(t, w.jsonMarshaler); m {
 		if u, _ := implements(t, w.jsonUnmarshaler); !u && !types.Implements(types.NewPointer(t), w.jsonUnmarshaler) {
-			return at(pi.typeString(t) + " implements json.Marshaler but not json.Unmarshaler")
+			at(pi.typeString(t) + " implements json.Marshaler but not json.Unmarshaler")
 		}
-		return ""
+		return
 	}
 	if m, _ := implements(t, w.textMarshaler); m {
 		if !types.Implements(types.NewPointer(t), w.textUnmarshaler) {
-			return at(pi.typeString(t) + " implements encoding.TextMarshaler but not encoding.TextUnmarshaler")
+			at(pi.typeString(t) + " implements encoding.TextMarshaler but not encoding.TextUnmarshaler")
 		}
-		return ""
+		return
 	}
 	switch u := t.Underlying().(type) {
 	case *types.Basic:
 		switch {
 		case u.Info()&types.IsComplex != 0:
-			return at("encoding/json cannot encode " + u.Name())
+			at("encoding/json cannot encode " + u.Name())
 		case u.Kind() == types.UnsafePointer:
-			return at("unsafe.Pointer cannot be stored")
+			at("unsafe.Pointer cannot be stored")
 		}
-		return ""
 	case *types.Pointer:
-		return pi.storableAt(u.Elem(), path, seen)
+		pi.storableAt(u.Elem(), path, seen, msgs)
 	case *types.Slice:
-		return pi.storableAt(u.Elem(), path+"[]", seen)
+		pi.storableAt(u.Elem(), path+"[]", seen, msgs)
 	case *types.Array:
-		return pi.storableAt(u.Elem(), path+"[]", seen)
+		pi.storableAt(u.Elem(), path+"[]", seen, msgs)
 	case *types.Map:
 		k := u.Key()
 		if m, _ := implements(k, w.textMarshaler); !m {
 			if b, ok := k.Underlying().(*types.Basic); !ok || b.Info()&(types.IsString|types.IsInteger) == 0 {
-				return at("map key " + pi.typeString(k) + " is not a string, an integer or an encoding.TextMarshaler")
+				at("map key " + pi.typeString(k) + " is not a string, an integer or an encoding.TextMarshaler")
+				return
 			}
 		}
-		return pi.storableAt(u.Elem(), path+"[]", seen)
+		pi.storableAt(u.Elem(), path+"[]", seen, msgs)
 	case *types.Struct:
 		for i := 0; i < u.NumFields(); i++ {
 			f := u.Field(i)
@@ -72,7 +74,7 @@ func (pi *pkgInfo) storableAt(t types.Type, path string, seen map[types.Type]boo
 			name, opts, _ := strings.Cut(tag, ",")
 			if name == "-" && opts == "" {
 				if f.Exported() {
-					return fp + ": tagged json:\"-\", so encoding/json drops it (untag it or return it separately)"
+					*msgs = append(*msgs, fp+": tagged json:\"-\", so encoding/json drops it (untag it or return it separately)")
 				}
 				continue
 			}
@@ -80,29 +82,28 @@ func (pi *pkgInfo) storableAt(t types.Type, path string, seen map[types.Type]boo
 				if f.Name() == "_" {
 					continue
 				}
-				return fp + ": unexported field, encoding/json drops it (export it or implement json.Marshaler and json.Unmarshaler)"
+				*msgs = append(*msgs, fp+": unexported field, encoding/json drops it (export it or implement json.Marshaler and json.Unmarshaler)")
+				continue
 			}
 			if strings.Contains(","+opts+",", ",omitempty,") {
 				switch f.Type().Underlying().(type) {
 				case *types.Slice, *types.Map:
-					return fp + ": omitempty turns an empty " + pi.typeString(f.Type()) + " into nil on replay (use omitzero)"
+					*msgs = append(*msgs, fp+": omitempty turns an empty "+pi.typeString(f.Type())+" into nil on replay (use omitzero)")
 				}
 			}
-			if msg := pi.storableAt(f.Type(), fp, seen); msg != "" {
-				return msg
-			}
+			pi.storableAt(f.Type(), fp, seen, msgs)
 		}
-		return ""
 	case *types.Interface:
-		return at("interface " + pi.typeString(t) + " cannot be decoded to its dynamic type")
+		at("interface " + pi.typeString(t) + " cannot be decoded to its dynamic type")
 	case *types.Signature:
-		return at("func values cannot be stored")
+		at("func values cannot be stored")
 	case *types.Chan:
-		return at("channels cannot be stored")
+		at("channels cannot be stored")
 	case *types.TypeParam:
-		return at("type parameters are not supported")
+		at("type parameters are not supported")
+	default:
+		at("type " + pi.typeString(t) + " cannot be stored")
 	}
-	return at("type " + pi.typeString(t) + " cannot be stored")
 }
 
 func isStruct(t types.Type) bool {

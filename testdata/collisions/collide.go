@@ -23,7 +23,7 @@ var runs atomic.Int64
 
 // Pay uses the names of the wrapper's locals as parameters.
 //
-//idem:
+//idem:on_duplicate=return
 func Pay(ctx2 ctxpkg.Context, g string, c int, x bool, r []string, err string, ctx int) (int64, error) {
 	return runs.Add(1), nil
 }

@@ -1,4 +1,5 @@
-// Package defaults: a directive with no options; the key is every
+// Package defaults: only default values (gofmt needs an option after
+// //idem:, so ttl=24h, the default, is spelled out); the key is every
 // parameter but the context, and a running duplicate gets ErrInProgress.
 package defaults
 
@@ -22,7 +23,7 @@ var (
 
 // GetQuote prices qty units of symbol.
 //
-//idem:
+//idem:ttl=24h
 func GetQuote(ctx context.Context, symbol string, qty int) (Quote, error) {
 	runs.Add(1)
 	if block.Load() {

@@ -13,7 +13,7 @@ var runs atomic.Int64
 
 // Crop returns the cropped bounds.
 //
-//idem:
+//idem:on_duplicate=return
 func Crop(ctx context.Context, r image.Rectangle, at image.Point, bg color.RGBA) (image.Rectangle, error) {
 	runs.Add(1)
 	return r.Add(at), nil

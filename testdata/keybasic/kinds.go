@@ -45,7 +45,7 @@ type Basics struct {
 
 // Record stores a row.
 //
-//idem:
+//idem:on_duplicate=return
 func Record(ctx context.Context, b Basics, n int, f float64, c Currency, d time.Duration, at time.Time) (int64, error) {
 	return runs.Add(1), nil
 }

@@ -26,7 +26,7 @@ type Shape struct {
 
 // Draw renders a shape.
 //
-//idem:
+//idem:on_duplicate=return
 func Draw(ctx context.Context, s Shape, ids []string, tags map[string]string, p *Point, arr [2]Point) (int64, error) {
 	return runs.Add(1), nil
 }

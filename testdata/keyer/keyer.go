@@ -53,7 +53,7 @@ type Order struct {
 
 // Notify emails a cart summary.
 //
-//idem:
+//idem:on_duplicate=return
 func Notify(ctx context.Context, o Order, who Identity, cc *Email) (int64, error) {
 	return runs.Add(1), nil
 }

@@ -38,7 +38,7 @@ type Request struct {
 
 // Allow admits a request.
 //
-//idem:
+//idem:on_duplicate=return
 func Allow(ctx context.Context, r Request, prefix netip.Prefix) (int64, error) {
 	return runs.Add(1), nil
 }

@@ -40,7 +40,7 @@ type Mailer struct{ sent atomic.Int64 }
 
 // Send is a method of another type: another wrapper type.
 //
-//idem:
+//idem:on_duplicate=return
 func (m *Mailer) Send(ctx context.Context, to string) error {
 	m.sent.Add(1)
 	return nil

@@ -17,7 +17,7 @@ func (Cache) Fill(ctx context.Context) (time.Duration, error) {
 
 // Load is a second method of Repo, in another file.
 //
-//idem:
+//idem:on_duplicate=return
 func (r *Repo) Load(ctx context.Context, id string) ([]byte, error) {
 	runs.Add(1)
 	return []byte(r.name + id), nil

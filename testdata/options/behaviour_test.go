@@ -56,4 +56,3 @@ func TestOptions(t *testing.T) {
 		t.Errorf("on_duplicate=raise: %v", err)
 	}
 }
-

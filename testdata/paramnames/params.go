@@ -14,7 +14,7 @@ type Item struct{ ID string }
 
 // Store has unnamed parameters.
 //
-//idem:
+//idem:on_duplicate=return
 func Store(context.Context, string, int) error {
 	runs.Add(1)
 	return nil
@@ -22,7 +22,7 @@ func Store(context.Context, string, int) error {
 
 // Blank has blank parameters.
 //
-//idem:
+//idem:on_duplicate=return
 func Blank(_ context.Context, _ string, n int) (int, error) {
 	runs.Add(1)
 	return n, nil
@@ -30,7 +30,7 @@ func Blank(_ context.Context, _ string, n int) (int, error) {
 
 // Shadow names parameters after things the wrapper must refer to.
 //
-//idem:
+//idem:on_duplicate=return
 func Shadow(Shadow string, Item Item, len int, string string, int64 []int) (*Item, error) {
 	runs.Add(1)
 	return &Item, nil

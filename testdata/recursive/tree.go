@@ -28,7 +28,7 @@ type B struct {
 
 // Walk visits a tree.
 //
-//idem:
+//idem:on_duplicate=return
 func Walk(ctx context.Context, t *Tree, l List, a A) (int64, error) {
 	return runs.Add(1), nil
 }

@@ -15,7 +15,7 @@ var runs atomic.Int64
 
 type Money struct{ units int64 }
 
-func (m Money) MarshalJSON() ([]byte, error) { return json.Marshal(m.units) }
+func (m Money) MarshalJSON() ([]byte, error)  { return json.Marshal(m.units) }
 func (m *Money) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &m.units) }
 
 type Meta struct {

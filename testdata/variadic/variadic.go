@@ -16,7 +16,7 @@ func Tag(item string, labels ...string) ([]string, error) {
 
 // Log writes a line, once.
 //
-//idem:
+//idem:on_duplicate=return
 func Log(format string, args ...int) error {
 	logged.Add(1)
 	return nil

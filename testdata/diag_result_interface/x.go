@@ -1,0 +1,13 @@
+package p
+
+import "context"
+
+type Res struct{ Data any }
+
+// F returns a struct holding an interface; G an error value.
+//
+//idem:ttl=1h
+func F(ctx context.Context) (Res, error) { return Res{}, nil }
+
+//idem:ttl=1h
+func G(ctx context.Context) (error, error) { return nil, nil }
