@@ -7,9 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -177,10 +177,16 @@ func (s *Store) syncDir(dir string) error {
 // read loads the key's record. ok is false when there is no record file.
 // It needs no lock: records are only ever replaced by rename, so a reader
 // sees a whole old or a whole new file. An undecodable file is an error
-// wrapping idem.ErrCorruptRecord, never "absent".
+// wrapping idem.ErrCorruptRecord, never "absent". key == "" (Cleanup, which
+// knows only the file name) checks the stored key against the name's hash.
 func (s *Store) read(p *paths, key string) (r idem.Record, ok bool, err error) {
-	b, err := readFile(p.rec)
-	if errors.Is(err, os.ErrNotExist) {
+	bp := readBufs.Get().(*[]byte)
+	b, err := readFile(p.rec, (*bp)[:0])
+	if cap(b) <= 64<<10 { // do not pin a rare huge buffer
+		*bp = b[:0]
+		defer readBufs.Put(bp)
+	}
+	if err == syscall.ENOENT {
 		return r, false, nil
 	}
 	if err != nil {
@@ -192,35 +198,40 @@ func (s *Store) read(p *paths, key string) (r idem.Record, ok bool, err error) {
 	}
 	// A file under another key's name (copied, or an editor's work) must
 	// not answer for this key.
-	if sha256.Sum256([]byte(r.Key)) != p.sum {
+	if key != "" && r.Key != key || key == "" && sha256.Sum256([]byte(r.Key)) != p.sum {
 		return r, false, fmt.Errorf("filestore: record file %s holds key %q, which does not hash to its name: %w", p.rec, r.Key, idem.ErrCorruptRecord)
 	}
 	return r, true, nil
 }
 
-// readFile is os.ReadFile without the Stat: records are small.
-func readFile(name string) ([]byte, error) {
-	f, err := os.Open(name)
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// readFile reads a whole file into buf with raw system calls: os.Open
+// would add an fstat and an allocation to every replay.
+func readFile(name string, buf []byte) ([]byte, error) {
+	fd, err := openRetry(name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return buf, err
 	}
-	defer f.Close()
-	b := make([]byte, 0, 512)
+	defer syscall.Close(fd)
 	for {
-		n, err := f.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
+		if len(buf) == cap(buf) {
+			if len(buf) >= maxRecordSize {
+				return buf, fmt.Errorf("%w: larger than %d bytes", idem.ErrCorruptRecord, maxRecordSize)
+			}
+			buf = append(buf, make([]byte, len(buf))...)[:len(buf)]
+		}
+		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
+		if err == syscall.EINTR {
+			continue
 		}
 		if err != nil {
-			return nil, err
+			return buf, err
 		}
-		if len(b) == cap(b) {
-			if len(b) >= maxRecordSize {
-				return nil, fmt.Errorf("%w: larger than %d bytes", idem.ErrCorruptRecord, maxRecordSize)
-			}
-			b = append(b, 0)[:len(b)]
+		if n == 0 {
+			return buf, nil
 		}
+		buf = buf[:len(buf)+n]
 	}
 }
 
