@@ -43,7 +43,9 @@
 // request was not processed; WithRecordIf sets the rule. A handler panic releases the key and
 // is re-panicked for net/http to handle. The handler runs with a context
 // that carries the claim's fence (idem.FenceFrom) and is canceled with cause
-// idem.ErrLeaseLost if the lease is lost while it runs.
+// idem.ErrLeaseLost if the lease is lost while it runs; it is not canceled
+// when the client disconnects (WithClientCancel), because the client will
+// retry and should then get the outcome of a request that ran to the end.
 //
 // Because the response is buffered until the handler returns, streaming
 // responses (Flush, Hijack, server-sent events) do not work behind the

@@ -126,8 +126,12 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	kb.ID(key)
 	m.fingerprint(c.Payload(), r, body)
 
+	ctx := r.Context()
+	if !m.cfg.clientCancel {
+		ctx = context.WithoutCancel(ctx)
+	}
 	ran := false
-	resp, err := idem.Do(r.Context(), c, func(ctx context.Context) (*response, error) {
+	resp, err := idem.Do(ctx, c, func(ctx context.Context) (*response, error) {
 		ran = true
 		r2 := r.WithContext(ctx)
 		r2.Body = io.NopCloser(bytes.NewReader(body))

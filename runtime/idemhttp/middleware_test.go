@@ -714,3 +714,35 @@ func TestHandlerSeesFenceAndBody(t *testing.T) {
 		t.Errorf("replay of 204: %+v", got)
 	}
 }
+
+// TestClientDisconnect: by default a client that gives up does not cancel
+// the guarded handler, so its retry replays the finished outcome; with
+// WithClientCancel the handler sees the cancellation.
+func TestClientDisconnect(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		opts         []idemhttp.Option
+		wantCanceled bool
+	}{{"default detaches", nil, false}, {"WithClientCancel", []idemhttp.Option{idemhttp.WithClientCancel()}, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var canceled atomic.Bool
+			a := &app{hook: func(w http.ResponseWriter, r *http.Request) {
+				select {
+				case <-r.Context().Done():
+					canceled.Store(true)
+				case <-time.After(50 * time.Millisecond):
+				}
+			}}
+			h := newMW(t, idem.NewGuard(idem.NewMemoryStore()), tc.opts...).Handler(a)
+			ctx, cancel := context.WithCancel(context.Background())
+			r := httptest.NewRequest("POST", "/p", nil).WithContext(ctx)
+			r.Header.Set("Idempotency-Key", "k")
+			r.Header.Set("X-Client", "a")
+			time.AfterFunc(5*time.Millisecond, cancel) // the client gives up
+			h.ServeHTTP(httptest.NewRecorder(), r)
+			if canceled.Load() != tc.wantCanceled {
+				t.Errorf("handler saw cancellation: %v, want %v", canceled.Load(), tc.wantCanceled)
+			}
+		})
+	}
+}

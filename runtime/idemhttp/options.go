@@ -49,6 +49,7 @@ type config struct {
 	maxRequest    int64
 	maxResponse   int64
 	record        func(status int) bool
+	clientCancel  bool
 	retryAfter    time.Duration
 	replayHeader  string
 	problemPrefix string
@@ -239,6 +240,17 @@ func WithWaitInFlight(d time.Duration) Option {
 		c.wait = d
 		return nil
 	}
+}
+
+// WithClientCancel passes the client's cancellation through to the
+// handler, as plain net/http does. By default the guarded handler runs
+// with a context that is not canceled when the client disconnects or
+// times out: the client is expected to retry with the same key, and the
+// retry should find the outcome of a request that ran to completion, not
+// one abandoned halfway. (The context keeps the request's values; the
+// lease and the fence work as usual.)
+func WithClientCancel() Option {
+	return func(c *config) error { c.clientCancel = true; return nil }
 }
 
 // WithRetryAfter sets the Retry-After of 409 and 503 responses (default
