@@ -76,7 +76,15 @@ func (e *emitter) typ(t types.Type) jen.Code {
 		if obj.Pkg() == nil {
 			return jen.Id(obj.Name()) // error
 		}
-		return e.qual(obj.Pkg(), obj.Name())
+		q := e.qual(obj.Pkg(), obj.Name())
+		if args := t.TypeArgs(); args.Len() > 0 {
+			list := make([]jen.Code, args.Len())
+			for i := range list {
+				list[i] = e.typ(args.At(i))
+			}
+			q.Index(jen.List(list...))
+		}
+		return q
 	case *types.Pointer:
 		return jen.Op("*").Add(e.typ(t.Elem()))
 	case *types.Slice:
