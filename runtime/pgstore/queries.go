@@ -10,8 +10,8 @@ import "strings"
 // It is STABLE, so one statement sees one instant and indexes can use it,
 // and unlike now() it is not frozen at the start of a caller's transaction.
 type queries struct {
-	claim, heartbeat, finish, doneInTx, doneInTxData string
-	get, del, waitCheck, completeInTx, cleanup       string
+	claim, heartbeat, finish, doneInTx, doneInTxData    string
+	get, del, waitCheck, waitArm, completeInTx, cleanup string
 }
 
 // claimable(x, ts): the row may be claimed — released, no longer live, or
@@ -50,7 +50,9 @@ func buildQueries(n names) queries {
 		state = 1, owner = excluded.owner, fence = r.fence + 1, fingerprint = excluded.fingerprint,
 		result = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at,
 		updated_at = excluded.updated_at, completed_in_tx = false, format = 1,
-		took_over = (r.state = 1 AND r.expires_at > excluded.updated_at)
+		took_over = (r.state = 1 AND r.expires_at > excluded.updated_at),
+		-- waiters of a taken-over owner still wait for the key
+		waiters = (r.waiters AND r.state = 1 AND r.expires_at > excluded.updated_at)
 	WHERE ` + claimable("r", "excluded.updated_at") + `
 	RETURNING fence, lease_until, took_over
 )
@@ -79,9 +81,9 @@ WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1`),
 		expires_at = coalesce($7::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond',
 		updated_at = coalesce($7::timestamptz, statement_timestamp())
 	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1
-	RETURNING key
+	RETURNING key, waiters
 )
-SELECT 1::smallint FROM u, pg_notify($8, md5(u.key)) AS n
+SELECT 1::smallint FROM u WHERE CASE WHEN u.waiters THEN pg_notify($8, md5(u.key)) IS NOT NULL ELSE true END
 UNION ALL
 SELECT CASE WHEN r.result = $5 THEN 2 ELSE 3 END::smallint FROM {T} r
 WHERE r.key = $1 AND r.owner = $2 AND r.fence = $3 AND r.state = 2 AND r.completed_in_tx
@@ -97,11 +99,15 @@ WHERE r.key = $1 AND r.owner = $2 AND r.fence = $3 AND r.state = 2 AND r.complet
 	coalesce($2::timestamptz, statement_timestamp())
 FROM {T} WHERE key = $1`),
 
-		del: sub(`WITH d AS (DELETE FROM {T} WHERE key = $1 RETURNING key)
-SELECT 1 FROM d, pg_notify($2, md5(d.key)) AS n`),
+		del: sub(`WITH d AS (DELETE FROM {T} WHERE key = $1 RETURNING key, waiters)
+SELECT 1 FROM d WHERE CASE WHEN d.waiters THEN pg_notify($2, md5(d.key)) IS NOT NULL ELSE true END`),
 
-		waitCheck: sub(`SELECT state, lease_until, expires_at, coalesce($2::timestamptz, statement_timestamp())
+		waitCheck: sub(`SELECT state, owner, fence, waiters, lease_until, expires_at, coalesce($2::timestamptz, statement_timestamp())
 FROM {T} WHERE key = $1`),
+
+		// A waiter marks the in-progress record it read (same owner and
+		// fence), so whoever finishes it NOTIFYs.
+		waitArm: sub(`UPDATE {T} SET waiters = true WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1`),
 
 		// Transactional completion: the same fenced CAS as Complete, run
 		// in the caller's transaction. The NOTIFY is delivered only if
@@ -111,9 +117,9 @@ FROM {T} WHERE key = $1`),
 		expires_at = coalesce($6::timestamptz, statement_timestamp()) + $5::bigint * interval '1 microsecond',
 		updated_at = coalesce($6::timestamptz, statement_timestamp())
 	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1
-	RETURNING key
+	RETURNING key, waiters
 )
-SELECT 1 FROM u, pg_notify($7, md5(u.key)) AS n`),
+SELECT 1 FROM u WHERE CASE WHEN u.waiters THEN pg_notify($7, md5(u.key)) IS NOT NULL ELSE true END`),
 
 		// Retention: one batch. SKIP LOCKED lets many cleaners (and live
 		// traffic) run at once: a row another cleaner or a claim has

@@ -18,9 +18,13 @@ import (
 const unhealthyPoll = 50 * time.Millisecond
 
 // listener holds the store's one LISTEN connection and fans notifications
-// out to the waiters of this process. Finishing writes (Complete, Fail,
-// Release, Delete, CompleteInTx) NOTIFY the table's channel with md5(key)
-// as the payload: fixed size, within NOTIFY's 8000-byte limit for any key.
+// out to the waiters of this process. A waiter marks the record it waits
+// on (records.waiters); finishing writes (Complete, Fail, Release, Delete,
+// CompleteInTx) of a marked record NOTIFY the table's channel with
+// md5(key) as the payload: fixed size, within NOTIFY's 8000-byte limit for
+// any key. Unmarked records finish without NOTIFY, because a NOTIFYing
+// commit holds a cluster-wide lock across its WAL flush, which would
+// serialize every completion in the database.
 type listener struct {
 	s      *Store
 	ctx    context.Context
@@ -208,27 +212,45 @@ func (s *Store) Wait(ctx context.Context, key string) error {
 }
 
 // waitCheck reads the record: done when it is not a live in-progress
-// record, otherwise how long its lease has left by the database clock.
+// record, otherwise how long its lease has left by the database clock. It
+// marks the record as waited on (once) so that finishing it sends a
+// NOTIFY; finishing writes skip the NOTIFY when nobody waits.
 func (s *Store) waitCheck(ctx context.Context, key string) (time.Duration, bool, error) {
 	c, err := s.acquire(ctx, "wait")
 	if err != nil {
 		return 0, false, err
 	}
 	defer c.Release()
-	var (
-		state                      int16
-		leaseUntil, expiresAt, now time.Time
-	)
-	err = c.QueryRow(ctx, s.q.waitCheck, key, s.ts()).Scan(&state, &leaseUntil, &expiresAt, &now)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, true, nil
+	for {
+		var (
+			state                      int16
+			owner                      []byte
+			fence                      int64
+			waiters                    bool
+			leaseUntil, expiresAt, now time.Time
+		)
+		err = c.QueryRow(ctx, s.q.waitCheck, key, s.ts()).Scan(&state, &owner, &fence, &waiters, &leaseUntil, &expiresAt, &now)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, true, nil
+		}
+		if err != nil {
+			return 0, false, s.wrap(ctx, "wait", key, err)
+		}
+		if state != stInProgress || !now.Before(leaseUntil) || !now.Before(expiresAt) {
+			return 0, true, nil
+		}
+		if !waiters {
+			// Compare-and-set on the owner and fence just read: if the
+			// record finished or changed hands in between, read again.
+			tag, err := c.Exec(ctx, s.q.waitArm, key, owner, fence)
+			if err != nil {
+				return 0, false, s.wrap(ctx, "wait", key, err)
+			}
+			if tag.RowsAffected() == 0 {
+				continue
+			}
+		}
+		// Wake just after the lease ends so the re-read sees it expired.
+		return leaseUntil.Sub(now) + time.Millisecond, false, nil
 	}
-	if err != nil {
-		return 0, false, s.wrap(ctx, "wait", key, err)
-	}
-	if state != stInProgress || !now.Before(leaseUntil) || !now.Before(expiresAt) {
-		return 0, true, nil
-	}
-	// Wake just after the lease ends so the re-read sees it expired.
-	return leaseUntil.Sub(now) + time.Millisecond, false, nil
 }

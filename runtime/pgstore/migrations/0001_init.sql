@@ -33,6 +33,10 @@ CREATE TABLE IF NOT EXISTS {{table}} (
     updated_at      timestamptz NOT NULL,
     -- the current ownership took over an expired lease
     took_over       boolean     NOT NULL DEFAULT false,
+    -- a Wait in some process is blocked on this in-progress record: finishing
+    -- it must NOTIFY. Without waiters no NOTIFY is sent, because a NOTIFYing
+    -- commit takes a cluster-wide lock that serializes such commits.
+    waiters         boolean     NOT NULL DEFAULT false,
     -- completed by pgstore.CompleteInTx inside the caller's transaction
     completed_in_tx boolean     NOT NULL DEFAULT false,
     -- row format; a binary that finds a newer one refuses to read it

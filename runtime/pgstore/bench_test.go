@@ -1,0 +1,246 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// runConc runs op n times split over conc goroutines and returns the wall
+// time per op.
+func runConc(n, conc int, op func(i int) error) (time.Duration, error) {
+	var next atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range conc {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := op(i); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	if err, _ := firstErr.Load().(error); err != nil {
+		return 0, err
+	}
+	return el / time.Duration(max(n, 1)), nil
+}
+
+// benchVsRaw measures the store path and a raw single-statement pgx round
+// trip in the same run, interleaved in rounds so drift hits both, and
+// reports both per-op times and raw/store as "x_raw" (1.0 = as fast as
+// the raw statement).
+func benchVsRaw(b *testing.B, conc int, raw, store func(i int) error) {
+	const rounds = 4
+	per := max(b.N/rounds, conc)
+	var rawT, storeT time.Duration
+	base := 0
+	b.ResetTimer()
+	for range rounds {
+		d, err := runConc(per, conc, func(i int) error { return raw(base + i) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		rawT += d
+		d, err = runConc(per, conc, func(i int) error { return store(base + i) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		storeT += d
+		base += per
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(rawT.Nanoseconds())/rounds/1e3, "raw_µs/op")
+	b.ReportMetric(float64(storeT.Nanoseconds())/rounds/1e3, "store_µs/op")
+	b.ReportMetric(float64(rawT)/float64(storeT), "x_raw")
+}
+
+func benchPool(b *testing.B) *pgxpool.Pool {
+	return newPool(b, func(c *pgxpool.Config) { c.MaxConns = 32; c.MinConns = 32 })
+}
+
+// rawTable is the baseline's table: the same key/bytea shape as records.
+func rawTable(b *testing.B, s *Store) string {
+	t := pgx.Identifier{s.n.schema, "raw"}.Sanitize()
+	if _, err := s.pool.Exec(context.Background(), "CREATE TABLE "+t+" (key text COLLATE \"C\" PRIMARY KEY, data bytea)"); err != nil {
+		b.Fatal(err)
+	}
+	return t
+}
+
+var benchSpec = idem.Spec{Name: "bench.Charge", TTL: time.Hour, Lease: 30 * time.Second}
+
+func benchCall(ctx context.Context, g *idem.Guard, key string) (string, error) {
+	c := g.Begin(&benchSpec)
+	c.Key().String(key)
+	return idem.Do(ctx, c, func(context.Context) (string, error) { return "receipt-0001", nil })
+}
+
+// BenchmarkReplay: a duplicate through Guard + Do (one claim statement that
+// finds the completed row) vs a raw primary-key SELECT of the same bytes.
+func BenchmarkReplay(b *testing.B) {
+	for _, conc := range []int{1, 32} {
+		b.Run(fmt.Sprint("callers=", conc), func(b *testing.B) {
+			pool := benchPool(b)
+			s := newStore(b, pool)
+			raw := rawTable(b, s)
+			g := idem.NewGuard(s)
+			ctx := context.Background()
+			const keys = 256
+			for i := range keys {
+				k := fmt.Sprint("order-", i)
+				if _, err := benchCall(ctx, g, k); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", k, []byte(`"receipt-0001"`)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
+			// Warm every connection's statement cache.
+			runConc(4*32, 32, func(i int) error { //nolint:errcheck
+				var d []byte
+				pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d) //nolint:errcheck
+				_, err := benchCall(ctx, g, fmt.Sprint("order-", i%keys))
+				return err
+			})
+			benchVsRaw(b, conc,
+				func(i int) error {
+					var d []byte
+					return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
+				},
+				func(i int) error {
+					_, err := benchCall(ctx, g, fmt.Sprint("order-", i%keys))
+					return err
+				})
+		})
+	}
+}
+
+// BenchmarkFirstExecution: a new key through Guard + Do (claim + complete,
+// two committed writes) vs a raw single-statement INSERT (one committed
+// write): the cheapest durable record of anything.
+func BenchmarkFirstExecution(b *testing.B) {
+	for _, conc := range []int{1, 32} {
+		b.Run(fmt.Sprint("callers=", conc), func(b *testing.B) {
+			pool := benchPool(b)
+			s := newStore(b, pool)
+			raw := rawTable(b, s)
+			g := idem.NewGuard(s)
+			ctx := context.Background()
+			rawSQL := "INSERT INTO " + raw + " VALUES ($1, $2)"
+			data := []byte(`"receipt-0001"`)
+			runConc(4*32, 32, func(i int) error { //nolint:errcheck
+				pool.Exec(ctx, rawSQL, fmt.Sprint("warm-", i), data) //nolint:errcheck
+				_, err := benchCall(ctx, g, fmt.Sprint("warm-", i))
+				return err
+			})
+			benchVsRaw(b, conc,
+				func(i int) error {
+					_, err := pool.Exec(ctx, rawSQL, fmt.Sprint("k-", i), data)
+					return err
+				},
+				func(i int) error {
+					_, err := benchCall(ctx, g, fmt.Sprint("k-", i))
+					return err
+				})
+		})
+	}
+}
+
+// BenchmarkWaitWakeup: how long after the owner's Complete returns (its
+// commit, which delivers the NOTIFY) a blocked Wait returns, and the same
+// measured from the start of Complete. Poll interval 10s, so every wake-up
+// is a notification.
+func BenchmarkWaitWakeup(b *testing.B) {
+	pool := newPool(b, func(c *pgxpool.Config) { c.MaxConns = 4 })
+	s := newStore(b, pool, WithPollInterval(10*time.Second))
+	ctx := context.Background()
+	// Start the listener.
+	wctx, cancel := context.WithTimeout(ctx, time.Millisecond)
+	s.Wait(wctx, "none") //nolint:errcheck
+	cancel()
+	for !s.lis.up.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	afterCommit := make([]time.Duration, 0, b.N)
+	fromStart := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		key := fmt.Sprint("w-", i)
+		owner := token(byte(i))
+		res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: owner, Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+		if err != nil {
+			b.Fatal(err)
+		}
+		woke := make(chan time.Time, 1)
+		go func() {
+			if err := s.Wait(ctx, key); err != nil {
+				b.Error(err)
+			}
+			woke <- time.Now()
+		}()
+		time.Sleep(3 * time.Millisecond) // let the waiter block
+		start := time.Now()
+		if err := s.Complete(ctx, idem.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}, idem.Result{Data: []byte("1")}); err != nil {
+			b.Fatal(err)
+		}
+		done := time.Now()
+		w := <-woke
+		afterCommit = append(afterCommit, max(w.Sub(done), 0))
+		fromStart = append(fromStart, w.Sub(start))
+	}
+	b.StopTimer()
+	pct := func(d []time.Duration, p float64) float64 {
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		return float64(d[int(p*float64(len(d)-1))].Microseconds()) / 1e3
+	}
+	b.ReportMetric(pct(afterCommit, 0.50), "p50_ms")
+	b.ReportMetric(pct(afterCommit, 0.99), "p99_ms")
+	b.ReportMetric(pct(fromStart, 0.50), "p50_from_complete_ms")
+	b.ReportMetric(pct(fromStart, 0.99), "p99_from_complete_ms")
+}
+
+// BenchmarkCleanup1M: Cleanup (batches of 5000) of 1,000,000 expired rows,
+// generated with generate_series. Run it once: -benchtime=1x.
+func BenchmarkCleanup1M(b *testing.B) {
+	const rows = 1_000_000
+	pool := newPool(b, nil)
+	s := newStore(b, pool)
+	ctx := context.Background()
+	var total time.Duration
+	for range b.N {
+		b.StopTimer()
+		seedRows(b, s, "exp-", rows, "-1 minute", "-2 minutes")
+		if _, err := pool.Exec(ctx, "VACUUM ANALYZE "+s.Table()); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		n, err := s.Cleanup(ctx)
+		total += time.Since(start)
+		if err != nil || n != rows {
+			b.Fatalf("Cleanup: %d rows, %v", n, err)
+		}
+	}
+	b.ReportMetric(total.Seconds()/float64(b.N), "s/cleanup")
+	b.ReportMetric(float64(rows*b.N)/total.Seconds(), "rows/s")
+}
