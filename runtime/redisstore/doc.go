@@ -56,7 +56,10 @@
 //
 // The record key is the prefix followed by the store key in a hash tag,
 // "<prefix>{<key>}", and its channel is "<prefix>{<key>}:done", so both
-// map to one slot and every script touches a single key. Notifications use
+// map to one slot. Keys of ordered functions already carry the entity's
+// tag ("…:{<entity>}:…"); they are stored as "<prefix>=<key>" so that a
+// call and its entity's order record (read and advanced by the same claim
+// script) share a slot. Every other script touches a single key. Notifications use
 // classic PUBLISH, which a Cluster forwards to every node, so the one
 // subscription connection (to any node) hears all of them. The prefix may
 // not contain braces.

@@ -48,9 +48,12 @@ local function note(st, fence)
 end
 `
 
-// claimScript: KEYS[1] record; ARGV owner, fingerprint, lease µs, ttl µs,
-// channel, op id. Returns {status, fence, lease µs[, value]} with status an
-// idem.ClaimStatus, or {0, reason} for a record it cannot read.
+// claimScript: KEYS[1] record[, KEYS[2] the entity's order record]; ARGV
+// owner, fingerprint, lease µs, ttl µs, channel, op id[, order time µs,
+// grace µs, override 0/1]. Returns {status, fence, lease µs[, value]} with
+// status an idem.ClaimStatus ({7, fence, last accepted µs} when out of
+// order), or {0, reason} for a record it cannot read. The order record is
+// "o1:<last accepted µs>", kept max(lease, ttl) after its last advance.
 var claimScript = redis.NewScript(luaCommon + `
 local now = now_us()
 local v = redis.pcall('GET', KEYS[1])
@@ -74,6 +77,20 @@ if v then
       return {r.st + 2, r.fence, 0, v}
     end
   end
+end
+if #KEYS > 1 then
+  local at, grace = tonumber(ARGV[7]), tonumber(ARGV[8])
+  local ov = redis.pcall('GET', KEYS[2])
+  if ov then
+    if type(ov) == 'table' then return {0, 'cannot read the order record: ' .. tostring(ov.err)} end
+    local last = string.match(ov, '^o1:(%-?%d+)$')
+    if not last then return {0, 'the order record ' .. KEYS[2] .. ' is not an idem order record'} end
+    last = tonumber(last)
+    if ARGV[9] ~= '1' and at < last - grace then return {7, fence, last} end
+    if last > at then at = last end
+  end
+  local keep = math.max(tonumber(ARGV[3]), tonumber(ARGV[4]))
+  redis.call('SET', KEYS[2], 'o1:' .. string.format('%.0f', at), 'PX', px(now + keep, now))
 end
 fence = fence + 1
 local lease = now + tonumber(ARGV[3])

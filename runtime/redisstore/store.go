@@ -92,10 +92,46 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 // waiters with an error. It does not close the Redis client.
 func (s *Store) Close() error { return s.hub.close() }
 
-// RecordKey is the Redis key that holds key's record: the prefix and the
-// store key in a hash tag, so that in a Cluster the record and its
-// notification channel (RecordKey + ":done") map to one slot.
-func (s *Store) RecordKey(key string) string { return s.prefix + "{" + key + "}" }
+// RecordKey is the Redis key that holds key's record. A store key that
+// carries its own hash tag (the Guard tags the keys of ordered functions
+// with their entity, "…:{<entity>}:…", so a call and its entity's order
+// record share a slot) becomes "<prefix>=<key>"; any other key is wrapped
+// in one, "<prefix>{<key>}". Either way the record and its notification
+// channel (RecordKey + ":done") map to one Cluster slot, and the first byte
+// after the prefix keeps the mapping one-to-one.
+func (s *Store) RecordKey(key string) string {
+	if hasTag(key) {
+		return s.prefix + "=" + key
+	}
+	return s.prefix + "{" + key + "}"
+}
+
+// storeKey inverts RecordKey; ok is false for a Redis key that is not one
+// of this store's record keys.
+func (s *Store) storeKey(rk string) (key string, ok bool) {
+	k, found := strings.CutPrefix(rk, s.prefix)
+	switch {
+	case !found || k == "":
+	case k[0] == '=' && hasTag(k[1:]):
+		return k[1:], true
+	case k[0] == '{' && len(k) >= 2 && k[len(k)-1] == '}' && !hasTag(k[1:len(k)-1]):
+		return k[1 : len(k)-1], true
+	}
+	return "", false
+}
+
+// hasTag reports whether Redis Cluster would hash key by a tag: a '{'
+// followed later by a '}' with at least one byte between them.
+func hasTag(key string) bool {
+	i := strings.IndexByte(key, '{')
+	return i >= 0 && strings.IndexByte(key[i+1:], '}') > 0
+}
+
+// SupportsOrdering implements idem.Orderer: a claim with an OrderClaim
+// checks and advances the entity's order record in the same script. In a
+// Cluster the call's key and the order key must share a hash tag, as the
+// Guard's keys do.
+func (s *Store) SupportsOrdering() bool { return true }
 
 func channelOf(recordKey string) string { return recordKey + ":done" }
 
@@ -113,8 +149,17 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		return idem.ClaimResult{}, err
 	}
 	rk := s.RecordKey(req.Key)
-	res, err := claimScript.Run(ctx, s.rdb, []string{rk},
-		req.Owner[:], req.Fingerprint[:], micro(req.Lease), micro(req.TTL), channelOf(rk), s.op()).Slice()
+	keys := []string{rk}
+	args := []any{req.Owner[:], req.Fingerprint[:], micro(req.Lease), micro(req.TTL), channelOf(rk), s.op()}
+	if o := req.Order; o.Key != "" {
+		override := 0
+		if o.Override {
+			override = 1
+		}
+		keys = append(keys, s.RecordKey(o.Key))
+		args = append(args, o.At.UnixMicro(), micro(o.Grace), override)
+	}
+	res, err := claimScript.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
 		return idem.ClaimResult{}, s.wrap(ctx, "claim", req.Key, err)
 	}
@@ -127,7 +172,7 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 	}
 	fence, err1 := replyInt(res, 1)
 	lease, err2 := replyInt(res, 2)
-	if err := errors.Join(err1, err2); err != nil || st > int64(idem.ClaimMismatch) {
+	if err := errors.Join(err1, err2); err != nil || st > int64(idem.ClaimOutOfOrder) {
 		return idem.ClaimResult{}, s.badReply("claim", req.Key, res, err)
 	}
 	out := idem.ClaimResult{Status: idem.ClaimStatus(st), Fence: uint64(fence)}
@@ -140,6 +185,8 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 			return idem.ClaimResult{}, corrupt(req.Key, "finished record without a header")
 		}
 		out.Result.Data = []byte(v[headerLen:])
+	case idem.ClaimOutOfOrder:
+		out.LastAccepted = time.UnixMicro(lease)
 	}
 	return out, nil
 }
