@@ -63,15 +63,16 @@ func (s *Store) cleanDir(ctx context.Context, dir string) (removed int, corrupt 
 	if err != nil {
 		return 0, nil, s.fsErr("listing directory", dir, err)
 	}
-	// Every key with any file here, once.
-	seen := make(map[string]bool, len(names))
+	// Every key with any file here, once, and whether it has a temp file.
+	keys := make(map[string]bool, len(names))
 	for _, name := range names {
 		ext := filepath.Ext(name)
 		h := strings.TrimSuffix(name, ext)
-		if (ext != recExt && ext != lockExt && ext != tmpExt) || !isHex(h, 64) || seen[h] {
-			continue
+		if (ext == recExt || ext == lockExt || ext == tmpExt) && isHex(h, 64) {
+			keys[h] = keys[h] || ext == tmpExt
 		}
-		seen[h] = true
+	}
+	for h, hasTmp := range keys {
 		if err := ctx.Err(); err != nil {
 			return removed, corrupt, fmt.Errorf("filestore: cleanup: %w", err)
 		}
@@ -80,7 +81,8 @@ func (s *Store) cleanDir(ctx context.Context, dir string) (removed int, corrupt 
 		if _, err := hex.Decode(p.sum[:], []byte(h)); err != nil {
 			continue
 		}
-		// Look without the lock first: most records are live.
+		// Look without the lock first: most records are live and have no
+		// temp file (one is left only by a crash mid-write).
 		r, ok, rerr := s.read(&p, "")
 		if errors.Is(rerr, idem.ErrCorruptRecord) {
 			corrupt = append(corrupt, rerr)
@@ -89,7 +91,7 @@ func (s *Store) cleanDir(ctx context.Context, dir string) (removed int, corrupt 
 		if rerr != nil {
 			return removed, corrupt, rerr
 		}
-		if ok && live(&r, s.now()) {
+		if ok && live(&r, s.now()) && !hasTmp {
 			continue
 		}
 		n, err := s.cleanKey(ctx, &p)
@@ -118,7 +120,12 @@ func (s *Store) cleanKey(ctx context.Context, p *paths) (int, error) {
 		return 0, err
 	}
 	if ok && live(&r, s.now()) {
-		return 0, nil // claimed again since we looked
+		// Live (or claimed again since we looked): only a crash's
+		// leftover temp file goes. No writer is mid-write: we hold the lock.
+		if err := os.Remove(p.tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, s.fsErr("removing temp record", p.tmp, err)
+		}
+		return 0, nil
 	}
 	n := 0
 	if ok {

@@ -481,9 +481,9 @@ func TestCleanup(t *testing.T) {
 			}
 		}
 	}
-	for _, f := range []string{orphan.lock, orphan.tmp} {
+	for _, f := range []string{orphan.lock, orphan.tmp, s.paths("long").tmp} {
 		if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("orphan %s not removed (%v)", f, err)
+			t.Errorf("leftover %s not removed (%v)", f, err)
 		}
 	}
 	for _, k := range []string{"long", "running"} {
