@@ -129,7 +129,7 @@ func TestSkewMargin(t *testing.T) {
 		advance time.Duration
 		want    idem.ClaimStatus
 	}{
-		{lease, idem.ClaimInProgress},                   // lease over by the owner's clock
+		{lease, idem.ClaimInProgress},                           // lease over by the owner's clock
 		{2*time.Second - time.Nanosecond, idem.ClaimInProgress}, // 1ns short of the margin
 		{time.Nanosecond, idem.ClaimTakenOver},
 	} {
@@ -315,7 +315,9 @@ func TestCorruptItem(t *testing.T) {
 		{"short_owner", func(m map[string]types.AttributeValue) { m["owner"] = &types.AttributeValueMemberB{Value: []byte{1}} }},
 		{"no_fingerprint", func(m map[string]types.AttributeValue) { delete(m, "fp") }},
 		{"fence_zero", func(m map[string]types.AttributeValue) { m["fence"] = &types.AttributeValueMemberN{Value: "0"} }},
-		{"lease_as_string", func(m map[string]types.AttributeValue) { m["lease_until"] = &types.AttributeValueMemberS{Value: "soon"} }},
+		{"lease_as_string", func(m map[string]types.AttributeValue) {
+			m["lease_until"] = &types.AttributeValueMemberS{Value: "soon"}
+		}},
 		{"result_as_string", func(m map[string]types.AttributeValue) { m["result"] = &types.AttributeValueMemberS{Value: "x"} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
