@@ -1,0 +1,273 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// counter is a go-redis hook that counts round trips (a pipeline is one)
+// and which script each EVALSHA/EVAL ran.
+type counter struct {
+	mu      sync.Mutex
+	trips   int
+	scripts map[string]int
+}
+
+var scriptNames = map[string]string{
+	claimScript.Hash(): "claim", writeScript.Hash(): "write",
+	readScript.Hash(): "read", deleteScript.Hash(): "delete",
+}
+
+func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.mu.Lock()
+		c.trips++
+		if args := cmd.Args(); len(args) > 1 && strings.HasPrefix(cmd.Name(), "eval") {
+			name := "eval"
+			if sha, ok := args[1].(string); ok && scriptNames[sha] != "" {
+				name = scriptNames[sha]
+			}
+			// A heartbeat is a write whose new state is in_progress.
+			if name == "write" && len(args) > 4 && args[4] == int(idem.StateInProgress) {
+				name = "heartbeat"
+			}
+			c.scripts[name]++
+		}
+		c.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.mu.Lock()
+		c.trips++
+		c.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+func (c *counter) reset() (trips int, scripts map[string]int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	trips, scripts = c.trips, c.scripts
+	c.trips, c.scripts = 0, map[string]int{}
+	return trips, scripts
+}
+
+// TestRoundTrips: a replay is one round trip, a first execution two, and
+// heartbeats run off the caller's path (a fast call makes none; a slow one
+// makes them from the Guard's timer while the caller's own trips stay two).
+func TestRoundTrips(t *testing.T) {
+	rdb := standalone(t)
+	cnt := &counter{scripts: map[string]int{}}
+	rdb.AddHook(cnt)
+	s := newStore(t, rdb)
+	g := idem.NewGuard(s)
+	ctx := context.Background()
+
+	call := func(spec *idem.Spec, id string, d time.Duration) (string, error) {
+		c := g.Begin(spec)
+		c.Key().String(id)
+		return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+			time.Sleep(d)
+			return "r-" + id, nil
+		})
+	}
+	fast := &idem.Spec{Name: "redisstore.fast", Lease: 30 * time.Second}
+	slow := &idem.Spec{Name: "redisstore.slow", Lease: 150 * time.Millisecond}
+
+	// Warm up: the eviction check and loading the scripts (EVALSHA misses
+	// once per server) are one-time costs, not per call.
+	if _, err := call(fast, "warm", 0); err != nil {
+		t.Fatal(err)
+	}
+	cnt.reset()
+
+	tests := []struct {
+		name        string
+		spec        *idem.Spec
+		id          string
+		sleep       time.Duration
+		wantTrips   int
+		wantScripts map[string]int
+	}{
+		{"first execution", fast, "a", 0, 2, map[string]int{"claim": 1, "write": 1}},
+		{"replay", fast, "a", 0, 1, map[string]int{"claim": 1}},
+		{"replay again", fast, "a", 0, 1, map[string]int{"claim": 1}},
+		{"slow first execution", slow, "b", 200 * time.Millisecond, -1, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cnt.reset()
+			got, err := call(tt.spec, tt.id, tt.sleep)
+			if err != nil || got != "r-"+tt.id {
+				t.Fatalf("call = %q, %v", got, err)
+			}
+			trips, scripts := cnt.reset()
+			if tt.wantScripts == nil {
+				// Heartbeats every lease/3 = 50ms during 200ms: they
+				// happened, and the caller still made exactly a claim and
+				// a completion.
+				if scripts["heartbeat"] == 0 {
+					t.Fatalf("no heartbeat during a call longer than the lease: %v", scripts)
+				}
+				if scripts["claim"] != 1 || scripts["write"] != 1 || trips != 2+scripts["heartbeat"] {
+					t.Fatalf("slow call: %d round trips, scripts %v; want claim 1, write 1, the rest heartbeats", trips, scripts)
+				}
+				return
+			}
+			if trips != tt.wantTrips {
+				t.Errorf("round trips = %d, want %d", trips, tt.wantTrips)
+			}
+			if diff := cmp.Diff(tt.wantScripts, scripts); diff != "" {
+				t.Errorf("scripts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCorruptRecords: a value at a record key that is not a valid record is
+// ErrCorruptRecord for every operation, never overwritten, never a panic;
+// Delete clears it.
+func TestCorruptRecords(t *testing.T) {
+	rdb := standalone(t)
+	s := newStore(t, rdb)
+	ctx := context.Background()
+	good := encodeRecord(idem.Record{State: idem.StateCompleted, Fence: 3,
+		LeaseUntil: time.Now(), ExpiresAt: time.Now().Add(time.Hour), UpdatedAt: time.Now()}, 1)
+	tests := []struct {
+		name string
+		put  func(key string) error
+	}{
+		{"foreign string", func(k string) error { return rdb.Set(ctx, k, "hello", time.Minute).Err() }},
+		{"empty string", func(k string) error { return rdb.Set(ctx, k, "", time.Minute).Err() }},
+		{"truncated header", func(k string) error { return rdb.Set(ctx, k, good[:40], time.Minute).Err() }},
+		{"future version", func(k string) error {
+			v := append([]byte(nil), good...)
+			v[1] = 9
+			return rdb.Set(ctx, k, v, time.Minute).Err()
+		}},
+		{"unknown state", func(k string) error {
+			v := append([]byte(nil), good...)
+			v[offState] = 42
+			return rdb.Set(ctx, k, v, time.Minute).Err()
+		}},
+		{"hash", func(k string) error { return rdb.HSet(ctx, k, "state", "completed").Err() }},
+		{"list", func(k string) error { return rdb.RPush(ctx, k, "x").Err() }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := "corrupt:" + tt.name
+			rk := s.RecordKey(key)
+			if err := tt.put(rk); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := rdb.Dump(ctx, rk).Result()
+			l := idem.Lease{Key: key, Owner: idem.Token{1}, Fence: 3, Duration: time.Second, TTL: time.Minute}
+			ops := map[string]error{}
+			_, ops["claim"] = s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{2}, Lease: time.Second, TTL: time.Minute})
+			ops["heartbeat"] = s.Heartbeat(ctx, l)
+			ops["complete"] = s.Complete(ctx, l, idem.Result{Data: []byte("x")})
+			ops["fail"] = s.Fail(ctx, l, idem.Result{Data: []byte("x")})
+			ops["release"] = s.Release(ctx, l)
+			_, ops["get"] = s.Get(ctx, key)
+			wctx, cancel := context.WithTimeout(ctx, time.Second)
+			ops["wait"] = s.Wait(wctx, key)
+			cancel()
+			for op, err := range ops {
+				if !errors.Is(err, idem.ErrCorruptRecord) {
+					t.Errorf("%s = %v, want ErrCorruptRecord", op, err)
+				}
+			}
+			if after, _ := rdb.Dump(ctx, rk).Result(); after != before {
+				t.Fatalf("the value at %s changed", rk)
+			}
+			if err := s.Delete(ctx, key); err != nil {
+				t.Fatalf("Delete of a corrupt record: %v", err)
+			}
+			if _, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{2}, Lease: time.Second, TTL: time.Minute}); err != nil {
+				t.Fatalf("claim after Delete: %v", err)
+			}
+		})
+	}
+}
+
+// TestCorruptOrderRecord: a foreign value at an entity's order key stops an
+// ordered claim with ErrCorruptRecord and is left alone.
+func TestCorruptOrderRecord(t *testing.T) {
+	rdb := standalone(t)
+	s := newStore(t, rdb)
+	ctx := context.Background()
+	entity := "f:v0:{ent}"
+	if err := rdb.Set(ctx, s.RecordKey(entity), "not an order", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Claim(ctx, idem.ClaimRequest{Key: entity + ":a", Owner: idem.Token{1}, Lease: time.Second, TTL: time.Minute,
+		Order: idem.OrderClaim{Key: entity, At: time.Now()}})
+	if !errors.Is(err, idem.ErrCorruptRecord) {
+		t.Fatalf("claim = %v, want ErrCorruptRecord", err)
+	}
+	if v, _ := rdb.Get(ctx, s.RecordKey(entity)).Result(); v != "not an order" {
+		t.Fatalf("order key overwritten: %q", v)
+	}
+}
+
+func TestRecordCodec(t *testing.T) {
+	now := time.UnixMicro(time.Now().UnixMicro())
+	tests := []idem.Record{
+		{Key: "k", State: idem.StateInProgress, Owner: idem.Token{1, 2}, Fence: 1, Fingerprint: idem.Fingerprint{9},
+			LeaseUntil: now.Add(time.Second), ExpiresAt: now.Add(time.Hour), UpdatedAt: now},
+		{Key: "k", State: idem.StateCompleted, Owner: idem.Token{3}, Fence: 1 << 40, Fingerprint: idem.Fingerprint{8},
+			Result: []byte(`{"a":1}`), LeaseUntil: now, ExpiresAt: now.Add(time.Hour), UpdatedAt: now},
+		{Key: "k", State: idem.StateReleased, Fence: 7, LeaseUntil: now, ExpiresAt: now.Add(time.Minute), UpdatedAt: now},
+	}
+	for _, r := range tests {
+		got, err := decodeRecord("k", string(encodeRecord(r, 5)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(r, got); diff != "" {
+			t.Errorf("round trip (-want +got):\n%s", diff)
+		}
+	}
+}
+
+func TestRecordKeys(t *testing.T) {
+	s, err := New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), WithPrefix("p:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ key, want string }{
+		{"idem:f:v0:abc", "p:{idem:f:v0:abc}"},
+		{"idem:f:v0:{ent}:abc", "p:=idem:f:v0:{ent}:abc"},
+		{"idem:f:v0:{ent}", "p:=idem:f:v0:{ent}"},
+		{"{abc}", "p:={abc}"},
+		{"abc}", "p:{abc}}"},
+		{"a{}b", "p:{a{}b}"},
+	}
+	for _, tt := range tests {
+		got := s.RecordKey(tt.key)
+		if got != tt.want {
+			t.Errorf("RecordKey(%q) = %q, want %q", tt.key, got, tt.want)
+		}
+		back, ok := s.storeKey(got)
+		if !ok || back != tt.key {
+			t.Errorf("storeKey(%q) = %q, %v; want %q", got, back, ok, tt.key)
+		}
+	}
+	if _, err := New(redis.NewClient(&redis.Options{}), WithPrefix("a{b}")); err == nil {
+		t.Error("New accepted a prefix with a hash tag")
+	}
+}
