@@ -45,9 +45,11 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 	pi := &pkgInfo{pkg: p, fset: fset, out: out, scope: packageScope(p, fset, out), d: d, types: newWellKnown(p.Types)}
 	n := len(d.list)
 	fns := pi.collect()
-	if len(d.list) > n || len(fns) == 0 {
+	if len(fns) == 0 {
 		return nil
 	}
+	// Functions with bad directives were left out; the others still go
+	// through key and path checks, so one run reports every problem.
 	e := &emitter{
 		pi:         pi,
 		f:          jen.NewFilePathName(p.PkgPath, p.Name),
@@ -68,9 +70,6 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 		}
 	}
 	groups := e.groups(fns)
-	if len(d.list) > n {
-		return nil
-	}
 	e.f.HeaderComment(Header)
 	e.f.PackageComment("") // keeps the header apart from the package clause
 	var decls []jen.Code

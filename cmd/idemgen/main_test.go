@@ -1,0 +1,99 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"idemgen": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs the real idemgen binary (this test binary, re-executed
+// as idemgen) against scratch modules that use this repository's runtime:
+// each script's work directory gets a go.mod (module example.com/m) that
+// replaces github.com/idemgen/idemgen with this checkout.
+func TestScripts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goEnv := map[string]string{}
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT"} {
+		goEnv[k] = strings.Split(strings.TrimSpace(string(out)), "\n")[i]
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata",
+		Setup: func(env *testscript.Env) error {
+			for k, v := range goEnv {
+				env.Setenv(k, v)
+			}
+			env.Setenv("REPO", root)
+			env.Setenv("GOFLAGS", "-mod=mod")
+			env.Setenv("GOPROXY", "off")
+			env.Setenv("GOWORK", "off")
+			env.Setenv("GOTOOLCHAIN", "local")
+			sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(env.WorkDir, "go.sum"), sum, 0o644); err != nil {
+				return err
+			}
+			mod := "module example.com/m\n\ngo 1.26.0\n\nrequire github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000\n\nreplace github.com/idemgen/idemgen => " + root + "\n"
+			return os.WriteFile(filepath.Join(env.WorkDir, "go.mod"), []byte(mod), 0o644)
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// exitcode N cmd args...: run cmd and require exit status N.
+			"exitcode": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) < 2 {
+					ts.Fatalf("usage: exitcode N cmd args...")
+				}
+				want, err := strconv.Atoi(args[0])
+				ts.Check(err)
+				err = ts.Exec(args[1], args[2:]...)
+				got := 0
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					got = ee.ExitCode()
+				} else if err != nil {
+					ts.Fatalf("%v", err)
+				}
+				if got != want {
+					ts.Fatalf("exit status %d, want %d", got, want)
+				}
+			},
+			// age-file file: set its modification time to long ago.
+			"age-file": func(ts *testscript.TestScript, neg bool, args []string) {
+				old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+				ts.Check(os.Chtimes(ts.MkAbs(args[0]), old, old))
+			},
+			// is-old file: the file was not rewritten since age-file.
+			"is-old": func(ts *testscript.TestScript, neg bool, args []string) {
+				fi, err := os.Stat(ts.MkAbs(args[0]))
+				ts.Check(err)
+				old := fi.ModTime().Year() == 2001
+				if old == neg {
+					ts.Fatalf("%s modified at %v", args[0], fi.ModTime())
+				}
+			},
+		},
+	})
+}
