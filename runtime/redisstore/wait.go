@@ -275,11 +275,25 @@ func (s *Store) Wait(ctx context.Context, key string) error {
 	case <-ctx.Done():
 		return fmt.Errorf("redisstore: wait %s: %w", key, ctx.Err())
 	}
-	for {
-		now, r, found, err := s.read(ctx, "wait", key)
+	var r idem.Record
+	for first := true; ; first = false {
+		now, rec, found, err := s.read(ctx, "wait", key)
 		if err != nil {
-			return err
+			// The first read answers whether there is anything to wait for.
+			// Later ones may fail through a restart or failover: keep
+			// waiting (bounded by ctx) and read again after a poll interval.
+			if first || errors.Is(err, idem.ErrCorruptRecord) || ctx.Err() != nil {
+				return err
+			}
+			timer.Reset(s.poll)
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("redisstore: wait %s: %w (last read: %w)", key, ctx.Err(), err)
+			case <-timer.C:
+			}
+			continue
 		}
+		r = rec
 		if !found || r.State != idem.StateInProgress || !now.Before(r.LeaseUntil) || !now.Before(r.ExpiresAt) {
 			return nil
 		}
