@@ -22,3 +22,24 @@ lint:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./runtime/idem
+
+# --- generator (idemgen) ---
+.PHONY: demo generate check idemgen
+
+# Build the generator into bin/.
+idemgen:
+	$(GO) build -o bin/idemgen ./cmd/idemgen
+
+# Build idemgen, regenerate the examples with go generate (the //go:generate
+# go tool idemgen directives), run the quickstart and print its summary.
+demo: idemgen
+	$(GO) generate ./examples/...
+	$(GO) run ./examples/quickstart
+
+# Regenerate every package's idem_gen.go.
+generate: idemgen
+	bin/idemgen ./...
+
+# Fail (with a diff) if any generated file is stale or missing.
+check: idemgen
+	bin/idemgen -check ./...
