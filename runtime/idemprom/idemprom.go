@@ -1,0 +1,244 @@
+// Package idemprom exports idem outcomes as Prometheus metrics.
+//
+//	obs, err := idemprom.New(prometheus.DefaultRegisterer)
+//	if err != nil { ... }
+//	g := idem.NewGuard(store, idem.WithObserver(obs))
+//
+// Metrics (with the default namespace "idem"):
+//
+//	idem_calls_total{func, outcome}             counter
+//	idem_call_duration_seconds{func, outcome}   histogram
+//
+// func is the function's stable name (idem.Spec.Name), outcome one of
+// executed, failed, replayed, in_progress, duplicate, mismatch, takeover,
+// heartbeat_failed, lease_lost, store_error, invalid_key, fail_open
+// (idem.Outcome.String). There is never a key or payload label: both would
+// make a series per call.
+//
+// idem_calls_total counts outcomes, and a call can report more than one:
+// takeover is followed by the taken-over call's own outcome, a heartbeat
+// failure happens while the call runs, and a store error on a fail-open
+// Guard is followed by fail_open. The calls that ended are the sum over
+// executed, failed, replayed, in_progress, duplicate, mismatch, lease_lost,
+// invalid_key and fail_open, plus the store errors that ended a call. The
+// replay rate is
+//
+//	sum(rate(idem_calls_total{outcome="replayed"}[5m]))
+//	  / sum(rate(idem_calls_total{outcome=~"executed|replayed"}[5m]))
+//
+// The histogram observes, for every outcome, the time from the start of the
+// call to that outcome; its series appear for the outcomes seen. The
+// counter's series are created at zero for every outcome as soon as a
+// function reports its first outcome, so that increase() and alerts see a
+// lease_lost or store_error the first time one happens instead of a series
+// appearing out of nowhere.
+//
+// Observe is cheap: the counter and histogram of each (func, outcome) are
+// looked up once and kept in a copy-on-write table, so a call costs a map
+// read, an atomic add and a histogram observation, without allocating.
+package idemprom
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// Label names.
+const (
+	FuncLabel    = "func"
+	OutcomeLabel = "outcome"
+)
+
+// DefaultBuckets span a memory-store replay (tens of microseconds) to a
+// long guarded job (minutes), in seconds.
+var DefaultBuckets = []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300}
+
+// outcomes is the size of the per-function tables (idem's outcomes are
+// 1..12).
+const outcomes = 16
+
+// knownOutcomes are the outcomes whose counters start at zero and take the
+// fast path; outcomes added to idem later are recorded by the slow path.
+var knownOutcomes = func() []idem.Outcome {
+	var os []idem.Outcome
+	for o := idem.OutcomeExecuted; o <= idem.OutcomeFailOpen; o++ {
+		os = append(os, o)
+	}
+	return os
+}()
+
+// Observer is an idem.Observer recording Prometheus metrics. Make it with
+// New; it is safe for concurrent use and may be shared by several Guards.
+type Observer struct {
+	calls     *prometheus.CounterVec
+	durations *prometheus.HistogramVec
+
+	mu    sync.Mutex            // serializes additions to funcs
+	funcs atomic.Pointer[table] // copy-on-write: reads take no lock
+}
+
+// table finds a function's series. The first few functions are found by a
+// linear scan, which for the name of a generated wrapper's Spec (the same
+// string every call) is a length check and a pointer comparison; the rest
+// by a map.
+type table struct {
+	first  []*funcSeries
+	byName map[string]*funcSeries
+}
+
+const scanned = 8
+
+// funcSeries holds one function's curried series, indexed by outcome.
+type funcSeries struct {
+	name      string
+	calls     [outcomes]prometheus.Counter
+	durations [outcomes]atomic.Pointer[histogram] // made on first observation
+}
+
+type histogram struct{ prometheus.Observer }
+
+type config struct {
+	namespace   string
+	buckets     []float64
+	constLabels prometheus.Labels
+}
+
+// Option configures New.
+type Option func(*config)
+
+// WithNamespace replaces the metric name prefix "idem" (an empty namespace
+// gives calls_total and call_duration_seconds).
+func WithNamespace(ns string) Option { return func(c *config) { c.namespace = ns } }
+
+// WithBuckets replaces DefaultBuckets (seconds).
+func WithBuckets(b []float64) Option { return func(c *config) { c.buckets = b } }
+
+// WithConstLabels adds labels to every series (a service or store name,
+// when several Guards share a registry and must stay apart).
+func WithConstLabels(l prometheus.Labels) Option { return func(c *config) { c.constLabels = l } }
+
+// New registers the metrics with reg (prometheus.DefaultRegisterer if nil)
+// and returns the Observer. If the same metrics are already registered, as
+// when two Guards each call New with one registry, it records into the
+// registered ones.
+func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
+	c := config{namespace: "idem", buckets: DefaultBuckets}
+	for _, o := range opts {
+		o(&c)
+	}
+	if reg == nil {
+		reg = prometheus.DefaultRegisterer
+	}
+	calls := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace:   c.namespace,
+		Name:        "calls_total",
+		Help:        "Outcomes of idempotency-guarded calls, by function and outcome (replay rate = replayed / (executed + replayed)).",
+		ConstLabels: c.constLabels,
+	}, []string{FuncLabel, OutcomeLabel})
+	durations := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace:   c.namespace,
+		Name:        "call_duration_seconds",
+		Help:        "Time from the start of an idempotency-guarded call to its outcome, by function and outcome.",
+		ConstLabels: c.constLabels,
+		Buckets:     c.buckets,
+	}, []string{FuncLabel, OutcomeLabel})
+	var err error
+	if calls, err = register(reg, calls); err != nil {
+		return nil, err
+	}
+	if durations, err = register(reg, durations); err != nil {
+		return nil, err
+	}
+	o := &Observer{calls: calls, durations: durations}
+	o.funcs.Store(&table{})
+	return o, nil
+}
+
+// MustNew is New that panics on a registration error, for package-level
+// set-up.
+func MustNew(reg prometheus.Registerer, opts ...Option) *Observer {
+	o, err := New(reg, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return o
+}
+
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, fmt.Errorf("idemprom: registering metrics: %w", err)
+}
+
+// Observe records e.
+func (o *Observer) Observe(e idem.Event) {
+	fs := o.series(e.Func)
+	i := int(e.Outcome)
+	if i >= outcomes || fs.calls[i] == nil {
+		// An outcome this package does not know: correct, not cached.
+		o.calls.WithLabelValues(e.Func, e.Outcome.String()).Inc()
+		o.durations.WithLabelValues(e.Func, e.Outcome.String()).Observe(e.Duration.Seconds())
+		return
+	}
+	fs.calls[i].Inc()
+	h := fs.durations[i].Load()
+	if h == nil {
+		h = &histogram{o.durations.WithLabelValues(e.Func, e.Outcome.String())}
+		// Two first observations may race here; both curried Observers
+		// are the same series, so either may win.
+		fs.durations[i].Store(h)
+	}
+	h.Observe(e.Duration.Seconds())
+}
+
+func (o *Observer) series(fn string) *funcSeries {
+	t := o.funcs.Load()
+	for _, fs := range t.first {
+		if fs.name == fn {
+			return fs
+		}
+	}
+	if fs, ok := t.byName[fn]; ok {
+		return fs
+	}
+	return o.add(fn)
+}
+
+func (o *Observer) add(fn string) *funcSeries {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	old := o.funcs.Load()
+	if fs, ok := old.byName[fn]; ok {
+		return fs
+	}
+	fs := &funcSeries{name: fn}
+	for _, oc := range knownOutcomes {
+		fs.calls[oc] = o.calls.WithLabelValues(fn, oc.String())
+	}
+	// Functions are the annotated ones, a fixed set: copying the table on
+	// each first sighting costs nothing that matters.
+	t := &table{first: old.first, byName: make(map[string]*funcSeries, len(old.byName)+1)}
+	for k, v := range old.byName {
+		t.byName[k] = v
+	}
+	t.byName[fn] = fs
+	if len(t.first) < scanned {
+		t.first = append(t.first[:len(t.first):len(t.first)], fs)
+	}
+	o.funcs.Store(t)
+	return fs
+}
