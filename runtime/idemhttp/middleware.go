@@ -209,15 +209,26 @@ func (m *Middleware) readBody(r *http.Request) ([]byte, int, error) {
 	return body, 0, nil
 }
 
+// inlineBody is the largest body written into the fingerprint as is.
+const inlineBody = 2048
+
 // fingerprint writes what identifies "the same request": method, path and
-// query, body (as its SHA-256, so the pooled builder never holds a large
-// body) and the chosen headers.
+// query, body and the chosen headers.
 func (m *Middleware) fingerprint(b *idem.KeyBuilder, r *http.Request, body []byte) {
 	b.String(r.Method)
 	b.String(r.URL.EscapedPath())
 	b.String(r.URL.RawQuery)
-	sum := sha256.Sum256(body)
-	b.Bytes(sum[:])
+	// A small body goes in as is; a large one as its SHA-256, so the
+	// pooled builder never holds a large body. The flag keeps the two
+	// forms apart.
+	if len(body) <= inlineBody {
+		b.Bool(false)
+		b.Bytes(body)
+	} else {
+		sum := sha256.Sum256(body)
+		b.Bool(true)
+		b.Bytes(sum[:])
+	}
 	b.List(len(m.cfg.fpHeaders))
 	for _, h := range m.cfg.fpHeaders {
 		vs := r.Header.Values(h)

@@ -218,6 +218,16 @@ func TestStatusCodes(t *testing.T) {
 			wantRuns: 1,
 		},
 		{
+			name: "large bodies: same replays, different is 422",
+			reqs: []req{
+				{key: k, client: "a", body: strings.Repeat("x", 5000)},
+				{key: k, client: "a", body: strings.Repeat("x", 5000)},
+				{key: k, client: "a", body: strings.Repeat("x", 4999) + "y"},
+			},
+			want:     []resp{created(1), replayed(1), problem(422, "idempotency-key-reused")},
+			wantRuns: 1,
+		},
+		{
 			name:     "different path is 422",
 			reqs:     []req{{key: k, client: "a", path: "/a"}, {key: k, client: "a", path: "/b"}},
 			want:     []resp{created(1), problem(422, "idempotency-key-reused")},
