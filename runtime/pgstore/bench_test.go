@@ -45,32 +45,39 @@ func runConc(n, conc int, op func(i int) error) (time.Duration, error) {
 }
 
 // benchVsRaw measures the store path and a raw single-statement pgx round
-// trip in the same run, interleaved in rounds so drift hits both, and
-// reports both per-op times and raw/store as "x_raw" (1.0 = as fast as
-// the raw statement).
+// trip in the same run: every caller alternates one raw op and one store
+// op (in alternating order), so load changes on the machine hit both
+// alike. It reports the mean latency of each and raw/store as "x_raw"
+// (1.0 = as fast as the raw statement; at conc callers the latency ratio
+// is also the throughput ratio).
 func benchVsRaw(b *testing.B, conc int, raw, store func(i int) error) {
-	const rounds = 4
-	per := max(b.N/rounds, conc)
-	var rawT, storeT time.Duration
-	base := 0
-	b.ResetTimer()
-	for range rounds {
-		d, err := runConc(per, conc, func(i int) error { return raw(base + i) })
-		if err != nil {
-			b.Fatal(err)
-		}
-		rawT += d
-		d, err = runConc(per, conc, func(i int) error { return store(base + i) })
-		if err != nil {
-			b.Fatal(err)
-		}
-		storeT += d
-		base += per
+	var rawNs, storeNs atomic.Int64
+	timed := func(sum *atomic.Int64, f func(int) error, i int) error {
+		t := time.Now()
+		err := f(i)
+		sum.Add(int64(time.Since(t)))
+		return err
 	}
+	b.ResetTimer()
+	_, err := runConc(b.N, conc, func(i int) error {
+		if i%2 == 0 {
+			if err := timed(&rawNs, raw, i); err != nil {
+				return err
+			}
+			return timed(&storeNs, store, i)
+		}
+		if err := timed(&storeNs, store, i); err != nil {
+			return err
+		}
+		return timed(&rawNs, raw, i)
+	})
 	b.StopTimer()
-	b.ReportMetric(float64(rawT.Nanoseconds())/rounds/1e3, "raw_µs/op")
-	b.ReportMetric(float64(storeT.Nanoseconds())/rounds/1e3, "store_µs/op")
-	b.ReportMetric(float64(rawT)/float64(storeT), "x_raw")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(rawNs.Load())/float64(b.N)/1e3, "raw_µs/op")
+	b.ReportMetric(float64(storeNs.Load())/float64(b.N)/1e3, "store_µs/op")
+	b.ReportMetric(float64(rawNs.Load())/float64(storeNs.Load()), "x_raw")
 }
 
 func benchPool(b *testing.B) *pgxpool.Pool {

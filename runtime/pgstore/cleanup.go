@@ -28,11 +28,11 @@ func (s *Store) CleanupBatch(ctx context.Context, n int) (int, error) {
 // Cleanup deletes every row that is no longer live, in batches of
 // WithCleanupBatch (default 5000), until a batch comes back short. It
 // returns the total deleted.
-func (s *Store) Cleanup(ctx context.Context) (int64, error) {
-	var total int64
+func (s *Store) Cleanup(ctx context.Context) (int, error) {
+	total := 0
 	for {
 		n, err := s.CleanupBatch(ctx, s.cfg.sweepBatch)
-		total += int64(n)
+		total += n
 		if err != nil {
 			return total, err
 		}

@@ -12,6 +12,10 @@ import "strings"
 type queries struct {
 	claim, heartbeat, finish, doneInTx, doneInTxData    string
 	get, del, waitCheck, waitArm, completeInTx, cleanup string
+	// cleanupByKey replaces cleanup on a partitioned table, where a ctid
+	// names a row only within one partition.
+	cleanupByKey       string
+	list, forceRelease string
 }
 
 // claimable(x, ts): the row may be claimed — released, no longer live, or
@@ -129,6 +133,35 @@ SELECT 1 FROM u WHERE CASE WHEN u.waiters THEN pg_notify($7, md5(u.key)) IS NOT 
 		cleanup: sub(`WITH d AS (
 	DELETE FROM {T} WHERE ctid = ANY(ARRAY(
 		SELECT ctid FROM {T}
+		WHERE expires_at <= coalesce($2::timestamptz, statement_timestamp()) AND format <= 1
+		LIMIT $1 FOR UPDATE SKIP LOCKED))
+	AND expires_at <= coalesce($2::timestamptz, statement_timestamp())
+	RETURNING 1
+)
+SELECT count(*) FROM d`),
+
+		// Admin. List pages by key within the prefix's key range.
+		list: sub(`SELECT key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, format
+FROM {T}
+WHERE key >= $1 AND ($2::text IS NULL OR key < $2::text) AND ($4::boolean OR key > $3) AND starts_with(key, $1)
+ORDER BY key LIMIT $5`),
+
+		// ForceRelease keeps the record's remaining retention, as the
+		// memory store does, and only touches rows this binary can read.
+		forceRelease: sub(`WITH u AS (
+	UPDATE {T} SET state = 4, owner = '\x00000000000000000000000000000000'::bytea, fence = fence + 1,
+		result = NULL, completed_in_tx = false,
+		expires_at = coalesce($2::timestamptz, statement_timestamp()) + greatest(expires_at - updated_at, interval '0'),
+		updated_at = coalesce($2::timestamptz, statement_timestamp())
+	WHERE key = $1 AND format <= 1 AND state BETWEEN 1 AND 4
+	RETURNING key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, format, waiters
+)
+SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, format FROM u
+WHERE CASE WHEN u.waiters THEN pg_notify($3, md5(u.key)) IS NOT NULL ELSE true END`),
+
+		cleanupByKey: sub(`WITH d AS (
+	DELETE FROM {T} WHERE key = ANY(ARRAY(
+		SELECT key FROM {T}
 		WHERE expires_at <= coalesce($2::timestamptz, statement_timestamp()) AND format <= 1
 		LIMIT $1 FOR UPDATE SKIP LOCKED))
 	AND expires_at <= coalesce($2::timestamptz, statement_timestamp())

@@ -63,6 +63,13 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 		return nil, fmt.Errorf("%w: %s is at schema version %d, this pgstore needs %d: run pgstore.Migrate",
 			ErrSchemaMissing, s.n.qTable, v, SchemaVersion)
 	}
+	var partitioned bool
+	if err := pool.QueryRow(ctx, `SELECT relkind = 'p' FROM pg_class WHERE oid = to_regclass($1)`, s.n.qTable).Scan(&partitioned); err != nil {
+		return nil, fmt.Errorf("pgstore: inspecting %s: %w", s.n.qTable, err)
+	}
+	if partitioned {
+		s.q.cleanup = s.q.cleanupByKey
+	}
 	bgctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	s.lis = newListener(s, bgctx)
@@ -301,18 +308,7 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 	if !now.Before(r.expiresAt) {
 		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
-	rec := idem.Record{
-		Key:         key,
-		State:       idem.State(r.state),
-		Owner:       idem.Token(r.owner),
-		Fence:       uint64(r.fence),
-		Fingerprint: idem.Fingerprint(r.fp),
-		Result:      nilIfEmpty(r.result), // as the memory store: no bytes is nil
-		LeaseUntil:  r.leaseUntil,         // for finished records: the last lease, as the memory store
-		ExpiresAt:   r.expiresAt,
-		UpdatedAt:   updatedAt,
-	}
-	return rec, nil
+	return r.record(key, updatedAt), nil
 }
 
 func (s *Store) Delete(ctx context.Context, key string) error {

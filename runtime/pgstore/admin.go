@@ -1,0 +1,133 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+var _ idem.Admin = (*Store)(nil)
+
+// listPage is how many rows List reads per statement.
+const listPage = 500
+
+// List calls fn with every record whose key starts with prefix, live or
+// not yet cleaned up, in key order, until fn returns an error (which List
+// returns). It reads in pages by key, holding no connection or lock while
+// fn runs, so fn may call the store.
+func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) error) error {
+	var upper any // keys < upper share the prefix (the table collates bytewise)
+	if u, ok := prefixEnd(prefix); ok {
+		upper = u
+	}
+	after := ""
+	first := true
+	for {
+		page, err := s.listPage(ctx, prefix, upper, after, first)
+		if err != nil {
+			return err
+		}
+		for _, r := range page {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(page) < listPage {
+			return nil
+		}
+		after, first = page[len(page)-1].Key, false
+	}
+}
+
+func (s *Store) listPage(ctx context.Context, prefix string, upper any, after string, first bool) ([]idem.Record, error) {
+	c, err := s.acquire(ctx, "list")
+	if err != nil {
+		return nil, err
+	}
+	defer c.Release()
+	rows, err := c.Query(ctx, s.q.list, prefix, upper, after, first, listPage)
+	if err != nil {
+		return nil, s.wrap(ctx, "list", prefix, err)
+	}
+	defer rows.Close()
+	var out []idem.Record
+	for rows.Next() {
+		var (
+			key       string
+			r         row
+			updatedAt time.Time
+		)
+		if err := rows.Scan(&key, &r.state, &r.owner, &r.fence, &r.fp, &r.result,
+			&r.leaseUntil, &r.expiresAt, &updatedAt, &r.format); err != nil {
+			return nil, s.wrap(ctx, "list", prefix, err)
+		}
+		if err := r.check(key); err != nil {
+			return nil, err
+		}
+		out = append(out, r.record(key, updatedAt))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap(ctx, "list", prefix, err)
+	}
+	return out, nil
+}
+
+// prefixEnd returns the smallest string greater than every string with
+// the prefix, if there is one.
+func prefixEnd(prefix string) (string, bool) {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1]), true
+		}
+	}
+	return "", false
+}
+
+// ForceRelease releases key whatever its owner, clears the owner and bumps
+// the fence, so a still-running owner can neither heartbeat nor complete
+// and the next claim acquires the key with a higher fence. The record
+// keeps its remaining retention. Waiters are woken.
+func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, error) {
+	c, err := s.acquire(ctx, "force release")
+	if err != nil {
+		return idem.Record{}, err
+	}
+	defer c.Release()
+	var (
+		r         row
+		updatedAt time.Time
+	)
+	err = c.QueryRow(ctx, s.q.forceRelease, key, s.ts(), s.n.channel).Scan(&r.state, &r.owner, &r.fence, &r.fp, &r.result,
+		&r.leaseUntil, &r.expiresAt, &updatedAt, &r.format)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+	}
+	if err != nil {
+		return idem.Record{}, s.wrap(ctx, "force release", key, err)
+	}
+	if err := r.check(key); err != nil {
+		return idem.Record{}, err
+	}
+	return r.record(key, updatedAt), nil
+}
+
+func (r *row) record(key string, updatedAt time.Time) idem.Record {
+	return idem.Record{
+		Key:         key,
+		State:       idem.State(r.state),
+		Owner:       idem.Token(r.owner),
+		Fence:       uint64(r.fence),
+		Fingerprint: idem.Fingerprint(r.fp),
+		Result:      nilIfEmpty(r.result), // as the memory store: no bytes is nil
+		LeaseUntil:  r.leaseUntil,         // for finished records: the last lease, as the memory store
+		ExpiresAt:   r.expiresAt,
+		UpdatedAt:   updatedAt,
+	}
+}
