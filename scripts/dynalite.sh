@@ -52,7 +52,8 @@ start() {
 	# setsid: the server outlives this script and make's process group.
 	setsid node "$root/tools/dynalite-server.js" "${args[@]}" >"$logfile" 2>&1 </dev/null &
 	echo $! >"$pidfile"
-	for _ in $(seq 1 100); do
+	# Up to 30s: node starts slowly on a loaded machine.
+	for _ in $(seq 1 300); do
 		if answers; then
 			echo "dynalite listening on http://$host:$port (log $logfile)" >&2
 			return 0

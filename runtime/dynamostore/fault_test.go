@@ -148,6 +148,20 @@ func TestFaults(t *testing.T) {
 		return r, true
 	}
 
+	// settle gives a resumed server time to apply a request its client gave
+	// up on: it polls until applied() or 3s have passed (then the server
+	// dropped the request), so the test never races a late write.
+	settle := func(applied func() bool) bool {
+		deadline := time.Now().Add(3 * time.Second)
+		for !applied() {
+			if time.Now().After(deadline) {
+				return false
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return true
+	}
+
 	t.Run("claim_server_killed", func(t *testing.T) {
 		a := token(t)
 		srv.signal(syscall.SIGSTOP)
@@ -168,14 +182,14 @@ func TestFaults(t *testing.T) {
 		_, err := s.Claim(bg, req("c2", a))
 		unavailable("Claim on a hung server", err)
 		srv.signal(syscall.SIGCONT) // the server may still apply it
-		time.Sleep(200 * time.Millisecond)
+		applied := settle(func() bool { _, ok := get("c2"); return ok })
 		b := token(t)
 		la := idem.Lease{Key: "c2", Owner: a, Fence: 1, Duration: lease, TTL: time.Hour}
-		if r, ok := get("c2"); ok {
+		if applied {
 			t.Log("the server applied the claim after the caller gave up")
 			// Applied: A owns it without knowing; B waits for A's lease,
 			// then takes over, and A's writes are refused.
-			if r.State != idem.StateInProgress || r.Owner != a || r.Fence != 1 {
+			if r, _ := get("c2"); r.State != idem.StateInProgress || r.Owner != a || r.Fence != 1 {
 				t.Fatalf("late claim left %v owner %v fence %d", r.State, r.Owner, r.Fence)
 			}
 			if res, err := s.Claim(bg, req("c2", b)); err != nil || res.Status != idem.ClaimInProgress {
@@ -230,7 +244,7 @@ func TestFaults(t *testing.T) {
 		srv.signal(syscall.SIGSTOP)
 		unavailable("Complete on a hung server", s.Complete(bg, la, idem.Result{Data: data}))
 		srv.signal(syscall.SIGCONT)
-		time.Sleep(200 * time.Millisecond)
+		settle(func() bool { r, _ := get("c4"); return r.State == idem.StateCompleted })
 		r, _ := get("c4")
 		switch {
 		case r.State == idem.StateCompleted && string(r.Result) == string(data) && r.Fence == la.Fence:
