@@ -1,0 +1,271 @@
+// Package idemotel reports idem outcomes to OpenTelemetry: metrics, and a
+// span per guarded call.
+//
+//	obs, err := idemotel.New(
+//		idemotel.WithMeterProvider(mp),   // default: otel.GetMeterProvider()
+//		idemotel.WithTracerProvider(tp), // default: otel.GetTracerProvider()
+//	)
+//	if err != nil { ... }
+//	g := idem.NewGuard(store, idem.WithObserver(obs))
+//
+// # Metrics
+//
+//	idem.calls           Int64Counter, unit {call}
+//	idem.call.duration   Float64Histogram, unit s
+//
+// both with the attributes idem.func (idem.Spec.Name) and idem.outcome
+// (executed, failed, replayed, in_progress, duplicate, mismatch, takeover,
+// heartbeat_failed, lease_lost, store_error, invalid_key, fail_open). They
+// mean what runtime/idemprom's idem_calls_total and
+// idem_call_duration_seconds mean: one count per outcome (a call can report
+// more than one, e.g. takeover and then executed), and the time from the
+// start of the call to the outcome. There is never a key or payload
+// attribute on a metric.
+//
+// # Spans
+//
+// An idem.Observer sees outcomes, after the fact, without the caller's
+// context. So each call-ending outcome (every outcome but takeover and
+// heartbeat_failed, which happen inside a call that reports its own end)
+// becomes a span built from the event: it starts Event.Duration before the
+// outcome and ends at it, is named "idem <func>", and carries idem.func,
+// idem.outcome, idem.fence and, with WithKey, idem.key (the hashed store
+// key). Its status is Error when the call ended in an error the caller did
+// not ask for (failed, lease_lost, store_error, invalid_key, or a replayed
+// recorded failure); conflicts the idempotency contract defines
+// (in_progress, duplicate, mismatch) are outcomes, not errors.
+//
+// Without the caller's context these spans are roots of their own traces,
+// not children of the request that made the call, and the guarded
+// function's own spans are not their children. That needs a hook in
+// runtime/idem (docs/OPERATIONS.md, "Tracing"). WithoutSpans turns them off
+// and keeps the metrics.
+package idemotel
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// ScopeName is the instrumentation scope of the meter and tracer.
+const ScopeName = "github.com/idemgen/idemgen/runtime/idemotel"
+
+// Instrument and attribute names.
+const (
+	CallsName    = "idem.calls"
+	DurationName = "idem.call.duration"
+
+	FuncKey    = attribute.Key("idem.func")
+	OutcomeKey = attribute.Key("idem.outcome")
+	FenceKey   = attribute.Key("idem.fence")
+	KeyKey     = attribute.Key("idem.key")
+)
+
+// DefaultBuckets are the duration histogram's explicit bucket boundaries
+// (seconds), advised to the SDK: a memory-store replay to a long job.
+var DefaultBuckets = []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300}
+
+const outcomes = 16 // idem's outcomes are 1..12
+
+// Observer is an idem.Observer recording OpenTelemetry metrics and spans.
+// Make it with New; it is safe for concurrent use.
+type Observer struct {
+	calls    metric.Int64Counter
+	duration metric.Float64Histogram
+	tracer   trace.Tracer // nil: no spans
+	withKey  bool
+
+	mu    sync.Mutex
+	funcs atomic.Pointer[table] // copy-on-write: reads take no lock
+}
+
+// table finds a function's cached options: the first few by a linear scan
+// (for a generated wrapper's Spec.Name, the same string every call, a
+// length check and a pointer comparison), the rest by a map.
+type table struct {
+	first  []*funcSeries
+	byName map[string]*funcSeries
+}
+
+const scanned = 8
+
+// funcSeries holds one function's measurement options per outcome, built
+// once so a measurement neither builds an attribute set nor allocates.
+type funcSeries struct {
+	name     string
+	spanName string
+	add      [outcomes][]metric.AddOption
+	record   [outcomes][]metric.RecordOption
+}
+
+type config struct {
+	mp      metric.MeterProvider
+	tp      trace.TracerProvider
+	spans   bool
+	withKey bool
+	buckets []float64
+}
+
+// Option configures New.
+type Option func(*config)
+
+// WithMeterProvider sets the meter provider (default otel.GetMeterProvider()).
+func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) { c.mp = mp } }
+
+// WithTracerProvider sets the tracer provider (default otel.GetTracerProvider()).
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config) { c.tp = tp } }
+
+// WithoutSpans records metrics only.
+func WithoutSpans() Option { return func(c *config) { c.spans = false } }
+
+// WithKey puts the hashed store key on spans as idem.key (never on metrics,
+// where it would make a series per call), so a trace leads to the record.
+func WithKey() Option { return func(c *config) { c.withKey = true } }
+
+// WithBuckets replaces DefaultBuckets.
+func WithBuckets(b []float64) Option { return func(c *config) { c.buckets = b } }
+
+// New creates the instruments and returns the Observer.
+func New(opts ...Option) (*Observer, error) {
+	c := config{spans: true, buckets: DefaultBuckets}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.mp == nil {
+		c.mp = otel.GetMeterProvider()
+	}
+	meter := c.mp.Meter(ScopeName)
+	calls, err := meter.Int64Counter(CallsName,
+		metric.WithDescription("Outcomes of idempotency-guarded calls, by function and outcome (replay rate = replayed / (executed + replayed))."),
+		metric.WithUnit("{call}"))
+	if err != nil {
+		return nil, fmt.Errorf("idemotel: creating %s: %w", CallsName, err)
+	}
+	duration, err := meter.Float64Histogram(DurationName,
+		metric.WithDescription("Time from the start of an idempotency-guarded call to its outcome, by function and outcome."),
+		metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(c.buckets...))
+	if err != nil {
+		return nil, fmt.Errorf("idemotel: creating %s: %w", DurationName, err)
+	}
+	o := &Observer{calls: calls, duration: duration, withKey: c.withKey}
+	if c.spans {
+		if c.tp == nil {
+			c.tp = otel.GetTracerProvider()
+		}
+		o.tracer = c.tp.Tracer(ScopeName)
+	}
+	o.funcs.Store(&table{})
+	return o, nil
+}
+
+// Observe records e.
+func (o *Observer) Observe(e idem.Event) {
+	ctx := context.Background()
+	fs := o.series(e.Func)
+	if i := int(e.Outcome); i < outcomes && fs.add[i] != nil {
+		o.calls.Add(ctx, 1, fs.add[i]...)
+		o.duration.Record(ctx, e.Duration.Seconds(), fs.record[i]...)
+	} else {
+		// An outcome newer than this package: correct, not cached.
+		set := attribute.NewSet(FuncKey.String(e.Func), OutcomeKey.String(e.Outcome.String()))
+		o.calls.Add(ctx, 1, metric.WithAttributeSet(set))
+		o.duration.Record(ctx, e.Duration.Seconds(), metric.WithAttributeSet(set))
+	}
+	if o.tracer != nil && endsCall(e.Outcome) {
+		o.span(ctx, fs, e)
+	}
+}
+
+// endsCall reports whether an outcome is a call's last: takeover comes
+// before the call runs, heartbeat failures while it runs.
+func endsCall(oc idem.Outcome) bool {
+	return oc != idem.OutcomeTakeover && oc != idem.OutcomeHeartbeatFailed
+}
+
+// isError reports whether the outcome is a failure of the call, as
+// opposed to a result the idempotency contract defines.
+func isError(e idem.Event) bool {
+	switch e.Outcome {
+	case idem.OutcomeFailed, idem.OutcomeLeaseLost, idem.OutcomeStoreError, idem.OutcomeInvalidKey:
+		return true
+	case idem.OutcomeReplayed:
+		return e.Err != nil // a recorded failure, replayed
+	}
+	return false
+}
+
+func (o *Observer) span(ctx context.Context, fs *funcSeries, e idem.Event) {
+	end := time.Now()
+	_, span := o.tracer.Start(ctx, fs.spanName, trace.WithTimestamp(end.Add(-e.Duration)),
+		trace.WithSpanKind(trace.SpanKindInternal))
+	if span.IsRecording() { // sampled out or no SDK: build nothing
+		var buf [4]attribute.KeyValue
+		attrs := append(buf[:0], FuncKey.String(e.Func), OutcomeKey.String(e.Outcome.String()))
+		if e.Fence != 0 {
+			attrs = append(attrs, FenceKey.Int64(int64(e.Fence)))
+		}
+		if o.withKey && e.Key != "" {
+			attrs = append(attrs, KeyKey.String(e.Key))
+		}
+		span.SetAttributes(attrs...)
+		if isError(e) {
+			msg := e.Outcome.String()
+			if e.Err != nil {
+				msg = e.Err.Error()
+				span.RecordError(e.Err, trace.WithTimestamp(end))
+			}
+			span.SetStatus(codes.Error, msg)
+		}
+	}
+	span.End(trace.WithTimestamp(end))
+}
+
+func (o *Observer) series(fn string) *funcSeries {
+	t := o.funcs.Load()
+	for _, fs := range t.first {
+		if fs.name == fn {
+			return fs
+		}
+	}
+	if fs, ok := t.byName[fn]; ok {
+		return fs
+	}
+	return o.add(fn)
+}
+
+func (o *Observer) add(fn string) *funcSeries {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	old := o.funcs.Load()
+	if fs, ok := old.byName[fn]; ok {
+		return fs
+	}
+	fs := &funcSeries{name: fn, spanName: "idem " + fn}
+	for oc := idem.OutcomeExecuted; oc <= idem.OutcomeFailOpen; oc++ {
+		opt := metric.WithAttributeSet(attribute.NewSet(FuncKey.String(fn), OutcomeKey.String(oc.String())))
+		fs.add[oc] = []metric.AddOption{opt}
+		fs.record[oc] = []metric.RecordOption{opt}
+	}
+	t := &table{first: old.first, byName: make(map[string]*funcSeries, len(old.byName)+1)}
+	for k, v := range old.byName {
+		t.byName[k] = v
+	}
+	t.byName[fn] = fs
+	if len(t.first) < scanned {
+		t.first = append(t.first[:len(t.first):len(t.first)], fs)
+	}
+	o.funcs.Store(t)
+	return fs
+}
