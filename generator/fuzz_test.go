@@ -1,10 +1,12 @@
 package generator
 
 import (
+	"fmt"
 	"go/ast"
 	"go/token"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -44,6 +46,8 @@ func FuzzParseDirectives(f *testing.F) {
 		if len(lines) > 16 {
 			lines = lines[:16]
 		}
+		hang := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("parseDirectives still running after 10s on %q", text)) })
+		defer hang.Stop()
 		o1, ok1, d1 := parseFuzzDirective(lines)
 		o2, ok2, d2 := parseFuzzDirective(lines)
 		if ok1 != ok2 || !cmp.Equal(d1, d2) || !cmp.Equal(o1.order, o2.order) {
