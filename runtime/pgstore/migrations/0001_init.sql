@@ -1,10 +1,8 @@
 -- pgstore schema version 1: the idempotency records table.
 --
--- Placeholders, replaced (already quoted) by pgstore.MigrationSQL:
---   {{schema}}        the schema, e.g. "public"
---   {{table}}         the qualified records table, e.g. "public"."idem_records"
---   {{version_table}} the qualified version table, e.g. "public"."idem_records_schema"
---   {{expires_index}} the retention index name, e.g. "idem_records_expires_at_idx"
+-- pgstore.MigrationSQL renders this file with the configured names (already
+-- quoted): the schema, the records table, its version table (<table>_schema)
+-- and the retention index (<table>_expires_at_idx).
 
 CREATE TABLE IF NOT EXISTS {{version_table}} (
     version    integer     PRIMARY KEY,
