@@ -184,6 +184,7 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		if len(v) < headerLen {
 			return idem.ClaimResult{}, corrupt(req.Key, "finished record without a header")
 		}
+		out.Fence = be64(v, offFence)
 		out.Result.Data = []byte(v[headerLen:])
 	case idem.ClaimOutOfOrder:
 		out.LastAccepted = time.UnixMicro(lease)
