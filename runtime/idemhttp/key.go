@@ -54,6 +54,17 @@ func ParseKey(values []string) (string, error) {
 
 // parseSFString parses an RFC 8941 sf-string that makes up the whole value.
 func parseSFString(v string) (string, error) {
+	// The common case, no escapes: the key is a substring, no copy.
+	if len(v) >= 2 && v[len(v)-1] == '"' {
+		plain := true
+		for i := 1; i < len(v)-1 && plain; i++ {
+			c := v[i]
+			plain = c >= 0x20 && c < 0x7f && c != '"' && c != '\\'
+		}
+		if plain {
+			return v[1 : len(v)-1], nil
+		}
+	}
 	b := make([]byte, 0, len(v))
 	for i := 1; i < len(v); i++ {
 		c := v[i]

@@ -110,7 +110,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			return
 		}
 	}
-	body, status, err := m.readBody(r)
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	defer putBodyBuffer(buf)
+	body, status, err := m.readBody(r, buf)
 	if err != nil {
 		code, title := "request-body-unreadable", "Request body unreadable"
 		if status == http.StatusRequestEntityTooLarge {
@@ -188,8 +190,19 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 }
 
-// readBody reads the whole request body, up to the limit.
-func (m *Middleware) readBody(r *http.Request) ([]byte, int, error) {
+var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func putBodyBuffer(b *bytes.Buffer) {
+	if b.Cap() > 64<<10 {
+		return // don't pin large buffers in the pool
+	}
+	b.Reset()
+	bodyBuffers.Put(b)
+}
+
+// readBody reads the whole request body, up to the limit, into buf. The
+// body is valid until buf goes back to the pool, after the request.
+func (m *Middleware) readBody(r *http.Request, buf *bytes.Buffer) ([]byte, int, error) {
 	limit := m.cfg.maxRequest
 	if r.ContentLength > limit {
 		return nil, http.StatusRequestEntityTooLarge,
@@ -198,10 +211,14 @@ func (m *Middleware) readBody(r *http.Request) ([]byte, int, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, 0, nil
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err != nil {
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + 1) // +1: ReadFrom's probe for EOF
+	}
+	lr := io.LimitedReader{R: r.Body, N: limit + 1}
+	if _, err := buf.ReadFrom(&lr); err != nil {
 		return nil, http.StatusBadRequest, fmt.Errorf("reading the request body: %w", err)
 	}
+	body := buf.Bytes()
 	if int64(len(body)) > limit {
 		return nil, http.StatusRequestEntityTooLarge,
 			fmt.Errorf("the request body exceeds the limit of %d bytes", limit)
@@ -252,11 +269,22 @@ var hopByHop = map[string]bool{
 // differs between the first response and its replays.
 func writeResponse(w http.ResponseWriter, resp *response, replay bool, replayHeader string) {
 	h := w.Header()
+	// The recorded header may be shared by concurrent replays (the memory
+	// store hands back the same value): copy its values, into one backing
+	// array, clipped so an append elsewhere cannot reach a neighbour.
+	n := 1
+	for _, vs := range resp.Header {
+		n += len(vs)
+	}
+	all := make([]string, 0, n)
 	for k, vs := range resp.Header {
-		h[k] = append(h[k][:0:0], vs...)
+		lo := len(all)
+		all = append(all, vs...)
+		h[k] = all[lo:len(all):len(all)]
 	}
 	if replay {
-		h.Set(replayHeader, "true")
+		all = append(all, "true")
+		h[replayHeader] = all[len(all)-1:]
 	}
 	w.WriteHeader(resp.Status)
 	if len(resp.Body) > 0 {
