@@ -1,0 +1,37 @@
+// Package reliability is idemgen's reliability harness: it drives the
+// generated wrappers of package work from several real OS processes
+// against the Redis, Postgres and file stores and checks the results
+// against a side-effect ledger kept in Postgres (one row per execution,
+// written by the guarded function itself).
+//
+// Scenarios (reliability_test.go):
+//
+//   - storm: many processes × goroutines deliver every key many times in
+//     random order; exactly one execution per key, every caller the same
+//     result.
+//   - crash: a worker is SIGKILLed at a random moment (before its claim,
+//     while the function runs, between the function's return and the
+//     completion); a fresh process retries: no key stays stuck beyond its
+//     lease, every key completes, at most one execution per fence.
+//   - zombie: an owner is SIGSTOPped past its lease, another process takes
+//     over and completes, the owner is SIGCONTed: its completion fails with
+//     idem.ErrLeaseLost, the stored result is the successor's, and its
+//     fence-guarded business write is rejected.
+//   - network (Redis, Postgres): the store is reached through FaultProxy,
+//     which injects resets, blackholes and latency spikes: callers get typed
+//     errors, a key is completed once, stale fences never write, and every
+//     key completes once the faults heal.
+//   - skew (Redis, Postgres): workers run with Guard clocks offset by
+//     minutes (idem.WithGuardClock); exclusivity holds because leases are
+//     judged by the server's clock.
+//
+// `go test ./test/reliability` runs a short version (seconds);
+// IDEM_RELIABILITY=full runs the full one and, with
+// IDEM_RELIABILITY_REPORT=path, writes the Markdown report (make
+// reliability writes docs/RELIABILITY.md). Workers are the test binary
+// itself, re-executed with -test.run=^TestWorkerProcess$ and their
+// configuration in the IDEM_REL_WORKER environment variable.
+//
+// BrokenStore is a deliberately wrong store wrapper; the harness's own test
+// shows the zombie scenario catches it.
+package reliability

@@ -1,0 +1,499 @@
+package reliability
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/test/reliability/work"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+)
+
+// harness is one test run's shared state: the ledger, the services, and a
+// run id that keeps this run's keys, schemas and files apart from any other.
+type harness struct {
+	runID     string
+	ledgerURL string
+	pool      *pgxpool.Pool
+	ledger    *work.Ledger
+	recSchema string // pgstore records of this run
+	redisAddr string
+	redisErr  error // why Redis is unusable, if it is
+	fileDir   string
+	full      bool
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// missing skips (or, under CI=true, fails) a test whose service is down.
+func missing(t *testing.T, what string, err error, howto string) {
+	t.Helper()
+	msg := fmt.Sprintf("%s unavailable: %v\nstart it with: %s", what, err, howto)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+const (
+	pgHowTo    = "scripts/base-services.sh (or: service postgresql start), or set IDEM_POSTGRES_URL"
+	redisHowTo = "scripts/base-services.sh (or: redis-server --daemonize yes), or set IDEM_REDIS_ADDR"
+)
+
+// newHarness connects to the ledger database (required by every scenario:
+// it is the side-effect ledger) and to Redis (required by its scenarios).
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	var id [4]byte
+	_, _ = rand.Read(id[:])
+	h := &harness{
+		runID:     hex.EncodeToString(id[:]),
+		ledgerURL: envOr("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test"),
+		redisAddr: envOr("IDEM_REDIS_ADDR", "127.0.0.1:6379"),
+		fileDir:   t.TempDir(),
+		full:      os.Getenv("IDEM_RELIABILITY") == "full",
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, h.ledgerURL)
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		missing(t, "PostgreSQL (the side-effect ledger of every scenario) at "+h.ledgerURL, err, pgHowTo)
+	}
+	h.pool = pool
+	h.ledger = &work.Ledger{Pool: pool, Schema: "idemrel_" + h.runID}
+	h.recSchema = "idemrel_rec_" + h.runID
+	if err := h.ledger.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+h.recSchema); err != nil {
+		t.Fatal(err)
+	}
+	if err := pgstore.Migrate(ctx, pool, pgstore.WithSchema(h.recSchema)); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: h.redisAddr})
+	h.redisErr = rdb.Ping(ctx).Err()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if h.redisErr == nil {
+			iter := rdb.Scan(ctx, 0, h.redisPrefix()+"*", 1000).Iterator()
+			var keys []string
+			for iter.Next(ctx) {
+				keys = append(keys, iter.Val())
+			}
+			for len(keys) > 0 {
+				n := min(len(keys), 500)
+				rdb.Del(ctx, keys[:n]...)
+				keys = keys[n:]
+			}
+		}
+		rdb.Close()
+		if os.Getenv("IDEM_RELIABILITY_KEEP") == "" {
+			_ = h.ledger.Drop(ctx)
+			_, _ = pool.Exec(ctx, `DROP SCHEMA IF EXISTS `+h.recSchema+` CASCADE`)
+		} else {
+			t.Logf("kept ledger schema %s and records schema %s", h.ledger.Schema, h.recSchema)
+		}
+		pool.Close()
+	})
+	return h
+}
+
+func (h *harness) redisPrefix() string { return "idemrel:" + h.runID + ":" }
+
+// needStore skips a store's scenarios when its service is down.
+func (h *harness) needStore(t *testing.T, store string) {
+	t.Helper()
+	if store == "redis" && h.redisErr != nil {
+		missing(t, "Redis at "+h.redisAddr, h.redisErr, redisHowTo)
+	}
+}
+
+// base is a worker configuration for store, talking to the real server
+// (addr overrides it: a FaultProxy's address).
+func (h *harness) base(store, role string, addr string) workerConfig {
+	cfg := workerConfig{
+		Role: role, Store: store, FileDir: h.fileDir, RedisPrefix: h.redisPrefix(), PGSchema: h.recSchema,
+		LedgerURL: h.ledgerURL, LedgerSchema: h.ledger.Schema,
+	}
+	switch store {
+	case "redis":
+		cfg.StoreAddr = h.redisAddr
+	case "postgres":
+		cfg.StoreAddr = h.ledgerURL
+	}
+	if addr != "" {
+		if store == "postgres" {
+			u, _ := url.Parse(h.ledgerURL)
+			u.Host = addr
+			cfg.StoreAddr = u.String()
+		} else {
+			cfg.StoreAddr = addr
+		}
+	}
+	return cfg
+}
+
+// pgHostPort is the Postgres server's address, for a FaultProxy in front.
+func (h *harness) pgHostPort() string {
+	u, err := url.Parse(h.ledgerURL)
+	if err != nil || u.Host == "" {
+		return "127.0.0.1:5432"
+	}
+	if u.Port() == "" {
+		return net.JoinHostPort(u.Hostname(), "5432")
+	}
+	return u.Host
+}
+
+// marker is one progress line of a worker.
+type marker struct {
+	phase, key string
+	fence      uint64
+	at         time.Time
+}
+
+// proc is a running worker process.
+type proc struct {
+	cmd    *exec.Cmd
+	output string
+
+	mu     sync.Mutex
+	marks  []marker
+	notify chan struct{}
+	stderr bytes.Buffer
+	done   chan struct{}
+	err    error
+}
+
+var procSeq struct {
+	sync.Mutex
+	n int
+}
+
+// start re-executes the test binary as a worker with cfg.
+func (h *harness) start(t *testing.T, cfg workerConfig) *proc {
+	t.Helper()
+	procSeq.Lock()
+	procSeq.n++
+	n := procSeq.n
+	procSeq.Unlock()
+	cfg.Output = fmt.Sprintf("%s/worker-%d.json", h.fileDir, n)
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWorkerProcess$", "-test.count=1", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(), workerEnv+"="+string(raw), "GOMAXPROCS=2")
+	p := &proc{cmd: cmd, output: cfg.Output, notify: make(chan struct{}, 1), done: make(chan struct{})}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = &lockedWriter{mu: &p.mu, w: &p.stderr}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start worker: %v", err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) != 4 || f[0] != "IDEMREL" {
+				continue
+			}
+			fence, _ := strconv.ParseUint(f[3], 10, 64)
+			p.mu.Lock()
+			p.marks = append(p.marks, marker{phase: f[1], key: f[2], fence: fence, at: time.Now()})
+			p.mu.Unlock()
+			select {
+			case p.notify <- struct{}{}:
+			default:
+			}
+		}
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = cmd.Process.Signal(syscall.SIGCONT)
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// waitMark waits for the first marker of phase (any key when key is "").
+func (p *proc) waitMark(phase, key string, timeout time.Duration) (marker, bool) {
+	deadline := time.After(timeout)
+	for {
+		p.mu.Lock()
+		for _, m := range p.marks {
+			if m.phase == phase && (key == "" || m.key == key) {
+				p.mu.Unlock()
+				return m, true
+			}
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.notify:
+		case <-p.done:
+			// Drain what the reader saw before the exit.
+			p.mu.Lock()
+			for _, m := range p.marks {
+				if m.phase == phase && (key == "" || m.key == key) {
+					p.mu.Unlock()
+					return m, true
+				}
+			}
+			p.mu.Unlock()
+			return marker{}, false
+		case <-deadline:
+			return marker{}, false
+		}
+	}
+}
+
+// lastPhase is the last marker of key before the process died.
+func (p *proc) lastPhase(key string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last := ""
+	for _, m := range p.marks {
+		if m.key == key {
+			last = m.phase
+		}
+	}
+	return last
+}
+
+func (p *proc) signal(s syscall.Signal) { _ = p.cmd.Process.Signal(s) }
+
+// wait waits for the worker to exit and returns its report.
+func (p *proc) wait(timeout time.Duration) (workerReport, error) {
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		p.signal(syscall.SIGCONT)
+		p.signal(syscall.SIGQUIT) // a goroutine dump on stderr tells where it hung
+		<-p.done
+		return workerReport{}, fmt.Errorf("worker %d did not finish within %s; stderr:\n%s", p.cmd.Process.Pid, timeout, p.stderrTail())
+	}
+	if p.err != nil {
+		return workerReport{}, fmt.Errorf("worker %d: %v; stderr:\n%s", p.cmd.Process.Pid, p.err, p.stderrTail())
+	}
+	b, err := os.ReadFile(p.output)
+	if err != nil {
+		return workerReport{}, fmt.Errorf("worker %d left no report: %v; stderr:\n%s", p.cmd.Process.Pid, err, p.stderrTail())
+	}
+	var rep workerReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return workerReport{}, fmt.Errorf("worker %d report: %v", p.cmd.Process.Pid, err)
+	}
+	return rep, nil
+}
+
+func (p *proc) stderrTail() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stderr.String()
+	if len(s) > 4000 {
+		s = "…" + s[len(s)-4000:]
+	}
+	return s
+}
+
+// execRow is one ledger row.
+type execRow struct {
+	Key         string
+	Fence       uint64
+	PID         int
+	Nonce       string
+	Started     time.Time
+	Ended       *time.Time
+	CtxLive     *bool
+	BizAccepted *bool
+}
+
+// executions reads the ledger rows of keys starting with prefix.
+func (h *harness) executions(t *testing.T, prefix string) map[string][]execRow {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := h.pool.Query(ctx, `SELECT key, fence, pid, nonce, started_at, ended_at, ctx_live, biz_accepted FROM `+
+		h.ledger.Schema+`.executions WHERE starts_with(key, $1) ORDER BY key, fence, id`, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string][]execRow{}
+	for rows.Next() {
+		var r execRow
+		var fence int64
+		if err := rows.Scan(&r.Key, &fence, &r.PID, &r.Nonce, &r.Started, &r.Ended, &r.CtxLive, &r.BizAccepted); err != nil {
+			t.Fatal(err)
+		}
+		r.Fence = uint64(fence)
+		out[r.Key] = append(out[r.Key], r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// bizRow is the business row of key.
+type bizRow struct {
+	Fence uint64
+	PID   int
+	Nonce string
+}
+
+func (h *harness) biz(t *testing.T, prefix string) map[string]bizRow {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := h.pool.Query(ctx, `SELECT key, fence, pid, nonce FROM `+h.ledger.Schema+`.biz WHERE starts_with(key, $1)`, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]bizRow{}
+	for rows.Next() {
+		var k string
+		var fence int64
+		var b bizRow
+		if err := rows.Scan(&k, &fence, &b.PID, &b.Nonce); err != nil {
+			t.Fatal(err)
+		}
+		b.Fence = uint64(fence)
+		out[k] = b
+	}
+	return out
+}
+
+// violations collects what a scenario found wrong.
+type violations struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (v *violations) add(format string, args ...any) {
+	v.mu.Lock()
+	v.list = append(v.list, fmt.Sprintf(format, args...))
+	v.mu.Unlock()
+}
+
+func (v *violations) n() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.list)
+}
+
+// checkLedger applies the checks every scenario shares to the ledger rows
+// of each key and the outcome the key completed with: at most one
+// execution per (key, fence); the completed outcome is an execution on
+// record; nothing executed after it (no higher fence). It returns the
+// number of executions and of keys with more than one.
+func checkLedger(v *violations, rows map[string][]execRow, final map[string]outcomeView) (execs, reexecuted int) {
+	for key, rs := range rows {
+		execs += len(rs)
+		if len(rs) > 1 {
+			reexecuted++
+		}
+		seen := map[uint64]int{}
+		for _, r := range rs {
+			seen[r.Fence]++
+			if seen[r.Fence] == 2 {
+				v.add("%s: two executions with fence %d (exclusivity broken)", key, r.Fence)
+			}
+		}
+		f, ok := final[key]
+		if !ok {
+			continue
+		}
+		found := false
+		for _, r := range rs {
+			if r.Fence == f.Fence && r.Nonce == f.Nonce {
+				found = true
+			}
+			if r.Fence > f.Fence {
+				v.add("%s: execution with fence %d after the completed one (fence %d)", key, r.Fence, f.Fence)
+			}
+		}
+		if !found {
+			v.add("%s: completed result (fence %d, nonce %s) matches no execution in the ledger", key, f.Fence, f.Nonce)
+		}
+	}
+	for key := range final {
+		if len(rows[key]) == 0 {
+			v.add("%s: completed with no execution in the ledger", key)
+		}
+	}
+	return execs, reexecuted
+}
+
+// outcomeView is the part of an outcome that identifies its execution.
+type outcomeView struct {
+	Fence uint64
+	PID   int
+	Nonce string
+}
+
+func view(o work.Outcome) outcomeView { return outcomeView{o.Fence, o.PID, o.Nonce} }
+
+// agree checks that every successful call of a key got the same outcome
+// and returns it per key.
+func agree(v *violations, calls []callRecord) map[string]outcomeView {
+	final := map[string]outcomeView{}
+	for _, c := range calls {
+		if c.Class != "ok" {
+			continue
+		}
+		got := view(c.Out)
+		if prev, ok := final[c.Key]; ok && prev != got {
+			v.add("%s: callers got different results: %+v and %+v", c.Key, prev, got)
+			continue
+		}
+		final[c.Key] = got
+	}
+	return final
+}
