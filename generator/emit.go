@@ -247,7 +247,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
 	} else {
 		fnRef = jen.Id(fname)
 	}
-	out = append(out, jen.Commentf("The wrapper below was generated for this signature of %s: if it changes, this line fails to compile until go generate runs again.", display).Line().
+	out = append(out, jen.Commentf("Build fails here if %s's signature changed since generation: run go generate.", display).Line().
 		Var().Id("_").Func().Add(e.signature(checkSig, nil)).Op("=").Add(fnRef))
 
 	// Results.

@@ -20,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecCreateInvoice = &idem.Spec{Name: "github.com/idemgen/idemgen/examples/quickstart.CreateInvoice", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait}
 
-// The wrapper below was generated for this signature of main.CreateInvoice: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if main.CreateInvoice's signature changed since generation: run go generate.
 var _ func(context.Context, InvoiceRequest) (*Invoice, error) = CreateInvoice
 
 // CreateInvoice is main.CreateInvoice, run at most once per key (ttl=24h lease=30s on_duplicate=wait key=req.CustomerID,req.OrderID).
@@ -36,7 +36,7 @@ func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (*In
 
 var idemSpecHandleWebhook = &idem.Spec{Name: "github.com/idemgen/idemgen/examples/quickstart.HandleWebhook", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, OnFailure: idem.FailureLock}
 
-// The wrapper below was generated for this signature of main.HandleWebhook: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if main.HandleWebhook's signature changed since generation: run go generate.
 var _ func(context.Context, string, WebhookEvent) (string, error) = HandleWebhook
 
 // HandleWebhook is main.HandleWebhook, run at most once per key (ttl=24h lease=30s on_duplicate=return on_failure=lock key=eventID).

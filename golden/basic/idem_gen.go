@@ -20,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecCreateInvoice = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/basic.CreateInvoice", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait}
 
-// The wrapper below was generated for this signature of basic.CreateInvoice: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if basic.CreateInvoice's signature changed since generation: run go generate.
 var _ func(context.Context, InvoiceRequest) (*Invoice, error) = CreateInvoice
 
 // CreateInvoice is basic.CreateInvoice, run at most once per key (ttl=24h lease=30s on_duplicate=wait key=req.CustomerID,req.OrderID).

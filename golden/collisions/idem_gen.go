@@ -20,7 +20,7 @@ func NewIdempotent(g *idem3.Guard) *Idempotent {
 
 var idemSpecPay2 = &idem3.Spec{Name: "github.com/idemgen/idemgen/testdata/collisions.Pay", TTL: 24 * time3.Hour, Lease: 30 * time3.Second, OnDuplicate: idem3.DuplicateReturn}
 
-// The wrapper below was generated for this signature of collisions.Pay: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if collisions.Pay's signature changed since generation: run go generate.
 var _ func(context3.Context, string, int, bool, []string, string, int) (int64, error) = Pay
 
 // Pay is collisions.Pay, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -46,7 +46,7 @@ func (x2 *Idempotent) Pay(ctx2 context3.Context, g string, c int, x bool, r []st
 
 var idemSpecTick = &idem3.Spec{Name: "github.com/idemgen/idemgen/testdata/collisions.Tick", TTL: 90 * time3.Minute, Lease: 30 * time3.Second, OnDuplicate: idem3.DuplicateReturn}
 
-// The wrapper below was generated for this signature of collisions.Tick: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if collisions.Tick's signature changed since generation: run go generate.
 var _ func(context3.Context, string, int, context, []byte) (string, int, error) = Tick
 
 // idemResultTick holds the results of collisions.Tick, stored as one value.

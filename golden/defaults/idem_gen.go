@@ -20,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecGetQuote = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/defaults.GetQuote", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of defaults.GetQuote: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if defaults.GetQuote's signature changed since generation: run go generate.
 var _ func(context.Context, string, int) (Quote, error) = GetQuote
 
 // GetQuote is defaults.GetQuote, run at most once per key (ttl=24h lease=30s on_duplicate=return).

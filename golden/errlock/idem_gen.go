@@ -20,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecSendEmail = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/errlock.SendEmail", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, OnFailure: idem.FailureLock}
 
-// The wrapper below was generated for this signature of errlock.SendEmail: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if errlock.SendEmail's signature changed since generation: run go generate.
 var _ func(context.Context, string, string) error = SendEmail
 
 // SendEmail is errlock.SendEmail, run at most once per key (ttl=1h lease=30s on_duplicate=return on_failure=lock).
@@ -36,7 +36,7 @@ func (x *Idempotent) SendEmail(ctx context.Context, to string, body string) erro
 
 var idemSpecCharge = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/errlock.Charge", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of errlock.Charge: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if errlock.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, string, int64) error = Charge
 
 // Charge is errlock.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return on_failure=unlock).

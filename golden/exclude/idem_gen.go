@@ -20,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecFulfil = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/exclude.Fulfil", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of exclude.Fulfil: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if exclude.Fulfil's signature changed since generation: run go generate.
 var _ func(context.Context, Order, Delivery) (int64, error) = Fulfil
 
 // Fulfil is exclude.Fulfil, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=meta,order.Trace.Sent,order.Customer.UpdatedAt).

@@ -20,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecHandle = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/idkey.Handle", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of idkey.Handle: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if idkey.Handle's signature changed since generation: run go generate.
 var _ func(context.Context, string, Event) (int64, error) = Handle
 
 // Handle is idkey.Handle, run at most once per key (ttl=24h lease=30s on_duplicate=return key=idempotencyKey).
@@ -36,7 +36,7 @@ func (x *Idempotent) Handle(ctx context.Context, idempotencyKey string, ev Event
 
 var idemSpecHandleEvent = &idem.Spec{Name: "events.handle", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Version: 2}
 
-// The wrapper below was generated for this signature of idkey.HandleEvent: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if idkey.HandleEvent's signature changed since generation: run go generate.
 var _ func(context.Context, *TypedEvent) (int64, error) = HandleEvent
 
 // HandleEvent is idkey.HandleEvent, run at most once per key (ttl=24h lease=30s on_duplicate=return key=ev.ID name=events.handle version=2).

@@ -22,7 +22,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecCrop = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/imported.Crop", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of imported.Crop: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if imported.Crop's signature changed since generation: run go generate.
 var _ func(context.Context, image.Rectangle, image.Point, color.RGBA) (image.Rectangle, error) = Crop
 
 // Crop is imported.Crop, run at most once per key (ttl=24h lease=30s on_duplicate=return).

@@ -20,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecRecord = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keybasic.Record", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of keybasic.Record: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if keybasic.Record's signature changed since generation: run go generate.
 var _ func(context.Context, Basics, int, float64, Currency, time.Duration, time.Time) (int64, error) = Record
 
 // Record is keybasic.Record, run at most once per key (ttl=24h lease=30s on_duplicate=return).

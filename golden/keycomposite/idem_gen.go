@@ -20,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecDraw = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keycomposite.Draw", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of keycomposite.Draw: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if keycomposite.Draw's signature changed since generation: run go generate.
 var _ func(context.Context, Shape, []string, map[string]string, *Point, [2]Point) (int64, error) = Draw
 
 // Draw is keycomposite.Draw, run at most once per key (ttl=24h lease=30s on_duplicate=return).

@@ -20,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecNotify = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keyer.Notify", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of keyer.Notify: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if keyer.Notify's signature changed since generation: run go generate.
 var _ func(context.Context, Order, Identity, *Email) (int64, error) = Notify
 
 // Notify is keyer.Notify, run at most once per key (ttl=24h lease=30s on_duplicate=return).

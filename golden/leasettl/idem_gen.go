@@ -20,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecLong = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/leasettl.Long", TTL: time.Hour, Lease: 30 * time.Millisecond, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of leasettl.Long: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if leasettl.Long's signature changed since generation: run go generate.
 var _ func(context.Context, string) (int64, error) = Long
 
 // Long is leasettl.Long, run at most once per key (ttl=1h lease=30ms on_duplicate=return).
@@ -34,7 +34,7 @@ func (x *Idempotent) Long(ctx context.Context, id string) (int64, error) {
 
 var idemSpecShort = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/leasettl.Short", TTL: 50 * time.Millisecond, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of leasettl.Short: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if leasettl.Short's signature changed since generation: run go generate.
 var _ func(context.Context, string) (int64, error) = Short
 
 // Short is leasettl.Short, run at most once per key (ttl=50ms lease=30s on_duplicate=return).

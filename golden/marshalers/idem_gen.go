@@ -21,7 +21,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecAllow = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/marshalers.Allow", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of marshalers.Allow: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if marshalers.Allow's signature changed since generation: run go generate.
 var _ func(context.Context, Request, netip.Prefix) (int64, error) = Allow
 
 // Allow is marshalers.Allow, run at most once per key (ttl=24h lease=30s on_duplicate=return).

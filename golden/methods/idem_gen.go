@@ -24,7 +24,7 @@ func NewIdempotentService(t *Service, g *idem.Guard) *IdempotentService {
 
 var idemSpecServiceCharge = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/methods.Service.Charge", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of Service.Charge: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if Service.Charge's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, string, int64) (string, error) = (*Service).Charge
 
 // Charge is Service.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return key=account,cents).
@@ -39,7 +39,7 @@ func (x *IdempotentService) Charge(ctx context.Context, account string, cents in
 
 var idemSpecServiceRefund = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/methods.Service.Refund", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateRaise}
 
-// The wrapper below was generated for this signature of Service.Refund: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if Service.Refund's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, string) error = (*Service).Refund
 
 // Refund is Service.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=raise).
@@ -68,7 +68,7 @@ func NewIdempotentMailer(t *Mailer, g *idem.Guard) *IdempotentMailer {
 
 var idemSpecMailerSend = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/methods.Mailer.Send", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of Mailer.Send: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if Mailer.Send's signature changed since generation: run go generate.
 var _ func(*Mailer, context.Context, string) error = (*Mailer).Send
 
 // Send is Mailer.Send, run at most once per key (ttl=24h lease=30s on_duplicate=return).

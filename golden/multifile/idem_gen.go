@@ -20,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecPing = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.Ping", TTL: time.Minute, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of multifile.Ping: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if multifile.Ping's signature changed since generation: run go generate.
 var _ func(context.Context) (string, error) = Ping
 
 // Ping is multifile.Ping, run at most once per key (ttl=1m lease=30s on_duplicate=return).
@@ -33,7 +33,7 @@ func (x *Idempotent) Ping(ctx context.Context) (string, error) {
 
 var idemSpecunexported = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.unexported", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait}
 
-// The wrapper below was generated for this signature of multifile.unexported: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if multifile.unexported's signature changed since generation: run go generate.
 var _ func(context.Context, uint16) (bool, error) = unexported
 
 // unexported is multifile.unexported, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
@@ -61,7 +61,7 @@ func NewIdempotentRepo(t *Repo, g *idem.Guard) *IdempotentRepo {
 
 var idemSpecRepoSave = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.Repo.Save", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of Repo.Save: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if Repo.Save's signature changed since generation: run go generate.
 var _ func(*Repo, context.Context, string, map[string]string) error = (*Repo).Save
 
 // Save is Repo.Save, run at most once per key (ttl=24h lease=30s on_duplicate=return key=id).
@@ -88,7 +88,7 @@ func (x *IdempotentRepo) Save(ctx context.Context, id string, doc map[string]str
 
 var idemSpecRepoLoad = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.Repo.Load", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of Repo.Load: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if Repo.Load's signature changed since generation: run go generate.
 var _ func(*Repo, context.Context, string) ([]byte, error) = (*Repo).Load
 
 // Load is Repo.Load, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -116,7 +116,7 @@ func NewIdempotentCache(t *Cache, g *idem.Guard) *IdempotentCache {
 
 var idemSpecCacheFill = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.Cache.Fill", TTL: 24 * time.Hour, Lease: time.Minute, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of Cache.Fill: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if Cache.Fill's signature changed since generation: run go generate.
 var _ func(*Cache, context.Context) (time.Duration, error) = (*Cache).Fill
 
 // Fill is Cache.Fill, run at most once per key (ttl=24h lease=1m on_duplicate=return).

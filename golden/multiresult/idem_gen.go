@@ -20,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecSplit = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multiresult.Split", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait}
 
-// The wrapper below was generated for this signature of multiresult.Split: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if multiresult.Split's signature changed since generation: run go generate.
 var _ func(context.Context, int, int) (int, []int, *Receipt, error) = Split
 
 // idemResultSplit holds the results of multiresult.Split, stored as one value.

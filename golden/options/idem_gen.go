@@ -20,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecSlow = &idem.Spec{Name: "options.slow", TTL: time.Hour, Lease: 2 * time.Second, OnDuplicate: idem.DuplicateWait, OnFailure: idem.FailureLock, Wait: 20 * time.Millisecond, Version: 3}
 
-// The wrapper below was generated for this signature of options.Slow: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if options.Slow's signature changed since generation: run go generate.
 var _ func(context.Context, string, string) (int64, error) = Slow
 
 // Slow is options.Slow, run at most once per key (ttl=1h lease=2s on_duplicate=wait wait=20ms on_failure=lock key=id exclude=note name=options.slow version=3).
@@ -35,7 +35,7 @@ func (x *Idempotent) Slow(ctx context.Context, id string, note string) (int64, e
 
 var idemSpecRaise = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/options.Raise", TTL: 1500 * time.Millisecond, Lease: 250 * time.Millisecond, OnDuplicate: idem.DuplicateRaise}
 
-// The wrapper below was generated for this signature of options.Raise: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if options.Raise's signature changed since generation: run go generate.
 var _ func(context.Context, int) (time.Duration, error) = Raise
 
 // Raise is options.Raise, run at most once per key (ttl=1.5s lease=250ms on_duplicate=raise).

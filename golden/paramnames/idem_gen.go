@@ -20,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecStore = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/paramnames.Store", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of paramnames.Store: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if paramnames.Store's signature changed since generation: run go generate.
 var _ func(context.Context, string, int) error = Store
 
 // Store is paramnames.Store, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -36,7 +36,7 @@ func (x *Idempotent) Store(p0 context.Context, p1 string, p2 int) error {
 
 var idemSpecBlank = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/paramnames.Blank", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of paramnames.Blank: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if paramnames.Blank's signature changed since generation: run go generate.
 var _ func(context.Context, string, int) (int, error) = Blank
 
 // Blank is paramnames.Blank, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -51,7 +51,7 @@ func (x *Idempotent) Blank(p0 context.Context, p1 string, n int) (int, error) {
 
 var idemSpecShadow = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/paramnames.Shadow", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of paramnames.Shadow: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if paramnames.Shadow's signature changed since generation: run go generate.
 var _ func(string, Item, int, string, []int) (*Item, error) = Shadow
 
 // Shadow is paramnames.Shadow, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -76,7 +76,7 @@ func (x *Idempotent) Shadow(Shadow_ string, Item_ Item, len_ int, string_ string
 
 var idemSpecLater = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/paramnames.Later", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of paramnames.Later: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if paramnames.Later's signature changed since generation: run go generate.
 var _ func(string, context.Context, int) (int, error) = Later
 
 // Later is paramnames.Later, run at most once per key (ttl=24h lease=30s on_duplicate=return key=id).

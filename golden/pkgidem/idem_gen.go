@@ -20,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecLookup = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/pkgidem.Lookup", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait}
 
-// The wrapper below was generated for this signature of idem.Lookup: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if idem.Lookup's signature changed since generation: run go generate.
 var _ func(context.Context, Input, ID) (Pair[string, int], error) = Lookup
 
 // Lookup is idem.Lookup, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
@@ -49,7 +49,7 @@ func NewIdempotentGuard(t *Guard, g *idem.Guard) *IdempotentGuard {
 
 var idemSpecGuardCheck = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/pkgidem.Guard.Check", TTL: time.Minute, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of Guard.Check: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if Guard.Check's signature changed since generation: run go generate.
 var _ func(*Guard, context.Context, []ID) ([]Pair[ID, bool], error) = (*Guard).Check
 
 // Check is Guard.Check, run at most once per key (ttl=1m lease=30s on_duplicate=return).

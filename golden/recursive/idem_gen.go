@@ -20,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecWalk = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/recursive.Walk", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of recursive.Walk: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if recursive.Walk's signature changed since generation: run go generate.
 var _ func(context.Context, *Tree, List, A) (int64, error) = Walk
 
 // Walk is recursive.Walk, run at most once per key (ttl=24h lease=30s on_duplicate=return).

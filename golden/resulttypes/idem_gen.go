@@ -20,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecBuild = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/resulttypes.Build", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait}
 
-// The wrapper below was generated for this signature of resulttypes.Build: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if resulttypes.Build's signature changed since generation: run go generate.
 var _ func(context.Context, string) (*Report, error) = Build
 
 // Build is resulttypes.Build, run at most once per key (ttl=24h lease=30s on_duplicate=wait).

@@ -20,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecTag = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/variadic.Tag", TTL: 5 * time.Minute, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of variadic.Tag: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if variadic.Tag's signature changed since generation: run go generate.
 var _ func(string, ...string) ([]string, error) = Tag
 
 // Tag is variadic.Tag, run at most once per key (ttl=5m lease=30s on_duplicate=return).
@@ -38,7 +38,7 @@ func (x *Idempotent) Tag(item string, labels ...string) ([]string, error) {
 
 var idemSpecLog = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/variadic.Log", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of variadic.Log: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if variadic.Log's signature changed since generation: run go generate.
 var _ func(string, ...int) error = Log
 
 // Log is variadic.Log, run at most once per key (ttl=24h lease=30s on_duplicate=return).
