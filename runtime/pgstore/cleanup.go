@@ -37,6 +37,22 @@ func (s *Store) Cleanup(ctx context.Context) (int, error) {
 			return total, err
 		}
 		if n < s.cfg.sweepBatch {
+			break
+		}
+	}
+	// Expired per-entity order rows too (not counted: they are not records).
+	for {
+		c, err := s.acquire(ctx, "cleanup")
+		if err != nil {
+			return total, err
+		}
+		var n int64
+		err = c.QueryRow(ctx, s.q.cleanupOrder, s.cfg.sweepBatch, s.ts()).Scan(&n)
+		c.Release()
+		if err != nil {
+			return total, s.wrap(ctx, "cleanup", s.n.qOrder, err)
+		}
+		if int(n) < s.cfg.sweepBatch {
 			return total, nil
 		}
 	}

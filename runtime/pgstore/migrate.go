@@ -17,7 +17,7 @@ import (
 
 // SchemaVersion is the newest schema version this package knows and the
 // version New requires.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // rowFormat is the newest row format (records.format) this package reads.
 const rowFormat = 1
@@ -61,6 +61,9 @@ type names struct {
 	qTable        string // "schema"."table"
 	qVersion      string // "schema"."table_schema"
 	qExpiresIndex string // "table_expires_at_idx"
+	qOrder        string // "schema"."table_order"
+	qOrderIndex   string // "table_order_expires_at_idx"
+	qClaimOrdered string // "schema"."table_claim_ordered"
 	channel       string // NOTIFY channel (raw, ≤ 63 bytes)
 }
 
@@ -70,6 +73,9 @@ func newNames(schema, table string) names {
 	n.qTable = pgx.Identifier{schema, table}.Sanitize()
 	n.qVersion = pgx.Identifier{schema, table + "_schema"}.Sanitize()
 	n.qExpiresIndex = pgx.Identifier{table + "_expires_at_idx"}.Sanitize()
+	n.qOrder = pgx.Identifier{schema, table + "_order"}.Sanitize()
+	n.qOrderIndex = pgx.Identifier{table + "_order_expires_at_idx"}.Sanitize()
+	n.qClaimOrdered = pgx.Identifier{schema, table + "_claim_ordered"}.Sanitize()
 	n.channel = channelName(schema, table)
 	return n
 }
@@ -80,6 +86,9 @@ func (n names) render(sql string) string {
 		"{{table}}", n.qTable,
 		"{{version_table}}", n.qVersion,
 		"{{expires_index}}", n.qExpiresIndex,
+		"{{order_table}}", n.qOrder,
+		"{{order_expires_index}}", n.qOrderIndex,
+		"{{claim_ordered}}", n.qClaimOrdered,
 	).Replace(sql)
 }
 

@@ -14,8 +14,9 @@ type queries struct {
 	get, del, waitCheck, waitArm, completeInTx, cleanup string
 	// cleanupByKey replaces cleanup on a partitioned table, where a ctid
 	// names a row only within one partition.
-	cleanupByKey       string
-	list, forceRelease string
+	cleanupByKey               string
+	list, forceRelease         string
+	claimOrdered, cleanupOrder string
 }
 
 // claimable(x, ts): the row may be claimed — released, no longer live, or
@@ -158,6 +159,20 @@ ORDER BY key LIMIT $5`),
 )
 SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, format FROM u
 WHERE CASE WHEN u.waiters THEN pg_notify($3, md5(u.key)) IS NOT NULL ELSE true END`),
+
+		claimOrdered: `SELECT claimed, fence, lease_until, took_over, state, owner, fingerprint, result,
+	expires_at, format, now, out_of_order, last_accepted
+FROM ` + n.qClaimOrdered + `($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+
+		cleanupOrder: `WITH d AS (
+	DELETE FROM ` + n.qOrder + ` WHERE ctid = ANY(ARRAY(
+		SELECT ctid FROM ` + n.qOrder + `
+		WHERE expires_at <= coalesce($2::timestamptz, statement_timestamp())
+		LIMIT $1 FOR UPDATE SKIP LOCKED))
+	AND expires_at <= coalesce($2::timestamptz, statement_timestamp())
+	RETURNING 1
+)
+SELECT count(*) FROM d`,
 
 		cleanupByKey: sub(`WITH d AS (
 	DELETE FROM {T} WHERE key = ANY(ARRAY(

@@ -148,12 +148,22 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 	return fmt.Errorf("pgstore: %s %s: %w", op, key, err)
 }
 
+var _ idem.Orderer = (*Store)(nil)
+
+// SupportsOrdering reports that the store implements idem.OrderClaim
+// (schema version 2: the <table>_order table and <table>_claim_ordered
+// function).
+func (s *Store) SupportsOrdering() bool { return true }
+
 func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
 	c, err := s.acquire(ctx, "claim")
 	if err != nil {
 		return idem.ClaimResult{}, err
 	}
 	defer c.Release()
+	if req.Order.Key != "" {
+		return s.claimOrdered(ctx, c, req)
+	}
 	for range maxClaimAttempts {
 		var (
 			claimed, tookOver bool
@@ -188,19 +198,46 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		if r.claimable(at) {
 			continue // our snapshot was stale: someone claimed it after it was taken
 		}
-		if [32]byte(r.fp) != req.Fingerprint {
-			return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: uint64(fence)}, nil
-		}
-		switch state {
-		case stInProgress:
-			return idem.ClaimResult{Status: idem.ClaimInProgress, Fence: uint64(fence), LeaseUntil: leaseUntil}, nil
-		case stCompleted:
-			return idem.ClaimResult{Status: idem.ClaimCompleted, Fence: uint64(fence), Result: idem.Result{Data: nilIfEmpty(result)}}, nil
-		default: // stFailed; check() rejected anything else
-			return idem.ClaimResult{Status: idem.ClaimFailed, Fence: uint64(fence), Result: idem.Result{Data: nilIfEmpty(result)}}, nil
-		}
+		return r.busyResult(req.Fingerprint), nil
 	}
 	return idem.ClaimResult{}, fmt.Errorf("pgstore: claim %s: key kept changing under %d attempts", req.Key, maxClaimAttempts)
+}
+
+// claimOrdered is Claim with per-entity ordering: one call of the
+// <table>_claim_ordered function, which serializes would-execute claims on
+// the entity's order row (see migrations/0002_order.sql).
+func (s *Store) claimOrdered(ctx context.Context, c *pgxpool.Conn, req idem.ClaimRequest) (idem.ClaimResult, error) {
+	var (
+		claimed, tookOver, outOfOrder bool
+		fence                         int64
+		leaseUntil, expiresAt         *time.Time
+		lastAccepted, now             *time.Time
+		state, format                 int16
+		owner, fp, result             []byte
+	)
+	err := c.QueryRow(ctx, s.q.claimOrdered, req.Key, req.Owner[:], req.Fingerprint[:],
+		micros(req.Lease), micros(req.TTL), s.ts(),
+		req.Order.Key, req.Order.At, micros(req.Order.Grace), req.Order.Override).
+		Scan(&claimed, &fence, &leaseUntil, &tookOver, &state, &owner, &fp, &result, &expiresAt, &format, &now, &outOfOrder, &lastAccepted)
+	if err != nil {
+		return idem.ClaimResult{}, s.wrap(ctx, "claim", req.Key, err)
+	}
+	switch {
+	case claimed:
+		st := idem.ClaimAcquired
+		if tookOver {
+			st = idem.ClaimTakenOver
+		}
+		return idem.ClaimResult{Status: st, Fence: uint64(fence), LeaseUntil: deref(leaseUntil)}, nil
+	case outOfOrder:
+		return idem.ClaimResult{Status: idem.ClaimOutOfOrder, Fence: uint64(fence), LastAccepted: deref(lastAccepted)}, nil
+	}
+	r := row{state: state, owner: owner, fence: fence, fp: fp, result: result,
+		leaseUntil: deref(leaseUntil), expiresAt: deref(expiresAt), format: format}
+	if err := r.check(req.Key); err != nil {
+		return idem.ClaimResult{}, err
+	}
+	return r.busyResult(req.Fingerprint), nil
 }
 
 func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
@@ -364,6 +401,23 @@ func (r *row) check(key string) error {
 		return fmt.Errorf("%w: %s: %s", idem.ErrCorruptRecord, key, bad)
 	}
 	return nil
+}
+
+// busyResult is the claim's answer for a checked row that is in the way:
+// running, completed or failed.
+func (r *row) busyResult(fp idem.Fingerprint) idem.ClaimResult {
+	fence := uint64(r.fence)
+	if [32]byte(r.fp) != fp {
+		return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: fence}
+	}
+	switch r.state {
+	case stInProgress:
+		return idem.ClaimResult{Status: idem.ClaimInProgress, Fence: fence, LeaseUntil: r.leaseUntil}
+	case stCompleted:
+		return idem.ClaimResult{Status: idem.ClaimCompleted, Fence: fence, Result: idem.Result{Data: nilIfEmpty(r.result)}}
+	default: // stFailed; check() rejected anything else
+		return idem.ClaimResult{Status: idem.ClaimFailed, Fence: fence, Result: idem.Result{Data: nilIfEmpty(r.result)}}
+	}
 }
 
 // claimable mirrors the SQL condition of the claim statement.
