@@ -43,3 +43,16 @@ generate: idemgen
 # Fail (with a diff) if any generated file is stale or missing.
 check: idemgen
 	bin/idemgen -check ./...
+
+# Reliability evidence: duplicate storms, SIGKILL crashes, SIGSTOP zombies,
+# network faults and clock skew against Redis, PostgreSQL and the file store,
+# full size, from real worker processes (test/reliability). Writes
+# docs/RELIABILITY.md; fails if any scenario finds a violation. The short
+# version runs in `make test`. Fuzzing: test/reliability/fuzz.sh.
+.PHONY: reliability
+reliability:
+	scripts/base-services.sh
+	IDEM_RELIABILITY=full IDEM_RELIABILITY_REPORT=$(CURDIR)/docs/RELIABILITY.md \
+	IDEM_RELIABILITY_APPENDIX=$(CURDIR)/test/reliability/FUZZING.md \
+	IDEM_RELIABILITY_CMD="make reliability  (= IDEM_RELIABILITY=full go test -count=1 -timeout 45m -run 'TestReliability|TestHarnessDetectsBrokenStore' ./test/reliability)" \
+	$(GO) test -count=1 -timeout 45m -run 'TestReliability|TestHarnessDetectsBrokenStore' -v ./test/reliability
