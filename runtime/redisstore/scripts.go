@@ -155,3 +155,35 @@ local n = redis.call('DEL', KEYS[1])
 if n == 1 then redis.call('PUBLISH', ARGV[1], 'd:0') end
 return n
 `)
+
+// forceReleaseScript releases a record whatever its owner and bumps its
+// fence, so a still-running owner's fenced writes fail. KEYS[1] record;
+// ARGV channel, op id. Returns {1, new value}, {-1} when there is no
+// record, {0, reason} for a value it cannot read.
+var forceReleaseScript = redis.NewScript(luaCommon + `
+local v = redis.pcall('GET', KEYS[1])
+if not v then return {-1} end
+local r, err = parse(v)
+if not r then return {0, err} end
+local now = now_us()
+local keep = r.exp - r.upd
+if keep < 0 then keep = 0 end
+local fence = r.fence + 1
+local exp = now + keep
+local nv = enc(4, fence, r.lease, exp, now, ARGV[2], string.rep('\0', 16), r.fp, '')
+redis.call('SET', KEYS[1], nv, 'PX', px(exp, now))
+redis.call('PUBLISH', ARGV[1], note(4, fence))
+return {1, nv}
+`)
+
+// cleanupScript deletes a record that is past its expiry by the server's
+// clock. KEYS[1] record; ARGV channel. Returns 1 when it deleted it.
+var cleanupScript = redis.NewScript(luaCommon + `
+local v = redis.pcall('GET', KEYS[1])
+if not v then return 0 end
+local r = parse(v)
+if not r or now_us() < r.exp then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[1], 'd:0')
+return 1
+`)

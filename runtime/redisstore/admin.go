@@ -1,0 +1,187 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+var _ idem.Admin = (*Store)(nil)
+
+// ForceRelease implements idem.Admin: it releases key whatever its owner
+// and bumps its fence, so a still-running owner can neither heartbeat nor
+// complete; waiters wake.
+func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, error) {
+	if err := s.ready(ctx, "force release", key); err != nil {
+		return idem.Record{}, err
+	}
+	rk := s.RecordKey(key)
+	res, err := forceReleaseScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk), s.op()).Slice()
+	if err != nil {
+		return idem.Record{}, s.wrap(ctx, "force release", key, err)
+	}
+	code, err := replyInt(res, 0)
+	if err != nil {
+		return idem.Record{}, s.badReply("force release", key, res, err)
+	}
+	switch code {
+	case -1:
+		return idem.Record{}, fmt.Errorf("redisstore: %s: %w", key, idem.ErrNotFound)
+	case 0:
+		return idem.Record{}, corrupt(key, replyString(res, 1))
+	}
+	v, _ := res[1].(string)
+	return decodeRecord(key, v)
+}
+
+// List implements idem.Admin: it scans the store's keys (every master of a
+// Cluster) for records whose store key starts with prefix. Entity order
+// records are not records and are skipped; a value that is not a record
+// is logged and skipped.
+func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) error) error {
+	if err := s.ready(ctx, "list", prefix); err != nil {
+		return err
+	}
+	patterns := []string{
+		globEscape(s.prefix) + "{" + globEscape(prefix) + "*",
+		globEscape(s.prefix) + "=" + globEscape(prefix) + "*",
+	}
+	// Cluster nodes are scanned concurrently; fn runs serially (it may call
+	// the store) and is not called again after it returns an error.
+	var fnMu sync.Mutex
+	var stopped error // fn's error: no more calls after it
+	scan := func(ctx context.Context, c *redis.Client) error {
+		for _, pat := range patterns {
+			iter := c.Scan(ctx, 0, pat, 500).Iterator()
+			var batch []string
+			flush := func() error {
+				if len(batch) == 0 {
+					return nil
+				}
+				cmds := make([]*redis.StringCmd, len(batch))
+				_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+					for i, k := range batch {
+						cmds[i] = p.Get(ctx, k)
+					}
+					return nil
+				})
+				if err != nil && err != redis.Nil && !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+					return err
+				}
+				for i, k := range batch {
+					v, err := cmds[i].Result()
+					if err == redis.Nil {
+						continue // expired meanwhile
+					}
+					key, ok := s.storeKey(k)
+					if !ok || !strings.HasPrefix(key, prefix) {
+						continue
+					}
+					if err == nil && strings.HasPrefix(v, "o1:") {
+						continue // an entity's order record
+					}
+					var r idem.Record
+					if err == nil {
+						r, err = decodeRecord(key, v)
+					}
+					if err != nil {
+						s.log.Warn("redisstore: list: skipping a value that is not a record", "key", k, "error", err)
+						continue
+					}
+					fnMu.Lock()
+					if stopped == nil {
+						stopped = fn(r)
+					}
+					err = stopped
+					fnMu.Unlock()
+					if err != nil {
+						return err
+					}
+				}
+				batch = batch[:0]
+				return nil
+			}
+			for iter.Next(ctx) {
+				batch = append(batch, iter.Val())
+				if len(batch) == 500 {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+			if err := iter.Err(); err != nil {
+				return err
+			}
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var err error
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, scan)
+		fnMu.Lock()
+		if stopped != nil {
+			err = stopped // fn's own error, not another node's echo of it
+		}
+		fnMu.Unlock()
+	} else if c, ok := s.rdb.(*redis.Client); ok {
+		err = scan(ctx, c)
+	} else {
+		return fmt.Errorf("redisstore: list: unsupported client %T", s.rdb)
+	}
+	if err != nil && ctx.Err() != nil {
+		return s.wrap(ctx, "list", prefix, err)
+	}
+	return err
+}
+
+// Cleanup implements idem.Admin. Redis removes records itself when their
+// TTL ends, at or before the record's expiry, so there is normally nothing
+// to clean up and Cleanup returns 0. It deletes any record still seen past
+// its expiry by the server's clock (and wakes its waiters).
+func (s *Store) Cleanup(ctx context.Context) (int, error) {
+	var stale []string
+	err := s.List(ctx, "", func(r idem.Record) error {
+		if !time.Now().Before(r.ExpiresAt) {
+			stale = append(stale, r.Key)
+		}
+		return nil
+	})
+	n := 0
+	for _, key := range stale {
+		if err != nil {
+			break
+		}
+		rk := s.RecordKey(key)
+		var d int64
+		d, err = cleanupScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64()
+		if err != nil {
+			err = s.wrap(ctx, "cleanup", key, err)
+		}
+		n += int(d)
+	}
+	return n, err
+}
+
+// globEscape quotes SCAN MATCH's special characters.
+func globEscape(s string) string {
+	if !strings.ContainsAny(s, `*?[]\`) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
