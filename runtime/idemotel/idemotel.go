@@ -10,7 +10,7 @@
 //
 // # Metrics
 //
-//	idem.calls           Int64Counter, unit {call}
+//	idem.calls           Int64ObservableCounter, unit {call}
 //	idem.call.duration   Float64Histogram, unit s
 //
 // both with the attributes idem.func (idem.Spec.Name) and idem.outcome
@@ -21,6 +21,15 @@
 // more than one, e.g. takeover and then executed), and the time from the
 // start of the call to the outcome. There is never a key or payload
 // attribute on a metric.
+//
+// idem.calls is counted by the Observer itself (an atomic add per event)
+// and reported to the SDK when metrics are collected, an observable
+// counter, because a synchronous SDK measurement costs several times a
+// memory-store replay (docs/BENCHMARKS.md, "Observers"); the histogram
+// has no asynchronous form and is measured per event. As with
+// runtime/idemprom, once a function reports anything its counts are
+// reported for every outcome, zeros included, so that alerts see the first
+// lease_lost as an increase. Close unregisters the collection callback.
 //
 // # Spans
 //
@@ -81,13 +90,21 @@ const outcomes = 16 // idem's outcomes are 1..12
 // Observer is an idem.Observer recording OpenTelemetry metrics and spans.
 // Make it with New; it is safe for concurrent use.
 type Observer struct {
-	calls    metric.Int64Counter
+	calls    metric.Int64ObservableCounter
 	duration metric.Float64Histogram
+	reg      metric.Registration
 	tracer   trace.Tracer // nil: no spans
 	withKey  bool
 
 	mu    sync.Mutex
 	funcs atomic.Pointer[table] // copy-on-write: reads take no lock
+	// other counts outcomes newer than this package, under mu.
+	other map[otherKey]int64
+}
+
+type otherKey struct {
+	fn      string
+	outcome idem.Outcome
 }
 
 // table finds a function's cached options: the first few by a linear scan
@@ -105,7 +122,8 @@ const scanned = 8
 type funcSeries struct {
 	name     string
 	spanName string
-	add      [outcomes][]metric.AddOption
+	counts   [outcomes]atomic.Int64
+	observe  [outcomes][]metric.ObserveOption // nil for outcomes this package does not know
 	record   [outcomes][]metric.RecordOption
 }
 
@@ -146,7 +164,7 @@ func New(opts ...Option) (*Observer, error) {
 		c.mp = otel.GetMeterProvider()
 	}
 	meter := c.mp.Meter(ScopeName)
-	calls, err := meter.Int64Counter(CallsName,
+	calls, err := meter.Int64ObservableCounter(CallsName,
 		metric.WithDescription("Outcomes of idempotency-guarded calls, by function and outcome (replay rate = replayed / (executed + replayed))."),
 		metric.WithUnit("{call}"))
 	if err != nil {
@@ -159,7 +177,10 @@ func New(opts ...Option) (*Observer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idemotel: creating %s: %w", DurationName, err)
 	}
-	o := &Observer{calls: calls, duration: duration, withKey: c.withKey}
+	o := &Observer{calls: calls, duration: duration, withKey: c.withKey, other: map[otherKey]int64{}}
+	if o.reg, err = meter.RegisterCallback(o.collect, calls); err != nil {
+		return nil, fmt.Errorf("idemotel: registering the %s callback: %w", CallsName, err)
+	}
 	if c.spans {
 		if c.tp == nil {
 			c.tp = otel.GetTracerProvider()
@@ -170,17 +191,23 @@ func New(opts ...Option) (*Observer, error) {
 	return o, nil
 }
 
+// Close stops reporting idem.calls (it unregisters the collection
+// callback). The Observer must not be used afterwards.
+func (o *Observer) Close() error { return o.reg.Unregister() }
+
 // Observe records e.
 func (o *Observer) Observe(e idem.Event) {
 	ctx := context.Background()
 	fs := o.series(e.Func)
-	if i := int(e.Outcome); i < outcomes && fs.add[i] != nil {
-		o.calls.Add(ctx, 1, fs.add[i]...)
+	if i := int(e.Outcome); i < outcomes && fs.observe[i] != nil {
+		fs.counts[i].Add(1)
 		o.duration.Record(ctx, e.Duration.Seconds(), fs.record[i]...)
 	} else {
 		// An outcome newer than this package: correct, not cached.
+		o.mu.Lock()
+		o.other[otherKey{e.Func, e.Outcome}]++
+		o.mu.Unlock()
 		set := attribute.NewSet(FuncKey.String(e.Func), OutcomeKey.String(e.Outcome.String()))
-		o.calls.Add(ctx, 1, metric.WithAttributeSet(set))
 		o.duration.Record(ctx, e.Duration.Seconds(), metric.WithAttributeSet(set))
 	}
 	if o.tracer != nil && endsCall(e.Outcome) {
@@ -232,6 +259,24 @@ func (o *Observer) span(ctx context.Context, fs *funcSeries, e idem.Event) {
 	span.End(trace.WithTimestamp(end))
 }
 
+// collect reports the counts when the SDK collects idem.calls.
+func (o *Observer) collect(_ context.Context, obs metric.Observer) error {
+	t := o.funcs.Load()
+	for _, fs := range t.byName {
+		for i := range fs.counts {
+			if fs.observe[i] != nil {
+				obs.ObserveInt64(o.calls, fs.counts[i].Load(), fs.observe[i]...)
+			}
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k, n := range o.other {
+		obs.ObserveInt64(o.calls, n, metric.WithAttributes(FuncKey.String(k.fn), OutcomeKey.String(k.outcome.String())))
+	}
+	return nil
+}
+
 func (o *Observer) series(fn string) *funcSeries {
 	t := o.funcs.Load()
 	for _, fs := range t.first {
@@ -255,7 +300,7 @@ func (o *Observer) add(fn string) *funcSeries {
 	fs := &funcSeries{name: fn, spanName: "idem " + fn}
 	for oc := idem.OutcomeExecuted; oc <= idem.OutcomeFailOpen; oc++ {
 		opt := metric.WithAttributeSet(attribute.NewSet(FuncKey.String(fn), OutcomeKey.String(oc.String())))
-		fs.add[oc] = []metric.AddOption{opt}
+		fs.observe[oc] = []metric.ObserveOption{opt}
 		fs.record[oc] = []metric.RecordOption{opt}
 	}
 	t := &table{first: old.first, byName: make(map[string]*funcSeries, len(old.byName)+1)}

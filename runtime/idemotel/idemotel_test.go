@@ -97,7 +97,18 @@ func TestScriptMetrics(t *testing.T) {
 	for _, dp := range sum.DataPoints {
 		got[attrKey(t, dp.Attributes)] = dp.Value
 	}
-	if diff := cmp.Diff(wantCounts, got); diff != "" {
+	// Every outcome of a function that reported anything, zeros included.
+	wantCalls := map[string]int64{}
+	for _, fn := range []string{obstest.Charge, obstest.Refund, obstest.Notify, obstest.Sync} {
+		for oc := idem.OutcomeExecuted; oc <= idem.OutcomeFailOpen; oc++ {
+			k := fn + "/" + oc.String()
+			wantCalls[k] = wantCounts[k]
+		}
+	}
+	if len(wantCalls) != 4*12 {
+		t.Fatalf("%d expected series", len(wantCalls))
+	}
+	if diff := cmp.Diff(wantCalls, got); diff != "" {
 		t.Errorf("idem.calls (-want +got):\n%s", diff)
 	}
 
@@ -264,5 +275,33 @@ func TestMetricsDoNotAllocate(t *testing.T) {
 	obs.Observe(e)
 	if n := testing.AllocsPerRun(1000, func() { obs.Observe(e) }); n != 0 {
 		t.Errorf("Observe allocates %v times per call", n)
+	}
+}
+
+// An outcome idem adds after this package is still counted, and Close
+// stops the counter's reporting.
+func TestUnknownOutcomeAndClose(t *testing.T) {
+	obs, reader, _ := setup(t, idemotel.WithoutSpans())
+	obs.Observe(idem.Event{Func: "f", Outcome: 40})
+	obs.Observe(idem.Event{Func: "f", Outcome: 40})
+	sum := collect(t, reader)[idemotel.CallsName].Data.(metricdata.Sum[int64])
+	got := map[string]int64{}
+	for _, dp := range sum.DataPoints {
+		got[attrKey(t, dp.Attributes)] = dp.Value
+	}
+	want := map[string]int64{"f/outcome(40)": 2}
+	for oc := idem.OutcomeExecuted; oc <= idem.OutcomeFailOpen; oc++ {
+		want["f/"+oc.String()] = 0
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("idem.calls (-want +got):\n%s", diff)
+	}
+	if err := obs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := collect(t, reader)[idemotel.CallsName]; ok {
+		if s := m.Data.(metricdata.Sum[int64]); len(s.DataPoints) != 0 {
+			t.Errorf("idem.calls still reported after Close: %v", s.DataPoints)
+		}
 	}
 }
