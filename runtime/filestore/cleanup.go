@@ -2,7 +2,6 @@ package filestore
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -26,30 +25,14 @@ import (
 func (s *Store) Cleanup(ctx context.Context) (int, error) {
 	var corrupt []error
 	removed := 0
-	l1, err := readDirNames(s.root)
+	err := s.walk(ctx, func(dir string, names []string) error {
+		n, errs, err := s.cleanDir(ctx, dir, names)
+		removed += n
+		corrupt = append(corrupt, errs...)
+		return err
+	})
 	if err != nil {
-		return 0, s.fsErr("listing store directory", s.root, err)
-	}
-	for _, a := range l1 {
-		if !isHex(a, 2) {
-			continue
-		}
-		d1 := filepath.Join(s.root, a)
-		l2, err := readDirNames(d1)
-		if err != nil {
-			return removed, s.fsErr("listing directory", d1, err)
-		}
-		for _, b := range l2 {
-			if !isHex(b, 2) {
-				continue
-			}
-			n, errs, err := s.cleanDir(ctx, filepath.Join(d1, b))
-			removed += n
-			corrupt = append(corrupt, errs...)
-			if err != nil {
-				return removed, err
-			}
-		}
+		return removed, err
 	}
 	if len(corrupt) > 0 {
 		return removed, fmt.Errorf("filestore: cleanup left %d corrupt record(s) in place: %w", len(corrupt), errors.Join(corrupt...))
@@ -57,30 +40,28 @@ func (s *Store) Cleanup(ctx context.Context) (int, error) {
 	return removed, nil
 }
 
+// keyFiles says which files of one key a directory listing showed.
+type keyFiles struct{ tmp, ord bool }
+
 // cleanDir cleans one fan-out directory.
-func (s *Store) cleanDir(ctx context.Context, dir string) (removed int, corrupt []error, err error) {
-	names, err := readDirNames(dir)
-	if err != nil {
-		return 0, nil, s.fsErr("listing directory", dir, err)
-	}
-	// Every key with any file here, once, and whether it has a temp file.
-	keys := make(map[string]bool, len(names))
+func (s *Store) cleanDir(ctx context.Context, dir string, names []string) (removed int, corrupt []error, err error) {
+	// Every key with any file here, once.
+	keys := make(map[string]keyFiles, len(names))
 	for _, name := range names {
 		ext := filepath.Ext(name)
 		h := strings.TrimSuffix(name, ext)
-		if (ext == recExt || ext == lockExt || ext == tmpExt) && isHex(h, 64) {
-			keys[h] = keys[h] || ext == tmpExt
+		if (ext == recExt || ext == lockExt || ext == tmpExt || ext == ordExt) && isHex(h, 64) {
+			kf := keys[h]
+			kf.tmp = kf.tmp || ext == tmpExt
+			kf.ord = kf.ord || ext == ordExt
+			keys[h] = kf
 		}
 	}
-	for h, hasTmp := range keys {
+	for h, kf := range keys {
 		if err := ctx.Err(); err != nil {
 			return removed, corrupt, fmt.Errorf("filestore: cleanup: %w", err)
 		}
-		base := filepath.Join(dir, h)
-		p := paths{dir: dir, rec: base + recExt, lock: base + lockExt, tmp: base + tmpExt}
-		if _, err := hex.Decode(p.sum[:], []byte(h)); err != nil {
-			continue
-		}
+		p := s.pathsOf(dir, h)
 		// Look without the lock first: most records are live and have no
 		// temp file (one is left only by a crash mid-write).
 		r, ok, rerr := s.read(&p, "")
@@ -91,7 +72,24 @@ func (s *Store) cleanDir(ctx context.Context, dir string) (removed int, corrupt 
 		if rerr != nil {
 			return removed, corrupt, rerr
 		}
-		if ok && live(&r, s.now()) && !hasTmp {
+		now := s.now()
+		orderLive := false
+		if kf.ord {
+			o, found, err := s.readOrder(&p, "")
+			if errors.Is(err, idem.ErrCorruptRecord) {
+				corrupt = append(corrupt, err)
+				continue
+			}
+			if err != nil {
+				return removed, corrupt, err
+			}
+			orderLive = found && now.Before(o.expiresAt)
+		}
+		work := kf.tmp || // a crash's leftover
+			ok && !live(&r, now) || // an expired record
+			kf.ord && !orderLive || // an expired ordering record
+			!ok && !kf.ord // a lock file alone
+		if !work {
 			continue
 		}
 		n, err := s.cleanKey(ctx, &p)
@@ -107,38 +105,46 @@ func (s *Store) cleanDir(ctx context.Context, dir string) (removed int, corrupt 
 	return removed, corrupt, nil
 }
 
-// cleanKey removes a key's files under its lock if it still has no live
-// record, and reports whether a record was removed.
+// cleanKey, under the key's lock, removes its record and its ordering
+// record if they are no longer live, any leftover temp file, and the lock
+// file once nothing else of the key remains. It reports whether a record
+// was removed.
 func (s *Store) cleanKey(ctx context.Context, p *paths) (int, error) {
 	l, err := s.lock(ctx, p)
 	if err != nil {
 		return 0, s.lockErr(ctx, "cleanup", p.rec, err)
 	}
 	defer l.unlock()
-	r, ok, err := s.read(p, "")
+	now := s.now()
+	r, hasRec, err := s.read(p, "")
 	if err != nil {
 		return 0, err
 	}
-	if ok && live(&r, s.now()) {
-		// Live (or claimed again since we looked): only a crash's
-		// leftover temp file goes. No writer is mid-write: we hold the lock.
-		if err := os.Remove(p.tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return 0, s.fsErr("removing temp record", p.tmp, err)
-		}
-		return 0, nil
+	o, hasOrd, err := s.readOrder(p, "")
+	if err != nil {
+		return 0, err
 	}
 	n := 0
-	if ok {
+	if hasRec && !live(&r, now) {
 		if err := os.Remove(p.rec); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return 0, s.fsErr("removing expired record", p.rec, err)
 		}
-		n = 1
+		hasRec, n = false, 1
 	}
+	if hasOrd && !now.Before(o.expiresAt) {
+		if err := os.Remove(p.ord); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return n, s.fsErr("removing expired order record", p.ord, err)
+		}
+		hasOrd = false
+	}
+	// No writer is mid-write: we hold the lock.
 	if err := os.Remove(p.tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return n, s.fsErr("removing temp record", p.tmp, err)
 	}
-	if err := l.removeLockFile(p); err != nil {
-		return n, err
+	if !hasRec && !hasOrd {
+		if err := l.removeLockFile(p); err != nil {
+			return n, err
+		}
 	}
 	return n, s.syncDir(p.dir)
 }
@@ -163,4 +169,17 @@ func isHex(s string, n int) bool {
 		}
 	}
 	return true
+}
+
+func decodeHex(dst []byte, h string) {
+	for i := 0; i < len(dst) && 2*i+1 < len(h); i++ {
+		dst[i] = unhex(h[2*i])<<4 | unhex(h[2*i+1])
+	}
+}
+
+func unhex(c byte) byte {
+	if c >= 'a' {
+		return c - 'a' + 10
+	}
+	return c - '0'
 }

@@ -25,6 +25,7 @@
 //	root/ab/cd/<sha256hex>.rec   the record (versioned, CRC-32C checked)
 //	root/ab/cd/<sha256hex>.lock  empty; flock(2) target for the key
 //	root/ab/cd/<sha256hex>.tmp   a record being written (under the lock)
+//	root/ab/cd/<sha256hex>.ord   an ordering entity's last accepted time
 //
 // Directories are created 0700 and files 0600 (the umask can only narrow
 // them): records hold results, which may be sensitive.
@@ -60,6 +61,15 @@
 // follows idem.Store: a record keeps its fence across release and expiry
 // until Cleanup or Delete removes the file, and every new owner gets the
 // previous fence + 1.
+//
+// # Ordering and administration
+//
+// The store implements idem.Orderer: an ordered claim locks the entity's
+// files and then the key's (always in that order, so lockers cannot
+// deadlock), checks and advances the entity's last accepted time, and
+// claims, all under both locks. It implements idem.Admin too: List reads
+// every record (keys are hashed on disk, so a prefix cannot narrow the
+// walk), ForceRelease fences out a stuck owner, and Cleanup is below.
 //
 // # Waiting and expiry
 //

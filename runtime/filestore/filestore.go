@@ -38,7 +38,16 @@ type Store struct {
 	openTemp func(name string) (*os.File, error)
 }
 
-var _ idem.Store = (*Store)(nil)
+var (
+	_ idem.Store   = (*Store)(nil)
+	_ idem.Orderer = (*Store)(nil)
+	_ idem.Admin   = (*Store)(nil)
+)
+
+// SupportsOrdering reports that the store implements idem.OrderClaim: an
+// entity's last accepted time is a small record file of its own, checked
+// and advanced under the entity's lock together with the claim.
+func (s *Store) SupportsOrdering() bool { return true }
 
 // Option configures a Store.
 type Option func(*Store)
@@ -204,6 +213,29 @@ func (s *Store) read(p *paths, key string) (r idem.Record, ok bool, err error) {
 	return r, true, nil
 }
 
+// readOrder loads an ordering entity's record, like read.
+func (s *Store) readOrder(p *paths, key string) (o orderRecord, ok bool, err error) {
+	bp := readBufs.Get().(*[]byte)
+	b, err := readFile(p.ord, (*bp)[:0])
+	if cap(b) <= 64<<10 {
+		*bp = b[:0]
+		defer readBufs.Put(bp)
+	}
+	if err == syscall.ENOENT {
+		return o, false, nil
+	}
+	if err != nil {
+		return o, false, s.fsErr("reading order record", p.ord, err)
+	}
+	if o, err = decodeOrder(b); err != nil {
+		return o, false, fmt.Errorf("filestore: order record file %s (entity %q): %w; remove the file to recover the entity", p.ord, key, err)
+	}
+	if key != "" && o.key != key || key == "" && sha256.Sum256([]byte(o.key)) != p.sum {
+		return o, false, fmt.Errorf("filestore: order record file %s holds entity %q, which does not hash to its name: %w", p.ord, o.key, idem.ErrCorruptRecord)
+	}
+	return o, true, nil
+}
+
 var readBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // readFile reads a whole file into buf with raw system calls: os.Open
@@ -242,7 +274,11 @@ func readFile(name string, buf []byte) ([]byte, error) {
 // one, never a mix; a leftover temp file is overwritten by the next write
 // and removed by Cleanup.
 func (s *Store) write(op string, p *paths, r *idem.Record) error {
-	b := encodeRecord(r)
+	return s.replace(op, p, p.rec, encodeRecord(r))
+}
+
+// replace atomically replaces dst (a file of p's key) with b; see write.
+func (s *Store) replace(op string, p *paths, dst string, b []byte) error {
 	f, err := s.openTemp(p.tmp)
 	if err != nil {
 		return s.fsErr("creating temp record", p.tmp, err)
@@ -273,9 +309,9 @@ func (s *Store) write(op string, p *paths, r *idem.Record) error {
 		return s.fsErr("writing record", p.tmp, err)
 	}
 	hook(op, "tmp-synced")
-	if err := os.Rename(p.tmp, p.rec); err != nil {
+	if err := os.Rename(p.tmp, dst); err != nil {
 		os.Remove(p.tmp)
-		return s.fsErr("renaming record into place", p.rec, err)
+		return s.fsErr("renaming record into place", dst, err)
 	}
 	hook(op, "renamed")
 	return s.syncDir(p.dir)
@@ -338,7 +374,17 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 	if res, done := answer(&r, ok, &req, s.now()); done {
 		return res, nil
 	}
-	l, err := s.lock(ctx, &p)
+	var entity *paths
+	if req.Order.Key != "" {
+		e := s.paths(req.Order.Key)
+		entity = &e
+	}
+	var l *keyLock
+	if entity != nil {
+		l, err = s.lockAll(ctx, entity, &p)
+	} else {
+		l, err = s.lock(ctx, &p)
+	}
 	if err != nil {
 		return idem.ClaimResult{}, s.lockErr(ctx, "claim", req.Key, err)
 	}
@@ -360,8 +406,32 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 			status = idem.ClaimTakenOver
 		}
 	}
+	var order *orderRecord
+	if entity != nil {
+		o, found, err := s.readOrder(entity, req.Order.Key)
+		if err != nil {
+			return idem.ClaimResult{}, err
+		}
+		at := req.Order.At
+		if found && now.Before(o.expiresAt) {
+			if !req.Order.Override && at.Before(o.last.Add(-req.Order.Grace)) {
+				return idem.ClaimResult{Status: idem.ClaimOutOfOrder, Fence: fence, LastAccepted: o.last}, nil
+			}
+			if o.last.After(at) {
+				at = o.last // only ever forward, even for an override
+			}
+		}
+		order = &orderRecord{key: req.Order.Key, last: at, expiresAt: now.Add(max(req.TTL, req.Lease))}
+	}
 	if err := ctxErr(ctx, "claim", req.Key); err != nil {
 		return idem.ClaimResult{}, err
+	}
+	if order != nil {
+		// The entity advances before the claim lands: a crash between
+		// the two leaves the entity ahead, which can only reject more.
+		if err := s.replace("order", entity, entity.ord, encodeOrder(order)); err != nil {
+			return idem.ClaimResult{}, err
+		}
 	}
 	nr := idem.Record{
 		Key:         req.Key,

@@ -54,7 +54,7 @@ func TestConformanceRealClock(t *testing.T) {
 		New: func(t *testing.T, _ func() time.Time) idem.Store {
 			return newStore(t, WithoutSync(), WithPollInterval(5*time.Millisecond))
 		},
-		Lease: 200 * time.Millisecond,
+		Lease: 500 * time.Millisecond,
 	})
 }
 
@@ -92,6 +92,11 @@ func TestDifferential(t *testing.T) {
 					owner++
 					req := idem.ClaimRequest{Key: key, Fingerprint: fp(rng.IntN(2)), Owner: tok(owner),
 						Lease: time.Duration(1+rng.IntN(10)) * time.Second, TTL: time.Duration(rng.IntN(30)) * time.Second}
+					if rng.IntN(2) == 0 { // per-entity ordering
+						req.Order = idem.OrderClaim{Key: fmt.Sprint("entity:{", rng.IntN(2), "}"),
+							At:    clk.Now().Add(time.Duration(rng.IntN(120)-60) * time.Second),
+							Grace: time.Duration(rng.IntN(3)) * 10 * time.Second, Override: rng.IntN(10) == 0}
+					}
 					mr, merr := mem.Claim(ctx, req)
 					fr, ferr := fst.Claim(ctx, req)
 					if merr != nil || ferr != nil {
@@ -135,7 +140,18 @@ func TestDifferential(t *testing.T) {
 						t.Fatalf("%s: get %q (-mem +file):\n%s", where, key, d)
 					}
 				case 8:
-					if rng.IntN(4) != 0 {
+					if rng.IntN(2) == 0 {
+						mr, merr := mem.ForceRelease(ctx, key)
+						fr, ferr := fst.ForceRelease(ctx, key)
+						if errors.Is(merr, idem.ErrNotFound) != errors.Is(ferr, idem.ErrNotFound) || (merr == nil) != (ferr == nil) {
+							t.Fatalf("%s: force release mem=%v file=%v", where, merr, ferr)
+						}
+						if d := cmp.Diff(mr, fr, cmpOpts...); d != "" {
+							t.Fatalf("%s: force release %q (-mem +file):\n%s", where, key, d)
+						}
+						continue
+					}
+					if rng.IntN(2) != 0 {
 						continue
 					}
 					merr, ferr := mem.Delete(ctx, key), fst.Delete(ctx, key)

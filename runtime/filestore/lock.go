@@ -19,6 +19,7 @@ type paths struct {
 	rec  string // root/ab/cd/<sha256hex>.rec: the record
 	lock string // root/ab/cd/<sha256hex>.lock: flock target, empty
 	tmp  string // root/ab/cd/<sha256hex>.tmp: the record being written
+	ord  string // root/ab/cd/<sha256hex>.ord: an ordering entity's record
 }
 
 func (s *Store) paths(key string) paths {
@@ -27,21 +28,24 @@ func (s *Store) paths(key string) paths {
 	hex.Encode(h[:], sum[:])
 	dir := filepath.Join(s.root, string(h[0:2]), string(h[2:4]))
 	base := filepath.Join(dir, string(h[:]))
-	return paths{sum: sum, dir: dir, rec: base + recExt, lock: base + lockExt, tmp: base + tmpExt}
+	return paths{sum: sum, dir: dir, rec: base + recExt, lock: base + lockExt, tmp: base + tmpExt, ord: base + ordExt}
 }
 
 const (
 	recExt  = ".rec"
 	lockExt = ".lock"
 	tmpExt  = ".tmp"
+	ordExt  = ".ord"
 )
 
-// keyLock is a held per-key lock: an in-process stripe slot plus an
-// exclusive flock on the key's lock file.
+// keyLock is a held lock on one key, or on an ordering entity and a key:
+// in-process stripe slots plus exclusive flocks on the lock files.
 type keyLock struct {
-	s      *Store
-	fd     int
-	stripe chan struct{}
+	s       *Store
+	fds     [2]int
+	nfd     int
+	stripes [2]chan struct{}
+	nstripe int
 }
 
 // lock takes the key's lock for one read-modify-write. Same-process callers
@@ -51,18 +55,50 @@ type keyLock struct {
 // is a stopped process. The kernel drops the flock when its holder dies, so
 // a SIGKILLed process never leaves a key locked.
 func (s *Store) lock(ctx context.Context, p *paths) (*keyLock, error) {
-	stripe := s.stripes[p.sum[0]]
-	select {
-	case stripe <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	return s.lockAll(ctx, p, nil)
+}
+
+// lockAll locks first and, when second is not nil, second too. Deadlock
+// freedom: stripes are taken in index order; flocks are taken entity first,
+// record second, and an entity's lock file (named after its order key) is
+// never a record's, so no two lockers wait on each other in a cycle.
+func (s *Store) lockAll(ctx context.Context, first, second *paths) (*keyLock, error) {
+	l := &keyLock{s: s}
+	a := first.sum[0]
+	if second != nil && second.sum[0] != a {
+		b := second.sum[0]
+		if b < a {
+			a, b = b, a
+		}
+		l.stripes[1] = s.stripes[b]
+		l.nstripe = 1
 	}
-	fd, err := s.flock(ctx, p)
-	if err != nil {
-		<-stripe
-		return nil, err
+	l.stripes[0] = s.stripes[a]
+	order := [2]chan struct{}{l.stripes[0], l.stripes[1]}
+	for i := 0; i <= l.nstripe; i++ {
+		select {
+		case order[i] <- struct{}{}:
+		case <-ctx.Done():
+			for j := 0; j < i; j++ {
+				<-order[j]
+			}
+			return nil, ctx.Err()
+		}
 	}
-	return &keyLock{s: s, fd: fd, stripe: stripe}, nil
+	l.nstripe++
+	for _, p := range []*paths{first, second} {
+		if p == nil {
+			break
+		}
+		fd, err := s.flock(ctx, p)
+		if err != nil {
+			l.unlock()
+			return nil, err
+		}
+		l.fds[l.nfd] = fd
+		l.nfd++
+	}
+	return l, nil
 }
 
 func (s *Store) flock(ctx context.Context, p *paths) (int, error) {
@@ -144,11 +180,15 @@ func flockWait(ctx context.Context, fd int) error {
 	}
 }
 
-// unlock releases the flock (closing the descriptor drops it) and the
-// stripe slot.
+// unlock releases the flocks (closing a descriptor drops its flock) and
+// the stripe slots.
 func (l *keyLock) unlock() {
-	syscall.Close(l.fd)
-	<-l.stripe
+	for i := l.nfd - 1; i >= 0; i-- {
+		syscall.Close(l.fds[i])
+	}
+	for i := l.nstripe - 1; i >= 0; i-- {
+		<-l.stripes[i]
+	}
 }
 
 // removeLockFile unlinks the lock file while l holds it; see flock for why

@@ -119,3 +119,63 @@ func fromUnixNano(n int64) time.Time {
 	}
 	return time.Unix(0, n)
 }
+
+// Order record format, version 1: an entity's last accepted event time for
+// per-entity ordering (idem.OrderClaim), kept in <sha256(order key)>.ord.
+//
+//	off  size  field
+//	  0     6  magic "IDEMFO"
+//	  6     1  format version (1)
+//	  7     1  reserved (0)
+//	  8     8  last accepted (Unix ns)
+//	 16     8  expires at (Unix ns)
+//	 24     4  key length k
+//	 28     k  order key
+//	28+k    4  CRC-32C of every byte before it
+const (
+	orderMagic      = "IDEMFO"
+	orderHeaderSize = 28
+)
+
+type orderRecord struct {
+	key       string
+	last      time.Time
+	expiresAt time.Time
+}
+
+func encodeOrder(o *orderRecord) []byte {
+	b := make([]byte, orderHeaderSize+len(o.key)+trailerSize)
+	copy(b, orderMagic)
+	b[6] = formatVersion
+	binary.BigEndian.PutUint64(b[8:], uint64(unixNano(o.last)))
+	binary.BigEndian.PutUint64(b[16:], uint64(unixNano(o.expiresAt)))
+	binary.BigEndian.PutUint32(b[24:], uint32(len(o.key)))
+	n := orderHeaderSize + copy(b[orderHeaderSize:], o.key)
+	binary.BigEndian.PutUint32(b[n:], crc32.Checksum(b[:n], castagnoli))
+	return b
+}
+
+func decodeOrder(b []byte) (orderRecord, error) {
+	var o orderRecord
+	if len(b) < orderHeaderSize+trailerSize {
+		return o, fmt.Errorf("%w: %d bytes, shorter than an order record header", idem.ErrCorruptRecord, len(b))
+	}
+	if string(b[:6]) != orderMagic {
+		return o, fmt.Errorf("%w: bad magic %q", idem.ErrCorruptRecord, b[:6])
+	}
+	if b[6] != formatVersion {
+		return o, fmt.Errorf("%w: unsupported format version %d (this build reads %d)", idem.ErrCorruptRecord, b[6], formatVersion)
+	}
+	kl := uint64(binary.BigEndian.Uint32(b[24:]))
+	if want := orderHeaderSize + kl + trailerSize; want != uint64(len(b)) {
+		return o, fmt.Errorf("%w: length fields say %d bytes, file has %d", idem.ErrCorruptRecord, want, len(b))
+	}
+	n := len(b) - trailerSize
+	if got, want := crc32.Checksum(b[:n], castagnoli), binary.BigEndian.Uint32(b[n:]); got != want {
+		return o, fmt.Errorf("%w: checksum mismatch (%08x, stored %08x)", idem.ErrCorruptRecord, got, want)
+	}
+	o.last = fromUnixNano(int64(binary.BigEndian.Uint64(b[8:])))
+	o.expiresAt = fromUnixNano(int64(binary.BigEndian.Uint64(b[16:])))
+	o.key = string(b[orderHeaderSize:n])
+	return o, nil
+}
