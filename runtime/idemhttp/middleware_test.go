@@ -756,3 +756,30 @@ func TestClientDisconnect(t *testing.T) {
 		})
 	}
 }
+
+// lostStore is a memory store whose heartbeats report the lease lost, as
+// after another instance took the key over.
+type lostStore struct{ *idem.MemoryStore }
+
+func (lostStore) Heartbeat(context.Context, idem.Lease) error {
+	return fmt.Errorf("heartbeat: %w", idem.ErrLeaseLost)
+}
+
+// TestLeaseLost: the handler's context is canceled with cause
+// ErrLeaseLost, nothing is recorded, and the client gets a 503 to retry.
+func TestLeaseLost(t *testing.T) {
+	var cause error
+	a := &app{hook: func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+		cause = context.Cause(r.Context())
+	}}
+	h := newMW(t, idem.NewGuard(lostStore{idem.NewMemoryStore()}), idemhttp.WithLease(30*time.Millisecond)).Handler(a)
+	got, _ := send(t, h, req{key: []string{"k"}, client: "a"})
+	want := resp{Status: 503, CType: problemCT, Code: "lease-lost", RetryAfter: "1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("lease lost (-want +got):\n%s", diff)
+	}
+	if !errors.Is(cause, idem.ErrLeaseLost) {
+		t.Errorf("handler ctx cause %v, want ErrLeaseLost", cause)
+	}
+}

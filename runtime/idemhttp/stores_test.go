@@ -1,0 +1,170 @@
+package idemhttp_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemhttp"
+	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/runtime/redisstore"
+)
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// needService skips (outside CI) or fails (CI=true) when a server is missing.
+func needService(t *testing.T, what, hint string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is not reachable: %v\n%s", what, err, hint)
+	}
+	t.Skipf("%s is not reachable: %v\n%s", what, err, hint)
+}
+
+func randName() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// stores returns a constructor per store kind; each call gives a store
+// over the same records (one per "process").
+var storeKinds = []struct {
+	name string
+	open func(t *testing.T) func() idem.Store
+}{
+	{"memory", func(t *testing.T) func() idem.Store {
+		s := idem.NewMemoryStore()
+		return func() idem.Store { return s }
+	}},
+	{"redis", func(t *testing.T) func() idem.Store {
+		addr := envOr("IDEM_REDIS_ADDR", "127.0.0.1:6379")
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { rdb.Close() })
+		needService(t, "Redis at "+addr, "Start it: redis-server --port 6379, or set IDEM_REDIS_ADDR.", rdb.Ping(context.Background()).Err())
+		prefix := "idemhttp-test:" + randName() + ":"
+		t.Cleanup(func() {
+			keys, _ := rdb.Keys(context.Background(), prefix+"*").Result()
+			if len(keys) > 0 {
+				rdb.Del(context.Background(), keys...)
+			}
+		})
+		return func() idem.Store {
+			s, err := redisstore.New(rdb, redisstore.WithPrefix(prefix))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+	}},
+	{"postgres", func(t *testing.T) func() idem.Store {
+		url := envOr("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
+		ctx := context.Background()
+		pool, err := pgxpool.New(ctx, url)
+		if err == nil {
+			err = pool.Ping(ctx)
+		}
+		needService(t, "PostgreSQL at "+url, "Start it (trust auth, database test): sudo service postgresql start, or set IDEM_POSTGRES_URL.", err)
+		t.Cleanup(pool.Close)
+		schema := "idemhttp_test_" + randName()
+		t.Cleanup(func() {
+			pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+		})
+		if err := pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)); err != nil {
+			t.Fatal(err)
+		}
+		return func() idem.Store {
+			s, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+	}},
+}
+
+// TestStores runs the middleware on each store: a replay decoded from
+// the store's bytes (the memory store hands back the value itself) is
+// byte-exact, and two instances sharing a store see 409 and 422.
+func TestStores(t *testing.T) {
+	for _, kind := range storeKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			open := kind.open(t)
+			started, release := make(chan struct{}), make(chan struct{})
+			a := &app{hook: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Add("Set-Cookie", "a=1")
+				w.Header().Add("Set-Cookie", "b=2")
+				if r.URL.Path == "/block" {
+					close(started)
+					<-release
+				}
+			}}
+			// Two instances of the service: separate Guards and stores
+			// over the same records.
+			h1 := newMW(t, idem.NewGuard(open()), idemhttp.WithLease(5*time.Second)).Handler(a)
+			h2 := newMW(t, idem.NewGuard(open()), idemhttp.WithLease(5*time.Second)).Handler(a)
+
+			q := req{key: []string{"k1"}, client: "a", body: `{"amount":5}`}
+			r1, w1 := send(t, h1, q)
+			r2, w2 := send(t, h2, q)
+			if diff := cmp.Diff(resp{Status: 201, CType: jsonCT, Run: 1}, r1); diff != "" {
+				t.Errorf("first (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(resp{Status: 201, CType: jsonCT, Run: 1, Replayed: "true"}, r2); diff != "" {
+				t.Errorf("replay on the other instance (-want +got):\n%s", diff)
+			}
+			hdr1, hdr2 := w1.Result().Header, w2.Result().Header
+			hdr2.Del("Idempotent-Replayed")
+			if diff := cmp.Diff(hdr1, hdr2); diff != "" {
+				t.Errorf("replayed headers (-first +replay):\n%s", diff)
+			}
+			if diff := cmp.Diff(w1.Body.Bytes(), w2.Body.Bytes()); diff != "" {
+				t.Errorf("replayed body (-first +replay):\n%s", diff)
+			}
+
+			if got, _ := send(t, h2, req{key: []string{"k1"}, client: "a", body: `{"amount":6}`}); got.Status != 422 {
+				t.Errorf("mismatch on the other instance: %d", got.Status)
+			}
+			if got, _ := send(t, h2, req{key: []string{"k1"}, client: "b", body: `{"amount":6}`}); got.Status != 201 || got.Replayed != "" {
+				t.Errorf("other principal, same key: %+v", got)
+			}
+
+			// In flight on instance 1: instance 2 answers 409 from the store.
+			done := make(chan resp)
+			go func() {
+				r, _ := send(t, h1, req{key: []string{"k2"}, client: "a", path: "/block"})
+				done <- r
+			}()
+			<-started
+			got, _ := send(t, h2, req{key: []string{"k2"}, client: "a", path: "/block"})
+			if diff := cmp.Diff(resp{Status: 409, CType: problemCT, Code: "request-in-progress", RetryAfter: "1"}, got); diff != "" {
+				t.Errorf("in flight on the other instance (-want +got):\n%s", diff)
+			}
+			close(release)
+			<-done
+			if got, _ := send(t, h2, req{key: []string{"k2"}, client: "a", path: "/block"}); got.Replayed != "true" {
+				t.Errorf("after the first finished: %+v", got)
+			}
+		})
+	}
+}
