@@ -12,6 +12,7 @@ import (
 )
 
 func TestConformanceStandalone(t *testing.T) {
+	t.Parallel() // the suite mostly sleeps through leases
 	rdb := standalone(t)
 	idemtest.RunStoreSuite(t, idemtest.Harness{
 		// The suite's 200 concurrent claims must all land within one
@@ -31,6 +32,7 @@ func TestConformanceStandalone(t *testing.T) {
 }
 
 func TestConformanceCluster(t *testing.T) {
+	t.Parallel()
 	rdb := cluster(t)
 	idemtest.RunStoreSuite(t, idemtest.Harness{
 		Lease: time.Second, // as above
