@@ -3,7 +3,6 @@ package generator
 import (
 	"bytes"
 	"fmt"
-	"go/format"
 	"go/token"
 	"go/types"
 	"path/filepath"
@@ -93,12 +92,7 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 		d.add(token.Position{Filename: out}, "internal error rendering the generated code: %v", err)
 		return nil
 	}
-	src, err := format.Source(buf.Bytes())
-	if err != nil {
-		d.add(token.Position{Filename: out}, "internal error formatting the generated code: %v", err)
-		return nil
-	}
-	return src
+	return buf.Bytes() // jennifer's Render output is gofmt'd
 }
 
 func (e *emitter) idemPkg() *types.Package { return e.idem }

@@ -82,28 +82,11 @@ func Generate(cfg Config) ([]File, error) {
 	if strings.ContainsAny(cfg.Output, `/\`) || !strings.HasSuffix(cfg.Output, ".go") || strings.HasSuffix(cfg.Output, "_test.go") {
 		return nil, fmt.Errorf("idemgen: output %q must be a plain non-test .go file name", cfg.Output)
 	}
-	// A cheap listing first (no type checking, no compiling): only packages
-	// with a directive, or with a generated file that may now be stale,
-	// are loaded in full. idemgen ./... on a large module stays fast.
 	d := &diags{base: dir}
-	patterns, err := candidates(dir, cfg, d)
+	fset := token.NewFileSet()
+	pkgs, err := load(dir, cfg, fset, d)
 	if err != nil {
 		return nil, err
-	}
-	if len(patterns) == 0 {
-		return nil, d.err()
-	}
-	pcfg := &packages.Config{
-		Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax |
-			packages.NeedTypes | packages.NeedTypesInfo | packages.NeedImports,
-		Dir:        dir,
-		BuildFlags: cfg.BuildFlags,
-		Env:        cfg.Env,
-		Fset:       token.NewFileSet(),
-	}
-	pkgs, err := packages.Load(pcfg, patterns...)
-	if err != nil {
-		return nil, fmt.Errorf("idemgen: loading packages: %w", err)
 	}
 	sort.Slice(pkgs, func(i, j int) bool { return pkgs[i].PkgPath < pkgs[j].PkgPath })
 	var files []File
@@ -122,57 +105,13 @@ func Generate(cfg Config) ([]File, error) {
 		if !loadErrors(p, out, d) {
 			continue
 		}
-		src := generatePackage(p, pcfg.Fset, out, d)
+		src := generatePackage(p, fset, out, d)
 		if len(d.list) > n {
 			continue
 		}
 		files = append(files, File{PkgPath: p.PkgPath, Path: out, Content: src})
 	}
 	return files, d.err()
-}
-
-// candidates lists the packages matching cfg.Patterns that need a full
-// load, as directory patterns; packages that fail to list are reported.
-func candidates(dir string, cfg Config, d *diags) ([]string, error) {
-	pkgs, err := packages.Load(&packages.Config{
-		Mode:       packages.NeedName | packages.NeedFiles,
-		Dir:        dir,
-		BuildFlags: cfg.BuildFlags,
-		Env:        cfg.Env,
-	}, cfg.Patterns...)
-	if err != nil {
-		return nil, fmt.Errorf("idemgen: listing packages: %w", err)
-	}
-	var out []string
-	for _, p := range pkgs {
-		if len(p.GoFiles) == 0 {
-			for _, e := range p.Errors {
-				d.add(errPos(e), "%s", e.Msg)
-			}
-			continue
-		}
-		pkgDir := filepath.Dir(p.GoFiles[0])
-		if mentionsDirective(p.GoFiles) || fileExists(filepath.Join(pkgDir, cfg.Output)) {
-			out = append(out, pkgDir)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-func mentionsDirective(files []string) bool {
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil || bytes.Contains(data, []byte(directivePrefix)) || bytes.Contains(data, []byte("// idem:")) {
-			return true // unreadable: let the full load report it
-		}
-	}
-	return false
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
 
 // loadErrors reports the package's load and type errors, ignoring those in
@@ -186,12 +125,6 @@ func loadErrors(p *packages.Package, out string, d *diags) bool {
 			continue
 		}
 		if e.Kind == packages.TypeError && strings.Contains(e.Msg, "Idempotent") {
-			continue
-		}
-		// The go command's compile of the package (for export data) fails
-		// on a stale generated file; the type checker's own errors, which
-		// carry positions, cover the user's files.
-		if e.Kind == packages.ListError && strings.HasPrefix(e.Msg, "# ") {
 			continue
 		}
 		d.add(pos, "%s", e.Msg)
