@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -356,5 +357,68 @@ func TestCanceledCtx(t *testing.T) {
 	}
 	if _, err := s.Get(context.Background(), "k"); !errors.Is(err, idem.ErrNotFound) {
 		t.Errorf("after canceled claim: %v, want nothing stored", err)
+	}
+}
+
+// TestWaitSurvivesListenerLoss: the LISTEN connection is terminated while a
+// waiter blocks; the store reconnects, and the waiter still wakes when the
+// owner completes (by the new LISTEN, or by polling while it reconnects).
+func TestWaitSurvivesListenerLoss(t *testing.T) {
+	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 4 })
+	var listenerErrs atomic.Int64
+	s := newStore(t, pool, WithPollInterval(time.Minute), WithErrorHandler(func(error) { listenerErrs.Add(1) }))
+	ctx := context.Background()
+	res, err := s.Claim(ctx, idem.ClaimRequest{Key: "w", Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		done <- s.Wait(wctx, "w")
+	}()
+	listenPID := func() int {
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			var pid int
+			if err := pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE query = $1`, `LISTEN "`+s.n.channel+`"`).Scan(&pid); err == nil {
+				return pid
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatal("no LISTEN connection")
+		return 0
+	}
+	old := listenPID()
+	if _, err := pool.Exec(ctx, "SELECT pg_terminate_backend($1)", old); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the reconnect, then complete: the new LISTEN must carry it.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var pid int
+		err := pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE query = $1`, `LISTEN "`+s.n.channel+`"`).Scan(&pid)
+		if err == nil && pid != old && s.lis.up.Load() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the listener did not reconnect")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	if err := s.Complete(ctx, idem.Lease{Key: "w", Owner: token(1), Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}, idem.Result{Data: []byte("1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("waiter woke %v after the completion", d)
+	}
+	if listenerErrs.Load() == 0 {
+		t.Error("the lost listener connection was not reported to the error handler")
 	}
 }
