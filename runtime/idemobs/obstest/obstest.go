@@ -142,10 +142,11 @@ func Run(t testing.TB, obs idem.Observer) []idem.Event {
 	charge := &idem.Spec{Name: Charge, Lease: time.Hour}
 	refund := &idem.Spec{Name: Refund, Lease: time.Hour}
 	notify := &idem.Spec{Name: Notify, Lease: time.Hour, OnDuplicate: idem.DuplicateRaise}
-	// 300ms: the first heartbeat comes after 100ms of real time, and a
-	// heartbeat failure only turns into lease loss after a whole lease
-	// without success, far beyond any scheduling delay under -race.
-	sync := &idem.Spec{Name: Sync, Lease: 300 * time.Millisecond}
+	// The first heartbeat comes after a third of the lease (real time), and
+	// its failure would only turn into lease loss if it ran a whole lease
+	// after the call started: 600ms of slack for a late timer on a loaded
+	// machine under -race.
+	sync := &idem.Spec{Name: Sync, Lease: 900 * time.Millisecond}
 
 	call := func(g *idem.Guard, spec *idem.Spec, id, payload string, fn func(context.Context) (receipt, error)) (receipt, error) {
 		c := g.Begin(spec)
