@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -310,6 +311,37 @@ func TestMigrate(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.Close()
+	})
+	t.Run("upgrade from version 1", func(t *testing.T) {
+		schema := newSchema(t, pool)
+		if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+			t.Fatal(err)
+		}
+		n := newNames(schema, "idem_records")
+		if _, err := pool.Exec(ctx, n.render(migrations()[0].sql)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(ctx, pool, WithSchema(schema)); !errors.Is(err, ErrSchemaMissing) || !strings.Contains(err.Error(), "run pgstore.Migrate") {
+			t.Fatalf("New on version 1: %v, want ErrSchemaMissing asking to run Migrate", err)
+		}
+		if err := Migrate(ctx, pool, WithSchema(schema)); err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(ctx, pool, WithSchema(schema))
+		if err != nil {
+			t.Fatalf("New after the upgrade: %v", err)
+		}
+		s.Close()
+		var versions []int32
+		rows, _ := pool.Query(ctx, "SELECT version FROM "+n.qVersion+" ORDER BY version")
+		for rows.Next() {
+			var v int32
+			rows.Scan(&v) //nolint:errcheck
+			versions = append(versions, v)
+		}
+		if diff := cmp.Diff([]int32{1, 2}, versions); diff != "" {
+			t.Errorf("recorded versions (-want +got):\n%s", diff)
+		}
 	})
 	t.Run("own migration tool", func(t *testing.T) {
 		schema := newSchema(t, pool)
