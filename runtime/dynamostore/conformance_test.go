@@ -27,6 +27,7 @@ func newStore(t testing.TB, api dynamostore.API, table string, opts ...dynamosto
 // clock, so the suite needs no sleeping. The default skew margin (1s) is
 // well inside the suite's lease + lease/2.
 func TestConformance(t *testing.T) {
+	t.Parallel() // the three runs overlap: the server, not the test, is the bottleneck
 	client, table := dynamo(t)
 	idemtest.RunStoreSuite(t, idemtest.Harness{
 		New: func(t *testing.T, now func() time.Time) idem.Store {
@@ -39,6 +40,7 @@ func TestConformance(t *testing.T) {
 // A single-table layout: custom partition key, static sort key, key
 // prefix and TTL attribute names.
 func TestConformanceSingleTable(t *testing.T) {
+	t.Parallel() // the three runs overlap: the server, not the test, is the bottleneck
 	client, _ := dynamo(t)
 	layout := []dynamostore.Option{dynamostore.WithPartitionKey("PK"), dynamostore.WithSortKey("SK", "IDEM"),
 		dynamostore.WithTTLAttribute("expires")}
@@ -55,6 +57,7 @@ func TestConformanceSingleTable(t *testing.T) {
 // The suite through the fallback read: the server answers failed
 // conditions without the item.
 func TestConformanceWithoutReturnOnFailure(t *testing.T) {
+	t.Parallel() // the three runs overlap: the server, not the test, is the bottleneck
 	_, table := dynamo(t)
 	client := newClient(endpoint(), withoutReturnOnFailure)
 	idemtest.RunStoreSuite(t, idemtest.Harness{

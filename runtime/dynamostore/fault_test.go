@@ -108,13 +108,20 @@ func (p *privateServer) restart() {
 // idem.ErrStoreUnavailable, never a wrong answer, and afterwards the item
 // is in one consistent state: the write fully applied or not at all.
 func TestFaults(t *testing.T) {
+	t.Parallel() // its own server
 	srv := startPrivateServer(t)
-	// A user's client with a short request timeout and no retries, so a
-	// hung server surfaces quickly.
-	client := newClient(srv.endpoint(), func(o *dynamodb.Options) {
-		o.HTTPClient = awshttp.NewBuildableClient().WithTimeout(500 * time.Millisecond)
-		o.RetryMaxAttempts = 1
-	})
+	// hung is a user's store whose client has a short request timeout and
+	// no retries, so a hung server surfaces quickly; it makes the calls
+	// that meet the fault. s, on the same table and clock, is patient: it
+	// sets up and checks, so a loaded machine's slow restart does not
+	// count as a fault.
+	clientFor := func(timeout time.Duration) *dynamodb.Client {
+		return newClient(srv.endpoint(), func(o *dynamodb.Options) {
+			o.HTTPClient = awshttp.NewBuildableClient().WithTimeout(timeout)
+			o.RetryMaxAttempts = 1
+		})
+	}
+	client := clientFor(20 * time.Second)
 	const table = "idemgen_faults"
 	ctx, cancel := context.WithTimeout(bg, time.Minute)
 	defer cancel()
@@ -123,6 +130,10 @@ func TestFaults(t *testing.T) {
 	}
 	clock := idemtest.NewClock(time.Now())
 	s, err := dynamostore.New(client, table, dynamostore.WithClock(clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hung, err := dynamostore.New(clientFor(500*time.Millisecond), table, dynamostore.WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,10 +160,10 @@ func TestFaults(t *testing.T) {
 	}
 
 	// settle gives a resumed server time to apply a request its client gave
-	// up on: it polls until applied() or 3s have passed (then the server
+	// up on: it polls until applied() or 5s have passed (then the server
 	// dropped the request), so the test never races a late write.
 	settle := func(applied func() bool) bool {
-		deadline := time.Now().Add(3 * time.Second)
+		deadline := time.Now().Add(5 * time.Second)
 		for !applied() {
 			if time.Now().After(deadline) {
 				return false
@@ -165,7 +176,7 @@ func TestFaults(t *testing.T) {
 	t.Run("claim_server_killed", func(t *testing.T) {
 		a := token(t)
 		srv.signal(syscall.SIGSTOP)
-		_, err := s.Claim(bg, req("c1", a))
+		_, err := hung.Claim(bg, req("c1", a))
 		unavailable("Claim on a hung server", err)
 		srv.restart() // the request died with the server
 		if r, ok := get("c1"); ok {
@@ -179,7 +190,7 @@ func TestFaults(t *testing.T) {
 	t.Run("claim_applied_after_caller_gave_up", func(t *testing.T) {
 		a := token(t)
 		srv.signal(syscall.SIGSTOP)
-		_, err := s.Claim(bg, req("c2", a))
+		_, err := hung.Claim(bg, req("c2", a))
 		unavailable("Claim on a hung server", err)
 		srv.signal(syscall.SIGCONT) // the server may still apply it
 		applied := settle(func() bool { _, ok := get("c2"); return ok })
@@ -218,7 +229,7 @@ func TestFaults(t *testing.T) {
 		}
 		la := idem.Lease{Key: "c3", Owner: a, Fence: res.Fence, Duration: lease, TTL: time.Hour}
 		srv.signal(syscall.SIGSTOP)
-		unavailable("Complete on a hung server", s.Complete(bg, la, idem.Result{Data: []byte(`"done"`)}))
+		unavailable("Complete on a hung server", hung.Complete(bg, la, idem.Result{Data: []byte(`"done"`)}))
 		srv.restart()
 		r, ok := get("c3")
 		if !ok || r.State != idem.StateInProgress || r.Owner != a || r.Fence != la.Fence || r.Result != nil {
@@ -242,7 +253,7 @@ func TestFaults(t *testing.T) {
 		la := idem.Lease{Key: "c4", Owner: a, Fence: res.Fence, Duration: lease, TTL: time.Hour}
 		data := []byte(strings.Repeat("x", 64<<10))
 		srv.signal(syscall.SIGSTOP)
-		unavailable("Complete on a hung server", s.Complete(bg, la, idem.Result{Data: data}))
+		unavailable("Complete on a hung server", hung.Complete(bg, la, idem.Result{Data: data}))
 		srv.signal(syscall.SIGCONT)
 		settle(func() bool { r, _ := get("c4"); return r.State == idem.StateCompleted })
 		r, _ := get("c4")
@@ -271,7 +282,7 @@ func TestFaults(t *testing.T) {
 	t.Run("guard_fails_closed_when_server_is_down", func(t *testing.T) {
 		srv.kill()
 		defer srv.restart()
-		g := idem.NewGuard(s)
+		g := idem.NewGuard(hung)
 		spec := &idem.Spec{Name: "dynamostore_test.Faults", Lease: lease, TTL: time.Hour}
 		c := g.Begin(spec)
 		c.Key().String("c5")
@@ -282,10 +293,10 @@ func TestFaults(t *testing.T) {
 			t.Fatal("the function ran although the store was down")
 		}
 		for name, op := range map[string]func() error{
-			"Heartbeat": func() error { return s.Heartbeat(bg, idem.Lease{Key: "c5", Fence: 1, Duration: lease}) },
-			"Get":       func() error { _, err := s.Get(bg, "c5"); return err },
-			"Delete":    func() error { return s.Delete(bg, "c5") },
-			"Wait":      func() error { return s.Wait(bg, "c5") },
+			"Heartbeat": func() error { return hung.Heartbeat(bg, idem.Lease{Key: "c5", Fence: 1, Duration: lease}) },
+			"Get":       func() error { _, err := hung.Get(bg, "c5"); return err },
+			"Delete":    func() error { return hung.Delete(bg, "c5") },
+			"Wait":      func() error { return hung.Wait(bg, "c5") },
 		} {
 			unavailable(name+" with the server down", op())
 		}
