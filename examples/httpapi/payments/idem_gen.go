@@ -24,7 +24,7 @@ func NewIdempotentService(t *Service, g *idem.Guard) *IdempotentService {
 
 var idemSpecServiceCreatePayment = &idem.Spec{Name: "payments.CreatePayment", TTL: 24 * time.Hour, Lease: 3 * time.Second, OnDuplicate: idem.DuplicateWait}
 
-// The wrapper below was generated for this signature of Service.CreatePayment: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if Service.CreatePayment's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, PaymentRequest) (*Payment, error) = (*Service).CreatePayment
 
 // CreatePayment is Service.CreatePayment, run at most once per key (ttl=24h lease=3s on_duplicate=wait key=req.AccountID,req.Reference name=payments.CreatePayment).
