@@ -138,6 +138,14 @@ func (s *Store) probe() error {
 // that need no write keep working) and a directory the process may not
 // write to.
 func (s *Store) fsErr(op, path string, err error) error {
+	// The message names the path once: drop the *PathError's copy of it.
+	var pe *os.PathError
+	var le *os.LinkError
+	if errors.As(err, &pe) && pe.Path == path {
+		err = pe.Err
+	} else if errors.As(err, &le) {
+		err = le.Err
+	}
 	switch {
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return fmt.Errorf("%w: filestore: disk full (%s %s): %w", idem.ErrStoreFull, op, path, err)
