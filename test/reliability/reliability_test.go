@@ -55,7 +55,7 @@ func TestReliability(t *testing.T) {
 			h.needStore(t, store)
 			t.Run("storm", func(t *testing.T) { record(t, h.storm(t, store, sz)) })
 			t.Run("crash", func(t *testing.T) { record(t, h.crash(t, store, sz)) })
-			t.Run("zombie", func(t *testing.T) { record(t, h.zombie(t, store, sz, false)) })
+			t.Run("zombie", func(t *testing.T) { record(t, h.zombie(t, store, sz, "")) })
 			if store == "file" {
 				return // one host, one clock, no network
 			}
@@ -71,10 +71,13 @@ func TestReliability(t *testing.T) {
 func TestHarnessDetectsBrokenStore(t *testing.T) {
 	h := newHarness(t)
 	sz := levelSizes(false)
-	for _, store := range []string{"file", "redis"} {
-		t.Run(store, func(t *testing.T) {
+	for _, tc := range []struct{ store, broken string }{
+		{"file", "leaselost"}, {"redis", "leaselost"}, {"postgres", "flatfence"}, {"file", "flatfence"},
+	} {
+		store := tc.store
+		t.Run(store+"/"+tc.broken, func(t *testing.T) {
 			h.needStore(t, store)
-			r := h.zombie(t, store, sz, true)
+			r := h.zombie(t, store, sz, tc.broken)
 			r.expectViolations = true
 			record(t, r)
 			if r.v.n() == 0 {
@@ -152,7 +155,7 @@ an untyped error. See test/reliability/doc.go for the scenarios.
 		b.WriteString("\n")
 		for _, r := range rows {
 			if r.expectViolations && r.v.n() > 0 {
-				fmt.Fprintf(&b, "Violations the self-test caught on %s (a store that ignores lost leases), as intended:\n\n", names[st])
+				fmt.Fprintf(&b, "Violations the self-test caught on %s in %q, as intended:\n\n", names[st], r.Scenario)
 				for i, s := range r.v.list {
 					if i == 5 {
 						fmt.Fprintf(&b, "- … %d more\n", len(r.v.list)-5)

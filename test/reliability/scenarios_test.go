@@ -234,10 +234,10 @@ func (h *harness) crash(t *testing.T, store string, sz sizes) row {
 
 // zombie runs the SIGSTOP/SIGCONT scenario; broken wraps every worker's
 // store in BrokenStore (the harness's self-test).
-func (h *harness) zombie(t *testing.T, store string, sz sizes, broken bool) row {
+func (h *harness) zombie(t *testing.T, store string, sz sizes, broken string) row {
 	prefix := fmt.Sprintf("%s/zombie/", store)
-	if broken {
-		prefix = fmt.Sprintf("%s/zombie-broken/", store)
+	if broken != "" {
+		prefix = fmt.Sprintf("%s/zombie-broken-%s/", store, broken)
 	}
 	start := time.Now()
 	v := &violations{}
@@ -324,8 +324,11 @@ func (h *harness) zombie(t *testing.T, store string, sz sizes, broken bool) row 
 		}
 	}
 	name := "zombie (SIGSTOP past lease)"
-	if broken {
-		name = "zombie, **broken store** (harness self-test: violations expected)"
+	switch broken {
+	case "leaselost":
+		name = "zombie, **broken store: lost leases ignored** (harness self-test: violations expected)"
+	case "flatfence":
+		name = "zombie, **broken store: no fencing** (harness self-test: violations expected)"
 	}
 	return row{
 		Store: store, Scenario: name,
@@ -334,7 +337,7 @@ func (h *harness) zombie(t *testing.T, store string, sz sizes, broken bool) row 
 		Observed: fmt.Sprint(execs),
 		Notes: fmt.Sprintf("completions rejected with ErrLeaseLost %d/%d; stale-fence business writes rejected %d/%d",
 			rejected, sz.zombieTrials, staleRejected, sz.zombieTrials),
-		v: v, took: time.Since(start), expectViolations: broken,
+		v: v, took: time.Since(start), expectViolations: broken != "",
 	}
 }
 
@@ -469,9 +472,33 @@ func (h *harness) network(t *testing.T, store string, sz sizes) row {
 		c.Goroutines, c.FaultTolerant = sz.netGoroutines, true
 		c.HoldMin, c.HoldMax = 100*time.Millisecond, 600*time.Millisecond
 		c.CallTimeout, c.Deadline = 2*time.Second, sz.netFaults+90*time.Second
+		c.Spread = sz.netFaults + time.Second
 		cfgs = append(cfgs, c)
 	}
 	v, calls, events, healAt, execs, re, overlap := h.contention(t, store, "network", cfgs, keys, proxy, sz.netFaults)
+	// After the heal a fresh process asks for every key through the proxy:
+	// each must answer (a replay, or a run of a key whose owner was cut
+	// off), and agree with what the others saw.
+	vc := h.base(store, "contend", proxy.Addr())
+	vc.Keys, vc.Goroutines, vc.FaultTolerant = keys, sz.netGoroutines, true
+	vc.CallTimeout, vc.Deadline = 2*time.Second, 30*time.Second
+	vrep, err := h.start(t, vc).wait(2 * time.Minute)
+	verified := 0
+	if err != nil {
+		v.add("post-heal check: %v", err)
+	} else {
+		for _, c := range vrep.Calls {
+			if c.Class == "ok" {
+				verified++
+			}
+		}
+		if verified != len(keys) {
+			v.add("post-heal check: %d of %d keys answered", verified, len(keys))
+		}
+		all := append(append([]callRecord(nil), calls...), vrep.Calls...)
+		agree(v, all)
+		calls = append(calls, vrep.Calls...)
+	}
 	cl := classes(calls)
 	if n := cl["untyped"]; n > 0 {
 		shown := 0
@@ -509,8 +536,8 @@ func (h *harness) network(t *testing.T, store string, sz sizes) row {
 			sz.netWorkers, sz.netGoroutines, sz.netKeys, sz.netFaults, proxy.Resets, proxy.Blackholes, proxy.Spikes),
 		Expected: fmt.Sprintf("%d keys complete once; ≤ 1 per fence", sz.netKeys),
 		Observed: fmt.Sprintf("%d complete; %d executions (%d keys re-run after a lost lease)", len(firstOK), execs, re),
-		Notes: fmt.Sprintf("errors seen: %s; store events: %s; stale owners overlapping a successor (fenced off): %d; last key first done %s after the heal (0: during the faults)",
-			fmtCounts(cl), fmtCounts(pick(events, "store_error@claim", "store_error@write", "heartbeat_failed", "lease_lost", "takeover")), overlap, max(recovered, 0).Round(time.Millisecond)),
+		Notes: fmt.Sprintf("errors seen: %s; store events: %s; stale owners overlapping a successor (fenced off): %d; last key first done %s after the heal; after the heal a fresh process got an answer for %d/%d keys",
+			fmtCounts(cl), fmtCounts(pick(events, "store_error@claim", "store_error@write", "heartbeat_failed", "lease_lost", "takeover")), overlap, max(recovered, 0).Round(time.Millisecond), verified, len(keys)),
 		v: v, took: time.Since(start),
 	}
 }

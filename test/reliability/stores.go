@@ -3,33 +3,78 @@ package reliability
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // BrokenStore is a deliberately wrong store wrapper for the harness's own
-// test: it ignores lost leases. Its heartbeats always "succeed", and a
+// test. With FlatFence it hides fencing: every owner is told fence 1, as a
+// store without fences would (its writes still reach the real store with
+// the real fence, so only the fence the function sees is wrong). Without
+// it, it ignores lost leases. Its heartbeats always "succeed", and a
 // completion rejected with idem.ErrLeaseLost is forced through by deleting
 // the record and claiming it afresh, so a zombie owner overwrites its
 // successor's result. A harness that cannot tell this store from a correct
 // one proves nothing; the zombie scenario must report it.
 type BrokenStore struct {
 	idem.Store
+	FlatFence bool
+
+	mu     sync.Mutex
+	fences map[idem.Token]uint64 // owner → real fence (FlatFence)
+}
+
+// Claim hides the real fence when FlatFence is set.
+func (b *BrokenStore) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+	res, err := b.Store.Claim(ctx, req)
+	if err == nil && b.FlatFence && res.Status.Owns() {
+		b.mu.Lock()
+		if b.fences == nil {
+			b.fences = map[idem.Token]uint64{}
+		}
+		b.fences[req.Owner] = res.Fence
+		b.mu.Unlock()
+		res.Fence = 1
+	}
+	return res, err
+}
+
+// real restores the real fence of a lease handed out by a FlatFence Claim.
+func (b *BrokenStore) real(l idem.Lease) idem.Lease {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if f, ok := b.fences[l.Owner]; ok {
+		l.Fence = f
+	}
+	return l
+}
+
+// Release and Fail pass the real fence on.
+func (b *BrokenStore) Release(ctx context.Context, l idem.Lease) error {
+	return b.Store.Release(ctx, b.real(l))
+}
+
+func (b *BrokenStore) Fail(ctx context.Context, l idem.Lease, r idem.Result) error {
+	return b.Store.Fail(ctx, b.real(l), r)
 }
 
 // Heartbeat swallows every error, including idem.ErrLeaseLost.
-func (b BrokenStore) Heartbeat(ctx context.Context, l idem.Lease) error {
-	_ = b.Store.Heartbeat(ctx, l)
+func (b *BrokenStore) Heartbeat(ctx context.Context, l idem.Lease) error {
+	err := b.Store.Heartbeat(ctx, b.real(l))
+	if b.FlatFence {
+		return err
+	}
 	return nil
 }
 
 // Complete re-claims the key when the real store says the lease was lost.
-func (b BrokenStore) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+func (b *BrokenStore) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+	l = b.real(l)
 	err := b.Store.Complete(ctx, l, r)
-	if !errors.Is(err, idem.ErrLeaseLost) {
+	if b.FlatFence || !errors.Is(err, idem.ErrLeaseLost) {
 		return err
 	}
 	rec, gerr := b.Store.Get(ctx, l.Key)
@@ -100,11 +145,4 @@ func skewedClock(off time.Duration, jump bool) func() time.Time {
 		}
 	}
 	return func() time.Time { return time.Now().Add(off) }
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(fmt.Sprintf("reliability: %v", err))
-	}
-	return v
 }

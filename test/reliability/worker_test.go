@@ -56,8 +56,13 @@ type workerConfig struct {
 	// a different random offset within ±ClockOffset at every reading.
 	ClockOffset time.Duration
 	ClockJump   bool
-	// Broken wraps the store in BrokenStore.
-	Broken bool
+	// Broken wraps the store in BrokenStore: "leaselost" ignores lost
+	// leases, "flatfence" hides fences.
+	Broken string
+	// Spread starts each key at a random moment within this long after
+	// the worker is ready (instead of as fast as goroutines free up), so
+	// calls keep starting all through a fault window.
+	Spread time.Duration
 	// Retry: contend and skew retry a key until it succeeds or Deadline.
 	Deadline    time.Duration
 	CallTimeout time.Duration
@@ -177,8 +182,8 @@ func runWorker(cfg workerConfig) error {
 	if cfg.CompleteDelayMax > 0 {
 		store = DelayStore{Store: store, Max: cfg.CompleteDelayMax, Mark: mark}
 	}
-	if cfg.Broken {
-		store = BrokenStore{Store: store}
+	if cfg.Broken != "" {
+		store = &BrokenStore{Store: store, FlatFence: cfg.Broken == "flatfence"}
 	}
 	var (
 		evMu   sync.Mutex
@@ -279,8 +284,21 @@ func runWorker(cfg workerConfig) error {
 			}
 		}()
 	}
-	for _, k := range cfg.Keys {
-		jobs <- k
+	if cfg.Spread > 0 {
+		var feed sync.WaitGroup
+		for _, k := range cfg.Keys {
+			feed.Add(1)
+			go func() {
+				defer feed.Done()
+				time.Sleep(rand.N(cfg.Spread))
+				jobs <- k
+			}()
+		}
+		feed.Wait()
+	} else {
+		for _, k := range cfg.Keys {
+			jobs <- k
+		}
 	}
 	close(jobs)
 	wg.Wait()
