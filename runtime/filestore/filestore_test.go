@@ -45,6 +45,62 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// multiHead spreads calls round-robin over several Store values opened on
+// one directory. They share no in-process state (stripes, descriptors), so
+// they exclude each other only as separate processes do: through flock and
+// rename. Running the suite through it checks the cross-process paths.
+type multiHead struct {
+	heads []*Store
+	n     atomic.Uint64
+}
+
+func (m *multiHead) next() *Store { return m.heads[m.n.Add(1)%uint64(len(m.heads))] }
+
+func (m *multiHead) Claim(ctx context.Context, r idem.ClaimRequest) (idem.ClaimResult, error) {
+	return m.next().Claim(ctx, r)
+}
+func (m *multiHead) Heartbeat(ctx context.Context, l idem.Lease) error {
+	return m.next().Heartbeat(ctx, l)
+}
+func (m *multiHead) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+	return m.next().Complete(ctx, l, r)
+}
+func (m *multiHead) Fail(ctx context.Context, l idem.Lease, r idem.Result) error {
+	return m.next().Fail(ctx, l, r)
+}
+func (m *multiHead) Release(ctx context.Context, l idem.Lease) error { return m.next().Release(ctx, l) }
+func (m *multiHead) Get(ctx context.Context, k string) (idem.Record, error) {
+	return m.next().Get(ctx, k)
+}
+func (m *multiHead) Delete(ctx context.Context, k string) error { return m.next().Delete(ctx, k) }
+func (m *multiHead) Wait(ctx context.Context, k string) error   { return m.next().Wait(ctx, k) }
+func (m *multiHead) SupportsOrdering() bool                     { return true }
+func (m *multiHead) List(ctx context.Context, p string, fn func(idem.Record) error) error {
+	return m.next().List(ctx, p, fn)
+}
+func (m *multiHead) ForceRelease(ctx context.Context, k string) (idem.Record, error) {
+	return m.next().ForceRelease(ctx, k)
+}
+func (m *multiHead) Cleanup(ctx context.Context) (int, error) { return m.next().Cleanup(ctx) }
+
+func TestConformanceCrossProcessPaths(t *testing.T) {
+	idemtest.RunStoreSuite(t, idemtest.Harness{
+		New: func(t *testing.T, now func() time.Time) idem.Store {
+			dir := t.TempDir()
+			m := &multiHead{}
+			for range 3 {
+				s, err := New(dir, WithClock(now), WithoutSync(), WithPollInterval(5*time.Millisecond))
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.heads = append(m.heads, s)
+			}
+			return m
+		},
+		ManualClock: true,
+	})
+}
+
 // The suite with the host clock, as processes sharing a directory run it.
 func TestConformanceRealClock(t *testing.T) {
 	if testing.Short() {
