@@ -85,7 +85,7 @@ func benchPool(b *testing.B) *pgxpool.Pool {
 }
 
 // rawTable is the baseline's table: the same key/bytea shape as records.
-func rawTable(b *testing.B, s *Store) string {
+func rawTable(b testing.TB, s *Store) string {
 	t := pgx.Identifier{s.n.schema, "raw"}.Sanitize()
 	if _, err := s.pool.Exec(context.Background(), "CREATE TABLE "+t+" (key text COLLATE \"C\" PRIMARY KEY, data bytea)"); err != nil {
 		b.Fatal(err)
@@ -138,6 +138,47 @@ func BenchmarkReplay(b *testing.B) {
 					_, err := benchCall(ctx, g, fmt.Sprint("order-", i%keys))
 					return err
 				})
+		})
+	}
+}
+
+// BenchmarkClaimReplay isolates the store from the Guard: Store.Claim of a
+// completed key (the replay statement alone) vs the same raw SELECT.
+func BenchmarkClaimReplay(b *testing.B) {
+	for _, conc := range []int{1, 32} {
+		b.Run(fmt.Sprint("callers=", conc), func(b *testing.B) {
+			pool := benchPool(b)
+			s := newStore(b, pool)
+			raw := rawTable(b, s)
+			ctx := context.Background()
+			const keys = 256
+			for i := range keys {
+				k := fmt.Sprint("order-", i)
+				res, err := s.Claim(ctx, idem.ClaimRequest{Key: k, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Complete(ctx, idem.Lease{Key: k, Owner: token(1), Fence: res.Fence, TTL: time.Hour}, idem.Result{Data: []byte(`"receipt-0001"`)}); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", k, []byte(`"receipt-0001"`)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
+			claim := func(i int) error {
+				res, err := s.Claim(ctx, idem.ClaimRequest{Key: fmt.Sprint("order-", i%keys), Owner: token(2), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+				if err == nil && res.Status != idem.ClaimCompleted {
+					err = fmt.Errorf("claim: %v", res.Status)
+				}
+				return err
+			}
+			read := func(i int) error {
+				var d []byte
+				return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
+			}
+			runConc(4*32, 32, func(i int) error { read(i); return claim(i) }) //nolint:errcheck // warm statement caches
+			benchVsRaw(b, conc, read, claim)
 		})
 	}
 }
