@@ -63,6 +63,9 @@ func (s *Store) lock(ctx context.Context, p *paths) (*keyLock, error) {
 // record second, and an entity's lock file (named after its order key) is
 // never a record's, so no two lockers wait on each other in a cycle.
 func (s *Store) lockAll(ctx context.Context, first, second *paths) (*keyLock, error) {
+	if second != nil && second.lock == first.lock {
+		second = nil // one key's lock twice would wait on itself
+	}
 	l := &keyLock{s: s}
 	a := first.sum[0]
 	if second != nil && second.sum[0] != a {
