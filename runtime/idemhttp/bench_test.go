@@ -1,6 +1,7 @@
 package idemhttp_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -8,8 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemhttp"
+	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/runtime/redisstore"
 )
 
 const benchBody = `{"customer":"cus_8f2a91","amount":129900,"currency":"eur","description":"order ord_1029384756"}`
@@ -129,4 +136,67 @@ func BenchmarkMiddlewareReplayLoopback(b *testing.B) {
 	post(b, guarded, 1)
 	b.ReportAllocs()
 	interleaved(b, func(n int) { post(b, guarded, n) }, func(n int) { post(b, bare, n) })
+}
+
+// BenchmarkMiddlewareReplayStore: a replay on a networked store against a
+// bare handler that makes one round trip to the same server (Redis GET,
+// Postgres SELECT 1): a replay should cost about that one round trip.
+func BenchmarkMiddlewareReplayStore(b *testing.B) {
+	b.Run("redis", func(b *testing.B) {
+		addr := envOr("IDEM_REDIS_ADDR", "127.0.0.1:6379")
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
+		defer rdb.Close()
+		if err := rdb.Ping(context.Background()).Err(); err != nil {
+			b.Skipf("Redis at %s: %v", addr, err)
+		}
+		store, err := redisstore.New(rdb, redisstore.WithPrefix("idemhttp-bench:"+randName()+":"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer store.Close()
+		bare := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rdb.Get(r.Context(), "idemhttp-bench:nothing") //nolint:errcheck
+			benchHandler(w, r)
+		})
+		benchStore(b, store, bare)
+	})
+	b.Run("postgres", func(b *testing.B) {
+		url := envOr("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
+		ctx := context.Background()
+		pool, err := pgxpool.New(ctx, url)
+		if err == nil {
+			err = pool.Ping(ctx)
+		}
+		if err != nil {
+			b.Skipf("PostgreSQL at %s: %v", url, err)
+		}
+		defer pool.Close()
+		schema := "idemhttp_bench_" + randName()
+		defer pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE") //nolint:errcheck
+		if err := pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)); err != nil {
+			b.Fatal(err)
+		}
+		store, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer store.Close()
+		bare := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var one int
+			pool.QueryRow(r.Context(), "SELECT 1").Scan(&one) //nolint:errcheck
+			benchHandler(w, r)
+		})
+		benchStore(b, store, bare)
+	})
+}
+
+func benchStore(b *testing.B, store idem.Store, bare http.Handler) {
+	m, err := idemhttp.New(idem.NewGuard(store), idemhttp.WithPrincipal(principal))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := m.Handler(benchHandler)
+	serveLoop(b, h, 1)
+	b.ReportAllocs()
+	interleaved(b, func(n int) { serveLoop(b, h, n) }, func(n int) { serveLoop(b, bare, n) })
 }

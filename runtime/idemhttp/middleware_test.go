@@ -783,3 +783,53 @@ func TestLeaseLost(t *testing.T) {
 		t.Errorf("handler ctx cause %v, want ErrLeaseLost", cause)
 	}
 }
+
+// countingStore counts the store operations the middleware makes.
+type countingStore struct {
+	*idem.MemoryStore
+	claims, completes, others atomic.Int64
+}
+
+func (s *countingStore) Claim(ctx context.Context, r idem.ClaimRequest) (idem.ClaimResult, error) {
+	s.claims.Add(1)
+	return s.MemoryStore.Claim(ctx, r)
+}
+
+func (s *countingStore) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+	s.completes.Add(1)
+	return s.MemoryStore.Complete(ctx, l, r)
+}
+
+func (s *countingStore) Release(ctx context.Context, l idem.Lease) error {
+	s.others.Add(1)
+	return s.MemoryStore.Release(ctx, l)
+}
+
+func (s *countingStore) Get(ctx context.Context, key string) (idem.Record, error) {
+	s.others.Add(1)
+	return s.MemoryStore.Get(ctx, key)
+}
+
+func (s *countingStore) Wait(ctx context.Context, key string) error {
+	s.others.Add(1)
+	return s.MemoryStore.Wait(ctx, key)
+}
+
+// TestRoundTrips: a first request costs two store operations (claim,
+// complete) and a replay one (claim).
+func TestRoundTrips(t *testing.T) {
+	s := &countingStore{MemoryStore: idem.NewMemoryStore()}
+	h := newMW(t, idem.NewGuard(s)).Handler(&app{})
+	type ops struct{ Claims, Completes, Others int64 }
+	snap := func() ops { return ops{s.claims.Load(), s.completes.Load(), s.others.Load()} }
+	send(t, h, req{key: []string{"k"}, client: "a"})
+	if diff := cmp.Diff(ops{1, 1, 0}, snap()); diff != "" {
+		t.Errorf("first request (-want +got):\n%s", diff)
+	}
+	for range 10 {
+		send(t, h, req{key: []string{"k"}, client: "a"})
+	}
+	if diff := cmp.Diff(ops{11, 1, 0}, snap()); diff != "" {
+		t.Errorf("after 10 replays (-want +got):\n%s", diff)
+	}
+}
