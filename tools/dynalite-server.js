@@ -17,8 +17,9 @@
 // --plain is given, this launcher adds exactly that, following the
 // DynamoDB API reference: the parameter is accepted (ALL_OLD | NONE) and,
 // when it is ALL_OLD and an item exists, the error body gets an "Item" member.
-// With --plain, dynalite runs unmodified, so the store's fallback read is
-// exercised against the unmodified server.
+// With --plain that addition is left out, so the store's fallback read is
+// exercised against dynalite as published (the guard against clients that
+// drop a request, below, applies in both modes).
 'use strict'
 
 var argv = require('minimist')(process.argv.slice(2), { boolean: [ 'plain' ] })

@@ -135,6 +135,16 @@
 // so a replay costs two round trips there, and retries the claim when the
 // item changed in between.
 //
+// # Tests
+//
+// The tests run against dynalite, a DynamoDB-compatible server from npm,
+// pinned in tools/package.json and started by `make services`
+// (scripts/dynalite.sh, 127.0.0.1:4567; IDEM_DYNAMO_ENDPOINT points them
+// elsewhere). tools/dynalite-server.js adds ReturnValuesOnConditionCheckFailure
+// to it, as DynamoDB has it; the conformance suite also runs with the
+// parameter stripped to cover the fallback read, and the fault tests run
+// a dynalite of their own without the addition (--plain).
+//
 // # Retries
 //
 // The SDK retries a request whose response was lost. When a retried Claim,
