@@ -76,7 +76,7 @@
 // Wait polls the record (1ms backing off to WithPollInterval, default
 // 20ms). Records are not removed when they expire: they stop being live
 // (Get reports idem.ErrNotFound, Claim acquires) and Cleanup deletes them,
-// along with orphaned lock and temp files.
+// along with expired ordering records and orphaned lock and temp files.
 //
 // # Cost
 //
@@ -92,5 +92,7 @@
 // idem.ErrStoreFull and the errno; replays keep working since they only
 // read. A directory the process cannot write to is reported by New, or by
 // the operation that hit it, naming the directory. Every error names the
-// file involved and wraps the underlying *os.PathError or errno.
+// file involved and wraps the underlying error (a syscall.Errno for
+// filesystem failures, so errors.Is works with fs.ErrPermission or
+// syscall.ENOSPC).
 package filestore
