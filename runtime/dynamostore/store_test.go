@@ -487,3 +487,41 @@ func TestKeyTooLong(t *testing.T) {
 		t.Fatalf("Claim with a %d-byte key = %v, want ErrInvalidKey", len(key), err)
 	}
 }
+
+// CreateTable makes the key schema the layout names, and is idempotent.
+func TestCreateTable(t *testing.T) {
+	client, _ := dynamo(t)
+	for _, tc := range []struct {
+		name string
+		opts []dynamostore.Option
+		want map[string]types.KeyType
+	}{
+		{"default", nil, map[string]types.KeyType{"pk": types.KeyTypeHash}},
+		{"single_table", []dynamostore.Option{dynamostore.WithPartitionKey("PK"), dynamostore.WithSortKey("SK", "IDEM")},
+			map[string]types.KeyType{"PK": types.KeyTypeHash, "SK": types.KeyTypeRange}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			table := "idemgen_create_" + tc.name + "_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			for i := 0; i < 2; i++ {
+				if err := dynamostore.CreateTable(bg, client, table, tc.opts...); err != nil && !isTTLUnsupported(err) {
+					t.Fatalf("CreateTable #%d: %v", i+1, err)
+				}
+			}
+			made.Store(table, struct{}{}) // dropped by TestMain
+			out, err := client.DescribeTable(bg, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]types.KeyType{}
+			for _, k := range out.Table.KeySchema {
+				got[aws.ToString(k.AttributeName)] = k.KeyType
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Fatalf("key schema (-want +got):\n%s", diff)
+			}
+			if out.Table.TableStatus != types.TableStatusActive {
+				t.Fatalf("table status %v", out.Table.TableStatus)
+			}
+		})
+	}
+}
