@@ -23,8 +23,20 @@ logfile=$rundir/$port.log
 
 answers() { (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; }
 
+# installed_ok: node_modules holds the dynalite version package.json pins
+# (a bumped pin reinstalls).
+installed_ok() {
+	[ -f "$root/tools/node_modules/dynalite/package.json" ] || return 1
+	command -v node >/dev/null 2>&1 || return 1
+	node -e '
+		const want = require(process.argv[1]).dependencies.dynalite
+		const have = require(process.argv[2]).version
+		process.exit(want === have ? 0 : 1)
+	' "$root/tools/package.json" "$root/tools/node_modules/dynalite/package.json"
+}
+
 install() {
-	if [ -d "$root/tools/node_modules/dynalite" ]; then
+	if installed_ok; then
 		return
 	fi
 	if ! command -v npm >/dev/null 2>&1; then
