@@ -15,12 +15,13 @@
 //
 // both with the attributes idem.func (idem.Spec.Name) and idem.outcome
 // (executed, failed, replayed, in_progress, duplicate, mismatch, takeover,
-// heartbeat_failed, lease_lost, store_error, invalid_key, fail_open). They
+// heartbeat_failed, lease_lost, store_error, invalid_key, fail_open,
+// out_of_order, override). They
 // mean what runtime/idemprom's idem_calls_total and
 // idem_call_duration_seconds mean: one count per outcome (a call can report
 // more than one, e.g. takeover and then executed), and the time from the
-// start of the call to the outcome. There is never a key or payload
-// attribute on a metric.
+// start of the call to the outcome. There is never a key, entity or
+// payload attribute on a metric.
 //
 // idem.calls is counted by the Observer itself (an atomic add per event)
 // and reported to the SDK when metrics are collected, an observable
@@ -34,15 +35,17 @@
 // # Spans
 //
 // An idem.Observer sees outcomes, after the fact, without the caller's
-// context. So each call-ending outcome (every outcome but takeover and
-// heartbeat_failed, which happen inside a call that reports its own end)
-// becomes a span built from the event: it starts Event.Duration before the
-// outcome and ends at it, is named "idem <func>", and carries idem.func,
-// idem.outcome, idem.fence and, with WithKey, idem.key (the hashed store
-// key). Its status is Error when the call ended in an error the caller did
-// not ask for (failed, lease_lost, store_error, invalid_key, or a replayed
-// recorded failure); conflicts the idempotency contract defines
-// (in_progress, duplicate, mismatch) are outcomes, not errors.
+// context. So each call-ending outcome (every outcome but takeover,
+// override and heartbeat_failed, which happen inside a call that reports
+// its own end) becomes a span built from the event: it starts
+// Event.Duration before the outcome and ends at it, is named
+// "idem <func>", and carries idem.func, idem.outcome, idem.fence,
+// idem.reason (an out-of-order rejection's) and, with WithKey, idem.key
+// and idem.entity (the hashed store and order keys). Its status is Error
+// when the call ended in an error the caller did not ask for (failed,
+// lease_lost, store_error, invalid_key, or a replayed recorded failure);
+// answers the idempotency contract defines (in_progress, duplicate,
+// mismatch, out_of_order) are outcomes, not errors.
 //
 // Without the caller's context these spans are roots of their own traces,
 // not children of the request that made the call, and the guarded
@@ -54,6 +57,7 @@ package idemotel
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,13 +83,29 @@ const (
 	OutcomeKey = attribute.Key("idem.outcome")
 	FenceKey   = attribute.Key("idem.fence")
 	KeyKey     = attribute.Key("idem.key")
+	EntityKey  = attribute.Key("idem.entity")
+	ReasonKey  = attribute.Key("idem.reason")
 )
 
 // DefaultBuckets are the duration histogram's explicit bucket boundaries
 // (seconds), advised to the SDK: a memory-store replay to a long job.
 var DefaultBuckets = []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300}
 
-const outcomes = 16 // idem's outcomes are 1..12
+// outcomes is the size of the per-function tables; idem names outcomes
+// 1..14 today (runtime/idemprom's TestOutcomeTableSize watches both).
+const outcomes = 16
+
+// knownOutcomes are the outcomes idem names (the others print as
+// "outcome(N)"); outcomes idem adds later are picked up without a change.
+var knownOutcomes = func() []idem.Outcome {
+	var os []idem.Outcome
+	for o := idem.Outcome(1); o < outcomes; o++ {
+		if !strings.HasPrefix(o.String(), "outcome(") {
+			os = append(os, o)
+		}
+	}
+	return os
+}()
 
 // Observer is an idem.Observer recording OpenTelemetry metrics and spans.
 // Make it with New; it is safe for concurrent use.
@@ -147,8 +167,9 @@ func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config)
 // WithoutSpans records metrics only.
 func WithoutSpans() Option { return func(c *config) { c.spans = false } }
 
-// WithKey puts the hashed store key on spans as idem.key (never on metrics,
-// where it would make a series per call), so a trace leads to the record.
+// WithKey puts the hashed store key on spans as idem.key, and an ordered
+// call's hashed order key as idem.entity (never on metrics, where they
+// would make a series per call), so a trace leads to the record.
 func WithKey() Option { return func(c *config) { c.withKey = true } }
 
 // WithBuckets replaces DefaultBuckets.
@@ -215,10 +236,10 @@ func (o *Observer) Observe(e idem.Event) {
 	}
 }
 
-// endsCall reports whether an outcome is a call's last: takeover comes
-// before the call runs, heartbeat failures while it runs.
+// endsCall reports whether an outcome is a call's last: takeover and
+// override come before the call runs, heartbeat failures while it runs.
 func endsCall(oc idem.Outcome) bool {
-	return oc != idem.OutcomeTakeover && oc != idem.OutcomeHeartbeatFailed
+	return oc != idem.OutcomeTakeover && oc != idem.OutcomeHeartbeatFailed && oc != idem.OutcomeOverride
 }
 
 // isError reports whether the outcome is a failure of the call, as
@@ -238,13 +259,19 @@ func (o *Observer) span(ctx context.Context, fs *funcSeries, e idem.Event) {
 	_, span := o.tracer.Start(ctx, fs.spanName, trace.WithTimestamp(end.Add(-e.Duration)),
 		trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() { // sampled out or no SDK: build nothing
-		var buf [4]attribute.KeyValue
+		var buf [6]attribute.KeyValue
 		attrs := append(buf[:0], FuncKey.String(e.Func), OutcomeKey.String(e.Outcome.String()))
 		if e.Fence != 0 {
 			attrs = append(attrs, FenceKey.Int64(int64(e.Fence)))
 		}
+		if e.Reason != "" {
+			attrs = append(attrs, ReasonKey.String(e.Reason))
+		}
 		if o.withKey && e.Key != "" {
 			attrs = append(attrs, KeyKey.String(e.Key))
+		}
+		if o.withKey && e.Entity != "" {
+			attrs = append(attrs, EntityKey.String(e.Entity))
 		}
 		span.SetAttributes(attrs...)
 		if isError(e) {
@@ -298,7 +325,7 @@ func (o *Observer) add(fn string) *funcSeries {
 		return fs
 	}
 	fs := &funcSeries{name: fn, spanName: "idem " + fn}
-	for oc := idem.OutcomeExecuted; oc <= idem.OutcomeFailOpen; oc++ {
+	for _, oc := range knownOutcomes {
 		opt := metric.WithAttributeSet(attribute.NewSet(FuncKey.String(fn), OutcomeKey.String(oc.String())))
 		fs.observe[oc] = []metric.ObserveOption{opt}
 		fs.record[oc] = []metric.RecordOption{opt}

@@ -75,6 +75,12 @@ var wantCounts = map[string]int64{
 	"shop.Refund/failed":      1,
 	"shop.Notify/executed":    1, "shop.Notify/duplicate": 1,
 	"shop.Sync/heartbeat_failed": 1, "shop.Sync/executed": 1,
+	"shop.Track/executed": 2, "shop.Track/out_of_order": 1, "shop.Track/override": 1,
+}
+
+// spanned reports whether the script's event becomes a span.
+func spanned(e idem.Event) bool {
+	return e.Outcome != idem.OutcomeTakeover && e.Outcome != idem.OutcomeHeartbeatFailed && e.Outcome != idem.OutcomeOverride
 }
 
 func TestScriptMetrics(t *testing.T) {
@@ -99,13 +105,13 @@ func TestScriptMetrics(t *testing.T) {
 	}
 	// Every outcome of a function that reported anything, zeros included.
 	wantCalls := map[string]int64{}
-	for _, fn := range []string{obstest.Charge, obstest.Refund, obstest.Notify, obstest.Sync} {
-		for oc := idem.OutcomeExecuted; oc <= idem.OutcomeFailOpen; oc++ {
+	for _, fn := range []string{obstest.Charge, obstest.Refund, obstest.Notify, obstest.Sync, obstest.Track} {
+		for oc := idem.OutcomeExecuted; oc <= idem.OutcomeOverride; oc++ {
 			k := fn + "/" + oc.String()
 			wantCalls[k] = wantCounts[k]
 		}
 	}
-	if len(wantCalls) != 4*12 {
+	if len(wantCalls) != 5*14 {
 		t.Fatalf("%d expected series", len(wantCalls))
 	}
 	if diff := cmp.Diff(wantCalls, got); diff != "" {
@@ -200,6 +206,13 @@ func TestScriptSpans(t *testing.T) {
 		{"idem shop.Charge", a(obstest.Charge, "store_error", 0), codes.Error, errOf(14), exc},
 		{"idem shop.Charge", a(obstest.Charge, "fail_open", 0), codes.Unset, "", nil},
 		{"idem shop.Charge", a(obstest.Charge, "invalid_key", 0), codes.Error, errOf(16), exc},
+		{"idem shop.Track", a(obstest.Track, "executed", 1), codes.Unset, "", nil},
+		{"idem shop.Track", withReason(a(obstest.Track, "out_of_order", 0), events[18].Reason), codes.Unset, "", nil},
+		// override (event 19) comes before the call runs.
+		{"idem shop.Track", a(obstest.Track, "executed", 1), codes.Unset, "", nil},
+	}
+	if events[18].Reason == "" {
+		t.Error("the out_of_order event has no reason")
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("spans (-want +got):\n%s", diff)
@@ -207,7 +220,7 @@ func TestScriptSpans(t *testing.T) {
 	// Each span lasts exactly its event's Duration.
 	var wantDur []time.Duration
 	for _, e := range events {
-		if e.Outcome != idem.OutcomeTakeover && e.Outcome != idem.OutcomeHeartbeatFailed {
+		if spanned(e) {
 			wantDur = append(wantDur, e.Duration)
 		}
 	}
@@ -221,18 +234,24 @@ func TestSpanKey(t *testing.T) {
 	events := obstest.Run(t, obs)
 	var want, got []string
 	for _, e := range events {
-		if e.Outcome != idem.OutcomeTakeover && e.Outcome != idem.OutcomeHeartbeatFailed {
-			want = append(want, e.Key)
+		if spanned(e) {
+			want = append(want, e.Key+" "+e.Entity)
+		}
+		if (e.Func == obstest.Track) != (e.Entity != "") {
+			t.Errorf("event %v/%v entity %q: only the ordered calls have one", e.Func, e.Outcome, e.Entity)
 		}
 	}
 	for _, s := range sr.Ended() {
-		k := ""
+		k, ent := "", ""
 		for _, kv := range s.Attributes() {
-			if kv.Key == idemotel.KeyKey {
+			switch kv.Key {
+			case idemotel.KeyKey:
 				k = kv.Value.AsString()
+			case idemotel.EntityKey:
+				ent = kv.Value.AsString()
 			}
 		}
-		got = append(got, k)
+		got = append(got, k+" "+ent)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("idem.key on spans (-want +got):\n%s", diff)
@@ -290,7 +309,7 @@ func TestUnknownOutcomeAndClose(t *testing.T) {
 		got[attrKey(t, dp.Attributes)] = dp.Value
 	}
 	want := map[string]int64{"f/outcome(40)": 2}
-	for oc := idem.OutcomeExecuted; oc <= idem.OutcomeFailOpen; oc++ {
+	for oc := idem.OutcomeExecuted; oc <= idem.OutcomeOverride; oc++ {
 		want["f/"+oc.String()] = 0
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -304,4 +323,9 @@ func TestUnknownOutcomeAndClose(t *testing.T) {
 			t.Errorf("idem.calls still reported after Close: %v", s.DataPoints)
 		}
 	}
+}
+
+func withReason(m map[attribute.Key]any, reason string) map[attribute.Key]any {
+	m[idemotel.ReasonKey] = reason
+	return m
 }

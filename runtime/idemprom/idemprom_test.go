@@ -24,17 +24,34 @@ var nonZero = map[string]map[string]int{
 	obstest.Refund: {"failed": 1},
 	obstest.Notify: {"executed": 1, "duplicate": 1},
 	obstest.Sync:   {"heartbeat_failed": 1, "executed": 1},
+	obstest.Track:  {"executed": 2, "out_of_order": 1, "override": 1},
 }
 
 var allOutcomes = []string{"executed", "failed", "replayed", "in_progress", "duplicate", "mismatch", "takeover",
-	"heartbeat_failed", "lease_lost", "store_error", "invalid_key", "fail_open"}
+	"heartbeat_failed", "lease_lost", "store_error", "invalid_key", "fail_open", "out_of_order", "override"}
+
+// The per-function tables must cover every outcome idem names.
+func TestOutcomeTableSize(t *testing.T) {
+	for o := idem.Outcome(1); o < 16; o++ {
+		want := "outcome(" + fmt.Sprint(int(o)) + ")"
+		if o <= idem.OutcomeOverride && o.String() == want {
+			t.Errorf("outcome %d has no name", o)
+		}
+	}
+	if s := idem.Outcome(16).String(); s != "outcome(16)" {
+		t.Errorf("idem names outcome 16 (%q): raise idemprom's and idemotel's outcomes constant", s)
+	}
+	if len(allOutcomes) != int(idem.OutcomeOverride) {
+		t.Errorf("allOutcomes lists %d outcomes, idem has %d", len(allOutcomes), idem.OutcomeOverride)
+	}
+}
 
 func expectedCalls(namespace string) string {
 	name := namespace + "_calls_total"
 	var b strings.Builder
 	fmt.Fprintf(&b, "# HELP %s Outcomes of idempotency-guarded calls, by function and outcome (replay rate = replayed / (executed + replayed)).\n", name)
 	fmt.Fprintf(&b, "# TYPE %s counter\n", name)
-	funcs := []string{obstest.Charge, obstest.Notify, obstest.Refund, obstest.Sync}
+	funcs := []string{obstest.Charge, obstest.Notify, obstest.Refund, obstest.Sync, obstest.Track}
 	outs := append([]string(nil), allOutcomes...)
 	sort.Strings(outs)
 	for _, f := range funcs {

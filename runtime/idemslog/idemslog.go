@@ -10,7 +10,9 @@
 //	fence     the record's fence, when there is one
 //	duration  time from the start of the call to the outcome
 //	err       the error the outcome carries, if any
+//	reason    why an event was rejected as out of order, or overridden
 //	key       the hashed store key, only with WithKey
+//	entity    an ordered call's hashed order key, only with WithKey
 //
 // Payloads are never logged: an Event does not carry them, and the key is
 // a SHA-256 (or HMAC) of the key material. Error messages are the
@@ -18,8 +20,8 @@
 //
 // Levels by default: executed and replayed at Debug (every call produces
 // one; raise them with WithSuccessLevel); failed, in_progress, duplicate,
-// mismatch, takeover and invalid_key at Info (expected in a system with
-// retries, worth seeing); heartbeat_failed and fail_open at Warn (the call
+// mismatch, takeover, invalid_key, out_of_order and override at Info
+// (expected in a system with retries, worth seeing); heartbeat_failed and fail_open at Warn (the call
 // went on, but with less protection); lease_lost and store_error at Error
 // (a result was not stored, or the store could not be used). WithLevel
 // overrides any of them.
@@ -42,7 +44,9 @@ const (
 	FenceKey    = "fence"
 	DurationKey = "duration"
 	ErrKey      = "err"
+	ReasonKey   = "reason"
 	KeyKey      = "key"
+	EntityKey   = "entity"
 )
 
 // maxOutcome bounds the per-outcome tables; outcomes added to idem later
@@ -79,9 +83,10 @@ func WithLevel(outcome idem.Outcome, l slog.Level) Option {
 	}
 }
 
-// WithKey adds the hashed store key as the "key" attribute. It lets an
-// operator find the record of a logged call (`show KEY`); leave it off
-// where even hashed keys should not reach the logs.
+// WithKey adds the hashed store key as the "key" attribute, and an ordered
+// call's hashed order key as "entity". It lets an operator find the record
+// of a logged call; leave it off where even hashed keys should not reach
+// the logs.
 func WithKey() Option { return func(o *Observer) { o.withKey = true } }
 
 // New returns an Observer logging to logger (slog.Default() if nil).
@@ -129,9 +134,9 @@ func (o *Observer) Observe(e idem.Event) {
 	} else {
 		msg = "idem " + e.Outcome.String()
 	}
-	// Six attributes at most: a fixed array keeps them off the heap until
+	// Eight attributes at most: a fixed array keeps them off the heap until
 	// the handler copies them.
-	var buf [6]slog.Attr
+	var buf [8]slog.Attr
 	attrs := append(buf[:0],
 		slog.String(FuncKey, e.Func),
 		slog.String(OutcomeKey, e.Outcome.String()),
@@ -143,8 +148,15 @@ func (o *Observer) Observe(e idem.Event) {
 	if e.Err != nil {
 		attrs = append(attrs, slog.Any(ErrKey, e.Err))
 	}
+	// An out-of-order rejection's reason is its error's text: log it once.
+	if e.Reason != "" && (e.Err == nil || e.Reason != e.Err.Error()) {
+		attrs = append(attrs, slog.String(ReasonKey, e.Reason))
+	}
 	if o.withKey && e.Key != "" {
 		attrs = append(attrs, slog.String(KeyKey, e.Key))
+	}
+	if o.withKey && e.Entity != "" {
+		attrs = append(attrs, slog.String(EntityKey, e.Entity))
 	}
 	o.logger.LogAttrs(ctx, level, msg, attrs...)
 }

@@ -85,6 +85,10 @@ func TestScriptAllLevels(t *testing.T) {
 		rec("ERROR", obstest.Charge, "store_error", 0, errOf(14)),
 		rec("WARN", obstest.Charge, "fail_open", 0, errOf(15)),
 		rec("INFO", obstest.Charge, "invalid_key", 0, errOf(16)),
+		rec("DEBUG", obstest.Track, "executed", 1, ""),
+		rec("INFO", obstest.Track, "out_of_order", 0, errOf(18)),
+		withReason(rec("INFO", obstest.Track, "override", 1, ""), obstest.OverrideReason),
+		rec("DEBUG", obstest.Track, "executed", 1, ""),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("log records (-want +got):\n%s", diff)
@@ -114,7 +118,7 @@ func TestScriptInfo(t *testing.T) {
 		outcomes = append(outcomes, r["outcome"].(string))
 	}
 	want := []string{"mismatch", "in_progress", "failed", "duplicate", "lease_lost", "takeover",
-		"heartbeat_failed", "store_error", "store_error", "fail_open", "invalid_key"}
+		"heartbeat_failed", "store_error", "store_error", "fail_open", "invalid_key", "out_of_order", "override"}
 	if diff := cmp.Diff(want, outcomes); diff != "" {
 		t.Errorf("outcomes logged at Info (-want +got):\n%s", diff)
 	}
@@ -125,7 +129,7 @@ func TestOptions(t *testing.T) {
 		idemslog.WithLevel(idem.OutcomeMismatch, slog.LevelWarn), idemslog.WithLevel(idem.OutcomeInProgress, slog.LevelDebug))
 	var levels, keys []string
 	var wantLevels, wantKeys []string
-	for i, e := range events {
+	for _, e := range events {
 		if e.Outcome == idem.OutcomeInProgress {
 			continue // lowered to Debug: not logged
 		}
@@ -134,26 +138,28 @@ func TestOptions(t *testing.T) {
 			lvl = idemslog.New(nil).Level(e.Outcome).String()
 		}
 		wantLevels = append(wantLevels, lvl)
-		wantKeys = append(wantKeys, events[i].Key)
+		wantKeys = append(wantKeys, e.Key+" "+e.Entity)
+		switch {
+		case e.Outcome == idem.OutcomeInvalidKey && e.Key != "":
+			t.Errorf("invalid_key event with key %q", e.Key)
+		case e.Outcome != idem.OutcomeInvalidKey && (!strings.HasPrefix(e.Key, "idem:shop.") || len(e.Key) < 64):
+			t.Errorf("key %q is not a hashed store key", e.Key)
+		}
+		if (e.Func == obstest.Track) != (e.Entity != "") {
+			t.Errorf("event %v/%v entity %q: only the ordered calls have one", e.Func, e.Outcome, e.Entity)
+		}
 	}
 	for _, r := range got {
 		levels = append(levels, r["level"].(string))
 		k, _ := r["key"].(string)
-		keys = append(keys, k)
+		ent, _ := r["entity"].(string)
+		keys = append(keys, k+" "+ent)
 	}
 	if diff := cmp.Diff(wantLevels, levels); diff != "" {
 		t.Errorf("levels (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(wantKeys, keys); diff != "" {
 		t.Errorf("keys (-want +got):\n%s", diff)
-	}
-	for _, k := range keys[:len(keys)-1] { // the last is the invalid key: no key at all
-		if !strings.HasPrefix(k, "idem:shop.") || len(k) < 64 {
-			t.Errorf("key %q is not a hashed store key", k)
-		}
-	}
-	if keys[len(keys)-1] != "" {
-		t.Errorf("invalid_key logged key %q", keys[len(keys)-1])
 	}
 }
 
@@ -180,4 +186,9 @@ func TestDisabledDoesNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { o.Observe(e) }); n != 0 {
 		t.Errorf("Observe below the logger's level allocates %v times", n)
 	}
+}
+
+func withReason(m map[string]any, reason string) map[string]any {
+	m["reason"] = reason
+	return m
 }

@@ -33,6 +33,7 @@ const (
 	Refund = "shop.Refund" // fails (on_failure=unlock)
 	Notify = "shop.Notify" // on_duplicate=raise
 	Sync   = "shop.Sync"   // short lease, so a heartbeat fires
+	Track  = "shop.Track"  // ordered per entity
 )
 
 // Step is one event the script produces.
@@ -63,7 +64,14 @@ var Script = []Step{
 	{Charge, idem.OutcomeStoreError, 0, true},    // claim fails on a fail-open Guard ...
 	{Charge, idem.OutcomeFailOpen, 0, true},      // ... which runs the function unguarded
 	{Charge, idem.OutcomeInvalidKey, 0, true},    // empty caller-supplied ID
+	{Track, idem.OutcomeExecuted, 1, false},      // ordered: the entity's first event
+	{Track, idem.OutcomeOutOfOrder, 0, true},     // an older event of the same entity
+	{Track, idem.OutcomeOverride, 1, false},      // an older one again, under AllowOutOfOrder ...
+	{Track, idem.OutcomeExecuted, 1, false},      // ... which runs
 }
+
+// OverrideReason is the reason the script gives AllowOutOfOrder.
+const OverrideReason = "backfill from the archive"
 
 // ErrInjected is the error the faulty store returns.
 var ErrInjected = errors.New("obstest: store unreachable (injected)")
@@ -80,6 +88,13 @@ type faultyStore struct {
 	failBeats int
 	beatFail  chan struct{} // closed after the first injected heartbeat failure
 	lastClaim idem.ClaimRequest
+}
+
+// SupportsOrdering passes the memory store's ordering support through the
+// wrapper.
+func (s *faultyStore) SupportsOrdering() bool {
+	o, ok := s.Store.(idem.Orderer)
+	return ok && o.SupportsOrdering()
 }
 
 func (s *faultyStore) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
@@ -244,6 +259,22 @@ func Run(t testing.TB, obs idem.Observer) []idem.Event {
 
 	_, err = call(g, charge, "", "p", ok)
 	want("empty ID", err, idem.ErrInvalidKey)
+
+	// Ordered events of one entity: newest first, then an older one,
+	// then an older one an operator lets through.
+	track := &idem.Spec{Name: Track, Lease: time.Hour, Ordered: true}
+	event := func(ctx context.Context, id string, at time.Time) error {
+		c := g.Begin(track)
+		c.Key().ID(id)
+		c.Entity().String("device-1")
+		c.At(at)
+		_, err := idem.Do(ctx, c, ok)
+		return err
+	}
+	t0 := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	want("newest event", event(ctx, "ev-3", t0.Add(2*time.Minute)), nil)
+	want("older event", event(ctx, "ev-2", t0.Add(time.Minute)), idem.ErrOutOfOrder)
+	want("older event, overridden", event(idem.AllowOutOfOrder(ctx, OverrideReason), "ev-1", t0), nil)
 
 	rec.mu.Lock()
 	events := append([]idem.Event(nil), rec.events...)
