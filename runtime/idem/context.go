@@ -4,13 +4,30 @@ import "context"
 
 type leaseKey struct{}
 
+// running is what a guarded call's ctx carries.
+type running struct {
+	lease Lease
+	codec Codec
+}
+
 // LeaseFrom returns the lease of the guarded call running with ctx.
 func LeaseFrom(ctx context.Context) (Lease, bool) {
-	l, ok := ctx.Value(leaseKey{}).(*Lease)
+	r, ok := ctx.Value(leaseKey{}).(*running)
 	if !ok {
 		return Lease{}, false
 	}
-	return *l, true
+	return r.lease, true
+}
+
+// CodecFrom returns the codec the Guard running ctx's call encodes its
+// result with, so a store that completes a record itself (pgstore's
+// transactional completion) writes exactly the bytes the Guard would.
+func CodecFrom(ctx context.Context) (Codec, bool) {
+	r, ok := ctx.Value(leaseKey{}).(*running)
+	if !ok {
+		return nil, false
+	}
+	return r.codec, true
 }
 
 // FenceFrom returns the fence of the guarded call running with ctx. Fences
@@ -18,9 +35,9 @@ func LeaseFrom(ctx context.Context) (Lease, bool) {
 // it (for example "UPDATE … WHERE last_fence < $fence") so that an owner
 // that lost its lease cannot overwrite its successor's work.
 func FenceFrom(ctx context.Context) (uint64, bool) {
-	l, ok := ctx.Value(leaseKey{}).(*Lease)
+	r, ok := ctx.Value(leaseKey{}).(*running)
 	if !ok {
 		return 0, false
 	}
-	return l.Fence, true
+	return r.lease.Fence, true
 }

@@ -200,7 +200,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fp Fingerprint,
 	var zero R
 	g, spec, ev := st.g, st.spec, st.ev
 	f := g.flights.add(lease.Key, fp)
-	rctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, &lease))
+	rctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, &running{lease: lease, codec: g.codec}))
 	hb := g.startHeartbeat(rctx, cancel, lease, *st)
 	// Writes after the function returned must happen even if the caller's
 	// ctx is canceled by now: the effect has already taken place.

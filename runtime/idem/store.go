@@ -202,7 +202,11 @@ type Record struct {
 // Fenced writes (Heartbeat, Complete, Fail, Release) are compare-and-set on
 // the lease's owner and fence and on the record being in progress; anything
 // else returns ErrLeaseLost and changes nothing. Lease expiry alone does not
-// reject them: only a takeover or release does.
+// reject them: only a takeover or release does. One allowance: a store whose
+// owners can complete a record themselves (pgstore's completion inside the
+// caller's transaction) may answer nil to a Heartbeat or a Complete with
+// identical data from the same owner and fence of a record that owner has
+// already completed, because the Guard completes after the function returns.
 //
 // A canceled ctx must change nothing and return an error that wraps
 // ctx.Err(). runtime/idemtest.RunStoreSuite checks all of this.

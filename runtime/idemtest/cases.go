@@ -447,7 +447,12 @@ func testConcurrentClaim(t *testing.T, e *env) {
 		go func() {
 			defer wg.Done()
 			<-start
-			res, err := e.s.Claim(ctx, e.req(e.key, e.token(), fp("a")))
+			// A long lease: this case is about exclusivity, and on a
+			// loaded machine 200 claims may outlast a short one, which
+			// would make a legitimate takeover look like two owners.
+			req := e.req(e.key, e.token(), fp("a"))
+			req.Lease = time.Hour
+			res, err := e.s.Claim(ctx, req)
 			switch {
 			case err != nil:
 				t.Errorf("Claim: %v", err)

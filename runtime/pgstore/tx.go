@@ -36,7 +36,8 @@ import (
 // After the function returns the Guard calls Complete as always; the store
 // recognises the record as already completed by the same owner and fence
 // with the same bytes and returns nil without writing. For that the value
-// is encoded with the store's codec (WithCodec), which must be the Guard's.
+// is encoded with the Guard's own codec (idem.CodecFrom), falling back to
+// the store's (WithCodec) outside a Guard.
 // If the function returns a different value, the committed bytes stand and
 // the Guard reports ErrTxResultMismatch.
 func (s *Store) CompleteInTx(ctx context.Context, tx pgx.Tx, v any) error {
@@ -44,7 +45,11 @@ func (s *Store) CompleteInTx(ctx context.Context, tx pgx.Tx, v any) error {
 	if !ok {
 		return ErrNoLease
 	}
-	data, err := s.cfg.codec.Marshal(v)
+	codec := s.cfg.codec
+	if c, ok := idem.CodecFrom(ctx); ok {
+		codec = c
+	}
+	data, err := codec.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("pgstore: complete in tx %s: encoding result: %w", l.Key, err)
 	}
