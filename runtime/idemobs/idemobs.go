@@ -15,7 +15,11 @@
 // depend on the standard library only.
 package idemobs
 
-import "github.com/idemgen/idemgen/runtime/idem"
+import (
+	"context"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
 
 // Multi returns an Observer that hands every event to each of obs in
 // order. Nil observers are skipped and nested Multis are flattened, so the
@@ -50,5 +54,24 @@ type multi []idem.Observer
 func (m multi) Observe(e idem.Event) {
 	for _, o := range m {
 		o.Observe(e)
+	}
+}
+
+// contextObserver is an observer that also takes the call's ctx (the
+// adapters in this repository are: they parent spans and log with the
+// caller's trace when given one).
+type contextObserver interface {
+	ObserveContext(ctx context.Context, e idem.Event)
+}
+
+// ObserveContext hands e with ctx to the observers that take a ctx and e
+// alone to the others, so a Multi loses nothing its members can use.
+func (m multi) ObserveContext(ctx context.Context, e idem.Event) {
+	for _, o := range m {
+		if co, ok := o.(contextObserver); ok {
+			co.ObserveContext(ctx, e)
+		} else {
+			o.Observe(e)
+		}
 	}
 }

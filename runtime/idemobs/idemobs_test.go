@@ -1,6 +1,7 @@
 package idemobs_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 
@@ -73,5 +74,33 @@ func TestMultiThroughGuard(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, y); diff != "" {
 		t.Errorf("second observer (-want +got):\n%s", diff)
+	}
+}
+
+type ctxKey struct{}
+
+type ctxTally struct{ log *[]string }
+
+func (c ctxTally) Observe(e idem.Event) { *c.log = append(*c.log, "ctx-less:"+e.Outcome.String()) }
+func (c ctxTally) ObserveContext(ctx context.Context, e idem.Event) {
+	v, _ := ctx.Value(ctxKey{}).(string)
+	*c.log = append(*c.log, "ctx="+v+":"+e.Outcome.String())
+}
+
+// A Multi passes the ctx on to the members that take one.
+func TestMultiObserveContext(t *testing.T) {
+	var log []string
+	m := idemobs.Multi(ctxTally{&log}, tally{"plain", &log})
+	co, ok := m.(interface {
+		ObserveContext(context.Context, idem.Event)
+	})
+	if !ok {
+		t.Fatal("Multi does not implement ObserveContext")
+	}
+	co.ObserveContext(context.WithValue(context.Background(), ctxKey{}, "req-7"), idem.Event{Outcome: idem.OutcomeReplayed})
+	m.Observe(idem.Event{Outcome: idem.OutcomeExecuted})
+	want := []string{"ctx=req-7:replayed", "plain:replayed", "ctx-less:executed", "plain:executed"}
+	if diff := cmp.Diff(want, log); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -217,8 +217,12 @@ func New(opts ...Option) (*Observer, error) {
 func (o *Observer) Close() error { return o.reg.Unregister() }
 
 // Observe records e.
-func (o *Observer) Observe(e idem.Event) {
-	ctx := context.Background()
+func (o *Observer) Observe(e idem.Event) { o.ObserveContext(context.Background(), e) }
+
+// ObserveContext records e with the call's ctx: the span becomes a child
+// of the span in ctx, and the SDK can attach exemplars from it. A Guard
+// calls only Observe today; see docs/OPERATIONS.md, "Tracing".
+func (o *Observer) ObserveContext(ctx context.Context, e idem.Event) {
 	fs := o.series(e.Func)
 	if i := int(e.Outcome); i < outcomes && fs.observe[i] != nil {
 		fs.counts[i].Add(1)

@@ -329,3 +329,28 @@ func withReason(m map[attribute.Key]any, reason string) map[attribute.Key]any {
 	m[idemotel.ReasonKey] = reason
 	return m
 }
+
+// With the caller's ctx (ObserveContext), the call's span is a child of
+// the caller's span, in its trace.
+func TestObserveContextParentsSpan(t *testing.T) {
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	obs, err := idemotel.New(idemotel.WithTracerProvider(tp), idemotel.WithMeterProvider(sdkmetric.NewMeterProvider()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, parent := tp.Tracer("test").Start(context.Background(), "POST /charges")
+	obs.ObserveContext(ctx, idem.Event{Func: "shop.Charge", Outcome: idem.OutcomeReplayed, Fence: 1, Duration: time.Millisecond})
+	parent.End()
+	spans := sr.Ended()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want 2", len(spans))
+	}
+	child := spans[0]
+	if child.Name() != "idem shop.Charge" {
+		t.Fatalf("first span %q", child.Name())
+	}
+	if child.Parent().SpanID() != parent.SpanContext().SpanID() || child.SpanContext().TraceID() != parent.SpanContext().TraceID() {
+		t.Errorf("idem span parent %v trace %v, want the caller's span %v", child.Parent().SpanID(), child.SpanContext().TraceID(), parent.SpanContext())
+	}
+}

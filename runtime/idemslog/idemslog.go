@@ -120,10 +120,12 @@ func (o *Observer) Level(outcome idem.Outcome) slog.Level {
 }
 
 // Observe logs e.
-func (o *Observer) Observe(e idem.Event) {
-	// idem.Observer gets no ctx, so handlers that read one (trace IDs)
-	// see an empty one.
-	ctx := context.Background()
+func (o *Observer) Observe(e idem.Event) { o.ObserveContext(context.Background(), e) }
+
+// ObserveContext logs e with ctx, so handlers that read the ctx (a trace
+// ID) see the caller's. A Guard calls only Observe today; see
+// docs/OPERATIONS.md, "Tracing".
+func (o *Observer) ObserveContext(ctx context.Context, e idem.Event) {
 	level := o.Level(e.Outcome)
 	if !o.logger.Enabled(ctx, level) {
 		return

@@ -2,6 +2,7 @@ package idemslog_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -191,4 +192,32 @@ func TestDisabledDoesNotAllocate(t *testing.T) {
 func withReason(m map[string]any, reason string) map[string]any {
 	m["reason"] = reason
 	return m
+}
+
+type traceKey struct{}
+
+// ctxHandler adds the trace ID it finds in the record's ctx.
+type ctxHandler struct{ slog.Handler }
+
+func (h ctxHandler) Handle(ctx context.Context, r slog.Record) error {
+	if id, ok := ctx.Value(traceKey{}).(string); ok {
+		r.AddAttrs(slog.String("trace_id", id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// ObserveContext hands the ctx to the handler (a Guard will, once
+// runtime/idem passes it: docs/OPERATIONS.md, "Tracing").
+func TestObserveContext(t *testing.T) {
+	var buf bytes.Buffer
+	o := idemslog.New(slog.New(ctxHandler{slog.NewJSONHandler(&buf, nil)}))
+	ctx := context.WithValue(context.Background(), traceKey{}, "4bf92f3577b34da6")
+	o.ObserveContext(ctx, idem.Event{Func: "shop.Charge", Outcome: idem.OutcomeLeaseLost, Fence: 2})
+	var m map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["trace_id"] != "4bf92f3577b34da6" {
+		t.Errorf("record %v has no trace_id from the ctx", m)
+	}
 }
