@@ -30,16 +30,20 @@ ensure_redis() {
 
 cli() { redis-cli -h "$HOST" -p "$1" "${@:2}"; }
 
-up() { cli "$1" ping 2>/dev/null | grep -q PONG; }
+# Outputs are captured whole before matching: `cmd | grep -q` under
+# pipefail can fail when grep exits before cmd finishes writing.
+up() { [[ "$(cli "$1" ping 2>/dev/null || true)" == PONG* ]]; }
 
 healthy() {
-	local p
+	local p info nodes
 	for p in "${PORTS[@]}"; do
 		up "$p" || return 1
-		cli "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+		info=$(cli "$p" cluster info 2>/dev/null || true)
+		[[ "$info" == *cluster_state:ok* ]] || return 1
 	done
 	# Every node must know all the masters (a stale half-formed cluster is not ok).
-	[ "$(cli "${PORTS[0]}" cluster nodes | grep -c master)" -ge "${#PORTS[@]}" ]
+	nodes=$(cli "${PORTS[0]}" cluster nodes 2>/dev/null || true)
+	[ "$(grep -c master <<<"$nodes")" -ge "${#PORTS[@]}" ]
 }
 
 start_node() {
@@ -96,7 +100,9 @@ start() {
 	# Nodes that are up but not a healthy cluster together: reset and create.
 	local fresh=1
 	for p in "${PORTS[@]}"; do
-		if [ "$(cli "$p" dbsize)" != 0 ] || [ "$(cli "$p" cluster info | grep -c '^cluster_known_nodes:1\b')" = 0 ]; then
+		local info
+		info=$(cli "$p" cluster info)
+		if [ "$(cli "$p" dbsize)" != 0 ] || [[ "$info" != *cluster_known_nodes:1$'\r'* && "$info" != *cluster_known_nodes:1$'\n'* ]]; then
 			fresh=0
 		fi
 	done
