@@ -43,6 +43,16 @@
 // already took effect answers as it did the first time instead of
 // conflicting with itself.
 //
+// # Ordering and administration
+//
+// The store implements idem.Orderer: a claim that carries an OrderClaim
+// reads and advances the entity's order record ("o1:<µs>", kept for
+// max(lease, ttl)) in the same script, only when the claim would execute.
+// It also implements idem.Admin: List scans the store's keys (on every
+// master of a Cluster), ForceRelease releases a key and bumps its fence,
+// and Cleanup has normally nothing to do because Redis expires records
+// itself.
+//
 // # Waiting
 //
 // Store.Wait subscribes the key's channel on one pub/sub connection shared
