@@ -75,6 +75,13 @@ replace github.com/idemgen/idemgen => %s
 		}
 		write(t, filepath.Join(dst, "zz_helpers_test.go"), []byte(strings.Replace(helpersSource, "package PKG", "package "+string(m[1]), 1)))
 	}
+	// The generated code passes go vet (all analyzers, not only go test's subset).
+	vet := exec.Command("go", "vet", "./...")
+	vet.Dir = mod
+	vet.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	if out, err := vet.CombinedOutput(); err != nil {
+		t.Fatalf("go vet in the scratch module: %v\n%s", err, out)
+	}
 	args := []string{"test", "-count=1", "./..."}
 	if raceEnabled {
 		args = append(args[:1], append([]string{"-race"}, args[1:]...)...)
