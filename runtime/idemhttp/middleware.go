@@ -186,7 +186,10 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		// The client is gone; nobody reads this.
 		m.problem(w, http.StatusServiceUnavailable, "request-canceled", "Request canceled", err.Error())
 	default:
-		m.problem(w, http.StatusInternalServerError, "idempotency-error", "Idempotency error", err.Error())
+		// Store and codec errors stay server-side (the Guard's observer
+		// sees them): their text can name hosts and internals.
+		m.problem(w, http.StatusInternalServerError, "idempotency-error", "Idempotency error",
+			"the request could not be checked for duplicates")
 	}
 }
 

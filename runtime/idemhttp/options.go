@@ -29,7 +29,8 @@ const (
 // PrincipalFunc returns the identity of the client making r (an account,
 // an API key's owner, a tenant). Keys are scoped by it: two principals
 // using the same Idempotency-Key never see each other's responses. An
-// error, or an empty principal, answers 401.
+// error, or an empty principal, answers 401 with the error's text as the
+// problem's detail, so return messages fit for the client.
 type PrincipalFunc func(r *http.Request) (string, error)
 
 // Option configures a Middleware.
