@@ -65,7 +65,7 @@ func TestReliability(t *testing.T) {
 				return // one host, one clock, no network
 			}
 			t.Run("network", func(t *testing.T) { record(t, h.network(t, store, sz)) })
-			t.Run("skew", func(t *testing.T) { record(t, h.skew(t, store, sz)) })
+			t.Run("skew", func(t *testing.T) { record(t, h.skew(t, store, sz, false)) })
 		})
 	}
 }
@@ -100,6 +100,23 @@ func TestHarnessDetectsBrokenStore(t *testing.T) {
 	}
 }
 
+// TestHarnessDetectsClientClockLeases is the skew scenario's negative
+// control: the same skewed processes, but with the Postgres store judging
+// leases by each process's clock (pgstore.WithClock, a test-only option)
+// instead of the database's, must show live owners taken over.
+func TestHarnessDetectsClientClockLeases(t *testing.T) {
+	h := newHarness(t)
+	sz := levelSizes(false)
+	r := h.skew(t, "postgres", sz, true)
+	record(t, r)
+	if r.v.n() == 0 {
+		t.Fatalf("skewed client clocks broke nothing: the skew scenario cannot fail")
+	}
+	for _, s := range r.v.list {
+		t.Logf("detected (as it should be): %s", s)
+	}
+}
+
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if path := os.Getenv("IDEM_RELIABILITY_REPORT"); path != "" && os.Getenv(workerEnv) == "" {
@@ -124,7 +141,7 @@ func writeReport(path string) error {
 	}
 	cmd := os.Getenv("IDEM_RELIABILITY_CMD")
 	if cmd == "" {
-		cmd = "IDEM_RELIABILITY=" + level + " go test -count=1 -run 'TestReliability|TestHarnessDetectsBrokenStore' ./test/reliability"
+		cmd = "IDEM_RELIABILITY=" + level + " go test -count=1 -run 'TestReliability|TestHarness' ./test/reliability"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Reliability evidence\n\n")

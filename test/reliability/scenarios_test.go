@@ -550,11 +550,18 @@ func pick(m map[string]int, keys ...string) map[string]int {
 	return out
 }
 
-func (h *harness) skew(t *testing.T, store string, sz sizes) row {
+// skew runs workers whose Guard clocks are offset; clientClock also hands
+// the skewed clock to the store (pgstore.WithClock): the self-test's
+// negative control, where leases are judged by client clocks.
+func (h *harness) skew(t *testing.T, store string, sz sizes, clientClock bool) row {
 	start := time.Now()
+	scenario := "skew"
+	if clientClock {
+		scenario = "skew-clientclock"
+	}
 	var keys []string
 	for i := range sz.skewKeys {
-		keys = append(keys, fmt.Sprintf("%s/skew/%04d", store, i))
+		keys = append(keys, fmt.Sprintf("%s/%s/%04d", store, scenario, i))
 	}
 	var cfgs []workerConfig
 	var offs []string
@@ -563,20 +570,30 @@ func (h *harness) skew(t *testing.T, store string, sz sizes) row {
 		c.Goroutines = 8
 		c.HoldMin, c.HoldMax = 0, 1500*time.Millisecond
 		c.CallTimeout, c.Deadline = 10*time.Second, 3*time.Minute
-		c.ClockOffset, c.ClockJump = s.off, s.jump
+		c.ClockOffset, c.ClockJump, c.StoreClock = s.off, s.jump, clientClock
 		cfgs = append(cfgs, c)
 		offs = append(offs, s.String())
 	}
-	v, calls, events, _, execs, re, overlap := h.contention(t, store, "skew", cfgs, keys, nil, 0)
+	v, calls, events, _, execs, re, overlap := h.contention(t, store, scenario, cfgs, keys, nil, 0)
 	cl := classes(calls)
 	for _, c := range calls {
 		if c.Class != "ok" && c.Class != "in_progress" {
 			v.add("%s: unexpected error without faults: %s", c.Key, c.Err)
 		}
 	}
+	// Without faults every owner heartbeats in time (every 667ms of a 2s
+	// lease), so a second execution of a key means a process took over a
+	// live owner: its clock, not the server's, decided the lease was over.
+	if execs > len(keys) {
+		v.add("%d keys executed more than once (%d executions for %d keys): live owners were taken over under clock skew", re, execs, len(keys))
+	}
 	delete(cl, "ok")
+	name := "clock skew (Guard clocks " + strings.Join(offs, ", ") + ")"
+	if clientClock {
+		name = "clock skew, **leases on client clocks** (pgstore.WithClock; self-test: violations expected)"
+	}
 	return row{
-		Store: store, Scenario: "clock skew (Guard clocks " + strings.Join(offs, ", ") + ")",
+		Store: store, Scenario: name, expectViolations: clientClock,
 		Trials:   fmt.Sprintf("%d processes × 8 goroutines, %d keys", len(cfgs), sz.skewKeys),
 		Expected: fmt.Sprint(sz.skewKeys),
 		Observed: fmt.Sprintf("%d (%d keys re-run after a takeover)", execs, re),

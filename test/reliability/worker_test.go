@@ -56,6 +56,11 @@ type workerConfig struct {
 	// a different random offset within ±ClockOffset at every reading.
 	ClockOffset time.Duration
 	ClockJump   bool
+	// StoreClock also gives the skewed clock to a store that takes a
+	// client clock (pgstore.WithClock, a test-only option): leases are
+	// then judged by each process's own clock, which the harness's
+	// self-test shows breaks exclusivity under skew.
+	StoreClock bool
 	// Broken wraps the store in BrokenStore: "leaselost" ignores lost
 	// leases, "flatfence" hides fences.
 	Broken string
@@ -143,6 +148,9 @@ func openStore(ctx context.Context, cfg workerConfig) (idem.Store, func(), error
 			return nil, nil, err
 		}
 		opts := []pgstore.Option{pgstore.WithSchema(cfg.PGSchema)}
+		if cfg.StoreClock {
+			opts = append(opts, pgstore.WithClock(skewedClock(cfg.ClockOffset, cfg.ClockJump)))
+		}
 		if cfg.FaultTolerant {
 			opts = append(opts, pgstore.WithAcquireTimeout(time.Second), pgstore.WithPollInterval(100*time.Millisecond))
 		}
