@@ -24,7 +24,7 @@ func NewIdempotentEffects(t *Effects, g *idem.Guard) *IdempotentEffects {
 
 var idemSpecEffectsStorm = &idem.Spec{Name: "rel.storm", TTL: time.Hour, Lease: 10 * time.Second, OnDuplicate: idem.DuplicateWait, Wait: 2 * time.Minute}
 
-// The wrapper below was generated for this signature of Effects.Storm: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if Effects.Storm's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Storm
 
 // Storm is Effects.Storm, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=2m name=rel.storm).
@@ -38,7 +38,7 @@ func (x *IdempotentEffects) Storm(ctx context.Context, key string) (Outcome, err
 
 var idemSpecEffectsCrash = &idem.Spec{Name: "rel.crash", TTL: time.Hour, Lease: time.Second, OnDuplicate: idem.DuplicateWait, Wait: 20 * time.Second}
 
-// The wrapper below was generated for this signature of Effects.Crash: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if Effects.Crash's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Crash
 
 // Crash is Effects.Crash, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s name=rel.crash).
@@ -52,7 +52,7 @@ func (x *IdempotentEffects) Crash(ctx context.Context, key string) (Outcome, err
 
 var idemSpecEffectsZombie = &idem.Spec{Name: "rel.zombie", TTL: time.Hour, Lease: time.Second, OnDuplicate: idem.DuplicateWait, Wait: 20 * time.Second}
 
-// The wrapper below was generated for this signature of Effects.Zombie: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if Effects.Zombie's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Zombie
 
 // Zombie is Effects.Zombie, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s name=rel.zombie).
@@ -66,7 +66,7 @@ func (x *IdempotentEffects) Zombie(ctx context.Context, key string) (Outcome, er
 
 var idemSpecEffectsContend = &idem.Spec{Name: "rel.contend", TTL: time.Hour, Lease: time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of Effects.Contend: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if Effects.Contend's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Contend
 
 // Contend is Effects.Contend, run at most once per key (ttl=1h lease=1s on_duplicate=return name=rel.contend).
@@ -80,7 +80,7 @@ func (x *IdempotentEffects) Contend(ctx context.Context, key string) (Outcome, e
 
 var idemSpecEffectsSkew = &idem.Spec{Name: "rel.skew", TTL: time.Hour, Lease: 2 * time.Second, OnDuplicate: idem.DuplicateReturn}
 
-// The wrapper below was generated for this signature of Effects.Skew: if it changes, this line fails to compile until go generate runs again.
+// Build fails here if Effects.Skew's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Skew
 
 // Skew is Effects.Skew, run at most once per key (ttl=1h lease=2s on_duplicate=return name=rel.skew).
