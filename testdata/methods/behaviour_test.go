@@ -3,6 +3,7 @@ package methods
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -11,7 +12,7 @@ import (
 func TestMethods(t *testing.T) {
 	ctx := context.Background()
 	g := newGuard(t)
-	svc := &Service{Prefix: "ch_"}
+	svc := &Service{Prefix: "ch_", charged: new(atomic.Int64)}
 	var p Payments = NewIdempotentService(svc, g) // still a Payments
 	for i := 0; i < 3; i++ {
 		id, err := p.Charge(ctx, "acct", 100)

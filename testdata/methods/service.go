@@ -15,7 +15,7 @@ type Payments interface {
 
 type Service struct {
 	Prefix  string
-	charged atomic.Int64
+	charged *atomic.Int64
 }
 
 var _ Payments = (*Service)(nil)
