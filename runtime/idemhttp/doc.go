@@ -44,7 +44,7 @@
 // is re-panicked for net/http to handle. The handler runs with a context
 // that carries the claim's fence (idem.FenceFrom) and is canceled with cause
 // idem.ErrLeaseLost if the lease is lost while it runs; it is not canceled
-// when the client disconnects (WithClientCancel), because the client will
+// when the client disconnects (unless WithClientCancel), because the client will
 // retry and should then get the outcome of a request that ran to the end.
 //
 // Because the response is buffered until the handler returns, streaming

@@ -306,9 +306,13 @@ func (m *Middleware) problem(w http.ResponseWriter, status int, code, title, det
 }
 
 func (m *Middleware) problemResponse(status int, code, title, detail string) *response {
+	// RFC 9457: with type about:blank the title is the status phrase; a
+	// problem type of one's own gets its own title.
 	typ := "about:blank"
 	if m.cfg.problemPrefix != "" {
 		typ = m.cfg.problemPrefix + code
+	} else {
+		title = http.StatusText(status)
 	}
 	var b bytes.Buffer
 	b.WriteString(`{"type":`)

@@ -833,3 +833,19 @@ func TestRoundTrips(t *testing.T) {
 		t.Errorf("after 10 replays (-want +got):\n%s", diff)
 	}
 }
+
+func TestProblemTypeBase(t *testing.T) {
+	h := newMW(t, idem.NewGuard(idem.NewMemoryStore()), idemhttp.WithProblemTypeBase("https://api.example.com/problems/")).Handler(&app{})
+	_, w := send(t, h, req{client: "a"})
+	var got map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"type": "https://api.example.com/problems/idempotency-key-missing", "title": "Idempotency-Key is missing",
+		"status": 400.0, "detail": "this operation requires an Idempotency-Key header", "code": "idempotency-key-missing",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problem (-want +got):\n%s", diff)
+	}
+}
