@@ -41,6 +41,7 @@
 package idemprom
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -84,6 +85,7 @@ var knownOutcomes = func() []idem.Outcome {
 type Observer struct {
 	calls     *prometheus.CounterVec
 	durations *prometheus.HistogramVec
+	exemplar  func(context.Context) prometheus.Labels
 
 	mu    sync.Mutex            // serializes additions to funcs
 	funcs atomic.Pointer[table] // copy-on-write: reads take no lock
@@ -113,6 +115,7 @@ type config struct {
 	namespace   string
 	buckets     []float64
 	constLabels prometheus.Labels
+	exemplar    func(context.Context) prometheus.Labels
 }
 
 // Option configures New.
@@ -128,6 +131,15 @@ func WithBuckets(b []float64) Option { return func(c *config) { c.buckets = b } 
 // WithConstLabels adds labels to every series (a service or store name,
 // when several Guards share a registry and must stay apart).
 func WithConstLabels(l prometheus.Labels) Option { return func(c *config) { c.constLabels = l } }
+
+// WithExemplars attaches an exemplar (typically {trace_id="…"}) to each
+// observation made with the call's ctx (ObserveContext), taken from the ctx
+// by fn; fn returns nil for none. Exemplars are exposed in the OpenMetrics
+// format. The Guard does not pass the ctx yet (docs/OPERATIONS.md,
+// "Tracing"); Observe never calls fn.
+func WithExemplars(fn func(context.Context) prometheus.Labels) Option {
+	return func(c *config) { c.exemplar = fn }
+}
 
 // New registers the metrics with reg (prometheus.DefaultRegisterer if nil)
 // and returns the Observer. If the same metrics are already registered, as
@@ -161,7 +173,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 	if durations, err = register(reg, durations); err != nil {
 		return nil, err
 	}
-	o := &Observer{calls: calls, durations: durations}
+	o := &Observer{calls: calls, durations: durations, exemplar: c.exemplar}
 	o.funcs.Store(&table{})
 	return o, nil
 }
@@ -191,24 +203,45 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 }
 
 // Observe records e.
-func (o *Observer) Observe(e idem.Event) {
+func (o *Observer) Observe(e idem.Event) { o.record(e, nil) }
+
+// ObserveContext records e with an exemplar from ctx (WithExemplars), or
+// as Observe does without that option.
+func (o *Observer) ObserveContext(ctx context.Context, e idem.Event) {
+	var ex prometheus.Labels
+	if o.exemplar != nil {
+		ex = o.exemplar(ctx)
+	}
+	o.record(e, ex)
+}
+
+func (o *Observer) record(e idem.Event, ex prometheus.Labels) {
 	fs := o.series(e.Func)
 	i := int(e.Outcome)
-	if i >= outcomes || fs.calls[i] == nil {
+	var c prometheus.Counter
+	var h prometheus.Observer
+	if i < outcomes && fs.calls[i] != nil {
+		c = fs.calls[i]
+		hp := fs.durations[i].Load()
+		if hp == nil {
+			hp = &histogram{o.durations.WithLabelValues(e.Func, e.Outcome.String())}
+			// Two first observations may race here; both curried Observers
+			// are the same series, so either may win.
+			fs.durations[i].Store(hp)
+		}
+		h = hp.Observer
+	} else {
 		// An outcome this package does not know: correct, not cached.
-		o.calls.WithLabelValues(e.Func, e.Outcome.String()).Inc()
-		o.durations.WithLabelValues(e.Func, e.Outcome.String()).Observe(e.Duration.Seconds())
+		c = o.calls.WithLabelValues(e.Func, e.Outcome.String())
+		h = o.durations.WithLabelValues(e.Func, e.Outcome.String())
+	}
+	if ex == nil {
+		c.Inc()
+		h.Observe(e.Duration.Seconds())
 		return
 	}
-	fs.calls[i].Inc()
-	h := fs.durations[i].Load()
-	if h == nil {
-		h = &histogram{o.durations.WithLabelValues(e.Func, e.Outcome.String())}
-		// Two first observations may race here; both curried Observers
-		// are the same series, so either may win.
-		fs.durations[i].Store(h)
-	}
-	h.Observe(e.Duration.Seconds())
+	c.(prometheus.ExemplarAdder).AddWithExemplar(1, ex)
+	h.(prometheus.ExemplarObserver).ObserveWithExemplar(e.Duration.Seconds(), ex)
 }
 
 func (o *Observer) series(fn string) *funcSeries {

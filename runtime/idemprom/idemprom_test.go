@@ -1,14 +1,17 @@
 package idemprom_test
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemobs/obstest"
@@ -232,5 +235,56 @@ func TestManyFunctions(t *testing.T) {
 		if got, want := counterValue(t, reg, "idem_calls_total", fmt.Sprintf("pkg.F%02d", i), "executed"), float64(3*(i+1)); got != want {
 			t.Errorf("pkg.F%02d executed = %v, want %v", i, got, want)
 		}
+	}
+}
+
+type traceKey struct{}
+
+// With WithExemplars and the call's ctx, the counter and the histogram
+// carry the trace ID as an exemplar; Observe (no ctx) adds none.
+func TestExemplars(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	obs := idemprom.MustNew(reg, idemprom.WithExemplars(func(ctx context.Context) prometheus.Labels {
+		if id, ok := ctx.Value(traceKey{}).(string); ok {
+			return prometheus.Labels{"trace_id": id}
+		}
+		return nil
+	}))
+	ctx := context.WithValue(context.Background(), traceKey{}, "4bf92f3577b34da6a3ce929d0e0e4736")
+	obs.ObserveContext(ctx, idem.Event{Func: "f", Outcome: idem.OutcomeLeaseLost, Duration: 2 * time.Second})
+	obs.ObserveContext(context.Background(), idem.Event{Func: "f", Outcome: idem.OutcomeExecuted, Duration: time.Millisecond})
+	obs.Observe(idem.Event{Func: "f", Outcome: idem.OutcomeReplayed, Duration: time.Millisecond})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			k := mf.GetName() + "/" + m.GetLabel()[1].GetValue()
+			var exs []*dto.Exemplar
+			if c := m.GetCounter(); c != nil && c.GetExemplar() != nil {
+				exs = append(exs, c.GetExemplar())
+			}
+			if h := m.GetHistogram(); h != nil {
+				for _, b := range h.GetBucket() {
+					if b.GetExemplar() != nil {
+						exs = append(exs, b.GetExemplar())
+					}
+				}
+			}
+			for _, ex := range exs {
+				for _, l := range ex.GetLabel() {
+					got[k] += l.GetName() + "=" + l.GetValue()
+				}
+			}
+		}
+	}
+	want := map[string]string{
+		"idem_calls_total/lease_lost":           "trace_id=4bf92f3577b34da6a3ce929d0e0e4736",
+		"idem_call_duration_seconds/lease_lost": "trace_id=4bf92f3577b34da6a3ce929d0e0e4736",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("exemplars (-want +got):\n%s", diff)
 	}
 }
