@@ -14,6 +14,8 @@
 // Every process that opens the same directory shares the same keys: a key
 // runs once across all of them. The directory must be on a local
 // filesystem (flock and rename semantics on NFS are not to be trusted).
+// The package builds on Unix systems (Linux, macOS, the BSDs), not on
+// Windows.
 //
 // # Layout
 //
