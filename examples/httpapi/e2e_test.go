@@ -372,6 +372,18 @@ func TestReplayOverHTTP(t *testing.T) {
 		r1.Header.Get("Location") != r2.Header.Get("Location") {
 		t.Errorf("first %d %q %v\nreplay %d %q %v", r1.StatusCode, b1, r1.Header, r2.StatusCode, b2, r2.Header)
 	}
+	// The payment can be read back where Location says.
+	get, _ := http.NewRequest(http.MethodGet, url+r1.Header.Get("Location"), nil)
+	get.Header.Set("Authorization", "Bearer sk_test_acct")
+	gres, err := http.DefaultClient.Do(get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gb, _ := io.ReadAll(gres.Body)
+	gres.Body.Close()
+	if gres.StatusCode != 200 || string(gb) != b1 {
+		t.Errorf("GET %s: %d %q, want 200 %q", r1.Header.Get("Location"), gres.StatusCode, gb, b1)
+	}
 	// Missing key and unknown API key are refused before anything runs.
 	req, _ := http.NewRequest(http.MethodPost, url+"/payments", strings.NewReader(`{}`))
 	req.Header.Set("Authorization", "Bearer sk_test_acct")

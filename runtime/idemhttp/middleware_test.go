@@ -733,14 +733,18 @@ func TestClientDisconnect(t *testing.T) {
 		name         string
 		opts         []idemhttp.Option
 		wantCanceled bool
-	}{{"default detaches", nil, false}, {"WithClientCancel", []idemhttp.Option{idemhttp.WithClientCancel()}, true}} {
+		patience     time.Duration // how long the handler waits for a cancellation
+	}{
+		{"default detaches", nil, false, 100 * time.Millisecond},
+		{"WithClientCancel", []idemhttp.Option{idemhttp.WithClientCancel()}, true, 10 * time.Second},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var canceled atomic.Bool
 			a := &app{hook: func(w http.ResponseWriter, r *http.Request) {
 				select {
 				case <-r.Context().Done():
 					canceled.Store(true)
-				case <-time.After(50 * time.Millisecond):
+				case <-time.After(tc.patience):
 				}
 			}}
 			h := newMW(t, idem.NewGuard(idem.NewMemoryStore()), tc.opts...).Handler(a)
