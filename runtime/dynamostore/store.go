@@ -27,9 +27,10 @@ type API interface {
 }
 
 // ErrItemTooLarge: a result does not fit in a DynamoDB item (400 KB). The
-// store returns it from Complete and Fail before sending anything; the key
-// stays in progress under the caller's lease.
-var ErrItemTooLarge = errors.New("dynamostore: record exceeds DynamoDB's 400 KB item limit")
+// store returns it from Complete and Fail before sending anything. It wraps
+// idem.ErrResultTooLarge, on which the Guard records the call as failed so
+// that duplicates do not run the function again.
+var ErrItemTooLarge = fmt.Errorf("dynamostore: record exceeds DynamoDB's 400 KB item limit: %w", idem.ErrResultTooLarge)
 
 // MaxItemSize is DynamoDB's item size limit in bytes (400 KB).
 const MaxItemSize = 400 * 1024

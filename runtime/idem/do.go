@@ -31,7 +31,7 @@ func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)
 	g, spec := c.g, c.spec
 	key, fp, order, err := c.finish()
 	if err != nil {
-		g.observe(Event{Func: spec.Name, Outcome: OutcomeInvalidKey, Err: err})
+		g.observe(ctx, Event{Func: spec.Name, Outcome: OutcomeInvalidKey, Err: err, Final: true})
 		return zero, fmt.Errorf("%s: %w", spec.Name, err)
 	}
 	st := state{g: g, spec: spec, key: key, start: g.now(), entity: order.Key, ctx: ctx}
@@ -76,12 +76,15 @@ func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)
 		}
 
 		owner := g.token()
+		// The lease runs from when the claim was sent: a slow reply must
+		// not make the owner think it has more lease than it has.
+		st.claimedAt = g.now()
 		res, err := g.store.Claim(ctx, ClaimRequest{Key: key, Fingerprint: fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: order})
 		if err != nil {
 			if ctx.Err() != nil {
 				return zero, fmt.Errorf("%s: %w", spec.Name, err)
 			}
-			st.ev(OutcomeStoreError, 0, err)
+			st.note(OutcomeStoreError, 0, err)
 			if g.failOpen {
 				st.ev(OutcomeFailOpen, 0, err)
 				return fn(ctx)
@@ -162,17 +165,33 @@ type state struct {
 	spec   *Spec
 	key    string
 	entity string // order record key of an ordered call
-	reason string
-	start  time.Time
-	wait   context.Context // bounds all waiting of this call; made on first need
-	cancel context.CancelFunc
+	// claimedAt is when the last claim was sent; an acquired lease is
+	// counted from then.
+	claimedAt time.Time
+	reason    string
+	start     time.Time
+	wait      context.Context // bounds all waiting of this call; made on first need
+	cancel    context.CancelFunc
 }
 
+// ev reports an outcome that ends the call (takeover and override, which
+// precede the run, are never final).
 func (st *state) ev(o Outcome, fence uint64, err error) {
-	capture(st.ctx, o)
+	final := o != OutcomeTakeover && o != OutcomeOverride
+	if final {
+		capture(st.ctx, o)
+	}
+	st.emit(o, fence, err, final)
+}
+
+// note reports an outcome on the way to another: a store error before a
+// fail-open run or a failure, a heartbeat's findings.
+func (st *state) note(o Outcome, fence uint64, err error) { st.emit(o, fence, err, false) }
+
+func (st *state) emit(o Outcome, fence uint64, err error, final bool) {
 	if st.g.obs != nil {
-		st.g.obs.Observe(Event{Func: st.spec.Name, Outcome: o, Key: st.key, Fence: fence, Duration: st.g.now().Sub(st.start), Err: err,
-			Entity: st.entity, Reason: st.reason})
+		st.g.observe(st.ctx, Event{Func: st.spec.Name, Outcome: o, Key: st.key, Fence: fence, Duration: st.g.now().Sub(st.start), Err: err,
+			Entity: st.entity, Reason: st.reason, Final: final})
 	}
 }
 
@@ -198,7 +217,7 @@ func (st *state) inProgress(leaseUntil time.Time, fence uint64) error {
 // recording the outcome.
 func execute[R any](ctx context.Context, st *state, lease Lease, fp Fingerprint, fn func(context.Context) (R, error)) (r R, err error) {
 	var zero R
-	g, spec, ev := st.g, st.spec, st.ev
+	g, spec, ev, note := st.g, st.spec, st.ev, st.note
 	f := g.flights.add(lease.Key, fp)
 	rctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, &running{lease: lease, codec: g.codec}))
 	hb := g.startHeartbeat(rctx, cancel, lease, *st)
@@ -216,7 +235,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fp Fingerprint,
 		hb.stop()
 		cancel(nil)
 		if rerr := g.store.Release(wctx, lease); rerr != nil {
-			ev(OutcomeStoreError, lease.Fence, rerr)
+			note(OutcomeStoreError, lease.Fence, rerr)
 		}
 		g.flights.finish(lease.Key, f, false, nil, nil)
 		ev(OutcomeFailed, lease.Fence, fmt.Errorf("idem: %s panicked: %v", spec.Name, p))
@@ -231,7 +250,9 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fp Fingerprint,
 	if lost {
 		// Another caller may own the key now: store nothing.
 		g.flights.finish(lease.Key, f, false, nil, nil)
-		return zero, fmt.Errorf("%s: %w (fence %d): result not stored", spec.Name, ErrLeaseLost, lease.Fence)
+		lerr := fmt.Errorf("%s: %w (fence %d): result not stored", spec.Name, ErrLeaseLost, lease.Fence)
+		ev(OutcomeLeaseLost, lease.Fence, lerr)
+		return zero, lerr
 	}
 	if err != nil {
 		shared := false
@@ -240,12 +261,12 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fp Fingerprint,
 			rec := &RecordedError{Func: spec.Name, Message: err.Error()}
 			data, _ := json.Marshal(failureRecord{Message: rec.Message})
 			if ferr := g.store.Fail(wctx, lease, Result{Data: data, Value: rec}); ferr != nil {
-				ev(OutcomeStoreError, lease.Fence, ferr)
+				note(OutcomeStoreError, lease.Fence, ferr)
 			} else {
 				shared, recorded = true, rec
 			}
 		} else if rerr := g.store.Release(wctx, lease); rerr != nil {
-			ev(OutcomeStoreError, lease.Fence, rerr)
+			note(OutcomeStoreError, lease.Fence, rerr)
 		}
 		g.flights.finish(lease.Key, f, shared, nil, recorded)
 		ev(OutcomeFailed, lease.Fence, err)
@@ -254,7 +275,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fp Fingerprint,
 	data, merr := g.codec.Marshal(r)
 	if merr != nil {
 		if rerr := g.store.Release(wctx, lease); rerr != nil {
-			ev(OutcomeStoreError, lease.Fence, rerr)
+			note(OutcomeStoreError, lease.Fence, rerr)
 		}
 		g.flights.finish(lease.Key, f, false, nil, nil)
 		merr = fmt.Errorf("idem: %s: encoding result: %w", spec.Name, merr)
@@ -266,6 +287,17 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fp Fingerprint,
 		if errors.Is(cerr, ErrLeaseLost) {
 			ev(OutcomeLeaseLost, lease.Fence, cerr)
 			return zero, fmt.Errorf("%s: %w (fence %d): result not stored", spec.Name, ErrLeaseLost, lease.Fence)
+		}
+		if errors.Is(cerr, ErrResultTooLarge) {
+			// The effect happened: record a failure so duplicates get an
+			// error instead of running it again.
+			rec := &RecordedError{Func: spec.Name, Message: cerr.Error()}
+			data, _ := json.Marshal(failureRecord{Message: rec.Message})
+			if ferr := g.store.Fail(wctx, lease, Result{Data: data, Value: rec}); ferr != nil {
+				note(OutcomeStoreError, lease.Fence, ferr)
+			}
+			ev(OutcomeFailed, lease.Fence, cerr)
+			return r, fmt.Errorf("%s ran but its result was not recorded: %w", spec.Name, cerr)
 		}
 		ev(OutcomeStoreError, lease.Fence, cerr)
 		// The function ran: hand its result back, and say it is not recorded.
@@ -314,9 +346,9 @@ type heartbeat struct {
 
 func (g *Guard) startHeartbeat(rctx context.Context, cancel context.CancelCauseFunc, lease Lease, st state) *heartbeat {
 	hb := &heartbeat{}
-	ev := st.ev
+	note := st.note
 	interval := lease.Duration / 3
-	lastOK := g.now()
+	lastOK := st.claimedAt
 	var beat func()
 	beat = func() {
 		hb.mu.Lock()
@@ -331,15 +363,15 @@ func (g *Guard) startHeartbeat(rctx context.Context, cancel context.CancelCauseF
 		case err == nil:
 			lastOK = g.now()
 		case errors.Is(err, ErrLeaseLost):
-			ev(OutcomeLeaseLost, lease.Fence, err)
+			note(OutcomeLeaseLost, lease.Fence, err)
 			cancel(ErrLeaseLost)
 			return
 		default:
-			ev(OutcomeHeartbeatFailed, lease.Fence, err)
+			note(OutcomeHeartbeatFailed, lease.Fence, err)
 			// Past the lease another caller may have taken over: stop
 			// the function rather than risk two owners.
 			if g.now().Sub(lastOK) >= lease.Duration {
-				ev(OutcomeLeaseLost, lease.Fence, err)
+				note(OutcomeLeaseLost, lease.Fence, err)
 				cancel(ErrLeaseLost)
 				return
 			}

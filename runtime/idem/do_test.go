@@ -527,3 +527,63 @@ func TestErrorOnlyFunction(t *testing.T) {
 		t.Fatalf("ran %d times", runs)
 	}
 }
+
+// Every call ends with exactly one final event, whatever happens on the way.
+func TestOneFinalEventPerCall(t *testing.T) {
+	rec := &recorder{}
+	store := idem.NewMemoryStore()
+	g := idem.NewGuard(store, idem.WithObserver(rec))
+	ctx := context.Background()
+	spec := &idem.Spec{Name: "test.Final"}
+	ok := func(context.Context) (int, error) { return 1, nil }
+	bad := func(context.Context) (int, error) { return 0, errors.New("no") }
+	calls := 0
+	do := func(g *idem.Guard, key string, fn func(context.Context) (int, error)) {
+		calls++
+		call(ctx, g, spec, key, fn)
+	}
+	do(g, "a", ok)  // executed
+	do(g, "a", ok)  // replayed
+	do(g, "b", bad) // failed
+	c := g.Begin(spec)
+	c.Key().ID("")
+	calls++
+	idem.Do(ctx, c, ok) // invalid key
+	open := idem.NewGuard(failing{store}, idem.WithObserver(rec), idem.WithFailOpen())
+	do(open, "c", ok) // store_error (note), fail_open (final)
+	final := 0
+	for _, e := range rec.events {
+		if e.Final {
+			final++
+		}
+	}
+	if final != calls {
+		t.Fatalf("%d calls reported %d final events: %v", calls, final, rec.outcomes())
+	}
+}
+
+// tooSmall refuses results over 8 bytes, as every real store has some limit.
+type tooSmall struct{ idem.Store }
+
+func (s tooSmall) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+	if len(r.Data) > 8 {
+		return fmt.Errorf("%d bytes: %w", len(r.Data), idem.ErrResultTooLarge)
+	}
+	return s.Store.Complete(ctx, l, r)
+}
+
+func TestResultTooLarge(t *testing.T) {
+	g := idem.NewGuard(tooSmall{idem.NewMemoryStore()})
+	spec := &idem.Spec{Name: "test.Big"}
+	runs := 0
+	fn := func(context.Context) (string, error) { runs++; return "a long result", nil }
+	v, err := call(context.Background(), g, spec, "k", fn)
+	if !errors.Is(err, idem.ErrResultTooLarge) || v != "a long result" {
+		t.Fatalf("first call = %q, %v; want the result and ErrResultTooLarge", v, err)
+	}
+	_, err = call(context.Background(), g, spec, "k", fn)
+	var rec *idem.RecordedError
+	if !errors.As(err, &rec) || runs != 1 {
+		t.Fatalf("duplicate = %v after %d runs; want a recorded failure and no second run", err, runs)
+	}
+}

@@ -29,6 +29,10 @@ var (
 	// ErrStoreFull: a bounded store is at capacity and cannot claim a new key.
 	// Replays of stored keys are still served. Do wraps it in ErrStoreUnavailable.
 	ErrStoreFull = errors.New("idem: store is full")
+	// ErrResultTooLarge: the store cannot hold the encoded result. The
+	// Guard records the call as failed (the function has run, so it must
+	// not run again) and returns the function's result with this error.
+	ErrResultTooLarge = errors.New("idem: result too large for the store")
 	// ErrNotFound: Store.Get or Store.Delete found no live record.
 	ErrNotFound = errors.New("idem: record not found")
 	// ErrOutOfOrder: an ordered function's event is older than the last

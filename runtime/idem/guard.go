@@ -20,6 +20,7 @@ type Guard struct {
 	store    Store
 	codec    Codec
 	obs      Observer
+	cobs     ContextObserver // obs, when it takes a ctx
 	prefix   string
 	failOpen bool
 	hmacKey  []byte
@@ -69,6 +70,7 @@ func NewGuard(store Store, opts ...Option) *Guard {
 	for _, o := range opts {
 		o(g)
 	}
+	g.cobs, _ = g.obs.(ContextObserver)
 	if _, err := rand.Read(g.tokenPrefix[:]); err != nil {
 		panic("idem: no randomness for owner tokens: " + err.Error())
 	}
@@ -88,8 +90,10 @@ func (g *Guard) token() (t Token) {
 	return t
 }
 
-func (g *Guard) observe(e Event) {
-	if g.obs != nil {
+func (g *Guard) observe(ctx context.Context, e Event) {
+	if g.cobs != nil {
+		g.cobs.ObserveContext(ctx, e)
+	} else if g.obs != nil {
 		g.obs.Observe(e)
 	}
 }

@@ -1,6 +1,9 @@
 package idem
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Outcome is what happened to one guarded call, or to one of its background
 // steps (heartbeats). Replay rate = Replayed / (Executed + Replayed).
@@ -68,6 +71,11 @@ type Event struct {
 	Entity string
 	// Reason explains an override or a rejection in words.
 	Reason string
+	// Final marks the outcome that ends the call: every call reports
+	// exactly one final event (count calls by it). Takeover, override,
+	// heartbeat findings and a store error that leads to another outcome
+	// are reported with Final false.
+	Final bool
 }
 
 // Observer receives every outcome. It is called synchronously on the
@@ -75,6 +83,16 @@ type Event struct {
 // fast and safe for concurrent use.
 type Observer interface {
 	Observe(Event)
+}
+
+// ContextObserver is an Observer that also takes the call's context. A
+// Guard whose observer implements it calls ObserveContext instead of
+// Observe, with the caller's ctx (for heartbeat outcomes, the running
+// function's), so that an observer can make the call's span a child of
+// the caller's, log with the caller's trace ID, or attach exemplars.
+type ContextObserver interface {
+	Observer
+	ObserveContext(ctx context.Context, e Event)
 }
 
 // ObserverFunc adapts a function to Observer.

@@ -202,11 +202,15 @@ type Record struct {
 // Fenced writes (Heartbeat, Complete, Fail, Release) are compare-and-set on
 // the lease's owner and fence and on the record being in progress; anything
 // else returns ErrLeaseLost and changes nothing. Lease expiry alone does not
-// reject them: only a takeover or release does. One allowance: a store whose
-// owners can complete a record themselves (pgstore's completion inside the
-// caller's transaction) may answer nil to a Heartbeat or a Complete with
-// identical data from the same owner and fence of a record that owner has
-// already completed, because the Guard completes after the function returns.
+// reject them: only a takeover or release does. One allowance: a store may
+// answer nil to a fenced write that repeats one already applied by the same
+// owner and fence with identical data (a request re-sent after its reply
+// was lost; pgstore's completion inside the caller's transaction, which the
+// Guard's own Complete then repeats), and to a Heartbeat of a record that
+// owner has so completed.
+//
+// Complete and Fail return an error wrapping ErrResultTooLarge, before
+// writing anything, for a result the store cannot hold.
 //
 // A canceled ctx must change nothing and return an error that wraps
 // ctx.Err(). runtime/idemtest.RunStoreSuite checks all of this.
