@@ -23,6 +23,21 @@ const writeTimeoutFloor = 5 * time.Second
 //
 // fn receives a ctx that carries the call's fence (FenceFrom) and is
 // canceled with cause ErrLeaseLost if the lease is lost while it runs.
+//
+// What Do returns:
+//   - fn ran and its result was recorded: fn's value, nil.
+//   - a duplicate: the replayed value (or *RecordedError, ErrDuplicate,
+//     ErrInProgress, ErrPayloadMismatch, *OutOfOrderError) per the Spec.
+//   - fn returned an error: fn's own value and error, unchanged.
+//   - fn ran but its result could not be recorded: fn's value together
+//     with an error wrapping ErrStoreUnavailable or ErrResultTooLarge, so a
+//     caller that must answer someone (an HTTP handler) can still do so.
+//   - fn's lease was lost: the zero value and an error wrapping ErrLeaseLost.
+//   - the store failed before fn ran: the zero value and ErrStoreUnavailable
+//     (fn did not run) unless the Guard fails open.
+//
+// To learn whether a call executed or replayed, pass a ctx from
+// CaptureOutcome.
 func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)) (R, error) {
 	var zero R
 	if ctx == nil {
