@@ -184,10 +184,10 @@ func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
 	pi := e.pi
 	fname := x.decl.Name.Name
 	display := pi.pkg.Name + "." + fname
-	specBase, specName := fname, pi.pkg.PkgPath+"."+fname
+	specBase, specName := upperFirst(fname), pi.pkg.PkgPath+"."+fname
 	if x.recv != nil {
 		display = x.recv.Name() + "." + fname
-		specBase = x.recv.Name() + fname
+		specBase = upperFirst(x.recv.Name()) + upperFirst(fname)
 		specName = pi.pkg.PkgPath + "." + x.recv.Name() + "." + fname
 	}
 	if x.opts.name != "" {
@@ -538,3 +538,5 @@ func isString(t types.Type) bool {
 	b, ok := t.Underlying().(*types.Basic)
 	return ok && b.Info()&types.IsString != 0
 }
+
+func upperFirst(s string) string { return strings.ToUpper(s[:1]) + s[1:] }

@@ -3,7 +3,6 @@ package generator
 import (
 	"go/types"
 	"reflect"
-	"strings"
 
 	"github.com/dave/jennifer/jen"
 )
@@ -267,9 +266,9 @@ func (e *emitter) helper(n *types.Named, path string) (string, string) {
 	}
 	prefix := ""
 	if obj.Pkg() != e.pi.pkg.Types {
-		prefix = strings.ToUpper(obj.Pkg().Name()[:1]) + obj.Pkg().Name()[1:]
+		prefix = upperFirst(obj.Pkg().Name())
 	}
-	name := e.global("idemKey" + prefix + strings.ToUpper(obj.Name()[:1]) + obj.Name()[1:])
+	name := e.global("idemKey" + prefix + upperFirst(obj.Name()))
 	e.helpers[obj] = name
 	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n}
 	body, msg := w.write(val{e: id("v"), ptr: true}, n, path, nil, false)

@@ -31,14 +31,14 @@ func (x *Idempotent) Ping(ctx context.Context) (string, error) {
 	})
 }
 
-var idemSpecunexported = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.unexported", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait}
+var idemSpecUnexported = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.unexported", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait}
 
 // Build fails here if multifile.unexported's signature changed since generation: run go generate.
 var _ func(context.Context, uint16) (bool, error) = unexported
 
 // unexported is multifile.unexported, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
 func (x *Idempotent) unexported(ctx context.Context, n uint16) (bool, error) {
-	c := x.g.Begin(idemSpecunexported)
+	c := x.g.Begin(idemSpecUnexported)
 	c.Key().Uint(uint64(n))
 	return idem.Do(ctx, c, func(ctx context.Context) (bool, error) {
 		return unexported(ctx, n)
