@@ -3,6 +3,7 @@ package generator
 import (
 	"go/types"
 	"reflect"
+	"strings"
 
 	"github.com/dave/jennifer/jen"
 )
@@ -70,6 +71,8 @@ type writer struct {
 	// raw is the named type whose helper is being written: write it by its
 	// underlying type (its own checks were done by the caller).
 	raw types.Type
+	// inlining holds the named types being written inline (no helper).
+	inlining map[*types.Named]bool
 }
 
 // write returns the statements writing v (of type t, at path) into the
@@ -104,12 +107,25 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 				if n.TypeArgs().Len() > 0 {
 					return nil, path + ": generic type " + w.e.pi.typeString(t) + " cannot be keyed (implement idem.Keyer)"
 				}
-				if _, isIface := n.Underlying().(*types.Interface); !isIface && (n.Obj().Exported() || n.Obj().Pkg() == w.e.pi.pkg.Types) {
-					name, msg := w.e.helper(n, path)
-					if msg != "" {
-						return nil, msg
+				if _, isIface := n.Underlying().(*types.Interface); !isIface {
+					if w.e.nameable(n.Obj()) {
+						name, msg := w.e.helper(n, path)
+						if msg != "" {
+							return nil, msg
+						}
+						return one(jen.Id(name).Call(b(), v.addr())), ""
 					}
-					return one(jen.Id(name).Call(b(), v.addr())), ""
+					// A type the generated file cannot name (unexported, or
+					// in an internal package it cannot import) is written
+					// inline, which cannot recurse.
+					if w.inlining[n] {
+						return nil, path + ": recursive type " + w.e.pi.typeString(t) + " cannot be named here (implement idem.Keyer)"
+					}
+					if w.inlining == nil {
+						w.inlining = map[*types.Named]bool{}
+					}
+					w.inlining[n] = true
+					defer delete(w.inlining, n)
 				}
 			}
 		}
@@ -281,4 +297,31 @@ func (e *emitter) helper(n *types.Named, path string) (string, string) {
 		Func().Id(name).Params(jen.Id("b").Op("*").Add(e.qual(e.idemPkg(), "KeyBuilder")), jen.Id("v").Op("*").Add(e.typ(n))).Block(body...)
 	e.helperDecls = append(e.helperDecls, helperDecl{name: name, code: decl})
 	return name, ""
+}
+
+// nameable reports whether the generated file can refer to the type by
+// name: declared in the package itself, or exported from a package it may
+// import (not another module's internal package).
+func (e *emitter) nameable(obj *types.TypeName) bool {
+	pkg := obj.Pkg()
+	if pkg == nil || pkg == e.pi.pkg.Types {
+		return true
+	}
+	if !obj.Exported() {
+		return false
+	}
+	path := pkg.Path()
+	var parent string
+	switch {
+	case strings.HasPrefix(path, "internal/") || path == "internal":
+		parent = ""
+	case strings.Contains(path, "/internal/"):
+		parent = path[:strings.LastIndex(path, "/internal/")]
+	case strings.HasSuffix(path, "/internal"):
+		parent = strings.TrimSuffix(path, "/internal")
+	default:
+		return true
+	}
+	from := e.pi.pkg.PkgPath
+	return parent != "" && (from == parent || strings.HasPrefix(from, parent+"/"))
 }
