@@ -1,0 +1,756 @@
+// Package idemctl is the operator command behind cmd/idemctl: it lists,
+// inspects and repairs idempotency records in a Redis, PostgreSQL or file
+// store through the stores' idem.Admin interface. It is a library so that
+// tests run it in-process; cmd/idemctl is a thin main over Run.
+//
+//	idemctl [global flags] <command> [flags] [args]
+//
+// Commands: list, show KEY, release KEY, delete KEY, stats, cleanup. Global
+// flags (-store, -prefix, -json, -timeout) may also follow the command.
+// Output is sorted by key (list) or by function (stats), so it is stable
+// for scripts and tests; -json prints the same data as JSON.
+//
+// Exit status: 0 success; 1 an error (bad usage, unreachable store, a
+// store error, a refused operation); 2 the key of show, release or delete
+// has no live record.
+package idemctl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// Exit statuses.
+const (
+	ExitOK       = 0
+	ExitError    = 1
+	ExitNotFound = 2
+)
+
+// errNotFound marks "no such key" outcomes (exit 2).
+var errNotFound = errors.New("not found")
+
+const usageText = `usage: idemctl [flags] <command> [flags] [args]
+
+Inspect and repair idempotency records (runtime/redisstore, pgstore, filestore).
+
+commands:
+  list                 records, sorted by key (-func, -state, -older, -limit)
+  show KEY             one record: state, owner, fence, lease, times, size
+  release KEY          force-release KEY and bump its fence: a still-running
+                       owner can no longer heartbeat or complete, and the next
+                       call runs the function again (-force for completed keys)
+  delete KEY           remove KEY's record (-force for in-progress keys)
+  stats                record counts per function, version and state
+  cleanup              remove records that are no longer live
+
+store URLs (-store, or $IDEMCTL_STORE):
+  redis://[user:pass@]host:6379/0[?redis_prefix=P]      rediss:// for TLS
+  redis+cluster://h1:7000,h2:7001[?redis_prefix=P]
+  redis+sentinel://h1:26379,h2:26379/0?master_name=M
+  postgres://user@host:5432/db[?schema=S&table=T]
+  file:///var/lib/myapp/idem
+  (redis_prefix is the store's redisstore.WithPrefix; -prefix is the
+  Guard's idem.WithKeyPrefix)
+
+exit status: 0 ok, 1 error, 2 key not found
+
+flags:
+`
+
+// options are the flags every command accepts.
+type options struct {
+	store   string
+	prefix  string
+	json    bool
+	timeout time.Duration
+}
+
+func (o *options) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.store, "store", o.store, "store URL (default $IDEMCTL_STORE)")
+	fs.StringVar(&o.prefix, "prefix", o.prefix, "the Guard's key prefix (idem.WithKeyPrefix)")
+	fs.BoolVar(&o.json, "json", o.json, "print JSON instead of aligned text")
+	fs.DurationVar(&o.timeout, "timeout", o.timeout, "give up after this long")
+}
+
+// Run runs idemctl with args (without the program name) and returns the
+// exit status. getenv reads IDEMCTL_STORE (nil: os.Getenv).
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	o := &options{store: getenv("IDEMCTL_STORE"), prefix: "idem:", timeout: 30 * time.Second}
+	fs := flag.NewFlagSet("idemctl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o.register(fs)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageText)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitError
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return ExitError
+	}
+	name, rest := fs.Arg(0), fs.Args()[1:]
+	cmd, ok := commands[name]
+	if !ok {
+		if name == "help" {
+			fs.SetOutput(stdout)
+			fmt.Fprint(stdout, usageText)
+			fs.PrintDefaults()
+			return ExitOK
+		}
+		fmt.Fprintf(stderr, "idemctl: unknown command %q (want list, show, release, delete, stats or cleanup; idemctl -h for help)\n", name)
+		return ExitError
+	}
+	c := &cmdCtx{opts: o, stdout: stdout, stderr: stderr}
+	cfs := flag.NewFlagSet("idemctl "+name, flag.ContinueOnError)
+	cfs.SetOutput(stderr)
+	o.register(cfs)
+	run := cmd(c, cfs)
+	cfs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: idemctl %s\n\nflags:\n", cmdUsage[name])
+		cfs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(cfs, rest)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitError
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	err = run(ctx, pos)
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, errNotFound):
+		fmt.Fprintf(stderr, "idemctl %s: %v\n", name, err)
+		return ExitNotFound
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "idemctl %s: %s\n", name, strings.TrimPrefix(err.Error(), "usage: "))
+		return ExitError
+	default:
+		fmt.Fprintf(stderr, "idemctl %s: %v\n", name, err)
+		return ExitError
+	}
+}
+
+// parseInterspersed parses flags that may come before, between or after
+// positional arguments ("show KEY -json"); "--" ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+type cmdCtx struct {
+	opts           *options
+	stdout, stderr io.Writer
+	b              *backend
+	now            time.Time // the store's clock when the command started
+}
+
+// connect opens the store and reads its clock.
+func (c *cmdCtx) connect(ctx context.Context) error {
+	b, err := open(ctx, c.opts.store)
+	if err != nil {
+		return err
+	}
+	now, err := b.now(ctx)
+	if err != nil {
+		b.close()
+		return err
+	}
+	c.b, c.now = b, now
+	return nil
+}
+
+func (c *cmdCtx) close() {
+	if c.b != nil {
+		c.b.close()
+	}
+}
+
+type command func(c *cmdCtx, fs *flag.FlagSet) func(ctx context.Context, args []string) error
+
+var commands = map[string]command{
+	"list":    listCmd,
+	"show":    showCmd,
+	"release": releaseCmd,
+	"delete":  deleteCmd,
+	"stats":   statsCmd,
+	"cleanup": cleanupCmd,
+}
+
+var cmdUsage = map[string]string{
+	"list":    "list [-func NAME] [-state in_progress|completed|failed|released] [-older DURATION] [-limit N]",
+	"show":    "show [-result] KEY",
+	"release": "release [-force] KEY",
+	"delete":  "delete [-force] KEY",
+	"stats":   "stats [-func NAME]",
+	"cleanup": "cleanup",
+}
+
+func wantArgs(args []string, n int, what string) error {
+	if len(args) != n {
+		if n == 0 {
+			return fmt.Errorf("%w: unexpected arguments %q", errUsage, args)
+		}
+		return fmt.Errorf("%w: want exactly %s, got %d arguments", errUsage, what, len(args))
+	}
+	return nil
+}
+
+// view is one record as printed. Times are the store's, in UTC.
+type view struct {
+	Key         string    `json:"key"`
+	Func        string    `json:"func"`
+	Version     int       `json:"version"`
+	State       string    `json:"state"`
+	Owner       string    `json:"owner,omitempty"`
+	Fence       uint64    `json:"fence"`
+	Fingerprint string    `json:"fingerprint"`
+	LeaseUntil  time.Time `json:"lease_until,omitzero"`
+	ExpiresAt   time.Time `json:"expires_at,omitzero"`
+	UpdatedAt   time.Time `json:"updated_at,omitzero"`
+	ResultSize  int       `json:"result_size"`
+	// LeaseExpired: in progress, but the owner's lease is over; the next
+	// call takes the key over.
+	LeaseExpired bool `json:"lease_expired,omitempty"`
+	// Live is false for a record past its expiry that cleanup (or Redis)
+	// has not removed yet: the store treats it as absent.
+	Live bool `json:"live"`
+	// Error is a failed record's recorded error message (show only).
+	Error string `json:"error,omitempty"`
+	// Result is the stored result (show -result): JSON as is, other bytes
+	// as a string.
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+func (c *cmdCtx) view(r idem.Record) view {
+	v := view{
+		Key:         r.Key,
+		State:       r.State.String(),
+		Fence:       r.Fence,
+		Fingerprint: r.Fingerprint.String(),
+		LeaseUntil:  utc(r.LeaseUntil),
+		ExpiresAt:   utc(r.ExpiresAt),
+		UpdatedAt:   utc(r.UpdatedAt),
+		ResultSize:  len(r.Result),
+		Live:        r.ExpiresAt.IsZero() || c.now.Before(r.ExpiresAt),
+	}
+	if !r.Owner.IsZero() {
+		v.Owner = r.Owner.String()
+	}
+	if name, ver, ok := splitKey(c.opts.prefix, r.Key); ok {
+		v.Func, v.Version = name, ver
+	} else {
+		v.Func, v.Version = "?", -1
+	}
+	v.LeaseExpired = r.State == idem.StateInProgress && v.Live && !c.now.Before(r.LeaseUntil)
+	return v
+}
+
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC()
+}
+
+// status is the state as the text output shows it, with what the store
+// would make of the record now.
+func (v *view) status() string {
+	switch {
+	case !v.Live:
+		return v.State + " (expired)"
+	case v.LeaseExpired:
+		return v.State + " (lease expired)"
+	}
+	return v.State
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Format("2006-01-02T15:04:05Z")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (c *cmdCtx) printJSON(v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (c *cmdCtx) table() *tabwriter.Writer {
+	return tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+}
+
+// collect lists the records under prefix that keep returns true for,
+// without their result bytes (only their size is printed), sorted by key.
+// A listing that stopped on corrupt records still returns what it read,
+// with the error.
+func (c *cmdCtx) collect(ctx context.Context, prefix string, keep func(*view) bool) ([]view, error) {
+	var out []view
+	err := c.b.admin.List(ctx, prefix, func(r idem.Record) error {
+		v := c.view(r)
+		if keep(&v) {
+			out = append(out, v)
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b view) int { return strings.Compare(a.Key, b.Key) })
+	return out, err
+}
+
+// funcPrefix narrows a listing to one function's keys when it can.
+func (c *cmdCtx) funcPrefix(fn string) string {
+	if fn == "" {
+		return c.opts.prefix
+	}
+	return c.opts.prefix + fn + ":v"
+}
+
+var states = map[string]idem.State{
+	"in_progress": idem.StateInProgress,
+	"completed":   idem.StateCompleted,
+	"failed":      idem.StateFailed,
+	"released":    idem.StateReleased,
+}
+
+func listCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error {
+	fn := fs.String("func", "", "only this function (its name= or importpath.Func)")
+	state := fs.String("state", "", "only this state: in_progress, completed, failed or released")
+	older := fs.Duration("older", 0, "only in-progress records not updated (claimed or heartbeated) for this long, by the store's clock")
+	limit := fs.Int("limit", 1000, "print at most this many records (0: all)")
+	return func(ctx context.Context, args []string) error {
+		if err := wantArgs(args, 0, ""); err != nil {
+			return err
+		}
+		var want idem.State
+		if *state != "" {
+			s, ok := states[*state]
+			if !ok {
+				return fmt.Errorf("%w: -state %q: want in_progress, completed, failed or released", errUsage, *state)
+			}
+			want = s
+		}
+		if *older < 0 || *limit < 0 {
+			return fmt.Errorf("%w: -older and -limit must not be negative", errUsage)
+		}
+		if err := c.connect(ctx); err != nil {
+			return err
+		}
+		defer c.close()
+		cutoff := c.now.Add(-*older)
+		rows, listErr := c.collect(ctx, c.funcPrefix(*fn), func(v *view) bool {
+			if *fn != "" && v.Func != *fn {
+				return false
+			}
+			if want != idem.StateAbsent && v.State != want.String() {
+				return false
+			}
+			if *older > 0 && (v.State != idem.StateInProgress.String() || !v.UpdatedAt.Before(cutoff)) {
+				return false
+			}
+			return true
+		})
+		if listErr != nil && !errors.Is(listErr, idem.ErrCorruptRecord) {
+			return fmt.Errorf("listing records: %w", listErr)
+		}
+		total := len(rows)
+		if *limit > 0 && total > *limit {
+			rows = rows[:*limit]
+		}
+		if c.opts.json {
+			if rows == nil {
+				rows = []view{}
+			}
+			if err := c.printJSON(rows); err != nil {
+				return err
+			}
+		} else {
+			tw := c.table()
+			fmt.Fprintln(tw, "KEY\tSTATE\tFENCE\tUPDATED\tLEASE_UNTIL\tEXPIRES_AT\tSIZE")
+			for _, v := range rows {
+				lease := "-"
+				if v.State == idem.StateInProgress.String() {
+					lease = stamp(v.LeaseUntil)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\n", v.Key, v.status(), v.Fence, stamp(v.UpdatedAt), lease, stamp(v.ExpiresAt), v.ResultSize)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+		if total > len(rows) {
+			fmt.Fprintf(c.stderr, "idemctl list: %d of %d records shown (-limit 0 shows all)\n", len(rows), total)
+		}
+		if listErr != nil {
+			return fmt.Errorf("listing records: %w", listErr)
+		}
+		return nil
+	}
+}
+
+// lookup returns key's live record. A record past its expiry that has not
+// been cleaned up yet is found through List (Redis removes those itself).
+func (c *cmdCtx) lookup(ctx context.Context, key string) (idem.Record, error) {
+	r, err := c.b.store.Get(ctx, key)
+	if err == nil {
+		return r, nil
+	}
+	if !errors.Is(err, idem.ErrNotFound) {
+		return r, fmt.Errorf("reading %s: %w", key, err)
+	}
+	if c.b.kind != "redis" {
+		var found *idem.Record
+		lerr := c.b.admin.List(ctx, key, func(r idem.Record) error {
+			if r.Key == key {
+				found = &r
+			}
+			return nil
+		})
+		if found != nil {
+			return *found, nil
+		}
+		if lerr != nil && !errors.Is(lerr, idem.ErrCorruptRecord) {
+			return idem.Record{}, fmt.Errorf("reading %s: %w", key, lerr)
+		}
+	}
+	return idem.Record{}, fmt.Errorf("%w: %s has no record (wrong -prefix or store, or it expired)", errNotFound, key)
+}
+
+func showCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error {
+	withResult := fs.Bool("result", false, "also print the stored result (or recorded error) bytes")
+	return func(ctx context.Context, args []string) error {
+		if err := wantArgs(args, 1, "one KEY"); err != nil {
+			return err
+		}
+		if err := c.connect(ctx); err != nil {
+			return err
+		}
+		defer c.close()
+		r, err := c.lookup(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		v := c.view(r)
+		if r.State == idem.StateFailed {
+			var fr struct {
+				Message string `json:"message"`
+			}
+			if json.Unmarshal(r.Result, &fr) == nil {
+				v.Error = fr.Message
+			}
+		}
+		if *withResult && len(r.Result) > 0 {
+			if json.Valid(r.Result) {
+				v.Result = r.Result
+			} else {
+				q, _ := json.Marshal(resultText(r.Result))
+				v.Result = q
+			}
+		}
+		if c.opts.json {
+			return c.printJSON(v)
+		}
+		tw := c.table()
+		row := func(k, val string) { fmt.Fprintf(tw, "%s\t%s\n", k, val) }
+		row("key", v.Key)
+		row("function", v.Func)
+		row("version", strconv.Itoa(v.Version))
+		row("state", v.status())
+		row("owner", dash(v.Owner))
+		row("fence", strconv.FormatUint(v.Fence, 10))
+		row("lease until", c.when(v.LeaseUntil))
+		row("expires at", c.when(v.ExpiresAt))
+		row("updated", c.when(v.UpdatedAt))
+		row("result size", strconv.Itoa(v.ResultSize)+" bytes")
+		row("fingerprint", v.Fingerprint)
+		if v.Error != "" {
+			row("error", v.Error)
+		}
+		if *withResult && len(r.Result) > 0 {
+			row("result", resultText(r.Result))
+		}
+		return tw.Flush()
+	}
+}
+
+// resultText prints result bytes: as they are when they are UTF-8 text,
+// else quoted.
+func resultText(b []byte) string {
+	if utf8.Valid(b) && !strings.ContainsAny(string(b), "\n\r\t") {
+		return string(b)
+	}
+	return strconv.Quote(string(b))
+}
+
+// when prints a time with how far it is from the store's now.
+func (c *cmdCtx) when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := t.Sub(c.now).Round(time.Second)
+	switch {
+	case d > 0:
+		return fmt.Sprintf("%s (in %s)", t.Format(time.RFC3339Nano), d)
+	case d < 0:
+		return fmt.Sprintf("%s (%s ago)", t.Format(time.RFC3339Nano), -d)
+	}
+	return t.Format(time.RFC3339Nano) + " (now)"
+}
+
+func releaseCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error {
+	force := fs.Bool("force", false, "release even a completed key (its stored result is forgotten: the next call runs the function again)")
+	return func(ctx context.Context, args []string) error {
+		if err := wantArgs(args, 1, "one KEY"); err != nil {
+			return err
+		}
+		if err := c.connect(ctx); err != nil {
+			return err
+		}
+		defer c.close()
+		key := args[0]
+		before, err := c.lookup(ctx, key)
+		if err != nil {
+			return err
+		}
+		if before.State == idem.StateCompleted && !*force {
+			return fmt.Errorf("%s is completed: releasing it forgets its result, so the next call runs the function again; pass -force if that is what you want", key)
+		}
+		after, err := c.b.admin.ForceRelease(ctx, key)
+		if errors.Is(err, idem.ErrNotFound) {
+			return fmt.Errorf("%w: %s has no record (it expired or was deleted meanwhile)", errNotFound, key)
+		}
+		if err != nil {
+			return fmt.Errorf("releasing %s: %w", key, err)
+		}
+		b, a := c.view(before), c.view(after)
+		if c.opts.json {
+			return c.printJSON(struct {
+				Before view `json:"before"`
+				After  view `json:"after"`
+			}{b, a})
+		}
+		fmt.Fprintf(c.stdout, "released %s\n", key)
+		tw := c.table()
+		fmt.Fprintf(tw, "  before\t%s\tfence %d\towner %s\n", b.status(), b.Fence, dash(b.Owner))
+		fmt.Fprintf(tw, "  after\t%s\tfence %d\towner %s\n", a.status(), a.Fence, dash(a.Owner))
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if before.State == idem.StateInProgress {
+			fmt.Fprintf(c.stdout, "The old owner's heartbeats and completion now fail with idem.ErrLeaseLost (its result is not stored);\nthe next call of this key runs the function again with fence %d or higher.\n", a.Fence+1)
+		}
+		return nil
+	}
+}
+
+func deleteCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error {
+	force := fs.Bool("force", false, "delete even an in-progress record (prefer release: deleting restarts the key's fences at 1)")
+	return func(ctx context.Context, args []string) error {
+		if err := wantArgs(args, 1, "one KEY"); err != nil {
+			return err
+		}
+		if err := c.connect(ctx); err != nil {
+			return err
+		}
+		defer c.close()
+		key := args[0]
+		before, err := c.lookup(ctx, key)
+		if err != nil {
+			return err
+		}
+		if before.State == idem.StateInProgress && !*force {
+			return fmt.Errorf("%s is in progress (fence %d): deleting it lets the next owner start again at fence 1, which a still-running owner may also hold; use 'idemctl release' (fenced), or pass -force", key, before.Fence)
+		}
+		if err := c.b.store.Delete(ctx, key); err != nil {
+			if errors.Is(err, idem.ErrNotFound) {
+				return fmt.Errorf("%w: %s has no record (it expired or was deleted meanwhile)", errNotFound, key)
+			}
+			return fmt.Errorf("deleting %s: %w", key, err)
+		}
+		v := c.view(before)
+		if c.opts.json {
+			return c.printJSON(struct {
+				Deleted view `json:"deleted"`
+			}{v})
+		}
+		fmt.Fprintf(c.stdout, "deleted %s (was %s, fence %d)\n", key, v.status(), v.Fence)
+		return nil
+	}
+}
+
+// statsRow counts one function version's records; each record counts in
+// exactly one column.
+type statsRow struct {
+	Func    string `json:"func"`
+	Version int    `json:"version"`
+	// InProgress: owners holding a live lease.
+	InProgress int `json:"in_progress"`
+	// LeaseExpired: in progress, lease over (owner died or stalled); the
+	// next call takes over.
+	LeaseExpired int `json:"lease_expired"`
+	Completed    int `json:"completed"`
+	Failed       int `json:"failed"`
+	Released     int `json:"released"`
+	// Expired: no longer live, waiting for cleanup.
+	Expired int `json:"expired"`
+	Total   int `json:"total"`
+}
+
+func (s *statsRow) add(v *view) {
+	s.Total++
+	switch {
+	case !v.Live:
+		s.Expired++
+	case v.LeaseExpired:
+		s.LeaseExpired++
+	case v.State == "in_progress":
+		s.InProgress++
+	case v.State == "completed":
+		s.Completed++
+	case v.State == "failed":
+		s.Failed++
+	case v.State == "released":
+		s.Released++
+	}
+}
+
+func statsCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error {
+	fn := fs.String("func", "", "only this function")
+	return func(ctx context.Context, args []string) error {
+		if err := wantArgs(args, 0, ""); err != nil {
+			return err
+		}
+		if err := c.connect(ctx); err != nil {
+			return err
+		}
+		defer c.close()
+		type fv struct {
+			f string
+			v int
+		}
+		rows := map[fv]*statsRow{}
+		err := c.b.admin.List(ctx, c.funcPrefix(*fn), func(r idem.Record) error {
+			v := c.view(r)
+			if *fn != "" && v.Func != *fn {
+				return nil
+			}
+			k := fv{v.Func, v.Version}
+			s := rows[k]
+			if s == nil {
+				s = &statsRow{Func: v.Func, Version: v.Version}
+				rows[k] = s
+			}
+			s.add(&v)
+			return nil
+		})
+		if err != nil && !errors.Is(err, idem.ErrCorruptRecord) {
+			return fmt.Errorf("listing records: %w", err)
+		}
+		out := make([]statsRow, 0, len(rows))
+		for _, s := range rows {
+			out = append(out, *s)
+		}
+		slices.SortFunc(out, func(a, b statsRow) int {
+			if c := strings.Compare(a.Func, b.Func); c != 0 {
+				return c
+			}
+			return a.Version - b.Version
+		})
+		if c.opts.json {
+			if perr := c.printJSON(out); perr != nil {
+				return perr
+			}
+		} else {
+			tw := c.table()
+			fmt.Fprintln(tw, "FUNCTION\tVERSION\tIN_PROGRESS\tLEASE_EXPIRED\tCOMPLETED\tFAILED\tRELEASED\tEXPIRED\tTOTAL")
+			var t statsRow
+			for _, s := range out {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", s.Func, s.Version, s.InProgress, s.LeaseExpired, s.Completed, s.Failed, s.Released, s.Expired, s.Total)
+				t.InProgress += s.InProgress
+				t.LeaseExpired += s.LeaseExpired
+				t.Completed += s.Completed
+				t.Failed += s.Failed
+				t.Released += s.Released
+				t.Expired += s.Expired
+				t.Total += s.Total
+			}
+			fmt.Fprintf(tw, "TOTAL\t\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", t.InProgress, t.LeaseExpired, t.Completed, t.Failed, t.Released, t.Expired, t.Total)
+			if ferr := tw.Flush(); ferr != nil {
+				return ferr
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("listing records: %w", err)
+		}
+		return nil
+	}
+}
+
+func cleanupCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error {
+	return func(ctx context.Context, args []string) error {
+		if err := wantArgs(args, 0, ""); err != nil {
+			return err
+		}
+		if err := c.connect(ctx); err != nil {
+			return err
+		}
+		defer c.close()
+		n, err := c.b.admin.Cleanup(ctx)
+		if err != nil {
+			return fmt.Errorf("cleanup (after removing %d records): %w", n, err)
+		}
+		if c.opts.json {
+			return c.printJSON(struct {
+				Removed int `json:"removed"`
+			}{n})
+		}
+		fmt.Fprintf(c.stdout, "removed %d records that were no longer live\n", n)
+		return nil
+	}
+}
