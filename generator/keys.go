@@ -14,11 +14,21 @@ import (
 type val struct {
 	e   func() *jen.Statement
 	ptr bool
+	// bare is e without the parentheses that field and method access
+	// need ((*p).F), for uses that do not (passing p on, *p).
+	bare func() *jen.Statement
+}
+
+func (v val) unparen() *jen.Statement {
+	if v.bare != nil {
+		return v.bare()
+	}
+	return v.e()
 }
 
 func (v val) value() *jen.Statement {
 	if v.ptr {
-		return jen.Op("*").Add(v.e())
+		return jen.Op("*").Add(v.unparen())
 	}
 	return v.e()
 }
@@ -33,7 +43,7 @@ func (v val) index(i string) *jen.Statement {
 
 func (v val) addr() *jen.Statement {
 	if v.ptr {
-		return v.e()
+		return v.unparen()
 	}
 	return jen.Op("&").Add(v.e())
 }
@@ -136,7 +146,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 	case *types.Pointer:
 		elem := val{e: v.e, ptr: true}
 		if v.ptr {
-			elem = val{e: func() *jen.Statement { return jen.Parens(v.value()) }, ptr: true}
+			elem = val{e: func() *jen.Statement { return jen.Parens(v.value()) }, ptr: true, bare: v.value}
 		}
 		inner, msg := w.write(elem, u.Elem(), path, ex, false)
 		if msg != "" {

@@ -142,7 +142,7 @@ func idemKeyShape(b *idem.KeyBuilder, v *Shape) {
 			b.Nil()
 		} else {
 			b.Ptr()
-			idemKeyPoint(b, (*v.PP))
+			idemKeyPoint(b, *v.PP)
 		}
 	}
 	b.String(v.Anon.A)
