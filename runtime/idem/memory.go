@@ -144,6 +144,19 @@ func (s *MemoryStore) Claim(ctx context.Context, req ClaimRequest) (ClaimResult,
 			return ClaimResult{Status: st, Fence: r.Fence, Result: Result{Data: r.Result, Value: r.value}}, nil
 		}
 	}
+	if r == nil && s.count.Load() >= s.max {
+		s.sweep(sh, now, "")
+		if s.count.Load() >= s.max {
+			return ClaimResult{}, fmt.Errorf("%w: %d records", ErrStoreFull, s.max)
+		}
+	}
+	// Sweep this shard every so often, so expired records do not pile up
+	// without a background goroutine. Only this shard: locking a second
+	// one here could deadlock against a claim that holds it. The record
+	// being claimed is spared: it is about to be reused.
+	if n := s.claims.Add(1); n%1024 == 0 {
+		s.sweep(sh, now, req.Key)
+	}
 	if order != nil {
 		o, ok := order.m[req.Order.Key]
 		if ok && now.Before(o.expiresAt) {
@@ -161,28 +174,10 @@ func (s *MemoryStore) Claim(ctx context.Context, req ClaimRequest) (ClaimResult,
 		order.m[req.Order.Key] = orderRecord{last: req.Order.At, expiresAt: now.Add(max(req.TTL, req.Lease))}
 	}
 	if r == nil {
-		if s.count.Load() >= s.max {
-			s.sweep(sh, now)
-			if s.count.Load() >= s.max {
-				return ClaimResult{}, fmt.Errorf("%w: %d records", ErrStoreFull, s.max)
-			}
-		}
 		r = &memRecord{}
 		r.Key = req.Key
 		sh.m[req.Key] = r
 		s.count.Add(1)
-	}
-	// Sweep one shard every so often so expired records do not pile up
-	// without a background goroutine.
-	if n := s.claims.Add(1); n%1024 == 0 {
-		other := &s.shards[(n/1024)%memShards]
-		if other != sh {
-			other.mu.Lock()
-			s.sweep(other, now)
-			other.mu.Unlock()
-		} else {
-			s.sweep(sh, now)
-		}
 	}
 	s.wakeAll(r) // a taken-over owner's waiters re-check
 	r.State = StateInProgress
@@ -196,11 +191,12 @@ func (s *MemoryStore) Claim(ctx context.Context, req ClaimRequest) (ClaimResult,
 	return ClaimResult{Status: status, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, nil
 }
 
-// sweep drops records that are no longer live. Caller holds sh.mu.
-func (s *MemoryStore) sweep(sh *memShard, now time.Time) int {
+// sweep drops records that are no longer live, except keep's. Caller
+// holds sh.mu.
+func (s *MemoryStore) sweep(sh *memShard, now time.Time, keep string) int {
 	n := 0
 	for k, r := range sh.m {
-		if !live(r, now) && r.wake == nil {
+		if k != keep && !live(r, now) && r.wake == nil {
 			delete(sh.m, k)
 			n++
 		}
@@ -219,7 +215,7 @@ func (s *MemoryStore) Cleanup(ctx context.Context) (int, error) {
 		}
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		total += s.sweep(sh, now)
+		total += s.sweep(sh, now, "")
 		sh.mu.Unlock()
 		o := &s.orders[i]
 		o.mu.Lock()
