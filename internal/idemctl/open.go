@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -73,7 +74,16 @@ func redact(raw string) string {
 	return u.Redacted()
 }
 
+// quietRedis drops go-redis's own log lines ("failed to dial after 5
+// attempts"): idemctl reports the error itself, once.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+var quietOnce sync.Once
+
 func openRedis(ctx context.Context, raw, scheme string) (*backend, error) {
+	quietOnce.Do(func() { redis.SetLogger(quietRedis{}) })
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: store URL: %v", errUsage, err)

@@ -1,0 +1,594 @@
+package idemctl
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemgen/idemgen/runtime/filestore"
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/runtime/redisstore"
+)
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// needService skips (outside CI) or fails (CI=true) when a server is missing.
+func needService(t *testing.T, what, hint string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is not reachable: %v\n%s", what, err, hint)
+	}
+	t.Skipf("%s is not reachable: %v\n%s", what, err, hint)
+}
+
+func randName() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// A backend under test: the store URL idemctl gets, and the application's
+// own store over the same records.
+type testBackend struct {
+	name string
+	open func(t *testing.T) (storeURL string, app idem.Store)
+	// expiredLingers: a record past its TTL stays until cleanup (Postgres,
+	// file); Redis removes it itself.
+	expiredLingers bool
+}
+
+var backends = []testBackend{
+	{name: "redis", open: func(t *testing.T) (string, idem.Store) {
+		addr := envOr("IDEM_REDIS_ADDR", "127.0.0.1:6379")
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { rdb.Close() })
+		needService(t, "Redis at "+addr, "Start it: redis-server --port 6379 --daemonize yes (or set IDEM_REDIS_ADDR).", rdb.Ping(context.Background()).Err())
+		prefix := "idemctl-test:" + randName() + ":"
+		t.Cleanup(func() {
+			keys, _ := rdb.Keys(context.Background(), prefix+"*").Result()
+			if len(keys) > 0 {
+				rdb.Del(context.Background(), keys...)
+			}
+		})
+		st, err := redisstore.New(rdb, redisstore.WithPrefix(prefix), redisstore.WithEvictionCheck(redisstore.EvictionIgnore))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return "redis://" + addr + "/0?redis_prefix=" + url.QueryEscape(prefix), st
+	}},
+	{name: "postgres", expiredLingers: true, open: func(t *testing.T) (string, idem.Store) {
+		raw := envOr("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
+		ctx := context.Background()
+		pool, err := pgxpool.New(ctx, raw)
+		if err == nil {
+			err = pool.Ping(ctx)
+		}
+		needService(t, "PostgreSQL at "+raw, "Start it (trust auth, database \"test\"): sudo service postgresql start (or set IDEM_POSTGRES_URL).", err)
+		t.Cleanup(pool.Close)
+		schema := "idemctl_test_" + randName()
+		t.Cleanup(func() {
+			pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE") //nolint:errcheck
+		})
+		if err := pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)); err != nil {
+			t.Fatal(err)
+		}
+		st, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		q.Set("schema", schema)
+		u.RawQuery = q.Encode()
+		return u.String(), st
+	}},
+	{name: "file", expiredLingers: true, open: func(t *testing.T) (string, idem.Store) {
+		dir := t.TempDir()
+		st, err := filestore.New(dir, filestore.WithoutSync())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "file://" + dir, st
+	}},
+}
+
+// ctl runs idemctl in-process against storeURL.
+func ctl(t *testing.T, storeURL string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var o, e bytes.Buffer
+	full := append([]string{"-store", storeURL}, args...)
+	code = Run(context.Background(), full, &o, &e, func(string) string { return "" })
+	return o.String(), e.String(), code
+}
+
+// mustCtl runs idemctl and requires exit status want.
+func mustCtl(t *testing.T, want int, storeURL string, args ...string) string {
+	t.Helper()
+	out, errOut, code := ctl(t, storeURL, args...)
+	if code != want {
+		t.Fatalf("idemctl %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, want, out, errOut)
+	}
+	return out
+}
+
+var (
+	specCharge = &idem.Spec{Name: "test.Charge"}                                       // completed
+	specRefund = &idem.Spec{Name: "test.Refund", OnFailure: idem.FailureLock}          // failed, recorded
+	specNotify = &idem.Spec{Name: "test.Notify"}                                       // failed, released
+	specShip   = &idem.Spec{Name: "test.Ship", Lease: 30 * time.Second}                // in progress
+	specPing   = &idem.Spec{Name: "test.Ping", Version: 2, TTL: 20 * time.Millisecond} // expires
+)
+
+func keyOf(t *testing.T, g *idem.Guard, spec *idem.Spec, id string) string {
+	t.Helper()
+	c := g.Begin(spec)
+	c.Key().String(id)
+	k, err := idem.KeyOf(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func call[R any](g *idem.Guard, spec *idem.Spec, id string, fn func(context.Context) (R, error)) (R, error) {
+	c := g.Begin(spec)
+	c.Key().String(id)
+	return idem.Do(context.Background(), c, fn)
+}
+
+// mask replaces what differs from run to run: times (non-zero ones become
+// one fixed instant) and owners (kept only as "present").
+func mask(vs []view) []view {
+	fixed := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	out := make([]view, len(vs))
+	for i, v := range vs {
+		for _, tp := range []*time.Time{&v.LeaseUntil, &v.ExpiresAt, &v.UpdatedAt} {
+			if !tp.IsZero() {
+				*tp = fixed
+			}
+		}
+		if v.Owner != "" {
+			v.Owner = "OWNER"
+		}
+		out[i] = v
+	}
+	return out
+}
+
+var stampRE = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+
+// fields splits aligned text into lines of fields, times masked.
+func fields(s string) [][]string {
+	var out [][]string
+	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		out = append(out, strings.Fields(stampRE.ReplaceAllString(line, "TIME")))
+	}
+	return out
+}
+
+func TestCommands(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { testCommands(t, b) })
+	}
+}
+
+func testCommands(t *testing.T, b testBackend) {
+	storeURL, app := b.open(t)
+	g := idem.NewGuard(app)
+
+	// A completed call, a failure recorded under on_failure=lock, a failure
+	// released under on_failure=unlock, a call that expires at once, and a
+	// call left running.
+	if _, err := call(g, specCharge, "a", func(context.Context) (string, error) { return "receipt-a", nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call(g, specRefund, "a", func(context.Context) (string, error) { return "", errors.New("card declined") }); err == nil {
+		t.Fatal("Refund: want its error")
+	}
+	if _, err := call(g, specNotify, "a", func(context.Context) (int, error) { return 0, errors.New("smtp down") }); err == nil {
+		t.Fatal("Notify: want its error")
+	}
+	if _, err := call(g, specPing, "a", func(context.Context) (int, error) { return 1, nil }); err != nil {
+		t.Fatal(err)
+	}
+	started, unblock := make(chan struct{}), make(chan struct{})
+	shipErr := make(chan error, 1)
+	go func() {
+		_, err := call(g, specShip, "a", func(ctx context.Context) (string, error) {
+			close(started)
+			<-unblock
+			return "shipped", nil
+		})
+		shipErr <- err
+	}()
+	<-started
+	defer func() {
+		select {
+		case <-unblock:
+		default:
+			close(unblock)
+			<-shipErr
+		}
+	}()
+	time.Sleep(60 * time.Millisecond) // Ping's 20ms TTL ends; Ship's claim is 60ms old
+
+	kCharge, kRefund, kNotify, kPing, kShip := keyOf(t, g, specCharge, "a"), keyOf(t, g, specRefund, "a"),
+		keyOf(t, g, specNotify, "a"), keyOf(t, g, specPing, "a"), keyOf(t, g, specShip, "a")
+	fp := func(key string) string { return key[strings.LastIndexByte(key, ':')+1:] } // no payload: the fingerprint is the key hash
+	failure, _ := json.Marshal(map[string]string{"message": "card declined"})
+
+	vCharge := view{Key: kCharge, Func: "test.Charge", State: "completed", Fence: 1, Fingerprint: fp(kCharge), ResultSize: len(`"receipt-a"`), Live: true}
+	vRefund := view{Key: kRefund, Func: "test.Refund", State: "failed", Fence: 1, Fingerprint: fp(kRefund), ResultSize: len(failure), Live: true}
+	vNotify := view{Key: kNotify, Func: "test.Notify", State: "released", Fence: 1, Fingerprint: fp(kNotify), Live: true}
+	vPing := view{Key: kPing, Func: "test.Ping", Version: 2, State: "completed", Fence: 1, Fingerprint: fp(kPing), ResultSize: 1}
+	vShip := view{Key: kShip, Func: "test.Ship", State: "in_progress", Owner: "OWNER", Fence: 1, Fingerprint: fp(kShip), Live: true}
+	// Every record has its three times; finished records keep their owner
+	// in some stores, so owners are compared only where they must be set.
+	withTimes := func(vs ...view) []view {
+		fixed := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+		for i := range vs {
+			vs[i].UpdatedAt, vs[i].ExpiresAt, vs[i].LeaseUntil = fixed, fixed, fixed
+		}
+		return vs
+	}
+	ownerOnlyInProgress := func(vs []view) []view {
+		for i := range vs {
+			if vs[i].State != "in_progress" {
+				vs[i].Owner = ""
+			}
+			if vs[i].State == "released" {
+				vs[i].LeaseUntil = time.Time{} // stores differ: the last lease or none
+			}
+		}
+		return vs
+	}
+	listJSON := func(args ...string) []view {
+		t.Helper()
+		var got []view
+		out := mustCtl(t, 0, storeURL, append([]string{"list", "-json"}, args...)...)
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("list -json: %v\n%s", err, out)
+		}
+		return ownerOnlyInProgress(mask(got))
+	}
+
+	all := []view{vCharge, vNotify, vPing, vRefund, vShip} // sorted by key: by function name here
+	if !b.expiredLingers {
+		all = []view{vCharge, vNotify, vRefund, vShip}
+	}
+	want := ownerOnlyInProgress(withTimes(all...))
+	if diff := cmp.Diff(want, listJSON()); diff != "" {
+		t.Errorf("list -json (-want +got):\n%s", diff)
+	}
+
+	t.Run("list filters", func(t *testing.T) {
+		for _, tc := range []struct {
+			args []string
+			want []view
+		}{
+			{[]string{"-func", "test.Refund"}, []view{vRefund}},
+			{[]string{"-func", "test.Ref"}, nil}, // names match whole
+			{[]string{"-state", "failed"}, []view{vRefund}},
+			{[]string{"-state", "in_progress"}, []view{vShip}},
+			{[]string{"-state", "released", "-func", "test.Notify"}, []view{vNotify}},
+			{[]string{"-state", "in_progress", "-older", "30ms"}, []view{vShip}},
+			{[]string{"-state", "in_progress", "-older", "1h"}, nil},
+			{[]string{"-older", "1h"}, nil}, // -older is about in-progress records only
+			{[]string{"-limit", "1"}, []view{vCharge}},
+		} {
+			got := listJSON(tc.args...)
+			want := ownerOnlyInProgress(withTimes(tc.want...))
+			if want == nil {
+				want = []view{}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("list %s (-want +got):\n%s", strings.Join(tc.args, " "), diff)
+			}
+		}
+		_, errOut, code := ctl(t, storeURL, "list", "-limit", "1")
+		if code != 0 || !strings.Contains(errOut, "1 of ") {
+			t.Errorf("list -limit 1: exit %d, stderr %q: want a note that more records exist", code, errOut)
+		}
+	})
+
+	t.Run("list text", func(t *testing.T) {
+		out := mustCtl(t, 0, storeURL, "list", "-func", "test.Ship")
+		want := [][]string{
+			{"KEY", "STATE", "FENCE", "UPDATED", "LEASE_UNTIL", "EXPIRES_AT", "SIZE"},
+			{kShip, "in_progress", "1", "TIME", "TIME", "TIME", "0"},
+		}
+		if diff := cmp.Diff(want, fields(out)); diff != "" {
+			t.Errorf("list text (-want +got):\n%s\n%s", diff, out)
+		}
+	})
+
+	wantStats := []statsRow{
+		{Func: "test.Charge", Completed: 1, Total: 1},
+		{Func: "test.Notify", Released: 1, Total: 1},
+		{Func: "test.Ping", Version: 2, Expired: 1, Total: 1},
+		{Func: "test.Refund", Failed: 1, Total: 1},
+		{Func: "test.Ship", InProgress: 1, Total: 1},
+	}
+	if !b.expiredLingers {
+		wantStats = append(wantStats[:2], wantStats[3:]...)
+	}
+	t.Run("stats", func(t *testing.T) {
+		var got []statsRow
+		if err := json.Unmarshal([]byte(mustCtl(t, 0, storeURL, "stats", "-json")), &got); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(wantStats, got); diff != "" {
+			t.Errorf("stats -json (-want +got):\n%s", diff)
+		}
+		out := mustCtl(t, 0, storeURL, "stats", "-func", "test.Refund")
+		wantText := [][]string{
+			{"FUNCTION", "VERSION", "IN_PROGRESS", "LEASE_EXPIRED", "COMPLETED", "FAILED", "RELEASED", "EXPIRED", "TOTAL"},
+			{"test.Refund", "0", "0", "0", "0", "1", "0", "0", "1"},
+			{"TOTAL", "0", "0", "0", "1", "0", "0", "1"},
+		}
+		if diff := cmp.Diff(wantText, fields(out)); diff != "" {
+			t.Errorf("stats text (-want +got):\n%s\n%s", diff, out)
+		}
+	})
+
+	t.Run("show", func(t *testing.T) {
+		var got view
+		if err := json.Unmarshal([]byte(mustCtl(t, 0, storeURL, "show", kRefund, "-json", "-result")), &got); err != nil {
+			t.Fatal(err)
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, got.Result); err != nil {
+			t.Fatal(err)
+		}
+		got.Result = compact.Bytes()
+		w := vRefund
+		w.Error = "card declined"
+		w.Result = failure
+		if diff := cmp.Diff(ownerOnlyInProgress(withTimes(w)), ownerOnlyInProgress(mask([]view{got}))); diff != "" {
+			t.Errorf("show -json (-want +got):\n%s", diff)
+		}
+
+		out := mustCtl(t, 0, storeURL, "show", kShip)
+		rows := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			k, v, _ := strings.Cut(line, "  ")
+			rows[k] = stampRE.ReplaceAllString(regexp.MustCompile(`\((in |)[0-9a-z.]+( ago|)\)`).ReplaceAllString(strings.TrimSpace(v), "(REL)"), "TIME")
+		}
+		owner := rows["owner"]
+		if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(owner) {
+			t.Errorf("show: owner %q, want 32 hex digits", owner)
+		}
+		wantRows := map[string]string{
+			"key": kShip, "function": "test.Ship", "version": "0", "state": "in_progress", "owner": owner,
+			"fence": "1", "lease until": "TIME (REL)", "expires at": "TIME (REL)", "updated": "TIME (REL)",
+			"result size": "0 bytes", "fingerprint": fp(kShip),
+		}
+		if diff := cmp.Diff(wantRows, rows); diff != "" {
+			t.Errorf("show text (-want +got):\n%s\n%s", diff, out)
+		}
+
+		_, errOut, code := ctl(t, storeURL, "show", "idem:test.Nope:v0:00")
+		if code != ExitNotFound || !strings.Contains(errOut, "has no record") {
+			t.Errorf("show of a missing key: exit %d, stderr %q; want %d and a message", code, errOut, ExitNotFound)
+		}
+	})
+
+	t.Run("refusals", func(t *testing.T) {
+		_, errOut, code := ctl(t, storeURL, "delete", kShip)
+		if code != ExitError || !strings.Contains(errOut, "idemctl release") {
+			t.Errorf("delete of an in-progress key: exit %d, stderr %q; want 1 and advice to release", code, errOut)
+		}
+		_, errOut, code = ctl(t, storeURL, "release", kCharge)
+		if code != ExitError || !strings.Contains(errOut, "-force") {
+			t.Errorf("release of a completed key: exit %d, stderr %q; want 1 and -force advice", code, errOut)
+		}
+	})
+
+	t.Run("release a running owner", func(t *testing.T) {
+		out := mustCtl(t, 0, storeURL, "release", kShip)
+		want := [][]string{
+			{"released", kShip},
+			{"before", "in_progress", "fence", "1", "owner", "OWNER"},
+			{"after", "released", "fence", "2", "owner", "-"},
+		}
+		got := fields(out)[:3]
+		got[1][5] = "OWNER"
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("release (-want +got):\n%s\n%s", diff, out)
+		}
+		// The zombie finishes now: its completion is fenced out.
+		close(unblock)
+		if err := <-shipErr; !errors.Is(err, idem.ErrLeaseLost) {
+			t.Errorf("Ship after release: %v, want an error wrapping idem.ErrLeaseLost", err)
+		}
+		var v view
+		if err := json.Unmarshal([]byte(mustCtl(t, 0, storeURL, "show", "-json", kShip)), &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.State != "released" || v.Fence != 2 || v.ResultSize != 0 {
+			t.Errorf("after the zombie's completion: %+v, want released, fence 2, no result", v)
+		}
+		// The next call runs again, above the released fence.
+		var fence uint64
+		if _, err := call(g, specShip, "a", func(ctx context.Context) (string, error) {
+			fence, _ = idem.FenceFrom(ctx)
+			return "shipped", nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if fence != 3 {
+			t.Errorf("next owner's fence %d, want 3", fence)
+		}
+	})
+
+	t.Run("delete", func(t *testing.T) {
+		out := mustCtl(t, 0, storeURL, "delete", kCharge)
+		if want := "deleted " + kCharge + " (was completed, fence 1)\n"; out != want {
+			t.Errorf("delete: %q, want %q", out, want)
+		}
+		mustCtl(t, ExitNotFound, storeURL, "show", kCharge)
+		mustCtl(t, ExitNotFound, storeURL, "delete", kCharge)
+		mustCtl(t, ExitNotFound, storeURL, "release", kCharge)
+	})
+
+	t.Run("cleanup", func(t *testing.T) {
+		var got struct{ Removed int }
+		if err := json.Unmarshal([]byte(mustCtl(t, 0, storeURL, "cleanup", "-json")), &got); err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		if b.expiredLingers {
+			want = 1 // Ping
+		}
+		if got.Removed != want {
+			t.Errorf("cleanup removed %d, want %d", got.Removed, want)
+		}
+		var stats []statsRow
+		if err := json.Unmarshal([]byte(mustCtl(t, 0, storeURL, "stats", "-json")), &stats); err != nil {
+			t.Fatal(err)
+		}
+		wantStats := []statsRow{
+			{Func: "test.Notify", Released: 1, Total: 1},
+			{Func: "test.Refund", Failed: 1, Total: 1},
+			{Func: "test.Ship", Completed: 1, Total: 1},
+		}
+		if diff := cmp.Diff(wantStats, stats); diff != "" {
+			t.Errorf("stats after cleanup (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no command", []string{"-store", "file://" + dir}, 1, "usage: idemctl"},
+		{"unknown command", []string{"-store", "file://" + dir, "frob"}, 1, `unknown command "frob"`},
+		{"no store", []string{"list"}, 1, "no store: pass -store"},
+		{"not a URL", []string{"-store", "localhost:6379", "list"}, 1, "is not a URL"},
+		{"unknown scheme", []string{"-store", "mysql://x/y", "list"}, 1, `unknown store scheme "mysql"`},
+		{"memory", []string{"-store", "memory://", "list"}, 1, "lives inside one process"},
+		{"missing dir", []string{"-store", "file://" + dir + "/nope", "list"}, 1, "no such file or directory"},
+		{"bad state", []string{"-store", "file://" + dir, "list", "-state", "done"}, 1, `-state "done"`},
+		{"show without key", []string{"-store", "file://" + dir, "show"}, 1, "want exactly one KEY"},
+		{"list with args", []string{"-store", "file://" + dir, "list", "x"}, 1, "unexpected arguments"},
+		{"redis down", []string{"-store", "redis://127.0.0.1:1/0", "-timeout", "2s", "stats"}, 1, "connecting to Redis at redis://127.0.0.1:1/0"},
+		{"postgres password hidden", []string{"-store", "postgres://u:secret@127.0.0.1:1/db", "-timeout", "2s", "stats"}, 1, "connecting to PostgreSQL at postgres://u:xxxxx@127.0.0.1:1/db"},
+		{"bad redis option", []string{"-store", "redis://127.0.0.1:1/0?bogus=1", "stats"}, 1, "unexpected option"},
+		{"help", []string{"-h"}, 0, "commands:"},
+		{"empty store", []string{"list", "-store", "file://" + dir}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var o, e bytes.Buffer
+			code := Run(context.Background(), tc.args, &o, &e, func(string) string { return "" })
+			if code != tc.code || !strings.Contains(e.String(), tc.msg) {
+				t.Errorf("idemctl %q: exit %d, stderr %q; want exit %d and %q", tc.args, code, e.String(), tc.code, tc.msg)
+			}
+			if strings.Contains(e.String(), "secret") {
+				t.Errorf("stderr shows the password: %q", e.String())
+			}
+		})
+	}
+}
+
+func TestStoreFromEnv(t *testing.T) {
+	dir := t.TempDir()
+	var o, e bytes.Buffer
+	code := Run(context.Background(), []string{"stats", "-json"}, &o, &e, func(k string) string {
+		if k == "IDEMCTL_STORE" {
+			return "file://" + dir
+		}
+		return ""
+	})
+	if code != 0 || strings.TrimSpace(o.String()) != "[]" {
+		t.Errorf("stats with $IDEMCTL_STORE: exit %d, stdout %q, stderr %q", code, o.String(), e.String())
+	}
+}
+
+func TestSplitKey(t *testing.T) {
+	for _, tc := range []struct {
+		prefix, key string
+		name        string
+		version     int
+		ok          bool
+	}{
+		{"idem:", "idem:billing.Charge:v0:ab12", "billing.Charge", 0, true},
+		{"idem:", "idem:example.com/billing.Charge:v12:ab12", "example.com/billing.Charge", 12, true},
+		{"idem:", "idem:shop.Order:v3:{ee01}:ab12", "shop.Order", 3, true},
+		{"idem:", "idem:odd:v9:name:v1:ab12", "odd:v9:name", 1, true},
+		{"", "x.F:v1:00", "x.F", 1, true},
+		{"idem:", "other:x.F:v1:00", "", 0, false},
+		{"idem:", "idem:x.F:vx:00", "", 0, false},
+		{"idem:", "idem:x.F", "", 0, false},
+		{"idem:", "idem::v1:00", "", 0, false},
+	} {
+		name, v, ok := splitKey(tc.prefix, tc.key)
+		if name != tc.name || v != tc.version || ok != tc.ok {
+			t.Errorf("splitKey(%q, %q) = %q, %d, %v; want %q, %d, %v", tc.prefix, tc.key, name, v, ok, tc.name, tc.version, tc.ok)
+		}
+	}
+}
+
+func TestParseInterspersed(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		pos  []string
+		json bool
+	}{
+		{[]string{"KEY", "-json"}, []string{"KEY"}, true},
+		{[]string{"-json", "KEY"}, []string{"KEY"}, true},
+		{[]string{"--", "-KEY"}, []string{"-KEY"}, false},
+		{[]string{"A", "--", "-json"}, []string{"A", "-json"}, false},
+	} {
+		o := &options{}
+		fs := newFlagSet()
+		o.register(fs)
+		pos, err := parseInterspersed(fs, tc.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tc.pos, pos); diff != "" || o.json != tc.json {
+			t.Errorf("%q: positional (-want +got):\n%s json=%v", tc.args, diff, o.json)
+		}
+	}
+}
+
+func newFlagSet() *flag.FlagSet {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
