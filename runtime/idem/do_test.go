@@ -587,3 +587,55 @@ func TestResultTooLarge(t *testing.T) {
 		t.Fatalf("duplicate = %v after %d runs; want a recorded failure and no second run", err, runs)
 	}
 }
+
+// The key memo must be invisible: the same keys and fingerprints, and
+// mismatches still caught, with it and without it.
+func TestKeyMemoIsTransparent(t *testing.T) {
+	type keyed struct {
+		spec    *idem.Spec
+		id      string
+		payload int64
+	}
+	specA := &idem.Spec{Name: "test.A"}
+	specB := &idem.Spec{Name: "test.B"}
+	specA2 := &idem.Spec{Name: "test.A", Version: 2}
+	calls := []keyed{{specA, "x", 1}, {specA, "x", 1}, {specB, "x", 1}, {specA2, "x", 1}, {specA, "y", 1}, {specA, "x", 2}}
+	keysWith := func(g *idem.Guard) []string {
+		var out []string
+		for _, k := range calls {
+			c := g.Begin(k.spec)
+			c.Key().String(k.id)
+			c.Payload().Int(k.payload)
+			key, err := idem.KeyOf(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, key)
+		}
+		return out
+	}
+	with, without := keysWith(idem.NewGuard(idem.NewMemoryStore())), keysWith(idem.NewGuard(idem.NewMemoryStore(), idem.WithKeyMemo(0)))
+	if diff := cmp.Diff(without, with); diff != "" {
+		t.Fatalf("keys with the memo differ (-without +with):\n%s", diff)
+	}
+	if with[0] != with[1] || with[0] == with[2] || with[0] == with[3] || with[0] == with[4] || with[0] != with[5] {
+		t.Fatalf("keys %v: same call must share a key; other function, version or ID must not", with)
+	}
+	// Same key, other payload: the memo must not hide the mismatch.
+	g := idem.NewGuard(idem.NewMemoryStore(), idem.WithKeyMemo(2))
+	run := func(amount int64) error {
+		c := g.Begin(specA)
+		c.Key().ID("evt")
+		c.Payload().Int(amount)
+		_, err := idem.Do(context.Background(), c, func(context.Context) (int64, error) { return amount, nil })
+		return err
+	}
+	for i, tt := range []struct {
+		amount int64
+		want   error
+	}{{1, nil}, {1, nil}, {2, idem.ErrPayloadMismatch}, {1, nil}, {3, idem.ErrPayloadMismatch}, {2, idem.ErrPayloadMismatch}} {
+		if err := run(tt.amount); !errors.Is(err, tt.want) {
+			t.Fatalf("call %d (amount %d) = %v, want %v", i, tt.amount, err, tt.want)
+		}
+	}
+}

@@ -31,6 +31,7 @@ type Guard struct {
 	flights     flightTable
 	calls       sync.Pool // *Call
 	macs        sync.Pool // *keyedHash (HMAC-SHA-256)
+	memo        *keyMemo
 }
 
 // Option configures a Guard.
@@ -64,9 +65,17 @@ func WithHMAC(secret []byte) Option {
 // that a process's wrong clock cannot break exclusivity.
 func WithGuardClock(now func() time.Time) Option { return func(g *Guard) { g.now = now } }
 
+// WithKeyMemo sets how many recently derived keys a Guard remembers
+// (default 4096; 0 turns it off). A duplicate repeats its key material, so
+// a remembered key spares it the SHA-256; the memo holds key material of
+// up to 1 KiB per entry in process memory, never in the store.
+func WithKeyMemo(entries int) Option {
+	return func(g *Guard) { g.memo = newKeyMemo(entries) }
+}
+
 // NewGuard returns a Guard over store.
 func NewGuard(store Store, opts ...Option) *Guard {
-	g := &Guard{store: store, codec: JSONCodec{}, prefix: "idem:", now: time.Now}
+	g := &Guard{store: store, codec: JSONCodec{}, prefix: "idem:", now: time.Now, memo: newKeyMemo(4096)}
 	for _, o := range opts {
 		o(g)
 	}
@@ -110,6 +119,7 @@ type Call struct {
 	entity     KeyBuilder
 	at         time.Time
 	scratch    []byte
+	raw        []byte // memo lookup key
 }
 
 // Begin starts a call of the function described by spec.
@@ -147,30 +157,18 @@ func (c *Call) finish() (key string, fp Fingerprint, order OrderClaim, err error
 	if err == nil && spec.Ordered {
 		err = c.entity.err
 	}
-	if err == nil {
-		kh := g.mac(c.key.sum())
-		fp = Fingerprint(kh)
-		if c.hasPayload {
-			fp = Fingerprint(g.mac(c.payload.sum()))
+	if err == nil && g.memo != nil && !spec.Ordered && !c.key.flushed && !c.payload.flushed {
+		// A replay repeats its key material: look the derived key up
+		// instead of hashing again.
+		raw := c.memoRaw()
+		if e, ok := g.memo.get(raw); ok {
+			key, fp = e.key, e.fp
+		} else {
+			key, fp = c.derive(&order)
+			g.memo.put(raw, memoEntry{key: key, fp: fp})
 		}
-		b := append(c.scratch[:0], g.prefix...)
-		b = append(b, spec.Name...)
-		b = append(b, ":v"...)
-		b = strconv.AppendInt(b, int64(spec.Version), 10)
-		b = append(b, ':')
-		if spec.Ordered {
-			// "{entity}" is a hash tag: the call's record and its
-			// entity's order record land in one Redis Cluster slot.
-			eh := g.mac(c.entity.sum())
-			b = append(b, '{')
-			b = hex.AppendEncode(b, eh[:])
-			b = append(b, '}')
-			order = OrderClaim{Key: string(b), At: c.at, Grace: spec.Grace}
-			b = append(b, ':')
-		}
-		b = hex.AppendEncode(b, kh[:])
-		key = string(b)
-		c.scratch = b
+	} else if err == nil {
+		key, fp = c.derive(&order)
 	}
 	c.key.reset()
 	c.payload.reset()
@@ -180,6 +178,51 @@ func (c *Call) finish() (key string, fp Fingerprint, order OrderClaim, err error
 	c.spec = nil
 	g.calls.Put(c)
 	return key, fp, order, err
+}
+
+// memoRaw lays out what identifies a derived key: the function and
+// version, then the key material, then the payload material.
+func (c *Call) memoRaw() []byte {
+	b := binary.AppendUvarint(c.raw[:0], uint64(len(c.spec.Name)))
+	b = append(b, c.spec.Name...)
+	b = binary.AppendVarint(b, int64(c.spec.Version))
+	b = binary.AppendUvarint(b, uint64(len(c.key.buf)))
+	b = append(b, c.key.buf...)
+	if c.hasPayload {
+		b = append(b, 1)
+		b = append(b, c.payload.buf...)
+	}
+	c.raw = b
+	return b
+}
+
+// derive hashes the key material and builds the store key.
+func (c *Call) derive(order *OrderClaim) (key string, fp Fingerprint) {
+	g, spec := c.g, c.spec
+	kh := g.mac(c.key.sum())
+	fp = Fingerprint(kh)
+	if c.hasPayload {
+		fp = Fingerprint(g.mac(c.payload.sum()))
+	}
+	b := append(c.scratch[:0], g.prefix...)
+	b = append(b, spec.Name...)
+	b = append(b, ":v"...)
+	b = strconv.AppendInt(b, int64(spec.Version), 10)
+	b = append(b, ':')
+	if spec.Ordered {
+		// "{entity}" is a hash tag: the call's record and its
+		// entity's order record land in one Redis Cluster slot.
+		eh := g.mac(c.entity.sum())
+		b = append(b, '{')
+		b = hex.AppendEncode(b, eh[:])
+		b = append(b, '}')
+		*order = OrderClaim{Key: string(b), At: c.at, Grace: spec.Grace}
+		b = append(b, ':')
+	}
+	b = hex.AppendEncode(b, kh[:])
+	key = string(b)
+	c.scratch = b
+	return key, fp
 }
 
 func (g *Guard) mac(sum [32]byte) [32]byte {
@@ -284,4 +327,68 @@ func AllowOutOfOrder(ctx context.Context, reason string) context.Context {
 func overrideFrom(ctx context.Context) (string, bool) {
 	r, ok := ctx.Value(overrideKey{}).(string)
 	return r, ok
+}
+
+// keyMemo is a bounded map from key material to derived keys: sharded,
+// with random eviction (Go's map iteration order) when a shard is full.
+type keyMemo struct {
+	perShard int
+	shards   [16]struct {
+		mu sync.RWMutex
+		m  map[string]memoEntry
+	}
+}
+
+type memoEntry struct {
+	key string
+	fp  Fingerprint
+}
+
+// maxMemoRaw bounds the key material one memo entry may hold.
+const maxMemoRaw = 1024
+
+func newKeyMemo(entries int) *keyMemo {
+	if entries <= 0 {
+		return nil
+	}
+	m := &keyMemo{perShard: max(entries/16, 1)}
+	for i := range m.shards {
+		m.shards[i].m = make(map[string]memoEntry)
+	}
+	return m
+}
+
+func (m *keyMemo) shard(raw []byte) int {
+	h := uint32(2166136261)
+	for _, c := range raw[len(raw)-min(len(raw), 16):] {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return int(h % uint32(len(m.shards)))
+}
+
+func (m *keyMemo) get(raw []byte) (memoEntry, bool) {
+	if len(raw) > maxMemoRaw {
+		return memoEntry{}, false
+	}
+	s := &m.shards[m.shard(raw)]
+	s.mu.RLock()
+	e, ok := s.m[string(raw)]
+	s.mu.RUnlock()
+	return e, ok
+}
+
+func (m *keyMemo) put(raw []byte, e memoEntry) {
+	if len(raw) > maxMemoRaw {
+		return
+	}
+	s := &m.shards[m.shard(raw)]
+	s.mu.Lock()
+	if len(s.m) >= m.perShard {
+		for k := range s.m {
+			delete(s.m, k)
+			break
+		}
+	}
+	s.m[string(raw)] = e
+	s.mu.Unlock()
 }

@@ -78,6 +78,9 @@ type mapFrame struct {
 	parent int // len(entries) before this map (restored at MapEnd)
 }
 
+// Reset empties b for reuse, keeping its buffers.
+func (b *KeyBuilder) Reset() { b.reset() }
+
 func (b *KeyBuilder) reset() {
 	b.buf = b.buf[:0]
 	b.flushed = false
