@@ -82,6 +82,29 @@ var backends = []testBackend{
 		t.Cleanup(func() { st.Close() })
 		return "redis://" + addr + "/0?redis_prefix=" + url.QueryEscape(prefix), st
 	}},
+	{name: "redis-cluster", open: func(t *testing.T) (string, idem.Store) {
+		addrs := envOr("IDEM_REDIS_CLUSTER_ADDRS", "127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103")
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
+		t.Cleanup(func() { rdb.Close() })
+		ctx := context.Background()
+		needService(t, "Redis Cluster at "+addrs, "Start it: bash scripts/redis-cluster.sh start (or make services), or set IDEM_REDIS_CLUSTER_ADDRS.", rdb.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }))
+		prefix := "idemctl-test:" + randName() + ":"
+		t.Cleanup(func() {
+			rdb.ForEachMaster(context.Background(), func(ctx context.Context, c *redis.Client) error { //nolint:errcheck
+				keys, _ := c.Keys(ctx, prefix+"*").Result()
+				for _, k := range keys {
+					c.Del(ctx, k)
+				}
+				return nil
+			})
+		})
+		st, err := redisstore.New(rdb, redisstore.WithPrefix(prefix), redisstore.WithEvictionCheck(redisstore.EvictionIgnore))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return "redis+cluster://" + addrs + "?redis_prefix=" + url.QueryEscape(prefix), st
+	}},
 	{name: "postgres", expiredLingers: true, open: func(t *testing.T) (string, idem.Store) {
 		raw := envOr("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
 		ctx := context.Background()
