@@ -601,8 +601,13 @@ func deleteCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) erro
 		defer c.close()
 		key := args[0]
 		before, err := c.lookup(ctx, key)
-		if err != nil {
+		corrupt := errors.Is(err, idem.ErrCorruptRecord)
+		if err != nil && !corrupt {
 			return err
+		}
+		if corrupt {
+			// Delete is the way out for a value the store cannot decode.
+			before = idem.Record{Key: key}
 		}
 		if before.State == idem.StateInProgress && !*force {
 			return fmt.Errorf("%s is in progress (fence %d): deleting it lets the next owner start again at fence 1, which a still-running owner may also hold; use 'idemctl release' (fenced), or pass -force", key, before.Fence)
@@ -614,10 +619,17 @@ func deleteCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) erro
 			return fmt.Errorf("deleting %s: %w", key, err)
 		}
 		v := c.view(before)
+		if corrupt {
+			v.State = "corrupt"
+		}
 		if c.opts.json {
 			return c.printJSON(struct {
 				Deleted view `json:"deleted"`
 			}{v})
+		}
+		if corrupt {
+			fmt.Fprintf(c.stdout, "deleted %s (was a corrupt record)\n", key)
+			return nil
 		}
 		fmt.Fprintf(c.stdout, "deleted %s (was %s, fence %d)\n", key, v.status(), v.Fence)
 		return nil

@@ -615,3 +615,25 @@ func newFlagSet() *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	return fs
 }
+
+// A value the store cannot decode is shown as an error (never as absent)
+// and can be deleted.
+func TestCorruptRecord(t *testing.T) {
+	storeURL, app := backends[0].open(t) // redis
+	st := app.(*redisstore.Store)
+	u, _ := url.Parse(storeURL)
+	rdb := redis.NewClient(&redis.Options{Addr: u.Host})
+	defer rdb.Close()
+	key := "idem:test.Bad:v0:00"
+	if err := rdb.Set(context.Background(), st.RecordKey(key), "garbage", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := ctl(t, storeURL, "show", key)
+	if code != ExitError || !strings.Contains(errOut, "corrupt") {
+		t.Errorf("show of a corrupt record: exit %d, stderr %q; want 1 and 'corrupt'", code, errOut)
+	}
+	if out := mustCtl(t, 0, storeURL, "delete", key); out != "deleted "+key+" (was a corrupt record)\n" {
+		t.Errorf("delete: %q", out)
+	}
+	mustCtl(t, ExitNotFound, storeURL, "show", key)
+}
