@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemgen/idemgen/internal/idemctl/fixture"
 	"github.com/idemgen/idemgen/runtime/filestore"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/pgstore"
@@ -164,6 +165,7 @@ func mustCtl(t *testing.T, want int, storeURL string, args ...string) string {
 	return out
 }
 
+// The specs of package fixture's functions, for their keys.
 var (
 	specCharge = &idem.Spec{Name: "test.Charge"}                                       // completed
 	specRefund = &idem.Spec{Name: "test.Refund", OnFailure: idem.FailureLock}          // failed, recorded
@@ -229,32 +231,33 @@ func testCommands(t *testing.T, b testBackend) {
 	storeURL, app := b.open(t)
 	g := idem.NewGuard(app)
 
-	// A completed call, a failure recorded under on_failure=lock, a failure
-	// released under on_failure=unlock, a call that expires at once, and a
-	// call left running.
-	if _, err := call(g, specCharge, "a", func(context.Context) (string, error) { return "receipt-a", nil }); err != nil {
+	// Through the generated wrappers (package fixture): a completed call,
+	// a failure recorded under on_failure=lock, a failure released under
+	// on_failure=unlock, a call that expires at once, and a call left
+	// running.
+	w := fixture.NewIdempotent(g)
+	ctx := context.Background()
+	if _, err := w.Charge(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := call(g, specRefund, "a", func(context.Context) (string, error) { return "", errors.New("card declined") }); err == nil {
+	if _, err := w.Refund(ctx, "a"); err == nil {
 		t.Fatal("Refund: want its error")
 	}
-	if _, err := call(g, specNotify, "a", func(context.Context) (int, error) { return 0, errors.New("smtp down") }); err == nil {
+	if _, err := w.Notify(ctx, "a"); err == nil {
 		t.Fatal("Notify: want its error")
 	}
-	if _, err := call(g, specPing, "a", func(context.Context) (int, error) { return 1, nil }); err != nil {
+	if _, err := w.Ping(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	started, unblock := make(chan struct{}), make(chan struct{})
+	fixture.ShipStarted, fixture.ShipGate = make(chan struct{}), make(chan struct{})
+	unblock := fixture.ShipGate
+	defer func() { fixture.ShipStarted, fixture.ShipGate = nil, nil }()
 	shipErr := make(chan error, 1)
 	go func() {
-		_, err := call(g, specShip, "a", func(ctx context.Context) (string, error) {
-			close(started)
-			<-unblock
-			return "shipped", nil
-		})
+		_, err := w.Ship(ctx, "a")
 		shipErr <- err
 	}()
-	<-started
+	<-fixture.ShipStarted
 	defer func() {
 		select {
 		case <-unblock:
@@ -465,7 +468,7 @@ func testCommands(t *testing.T, b testBackend) {
 		var fence uint64
 		if _, err := call(g, specShip, "a", func(ctx context.Context) (string, error) {
 			fence, _ = idem.FenceFrom(ctx)
-			return "shipped", nil
+			return "shipped again", nil
 		}); err != nil {
 			t.Fatal(err)
 		}
