@@ -83,7 +83,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.store, "store", o.store, "store URL (default $IDEMCTL_STORE)")
 	fs.StringVar(&o.prefix, "prefix", o.prefix, "the Guard's key prefix (idem.WithKeyPrefix)")
 	fs.BoolVar(&o.json, "json", o.json, "print JSON instead of aligned text")
-	fs.DurationVar(&o.timeout, "timeout", o.timeout, "give up after this long")
+	fs.DurationVar(&o.timeout, "timeout", o.timeout, "give up after this long (0: no limit)")
 }
 
 // Run runs idemctl with args (without the program name) and returns the
@@ -138,8 +138,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		}
 		return ExitError
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
-	defer cancel()
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
 	err = run(ctx, pos)
 	switch {
 	case err == nil:

@@ -640,3 +640,11 @@ func TestCorruptRecord(t *testing.T) {
 	}
 	mustCtl(t, ExitNotFound, storeURL, "show", key)
 }
+
+func TestNoTimeout(t *testing.T) {
+	dir := t.TempDir()
+	var o, e bytes.Buffer
+	if code := Run(context.Background(), []string{"-timeout", "0", "-store", "file://" + dir, "cleanup"}, &o, &e, nil); code != 0 {
+		t.Errorf("-timeout 0: exit %d, stderr %q", code, e.String())
+	}
+}
