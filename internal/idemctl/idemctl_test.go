@@ -648,3 +648,48 @@ func TestNoTimeout(t *testing.T) {
 		t.Errorf("-timeout 0: exit %d, stderr %q", code, e.String())
 	}
 }
+
+// An owner that stopped heartbeating an hour ago (its store clock set back
+// an hour stands in for the wait): list -older finds it, marked as lease
+// expired, and stats counts it apart from live owners.
+func TestLeaseExpired(t *testing.T) {
+	dir := t.TempDir()
+	st, err := filestore.New(dir, filestore.WithoutSync(), filestore.WithClock(func() time.Time { return time.Now().Add(-time.Hour) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := idem.NewGuard(st)
+	started, gate := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := call(g, specShip, "old", func(context.Context) (string, error) {
+			close(started)
+			<-gate
+			return "", nil
+		})
+		done <- err
+	}()
+	<-started
+	defer func() { close(gate); <-done }()
+	storeURL := "file://" + dir
+	key := keyOf(t, g, specShip, "old")
+
+	out := mustCtl(t, 0, storeURL, "list", "-older", "30m")
+	want := [][]string{
+		{"KEY", "STATE", "FENCE", "UPDATED", "LEASE_UNTIL", "EXPIRES_AT", "SIZE"},
+		{key, "in_progress", "(lease", "expired)", "1", "TIME", "TIME", "TIME", "0"},
+	}
+	if diff := cmp.Diff(want, fields(out)); diff != "" {
+		t.Errorf("list -older 30m (-want +got):\n%s\n%s", diff, out)
+	}
+	if out := mustCtl(t, 0, storeURL, "list", "-older", "2h", "-json"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("list -older 2h: %s, want []", out)
+	}
+	var stats []statsRow
+	if err := json.Unmarshal([]byte(mustCtl(t, 0, storeURL, "stats", "-json")), &stats); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]statsRow{{Func: "test.Ship", LeaseExpired: 1, Total: 1}}, stats); diff != "" {
+		t.Errorf("stats (-want +got):\n%s", diff)
+	}
+}
