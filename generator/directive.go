@@ -14,7 +14,7 @@ const directivePrefix = "//idem:"
 
 // optionNames lists the options of a //idem: directive, in the order the
 // generated doc comment shows them.
-var optionNames = []string{"ttl", "lease", "on_duplicate", "on_failure", "key", "exclude", "name", "version", "wait"}
+var optionNames = []string{"ttl", "lease", "on_duplicate", "on_failure", "key", "exclude", "name", "version", "wait", "order", "grace"}
 
 var (
 	duplicateModes = []string{"return", "raise", "wait"}
@@ -37,6 +37,12 @@ type options struct {
 	exclude     []pathOpt
 	name        string
 	version     int
+	// order=ENTITY:TIME: the entity path and the event time path of an
+	// ordered function (orderSet), and grace= its tolerance.
+	orderEntity pathOpt
+	orderTime   pathOpt
+	orderSet    bool
+	grace       time.Duration
 	given       map[string]option // by option name, for positions
 	order       []string          // option names as written, for the doc comment
 }
@@ -119,6 +125,11 @@ func parseDirectives(fset *token.FileSet, lines []*ast.Comment, d *diags) (optio
 	if w, ok2 := o.given["wait"]; ok2 && o.onDuplicate != "wait" {
 		bad(w.pos, "option wait only applies with on_duplicate=wait")
 	}
+	if g, ok2 := o.given["grace"]; ok2 {
+		if _, ordered := o.given["order"]; !ordered {
+			bad(g.pos, "option grace only applies with order=ENTITY:TIME")
+		}
+	}
 	return o, ok
 }
 
@@ -147,6 +158,10 @@ func example(name string) string {
 		return "billing.CreateInvoice"
 	case "version":
 		return "1"
+	case "order":
+		return "req.UserID:req.Timestamp"
+	case "grace":
+		return "5m"
 	}
 	return "..."
 }
@@ -215,6 +230,35 @@ func (o *options) set(name, value string, pos token.Position) string {
 		} else {
 			o.exclude = paths
 		}
+	case "order":
+		entity, at, found := strings.Cut(value, ":")
+		switch {
+		case !found || strings.Contains(at, ":"):
+			return "order: " + strconv.Quote(value) + " is not ENTITY:TIME (one entity path, a colon, one time path: order=req.UserID:req.Timestamp)"
+		case entity == "":
+			return "order: missing the entity path before ':' in " + strconv.Quote(value) + " (order=req.UserID:req.Timestamp)"
+		case at == "":
+			return "order: missing the time path after ':' in " + strconv.Quote(value) + " (order=req.UserID:req.Timestamp)"
+		case strings.Contains(entity, ","):
+			return "order: the entity is one path, not a list: " + strconv.Quote(entity) + " (key a struct or an idem.Keyer for a composite entity)"
+		}
+		tp := pos
+		tp.Column += len(entity) + 1
+		tp.Offset += len(entity) + 1
+		o.orderEntity, o.orderTime, o.orderSet = pathOpt{text: entity, pos: pos}, pathOpt{text: at, pos: tp}, true
+	case "grace":
+		d, err := time.ParseDuration(value)
+		if err != nil {
+			hint := ""
+			if _, nerr := strconv.Atoi(value); nerr == nil {
+				hint = " (write a unit: " + value + "s)"
+			}
+			return "grace: " + strconv.Quote(value) + " is not a duration" + hint
+		}
+		if d < 0 {
+			return "grace must not be negative, not " + value
+		}
+		o.grace = d
 	case "name":
 		if !nameRE.MatchString(value) {
 			return "name: " + strconv.Quote(value) + " is not a stable name (letters, digits and _ . / -, starting with a letter)"

@@ -200,7 +200,8 @@ func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
 	recv, c := ns.get("x"), ns.get("c")
 
 	keys, payload, ok := e.keyStatements(x, c, ns)
-	if !ok {
+	order, orderOK := e.orderStatements(x, c, ns)
+	if !ok || !orderOK {
 		return nil
 	}
 
@@ -224,6 +225,12 @@ func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
 	}
 	if o.version > 0 {
 		fields = append(fields, kv("Version", jen.Lit(o.version)))
+	}
+	if o.orderSet {
+		fields = append(fields, kv("Ordered", jen.True()))
+		if o.grace > 0 {
+			fields = append(fields, kv("Grace", e.duration(o.grace)))
+		}
 	}
 	out = append(out, jen.Var().Id(specVar).Op("=").Op("&").Add(e.qual(e.idem, "Spec")).Values(fields...))
 
@@ -291,6 +298,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
 	body := []jen.Code{jen.Id(c).Op(":=").Id(recv).Dot(field).Dot("Begin").Call(jen.Id(specVar))}
 	body = append(body, keys...)
 	body = append(body, payload...)
+	body = append(body, order...)
 	do := func(inner ...jen.Code) *jen.Statement {
 		return jen.Add(e.qual(e.idem, "Do")).Call(ctxArg, jen.Id(c),
 			jen.Func().Params(closureParam).Params(resultT, jen.Error()).Block(inner...))
@@ -382,7 +390,7 @@ func (e *emitter) optionSummary(x *fn) string {
 	if o.onFailure != "" {
 		parts = append(parts, "on_failure="+o.onFailure)
 	}
-	for _, n := range []string{"key", "exclude", "name", "version"} {
+	for _, n := range []string{"key", "exclude", "name", "version", "order", "grace"} {
 		if opt, ok := o.given[n]; ok {
 			parts = append(parts, n+"="+opt.value)
 		}
@@ -540,3 +548,74 @@ func isString(t types.Type) bool {
 }
 
 func upperFirst(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+
+// orderStatements resolves order= and writes the entity's key material
+// (c.Entity(), with the same encoding as keys) and the event time
+// (c.At). The time path must be a time.Time or a *time.Time; a nil
+// pointer on it means the event has no time, which the call rejects as
+// ErrInvalidKey rather than guessing one.
+func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) {
+	o := x.opts
+	if !o.orderSet {
+		return nil, true
+	}
+	pi := e.pi
+	ent, entOK := pi.resolve(x, o.orderEntity, "order")
+	at, atOK := pi.resolve(x, o.orderTime, "order")
+	var out []jen.Code
+	timeT, timePtr := false, false
+	if atOK {
+		t := at.typ
+		if p, ok := t.(*types.Pointer); ok {
+			t, timePtr = p.Elem(), true
+		}
+		timeT = isTime(t)
+		if !timeT {
+			pi.d.add(o.orderTime.pos, "order: the time path %s has type %s; it must be time.Time or *time.Time", at.opt.text, pi.typeString(at.typ))
+			atOK = false
+		}
+	}
+	if entOK {
+		w := &writer{e: e, b: func() *jen.Statement { return jen.Id(c).Dot("Entity").Call() }, n: ns}
+		v := val{e: func() *jen.Statement { return ent.expr(x.params, len(ent.fields)) }}
+		s, msg := w.write(v, ent.typ, ent.opt.text, nil, len(ent.fields) == 0 && x.params[ent.param].variadic)
+		if msg != "" {
+			pi.d.add(o.orderEntity.pos, "order: cannot key the entity %s", msg)
+			entOK = false
+		} else {
+			if g := ent.guard(x.params); g != nil {
+				s = one(jen.If(g).Block(w.b().Dot("Nil").Call()).Else().Block(s...))
+			}
+			out = append(out, s...)
+		}
+	}
+	if !entOK || !atOK {
+		return nil, false
+	}
+	tv := at.expr(x.params, len(at.fields))
+	nilCheck := at.guard(x.params)
+	if timePtr {
+		cond := at.expr(x.params, len(at.fields)).Op("==").Nil()
+		if nilCheck != nil {
+			nilCheck = jen.Add(nilCheck).Op("||").Add(cond)
+		} else {
+			nilCheck = cond
+		}
+		tv = jen.Op("*").Add(tv)
+	}
+	set := jen.Id(c).Dot("At").Call(tv)
+	if nilCheck == nil {
+		return append(out, set), true
+	}
+	errorsPkg := types.NewPackage("errors", "errors")
+	fail := jen.Id(c).Dot("Entity").Call().Dot("Fail").Call(
+		e.qual(errorsPkg, "New").Call(jen.Lit("order: " + at.opt.text + " is nil: the event has no time")))
+	return append(out, jen.If(nilCheck).Block(fail).Else().Block(set)), true
+}
+
+// isTime reports whether t is time.Time itself (a defined type over it
+// has lost its methods and is rejected).
+func isTime(t types.Type) bool {
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "time" && n.Obj().Name() == "Time"
+}
