@@ -1,0 +1,95 @@
+package idemaudit_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemaudit"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func TestSlogSink(t *testing.T) {
+	var buf lockedBuffer
+	sink := idemaudit.NewSlogSink(slog.New(slog.NewJSONHandler(&buf, nil)))
+	fixed := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	g := idem.NewGuard(idem.NewMemoryStore(), idem.WithObserver(idemaudit.New(sink, idemaudit.WithClock(func() time.Time { return fixed }))))
+	spec := &idem.Spec{Name: "audit.Slog", Ordered: true, OnFailure: idem.FailureLock}
+	ctx := context.Background()
+	boom := errors.New("card declined")
+	call := func(ctx context.Context, id string, at time.Duration, fail bool) error {
+		c := g.Begin(spec)
+		c.Key().ID(id)
+		c.Entity().String("user-1")
+		c.At(fixed.Add(at))
+		_, err := idem.Do(ctx, c, func(context.Context) (int, error) {
+			if fail {
+				return 0, boom
+			}
+			return 1, nil
+		})
+		return err
+	}
+	call(ctx, "a", time.Minute, false)
+	call(ctx, "a", time.Minute, false)
+	call(ctx, "b", 0, false)
+	call(ctx, "c", 2*time.Minute, true)
+	call(idemaudit.WithPayload(idem.AllowOutOfOrder(ctx, "replay from backup"), []byte("ev-b")), "b", 0, false)
+
+	var got []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(buf.b.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["msg"] != "idem audit" || m["func"] != "audit.Slog" || len(m["key_hash"].(string)) != 64 || len(m["entity"].(string)) != 64 {
+			t.Errorf("line lacks the common fields: %s", line)
+		}
+		got = append(got, map[string]any{"action": m["action"], "reason": m["reason"], "payload": m["payload"]})
+	}
+	want := []map[string]any{
+		{"action": "executed", "reason": nil, "payload": nil},
+		{"action": "replayed", "reason": nil, "payload": nil},
+		{"action": "out_of_order", "reason": got[2]["reason"], "payload": nil},
+		{"action": "failed", "reason": "card declined", "payload": nil},
+		{"action": "override", "reason": "replay from backup", "payload": "ZXYtYg=="},
+		{"action": "executed", "reason": nil, "payload": "ZXYtYg=="},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("audit log (-want +got):\n%s", diff)
+	}
+	if r, _ := got[2]["reason"].(string); !strings.Contains(r, "out of order") {
+		t.Errorf("out-of-order reason: %q", r)
+	}
+}
+
+func TestActionOf(t *testing.T) {
+	for o := idem.OutcomeExecuted; o <= idem.OutcomeOverride; o++ {
+		a := idemaudit.ActionOf(o)
+		if a == idemaudit.OtherAction && o != idem.OutcomeTakeover && o != idem.OutcomeHeartbeatFailed {
+			t.Errorf("%v has no audit action", o)
+		}
+	}
+	if got := idemaudit.ActionOf(idem.Outcome(200)); got != idemaudit.OtherAction {
+		t.Errorf("unknown outcome: %v", got)
+	}
+}
