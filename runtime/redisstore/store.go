@@ -321,6 +321,11 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 		}
 		return fmt.Errorf("redisstore: %s %s: %w (%w)", op, key, cerr, err)
 	}
+	if strings.HasPrefix(err.Error(), "OOM ") {
+		// maxmemory reached under noeviction: like a full memory or file
+		// store, new keys cannot be claimed while replays still work.
+		return fmt.Errorf("redisstore: %s %s: %w: %w", op, key, idem.ErrStoreFull, err)
+	}
 	return fmt.Errorf("redisstore: %s %s: %w: %w", op, key, idem.ErrStoreUnavailable, err)
 }
 
