@@ -22,7 +22,9 @@ import (
 
 // testDB connects to IDEM_POSTGRES_URL (skip outside CI, fail under
 // CI=true) and returns a schema name only this test uses.
-func testDB(t *testing.T) (*pgxpool.Pool, string) {
+func testDB(t *testing.T) (*pgxpool.Pool, string) { return benchDB(t) }
+
+func benchDB(t testing.TB) (*pgxpool.Pool, string) {
 	t.Helper()
 	url := os.Getenv("IDEM_POSTGRES_URL")
 	if url == "" {
