@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemgen/idemgen/runtime/filestore"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemaudit"
 	"github.com/idemgen/idemgen/runtime/idemobs"
@@ -62,7 +63,7 @@ func (s *memSink) all() []idemaudit.Entry {
 	return append([]idemaudit.Entry(nil), s.entries...)
 }
 
-var backends = []string{"memory", "redis", "postgres"}
+var backends = []string{"memory", "file", "redis", "postgres"}
 
 // env is a Guard over one store, auditing into memory and, on Postgres,
 // into a pgaudit table in the test's schema.
@@ -82,6 +83,12 @@ func newEnv(t *testing.T, backend string) *env {
 	switch backend {
 	case "memory":
 		store = idem.NewMemoryStore()
+	case "file":
+		fs, err := filestore.New(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		store = fs
 	case "redis":
 		store = redisStore(t)
 	case "postgres":
