@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -93,7 +94,7 @@ func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)
 		owner := g.token()
 		// The lease runs from when the claim was sent: a slow reply must
 		// not make the owner think it has more lease than it has.
-		st.claimedAt = g.now()
+		st.claimSent = time.Now()
 		res, err := g.store.Claim(ctx, ClaimRequest{Key: key, Fingerprint: fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: order})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -180,9 +181,9 @@ type state struct {
 	spec   *Spec
 	key    string
 	entity string // order record key of an ordered call
-	// claimedAt is when the last claim was sent; an acquired lease is
-	// counted from then.
-	claimedAt time.Time
+	// claimSent is when the last claim was sent (monotonic): an acquired
+	// lease is counted from then.
+	claimSent time.Time
 	reason    string
 	start     time.Time
 	wait      context.Context // bounds all waiting of this call; made on first need
@@ -259,11 +260,12 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fp Fingerprint,
 	r, err = fn(rctx)
 	panicked = false
 	hb.stop()
-	lost := errors.Is(context.Cause(rctx), ErrLeaseLost)
 	cancel(nil)
 
-	if lost {
-		// Another caller may own the key now: store nothing.
+	// The store said another caller owns the key now: store nothing. (A
+	// lease that only ran out without heartbeats canceled fn's ctx too;
+	// if fn still succeeded, Complete's compare-and-set decides.)
+	if hb.lost.Load() {
 		g.flights.finish(lease.Key, f, false, nil, nil)
 		lerr := fmt.Errorf("%s: %w (fence %d): result not stored", spec.Name, ErrLeaseLost, lease.Fence)
 		ev(OutcomeLeaseLost, lease.Fence, lerr)
@@ -352,44 +354,53 @@ func decodeResult[R any](g *Guard, spec *Spec, r Result) (R, error) {
 }
 
 // heartbeat renews a lease every Duration/3 off the caller's path. It uses
-// a timer rather than a goroutine, so a short function never starts one.
+// timers rather than a goroutine, so a short function never starts one.
 type heartbeat struct {
-	mu      sync.Mutex
-	stopped bool
-	t       *time.Timer
+	mu      sync.Mutex // serializes beats with stop
+	stopped atomic.Bool
+	lost    atomic.Bool // the store said the key has another owner
+	t       *time.Timer // the next beat
+	// dead fires when the lease has run out, counted from when the last
+	// successful heartbeat (or the claim) was sent, so the function is
+	// stopped no later than the store can hand the key on.
+	dead *time.Timer
 }
 
 func (g *Guard) startHeartbeat(rctx context.Context, cancel context.CancelCauseFunc, lease Lease, st state) *heartbeat {
 	hb := &heartbeat{}
 	note := st.note
 	interval := lease.Duration / 3
-	lastOK := st.claimedAt
+	hb.dead = time.AfterFunc(time.Until(st.claimSent.Add(lease.Duration)), func() {
+		if hb.stopped.Load() {
+			return
+		}
+		err := fmt.Errorf("%w: no heartbeat succeeded within the %s lease", ErrLeaseLost, lease.Duration)
+		note(OutcomeLeaseLost, lease.Fence, err)
+		cancel(err)
+	})
 	var beat func()
 	beat = func() {
 		hb.mu.Lock()
 		defer hb.mu.Unlock()
-		if hb.stopped {
+		if hb.stopped.Load() {
 			return
 		}
+		sent := time.Now()
 		hctx, hcancel := context.WithTimeout(context.WithoutCancel(rctx), interval)
 		err := g.store.Heartbeat(hctx, lease)
 		hcancel()
 		switch {
 		case err == nil:
-			lastOK = g.now()
+			hb.dead.Reset(time.Until(sent.Add(lease.Duration)))
 		case errors.Is(err, ErrLeaseLost):
+			hb.lost.Store(true)
 			note(OutcomeLeaseLost, lease.Fence, err)
 			cancel(ErrLeaseLost)
 			return
 		default:
+			// The dead timer stops the function if this goes on for
+			// the rest of the lease.
 			note(OutcomeHeartbeatFailed, lease.Fence, err)
-			// Past the lease another caller may have taken over: stop
-			// the function rather than risk two owners.
-			if g.now().Sub(lastOK) >= lease.Duration {
-				note(OutcomeLeaseLost, lease.Fence, err)
-				cancel(ErrLeaseLost)
-				return
-			}
 		}
 		hb.t.Reset(interval)
 	}
@@ -401,8 +412,9 @@ func (g *Guard) startHeartbeat(rctx context.Context, cancel context.CancelCauseF
 
 // stop cancels future beats and waits for one in flight.
 func (hb *heartbeat) stop() {
+	hb.stopped.Store(true)
+	hb.dead.Stop()
 	hb.mu.Lock()
-	hb.stopped = true
 	hb.t.Stop()
 	hb.mu.Unlock()
 }

@@ -639,3 +639,39 @@ func TestKeyMemoIsTransparent(t *testing.T) {
 		}
 	}
 }
+
+// unreachable heartbeats: every heartbeat fails, as when the store is cut off.
+type noHeartbeats struct{ idem.Store }
+
+func (noHeartbeats) Heartbeat(context.Context, idem.Lease) error { return errDown }
+
+// A function whose heartbeats cannot reach the store is stopped when its
+// lease runs out (counted from the claim), not a heartbeat later: by then
+// the store may already have handed the key to someone else.
+func TestLeaseRunsOutWithoutHeartbeats(t *testing.T) {
+	rec := &recorder{}
+	g := idem.NewGuard(noHeartbeats{idem.NewMemoryStore()}, idem.WithObserver(rec))
+	const lease = 90 * time.Millisecond
+	spec := &idem.Spec{Name: "test.CutOff", Lease: lease}
+	start := time.Now()
+	var stopped time.Duration
+	var cause error
+	_, err := call(context.Background(), g, spec, "k", func(ctx context.Context) (int, error) {
+		select {
+		case <-ctx.Done():
+			stopped, cause = time.Since(start), context.Cause(ctx)
+			return 0, cause
+		case <-time.After(5 * time.Second):
+			return 1, nil
+		}
+	})
+	if !errors.Is(cause, idem.ErrLeaseLost) || !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("cause = %v, Do = %v; want ErrLeaseLost", cause, err)
+	}
+	if stopped < lease || stopped > lease+lease/3+200*time.Millisecond {
+		t.Fatalf("stopped after %v, want at the end of the %v lease", stopped, lease)
+	}
+	if got := rec.outcomes(); !slicesContain(got, "heartbeat_failed") || !slicesContain(got, "lease_lost") {
+		t.Fatalf("outcomes %v", got)
+	}
+}
