@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -164,6 +165,10 @@ type Writer struct {
 	done    chan struct{}
 	closing sync.Once
 	closed  atomic.Bool
+	// inflight counts Records between their closed check and their send,
+	// so Close can wait for them: no entry is enqueued after the final
+	// drain and silently lost.
+	inflight atomic.Int64
 
 	dropped, written, lost atomic.Uint64
 }
@@ -187,6 +192,8 @@ func New(pool *pgxpool.Pool, opts ...Option) *Writer {
 // Record enqueues e. It never blocks: with the queue full (or the writer
 // closed) e is dropped and counted.
 func (w *Writer) Record(_ context.Context, e idemaudit.Entry) {
+	w.inflight.Add(1)
+	defer w.inflight.Add(-1)
 	if w.closed.Load() {
 		w.dropped.Add(1)
 		return
@@ -234,6 +241,11 @@ func (w *Writer) Flush(ctx context.Context) error {
 func (w *Writer) Close(ctx context.Context) error {
 	w.closing.Do(func() {
 		w.closed.Store(true)
+		// A Record that saw closed false is between its check and its
+		// (non-blocking) send: wait for it, then drain.
+		for w.inflight.Load() != 0 {
+			runtime.Gosched()
+		}
 		close(w.stop)
 	})
 	select {
