@@ -211,13 +211,22 @@ func BenchmarkReplayParallel(b *testing.B) {
 	spec := &idem.Spec{Name: "bench.Parallel"}
 	fn := func(ctx context.Context) (*receipt, error) { return &receipt{ID: "r"}, nil }
 	ctx := context.Background()
+	replay := func() error {
+		c := g.Begin(spec)
+		c.Key().String("cus_8f2a91")
+		_, err := idem.Do(ctx, c, fn)
+		return err
+	}
+	if err := replay(); err != nil { // executes once; the rest replay
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
+	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			c := g.Begin(spec)
-			c.Key().String("cus_8f2a91")
-			if _, err := idem.Do(ctx, c, fn); err != nil {
-				b.Fatal(err)
+			if err := replay(); err != nil {
+				b.Error(err)
+				return
 			}
 		}
 	})

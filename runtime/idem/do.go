@@ -50,8 +50,19 @@ func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)
 		g.observe(ctx, Event{Func: spec.Name, Outcome: OutcomeInvalidKey, Err: err, Final: true})
 		return zero, fmt.Errorf("%s: %w", spec.Name, err)
 	}
-	st := state{g: g, spec: spec, key: key, start: g.now(), entity: order.Key, ctx: ctx}
-	defer st.stopWaiting()
+	st := state{g: g, spec: spec, key: key, entity: order.Key, ctx: ctx}
+	if g.obs != nil {
+		st.start = g.now() // only observers read durations
+	}
+	r, err := run(ctx, &st, fp, order, fn)
+	st.stopWaiting()
+	return r, err
+}
+
+// run is Do past the key: in process, claim, replay, wait or execute.
+func run[R any](ctx context.Context, st *state, fp Fingerprint, order OrderClaim, fn func(context.Context) (R, error)) (R, error) {
+	var zero R
+	g, spec, key := st.g, st.spec, st.key
 	var overrideReason string
 	if spec.Ordered {
 		if o, ok := g.store.(Orderer); !ok || !o.SupportsOrdering() {
@@ -94,7 +105,7 @@ func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)
 		owner := g.token()
 		// The lease runs from when the claim was sent: a slow reply must
 		// not make the owner think it has more lease than it has.
-		st.claimSent = time.Now()
+		st.claimSent = time.Since(g.base)
 		res, err := g.store.Claim(ctx, ClaimRequest{Key: key, Fingerprint: fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: order})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -118,7 +129,7 @@ func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)
 				st.reason = ""
 			}
 			lease := Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: spec.lease(), TTL: spec.ttl()}
-			return execute(ctx, &st, lease, fp, fn)
+			return execute(ctx, st, lease, fp, fn)
 		case ClaimCompleted:
 			if spec.OnDuplicate == DuplicateRaise {
 				st.ev(OutcomeDuplicate, res.Fence, nil)
@@ -181,9 +192,9 @@ type state struct {
 	spec   *Spec
 	key    string
 	entity string // order record key of an ordered call
-	// claimSent is when the last claim was sent (monotonic): an acquired
-	// lease is counted from then.
-	claimSent time.Time
+	// claimSent is when the last claim was sent, since Guard.base (a
+	// monotonic reading only): an acquired lease is counted from then.
+	claimSent time.Duration
 	reason    string
 	start     time.Time
 	wait      context.Context // bounds all waiting of this call; made on first need
@@ -370,7 +381,7 @@ func (g *Guard) startHeartbeat(rctx context.Context, cancel context.CancelCauseF
 	hb := &heartbeat{}
 	note := st.note
 	interval := lease.Duration / 3
-	hb.dead = time.AfterFunc(time.Until(st.claimSent.Add(lease.Duration)), func() {
+	hb.dead = time.AfterFunc(st.claimSent+lease.Duration-time.Since(g.base), func() {
 		if hb.stopped.Load() {
 			return
 		}

@@ -25,6 +25,7 @@ type Guard struct {
 	failOpen bool
 	hmacKey  []byte
 	now      func() time.Time
+	base     time.Time // origin of monotonic readings (time.Since(base))
 
 	tokenPrefix [8]byte
 	counter     atomic.Uint64
@@ -75,7 +76,7 @@ func WithKeyMemo(entries int) Option {
 
 // NewGuard returns a Guard over store.
 func NewGuard(store Store, opts ...Option) *Guard {
-	g := &Guard{store: store, codec: JSONCodec{}, prefix: "idem:", now: time.Now, memo: newKeyMemo(4096)}
+	g := &Guard{store: store, codec: JSONCodec{}, prefix: "idem:", now: time.Now, base: time.Now(), memo: newKeyMemo(4096)}
 	for _, o := range opts {
 		o(g)
 	}
@@ -249,6 +250,9 @@ type keyedHash struct {
 // flightTable tracks the calls this process is executing, so same-key
 // callers in the process are answered without asking the store.
 type flightTable struct {
+	// active counts running flights: while none run, which is the common
+	// case for a replay, get skips the lookup altogether.
+	active atomic.Int64
 	shards [32]struct {
 		mu sync.RWMutex
 		m  map[string]*flight
@@ -271,15 +275,23 @@ func (t *flightTable) init() {
 	}
 }
 
-func (t *flightTable) shard(key string) int {
+func (t *flightTable) shard(key string) int { return int(tailHash(key) % uint32(len(t.shards))) }
+
+// tailHash hashes the last 16 bytes of a key. Guard keys end in the hex
+// of a SHA-256, so their tails are already uniform; hashing whole keys
+// cost a replay more than its map lookups.
+func tailHash(key string) uint32 {
 	h := uint32(2166136261)
-	for i := 0; i < len(key); i++ {
+	for i := max(len(key)-16, 0); i < len(key); i++ {
 		h = (h ^ uint32(key[i])) * 16777619
 	}
-	return int(h % uint32(len(t.shards)))
+	return h
 }
 
 func (t *flightTable) get(key string) *flight {
+	if t.active.Load() == 0 {
+		return nil
+	}
 	s := &t.shards[t.shard(key)]
 	s.mu.RLock()
 	f := s.m[key]
@@ -290,6 +302,7 @@ func (t *flightTable) get(key string) *flight {
 func (t *flightTable) add(key string, fp Fingerprint) *flight {
 	f := &flight{fp: fp, done: make(chan struct{})}
 	s := &t.shards[t.shard(key)]
+	t.active.Add(1)
 	s.mu.Lock()
 	s.m[key] = f
 	s.mu.Unlock()
@@ -303,6 +316,7 @@ func (t *flightTable) finish(key string, f *flight, shared bool, value any, err 
 		delete(s.m, key)
 	}
 	s.mu.Unlock()
+	t.active.Add(-1)
 	f.shared, f.value, f.err = shared, value, err
 	close(f.done)
 }

@@ -64,7 +64,11 @@ func WithPollInterval(d time.Duration) MemoryOption { return func(s *MemoryStore
 
 // NewMemoryStore returns an empty memory store.
 func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
-	s := &MemoryStore{max: 1_000_000, now: time.Now, poll: 50 * time.Millisecond}
+	// The default clock reads only the monotonic clock (time.Now reads
+	// the wall clock too, and a replay is short enough for that to show):
+	// leases measured this way are immune to wall-clock steps as well.
+	base := time.Now()
+	s := &MemoryStore{max: 1_000_000, now: func() time.Time { return base.Add(time.Since(base)) }, poll: 50 * time.Millisecond}
 	for _, o := range opts {
 		o(s)
 	}
@@ -75,15 +79,7 @@ func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 	return s
 }
 
-func fnv32(key string) uint32 {
-	h := uint32(2166136261)
-	for i := 0; i < len(key); i++ {
-		h = (h ^ uint32(key[i])) * 16777619
-	}
-	return h
-}
-
-func (s *MemoryStore) shard(key string) *memShard { return &s.shards[fnv32(key)%memShards] }
+func (s *MemoryStore) shard(key string) *memShard { return &s.shards[tailHash(key)%memShards] }
 
 // SupportsOrdering reports that the memory store implements OrderClaim.
 func (s *MemoryStore) SupportsOrdering() bool { return true }
@@ -110,13 +106,23 @@ func (s *MemoryStore) Claim(ctx context.Context, req ClaimRequest) (ClaimResult,
 	var order *orderShard
 	if req.Order.Key != "" {
 		// Lock order: an entity's shard before a record's, everywhere.
-		order = &s.orders[fnv32(req.Order.Key)%memShards]
+		order = &s.orders[tailHash(req.Order.Key)%memShards]
 		order.mu.Lock()
-		defer order.mu.Unlock()
 	}
 	sh := s.shard(req.Key)
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	res, err := s.claimLocked(sh, order, req, now)
+	sh.mu.Unlock()
+	if order != nil {
+		order.mu.Unlock()
+	}
+	return res, err
+}
+
+// claimLocked is Claim with the record's shard (and the entity's, for an
+// ordered claim) locked. Unlocking in the caller instead of deferring
+// keeps the many returns here cheap.
+func (s *MemoryStore) claimLocked(sh *memShard, order *orderShard, req ClaimRequest, now time.Time) (ClaimResult, error) {
 	r := sh.m[req.Key]
 	if r != nil && !live(r, now) {
 		r.State, r.value, r.Result = StateAbsent, nil, nil // keeps the fence
