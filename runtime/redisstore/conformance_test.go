@@ -22,11 +22,7 @@ func TestConformanceStandalone(t *testing.T) {
 		Lease: time.Second,
 		New: func(t *testing.T, _ func() time.Time) idem.Store {
 			// A short poll keeps the suite's real-time waits tight.
-			s := newStore(t, rdb, WithPollInterval(50*time.Millisecond))
-			// The suite's admin case wants Cleanup to delete expired
-			// records, but Redis has already expired them itself (see
-			// Store.Cleanup): TestAdmin covers the Admin methods.
-			return withoutAdmin{s, s}
+			return newStore(t, rdb, WithPollInterval(50*time.Millisecond))
 		},
 	})
 }
@@ -37,22 +33,9 @@ func TestConformanceCluster(t *testing.T) {
 	idemtest.RunStoreSuite(t, idemtest.Harness{
 		Lease: time.Second, // as above
 		New: func(t *testing.T, _ func() time.Time) idem.Store {
-			// The suite's ordering cases pair a call key and an order key
-			// that share no hash tag ("…:evt:a" and "…:{entity}"), which a
-			// Cluster rejects with CROSSSLOT; the Guard's keys share the
-			// entity's tag. TestOrderingCluster covers ordering with
-			// Guard-shaped keys, so the suite sees a store without it here
-			// (and without Admin, as above).
-			return withoutOrdering{newStore(t, rdb, WithPollInterval(50*time.Millisecond))}
+			return newStore(t, rdb, WithPollInterval(50*time.Millisecond))
 		},
 	})
-}
-
-type withoutOrdering struct{ idem.Store }
-
-type withoutAdmin struct {
-	idem.Store
-	idem.Orderer
 }
 
 // TestOrderingCluster: ordered claims with keys shaped as the Guard builds
