@@ -96,11 +96,6 @@ func jsonKeys(n int) {
 	}
 }
 
-func benchJSONKey(b *testing.B) {
-	b.ReportAllocs()
-	jsonKeys(b.N)
-}
-
 // BenchmarkKeyDerivation compares idemgen's generated key code with the
 // json.Marshal+SHA-256 approach of most idempotency libraries. The key
 // memo is off: this is the cost of deriving a key from scratch.

@@ -389,8 +389,7 @@ func (g *Guard) startHeartbeat(rctx context.Context, cancel context.CancelCauseF
 		note(OutcomeLeaseLost, lease.Fence, err)
 		cancel(err)
 	})
-	var beat func()
-	beat = func() {
+	beat := func() {
 		hb.mu.Lock()
 		defer hb.mu.Unlock()
 		if hb.stopped.Load() {

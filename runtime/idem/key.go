@@ -231,7 +231,7 @@ func (b *KeyBuilder) List(n int) { b.length(tagList, n) }
 func (b *KeyBuilder) Open() {
 	b.buf = append(b.buf, tagOpen)
 	if b.depth++; b.depth > maxKeyerDepth {
-		b.Fail(fmt.Errorf("Keyers nested deeper than %d (a cycle?)", maxKeyerDepth))
+		b.Fail(fmt.Errorf("keyers nested deeper than %d (a cycle?)", maxKeyerDepth))
 	}
 }
 
