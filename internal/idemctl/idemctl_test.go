@@ -3,14 +3,11 @@ package idemctl
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"io"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -22,36 +19,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgen/idemgen/internal/idemctl/fixture"
+	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/filestore"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 )
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-// needService skips (outside CI) or fails (CI=true) when a server is missing.
-func needService(t *testing.T, what, hint string, err error) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is not reachable: %v\n%s", what, err, hint)
-	}
-	t.Skipf("%s is not reachable: %v\n%s", what, err, hint)
-}
-
-func randName() string {
-	var b [6]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // A backend under test: the store URL idemctl gets, and the application's
 // own store over the same records.
@@ -65,11 +38,11 @@ type testBackend struct {
 
 var backends = []testBackend{
 	{name: "redis", open: func(t *testing.T) (string, idem.Store) {
-		addr := envOr("IDEM_REDIS_ADDR", "127.0.0.1:6379")
+		addr := testenv.Env("IDEM_REDIS_ADDR", "127.0.0.1:6379")
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
 		t.Cleanup(func() { rdb.Close() })
-		needService(t, "Redis at "+addr, "Start it: redis-server --port 6379 --daemonize yes (or set IDEM_REDIS_ADDR).", rdb.Ping(context.Background()).Err())
-		prefix := "idemctl-test:" + randName() + ":"
+		testenv.Need(t, "Redis at "+addr, "Start it: redis-server --port 6379 --daemonize yes (or set IDEM_REDIS_ADDR).", rdb.Ping(context.Background()).Err())
+		prefix := "idemctl-test:" + testenv.RandName() + ":"
 		t.Cleanup(func() {
 			keys, _ := rdb.Keys(context.Background(), prefix+"*").Result()
 			if len(keys) > 0 {
@@ -84,12 +57,12 @@ var backends = []testBackend{
 		return "redis://" + addr + "/0?redis_prefix=" + url.QueryEscape(prefix), st
 	}},
 	{name: "redis-cluster", open: func(t *testing.T) (string, idem.Store) {
-		addrs := envOr("IDEM_REDIS_CLUSTER_ADDRS", "127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103")
+		addrs := testenv.Env("IDEM_REDIS_CLUSTER_ADDRS", "127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103")
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
 		t.Cleanup(func() { rdb.Close() })
 		ctx := context.Background()
-		needService(t, "Redis Cluster at "+addrs, "Start it: bash scripts/redis-cluster.sh start (or make services), or set IDEM_REDIS_CLUSTER_ADDRS.", rdb.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }))
-		prefix := "idemctl-test:" + randName() + ":"
+		testenv.Need(t, "Redis Cluster at "+addrs, "Start it: bash scripts/redis-cluster.sh start (or make services), or set IDEM_REDIS_CLUSTER_ADDRS.", rdb.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }))
+		prefix := "idemctl-test:" + testenv.RandName() + ":"
 		t.Cleanup(func() {
 			rdb.ForEachMaster(context.Background(), func(ctx context.Context, c *redis.Client) error { //nolint:errcheck
 				keys, _ := c.Keys(ctx, prefix+"*").Result()
@@ -107,15 +80,15 @@ var backends = []testBackend{
 		return "redis+cluster://" + addrs + "?redis_prefix=" + url.QueryEscape(prefix), st
 	}},
 	{name: "postgres", expiredLingers: true, open: func(t *testing.T) (string, idem.Store) {
-		raw := envOr("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
+		raw := testenv.Env("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
 		ctx := context.Background()
 		pool, err := pgxpool.New(ctx, raw)
 		if err == nil {
 			err = pool.Ping(ctx)
 		}
-		needService(t, "PostgreSQL at "+raw, "Start it (trust auth, database \"test\"): sudo service postgresql start (or set IDEM_POSTGRES_URL).", err)
+		testenv.Need(t, "PostgreSQL at "+raw, "Start it (trust auth, database \"test\"): sudo service postgresql start (or set IDEM_POSTGRES_URL).", err)
 		t.Cleanup(pool.Close)
-		schema := "idemctl_test_" + randName()
+		schema := "idemctl_test_" + testenv.RandName()
 		t.Cleanup(func() {
 			pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE") //nolint:errcheck
 		})

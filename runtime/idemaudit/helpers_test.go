@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/filestore"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemaudit"
@@ -22,22 +22,6 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 )
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-// missing skips outside CI and fails under CI=true.
-func missing(t testing.TB, what, howto string, err error) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s unavailable under CI: %v (%s)", what, err, howto)
-	}
-	t.Skipf("%s unavailable: %v; %s", what, err, howto)
-}
 
 func randHex() string {
 	var b [6]byte
@@ -107,13 +91,13 @@ func newEnv(t *testing.T, backend string) *env {
 
 func redisStore(t *testing.T) idem.Store {
 	t.Helper()
-	addr := envOr("IDEM_REDIS_ADDR", "127.0.0.1:6379")
+	addr := testenv.Env("IDEM_REDIS_ADDR", "127.0.0.1:6379")
 	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		rdb.Close()
-		missing(t, "Redis at "+addr, "start one: redis-server --port 6379 --daemonize yes, or set IDEM_REDIS_ADDR", err)
+		testenv.Need(t, "Redis at "+addr, "start one: redis-server --port 6379 --daemonize yes, or set IDEM_REDIS_ADDR", err)
 	}
 	prefix := "idemaudit-test:" + randHex() + ":"
 	t.Cleanup(func() {
@@ -135,7 +119,7 @@ func redisStore(t *testing.T) idem.Store {
 // pgPool connects to IDEM_POSTGRES_URL and makes a schema for this test.
 func pgPool(t *testing.T) (*pgxpool.Pool, string) {
 	t.Helper()
-	url := envOr("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
+	url := testenv.Env("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatalf("IDEM_POSTGRES_URL: %v", err)
@@ -148,7 +132,7 @@ func pgPool(t *testing.T) (*pgxpool.Pool, string) {
 		err = pool.Ping(ctx)
 	}
 	if err != nil {
-		missing(t, "PostgreSQL at "+url, "start one (trust auth, database test): sudo service postgresql start, or set IDEM_POSTGRES_URL", err)
+		testenv.Need(t, "PostgreSQL at "+url, "start one (trust auth, database test): sudo service postgresql start, or set IDEM_POSTGRES_URL", err)
 	}
 	schema := "idemaudit_test_" + randHex()
 	t.Cleanup(func() {

@@ -17,6 +17,8 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemhttp"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
+
+	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 const benchBody = `{"customer":"cus_8f2a91","amount":129900,"currency":"eur","description":"order ord_1029384756"}`
@@ -144,13 +146,13 @@ func BenchmarkMiddlewareReplayLoopback(b *testing.B) {
 // middleware adds nothing over the store's own replay cost.
 func BenchmarkMiddlewareReplayStore(b *testing.B) {
 	b.Run("redis", func(b *testing.B) {
-		addr := envOr("IDEM_REDIS_ADDR", "127.0.0.1:6379")
+		addr := testenv.Env("IDEM_REDIS_ADDR", "127.0.0.1:6379")
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
 		defer rdb.Close()
 		if err := rdb.Ping(context.Background()).Err(); err != nil {
 			b.Skipf("Redis at %s: %v", addr, err)
 		}
-		store, err := redisstore.New(rdb, redisstore.WithPrefix("idemhttp-bench:"+randName()+":"))
+		store, err := redisstore.New(rdb, redisstore.WithPrefix("idemhttp-bench:"+testenv.RandName()+":"))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -158,7 +160,7 @@ func BenchmarkMiddlewareReplayStore(b *testing.B) {
 		benchStore(b, store)
 	})
 	b.Run("postgres", func(b *testing.B) {
-		url := envOr("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
+		url := testenv.Env("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
 		ctx := context.Background()
 		pool, err := pgxpool.New(ctx, url)
 		if err == nil {
@@ -168,7 +170,7 @@ func BenchmarkMiddlewareReplayStore(b *testing.B) {
 			b.Skipf("PostgreSQL at %s: %v", url, err)
 		}
 		defer pool.Close()
-		schema := "idemhttp_bench_" + randName()
+		schema := "idemhttp_bench_" + testenv.RandName()
 		defer pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE") //nolint:errcheck
 		if err := pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)); err != nil {
 			b.Fatal(err)

@@ -2,10 +2,7 @@ package idemhttp_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
@@ -14,36 +11,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemhttp"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 )
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-// needService skips (outside CI) or fails (CI=true) when a server is missing.
-func needService(t *testing.T, what, hint string, err error) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is not reachable: %v\n%s", what, err, hint)
-	}
-	t.Skipf("%s is not reachable: %v\n%s", what, err, hint)
-}
-
-func randName() string {
-	var b [4]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // stores returns a constructor per store kind; each call gives a store
 // over the same records (one per "process").
@@ -56,11 +29,11 @@ var storeKinds = []struct {
 		return func() idem.Store { return s }
 	}},
 	{"redis", func(t *testing.T) func() idem.Store {
-		addr := envOr("IDEM_REDIS_ADDR", "127.0.0.1:6379")
+		addr := testenv.Env("IDEM_REDIS_ADDR", "127.0.0.1:6379")
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
 		t.Cleanup(func() { rdb.Close() })
-		needService(t, "Redis at "+addr, "Start it: redis-server --port 6379, or set IDEM_REDIS_ADDR.", rdb.Ping(context.Background()).Err())
-		prefix := "idemhttp-test:" + randName() + ":"
+		testenv.Need(t, "Redis at "+addr, "Start it: redis-server --port 6379, or set IDEM_REDIS_ADDR.", rdb.Ping(context.Background()).Err())
+		prefix := "idemhttp-test:" + testenv.RandName() + ":"
 		t.Cleanup(func() {
 			keys, _ := rdb.Keys(context.Background(), prefix+"*").Result()
 			if len(keys) > 0 {
@@ -77,15 +50,15 @@ var storeKinds = []struct {
 		}
 	}},
 	{"postgres", func(t *testing.T) func() idem.Store {
-		url := envOr("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
+		url := testenv.Env("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
 		ctx := context.Background()
 		pool, err := pgxpool.New(ctx, url)
 		if err == nil {
 			err = pool.Ping(ctx)
 		}
-		needService(t, "PostgreSQL at "+url, "Start it (trust auth, database test): sudo service postgresql start, or set IDEM_POSTGRES_URL.", err)
+		testenv.Need(t, "PostgreSQL at "+url, "Start it (trust auth, database test): sudo service postgresql start, or set IDEM_POSTGRES_URL.", err)
 		t.Cleanup(pool.Close)
-		schema := "idemhttp_test_" + randName()
+		schema := "idemhttp_test_" + testenv.RandName()
 		t.Cleanup(func() {
 			pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
 		})

@@ -2,9 +2,6 @@ package idemqueue_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,35 +12,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 )
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func needService(t *testing.T, what, hint string, err error) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is not reachable: %v\n%s", what, err, hint)
-	}
-	t.Skipf("%s is not reachable: %v\n%s", what, err, hint)
-}
-
-func randName() string {
-	var b [4]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // openers returns, per store kind, a function that opens another store
 // over the same records (one per consumer process).
@@ -51,12 +25,12 @@ func openers(t *testing.T) map[string]func() idem.Store {
 	out := map[string]func() idem.Store{}
 	mem := idem.NewMemoryStore()
 	out["memory"] = func() idem.Store { return mem }
-	prefix := "idemqueue-test:" + randName() + ":"
+	prefix := "idemqueue-test:" + testenv.RandName() + ":"
 	out["redis"] = func() idem.Store {
-		addr := envOr("IDEM_REDIS_ADDR", "127.0.0.1:6379")
+		addr := testenv.Env("IDEM_REDIS_ADDR", "127.0.0.1:6379")
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
 		t.Cleanup(func() { rdb.Close() })
-		needService(t, "Redis at "+addr, "Start it: redis-server --port 6379, or set IDEM_REDIS_ADDR.", rdb.Ping(context.Background()).Err())
+		testenv.Need(t, "Redis at "+addr, "Start it: redis-server --port 6379, or set IDEM_REDIS_ADDR.", rdb.Ping(context.Background()).Err())
 		t.Cleanup(func() {
 			keys, _ := rdb.Keys(context.Background(), prefix+"*").Result()
 			if len(keys) > 0 {
@@ -72,16 +46,16 @@ func openers(t *testing.T) map[string]func() idem.Store {
 	}
 	var schema string
 	out["postgres"] = func() idem.Store {
-		url := envOr("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
+		url := testenv.Env("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
 		ctx := context.Background()
 		pool, err := pgxpool.New(ctx, url)
 		if err == nil {
 			err = pool.Ping(ctx)
 		}
-		needService(t, "PostgreSQL at "+url, "Start it (trust auth, database test): sudo service postgresql start, or set IDEM_POSTGRES_URL.", err)
+		testenv.Need(t, "PostgreSQL at "+url, "Start it (trust auth, database test): sudo service postgresql start, or set IDEM_POSTGRES_URL.", err)
 		t.Cleanup(pool.Close)
 		if schema == "" {
-			schema = "idemqueue_test_" + randName()
+			schema = "idemqueue_test_" + testenv.RandName()
 			t.Cleanup(func() {
 				pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
 			})

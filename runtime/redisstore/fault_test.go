@@ -16,6 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+
+	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 // faultEnv is a store reached through a fault proxy, and a second store
@@ -239,7 +241,7 @@ type privateRedis struct {
 func startPrivateRedis(t *testing.T) *privateRedis {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		missing(t, "redis-server binary", "install it with `apt-get install redis-server` (scripts/redis-cluster.sh does)", err)
+		testenv.Need(t, "redis-server binary", "install it with `apt-get install redis-server` (scripts/redis-cluster.sh does)", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -6,31 +6,15 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/idemgen/idemgen/internal/testenv"
 )
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-// missing skips the test outside CI and fails it under CI=true, where every
-// service must be there.
-func missing(t testing.TB, what, howto string, err error) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s unavailable under CI: %v (%s)", what, err, howto)
-	}
-	t.Skipf("%s unavailable: %v; %s", what, err, howto)
-}
 
 var (
 	standaloneOnce sync.Once
@@ -42,7 +26,7 @@ var (
 // standalone returns a client for IDEM_REDIS_ADDR, or skips.
 func standalone(t testing.TB, opts ...func(*redis.Options)) *redis.Client {
 	t.Helper()
-	o := &redis.Options{Addr: envOr("IDEM_REDIS_ADDR", "127.0.0.1:6379"), DialTimeout: time.Second}
+	o := &redis.Options{Addr: testenv.Env("IDEM_REDIS_ADDR", "127.0.0.1:6379"), DialTimeout: time.Second}
 	for _, f := range opts {
 		f(o)
 	}
@@ -54,7 +38,7 @@ func standalone(t testing.TB, opts ...func(*redis.Options)) *redis.Client {
 	})
 	if standaloneErr != nil {
 		rdb.Close()
-		missing(t, "Redis at "+o.Addr, "start one with `redis-server --daemonize yes` or set IDEM_REDIS_ADDR", standaloneErr)
+		testenv.Need(t, "Redis at "+o.Addr, "start one with `redis-server --daemonize yes` or set IDEM_REDIS_ADDR", standaloneErr)
 	}
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
@@ -63,7 +47,7 @@ func standalone(t testing.TB, opts ...func(*redis.Options)) *redis.Client {
 // cluster returns a client for the Cluster at IDEM_REDIS_CLUSTER_ADDRS, or skips.
 func cluster(t testing.TB) *redis.ClusterClient {
 	t.Helper()
-	addrs := strings.Split(envOr("IDEM_REDIS_CLUSTER_ADDRS", "127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103"), ",")
+	addrs := strings.Split(testenv.Env("IDEM_REDIS_CLUSTER_ADDRS", "127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103"), ",")
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialTimeout: time.Second})
 	clusterOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -76,7 +60,7 @@ func cluster(t testing.TB) *redis.ClusterClient {
 	})
 	if clusterErr != nil {
 		rdb.Close()
-		missing(t, "Redis Cluster at "+strings.Join(addrs, ","), "start it with `bash scripts/redis-cluster.sh start` (or `make services`) or set IDEM_REDIS_CLUSTER_ADDRS", clusterErr)
+		testenv.Need(t, "Redis Cluster at "+strings.Join(addrs, ","), "start it with `bash scripts/redis-cluster.sh start` (or `make services`) or set IDEM_REDIS_CLUSTER_ADDRS", clusterErr)
 	}
 	t.Cleanup(func() { rdb.Close() })
 	return rdb

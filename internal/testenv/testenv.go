@@ -1,0 +1,49 @@
+// Package testenv is what the project's tests share to reach the machine's
+// services: where they are, and the one rule for a missing one — skip with
+// a how-to-start message on a developer's machine, fail under CI=true, where
+// a skipped store test would hide a broken set-up.
+package testenv
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+)
+
+// Env returns the environment variable name, or def when it is unset.
+func Env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// RedisAddr is IDEM_REDIS_ADDR, by default the machine's Redis.
+func RedisAddr() string { return Env("IDEM_REDIS_ADDR", "127.0.0.1:6379") }
+
+// PostgresURL is IDEM_POSTGRES_URL, by default the machine's PostgreSQL.
+func PostgresURL() string { return Env("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test") }
+
+// Need stops the test when err says the service what is missing: it fails
+// under CI=true and skips otherwise, saying how to start it.
+func Need(t testing.TB, what, howto string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is not reachable (CI=true, so this fails): %v\n%s", what, err, howto)
+	}
+	t.Skipf("%s is not reachable: %v\n%s", what, err, howto)
+}
+
+// RandName returns 12 random hex characters, for schema names, key
+// prefixes and streams that must not collide between runs.
+func RandName() string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
+}
