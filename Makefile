@@ -8,6 +8,7 @@ export CGO_ENABLED = 1
 # machine's PostgreSQL, Redis and NATS are expected to be running already.
 services:
 	scripts/base-services.sh
+	scripts/tools.sh
 	scripts/dynalite.sh
 	bash scripts/redis-cluster.sh start
 

@@ -1,6 +1,7 @@
 package idemprom_test
 
 import (
+	"github.com/idemgen/idemgen/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +16,7 @@ import (
 // values. It needs promtool (Debian: apt-get install prometheus).
 func TestOperationsAlertRules(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Skip("promtool not installed (apt-get install prometheus): alert rules not checked")
-	}
+	testenv.Need(t, "promtool", "install it with scripts/tools.sh (Debian package prometheus); make test does", err)
 	doc, err := os.ReadFile("../../docs/OPERATIONS.md")
 	if err != nil {
 		t.Fatal(err)
