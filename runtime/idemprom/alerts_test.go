@@ -1,12 +1,13 @@
 package idemprom_test
 
 import (
-	"github.com/idemgen/idemgen/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 // TestOperationsAlertRules checks the alert rules and queries documented
