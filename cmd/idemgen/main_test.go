@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 // replaces github.com/idemgen/idemgen with this checkout.
 func TestScripts(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the go command")
+		t.Skip("-short: runs the go command")
 	}
 	root, err := filepath.Abs("../..")
 	if err != nil {

@@ -26,6 +26,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 // TestMain lets the test binary double as the server: the end-to-end test
@@ -178,12 +180,7 @@ func TestExactlyOnceUnderRetriesAndCrash(t *testing.T) {
 	if err == nil {
 		err = pool.Ping(ctx)
 	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf(pgHint, pgURL(), err)
-		}
-		t.Skipf(pgHint, pgURL(), err)
-	}
+	testenv.Need(t, "PostgreSQL at "+pgURL(), fmt.Sprintf(pgHint, pgURL(), err), err)
 	defer pool.Close()
 	schema := "httpapi_e2e_" + randHex(4)
 	t.Cleanup(func() {
@@ -325,12 +322,7 @@ func TestReplayOverHTTP(t *testing.T) {
 	if err == nil {
 		err = pool.Ping(ctx)
 	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf(pgHint, pgURL(), err)
-		}
-		t.Skipf(pgHint, pgURL(), err)
-	}
+	testenv.Need(t, "PostgreSQL at "+pgURL(), fmt.Sprintf(pgHint, pgURL(), err), err)
 	defer pool.Close()
 	schema := "httpapi_e2e_" + randHex(4)
 	t.Cleanup(func() {

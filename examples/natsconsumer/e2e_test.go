@@ -22,6 +22,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 // TestMain lets the test binary double as the consumer: the test runs it
@@ -42,14 +44,7 @@ func TestMain(m *testing.M) {
 // need skips (outside CI) or fails (CI=true) when a service is missing.
 func need(t *testing.T, what, hint string, err error) {
 	t.Helper()
-	if err == nil {
-		return
-	}
-	msg := fmt.Sprintf("%s is not reachable (%v).\n%s", what, err, hint)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	testenv.Need(t, what, hint, err)
 }
 
 const (

@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+
+	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 func pgURL() string {
@@ -34,13 +36,7 @@ func setup(t *testing.T) (*pgxpool.Pool, string) {
 	if err == nil {
 		err = pool.Ping(ctx)
 	}
-	if err != nil {
-		msg := "PostgreSQL is not reachable at " + pgURL() + " (" + err.Error() + "): start it (e.g. sudo service postgresql start) or set IDEM_POSTGRES_URL"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	testenv.Need(t, "PostgreSQL at "+pgURL(), "start it (e.g. sudo service postgresql start) or set IDEM_POSTGRES_URL", err)
 	t.Cleanup(pool.Close)
 	schema := os.Getenv("PGTX_SCHEMA")
 	if schema == "" {
