@@ -18,7 +18,7 @@ import (
 // All cases build and run in one go test invocation.
 func TestBehaviour(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds and runs every golden case")
+		t.Skip("-short: builds and runs every golden case")
 	}
 	root, err := filepath.Abs("..")
 	if err != nil {

@@ -134,7 +134,7 @@ func TestGolden(t *testing.T) {
 // Generating twice gives the same bytes: no map order or pointer leaks.
 func TestDeterministic(t *testing.T) {
 	if testing.Short() {
-		t.Skip("loads every case twice")
+		t.Skip("-short: loads every case twice")
 	}
 	a, names := runCases(t)
 	b, _ := runCases(t)

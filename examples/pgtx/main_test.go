@@ -53,7 +53,7 @@ func setup(t *testing.T) (*pgxpool.Pool, string) {
 // TestCrashHelper is the process that crashes: run by TestCrashLeavesNeither.
 func TestCrashHelper(t *testing.T) {
 	if os.Getenv("PGTX_CRASH") != "1" {
-		t.Skip("run by TestCrashLeavesNeither")
+		t.Skip("not a test on its own (no CI dependency): the child process of TestCrashLeavesNeither")
 	}
 	pool, schema := setup(t)
 	shop, err := open(context.Background(), pool, schema)
