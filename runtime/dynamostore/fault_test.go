@@ -19,6 +19,8 @@ import (
 	"github.com/idemgen/idemgen/runtime/dynamostore"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemtest"
+
+	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 // privateServer is a dynalite of this test alone, on a spare port, keeping
@@ -45,13 +47,7 @@ func startPrivateServer(t *testing.T) *privateServer {
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	l.Close()
 	p := &privateServer{t: t, port: port, dir: t.TempDir(), rundir: t.TempDir(), script: filepath.Join(root, "scripts", "dynalite.sh")}
-	if err := p.start(); err != nil {
-		msg := "cannot start a private dynalite with scripts/dynalite.sh (it needs node and npm): " + err.Error()
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	testenv.Need(t, "a private dynalite", "scripts/dynalite.sh starts one (it needs node and npm)", p.start())
 	t.Cleanup(func() { p.kill() })
 	return p
 }
