@@ -18,6 +18,8 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idemaudit"
 	"github.com/idemgen/idemgen/runtime/pgaudit"
+
+	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 // testDB connects to IDEM_POSTGRES_URL (skip outside CI, fail under
@@ -36,13 +38,7 @@ func benchDB(t testing.TB) (*pgxpool.Pool, string) {
 	if err == nil {
 		err = pool.Ping(ctx)
 	}
-	if err != nil {
-		msg := fmt.Sprintf("PostgreSQL at %s: %v; start one (trust auth, database test): sudo service postgresql start, or set IDEM_POSTGRES_URL", url, err)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	testenv.Need(t, "PostgreSQL at "+url, "start one (trust auth, database test): sudo service postgresql start, or set IDEM_POSTGRES_URL", err)
 	var b [6]byte
 	rand.Read(b[:])
 	schema := "pgaudit_test_" + hex.EncodeToString(b[:])
