@@ -23,6 +23,8 @@ import (
 	"github.com/idemgen/idemgen/test/reliability/work"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 // harness is one test run's shared state: the ledger, the services, and a
@@ -49,11 +51,7 @@ func envOr(k, def string) string {
 // missing skips (or, under CI=true, fails) a test whose service is down.
 func missing(t *testing.T, what string, err error, howto string) {
 	t.Helper()
-	msg := fmt.Sprintf("%s unavailable: %v\nstart it with: %s", what, err, howto)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	testenv.Need(t, what, "start it with: "+howto, err)
 }
 
 const (

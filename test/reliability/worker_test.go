@@ -97,7 +97,7 @@ type workerReport struct {
 func TestWorkerProcess(t *testing.T) {
 	raw := os.Getenv(workerEnv)
 	if raw == "" {
-		t.Skip("not a worker process (the reliability harness starts these)")
+		t.Skip("not a worker process (the reliability harness starts these; no CI dependency)")
 	}
 	var cfg workerConfig
 	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
