@@ -50,6 +50,16 @@ var outcomeNames = [...]string{"", "executed", "failed", "replayed", "in_progres
 	"mismatch", "takeover", "heartbeat_failed", "lease_lost", "store_error", "invalid_key", "fail_open",
 	"out_of_order", "override"}
 
+// Outcomes returns every outcome the runtime reports, in order, so that
+// adapters can set up their series without keeping a list of their own.
+func Outcomes() []Outcome {
+	out := make([]Outcome, 0, len(outcomeNames)-1)
+	for o := 1; o < len(outcomeNames); o++ {
+		out = append(out, Outcome(o))
+	}
+	return out
+}
+
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) && o != 0 {
 		return outcomeNames[o]

@@ -57,7 +57,6 @@ package idemotel
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,17 +94,9 @@ var DefaultBuckets = []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.
 // 1..14 today (runtime/idemprom's TestOutcomeTableSize watches both).
 const outcomes = 16
 
-// knownOutcomes are the outcomes idem names (the others print as
-// "outcome(N)"); outcomes idem adds later are picked up without a change.
-var knownOutcomes = func() []idem.Outcome {
-	var os []idem.Outcome
-	for o := idem.Outcome(1); o < outcomes; o++ {
-		if !strings.HasPrefix(o.String(), "outcome(") {
-			os = append(os, o)
-		}
-	}
-	return os
-}()
+// knownOutcomes are the outcomes idem reports; ones it adds later are
+// picked up without a change here.
+var knownOutcomes = idem.Outcomes()
 
 // Observer is an idem.Observer recording OpenTelemetry metrics and spans.
 // Make it with New; it is safe for concurrent use.
