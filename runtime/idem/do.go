@@ -45,24 +45,23 @@ func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)
 		ctx = context.Background()
 	}
 	g, spec := c.g, c.spec
-	key, fp, order, err := c.finish()
-	if err != nil {
+	st := state{g: g, spec: spec, ctx: ctx}
+	if err := c.finish(&st); err != nil {
 		g.observe(ctx, Event{Func: spec.Name, Outcome: OutcomeInvalidKey, Err: err, Final: true})
 		return zero, fmt.Errorf("%s: %w", spec.Name, err)
 	}
-	st := state{g: g, spec: spec, key: key, entity: order.Key, ctx: ctx}
 	if g.obs != nil {
 		st.start = g.now() // only observers read durations
 	}
-	r, err := run(ctx, &st, fp, order, fn)
+	r, err := run(ctx, &st, fn)
 	st.stopWaiting()
 	return r, err
 }
 
 // run is Do past the key: in process, claim, replay, wait or execute.
-func run[R any](ctx context.Context, st *state, fp Fingerprint, order OrderClaim, fn func(context.Context) (R, error)) (R, error) {
+func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, error)) (R, error) {
 	var zero R
-	g, spec, key := st.g, st.spec, st.key
+	g, spec, key, fp, order := st.g, st.spec, st.key, &st.fp, &st.order
 	var overrideReason string
 	if spec.Ordered {
 		if o, ok := g.store.(Orderer); !ok || !o.SupportsOrdering() {
@@ -74,7 +73,7 @@ func run[R any](ctx context.Context, st *state, fp Fingerprint, order OrderClaim
 	for {
 		// A call this process is running: answer in process.
 		if f := g.flights.get(key); f != nil {
-			if f.fp != fp {
+			if f.fp != *fp {
 				st.ev(OutcomeMismatch, 0, nil)
 				return zero, fmt.Errorf("%s: %w", spec.Name, ErrPayloadMismatch)
 			}
@@ -105,8 +104,15 @@ func run[R any](ctx context.Context, st *state, fp Fingerprint, order OrderClaim
 		owner := g.token()
 		// The lease runs from when the claim was sent: a slow reply must
 		// not make the owner think it has more lease than it has.
-		st.claimSent = time.Since(g.base)
-		res, err := g.store.Claim(ctx, ClaimRequest{Key: key, Fingerprint: fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: order})
+		st.claimSent = time.Since(monoBase)
+		req := ClaimRequest{Key: key, Fingerprint: *fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: *order}
+		var res ClaimResult
+		var err error
+		if m, ok := g.store.(*MemoryStore); ok && m.now == nil {
+			res, err = m.claimAt(ctx, req, monoBase.Add(st.claimSent))
+		} else {
+			res, err = g.store.Claim(ctx, req)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return zero, fmt.Errorf("%s: %w", spec.Name, err)
@@ -129,7 +135,7 @@ func run[R any](ctx context.Context, st *state, fp Fingerprint, order OrderClaim
 				st.reason = ""
 			}
 			lease := Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: spec.lease(), TTL: spec.ttl()}
-			return execute(ctx, st, lease, fp, fn)
+			return execute(ctx, st, lease, fn)
 		case ClaimCompleted:
 			if spec.OnDuplicate == DuplicateRaise {
 				st.ev(OutcomeDuplicate, res.Fence, nil)
@@ -187,11 +193,12 @@ func run[R any](ctx context.Context, st *state, fp Fingerprint, order OrderClaim
 // state is one Do call's bookkeeping. It lives on Do's stack (no closures
 // capture it), which keeps a replay to the one allocation of its key.
 type state struct {
-	ctx    context.Context
-	g      *Guard
-	spec   *Spec
-	key    string
-	entity string // order record key of an ordered call
+	ctx   context.Context
+	g     *Guard
+	spec  *Spec
+	key   string
+	fp    Fingerprint
+	order OrderClaim // an ordered call's entity record (Key) and event time
 	// claimSent is when the last claim was sent, since Guard.base (a
 	// monotonic reading only): an acquired lease is counted from then.
 	claimSent time.Duration
@@ -218,7 +225,7 @@ func (st *state) note(o Outcome, fence uint64, err error) { st.emit(o, fence, er
 func (st *state) emit(o Outcome, fence uint64, err error, final bool) {
 	if st.g.obs != nil {
 		st.g.observe(st.ctx, Event{Func: st.spec.Name, Outcome: o, Key: st.key, Fence: fence, Duration: st.g.now().Sub(st.start), Err: err,
-			Entity: st.entity, Reason: st.reason, Final: final})
+			Entity: st.order.Key, Reason: st.reason, Final: final})
 	}
 }
 
@@ -242,10 +249,10 @@ func (st *state) inProgress(leaseUntil time.Time, fence uint64) error {
 
 // execute runs fn as the key's owner: heartbeats, panics, lease loss and
 // recording the outcome.
-func execute[R any](ctx context.Context, st *state, lease Lease, fp Fingerprint, fn func(context.Context) (R, error)) (r R, err error) {
+func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context.Context) (R, error)) (r R, err error) {
 	var zero R
 	g, spec, ev, note := st.g, st.spec, st.ev, st.note
-	f := g.flights.add(lease.Key, fp)
+	f := g.flights.add(lease.Key, st.fp)
 	rctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, &running{lease: lease, codec: g.codec}))
 	hb := g.startHeartbeat(rctx, cancel, lease, *st)
 	// Writes after the function returned must happen even if the caller's
@@ -381,7 +388,7 @@ func (g *Guard) startHeartbeat(rctx context.Context, cancel context.CancelCauseF
 	hb := &heartbeat{}
 	note := st.note
 	interval := lease.Duration / 3
-	hb.dead = time.AfterFunc(st.claimSent+lease.Duration-time.Since(g.base), func() {
+	hb.dead = time.AfterFunc(st.claimSent+lease.Duration-time.Since(monoBase), func() {
 		if hb.stopped.Load() {
 			return
 		}

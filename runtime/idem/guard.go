@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"hash"
+	"hash/maphash"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -25,7 +26,6 @@ type Guard struct {
 	failOpen bool
 	hmacKey  []byte
 	now      func() time.Time
-	base     time.Time // origin of monotonic readings (time.Since(base))
 
 	tokenPrefix [8]byte
 	counter     atomic.Uint64
@@ -74,9 +74,17 @@ func WithKeyMemo(entries int) Option {
 	return func(g *Guard) { g.memo = newKeyMemo(entries) }
 }
 
+// monoBase is the origin of the process's monotonic readings: Guards time
+// leases as time.Since(monoBase), and the memory store's default clock is
+// monoNow, so the two can share one reading.
+var monoBase = time.Now()
+
+// monoNow is the current time on the monotonic clock alone.
+func monoNow() time.Time { return monoBase.Add(time.Since(monoBase)) }
+
 // NewGuard returns a Guard over store.
 func NewGuard(store Store, opts ...Option) *Guard {
-	g := &Guard{store: store, codec: JSONCodec{}, prefix: "idem:", now: time.Now, base: time.Now(), memo: newKeyMemo(4096)}
+	g := &Guard{store: store, codec: JSONCodec{}, prefix: "idem:", now: time.Now, memo: newKeyMemo(4096)}
 	for _, o := range opts {
 		o(g)
 	}
@@ -149,8 +157,10 @@ func (c *Call) Entity() *KeyBuilder { return &c.entity }
 // At sets the event time of an ordered function's call.
 func (c *Call) At(t time.Time) { c.at = t }
 
-// finish hashes the key material, builds the store key and returns c to the pool.
-func (c *Call) finish() (key string, fp Fingerprint, order OrderClaim, err error) {
+// finish hashes the key material, builds the store key into st (key,
+// fingerprint, order claim) and returns c to the pool. Filling st in place
+// spares a replay copying them through returns and arguments.
+func (c *Call) finish(st *state) (err error) {
 	g, spec := c.g, c.spec
 	if err = c.key.err; err == nil && c.hasPayload {
 		err = c.payload.err
@@ -163,13 +173,13 @@ func (c *Call) finish() (key string, fp Fingerprint, order OrderClaim, err error
 		// instead of hashing again.
 		raw := c.memoRaw()
 		if e, ok := g.memo.get(raw); ok {
-			key, fp = e.key, e.fp
+			st.key, st.fp = e.key, e.fp
 		} else {
-			key, fp = c.derive(&order)
-			g.memo.put(raw, memoEntry{key: key, fp: fp})
+			st.key, st.fp = c.derive(&st.order)
+			g.memo.put(raw, st.key, st.fp)
 		}
 	} else if err == nil {
-		key, fp = c.derive(&order)
+		st.key, st.fp = c.derive(&st.order)
 	}
 	c.key.reset()
 	c.payload.reset()
@@ -178,7 +188,7 @@ func (c *Call) finish() (key string, fp Fingerprint, order OrderClaim, err error
 	c.at = time.Time{}
 	c.spec = nil
 	g.calls.Put(c)
-	return key, fp, order, err
+	return err
 }
 
 // memoRaw lays out what identifies a derived key: the function and
@@ -277,16 +287,16 @@ func (t *flightTable) init() {
 
 func (t *flightTable) shard(key string) int { return int(tailHash(key) % uint32(len(t.shards))) }
 
-// tailHash hashes the last 16 bytes of a key. Guard keys end in the hex
-// of a SHA-256, so their tails are already uniform; hashing whole keys
-// cost a replay more than its map lookups.
+// tailHash hashes the last 32 bytes of a key (with the runtime's AES-based
+// map hash). Guard keys end in the hex of a SHA-256, so their tails are
+// already uniform, and other keys mostly differ at the end; hashing whole
+// keys cost a replay more than its map lookups.
 func tailHash(key string) uint32 {
-	h := uint32(2166136261)
-	for i := max(len(key)-16, 0); i < len(key); i++ {
-		h = (h ^ uint32(key[i])) * 16777619
-	}
-	return h
+	return uint32(maphash.String(shardSeed, key[len(key)-min(len(key), 32):]))
 }
+
+// shardSeed seeds tailHash: shard choice is per process and never stored.
+var shardSeed = maphash.MakeSeed()
 
 func (t *flightTable) get(key string) *flight {
 	if t.active.Load() == 0 {
@@ -325,8 +335,9 @@ func (t *flightTable) finish(key string, f *flight, shared bool, value any, err 
 // call would use, so tests and tools can find a call's record. c goes back
 // to the pool: do not use it afterwards.
 func KeyOf(c *Call) (string, error) {
-	key, _, _, err := c.finish()
-	return key, err
+	var st state
+	err := c.finish(&st)
+	return st.key, err
 }
 
 type overrideKey struct{}
@@ -343,17 +354,17 @@ func overrideFrom(ctx context.Context) (string, bool) {
 	return r, ok
 }
 
-// keyMemo is a bounded map from key material to derived keys: sharded,
-// with random eviction (Go's map iteration order) when a shard is full.
+// keyMemo is a direct-mapped cache from key material to derived keys: a
+// power-of-two array of slots, each holding an immutable entry behind an
+// atomic pointer. A lookup is one hash and one load, with no lock; a new
+// entry replaces whatever shared its slot. Bounded by construction.
 type keyMemo struct {
-	perShard int
-	shards   [16]struct {
-		mu sync.RWMutex
-		m  map[string]memoEntry
-	}
+	mask  uint64
+	slots []atomic.Pointer[memoEntry]
 }
 
 type memoEntry struct {
+	raw string // the key material, compared on lookup
 	key string
 	fp  Fingerprint
 }
@@ -365,44 +376,28 @@ func newKeyMemo(entries int) *keyMemo {
 	if entries <= 0 {
 		return nil
 	}
-	m := &keyMemo{perShard: max(entries/16, 1)}
-	for i := range m.shards {
-		m.shards[i].m = make(map[string]memoEntry)
+	n := 1
+	for n < entries {
+		n <<= 1
 	}
-	return m
+	return &keyMemo{mask: uint64(n - 1), slots: make([]atomic.Pointer[memoEntry], n)}
 }
 
-func (m *keyMemo) shard(raw []byte) int {
-	h := uint32(2166136261)
-	for _, c := range raw[len(raw)-min(len(raw), 16):] {
-		h = (h ^ uint32(c)) * 16777619
-	}
-	return int(h % uint32(len(m.shards)))
+func (m *keyMemo) slot(raw []byte) *atomic.Pointer[memoEntry] {
+	return &m.slots[maphash.Bytes(shardSeed, raw)&m.mask]
 }
 
-func (m *keyMemo) get(raw []byte) (memoEntry, bool) {
+func (m *keyMemo) get(raw []byte) (*memoEntry, bool) {
 	if len(raw) > maxMemoRaw {
-		return memoEntry{}, false
+		return nil, false
 	}
-	s := &m.shards[m.shard(raw)]
-	s.mu.RLock()
-	e, ok := s.m[string(raw)]
-	s.mu.RUnlock()
-	return e, ok
+	e := m.slot(raw).Load()
+	return e, e != nil && e.raw == string(raw)
 }
 
-func (m *keyMemo) put(raw []byte, e memoEntry) {
+func (m *keyMemo) put(raw []byte, key string, fp Fingerprint) {
 	if len(raw) > maxMemoRaw {
 		return
 	}
-	s := &m.shards[m.shard(raw)]
-	s.mu.Lock()
-	if len(s.m) >= m.perShard {
-		for k := range s.m {
-			delete(s.m, k)
-			break
-		}
-	}
-	s.m[string(raw)] = e
-	s.mu.Unlock()
+	m.slot(raw).Store(&memoEntry{raw: string(raw), key: key, fp: fp})
 }

@@ -17,7 +17,7 @@ type MemoryStore struct {
 	orders [memShards]orderShard
 	max    int64
 	count  atomic.Int64
-	now    func() time.Time
+	now    func() time.Time // nil: monoNow, the clock the Guard reads too
 	poll   time.Duration
 	claims atomic.Uint64
 }
@@ -64,11 +64,7 @@ func WithPollInterval(d time.Duration) MemoryOption { return func(s *MemoryStore
 
 // NewMemoryStore returns an empty memory store.
 func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
-	// The default clock reads only the monotonic clock (time.Now reads
-	// the wall clock too, and a replay is short enough for that to show):
-	// leases measured this way are immune to wall-clock steps as well.
-	base := time.Now()
-	s := &MemoryStore{max: 1_000_000, now: func() time.Time { return base.Add(time.Since(base)) }, poll: 50 * time.Millisecond}
+	s := &MemoryStore{max: 1_000_000, poll: 50 * time.Millisecond}
 	for _, o := range opts {
 		o(s)
 	}
@@ -98,11 +94,28 @@ func live(r *memRecord, now time.Time) bool {
 // lease, so its fence is not reused soon after a crash.
 func (r *memRecord) ttlAfterLease() time.Duration { return r.ExpiresAt.Sub(r.LeaseUntil) }
 
+// clock is the store's time: the injected clock, or by default the
+// process's monotonic clock (time.Now reads the wall clock too, and a
+// replay is short enough for that to show); leases measured this way are
+// immune to wall-clock steps as well.
+func (s *MemoryStore) clock() time.Time {
+	if s.now == nil {
+		return monoNow()
+	}
+	return s.now()
+}
+
 func (s *MemoryStore) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error) {
+	return s.claimAt(ctx, req, s.clock())
+}
+
+// claimAt is Claim judged at now. A Guard over a store with the default
+// clock passes the monotonic reading it took as it sent the claim, which
+// is the same clock: one clock read per replay instead of two.
+func (s *MemoryStore) claimAt(ctx context.Context, req ClaimRequest, now time.Time) (ClaimResult, error) {
 	if err := ctx.Err(); err != nil {
 		return ClaimResult{}, err
 	}
-	now := s.now()
 	var order *orderShard
 	if req.Order.Key != "" {
 		// Lock order: an entity's shard before a record's, everywhere.
@@ -213,7 +226,7 @@ func (s *MemoryStore) sweep(sh *memShard, now time.Time, keep string) int {
 
 // Cleanup removes every record that is no longer live and returns how many.
 func (s *MemoryStore) Cleanup(ctx context.Context) (int, error) {
-	now := s.now()
+	now := s.clock()
 	total := 0
 	for i := range s.shards {
 		if err := ctx.Err(); err != nil {
@@ -266,7 +279,7 @@ func (s *MemoryStore) ForceRelease(ctx context.Context, key string) (Record, err
 	if err := ctx.Err(); err != nil {
 		return Record{}, err
 	}
-	now := s.now()
+	now := s.clock()
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -308,7 +321,7 @@ func (s *MemoryStore) Heartbeat(ctx context.Context, l Lease) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	now := s.now()
+	now := s.clock()
 	sh := s.shard(l.Key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -327,7 +340,7 @@ func (s *MemoryStore) finish(ctx context.Context, l Lease, state State, res Resu
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	now := s.now()
+	now := s.clock()
 	sh := s.shard(l.Key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -363,7 +376,7 @@ func (s *MemoryStore) Get(ctx context.Context, key string) (Record, error) {
 	if err := ctx.Err(); err != nil {
 		return Record{}, err
 	}
-	now := s.now()
+	now := s.clock()
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -401,7 +414,7 @@ func (s *MemoryStore) Wait(ctx context.Context, key string) error {
 		sh := s.shard(key)
 		sh.mu.Lock()
 		r := sh.m[key]
-		if r == nil || r.State != StateInProgress || !s.now().Before(r.LeaseUntil) {
+		if r == nil || r.State != StateInProgress || !s.clock().Before(r.LeaseUntil) {
 			sh.mu.Unlock()
 			return nil
 		}
