@@ -72,6 +72,20 @@ type KeyBuilder struct {
 
 type span struct{ lo, hi int }
 
+// sortSpans sorts map entries by their encoded bytes: an insertion sort for
+// the few entries most maps have, slices.SortFunc beyond.
+func sortSpans(s []span, buf []byte) {
+	if len(s) > 12 {
+		slices.SortFunc(s, func(x, y span) int { return bytes.Compare(buf[x.lo:x.hi], buf[y.lo:y.hi]) })
+		return
+	}
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && string(buf[s[j].lo:s[j].hi]) < string(buf[s[j-1].lo:s[j-1].hi]); j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
 type mapFrame struct {
 	start  int // offset in buf of the first entry
 	first  int // index in entries of this map's first entry
@@ -93,9 +107,17 @@ func (b *KeyBuilder) reset() {
 	}
 }
 
+// maybeFlush hashes what is buffered once it is large. The check is small
+// enough to inline into every writer; flush does the rest.
 func (b *KeyBuilder) maybeFlush() {
-	if len(b.buf) < flushAt || len(b.maps) > 0 {
-		return
+	if len(b.buf) >= flushAt {
+		b.flush()
+	}
+}
+
+func (b *KeyBuilder) flush() {
+	if len(b.maps) > 0 {
+		return // map entries are still to be sorted in place
 	}
 	if b.h == nil {
 		b.h = sha256.New()
@@ -183,9 +205,19 @@ func (b *KeyBuilder) Complex(v complex128) {
 // String writes a string.
 func (b *KeyBuilder) String(s string) {
 	b.tag(tagString)
-	b.buf = binary.AppendUvarint(b.buf, uint64(len(s)))
+	b.uvarint(len(s))
 	b.buf = append(b.buf, s...)
 	b.maybeFlush()
+}
+
+// uvarint writes a length as binary.AppendUvarint does, with the one-byte
+// case (nearly every key string) short enough to inline.
+func (b *KeyBuilder) uvarint(n int) {
+	if n < 0x80 {
+		b.buf = append(b.buf, byte(n))
+		return
+	}
+	b.buf = binary.AppendUvarint(b.buf, uint64(n))
 }
 
 // Bytes writes a non-nil byte slice (write Nil for a nil one).
@@ -298,7 +330,7 @@ func (b *KeyBuilder) MapEnd() {
 			b.spans = append(b.spans, span{lo, hi})
 		}
 		buf := b.buf
-		slices.SortFunc(b.spans, func(x, y span) int { return bytes.Compare(buf[x.lo:x.hi], buf[y.lo:y.hi]) })
+		sortSpans(b.spans, buf)
 		b.scratch = b.scratch[:0]
 		for _, s := range b.spans {
 			b.scratch = append(b.scratch, buf[s.lo:s.hi]...)
