@@ -37,7 +37,7 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, erro
 		return idem.Record{}, corrupt(key, replyString(res, 1))
 	}
 	v, _ := res[1].(string)
-	return decodeRecord(key, v)
+	return decodeRecord(key, v, time.Time{}) // the script wrote version 1: absolute times
 }
 
 // List implements idem.Admin: it scans the store's keys (every master of a
@@ -64,10 +64,13 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 				if len(batch) == 0 {
 					return nil
 				}
+				// PEXPIRETIME places fresh claims' relative times.
 				cmds := make([]*redis.StringCmd, len(batch))
+				expiries := make([]*redis.DurationCmd, len(batch))
 				_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 					for i, k := range batch {
 						cmds[i] = p.Get(ctx, k)
+						expiries[i] = p.PExpireTime(ctx, k) // ms since the epoch
 					}
 					return nil
 				})
@@ -88,7 +91,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 					}
 					var r idem.Record
 					if err == nil {
-						r, err = decodeRecord(key, v)
+						r, err = decodeRecord(key, v, time.UnixMilli(expiries[i].Val().Milliseconds()))
 					}
 					if err != nil {
 						s.log.Warn("redisstore: list: skipping a value that is not a record", "key", k, "error", err)

@@ -29,11 +29,13 @@ func FuzzDecodeRecord(f *testing.F) {
 	} {
 		f.Add(encodeRecord(r, 42))
 	}
+	fresh, _ := encodeFresh(idem.Token{4}, idem.Fingerprint{5}, []byte("op-id-08"), time.Second, time.Hour)
+	f.Add(fresh)
 	f.Add([]byte{})
 	f.Add([]byte("plain string value of another application"))
 	f.Add(append([]byte{recordMagic, recordVersion + 1}, make([]byte, headerLen)...))
 	f.Fuzz(func(t *testing.T, v []byte) {
-		r, err := decodeRecord("k", string(v))
+		r, err := decodeRecord("k", string(v), t0)
 		if err != nil {
 			if !errors.Is(err, idem.ErrCorruptRecord) {
 				t.Fatalf("rejection does not wrap ErrCorruptRecord: %v", err)
@@ -47,7 +49,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("key %q, want k", r.Key)
 		}
 		op := uint64(be64(string(v), offOp))
-		again, err := decodeRecord("k", string(encodeRecord(r, op)))
+		again, err := decodeRecord("k", string(encodeRecord(r, op)), t0)
 		if err != nil {
 			t.Fatalf("re-encoded record rejected: %v", err)
 		}

@@ -24,6 +24,23 @@ import (
 //	59     32   fingerprint
 //	91     …    result data (completed, failed), empty otherwise
 //
+// Version 2 is the same layout for a fresh claim, which the client writes
+// itself with one SET NX GET (no script, see Store.Claim) and so cannot
+// stamp with the server's clock. Its state is in_progress and its three
+// times are relative to the key's Redis expiry, which the server set by
+// its own clock (PX = lease + TTL, rounded up to whole ms):
+//
+//	11     8    lease duration, µs
+//	19     8    TTL after the lease, µs (the record expires that long after it)
+//	27     8    0
+//
+// A reader turns them into server times with the key's PEXPIRETIME (an
+// absolute server time, the same on every read): expiry = PEXPIRETIME +
+// 1 ms, lease expiry = expiry - TTL, updated at = lease expiry - lease.
+// The extra millisecond covers the server's whole-ms clock at the SET, so
+// a reader never sees the lease end before it does. The first script that writes the record
+// (heartbeat, complete, fail, release, takeover) writes version 1.
+//
 // The Lua scripts and decodeRecord below parse the same layout; a value that
 // does not match it is reported as idem.ErrCorruptRecord and never
 // overwritten. A future layout bumps the version byte, and a store that
@@ -31,7 +48,12 @@ import (
 const (
 	recordMagic   = 0xA7
 	recordVersion = 1
+	freshVersion  = 2
 	headerLen     = 91
+
+	// maxFreshMicros bounds a fresh claim's lease and TTL (ten years): a
+	// larger value is not one encodeFresh wrote.
+	maxFreshMicros = 10 * 365 * 24 * 3600 * 1_000_000
 
 	offState  = 2
 	offFence  = 3
@@ -43,19 +65,21 @@ const (
 	offFP     = 59
 )
 
-// decodeRecord parses a stored value. key is the caller's store key.
-func decodeRecord(key string, v string) (idem.Record, error) {
+// decodeRecord parses a stored value. key is the caller's store key;
+// expireAt (the key's PEXPIRETIME) places a fresh claim's relative times
+// and is not read for other records.
+func decodeRecord(key string, v string, expireAt time.Time) (idem.Record, error) {
 	if len(v) < headerLen {
 		return idem.Record{}, corrupt(key, fmt.Sprintf("value of %d bytes is shorter than the %d-byte header", len(v), headerLen))
 	}
 	if v[0] != recordMagic {
 		return idem.Record{}, corrupt(key, fmt.Sprintf("not an idem record (first byte %#x)", v[0]))
 	}
-	if v[1] != recordVersion {
+	if v[1] != recordVersion && v[1] != freshVersion {
 		return idem.Record{}, corrupt(key, fmt.Sprintf("unsupported record encoding version %d", v[1]))
 	}
 	st := idem.State(v[offState])
-	if st < idem.StateInProgress || st > idem.StateReleased {
+	if st < idem.StateInProgress || st > idem.StateReleased || (v[1] == freshVersion && st != idem.StateInProgress) {
 		return idem.Record{}, corrupt(key, fmt.Sprintf("unknown state %d", v[offState]))
 	}
 	r := idem.Record{
@@ -65,6 +89,16 @@ func decodeRecord(key string, v string) (idem.Record, error) {
 		LeaseUntil: micros(be64(v, offLease)),
 		ExpiresAt:  micros(be64(v, offExpiry)),
 		UpdatedAt:  micros(be64(v, offUpdate)),
+	}
+	if v[1] == freshVersion {
+		leaseUs, ttlUs := be64(v, offLease), be64(v, offExpiry)
+		if leaseUs > maxFreshMicros || ttlUs > maxFreshMicros {
+			return idem.Record{}, corrupt(key, fmt.Sprintf("fresh claim with a lease of %dµs and a TTL of %dµs", leaseUs, ttlUs))
+		}
+		lease, ttl := time.Duration(leaseUs)*time.Microsecond, time.Duration(ttlUs)*time.Microsecond
+		r.ExpiresAt = expireAt.Add(time.Millisecond)
+		r.LeaseUntil = r.ExpiresAt.Add(-ttl)
+		r.UpdatedAt = r.LeaseUntil.Add(-lease)
 	}
 	copy(r.Owner[:], v[offOwner:offFP])
 	copy(r.Fingerprint[:], v[offFP:headerLen])
@@ -87,6 +121,21 @@ func encodeRecord(r idem.Record, op uint64) []byte {
 	copy(b[offOwner:], r.Owner[:])
 	copy(b[offFP:], r.Fingerprint[:])
 	return append(b, r.Result...)
+}
+
+// encodeFresh is the version-2 record of a fresh claim (see above) and
+// the key's Redis TTL in whole milliseconds, rounded up.
+func encodeFresh(owner idem.Token, fp idem.Fingerprint, op []byte, lease, ttl time.Duration) (v []byte, pxMillis int64) {
+	b := make([]byte, headerLen)
+	b[0], b[1], b[offState] = recordMagic, freshVersion, byte(idem.StateInProgress)
+	binary.BigEndian.PutUint64(b[offFence:], 1)
+	binary.BigEndian.PutUint64(b[offLease:], uint64(micro(lease)))
+	binary.BigEndian.PutUint64(b[offExpiry:], uint64(micro(ttl)))
+	copy(b[offOp:offOwner], op)
+	copy(b[offOwner:], owner[:])
+	copy(b[offFP:], fp[:])
+	d := lease + ttl
+	return b, int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
 func be64(v string, off int) uint64 {

@@ -21,7 +21,7 @@ local function now_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local function parse(v)
+local function parse(v, key)
   if type(v) == 'table' then
     return nil, 'cannot read the record key: ' .. tostring(v.err)
   end
@@ -30,7 +30,20 @@ local function parse(v)
   end
   local magic, ver, st, fence, lease, exp, upd = struct.unpack('>BBBI8I8I8I8', v)
   if magic ~= 167 then return nil, 'not an idem record (first byte ' .. magic .. ')' end
-  if ver ~= 1 then return nil, 'unsupported record encoding version ' .. ver end
+  if ver == 2 then
+    -- a fresh claim written by SET NX: lease and TTL are durations, the
+    -- key's expiry (server clock) places them; +1 ms covers the whole-ms
+    -- clock of the SET (record.go)
+    if st ~= 1 then return nil, 'unknown state ' .. st end
+    local at = redis.call('PEXPIRETIME', key)
+    if at < 0 then return nil, 'fresh claim without an expiry' end
+    local ttl = exp
+    exp = at * 1000 + 1000
+    upd = exp - ttl - lease
+    lease = exp - ttl
+  elseif ver ~= 1 then
+    return nil, 'unsupported record encoding version ' .. ver
+  end
   if st < 1 or st > 4 then return nil, 'unknown state ' .. st end
   return {st = st, fence = fence, lease = lease, exp = exp, upd = upd,
     op = string.sub(v, 36, 43), owner = string.sub(v, 44, 59), fp = string.sub(v, 60, 91)}
@@ -69,7 +82,7 @@ end
 local now = now_us()
 local fence, status = 0, 1
 if v then
-  local r, err = parse(v)
+  local r, err = parse(v, KEYS[1])
   if not r then return {0, err} end
   fence = r.fence
   if now < r.exp then
@@ -118,7 +131,7 @@ return {status, fence, lease}
 var writeScript = redis.NewScript(luaCommon + `
 local v = redis.pcall('GET', KEYS[1])
 if not v then return {-1, 0, 0} end
-local r, err = parse(v)
+local r, err = parse(v, KEYS[1])
 if not r then return {0, err} end
 local st = tonumber(ARGV[1])
 if r.owner ~= ARGV[2] or r.fence ~= tonumber(ARGV[3]) then return {-1, r.st, r.fence} end
@@ -139,13 +152,15 @@ redis.call('PUBLISH', ARGV[6], note(st, r.fence))
 return {1, r.lease}
 `)
 
-// readScript returns {now µs, value or false[, error]} so Get and Wait judge
-// liveness by the server clock of the node that holds the key.
+// readScript returns {now µs, value or false, PEXPIRETIME ms} so Get and
+// Wait judge liveness by the server clock of the node that holds the key
+// (PEXPIRETIME places a fresh claim's times), or {now, false, 0, error}
+// when the key holds something GET cannot read.
 var readScript = redis.NewScript(luaCommon + `
 local now = now_us()
 local v = redis.pcall('GET', KEYS[1])
-if type(v) == 'table' then return {now, false, tostring(v.err)} end
-return {now, v}
+if type(v) == 'table' then return {now, false, 0, tostring(v.err)} end
+return {now, v, redis.call('PEXPIRETIME', KEYS[1])}
 `)
 
 // deleteScript removes the record whatever it holds (also the way to clear
@@ -163,7 +178,7 @@ return n
 var forceReleaseScript = redis.NewScript(luaCommon + `
 local v = redis.pcall('GET', KEYS[1])
 if not v then return {-1} end
-local r, err = parse(v)
+local r, err = parse(v, KEYS[1])
 if not r then return {0, err} end
 local now = now_us()
 local keep = r.exp - r.upd
@@ -181,7 +196,7 @@ return {1, nv}
 var cleanupScript = redis.NewScript(luaCommon + `
 local v = redis.pcall('GET', KEYS[1])
 if not v then return 0 end
-local r = parse(v)
+local r = parse(v, KEYS[1])
 if not r or now_us() < r.exp then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[1], 'd:0')

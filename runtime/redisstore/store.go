@@ -144,13 +144,28 @@ func (s *Store) op() []byte {
 }
 
 // Claim implements idem.Store.
+//
+// A claim without ordering is first one SET NX GET, with no script: it
+// creates a fresh in-progress record (fence 1) when the key has none, and
+// otherwise returns the record in place without changing it. That settles
+// the two common cases in one round trip at the cost of a plain SET on
+// the server (a script costs Redis ten times as much): a first execution,
+// and the replay of a finished record. Anything else it finds (in
+// progress, released, corrupt) goes on to the claim script, which judges
+// leases by the server's clock, takes over, or reports.
 func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
 	if err := s.ready(ctx, "claim", req.Key); err != nil {
 		return idem.ClaimResult{}, err
 	}
 	rk := s.RecordKey(req.Key)
+	op := s.op()
+	if req.Order.Key == "" {
+		if res, ok, err := s.claimFresh(ctx, rk, req, op); ok || err != nil {
+			return res, err
+		}
+	}
 	keys := []string{rk}
-	args := []any{req.Owner[:], req.Fingerprint[:], micro(req.Lease), micro(req.TTL), channelOf(rk), s.op()}
+	args := []any{req.Owner[:], req.Fingerprint[:], micro(req.Lease), micro(req.TTL), channelOf(rk), op}
 	if o := req.Order; o.Key != "" {
 		override := 0
 		if o.Override {
@@ -190,6 +205,50 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		out.LastAccepted = time.UnixMicro(lease)
 	}
 	return out, nil
+}
+
+// claimFresh is the SET NX GET step of Claim; ok is false when the claim
+// script must decide.
+func (s *Store) claimFresh(ctx context.Context, rk string, req idem.ClaimRequest, op []byte) (res idem.ClaimResult, ok bool, err error) {
+	v, px := encodeFresh(req.Owner, req.Fingerprint, op, req.Lease, req.TTL)
+	sent := time.Now()
+	cmd := redis.NewStringCmd(ctx, "set", rk, v, "px", px, "nx", "get")
+	_ = s.rdb.Process(ctx, cmd)
+	old, err := cmd.Result()
+	switch {
+	case err == redis.Nil:
+		// The key was free and now holds our claim. Its lease is judged by
+		// the server's clock; LeaseUntil here is the local estimate.
+		return idem.ClaimResult{Status: idem.ClaimAcquired, Fence: 1, LeaseUntil: sent.Add(req.Lease)}, true, nil
+	case err != nil && (strings.HasPrefix(err.Error(), "WRONGTYPE") || strings.HasPrefix(err.Error(), "OOM ")):
+		// Not a string (the script reports it), or a server at maxmemory
+		// that refuses any SET, even one that would not write: the script
+		// still serves a replay there.
+		return res, false, nil
+	case err != nil:
+		return res, false, s.wrap(ctx, "claim", req.Key, err)
+	}
+	if len(old) < headerLen || old[0] != recordMagic {
+		return res, false, nil
+	}
+	st := idem.State(old[offState])
+	switch {
+	case old[1] == freshVersion && st == idem.StateInProgress &&
+		old[offOwner:offFP] == string(req.Owner[:]) && old[offOp:offOwner] == string(op):
+		// Our own SET, run again by the client's retry after a lost reply.
+		return idem.ClaimResult{Status: idem.ClaimAcquired, Fence: 1, LeaseUntil: sent.Add(req.Lease)}, true, nil
+	case old[1] != recordVersion || (st != idem.StateCompleted && st != idem.StateFailed):
+		return res, false, nil
+	case old[offFP:headerLen] != string(req.Fingerprint[:]):
+		return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: be64(old, offFence)}, true, nil
+	}
+	// A finished record that exists is live: its Redis TTL ends no later
+	// than its expiry.
+	res = idem.ClaimResult{Status: idem.ClaimCompleted, Fence: be64(old, offFence), Result: idem.Result{Data: []byte(old[headerLen:])}}
+	if st == idem.StateFailed {
+		res.Status = idem.ClaimFailed
+	}
+	return res, true, nil
 }
 
 // Heartbeat implements idem.Store.
@@ -261,14 +320,15 @@ func (s *Store) read(ctx context.Context, op, key string) (now time.Time, r idem
 		return now, r, false, s.badReply(op, key, res, err)
 	}
 	now = micros(uint64(us))
-	if len(res) > 2 {
-		return now, r, false, corrupt(key, "cannot read the record key: "+replyString(res, 2))
+	if len(res) > 3 {
+		return now, r, false, corrupt(key, "cannot read the record key: "+replyString(res, 3))
 	}
 	v, ok := res[1].(string)
 	if !ok {
 		return now, r, false, nil
 	}
-	r, err = decodeRecord(key, v)
+	at, _ := replyInt(res, 2)
+	r, err = decodeRecord(key, v, time.UnixMilli(at))
 	return now, r, err == nil, err
 }
 

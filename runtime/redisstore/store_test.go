@@ -44,6 +44,9 @@ func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			}
 			c.scripts[name]++
 		}
+		if cmd.Name() == "set" {
+			c.scripts["claim-set"]++ // Claim's SET NX GET
+		}
 		c.mu.Unlock()
 		return next(ctx, cmd)
 	}
@@ -66,7 +69,8 @@ func (c *counter) reset() (trips int, scripts map[string]int) {
 	return trips, scripts
 }
 
-// TestRoundTrips: a replay is one round trip, a first execution two, and
+// TestRoundTrips: a replay is one round trip, a first execution two (the
+// claim is a SET NX GET, the completion a script), and
 // heartbeats run off the caller's path (a fast call makes none; a slow one
 // makes them from the Guard's timer while the caller's own trips stay two).
 func TestRoundTrips(t *testing.T) {
@@ -103,9 +107,9 @@ func TestRoundTrips(t *testing.T) {
 		wantTrips   int
 		wantScripts map[string]int
 	}{
-		{"first execution", fast, "a", 0, 2, map[string]int{"claim": 1, "write": 1}},
-		{"replay", fast, "a", 0, 1, map[string]int{"claim": 1}},
-		{"replay again", fast, "a", 0, 1, map[string]int{"claim": 1}},
+		{"first execution", fast, "a", 0, 2, map[string]int{"claim-set": 1, "write": 1}},
+		{"replay", fast, "a", 0, 1, map[string]int{"claim-set": 1}},
+		{"replay again", fast, "a", 0, 1, map[string]int{"claim-set": 1}},
 		{"slow first execution", slow, "b", 200 * time.Millisecond, -1, nil},
 	}
 	for _, tt := range tests {
@@ -123,7 +127,7 @@ func TestRoundTrips(t *testing.T) {
 				if scripts["heartbeat"] == 0 {
 					t.Fatalf("no heartbeat during a call longer than the lease: %v", scripts)
 				}
-				if scripts["claim"] != 1 || scripts["write"] != 1 || trips != 2+scripts["heartbeat"] {
+				if scripts["claim-set"] != 1 || scripts["write"] != 1 || trips != 2+scripts["heartbeat"] {
 					t.Fatalf("slow call: %d round trips, scripts %v; want claim 1, write 1, the rest heartbeats", trips, scripts)
 				}
 				return
@@ -224,6 +228,31 @@ func TestCorruptOrderRecord(t *testing.T) {
 	}
 }
 
+// A fresh claim's times are placed by the key's Redis expiry, with a
+// millisecond to spare.
+func TestFreshRecordCodec(t *testing.T) {
+	now := time.UnixMicro(time.Now().UnixMicro())
+	v, px := encodeFresh(idem.Token{1}, idem.Fingerprint{2}, []byte("12345678"), 1500*time.Microsecond, time.Hour)
+	if want := int64(3600002); px != want { // 1h + 1.5ms, rounded up to whole ms
+		t.Errorf("PX = %d, want %d", px, want)
+	}
+	got, err := decodeRecord("k", string(v), now.Add(10*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := now.Add(10*time.Minute + time.Millisecond)
+	want := idem.Record{Key: "k", State: idem.StateInProgress, Owner: idem.Token{1}, Fence: 1, Fingerprint: idem.Fingerprint{2},
+		ExpiresAt: exp, LeaseUntil: exp.Add(-time.Hour), UpdatedAt: exp.Add(-time.Hour - 1500*time.Microsecond)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("fresh record (-want +got):\n%s", diff)
+	}
+	bad := []byte(string(v))
+	bad[offState] = byte(idem.StateCompleted)
+	if _, err := decodeRecord("k", string(bad), now); !errors.Is(err, idem.ErrCorruptRecord) {
+		t.Errorf("fresh record in state completed: err = %v, want ErrCorruptRecord", err)
+	}
+}
+
 func TestRecordCodec(t *testing.T) {
 	now := time.UnixMicro(time.Now().UnixMicro())
 	tests := []idem.Record{
@@ -234,7 +263,7 @@ func TestRecordCodec(t *testing.T) {
 		{Key: "k", State: idem.StateReleased, Fence: 7, LeaseUntil: now, ExpiresAt: now.Add(time.Minute), UpdatedAt: now},
 	}
 	for _, r := range tests {
-		got, err := decodeRecord("k", string(encodeRecord(r, 5)))
+		got, err := decodeRecord("k", string(encodeRecord(r, 5)), time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}
