@@ -10,8 +10,8 @@ import "strings"
 // It is STABLE, so one statement sees one instant and indexes can use it,
 // and unlike now() it is not frozen at the start of a caller's transaction.
 type queries struct {
-	claimNew, claim, heartbeat, finish, doneInTx, doneInTxData string
-	get, del, waitCheck, waitArm, completeInTx, cleanup        string
+	claim, heartbeat, finish, doneInTx, doneInTxData    string
+	get, del, waitCheck, waitArm, completeInTx, cleanup string
 	// cleanupByKey replaces cleanup on a partitioned table, where a ctid
 	// names a row only within one partition.
 	cleanupByKey               string
@@ -34,31 +34,6 @@ func buildQueries(n names) queries {
 	sub := func(sql string) string { return strings.ReplaceAll(sql, "{T}", t) }
 	const tsClaim = `coalesce($6::timestamptz, statement_timestamp())`
 	return queries{
-		// claimNew is a claim's first statement: it inserts the record
-		// when the key has none, and otherwise returns the row as it is,
-		// with the same columns as claim. It settles a first execution
-		// and a replay; Claim runs the full claim statement only when the
-		// row it returns can be taken (released, expired, lease over).
-		// Without a DO UPDATE arm the executor sets up far less per call,
-		// which is most of what a replay costs the database. A row
-		// inserted after this statement's snapshot conflicts but is not
-		// read: no row comes back and the client runs it again.
-		claimNew: sub(`WITH ins AS (
-	INSERT INTO {T} (key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, took_over, completed_in_tx, format)
-	SELECT $1, 1, $2, 1, $3, NULL, t.ts + $4::bigint * interval '1 microsecond',
-		t.ts + ($4::bigint + $5::bigint) * interval '1 microsecond', t.ts, false, false, 1
-	FROM (SELECT ` + tsClaim + ` AS ts) t
-	ON CONFLICT (key) DO NOTHING
-	RETURNING fence, lease_until
-)
-SELECT true, i.fence, i.lease_until, false, 0::smallint, NULL::bytea, NULL::bytea, NULL::bytea,
-	NULL::timestamptz, 1::smallint, NULL::timestamptz
-FROM ins i
-UNION ALL
-SELECT false, c.fence, c.lease_until, false, c.state, c.owner, c.fingerprint, c.result,
-	c.expires_at, c.format, ` + tsClaim + `
-FROM {T} c WHERE c.key = $1 AND NOT EXISTS (SELECT 1 FROM ins)`),
-
 		// Claim. cur reads the row; ins inserts or takes the row over only
 		// when cur shows nothing in the way, so a replay (the row is
 		// finished and live) writes nothing: no transaction id, no WAL,

@@ -164,7 +164,6 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 	if req.Order.Key != "" {
 		return s.claimOrdered(ctx, c, req)
 	}
-	stmt := s.q.claimNew
 	for range maxClaimAttempts {
 		var (
 			claimed, tookOver bool
@@ -174,7 +173,7 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 			owner, fp, result []byte
 			expiresAt, now    *time.Time
 		)
-		err := c.QueryRow(ctx, stmt, req.Key, req.Owner[:], req.Fingerprint[:],
+		err := c.QueryRow(ctx, s.q.claim, req.Key, req.Owner[:], req.Fingerprint[:],
 			micros(req.Lease), micros(req.TTL), s.ts()).
 			Scan(&claimed, &fence, &leaseUntil, &tookOver, &state, &owner, &fp, &result, &expiresAt, &format, &now)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -197,11 +196,7 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		}
 		at := deref(now)
 		if r.claimable(at) {
-			// claimNew never takes a row over: the full claim statement
-			// does. From the full statement, a claimable row means our
-			// snapshot was stale: someone claimed it after it was taken.
-			stmt = s.q.claim
-			continue
+			continue // our snapshot was stale: someone claimed it after it was taken
 		}
 		return r.busyResult(req.Fingerprint), nil
 	}
