@@ -16,15 +16,23 @@
 //
 // # How it works
 //
-// Every state transition (claim, heartbeat, complete, fail, release) is one
-// Lua script, so it is one atomic operation and one round trip: a replay
-// costs one round trip (the claim script returns the stored result), a
-// first execution two (claim, complete). Scripts read the time with TIME on
-// the server that holds the key, so leases do not depend on client clocks.
-// Fenced writes compare the owner token and fence; a released record keeps
-// its fence so the next owner's fence is higher. Scripts run with EVALSHA;
-// after a server restart (or SCRIPT FLUSH) the first call of each script
-// costs one extra round trip to load it again.
+// Every state transition is one atomic server operation and one round
+// trip, judged by the clock of the server that holds the key, so leases do
+// not depend on client clocks. A claim starts with one SET NX GET (Redis
+// 7.0 or later): on a free key it writes a fresh in-progress record (fence
+// 1) whose lease the server places with the key's own expiry (PX = lease +
+// TTL); on a key that holds a finished record it changes nothing and
+// returns it, which is the replay. Only what that cannot settle (a record
+// in progress, released, or not a record) goes on to the claim script,
+// which reads the time with TIME, takes over an expired lease, and
+// reports. Heartbeat, complete, fail and release are Lua scripts that
+// compare the owner token and fence. So a replay costs one round trip and
+// the price of a plain SET on the server, a first execution two (SET,
+// complete script); a duplicate that finds the key in progress costs two
+// (SET, claim script). A released record keeps its fence so the next
+// owner's fence is higher. Scripts run with EVALSHA; after a server
+// restart (or SCRIPT FLUSH) the first call of each script costs one extra
+// round trip to load it again.
 //
 // A record is one Redis string: a versioned binary header (state, fence,
 // lease, expiry, owner, fingerprint) followed by the result bytes. A value
@@ -38,10 +46,10 @@
 // later). While a record exists its fence only grows; once Redis has
 // expired it, the next claim starts again at fence 1.
 //
-// go-redis retries a command whose connection failed. Each script call
-// carries an op id stored in the record, so a retried claim or write that
-// already took effect answers as it did the first time instead of
-// conflicting with itself.
+// go-redis retries a command whose connection failed. Each claim and
+// script call carries an op id stored in the record, so a retried claim or
+// write that already took effect answers as it did the first time instead
+// of conflicting with itself.
 //
 // # Ordering and administration
 //
