@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -141,7 +142,7 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 				st.ev(OutcomeDuplicate, res.Fence, nil)
 				return zero, fmt.Errorf("%s: %w", spec.Name, ErrDuplicate)
 			}
-			v, err := decodeResult[R](g, spec, res.Result)
+			v, err := decodeResult[R](g, spec, key, res.Result)
 			if err != nil {
 				st.ev(OutcomeStoreError, res.Fence, err)
 				return zero, err
@@ -358,15 +359,26 @@ func decodeFailure(spec *Spec, r Result) error {
 	return &RecordedError{Func: spec.Name, Message: fr.Message}
 }
 
-func decodeResult[R any](g *Guard, spec *Spec, r Result) (R, error) {
+func decodeResult[R any](g *Guard, spec *Spec, key string, r Result) (R, error) {
 	if r.Value != nil {
 		if v, ok := r.Value.(R); ok {
 			return v, nil
 		}
 	}
+	memo := g.results != nil && copyIsolates(reflect.TypeFor[R]())
+	if memo {
+		if m, ok := g.results.get(key, r.Data); ok {
+			if v, ok := m.(R); ok {
+				return v, nil
+			}
+		}
+	}
 	var v R
 	if err := g.codec.Unmarshal(r.Data, &v); err != nil {
 		return v, fmt.Errorf("idem: %s: decoding stored result: %w", spec.Name, err)
+	}
+	if memo {
+		g.results.put(key, r.Data, v)
 	}
 	return v, nil
 }

@@ -33,6 +33,7 @@ type Guard struct {
 	calls       sync.Pool // *Call
 	macs        sync.Pool // *keyedHash (HMAC-SHA-256)
 	memo        *keyMemo
+	results     *resultMemo
 }
 
 // Option configures a Guard.
@@ -69,9 +70,14 @@ func WithGuardClock(now func() time.Time) Option { return func(g *Guard) { g.now
 // WithKeyMemo sets how many recently derived keys a Guard remembers
 // (default 4096; 0 turns it off). A duplicate repeats its key material, so
 // a remembered key spares it the SHA-256; the memo holds key material of
-// up to 1 KiB per entry in process memory, never in the store.
+// up to 1 KiB per entry in process memory, never in the store. The same
+// setting sizes the memo of decoded replay results: a replay whose stored
+// bytes equal the ones decoded last time for its key gets that value
+// without running the codec, for result types a copy fully isolates (no
+// pointers, slices, maps or interfaces inside), up to 2 KiB of stored
+// bytes per entry.
 func WithKeyMemo(entries int) Option {
-	return func(g *Guard) { g.memo = newKeyMemo(entries) }
+	return func(g *Guard) { g.memo, g.results = newKeyMemo(entries), newResultMemo(entries/4) }
 }
 
 // monoBase is the origin of the process's monotonic readings: Guards time
@@ -84,7 +90,7 @@ func monoNow() time.Time { return monoBase.Add(time.Since(monoBase)) }
 
 // NewGuard returns a Guard over store.
 func NewGuard(store Store, opts ...Option) *Guard {
-	g := &Guard{store: store, codec: JSONCodec{}, prefix: "idem:", now: time.Now, memo: newKeyMemo(4096)}
+	g := &Guard{store: store, codec: JSONCodec{}, prefix: "idem:", now: time.Now, memo: newKeyMemo(4096), results: newResultMemo(1024)}
 	for _, o := range opts {
 		o(g)
 	}
