@@ -103,20 +103,33 @@ type invoice struct {
 	Note   string `json:"note"`
 }
 
+// BenchmarkReplay replays a value result (the Guard's result memo skips
+// decoding it again) and, at 32 callers, a pointer result, which every
+// replay decodes.
 func BenchmarkReplay(b *testing.B) {
-	for _, callers := range []int{1, 32} {
-		b.Run("callers="+strconv.Itoa(callers), func(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		callers int
+		pointer bool
+	}{{"callers=1", 1, false}, {"callers=32", 32, false}, {"callers=32/pointer-result", 32, true}} {
+		b.Run(tc.name, func(b *testing.B) {
 			rdb := benchClient(b)
 			s := newStore(b, rdb)
 			g := idem.NewGuard(s)
 			spec := &idem.Spec{Name: "bench.replay", TTL: time.Hour}
 			ctx := context.Background()
+			first := invoice{ID: "inv-1", Amount: 4200, Note: "first call"}
 			do := func() (invoice, error) {
 				c := g.Begin(spec)
 				c.Key().String("order-1")
-				return idem.Do(ctx, c, func(context.Context) (invoice, error) {
-					return invoice{ID: "inv-1", Amount: 4200, Note: "first call"}, nil
-				})
+				if tc.pointer {
+					v, err := idem.Do(ctx, c, func(context.Context) (*invoice, error) { return &first, nil })
+					if v == nil {
+						return invoice{}, err
+					}
+					return *v, err
+				}
+				return idem.Do(ctx, c, func(context.Context) (invoice, error) { return first, nil })
 			}
 			if _, err := do(); err != nil {
 				b.Fatal(err)
@@ -127,7 +140,7 @@ func BenchmarkReplay(b *testing.B) {
 			rk := s.RecordKey(key)
 			b.ResetTimer()
 			// Baseline: GET of the very record (same value size).
-			raw, store := versus(b.N, callers, func(int) {
+			raw, store := versus(b.N, tc.callers, func(int) {
 				if err := rdb.Get(ctx, rk).Err(); err != nil {
 					b.Error(err)
 				}

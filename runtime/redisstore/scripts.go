@@ -123,33 +123,51 @@ if status == 2 then redis.call('PUBLISH', ARGV[5], note(1, fence)) end
 return {status, fence, lease}
 `)
 
-// writeScript is every fenced write. KEYS[1] record; ARGV new state (1 for a
-// heartbeat), owner, fence, duration µs (the lease for a heartbeat, the TTL
-// otherwise), data, channel, op id. Returns {1, lease µs} when applied,
-// {-1, state, fence} when the caller does not own the key, {0, reason} for
-// a record it cannot read.
-var writeScript = redis.NewScript(luaCommon + `
+// writeScript is every fenced write, and the second half of every first
+// execution, so it stands alone (no luaCommon closures to build) and takes
+// two arguments. KEYS[1] record; ARGV[1] packed '>BI8I8' new state (1 for a
+// heartbeat), fence, duration µs (the lease for a heartbeat, the TTL
+// otherwise), then op id (8 bytes) and owner (16 bytes); ARGV[2] data. The
+// channel is KEYS[1] .. ':done'. Returns {1, lease µs} when applied, {-1,
+// state, fence} when the caller does not own the key, {0, reason} for a
+// record it cannot read (the reasons are parse's, in luaCommon).
+//
+// A fresh claim (version 2, see record.go) stores its TTL after the lease
+// directly, so no write needs the key's expiry: a heartbeat keeps that TTL
+// after the new lease, and a finished record written from a fresh claim
+// records the finish time as its lease expiry (the lease ended there).
+var writeScript = redis.NewScript(`
 local v = redis.pcall('GET', KEYS[1])
 if not v then return {-1, 0, 0} end
-local r, err = parse(v, KEYS[1])
-if not r then return {0, err} end
-local st = tonumber(ARGV[1])
-if r.owner ~= ARGV[2] or r.fence ~= tonumber(ARGV[3]) then return {-1, r.st, r.fence} end
-if r.st ~= 1 then
-  if r.st == st and r.op == ARGV[7] then return {1, r.lease} end -- retried after a lost reply
-  return {-1, r.st, r.fence}
+if type(v) == 'table' then return {0, 'cannot read the record key: ' .. tostring(v.err)} end
+if #v < 91 then return {0, 'value of ' .. #v .. ' bytes is shorter than the 91-byte header'} end
+local magic, ver, rst, rfence, rlease, rexp = struct.unpack('>BBBI8I8I8', v)
+if magic ~= 167 then return {0, 'not an idem record (first byte ' .. magic .. ')'} end
+if ver ~= 1 and ver ~= 2 then return {0, 'unsupported record encoding version ' .. ver} end
+if rst < 1 or rst > 4 or (ver == 2 and rst ~= 1) then return {0, 'unknown state ' .. rst} end
+local st, fence, dur = struct.unpack('>BI8I8', ARGV[1])
+local owner = string.sub(ARGV[1], 26, 41)
+if string.sub(v, 44, 59) ~= owner or rfence ~= fence then return {-1, rst, rfence} end
+local op = string.sub(ARGV[1], 18, 25)
+if rst ~= 1 then
+  if rst == st and string.sub(v, 36, 43) == op then return {1, rlease} end -- retried after a lost reply
+  return {-1, rst, rfence}
 end
-local now = now_us()
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local keep = rexp - rlease -- the TTL after the lease
+if ver == 2 then keep = rexp; rlease = now end
+local lease, exp, data = rlease, now + dur, ARGV[2]
 if st == 1 then
-  local lease = now + tonumber(ARGV[4])
-  local exp = lease + (r.exp - r.lease)
-  redis.call('SET', KEYS[1], enc(1, r.fence, lease, exp, now, ARGV[7], r.owner, r.fp, ''), 'PX', px(exp, now))
-  return {1, lease}
+  lease = now + dur
+  exp = lease + keep
+  data = ''
 end
-local exp = now + tonumber(ARGV[4])
-redis.call('SET', KEYS[1], enc(st, r.fence, r.lease, exp, now, ARGV[7], r.owner, r.fp, ARGV[5]), 'PX', px(exp, now))
-redis.call('PUBLISH', ARGV[6], note(st, r.fence))
-return {1, r.lease}
+local ms = math.floor((exp - now) / 1000)
+if ms < 1 then ms = 1 end
+redis.call('SET', KEYS[1], struct.pack('>BBBI8I8I8I8', 167, 1, st, fence, lease, exp, now) .. op .. owner .. string.sub(v, 60, 91) .. data, 'PX', string.format('%d', ms))
+if st ~= 1 then redis.call('PUBLISH', KEYS[1] .. ':done', st .. ':' .. string.format('%d', fence)) end
+return {1, lease}
 `)
 
 // readScript returns {now µs, value or false, PEXPIRETIME ms} so Get and

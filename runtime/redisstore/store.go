@@ -279,8 +279,14 @@ func (s *Store) write(ctx context.Context, op string, l idem.Lease, st idem.Stat
 	if data == nil {
 		data = []byte{}
 	}
-	res, err := writeScript.Run(ctx, s.rdb, []string{rk},
-		int(st), l.Owner[:], l.Fence, micro(d), data, channelOf(rk), s.op()).Slice()
+	// The packed argument: state, fence, duration µs, op id, owner.
+	var arg [41]byte
+	arg[0] = byte(st)
+	binary.BigEndian.PutUint64(arg[1:], l.Fence)
+	binary.BigEndian.PutUint64(arg[9:], uint64(micro(d)))
+	copy(arg[17:25], s.op())
+	copy(arg[25:], l.Owner[:])
+	res, err := writeScript.Run(ctx, s.rdb, []string{rk}, arg[:], data).Slice()
 	if err != nil {
 		return s.wrap(ctx, op, l.Key, err)
 	}

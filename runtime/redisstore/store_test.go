@@ -27,6 +27,13 @@ var scriptNames = map[string]string{
 	readScript.Hash(): "read", deleteScript.Hash(): "delete",
 }
 
+// isHeartbeat reads the write script's packed argument: its first byte is
+// the new state.
+func isHeartbeat(arg any) bool {
+	b, ok := arg.([]byte)
+	return ok && len(b) > 0 && b[0] == byte(idem.StateInProgress)
+}
+
 func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
@@ -39,7 +46,7 @@ func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 				name = scriptNames[sha]
 			}
 			// A heartbeat is a write whose new state is in_progress.
-			if name == "write" && len(args) > 4 && args[4] == int(idem.StateInProgress) {
+			if name == "write" && len(args) > 4 && isHeartbeat(args[4]) {
 				name = "heartbeat"
 			}
 			c.scripts[name]++
