@@ -382,11 +382,18 @@ func newKeyMemo(entries int) *keyMemo {
 	if entries <= 0 {
 		return nil
 	}
+	slots, mask := directMapped[memoEntry](entries)
+	return &keyMemo{mask: mask, slots: slots}
+}
+
+// directMapped makes the slots of a direct-mapped memo: at least entries
+// of them, a power of two, and the mask that turns a hash into an index.
+func directMapped[E any](entries int) ([]atomic.Pointer[E], uint64) {
 	n := 1
 	for n < entries {
 		n <<= 1
 	}
-	return &keyMemo{mask: uint64(n - 1), slots: make([]atomic.Pointer[memoEntry], n)}
+	return make([]atomic.Pointer[E], n), uint64(n - 1)
 }
 
 func (m *keyMemo) slot(raw []byte) *atomic.Pointer[memoEntry] {

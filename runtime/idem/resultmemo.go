@@ -39,11 +39,8 @@ func newResultMemo(entries int) *resultMemo {
 	if entries <= 0 {
 		return nil
 	}
-	n := 1
-	for n < entries {
-		n <<= 1
-	}
-	return &resultMemo{mask: uint64(n - 1), slots: make([]atomic.Pointer[resultEntry], n)}
+	slots, mask := directMapped[resultEntry](entries)
+	return &resultMemo{mask: mask, slots: slots}
 }
 
 func (m *resultMemo) slot(key string) *atomic.Pointer[resultEntry] {
