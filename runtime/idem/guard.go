@@ -364,10 +364,7 @@ func overrideFrom(ctx context.Context) (string, bool) {
 // power-of-two array of slots, each holding an immutable entry behind an
 // atomic pointer. A lookup is one hash and one load, with no lock; a new
 // entry replaces whatever shared its slot. Bounded by construction.
-type keyMemo struct {
-	mask  uint64
-	slots []atomic.Pointer[memoEntry]
-}
+type keyMemo struct{ directMap[memoEntry] }
 
 type memoEntry struct {
 	raw string // the key material, compared on lookup
@@ -382,22 +379,28 @@ func newKeyMemo(entries int) *keyMemo {
 	if entries <= 0 {
 		return nil
 	}
-	slots, mask := directMapped[memoEntry](entries)
-	return &keyMemo{mask: mask, slots: slots}
+	return &keyMemo{newDirectMap[memoEntry](entries)}
 }
 
-// directMapped makes the slots of a direct-mapped memo: at least entries
-// of them, a power of two, and the mask that turns a hash into an index.
-func directMapped[E any](entries int) ([]atomic.Pointer[E], uint64) {
+// directMap is the slot array of a direct-mapped memo: a power of two of
+// atomic pointers to immutable entries, indexed by a hash.
+type directMap[E any] struct {
+	mask  uint64
+	slots []atomic.Pointer[E]
+}
+
+func newDirectMap[E any](entries int) directMap[E] {
 	n := 1
 	for n < entries {
 		n <<= 1
 	}
-	return make([]atomic.Pointer[E], n), uint64(n - 1)
+	return directMap[E]{mask: uint64(n - 1), slots: make([]atomic.Pointer[E], n)}
 }
 
+func (d *directMap[E]) at(h uint64) *atomic.Pointer[E] { return &d.slots[h&d.mask] }
+
 func (m *keyMemo) slot(raw []byte) *atomic.Pointer[memoEntry] {
-	return &m.slots[maphash.Bytes(shardSeed, raw)&m.mask]
+	return m.at(maphash.Bytes(shardSeed, raw))
 }
 
 func (m *keyMemo) get(raw []byte) (*memoEntry, bool) {

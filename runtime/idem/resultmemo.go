@@ -21,10 +21,7 @@ import (
 //
 // Like keyMemo it is direct-mapped and lock-free: a power-of-two array of
 // atomic pointers to immutable entries, bounded by construction.
-type resultMemo struct {
-	mask  uint64
-	slots []atomic.Pointer[resultEntry]
-}
+type resultMemo struct{ directMap[resultEntry] }
 
 type resultEntry struct {
 	key   string // the store key
@@ -39,12 +36,11 @@ func newResultMemo(entries int) *resultMemo {
 	if entries <= 0 {
 		return nil
 	}
-	slots, mask := directMapped[resultEntry](entries)
-	return &resultMemo{mask: mask, slots: slots}
+	return &resultMemo{newDirectMap[resultEntry](entries)}
 }
 
 func (m *resultMemo) slot(key string) *atomic.Pointer[resultEntry] {
-	return &m.slots[maphash.String(shardSeed, key)&m.mask]
+	return m.at(maphash.String(shardSeed, key))
 }
 
 // get returns the remembered value for key decoded from exactly data.
