@@ -11,10 +11,19 @@ import (
 	"time"
 )
 
-// writeTimeout bounds the store writes a Guard makes after the function
-// returned (complete, fail, release); they run even if the caller's ctx was
-// canceled, because the function's effect already happened.
-const writeTimeoutFloor = 5 * time.Second
+// writeTimeoutFloor is the least time the store writes a Guard makes after
+// the function returned (complete, fail, release) may take; see writeCtx.
+var writeTimeoutFloor = 5 * time.Second
+
+// writeCtx is the ctx of the store writes after the function returned.
+// They run even if the caller's ctx is canceled by now, because the
+// function's effect already happened, and they are bounded by the lease
+// (at least writeTimeoutFloor) counted from the moment the function
+// returned: a long function kept alive by heartbeats still gets its whole
+// bound for recording its result.
+func (g *Guard) writeCtx(ctx context.Context, lease Lease) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), max(lease.Duration, writeTimeoutFloor))
+}
 
 // Do runs fn at most once for the key written into c, following c's Spec.
 // Generated wrappers call it; hand-written ones can too:
@@ -256,10 +265,6 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 	f := g.flights.add(lease.Key, st.fp)
 	rctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, &running{lease: lease, codec: g.codec}))
 	hb := g.startHeartbeat(rctx, cancel, lease, *st)
-	// Writes after the function returned must happen even if the caller's
-	// ctx is canceled by now: the effect has already taken place.
-	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), max(lease.Duration, writeTimeoutFloor))
-	defer wcancel()
 
 	panicked := true
 	defer func() {
@@ -269,6 +274,8 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 		p := recover()
 		hb.stop()
 		cancel(nil)
+		wctx, wcancel := g.writeCtx(ctx, lease)
+		defer wcancel()
 		if rerr := g.store.Release(wctx, lease); rerr != nil {
 			note(OutcomeStoreError, lease.Fence, rerr)
 		}
@@ -280,6 +287,8 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 	panicked = false
 	hb.stop()
 	cancel(nil)
+	wctx, wcancel := g.writeCtx(ctx, lease)
+	defer wcancel()
 
 	// The store said another caller owns the key now: store nothing. (A
 	// lease that only ran out without heartbeats canceled fn's ctx too;
