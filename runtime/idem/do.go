@@ -21,8 +21,44 @@ var writeTimeoutFloor = 5 * time.Second
 // (at least writeTimeoutFloor) counted from the moment the function
 // returned: a long function kept alive by heartbeats still gets its whole
 // bound for recording its result.
+//
+// The deadline is kept by the Guard's alarms, not a runtime timer (see
+// alarms for why).
 func (g *Guard) writeCtx(ctx context.Context, lease Lease) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), max(lease.Duration, writeTimeoutFloor))
+	d := max(lease.Duration, writeTimeoutFloor)
+	c := &boundedCtx{Context: context.WithoutCancel(ctx), deadline: time.Now().Add(d), done: make(chan struct{})}
+	g.alarms.set(&c.alarm, time.Since(monoBase)+d, func() { c.end(context.DeadlineExceeded) })
+	return c, func() {
+		g.alarms.stop(&c.alarm)
+		c.end(context.Canceled)
+	}
+}
+
+// boundedCtx carries a ctx's values, not its cancellation, and ends at its
+// deadline (when its alarm fires) or when canceled.
+type boundedCtx struct {
+	context.Context
+	deadline time.Time
+	alarm    alarm
+	done     chan struct{}
+	once     sync.Once
+	err      atomic.Pointer[error]
+}
+
+func (c *boundedCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *boundedCtx) Done() <-chan struct{}       { return c.done }
+func (c *boundedCtx) Err() error {
+	if e := c.err.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+func (c *boundedCtx) end(err error) {
+	c.once.Do(func() {
+		c.err.Store(&err)
+		close(c.done)
+	})
 }
 
 // Do runs fn at most once for the key written into c, following c's Spec.
@@ -393,57 +429,61 @@ func decodeResult[R any](g *Guard, spec *Spec, key string, r Result) (R, error) 
 }
 
 // heartbeat renews a lease every Duration/3 off the caller's path. It uses
-// timers rather than a goroutine, so a short function never starts one.
+// the Guard's alarms rather than a goroutine, so a short function never
+// starts one.
 type heartbeat struct {
+	g       *Guard
 	mu      sync.Mutex // serializes beats with stop
 	stopped atomic.Bool
 	lost    atomic.Bool // the store said the key has another owner
-	t       *time.Timer // the next beat
+	beat    alarm       // the next beat
 	// dead fires when the lease has run out, counted from when the last
 	// successful heartbeat (or the claim) was sent, so the function is
 	// stopped no later than the store can hand the key on.
-	dead *time.Timer
+	dead alarm
 }
 
 func (g *Guard) startHeartbeat(rctx context.Context, cancel context.CancelCauseFunc, lease Lease, st state) *heartbeat {
-	hb := &heartbeat{}
+	hb := &heartbeat{g: g}
 	note := st.note
 	interval := lease.Duration / 3
-	hb.dead = time.AfterFunc(st.claimSent+lease.Duration-time.Since(monoBase), func() {
+	expire := func() {
 		if hb.stopped.Load() {
 			return
 		}
 		err := fmt.Errorf("%w: no heartbeat succeeded within the %s lease", ErrLeaseLost, lease.Duration)
 		note(OutcomeLeaseLost, lease.Fence, err)
 		cancel(err)
-	})
-	beat := func() {
+	}
+	var beat func()
+	beat = func() {
 		hb.mu.Lock()
 		defer hb.mu.Unlock()
 		if hb.stopped.Load() {
 			return
 		}
-		sent := time.Now()
+		sent := time.Since(monoBase)
 		hctx, hcancel := context.WithTimeout(context.WithoutCancel(rctx), interval)
 		err := g.store.Heartbeat(hctx, lease)
 		hcancel()
 		switch {
 		case err == nil:
-			hb.dead.Reset(time.Until(sent.Add(lease.Duration)))
+			g.alarms.set(&hb.dead, sent+lease.Duration, expire)
 		case errors.Is(err, ErrLeaseLost):
 			hb.lost.Store(true)
 			note(OutcomeLeaseLost, lease.Fence, err)
 			cancel(ErrLeaseLost)
 			return
 		default:
-			// The dead timer stops the function if this goes on for
+			// The dead alarm stops the function if this goes on for
 			// the rest of the lease.
 			note(OutcomeHeartbeatFailed, lease.Fence, err)
 		}
-		hb.t.Reset(interval)
+		g.alarms.set(&hb.beat, time.Since(monoBase)+interval, beat)
 	}
+	g.alarms.set(&hb.dead, st.claimSent+lease.Duration, expire)
 	hb.mu.Lock()
-	hb.t = time.AfterFunc(interval, beat)
+	g.alarms.set(&hb.beat, time.Since(monoBase)+interval, beat)
 	hb.mu.Unlock()
 	return hb
 }
@@ -451,8 +491,8 @@ func (g *Guard) startHeartbeat(rctx context.Context, cancel context.CancelCauseF
 // stop cancels future beats and waits for one in flight.
 func (hb *heartbeat) stop() {
 	hb.stopped.Store(true)
-	hb.dead.Stop()
+	hb.g.alarms.stop(&hb.dead)
 	hb.mu.Lock()
-	hb.t.Stop()
+	hb.g.alarms.stop(&hb.beat)
 	hb.mu.Unlock()
 }

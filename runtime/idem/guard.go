@@ -34,6 +34,7 @@ type Guard struct {
 	macs        sync.Pool // *keyedHash (HMAC-SHA-256)
 	memo        *keyMemo
 	results     *resultMemo
+	alarms      alarms // heartbeats and lease expiries of running calls
 }
 
 // Option configures a Guard.

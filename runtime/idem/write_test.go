@@ -39,3 +39,44 @@ func TestWriteTimeoutCountsFromReturn(t *testing.T) {
 		t.Fatalf("record after a long call = %v, %v; want completed", r.State, err)
 	}
 }
+
+type ctxKey struct{}
+
+func TestWriteCtx(t *testing.T) {
+	old := writeTimeoutFloor
+	writeTimeoutFloor = 30 * time.Millisecond
+	defer func() { writeTimeoutFloor = old }()
+	g := NewGuard(NewMemoryStore())
+
+	parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "v"))
+	cancelParent() // the caller gave up: the writes must still run
+	ctx, cancel := g.writeCtx(parent, Lease{Duration: 10 * time.Millisecond})
+	defer cancel()
+	if ctx.Err() != nil {
+		t.Fatalf("write ctx ended with its parent: %v", ctx.Err())
+	}
+	if ctx.Value(ctxKey{}) != "v" {
+		t.Fatal("write ctx lost its parent's values")
+	}
+	dl, ok := ctx.Deadline()
+	if !ok || time.Until(dl) > 30*time.Millisecond || time.Until(dl) < 20*time.Millisecond {
+		t.Fatalf("deadline %v (%v from now), want ~30ms (the floor, over a shorter lease)", dl, time.Until(dl))
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("write ctx did not end at its deadline")
+	}
+	if ctx.Err() != context.DeadlineExceeded {
+		t.Fatalf("Err = %v, want DeadlineExceeded", ctx.Err())
+	}
+
+	ctx2, cancel2 := g.writeCtx(context.Background(), Lease{Duration: time.Hour})
+	cancel2()
+	if ctx2.Err() != context.Canceled {
+		t.Fatalf("Err after cancel = %v, want Canceled", ctx2.Err())
+	}
+	if g.alarms.q.Len() != 0 {
+		t.Fatalf("%d alarms left after cancel", g.alarms.q.Len())
+	}
+}
