@@ -155,6 +155,8 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 		var res ClaimResult
 		var err error
 		if m, ok := g.store.(*MemoryStore); ok && m.now == nil {
+			// The embedded store's default clock is the one just read:
+			// hand it the reading (one clock read per replay, not two).
 			res, err = m.claimAt(ctx, req, monoBase.Add(st.claimSent))
 		} else {
 			res, err = g.store.Claim(ctx, req)
@@ -245,7 +247,7 @@ type state struct {
 	key   string
 	fp    Fingerprint
 	order OrderClaim // an ordered call's entity record (Key) and event time
-	// claimSent is when the last claim was sent, since Guard.base (a
+	// claimSent is when the last claim was sent, since monoBase (a
 	// monotonic reading only): an acquired lease is counted from then.
 	claimSent time.Duration
 	reason    string
