@@ -292,3 +292,80 @@ func BenchmarkCleanup1M(b *testing.B) {
 	b.ReportMetric(total.Seconds()/float64(b.N), "s/cleanup")
 	b.ReportMetric(float64(rows*b.N)/total.Seconds(), "rows/s")
 }
+
+// BenchmarkReplayServerTime shows where a one-caller replay's gap to the
+// raw SELECT is: on the server. Per iteration, on one connection, it runs
+// EXPLAIN (ANALYZE) of the claim statement on a completed key and of the
+// raw primary-key SELECT, and reports each one's executor time as
+// Postgres measures it (planning excluded). Across all iterations it also
+// reports the WAL the replays wrote (pg_current_wal_lsn before and after
+// Store.Claim replays; other sessions' writes would count too, so it is an
+// upper bound): a replay writes nothing.
+//
+//	go test -run '^$' -bench ReplayServerTime -benchtime 2000x -count 3 ./runtime/pgstore
+func BenchmarkReplayServerTime(b *testing.B) {
+	pool := benchPool(b)
+	s := newStore(b, pool)
+	raw := rawTable(b, s)
+	ctx := context.Background()
+	req := idem.ClaimRequest{Key: "order-1", Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour}
+	res, err := s.Claim(ctx, req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Complete(ctx, idem.Lease{Key: req.Key, Owner: req.Owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}, idem.Result{Data: []byte(`"receipt-0001"`)}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", req.Key, []byte(`"receipt-0001"`)); err != nil {
+		b.Fatal(err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Release()
+	// execTime runs EXPLAIN (ANALYZE) of sql and returns its Execution Time.
+	execTime := func(sql string, args ...any) float64 {
+		var plan []struct {
+			ExecutionTime float64 `json:"Execution Time"`
+		}
+		if err := conn.QueryRow(ctx, "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY, FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
+			b.Fatal(err)
+		}
+		return plan[0].ExecutionTime
+	}
+	claimArgs := []any{req.Key, req.Owner[:], req.Fingerprint[:], micros(req.Lease), micros(req.TTL), s.ts()}
+	rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
+	for range 20 { // warm the caches
+		execTime(s.q.claim, claimArgs...)
+		execTime(rawSQL, req.Key)
+	}
+	var claimMs, rawMs float64
+	b.ResetTimer()
+	for range b.N {
+		claimMs += execTime(s.q.claim, claimArgs...)
+		rawMs += execTime(rawSQL, req.Key)
+	}
+	b.StopTimer()
+	b.ReportMetric(claimMs*1000/float64(b.N), "claim-exec-µs")
+	b.ReportMetric(rawMs*1000/float64(b.N), "select-exec-µs")
+
+	var before, after string
+	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&before); err != nil {
+		b.Fatal(err)
+	}
+	const replays = 1000
+	for range replays {
+		if res, err := s.Claim(ctx, req); err != nil || res.Status != idem.ClaimCompleted {
+			b.Fatal(res.Status, err)
+		}
+	}
+	var walBytes float64
+	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&after); err != nil {
+		b.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::float8", after, before).Scan(&walBytes); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(walBytes/replays, "wal-bytes/replay")
+}

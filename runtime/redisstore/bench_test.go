@@ -2,8 +2,10 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -254,4 +256,146 @@ func waitListening(s *Store, key string) {
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
+}
+
+// BenchmarkFirstExecutionSteps takes a first execution apart at one
+// caller: per iteration, on new keys and in turn, a raw SET NX (the
+// baseline), a raw SET NX GET of a record-sized value (what a claim
+// sends), Store.Claim of a free key, Store.Complete of that claim, and the
+// whole first execution through the Guard. Each step's mean latency is
+// reported, with its ratio to the raw SET NX (x-setnx).
+//
+//	go test -run '^$' -bench FirstExecutionSteps -benchtime 3000x -count 3 ./runtime/redisstore/
+func BenchmarkFirstExecutionSteps(b *testing.B) {
+	rdb := benchClient(b)
+	s := newStore(b, rdb)
+	g := idem.NewGuard(s)
+	spec := &idem.Spec{Name: "bench.steps", TTL: time.Minute}
+	ctx := context.Background()
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	value := make([]byte, headerLen)
+	data := []byte(`{"id":"inv-1","amount":4200,"note":"first call"}`)
+	names := []string{"setnx", "setnx-get", "claim", "complete", "guard-first-execution"}
+	var sum [5]time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := run + ":" + strconv.Itoa(i)
+		steps := [5]func() error{
+			func() error { return rdb.SetNX(ctx, s.prefix+"raw:"+k, "x", time.Minute).Err() },
+			func() error {
+				err := rdb.Do(ctx, "set", s.prefix+"rawget:"+k, value, "px", 60000, "nx", "get").Err()
+				if err == redis.Nil {
+					return nil
+				}
+				return err
+			},
+			func() error {
+				res, err := s.Claim(ctx, idem.ClaimRequest{Key: "c:" + k, Owner: idem.Token{1}, Lease: 30 * time.Second, TTL: time.Minute})
+				if err == nil && res.Status != idem.ClaimAcquired {
+					err = fmt.Errorf("claim %v", res.Status)
+				}
+				return err
+			},
+			func() error {
+				l := idem.Lease{Key: "c:" + k, Owner: idem.Token{1}, Fence: 1, Duration: 30 * time.Second, TTL: time.Minute}
+				return s.Complete(ctx, l, idem.Result{Data: data})
+			},
+			func() error {
+				c := g.Begin(spec)
+				c.Key().String(k)
+				_, err := idem.Do(ctx, c, func(context.Context) (invoice, error) {
+					return invoice{ID: k, Amount: 4200, Note: "first call"}, nil
+				})
+				return err
+			},
+		}
+		for j, step := range steps {
+			t := time.Now()
+			if err := step(); err != nil {
+				b.Fatal(names[j], err)
+			}
+			sum[j] += time.Since(t)
+		}
+	}
+	b.StopTimer()
+	for j, name := range names {
+		b.ReportMetric(float64(sum[j].Microseconds())/float64(b.N), name+"-µs")
+		if j > 0 {
+			b.ReportMetric(float64(sum[j])/float64(sum[0]), name+"-x-setnx")
+		}
+	}
+}
+
+// BenchmarkReplayServerCPU reads Redis's own accounting (INFO commandstats,
+// the server CPU time per command) around N replays of a finished record
+// three ways: the store's claim (one SET NX GET), the claim script the SET
+// replaced (EVALSHA, which used to serve replays), and a raw GET of the
+// record. Other clients' commands of the same kinds would count too: run it
+// on a quiet server.
+//
+//	go test -run '^$' -bench ReplayServerCPU -benchtime 20000x -count 3 ./runtime/redisstore/
+func BenchmarkReplayServerCPU(b *testing.B) {
+	rdb := benchClient(b)
+	s := newStore(b, rdb)
+	ctx := context.Background()
+	req := idem.ClaimRequest{Key: "cpu", Owner: idem.Token{1}, Fingerprint: idem.Fingerprint{2}, Lease: time.Minute, TTL: time.Hour}
+	res, err := s.Claim(ctx, req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Complete(ctx, idem.Lease{Key: req.Key, Owner: req.Owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour},
+		idem.Result{Data: []byte(`{"id":"inv-1","amount":4200,"note":"first call"}`)}); err != nil {
+		b.Fatal(err)
+	}
+	rk := s.RecordKey(req.Key)
+	// usec returns the server's total µs and calls so far for a command.
+	usec := func(cmd string) (us, calls float64) {
+		info, err := rdb.Info(ctx, "commandstats").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":"); ok {
+				for _, f := range strings.Split(rest, ",") {
+					k, v, _ := strings.Cut(f, "=")
+					n, _ := strconv.ParseFloat(v, 64)
+					switch k {
+					case "usec":
+						us = n
+					case "calls":
+						calls = n
+					}
+				}
+			}
+		}
+		return us, calls
+	}
+	measure := func(cmd string, op func() error) float64 {
+		us0, c0 := usec(cmd)
+		for range b.N {
+			if err := op(); err != nil {
+				b.Fatal(cmd, err)
+			}
+		}
+		us1, c1 := usec(cmd)
+		return (us1 - us0) / (c1 - c0)
+	}
+	args := []any{req.Owner[:], req.Fingerprint[:], micro(req.Lease), micro(req.TTL), channelOf(rk), s.op()}
+	if err := claimScript.Load(ctx, rdb).Err(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	set := measure("set", func() error {
+		res, err := s.Claim(ctx, req)
+		if err == nil && res.Status != idem.ClaimCompleted {
+			err = fmt.Errorf("claim %v", res.Status)
+		}
+		return err
+	})
+	script := measure("evalsha", func() error { return claimScript.EvalSha(ctx, rdb, []string{rk}, args...).Err() })
+	get := measure("get", func() error { return rdb.Get(ctx, rk).Err() })
+	b.StopTimer()
+	b.ReportMetric(set, "claim-set-server-µs")
+	b.ReportMetric(script, "claim-script-server-µs")
+	b.ReportMetric(get, "get-server-µs")
 }

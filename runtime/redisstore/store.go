@@ -148,9 +148,10 @@ func (s *Store) op() []byte {
 // A claim without ordering is first one SET NX GET, with no script: it
 // creates a fresh in-progress record (fence 1) when the key has none, and
 // otherwise returns the record in place without changing it. That settles
-// the two common cases in one round trip at the cost of a plain SET on
-// the server (a script costs Redis ten times as much): a first execution,
-// and the replay of a finished record. Anything else it finds (in
+// the two common cases, a first execution and the replay of a finished
+// record, in one round trip at the cost of a plain SET on the server (a
+// script costs Redis five to seven times as much; see
+// BenchmarkReplayServerCPU). Anything else it finds (in
 // progress, released, corrupt) goes on to the claim script, which judges
 // leases by the server's clock, takes over, or reports.
 func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
