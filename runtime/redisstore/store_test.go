@@ -175,6 +175,11 @@ func TestCorruptRecords(t *testing.T) {
 			v[offState] = 42
 			return rdb.Set(ctx, k, v, time.Minute).Err()
 		}},
+		{"fresh claim (version 2) in a finished state", func(k string) error {
+			v := append([]byte(nil), good...)
+			v[1] = freshVersion
+			return rdb.Set(ctx, k, v, time.Minute).Err()
+		}},
 		{"hash", func(k string) error { return rdb.HSet(ctx, k, "state", "completed").Err() }},
 		{"list", func(k string) error { return rdb.RPush(ctx, k, "x").Err() }},
 	}
