@@ -22,43 +22,11 @@ var writeTimeoutFloor = 5 * time.Second
 // returned: a long function kept alive by heartbeats still gets its whole
 // bound for recording its result.
 //
-// The deadline is kept by the Guard's alarms, not a runtime timer (see
-// alarms for why).
+// It is the standard library's timer ctx: contexts a store derives from it
+// attach to it without a watcher goroutine each, which a hand-written
+// Context cannot offer (docs/BENCHMARKS.md measures the timer's cost).
 func (g *Guard) writeCtx(ctx context.Context, lease Lease) (context.Context, context.CancelFunc) {
-	d := max(lease.Duration, writeTimeoutFloor)
-	c := &boundedCtx{Context: context.WithoutCancel(ctx), deadline: time.Now().Add(d), done: make(chan struct{})}
-	g.alarms.set(&c.alarm, time.Since(monoBase)+d, func() { c.end(context.DeadlineExceeded) })
-	return c, func() {
-		g.alarms.stop(&c.alarm)
-		c.end(context.Canceled)
-	}
-}
-
-// boundedCtx carries a ctx's values, not its cancellation, and ends at its
-// deadline (when its alarm fires) or when canceled.
-type boundedCtx struct {
-	context.Context
-	deadline time.Time
-	alarm    alarm
-	done     chan struct{}
-	once     sync.Once
-	err      atomic.Pointer[error]
-}
-
-func (c *boundedCtx) Deadline() (time.Time, bool) { return c.deadline, true }
-func (c *boundedCtx) Done() <-chan struct{}       { return c.done }
-func (c *boundedCtx) Err() error {
-	if e := c.err.Load(); e != nil {
-		return *e
-	}
-	return nil
-}
-
-func (c *boundedCtx) end(err error) {
-	c.once.Do(func() {
-		c.err.Store(&err)
-		close(c.done)
-	})
+	return context.WithTimeout(context.WithoutCancel(ctx), max(lease.Duration, writeTimeoutFloor))
 }
 
 // Do runs fn at most once for the key written into c, following c's Spec.
@@ -147,6 +115,11 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 			continue // the leader left nothing to share: look again
 		}
 
+		if err := ctx.Err(); err != nil {
+			// Stores change nothing for a done ctx; saying so here keeps
+			// a claim error below meaning "the claim may have landed".
+			return zero, fmt.Errorf("%s: %w", spec.Name, err)
+		}
 		owner := g.token()
 		// The lease runs from when the claim was sent: a slow reply must
 		// not make the owner think it has more lease than it has.
@@ -162,10 +135,21 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 			res, err = g.store.Claim(ctx, req)
 		}
 		if err != nil {
+			// The claim may have reached the store although its reply did
+			// not reach us (a timeout, a cut connection): find it and give
+			// it up, so the key is not stranded for a whole lease.
+			g.orphans.adopt(ctx, g, req, err)
 			if ctx.Err() != nil {
 				return zero, fmt.Errorf("%s: %w", spec.Name, err)
 			}
 			st.note(OutcomeStoreError, 0, err)
+			if errors.Is(err, ErrCorruptRecord) {
+				// The store answered, and what it holds is not ours to
+				// overwrite or ignore: failing open here would run the
+				// function unguarded on every call.
+				st.ev(OutcomeStoreError, 0, err)
+				return zero, fmt.Errorf("%s: %w", spec.Name, err)
+			}
 			if g.failOpen {
 				st.ev(OutcomeFailOpen, 0, err)
 				return fn(ctx)
@@ -183,6 +167,20 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 				st.reason = ""
 			}
 			lease := Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: spec.lease(), TTL: spec.ttl()}
+			if ctx.Err() != nil {
+				// The claim came back after the caller's ctx ended (a
+				// client that ignores ctx deadlines): running fn now would
+				// do work nobody waits for, with a ctx already done. Give
+				// the key back and report the ctx's error instead.
+				wctx, wcancel := g.writeCtx(ctx, lease)
+				if rerr := g.store.Release(wctx, lease); rerr != nil {
+					st.note(OutcomeStoreError, lease.Fence, rerr)
+				}
+				wcancel()
+				cerr := fmt.Errorf("%s: not run, the ctx ended during the claim: %w", spec.Name, ctx.Err())
+				st.ev(OutcomeStoreError, lease.Fence, cerr)
+				return zero, cerr
+			}
 			return execute(ctx, st, lease, fn)
 		case ClaimCompleted:
 			if spec.OnDuplicate == DuplicateRaise {
@@ -215,6 +213,9 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 		case ClaimInProgress:
 			if g.flights.get(key) != nil {
 				continue // our own process runs it: answer in process
+			}
+			if g.orphans.reclaim(ctx, g, key) {
+				continue // it was our own claim whose reply was lost
 			}
 			if spec.OnDuplicate != DuplicateWait {
 				return zero, st.inProgress(res.LeaseUntil, res.Fence)
@@ -309,6 +310,10 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 		if !panicked {
 			return
 		}
+		// recover returns nil only for runtime.Goexit (t.Fatal in a
+		// test): panic(nil) arrives as a *runtime.PanicNilError. Either
+		// way fn did not return, so the key is released like after an
+		// error; a Goexit then goes on unwinding the goroutine.
 		p := recover()
 		hb.stop()
 		cancel(nil)
@@ -318,6 +323,10 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 			note(OutcomeStoreError, lease.Fence, rerr)
 		}
 		g.flights.finish(lease.Key, f, false, nil, nil)
+		if p == nil {
+			ev(OutcomeFailed, lease.Fence, fmt.Errorf("idem: %s called runtime.Goexit", spec.Name))
+			return
+		}
 		ev(OutcomeFailed, lease.Fence, fmt.Errorf("idem: %s panicked: %v", spec.Name, p))
 		panic(p)
 	}()
@@ -342,8 +351,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 		var recorded error
 		if spec.OnFailure == FailureLock {
 			rec := &RecordedError{Func: spec.Name, Message: err.Error()}
-			data, _ := json.Marshal(failureRecord{Message: rec.Message})
-			if ferr := g.store.Fail(wctx, lease, Result{Data: data, Value: rec}); ferr != nil {
+			if ferr := g.store.Fail(wctx, lease, failureResult(rec)); ferr != nil {
 				note(OutcomeStoreError, lease.Fence, ferr)
 			} else {
 				shared, recorded = true, rec
@@ -357,30 +365,17 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 	}
 	data, merr := g.codec.Marshal(r)
 	if merr != nil {
-		if rerr := g.store.Release(wctx, lease); rerr != nil {
-			note(OutcomeStoreError, lease.Fence, rerr)
-		}
-		g.flights.finish(lease.Key, f, false, nil, nil)
-		merr = fmt.Errorf("idem: %s: encoding result: %w", spec.Name, merr)
-		ev(OutcomeFailed, lease.Fence, merr)
-		return zero, merr
+		// fn ran: releasing the key would let the next call run it again.
+		return r, g.unstorable(wctx, st, lease, f, fmt.Errorf("%w: %w", ErrResultNotEncodable, merr))
 	}
 	if cerr := g.store.Complete(wctx, lease, Result{Data: data, Value: r}); cerr != nil {
+		if errors.Is(cerr, ErrResultTooLarge) {
+			return r, g.unstorable(wctx, st, lease, f, cerr)
+		}
 		g.flights.finish(lease.Key, f, false, nil, nil)
 		if errors.Is(cerr, ErrLeaseLost) {
 			ev(OutcomeLeaseLost, lease.Fence, cerr)
 			return zero, fmt.Errorf("%s: %w (fence %d): result not stored", spec.Name, ErrLeaseLost, lease.Fence)
-		}
-		if errors.Is(cerr, ErrResultTooLarge) {
-			// The effect happened: record a failure so duplicates get an
-			// error instead of running it again.
-			rec := &RecordedError{Func: spec.Name, Message: cerr.Error()}
-			data, _ := json.Marshal(failureRecord{Message: rec.Message})
-			if ferr := g.store.Fail(wctx, lease, Result{Data: data, Value: rec}); ferr != nil {
-				note(OutcomeStoreError, lease.Fence, ferr)
-			}
-			ev(OutcomeFailed, lease.Fence, cerr)
-			return r, fmt.Errorf("%s ran but its result was not recorded: %w", spec.Name, cerr)
 		}
 		ev(OutcomeStoreError, lease.Fence, cerr)
 		// The function ran: hand its result back, and say it is not recorded.
@@ -391,8 +386,34 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 	return r, nil
 }
 
+// unstorable records a failure for a call whose function ran but whose
+// result cannot be stored (cause wraps ErrResultTooLarge or
+// ErrResultNotEncodable): the effect happened, so duplicates get the
+// recorded failure instead of running it again. It returns the error for
+// the first caller, which also gets fn's own value.
+func (g *Guard) unstorable(wctx context.Context, st *state, lease Lease, f *flight, cause error) error {
+	spec := st.spec
+	rec := &RecordedError{Func: spec.Name, Message: cause.Error(), Cause: causeOf(causeCode(cause))}
+	shared := false
+	if ferr := g.store.Fail(wctx, lease, failureResult(rec)); ferr != nil {
+		st.note(OutcomeStoreError, lease.Fence, ferr)
+	} else {
+		shared = true
+	}
+	g.flights.finish(lease.Key, f, shared, nil, rec)
+	st.ev(OutcomeFailed, lease.Fence, cause)
+	return fmt.Errorf("%s ran but its result was not recorded: %w", spec.Name, cause)
+}
+
+func failureResult(rec *RecordedError) Result {
+	data, _ := json.Marshal(failureRecord{Message: rec.Message, Cause: causeCode(rec.Cause)})
+	return Result{Data: data, Value: rec}
+}
+
 type failureRecord struct {
 	Message string `json:"message"`
+	// Cause names the runtime's own failure (see recordedCauses).
+	Cause string `json:"cause,omitempty"`
 }
 
 func decodeFailure(spec *Spec, r Result) error {
@@ -403,7 +424,7 @@ func decodeFailure(spec *Spec, r Result) error {
 	if err := json.Unmarshal(r.Data, &fr); err != nil {
 		return &RecordedError{Func: spec.Name, Message: "undecodable recorded failure: " + err.Error()}
 	}
-	return &RecordedError{Func: spec.Name, Message: fr.Message}
+	return &RecordedError{Func: spec.Name, Message: fr.Message, Cause: causeOf(fr.Cause)}
 }
 
 func decodeResult[R any](g *Guard, spec *Spec, key string, r Result) (R, error) {

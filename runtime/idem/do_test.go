@@ -345,13 +345,15 @@ func slicesContain(s []string, v string) bool {
 func TestHeartbeatKeepsLongCallAlive(t *testing.T) {
 	store := idem.NewMemoryStore()
 	g := idem.NewGuard(store)
-	spec := &idem.Spec{Name: "test.Long", Lease: 60 * time.Millisecond}
+	// Leases long enough that a loaded 2-core CI machine's scheduling
+	// delays (tens of ms under -race) do not look like missed heartbeats.
+	spec := &idem.Spec{Name: "test.Long", Lease: 200 * time.Millisecond}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_, err := call(context.Background(), g, spec, "k", func(ctx context.Context) (int, error) {
 			select {
-			case <-time.After(300 * time.Millisecond): // five leases
+			case <-time.After(time.Second): // five leases
 				return 1, nil
 			case <-ctx.Done():
 				return 0, context.Cause(ctx)
@@ -363,7 +365,7 @@ func TestHeartbeatKeepsLongCallAlive(t *testing.T) {
 	}()
 	other := idem.NewGuard(store)
 	for i := 0; i < 5; i++ {
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(170 * time.Millisecond)
 		_, err := call(context.Background(), other, spec, "k", func(ctx context.Context) (int, error) { return 2, nil })
 		if err != nil && !errors.Is(err, idem.ErrInProgress) {
 			t.Fatalf("duplicate during a heartbeated call: %v", err)

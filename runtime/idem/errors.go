@@ -33,6 +33,12 @@ var (
 	// Guard records the call as failed (the function has run, so it must
 	// not run again) and returns the function's result with this error.
 	ErrResultTooLarge = errors.New("idem: result too large for the store")
+	// ErrResultNotEncodable: the codec could not encode the function's
+	// result (a NaN or ±Inf float under encoding/json, a MarshalJSON that
+	// fails). Handled like ErrResultTooLarge: the function has run, so the
+	// Guard records the call as failed instead of releasing the key, and
+	// returns the function's result with this error.
+	ErrResultNotEncodable = errors.New("idem: result cannot be encoded")
 	// ErrNotFound: Store.Get or Store.Delete found no live record.
 	ErrNotFound = errors.New("idem: record not found")
 	// ErrOutOfOrder: an ordered function's event is older than the last
@@ -50,15 +56,55 @@ const MaxIDLen = 255
 // RecordedError is the error a duplicate receives when the first call failed
 // under on_failure=lock: the first call's error message, replayed. Match it
 // with errors.As(err, new(*idem.RecordedError)).
+//
+// The runtime records failures of its own too: a result the store could not
+// hold or the codec could not encode. Such a RecordedError also matches
+// ErrResultTooLarge or ErrResultNotEncodable under errors.Is, on the first
+// call and on every replay.
 type RecordedError struct {
 	// Func is the function's stable name (Spec.Name).
 	Func string
 	// Message is the original error's Error() text.
 	Message string
+	// Cause is ErrResultTooLarge or ErrResultNotEncodable when the
+	// failure is the runtime's own, else nil.
+	Cause error
 }
 
 func (e *RecordedError) Error() string {
 	return fmt.Sprintf("idem: %s failed earlier: %s", e.Func, e.Message)
+}
+
+// Unwrap returns Cause, so errors.Is sees the runtime's own failures.
+func (e *RecordedError) Unwrap() error { return e.Cause }
+
+// recordedCauses are the runtime's own failure causes and their names in a
+// stored failure record: names, not messages, so a reworded message still
+// decodes to the same sentinel.
+var recordedCauses = []struct {
+	code string
+	err  error
+}{
+	{"result_too_large", ErrResultTooLarge},
+	{"result_not_encodable", ErrResultNotEncodable},
+}
+
+func causeCode(err error) string {
+	for _, c := range recordedCauses {
+		if errors.Is(err, c.err) {
+			return c.code
+		}
+	}
+	return ""
+}
+
+func causeOf(code string) error {
+	for _, c := range recordedCauses {
+		if c.code == code {
+			return c.err
+		}
+	}
+	return nil
 }
 
 // InProgressError carries what is known about the running owner. It matches

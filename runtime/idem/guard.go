@@ -34,7 +34,8 @@ type Guard struct {
 	macs        sync.Pool // *keyedHash (HMAC-SHA-256)
 	memo        *keyMemo
 	results     *resultMemo
-	alarms      alarms // heartbeats and lease expiries of running calls
+	alarms      alarms  // heartbeats and lease expiries of running calls
+	orphans     orphans // claims whose reply was lost, to give back
 }
 
 // Option configures a Guard.

@@ -20,18 +20,19 @@ import (
 
 // env is one conformance test's store and sense of time.
 type env struct {
-	t     *testing.T
-	s     idem.Store
-	clock *Clock // nil: real time
-	lease time.Duration
-	ttl   time.Duration
-	key   string
-	n     atomic.Uint64
+	t       *testing.T
+	s       idem.Store
+	corrupt func(t *testing.T, s idem.Store, key string)
+	clock   *Clock // nil: real time
+	lease   time.Duration
+	ttl     time.Duration
+	key     string
+	n       atomic.Uint64
 }
 
 func newEnv(t *testing.T, h Harness) *env {
 	t.Helper()
-	e := &env{t: t, key: "idemtest:" + strings.ReplaceAll(t.Name(), "/", ":")}
+	e := &env{t: t, key: "idemtest:" + strings.ReplaceAll(t.Name(), "/", ":"), corrupt: h.Corrupt}
 	now := time.Now
 	if h.ManualClock {
 		e.clock = NewClock(time.Now().Truncate(time.Millisecond))
@@ -119,6 +120,9 @@ func runSuite(t *testing.T, h Harness) {
 		t.Fatal("idemtest: Harness.New is nil")
 	}
 	for _, c := range suiteCases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, h)) })
+	}
+	for _, c := range hostileCases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, h)) })
 	}
 	// Optional capabilities, checked on a store of their own.
