@@ -17,6 +17,10 @@ type MemoryStore struct {
 	orders [memShards]orderShard
 	max    int64
 	count  atomic.Int64
+	// maxBytes bounds bytes, the estimated memory the records hold (see
+	// recordSize); a claim of a new key past it fails like one past max.
+	maxBytes int64
+	bytes    atomic.Int64
 	now    func() time.Time // nil: monoNow, the clock the Guard reads too
 	poll   time.Duration
 	claims atomic.Uint64
@@ -44,6 +48,7 @@ type orderRecord struct {
 type memRecord struct {
 	Record
 	value any
+	size  int64 // what this record adds to MemoryStore.bytes
 	// wake is closed when the record leaves in_progress; waiters make it.
 	wake chan struct{}
 }
@@ -56,6 +61,47 @@ type MemoryOption func(*MemoryStore)
 // are swept; replays of stored keys are still served.
 func WithMaxRecords(n int) MemoryOption { return func(s *MemoryStore) { s.max = int64(n) } }
 
+// WithMaxBytes bounds the memory the records hold (default 256 MiB), as
+// estimated by their keys, stored results and a fixed overhead per record.
+// At the bound a claim of a new key fails with ErrStoreFull after expired
+// records are swept, as at the record bound; replays of stored keys are
+// still served. A single result larger than the bound gets
+// ErrResultTooLarge (the Guard records the call as failed).
+func WithMaxBytes(n int64) MemoryOption { return func(s *MemoryStore) { s.maxBytes = n } }
+
+// DefaultMaxBytes is the memory store's default byte bound.
+const DefaultMaxBytes = 256 << 20
+
+// keepValueMax is the largest encoded result whose decoded value the store
+// also keeps, so that its replays neither decode nor allocate. A larger
+// result is kept once, encoded: its replays decode it, which costs in
+// proportion to its size, and the store does not hold it twice.
+const keepValueMax = 64 << 10
+
+// recordOverhead is the per-record estimate of the map entry, the record
+// struct and its bookkeeping, on top of key and result bytes.
+const recordOverhead = 256
+
+// recordSize is what r counts against WithMaxBytes: a kept value is
+// estimated at the size of its encoding.
+func recordSize(r *memRecord) int64 {
+	n := int64(recordOverhead + len(r.Key) + len(r.Result))
+	if r.value != nil {
+		n += int64(len(r.Result))
+	}
+	return n
+}
+
+// resize recounts r after a change to its result. Caller holds r's shard lock.
+func (s *MemoryStore) resize(r *memRecord) {
+	n := recordSize(r)
+	s.bytes.Add(n - r.size)
+	r.size = n
+}
+
+// Bytes returns the estimated memory the records hold (see WithMaxBytes).
+func (s *MemoryStore) Bytes() int64 { return s.bytes.Load() }
+
 // WithClock replaces the store's clock (tests).
 func WithClock(now func() time.Time) MemoryOption { return func(s *MemoryStore) { s.now = now } }
 
@@ -64,7 +110,7 @@ func WithPollInterval(d time.Duration) MemoryOption { return func(s *MemoryStore
 
 // NewMemoryStore returns an empty memory store.
 func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
-	s := &MemoryStore{max: 1_000_000, poll: 50 * time.Millisecond}
+	s := &MemoryStore{max: 1_000_000, maxBytes: DefaultMaxBytes, poll: 50 * time.Millisecond}
 	for _, o := range opts {
 		o(s)
 	}
@@ -139,6 +185,7 @@ func (s *MemoryStore) claimLocked(sh *memShard, order *orderShard, req ClaimRequ
 	r := sh.m[req.Key]
 	if r != nil && !live(r, now) {
 		r.State, r.value, r.Result = StateAbsent, nil, nil // keeps the fence
+		s.resize(r)
 	}
 	status := ClaimAcquired
 	if r != nil {
@@ -163,10 +210,13 @@ func (s *MemoryStore) claimLocked(sh *memShard, order *orderShard, req ClaimRequ
 			return ClaimResult{Status: st, Fence: r.Fence, Result: Result{Data: r.Result, Value: r.value}}, nil
 		}
 	}
-	if r == nil && s.count.Load() >= s.max {
+	if r == nil && (s.count.Load() >= s.max || s.bytes.Load() >= s.maxBytes) {
 		s.sweep(sh, now, "")
 		if s.count.Load() >= s.max {
 			return ClaimResult{}, fmt.Errorf("%w: %d records", ErrStoreFull, s.max)
+		}
+		if b := s.bytes.Load(); b >= s.maxBytes {
+			return ClaimResult{}, fmt.Errorf("%w: %d of %d bytes", ErrStoreFull, b, s.maxBytes)
 		}
 	}
 	// Sweep this shard every so often, so expired records do not pile up
@@ -197,6 +247,7 @@ func (s *MemoryStore) claimLocked(sh *memShard, order *orderShard, req ClaimRequ
 		r.Key = req.Key
 		sh.m[req.Key] = r
 		s.count.Add(1)
+		s.resize(r)
 	}
 	s.wakeAll(r) // a taken-over owner's waiters re-check
 	r.State = StateInProgress
@@ -204,6 +255,7 @@ func (s *MemoryStore) claimLocked(sh *memShard, order *orderShard, req ClaimRequ
 	r.Fence++
 	r.Fingerprint = req.Fingerprint
 	r.Result, r.value = nil, nil
+	s.resize(r)
 	r.LeaseUntil = now.Add(req.Lease)
 	r.ExpiresAt = r.LeaseUntil.Add(req.TTL)
 	r.UpdatedAt = now
@@ -217,6 +269,7 @@ func (s *MemoryStore) sweep(sh *memShard, now time.Time, keep string) int {
 	for k, r := range sh.m {
 		if k != keep && !live(r, now) && r.wake == nil {
 			delete(sh.m, k)
+			s.bytes.Add(-r.size)
 			n++
 		}
 	}
@@ -292,6 +345,7 @@ func (s *MemoryStore) ForceRelease(ctx context.Context, key string) (Record, err
 	r.Owner = Token{}
 	r.Fence++
 	r.Result, r.value = nil, nil
+	s.resize(r)
 	r.ExpiresAt = now.Add(max(keep, 0))
 	r.UpdatedAt = now
 	s.wakeAll(r)
@@ -348,12 +402,21 @@ func (s *MemoryStore) finish(ctx context.Context, l Lease, state State, res Resu
 	if err != nil {
 		return err
 	}
-	r.State = state
-	r.Result = append([]byte(nil), res.Data...)
-	r.value = res.Value
-	if state == StateReleased {
-		r.Result, r.value = nil, nil
+	if n := int64(recordOverhead + len(l.Key) + len(res.Data)); n > s.maxBytes {
+		return fmt.Errorf("%w: %d bytes, the store holds %d in all", ErrResultTooLarge, n, s.maxBytes)
 	}
+	r.State = state
+	// The store keeps res.Data as given (the Guard's freshly encoded
+	// bytes), not a copy: one copy of a result, not two.
+	r.Result = res.Data
+	r.value = res.Value
+	if state == StateReleased || len(res.Data) > keepValueMax {
+		r.value = nil
+	}
+	if state == StateReleased {
+		r.Result = nil
+	}
+	s.resize(r)
 	r.ExpiresAt = now.Add(l.TTL)
 	r.UpdatedAt = now
 	s.wakeAll(r)
@@ -403,6 +466,7 @@ func (s *MemoryStore) Delete(ctx context.Context, key string) error {
 	s.wakeAll(r)
 	delete(sh.m, key)
 	s.count.Add(-1)
+	s.bytes.Add(-r.size)
 	return nil
 }
 

@@ -2,7 +2,10 @@ package idem_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,4 +50,95 @@ func TestMemoryStoreFullDoesNotAdvanceOrder(t *testing.T) {
 	if res, err := claim("ccc", t0.Add(time.Minute)); err != nil || res.Status != idem.ClaimAcquired {
 		t.Fatalf("claim after the refused one = %v, %v; the refused claim must not have moved the entity to t0+1h", res.Status, err)
 	}
+}
+
+// Hostile case: the memory store bounded its record count only, and kept
+// every result twice (encoded and decoded): 200 results of 2 MB grew the
+// heap by ~790 MB. Now a byte budget bounds it, with the record bound's
+// "full" behaviour, and a large result is held once.
+func TestMemoryStoreByteBudget(t *testing.T) {
+	const mb = 1 << 20
+	cases := []struct {
+		name      string
+		budget    int64
+		results   int
+		size      int
+		wantFull  bool
+		maxStored int64 // bytes the store may report at the end
+	}{
+		{"LargeResultsStopAtBudget", 16 * mb, 40, mb, true, 16*mb + mb + 4096},
+		{"SmallResultsUnderBudget", 16 * mb, 100, 1024, false, 100 * 3200}, // base64: 1368 bytes, kept with its value
+		{"ResultLargerThanBudget", mb / 2, 1, mb, false, mb / 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := idem.NewMemoryStore(idem.WithMaxBytes(c.budget))
+			g := idem.NewGuard(s)
+			spec := &idem.Spec{Name: "test.Big", TTL: time.Hour}
+			full := false
+			var runs int
+			for i := range c.results {
+				payload := make([]byte, c.size)
+				_, err := call(context.Background(), g, spec, fmt.Sprint("k", i), func(context.Context) ([]byte, error) {
+					runs++
+					return payload, nil
+				})
+				switch {
+				case err == nil:
+				case errors.Is(err, idem.ErrStoreFull):
+					full = true
+				case int64(c.size) > c.budget && errors.Is(err, idem.ErrResultTooLarge):
+					// recorded as failed: a duplicate must not run it again
+					if _, err := call(context.Background(), g, spec, fmt.Sprint("k", i), func(context.Context) ([]byte, error) {
+						runs++
+						return nil, nil
+					}); !errors.Is(err, idem.ErrResultTooLarge) {
+						t.Fatalf("duplicate of a too-large result: %v, want the recorded ErrResultTooLarge", err)
+					}
+				default:
+					t.Fatalf("call %d: %v", i, err)
+				}
+				if full {
+					break
+				}
+			}
+			if full != c.wantFull {
+				t.Errorf("store full = %v, want %v (bytes %d of %d)", full, c.wantFull, s.Bytes(), c.budget)
+			}
+			if b := s.Bytes(); b > c.maxStored {
+				t.Errorf("store holds %d bytes, want at most %d", b, c.maxStored)
+			}
+			if full && runs > c.results {
+				t.Errorf("fn ran %d times for %d keys", runs, c.results)
+			}
+		})
+	}
+}
+
+// A large result is kept once: 20 results of 2 MB grow the live heap by
+// about 40 MB, not 80 (encoded bytes plus the decoded value, as before).
+func TestMemoryStoreKeepsLargeResultsOnce(t *testing.T) {
+	const n, size = 20, 2 << 20
+	s := idem.NewMemoryStore()
+	g := idem.NewGuard(s)
+	spec := &idem.Spec{Name: "test.Large", TTL: time.Hour}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	for i := range n {
+		// A result whose JSON is about as large as its value: a string.
+		v := strings.Repeat("x", size)
+		if _, err := call(context.Background(), g, spec, fmt.Sprint("k", i), func(context.Context) (string, error) { return v, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grew := int64(heap()) - int64(before)
+	if limit := int64(n * size * 3 / 2); grew > limit {
+		t.Errorf("heap grew by %d MB for %d MB of results, want at most %d MB (one copy each)", grew>>20, n*size>>20, limit>>20)
+	}
+	runtime.KeepAlive(s)
 }

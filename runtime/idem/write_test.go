@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -76,7 +77,42 @@ func TestWriteCtx(t *testing.T) {
 	if ctx2.Err() != context.Canceled {
 		t.Fatalf("Err after cancel = %v, want Canceled", ctx2.Err())
 	}
-	if g.alarms.q.Len() != 0 {
-		t.Fatalf("%d alarms left after cancel", g.alarms.q.Len())
+}
+
+// deriving is a store whose Complete derives many contexts from the write
+// ctx it is given, as pgstore does on every write, and counts the
+// goroutines that are running meanwhile.
+type deriving struct {
+	*MemoryStore
+	children int
+	extra    int
+}
+
+func (s *deriving) Complete(ctx context.Context, l Lease, r Result) error {
+	before := runtime.NumGoroutine()
+	cancels := make([]context.CancelFunc, s.children)
+	for i := range cancels {
+		_, cancels[i] = context.WithCancel(ctx)
+	}
+	s.extra = runtime.NumGoroutine() - before
+	for _, c := range cancels {
+		c()
+	}
+	return s.MemoryStore.Complete(ctx, l, r)
+}
+
+// Hostile case: the write ctx was a hand-written Context, so every context
+// derived from it started a watcher goroutine (100 children, +100
+// goroutines). The standard library's attaches children without one.
+func TestWriteCtxChildrenStartNoGoroutines(t *testing.T) {
+	s := &deriving{MemoryStore: NewMemoryStore(), children: 100}
+	g := NewGuard(s)
+	c := g.Begin(&Spec{Name: "test.Derive"})
+	c.Key().String("k")
+	if _, err := Do(context.Background(), c, func(context.Context) (int, error) { return 1, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if s.extra > 2 { // slack for an unrelated runtime goroutine
+		t.Fatalf("deriving 100 contexts from the write ctx started %d goroutines, want none", s.extra)
 	}
 }
