@@ -55,5 +55,5 @@ reliability:
 	scripts/base-services.sh
 	IDEM_RELIABILITY=full IDEM_RELIABILITY_REPORT=$(CURDIR)/docs/RELIABILITY.md \
 	IDEM_RELIABILITY_APPENDIX=$(CURDIR)/test/reliability/FUZZING.md \
-	IDEM_RELIABILITY_CMD="make reliability  (= IDEM_RELIABILITY=full go test -count=1 -timeout 45m -run 'TestReliability|TestHarness' ./test/reliability)" \
-	$(GO) test -count=1 -timeout 45m -run 'TestReliability|TestHarness' -v ./test/reliability
+	IDEM_RELIABILITY_CMD="make reliability  (= IDEM_RELIABILITY=full go test -count=1 -timeout 45m -run 'TestReliability|TestHarness|TestHostile' ./test/reliability)" \
+	$(GO) test -count=1 -timeout 45m -run 'TestReliability|TestHarness|TestHostile' -v ./test/reliability

@@ -21,9 +21,9 @@ type MemoryStore struct {
 	// recordSize); a claim of a new key past it fails like one past max.
 	maxBytes int64
 	bytes    atomic.Int64
-	now    func() time.Time // nil: monoNow, the clock the Guard reads too
-	poll   time.Duration
-	claims atomic.Uint64
+	now      func() time.Time // nil: monoNow, the clock the Guard reads too
+	poll     time.Duration
+	claims   atomic.Uint64
 }
 
 const memShards = 64

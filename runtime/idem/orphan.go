@@ -28,17 +28,11 @@ type orphans struct {
 type orphan struct {
 	owner Token
 	lease Lease // Key, Owner, Duration and TTL; the fence is read back
-	until time.Time
 }
 
 // maxOrphans bounds the remembered tokens and their goroutines. Past it a
 // lost claim is left to expire with its lease, as it would without this.
 const maxOrphans = 1024
-
-// orphanMisses is how many look-ups that do not find the orphaned claim end
-// the background search: the claim may land after the first look-up (its
-// request still in flight), so one miss is not proof.
-const orphanMisses = 3
 
 // adopt remembers req's claim if its error leaves open whether the store
 // applied it, and starts the background search for it.
@@ -47,41 +41,32 @@ func (o *orphans) adopt(ctx context.Context, g *Guard, req ClaimRequest, err err
 		return // the store answered: nothing was claimed
 	}
 	l := Lease{Key: req.Key, Owner: req.Owner, Duration: req.Lease, TTL: req.TTL}
-	now := time.Now()
 	o.mu.Lock()
 	if o.m == nil {
 		o.m = make(map[string]orphan)
-	}
-	for k, v := range o.m {
-		if now.After(v.until) {
-			delete(o.m, k)
-		}
 	}
 	if len(o.m) >= maxOrphans {
 		o.mu.Unlock()
 		return
 	}
-	o.m[req.Key] = orphan{owner: req.Owner, lease: l, until: now.Add(req.Lease)}
+	o.m[req.Key] = orphan{owner: req.Owner, lease: l}
 	o.mu.Unlock()
 	go o.search(context.WithoutCancel(ctx), g, l)
 }
 
-// search looks for the orphaned claim until it is released, seen missing
-// orphanMisses times, or the lease (at least writeTimeoutFloor) is over.
+// search looks for the orphaned claim until it is released, the record
+// has moved on (another owner, another state), or the lease is over (at
+// least writeTimeoutFloor). Not finding the record settles nothing: the
+// claim's request may still be in flight (a slow link delivers it after
+// the caller gave up), so the search goes on with backoff up to a second.
 func (o *orphans) search(ctx context.Context, g *Guard, l Lease) {
 	ctx, cancel := context.WithTimeout(ctx, max(l.Duration, writeTimeoutFloor))
 	defer cancel()
-	delay, misses := 20*time.Millisecond, 0
+	defer o.forget(l.Key, l.Owner)
+	delay := 10 * time.Millisecond
 	for {
-		found, err := o.giveBack(ctx, g, l)
-		if found {
+		if settled, _ := o.giveBack(ctx, g, l); settled {
 			return
-		}
-		if err == nil {
-			misses++
-			if misses >= orphanMisses {
-				return
-			}
 		}
 		select {
 		case <-ctx.Done():
@@ -92,18 +77,23 @@ func (o *orphans) search(ctx context.Context, g *Guard, l Lease) {
 	}
 }
 
-// giveBack releases l's claim if l.Owner still holds key. found reports
-// that the question is settled (released, or the record has moved on to
-// another owner or state); err, that the store could not be asked.
-func (o *orphans) giveBack(ctx context.Context, g *Guard, l Lease) (found bool, err error) {
+// giveBack releases l's claim if l.Owner still holds the key. settled
+// reports that there is nothing more to do: released, or the record has
+// another owner with a fence that rules ours out, or has finished; err,
+// that the store could not be asked.
+func (o *orphans) giveBack(ctx context.Context, g *Guard, l Lease) (settled bool, err error) {
 	rec, err := g.store.Get(ctx, l.Key)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return false, nil
+		return false, nil // not there (yet): the claim may still land
 	case err != nil:
 		return false, err
 	case rec.Owner != l.Owner:
-		return false, nil // not (yet) there: another owner, or our claim is still in flight
+		// Another owner holds or finished the key. Our claim may still
+		// be in flight, but it can only land on a record the store would
+		// let it take (released, or an expired lease), so keep looking
+		// only while the record could still be taken.
+		return rec.State == StateCompleted || rec.State == StateFailed, nil
 	case rec.State == StateInProgress:
 		l.Fence = rec.Fence
 		if rerr := g.store.Release(ctx, l); rerr != nil && !errors.Is(rerr, ErrLeaseLost) {
@@ -132,6 +122,10 @@ func (o *orphans) reclaim(ctx context.Context, g *Guard, key string) bool {
 	if !ok {
 		return false
 	}
-	found, err := o.giveBack(ctx, g, v.lease)
-	return found && err == nil
+	rec, err := g.store.Get(ctx, key)
+	if err != nil || rec.Owner != v.owner || rec.State != StateInProgress {
+		return false
+	}
+	settled, err := o.giveBack(ctx, g, v.lease)
+	return settled && err == nil
 }

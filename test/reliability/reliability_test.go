@@ -13,6 +13,9 @@ import (
 // row is one line of the report.
 type row struct {
 	Store, Scenario, Trials, Expected, Observed, Notes string
+	// Section is "" for the store scenarios, hostileSection for the
+	// hostile-input ones (a table of their own).
+	Section string
 
 	v                *violations
 	took             time.Duration
@@ -162,9 +165,10 @@ an untyped error. See test/reliability/doc.go for the scenarios.
 `)
 	stores := []string{"redis", "postgres", "file"}
 	names := map[string]string{"redis": "Redis", "postgres": "PostgreSQL", "file": "File store"}
+	hostile, scenarios := hostileRows(report.rows)
 	for _, st := range stores {
 		var rows []row
-		for _, r := range report.rows {
+		for _, r := range scenarios {
 			if r.Store == st {
 				rows = append(rows, r)
 			}
@@ -193,6 +197,23 @@ an untyped error. See test/reliability/doc.go for the scenarios.
 				b.WriteString("\n")
 			}
 		}
+	}
+	if len(hostile) > 0 {
+		b.WriteString(`## Hostile inputs
+
+Inputs and faults an adversarial user produced against earlier builds, each
+of which made a function run twice, run for nobody, or strand its key
+(TestHostileInputs; the same cases run against every store in the
+conformance suite, runtime/idemtest). Executions are counted by the ledger.
+
+| store | case | what is done | executions expected | executions observed (ledger) | violations | outcome | time |
+|---|---|---|---|---|---|---|---|
+`)
+		for _, r := range hostile {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %s | %s |\n", names[r.Store], r.Scenario, r.Trials, r.Expected, r.Observed,
+				r.v.n(), strings.ReplaceAll(r.Notes, "|", "/"), r.took.Round(100*time.Millisecond))
+		}
+		b.WriteString("\n")
 	}
 	if extra := os.Getenv("IDEM_RELIABILITY_APPENDIX"); extra != "" {
 		if data, err := os.ReadFile(extra); err == nil {

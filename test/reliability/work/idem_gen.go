@@ -91,3 +91,31 @@ func (x *IdempotentEffects) Skew(ctx context.Context, key string) (Outcome, erro
 		return x.Effects.Skew(ctx, key)
 	})
 }
+
+var idemSpecEffectsMeasure = &idem.Spec{Name: "rel.measure", TTL: time.Hour, Lease: 10 * time.Second, OnDuplicate: idem.DuplicateReturn}
+
+// Build fails here if Effects.Measure's signature changed since generation: run go generate.
+var _ func(*Effects, context.Context, string) (Reading, error) = (*Effects).Measure
+
+// Measure is Effects.Measure, run at most once per key (ttl=1h lease=10s on_duplicate=return name=rel.measure).
+func (x *IdempotentEffects) Measure(ctx context.Context, key string) (Reading, error) {
+	c := x.g.Begin(idemSpecEffectsMeasure)
+	c.Key().String(key)
+	return idem.Do(ctx, c, func(ctx context.Context) (Reading, error) {
+		return x.Effects.Measure(ctx, key)
+	})
+}
+
+var idemSpecEffectsExit = &idem.Spec{Name: "rel.exit", TTL: time.Hour, Lease: 10 * time.Second, OnDuplicate: idem.DuplicateWait, Wait: 20 * time.Second}
+
+// Build fails here if Effects.Exit's signature changed since generation: run go generate.
+var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Exit
+
+// Exit is Effects.Exit, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=20s name=rel.exit).
+func (x *IdempotentEffects) Exit(ctx context.Context, key string) (Outcome, error) {
+	c := x.g.Begin(idemSpecEffectsExit)
+	c.Key().String(key)
+	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
+		return x.Effects.Exit(ctx, key)
+	})
+}

@@ -13,7 +13,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -39,6 +41,9 @@ type Hooks struct {
 	Hold func(key string) time.Duration
 	// Mark reports a phase ("running", "ran") of the call of key.
 	Mark func(phase, key string, fence uint64)
+	// Exit says whether Exit's call of key ends its goroutine with
+	// runtime.Goexit after its ledger row, as t.Fatal does in a test.
+	Exit func(key string) bool
 }
 
 // Effects is the receiver of the guarded methods.
@@ -84,6 +89,33 @@ func (e *Effects) Contend(ctx context.Context, key string) (Outcome, error) {
 //idem:name=rel.skew lease=2s on_duplicate=return ttl=1h
 func (e *Effects) Skew(ctx context.Context, key string) (Outcome, error) {
 	return e.run(ctx, "skew", key, true)
+}
+
+// Reading is Measure's result. Its Value is NaN, which encoding/json
+// cannot encode: the hostile-input scenario's unencodable result.
+type Reading struct {
+	Outcome
+	Value float64 `json:"value"`
+}
+
+// Measure records one execution and returns a Reading the codec refuses.
+//
+//idem:name=rel.measure lease=10s ttl=1h
+func (e *Effects) Measure(ctx context.Context, key string) (Reading, error) {
+	out, err := e.run(ctx, "measure", key, false)
+	return Reading{Outcome: out, Value: math.NaN()}, err
+}
+
+// Exit records one execution and then, when Hooks.Exit says so, leaves
+// through runtime.Goexit instead of returning.
+//
+//idem:name=rel.exit lease=10s on_duplicate=wait wait=20s ttl=1h
+func (e *Effects) Exit(ctx context.Context, key string) (Outcome, error) {
+	out, err := e.run(ctx, "exit", key, false)
+	if e.Hooks.Exit != nil && e.Hooks.Exit(key) {
+		runtime.Goexit()
+	}
+	return out, err
 }
 
 func (e *Effects) run(ctx context.Context, scenario, key string, biz bool) (Outcome, error) {
