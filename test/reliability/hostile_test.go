@@ -123,7 +123,7 @@ func (h *harness) hostileUnencodable(t *testing.T, store string) row {
 	return row{Store: store, Scenario: "result the codec cannot encode (NaN field)", v: v, took: time.Since(start),
 		Trials:   fmt.Sprintf("%d keys × (1 call + %d duplicates, half from another Guard)", keys, dups),
 		Expected: fmt.Sprint(keys), Observed: fmt.Sprint(n),
-		Notes:    "first caller: its value + ErrResultNotEncodable; duplicates: the recorded failure (errors.Is ErrResultNotEncodable)"}
+		Notes: "first caller: its value + ErrResultNotEncodable; duplicates: the recorded failure (errors.Is ErrResultNotEncodable)"}
 }
 
 // hostileGoexit: the function calls runtime.Goexit (t.Fatal in a test).
@@ -165,7 +165,7 @@ func (h *harness) hostileGoexit(t *testing.T, store string) row {
 	return row{Store: store, Scenario: "runtime.Goexit in the function", v: v, took: time.Since(start),
 		Trials:   fmt.Sprintf("%d keys × (Goexit, retry, replay)", keys),
 		Expected: fmt.Sprint(2 * keys), Observed: fmt.Sprint(n),
-		Notes:    "the goroutine exits, the key is released as after a panic; the retry runs once and is replayed"}
+		Notes: "the goroutine exits, the key is released as after a panic; the retry runs once and is replayed"}
 }
 
 // hostileCorrupt: a malformed record at a key, and a Guard that fails
@@ -210,7 +210,7 @@ func (h *harness) hostileCorrupt(t *testing.T, store string) row {
 	return row{Store: store, Scenario: "corrupt record, Guard WithFailOpen", v: v, took: time.Since(start),
 		Trials:   fmt.Sprintf("%d keys × %d calls over a malformed record", keys, calls),
 		Expected: "0", Observed: fmt.Sprint(n),
-		Notes:    "every call: ErrCorruptRecord; fail-open is for an unreachable store only"}
+		Notes: "every call: ErrCorruptRecord; fail-open is for an unreachable store only"}
 }
 
 // plantCorrupt overwrites the record of the Guard key key in store.
@@ -325,11 +325,11 @@ func (h *harness) hostileSlowClaim(t *testing.T, store string) []row {
 		{Store: store, Scenario: "ctx deadline shorter than the store round trip", v: late, took: took,
 			Trials:   fmt.Sprintf("%d calls, %s deadline, link delayed %s each way (proxy), default client", keys, deadline, latency),
 			Expected: "0 during the deadline", Observed: fmt.Sprintf("%d (all from the retries)", n),
-			Notes:    fmt.Sprintf("calls returned the ctx's error without running; slowest return %s", slowest.Round(time.Millisecond))},
+			Notes: fmt.Sprintf("calls returned the ctx's error without running; slowest return %s", slowest.Round(time.Millisecond))},
 		{Store: store, Scenario: "claim lands after its caller gave up", v: ran, took: took,
 			Trials:   fmt.Sprintf("%d keys, then a retry from another Guard on a healthy link", keys),
 			Expected: fmt.Sprint(keys), Observed: fmt.Sprint(n),
-			Notes:    fmt.Sprintf("the caller's Guard found its own token and released the claim; slowest retry %s (lease 10s)", slowestRetry.Round(time.Millisecond))},
+			Notes: fmt.Sprintf("the caller's Guard found its own token and released the claim; slowest retry %s (lease 10s)", slowestRetry.Round(time.Millisecond))},
 	}
 }
 
