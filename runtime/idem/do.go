@@ -214,7 +214,8 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 			if g.flights.get(key) != nil {
 				continue // our own process runs it: answer in process
 			}
-			if g.orphans.reclaim(ctx, g, key) {
+			if !st.reclaimed && g.orphans.reclaim(ctx, g, key) {
+				st.reclaimed = true
 				continue // it was our own claim whose reply was lost
 			}
 			if spec.OnDuplicate != DuplicateWait {
@@ -252,6 +253,7 @@ type state struct {
 	// monotonic reading only): an acquired lease is counted from then.
 	claimSent time.Duration
 	reason    string
+	reclaimed bool // an orphaned claim of this key was given back once
 	start     time.Time
 	wait      context.Context // bounds all waiting of this call; made on first need
 	cancel    context.CancelFunc

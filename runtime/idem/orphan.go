@@ -114,7 +114,8 @@ func (o *orphans) forget(key string, owner Token) {
 
 // reclaim is the synchronous check for a claim of key that found it in
 // progress: if the owner is a token this process orphaned, it is given
-// back and reclaim reports true (claim again).
+// back (here, or just now by the background search) and reclaim reports
+// true: claim again. Do calls it at most once per call.
 func (o *orphans) reclaim(ctx context.Context, g *Guard, key string) bool {
 	o.mu.Lock()
 	v, ok := o.m[key]
@@ -123,8 +124,13 @@ func (o *orphans) reclaim(ctx context.Context, g *Guard, key string) bool {
 		return false
 	}
 	rec, err := g.store.Get(ctx, key)
-	if err != nil || rec.Owner != v.owner || rec.State != StateInProgress {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return true // gone since the claim answered: claim again
+	case err != nil || rec.Owner != v.owner:
 		return false
+	case rec.State != StateInProgress:
+		return true // the search released it meanwhile
 	}
 	settled, err := o.giveBack(ctx, g, v.lease)
 	return settled && err == nil
