@@ -335,7 +335,7 @@ func (s *Store) read(ctx context.Context, op, key string) (now time.Time, r idem
 		return now, r, false, nil
 	}
 	at, _ := replyInt(res, 2)
-	r, err = decodeRecord(key, v, time.UnixMilli(at))
+	r, err = decodeRecord(key, v, at)
 	return now, r, err == nil, err
 }
 
