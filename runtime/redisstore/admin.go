@@ -23,7 +23,9 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, erro
 		return idem.Record{}, err
 	}
 	rk := s.RecordKey(key)
-	res, err := forceReleaseScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk), s.op()).Slice()
+	op := s.op()
+	var res []any
+	err := s.bounded(ctx, func() (err error) { res, err = forceReleaseScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk), op).Slice(); return err })
 	if err != nil {
 		return idem.Record{}, s.wrap(ctx, "force release", key, err)
 	}
@@ -144,24 +146,32 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 		}
 		return nil
 	}
-	var err error
+	var whole func() error
 	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, scan)
-		fnMu.Lock()
-		if stopped != nil {
-			err = stopped // fn's own error, not another node's echo of it
-		}
-		fnMu.Unlock()
+		whole = func() error { return cc.ForEachMaster(ctx, scan) }
 	} else if c, ok := s.rdb.(*redis.Client); ok {
-		err = scan(ctx, c)
+		whole = func() error { return scan(ctx, c) }
 	} else {
 		return fmt.Errorf("redisstore: list: unsupported client %T", s.rdb)
 	}
+	err := s.bounded(ctx, whole)
+	fnMu.Lock()
+	if ctx.Err() != nil && stopped == nil {
+		// The scan may have been abandoned and still be running: fn is
+		// not called after List returns. (Taking fnMu waited for a call
+		// in progress.)
+		stopped = ctx.Err()
+	}
+	if stopped != nil && !errors.Is(stopped, ctx.Err()) {
+		err = stopped // fn's own error, not another node's echo of it
+	}
+	skipped := corrupted
+	fnMu.Unlock()
 	if err != nil && ctx.Err() != nil {
 		return s.wrap(ctx, "list", prefix, err)
 	}
-	if err == nil && len(corrupted) > 0 {
-		return fmt.Errorf("redisstore: list skipped %d corrupt record(s): %w", len(corrupted), errors.Join(corrupted...))
+	if err == nil && len(skipped) > 0 {
+		return fmt.Errorf("redisstore: list skipped %d corrupt record(s): %w", len(skipped), errors.Join(skipped...))
 	}
 	return err
 }
@@ -185,7 +195,7 @@ func (s *Store) Cleanup(ctx context.Context) (int, error) {
 		}
 		rk := s.RecordKey(key)
 		var d int64
-		d, err = cleanupScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64()
+		err = s.bounded(ctx, func() (err error) { d, err = cleanupScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64(); return err })
 		if err != nil {
 			err = s.wrap(ctx, "cleanup", key, err)
 		}
