@@ -25,7 +25,10 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, erro
 	rk := s.RecordKey(key)
 	op := s.op()
 	var res []any
-	err := s.bounded(ctx, func() (err error) { res, err = forceReleaseScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk), op).Slice(); return err })
+	err := s.bounded(ctx, func() (err error) {
+		res, err = forceReleaseScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk), op).Slice()
+		return err
+	})
 	if err != nil {
 		return idem.Record{}, s.wrap(ctx, "force release", key, err)
 	}
@@ -195,7 +198,10 @@ func (s *Store) Cleanup(ctx context.Context) (int, error) {
 		}
 		rk := s.RecordKey(key)
 		var d int64
-		err = s.bounded(ctx, func() (err error) { d, err = cleanupScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64(); return err })
+		err = s.bounded(ctx, func() (err error) {
+			d, err = cleanupScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64()
+			return err
+		})
 		if err != nil {
 			err = s.wrap(ctx, "cleanup", key, err)
 		}

@@ -358,7 +358,10 @@ func (s *Store) write(ctx context.Context, op string, l idem.Lease, st idem.Stat
 	copy(arg[17:25], s.op())
 	copy(arg[25:], l.Owner[:])
 	var res []any
-	err := s.bounded(ctx, func() (err error) { res, err = writeScript.Run(ctx, s.rdb, []string{rk}, arg[:], data).Slice(); return err })
+	err := s.bounded(ctx, func() (err error) {
+		res, err = writeScript.Run(ctx, s.rdb, []string{rk}, arg[:], data).Slice()
+		return err
+	})
 	if err != nil {
 		return s.wrap(ctx, op, l.Key, err)
 	}
@@ -390,7 +393,10 @@ func (s *Store) read(ctx context.Context, op, key string) (now time.Time, r idem
 		return now, r, false, err
 	}
 	var res []any
-	err = s.bounded(ctx, func() (err error) { res, err = readScript.Run(ctx, s.rdb, []string{s.RecordKey(key)}).Slice(); return err })
+	err = s.bounded(ctx, func() (err error) {
+		res, err = readScript.Run(ctx, s.rdb, []string{s.RecordKey(key)}).Slice()
+		return err
+	})
 	if err != nil {
 		return now, r, false, s.wrap(ctx, op, key, err)
 	}
@@ -431,7 +437,10 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	}
 	rk := s.RecordKey(key)
 	var n int64
-	err := s.bounded(ctx, func() (err error) { n, err = deleteScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64(); return err })
+	err := s.bounded(ctx, func() (err error) {
+		n, err = deleteScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64()
+		return err
+	})
 	if err != nil {
 		return s.wrap(ctx, "delete", key, err)
 	}
