@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -71,5 +72,54 @@ func TestConstructorsAgainstARefusedPortAreStoreUnavailable(t *testing.T) {
 				t.Errorf("%s = %q, want \"unavailable\" said once", tt.name, err)
 			}
 		})
+	}
+}
+
+// TestDeadlineShorterThanAStatementBoundsEveryStoreCall: a statement that
+// the server does not answer (it waits on a row lock held elsewhere) does
+// not hold a call past its ctx: with a 60ms deadline each call returns
+// within a small bound with an error wrapping context.DeadlineExceeded
+// (pgx cancels the query and closes or resets the connection itself).
+func TestDeadlineShorterThanAStatementBoundsEveryStoreCall(t *testing.T) {
+	s := newStore(t, newPool(t, nil))
+	ctx := context.Background()
+	const key = "held"
+	res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := idem.Lease{Key: key, Owner: idem.Token{1}, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
+	unlock := lockRow(t, s, key)
+	defer unlock()
+	ops := []struct {
+		name string
+		run  func(ctx context.Context) error
+	}{
+		{"claim", func(ctx context.Context) error {
+			_, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{2}, Lease: time.Minute, TTL: time.Hour})
+			return err
+		}},
+		{"heartbeat", func(ctx context.Context) error { return s.Heartbeat(ctx, l) }},
+		{"complete", func(ctx context.Context) error { return s.Complete(ctx, l, idem.Result{Data: []byte("1")}) }},
+		{"release", func(ctx context.Context) error { return s.Release(ctx, l) }},
+		{"delete", func(ctx context.Context) error { return s.Delete(ctx, key) }},
+		{"force release", func(ctx context.Context) error { _, err := s.ForceRelease(ctx, key); return err }},
+	}
+	type outcome struct{ Deadline, InBound bool }
+	got, want := map[string]outcome{}, map[string]outcome{}
+	for _, op := range ops {
+		dctx, cancel := context.WithTimeout(ctx, 60*time.Millisecond)
+		start := time.Now()
+		err := op.run(dctx)
+		took := time.Since(start)
+		cancel()
+		got[op.name] = outcome{errors.Is(err, context.DeadlineExceeded), took < 400*time.Millisecond}
+		want[op.name] = outcome{true, true}
+		if got[op.name] != want[op.name] {
+			t.Logf("%s: %v after %v", op.name, err, took)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("calls with a 60ms deadline on a row the server holds (-want +got):\n%s", diff)
 	}
 }
