@@ -47,6 +47,14 @@
 // when the client disconnects (unless WithClientCancel), because the client will
 // retry and should then get the outcome of a request that ran to the end.
 //
+// A replay carries the recorded headers except hop-by-hop ones (never
+// recorded nor sent) and per-client ones: Set-Cookie, Set-Cookie2,
+// Authentication-Info and Proxy-Authentication-Info go to the first client
+// only, so another client presenting the same key never receives its
+// session (WithReplayedHeaders records them anyway). A status net/http
+// cannot send (outside 100-999, as WriteHeader(0)) or a 101 is the
+// handler's failure: 500, not recorded, key released.
+//
 // Because the response is buffered until the handler returns, streaming
 // responses (Flush, Hijack, server-sent events) do not work behind the
 // middleware; route them around it.

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/textproto"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -133,6 +135,11 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		ctx = context.WithoutCancel(ctx)
 	}
 	ran := false
+	// live holds the per-client headers the handler set (Set-Cookie…):
+	// this request's client gets them, the record does not. It stays out of
+	// the returned value, which the Guard may share with in-process
+	// duplicates (and the memory store with replays).
+	var live http.Header
 	resp, err := idem.Do(ctx, c, func(ctx context.Context) (*response, error) {
 		ran = true
 		r2 := r.WithContext(ctx)
@@ -141,6 +148,14 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		rec := getRecorder(m.cfg.maxResponse)
 		defer putRecorder(rec)
 		next.ServeHTTP(rec, r2)
+		if rec.invalid {
+			// net/http would panic on it (or, for 101, needs a hijacked
+			// connection the buffer cannot give): the handler failed, so
+			// nothing is recorded and the key is released.
+			return m.problemResponse(http.StatusInternalServerError, "invalid-status",
+				"Invalid response status",
+				fmt.Sprintf("the handler answered with status %d, which cannot be sent or replayed", rec.status)), errUnrecorded
+		}
 		if rec.overflow {
 			// The handler's effects happened: record a 500 so that a
 			// retry does not run it again.
@@ -148,7 +163,8 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 				"Response too large to record",
 				fmt.Sprintf("the response exceeded the %d bytes the idempotency layer records", m.cfg.maxResponse)), nil
 		}
-		resp := rec.response()
+		var resp *response
+		resp, live = rec.response(m.cfg.replayed)
 		if !m.cfg.record(resp.Status) {
 			return resp, errUnrecorded
 		}
@@ -156,10 +172,16 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	})
 	switch {
 	case err == nil:
+		if ran {
+			addHeaders(w.Header(), live)
+		}
 		writeResponse(w, resp, !ran, m.cfg.replayHeader)
 	case resp != nil && (errors.Is(err, errUnrecorded) || ran && errors.Is(err, idem.ErrStoreUnavailable)):
 		// An unrecorded status, or the handler ran but its response could not be
 		// recorded: the client still gets what the handler said.
+		if ran {
+			addHeaders(w.Header(), live)
+		}
 		writeResponse(w, resp, false, "")
 	case errors.Is(err, idem.ErrInProgress):
 		m.retryAfter(w)
@@ -260,11 +282,34 @@ func (m *Middleware) fingerprint(b *idem.KeyBuilder, r *http.Request, body []byt
 	}
 }
 
-// hopByHop headers describe one connection, not the response: they are
-// not recorded.
+// hopByHop headers describe one connection, not the response (RFC 9110
+// 7.6.1, and the proxy authentication pair of RFC 2616 13.5.1): they are
+// neither recorded nor sent, and neither is any header a response's
+// Connection names.
 var hopByHop = map[string]bool{
 	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
 	"Transfer-Encoding": true, "Upgrade": true, "Trailer": true, "Te": true,
+	"Proxy-Authenticate": true, "Proxy-Authorization": true,
+}
+
+// perClient headers belong to the client that made the request (its
+// session, its authentication exchange): the first client gets them, a
+// replay does not, since with WithoutPrincipal (or a coarse principal)
+// another client can present the same key. WithReplayedHeaders records
+// them anyway.
+var perClient = map[string]bool{
+	"Set-Cookie": true, "Set-Cookie2": true,
+	"Authentication-Info": true, "Proxy-Authentication-Info": true,
+}
+
+const perClientList = "Set-Cookie, Set-Cookie2, Authentication-Info, Proxy-Authentication-Info"
+
+// addHeaders adds src's values to dst, copying them so that dst's owner
+// cannot change src.
+func addHeaders(dst, src http.Header) {
+	for k, vs := range src {
+		dst[k] = append(dst[k][:len(dst[k]):len(dst[k])], vs...)
+	}
 }
 
 // writeResponse sends a recorded response. The recorded headers already
@@ -343,6 +388,7 @@ type recorder struct {
 	snapshot    http.Header // the header as of WriteHeader
 	status      int
 	wroteHeader bool
+	invalid     bool // status is one net/http cannot send (or 101)
 	body        bytes.Buffer
 	max         int64
 	overflow    bool
@@ -362,7 +408,7 @@ func putRecorder(rec *recorder) {
 		return // don't pin large buffers in the pool
 	}
 	rec.header, rec.snapshot = nil, nil
-	rec.status, rec.wroteHeader, rec.overflow = 0, false, false
+	rec.status, rec.wroteHeader, rec.overflow, rec.invalid = 0, false, false, false
 	rec.body.Reset()
 	recorders.Put(rec)
 }
@@ -373,7 +419,15 @@ func (rec *recorder) WriteHeader(code int) {
 	if rec.wroteHeader {
 		return
 	}
-	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+	if code < 100 || code > 999 || code == http.StatusSwitchingProtocols {
+		// net/http's ResponseWriter panics on a code outside 100-999, and a
+		// 101 needs the connection hijacked, which a buffered response
+		// cannot give: either way the handler failed, and its status must
+		// not be recorded (every replay of it would panic).
+		rec.status, rec.invalid, rec.wroteHeader = code, true, true
+		return
+	}
+	if code < 200 {
 		return // informational responses are not part of the outcome
 	}
 	rec.status = code
@@ -394,17 +448,36 @@ func (rec *recorder) Write(p []byte) (int, error) {
 
 // response copies out what was recorded, completed the way net/http would
 // complete it (Content-Type sniffing, Content-Length), so that the first
-// response and every replay carry the same headers.
-func (rec *recorder) response() *response {
+// response and every replay carry the same headers. Hop-by-hop headers
+// (and those the Connection header names) are dropped; per-client headers
+// not in replayed go to live, for the first client only.
+func (rec *recorder) response(replayed map[string]bool) (resp *response, live http.Header) {
 	if !rec.wroteHeader {
 		rec.WriteHeader(http.StatusOK)
 	}
+	var connScoped map[string]bool
+	for _, v := range rec.snapshot["Connection"] {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				if connScoped == nil {
+					connScoped = map[string]bool{}
+				}
+				connScoped[textproto.CanonicalMIMEHeaderKey(f)] = true
+			}
+		}
+	}
 	h := make(http.Header, len(rec.snapshot)+2)
 	for k, vs := range rec.snapshot {
-		if hopByHop[k] || len(k) > len(http.TrailerPrefix) && k[:len(http.TrailerPrefix)] == http.TrailerPrefix {
-			continue
+		switch {
+		case hopByHop[k] || connScoped[k] || strings.HasPrefix(k, http.TrailerPrefix):
+		case perClient[k] && !replayed[k]:
+			if live == nil {
+				live = http.Header{}
+			}
+			live[k] = vs
+		default:
+			h[k] = vs
 		}
-		h[k] = vs
 	}
 	var body []byte
 	if rec.body.Len() > 0 {
@@ -420,7 +493,7 @@ func (rec *recorder) response() *response {
 		}
 		h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	}
-	return &response{Status: rec.status, Header: h, Body: body}
+	return &response{Status: rec.status, Header: h, Body: body}, live
 }
 
 // jsonString quotes s as a JSON string.

@@ -371,8 +371,8 @@ func TestStatusCodes(t *testing.T) {
 }
 
 // TestReplayIsByteExact compares the raw first response and its replay
-// over a real connection: same status line, headers (but Date and the
-// replay marker) and body bytes.
+// over a real connection: same status line, headers (but Date, the replay
+// marker and the first client's Set-Cookie) and body bytes.
 func TestReplayIsByteExact(t *testing.T) {
 	a := &app{hook: func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", "/payments/1")
@@ -402,6 +402,11 @@ func TestReplayIsByteExact(t *testing.T) {
 	h1, h2 := first.Header.Clone(), second.Header.Clone()
 	h1.Del("Date")
 	h2.Del("Date")
+	// The session cookie is the first client's only (WithReplayedHeaders).
+	if got := h1.Values("Set-Cookie"); !cmp.Equal(got, []string{"a=b"}) {
+		t.Errorf("first response's Set-Cookie = %q, want [a=b]", got)
+	}
+	h1.Del("Set-Cookie")
 	if got := h2.Get("Idempotent-Replayed"); got != "true" {
 		t.Errorf("replay marker = %q, want true", got)
 	}

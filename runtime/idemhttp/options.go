@@ -54,6 +54,7 @@ type config struct {
 	retryAfter    time.Duration
 	replayHeader  string
 	problemPrefix string
+	replayed      map[string]bool // per-client headers recorded anyway (WithReplayedHeaders)
 }
 
 func defaultConfig() config {
@@ -284,4 +285,31 @@ func WithReplayHeader(name string) Option {
 // default type is "about:blank" and the code is in the "code" member only.
 func WithProblemTypeBase(base string) Option {
 	return func(c *config) error { c.problemPrefix = base; return nil }
+}
+
+// WithReplayedHeaders records and replays the named per-client response
+// headers, which are otherwise sent to the first client only: Set-Cookie,
+// Set-Cookie2, Authentication-Info and Proxy-Authentication-Info. Name one
+// only when every client that may present the same key should receive it
+// (a cookie that carries no session). Hop-by-hop headers and any other
+// name are refused: the former describe one connection, the latter are
+// replayed already.
+func WithReplayedHeaders(names ...string) Option {
+	return func(c *config) error {
+		if c.replayed == nil {
+			c.replayed = map[string]bool{}
+		}
+		for _, n := range names {
+			k := textproto.CanonicalMIMEHeaderKey(n)
+			switch {
+			case perClient[k]:
+				c.replayed[k] = true
+			case hopByHop[k]:
+				return fmt.Errorf("WithReplayedHeaders: %s is a hop-by-hop header; it describes one connection and is never recorded", k)
+			default:
+				return fmt.Errorf("WithReplayedHeaders: %q is not a per-client header (those are %s); other headers are replayed already", n, perClientList)
+			}
+		}
+		return nil
+	}
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // SchemaVersion is the newest schema version this package knows and the
@@ -120,11 +122,11 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts ...Option) error {
 	n := newNames(c.schema, c.table)
 	tx, err := pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("pgstore: migrate %s: %w", n.qTable, err)
+		return fmt.Errorf("pgstore: migrate %s: %w", n.qTable, unreachable(err))
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7275, hashtext($1))`, n.qTable); err != nil {
-		return fmt.Errorf("pgstore: migrate %s: lock: %w", n.qTable, err)
+		return fmt.Errorf("pgstore: migrate %s: lock: %w", n.qTable, unreachable(err))
 	}
 	var schemaExists bool
 	if err := tx.QueryRow(ctx, `SELECT to_regnamespace($1) IS NOT NULL`, n.qSchema).Scan(&schemaExists); err != nil {
@@ -169,14 +171,14 @@ func readVersion(ctx context.Context, q queryer, n names) (int, error) {
 	var exists bool
 	if err := q.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`,
 		n.qVersion, n.qTable).Scan(&exists); err != nil {
-		return 0, fmt.Errorf("pgstore: reading schema version of %s: %w", n.qTable, err)
+		return 0, fmt.Errorf("pgstore: reading schema version of %s: %w", n.qTable, unreachable(err))
 	}
 	if !exists {
 		return 0, fmt.Errorf("%w: %s", ErrSchemaMissing, missingHint(n))
 	}
 	var v int
 	if err := q.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+n.qVersion).Scan(&v); err != nil {
-		return 0, fmt.Errorf("pgstore: reading schema version of %s: %w", n.qTable, err)
+		return 0, fmt.Errorf("pgstore: reading schema version of %s: %w", n.qTable, unreachable(err))
 	}
 	return v, nil
 }
@@ -184,6 +186,28 @@ func readVersion(ctx context.Context, q queryer, n names) (int, error) {
 func missingHint(n names) string {
 	return fmt.Sprintf("table %s does not exist: run pgstore.Migrate(ctx, pool, pgstore.WithSchema(%q), pgstore.WithTable(%q)) "+
 		"or apply the SQL from pgstore.MigrationSQL (see docs/POSTGRES.md)", n.qTable, n.schema, n.table)
+}
+
+// unreachable marks a failure to reach the server (connect, network, a
+// server shutting down or refusing connections) as idem.ErrStoreUnavailable,
+// keeping the cause, so New and Migrate fail the way the store's calls do.
+// An answer from the server (a missing privilege, a missing table), the
+// caller's ctx ending, and errors already marked are returned as they are.
+func unreachable(err error) error {
+	if errors.Is(err, idem.ErrStoreUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case strings.HasPrefix(pe.Code, "08"), // connection exception
+			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", // admin or crash shutdown, cannot connect now
+			pe.Code == "53300": // too many connections
+		default:
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %w", idem.ErrStoreUnavailable, err)
 }
 
 // isUndefined reports whether err says the table or schema does not exist.

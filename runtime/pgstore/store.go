@@ -65,7 +65,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	}
 	var partitioned bool
 	if err := pool.QueryRow(ctx, `SELECT relkind = 'p' FROM pg_class WHERE oid = to_regclass($1)`, s.n.qTable).Scan(&partitioned); err != nil {
-		return nil, fmt.Errorf("pgstore: inspecting %s: %w", s.n.qTable, err)
+		return nil, fmt.Errorf("pgstore: inspecting %s: %w", s.n.qTable, unreachable(err))
 	}
 	if partitioned {
 		s.q.cleanup = s.q.cleanupByKey

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -22,7 +23,12 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, erro
 		return idem.Record{}, err
 	}
 	rk := s.RecordKey(key)
-	res, err := forceReleaseScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk), s.op()).Slice()
+	op := s.op()
+	var res []any
+	err := s.bounded(ctx, func() (err error) {
+		res, err = forceReleaseScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk), op).Slice()
+		return err
+	})
 	if err != nil {
 		return idem.Record{}, s.wrap(ctx, "force release", key, err)
 	}
@@ -37,13 +43,16 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, erro
 		return idem.Record{}, corrupt(key, replyString(res, 1))
 	}
 	v, _ := res[1].(string)
-	return decodeRecord(key, v, time.Time{}) // the script wrote version 1: absolute times
+	return decodeRecord(key, v, 0) // the script wrote version 1: absolute times
 }
 
 // List implements idem.Admin: it scans the store's keys (every master of a
 // Cluster) for records whose store key starts with prefix. Entity order
-// records are not records and are skipped; a value that is not a record
-// is logged and skipped.
+// records are not records and are skipped. A value at a record key that
+// is not a valid record gets the verdict Claim and Get give it: it does
+// not stop the listing, and List returns an error naming every one
+// (wrapping idem.ErrCorruptRecord) at the end, as the file store does. An
+// error from fn stops it at once and is returned.
 func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) error) error {
 	if err := s.ready(ctx, "list", prefix); err != nil {
 		return err
@@ -56,6 +65,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 	// the store) and is not called again after it returns an error.
 	var fnMu sync.Mutex
 	var stopped error // fn's error: no more calls after it
+	var corrupted []error
 	scan := func(ctx context.Context, c *redis.Client) error {
 		for _, pat := range patterns {
 			iter := c.Scan(ctx, 0, pat, 500).Iterator()
@@ -64,13 +74,17 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 				if len(batch) == 0 {
 					return nil
 				}
-				// PEXPIRETIME places fresh claims' relative times.
+				// PEXPIRETIME places fresh claims' relative times (and says
+				// when a fresh claim has no expiry).
 				cmds := make([]*redis.StringCmd, len(batch))
-				expiries := make([]*redis.DurationCmd, len(batch))
+				expiries := make([]*redis.IntCmd, len(batch))
 				_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 					for i, k := range batch {
 						cmds[i] = p.Get(ctx, k)
-						expiries[i] = p.PExpireTime(ctx, k) // ms since the epoch
+						// ms since the epoch, -1 without an expiry: read raw,
+						// as the scripts do (PExpireTime's Duration blurs -1)
+						expiries[i] = redis.NewIntCmd(ctx, "pexpiretime", k)
+						_ = p.Process(ctx, expiries[i])
 					}
 					return nil
 				})
@@ -90,12 +104,20 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 						continue // an entity's order record
 					}
 					var r idem.Record
-					if err == nil {
-						r, err = decodeRecord(key, v, time.UnixMilli(expiries[i].Val().Milliseconds()))
+					switch {
+					case err == nil:
+						r, err = decodeRecord(key, v, expiries[i].Val())
+					case strings.HasPrefix(err.Error(), "WRONGTYPE"):
+						err = corrupt(key, "cannot read the record key: "+err.Error())
+					}
+					if errors.Is(err, idem.ErrCorruptRecord) {
+						fnMu.Lock()
+						corrupted = append(corrupted, err)
+						fnMu.Unlock()
+						continue
 					}
 					if err != nil {
-						s.log.Warn("redisstore: list: skipping a value that is not a record", "key", k, "error", err)
-						continue
+						return err
 					}
 					fnMu.Lock()
 					if stopped == nil {
@@ -127,21 +149,32 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 		}
 		return nil
 	}
-	var err error
+	var whole func() error
 	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, scan)
-		fnMu.Lock()
-		if stopped != nil {
-			err = stopped // fn's own error, not another node's echo of it
-		}
-		fnMu.Unlock()
+		whole = func() error { return cc.ForEachMaster(ctx, scan) }
 	} else if c, ok := s.rdb.(*redis.Client); ok {
-		err = scan(ctx, c)
+		whole = func() error { return scan(ctx, c) }
 	} else {
 		return fmt.Errorf("redisstore: list: unsupported client %T", s.rdb)
 	}
+	err := s.bounded(ctx, whole)
+	fnMu.Lock()
+	if ctx.Err() != nil && stopped == nil {
+		// The scan may have been abandoned and still be running: fn is
+		// not called after List returns. (Taking fnMu waited for a call
+		// in progress.)
+		stopped = ctx.Err()
+	}
+	if stopped != nil && !errors.Is(stopped, ctx.Err()) {
+		err = stopped // fn's own error, not another node's echo of it
+	}
+	skipped := corrupted
+	fnMu.Unlock()
 	if err != nil && ctx.Err() != nil {
 		return s.wrap(ctx, "list", prefix, err)
+	}
+	if err == nil && len(skipped) > 0 {
+		return fmt.Errorf("redisstore: list skipped %d corrupt record(s): %w", len(skipped), errors.Join(skipped...))
 	}
 	return err
 }
@@ -165,7 +198,10 @@ func (s *Store) Cleanup(ctx context.Context) (int, error) {
 		}
 		rk := s.RecordKey(key)
 		var d int64
-		d, err = cleanupScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64()
+		err = s.bounded(ctx, func() (err error) {
+			d, err = cleanupScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64()
+			return err
+		})
 		if err != nil {
 			err = s.wrap(ctx, "cleanup", key, err)
 		}

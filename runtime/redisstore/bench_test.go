@@ -107,19 +107,30 @@ type invoice struct {
 
 // BenchmarkReplay replays a value result (the Guard's result memo skips
 // decoding it again) and, at 32 callers, a pointer result, which every
-// replay decodes.
+// replay decodes. The deadline variants call with a ctx that has a
+// deadline, on the default client (ContextTimeoutEnabled false): the
+// store then watches each call in a goroutine of its own (Store.bounded).
 func BenchmarkReplay(b *testing.B) {
 	for _, tc := range []struct {
-		name    string
-		callers int
-		pointer bool
-	}{{"callers=1", 1, false}, {"callers=32", 32, false}, {"callers=32/pointer-result", 32, true}} {
+		name     string
+		callers  int
+		pointer  bool
+		deadline bool
+	}{
+		{"callers=1", 1, false, false}, {"callers=32", 32, false, false}, {"callers=32/pointer-result", 32, true, false},
+		{"callers=1/ctx-deadline", 1, false, true}, {"callers=32/ctx-deadline", 32, false, true},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
 			rdb := benchClient(b)
 			s := newStore(b, rdb)
 			g := idem.NewGuard(s)
 			spec := &idem.Spec{Name: "bench.replay", TTL: time.Hour}
 			ctx := context.Background()
+			if tc.deadline {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, time.Hour)
+				defer cancel()
+			}
 			first := invoice{ID: "inv-1", Amount: 4200, Note: "first call"}
 			do := func() (invoice, error) {
 				c := g.Begin(spec)

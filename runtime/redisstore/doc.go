@@ -51,6 +51,31 @@
 // write that already took effect answers as it did the first time instead
 // of conflicting with itself.
 //
+// # Deadlines and ContextTimeoutEnabled
+//
+// Every store call returns by the time its ctx is done, with an error
+// wrapping ctx's error (context.DeadlineExceeded, context.Canceled),
+// whatever the client's settings. go-redis itself puts a ctx's deadline
+// on its socket reads and writes only when the client is built with
+// ContextTimeoutEnabled: true; by default it ignores the ctx for I/O and
+// waits for its own ReadTimeout and WriteTimeout (3s each by default),
+// then retries. So the store reads ContextTimeoutEnabled from a
+// *redis.Client, *redis.ClusterClient or *redis.Ring (any other
+// UniversalClient is assumed to ignore ctx) and, where the client would
+// not honour the ctx, watches the call in a goroutine of its own and
+// returns ctx's error when ctx is done first. What ContextTimeoutEnabled
+// changes is therefore cost, not the bound: with it, a call whose ctx
+// has a deadline runs on the caller's goroutine (go-redis closes the
+// connection at the deadline); without it, such a call costs one
+// goroutine (see docs/BENCHMARKS.md). A ctx that is never done
+// (context.Background) costs nothing either way. A call given up at its
+// ctx runs on in its goroutine until its reply or the client's timeout
+// and then returns its connection to the pool (or go-redis closes it), so
+// the pool never hands out a connection with a reply still pending; what
+// it did on the server is unknown to the caller, as for any timeout.
+// Pub/sub set-up for Wait ignores deadlines even with
+// ContextTimeoutEnabled, so Wait's subscribe is always watched.
+//
 // # Ordering and administration
 //
 // The store implements idem.Orderer: a claim that carries an OrderClaim

@@ -60,7 +60,8 @@ func (s *Store) checkEviction(ctx context.Context) error {
 		s.checked.Store(true)
 		return nil
 	}
-	nodes, err := s.policies(ctx)
+	var nodes []nodePolicy
+	err := s.bounded(ctx, func() (err error) { nodes, err = s.policies(ctx); return err })
 	if err != nil {
 		var rerr redis.Error
 		if errors.As(err, &rerr) || errors.Is(err, errPolicyUnreadable) {

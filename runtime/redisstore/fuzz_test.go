@@ -35,7 +35,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte("plain string value of another application"))
 	f.Add(append([]byte{recordMagic, recordVersion + 1}, make([]byte, headerLen)...))
 	f.Fuzz(func(t *testing.T, v []byte) {
-		r, err := decodeRecord("k", string(v), t0)
+		r, err := decodeRecord("k", string(v), t0.UnixMilli())
 		if err != nil {
 			if !errors.Is(err, idem.ErrCorruptRecord) {
 				t.Fatalf("rejection does not wrap ErrCorruptRecord: %v", err)
@@ -49,7 +49,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("key %q, want k", r.Key)
 		}
 		op := uint64(be64(string(v), offOp))
-		again, err := decodeRecord("k", string(encodeRecord(r, op)), t0)
+		again, err := decodeRecord("k", string(encodeRecord(r, op)), t0.UnixMilli())
 		if err != nil {
 			t.Fatalf("re-encoded record rejected: %v", err)
 		}

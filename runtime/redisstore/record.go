@@ -66,9 +66,12 @@ const (
 )
 
 // decodeRecord parses a stored value. key is the caller's store key;
-// expireAt (the key's PEXPIRETIME) places a fresh claim's relative times
-// and is not read for other records.
-func decodeRecord(key string, v string, expireAt time.Time) (idem.Record, error) {
+// expireAtMs, the key's PEXPIRETIME in ms (negative: the key has no
+// expiry), places a fresh claim's relative times and is not read for
+// other records. It judges a value exactly as the scripts' parse and the
+// write script do, so that Claim, Get, List and the writes give one
+// verdict on it.
+func decodeRecord(key string, v string, expireAtMs int64) (idem.Record, error) {
 	if len(v) < headerLen {
 		return idem.Record{}, corrupt(key, fmt.Sprintf("value of %d bytes is shorter than the %d-byte header", len(v), headerLen))
 	}
@@ -95,8 +98,13 @@ func decodeRecord(key string, v string, expireAt time.Time) (idem.Record, error)
 		if leaseUs > maxFreshMicros || ttlUs > maxFreshMicros {
 			return idem.Record{}, corrupt(key, fmt.Sprintf("fresh claim with a lease of %dµs and a TTL of %dµs", leaseUs, ttlUs))
 		}
+		if expireAtMs < 0 {
+			// Its times are relative to a Redis expiry that is not there
+			// (PERSIST, a RESTORE without TTL): no lease can be placed.
+			return idem.Record{}, corrupt(key, "fresh claim without an expiry")
+		}
 		lease, ttl := time.Duration(leaseUs)*time.Microsecond, time.Duration(ttlUs)*time.Microsecond
-		r.ExpiresAt = expireAt.Add(time.Millisecond)
+		r.ExpiresAt = time.UnixMilli(expireAtMs).Add(time.Millisecond)
 		r.LeaseUntil = r.ExpiresAt.Add(-ttl)
 		r.UpdatedAt = r.LeaseUntil.Add(-lease)
 	}

@@ -1,6 +1,10 @@
 package redisstore
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Every state transition is one script, so it is atomic on the server and
 // judged by the server's clock (TIME): client clock skew cannot shorten or
@@ -14,8 +18,13 @@ import "github.com/redis/go-redis/v9"
 // that finds its own op id already applied answers as the first run did
 // instead of reporting a conflict with itself.
 
+// maxFreshLua is maxFreshMicros for the scripts, which judge a fresh claim
+// (version 2) as decodeRecord does: a lease or TTL past it is not one
+// encodeFresh wrote.
+var maxFreshLua = strconv.FormatInt(maxFreshMicros, 10)
+
 // luaCommon parses and builds records; see record.go for the layout.
-const luaCommon = `
+var luaCommon = `
 local HDR = 91
 local function now_us()
   local t = redis.call('TIME')
@@ -35,6 +44,9 @@ local function parse(v, key)
     -- key's expiry (server clock) places them; +1 ms covers the whole-ms
     -- clock of the SET (record.go)
     if st ~= 1 then return nil, 'unknown state ' .. st end
+    if lease > ` + maxFreshLua + ` or exp > ` + maxFreshLua + ` then
+      return nil, string.format('fresh claim with a lease of %.0fµs and a TTL of %.0fµs', lease, exp)
+    end
     local at = redis.call('PEXPIRETIME', key)
     if at < 0 then return nil, 'fresh claim without an expiry' end
     local ttl = exp
@@ -145,6 +157,13 @@ local magic, ver, rst, rfence, rlease, rexp = struct.unpack('>BBBI8I8I8', v)
 if magic ~= 167 then return {0, 'not an idem record (first byte ' .. magic .. ')'} end
 if ver ~= 1 and ver ~= 2 then return {0, 'unsupported record encoding version ' .. ver} end
 if rst < 1 or rst > 4 or (ver == 2 and rst ~= 1) then return {0, 'unknown state ' .. rst} end
+if ver == 2 then
+  -- judged as parse and decodeRecord judge it, before ownership
+  if rlease > ` + maxFreshLua + ` or rexp > ` + maxFreshLua + ` then
+    return {0, string.format('fresh claim with a lease of %.0fµs and a TTL of %.0fµs', rlease, rexp)}
+  end
+  if redis.call('PEXPIRETIME', KEYS[1]) < 0 then return {0, 'fresh claim without an expiry'} end
+end
 local st, fence, dur = struct.unpack('>BI8I8', ARGV[1])
 local owner = string.sub(ARGV[1], 26, 41)
 if string.sub(v, 44, 59) ~= owner or rfence ~= fence then return {-1, rst, rfence} end

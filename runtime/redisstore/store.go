@@ -29,6 +29,11 @@ type Store struct {
 	opSeed  uint64
 	opCount atomic.Uint64
 
+	// honoursDeadline: the client puts a ctx's deadline on its socket
+	// reads and writes (ContextTimeoutEnabled), so a call with a deadline
+	// needs no watcher of its own; see bounded.
+	honoursDeadline bool
+
 	checked  atomic.Bool
 	checkMu  sync.Mutex
 	checkErr error // set when the eviction policy is refused
@@ -84,8 +89,67 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("redisstore: no randomness for op ids: %w", err)
 	}
 	s.opSeed = binary.BigEndian.Uint64(seed[:])
+	s.honoursDeadline = honoursDeadline(rdb)
 	s.hub = newHub(s)
 	return s, nil
+}
+
+// honoursDeadline reports whether rdb bounds its socket I/O by a ctx's
+// deadline: go-redis does only with ContextTimeoutEnabled, and otherwise
+// waits for its own ReadTimeout and WriteTimeout (3s by default, then
+// retries). A client the store cannot inspect is assumed not to.
+func honoursDeadline(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
+// bounded runs call, which talks to Redis with ctx, and returns its error,
+// or ctx's error as soon as ctx is done, whichever comes first, so that
+// every store call is bounded by its ctx whatever the client's settings.
+// It runs call in a goroutine of its own only when that is needed: not
+// when ctx can never be done (no Done channel, as context.Background),
+// nor when ctx has a deadline the client puts on its sockets
+// (ContextTimeoutEnabled; a cancellation before that deadline is then
+// seen at the deadline). An abandoned call runs on to its end in its
+// goroutine, bounded by the client's own timeouts, and hands its
+// connection back to the pool as any finished call does (go-redis closes a
+// connection whose read failed instead), so the pool is not left holding
+// a half-read reply. Its effect on the server may still happen: the caller
+// sees ctx's error and must treat the outcome as unknown, as for any
+// timeout. call's results must not be read after bounded returned ctx's
+// error.
+func (s *Store) bounded(ctx context.Context, call func() error) error {
+	if s.honoursDeadline {
+		if _, ok := ctx.Deadline(); ok {
+			return call()
+		}
+	}
+	return watched(ctx, call)
+}
+
+// watched is bounded without trusting the client with the deadline: the
+// pub/sub connection's set-up (and its HELLO) does not honour it even with
+// ContextTimeoutEnabled.
+func watched(ctx context.Context, call func() error) error {
+	done := ctx.Done()
+	if done == nil {
+		return call()
+	}
+	errc := make(chan error, 1) // buffered: an abandoned call does not block
+	go func() { errc <- call() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-done:
+		return ctx.Err()
+	}
 }
 
 // Close stops the store's shared pub/sub subscription, waking blocked
@@ -175,7 +239,8 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		keys = append(keys, s.RecordKey(o.Key))
 		args = append(args, o.At.UnixMicro(), micro(o.Grace), override)
 	}
-	res, err := claimScript.Run(ctx, s.rdb, keys, args...).Slice()
+	var res []any
+	err := s.bounded(ctx, func() (err error) { res, err = claimScript.Run(ctx, s.rdb, keys, args...).Slice(); return err })
 	if err != nil {
 		return idem.ClaimResult{}, s.wrap(ctx, "claim", req.Key, err)
 	}
@@ -214,8 +279,13 @@ func (s *Store) claimFresh(ctx context.Context, rk string, req idem.ClaimRequest
 	v, px := encodeFresh(req.Owner, req.Fingerprint, op, req.Lease, req.TTL)
 	sent := time.Now()
 	cmd := redis.NewStringCmd(ctx, "set", rk, v, "px", px, "nx", "get")
-	_ = s.rdb.Process(ctx, cmd)
-	old, err := cmd.Result()
+	var old string
+	err = s.bounded(ctx, func() error {
+		_ = s.rdb.Process(ctx, cmd)
+		v, err := cmd.Result()
+		old = v
+		return err
+	})
 	switch {
 	case err == redis.Nil:
 		// The key was free and now holds our claim. Its lease is judged by
@@ -287,7 +357,11 @@ func (s *Store) write(ctx context.Context, op string, l idem.Lease, st idem.Stat
 	binary.BigEndian.PutUint64(arg[9:], uint64(micro(d)))
 	copy(arg[17:25], s.op())
 	copy(arg[25:], l.Owner[:])
-	res, err := writeScript.Run(ctx, s.rdb, []string{rk}, arg[:], data).Slice()
+	var res []any
+	err := s.bounded(ctx, func() (err error) {
+		res, err = writeScript.Run(ctx, s.rdb, []string{rk}, arg[:], data).Slice()
+		return err
+	})
 	if err != nil {
 		return s.wrap(ctx, op, l.Key, err)
 	}
@@ -318,7 +392,11 @@ func (s *Store) read(ctx context.Context, op, key string) (now time.Time, r idem
 	if err := s.ready(ctx, op, key); err != nil {
 		return now, r, false, err
 	}
-	res, err := readScript.Run(ctx, s.rdb, []string{s.RecordKey(key)}).Slice()
+	var res []any
+	err = s.bounded(ctx, func() (err error) {
+		res, err = readScript.Run(ctx, s.rdb, []string{s.RecordKey(key)}).Slice()
+		return err
+	})
 	if err != nil {
 		return now, r, false, s.wrap(ctx, op, key, err)
 	}
@@ -335,7 +413,7 @@ func (s *Store) read(ctx context.Context, op, key string) (now time.Time, r idem
 		return now, r, false, nil
 	}
 	at, _ := replyInt(res, 2)
-	r, err = decodeRecord(key, v, time.UnixMilli(at))
+	r, err = decodeRecord(key, v, at)
 	return now, r, err == nil, err
 }
 
@@ -358,7 +436,11 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	rk := s.RecordKey(key)
-	n, err := deleteScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64()
+	var n int64
+	err := s.bounded(ctx, func() (err error) {
+		n, err = deleteScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64()
+		return err
+	})
 	if err != nil {
 		return s.wrap(ctx, "delete", key, err)
 	}
@@ -376,7 +458,14 @@ func (s *Store) ready(ctx context.Context, op, key string) error {
 	if s.checked.Load() {
 		return s.checkErr
 	}
-	return s.checkEviction(ctx)
+	if err := s.checkEviction(ctx); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		// The check ran out of time: so would the operation.
+		return fmt.Errorf("redisstore: %s %s: %w", op, key, err)
+	}
+	return nil
 }
 
 // wrap classifies a client error: the ctx's own error when it is done,

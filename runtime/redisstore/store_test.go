@@ -243,12 +243,12 @@ func TestCorruptOrderRecord(t *testing.T) {
 // A fresh claim's times are placed by the key's Redis expiry, with a
 // millisecond to spare.
 func TestFreshRecordCodec(t *testing.T) {
-	now := time.UnixMicro(time.Now().UnixMicro())
+	now := time.UnixMilli(time.Now().UnixMilli()) // PEXPIRETIME is in whole ms
 	v, px := encodeFresh(idem.Token{1}, idem.Fingerprint{2}, []byte("12345678"), 1500*time.Microsecond, time.Hour)
 	if want := int64(3600002); px != want { // 1h + 1.5ms, rounded up to whole ms
 		t.Errorf("PX = %d, want %d", px, want)
 	}
-	got, err := decodeRecord("k", string(v), now.Add(10*time.Minute))
+	got, err := decodeRecord("k", string(v), now.Add(10*time.Minute).UnixMilli())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestFreshRecordCodec(t *testing.T) {
 	}
 	bad := []byte(string(v))
 	bad[offState] = byte(idem.StateCompleted)
-	if _, err := decodeRecord("k", string(bad), now); !errors.Is(err, idem.ErrCorruptRecord) {
+	if _, err := decodeRecord("k", string(bad), now.UnixMilli()); !errors.Is(err, idem.ErrCorruptRecord) {
 		t.Errorf("fresh record in state completed: err = %v, want ErrCorruptRecord", err)
 	}
 }
@@ -275,7 +275,7 @@ func TestRecordCodec(t *testing.T) {
 		{Key: "k", State: idem.StateReleased, Fence: 7, LeaseUntil: now, ExpiresAt: now.Add(time.Minute), UpdatedAt: now},
 	}
 	for _, r := range tests {
-		got, err := decodeRecord("k", string(encodeRecord(r, 5)), time.Time{})
+		got, err := decodeRecord("k", string(encodeRecord(r, 5)), 0)
 		if err != nil {
 			t.Fatal(err)
 		}

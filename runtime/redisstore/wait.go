@@ -77,7 +77,8 @@ func (h *hub) register(ctx context.Context, channel string) (*waiter, error) {
 		// go-redis remembers the channel even when the write fails and
 		// subscribes it again on its next connection; until then the
 		// waiter polls.
-		if err := h.ps.Subscribe(ctx, channel); err != nil && ctx.Err() == nil {
+		ps := h.ps
+		if err := watched(ctx, func() error { return ps.Subscribe(ctx, channel) }); err != nil && ctx.Err() == nil {
 			h.s.log.Debug("redisstore: subscribe failed; waiting by polling", "channel", channel, "error", err)
 		}
 	}
@@ -86,7 +87,12 @@ func (h *hub) register(ctx context.Context, channel string) (*waiter, error) {
 	return w, nil
 }
 
-func (h *hub) unregister(w *waiter) {
+// unregister removes w. The last waiter of a channel unsubscribes it,
+// for at most a second, and no longer than ctx (the waiter's) lasts: an
+// unsubscribe abandoned at ctx's end finishes in the background, and one
+// that lands after a new subscription of the same channel only makes
+// that waiter poll.
+func (h *hub) unregister(ctx context.Context, w *waiter) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(w.sub.waiters, w)
@@ -95,9 +101,17 @@ func (h *hub) unregister(w *waiter) {
 	}
 	delete(h.subs, w.channel)
 	if h.ps != nil && !h.closed {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = h.ps.Unsubscribe(ctx, w.channel)
-		cancel()
+		ps := h.ps
+		unsubscribe := func(ctx context.Context) error {
+			uctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			return ps.Unsubscribe(uctx, w.channel)
+		}
+		if ctx.Err() != nil {
+			go unsubscribe(context.WithoutCancel(ctx)) //nolint:errcheck // best effort, off the caller's path
+			return
+		}
+		_ = watched(ctx, func() error { return unsubscribe(ctx) })
 	}
 }
 
@@ -262,7 +276,7 @@ func (s *Store) Wait(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("redisstore: wait %s: %w: %w", key, idem.ErrStoreUnavailable, err)
 	}
-	defer s.hub.unregister(w)
+	defer s.hub.unregister(ctx, w)
 
 	// Read the record only once the subscription is live, so a completion
 	// between the read and the subscription cannot be missed. A slow

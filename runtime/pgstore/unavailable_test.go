@@ -1,0 +1,125 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// refusedPort returns a loopback address nothing listens on: a port the
+// kernel handed out and that is closed again.
+func refusedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestConstructorsAgainstARefusedPortAreStoreUnavailable: pgstore.New and
+// Migrate over a pool whose server refuses connections fail with an error
+// that errors.Is recognises as idem.ErrStoreUnavailable, keeps the network
+// cause, and says "store unavailable" once. Before, New returned an
+// untyped "reading schema version" error.
+func TestConstructorsAgainstARefusedPortAreStoreUnavailable(t *testing.T) {
+	addr := refusedPort(t)
+	cfg, err := pgxpool.ParseConfig("postgres://idem@" + addr + "/test?connect_timeout=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg) // connects lazily
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	tests := []struct {
+		name string
+		run  func(ctx context.Context) error
+	}{
+		{"New", func(ctx context.Context) error {
+			s, err := New(ctx, pool)
+			if s != nil {
+				s.Close()
+			}
+			return err
+		}},
+		{"Migrate", func(ctx context.Context) error { return Migrate(ctx, pool) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err := tt.run(ctx)
+			if !errors.Is(err, idem.ErrStoreUnavailable) {
+				t.Errorf("%s = %v, want an error wrapping idem.ErrStoreUnavailable", tt.name, err)
+			}
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				t.Errorf("%s = %v, want the cause (connection refused) kept", tt.name, err)
+			}
+			if err != nil && strings.Count(err.Error(), "unavailable") != 1 {
+				t.Errorf("%s = %q, want \"unavailable\" said once", tt.name, err)
+			}
+		})
+	}
+}
+
+// TestDeadlineShorterThanAStatementBoundsEveryStoreCall: a statement that
+// the server does not answer (it waits on a row lock held elsewhere) does
+// not hold a call past its ctx: with a 60ms deadline each call returns
+// within a small bound with an error wrapping context.DeadlineExceeded
+// (pgx cancels the query and closes or resets the connection itself).
+func TestDeadlineShorterThanAStatementBoundsEveryStoreCall(t *testing.T) {
+	s := newStore(t, newPool(t, nil))
+	ctx := context.Background()
+	const key = "held"
+	res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := idem.Lease{Key: key, Owner: idem.Token{1}, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
+	unlock := lockRow(t, s, key)
+	defer unlock()
+	ops := []struct {
+		name string
+		run  func(ctx context.Context) error
+	}{
+		{"claim", func(ctx context.Context) error {
+			_, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{2}, Lease: time.Minute, TTL: time.Hour})
+			return err
+		}},
+		{"heartbeat", func(ctx context.Context) error { return s.Heartbeat(ctx, l) }},
+		{"complete", func(ctx context.Context) error { return s.Complete(ctx, l, idem.Result{Data: []byte("1")}) }},
+		{"release", func(ctx context.Context) error { return s.Release(ctx, l) }},
+		{"delete", func(ctx context.Context) error { return s.Delete(ctx, key) }},
+		{"force release", func(ctx context.Context) error { _, err := s.ForceRelease(ctx, key); return err }},
+	}
+	type outcome struct{ Deadline, InBound bool }
+	got, want := map[string]outcome{}, map[string]outcome{}
+	for _, op := range ops {
+		dctx, cancel := context.WithTimeout(ctx, 60*time.Millisecond)
+		start := time.Now()
+		err := op.run(dctx)
+		took := time.Since(start)
+		cancel()
+		got[op.name] = outcome{errors.Is(err, context.DeadlineExceeded), took < 400*time.Millisecond}
+		want[op.name] = outcome{true, true}
+		if got[op.name] != want[op.name] {
+			t.Logf("%s: %v after %v", op.name, err, took)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("calls with a 60ms deadline on a row the server holds (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,196 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemgen/idemgen/internal/testenv"
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// silentServer accepts connections and reads what they send, but never
+// answers: a Redis that is reachable and does not reply.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() { defer wg.Done(); io.Copy(io.Discard, c) }()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln.Addr().String()
+}
+
+// otherClient is a UniversalClient the store cannot inspect: it must
+// assume the client ignores ctx deadlines.
+type otherClient struct{ *redis.Client }
+
+// TestDeadlineShorterThanRoundTripBoundsEveryStoreCall: against a Redis
+// that never answers, every store call made with a 60ms deadline returns
+// within a small bound with an error wrapping context.DeadlineExceeded,
+// whatever the client's settings. Before, a default go-redis client
+// (ContextTimeoutEnabled false) held each call for its ReadTimeout (2s
+// in the failing run, 3s by default) and Wait for twice that or more.
+func TestDeadlineShorterThanRoundTripBoundsEveryStoreCall(t *testing.T) {
+	addr := silentServer(t)
+	const readTimeout = time.Second
+	clients := []struct {
+		name string
+		new  func() redis.UniversalClient
+	}{
+		{"Client default", func() redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: readTimeout})
+		}},
+		{"Client ContextTimeoutEnabled", func() redis.UniversalClient {
+			return redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: readTimeout, ContextTimeoutEnabled: true})
+		}},
+		{"Ring default", func() redis.UniversalClient {
+			return redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr}, ReadTimeout: readTimeout})
+		}},
+		{"ClusterClient default", func() redis.UniversalClient {
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}, ReadTimeout: readTimeout})
+		}},
+		{"unknown UniversalClient", func() redis.UniversalClient {
+			return otherClient{redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: readTimeout, ContextTimeoutEnabled: true})}
+		}},
+	}
+	l := idem.Lease{Key: "k", Owner: idem.Token{1}, Fence: 1, Duration: time.Second, TTL: time.Minute}
+	ops := []struct {
+		name string
+		run  func(ctx context.Context, s *Store) error
+	}{
+		{"claim", func(ctx context.Context, s *Store) error {
+			_, err := s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: time.Second, TTL: time.Minute})
+			return err
+		}},
+		{"get", func(ctx context.Context, s *Store) error { _, err := s.Get(ctx, "k"); return err }},
+		{"heartbeat", func(ctx context.Context, s *Store) error { return s.Heartbeat(ctx, l) }},
+		{"complete", func(ctx context.Context, s *Store) error { return s.Complete(ctx, l, idem.Result{Data: []byte("1")}) }},
+		{"delete", func(ctx context.Context, s *Store) error { return s.Delete(ctx, "k") }},
+		{"wait", func(ctx context.Context, s *Store) error { return s.Wait(ctx, "k") }},
+		{"force release", func(ctx context.Context, s *Store) error { _, err := s.ForceRelease(ctx, "k"); return err }},
+		{"list", func(ctx context.Context, s *Store) error {
+			return s.List(ctx, "", func(idem.Record) error { return nil })
+		}},
+	}
+	const deadline, bound = 60 * time.Millisecond, 400 * time.Millisecond
+	// With the eviction check (the default) the first thing each call does
+	// is CONFIG GET; without it, the call's own commands.
+	checks := []struct {
+		name string
+		mode EvictionMode
+	}{{"eviction check", EvictionWarn}, {"no eviction check", EvictionIgnore}}
+	for _, c := range clients {
+		for _, check := range checks {
+			t.Run(c.name+"/"+check.name, func(t *testing.T) {
+				rdb := c.new()
+				t.Cleanup(func() { rdb.Close() })
+				s, err := New(rdb, WithLogger(quietLogger()), WithEvictionCheck(check.mode))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				type outcome struct {
+					Deadline bool // errors.Is(err, context.DeadlineExceeded)
+					InBound  bool // returned within bound
+				}
+				got, want := map[string]outcome{}, map[string]outcome{}
+				for _, op := range ops {
+					_, ring := rdb.(*redis.Ring)
+					_, other := rdb.(otherClient)
+					if ring && op.name == "wait" || (ring || other) && op.name == "list" {
+						// The store supports a Client and a ClusterClient: go-redis's
+						// Ring.Subscribe panics without a channel, and List scans
+						// only those two.
+						continue
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), deadline)
+					start := time.Now()
+					err := op.run(ctx, s)
+					took := time.Since(start)
+					cancel()
+					got[op.name] = outcome{errors.Is(err, context.DeadlineExceeded), took < bound}
+					want[op.name] = outcome{true, true}
+					if !got[op.name].Deadline || !got[op.name].InBound {
+						t.Logf("%s: %v after %v", op.name, err, took)
+					}
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("calls with a %v deadline against a silent server (-want +got):\n%s", deadline, diff)
+				}
+			})
+		}
+	}
+}
+
+// TestCallAbandonedAtItsDeadlineLeavesThePoolUsable: a call given up at
+// its deadline while the reply is still on its way (a proxy that holds
+// replies) leaves the client's connection pool clean: once the replies
+// flow again, each later command on the same single connection gets its
+// own reply, not the abandoned call's.
+func TestCallAbandonedAtItsDeadlineLeavesThePoolUsable(t *testing.T) {
+	standalone(t) // skips (or fails under CI) without Redis
+	p := newFaultProxy(t, testenv.RedisAddr())
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), PoolSize: 1, ReadTimeout: 2 * time.Second})
+	t.Cleanup(func() { rdb.Close() })
+	s := newStore(t, rdb, WithEvictionCheck(EvictionIgnore))
+	ctx := context.Background()
+
+	p.SetLatency(300 * time.Millisecond)
+	dctx, cancel := context.WithTimeout(ctx, 60*time.Millisecond)
+	start := time.Now()
+	_, err := s.Get(dctx, "held")
+	cancel()
+	if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took > 250*time.Millisecond {
+		t.Fatalf("Get with a 60ms deadline behind a 300ms proxy = %v after %v", err, took)
+	}
+	p.SetLatency(0)
+	for i := range 20 {
+		key := "after:" + string(rune('a'+i))
+		res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{byte(i + 1)}, Lease: time.Second, TTL: time.Minute})
+		if err != nil || res.Status != idem.ClaimAcquired {
+			t.Fatalf("claim %d after the abandoned call = %v, %v", i, res.Status, err)
+		}
+		l := idem.Lease{Key: key, Owner: idem.Token{byte(i + 1)}, Fence: res.Fence, Duration: time.Second, TTL: time.Minute}
+		if err := s.Complete(ctx, l, idem.Result{Data: []byte(key)}); err != nil {
+			t.Fatalf("complete %d: %v", i, err)
+		}
+		r, err := s.Get(ctx, key)
+		if err != nil || string(r.Result) != key {
+			t.Fatalf("get %d = %q, %v; want %q", i, r.Result, err, key)
+		}
+	}
+}
