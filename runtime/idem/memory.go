@@ -141,6 +141,12 @@ func (s *MemoryStore) claimLocked(sh *memShard, order *orderShard, req ClaimRequ
 		r.State, r.value, r.Result = StateAbsent, nil, nil // keeps the fence
 	}
 	status := ClaimAcquired
+	if r != nil && r.State != StateAbsent && r.Fingerprint != req.Fingerprint {
+		// A retained record keeps its first claim's fingerprint in every
+		// state, an expired lease and a release included: a crashed A may
+		// have had its effect, so B must not run under A's key.
+		return ClaimResult{Status: ClaimMismatch, Fence: r.Fence}, nil
+	}
 	if r != nil {
 		switch r.State {
 		case StateInProgress:
@@ -148,14 +154,8 @@ func (s *MemoryStore) claimLocked(sh *memShard, order *orderShard, req ClaimRequ
 				status = ClaimTakenOver
 				break
 			}
-			if r.Fingerprint != req.Fingerprint {
-				return ClaimResult{Status: ClaimMismatch, Fence: r.Fence}, nil
-			}
 			return ClaimResult{Status: ClaimInProgress, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, nil
 		case StateCompleted, StateFailed:
-			if r.Fingerprint != req.Fingerprint {
-				return ClaimResult{Status: ClaimMismatch, Fence: r.Fence}, nil
-			}
 			st := ClaimCompleted
 			if r.State == StateFailed {
 				st = ClaimFailed
