@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -26,6 +27,7 @@ var retentionCases = []suiteCase{
 	{"RetentionForceReleaseKeepsFingerprint", testRetentionForceRelease},
 	{"RetentionExpiredRecordForgetsFingerprint", testRetentionExpired},
 	{"RetentionGuardOtherPayloadNeverRuns", testRetentionGuard},
+	{"RetentionOrderedClaim", testRetentionOrdered},
 }
 
 // mismatchChangesNothing claims key with f, which differs from the
@@ -292,5 +294,55 @@ func testRetentionGuard(t *testing.T, e *env) {
 				t.Errorf("the function ran %d times with payload A, want 2 (the lost run, the retry)", n)
 			}
 		})
+	}
+}
+
+// testRetentionOrdered: an ordered claim (stores that implement
+// idem.Orderer) follows the same rule, and a refused one does not advance
+// the entity either.
+func testRetentionOrdered(t *testing.T, e *env) {
+	if o, ok := e.s.(idem.Orderer); !ok || !o.SupportsOrdering() {
+		t.Skipf("%T does not support ordering", e.s)
+	}
+	entity := e.key + ":{entity}"
+	claim := func(key string, f idem.Fingerprint, at time.Time) (idem.Lease, idem.ClaimResult) {
+		t.Helper()
+		owner := e.token()
+		req := e.req(key, owner, f)
+		req.Order = idem.OrderClaim{Key: entity, At: at}
+		res, err := e.s.Claim(ctx, req)
+		if err != nil {
+			t.Fatalf("ordered Claim(%s): %v", key, err)
+		}
+		return idem.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: e.lease, TTL: e.ttl}, res
+	}
+	crashed, released := entity+":evt:crashed", entity+":evt:released"
+	if _, res := claim(crashed, fp("a"), base); res.Status != idem.ClaimAcquired {
+		t.Fatalf("first ordered claim = %v", res.Status)
+	}
+	l, res := claim(released, fp("a"), base)
+	if res.Status != idem.ClaimAcquired {
+		t.Fatalf("first ordered claim = %v", res.Status)
+	}
+	if err := e.s.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	e.advance(e.pastLease())
+	for _, key := range []string{crashed, released} {
+		before := e.get(key)
+		// B comes with a later event time: were it accepted, it would move
+		// the entity past A's retry.
+		if _, res := claim(key, fp("b"), base.Add(time.Hour)); res.Status != idem.ClaimMismatch || res.Fence != before.Fence {
+			t.Fatalf("ordered claim of %s with another payload = %v fence %d, want mismatch fence %d", key, res.Status, res.Fence, before.Fence)
+		}
+		if diff := cmp.Diff(before, e.get(key)); diff != "" {
+			t.Fatalf("a mismatched ordered claim changed the record (-before +after):\n%s", diff)
+		}
+	}
+	if _, res := claim(crashed, fp("a"), base); res.Status != idem.ClaimTakenOver {
+		t.Fatalf("ordered retry of the crashed call = %v, want taken_over (the entity must not have moved)", res.Status)
+	}
+	if _, res := claim(released, fp("a"), base); res.Status != idem.ClaimAcquired {
+		t.Fatalf("ordered retry of the released call = %v, want acquired", res.Status)
 	}
 }
