@@ -190,7 +190,7 @@ func New(api API, table string, opts ...Option) (*Store, error) {
 const (
 	claimCond = "attribute_not_exists(#pk) OR (#st <> :inp AND #ex <= :now) OR (#st = :inp AND #ex <= :tko) OR " +
 		"(#fp = :fp AND (#st = :rel OR (#st = :inp AND #lu <= :tko)))"
-	claimSet  = "SET #st = :inp, #ow = :ow, #fp = :fp, #lu = :lu, #ex = :ex, #up = :now, #ttl = :ttl, " +
+	claimSet = "SET #st = :inp, #ow = :ow, #fp = :fp, #lu = :lu, #ex = :ex, #up = :now, #ttl = :ttl, " +
 		"#fe = if_not_exists(#fe, :zero) + :one REMOVE #res"
 	ownedCond    = "#st = :inp AND #ow = :ow AND #fe = :fe"
 	heartbeatSet = "SET #lu = :lu, #ex = :ex, #up = :now, #ttl = :ttl"
