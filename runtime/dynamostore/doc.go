@@ -86,6 +86,12 @@
 // removes the item, the next claim starts again at fence 1; the owner token,
 // unique per attempt, still tells a stale owner from the new one.
 //
+// A live item keeps its first claim's fingerprint in every state: the
+// claim's condition lets another fingerprint in only once the item is past
+// its retention (expires_at; for an abandoned in-progress item, expires_at
+// + SkewMargin, like its lease), so another payload cannot take over a
+// crashed owner's lease or run after a release (idem.ErrPayloadMismatch).
+//
 // # Clocks and skew
 //
 // DynamoDB has no server clock an expression can read, so leases are judged

@@ -178,13 +178,19 @@ func New(api API, table string, opts ...Option) (*Store, error) {
 }
 
 // The update and condition expressions. A claim succeeds when the item is
-// absent, released, finished and past its expiry, or in progress with a
-// lease expired by more than the skew margin (:tko = now - margin); it
-// bumps the fence whatever was there, so fences never repeat while the item
+// absent or past its retention (finished or released: its expiry; in
+// progress: its expiry plus the skew margin, :tko = now - margin, so an
+// abandoned record is never forgotten while a skewed owner may still hold
+// its lease), or, with the item's own fingerprint, released or in progress
+// with a lease expired by more than the margin. A live item keeps its first
+// claim's fingerprint in every state: another payload can neither take
+// over a crashed owner's lease nor run after a release. The claim bumps
+// the fence whatever was there, so fences never repeat while the item
 // exists.
 const (
-	claimCond = "attribute_not_exists(#pk) OR #st = :rel OR (#st <> :inp AND #ex <= :now) OR (#st = :inp AND #lu <= :tko)"
-	claimSet  = "SET #st = :inp, #ow = :ow, #fp = :fp, #lu = :lu, #ex = :ex, #up = :now, #ttl = :ttl, " +
+	claimCond = "attribute_not_exists(#pk) OR (#st <> :inp AND #ex <= :now) OR (#st = :inp AND #ex <= :tko) OR " +
+		"(#fp = :fp AND (#st = :rel OR (#st = :inp AND #lu <= :tko)))"
+	claimSet = "SET #st = :inp, #ow = :ow, #fp = :fp, #lu = :lu, #ex = :ex, #up = :now, #ttl = :ttl, " +
 		"#fe = if_not_exists(#fe, :zero) + :one REMOVE #res"
 	ownedCond    = "#st = :inp AND #ow = :ow AND #fe = :fe"
 	heartbeatSet = "SET #lu = :lu, #ex = :ex, #up = :now, #ttl = :ttl"
@@ -235,6 +241,15 @@ func (s *Store) itemKey(key string) map[string]types.AttributeValue {
 // takeoverable reports whether an in-progress lease may be taken over at now.
 func (s *Store) takeoverable(r *idem.Record, now time.Time) bool {
 	return !now.Before(r.LeaseUntil.Add(s.skew))
+}
+
+// retained mirrors claimCond's retention: whether r still holds its key
+// (and its fingerprint) for a claim at now.
+func (s *Store) retained(r *idem.Record, now time.Time) bool {
+	if r.State == idem.StateInProgress {
+		return now.Before(r.ExpiresAt.Add(s.skew))
+	}
+	return live(r, now)
 }
 
 // live mirrors the memory store: a record counts until ExpiresAt (for an
@@ -385,26 +400,23 @@ func (s *Store) acquired(req idem.ClaimRequest, old map[string]types.AttributeVa
 // found turns the record that failed a claim's condition into the claim's
 // answer; ok is false when the record in fact allows the claim.
 func (s *Store) found(req idem.ClaimRequest, r *idem.Record, now time.Time, retried bool) (idem.ClaimResult, bool) {
+	if !s.retained(r, now) {
+		return idem.ClaimResult{}, false
+	}
+	if r.Fingerprint != req.Fingerprint {
+		return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: r.Fence}, true
+	}
 	switch r.State {
 	case idem.StateInProgress:
-		if retried && r.Owner == req.Owner && r.Fingerprint == req.Fingerprint {
+		if retried && r.Owner == req.Owner {
 			// Our own earlier attempt was applied and its response lost.
 			return idem.ClaimResult{Status: idem.ClaimAcquired, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, true
 		}
 		if s.takeoverable(r, now) {
 			return idem.ClaimResult{}, false
 		}
-		if r.Fingerprint != req.Fingerprint {
-			return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: r.Fence}, true
-		}
 		return idem.ClaimResult{Status: idem.ClaimInProgress, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, true
 	case idem.StateCompleted, idem.StateFailed:
-		if !live(r, now) {
-			return idem.ClaimResult{}, false
-		}
-		if r.Fingerprint != req.Fingerprint {
-			return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: r.Fence}, true
-		}
 		st := idem.ClaimCompleted
 		if r.State == idem.StateFailed {
 			st = idem.ClaimFailed

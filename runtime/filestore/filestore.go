@@ -333,24 +333,27 @@ func live(r *idem.Record, now time.Time) bool { return now.Before(r.ExpiresAt) }
 
 // answer decides a claim that needs no write: a live finished record, a
 // live lease, or a fingerprint mismatch. done is false when the caller
-// acquires (absent, released, expired, or a lease to take over).
+// acquires (absent, expired, or released or a lease to take over with the
+// record's own fingerprint).
+//
+// A live record keeps its first claim's fingerprint in every state, an
+// expired lease and a release included, so another payload is a mismatch
+// until the record expires. Claim runs answer again under the key lock,
+// which makes the refusal part of the atomic claim.
 func answer(r *idem.Record, ok bool, req *idem.ClaimRequest, now time.Time) (res idem.ClaimResult, done bool) {
 	if !ok || !live(r, now) {
 		return res, false
+	}
+	if r.Fingerprint != req.Fingerprint {
+		return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: r.Fence}, true
 	}
 	switch r.State {
 	case idem.StateInProgress:
 		if !now.Before(r.LeaseUntil) {
 			return res, false
 		}
-		if r.Fingerprint != req.Fingerprint {
-			return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: r.Fence}, true
-		}
 		return idem.ClaimResult{Status: idem.ClaimInProgress, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, true
 	case idem.StateCompleted, idem.StateFailed:
-		if r.Fingerprint != req.Fingerprint {
-			return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: r.Fence}, true
-		}
 		st := idem.ClaimCompleted
 		if r.State == idem.StateFailed {
 			st = idem.ClaimFailed

@@ -307,8 +307,11 @@ func TestFenceFromAndLeaseLost(t *testing.T) {
 		close(running)
 		// Another process takes over once the lease has expired by the
 		// store's clock: the next heartbeat must notice.
+		// It retries the same call (same fingerprint): another payload
+		// would be a mismatch, expired lease or not.
 		clock.Advance(time.Second)
-		res, err := store.Claim(context.Background(), idem.ClaimRequest{Key: key, Owner: idem.Token{1}, Lease: time.Hour, TTL: time.Hour})
+		r, _ := store.Get(context.Background(), key)
+		res, err := store.Claim(context.Background(), idem.ClaimRequest{Key: key, Fingerprint: r.Fingerprint, Owner: idem.Token{1}, Lease: time.Hour, TTL: time.Hour})
 		if err != nil || res.Status != idem.ClaimTakenOver {
 			t.Errorf("takeover = %v, %v", res.Status, err)
 		}

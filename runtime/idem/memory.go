@@ -183,26 +183,28 @@ func (s *MemoryStore) claimAt(ctx context.Context, req ClaimRequest, now time.Ti
 // keeps the many returns here cheap.
 func (s *MemoryStore) claimLocked(sh *memShard, order *orderShard, req ClaimRequest, now time.Time) (ClaimResult, error) {
 	r := sh.m[req.Key]
-	if r != nil && !live(r, now) {
-		r.State, r.value, r.Result = StateAbsent, nil, nil // keeps the fence
-		s.resize(r)
-	}
+	// A record past its retention is gone: it answers nothing and forgets
+	// its fingerprint, and only its fence carries over to an acquiring
+	// claim, which rewrites the rest. It is left as it is until then, so
+	// a claim that ends without acquiring (out of order, store full)
+	// changes nothing, as on the other stores.
+	retained := r != nil && r.State != StateAbsent && live(r, now)
 	status := ClaimAcquired
-	if r != nil {
+	if retained && r.Fingerprint != req.Fingerprint {
+		// A retained record keeps its first claim's fingerprint in every
+		// state, an expired lease and a release included: a crashed A may
+		// have had its effect, so B must not run under A's key.
+		return ClaimResult{Status: ClaimMismatch, Fence: r.Fence}, nil
+	}
+	if retained {
 		switch r.State {
 		case StateInProgress:
 			if !now.Before(r.LeaseUntil) {
 				status = ClaimTakenOver
 				break
 			}
-			if r.Fingerprint != req.Fingerprint {
-				return ClaimResult{Status: ClaimMismatch, Fence: r.Fence}, nil
-			}
 			return ClaimResult{Status: ClaimInProgress, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, nil
 		case StateCompleted, StateFailed:
-			if r.Fingerprint != req.Fingerprint {
-				return ClaimResult{Status: ClaimMismatch, Fence: r.Fence}, nil
-			}
 			st := ClaimCompleted
 			if r.State == StateFailed {
 				st = ClaimFailed

@@ -21,7 +21,8 @@ const (
 	StateFailed
 	// StateReleased: the owner gave the key up (error under
 	// on_failure=unlock, panic, or an operator release). The next claim
-	// acquires it with a higher fence: a released record keeps its fence.
+	// with the record's fingerprint acquires it with a higher fence: a
+	// released record keeps its fence and its fingerprint.
 	StateReleased
 )
 
@@ -44,7 +45,8 @@ func (t Token) String() string { return hex.EncodeToString(t[:]) }
 func (t Token) IsZero() bool { return t == Token{} }
 
 // Fingerprint is the SHA-256 (or HMAC-SHA-256) of a call's full payload.
-// A claim whose fingerprint differs from a live record's is a mismatch.
+// A claim whose fingerprint differs from a retained record's is a mismatch,
+// whatever the record's state (see Store.Claim).
 type Fingerprint [32]byte
 
 func (f Fingerprint) String() string { return hex.EncodeToString(f[:]) }
@@ -56,7 +58,8 @@ type ClaimRequest struct {
 	Owner       Token
 	// Lease is how long the claim holds without a heartbeat.
 	Lease time.Duration
-	// TTL is how long a finished (or released) record is retained.
+	// TTL is how long a finished (or released) record is retained, and
+	// how long an in-progress record is retained after its lease.
 	TTL time.Duration
 	// Order, when its Key is set, asks for per-entity ordering (see
 	// OrderClaim). Stores that support it implement Orderer.
@@ -98,7 +101,10 @@ type Admin interface {
 	// (which List returns).
 	List(ctx context.Context, prefix string, fn func(Record) error) error
 	// ForceRelease releases key whatever its owner and bumps its fence,
-	// so a still-running owner can neither heartbeat nor complete.
+	// so a still-running owner can neither heartbeat nor complete. The
+	// record keeps its fingerprint and its retention: the key is free for
+	// a retry of the same payload only. An operator who wants to reuse
+	// the key for another payload deletes the record (Store.Delete).
 	ForceRelease(ctx context.Context, key string) (Record, error)
 	// Cleanup removes records that are no longer live and returns how many.
 	Cleanup(ctx context.Context) (int, error)
@@ -108,11 +114,13 @@ type Admin interface {
 type ClaimStatus uint8
 
 const (
-	// ClaimAcquired: there was no live record (absent, released, or a
-	// finished record past its TTL); the caller owns the key now.
+	// ClaimAcquired: there was no retained record (absent, or past its
+	// retention), or a released one with the claim's fingerprint; the
+	// caller owns the key now.
 	ClaimAcquired ClaimStatus = iota + 1
-	// ClaimTakenOver: a previous owner's lease had expired; the caller owns
-	// the key now with a higher fence.
+	// ClaimTakenOver: a previous owner's lease had expired (and its record
+	// holds the claim's fingerprint); the caller owns the key now with a
+	// higher fence.
 	ClaimTakenOver
 	// ClaimInProgress: another owner holds a live lease.
 	ClaimInProgress
@@ -121,7 +129,9 @@ const (
 	// ClaimFailed: the key failed under on_failure=lock; Result holds the
 	// recorded error.
 	ClaimFailed
-	// ClaimMismatch: a live record exists with a different fingerprint.
+	// ClaimMismatch: a retained record holds a different fingerprint, in
+	// any state (in progress, live lease or expired, completed, failed,
+	// released). The claim changed nothing.
 	ClaimMismatch
 	// ClaimOutOfOrder: the claim would have executed, but its OrderClaim.At
 	// is older than the entity's last accepted time minus the grace.
@@ -215,10 +225,22 @@ type Record struct {
 // A canceled ctx must change nothing and return an error that wraps
 // ctx.Err(). runtime/idemtest.RunStoreSuite checks all of this.
 type Store interface {
-	// Claim atomically inspects the key and, when it has no live record
-	// or its owner's lease has expired, makes req.Owner its owner with a
+	// Claim atomically inspects the key and, when it has no retained
+	// record, or a retained one with req.Fingerprint that is released or
+	// whose owner's lease has expired, makes req.Owner its owner with a
 	// fence strictly greater than any fence the key has had while a record
 	// of it was retained.
+	//
+	// A retained record keeps the fingerprint of the claim that created
+	// it, whatever its state, until it is gone: a claim with another
+	// fingerprint returns ClaimMismatch and changes nothing (no fence,
+	// owner, lease or expiry change), even over an expired lease (a
+	// crashed owner's payload may have had its effect) or a release. The
+	// check is part of the atomic claim, not a read before it. A record is
+	// retained until its expiry: TTL after it finished or was released,
+	// and lease + TTL after the claim or last heartbeat while in progress
+	// (a store may add a clock-skew margin). Past that it is gone, and a
+	// claim with any fingerprint acquires.
 	Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error)
 	// Heartbeat renews the lease to now + l.Duration.
 	Heartbeat(ctx context.Context, l Lease) error

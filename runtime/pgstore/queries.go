@@ -19,14 +19,17 @@ type queries struct {
 	claimOrdered, cleanupOrder string
 }
 
-// claimable(x, ts): the row may be claimed — released, no longer live, or
-// in progress with an expired lease — and is one this binary understands
-// (a row it cannot read is never overwritten as if absent).
+// claimable(x, ts, fp): the row may be claimed with fingerprint fp — no
+// longer live (any fingerprint), or released or in progress with an
+// expired lease and holding fp — and is one this binary understands (a
+// row it cannot read is never overwritten as if absent). A live row keeps
+// its first claim's fingerprint in every state, so another payload cannot
+// take over a crashed owner's lease or run after a release.
 const claimableSQL = `(x.format <= 1 AND x.state BETWEEN 1 AND 4 AND
-	(x.state = 4 OR x.expires_at <= TS OR (x.state = 1 AND x.lease_until <= TS)))`
+	(x.expires_at <= TS OR (x.fingerprint = FP AND (x.state = 4 OR (x.state = 1 AND x.lease_until <= TS)))))`
 
-func claimable(alias, ts string) string {
-	return strings.NewReplacer("x.", alias+".", "TS", ts).Replace(claimableSQL)
+func claimable(alias, ts, fp string) string {
+	return strings.NewReplacer("x.", alias+".", "TS", ts, "FP", fp).Replace(claimableSQL)
 }
 
 func buildQueries(n names) queries {
@@ -50,7 +53,7 @@ func buildQueries(n names) queries {
 	SELECT $1, 1, $2, 1, $3, NULL, t.ts + $4::bigint * interval '1 microsecond',
 		t.ts + ($4::bigint + $5::bigint) * interval '1 microsecond', t.ts, false, false, 1
 	FROM (SELECT ` + tsClaim + ` AS ts) t
-	WHERE NOT EXISTS (SELECT 1 FROM cur c WHERE NOT ` + claimable("c", "t.ts") + `)
+	WHERE NOT EXISTS (SELECT 1 FROM cur c WHERE NOT ` + claimable("c", "t.ts", "$3::bytea") + `)
 	ON CONFLICT (key) DO UPDATE SET
 		state = 1, owner = excluded.owner, fence = r.fence + 1, fingerprint = excluded.fingerprint,
 		result = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at,
@@ -58,7 +61,7 @@ func buildQueries(n names) queries {
 		took_over = (r.state = 1 AND r.expires_at > excluded.updated_at),
 		-- waiters of a taken-over owner still wait for the key
 		waiters = (r.waiters AND r.state = 1 AND r.expires_at > excluded.updated_at)
-	WHERE ` + claimable("r", "excluded.updated_at") + `
+	WHERE ` + claimable("r", "excluded.updated_at", "excluded.fingerprint") + `
 	RETURNING fence, lease_until, took_over
 )
 SELECT true, i.fence, i.lease_until, i.took_over, 0::smallint, NULL::bytea, NULL::bytea, NULL::bytea,

@@ -152,7 +152,7 @@ var _ idem.Orderer = (*Store)(nil)
 
 // SupportsOrdering reports that the store implements idem.OrderClaim
 // (schema version 2: the <table>_order table and <table>_claim_ordered
-// function).
+// function, which version 3 replaces to keep a live record's fingerprint).
 func (s *Store) SupportsOrdering() bool { return true }
 
 func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
@@ -195,7 +195,7 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 			return idem.ClaimResult{}, err
 		}
 		at := deref(now)
-		if r.claimable(at) {
+		if r.claimable(at, req.Fingerprint) {
 			continue // our snapshot was stale: someone claimed it after it was taken
 		}
 		return r.busyResult(req.Fingerprint), nil
@@ -404,7 +404,7 @@ func (r *row) check(key string) error {
 }
 
 // busyResult is the claim's answer for a checked row that is in the way:
-// running, completed or failed.
+// another payload's live row in any state, or running, completed or failed.
 func (r *row) busyResult(fp idem.Fingerprint) idem.ClaimResult {
 	fence := uint64(r.fence)
 	if [32]byte(r.fp) != fp {
@@ -421,9 +421,9 @@ func (r *row) busyResult(fp idem.Fingerprint) idem.ClaimResult {
 }
 
 // claimable mirrors the SQL condition of the claim statement.
-func (r *row) claimable(now time.Time) bool {
-	return r.state == stReleased || !now.Before(r.expiresAt) ||
-		(r.state == stInProgress && !now.Before(r.leaseUntil))
+func (r *row) claimable(now time.Time, fp idem.Fingerprint) bool {
+	return !now.Before(r.expiresAt) || ([32]byte(r.fp) == fp &&
+		(r.state == stReleased || (r.state == stInProgress && !now.Before(r.leaseUntil))))
 }
 
 func deref(t *time.Time) time.Time {

@@ -98,17 +98,16 @@ if v then
   if not r then return {0, err} end
   fence = r.fence
   if now < r.exp then
+    -- a live record keeps its first claim's fingerprint whatever its
+    -- state: an expired lease or a release is free for that payload only
+    if r.fp ~= ARGV[2] then return {6, r.fence, 0} end
     if r.st == 1 then
       if r.owner == ARGV[1] and r.op == ARGV[6] then
         return {1, r.fence, r.lease} -- our own claim, retried after a lost reply
       end
-      if now < r.lease then
-        if r.fp ~= ARGV[2] then return {6, r.fence, 0} end
-        return {3, r.fence, r.lease}
-      end
+      if now < r.lease then return {3, r.fence, r.lease} end
       status = 2
     elseif r.st == 2 or r.st == 3 then
-      if r.fp ~= ARGV[2] then return {6, r.fence, 0} end
       return {r.st + 2, r.fence, 0, v}
     end
   end

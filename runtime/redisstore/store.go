@@ -218,6 +218,12 @@ func (s *Store) op() []byte {
 // BenchmarkReplayServerCPU). Anything else it finds (in
 // progress, released, corrupt) goes on to the claim script, which judges
 // leases by the server's clock, takes over, or reports.
+//
+// The SET NX cannot acquire over another payload's retained record: a
+// record's Redis expiry is its retention (lease + TTL in progress, TTL
+// once finished or released), so NX writes only where no record is
+// retained, and a record it finds is returned, not replaced. The claim
+// script refuses another fingerprint in every state of a live record.
 func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
 	if err := s.ready(ctx, "claim", req.Key); err != nil {
 		return idem.ClaimResult{}, err

@@ -312,3 +312,61 @@ func TestRecordKeys(t *testing.T) {
 		t.Error("New accepted a prefix with a hash tag")
 	}
 }
+
+// TestRetainedFingerprintEveryEncoding: records written by hand in each
+// encoding this store reads (version 1 as the scripts write it, version 2
+// as the SET NX fast path writes it) keep their fingerprint: another
+// payload is a mismatch that leaves the value untouched, whether the lease
+// expired or the key was released; the same payload takes the key.
+func TestRetainedFingerprintEveryEncoding(t *testing.T) {
+	rdb := standalone(t)
+	s := newStore(t, rdb)
+	ctx := context.Background()
+	fpA, fpB := idem.Fingerprint{0xA}, idem.Fingerprint{0xB}
+	v1 := func(st idem.State) func(key string) error {
+		return func(key string) error {
+			now := time.Now()
+			r := idem.Record{State: st, Owner: idem.Token{1}, Fence: 4, Fingerprint: fpA,
+				LeaseUntil: now.Add(-time.Second), ExpiresAt: now.Add(time.Hour), UpdatedAt: now.Add(-2 * time.Second)}
+			return rdb.Set(ctx, s.RecordKey(key), encodeRecord(r, 7), time.Hour).Err()
+		}
+	}
+	tests := []struct {
+		name      string
+		put       func(key string) error
+		wantFence uint64 // of the record found
+		want      idem.ClaimStatus
+	}{
+		{"version 1 in progress, lease expired", v1(idem.StateInProgress), 4, idem.ClaimTakenOver},
+		{"version 1 released", v1(idem.StateReleased), 4, idem.ClaimAcquired},
+		{"version 2 fresh claim, lease expired", func(key string) error {
+			v, px := encodeFresh(idem.Token{1}, fpA, []byte("op-id-01"), time.Millisecond, time.Hour)
+			if err := rdb.Set(ctx, s.RecordKey(key), v, time.Duration(px)*time.Millisecond).Err(); err != nil {
+				return err
+			}
+			time.Sleep(20 * time.Millisecond)
+			return nil
+		}, 1, idem.ClaimTakenOver},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := "retained:" + tt.name
+			if err := tt.put(key); err != nil {
+				t.Fatal(err)
+			}
+			rk := s.RecordKey(key)
+			before, _ := rdb.Get(ctx, rk).Result()
+			res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Fingerprint: fpB, Owner: idem.Token{2}, Lease: time.Second, TTL: time.Hour})
+			if err != nil || res.Status != idem.ClaimMismatch || res.Fence != tt.wantFence {
+				t.Fatalf("claim with another payload = %v fence %d, %v; want mismatch fence %d", res.Status, res.Fence, err, tt.wantFence)
+			}
+			if after, _ := rdb.Get(ctx, rk).Result(); after != before {
+				t.Fatal("a mismatched claim changed the record")
+			}
+			res, err = s.Claim(ctx, idem.ClaimRequest{Key: key, Fingerprint: fpA, Owner: idem.Token{3}, Lease: time.Second, TTL: time.Hour})
+			if err != nil || res.Status != tt.want || res.Fence != tt.wantFence+1 {
+				t.Fatalf("claim with the record's payload = %v fence %d, %v; want %v fence %d", res.Status, res.Fence, err, tt.want, tt.wantFence+1)
+			}
+		})
+	}
+}
