@@ -154,7 +154,7 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 				st.ev(OutcomeFailOpen, 0, err)
 				return fn(ctx)
 			}
-			return zero, fmt.Errorf("%w: %s: %w", ErrStoreUnavailable, spec.Name, err)
+			return zero, unavailable(spec.Name+": ", err)
 		}
 		switch res.Status {
 		case ClaimAcquired, ClaimTakenOver:
@@ -230,7 +230,7 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 					return zero, st.inProgress(res.LeaseUntil, res.Fence)
 				}
 				st.ev(OutcomeStoreError, res.Fence, err)
-				return zero, fmt.Errorf("%w: %s: %w", ErrStoreUnavailable, spec.Name, err)
+				return zero, unavailable(spec.Name+": ", err)
 			}
 		default:
 			err := fmt.Errorf("idem: %s: store returned unknown claim status %d", spec.Name, res.Status)
@@ -381,7 +381,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 		}
 		ev(OutcomeStoreError, lease.Fence, cerr)
 		// The function ran: hand its result back, and say it is not recorded.
-		return r, fmt.Errorf("%w: %s ran but its result was not recorded: %w", ErrStoreUnavailable, spec.Name, cerr)
+		return r, unavailable(spec.Name+" ran but its result was not recorded: ", cerr)
 	}
 	g.flights.finish(lease.Key, f, true, r, nil)
 	ev(OutcomeExecuted, lease.Fence, nil)
@@ -410,6 +410,15 @@ func (g *Guard) unstorable(wctx context.Context, st *state, lease Lease, f *flig
 func failureResult(rec *RecordedError) Result {
 	data, _ := json.Marshal(failureRecord{Message: rec.Message, Cause: causeCode(rec.Cause)})
 	return Result{Data: data, Value: rec}
+}
+
+// unavailable wraps a store error in ErrStoreUnavailable, once: a store
+// that already says so is not made to say it twice.
+func unavailable(context string, err error) error {
+	if errors.Is(err, ErrStoreUnavailable) {
+		return fmt.Errorf("%s%w", context, err)
+	}
+	return fmt.Errorf("%w: %s%w", ErrStoreUnavailable, context, err)
 }
 
 type failureRecord struct {

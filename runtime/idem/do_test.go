@@ -680,3 +680,24 @@ func TestLeaseRunsOutWithoutHeartbeats(t *testing.T) {
 		t.Fatalf("outcomes %v", got)
 	}
 }
+
+// refusing is a store whose claims fail as an unreachable networked store's
+// do, already wrapped in ErrStoreUnavailable.
+type refusing struct{ *idem.MemoryStore }
+
+func (refusing) Claim(context.Context, idem.ClaimRequest) (idem.ClaimResult, error) {
+	return idem.ClaimResult{}, fmt.Errorf("%w: dial tcp 127.0.0.1:1: connect: connection refused", idem.ErrStoreUnavailable)
+}
+
+// A store error that already says "store unavailable" is not wrapped in it
+// again: the message said it twice.
+func TestStoreUnavailableSaidOnce(t *testing.T) {
+	g := idem.NewGuard(refusing{idem.NewMemoryStore()})
+	_, err := call(context.Background(), g, &idem.Spec{Name: "test.Refused"}, "k", func(context.Context) (int, error) { return 1, nil })
+	if !errors.Is(err, idem.ErrStoreUnavailable) {
+		t.Fatalf("err = %v, want ErrStoreUnavailable", err)
+	}
+	if n := strings.Count(err.Error(), "store unavailable"); n != 1 {
+		t.Fatalf("%q says \"store unavailable\" %d times, want once", err, n)
+	}
+}
