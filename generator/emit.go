@@ -93,6 +93,10 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 		e.f.Add(h.code)
 		e.f.Line()
 	}
+	for _, c := range e.driftChecks() {
+		e.f.Add(c)
+		e.f.Line()
+	}
 	var buf bytes.Buffer
 	if err := e.f.Render(&buf); err != nil {
 		d.add(token.Position{Filename: out}, "internal error rendering the generated code: %v", err)

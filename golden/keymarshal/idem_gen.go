@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/testdata/keymarshal/money"
 	"time"
 )
 
@@ -60,3 +61,14 @@ func idemKeyCharge(b *idem.KeyBuilder, v *Charge) {
 		b.MapEnd()
 	}
 }
+
+// idemCharge_fieldsChanged_runGoGenerate is the field list of Charge that the key code was generated for (tags aside).
+type idemCharge_fieldsChanged_runGoGenerate struct {
+	Amount money.Amount
+	Token  money.Token
+	Backup *money.Token
+	Prices map[string]money.Amount
+}
+
+// Build fails here if Charge gained, lost or retyped a field since generation: run go generate.
+var _ = idemCharge_fieldsChanged_runGoGenerate(Charge{})

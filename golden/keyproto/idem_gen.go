@@ -6,6 +6,9 @@ import (
 	"context"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	"time"
 )
 
@@ -94,3 +97,14 @@ func idemKeyEvent(b *idem.KeyBuilder, v *Event) {
 		b.Marshaled(proto.MarshalOptions{Deterministic: true}.Marshal(v.Delay))
 	}
 }
+
+// idemEvent_fieldsChanged_runGoGenerate is the field list of Event that the key code was generated for (tags aside).
+type idemEvent_fieldsChanged_runGoGenerate struct {
+	ID    string
+	At    *timestamppb.Timestamp
+	Attrs *structpb.Struct
+	Delay *durationpb.Duration
+}
+
+// Build fails here if Event gained, lost or retyped a field since generation: run go generate.
+var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
