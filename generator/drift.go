@@ -53,7 +53,20 @@ func (e *emitter) driftChecks() []jen.Code {
 		code []jen.Code
 	}
 	var checks []check
-	for obj, n := range e.fieldsRead {
+	// Names are handed out in a fixed order (two packages may both have an
+	// ext.Options): by package path, then type name.
+	objs := make([]*types.TypeName, 0, len(e.fieldsRead))
+	for obj := range e.fieldsRead {
+		objs = append(objs, obj)
+	}
+	sort.Slice(objs, func(i, j int) bool {
+		if pi, pj := objs[i].Pkg().Path(), objs[j].Pkg().Path(); pi != pj {
+			return pi < pj
+		}
+		return objs[i].Name() < objs[j].Name()
+	})
+	for _, obj := range objs {
+		n := e.fieldsRead[obj]
 		if !e.nameable(obj) {
 			continue // the file cannot name it: nothing to check it with
 		}
@@ -103,14 +116,14 @@ func (e *emitter) driftChecks() []jen.Code {
 		if len(refs) == 0 {
 			continue
 		}
-		name := "idem" + prefix + upperFirst(obj.Name()) + staleSuffix // for sorting only
+		name := "idem" + prefix + upperFirst(obj.Name()) + staleSuffix + " " + obj.Pkg().Path() // for sorting only
 		checks = append(checks, check{name, []jen.Code{
 			jen.Commentf("Build fails here if a field of %s that the key code reads was lost or retyped since generation: run go generate.", display).Line().
 				Var().Id("_").Op("=").Func().Params(jen.Id(v).Op("*").Add(e.typ(n))).Params(results...).Block(
 				jen.Return(refs...)),
 		}})
 	}
-	sort.Slice(checks, func(i, j int) bool { return checks[i].name < checks[j].name })
+	sort.SliceStable(checks, func(i, j int) bool { return checks[i].name < checks[j].name })
 	var out []jen.Code
 	for _, c := range checks {
 		out = append(out, c.code...)
