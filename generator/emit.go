@@ -16,13 +16,17 @@ import (
 
 // emitter builds the generated file of one package.
 type emitter struct {
-	pi          *pkgInfo
-	f           *jen.File
-	aliases     map[string]string // import path → name in the file
-	aliasUsed   map[string]bool
-	paramNames  map[string]bool // every wrapper parameter name: imports avoid them
-	globals     map[string]bool // package-level names taken
-	helpers     map[*types.TypeName]string
+	pi         *pkgInfo
+	f          *jen.File
+	aliases    map[string]string // import path → name in the file
+	aliasUsed  map[string]bool
+	paramNames map[string]bool // every wrapper parameter name: imports avoid them
+	globals    map[string]bool // package-level names taken
+	helpers    map[*types.TypeName]string
+	failed     map[*types.TypeName][]problem // types that cannot be keyed
+	// fieldsRead are the struct types whose fields the key code reads:
+	// each gets a compile-time check that they did not change.
+	fieldsRead  map[*types.TypeName]*types.Named
 	helperDecls []helperDecl
 	idem        *types.Package
 	ctxPkg      *types.Package
@@ -57,6 +61,8 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 		paramNames: map[string]bool{},
 		globals:    map[string]bool{},
 		helpers:    map[*types.TypeName]string{},
+		failed:     map[*types.TypeName][]problem{},
+		fieldsRead: map[*types.TypeName]*types.Named{},
 		idem:       types.NewPackage(RuntimePath, "idem"),
 		ctxPkg:     types.NewPackage("context", "context"),
 	}
@@ -85,6 +91,10 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 	sort.Slice(e.helperDecls, func(i, j int) bool { return e.helperDecls[i].name < e.helperDecls[j].name })
 	for _, h := range e.helperDecls {
 		e.f.Add(h.code)
+		e.f.Line()
+	}
+	for _, c := range e.driftChecks() {
+		e.f.Add(c)
 		e.f.Line()
 	}
 	var buf bytes.Buffer
@@ -469,8 +479,9 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 	}
 	// The default key: every parameter but the context, minus exclusions.
 	writeDefault := func(b func() *jen.Statement) []jen.Code {
-		w := &writer{e: e, b: b, n: ns}
 		var out []jen.Code
+		var probs []problem
+		var at []token.Position // of each problem's parameter
 		for i, p := range x.params {
 			if p.isCtx || wholeEx[i] {
 				continue
@@ -478,24 +489,30 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 			orig := x.sig.Params().At(i)
 			name := orig.Name()
 			if name == "" || name == "_" {
-				name = p.name
+				name = p.name // what exclude= and key= accept for it
 			}
-			s, msg := w.write(val{e: id(p.name)}, p.typ, name, trees[i], p.variadic)
-			if msg != "" {
-				pi.d.add(pi.fset.Position(orig.Pos()), "%s: cannot key %s", x.decl.Name.Name, msg)
+			w := &writer{e: e, b: b, n: ns, exPath: name}
+			s, good := w.write(val{e: id(p.name)}, p.typ, name, trees[i], p.variadic)
+			if !good {
+				for range w.problems {
+					at = append(at, pi.fset.Position(orig.Pos()))
+				}
+				probs = append(probs, w.problems...)
 				ok = false
 				continue
 			}
 			out = append(out, s...)
 		}
+		e.report(x, probs, at, keyPaths)
 		return out
 	}
 	if !x.opts.keySet {
 		return writeDefault(builder("Key")), nil, ok
 	}
-	w := &writer{e: e, b: builder("Key"), n: ns}
+	w := &writer{e: e, b: builder("Key"), n: ns, noAdvice: true}
 	single := len(keyPaths) == 1 && isString(keyPaths[0].typ)
 	for _, kp := range keyPaths {
+		e.readPath(kp)
 		v := val{e: func() *jen.Statement { return kp.expr(x.params, len(kp.fields)) }}
 		var s []jen.Code
 		if single {
@@ -505,10 +522,13 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 			}
 			s = one(w.b().Dot("ID").Call(arg))
 		} else {
-			var msg string
-			s, msg = w.write(v, kp.typ, kp.opt.text, nil, len(kp.fields) == 0 && x.params[kp.param].variadic)
-			if msg != "" {
-				pi.d.add(kp.opt.pos, "key: cannot key %s", msg)
+			var good bool
+			w.problems = nil
+			s, good = w.write(v, kp.typ, kp.opt.text, nil, len(kp.fields) == 0 && x.params[kp.param].variadic)
+			if !good {
+				for _, line := range collapse(w.problems) {
+					pi.d.add(kp.opt.pos, "key: cannot key %s", keyLine(line, "key on other fields"))
+				}
 				ok = false
 				continue
 			}
@@ -565,6 +585,7 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 	var out []jen.Code
 	timeT, timePtr := false, false
 	if atOK {
+		e.readPath(at)
 		t := at.typ
 		if p, ok := t.(*types.Pointer); ok {
 			t, timePtr = p.Elem(), true
@@ -576,11 +597,14 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 		}
 	}
 	if entOK {
-		w := &writer{e: e, b: func() *jen.Statement { return jen.Id(c).Dot("Entity").Call() }, n: ns}
+		e.readPath(ent)
+		w := &writer{e: e, b: func() *jen.Statement { return jen.Id(c).Dot("Entity").Call() }, n: ns, noAdvice: true}
 		v := val{e: func() *jen.Statement { return ent.expr(x.params, len(ent.fields)) }}
-		s, msg := w.write(v, ent.typ, ent.opt.text, nil, len(ent.fields) == 0 && x.params[ent.param].variadic)
-		if msg != "" {
-			pi.d.add(o.orderEntity.pos, "order: cannot key the entity %s", msg)
+		s, good := w.write(v, ent.typ, ent.opt.text, nil, len(ent.fields) == 0 && x.params[ent.param].variadic)
+		if !good {
+			for _, line := range collapse(w.problems) {
+				pi.d.add(o.orderEntity.pos, "order: cannot key the entity %s", keyLine(line, "name a keyable entity"))
+			}
 			entOK = false
 		} else {
 			if g := ent.guard(x.params); g != nil {

@@ -73,7 +73,21 @@ func (n namer) get(base string) string {
 // listed are skipped (leaf) or expanded (inner node).
 type exTree map[string]exTree
 
-// keyer is what write needs to know about the current key path.
+// problem is one path the key code cannot read.
+type problem struct {
+	path   string
+	reason string // what is wrong, naming the type: problems group by it
+	hint   string // what else would fix it, if anything
+	// exclude is the longest prefix of path that exclude= can name, ""
+	// when no option lifts the problem (a key= or order= path).
+	exclude string
+}
+
+// root stands for the path of the value a helper is written for; the
+// caller substitutes it (a helper is written once, reached from many paths).
+const root = "\x00"
+
+// writer is what write needs to know about the current key path.
 type writer struct {
 	e *emitter
 	b func() *jen.Statement // the *idem.KeyBuilder
@@ -83,12 +97,31 @@ type writer struct {
 	raw types.Type
 	// inlining holds the named types being written inline (no helper).
 	inlining map[*types.Named]bool
+	// problems are the unkeyable paths found so far: write goes on past
+	// them so one run reports every one.
+	problems []problem
+	// exPath is the longest prefix of the current path that exclude= can
+	// name (paths go through struct fields and pointers, not through
+	// slices, maps or unexported fields of other packages); noAdvice is set
+	// for key= and order= paths, which exclude= cannot lift.
+	exPath   string
+	noAdvice bool
+}
+
+func (w *writer) fail(path, reason, hint string) ([]jen.Code, bool) {
+	ex := w.exPath
+	if w.noAdvice {
+		ex = ""
+	}
+	w.problems = append(w.problems, problem{path: path, reason: reason, hint: hint, exclude: ex})
+	return nil, false
 }
 
 // write returns the statements writing v (of type t, at path) into the
-// builder, or a message saying why t cannot be keyed. ex, when non-nil,
-// lists fields to skip: the value is then expanded inline.
-func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic bool) ([]jen.Code, string) {
+// builder. When t cannot be keyed it records every unkeyable path below v
+// in w.problems and returns false. ex, when non-nil, lists fields to skip:
+// the value is then expanded inline.
+func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic bool) ([]jen.Code, bool) {
 	t = types.Unalias(t)
 	wk := w.e.pi.types
 	b := w.b
@@ -97,39 +130,69 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 	if ex == nil && !raw {
 		if _, isPtr := t.Underlying().(*types.Pointer); !isPtr {
 			if isNamed(t, "time", "Time") {
-				return one(b().Dot("Time").Call(v.value())), ""
+				return one(b().Dot("Time").Call(v.value())), true
 			}
 			if ok, ptr := implements(t, wk.keyer); ok {
 				if ptr {
-					return one(b().Dot("Key").Call(v.addr())), ""
+					return one(b().Dot("Key").Call(v.addr())), true
 				}
-				return w.nilIface(t, v, b().Dot("Key").Call(v.value())), ""
+				return w.nilIface(t, v, b().Dot("Key").Call(v.value())), true
+			}
+			if ok, ptr := implements(t, wk.protoMessage); ok {
+				// Deterministic: map entries sorted, so equal messages of
+				// one binary marshal to equal bytes.
+				opts := w.e.qual(protoPkg, "MarshalOptions").Values(jen.Dict{jen.Id("Deterministic"): jen.True()})
+				arg := v.value()
+				if ptr {
+					arg = v.addr()
+				}
+				marshal := b().Dot("Marshaled").Call(opts.Dot("Marshal").Call(arg))
+				if types.IsInterface(t) {
+					// The static type does not fix the message type: the
+					// full name goes first, or two types with the same
+					// bytes would share a key.
+					name := b().Dot("String").Call(jen.String().Call(v.value().Dot("ProtoReflect").Call().Dot("Descriptor").Call().Dot("FullName").Call()))
+					return w.nilCheck(v, []jen.Code{name, marshal}), true
+				}
+				return one(marshal), true
 			}
 			if ok, _ := implements(t, wk.binaryMarshaler); ok {
-				return w.nilIface(t, v, b().Dot("Marshaled").Call(v.e().Dot("MarshalBinary").Call())), ""
+				return w.nilIface(t, v, b().Dot("Marshaled").Call(v.e().Dot("MarshalBinary").Call())), true
 			}
 			if ok, _ := implements(t, wk.textMarshaler); ok {
-				return w.nilIface(t, v, b().Dot("Marshaled").Call(v.e().Dot("MarshalText").Call())), ""
+				return w.nilIface(t, v, b().Dot("Marshaled").Call(v.e().Dot("MarshalText").Call())), true
 			}
 		}
 		if n, ok := t.(*types.Named); ok {
 			if _, basic := n.Underlying().(*types.Basic); !basic {
 				if n.TypeArgs().Len() > 0 {
-					return nil, path + ": generic type " + w.e.pi.typeString(t) + " cannot be keyed (implement idem.Keyer)"
+					return w.fail(path, "generic type "+w.e.pi.typeString(t)+" cannot be keyed", "implement idem.Keyer")
 				}
 				if _, isIface := n.Underlying().(*types.Interface); !isIface {
 					if w.e.nameable(n.Obj()) {
-						name, msg := w.e.helper(n, path)
-						if msg != "" {
-							return nil, msg
+						name, probs := w.e.helper(n)
+						if probs != nil {
+							for _, p := range probs {
+								p.path = path + p.path[len(root):]
+								switch {
+								case w.noAdvice:
+									p.exclude = ""
+								case w.exPath == path:
+									p.exclude = path + p.exclude[len(root):]
+								default:
+									p.exclude = w.exPath
+								}
+								w.problems = append(w.problems, p)
+							}
+							return nil, false
 						}
-						return one(jen.Id(name).Call(b(), v.addr())), ""
+						return one(jen.Id(name).Call(b(), v.addr())), true
 					}
 					// A type the generated file cannot name (unexported, or
 					// in an internal package it cannot import) is written
 					// inline, which cannot recurse.
 					if w.inlining[n] {
-						return nil, path + ": recursive type " + w.e.pi.typeString(t) + " cannot be named here (implement idem.Keyer)"
+						return w.fail(path, "recursive type "+w.e.pi.typeString(t)+" cannot be named here", "implement idem.Keyer")
 					}
 					if w.inlining == nil {
 						w.inlining = map[*types.Named]bool{}
@@ -140,6 +203,11 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 			}
 		}
 	}
+	if n, ok := t.(*types.Named); ok {
+		if _, isStruct := n.Underlying().(*types.Struct); isStruct {
+			w.e.readFields(n)
+		}
+	}
 	switch u := t.Underlying().(type) {
 	case *types.Basic:
 		return w.basic(v, t, u, path)
@@ -148,68 +216,67 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		if v.ptr {
 			elem = val{e: func() *jen.Statement { return jen.Parens(v.value()) }, ptr: true, bare: v.value}
 		}
-		inner, msg := w.write(elem, u.Elem(), path, ex, false)
-		if msg != "" {
-			return nil, msg
+		inner, ok := w.write(elem, u.Elem(), path, ex, false)
+		if !ok {
+			return nil, false
 		}
-		return one(jen.If(v.value().Op("==").Nil()).Block(b().Dot("Nil").Call()).Else().Block(append(one(b().Dot("Ptr").Call()), inner...)...)), ""
+		return one(jen.If(v.value().Op("==").Nil()).Block(b().Dot("Nil").Call()).Else().Block(append(one(b().Dot("Ptr").Call()), inner...)...)), true
 	case *types.Slice:
 		if types.Identical(u.Elem(), types.Typ[types.Byte]) {
 			if variadic {
-				return one(b().Dot("Bytes").Call(v.value())), ""
+				return one(b().Dot("Bytes").Call(v.value())), true
 			}
-			return w.nilCheck(v, one(b().Dot("Bytes").Call(v.value()))), ""
+			return w.nilCheck(v, one(b().Dot("Bytes").Call(v.value()))), true
 		}
 		i := w.n.get("i")
 		elem := val{e: func() *jen.Statement { return v.index(i) }}
-		inner, msg := w.write(elem, u.Elem(), path+"[i]", nil, false)
-		if msg != "" {
-			return nil, msg
-		}
+		inner, ok := w.write(elem, u.Elem(), path+"[i]", nil, false)
 		delete(w.n, i) // a sibling loop may use the name again
+		if !ok {
+			return nil, false
+		}
 		body := []jen.Code{
 			b().Dot("List").Call(jen.Len(v.value())),
 			jen.For(jen.Id(i).Op(":=").Range().Add(v.value())).Block(inner...),
 		}
 		if variadic {
-			return body, "" // nil and empty variadic arguments are the same call
+			return body, true // nil and empty variadic arguments are the same call
 		}
-		return w.nilCheck(v, body), ""
+		return w.nilCheck(v, body), true
 	case *types.Array:
 		if types.Identical(u.Elem(), types.Typ[types.Byte]) {
-			return one(b().Dot("Bytes").Call(v.e().Index(jen.Op(":")))), ""
+			return one(b().Dot("Bytes").Call(v.e().Index(jen.Op(":")))), true
 		}
 		i := w.n.get("i")
 		elem := val{e: func() *jen.Statement { return v.e().Index(jen.Id(i)) }}
-		inner, msg := w.write(elem, u.Elem(), path+"[i]", nil, false)
-		if msg != "" {
-			return nil, msg
-		}
+		inner, ok := w.write(elem, u.Elem(), path+"[i]", nil, false)
 		delete(w.n, i)
+		if !ok {
+			return nil, false
+		}
 		return []jen.Code{
 			b().Dot("List").Call(jen.Lit(int(u.Len()))),
 			jen.For(jen.Id(i).Op(":=").Range().Add(v.e())).Block(inner...),
-		}, ""
+		}, true
 	case *types.Map:
 		k, x := w.n.get("k"), w.n.get("e")
-		ks, msg := w.write(val{e: id(k)}, u.Key(), path+"[key]", nil, false)
-		if msg != "" {
-			return nil, msg
-		}
-		xs, msg := w.write(val{e: id(x)}, u.Elem(), path+"[value]", nil, false)
-		if msg != "" {
-			return nil, msg
-		}
+		ks, kok := w.write(val{e: id(k)}, u.Key(), path+"[key]", nil, false)
+		xs, xok := w.write(val{e: id(x)}, u.Elem(), path+"[value]", nil, false)
 		delete(w.n, k)
 		delete(w.n, x)
+		if !kok || !xok {
+			return nil, false
+		}
 		loop := append(append(one(b().Dot("MapEntry").Call()), ks...), xs...)
 		return w.nilCheck(v, []jen.Code{
 			b().Dot("MapStart").Call(jen.Len(v.value())),
 			jen.For(jen.List(jen.Id(k), jen.Id(x)).Op(":=").Range().Add(v.value())).Block(loop...),
 			b().Dot("MapEnd").Call(),
-		}), ""
+		}), true
 	case *types.Struct:
 		var out []jen.Code
+		good := true
+		exHere := !w.noAdvice && w.exPath == path
 		for i := 0; i < u.NumFields(); i++ {
 			f := u.Field(i)
 			if f.Name() == "_" || reflect.StructTag(u.Tag(i)).Get("idem") == "-" {
@@ -220,24 +287,91 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 				continue // excluded
 			}
 			fp := joinPath(path, f.Name())
-			if !f.Exported() && f.Pkg() != w.e.pi.pkg.Types {
-				return nil, fp + ": unexported field of " + w.e.pi.typeString(t) + " (implement idem.Keyer, encoding.BinaryMarshaler or encoding.TextMarshaler on it, or key on other fields)"
+			foreign := !f.Exported() && f.Pkg() != w.e.pi.pkg.Types
+			if zeroSize(f.Type()) {
+				// No data: it cannot tell two calls apart, so it needs no
+				// key material and is skipped, never refused. An empty
+				// struct wrote nothing before either; a [0]T of a keyable
+				// T, and a type with a key method, are written as before
+				// (an empty list, the method's bytes) so keys do not
+				// change for code that generated before.
+				if _, isStruct := f.Type().Underlying().(*types.Struct); foreign || (isStruct && !w.e.keyedByMethod(f.Type())) {
+					continue
+				}
+				try := &writer{e: w.e, b: w.b, n: w.n, noAdvice: true, inlining: w.inlining}
+				s, ok := try.write(v.field(f.Name()), f.Type(), fp, sub, false)
+				if ok {
+					out = append(out, s...)
+				}
+				continue
 			}
-			s, msg := w.write(v.field(f.Name()), f.Type(), fp, sub, false)
-			if msg != "" {
-				return nil, msg
+			if foreign {
+				w.fail(fp, "unexported field of "+w.e.pi.typeString(t), "implement idem.Keyer, encoding.BinaryMarshaler or encoding.TextMarshaler on it")
+				good = false
+				continue
+			}
+			saved := w.exPath
+			if exHere {
+				w.exPath = fp
+			}
+			s, ok := w.write(v.field(f.Name()), f.Type(), fp, sub, false)
+			w.exPath = saved
+			if !ok {
+				good = false
+				continue
 			}
 			out = append(out, s...)
 		}
-		return out, ""
+		if !good {
+			return nil, false
+		}
+		return out, true
 	case *types.Interface:
-		return nil, path + ": interface " + w.e.pi.typeString(t) + " cannot be keyed (key on concrete fields, exclude it, or make it embed idem.Keyer)"
+		return w.fail(path, "interface "+w.e.pi.typeString(t)+" cannot be keyed", "key on concrete fields, make it embed idem.Keyer")
 	case *types.Signature:
-		return nil, path + ": func values cannot be keyed (exclude it or tag the field idem:\"-\")"
+		return w.fail(path, "func values cannot be keyed", tagHint(path))
 	case *types.Chan:
-		return nil, path + ": channels cannot be keyed (exclude it or tag the field idem:\"-\")"
+		return w.fail(path, "channels cannot be keyed", tagHint(path))
 	}
-	return nil, path + ": type " + w.e.pi.typeString(t) + " cannot be keyed"
+	return w.fail(path, "type "+w.e.pi.typeString(t)+" cannot be keyed", "")
+}
+
+// tagHint suggests the struct tag for a field (not for a parameter or an
+// element).
+func tagHint(path string) string {
+	if strings.Contains(path, ".") && !strings.HasSuffix(path, "]") {
+		return `tag the field idem:"-"`
+	}
+	return ""
+}
+
+// keyedByMethod reports whether t (or *t) writes its key material with a
+// method: idem.Keyer, a protobuf message, a binary or text marshaler.
+func (e *emitter) keyedByMethod(t types.Type) bool {
+	wk := e.pi.types
+	for _, i := range []*types.Interface{wk.keyer, wk.protoMessage, wk.binaryMarshaler, wk.textMarshaler} {
+		if ok, _ := implements(t, i); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// zeroSize reports whether values of t occupy no memory (struct{}, [0]T,
+// structs of such): they hold no data.
+func zeroSize(t types.Type) bool {
+	switch u := t.Underlying().(type) {
+	case *types.Struct:
+		for i := 0; i < u.NumFields(); i++ {
+			if !zeroSize(u.Field(i).Type()) {
+				return false
+			}
+		}
+		return true
+	case *types.Array:
+		return u.Len() == 0 || zeroSize(u.Elem())
+	}
+	return false
 }
 
 func one(c jen.Code) []jen.Code { return []jen.Code{c} }
@@ -255,7 +389,7 @@ func (w *writer) nilIface(t types.Type, v val, call jen.Code) []jen.Code {
 	return one(call)
 }
 
-func (w *writer) basic(v val, t types.Type, u *types.Basic, path string) ([]jen.Code, string) {
+func (w *writer) basic(v val, t types.Type, u *types.Basic, path string) ([]jen.Code, bool) {
 	var method string
 	var target types.Type
 	info := u.Info()
@@ -273,22 +407,26 @@ func (w *writer) basic(v val, t types.Type, u *types.Basic, path string) ([]jen.
 	case info&types.IsString != 0:
 		method, target = "String", types.Typ[types.String]
 	default:
-		return nil, path + ": " + w.e.pi.typeString(t) + " cannot be keyed"
+		return w.fail(path, w.e.pi.typeString(t)+" cannot be keyed", "")
 	}
 	x := v.value()
 	if !types.Identical(t, target) {
 		x = jen.Id(target.(*types.Basic).Name()).Call(x)
 	}
-	return one(w.b().Dot(method).Call(x)), ""
+	return one(w.b().Dot(method).Call(x)), true
 }
 
 // helper returns the name of the key function of named type n, emitting it
 // on first use. Recursive types work: the name is reserved before the body
-// is written.
-func (e *emitter) helper(n *types.Named, path string) (string, string) {
+// is written. If n cannot be keyed it returns n's problems instead, with
+// paths relative to root (kept: a type reached again is not walked again).
+func (e *emitter) helper(n *types.Named) (string, []problem) {
 	obj := n.Obj()
 	if name, ok := e.helpers[obj]; ok {
-		return name, ""
+		return name, nil
+	}
+	if probs, ok := e.failed[obj]; ok {
+		return "", probs
 	}
 	prefix := ""
 	if obj.Pkg() != e.pi.pkg.Types {
@@ -296,17 +434,18 @@ func (e *emitter) helper(n *types.Named, path string) (string, string) {
 	}
 	name := e.global("idemKey" + prefix + upperFirst(obj.Name()))
 	e.helpers[obj] = name
-	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n}
-	body, msg := w.write(val{e: id("v"), ptr: true}, n, path, nil, false)
-	if msg != "" {
+	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, exPath: root}
+	body, ok := w.write(val{e: id("v"), ptr: true}, n, root, nil, false)
+	if !ok {
 		delete(e.helpers, obj)
 		delete(e.globals, name)
-		return "", msg
+		e.failed[obj] = w.problems
+		return "", w.problems
 	}
 	decl := jen.Commentf("%s writes the key material of %s.", name, e.pi.typeString(n)).Line().
 		Func().Id(name).Params(jen.Id("b").Op("*").Add(e.qual(e.idemPkg(), "KeyBuilder")), jen.Id("v").Op("*").Add(e.typ(n))).Block(body...)
 	e.helperDecls = append(e.helperDecls, helperDecl{name: name, code: decl})
-	return name, ""
+	return name, nil
 }
 
 // nameable reports whether the generated file can refer to the type by

@@ -16,6 +16,8 @@ type keyPath struct {
 	// nilable[i] says the value before fields[i] is a pointer that must be
 	// checked for nil before the field is read.
 	nilable []bool
+	// structs are the types whose fields the path reads, in order.
+	structs []types.Type
 }
 
 // resolve checks a path against the function's parameters and types.
@@ -25,7 +27,11 @@ func (pi *pkgInfo) resolve(x *fn, p pathOpt, option string) (keyPath, bool) {
 	sig := x.sig
 	var names []string
 	for i := 0; i < sig.Params().Len(); i++ {
-		names = append(names, sig.Params().At(i).Name())
+		name := sig.Params().At(i).Name()
+		if name == "" || name == "_" {
+			name = x.params[i].name // the name diagnostics use for it (p2)
+		}
+		names = append(names, name)
 		if names[i] == segs[0] {
 			kp.param = i
 		}
@@ -53,6 +59,10 @@ func (pi *pkgInfo) resolve(x *fn, p pathOpt, option string) (keyPath, bool) {
 			pi.d.add(p.pos, "exclude: %s implements idem.Keyer, so its IdemKey method decides its key material", here)
 			return kp, false
 		}
+		if ok, _ := implements(t, pi.types.protoMessage); ok && option == "exclude" {
+			pi.d.add(p.pos, "exclude: %s is a protobuf message, keyed by its deterministic encoding as a whole", here)
+			return kp, false
+		}
 		st, ok := t.Underlying().(*types.Struct)
 		if !ok {
 			pi.d.add(p.pos, "%s: %s has type %s, which has no fields (paths go through structs and pointers to structs only)", option, here, pi.typeString(t))
@@ -76,6 +86,7 @@ func (pi *pkgInfo) resolve(x *fn, p pathOpt, option string) (keyPath, bool) {
 		}
 		kp.fields = append(kp.fields, s)
 		kp.nilable = append(kp.nilable, nilable)
+		kp.structs = append(kp.structs, t)
 		t = f.Type()
 		here += "." + s
 	}

@@ -59,6 +59,8 @@ func isLoopName(s string) bool {
 	return true
 }
 
+var unsafePkg = types.NewPackage("unsafe", "unsafe")
+
 // typ renders t as Go source in the generated file.
 func (e *emitter) typ(t types.Type) jen.Code {
 	switch t := t.(type) {
@@ -70,6 +72,9 @@ func (e *emitter) typ(t types.Type) jen.Code {
 		}
 		return e.typ(types.Unalias(t))
 	case *types.Basic:
+		if t.Kind() == types.UnsafePointer {
+			return e.qual(unsafePkg, "Pointer")
+		}
 		return jen.Id(t.Name())
 	case *types.Named:
 		obj := t.Obj()

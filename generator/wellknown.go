@@ -14,7 +14,16 @@ type wellKnown struct {
 	textUnmarshaler *types.Interface
 	jsonMarshaler   *types.Interface
 	jsonUnmarshaler *types.Interface
+	// protoMessage is ProtoReflect() protoreflect.Message, the method set
+	// of every google.golang.org/protobuf message; nil if the package
+	// cannot see protoreflect (then no type can have it).
+	protoMessage *types.Interface
 }
+
+// protoPkg is where the generated code finds proto.MarshalOptions.
+var protoPkg = types.NewPackage("google.golang.org/protobuf/proto", "proto")
+
+const protoreflectPath = "google.golang.org/protobuf/reflect/protoreflect"
 
 var (
 	byteSlice = types.NewSlice(types.Typ[types.Byte])
@@ -43,6 +52,11 @@ func newWellKnown(pkg *types.Package) *wellKnown {
 		textUnmarshaler: iface(method("UnmarshalText", []types.Type{byteSlice}, []types.Type{errorType})),
 		jsonMarshaler:   iface(method("MarshalJSON", nil, []types.Type{byteSlice, errorType})),
 		jsonUnmarshaler: iface(method("UnmarshalJSON", []types.Type{byteSlice}, []types.Type{errorType})),
+	}
+	if pr := findPackage(pkg, protoreflectPath, map[*types.Package]bool{}); pr != nil {
+		if m, ok := pr.Scope().Lookup("Message").(*types.TypeName); ok {
+			w.protoMessage = iface(method("ProtoReflect", nil, []types.Type{m.Type()}))
+		}
 	}
 	if idem := findPackage(pkg, RuntimePath, map[*types.Package]bool{}); idem != nil {
 		if k, ok := idem.Scope().Lookup("Keyer").(*types.TypeName); ok {

@@ -63,3 +63,23 @@ func idemKeyWebhookEvent(b *idem.KeyBuilder, v *WebhookEvent) {
 	b.String(v.Type)
 	b.Int(v.Amount)
 }
+
+// idemInvoiceRequest_fieldsChanged_runGoGenerate is the field list of InvoiceRequest that the key code was generated for (tags aside).
+type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
+	CustomerID  string
+	OrderID     string
+	AmountCents int64
+	Email       string
+}
+
+// Build fails here if InvoiceRequest gained, lost or retyped a field since generation: run go generate.
+var _ = idemInvoiceRequest_fieldsChanged_runGoGenerate(InvoiceRequest{})
+
+// idemWebhookEvent_fieldsChanged_runGoGenerate is the field list of WebhookEvent that the key code was generated for (tags aside).
+type idemWebhookEvent_fieldsChanged_runGoGenerate struct {
+	Type   string
+	Amount int64
+}
+
+// Build fails here if WebhookEvent gained, lost or retyped a field since generation: run go generate.
+var _ = idemWebhookEvent_fieldsChanged_runGoGenerate(WebhookEvent{})

@@ -73,3 +73,28 @@ func idemKeyLine(b *idem.KeyBuilder, v *Line) {
 		b.Float(*v.Price)
 	}
 }
+
+// idemInvoiceRequest_fieldsChanged_runGoGenerate is the field list of InvoiceRequest that the key code was generated for (tags aside).
+type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
+	CustomerID string
+	OrderID    string
+	Amount     int64
+	Note       string
+	Due        time.Time
+	Lines      []Line
+	Meta       map[string]string
+	Hook       func()
+}
+
+// Build fails here if InvoiceRequest gained, lost or retyped a field since generation: run go generate.
+var _ = idemInvoiceRequest_fieldsChanged_runGoGenerate(InvoiceRequest{})
+
+// idemLine_fieldsChanged_runGoGenerate is the field list of Line that the key code was generated for (tags aside).
+type idemLine_fieldsChanged_runGoGenerate struct {
+	SKU   string
+	Qty   int
+	Price *float64
+}
+
+// Build fails here if Line gained, lost or retyped a field since generation: run go generate.
+var _ = idemLine_fieldsChanged_runGoGenerate(Line{})

@@ -80,3 +80,11 @@ func (x *Idempotent) Tick(ctx context3.Context, idem2 string, time2 int, context
 func idemKeyContext(b *idem3.KeyBuilder, v *context) {
 	b.Time(v.deadline)
 }
+
+// idemContext_fieldsChanged_runGoGenerate is the field list of context that the key code was generated for (tags aside).
+type idemContext_fieldsChanged_runGoGenerate struct {
+	deadline time3.Time
+}
+
+// Build fails here if context gained, lost or retyped a field since generation: run go generate.
+var _ = idemContext_fieldsChanged_runGoGenerate(context{})

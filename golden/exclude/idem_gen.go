@@ -38,3 +38,32 @@ func (x *Idempotent) Fulfil(ctx context.Context, order Order, meta Delivery) (in
 		return Fulfil(ctx, order, meta)
 	})
 }
+
+// idemCustomer_fieldsChanged_runGoGenerate is the field list of Customer that the key code was generated for (tags aside).
+type idemCustomer_fieldsChanged_runGoGenerate struct {
+	ID        string
+	UpdatedAt time.Time
+}
+
+// Build fails here if Customer gained, lost or retyped a field since generation: run go generate.
+var _ = idemCustomer_fieldsChanged_runGoGenerate(Customer{})
+
+// idemOrder_fieldsChanged_runGoGenerate is the field list of Order that the key code was generated for (tags aside).
+type idemOrder_fieldsChanged_runGoGenerate struct {
+	ID       string
+	Customer *Customer
+	Trace    Trace
+	Attempt  int
+}
+
+// Build fails here if Order gained, lost or retyped a field since generation: run go generate.
+var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
+
+// idemTrace_fieldsChanged_runGoGenerate is the field list of Trace that the key code was generated for (tags aside).
+type idemTrace_fieldsChanged_runGoGenerate struct {
+	SpanID string
+	Sent   time.Time
+}
+
+// Build fails here if Trace gained, lost or retyped a field since generation: run go generate.
+var _ = idemTrace_fieldsChanged_runGoGenerate(Trace{})

@@ -74,3 +74,22 @@ func idemKeyTypedEvent(b *idem.KeyBuilder, v *TypedEvent) {
 	b.String(string(v.ID))
 	b.String(v.Body)
 }
+
+// idemEvent_fieldsChanged_runGoGenerate is the field list of Event that the key code was generated for (tags aside).
+type idemEvent_fieldsChanged_runGoGenerate struct {
+	ID      string
+	Kind    string
+	Payload []byte
+}
+
+// Build fails here if Event gained, lost or retyped a field since generation: run go generate.
+var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
+
+// idemTypedEvent_fieldsChanged_runGoGenerate is the field list of TypedEvent that the key code was generated for (tags aside).
+type idemTypedEvent_fieldsChanged_runGoGenerate struct {
+	ID   EventID
+	Body string
+}
+
+// Build fails here if TypedEvent gained, lost or retyped a field since generation: run go generate.
+var _ = idemTypedEvent_fieldsChanged_runGoGenerate(TypedEvent{})

@@ -65,3 +65,35 @@ func idemKeyBasics(b *idem.KeyBuilder, v *Basics) {
 	b.Bool(bool(v.Fl))
 	b.Float(float64(v.Rat))
 }
+
+// idemBasics_fieldsChanged_runGoGenerate is the field list of Basics that the key code was generated for (tags aside).
+type idemBasics_fieldsChanged_runGoGenerate struct {
+	B    bool
+	I    int
+	I8   int8
+	I16  int16
+	I32  int32
+	I64  int64
+	U    uint
+	U8   uint8
+	U16  uint16
+	U32  uint32
+	U64  uint64
+	UP   uintptr
+	F32  float32
+	F64  float64
+	C64  complex64
+	C128 complex128
+	S    string
+	R    rune
+	By   byte
+	D    time.Duration
+	T    time.Time
+	Amt  Cents
+	Cur  Currency
+	Fl   Flag
+	Rat  Ratio
+}
+
+// Build fails here if Basics gained, lost or retyped a field since generation: run go generate.
+var _ = idemBasics_fieldsChanged_runGoGenerate(Basics{})

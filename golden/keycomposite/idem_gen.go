@@ -172,3 +172,32 @@ func idemKeyShape(b *idem.KeyBuilder, v *Shape) {
 		b.MapEnd()
 	}
 }
+
+// idemPoint_fieldsChanged_runGoGenerate is the field list of Point that the key code was generated for (tags aside).
+type idemPoint_fieldsChanged_runGoGenerate struct {
+	X int
+	Y int
+}
+
+// Build fails here if Point gained, lost or retyped a field since generation: run go generate.
+var _ = idemPoint_fieldsChanged_runGoGenerate(Point{})
+
+// idemShape_fieldsChanged_runGoGenerate is the field list of Shape that the key code was generated for (tags aside).
+type idemShape_fieldsChanged_runGoGenerate struct {
+	Points []Point
+	Grid   [2][3]int
+	Hash   [4]byte
+	Raw    []byte
+	Index  map[string][]int
+	Nested map[int]map[string]*Point
+	PP     **Point
+	Anon   struct {
+		A string
+		B string
+	}
+	PtrSlice []*Point
+	Keys     map[Point]bool
+}
+
+// Build fails here if Shape gained, lost or retyped a field since generation: run go generate.
+var _ = idemShape_fieldsChanged_runGoGenerate(Shape{})

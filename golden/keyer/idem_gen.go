@@ -48,3 +48,12 @@ func idemKeyOrder(b *idem.KeyBuilder, v *Order) {
 	b.Key(v.To)
 	b.Key(&v.Cart)
 }
+
+// idemOrder_fieldsChanged_runGoGenerate is the field list of Order that the key code was generated for (tags aside).
+type idemOrder_fieldsChanged_runGoGenerate struct {
+	To   Email
+	Cart Cart
+}
+
+// Build fails here if Order gained, lost or retyped a field since generation: run go generate.
+var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})

@@ -5,6 +5,7 @@ package marshalers
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"math/big"
 	"net/netip"
 	"time"
 )
@@ -46,3 +47,14 @@ func idemKeyRequest(b *idem.KeyBuilder, v *Request) {
 	b.Marshaled(v.Level.MarshalText())
 	b.Time(v.At)
 }
+
+// idemRequest_fieldsChanged_runGoGenerate is the field list of Request that the key code was generated for (tags aside).
+type idemRequest_fieldsChanged_runGoGenerate struct {
+	From  netip.Addr
+	Limit *big.Int
+	Level Level
+	At    time.Time
+}
+
+// Build fails here if Request gained, lost or retyped a field since generation: run go generate.
+var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})

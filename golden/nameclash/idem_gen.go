@@ -89,3 +89,22 @@ func idemKeyPoint(b *idem.KeyBuilder, v *Point) {
 	b.Int(int64(v.Y))
 	b.Int(int64(v.Z))
 }
+
+// idemImagePoint_fieldsChanged_runGoGenerate is the field list of image.Point that the key code was generated for (tags aside).
+type idemImagePoint_fieldsChanged_runGoGenerate struct {
+	X int
+	Y int
+}
+
+// Build fails here if image.Point gained, lost or retyped a field since generation: run go generate.
+var _ = idemImagePoint_fieldsChanged_runGoGenerate(image.Point{})
+
+// idemPoint_fieldsChanged_runGoGenerate is the field list of Point that the key code was generated for (tags aside).
+type idemPoint_fieldsChanged_runGoGenerate struct {
+	X int
+	Y int
+	Z int
+}
+
+// Build fails here if Point gained, lost or retyped a field since generation: run go generate.
+var _ = idemPoint_fieldsChanged_runGoGenerate(Point{})

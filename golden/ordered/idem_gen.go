@@ -123,3 +123,33 @@ func idemKeyReading(b *idem.KeyBuilder, v *Reading) {
 		b.Time(*v.At)
 	}
 }
+
+// idemDevice_fieldsChanged_runGoGenerate is the field list of Device that the key code was generated for (tags aside).
+type idemDevice_fieldsChanged_runGoGenerate struct {
+	Tenant string
+	Serial int64
+}
+
+// Build fails here if Device gained, lost or retyped a field since generation: run go generate.
+var _ = idemDevice_fieldsChanged_runGoGenerate(Device{})
+
+// idemMeasurement_fieldsChanged_runGoGenerate is the field list of Measurement that the key code was generated for (tags aside).
+type idemMeasurement_fieldsChanged_runGoGenerate struct {
+	EventID   string
+	UserID    string
+	Timestamp time.Time
+	Value     float64
+}
+
+// Build fails here if Measurement gained, lost or retyped a field since generation: run go generate.
+var _ = idemMeasurement_fieldsChanged_runGoGenerate(Measurement{})
+
+// idemReading_fieldsChanged_runGoGenerate is the field list of Reading that the key code was generated for (tags aside).
+type idemReading_fieldsChanged_runGoGenerate struct {
+	ID     string
+	Device *Device
+	At     *time.Time
+}
+
+// Build fails here if Reading gained, lost or retyped a field since generation: run go generate.
+var _ = idemReading_fieldsChanged_runGoGenerate(Reading{})

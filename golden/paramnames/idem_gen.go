@@ -94,3 +94,11 @@ func (x *Idempotent) Later(id string, ctx context.Context, n int) (int, error) {
 func idemKeyItem(b *idem.KeyBuilder, v *Item) {
 	b.String(v.ID)
 }
+
+// idemItem_fieldsChanged_runGoGenerate is the field list of Item that the key code was generated for (tags aside).
+type idemItem_fieldsChanged_runGoGenerate struct {
+	ID string
+}
+
+// Build fails here if Item gained, lost or retyped a field since generation: run go generate.
+var _ = idemItem_fieldsChanged_runGoGenerate(Item{})

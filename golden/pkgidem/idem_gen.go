@@ -72,3 +72,12 @@ func (x *IdempotentGuard) Check(ctx context.Context, ids []ID) ([]Pair[ID, bool]
 func idemKeyInput(b *idem.KeyBuilder, v *Input) {
 	b.String(v.Who)
 }
+
+// idemInput_fieldsChanged_runGoGenerate is the field list of Input that the key code was generated for (tags aside).
+type idemInput_fieldsChanged_runGoGenerate struct {
+	Who  ID
+	Pair Pair[string, int]
+}
+
+// Build fails here if Input gained, lost or retyped a field since generation: run go generate.
+var _ = idemInput_fieldsChanged_runGoGenerate(Input{})

@@ -104,3 +104,39 @@ func idemKeyTree(b *idem.KeyBuilder, v *Tree) {
 		b.MapEnd()
 	}
 }
+
+// idemA_fieldsChanged_runGoGenerate is the field list of A that the key code was generated for (tags aside).
+type idemA_fieldsChanged_runGoGenerate struct {
+	B *B
+}
+
+// Build fails here if A gained, lost or retyped a field since generation: run go generate.
+var _ = idemA_fieldsChanged_runGoGenerate(A{})
+
+// idemB_fieldsChanged_runGoGenerate is the field list of B that the key code was generated for (tags aside).
+type idemB_fieldsChanged_runGoGenerate struct {
+	A  *A
+	ID int
+}
+
+// Build fails here if B gained, lost or retyped a field since generation: run go generate.
+var _ = idemB_fieldsChanged_runGoGenerate(B{})
+
+// idemList_fieldsChanged_runGoGenerate is the field list of List that the key code was generated for (tags aside).
+type idemList_fieldsChanged_runGoGenerate struct {
+	Head int
+	Tail *List
+}
+
+// Build fails here if List gained, lost or retyped a field since generation: run go generate.
+var _ = idemList_fieldsChanged_runGoGenerate(List{})
+
+// idemTree_fieldsChanged_runGoGenerate is the field list of Tree that the key code was generated for (tags aside).
+type idemTree_fieldsChanged_runGoGenerate struct {
+	Value    string
+	Children []*Tree
+	Attrs    map[string]*Tree
+}
+
+// Build fails here if Tree gained, lost or retyped a field since generation: run go generate.
+var _ = idemTree_fieldsChanged_runGoGenerate(Tree{})

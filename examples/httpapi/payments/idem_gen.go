@@ -45,3 +45,14 @@ func idemKeyPaymentRequest(b *idem.KeyBuilder, v *PaymentRequest) {
 	b.Int(v.Amount)
 	b.String(v.Currency)
 }
+
+// idemPaymentRequest_fieldsChanged_runGoGenerate is the field list of PaymentRequest that the key code was generated for (tags aside).
+type idemPaymentRequest_fieldsChanged_runGoGenerate struct {
+	AccountID string
+	Reference string
+	Amount    int64
+	Currency  string
+}
+
+// Build fails here if PaymentRequest gained, lost or retyped a field since generation: run go generate.
+var _ = idemPaymentRequest_fieldsChanged_runGoGenerate(PaymentRequest{})

@@ -1,0 +1,200 @@
+package generator
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// scratchModule makes a module in a temporary directory that uses this
+// repository (runtime and testdata fixtures) by a replace directive, and
+// returns its directory and the environment to run the go command in it.
+func scratchModule(t *testing.T, name string) (string, []string) {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := t.TempDir()
+	goSum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(mod, "go.sum"), goSum)
+	write(t, filepath.Join(mod, "go.mod"), []byte(fmt.Sprintf(`module %s
+
+go 1.26.0
+
+require github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000
+
+replace github.com/idemgen/idemgen => %s
+`, name, root)))
+	return mod, append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+}
+
+// generateIn runs the generator over every package of a scratch module.
+func generateIn(t *testing.T, mod string, env []string) ([]File, []string) {
+	t.Helper()
+	files, err := Generate(Config{Dir: mod, Patterns: []string{"./..."}, Env: env})
+	var gerr *Error
+	if err != nil && !errors.As(err, &gerr) {
+		t.Fatalf("Generate: %v", err)
+	}
+	var diags []string
+	if gerr != nil {
+		for _, d := range gerr.Diagnostics {
+			diags = append(diags, d.String())
+		}
+	}
+	return files, diags
+}
+
+// advice matches the option a diagnostic advises, at its very end.
+var advice = regexp.MustCompile("^([^:]+):\\d+:\\d+: (\\w+): cannot key .*(add|change exclude= to) `exclude=([^`]+)`\\)$")
+
+// TestAdviceApplies follows the advice of every diagnostic case that gives
+// some, as a user would: write the advised option into the directive,
+// regenerate, repeat. Each round must make progress (fewer diagnostics);
+// at the end only the diagnostics that advised nothing remain, and the
+// packages with none left generate a file that builds.
+func TestAdviceApplies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: regenerates and builds in a scratch module")
+	}
+	goldens, _ := filepath.Glob(filepath.Join("..", "golden", "*", goldenDiags))
+	mod, env := scratchModule(t, "idemgen.test/advice")
+	var cases []string
+	for _, g := range goldens {
+		data, err := os.ReadFile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), "`exclude=") {
+			continue
+		}
+		name := filepath.Base(filepath.Dir(g))
+		cases = append(cases, name)
+		files, _ := filepath.Glob(filepath.Join("..", "testdata", name, "*.go"))
+		for _, f := range files {
+			if !strings.HasSuffix(f, "_test.go") {
+				copyFile(t, f, filepath.Join(mod, name, filepath.Base(f)))
+			}
+		}
+	}
+	if len(cases) < 5 {
+		t.Fatalf("only %d diagnostic cases advise an exclude=: %v", len(cases), cases)
+	}
+	_, first := generateIn(t, mod, env)
+	var silent []string // diagnostics that advise nothing: they stay
+	for _, d := range first {
+		if !advice.MatchString(d) {
+			silent = append(silent, d)
+		}
+	}
+	diags := first
+	var files []File
+	for round := 1; ; round++ {
+		applied := map[string]bool{} // one advice per function and round
+		for _, d := range diags {
+			m := advice.FindStringSubmatch(d)
+			if m == nil || applied[m[1]+" "+m[2]] {
+				continue
+			}
+			applied[m[1]+" "+m[2]] = true
+			follow(t, filepath.Join(mod, m[1]), m[2], m[3] == "add", m[4])
+		}
+		if len(applied) == 0 {
+			break
+		}
+		if round > 10 {
+			t.Fatalf("still advising after 10 rounds:\n%s", strings.Join(diags, "\n"))
+		}
+		var next []string
+		files, next = generateIn(t, mod, env)
+		if len(next) >= len(diags) {
+			t.Fatalf("round %d: following the advice made no progress: %d diagnostics before, %d after:\n%s", round, len(diags), len(next), strings.Join(next, "\n"))
+		}
+		t.Logf("round %d: %d → %d diagnostics", round, len(diags), len(next))
+		diags = next
+	}
+	// What is left: the diagnostics that advised nothing, and in a file
+	// with a key= path that cannot be keyed, the payload paths under that
+	// path (exclude= must not overlap key=: the key= line is the fix).
+	stays := map[string]bool{}
+	blocked := map[string]bool{}
+	for _, d := range silent {
+		stays[d] = true
+		if strings.Contains(d, ": key: cannot key ") {
+			blocked[strings.SplitN(d, ":", 2)[0]] = true
+		}
+	}
+	for _, d := range diags {
+		if !stays[d] && !blocked[strings.SplitN(d, ":", 2)[0]] {
+			t.Errorf("left after following every advice: %s", d)
+		}
+		delete(stays, d)
+	}
+	for d := range stays {
+		t.Errorf("a diagnostic that advised nothing went away: %s", d)
+	}
+	generated := 0
+	for _, f := range files {
+		if f.Content != nil {
+			write(t, f.Path, f.Content)
+			generated++
+		}
+	}
+	if generated == 0 {
+		t.Errorf("no package generated after following the advice")
+	}
+	build := exec.Command("go", "build", "./...")
+	build.Dir, build.Env = mod, env
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build after following the advice: %v\n%s", err, out)
+	}
+}
+
+// follow writes exclude=paths into the directive of function fn in file:
+// appended to its last //idem: line (add), or replacing the exclude= it
+// has.
+func follow(t *testing.T, file, fn string, add bool, paths string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	decl := regexp.MustCompile(`^func (\([^)]*\) )?` + fn + `\(`)
+	at := -1
+	for i, l := range lines {
+		if decl.MatchString(l) {
+			at = i
+		}
+	}
+	if at < 0 {
+		t.Fatalf("%s: no func %s", file, fn)
+	}
+	last := -1
+	for i := at - 1; i >= 0 && strings.HasPrefix(lines[i], "//"); i-- {
+		if strings.HasPrefix(lines[i], "//idem:") {
+			if last < 0 {
+				last = i
+			}
+			if !add {
+				lines[i] = regexp.MustCompile(`exclude=\S+`).ReplaceAllLiteralString(lines[i], "exclude="+paths)
+			}
+		}
+	}
+	if last < 0 {
+		t.Fatalf("%s: func %s has no //idem: line", file, fn)
+	}
+	if add {
+		lines[last] += " exclude=" + paths
+	}
+	write(t, file, []byte(strings.Join(lines, "\n")))
+}

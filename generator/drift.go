@@ -1,0 +1,195 @@
+package generator
+
+import (
+	"go/types"
+	"sort"
+
+	"github.com/dave/jennifer/jen"
+)
+
+// The drift self-check. The key code reads struct fields one by one, so a
+// field added to a keyed struct after generation would compile and be left
+// out of the key. For every struct type whose fields the generated code
+// reads, the file declares the field list it was generated for and converts
+// a value of the struct to it: a conversion between struct types needs the
+// same field names and types in the same order (tags aside), so the build
+// fails at that line — whose identifiers say run go generate — when a
+// field is gained, lost, renamed or retyped.
+//
+// Another package's struct with unexported fields (which the file cannot
+// name), or with fields of types the file cannot name, is checked field by
+// field instead: each exported field it can name must still exist with the
+// same type. A field gained there cannot be seen by the compiler; idemgen
+// -check (CI) sees it.
+
+// staleSuffix ends the names the drift checks declare, so the compiler's
+// message itself says what to do.
+const staleSuffix = "_fieldsChanged_runGoGenerate"
+
+// readFields records that the key code reads the fields of n.
+func (e *emitter) readFields(n *types.Named) {
+	if _, ok := n.Underlying().(*types.Struct); !ok || n.TypeArgs().Len() > 0 {
+		return
+	}
+	e.fieldsRead[n.Obj()] = n
+}
+
+// readPath records the structs a key=, exclude= or order= path reads.
+func (e *emitter) readPath(kp keyPath) {
+	for _, t := range kp.structs {
+		if p, ok := types.Unalias(t).Underlying().(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		if n, ok := types.Unalias(t).(*types.Named); ok {
+			e.readFields(n)
+		}
+	}
+}
+
+// driftChecks returns the declarations of the drift self-checks, sorted.
+func (e *emitter) driftChecks() []jen.Code {
+	type check struct {
+		name string
+		code []jen.Code
+	}
+	var checks []check
+	// Names are handed out in a fixed order (two packages may both have an
+	// ext.Options): by package path, then type name.
+	objs := make([]*types.TypeName, 0, len(e.fieldsRead))
+	for obj := range e.fieldsRead {
+		objs = append(objs, obj)
+	}
+	sort.Slice(objs, func(i, j int) bool {
+		if pi, pj := objs[i].Pkg().Path(), objs[j].Pkg().Path(); pi != pj {
+			return pi < pj
+		}
+		return objs[i].Name() < objs[j].Name()
+	})
+	for _, obj := range objs {
+		n := e.fieldsRead[obj]
+		if !e.nameable(obj) {
+			continue // the file cannot name it: nothing to check it with
+		}
+		st := n.Underlying().(*types.Struct)
+		prefix := ""
+		if obj.Pkg() != e.pi.pkg.Types {
+			prefix = upperFirst(obj.Pkg().Name())
+		}
+		display := e.pi.typeString(n)
+		full := true
+		for i := 0; i < st.NumFields(); i++ {
+			f := st.Field(i)
+			if (!f.Exported() && f.Pkg() != e.pi.pkg.Types) || !e.renderable(f.Type()) {
+				full = false
+			}
+		}
+		if full {
+			name := e.global("idem" + prefix + upperFirst(obj.Name()) + staleSuffix)
+			fields := make([]jen.Code, st.NumFields())
+			for i := range fields {
+				f := st.Field(i)
+				if f.Embedded() {
+					fields[i] = e.typ(f.Type())
+				} else {
+					fields[i] = jen.Id(f.Name()).Add(e.typ(f.Type()))
+				}
+			}
+			checks = append(checks, check{name, []jen.Code{
+				jen.Commentf("%s is the field list of %s that the key code was generated for (tags aside).", name, display).Line().
+					Type().Id(name).Struct(fields...),
+				jen.Commentf("Build fails here if %s gained, lost or retyped a field since generation: run go generate.", display).Line().
+					Var().Id("_").Op("=").Id(name).Call(e.typ(n).(*jen.Statement).Clone().Values()),
+			}})
+			continue
+		}
+		// Field by field: what can be named must be there, with its type.
+		v := "fieldsChanged_runGoGenerate"
+		var results, refs []jen.Code
+		for i := 0; i < st.NumFields(); i++ {
+			f := st.Field(i)
+			if !f.Exported() || !e.renderable(f.Type()) {
+				continue
+			}
+			results = append(results, jen.Op("*").Add(e.typ(f.Type())))
+			refs = append(refs, jen.Op("&").Id(v).Dot(f.Name()))
+		}
+		if len(refs) == 0 {
+			continue
+		}
+		name := "idem" + prefix + upperFirst(obj.Name()) + staleSuffix + " " + obj.Pkg().Path() // for sorting only
+		checks = append(checks, check{name, []jen.Code{
+			jen.Commentf("Build fails here if a field of %s that the key code reads was lost or retyped since generation: run go generate.", display).Line().
+				Var().Id("_").Op("=").Func().Params(jen.Id(v).Op("*").Add(e.typ(n))).Params(results...).Block(
+				jen.Return(refs...)),
+		}})
+	}
+	sort.SliceStable(checks, func(i, j int) bool { return checks[i].name < checks[j].name })
+	var out []jen.Code
+	for _, c := range checks {
+		out = append(out, c.code...)
+	}
+	return out
+}
+
+// renderable reports whether the generated file can spell t: every named
+// type in it is one the file can name.
+func (e *emitter) renderable(t types.Type) bool {
+	switch t := t.(type) {
+	case *types.Alias:
+		if obj := t.Obj(); obj.Pkg() == nil || obj.Pkg() == e.pi.pkg.Types || (obj.Exported() && e.nameable(obj)) {
+			return true
+		}
+		return e.renderable(types.Unalias(t))
+	case *types.Basic:
+		return true
+	case *types.Named:
+		if t.Obj().Pkg() == nil {
+			return true // error
+		}
+		if !e.nameable(t.Obj()) {
+			return false
+		}
+		for i := 0; i < t.TypeArgs().Len(); i++ {
+			if !e.renderable(t.TypeArgs().At(i)) {
+				return false
+			}
+		}
+		return true
+	case *types.Pointer:
+		return e.renderable(t.Elem())
+	case *types.Slice:
+		return e.renderable(t.Elem())
+	case *types.Array:
+		return e.renderable(t.Elem())
+	case *types.Chan:
+		return e.renderable(t.Elem())
+	case *types.Map:
+		return e.renderable(t.Key()) && e.renderable(t.Elem())
+	case *types.Signature:
+		for _, tup := range []*types.Tuple{t.Params(), t.Results()} {
+			for i := 0; i < tup.Len(); i++ {
+				if !e.renderable(tup.At(i).Type()) {
+					return false
+				}
+			}
+		}
+		return true
+	case *types.Struct:
+		for i := 0; i < t.NumFields(); i++ {
+			f := t.Field(i)
+			if (!f.Exported() && f.Pkg() != e.pi.pkg.Types) || !e.renderable(f.Type()) {
+				return false
+			}
+		}
+		return true
+	case *types.Interface:
+		for i := 0; i < t.NumMethods(); i++ {
+			m := t.Method(i)
+			if (!m.Exported() && m.Pkg() != e.pi.pkg.Types) || !e.renderable(m.Type()) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}

@@ -1,0 +1,118 @@
+package generator
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestDrift generates testdata/drift in a scratch module, then changes a
+// struct the key code reads without regenerating, as a user would: the
+// build must fail in idem_gen.go with a message that says to run go
+// generate, and build again once regenerated. Each change is one package:
+// a copy of the case and of its ext fixture.
+func TestDrift(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: generates and builds in a scratch module")
+	}
+	type edit struct{ file, old, new string }
+	variants := []struct {
+		name  string
+		edits []edit
+		// caught: the build fails; else (a field gained by another
+		// package's struct with unexported fields) only idemgen -check
+		// sees it.
+		caught bool
+	}{
+		{"add", []edit{{"drift.go", "\tNote  string `idem:\"-\"`\n", "\tNote  string `idem:\"-\"`\n\tExtra string\n"}}, true},
+		{"retype", []edit{{"drift.go", "\tCount int\n", "\tCount int16\n"}}, true},
+		{"remove", []edit{{"drift.go", "\tID    string\n", ""}}, true},
+		{"embedded", []edit{{"drift.go", "type Base struct {\n\tTenant string\n", "type Base struct {\n\tTenant string\n\tRegion string\n"}}, true},
+		{"foreign", []edit{{"ext/ext.go", "\tRetries int\n", "\tRetries int32\n"}}, true},
+		{"foreignadd", []edit{{"ext/ext.go", "\tRetries int\n", "\tRetries int\n\tZone    string\n"}}, false},
+	}
+	mod, env := scratchModule(t, "idemgen.test/drift")
+	src := filepath.Join("..", "testdata", "drift")
+	for _, v := range variants {
+		for _, f := range []string{"drift.go", "ext/ext.go"} {
+			data, err := os.ReadFile(filepath.Join(src, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data = []byte(strings.ReplaceAll(string(data), "github.com/idemgen/idemgen/testdata/drift/ext", "idemgen.test/drift/"+v.name+"/ext"))
+			write(t, filepath.Join(mod, v.name, f), data)
+		}
+	}
+	regenerate := func() []File {
+		t.Helper()
+		files, diags := generateIn(t, mod, env)
+		if len(diags) > 0 {
+			t.Fatalf("generate: %s", strings.Join(diags, "\n"))
+		}
+		for _, f := range files {
+			write(t, f.Path, f.Content)
+		}
+		return files
+	}
+	build := func() (string, bool) {
+		cmd := exec.Command("go", "build", "./...")
+		cmd.Dir, cmd.Env = mod, env
+		out, err := cmd.CombinedOutput()
+		return string(out), err == nil
+	}
+	regenerate()
+	if out, ok := build(); !ok {
+		t.Fatalf("freshly generated code does not build:\n%s", out)
+	}
+	for _, v := range variants {
+		for _, e := range v.edits {
+			path := filepath.Join(mod, v.name, e.file)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(data), e.old) {
+				t.Fatalf("%s: %q not found in %s", v.name, e.old, e.file)
+			}
+			write(t, path, []byte(strings.Replace(string(data), e.old, e.new, 1)))
+		}
+	}
+	out, ok := build()
+	if ok {
+		t.Fatalf("a struct the key code reads changed and the stale generated code still builds:\n%s", out)
+	}
+	// go build prints each failing package under "# path".
+	failed := map[string]string{}
+	for _, sec := range regexp.MustCompile(`(?m)^# `).Split(out, -1)[1:] {
+		pkg, body, _ := strings.Cut(sec, "\n")
+		failed[strings.TrimPrefix(pkg, "idemgen.test/drift/")] = body
+	}
+	stale := regexp.MustCompile(`(?m)^\S*idem_gen\.go:\d+:\d+: .*fieldsChanged_runGoGenerate`)
+	for _, v := range variants {
+		body, fails := failed[v.name]
+		switch {
+		case v.caught && !fails:
+			t.Errorf("%s: the stale generated code still builds", v.name)
+		case v.caught && !stale.MatchString(body):
+			t.Errorf("%s: the build fails, but not at a line of idem_gen.go that says to run go generate:\n%s", v.name, body)
+		case !v.caught && fails:
+			t.Errorf("%s: expected to build (a field gained by another package's struct with unexported fields is not seen by the compiler):\n%s", v.name, body)
+		}
+		if fails {
+			t.Logf("%s:\n%s", v.name, body)
+		}
+	}
+	files := regenerate()
+	if out, ok := build(); !ok {
+		t.Fatalf("after regenerating, the build still fails:\n%s", out)
+	}
+	// What the compiler cannot see, idemgen -check does: the file changed.
+	for _, f := range files {
+		if strings.Contains(f.Path, "foreignadd") && !strings.Contains(string(f.Content), "Zone") {
+			t.Errorf("foreignadd: the regenerated key code does not read the new field")
+		}
+	}
+}
