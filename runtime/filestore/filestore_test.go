@@ -44,6 +44,11 @@ func TestConformance(t *testing.T) {
 			return newStore(t, WithClock(now), WithPollInterval(5*time.Millisecond))
 		},
 		ManualClock: true,
+		Corrupt: func(t *testing.T, s idem.Store, key string) {
+			if err := os.WriteFile(s.(*Store).paths(key).rec, []byte("not a record"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
 	})
 }
 

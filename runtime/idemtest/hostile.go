@@ -251,6 +251,10 @@ func testCorruptNeverFailsOpen(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A record the store wrote itself, then damaged in place.
+	if _, err := e.guardCall(ctx, idem.NewGuard(e.s), spec, "planted", func(context.Context) (any, error) { return "first", nil }); err != nil {
+		t.Fatal(err)
+	}
 	e.corrupt(t, e.s, key)
 	real := idem.NewGuard(e.s, idem.WithFailOpen())
 	if _, err := e.guardCall(ctx, real, spec, "planted", fn); !errors.Is(err, idem.ErrCorruptRecord) {

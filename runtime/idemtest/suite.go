@@ -22,8 +22,9 @@ type Harness struct {
 	// Lease is the lease the suite uses when it has to wait for real time
 	// (default 300ms). Raise it for slow stores.
 	Lease time.Duration
-	// Corrupt, if set, writes a malformed record (bytes the store cannot
-	// decode) at key in s, the way a foreign writer or a bad disk would.
+	// Corrupt, if set, damages the record at key in s (the suite has just
+	// completed a call there) so that the store cannot decode it, the way
+	// a foreign writer or a bad disk would.
 	// The hostile cases then check that Claim and Get both report
 	// idem.ErrCorruptRecord and that a fail-open Guard does not run.
 	Corrupt func(t *testing.T, s idem.Store, key string)

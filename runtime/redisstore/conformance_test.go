@@ -24,7 +24,17 @@ func TestConformanceStandalone(t *testing.T) {
 			// A short poll keeps the suite's real-time waits tight.
 			return newStore(t, rdb, WithPollInterval(50*time.Millisecond))
 		},
+		Corrupt: corruptWith(rdb),
 	})
+}
+
+// corruptWith plants bytes that are no record at key's Redis key.
+func corruptWith(rdb redis.UniversalClient) func(t *testing.T, s idem.Store, key string) {
+	return func(t *testing.T, s idem.Store, key string) {
+		if err := rdb.Set(context.Background(), s.(*Store).RecordKey(key), "\x00not a record", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestConformanceCluster(t *testing.T) {
@@ -35,6 +45,7 @@ func TestConformanceCluster(t *testing.T) {
 		New: func(t *testing.T, _ func() time.Time) idem.Store {
 			return newStore(t, rdb, WithPollInterval(50*time.Millisecond))
 		},
+		Corrupt: corruptWith(rdb),
 	})
 }
 
