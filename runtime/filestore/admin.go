@@ -68,13 +68,13 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, erro
 	if err != nil {
 		return idem.Record{}, err
 	}
-	if !ok {
+	now := s.now()
+	if !ok || !live(&r, now) { // past retention: gone
 		return idem.Record{}, fmt.Errorf("filestore: force release %q: %w", key, idem.ErrNotFound)
 	}
 	if err := ctxErr(ctx, "force release", key); err != nil {
 		return idem.Record{}, err
 	}
-	now := s.now()
 	keep := max(r.ExpiresAt.Sub(r.UpdatedAt), 0)
 	r.State = idem.StateReleased
 	r.Owner = idem.Token{}

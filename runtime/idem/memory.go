@@ -339,8 +339,8 @@ func (s *MemoryStore) ForceRelease(ctx context.Context, key string) (Record, err
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	r := sh.m[key]
-	if r == nil || r.State == StateAbsent {
-		return Record{}, fmt.Errorf("%w: %s", ErrNotFound, key)
+	if r == nil || r.State == StateAbsent || !live(r, now) {
+		return Record{}, fmt.Errorf("%w: %s", ErrNotFound, key) // past retention: gone
 	}
 	keep := r.ExpiresAt.Sub(r.UpdatedAt)
 	r.State = StateReleased
@@ -411,6 +411,9 @@ func (s *MemoryStore) finish(ctx context.Context, l Lease, state State, res Resu
 	// The store keeps res.Data as given (the Guard's freshly encoded
 	// bytes), not a copy: one copy of a result, not two.
 	r.Result = res.Data
+	if len(r.Result) == 0 {
+		r.Result = nil // as every other store returns an empty result
+	}
 	r.value = res.Value
 	if state == StateReleased || len(res.Data) > keepValueMax {
 		r.value = nil

@@ -25,6 +25,7 @@ var retentionCases = []suiteCase{
 	{"RetentionReleasedKeepsFingerprint", testRetentionReleased},
 	{"RetentionFinishedKeepsFingerprint", testRetentionFinished},
 	{"RetentionForceReleaseKeepsFingerprint", testRetentionForceRelease},
+	{"RetentionForceReleasePastRetentionIsNotFound", testRetentionForceReleaseExpired},
 	{"RetentionExpiredRecordForgetsFingerprint", testRetentionExpired},
 	{"RetentionGuardOtherPayloadNeverRuns", testRetentionGuard},
 	{"RetentionOrderedClaim", testRetentionOrdered},
@@ -161,6 +162,25 @@ func testRetentionForceRelease(t *testing.T, e *env) {
 	}
 	if err := e.s.Delete(ctx, e.key); err != nil {
 		t.Fatal(err)
+	}
+	e.mustOwn(e.key, fp("b"), idem.ClaimAcquired)
+}
+
+// testRetentionForceReleaseExpired: a record past its retention is gone;
+// an operator's ForceRelease must not revive it (with its old fingerprint
+// and a fresh retention, which would refuse the next payload).
+func testRetentionForceReleaseExpired(t *testing.T, e *env) {
+	a, ok := e.s.(idem.Admin)
+	if !ok {
+		t.Skipf("%T does not implement idem.Admin", e.s)
+	}
+	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	if err := e.s.Complete(ctx, l, idem.Result{Data: []byte(`1`)}); err != nil {
+		t.Fatal(err)
+	}
+	e.advance(e.ttl + e.ttl/4 + 50*time.Millisecond)
+	if _, err := a.ForceRelease(ctx, e.key); !errors.Is(err, idem.ErrNotFound) {
+		t.Fatalf("ForceRelease past retention = %v, want ErrNotFound", err)
 	}
 	e.mustOwn(e.key, fp("b"), idem.ClaimAcquired)
 }

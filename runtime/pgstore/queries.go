@@ -158,6 +158,7 @@ ORDER BY key LIMIT $5`),
 		expires_at = coalesce($2::timestamptz, statement_timestamp()) + greatest(expires_at - updated_at, interval '0'),
 		updated_at = coalesce($2::timestamptz, statement_timestamp())
 	WHERE key = $1 AND format <= 1 AND state BETWEEN 1 AND 4
+		AND expires_at > coalesce($2::timestamptz, statement_timestamp()) -- past retention: gone
 	RETURNING key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, format, waiters
 )
 SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, format FROM u

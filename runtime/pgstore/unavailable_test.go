@@ -89,14 +89,27 @@ func TestDeadlineShorterThanAStatementBoundsEveryStoreCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := idem.Lease{Key: key, Owner: idem.Token{1}, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
+	// A claim of a live row is answered from its snapshot without the row
+	// lock; a released row is one the claim must lock to take, so the
+	// claim is made on one of those.
+	const released = "held-released"
+	rres, err := s.Claim(ctx, idem.ClaimRequest{Key: released, Owner: idem.Token{3}, Lease: time.Minute, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, idem.Lease{Key: released, Owner: idem.Token{3}, Fence: rres.Fence, Duration: time.Minute, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
 	unlock := lockRow(t, s, key)
 	defer unlock()
+	unlockReleased := lockRow(t, s, released)
+	defer unlockReleased()
 	ops := []struct {
 		name string
 		run  func(ctx context.Context) error
 	}{
 		{"claim", func(ctx context.Context) error {
-			_, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{2}, Lease: time.Minute, TTL: time.Hour})
+			_, err := s.Claim(ctx, idem.ClaimRequest{Key: released, Owner: idem.Token{2}, Lease: time.Minute, TTL: time.Hour})
 			return err
 		}},
 		{"heartbeat", func(ctx context.Context) error { return s.Heartbeat(ctx, l) }},

@@ -285,8 +285,11 @@ func (h *harness) hostileSlowClaim(t *testing.T, store string) []row {
 		if cls := Classify(err); cls != "deadline" && cls != "store_unavailable" && cls != "canceled" {
 			late.add("%s: call with a %s deadline: %v (%s), want the ctx's error", k, deadline, err, cls)
 		}
-		if took > deadline+latency/2 {
-			late.add("%s: call with a %s deadline returned after %s (the link's delay is %s)", k, deadline, took.Round(time.Millisecond), latency)
+		// A round trip through the link takes 2×latency; a call bounded by
+		// its ctx returns well before that (the slack covers a loaded
+		// 2-core machine and pgx's cancel request).
+		if took > deadline+latency {
+			late.add("%s: call with a %s deadline returned after %s (a round trip takes %s)", k, deadline, took.Round(time.Millisecond), 2*latency)
 		}
 		time.Sleep(latency + 50*time.Millisecond) // the claim lands now
 		p.Heal()
