@@ -211,7 +211,7 @@ conformance suite, runtime/idemtest). Executions are counted by the ledger.
 `)
 		for _, r := range hostile {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d | %s | %s |\n", names[r.Store], r.Scenario, r.Trials, r.Expected, r.Observed,
-				r.v.n(), strings.ReplaceAll(r.Notes, "|", "/"), r.took.Round(100*time.Millisecond))
+				r.v.n(), strings.ReplaceAll(r.Notes, "|", "/"), r.took.Round(time.Millisecond))
 		}
 		b.WriteString("\n")
 	}
