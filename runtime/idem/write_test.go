@@ -13,17 +13,19 @@ import (
 // started.
 func TestWriteTimeoutCountsFromReturn(t *testing.T) {
 	old := writeTimeoutFloor
-	writeTimeoutFloor = 50 * time.Millisecond
+	writeTimeoutFloor = 100 * time.Millisecond
 	defer func() { writeTimeoutFloor = old }()
 
 	store := NewMemoryStore()
 	g := NewGuard(store)
-	spec := &Spec{Name: "test.LongRun", Lease: 30 * time.Millisecond}
+	// A lease long enough that scheduling delays under -race on a loaded
+	// 2-core machine do not look like failed heartbeats (30ms flaked).
+	spec := &Spec{Name: "test.LongRun", Lease: 150 * time.Millisecond}
 	c := g.Begin(spec)
 	c.Key().String("long")
 	got, err := Do(context.Background(), c, func(ctx context.Context) (string, error) {
 		select {
-		case <-time.After(300 * time.Millisecond): // 10 leases, 6 write timeouts
+		case <-time.After(600 * time.Millisecond): // 4 leases, 4 write timeouts
 		case <-ctx.Done():
 			return "", context.Cause(ctx)
 		}
