@@ -301,7 +301,7 @@ func TestSpecCodecIncompatibleFailsClosed(t *testing.T) {
 // rawCodec writes fixed bytes, to plant a record.
 type rawCodec struct{ data []byte }
 
-func (c rawCodec) Marshal(any) ([]byte, error)  { return c.data, nil }
+func (c rawCodec) Marshal(any) ([]byte, error) { return c.data, nil }
 func (c rawCodec) Unmarshal([]byte, any) error { return errors.New("unused") }
 
 func TestSpecCodecCorruptRecord(t *testing.T) {
