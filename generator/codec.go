@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"fmt"
 	"go/types"
 	"sort"
 	"strings"
@@ -197,7 +198,10 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 	e := g.e
 	key := types.TypeString(n, nil) // instances of a generic type differ
 	specialised := len(omit) > 0
-	if !specialised {
+	if specialised {
+		key += " for " + g.spec + " omitting " + fmt.Sprint(omit) // fmt sorts map keys
+	}
+	{
 		if h, ok := e.codecHelpers[key]; ok {
 			if h.problems != nil {
 				for _, p := range h.problems {
@@ -221,9 +225,7 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 	name := e.global("idemEnc" + base)[len("idemEnc"):]
 	e.globals["idemDec"+name] = true
 	h := &codecHelper{name: name}
-	if !specialised {
-		e.codecHelpers[key] = h // recursion finds it
-	}
+	e.codecHelpers[key] = h // recursion finds it
 	sub := &codecGen{e: e, lossy: map[string]bool{}, spec: g.spec}
 	// Paths inside the helper are relative; foreignAt "" at the root of an
 	// own type, or the root itself of another package's.
