@@ -14,7 +14,7 @@ import (
 // and the case's behaviour tests (testdata/<case>/*_test.go), in a scratch
 // module that uses this repository's runtime, and runs them against the
 // memory store: exactly once under concurrency, replays equal to the first
-// result under go-cmp (after a real JSON round trip), each option's effect.
+// result under go-cmp (after a real round trip through the stored bytes), each option's effect.
 // All cases build and run in one go test invocation.
 func TestBehaviour(t *testing.T) {
 	if testing.Short() {
