@@ -156,6 +156,10 @@ func (g *codecGen) pair(t types.Type) (marshal, unmarshal string, ok bool) {
 
 func (g *codecGen) code(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope, encode bool) []jen.Code {
 	e, pi := g.e, g.e.pi
+	if !e.renderable(t) {
+		g.fail(path, "type "+pi.typeString(t)+" cannot be named in the generated file (unexported, or internal to another module)", foreignAt)
+		return nil
+	}
 	t = types.Unalias(t)
 	if _, isPtr := t.Underlying().(*types.Pointer); !isPtr && !types.IsInterface(t) {
 		// protobuf messages: *M has ProtoReflect.
