@@ -542,6 +542,11 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 				idx = i
 			}
 		}
+		if idx < 0 && len(names) == 0 {
+			pi.d.add(p.pos, "omit: %s has no result to omit (it returns only an error)", x.decl.Name.Name)
+			ok = false
+			continue
+		}
 		if idx < 0 {
 			pi.d.add(p.pos, "omit: %s names no result of %s (its results: %s)", p.text, x.decl.Name.Name, strings.Join(names, ", "))
 			ok = false
