@@ -8,7 +8,12 @@ import (
 )
 
 func TestJSONTagsReplayed(t *testing.T) {
-	api := NewIdempotent(newGuard(t))
+	for _, ng := range guards(t) {
+		t.Run(ng.store, func(t *testing.T) { jsonTagsReplayed(t, NewIdempotent(ng.g)) })
+	}
+}
+
+func jsonTagsReplayed(t *testing.T, api *Idempotent) {
 	first, err := api.F(context.Background(), "a")
 	if err != nil {
 		t.Fatal(err)
