@@ -57,6 +57,22 @@ func generateIn(t *testing.T, mod string, env []string) ([]File, []string) {
 // advice matches the option a diagnostic advises, at its very end.
 var advice = regexp.MustCompile("^([^:]+):\\d+:\\d+: (\\w+): cannot key .*(add|change exclude= to) `exclude=([^`]+)`\\)$")
 
+// omitAdvice matches a result diagnostic's omit= advice: file, function
+// (or method) name, paths.
+var omitAdvice = regexp.MustCompile("^([^:]+):\\d+:\\d+: (?:function|method) (?:\\w+\\.)?(\\w+): result .*\\(add `omit=([^`]+)`\\)$")
+
+// advised returns what d advises: file, function, option, whether to add
+// (else replace), paths; ok false if it advises nothing.
+func advised(d string) (file, fn, opt string, add bool, paths string, ok bool) {
+	if m := advice.FindStringSubmatch(d); m != nil {
+		return m[1], m[2], "exclude", m[3] == "add", m[4], true
+	}
+	if m := omitAdvice.FindStringSubmatch(d); m != nil {
+		return m[1], m[2], "omit", true, m[3], true
+	}
+	return "", "", "", false, "", false
+}
+
 // TestAdviceApplies follows the advice of every diagnostic case that gives
 // some, as a user would: write the advised option into the directive,
 // regenerate, repeat. Each round must make progress (fewer diagnostics);
@@ -74,7 +90,7 @@ func TestAdviceApplies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(data), "`exclude=") {
+		if !strings.Contains(string(data), "`exclude=") && !strings.Contains(string(data), "`omit=") {
 			continue
 		}
 		name := filepath.Base(filepath.Dir(g))
@@ -87,12 +103,12 @@ func TestAdviceApplies(t *testing.T) {
 		}
 	}
 	if len(cases) < 5 {
-		t.Fatalf("only %d diagnostic cases advise an exclude=: %v", len(cases), cases)
+		t.Fatalf("only %d diagnostic cases advise an exclude= or omit=: %v", len(cases), cases)
 	}
 	_, first := generateIn(t, mod, env)
 	var silent []string // diagnostics that advise nothing: they stay
 	for _, d := range first {
-		if !advice.MatchString(d) {
+		if _, _, _, _, _, ok := advised(d); !ok {
 			silent = append(silent, d)
 		}
 	}
@@ -101,12 +117,12 @@ func TestAdviceApplies(t *testing.T) {
 	for round := 1; ; round++ {
 		applied := map[string]bool{} // one advice per function and round
 		for _, d := range diags {
-			m := advice.FindStringSubmatch(d)
-			if m == nil || applied[m[1]+" "+m[2]] {
+			file, fn, opt, add, paths, ok := advised(d)
+			if !ok || applied[file+" "+fn] {
 				continue
 			}
-			applied[m[1]+" "+m[2]] = true
-			follow(t, filepath.Join(mod, m[1]), m[2], m[3] == "add", m[4])
+			applied[file+" "+fn] = true
+			follow(t, filepath.Join(mod, file), fn, opt, add, paths)
 		}
 		if len(applied) == 0 {
 			break
@@ -159,10 +175,10 @@ func TestAdviceApplies(t *testing.T) {
 	}
 }
 
-// follow writes exclude=paths into the directive of function fn in file:
-// appended to its last //idem: line (add), or replacing the exclude= it
-// has.
-func follow(t *testing.T, file, fn string, add bool, paths string) {
+// follow writes opt=paths (exclude= or omit=) into the directive of
+// function fn in file: added to the opt= it has or appended to its last
+// //idem: line (add), or replacing the opt= it has.
+func follow(t *testing.T, file, fn, opt string, add bool, paths string) {
 	t.Helper()
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -179,22 +195,28 @@ func follow(t *testing.T, file, fn string, add bool, paths string) {
 	if at < 0 {
 		t.Fatalf("%s: no func %s", file, fn)
 	}
-	last := -1
+	last, has := -1, false
+	re := regexp.MustCompile(`\b` + opt + `=(\S+)`)
 	for i := at - 1; i >= 0 && strings.HasPrefix(lines[i], "//"); i-- {
 		if strings.HasPrefix(lines[i], "//idem:") {
 			if last < 0 {
 				last = i
 			}
-			if !add {
-				lines[i] = regexp.MustCompile(`exclude=\S+`).ReplaceAllLiteralString(lines[i], "exclude="+paths)
+			if re.MatchString(lines[i]) {
+				has = true
+				if add {
+					lines[i] = re.ReplaceAllString(lines[i], opt+"=${1},"+paths)
+				} else {
+					lines[i] = re.ReplaceAllLiteralString(lines[i], opt+"="+paths)
+				}
 			}
 		}
 	}
 	if last < 0 {
 		t.Fatalf("%s: func %s has no //idem: line", file, fn)
 	}
-	if add {
-		lines[last] += " exclude=" + paths
+	if !has {
+		lines[last] += " " + opt + "=" + paths
 	}
 	write(t, file, []byte(strings.Join(lines, "\n")))
 }

@@ -132,10 +132,6 @@ func (pi *pkgInfo) check(fd *ast.FuncDecl, lines []*ast.Comment) *fn {
 		for i := 0; i < res.Len()-1; i++ {
 			t := res.At(i).Type()
 			x.result = append(x.result, t)
-			for _, msg := range pi.storable(t) {
-				pi.d.add(namePos, "%s: result %d (%s) cannot be stored faithfully: %s", what, i+1, pi.typeString(t), msg)
-				ok = false
-			}
 		}
 	}
 	x.params = pi.params(sig)

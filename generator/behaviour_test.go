@@ -14,7 +14,7 @@ import (
 // and the case's behaviour tests (testdata/<case>/*_test.go), in a scratch
 // module that uses this repository's runtime, and runs them against the
 // memory store: exactly once under concurrency, replays equal to the first
-// result under go-cmp (after a real JSON round trip), each option's effect.
+// result under go-cmp (after a real round trip through the stored bytes), each option's effect.
 // All cases build and run in one go test invocation.
 func TestBehaviour(t *testing.T) {
 	if testing.Short() {
@@ -121,10 +121,16 @@ const helpersSource = `package PKG
 // Aliased imports: a case may declare package-level names idem, context…
 import (
 	zzcontext "context"
+	zzfmt "fmt"
+	zzos "os"
 	zzsync "sync"
 	zztesting "testing"
+	zztime "time"
+
+	zzredis "github.com/redis/go-redis/v9"
 
 	zzidem "github.com/idemgen/idemgen/runtime/idem"
+	zzredisstore "github.com/idemgen/idemgen/runtime/redisstore"
 )
 
 // jsonStore is the memory store, except that replays decode the stored
@@ -142,6 +148,47 @@ func (s jsonStore) Claim(ctx zzcontext.Context, req zzidem.ClaimRequest) (zzidem
 func newGuard(t zztesting.TB) *zzidem.Guard {
 	t.Helper()
 	return zzidem.NewGuard(jsonStore{zzidem.NewMemoryStore()})
+}
+
+// namedGuard is a guard and the store it runs on.
+type namedGuard struct {
+	store string
+	g     *zzidem.Guard
+}
+
+// guards returns a guard over a fresh memory store and, when Redis
+// answers at 127.0.0.1:6379 (or IDEM_REDIS_ADDR), one over a Redis store
+// under a prefix of its own: replays there decode bytes that went through
+// Redis.
+func guards(t zztesting.TB) []namedGuard {
+	t.Helper()
+	out := []namedGuard{{"memory", newGuard(t)}}
+	addr := zzos.Getenv("IDEM_REDIS_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	rdb := zzredis.NewClient(&zzredis.Options{Addr: addr, DialTimeout: zztime.Second})
+	ctx, cancel := zzcontext.WithTimeout(zzcontext.Background(), 2*zztime.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Logf("no Redis at %s (%v): memory store only", addr, err)
+		rdb.Close()
+		return out
+	}
+	prefix := zzfmt.Sprintf("idembehaviour:%s:%d:", t.Name(), zztime.Now().UnixNano())
+	st, err := zzredisstore.New(rdb, zzredisstore.WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		st.Close()
+		bg := zzcontext.Background()
+		for it := rdb.Scan(bg, 0, prefix+"*", 100).Iterator(); it.Next(bg); {
+			rdb.Del(bg, it.Val())
+		}
+		rdb.Close()
+	})
+	return append(out, namedGuard{"redis", zzidem.NewGuard(st)})
 }
 
 // storm runs f from n goroutines released at once and returns their errors.

@@ -14,7 +14,7 @@ const directivePrefix = "//idem:"
 
 // optionNames lists the options of a //idem: directive, in the order the
 // generated doc comment shows them.
-var optionNames = []string{"ttl", "lease", "on_duplicate", "on_failure", "key", "exclude", "name", "version", "wait", "order", "grace"}
+var optionNames = []string{"ttl", "lease", "on_duplicate", "on_failure", "key", "exclude", "name", "version", "wait", "order", "grace", "omit"}
 
 var (
 	duplicateModes = []string{"return", "raise", "wait"}
@@ -35,6 +35,7 @@ type options struct {
 	key         []pathOpt
 	keySet      bool
 	exclude     []pathOpt
+	omit        []pathOpt // results or paths inside results left out of the record
 	name        string
 	version     int
 	// order=ENTITY:TIME: the entity path and the event time path of an
@@ -154,6 +155,8 @@ func example(name string) string {
 		return "unlock|lock"
 	case "key", "exclude":
 		return "req.ID,userID"
+	case "omit":
+		return "r2,out.ResultMetadata"
 	case "name":
 		return "billing.CreateInvoice"
 	case "version":
@@ -212,7 +215,7 @@ func (o *options) set(name, value string, pos token.Position) string {
 			return "on_failure: " + strconv.Quote(value) + " is not one of unlock, lock" + didYouMean(value, failureModes)
 		}
 		o.onFailure = value
-	case "key", "exclude":
+	case "key", "exclude", "omit":
 		var paths []pathOpt
 		off := 0
 		for _, p := range strings.Split(value, ",") {
@@ -225,10 +228,13 @@ func (o *options) set(name, value string, pos token.Position) string {
 			}
 			paths = append(paths, pathOpt{text: p, pos: pp})
 		}
-		if name == "key" {
+		switch name {
+		case "key":
 			o.key, o.keySet = paths, true
-		} else {
+		case "exclude":
 			o.exclude = paths
+		default:
+			o.omit = paths
 		}
 	case "order":
 		entity, at, found := strings.Cut(value, ":")

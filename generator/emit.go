@@ -23,7 +23,9 @@ type emitter struct {
 	paramNames map[string]bool // every wrapper parameter name: imports avoid them
 	globals    map[string]bool // package-level names taken
 	helpers    map[*types.TypeName]string
-	failed     map[*types.TypeName][]problem // types that cannot be keyed
+	// codecHelpers are the result codec helpers of named types.
+	codecHelpers map[string]*codecHelper
+	failed       map[*types.TypeName][]problem // types that cannot be keyed
 	// fieldsRead are the struct types whose fields the key code reads:
 	// each gets a compile-time check that they did not change.
 	fieldsRead  map[*types.TypeName]*types.Named
@@ -54,17 +56,18 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 	// Functions with bad directives were left out; the others still go
 	// through key and path checks, so one run reports every problem.
 	e := &emitter{
-		pi:         pi,
-		f:          jen.NewFilePathName(p.PkgPath, p.Name),
-		aliases:    map[string]string{},
-		aliasUsed:  map[string]bool{},
-		paramNames: map[string]bool{},
-		globals:    map[string]bool{},
-		helpers:    map[*types.TypeName]string{},
-		failed:     map[*types.TypeName][]problem{},
-		fieldsRead: map[*types.TypeName]*types.Named{},
-		idem:       types.NewPackage(RuntimePath, "idem"),
-		ctxPkg:     types.NewPackage("context", "context"),
+		pi:           pi,
+		f:            jen.NewFilePathName(p.PkgPath, p.Name),
+		aliases:      map[string]string{},
+		aliasUsed:    map[string]bool{},
+		paramNames:   map[string]bool{},
+		globals:      map[string]bool{},
+		helpers:      map[*types.TypeName]string{},
+		codecHelpers: map[string]*codecHelper{},
+		failed:       map[*types.TypeName][]problem{},
+		fieldsRead:   map[*types.TypeName]*types.Named{},
+		idem:         types.NewPackage(RuntimePath, "idem"),
+		ctxPkg:       types.NewPackage("context", "context"),
 	}
 	for k := range pi.scope {
 		e.globals[k] = true
@@ -242,6 +245,11 @@ func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
 			fields = append(fields, kv("Grace", e.duration(o.grace)))
 		}
 	}
+	codecVar := ""
+	if len(x.result) > 0 {
+		codecVar = e.global("idemCodec" + specBase)
+		fields = append(fields, kv("Codec", jen.Id(codecVar)))
+	}
 	out = append(out, jen.Var().Id(specVar).Op("=").Op("&").Add(e.qual(e.idem, "Spec")).Values(fields...))
 
 	// The self-check: a changed signature fails the build here, naming the function.
@@ -281,6 +289,12 @@ func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
 		out = append(out, jen.Commentf("%s holds the results of %s, stored as one value.", resultStruct, display).Line().
 			Type().Id(resultStruct).Struct(fs...))
 		resultT = jen.Id(resultStruct)
+	}
+
+	// The result codec.
+	codecDoc, codecOK := e.resultCodec(x, specBase, codecVar, resultT, &out)
+	if !codecOK {
+		return nil
 	}
 
 	// The wrapper.
@@ -339,7 +353,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
 			)),
 			jen.Return(rets...))
 	}
-	doc := fmt.Sprintf("%s is %s, run at most once per key (%s).", fname, display, e.optionSummary(x))
+	doc := fmt.Sprintf("%s is %s, run at most once per key (%s).%s", fname, display, e.optionSummary(x), codecDoc)
 	out = append(out, jen.Comment(doc).Line().
 		Func().Params(jen.Id(recv).Op("*").Id(typeName)).Id(fname).Add(e.signature(x.sig, names)).Block(body...))
 	return out
@@ -400,7 +414,7 @@ func (e *emitter) optionSummary(x *fn) string {
 	if o.onFailure != "" {
 		parts = append(parts, "on_failure="+o.onFailure)
 	}
-	for _, n := range []string{"key", "exclude", "name", "version", "order", "grace"} {
+	for _, n := range []string{"key", "exclude", "name", "version", "order", "grace", "omit"} {
 		if opt, ok := o.given[n]; ok {
 			parts = append(parts, n+"="+opt.value)
 		}

@@ -8,12 +8,13 @@ import (
 // wellKnown holds the types the analysis recognises by identity or by
 // method set.
 type wellKnown struct {
-	keyer           *types.Interface // idem.Keyer, nil if the package cannot see idem
-	binaryMarshaler *types.Interface
-	textMarshaler   *types.Interface
-	textUnmarshaler *types.Interface
-	jsonMarshaler   *types.Interface
-	jsonUnmarshaler *types.Interface
+	keyer             *types.Interface // idem.Keyer, nil if the package cannot see idem
+	binaryMarshaler   *types.Interface
+	binaryUnmarshaler *types.Interface
+	textMarshaler     *types.Interface
+	textUnmarshaler   *types.Interface
+	jsonMarshaler     *types.Interface
+	jsonUnmarshaler   *types.Interface
 	// protoMessage is ProtoReflect() protoreflect.Message, the method set
 	// of every google.golang.org/protobuf message; nil if the package
 	// cannot see protoreflect (then no type can have it).
@@ -47,11 +48,12 @@ func iface(ms ...*types.Func) *types.Interface {
 
 func newWellKnown(pkg *types.Package) *wellKnown {
 	w := &wellKnown{
-		binaryMarshaler: iface(method("MarshalBinary", nil, []types.Type{byteSlice, errorType})),
-		textMarshaler:   iface(method("MarshalText", nil, []types.Type{byteSlice, errorType})),
-		textUnmarshaler: iface(method("UnmarshalText", []types.Type{byteSlice}, []types.Type{errorType})),
-		jsonMarshaler:   iface(method("MarshalJSON", nil, []types.Type{byteSlice, errorType})),
-		jsonUnmarshaler: iface(method("UnmarshalJSON", []types.Type{byteSlice}, []types.Type{errorType})),
+		binaryMarshaler:   iface(method("MarshalBinary", nil, []types.Type{byteSlice, errorType})),
+		binaryUnmarshaler: iface(method("UnmarshalBinary", []types.Type{byteSlice}, []types.Type{errorType})),
+		textMarshaler:     iface(method("MarshalText", nil, []types.Type{byteSlice, errorType})),
+		textUnmarshaler:   iface(method("UnmarshalText", []types.Type{byteSlice}, []types.Type{errorType})),
+		jsonMarshaler:     iface(method("MarshalJSON", nil, []types.Type{byteSlice, errorType})),
+		jsonUnmarshaler:   iface(method("UnmarshalJSON", []types.Type{byteSlice}, []types.Type{errorType})),
 	}
 	if pr := findPackage(pkg, protoreflectPath, map[*types.Package]bool{}); pr != nil {
 		if m, ok := pr.Scope().Lookup("Message").(*types.TypeName); ok {

@@ -18,10 +18,30 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCreateInvoice = &idem.Spec{Name: "github.com/idemgen/idemgen/examples/quickstart.CreateInvoice", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait}
+var idemSpecCreateInvoice = &idem.Spec{Name: "github.com/idemgen/idemgen/examples/quickstart.CreateInvoice", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait, Codec: idemCodecCreateInvoice}
 
 // Build fails here if main.CreateInvoice's signature changed since generation: run go generate.
 var _ func(context.Context, InvoiceRequest) (*Invoice, error) = CreateInvoice
+
+// idemCodecCreateInvoice stores the results of CreateInvoice (generated codec).
+var idemCodecCreateInvoice = idem.TypedCodec[*Invoice]{
+	Decode: func(d *idem.Decoder, v **Invoice) {
+		if d.Ptr() {
+			*v = new(Invoice)
+			idemDecInvoice(d, (*v))
+		} else {
+			*v = nil
+		}
+	},
+	Encode: func(e *idem.Encoder, v **Invoice) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			e.Ptr()
+			idemEncInvoice(e, (*v))
+		}
+	},
+}
 
 // CreateInvoice is main.CreateInvoice, run at most once per key (ttl=24h lease=30s on_duplicate=wait key=req.CustomerID,req.OrderID).
 func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (*Invoice, error) {
@@ -34,10 +54,20 @@ func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (*In
 	})
 }
 
-var idemSpecHandleWebhook = &idem.Spec{Name: "github.com/idemgen/idemgen/examples/quickstart.HandleWebhook", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, OnFailure: idem.FailureLock}
+var idemSpecHandleWebhook = &idem.Spec{Name: "github.com/idemgen/idemgen/examples/quickstart.HandleWebhook", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, OnFailure: idem.FailureLock, Codec: idemCodecHandleWebhook}
 
 // Build fails here if main.HandleWebhook's signature changed since generation: run go generate.
 var _ func(context.Context, string, WebhookEvent) (string, error) = HandleWebhook
+
+// idemCodecHandleWebhook stores the results of HandleWebhook (generated codec).
+var idemCodecHandleWebhook = idem.TypedCodec[string]{
+	Decode: func(d *idem.Decoder, v *string) {
+		*v = d.String()
+	},
+	Encode: func(e *idem.Encoder, v *string) {
+		e.String(*v)
+	},
+}
 
 // HandleWebhook is main.HandleWebhook, run at most once per key (ttl=24h lease=30s on_duplicate=return on_failure=lock key=eventID).
 func (x *Idempotent) HandleWebhook(ctx context.Context, eventID string, ev WebhookEvent) (string, error) {
@@ -48,6 +78,35 @@ func (x *Idempotent) HandleWebhook(ctx context.Context, eventID string, ev Webho
 	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
 		return HandleWebhook(ctx, eventID, ev)
 	})
+}
+
+// idemDecInvoice reads a Invoice of a stored result.
+func idemDecInvoice(d *idem.Decoder, v *Invoice) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "ID":
+			v.ID = d.String()
+		case "AmountCents":
+			v.AmountCents = d.Int(64)
+		case "IssuedAt":
+			d.Unmarshaled(v.IssuedAt.UnmarshalBinary(d.Marshaled()))
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemEncInvoice writes a Invoice of a stored result.
+func idemEncInvoice(e *idem.Encoder, v *Invoice) {
+	at := e.Struct()
+	e.Field("ID")
+	e.String(v.ID)
+	e.Field("AmountCents")
+	e.Int(v.AmountCents)
+	e.Field("IssuedAt")
+	e.Marshaled(v.IssuedAt.MarshalBinary())
+	e.End(at)
 }
 
 // idemKeyInvoiceRequest writes the key material of InvoiceRequest.
@@ -74,6 +133,16 @@ type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if InvoiceRequest gained, lost or retyped a field since generation: run go generate.
 var _ = idemInvoiceRequest_fieldsChanged_runGoGenerate(InvoiceRequest{})
+
+// idemInvoice_fieldsChanged_runGoGenerate is the field list of Invoice that the key code was generated for (tags aside).
+type idemInvoice_fieldsChanged_runGoGenerate struct {
+	ID          string
+	AmountCents int64
+	IssuedAt    time.Time
+}
+
+// Build fails here if Invoice gained, lost or retyped a field since generation: run go generate.
+var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})
 
 // idemWebhookEvent_fieldsChanged_runGoGenerate is the field list of WebhookEvent that the key code was generated for (tags aside).
 type idemWebhookEvent_fieldsChanged_runGoGenerate struct {

@@ -18,10 +18,30 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCreateInvoice = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/basic.CreateInvoice", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait}
+var idemSpecCreateInvoice = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/basic.CreateInvoice", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait, Codec: idemCodecCreateInvoice}
 
 // Build fails here if basic.CreateInvoice's signature changed since generation: run go generate.
 var _ func(context.Context, InvoiceRequest) (*Invoice, error) = CreateInvoice
+
+// idemCodecCreateInvoice stores the results of CreateInvoice (generated codec).
+var idemCodecCreateInvoice = idem.TypedCodec[*Invoice]{
+	Decode: func(d *idem.Decoder, v **Invoice) {
+		if d.Ptr() {
+			*v = new(Invoice)
+			idemDecInvoice(d, (*v))
+		} else {
+			*v = nil
+		}
+	},
+	Encode: func(e *idem.Encoder, v **Invoice) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			e.Ptr()
+			idemEncInvoice(e, (*v))
+		}
+	},
+}
 
 // CreateInvoice is basic.CreateInvoice, run at most once per key (ttl=24h lease=30s on_duplicate=wait key=req.CustomerID,req.OrderID).
 func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (*Invoice, error) {
@@ -32,6 +52,31 @@ func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (*In
 	return idem.Do(ctx, c, func(ctx context.Context) (*Invoice, error) {
 		return CreateInvoice(ctx, req)
 	})
+}
+
+// idemDecInvoice reads a Invoice of a stored result.
+func idemDecInvoice(d *idem.Decoder, v *Invoice) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "ID":
+			v.ID = d.String()
+		case "Amount":
+			v.Amount = d.Int(64)
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemEncInvoice writes a Invoice of a stored result.
+func idemEncInvoice(e *idem.Encoder, v *Invoice) {
+	at := e.Struct()
+	e.Field("ID")
+	e.String(v.ID)
+	e.Field("Amount")
+	e.Int(v.Amount)
+	e.End(at)
 }
 
 // idemKeyInvoiceRequest writes the key material of InvoiceRequest.
@@ -88,6 +133,15 @@ type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if InvoiceRequest gained, lost or retyped a field since generation: run go generate.
 var _ = idemInvoiceRequest_fieldsChanged_runGoGenerate(InvoiceRequest{})
+
+// idemInvoice_fieldsChanged_runGoGenerate is the field list of Invoice that the key code was generated for (tags aside).
+type idemInvoice_fieldsChanged_runGoGenerate struct {
+	ID     string
+	Amount int64
+}
+
+// Build fails here if Invoice gained, lost or retyped a field since generation: run go generate.
+var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})
 
 // idemLine_fieldsChanged_runGoGenerate is the field list of Line that the key code was generated for (tags aside).
 type idemLine_fieldsChanged_runGoGenerate struct {

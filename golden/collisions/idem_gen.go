@@ -18,10 +18,20 @@ func NewIdempotent(g *idem3.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecPay2 = &idem3.Spec{Name: "github.com/idemgen/idemgen/testdata/collisions.Pay", TTL: 24 * time3.Hour, Lease: 30 * time3.Second, OnDuplicate: idem3.DuplicateReturn}
+var idemSpecPay2 = &idem3.Spec{Name: "github.com/idemgen/idemgen/testdata/collisions.Pay", TTL: 24 * time3.Hour, Lease: 30 * time3.Second, OnDuplicate: idem3.DuplicateReturn, Codec: idemCodecPay}
 
 // Build fails here if collisions.Pay's signature changed since generation: run go generate.
 var _ func(context3.Context, string, int, bool, []string, string, int) (int64, error) = Pay
+
+// idemCodecPay stores the results of Pay (generated codec).
+var idemCodecPay = idem3.TypedCodec[int64]{
+	Decode: func(d *idem3.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem3.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Pay is collisions.Pay, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x2 *Idempotent) Pay(ctx2 context3.Context, g string, c int, x bool, r []string, err string, ctx int) (int64, error) {
@@ -44,7 +54,7 @@ func (x2 *Idempotent) Pay(ctx2 context3.Context, g string, c int, x bool, r []st
 	})
 }
 
-var idemSpecTick = &idem3.Spec{Name: "github.com/idemgen/idemgen/testdata/collisions.Tick", TTL: 90 * time3.Minute, Lease: 30 * time3.Second, OnDuplicate: idem3.DuplicateReturn}
+var idemSpecTick = &idem3.Spec{Name: "github.com/idemgen/idemgen/testdata/collisions.Tick", TTL: 90 * time3.Minute, Lease: 30 * time3.Second, OnDuplicate: idem3.DuplicateReturn, Codec: idemCodecTick}
 
 // Build fails here if collisions.Tick's signature changed since generation: run go generate.
 var _ func(context3.Context, string, int, context, []byte) (string, int, error) = Tick
@@ -53,6 +63,31 @@ var _ func(context3.Context, string, int, context, []byte) (string, int, error) 
 type idemResultTick struct {
 	R1 string
 	R2 int
+}
+
+// idemCodecTick stores the results of Tick (generated codec).
+var idemCodecTick = idem3.TypedCodec[idemResultTick]{
+	Decode: func(d *idem3.Decoder, v *idemResultTick) {
+		end := d.Struct()
+		for d.More(end) {
+			switch string(d.Field()) {
+			case "R1":
+				v.R1 = d.String()
+			case "R2":
+				v.R2 = int(d.Int(64))
+			default:
+				d.Skip()
+			}
+		}
+	},
+	Encode: func(e *idem3.Encoder, v *idemResultTick) {
+		at := e.Struct()
+		e.Field("R1")
+		e.String(v.R1)
+		e.Field("R2")
+		e.Int(int64(v.R2))
+		e.End(at)
+	},
 }
 
 // Tick is collisions.Tick, run at most once per key (ttl=1h30m lease=30s on_duplicate=return key=idem2).

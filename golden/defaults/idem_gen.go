@@ -18,10 +18,20 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecGetQuote = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/defaults.GetQuote", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecGetQuote = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/defaults.GetQuote", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecGetQuote}
 
 // Build fails here if defaults.GetQuote's signature changed since generation: run go generate.
 var _ func(context.Context, string, int) (Quote, error) = GetQuote
+
+// idemCodecGetQuote stores the results of GetQuote (generated codec).
+var idemCodecGetQuote = idem.TypedCodec[Quote]{
+	Decode: func(d *idem.Decoder, v *Quote) {
+		idemDecQuote(d, v)
+	},
+	Encode: func(e *idem.Encoder, v *Quote) {
+		idemEncQuote(e, v)
+	},
+}
 
 // GetQuote is defaults.GetQuote, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) GetQuote(ctx context.Context, symbol string, qty int) (Quote, error) {
@@ -32,3 +42,62 @@ func (x *Idempotent) GetQuote(ctx context.Context, symbol string, qty int) (Quot
 		return GetQuote(ctx, symbol, qty)
 	})
 }
+
+// idemDecQuote reads a Quote of a stored result.
+func idemDecQuote(d *idem.Decoder, v *Quote) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "Symbol":
+			v.Symbol = d.String()
+		case "Qty":
+			v.Qty = int(d.Int(64))
+		case "Total":
+			v.Total = d.Float64()
+		case "Tags":
+			if d.Nil() {
+				v.Tags = nil
+			} else {
+				v.Tags = make([]string, d.List())
+				for i := range v.Tags {
+					v.Tags[i] = d.String()
+				}
+			}
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemEncQuote writes a Quote of a stored result.
+func idemEncQuote(e *idem.Encoder, v *Quote) {
+	at := e.Struct()
+	e.Field("Symbol")
+	e.String(v.Symbol)
+	e.Field("Qty")
+	e.Int(int64(v.Qty))
+	e.Field("Total")
+	e.Float64(v.Total)
+	e.Field("Tags")
+	if v.Tags == nil {
+		e.Nil()
+	} else {
+		at2 := e.List(len(v.Tags))
+		for i := range v.Tags {
+			e.String(v.Tags[i])
+		}
+		e.End(at2)
+	}
+	e.End(at)
+}
+
+// idemQuote_fieldsChanged_runGoGenerate is the field list of Quote that the key code was generated for (tags aside).
+type idemQuote_fieldsChanged_runGoGenerate struct {
+	Symbol string
+	Qty    int
+	Total  float64
+	Tags   []string
+}
+
+// Build fails here if Quote gained, lost or retyped a field since generation: run go generate.
+var _ = idemQuote_fieldsChanged_runGoGenerate(Quote{})

@@ -19,10 +19,20 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCharge = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/drift.Charge", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecCharge = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/drift.Charge", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecCharge}
 
 // Build fails here if drift.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, Req) (int64, error) = Charge
+
+// idemCodecCharge stores the results of Charge (generated codec).
+var idemCodecCharge = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Charge is drift.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Charge(ctx context.Context, req Req) (int64, error) {

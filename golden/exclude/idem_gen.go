@@ -18,10 +18,20 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecFulfil = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/exclude.Fulfil", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecFulfil = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/exclude.Fulfil", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecFulfil}
 
 // Build fails here if exclude.Fulfil's signature changed since generation: run go generate.
 var _ func(context.Context, Order, Delivery) (int64, error) = Fulfil
+
+// idemCodecFulfil stores the results of Fulfil (generated codec).
+var idemCodecFulfil = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Fulfil is exclude.Fulfil, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=meta,order.Trace.Sent,order.Customer.UpdatedAt).
 func (x *Idempotent) Fulfil(ctx context.Context, order Order, meta Delivery) (int64, error) {

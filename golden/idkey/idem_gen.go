@@ -18,10 +18,20 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecHandle = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/idkey.Handle", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecHandle = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/idkey.Handle", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecHandle}
 
 // Build fails here if idkey.Handle's signature changed since generation: run go generate.
 var _ func(context.Context, string, Event) (int64, error) = Handle
+
+// idemCodecHandle stores the results of Handle (generated codec).
+var idemCodecHandle = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Handle is idkey.Handle, run at most once per key (ttl=24h lease=30s on_duplicate=return key=idempotencyKey).
 func (x *Idempotent) Handle(ctx context.Context, idempotencyKey string, ev Event) (int64, error) {
@@ -34,10 +44,20 @@ func (x *Idempotent) Handle(ctx context.Context, idempotencyKey string, ev Event
 	})
 }
 
-var idemSpecHandleEvent = &idem.Spec{Name: "events.handle", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Version: 2}
+var idemSpecHandleEvent = &idem.Spec{Name: "events.handle", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Version: 2, Codec: idemCodecHandleEvent}
 
 // Build fails here if idkey.HandleEvent's signature changed since generation: run go generate.
 var _ func(context.Context, *TypedEvent) (int64, error) = HandleEvent
+
+// idemCodecHandleEvent stores the results of HandleEvent (generated codec).
+var idemCodecHandleEvent = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // HandleEvent is idkey.HandleEvent, run at most once per key (ttl=24h lease=30s on_duplicate=return key=ev.ID name=events.handle version=2).
 func (x *Idempotent) HandleEvent(ctx context.Context, ev *TypedEvent) (int64, error) {

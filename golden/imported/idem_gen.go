@@ -20,10 +20,20 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCrop = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/imported.Crop", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecCrop = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/imported.Crop", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecCrop}
 
 // Build fails here if imported.Crop's signature changed since generation: run go generate.
 var _ func(context.Context, image.Rectangle, image.Point, color.RGBA) (image.Rectangle, error) = Crop
+
+// idemCodecCrop stores the results of Crop (generated codec).
+var idemCodecCrop = idem.TypedCodec[image.Rectangle]{
+	Decode: func(d *idem.Decoder, v *image.Rectangle) {
+		idemDecImageRectangle(d, v)
+	},
+	Encode: func(e *idem.Encoder, v *image.Rectangle) {
+		idemEncImageRectangle(e, v)
+	},
+}
 
 // Crop is imported.Crop, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Crop(ctx context.Context, r image.Rectangle, at image.Point, bg color.RGBA) (image.Rectangle, error) {
@@ -34,6 +44,56 @@ func (x *Idempotent) Crop(ctx context.Context, r image.Rectangle, at image.Point
 	return idem.Do(ctx, c, func(ctx context.Context) (image.Rectangle, error) {
 		return Crop(ctx, r, at, bg)
 	})
+}
+
+// idemDecImagePoint reads a image.Point of a stored result.
+func idemDecImagePoint(d *idem.Decoder, v *image.Point) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "X":
+			v.X = int(d.Int(64))
+		case "Y":
+			v.Y = int(d.Int(64))
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemDecImageRectangle reads a image.Rectangle of a stored result.
+func idemDecImageRectangle(d *idem.Decoder, v *image.Rectangle) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "Min":
+			idemDecImagePoint(d, &v.Min)
+		case "Max":
+			idemDecImagePoint(d, &v.Max)
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemEncImagePoint writes a image.Point of a stored result.
+func idemEncImagePoint(e *idem.Encoder, v *image.Point) {
+	at := e.Struct()
+	e.Field("X")
+	e.Int(int64(v.X))
+	e.Field("Y")
+	e.Int(int64(v.Y))
+	e.End(at)
+}
+
+// idemEncImageRectangle writes a image.Rectangle of a stored result.
+func idemEncImageRectangle(e *idem.Encoder, v *image.Rectangle) {
+	at := e.Struct()
+	e.Field("Min")
+	idemEncImagePoint(e, &v.Min)
+	e.Field("Max")
+	idemEncImagePoint(e, &v.Max)
+	e.End(at)
 }
 
 // idemKeyColorRGBA writes the key material of color.RGBA.

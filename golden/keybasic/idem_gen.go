@@ -18,10 +18,20 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecRecord = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keybasic.Record", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecRecord = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keybasic.Record", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecRecord}
 
 // Build fails here if keybasic.Record's signature changed since generation: run go generate.
 var _ func(context.Context, Basics, int, float64, Currency, time.Duration, time.Time) (int64, error) = Record
+
+// idemCodecRecord stores the results of Record (generated codec).
+var idemCodecRecord = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Record is keybasic.Record, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Record(ctx context.Context, b Basics, n int, f float64, c Currency, d time.Duration, at time.Time) (int64, error) {

@@ -19,10 +19,20 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecPut = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keycloudsdk.Put", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecPut = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keycloudsdk.Put", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecPut}
 
 // Build fails here if keycloudsdk.Put's signature changed since generation: run go generate.
 var _ func(context.Context, *sdk.PutObjectInput) (int64, error) = Put
+
+// idemCodecPut stores the results of Put (generated codec).
+var idemCodecPut = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Put is keycloudsdk.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Put(ctx context.Context, in *sdk.PutObjectInput) (int64, error) {
@@ -38,10 +48,20 @@ func (x *Idempotent) Put(ctx context.Context, in *sdk.PutObjectInput) (int64, er
 	})
 }
 
-var idemSpecPutFor = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keycloudsdk.PutFor", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecPutFor = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keycloudsdk.PutFor", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecPutFor}
 
 // Build fails here if keycloudsdk.PutFor's signature changed since generation: run go generate.
 var _ func(context.Context, Upload) (int64, error) = PutFor
+
+// idemCodecPutFor stores the results of PutFor (generated codec).
+var idemCodecPutFor = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // PutFor is keycloudsdk.PutFor, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) PutFor(ctx context.Context, u Upload) (int64, error) {

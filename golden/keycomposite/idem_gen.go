@@ -18,10 +18,20 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecDraw = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keycomposite.Draw", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecDraw = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keycomposite.Draw", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecDraw}
 
 // Build fails here if keycomposite.Draw's signature changed since generation: run go generate.
 var _ func(context.Context, Shape, []string, map[string]string, *Point, [2]Point) (int64, error) = Draw
+
+// idemCodecDraw stores the results of Draw (generated codec).
+var idemCodecDraw = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Draw is keycomposite.Draw, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Draw(ctx context.Context, s Shape, ids []string, tags map[string]string, p *Point, arr [2]Point) (int64, error) {

@@ -18,10 +18,20 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecNotify = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keyer.Notify", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecNotify = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keyer.Notify", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecNotify}
 
 // Build fails here if keyer.Notify's signature changed since generation: run go generate.
 var _ func(context.Context, Order, Identity, *Email) (int64, error) = Notify
+
+// idemCodecNotify stores the results of Notify (generated codec).
+var idemCodecNotify = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Notify is keyer.Notify, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Notify(ctx context.Context, o Order, who Identity, cc *Email) (int64, error) {

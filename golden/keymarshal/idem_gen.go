@@ -20,10 +20,20 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecPay = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keymarshal.Pay", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecPay = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keymarshal.Pay", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecPay}
 
 // Build fails here if keymarshal.Pay's signature changed since generation: run go generate.
 var _ func(context.Context, Charge, encoding.TextMarshaler) (int64, error) = Pay
+
+// idemCodecPay stores the results of Pay (generated codec).
+var idemCodecPay = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Pay is keymarshal.Pay, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Pay(ctx context.Context, c Charge, label encoding.TextMarshaler) (int64, error) {

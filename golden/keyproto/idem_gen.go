@@ -22,10 +22,20 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecRecord = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keyproto.Record", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecRecord = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keyproto.Record", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecRecord}
 
 // Build fails here if keyproto.Record's signature changed since generation: run go generate.
 var _ func(context.Context, Event) (int64, error) = Record
+
+// idemCodecRecord stores the results of Record (generated codec).
+var idemCodecRecord = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Record is keyproto.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Record(ctx context.Context, ev Event) (int64, error) {
@@ -36,10 +46,20 @@ func (x *Idempotent) Record(ctx context.Context, ev Event) (int64, error) {
 	})
 }
 
-var idemSpecApply = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keyproto.Apply", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecApply = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keyproto.Apply", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecApply}
 
 // Build fails here if keyproto.Apply's signature changed since generation: run go generate.
 var _ func(context.Context, proto.Message) (int64, error) = Apply
+
+// idemCodecApply stores the results of Apply (generated codec).
+var idemCodecApply = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Apply is keyproto.Apply, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Apply(ctx context.Context, m proto.Message) (int64, error) {
@@ -55,10 +75,20 @@ func (x *Idempotent) Apply(ctx context.Context, m proto.Message) (int64, error) 
 	})
 }
 
-var idemSpecPatch = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keyproto.Patch", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecPatch = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keyproto.Patch", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecPatch}
 
 // Build fails here if keyproto.Patch's signature changed since generation: run go generate.
 var _ func(context.Context, Event) (int64, error) = Patch
+
+// idemCodecPatch stores the results of Patch (generated codec).
+var idemCodecPatch = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Patch is keyproto.Patch, run at most once per key (ttl=24h lease=30s on_duplicate=return key=ev.Attrs).
 func (x *Idempotent) Patch(ctx context.Context, ev Event) (int64, error) {

@@ -18,10 +18,20 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecLong = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/leasettl.Long", TTL: time.Hour, Lease: 30 * time.Millisecond, OnDuplicate: idem.DuplicateReturn}
+var idemSpecLong = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/leasettl.Long", TTL: time.Hour, Lease: 30 * time.Millisecond, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecLong}
 
 // Build fails here if leasettl.Long's signature changed since generation: run go generate.
 var _ func(context.Context, string) (int64, error) = Long
+
+// idemCodecLong stores the results of Long (generated codec).
+var idemCodecLong = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Long is leasettl.Long, run at most once per key (ttl=1h lease=30ms on_duplicate=return).
 func (x *Idempotent) Long(ctx context.Context, id string) (int64, error) {
@@ -32,10 +42,20 @@ func (x *Idempotent) Long(ctx context.Context, id string) (int64, error) {
 	})
 }
 
-var idemSpecShort = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/leasettl.Short", TTL: 50 * time.Millisecond, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecShort = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/leasettl.Short", TTL: 50 * time.Millisecond, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecShort}
 
 // Build fails here if leasettl.Short's signature changed since generation: run go generate.
 var _ func(context.Context, string) (int64, error) = Short
+
+// idemCodecShort stores the results of Short (generated codec).
+var idemCodecShort = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Short is leasettl.Short, run at most once per key (ttl=50ms lease=30s on_duplicate=return).
 func (x *Idempotent) Short(ctx context.Context, id string) (int64, error) {

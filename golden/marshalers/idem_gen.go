@@ -20,10 +20,20 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecAllow = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/marshalers.Allow", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecAllow = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/marshalers.Allow", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecAllow}
 
 // Build fails here if marshalers.Allow's signature changed since generation: run go generate.
 var _ func(context.Context, Request, netip.Prefix) (int64, error) = Allow
+
+// idemCodecAllow stores the results of Allow (generated codec).
+var idemCodecAllow = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Allow is marshalers.Allow, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Allow(ctx context.Context, r Request, prefix netip.Prefix) (int64, error) {

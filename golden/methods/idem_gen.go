@@ -22,10 +22,20 @@ func NewIdempotentService(t *Service, g *idem.Guard) *IdempotentService {
 	}
 }
 
-var idemSpecServiceCharge = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/methods.Service.Charge", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecServiceCharge = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/methods.Service.Charge", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecServiceCharge}
 
 // Build fails here if Service.Charge's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, string, int64) (string, error) = (*Service).Charge
+
+// idemCodecServiceCharge stores the results of Charge (generated codec).
+var idemCodecServiceCharge = idem.TypedCodec[string]{
+	Decode: func(d *idem.Decoder, v *string) {
+		*v = d.String()
+	},
+	Encode: func(e *idem.Encoder, v *string) {
+		e.String(*v)
+	},
+}
 
 // Charge is Service.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return key=account,cents).
 func (x *IdempotentService) Charge(ctx context.Context, account string, cents int64) (string, error) {

@@ -18,10 +18,20 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecPing = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.Ping", TTL: time.Minute, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecPing = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.Ping", TTL: time.Minute, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecPing}
 
 // Build fails here if multifile.Ping's signature changed since generation: run go generate.
 var _ func(context.Context) (string, error) = Ping
+
+// idemCodecPing stores the results of Ping (generated codec).
+var idemCodecPing = idem.TypedCodec[string]{
+	Decode: func(d *idem.Decoder, v *string) {
+		*v = d.String()
+	},
+	Encode: func(e *idem.Encoder, v *string) {
+		e.String(*v)
+	},
+}
 
 // Ping is multifile.Ping, run at most once per key (ttl=1m lease=30s on_duplicate=return).
 func (x *Idempotent) Ping(ctx context.Context) (string, error) {
@@ -31,10 +41,20 @@ func (x *Idempotent) Ping(ctx context.Context) (string, error) {
 	})
 }
 
-var idemSpecUnexported = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.unexported", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait}
+var idemSpecUnexported = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.unexported", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait, Codec: idemCodecUnexported}
 
 // Build fails here if multifile.unexported's signature changed since generation: run go generate.
 var _ func(context.Context, uint16) (bool, error) = unexported
+
+// idemCodecUnexported stores the results of unexported (generated codec).
+var idemCodecUnexported = idem.TypedCodec[bool]{
+	Decode: func(d *idem.Decoder, v *bool) {
+		*v = d.Bool()
+	},
+	Encode: func(e *idem.Encoder, v *bool) {
+		e.Bool(*v)
+	},
+}
 
 // unexported is multifile.unexported, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
 func (x *Idempotent) unexported(ctx context.Context, n uint16) (bool, error) {
@@ -86,10 +106,20 @@ func (x *IdempotentRepo) Save(ctx context.Context, id string, doc map[string]str
 	return err
 }
 
-var idemSpecRepoLoad = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.Repo.Load", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecRepoLoad = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.Repo.Load", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecRepoLoad}
 
 // Build fails here if Repo.Load's signature changed since generation: run go generate.
 var _ func(*Repo, context.Context, string) ([]byte, error) = (*Repo).Load
+
+// idemCodecRepoLoad stores the results of Load (generated codec).
+var idemCodecRepoLoad = idem.TypedCodec[[]byte]{
+	Decode: func(d *idem.Decoder, v *[]byte) {
+		*v = d.Bytes()
+	},
+	Encode: func(e *idem.Encoder, v *[]byte) {
+		e.Bytes(*v)
+	},
+}
 
 // Load is Repo.Load, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *IdempotentRepo) Load(ctx context.Context, id string) ([]byte, error) {
@@ -114,10 +144,20 @@ func NewIdempotentCache(t *Cache, g *idem.Guard) *IdempotentCache {
 	}
 }
 
-var idemSpecCacheFill = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.Cache.Fill", TTL: 24 * time.Hour, Lease: time.Minute, OnDuplicate: idem.DuplicateReturn}
+var idemSpecCacheFill = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.Cache.Fill", TTL: 24 * time.Hour, Lease: time.Minute, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecCacheFill}
 
 // Build fails here if Cache.Fill's signature changed since generation: run go generate.
 var _ func(*Cache, context.Context) (time.Duration, error) = (*Cache).Fill
+
+// idemCodecCacheFill stores the results of Fill (generated codec).
+var idemCodecCacheFill = idem.TypedCodec[time.Duration]{
+	Decode: func(d *idem.Decoder, v *time.Duration) {
+		*v = time.Duration(d.Int(64))
+	},
+	Encode: func(e *idem.Encoder, v *time.Duration) {
+		e.Int(int64(*v))
+	},
+}
 
 // Fill is Cache.Fill, run at most once per key (ttl=24h lease=1m on_duplicate=return).
 func (x *IdempotentCache) Fill(ctx context.Context) (time.Duration, error) {

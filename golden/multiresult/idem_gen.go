@@ -5,6 +5,8 @@ package multiresult
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -18,7 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecSplit = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multiresult.Split", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait}
+var idemSpecSplit = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multiresult.Split", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait, Codec: idemCodecSplit}
 
 // Build fails here if multiresult.Split's signature changed since generation: run go generate.
 var _ func(context.Context, int, int) (int, []int, *Receipt, error) = Split
@@ -28,6 +30,60 @@ type idemResultSplit struct {
 	R1 int
 	R2 []int
 	R3 *Receipt
+}
+
+// idemCodecSplit stores the results of Split (generated codec).
+var idemCodecSplit = idem.TypedCodec[idemResultSplit]{
+	Decode: func(d *idem.Decoder, v *idemResultSplit) {
+		end := d.Struct()
+		for d.More(end) {
+			switch string(d.Field()) {
+			case "R1":
+				v.R1 = int(d.Int(64))
+			case "R2":
+				if d.Nil() {
+					v.R2 = nil
+				} else {
+					v.R2 = make([]int, d.List())
+					for i := range v.R2 {
+						v.R2[i] = int(d.Int(64))
+					}
+				}
+			case "R3":
+				if d.Ptr() {
+					v.R3 = new(Receipt)
+					idemDecReceipt(d, v.R3)
+				} else {
+					v.R3 = nil
+				}
+			default:
+				d.Skip()
+			}
+		}
+	},
+	Encode: func(e *idem.Encoder, v *idemResultSplit) {
+		at := e.Struct()
+		e.Field("R1")
+		e.Int(int64(v.R1))
+		e.Field("R2")
+		if v.R2 == nil {
+			e.Nil()
+		} else {
+			at2 := e.List(len(v.R2))
+			for i := range v.R2 {
+				e.Int(int64(v.R2[i]))
+			}
+			e.End(at2)
+		}
+		e.Field("R3")
+		if v.R3 == nil {
+			e.Nil()
+		} else {
+			e.Ptr()
+			idemEncReceipt(e, v.R3)
+		}
+		e.End(at)
+	},
 }
 
 // Split is multiresult.Split, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
@@ -43,3 +99,65 @@ func (x *Idempotent) Split(ctx context.Context, total int, ways int) (int, []int
 	})
 	return r.R1, r.R2, r.R3, err
 }
+
+// idemDecReceipt reads a Receipt of a stored result.
+func idemDecReceipt(d *idem.Decoder, v *Receipt) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "ID":
+			v.ID = d.String()
+		case "Lines":
+			if d.Nil() {
+				v.Lines = nil
+			} else {
+				n := d.Map()
+				v.Lines = make(map[string]int, n)
+				for range n {
+					var k string
+					var x int
+					k = d.String()
+					x = int(d.Int(64))
+					v.Lines[k] = x
+				}
+			}
+		case "At":
+			d.Unmarshaled(v.At.UnmarshalBinary(d.Marshaled()))
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemEncReceipt writes a Receipt of a stored result.
+func idemEncReceipt(e *idem.Encoder, v *Receipt) {
+	at := e.Struct()
+	e.Field("ID")
+	e.String(v.ID)
+	e.Field("Lines")
+	if v.Lines == nil {
+		e.Nil()
+	} else {
+		at2 := e.Map(len(v.Lines))
+		// sorted: the same value always has the same bytes
+		for _, k := range slices.Sorted(maps.Keys(v.Lines)) {
+			x := v.Lines[k]
+			e.String(k)
+			e.Int(int64(x))
+		}
+		e.End(at2)
+	}
+	e.Field("At")
+	e.Marshaled(v.At.MarshalBinary())
+	e.End(at)
+}
+
+// idemReceipt_fieldsChanged_runGoGenerate is the field list of Receipt that the key code was generated for (tags aside).
+type idemReceipt_fieldsChanged_runGoGenerate struct {
+	ID    string
+	Lines map[string]int
+	At    time.Time
+}
+
+// Build fails here if Receipt gained, lost or retyped a field since generation: run go generate.
+var _ = idemReceipt_fieldsChanged_runGoGenerate(Receipt{})

@@ -63,10 +63,20 @@ func (x *IdempotentService) Charge(ctx context.Context, p image.Point) error {
 	return err
 }
 
-var idemSpecServiceG = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/nameclash.Service.g", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecServiceG = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/nameclash.Service.g", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecServiceG}
 
 // Build fails here if Service.g's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, int) (int, error) = (*Service).g
+
+// idemCodecServiceG stores the results of g (generated codec).
+var idemCodecServiceG = idem.TypedCodec[int]{
+	Decode: func(d *idem.Decoder, v *int) {
+		*v = int(d.Int(64))
+	},
+	Encode: func(e *idem.Encoder, v *int) {
+		e.Int(int64(*v))
+	},
+}
 
 // g is Service.g, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *IdempotentService) g(ctx context.Context, n int) (int, error) {

@@ -18,10 +18,20 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecSlow = &idem.Spec{Name: "options.slow", TTL: time.Hour, Lease: 2 * time.Second, OnDuplicate: idem.DuplicateWait, OnFailure: idem.FailureLock, Wait: 20 * time.Millisecond, Version: 3}
+var idemSpecSlow = &idem.Spec{Name: "options.slow", TTL: time.Hour, Lease: 2 * time.Second, OnDuplicate: idem.DuplicateWait, OnFailure: idem.FailureLock, Wait: 20 * time.Millisecond, Version: 3, Codec: idemCodecSlow}
 
 // Build fails here if options.Slow's signature changed since generation: run go generate.
 var _ func(context.Context, string, string) (int64, error) = Slow
+
+// idemCodecSlow stores the results of Slow (generated codec).
+var idemCodecSlow = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Slow is options.Slow, run at most once per key (ttl=1h lease=2s on_duplicate=wait wait=20ms on_failure=lock key=id exclude=note name=options.slow version=3).
 func (x *Idempotent) Slow(ctx context.Context, id string, note string) (int64, error) {
@@ -33,10 +43,20 @@ func (x *Idempotent) Slow(ctx context.Context, id string, note string) (int64, e
 	})
 }
 
-var idemSpecRaise = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/options.Raise", TTL: 1500 * time.Millisecond, Lease: 250 * time.Millisecond, OnDuplicate: idem.DuplicateRaise}
+var idemSpecRaise = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/options.Raise", TTL: 1500 * time.Millisecond, Lease: 250 * time.Millisecond, OnDuplicate: idem.DuplicateRaise, Codec: idemCodecRaise}
 
 // Build fails here if options.Raise's signature changed since generation: run go generate.
 var _ func(context.Context, int) (time.Duration, error) = Raise
+
+// idemCodecRaise stores the results of Raise (generated codec).
+var idemCodecRaise = idem.TypedCodec[time.Duration]{
+	Decode: func(d *idem.Decoder, v *time.Duration) {
+		*v = time.Duration(d.Int(64))
+	},
+	Encode: func(e *idem.Encoder, v *time.Duration) {
+		e.Int(int64(*v))
+	},
+}
 
 // Raise is options.Raise, run at most once per key (ttl=1.5s lease=250ms on_duplicate=raise).
 func (x *Idempotent) Raise(ctx context.Context, id int) (time.Duration, error) {

@@ -19,10 +19,20 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecApply = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/ordered.Apply", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Ordered: true}
+var idemSpecApply = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/ordered.Apply", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Ordered: true, Codec: idemCodecApply}
 
 // Build fails here if ordered.Apply's signature changed since generation: run go generate.
 var _ func(context.Context, Measurement) (int64, error) = Apply
+
+// idemCodecApply stores the results of Apply (generated codec).
+var idemCodecApply = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Apply is ordered.Apply, run at most once per key (ttl=24h lease=30s on_duplicate=return key=m.EventID order=m.UserID:m.Timestamp).
 func (x *Idempotent) Apply(ctx context.Context, m Measurement) (int64, error) {
@@ -36,10 +46,20 @@ func (x *Idempotent) Apply(ctx context.Context, m Measurement) (int64, error) {
 	})
 }
 
-var idemSpecApplyLate = &idem.Spec{Name: "ordered.late", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Ordered: true, Grace: 5 * time.Minute}
+var idemSpecApplyLate = &idem.Spec{Name: "ordered.late", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Ordered: true, Grace: 5 * time.Minute, Codec: idemCodecApplyLate}
 
 // Build fails here if ordered.ApplyLate's signature changed since generation: run go generate.
 var _ func(context.Context, Measurement) (int64, error) = ApplyLate
+
+// idemCodecApplyLate stores the results of ApplyLate (generated codec).
+var idemCodecApplyLate = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // ApplyLate is ordered.ApplyLate, run at most once per key (ttl=24h lease=30s on_duplicate=return key=m.EventID name=ordered.late order=m.UserID:m.Timestamp grace=5m).
 func (x *Idempotent) ApplyLate(ctx context.Context, m Measurement) (int64, error) {

@@ -22,10 +22,20 @@ func NewIdempotentLedger(t *Ledger, g *idem.Guard) *IdempotentLedger {
 	}
 }
 
-var idemSpecLedgerPost = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/orderedmethod.Ledger.Post", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateRaise, Ordered: true, Grace: 90 * time.Second}
+var idemSpecLedgerPost = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/orderedmethod.Ledger.Post", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateRaise, Ordered: true, Grace: 90 * time.Second, Codec: idemCodecLedgerPost}
 
 // Build fails here if Ledger.Post's signature changed since generation: run go generate.
 var _ func(*Ledger, context.Context, int64, time.Time, int64) (int, error) = (*Ledger).Post
+
+// idemCodecLedgerPost stores the results of Post (generated codec).
+var idemCodecLedgerPost = idem.TypedCodec[int]{
+	Decode: func(d *idem.Decoder, v *int) {
+		*v = int(d.Int(64))
+	},
+	Encode: func(e *idem.Encoder, v *int) {
+		e.Int(int64(*v))
+	},
+}
 
 // Post is Ledger.Post, run at most once per key (ttl=24h lease=30s on_duplicate=raise order=account:at grace=90s).
 func (x *IdempotentLedger) Post(ctx context.Context, account int64, at time.Time, amount int64) (int, error) {

@@ -34,10 +34,20 @@ func (x *Idempotent) Store(p0 context.Context, p1 string, p2 int) error {
 	return err
 }
 
-var idemSpecBlank = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/paramnames.Blank", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecBlank = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/paramnames.Blank", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecBlank}
 
 // Build fails here if paramnames.Blank's signature changed since generation: run go generate.
 var _ func(context.Context, string, int) (int, error) = Blank
+
+// idemCodecBlank stores the results of Blank (generated codec).
+var idemCodecBlank = idem.TypedCodec[int]{
+	Decode: func(d *idem.Decoder, v *int) {
+		*v = int(d.Int(64))
+	},
+	Encode: func(e *idem.Encoder, v *int) {
+		e.Int(int64(*v))
+	},
+}
 
 // Blank is paramnames.Blank, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Blank(p0 context.Context, p1 string, n int) (int, error) {
@@ -49,10 +59,30 @@ func (x *Idempotent) Blank(p0 context.Context, p1 string, n int) (int, error) {
 	})
 }
 
-var idemSpecShadow = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/paramnames.Shadow", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecShadow = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/paramnames.Shadow", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecShadow}
 
 // Build fails here if paramnames.Shadow's signature changed since generation: run go generate.
 var _ func(string, Item, int, string, []int) (*Item, error) = Shadow
+
+// idemCodecShadow stores the results of Shadow (generated codec).
+var idemCodecShadow = idem.TypedCodec[*Item]{
+	Decode: func(d *idem.Decoder, v **Item) {
+		if d.Ptr() {
+			*v = new(Item)
+			idemDecItem(d, (*v))
+		} else {
+			*v = nil
+		}
+	},
+	Encode: func(e *idem.Encoder, v **Item) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			e.Ptr()
+			idemEncItem(e, (*v))
+		}
+	},
+}
 
 // Shadow is paramnames.Shadow, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Shadow(Shadow_ string, Item_ Item, len_ int, string_ string, int64_ []int) (*Item, error) {
@@ -74,10 +104,20 @@ func (x *Idempotent) Shadow(Shadow_ string, Item_ Item, len_ int, string_ string
 	})
 }
 
-var idemSpecLater = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/paramnames.Later", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecLater = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/paramnames.Later", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecLater}
 
 // Build fails here if paramnames.Later's signature changed since generation: run go generate.
 var _ func(string, context.Context, int) (int, error) = Later
+
+// idemCodecLater stores the results of Later (generated codec).
+var idemCodecLater = idem.TypedCodec[int]{
+	Decode: func(d *idem.Decoder, v *int) {
+		*v = int(d.Int(64))
+	},
+	Encode: func(e *idem.Encoder, v *int) {
+		e.Int(int64(*v))
+	},
+}
 
 // Later is paramnames.Later, run at most once per key (ttl=24h lease=30s on_duplicate=return key=id).
 func (x *Idempotent) Later(id string, ctx context.Context, n int) (int, error) {
@@ -88,6 +128,27 @@ func (x *Idempotent) Later(id string, ctx context.Context, n int) (int, error) {
 	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {
 		return Later(id, ctx, n)
 	})
+}
+
+// idemDecItem reads a Item of a stored result.
+func idemDecItem(d *idem.Decoder, v *Item) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "ID":
+			v.ID = d.String()
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemEncItem writes a Item of a stored result.
+func idemEncItem(e *idem.Encoder, v *Item) {
+	at := e.Struct()
+	e.Field("ID")
+	e.String(v.ID)
+	e.End(at)
 }
 
 // idemKeyItem writes the key material of Item.

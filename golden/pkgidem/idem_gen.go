@@ -18,10 +18,20 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecLookup = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/pkgidem.Lookup", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait}
+var idemSpecLookup = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/pkgidem.Lookup", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait, Codec: idemCodecLookup}
 
 // Build fails here if idem.Lookup's signature changed since generation: run go generate.
 var _ func(context.Context, Input, ID) (Pair[string, int], error) = Lookup
+
+// idemCodecLookup stores the results of Lookup (generated codec).
+var idemCodecLookup = idem.TypedCodec[Pair[string, int]]{
+	Decode: func(d *idem.Decoder, v *Pair[string, int]) {
+		idemDecPair(d, v)
+	},
+	Encode: func(e *idem.Encoder, v *Pair[string, int]) {
+		idemEncPair(e, v)
+	},
+}
 
 // Lookup is idem.Lookup, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
 func (x *Idempotent) Lookup(ctx context.Context, in Input, who ID) (Pair[string, int], error) {
@@ -47,10 +57,35 @@ func NewIdempotentGuard(t *Guard, g *idem.Guard) *IdempotentGuard {
 	}
 }
 
-var idemSpecGuardCheck = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/pkgidem.Guard.Check", TTL: time.Minute, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecGuardCheck = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/pkgidem.Guard.Check", TTL: time.Minute, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecGuardCheck}
 
 // Build fails here if Guard.Check's signature changed since generation: run go generate.
 var _ func(*Guard, context.Context, []ID) ([]Pair[ID, bool], error) = (*Guard).Check
+
+// idemCodecGuardCheck stores the results of Check (generated codec).
+var idemCodecGuardCheck = idem.TypedCodec[[]Pair[ID, bool]]{
+	Decode: func(d *idem.Decoder, v *[]Pair[ID, bool]) {
+		if d.Nil() {
+			*v = nil
+		} else {
+			*v = make([]Pair[ID, bool], d.List())
+			for i := range *v {
+				idemDecPair2(d, &(*v)[i])
+			}
+		}
+	},
+	Encode: func(e *idem.Encoder, v *[]Pair[ID, bool]) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			at := e.List(len(*v))
+			for i := range *v {
+				idemEncPair2(e, &(*v)[i])
+			}
+			e.End(at)
+		}
+	},
+}
 
 // Check is Guard.Check, run at most once per key (ttl=1m lease=30s on_duplicate=return).
 func (x *IdempotentGuard) Check(ctx context.Context, ids []ID) ([]Pair[ID, bool], error) {
@@ -66,6 +101,56 @@ func (x *IdempotentGuard) Check(ctx context.Context, ids []ID) ([]Pair[ID, bool]
 	return idem.Do(ctx, c, func(ctx context.Context) ([]Pair[ID, bool], error) {
 		return x.Guard.Check(ctx, ids)
 	})
+}
+
+// idemDecPair reads a Pair[string, int] of a stored result.
+func idemDecPair(d *idem.Decoder, v *Pair[string, int]) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "Key":
+			v.Key = d.String()
+		case "Val":
+			v.Val = int(d.Int(64))
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemDecPair2 reads a Pair[ID, bool] of a stored result.
+func idemDecPair2(d *idem.Decoder, v *Pair[ID, bool]) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "Key":
+			v.Key = d.String()
+		case "Val":
+			v.Val = d.Bool()
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemEncPair writes a Pair[string, int] of a stored result.
+func idemEncPair(e *idem.Encoder, v *Pair[string, int]) {
+	at := e.Struct()
+	e.Field("Key")
+	e.String(v.Key)
+	e.Field("Val")
+	e.Int(int64(v.Val))
+	e.End(at)
+}
+
+// idemEncPair2 writes a Pair[ID, bool] of a stored result.
+func idemEncPair2(e *idem.Encoder, v *Pair[ID, bool]) {
+	at := e.Struct()
+	e.Field("Key")
+	e.String(v.Key)
+	e.Field("Val")
+	e.Bool(v.Val)
+	e.End(at)
 }
 
 // idemKeyInput writes the key material of Input.

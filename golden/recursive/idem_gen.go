@@ -18,10 +18,20 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecWalk = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/recursive.Walk", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecWalk = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/recursive.Walk", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecWalk}
 
 // Build fails here if recursive.Walk's signature changed since generation: run go generate.
 var _ func(context.Context, *Tree, List, A) (int64, error) = Walk
+
+// idemCodecWalk stores the results of Walk (generated codec).
+var idemCodecWalk = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Walk is recursive.Walk, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Walk(ctx context.Context, t *Tree, l List, a A) (int64, error) {

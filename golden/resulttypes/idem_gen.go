@@ -5,6 +5,8 @@ package resulttypes
 import (
 	"context"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -18,10 +20,30 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecBuild = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/resulttypes.Build", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait}
+var idemSpecBuild = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/resulttypes.Build", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait, Codec: idemCodecBuild}
 
 // Build fails here if resulttypes.Build's signature changed since generation: run go generate.
 var _ func(context.Context, string) (*Report, error) = Build
+
+// idemCodecBuild stores the results of Build (generated codec).
+var idemCodecBuild = idem.TypedCodec[*Report]{
+	Decode: func(d *idem.Decoder, v **Report) {
+		if d.Ptr() {
+			*v = new(Report)
+			idemDecReport(d, (*v))
+		} else {
+			*v = nil
+		}
+	},
+	Encode: func(e *idem.Encoder, v **Report) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			e.Ptr()
+			idemEncReport(e, (*v))
+		}
+	},
+}
 
 // Build is resulttypes.Build, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
 func (x *Idempotent) Build(ctx context.Context, title string) (*Report, error) {
@@ -31,3 +53,215 @@ func (x *Idempotent) Build(ctx context.Context, title string) (*Report, error) {
 		return Build(ctx, title)
 	})
 }
+
+// idemDecMeta reads a Meta of a stored result.
+func idemDecMeta(d *idem.Decoder, v *Meta) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "Created":
+			d.Unmarshaled(v.Created.UnmarshalBinary(d.Marshaled()))
+		case "Labels":
+			if d.Nil() {
+				v.Labels = nil
+			} else {
+				n := d.Map()
+				v.Labels = make(map[string]string, n)
+				for range n {
+					var k string
+					var x string
+					k = d.String()
+					x = d.String()
+					v.Labels[k] = x
+				}
+			}
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemDecReport reads a Report of a stored result.
+func idemDecReport(d *idem.Decoder, v *Report) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "Meta":
+			idemDecMeta(d, &v.Meta)
+		case "Title":
+			v.Title = d.String()
+		case "Counts":
+			if d.Nil() {
+				v.Counts = nil
+			} else {
+				n := d.Map()
+				v.Counts = make(map[int]uint8, n)
+				for range n {
+					var k int
+					var x uint8
+					k = int(d.Int(64))
+					x = uint8(d.Uint(8))
+					v.Counts[k] = x
+				}
+			}
+		case "Blob":
+			v.Blob = d.Bytes()
+		case "Empty":
+			if d.Nil() {
+				v.Empty = nil
+			} else {
+				v.Empty = make([]string, d.List())
+				for i := range v.Empty {
+					v.Empty[i] = d.String()
+				}
+			}
+		case "Nil":
+			if d.Nil() {
+				v.Nil = nil
+			} else {
+				v.Nil = make([]string, d.List())
+				for i2 := range v.Nil {
+					v.Nil[i2] = d.String()
+				}
+			}
+		case "Child":
+			if d.Ptr() {
+				v.Child = new(Report)
+				idemDecReport(d, v.Child)
+			} else {
+				v.Child = nil
+			}
+		case "Total":
+			d.Unmarshaled(v.Total.UnmarshalJSON(d.Marshaled()))
+		case "Matrix":
+			if d.Array(len(v.Matrix)) {
+				for i3 := range v.Matrix {
+					if d.Array(len(v.Matrix[i3])) {
+						for i4 := range v.Matrix[i3] {
+							v.Matrix[i3][i4] = d.Float64()
+						}
+					}
+				}
+			}
+		case "Upper":
+			v.Upper = d.String()
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemEncMeta writes a Meta of a stored result.
+func idemEncMeta(e *idem.Encoder, v *Meta) {
+	at := e.Struct()
+	e.Field("Created")
+	e.Marshaled(v.Created.MarshalBinary())
+	e.Field("Labels")
+	if v.Labels == nil {
+		e.Nil()
+	} else {
+		at2 := e.Map(len(v.Labels))
+		// sorted: the same value always has the same bytes
+		for _, k := range slices.Sorted(maps.Keys(v.Labels)) {
+			x := v.Labels[k]
+			e.String(k)
+			e.String(x)
+		}
+		e.End(at2)
+	}
+	e.End(at)
+}
+
+// idemEncReport writes a Report of a stored result.
+func idemEncReport(e *idem.Encoder, v *Report) {
+	at := e.Struct()
+	e.Field("Meta")
+	idemEncMeta(e, &v.Meta)
+	e.Field("Title")
+	e.String(v.Title)
+	e.Field("Counts")
+	if v.Counts == nil {
+		e.Nil()
+	} else {
+		at2 := e.Map(len(v.Counts))
+		// sorted: the same value always has the same bytes
+		for _, k := range slices.Sorted(maps.Keys(v.Counts)) {
+			x := v.Counts[k]
+			e.Int(int64(k))
+			e.Uint(uint64(x))
+		}
+		e.End(at2)
+	}
+	e.Field("Blob")
+	e.Bytes(v.Blob)
+	e.Field("Empty")
+	if v.Empty == nil {
+		e.Nil()
+	} else {
+		at3 := e.List(len(v.Empty))
+		for i := range v.Empty {
+			e.String(v.Empty[i])
+		}
+		e.End(at3)
+	}
+	e.Field("Nil")
+	if v.Nil == nil {
+		e.Nil()
+	} else {
+		at4 := e.List(len(v.Nil))
+		for i2 := range v.Nil {
+			e.String(v.Nil[i2])
+		}
+		e.End(at4)
+	}
+	e.Field("Child")
+	if v.Child == nil {
+		e.Nil()
+	} else {
+		e.Ptr()
+		idemEncReport(e, v.Child)
+	}
+	e.Field("Total")
+	e.Marshaled(v.Total.MarshalJSON())
+	e.Field("Matrix")
+	at5 := e.List(len(v.Matrix))
+	for i3 := range v.Matrix {
+		at6 := e.List(len(v.Matrix[i3]))
+		for i4 := range v.Matrix[i3] {
+			e.Float64(v.Matrix[i3][i4])
+		}
+		e.End(at6)
+	}
+	e.End(at5)
+	e.Field("Upper")
+	e.String(v.Upper)
+	e.End(at)
+}
+
+// idemMeta_fieldsChanged_runGoGenerate is the field list of Meta that the key code was generated for (tags aside).
+type idemMeta_fieldsChanged_runGoGenerate struct {
+	Created time.Time
+	Labels  map[string]string
+}
+
+// Build fails here if Meta gained, lost or retyped a field since generation: run go generate.
+var _ = idemMeta_fieldsChanged_runGoGenerate(Meta{})
+
+// idemReport_fieldsChanged_runGoGenerate is the field list of Report that the key code was generated for (tags aside).
+type idemReport_fieldsChanged_runGoGenerate struct {
+	Meta
+	Title   string
+	Counts  map[int]uint8
+	Blob    []byte
+	Empty   []string
+	Nil     []string
+	Child   *Report
+	Total   Money
+	Matrix  [2][2]float64
+	private struct{}
+	_       int
+	Upper   string
+}
+
+// Build fails here if Report gained, lost or retyped a field since generation: run go generate.
+var _ = idemReport_fieldsChanged_runGoGenerate(Report{})

@@ -18,10 +18,35 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecTag = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/variadic.Tag", TTL: 5 * time.Minute, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecTag = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/variadic.Tag", TTL: 5 * time.Minute, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecTag}
 
 // Build fails here if variadic.Tag's signature changed since generation: run go generate.
 var _ func(string, ...string) ([]string, error) = Tag
+
+// idemCodecTag stores the results of Tag (generated codec).
+var idemCodecTag = idem.TypedCodec[[]string]{
+	Decode: func(d *idem.Decoder, v *[]string) {
+		if d.Nil() {
+			*v = nil
+		} else {
+			*v = make([]string, d.List())
+			for i := range *v {
+				(*v)[i] = d.String()
+			}
+		}
+	},
+	Encode: func(e *idem.Encoder, v *[]string) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			at := e.List(len(*v))
+			for i := range *v {
+				e.String((*v)[i])
+			}
+			e.End(at)
+		}
+	},
+}
 
 // Tag is variadic.Tag, run at most once per key (ttl=5m lease=30s on_duplicate=return).
 func (x *Idempotent) Tag(item string, labels ...string) ([]string, error) {

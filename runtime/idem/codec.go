@@ -2,9 +2,10 @@ package idem
 
 import "encoding/json"
 
-// Codec encodes results for storage. The generator checks at generate time
-// that every result type round-trips through encoding/json faithfully; a
-// custom codec takes that responsibility on itself.
+// Codec encodes results for storage. A Guard's codec (WithCodec; JSON by
+// default) serves hand-written calls; idemgen's wrappers carry a generated
+// codec of their result type in Spec.Codec, which takes precedence (see
+// TypedCodec). A custom codec is responsible for replaying values faithfully.
 type Codec interface {
 	Marshal(v any) ([]byte, error)
 	Unmarshal(data []byte, v any) error

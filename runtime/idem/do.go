@@ -304,7 +304,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 	var zero R
 	g, spec, ev, note := st.g, st.spec, st.ev, st.note
 	f := g.flights.add(lease.Key, st.fp)
-	rctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, &running{lease: lease, codec: g.codec}))
+	rctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, &running{lease: lease, codec: g.codecOf(spec)}))
 	hb := g.startHeartbeat(rctx, cancel, lease, *st)
 
 	panicked := true
@@ -365,7 +365,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 		ev(OutcomeFailed, lease.Fence, err)
 		return r, err
 	}
-	data, merr := g.codec.Marshal(r)
+	data, merr := g.codecOf(spec).Marshal(r)
 	if merr != nil {
 		// fn ran: releasing the key would let the next call run it again.
 		return r, g.unstorable(wctx, st, lease, f, fmt.Errorf("%w: %w", ErrResultNotEncodable, merr))
@@ -453,7 +453,7 @@ func decodeResult[R any](g *Guard, spec *Spec, key string, r Result) (R, error) 
 		}
 	}
 	var v R
-	if err := g.codec.Unmarshal(r.Data, &v); err != nil {
+	if err := g.decodeRecord(spec, r.Data, &v); err != nil {
 		return v, fmt.Errorf("idem: %s: decoding stored result: %w", spec.Name, err)
 	}
 	if memo {

@@ -48,6 +48,13 @@ var (
 	// ErrCorruptRecord: a store found a value at a record key that it cannot
 	// decode. It is never treated as absent.
 	ErrCorruptRecord = errors.New("idem: corrupt record")
+	// ErrResultIncompatible: a stored result was written for a result type
+	// of another shape (a field's type changed since the record was
+	// written). Like ErrCorruptRecord it fails closed: the function does
+	// not run again for that key. Bump the function's version= to start a
+	// fresh key space when a result type changes incompatibly; added and
+	// removed fields need no bump.
+	ErrResultIncompatible = errors.New("idem: stored result does not fit the result type (bump version=)")
 )
 
 // MaxIDLen is the longest caller-supplied ID (a key= naming a single string).

@@ -280,6 +280,37 @@ func TestInTx(t *testing.T) {
 		}
 	})
 
+	t.Run("a Spec's own codec writes the record in the transaction", func(t *testing.T) {
+		s := newStore(t, pool)
+		g := idem.NewGuard(s)
+		strCodec := idem.TypedCodec[string]{
+			Encode: func(e *idem.Encoder, v *string) { e.String(*v) },
+			Decode: func(d *idem.Decoder, v *string) { *v = d.String() },
+		}
+		own := idem.Spec{Name: "pgstore.test.OwnCodec", Codec: strCodec}
+		var key string
+		var runs int
+		fn := func(ctx context.Context) (string, error) {
+			l, _ := idem.LeaseFrom(ctx)
+			key = l.Key
+			return InTx(ctx, s, rr, func(ctx context.Context, tx pgx.Tx) (string, error) { runs++; return "charged", nil })
+		}
+		for range 2 {
+			// With the Guard's codec in CompleteInTx the Guard's own
+			// Complete would see other bytes: ErrTxResultMismatch.
+			if v, err := call(ctx, g, &own, "k", fn); err != nil || v != "charged" {
+				t.Fatalf("%q %v", v, err)
+			}
+		}
+		rec, err := s.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if runs != 1 || len(rec.Result) == 0 || rec.Result[0] != idem.CodecMarker {
+			t.Fatalf("runs %d, record %q: want one run and the Spec codec's record", runs, rec.Result)
+		}
+	})
+
 	t.Run("heartbeat, release and complete after CompleteInTx", func(t *testing.T) {
 		s := newStore(t, pool)
 		g := idem.NewGuard(s)

@@ -22,10 +22,30 @@ func NewIdempotentService(t *Service, g *idem.Guard) *IdempotentService {
 	}
 }
 
-var idemSpecServiceCreatePayment = &idem.Spec{Name: "payments.CreatePayment", TTL: 24 * time.Hour, Lease: 3 * time.Second, OnDuplicate: idem.DuplicateWait}
+var idemSpecServiceCreatePayment = &idem.Spec{Name: "payments.CreatePayment", TTL: 24 * time.Hour, Lease: 3 * time.Second, OnDuplicate: idem.DuplicateWait, Codec: idemCodecServiceCreatePayment}
 
 // Build fails here if Service.CreatePayment's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, PaymentRequest) (*Payment, error) = (*Service).CreatePayment
+
+// idemCodecServiceCreatePayment stores the results of CreatePayment (generated codec).
+var idemCodecServiceCreatePayment = idem.TypedCodec[*Payment]{
+	Decode: func(d *idem.Decoder, v **Payment) {
+		if d.Ptr() {
+			*v = new(Payment)
+			idemDecPayment(d, (*v))
+		} else {
+			*v = nil
+		}
+	},
+	Encode: func(e *idem.Encoder, v **Payment) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			e.Ptr()
+			idemEncPayment(e, (*v))
+		}
+	},
+}
 
 // CreatePayment is Service.CreatePayment, run at most once per key (ttl=24h lease=3s on_duplicate=wait key=req.AccountID,req.Reference name=payments.CreatePayment).
 func (x *IdempotentService) CreatePayment(ctx context.Context, req PaymentRequest) (*Payment, error) {
@@ -36,6 +56,47 @@ func (x *IdempotentService) CreatePayment(ctx context.Context, req PaymentReques
 	return idem.Do(ctx, c, func(ctx context.Context) (*Payment, error) {
 		return x.Service.CreatePayment(ctx, req)
 	})
+}
+
+// idemDecPayment reads a Payment of a stored result.
+func idemDecPayment(d *idem.Decoder, v *Payment) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "ID":
+			v.ID = d.String()
+		case "AccountID":
+			v.AccountID = d.String()
+		case "Reference":
+			v.Reference = d.String()
+		case "Amount":
+			v.Amount = d.Int(64)
+		case "Currency":
+			v.Currency = d.String()
+		case "CreatedAt":
+			d.Unmarshaled(v.CreatedAt.UnmarshalBinary(d.Marshaled()))
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemEncPayment writes a Payment of a stored result.
+func idemEncPayment(e *idem.Encoder, v *Payment) {
+	at := e.Struct()
+	e.Field("ID")
+	e.String(v.ID)
+	e.Field("AccountID")
+	e.String(v.AccountID)
+	e.Field("Reference")
+	e.String(v.Reference)
+	e.Field("Amount")
+	e.Int(v.Amount)
+	e.Field("Currency")
+	e.String(v.Currency)
+	e.Field("CreatedAt")
+	e.Marshaled(v.CreatedAt.MarshalBinary())
+	e.End(at)
 }
 
 // idemKeyPaymentRequest writes the key material of PaymentRequest.
@@ -56,3 +117,16 @@ type idemPaymentRequest_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if PaymentRequest gained, lost or retyped a field since generation: run go generate.
 var _ = idemPaymentRequest_fieldsChanged_runGoGenerate(PaymentRequest{})
+
+// idemPayment_fieldsChanged_runGoGenerate is the field list of Payment that the key code was generated for (tags aside).
+type idemPayment_fieldsChanged_runGoGenerate struct {
+	ID        string
+	AccountID string
+	Reference string
+	Amount    int64
+	Currency  string
+	CreatedAt time.Time
+}
+
+// Build fails here if Payment gained, lost or retyped a field since generation: run go generate.
+var _ = idemPayment_fieldsChanged_runGoGenerate(Payment{})

@@ -22,10 +22,20 @@ func NewIdempotentEffects(t *Effects, g *idem.Guard) *IdempotentEffects {
 	}
 }
 
-var idemSpecEffectsStorm = &idem.Spec{Name: "rel.storm", TTL: time.Hour, Lease: 10 * time.Second, OnDuplicate: idem.DuplicateWait, Wait: 2 * time.Minute}
+var idemSpecEffectsStorm = &idem.Spec{Name: "rel.storm", TTL: time.Hour, Lease: 10 * time.Second, OnDuplicate: idem.DuplicateWait, Wait: 2 * time.Minute, Codec: idemCodecEffectsStorm}
 
 // Build fails here if Effects.Storm's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Storm
+
+// idemCodecEffectsStorm stores the results of Storm (generated codec).
+var idemCodecEffectsStorm = idem.TypedCodec[Outcome]{
+	Decode: func(d *idem.Decoder, v *Outcome) {
+		idemDecOutcome(d, v)
+	},
+	Encode: func(e *idem.Encoder, v *Outcome) {
+		idemEncOutcome(e, v)
+	},
+}
 
 // Storm is Effects.Storm, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=2m name=rel.storm).
 func (x *IdempotentEffects) Storm(ctx context.Context, key string) (Outcome, error) {
@@ -36,10 +46,20 @@ func (x *IdempotentEffects) Storm(ctx context.Context, key string) (Outcome, err
 	})
 }
 
-var idemSpecEffectsCrash = &idem.Spec{Name: "rel.crash", TTL: time.Hour, Lease: time.Second, OnDuplicate: idem.DuplicateWait, Wait: 20 * time.Second}
+var idemSpecEffectsCrash = &idem.Spec{Name: "rel.crash", TTL: time.Hour, Lease: time.Second, OnDuplicate: idem.DuplicateWait, Wait: 20 * time.Second, Codec: idemCodecEffectsCrash}
 
 // Build fails here if Effects.Crash's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Crash
+
+// idemCodecEffectsCrash stores the results of Crash (generated codec).
+var idemCodecEffectsCrash = idem.TypedCodec[Outcome]{
+	Decode: func(d *idem.Decoder, v *Outcome) {
+		idemDecOutcome(d, v)
+	},
+	Encode: func(e *idem.Encoder, v *Outcome) {
+		idemEncOutcome(e, v)
+	},
+}
 
 // Crash is Effects.Crash, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s name=rel.crash).
 func (x *IdempotentEffects) Crash(ctx context.Context, key string) (Outcome, error) {
@@ -50,10 +70,20 @@ func (x *IdempotentEffects) Crash(ctx context.Context, key string) (Outcome, err
 	})
 }
 
-var idemSpecEffectsZombie = &idem.Spec{Name: "rel.zombie", TTL: time.Hour, Lease: time.Second, OnDuplicate: idem.DuplicateWait, Wait: 20 * time.Second}
+var idemSpecEffectsZombie = &idem.Spec{Name: "rel.zombie", TTL: time.Hour, Lease: time.Second, OnDuplicate: idem.DuplicateWait, Wait: 20 * time.Second, Codec: idemCodecEffectsZombie}
 
 // Build fails here if Effects.Zombie's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Zombie
+
+// idemCodecEffectsZombie stores the results of Zombie (generated codec).
+var idemCodecEffectsZombie = idem.TypedCodec[Outcome]{
+	Decode: func(d *idem.Decoder, v *Outcome) {
+		idemDecOutcome(d, v)
+	},
+	Encode: func(e *idem.Encoder, v *Outcome) {
+		idemEncOutcome(e, v)
+	},
+}
 
 // Zombie is Effects.Zombie, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s name=rel.zombie).
 func (x *IdempotentEffects) Zombie(ctx context.Context, key string) (Outcome, error) {
@@ -64,10 +94,20 @@ func (x *IdempotentEffects) Zombie(ctx context.Context, key string) (Outcome, er
 	})
 }
 
-var idemSpecEffectsContend = &idem.Spec{Name: "rel.contend", TTL: time.Hour, Lease: time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecEffectsContend = &idem.Spec{Name: "rel.contend", TTL: time.Hour, Lease: time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecEffectsContend}
 
 // Build fails here if Effects.Contend's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Contend
+
+// idemCodecEffectsContend stores the results of Contend (generated codec).
+var idemCodecEffectsContend = idem.TypedCodec[Outcome]{
+	Decode: func(d *idem.Decoder, v *Outcome) {
+		idemDecOutcome(d, v)
+	},
+	Encode: func(e *idem.Encoder, v *Outcome) {
+		idemEncOutcome(e, v)
+	},
+}
 
 // Contend is Effects.Contend, run at most once per key (ttl=1h lease=1s on_duplicate=return name=rel.contend).
 func (x *IdempotentEffects) Contend(ctx context.Context, key string) (Outcome, error) {
@@ -78,10 +118,20 @@ func (x *IdempotentEffects) Contend(ctx context.Context, key string) (Outcome, e
 	})
 }
 
-var idemSpecEffectsSkew = &idem.Spec{Name: "rel.skew", TTL: time.Hour, Lease: 2 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecEffectsSkew = &idem.Spec{Name: "rel.skew", TTL: time.Hour, Lease: 2 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecEffectsSkew}
 
 // Build fails here if Effects.Skew's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Skew
+
+// idemCodecEffectsSkew stores the results of Skew (generated codec).
+var idemCodecEffectsSkew = idem.TypedCodec[Outcome]{
+	Decode: func(d *idem.Decoder, v *Outcome) {
+		idemDecOutcome(d, v)
+	},
+	Encode: func(e *idem.Encoder, v *Outcome) {
+		idemEncOutcome(e, v)
+	},
+}
 
 // Skew is Effects.Skew, run at most once per key (ttl=1h lease=2s on_duplicate=return name=rel.skew).
 func (x *IdempotentEffects) Skew(ctx context.Context, key string) (Outcome, error) {
@@ -92,10 +142,20 @@ func (x *IdempotentEffects) Skew(ctx context.Context, key string) (Outcome, erro
 	})
 }
 
-var idemSpecEffectsMeasure = &idem.Spec{Name: "rel.measure", TTL: time.Hour, Lease: 10 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecEffectsMeasure = &idem.Spec{Name: "rel.measure", TTL: time.Hour, Lease: 10 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecEffectsMeasure}
 
 // Build fails here if Effects.Measure's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Reading, error) = (*Effects).Measure
+
+// idemCodecEffectsMeasure stores the results of Measure (generated codec).
+var idemCodecEffectsMeasure = idem.TypedCodec[Reading]{
+	Decode: func(d *idem.Decoder, v *Reading) {
+		idemDecReading(d, v)
+	},
+	Encode: func(e *idem.Encoder, v *Reading) {
+		idemEncReading(e, v)
+	},
+}
 
 // Measure is Effects.Measure, run at most once per key (ttl=1h lease=10s on_duplicate=return name=rel.measure).
 func (x *IdempotentEffects) Measure(ctx context.Context, key string) (Reading, error) {
@@ -106,10 +166,20 @@ func (x *IdempotentEffects) Measure(ctx context.Context, key string) (Reading, e
 	})
 }
 
-var idemSpecEffectsExit = &idem.Spec{Name: "rel.exit", TTL: time.Hour, Lease: 10 * time.Second, OnDuplicate: idem.DuplicateWait, Wait: 20 * time.Second}
+var idemSpecEffectsExit = &idem.Spec{Name: "rel.exit", TTL: time.Hour, Lease: 10 * time.Second, OnDuplicate: idem.DuplicateWait, Wait: 20 * time.Second, Codec: idemCodecEffectsExit}
 
 // Build fails here if Effects.Exit's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Exit
+
+// idemCodecEffectsExit stores the results of Exit (generated codec).
+var idemCodecEffectsExit = idem.TypedCodec[Outcome]{
+	Decode: func(d *idem.Decoder, v *Outcome) {
+		idemDecOutcome(d, v)
+	},
+	Encode: func(e *idem.Encoder, v *Outcome) {
+		idemEncOutcome(e, v)
+	},
+}
 
 // Exit is Effects.Exit, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=20s name=rel.exit).
 func (x *IdempotentEffects) Exit(ctx context.Context, key string) (Outcome, error) {
@@ -119,3 +189,86 @@ func (x *IdempotentEffects) Exit(ctx context.Context, key string) (Outcome, erro
 		return x.Effects.Exit(ctx, key)
 	})
 }
+
+// idemDecOutcome reads a Outcome of a stored result.
+func idemDecOutcome(d *idem.Decoder, v *Outcome) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "Key":
+			v.Key = d.String()
+		case "Fence":
+			v.Fence = d.Uint(64)
+		case "PID":
+			v.PID = int(d.Int(64))
+		case "Nonce":
+			v.Nonce = d.String()
+		case "BizAccepted":
+			v.BizAccepted = d.Bool()
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemDecReading reads a Reading of a stored result.
+func idemDecReading(d *idem.Decoder, v *Reading) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "Outcome":
+			idemDecOutcome(d, &v.Outcome)
+		case "Value":
+			v.Value = d.Float64()
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemEncOutcome writes a Outcome of a stored result.
+func idemEncOutcome(e *idem.Encoder, v *Outcome) {
+	at := e.Struct()
+	e.Field("Key")
+	e.String(v.Key)
+	e.Field("Fence")
+	e.Uint(v.Fence)
+	e.Field("PID")
+	e.Int(int64(v.PID))
+	e.Field("Nonce")
+	e.String(v.Nonce)
+	e.Field("BizAccepted")
+	e.Bool(v.BizAccepted)
+	e.End(at)
+}
+
+// idemEncReading writes a Reading of a stored result.
+func idemEncReading(e *idem.Encoder, v *Reading) {
+	at := e.Struct()
+	e.Field("Outcome")
+	idemEncOutcome(e, &v.Outcome)
+	e.Field("Value")
+	e.Float64(v.Value)
+	e.End(at)
+}
+
+// idemOutcome_fieldsChanged_runGoGenerate is the field list of Outcome that the key code was generated for (tags aside).
+type idemOutcome_fieldsChanged_runGoGenerate struct {
+	Key         string
+	Fence       uint64
+	PID         int
+	Nonce       string
+	BizAccepted bool
+}
+
+// Build fails here if Outcome gained, lost or retyped a field since generation: run go generate.
+var _ = idemOutcome_fieldsChanged_runGoGenerate(Outcome{})
+
+// idemReading_fieldsChanged_runGoGenerate is the field list of Reading that the key code was generated for (tags aside).
+type idemReading_fieldsChanged_runGoGenerate struct {
+	Outcome
+	Value float64
+}
+
+// Build fails here if Reading gained, lost or retyped a field since generation: run go generate.
+var _ = idemReading_fieldsChanged_runGoGenerate(Reading{})

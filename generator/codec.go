@@ -1,0 +1,687 @@
+package generator
+
+import (
+	"fmt"
+	"go/types"
+	"sort"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+)
+
+// Generated result codecs. Every wrapper's Spec carries an
+// idem.TypedCodec of its result value (the result itself, or the
+// idemResult struct of several results), built from encode/decode
+// functions written here: no reflection, no encoding/json. Named types get
+// one pair of helpers each (idemEncT/idemDecT), shared by all wrappers of
+// the package, which also makes recursive types work. The format is
+// runtime/idem's (wire.go): every value carries its kind, struct fields are
+// tagged by name, so added fields decode as zero, removed ones are
+// skipped and retyped ones are idem.ErrResultIncompatible.
+
+// omitTree is the omit= paths below one value: a leaf (empty, non-nil)
+// leaves the value out.
+type omitTree map[string]omitTree
+
+// codecProblem is one thing of a result that cannot be stored, with the
+// omit= path that lifts it.
+type codecProblem struct {
+	path, msg string
+	// root is the path of the outermost other package's value the
+	// problem is in, "" if none.
+	root string
+}
+
+// codecGen writes the codec of one wrapper's result value.
+type codecGen struct {
+	e        *emitter
+	problems []codecProblem
+	lossy    map[string]bool // other packages' types whose unexported state is not replayed
+	spec     string          // the Spec's base name, for helpers specialised by omit=
+}
+
+var (
+	slicesPkg = types.NewPackage("slices", "slices")
+	mapsPkg   = types.NewPackage("maps", "maps")
+)
+
+// fnScope hands out the local names of one generated function.
+type fnScope map[string]int
+
+func (s fnScope) get(base string) string {
+	s[base]++
+	if n := s[base]; n > 1 {
+		return base + itoa(n)
+	}
+	return base
+}
+
+func (g *codecGen) fail(path, msg, root string) {
+	p := codecProblem{path: path, msg: msg, root: root}
+	for _, q := range g.problems {
+		if q == p {
+			return // the decoder's pass meets what the encoder's did
+		}
+	}
+	g.problems = append(g.problems, p)
+}
+
+// vx is a value in generated code: an addressable expression, or *ptr.
+type vx struct {
+	x   jen.Code // the expression (ptr == nil)
+	ptr jen.Code // v is *ptr
+}
+
+// sel is v as the operand of a selector or index: (*p).F needs the parens
+// only for indexing; a selector auto-dereferences.
+func (v vx) sel(field bool) *jen.Statement {
+	if v.ptr != nil {
+		if field {
+			return jen.Add(v.ptr)
+		}
+		return jen.Parens(jen.Op("*").Add(v.ptr))
+	}
+	return jen.Add(v.x)
+}
+
+// val is v as an operand or assignment target.
+func (v vx) val() *jen.Statement {
+	if v.ptr != nil {
+		return jen.Op("*").Add(v.ptr)
+	}
+	return jen.Add(v.x)
+}
+
+// addr is &v.
+func (v vx) addr() *jen.Statement {
+	if v.ptr != nil {
+		return jen.Add(v.ptr)
+	}
+	return jen.Op("&").Add(v.x)
+}
+
+func expr(c jen.Code) vx { return vx{x: c} }
+
+// elem is *v, for v of pointer type.
+func (v vx) elem() vx {
+	if v.ptr != nil {
+		return vx{ptr: jen.Parens(jen.Op("*").Add(v.ptr))}
+	}
+	return vx{ptr: v.x}
+}
+func deref(c jen.Code) vx { return vx{ptr: c} }
+
+// advicePath is the path omit= should name for a problem at path: the
+// path cut before its first element of a slice, array or map (omit=
+// paths go through structs and pointers only).
+func advicePath(path string) string {
+	if i := strings.Index(path, "[]"); i >= 0 {
+		return path[:i]
+	}
+	return path
+}
+
+// enc returns the statements that encode v (an addressable expression) of
+// type t. path names v for diagnostics; foreignAt is the path of the
+// outermost other package's value on the way, if any.
+func (g *codecGen) enc(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
+	return g.code(t, v, path, foreignAt, omit, s, true)
+}
+
+func (g *codecGen) dec(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
+	return g.code(t, v, path, foreignAt, omit, s, false)
+}
+
+// pairs are the marshaling method pairs a type may bring, in order of
+// preference.
+func (g *codecGen) pair(t types.Type) (marshal, unmarshal string, ok bool) {
+	w := g.e.pi.types
+	for _, p := range []struct {
+		m, u *types.Interface
+		mn   string
+		un   string
+	}{
+		{w.binaryMarshaler, w.binaryUnmarshaler, "MarshalBinary", "UnmarshalBinary"},
+		{w.jsonMarshaler, w.jsonUnmarshaler, "MarshalJSON", "UnmarshalJSON"},
+		{w.textMarshaler, w.textUnmarshaler, "MarshalText", "UnmarshalText"},
+	} {
+		if m, _ := implements(t, p.m); m {
+			if u, _ := implements(t, p.u); u {
+				return p.mn, p.un, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+func (g *codecGen) code(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope, encode bool) []jen.Code {
+	e, pi := g.e, g.e.pi
+	if !e.renderable(t) {
+		g.fail(path, "type "+pi.typeString(t)+" cannot be named in the generated file (unexported, or internal to another module)", foreignAt)
+		return nil
+	}
+	t = types.Unalias(t)
+	if _, isPtr := t.Underlying().(*types.Pointer); !isPtr && !types.IsInterface(t) {
+		// protobuf messages: *M has ProtoReflect.
+		if pm, ptr := implements(t, pi.types.protoMessage); pm && ptr {
+			if encode {
+				return one(jen.Id("e").Dot("Marshaled").Call(e.qual(protoPkg, "MarshalOptions").Values(jen.Dict{jen.Id("Deterministic"): jen.True()}).Dot("Marshal").Call(v.addr())))
+			}
+			return one(jen.Id("d").Dot("Unmarshaled").Call(e.qual(protoPkg, "Unmarshal").Call(jen.Id("d").Dot("Marshaled").Call(), v.addr())))
+		}
+		if m, u, ok := g.pair(t); ok {
+			if encode {
+				return one(jen.Id("e").Dot("Marshaled").Call(v.sel(true).Dot(m).Call()))
+			}
+			return one(jen.Id("d").Dot("Unmarshaled").Call(v.sel(true).Dot(u).Call(jen.Id("d").Dot("Marshaled").Call())))
+		}
+	}
+	named, isNamed := t.(*types.Named)
+	if isNamed && named.Obj().Pkg() != nil && named.Obj().Pkg() != pi.pkg.Types && foreignAt == "" {
+		foreignAt = path
+	}
+	if isNamed {
+		switch t.Underlying().(type) {
+		case *types.Struct, *types.Slice, *types.Map, *types.Array, *types.Pointer:
+			name := g.helper(named, path, foreignAt, omit)
+			if name == "" {
+				return nil
+			}
+			if encode {
+				return one(jen.Id("idemEnc"+name).Call(jen.Id("e"), v.addr()))
+			}
+			return one(jen.Id("idemDec"+name).Call(jen.Id("d"), v.addr()))
+		}
+	}
+	return g.inline(t, v, path, foreignAt, omit, s, encode)
+}
+
+// helper makes (once) the helpers of a named type and returns their name
+// suffix; "" if the type cannot be stored (problems are recorded).
+func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree) string {
+	e := g.e
+	key := types.TypeString(n, nil) // instances of a generic type differ
+	specialised := len(omit) > 0
+	if specialised {
+		key += " for " + g.spec + " omitting " + fmt.Sprint(omit) // fmt sorts map keys
+	}
+	{
+		if h, ok := e.codecHelpers[key]; ok {
+			if h.problems != nil {
+				for _, p := range h.problems {
+					g.fail(relJoin(path, p.path), p.msg, foreignAt)
+				}
+				return ""
+			}
+			for l := range h.lossy {
+				g.lossy[l] = true
+			}
+			return h.name
+		}
+	}
+	base := n.Obj().Name()
+	if n.Obj().Pkg() != e.pi.pkg.Types {
+		base = upperFirst(n.Obj().Pkg().Name()) + base
+	}
+	if specialised {
+		base += "For" + g.spec
+	}
+	name := e.global("idemEnc" + base)[len("idemEnc"):]
+	e.globals["idemDec"+name] = true
+	h := &codecHelper{name: name}
+	e.codecHelpers[key] = h // recursion finds it
+	sub := &codecGen{e: e, lossy: map[string]bool{}, spec: g.spec}
+	// Paths inside the helper are relative; foreignAt "" at the root of an
+	// own type, or the root itself of another package's.
+	root := ""
+	if n.Obj().Pkg() != e.pi.pkg.Types {
+		root = "\x00" // inside another package's type: advise omitting its root
+	}
+	se, sd := fnScope{}, fnScope{}
+	for _, l := range []string{"e", "d", "v"} {
+		se[l], sd[l] = 1, 1
+	}
+	self := deref(jen.Id("v"))
+	encBody := sub.inline(n, self, "", root, omit, se, true)
+	decBody := sub.inline(n, self, "", root, omit, sd, false)
+	if len(sub.problems) > 0 {
+		h.problems = sub.problems
+		for _, p := range h.problems {
+			g.fail(relJoin(path, p.path), p.msg, foreignAt)
+		}
+		return ""
+	}
+	h.lossy = sub.lossy
+	for l := range sub.lossy {
+		g.lossy[l] = true
+	}
+	if _, ok := n.Underlying().(*types.Struct); ok && n.TypeArgs().Len() == 0 && n.Obj().Pkg() == e.pi.pkg.Types {
+		e.readFields(n)
+	}
+	tt := e.typ(n)
+	encT, decT := e.qual(e.idem, "Encoder"), e.qual(e.idem, "Decoder")
+	e.helperDecls = append(e.helperDecls,
+		helperDecl{name: "idemEnc" + name, code: jen.Commentf("idemEnc%s writes a %s of a stored result.", name, e.pi.typeString(n)).Line().
+			Func().Id("idemEnc"+name).Params(jen.Id("e").Op("*").Add(encT), jen.Id("v").Op("*").Add(tt)).Block(encBody...)},
+		helperDecl{name: "idemDec" + name, code: jen.Commentf("idemDec%s reads a %s of a stored result.", name, e.pi.typeString(n)).Line().
+			Func().Id("idemDec"+name).Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(tt)).Block(decBody...)},
+	)
+	return name
+}
+
+type codecHelper struct {
+	name     string
+	problems []codecProblem // relative paths
+	lossy    map[string]bool
+}
+
+func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope, encode bool) []jen.Code {
+	e, pi := g.e, g.e.pi
+	adv := func() string { return foreignAt }
+	// conv converts v to the basic type the Encoder takes, unless it is one.
+	conv := func(to string) jen.Code {
+		if b, ok := t.(*types.Basic); ok && b.Name() == to {
+			return v.val()
+		}
+		return jen.Id(to).Call(v.val())
+	}
+	// set assigns what the Decoder returned (of basic type from), converted.
+	set := func(from string, x jen.Code) []jen.Code {
+		if b, ok := t.(*types.Basic); ok && b.Name() == from {
+			return one(v.val().Op("=").Add(x))
+		}
+		return one(v.val().Op("=").Add(e.typ(t)).Call(x))
+	}
+	call := func(m string, args ...jen.Code) []jen.Code { return one(jen.Id("e").Dot(m).Call(args...)) }
+	read := func(m string, args ...jen.Code) *jen.Statement { return jen.Id("d").Dot(m).Call(args...) }
+	switch u := t.Underlying().(type) {
+	case *types.Basic:
+		info := u.Info()
+		bits := 64
+		switch u.Kind() {
+		case types.Int8, types.Uint8:
+			bits = 8
+		case types.Int16, types.Uint16:
+			bits = 16
+		case types.Int32, types.Uint32:
+			bits = 32
+		}
+		switch {
+		case u.Kind() == types.Bool:
+			if encode {
+				return call("Bool", conv("bool"))
+			}
+			return set("bool", read("Bool"))
+		case info&types.IsString != 0:
+			if encode {
+				return call("String", conv("string"))
+			}
+			return set("string", read("String"))
+		case info&types.IsUnsigned != 0:
+			if encode {
+				return call("Uint", conv("uint64"))
+			}
+			return set("uint64", read("Uint", jen.Lit(bits)))
+		case info&types.IsInteger != 0:
+			if encode {
+				return call("Int", conv("int64"))
+			}
+			return set("int64", read("Int", jen.Lit(bits)))
+		case u.Kind() == types.Float32:
+			if encode {
+				return call("Float32", conv("float32"))
+			}
+			return set("float32", read("Float32"))
+		case info&types.IsFloat != 0:
+			if encode {
+				return call("Float64", conv("float64"))
+			}
+			return set("float64", read("Float64"))
+		case info&types.IsComplex != 0:
+			if encode {
+				return call("Complex", conv("complex128"))
+			}
+			return set("complex128", read("Complex"))
+		}
+		g.fail(path, u.String()+" cannot be stored", adv())
+		return nil
+	case *types.Pointer:
+		elem := u.Elem()
+		if encode {
+			inner := g.enc(elem, v.elem(), path, foreignAt, omit, s)
+			return one(jen.If(v.val().Op("==").Nil()).Block(jen.Id("e").Dot("Nil").Call()).Else().Block(
+				append([]jen.Code{jen.Id("e").Dot("Ptr").Call()}, inner...)...))
+		}
+		inner := g.dec(elem, v.elem(), path, foreignAt, omit, s)
+		return one(jen.If(read("Ptr")).Block(
+			append([]jen.Code{v.val().Op("=").New(e.typ(elem))}, inner...)...).Else().Block(v.val().Op("=").Nil()))
+	case *types.Slice:
+		if b, ok := u.Elem().(*types.Basic); ok && b.Kind() == types.Byte {
+			if encode {
+				if types.Identical(t, byteSlice) {
+					return call("Bytes", v.val())
+				}
+				return call("Bytes", jen.Index().Byte().Call(v.val()))
+			}
+			if types.Identical(t, byteSlice) {
+				return one(v.val().Op("=").Add(read("Bytes")))
+			}
+			return one(v.val().Op("=").Add(e.typ(t)).Call(read("Bytes")))
+		}
+		i := s.get("i")
+		if encode {
+			at := s.get("at")
+			inner := g.enc(u.Elem(), expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
+			return one(jen.If(v.val().Op("==").Nil()).Block(jen.Id("e").Dot("Nil").Call()).Else().Block(
+				jen.Id(at).Op(":=").Id("e").Dot("List").Call(jen.Len(v.val())),
+				jen.For(jen.Id(i).Op(":=").Range().Add(v.val())).Block(inner...),
+				jen.Id("e").Dot("End").Call(jen.Id(at))))
+		}
+		inner := g.dec(u.Elem(), expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
+		return one(jen.If(read("Nil")).Block(v.val().Op("=").Nil()).Else().Block(
+			v.val().Op("=").Make(e.typ(t), read("List")),
+			jen.For(jen.Id(i).Op(":=").Range().Add(v.val())).Block(inner...)))
+	case *types.Array:
+		i := s.get("i")
+		if encode {
+			at := s.get("at")
+			inner := g.enc(u.Elem(), expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
+			return []jen.Code{
+				jen.Id(at).Op(":=").Id("e").Dot("List").Call(jen.Len(v.val())),
+				jen.For(jen.Id(i).Op(":=").Range().Add(v.val())).Block(inner...),
+				jen.Id("e").Dot("End").Call(jen.Id(at)),
+			}
+		}
+		inner := g.dec(u.Elem(), expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
+		return one(jen.If(read("Array", jen.Len(v.val()))).Block(jen.For(jen.Id(i).Op(":=").Range().Add(v.val())).Block(inner...)))
+	case *types.Map:
+		kb, ok := u.Key().Underlying().(*types.Basic)
+		if !ok || kb.Info()&types.IsOrdered == 0 {
+			g.fail(path, "map key "+pi.typeString(u.Key())+" is not a string or a number (only those keys are stored, in sorted order)", adv())
+			return nil
+		}
+		k, x := s.get("k"), s.get("x")
+		if encode {
+			at := s.get("at")
+			kc := g.enc(u.Key(), expr(jen.Id(k)), path+"[]", foreignAt, nil, s)
+			xc := g.enc(u.Elem(), expr(jen.Id(x)), path+"[]", foreignAt, nil, s)
+			body := append([]jen.Code{jen.Id(x).Op(":=").Add(v.sel(false)).Index(jen.Id(k))}, kc...)
+			body = append(body, xc...)
+			return one(jen.If(v.val().Op("==").Nil()).Block(jen.Id("e").Dot("Nil").Call()).Else().Block(
+				jen.Id(at).Op(":=").Id("e").Dot("Map").Call(jen.Len(v.val())),
+				jen.Commentf("sorted: the same value always has the same bytes"),
+				jen.For(jen.List(jen.Id("_"), jen.Id(k)).Op(":=").Range().Add(e.qual(slicesPkg, "Sorted")).Call(e.qual(mapsPkg, "Keys").Call(v.val()))).Block(body...),
+				jen.Id("e").Dot("End").Call(jen.Id(at))))
+		}
+		n := s.get("n")
+		kc := g.dec(u.Key(), expr(jen.Id(k)), path+"[]", foreignAt, nil, s)
+		xc := g.dec(u.Elem(), expr(jen.Id(x)), path+"[]", foreignAt, nil, s)
+		body := []jen.Code{jen.Var().Id(k).Add(e.typ(u.Key())), jen.Var().Id(x).Add(e.typ(u.Elem()))}
+		body = append(body, kc...)
+		body = append(body, xc...)
+		body = append(body, v.sel(false).Index(jen.Id(k)).Op("=").Id(x))
+		return one(jen.If(read("Nil")).Block(v.val().Op("=").Nil()).Else().Block(
+			jen.Id(n).Op(":=").Add(read("Map")),
+			v.val().Op("=").Make(e.typ(t), jen.Id(n)),
+			jen.For(jen.Range().Id(n)).Block(body...)))
+	case *types.Struct:
+		own := true
+		if nt, ok := t.(*types.Named); ok && nt.Obj().Pkg() != pi.pkg.Types {
+			own = false
+		}
+		at, end := s.get("at"), s.get("end")
+		var encs, cases []jen.Code
+		exported := 0
+		for i := 0; i < u.NumFields(); i++ {
+			f := u.Field(i)
+			fp := joinPath(path, f.Name())
+			sub, omitted := omit[f.Name()]
+			if omitted && len(sub) == 0 {
+				continue
+			}
+			if !f.Exported() {
+				if f.Name() == "_" || zeroSize(f.Type()) {
+					continue
+				}
+				if !own {
+					g.lossy[pi.typeString(t)] = true
+					continue
+				}
+				if !(f.Embedded() && isStruct(f.Type())) {
+					g.fail(fp, "unexported field (export it, or give the type a marshaling pair)", "")
+					continue
+				}
+			}
+			exported++
+			fv := expr(v.sel(true).Dot(f.Name()))
+			if encode {
+				encs = append(encs, jen.Id("e").Dot("Field").Call(jen.Lit(f.Name())))
+				encs = append(encs, g.enc(f.Type(), fv, fp, foreignAt, sub, s)...)
+			} else {
+				cases = append(cases, jen.Case(jen.Lit(f.Name())).Block(g.dec(f.Type(), fv, fp, foreignAt, sub, s)...))
+			}
+		}
+		if !own && exported == 0 && g.lossy[pi.typeString(t)] {
+			g.fail(path, pi.typeString(t)+" has no exported fields: all its state would be lost on replay", adv())
+			return nil
+		}
+		if encode {
+			out := []jen.Code{jen.Id(at).Op(":=").Id("e").Dot("Struct").Call()}
+			out = append(out, encs...)
+			return append(out, jen.Id("e").Dot("End").Call(jen.Id(at)))
+		}
+		cases = append(cases, jen.Default().Block(jen.Id("d").Dot("Skip").Call()))
+		return []jen.Code{
+			jen.Id(end).Op(":=").Add(read("Struct")),
+			jen.For(jen.Id("d").Dot("More").Call(jen.Id(end))).Block(
+				jen.Switch(jen.String().Call(read("Field"))).Block(cases...)),
+		}
+	case *types.Interface:
+		g.fail(path, "interface "+pi.typeString(t)+" cannot be decoded to its dynamic type", adv())
+	case *types.Signature:
+		g.fail(path, "func values cannot be stored", adv())
+	case *types.Chan:
+		g.fail(path, "channels cannot be stored", adv())
+	default:
+		g.fail(path, "type "+pi.typeString(t)+" cannot be stored", adv())
+	}
+	return nil
+}
+
+// lossyList is the sorted list of types that lose unexported state.
+func (g *codecGen) lossyList() []string {
+	var l []string
+	for t := range g.lossy {
+		l = append(l, t)
+	}
+	sort.Strings(l)
+	return l
+}
+
+// relJoin puts a path relative to a helper's value after path.
+func relJoin(path, rel string) string {
+	switch {
+	case rel == "":
+		return path
+	case path == "" || strings.HasPrefix(rel, "["):
+		return path + rel
+	}
+	return path + "." + rel
+}
+
+// resultName is how diagnostics and omit= call result i: its declared
+// name, else rN.
+func resultName(x *fn, i int) string {
+	if n := x.sig.Results().At(i).Name(); n != "" && n != "_" {
+		return n
+	}
+	return "r" + itoa(i+1)
+}
+
+// resultCodec emits the codec of x's result value and sets the Spec's
+// Codec field (the Spec is out's first declaration). It returns what the
+// wrapper's doc comment says about the record; false after a diagnostic.
+func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, out *[]jen.Code) (string, bool) {
+	pi := e.pi
+	namePos := pi.fset.Position(x.decl.Name.Pos())
+	what := "function " + x.decl.Name.Name
+	if x.recv != nil {
+		what = "method " + x.recv.Name() + "." + x.decl.Name.Name
+	}
+	// omit=: by result, then a tree of field names.
+	omits := make([]omitTree, len(x.result))
+	ok := true
+	for _, p := range x.opts.omit {
+		segs := strings.Split(p.text, ".")
+		idx := -1
+		var names []string
+		for i := range x.result {
+			n := resultName(x, i)
+			names = append(names, n)
+			if segs[0] == n || segs[0] == "r"+itoa(i+1) {
+				idx = i
+			}
+		}
+		if idx < 0 && len(names) == 0 {
+			pi.d.add(p.pos, "omit: %s has no result to omit (it returns only an error)", x.decl.Name.Name)
+			ok = false
+			continue
+		}
+		if idx < 0 {
+			pi.d.add(p.pos, "omit: %s names no result of %s (its results: %s)", p.text, x.decl.Name.Name, strings.Join(names, ", "))
+			ok = false
+			continue
+		}
+		t := x.result[idx]
+		for _, f := range segs[1:] {
+			if pt, isPtr := t.Underlying().(*types.Pointer); isPtr {
+				t = pt.Elem()
+			}
+			st, isStruct := t.Underlying().(*types.Struct)
+			var found *types.Var
+			for i := 0; isStruct && i < st.NumFields(); i++ {
+				if st.Field(i).Name() == f {
+					found = st.Field(i)
+				}
+			}
+			if found == nil {
+				pi.d.add(p.pos, "omit: %s: %s has no field %s", p.text, pi.typeString(t), f)
+				ok = false
+				break
+			}
+			t = found.Type()
+		}
+		if omits[idx] == nil {
+			omits[idx] = omitTree{}
+		}
+		tree := omits[idx]
+		for _, f := range segs[1:] {
+			if tree[f] == nil {
+				tree[f] = omitTree{}
+			}
+			tree = tree[f]
+		}
+		if len(segs) == 1 {
+			omits[idx] = omitTree{"": nil} // the whole result
+		}
+	}
+	if !ok {
+		return "", false
+	}
+	if len(x.result) == 0 {
+		return "", true
+	}
+	g := &codecGen{e: e, lossy: map[string]bool{}, spec: specBase}
+	whole := func(i int) bool { _, w := omits[i][""]; return w }
+	se, sd := fnScope{"e": 1, "d": 1, "v": 1}, fnScope{"e": 1, "d": 1, "v": 1}
+	var encBody, decBody []jen.Code
+	if len(x.result) == 1 {
+		if !whole(0) {
+			v := deref(jen.Id("v"))
+			encBody = g.enc(x.result[0], v, resultName(x, 0), "", omits[0], se)
+			decBody = g.dec(x.result[0], v, resultName(x, 0), "", omits[0], sd)
+		}
+	} else {
+		at, end := se.get("at"), sd.get("end")
+		encBody = append(encBody, jen.Id(at).Op(":=").Id("e").Dot("Struct").Call())
+		var cases []jen.Code
+		for i, t := range x.result {
+			if whole(i) {
+				continue
+			}
+			f := "R" + itoa(i+1)
+			fv := expr(jen.Id("v").Dot(f))
+			encBody = append(encBody, jen.Id("e").Dot("Field").Call(jen.Lit(f)))
+			encBody = append(encBody, g.enc(t, fv, resultName(x, i), "", omits[i], se)...)
+			cases = append(cases, jen.Case(jen.Lit(f)).Block(g.dec(t, fv, resultName(x, i), "", omits[i], sd)...))
+		}
+		encBody = append(encBody, jen.Id("e").Dot("End").Call(jen.Id(at)))
+		cases = append(cases, jen.Default().Block(jen.Id("d").Dot("Skip").Call()))
+		decBody = []jen.Code{
+			jen.Id(end).Op(":=").Id("d").Dot("Struct").Call(),
+			jen.For(jen.Id("d").Dot("More").Call(jen.Id(end))).Block(jen.Switch(jen.String().Call(jen.Id("d").Dot("Field").Call())).Block(cases...)),
+		}
+	}
+	if len(g.problems) > 0 {
+		// One line per omit= that would lift them.
+		type line struct {
+			idx  int
+			msgs []string
+		}
+		byOmit := map[string]*line{}
+		var order []string
+		inRoot := map[string]int{}
+		for _, p := range g.problems {
+			inRoot[p.root]++
+		}
+		for _, p := range g.problems {
+			// Several problems inside one other package's value (an
+			// *http.Response): omit that value. Else the problem's own path.
+			omit := advicePath(p.path)
+			if p.root != "" && inRoot[p.root] > 1 {
+				omit = advicePath(p.root)
+			}
+			root := strings.SplitN(strings.SplitN(p.path, ".", 2)[0], "[", 2)[0]
+			idx := 0
+			for i := range x.result {
+				if resultName(x, i) == root {
+					idx = i
+				}
+			}
+			l := byOmit[omit]
+			if l == nil {
+				l = &line{idx: idx}
+				byOmit[omit] = l
+				order = append(order, omit)
+			}
+			l.msgs = append(l.msgs, p.path+": "+p.msg)
+		}
+		for _, o := range order {
+			l := byOmit[o]
+			msg := l.msgs[0]
+			if len(l.msgs) > 1 {
+				msg += " (and " + itoa(len(l.msgs)-1) + " more)"
+			}
+			pi.d.add(namePos, "%s: result %d (%s) cannot be stored faithfully: %s (add `omit=%s`)", what, l.idx+1, pi.typeString(x.result[l.idx]), msg, o)
+		}
+		return "", false
+	}
+	encT, decT := e.qual(e.idem, "Encoder"), e.qual(e.idem, "Decoder")
+	*out = append(*out, jen.Commentf("%s stores the results of %s (generated codec).", name, x.decl.Name.Name).Line().
+		Var().Id(name).Op("=").Add(e.qual(e.idem, "TypedCodec")).Index(resultT).Values(jen.Dict{
+		jen.Id("Encode"): jen.Func().Params(jen.Id("e").Op("*").Add(encT), jen.Id("v").Op("*").Add(resultT)).Block(encBody...),
+		jen.Id("Decode"): jen.Func().Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(resultT)).Block(decBody...),
+	}))
+	var doc string
+	var omitted []string
+	for _, p := range x.opts.omit {
+		omitted = append(omitted, p.text)
+	}
+	if len(omitted) > 0 {
+		doc += " Not stored (replays return their zero value): " + strings.Join(omitted, ", ") + "."
+	}
+	if l := g.lossyList(); len(l) > 0 {
+		doc += " Replays do not restore the unexported state of " + strings.Join(l, ", ") + "."
+	}
+	return doc, true
+}

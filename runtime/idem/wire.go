@@ -1,0 +1,633 @@
+package idem
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// The binary format of generated result codecs (see TypedCodec).
+//
+// A record is the marker byte, the format version, then one value. Every
+// value starts with a kind byte, so a decoder can tell a value it expects
+// from one of another shape, and skip a value it does not know:
+//
+//	nil      0x00                        nil pointer, slice, map or []byte
+//	ptr      0x01 value                  a non-nil pointer
+//	uint     0x02 uvarint                unsigned integers, bool
+//	int      0x03 zigzag varint          signed integers
+//	float64  0x04 8 bytes (LE bits)      bit-exact: NaN payloads, ±Inf, -0
+//	float32  0x05 4 bytes (LE bits)
+//	bytes    0x06 uvarint len, bytes     string, []byte, marshaled values
+//	list     0x07 u32 len, uvarint n, n values          slices, arrays
+//	map      0x08 u32 len, uvarint n, n key+value pairs
+//	struct   0x09 u32 len, fields: uvarint len, name, value
+//	complex  0x0a 16 bytes (two float64)
+//
+// Struct fields are tagged by name, so a record written before a field
+// was added decodes with that field zero, and a field that was removed is
+// skipped. A field whose stored kind differs from the kind its Go type
+// expects (its type changed) is ErrResultIncompatible.
+const (
+	// CodecMarker is the first byte of a record a generated codec wrote.
+	// No encoding/json document starts with it, so records of an older
+	// build (written by the Guard's codec) are told apart.
+	CodecMarker byte = 0xb1
+	// CodecVersion is the format version, the record's second byte.
+	CodecVersion byte = 1
+)
+
+const (
+	kNil byte = iota
+	kPtr
+	kUint
+	kInt
+	kFloat64
+	kFloat32
+	kBytes
+	kList
+	kMap
+	kStruct
+	kComplex
+)
+
+var kindNames = [...]string{"nil", "pointer", "unsigned integer", "integer", "float64", "float32", "bytes", "list", "map", "struct", "complex"}
+
+func kindName(k byte) string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind %#x", k)
+}
+
+// Encoder writes a value in the generated codecs' format. Generated code
+// calls it; errors (a failing marshaler) are kept and reported at the end.
+type Encoder struct {
+	buf []byte
+	err error
+}
+
+// Fail records err (the first one wins).
+func (e *Encoder) Fail(err error) {
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+// Nil writes a nil pointer, slice, map or []byte.
+func (e *Encoder) Nil() { e.buf = append(e.buf, kNil) }
+
+// Ptr starts a non-nil pointer: its element's value follows.
+func (e *Encoder) Ptr() { e.buf = append(e.buf, kPtr) }
+
+// Bool writes a bool.
+func (e *Encoder) Bool(v bool) {
+	b := uint64(0)
+	if v {
+		b = 1
+	}
+	e.Uint(b)
+}
+
+// Int writes a signed integer.
+func (e *Encoder) Int(v int64) {
+	e.buf = append(e.buf, kInt)
+	e.buf = binary.AppendVarint(e.buf, v)
+}
+
+// Uint writes an unsigned integer.
+func (e *Encoder) Uint(v uint64) {
+	e.buf = append(e.buf, kUint)
+	e.buf = binary.AppendUvarint(e.buf, v)
+}
+
+// Float64 writes v's bits: NaN, ±Inf and -0 come back as they were.
+func (e *Encoder) Float64(v float64) {
+	e.buf = append(e.buf, kFloat64)
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, math.Float64bits(v))
+}
+
+// Float32 writes v's bits.
+func (e *Encoder) Float32(v float32) {
+	e.buf = append(e.buf, kFloat32)
+	e.buf = binary.LittleEndian.AppendUint32(e.buf, math.Float32bits(v))
+}
+
+// Complex writes a complex number (complex64 widened exactly).
+func (e *Encoder) Complex(v complex128) {
+	e.buf = append(e.buf, kComplex)
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, math.Float64bits(real(v)))
+	e.buf = binary.LittleEndian.AppendUint64(e.buf, math.Float64bits(imag(v)))
+}
+
+// String writes a string.
+func (e *Encoder) String(s string) {
+	e.buf = append(e.buf, kBytes)
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(s)))
+	e.buf = append(e.buf, s...)
+}
+
+// Bytes writes a []byte; nil stays nil, empty stays empty.
+func (e *Encoder) Bytes(b []byte) {
+	if b == nil {
+		e.Nil()
+		return
+	}
+	e.buf = append(e.buf, kBytes)
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(b)))
+	e.buf = append(e.buf, b...)
+}
+
+// Marshaled writes what a marshaling method returned (MarshalBinary,
+// MarshalJSON, proto.Marshal), or records its error.
+func (e *Encoder) Marshaled(b []byte, err error) {
+	if err != nil {
+		e.Fail(err)
+		return
+	}
+	e.buf = append(e.buf, kBytes)
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(b)))
+	e.buf = append(e.buf, b...)
+}
+
+func (e *Encoder) begin(k byte) int {
+	e.buf = append(e.buf, k, 0, 0, 0, 0)
+	return len(e.buf)
+}
+
+// List starts a slice or array of n elements; write n values, then End.
+func (e *Encoder) List(n int) int {
+	at := e.begin(kList)
+	e.buf = binary.AppendUvarint(e.buf, uint64(n))
+	return at
+}
+
+// Map starts a map of n entries; write n key, value pairs, then End.
+func (e *Encoder) Map(n int) int {
+	at := e.begin(kMap)
+	e.buf = binary.AppendUvarint(e.buf, uint64(n))
+	return at
+}
+
+// Struct starts a struct; write Field and a value per field, then End.
+func (e *Encoder) Struct() int { return e.begin(kStruct) }
+
+// Field names the struct field whose value follows.
+func (e *Encoder) Field(name string) {
+	e.buf = binary.AppendUvarint(e.buf, uint64(len(name)))
+	e.buf = append(e.buf, name...)
+}
+
+// End closes the list, map or struct List, Map or Struct started at at.
+func (e *Encoder) End(at int) {
+	n := len(e.buf) - at
+	if uint64(n) > math.MaxUint32 {
+		e.Fail(errors.New("idem: a value over 4 GiB"))
+		return
+	}
+	binary.LittleEndian.PutUint32(e.buf[at-4:at], uint32(n))
+}
+
+// Decoder reads a value written by Encoder. Generated code calls it; the
+// first error sticks (later reads return zero values) and is reported at
+// the end: ErrCorruptRecord for bytes that are not a record,
+// ErrResultIncompatible for a value of another shape than the Go type
+// expects.
+type Decoder struct {
+	b   []byte
+	off int
+	err error
+}
+
+// Err is the first error met, if any.
+func (d *Decoder) Err() error { return d.err }
+
+// Fail records err (the first one wins).
+func (d *Decoder) Fail(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+}
+
+func (d *Decoder) corrupt(what string) {
+	d.Fail(fmt.Errorf("%w: %s at byte %d", ErrCorruptRecord, what, d.off))
+	d.off = len(d.b)
+}
+
+func (d *Decoder) mismatch(got byte, want string) {
+	d.Fail(fmt.Errorf("%w: stored %s where the result type now has %s (byte %d); bump version= for a fresh key space", ErrResultIncompatible, kindName(got), want, d.off))
+	d.off = len(d.b)
+}
+
+func (d *Decoder) peek() (byte, bool) {
+	if d.err != nil {
+		return 0, false
+	}
+	if d.off >= len(d.b) {
+		d.corrupt("truncated")
+		return 0, false
+	}
+	return d.b[d.off], true
+}
+
+// take reads the kind byte if it is want.
+func (d *Decoder) take(want byte) bool {
+	k, ok := d.peek()
+	if !ok {
+		return false
+	}
+	if k != want {
+		if k > kComplex {
+			d.corrupt("unknown kind")
+		} else {
+			d.mismatch(k, kindName(want))
+		}
+		return false
+	}
+	d.off++
+	return true
+}
+
+func (d *Decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b[d.off:])
+	if n <= 0 {
+		d.corrupt("bad varint")
+		return 0
+	}
+	d.off += n
+	return v
+}
+
+func (d *Decoder) varint() int64 {
+	v, n := binary.Varint(d.b[d.off:])
+	if n <= 0 {
+		d.corrupt("bad varint")
+		return 0
+	}
+	d.off += n
+	return v
+}
+
+func (d *Decoder) fixed(n int) []byte {
+	if len(d.b)-d.off < n {
+		d.corrupt("truncated")
+		return make([]byte, n)
+	}
+	b := d.b[d.off : d.off+n]
+	d.off += n
+	return b
+}
+
+// Nil reports whether a nil slice, map or []byte is next, and reads it.
+func (d *Decoder) Nil() bool {
+	k, ok := d.peek()
+	if ok && k == kNil {
+		d.off++
+		return true
+	}
+	return false
+}
+
+// Ptr reads a pointer's marker: true if a non-nil pointer's element
+// follows, false for nil.
+func (d *Decoder) Ptr() bool {
+	k, ok := d.peek()
+	if !ok {
+		return false
+	}
+	switch k {
+	case kNil:
+		d.off++
+		return false
+	case kPtr:
+		d.off++
+		return true
+	}
+	d.take(kPtr) // reports the mismatch
+	return false
+}
+
+// Int reads a signed integer that must fit in bits.
+func (d *Decoder) Int(bits int) int64 {
+	k, ok := d.peek()
+	if !ok {
+		return 0
+	}
+	var v int64
+	switch k {
+	case kInt:
+		d.off++
+		v = d.varint()
+	case kUint:
+		d.off++
+		u := d.uvarint()
+		if u > math.MaxInt64 {
+			d.mismatch(k, fmt.Sprintf("int%d", bits))
+			return 0
+		}
+		v = int64(u)
+	default:
+		d.take(kInt)
+		return 0
+	}
+	if bits < 64 && (v < -1<<(bits-1) || v > 1<<(bits-1)-1) {
+		d.mismatch(k, fmt.Sprintf("int%d (the value %d does not fit)", bits, v))
+		return 0
+	}
+	return v
+}
+
+// Uint reads an unsigned integer that must fit in bits.
+func (d *Decoder) Uint(bits int) uint64 {
+	k, ok := d.peek()
+	if !ok {
+		return 0
+	}
+	var v uint64
+	switch k {
+	case kUint:
+		d.off++
+		v = d.uvarint()
+	case kInt:
+		d.off++
+		i := d.varint()
+		if i < 0 {
+			d.mismatch(k, fmt.Sprintf("uint%d (the value %d is negative)", bits, i))
+			return 0
+		}
+		v = uint64(i)
+	default:
+		d.take(kUint)
+		return 0
+	}
+	if bits < 64 && v > 1<<bits-1 {
+		d.mismatch(k, fmt.Sprintf("uint%d (the value %d does not fit)", bits, v))
+		return 0
+	}
+	return v
+}
+
+// Bool reads a bool.
+func (d *Decoder) Bool() bool {
+	k, _ := d.peek()
+	v := d.Uint(64)
+	if v > 1 {
+		d.mismatch(k, "bool")
+	}
+	return v == 1
+}
+
+// Float64 reads a float64 (a stored float32 widens exactly).
+func (d *Decoder) Float64() float64 {
+	if k, ok := d.peek(); ok && k == kFloat32 {
+		return float64(d.Float32())
+	}
+	if !d.take(kFloat64) {
+		return 0
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(d.fixed(8)))
+}
+
+// Float32 reads a float32.
+func (d *Decoder) Float32() float32 {
+	if !d.take(kFloat32) {
+		return 0
+	}
+	return math.Float32frombits(binary.LittleEndian.Uint32(d.fixed(4)))
+}
+
+// Complex reads a complex number.
+func (d *Decoder) Complex() complex128 {
+	if !d.take(kComplex) {
+		return 0
+	}
+	b := d.fixed(16)
+	return complex(math.Float64frombits(binary.LittleEndian.Uint64(b)), math.Float64frombits(binary.LittleEndian.Uint64(b[8:])))
+}
+
+// raw reads the payload of a bytes value (the record's own bytes).
+func (d *Decoder) raw() []byte {
+	if !d.take(kBytes) {
+		return nil
+	}
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)-d.off) {
+		d.corrupt("length past the end")
+		return nil
+	}
+	b := d.b[d.off : d.off+int(n) : d.off+int(n)]
+	d.off += int(n)
+	return b
+}
+
+// String reads a string.
+func (d *Decoder) String() string { return string(d.raw()) }
+
+// Bytes reads a []byte (a copy); nil stays nil, empty stays empty.
+func (d *Decoder) Bytes() []byte {
+	if d.Nil() {
+		return nil
+	}
+	b := d.raw()
+	if d.err != nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}
+
+// Marshaled reads the bytes a marshaling method wrote, for its
+// Unmarshal method (which must copy what it keeps, as encoding's
+// interfaces require).
+func (d *Decoder) Marshaled() []byte {
+	b := d.raw()
+	if b == nil {
+		b = []byte{}
+	}
+	return b
+}
+
+// Unmarshaled records the error of an unmarshaling method as a corrupt record.
+func (d *Decoder) Unmarshaled(err error) {
+	if err != nil {
+		d.Fail(fmt.Errorf("%w: %w", ErrCorruptRecord, err))
+	}
+}
+
+// open reads a list, map or struct header; it returns where it ends.
+func (d *Decoder) open(k byte) int {
+	if !d.take(k) {
+		return d.off
+	}
+	n := binary.LittleEndian.Uint32(d.fixed(4))
+	if d.err != nil {
+		return d.off
+	}
+	if uint64(n) > uint64(len(d.b)-d.off) {
+		d.corrupt("length past the end")
+		return d.off
+	}
+	return d.off + int(n)
+}
+
+func (d *Decoder) count(end int, perItem int) int {
+	if d.err != nil {
+		return 0
+	}
+	n := d.uvarint()
+	if d.err == nil && (d.off > end || n > uint64((end-d.off)/perItem)) {
+		d.corrupt("count past the end")
+		return 0
+	}
+	return int(n)
+}
+
+// List reads a slice's or array's header: the number of elements that follow.
+func (d *Decoder) List() int {
+	end := d.open(kList)
+	return d.count(end, 1)
+}
+
+// Array reads an array's header; the stored length must be n.
+func (d *Decoder) Array(n int) bool {
+	at := d.off
+	got := d.List()
+	if d.err == nil && got != n {
+		d.off = at
+		d.mismatch(kList, fmt.Sprintf("an array of %d (stored %d elements)", n, got))
+		return false
+	}
+	return d.err == nil
+}
+
+// Map reads a map's header: the number of key, value pairs that follow.
+func (d *Decoder) Map() int {
+	end := d.open(kMap)
+	return d.count(end, 2)
+}
+
+// Struct reads a struct's header; read fields while More(end).
+func (d *Decoder) Struct() int { return d.open(kStruct) }
+
+// More reports whether the struct ending at end has another field.
+func (d *Decoder) More(end int) bool {
+	if d.err != nil {
+		return false
+	}
+	if d.off > end {
+		d.corrupt("field past the end of its struct")
+		return false
+	}
+	return d.off < end
+}
+
+// Field reads the next field's name (its value follows). Generated code
+// switches on string(name), which does not allocate.
+func (d *Decoder) Field() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)-d.off) {
+		d.corrupt("length past the end")
+		return nil
+	}
+	b := d.b[d.off : d.off+int(n)]
+	d.off += int(n)
+	return b
+}
+
+// Skip reads over one value of any kind: a field the result type no
+// longer has.
+func (d *Decoder) Skip() {
+	for {
+		k, ok := d.peek()
+		if !ok {
+			return
+		}
+		d.off++
+		switch k {
+		case kNil:
+		case kPtr:
+			continue
+		case kUint:
+			d.uvarint()
+		case kInt:
+			d.varint()
+		case kFloat64:
+			d.fixed(8)
+		case kFloat32:
+			d.fixed(4)
+		case kComplex:
+			d.fixed(16)
+		case kBytes:
+			d.off--
+			d.raw()
+		case kList, kMap, kStruct:
+			d.off--
+			d.off = d.open(k)
+		default:
+			d.off--
+			d.corrupt("unknown kind")
+		}
+		return
+	}
+}
+
+// TypedCodec is the Codec of one result type T, built from the encode and
+// decode functions idemgen generates for T; a generated wrapper puts it in
+// its Spec (Spec.Codec). Its records start with CodecMarker and
+// CodecVersion.
+type TypedCodec[T any] struct {
+	Encode func(e *Encoder, v *T)
+	Decode func(d *Decoder, v *T)
+}
+
+// Marshal encodes v, a T (or a *T).
+func (c TypedCodec[T]) Marshal(v any) ([]byte, error) {
+	var p *T
+	switch v := v.(type) {
+	case T:
+		p = &v
+	case *T:
+		p = v
+	default:
+		return nil, fmt.Errorf("idem: codec of %T given a %T", p, v)
+	}
+	e := Encoder{buf: make([]byte, 2, 128)}
+	e.buf[0], e.buf[1] = CodecMarker, CodecVersion
+	c.Encode(&e, p)
+	if e.err != nil {
+		return nil, e.err
+	}
+	return e.buf, nil
+}
+
+// Unmarshal decodes data into v, a *T.
+func (c TypedCodec[T]) Unmarshal(data []byte, v any) error {
+	p, ok := v.(*T)
+	if !ok {
+		return fmt.Errorf("idem: codec of %T asked to decode into a %T", p, v)
+	}
+	return DecodeRecord(data, func(d *Decoder) { c.Decode(d, p) })
+}
+
+// DecodeRecord checks data's marker and version and runs decode over the
+// value it holds, which must use all of data.
+func DecodeRecord(data []byte, decode func(d *Decoder)) error {
+	switch {
+	case len(data) < 2 || data[0] != CodecMarker:
+		return fmt.Errorf("%w: not a generated codec's record", ErrCorruptRecord)
+	case data[1] != CodecVersion:
+		return fmt.Errorf("%w: record format version %d, this build reads %d", ErrCorruptRecord, data[1], CodecVersion)
+	}
+	d := Decoder{b: data, off: 2}
+	decode(&d)
+	if d.err == nil && d.off != len(data) {
+		d.corrupt("bytes after the value")
+	}
+	return d.err
+}
