@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,7 +39,11 @@ func TestHostileInputs(t *testing.T) {
 	for _, store := range []string{"redis", "postgres", "file"} {
 		t.Run(store, func(t *testing.T) {
 			h.needStore(t, store)
-			t.Run("unencodable", func(t *testing.T) { rec(t, h.hostileUnencodable(t, store)) })
+			t.Run("unencodable", func(t *testing.T) {
+				for _, r := range h.hostileUnencodable(t, store) {
+					rec(t, r)
+				}
+			})
 			t.Run("goexit", func(t *testing.T) { rec(t, h.hostileGoexit(t, store)) })
 			t.Run("corrupt", func(t *testing.T) { rec(t, h.hostileCorrupt(t, store)) })
 			if store == "file" {
@@ -84,46 +90,77 @@ func (h *harness) ledgerCount(t *testing.T, prefix string) int {
 	return n
 }
 
-// hostileUnencodable: a result encoding/json cannot encode (a NaN field).
-// Earlier builds released the key, so every duplicate ran the function
-// again. Expected: one execution per key; the first caller gets the
-// function's value with ErrResultNotEncodable, duplicates (this process
-// and another Guard) the recorded failure.
-func (h *harness) hostileUnencodable(t *testing.T, store string) row {
+// hostileUnencodable: results encoding/json cannot encode. Earlier builds
+// released the key when encoding failed, so every duplicate ran the
+// function again. Now a NaN field is stored bit for bit by the generated
+// codec and replayed; a result whose own marshaler refuses it is recorded
+// as failed (ErrResultNotEncodable): the first caller gets the function's
+// value with that error, duplicates (this process and another Guard) the
+// recorded failure. Either way: one execution per key.
+func (h *harness) hostileUnencodable(t *testing.T, store string) []row {
 	start := time.Now()
 	e := h.hostileEnv(t, store, "unencodable", "")
 	other := work.NewIdempotentEffects(e.eff, idem.NewGuard(e.store))
-	v := &violations{}
+	nan, refused := &violations{}, &violations{}
 	const keys, dups = 5, 4
 	for i := range keys {
 		k := e.key(i)
-		r, err := e.fx.Measure(context.Background(), k)
-		if !errors.Is(err, idem.ErrResultNotEncodable) {
-			v.add("%s: first call: %v, want ErrResultNotEncodable", k, err)
-		}
-		if r.Key != k {
-			v.add("%s: first call did not get the function's own value (got %+v)", k, r.Outcome)
+		first, err := e.fx.Measure(context.Background(), k)
+		if err != nil || !math.IsNaN(first.Value) {
+			nan.add("%s: NaN result, first call: %+v, %v", k, first, err)
 		}
 		for d := range dups {
 			fx := e.fx
 			if d%2 == 1 {
 				fx = other
 			}
-			_, err := fx.Measure(context.Background(), k)
+			got, err := fx.Measure(context.Background(), k)
+			if err != nil || got.Outcome != first.Outcome || !math.IsNaN(got.Value) {
+				nan.add("%s: NaN result, duplicate %d: %+v, %v; want the first call's outcome and NaN", k, d, got, err)
+			}
+		}
+		sk := k + "/strict"
+		r, err := e.fx.Strict(context.Background(), sk)
+		if !errors.Is(err, idem.ErrResultNotEncodable) || r.Key != sk {
+			refused.add("%s: first call: %+v, %v; want the function's own value and ErrResultNotEncodable", sk, r.Outcome, err)
+		}
+		for d := range dups {
+			fx := e.fx
+			if d%2 == 1 {
+				fx = other
+			}
+			_, err := fx.Strict(context.Background(), sk)
 			var rec *idem.RecordedError
 			if !errors.As(err, &rec) || !errors.Is(err, idem.ErrResultNotEncodable) {
-				v.add("%s: duplicate %d: %v, want the recorded ErrResultNotEncodable", k, d, err)
+				refused.add("%s: duplicate %d: %v, want the recorded ErrResultNotEncodable", sk, d, err)
 			}
 		}
 	}
-	n := h.ledgerCount(t, e.key(0)[:len(e.key(0))-3])
-	if n != keys {
-		v.add("ledger: %d executions for %d keys, want %d", n, keys, keys)
+	rows := h.executions(t, e.key(0)[:len(e.key(0))-3])
+	nNaN, nRefused := 0, 0
+	for k, rs := range rows {
+		if strings.HasSuffix(k, "/strict") {
+			nRefused += len(rs)
+		} else {
+			nNaN += len(rs)
+		}
 	}
-	return row{Store: store, Scenario: "result the codec cannot encode (NaN field)", v: v, took: time.Since(start),
-		Trials:   fmt.Sprintf("%d keys × (1 call + %d duplicates, half from another Guard)", keys, dups),
-		Expected: fmt.Sprint(keys), Observed: fmt.Sprint(n),
-		Notes: "first caller: its value + ErrResultNotEncodable; duplicates: the recorded failure (errors.Is ErrResultNotEncodable)"}
+	if nNaN != keys {
+		nan.add("ledger: %d executions for %d keys, want %d", nNaN, keys, keys)
+	}
+	if nRefused != keys {
+		refused.add("ledger: %d executions for %d keys, want %d", nRefused, keys, keys)
+	}
+	took := time.Since(start)
+	trials := fmt.Sprintf("%d keys × (1 call + %d duplicates, half from another Guard)", keys, dups)
+	return []row{
+		{Store: store, Scenario: "NaN in a result (encoding/json refuses it)", v: nan, took: took, Trials: trials,
+			Expected: fmt.Sprint(keys), Observed: fmt.Sprint(nNaN),
+			Notes: "stored bit for bit by the generated codec; duplicates replay the first call's value, NaN included"},
+		{Store: store, Scenario: "result whose own marshaler refuses it", v: refused, took: took, Trials: trials,
+			Expected: fmt.Sprint(keys), Observed: fmt.Sprint(nRefused),
+			Notes: "first caller: its value + ErrResultNotEncodable; duplicates: the recorded failure (errors.Is ErrResultNotEncodable)"},
+	}
 }
 
 // hostileGoexit: the function calls runtime.Goexit (t.Fatal in a test).

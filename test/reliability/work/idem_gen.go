@@ -166,6 +166,30 @@ func (x *IdempotentEffects) Measure(ctx context.Context, key string) (Reading, e
 	})
 }
 
+var idemSpecEffectsStrict = &idem.Spec{Name: "rel.strict", TTL: time.Hour, Lease: 10 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecEffectsStrict}
+
+// Build fails here if Effects.Strict's signature changed since generation: run go generate.
+var _ func(*Effects, context.Context, string) (StrictReading, error) = (*Effects).Strict
+
+// idemCodecEffectsStrict stores the results of Strict (generated codec).
+var idemCodecEffectsStrict = idem.TypedCodec[StrictReading]{
+	Decode: func(d *idem.Decoder, v *StrictReading) {
+		idemDecStrictReading(d, v)
+	},
+	Encode: func(e *idem.Encoder, v *StrictReading) {
+		idemEncStrictReading(e, v)
+	},
+}
+
+// Strict is Effects.Strict, run at most once per key (ttl=1h lease=10s on_duplicate=return name=rel.strict).
+func (x *IdempotentEffects) Strict(ctx context.Context, key string) (StrictReading, error) {
+	c := x.g.Begin(idemSpecEffectsStrict)
+	c.Key().String(key)
+	return idem.Do(ctx, c, func(ctx context.Context) (StrictReading, error) {
+		return x.Effects.Strict(ctx, key)
+	})
+}
+
 var idemSpecEffectsExit = &idem.Spec{Name: "rel.exit", TTL: time.Hour, Lease: 10 * time.Second, OnDuplicate: idem.DuplicateWait, Wait: 20 * time.Second, Codec: idemCodecEffectsExit}
 
 // Build fails here if Effects.Exit's signature changed since generation: run go generate.
@@ -226,6 +250,21 @@ func idemDecReading(d *idem.Decoder, v *Reading) {
 	}
 }
 
+// idemDecStrictReading reads a StrictReading of a stored result.
+func idemDecStrictReading(d *idem.Decoder, v *StrictReading) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "Outcome":
+			idemDecOutcome(d, &v.Outcome)
+		case "Gauge":
+			d.Unmarshaled(v.Gauge.UnmarshalJSON(d.Marshaled()))
+		default:
+			d.Skip()
+		}
+	}
+}
+
 // idemEncOutcome writes a Outcome of a stored result.
 func idemEncOutcome(e *idem.Encoder, v *Outcome) {
 	at := e.Struct()
@@ -252,6 +291,16 @@ func idemEncReading(e *idem.Encoder, v *Reading) {
 	e.End(at)
 }
 
+// idemEncStrictReading writes a StrictReading of a stored result.
+func idemEncStrictReading(e *idem.Encoder, v *StrictReading) {
+	at := e.Struct()
+	e.Field("Outcome")
+	idemEncOutcome(e, &v.Outcome)
+	e.Field("Gauge")
+	e.Marshaled(v.Gauge.MarshalJSON())
+	e.End(at)
+}
+
 // idemOutcome_fieldsChanged_runGoGenerate is the field list of Outcome that the key code was generated for (tags aside).
 type idemOutcome_fieldsChanged_runGoGenerate struct {
 	Key         string
@@ -272,3 +321,12 @@ type idemReading_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if Reading gained, lost or retyped a field since generation: run go generate.
 var _ = idemReading_fieldsChanged_runGoGenerate(Reading{})
+
+// idemStrictReading_fieldsChanged_runGoGenerate is the field list of StrictReading that the key code was generated for (tags aside).
+type idemStrictReading_fieldsChanged_runGoGenerate struct {
+	Outcome
+	Gauge Gauge
+}
+
+// Build fails here if StrictReading gained, lost or retyped a field since generation: run go generate.
+var _ = idemStrictReading_fieldsChanged_runGoGenerate(StrictReading{})

@@ -12,6 +12,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -92,18 +94,49 @@ func (e *Effects) Skew(ctx context.Context, key string) (Outcome, error) {
 }
 
 // Reading is Measure's result. Its Value is NaN, which encoding/json
-// cannot encode: the hostile-input scenario's unencodable result.
+// cannot encode; the generated codec stores floats bit for bit.
 type Reading struct {
 	Outcome
 	Value float64 `json:"value"`
 }
 
-// Measure records one execution and returns a Reading the codec refuses.
+// Measure records one execution and returns a Reading holding NaN.
 //
 //idem:name=rel.measure lease=10s ttl=1h
 func (e *Effects) Measure(ctx context.Context, key string) (Reading, error) {
 	out, err := e.run(ctx, "measure", key, false)
 	return Reading{Outcome: out, Value: math.NaN()}, err
+}
+
+// Gauge has a hand-written JSON marshaling pair that refuses NaN, as a
+// strict one would: the generated codec stores a type through its own
+// pair, so its refusal is the result's.
+type Gauge struct{ V float64 }
+
+// MarshalJSON refuses NaN.
+func (g Gauge) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(g.V) {
+		return nil, errors.New("gauge: NaN is not a reading")
+	}
+	return json.Marshal(g.V)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (g *Gauge) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &g.V) }
+
+// StrictReading is Strict's result.
+type StrictReading struct {
+	Outcome
+	Gauge Gauge `json:"gauge"`
+}
+
+// Strict records one execution and returns a result its own marshaler
+// refuses: the hostile-input scenario's unencodable result.
+//
+//idem:name=rel.strict lease=10s ttl=1h
+func (e *Effects) Strict(ctx context.Context, key string) (StrictReading, error) {
+	out, err := e.run(ctx, "strict", key, false)
+	return StrictReading{Outcome: out, Gauge: Gauge{math.NaN()}}, err
 }
 
 // Exit records one execution and then, when Hooks.Exit says so, leaves
