@@ -246,10 +246,19 @@ func testCommands(t *testing.T, b testBackend) {
 	fp := func(key string) string { return key[strings.LastIndexByte(key, ':')+1:] } // no payload: the fingerprint is the key hash
 	failure, _ := json.Marshal(map[string]string{"message": "card declined"})
 
-	vCharge := view{Key: kCharge, Func: "test.Charge", State: "completed", Fence: 1, Fingerprint: fp(kCharge), ResultSize: len(`"receipt-a"`), Live: true}
+	// The fixture's wrappers store results with their generated codec.
+	charged, err := idem.TypedCodec[string]{Encode: func(e *idem.Encoder, v *string) { e.String(*v) }}.Marshal("receipt-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinged, err := idem.TypedCodec[int]{Encode: func(e *idem.Encoder, v *int) { e.Int(int64(*v)) }}.Marshal(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vCharge := view{Key: kCharge, Func: "test.Charge", State: "completed", Fence: 1, Fingerprint: fp(kCharge), ResultSize: len(charged), Live: true}
 	vRefund := view{Key: kRefund, Func: "test.Refund", State: "failed", Fence: 1, Fingerprint: fp(kRefund), ResultSize: len(failure), Live: true}
 	vNotify := view{Key: kNotify, Func: "test.Notify", State: "released", Fence: 1, Fingerprint: fp(kNotify), Live: true}
-	vPing := view{Key: kPing, Func: "test.Ping", Version: 2, State: "completed", Fence: 1, Fingerprint: fp(kPing), ResultSize: 1}
+	vPing := view{Key: kPing, Func: "test.Ping", Version: 2, State: "completed", Fence: 1, Fingerprint: fp(kPing), ResultSize: len(pinged)}
 	vShip := view{Key: kShip, Func: "test.Ship", State: "in_progress", Owner: "OWNER", Fence: 1, Fingerprint: fp(kShip), Live: true}
 	// Every record has its three times; finished records keep their owner
 	// in some stores, so owners are compared only where they must be set.
