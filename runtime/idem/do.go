@@ -120,6 +120,7 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 			// a claim error below meaning "the claim may have landed".
 			return zero, fmt.Errorf("%s: %w", spec.Name, err)
 		}
+		g.orphans.settle(ctx, g, key)
 		owner := g.token()
 		// The lease runs from when the claim was sent: a slow reply must
 		// not make the owner think it has more lease than it has.

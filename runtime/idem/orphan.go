@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,6 +22,7 @@ import (
 // Release is fenced on owner and fence, so giving back a claim can never
 // release another caller's: a look-up that finds another owner does nothing.
 type orphans struct {
+	n  atomic.Int32 // len(m), read without the lock on every claim
 	mu sync.Mutex
 	m  map[string]orphan
 }
@@ -50,6 +52,7 @@ func (o *orphans) adopt(ctx context.Context, g *Guard, req ClaimRequest, err err
 		return
 	}
 	o.m[req.Key] = orphan{owner: req.Owner, lease: l}
+	o.n.Store(int32(len(o.m)))
 	o.mu.Unlock()
 	go o.search(context.WithoutCancel(ctx), g, l)
 }
@@ -108,8 +111,24 @@ func (o *orphans) forget(key string, owner Token) {
 	o.mu.Lock()
 	if v, ok := o.m[key]; ok && v.owner == owner {
 		delete(o.m, key)
+		o.n.Store(int32(len(o.m)))
 	}
 	o.mu.Unlock()
+}
+
+// settle runs before a claim of key: if this process orphaned a claim of
+// it, that claim is given back first, so the caller's retry does not race
+// the background search. It costs one atomic load when there is none.
+func (o *orphans) settle(ctx context.Context, g *Guard, key string) {
+	if o.n.Load() == 0 {
+		return
+	}
+	o.mu.Lock()
+	v, ok := o.m[key]
+	o.mu.Unlock()
+	if ok {
+		_, _ = o.giveBack(ctx, g, v.lease)
+	}
 }
 
 // reclaim is the synchronous check for a claim of key that found it in
