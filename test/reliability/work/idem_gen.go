@@ -252,7 +252,7 @@ func idemEncReading(e *idem.Encoder, v *Reading) {
 	e.End(at)
 }
 
-// idemOutcome_fieldsChanged_runGoGenerate is the field list of Outcome that the key code was generated for (tags aside).
+// idemOutcome_fieldsChanged_runGoGenerate is the field list of Outcome that the generated code was written for (tags aside).
 type idemOutcome_fieldsChanged_runGoGenerate struct {
 	Key         string
 	Fence       uint64
@@ -264,7 +264,7 @@ type idemOutcome_fieldsChanged_runGoGenerate struct {
 // Build fails here if Outcome gained, lost or retyped a field since generation: run go generate.
 var _ = idemOutcome_fieldsChanged_runGoGenerate(Outcome{})
 
-// idemReading_fieldsChanged_runGoGenerate is the field list of Reading that the key code was generated for (tags aside).
+// idemReading_fieldsChanged_runGoGenerate is the field list of Reading that the generated code was written for (tags aside).
 type idemReading_fieldsChanged_runGoGenerate struct {
 	Outcome
 	Value float64
