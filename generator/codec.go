@@ -255,7 +255,7 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 	for l := range sub.lossy {
 		g.lossy[l] = true
 	}
-	if _, ok := n.Underlying().(*types.Struct); ok && n.TypeArgs().Len() == 0 && n.Obj().Pkg() == e.pi.pkg.Types {
+	if _, ok := n.Underlying().(*types.Struct); ok && n.TypeArgs().Len() == 0 {
 		e.readFields(n)
 	}
 	tt := e.typ(n)

@@ -95,7 +95,7 @@ func (e *emitter) driftChecks() []jen.Code {
 				}
 			}
 			checks = append(checks, check{name, []jen.Code{
-				jen.Commentf("%s is the field list of %s that the key code was generated for (tags aside).", name, display).Line().
+				jen.Commentf("%s is the field list of %s that the generated code was written for (tags aside).", name, display).Line().
 					Type().Id(name).Struct(fields...),
 				jen.Commentf("Build fails here if %s gained, lost or retyped a field since generation: run go generate.", display).Line().
 					Var().Id("_").Op("=").Id(name).Call(e.typ(n).(*jen.Statement).Clone().Values()),
@@ -118,7 +118,7 @@ func (e *emitter) driftChecks() []jen.Code {
 		}
 		name := "idem" + prefix + upperFirst(obj.Name()) + staleSuffix + " " + obj.Pkg().Path() // for sorting only
 		checks = append(checks, check{name, []jen.Code{
-			jen.Commentf("Build fails here if a field of %s that the key code reads was lost or retyped since generation: run go generate.", display).Line().
+			jen.Commentf("Build fails here if a field of %s that the generated code reads was lost or retyped since generation: run go generate.", display).Line().
 				Var().Id("_").Op("=").Func().Params(jen.Id(v).Op("*").Add(e.typ(n))).Params(results...).Block(
 				jen.Return(refs...)),
 		}})

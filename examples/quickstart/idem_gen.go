@@ -123,7 +123,7 @@ func idemKeyWebhookEvent(b *idem.KeyBuilder, v *WebhookEvent) {
 	b.Int(v.Amount)
 }
 
-// idemInvoiceRequest_fieldsChanged_runGoGenerate is the field list of InvoiceRequest that the key code was generated for (tags aside).
+// idemInvoiceRequest_fieldsChanged_runGoGenerate is the field list of InvoiceRequest that the generated code was written for (tags aside).
 type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 	CustomerID  string
 	OrderID     string
@@ -134,7 +134,7 @@ type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 // Build fails here if InvoiceRequest gained, lost or retyped a field since generation: run go generate.
 var _ = idemInvoiceRequest_fieldsChanged_runGoGenerate(InvoiceRequest{})
 
-// idemInvoice_fieldsChanged_runGoGenerate is the field list of Invoice that the key code was generated for (tags aside).
+// idemInvoice_fieldsChanged_runGoGenerate is the field list of Invoice that the generated code was written for (tags aside).
 type idemInvoice_fieldsChanged_runGoGenerate struct {
 	ID          string
 	AmountCents int64
@@ -144,7 +144,7 @@ type idemInvoice_fieldsChanged_runGoGenerate struct {
 // Build fails here if Invoice gained, lost or retyped a field since generation: run go generate.
 var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})
 
-// idemWebhookEvent_fieldsChanged_runGoGenerate is the field list of WebhookEvent that the key code was generated for (tags aside).
+// idemWebhookEvent_fieldsChanged_runGoGenerate is the field list of WebhookEvent that the generated code was written for (tags aside).
 type idemWebhookEvent_fieldsChanged_runGoGenerate struct {
 	Type   string
 	Amount int64

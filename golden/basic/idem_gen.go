@@ -119,7 +119,7 @@ func idemKeyLine(b *idem.KeyBuilder, v *Line) {
 	}
 }
 
-// idemInvoiceRequest_fieldsChanged_runGoGenerate is the field list of InvoiceRequest that the key code was generated for (tags aside).
+// idemInvoiceRequest_fieldsChanged_runGoGenerate is the field list of InvoiceRequest that the generated code was written for (tags aside).
 type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 	CustomerID string
 	OrderID    string
@@ -134,7 +134,7 @@ type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 // Build fails here if InvoiceRequest gained, lost or retyped a field since generation: run go generate.
 var _ = idemInvoiceRequest_fieldsChanged_runGoGenerate(InvoiceRequest{})
 
-// idemInvoice_fieldsChanged_runGoGenerate is the field list of Invoice that the key code was generated for (tags aside).
+// idemInvoice_fieldsChanged_runGoGenerate is the field list of Invoice that the generated code was written for (tags aside).
 type idemInvoice_fieldsChanged_runGoGenerate struct {
 	ID     string
 	Amount int64
@@ -143,7 +143,7 @@ type idemInvoice_fieldsChanged_runGoGenerate struct {
 // Build fails here if Invoice gained, lost or retyped a field since generation: run go generate.
 var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})
 
-// idemLine_fieldsChanged_runGoGenerate is the field list of Line that the key code was generated for (tags aside).
+// idemLine_fieldsChanged_runGoGenerate is the field list of Line that the generated code was written for (tags aside).
 type idemLine_fieldsChanged_runGoGenerate struct {
 	SKU   string
 	Qty   int

@@ -140,3 +140,8 @@ func idemEncSdkPutObjectOutputForPut(e *idem.Encoder, v *sdk.PutObjectOutput) {
 	}
 	e.End(at)
 }
+
+// Build fails here if a field of sdk.PutObjectOutput that the generated code reads was lost or retyped since generation: run go generate.
+var _ = func(fieldsChanged_runGoGenerate *sdk.PutObjectOutput) (**string, **string, **int64, *map[string]string, *sdk.Metadata) {
+	return &fieldsChanged_runGoGenerate.ETag, &fieldsChanged_runGoGenerate.VersionId, &fieldsChanged_runGoGenerate.Size, &fieldsChanged_runGoGenerate.Checksums, &fieldsChanged_runGoGenerate.ResultMetadata
+}

@@ -116,7 +116,7 @@ func idemKeyContext(b *idem3.KeyBuilder, v *context) {
 	b.Time(v.deadline)
 }
 
-// idemContext_fieldsChanged_runGoGenerate is the field list of context that the key code was generated for (tags aside).
+// idemContext_fieldsChanged_runGoGenerate is the field list of context that the generated code was written for (tags aside).
 type idemContext_fieldsChanged_runGoGenerate struct {
 	deadline time3.Time
 }

@@ -91,7 +91,7 @@ func idemEncQuote(e *idem.Encoder, v *Quote) {
 	e.End(at)
 }
 
-// idemQuote_fieldsChanged_runGoGenerate is the field list of Quote that the key code was generated for (tags aside).
+// idemQuote_fieldsChanged_runGoGenerate is the field list of Quote that the generated code was written for (tags aside).
 type idemQuote_fieldsChanged_runGoGenerate struct {
 	Symbol string
 	Qty    int

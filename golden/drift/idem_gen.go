@@ -62,7 +62,7 @@ func idemKeyReq(b *idem.KeyBuilder, v *Req) {
 	idemKeyExtOptions(b, &v.Opts)
 }
 
-// idemBase_fieldsChanged_runGoGenerate is the field list of Base that the key code was generated for (tags aside).
+// idemBase_fieldsChanged_runGoGenerate is the field list of Base that the generated code was written for (tags aside).
 type idemBase_fieldsChanged_runGoGenerate struct {
 	Tenant string
 }
@@ -70,12 +70,12 @@ type idemBase_fieldsChanged_runGoGenerate struct {
 // Build fails here if Base gained, lost or retyped a field since generation: run go generate.
 var _ = idemBase_fieldsChanged_runGoGenerate(Base{})
 
-// Build fails here if a field of ext.Options that the key code reads was lost or retyped since generation: run go generate.
+// Build fails here if a field of ext.Options that the generated code reads was lost or retyped since generation: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *ext.Options) (*string, *int) {
 	return &fieldsChanged_runGoGenerate.Region, &fieldsChanged_runGoGenerate.Retries
 }
 
-// idemReq_fieldsChanged_runGoGenerate is the field list of Req that the key code was generated for (tags aside).
+// idemReq_fieldsChanged_runGoGenerate is the field list of Req that the generated code was written for (tags aside).
 type idemReq_fieldsChanged_runGoGenerate struct {
 	Base
 	ID    string

@@ -49,7 +49,7 @@ func (x *Idempotent) Fulfil(ctx context.Context, order Order, meta Delivery) (in
 	})
 }
 
-// idemCustomer_fieldsChanged_runGoGenerate is the field list of Customer that the key code was generated for (tags aside).
+// idemCustomer_fieldsChanged_runGoGenerate is the field list of Customer that the generated code was written for (tags aside).
 type idemCustomer_fieldsChanged_runGoGenerate struct {
 	ID        string
 	UpdatedAt time.Time
@@ -58,7 +58,7 @@ type idemCustomer_fieldsChanged_runGoGenerate struct {
 // Build fails here if Customer gained, lost or retyped a field since generation: run go generate.
 var _ = idemCustomer_fieldsChanged_runGoGenerate(Customer{})
 
-// idemOrder_fieldsChanged_runGoGenerate is the field list of Order that the key code was generated for (tags aside).
+// idemOrder_fieldsChanged_runGoGenerate is the field list of Order that the generated code was written for (tags aside).
 type idemOrder_fieldsChanged_runGoGenerate struct {
 	ID       string
 	Customer *Customer
@@ -69,7 +69,7 @@ type idemOrder_fieldsChanged_runGoGenerate struct {
 // Build fails here if Order gained, lost or retyped a field since generation: run go generate.
 var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
 
-// idemTrace_fieldsChanged_runGoGenerate is the field list of Trace that the key code was generated for (tags aside).
+// idemTrace_fieldsChanged_runGoGenerate is the field list of Trace that the generated code was written for (tags aside).
 type idemTrace_fieldsChanged_runGoGenerate struct {
 	SpanID string
 	Sent   time.Time

@@ -185,7 +185,7 @@ func idemEncStats(e *idem.Encoder, v *Stats) {
 	e.End(at)
 }
 
-// idemStats_fieldsChanged_runGoGenerate is the field list of Stats that the key code was generated for (tags aside).
+// idemStats_fieldsChanged_runGoGenerate is the field list of Stats that the generated code was written for (tags aside).
 type idemStats_fieldsChanged_runGoGenerate struct {
 	Mean    float64
 	Min     float64

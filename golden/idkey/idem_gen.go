@@ -95,7 +95,7 @@ func idemKeyTypedEvent(b *idem.KeyBuilder, v *TypedEvent) {
 	b.String(v.Body)
 }
 
-// idemEvent_fieldsChanged_runGoGenerate is the field list of Event that the key code was generated for (tags aside).
+// idemEvent_fieldsChanged_runGoGenerate is the field list of Event that the generated code was written for (tags aside).
 type idemEvent_fieldsChanged_runGoGenerate struct {
 	ID      string
 	Kind    string
@@ -105,7 +105,7 @@ type idemEvent_fieldsChanged_runGoGenerate struct {
 // Build fails here if Event gained, lost or retyped a field since generation: run go generate.
 var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
 
-// idemTypedEvent_fieldsChanged_runGoGenerate is the field list of TypedEvent that the key code was generated for (tags aside).
+// idemTypedEvent_fieldsChanged_runGoGenerate is the field list of TypedEvent that the generated code was written for (tags aside).
 type idemTypedEvent_fieldsChanged_runGoGenerate struct {
 	ID   EventID
 	Body string

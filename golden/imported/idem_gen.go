@@ -116,7 +116,7 @@ func idemKeyImageRectangle(b *idem.KeyBuilder, v *image.Rectangle) {
 	idemKeyImagePoint(b, &v.Max)
 }
 
-// idemColorRGBA_fieldsChanged_runGoGenerate is the field list of color.RGBA that the key code was generated for (tags aside).
+// idemColorRGBA_fieldsChanged_runGoGenerate is the field list of color.RGBA that the generated code was written for (tags aside).
 type idemColorRGBA_fieldsChanged_runGoGenerate struct {
 	R uint8
 	G uint8
@@ -127,7 +127,7 @@ type idemColorRGBA_fieldsChanged_runGoGenerate struct {
 // Build fails here if color.RGBA gained, lost or retyped a field since generation: run go generate.
 var _ = idemColorRGBA_fieldsChanged_runGoGenerate(color.RGBA{})
 
-// idemImagePoint_fieldsChanged_runGoGenerate is the field list of image.Point that the key code was generated for (tags aside).
+// idemImagePoint_fieldsChanged_runGoGenerate is the field list of image.Point that the generated code was written for (tags aside).
 type idemImagePoint_fieldsChanged_runGoGenerate struct {
 	X int
 	Y int
@@ -136,7 +136,7 @@ type idemImagePoint_fieldsChanged_runGoGenerate struct {
 // Build fails here if image.Point gained, lost or retyped a field since generation: run go generate.
 var _ = idemImagePoint_fieldsChanged_runGoGenerate(image.Point{})
 
-// idemImageRectangle_fieldsChanged_runGoGenerate is the field list of image.Rectangle that the key code was generated for (tags aside).
+// idemImageRectangle_fieldsChanged_runGoGenerate is the field list of image.Rectangle that the generated code was written for (tags aside).
 type idemImageRectangle_fieldsChanged_runGoGenerate struct {
 	Min image.Point
 	Max image.Point

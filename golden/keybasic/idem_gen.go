@@ -76,7 +76,7 @@ func idemKeyBasics(b *idem.KeyBuilder, v *Basics) {
 	b.Float(float64(v.Rat))
 }
 
-// idemBasics_fieldsChanged_runGoGenerate is the field list of Basics that the key code was generated for (tags aside).
+// idemBasics_fieldsChanged_runGoGenerate is the field list of Basics that the generated code was written for (tags aside).
 type idemBasics_fieldsChanged_runGoGenerate struct {
 	B    bool
 	I    int

@@ -150,17 +150,17 @@ func idemKeyUpload(b *idem.KeyBuilder, v *Upload) {
 	}
 }
 
-// Build fails here if a field of sdk.PutObjectInput that the key code reads was lost or retyped since generation: run go generate.
+// Build fails here if a field of sdk.PutObjectInput that the generated code reads was lost or retyped since generation: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.PutObjectInput) (**string, **string, *[]byte, *map[string]string, *[]sdk.Tag, *sdk.ObjectLockMode, **int64) {
 	return &fieldsChanged_runGoGenerate.Bucket, &fieldsChanged_runGoGenerate.Key, &fieldsChanged_runGoGenerate.Body, &fieldsChanged_runGoGenerate.Metadata, &fieldsChanged_runGoGenerate.Tags, &fieldsChanged_runGoGenerate.Mode, &fieldsChanged_runGoGenerate.Size
 }
 
-// Build fails here if a field of sdk.Tag that the key code reads was lost or retyped since generation: run go generate.
+// Build fails here if a field of sdk.Tag that the generated code reads was lost or retyped since generation: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.Tag) (**string, **string) {
 	return &fieldsChanged_runGoGenerate.Key, &fieldsChanged_runGoGenerate.Value
 }
 
-// idemUpload_fieldsChanged_runGoGenerate is the field list of Upload that the key code was generated for (tags aside).
+// idemUpload_fieldsChanged_runGoGenerate is the field list of Upload that the generated code was written for (tags aside).
 type idemUpload_fieldsChanged_runGoGenerate struct {
 	marker
 	Owner   string

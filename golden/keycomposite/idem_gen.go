@@ -183,7 +183,7 @@ func idemKeyShape(b *idem.KeyBuilder, v *Shape) {
 	}
 }
 
-// idemPoint_fieldsChanged_runGoGenerate is the field list of Point that the key code was generated for (tags aside).
+// idemPoint_fieldsChanged_runGoGenerate is the field list of Point that the generated code was written for (tags aside).
 type idemPoint_fieldsChanged_runGoGenerate struct {
 	X int
 	Y int
@@ -192,7 +192,7 @@ type idemPoint_fieldsChanged_runGoGenerate struct {
 // Build fails here if Point gained, lost or retyped a field since generation: run go generate.
 var _ = idemPoint_fieldsChanged_runGoGenerate(Point{})
 
-// idemShape_fieldsChanged_runGoGenerate is the field list of Shape that the key code was generated for (tags aside).
+// idemShape_fieldsChanged_runGoGenerate is the field list of Shape that the generated code was written for (tags aside).
 type idemShape_fieldsChanged_runGoGenerate struct {
 	Points []Point
 	Grid   [2][3]int

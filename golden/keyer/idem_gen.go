@@ -59,7 +59,7 @@ func idemKeyOrder(b *idem.KeyBuilder, v *Order) {
 	b.Key(&v.Cart)
 }
 
-// idemOrder_fieldsChanged_runGoGenerate is the field list of Order that the key code was generated for (tags aside).
+// idemOrder_fieldsChanged_runGoGenerate is the field list of Order that the generated code was written for (tags aside).
 type idemOrder_fieldsChanged_runGoGenerate struct {
 	To   Email
 	Cart Cart

@@ -72,7 +72,7 @@ func idemKeyCharge(b *idem.KeyBuilder, v *Charge) {
 	}
 }
 
-// idemCharge_fieldsChanged_runGoGenerate is the field list of Charge that the key code was generated for (tags aside).
+// idemCharge_fieldsChanged_runGoGenerate is the field list of Charge that the generated code was written for (tags aside).
 type idemCharge_fieldsChanged_runGoGenerate struct {
 	Amount money.Amount
 	Token  money.Token

@@ -58,7 +58,7 @@ func idemKeyRequest(b *idem.KeyBuilder, v *Request) {
 	b.Time(v.At)
 }
 
-// idemRequest_fieldsChanged_runGoGenerate is the field list of Request that the key code was generated for (tags aside).
+// idemRequest_fieldsChanged_runGoGenerate is the field list of Request that the generated code was written for (tags aside).
 type idemRequest_fieldsChanged_runGoGenerate struct {
 	From  netip.Addr
 	Limit *big.Int

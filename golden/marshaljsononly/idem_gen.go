@@ -117,7 +117,7 @@ func idemEncInvoice(e *idem.Encoder, v *Invoice) {
 	e.End(at)
 }
 
-// idemAmount_fieldsChanged_runGoGenerate is the field list of Amount that the key code was generated for (tags aside).
+// idemAmount_fieldsChanged_runGoGenerate is the field list of Amount that the generated code was written for (tags aside).
 type idemAmount_fieldsChanged_runGoGenerate struct {
 	Units    int64
 	Currency string
@@ -126,7 +126,7 @@ type idemAmount_fieldsChanged_runGoGenerate struct {
 // Build fails here if Amount gained, lost or retyped a field since generation: run go generate.
 var _ = idemAmount_fieldsChanged_runGoGenerate(Amount{})
 
-// idemInvoice_fieldsChanged_runGoGenerate is the field list of Invoice that the key code was generated for (tags aside).
+// idemInvoice_fieldsChanged_runGoGenerate is the field list of Invoice that the generated code was written for (tags aside).
 type idemInvoice_fieldsChanged_runGoGenerate struct {
 	Total Amount
 	Lines []Amount

@@ -152,7 +152,7 @@ func idemEncReceipt(e *idem.Encoder, v *Receipt) {
 	e.End(at)
 }
 
-// idemReceipt_fieldsChanged_runGoGenerate is the field list of Receipt that the key code was generated for (tags aside).
+// idemReceipt_fieldsChanged_runGoGenerate is the field list of Receipt that the generated code was written for (tags aside).
 type idemReceipt_fieldsChanged_runGoGenerate struct {
 	ID    string
 	Lines map[string]int

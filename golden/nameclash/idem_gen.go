@@ -100,7 +100,7 @@ func idemKeyPoint(b *idem.KeyBuilder, v *Point) {
 	b.Int(int64(v.Z))
 }
 
-// idemImagePoint_fieldsChanged_runGoGenerate is the field list of image.Point that the key code was generated for (tags aside).
+// idemImagePoint_fieldsChanged_runGoGenerate is the field list of image.Point that the generated code was written for (tags aside).
 type idemImagePoint_fieldsChanged_runGoGenerate struct {
 	X int
 	Y int
@@ -109,7 +109,7 @@ type idemImagePoint_fieldsChanged_runGoGenerate struct {
 // Build fails here if image.Point gained, lost or retyped a field since generation: run go generate.
 var _ = idemImagePoint_fieldsChanged_runGoGenerate(image.Point{})
 
-// idemPoint_fieldsChanged_runGoGenerate is the field list of Point that the key code was generated for (tags aside).
+// idemPoint_fieldsChanged_runGoGenerate is the field list of Point that the generated code was written for (tags aside).
 type idemPoint_fieldsChanged_runGoGenerate struct {
 	X int
 	Y int

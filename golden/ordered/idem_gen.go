@@ -144,7 +144,7 @@ func idemKeyReading(b *idem.KeyBuilder, v *Reading) {
 	}
 }
 
-// idemDevice_fieldsChanged_runGoGenerate is the field list of Device that the key code was generated for (tags aside).
+// idemDevice_fieldsChanged_runGoGenerate is the field list of Device that the generated code was written for (tags aside).
 type idemDevice_fieldsChanged_runGoGenerate struct {
 	Tenant string
 	Serial int64
@@ -153,7 +153,7 @@ type idemDevice_fieldsChanged_runGoGenerate struct {
 // Build fails here if Device gained, lost or retyped a field since generation: run go generate.
 var _ = idemDevice_fieldsChanged_runGoGenerate(Device{})
 
-// idemMeasurement_fieldsChanged_runGoGenerate is the field list of Measurement that the key code was generated for (tags aside).
+// idemMeasurement_fieldsChanged_runGoGenerate is the field list of Measurement that the generated code was written for (tags aside).
 type idemMeasurement_fieldsChanged_runGoGenerate struct {
 	EventID   string
 	UserID    string
@@ -164,7 +164,7 @@ type idemMeasurement_fieldsChanged_runGoGenerate struct {
 // Build fails here if Measurement gained, lost or retyped a field since generation: run go generate.
 var _ = idemMeasurement_fieldsChanged_runGoGenerate(Measurement{})
 
-// idemReading_fieldsChanged_runGoGenerate is the field list of Reading that the key code was generated for (tags aside).
+// idemReading_fieldsChanged_runGoGenerate is the field list of Reading that the generated code was written for (tags aside).
 type idemReading_fieldsChanged_runGoGenerate struct {
 	ID     string
 	Device *Device

@@ -156,7 +156,7 @@ func idemKeyItem(b *idem.KeyBuilder, v *Item) {
 	b.String(v.ID)
 }
 
-// idemItem_fieldsChanged_runGoGenerate is the field list of Item that the key code was generated for (tags aside).
+// idemItem_fieldsChanged_runGoGenerate is the field list of Item that the generated code was written for (tags aside).
 type idemItem_fieldsChanged_runGoGenerate struct {
 	ID string
 }

@@ -328,7 +328,7 @@ func idemKeyChargeParams(b *idem.KeyBuilder, v *ChargeParams) {
 	b.String(v.Currency)
 }
 
-// idemChargeParams_fieldsChanged_runGoGenerate is the field list of ChargeParams that the key code was generated for (tags aside).
+// idemChargeParams_fieldsChanged_runGoGenerate is the field list of ChargeParams that the generated code was written for (tags aside).
 type idemChargeParams_fieldsChanged_runGoGenerate struct {
 	Customer string
 	Amount   int64
@@ -337,3 +337,49 @@ type idemChargeParams_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if ChargeParams gained, lost or retyped a field since generation: run go generate.
 var _ = idemChargeParams_fieldsChanged_runGoGenerate(ChargeParams{})
+
+// idemSdkAPIResource_fieldsChanged_runGoGenerate is the field list of sdk.APIResource that the generated code was written for (tags aside).
+type idemSdkAPIResource_fieldsChanged_runGoGenerate struct {
+	LastResponse *sdk.APIResponse
+}
+
+// Build fails here if sdk.APIResource gained, lost or retyped a field since generation: run go generate.
+var _ = idemSdkAPIResource_fieldsChanged_runGoGenerate(sdk.APIResource{})
+
+// Build fails here if a field of sdk.APIResponse that the generated code reads was lost or retyped since generation: run go generate.
+var _ = func(fieldsChanged_runGoGenerate *sdk.APIResponse) (*int, *http.Header, *string) {
+	return &fieldsChanged_runGoGenerate.StatusCode, &fieldsChanged_runGoGenerate.Header, &fieldsChanged_runGoGenerate.RequestID
+}
+
+// idemSdkCharge_fieldsChanged_runGoGenerate is the field list of sdk.Charge that the generated code was written for (tags aside).
+type idemSdkCharge_fieldsChanged_runGoGenerate struct {
+	sdk.APIResource
+	ID       string
+	Amount   int64
+	Currency string
+	Captured bool
+	Refunds  []*sdk.Refund
+	Metadata map[string]string
+	Outcome  *sdk.Outcome
+}
+
+// Build fails here if sdk.Charge gained, lost or retyped a field since generation: run go generate.
+var _ = idemSdkCharge_fieldsChanged_runGoGenerate(sdk.Charge{})
+
+// idemSdkOutcome_fieldsChanged_runGoGenerate is the field list of sdk.Outcome that the generated code was written for (tags aside).
+type idemSdkOutcome_fieldsChanged_runGoGenerate struct {
+	Type      string
+	RiskScore float64
+}
+
+// Build fails here if sdk.Outcome gained, lost or retyped a field since generation: run go generate.
+var _ = idemSdkOutcome_fieldsChanged_runGoGenerate(sdk.Outcome{})
+
+// idemSdkRefund_fieldsChanged_runGoGenerate is the field list of sdk.Refund that the generated code was written for (tags aside).
+type idemSdkRefund_fieldsChanged_runGoGenerate struct {
+	ID     string
+	Amount int64
+}
+
+// Build fails here if sdk.Refund gained, lost or retyped a field since generation: run go generate.
+var _ = idemSdkRefund_fieldsChanged_runGoGenerate(sdk.Refund{})

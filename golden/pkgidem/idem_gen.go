@@ -158,7 +158,7 @@ func idemKeyInput(b *idem.KeyBuilder, v *Input) {
 	b.String(v.Who)
 }
 
-// idemInput_fieldsChanged_runGoGenerate is the field list of Input that the key code was generated for (tags aside).
+// idemInput_fieldsChanged_runGoGenerate is the field list of Input that the generated code was written for (tags aside).
 type idemInput_fieldsChanged_runGoGenerate struct {
 	Who  ID
 	Pair Pair[string, int]

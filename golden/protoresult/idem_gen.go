@@ -153,7 +153,7 @@ func idemEncEvent(e *idem.Encoder, v *Event) {
 	e.End(at)
 }
 
-// idemEvent_fieldsChanged_runGoGenerate is the field list of Event that the key code was generated for (tags aside).
+// idemEvent_fieldsChanged_runGoGenerate is the field list of Event that the generated code was written for (tags aside).
 type idemEvent_fieldsChanged_runGoGenerate struct {
 	ID    string
 	At    *timestamppb.Timestamp

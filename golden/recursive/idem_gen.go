@@ -115,7 +115,7 @@ func idemKeyTree(b *idem.KeyBuilder, v *Tree) {
 	}
 }
 
-// idemA_fieldsChanged_runGoGenerate is the field list of A that the key code was generated for (tags aside).
+// idemA_fieldsChanged_runGoGenerate is the field list of A that the generated code was written for (tags aside).
 type idemA_fieldsChanged_runGoGenerate struct {
 	B *B
 }
@@ -123,7 +123,7 @@ type idemA_fieldsChanged_runGoGenerate struct {
 // Build fails here if A gained, lost or retyped a field since generation: run go generate.
 var _ = idemA_fieldsChanged_runGoGenerate(A{})
 
-// idemB_fieldsChanged_runGoGenerate is the field list of B that the key code was generated for (tags aside).
+// idemB_fieldsChanged_runGoGenerate is the field list of B that the generated code was written for (tags aside).
 type idemB_fieldsChanged_runGoGenerate struct {
 	A  *A
 	ID int
@@ -132,7 +132,7 @@ type idemB_fieldsChanged_runGoGenerate struct {
 // Build fails here if B gained, lost or retyped a field since generation: run go generate.
 var _ = idemB_fieldsChanged_runGoGenerate(B{})
 
-// idemList_fieldsChanged_runGoGenerate is the field list of List that the key code was generated for (tags aside).
+// idemList_fieldsChanged_runGoGenerate is the field list of List that the generated code was written for (tags aside).
 type idemList_fieldsChanged_runGoGenerate struct {
 	Head int
 	Tail *List
@@ -141,7 +141,7 @@ type idemList_fieldsChanged_runGoGenerate struct {
 // Build fails here if List gained, lost or retyped a field since generation: run go generate.
 var _ = idemList_fieldsChanged_runGoGenerate(List{})
 
-// idemTree_fieldsChanged_runGoGenerate is the field list of Tree that the key code was generated for (tags aside).
+// idemTree_fieldsChanged_runGoGenerate is the field list of Tree that the generated code was written for (tags aside).
 type idemTree_fieldsChanged_runGoGenerate struct {
 	Value    string
 	Children []*Tree

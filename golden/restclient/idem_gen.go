@@ -169,7 +169,7 @@ func idemEncUser(e *idem.Encoder, v *User) {
 	e.End(at)
 }
 
-// idemUser_fieldsChanged_runGoGenerate is the field list of User that the key code was generated for (tags aside).
+// idemUser_fieldsChanged_runGoGenerate is the field list of User that the generated code was written for (tags aside).
 type idemUser_fieldsChanged_runGoGenerate struct {
 	ID       int64
 	Login    string

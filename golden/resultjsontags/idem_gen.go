@@ -134,7 +134,7 @@ func idemEncRes(e *idem.Encoder, v *Res) {
 	e.End(at)
 }
 
-// idemRes_fieldsChanged_runGoGenerate is the field list of Res that the key code was generated for (tags aside).
+// idemRes_fieldsChanged_runGoGenerate is the field list of Res that the generated code was written for (tags aside).
 type idemRes_fieldsChanged_runGoGenerate struct {
 	ID    string
 	Cache string

@@ -238,7 +238,7 @@ func idemEncReport(e *idem.Encoder, v *Report) {
 	e.End(at)
 }
 
-// idemMeta_fieldsChanged_runGoGenerate is the field list of Meta that the key code was generated for (tags aside).
+// idemMeta_fieldsChanged_runGoGenerate is the field list of Meta that the generated code was written for (tags aside).
 type idemMeta_fieldsChanged_runGoGenerate struct {
 	Created time.Time
 	Labels  map[string]string
@@ -247,7 +247,7 @@ type idemMeta_fieldsChanged_runGoGenerate struct {
 // Build fails here if Meta gained, lost or retyped a field since generation: run go generate.
 var _ = idemMeta_fieldsChanged_runGoGenerate(Meta{})
 
-// idemReport_fieldsChanged_runGoGenerate is the field list of Report that the key code was generated for (tags aside).
+// idemReport_fieldsChanged_runGoGenerate is the field list of Report that the generated code was written for (tags aside).
 type idemReport_fieldsChanged_runGoGenerate struct {
 	Meta
 	Title   string

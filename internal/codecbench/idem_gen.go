@@ -312,7 +312,7 @@ func idemEncOrder(e *idem.Encoder, v *Order) {
 	e.End(at)
 }
 
-// idemAddress_fieldsChanged_runGoGenerate is the field list of Address that the key code was generated for (tags aside).
+// idemAddress_fieldsChanged_runGoGenerate is the field list of Address that the generated code was written for (tags aside).
 type idemAddress_fieldsChanged_runGoGenerate struct {
 	Street  string
 	City    string
@@ -323,7 +323,7 @@ type idemAddress_fieldsChanged_runGoGenerate struct {
 // Build fails here if Address gained, lost or retyped a field since generation: run go generate.
 var _ = idemAddress_fieldsChanged_runGoGenerate(Address{})
 
-// idemCustomer_fieldsChanged_runGoGenerate is the field list of Customer that the key code was generated for (tags aside).
+// idemCustomer_fieldsChanged_runGoGenerate is the field list of Customer that the generated code was written for (tags aside).
 type idemCustomer_fieldsChanged_runGoGenerate struct {
 	ID      string
 	Name    string
@@ -334,7 +334,7 @@ type idemCustomer_fieldsChanged_runGoGenerate struct {
 // Build fails here if Customer gained, lost or retyped a field since generation: run go generate.
 var _ = idemCustomer_fieldsChanged_runGoGenerate(Customer{})
 
-// idemLine_fieldsChanged_runGoGenerate is the field list of Line that the key code was generated for (tags aside).
+// idemLine_fieldsChanged_runGoGenerate is the field list of Line that the generated code was written for (tags aside).
 type idemLine_fieldsChanged_runGoGenerate struct {
 	SKU   string
 	Qty   int32
@@ -345,7 +345,7 @@ type idemLine_fieldsChanged_runGoGenerate struct {
 // Build fails here if Line gained, lost or retyped a field since generation: run go generate.
 var _ = idemLine_fieldsChanged_runGoGenerate(Line{})
 
-// idemOrder_fieldsChanged_runGoGenerate is the field list of Order that the key code was generated for (tags aside).
+// idemOrder_fieldsChanged_runGoGenerate is the field list of Order that the generated code was written for (tags aside).
 type idemOrder_fieldsChanged_runGoGenerate struct {
 	ID        string
 	Customer  Customer

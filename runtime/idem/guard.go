@@ -41,7 +41,11 @@ type Guard struct {
 // Option configures a Guard.
 type Option func(*Guard)
 
-// WithCodec replaces the default JSON codec for results.
+// WithCodec replaces the default JSON codec for results. It encodes the
+// results of calls whose Spec has no Codec of its own (hand-written calls);
+// idemgen's wrappers carry their result type's generated codec
+// (Spec.Codec), which takes precedence, and the Guard's codec then only
+// reads the records such a function wrote before it had one.
 func WithCodec(c Codec) Option { return func(g *Guard) { g.codec = c } }
 
 // WithObserver reports every outcome to o.

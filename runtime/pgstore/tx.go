@@ -36,8 +36,9 @@ import (
 // After the function returns the Guard calls Complete as always; the store
 // recognises the record as already completed by the same owner and fence
 // with the same bytes and returns nil without writing. For that the value
-// is encoded with the Guard's own codec (idem.CodecFrom), falling back to
-// the store's (WithCodec) outside a Guard.
+// is encoded with the call's codec (idem.CodecFrom: the generated codec of
+// an idemgen wrapper's result type, else the Guard's), falling back to the
+// store's (WithCodec) outside a Guard.
 // If the function returns a different value, the committed bytes stand and
 // the Guard reports ErrTxResultMismatch.
 func (s *Store) CompleteInTx(ctx context.Context, tx pgx.Tx, v any) error {

@@ -107,7 +107,7 @@ func idemKeyPaymentRequest(b *idem.KeyBuilder, v *PaymentRequest) {
 	b.String(v.Currency)
 }
 
-// idemPaymentRequest_fieldsChanged_runGoGenerate is the field list of PaymentRequest that the key code was generated for (tags aside).
+// idemPaymentRequest_fieldsChanged_runGoGenerate is the field list of PaymentRequest that the generated code was written for (tags aside).
 type idemPaymentRequest_fieldsChanged_runGoGenerate struct {
 	AccountID string
 	Reference string
@@ -118,7 +118,7 @@ type idemPaymentRequest_fieldsChanged_runGoGenerate struct {
 // Build fails here if PaymentRequest gained, lost or retyped a field since generation: run go generate.
 var _ = idemPaymentRequest_fieldsChanged_runGoGenerate(PaymentRequest{})
 
-// idemPayment_fieldsChanged_runGoGenerate is the field list of Payment that the key code was generated for (tags aside).
+// idemPayment_fieldsChanged_runGoGenerate is the field list of Payment that the generated code was written for (tags aside).
 type idemPayment_fieldsChanged_runGoGenerate struct {
 	ID        string
 	AccountID string

@@ -301,7 +301,7 @@ func idemEncStrictReading(e *idem.Encoder, v *StrictReading) {
 	e.End(at)
 }
 
-// idemOutcome_fieldsChanged_runGoGenerate is the field list of Outcome that the key code was generated for (tags aside).
+// idemOutcome_fieldsChanged_runGoGenerate is the field list of Outcome that the generated code was written for (tags aside).
 type idemOutcome_fieldsChanged_runGoGenerate struct {
 	Key         string
 	Fence       uint64
@@ -313,7 +313,7 @@ type idemOutcome_fieldsChanged_runGoGenerate struct {
 // Build fails here if Outcome gained, lost or retyped a field since generation: run go generate.
 var _ = idemOutcome_fieldsChanged_runGoGenerate(Outcome{})
 
-// idemReading_fieldsChanged_runGoGenerate is the field list of Reading that the key code was generated for (tags aside).
+// idemReading_fieldsChanged_runGoGenerate is the field list of Reading that the generated code was written for (tags aside).
 type idemReading_fieldsChanged_runGoGenerate struct {
 	Outcome
 	Value float64
@@ -322,7 +322,7 @@ type idemReading_fieldsChanged_runGoGenerate struct {
 // Build fails here if Reading gained, lost or retyped a field since generation: run go generate.
 var _ = idemReading_fieldsChanged_runGoGenerate(Reading{})
 
-// idemStrictReading_fieldsChanged_runGoGenerate is the field list of StrictReading that the key code was generated for (tags aside).
+// idemStrictReading_fieldsChanged_runGoGenerate is the field list of StrictReading that the generated code was written for (tags aside).
 type idemStrictReading_fieldsChanged_runGoGenerate struct {
 	Outcome
 	Gauge Gauge
