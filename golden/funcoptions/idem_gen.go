@@ -134,7 +134,12 @@ func idemKeySdkSendMessageInput(b *idem.KeyBuilder, v *sdk.SendMessageInput) {
 	}
 }
 
-// Build fails here if a field of sdk.SendMessageInput that the key code reads was lost or retyped since generation: run go generate.
+// Build fails here if a field of sdk.SendMessageInput that the generated code reads was lost or retyped since generation: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.SendMessageInput) (**string, **string, *map[string]string) {
 	return &fieldsChanged_runGoGenerate.QueueURL, &fieldsChanged_runGoGenerate.Body, &fieldsChanged_runGoGenerate.Attributes
+}
+
+// Build fails here if a field of sdk.SendMessageOutput that the generated code reads was lost or retyped since generation: run go generate.
+var _ = func(fieldsChanged_runGoGenerate *sdk.SendMessageOutput) (**string, **string, *sdk.Metadata) {
+	return &fieldsChanged_runGoGenerate.MessageId, &fieldsChanged_runGoGenerate.SequenceNumber, &fieldsChanged_runGoGenerate.ResultMetadata
 }
