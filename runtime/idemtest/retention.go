@@ -143,7 +143,7 @@ func testRetentionFinished(t *testing.T, e *env) {
 func testRetentionForceRelease(t *testing.T, e *env) {
 	a, ok := e.s.(idem.Admin)
 	if !ok {
-		t.Skipf("%T does not implement idem.Admin", e.s)
+		t.Skipf("%T does not implement idem.Admin (a capability of the store, not a missing service: the same under CI)", e.s)
 	}
 	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
 	r, err := a.ForceRelease(ctx, e.key)
@@ -172,7 +172,7 @@ func testRetentionForceRelease(t *testing.T, e *env) {
 func testRetentionForceReleaseExpired(t *testing.T, e *env) {
 	a, ok := e.s.(idem.Admin)
 	if !ok {
-		t.Skipf("%T does not implement idem.Admin", e.s)
+		t.Skipf("%T does not implement idem.Admin (a capability of the store, not a missing service: the same under CI)", e.s)
 	}
 	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
 	if err := e.s.Complete(ctx, l, idem.Result{Data: []byte(`1`)}); err != nil {
@@ -322,7 +322,7 @@ func testRetentionGuard(t *testing.T, e *env) {
 // the entity either.
 func testRetentionOrdered(t *testing.T, e *env) {
 	if o, ok := e.s.(idem.Orderer); !ok || !o.SupportsOrdering() {
-		t.Skipf("%T does not support ordering", e.s)
+		t.Skipf("%T does not support ordering (a capability of the store, not a missing service: the same under CI)", e.s)
 	}
 	entity := e.key + ":{entity}"
 	claim := func(key string, f idem.Fingerprint, at time.Time) (idem.Lease, idem.ClaimResult) {
