@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -41,6 +42,11 @@ const maxOrphans = 1024
 func (o *orphans) adopt(ctx context.Context, g *Guard, req ClaimRequest, err error) {
 	if errors.Is(err, ErrCorruptRecord) || errors.Is(err, ErrStoreFull) || errors.Is(err, ErrResultTooLarge) {
 		return // the store answered: nothing was claimed
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		// Refused at the dial: nothing was sent. Searching would only add
+		// a look-up per failed call to an outage.
+		return
 	}
 	l := Lease{Key: req.Key, Owner: req.Owner, Duration: req.Lease, TTL: req.TTL}
 	o.mu.Lock()

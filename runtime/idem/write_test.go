@@ -2,7 +2,11 @@ package idem
 
 import (
 	"context"
+	"errors"
+	"net"
+	"os"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -116,5 +120,28 @@ func TestWriteCtxChildrenStartNoGoroutines(t *testing.T) {
 	}
 	if s.extra > 2 { // slack for an unrelated runtime goroutine
 		t.Fatalf("deriving 100 contexts from the write ctx started %d goroutines, want none", s.extra)
+	}
+}
+
+// refusedStore fails every claim as a dial to a closed port does.
+type refusedStore struct{ *MemoryStore }
+
+func (refusedStore) Claim(context.Context, ClaimRequest) (ClaimResult, error) {
+	return ClaimResult{}, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+}
+
+// A claim refused at the dial sent nothing: the Guard must not start a
+// search for it (during an outage that would add a look-up per call).
+func TestRefusedClaimIsNoOrphan(t *testing.T) {
+	g := NewGuard(refusedStore{NewMemoryStore()})
+	for i := range 10 {
+		c := g.Begin(&Spec{Name: "test.Refused"})
+		c.Key().Int(int64(i))
+		if _, err := Do(context.Background(), c, func(context.Context) (int, error) { return 1, nil }); !errors.Is(err, ErrStoreUnavailable) {
+			t.Fatalf("err = %v, want ErrStoreUnavailable", err)
+		}
+	}
+	if n := g.orphans.n.Load(); n != 0 {
+		t.Fatalf("%d orphaned claims remembered for refused dials, want 0", n)
 	}
 }
