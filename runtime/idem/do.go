@@ -147,8 +147,8 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 			if errors.Is(err, ErrCorruptRecord) {
 				// The store answered, and what it holds is not ours to
 				// overwrite or ignore: failing open here would run the
-				// function unguarded on every call.
-				st.ev(OutcomeStoreError, 0, err)
+				// function unguarded on every call. Reported once, by the
+				// note above, as a fail-closed store error is.
 				return zero, fmt.Errorf("%s: %w", spec.Name, err)
 			}
 			if g.failOpen {
