@@ -15,7 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/idemgen/idemgen/internal/idemctl"
+	"github.com/idemgen/idemgen/cmd/idemctl/internal/idemctl"
 )
 
 func main() {

@@ -1,25 +1,22 @@
 package idemhttp_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 
-	"github.com/idemgen/idemgen/internal/testenv"
+	"github.com/idemgen/idemgen/runtime/filestore"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemhttp"
-	"github.com/idemgen/idemgen/runtime/pgstore"
-	"github.com/idemgen/idemgen/runtime/redisstore"
 )
 
-// stores returns a constructor per store kind; each call gives a store
-// over the same records (one per "process").
+// storeKinds returns a constructor per store kind; each call gives a store
+// over the same records (one per "process"). The file store decodes every
+// replay from its bytes. Redis and PostgreSQL live in modules of their
+// own, which this module does not require; the conformance suite
+// (runtime/idemtest) runs the Guard's contract on each of them.
 var storeKinds = []struct {
 	name string
 	open func(t *testing.T) func() idem.Store
@@ -28,49 +25,13 @@ var storeKinds = []struct {
 		s := idem.NewMemoryStore()
 		return func() idem.Store { return s }
 	}},
-	{"redis", func(t *testing.T) func() idem.Store {
-		addr := testenv.Env("IDEM_REDIS_ADDR", "127.0.0.1:6379")
-		rdb := redis.NewClient(&redis.Options{Addr: addr})
-		t.Cleanup(func() { rdb.Close() })
-		testenv.Need(t, "Redis at "+addr, "Start it: redis-server --port 6379, or set IDEM_REDIS_ADDR.", rdb.Ping(context.Background()).Err())
-		prefix := "idemhttp-test:" + testenv.RandName() + ":"
-		t.Cleanup(func() {
-			keys, _ := rdb.Keys(context.Background(), prefix+"*").Result()
-			if len(keys) > 0 {
-				rdb.Del(context.Background(), keys...)
-			}
-		})
+	{"file", func(t *testing.T) func() idem.Store {
+		dir := t.TempDir()
 		return func() idem.Store {
-			s, err := redisstore.New(rdb, redisstore.WithPrefix(prefix))
+			s, err := filestore.New(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		}
-	}},
-	{"postgres", func(t *testing.T) func() idem.Store {
-		url := testenv.Env("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
-		ctx := context.Background()
-		pool, err := pgxpool.New(ctx, url)
-		if err == nil {
-			err = pool.Ping(ctx)
-		}
-		testenv.Need(t, "PostgreSQL at "+url, "Start it (trust auth, database test): sudo service postgresql start, or set IDEM_POSTGRES_URL.", err)
-		t.Cleanup(pool.Close)
-		schema := "idemhttp_test_" + testenv.RandName()
-		t.Cleanup(func() {
-			pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-		})
-		if err := pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)); err != nil {
-			t.Fatal(err)
-		}
-		return func() idem.Store {
-			s, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
 			return s
 		}
 	}},

@@ -1,4 +1,8 @@
-package main
+// Package cli runs the idemgen command end to end: testscript scripts in
+// testdata drive the built binary against scratch modules. It lives in
+// the test module so that testscript (and what it requires) stays out of
+// the root module's requirements, which every user of the core inherits.
+package cli
 
 import (
 	"errors"
@@ -13,16 +17,10 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
-		"idemgen": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
-	})
-}
-
-// TestScripts runs the real idemgen binary (this test binary, re-executed
-// as idemgen) against scratch modules that use this repository's runtime:
-// each script's work directory gets a go.mod (module example.com/m) that
-// replaces github.com/idemgen/idemgen with this checkout.
+// TestScripts runs the idemgen binary, built from this checkout, against
+// scratch modules that use this repository's runtime: each script's work
+// directory gets a go.mod (module example.com/m) that replaces
+// github.com/idemgen/idemgen with this checkout.
 func TestScripts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs the go command")
@@ -30,6 +28,11 @@ func TestScripts(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "idemgen"), "github.com/idemgen/idemgen/cmd/idemgen")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build idemgen: %v\n%s", err, out)
 	}
 	goEnv := map[string]string{}
 	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT").Output()
@@ -46,6 +49,7 @@ func TestScripts(t *testing.T) {
 				env.Setenv(k, v)
 			}
 			env.Setenv("REPO", root)
+			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("GOFLAGS", "-mod=mod")
 			env.Setenv("GOPROXY", "off")
 			env.Setenv("GOWORK", "off")

@@ -2,6 +2,7 @@ package idemhttp_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +21,15 @@ import (
 
 	"github.com/idemgen/idemgen/internal/testenv"
 )
+
+// principal identifies the client by its X-Client header, as the
+// middleware tests of runtime/idemhttp do.
+func principal(r *http.Request) (string, error) {
+	if p := r.Header.Get("X-Client"); p != "" {
+		return p, nil
+	}
+	return "", errors.New("no X-Client header")
+}
 
 const benchBody = `{"customer":"cus_8f2a91","amount":129900,"currency":"eur","description":"order ord_1029384756"}`
 

@@ -1,0 +1,41 @@
+module github.com/idemgen/idemgen/examples
+
+go 1.26.0
+
+require github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000
+
+require github.com/idemgen/idemgen/runtime/redisstore v0.0.0-00010101000000-000000000000
+
+require (
+	github.com/google/go-cmp v0.7.0
+	github.com/idemgen/idemgen/runtime/pgstore v0.0.0-00010101000000-000000000000
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/nats-io/nats.go v1.55.0
+	github.com/redis/go-redis/v9 v9.23.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/dave/jennifer v1.7.1 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/klauspost/compress v1.20.1 // indirect
+	github.com/nats-io/nkeys v0.4.16 // indirect
+	github.com/nats-io/nuid v1.0.1 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/crypto v0.57.0 // indirect
+	golang.org/x/mod v0.42.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+	golang.org/x/tools v0.52.0 // indirect
+)
+
+replace github.com/idemgen/idemgen => ..
+
+replace github.com/idemgen/idemgen/runtime/redisstore => ../runtime/redisstore
+
+replace github.com/idemgen/idemgen/runtime/pgstore => ../runtime/pgstore
+
+tool github.com/idemgen/idemgen/cmd/idemgen
