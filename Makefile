@@ -44,11 +44,10 @@ bench:
 idemgen:
 	$(GO) build -o bin/idemgen ./cmd/idemgen
 
-# Build idemgen, regenerate the examples with go generate (the //go:generate
-# go tool idemgen directives), run the quickstart and print its summary.
-demo: idemgen
-	$(GO) generate ./examples/...
-	$(GO) run ./examples/quickstart
+# From the annotation to the generated wrapper to what it does at run
+# time, on the embedded memory store (scripts/demo.sh).
+demo:
+	@GO=$(GO) scripts/demo.sh
 
 # Regenerate every package's idem_gen.go, in every module.
 generate: idemgen

@@ -119,6 +119,7 @@ func TestWorkspaceListsEveryModule(t *testing.T) {
 	}
 	cmd := exec.Command("go", "work", "edit", "-json")
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOWORK="+filepath.Join(root, "go.work")) // make runs tests with GOWORK=off
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go work edit -json: %v", err)

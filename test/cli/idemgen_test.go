@@ -30,7 +30,8 @@ func TestScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "idemgen"), "github.com/idemgen/idemgen/cmd/idemgen")
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "idemgen"), "./cmd/idemgen")
+	build.Dir = root // in the root module, with its own go.sum
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build idemgen: %v\n%s", err, out)
 	}
