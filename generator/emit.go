@@ -438,7 +438,7 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 			continue
 		}
 		for _, q := range exPaths {
-			if covers(q.opt.text, p.text) || covers(p.text, q.opt.text) {
+			if covers(q.canon(x), kp.canon(x)) || covers(kp.canon(x), q.canon(x)) {
 				pi.d.add(p.pos, "exclude: %s overlaps %s", p.text, q.opt.text)
 				ok = false
 			}
@@ -472,13 +472,13 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 			case q.opt.text == p.text:
 				pi.d.add(p.pos, "key: %s is listed twice", p.text)
 				ok = false
-			case covers(q.opt.text, p.text) || covers(p.text, q.opt.text):
+			case covers(q.canon(x), kp.canon(x)) || covers(kp.canon(x), q.canon(x)):
 				pi.d.add(p.pos, "key: %s overlaps %s (one contains the other)", p.text, q.opt.text)
 				ok = false
 			}
 		}
 		for _, q := range exPaths {
-			if covers(q.opt.text, p.text) || covers(p.text, q.opt.text) {
+			if covers(q.canon(x), kp.canon(x)) || covers(kp.canon(x), q.canon(x)) {
 				pi.d.add(p.pos, "key: %s is also excluded (exclude=%s)", p.text, q.opt.text)
 				ok = false
 			}
