@@ -632,8 +632,8 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 			if whole(i) {
 				continue
 			}
-			f := "R" + itoa(i+1)
-			fv := expr(jen.Id("v").Dot(f))
+			f := "R" + itoa(i+1) // stored by position, whatever the field's name
+			fv := expr(jen.Id("v").Dot(x.resultFields[i]))
 			encBody = append(encBody, jen.Id("e").Dot("Field").Call(jen.Lit(f)))
 			encBody = append(encBody, g.enc(t, fv, resultName(x, i), "", omits[i], se)...)
 			cases = append(cases, jen.Case(jen.Lit(f)).Block(g.dec(t, fv, resultName(x, i), "", omits[i], sd)...))

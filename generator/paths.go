@@ -202,6 +202,15 @@ func (kp keyPath) expr(ps []param, upto int) *jen.Statement {
 	return s
 }
 
+// value is the path's value in the begin helper, where a struct or array
+// parameter is a pointer to it (the path's fields read through it).
+func (kp keyPath) value(ps []param) val {
+	if len(kp.fields) == 0 && ps[kp.param].byPtr {
+		return val{e: id(ps[kp.param].name), ptr: true}
+	}
+	return val{e: func() *jen.Statement { return kp.expr(ps, len(kp.fields)) }}
+}
+
 // guard is the condition under which a pointer on the path is nil (nil if
 // there is none).
 func (kp keyPath) guard(ps []param) jen.Code {

@@ -4,8 +4,8 @@ package pointerpath
 
 import (
 	"context"
+
 	"github.com/idemgen/idemgen/runtime/idem"
-	"time"
 )
 
 // Idempotent runs the annotated functions of package pointerpath at most once per key.
@@ -18,7 +18,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecTransfer = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/pointerpath.Transfer", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecTransfer}
+var idemSpecTransfer = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/pointerpath.Transfer",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecTransfer,
+}
 
 // Build fails here if pointerpath.Transfer's signature changed since generation: run go generate.
 var _ func(context.Context, *Request) (int64, error) = Transfer
@@ -35,6 +41,19 @@ var idemCodecTransfer = idem.TypedCodec[int64]{
 
 // Transfer is pointerpath.Transfer, run at most once per key (ttl=24h lease=30s on_duplicate=return key=req.Account.Tenant,req.Account.ID,req.Account.Owner.Email,req.Account.Owner.Tags).
 func (x *Idempotent) Transfer(ctx context.Context, req *Request) (int64, error) {
+	c := x.beginTransfer(req)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return Transfer(ctx, req)
+	})
+}
+
+// TransferKey is the store key Transfer claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) TransferKey(req *Request) (string, error) {
+	return x.beginTransfer(req).StoreKey()
+}
+
+// beginTransfer starts a call of Transfer and writes its key material.
+func (x *Idempotent) beginTransfer(req *Request) *idem.Call {
 	c := x.g.Begin(idemSpecTransfer)
 	if req == nil || req.Account == nil {
 		c.Key().Nil()
@@ -69,12 +88,16 @@ func (x *Idempotent) Transfer(ctx context.Context, req *Request) (int64, error) 
 		c.Payload().Ptr()
 		idemKeyRequest(c.Payload(), req)
 	}
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Transfer(ctx, req)
-	})
+	return c
 }
 
-var idemSpecTouch = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/pointerpath.Touch", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecTouch}
+var idemSpecTouch = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/pointerpath.Touch",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecTouch,
+}
 
 // Build fails here if pointerpath.Touch's signature changed since generation: run go generate.
 var _ func(context.Context, Account) (Touched, error) = Touch
@@ -91,6 +114,19 @@ var idemCodecTouch = idem.TypedCodec[Touched]{
 
 // Touch is pointerpath.Touch, run at most once per key (ttl=24h lease=30s on_duplicate=return key=acct.Tenant,acct.By exclude=acct.Trace omit=r1.Note). Not stored (replays return their zero value): r1.Note.
 func (x *Idempotent) Touch(ctx context.Context, acct Account) (Touched, error) {
+	c := x.beginTouch(&acct)
+	return idem.Do(ctx, c, func(ctx context.Context) (Touched, error) {
+		return Touch(ctx, acct)
+	})
+}
+
+// TouchKey is the store key Touch claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) TouchKey(acct Account) (string, error) {
+	return x.beginTouch(&acct).StoreKey()
+}
+
+// beginTouch starts a call of Touch and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginTouch(acct *Account) *idem.Call {
 	c := x.g.Begin(idemSpecTouch)
 	c.Key().String(acct.Base.Tenant)
 	if acct.Audit == nil {
@@ -112,9 +148,7 @@ func (x *Idempotent) Touch(ctx context.Context, acct Account) (Touched, error) {
 		c.Payload().Ptr()
 		idemKeyPerson(c.Payload(), acct.Owner)
 	}
-	return idem.Do(ctx, c, func(ctx context.Context) (Touched, error) {
-		return Touch(ctx, acct)
-	})
+	return c
 }
 
 // idemDecMetaForTouch reads a Meta of a stored result.

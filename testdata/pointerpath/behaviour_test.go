@@ -33,6 +33,17 @@ func TestPointerPath(t *testing.T) {
 	if n := runs.Load(); n != 4 {
 		t.Fatalf("ran %d times, want 4", n)
 	}
+	k1, err := api.TransferKey(mk("t", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := api.TransferKey(mk("u", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k1 == k2 {
+		t.Errorf("tenants t and u share the key %s", k1)
+	}
 }
 
 func TestPromotedThroughPointer(t *testing.T) {
@@ -76,5 +87,25 @@ func TestPromotedThroughPointer(t *testing.T) {
 	}
 	if n := touches.Load(); n != 4 {
 		t.Errorf("ran %d times, want 4", n)
+	}
+	kNil, err := api.TouchKey(acct("t", "", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kEmpty, err := api.TouchKey(acct("t", "", "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kNil != kEmpty {
+		t.Errorf("acct(t, \"\", x) has no Audit either: keys %s and %s differ", kNil, kEmpty)
+	}
+	a := acct("t", "", "")
+	a.Audit = &Audit{}
+	kZero, err := api.TouchKey(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kZero == kNil {
+		t.Errorf("a nil *Audit and an empty one share the key %s", kZero)
 	}
 }
