@@ -11,14 +11,19 @@ import (
 
 // fn is one annotated function or method, checked.
 type fn struct {
-	decl   *ast.FuncDecl
-	obj    *types.Func
-	sig    *types.Signature
-	recv   *types.TypeName // the receiver's type, nil for a free function
-	opts   options
-	params []param
-	ctx    int          // index of the first context.Context parameter, or -1
-	result []types.Type // results before the final error
+	decl *ast.FuncDecl
+	obj  *types.Func
+	sig  *types.Signature
+	recv *types.TypeName // the receiver's type, nil for a free function
+	// recvName is the receiver's name in the source ("" when unnamed or
+	// blank), renamed like a parameter when it would shadow something.
+	recvName string
+	opts     options
+	params   []param
+	ctx      int          // index of the first context.Context parameter, or -1
+	result   []types.Type // results before the final error
+	// resultFields name the fields of the result struct (several results).
+	resultFields []string
 }
 
 // param is one parameter of the wrapped function as the wrapper declares it.
@@ -27,6 +32,9 @@ type param struct {
 	typ      types.Type
 	variadic bool
 	isCtx    bool
+	// byPtr: the begin helper takes it by pointer (a struct or array:
+	// copying it on every call would cost the hot path).
+	byPtr bool
 }
 
 // pkgInfo is what the analysis of one package needs.
@@ -135,6 +143,14 @@ func (pi *pkgInfo) check(fd *ast.FuncDecl, lines []*ast.Comment) *fn {
 		}
 	}
 	x.params = pi.params(sig)
+	if x.recv != nil && fd.Recv != nil && len(fd.Recv.List) > 0 && len(fd.Recv.List[0].Names) > 0 {
+		if n := fd.Recv.List[0].Names[0].Name; n != "_" {
+			for pi.scope[n] || types.Universe.Lookup(n) != nil {
+				n += "_"
+			}
+			x.recvName = n
+		}
+	}
 	for i, p := range x.params {
 		if p.isCtx && x.ctx < 0 {
 			x.ctx = i
@@ -156,6 +172,10 @@ func (pi *pkgInfo) params(sig *types.Signature) []param {
 		v := sig.Params().At(i)
 		used[v.Name()] = true
 		ps[i] = param{name: v.Name(), typ: v.Type(), isCtx: pi.types.isContext(v.Type())}
+		switch v.Type().Underlying().(type) {
+		case *types.Struct, *types.Array:
+			ps[i].byPtr = !ps[i].isCtx
+		}
 	}
 	if sig.Variadic() {
 		ps[len(ps)-1].variadic = true

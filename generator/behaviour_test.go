@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 )
+
+var onlyCases = flag.String("cases", "", "TestBehaviour: build and run only the golden cases whose name matches this regexp (while working on a case)")
 
 // TestBehaviour compiles every golden output case with its input package
 // and the case's behaviour tests (testdata/<case>/*_test.go), in a scratch
@@ -55,8 +58,12 @@ replace github.com/idemgen/idemgen/runtime/redisstore => %[1]s/runtime/redisstor
 		t.Fatal("no golden output cases")
 	}
 	pkgRE := regexp.MustCompile(`(?m)^package (\w+)$`)
+	only := regexp.MustCompile(*onlyCases)
 	for _, golden := range cases {
 		name := filepath.Base(filepath.Dir(golden))
+		if !only.MatchString(name) {
+			continue
+		}
 		src := filepath.Join(root, "testdata", name)
 		dst := filepath.Join(mod, name)
 		files, _ := filepath.Glob(filepath.Join(src, "*.go"))

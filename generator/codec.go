@@ -553,29 +553,52 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 			continue
 		}
 		t := x.result[idx]
+		// Promoted fields go through the embedded fields that hold them,
+		// which the codec stores by name: the tree names them all.
+		var hops []string
 		for _, f := range segs[1:] {
-			if pt, isPtr := t.Underlying().(*types.Pointer); isPtr {
-				t = pt.Elem()
-			}
-			st, isStruct := t.Underlying().(*types.Struct)
-			var found *types.Var
-			for i := 0; isStruct && i < st.NumFields(); i++ {
-				if st.Field(i).Name() == f {
-					found = st.Field(i)
-				}
-			}
-			if found == nil {
-				pi.d.add(p.pos, "omit: %s: %s has no field %s", p.text, pi.typeString(t), f)
+			path, amb := fieldPath(t, f)
+			if len(amb) > 0 {
+				here := strings.Join(append([]string{segs[0]}, hops...), ".")
+				pi.d.add(p.pos, "omit: %s.%s is ambiguous: %s is promoted from %s at the same depth (name one: %s)", here, f, f, strings.Join(amb, " and "), fullPaths(here, amb, f))
 				ok = false
 				break
 			}
-			t = found.Type()
+			if path == nil {
+				path = []string{f}
+			}
+			var found *types.Var
+			for _, h := range path {
+				if pt, isPtr := t.Underlying().(*types.Pointer); isPtr {
+					t = pt.Elem()
+				}
+				st, isStruct := t.Underlying().(*types.Struct)
+				found = nil
+				for i := 0; isStruct && i < st.NumFields(); i++ {
+					if st.Field(i).Name() == h {
+						found = st.Field(i)
+					}
+				}
+				if found == nil {
+					pi.d.add(p.pos, "omit: %s: %s has no field %s", p.text, pi.typeString(t), h)
+					break
+				}
+				t = found.Type()
+			}
+			if found == nil {
+				ok = false
+				break
+			}
+			hops = append(hops, path...)
+		}
+		if !ok {
+			continue
 		}
 		if omits[idx] == nil {
 			omits[idx] = omitTree{}
 		}
 		tree := omits[idx]
-		for _, f := range segs[1:] {
+		for _, f := range hops {
 			if tree[f] == nil {
 				tree[f] = omitTree{}
 			}
@@ -609,8 +632,8 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 			if whole(i) {
 				continue
 			}
-			f := "R" + itoa(i+1)
-			fv := expr(jen.Id("v").Dot(f))
+			f := "R" + itoa(i+1) // stored by position, whatever the field's name
+			fv := expr(jen.Id("v").Dot(x.resultFields[i]))
 			encBody = append(encBody, jen.Id("e").Dot("Field").Call(jen.Lit(f)))
 			encBody = append(encBody, g.enc(t, fv, resultName(x, i), "", omits[i], se)...)
 			cases = append(cases, jen.Case(jen.Lit(f)).Block(g.dec(t, fv, resultName(x, i), "", omits[i], sd)...))

@@ -76,6 +76,9 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 		for _, prm := range x.params {
 			e.paramNames[prm.name] = true
 		}
+		if x.recvName != "" {
+			e.paramNames[x.recvName] = true // a receiver shadows like a parameter
+		}
 	}
 	groups := e.groups(fns)
 	e.f.HeaderComment(Header)
@@ -105,7 +108,39 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 		d.add(token.Position{Filename: out}, "internal error rendering the generated code: %v", err)
 		return nil
 	}
-	return buf.Bytes() // jennifer's Render output is gofmt'd
+	return groupImports(buf.Bytes()) // jennifer's Render output is gofmt'd
+}
+
+// groupImports splits the import block as goimports does: the standard
+// library, a blank line, the other imports (jennifer writes one sorted
+// block). Both groups stay sorted.
+func groupImports(src []byte) []byte {
+	start := bytes.Index(src, []byte("\nimport (\n"))
+	if start < 0 {
+		return src
+	}
+	start += len("\nimport (\n")
+	end := bytes.Index(src[start:], []byte("\n)\n"))
+	if end < 0 {
+		return src
+	}
+	end += start + 1
+	var std, other []string
+	for _, line := range strings.Split(strings.TrimSuffix(string(src[start:end]), "\n"), "\n") {
+		path := line[strings.IndexByte(line, '"')+1:]
+		if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") {
+			other = append(other, line)
+		} else {
+			std = append(std, line)
+		}
+	}
+	if len(std) == 0 || len(other) == 0 {
+		return src
+	}
+	block := strings.Join(std, "\n") + "\n\n" + strings.Join(other, "\n") + "\n"
+	out := append([]byte(nil), src[:start]...)
+	out = append(out, block...)
+	return append(out, src[end:]...)
 }
 
 func (e *emitter) idemPkg() *types.Package { return e.idem }
@@ -153,7 +188,8 @@ func (e *emitter) groups(fns []*fn) []*group {
 	return gs
 }
 
-// group emits the wrapper type, its constructor and one wrapper per function.
+// group emits the wrapper type, its constructor and, per function, its
+// wrapper, its Key helper and the begin helper they share.
 func (e *emitter) group(g *group) []jen.Code {
 	guardT := jen.Op("*").Add(e.qual(e.idem, "Guard"))
 	methods := namer{}
@@ -176,6 +212,7 @@ func (e *emitter) group(g *group) []jen.Code {
 	} else {
 		t := g.recv.Name()
 		typeName, ctor = "Idempotent"+t, "NewIdempotent"+t
+		methods[t] = true
 		out = append(out,
 			jen.Commentf("%s is a *%s whose annotated methods run at most once per key.", typeName, t).Line().
 				Type().Id(typeName).Struct(jen.Op("*").Id(t), jen.Id(field).Add(guardT)),
@@ -185,15 +222,55 @@ func (e *emitter) group(g *group) []jen.Code {
 			),
 		)
 	}
+	// The helpers' names must not take a name the wrapper type already
+	// has: a wrapper, the guard field, or (for a method wrapper) a field
+	// or method promoted from *T, which a helper would silently shadow.
+	taken := func(name string) bool {
+		if methods[name] {
+			return true
+		}
+		if g.recv == nil {
+			return false
+		}
+		obj, _, _ := types.LookupFieldOrMethod(types.NewPointer(g.recv.Type()), true, e.pi.pkg.Types, name)
+		return obj != nil
+	}
+	pick := func(bases ...string) string {
+		for _, b := range bases {
+			if !taken(b) {
+				methods[b] = true
+				return b
+			}
+		}
+		last := bases[len(bases)-1]
+		for i := 2; ; i++ {
+			if n := last + itoa(i); !taken(n) {
+				methods[n] = true
+				return n
+			}
+		}
+	}
 	for _, x := range g.fns {
-		out = append(out, e.wrapper(x, typeName, field)...)
+		fname := x.decl.Name.Name
+		names := helperNames{
+			begin: pick("begin"+upperFirst(fname), "idemBegin"+upperFirst(fname)),
+			key:   pick(fname+"Key", fname+"IdemKey"),
+		}
+		out = append(out, e.wrapper(x, typeName, field, names)...)
 	}
 	return out
 }
 
-// wrapper emits the Spec, the signature self-check, the result struct if
-// any, and the wrapper method of one function.
-func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
+// helperNames are the names of a wrapper's helpers on the wrapper type.
+type helperNames struct {
+	begin string // starts the call and writes its key material
+	key   string // the exported Key helper: the store key of a call
+}
+
+// wrapper emits the Spec, the signature self-check, the result struct and
+// codec, the wrapper method of one function, its Key helper and the begin
+// helper both use.
+func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.Code {
 	pi := e.pi
 	fname := x.decl.Name.Name
 	display := pi.pkg.Name + "." + fname
@@ -210,7 +287,11 @@ func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
 	for _, p := range x.params {
 		ns[p.name] = true
 	}
-	recv, c := ns.get("x"), ns.get("c")
+	recvBase := "x"
+	if x.recvName != "" {
+		recvBase = x.recvName // the source's receiver name
+	}
+	recv, c := ns.get(recvBase), ns.get("c")
 
 	keys, payload, ok := e.keyStatements(x, c, ns)
 	order, orderOK := e.orderStatements(x, c, ns)
@@ -219,15 +300,22 @@ func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
 	}
 
 	var out []jen.Code
-	// The Spec.
+	// The Spec: one field per line; a default is named, not repeated.
 	specVar := e.global("idemSpec" + specBase)
 	o := x.opts
 	kv := func(k string, v jen.Code) jen.Code { return jen.Id(k).Op(":").Add(v) }
 	dup := map[string]string{"": "DuplicateReturn", "return": "DuplicateReturn", "raise": "DuplicateRaise", "wait": "DuplicateWait"}[o.onDuplicate]
+	ttl, lease := e.qual(e.idem, "DefaultTTL"), e.qual(e.idem, "DefaultLease")
+	if o.ttl > 0 {
+		ttl = jen.Add(e.duration(o.ttl))
+	}
+	if o.lease > 0 {
+		lease = jen.Add(e.duration(o.lease))
+	}
 	fields := []jen.Code{
 		kv("Name", jen.Lit(specName)),
-		kv("TTL", e.duration(or(o.ttl, 24*time.Hour))),
-		kv("Lease", e.duration(or(o.lease, 30*time.Second))),
+		kv("TTL", ttl),
+		kv("Lease", lease),
 		kv("OnDuplicate", e.qual(e.idem, dup)),
 	}
 	if o.onFailure == "lock" {
@@ -250,7 +338,8 @@ func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
 		codecVar = e.global("idemCodec" + specBase)
 		fields = append(fields, kv("Codec", jen.Id(codecVar)))
 	}
-	out = append(out, jen.Var().Id(specVar).Op("=").Op("&").Add(e.qual(e.idem, "Spec")).Values(fields...))
+	out = append(out, jen.Var().Id(specVar).Op("=").Op("&").Add(e.qual(e.idem, "Spec")).
+		Custom(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, fields...))
 
 	// The self-check: a changed signature fails the build here, naming the function.
 	var fnRef *jen.Statement
@@ -269,10 +358,11 @@ func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
 	out = append(out, jen.Commentf("Build fails here if %s's signature changed since generation: run go generate.", display).Line().
 		Var().Id("_").Func().Add(e.signature(checkSig, nil)).Op("=").Add(fnRef))
 
-	// Results.
+	// Results: several travel as one struct, its fields named after the
+	// results (stored as R1, R2… whatever their names, so renaming a
+	// result changes no record).
 	var resultT jen.Code
 	var resultStruct string
-	var resFields []string
 	switch len(x.result) {
 	case 0:
 		resultT = jen.Struct()
@@ -280,11 +370,10 @@ func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
 		resultT = e.typ(x.result[0])
 	default:
 		resultStruct = e.global("idemResult" + specBase)
+		x.resultFields = resultFields(x)
 		var fs []jen.Code
 		for i, t := range x.result {
-			f := "R" + itoa(i+1)
-			resFields = append(resFields, f)
-			fs = append(fs, jen.Id(f).Add(e.typ(t)))
+			fs = append(fs, jen.Id(x.resultFields[i]).Add(e.typ(t)))
 		}
 		out = append(out, jen.Commentf("%s holds the results of %s, stored as one value.", resultStruct, display).Line().
 			Type().Id(resultStruct).Struct(fs...))
@@ -297,14 +386,33 @@ func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
 		return nil
 	}
 
-	// The wrapper.
+	// The wrapper: begin the call (key material), then Do.
 	names := make([]string, len(x.params))
 	args := make([]jen.Code, len(x.params))
+	var keyParams, beginParams, beginArgs []jen.Code
 	for i, p := range x.params {
 		names[i] = p.name
 		args[i] = jen.Id(p.name)
 		if p.variadic {
 			args[i] = jen.Id(p.name).Op("...")
+		}
+		if p.isCtx {
+			continue
+		}
+		t := e.typ(p.typ)
+		switch {
+		case p.variadic:
+			keyParams = append(keyParams, jen.Id(p.name).Op("...").Add(e.typ(p.typ.(*types.Slice).Elem())))
+			beginParams = append(beginParams, jen.Id(p.name).Add(t))
+			beginArgs = append(beginArgs, jen.Id(p.name))
+		case p.byPtr:
+			keyParams = append(keyParams, jen.Id(p.name).Add(t))
+			beginParams = append(beginParams, jen.Id(p.name).Op("*").Add(t))
+			beginArgs = append(beginArgs, jen.Op("&").Id(p.name))
+		default:
+			keyParams = append(keyParams, jen.Id(p.name).Add(t))
+			beginParams = append(beginParams, jen.Id(p.name).Add(t))
+			beginArgs = append(beginArgs, jen.Id(p.name))
 		}
 	}
 	var call *jen.Statement
@@ -319,10 +427,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
 		ctxArg = jen.Id(x.params[x.ctx].name)
 		closureParam = jen.Id(x.params[x.ctx].name).Add(e.qual(e.ctxPkg, "Context"))
 	}
-	body := []jen.Code{jen.Id(c).Op(":=").Id(recv).Dot(field).Dot("Begin").Call(jen.Id(specVar))}
-	body = append(body, keys...)
-	body = append(body, payload...)
-	body = append(body, order...)
+	body := []jen.Code{jen.Id(c).Op(":=").Id(recv).Dot(hn.begin).Call(beginArgs...)}
 	do := func(inner ...jen.Code) *jen.Statement {
 		return jen.Add(e.qual(e.idem, "Do")).Call(ctxArg, jen.Id(c),
 			jen.Func().Params(closureParam).Params(resultT, jen.Error()).Block(inner...))
@@ -338,7 +443,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
 	default:
 		r, errName := ns.get("r"), ns.get("err")
 		var lhs, rets []jen.Code
-		for _, f := range resFields {
+		for _, f := range x.resultFields {
 			lhs = append(lhs, jen.Id(r).Dot(f))
 			rets = append(rets, jen.Id(r).Dot(f))
 		}
@@ -353,9 +458,52 @@ func (e *emitter) wrapper(x *fn, typeName, field string) []jen.Code {
 			)),
 			jen.Return(rets...))
 	}
+	recvDecl := jen.Params(jen.Id(recv).Op("*").Id(typeName))
 	doc := fmt.Sprintf("%s is %s, run at most once per key (%s).%s", fname, display, e.optionSummary(x), codecDoc)
 	out = append(out, jen.Comment(doc).Line().
-		Func().Params(jen.Id(recv).Op("*").Id(typeName)).Id(fname).Add(e.signature(x.sig, names)).Block(body...))
+		Func().Add(recvDecl).Id(fname).Add(e.signature(x.sig, names)).Block(body...))
+
+	// The Key helper: what an operator needs to find the call's record.
+	keyDoc := fmt.Sprintf("%s is the store key %s claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.", hn.key, fname)
+	if hn.key != fname+"Key" {
+		keyDoc += fmt.Sprintf(" (Not %sKey: %s already has that name.)", fname, typeName)
+	}
+	out = append(out, jen.Comment(keyDoc).Line().
+		Func().Add(recvDecl).Id(hn.key).Params(keyParams...).Params(jen.String(), jen.Error()).Block(
+		jen.Return(jen.Id(recv).Dot(hn.begin).Call(beginArgs...).Dot("StoreKey").Call())))
+
+	// The begin helper: the key material, written once for both.
+	beginDoc := fmt.Sprintf("%s starts a call of %s and writes its key material.", hn.begin, fname)
+	for _, p := range x.params {
+		if p.byPtr {
+			beginDoc += " Structs and arrays come by pointer, so a call copies none."
+			break
+		}
+	}
+	begin := []jen.Code{jen.Id(c).Op(":=").Id(recv).Dot(field).Dot("Begin").Call(jen.Id(specVar))}
+	begin = append(begin, keys...)
+	begin = append(begin, payload...)
+	begin = append(begin, order...)
+	begin = append(begin, jen.Return(jen.Id(c)))
+	out = append(out, jen.Comment(beginDoc).Line().
+		Func().Add(recvDecl).Id(hn.begin).Params(beginParams...).Op("*").Add(e.qual(e.idem, "Call")).Block(begin...))
+	return out
+}
+
+// resultFields names the fields of a result struct after the results,
+// as omit= and diagnostics call them (their declared names, r1, r2… for
+// unnamed or blank ones), each made unique in order.
+func resultFields(x *fn) []string {
+	used := map[string]bool{}
+	out := make([]string, len(x.result))
+	for i := range x.result {
+		n := resultName(x, i)
+		for used[n] {
+			n += "_"
+		}
+		used[n] = true
+		out[i] = n
+	}
 	return out
 }
 
@@ -438,7 +586,7 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 			continue
 		}
 		for _, q := range exPaths {
-			if covers(q.opt.text, p.text) || covers(p.text, q.opt.text) {
+			if covers(q.canon(x), kp.canon(x)) || covers(kp.canon(x), q.canon(x)) {
 				pi.d.add(p.pos, "exclude: %s overlaps %s", p.text, q.opt.text)
 				ok = false
 			}
@@ -472,13 +620,13 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 			case q.opt.text == p.text:
 				pi.d.add(p.pos, "key: %s is listed twice", p.text)
 				ok = false
-			case covers(q.opt.text, p.text) || covers(p.text, q.opt.text):
+			case covers(q.canon(x), kp.canon(x)) || covers(kp.canon(x), q.canon(x)):
 				pi.d.add(p.pos, "key: %s overlaps %s (one contains the other)", p.text, q.opt.text)
 				ok = false
 			}
 		}
 		for _, q := range exPaths {
-			if covers(q.opt.text, p.text) || covers(p.text, q.opt.text) {
+			if covers(q.canon(x), kp.canon(x)) || covers(kp.canon(x), q.canon(x)) {
 				pi.d.add(p.pos, "key: %s is also excluded (exclude=%s)", p.text, q.opt.text)
 				ok = false
 			}
@@ -506,7 +654,7 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 				name = p.name // what exclude= and key= accept for it
 			}
 			w := &writer{e: e, b: b, n: ns, exPath: name}
-			s, good := w.write(val{e: id(p.name)}, p.typ, name, trees[i], p.variadic)
+			s, good := w.write(val{e: id(p.name), ptr: p.byPtr}, p.typ, name, trees[i], p.variadic)
 			if !good {
 				for range w.problems {
 					at = append(at, pi.fset.Position(orig.Pos()))
@@ -527,7 +675,7 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 	single := len(keyPaths) == 1 && isString(keyPaths[0].typ)
 	for _, kp := range keyPaths {
 		e.readPath(kp)
-		v := val{e: func() *jen.Statement { return kp.expr(x.params, len(kp.fields)) }}
+		v := kp.value(x.params)
 		var s []jen.Code
 		if single {
 			arg := v.value()
@@ -613,7 +761,7 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 	if entOK {
 		e.readPath(ent)
 		w := &writer{e: e, b: func() *jen.Statement { return jen.Id(c).Dot("Entity").Call() }, n: ns, noAdvice: true}
-		v := val{e: func() *jen.Statement { return ent.expr(x.params, len(ent.fields)) }}
+		v := ent.value(x.params)
 		s, good := w.write(v, ent.typ, ent.opt.text, nil, len(ent.fields) == 0 && x.params[ent.param].variadic)
 		if !good {
 			for _, line := range collapse(w.problems) {
@@ -630,7 +778,7 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 	if !entOK || !atOK {
 		return nil, false
 	}
-	tv := at.expr(x.params, len(at.fields))
+	tv := at.value(x.params).value()
 	nilCheck := at.guard(x.params)
 	if timePtr {
 		cond := at.expr(x.params, len(at.fields)).Op("==").Nil()

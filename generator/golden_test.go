@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -79,6 +80,66 @@ func runCases(t *testing.T) (map[string]*caseResult, []string) {
 	return results, names
 }
 
+// caseKind says what a case expects: generated output or diagnostics.
+type caseKind int
+
+const (
+	kindOutput caseKind = iota + 1
+	kindDiags
+)
+
+func (k caseKind) String() string {
+	if k == kindDiags {
+		return "a diagnostics case (" + goldenDiags + ")"
+	}
+	return "an output case (" + goldenOutput + ")"
+}
+
+// diagPrefix starts the name of every diagnostics case.
+const diagPrefix = "diag_"
+
+// declaredKind is what a case declares it expects: the kind of the golden
+// file it has, which must agree with its name (diag_ for diagnostics). A
+// case with no golden yet declares it by its name alone.
+func declaredKind(name, dir string) (caseKind, error) {
+	byName := kindOutput
+	if strings.HasPrefix(name, diagPrefix) {
+		byName = kindDiags
+	}
+	_, errOut := os.Stat(filepath.Join(dir, goldenOutput))
+	_, errDiag := os.Stat(filepath.Join(dir, goldenDiags))
+	var byGolden caseKind
+	switch {
+	case errOut == nil && errDiag == nil:
+		return 0, fmt.Errorf("golden/%s holds both %s and %s: a case expects one or the other", name, goldenOutput, goldenDiags)
+	case errOut == nil:
+		byGolden = kindOutput
+	case errDiag == nil:
+		byGolden = kindDiags
+	default:
+		return byName, nil // new: -update creates the golden its name asks for
+	}
+	if byGolden != byName {
+		return 0, fmt.Errorf("golden/%s makes it %s but its name makes it %s (diagnostics cases are named %s*): rename the case, or delete its golden by hand if it is to change kind", name, byGolden, byName, diagPrefix)
+	}
+	return byGolden, nil
+}
+
+// behaviourTests lists the behaviour tests of a case (testdata/<case>/*_test.go),
+// which TestBehaviour runs against its generated output.
+func behaviourTests(name string) []string {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", name, "*_test.go"))
+	for i, f := range files {
+		files[i] = filepath.Base(f)
+	}
+	return files
+}
+
+// TestGolden compares every case's output or diagnostics with its golden.
+// A case cannot change its kind: -update refuses to turn an output case
+// into a diagnostics case or back (a generator bug would otherwise rewrite
+// the expectation it breaks, as golden/pointerpath once was: an output
+// case whose golden became the diagnostic of the bug it was to test).
 func TestGolden(t *testing.T) {
 	results, names := runCases(t)
 	outputs, diagCases := 0, 0
@@ -86,17 +147,35 @@ func TestGolden(t *testing.T) {
 		r := results[name]
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join("..", "golden", name)
-			var want, got []byte
-			var file, other string
+			want, err := declaredKind(name, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := kindOutput
 			if len(r.diags) > 0 {
-				file, other = goldenDiags, goldenOutput
-				got = []byte(strings.Join(r.diags, "\n") + "\n")
+				got = kindDiags
+			}
+			if tests := behaviourTests(name); len(tests) > 0 && (got == kindDiags || want == kindDiags) {
+				t.Errorf("testdata/%s has behaviour tests (%s) but is a diagnostics case: they would never run", name, strings.Join(tests, ", "))
+			}
+			if got != want {
+				what := "its diagnostics"
+				if got == kindOutput {
+					what = "no diagnostic"
+				}
+				t.Fatalf("%s is %s but the generator gave %s; -update does not change a case's kind (fix the generator or the input):\n%s", name, want, what, strings.Join(r.diags, "\n"))
+			}
+			var file string
+			var out []byte
+			if got == kindDiags {
+				file = goldenDiags
+				out = []byte(strings.Join(r.diags, "\n") + "\n")
 				diagCases++
 			} else {
-				file, other = goldenOutput, goldenDiags
-				got = r.output
+				file = goldenOutput
+				out = r.output
 				outputs++
-				if got == nil {
+				if out == nil {
 					t.Fatalf("no output and no diagnostics: the case has no annotated function")
 				}
 			}
@@ -104,26 +183,29 @@ func TestGolden(t *testing.T) {
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				os.Remove(filepath.Join(dir, other))
-				if err := os.WriteFile(filepath.Join(dir, file), got, 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(dir, file), out, 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			if _, err := os.Stat(filepath.Join(dir, other)); err == nil {
-				t.Errorf("golden/%s/%s exists but the case produced %s", name, other, file)
-			}
-			want, err := os.ReadFile(filepath.Join(dir, file))
+			golden, err := os.ReadFile(filepath.Join(dir, file))
 			if err != nil {
 				t.Fatalf("%v (run go test ./generator -update)", err)
 			}
-			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			if diff := cmp.Diff(string(golden), string(out)); diff != "" {
 				t.Errorf("golden/%s/%s differs (-want +got; go test ./generator -update rewrites it):\n%s", name, file, diff)
 			}
-			if len(r.diags) == 0 && !bytes.HasPrefix(got, []byte(Header+"\n")) {
+			if got == kindOutput && !bytes.HasPrefix(out, []byte(Header+"\n")) {
 				t.Errorf("output does not start with the header")
 			}
 		})
+	}
+	// A golden without its case would never be compared again.
+	dirs, _ := os.ReadDir(filepath.Join("..", "golden"))
+	for _, d := range dirs {
+		if _, ok := results[d.Name()]; d.IsDir() && !ok {
+			t.Errorf("golden/%s has no case testdata/%s", d.Name(), d.Name())
+		}
 	}
 	t.Logf("%d output cases, %d diagnostic cases", outputs, diagCases)
 	if !*update && (outputs < 20 || diagCases < 30) {

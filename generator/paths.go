@@ -51,50 +51,147 @@ func (pi *pkgInfo) resolve(x *fn, p pathOpt, option string) (keyPath, bool) {
 			pi.d.add(p.pos, "%s: %q is not a path (param.Field.Field)", option, p.text)
 			return kp, false
 		}
-		nilable := false
-		if ptr, ok := t.Underlying().(*types.Pointer); ok {
-			t, nilable = ptr.Elem(), true
-		}
-		if ok, _ := implements(t, pi.types.keyer); ok && option == "exclude" {
-			pi.d.add(p.pos, "exclude: %s implements idem.Keyer, so its IdemKey method decides its key material", here)
+		// A promoted field goes through the embedded fields that hold it:
+		// the path is read (and nil-checked) through each of them.
+		hops, amb := fieldPath(t, s)
+		if len(amb) > 0 {
+			pi.d.add(p.pos, "%s: %s.%s is ambiguous: %s is promoted from %s at the same depth (name one: %s)", option, here, s, s, strings.Join(amb, " and "), fullPaths(here, amb, s))
 			return kp, false
 		}
-		if ok, _ := implements(t, pi.types.protoMessage); ok && option == "exclude" {
-			pi.d.add(p.pos, "exclude: %s is a protobuf message, keyed by its deterministic encoding as a whole", here)
-			return kp, false
+		if hops == nil {
+			hops = []string{s} // not found: reported below, with the type's fields
 		}
-		st, ok := t.Underlying().(*types.Struct)
-		if !ok {
-			pi.d.add(p.pos, "%s: %s has type %s, which has no fields (paths go through structs and pointers to structs only)", option, here, pi.typeString(t))
-			return kp, false
-		}
-		var fields []string
-		var f *types.Var
-		for i := 0; i < st.NumFields(); i++ {
-			fields = append(fields, st.Field(i).Name())
-			if st.Field(i).Name() == s {
-				f = st.Field(i)
+		for _, h := range hops {
+			nilable := false
+			if ptr, ok := t.Underlying().(*types.Pointer); ok {
+				t, nilable = ptr.Elem(), true
 			}
+			if ok, _ := implements(t, pi.types.keyer); ok && option == "exclude" {
+				pi.d.add(p.pos, "exclude: %s implements idem.Keyer, so its IdemKey method decides its key material", here)
+				return kp, false
+			}
+			if ok, _ := implements(t, pi.types.protoMessage); ok && option == "exclude" {
+				pi.d.add(p.pos, "exclude: %s is a protobuf message, keyed by its deterministic encoding as a whole", here)
+				return kp, false
+			}
+			st, ok := t.Underlying().(*types.Struct)
+			if !ok {
+				pi.d.add(p.pos, "%s: %s has type %s, which has no fields (paths go through structs and pointers to structs only)", option, here, pi.typeString(t))
+				return kp, false
+			}
+			var fields []string
+			var f *types.Var
+			for i := 0; i < st.NumFields(); i++ {
+				fields = append(fields, st.Field(i).Name())
+				if st.Field(i).Name() == h {
+					f = st.Field(i)
+				}
+			}
+			if f == nil {
+				pi.d.add(p.pos, "%s: %s has no field %s%s", option, here, h, didYouMean(h, fields))
+				return kp, false
+			}
+			if !f.Exported() && f.Pkg() != pi.pkg.Types {
+				pi.d.add(p.pos, "%s: field %s of %s is unexported", option, h, pi.typeString(t))
+				return kp, false
+			}
+			kp.fields = append(kp.fields, h)
+			kp.nilable = append(kp.nilable, nilable)
+			kp.structs = append(kp.structs, t)
+			t = f.Type()
+			here += "." + h
 		}
-		if f == nil {
-			pi.d.add(p.pos, "%s: %s has no field %s%s", option, here, s, didYouMean(s, fields))
-			return kp, false
-		}
-		if !f.Exported() && f.Pkg() != pi.pkg.Types {
-			pi.d.add(p.pos, "%s: field %s of %s is unexported", option, s, pi.typeString(t))
-			return kp, false
-		}
-		kp.fields = append(kp.fields, s)
-		kp.nilable = append(kp.nilable, nilable)
-		kp.structs = append(kp.structs, t)
-		t = f.Type()
-		here += "." + s
 	}
 	kp.typ = t
 	return kp, true
 }
 
 func (kp keyPath) String() string { return kp.opt.text }
+
+// canon is the path as the generated code reads it: promoted fields with
+// the embedded fields they come through (req.Account.Base.Tenant for
+// req.Account.Tenant). Overlap checks compare canonical paths.
+func (kp keyPath) canon(x *fn) string {
+	name := x.sig.Params().At(kp.param).Name()
+	if name == "" || name == "_" {
+		name = x.params[kp.param].name
+	}
+	for _, f := range kp.fields {
+		name += "." + f
+	}
+	return name
+}
+
+// fieldPath finds the field name of t (a struct or a pointer to one) as
+// a Go selector does: a field of t itself, else one promoted from an
+// embedded struct or pointer to struct, the shallowest depth winning. It
+// returns the field names to read, embedded ones first (["Base",
+// "Tenant"]); nil if there is no such field; or, when two fields of that
+// name are at the same shallowest depth (an ambiguous selector), their
+// paths.
+func fieldPath(t types.Type, name string) (hops []string, ambiguous []string) {
+	type entry struct {
+		t   types.Type
+		via []string
+	}
+	current := []entry{{t: t}}
+	seen := map[*types.Named]bool{} // types searched at a shallower depth
+	for len(current) > 0 {
+		var found [][]string
+		var next []entry
+		here := map[*types.Named]bool{}
+		for _, e := range current {
+			typ := types.Unalias(e.t)
+			if p, ok := typ.Underlying().(*types.Pointer); ok {
+				typ = types.Unalias(p.Elem())
+			}
+			if n, ok := typ.(*types.Named); ok {
+				if seen[n] {
+					continue
+				}
+				here[n] = true
+			}
+			st, ok := typ.Underlying().(*types.Struct)
+			if !ok {
+				continue
+			}
+			for i := 0; i < st.NumFields(); i++ {
+				f := st.Field(i)
+				via := append(e.via[:len(e.via):len(e.via)], f.Name())
+				if f.Name() == name {
+					found = append(found, via)
+				} else if f.Embedded() {
+					next = append(next, entry{t: f.Type(), via: via})
+				}
+			}
+		}
+		switch len(found) {
+		case 0:
+		case 1:
+			return found[0], nil
+		default:
+			for _, f := range found {
+				ambiguous = append(ambiguous, strings.Join(f[:len(f)-1], "."))
+			}
+			return nil, ambiguous
+		}
+		for n := range here {
+			seen[n] = true
+		}
+		current = next
+	}
+	return nil, nil
+}
+
+// fullPaths spells out each ambiguous embedding as the full path that
+// names one: req.Account.Base.Tenant or req.Account.Other.Tenant.
+func fullPaths(here string, embeddings []string, field string) string {
+	out := make([]string, len(embeddings))
+	for i, e := range embeddings {
+		out[i] = here + "." + e + "." + field
+	}
+	return strings.Join(out, " or ")
+}
 
 // expr is the Go expression of the path, with p the wrapper's parameter names.
 func (kp keyPath) expr(ps []param, upto int) *jen.Statement {
@@ -103,6 +200,15 @@ func (kp keyPath) expr(ps []param, upto int) *jen.Statement {
 		s = s.Dot(f)
 	}
 	return s
+}
+
+// value is the path's value in the begin helper, where a struct or array
+// parameter is a pointer to it (the path's fields read through it).
+func (kp keyPath) value(ps []param) val {
+	if len(kp.fields) == 0 && ps[kp.param].byPtr {
+		return val{e: id(ps[kp.param].name), ptr: true}
+	}
+	return val{e: func() *jen.Statement { return kp.expr(ps, len(kp.fields)) }}
 }
 
 // guard is the condition under which a pointer on the path is nil (nil if

@@ -120,7 +120,7 @@ func adviseExclude(x *fn, paths []string, keyPaths []keyPath) string {
 next:
 	for _, p := range paths {
 		for _, kp := range keyPaths {
-			if covers(p, kp.opt.text) || covers(kp.opt.text, p) {
+			if covers(p, kp.canon(x)) || covers(kp.canon(x), p) {
 				continue next
 			}
 		}

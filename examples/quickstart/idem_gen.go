@@ -4,8 +4,9 @@ package main
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package main at most once per key.
@@ -18,7 +19,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCreateInvoice = &idem.Spec{Name: "github.com/idemgen/idemgen/examples/quickstart.CreateInvoice", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait, Codec: idemCodecCreateInvoice}
+var idemSpecCreateInvoice = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/examples/quickstart.CreateInvoice",
+	TTL:         24 * time.Hour,
+	Lease:       30 * time.Second,
+	OnDuplicate: idem.DuplicateWait,
+	Codec:       idemCodecCreateInvoice,
+}
 
 // Build fails here if main.CreateInvoice's signature changed since generation: run go generate.
 var _ func(context.Context, InvoiceRequest) (*Invoice, error) = CreateInvoice
@@ -45,16 +52,34 @@ var idemCodecCreateInvoice = idem.TypedCodec[*Invoice]{
 
 // CreateInvoice is main.CreateInvoice, run at most once per key (ttl=24h lease=30s on_duplicate=wait key=req.CustomerID,req.OrderID).
 func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (*Invoice, error) {
-	c := x.g.Begin(idemSpecCreateInvoice)
-	c.Key().String(req.CustomerID)
-	c.Key().String(req.OrderID)
-	idemKeyInvoiceRequest(c.Payload(), &req)
+	c := x.beginCreateInvoice(&req)
 	return idem.Do(ctx, c, func(ctx context.Context) (*Invoice, error) {
 		return CreateInvoice(ctx, req)
 	})
 }
 
-var idemSpecHandleWebhook = &idem.Spec{Name: "github.com/idemgen/idemgen/examples/quickstart.HandleWebhook", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, OnFailure: idem.FailureLock, Codec: idemCodecHandleWebhook}
+// CreateInvoiceKey is the store key CreateInvoice claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
+	return x.beginCreateInvoice(&req).StoreKey()
+}
+
+// beginCreateInvoice starts a call of CreateInvoice and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) *idem.Call {
+	c := x.g.Begin(idemSpecCreateInvoice)
+	c.Key().String(req.CustomerID)
+	c.Key().String(req.OrderID)
+	idemKeyInvoiceRequest(c.Payload(), req)
+	return c
+}
+
+var idemSpecHandleWebhook = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/examples/quickstart.HandleWebhook",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	OnFailure:   idem.FailureLock,
+	Codec:       idemCodecHandleWebhook,
+}
 
 // Build fails here if main.HandleWebhook's signature changed since generation: run go generate.
 var _ func(context.Context, string, WebhookEvent) (string, error) = HandleWebhook
@@ -71,13 +96,24 @@ var idemCodecHandleWebhook = idem.TypedCodec[string]{
 
 // HandleWebhook is main.HandleWebhook, run at most once per key (ttl=24h lease=30s on_duplicate=return on_failure=lock key=eventID).
 func (x *Idempotent) HandleWebhook(ctx context.Context, eventID string, ev WebhookEvent) (string, error) {
-	c := x.g.Begin(idemSpecHandleWebhook)
-	c.Key().ID(eventID)
-	c.Payload().String(eventID)
-	idemKeyWebhookEvent(c.Payload(), &ev)
+	c := x.beginHandleWebhook(eventID, &ev)
 	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
 		return HandleWebhook(ctx, eventID, ev)
 	})
+}
+
+// HandleWebhookKey is the store key HandleWebhook claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) HandleWebhookKey(eventID string, ev WebhookEvent) (string, error) {
+	return x.beginHandleWebhook(eventID, &ev).StoreKey()
+}
+
+// beginHandleWebhook starts a call of HandleWebhook and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginHandleWebhook(eventID string, ev *WebhookEvent) *idem.Call {
+	c := x.g.Begin(idemSpecHandleWebhook)
+	c.Key().ID(eventID)
+	c.Payload().String(eventID)
+	idemKeyWebhookEvent(c.Payload(), ev)
+	return c
 }
 
 // idemDecInvoice reads a Invoice of a stored result.

@@ -4,8 +4,9 @@ package basic
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package basic at most once per key.
@@ -18,7 +19,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCreateInvoice = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/basic.CreateInvoice", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait, Codec: idemCodecCreateInvoice}
+var idemSpecCreateInvoice = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/basic.CreateInvoice",
+	TTL:         24 * time.Hour,
+	Lease:       30 * time.Second,
+	OnDuplicate: idem.DuplicateWait,
+	Codec:       idemCodecCreateInvoice,
+}
 
 // Build fails here if basic.CreateInvoice's signature changed since generation: run go generate.
 var _ func(context.Context, InvoiceRequest) (*Invoice, error) = CreateInvoice
@@ -45,13 +52,24 @@ var idemCodecCreateInvoice = idem.TypedCodec[*Invoice]{
 
 // CreateInvoice is basic.CreateInvoice, run at most once per key (ttl=24h lease=30s on_duplicate=wait key=req.CustomerID,req.OrderID).
 func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (*Invoice, error) {
-	c := x.g.Begin(idemSpecCreateInvoice)
-	c.Key().String(req.CustomerID)
-	c.Key().String(req.OrderID)
-	idemKeyInvoiceRequest(c.Payload(), &req)
+	c := x.beginCreateInvoice(&req)
 	return idem.Do(ctx, c, func(ctx context.Context) (*Invoice, error) {
 		return CreateInvoice(ctx, req)
 	})
+}
+
+// CreateInvoiceKey is the store key CreateInvoice claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
+	return x.beginCreateInvoice(&req).StoreKey()
+}
+
+// beginCreateInvoice starts a call of CreateInvoice and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) *idem.Call {
+	c := x.g.Begin(idemSpecCreateInvoice)
+	c.Key().String(req.CustomerID)
+	c.Key().String(req.OrderID)
+	idemKeyInvoiceRequest(c.Payload(), req)
+	return c
 }
 
 // idemDecInvoice reads a Invoice of a stored result.

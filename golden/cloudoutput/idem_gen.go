@@ -4,11 +4,12 @@ package cloudoutput
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
-	"github.com/idemgen/idemgen/testdata/cloudoutput/sdk"
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/testdata/cloudoutput/sdk"
 )
 
 // Idempotent runs the annotated functions of package cloudoutput at most once per key.
@@ -21,7 +22,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecPut = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/cloudoutput.Put", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecPut}
+var idemSpecPut = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/cloudoutput.Put",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecPut,
+}
 
 // Build fails here if cloudoutput.Put's signature changed since generation: run go generate.
 var _ func(context.Context, string) (*sdk.PutObjectOutput, error) = Put
@@ -48,11 +55,22 @@ var idemCodecPut = idem.TypedCodec[*sdk.PutObjectOutput]{
 
 // Put is cloudoutput.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return omit=out.ResultMetadata). Not stored (replays return their zero value): out.ResultMetadata.
 func (x *Idempotent) Put(ctx context.Context, key string) (*sdk.PutObjectOutput, error) {
-	c := x.g.Begin(idemSpecPut)
-	c.Key().String(key)
+	c := x.beginPut(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.PutObjectOutput, error) {
 		return Put(ctx, key)
 	})
+}
+
+// PutKey is the store key Put claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) PutKey(key string) (string, error) {
+	return x.beginPut(key).StoreKey()
+}
+
+// beginPut starts a call of Put and writes its key material.
+func (x *Idempotent) beginPut(key string) *idem.Call {
+	c := x.g.Begin(idemSpecPut)
+	c.Key().String(key)
+	return c
 }
 
 // idemDecSdkPutObjectOutputForPut reads a sdk.PutObjectOutput of a stored result.

@@ -4,37 +4,57 @@ package collisions
 
 import (
 	context3 "context"
-	idem3 "github.com/idemgen/idemgen/runtime/idem"
 	time3 "time"
+
+	idem4 "github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package collisions at most once per key.
 type Idempotent struct {
-	g *idem3.Guard
+	g *idem4.Guard
 }
 
 // NewIdempotent returns the idempotent wrappers of package collisions, guarded by g.
-func NewIdempotent(g *idem3.Guard) *Idempotent {
+func NewIdempotent(g *idem4.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecPay2 = &idem3.Spec{Name: "github.com/idemgen/idemgen/testdata/collisions.Pay", TTL: 24 * time3.Hour, Lease: 30 * time3.Second, OnDuplicate: idem3.DuplicateReturn, Codec: idemCodecPay}
+var idemSpecPay2 = &idem4.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/collisions.Pay",
+	TTL:         idem4.DefaultTTL,
+	Lease:       idem4.DefaultLease,
+	OnDuplicate: idem4.DuplicateReturn,
+	Codec:       idemCodecPay,
+}
 
 // Build fails here if collisions.Pay's signature changed since generation: run go generate.
 var _ func(context3.Context, string, int, bool, []string, string, int) (int64, error) = Pay
 
 // idemCodecPay stores the results of Pay (generated codec).
-var idemCodecPay = idem3.TypedCodec[int64]{
-	Decode: func(d *idem3.Decoder, v *int64) {
+var idemCodecPay = idem4.TypedCodec[int64]{
+	Decode: func(d *idem4.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem3.Encoder, v *int64) {
+	Encode: func(e *idem4.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
 
 // Pay is collisions.Pay, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x2 *Idempotent) Pay(ctx2 context3.Context, g string, c int, x bool, r []string, err string, ctx int) (int64, error) {
+	c2 := x2.beginPay(g, c, x, r, err, ctx)
+	return idem4.Do(ctx2, c2, func(ctx2 context3.Context) (int64, error) {
+		return Pay(ctx2, g, c, x, r, err, ctx)
+	})
+}
+
+// PayKey is the store key Pay claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x2 *Idempotent) PayKey(g string, c int, x bool, r []string, err string, ctx int) (string, error) {
+	return x2.beginPay(g, c, x, r, err, ctx).StoreKey()
+}
+
+// beginPay starts a call of Pay and writes its key material.
+func (x2 *Idempotent) beginPay(g string, c int, x bool, r []string, err string, ctx int) *idem4.Call {
 	c2 := x2.g.Begin(idemSpecPay2)
 	c2.Key().String(g)
 	c2.Key().Int(int64(c))
@@ -49,70 +69,210 @@ func (x2 *Idempotent) Pay(ctx2 context3.Context, g string, c int, x bool, r []st
 	}
 	c2.Key().String(err)
 	c2.Key().Int(int64(ctx))
-	return idem3.Do(ctx2, c2, func(ctx2 context3.Context) (int64, error) {
-		return Pay(ctx2, g, c, x, r, err, ctx)
-	})
+	return c2
 }
 
-var idemSpecTick = &idem3.Spec{Name: "github.com/idemgen/idemgen/testdata/collisions.Tick", TTL: 90 * time3.Minute, Lease: 30 * time3.Second, OnDuplicate: idem3.DuplicateReturn, Codec: idemCodecTick}
+var idemSpecTick = &idem4.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/collisions.Tick",
+	TTL:         90 * time3.Minute,
+	Lease:       idem4.DefaultLease,
+	OnDuplicate: idem4.DuplicateReturn,
+	Codec:       idemCodecTick,
+}
 
 // Build fails here if collisions.Tick's signature changed since generation: run go generate.
 var _ func(context3.Context, string, int, context, []byte) (string, int, error) = Tick
 
 // idemResultTick holds the results of collisions.Tick, stored as one value.
 type idemResultTick struct {
-	R1 string
-	R2 int
+	r1 string
+	r2 int
 }
 
 // idemCodecTick stores the results of Tick (generated codec).
-var idemCodecTick = idem3.TypedCodec[idemResultTick]{
-	Decode: func(d *idem3.Decoder, v *idemResultTick) {
+var idemCodecTick = idem4.TypedCodec[idemResultTick]{
+	Decode: func(d *idem4.Decoder, v *idemResultTick) {
 		end := d.Struct()
 		for d.More(end) {
 			switch string(d.Field()) {
 			case "R1":
-				v.R1 = d.String()
+				v.r1 = d.String()
 			case "R2":
-				v.R2 = int(d.Int(64))
+				v.r2 = int(d.Int(64))
 			default:
 				d.Skip()
 			}
 		}
 	},
-	Encode: func(e *idem3.Encoder, v *idemResultTick) {
+	Encode: func(e *idem4.Encoder, v *idemResultTick) {
 		at := e.Struct()
 		e.Field("R1")
-		e.String(v.R1)
+		e.String(v.r1)
 		e.Field("R2")
-		e.Int(int64(v.R2))
+		e.Int(int64(v.r2))
 		e.End(at)
 	},
 }
 
 // Tick is collisions.Tick, run at most once per key (ttl=1h30m lease=30s on_duplicate=return key=idem2).
 func (x *Idempotent) Tick(ctx context3.Context, idem2 string, time2 int, context2 context, b []byte) (string, int, error) {
+	c := x.beginTick(idem2, time2, &context2, b)
+	r, err := idem4.Do(ctx, c, func(ctx context3.Context) (idemResultTick, error) {
+		var r idemResultTick
+		var err error
+		r.r1, r.r2, err = Tick(ctx, idem2, time2, context2, b)
+		return r, err
+	})
+	return r.r1, r.r2, err
+}
+
+// TickKey is the store key Tick claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) TickKey(idem2 string, time2 int, context2 context, b []byte) (string, error) {
+	return x.beginTick(idem2, time2, &context2, b).StoreKey()
+}
+
+// beginTick starts a call of Tick and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginTick(idem2 string, time2 int, context2 *context, b []byte) *idem4.Call {
 	c := x.g.Begin(idemSpecTick)
 	c.Key().ID(idem2)
 	c.Payload().String(idem2)
 	c.Payload().Int(int64(time2))
-	idemKeyContext(c.Payload(), &context2)
+	idemKeyContext(c.Payload(), context2)
 	if b == nil {
 		c.Payload().Nil()
 	} else {
 		c.Payload().Bytes(b)
 	}
-	r, err := idem3.Do(ctx, c, func(ctx context3.Context) (idemResultTick, error) {
-		var r idemResultTick
-		var err error
-		r.R1, r.R2, err = Tick(ctx, idem2, time2, context2, b)
-		return r, err
+	return c
+}
+
+// IdempotentBox is a *Box whose annotated methods run at most once per key.
+type IdempotentBox struct {
+	*Box
+	g *idem4.Guard
+}
+
+// NewIdempotentBox wraps t: its annotated methods are guarded by g, the others are t's own.
+func NewIdempotentBox(t *Box, g *idem4.Guard) *IdempotentBox {
+	return &IdempotentBox{
+		Box: t,
+		g:   g,
+	}
+}
+
+var idemSpecBoxPut = &idem4.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/collisions.Box.Put",
+	TTL:         time3.Hour,
+	Lease:       idem4.DefaultLease,
+	OnDuplicate: idem4.DuplicateReturn,
+	Codec:       idemCodecBoxPut,
+}
+
+// Build fails here if Box.Put's signature changed since generation: run go generate.
+var _ func(*Box, context3.Context, int) (int64, error) = (*Box).Put
+
+// idemCodecBoxPut stores the results of Put (generated codec).
+var idemCodecBoxPut = idem4.TypedCodec[int64]{
+	Decode: func(d *idem4.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem4.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// Put is Box.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (c *IdempotentBox) Put(ctx context3.Context, x int) (int64, error) {
+	c2 := c.beginPut(x)
+	return idem4.Do(ctx, c2, func(ctx context3.Context) (int64, error) {
+		return c.Box.Put(ctx, x)
 	})
-	return r.R1, r.R2, err
+}
+
+// PutKey is the store key Put claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (c *IdempotentBox) PutKey(x int) (string, error) {
+	return c.beginPut(x).StoreKey()
+}
+
+// beginPut starts a call of Put and writes its key material.
+func (c *IdempotentBox) beginPut(x int) *idem4.Call {
+	c2 := c.g.Begin(idemSpecBoxPut)
+	c2.Key().Int(int64(x))
+	return c2
+}
+
+var idemSpecBoxPeek = &idem4.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/collisions.Box.Peek",
+	TTL:         time3.Hour,
+	Lease:       idem4.DefaultLease,
+	OnDuplicate: idem4.DuplicateReturn,
+	Codec:       idemCodecBoxPeek,
+}
+
+// Build fails here if Box.Peek's signature changed since generation: run go generate.
+var _ func(*Box, context3.Context) (int64, error) = (*Box).Peek
+
+// idemCodecBoxPeek stores the results of Peek (generated codec).
+var idemCodecBoxPeek = idem4.TypedCodec[int64]{
+	Decode: func(d *idem4.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem4.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// Peek is Box.Peek, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (context_ *IdempotentBox) Peek(ctx context3.Context) (int64, error) {
+	c := context_.beginPeek()
+	return idem4.Do(ctx, c, func(ctx context3.Context) (int64, error) {
+		return context_.Box.Peek(ctx)
+	})
+}
+
+// PeekKey is the store key Peek claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (context_ *IdempotentBox) PeekKey() (string, error) {
+	return context_.beginPeek().StoreKey()
+}
+
+// beginPeek starts a call of Peek and writes its key material.
+func (context_ *IdempotentBox) beginPeek() *idem4.Call {
+	c := context_.g.Begin(idemSpecBoxPeek)
+	return c
+}
+
+var idemSpecBoxEmpty = &idem4.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/collisions.Box.Empty",
+	TTL:         time3.Hour,
+	Lease:       idem4.DefaultLease,
+	OnDuplicate: idem4.DuplicateReturn,
+}
+
+// Build fails here if Box.Empty's signature changed since generation: run go generate.
+var _ func(*Box, context3.Context) error = (*Box).Empty
+
+// Empty is Box.Empty, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (idem3 *IdempotentBox) Empty(ctx context3.Context) error {
+	c := idem3.beginEmpty()
+	_, err := idem4.Do(ctx, c, func(ctx context3.Context) (struct{}, error) {
+		return struct{}{}, idem3.Box.Empty(ctx)
+	})
+	return err
+}
+
+// EmptyKey is the store key Empty claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (idem3 *IdempotentBox) EmptyKey() (string, error) {
+	return idem3.beginEmpty().StoreKey()
+}
+
+// beginEmpty starts a call of Empty and writes its key material.
+func (idem3 *IdempotentBox) beginEmpty() *idem4.Call {
+	c := idem3.g.Begin(idemSpecBoxEmpty)
+	return c
 }
 
 // idemKeyContext writes the key material of context.
-func idemKeyContext(b *idem3.KeyBuilder, v *context) {
+func idemKeyContext(b *idem4.KeyBuilder, v *context) {
 	b.Time(v.deadline)
 }
 

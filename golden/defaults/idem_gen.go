@@ -4,8 +4,9 @@ package defaults
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package defaults at most once per key.
@@ -18,7 +19,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecGetQuote = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/defaults.GetQuote", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecGetQuote}
+var idemSpecGetQuote = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/defaults.GetQuote",
+	TTL:         24 * time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecGetQuote,
+}
 
 // Build fails here if defaults.GetQuote's signature changed since generation: run go generate.
 var _ func(context.Context, string, int) (Quote, error) = GetQuote
@@ -35,12 +42,23 @@ var idemCodecGetQuote = idem.TypedCodec[Quote]{
 
 // GetQuote is defaults.GetQuote, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) GetQuote(ctx context.Context, symbol string, qty int) (Quote, error) {
-	c := x.g.Begin(idemSpecGetQuote)
-	c.Key().String(symbol)
-	c.Key().Int(int64(qty))
+	c := x.beginGetQuote(symbol, qty)
 	return idem.Do(ctx, c, func(ctx context.Context) (Quote, error) {
 		return GetQuote(ctx, symbol, qty)
 	})
+}
+
+// GetQuoteKey is the store key GetQuote claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) GetQuoteKey(symbol string, qty int) (string, error) {
+	return x.beginGetQuote(symbol, qty).StoreKey()
+}
+
+// beginGetQuote starts a call of GetQuote and writes its key material.
+func (x *Idempotent) beginGetQuote(symbol string, qty int) *idem.Call {
+	c := x.g.Begin(idemSpecGetQuote)
+	c.Key().String(symbol)
+	c.Key().Int(int64(qty))
+	return c
 }
 
 // idemDecQuote reads a Quote of a stored result.

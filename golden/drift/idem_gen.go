@@ -4,9 +4,10 @@ package drift
 
 import (
 	"context"
+	"time"
+
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/testdata/drift/ext"
-	"time"
 )
 
 // Idempotent runs the annotated functions of package drift at most once per key.
@@ -19,7 +20,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCharge = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/drift.Charge", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecCharge}
+var idemSpecCharge = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/drift.Charge",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecCharge,
+}
 
 // Build fails here if drift.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, Req) (int64, error) = Charge
@@ -36,11 +43,22 @@ var idemCodecCharge = idem.TypedCodec[int64]{
 
 // Charge is drift.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Charge(ctx context.Context, req Req) (int64, error) {
-	c := x.g.Begin(idemSpecCharge)
-	idemKeyReq(c.Key(), &req)
+	c := x.beginCharge(&req)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Charge(ctx, req)
 	})
+}
+
+// ChargeKey is the store key Charge claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) ChargeKey(req Req) (string, error) {
+	return x.beginCharge(&req).StoreKey()
+}
+
+// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginCharge(req *Req) *idem.Call {
+	c := x.g.Begin(idemSpecCharge)
+	idemKeyReq(c.Key(), req)
+	return c
 }
 
 // idemKeyBase writes the key material of Base.

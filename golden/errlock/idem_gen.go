@@ -4,8 +4,9 @@ package errlock
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package errlock at most once per key.
@@ -18,34 +19,67 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecSendEmail = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/errlock.SendEmail", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, OnFailure: idem.FailureLock}
+var idemSpecSendEmail = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/errlock.SendEmail",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	OnFailure:   idem.FailureLock,
+}
 
 // Build fails here if errlock.SendEmail's signature changed since generation: run go generate.
 var _ func(context.Context, string, string) error = SendEmail
 
 // SendEmail is errlock.SendEmail, run at most once per key (ttl=1h lease=30s on_duplicate=return on_failure=lock).
 func (x *Idempotent) SendEmail(ctx context.Context, to string, body string) error {
-	c := x.g.Begin(idemSpecSendEmail)
-	c.Key().String(to)
-	c.Key().String(body)
+	c := x.beginSendEmail(to, body)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, SendEmail(ctx, to, body)
 	})
 	return err
 }
 
-var idemSpecCharge = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/errlock.Charge", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+// SendEmailKey is the store key SendEmail claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) SendEmailKey(to string, body string) (string, error) {
+	return x.beginSendEmail(to, body).StoreKey()
+}
+
+// beginSendEmail starts a call of SendEmail and writes its key material.
+func (x *Idempotent) beginSendEmail(to string, body string) *idem.Call {
+	c := x.g.Begin(idemSpecSendEmail)
+	c.Key().String(to)
+	c.Key().String(body)
+	return c
+}
+
+var idemSpecCharge = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/errlock.Charge",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+}
 
 // Build fails here if errlock.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, string, int64) error = Charge
 
 // Charge is errlock.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return on_failure=unlock).
 func (x *Idempotent) Charge(ctx context.Context, account string, cents int64) error {
-	c := x.g.Begin(idemSpecCharge)
-	c.Key().String(account)
-	c.Key().Int(cents)
+	c := x.beginCharge(account, cents)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, Charge(ctx, account, cents)
 	})
 	return err
+}
+
+// ChargeKey is the store key Charge claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) ChargeKey(account string, cents int64) (string, error) {
+	return x.beginCharge(account, cents).StoreKey()
+}
+
+// beginCharge starts a call of Charge and writes its key material.
+func (x *Idempotent) beginCharge(account string, cents int64) *idem.Call {
+	c := x.g.Begin(idemSpecCharge)
+	c.Key().String(account)
+	c.Key().Int(cents)
+	return c
 }

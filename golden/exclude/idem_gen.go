@@ -4,8 +4,9 @@ package exclude
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package exclude at most once per key.
@@ -18,7 +19,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecFulfil = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/exclude.Fulfil", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecFulfil}
+var idemSpecFulfil = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/exclude.Fulfil",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecFulfil,
+}
 
 // Build fails here if exclude.Fulfil's signature changed since generation: run go generate.
 var _ func(context.Context, Order, Delivery) (int64, error) = Fulfil
@@ -35,6 +42,19 @@ var idemCodecFulfil = idem.TypedCodec[int64]{
 
 // Fulfil is exclude.Fulfil, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=meta,order.Trace.Sent,order.Customer.UpdatedAt).
 func (x *Idempotent) Fulfil(ctx context.Context, order Order, meta Delivery) (int64, error) {
+	c := x.beginFulfil(&order, &meta)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return Fulfil(ctx, order, meta)
+	})
+}
+
+// FulfilKey is the store key Fulfil claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) FulfilKey(order Order, meta Delivery) (string, error) {
+	return x.beginFulfil(&order, &meta).StoreKey()
+}
+
+// beginFulfil starts a call of Fulfil and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginFulfil(order *Order, meta *Delivery) *idem.Call {
 	c := x.g.Begin(idemSpecFulfil)
 	c.Key().String(order.ID)
 	if order.Customer == nil {
@@ -44,9 +64,7 @@ func (x *Idempotent) Fulfil(ctx context.Context, order Order, meta Delivery) (in
 		c.Key().String(order.Customer.ID)
 	}
 	c.Key().String(order.Trace.SpanID)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Fulfil(ctx, order, meta)
-	})
+	return c
 }
 
 // idemCustomer_fieldsChanged_runGoGenerate is the field list of Customer that the generated code was written for (tags aside).

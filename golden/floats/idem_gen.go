@@ -4,10 +4,11 @@ package floats
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package floats at most once per key.
@@ -20,15 +21,21 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecSummarize = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/floats.Summarize", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecSummarize}
+var idemSpecSummarize = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/floats.Summarize",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecSummarize,
+}
 
 // Build fails here if floats.Summarize's signature changed since generation: run go generate.
 var _ func(context.Context, string) (Stats, []float32, error) = Summarize
 
 // idemResultSummarize holds the results of floats.Summarize, stored as one value.
 type idemResultSummarize struct {
-	R1 Stats
-	R2 []float32
+	r1 Stats
+	r2 []float32
 }
 
 // idemCodecSummarize stores the results of Summarize (generated codec).
@@ -38,14 +45,14 @@ var idemCodecSummarize = idem.TypedCodec[idemResultSummarize]{
 		for d.More(end) {
 			switch string(d.Field()) {
 			case "R1":
-				idemDecStats(d, &v.R1)
+				idemDecStats(d, &v.r1)
 			case "R2":
 				if d.Nil() {
-					v.R2 = nil
+					v.r2 = nil
 				} else {
-					v.R2 = make([]float32, d.List())
-					for i := range v.R2 {
-						v.R2[i] = d.Float32()
+					v.r2 = make([]float32, d.List())
+					for i := range v.r2 {
+						v.r2[i] = d.Float32()
 					}
 				}
 			default:
@@ -56,14 +63,14 @@ var idemCodecSummarize = idem.TypedCodec[idemResultSummarize]{
 	Encode: func(e *idem.Encoder, v *idemResultSummarize) {
 		at := e.Struct()
 		e.Field("R1")
-		idemEncStats(e, &v.R1)
+		idemEncStats(e, &v.r1)
 		e.Field("R2")
-		if v.R2 == nil {
+		if v.r2 == nil {
 			e.Nil()
 		} else {
-			at2 := e.List(len(v.R2))
-			for i := range v.R2 {
-				e.Float32(v.R2[i])
+			at2 := e.List(len(v.r2))
+			for i := range v.r2 {
+				e.Float32(v.r2[i])
 			}
 			e.End(at2)
 		}
@@ -73,15 +80,26 @@ var idemCodecSummarize = idem.TypedCodec[idemResultSummarize]{
 
 // Summarize is floats.Summarize, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Summarize(ctx context.Context, name string) (Stats, []float32, error) {
-	c := x.g.Begin(idemSpecSummarize)
-	c.Key().String(name)
+	c := x.beginSummarize(name)
 	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultSummarize, error) {
 		var r idemResultSummarize
 		var err error
-		r.R1, r.R2, err = Summarize(ctx, name)
+		r.r1, r.r2, err = Summarize(ctx, name)
 		return r, err
 	})
-	return r.R1, r.R2, err
+	return r.r1, r.r2, err
+}
+
+// SummarizeKey is the store key Summarize claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) SummarizeKey(name string) (string, error) {
+	return x.beginSummarize(name).StoreKey()
+}
+
+// beginSummarize starts a call of Summarize and writes its key material.
+func (x *Idempotent) beginSummarize(name string) *idem.Call {
+	c := x.g.Begin(idemSpecSummarize)
+	c.Key().String(name)
+	return c
 }
 
 // idemDecStats reads a Stats of a stored result.

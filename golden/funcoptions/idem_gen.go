@@ -4,9 +4,10 @@ package funcoptions
 
 import (
 	"context"
+	"time"
+
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/testdata/funcoptions/sdk"
-	"time"
 )
 
 // IdempotentNotifier is a *Notifier whose annotated methods run at most once per key.
@@ -23,7 +24,13 @@ func NewIdempotentNotifier(t *Notifier, g *idem.Guard) *IdempotentNotifier {
 	}
 }
 
-var idemSpecNotifierSend = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/funcoptions.Notifier.Send", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecNotifierSend}
+var idemSpecNotifierSend = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/funcoptions.Notifier.Send",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecNotifierSend,
+}
 
 // Build fails here if Notifier.Send's signature changed since generation: run go generate.
 var _ func(*Notifier, context.Context, *sdk.SendMessageInput, ...func(*sdk.Options)) (*sdk.SendMessageOutput, error) = (*Notifier).Send
@@ -49,17 +56,28 @@ var idemCodecNotifierSend = idem.TypedCodec[*sdk.SendMessageOutput]{
 }
 
 // Send is Notifier.Send, run at most once per key (ttl=1h lease=30s on_duplicate=return exclude=optFns omit=r1.ResultMetadata). Not stored (replays return their zero value): r1.ResultMetadata.
-func (x *IdempotentNotifier) Send(ctx context.Context, in *sdk.SendMessageInput, optFns ...func(*sdk.Options)) (*sdk.SendMessageOutput, error) {
-	c := x.g.Begin(idemSpecNotifierSend)
+func (n *IdempotentNotifier) Send(ctx context.Context, in *sdk.SendMessageInput, optFns ...func(*sdk.Options)) (*sdk.SendMessageOutput, error) {
+	c := n.beginSend(in, optFns)
+	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.SendMessageOutput, error) {
+		return n.Notifier.Send(ctx, in, optFns...)
+	})
+}
+
+// SendKey is the store key Send claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (n *IdempotentNotifier) SendKey(in *sdk.SendMessageInput, optFns ...func(*sdk.Options)) (string, error) {
+	return n.beginSend(in, optFns).StoreKey()
+}
+
+// beginSend starts a call of Send and writes its key material.
+func (n *IdempotentNotifier) beginSend(in *sdk.SendMessageInput, optFns []func(*sdk.Options)) *idem.Call {
+	c := n.g.Begin(idemSpecNotifierSend)
 	if in == nil {
 		c.Key().Nil()
 	} else {
 		c.Key().Ptr()
 		idemKeySdkSendMessageInput(c.Key(), in)
 	}
-	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.SendMessageOutput, error) {
-		return x.Notifier.Send(ctx, in, optFns...)
-	})
+	return c
 }
 
 // idemDecSdkSendMessageOutputForNotifierSend reads a sdk.SendMessageOutput of a stored result.

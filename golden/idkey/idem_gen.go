@@ -4,8 +4,8 @@ package idkey
 
 import (
 	"context"
+
 	"github.com/idemgen/idemgen/runtime/idem"
-	"time"
 )
 
 // Idempotent runs the annotated functions of package idkey at most once per key.
@@ -18,7 +18,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecHandle = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/idkey.Handle", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecHandle}
+var idemSpecHandle = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/idkey.Handle",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecHandle,
+}
 
 // Build fails here if idkey.Handle's signature changed since generation: run go generate.
 var _ func(context.Context, string, Event) (int64, error) = Handle
@@ -35,16 +41,34 @@ var idemCodecHandle = idem.TypedCodec[int64]{
 
 // Handle is idkey.Handle, run at most once per key (ttl=24h lease=30s on_duplicate=return key=idempotencyKey).
 func (x *Idempotent) Handle(ctx context.Context, idempotencyKey string, ev Event) (int64, error) {
-	c := x.g.Begin(idemSpecHandle)
-	c.Key().ID(idempotencyKey)
-	c.Payload().String(idempotencyKey)
-	idemKeyEvent(c.Payload(), &ev)
+	c := x.beginHandle(idempotencyKey, &ev)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Handle(ctx, idempotencyKey, ev)
 	})
 }
 
-var idemSpecHandleEvent = &idem.Spec{Name: "events.handle", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Version: 2, Codec: idemCodecHandleEvent}
+// HandleKey is the store key Handle claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) HandleKey(idempotencyKey string, ev Event) (string, error) {
+	return x.beginHandle(idempotencyKey, &ev).StoreKey()
+}
+
+// beginHandle starts a call of Handle and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginHandle(idempotencyKey string, ev *Event) *idem.Call {
+	c := x.g.Begin(idemSpecHandle)
+	c.Key().ID(idempotencyKey)
+	c.Payload().String(idempotencyKey)
+	idemKeyEvent(c.Payload(), ev)
+	return c
+}
+
+var idemSpecHandleEvent = &idem.Spec{
+	Name:        "events.handle",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Version:     2,
+	Codec:       idemCodecHandleEvent,
+}
 
 // Build fails here if idkey.HandleEvent's signature changed since generation: run go generate.
 var _ func(context.Context, *TypedEvent) (int64, error) = HandleEvent
@@ -61,6 +85,19 @@ var idemCodecHandleEvent = idem.TypedCodec[int64]{
 
 // HandleEvent is idkey.HandleEvent, run at most once per key (ttl=24h lease=30s on_duplicate=return key=ev.ID name=events.handle version=2).
 func (x *Idempotent) HandleEvent(ctx context.Context, ev *TypedEvent) (int64, error) {
+	c := x.beginHandleEvent(ev)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return HandleEvent(ctx, ev)
+	})
+}
+
+// HandleEventKey is the store key HandleEvent claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) HandleEventKey(ev *TypedEvent) (string, error) {
+	return x.beginHandleEvent(ev).StoreKey()
+}
+
+// beginHandleEvent starts a call of HandleEvent and writes its key material.
+func (x *Idempotent) beginHandleEvent(ev *TypedEvent) *idem.Call {
 	c := x.g.Begin(idemSpecHandleEvent)
 	if ev == nil {
 		c.Key().ID("")
@@ -73,9 +110,7 @@ func (x *Idempotent) HandleEvent(ctx context.Context, ev *TypedEvent) (int64, er
 		c.Payload().Ptr()
 		idemKeyTypedEvent(c.Payload(), ev)
 	}
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return HandleEvent(ctx, ev)
-	})
+	return c
 }
 
 // idemKeyEvent writes the key material of Event.

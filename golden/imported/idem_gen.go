@@ -4,10 +4,10 @@ package imported
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"image"
 	"image/color"
-	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package imported at most once per key.
@@ -20,7 +20,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCrop = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/imported.Crop", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecCrop}
+var idemSpecCrop = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/imported.Crop",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecCrop,
+}
 
 // Build fails here if imported.Crop's signature changed since generation: run go generate.
 var _ func(context.Context, image.Rectangle, image.Point, color.RGBA) (image.Rectangle, error) = Crop
@@ -37,13 +43,24 @@ var idemCodecCrop = idem.TypedCodec[image.Rectangle]{
 
 // Crop is imported.Crop, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Crop(ctx context.Context, r image.Rectangle, at image.Point, bg color.RGBA) (image.Rectangle, error) {
-	c := x.g.Begin(idemSpecCrop)
-	idemKeyImageRectangle(c.Key(), &r)
-	idemKeyImagePoint(c.Key(), &at)
-	idemKeyColorRGBA(c.Key(), &bg)
+	c := x.beginCrop(&r, &at, &bg)
 	return idem.Do(ctx, c, func(ctx context.Context) (image.Rectangle, error) {
 		return Crop(ctx, r, at, bg)
 	})
+}
+
+// CropKey is the store key Crop claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) CropKey(r image.Rectangle, at image.Point, bg color.RGBA) (string, error) {
+	return x.beginCrop(&r, &at, &bg).StoreKey()
+}
+
+// beginCrop starts a call of Crop and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginCrop(r *image.Rectangle, at *image.Point, bg *color.RGBA) *idem.Call {
+	c := x.g.Begin(idemSpecCrop)
+	idemKeyImageRectangle(c.Key(), r)
+	idemKeyImagePoint(c.Key(), at)
+	idemKeyColorRGBA(c.Key(), bg)
+	return c
 }
 
 // idemDecImagePoint reads a image.Point of a stored result.

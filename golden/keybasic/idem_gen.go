@@ -4,8 +4,9 @@ package keybasic
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package keybasic at most once per key.
@@ -18,7 +19,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecRecord = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keybasic.Record", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecRecord}
+var idemSpecRecord = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/keybasic.Record",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecRecord,
+}
 
 // Build fails here if keybasic.Record's signature changed since generation: run go generate.
 var _ func(context.Context, Basics, int, float64, Currency, time.Duration, time.Time) (int64, error) = Record
@@ -35,16 +42,27 @@ var idemCodecRecord = idem.TypedCodec[int64]{
 
 // Record is keybasic.Record, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Record(ctx context.Context, b Basics, n int, f float64, c Currency, d time.Duration, at time.Time) (int64, error) {
+	c2 := x.beginRecord(&b, n, f, c, d, &at)
+	return idem.Do(ctx, c2, func(ctx context.Context) (int64, error) {
+		return Record(ctx, b, n, f, c, d, at)
+	})
+}
+
+// RecordKey is the store key Record claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) RecordKey(b Basics, n int, f float64, c Currency, d time.Duration, at time.Time) (string, error) {
+	return x.beginRecord(&b, n, f, c, d, &at).StoreKey()
+}
+
+// beginRecord starts a call of Record and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginRecord(b *Basics, n int, f float64, c Currency, d time.Duration, at *time.Time) *idem.Call {
 	c2 := x.g.Begin(idemSpecRecord)
-	idemKeyBasics(c2.Key(), &b)
+	idemKeyBasics(c2.Key(), b)
 	c2.Key().Int(int64(n))
 	c2.Key().Float(f)
 	c2.Key().String(string(c))
 	c2.Key().Int(int64(d))
-	c2.Key().Time(at)
-	return idem.Do(ctx, c2, func(ctx context.Context) (int64, error) {
-		return Record(ctx, b, n, f, c, d, at)
-	})
+	c2.Key().Time(*at)
+	return c2
 }
 
 // idemKeyBasics writes the key material of Basics.

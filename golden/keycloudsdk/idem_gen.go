@@ -4,9 +4,10 @@ package keycloudsdk
 
 import (
 	"context"
+	"time"
+
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/testdata/keycloudsdk/sdk"
-	"time"
 )
 
 // Idempotent runs the annotated functions of package keycloudsdk at most once per key.
@@ -19,7 +20,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecPut = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keycloudsdk.Put", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecPut}
+var idemSpecPut = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/keycloudsdk.Put",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecPut,
+}
 
 // Build fails here if keycloudsdk.Put's signature changed since generation: run go generate.
 var _ func(context.Context, *sdk.PutObjectInput) (int64, error) = Put
@@ -36,6 +43,19 @@ var idemCodecPut = idem.TypedCodec[int64]{
 
 // Put is keycloudsdk.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Put(ctx context.Context, in *sdk.PutObjectInput) (int64, error) {
+	c := x.beginPut(in)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return Put(ctx, in)
+	})
+}
+
+// PutKey is the store key Put claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) PutKey(in *sdk.PutObjectInput) (string, error) {
+	return x.beginPut(in).StoreKey()
+}
+
+// beginPut starts a call of Put and writes its key material.
+func (x *Idempotent) beginPut(in *sdk.PutObjectInput) *idem.Call {
 	c := x.g.Begin(idemSpecPut)
 	if in == nil {
 		c.Key().Nil()
@@ -43,12 +63,16 @@ func (x *Idempotent) Put(ctx context.Context, in *sdk.PutObjectInput) (int64, er
 		c.Key().Ptr()
 		idemKeySdkPutObjectInput(c.Key(), in)
 	}
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Put(ctx, in)
-	})
+	return c
 }
 
-var idemSpecPutFor = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keycloudsdk.PutFor", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecPutFor}
+var idemSpecPutFor = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/keycloudsdk.PutFor",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecPutFor,
+}
 
 // Build fails here if keycloudsdk.PutFor's signature changed since generation: run go generate.
 var _ func(context.Context, Upload) (int64, error) = PutFor
@@ -65,11 +89,22 @@ var idemCodecPutFor = idem.TypedCodec[int64]{
 
 // PutFor is keycloudsdk.PutFor, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) PutFor(ctx context.Context, u Upload) (int64, error) {
-	c := x.g.Begin(idemSpecPutFor)
-	idemKeyUpload(c.Key(), &u)
+	c := x.beginPutFor(&u)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return PutFor(ctx, u)
 	})
+}
+
+// PutForKey is the store key PutFor claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) PutForKey(u Upload) (string, error) {
+	return x.beginPutFor(&u).StoreKey()
+}
+
+// beginPutFor starts a call of PutFor and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginPutFor(u *Upload) *idem.Call {
+	c := x.g.Begin(idemSpecPutFor)
+	idemKeyUpload(c.Key(), u)
+	return c
 }
 
 // idemKeySdkPutObjectInput writes the key material of sdk.PutObjectInput.

@@ -4,8 +4,8 @@ package keycomposite
 
 import (
 	"context"
+
 	"github.com/idemgen/idemgen/runtime/idem"
-	"time"
 )
 
 // Idempotent runs the annotated functions of package keycomposite at most once per key.
@@ -18,7 +18,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecDraw = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keycomposite.Draw", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecDraw}
+var idemSpecDraw = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/keycomposite.Draw",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecDraw,
+}
 
 // Build fails here if keycomposite.Draw's signature changed since generation: run go generate.
 var _ func(context.Context, Shape, []string, map[string]string, *Point, [2]Point) (int64, error) = Draw
@@ -35,8 +41,21 @@ var idemCodecDraw = idem.TypedCodec[int64]{
 
 // Draw is keycomposite.Draw, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Draw(ctx context.Context, s Shape, ids []string, tags map[string]string, p *Point, arr [2]Point) (int64, error) {
+	c := x.beginDraw(&s, ids, tags, p, &arr)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return Draw(ctx, s, ids, tags, p, arr)
+	})
+}
+
+// DrawKey is the store key Draw claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) DrawKey(s Shape, ids []string, tags map[string]string, p *Point, arr [2]Point) (string, error) {
+	return x.beginDraw(&s, ids, tags, p, &arr).StoreKey()
+}
+
+// beginDraw starts a call of Draw and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginDraw(s *Shape, ids []string, tags map[string]string, p *Point, arr *[2]Point) *idem.Call {
 	c := x.g.Begin(idemSpecDraw)
-	idemKeyShape(c.Key(), &s)
+	idemKeyShape(c.Key(), s)
 	if ids == nil {
 		c.Key().Nil()
 	} else {
@@ -66,9 +85,7 @@ func (x *Idempotent) Draw(ctx context.Context, s Shape, ids []string, tags map[s
 	for i := range arr {
 		idemKeyPoint(c.Key(), &arr[i])
 	}
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Draw(ctx, s, ids, tags, p, arr)
-	})
+	return c
 }
 
 // idemKeyPoint writes the key material of Point.

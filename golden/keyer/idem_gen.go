@@ -4,8 +4,8 @@ package keyer
 
 import (
 	"context"
+
 	"github.com/idemgen/idemgen/runtime/idem"
-	"time"
 )
 
 // Idempotent runs the annotated functions of package keyer at most once per key.
@@ -18,7 +18,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecNotify = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keyer.Notify", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecNotify}
+var idemSpecNotify = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/keyer.Notify",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecNotify,
+}
 
 // Build fails here if keyer.Notify's signature changed since generation: run go generate.
 var _ func(context.Context, Order, Identity, *Email) (int64, error) = Notify
@@ -35,8 +41,21 @@ var idemCodecNotify = idem.TypedCodec[int64]{
 
 // Notify is keyer.Notify, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Notify(ctx context.Context, o Order, who Identity, cc *Email) (int64, error) {
+	c := x.beginNotify(&o, who, cc)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return Notify(ctx, o, who, cc)
+	})
+}
+
+// NotifyKey is the store key Notify claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) NotifyKey(o Order, who Identity, cc *Email) (string, error) {
+	return x.beginNotify(&o, who, cc).StoreKey()
+}
+
+// beginNotify starts a call of Notify and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginNotify(o *Order, who Identity, cc *Email) *idem.Call {
 	c := x.g.Begin(idemSpecNotify)
-	idemKeyOrder(c.Key(), &o)
+	idemKeyOrder(c.Key(), o)
 	if who == nil {
 		c.Key().Nil()
 	} else {
@@ -48,9 +67,7 @@ func (x *Idempotent) Notify(ctx context.Context, o Order, who Identity, cc *Emai
 		c.Key().Ptr()
 		c.Key().Key(*cc)
 	}
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Notify(ctx, o, who, cc)
-	})
+	return c
 }
 
 // idemKeyOrder writes the key material of Order.

@@ -5,9 +5,10 @@ package keymarshal
 import (
 	"context"
 	"encoding"
+	"time"
+
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/testdata/keymarshal/money"
-	"time"
 )
 
 // Idempotent runs the annotated functions of package keymarshal at most once per key.
@@ -20,7 +21,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecPay = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keymarshal.Pay", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecPay}
+var idemSpecPay = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/keymarshal.Pay",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecPay,
+}
 
 // Build fails here if keymarshal.Pay's signature changed since generation: run go generate.
 var _ func(context.Context, Charge, encoding.TextMarshaler) (int64, error) = Pay
@@ -37,16 +44,27 @@ var idemCodecPay = idem.TypedCodec[int64]{
 
 // Pay is keymarshal.Pay, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Pay(ctx context.Context, c Charge, label encoding.TextMarshaler) (int64, error) {
+	c2 := x.beginPay(&c, label)
+	return idem.Do(ctx, c2, func(ctx context.Context) (int64, error) {
+		return Pay(ctx, c, label)
+	})
+}
+
+// PayKey is the store key Pay claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) PayKey(c Charge, label encoding.TextMarshaler) (string, error) {
+	return x.beginPay(&c, label).StoreKey()
+}
+
+// beginPay starts a call of Pay and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginPay(c *Charge, label encoding.TextMarshaler) *idem.Call {
 	c2 := x.g.Begin(idemSpecPay)
-	idemKeyCharge(c2.Key(), &c)
+	idemKeyCharge(c2.Key(), c)
 	if label == nil {
 		c2.Key().Nil()
 	} else {
 		c2.Key().Marshaled(label.MarshalText())
 	}
-	return idem.Do(ctx, c2, func(ctx context.Context) (int64, error) {
-		return Pay(ctx, c, label)
-	})
+	return c2
 }
 
 // idemKeyCharge writes the key material of Charge.

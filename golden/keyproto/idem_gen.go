@@ -4,12 +4,13 @@ package keyproto
 
 import (
 	"context"
+	"time"
+
 	"github.com/idemgen/idemgen/runtime/idem"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
-	"time"
 )
 
 // Idempotent runs the annotated functions of package keyproto at most once per key.
@@ -22,7 +23,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecRecord = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keyproto.Record", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecRecord}
+var idemSpecRecord = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/keyproto.Record",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecRecord,
+}
 
 // Build fails here if keyproto.Record's signature changed since generation: run go generate.
 var _ func(context.Context, Event) (int64, error) = Record
@@ -39,14 +46,31 @@ var idemCodecRecord = idem.TypedCodec[int64]{
 
 // Record is keyproto.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Record(ctx context.Context, ev Event) (int64, error) {
-	c := x.g.Begin(idemSpecRecord)
-	idemKeyEvent(c.Key(), &ev)
+	c := x.beginRecord(&ev)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Record(ctx, ev)
 	})
 }
 
-var idemSpecApply = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keyproto.Apply", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecApply}
+// RecordKey is the store key Record claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) RecordKey(ev Event) (string, error) {
+	return x.beginRecord(&ev).StoreKey()
+}
+
+// beginRecord starts a call of Record and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginRecord(ev *Event) *idem.Call {
+	c := x.g.Begin(idemSpecRecord)
+	idemKeyEvent(c.Key(), ev)
+	return c
+}
+
+var idemSpecApply = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/keyproto.Apply",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecApply,
+}
 
 // Build fails here if keyproto.Apply's signature changed since generation: run go generate.
 var _ func(context.Context, proto.Message) (int64, error) = Apply
@@ -63,6 +87,19 @@ var idemCodecApply = idem.TypedCodec[int64]{
 
 // Apply is keyproto.Apply, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Apply(ctx context.Context, m proto.Message) (int64, error) {
+	c := x.beginApply(m)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return Apply(ctx, m)
+	})
+}
+
+// ApplyKey is the store key Apply claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) ApplyKey(m proto.Message) (string, error) {
+	return x.beginApply(m).StoreKey()
+}
+
+// beginApply starts a call of Apply and writes its key material.
+func (x *Idempotent) beginApply(m proto.Message) *idem.Call {
 	c := x.g.Begin(idemSpecApply)
 	if m == nil {
 		c.Key().Nil()
@@ -70,12 +107,16 @@ func (x *Idempotent) Apply(ctx context.Context, m proto.Message) (int64, error) 
 		c.Key().String(string(m.ProtoReflect().Descriptor().FullName()))
 		c.Key().Marshaled(proto.MarshalOptions{Deterministic: true}.Marshal(m))
 	}
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Apply(ctx, m)
-	})
+	return c
 }
 
-var idemSpecPatch = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/keyproto.Patch", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecPatch}
+var idemSpecPatch = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/keyproto.Patch",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecPatch,
+}
 
 // Build fails here if keyproto.Patch's signature changed since generation: run go generate.
 var _ func(context.Context, Event) (int64, error) = Patch
@@ -92,6 +133,19 @@ var idemCodecPatch = idem.TypedCodec[int64]{
 
 // Patch is keyproto.Patch, run at most once per key (ttl=24h lease=30s on_duplicate=return key=ev.Attrs).
 func (x *Idempotent) Patch(ctx context.Context, ev Event) (int64, error) {
+	c := x.beginPatch(&ev)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return Patch(ctx, ev)
+	})
+}
+
+// PatchKey is the store key Patch claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) PatchKey(ev Event) (string, error) {
+	return x.beginPatch(&ev).StoreKey()
+}
+
+// beginPatch starts a call of Patch and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginPatch(ev *Event) *idem.Call {
 	c := x.g.Begin(idemSpecPatch)
 	if ev.Attrs == nil {
 		c.Key().Nil()
@@ -99,10 +153,8 @@ func (x *Idempotent) Patch(ctx context.Context, ev Event) (int64, error) {
 		c.Key().Ptr()
 		c.Key().Marshaled(proto.MarshalOptions{Deterministic: true}.Marshal(ev.Attrs))
 	}
-	idemKeyEvent(c.Payload(), &ev)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Patch(ctx, ev)
-	})
+	idemKeyEvent(c.Payload(), ev)
+	return c
 }
 
 // idemKeyEvent writes the key material of Event.

@@ -4,8 +4,9 @@ package leasettl
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package leasettl at most once per key.
@@ -18,7 +19,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecLong = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/leasettl.Long", TTL: time.Hour, Lease: 30 * time.Millisecond, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecLong}
+var idemSpecLong = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/leasettl.Long",
+	TTL:         time.Hour,
+	Lease:       30 * time.Millisecond,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecLong,
+}
 
 // Build fails here if leasettl.Long's signature changed since generation: run go generate.
 var _ func(context.Context, string) (int64, error) = Long
@@ -35,14 +42,31 @@ var idemCodecLong = idem.TypedCodec[int64]{
 
 // Long is leasettl.Long, run at most once per key (ttl=1h lease=30ms on_duplicate=return).
 func (x *Idempotent) Long(ctx context.Context, id string) (int64, error) {
-	c := x.g.Begin(idemSpecLong)
-	c.Key().String(id)
+	c := x.beginLong(id)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Long(ctx, id)
 	})
 }
 
-var idemSpecShort = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/leasettl.Short", TTL: 50 * time.Millisecond, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecShort}
+// LongKey is the store key Long claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) LongKey(id string) (string, error) {
+	return x.beginLong(id).StoreKey()
+}
+
+// beginLong starts a call of Long and writes its key material.
+func (x *Idempotent) beginLong(id string) *idem.Call {
+	c := x.g.Begin(idemSpecLong)
+	c.Key().String(id)
+	return c
+}
+
+var idemSpecShort = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/leasettl.Short",
+	TTL:         50 * time.Millisecond,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecShort,
+}
 
 // Build fails here if leasettl.Short's signature changed since generation: run go generate.
 var _ func(context.Context, string) (int64, error) = Short
@@ -59,9 +83,20 @@ var idemCodecShort = idem.TypedCodec[int64]{
 
 // Short is leasettl.Short, run at most once per key (ttl=50ms lease=30s on_duplicate=return).
 func (x *Idempotent) Short(ctx context.Context, id string) (int64, error) {
-	c := x.g.Begin(idemSpecShort)
-	c.Key().String(id)
+	c := x.beginShort(id)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Short(ctx, id)
 	})
+}
+
+// ShortKey is the store key Short claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) ShortKey(id string) (string, error) {
+	return x.beginShort(id).StoreKey()
+}
+
+// beginShort starts a call of Short and writes its key material.
+func (x *Idempotent) beginShort(id string) *idem.Call {
+	c := x.g.Begin(idemSpecShort)
+	c.Key().String(id)
+	return c
 }

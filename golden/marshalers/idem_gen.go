@@ -4,10 +4,11 @@ package marshalers
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"math/big"
 	"net/netip"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package marshalers at most once per key.
@@ -20,7 +21,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecAllow = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/marshalers.Allow", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecAllow}
+var idemSpecAllow = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/marshalers.Allow",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecAllow,
+}
 
 // Build fails here if marshalers.Allow's signature changed since generation: run go generate.
 var _ func(context.Context, Request, netip.Prefix) (int64, error) = Allow
@@ -37,12 +44,23 @@ var idemCodecAllow = idem.TypedCodec[int64]{
 
 // Allow is marshalers.Allow, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Allow(ctx context.Context, r Request, prefix netip.Prefix) (int64, error) {
-	c := x.g.Begin(idemSpecAllow)
-	idemKeyRequest(c.Key(), &r)
-	c.Key().Marshaled(prefix.MarshalBinary())
+	c := x.beginAllow(&r, &prefix)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Allow(ctx, r, prefix)
 	})
+}
+
+// AllowKey is the store key Allow claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) AllowKey(r Request, prefix netip.Prefix) (string, error) {
+	return x.beginAllow(&r, &prefix).StoreKey()
+}
+
+// beginAllow starts a call of Allow and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginAllow(r *Request, prefix *netip.Prefix) *idem.Call {
+	c := x.g.Begin(idemSpecAllow)
+	idemKeyRequest(c.Key(), r)
+	c.Key().Marshaled(prefix.MarshalBinary())
+	return c
 }
 
 // idemKeyRequest writes the key material of Request.

@@ -4,8 +4,9 @@ package marshaljsononly
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package marshaljsononly at most once per key.
@@ -18,7 +19,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecBill = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/marshaljsononly.Bill", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecBill}
+var idemSpecBill = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/marshaljsononly.Bill",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecBill,
+}
 
 // Build fails here if marshaljsononly.Bill's signature changed since generation: run go generate.
 var _ func(context.Context, string) (*Invoice, error) = Bill
@@ -45,11 +52,22 @@ var idemCodecBill = idem.TypedCodec[*Invoice]{
 
 // Bill is marshaljsononly.Bill, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Bill(ctx context.Context, id string) (*Invoice, error) {
-	c := x.g.Begin(idemSpecBill)
-	c.Key().String(id)
+	c := x.beginBill(id)
 	return idem.Do(ctx, c, func(ctx context.Context) (*Invoice, error) {
 		return Bill(ctx, id)
 	})
+}
+
+// BillKey is the store key Bill claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) BillKey(id string) (string, error) {
+	return x.beginBill(id).StoreKey()
+}
+
+// beginBill starts a call of Bill and writes its key material.
+func (x *Idempotent) beginBill(id string) *idem.Call {
+	c := x.g.Begin(idemSpecBill)
+	c.Key().String(id)
+	return c
 }
 
 // idemDecAmount reads a Amount of a stored result.

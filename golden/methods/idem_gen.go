@@ -4,8 +4,8 @@ package methods
 
 import (
 	"context"
+
 	"github.com/idemgen/idemgen/runtime/idem"
-	"time"
 )
 
 // IdempotentService is a *Service whose annotated methods run at most once per key.
@@ -22,7 +22,13 @@ func NewIdempotentService(t *Service, g *idem.Guard) *IdempotentService {
 	}
 }
 
-var idemSpecServiceCharge = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/methods.Service.Charge", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecServiceCharge}
+var idemSpecServiceCharge = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/methods.Service.Charge",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecServiceCharge,
+}
 
 // Build fails here if Service.Charge's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, string, int64) (string, error) = (*Service).Charge
@@ -38,28 +44,55 @@ var idemCodecServiceCharge = idem.TypedCodec[string]{
 }
 
 // Charge is Service.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return key=account,cents).
-func (x *IdempotentService) Charge(ctx context.Context, account string, cents int64) (string, error) {
-	c := x.g.Begin(idemSpecServiceCharge)
-	c.Key().String(account)
-	c.Key().Int(cents)
+func (s *IdempotentService) Charge(ctx context.Context, account string, cents int64) (string, error) {
+	c := s.beginCharge(account, cents)
 	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
-		return x.Service.Charge(ctx, account, cents)
+		return s.Service.Charge(ctx, account, cents)
 	})
 }
 
-var idemSpecServiceRefund = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/methods.Service.Refund", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateRaise}
+// ChargeKey is the store key Charge claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (s *IdempotentService) ChargeKey(account string, cents int64) (string, error) {
+	return s.beginCharge(account, cents).StoreKey()
+}
+
+// beginCharge starts a call of Charge and writes its key material.
+func (s *IdempotentService) beginCharge(account string, cents int64) *idem.Call {
+	c := s.g.Begin(idemSpecServiceCharge)
+	c.Key().String(account)
+	c.Key().Int(cents)
+	return c
+}
+
+var idemSpecServiceRefund = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/methods.Service.Refund",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateRaise,
+}
 
 // Build fails here if Service.Refund's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, string) error = (*Service).Refund
 
 // Refund is Service.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=raise).
-func (x *IdempotentService) Refund(ctx context.Context, chargeID string) error {
-	c := x.g.Begin(idemSpecServiceRefund)
-	c.Key().String(chargeID)
+func (s *IdempotentService) Refund(ctx context.Context, chargeID string) error {
+	c := s.beginRefund(chargeID)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, x.Service.Refund(ctx, chargeID)
+		return struct{}{}, s.Service.Refund(ctx, chargeID)
 	})
 	return err
+}
+
+// RefundKey is the store key Refund claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (s *IdempotentService) RefundKey(chargeID string) (string, error) {
+	return s.beginRefund(chargeID).StoreKey()
+}
+
+// beginRefund starts a call of Refund and writes its key material.
+func (s *IdempotentService) beginRefund(chargeID string) *idem.Call {
+	c := s.g.Begin(idemSpecServiceRefund)
+	c.Key().String(chargeID)
+	return c
 }
 
 // IdempotentMailer is a *Mailer whose annotated methods run at most once per key.
@@ -76,17 +109,33 @@ func NewIdempotentMailer(t *Mailer, g *idem.Guard) *IdempotentMailer {
 	}
 }
 
-var idemSpecMailerSend = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/methods.Mailer.Send", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecMailerSend = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/methods.Mailer.Send",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+}
 
 // Build fails here if Mailer.Send's signature changed since generation: run go generate.
 var _ func(*Mailer, context.Context, string) error = (*Mailer).Send
 
 // Send is Mailer.Send, run at most once per key (ttl=24h lease=30s on_duplicate=return).
-func (x *IdempotentMailer) Send(ctx context.Context, to string) error {
-	c := x.g.Begin(idemSpecMailerSend)
-	c.Key().String(to)
+func (m *IdempotentMailer) Send(ctx context.Context, to string) error {
+	c := m.beginSend(to)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, x.Mailer.Send(ctx, to)
+		return struct{}{}, m.Mailer.Send(ctx, to)
 	})
 	return err
+}
+
+// SendKey is the store key Send claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (m *IdempotentMailer) SendKey(to string) (string, error) {
+	return m.beginSend(to).StoreKey()
+}
+
+// beginSend starts a call of Send and writes its key material.
+func (m *IdempotentMailer) beginSend(to string) *idem.Call {
+	c := m.g.Begin(idemSpecMailerSend)
+	c.Key().String(to)
+	return c
 }

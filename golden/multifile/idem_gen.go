@@ -4,8 +4,9 @@ package multifile
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package multifile at most once per key.
@@ -18,7 +19,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecPing = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.Ping", TTL: time.Minute, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecPing}
+var idemSpecPing = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/multifile.Ping",
+	TTL:         time.Minute,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecPing,
+}
 
 // Build fails here if multifile.Ping's signature changed since generation: run go generate.
 var _ func(context.Context) (string, error) = Ping
@@ -35,13 +42,30 @@ var idemCodecPing = idem.TypedCodec[string]{
 
 // Ping is multifile.Ping, run at most once per key (ttl=1m lease=30s on_duplicate=return).
 func (x *Idempotent) Ping(ctx context.Context) (string, error) {
-	c := x.g.Begin(idemSpecPing)
+	c := x.beginPing()
 	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
 		return Ping(ctx)
 	})
 }
 
-var idemSpecUnexported = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.unexported", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait, Codec: idemCodecUnexported}
+// PingKey is the store key Ping claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) PingKey() (string, error) {
+	return x.beginPing().StoreKey()
+}
+
+// beginPing starts a call of Ping and writes its key material.
+func (x *Idempotent) beginPing() *idem.Call {
+	c := x.g.Begin(idemSpecPing)
+	return c
+}
+
+var idemSpecUnexported = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/multifile.unexported",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateWait,
+	Codec:       idemCodecUnexported,
+}
 
 // Build fails here if multifile.unexported's signature changed since generation: run go generate.
 var _ func(context.Context, uint16) (bool, error) = unexported
@@ -58,11 +82,22 @@ var idemCodecUnexported = idem.TypedCodec[bool]{
 
 // unexported is multifile.unexported, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
 func (x *Idempotent) unexported(ctx context.Context, n uint16) (bool, error) {
-	c := x.g.Begin(idemSpecUnexported)
-	c.Key().Uint(uint64(n))
+	c := x.beginUnexported(n)
 	return idem.Do(ctx, c, func(ctx context.Context) (bool, error) {
 		return unexported(ctx, n)
 	})
+}
+
+// unexportedKey is the store key unexported claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) unexportedKey(n uint16) (string, error) {
+	return x.beginUnexported(n).StoreKey()
+}
+
+// beginUnexported starts a call of unexported and writes its key material.
+func (x *Idempotent) beginUnexported(n uint16) *idem.Call {
+	c := x.g.Begin(idemSpecUnexported)
+	c.Key().Uint(uint64(n))
+	return c
 }
 
 // IdempotentRepo is a *Repo whose annotated methods run at most once per key.
@@ -79,14 +114,33 @@ func NewIdempotentRepo(t *Repo, g *idem.Guard) *IdempotentRepo {
 	}
 }
 
-var idemSpecRepoSave = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.Repo.Save", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecRepoSave = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/multifile.Repo.Save",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+}
 
 // Build fails here if Repo.Save's signature changed since generation: run go generate.
 var _ func(*Repo, context.Context, string, map[string]string) error = (*Repo).Save
 
 // Save is Repo.Save, run at most once per key (ttl=24h lease=30s on_duplicate=return key=id).
-func (x *IdempotentRepo) Save(ctx context.Context, id string, doc map[string]string) error {
-	c := x.g.Begin(idemSpecRepoSave)
+func (r *IdempotentRepo) Save(ctx context.Context, id string, doc map[string]string) error {
+	c := r.beginSave(id, doc)
+	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, r.Repo.Save(ctx, id, doc)
+	})
+	return err
+}
+
+// SaveKey is the store key Save claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (r *IdempotentRepo) SaveKey(id string, doc map[string]string) (string, error) {
+	return r.beginSave(id, doc).StoreKey()
+}
+
+// beginSave starts a call of Save and writes its key material.
+func (r *IdempotentRepo) beginSave(id string, doc map[string]string) *idem.Call {
+	c := r.g.Begin(idemSpecRepoSave)
 	c.Key().ID(id)
 	c.Payload().String(id)
 	if doc == nil {
@@ -100,13 +154,16 @@ func (x *IdempotentRepo) Save(ctx context.Context, id string, doc map[string]str
 		}
 		c.Payload().MapEnd()
 	}
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, x.Repo.Save(ctx, id, doc)
-	})
-	return err
+	return c
 }
 
-var idemSpecRepoLoad = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.Repo.Load", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecRepoLoad}
+var idemSpecRepoLoad = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/multifile.Repo.Load",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecRepoLoad,
+}
 
 // Build fails here if Repo.Load's signature changed since generation: run go generate.
 var _ func(*Repo, context.Context, string) ([]byte, error) = (*Repo).Load
@@ -122,12 +179,23 @@ var idemCodecRepoLoad = idem.TypedCodec[[]byte]{
 }
 
 // Load is Repo.Load, run at most once per key (ttl=24h lease=30s on_duplicate=return).
-func (x *IdempotentRepo) Load(ctx context.Context, id string) ([]byte, error) {
-	c := x.g.Begin(idemSpecRepoLoad)
-	c.Key().String(id)
+func (r *IdempotentRepo) Load(ctx context.Context, id string) ([]byte, error) {
+	c := r.beginLoad(id)
 	return idem.Do(ctx, c, func(ctx context.Context) ([]byte, error) {
-		return x.Repo.Load(ctx, id)
+		return r.Repo.Load(ctx, id)
 	})
+}
+
+// LoadKey is the store key Load claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (r *IdempotentRepo) LoadKey(id string) (string, error) {
+	return r.beginLoad(id).StoreKey()
+}
+
+// beginLoad starts a call of Load and writes its key material.
+func (r *IdempotentRepo) beginLoad(id string) *idem.Call {
+	c := r.g.Begin(idemSpecRepoLoad)
+	c.Key().String(id)
+	return c
 }
 
 // IdempotentCache is a *Cache whose annotated methods run at most once per key.
@@ -144,7 +212,13 @@ func NewIdempotentCache(t *Cache, g *idem.Guard) *IdempotentCache {
 	}
 }
 
-var idemSpecCacheFill = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multifile.Cache.Fill", TTL: 24 * time.Hour, Lease: time.Minute, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecCacheFill}
+var idemSpecCacheFill = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/multifile.Cache.Fill",
+	TTL:         idem.DefaultTTL,
+	Lease:       time.Minute,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecCacheFill,
+}
 
 // Build fails here if Cache.Fill's signature changed since generation: run go generate.
 var _ func(*Cache, context.Context) (time.Duration, error) = (*Cache).Fill
@@ -161,8 +235,19 @@ var idemCodecCacheFill = idem.TypedCodec[time.Duration]{
 
 // Fill is Cache.Fill, run at most once per key (ttl=24h lease=1m on_duplicate=return).
 func (x *IdempotentCache) Fill(ctx context.Context) (time.Duration, error) {
-	c := x.g.Begin(idemSpecCacheFill)
+	c := x.beginFill()
 	return idem.Do(ctx, c, func(ctx context.Context) (time.Duration, error) {
 		return x.Cache.Fill(ctx)
 	})
+}
+
+// FillKey is the store key Fill claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *IdempotentCache) FillKey() (string, error) {
+	return x.beginFill().StoreKey()
+}
+
+// beginFill starts a call of Fill and writes its key material.
+func (x *IdempotentCache) beginFill() *idem.Call {
+	c := x.g.Begin(idemSpecCacheFill)
+	return c
 }

@@ -4,10 +4,11 @@ package multiresult
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package multiresult at most once per key.
@@ -20,16 +21,22 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecSplit = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/multiresult.Split", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait, Codec: idemCodecSplit}
+var idemSpecSplit = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/multiresult.Split",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateWait,
+	Codec:       idemCodecSplit,
+}
 
 // Build fails here if multiresult.Split's signature changed since generation: run go generate.
 var _ func(context.Context, int, int) (int, []int, *Receipt, error) = Split
 
 // idemResultSplit holds the results of multiresult.Split, stored as one value.
 type idemResultSplit struct {
-	R1 int
-	R2 []int
-	R3 *Receipt
+	r1 int
+	r2 []int
+	r3 *Receipt
 }
 
 // idemCodecSplit stores the results of Split (generated codec).
@@ -39,22 +46,22 @@ var idemCodecSplit = idem.TypedCodec[idemResultSplit]{
 		for d.More(end) {
 			switch string(d.Field()) {
 			case "R1":
-				v.R1 = int(d.Int(64))
+				v.r1 = int(d.Int(64))
 			case "R2":
 				if d.Nil() {
-					v.R2 = nil
+					v.r2 = nil
 				} else {
-					v.R2 = make([]int, d.List())
-					for i := range v.R2 {
-						v.R2[i] = int(d.Int(64))
+					v.r2 = make([]int, d.List())
+					for i := range v.r2 {
+						v.r2[i] = int(d.Int(64))
 					}
 				}
 			case "R3":
 				if d.Ptr() {
-					v.R3 = new(Receipt)
-					idemDecReceipt(d, v.R3)
+					v.r3 = new(Receipt)
+					idemDecReceipt(d, v.r3)
 				} else {
-					v.R3 = nil
+					v.r3 = nil
 				}
 			default:
 				d.Skip()
@@ -64,23 +71,23 @@ var idemCodecSplit = idem.TypedCodec[idemResultSplit]{
 	Encode: func(e *idem.Encoder, v *idemResultSplit) {
 		at := e.Struct()
 		e.Field("R1")
-		e.Int(int64(v.R1))
+		e.Int(int64(v.r1))
 		e.Field("R2")
-		if v.R2 == nil {
+		if v.r2 == nil {
 			e.Nil()
 		} else {
-			at2 := e.List(len(v.R2))
-			for i := range v.R2 {
-				e.Int(int64(v.R2[i]))
+			at2 := e.List(len(v.r2))
+			for i := range v.r2 {
+				e.Int(int64(v.r2[i]))
 			}
 			e.End(at2)
 		}
 		e.Field("R3")
-		if v.R3 == nil {
+		if v.r3 == nil {
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncReceipt(e, v.R3)
+			idemEncReceipt(e, v.r3)
 		}
 		e.End(at)
 	},
@@ -88,16 +95,98 @@ var idemCodecSplit = idem.TypedCodec[idemResultSplit]{
 
 // Split is multiresult.Split, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
 func (x *Idempotent) Split(ctx context.Context, total int, ways int) (int, []int, *Receipt, error) {
-	c := x.g.Begin(idemSpecSplit)
-	c.Key().Int(int64(total))
-	c.Key().Int(int64(ways))
+	c := x.beginSplit(total, ways)
 	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultSplit, error) {
 		var r idemResultSplit
 		var err error
-		r.R1, r.R2, r.R3, err = Split(ctx, total, ways)
+		r.r1, r.r2, r.r3, err = Split(ctx, total, ways)
 		return r, err
 	})
-	return r.R1, r.R2, r.R3, err
+	return r.r1, r.r2, r.r3, err
+}
+
+// SplitKey is the store key Split claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) SplitKey(total int, ways int) (string, error) {
+	return x.beginSplit(total, ways).StoreKey()
+}
+
+// beginSplit starts a call of Split and writes its key material.
+func (x *Idempotent) beginSplit(total int, ways int) *idem.Call {
+	c := x.g.Begin(idemSpecSplit)
+	c.Key().Int(int64(total))
+	c.Key().Int(int64(ways))
+	return c
+}
+
+var idemSpecQuote = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/multiresult.Quote",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecQuote,
+}
+
+// Build fails here if multiresult.Quote's signature changed since generation: run go generate.
+var _ func(context.Context, string) (int64, string, bool, error) = Quote
+
+// idemResultQuote holds the results of multiresult.Quote, stored as one value.
+type idemResultQuote struct {
+	price    int64
+	currency string
+	r3       bool
+}
+
+// idemCodecQuote stores the results of Quote (generated codec).
+var idemCodecQuote = idem.TypedCodec[idemResultQuote]{
+	Decode: func(d *idem.Decoder, v *idemResultQuote) {
+		end := d.Struct()
+		for d.More(end) {
+			switch string(d.Field()) {
+			case "R1":
+				v.price = d.Int(64)
+			case "R2":
+				v.currency = d.String()
+			case "R3":
+				v.r3 = d.Bool()
+			default:
+				d.Skip()
+			}
+		}
+	},
+	Encode: func(e *idem.Encoder, v *idemResultQuote) {
+		at := e.Struct()
+		e.Field("R1")
+		e.Int(v.price)
+		e.Field("R2")
+		e.String(v.currency)
+		e.Field("R3")
+		e.Bool(v.r3)
+		e.End(at)
+	},
+}
+
+// Quote is multiresult.Quote, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Quote(ctx context.Context, sku string) (int64, string, bool, error) {
+	c := x.beginQuote(sku)
+	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultQuote, error) {
+		var r idemResultQuote
+		var err error
+		r.price, r.currency, r.r3, err = Quote(ctx, sku)
+		return r, err
+	})
+	return r.price, r.currency, r.r3, err
+}
+
+// QuoteKey is the store key Quote claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) QuoteKey(sku string) (string, error) {
+	return x.beginQuote(sku).StoreKey()
+}
+
+// beginQuote starts a call of Quote and writes its key material.
+func (x *Idempotent) beginQuote(sku string) *idem.Call {
+	c := x.g.Begin(idemSpecQuote)
+	c.Key().String(sku)
+	return c
 }
 
 // idemDecReceipt reads a Receipt of a stored result.

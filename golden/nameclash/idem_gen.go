@@ -4,9 +4,10 @@ package nameclash
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"image"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package nameclash at most once per key.
@@ -19,19 +20,97 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecServiceCharge = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/nameclash.ServiceCharge", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecServiceCharge = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/nameclash.ServiceCharge",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+}
 
 // Build fails here if nameclash.ServiceCharge's signature changed since generation: run go generate.
 var _ func(context.Context, Point) error = ServiceCharge
 
 // ServiceCharge is nameclash.ServiceCharge, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) ServiceCharge(ctx context.Context, p Point) error {
-	c := x.g.Begin(idemSpecServiceCharge)
-	idemKeyPoint(c.Key(), &p)
+	c := x.beginServiceCharge(&p)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, ServiceCharge(ctx, p)
 	})
 	return err
+}
+
+// ServiceChargeKey is the store key ServiceCharge claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) ServiceChargeKey(p Point) (string, error) {
+	return x.beginServiceCharge(&p).StoreKey()
+}
+
+// beginServiceCharge starts a call of ServiceCharge and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginServiceCharge(p *Point) *idem.Call {
+	c := x.g.Begin(idemSpecServiceCharge)
+	idemKeyPoint(c.Key(), p)
+	return c
+}
+
+var idemSpecCancel = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/nameclash.Cancel",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+}
+
+// Build fails here if nameclash.Cancel's signature changed since generation: run go generate.
+var _ func(context.Context, string) error = Cancel
+
+// Cancel is nameclash.Cancel, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Cancel(ctx context.Context, id string) error {
+	c := x.beginCancel(id)
+	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, Cancel(ctx, id)
+	})
+	return err
+}
+
+// CancelIdemKey is the store key Cancel claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record. (Not CancelKey: Idempotent already has that name.)
+func (x *Idempotent) CancelIdemKey(id string) (string, error) {
+	return x.beginCancel(id).StoreKey()
+}
+
+// beginCancel starts a call of Cancel and writes its key material.
+func (x *Idempotent) beginCancel(id string) *idem.Call {
+	c := x.g.Begin(idemSpecCancel)
+	c.Key().String(id)
+	return c
+}
+
+var idemSpecCancelKey = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/nameclash.CancelKey",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+}
+
+// Build fails here if nameclash.CancelKey's signature changed since generation: run go generate.
+var _ func(context.Context, string) error = CancelKey
+
+// CancelKey is nameclash.CancelKey, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) CancelKey(ctx context.Context, id string) error {
+	c := x.beginCancelKey(id)
+	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, CancelKey(ctx, id)
+	})
+	return err
+}
+
+// CancelKeyKey is the store key CancelKey claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) CancelKeyKey(id string) (string, error) {
+	return x.beginCancelKey(id).StoreKey()
+}
+
+// beginCancelKey starts a call of CancelKey and writes its key material.
+func (x *Idempotent) beginCancelKey(id string) *idem.Call {
+	c := x.g.Begin(idemSpecCancelKey)
+	c.Key().String(id)
+	return c
 }
 
 // IdempotentService is a *Service whose annotated methods run at most once per key.
@@ -48,22 +127,44 @@ func NewIdempotentService(t *Service, g *idem.Guard) *IdempotentService {
 	}
 }
 
-var idemSpecServiceCharge2 = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/nameclash.Service.Charge", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecServiceCharge2 = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/nameclash.Service.Charge",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+}
 
 // Build fails here if Service.Charge's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, image.Point) error = (*Service).Charge
 
 // Charge is Service.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *IdempotentService) Charge(ctx context.Context, p image.Point) error {
-	c := x.g2.Begin(idemSpecServiceCharge2)
-	idemKeyImagePoint(c.Key(), &p)
+func (s *IdempotentService) Charge(ctx context.Context, p image.Point) error {
+	c := s.beginCharge(&p)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, x.Service.Charge(ctx, p)
+		return struct{}{}, s.Service.Charge(ctx, p)
 	})
 	return err
 }
 
-var idemSpecServiceG = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/nameclash.Service.g", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecServiceG}
+// ChargeIdemKey is the store key Charge claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record. (Not ChargeKey: IdempotentService already has that name.)
+func (s *IdempotentService) ChargeIdemKey(p image.Point) (string, error) {
+	return s.beginCharge(&p).StoreKey()
+}
+
+// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (s *IdempotentService) beginCharge(p *image.Point) *idem.Call {
+	c := s.g2.Begin(idemSpecServiceCharge2)
+	idemKeyImagePoint(c.Key(), p)
+	return c
+}
+
+var idemSpecServiceG = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/nameclash.Service.g",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecServiceG,
+}
 
 // Build fails here if Service.g's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, int) (int, error) = (*Service).g
@@ -79,12 +180,23 @@ var idemCodecServiceG = idem.TypedCodec[int]{
 }
 
 // g is Service.g, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *IdempotentService) g(ctx context.Context, n int) (int, error) {
-	c := x.g2.Begin(idemSpecServiceG)
-	c.Key().Int(int64(n))
+func (s *IdempotentService) g(ctx context.Context, n int) (int, error) {
+	c := s.beginG(n)
 	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {
-		return x.Service.g(ctx, n)
+		return s.Service.g(ctx, n)
 	})
+}
+
+// gKey is the store key g claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (s *IdempotentService) gKey(n int) (string, error) {
+	return s.beginG(n).StoreKey()
+}
+
+// beginG starts a call of g and writes its key material.
+func (s *IdempotentService) beginG(n int) *idem.Call {
+	c := s.g2.Begin(idemSpecServiceG)
+	c.Key().Int(int64(n))
+	return c
 }
 
 // idemKeyImagePoint writes the key material of image.Point.

@@ -4,8 +4,9 @@ package options
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package options at most once per key.
@@ -18,7 +19,16 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecSlow = &idem.Spec{Name: "options.slow", TTL: time.Hour, Lease: 2 * time.Second, OnDuplicate: idem.DuplicateWait, OnFailure: idem.FailureLock, Wait: 20 * time.Millisecond, Version: 3, Codec: idemCodecSlow}
+var idemSpecSlow = &idem.Spec{
+	Name:        "options.slow",
+	TTL:         time.Hour,
+	Lease:       2 * time.Second,
+	OnDuplicate: idem.DuplicateWait,
+	OnFailure:   idem.FailureLock,
+	Wait:        20 * time.Millisecond,
+	Version:     3,
+	Codec:       idemCodecSlow,
+}
 
 // Build fails here if options.Slow's signature changed since generation: run go generate.
 var _ func(context.Context, string, string) (int64, error) = Slow
@@ -35,15 +45,32 @@ var idemCodecSlow = idem.TypedCodec[int64]{
 
 // Slow is options.Slow, run at most once per key (ttl=1h lease=2s on_duplicate=wait wait=20ms on_failure=lock key=id exclude=note name=options.slow version=3).
 func (x *Idempotent) Slow(ctx context.Context, id string, note string) (int64, error) {
-	c := x.g.Begin(idemSpecSlow)
-	c.Key().ID(id)
-	c.Payload().String(id)
+	c := x.beginSlow(id, note)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Slow(ctx, id, note)
 	})
 }
 
-var idemSpecRaise = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/options.Raise", TTL: 1500 * time.Millisecond, Lease: 250 * time.Millisecond, OnDuplicate: idem.DuplicateRaise, Codec: idemCodecRaise}
+// SlowKey is the store key Slow claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) SlowKey(id string, note string) (string, error) {
+	return x.beginSlow(id, note).StoreKey()
+}
+
+// beginSlow starts a call of Slow and writes its key material.
+func (x *Idempotent) beginSlow(id string, note string) *idem.Call {
+	c := x.g.Begin(idemSpecSlow)
+	c.Key().ID(id)
+	c.Payload().String(id)
+	return c
+}
+
+var idemSpecRaise = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/options.Raise",
+	TTL:         1500 * time.Millisecond,
+	Lease:       250 * time.Millisecond,
+	OnDuplicate: idem.DuplicateRaise,
+	Codec:       idemCodecRaise,
+}
 
 // Build fails here if options.Raise's signature changed since generation: run go generate.
 var _ func(context.Context, int) (time.Duration, error) = Raise
@@ -60,9 +87,20 @@ var idemCodecRaise = idem.TypedCodec[time.Duration]{
 
 // Raise is options.Raise, run at most once per key (ttl=1.5s lease=250ms on_duplicate=raise).
 func (x *Idempotent) Raise(ctx context.Context, id int) (time.Duration, error) {
-	c := x.g.Begin(idemSpecRaise)
-	c.Key().Int(int64(id))
+	c := x.beginRaise(id)
 	return idem.Do(ctx, c, func(ctx context.Context) (time.Duration, error) {
 		return Raise(ctx, id)
 	})
+}
+
+// RaiseKey is the store key Raise claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) RaiseKey(id int) (string, error) {
+	return x.beginRaise(id).StoreKey()
+}
+
+// beginRaise starts a call of Raise and writes its key material.
+func (x *Idempotent) beginRaise(id int) *idem.Call {
+	c := x.g.Begin(idemSpecRaise)
+	c.Key().Int(int64(id))
+	return c
 }

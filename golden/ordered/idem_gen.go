@@ -5,8 +5,9 @@ package ordered
 import (
 	"context"
 	"errors"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package ordered at most once per key.
@@ -19,7 +20,14 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecApply = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/ordered.Apply", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Ordered: true, Codec: idemCodecApply}
+var idemSpecApply = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/ordered.Apply",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Ordered:     true,
+	Codec:       idemCodecApply,
+}
 
 // Build fails here if ordered.Apply's signature changed since generation: run go generate.
 var _ func(context.Context, Measurement) (int64, error) = Apply
@@ -36,17 +44,36 @@ var idemCodecApply = idem.TypedCodec[int64]{
 
 // Apply is ordered.Apply, run at most once per key (ttl=24h lease=30s on_duplicate=return key=m.EventID order=m.UserID:m.Timestamp).
 func (x *Idempotent) Apply(ctx context.Context, m Measurement) (int64, error) {
-	c := x.g.Begin(idemSpecApply)
-	c.Key().ID(m.EventID)
-	idemKeyMeasurement(c.Payload(), &m)
-	c.Entity().String(m.UserID)
-	c.At(m.Timestamp)
+	c := x.beginApply(&m)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Apply(ctx, m)
 	})
 }
 
-var idemSpecApplyLate = &idem.Spec{Name: "ordered.late", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Ordered: true, Grace: 5 * time.Minute, Codec: idemCodecApplyLate}
+// ApplyKey is the store key Apply claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) ApplyKey(m Measurement) (string, error) {
+	return x.beginApply(&m).StoreKey()
+}
+
+// beginApply starts a call of Apply and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginApply(m *Measurement) *idem.Call {
+	c := x.g.Begin(idemSpecApply)
+	c.Key().ID(m.EventID)
+	idemKeyMeasurement(c.Payload(), m)
+	c.Entity().String(m.UserID)
+	c.At(m.Timestamp)
+	return c
+}
+
+var idemSpecApplyLate = &idem.Spec{
+	Name:        "ordered.late",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Ordered:     true,
+	Grace:       5 * time.Minute,
+	Codec:       idemCodecApplyLate,
+}
 
 // Build fails here if ordered.ApplyLate's signature changed since generation: run go generate.
 var _ func(context.Context, Measurement) (int64, error) = ApplyLate
@@ -63,23 +90,55 @@ var idemCodecApplyLate = idem.TypedCodec[int64]{
 
 // ApplyLate is ordered.ApplyLate, run at most once per key (ttl=24h lease=30s on_duplicate=return key=m.EventID name=ordered.late order=m.UserID:m.Timestamp grace=5m).
 func (x *Idempotent) ApplyLate(ctx context.Context, m Measurement) (int64, error) {
-	c := x.g.Begin(idemSpecApplyLate)
-	c.Key().ID(m.EventID)
-	idemKeyMeasurement(c.Payload(), &m)
-	c.Entity().String(m.UserID)
-	c.At(m.Timestamp)
+	c := x.beginApplyLate(&m)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return ApplyLate(ctx, m)
 	})
 }
 
-var idemSpecRecord = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/ordered.Record", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Ordered: true, Grace: time.Second}
+// ApplyLateKey is the store key ApplyLate claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) ApplyLateKey(m Measurement) (string, error) {
+	return x.beginApplyLate(&m).StoreKey()
+}
+
+// beginApplyLate starts a call of ApplyLate and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginApplyLate(m *Measurement) *idem.Call {
+	c := x.g.Begin(idemSpecApplyLate)
+	c.Key().ID(m.EventID)
+	idemKeyMeasurement(c.Payload(), m)
+	c.Entity().String(m.UserID)
+	c.At(m.Timestamp)
+	return c
+}
+
+var idemSpecRecord = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/ordered.Record",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Ordered:     true,
+	Grace:       time.Second,
+}
 
 // Build fails here if ordered.Record's signature changed since generation: run go generate.
 var _ func(context.Context, *Reading) error = Record
 
 // Record is ordered.Record, run at most once per key (ttl=24h lease=30s on_duplicate=return key=r.ID order=r.Device:r.At grace=1s).
 func (x *Idempotent) Record(ctx context.Context, r *Reading) error {
+	c := x.beginRecord(r)
+	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, Record(ctx, r)
+	})
+	return err
+}
+
+// RecordKey is the store key Record claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) RecordKey(r *Reading) (string, error) {
+	return x.beginRecord(r).StoreKey()
+}
+
+// beginRecord starts a call of Record and writes its key material.
+func (x *Idempotent) beginRecord(r *Reading) *idem.Call {
 	c := x.g.Begin(idemSpecRecord)
 	if r == nil {
 		c.Key().ID("")
@@ -107,10 +166,7 @@ func (x *Idempotent) Record(ctx context.Context, r *Reading) error {
 	} else {
 		c.At(*r.At)
 	}
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, Record(ctx, r)
-	})
-	return err
+	return c
 }
 
 // idemKeyDevice writes the key material of Device.

@@ -4,8 +4,9 @@ package orderedmethod
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // IdempotentLedger is a *Ledger whose annotated methods run at most once per key.
@@ -22,7 +23,15 @@ func NewIdempotentLedger(t *Ledger, g *idem.Guard) *IdempotentLedger {
 	}
 }
 
-var idemSpecLedgerPost = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/orderedmethod.Ledger.Post", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateRaise, Ordered: true, Grace: 90 * time.Second, Codec: idemCodecLedgerPost}
+var idemSpecLedgerPost = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/orderedmethod.Ledger.Post",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateRaise,
+	Ordered:     true,
+	Grace:       90 * time.Second,
+	Codec:       idemCodecLedgerPost,
+}
 
 // Build fails here if Ledger.Post's signature changed since generation: run go generate.
 var _ func(*Ledger, context.Context, int64, time.Time, int64) (int, error) = (*Ledger).Post
@@ -38,14 +47,25 @@ var idemCodecLedgerPost = idem.TypedCodec[int]{
 }
 
 // Post is Ledger.Post, run at most once per key (ttl=24h lease=30s on_duplicate=raise order=account:at grace=90s).
-func (x *IdempotentLedger) Post(ctx context.Context, account int64, at time.Time, amount int64) (int, error) {
-	c := x.g.Begin(idemSpecLedgerPost)
+func (l *IdempotentLedger) Post(ctx context.Context, account int64, at time.Time, amount int64) (int, error) {
+	c := l.beginPost(account, &at, amount)
+	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {
+		return l.Ledger.Post(ctx, account, at, amount)
+	})
+}
+
+// PostKey is the store key Post claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (l *IdempotentLedger) PostKey(account int64, at time.Time, amount int64) (string, error) {
+	return l.beginPost(account, &at, amount).StoreKey()
+}
+
+// beginPost starts a call of Post and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (l *IdempotentLedger) beginPost(account int64, at *time.Time, amount int64) *idem.Call {
+	c := l.g.Begin(idemSpecLedgerPost)
 	c.Key().Int(account)
-	c.Key().Time(at)
+	c.Key().Time(*at)
 	c.Key().Int(amount)
 	c.Entity().Int(account)
-	c.At(at)
-	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {
-		return x.Ledger.Post(ctx, account, at, amount)
-	})
+	c.At(*at)
+	return c
 }

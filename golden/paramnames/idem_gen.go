@@ -4,8 +4,8 @@ package paramnames
 
 import (
 	"context"
+
 	"github.com/idemgen/idemgen/runtime/idem"
-	"time"
 )
 
 // Idempotent runs the annotated functions of package paramnames at most once per key.
@@ -18,23 +18,45 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecStore = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/paramnames.Store", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecStore = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/paramnames.Store",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+}
 
 // Build fails here if paramnames.Store's signature changed since generation: run go generate.
 var _ func(context.Context, string, int) error = Store
 
 // Store is paramnames.Store, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Store(p0 context.Context, p1 string, p2 int) error {
-	c := x.g.Begin(idemSpecStore)
-	c.Key().String(p1)
-	c.Key().Int(int64(p2))
+	c := x.beginStore(p1, p2)
 	_, err := idem.Do(p0, c, func(p0 context.Context) (struct{}, error) {
 		return struct{}{}, Store(p0, p1, p2)
 	})
 	return err
 }
 
-var idemSpecBlank = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/paramnames.Blank", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecBlank}
+// StoreKey is the store key Store claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) StoreKey(p1 string, p2 int) (string, error) {
+	return x.beginStore(p1, p2).StoreKey()
+}
+
+// beginStore starts a call of Store and writes its key material.
+func (x *Idempotent) beginStore(p1 string, p2 int) *idem.Call {
+	c := x.g.Begin(idemSpecStore)
+	c.Key().String(p1)
+	c.Key().Int(int64(p2))
+	return c
+}
+
+var idemSpecBlank = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/paramnames.Blank",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecBlank,
+}
 
 // Build fails here if paramnames.Blank's signature changed since generation: run go generate.
 var _ func(context.Context, string, int) (int, error) = Blank
@@ -51,15 +73,32 @@ var idemCodecBlank = idem.TypedCodec[int]{
 
 // Blank is paramnames.Blank, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Blank(p0 context.Context, p1 string, n int) (int, error) {
-	c := x.g.Begin(idemSpecBlank)
-	c.Key().String(p1)
-	c.Key().Int(int64(n))
+	c := x.beginBlank(p1, n)
 	return idem.Do(p0, c, func(p0 context.Context) (int, error) {
 		return Blank(p0, p1, n)
 	})
 }
 
-var idemSpecShadow = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/paramnames.Shadow", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecShadow}
+// BlankKey is the store key Blank claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) BlankKey(p1 string, n int) (string, error) {
+	return x.beginBlank(p1, n).StoreKey()
+}
+
+// beginBlank starts a call of Blank and writes its key material.
+func (x *Idempotent) beginBlank(p1 string, n int) *idem.Call {
+	c := x.g.Begin(idemSpecBlank)
+	c.Key().String(p1)
+	c.Key().Int(int64(n))
+	return c
+}
+
+var idemSpecShadow = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/paramnames.Shadow",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecShadow,
+}
 
 // Build fails here if paramnames.Shadow's signature changed since generation: run go generate.
 var _ func(string, Item, int, string, []int) (*Item, error) = Shadow
@@ -86,9 +125,22 @@ var idemCodecShadow = idem.TypedCodec[*Item]{
 
 // Shadow is paramnames.Shadow, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Shadow(Shadow_ string, Item_ Item, len_ int, string_ string, int64_ []int) (*Item, error) {
+	c := x.beginShadow(Shadow_, &Item_, len_, string_, int64_)
+	return idem.Do(context.Background(), c, func(context.Context) (*Item, error) {
+		return Shadow(Shadow_, Item_, len_, string_, int64_)
+	})
+}
+
+// ShadowKey is the store key Shadow claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) ShadowKey(Shadow_ string, Item_ Item, len_ int, string_ string, int64_ []int) (string, error) {
+	return x.beginShadow(Shadow_, &Item_, len_, string_, int64_).StoreKey()
+}
+
+// beginShadow starts a call of Shadow and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginShadow(Shadow_ string, Item_ *Item, len_ int, string_ string, int64_ []int) *idem.Call {
 	c := x.g.Begin(idemSpecShadow)
 	c.Key().String(Shadow_)
-	idemKeyItem(c.Key(), &Item_)
+	idemKeyItem(c.Key(), Item_)
 	c.Key().Int(int64(len_))
 	c.Key().String(string_)
 	if int64_ == nil {
@@ -99,12 +151,16 @@ func (x *Idempotent) Shadow(Shadow_ string, Item_ Item, len_ int, string_ string
 			c.Key().Int(int64(int64_[i]))
 		}
 	}
-	return idem.Do(context.Background(), c, func(context.Context) (*Item, error) {
-		return Shadow(Shadow_, Item_, len_, string_, int64_)
-	})
+	return c
 }
 
-var idemSpecLater = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/paramnames.Later", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecLater}
+var idemSpecLater = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/paramnames.Later",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecLater,
+}
 
 // Build fails here if paramnames.Later's signature changed since generation: run go generate.
 var _ func(string, context.Context, int) (int, error) = Later
@@ -121,13 +177,24 @@ var idemCodecLater = idem.TypedCodec[int]{
 
 // Later is paramnames.Later, run at most once per key (ttl=24h lease=30s on_duplicate=return key=id).
 func (x *Idempotent) Later(id string, ctx context.Context, n int) (int, error) {
+	c := x.beginLater(id, n)
+	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {
+		return Later(id, ctx, n)
+	})
+}
+
+// LaterKey is the store key Later claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) LaterKey(id string, n int) (string, error) {
+	return x.beginLater(id, n).StoreKey()
+}
+
+// beginLater starts a call of Later and writes its key material.
+func (x *Idempotent) beginLater(id string, n int) *idem.Call {
 	c := x.g.Begin(idemSpecLater)
 	c.Key().ID(id)
 	c.Payload().String(id)
 	c.Payload().Int(int64(n))
-	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {
-		return Later(id, ctx, n)
-	})
+	return c
 }
 
 // idemDecItem reads a Item of a stored result.

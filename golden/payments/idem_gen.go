@@ -4,12 +4,13 @@ package payments
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
-	"github.com/idemgen/idemgen/testdata/payments/sdk"
 	"maps"
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/testdata/payments/sdk"
 )
 
 // Idempotent runs the annotated functions of package payments at most once per key.
@@ -22,7 +23,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCreateCharge = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/payments.CreateCharge", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecCreateCharge}
+var idemSpecCreateCharge = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/payments.CreateCharge",
+	TTL:         24 * time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecCreateCharge,
+}
 
 // Build fails here if payments.CreateCharge's signature changed since generation: run go generate.
 var _ func(context.Context, ChargeParams) (*sdk.Charge, error) = CreateCharge
@@ -49,11 +56,22 @@ var idemCodecCreateCharge = idem.TypedCodec[*sdk.Charge]{
 
 // CreateCharge is payments.CreateCharge, run at most once per key (ttl=24h lease=30s on_duplicate=return). Replays do not restore the unexported state of sdk.APIResponse.
 func (x *Idempotent) CreateCharge(ctx context.Context, p ChargeParams) (*sdk.Charge, error) {
-	c := x.g.Begin(idemSpecCreateCharge)
-	idemKeyChargeParams(c.Key(), &p)
+	c := x.beginCreateCharge(&p)
 	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.Charge, error) {
 		return CreateCharge(ctx, p)
 	})
+}
+
+// CreateChargeKey is the store key CreateCharge claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) CreateChargeKey(p ChargeParams) (string, error) {
+	return x.beginCreateCharge(&p).StoreKey()
+}
+
+// beginCreateCharge starts a call of CreateCharge and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginCreateCharge(p *ChargeParams) *idem.Call {
+	c := x.g.Begin(idemSpecCreateCharge)
+	idemKeyChargeParams(c.Key(), p)
+	return c
 }
 
 // idemDecHttpHeader reads a http.Header of a stored result.

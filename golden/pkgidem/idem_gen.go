@@ -4,8 +4,9 @@ package idem
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package idem at most once per key.
@@ -18,7 +19,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecLookup = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/pkgidem.Lookup", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait, Codec: idemCodecLookup}
+var idemSpecLookup = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/pkgidem.Lookup",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateWait,
+	Codec:       idemCodecLookup,
+}
 
 // Build fails here if idem.Lookup's signature changed since generation: run go generate.
 var _ func(context.Context, Input, ID) (Pair[string, int], error) = Lookup
@@ -35,12 +42,23 @@ var idemCodecLookup = idem.TypedCodec[Pair[string, int]]{
 
 // Lookup is idem.Lookup, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
 func (x *Idempotent) Lookup(ctx context.Context, in Input, who ID) (Pair[string, int], error) {
-	c := x.g.Begin(idemSpecLookup)
-	idemKeyInput(c.Key(), &in)
-	c.Key().String(who)
+	c := x.beginLookup(&in, who)
 	return idem.Do(ctx, c, func(ctx context.Context) (Pair[string, int], error) {
 		return Lookup(ctx, in, who)
 	})
+}
+
+// LookupKey is the store key Lookup claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) LookupKey(in Input, who ID) (string, error) {
+	return x.beginLookup(&in, who).StoreKey()
+}
+
+// beginLookup starts a call of Lookup and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginLookup(in *Input, who ID) *idem.Call {
+	c := x.g.Begin(idemSpecLookup)
+	idemKeyInput(c.Key(), in)
+	c.Key().String(who)
+	return c
 }
 
 // IdempotentGuard is a *Guard whose annotated methods run at most once per key.
@@ -57,7 +75,13 @@ func NewIdempotentGuard(t *Guard, g *idem.Guard) *IdempotentGuard {
 	}
 }
 
-var idemSpecGuardCheck = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/pkgidem.Guard.Check", TTL: time.Minute, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecGuardCheck}
+var idemSpecGuardCheck = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/pkgidem.Guard.Check",
+	TTL:         time.Minute,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecGuardCheck,
+}
 
 // Build fails here if Guard.Check's signature changed since generation: run go generate.
 var _ func(*Guard, context.Context, []ID) ([]Pair[ID, bool], error) = (*Guard).Check
@@ -88,8 +112,21 @@ var idemCodecGuardCheck = idem.TypedCodec[[]Pair[ID, bool]]{
 }
 
 // Check is Guard.Check, run at most once per key (ttl=1m lease=30s on_duplicate=return).
-func (x *IdempotentGuard) Check(ctx context.Context, ids []ID) ([]Pair[ID, bool], error) {
-	c := x.g.Begin(idemSpecGuardCheck)
+func (g *IdempotentGuard) Check(ctx context.Context, ids []ID) ([]Pair[ID, bool], error) {
+	c := g.beginCheck(ids)
+	return idem.Do(ctx, c, func(ctx context.Context) ([]Pair[ID, bool], error) {
+		return g.Guard.Check(ctx, ids)
+	})
+}
+
+// CheckKey is the store key Check claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (g *IdempotentGuard) CheckKey(ids []ID) (string, error) {
+	return g.beginCheck(ids).StoreKey()
+}
+
+// beginCheck starts a call of Check and writes its key material.
+func (g *IdempotentGuard) beginCheck(ids []ID) *idem.Call {
+	c := g.g.Begin(idemSpecGuardCheck)
 	if ids == nil {
 		c.Key().Nil()
 	} else {
@@ -98,9 +135,7 @@ func (x *IdempotentGuard) Check(ctx context.Context, ids []ID) ([]Pair[ID, bool]
 			c.Key().String(ids[i])
 		}
 	}
-	return idem.Do(ctx, c, func(ctx context.Context) ([]Pair[ID, bool], error) {
-		return x.Guard.Check(ctx, ids)
-	})
+	return c
 }
 
 // idemDecPair reads a Pair[string, int] of a stored result.

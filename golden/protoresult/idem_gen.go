@@ -4,11 +4,12 @@ package protoresult
 
 import (
 	"context"
+	"time"
+
 	"github.com/idemgen/idemgen/runtime/idem"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
-	"time"
 )
 
 // Idempotent runs the annotated functions of package protoresult at most once per key.
@@ -21,15 +22,21 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecRecord = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/protoresult.Record", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecRecord}
+var idemSpecRecord = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/protoresult.Record",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecRecord,
+}
 
 // Build fails here if protoresult.Record's signature changed since generation: run go generate.
 var _ func(context.Context, string) (*Event, *timestamppb.Timestamp, error) = Record
 
 // idemResultRecord holds the results of protoresult.Record, stored as one value.
 type idemResultRecord struct {
-	R1 *Event
-	R2 *timestamppb.Timestamp
+	r1 *Event
+	r2 *timestamppb.Timestamp
 }
 
 // idemCodecRecord stores the results of Record (generated codec).
@@ -40,17 +47,17 @@ var idemCodecRecord = idem.TypedCodec[idemResultRecord]{
 			switch string(d.Field()) {
 			case "R1":
 				if d.Ptr() {
-					v.R1 = new(Event)
-					idemDecEvent(d, v.R1)
+					v.r1 = new(Event)
+					idemDecEvent(d, v.r1)
 				} else {
-					v.R1 = nil
+					v.r1 = nil
 				}
 			case "R2":
 				if d.Ptr() {
-					v.R2 = new(timestamppb.Timestamp)
-					d.Unmarshaled(proto.Unmarshal(d.Marshaled(), v.R2))
+					v.r2 = new(timestamppb.Timestamp)
+					d.Unmarshaled(proto.Unmarshal(d.Marshaled(), v.r2))
 				} else {
-					v.R2 = nil
+					v.r2 = nil
 				}
 			default:
 				d.Skip()
@@ -60,18 +67,18 @@ var idemCodecRecord = idem.TypedCodec[idemResultRecord]{
 	Encode: func(e *idem.Encoder, v *idemResultRecord) {
 		at := e.Struct()
 		e.Field("R1")
-		if v.R1 == nil {
+		if v.r1 == nil {
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncEvent(e, v.R1)
+			idemEncEvent(e, v.r1)
 		}
 		e.Field("R2")
-		if v.R2 == nil {
+		if v.r2 == nil {
 			e.Nil()
 		} else {
 			e.Ptr()
-			e.Marshaled(proto.MarshalOptions{Deterministic: true}.Marshal(v.R2))
+			e.Marshaled(proto.MarshalOptions{Deterministic: true}.Marshal(v.r2))
 		}
 		e.End(at)
 	},
@@ -79,15 +86,26 @@ var idemCodecRecord = idem.TypedCodec[idemResultRecord]{
 
 // Record is protoresult.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Record(ctx context.Context, id string) (*Event, *timestamppb.Timestamp, error) {
-	c := x.g.Begin(idemSpecRecord)
-	c.Key().String(id)
+	c := x.beginRecord(id)
 	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultRecord, error) {
 		var r idemResultRecord
 		var err error
-		r.R1, r.R2, err = Record(ctx, id)
+		r.r1, r.r2, err = Record(ctx, id)
 		return r, err
 	})
-	return r.R1, r.R2, err
+	return r.r1, r.r2, err
+}
+
+// RecordKey is the store key Record claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) RecordKey(id string) (string, error) {
+	return x.beginRecord(id).StoreKey()
+}
+
+// beginRecord starts a call of Record and writes its key material.
+func (x *Idempotent) beginRecord(id string) *idem.Call {
+	c := x.g.Begin(idemSpecRecord)
+	c.Key().String(id)
+	return c
 }
 
 // idemDecEvent reads a Event of a stored result.

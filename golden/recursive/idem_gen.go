@@ -4,8 +4,8 @@ package recursive
 
 import (
 	"context"
+
 	"github.com/idemgen/idemgen/runtime/idem"
-	"time"
 )
 
 // Idempotent runs the annotated functions of package recursive at most once per key.
@@ -18,7 +18,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecWalk = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/recursive.Walk", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecWalk}
+var idemSpecWalk = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/recursive.Walk",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecWalk,
+}
 
 // Build fails here if recursive.Walk's signature changed since generation: run go generate.
 var _ func(context.Context, *Tree, List, A) (int64, error) = Walk
@@ -35,6 +41,19 @@ var idemCodecWalk = idem.TypedCodec[int64]{
 
 // Walk is recursive.Walk, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Walk(ctx context.Context, t *Tree, l List, a A) (int64, error) {
+	c := x.beginWalk(t, &l, &a)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return Walk(ctx, t, l, a)
+	})
+}
+
+// WalkKey is the store key Walk claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) WalkKey(t *Tree, l List, a A) (string, error) {
+	return x.beginWalk(t, &l, &a).StoreKey()
+}
+
+// beginWalk starts a call of Walk and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginWalk(t *Tree, l *List, a *A) *idem.Call {
 	c := x.g.Begin(idemSpecWalk)
 	if t == nil {
 		c.Key().Nil()
@@ -42,11 +61,9 @@ func (x *Idempotent) Walk(ctx context.Context, t *Tree, l List, a A) (int64, err
 		c.Key().Ptr()
 		idemKeyTree(c.Key(), t)
 	}
-	idemKeyList(c.Key(), &l)
-	idemKeyA(c.Key(), &a)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Walk(ctx, t, l, a)
-	})
+	idemKeyList(c.Key(), l)
+	idemKeyA(c.Key(), a)
+	return c
 }
 
 // idemKeyA writes the key material of A.

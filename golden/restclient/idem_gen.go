@@ -4,11 +4,12 @@ package restclient
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"maps"
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // IdempotentUsersService is a *UsersService whose annotated methods run at most once per key.
@@ -25,15 +26,21 @@ func NewIdempotentUsersService(t *UsersService, g *idem.Guard) *IdempotentUsersS
 	}
 }
 
-var idemSpecUsersServiceCreate = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/restclient.UsersService.Create", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecUsersServiceCreate}
+var idemSpecUsersServiceCreate = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/restclient.UsersService.Create",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecUsersServiceCreate,
+}
 
 // Build fails here if UsersService.Create's signature changed since generation: run go generate.
 var _ func(*UsersService, context.Context, string) (*User, *http.Response, error) = (*UsersService).Create
 
 // idemResultUsersServiceCreate holds the results of UsersService.Create, stored as one value.
 type idemResultUsersServiceCreate struct {
-	R1 *User
-	R2 *http.Response
+	r1 *User
+	r2 *http.Response
 }
 
 // idemCodecUsersServiceCreate stores the results of Create (generated codec).
@@ -44,10 +51,10 @@ var idemCodecUsersServiceCreate = idem.TypedCodec[idemResultUsersServiceCreate]{
 			switch string(d.Field()) {
 			case "R1":
 				if d.Ptr() {
-					v.R1 = new(User)
-					idemDecUser(d, v.R1)
+					v.r1 = new(User)
+					idemDecUser(d, v.r1)
 				} else {
-					v.R1 = nil
+					v.r1 = nil
 				}
 			default:
 				d.Skip()
@@ -57,27 +64,38 @@ var idemCodecUsersServiceCreate = idem.TypedCodec[idemResultUsersServiceCreate]{
 	Encode: func(e *idem.Encoder, v *idemResultUsersServiceCreate) {
 		at := e.Struct()
 		e.Field("R1")
-		if v.R1 == nil {
+		if v.r1 == nil {
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncUser(e, v.R1)
+			idemEncUser(e, v.r1)
 		}
 		e.End(at)
 	},
 }
 
 // Create is UsersService.Create, run at most once per key (ttl=1h lease=30s on_duplicate=return omit=r2). Not stored (replays return their zero value): r2.
-func (x *IdempotentUsersService) Create(ctx context.Context, login string) (*User, *http.Response, error) {
-	c := x.g.Begin(idemSpecUsersServiceCreate)
-	c.Key().String(login)
+func (s *IdempotentUsersService) Create(ctx context.Context, login string) (*User, *http.Response, error) {
+	c := s.beginCreate(login)
 	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultUsersServiceCreate, error) {
 		var r idemResultUsersServiceCreate
 		var err error
-		r.R1, r.R2, err = x.UsersService.Create(ctx, login)
+		r.r1, r.r2, err = s.UsersService.Create(ctx, login)
 		return r, err
 	})
-	return r.R1, r.R2, err
+	return r.r1, r.r2, err
+}
+
+// CreateKey is the store key Create claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (s *IdempotentUsersService) CreateKey(login string) (string, error) {
+	return s.beginCreate(login).StoreKey()
+}
+
+// beginCreate starts a call of Create and writes its key material.
+func (s *IdempotentUsersService) beginCreate(login string) *idem.Call {
+	c := s.g.Begin(idemSpecUsersServiceCreate)
+	c.Key().String(login)
+	return c
 }
 
 // idemDecUser reads a User of a stored result.

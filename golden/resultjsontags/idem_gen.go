@@ -4,10 +4,11 @@ package p
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package p at most once per key.
@@ -20,7 +21,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecF = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/resultjsontags.F", TTL: time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecF}
+var idemSpecF = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/resultjsontags.F",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecF,
+}
 
 // Build fails here if p.F's signature changed since generation: run go generate.
 var _ func(context.Context, string) (Res, error) = F
@@ -37,11 +44,22 @@ var idemCodecF = idem.TypedCodec[Res]{
 
 // F is p.F, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) F(ctx context.Context, id string) (Res, error) {
-	c := x.g.Begin(idemSpecF)
-	c.Key().String(id)
+	c := x.beginF(id)
 	return idem.Do(ctx, c, func(ctx context.Context) (Res, error) {
 		return F(ctx, id)
 	})
+}
+
+// FKey is the store key F claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) FKey(id string) (string, error) {
+	return x.beginF(id).StoreKey()
+}
+
+// beginF starts a call of F and writes its key material.
+func (x *Idempotent) beginF(id string) *idem.Call {
+	c := x.g.Begin(idemSpecF)
+	c.Key().String(id)
+	return c
 }
 
 // idemDecRes reads a Res of a stored result.

@@ -4,10 +4,11 @@ package resulttypes
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package resulttypes at most once per key.
@@ -20,7 +21,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecBuild = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/resulttypes.Build", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateWait, Codec: idemCodecBuild}
+var idemSpecBuild = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/resulttypes.Build",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateWait,
+	Codec:       idemCodecBuild,
+}
 
 // Build fails here if resulttypes.Build's signature changed since generation: run go generate.
 var _ func(context.Context, string) (*Report, error) = Build
@@ -47,11 +54,22 @@ var idemCodecBuild = idem.TypedCodec[*Report]{
 
 // Build is resulttypes.Build, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
 func (x *Idempotent) Build(ctx context.Context, title string) (*Report, error) {
-	c := x.g.Begin(idemSpecBuild)
-	c.Key().String(title)
+	c := x.beginBuild(title)
 	return idem.Do(ctx, c, func(ctx context.Context) (*Report, error) {
 		return Build(ctx, title)
 	})
+}
+
+// BuildKey is the store key Build claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) BuildKey(title string) (string, error) {
+	return x.beginBuild(title).StoreKey()
+}
+
+// beginBuild starts a call of Build and writes its key material.
+func (x *Idempotent) beginBuild(title string) *idem.Call {
+	c := x.g.Begin(idemSpecBuild)
+	c.Key().String(title)
+	return c
 }
 
 // idemDecMeta reads a Meta of a stored result.

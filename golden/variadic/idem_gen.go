@@ -4,8 +4,9 @@ package variadic
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package variadic at most once per key.
@@ -18,7 +19,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecTag = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/variadic.Tag", TTL: 5 * time.Minute, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecTag}
+var idemSpecTag = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/variadic.Tag",
+	TTL:         5 * time.Minute,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecTag,
+}
 
 // Build fails here if variadic.Tag's signature changed since generation: run go generate.
 var _ func(string, ...string) ([]string, error) = Tag
@@ -50,32 +57,59 @@ var idemCodecTag = idem.TypedCodec[[]string]{
 
 // Tag is variadic.Tag, run at most once per key (ttl=5m lease=30s on_duplicate=return).
 func (x *Idempotent) Tag(item string, labels ...string) ([]string, error) {
+	c := x.beginTag(item, labels)
+	return idem.Do(context.Background(), c, func(context.Context) ([]string, error) {
+		return Tag(item, labels...)
+	})
+}
+
+// TagKey is the store key Tag claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) TagKey(item string, labels ...string) (string, error) {
+	return x.beginTag(item, labels).StoreKey()
+}
+
+// beginTag starts a call of Tag and writes its key material.
+func (x *Idempotent) beginTag(item string, labels []string) *idem.Call {
 	c := x.g.Begin(idemSpecTag)
 	c.Key().String(item)
 	c.Key().List(len(labels))
 	for i := range labels {
 		c.Key().String(labels[i])
 	}
-	return idem.Do(context.Background(), c, func(context.Context) ([]string, error) {
-		return Tag(item, labels...)
-	})
+	return c
 }
 
-var idemSpecLog = &idem.Spec{Name: "github.com/idemgen/idemgen/testdata/variadic.Log", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn}
+var idemSpecLog = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/variadic.Log",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+}
 
 // Build fails here if variadic.Log's signature changed since generation: run go generate.
 var _ func(string, ...int) error = Log
 
 // Log is variadic.Log, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Log(format string, args ...int) error {
+	c := x.beginLog(format, args)
+	_, err := idem.Do(context.Background(), c, func(context.Context) (struct{}, error) {
+		return struct{}{}, Log(format, args...)
+	})
+	return err
+}
+
+// LogKey is the store key Log claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) LogKey(format string, args ...int) (string, error) {
+	return x.beginLog(format, args).StoreKey()
+}
+
+// beginLog starts a call of Log and writes its key material.
+func (x *Idempotent) beginLog(format string, args []int) *idem.Call {
 	c := x.g.Begin(idemSpecLog)
 	c.Key().String(format)
 	c.Key().List(len(args))
 	for i := range args {
 		c.Key().Int(int64(args[i]))
 	}
-	_, err := idem.Do(context.Background(), c, func(context.Context) (struct{}, error) {
-		return struct{}{}, Log(format, args...)
-	})
-	return err
+	return c
 }

@@ -4,10 +4,11 @@ package codecbench
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Idempotent runs the annotated functions of package codecbench at most once per key.
@@ -20,7 +21,13 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecPlace = &idem.Spec{Name: "github.com/idemgen/idemgen/internal/codecbench.Place", TTL: 24 * time.Hour, Lease: 30 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecPlace}
+var idemSpecPlace = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/internal/codecbench.Place",
+	TTL:         24 * time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecPlace,
+}
 
 // Build fails here if codecbench.Place's signature changed since generation: run go generate.
 var _ func(context.Context, string) (*Order, error) = Place
@@ -47,11 +54,22 @@ var idemCodecPlace = idem.TypedCodec[*Order]{
 
 // Place is codecbench.Place, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Place(ctx context.Context, id string) (*Order, error) {
-	c := x.g.Begin(idemSpecPlace)
-	c.Key().String(id)
+	c := x.beginPlace(id)
 	return idem.Do(ctx, c, func(ctx context.Context) (*Order, error) {
 		return Place(ctx, id)
 	})
+}
+
+// PlaceKey is the store key Place claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) PlaceKey(id string) (string, error) {
+	return x.beginPlace(id).StoreKey()
+}
+
+// beginPlace starts a call of Place and writes its key material.
+func (x *Idempotent) beginPlace(id string) *idem.Call {
+	c := x.g.Begin(idemSpecPlace)
+	c.Key().String(id)
+	return c
 }
 
 // idemDecAddress reads a Address of a stored result.

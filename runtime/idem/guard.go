@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"hash"
 	"hash/maphash"
 	"strconv"
@@ -343,9 +344,28 @@ func (t *flightTable) finish(key string, f *flight, shared bool, value any, err 
 	close(f.done)
 }
 
+// StoreKey finishes c without running anything and returns the store key
+// Do would claim for it: the Guard's prefix, the Spec's name and version,
+// the key material hashed (with the Guard's HMAC secret, if any) and, for
+// an ordered function, its entity. Operators and tools use it to find or
+// delete a call's record; idemgen's wrappers have a Key helper per
+// function (CreateInvoiceKey for CreateInvoice) that calls it. The error
+// is the one Do would return before running anything (invalid key
+// material: ErrInvalidKey). c goes back to the pool, as after Do: do not
+// use it afterwards.
+func (c *Call) StoreKey() (string, error) {
+	name := c.spec.Name
+	var st state
+	if err := c.finish(&st); err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	return st.key, nil
+}
+
 // KeyOf finishes c without running anything and returns the store key the
 // call would use, so tests and tools can find a call's record. c goes back
-// to the pool: do not use it afterwards.
+// to the pool: do not use it afterwards. Unlike c.StoreKey, its error does
+// not name the function.
 func KeyOf(c *Call) (string, error) {
 	var st state
 	err := c.finish(&st)

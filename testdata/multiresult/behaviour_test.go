@@ -25,3 +25,18 @@ func TestMultiResult(t *testing.T) {
 		t.Errorf("ran %d times, want 1", n)
 	}
 }
+
+func TestNamedResults(t *testing.T) {
+	ctx := context.Background()
+	api := NewIdempotent(newGuard(t))
+	before := runs.Load()
+	for range 2 {
+		price, currency, ok, err := api.Quote(ctx, "sku-1")
+		if err != nil || price != 1299 || currency != "EUR" || !ok {
+			t.Fatalf("Quote: %v %q %v %v", price, currency, ok, err)
+		}
+	}
+	if n := runs.Load() - before; n != 1 {
+		t.Errorf("ran %d times, want 1", n)
+	}
+}

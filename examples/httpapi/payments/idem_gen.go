@@ -4,8 +4,9 @@ package payments
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // IdempotentService is a *Service whose annotated methods run at most once per key.
@@ -22,7 +23,13 @@ func NewIdempotentService(t *Service, g *idem.Guard) *IdempotentService {
 	}
 }
 
-var idemSpecServiceCreatePayment = &idem.Spec{Name: "payments.CreatePayment", TTL: 24 * time.Hour, Lease: 3 * time.Second, OnDuplicate: idem.DuplicateWait, Codec: idemCodecServiceCreatePayment}
+var idemSpecServiceCreatePayment = &idem.Spec{
+	Name:        "payments.CreatePayment",
+	TTL:         24 * time.Hour,
+	Lease:       3 * time.Second,
+	OnDuplicate: idem.DuplicateWait,
+	Codec:       idemCodecServiceCreatePayment,
+}
 
 // Build fails here if Service.CreatePayment's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, PaymentRequest) (*Payment, error) = (*Service).CreatePayment
@@ -48,14 +55,25 @@ var idemCodecServiceCreatePayment = idem.TypedCodec[*Payment]{
 }
 
 // CreatePayment is Service.CreatePayment, run at most once per key (ttl=24h lease=3s on_duplicate=wait key=req.AccountID,req.Reference name=payments.CreatePayment).
-func (x *IdempotentService) CreatePayment(ctx context.Context, req PaymentRequest) (*Payment, error) {
-	c := x.g.Begin(idemSpecServiceCreatePayment)
+func (s *IdempotentService) CreatePayment(ctx context.Context, req PaymentRequest) (*Payment, error) {
+	c := s.beginCreatePayment(&req)
+	return idem.Do(ctx, c, func(ctx context.Context) (*Payment, error) {
+		return s.Service.CreatePayment(ctx, req)
+	})
+}
+
+// CreatePaymentKey is the store key CreatePayment claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (s *IdempotentService) CreatePaymentKey(req PaymentRequest) (string, error) {
+	return s.beginCreatePayment(&req).StoreKey()
+}
+
+// beginCreatePayment starts a call of CreatePayment and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (s *IdempotentService) beginCreatePayment(req *PaymentRequest) *idem.Call {
+	c := s.g.Begin(idemSpecServiceCreatePayment)
 	c.Key().String(req.AccountID)
 	c.Key().String(req.Reference)
-	idemKeyPaymentRequest(c.Payload(), &req)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Payment, error) {
-		return x.Service.CreatePayment(ctx, req)
-	})
+	idemKeyPaymentRequest(c.Payload(), req)
+	return c
 }
 
 // idemDecPayment reads a Payment of a stored result.

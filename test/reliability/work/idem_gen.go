@@ -4,8 +4,9 @@ package work
 
 import (
 	"context"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // IdempotentEffects is a *Effects whose annotated methods run at most once per key.
@@ -22,7 +23,14 @@ func NewIdempotentEffects(t *Effects, g *idem.Guard) *IdempotentEffects {
 	}
 }
 
-var idemSpecEffectsStorm = &idem.Spec{Name: "rel.storm", TTL: time.Hour, Lease: 10 * time.Second, OnDuplicate: idem.DuplicateWait, Wait: 2 * time.Minute, Codec: idemCodecEffectsStorm}
+var idemSpecEffectsStorm = &idem.Spec{
+	Name:        "rel.storm",
+	TTL:         time.Hour,
+	Lease:       10 * time.Second,
+	OnDuplicate: idem.DuplicateWait,
+	Wait:        2 * time.Minute,
+	Codec:       idemCodecEffectsStorm,
+}
 
 // Build fails here if Effects.Storm's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Storm
@@ -38,15 +46,33 @@ var idemCodecEffectsStorm = idem.TypedCodec[Outcome]{
 }
 
 // Storm is Effects.Storm, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=2m name=rel.storm).
-func (x *IdempotentEffects) Storm(ctx context.Context, key string) (Outcome, error) {
-	c := x.g.Begin(idemSpecEffectsStorm)
-	c.Key().String(key)
+func (e *IdempotentEffects) Storm(ctx context.Context, key string) (Outcome, error) {
+	c := e.beginStorm(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
-		return x.Effects.Storm(ctx, key)
+		return e.Effects.Storm(ctx, key)
 	})
 }
 
-var idemSpecEffectsCrash = &idem.Spec{Name: "rel.crash", TTL: time.Hour, Lease: time.Second, OnDuplicate: idem.DuplicateWait, Wait: 20 * time.Second, Codec: idemCodecEffectsCrash}
+// StormKey is the store key Storm claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (e *IdempotentEffects) StormKey(key string) (string, error) {
+	return e.beginStorm(key).StoreKey()
+}
+
+// beginStorm starts a call of Storm and writes its key material.
+func (e *IdempotentEffects) beginStorm(key string) *idem.Call {
+	c := e.g.Begin(idemSpecEffectsStorm)
+	c.Key().String(key)
+	return c
+}
+
+var idemSpecEffectsCrash = &idem.Spec{
+	Name:        "rel.crash",
+	TTL:         time.Hour,
+	Lease:       time.Second,
+	OnDuplicate: idem.DuplicateWait,
+	Wait:        20 * time.Second,
+	Codec:       idemCodecEffectsCrash,
+}
 
 // Build fails here if Effects.Crash's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Crash
@@ -62,15 +88,33 @@ var idemCodecEffectsCrash = idem.TypedCodec[Outcome]{
 }
 
 // Crash is Effects.Crash, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s name=rel.crash).
-func (x *IdempotentEffects) Crash(ctx context.Context, key string) (Outcome, error) {
-	c := x.g.Begin(idemSpecEffectsCrash)
-	c.Key().String(key)
+func (e *IdempotentEffects) Crash(ctx context.Context, key string) (Outcome, error) {
+	c := e.beginCrash(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
-		return x.Effects.Crash(ctx, key)
+		return e.Effects.Crash(ctx, key)
 	})
 }
 
-var idemSpecEffectsZombie = &idem.Spec{Name: "rel.zombie", TTL: time.Hour, Lease: time.Second, OnDuplicate: idem.DuplicateWait, Wait: 20 * time.Second, Codec: idemCodecEffectsZombie}
+// CrashKey is the store key Crash claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (e *IdempotentEffects) CrashKey(key string) (string, error) {
+	return e.beginCrash(key).StoreKey()
+}
+
+// beginCrash starts a call of Crash and writes its key material.
+func (e *IdempotentEffects) beginCrash(key string) *idem.Call {
+	c := e.g.Begin(idemSpecEffectsCrash)
+	c.Key().String(key)
+	return c
+}
+
+var idemSpecEffectsZombie = &idem.Spec{
+	Name:        "rel.zombie",
+	TTL:         time.Hour,
+	Lease:       time.Second,
+	OnDuplicate: idem.DuplicateWait,
+	Wait:        20 * time.Second,
+	Codec:       idemCodecEffectsZombie,
+}
 
 // Build fails here if Effects.Zombie's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Zombie
@@ -86,15 +130,32 @@ var idemCodecEffectsZombie = idem.TypedCodec[Outcome]{
 }
 
 // Zombie is Effects.Zombie, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s name=rel.zombie).
-func (x *IdempotentEffects) Zombie(ctx context.Context, key string) (Outcome, error) {
-	c := x.g.Begin(idemSpecEffectsZombie)
-	c.Key().String(key)
+func (e *IdempotentEffects) Zombie(ctx context.Context, key string) (Outcome, error) {
+	c := e.beginZombie(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
-		return x.Effects.Zombie(ctx, key)
+		return e.Effects.Zombie(ctx, key)
 	})
 }
 
-var idemSpecEffectsContend = &idem.Spec{Name: "rel.contend", TTL: time.Hour, Lease: time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecEffectsContend}
+// ZombieKey is the store key Zombie claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (e *IdempotentEffects) ZombieKey(key string) (string, error) {
+	return e.beginZombie(key).StoreKey()
+}
+
+// beginZombie starts a call of Zombie and writes its key material.
+func (e *IdempotentEffects) beginZombie(key string) *idem.Call {
+	c := e.g.Begin(idemSpecEffectsZombie)
+	c.Key().String(key)
+	return c
+}
+
+var idemSpecEffectsContend = &idem.Spec{
+	Name:        "rel.contend",
+	TTL:         time.Hour,
+	Lease:       time.Second,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecEffectsContend,
+}
 
 // Build fails here if Effects.Contend's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Contend
@@ -110,15 +171,32 @@ var idemCodecEffectsContend = idem.TypedCodec[Outcome]{
 }
 
 // Contend is Effects.Contend, run at most once per key (ttl=1h lease=1s on_duplicate=return name=rel.contend).
-func (x *IdempotentEffects) Contend(ctx context.Context, key string) (Outcome, error) {
-	c := x.g.Begin(idemSpecEffectsContend)
-	c.Key().String(key)
+func (e *IdempotentEffects) Contend(ctx context.Context, key string) (Outcome, error) {
+	c := e.beginContend(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
-		return x.Effects.Contend(ctx, key)
+		return e.Effects.Contend(ctx, key)
 	})
 }
 
-var idemSpecEffectsSkew = &idem.Spec{Name: "rel.skew", TTL: time.Hour, Lease: 2 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecEffectsSkew}
+// ContendKey is the store key Contend claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (e *IdempotentEffects) ContendKey(key string) (string, error) {
+	return e.beginContend(key).StoreKey()
+}
+
+// beginContend starts a call of Contend and writes its key material.
+func (e *IdempotentEffects) beginContend(key string) *idem.Call {
+	c := e.g.Begin(idemSpecEffectsContend)
+	c.Key().String(key)
+	return c
+}
+
+var idemSpecEffectsSkew = &idem.Spec{
+	Name:        "rel.skew",
+	TTL:         time.Hour,
+	Lease:       2 * time.Second,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecEffectsSkew,
+}
 
 // Build fails here if Effects.Skew's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Skew
@@ -134,15 +212,32 @@ var idemCodecEffectsSkew = idem.TypedCodec[Outcome]{
 }
 
 // Skew is Effects.Skew, run at most once per key (ttl=1h lease=2s on_duplicate=return name=rel.skew).
-func (x *IdempotentEffects) Skew(ctx context.Context, key string) (Outcome, error) {
-	c := x.g.Begin(idemSpecEffectsSkew)
-	c.Key().String(key)
+func (e *IdempotentEffects) Skew(ctx context.Context, key string) (Outcome, error) {
+	c := e.beginSkew(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
-		return x.Effects.Skew(ctx, key)
+		return e.Effects.Skew(ctx, key)
 	})
 }
 
-var idemSpecEffectsMeasure = &idem.Spec{Name: "rel.measure", TTL: time.Hour, Lease: 10 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecEffectsMeasure}
+// SkewKey is the store key Skew claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (e *IdempotentEffects) SkewKey(key string) (string, error) {
+	return e.beginSkew(key).StoreKey()
+}
+
+// beginSkew starts a call of Skew and writes its key material.
+func (e *IdempotentEffects) beginSkew(key string) *idem.Call {
+	c := e.g.Begin(idemSpecEffectsSkew)
+	c.Key().String(key)
+	return c
+}
+
+var idemSpecEffectsMeasure = &idem.Spec{
+	Name:        "rel.measure",
+	TTL:         time.Hour,
+	Lease:       10 * time.Second,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecEffectsMeasure,
+}
 
 // Build fails here if Effects.Measure's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Reading, error) = (*Effects).Measure
@@ -158,15 +253,32 @@ var idemCodecEffectsMeasure = idem.TypedCodec[Reading]{
 }
 
 // Measure is Effects.Measure, run at most once per key (ttl=1h lease=10s on_duplicate=return name=rel.measure).
-func (x *IdempotentEffects) Measure(ctx context.Context, key string) (Reading, error) {
-	c := x.g.Begin(idemSpecEffectsMeasure)
-	c.Key().String(key)
+func (e *IdempotentEffects) Measure(ctx context.Context, key string) (Reading, error) {
+	c := e.beginMeasure(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Reading, error) {
-		return x.Effects.Measure(ctx, key)
+		return e.Effects.Measure(ctx, key)
 	})
 }
 
-var idemSpecEffectsStrict = &idem.Spec{Name: "rel.strict", TTL: time.Hour, Lease: 10 * time.Second, OnDuplicate: idem.DuplicateReturn, Codec: idemCodecEffectsStrict}
+// MeasureKey is the store key Measure claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (e *IdempotentEffects) MeasureKey(key string) (string, error) {
+	return e.beginMeasure(key).StoreKey()
+}
+
+// beginMeasure starts a call of Measure and writes its key material.
+func (e *IdempotentEffects) beginMeasure(key string) *idem.Call {
+	c := e.g.Begin(idemSpecEffectsMeasure)
+	c.Key().String(key)
+	return c
+}
+
+var idemSpecEffectsStrict = &idem.Spec{
+	Name:        "rel.strict",
+	TTL:         time.Hour,
+	Lease:       10 * time.Second,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecEffectsStrict,
+}
 
 // Build fails here if Effects.Strict's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (StrictReading, error) = (*Effects).Strict
@@ -182,15 +294,33 @@ var idemCodecEffectsStrict = idem.TypedCodec[StrictReading]{
 }
 
 // Strict is Effects.Strict, run at most once per key (ttl=1h lease=10s on_duplicate=return name=rel.strict).
-func (x *IdempotentEffects) Strict(ctx context.Context, key string) (StrictReading, error) {
-	c := x.g.Begin(idemSpecEffectsStrict)
-	c.Key().String(key)
+func (e *IdempotentEffects) Strict(ctx context.Context, key string) (StrictReading, error) {
+	c := e.beginStrict(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (StrictReading, error) {
-		return x.Effects.Strict(ctx, key)
+		return e.Effects.Strict(ctx, key)
 	})
 }
 
-var idemSpecEffectsExit = &idem.Spec{Name: "rel.exit", TTL: time.Hour, Lease: 10 * time.Second, OnDuplicate: idem.DuplicateWait, Wait: 20 * time.Second, Codec: idemCodecEffectsExit}
+// StrictKey is the store key Strict claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (e *IdempotentEffects) StrictKey(key string) (string, error) {
+	return e.beginStrict(key).StoreKey()
+}
+
+// beginStrict starts a call of Strict and writes its key material.
+func (e *IdempotentEffects) beginStrict(key string) *idem.Call {
+	c := e.g.Begin(idemSpecEffectsStrict)
+	c.Key().String(key)
+	return c
+}
+
+var idemSpecEffectsExit = &idem.Spec{
+	Name:        "rel.exit",
+	TTL:         time.Hour,
+	Lease:       10 * time.Second,
+	OnDuplicate: idem.DuplicateWait,
+	Wait:        20 * time.Second,
+	Codec:       idemCodecEffectsExit,
+}
 
 // Build fails here if Effects.Exit's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Exit
@@ -206,12 +336,23 @@ var idemCodecEffectsExit = idem.TypedCodec[Outcome]{
 }
 
 // Exit is Effects.Exit, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=20s name=rel.exit).
-func (x *IdempotentEffects) Exit(ctx context.Context, key string) (Outcome, error) {
-	c := x.g.Begin(idemSpecEffectsExit)
-	c.Key().String(key)
+func (e *IdempotentEffects) Exit(ctx context.Context, key string) (Outcome, error) {
+	c := e.beginExit(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
-		return x.Effects.Exit(ctx, key)
+		return e.Effects.Exit(ctx, key)
 	})
+}
+
+// ExitKey is the store key Exit claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (e *IdempotentEffects) ExitKey(key string) (string, error) {
+	return e.beginExit(key).StoreKey()
+}
+
+// beginExit starts a call of Exit and writes its key material.
+func (e *IdempotentEffects) beginExit(key string) *idem.Call {
+	c := e.g.Begin(idemSpecEffectsExit)
+	c.Key().String(key)
+	return c
 }
 
 // idemDecOutcome reads a Outcome of a stored result.
