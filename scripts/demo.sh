@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 GO=${GO:-go}
 src=examples/quickstart/billing.go
 gen=examples/quickstart/idem_gen.go
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold= plain=; fi
+step() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
 
 step "1/4 build idemgen (bin/idemgen) and the quickstart; a first run also downloads and compiles dependencies"
 t0=$SECONDS
@@ -24,8 +25,9 @@ step "3/4 go generate runs idemgen, which writes $gen"
 bin/idemgen ./examples/quickstart
 echo "   the wrapper it generated (a method of Idempotent, built with NewIdempotent(guard)):"
 awk '/^\/\/ CreateInvoice is /{p=1} p{print "   " $0} p&&/^}/{exit}' "$gen"
-echo "   the key: req.CustomerID and req.OrderID, extracted by that generated code;"
-echo "   the rest of req is fingerprinted, and the result is stored by a generated codec."
+awk '/^func \(x \*Idempotent\) beginCreateInvoice/{p=1} p{print "   " $0} p&&/^}/{exit}' "$gen"
+echo "   the key is req.CustomerID and req.OrderID, read by that generated code; the"
+echo "   whole request is fingerprinted, and the result is stored by a generated codec."
 
 wait "$build"
 echo "   quickstart built ($((SECONDS - t0)) s since start)"
