@@ -56,6 +56,11 @@ commands:
   delete KEY           remove KEY's record (-force for in-progress keys)
   stats                record counts per function, version and state
   cleanup              remove records that are no longer live
+  key PACKAGE FUNC ARGS
+                       the store key of a call: FUNC (Charge, or Type.Method)
+                       of PACKAGE (an import path or ./dir of your module),
+                       ARGS its arguments but the context as JSON (an array,
+                       or an object by parameter name); needs no store
 
 store URLs (-store, or $IDEMCTL_STORE):
   redis://[user:pass@]host:6379/0[?redis_prefix=P]      rediss:// for TLS
@@ -119,7 +124,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			fs.PrintDefaults()
 			return ExitOK
 		}
-		fmt.Fprintf(stderr, "idemctl: unknown command %q (want list, show, release, delete, stats or cleanup; idemctl -h for help)\n", name)
+		fmt.Fprintf(stderr, "idemctl: unknown command %q (want list, show, release, delete, stats, cleanup or key; idemctl -h for help)\n", name)
 		return ExitError
 	}
 	c := &cmdCtx{opts: o, stdout: stdout, stderr: stderr}
@@ -216,6 +221,7 @@ var commands = map[string]command{
 	"delete":  deleteCmd,
 	"stats":   statsCmd,
 	"cleanup": cleanupCmd,
+	"key":     keyCmd,
 }
 
 var cmdUsage = map[string]string{
@@ -225,6 +231,7 @@ var cmdUsage = map[string]string{
 	"delete":  "delete [-force] KEY",
 	"stats":   "stats [-func NAME]",
 	"cleanup": "cleanup",
+	"key":     "key [-C DIR] [-hmac-env VAR] PACKAGE FUNC ARGS",
 }
 
 func wantArgs(args []string, n int, what string) error {
