@@ -452,6 +452,7 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		Fingerprint: req.Fingerprint,
 		LeaseUntil:  now.Add(req.Lease),
 		UpdatedAt:   now,
+		ClaimedAt:   now,
 	}
 	nr.ExpiresAt = nr.LeaseUntil.Add(req.TTL)
 	if err := s.write("claim", &p, &nr); err != nil {

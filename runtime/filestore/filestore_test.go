@@ -49,7 +49,22 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
+		Legacy: legacyRecord,
 	})
+}
+
+// legacyRecord rewrites key's record file in format version 1, as the
+// store wrote it before records carried ClaimedAt.
+func legacyRecord(t *testing.T, s idem.Store, key string) {
+	t.Helper()
+	p := s.(*Store).paths(key)
+	r, ok, err := s.(*Store).read(&p, key)
+	if err != nil || !ok {
+		t.Fatalf("reading %s: %v (found %v)", key, err, ok)
+	}
+	if err := os.WriteFile(p.rec, encodeRecordV1(&r), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // multiHead spreads calls round-robin over several Store values opened on
@@ -297,7 +312,7 @@ func TestCorruptRecord(t *testing.T) {
 		{"zeroed tail", func(b []byte) []byte { clear(b[len(b)/2:]); return b }},
 		{"bad magic", func(b []byte) []byte { b[0] = 'X'; return b }},
 		{"future version", func(b []byte) []byte { b[6] = 99; return b }},
-		{"length field too large", func(b []byte) []byte { b[92] = 0x7f; return b }},
+		{"length field too large", func(b []byte) []byte { b[100] = 0x7f; return b }},
 		{"other key", func([]byte) []byte {
 			return encodeRecord(&idem.Record{Key: "someone else", State: idem.StateCompleted, ExpiresAt: time.Now().Add(time.Hour)})
 		}},
