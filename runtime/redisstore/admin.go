@@ -43,7 +43,7 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, erro
 		return idem.Record{}, corrupt(key, replyString(res, 1))
 	}
 	v, _ := res[1].(string)
-	return decodeRecord(key, v, 0) // the script wrote version 1: absolute times
+	return decodeRecord(key, v, 0) // the script wrote version 3: absolute times
 }
 
 // List implements idem.Admin: it scans the store's keys (every master of a

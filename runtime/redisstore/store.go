@@ -268,11 +268,15 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		out.LeaseUntil = micros(uint64(lease))
 	case idem.ClaimCompleted, idem.ClaimFailed:
 		v, _ := res[3].(string)
-		if len(v) < headerLen {
+		off, ok := 0, len(v) >= headerLen
+		if ok {
+			off, ok = dataOffset(v)
+		}
+		if !ok {
 			return idem.ClaimResult{}, corrupt(req.Key, "finished record without a header")
 		}
 		out.Fence = be64(v, offFence)
-		out.Result.Data = []byte(v[headerLen:])
+		out.Result.Data = []byte(v[off:])
 	case idem.ClaimOutOfOrder:
 		out.LastAccepted = time.UnixMicro(lease)
 	}
@@ -314,14 +318,19 @@ func (s *Store) claimFresh(ctx context.Context, rk string, req idem.ClaimRequest
 		old[offOwner:offFP] == string(req.Owner[:]) && old[offOp:offOwner] == string(op):
 		// Our own SET, run again by the client's retry after a lost reply.
 		return idem.ClaimResult{Status: idem.ClaimAcquired, Fence: 1, LeaseUntil: sent.Add(req.Lease)}, true, nil
-	case old[1] != recordVersion || (st != idem.StateCompleted && st != idem.StateFailed):
+	case !finishedVersion(old[1]) || (st != idem.StateCompleted && st != idem.StateFailed):
 		return res, false, nil
+	}
+	off, ok := dataOffset(old)
+	switch {
+	case !ok:
+		return res, false, nil // the script reports it
 	case old[offFP:headerLen] != string(req.Fingerprint[:]):
 		return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: be64(old, offFence)}, true, nil
 	}
 	// A finished record that exists is live: its Redis TTL ends no later
 	// than its expiry.
-	res = idem.ClaimResult{Status: idem.ClaimCompleted, Fence: be64(old, offFence), Result: idem.Result{Data: []byte(old[headerLen:])}}
+	res = idem.ClaimResult{Status: idem.ClaimCompleted, Fence: be64(old, offFence), Result: idem.Result{Data: []byte(old[off:])}}
 	if st == idem.StateFailed {
 		res.Status = idem.ClaimFailed
 	}
