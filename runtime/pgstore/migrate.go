@@ -19,7 +19,7 @@ import (
 
 // SchemaVersion is the newest schema version this package knows and the
 // version New requires.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // rowFormat is the newest row format (records.format) this package reads.
 const rowFormat = 1

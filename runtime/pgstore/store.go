@@ -331,8 +331,9 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 		updatedAt time.Time
 		now       time.Time
 	)
+	var claimedAt *time.Time
 	err = c.QueryRow(ctx, s.q.get, key, s.ts()).Scan(&r.state, &r.owner, &r.fence, &r.fp, &r.result,
-		&r.leaseUntil, &r.expiresAt, &updatedAt, &r.format, &now)
+		&r.leaseUntil, &r.expiresAt, &updatedAt, &claimedAt, &r.format, &now)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
@@ -345,7 +346,7 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 	if !now.Before(r.expiresAt) {
 		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
-	return r.record(key, updatedAt), nil
+	return r.record(key, updatedAt, claimedAt), nil
 }
 
 func (s *Store) Delete(ctx context.Context, key string) error {
