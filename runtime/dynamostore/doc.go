@@ -69,6 +69,9 @@
 //	lease_until  N  lease expiry, Unix nanoseconds, caller's clock
 //	expires_at   N  when the record stops being live, Unix nanoseconds
 //	updated_at   N  last write, Unix nanoseconds
+//	claimed_at   N  when the current (or last) owner claimed the key, Unix
+//	                nanoseconds; set by a claim or takeover only (items written
+//	                before it existed lack it: a zero Record.ClaimedAt)
 //	ttl          N  Unix seconds, for DynamoDB's time to live (name configurable)
 //
 // The IAM policy needs dynamodb:GetItem, dynamodb:UpdateItem and

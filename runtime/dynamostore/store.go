@@ -167,7 +167,7 @@ func New(api API, table string, opts ...Option) (*Store, error) {
 	}
 	l := c.layout
 	s.claimNames = map[string]string{"#pk": l.pk, "#st": aState, "#ow": aOwner, "#fe": aFence, "#fp": aFP,
-		"#res": aResult, "#lu": aLeaseUntil, "#ex": aExpiresAt, "#up": aUpdatedAt, "#ttl": l.ttl}
+		"#res": aResult, "#lu": aLeaseUntil, "#ex": aExpiresAt, "#up": aUpdatedAt, "#ca": aClaimedAt, "#ttl": l.ttl}
 	s.fencedNames = map[string]string{"#st": aState, "#ow": aOwner, "#fe": aFence,
 		"#lu": aLeaseUntil, "#ex": aExpiresAt, "#up": aUpdatedAt, "#ttl": l.ttl}
 	s.finishNames = map[string]string{"#st": aState, "#ow": aOwner, "#fe": aFence,
@@ -190,7 +190,7 @@ func New(api API, table string, opts ...Option) (*Store, error) {
 const (
 	claimCond = "attribute_not_exists(#pk) OR (#st <> :inp AND #ex <= :now) OR (#st = :inp AND #ex <= :tko) OR " +
 		"(#fp = :fp AND (#st = :rel OR (#st = :inp AND #lu <= :tko)))"
-	claimSet = "SET #st = :inp, #ow = :ow, #fp = :fp, #lu = :lu, #ex = :ex, #up = :now, #ttl = :ttl, " +
+	claimSet = "SET #st = :inp, #ow = :ow, #fp = :fp, #lu = :lu, #ex = :ex, #up = :now, #ca = :now, #ttl = :ttl, " +
 		"#fe = if_not_exists(#fe, :zero) + :one REMOVE #res"
 	ownedCond    = "#st = :inp AND #ow = :ow AND #fe = :fe"
 	heartbeatSet = "SET #lu = :lu, #ex = :ex, #up = :now, #ttl = :ttl"

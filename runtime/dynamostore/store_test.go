@@ -270,6 +270,7 @@ func TestItemLayout(t *testing.T) {
 		"lease_until": "N " + strconv.FormatInt(now.Add(10*time.Second).UnixNano(), 10),
 		"expires_at":  "N " + strconv.FormatInt(exp.UnixNano(), 10),
 		"updated_at":  "N " + strconv.FormatInt(now.UnixNano(), 10),
+		"claimed_at":  "N " + strconv.FormatInt(now.UnixNano(), 10),
 		// expiry + 1s margin, rounded up to whole seconds
 		"expires": "N " + strconv.FormatInt(exp.Unix()+2, 10),
 	}
