@@ -50,7 +50,7 @@ var backends = []testBackend{
 				rdb.Del(context.Background(), keys...)
 			}
 		})
-		st, err := redisstore.New(rdb, redisstore.WithPrefix(prefix), redisstore.WithEvictionCheck(redisstore.EvictionIgnore))
+		st, err := redisstore.New(context.Background(), rdb, redisstore.WithPrefix(prefix), redisstore.WithEvictionCheck(redisstore.EvictionIgnore))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ var backends = []testBackend{
 				return nil
 			})
 		})
-		st, err := redisstore.New(rdb, redisstore.WithPrefix(prefix), redisstore.WithEvictionCheck(redisstore.EvictionIgnore))
+		st, err := redisstore.New(context.Background(), rdb, redisstore.WithPrefix(prefix), redisstore.WithEvictionCheck(redisstore.EvictionIgnore))
 		if err != nil {
 			t.Fatal(err)
 		}

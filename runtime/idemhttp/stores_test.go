@@ -41,7 +41,7 @@ var storeKinds = []struct {
 			}
 		})
 		return func() idem.Store {
-			s, err := redisstore.New(rdb, redisstore.WithPrefix(prefix))
+			s, err := redisstore.New(context.Background(), rdb, redisstore.WithPrefix(prefix))
 			if err != nil {
 				t.Fatal(err)
 			}

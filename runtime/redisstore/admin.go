@@ -170,7 +170,8 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 	}
 	skipped := corrupted
 	fnMu.Unlock()
-	if err != nil && ctx.Err() != nil {
+	if err != nil && (ctx.Err() != nil || stopped == nil) {
+		// Not fn's error: the scan's (a server that cannot be reached).
 		return s.wrap(ctx, "list", prefix, err)
 	}
 	if err == nil && len(skipped) > 0 {

@@ -85,7 +85,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 func newStore(t testing.TB, rdb redis.UniversalClient, opts ...Option) *Store {
 	t.Helper()
 	prefix := testPrefix(t)
-	s, err := New(rdb, append([]Option{WithPrefix(prefix), WithLogger(quietLogger())}, opts...)...)
+	s, err := New(context.Background(), rdb, append([]Option{WithPrefix(prefix), WithLogger(quietLogger())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -299,7 +299,7 @@ func TestRecordCodec(t *testing.T) {
 }
 
 func TestRecordKeys(t *testing.T) {
-	s, err := New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), WithPrefix("p:"))
+	s, err := build(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), []Option{WithPrefix("p:")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestRecordKeys(t *testing.T) {
 			t.Errorf("storeKey(%q) = %q, %v; want %q", got, back, ok, tt.key)
 		}
 	}
-	if _, err := New(redis.NewClient(&redis.Options{}), WithPrefix("a{b}")); err == nil {
+	if _, err := New(context.Background(), redis.NewClient(&redis.Options{}), WithPrefix("a{b}")); err == nil {
 		t.Error("New accepted a prefix with a hash tag")
 	}
 }
