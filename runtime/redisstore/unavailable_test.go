@@ -35,8 +35,10 @@ func refusedPort(t *testing.T) string {
 func TestNewChecksReachability(t *testing.T) {
 	addr := refusedPort(t)
 	clients := map[string]func() redis.UniversalClient{
-		"Client":        func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: addr}) },
-		"ClusterClient": func() redis.UniversalClient { return redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}}) },
+		"Client": func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: addr}) },
+		"ClusterClient": func() redis.UniversalClient {
+			return redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}})
+		},
 	}
 	for name, mk := range clients {
 		t.Run(name, func(t *testing.T) {
