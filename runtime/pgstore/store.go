@@ -131,7 +131,7 @@ func (s *Store) acquire(ctx context.Context, op string) (*pgxpool.Conn, error) {
 			return nil, fmt.Errorf("%w: %s: no connection free after %v (%d/%d in use): %w",
 				ErrPoolExhausted, op, s.cfg.acquireTimeout, st.AcquiredConns(), st.MaxConns(), err)
 		}
-		return nil, fmt.Errorf("pgstore: %s: acquiring a connection: %w", op, err)
+		return nil, fmt.Errorf("pgstore: %s: acquiring a connection: %w", op, unreachable(err))
 	}
 	return c, nil
 }
@@ -145,7 +145,7 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 	if isUndefined(err) {
 		return fmt.Errorf("%w: %s: %w", ErrSchemaMissing, missingHint(s.n), err)
 	}
-	return fmt.Errorf("pgstore: %s %s: %w", op, key, err)
+	return fmt.Errorf("pgstore: %s %s: %w", op, key, unreachable(err))
 }
 
 var _ idem.Orderer = (*Store)(nil)
