@@ -22,7 +22,7 @@ func newStore(t testing.TB, api dynamostore.API, table string, opts ...dynamosto
 	t.Helper()
 	opts = append([]dynamostore.Option{dynamostore.WithKeyPrefix(uniquePrefix(t)),
 		dynamostore.WithPollInterval(5*time.Millisecond, 50*time.Millisecond)}, opts...)
-	s, err := dynamostore.New(api, table, opts...)
+	s, err := dynamostore.New(context.Background(), api, table, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

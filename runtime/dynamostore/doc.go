@@ -9,7 +9,7 @@
 //
 //	cfg, err := config.LoadDefaultConfig(ctx)
 //	client := dynamodb.NewFromConfig(cfg)
-//	store, err := dynamostore.New(client, "idempotency")
+//	store, err := dynamostore.New(ctx, client, "idempotency") // one GetItem: fails if the table does not answer
 //	g := idem.NewGuard(store)
 //
 // Each key is one item. Every Store method is one request: Claim is one
