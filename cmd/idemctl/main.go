@@ -2,7 +2,7 @@
 // PostgreSQL or file store: list, show, release (fenced), delete, stats,
 // cleanup. See docs/OPERATIONS.md and `idemctl -h`.
 //
-//	idemctl -store redis://127.0.0.1:6379/0 list -state in_progress -older 10m
+//	idemctl -store redis://127.0.0.1:6379/0 list -older 1h    # owners running an hour or more
 //	idemctl -store postgres://db/app?schema=idem show idem:billing.Charge:v0:9f…
 //	idemctl -store file:///var/lib/app/idem release idem:billing.Charge:v0:9f…
 //

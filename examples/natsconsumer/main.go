@@ -102,10 +102,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	rdb := redis.NewClient(&redis.Options{Addr: cfg.redisAddr})
 	defer rdb.Close()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("redis %s: %w", cfg.redisAddr, err)
-	}
-	store, err := redisstore.New(rdb, redisstore.WithPrefix(cfg.prefix))
+	store, err := redisstore.New(ctx, rdb, redisstore.WithPrefix(cfg.prefix)) // PINGs Redis
 	if err != nil {
 		return err
 	}

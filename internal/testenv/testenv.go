@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -46,4 +47,27 @@ func RandName() string {
 		panic(err)
 	}
 	return hex.EncodeToString(b[:])
+}
+
+// RepeatedPhrase returns the first sequence of n words that occurs twice
+// in msg, or "" if none does: an error message that says "store
+// unavailable" twice (a sentinel wrapped by a message that repeats its
+// text) reads as two failures. Words are split at spaces, with surrounding
+// punctuation (":", ",", "(", ")", quotes) trimmed.
+func RepeatedPhrase(msg string, n int) string {
+	var words []string
+	for _, w := range strings.Fields(msg) {
+		if w = strings.Trim(w, `:;,.()[]"'`); w != "" {
+			words = append(words, strings.ToLower(w))
+		}
+	}
+	seen := map[string]bool{}
+	for i := 0; i+n <= len(words); i++ {
+		p := strings.Join(words[i:i+n], " ")
+		if seen[p] {
+			return p
+		}
+		seen[p] = true
+	}
+	return ""
 }

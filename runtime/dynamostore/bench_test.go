@@ -63,7 +63,7 @@ func interleave(callers, n int, base, op func(i int)) (baseMean, opMean time.Dur
 func BenchmarkDynamoStore(b *testing.B) {
 	client, table := dynamo(b)
 	prefix := uniquePrefix(b)
-	s, err := dynamostore.New(client, table, dynamostore.WithKeyPrefix(prefix))
+	s, err := dynamostore.New(context.Background(), client, table, dynamostore.WithKeyPrefix(prefix))
 	if err != nil {
 		b.Fatal(err)
 	}

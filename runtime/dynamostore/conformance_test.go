@@ -1,9 +1,15 @@
 package dynamostore_test
 
 import (
+	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemgen/idemgen/runtime/dynamostore"
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -16,7 +22,7 @@ func newStore(t testing.TB, api dynamostore.API, table string, opts ...dynamosto
 	t.Helper()
 	opts = append([]dynamostore.Option{dynamostore.WithKeyPrefix(uniquePrefix(t)),
 		dynamostore.WithPollInterval(5*time.Millisecond, 50*time.Millisecond)}, opts...)
-	s, err := dynamostore.New(api, table, opts...)
+	s, err := dynamostore.New(context.Background(), api, table, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,11 +35,28 @@ func newStore(t testing.TB, api dynamostore.API, table string, opts ...dynamosto
 func TestConformance(t *testing.T) {
 	t.Parallel() // the three runs overlap: the server, not the test, is the bottleneck
 	client, table := dynamo(t)
+	var prefixes sync.Map // store -> its key prefix
 	idemtest.RunStoreSuite(t, idemtest.Harness{
 		New: func(t *testing.T, now func() time.Time) idem.Store {
-			return newStore(t, client, table, dynamostore.WithClock(now))
+			prefix := uniquePrefix(t)
+			s := newStore(t, client, table, dynamostore.WithClock(now), dynamostore.WithKeyPrefix(prefix))
+			prefixes.Store(s, prefix)
+			return s
 		},
 		ManualClock: true,
+		// An item written before records carried ClaimedAt has no
+		// claimed_at attribute.
+		Legacy: func(t *testing.T, s idem.Store, key string) {
+			prefix, _ := prefixes.Load(s)
+			_, err := client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+				TableName:        aws.String(table),
+				Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: prefix.(string) + key}},
+				UpdateExpression: aws.String("REMOVE claimed_at"),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		},
 	})
 }
 

@@ -9,7 +9,7 @@
 //
 //	cfg, err := config.LoadDefaultConfig(ctx)
 //	client := dynamodb.NewFromConfig(cfg)
-//	store, err := dynamostore.New(client, "idempotency")
+//	store, err := dynamostore.New(ctx, client, "idempotency") // one GetItem: fails if the table does not answer
 //	g := idem.NewGuard(store)
 //
 // Each key is one item. Every Store method is one request: Claim is one
@@ -69,6 +69,9 @@
 //	lease_until  N  lease expiry, Unix nanoseconds, caller's clock
 //	expires_at   N  when the record stops being live, Unix nanoseconds
 //	updated_at   N  last write, Unix nanoseconds
+//	claimed_at   N  when the current (or last) owner claimed the key, Unix
+//	                nanoseconds; set by a claim or takeover only (items written
+//	                before it existed lack it: a zero Record.ClaimedAt)
 //	ttl          N  Unix seconds, for DynamoDB's time to live (name configurable)
 //
 // The IAM policy needs dynamodb:GetItem, dynamodb:UpdateItem and

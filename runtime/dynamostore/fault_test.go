@@ -125,11 +125,11 @@ func TestFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := idemtest.NewClock(time.Now())
-	s, err := dynamostore.New(client, table, dynamostore.WithClock(clock.Now))
+	s, err := dynamostore.New(context.Background(), client, table, dynamostore.WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hung, err := dynamostore.New(clientFor(500*time.Millisecond), table, dynamostore.WithClock(clock.Now))
+	hung, err := dynamostore.New(context.Background(), clientFor(500*time.Millisecond), table, dynamostore.WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

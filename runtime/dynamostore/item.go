@@ -20,9 +20,12 @@ const (
 	aLeaseUntil = "lease_until"
 	aExpiresAt  = "expires_at"
 	aUpdatedAt  = "updated_at"
+	// aClaimedAt is optional: items written before records carried
+	// ClaimedAt have none (a zero ClaimedAt).
+	aClaimedAt = "claimed_at"
 )
 
-var dataAttrs = []string{aState, aOwner, aFence, aFP, aResult, aLeaseUntil, aExpiresAt, aUpdatedAt}
+var dataAttrs = []string{aState, aOwner, aFence, aFP, aResult, aLeaseUntil, aExpiresAt, aUpdatedAt, aClaimedAt}
 
 const (
 	stateInProgress = "in_progress"
@@ -111,6 +114,17 @@ func decodeLoose(item map[string]types.AttributeValue) (idem.Record, error) {
 		}
 		*t.dst = time.Unix(0, ns)
 	}
+	if _, ok := item[aClaimedAt]; ok {
+		v, err := attrN(item, aClaimedAt)
+		if err != nil {
+			return r, err
+		}
+		ns, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return r, fmt.Errorf("%s %q is not Unix nanoseconds", aClaimedAt, v)
+		}
+		r.ClaimedAt = time.Unix(0, ns)
+	}
 	switch v := item[aResult].(type) {
 	case nil:
 	case *types.AttributeValueMemberB:
@@ -174,7 +188,7 @@ func (s *Store) itemSize(key string, n int) int {
 	size += len(aState) + len(stateInProgress) // the longest state
 	size += len(aOwner) + len(idem.Token{})
 	size += len(aFP) + len(idem.Fingerprint{})
-	size += len(aFence) + len(aLeaseUntil) + len(aExpiresAt) + len(aUpdatedAt) + len(l.ttl) + 5*maxNumberSize
+	size += len(aFence) + len(aLeaseUntil) + len(aExpiresAt) + len(aUpdatedAt) + len(aClaimedAt) + len(l.ttl) + 6*maxNumberSize
 	if n > 0 {
 		size += len(aResult) + n
 	}

@@ -149,8 +149,33 @@ func newConfig(opts []Option) (config, error) {
 }
 
 // New returns a store on table through api (a *dynamodb.Client configured
-// by the caller). It sends nothing; see CreateTable for the table.
-func New(api API, table string, opts ...Option) (*Store, error) {
+// by the caller; see CreateTable for the table). It checks that the table
+// answers with one GetItem (of a key no record uses), bounded by ctx and
+// not retried, so an unreachable endpoint, bad credentials or a missing
+// table fail here, with an error wrapping idem.ErrStoreUnavailable and the
+// cause, instead of on the first call. The store keeps no reference to
+// ctx.
+func New(ctx context.Context, api API, table string, opts ...Option) (*Store, error) {
+	s, err := build(api, table, opts)
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: s.itemKey(probeKey)},
+		func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 })
+	if err != nil {
+		// The SDK's message names the operation, the endpoint and the
+		// cause; the table is in the request, not in the message.
+		return nil, fmt.Errorf("dynamostore: %w: table %s: %w", idem.ErrStoreUnavailable, table, err)
+	}
+	return s, nil
+}
+
+// probeKey is the idem key New reads: no Guard makes a key without a
+// function name and version, so no record is ever stored under it.
+const probeKey = "\x00idem-reachability-probe"
+
+// build is New without the round trip.
+func build(api API, table string, opts []Option) (*Store, error) {
 	if api == nil {
 		return nil, errors.New("dynamostore: nil client")
 	}
@@ -167,7 +192,7 @@ func New(api API, table string, opts ...Option) (*Store, error) {
 	}
 	l := c.layout
 	s.claimNames = map[string]string{"#pk": l.pk, "#st": aState, "#ow": aOwner, "#fe": aFence, "#fp": aFP,
-		"#res": aResult, "#lu": aLeaseUntil, "#ex": aExpiresAt, "#up": aUpdatedAt, "#ttl": l.ttl}
+		"#res": aResult, "#lu": aLeaseUntil, "#ex": aExpiresAt, "#up": aUpdatedAt, "#ca": aClaimedAt, "#ttl": l.ttl}
 	s.fencedNames = map[string]string{"#st": aState, "#ow": aOwner, "#fe": aFence,
 		"#lu": aLeaseUntil, "#ex": aExpiresAt, "#up": aUpdatedAt, "#ttl": l.ttl}
 	s.finishNames = map[string]string{"#st": aState, "#ow": aOwner, "#fe": aFence,
@@ -190,7 +215,7 @@ func New(api API, table string, opts ...Option) (*Store, error) {
 const (
 	claimCond = "attribute_not_exists(#pk) OR (#st <> :inp AND #ex <= :now) OR (#st = :inp AND #ex <= :tko) OR " +
 		"(#fp = :fp AND (#st = :rel OR (#st = :inp AND #lu <= :tko)))"
-	claimSet = "SET #st = :inp, #ow = :ow, #fp = :fp, #lu = :lu, #ex = :ex, #up = :now, #ttl = :ttl, " +
+	claimSet = "SET #st = :inp, #ow = :ow, #fp = :fp, #lu = :lu, #ex = :ex, #up = :now, #ca = :now, #ttl = :ttl, " +
 		"#fe = if_not_exists(#fe, :zero) + :one REMOVE #res"
 	ownedCond    = "#st = :inp AND #ow = :ow AND #fe = :fe"
 	heartbeatSet = "SET #lu = :lu, #ex = :ex, #up = :now, #ttl = :ttl"

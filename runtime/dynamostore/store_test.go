@@ -247,7 +247,7 @@ func TestItemLayout(t *testing.T) {
 	table := "idemgen_layout_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	makeTable(t, client, table, layout...)
 	now := time.Unix(1_800_000_000, 250_000_000)
-	s, err := dynamostore.New(client, table, append(layout, dynamostore.WithClock(func() time.Time { return now }))...)
+	s, err := dynamostore.New(context.Background(), client, table, append(layout, dynamostore.WithClock(func() time.Time { return now }))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,6 +270,7 @@ func TestItemLayout(t *testing.T) {
 		"lease_until": "N " + strconv.FormatInt(now.Add(10*time.Second).UnixNano(), 10),
 		"expires_at":  "N " + strconv.FormatInt(exp.UnixNano(), 10),
 		"updated_at":  "N " + strconv.FormatInt(now.UnixNano(), 10),
+		"claimed_at":  "N " + strconv.FormatInt(now.UnixNano(), 10),
 		// expiry + 1s margin, rounded up to whole seconds
 		"expires": "N " + strconv.FormatInt(exp.Unix()+2, 10),
 	}
@@ -301,7 +302,7 @@ func flat(item map[string]types.AttributeValue) map[string]string {
 func TestCorruptItem(t *testing.T) {
 	client, table := dynamo(t)
 	prefix := uniquePrefix(t)
-	s, err := dynamostore.New(client, table, dynamostore.WithKeyPrefix(prefix))
+	s, err := dynamostore.New(context.Background(), client, table, dynamostore.WithKeyPrefix(prefix))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,12 +469,12 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"bad_poll_range", "t", []dynamostore.Option{dynamostore.WithPollInterval(time.Second, time.Millisecond)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := dynamostore.New(client, tc.table, tc.opts...); err == nil {
+			if _, err := dynamostore.New(context.Background(), client, tc.table, tc.opts...); err == nil {
 				t.Fatal("New accepted it")
 			}
 		})
 	}
-	if _, err := dynamostore.New(nil, "t"); err == nil {
+	if _, err := dynamostore.New(context.Background(), nil, "t"); err == nil {
 		t.Fatal("New accepted a nil client")
 	}
 }

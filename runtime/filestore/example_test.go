@@ -22,7 +22,7 @@ func Example() {
 	// Every process that opens dir shares its keys.
 	st, err := filestore.New(dir)
 	if err != nil {
-		log.Fatal(err) // e.g. "store directory … is not writable"
+		log.Fatal(err) // e.g. "idem: store unavailable: filestore: creating store directory …: not writable: permission denied"
 	}
 	g := idem.NewGuard(st)
 

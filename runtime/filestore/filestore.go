@@ -74,8 +74,19 @@ func WithPollInterval(d time.Duration) Option { return func(s *Store) { s.poll =
 // New opens (creating it with mode 0700 if needed) the store rooted at dir
 // and checks that the directory is writable by creating and removing a
 // probe file, so a read-only or foreign-owned directory fails here with a
-// clear error rather than on the first claim.
+// clear error rather than on the first claim. Such a failure wraps
+// idem.ErrStoreUnavailable and the cause (fs.ErrPermission, and
+// idem.ErrStoreFull for a full disk). New takes no ctx: the check is a few
+// local system calls, which a ctx could not interrupt anyway.
 func New(dir string, opts ...Option) (*Store, error) {
+	s, err := open(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", idem.ErrStoreUnavailable, err)
+	}
+	return s, nil
+}
+
+func open(dir string, opts []Option) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("filestore: empty directory name")
 	}
@@ -121,7 +132,11 @@ func (s *Store) probe() error {
 	name := filepath.Join(s.root, ".probe-"+hex.EncodeToString(rnd[:]))
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
-		return s.fsErr("checking the store directory", s.root, err)
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the probe file's name says nothing the op does not
+		}
+		return s.fsErr("writing a probe file in the store directory", s.root, err)
 	}
 	_, werr := f.Write([]byte{0})
 	cerr := f.Close()
@@ -150,6 +165,9 @@ func (s *Store) fsErr(op, path string, err error) error {
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return fmt.Errorf("%w: filestore: disk full (%s %s): %w", idem.ErrStoreFull, op, path, err)
 	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EROFS):
+		if path == s.root { // the op names it: say so once
+			return fmt.Errorf("filestore: %s %s: not writable: %w", op, path, err)
+		}
 		return fmt.Errorf("filestore: store directory %s is not writable (%s %s): %w", s.root, op, path, err)
 	}
 	return fmt.Errorf("filestore: %s %s: %w", op, path, err)
@@ -452,6 +470,7 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		Fingerprint: req.Fingerprint,
 		LeaseUntil:  now.Add(req.Lease),
 		UpdatedAt:   now,
+		ClaimedAt:   now,
 	}
 	nr.ExpiresAt = nr.LeaseUntil.Add(req.TTL)
 	if err := s.write("claim", &p, &nr); err != nil {

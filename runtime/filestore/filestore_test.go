@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -49,7 +50,22 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
+		Legacy: legacyRecord,
 	})
+}
+
+// legacyRecord rewrites key's record file in format version 1, as the
+// store wrote it before records carried ClaimedAt.
+func legacyRecord(t *testing.T, s idem.Store, key string) {
+	t.Helper()
+	p := s.(*Store).paths(key)
+	r, ok, err := s.(*Store).read(&p, key)
+	if err != nil || !ok {
+		t.Fatalf("reading %s: %v (found %v)", key, err, ok)
+	}
+	if err := os.WriteFile(p.rec, encodeRecordV1(&r), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // multiHead spreads calls round-robin over several Store values opened on
@@ -297,7 +313,7 @@ func TestCorruptRecord(t *testing.T) {
 		{"zeroed tail", func(b []byte) []byte { clear(b[len(b)/2:]); return b }},
 		{"bad magic", func(b []byte) []byte { b[0] = 'X'; return b }},
 		{"future version", func(b []byte) []byte { b[6] = 99; return b }},
-		{"length field too large", func(b []byte) []byte { b[92] = 0x7f; return b }},
+		{"length field too large", func(b []byte) []byte { b[100] = 0x7f; return b }},
 		{"other key", func([]byte) []byte {
 			return encodeRecord(&idem.Record{Key: "someone else", State: idem.StateCompleted, ExpiresAt: time.Now().Add(time.Hour)})
 		}},
@@ -381,8 +397,14 @@ func TestNotWritable(t *testing.T) {
 		if err == nil {
 			t.Fatalf("New(%s) on a read-only directory succeeded", d)
 		}
-		if !errors.Is(err, fs.ErrPermission) {
-			t.Errorf("New(%s): %v, want an error wrapping fs.ErrPermission", d, err)
+		if !errors.Is(err, fs.ErrPermission) || !errors.Is(err, idem.ErrStoreUnavailable) {
+			t.Errorf("New(%s): %v, want an error wrapping fs.ErrPermission and idem.ErrStoreUnavailable", d, err)
+		}
+		if p := testenv.RepeatedPhrase(err.Error(), 3); p != "" {
+			t.Errorf("New(%s) = %q says %q twice", d, err, p)
+		}
+		if n := strings.Count(err.Error(), d); n != 1 {
+			t.Errorf("New(%s) = %q names the directory %d times, want once", d, err, n)
 		}
 		t.Log(err)
 	}
@@ -393,8 +415,8 @@ func TestNotADirectory(t *testing.T) {
 	if err := os.WriteFile(f, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(f); err == nil {
-		t.Fatal("New on a regular file succeeded")
+	if _, err := New(f); !errors.Is(err, idem.ErrStoreUnavailable) {
+		t.Fatalf("New on a regular file = %v, want idem.ErrStoreUnavailable", err)
 	}
 	if _, err := New(""); err == nil {
 		t.Fatal("New(\"\") succeeded")
@@ -647,4 +669,60 @@ func runCmd(name string, args ...string) error {
 		return fmt.Errorf("%s: %w: %s", name, err, out)
 	}
 	return nil
+}
+
+// TestUnavailableErrorsSayItOnce: with its directory gone (replaced by a
+// file), every operation of a store fails with a message that repeats no
+// phrase, and a Guard's call reports idem.ErrStoreUnavailable once.
+func TestUnavailableErrorsSayItOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	s, err := New(dir, WithoutSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	l := idem.Lease{Key: "k", Owner: tok(1), Fence: 1, Duration: time.Second, TTL: time.Minute}
+	g := idem.NewGuard(s)
+	ops := []struct {
+		name string
+		run  func() error
+	}{
+		{"claim", func() error {
+			_, err := s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: tok(1), Lease: time.Second, TTL: time.Minute})
+			return err
+		}},
+		{"heartbeat", func() error { return s.Heartbeat(ctx, l) }},
+		{"complete", func() error { return s.Complete(ctx, l, idem.Result{Data: []byte("1")}) }},
+		{"get", func() error { _, err := s.Get(ctx, "k"); return err }},
+		{"delete", func() error { return s.Delete(ctx, "k") }},
+		{"wait", func() error { return s.Wait(ctx, "k") }},
+		{"list", func() error { return s.List(ctx, "", func(idem.Record) error { return nil }) }},
+		{"force release", func() error { _, err := s.ForceRelease(ctx, "k"); return err }},
+		{"cleanup", func() error { _, err := s.Cleanup(ctx); return err }},
+		{"guard", func() error {
+			c := g.Begin(&idem.Spec{Name: "test.Unavailable"})
+			c.Key().String("k")
+			_, err := idem.Do(ctx, c, func(context.Context) (int, error) { return 1, nil })
+			if !errors.Is(err, idem.ErrStoreUnavailable) {
+				t.Errorf("guard = %v, want idem.ErrStoreUnavailable", err)
+			}
+			return err
+		}},
+	}
+	for _, op := range ops {
+		err := op.run()
+		if err == nil {
+			t.Errorf("%s succeeded without its directory", op.name)
+			continue
+		}
+		if p := testenv.RepeatedPhrase(err.Error(), 3); p != "" {
+			t.Errorf("%s = %q: says %q twice", op.name, err, p)
+		}
+	}
 }

@@ -14,12 +14,13 @@ import (
 func fuzzSeeds(f *testing.F) {
 	t0 := time.Unix(1_700_000_000, 123_456_789)
 	for _, r := range []idem.Record{
-		{Key: "idem:f:v0:abc", State: idem.StateInProgress, Fence: 1, Owner: idem.Token{1, 2}, Fingerprint: idem.Fingerprint{3}, LeaseUntil: t0, ExpiresAt: t0.Add(time.Hour), UpdatedAt: t0},
+		{Key: "idem:f:v0:abc", State: idem.StateInProgress, Fence: 1, Owner: idem.Token{1, 2}, Fingerprint: idem.Fingerprint{3}, LeaseUntil: t0, ExpiresAt: t0.Add(time.Hour), UpdatedAt: t0, ClaimedAt: t0},
 		{Key: "k", State: idem.StateCompleted, Fence: 7, Result: []byte(`{"ok":true}`), LeaseUntil: t0, ExpiresAt: t0.Add(24 * time.Hour), UpdatedAt: t0},
 		{Key: "", State: idem.StateFailed, Fence: 1 << 40, Result: []byte(`{"message":"boom"}`), ExpiresAt: t0},
 		{Key: "released", State: idem.StateReleased, Fence: 3, ExpiresAt: t0},
 	} {
 		f.Add(encodeRecord(&r))
+		f.Add(encodeRecordV1(&r))
 	}
 	f.Add([]byte{})
 	f.Add([]byte("IDEMFS"))
@@ -43,7 +44,11 @@ func checkDecode(t *testing.T, b []byte) {
 	default:
 		t.Fatalf("accepted state %d", r.State)
 	}
-	if got := encodeRecord(&r); !bytes.Equal(got, b) {
+	enc := encodeRecord
+	if b[6] == formatV1 {
+		enc = encodeRecordV1
+	}
+	if got := enc(&r); !bytes.Equal(got, b) {
 		t.Fatalf("encode(decode(b)) differs from b:\n got %x\nwant %x", got, b)
 	}
 }
@@ -70,4 +75,15 @@ func FuzzDecodeRecordValidCRC(f *testing.F) {
 		}
 		checkDecode(t, b)
 	})
+}
+
+// encodeRecordV1 writes r in the previous format, without ClaimedAt
+// (tests of reading records an earlier version wrote).
+func encodeRecordV1(r *idem.Record) []byte {
+	v2 := encodeRecord(r)
+	b := make([]byte, 0, len(v2)-8)
+	b = append(b, v2[:88]...)
+	b = append(b, v2[96:len(v2)-trailerSize]...)
+	b[6] = formatV1
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }

@@ -9,11 +9,11 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
-// On-disk record format, version 1. Every integer is big-endian.
+// On-disk record format, version 2. Every integer is big-endian.
 //
 //	off  size  field
 //	  0     6  magic "IDEMFS"
-//	  6     1  format version (1)
+//	  6     1  format version (2)
 //	  7     1  state (idem.State, 1..4)
 //	  8     8  fence
 //	 16    16  owner token
@@ -21,11 +21,19 @@ import (
 //	 64     8  lease until   (Unix ns, 0 = zero time)
 //	 72     8  expires at    (Unix ns)
 //	 80     8  updated at    (Unix ns)
-//	 88     4  key length k
-//	 92     4  result length n
-//	 96     k  key
-//	96+k    n  result
-//	96+k+n  4  CRC-32C of every byte before it
+//	 88     8  claimed at    (Unix ns, 0 = zero time)
+//	 96     4  key length k
+//	100     4  result length n
+//	104     k  key
+//	104+k   n  result
+//	104+k+n 4  CRC-32C of every byte before it
+//
+// Version 1, written before records carried ClaimedAt, is version 2
+// without the claimed-at field (the lengths at 88 and 92, the key at 96).
+// The store still reads it, with a zero ClaimedAt, and writes version 2
+// when it next writes the record. A build that reads only version 1
+// reports a version-2 record as idem.ErrCorruptRecord (it never
+// overwrites it): processes sharing a directory are upgraded together.
 //
 // The checksum covers the whole file, so a truncated, zero-filled or
 // partly overwritten file (a torn write after a power loss with fsync
@@ -35,12 +43,17 @@ import (
 // it was found under.
 const (
 	recordMagic   = "IDEMFS"
-	formatVersion = 1
-	headerSize    = 96
-	trailerSize   = 4
+	formatVersion = 2
+	headerSize    = 104
+	// formatV1 and headerSizeV1 are the previous record format's.
+	formatV1     = 1
+	headerSizeV1 = 96
+	trailerSize  = 4
 	// maxRecordSize bounds what decode accepts, so a garbage length field
 	// cannot make a reader allocate gigabytes.
 	maxRecordSize = 1 << 30
+	// orderVersion is the order record's format version.
+	orderVersion = 1
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -56,8 +69,9 @@ func encodeRecord(r *idem.Record) []byte {
 	binary.BigEndian.PutUint64(b[64:], uint64(unixNano(r.LeaseUntil)))
 	binary.BigEndian.PutUint64(b[72:], uint64(unixNano(r.ExpiresAt)))
 	binary.BigEndian.PutUint64(b[80:], uint64(unixNano(r.UpdatedAt)))
-	binary.BigEndian.PutUint32(b[88:], uint32(len(r.Key)))
-	binary.BigEndian.PutUint32(b[92:], uint32(len(r.Result)))
+	binary.BigEndian.PutUint64(b[88:], uint64(unixNano(r.ClaimedAt)))
+	binary.BigEndian.PutUint32(b[96:], uint32(len(r.Key)))
+	binary.BigEndian.PutUint32(b[100:], uint32(len(r.Result)))
 	n := headerSize
 	n += copy(b[n:], r.Key)
 	n += copy(b[n:], r.Result)
@@ -69,18 +83,26 @@ func encodeRecord(r *idem.Record) []byte {
 // idem.ErrCorruptRecord; the caller adds the file name.
 func decodeRecord(b []byte) (idem.Record, error) {
 	var r idem.Record
-	if len(b) < headerSize+trailerSize {
+	if len(b) < headerSizeV1+trailerSize {
 		return r, fmt.Errorf("%w: %d bytes, shorter than a record header", idem.ErrCorruptRecord, len(b))
 	}
 	if string(b[:6]) != recordMagic {
 		return r, fmt.Errorf("%w: bad magic %q", idem.ErrCorruptRecord, b[:6])
 	}
-	if b[6] != formatVersion {
-		return r, fmt.Errorf("%w: unsupported format version %d (this build reads %d)", idem.ErrCorruptRecord, b[6], formatVersion)
+	hdr := headerSize
+	switch b[6] {
+	case formatVersion:
+		if len(b) < headerSize+trailerSize {
+			return r, fmt.Errorf("%w: %d bytes, shorter than a record header", idem.ErrCorruptRecord, len(b))
+		}
+	case formatV1:
+		hdr = headerSizeV1
+	default:
+		return r, fmt.Errorf("%w: unsupported format version %d (this build reads %d and %d)", idem.ErrCorruptRecord, b[6], formatV1, formatVersion)
 	}
-	kl := uint64(binary.BigEndian.Uint32(b[88:]))
-	rl := uint64(binary.BigEndian.Uint32(b[92:]))
-	if want := headerSize + kl + rl + trailerSize; want != uint64(len(b)) {
+	kl := uint64(binary.BigEndian.Uint32(b[hdr-8:]))
+	rl := uint64(binary.BigEndian.Uint32(b[hdr-4:]))
+	if want := uint64(hdr) + kl + rl + trailerSize; want != uint64(len(b)) {
 		return r, fmt.Errorf("%w: length fields say %d bytes, file has %d", idem.ErrCorruptRecord, want, len(b))
 	}
 	n := len(b) - trailerSize
@@ -99,9 +121,12 @@ func decodeRecord(b []byte) (idem.Record, error) {
 	r.LeaseUntil = fromUnixNano(int64(binary.BigEndian.Uint64(b[64:])))
 	r.ExpiresAt = fromUnixNano(int64(binary.BigEndian.Uint64(b[72:])))
 	r.UpdatedAt = fromUnixNano(int64(binary.BigEndian.Uint64(b[80:])))
-	r.Key = string(b[headerSize : headerSize+kl])
+	if hdr == headerSize {
+		r.ClaimedAt = fromUnixNano(int64(binary.BigEndian.Uint64(b[88:])))
+	}
+	r.Key = string(b[hdr : uint64(hdr)+kl])
 	if rl > 0 {
-		r.Result = append([]byte(nil), b[headerSize+kl:n]...)
+		r.Result = append([]byte(nil), b[uint64(hdr)+kl:n]...)
 	}
 	return r, nil
 }
@@ -146,7 +171,7 @@ type orderRecord struct {
 func encodeOrder(o *orderRecord) []byte {
 	b := make([]byte, orderHeaderSize+len(o.key)+trailerSize)
 	copy(b, orderMagic)
-	b[6] = formatVersion
+	b[6] = orderVersion
 	binary.BigEndian.PutUint64(b[8:], uint64(unixNano(o.last)))
 	binary.BigEndian.PutUint64(b[16:], uint64(unixNano(o.expiresAt)))
 	binary.BigEndian.PutUint32(b[24:], uint32(len(o.key)))
@@ -163,8 +188,8 @@ func decodeOrder(b []byte) (orderRecord, error) {
 	if string(b[:6]) != orderMagic {
 		return o, fmt.Errorf("%w: bad magic %q", idem.ErrCorruptRecord, b[:6])
 	}
-	if b[6] != formatVersion {
-		return o, fmt.Errorf("%w: unsupported format version %d (this build reads %d)", idem.ErrCorruptRecord, b[6], formatVersion)
+	if b[6] != orderVersion {
+		return o, fmt.Errorf("%w: unsupported format version %d (this build reads %d)", idem.ErrCorruptRecord, b[6], orderVersion)
 	}
 	kl := uint64(binary.BigEndian.Uint32(b[24:]))
 	if want := orderHeaderSize + kl + trailerSize; want != uint64(len(b)) {

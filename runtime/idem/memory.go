@@ -261,6 +261,7 @@ func (s *MemoryStore) claimLocked(sh *memShard, order *orderShard, req ClaimRequ
 	r.LeaseUntil = now.Add(req.Lease)
 	r.ExpiresAt = r.LeaseUntil.Add(req.TTL)
 	r.UpdatedAt = now
+	r.ClaimedAt = now
 	return ClaimResult{Status: status, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, nil
 }
 

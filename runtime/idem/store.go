@@ -201,7 +201,20 @@ type Record struct {
 	LeaseUntil time.Time
 	// ExpiresAt is when a finished or released record stops being live.
 	ExpiresAt time.Time
+	// UpdatedAt is the store's time of the record's last write (claim,
+	// heartbeat, completion, failure, release).
 	UpdatedAt time.Time
+	// ClaimedAt is when the current (or, once finished or released, the
+	// last) owner's ownership began: the store's time of the claim that
+	// acquired the key, a new claim or the takeover of an expired lease,
+	// judged by the same clock as LeaseUntil and UpdatedAt. Heartbeat,
+	// Complete, Fail and Release leave it unchanged, and so does an
+	// operator's ForceRelease, so for an in-progress record now minus
+	// ClaimedAt is how long the owner has been running, however often it
+	// heartbeats. It is the zero time on a record written by a store
+	// version that did not keep it (a record claimed before the upgrade);
+	// such a record was claimed no later than its UpdatedAt.
+	ClaimedAt time.Time
 }
 
 // Store is the persistence contract behind a Guard. Every method is one

@@ -23,6 +23,7 @@ type env struct {
 	t       *testing.T
 	s       idem.Store
 	corrupt func(t *testing.T, s idem.Store, key string)
+	legacy  func(t *testing.T, s idem.Store, key string)
 	clock   *Clock // nil: real time
 	lease   time.Duration
 	ttl     time.Duration
@@ -32,7 +33,7 @@ type env struct {
 
 func newEnv(t *testing.T, h Harness) *env {
 	t.Helper()
-	e := &env{t: t, key: "idemtest:" + strings.ReplaceAll(t.Name(), "/", ":"), corrupt: h.Corrupt}
+	e := &env{t: t, key: "idemtest:" + strings.ReplaceAll(t.Name(), "/", ":"), corrupt: h.Corrupt, legacy: h.Legacy}
 	now := time.Now
 	if h.ManualClock {
 		e.clock = NewClock(time.Now().Truncate(time.Millisecond))
@@ -128,6 +129,9 @@ func runSuite(t *testing.T, h Harness) {
 	for _, c := range hostileCases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, h)) })
 	}
+	for _, c := range claimedAtCases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, h)) })
+	}
 	// Optional capabilities, checked on a store of their own.
 	probe := newEnv(t, h).s
 	if o, ok := probe.(idem.Orderer); ok && o.SupportsOrdering() {
@@ -138,7 +142,7 @@ func runSuite(t *testing.T, h Harness) {
 		t.Logf("%T does not implement idem.Orderer: ordering cases not run", probe)
 	}
 	if _, ok := probe.(idem.Admin); ok {
-		for _, c := range adminCases {
+		for _, c := range append(adminCases, adminClaimedAtCases...) {
 			t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, h)) })
 		}
 	} else {

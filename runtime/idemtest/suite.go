@@ -28,6 +28,13 @@ type Harness struct {
 	// The hostile cases then check that Claim and Get both report
 	// idem.ErrCorruptRecord and that a fail-open Guard does not run.
 	Corrupt func(t *testing.T, s idem.Store, key string)
+	// Legacy, if set, rewrites the record at key in s (the suite has just
+	// claimed or completed a call there) the way the store's previous
+	// record format wrote it, before records carried ClaimedAt. The
+	// legacy cases then check that the store still reads it (ClaimedAt
+	// zero, or no later than UpdatedAt; never idem.ErrCorruptRecord), and
+	// that its owner can heartbeat and complete it and duplicates replay it.
+	Legacy func(t *testing.T, s idem.Store, key string)
 }
 
 // RunStoreSuite runs the conformance suite against the stores h makes.

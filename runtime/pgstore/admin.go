@@ -61,15 +61,16 @@ func (s *Store) listPage(ctx context.Context, prefix string, upper any, after st
 			key       string
 			r         row
 			updatedAt time.Time
+			claimedAt *time.Time
 		)
 		if err := rows.Scan(&key, &r.state, &r.owner, &r.fence, &r.fp, &r.result,
-			&r.leaseUntil, &r.expiresAt, &updatedAt, &r.format); err != nil {
+			&r.leaseUntil, &r.expiresAt, &updatedAt, &claimedAt, &r.format); err != nil {
 			return nil, s.wrap(ctx, "list", prefix, err)
 		}
 		if err := r.check(key); err != nil {
 			return nil, err
 		}
-		out = append(out, r.record(key, updatedAt))
+		out = append(out, r.record(key, updatedAt, claimedAt))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.wrap(ctx, "list", prefix, err)
@@ -103,9 +104,10 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, erro
 	var (
 		r         row
 		updatedAt time.Time
+		claimedAt *time.Time
 	)
 	err = c.QueryRow(ctx, s.q.forceRelease, key, s.ts(), s.n.channel).Scan(&r.state, &r.owner, &r.fence, &r.fp, &r.result,
-		&r.leaseUntil, &r.expiresAt, &updatedAt, &r.format)
+		&r.leaseUntil, &r.expiresAt, &updatedAt, &claimedAt, &r.format)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
@@ -115,10 +117,16 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, erro
 	if err := r.check(key); err != nil {
 		return idem.Record{}, err
 	}
-	return r.record(key, updatedAt), nil
+	return r.record(key, updatedAt, claimedAt), nil
 }
 
-func (r *row) record(key string, updatedAt time.Time) idem.Record {
+// record builds the record of row r; claimedAt is nil for a row claimed
+// before schema version 4 (the zero ClaimedAt).
+func (r *row) record(key string, updatedAt time.Time, claimedAt *time.Time) idem.Record {
+	var claimed time.Time
+	if claimedAt != nil {
+		claimed = *claimedAt
+	}
 	return idem.Record{
 		Key:         key,
 		State:       idem.State(r.state),
@@ -129,5 +137,6 @@ func (r *row) record(key string, updatedAt time.Time) idem.Record {
 		LeaseUntil:  r.leaseUntil,         // for finished records: the last lease, as the memory store
 		ExpiresAt:   r.expiresAt,
 		UpdatedAt:   updatedAt,
+		ClaimedAt:   claimed,
 	}
 }

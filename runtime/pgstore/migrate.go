@@ -19,7 +19,7 @@ import (
 
 // SchemaVersion is the newest schema version this package knows and the
 // version New requires.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // rowFormat is the newest row format (records.format) this package reads.
 const rowFormat = 1
@@ -207,8 +207,38 @@ func unreachable(err error) error {
 			return err
 		}
 	}
-	return fmt.Errorf("%w: %w", idem.ErrStoreUnavailable, err)
+	return fmt.Errorf("%w: %w", idem.ErrStoreUnavailable, deduped(err))
 }
+
+// deduped returns err with a message that says each of its lines once, on
+// one line. pgx lists every connection attempt on a line of its own, and
+// with sslmode=prefer (the default) it tries each address twice, with TLS
+// and without, so a refused port read "dial error: … connection refused"
+// twice. errors.Is and errors.As see err as it is.
+func deduped(err error) error {
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) == 1 {
+		return err
+	}
+	seen := make(map[string]bool, len(lines))
+	kept := lines[:0]
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		if l != "" && !seen[l] {
+			seen[l] = true
+			kept = append(kept, l)
+		}
+	}
+	return dedupedError{msg: strings.Join(kept, " "), err: err}
+}
+
+type dedupedError struct {
+	msg string
+	err error
+}
+
+func (e dedupedError) Error() string { return e.msg }
+func (e dedupedError) Unwrap() error { return e.err }
 
 // isUndefined reports whether err says the table or schema does not exist.
 func isUndefined(err error) bool {

@@ -49,15 +49,15 @@ func buildQueries(n names) queries {
 	SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, format
 	FROM {T} WHERE key = $1
 ), ins AS (
-	INSERT INTO {T} AS r (key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, took_over, completed_in_tx, format)
+	INSERT INTO {T} AS r (key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, took_over, completed_in_tx, format)
 	SELECT $1, 1, $2, 1, $3, NULL, t.ts + $4::bigint * interval '1 microsecond',
-		t.ts + ($4::bigint + $5::bigint) * interval '1 microsecond', t.ts, false, false, 1
+		t.ts + ($4::bigint + $5::bigint) * interval '1 microsecond', t.ts, t.ts, false, false, 1
 	FROM (SELECT ` + tsClaim + ` AS ts) t
 	WHERE NOT EXISTS (SELECT 1 FROM cur c WHERE NOT ` + claimable("c", "t.ts", "$3::bytea") + `)
 	ON CONFLICT (key) DO UPDATE SET
 		state = 1, owner = excluded.owner, fence = r.fence + 1, fingerprint = excluded.fingerprint,
 		result = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at,
-		updated_at = excluded.updated_at, completed_in_tx = false, format = 1,
+		updated_at = excluded.updated_at, claimed_at = excluded.claimed_at, completed_in_tx = false, format = 1,
 		took_over = (r.state = 1 AND r.expires_at > excluded.updated_at),
 		-- waiters of a taken-over owner still wait for the key
 		waiters = (r.waiters AND r.state = 1 AND r.expires_at > excluded.updated_at)
@@ -103,7 +103,7 @@ WHERE r.key = $1 AND r.owner = $2 AND r.fence = $3 AND r.state = 2 AND r.complet
 		doneInTxData: sub(`SELECT result = $4 FROM {T}
 	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 2 AND completed_in_tx`),
 
-		get: sub(`SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, format,
+		get: sub(`SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, format,
 	coalesce($2::timestamptz, statement_timestamp())
 FROM {T} WHERE key = $1`),
 
@@ -145,7 +145,7 @@ SELECT 1 FROM u WHERE CASE WHEN u.waiters THEN pg_notify($7, md5(u.key)) IS NOT 
 SELECT count(*) FROM d`),
 
 		// Admin. List pages by key within the prefix's key range.
-		list: sub(`SELECT key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, format
+		list: sub(`SELECT key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, format
 FROM {T}
 WHERE key >= $1 AND ($2::text IS NULL OR key < $2::text) AND ($4::boolean OR key > $3) AND starts_with(key, $1)
 ORDER BY key LIMIT $5`),
@@ -159,9 +159,9 @@ ORDER BY key LIMIT $5`),
 		updated_at = coalesce($2::timestamptz, statement_timestamp())
 	WHERE key = $1 AND format <= 1 AND state BETWEEN 1 AND 4
 		AND expires_at > coalesce($2::timestamptz, statement_timestamp()) -- past retention: gone
-	RETURNING key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, format, waiters
+	RETURNING key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, format, waiters
 )
-SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, format FROM u
+SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, format FROM u
 WHERE CASE WHEN u.waiters THEN pg_notify($3, md5(u.key)) IS NOT NULL ELSE true END`),
 
 		claimOrdered: `SELECT claimed, fence, lease_until, took_over, state, owner, fingerprint, result,

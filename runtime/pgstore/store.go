@@ -131,7 +131,7 @@ func (s *Store) acquire(ctx context.Context, op string) (*pgxpool.Conn, error) {
 			return nil, fmt.Errorf("%w: %s: no connection free after %v (%d/%d in use): %w",
 				ErrPoolExhausted, op, s.cfg.acquireTimeout, st.AcquiredConns(), st.MaxConns(), err)
 		}
-		return nil, fmt.Errorf("pgstore: %s: acquiring a connection: %w", op, err)
+		return nil, fmt.Errorf("pgstore: %s: acquiring a connection: %w", op, unreachable(err))
 	}
 	return c, nil
 }
@@ -145,7 +145,7 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 	if isUndefined(err) {
 		return fmt.Errorf("%w: %s: %w", ErrSchemaMissing, missingHint(s.n), err)
 	}
-	return fmt.Errorf("pgstore: %s %s: %w", op, key, err)
+	return fmt.Errorf("pgstore: %s %s: %w", op, key, unreachable(err))
 }
 
 var _ idem.Orderer = (*Store)(nil)
@@ -331,8 +331,9 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 		updatedAt time.Time
 		now       time.Time
 	)
+	var claimedAt *time.Time
 	err = c.QueryRow(ctx, s.q.get, key, s.ts()).Scan(&r.state, &r.owner, &r.fence, &r.fp, &r.result,
-		&r.leaseUntil, &r.expiresAt, &updatedAt, &r.format, &now)
+		&r.leaseUntil, &r.expiresAt, &updatedAt, &claimedAt, &r.format, &now)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
@@ -345,7 +346,7 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 	if !now.Before(r.expiresAt) {
 		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
-	return r.record(key, updatedAt), nil
+	return r.record(key, updatedAt, claimedAt), nil
 }
 
 func (s *Store) Delete(ctx context.Context, key string) error {

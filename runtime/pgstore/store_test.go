@@ -30,7 +30,18 @@ func TestConformance(t *testing.T) {
 		// second owner).
 		Lease:   time.Second,
 		Corrupt: corruptRow,
+		Legacy:  legacyRow,
 	})
+}
+
+// legacyRow clears key's claimed_at, as a row claimed before schema
+// version 4 has none.
+func legacyRow(t *testing.T, s idem.Store, key string) {
+	st := s.(*Store)
+	tag, err := st.pool.Exec(context.Background(), `UPDATE `+st.n.qTable+` SET claimed_at = NULL WHERE key = $1`, key)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("clearing claimed_at of %s: %v (%d rows)", key, err, tag.RowsAffected())
+	}
 }
 
 // corruptRow gives key's row a state no build writes.
@@ -53,6 +64,7 @@ func TestConformanceManualClock(t *testing.T) {
 		},
 		ManualClock: true,
 		Lease:       300 * time.Millisecond,
+		Legacy:      legacyRow,
 	})
 }
 
@@ -349,8 +361,56 @@ func TestMigrate(t *testing.T) {
 			rows.Scan(&v) //nolint:errcheck
 			versions = append(versions, v)
 		}
-		if diff := cmp.Diff([]int32{1, 2, 3}, versions); diff != "" {
+		if diff := cmp.Diff([]int32{1, 2, 3, 4}, versions); diff != "" {
 			t.Errorf("recorded versions (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("upgrade from version 3 keeps its rows", func(t *testing.T) {
+		// Rows written at version 3 have no claimed_at: they read with a
+		// zero ClaimedAt, replay, and their owners heartbeat and complete.
+		schema := newSchema(t, pool)
+		if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+			t.Fatal(err)
+		}
+		n := newNames(schema, "idem_records")
+		for _, m := range migrations()[:3] {
+			if _, err := pool.Exec(ctx, n.render(m.sql)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		owner, fp := token(1), fingerprint(1)
+		if _, err := pool.Exec(ctx, `INSERT INTO `+n.qTable+` (key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at)
+			VALUES ('done', 2, $1, 3, $2, '"v"', now(), now() + interval '1 hour', now() - interval '1 minute'),
+			       ('running', 1, $1, 5, $2, NULL, now() + interval '1 hour', now() + interval '2 hours', now())`, owner[:], fp[:]); err != nil {
+			t.Fatal(err)
+		}
+		if err := Migrate(ctx, pool, WithSchema(schema)); err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(ctx, pool, WithSchema(schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		for _, key := range []string{"done", "running"} {
+			r, err := s.Get(ctx, key)
+			if err != nil || !r.ClaimedAt.IsZero() || r.UpdatedAt.IsZero() {
+				t.Fatalf("Get(%s) of a version-3 row = %+v, %v; want it with a zero ClaimedAt", key, r, err)
+			}
+		}
+		res, err := s.Claim(ctx, idem.ClaimRequest{Key: "done", Owner: token(2), Fingerprint: fp, Lease: time.Second, TTL: time.Hour})
+		if err != nil || res.Status != idem.ClaimCompleted || string(res.Result.Data) != `"v"` {
+			t.Fatalf("replay of a version-3 row = %+v, %v", res, err)
+		}
+		l := idem.Lease{Key: "running", Owner: owner, Fence: 5, Duration: time.Minute, TTL: time.Hour}
+		if err := s.Heartbeat(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(ctx, l, idem.Result{Data: []byte(`1`)}); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := s.Get(ctx, "running"); err != nil || r.State != idem.StateCompleted || !r.ClaimedAt.IsZero() {
+			t.Fatalf("version-3 row after heartbeat and completion = %+v, %v", r, err)
 		}
 	})
 	t.Run("own migration tool", func(t *testing.T) {

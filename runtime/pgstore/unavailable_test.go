@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
@@ -134,5 +135,94 @@ func TestDeadlineShorterThanAStatementBoundsEveryStoreCall(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("calls with a 60ms deadline on a row the server holds (-want +got):\n%s", diff)
+	}
+}
+
+// TestNewFailsFast: New over a refused port returns well inside a short
+// ctx, with idem.ErrStoreUnavailable, the cause, and no phrase said twice.
+func TestNewFailsFast(t *testing.T) {
+	addr := refusedPort(t)
+	pool, err := pgxpool.New(context.Background(), "postgres://idem@"+addr+"/test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = New(ctx, pool)
+	if took := time.Since(start); took > 500*time.Millisecond {
+		t.Errorf("New took %v to fail", took)
+	}
+	if !errors.Is(err, idem.ErrStoreUnavailable) || !errors.Is(err, syscall.ECONNREFUSED) || !strings.Contains(err.Error(), addr) {
+		t.Errorf("New = %v; want idem.ErrStoreUnavailable, connection refused and the address", err)
+	}
+	if p := testenv.RepeatedPhrase(err.Error(), 3); p != "" {
+		t.Errorf("New = %q says %q twice", err, p)
+	}
+}
+
+// TestUnavailableErrorsSayItOnce: every operation of a store whose server
+// refuses connections, and a Guard's call over it, fails with an error
+// wrapping idem.ErrStoreUnavailable whose text repeats no phrase.
+func TestUnavailableErrorsSayItOnce(t *testing.T) {
+	addr := refusedPort(t)
+	pool, err := pgxpool.New(context.Background(), "postgres://idem@"+addr+"/test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	// New would refuse the pool: the store as New builds it past its checks.
+	cfg := buildConfig([]Option{WithPollInterval(50 * time.Millisecond)})
+	s := &Store{pool: pool, cfg: cfg, n: newNames(cfg.schema, cfg.table)}
+	s.q = buildQueries(s.n)
+	bg, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	s.lis = newListener(s, bg)
+	t.Cleanup(func() { s.Close() })
+	l := idem.Lease{Key: "k", Owner: idem.Token{1}, Fence: 1, Duration: time.Second, TTL: time.Minute}
+	g := idem.NewGuard(s)
+	ops := []struct {
+		name string
+		run  func(ctx context.Context) error
+	}{
+		{"claim", func(ctx context.Context) error {
+			_, err := s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: time.Second, TTL: time.Minute})
+			return err
+		}},
+		{"ordered claim", func(ctx context.Context) error {
+			_, err := s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: time.Second, TTL: time.Minute,
+				Order: idem.OrderClaim{Key: "e", At: time.Now()}})
+			return err
+		}},
+		{"heartbeat", func(ctx context.Context) error { return s.Heartbeat(ctx, l) }},
+		{"complete", func(ctx context.Context) error { return s.Complete(ctx, l, idem.Result{Data: []byte("1")}) }},
+		{"fail", func(ctx context.Context) error { return s.Fail(ctx, l, idem.Result{Data: []byte("1")}) }},
+		{"release", func(ctx context.Context) error { return s.Release(ctx, l) }},
+		{"get", func(ctx context.Context) error { _, err := s.Get(ctx, "k"); return err }},
+		{"delete", func(ctx context.Context) error { return s.Delete(ctx, "k") }},
+		{"wait", func(ctx context.Context) error { return s.Wait(ctx, "k") }},
+		{"list", func(ctx context.Context) error { return s.List(ctx, "", func(idem.Record) error { return nil }) }},
+		{"force release", func(ctx context.Context) error { _, err := s.ForceRelease(ctx, "k"); return err }},
+		{"cleanup", func(ctx context.Context) error { _, err := s.Cleanup(ctx); return err }},
+		{"guard", func(ctx context.Context) error {
+			c := g.Begin(&idem.Spec{Name: "test.Unavailable"})
+			c.Key().String("k")
+			_, err := idem.Do(ctx, c, func(context.Context) (int, error) { return 1, nil })
+			return err
+		}},
+	}
+	for _, op := range ops {
+		t.Run(op.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err := op.run(ctx)
+			if !errors.Is(err, idem.ErrStoreUnavailable) {
+				t.Fatalf("%s = %v, want an error wrapping idem.ErrStoreUnavailable", op.name, err)
+			}
+			if p := testenv.RepeatedPhrase(err.Error(), 3); p != "" {
+				t.Errorf("%s = %q: says %q twice", op.name, err, p)
+			}
+		})
 	}
 }

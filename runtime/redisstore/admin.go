@@ -43,7 +43,7 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, erro
 		return idem.Record{}, corrupt(key, replyString(res, 1))
 	}
 	v, _ := res[1].(string)
-	return decodeRecord(key, v, 0) // the script wrote version 1: absolute times
+	return decodeRecord(key, v, 0) // the script wrote version 3: absolute times
 }
 
 // List implements idem.Admin: it scans the store's keys (every master of a
@@ -170,7 +170,8 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 	}
 	skipped := corrupted
 	fnMu.Unlock()
-	if err != nil && ctx.Err() != nil {
+	if err != nil && (ctx.Err() != nil || stopped == nil) {
+		// Not fn's error: the scan's (a server that cannot be reached).
 		return s.wrap(ctx, "list", prefix, err)
 	}
 	if err == nil && len(skipped) > 0 {

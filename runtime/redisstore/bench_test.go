@@ -211,7 +211,7 @@ func BenchmarkWaitWakeup(b *testing.B) {
 	rdb := benchClient(b)
 	owner := newStore(b, rdb)
 	waiterRdb := standalone(b)
-	waiter, err := New(waiterRdb, WithPrefix(owner.prefix), WithLogger(quietLogger()))
+	waiter, err := New(context.Background(), waiterRdb, WithPrefix(owner.prefix), WithLogger(quietLogger()))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -25,6 +25,7 @@ func TestConformanceStandalone(t *testing.T) {
 			return newStore(t, rdb, WithPollInterval(50*time.Millisecond))
 		},
 		Corrupt: corruptWith(rdb),
+		Legacy:  legacyWith(rdb),
 	})
 }
 
@@ -32,6 +33,30 @@ func TestConformanceStandalone(t *testing.T) {
 func corruptWith(rdb redis.UniversalClient) func(t *testing.T, s idem.Store, key string) {
 	return func(t *testing.T, s idem.Store, key string) {
 		if err := rdb.Set(context.Background(), s.(*Store).RecordKey(key), "\x00not a record", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// legacyWith rewrites key's record in encoding version 1, as stores wrote
+// it before records carried ClaimedAt, keeping its Redis expiry.
+func legacyWith(rdb redis.UniversalClient) func(t *testing.T, s idem.Store, key string) {
+	return func(t *testing.T, s idem.Store, key string) {
+		ctx := context.Background()
+		rk := s.(*Store).RecordKey(key)
+		v, err := rdb.Get(ctx, rk).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		at, err := rdb.PExpireTime(ctx, rk).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := decodeRecord(key, v, at.Milliseconds())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.SetArgs(ctx, rk, encodeRecordV1(r, be64(v, offOp)), redis.SetArgs{KeepTTL: true}).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -46,6 +71,7 @@ func TestConformanceCluster(t *testing.T) {
 			return newStore(t, rdb, WithPollInterval(50*time.Millisecond))
 		},
 		Corrupt: corruptWith(rdb),
+		Legacy:  legacyWith(rdb),
 	})
 }
 

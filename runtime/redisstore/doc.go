@@ -6,8 +6,8 @@
 // # Usage
 //
 //	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
-//	store, err := redisstore.New(rdb, redisstore.WithPrefix("billing:"))
-//	if err != nil { ... }
+//	store, err := redisstore.New(ctx, rdb, redisstore.WithPrefix("billing:"))
+//	if err != nil { ... } // Redis did not answer a PING within ctx: wraps idem.ErrStoreUnavailable
 //	defer store.Close() // stops the shared subscription; rdb stays open
 //	g := idem.NewGuard(store)
 //

@@ -65,7 +65,7 @@ func TestEvictionPolicyCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			var log syncBuffer
-			s, err := New(rdb, WithPrefix(testPrefix(t)), WithEvictionCheck(tt.mode),
+			s, err := New(context.Background(), rdb, WithPrefix(testPrefix(t)), WithEvictionCheck(tt.mode),
 				WithLogger(slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 			if err != nil {
 				t.Fatal(err)

@@ -38,7 +38,7 @@ func newFaultEnv(t *testing.T, retries int) *faultEnv {
 	t.Cleanup(func() { via.Close() })
 	prefix := testPrefix(t)
 	mk := func(c redis.UniversalClient) *Store {
-		s, err := New(c, WithPrefix(prefix), WithLogger(quietLogger()), WithPollInterval(50*time.Millisecond))
+		s, err := New(context.Background(), c, WithPrefix(prefix), WithLogger(quietLogger()), WithPollInterval(50*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,7 +298,7 @@ func TestFaultServerRestart(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.addr(), DialTimeout: 200 * time.Millisecond,
 		MaxRetries: 1, MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 10 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
-	s, err := New(rdb, WithLogger(quietLogger()), WithPollInterval(100*time.Millisecond))
+	s, err := New(context.Background(), rdb, WithLogger(quietLogger()), WithPollInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func TestMaxmemoryIsStoreFull(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.addr()})
 	t.Cleanup(func() { rdb.Close() })
 	ctx := context.Background()
-	s, err := New(rdb, WithLogger(quietLogger()))
+	s, err := New(context.Background(), rdb, WithLogger(quietLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,12 +22,13 @@ import (
 func FuzzDecodeRecord(f *testing.F) {
 	t0 := time.UnixMicro(1_700_000_000_123_456)
 	for _, r := range []idem.Record{
-		{State: idem.StateInProgress, Fence: 1, Owner: idem.Token{1, 2}, Fingerprint: idem.Fingerprint{3}, LeaseUntil: t0, ExpiresAt: t0.Add(time.Hour), UpdatedAt: t0},
+		{State: idem.StateInProgress, Fence: 1, Owner: idem.Token{1, 2}, Fingerprint: idem.Fingerprint{3}, LeaseUntil: t0, ExpiresAt: t0.Add(time.Hour), UpdatedAt: t0, ClaimedAt: t0},
 		{State: idem.StateCompleted, Fence: 7, Result: []byte(`{"ok":true}`), LeaseUntil: t0, ExpiresAt: t0.Add(24 * time.Hour), UpdatedAt: t0},
 		{State: idem.StateFailed, Fence: 1 << 40, Result: []byte(`{"message":"boom"}`), ExpiresAt: t0},
 		{State: idem.StateReleased, Fence: 3, ExpiresAt: t0},
 	} {
 		f.Add(encodeRecord(r, 42))
+		f.Add(encodeRecordV1(r, 42))
 	}
 	fresh, _ := encodeFresh(idem.Token{4}, idem.Fingerprint{5}, []byte("op-id-08"), time.Second, time.Hour)
 	f.Add(fresh)

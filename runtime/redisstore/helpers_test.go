@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgen/idemgen/internal/testenv"
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 var (
@@ -84,7 +85,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 func newStore(t testing.TB, rdb redis.UniversalClient, opts ...Option) *Store {
 	t.Helper()
 	prefix := testPrefix(t)
-	s, err := New(rdb, append([]Option{WithPrefix(prefix), WithLogger(quietLogger())}, opts...)...)
+	s, err := New(context.Background(), rdb, append([]Option{WithPrefix(prefix), WithLogger(quietLogger())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,4 +112,13 @@ func cleanPrefix(rdb redis.UniversalClient, prefix string) {
 	case *redis.Client:
 		_ = clean(ctx, c)
 	}
+}
+
+// encodeRecordV1 is encodeRecord in encoding version 1, as stores wrote
+// records before they carried ClaimedAt (which it drops).
+func encodeRecordV1(r idem.Record, op uint64) []byte {
+	v3 := encodeRecord(r, op)
+	v1 := append(v3[:headerLen:headerLen], v3[headerLenV3:]...)
+	v1[1] = legacyVersion
+	return v1
 }

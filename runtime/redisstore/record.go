@@ -13,7 +13,7 @@ import (
 //
 //	offset size field
 //	0      1    magic 0xA7 (anything else is not ours)
-//	1      1    encoding version (1)
+//	1      1    encoding version (3)
 //	2      1    state (idem.State: 1 in_progress, 2 completed, 3 failed, 4 released)
 //	3      8    fence, big-endian
 //	11     8    lease expiry, µs since the Unix epoch (server clock)
@@ -22,13 +22,22 @@ import (
 //	35     8    op id of the write that produced the record (retry detection)
 //	43     16   owner token
 //	59     32   fingerprint
-//	91     …    result data (completed, failed), empty otherwise
+//	91     8    claimed at, µs (0: unknown)
+//	99     …    result data (completed, failed), empty otherwise
 //
-// Version 2 is the same layout for a fresh claim, which the client writes
-// itself with one SET NX GET (no script, see Store.Claim) and so cannot
-// stamp with the server's clock. Its state is in_progress and its three
-// times are relative to the key's Redis expiry, which the server set by
-// its own clock (PX = lease + TTL, rounded up to whole ms):
+// Version 1 is version 3 without the claimed-at field: the result data
+// starts at 91. Records written before records carried ClaimedAt are
+// version 1; every store still reads them (ClaimedAt is the zero time,
+// and stays zero for that ownership when a new store heartbeats or
+// finishes it), and the scripts write version 3. A store that reads only
+// versions 1 and 2 refuses a version-3 record as idem.ErrCorruptRecord
+// (never overwriting it): upgrade every process sharing a prefix together.
+//
+// Version 2 is the version-1 layout for a fresh claim, which the client
+// writes itself with one SET NX GET (no script, see Store.Claim) and so
+// cannot stamp with the server's clock. Its state is in_progress and its
+// three times are relative to the key's Redis expiry, which the server set
+// by its own clock (PX = lease + TTL, rounded up to whole ms):
 //
 //	11     8    lease duration, µs
 //	19     8    TTL after the lease, µs (the record expires that long after it)
@@ -36,10 +45,11 @@ import (
 //
 // A reader turns them into server times with the key's PEXPIRETIME (an
 // absolute server time, the same on every read): expiry = PEXPIRETIME +
-// 1 ms, lease expiry = expiry - TTL, updated at = lease expiry - lease.
-// The extra millisecond covers the server's whole-ms clock at the SET, so
-// a reader never sees the lease end before it does. The first script that writes the record
-// (heartbeat, complete, fail, release, takeover) writes version 1.
+// 1 ms, lease expiry = expiry - TTL, updated at = claimed at = lease
+// expiry - lease. The extra millisecond covers the server's whole-ms clock
+// at the SET, so a reader never sees the lease end before it does. The
+// first script that writes the record (heartbeat, complete, fail, release,
+// takeover) writes version 3, with that claimed at.
 //
 // The Lua scripts and decodeRecord below parse the same layout; a value that
 // does not match it is reported as idem.ErrCorruptRecord and never
@@ -47,23 +57,42 @@ import (
 // reads a version it does not know refuses it the same way.
 const (
 	recordMagic   = 0xA7
-	recordVersion = 1
+	recordVersion = 3
+	legacyVersion = 1
 	freshVersion  = 2
-	headerLen     = 91
+	// headerLen is the header of versions 1 and 2 (the fields every
+	// version has, through the fingerprint); headerLenV3 adds claimed at.
+	headerLen   = 91
+	headerLenV3 = 99
 
 	// maxFreshMicros bounds a fresh claim's lease and TTL (ten years): a
 	// larger value is not one encodeFresh wrote.
 	maxFreshMicros = 10 * 365 * 24 * 3600 * 1_000_000
 
-	offState  = 2
-	offFence  = 3
-	offLease  = 11
-	offExpiry = 19
-	offUpdate = 27
-	offOp     = 35
-	offOwner  = 43
-	offFP     = 59
+	offState   = 2
+	offFence   = 3
+	offLease   = 11
+	offExpiry  = 19
+	offUpdate  = 27
+	offOp      = 35
+	offOwner   = 43
+	offFP      = 59
+	offClaimed = 91
 )
+
+// dataOffset is where a finished record's result starts in v, whose
+// header the caller has checked is at least headerLen long; ok is false
+// for a version-3 value too short for its header.
+func dataOffset(v string) (off int, ok bool) {
+	if v[1] == recordVersion {
+		return headerLenV3, len(v) >= headerLenV3
+	}
+	return headerLen, true
+}
+
+// finishedVersion reports whether version byte b is one a finished record
+// may have (written by a script: 1 before ClaimedAt, 3 since).
+func finishedVersion(b byte) bool { return b == recordVersion || b == legacyVersion }
 
 // decodeRecord parses a stored value. key is the caller's store key;
 // expireAtMs, the key's PEXPIRETIME in ms (negative: the key has no
@@ -78,8 +107,12 @@ func decodeRecord(key string, v string, expireAtMs int64) (idem.Record, error) {
 	if v[0] != recordMagic {
 		return idem.Record{}, corrupt(key, fmt.Sprintf("not an idem record (first byte %#x)", v[0]))
 	}
-	if v[1] != recordVersion && v[1] != freshVersion {
+	if v[1] != recordVersion && v[1] != legacyVersion && v[1] != freshVersion {
 		return idem.Record{}, corrupt(key, fmt.Sprintf("unsupported record encoding version %d", v[1]))
+	}
+	data, ok := dataOffset(v)
+	if !ok {
+		return idem.Record{}, corrupt(key, fmt.Sprintf("value of %d bytes is shorter than the %d-byte header", len(v), headerLenV3))
 	}
 	st := idem.State(v[offState])
 	if st < idem.StateInProgress || st > idem.StateReleased || (v[1] == freshVersion && st != idem.StateInProgress) {
@@ -93,7 +126,10 @@ func decodeRecord(key string, v string, expireAtMs int64) (idem.Record, error) {
 		ExpiresAt:  micros(be64(v, offExpiry)),
 		UpdatedAt:  micros(be64(v, offUpdate)),
 	}
-	if v[1] == freshVersion {
+	switch v[1] {
+	case recordVersion:
+		r.ClaimedAt = micros(be64(v, offClaimed))
+	case freshVersion:
 		leaseUs, ttlUs := be64(v, offLease), be64(v, offExpiry)
 		if leaseUs > maxFreshMicros || ttlUs > maxFreshMicros {
 			return idem.Record{}, corrupt(key, fmt.Sprintf("fresh claim with a lease of %dµs and a TTL of %dµs", leaseUs, ttlUs))
@@ -107,28 +143,38 @@ func decodeRecord(key string, v string, expireAtMs int64) (idem.Record, error) {
 		r.ExpiresAt = time.UnixMilli(expireAtMs).Add(time.Millisecond)
 		r.LeaseUntil = r.ExpiresAt.Add(-ttl)
 		r.UpdatedAt = r.LeaseUntil.Add(-lease)
+		r.ClaimedAt = r.UpdatedAt
 	}
 	copy(r.Owner[:], v[offOwner:offFP])
 	copy(r.Fingerprint[:], v[offFP:headerLen])
-	if len(v) > headerLen {
-		r.Result = []byte(v[headerLen:])
+	if len(v) > data {
+		r.Result = []byte(v[data:])
 	}
 	return r, nil
 }
 
-// encodeRecord is the Go twin of the scripts' encoder, used by tests and
-// tools that need to write a record by hand.
+// encodeRecord is the Go twin of the scripts' encoder (version 3), used by
+// tests and tools that need to write a record by hand.
 func encodeRecord(r idem.Record, op uint64) []byte {
-	b := make([]byte, headerLen, headerLen+len(r.Result))
+	b := make([]byte, headerLenV3, headerLenV3+len(r.Result))
 	b[0], b[1], b[offState] = recordMagic, recordVersion, byte(r.State)
 	binary.BigEndian.PutUint64(b[offFence:], r.Fence)
-	binary.BigEndian.PutUint64(b[offLease:], uint64(r.LeaseUntil.UnixMicro()))
-	binary.BigEndian.PutUint64(b[offExpiry:], uint64(r.ExpiresAt.UnixMicro()))
-	binary.BigEndian.PutUint64(b[offUpdate:], uint64(r.UpdatedAt.UnixMicro()))
+	binary.BigEndian.PutUint64(b[offLease:], uint64(unixMicro(r.LeaseUntil)))
+	binary.BigEndian.PutUint64(b[offExpiry:], uint64(unixMicro(r.ExpiresAt)))
+	binary.BigEndian.PutUint64(b[offUpdate:], uint64(unixMicro(r.UpdatedAt)))
 	binary.BigEndian.PutUint64(b[offOp:], op)
 	copy(b[offOwner:], r.Owner[:])
 	copy(b[offFP:], r.Fingerprint[:])
+	binary.BigEndian.PutUint64(b[offClaimed:], uint64(unixMicro(r.ClaimedAt)))
 	return append(b, r.Result...)
+}
+
+// unixMicro is t in µs, 0 for the zero time (which micros reads back).
+func unixMicro(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
 }
 
 // encodeFresh is the version-2 record of a fresh claim (see above) and

@@ -26,6 +26,7 @@ var maxFreshLua = strconv.FormatInt(maxFreshMicros, 10)
 // luaCommon parses and builds records; see record.go for the layout.
 var luaCommon = `
 local HDR = 91
+local HDR3 = 99
 local function now_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -39,7 +40,13 @@ local function parse(v, key)
   end
   local magic, ver, st, fence, lease, exp, upd = struct.unpack('>BBBI8I8I8I8', v)
   if magic ~= 167 then return nil, 'not an idem record (first byte ' .. magic .. ')' end
-  if ver == 2 then
+  local claimed = 0
+  if ver == 3 then
+    if #v < HDR3 then
+      return nil, 'value of ' .. #v .. ' bytes is shorter than the ' .. HDR3 .. '-byte header'
+    end
+    claimed = struct.unpack('>I8', v, 92)
+  elseif ver == 2 then
     -- a fresh claim written by SET NX: lease and TTL are durations, the
     -- key's expiry (server clock) places them; +1 ms covers the whole-ms
     -- clock of the SET (record.go)
@@ -52,16 +59,18 @@ local function parse(v, key)
     local ttl = exp
     exp = at * 1000 + 1000
     upd = exp - ttl - lease
+    claimed = upd
     lease = exp - ttl
   elseif ver ~= 1 then
     return nil, 'unsupported record encoding version ' .. ver
   end
   if st < 1 or st > 4 then return nil, 'unknown state ' .. st end
-  return {st = st, fence = fence, lease = lease, exp = exp, upd = upd,
+  return {st = st, fence = fence, lease = lease, exp = exp, upd = upd, claimed = claimed,
     op = string.sub(v, 36, 43), owner = string.sub(v, 44, 59), fp = string.sub(v, 60, 91)}
 end
-local function enc(st, fence, lease, exp, now, op, owner, fp, data)
-  return struct.pack('>BBBI8I8I8I8', 167, 1, st, fence, lease, exp, now) .. op .. owner .. fp .. data
+local function enc(st, fence, lease, exp, now, op, owner, fp, claimed, data)
+  return struct.pack('>BBBI8I8I8I8', 167, 3, st, fence, lease, exp, now) .. op .. owner .. fp ..
+    struct.pack('>I8', claimed) .. data
 end
 local function px(exp, now)
   local ms = math.floor((exp - now) / 1000)
@@ -86,7 +95,8 @@ end
 // live. Go reads the fence from the returned value.
 var claimScript = redis.NewScript(`
 local v = redis.pcall('GET', KEYS[1])
-if type(v) == 'string' and #v >= 91 and string.byte(v, 1) == 167 and string.byte(v, 2) == 1 then
+if type(v) == 'string' and #v >= 99 and string.byte(v, 1) == 167 and string.byte(v, 2) == 3 or
+    type(v) == 'string' and #v >= 91 and string.byte(v, 1) == 167 and string.byte(v, 2) == 1 then
   local st = string.byte(v, 3)
   if (st == 2 or st == 3) and string.sub(v, 60, 91) == ARGV[2] then return {st + 2, 0, 0, v} end
 end
@@ -129,7 +139,7 @@ end
 fence = fence + 1
 local lease = now + tonumber(ARGV[3])
 local exp = lease + tonumber(ARGV[4])
-redis.call('SET', KEYS[1], enc(1, fence, lease, exp, now, ARGV[6], ARGV[1], ARGV[2], ''), 'PX', px(exp, now))
+redis.call('SET', KEYS[1], enc(1, fence, lease, exp, now, ARGV[6], ARGV[1], ARGV[2], now, ''), 'PX', px(exp, now))
 if status == 2 then redis.call('PUBLISH', ARGV[5], note(1, fence)) end
 return {status, fence, lease}
 `)
@@ -154,14 +164,19 @@ if type(v) == 'table' then return {0, 'cannot read the record key: ' .. tostring
 if #v < 91 then return {0, 'value of ' .. #v .. ' bytes is shorter than the 91-byte header'} end
 local magic, ver, rst, rfence, rlease, rexp = struct.unpack('>BBBI8I8I8', v)
 if magic ~= 167 then return {0, 'not an idem record (first byte ' .. magic .. ')'} end
-if ver ~= 1 and ver ~= 2 then return {0, 'unsupported record encoding version ' .. ver} end
+if ver ~= 1 and ver ~= 2 and ver ~= 3 then return {0, 'unsupported record encoding version ' .. ver} end
+if ver == 3 and #v < 99 then return {0, 'value of ' .. #v .. ' bytes is shorter than the 99-byte header'} end
 if rst < 1 or rst > 4 or (ver == 2 and rst ~= 1) then return {0, 'unknown state ' .. rst} end
+local claimed = 0 -- version 1: unknown
+if ver == 3 then claimed = struct.unpack('>I8', v, 92) end
 if ver == 2 then
   -- judged as parse and decodeRecord judge it, before ownership
   if rlease > ` + maxFreshLua + ` or rexp > ` + maxFreshLua + ` then
     return {0, string.format('fresh claim with a lease of %.0fµs and a TTL of %.0fµs', rlease, rexp)}
   end
-  if redis.call('PEXPIRETIME', KEYS[1]) < 0 then return {0, 'fresh claim without an expiry'} end
+  local at = redis.call('PEXPIRETIME', KEYS[1])
+  if at < 0 then return {0, 'fresh claim without an expiry'} end
+  claimed = at * 1000 + 1000 - rexp - rlease
 end
 local st, fence, dur = struct.unpack('>BI8I8', ARGV[1])
 local owner = string.sub(ARGV[1], 26, 41)
@@ -183,7 +198,8 @@ if st == 1 then
 end
 local ms = math.floor((exp - now) / 1000)
 if ms < 1 then ms = 1 end
-redis.call('SET', KEYS[1], struct.pack('>BBBI8I8I8I8', 167, 1, st, fence, lease, exp, now) .. op .. owner .. string.sub(v, 60, 91) .. data, 'PX', string.format('%d', ms))
+redis.call('SET', KEYS[1], struct.pack('>BBBI8I8I8I8', 167, 3, st, fence, lease, exp, now) .. op .. owner ..
+  string.sub(v, 60, 91) .. struct.pack('>I8', claimed) .. data, 'PX', string.format('%d', ms))
 if st ~= 1 then redis.call('PUBLISH', KEYS[1] .. ':done', st .. ':' .. string.format('%d', fence)) end
 return {1, lease}
 `)
@@ -221,7 +237,7 @@ local keep = r.exp - r.upd
 if keep < 0 then keep = 0 end
 local fence = r.fence + 1
 local exp = now + keep
-local nv = enc(4, fence, r.lease, exp, now, ARGV[2], string.rep('\0', 16), r.fp, '')
+local nv = enc(4, fence, r.lease, exp, now, ARGV[2], string.rep('\0', 16), r.fp, r.claimed, '')
 redis.call('SET', KEYS[1], nv, 'PX', px(exp, now))
 redis.call('PUBLISH', ARGV[1], note(4, fence))
 return {1, nv}

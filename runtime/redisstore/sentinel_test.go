@@ -66,7 +66,7 @@ func TestSentinel(t *testing.T) {
 	sentinel := startSentinel(t, master)
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{MasterName: "idem-master", Addrs: []string{sentinel}})
 	t.Cleanup(func() { rdb.Close() })
-	s, err := New(rdb, WithLogger(quietLogger()), WithEvictionCheck(EvictionRefuse))
+	s, err := New(context.Background(), rdb, WithLogger(quietLogger()), WithEvictionCheck(EvictionRefuse))
 	if err != nil {
 		t.Fatal(err)
 	}

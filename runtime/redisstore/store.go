@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,8 +67,67 @@ func WithEvictionCheck(m EvictionMode) Option { return func(s *Store) { s.policy
 func WithPollInterval(d time.Duration) Option { return func(s *Store) { s.poll = d } }
 
 // New returns a store over rdb: a *redis.Client (standalone or Sentinel
-// failover) or a *redis.ClusterClient.
-func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
+// failover) or a *redis.ClusterClient. It checks that Redis answers with
+// one PING bounded by ctx, so a server that is down, refuses the
+// connection or rejects the credentials fails here, with an error wrapping
+// idem.ErrStoreUnavailable and the cause, instead of on the first call.
+// The store keeps no reference to ctx.
+func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Store, error) {
+	s, err := build(rdb, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := ping(ctx, rdb); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// ping sends one PING, bounded by ctx. For the go-redis clients it goes
+// through a short-lived client with rdb's options (address, TLS,
+// credentials, Sentinel or Cluster discovery) but without retries: rdb
+// would retry a refused connection for seconds, and a ctx that ends first
+// would then hide the cause behind its own error.
+func ping(ctx context.Context, rdb redis.UniversalClient) error {
+	var p redis.UniversalClient = rdb
+	target := ""
+	switch c := rdb.(type) {
+	case *redis.Client:
+		o := *c.Options()
+		o.MaxRetries, o.DialerRetries, o.PoolSize, o.MinIdleConns, o.MaxIdleConns = -1, 1, 1, 0, 0
+		p, target = redis.NewClient(&o), o.Addr
+		if target == "FailoverClient" { // go-redis's name for a Sentinel client
+			target = "the Sentinel master"
+		}
+	case *redis.ClusterClient:
+		o := *c.Options()
+		o.MaxRetries, o.DialerRetries, o.PoolSize, o.MinIdleConns, o.MaxIdleConns = -1, 1, 1, 0, 0
+		p, target = redis.NewClusterClient(&o), strings.Join(o.Addrs, ",")
+	case *redis.Ring:
+		addrs := make([]string, 0, len(c.Options().Addrs))
+		for _, a := range c.Options().Addrs {
+			addrs = append(addrs, a)
+		}
+		slices.Sort(addrs)
+		target = strings.Join(addrs, ",")
+	}
+	if p != rdb {
+		defer p.Close()
+	}
+	err := watched(ctx, func() error { return p.Ping(ctx).Err() })
+	if err == nil {
+		return nil
+	}
+	// The address once: a dial error names it already.
+	if target != "" && !strings.Contains(err.Error(), target) {
+		return fmt.Errorf("redisstore: %w: no answer from Redis at %s: %w", idem.ErrStoreUnavailable, target, err)
+	}
+	return fmt.Errorf("redisstore: %w: no answer from Redis: %w", idem.ErrStoreUnavailable, err)
+}
+
+// build is New without the PING (tests of servers that never answer).
+func build(rdb redis.UniversalClient, opts []Option) (*Store, error) {
 	if rdb == nil {
 		return nil, errors.New("redisstore: nil client")
 	}
@@ -268,11 +328,15 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		out.LeaseUntil = micros(uint64(lease))
 	case idem.ClaimCompleted, idem.ClaimFailed:
 		v, _ := res[3].(string)
-		if len(v) < headerLen {
+		off, ok := 0, len(v) >= headerLen
+		if ok {
+			off, ok = dataOffset(v)
+		}
+		if !ok {
 			return idem.ClaimResult{}, corrupt(req.Key, "finished record without a header")
 		}
 		out.Fence = be64(v, offFence)
-		out.Result.Data = []byte(v[headerLen:])
+		out.Result.Data = []byte(v[off:])
 	case idem.ClaimOutOfOrder:
 		out.LastAccepted = time.UnixMicro(lease)
 	}
@@ -314,14 +378,19 @@ func (s *Store) claimFresh(ctx context.Context, rk string, req idem.ClaimRequest
 		old[offOwner:offFP] == string(req.Owner[:]) && old[offOp:offOwner] == string(op):
 		// Our own SET, run again by the client's retry after a lost reply.
 		return idem.ClaimResult{Status: idem.ClaimAcquired, Fence: 1, LeaseUntil: sent.Add(req.Lease)}, true, nil
-	case old[1] != recordVersion || (st != idem.StateCompleted && st != idem.StateFailed):
+	case !finishedVersion(old[1]) || (st != idem.StateCompleted && st != idem.StateFailed):
 		return res, false, nil
+	}
+	off, ok := dataOffset(old)
+	switch {
+	case !ok:
+		return res, false, nil // the script reports it
 	case old[offFP:headerLen] != string(req.Fingerprint[:]):
 		return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: be64(old, offFence)}, true, nil
 	}
 	// A finished record that exists is live: its Redis TTL ends no later
 	// than its expiry.
-	res = idem.ClaimResult{Status: idem.ClaimCompleted, Fence: be64(old, offFence), Result: idem.Result{Data: []byte(old[headerLen:])}}
+	res = idem.ClaimResult{Status: idem.ClaimCompleted, Fence: be64(old, offFence), Result: idem.Result{Data: []byte(old[off:])}}
 	if st == idem.StateFailed {
 		res.Status = idem.ClaimFailed
 	}

@@ -165,6 +165,7 @@ func TestCorruptRecords(t *testing.T) {
 		{"foreign string", func(k string) error { return rdb.Set(ctx, k, "hello", time.Minute).Err() }},
 		{"empty string", func(k string) error { return rdb.Set(ctx, k, "", time.Minute).Err() }},
 		{"truncated header", func(k string) error { return rdb.Set(ctx, k, good[:40], time.Minute).Err() }},
+		{"version 3 without its claimed-at field", func(k string) error { return rdb.Set(ctx, k, good[:95], time.Minute).Err() }},
 		{"future version", func(k string) error {
 			v := append([]byte(nil), good...)
 			v[1] = 9
@@ -254,7 +255,8 @@ func TestFreshRecordCodec(t *testing.T) {
 	}
 	exp := now.Add(10*time.Minute + time.Millisecond)
 	want := idem.Record{Key: "k", State: idem.StateInProgress, Owner: idem.Token{1}, Fence: 1, Fingerprint: idem.Fingerprint{2},
-		ExpiresAt: exp, LeaseUntil: exp.Add(-time.Hour), UpdatedAt: exp.Add(-time.Hour - 1500*time.Microsecond)}
+		ExpiresAt: exp, LeaseUntil: exp.Add(-time.Hour), UpdatedAt: exp.Add(-time.Hour - 1500*time.Microsecond),
+		ClaimedAt: exp.Add(-time.Hour - 1500*time.Microsecond)} // its only write is its claim
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("fresh record (-want +got):\n%s", diff)
 	}
@@ -269,10 +271,10 @@ func TestRecordCodec(t *testing.T) {
 	now := time.UnixMicro(time.Now().UnixMicro())
 	tests := []idem.Record{
 		{Key: "k", State: idem.StateInProgress, Owner: idem.Token{1, 2}, Fence: 1, Fingerprint: idem.Fingerprint{9},
-			LeaseUntil: now.Add(time.Second), ExpiresAt: now.Add(time.Hour), UpdatedAt: now},
+			LeaseUntil: now.Add(time.Second), ExpiresAt: now.Add(time.Hour), UpdatedAt: now, ClaimedAt: now},
 		{Key: "k", State: idem.StateCompleted, Owner: idem.Token{3}, Fence: 1 << 40, Fingerprint: idem.Fingerprint{8},
-			Result: []byte(`{"a":1}`), LeaseUntil: now, ExpiresAt: now.Add(time.Hour), UpdatedAt: now},
-		{Key: "k", State: idem.StateReleased, Fence: 7, LeaseUntil: now, ExpiresAt: now.Add(time.Minute), UpdatedAt: now},
+			Result: []byte(`{"a":1}`), LeaseUntil: now, ExpiresAt: now.Add(time.Hour), UpdatedAt: now, ClaimedAt: now.Add(-time.Minute)},
+		{Key: "k", State: idem.StateReleased, Fence: 7, LeaseUntil: now, ExpiresAt: now.Add(time.Minute), UpdatedAt: now, ClaimedAt: now.Add(-time.Second)},
 	}
 	for _, r := range tests {
 		got, err := decodeRecord("k", string(encodeRecord(r, 5)), 0)
@@ -282,11 +284,22 @@ func TestRecordCodec(t *testing.T) {
 		if diff := cmp.Diff(r, got); diff != "" {
 			t.Errorf("round trip (-want +got):\n%s", diff)
 		}
+		// A record the previous version wrote (encoding 1) reads the
+		// same, with no ClaimedAt, never as corrupt.
+		got, err = decodeRecord("k", string(encodeRecordV1(r, 5)), 0)
+		if err != nil {
+			t.Fatalf("version-1 record: %v", err)
+		}
+		want := r
+		want.ClaimedAt = time.Time{}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("version-1 record (-want +got):\n%s", diff)
+		}
 	}
 }
 
 func TestRecordKeys(t *testing.T) {
-	s, err := New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), WithPrefix("p:"))
+	s, err := build(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), []Option{WithPrefix("p:")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +321,7 @@ func TestRecordKeys(t *testing.T) {
 			t.Errorf("storeKey(%q) = %q, %v; want %q", got, back, ok, tt.key)
 		}
 	}
-	if _, err := New(redis.NewClient(&redis.Options{}), WithPrefix("a{b}")); err == nil {
+	if _, err := New(context.Background(), redis.NewClient(&redis.Options{}), WithPrefix("a{b}")); err == nil {
 		t.Error("New accepted a prefix with a hash tag")
 	}
 }

@@ -130,7 +130,7 @@ func TestWaitSharesOneSubscription(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.addr()})
 	t.Cleanup(func() { rdb.Close() })
 	ctx := context.Background()
-	s, err := New(rdb, WithLogger(quietLogger()), WithPollInterval(time.Hour))
+	s, err := New(context.Background(), rdb, WithLogger(quietLogger()), WithPollInterval(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,7 +127,7 @@ func openStore(ctx context.Context, cfg workerConfig) (idem.Store, func(), error
 			opt.PoolTimeout, opt.MaxRetries = 500*time.Millisecond, 2
 		}
 		rdb := redis.NewClient(opt)
-		st, err := redisstore.New(rdb, redisstore.WithPrefix(cfg.RedisPrefix),
+		st, err := redisstore.New(ctx, rdb, redisstore.WithPrefix(cfg.RedisPrefix),
 			redisstore.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))))
 		if err != nil {
 			rdb.Close()

@@ -109,7 +109,7 @@ func redisStore(t *testing.T) idem.Store {
 		}
 		rdb.Close()
 	})
-	s, err := redisstore.New(rdb, redisstore.WithPrefix(prefix))
+	s, err := redisstore.New(context.Background(), rdb, redisstore.WithPrefix(prefix))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,7 +162,7 @@ func BenchmarkMiddlewareReplayStore(b *testing.B) {
 		if err := rdb.Ping(context.Background()).Err(); err != nil {
 			b.Skipf("Redis at %s: %v", addr, err)
 		}
-		store, err := redisstore.New(rdb, redisstore.WithPrefix("idemhttp-bench:"+testenv.RandName()+":"))
+		store, err := redisstore.New(context.Background(), rdb, redisstore.WithPrefix("idemhttp-bench:"+testenv.RandName()+":"))
 		if err != nil {
 			b.Fatal(err)
 		}

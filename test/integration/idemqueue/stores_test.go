@@ -37,7 +37,7 @@ func openers(t *testing.T) map[string]func() idem.Store {
 				rdb.Del(context.Background(), keys...)
 			}
 		})
-		s, err := redisstore.New(rdb, redisstore.WithPrefix(prefix))
+		s, err := redisstore.New(context.Background(), rdb, redisstore.WithPrefix(prefix))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -48,7 +48,10 @@ const usageText = `usage: idemctl [flags] <command> [flags] [args]
 Inspect and repair idempotency records (runtime/redisstore, pgstore, filestore).
 
 commands:
-  list                 records, sorted by key (-func, -state, -older, -limit)
+  list                 records, sorted by key (-func, -state, -older, -stale, -limit)
+                       -older D: owners running for D or more, heartbeating
+                       or not (a hung function); -stale D: owners that have
+                       not heartbeated for D
   show KEY             one record: state, owner, fence, lease, times, size
   release KEY          force-release KEY and bump its fence: a still-running
                        owner can no longer heartbeat or complete, and the next
@@ -225,7 +228,7 @@ var commands = map[string]command{
 }
 
 var cmdUsage = map[string]string{
-	"list":    "list [-func NAME] [-state in_progress|completed|failed|released] [-older DURATION] [-limit N]",
+	"list":    "list [-func NAME] [-state in_progress|completed|failed|released] [-older DURATION] [-stale DURATION] [-limit N]",
 	"show":    "show [-result] KEY",
 	"release": "release [-force] KEY",
 	"delete":  "delete [-force] KEY",
@@ -256,7 +259,10 @@ type view struct {
 	LeaseUntil  time.Time `json:"lease_until,omitzero"`
 	ExpiresAt   time.Time `json:"expires_at,omitzero"`
 	UpdatedAt   time.Time `json:"updated_at,omitzero"`
-	ResultSize  int       `json:"result_size"`
+	// ClaimedAt is when the current (or last) owner claimed the key;
+	// absent for a record written before stores kept it.
+	ClaimedAt  time.Time `json:"claimed_at,omitzero"`
+	ResultSize int       `json:"result_size"`
 	// LeaseExpired: in progress, but the owner's lease is over; the next
 	// call takes the key over.
 	LeaseExpired bool `json:"lease_expired,omitempty"`
@@ -279,6 +285,7 @@ func (c *cmdCtx) view(r idem.Record) view {
 		LeaseUntil:  utc(r.LeaseUntil),
 		ExpiresAt:   utc(r.ExpiresAt),
 		UpdatedAt:   utc(r.UpdatedAt),
+		ClaimedAt:   utc(r.ClaimedAt),
 		ResultSize:  len(r.Result),
 		Live:        r.ExpiresAt.IsZero() || c.now.Before(r.ExpiresAt),
 	}
@@ -299,6 +306,17 @@ func utc(t time.Time) time.Time {
 		return t
 	}
 	return t.UTC()
+}
+
+// claimedBefore reports whether the record's owner claimed it before t. A
+// record without a claim time (written before stores kept one) was
+// claimed no later than its last update, so it counts when that update is
+// before t, and otherwise does not (its claim time is unknown).
+func (v *view) claimedBefore(t time.Time) bool {
+	if v.ClaimedAt.IsZero() {
+		return v.UpdatedAt.Before(t)
+	}
+	return v.ClaimedAt.Before(t)
 }
 
 // status is the state as the text output shows it, with what the store
@@ -372,7 +390,9 @@ var states = map[string]idem.State{
 func listCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error {
 	fn := fs.String("func", "", "only this function (its name= or importpath.Func)")
 	state := fs.String("state", "", "only this state: in_progress, completed, failed or released")
-	older := fs.Duration("older", 0, "only in-progress records not updated (claimed or heartbeated) for this long, by the store's clock")
+	older := fs.Duration("older", 0, "only in-progress records claimed at least this long ago, by the store's clock: owners running this long, "+
+		"heartbeating or not (a hung function); a record from before stores kept the claim time counts from its last update")
+	stale := fs.Duration("stale", 0, "only in-progress records not updated (claimed or heartbeated) for this long, by the store's clock: owners that stopped heartbeating")
 	limit := fs.Int("limit", 1000, "print at most this many records (0: all)")
 	return func(ctx context.Context, args []string) error {
 		if err := wantArgs(args, 0, ""); err != nil {
@@ -386,14 +406,14 @@ func listCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 			}
 			want = s
 		}
-		if *older < 0 || *limit < 0 {
-			return fmt.Errorf("%w: -older and -limit must not be negative", errUsage)
+		if *older < 0 || *stale < 0 || *limit < 0 {
+			return fmt.Errorf("%w: -older, -stale and -limit must not be negative", errUsage)
 		}
 		if err := c.connect(ctx); err != nil {
 			return err
 		}
 		defer c.close()
-		cutoff := c.now.Add(-*older)
+		claimedBefore, updatedBefore := c.now.Add(-*older), c.now.Add(-*stale)
 		rows, listErr := c.collect(ctx, c.funcPrefix(*fn), func(v *view) bool {
 			if *fn != "" && v.Func != *fn {
 				return false
@@ -401,7 +421,13 @@ func listCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 			if want != idem.StateAbsent && v.State != want.String() {
 				return false
 			}
-			if *older > 0 && (v.State != idem.StateInProgress.String() || !v.UpdatedAt.Before(cutoff)) {
+			if (*older > 0 || *stale > 0) && v.State != idem.StateInProgress.String() {
+				return false
+			}
+			if *older > 0 && !v.claimedBefore(claimedBefore) {
+				return false
+			}
+			if *stale > 0 && !v.UpdatedAt.Before(updatedBefore) {
 				return false
 			}
 			return true
@@ -422,13 +448,13 @@ func listCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 			}
 		} else {
 			tw := c.table()
-			fmt.Fprintln(tw, "KEY\tSTATE\tFENCE\tUPDATED\tLEASE_UNTIL\tEXPIRES_AT\tSIZE")
+			fmt.Fprintln(tw, "KEY\tSTATE\tFENCE\tCLAIMED\tUPDATED\tLEASE_UNTIL\tEXPIRES_AT\tSIZE")
 			for _, v := range rows {
 				lease := "-"
 				if v.State == idem.StateInProgress.String() {
 					lease = stamp(v.LeaseUntil)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\n", v.Key, v.status(), v.Fence, stamp(v.UpdatedAt), lease, stamp(v.ExpiresAt), v.ResultSize)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\n", v.Key, v.status(), v.Fence, stamp(v.ClaimedAt), stamp(v.UpdatedAt), lease, stamp(v.ExpiresAt), v.ResultSize)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -516,6 +542,7 @@ func showCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 		row("fence", strconv.FormatUint(v.Fence, 10))
 		row("lease until", c.when(v.LeaseUntil))
 		row("expires at", c.when(v.ExpiresAt))
+		row("claimed", c.when(v.ClaimedAt))
 		row("updated", c.when(v.UpdatedAt))
 		row("result size", strconv.Itoa(v.ResultSize)+" bytes")
 		row("fingerprint", v.Fingerprint)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ var backends = []testBackend{
 				rdb.Del(context.Background(), keys...)
 			}
 		})
-		st, err := redisstore.New(rdb, redisstore.WithPrefix(prefix), redisstore.WithEvictionCheck(redisstore.EvictionIgnore))
+		st, err := redisstore.New(context.Background(), rdb, redisstore.WithPrefix(prefix), redisstore.WithEvictionCheck(redisstore.EvictionIgnore))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +73,7 @@ var backends = []testBackend{
 				return nil
 			})
 		})
-		st, err := redisstore.New(rdb, redisstore.WithPrefix(prefix), redisstore.WithEvictionCheck(redisstore.EvictionIgnore))
+		st, err := redisstore.New(context.Background(), rdb, redisstore.WithPrefix(prefix), redisstore.WithEvictionCheck(redisstore.EvictionIgnore))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +171,7 @@ func mask(vs []view) []view {
 	fixed := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 	out := make([]view, len(vs))
 	for i, v := range vs {
-		for _, tp := range []*time.Time{&v.LeaseUntil, &v.ExpiresAt, &v.UpdatedAt} {
+		for _, tp := range []*time.Time{&v.LeaseUntil, &v.ExpiresAt, &v.UpdatedAt, &v.ClaimedAt} {
 			if !tp.IsZero() {
 				*tp = fixed
 			}
@@ -260,12 +261,12 @@ func testCommands(t *testing.T, b testBackend) {
 	vNotify := view{Key: kNotify, Func: "test.Notify", State: "released", Fence: 1, Fingerprint: fp(kNotify), Live: true}
 	vPing := view{Key: kPing, Func: "test.Ping", Version: 2, State: "completed", Fence: 1, Fingerprint: fp(kPing), ResultSize: len(pinged)}
 	vShip := view{Key: kShip, Func: "test.Ship", State: "in_progress", Owner: "OWNER", Fence: 1, Fingerprint: fp(kShip), Live: true}
-	// Every record has its three times; finished records keep their owner
+	// Every record has its four times; finished records keep their owner
 	// in some stores, so owners are compared only where they must be set.
 	withTimes := func(vs ...view) []view {
 		fixed := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 		for i := range vs {
-			vs[i].UpdatedAt, vs[i].ExpiresAt, vs[i].LeaseUntil = fixed, fixed, fixed
+			vs[i].UpdatedAt, vs[i].ExpiresAt, vs[i].LeaseUntil, vs[i].ClaimedAt = fixed, fixed, fixed, fixed
 		}
 		return vs
 	}
@@ -312,6 +313,9 @@ func testCommands(t *testing.T, b testBackend) {
 			{[]string{"-state", "in_progress", "-older", "30ms"}, []view{vShip}},
 			{[]string{"-state", "in_progress", "-older", "1h"}, nil},
 			{[]string{"-older", "1h"}, nil}, // -older is about in-progress records only
+			{[]string{"-older", "30ms"}, []view{vShip}},
+			{[]string{"-stale", "30ms"}, []view{vShip}}, // Ship's lease is 30s: no heartbeat yet
+			{[]string{"-stale", "1h"}, nil},
 			{[]string{"-limit", "1"}, []view{vCharge}},
 		} {
 			got := listJSON(tc.args...)
@@ -332,8 +336,8 @@ func testCommands(t *testing.T, b testBackend) {
 	t.Run("list text", func(t *testing.T) {
 		out := mustCtl(t, 0, storeURL, "list", "-func", "test.Ship")
 		want := [][]string{
-			{"KEY", "STATE", "FENCE", "UPDATED", "LEASE_UNTIL", "EXPIRES_AT", "SIZE"},
-			{kShip, "in_progress", "1", "TIME", "TIME", "TIME", "0"},
+			{"KEY", "STATE", "FENCE", "CLAIMED", "UPDATED", "LEASE_UNTIL", "EXPIRES_AT", "SIZE"},
+			{kShip, "in_progress", "1", "TIME", "TIME", "TIME", "TIME", "0"},
 		}
 		if diff := cmp.Diff(want, fields(out)); diff != "" {
 			t.Errorf("list text (-want +got):\n%s\n%s", diff, out)
@@ -398,7 +402,7 @@ func testCommands(t *testing.T, b testBackend) {
 		}
 		wantRows := map[string]string{
 			"key": kShip, "function": "test.Ship", "version": "0", "state": "in_progress", "owner": owner,
-			"fence": "1", "lease until": "TIME (REL)", "expires at": "TIME (REL)", "updated": "TIME (REL)",
+			"fence": "1", "lease until": "TIME (REL)", "expires at": "TIME (REL)", "updated": "TIME (REL)", "claimed": "TIME (REL)",
 			"result size": "0 bytes", "fingerprint": fp(kShip),
 		}
 		if diff := cmp.Diff(wantRows, rows); diff != "" {
@@ -656,16 +660,19 @@ func TestLeaseExpired(t *testing.T) {
 	storeURL := "file://" + dir
 	key := keyOf(t, g, specShip, "old")
 
-	out := mustCtl(t, 0, storeURL, "list", "-older", "30m")
 	want := [][]string{
-		{"KEY", "STATE", "FENCE", "UPDATED", "LEASE_UNTIL", "EXPIRES_AT", "SIZE"},
-		{key, "in_progress", "(lease", "expired)", "1", "TIME", "TIME", "TIME", "0"},
+		{"KEY", "STATE", "FENCE", "CLAIMED", "UPDATED", "LEASE_UNTIL", "EXPIRES_AT", "SIZE"},
+		{key, "in_progress", "(lease", "expired)", "1", "TIME", "TIME", "TIME", "TIME", "0"},
 	}
-	if diff := cmp.Diff(want, fields(out)); diff != "" {
-		t.Errorf("list -older 30m (-want +got):\n%s\n%s", diff, out)
-	}
-	if out := mustCtl(t, 0, storeURL, "list", "-older", "2h", "-json"); strings.TrimSpace(out) != "[]" {
-		t.Errorf("list -older 2h: %s, want []", out)
+	// Not heartbeated for an hour, and claimed an hour ago: both find it.
+	for _, flag := range []string{"-stale", "-older"} {
+		out := mustCtl(t, 0, storeURL, "list", flag, "30m")
+		if diff := cmp.Diff(want, fields(out)); diff != "" {
+			t.Errorf("list %s 30m (-want +got):\n%s\n%s", flag, diff, out)
+		}
+		if out := mustCtl(t, 0, storeURL, "list", flag, "2h", "-json"); strings.TrimSpace(out) != "[]" {
+			t.Errorf("list %s 2h: %s, want []", flag, out)
+		}
 	}
 	var stats []statsRow
 	if err := json.Unmarshal([]byte(mustCtl(t, 0, storeURL, "stats", "-json")), &stats); err != nil {
@@ -673,5 +680,84 @@ func TestLeaseExpired(t *testing.T) {
 	}
 	if diff := cmp.Diff([]statsRow{{Func: "test.Ship", LeaseExpired: 1, Total: 1}}, stats); diff != "" {
 		t.Errorf("stats (-want +got):\n%s", diff)
+	}
+}
+
+// An owner that still heartbeats but has run for an hour (its claim was
+// stamped by a store clock an hour behind, its heartbeat by the real one):
+// a hung function. list -older finds it by its claim time; list -stale,
+// which looks at the last heartbeat, does not; show prints the claim time.
+func TestHungOwner(t *testing.T) {
+	dir := t.TempDir()
+	var behind atomic.Bool
+	behind.Store(true)
+	st, err := filestore.New(dir, filestore.WithoutSync(), filestore.WithClock(func() time.Time {
+		if behind.Load() {
+			return time.Now().Add(-time.Hour)
+		}
+		return time.Now()
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := idem.NewGuard(st)
+	key := keyOf(t, g, specShip, "hung")
+	ctx := context.Background()
+	owner := idem.Token{1}
+	res, err := st.Claim(ctx, idem.ClaimRequest{Key: key, Owner: owner, Lease: 10 * time.Minute, TTL: time.Hour})
+	if err != nil || !res.Status.Owns() {
+		t.Fatalf("claim: %v %v", res.Status, err)
+	}
+	behind.Store(false)
+	if err := st.Heartbeat(ctx, idem.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: 10 * time.Minute, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	storeURL := "file://" + dir
+
+	out := mustCtl(t, 0, storeURL, "list", "-older", "30m")
+	want := [][]string{
+		{"KEY", "STATE", "FENCE", "CLAIMED", "UPDATED", "LEASE_UNTIL", "EXPIRES_AT", "SIZE"},
+		{key, "in_progress", "1", "TIME", "TIME", "TIME", "TIME", "0"},
+	}
+	if diff := cmp.Diff(want, fields(out)); diff != "" {
+		t.Errorf("list -older 30m (-want +got):\n%s\n%s", diff, out)
+	}
+	if out := mustCtl(t, 0, storeURL, "list", "-stale", "30m", "-json"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("list -stale 30m: %s, want [] (the owner heartbeats)", out)
+	}
+	if out := mustCtl(t, 0, storeURL, "list", "-older", "2h", "-json"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("list -older 2h: %s, want []", out)
+	}
+	var v view
+	if err := json.Unmarshal([]byte(mustCtl(t, 0, storeURL, "show", "-json", key)), &v); err != nil {
+		t.Fatal(err)
+	}
+	if ran := v.UpdatedAt.Sub(v.ClaimedAt); ran < 59*time.Minute || ran > 61*time.Minute {
+		t.Errorf("show -json: claimed_at %v, updated_at %v; want the claim an hour before the heartbeat", v.ClaimedAt, v.UpdatedAt)
+	}
+	out = mustCtl(t, 0, storeURL, "show", key)
+	if !regexp.MustCompile(`(?m)^claimed +\S+ \((59m\d+s|1h0m\d+s) ago\)$`).MatchString(out) {
+		t.Errorf("show: want a claimed row an hour ago:\n%s", out)
+	}
+}
+
+// A record without a claim time (written before stores kept one) counts
+// for -older from its last update, the latest its claim can have been.
+func TestClaimedBeforeWithoutClaimTime(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	cutoff := now.Add(-time.Hour)
+	for _, tc := range []struct {
+		claimed, updated time.Time
+		want             bool
+	}{
+		{now.Add(-2 * time.Hour), now, true},                            // heartbeating, claimed 2h ago
+		{now.Add(-30 * time.Minute), now.Add(-30 * time.Minute), false}, // claimed 30m ago
+		{time.Time{}, now.Add(-2 * time.Hour), true},                    // unknown claim, last update 2h ago
+		{time.Time{}, now, false},                                       // unknown claim, updated now: cannot tell
+	} {
+		v := view{ClaimedAt: tc.claimed, UpdatedAt: tc.updated}
+		if got := v.claimedBefore(cutoff); got != tc.want {
+			t.Errorf("claimed %v, updated %v: claimedBefore = %v, want %v", tc.claimed, tc.updated, got, tc.want)
+		}
 	}
 }

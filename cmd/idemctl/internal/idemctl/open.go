@@ -128,17 +128,16 @@ func openRedis(ctx context.Context, raw, scheme string) (*backend, error) {
 			rdb = redis.NewFailoverClient(o)
 		}
 	}
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		rdb.Close()
-		return nil, fmt.Errorf("connecting to Redis at %s: %w", redact(raw), err)
-	}
 	// The operator tool must not warn about (or refuse) the eviction
 	// policy: that is the application's business, and a refusing store
 	// would keep the operator from repairing it.
 	opts = append(opts, redisstore.WithEvictionCheck(redisstore.EvictionIgnore))
-	st, err := redisstore.New(rdb, opts...)
+	st, err := redisstore.New(ctx, rdb, opts...) // PINGs the server
 	if err != nil {
 		rdb.Close()
+		if errors.Is(err, idem.ErrStoreUnavailable) {
+			return nil, fmt.Errorf("connecting to Redis at %s: %w", redact(raw), err)
+		}
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	now := func(ctx context.Context) (time.Time, error) {
