@@ -81,17 +81,37 @@ flags:
 
 // options are the flags every command accepts.
 type options struct {
-	store   string
-	prefix  string
-	json    bool
-	timeout time.Duration
+	store    string // -store; envStore when not given
+	envStore string
+	prefix   string
+	json     bool
+	timeout  time.Duration
 }
 
 func (o *options) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.store, "store", o.store, "store URL (default $IDEMCTL_STORE)")
+	// The default is the environment's and the text says so; the value
+	// is not o.store's default (printing both said it twice), and a
+	// command's flag set, registered after the global flags were parsed,
+	// keeps what they set.
+	fs.Var(stringFlag{&o.store}, "store", "store `URL` (default $IDEMCTL_STORE)")
 	fs.StringVar(&o.prefix, "prefix", o.prefix, "the Guard's key prefix (idem.WithKeyPrefix)")
 	fs.BoolVar(&o.json, "json", o.json, "print JSON instead of aligned text")
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, "give up after this long (0: no limit)")
+}
+
+// stringFlag is a string flag that takes no default of its own.
+type stringFlag struct{ p *string }
+
+func (f stringFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return *f.p
+}
+
+func (f stringFlag) Set(v string) error {
+	*f.p = v
+	return nil
 }
 
 // Run runs idemctl with args (without the program name) and returns the
@@ -100,7 +120,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	o := &options{store: getenv("IDEMCTL_STORE"), prefix: "idem:", timeout: 30 * time.Second}
+	o := &options{envStore: getenv("IDEMCTL_STORE"), prefix: "idem:", timeout: 30 * time.Second}
 	fs := flag.NewFlagSet("idemctl", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o.register(fs)
@@ -196,7 +216,11 @@ type cmdCtx struct {
 
 // connect opens the store and reads its clock.
 func (c *cmdCtx) connect(ctx context.Context) error {
-	b, err := open(ctx, c.opts.store)
+	url := c.opts.store
+	if url == "" {
+		url = c.opts.envStore
+	}
+	b, err := open(ctx, url)
 	if err != nil {
 		return err
 	}
@@ -359,9 +383,9 @@ func (c *cmdCtx) table() *tabwriter.Writer {
 // without their result bytes (only their size is printed), sorted by key.
 // A listing that stopped on corrupt records still returns what it read,
 // with the error.
-func (c *cmdCtx) collect(ctx context.Context, prefix string, keep func(*view) bool) ([]view, error) {
+func (c *cmdCtx) collect(ctx context.Context, fn string, keep func(*view) bool) ([]view, error) {
 	var out []view
-	err := c.b.admin.List(ctx, prefix, func(r idem.Record) error {
+	err := c.listFunc(ctx, fn, func(r idem.Record) error {
 		v := c.view(r)
 		if keep(&v) {
 			out = append(out, v)
@@ -372,12 +396,72 @@ func (c *cmdCtx) collect(ctx context.Context, prefix string, keep func(*view) bo
 	return out, err
 }
 
-// funcPrefix narrows a listing to one function's keys when it can.
+// funcPrefix narrows a listing to the keys of the function named fn in
+// full; listFunc falls back to the whole prefix for a shorter name.
 func (c *cmdCtx) funcPrefix(fn string) string {
 	if fn == "" {
 		return c.opts.prefix
 	}
 	return c.opts.prefix + fn + ":v"
+}
+
+// matchFunc reports whether the function name (its name= or
+// importpath.Func) is fn or ends with fn after a '.' or '/': -func
+// ChargeCard and -func payments.ChargeCard both find
+// example.com/shop/payments.ChargeCard.
+func matchFunc(name, fn string) bool {
+	if fn == "" || name == fn {
+		return true
+	}
+	rest, ok := strings.CutSuffix(name, fn)
+	return ok && (strings.HasSuffix(rest, ".") || strings.HasSuffix(rest, "/"))
+}
+
+// listFunc lists the records of the functions matching fn: first under
+// the full name's prefix (one function's keys, cheap on a large store),
+// then, when that finds none, every key under the Guard's prefix.
+func (c *cmdCtx) listFunc(ctx context.Context, fn string, each func(idem.Record) error) error {
+	seen := false
+	visit := func(r idem.Record) error {
+		if name, _, ok := splitKey(c.opts.prefix, r.Key); !ok || !matchFunc(name, fn) {
+			return nil
+		}
+		seen = true
+		return each(r)
+	}
+	err := c.b.admin.List(ctx, c.funcPrefix(fn), visit)
+	if seen || fn == "" || (err != nil && !errors.Is(err, idem.ErrCorruptRecord)) {
+		return err
+	}
+	return c.b.admin.List(ctx, c.opts.prefix, visit)
+}
+
+// errStopHint ends prefixHint's scan early.
+var errStopHint = errors.New("enough examples")
+
+// prefixHint, after a listing found nothing, looks for records under
+// other Guard prefixes (an application that set idem.WithKeyPrefix) and
+// says how to see them.
+func (c *cmdCtx) prefixHint(ctx context.Context) {
+	var examples []string
+	err := c.b.admin.List(ctx, "", func(r idem.Record) error {
+		if strings.HasPrefix(r.Key, c.opts.prefix) {
+			return nil
+		}
+		examples = append(examples, r.Key)
+		if len(examples) == 3 {
+			return errStopHint
+		}
+		return nil
+	})
+	if len(examples) == 0 || (err != nil && !errors.Is(err, errStopHint) && !errors.Is(err, idem.ErrCorruptRecord)) {
+		return
+	}
+	fmt.Fprintf(c.stderr, "idemctl: no records under -prefix %q, but the store has records under another prefix, such as\n", c.opts.prefix)
+	for _, k := range examples {
+		fmt.Fprintf(c.stderr, "  %s\n", k)
+	}
+	fmt.Fprintf(c.stderr, "Set -prefix to the application's idem.WithKeyPrefix (the part before the function's name).\n")
 }
 
 var states = map[string]idem.State{
@@ -388,7 +472,7 @@ var states = map[string]idem.State{
 }
 
 func listCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error {
-	fn := fs.String("func", "", "only this function (its name= or importpath.Func)")
+	fn := fs.String("func", "", "only this function: its name= or importpath.Func, or the end of it after a '.' or '/' (ChargeCard)")
 	state := fs.String("state", "", "only this state: in_progress, completed, failed or released")
 	older := fs.Duration("older", 0, "only in-progress records claimed at least this long ago, by the store's clock: owners running this long, "+
 		"heartbeating or not (a hung function); a record from before stores kept the claim time counts from its last update")
@@ -414,10 +498,7 @@ func listCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 		}
 		defer c.close()
 		claimedBefore, updatedBefore := c.now.Add(-*older), c.now.Add(-*stale)
-		rows, listErr := c.collect(ctx, c.funcPrefix(*fn), func(v *view) bool {
-			if *fn != "" && v.Func != *fn {
-				return false
-			}
+		rows, listErr := c.collect(ctx, *fn, func(v *view) bool {
 			if want != idem.StateAbsent && v.State != want.String() {
 				return false
 			}
@@ -462,6 +543,9 @@ func listCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 		}
 		if total > len(rows) {
 			fmt.Fprintf(c.stderr, "idemctl list: %d of %d records shown (-limit 0 shows all)\n", len(rows), total)
+		}
+		if total == 0 && listErr == nil {
+			c.prefixHint(ctx)
 		}
 		if listErr != nil {
 			return fmt.Errorf("listing records: %w", listErr)
@@ -710,7 +794,7 @@ func (s *statsRow) add(v *view) {
 }
 
 func statsCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error {
-	fn := fs.String("func", "", "only this function")
+	fn := fs.String("func", "", "only this function: its name= or importpath.Func, or the end of it after a '.' or '/' (ChargeCard)")
 	return func(ctx context.Context, args []string) error {
 		if err := wantArgs(args, 0, ""); err != nil {
 			return err
@@ -724,11 +808,8 @@ func statsCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error
 			v int
 		}
 		rows := map[fv]*statsRow{}
-		err := c.b.admin.List(ctx, c.funcPrefix(*fn), func(r idem.Record) error {
+		err := c.listFunc(ctx, *fn, func(r idem.Record) error {
 			v := c.view(r)
-			if *fn != "" && v.Func != *fn {
-				return nil
-			}
 			k := fv{v.Func, v.Version}
 			s := rows[k]
 			if s == nil {
@@ -740,6 +821,9 @@ func statsCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error
 		})
 		if err != nil && !errors.Is(err, idem.ErrCorruptRecord) {
 			return fmt.Errorf("listing records: %w", err)
+		}
+		if len(rows) == 0 && err == nil {
+			c.prefixHint(ctx)
 		}
 		out := make([]statsRow, 0, len(rows))
 		for _, s := range rows {

@@ -300,13 +300,34 @@ func testCommands(t *testing.T, b testBackend) {
 		t.Errorf("list -json (-want +got):\n%s", diff)
 	}
 
+	t.Run("another prefix", func(t *testing.T) {
+		// An application with idem.WithKeyPrefix("other:") would see
+		// nothing under the default prefix; here the roles are swapped.
+		for _, cmd := range []string{"list", "stats"} {
+			out, errOut, code := ctl(t, storeURL, "-prefix", "other:", cmd)
+			if code != 0 || strings.Contains(out, "test.") {
+				t.Errorf("%s: exit %d, stdout %q: want no records", cmd, code, out)
+			}
+			if !strings.Contains(errOut, `no records under -prefix "other:", but the store has records under another prefix, such as`) ||
+				!strings.Contains(errOut, "\n  idem:test.") || !strings.Contains(errOut, "Set -prefix to the application's idem.WithKeyPrefix") {
+				t.Errorf("%s: stderr %q: want the prefix hint with an example key", cmd, errOut)
+			}
+		}
+		if _, errOut, _ := ctl(t, storeURL, "list", "-func", "NoSuchFunc"); strings.Contains(errOut, "another prefix") {
+			t.Errorf("a -func that matches nothing under the right prefix gave the prefix hint: %q", errOut)
+		}
+	})
+
 	t.Run("list filters", func(t *testing.T) {
 		for _, tc := range []struct {
 			args []string
 			want []view
 		}{
 			{[]string{"-func", "test.Refund"}, []view{vRefund}},
-			{[]string{"-func", "test.Ref"}, nil}, // names match whole
+			{[]string{"-func", "test.Ref"}, nil},           // names match whole
+			{[]string{"-func", "Refund"}, []view{vRefund}}, // or their end after a '.' or '/'
+			{[]string{"-func", "est.Refund"}, nil},
+			{[]string{"-state", "failed", "-func", "Refund"}, []view{vRefund}},
 			{[]string{"-state", "failed"}, []view{vRefund}},
 			{[]string{"-state", "in_progress"}, []view{vShip}},
 			{[]string{"-state", "released", "-func", "test.Notify"}, []view{vNotify}},
@@ -548,6 +569,14 @@ func TestStoreFromEnv(t *testing.T) {
 	})
 	if code != 0 || strings.TrimSpace(o.String()) != "[]" {
 		t.Errorf("stats with $IDEMCTL_STORE: exit %d, stdout %q, stderr %q", code, o.String(), e.String())
+	}
+	// -h says where the default comes from, once (it used to print the
+	// environment's value as a second default).
+	o.Reset()
+	e.Reset()
+	Run(context.Background(), []string{"-h"}, &o, &e, func(string) string { return "file://" + dir })
+	if strings.Contains(e.String(), dir) || strings.Count(e.String(), "(default $IDEMCTL_STORE)") != 1 {
+		t.Errorf("-h with $IDEMCTL_STORE set:\n%s", e.String())
 	}
 }
 
