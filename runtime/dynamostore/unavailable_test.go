@@ -16,6 +16,7 @@ import (
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/dynamostore"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
 func refusedEndpoint(t *testing.T) (endpoint, addr string) {
@@ -72,43 +73,7 @@ func TestUnavailableErrorsSayItOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	api.down.Store(true)
-	l := idem.Lease{Key: "k", Owner: idem.Token{1}, Fence: 1, Duration: time.Second, TTL: time.Minute}
-	g := idem.NewGuard(s)
-	ops := []struct {
-		name string
-		run  func(ctx context.Context) error
-	}{
-		{"claim", func(ctx context.Context) error {
-			_, err := s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: time.Second, TTL: time.Minute})
-			return err
-		}},
-		{"heartbeat", func(ctx context.Context) error { return s.Heartbeat(ctx, l) }},
-		{"complete", func(ctx context.Context) error { return s.Complete(ctx, l, idem.Result{Data: []byte("1")}) }},
-		{"fail", func(ctx context.Context) error { return s.Fail(ctx, l, idem.Result{Data: []byte("1")}) }},
-		{"release", func(ctx context.Context) error { return s.Release(ctx, l) }},
-		{"get", func(ctx context.Context) error { _, err := s.Get(ctx, "k"); return err }},
-		{"delete", func(ctx context.Context) error { return s.Delete(ctx, "k") }},
-		{"wait", func(ctx context.Context) error { return s.Wait(ctx, "k") }},
-		{"guard", func(ctx context.Context) error {
-			c := g.Begin(&idem.Spec{Name: "test.Unavailable"})
-			c.Key().String("k")
-			_, err := idem.Do(ctx, c, func(context.Context) (int, error) { return 1, nil })
-			return err
-		}},
-	}
-	for _, op := range ops {
-		t.Run(op.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			err := op.run(ctx)
-			if !errors.Is(err, idem.ErrStoreUnavailable) {
-				t.Fatalf("%s = %v, want an error wrapping idem.ErrStoreUnavailable", op.name, err)
-			}
-			if p := testenv.RepeatedPhrase(err.Error(), 3); p != "" {
-				t.Errorf("%s = %q: says %q twice", op.name, err, p)
-			}
-		})
-	}
+	idemtest.Unavailable(t, s, false)
 }
 
 // switchable sends to live until down, then to dead.
