@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // Store is an idem.Store over a go-redis UniversalClient. It is safe for
@@ -84,6 +85,13 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Store
 	return s, nil
 }
 
+// noMaint turns maintenance notifications off for ping's probe client. A
+// copy of rdb's options shares rdb's notification handlers, and go-redis
+// logged "failed to initialize maintnotifications: … cannot overwrite
+// existing handler" to the application's stderr at every New; a PING
+// needs no notifications.
+var noMaint = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+
 // ping sends one PING, bounded by ctx. For the go-redis clients it goes
 // through a short-lived client with rdb's options (address, TLS,
 // credentials, Sentinel or Cluster discovery) but without retries: rdb
@@ -96,6 +104,7 @@ func ping(ctx context.Context, rdb redis.UniversalClient) error {
 	case *redis.Client:
 		o := *c.Options()
 		o.MaxRetries, o.DialerRetries, o.PoolSize, o.MinIdleConns, o.MaxIdleConns = -1, 1, 1, 0, 0
+		o.MaintNotificationsConfig = noMaint // see noMaint
 		p, target = redis.NewClient(&o), o.Addr
 		if target == "FailoverClient" { // go-redis's name for a Sentinel client
 			target = "the Sentinel master"
@@ -103,6 +112,7 @@ func ping(ctx context.Context, rdb redis.UniversalClient) error {
 	case *redis.ClusterClient:
 		o := *c.Options()
 		o.MaxRetries, o.DialerRetries, o.PoolSize, o.MinIdleConns, o.MaxIdleConns = -1, 1, 1, 0, 0
+		o.MaintNotificationsConfig = noMaint
 		p, target = redis.NewClusterClient(&o), strings.Join(o.Addrs, ",")
 	case *redis.Ring:
 		addrs := make([]string, 0, len(c.Options().Addrs))
