@@ -354,12 +354,12 @@ func (t *flightTable) finish(key string, f *flight, shared bool, value any, err 
 // material: ErrInvalidKey). c goes back to the pool, as after Do: do not
 // use it afterwards.
 func (c *Call) StoreKey() (string, error) {
-	name := c.spec.Name
-	var st state
-	if err := c.finish(&st); err != nil {
+	name := c.spec.Name // finish clears c.spec
+	key, err := KeyOf(c)
+	if err != nil {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
-	return st.key, nil
+	return key, nil
 }
 
 // KeyOf finishes c without running anything and returns the store key the

@@ -162,29 +162,19 @@ func TestReadme(t *testing.T) {
 		}
 		return string(out)
 	}
-	goRun := func(dir string) string {
+	// run runs a command in the scratch module and returns its combined
+	// output; t is the (sub)test that fails if it does.
+	run := func(t *testing.T, args ...string) string {
 		t.Helper()
-		cmd := exec.Command("go", "mod", "tidy")
-		cmd.Dir, cmd.Env = mod, env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go mod tidy: %v\n%s", err, out)
-		}
-		cmd = exec.Command("go", "run", "./"+dir)
+		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Dir, cmd.Env = mod, env
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatalf("go run ./%s: %v\n%s", dir, err, out)
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 		return string(out)
 	}
-	run := func(args ...string) {
-		cmd := exec.Command(args[0], args[1:]...)
-		cmd.Dir, cmd.Env = mod, env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	run("go", "mod", "init", "example.com/shop")
+	run(t, "go", "mod", "init", "example.com/shop")
 
 	var last string // stdout of the last shell block
 	kinds := map[string]int{}
@@ -236,7 +226,8 @@ func TestReadme(t *testing.T) {
 				if err := os.WriteFile(filepath.Join(mod, dir, "main.go"), []byte(program(snippet, order)), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				out := goRun(dir)
+				run(t, "go", "mod", "tidy")
+				out := run(t, "go", "run", "./"+dir)
 				want := fmt.Sprintf("charging %s\nrcpt_%s\nrcpt_%s\n", order, order, order)
 				if diff := cmp.Diff(want, out); diff != "" {
 					t.Errorf("README.md:%d: the %s snippet with the README's wrapper (-want +got):\n%s", b.line, b.arg, diff)
