@@ -7,6 +7,7 @@ package testenv
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -70,4 +71,18 @@ func RepeatedPhrase(msg string, n int) string {
 		seen[p] = true
 	}
 	return ""
+}
+
+// RefusedAddr returns a loopback address nothing listens on: a port the
+// kernel handed out and that is closed again, so a dial is refused at
+// once (tests of unreachable stores).
+func RefusedAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }

@@ -3,7 +3,6 @@ package dynamostore_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -21,12 +20,7 @@ import (
 
 func refusedEndpoint(t *testing.T) (endpoint, addr string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr = ln.Addr().String()
-	ln.Close()
+	addr = testenv.RefusedAddr(t)
 	return "http://" + addr, addr
 }
 

@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,26 +16,13 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
-// refusedPort returns a loopback address nothing listens on: a port the
-// kernel handed out and that is closed again.
-func refusedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // TestConstructorsAgainstARefusedPortAreStoreUnavailable: pgstore.New and
 // Migrate over a pool whose server refuses connections fail with an error
 // that errors.Is recognises as idem.ErrStoreUnavailable, keeps the network
 // cause, and says "store unavailable" once. Before, New returned an
 // untyped "reading schema version" error.
 func TestConstructorsAgainstARefusedPortAreStoreUnavailable(t *testing.T) {
-	addr := refusedPort(t)
+	addr := testenv.RefusedAddr(t)
 	cfg, err := pgxpool.ParseConfig("postgres://idem@" + addr + "/test?connect_timeout=2")
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +128,7 @@ func TestDeadlineShorterThanAStatementBoundsEveryStoreCall(t *testing.T) {
 // TestNewFailsFast: New over a refused port returns well inside a short
 // ctx, with idem.ErrStoreUnavailable, the cause, and no phrase said twice.
 func TestNewFailsFast(t *testing.T) {
-	addr := refusedPort(t)
+	addr := testenv.RefusedAddr(t)
 	pool, err := pgxpool.New(context.Background(), "postgres://idem@"+addr+"/test")
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +153,7 @@ func TestNewFailsFast(t *testing.T) {
 // refuses connections, and a Guard's call over it, fails with an error
 // wrapping idem.ErrStoreUnavailable whose text repeats no phrase.
 func TestUnavailableErrorsSayItOnce(t *testing.T) {
-	addr := refusedPort(t)
+	addr := testenv.RefusedAddr(t)
 	pool, err := pgxpool.New(context.Background(), "postgres://idem@"+addr+"/test")
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,25 +15,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
-// refusedPort returns a loopback address nothing listens on: a port the
-// kernel handed out and that is closed again.
-func refusedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // TestNewChecksReachability: New against a refused port fails at once,
 // well inside a short ctx, with an error wrapping idem.ErrStoreUnavailable
 // and the cause that names the address once. Before, New succeeded and
 // the first call failed 3.4s later.
 func TestNewChecksReachability(t *testing.T) {
-	addr := refusedPort(t)
+	addr := testenv.RefusedAddr(t)
 	clients := map[string]func() redis.UniversalClient{
 		"Client": func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: addr}) },
 		"ClusterClient": func() redis.UniversalClient {
@@ -110,7 +96,7 @@ func TestNewSucceedsOnLiveServer(t *testing.T) {
 // wrapping idem.ErrStoreUnavailable whose text repeats no phrase (no
 // "store unavailable: … store unavailable").
 func TestUnavailableErrorsSayItOnce(t *testing.T) {
-	addr := refusedPort(t)
+	addr := testenv.RefusedAddr(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1})
 	defer rdb.Close()
 	s, err := build(rdb, []Option{WithLogger(quietLogger())})
