@@ -12,13 +12,17 @@ MODULES := $(shell $(GO) work edit -json | sed -n 's/.*"DiskPath": "\(.*\)".*/\1
 EACH_MODULE = failed=; for m in $(MODULES); do echo "== module $$m"; (cd $$m && GOWORK=off $(1)) || failed="$$failed $$m"; done; \
 	test -z "$$failed" || { echo "FAILED in module(s):$$failed"; exit 1; }
 
-# Start the extra servers tests need (the Redis Cluster, dynalite). The
+# Start the extra servers tests need (the Redis Cluster, the Redis
+# Sentinel set and Cluster with replicas the failover tests kill, dynalite,
+# the Firestore emulator: about 20 s before it answers). The
 # machine's PostgreSQL, Redis and NATS are expected to be running already.
 services:
 	scripts/base-services.sh
 	scripts/tools.sh
 	scripts/dynalite.sh
+	scripts/firestore.sh
 	bash scripts/redis-cluster.sh start
+	bash scripts/redis-failover.sh start
 
 # All tests of every module, race detector on.
 test: services
@@ -29,20 +33,27 @@ test: services
 unit:
 	GOWORK=off $(GO) test -race -count=1 -timeout 20m ./...
 
-# gofmt, go vet, staticcheck and go mod tidy -diff, module by module.
-lint:
+# gofmt, go vet, staticcheck and go mod tidy -diff, module by module; and
+# idemvet over the examples, which must show how to call wrappers.
+lint: idemvet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@$(call EACH_MODULE,$(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... && $(GO) mod tidy -diff)
+	cd examples && GOWORK=off $(GO) vet -vettool=$(CURDIR)/bin/idemvet ./...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./runtime/idem
 
 # --- generator (idemgen) ---
-.PHONY: demo generate check idemgen
+.PHONY: demo generate check idemgen idemvet
 
 # Build the generator into bin/.
 idemgen:
 	$(GO) build -o bin/idemgen ./cmd/idemgen
+
+# Build the vet analyzer into bin/ (bypassed wrappers, stale generated
+# files, lost cancellation; go vet -vettool=bin/idemvet ./...).
+idemvet:
+	$(GO) build -o bin/idemvet ./cmd/idemvet
 
 # From the annotation to the generated wrapper to what it does at run
 # time, on the embedded memory store (scripts/demo.sh).
@@ -58,14 +69,19 @@ check: idemgen
 	bin/idemgen -check $(addsuffix /...,$(MODULES))
 
 # Reliability evidence: duplicate storms, SIGKILL crashes, SIGSTOP zombies,
-# network faults and clock skew against Redis, PostgreSQL and the file store,
-# full size, from real worker processes (test/reliability). Writes
-# docs/RELIABILITY.md; fails if any scenario finds a violation. The short
+# network faults and clock skew against Redis, PostgreSQL, the file store,
+# DynamoDB (dynalite) and Firestore (the emulator), full size, from real
+# worker processes (test/reliability). Writes docs/RELIABILITY.md; fails if any scenario finds a violation. The short
 # version runs in `make test`. Fuzzing: test/reliability/fuzz.sh.
+# The variables go on the go command, after the cd: assigned before cd
+# they were cd's alone, and go test ran the short version and wrote no
+# report.
 .PHONY: reliability
 reliability:
 	scripts/base-services.sh
-	IDEM_RELIABILITY=full IDEM_RELIABILITY_REPORT=$(CURDIR)/docs/RELIABILITY.md \
+	scripts/dynalite.sh
+	scripts/firestore.sh
+	cd test && IDEM_RELIABILITY=full IDEM_RELIABILITY_REPORT=$(CURDIR)/docs/RELIABILITY.md \
 	IDEM_RELIABILITY_APPENDIX=$(CURDIR)/test/reliability/FUZZING.md \
-	IDEM_RELIABILITY_CMD="make reliability  (= IDEM_RELIABILITY=full go test -count=1 -timeout 45m -run 'TestReliability|TestHarness|TestHostile' ./test/reliability)" \
-	cd test && $(GO) test -count=1 -timeout 45m -run 'TestReliability|TestHarness|TestHostile' -v ./reliability
+	IDEM_RELIABILITY_CMD="make reliability  (= IDEM_RELIABILITY=full go test -count=1 -timeout 75m -run 'TestReliability|TestHarness|TestHostile' ./test/reliability)" \
+	$(GO) test -count=1 -timeout 75m -run 'TestReliability|TestHarness|TestHostile' -v ./reliability

@@ -214,13 +214,21 @@ func (pi *pkgInfo) typeString(t types.Type) string {
 	})
 }
 
-// packageScope lists the package-level names declared outside the
-// generated file: generated names must not collide with them.
+// packageScope lists the package-level names declared in the package's
+// files (p.Syntax), the generated file excepted: generated names must not
+// collide with them. A package type-checked by someone else may hold more
+// (its test files, its generated file): those are not the generator's to
+// avoid, as its own loader never sees them.
 func packageScope(p *packages.Package, fset *token.FileSet, out string) map[string]bool {
+	files := map[string]bool{}
+	for _, f := range p.Syntax {
+		files[fset.Position(f.Pos()).Filename] = true
+	}
+	delete(files, out)
 	m := map[string]bool{}
 	s := p.Types.Scope()
 	for _, n := range s.Names() {
-		if fset.Position(s.Lookup(n).Pos()).Filename != out {
+		if files[fset.Position(s.Lookup(n).Pos()).Filename] {
 			m[n] = true
 		}
 	}

@@ -60,8 +60,33 @@ type pathOpt struct {
 	pos  token.Position
 }
 
+// DirectEscape starts the comment that lets one call of an annotated
+// function skip its wrapper on purpose ("//idem:direct the retry loop
+// above is the guard"). The vet analyzer (vet/idemvet) reads it; to the
+// generator it is an ordinary comment, wherever it stands.
+const DirectEscape = "//idem:direct"
+
 // isDirective reports whether a comment line is an //idem: directive.
-func isDirective(c *ast.Comment) bool { return strings.HasPrefix(c.Text, directivePrefix) }
+func isDirective(c *ast.Comment) bool { return IsDirective(c.Text) }
+
+// IsDirective reports whether a comment's text (as in ast.Comment.Text)
+// is an //idem: directive line. The //idem:direct escape is not one.
+func IsDirective(text string) bool {
+	if _, ok := ParseDirectEscape(text); ok {
+		return false
+	}
+	return strings.HasPrefix(text, directivePrefix)
+}
+
+// ParseDirectEscape reports whether a comment's text is an //idem:direct
+// escape, and returns its reason ("" when none is given).
+func ParseDirectEscape(text string) (reason string, ok bool) {
+	rest, ok := strings.CutPrefix(text, DirectEscape)
+	if !ok || (rest != "" && rest[0] != ' ' && rest[0] != '\t') {
+		return "", false
+	}
+	return strings.TrimSpace(rest), true
+}
 
 // isMangledDirective spots "// idem:" lines: what gofmt makes of a bare
 // "//idem:" (a directive needs a character after the colon), or a

@@ -486,7 +486,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	begin = append(begin, order...)
 	begin = append(begin, jen.Return(jen.Id(c)))
 	out = append(out, jen.Comment(beginDoc).Line().
-		Func().Add(recvDecl).Id(hn.begin).Params(beginParams...).Op("*").Add(e.qual(e.idem, "Call")).Block(begin...))
+		Func().Add(recvDecl).Id(hn.begin).Params(beginParams...).Add(e.qual(e.idem, "Call")).Block(begin...))
 	return out
 }
 

@@ -20,6 +20,9 @@ port=${DYNALITE_PORT:-4567}
 rundir=${DYNALITE_RUNDIR:-${TMPDIR:-/tmp}/idemgen-dynalite}
 pidfile=$rundir/$port.pid
 logfile=$rundir/$port.log
+LOG_NAME=dynalite.sh
+# log, retry, wait_started, stop_pidfile, apt_install.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 answers() { (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; }
 
@@ -40,10 +43,8 @@ install() {
 		return
 	fi
 	if ! command -v npm >/dev/null 2>&1; then
-		echo "dynalite.sh: npm not found; installing Node.js and npm with apt-get" >&2
-		if [ "$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi
-		$sudo apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq nodejs npm >/dev/null
+		log "npm not found; installing Node.js and npm with apt-get"
+		apt_install nodejs npm
 	fi
 	npm ci --prefix "$root/tools" --no-audit --no-fund --loglevel=error >&2
 }
@@ -65,34 +66,16 @@ start() {
 	setsid node "$root/tools/dynalite-server.js" "${args[@]}" >"$logfile" 2>&1 </dev/null &
 	echo $! >"$pidfile"
 	# Up to 30s: node starts slowly on a loaded machine.
-	for _ in $(seq 1 300); do
-		if answers; then
-			echo "dynalite listening on http://$host:$port (log $logfile)" >&2
-			return 0
-		fi
-		if ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-			break
-		fi
-		sleep 0.1
-	done
-	echo "dynalite.sh: dynalite did not start on $host:$port; log:" >&2
+	if wait_started 300 0.1 "$pidfile" answers; then
+		echo "dynalite listening on http://$host:$port (log $logfile)" >&2
+		return 0
+	fi
+	log "dynalite did not start on $host:$port; log:" >&2
 	cat "$logfile" >&2 || true
 	return 1
 }
 
-stop() {
-	if [ -f "$pidfile" ]; then
-		pid=$(cat "$pidfile")
-		if kill -0 "$pid" 2>/dev/null; then
-			kill "$pid"
-			for _ in $(seq 1 50); do
-				kill -0 "$pid" 2>/dev/null || break
-				sleep 0.1
-			done
-		fi
-		rm -f "$pidfile"
-	fi
-}
+stop() { stop_pidfile "$pidfile" 50; }
 
 case "${1:-start}" in
 start) start ;;

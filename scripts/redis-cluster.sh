@@ -15,24 +15,9 @@ PORTS=(${IDEM_REDIS_CLUSTER_PORTS:-7101 7102 7103})
 DIR=${IDEM_REDIS_CLUSTER_DIR:-/tmp/idemgen-redis-cluster}
 HOST=127.0.0.1
 
-log() { echo "redis-cluster: $*" >&2; }
-
-ensure_redis() {
-	if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
-		return
-	fi
-	log "installing redis-server and redis-tools"
-	local sudo=""
-	[ "$(id -u)" = 0 ] || sudo="sudo"
-	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server redis-tools >/dev/null
-}
-
-cli() { redis-cli -h "$HOST" -p "$1" "${@:2}"; }
-
-# Outputs are captured whole before matching: `cmd | grep -q` under
-# pipefail can fail when grep exits before cmd finishes writing.
-up() { [[ "$(cli "$1" ping 2>/dev/null || true)" == PONG* ]]; }
+LOG_NAME=redis-cluster
+# log, ensure_redis, cli, up, wait_up, stop_ports, retry, cluster_*.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 healthy() {
 	local p info nodes
@@ -60,30 +45,15 @@ start_node() {
 		--cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
 		--dir "$DIR/$p" --save "" --appendonly no --maxmemory-policy noeviction \
 		--daemonize yes --pidfile "$DIR/$p/redis.pid" --logfile "$DIR/$p/redis.log"
-	local i
-	for i in $(seq 1 50); do
-		up "$p" && return
-		sleep 0.1
-	done
-	log "node $p did not start; see $DIR/$p/redis.log"
-	exit 1
+	wait_up "$p" "$DIR/$p/redis.log"
 }
 
 stop() {
-	local p
-	for p in "${PORTS[@]}"; do
-		if up "$p"; then
-			cli "$p" shutdown nosave >/dev/null 2>&1 || true
-		fi
-	done
-	for p in "${PORTS[@]}"; do
-		local i
-		for i in $(seq 1 50); do
-			up "$p" || break
-			sleep 0.1
-		done
-	done
-	rm -rf "$DIR"
+	stop_ports "${PORTS[@]}"
+	# Only these ports' folders: a cluster on other ports may share $DIR,
+	# and a running cluster node exits when its nodes.conf vanishes.
+	for p in "${PORTS[@]}"; do rm -rf "${DIR:?}/$p"; done
+	rmdir "$DIR" 2>/dev/null || true
 	log "stopped"
 }
 
@@ -108,25 +78,13 @@ start() {
 	done
 	if [ $fresh = 0 ]; then
 		log "resetting nodes of a broken cluster"
-		for p in "${PORTS[@]}"; do
-			cli "$p" flushall >/dev/null 2>&1 || true
-			cli "$p" cluster reset hard >/dev/null
-		done
+		cluster_reset "${PORTS[@]}"
 	fi
-	local addrs=()
-	for p in "${PORTS[@]}"; do addrs+=("$HOST:$p"); done
-	redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >"$DIR/create.log" 2>&1 || {
-		cat "$DIR/create.log" >&2
-		exit 1
-	}
-	local i
-	for i in $(seq 1 100); do
-		if healthy; then
-			log "running on ports ${PORTS[*]}"
-			return
-		fi
-		sleep 0.1
-	done
+	cluster_create "$DIR/create.log" 0 "${PORTS[@]}"
+	if retry 100 0.1 healthy; then
+		log "running on ports ${PORTS[*]}"
+		return
+	fi
 	log "cluster did not reach cluster_state:ok"
 	for p in "${PORTS[@]}"; do cli "$p" cluster info | head -1 >&2; done
 	exit 1

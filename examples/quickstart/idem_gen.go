@@ -64,7 +64,7 @@ func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
 }
 
 // beginCreateInvoice starts a call of CreateInvoice and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) *idem.Call {
+func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
 	c := x.g.Begin(idemSpecCreateInvoice)
 	c.Key().String(req.CustomerID)
 	c.Key().String(req.OrderID)
@@ -108,7 +108,7 @@ func (x *Idempotent) HandleWebhookKey(eventID string, ev WebhookEvent) (string, 
 }
 
 // beginHandleWebhook starts a call of HandleWebhook and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginHandleWebhook(eventID string, ev *WebhookEvent) *idem.Call {
+func (x *Idempotent) beginHandleWebhook(eventID string, ev *WebhookEvent) idem.Call {
 	c := x.g.Begin(idemSpecHandleWebhook)
 	c.Key().ID(eventID)
 	c.Payload().String(eventID)

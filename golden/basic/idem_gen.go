@@ -64,7 +64,7 @@ func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
 }
 
 // beginCreateInvoice starts a call of CreateInvoice and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) *idem.Call {
+func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
 	c := x.g.Begin(idemSpecCreateInvoice)
 	c.Key().String(req.CustomerID)
 	c.Key().String(req.OrderID)

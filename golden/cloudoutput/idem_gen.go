@@ -67,7 +67,7 @@ func (x *Idempotent) PutKey(key string) (string, error) {
 }
 
 // beginPut starts a call of Put and writes its key material.
-func (x *Idempotent) beginPut(key string) *idem.Call {
+func (x *Idempotent) beginPut(key string) idem.Call {
 	c := x.g.Begin(idemSpecPut)
 	c.Key().String(key)
 	return c

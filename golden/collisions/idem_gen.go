@@ -54,7 +54,7 @@ func (x2 *Idempotent) PayKey(g string, c int, x bool, r []string, err string, ct
 }
 
 // beginPay starts a call of Pay and writes its key material.
-func (x2 *Idempotent) beginPay(g string, c int, x bool, r []string, err string, ctx int) *idem4.Call {
+func (x2 *Idempotent) beginPay(g string, c int, x bool, r []string, err string, ctx int) idem4.Call {
 	c2 := x2.g.Begin(idemSpecPay2)
 	c2.Key().String(g)
 	c2.Key().Int(int64(c))
@@ -132,7 +132,7 @@ func (x *Idempotent) TickKey(idem2 string, time2 int, context2 context, b []byte
 }
 
 // beginTick starts a call of Tick and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginTick(idem2 string, time2 int, context2 *context, b []byte) *idem4.Call {
+func (x *Idempotent) beginTick(idem2 string, time2 int, context2 *context, b []byte) idem4.Call {
 	c := x.g.Begin(idemSpecTick)
 	c.Key().ID(idem2)
 	c.Payload().String(idem2)
@@ -195,7 +195,7 @@ func (c *IdempotentBox) PutKey(x int) (string, error) {
 }
 
 // beginPut starts a call of Put and writes its key material.
-func (c *IdempotentBox) beginPut(x int) *idem4.Call {
+func (c *IdempotentBox) beginPut(x int) idem4.Call {
 	c2 := c.g.Begin(idemSpecBoxPut)
 	c2.Key().Int(int64(x))
 	return c2
@@ -236,7 +236,7 @@ func (context_ *IdempotentBox) PeekKey() (string, error) {
 }
 
 // beginPeek starts a call of Peek and writes its key material.
-func (context_ *IdempotentBox) beginPeek() *idem4.Call {
+func (context_ *IdempotentBox) beginPeek() idem4.Call {
 	c := context_.g.Begin(idemSpecBoxPeek)
 	return c
 }
@@ -266,7 +266,7 @@ func (idem3 *IdempotentBox) EmptyKey() (string, error) {
 }
 
 // beginEmpty starts a call of Empty and writes its key material.
-func (idem3 *IdempotentBox) beginEmpty() *idem4.Call {
+func (idem3 *IdempotentBox) beginEmpty() idem4.Call {
 	c := idem3.g.Begin(idemSpecBoxEmpty)
 	return c
 }

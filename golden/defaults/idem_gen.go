@@ -54,7 +54,7 @@ func (x *Idempotent) GetQuoteKey(symbol string, qty int) (string, error) {
 }
 
 // beginGetQuote starts a call of GetQuote and writes its key material.
-func (x *Idempotent) beginGetQuote(symbol string, qty int) *idem.Call {
+func (x *Idempotent) beginGetQuote(symbol string, qty int) idem.Call {
 	c := x.g.Begin(idemSpecGetQuote)
 	c.Key().String(symbol)
 	c.Key().Int(int64(qty))

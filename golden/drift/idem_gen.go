@@ -55,7 +55,7 @@ func (x *Idempotent) ChargeKey(req Req) (string, error) {
 }
 
 // beginCharge starts a call of Charge and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginCharge(req *Req) *idem.Call {
+func (x *Idempotent) beginCharge(req *Req) idem.Call {
 	c := x.g.Begin(idemSpecCharge)
 	idemKeyReq(c.Key(), req)
 	return c

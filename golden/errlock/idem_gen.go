@@ -45,7 +45,7 @@ func (x *Idempotent) SendEmailKey(to string, body string) (string, error) {
 }
 
 // beginSendEmail starts a call of SendEmail and writes its key material.
-func (x *Idempotent) beginSendEmail(to string, body string) *idem.Call {
+func (x *Idempotent) beginSendEmail(to string, body string) idem.Call {
 	c := x.g.Begin(idemSpecSendEmail)
 	c.Key().String(to)
 	c.Key().String(body)
@@ -77,7 +77,7 @@ func (x *Idempotent) ChargeKey(account string, cents int64) (string, error) {
 }
 
 // beginCharge starts a call of Charge and writes its key material.
-func (x *Idempotent) beginCharge(account string, cents int64) *idem.Call {
+func (x *Idempotent) beginCharge(account string, cents int64) idem.Call {
 	c := x.g.Begin(idemSpecCharge)
 	c.Key().String(account)
 	c.Key().Int(cents)

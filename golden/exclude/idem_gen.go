@@ -54,7 +54,7 @@ func (x *Idempotent) FulfilKey(order Order, meta Delivery) (string, error) {
 }
 
 // beginFulfil starts a call of Fulfil and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginFulfil(order *Order, meta *Delivery) *idem.Call {
+func (x *Idempotent) beginFulfil(order *Order, meta *Delivery) idem.Call {
 	c := x.g.Begin(idemSpecFulfil)
 	c.Key().String(order.ID)
 	if order.Customer == nil {

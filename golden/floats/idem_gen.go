@@ -96,7 +96,7 @@ func (x *Idempotent) SummarizeKey(name string) (string, error) {
 }
 
 // beginSummarize starts a call of Summarize and writes its key material.
-func (x *Idempotent) beginSummarize(name string) *idem.Call {
+func (x *Idempotent) beginSummarize(name string) idem.Call {
 	c := x.g.Begin(idemSpecSummarize)
 	c.Key().String(name)
 	return c

@@ -69,7 +69,7 @@ func (n *IdempotentNotifier) SendKey(in *sdk.SendMessageInput, optFns ...func(*s
 }
 
 // beginSend starts a call of Send and writes its key material.
-func (n *IdempotentNotifier) beginSend(in *sdk.SendMessageInput, optFns []func(*sdk.Options)) *idem.Call {
+func (n *IdempotentNotifier) beginSend(in *sdk.SendMessageInput, optFns []func(*sdk.Options)) idem.Call {
 	c := n.g.Begin(idemSpecNotifierSend)
 	if in == nil {
 		c.Key().Nil()

@@ -53,7 +53,7 @@ func (x *Idempotent) HandleKey(idempotencyKey string, ev Event) (string, error) 
 }
 
 // beginHandle starts a call of Handle and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginHandle(idempotencyKey string, ev *Event) *idem.Call {
+func (x *Idempotent) beginHandle(idempotencyKey string, ev *Event) idem.Call {
 	c := x.g.Begin(idemSpecHandle)
 	c.Key().ID(idempotencyKey)
 	c.Payload().String(idempotencyKey)
@@ -97,7 +97,7 @@ func (x *Idempotent) HandleEventKey(ev *TypedEvent) (string, error) {
 }
 
 // beginHandleEvent starts a call of HandleEvent and writes its key material.
-func (x *Idempotent) beginHandleEvent(ev *TypedEvent) *idem.Call {
+func (x *Idempotent) beginHandleEvent(ev *TypedEvent) idem.Call {
 	c := x.g.Begin(idemSpecHandleEvent)
 	if ev == nil {
 		c.Key().ID("")

@@ -55,7 +55,7 @@ func (x *Idempotent) CropKey(r image.Rectangle, at image.Point, bg color.RGBA) (
 }
 
 // beginCrop starts a call of Crop and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginCrop(r *image.Rectangle, at *image.Point, bg *color.RGBA) *idem.Call {
+func (x *Idempotent) beginCrop(r *image.Rectangle, at *image.Point, bg *color.RGBA) idem.Call {
 	c := x.g.Begin(idemSpecCrop)
 	idemKeyImageRectangle(c.Key(), r)
 	idemKeyImagePoint(c.Key(), at)

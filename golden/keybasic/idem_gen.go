@@ -54,7 +54,7 @@ func (x *Idempotent) RecordKey(b Basics, n int, f float64, c Currency, d time.Du
 }
 
 // beginRecord starts a call of Record and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginRecord(b *Basics, n int, f float64, c Currency, d time.Duration, at *time.Time) *idem.Call {
+func (x *Idempotent) beginRecord(b *Basics, n int, f float64, c Currency, d time.Duration, at *time.Time) idem.Call {
 	c2 := x.g.Begin(idemSpecRecord)
 	idemKeyBasics(c2.Key(), b)
 	c2.Key().Int(int64(n))

@@ -55,7 +55,7 @@ func (x *Idempotent) PutKey(in *sdk.PutObjectInput) (string, error) {
 }
 
 // beginPut starts a call of Put and writes its key material.
-func (x *Idempotent) beginPut(in *sdk.PutObjectInput) *idem.Call {
+func (x *Idempotent) beginPut(in *sdk.PutObjectInput) idem.Call {
 	c := x.g.Begin(idemSpecPut)
 	if in == nil {
 		c.Key().Nil()
@@ -101,7 +101,7 @@ func (x *Idempotent) PutForKey(u Upload) (string, error) {
 }
 
 // beginPutFor starts a call of PutFor and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginPutFor(u *Upload) *idem.Call {
+func (x *Idempotent) beginPutFor(u *Upload) idem.Call {
 	c := x.g.Begin(idemSpecPutFor)
 	idemKeyUpload(c.Key(), u)
 	return c

@@ -53,7 +53,7 @@ func (x *Idempotent) DrawKey(s Shape, ids []string, tags map[string]string, p *P
 }
 
 // beginDraw starts a call of Draw and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginDraw(s *Shape, ids []string, tags map[string]string, p *Point, arr *[2]Point) *idem.Call {
+func (x *Idempotent) beginDraw(s *Shape, ids []string, tags map[string]string, p *Point, arr *[2]Point) idem.Call {
 	c := x.g.Begin(idemSpecDraw)
 	idemKeyShape(c.Key(), s)
 	if ids == nil {

@@ -53,7 +53,7 @@ func (x *Idempotent) NotifyKey(o Order, who Identity, cc *Email) (string, error)
 }
 
 // beginNotify starts a call of Notify and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginNotify(o *Order, who Identity, cc *Email) *idem.Call {
+func (x *Idempotent) beginNotify(o *Order, who Identity, cc *Email) idem.Call {
 	c := x.g.Begin(idemSpecNotify)
 	idemKeyOrder(c.Key(), o)
 	if who == nil {

@@ -54,7 +54,7 @@ func (x *Idempotent) ChargeKey(req Request) (string, error) {
 }
 
 // beginCharge starts a call of Charge and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginCharge(req *Request) *idem.Call {
+func (x *Idempotent) beginCharge(req *Request) idem.Call {
 	c := x.g.Begin(idemSpecCharge)
 	c.Key().ID(req.Tenant)
 	idemKeyRequest(c.Payload(), req)
@@ -87,7 +87,7 @@ func (x *Idempotent) ApplyKey(ev Event) (string, error) {
 }
 
 // beginApply starts a call of Apply and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginApply(ev *Event) *idem.Call {
+func (x *Idempotent) beginApply(ev *Event) idem.Call {
 	c := x.g.Begin(idemSpecApply)
 	c.Key().ID(ev.ID)
 	idemKeyEvent(c.Payload(), ev)
@@ -136,7 +136,7 @@ func (l *IdempotentLedger) PostKey(account string, entries ...int64) (string, er
 }
 
 // beginPost starts a call of Post and writes its key material.
-func (l *IdempotentLedger) beginPost(account string, entries []int64) *idem.Call {
+func (l *IdempotentLedger) beginPost(account string, entries []int64) idem.Call {
 	c := l.g.Begin(idemSpecLedgerPost)
 	c.Key().String(account)
 	c.Key().List(len(entries))

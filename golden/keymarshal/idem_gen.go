@@ -56,7 +56,7 @@ func (x *Idempotent) PayKey(c Charge, label encoding.TextMarshaler) (string, err
 }
 
 // beginPay starts a call of Pay and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginPay(c *Charge, label encoding.TextMarshaler) *idem.Call {
+func (x *Idempotent) beginPay(c *Charge, label encoding.TextMarshaler) idem.Call {
 	c2 := x.g.Begin(idemSpecPay)
 	idemKeyCharge(c2.Key(), c)
 	if label == nil {

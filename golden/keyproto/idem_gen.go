@@ -58,7 +58,7 @@ func (x *Idempotent) RecordKey(ev Event) (string, error) {
 }
 
 // beginRecord starts a call of Record and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginRecord(ev *Event) *idem.Call {
+func (x *Idempotent) beginRecord(ev *Event) idem.Call {
 	c := x.g.Begin(idemSpecRecord)
 	idemKeyEvent(c.Key(), ev)
 	return c
@@ -99,7 +99,7 @@ func (x *Idempotent) ApplyKey(m proto.Message) (string, error) {
 }
 
 // beginApply starts a call of Apply and writes its key material.
-func (x *Idempotent) beginApply(m proto.Message) *idem.Call {
+func (x *Idempotent) beginApply(m proto.Message) idem.Call {
 	c := x.g.Begin(idemSpecApply)
 	if m == nil {
 		c.Key().Nil()
@@ -145,7 +145,7 @@ func (x *Idempotent) PatchKey(ev Event) (string, error) {
 }
 
 // beginPatch starts a call of Patch and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginPatch(ev *Event) *idem.Call {
+func (x *Idempotent) beginPatch(ev *Event) idem.Call {
 	c := x.g.Begin(idemSpecPatch)
 	if ev.Attrs == nil {
 		c.Key().Nil()

@@ -54,7 +54,7 @@ func (x *Idempotent) LongKey(id string) (string, error) {
 }
 
 // beginLong starts a call of Long and writes its key material.
-func (x *Idempotent) beginLong(id string) *idem.Call {
+func (x *Idempotent) beginLong(id string) idem.Call {
 	c := x.g.Begin(idemSpecLong)
 	c.Key().String(id)
 	return c
@@ -95,7 +95,7 @@ func (x *Idempotent) ShortKey(id string) (string, error) {
 }
 
 // beginShort starts a call of Short and writes its key material.
-func (x *Idempotent) beginShort(id string) *idem.Call {
+func (x *Idempotent) beginShort(id string) idem.Call {
 	c := x.g.Begin(idemSpecShort)
 	c.Key().String(id)
 	return c

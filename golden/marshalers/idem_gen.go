@@ -56,7 +56,7 @@ func (x *Idempotent) AllowKey(r Request, prefix netip.Prefix) (string, error) {
 }
 
 // beginAllow starts a call of Allow and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginAllow(r *Request, prefix *netip.Prefix) *idem.Call {
+func (x *Idempotent) beginAllow(r *Request, prefix *netip.Prefix) idem.Call {
 	c := x.g.Begin(idemSpecAllow)
 	idemKeyRequest(c.Key(), r)
 	c.Key().Marshaled(prefix.MarshalBinary())

@@ -64,7 +64,7 @@ func (x *Idempotent) BillKey(id string) (string, error) {
 }
 
 // beginBill starts a call of Bill and writes its key material.
-func (x *Idempotent) beginBill(id string) *idem.Call {
+func (x *Idempotent) beginBill(id string) idem.Call {
 	c := x.g.Begin(idemSpecBill)
 	c.Key().String(id)
 	return c

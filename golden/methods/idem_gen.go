@@ -57,7 +57,7 @@ func (s *IdempotentService) ChargeKey(account string, cents int64) (string, erro
 }
 
 // beginCharge starts a call of Charge and writes its key material.
-func (s *IdempotentService) beginCharge(account string, cents int64) *idem.Call {
+func (s *IdempotentService) beginCharge(account string, cents int64) idem.Call {
 	c := s.g.Begin(idemSpecServiceCharge)
 	c.Key().String(account)
 	c.Key().Int(cents)
@@ -89,7 +89,7 @@ func (s *IdempotentService) RefundKey(chargeID string) (string, error) {
 }
 
 // beginRefund starts a call of Refund and writes its key material.
-func (s *IdempotentService) beginRefund(chargeID string) *idem.Call {
+func (s *IdempotentService) beginRefund(chargeID string) idem.Call {
 	c := s.g.Begin(idemSpecServiceRefund)
 	c.Key().String(chargeID)
 	return c
@@ -134,7 +134,7 @@ func (m *IdempotentMailer) SendKey(to string) (string, error) {
 }
 
 // beginSend starts a call of Send and writes its key material.
-func (m *IdempotentMailer) beginSend(to string) *idem.Call {
+func (m *IdempotentMailer) beginSend(to string) idem.Call {
 	c := m.g.Begin(idemSpecMailerSend)
 	c.Key().String(to)
 	return c

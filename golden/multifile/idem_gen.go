@@ -54,7 +54,7 @@ func (x *Idempotent) PingKey() (string, error) {
 }
 
 // beginPing starts a call of Ping and writes its key material.
-func (x *Idempotent) beginPing() *idem.Call {
+func (x *Idempotent) beginPing() idem.Call {
 	c := x.g.Begin(idemSpecPing)
 	return c
 }
@@ -94,7 +94,7 @@ func (x *Idempotent) unexportedKey(n uint16) (string, error) {
 }
 
 // beginUnexported starts a call of unexported and writes its key material.
-func (x *Idempotent) beginUnexported(n uint16) *idem.Call {
+func (x *Idempotent) beginUnexported(n uint16) idem.Call {
 	c := x.g.Begin(idemSpecUnexported)
 	c.Key().Uint(uint64(n))
 	return c
@@ -139,7 +139,7 @@ func (r *IdempotentRepo) SaveKey(id string, doc map[string]string) (string, erro
 }
 
 // beginSave starts a call of Save and writes its key material.
-func (r *IdempotentRepo) beginSave(id string, doc map[string]string) *idem.Call {
+func (r *IdempotentRepo) beginSave(id string, doc map[string]string) idem.Call {
 	c := r.g.Begin(idemSpecRepoSave)
 	c.Key().ID(id)
 	c.Payload().String(id)
@@ -192,7 +192,7 @@ func (r *IdempotentRepo) LoadKey(id string) (string, error) {
 }
 
 // beginLoad starts a call of Load and writes its key material.
-func (r *IdempotentRepo) beginLoad(id string) *idem.Call {
+func (r *IdempotentRepo) beginLoad(id string) idem.Call {
 	c := r.g.Begin(idemSpecRepoLoad)
 	c.Key().String(id)
 	return c
@@ -247,7 +247,7 @@ func (x *IdempotentCache) FillKey() (string, error) {
 }
 
 // beginFill starts a call of Fill and writes its key material.
-func (x *IdempotentCache) beginFill() *idem.Call {
+func (x *IdempotentCache) beginFill() idem.Call {
 	c := x.g.Begin(idemSpecCacheFill)
 	return c
 }

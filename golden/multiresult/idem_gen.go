@@ -111,7 +111,7 @@ func (x *Idempotent) SplitKey(total int, ways int) (string, error) {
 }
 
 // beginSplit starts a call of Split and writes its key material.
-func (x *Idempotent) beginSplit(total int, ways int) *idem.Call {
+func (x *Idempotent) beginSplit(total int, ways int) idem.Call {
 	c := x.g.Begin(idemSpecSplit)
 	c.Key().Int(int64(total))
 	c.Key().Int(int64(ways))
@@ -183,7 +183,7 @@ func (x *Idempotent) QuoteKey(sku string) (string, error) {
 }
 
 // beginQuote starts a call of Quote and writes its key material.
-func (x *Idempotent) beginQuote(sku string) *idem.Call {
+func (x *Idempotent) beginQuote(sku string) idem.Call {
 	c := x.g.Begin(idemSpecQuote)
 	c.Key().String(sku)
 	return c

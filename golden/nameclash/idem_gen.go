@@ -45,7 +45,7 @@ func (x *Idempotent) ServiceChargeKey(p Point) (string, error) {
 }
 
 // beginServiceCharge starts a call of ServiceCharge and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginServiceCharge(p *Point) *idem.Call {
+func (x *Idempotent) beginServiceCharge(p *Point) idem.Call {
 	c := x.g.Begin(idemSpecServiceCharge)
 	idemKeyPoint(c.Key(), p)
 	return c
@@ -76,7 +76,7 @@ func (x *Idempotent) CancelIdemKey(id string) (string, error) {
 }
 
 // beginCancel starts a call of Cancel and writes its key material.
-func (x *Idempotent) beginCancel(id string) *idem.Call {
+func (x *Idempotent) beginCancel(id string) idem.Call {
 	c := x.g.Begin(idemSpecCancel)
 	c.Key().String(id)
 	return c
@@ -107,7 +107,7 @@ func (x *Idempotent) CancelKeyKey(id string) (string, error) {
 }
 
 // beginCancelKey starts a call of CancelKey and writes its key material.
-func (x *Idempotent) beginCancelKey(id string) *idem.Call {
+func (x *Idempotent) beginCancelKey(id string) idem.Call {
 	c := x.g.Begin(idemSpecCancelKey)
 	c.Key().String(id)
 	return c
@@ -152,7 +152,7 @@ func (s *IdempotentService) ChargeIdemKey(p image.Point) (string, error) {
 }
 
 // beginCharge starts a call of Charge and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (s *IdempotentService) beginCharge(p *image.Point) *idem.Call {
+func (s *IdempotentService) beginCharge(p *image.Point) idem.Call {
 	c := s.g2.Begin(idemSpecServiceCharge2)
 	idemKeyImagePoint(c.Key(), p)
 	return c
@@ -193,7 +193,7 @@ func (s *IdempotentService) gKey(n int) (string, error) {
 }
 
 // beginG starts a call of g and writes its key material.
-func (s *IdempotentService) beginG(n int) *idem.Call {
+func (s *IdempotentService) beginG(n int) idem.Call {
 	c := s.g2.Begin(idemSpecServiceG)
 	c.Key().Int(int64(n))
 	return c

@@ -57,7 +57,7 @@ func (x *Idempotent) SlowKey(id string, note string) (string, error) {
 }
 
 // beginSlow starts a call of Slow and writes its key material.
-func (x *Idempotent) beginSlow(id string, note string) *idem.Call {
+func (x *Idempotent) beginSlow(id string, note string) idem.Call {
 	c := x.g.Begin(idemSpecSlow)
 	c.Key().ID(id)
 	c.Payload().String(id)
@@ -99,7 +99,7 @@ func (x *Idempotent) RaiseKey(id int) (string, error) {
 }
 
 // beginRaise starts a call of Raise and writes its key material.
-func (x *Idempotent) beginRaise(id int) *idem.Call {
+func (x *Idempotent) beginRaise(id int) idem.Call {
 	c := x.g.Begin(idemSpecRaise)
 	c.Key().Int(int64(id))
 	return c

@@ -56,7 +56,7 @@ func (x *Idempotent) ApplyKey(m Measurement) (string, error) {
 }
 
 // beginApply starts a call of Apply and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginApply(m *Measurement) *idem.Call {
+func (x *Idempotent) beginApply(m *Measurement) idem.Call {
 	c := x.g.Begin(idemSpecApply)
 	c.Key().ID(m.EventID)
 	idemKeyMeasurement(c.Payload(), m)
@@ -102,7 +102,7 @@ func (x *Idempotent) ApplyLateKey(m Measurement) (string, error) {
 }
 
 // beginApplyLate starts a call of ApplyLate and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginApplyLate(m *Measurement) *idem.Call {
+func (x *Idempotent) beginApplyLate(m *Measurement) idem.Call {
 	c := x.g.Begin(idemSpecApplyLate)
 	c.Key().ID(m.EventID)
 	idemKeyMeasurement(c.Payload(), m)
@@ -138,7 +138,7 @@ func (x *Idempotent) RecordKey(r *Reading) (string, error) {
 }
 
 // beginRecord starts a call of Record and writes its key material.
-func (x *Idempotent) beginRecord(r *Reading) *idem.Call {
+func (x *Idempotent) beginRecord(r *Reading) idem.Call {
 	c := x.g.Begin(idemSpecRecord)
 	if r == nil {
 		c.Key().ID("")

@@ -60,7 +60,7 @@ func (l *IdempotentLedger) PostKey(account int64, at time.Time, amount int64) (s
 }
 
 // beginPost starts a call of Post and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (l *IdempotentLedger) beginPost(account int64, at *time.Time, amount int64) *idem.Call {
+func (l *IdempotentLedger) beginPost(account int64, at *time.Time, amount int64) idem.Call {
 	c := l.g.Begin(idemSpecLedgerPost)
 	c.Key().Int(account)
 	c.Key().Time(*at)

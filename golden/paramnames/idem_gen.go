@@ -43,7 +43,7 @@ func (x *Idempotent) StoreKey(p1 string, p2 int) (string, error) {
 }
 
 // beginStore starts a call of Store and writes its key material.
-func (x *Idempotent) beginStore(p1 string, p2 int) *idem.Call {
+func (x *Idempotent) beginStore(p1 string, p2 int) idem.Call {
 	c := x.g.Begin(idemSpecStore)
 	c.Key().String(p1)
 	c.Key().Int(int64(p2))
@@ -85,7 +85,7 @@ func (x *Idempotent) BlankKey(p1 string, n int) (string, error) {
 }
 
 // beginBlank starts a call of Blank and writes its key material.
-func (x *Idempotent) beginBlank(p1 string, n int) *idem.Call {
+func (x *Idempotent) beginBlank(p1 string, n int) idem.Call {
 	c := x.g.Begin(idemSpecBlank)
 	c.Key().String(p1)
 	c.Key().Int(int64(n))
@@ -137,7 +137,7 @@ func (x *Idempotent) ShadowKey(Shadow_ string, Item_ Item, len_ int, string_ str
 }
 
 // beginShadow starts a call of Shadow and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginShadow(Shadow_ string, Item_ *Item, len_ int, string_ string, int64_ []int) *idem.Call {
+func (x *Idempotent) beginShadow(Shadow_ string, Item_ *Item, len_ int, string_ string, int64_ []int) idem.Call {
 	c := x.g.Begin(idemSpecShadow)
 	c.Key().String(Shadow_)
 	idemKeyItem(c.Key(), Item_)
@@ -189,7 +189,7 @@ func (x *Idempotent) LaterKey(id string, n int) (string, error) {
 }
 
 // beginLater starts a call of Later and writes its key material.
-func (x *Idempotent) beginLater(id string, n int) *idem.Call {
+func (x *Idempotent) beginLater(id string, n int) idem.Call {
 	c := x.g.Begin(idemSpecLater)
 	c.Key().ID(id)
 	c.Payload().String(id)

@@ -68,7 +68,7 @@ func (x *Idempotent) CreateChargeKey(p ChargeParams) (string, error) {
 }
 
 // beginCreateCharge starts a call of CreateCharge and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginCreateCharge(p *ChargeParams) *idem.Call {
+func (x *Idempotent) beginCreateCharge(p *ChargeParams) idem.Call {
 	c := x.g.Begin(idemSpecCreateCharge)
 	idemKeyChargeParams(c.Key(), p)
 	return c

@@ -54,7 +54,7 @@ func (x *Idempotent) LookupKey(in Input, who ID) (string, error) {
 }
 
 // beginLookup starts a call of Lookup and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginLookup(in *Input, who ID) *idem.Call {
+func (x *Idempotent) beginLookup(in *Input, who ID) idem.Call {
 	c := x.g.Begin(idemSpecLookup)
 	idemKeyInput(c.Key(), in)
 	c.Key().String(who)
@@ -125,7 +125,7 @@ func (g *IdempotentGuard) CheckKey(ids []ID) (string, error) {
 }
 
 // beginCheck starts a call of Check and writes its key material.
-func (g *IdempotentGuard) beginCheck(ids []ID) *idem.Call {
+func (g *IdempotentGuard) beginCheck(ids []ID) idem.Call {
 	c := g.g.Begin(idemSpecGuardCheck)
 	if ids == nil {
 		c.Key().Nil()

@@ -53,7 +53,7 @@ func (x *Idempotent) TransferKey(req *Request) (string, error) {
 }
 
 // beginTransfer starts a call of Transfer and writes its key material.
-func (x *Idempotent) beginTransfer(req *Request) *idem.Call {
+func (x *Idempotent) beginTransfer(req *Request) idem.Call {
 	c := x.g.Begin(idemSpecTransfer)
 	if req == nil || req.Account == nil {
 		c.Key().Nil()
@@ -126,7 +126,7 @@ func (x *Idempotent) TouchKey(acct Account) (string, error) {
 }
 
 // beginTouch starts a call of Touch and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginTouch(acct *Account) *idem.Call {
+func (x *Idempotent) beginTouch(acct *Account) idem.Call {
 	c := x.g.Begin(idemSpecTouch)
 	c.Key().String(acct.Base.Tenant)
 	if acct.Audit == nil {

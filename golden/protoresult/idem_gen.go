@@ -102,7 +102,7 @@ func (x *Idempotent) RecordKey(id string) (string, error) {
 }
 
 // beginRecord starts a call of Record and writes its key material.
-func (x *Idempotent) beginRecord(id string) *idem.Call {
+func (x *Idempotent) beginRecord(id string) idem.Call {
 	c := x.g.Begin(idemSpecRecord)
 	c.Key().String(id)
 	return c

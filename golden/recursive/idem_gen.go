@@ -53,7 +53,7 @@ func (x *Idempotent) WalkKey(t *Tree, l List, a A) (string, error) {
 }
 
 // beginWalk starts a call of Walk and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginWalk(t *Tree, l *List, a *A) *idem.Call {
+func (x *Idempotent) beginWalk(t *Tree, l *List, a *A) idem.Call {
 	c := x.g.Begin(idemSpecWalk)
 	if t == nil {
 		c.Key().Nil()

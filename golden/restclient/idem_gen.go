@@ -92,7 +92,7 @@ func (s *IdempotentUsersService) CreateKey(login string) (string, error) {
 }
 
 // beginCreate starts a call of Create and writes its key material.
-func (s *IdempotentUsersService) beginCreate(login string) *idem.Call {
+func (s *IdempotentUsersService) beginCreate(login string) idem.Call {
 	c := s.g.Begin(idemSpecUsersServiceCreate)
 	c.Key().String(login)
 	return c

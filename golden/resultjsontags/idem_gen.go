@@ -56,7 +56,7 @@ func (x *Idempotent) FKey(id string) (string, error) {
 }
 
 // beginF starts a call of F and writes its key material.
-func (x *Idempotent) beginF(id string) *idem.Call {
+func (x *Idempotent) beginF(id string) idem.Call {
 	c := x.g.Begin(idemSpecF)
 	c.Key().String(id)
 	return c

@@ -66,7 +66,7 @@ func (x *Idempotent) BuildKey(title string) (string, error) {
 }
 
 // beginBuild starts a call of Build and writes its key material.
-func (x *Idempotent) beginBuild(title string) *idem.Call {
+func (x *Idempotent) beginBuild(title string) idem.Call {
 	c := x.g.Begin(idemSpecBuild)
 	c.Key().String(title)
 	return c

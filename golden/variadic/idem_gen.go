@@ -69,7 +69,7 @@ func (x *Idempotent) TagKey(item string, labels ...string) (string, error) {
 }
 
 // beginTag starts a call of Tag and writes its key material.
-func (x *Idempotent) beginTag(item string, labels []string) *idem.Call {
+func (x *Idempotent) beginTag(item string, labels []string) idem.Call {
 	c := x.g.Begin(idemSpecTag)
 	c.Key().String(item)
 	c.Key().List(len(labels))
@@ -104,7 +104,7 @@ func (x *Idempotent) LogKey(format string, args ...int) (string, error) {
 }
 
 // beginLog starts a call of Log and writes its key material.
-func (x *Idempotent) beginLog(format string, args []int) *idem.Call {
+func (x *Idempotent) beginLog(format string, args []int) idem.Call {
 	c := x.g.Begin(idemSpecLog)
 	c.Key().String(format)
 	c.Key().List(len(args))

@@ -66,7 +66,7 @@ func (x *Idempotent) PlaceKey(id string) (string, error) {
 }
 
 // beginPlace starts a call of Place and writes its key material.
-func (x *Idempotent) beginPlace(id string) *idem.Call {
+func (x *Idempotent) beginPlace(id string) idem.Call {
 	c := x.g.Begin(idemSpecPlace)
 	c.Key().String(id)
 	return c

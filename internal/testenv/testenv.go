@@ -27,6 +27,14 @@ func RedisAddr() string { return Env("IDEM_REDIS_ADDR", "127.0.0.1:6379") }
 // PostgresURL is IDEM_POSTGRES_URL, by default the machine's PostgreSQL.
 func PostgresURL() string { return Env("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test") }
 
+// FirestoreEmulatorHost is the Firestore emulator's host:port:
+// IDEM_FIRESTORE_EMULATOR_HOST, else FIRESTORE_EMULATOR_HOST (the variable
+// Google's clients read), else the one `make services` starts
+// (scripts/firestore.sh).
+func FirestoreEmulatorHost() string {
+	return Env("IDEM_FIRESTORE_EMULATOR_HOST", Env("FIRESTORE_EMULATOR_HOST", "127.0.0.1:8765"))
+}
+
 // Need stops the test when err says the service what is missing: it fails
 // under CI=true and skips otherwise, saying how to start it.
 func Need(t testing.TB, what, howto string, err error) {

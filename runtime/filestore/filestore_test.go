@@ -155,7 +155,7 @@ func TestDifferential(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			clk := newClock()
-			mem := idem.NewMemoryStore(idem.WithClock(clk.Now))
+			mem := idem.NewMemoryStore(idem.WithMemoryClock(clk.Now))
 			fst := newStore(t, WithClock(clk.Now), WithoutSync())
 			rng := rand.New(rand.NewPCG(seed, 7))
 			ctx := context.Background()

@@ -28,13 +28,23 @@ type alarms struct {
 // alarm is one scheduled function. The zero value is unscheduled.
 type alarm struct {
 	at time.Duration // since monoBase
-	fn func()
+	fn ringer
 	i  int // index in the queue + 1; 0 when not queued
 }
 
+// ringer is what an alarm runs. An interface rather than a func: a
+// heartbeat passes itself (a pointer), where a method value or closure
+// would cost the first execution an allocation per alarm.
+type ringer interface{ ring() }
+
+// alarmFunc runs a plain function as an alarm.
+type alarmFunc func()
+
+func (f alarmFunc) ring() { f() }
+
 // set schedules al to run fn at the monotonic instant at (since
 // monoBase), replacing any earlier schedule of al.
-func (a *alarms) set(al *alarm, at time.Duration, fn func()) {
+func (a *alarms) set(al *alarm, at time.Duration, fn ringer) {
 	a.mu.Lock()
 	al.at, al.fn = at, fn
 	if al.i > 0 {
@@ -71,7 +81,7 @@ func (a *alarms) arm(at, now time.Duration) {
 // fire runs what is due and sets the timer for what is next.
 func (a *alarms) fire() {
 	now := time.Since(monoBase)
-	var due []func()
+	var due []ringer
 	a.mu.Lock()
 	for len(a.q) > 0 && a.q[0].at <= now {
 		due = append(due, heap.Pop(&a.q).(*alarm).fn)
@@ -82,7 +92,7 @@ func (a *alarms) fire() {
 	}
 	a.mu.Unlock()
 	for _, fn := range due {
-		go fn()
+		go fn.ring()
 	}
 }
 

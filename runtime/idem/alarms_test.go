@@ -13,7 +13,7 @@ func TestAlarms(t *testing.T) {
 	var mu sync.Mutex
 	var fired []string
 	done := make(chan struct{}, 16)
-	record := func(name string) func() {
+	record := func(name string) alarmFunc {
 		return func() {
 			mu.Lock()
 			fired = append(fired, name)
@@ -74,7 +74,7 @@ func TestAlarmsConcurrent(t *testing.T) {
 				// must not let its alarm fire before the stop (a flake).
 				due = now + time.Hour
 			}
-			a.set(&als[i], due, func() { fired <- i })
+			a.set(&als[i], due, alarmFunc(func() { fired <- i }))
 			if i%2 == 1 {
 				a.stop(&als[i])
 			}

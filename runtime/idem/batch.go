@@ -79,21 +79,33 @@ type BatchResult struct {
 	Err    error
 }
 
-// BatchOptions tunes ApplyBatch.
-type BatchOptions struct {
-	// ContinueAfterOutOfOrder keeps applying an entity's later items after
-	// one of its items was out of order.
-	ContinueAfterOutOfOrder bool
+// BatchOption tunes ApplyBatch. (It replaces the BatchOptions struct, so
+// that every option in this package has the same shape, a function.)
+type BatchOption func(*batchConfig)
+
+type batchConfig struct {
+	continueAfterOutOfOrder bool
+}
+
+// WithContinueAfterOutOfOrder keeps ApplyBatch applying an entity's later
+// items after one of its items was out of order (by default they are
+// skipped).
+func WithContinueAfterOutOfOrder() BatchOption {
+	return func(c *batchConfig) { c.continueAfterOutOfOrder = true }
 }
 
 // ApplyBatch applies a batch of events: grouped by entity, each group in
 // time order (stable for equal times), one at a time per entity; different
 // entities run concurrently. apply is normally a generated wrapper of an
 // ordered function. Duplicates do not stop an entity; an ordering violation
-// skips the entity's remaining items unless opts say otherwise. The result
+// skips the entity's remaining items unless WithContinueAfterOutOfOrder. The result
 // has one entry per item, in input order.
 func ApplyBatch[T any](ctx context.Context, items []T, entity func(T) string, at func(T) time.Time,
-	apply func(context.Context, T) error, opts BatchOptions) []BatchResult {
+	apply func(context.Context, T) error, opts ...BatchOption) []BatchResult {
+	var cfg batchConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	results := make([]BatchResult, len(items))
 	groups := map[string][]int{}
 	var order []string
@@ -120,7 +132,7 @@ func ApplyBatch[T any](ctx context.Context, items []T, entity func(T) string, at
 				cctx, c := CaptureOutcome(ctx)
 				err := apply(cctx, items[i])
 				results[i] = BatchResult{Status: batchStatus(err, c.Last()), Err: err}
-				if results[i].Status == BatchOutOfOrder && !opts.ContinueAfterOutOfOrder {
+				if results[i].Status == BatchOutOfOrder && !cfg.continueAfterOutOfOrder {
 					stopped = true
 				}
 			}

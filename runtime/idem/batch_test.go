@@ -21,7 +21,7 @@ type measurement struct {
 func TestApplyBatch(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
 	boom := errors.New("sensor offline")
-	run := func(t *testing.T, opts idem.BatchOptions, items []measurement) []string {
+	run := func(t *testing.T, opts []idem.BatchOption, items []measurement) []string {
 		g := idem.NewGuard(idem.NewMemoryStore())
 		spec := &idem.Spec{Name: "test.Record", Ordered: true, OnDuplicate: idem.DuplicateReturn}
 		apply := func(ctx context.Context, m measurement) error {
@@ -43,7 +43,7 @@ func TestApplyBatch(t *testing.T) {
 		}
 		res := idem.ApplyBatch(context.Background(), items,
 			func(m measurement) string { return m.User },
-			func(m measurement) time.Time { return t0.Add(m.At) }, apply, opts)
+			func(m measurement) time.Time { return t0.Add(m.At) }, apply, opts...)
 		var got []string
 		for _, r := range res {
 			got = append(got, r.Status.String())
@@ -61,18 +61,18 @@ func TestApplyBatch(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		opts  idem.BatchOptions
+		opts  []idem.BatchOption
 		items []measurement
 		want  []string
 	}{
-		{"mixed ordering and duplicates", idem.BatchOptions{}, items,
+		{"mixed ordering and duplicates", nil, items,
 			[]string{"applied", "replayed", "applied", "applied", "failed", "replayed", "applied"}},
-		{"violation stops the entity", idem.BatchOptions{}, []measurement{
+		{"violation stops the entity", nil, []measurement{
 			{"u1", "late", -time.Hour, 1}, // older than e0 beyond grace
 			{"u1", "next", time.Hour, 1},  // sorted after "late": skipped
 			{"u3", "other", 0, 1},
 		}, []string{"out_of_order", "skipped", "applied"}},
-		{"continue after a violation", idem.BatchOptions{ContinueAfterOutOfOrder: true}, []measurement{
+		{"continue after a violation", []idem.BatchOption{idem.WithContinueAfterOutOfOrder()}, []measurement{
 			{"u1", "late", -time.Hour, 1},
 			{"u1", "next", time.Hour, 1},
 		}, []string{"out_of_order", "applied"}},

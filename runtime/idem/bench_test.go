@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -236,7 +237,7 @@ type chargeWrappers struct{ g *idem.Guard }
 
 var specWrapped = &idem.Spec{Name: "bench.Wrapped"}
 
-func (x *chargeWrappers) beginCharge(req *order) *idem.Call {
+func (x *chargeWrappers) beginCharge(req *order) idem.Call {
 	c := x.g.Begin(specWrapped)
 	c.Key().String(req.CustomerID)
 	c.Key().String(req.OrderID)
@@ -303,4 +304,128 @@ func BenchmarkReplayWrapper(b *testing.B) {
 		}
 	}
 	b.Run("ratio", func(b *testing.B) { interleave(b, "x-inline", helper, inline) })
+}
+
+// firstWrappers is what idemgen generates for
+//
+//	//idem:key=n
+//	func Count(ctx context.Context, n int) (int64, error)
+//
+// (an int key, an int64 result with its generated codec).
+type firstWrappers struct{ g *idem.Guard }
+
+var specCount = &idem.Spec{
+	Name:        "bench.Count",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec: idem.TypedCodec[int64]{
+		Decode: func(d *idem.Decoder, v *int64) { *v = d.Int(64) },
+		Encode: func(e *idem.Encoder, v *int64) { e.Int(*v) },
+	},
+}
+
+func count(_ context.Context, n int) (int64, error) { return int64(n) * 2, nil }
+
+func (x *firstWrappers) beginCount(n int) idem.Call {
+	c := x.g.Begin(specCount)
+	c.Key().Int(int64(n))
+	return c
+}
+
+func (x *firstWrappers) Count(ctx context.Context, n int) (int64, error) {
+	c := x.beginCount(n)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) { return count(ctx, n) })
+}
+
+// rawClaims is the least a first execution can be: a map behind a mutex,
+// claimed (absent: insert pending), run, completed (store the value).
+type rawClaims struct {
+	mu sync.Mutex
+	m  map[int]*rawRecord
+}
+
+type rawRecord struct {
+	done  bool
+	value int64
+}
+
+func (r *rawClaims) do(n int) int64 {
+	r.mu.Lock()
+	if rec, ok := r.m[n]; ok {
+		r.mu.Unlock()
+		return rec.value
+	}
+	rec := &rawRecord{}
+	r.m[n] = rec
+	r.mu.Unlock()
+	v, _ := count(context.Background(), n)
+	r.mu.Lock()
+	rec.done, rec.value = true, v
+	r.mu.Unlock()
+	return v
+}
+
+// BenchmarkFirstExecutionWrapper is a first execution (claim, run,
+// complete a new key) through a generated wrapper on the memory store,
+// against a raw map+mutex claim/complete and singleflight.Do (a new key
+// each time for both), interleaved in one run.
+func BenchmarkFirstExecutionWrapper(b *testing.B) {
+	ctx := context.Background()
+	x := &firstWrappers{g: idem.NewGuard(idem.NewMemoryStore(idem.WithMaxRecords(1<<30), idem.WithMaxBytes(1<<40)))}
+	next := 0
+	firsts := func(n int) {
+		for range n {
+			next++
+			if _, err := x.Count(ctx, next); err != nil {
+				panic(err)
+			}
+		}
+	}
+	raw := &rawClaims{m: make(map[int]*rawRecord)}
+	rawNext := 0
+	raws := func(n int) {
+		for range n {
+			rawNext++
+			raw.do(rawNext)
+		}
+	}
+	var sf singleflight.Group
+	sfNext := 0
+	sfs := func(n int) {
+		for range n {
+			sfNext++
+			v, _, _ := sf.Do(strconv.Itoa(sfNext), func() (any, error) { return count(ctx, sfNext) })
+			_ = v.(int64)
+		}
+	}
+	b.Run("idem_memory", func(b *testing.B) { b.ReportAllocs(); firsts(b.N) })
+	// The peer's regime (faustbrian/go-idempotency's
+	// BenchmarkAcquireCompleteLifecycle): a fresh store every 10,000
+	// records, so the heap stays the size of a bounded store's.
+	b.Run("idem_memory_fresh10k", func(b *testing.B) {
+		b.ReportAllocs()
+		y := &firstWrappers{g: idem.NewGuard(idem.NewMemoryStore())}
+		for i := range b.N {
+			if i > 0 && i%10_000 == 0 {
+				y = &firstWrappers{g: idem.NewGuard(idem.NewMemoryStore())}
+			}
+			if _, err := y.Count(ctx, i); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("raw_map_mutex", func(b *testing.B) { b.ReportAllocs(); raws(b.N) })
+	b.Run("singleflight", func(b *testing.B) { b.ReportAllocs(); sfs(b.N) })
+	b.Run("ratio_raw", func(b *testing.B) { interleave(b, "x-raw", firsts, raws) })
+	b.Run("ratio_singleflight", func(b *testing.B) { interleave(b, "x-singleflight", firsts, sfs) })
+	// The replay through the same wrapper: key 1 was executed above.
+	b.Run("replay", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := x.Count(ctx, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -35,8 +35,8 @@ func BenchmarkDerivationParts(b *testing.B) {
 		k.Float(0.21)
 	}
 	g := NewGuard(NewMemoryStore(), WithKeyMemo(0))
-	c := g.Begin(&Spec{Name: "bench.Key"})
-	encode(c.Key())
+	c := g.Begin(&Spec{Name: "bench.Key"}).s
+	encode(&c.key)
 	b.Run("encode", func(b *testing.B) {
 		var k KeyBuilder
 		for range b.N {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -25,7 +23,17 @@ var writeTimeoutFloor = 5 * time.Second
 // It is the standard library's timer ctx: contexts a store derives from it
 // attach to it without a watcher goroutine each, which a hand-written
 // Context cannot offer (docs/BENCHMARKS.md measures the timer's cost).
+//
+// A store whose calls never wait on I/O (InProcess) needs no bound: its
+// writes get the caller's ctx without its cancelation, which for a ctx that
+// cannot be canceled (Background) is the ctx itself.
 func (g *Guard) writeCtx(ctx context.Context, lease Lease) (context.Context, context.CancelFunc) {
+	if g.inProcess {
+		if ctx.Done() == nil {
+			return ctx, func() {}
+		}
+		return context.WithoutCancel(ctx), func() {}
+	}
 	return context.WithTimeout(context.WithoutCancel(ctx), max(lease.Duration, writeTimeoutFloor))
 }
 
@@ -53,14 +61,18 @@ func (g *Guard) writeCtx(ctx context.Context, lease Lease) (context.Context, con
 //
 // To learn whether a call executed or replayed, pass a ctx from
 // CaptureOutcome.
-func Do[R any](ctx context.Context, c *Call, fn func(context.Context) (R, error)) (R, error) {
+func Do[R any](ctx context.Context, c Call, fn func(context.Context) (R, error)) (R, error) {
 	var zero R
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	g, spec := c.g, c.spec
-	st := state{g: g, spec: spec, ctx: ctx}
-	if err := c.finish(&st); err != nil {
+	st := state{ctx: ctx}
+	err := c.finish(&st) // sets st.g and st.spec unless c was finished
+	g, spec := st.g, st.spec
+	if g == nil {
+		return zero, err
+	}
+	if err != nil {
 		g.observe(ctx, Event{Func: spec.Name, Outcome: OutcomeInvalidKey, Err: err, Final: true})
 		return zero, fmt.Errorf("%s: %w", spec.Name, err)
 	}
@@ -95,7 +107,7 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 				return zero, st.inProgress(time.Time{}, 0)
 			}
 			select {
-			case <-f.done:
+			case <-f.wait():
 			case <-st.waitCtx(ctx).Done():
 				if ctx.Err() != nil {
 					return zero, context.Cause(ctx)
@@ -125,16 +137,9 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 		// The lease runs from when the claim was sent: a slow reply must
 		// not make the owner think it has more lease than it has.
 		st.claimSent = time.Since(monoBase)
-		req := ClaimRequest{Key: key, Fingerprint: *fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: *order}
-		var res ClaimResult
-		var err error
-		if m, ok := g.store.(*MemoryStore); ok && m.now == nil {
-			// The embedded store's default clock is the one just read:
-			// hand it the reading (one clock read per replay, not two).
-			res, err = m.claimAt(ctx, req, monoBase.Add(st.claimSent))
-		} else {
-			res, err = g.store.Claim(ctx, req)
-		}
+		req := ClaimRequest{Key: key, Fingerprint: *fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: *order,
+			SentAt: monoBase.Add(st.claimSent)}
+		res, err := g.store.Claim(ctx, req)
 		if err != nil {
 			// The claim may have reached the store although its reply did
 			// not reach us (a timeout, a cut connection): find it and give
@@ -304,9 +309,13 @@ func (st *state) inProgress(leaseUntil time.Time, fence uint64) error {
 func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context.Context) (R, error)) (r R, err error) {
 	var zero R
 	g, spec, ev, note := st.g, st.spec, st.ev, st.note
-	f := g.flights.add(lease.Key, st.fp)
-	rctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, &running{lease: lease, codec: g.codecOf(spec)}))
-	hb := g.startHeartbeat(rctx, cancel, lease, *st)
+	x := &execution{run: running{lease: lease, codec: g.codecOf(spec)}}
+	x.fp = st.fp
+	f := &x.flight
+	g.flights.add(lease.Key, f)
+	rctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, &x.run))
+	hb := &x.hb
+	hb.start(g, rctx, cancel, &x.run.lease, st)
 
 	panicked := true
 	defer func() {
@@ -366,12 +375,13 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 		ev(OutcomeFailed, lease.Fence, err)
 		return r, err
 	}
-	data, merr := g.codecOf(spec).Marshal(r)
+	var v any = r // boxed once: the codec, the store and the flight share it
+	data, merr := x.run.codec.Marshal(v)
 	if merr != nil {
 		// fn ran: releasing the key would let the next call run it again.
 		return r, g.unstorable(wctx, st, lease, f, fmt.Errorf("%w: %w", ErrResultNotEncodable, merr))
 	}
-	if cerr := g.store.Complete(wctx, lease, Result{Data: data, Value: r}); cerr != nil {
+	if cerr := g.store.Complete(wctx, lease, Result{Data: data, Value: v}); cerr != nil {
 		if errors.Is(cerr, ErrResultTooLarge) {
 			return r, g.unstorable(wctx, st, lease, f, cerr)
 		}
@@ -384,7 +394,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 		// The function ran: hand its result back, and say it is not recorded.
 		return r, unavailable(spec.Name+" ran but its result was not recorded: ", cerr)
 	}
-	g.flights.finish(lease.Key, f, true, r, nil)
+	g.flights.finish(lease.Key, f, true, v, nil)
 	ev(OutcomeExecuted, lease.Fence, nil)
 	return r, nil
 }
@@ -461,73 +471,4 @@ func decodeResult[R any](g *Guard, spec *Spec, key string, r Result) (R, error) 
 		g.results.put(key, r.Data, v)
 	}
 	return v, nil
-}
-
-// heartbeat renews a lease every Duration/3 off the caller's path. It uses
-// the Guard's alarms rather than a goroutine, so a short function never
-// starts one.
-type heartbeat struct {
-	g       *Guard
-	mu      sync.Mutex // serializes beats with stop
-	stopped atomic.Bool
-	lost    atomic.Bool // the store said the key has another owner
-	beat    alarm       // the next beat
-	// dead fires when the lease has run out, counted from when the last
-	// successful heartbeat (or the claim) was sent, so the function is
-	// stopped no later than the store can hand the key on.
-	dead alarm
-}
-
-func (g *Guard) startHeartbeat(rctx context.Context, cancel context.CancelCauseFunc, lease Lease, st state) *heartbeat {
-	hb := &heartbeat{g: g}
-	note := st.note
-	interval := lease.Duration / 3
-	expire := func() {
-		if hb.stopped.Load() {
-			return
-		}
-		err := fmt.Errorf("%w: no heartbeat succeeded within the %s lease", ErrLeaseLost, lease.Duration)
-		note(OutcomeLeaseLost, lease.Fence, err)
-		cancel(err)
-	}
-	var beat func()
-	beat = func() {
-		hb.mu.Lock()
-		defer hb.mu.Unlock()
-		if hb.stopped.Load() {
-			return
-		}
-		sent := time.Since(monoBase)
-		hctx, hcancel := context.WithTimeout(context.WithoutCancel(rctx), interval)
-		err := g.store.Heartbeat(hctx, lease)
-		hcancel()
-		switch {
-		case err == nil:
-			g.alarms.set(&hb.dead, sent+lease.Duration, expire)
-		case errors.Is(err, ErrLeaseLost):
-			hb.lost.Store(true)
-			note(OutcomeLeaseLost, lease.Fence, err)
-			cancel(ErrLeaseLost)
-			return
-		default:
-			// The dead alarm stops the function if this goes on for
-			// the rest of the lease.
-			note(OutcomeHeartbeatFailed, lease.Fence, err)
-		}
-		g.alarms.set(&hb.beat, time.Since(monoBase)+interval, beat)
-	}
-	g.alarms.set(&hb.dead, st.claimSent+lease.Duration, expire)
-	hb.mu.Lock()
-	g.alarms.set(&hb.beat, time.Since(monoBase)+interval, beat)
-	hb.mu.Unlock()
-	return hb
-}
-
-// stop cancels future beats and waits for one in flight.
-func (hb *heartbeat) stop() {
-	hb.stopped.Store(true)
-	hb.g.alarms.stop(&hb.dead)
-	hb.mu.Lock()
-	hb.g.alarms.stop(&hb.beat)
-	hb.mu.Unlock()
 }

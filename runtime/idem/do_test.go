@@ -290,7 +290,7 @@ func TestPanicReleasesAndRepanics(t *testing.T) {
 
 func TestFenceFromAndLeaseLost(t *testing.T) {
 	clock := idemtest.NewClock(time.Now())
-	store := idem.NewMemoryStore(idem.WithClock(clock.Now))
+	store := idem.NewMemoryStore(idem.WithMemoryClock(clock.Now))
 	rec := &recorder{}
 	g := idem.NewGuard(store, idem.WithObserver(rec))
 	spec := &idem.Spec{Name: "test.Zombie", Lease: 30 * time.Millisecond}
@@ -699,5 +699,42 @@ func TestStoreUnavailableSaidOnce(t *testing.T) {
 	}
 	if n := strings.Count(err.Error(), "store unavailable"); n != 1 {
 		t.Fatalf("%q says \"store unavailable\" %d times, want once", err, n)
+	}
+}
+
+// A Call is used once. Before, Calls were pooled and handed back by Do:
+// using one again ran with another call's key material, or none. Now a
+// finished Call's builders write nowhere and Do refuses it, while a call
+// begun meanwhile (which may reuse its buffers) keeps its own key.
+func TestCallUsedTwice(t *testing.T) {
+	g := idem.NewGuard(idem.NewMemoryStore())
+	spec := &idem.Spec{Name: "test.Twice"}
+	ctx := context.Background()
+	ran := 0
+	fn := func(context.Context) (int, error) { ran++; return ran, nil }
+	c := g.Begin(spec)
+	c.Key().String("a")
+	if _, err := idem.Do(ctx, c, fn); err != nil {
+		t.Fatal(err)
+	}
+	other := g.Begin(spec)
+	other.Key().String("b")
+	c.Key().String("written after Do") // goes nowhere
+	c.Payload().String("x")
+	c.Entity().String("y")
+	if _, err := idem.Do(ctx, c, fn); !errors.Is(err, idem.ErrCallFinished) {
+		t.Fatalf("Do of a finished call: %v, want ErrCallFinished", err)
+	}
+	if _, err := c.StoreKey(); !errors.Is(err, idem.ErrCallFinished) {
+		t.Fatalf("StoreKey of a finished call: %v, want ErrCallFinished", err)
+	}
+	want := g.Begin(spec)
+	want.Key().String("b")
+	wantKey, _ := idem.KeyOf(want)
+	if got, err := idem.KeyOf(other); err != nil || got != wantKey {
+		t.Fatalf("key of the call begun meanwhile = %q, %v; want %q", got, err, wantKey)
+	}
+	if ran != 1 {
+		t.Fatalf("fn ran %d times, want 1", ran)
 	}
 }

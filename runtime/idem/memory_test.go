@@ -142,3 +142,29 @@ func TestMemoryStoreKeepsLargeResultsOnce(t *testing.T) {
 	}
 	runtime.KeepAlive(s)
 }
+
+// Claims sweep their shard once it has had as many claims as it holds
+// records: expired records still go without Cleanup, and a store never
+// holds much more than twice its live records.
+func TestMemoryStoreSweepsExpiredRecords(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := idem.NewMemoryStore(idem.WithMemoryClock(func() time.Time { return now }))
+	ctx := context.Background()
+	claim := func(key string) {
+		t.Helper()
+		if res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{1}, Lease: time.Second, TTL: time.Second}); err != nil || !res.Status.Owns() {
+			t.Fatalf("claim %s: %v, %v", key, res.Status, err)
+		}
+	}
+	const n = 20000
+	for i := range n {
+		claim(fmt.Sprint("old", i))
+	}
+	now = now.Add(time.Hour) // every record above has expired
+	for i := range n {
+		claim(fmt.Sprint("new", i))
+	}
+	if got := s.Len(); got > n+n/2 {
+		t.Fatalf("%d records held after %d expired and %d live, want the expired mostly swept", got, n, n)
+	}
+}

@@ -64,6 +64,13 @@ type ClaimRequest struct {
 	// Order, when its Key is set, asks for per-entity ordering (see
 	// OrderClaim). Stores that support it implement Orderer.
 	Order OrderClaim
+	// SentAt is when the Guard sent the claim, read from this process's
+	// monotonic clock (zero from other callers). The Guard counts the
+	// lease from it. A store whose clock is that same monotonic clock
+	// (the memory store by default) may judge the claim at this instant
+	// instead of reading the clock again, which is a replay's one clock
+	// read; stores with a clock of their own ignore it.
+	SentAt time.Time
 }
 
 // OrderClaim makes a claim that would execute also check and advance the
@@ -91,6 +98,18 @@ type OrderClaim struct {
 // to run an ordered function on a store that does not.
 type Orderer interface {
 	SupportsOrdering() bool
+}
+
+// InProcess is implemented by stores whose calls never wait on anything
+// outside the process (the memory store): no network, no disk, no lock
+// held across I/O. A Guard hands their writes after the function the
+// caller's ctx without its cancelation, where for any other store it must
+// bound each write by a timer (it could hang); the timer was a fifth of
+// an embedded first execution's allocations. A wrapper that embeds such a
+// store inherits the method: if the wrapper's own calls can block, it
+// must declare InProcess() false.
+type InProcess interface {
+	InProcess() bool
 }
 
 // Admin is implemented by stores that operators can inspect and repair

@@ -41,7 +41,7 @@ func TestStoreKeyIsTheClaimedKey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			store := idem.NewMemoryStore()
 			g := idem.NewGuard(store, tc.opts...)
-			begin := func() *idem.Call {
+			begin := func() idem.Call {
 				c := g.Begin(tc.spec)
 				c.Key().ID("evt-1")
 				c.Payload().Int(42)
@@ -76,8 +76,8 @@ func TestStoreKeyIsTheClaimedKey(t *testing.T) {
 	}
 }
 
-// An invalid key is Do's error, naming the function, and the Call still
-// goes back to the pool (the next one starts clean).
+// An invalid key is Do's error, naming the function, and the buffers still
+// go back to the pool (the next Call starts clean).
 func TestStoreKeyInvalid(t *testing.T) {
 	g := idem.NewGuard(idem.NewMemoryStore())
 	spec := &idem.Spec{Name: "test.Bad"}

@@ -588,22 +588,34 @@ type TypedCodec[T any] struct {
 
 // Marshal encodes v, a T (or a *T).
 func (c TypedCodec[T]) Marshal(v any) ([]byte, error) {
+	// One allocation holds the encoder, a copy of a T passed by value
+	// (taking its address would move it to the heap on its own) and the
+	// first bytes of the record, which is most small results' whole
+	// record: the returned slice points into it.
+	x := new(encoding[T])
 	var p *T
 	switch v := v.(type) {
 	case T:
-		p = &v
+		x.v = v
+		p = &x.v
 	case *T:
 		p = v
 	default:
 		return nil, fmt.Errorf("idem: codec of %T given a %T", p, v)
 	}
-	e := Encoder{buf: make([]byte, 2, 128)}
-	e.buf[0], e.buf[1] = CodecMarker, CodecVersion
-	c.Encode(&e, p)
-	if e.err != nil {
-		return nil, e.err
+	x.e.buf = append(x.first[:0], CodecMarker, CodecVersion)
+	c.Encode(&x.e, p)
+	if x.e.err != nil {
+		return nil, x.e.err
 	}
-	return e.buf, nil
+	return x.e.buf, nil
+}
+
+// encoding is one TypedCodec.Marshal's working state.
+type encoding[T any] struct {
+	e     Encoder
+	v     T
+	first [64]byte
 }
 
 // Unmarshal decodes data into v, a *T.

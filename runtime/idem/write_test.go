@@ -53,7 +53,8 @@ func TestWriteCtx(t *testing.T) {
 	old := writeTimeoutFloor
 	writeTimeoutFloor = 30 * time.Millisecond
 	defer func() { writeTimeoutFloor = old }()
-	g := NewGuard(NewMemoryStore())
+	// A store that may do I/O: only Store's methods, not InProcess.
+	g := NewGuard(struct{ Store }{NewMemoryStore()})
 
 	parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "v"))
 	cancelParent() // the caller gave up: the writes must still run
@@ -82,6 +83,29 @@ func TestWriteCtx(t *testing.T) {
 	cancel2()
 	if ctx2.Err() != context.Canceled {
 		t.Fatalf("Err after cancel = %v, want Canceled", ctx2.Err())
+	}
+}
+
+// An in-process store's writes need no timer: they get the caller's ctx
+// without its cancelation (the ctx itself when it cannot be canceled).
+func TestWriteCtxInProcess(t *testing.T) {
+	g := NewGuard(NewMemoryStore())
+	parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "v"))
+	cancelParent()
+	ctx, cancel := g.writeCtx(parent, Lease{Duration: time.Millisecond})
+	defer cancel()
+	if ctx.Err() != nil || ctx.Done() != nil {
+		t.Fatalf("write ctx of a canceled parent: Err %v, Done %v; want neither", ctx.Err(), ctx.Done())
+	}
+	if ctx.Value(ctxKey{}) != "v" {
+		t.Fatal("write ctx lost its parent's values")
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		t.Fatalf("in-process write ctx has deadline %v, want none", dl)
+	}
+	bg := context.Background()
+	if ctx, _ := g.writeCtx(bg, Lease{}); ctx != bg {
+		t.Fatalf("write ctx of Background = %v, want Background itself", ctx)
 	}
 }
 

@@ -902,7 +902,7 @@ func TestKeyReusedAfterCrashOrRelease(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := idemtest.NewClock(time.Now())
-			store := idem.NewMemoryStore(idem.WithClock(clock.Now))
+			store := idem.NewMemoryStore(idem.WithMemoryClock(clock.Now))
 			app := &app{}
 			if diff := cmp.Diff(tt.want, tt.first(t, clock, store, app)); diff != "" {
 				t.Fatalf("first request (-want +got):\n%s", diff)

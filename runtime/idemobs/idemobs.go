@@ -10,6 +10,10 @@
 //		obs,
 //	)))
 //
+// StaleScanner counts a store's stale claims (stuck locks, which no event
+// reports); the stale-claim gauges of runtime/idemprom and runtime/idemotel
+// export its result.
+//
 // The adapters live in their own packages (runtime/idemslog,
 // runtime/idemprom, runtime/idemotel) so that runtime/idem and this package
 // depend on the standard library only.

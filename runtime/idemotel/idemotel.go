@@ -32,6 +32,10 @@
 // reported for every outcome, zeros included, so that alerts see the first
 // lease_lost as an increase. Close unregisters the collection callback.
 //
+// Stale claims (owners whose lease expired with no takeover) are not
+// events; NewStaleClaims reports them as gauges by listing a store
+// (idem.Admin).
+//
 // # Spans
 //
 // An idem.Observer sees outcomes, after the fact, without the caller's

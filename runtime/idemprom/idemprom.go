@@ -33,6 +33,10 @@
 // lease_lost or store_error the first time one happens instead of a series
 // appearing out of nowhere.
 //
+// Stale claims (owners whose lease expired with no takeover: crashed or
+// stuck lock holders) are not events; NewStaleClaims counts them by
+// listing a store (idem.Admin) at most once per scan interval.
+//
 // Observe is cheap: the counter and histogram of each (func, outcome) are
 // looked up once and kept in a copy-on-write table, so a call costs a
 // table lookup (for a generated wrapper, a pointer comparison), an atomic

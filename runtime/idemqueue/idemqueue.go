@@ -226,7 +226,7 @@ type PanicError struct {
 func (e *PanicError) Error() string { return fmt.Sprintf("handler panicked: %v", e.Value) }
 
 // doRecover calls idem.Do and turns the panic it re-raises into an error.
-func doRecover(ctx context.Context, call *idem.Call, herr *error, fn func(context.Context) (done, error)) (_ done, err error) {
+func doRecover(ctx context.Context, call idem.Call, herr *error, fn func(context.Context) (done, error)) (_ done, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			if pe, ok := (*herr).(*PanicError); ok {

@@ -11,7 +11,7 @@ import (
 func TestMemoryStoreConformance(t *testing.T) {
 	idemtest.RunStoreSuite(t, idemtest.Harness{
 		New: func(t *testing.T, now func() time.Time) idem.Store {
-			return idem.NewMemoryStore(idem.WithClock(now), idem.WithPollInterval(5*time.Millisecond))
+			return idem.NewMemoryStore(idem.WithMemoryClock(now), idem.WithPollInterval(5*time.Millisecond))
 		},
 		ManualClock: true,
 	})

@@ -26,7 +26,7 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, erro
 	op := s.op()
 	var res []any
 	err := s.bounded(ctx, func() (err error) {
-		res, err = forceReleaseScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk), op).Slice()
+		res, err = s.scripts.forceRelease.Run(ctx, s.rdb, []string{rk}, channelOf(rk), op).Slice()
 		return err
 	})
 	if err != nil {
@@ -200,7 +200,7 @@ func (s *Store) Cleanup(ctx context.Context) (int, error) {
 		rk := s.RecordKey(key)
 		var d int64
 		err = s.bounded(ctx, func() (err error) {
-			d, err = cleanupScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64()
+			d, err = s.scripts.cleanup.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64()
 			return err
 		})
 		if err != nil {

@@ -116,13 +116,15 @@ func BenchmarkReplay(b *testing.B) {
 		callers  int
 		pointer  bool
 		deadline bool
+		noPipe   bool
 	}{
-		{"callers=1", 1, false, false}, {"callers=32", 32, false, false}, {"callers=32/pointer-result", 32, true, false},
-		{"callers=1/ctx-deadline", 1, false, true}, {"callers=32/ctx-deadline", 32, false, true},
+		{"callers=1", 1, false, false, false}, {"callers=32", 32, false, false, false}, {"callers=32/pointer-result", 32, true, false, false},
+		{"callers=1/ctx-deadline", 1, false, true, false}, {"callers=32/ctx-deadline", 32, false, true, false},
+		{"callers=1/pipelining=off", 1, false, false, true}, {"callers=32/pipelining=off", 32, false, false, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			rdb := benchClient(b)
-			s := newStore(b, rdb)
+			s := newStore(b, rdb, WithPipelining(!tc.noPipe))
 			g := idem.NewGuard(s)
 			spec := &idem.Spec{Name: "bench.replay", TTL: time.Hour}
 			ctx := context.Background()
@@ -168,11 +170,22 @@ func BenchmarkReplay(b *testing.B) {
 	}
 }
 
+// BenchmarkFirstExecution: claim, run and complete new keys, against a raw
+// SET NX of a new key. pipelining=off is the store without its pipe
+// (every call its own round trip), measured in the same run.
 func BenchmarkFirstExecution(b *testing.B) {
-	for _, callers := range []int{1, 32} {
-		b.Run("callers="+strconv.Itoa(callers), func(b *testing.B) {
+	for _, tc := range []struct {
+		callers int
+		pipe    bool
+	}{{1, true}, {32, true}, {1, false}, {32, false}} {
+		callers := tc.callers
+		name := "callers=" + strconv.Itoa(callers)
+		if !tc.pipe {
+			name += "/pipelining=off"
+		}
+		b.Run(name, func(b *testing.B) {
 			rdb := benchClient(b)
-			s := newStore(b, rdb)
+			s := newStore(b, rdb, WithPipelining(tc.pipe))
 			g := idem.NewGuard(s)
 			spec := &idem.Spec{Name: "bench.first", TTL: time.Minute}
 			ctx := context.Background()

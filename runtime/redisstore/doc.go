@@ -8,7 +8,7 @@
 //	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 //	store, err := redisstore.New(ctx, rdb, redisstore.WithPrefix("billing:"))
 //	if err != nil { ... } // Redis did not answer a PING within ctx: wraps idem.ErrStoreUnavailable
-//	defer store.Close() // stops the shared subscription; rdb stays open
+//	defer store.Close() // stops the store's subscriptions; rdb stays open
 //	g := idem.NewGuard(store)
 //
 // Any redis.UniversalClient works: a *redis.Client (also from
@@ -76,6 +76,17 @@
 // Pub/sub set-up for Wait ignores deadlines even with
 // ContextTimeoutEnabled, so Wait's subscribe is always watched.
 //
+// # Pipelining
+//
+// Claims and fenced writes (complete, fail, release, heartbeat) from many
+// goroutines are coalesced into pipelines: when none of the store's
+// commands is in flight a command goes out at once on its caller's
+// goroutine, as it would without pipelining; otherwise it joins a queue
+// that one goroutine sends as a single pipeline (split by node on a
+// Cluster), and what arrives meanwhile makes up the next. Each caller
+// still returns by its own ctx, and a command whose ctx ended while it
+// waited in the queue is not sent. WithPipelining(false) turns it off.
+//
 // # Ordering and administration
 //
 // The store implements idem.Orderer: a claim that carries an OrderClaim
@@ -88,12 +99,27 @@
 //
 // # Waiting
 //
-// Store.Wait subscribes the key's channel on one pub/sub connection shared
-// by all the store's waiters; the scripts PUBLISH on it when the key
-// leaves in_progress. Waiters also re-read the record at the owner's lease
-// expiry (no message announces that) and at least every poll interval
+// Store.Wait subscribes the key's channel, shared by all the store's
+// waiters of that key; the scripts publish on it when the key leaves
+// in_progress. Over a *redis.Client (standalone, Sentinel) the scripts
+// PUBLISH and all waiters share one SUBSCRIBE connection. Over a
+// *redis.ClusterClient the scripts SPUBLISH and the store SSUBSCRIBEs
+// (sharded pub/sub, Redis 7.0): a notification stays on the shard that
+// owns the key instead of being forwarded to every node. A sharded
+// subscription names channels of one slot, so the store keeps one
+// subscription connection per slot that has waiters, closed with its last
+// waiter: as many connections as slots with a live wait, at most.
+//
+// When a key's slot moves (resharding) the old owner drops its shard
+// subscribers with an unrequested SUNSUBSCRIBE; when a master dies its
+// connection fails. Either way the store reloads the slot map, subscribes
+// the slot's channels again on the new owner (retrying with backoff while
+// the map is stale) and wakes the slot's waiters, which re-read the
+// record: a completion published while they were not subscribed is read,
+// not missed. Waiters also re-read the record at the owner's lease expiry
+// (no message announces that) and at least every poll interval
 // (WithPollInterval, default 500ms), so a lost message delays a waiter but
-// never hangs it. Close the store to stop the subscription goroutine.
+// never hangs it. Close the store to stop the subscription goroutines.
 //
 // # Cluster
 //
@@ -102,10 +128,10 @@
 // map to one slot. Keys of ordered functions already carry the entity's
 // tag ("…:{<entity>}:…"); they are stored as "<prefix>=<key>" so that a
 // call and its entity's order record (read and advanced by the same claim
-// script) share a slot. Every other script touches a single key. Notifications use
-// classic PUBLISH, which a Cluster forwards to every node, so the one
-// subscription connection (to any node) hears all of them. The prefix may
-// not contain braces.
+// script) share a slot. Every other script touches a single key. A
+// notification channel has its record key's tag, so the scripts' SPUBLISH
+// stays in their key's slot, as a Cluster requires (see Waiting). The
+// prefix may not contain braces.
 //
 // # Eviction: use maxmemory-policy noeviction
 //
@@ -128,8 +154,82 @@
 // # Durability
 //
 // Redis acknowledges a write before it is on disk (unless appendfsync is
-// always) and before replicas have it. A crash or failover right after a
-// claim or completion can lose it, and the key then runs again. Where that
-// matters use AOF with appendfsync always, or WAIT-based replication
-// outside this store, or a durable store (runtime/pgstore).
+// always) and before replicas have it. A crash right after a claim or
+// completion can lose it, and the key then runs again; for a failover see
+// below. Where a restart of every node at once matters use AOF with
+// appendfsync always, or a durable store (runtime/pgstore).
+//
+// # Failover: WithReplicaAcks and WithClockFences
+//
+// Redis replicates asynchronously. Without options, a write the primary
+// acknowledged is lost when the primary dies before a replica has it and
+// that replica is promoted (Sentinel, or a Cluster replica): a lost claim
+// lets a second caller claim the key while the first runs, a lost
+// completion makes the function run again, and a lost claim's fence is
+// handed out again by the promoted replica. Test/reliability's failover
+// rows count these.
+//
+// WithReplicaAcks(n, timeout) makes a claim that acquires or takes over a
+// key, and every heartbeat, completion, failure and release, count only
+// once n replicas have it. After the write, the store runs a small script
+// on the key's primary that checks the key still holds the record that
+// write produced (its op id and owner) and re-propagates it, and then
+// WAIT n timeout on the same connection (one pipeline, one extra round
+// trip; in a Cluster on the master that owns the key's slot). WAIT counts
+// the replicas that have the connection's latest write, which is now that
+// record, whoever's connection wrote it and whichever node was primary
+// then. Without n acknowledgements the call fails with an error matching
+// ErrNotReplicated and idem.ErrStoreUnavailable:
+//
+//   - a claim is not held: the store releases it (so does the Guard's
+//     orphan search), or it expires with its lease; the Guard does not run
+//     the function (fail closed; a Guard built to fail open runs it
+//     unguarded, as for any store error);
+//   - a heartbeat does not extend the lease: the Guard keeps counting the
+//     lease from the last acknowledged one and stops the function when it
+//     ends;
+//   - a completion or failure is retried until the write's ctx ends (the
+//     Guard gives it the lease, at least 5s): asked again, and written
+//     again with the same op id when a newly promoted primary still has
+//     the claim but not the write; if that does not succeed the Guard
+//     returns the function's result with an error saying it was not
+//     recorded, and the key runs again once the claim's lease ends;
+//   - a release that fails leaves the key to expire with its lease.
+//
+// Replays, reads and Wait are not waited on: a replay may return a
+// completion that the primary has and no replica yet; the completion's
+// owner is then still waiting for its acknowledgement and writes the same
+// result again on a promoted replica that lost it.
+//
+// What WAIT does not guarantee: it is not consensus. It says that n
+// replicas had the write when it answered, not that the replica promoted
+// next is one of them (ask for every replica, or rely on Sentinel and
+// Cluster promoting the most up-to-date replica); a timed-out WAIT does
+// not undo the write, which may still reach replicas later (so an
+// unacknowledged claim is released, never assumed absent); and replicas
+// hold the write in memory, so a restart of all of them together loses
+// it (WAITAOF, Redis 7.2, also waits for AOF fsync; this store does not
+// use it). Acknowledgements cost a round trip and the replication delay
+// on every first execution (docs/BENCHMARKS.md); a replay costs nothing
+// more.
+//
+// WithClockFences makes a claim's fence max(previous fence + 1, the
+// server's time in µs) instead of previous fence + 1. Fences stay
+// strictly increasing for a key as before, and across a failover too,
+// even when the last increments were lost with the old primary: a lost
+// fence is at most the old primary's clock when it was issued, and the
+// promoted replica claims later by its own clock. This assumes the
+// servers' clocks agree to better than the time a failover takes
+// (Sentinel's down-after-milliseconds, the Cluster's node timeout, both
+// seconds), which leases already assume: a lease placed by the old
+// primary's clock is judged by the promoted replica's. Epochs that Redis
+// keeps (Sentinel's failover epoch lives in the Sentinels, not in the
+// server; a Cluster's config epoch only in Cluster mode) would not serve
+// every deployment, and a replication id is not ordered. The price: every
+// claim runs the claim script (no SET NX fast path), so a first execution
+// and a replay cost the server a script instead of a SET. Without acks a
+// lost claim's fence is not reused, but its owner may still run beside
+// the next one; with acks the fence of a claim that was lost was never
+// run under. A fence is about 2^50 (µs since 1970), so downstream systems
+// must store fences as 64-bit integers.
 package redisstore

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -93,7 +94,11 @@ end
 // else is parsed and without reading the clock: a finished record's Redis
 // TTL ends no later than its expiry (px rounds down), so one that exists is
 // live. Go reads the fence from the returned value.
-var claimScript = redis.NewScript(`
+var claimScript = redis.NewScript(claimSrc)
+
+// claimSrc is claimScript's source; clockClaimScript (acks.go) derives
+// from it.
+var claimSrc = `
 local v = redis.pcall('GET', KEYS[1])
 if type(v) == 'string' and #v >= 99 and string.byte(v, 1) == 167 and string.byte(v, 2) == 3 or
     type(v) == 'string' and #v >= 91 and string.byte(v, 1) == 167 and string.byte(v, 2) == 1 then
@@ -142,7 +147,7 @@ local exp = lease + tonumber(ARGV[4])
 redis.call('SET', KEYS[1], enc(1, fence, lease, exp, now, ARGV[6], ARGV[1], ARGV[2], now, ''), 'PX', px(exp, now))
 if status == 2 then redis.call('PUBLISH', ARGV[5], note(1, fence)) end
 return {status, fence, lease}
-`)
+`
 
 // writeScript is every fenced write, and the second half of every first
 // execution, so it stands alone (no luaCommon closures to build) and takes
@@ -157,7 +162,9 @@ return {status, fence, lease}
 // directly, so no write needs the key's expiry: a heartbeat keeps that TTL
 // after the new lease, and a finished record written from a fresh claim
 // records the finish time as its lease expiry (the lease ended there).
-var writeScript = redis.NewScript(`
+var writeScript = redis.NewScript(writeSrc)
+
+var writeSrc = `
 local v = redis.pcall('GET', KEYS[1])
 if not v then return {-1, 0, 0} end
 if type(v) == 'table' then return {0, 'cannot read the record key: ' .. tostring(v.err)} end
@@ -202,7 +209,7 @@ redis.call('SET', KEYS[1], struct.pack('>BBBI8I8I8I8', 167, 3, st, fence, lease,
   string.sub(v, 60, 91) .. struct.pack('>I8', claimed) .. data, 'PX', string.format('%d', ms))
 if st ~= 1 then redis.call('PUBLISH', KEYS[1] .. ':done', st .. ':' .. string.format('%d', fence)) end
 return {1, lease}
-`)
+`
 
 // readScript returns {now µs, value or false, PEXPIRETIME ms} so Get and
 // Wait judge liveness by the server clock of the node that holds the key
@@ -217,17 +224,21 @@ return {now, v, redis.call('PEXPIRETIME', KEYS[1])}
 
 // deleteScript removes the record whatever it holds (also the way to clear
 // a corrupt one) and wakes waiters. KEYS[1] record; ARGV channel.
-var deleteScript = redis.NewScript(`
+var deleteScript = redis.NewScript(deleteSrc)
+
+var deleteSrc = `
 local n = redis.call('DEL', KEYS[1])
 if n == 1 then redis.call('PUBLISH', ARGV[1], 'd:0') end
 return n
-`)
+`
 
 // forceReleaseScript releases a record whatever its owner and bumps its
 // fence, so a still-running owner's fenced writes fail. KEYS[1] record;
 // ARGV channel, op id. Returns {1, new value}, {-1} when there is no
 // record, {0, reason} for a value it cannot read.
-var forceReleaseScript = redis.NewScript(luaCommon + `
+var forceReleaseScript = redis.NewScript(forceReleaseSrc)
+
+var forceReleaseSrc = luaCommon + `
 local v = redis.pcall('GET', KEYS[1])
 if not v then return {-1} end
 local r, err = parse(v, KEYS[1])
@@ -241,11 +252,13 @@ local nv = enc(4, fence, r.lease, exp, now, ARGV[2], string.rep('\0', 16), r.fp,
 redis.call('SET', KEYS[1], nv, 'PX', px(exp, now))
 redis.call('PUBLISH', ARGV[1], note(4, fence))
 return {1, nv}
-`)
+`
 
 // cleanupScript deletes a record that is past its expiry by the server's
 // clock. KEYS[1] record; ARGV channel. Returns 1 when it deleted it.
-var cleanupScript = redis.NewScript(luaCommon + `
+var cleanupScript = redis.NewScript(cleanupSrc)
+
+var cleanupSrc = luaCommon + `
 local v = redis.pcall('GET', KEYS[1])
 if not v then return 0 end
 local r = parse(v, KEYS[1])
@@ -253,4 +266,39 @@ if not r or now_us() < r.exp then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[1], 'd:0')
 return 1
-`)
+`
+
+// scriptSet is the scripts that publish, in one publishing flavour.
+type scriptSet struct {
+	claim, clockClaim, write, del, forceRelease, cleanup *redis.Script
+}
+
+// classicScripts publish with PUBLISH, which a standalone or Sentinel
+// server delivers to its SUBSCRIBE clients; shardedScripts publish with
+// SPUBLISH (Redis 7.0), which a Cluster delivers only to the SSUBSCRIBE
+// clients of the shard that owns the channel's slot instead of
+// broadcasting it over the cluster bus to every node. Every channel
+// carries its record key's hash tag, so the SPUBLISH stays in the slot of
+// the script's key, as a script in a Cluster must.
+var (
+	classicScripts = &scriptSet{claimScript, clockClaimScript, writeScript, deleteScript, forceReleaseScript, cleanupScript}
+	shardedScripts = &scriptSet{
+		claim:        redis.NewScript(shardedSrc(claimSrc)),
+		clockClaim:   redis.NewScript(shardedSrc(clockClaimSrc)),
+		write:        redis.NewScript(shardedSrc(writeSrc)),
+		del:          redis.NewScript(shardedSrc(deleteSrc)),
+		forceRelease: redis.NewScript(shardedSrc(forceReleaseSrc)),
+		cleanup:      redis.NewScript(shardedSrc(cleanupSrc)),
+	}
+)
+
+// shardedSrc turns a script's PUBLISH calls into SPUBLISH; it panics at
+// start-up if a source has none, so a script cannot silently stop
+// notifying on a Cluster.
+func shardedSrc(src string) string {
+	out := strings.ReplaceAll(src, "redis.call('PUBLISH',", "redis.call('SPUBLISH',")
+	if out == src {
+		panic("redisstore: a publishing script has no PUBLISH call")
+	}
+	return out
+}

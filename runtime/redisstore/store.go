@@ -20,7 +20,7 @@ import (
 
 // Store is an idem.Store over a go-redis UniversalClient. It is safe for
 // concurrent use. Make one per client and prefix and share it; call Close
-// when done to stop its pub/sub subscription (it does not close the client).
+// when done to stop its pub/sub subscriptions (it does not close the client).
 type Store struct {
 	rdb    redis.UniversalClient
 	prefix string
@@ -40,7 +40,14 @@ type Store struct {
 	checkMu  sync.Mutex
 	checkErr error // set when the eviction policy is refused
 
-	hub *hub
+	hub     *hub
+	scripts *scriptSet // classicScripts, or shardedScripts on a Cluster (wait.go)
+
+	acks        replicaAcks // WithReplicaAcks (acks.go)
+	clockFences bool        // WithClockFences (acks.go)
+
+	pipe   *pipe // nil with pipelining off; see pipeline.go
+	noPipe bool
 }
 
 var _ idem.Store = (*Store)(nil)
@@ -160,7 +167,17 @@ func build(rdb redis.UniversalClient, opts []Option) (*Store, error) {
 	}
 	s.opSeed = binary.BigEndian.Uint64(seed[:])
 	s.honoursDeadline = honoursDeadline(rdb)
+	if err := s.checkAcks(); err != nil {
+		return nil, err
+	}
+	s.scripts = classicScripts
+	if _, ok := rdb.(*redis.ClusterClient); ok {
+		s.scripts = shardedScripts
+	}
 	s.hub = newHub(s)
+	if !s.noPipe {
+		s.pipe = &pipe{s: s, rdb: rdb}
+	}
 	return s, nil
 }
 
@@ -222,7 +239,7 @@ func watched(ctx context.Context, call func() error) error {
 	}
 }
 
-// Close stops the store's shared pub/sub subscription, waking blocked
+// Close stops the store's pub/sub subscriptions, waking blocked
 // waiters with an error. It does not close the Redis client.
 func (s *Store) Close() error { return s.hub.close() }
 
@@ -300,9 +317,9 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 	}
 	rk := s.RecordKey(req.Key)
 	op := s.op()
-	if req.Order.Key == "" {
+	if req.Order.Key == "" && !s.clockFences {
 		if res, ok, err := s.claimFresh(ctx, rk, req, op); ok || err != nil {
-			return res, err
+			return s.ackClaim(ctx, req, rk, op, res, err) // acks.go
 		}
 	}
 	keys := []string{rk}
@@ -316,7 +333,10 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		args = append(args, o.At.UnixMicro(), micro(o.Grace), override)
 	}
 	var res []any
-	err := s.bounded(ctx, func() (err error) { res, err = claimScript.Run(ctx, s.rdb, keys, args...).Slice(); return err })
+	err := s.piped(ctx, func(c redis.Scripter) (err error) {
+		res, err = s.claimScript().Run(ctx, c, keys, args...).Slice()
+		return err
+	})
 	if err != nil {
 		return idem.ClaimResult{}, s.wrap(ctx, "claim", req.Key, err)
 	}
@@ -350,7 +370,7 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 	case idem.ClaimOutOfOrder:
 		out.LastAccepted = time.UnixMicro(lease)
 	}
-	return out, nil
+	return s.ackClaim(ctx, req, rk, op, out, nil) // acks.go
 }
 
 // claimFresh is the SET NX GET step of Claim; ok is false when the claim
@@ -360,12 +380,9 @@ func (s *Store) claimFresh(ctx context.Context, rk string, req idem.ClaimRequest
 	sent := time.Now()
 	cmd := redis.NewStringCmd(ctx, "set", rk, v, "px", px, "nx", "get")
 	var old string
-	err = s.bounded(ctx, func() error {
-		_ = s.rdb.Process(ctx, cmd)
-		v, err := cmd.Result()
-		old = v
-		return err
-	})
+	if err = s.process(ctx, cmd); err == nil {
+		old = cmd.Val()
+	}
 	switch {
 	case err == redis.Nil:
 		// The key was free and now holds our claim. Its lease is judged by
@@ -442,9 +459,17 @@ func (s *Store) write(ctx context.Context, op string, l idem.Lease, st idem.Stat
 	binary.BigEndian.PutUint64(arg[9:], uint64(micro(d)))
 	copy(arg[17:25], s.op())
 	copy(arg[25:], l.Owner[:])
+	if err := s.applyWrite(ctx, op, l, rk, arg[:], data); err != nil || s.acks.n == 0 {
+		return err
+	}
+	return s.ackWrite(ctx, op, l, rk, arg[:], data) // acks.go
+}
+
+// applyWrite runs the write script once with the packed argument arg.
+func (s *Store) applyWrite(ctx context.Context, op string, l idem.Lease, rk string, arg, data []byte) error {
 	var res []any
-	err := s.bounded(ctx, func() (err error) {
-		res, err = writeScript.Run(ctx, s.rdb, []string{rk}, arg[:], data).Slice()
+	err := s.piped(ctx, func(c redis.Scripter) (err error) {
+		res, err = s.scripts.write.Run(ctx, c, []string{rk}, arg, data).Slice()
 		return err
 	})
 	if err != nil {
@@ -523,7 +548,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	rk := s.RecordKey(key)
 	var n int64
 	err := s.bounded(ctx, func() (err error) {
-		n, err = deleteScript.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64()
+		n, err = s.scripts.del.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64()
 		return err
 	})
 	if err != nil {

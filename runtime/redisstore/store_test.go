@@ -25,6 +25,8 @@ type counter struct {
 var scriptNames = map[string]string{
 	claimScript.Hash(): "claim", writeScript.Hash(): "write",
 	readScript.Hash(): "read", deleteScript.Hash(): "delete",
+	shardedScripts.claim.Hash(): "claim", shardedScripts.write.Hash(): "write",
+	shardedScripts.del.Hash(): "delete",
 }
 
 // isHeartbeat reads the write script's packed argument: its first byte is

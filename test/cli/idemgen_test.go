@@ -30,10 +30,10 @@ func TestScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "idemgen"), "./cmd/idemgen")
+	build := exec.Command("go", "build", "-o", bin+string(os.PathSeparator), "./cmd/idemgen", "./cmd/idemvet")
 	build.Dir = root // in the root module, with its own go.sum
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build idemgen: %v\n%s", err, out)
+		t.Fatalf("go build idemgen idemvet: %v\n%s", err, out)
 	}
 	goEnv := map[string]string{}
 	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT").Output()
@@ -50,6 +50,7 @@ func TestScripts(t *testing.T) {
 				env.Setenv(k, v)
 			}
 			env.Setenv("REPO", root)
+			env.Setenv("IDEMVET", filepath.Join(bin, "idemvet")) // go vet -vettool wants a path
 			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("GOFLAGS", "-mod=mod")
 			env.Setenv("GOPROXY", "off")

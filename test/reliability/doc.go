@@ -1,6 +1,7 @@
 // Package reliability is idemgen's reliability harness: it drives the
 // generated wrappers of package work from several real OS processes
-// against the Redis, Postgres and file stores and checks the results
+// against the Redis, Postgres, file, DynamoDB (dynalite) and Firestore
+// (emulator) stores and checks the results
 // against a side-effect ledger kept in Postgres (one row per execution,
 // written by the guarded function itself).
 //
@@ -17,13 +18,24 @@
 //     over and completes, the owner is SIGCONTed: its completion fails with
 //     idem.ErrLeaseLost, the stored result is the successor's, and its
 //     fence-guarded business write is rejected.
-//   - network (Redis, Postgres): the store is reached through FaultProxy,
+//   - network (Redis, Postgres, DynamoDB, Firestore): the store is reached through FaultProxy,
 //     which injects resets, blackholes and latency spikes: callers get typed
 //     errors, a key is completed once, stale fences never write, and every
 //     key completes once the faults heal.
-//   - skew (Redis, Postgres): workers run with Guard clocks offset by
-//     minutes (idem.WithGuardClock); exclusivity holds because leases are
-//     judged by the server's clock.
+//   - skew (Redis, Postgres, Firestore): workers run with Guard clocks
+//     offset by minutes (idem.WithGuardClock); exclusivity holds because
+//     leases are judged by the server's clock. DynamoDB judges leases by
+//     the callers' clocks: its row skews Guard and store clocks within
+//     its stated margin, and TestHarnessDetectsSkewBeyondMargin shows
+//     clocks skewed past it break exclusivity (docstores_test.go).
+//   - failover storm (Redis Sentinel and Cluster with replicas,
+//     failover_test.go): a storm during which the primary is SIGKILLed
+//     after its replica was cut off for a moment, and the replica promoted
+//     (Sentinel failover, CLUSTER FAILOVER FORCE), several times per run.
+//     Without redisstore.WithReplicaAcks the lost writes show as
+//     violations (counted and listed, as the self-test's); with it and
+//     WithClockFences there must be none. The deployments are
+//     scripts/redis-failover.sh's, which the test starts.
 //
 // `go test ./test/reliability` runs a short version (seconds);
 // IDEM_RELIABILITY=full runs the full one and, with

@@ -144,6 +144,8 @@ func (h *harness) base(store, role string, addr string) workerConfig {
 		cfg.StoreAddr = h.redisAddr
 	case "postgres":
 		cfg.StoreAddr = h.ledgerURL
+	case "dynamo", "firestore":
+		cfg.StoreAddr = docStoreAddr(store)
 	}
 	if addr != "" {
 		if store == "postgres" {

@@ -163,8 +163,9 @@ fence-guarded write accepted, a key stuck past its lease or never completed,
 an untyped error. See test/reliability/doc.go for the scenarios.
 
 `)
-	stores := []string{"redis", "postgres", "file"}
-	names := map[string]string{"redis": "Redis", "postgres": "PostgreSQL", "file": "File store"}
+	stores := []string{"redis", "postgres", "file", "dynamo", "firestore"}
+	names := map[string]string{"redis": "Redis", "postgres": "PostgreSQL", "file": "File store",
+		"dynamo": "DynamoDB (dynalite)", "firestore": "Firestore (emulator)"}
 	hostile, scenarios := hostileRows(report.rows)
 	for _, st := range stores {
 		var rows []row

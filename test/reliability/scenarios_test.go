@@ -197,8 +197,8 @@ func (h *harness) crash(t *testing.T, store string, sz sizes) row {
 				}
 				done[c.Key] = true
 				final[c.Key] = view(c.Out)
-				if d > crashLease+stuckSlack {
-					v.add("%s: stuck: the retry took %s, more than the lease (%s) + %s", c.Key, d.Round(time.Millisecond), crashLease, stuckSlack)
+				if d > crashLease+takeoverMargin(store)+stuckSlack {
+					v.add("%s: stuck: the retry took %s, more than the lease (%s) + %s", c.Key, d.Round(time.Millisecond), crashLease+takeoverMargin(store), stuckSlack)
 				}
 			}
 			for _, k := range keys {
@@ -453,8 +453,11 @@ func fmtCounts(m map[string]int) string {
 
 func (h *harness) network(t *testing.T, store string, sz sizes) row {
 	upstream := h.redisAddr
-	if store == "postgres" {
+	switch store {
+	case "postgres":
 		upstream = h.pgHostPort()
+	case "dynamo", "firestore":
+		upstream = docUpstream(store)
 	}
 	proxy, err := NewFaultProxy(upstream)
 	if err != nil {

@@ -73,6 +73,14 @@ type workerConfig struct {
 	CallTimeout time.Duration
 
 	Output string
+
+	// Failover rows (failover_test.go): the deployment's addresses (the
+	// Sentinels, or the Cluster's nodes), and whether the store waits for
+	// replica acknowledgements (with clock fences); RetryErrors retries a
+	// call that failed, as contend does, until Deadline.
+	FailoverAddrs []string
+	ReplicaAcks   bool
+	RetryErrors   bool
 }
 
 // callRecord is one call as the worker saw it.
@@ -119,6 +127,9 @@ func mark(phase, key string, fence uint64) {
 }
 
 func openStore(ctx context.Context, cfg workerConfig) (idem.Store, func(), error) {
+	if st, closeFn, ok, err := openFailoverStore(ctx, cfg); ok {
+		return st, closeFn, err
+	}
 	switch cfg.Store {
 	case "redis":
 		opt := &redis.Options{Addr: cfg.StoreAddr, PoolSize: 16}
@@ -160,6 +171,8 @@ func openStore(ctx context.Context, cfg workerConfig) (idem.Store, func(), error
 			return nil, nil, err
 		}
 		return st, func() { st.Close(); pool.Close() }, nil
+	case "dynamo", "firestore":
+		return openDocStore(ctx, cfg) // docstores_test.go
 	case "file":
 		st, err := filestore.New(cfg.FileDir)
 		if err != nil {
@@ -241,7 +254,7 @@ func runWorker(cfg workerConfig) error {
 	default:
 		return fmt.Errorf("unknown role %q", cfg.Role)
 	}
-	retry := cfg.Role == "contend" || cfg.Role == "skew"
+	retry := cfg.Role == "contend" || cfg.Role == "skew" || cfg.RetryErrors
 	mark("ready", "-", 0)
 
 	var (

@@ -68,7 +68,7 @@ func (s *IdempotentService) CreatePaymentKey(req PaymentRequest) (string, error)
 }
 
 // beginCreatePayment starts a call of CreatePayment and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (s *IdempotentService) beginCreatePayment(req *PaymentRequest) *idem.Call {
+func (s *IdempotentService) beginCreatePayment(req *PaymentRequest) idem.Call {
 	c := s.g.Begin(idemSpecServiceCreatePayment)
 	c.Key().String(req.AccountID)
 	c.Key().String(req.Reference)

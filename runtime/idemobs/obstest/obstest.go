@@ -144,7 +144,7 @@ func Run(t testing.TB, obs idem.Observer) []idem.Event {
 	t.Helper()
 	ctx := context.Background()
 	clock := idemtest.NewClock(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
-	mem := idem.NewMemoryStore(idem.WithClock(clock.Now))
+	mem := idem.NewMemoryStore(idem.WithMemoryClock(clock.Now))
 	store := &faultyStore{Store: mem}
 	rec := &recorder{}
 	both := idem.ObserverFunc(func(e idem.Event) {

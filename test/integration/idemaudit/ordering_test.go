@@ -294,7 +294,7 @@ func TestBatch(t *testing.T) {
 				{"u2", "f9", 9 * time.Minute, false},
 			}
 			res := idem.ApplyBatch(ctx, items, func(m measurement) string { return m.User },
-				func(m measurement) time.Time { return t0.Add(m.At) }, applyM, idem.BatchOptions{})
+				func(m measurement) time.Time { return t0.Add(m.At) }, applyM)
 			var got []string
 			for _, r := range res {
 				got = append(got, r.Status.String())
@@ -309,7 +309,7 @@ func TestBatch(t *testing.T) {
 			}
 			// Continuing past the violation: e10 replays, e20 and e30 apply.
 			res = idem.ApplyBatch(ctx, items[:5], func(m measurement) string { return m.User },
-				func(m measurement) time.Time { return t0.Add(m.At) }, applyM, idem.BatchOptions{ContinueAfterOutOfOrder: true})
+				func(m measurement) time.Time { return t0.Add(m.At) }, applyM, idem.WithContinueAfterOutOfOrder())
 			got = got[:0]
 			for _, r := range res {
 				got = append(got, r.Status.String())

@@ -59,7 +59,7 @@ func (e *IdempotentEffects) StormKey(key string) (string, error) {
 }
 
 // beginStorm starts a call of Storm and writes its key material.
-func (e *IdempotentEffects) beginStorm(key string) *idem.Call {
+func (e *IdempotentEffects) beginStorm(key string) idem.Call {
 	c := e.g.Begin(idemSpecEffectsStorm)
 	c.Key().String(key)
 	return c
@@ -101,7 +101,7 @@ func (e *IdempotentEffects) CrashKey(key string) (string, error) {
 }
 
 // beginCrash starts a call of Crash and writes its key material.
-func (e *IdempotentEffects) beginCrash(key string) *idem.Call {
+func (e *IdempotentEffects) beginCrash(key string) idem.Call {
 	c := e.g.Begin(idemSpecEffectsCrash)
 	c.Key().String(key)
 	return c
@@ -143,7 +143,7 @@ func (e *IdempotentEffects) ZombieKey(key string) (string, error) {
 }
 
 // beginZombie starts a call of Zombie and writes its key material.
-func (e *IdempotentEffects) beginZombie(key string) *idem.Call {
+func (e *IdempotentEffects) beginZombie(key string) idem.Call {
 	c := e.g.Begin(idemSpecEffectsZombie)
 	c.Key().String(key)
 	return c
@@ -184,7 +184,7 @@ func (e *IdempotentEffects) ContendKey(key string) (string, error) {
 }
 
 // beginContend starts a call of Contend and writes its key material.
-func (e *IdempotentEffects) beginContend(key string) *idem.Call {
+func (e *IdempotentEffects) beginContend(key string) idem.Call {
 	c := e.g.Begin(idemSpecEffectsContend)
 	c.Key().String(key)
 	return c
@@ -225,7 +225,7 @@ func (e *IdempotentEffects) SkewKey(key string) (string, error) {
 }
 
 // beginSkew starts a call of Skew and writes its key material.
-func (e *IdempotentEffects) beginSkew(key string) *idem.Call {
+func (e *IdempotentEffects) beginSkew(key string) idem.Call {
 	c := e.g.Begin(idemSpecEffectsSkew)
 	c.Key().String(key)
 	return c
@@ -266,7 +266,7 @@ func (e *IdempotentEffects) MeasureKey(key string) (string, error) {
 }
 
 // beginMeasure starts a call of Measure and writes its key material.
-func (e *IdempotentEffects) beginMeasure(key string) *idem.Call {
+func (e *IdempotentEffects) beginMeasure(key string) idem.Call {
 	c := e.g.Begin(idemSpecEffectsMeasure)
 	c.Key().String(key)
 	return c
@@ -307,7 +307,7 @@ func (e *IdempotentEffects) StrictKey(key string) (string, error) {
 }
 
 // beginStrict starts a call of Strict and writes its key material.
-func (e *IdempotentEffects) beginStrict(key string) *idem.Call {
+func (e *IdempotentEffects) beginStrict(key string) idem.Call {
 	c := e.g.Begin(idemSpecEffectsStrict)
 	c.Key().String(key)
 	return c
@@ -349,7 +349,7 @@ func (e *IdempotentEffects) ExitKey(key string) (string, error) {
 }
 
 // beginExit starts a call of Exit and writes its key material.
-func (e *IdempotentEffects) beginExit(key string) *idem.Call {
+func (e *IdempotentEffects) beginExit(key string) idem.Call {
 	c := e.g.Begin(idemSpecEffectsExit)
 	c.Key().String(key)
 	return c

@@ -45,7 +45,8 @@ var errNotFound = errors.New("not found")
 
 const usageText = `usage: idemctl [flags] <command> [flags] [args]
 
-Inspect and repair idempotency records (runtime/redisstore, pgstore, filestore).
+Inspect and repair idempotency records (runtime/redisstore, pgstore, filestore,
+firestorestore).
 
 commands:
   list                 records, sorted by key (-func, -state, -older, -stale, -limit)
@@ -71,6 +72,7 @@ store URLs (-store, or $IDEMCTL_STORE):
   redis+sentinel://h1:26379,h2:26379/0?master_name=M
   postgres://user@host:5432/db[?schema=S&table=T]
   file:///var/lib/myapp/idem
+  firestore://PROJECT/COLLECTION[?database=D&emulator=HOST:PORT]
   (redis_prefix is the store's redisstore.WithPrefix; -prefix is the
   Guard's idem.WithKeyPrefix)
 

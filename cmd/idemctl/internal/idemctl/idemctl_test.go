@@ -110,6 +110,7 @@ var backends = []testBackend{
 		u.RawQuery = q.Encode()
 		return u.String(), st
 	}},
+	{name: "firestore", expiredLingers: true, open: openFirestoreBackend}, // firestore_test.go
 	{name: "file", expiredLingers: true, open: func(t *testing.T) (string, idem.Store) {
 		dir := t.TempDir()
 		st, err := filestore.New(dir, filestore.WithoutSync())

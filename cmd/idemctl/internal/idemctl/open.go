@@ -41,6 +41,7 @@ var errUsage = errors.New("usage")
 //	redis+sentinel://h1:p1,h2:p2/db?master_name=M[&redis_prefix=P&...]
 //	postgres://user@host:port/db[?schema=S&table=T&<libpq/pgx options>]
 //	file:///path/to/store/dir
+//	firestore://PROJECT/COLLECTION[?database=D&emulator=HOST:PORT]
 //
 // redis_prefix is the redisstore.WithPrefix of the application's store
 // (the Redis key namespace, default empty), not the Guard's key prefix.
@@ -59,10 +60,12 @@ func open(ctx context.Context, rawURL string) (*backend, error) {
 		return openPostgres(ctx, rawURL)
 	case "file":
 		return openFile(rawURL)
+	case "firestore":
+		return openFirestore(ctx, rawURL) // open_firestore.go
 	case "memory", "mem":
 		return nil, fmt.Errorf("%w: a memory store lives inside one process; idemctl can only reach Redis, Postgres and file stores", errUsage)
 	}
-	return nil, fmt.Errorf("%w: unknown store scheme %q (want redis, rediss, redis+cluster, redis+sentinel, postgres or file)", errUsage, scheme)
+	return nil, fmt.Errorf("%w: unknown store scheme %q (want redis, rediss, redis+cluster, redis+sentinel, postgres, firestore or file)", errUsage, scheme)
 }
 
 // redact hides a URL's password in messages.

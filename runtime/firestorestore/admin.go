@@ -1,0 +1,168 @@
+package firestorestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/api/iterator"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+var _ idem.Admin = (*Store)(nil)
+
+// List implements idem.Admin: it reads the collection's records whose key
+// starts with prefix, in key order (a document ID range). A document in
+// the range that is not a valid record does not stop the listing; List
+// returns an error naming every one (wrapping idem.ErrCorruptRecord) at
+// the end, as the other stores do. An error from fn stops it at once and
+// is returned.
+func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	start := "k" + escape(prefix)
+	it := s.coll.OrderBy(firestore.DocumentID, firestore.Asc).StartAt(start).Documents(ctx)
+	defer it.Stop()
+	var corrupted []error
+	for {
+		snap, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			break
+		}
+		if err != nil {
+			return s.opError(ctx, "list", prefix, err)
+		}
+		if !strings.HasPrefix(snap.Ref.ID, start) {
+			break // past the prefix's range
+		}
+		key, ok := keyOf(snap.Ref.ID)
+		if !ok {
+			corrupted = append(corrupted, fmt.Errorf("%w: firestorestore: document %s is no record's ID", idem.ErrCorruptRecord, snap.Ref.ID))
+			continue
+		}
+		d, err := decode(key, snap)
+		if err != nil {
+			corrupted = append(corrupted, err)
+			continue
+		}
+		if err := fn(d.rec); err != nil {
+			return err
+		}
+	}
+	return errors.Join(corrupted...)
+}
+
+// ForceRelease implements idem.Admin: it releases key whatever its owner
+// and bumps its fence (a preconditioned Update after a read), so a
+// still-running owner can neither heartbeat nor complete; waiters wake.
+func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return idem.Record{}, err
+	}
+	id, err := docID(key)
+	if err != nil {
+		return idem.Record{}, err
+	}
+	ref := s.coll.Doc(id)
+	for round := 1; round <= maxClaimRounds; round++ {
+		snap, err := ref.Get(ctx)
+		if status.Code(err) == codes.NotFound {
+			return idem.Record{}, fmt.Errorf("firestorestore: %s: %w", key, idem.ErrNotFound)
+		}
+		if err != nil {
+			return idem.Record{}, s.opError(ctx, "force release", key, err)
+		}
+		d, err := decode(key, snap)
+		if err != nil {
+			return idem.Record{}, err
+		}
+		if !snap.ReadTime.Before(d.rec.ExpiresAt) {
+			return idem.Record{}, fmt.Errorf("firestorestore: %s (expired): %w", key, idem.ErrNotFound)
+		}
+		td := d.rec.ExpiresAt.Sub(d.rec.LeaseUntil)
+		if d.rec.State != idem.StateInProgress {
+			td = d.rec.ExpiresAt.Sub(d.rec.UpdatedAt)
+		}
+		wr, err := ref.Update(ctx, []firestore.Update{
+			{Path: fState, Value: int64(idem.StateReleased)},
+			{Path: fFence, Value: int64(d.rec.Fence + 1)},
+			{Path: fResult, Value: firestore.Delete},
+			{Path: fTTLDur, Value: int64(td)},
+			{Path: fTTL, Value: s.ttlValue(td)},
+			{Path: fClaimed, Value: d.rec.ClaimedAt},
+			{Path: fOwner, Value: make([]byte, len(idem.Token{}))}, // no owner
+			{Path: fLeaseUntil, Value: timeOrDelete(d.rec.LeaseUntil)},
+		}, firestore.LastUpdateTime(d.updateTime))
+		if status.Code(err) == codes.FailedPrecondition {
+			continue
+		}
+		if err != nil {
+			return idem.Record{}, s.opError(ctx, "force release", key, err)
+		}
+		r := d.rec
+		r.State, r.Fence, r.Result, r.Owner = idem.StateReleased, r.Fence+1, nil, idem.Token{}
+		r.UpdatedAt, r.ExpiresAt = wr.UpdateTime, wr.UpdateTime.Add(td)
+		return r, nil
+	}
+	return idem.Record{}, fmt.Errorf("%w: firestorestore: force release %q: the document kept changing under %d attempts",
+		idem.ErrStoreUnavailable, key, maxClaimRounds)
+}
+
+// Cleanup implements idem.Admin: it deletes the records that are no longer
+// live, for the emulator (which has no TTL sweeper) and for databases
+// without a TTL policy on the ttl field. Candidates come from a query on
+// the ttl field; each is judged by Firestore's clock (its update time
+// against the query's read time) and deleted with its update time as the
+// precondition, so a record claimed again meanwhile stays. Documents that
+// are not records are left alone.
+func (s *Store) Cleanup(ctx context.Context) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	// ttl = writer's now + life + margin: every record whose life ended by
+	// our clock has ttl <= now + margin.
+	it := s.coll.Where(fTTL, "<=", s.now().Add(s.ttlMargin)).Documents(ctx)
+	defer it.Stop()
+	n := 0
+	for {
+		snap, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			return n, nil
+		}
+		if err != nil {
+			return n, s.opError(ctx, "cleanup", "", err)
+		}
+		key, ok := keyOf(snap.Ref.ID)
+		if !ok {
+			continue
+		}
+		d, err := decode(key, snap)
+		if err != nil || snap.ReadTime.Before(d.rec.ExpiresAt) {
+			continue
+		}
+		_, err = snap.Ref.Delete(ctx, firestore.LastUpdateTime(d.updateTime))
+		switch status.Code(err) {
+		case codes.OK:
+			n++
+		case codes.FailedPrecondition, codes.NotFound:
+		default:
+			return n, s.opError(ctx, "cleanup", key, err)
+		}
+	}
+}
+
+// timeOrDelete is t as a field value, or the field's removal for the zero
+// time.
+func timeOrDelete(t time.Time) any {
+	if t.IsZero() {
+		return firestore.Delete
+	}
+	return t
+}

@@ -1,0 +1,68 @@
+package firestorestore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/idemgen/idemgen/runtime/firestorestore"
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtest"
+)
+
+func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }
+
+// corrupt overwrites key's document with a foreign one.
+func corrupt(t *testing.T, s idem.Store, key string) {
+	t.Helper()
+	fs := s.(*firestorestore.Store)
+	var found bool
+	err := fs.List(context.Background(), key, func(r idem.Record) error {
+		found = found || r.Key == key
+		return nil
+	})
+	if err != nil || !found {
+		t.Fatalf("no record for %q to damage (%v)", key, err)
+	}
+	it := fs.Collection().Documents(context.Background())
+	defer it.Stop()
+	docs, err := it.GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		if _, err := d.Ref.Set(context.Background(), map[string]any{"owner": "someone else", "lock": true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The suite on Firestore's clock (the store reads no other for leases), so
+// it sleeps through leases: a lease of 1s (TTL 4s) leaves room for the
+// emulator's round trips on a loaded machine (with 500ms, fifty
+// concurrent claims and completions sometimes outlived their 2s TTL
+// before the suite read them back).
+func TestConformance(t *testing.T) {
+	c := emulator(t)
+	for _, tc := range []struct {
+		name string
+		opts []firestorestore.Option
+	}{
+		{"ReadFirst", nil},
+		{"CreateFirst", []firestorestore.Option{firestorestore.WithCreateFirst()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			idemtest.RunStoreSuite(t, idemtest.Harness{
+				New: func(t *testing.T, now func() time.Time) idem.Store {
+					return newStore(t, c, tc.opts...)
+				},
+				Lease:   time.Second,
+				Corrupt: corrupt,
+			})
+		})
+	}
+}

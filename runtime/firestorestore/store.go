@@ -1,0 +1,524 @@
+package firestorestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// ErrDocumentTooLarge: a result does not fit in a Firestore document
+// (1 MiB). The store returns it from Complete and Fail before sending
+// anything. It wraps idem.ErrResultTooLarge, on which the Guard records the
+// call as failed so that duplicates do not run the function again.
+var ErrDocumentTooLarge = fmt.Errorf("firestorestore: record exceeds Firestore's 1 MiB document limit: %w", idem.ErrResultTooLarge)
+
+// MaxDocumentSize is Firestore's document size limit in bytes.
+const MaxDocumentSize = 1 << 20
+
+// Store is an idem.Store on a Firestore collection. It is safe for
+// concurrent use.
+type Store struct {
+	client *firestore.Client
+	coll   *firestore.CollectionRef
+	name   string // the collection's ID, for errors
+
+	createFirst bool
+	opTimeout   time.Duration
+	ttlMargin   time.Duration
+	now         func() time.Time // the caller's clock: the ttl field only
+	pollMin     time.Duration
+	pollMax     time.Duration
+
+	// written remembers the update time of this store's last write to a
+	// lease it holds, so a fenced write is one preconditioned Update. See
+	// leaseCache.
+	written leaseCache
+}
+
+// Option configures a Store.
+type Option func(*config)
+
+type config struct {
+	createFirst      bool
+	opTimeout        time.Duration
+	ttlMargin        time.Duration
+	now              func() time.Time
+	pollMin, pollMax time.Duration
+}
+
+// WithCreateFirst makes Claim try to create the document before reading
+// it: a first execution then costs two round trips (Create, Complete)
+// instead of three, and a replay two (the failed Create, Get) instead of
+// one. Choose it when most keys are new; the default suits duplicates.
+func WithCreateFirst() Option { return func(c *config) { c.createFirst = true } }
+
+// WithOperationTimeout bounds each Store method's calls to Firestore
+// (default DefaultOperationTimeout; Wait bounds each of its reads, not the
+// wait). The client retries an unavailable server until its context
+// ends, so without a bound a caller with no deadline would wait out an
+// outage instead of failing closed: past the timeout the method returns
+// an error wrapping idem.ErrStoreUnavailable.
+func WithOperationTimeout(d time.Duration) Option { return func(c *config) { c.opTimeout = d } }
+
+// DefaultOperationTimeout is the operation timeout unless
+// WithOperationTimeout says otherwise.
+const DefaultOperationTimeout = 10 * time.Second
+
+// WithTTLMargin sets how much later than the record's expiry, by the
+// writer's clock, the ttl field tells Firestore's TTL policy to delete the
+// document (default DefaultTTLMargin): the margin keeps a writer whose
+// clock runs behind from having a record deleted while it is live.
+func WithTTLMargin(d time.Duration) Option { return func(c *config) { c.ttlMargin = d } }
+
+// WithClock replaces time.Now as the clock the ttl field is computed from
+// (tests). Leases and expiry are judged by Firestore's clock, not by it.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// WithPollInterval sets Wait's fallback polling: the first interval and
+// the cap it backs off to (defaults 50ms and 1s). The snapshot listener
+// normally wakes a waiter first.
+func WithPollInterval(first, max time.Duration) Option {
+	return func(c *config) { c.pollMin, c.pollMax = first, max }
+}
+
+// DefaultTTLMargin is the ttl field's margin unless WithTTLMargin says
+// otherwise.
+const DefaultTTLMargin = time.Hour
+
+// New returns a store keeping one document per key in collection (a
+// top-level collection ID, or a path such as "services/billing/idem").
+// It reads one document (of an ID no record uses), bounded by ctx and the
+// operation timeout, so an
+// unreachable server or missing permissions fail here with an error
+// wrapping idem.ErrStoreUnavailable instead of on the first call. The
+// store keeps no reference to ctx; the client stays the caller's to close.
+func New(ctx context.Context, client *firestore.Client, collection string, opts ...Option) (*Store, error) {
+	s, err := build(client, collection, opts)
+	if err != nil {
+		return nil, err
+	}
+	bctx, cancel := s.bound(ctx)
+	defer cancel()
+	_, err = s.coll.Doc(probeID).Get(bctx)
+	if err != nil && status.Code(err) != codes.NotFound {
+		return nil, fmt.Errorf("firestorestore: %w: collection %s: %w", idem.ErrStoreUnavailable, collection, err)
+	}
+	return s, nil
+}
+
+// probeID is the document New reads: record IDs all start with "k".
+const probeID = "idem-reachability-probe"
+
+func build(client *firestore.Client, collection string, opts []Option) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("firestorestore: nil client")
+	}
+	if collection == "" {
+		return nil, errors.New("firestorestore: empty collection")
+	}
+	c := config{opTimeout: DefaultOperationTimeout, ttlMargin: DefaultTTLMargin, now: time.Now, pollMin: 50 * time.Millisecond, pollMax: time.Second}
+	for _, o := range opts {
+		o(&c)
+	}
+	switch {
+	case c.opTimeout <= 0:
+		return nil, fmt.Errorf("firestorestore: operation timeout %v is not positive", c.opTimeout)
+	case c.ttlMargin < 0:
+		return nil, fmt.Errorf("firestorestore: negative TTL margin %v", c.ttlMargin)
+	case c.pollMin <= 0 || c.pollMax < c.pollMin:
+		return nil, fmt.Errorf("firestorestore: poll interval %v..%v is not a positive range", c.pollMin, c.pollMax)
+	case c.now == nil:
+		return nil, errors.New("firestorestore: nil clock")
+	}
+	coll := client.Collection(collection)
+	if coll == nil {
+		return nil, fmt.Errorf("firestorestore: %q is not a collection path (an odd number of segments)", collection)
+	}
+	return &Store{
+		client: client, coll: coll, name: collection,
+		createFirst: c.createFirst, opTimeout: c.opTimeout, ttlMargin: c.ttlMargin, now: c.now,
+		pollMin: c.pollMin, pollMax: c.pollMax,
+		written: leaseCache{m: map[leaseID]written{}},
+	}, nil
+}
+
+// Collection is the collection the store keeps its documents in.
+func (s *Store) Collection() *firestore.CollectionRef { return s.coll }
+
+// maxClaimRounds bounds a claim's retries when the document changes
+// between the read and the preconditioned write (another claimer won).
+const maxClaimRounds = 8
+
+// Claim reads the document and, when the key may be claimed, creates it
+// (Exists: false) or overwrites it with its read update time as the
+// precondition: another writer in between makes the write fail and the
+// claim look again. See idem.Store.
+func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+	if err := ctx.Err(); err != nil {
+		return idem.ClaimResult{}, err
+	}
+	id, err := docID(req.Key)
+	if err != nil {
+		return idem.ClaimResult{}, err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	ref := s.coll.Doc(id)
+	tryCreate := s.createFirst
+	for round := 1; round <= maxClaimRounds; round++ {
+		if tryCreate {
+			res, err := s.create(ctx, ref, req)
+			if err == nil || status.Code(err) != codes.AlreadyExists {
+				return res, err
+			}
+			tryCreate = false // someone made it: read it
+		}
+		snap, err := ref.Get(ctx)
+		if status.Code(err) == codes.NotFound {
+			tryCreate = true
+			continue
+		}
+		if err != nil {
+			return idem.ClaimResult{}, s.opError(ctx, "claim", req.Key, err)
+		}
+		d, err := decode(req.Key, snap)
+		if err != nil {
+			return idem.ClaimResult{}, err
+		}
+		now := snap.ReadTime
+		if r := &d.rec; r.State == idem.StateInProgress && r.Owner == req.Owner && r.Fingerprint == req.Fingerprint {
+			// Our own claim: the client re-sent a create or update whose
+			// reply was lost (it retries commits on Unavailable), and it
+			// was applied. Owner tokens are unique per attempt, so no
+			// other claim wrote this one.
+			s.written.put(leaseID{req.Key, req.Owner, r.Fence}, written{d.updateTime, r.ClaimedAt})
+			return idem.ClaimResult{Status: idem.ClaimAcquired, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, nil
+		}
+		verdict, own := claimVerdict(&d, req, now)
+		if !own {
+			return verdict, nil
+		}
+		res, err := s.overwrite(ctx, ref, req, &d, verdict.Status)
+		if err == nil {
+			return res, nil
+		}
+		if c := status.Code(err); c != codes.FailedPrecondition && c != codes.NotFound {
+			return idem.ClaimResult{}, s.opError(ctx, "claim", req.Key, err)
+		}
+		tryCreate = status.Code(err) == codes.NotFound
+	}
+	return idem.ClaimResult{}, fmt.Errorf("%w: firestorestore: claim %q: the document kept changing under %d attempts",
+		idem.ErrStoreUnavailable, req.Key, maxClaimRounds)
+}
+
+// claimVerdict judges a claim against the record d read at now (the
+// server's read time): the answer to return, or own=true with the status
+// (acquired or taken over) a successful overwrite gives.
+func claimVerdict(d *doc, req idem.ClaimRequest, now time.Time) (idem.ClaimResult, bool) {
+	r := &d.rec
+	if !now.Before(r.ExpiresAt) {
+		// Past its retention: the key is free for any payload.
+		return idem.ClaimResult{Status: idem.ClaimAcquired}, true
+	}
+	if r.Fingerprint != req.Fingerprint {
+		return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: r.Fence}, false
+	}
+	switch r.State {
+	case idem.StateInProgress:
+		if !now.Before(r.LeaseUntil) {
+			return idem.ClaimResult{Status: idem.ClaimTakenOver}, true
+		}
+		return idem.ClaimResult{Status: idem.ClaimInProgress, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, false
+	case idem.StateCompleted:
+		return idem.ClaimResult{Status: idem.ClaimCompleted, Fence: r.Fence, Result: idem.Result{Data: r.Result}}, false
+	case idem.StateFailed:
+		return idem.ClaimResult{Status: idem.ClaimFailed, Fence: r.Fence, Result: idem.Result{Data: r.Result}}, false
+	}
+	return idem.ClaimResult{Status: idem.ClaimAcquired}, true // released, same payload
+}
+
+// create writes a fresh record at fence 1 if there is no document.
+func (s *Store) create(ctx context.Context, ref *firestore.DocumentRef, req idem.ClaimRequest) (idem.ClaimResult, error) {
+	wr, err := ref.Create(ctx, s.claimFields(req, 1))
+	if err != nil {
+		if status.Code(err) == codes.AlreadyExists {
+			return idem.ClaimResult{}, err
+		}
+		return idem.ClaimResult{}, s.opError(ctx, "claim", req.Key, err)
+	}
+	s.written.put(leaseID{req.Key, req.Owner, 1}, written{wr.UpdateTime, wr.UpdateTime})
+	return idem.ClaimResult{Status: idem.ClaimAcquired, Fence: 1, LeaseUntil: wr.UpdateTime.Add(req.Lease)}, nil
+}
+
+// overwrite claims over the record d, fence + 1, if the document has not
+// changed since it was read.
+func (s *Store) overwrite(ctx context.Context, ref *firestore.DocumentRef, req idem.ClaimRequest, d *doc, st idem.ClaimStatus) (idem.ClaimResult, error) {
+	fence := d.rec.Fence + 1
+	wr, err := ref.Update(ctx, toUpdates(s.claimFields(req, fence)), firestore.LastUpdateTime(d.updateTime))
+	if err != nil {
+		return idem.ClaimResult{}, err
+	}
+	s.written.put(leaseID{req.Key, req.Owner, fence}, written{wr.UpdateTime, wr.UpdateTime})
+	return idem.ClaimResult{Status: st, Fence: fence, LeaseUntil: wr.UpdateTime.Add(req.Lease)}, nil
+}
+
+// Heartbeat renews the lease: the document's update time, the lease's
+// start, becomes the commit time.
+func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
+	return s.fenced(ctx, "heartbeat", l, idem.StateInProgress, nil, []firestore.Update{
+		{Path: fLeaseDur, Value: int64(l.Duration)},
+		{Path: fTTLDur, Value: int64(l.TTL)},
+		{Path: fTTL, Value: s.ttlValue(l.Duration + l.TTL)},
+	})
+}
+
+// Complete records the result under the lease.
+func (s *Store) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+	return s.finish(ctx, "complete", l, idem.StateCompleted, r.Data)
+}
+
+// Fail records a failure under the lease.
+func (s *Store) Fail(ctx context.Context, l idem.Lease, r idem.Result) error {
+	return s.finish(ctx, "fail", l, idem.StateFailed, r.Data)
+}
+
+// Release gives the key up, keeping the document and its fence.
+func (s *Store) Release(ctx context.Context, l idem.Lease) error {
+	return s.finish(ctx, "release", l, idem.StateReleased, nil)
+}
+
+func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.State, data []byte) error {
+	if size, max := docSize(l.Key, len(data)), MaxDocumentSize; size > max {
+		return fmt.Errorf("%w: %s %q: a %d-byte result makes a document of up to %d bytes (limit %d; this key holds at most %d result bytes)",
+			ErrDocumentTooLarge, op, l.Key, len(data), size, max, MaxResultSize(l.Key))
+	}
+	var res any = firestore.Delete
+	if len(data) > 0 {
+		res = data
+	}
+	return s.fenced(ctx, op, l, state, data, []firestore.Update{
+		{Path: fState, Value: int64(state)},
+		{Path: fResult, Value: res},
+		{Path: fTTLDur, Value: int64(l.TTL)},
+		{Path: fTTL, Value: s.ttlValue(l.TTL)},
+	})
+}
+
+// maxFencedRounds bounds a fenced write's retries when the document keeps
+// changing while it stays this lease's (the owner's own concurrent
+// heartbeat).
+const maxFencedRounds = 8
+
+// fenced applies updates if the document is still in progress under l's
+// owner and fence: an Update preconditioned on the update time of the
+// lease's last write this store made (no read), or, when that is unknown
+// or stale, on the update time of a read that showed the lease still
+// holds. state is the state the write sets, data the result it stores.
+func (s *Store) fenced(ctx context.Context, op string, l idem.Lease, state idem.State, data []byte, updates []firestore.Update) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	id, err := docID(l.Key)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	ref := s.coll.Doc(id)
+	lid := leaseID{l.Key, l.Owner, l.Fence}
+	w, known := s.written.get(lid)
+	for round := 1; ; round++ {
+		if !known {
+			snap, err := ref.Get(ctx)
+			if status.Code(err) == codes.NotFound {
+				return fmt.Errorf("%w: %s fence %d (the document is gone)", idem.ErrLeaseLost, l.Key, l.Fence)
+			}
+			if err != nil {
+				return s.opError(ctx, op, l.Key, err)
+			}
+			d, err := decode(l.Key, snap)
+			if err != nil {
+				return fmt.Errorf("%w: %s fence %d (%w)", idem.ErrLeaseLost, l.Key, l.Fence, err)
+			}
+			r := &d.rec
+			if r.Owner != l.Owner || r.Fence != l.Fence || r.State != idem.StateInProgress {
+				if state != idem.StateInProgress && r.Owner == l.Owner && r.Fence == l.Fence &&
+					r.State == state && string(r.Result) == string(data) {
+					// Our own earlier attempt was applied and its reply lost.
+					s.written.drop(lid)
+					return nil
+				}
+				s.written.drop(lid)
+				return fmt.Errorf("%w: %s fence %d (the document is %s at fence %d)", idem.ErrLeaseLost, l.Key, l.Fence, r.State, r.Fence)
+			}
+			w = written{at: d.updateTime, claimed: r.ClaimedAt}
+		}
+		up := append(updates[:len(updates):len(updates)], firestore.Update{Path: fClaimed, Value: w.claimed})
+		if state != idem.StateInProgress {
+			// The lease ran from the owner's last write; kept for
+			// inspection once the record is finished.
+			up = append(up, firestore.Update{Path: fLeaseUntil, Value: w.at.Add(l.Duration)})
+		}
+		wr, err := ref.Update(ctx, up, firestore.LastUpdateTime(w.at))
+		if err == nil {
+			if state == idem.StateInProgress {
+				s.written.put(lid, written{wr.UpdateTime, w.claimed})
+			} else {
+				s.written.drop(lid)
+			}
+			return nil
+		}
+		switch status.Code(err) {
+		case codes.FailedPrecondition:
+			if round >= maxFencedRounds {
+				return fmt.Errorf("%w: firestorestore: %s %q: the document kept changing under %d attempts",
+					idem.ErrStoreUnavailable, op, l.Key, maxFencedRounds)
+			}
+			known = false // someone wrote: read who
+		case codes.NotFound:
+			s.written.drop(lid)
+			return fmt.Errorf("%w: %s fence %d (the document is gone)", idem.ErrLeaseLost, l.Key, l.Fence)
+		default:
+			return s.opError(ctx, op, l.Key, err)
+		}
+	}
+}
+
+// Get returns the live record for key (a strongly consistent read).
+func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return idem.Record{}, err
+	}
+	id, err := docID(key)
+	if err != nil {
+		return idem.Record{}, err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	snap, err := s.coll.Doc(id).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+	}
+	if err != nil {
+		return idem.Record{}, s.opError(ctx, "get", key, err)
+	}
+	d, err := decode(key, snap)
+	if err != nil {
+		return idem.Record{}, err
+	}
+	if !snap.ReadTime.Before(d.rec.ExpiresAt) {
+		return idem.Record{}, fmt.Errorf("%w: %s (expired)", idem.ErrNotFound, key)
+	}
+	return d.rec, nil
+}
+
+// Delete removes the document whatever its state (the next claim starts
+// again at fence 1).
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	id, err := docID(key)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	_, err = s.coll.Doc(id).Delete(ctx, firestore.Exists)
+	switch {
+	case err == nil:
+		return nil
+	case status.Code(err) == codes.NotFound:
+		return fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+	}
+	return s.opError(ctx, "delete", key, err)
+}
+
+// opError wraps a client error: a ctx error as itself (the caller gave
+// up), anything else as idem.ErrStoreUnavailable.
+func (s *Store) opError(ctx context.Context, op, key string, err error) error {
+	if errors.Is(context.Cause(ctx), errOpTimeout) {
+		return fmt.Errorf("%w: firestorestore: %s %q in collection %s: no answer within %v: %w",
+			idem.ErrStoreUnavailable, op, key, s.name, s.opTimeout, err)
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("firestorestore: %s %q: %w (%v)", op, key, cerr, err)
+	}
+	return fmt.Errorf("%w: firestorestore: %s %q in collection %s: %w", idem.ErrStoreUnavailable, op, key, s.name, err)
+}
+
+// errOpTimeout is the cause of a bound's deadline, which tells the
+// store's own timeout from the caller's.
+var errOpTimeout = errors.New("firestorestore: operation timeout")
+
+// bound limits ctx to the operation timeout.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, s.opTimeout, errOpTimeout)
+}
+
+// ttlValue is the ttl field for a record that stays live for d after this
+// write, by the caller's clock, plus the margin.
+func (s *Store) ttlValue(d time.Duration) time.Time { return s.now().Add(d + s.ttlMargin) }
+
+// leaseID names one lease: a key under one owner and fence.
+type leaseID struct {
+	key   string
+	owner idem.Token
+	fence uint64
+}
+
+// written is what a store remembers of a lease it holds: the update time
+// of its last write and the claim's (commit) time.
+type written struct{ at, claimed time.Time }
+
+// leaseCache maps the leases this store holds to the update time of its
+// last write to each, so that a fenced write is one Update preconditioned
+// on that time: the document is unchanged since this owner's own write,
+// so it still holds this owner, fence and state. An entry lost (evicted,
+// another process, a write whose reply was lost) costs one read instead.
+// It is bounded: a crashed caller's leases are never finished here.
+type leaseCache struct {
+	mu sync.Mutex
+	m  map[leaseID]written
+}
+
+// maxCachedLeases bounds the cache; past it an arbitrary entry goes.
+const maxCachedLeases = 1 << 14
+
+func (c *leaseCache) get(id leaseID) (written, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.m[id]
+	return t, ok
+}
+
+func (c *leaseCache) put(id leaseID, t written) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[id]; !ok && len(c.m) >= maxCachedLeases {
+		for k := range c.m {
+			delete(c.m, k)
+			break
+		}
+	}
+	// A concurrent heartbeat and completion of one lease: keep the later.
+	if old, ok := c.m[id]; !ok || t.at.After(old.at) {
+		c.m[id] = t
+	}
+}
+
+func (c *leaseCache) drop(id leaseID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, id)
+}
+
+var _ idem.Store = (*Store)(nil)

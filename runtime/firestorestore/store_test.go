@@ -1,0 +1,444 @@
+package firestorestore_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/idemgen/idemgen/internal/testenv"
+	"github.com/idemgen/idemgen/runtime/firestorestore"
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// TestRoundTrips counts the calls a Guard's calls make: a replay is one
+// read with the default claim order; a first execution is the read, the
+// create and the completion (WithCreateFirst: create and completion, and a
+// replay is the failed create and the read); heartbeats are one commit
+// each, with no read.
+func TestRoundTrips(t *testing.T) {
+	addr := testenv.FirestoreEmulatorHost()
+	emulator(t)
+	for _, mode := range []struct {
+		name            string
+		opts            []firestorestore.Option
+		first, replay   map[string]int
+		firstN, replayN int
+	}{
+		{"ReadFirst", nil,
+			map[string]int{"BatchGetDocuments": 1, "Commit": 2}, map[string]int{"BatchGetDocuments": 1}, 3, 1},
+		{"CreateFirst", []firestorestore.Option{firestorestore.WithCreateFirst()},
+			map[string]int{"Commit": 2}, map[string]int{"Commit": 1, "BatchGetDocuments": 1}, 2, 2},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			cnt := &rpcCounter{}
+			s := newStore(t, emulatorClient(t, addr, cnt), mode.opts...)
+			g := idem.NewGuard(s)
+			ctx := context.Background()
+			call := func(spec *idem.Spec, id string, d time.Duration) (string, error) {
+				c := g.Begin(spec)
+				c.Key().String(id)
+				return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+					time.Sleep(d)
+					return "r-" + id, nil
+				})
+			}
+			fast := &idem.Spec{Name: "firestorestore.fast", Lease: 30 * time.Second}
+			slow := &idem.Spec{Name: "firestorestore.slow", Lease: 600 * time.Millisecond}
+			tests := []struct {
+				name  string
+				spec  *idem.Spec
+				id    string
+				sleep time.Duration
+				want  map[string]int // nil: heartbeats, see below
+			}{
+				{"first execution", fast, "a", 0, mode.first},
+				{"replay", fast, "a", 0, mode.replay},
+				{"replay again", fast, "a", 0, mode.replay},
+				{"slow first execution", slow, "b", 900 * time.Millisecond, nil},
+			}
+			for _, tt := range tests {
+				cnt.reset()
+				got, err := call(tt.spec, tt.id, tt.sleep)
+				if err != nil || got != "r-"+tt.id {
+					t.Fatalf("%s: call = %q, %v", tt.name, got, err)
+				}
+				calls := cnt.reset()
+				if tt.want == nil {
+					// Heartbeats every lease/3 = 200ms during 900ms: each
+					// one commit; the rest is a first execution's calls.
+					hb := calls["Commit"] - mode.first["Commit"]
+					if hb < 2 || calls["BatchGetDocuments"] != mode.first["BatchGetDocuments"] {
+						t.Errorf("%s: calls %v; want %v plus at least two heartbeat commits and no reads", tt.name, calls, mode.first)
+					}
+					continue
+				}
+				if diff := cmp.Diff(tt.want, calls); diff != "" {
+					t.Errorf("%s: calls (-want +got):\n%s", tt.name, diff)
+				}
+				n := 0
+				for _, v := range calls {
+					n += v
+				}
+				if want := map[bool]int{true: mode.firstN, false: mode.replayN}[tt.name == "first execution"]; n != want {
+					t.Errorf("%s: %d round trips, want %d", tt.name, n, want)
+				}
+			}
+		})
+	}
+}
+
+// TestForeignDocuments: documents that are not records (another writer's,
+// a damaged one, a future version) are idem.ErrCorruptRecord to Claim,
+// Get and Wait, fenced writes on them are idem.ErrLeaseLost, and none of
+// it changes the document.
+func TestForeignDocuments(t *testing.T) {
+	c := emulator(t)
+	s := newStore(t, c)
+	ctx := context.Background()
+	// A valid record to damage field by field.
+	if _, err := s.Claim(ctx, idem.ClaimRequest{Key: "valid", Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Collection().Doc("kvalid").Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := snap.Data()
+	with := func(field string, v any) map[string]any {
+		m := map[string]any{}
+		for k, x := range valid {
+			m[k] = x
+		}
+		if v == nil {
+			delete(m, field)
+		} else {
+			m[field] = v
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		data map[string]any
+		want string // in the error
+	}{
+		{"foreign lock", map[string]any{"owner": "host-7", "locked": true}, "no v field"},
+		{"empty", map[string]any{}, "no v field"},
+		{"future version", with("v", int64(2)), "record version 2"},
+		{"version as string", with("v", "1"), "v is string"},
+		{"unknown state", with("st", int64(9)), "unknown state 9"},
+		{"short owner", with("ow", []byte{1, 2}), "ow has 2 bytes"},
+		{"no fingerprint", with("fp", nil), "no fp field"},
+		{"zero fence", with("fe", int64(0)), "fence 0"},
+		{"negative lease", with("ld", int64(-1)), "negative lease"},
+		{"result as string", with("res", "x"), "res is string"},
+		{"claim time as integer", with("ca", int64(5)), "ca is int64"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := strings.ReplaceAll(tt.name, " ", "-")
+			ref := s.Collection().Doc("k" + key)
+			if _, err := ref.Set(ctx, tt.data); err != nil {
+				t.Fatal(err)
+			}
+			before, err := ref.Get(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{2}, Lease: time.Minute, TTL: time.Hour})
+			if !errors.Is(err, idem.ErrCorruptRecord) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Claim = %v; want idem.ErrCorruptRecord saying %q", err, tt.want)
+			}
+			if _, err := s.Get(ctx, key); !errors.Is(err, idem.ErrCorruptRecord) {
+				t.Errorf("Get = %v; want idem.ErrCorruptRecord", err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			if err := s.Wait(wctx, key); !errors.Is(err, idem.ErrCorruptRecord) {
+				t.Errorf("Wait = %v; want idem.ErrCorruptRecord", err)
+			}
+			l := idem.Lease{Key: key, Owner: idem.Token{2}, Fence: 1, Duration: time.Minute, TTL: time.Hour}
+			if err := s.Complete(ctx, l, idem.Result{Data: []byte("x")}); !errors.Is(err, idem.ErrLeaseLost) {
+				t.Errorf("Complete = %v; want idem.ErrLeaseLost", err)
+			}
+			after, err := ref.Get(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !after.UpdateTime.Equal(before.UpdateTime) {
+				t.Errorf("the document was written: update time %v -> %v", before.UpdateTime, after.UpdateTime)
+			}
+		})
+	}
+}
+
+// TestStaleOwnerOtherProcess: a fenced write from a store that did not
+// make the claim (another process: nothing remembered) reads the document
+// and is rejected once the lease was taken over, and accepted while it
+// holds.
+func TestStaleOwnerOtherProcess(t *testing.T) {
+	c := emulator(t)
+	a := newStore(t, c)
+	b, err := firestorestore.New(context.Background(), c, a.Collection().ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	req := idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: 300 * time.Millisecond, TTL: time.Hour}
+	res, err := a.Claim(ctx, req)
+	if err != nil || res.Status != idem.ClaimAcquired {
+		t.Fatalf("claim = %+v, %v", res, err)
+	}
+	l := idem.Lease{Key: "k", Owner: req.Owner, Fence: res.Fence, Duration: req.Lease, TTL: time.Hour}
+	if err := b.Heartbeat(ctx, l); err != nil {
+		t.Fatalf("heartbeat through another store instance = %v", err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	req2 := req
+	req2.Owner = idem.Token{2}
+	if res, err := b.Claim(ctx, req2); err != nil || res.Status != idem.ClaimTakenOver || res.Fence != 2 {
+		t.Fatalf("takeover = %+v, %v", res, err)
+	}
+	for name, s := range map[string]*firestorestore.Store{"claiming store": a, "other store": b} {
+		if err := s.Complete(ctx, l, idem.Result{Data: []byte("late")}); !errors.Is(err, idem.ErrLeaseLost) {
+			t.Errorf("stale Complete through the %s = %v; want idem.ErrLeaseLost", name, err)
+		}
+	}
+}
+
+// TestCleanup: Cleanup deletes the records past their retention and
+// leaves live records and foreign documents alone (the emulator has no
+// TTL sweeper).
+func TestCleanup(t *testing.T) {
+	c := emulator(t)
+	s := newStore(t, c)
+	ctx := context.Background()
+	finish := func(key string, ttl time.Duration) {
+		t.Helper()
+		res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{1}, Lease: time.Minute, TTL: ttl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(ctx, idem.Lease{Key: key, Owner: idem.Token{1}, Fence: res.Fence, TTL: ttl}, idem.Result{Data: []byte("v")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	finish("dead1", 100*time.Millisecond)
+	finish("dead2", 100*time.Millisecond)
+	finish("live", time.Hour)
+	if _, err := s.Claim(ctx, idem.ClaimRequest{Key: "running", Owner: idem.Token{2}, Lease: time.Minute, TTL: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Collection().Doc("foreign").Set(ctx, map[string]any{"ttl": time.Unix(0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	n, err := s.Cleanup(ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("Cleanup = %d, %v; want 2", n, err)
+	}
+	docs, err := s.Collection().Documents(ctx).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, d := range docs {
+		ids = append(ids, d.Ref.ID)
+	}
+	if diff := cmp.Diff([]string{"foreign", "klive", "krunning"}, ids); diff != "" {
+		t.Errorf("documents left (-want +got):\n%s", diff)
+	}
+}
+
+// TestWaitWakesByListener: with polling slowed to 30s, only the snapshot
+// listener can wake a waiter within seconds of the completion.
+func TestWaitWakesByListener(t *testing.T) {
+	c := emulator(t)
+	s := newStore(t, c, firestorestore.WithPollInterval(30*time.Second, 30*time.Second))
+	ctx := context.Background()
+	res, err := s.Claim(ctx, idem.ClaimRequest{Key: "w", Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	woke := make(chan error, 1)
+	go func() { woke <- s.Wait(ctx, "w") }()
+	time.Sleep(500 * time.Millisecond) // the waiter listens by now
+	select {
+	case err := <-woke:
+		t.Fatalf("Wait returned before the completion: %v", err)
+	default:
+	}
+	done := time.Now()
+	if err := s.Complete(ctx, idem.Lease{Key: "w", Owner: idem.Token{1}, Fence: res.Fence, TTL: time.Hour}, idem.Result{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-woke:
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("woke %v after the completion", time.Since(done))
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait did not wake within 10s of the completion (polling is 30s: the listener did not wake it)")
+	}
+}
+
+// TestNewUnavailable: New against a refused port fails within its ctx
+// with idem.ErrStoreUnavailable.
+func TestNewUnavailable(t *testing.T) {
+	c := emulatorClient(t, testenv.RefusedAddr(t), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	s, err := firestorestore.New(ctx, c, "idem")
+	if s != nil || !errors.Is(err, idem.ErrStoreUnavailable) {
+		t.Fatalf("New = %v, %v; want idem.ErrStoreUnavailable", s, err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("New took %v, past its 2s ctx", took)
+	}
+}
+
+// TestClaimRetriedAfterLostReply: a claim whose write was applied but
+// whose reply was lost is re-sent by the client (it retries commits on
+// Unavailable) and then finds the document already holding its own
+// owner token. That is the caller's claim: it owns the key at the fence
+// written, instead of being told another owner holds it (which left the
+// key stuck for a lease). Simulated by claiming twice with one token.
+func TestClaimRetriedAfterLostReply(t *testing.T) {
+	c := emulator(t)
+	for _, mode := range []struct {
+		name string
+		opts []firestorestore.Option
+	}{{"ReadFirst", nil}, {"CreateFirst", []firestorestore.Option{firestorestore.WithCreateFirst()}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			s := newStore(t, c, mode.opts...)
+			ctx := context.Background()
+			req := idem.ClaimRequest{Key: "k", Owner: idem.Token{7}, Fingerprint: idem.Fingerprint{1}, Lease: time.Minute, TTL: time.Hour}
+			first, err := s.Claim(ctx, req)
+			if err != nil || first.Status != idem.ClaimAcquired {
+				t.Fatalf("first claim = %+v, %v", first, err)
+			}
+			again, err := s.Claim(ctx, req)
+			if err != nil || again.Status != idem.ClaimAcquired || again.Fence != first.Fence {
+				t.Fatalf("re-sent claim = %+v, %v; want acquired at fence %d", again, err, first.Fence)
+			}
+			other := req
+			other.Owner = idem.Token{8}
+			if res, err := s.Claim(ctx, other); err != nil || res.Status != idem.ClaimInProgress {
+				t.Fatalf("another owner's claim = %+v, %v; want in progress", res, err)
+			}
+			if err := s.Complete(ctx, idem.Lease{Key: "k", Owner: req.Owner, Fence: again.Fence, TTL: time.Hour}, idem.Result{Data: []byte("r")}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestWaitPollsWithoutListener: with every Listen stream refused (a
+// network or proxy that breaks streaming), the waiter still wakes after
+// the completion, by polling.
+func TestWaitPollsWithoutListener(t *testing.T) {
+	emulator(t)
+	c := emulatorClient(t, testenv.FirestoreEmulatorHost(), nil, grpc.WithStreamInterceptor(refuseListen))
+	s := newStore(t, c, firestorestore.WithPollInterval(20*time.Millisecond, 200*time.Millisecond))
+	ctx := context.Background()
+	res, err := s.Claim(ctx, idem.ClaimRequest{Key: "w", Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	woke := make(chan error, 1)
+	go func() { woke <- s.Wait(ctx, "w") }()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-woke:
+		t.Fatalf("Wait returned before the completion: %v", err)
+	default:
+	}
+	if err := s.Complete(ctx, idem.Lease{Key: "w", Owner: idem.Token{1}, Fence: res.Fence, TTL: time.Hour}, idem.Result{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-woke:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait did not wake within 5s of the completion without its listener (polling caps at 200ms)")
+	}
+	if n := listensRefused.Load(); n == 0 {
+		t.Fatal("no Listen stream was attempted: the test did not exercise the fallback")
+	}
+}
+
+var listensRefused atomic.Int64
+
+func refuseListen(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	if strings.HasSuffix(method, "/Listen") {
+		listensRefused.Add(1)
+		return nil, status.Error(codes.PermissionDenied, "test: Listen refused")
+	}
+	return streamer(ctx, desc, cc, method, opts...)
+}
+
+// TestOperationTimeout: against a server that accepts connections and
+// never answers, every method of a store on a context without deadline
+// fails with idem.ErrStoreUnavailable at the operation timeout (the
+// client alone retries until the context ends: the caller hung).
+func TestOperationTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close() // held open, never answered
+		}
+	}()
+	c := emulatorClient(t, ln.Addr().String(), nil)
+	start := time.Now()
+	_, err = firestorestore.New(context.Background(), c, "idem", firestorestore.WithOperationTimeout(300*time.Millisecond))
+	if !errors.Is(err, idem.ErrStoreUnavailable) || time.Since(start) > 3*time.Second {
+		t.Fatalf("New = %v after %v; want idem.ErrStoreUnavailable at the 300ms timeout", err, time.Since(start))
+	}
+	s, err := firestorestore.NewUnchecked(c, "idem", firestorestore.WithOperationTimeout(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	l := idem.Lease{Key: "k", Owner: idem.Token{1}, Fence: 1, Duration: time.Minute, TTL: time.Hour}
+	ops := map[string]func() error{
+		"Claim": func() error {
+			_, err := s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour})
+			return err
+		},
+		"Heartbeat": func() error { return s.Heartbeat(ctx, l) },
+		"Complete":  func() error { return s.Complete(ctx, l, idem.Result{Data: []byte("x")}) },
+		"Get":       func() error { _, err := s.Get(ctx, "k"); return err },
+		"Delete":    func() error { return s.Delete(ctx, "k") },
+		"Wait":      func() error { return s.Wait(ctx, "k") },
+	}
+	for name, op := range ops {
+		start := time.Now()
+		err := op()
+		if took := time.Since(start); took > 3*time.Second {
+			t.Errorf("%s took %v with a 300ms operation timeout", name, took)
+		}
+		if !errors.Is(err, idem.ErrStoreUnavailable) || !strings.Contains(err.Error(), "no answer within 300ms") {
+			t.Errorf("%s = %v; want idem.ErrStoreUnavailable (no answer within the timeout)", name, err)
+		}
+	}
+}

@@ -1,0 +1,268 @@
+package idem
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Call is one guarded call while generated code writes its key material:
+// get one from Guard.Begin, write the key, and hand it to Do (or StoreKey,
+// KeyOf), which finishes it. A Call is a small value and is used once:
+// once it is finished, its builders (and those of any copy) write nowhere,
+// and Do, StoreKey and KeyOf return ErrCallFinished for it. The memory its
+// key material is written into is the Guard's, pooled; a finished Call
+// can no longer reach it, so keeping one cannot touch another call's key.
+// The zero Call is finished. A Call is not safe for concurrent use.
+type Call struct {
+	s   *callState
+	gen uint64 // s's generation when this Call began
+}
+
+// callState is the pooled working memory of calls. gen counts its uses:
+// a Call whose gen differs began in an earlier use and is finished. Only
+// gen is read by a Call that may be finished, atomically, so a stale Call
+// never races with the state's new user.
+type callState struct {
+	gen        atomic.Uint64
+	g          *Guard
+	spec       *Spec
+	key        KeyBuilder
+	payload    KeyBuilder
+	hasPayload bool
+	entity     KeyBuilder
+	at         time.Time
+	scratch    []byte
+	raw        []byte // memo lookup key
+	joint      []byte // memo entry: raw, then the key
+}
+
+// ErrCallFinished is returned for a Call handed to Do, StoreKey or KeyOf
+// after it was finished (a second time, or a copy of a finished one).
+var ErrCallFinished = errors.New("idem: call already finished (a Call is used once)")
+
+// Begin starts a call of the function described by spec.
+func (g *Guard) Begin(spec *Spec) Call {
+	s := g.calls.Get().(*callState)
+	s.spec = spec
+	return Call{s: s, gen: s.gen.Load()}
+}
+
+// live returns c's state, or nil once c is finished.
+func (c Call) live() *callState {
+	if c.s == nil || c.s.gen.Load() != c.gen {
+		return nil
+	}
+	return c.s
+}
+
+// spent is the builder a finished Call hands out: writes to it go nowhere.
+func spent() *KeyBuilder { return new(KeyBuilder) }
+
+// Key is the builder for the idempotency key: the key= paths, or every
+// parameter but the context when key= is not given.
+func (c Call) Key() *KeyBuilder {
+	s := c.live()
+	if s == nil {
+		return spent()
+	}
+	return &s.key
+}
+
+// Payload is the builder for the full payload when key= names a subset of
+// it. A later call with the same key and another payload gets
+// ErrPayloadMismatch. Without it the key is the fingerprint.
+func (c Call) Payload() *KeyBuilder {
+	s := c.live()
+	if s == nil {
+		return spent()
+	}
+	s.hasPayload = true
+	return &s.payload
+}
+
+// Entity is the builder for the entity of an ordered function (order=):
+// events of one entity are accepted in time order.
+func (c Call) Entity() *KeyBuilder {
+	s := c.live()
+	if s == nil {
+		return spent()
+	}
+	return &s.entity
+}
+
+// At sets the event time of an ordered function's call.
+func (c Call) At(t time.Time) {
+	if s := c.live(); s != nil {
+		s.at = t
+	}
+}
+
+// finish is callState.finish for a Call that is still live.
+func (c Call) finish(st *state) error {
+	s := c.live()
+	if s == nil {
+		return ErrCallFinished
+	}
+	return s.finish(st)
+}
+
+// finish hashes the key material, builds the store key into st (key,
+// fingerprint, order claim) and hands c's buffers back to the pool.
+// Filling st in place spares a replay copying them through returns and
+// arguments.
+func (c *callState) finish(st *state) (err error) {
+	g, spec := c.g, c.spec
+	st.g, st.spec = g, spec
+	if err = c.key.err; err == nil && c.hasPayload {
+		err = c.payload.err
+	}
+	if err == nil && spec.Ordered {
+		err = c.entity.err
+	}
+	if err == nil && g.memo != nil && !spec.Ordered && !c.key.flushed && !c.payload.flushed {
+		// A replay repeats its key material: look the derived key up
+		// instead of hashing again.
+		raw := c.memoRaw()
+		if e, ok := g.memo.get(raw); ok {
+			st.key, st.fp = e.key, e.fp
+		} else {
+			var b []byte
+			b, st.fp = c.deriveBytes(&st.order)
+			st.key = g.memo.put(raw, b, st.fp, &c.joint)
+		}
+	} else if err == nil {
+		st.key, st.fp = c.derive(&st.order)
+	}
+	c.key.reset()
+	c.payload.reset()
+	c.entity.reset()
+	c.hasPayload = false
+	c.at = time.Time{}
+	c.spec = nil
+	c.gen.Add(1) // every Call of this use is finished now
+	g.calls.Put(c)
+	return err
+}
+
+// memoRaw lays out what identifies a derived key: the function and
+// version, then the key material, then the payload material.
+func (c *callState) memoRaw() []byte {
+	b := binary.AppendUvarint(c.raw[:0], uint64(len(c.spec.Name)))
+	b = append(b, c.spec.Name...)
+	b = binary.AppendVarint(b, int64(c.spec.Version))
+	b = binary.AppendUvarint(b, uint64(len(c.key.buf)))
+	b = append(b, c.key.buf...)
+	if c.hasPayload {
+		b = append(b, 1)
+		b = append(b, c.payload.buf...)
+	}
+	c.raw = b
+	return b
+}
+
+// derive hashes the key material and builds the store key.
+func (c *callState) derive(order *OrderClaim) (key string, fp Fingerprint) {
+	b, fp := c.deriveBytes(order)
+	return string(b), fp
+}
+
+// deriveBytes is derive with the key left in c's scratch buffer, valid
+// until c's next use.
+func (c *callState) deriveBytes(order *OrderClaim) (key []byte, fp Fingerprint) {
+	g, spec := c.g, c.spec
+	kh := g.mac(c.key.sum())
+	fp = Fingerprint(kh)
+	if c.hasPayload {
+		fp = Fingerprint(g.mac(c.payload.sum()))
+	}
+	b := append(c.scratch[:0], g.prefix...)
+	b = append(b, spec.Name...)
+	b = append(b, ":v"...)
+	b = strconv.AppendInt(b, int64(spec.Version), 10)
+	b = append(b, ':')
+	if spec.Ordered {
+		// "{entity}" is a hash tag: the call's record and its
+		// entity's order record land in one Redis Cluster slot.
+		eh := g.mac(c.entity.sum())
+		b = append(b, '{')
+		b = hex.AppendEncode(b, eh[:])
+		b = append(b, '}')
+		*order = OrderClaim{Key: string(b), At: c.at, Grace: spec.Grace}
+		b = append(b, ':')
+	}
+	b = hex.AppendEncode(b, kh[:])
+	c.scratch = b
+	return b, fp
+}
+
+func (g *Guard) mac(sum [32]byte) [32]byte {
+	if g.hmacKey == nil {
+		return sum
+	}
+	m := g.macs.Get().(*keyedHash)
+	m.in = sum // hashing a field, not the parameter, keeps sum off the heap
+	m.h.Reset()
+	m.h.Write(m.in[:])
+	m.h.Sum(m.out[:0])
+	sum = m.out
+	g.macs.Put(m)
+	return sum
+}
+
+// keyedHash is a pooled HMAC with its output buffer, so keyed hashing
+// does not allocate per call.
+type keyedHash struct {
+	h       hash.Hash
+	in, out [32]byte
+}
+
+// StoreKey finishes c without running anything and returns the store key
+// Do would claim for it: the Guard's prefix, the Spec's name and version,
+// the key material hashed (with the Guard's HMAC secret, if any) and, for
+// an ordered function, its entity. Operators and tools use it to find or
+// delete a call's record; idemgen's wrappers have a Key helper per
+// function (CreateInvoiceKey for CreateInvoice) that calls it. The error
+// is the one Do would return before running anything (invalid key
+// material: ErrInvalidKey). It finishes c, as Do does.
+func (c Call) StoreKey() (string, error) {
+	s := c.live()
+	if s == nil {
+		return "", ErrCallFinished
+	}
+	name := s.spec.Name
+	key, err := KeyOf(c)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	return key, nil
+}
+
+// KeyOf finishes c without running anything and returns the store key the
+// call would use, so tests and tools can find a call's record. It finishes
+// c, as Do does. Unlike c.StoreKey, its error does not name the function.
+func KeyOf(c Call) (string, error) {
+	var st state
+	err := c.finish(&st)
+	return st.key, err
+}
+
+type overrideKey struct{}
+
+// AllowOutOfOrder returns a ctx under which an ordered function accepts
+// one out-of-order event: an administrator's override. The Guard reports it
+// to the Observer (OutcomeOverride with the reason), so audit sinks record it.
+func AllowOutOfOrder(ctx context.Context, reason string) context.Context {
+	return context.WithValue(ctx, overrideKey{}, reason)
+}
+
+func overrideFrom(ctx context.Context) (string, bool) {
+	r, ok := ctx.Value(overrideKey{}).(string)
+	return r, ok
+}

@@ -1,0 +1,72 @@
+package idem
+
+import (
+	"hash/maphash"
+	"sync/atomic"
+)
+
+// keyMemo is a direct-mapped cache from key material to derived keys: a
+// power-of-two array of slots, each holding an immutable entry behind an
+// atomic pointer. A lookup is one hash and one load, with no lock; a new
+// entry replaces whatever shared its slot. Bounded by construction.
+type keyMemo struct{ directMap[memoEntry] }
+
+type memoEntry struct {
+	raw string // the key material, compared on lookup
+	key string
+	fp  Fingerprint
+}
+
+// maxMemoRaw bounds the key material one memo entry may hold.
+const maxMemoRaw = 1024
+
+func newKeyMemo(entries int) *keyMemo {
+	if entries <= 0 {
+		return nil
+	}
+	return &keyMemo{newDirectMap[memoEntry](entries)}
+}
+
+// directMap is the slot array of a direct-mapped memo: a power of two of
+// atomic pointers to immutable entries, indexed by a hash.
+type directMap[E any] struct {
+	mask  uint64
+	slots []atomic.Pointer[E]
+}
+
+func newDirectMap[E any](entries int) directMap[E] {
+	n := 1
+	for n < entries {
+		n <<= 1
+	}
+	return directMap[E]{mask: uint64(n - 1), slots: make([]atomic.Pointer[E], n)}
+}
+
+func (d *directMap[E]) at(h uint64) *atomic.Pointer[E] { return &d.slots[h&d.mask] }
+
+func (m *keyMemo) slot(raw []byte) *atomic.Pointer[memoEntry] {
+	return m.at(maphash.Bytes(shardSeed, raw))
+}
+
+func (m *keyMemo) get(raw []byte) (*memoEntry, bool) {
+	if len(raw) > maxMemoRaw {
+		return nil, false
+	}
+	e := m.slot(raw).Load()
+	return e, e != nil && e.raw == string(raw)
+}
+
+// put remembers key for raw and returns key as a string. The raw material
+// and the key share one allocation (the entry's raw is its prefix), so a
+// first execution pays for one string, as it would without the memo.
+// scratch is a buffer the caller lends for laying the two out.
+func (m *keyMemo) put(raw, key []byte, fp Fingerprint, scratch *[]byte) string {
+	if len(raw) > maxMemoRaw {
+		return string(key)
+	}
+	*scratch = append(append((*scratch)[:0], raw...), key...)
+	both := string(*scratch)
+	e := &memoEntry{raw: both[:len(raw)], key: both[len(raw):], fp: fp}
+	m.slot(raw).Store(e)
+	return e.key
+}

@@ -1,0 +1,70 @@
+package obstest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemobs"
+	"github.com/idemgen/idemgen/runtime/idemtest"
+)
+
+// Stale is a store holding claims that go stale, for testing what a
+// stale-claim exporter (idemobs.StaleScanner and the gauges built on it)
+// reports over time. The exporter under test must scan Store with Clock's
+// time, Grace and Interval; Run then advances the clock and says what it
+// should report at each step.
+type Stale struct {
+	Store    *idem.MemoryStore
+	Clock    *idemtest.Clock
+	Grace    time.Duration // 2s
+	Interval time.Duration // 1m
+
+	running idem.Lease
+}
+
+// NewStale claims "crashed-a" (1s lease), "crashed-bb" (5s lease) and
+// "running" (1s lease, heartbeated by Run), and claims and completes
+// "done-dddd".
+func NewStale(t testing.TB) *Stale {
+	t.Helper()
+	clock := idemtest.NewClock(time.Unix(1_700_000_000, 0))
+	s := &Stale{Store: idem.NewMemoryStore(idem.WithMemoryClock(clock.Now)), Clock: clock, Grace: 2 * time.Second, Interval: time.Minute}
+	ctx := context.Background()
+	claim := func(key string, lease time.Duration) idem.Lease {
+		t.Helper()
+		owner := idem.Token{byte(len(key))}
+		res, err := s.Store.Claim(ctx, idem.ClaimRequest{Key: key, Owner: owner, Lease: lease, TTL: time.Hour})
+		if err != nil || !res.Status.Owns() {
+			t.Fatalf("claim %s = %+v, %v", key, res, err)
+		}
+		return idem.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: lease, TTL: time.Hour}
+	}
+	claim("crashed-a", time.Second)
+	claim("crashed-bb", 5*time.Second)
+	s.running = claim("running", time.Second)
+	if err := s.Store.Complete(ctx, claim("done-dddd", time.Second), idem.Result{Data: []byte("1")}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Run calls check at each step with what the exporter should report
+// then: claims whose lease expired more than the grace ago are counted,
+// running (heartbeating) and finished ones are not, and a scan is reused
+// for the interval.
+func (s *Stale) Run(t testing.TB, check func(step string, want idemobs.Stale)) {
+	t.Helper()
+	check("fresh", idemobs.Stale{})
+	s.Clock.Advance(10 * time.Second)
+	// The first scan is reused for a minute: still the fresh result.
+	check("cached", idemobs.Stale{})
+	s.Clock.Advance(55 * time.Second)
+	if err := s.Store.Heartbeat(context.Background(), s.running); err != nil {
+		t.Fatal(err)
+	}
+	// 65s after the claims: crashed-a's lease expired 64s ago,
+	// crashed-bb's 60s ago; running heartbeated just now; done finished.
+	check("rescanned", idemobs.Stale{Count: 2, Oldest: 64 * time.Second})
+}

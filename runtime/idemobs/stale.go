@@ -1,0 +1,121 @@
+package idemobs
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// Stale is the result of a stale-claim scan.
+type Stale struct {
+	// Count is the number of stale claims.
+	Count int
+	// Oldest is how long ago the oldest stale claim's lease expired (0
+	// with none).
+	Oldest time.Duration
+}
+
+// StaleScanner counts a store's stale claims: in-progress records whose
+// owner's lease expired more than a grace ago, so an owner that crashed
+// or stopped heartbeating with no duplicate arriving to take its key over
+// (a stuck lock, what a lock monitor alerts on). It lists the store
+// through idem.Admin (the Redis, PostgreSQL, file and Firestore stores;
+// `idemctl list -stale` shows the records themselves). It is the scan
+// behind the stale-claim gauges of runtime/idemprom and runtime/idemotel,
+// which only differ in how they export its result.
+//
+// A scan reads every record, so Scan scans at most once per scan interval
+// (default 1m) and returns the last result in between, and bounds a scan
+// by a timeout (default 10s). A failed scan is not cached: the next Scan
+// retries. Leases are the store's (server) times and are compared with
+// the scanner's clock: the grace (default 10s) absorbs the difference
+// between the two clocks. A StaleScanner is safe for concurrent use;
+// concurrent Scans wait for one scan rather than each listing the store.
+type StaleScanner struct {
+	admin    idem.Admin
+	prefix   string
+	now      func() time.Time
+	grace    time.Duration
+	interval time.Duration
+	timeout  time.Duration
+
+	mu      sync.Mutex
+	scanned time.Time // when the cached result was taken
+	last    Stale
+	err     error
+}
+
+// StaleOption configures a StaleScanner.
+type StaleOption func(*StaleScanner)
+
+// WithStaleGrace counts a claim as stale only once its lease expired this
+// long ago (default 10s).
+func WithStaleGrace(d time.Duration) StaleOption { return func(s *StaleScanner) { s.grace = d } }
+
+// WithStaleScanInterval sets how often the store is scanned at most
+// (default 1m); Scans in between return the last result.
+func WithStaleScanInterval(d time.Duration) StaleOption {
+	return func(s *StaleScanner) { s.interval = d }
+}
+
+// WithStaleScanTimeout bounds one scan (default 10s).
+func WithStaleScanTimeout(d time.Duration) StaleOption {
+	return func(s *StaleScanner) { s.timeout = d }
+}
+
+// WithStalePrefix counts only records whose store key starts with prefix
+// (a Guard's idem.WithKeyPrefix, a function's "prefix+name:").
+func WithStalePrefix(p string) StaleOption { return func(s *StaleScanner) { s.prefix = p } }
+
+// WithStaleClock replaces time.Now (tests).
+func WithStaleClock(now func() time.Time) StaleOption {
+	return func(s *StaleScanner) { s.now = now }
+}
+
+// NewStaleScanner returns a scanner of admin's stale claims.
+func NewStaleScanner(admin idem.Admin, opts ...StaleOption) *StaleScanner {
+	s := &StaleScanner{admin: admin, now: time.Now, grace: 10 * time.Second, interval: time.Minute, timeout: 10 * time.Second}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Scan returns the stale claims at the last scan, scanning the store
+// first (bounded by the scan timeout and by ctx) if there was none, if it
+// failed, or if it is at least the scan interval old.
+func (s *StaleScanner) Scan(ctx context.Context) (Stale, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now := s.now(); s.scanned.IsZero() || s.err != nil || now.Sub(s.scanned) >= s.interval {
+		s.last, s.err = s.scan(ctx, now)
+		s.scanned = now
+	}
+	return s.last, s.err
+}
+
+// scan counts the stale claims at now. A record the store cannot decode
+// (idem.ErrCorruptRecord, reported after the listing) is not a claim the
+// scan can judge; it does not fail the scan.
+func (s *StaleScanner) scan(ctx context.Context, now time.Time) (Stale, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	var st Stale
+	err := s.admin.List(ctx, s.prefix, func(r idem.Record) error {
+		if r.State != idem.StateInProgress || r.LeaseUntil.IsZero() {
+			return nil
+		}
+		if late := now.Sub(r.LeaseUntil); late > s.grace {
+			st.Count++
+			st.Oldest = max(st.Oldest, late)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, idem.ErrCorruptRecord) {
+		return Stale{}, err
+	}
+	return st, nil
+}

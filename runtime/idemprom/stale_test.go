@@ -1,0 +1,55 @@
+package idemprom_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemobs"
+	"github.com/idemgen/idemgen/runtime/idemobs/obstest"
+	"github.com/idemgen/idemgen/runtime/idemprom"
+)
+
+// TestStaleClaims: the gauges report the shared stale-claim script
+// (obstest.Stale) with the options passed on to the scan.
+func TestStaleClaims(t *testing.T) {
+	fx := obstest.NewStale(t)
+	c := idemprom.NewStaleClaims(fx.Store, idemprom.WithStaleClock(fx.Clock.Now), idemprom.WithStaleGrace(fx.Grace),
+		idemprom.WithStaleScanInterval(fx.Interval))
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	fx.Run(t, func(step string, want idemobs.Stale) {
+		t.Helper()
+		text := `# HELP idem_stale_claim_age_seconds Seconds since the lease of the oldest stale claim expired, at the last scan (0 with none).
+# TYPE idem_stale_claim_age_seconds gauge
+idem_stale_claim_age_seconds ` + strconv.FormatFloat(want.Oldest.Seconds(), 'g', -1, 64) + `
+# HELP idem_stale_claims In-progress records whose owner's lease expired (more than the grace ago) without a takeover, at the last scan.
+# TYPE idem_stale_claims gauge
+idem_stale_claims ` + strconv.Itoa(want.Count) + "\n"
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(text)); err != nil {
+			t.Errorf("%s: %v", step, err)
+		}
+	})
+}
+
+type failingAdmin struct{ idem.Admin }
+
+func (failingAdmin) List(context.Context, string, func(idem.Record) error) error {
+	return errors.New("store down")
+}
+
+// TestStaleClaimsScanError: a failed scan fails the scrape with its error
+// rather than reporting zero stale claims.
+func TestStaleClaimsScanError(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(idemprom.NewStaleClaims(failingAdmin{}))
+	if _, err := reg.Gather(); err == nil || !strings.Contains(err.Error(), "store down") {
+		t.Fatalf("Gather = %v; want the scan's error", err)
+	}
+}

@@ -1,0 +1,419 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemgen/idemgen/internal/testenv"
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// The Sentinel set of scripts/redis-failover.sh: a primary and a replica
+// on 7201-7202, Sentinels on 7211-7213.
+const failoverMaster = "idem-failover"
+
+var sentinelAddrs = []string{"127.0.0.1:7211", "127.0.0.1:7212", "127.0.0.1:7213"}
+
+var failoverMu sync.Mutex // one test at a time kills the set's primary
+
+// failoverScript runs scripts/redis-failover.sh with args.
+func failoverScript(args ...string) error {
+	// Bounded: a node that never becomes healthy fails the test, not the
+	// package's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", append([]string{"../../scripts/redis-failover.sh"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return errors.New(strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// sentinelSet starts (or checks) the Sentinel set and returns a failover
+// client for it, or skips (fails under CI=true) when it cannot start.
+func sentinelSet(t testing.TB) *redis.Client {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		testenv.Need(t, "redis-server", "install it (apt-get install redis-server)", err)
+	}
+	if err := failoverScript("start", "sentinel"); err != nil {
+		testenv.Need(t, "the Sentinel set on 7201-7202, 7211-7213", "run `bash scripts/redis-failover.sh start` (or `make services`)", err)
+	}
+	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: failoverMaster, SentinelAddrs: sentinelAddrs,
+		DialTimeout: time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: time.Second})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// nodeAddr is the Sentinels' primary now.
+func sentinelPrimary(ctx context.Context) (string, error) {
+	var last error
+	for _, a := range sentinelAddrs {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: a, DialTimeout: time.Second})
+		m, err := sc.GetMasterAddrByName(ctx, failoverMaster).Result()
+		sc.Close()
+		if err == nil && len(m) == 2 {
+			return m[0] + ":" + m[1], nil
+		}
+		last = err
+	}
+	return "", last
+}
+
+func serverPid(ctx context.Context, addr string) (int, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second})
+	defer c.Close()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("no process_id in INFO server")
+}
+
+// sentinelNodes is the primary's and the replica's address and pid.
+type sentinelNodes struct {
+	primary, replica       string
+	primaryPid, replicaPid int
+}
+
+func currentNodes(t *testing.T, ctx context.Context) sentinelNodes {
+	t.Helper()
+	p, err := sentinelPrimary(ctx)
+	if err != nil {
+		t.Fatalf("no primary from the Sentinels: %v", err)
+	}
+	n := sentinelNodes{primary: p, replica: "127.0.0.1:7201"}
+	if p == n.replica {
+		n.replica = "127.0.0.1:7202"
+	}
+	if n.primaryPid, err = serverPid(ctx, n.primary); err != nil {
+		t.Fatal(err)
+	}
+	if n.replicaPid, err = serverPid(ctx, n.replica); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// isolateReplica stops the replica (SIGSTOP) and cuts its link, so that
+// what the primary acknowledges from now on reaches no replica.
+func isolateReplica(t *testing.T, ctx context.Context, n sentinelNodes) {
+	t.Helper()
+	if err := syscall.Kill(n.replicaPid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// A test that fails before promoting must not leave the replica stopped.
+	t.Cleanup(func() { syscall.Kill(n.replicaPid, syscall.SIGCONT) })
+	c := redis.NewClient(&redis.Options{Addr: n.primary})
+	defer c.Close()
+	if err := c.ClientKillByFilter(ctx, "TYPE", "replica").Err(); err != nil {
+		syscall.Kill(n.replicaPid, syscall.SIGCONT)
+		t.Fatal(err)
+	}
+}
+
+// promote SIGKILLs the primary, lets the replica run again and has the
+// Sentinels promote it, then brings the old primary back as the new one's
+// replica (the script), so WAIT has a replica again.
+func promote(t *testing.T, ctx context.Context, n sentinelNodes) {
+	t.Helper()
+	if err := syscall.Kill(n.primaryPid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(n.replicaPid, syscall.SIGCONT)
+	sc := redis.NewSentinelClient(&redis.Options{Addr: sentinelAddrs[0], DialTimeout: time.Second})
+	defer sc.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	var last error
+	for {
+		if p, err := sentinelPrimary(ctx); err == nil && p == n.replica {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Sentinels did not promote %s: %v", n.replica, last)
+		}
+		// Refused while a failover runs or the replica still looks down.
+		if err := sc.Failover(ctx, failoverMaster).Err(); err != nil {
+			last = err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := failoverScript("start", "sentinel"); err != nil {
+		t.Fatalf("bringing %s back as a replica: %v", n.primary, err)
+	}
+}
+
+// TestFailoverSentinel: one promotion of the Sentinel set's replica after
+// the primary is SIGKILLed with writes the replica never received. Without
+// the options the failover loses a completion (the function runs again)
+// and a claim's fence (the next owner gets the same fence); with
+// WithReplicaAcks a claim the replica did not acknowledge is not executed
+// under, acknowledged completions survive, and a completion written
+// across the failover is retried onto the promoted primary; with
+// WithClockFences the next fence is higher than the lost one.
+func TestFailoverSentinel(t *testing.T) {
+	failoverMu.Lock()
+	defer failoverMu.Unlock()
+	rdb := sentinelSet(t)
+	ctx := context.Background()
+	plain := newStore(t, rdb)
+	acked := newStore(t, rdb, WithReplicaAcks(1, 500*time.Millisecond), WithClockFences())
+	clock := newStore(t, rdb, WithClockFences())
+
+	spec := &idem.Spec{Name: "failover.f", Lease: 20 * time.Second, OnDuplicate: idem.DuplicateWait}
+	runs := map[string]*atomic.Int64{}
+	for _, k := range []string{"done", "lost", "unacked", "across"} {
+		runs[k] = new(atomic.Int64)
+	}
+	do := func(s *Store, k string, fn func(context.Context)) (string, error) {
+		c := idem.NewGuard(s).Begin(spec)
+		c.Key().String(k)
+		return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+			runs[k].Add(1)
+			if fn != nil {
+				fn(ctx)
+			}
+			return "v:" + k, nil
+		})
+	}
+	claim := func(s *Store, k string) idem.ClaimResult {
+		t.Helper()
+		res, err := s.Claim(ctx, idem.ClaimRequest{Key: "claim:" + k, Owner: idem.Token{1}, Lease: 20 * time.Second, TTL: time.Minute})
+		if err != nil || res.Status != idem.ClaimAcquired {
+			t.Fatalf("claim %s = %+v, %v", k, res, err)
+		}
+		return res
+	}
+
+	// Before the failover, with the replica in sync.
+	if _, err := do(acked, "done", nil); err != nil {
+		t.Fatal(err)
+	}
+	acrossFence := make(chan uint64, 1)
+	letGo := make(chan struct{})
+	var across sync.WaitGroup
+	var acrossRes string
+	var acrossErr error
+	across.Add(1)
+	go func() {
+		defer across.Done()
+		acrossRes, acrossErr = do(acked, "across", func(ctx context.Context) {
+			f, _ := idem.FenceFrom(ctx)
+			acrossFence <- f
+			<-letGo
+		})
+	}()
+	beforeFence := <-acrossFence
+
+	n := currentNodes(t, ctx)
+	isolateReplica(t, ctx, n)
+	// Acknowledged by the primary only.
+	if _, err := do(plain, "lost", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := do(acked, "unacked", nil)
+	if !errors.Is(err, ErrNotReplicated) || !errors.Is(err, idem.ErrStoreUnavailable) || runs["unacked"].Load() != 0 {
+		t.Fatalf("claim without its acknowledgement: Do = %v after %d runs, want ErrNotReplicated and no run", err, runs["unacked"].Load())
+	}
+	lostPlain, lostClock := claim(plain, "fence"), claim(clock, "fence")
+
+	promote(t, ctx, n)
+
+	close(letGo) // its completion goes to the promoted primary
+	across.Wait()
+	if acrossErr != nil || acrossRes != "v:across" {
+		t.Fatalf("completion across the failover: %q, %v", acrossRes, acrossErr)
+	}
+	for _, tc := range []struct {
+		s        *Store
+		key      string
+		wantRuns int64
+	}{
+		{acked, "done", 1},    // acknowledged: replayed after the failover
+		{acked, "across", 1},  // completed on the promoted primary
+		{acked, "unacked", 1}, // never held: runs now, once
+		{plain, "lost", 2},    // the failure mode the options exist for
+	} {
+		got, err := do(tc.s, tc.key, nil)
+		if err != nil || got != "v:"+tc.key || runs[tc.key].Load() != tc.wantRuns {
+			t.Errorf("%s after the failover: %q, %v with %d runs, want %d", tc.key, got, err, runs[tc.key].Load(), tc.wantRuns)
+		}
+	}
+	if res := claim(plain, "fence"); res.Fence != lostPlain.Fence {
+		t.Errorf("plain fences: %d after the failover, %d lost with the old primary: the set-up did not lose the claim", res.Fence, lostPlain.Fence)
+	}
+	if res := claim(clock, "fence"); res.Fence <= lostClock.Fence {
+		t.Errorf("clock fences: %d after the failover, not above the lost %d", res.Fence, lostClock.Fence)
+	}
+	if res := claim(acked, "after"); res.Fence <= beforeFence {
+		t.Errorf("acked clock fences: %d after the failover, not above %d before it", res.Fence, beforeFence)
+	}
+}
+
+// TestFailoverCluster: one promotion in the failover Cluster. The master
+// that owns the test's keys is SIGKILLed after its replica was cut off,
+// and the replica promoted with CLUSTER FAILOVER FORCE. With
+// WithReplicaAcks a claim made while the replica is cut off is not run
+// under, an acknowledged completion is replayed after the promotion, and
+// a function that was running across it records its result on the
+// promoted master (the confirmation follows the slot to its new owner);
+// with WithClockFences the fences after it are higher.
+func TestFailoverCluster(t *testing.T) {
+	failoverMu.Lock()
+	defer failoverMu.Unlock()
+	rdb := failoverCluster(t)
+	ctx := context.Background()
+	s := newStore(t, rdb, WithReplicaAcks(1, 500*time.Millisecond), WithClockFences())
+	spec := &idem.Spec{Name: "failover.c", Lease: 20 * time.Second, OnDuplicate: idem.DuplicateWait}
+	// The Guard hashes key material into its store key, so the test picks
+	// key names whose records one master owns: the one it kills.
+	masterOf := func(name string) string {
+		c := idem.NewGuard(s).Begin(spec)
+		c.Key().String(name)
+		sk, err := idem.KeyOf(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := rdb.MasterForKey(ctx, s.RecordKey(sk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Options().Addr
+	}
+	m := masterOf("done")
+	names := map[string]string{"done": "done"}
+	for _, k := range []string{"unacked", "across", "after"} {
+		for i := 0; ; i++ {
+			if name := k + strconv.Itoa(i); masterOf(name) == m {
+				names[k] = name
+				break
+			}
+		}
+	}
+	key := func(k string) string { return names[k] }
+	runs := map[string]*atomic.Int64{}
+	for _, k := range []string{"done", "unacked", "across"} {
+		runs[k] = new(atomic.Int64)
+	}
+	do := func(k string, fn func(context.Context)) (string, error) {
+		c := idem.NewGuard(s).Begin(spec)
+		c.Key().String(key(k))
+		return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+			runs[k].Add(1)
+			if fn != nil {
+				fn(ctx)
+			}
+			return "v:" + k, nil
+		})
+	}
+	if _, err := do("done", nil); err != nil {
+		t.Fatal(err)
+	}
+	fences := make(chan uint64, 1)
+	letGo := make(chan struct{})
+	acrossErr := make(chan error, 1)
+	go func() {
+		_, err := do("across", func(ctx context.Context) {
+			f, _ := idem.FenceFrom(ctx)
+			fences <- f
+			<-letGo
+		})
+		acrossErr <- err
+	}()
+	before := <-fences
+
+	replica := clusterReplicaOf(t, ctx, m)
+	mPid, err := serverPid(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rPid, err := serverPid(ctx, replica)
+	if err != nil {
+		t.Fatal(err)
+	}
+	isolateReplica(t, ctx, sentinelNodes{primary: m, replica: replica, primaryPid: mPid, replicaPid: rPid})
+	_, err = do("unacked", nil)
+	if !errors.Is(err, ErrNotReplicated) || runs["unacked"].Load() != 0 {
+		t.Fatalf("claim without its acknowledgement: Do = %v after %d runs, want ErrNotReplicated and no run", err, runs["unacked"].Load())
+	}
+	syscall.Kill(mPid, syscall.SIGKILL)
+	syscall.Kill(rPid, syscall.SIGCONT)
+	rc := redis.NewClient(&redis.Options{Addr: replica, DialTimeout: time.Second})
+	defer rc.Close()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		info, err := rc.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "role:master") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was not promoted: %v", replica, err)
+		}
+		_ = rc.Do(ctx, "cluster", "failover", "force").Err()
+		time.Sleep(300 * time.Millisecond)
+	}
+	if err := failoverScript("start", "cluster"); err != nil {
+		t.Fatalf("bringing %s back as a replica: %v", m, err)
+	}
+	close(letGo)
+	if err := <-acrossErr; err != nil {
+		t.Fatalf("completion across the failover: %v", err)
+	}
+	for _, k := range []string{"done", "across", "unacked"} {
+		if got, err := do(k, nil); err != nil || got != "v:"+k || runs[k].Load() != 1 {
+			t.Errorf("%s after the failover: %q, %v with %d runs, want 1", k, got, err, runs[k].Load())
+		}
+	}
+	c := idem.NewGuard(s).Begin(spec)
+	c.Key().String(key("after"))
+	after, _ := idem.KeyOf(c)
+	res, err := s.Claim(ctx, idem.ClaimRequest{Key: after, Owner: idem.Token{9}, Lease: time.Second, TTL: time.Minute})
+	if err != nil || res.Fence <= before {
+		t.Errorf("claim after the failover: %+v, %v; want a fence above %d", res, err, before)
+	}
+}
+
+// clusterReplicaOf is the address of master's replica.
+func clusterReplicaOf(t *testing.T, ctx context.Context, master string) string {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: master})
+	defer c.Close()
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		// slave0:ip=127.0.0.1,port=7224,state=online,offset=…,lag=0
+		if strings.HasPrefix(line, "slave0:") {
+			var ip, port string
+			for _, kv := range strings.Split(strings.TrimPrefix(strings.TrimSpace(line), "slave0:"), ",") {
+				k, v, _ := strings.Cut(kv, "=")
+				switch k {
+				case "ip":
+					ip = v
+				case "port":
+					port = v
+				}
+			}
+			return ip + ":" + port
+		}
+	}
+	t.Fatalf("%s has no replica:\n%s", master, info)
+	return ""
+}

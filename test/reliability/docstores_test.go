@@ -1,0 +1,318 @@
+package reliability
+
+// The cloud document stores, DynamoDB (on dynalite) and Firestore (on the
+// Google Cloud CLI's emulator), through the same harness, ledger and
+// scenarios as the other stores. They are kept in this file, and run by
+// a test of their own, so the shared tables change by a line or two.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/idemgen/idemgen/internal/testenv"
+	"github.com/idemgen/idemgen/runtime/dynamostore"
+	"github.com/idemgen/idemgen/runtime/firestorestore"
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+const (
+	dynamoHowTo    = "scripts/dynalite.sh (make services), or set IDEM_DYNAMO_ENDPOINT"
+	firestoreHowTo = "scripts/firestore.sh (make services), or set IDEM_FIRESTORE_EMULATOR_HOST"
+	// firestoreProject is the emulator project the workers use.
+	firestoreProject = "idemgen-reliability"
+)
+
+// dynamoEndpoint is the DynamoDB-compatible server: dynalite, started by
+// `make services`.
+func dynamoEndpoint() string { return envOr("IDEM_DYNAMO_ENDPOINT", "http://127.0.0.1:4567") }
+
+// docStoreName is the DynamoDB table or Firestore collection of this run,
+// made from the run's Redis prefix (which carries the run id) so workers
+// need no extra configuration.
+func docStoreName(cfg workerConfig) string {
+	return "idemrel_" + strings.NewReplacer(":", "", "/", "").Replace(strings.TrimPrefix(cfg.RedisPrefix, "idemrel:"))
+}
+
+// docStoreAddr is where the workers reach store when no proxy is in
+// front: dynalite's endpoint, the emulator's host:port.
+func docStoreAddr(store string) string {
+	if store == "dynamo" {
+		return dynamoEndpoint()
+	}
+	return testenv.FirestoreEmulatorHost()
+}
+
+// docUpstream is the host:port a FaultProxy forwards to.
+func docUpstream(store string) string {
+	if store == "dynamo" {
+		return strings.TrimPrefix(strings.TrimPrefix(dynamoEndpoint(), "http://"), "https://")
+	}
+	return testenv.FirestoreEmulatorHost()
+}
+
+func dynamoClient(endpoint string, faultTolerant bool) *dynamodb.Client {
+	if !strings.Contains(endpoint, "://") {
+		endpoint = "http://" + endpoint // a FaultProxy's address
+	}
+	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { tr.MaxIdleConnsPerHost = 64 })
+	retries := 3
+	if faultTolerant {
+		hc = hc.WithTimeout(time.Second)
+		retries = 2
+	}
+	return dynamodb.New(dynamodb.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(endpoint), HTTPClient: hc, RetryMaxAttempts: retries,
+		Credentials: credentials.NewStaticCredentialsProvider("idemgen", "idemgen", ""),
+	})
+}
+
+// firestoreClient is a client of the emulator at addr, configured as
+// FIRESTORE_EMULATOR_HOST would (plaintext, the emulator's owner token).
+func firestoreClient(ctx context.Context, addr string) (*firestore.Client, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(emulatorOwner{}))
+	if err != nil {
+		return nil, err
+	}
+	return firestore.NewClient(ctx, firestoreProject, option.WithGRPCConn(conn))
+}
+
+type emulatorOwner struct{}
+
+func (emulatorOwner) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer owner"}, nil
+}
+func (emulatorOwner) RequireTransportSecurity() bool { return false }
+
+// openDocStore is openStore for "dynamo" and "firestore". A skewed worker
+// (ClockOffset) gives its clock to the DynamoDB store, which judges
+// leases by the callers' clocks; the Firestore store judges them by
+// Firestore's and takes the clock for its ttl field only.
+func openDocStore(ctx context.Context, cfg workerConfig) (idem.Store, func(), error) {
+	var clock []func() time.Time
+	if cfg.ClockOffset != 0 {
+		clock = append(clock, skewedClock(cfg.ClockOffset, cfg.ClockJump))
+	}
+	switch cfg.Store {
+	case "dynamo":
+		opts := []dynamostore.Option{}
+		for _, c := range clock {
+			opts = append(opts, dynamostore.WithClock(c))
+		}
+		if cfg.FaultTolerant {
+			opts = append(opts, dynamostore.WithPollInterval(20*time.Millisecond, 200*time.Millisecond))
+		}
+		st, err := dynamostore.New(ctx, dynamoClient(cfg.StoreAddr, cfg.FaultTolerant), docStoreName(cfg), opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, func() {}, nil
+	case "firestore":
+		client, err := firestoreClient(ctx, cfg.StoreAddr)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts := []firestorestore.Option{firestorestore.WithPollInterval(20*time.Millisecond, 250*time.Millisecond)}
+		for _, c := range clock {
+			opts = append(opts, firestorestore.WithClock(c))
+		}
+		nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		st, err := firestorestore.New(nctx, client, docStoreName(cfg), opts...)
+		if err != nil {
+			client.Close()
+			return nil, nil, err
+		}
+		return st, func() { client.Close() }, nil
+	}
+	return nil, nil, fmt.Errorf("unknown store %q", cfg.Store)
+}
+
+// takeoverMargin is how long past a lease a store lets a crashed owner's
+// key be taken over: DynamoDB's skew margin (leases on caller clocks);
+// the other stores judge leases by one clock and take over at once.
+func takeoverMargin(store string) time.Duration {
+	if store == "dynamo" {
+		return dynamostore.DefaultSkewMargin
+	}
+	return 0
+}
+
+// needDocStore skips (fails under CI=true) when the store's server does not
+// answer, and prepares what the run needs there (the DynamoDB table).
+func (h *harness) needDocStore(t *testing.T, store string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := h.base(store, "", "")
+	switch store {
+	case "dynamo":
+		client := dynamoClient(dynamoEndpoint(), false)
+		if _, err := client.ListTables(ctx, &dynamodb.ListTablesInput{}); err != nil {
+			missing(t, "a DynamoDB-compatible server at "+dynamoEndpoint(), err, dynamoHowTo)
+		}
+		table := docStoreName(cfg)
+		// dynalite has no time to live (the records' expiry is judged in
+		// code; TTL only deletes dead items).
+		if err := dynamostore.CreateTable(ctx, client, table); err != nil && !errors.Is(err, dynamostore.ErrTTLNotEnabled) {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		})
+	case "firestore":
+		client, err := firestoreClient(ctx, testenv.FirestoreEmulatorHost())
+		if err == nil {
+			_, err = client.Collection("probe").Doc("probe").Get(ctx)
+			if status.Code(err) == codes.NotFound {
+				err = nil
+			}
+			defer client.Close()
+		}
+		if err != nil {
+			missing(t, "the Firestore emulator at "+testenv.FirestoreEmulatorHost(), err, firestoreHowTo)
+		}
+	}
+}
+
+// TestReliabilityDocumentStores runs the scenarios against DynamoDB and
+// Firestore: duplicate storm, SIGKILL crashes, zombie past the lease,
+// network faults through the FaultProxy, and clock skew (DynamoDB: its
+// leases are judged by caller clocks, skewed within its stated margin;
+// Firestore: by Firestore's clock, Guard and store clocks skewed by
+// minutes).
+func TestReliabilityDocumentStores(t *testing.T) {
+	h := newHarness(t)
+	sz := levelSizes(h.full)
+	report.full = h.full
+	for _, store := range []string{"dynamo", "firestore"} {
+		t.Run(store, func(t *testing.T) {
+			h.needDocStore(t, store)
+			if !h.full {
+				t.Parallel()
+			}
+			t.Run("storm", func(t *testing.T) { record(t, h.storm(t, store, sz)) })
+			t.Run("crash", func(t *testing.T) { record(t, h.crash(t, store, sz)) })
+			t.Run("zombie", func(t *testing.T) { record(t, h.zombie(t, store, sz, "")) })
+			t.Run("network", func(t *testing.T) { record(t, h.network(t, store, sz)) })
+			if store == "dynamo" {
+				t.Run("skew", func(t *testing.T) { record(t, h.callerClockSkew(t, store, sz, false)) })
+			} else {
+				t.Run("skew", func(t *testing.T) { record(t, h.skew(t, store, sz, false)) })
+			}
+		})
+	}
+}
+
+// callerClockSkew is the skew scenario for a store that judges leases by
+// the callers' clocks (DynamoDB): every worker's Guard and store read a
+// clock offset within ±40% of the store's skew margin, so any two callers
+// differ by less than the margin, which is what the store promises to
+// tolerate; no live owner may be taken over.
+func (h *harness) callerClockSkew(t *testing.T, store string, sz sizes, beyond bool) row {
+	start := time.Now()
+	margin := dynamostore.DefaultSkewMargin
+	offs := []skew{{-margin * 2 / 5, false}, {0, false}, {margin * 2 / 5, false}, {margin * 2 / 5, true}}
+	scenario := "skew"
+	if beyond {
+		// The negative control: clocks 3 margins apart, more than the
+		// 2s lease less its heartbeat interval.
+		offs = []skew{{-3 * margin / 2, false}, {3 * margin / 2, false}}
+		scenario = "skew-beyond"
+	}
+	var keys []string
+	for i := range sz.skewKeys {
+		keys = append(keys, fmt.Sprintf("%s/%s/%04d", store, scenario, i))
+	}
+	var cfgs []workerConfig
+	var names []string
+	for _, s := range offs {
+		c := h.base(store, "skew", "")
+		c.Goroutines = 8
+		c.HoldMin, c.HoldMax = 0, 1500*time.Millisecond
+		c.CallTimeout, c.Deadline = 10*time.Second, 3*time.Minute
+		c.ClockOffset, c.ClockJump = s.off, s.jump
+		cfgs = append(cfgs, c)
+		names = append(names, s.String())
+	}
+	v, calls, events, _, execs, re, overlap := h.contention(t, store, scenario, cfgs, keys, nil, 0)
+	cl := classes(calls)
+	for _, c := range calls {
+		if c.Class != "ok" && c.Class != "in_progress" && !beyond {
+			v.add("%s: unexpected error without faults: %s", c.Key, c.Err)
+		}
+	}
+	if execs > len(keys) {
+		v.add("%d keys executed more than once (%d executions for %d keys): live owners were taken over under clock skew", re, execs, len(keys))
+	}
+	delete(cl, "ok")
+	name := fmt.Sprintf("clock skew within the %s skew margin (Guard and store clocks %s)", margin, strings.Join(names, ", "))
+	if beyond {
+		name = fmt.Sprintf("clock skew **beyond** the %s skew margin (clocks %s; self-test: violations expected)", margin, strings.Join(names, ", "))
+	}
+	return row{
+		Store: store, Scenario: name, expectViolations: beyond,
+		Trials:   fmt.Sprintf("%d processes × 8 goroutines, %d keys", len(cfgs), sz.skewKeys),
+		Expected: fmt.Sprint(sz.skewKeys),
+		Observed: fmt.Sprintf("%d (%d keys re-run after a takeover)", execs, re),
+		Notes: fmt.Sprintf("leases judged by caller clocks; duplicates answered: %s; takeovers %d; stale owners overlapping a successor: %d",
+			fmtCounts(cl), events["takeover"], overlap),
+		v: v, took: time.Since(start),
+	}
+}
+
+// TestHarnessDetectsSkewBeyondMargin is the DynamoDB skew row's negative
+// control: callers whose clocks differ by three times the store's skew
+// margin must show live owners taken over, or the row proves nothing.
+func TestHarnessDetectsSkewBeyondMargin(t *testing.T) {
+	h := newHarness(t)
+	h.needDocStore(t, "dynamo")
+	r := h.callerClockSkew(t, "dynamo", levelSizes(false), true)
+	record(t, r)
+	if r.v.n() == 0 {
+		t.Fatalf("clocks skewed beyond the margin broke nothing: the skew row cannot fail")
+	}
+	for _, s := range r.v.list {
+		t.Logf("detected (as it should be): %s", s)
+	}
+}
+
+// TestHarnessDetectsBrokenDocumentStore is TestHarnessDetectsBrokenStore
+// on the document stores: a BrokenStore over each (lost leases ignored,
+// stale completions forced through) must make the zombie scenario report
+// violations, so their zero-violation rows mean something.
+func TestHarnessDetectsBrokenDocumentStore(t *testing.T) {
+	h := newHarness(t)
+	sz := levelSizes(false)
+	for _, store := range []string{"dynamo", "firestore"} {
+		t.Run(store+"/leaselost", func(t *testing.T) {
+			h.needDocStore(t, store)
+			t.Parallel()
+			r := h.zombie(t, store, sz, "leaselost")
+			r.expectViolations = true
+			record(t, r)
+			if r.v.n() == 0 {
+				t.Fatalf("the zombie scenario found no violation with a store that ignores lost leases: the harness cannot fail")
+			}
+			for _, s := range r.v.list {
+				t.Logf("detected (as it should be): %s", s)
+			}
+		})
+	}
+}

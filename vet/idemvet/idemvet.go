@@ -1,0 +1,567 @@
+// Package idemvet is a go/analysis analyzer that keeps idemgen's guarantee
+// honest: a wrapper protects only the calls that go through it, and only
+// while the generated file matches its annotations.
+//
+// It reports
+//
+//   - bypass: a call of an //idem: annotated function or method, or a
+//     function or method value taken from it, anywhere but in its package's
+//     generated file, in any package of the program (annotated functions
+//     are exported as analysis facts). A line may skip the wrapper on
+//     purpose with "//idem:direct <reason>" on the line itself, on the line
+//     above, or in the doc comment of the enclosing function; the reason is
+//     required.
+//   - stale: the package's generated file differs from what the generator
+//     writes now (GenerateChecked on the pass's own files and types, byte
+//     for byte), or is missing: "run go generate".
+//   - lost cancellation: a wrapper called with context.Background() or
+//     context.TODO() in a function that has a context.Context in scope.
+//   - every problem the generator reports about //idem: directives, at the
+//     same position.
+//
+// A direct call gets a suggested fix when a value of the package's
+// *Idempotent wrapper type is in scope: call the wrapper's method instead.
+package idemvet
+
+import (
+	"bytes"
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/idemgen/idemgen/generator"
+	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/types/typeutil"
+)
+
+// Analyzer is the idemvet analyzer.
+var Analyzer = &analysis.Analyzer{
+	Name:      "idemvet",
+	Doc:       "report calls that bypass idemgen wrappers, stale generated wrappers, wrappers called with a fresh context, and //idem: directive problems",
+	URL:       "https://github.com/idemgen/idemgen/blob/main/docs/GENERATOR.md",
+	Run:       run,
+	FactTypes: []analysis.Fact{new(annotated)},
+}
+
+var (
+	checkTests = true
+	output     = generator.DefaultOutput
+)
+
+func init() {
+	Analyzer.Flags.BoolVar(&checkTests, "testfiles", true, "report direct calls of annotated functions in _test.go files too")
+	Analyzer.Flags.StringVar(&output, "output", generator.DefaultOutput, "name of the generated file in each package (as idemgen -output)")
+}
+
+// annotated marks a function or method with //idem: directives: calls of
+// it elsewhere than in its generated wrapper bypass the guard.
+type annotated struct {
+	// Wrapper is the generated type whose method of the same name is the
+	// guarded call: Idempotent for a function, IdempotentT for a method
+	// of T.
+	Wrapper string
+}
+
+func (*annotated) AFact()           {}
+func (f *annotated) String() string { return "annotated(" + f.Wrapper + ")" }
+
+// file is one file of the pass, classified.
+type file struct {
+	ast       *ast.File
+	tok       *token.File
+	name      string
+	test      bool
+	generated bool // the package's generated file
+	// escapes are the //idem:direct comments of the file by line;
+	// alone says which of them have no code before them on their line
+	// (those cover the line below too).
+	escapes map[int]*ast.Comment
+	alone   map[int]bool
+}
+
+func run(pass *analysis.Pass) (any, error) {
+	files := classify(pass)
+	local := exportFacts(pass, files)
+	checkGenerated(pass, files, local)
+	// Without an annotated function here or in any dependency there is
+	// nothing to bypass and no wrapper to call: most packages of a
+	// program (the standard library, to begin with) skip the walk.
+	walk := len(local) > 0 || anyAnnotated(pass)
+	for _, f := range files {
+		if f.generated {
+			continue // the one place allowed to call the annotated functions
+		}
+		reportReasonless(pass, f)
+		if walk {
+			checkCalls(pass, f, local)
+		}
+	}
+	return nil, nil
+}
+
+// anyAnnotated reports whether a dependency of the package has an
+// annotated function (facts travel with the dependencies' export data).
+func anyAnnotated(pass *analysis.Pass) bool {
+	for _, f := range pass.AllObjectFacts() {
+		if _, ok := f.Fact.(*annotated); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func classify(pass *analysis.Pass) []*file {
+	var files []*file
+	for _, af := range pass.Files {
+		tf := pass.Fset.File(af.Pos())
+		if tf == nil {
+			continue
+		}
+		f := &file{ast: af, tok: tf, name: tf.Name(), test: strings.HasSuffix(tf.Name(), "_test.go"), escapes: map[int]*ast.Comment{}, alone: map[int]bool{}}
+		f.generated = !f.test && filepath.Base(f.name) == output && isGenerated(af)
+		for _, cg := range af.Comments {
+			for _, c := range cg.List {
+				if _, ok := generator.ParseDirectEscape(c.Text); ok {
+					f.escapes[tf.Line(c.Slash)] = c
+				}
+			}
+		}
+		if len(f.escapes) > 0 {
+			src, err := readFile(pass, f.name)
+			for line, c := range f.escapes {
+				start, at := tf.Offset(tf.LineStart(line)), tf.Offset(c.Slash)
+				f.alone[line] = err == nil && at <= len(src) && strings.TrimSpace(string(src[start:at])) == ""
+			}
+		}
+		files = append(files, f)
+	}
+	return files
+}
+
+// isGenerated reports whether the file starts with idemgen's header.
+func isGenerated(f *ast.File) bool {
+	return len(f.Comments) > 0 && f.Comments[0].Pos() < f.Package && f.Comments[0].List[0].Text == generator.Header
+}
+
+// exportFacts marks the annotated functions of the package's own files,
+// and returns them by object.
+func exportFacts(pass *analysis.Pass, files []*file) map[*types.Func]*annotated {
+	local := map[*types.Func]*annotated{}
+	for _, f := range files {
+		if f.test {
+			continue // the generator never wraps a function of a test file
+		}
+		for _, decl := range f.ast.Decls {
+			fd, ok := decl.(*ast.FuncDecl)
+			if !ok {
+				continue
+			}
+			obj, _ := pass.TypesInfo.Defs[fd.Name].(*types.Func)
+			if obj == nil {
+				continue
+			}
+			if f.generated || fd.Doc == nil || !hasDirective(fd.Doc) {
+				continue
+			}
+			fact := &annotated{Wrapper: "Idempotent"}
+			if recv := recvNamed(obj); recv != nil {
+				fact.Wrapper += recv.Obj().Name()
+			}
+			local[obj] = fact
+			pass.ExportObjectFact(obj, fact)
+		}
+	}
+	return local
+}
+
+func hasDirective(doc *ast.CommentGroup) bool {
+	for _, c := range doc.List {
+		if generator.IsDirective(c.Text) {
+			return true
+		}
+	}
+	return false
+}
+
+func recvNamed(fn *types.Func) *types.Named {
+	r := fn.Signature().Recv()
+	if r == nil {
+		return nil
+	}
+	t := r.Type()
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	n, _ := types.Unalias(t).(*types.Named)
+	return n
+}
+
+func isContext(t types.Type) bool {
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "context" && n.Obj().Name() == "Context"
+}
+
+// checkGenerated runs the generator's engine on the package as the pass
+// has it and reports its diagnostics, or a generated file that differs
+// from what it would write now.
+func checkGenerated(pass *analysis.Pass, files []*file, local map[*types.Func]*annotated) {
+	var src []*file
+	var gen *file
+	mentions := false
+	for _, f := range files {
+		if f.test {
+			continue
+		}
+		src = append(src, f)
+		if filepath.Base(f.name) == output {
+			gen = f
+			continue
+		}
+		for _, cg := range f.ast.Comments {
+			for _, c := range cg.List {
+				if generator.IsDirective(c.Text) || strings.HasPrefix(c.Text, "// idem:") {
+					mentions = true
+				}
+			}
+		}
+	}
+	// As the generator's own loader: only a package with a directive, or
+	// with a generated file that may now be stale, costs a run.
+	if len(src) == 0 || (!mentions && gen == nil) {
+		return
+	}
+	out := filepath.Join(filepath.Dir(src[0].name), output)
+	asts := make([]*ast.File, len(src))
+	for i, f := range src {
+		asts[i] = f.ast
+	}
+	content, problems := generator.GenerateChecked(generator.Checked{Fset: pass.Fset, Files: asts, Types: pass.Pkg, Info: pass.TypesInfo, Output: out})
+	for _, d := range problems {
+		pass.Reportf(position(pass, files, d.Pos), "%s", d.Msg)
+	}
+	if len(problems) > 0 {
+		return
+	}
+	at := firstAnnotation(pass, local)
+	switch {
+	case content == nil && gen != nil && isGenerated(gen.ast):
+		// At the package clause of the package's first own file: the
+		// generated file is not where the reader looks.
+		at := gen.ast.Package
+		for _, f := range src {
+			if f != gen {
+				at = f.ast.Package
+				break
+			}
+		}
+		pass.Reportf(at, "%s is stale: the package has no //idem: functions any more (run go generate)", output)
+	case content == nil:
+	case gen == nil:
+		pass.Reportf(at, "%s is missing: run go generate", output)
+	default:
+		old, err := readFile(pass, gen.name)
+		if err != nil {
+			pass.Reportf(at, "cannot read %s: %v", output, err)
+		} else if !bytes.Equal(old, content) {
+			pass.Reportf(at, "%s is stale: it differs from what idemgen writes for these annotations now (run go generate)", output)
+		}
+	}
+}
+
+func readFile(pass *analysis.Pass, name string) ([]byte, error) {
+	if pass.ReadFile != nil {
+		return pass.ReadFile(name)
+	}
+	return os.ReadFile(name)
+}
+
+// firstAnnotation is the first //idem: line of the package's annotated
+// functions, in file and line order: where a stale file is reported.
+func firstAnnotation(pass *analysis.Pass, local map[*types.Func]*annotated) token.Pos {
+	var at []token.Pos
+	for obj := range local {
+		at = append(at, obj.Pos())
+	}
+	if len(at) == 0 {
+		return token.NoPos
+	}
+	sort.Slice(at, func(i, j int) bool {
+		a, b := pass.Fset.Position(at[i]), pass.Fset.Position(at[j])
+		if a.Filename != b.Filename {
+			return a.Filename < b.Filename
+		}
+		return a.Offset < b.Offset
+	})
+	// The name of the function: its //idem: line is in its doc comment,
+	// found through the syntax.
+	for _, f := range pass.Files {
+		if f.Pos() <= at[0] && at[0] < f.End() {
+			for _, decl := range f.Decls {
+				if fd, ok := decl.(*ast.FuncDecl); ok && fd.Name.Pos() == at[0] && fd.Doc != nil {
+					for _, c := range fd.Doc.List {
+						if generator.IsDirective(c.Text) {
+							return c.Slash
+						}
+					}
+				}
+			}
+		}
+	}
+	return at[0]
+}
+
+// position turns a generator diagnostic's position back into a token.Pos
+// of the pass.
+func position(pass *analysis.Pass, files []*file, p token.Position) token.Pos {
+	for _, f := range files {
+		if f.name != p.Filename {
+			continue
+		}
+		if p.Offset > 0 && p.Offset <= f.tok.Size() {
+			return f.tok.Pos(p.Offset)
+		}
+		if p.Line >= 1 && p.Line <= f.tok.LineCount() {
+			return f.tok.LineStart(p.Line) + token.Pos(max(p.Column-1, 0))
+		}
+		return f.ast.Package
+	}
+	if len(pass.Files) > 0 {
+		return pass.Files[0].Package
+	}
+	return token.NoPos
+}
+
+// reportReasonless reports //idem:direct escapes that give no reason.
+func reportReasonless(pass *analysis.Pass, f *file) {
+	if f.test && !checkTests {
+		return
+	}
+	for _, c := range f.escapes {
+		if reason, _ := generator.ParseDirectEscape(c.Text); reason == "" {
+			pass.Reportf(c.Slash, "//idem:direct needs a reason: //idem:direct <why this call may skip the idempotent wrapper>")
+		}
+	}
+}
+
+// checkCalls reports the references to annotated functions in f (calls,
+// function and method values) and the wrapper calls given a fresh context.
+func checkCalls(pass *analysis.Pass, f *file, local map[*types.Func]*annotated) {
+	var stack []ast.Node
+	var enclosing *ast.FuncDecl
+	ast.Inspect(f.ast, func(n ast.Node) bool {
+		if n == nil {
+			stack = stack[:len(stack)-1]
+			return true
+		}
+		stack = append(stack, n)
+		switch n := n.(type) {
+		case *ast.FuncDecl:
+			enclosing = n
+		case *ast.Ident:
+			if f.test && !checkTests {
+				return true
+			}
+			fn, _ := pass.TypesInfo.Uses[n].(*types.Func)
+			if fn == nil {
+				return true
+			}
+			fn = fn.Origin()
+			fact := local[fn]
+			if fact == nil {
+				var imported annotated
+				if fn.Pkg() == pass.Pkg || !pass.ImportObjectFact(fn, &imported) {
+					return true
+				}
+				fact = &imported
+			}
+			if escaped(f, n, enclosing) {
+				return true
+			}
+			reportBypass(pass, n, fn, fact, stack)
+		case *ast.CallExpr:
+			checkContext(pass, n, local)
+		}
+		return true
+	})
+}
+
+// escaped reports whether an //idem:direct comment covers the reference
+// at id: on its line, alone on the line above, or in the enclosing
+// function's doc comment. (An escape with no reason still covers it: the
+// missing reason is its own diagnostic, at the comment.)
+func escaped(f *file, id *ast.Ident, enclosing *ast.FuncDecl) bool {
+	line := f.tok.Line(id.Pos())
+	if f.escapes[line] != nil || (f.escapes[line-1] != nil && f.alone[line-1]) {
+		return true
+	}
+	if enclosing != nil && enclosing.Doc != nil && enclosing.Pos() <= id.Pos() && id.Pos() < enclosing.End() {
+		for _, c := range enclosing.Doc.List {
+			if _, ok := generator.ParseDirectEscape(c.Text); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func reportBypass(pass *analysis.Pass, id *ast.Ident, fn *types.Func, fact *annotated, stack []ast.Node) {
+	name := fn.Name()
+	if recv := recvNamed(fn); recv != nil {
+		name = recv.Obj().Name() + "." + name
+	}
+	if fn.Pkg() != pass.Pkg {
+		name = fn.Pkg().Name() + "." + name
+	}
+	// The expression that names the function: id, or x.id.
+	var expr ast.Expr = id
+	if len(stack) >= 2 {
+		if sel, ok := stack[len(stack)-2].(*ast.SelectorExpr); ok && sel.Sel == id {
+			expr = sel
+		}
+	}
+	var call *ast.CallExpr
+	if len(stack) >= 3 || (expr == id && len(stack) >= 2) {
+		parent := stack[len(stack)-2]
+		if expr != ast.Expr(id) {
+			parent = stack[len(stack)-3]
+		}
+		if c, ok := parent.(*ast.CallExpr); ok && ast.Unparen(c.Fun) == expr {
+			call = c
+		}
+	}
+	what := "a value of"
+	if call != nil {
+		what = "a direct call of"
+	}
+	d := analysis.Diagnostic{
+		Pos:     id.Pos(),
+		End:     id.End(),
+		Message: fmt.Sprintf("%s %s bypasses its idempotent wrapper (%s.%s); call the wrapper, or mark a deliberate bypass with //idem:direct <reason>", what, name, fact.Wrapper, fn.Name()),
+	}
+	if call != nil && fact.Wrapper == "Idempotent" {
+		if v := wrapperInScope(pass, id.Pos(), fn); v != nil {
+			d.SuggestedFixes = []analysis.SuggestedFix{{
+				Message:   fmt.Sprintf("call %s.%s (the wrapper)", v.Name(), fn.Name()),
+				TextEdits: []analysis.TextEdit{{Pos: expr.Pos(), End: expr.End(), NewText: []byte(v.Name() + "." + fn.Name())}},
+			}}
+		}
+	}
+	pass.Report(d)
+}
+
+// wrapperInScope finds a variable of type *Idempotent (fn's package's
+// wrapper type, with a method for fn) visible at pos, innermost first.
+func wrapperInScope(pass *analysis.Pass, pos token.Pos, fn *types.Func) *types.Var {
+	var found *types.Var
+	eachVar(pass, pos, func(v *types.Var) bool {
+		ptr, ok := types.Unalias(v.Type()).(*types.Pointer)
+		if !ok {
+			return false
+		}
+		named, ok := types.Unalias(ptr.Elem()).(*types.Named)
+		if !ok || named.Obj().Name() != "Idempotent" || named.Obj().Pkg() == nil || named.Obj().Pkg().Path() != fn.Pkg().Path() {
+			return false
+		}
+		m, _, _ := types.LookupFieldOrMethod(ptr, false, named.Obj().Pkg(), fn.Name())
+		if _, isFunc := m.(*types.Func); !isFunc {
+			return false
+		}
+		found = v
+		return true
+	})
+	return found
+}
+
+// eachVar calls f with the variables visible at pos, innermost scope
+// first, declared before pos, up to and including the package scope,
+// until f returns true.
+func eachVar(pass *analysis.Pass, pos token.Pos, f func(*types.Var) bool) {
+	for s := pass.Pkg.Scope().Innermost(pos); s != nil && s != types.Universe; s = s.Parent() {
+		names := s.Names()
+		for _, n := range names {
+			v, ok := s.Lookup(n).(*types.Var)
+			if !ok || n == "_" {
+				continue
+			}
+			if s != pass.Pkg.Scope() && v.Pos() >= pos {
+				continue // declared after the call
+			}
+			if f(v) {
+				return
+			}
+		}
+	}
+}
+
+// checkContext reports a wrapper call given context.Background() or
+// context.TODO() where the enclosing function has a context of its own.
+func checkContext(pass *analysis.Pass, call *ast.CallExpr, local map[*types.Func]*annotated) {
+	fn, _ := typeutil.Callee(pass.TypesInfo, call).(*types.Func)
+	if fn == nil || !isWrapper(pass, fn, local) {
+		return
+	}
+	for _, arg := range call.Args {
+		inner, ok := ast.Unparen(arg).(*ast.CallExpr)
+		if !ok || len(inner.Args) != 0 {
+			continue
+		}
+		fresh, _ := typeutil.Callee(pass.TypesInfo, inner).(*types.Func)
+		if fresh == nil || fresh.Pkg() == nil || fresh.Pkg().Path() != "context" || (fresh.Name() != "Background" && fresh.Name() != "TODO") {
+			continue
+		}
+		var ctx *types.Var
+		eachVar(pass, call.Pos(), func(v *types.Var) bool {
+			if v.Parent() == pass.Pkg.Scope() || !isContext(v.Type()) {
+				return false // a package-level context is not the caller's
+			}
+			ctx = v
+			return true
+		})
+		if ctx == nil {
+			continue
+		}
+		pass.Report(analysis.Diagnostic{
+			Pos:     arg.Pos(),
+			End:     arg.End(),
+			Message: fmt.Sprintf("wrapper %s called with context.%s() although %s (a context.Context) is in scope: the call would not stop when its caller is cancelled", fn.Name(), fresh.Name(), ctx.Name()),
+			SuggestedFixes: []analysis.SuggestedFix{{
+				Message:   "pass " + ctx.Name(),
+				TextEdits: []analysis.TextEdit{{Pos: arg.Pos(), End: arg.End(), NewText: []byte(ctx.Name())}},
+			}},
+		})
+	}
+}
+
+// isWrapper reports whether fn is the generated wrapper of an annotated
+// function: method M of type Idempotent in a package whose function M is
+// annotated, or method M of type IdempotentT whose T.M is.
+func isWrapper(pass *analysis.Pass, fn *types.Func, local map[*types.Func]*annotated) bool {
+	recv := recvNamed(fn)
+	if recv == nil || fn.Pkg() == nil {
+		return false
+	}
+	name, ok := strings.CutPrefix(recv.Obj().Name(), "Idempotent")
+	if !ok {
+		return false
+	}
+	var orig types.Object
+	if name == "" {
+		orig = fn.Pkg().Scope().Lookup(fn.Name())
+	} else if tn, ok := fn.Pkg().Scope().Lookup(name).(*types.TypeName); ok {
+		orig, _, _ = types.LookupFieldOrMethod(types.NewPointer(tn.Type()), false, fn.Pkg(), fn.Name())
+	}
+	f, ok := orig.(*types.Func)
+	if !ok {
+		return false
+	}
+	if fact := local[f]; fact != nil {
+		return fact.Wrapper == recv.Obj().Name()
+	}
+	var fact annotated
+	return f.Pkg() != pass.Pkg && pass.ImportObjectFact(f, &fact) && fact.Wrapper == recv.Obj().Name()
+}
