@@ -173,10 +173,15 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 	defer cancel()
 	ref := s.coll.Doc(id)
 	tryCreate := s.createFirst
+	var retry transientRetry
 	for round := 1; round <= maxClaimRounds; round++ {
 		if tryCreate {
 			res, err := s.create(ctx, ref, req)
 			if err == nil || status.Code(err) != codes.AlreadyExists {
+				if err != nil && retry.again(ctx, err) {
+					round-- // a create whose answer was lost is found by the next one
+					continue
+				}
 				return res, err
 			}
 			tryCreate = false // someone made it: read it
@@ -184,6 +189,10 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		snap, err := ref.Get(ctx)
 		if status.Code(err) == codes.NotFound {
 			tryCreate = true
+			continue
+		}
+		if err != nil && retry.again(ctx, err) {
+			round--
 			continue
 		}
 		if err != nil {
@@ -209,6 +218,12 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		res, err := s.overwrite(ctx, ref, req, &d, verdict.Status)
 		if err == nil {
 			return res, nil
+		}
+		if retry.again(ctx, err) {
+			// Applied or not, the next read tells: an applied overwrite
+			// is found as our own claim above.
+			round--
+			continue
 		}
 		if c := status.Code(err); c != codes.FailedPrecondition && c != codes.NotFound {
 			return idem.ClaimResult{}, s.opError(ctx, "claim", req.Key, err)
@@ -335,11 +350,16 @@ func (s *Store) fenced(ctx context.Context, op string, l idem.Lease, state idem.
 	ref := s.coll.Doc(id)
 	lid := leaseID{l.Key, l.Owner, l.Fence}
 	w, known := s.written.get(lid)
+	var retry transientRetry
 	for round := 1; ; round++ {
 		if !known {
 			snap, err := ref.Get(ctx)
 			if status.Code(err) == codes.NotFound {
 				return fmt.Errorf("%w: %s fence %d (the document is gone)", idem.ErrLeaseLost, l.Key, l.Fence)
+			}
+			if err != nil && retry.again(ctx, err) {
+				round--
+				continue
 			}
 			if err != nil {
 				return s.opError(ctx, op, l.Key, err)
@@ -387,8 +407,50 @@ func (s *Store) fenced(ctx context.Context, op string, l idem.Lease, state idem.
 			s.written.drop(lid)
 			return fmt.Errorf("%w: %s fence %d (the document is gone)", idem.ErrLeaseLost, l.Key, l.Fence)
 		default:
+			if retry.again(ctx, err) {
+				// The same preconditioned write again: if the first was
+				// applied, its precondition fails and the read finds our
+				// own write.
+				round--
+				continue
+			}
 			return s.opError(ctx, op, l.Key, err)
 		}
+	}
+}
+
+// maxTransientRetries bounds how often one Store call re-sends a request
+// the server cancelled or aborted while the caller still waited.
+const maxTransientRetries = 4
+
+// transientRetry counts one Store call's retries of transient failures.
+type transientRetry struct{ n int }
+
+// again reports whether err is a failure worth one more try, after a
+// short backoff: the server answered Canceled or Aborted while ctx is
+// still live (the Firestore emulator cancels calls under load, "call
+// already cancelled"), at most maxTransientRetries times. The client
+// library retries Unavailable itself. Every write the store sends is
+// preconditioned (Create, or Update on an update time), so a request
+// that was applied before its answer was lost fails its precondition
+// when re-sent, and the read that follows finds the store's own write.
+func (r *transientRetry) again(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || r.n >= maxTransientRetries {
+		return false
+	}
+	switch status.Code(err) {
+	case codes.Canceled, codes.Aborted:
+	default:
+		return false
+	}
+	r.n++
+	t := time.NewTimer(time.Duration(r.n*r.n) * 10 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

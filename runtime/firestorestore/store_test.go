@@ -442,3 +442,81 @@ func TestOperationTimeout(t *testing.T) {
 		}
 	}
 }
+
+// cancelCommits answers the next n Commit calls with the emulator's
+// "call already cancelled" (codes.Canceled), after sending them on
+// (applied: the answer was lost) or instead of sending them.
+type cancelCommits struct {
+	n       atomic.Int64
+	applied bool
+	hits    atomic.Int64
+}
+
+func (c *cancelCommits) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if !strings.HasSuffix(method, "/Commit") || c.n.Add(-1) < 0 {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	c.hits.Add(1)
+	if c.applied {
+		if err := invoker(ctx, method, req, reply, cc, opts...); err != nil {
+			return err
+		}
+	}
+	return status.Error(codes.Canceled, "call already cancelled (test)")
+}
+
+// TestServerCancelledWrites: the emulator under load answers a Commit
+// with Canceled while the caller still waits (CI saw a Complete fail so,
+// and the storm counted a result that ran but was not recorded). Every
+// write is re-sent within the call: Claim and Complete succeed whether
+// the cancelled write was applied or not, and the record holds the one
+// result at the claimed fence.
+func TestServerCancelledWrites(t *testing.T) {
+	emulator(t)
+	for _, tc := range []struct {
+		name    string
+		applied bool
+		n       int64
+		opts    []firestorestore.Option
+	}{
+		{"NotApplied/ReadFirst", false, 1, nil},
+		{"Applied/ReadFirst", true, 1, nil},
+		{"NotApplied/CreateFirst", false, 1, []firestorestore.Option{firestorestore.WithCreateFirst()}},
+		{"Applied/CreateFirst", true, 1, []firestorestore.Option{firestorestore.WithCreateFirst()}},
+		{"AppliedTwice", true, 2, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := &cancelCommits{applied: tc.applied}
+			c := emulatorClient(t, testenv.FirestoreEmulatorHost(), nil, grpc.WithUnaryInterceptor(cc.unary))
+			s := newStore(t, c, tc.opts...)
+			ctx := context.Background()
+			req := idem.ClaimRequest{Key: "k", Owner: idem.Token{3}, Fingerprint: idem.Fingerprint{1}, Lease: time.Minute, TTL: time.Hour}
+
+			cc.n.Store(tc.n)
+			res, err := s.Claim(ctx, req)
+			if err != nil || res.Status != idem.ClaimAcquired || res.Fence != 1 {
+				t.Fatalf("Claim = %+v, %v; want acquired at fence 1", res, err)
+			}
+			cc.n.Store(tc.n)
+			lease := idem.Lease{Key: "k", Owner: req.Owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
+			if err := s.Complete(ctx, lease, idem.Result{Data: []byte("once")}); err != nil {
+				t.Fatalf("Complete = %v", err)
+			}
+			if got := cc.hits.Load(); got != 2*tc.n {
+				t.Fatalf("%d commits cancelled; want %d (the test did not exercise the retry)", got, 2*tc.n)
+			}
+			rec, err := s.Get(ctx, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]any{idem.StateCompleted, uint64(1), "once"}, []any{rec.State, rec.Fence, string(rec.Result)}); diff != "" {
+				t.Errorf("record (-want +got):\n%s", diff)
+			}
+			other := req
+			other.Owner = idem.Token{4}
+			if res, err := s.Claim(ctx, other); err != nil || res.Status != idem.ClaimCompleted || string(res.Result.Data) != "once" {
+				t.Fatalf("a duplicate's claim = %+v, %v; want the completed result", res, err)
+			}
+		})
+	}
+}

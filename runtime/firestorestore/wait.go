@@ -80,11 +80,17 @@ func (s *Store) Wait(ctx context.Context, key string) error {
 func (s *Store) read(ctx context.Context, op, key string, ref *firestore.DocumentRef) (*firestore.DocumentSnapshot, error) {
 	rctx, cancel := s.bound(ctx)
 	defer cancel()
-	snap, err := ref.Get(rctx)
-	if err != nil && status.Code(err) != codes.NotFound {
-		return nil, s.opError(rctx, op, key, err)
+	var retry transientRetry
+	for {
+		snap, err := ref.Get(rctx)
+		if err != nil && status.Code(err) != codes.NotFound {
+			if retry.again(rctx, err) {
+				continue
+			}
+			return nil, s.opError(rctx, op, key, err)
+		}
+		return snap, nil
 	}
-	return snap, nil
 }
 
 // waitDone judges a snapshot for Wait: done when there is no in-progress
