@@ -2,7 +2,7 @@
 GO ?= go
 export CGO_ENABLED = 1
 
-.PHONY: test unit services lint bench
+.PHONY: test unit services deps lint bench
 
 # Every module of the repository, in the order go.work lists them
 # (internal/layout fails if a go.mod is missing from go.work). Each is
@@ -24,8 +24,14 @@ services:
 	bash scripts/redis-cluster.sh start
 	bash scripts/redis-failover.sh start
 
+# Every module's dependencies in the module cache: tests that build
+# scratch modules offline (GOPROXY=off, generator/behaviour_test.go) need
+# other modules' dependencies there before those modules' own tests run.
+deps:
+	@$(call EACH_MODULE,$(GO) mod download)
+
 # All tests of every module, race detector on.
-test: services
+test: services deps
 	@$(call EACH_MODULE,$(GO) test -race -count=1 -timeout 20m ./...)
 
 # The root module's tests (generator, core runtime, memory and file
