@@ -40,7 +40,6 @@ type callState struct {
 	at         time.Time
 	scratch    []byte
 	raw        []byte // memo lookup key
-	joint      []byte // memo entry: raw, then the key
 }
 
 // ErrCallFinished is returned for a Call handed to Do, StoreKey or KeyOf
@@ -133,9 +132,11 @@ func (c *callState) finish(st *state) (err error) {
 		if e, ok := g.memo.get(raw); ok {
 			st.key, st.fp = e.key, e.fp
 		} else {
-			var b []byte
-			b, st.fp = c.deriveBytes(&st.order)
-			st.key = g.memo.put(raw, b, st.fp, &c.joint)
+			// Remembered only if the key turns out to repeat (see
+			// state.release): most first executions' keys never do, and
+			// the entry would cost each of them an allocation.
+			st.key, st.fp = c.derive(&st.order)
+			st.unmemoized = c
 		}
 	} else if err == nil {
 		st.key, st.fp = c.derive(&st.order)
@@ -147,8 +148,26 @@ func (c *callState) finish(st *state) (err error) {
 	c.at = time.Time{}
 	c.spec = nil
 	c.gen.Add(1) // every Call of this use is finished now
-	g.calls.Put(c)
+	if st.unmemoized != c {
+		g.calls.Put(c)
+	} // else st.release hands c back, once it has read c.raw
 	return err
+}
+
+// release ends st's hold on the call state whose key the memo missed:
+// it remembers the key if the call found it already claimed (a
+// duplicate: the key repeats, and its next replay skips hashing), and
+// hands the state back to the pool.
+func (st *state) release() {
+	c := st.unmemoized
+	if c == nil {
+		return
+	}
+	st.unmemoized = nil
+	if st.repeat {
+		st.g.memo.put(c.raw, st.key, st.fp)
+	}
+	st.g.calls.Put(c)
 }
 
 // memoRaw lays out what identifies a derived key: the function and
@@ -250,6 +269,7 @@ func (c Call) StoreKey() (string, error) {
 func KeyOf(c Call) (string, error) {
 	var st state
 	err := c.finish(&st)
+	st.release()
 	return st.key, err
 }
 

@@ -4,6 +4,24 @@ import "context"
 
 type leaseKey struct{}
 
+// runCtx is fn's ctx: the standard library's cancel ctx, which does all
+// of the canceling, with the call's running value added. It is
+// context.WithValue's valueCtx kept inside the call's execution, which
+// spares a first execution an allocation; children attach to the cancel
+// ctx directly (its Value answers the standard library's lookup of it),
+// so they cost no goroutine.
+type runCtx struct {
+	context.Context
+	run *running
+}
+
+func (c *runCtx) Value(key any) any {
+	if key == (leaseKey{}) {
+		return c.run
+	}
+	return c.Context.Value(key)
+}
+
 // running is what a guarded call's ctx carries.
 type running struct {
 	lease Lease

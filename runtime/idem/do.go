@@ -73,6 +73,7 @@ func Do[R any](ctx context.Context, c Call, fn func(context.Context) (R, error))
 		return zero, err
 	}
 	if err != nil {
+		st.release()
 		g.observe(ctx, Event{Func: spec.Name, Outcome: OutcomeInvalidKey, Err: err, Final: true})
 		return zero, fmt.Errorf("%s: %w", spec.Name, err)
 	}
@@ -81,6 +82,7 @@ func Do[R any](ctx context.Context, c Call, fn func(context.Context) (R, error))
 	}
 	r, err := run(ctx, &st, fn)
 	st.stopWaiting()
+	st.release()
 	return r, err
 }
 
@@ -99,6 +101,7 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 	for {
 		// A call this process is running: answer in process.
 		if f := g.flights.get(key); f != nil {
+			st.repeat = true
 			if f.fp != *fp {
 				st.ev(OutcomeMismatch, 0, nil)
 				return zero, fmt.Errorf("%s: %w", spec.Name, ErrPayloadMismatch)
@@ -162,6 +165,7 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 			}
 			return zero, unavailable(spec.Name+": ", err)
 		}
+		st.repeat = res.Status != ClaimAcquired && res.Status != ClaimTakenOver
 		switch res.Status {
 		case ClaimAcquired, ClaimTakenOver:
 			if res.Status == ClaimTakenOver {
@@ -260,6 +264,12 @@ type state struct {
 	claimSent time.Duration
 	reason    string
 	reclaimed bool // an orphaned claim of this key was given back once
+	// repeat: the key was found claimed (a duplicate, in process or in
+	// the store), so it is worth remembering in the key memo.
+	repeat bool
+	// unmemoized is the call state whose key the memo missed, held until
+	// release (nil otherwise).
+	unmemoized *callState
 	start     time.Time
 	wait      context.Context // bounds all waiting of this call; made on first need
 	cancel    context.CancelFunc
@@ -313,7 +323,9 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 	x.fp = st.fp
 	f := &x.flight
 	g.flights.add(lease.Key, f)
-	rctx, cancel := context.WithCancelCause(context.WithValue(ctx, leaseKey{}, &x.run))
+	cctx, cancel := context.WithCancelCause(ctx)
+	x.ctx = runCtx{Context: cctx, run: &x.run}
+	rctx := context.Context(&x.ctx)
 	hb := &x.hb
 	hb.start(g, rctx, cancel, &x.run.lease, st)
 

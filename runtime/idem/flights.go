@@ -56,6 +56,7 @@ type execution struct {
 	flight
 	hb  heartbeat
 	run running
+	ctx runCtx // fn's
 }
 
 func (t *flightTable) init() {

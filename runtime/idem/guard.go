@@ -33,8 +33,12 @@ type Guard struct {
 	macs        sync.Pool // *keyedHash (HMAC-SHA-256)
 	memo        *keyMemo
 	results     *resultMemo
-	alarms      alarms  // heartbeats and lease expiries of running calls
-	orphans     orphans // claims whose reply was lost, to give back
+	// alarms: heartbeats and lease expiries of running calls. A
+	// separate object: its timer stays armed after the calls that set it
+	// end, and must not keep the Guard (and its store) reachable.
+	alarms *alarms
+
+	orphans orphans // claims whose reply was lost, to give back
 }
 
 // NewGuard returns a Guard over store.
@@ -53,6 +57,7 @@ func NewGuard(store Store, opts ...Option) *Guard {
 	g.calls.New = func() any { return &callState{g: g} }
 	g.macs.New = func() any { return &keyedHash{h: hmac.New(sha256.New, g.hmacKey)} }
 	g.flights.init()
+	g.alarms = new(alarms)
 	return g
 }
 

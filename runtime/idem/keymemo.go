@@ -56,17 +56,11 @@ func (m *keyMemo) get(raw []byte) (*memoEntry, bool) {
 	return e, e != nil && e.raw == string(raw)
 }
 
-// put remembers key for raw and returns key as a string. The raw material
-// and the key share one allocation (the entry's raw is its prefix), so a
-// first execution pays for one string, as it would without the memo.
-// scratch is a buffer the caller lends for laying the two out.
-func (m *keyMemo) put(raw, key []byte, fp Fingerprint, scratch *[]byte) string {
+// put remembers key and fp for raw (copied).
+func (m *keyMemo) put(raw []byte, key string, fp Fingerprint) {
 	if len(raw) > maxMemoRaw {
-		return string(key)
+		return
 	}
-	*scratch = append(append((*scratch)[:0], raw...), key...)
-	both := string(*scratch)
-	e := &memoEntry{raw: both[:len(raw)], key: both[len(raw):], fp: fp}
+	e := &memoEntry{raw: string(raw), key: key, fp: fp}
 	m.slot(raw).Store(e)
-	return e.key
 }
