@@ -270,9 +270,9 @@ type state struct {
 	// unmemoized is the call state whose key the memo missed, held until
 	// release (nil otherwise).
 	unmemoized *callState
-	start     time.Time
-	wait      context.Context // bounds all waiting of this call; made on first need
-	cancel    context.CancelFunc
+	start      time.Time
+	wait       context.Context // bounds all waiting of this call; made on first need
+	cancel     context.CancelFunc
 }
 
 // ev reports an outcome that ends the call (takeover and override, which
