@@ -327,7 +327,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 	x.ctx = runCtx{Context: cctx, run: &x.run}
 	rctx := context.Context(&x.ctx)
 	hb := &x.hb
-	hb.start(g, rctx, cancel, &x.run.lease, st)
+	hb.start(g, &x.ctx, cancel, &x.run.lease, st)
 
 	panicked := true
 	defer func() {

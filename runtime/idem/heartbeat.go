@@ -19,8 +19,8 @@ type heartbeat struct {
 	// observer; nil without one (notes are then no-ops), which keeps the
 	// execution that holds the heartbeat small.
 	st     *state
-	lease  *Lease          // the execution's
-	rctx   context.Context // fn's ctx
+	lease  *Lease  // the execution's
+	rctx   *runCtx // fn's ctx
 	cancel context.CancelCauseFunc
 	mu     sync.Mutex // serializes beats with stop
 	// stopped is set by stop, lost when the store said the key has
@@ -28,9 +28,14 @@ type heartbeat struct {
 	stopped, lost atomic.Bool
 	beat          alarm // the next beat
 	// dead fires when the lease has run out, counted from when the last
-	// successful heartbeat (or the claim) was sent, so the function is
-	// stopped no later than the store can hand the key on.
-	dead alarm
+	// successful heartbeat (or the claim) was sent (okSent), so the
+	// function is stopped no later than the store can hand the key on.
+	// It is set by the first beat, not at the start: the first beat is
+	// due well before the lease ends, and most calls end before it, so
+	// they schedule one alarm instead of two.
+	dead    alarm
+	okSent  time.Duration
+	deadSet bool // under mu
 }
 
 // beatRing and deadRing are a heartbeat's two alarms: the same pointer,
@@ -43,15 +48,16 @@ type (
 func (r *beatRing) ring() { (*heartbeat)(r).renew() }
 func (r *deadRing) ring() { (*heartbeat)(r).expire() }
 
-func (hb *heartbeat) start(g *Guard, rctx context.Context, cancel context.CancelCauseFunc, lease *Lease, st *state) {
+func (hb *heartbeat) start(g *Guard, rctx *runCtx, cancel context.CancelCauseFunc, lease *Lease, st *state) {
 	hb.g, hb.rctx, hb.cancel, hb.lease = g, rctx, cancel, lease
 	if g.obs != nil {
 		cp := *st
 		hb.st = &cp
 	}
-	g.alarms.set(&hb.dead, st.claimSent+lease.Duration, (*deadRing)(hb))
+	hb.okSent = st.claimSent
 	hb.mu.Lock()
-	g.alarms.set(&hb.beat, time.Since(monoBase)+hb.interval(), (*beatRing)(hb))
+	// Counted from the claim, like the lease: no clock reading needed.
+	g.alarms.set(&hb.beat, st.claimSent+hb.interval(), (*beatRing)(hb))
 	hb.mu.Unlock()
 }
 
@@ -79,12 +85,19 @@ func (hb *heartbeat) renew() {
 		return
 	}
 	g, lease, interval := hb.g, *hb.lease, hb.interval()
+	if !hb.deadSet {
+		// The first beat: from now on a beat may hang on the store, and
+		// the lease must still end on time.
+		hb.deadSet = true
+		g.alarms.set(&hb.dead, hb.okSent+lease.Duration, (*deadRing)(hb))
+	}
 	sent := time.Since(monoBase)
 	hctx, hcancel := context.WithTimeout(context.WithoutCancel(hb.rctx), interval)
 	err := g.store.Heartbeat(hctx, lease)
 	hcancel()
 	switch {
 	case err == nil:
+		hb.okSent = sent
 		g.alarms.set(&hb.dead, sent+lease.Duration, (*deadRing)(hb))
 	case errors.Is(err, ErrLeaseLost):
 		hb.lost.Store(true)

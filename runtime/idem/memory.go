@@ -31,9 +31,12 @@ type memShard struct {
 	mu sync.Mutex
 	m  map[string]*memRecord
 	// claims counts this shard's claims since its last sweep, which is
-	// due when it reaches nextSweep.
+	// due when it reaches nextSweep, and only once a record may have
+	// expired: sweepAt is no later than the earliest ExpiresAt of the
+	// shard's records (every write that sets one lowers it; a sweep
+	// recomputes it), and a sweep before it would find nothing.
 	claims, nextSweep int
-	_                 [24]byte // keep shards on separate cache lines
+	sweepAt           time.Time
 }
 
 type orderShard struct {
@@ -127,6 +130,7 @@ func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 	}
 	for i := range s.shards {
 		s.shards[i].m = make(map[string]*memRecord)
+		s.shards[i].sweepAt = farFuture
 		s.orders[i].m = make(map[string]orderRecord)
 	}
 	return s
@@ -243,7 +247,7 @@ func (s *MemoryStore) claimLocked(sh *memShard, order *orderShard, req ClaimRequ
 	// execution ~5 record visits (cache misses) per claim at 300,000
 	// records, and more as the store grew. Expired records then at most
 	// double a shard before it is swept.
-	if sh.claims++; sh.claims >= sh.nextSweep {
+	if sh.claims++; sh.claims >= sh.nextSweep && !now.Before(sh.sweepAt) {
 		s.sweep(sh, now, req.Key)
 		sh.claims, sh.nextSweep = 0, max(16, len(sh.m))
 	}
@@ -279,15 +283,25 @@ func (s *MemoryStore) claimLocked(sh *memShard, order *orderShard, req ClaimRequ
 	s.resize(r)
 	r.LeaseUntil = now.Add(req.Lease)
 	r.ExpiresAt = r.LeaseUntil.Add(req.TTL)
+	sh.expires(r.ExpiresAt)
 	r.UpdatedAt = now
 	r.ClaimedAt = now
 	return ClaimResult{Status: status, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, nil
 }
 
-// sweep drops records that are no longer live, except keep's. Caller
-// holds sh.mu.
+// expires notes that a record of sh now expires at t (see sweepAt).
+// Caller holds sh.mu.
+func (sh *memShard) expires(t time.Time) {
+	if t.Before(sh.sweepAt) {
+		sh.sweepAt = t
+	}
+}
+
+// sweep drops records that are no longer live, except keep's, and sets
+// sh.sweepAt to the earliest expiry among those left. Caller holds sh.mu.
 func (s *MemoryStore) sweep(sh *memShard, now time.Time, keep string) int {
 	n := 0
+	next := farFuture
 	for k, r := range sh.m {
 		// live first: comparing every key with keep was most of a
 		// sweep's time (store keys share long prefixes).
@@ -295,11 +309,18 @@ func (s *MemoryStore) sweep(sh *memShard, now time.Time, keep string) int {
 			delete(sh.m, k)
 			s.bytes.Add(-r.size)
 			n++
+		} else if r.ExpiresAt.Before(next) {
+			next = r.ExpiresAt
 		}
 	}
+	sh.sweepAt = next
 	s.count.Add(-int64(n))
 	return n
 }
+
+// farFuture is the sweepAt of a shard with no records: later than any
+// expiry a record can have.
+var farFuture = time.Unix(1<<62, 0)
 
 // Cleanup removes every record that is no longer live and returns how many.
 func (s *MemoryStore) Cleanup(ctx context.Context) (int, error) {
@@ -371,6 +392,7 @@ func (s *MemoryStore) ForceRelease(ctx context.Context, key string) (Record, err
 	r.Result, r.value = nil, nil
 	s.resize(r)
 	r.ExpiresAt = now.Add(max(keep, 0))
+	sh.expires(r.ExpiresAt)
 	r.UpdatedAt = now
 	s.wakeAll(r)
 	return r.Record, nil
@@ -410,6 +432,7 @@ func (s *MemoryStore) Heartbeat(ctx context.Context, l Lease) error {
 	keep := r.ttlAfterLease()
 	r.LeaseUntil = now.Add(l.Duration)
 	r.ExpiresAt = r.LeaseUntil.Add(keep)
+	sh.expires(r.ExpiresAt)
 	r.UpdatedAt = now
 	return nil
 }
@@ -445,6 +468,7 @@ func (s *MemoryStore) finish(ctx context.Context, l Lease, state State, res Resu
 	}
 	s.resize(r)
 	r.ExpiresAt = now.Add(l.TTL)
+	sh.expires(r.ExpiresAt)
 	r.UpdatedAt = now
 	s.wakeAll(r)
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 )
 
 // The binary format of generated result codecs (see TypedCodec).
@@ -586,37 +587,40 @@ type TypedCodec[T any] struct {
 	Decode func(d *Decoder, v *T)
 }
 
-// Marshal encodes v, a T (or a *T).
+// Marshal encodes v, a T (or a *T), into a slice of exactly the
+// record's length: the store keeps it, often for hours, so it holds no
+// spare capacity and no pointers for the collector to scan. The encoder
+// that builds it is pooled.
 func (c TypedCodec[T]) Marshal(v any) ([]byte, error) {
-	// One allocation holds the encoder, a copy of a T passed by value
-	// (taking its address would move it to the heap on its own) and the
-	// first bytes of the record, which is most small results' whole
-	// record: the returned slice points into it.
-	x := new(encoding[T])
 	var p *T
 	switch v := v.(type) {
 	case T:
-		x.v = v
-		p = &x.v
+		p = &v
 	case *T:
 		p = v
 	default:
 		return nil, fmt.Errorf("idem: codec of %T given a %T", p, v)
 	}
-	x.e.buf = append(x.first[:0], CodecMarker, CodecVersion)
-	c.Encode(&x.e, p)
-	if x.e.err != nil {
-		return nil, x.e.err
+	e := encoders.Get().(*Encoder)
+	e.buf = append(e.buf[:0], CodecMarker, CodecVersion)
+	e.err = nil
+	c.Encode(e, p)
+	out, err := append([]byte(nil), e.buf...), e.err
+	if cap(e.buf) <= maxPooledEncoder {
+		e.err = nil
+		encoders.Put(e)
 	}
-	return x.e.buf, nil
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
-// encoding is one TypedCodec.Marshal's working state.
-type encoding[T any] struct {
-	e     Encoder
-	v     T
-	first [64]byte
-}
+// encoders pools TypedCodec.Marshal's encoders; one whose buffer grew
+// past maxPooledEncoder (a large result) is left to the collector.
+var encoders = sync.Pool{New: func() any { return &Encoder{buf: make([]byte, 0, 256)} }}
+
+const maxPooledEncoder = 64 << 10
 
 // Unmarshal decodes data into v, a *T.
 func (c TypedCodec[T]) Unmarshal(data []byte, v any) error {
