@@ -322,7 +322,9 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 	x := &execution{run: running{lease: lease, codec: g.codecOf(spec)}}
 	x.fp = st.fp
 	f := &x.flight
-	g.flights.add(lease.Key, f)
+	if !g.inProcess {
+		g.flights.add(lease.Key, f)
+	}
 	cctx, cancel := context.WithCancelCause(ctx)
 	x.ctx = runCtx{Context: cctx, run: &x.run}
 	rctx := context.Context(&x.ctx)
@@ -346,7 +348,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 		if rerr := g.store.Release(wctx, lease); rerr != nil {
 			note(OutcomeStoreError, lease.Fence, rerr)
 		}
-		g.flights.finish(lease.Key, f, false, nil, nil)
+		g.endFlight(lease.Key, f, false, nil, nil)
 		if p == nil {
 			ev(OutcomeFailed, lease.Fence, fmt.Errorf("idem: %s called runtime.Goexit", spec.Name))
 			return
@@ -365,7 +367,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 	// lease that only ran out without heartbeats canceled fn's ctx too;
 	// if fn still succeeded, Complete's compare-and-set decides.)
 	if hb.lost.Load() {
-		g.flights.finish(lease.Key, f, false, nil, nil)
+		g.endFlight(lease.Key, f, false, nil, nil)
 		lerr := fmt.Errorf("%s: %w (fence %d): result not stored", spec.Name, ErrLeaseLost, lease.Fence)
 		ev(OutcomeLeaseLost, lease.Fence, lerr)
 		return zero, lerr
@@ -383,7 +385,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 		} else if rerr := g.store.Release(wctx, lease); rerr != nil {
 			note(OutcomeStoreError, lease.Fence, rerr)
 		}
-		g.flights.finish(lease.Key, f, shared, nil, recorded)
+		g.endFlight(lease.Key, f, shared, nil, recorded)
 		ev(OutcomeFailed, lease.Fence, err)
 		return r, err
 	}
@@ -397,7 +399,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 		if errors.Is(cerr, ErrResultTooLarge) {
 			return r, g.unstorable(wctx, st, lease, f, cerr)
 		}
-		g.flights.finish(lease.Key, f, false, nil, nil)
+		g.endFlight(lease.Key, f, false, nil, nil)
 		if errors.Is(cerr, ErrLeaseLost) {
 			ev(OutcomeLeaseLost, lease.Fence, cerr)
 			return zero, fmt.Errorf("%s: %w (fence %d): result not stored", spec.Name, ErrLeaseLost, lease.Fence)
@@ -406,7 +408,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 		// The function ran: hand its result back, and say it is not recorded.
 		return r, unavailable(spec.Name+" ran but its result was not recorded: ", cerr)
 	}
-	g.flights.finish(lease.Key, f, true, v, nil)
+	g.endFlight(lease.Key, f, true, v, nil)
 	ev(OutcomeExecuted, lease.Fence, nil)
 	return r, nil
 }
@@ -425,7 +427,7 @@ func (g *Guard) unstorable(wctx context.Context, st *state, lease Lease, f *flig
 	} else {
 		shared = true
 	}
-	g.flights.finish(lease.Key, f, shared, nil, rec)
+	g.endFlight(lease.Key, f, shared, nil, rec)
 	st.ev(OutcomeFailed, lease.Fence, cause)
 	return fmt.Errorf("%s ran but its result was not recorded: %w", spec.Name, cause)
 }

@@ -141,61 +141,80 @@ func TestConcurrentDuplicates(t *testing.T) {
 		{"raise gets in progress", idem.DuplicateRaise, 1, idem.ErrInProgress},
 		{"return across guards", idem.DuplicateReturn, 3, idem.ErrInProgress},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			store := idem.NewMemoryStore(idem.WithPollInterval(5 * time.Millisecond))
-			var guards []*idem.Guard
-			for i := 0; i < tt.guards; i++ {
-				guards = append(guards, idem.NewGuard(store))
-			}
-			spec := &idem.Spec{Name: "test.Storm", OnDuplicate: tt.mode, Wait: 5 * time.Second}
-			var runs atomic.Int64
-			release := make(chan struct{})
-			started := make(chan struct{})
-			fn := func(ctx context.Context) (string, error) {
-				if runs.Add(1) == 1 {
-					close(started)
+	// The memory store is in process: a Guard over it keeps no flights
+	// and asks the store. Over a store that is not (the same store behind
+	// a wrapper), same-key callers in the process are answered by the
+	// Guard's flights.
+	stores := []struct {
+		name string
+		new  func() idem.Store
+	}{
+		{"memory", func() idem.Store { return idem.NewMemoryStore(idem.WithPollInterval(5 * time.Millisecond)) }},
+		{"networked", func() idem.Store {
+			return networked{idem.NewMemoryStore(idem.WithPollInterval(5 * time.Millisecond))}
+		}},
+	}
+	for _, sk := range stores {
+		for _, tt := range tests {
+			t.Run(sk.name+"/"+tt.name, func(t *testing.T) {
+				store := sk.new()
+				var guards []*idem.Guard
+				for i := 0; i < tt.guards; i++ {
+					guards = append(guards, idem.NewGuard(store))
 				}
-				<-release
-				return "done", nil
-			}
-			leader := make(chan error, 1)
-			go func() { _, err := call(context.Background(), guards[0], spec, "k", fn); leader <- err }()
-			<-started
-			const n = 100
-			var wg sync.WaitGroup
-			errs := make(chan error, n)
-			for i := 0; i < n; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					v, err := call(context.Background(), guards[i%len(guards)], spec, "k", fn)
-					if err == nil && v != "done" {
-						err = fmt.Errorf("got %q", v)
+				spec := &idem.Spec{Name: "test.Storm", OnDuplicate: tt.mode, Wait: 5 * time.Second}
+				var runs atomic.Int64
+				release := make(chan struct{})
+				started := make(chan struct{})
+				fn := func(ctx context.Context) (string, error) {
+					if runs.Add(1) == 1 {
+						close(started)
 					}
-					errs <- err
-				}(i)
-			}
-			if tt.wantErr != nil {
-				wg.Wait() // duplicates return at once while the leader runs
-			}
-			close(release)
-			wg.Wait()
-			close(errs)
-			if err := <-leader; err != nil {
-				t.Fatalf("leader: %v", err)
-			}
-			for err := range errs {
-				if !errors.Is(err, tt.wantErr) {
-					t.Fatalf("duplicate: err = %v, want %v", err, tt.wantErr)
+					<-release
+					return "done", nil
 				}
-			}
-			if runs.Load() != 1 {
-				t.Fatalf("ran %d times, want 1", runs.Load())
-			}
-		})
+				leader := make(chan error, 1)
+				go func() { _, err := call(context.Background(), guards[0], spec, "k", fn); leader <- err }()
+				<-started
+				const n = 100
+				var wg sync.WaitGroup
+				errs := make(chan error, n)
+				for i := 0; i < n; i++ {
+					wg.Add(1)
+					go func(i int) {
+						defer wg.Done()
+						v, err := call(context.Background(), guards[i%len(guards)], spec, "k", fn)
+						if err == nil && v != "done" {
+							err = fmt.Errorf("got %q", v)
+						}
+						errs <- err
+					}(i)
+				}
+				if tt.wantErr != nil {
+					wg.Wait() // duplicates return at once while the leader runs
+				}
+				close(release)
+				wg.Wait()
+				close(errs)
+				if err := <-leader; err != nil {
+					t.Fatalf("leader: %v", err)
+				}
+				for err := range errs {
+					if !errors.Is(err, tt.wantErr) {
+						t.Fatalf("duplicate: err = %v, want %v", err, tt.wantErr)
+					}
+				}
+				if runs.Load() != 1 {
+					t.Fatalf("ran %d times, want 1", runs.Load())
+				}
+			})
+		}
 	}
 }
+
+// networked is a store the Guard does not take for an in-process one
+// (idem.InProcess is not among an idem.Store's methods).
+type networked struct{ idem.Store }
 
 func TestWaitBounded(t *testing.T) {
 	g := idem.NewGuard(idem.NewMemoryStore())

@@ -7,7 +7,11 @@ import (
 )
 
 // flightTable tracks the calls this process is executing, so same-key
-// callers in the process are answered without asking the store.
+// callers in the process are answered without asking the store. A Guard
+// over an in-process store (InProcess) keeps no flights: asking its store
+// is as cheap, and the store answers the same (it keeps the decoded value
+// and wakes waiters itself), so the table would cost every first
+// execution two locked map operations for nothing.
 type flightTable struct {
 	// active counts running flights: while none run, which is the common
 	// case for a replay, get skips the lookup altogether.
@@ -96,6 +100,13 @@ func (t *flightTable) add(key string, f *flight) {
 	s.mu.Lock()
 	s.m[key] = f
 	s.mu.Unlock()
+}
+
+// endFlight ends f, the key's flight if the Guard keeps flights.
+func (g *Guard) endFlight(key string, f *flight, shared bool, value any, err error) {
+	if !g.inProcess {
+		g.flights.finish(key, f, shared, value, err)
+	}
 }
 
 func (t *flightTable) finish(key string, f *flight, shared bool, value any, err error) {

@@ -115,8 +115,10 @@ func (hb *heartbeat) renew() {
 // stop cancels future beats and waits for one in flight.
 func (hb *heartbeat) stop() {
 	hb.stopped.Store(true)
-	hb.g.alarms.stop(&hb.dead)
 	hb.mu.Lock()
+	if hb.deadSet {
+		hb.g.alarms.stop(&hb.dead)
+	}
 	hb.g.alarms.stop(&hb.beat)
 	hb.mu.Unlock()
 }
