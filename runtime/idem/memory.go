@@ -12,6 +12,15 @@ import (
 // MemoryStore is the embedded store: a sharded map in this process. It
 // keeps decoded result values, so a replay neither decodes nor allocates.
 // It does not survive a restart and is not shared between processes.
+//
+// Expired records are dropped by a sweep that claims run now and then on
+// their own shard (and by Cleanup), not at the instant they expire. A
+// claim of a key whose record has expired therefore continues that
+// record's fence if the record is still held, or starts again at fence 1
+// if a sweep dropped it; which of the two happens depends on how keys
+// fall into shards, which is seeded per process. Both are allowed: fences
+// never repeat while a record of the key is retained (as with a Redis key
+// whose TTL ran out).
 type MemoryStore struct {
 	shards [memShards]memShard
 	orders [memShards]orderShard
