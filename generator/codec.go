@@ -207,6 +207,9 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 	}
 	{
 		if h, ok := e.codecHelpers[key]; ok {
+			if h.building {
+				h.recursive = true // the type reaches itself
+			}
 			if h.problems != nil {
 				for _, p := range h.problems {
 					g.fail(relJoin(path, p.path), p.msg, foreignAt)
@@ -228,7 +231,7 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 	}
 	name := e.global("idemEnc" + base)[len("idemEnc"):]
 	e.globals["idemDec"+name] = true
-	h := &codecHelper{name: name}
+	h := &codecHelper{name: name, building: true}
 	e.codecHelpers[key] = h // recursion finds it
 	sub := &codecGen{e: e, lossy: map[string]bool{}, spec: g.spec}
 	// Paths inside the helper are relative; foreignAt "" at the root of an
@@ -244,6 +247,19 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 	self := deref(jen.Id("v"))
 	encBody := sub.inline(n, self, "", root, omit, se, true)
 	decBody := sub.inline(n, self, "", root, omit, sd, false)
+	h.building = false
+	if h.recursive {
+		// A value of a recursive type can nest without end (a cycle) or,
+		// in a corrupt record, deeper than the stack holds: bound it.
+		guard := func(x string) []jen.Code {
+			return []jen.Code{
+				jen.If(jen.Op("!").Id(x).Dot("Enter").Call()).Block(jen.Return()),
+				jen.Defer().Id(x).Dot("Leave").Call(),
+			}
+		}
+		encBody = append(guard("e"), encBody...)
+		decBody = append(guard("d"), decBody...)
+	}
 	if len(sub.problems) > 0 {
 		h.problems = sub.problems
 		for _, p := range h.problems {
@@ -270,9 +286,12 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 }
 
 type codecHelper struct {
-	name     string
-	problems []codecProblem // relative paths
-	lossy    map[string]bool
+	name string
+	// building: the helper's body is being generated; a use of the
+	// helper meanwhile makes it recursive (its bodies guard the depth).
+	building, recursive bool
+	problems            []codecProblem // relative paths
+	lossy               map[string]bool
 }
 
 func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope, encode bool) []jen.Code {

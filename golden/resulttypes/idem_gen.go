@@ -101,6 +101,10 @@ func idemDecMeta(d *idem.Decoder, v *Meta) {
 
 // idemDecReport reads a Report of a stored result.
 func idemDecReport(d *idem.Decoder, v *Report) {
+	if !d.Enter() {
+		return
+	}
+	defer d.Leave()
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -192,6 +196,10 @@ func idemEncMeta(e *idem.Encoder, v *Meta) {
 
 // idemEncReport writes a Report of a stored result.
 func idemEncReport(e *idem.Encoder, v *Report) {
+	if !e.Enter() {
+		return
+	}
+	defer e.Leave()
 	at := e.Struct()
 	e.Field("Meta")
 	idemEncMeta(e, &v.Meta)

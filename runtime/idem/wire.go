@@ -65,9 +65,37 @@ func kindName(k byte) string {
 // Encoder writes a value in the generated codecs' format. Generated code
 // calls it; errors (a failing marshaler) are kept and reported at the end.
 type Encoder struct {
-	buf []byte
-	err error
+	buf   []byte
+	err   error
+	depth int // Enter's count of nested recursive values
 }
+
+// MaxDepth bounds how deeply the values of recursive types nest in a
+// record, in both directions: a cyclic result (a list whose tail points
+// back) is not encodable instead of overflowing the stack after the
+// function ran, and a record nested deeper (corrupt, or written by
+// something else) is ErrCorruptRecord instead of a stack overflow at
+// decoding. encoding/json's decoder has the same bound.
+const MaxDepth = 10000
+
+// Enter is called by the generated encoder of a recursive type before it
+// writes a value, and Leave after: false means the value is not to be
+// written (too deep, or an error already recorded), and Leave is not
+// due.
+func (e *Encoder) Enter() bool {
+	if e.err != nil {
+		return false // unwind at once: a cycle through several fields would otherwise be walked path by path
+	}
+	if e.depth >= MaxDepth {
+		e.Fail(fmt.Errorf("result nested deeper than %d levels (a cyclic value?)", MaxDepth))
+		return false
+	}
+	e.depth++
+	return true
+}
+
+// Leave ends what Enter began.
+func (e *Encoder) Leave() { e.depth-- }
 
 // Fail records err (the first one wins).
 func (e *Encoder) Fail(err error) {
@@ -196,10 +224,30 @@ func (e *Encoder) End(at int) {
 // ErrResultIncompatible for a value of another shape than the Go type
 // expects.
 type Decoder struct {
-	b   []byte
-	off int
-	err error
+	b     []byte
+	off   int
+	err   error
+	depth int // Enter's count of nested recursive values
 }
+
+// Enter is called by the generated decoder of a recursive type before it
+// reads a value, and Leave after: false means the value is not to be read
+// (nested deeper than MaxDepth: ErrCorruptRecord, or an error already
+// recorded), and Leave is not due.
+func (d *Decoder) Enter() bool {
+	if d.err != nil {
+		return false
+	}
+	if d.depth >= MaxDepth {
+		d.corrupt(fmt.Sprintf("values nested deeper than %d levels", MaxDepth))
+		return false
+	}
+	d.depth++
+	return true
+}
+
+// Leave ends what Enter began.
+func (d *Decoder) Leave() { d.depth-- }
 
 // Err is the first error met, if any.
 func (d *Decoder) Err() error { return d.err }
@@ -603,7 +651,7 @@ func (c TypedCodec[T]) Marshal(v any) ([]byte, error) {
 	}
 	e := encoders.Get().(*Encoder)
 	e.buf = append(e.buf[:0], CodecMarker, CodecVersion)
-	e.err = nil
+	e.err, e.depth = nil, 0
 	c.Encode(e, p)
 	out, err := append([]byte(nil), e.buf...), e.err
 	if cap(e.buf) <= maxPooledEncoder {
