@@ -269,10 +269,15 @@ func (s *Store) ackWrite(ctx context.Context, op string, l idem.Lease, rk string
 			return fmt.Errorf("redisstore: %s %s fence %d: %w: record is %s at fence %d after a failover or takeover",
 				op, l.Key, l.Fence, idem.ErrLeaseLost, stateName(r.state), r.fence)
 		}
-		if !retry || ctx.Err() != nil {
-			if err != nil && ctx.Err() != nil {
-				err = s.wrap(ctx, op, l.Key, err)
+		if cerr := ctx.Err(); cerr != nil {
+			// The ctx ended, possibly while the last WAIT ran: say so,
+			// as the timer below does, whatever that WAIT answered.
+			if err == nil {
+				err = fmt.Errorf("%d of %d replica(s) within %v, then %w", r.acked, s.acks.n, s.acks.timeout, cerr)
 			}
+			return s.notReplicated(op, l.Key, l.Fence, r, s.wrap(ctx, op, l.Key, err))
+		}
+		if !retry {
 			return s.notReplicated(op, l.Key, l.Fence, r, err)
 		}
 		t := time.NewTimer(delay)
