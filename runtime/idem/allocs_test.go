@@ -1,0 +1,45 @@
+package idem_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// TestWrapperAllocations holds the costs docs/BENCHMARKS.md reports for a
+// call through a generated wrapper's shape on the memory store: a first
+// execution at most 10 allocations (issue 21's bound; 8 today), and a
+// replay none once its key has repeated (the key memo takes a key when a
+// call finds it claimed, so the first replay derives it and the next ones
+// do not).
+func TestWrapperAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector; make test runs this test without it")
+	}
+	ctx := context.Background()
+	g := idem.NewGuard(idem.NewMemoryStore())
+	spec := &idem.Spec{Name: "allocs.Count", TTL: time.Hour, Lease: time.Minute,
+		Codec: idem.TypedCodec[int64]{
+			Encode: func(e *idem.Encoder, v *int64) { e.Int(*v) },
+			Decode: func(d *idem.Decoder, v *int64) { *v = d.Int(64) },
+		}}
+	fn := func(context.Context) (int64, error) { return 1 << 40, nil }
+	call := func(n int64) {
+		c := g.Begin(spec)
+		c.Key().Int(n)
+		if _, err := idem.Do(ctx, c, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := int64(1000)
+	first := testing.AllocsPerRun(2000, func() { next++; call(next) })
+	call(1)
+	call(1) // the first replay: the key enters the memo
+	replay := testing.AllocsPerRun(2000, func() { call(1) })
+	if first > 10 || replay != 0 {
+		t.Fatalf("allocations: first execution %.1f (want ≤ 10), replay %.1f (want 0)", first, replay)
+	}
+	t.Logf("allocations: first execution %.1f, replay %.1f", first, replay)
+}
