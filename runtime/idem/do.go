@@ -322,9 +322,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 	x := &execution{run: running{lease: lease, codec: g.codecOf(spec)}}
 	x.fp = st.fp
 	f := &x.flight
-	if !g.inProcess {
-		g.flights.add(lease.Key, f)
-	}
+	g.startFlight(lease.Key, f)
 	cctx, cancel := context.WithCancelCause(ctx)
 	x.ctx = runCtx{Context: cctx, run: &x.run}
 	rctx := context.Context(&x.ctx)

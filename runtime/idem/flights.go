@@ -102,6 +102,13 @@ func (t *flightTable) add(key string, f *flight) {
 	s.mu.Unlock()
 }
 
+// startFlight makes f the key's flight if the Guard keeps flights.
+func (g *Guard) startFlight(key string, f *flight) {
+	if !g.inProcess {
+		g.flights.add(key, f)
+	}
+}
+
 // endFlight ends f, the key's flight if the Guard keeps flights.
 func (g *Guard) endFlight(key string, f *flight, shared bool, value any, err error) {
 	if !g.inProcess {
