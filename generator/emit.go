@@ -26,6 +26,10 @@ type emitter struct {
 	// codecHelpers are the result codec helpers of named types.
 	codecHelpers map[string]*codecHelper
 	failed       map[*types.TypeName][]problem // types that cannot be keyed
+	// keyBuilding holds the key helpers whose bodies are being written:
+	// a use meanwhile makes the helper recursive (keyRecursive), and its
+	// body bounds the depth.
+	keyBuilding, keyRecursive map[*types.TypeName]bool
 	// fieldsRead are the struct types whose fields the key code reads:
 	// each gets a compile-time check that they did not change.
 	fieldsRead  map[*types.TypeName]*types.Named
@@ -65,6 +69,8 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 		helpers:      map[*types.TypeName]string{},
 		codecHelpers: map[string]*codecHelper{},
 		failed:       map[*types.TypeName][]problem{},
+		keyBuilding:  map[*types.TypeName]bool{},
+		keyRecursive: map[*types.TypeName]bool{},
 		fieldsRead:   map[*types.TypeName]*types.Named{},
 		idem:         types.NewPackage(RuntimePath, "idem"),
 		ctxPkg:       types.NewPackage("context", "context"),
@@ -696,9 +702,14 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 			}
 		}
 		if g := kp.guard(x.params); g != nil {
+			// A nil pointer on the way is a value of its own (absent):
+			// Nil, or a pointer marker and then the path's value, so an
+			// absent path never shares bytes with a present one.
 			onNil := w.b().Dot("Nil").Call()
 			if single {
 				onNil = w.b().Dot("ID").Call(jen.Lit("")) // no ID: rejected as empty
+			} else {
+				s = append(one(w.b().Dot("Ptr").Call()), s...)
 			}
 			s = one(jen.If(g).Block(onNil).Else().Block(s...))
 		}
@@ -770,6 +781,7 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 			entOK = false
 		} else {
 			if g := ent.guard(x.params); g != nil {
+				s = append(one(w.b().Dot("Ptr").Call()), s...) // as for key= paths
 				s = one(jen.If(g).Block(w.b().Dot("Nil").Call()).Else().Block(s...))
 			}
 			out = append(out, s...)

@@ -423,6 +423,9 @@ func (w *writer) basic(v val, t types.Type, u *types.Basic, path string) ([]jen.
 func (e *emitter) helper(n *types.Named) (string, []problem) {
 	obj := n.Obj()
 	if name, ok := e.helpers[obj]; ok {
+		if e.keyBuilding[obj] {
+			e.keyRecursive[obj] = true
+		}
 		return name, nil
 	}
 	if probs, ok := e.failed[obj]; ok {
@@ -435,7 +438,17 @@ func (e *emitter) helper(n *types.Named) (string, []problem) {
 	name := e.global("idemKey" + prefix + upperFirst(obj.Name()))
 	e.helpers[obj] = name
 	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, exPath: root}
+	e.keyBuilding[obj] = true
 	body, ok := w.write(val{e: id("v"), ptr: true}, n, root, nil, false)
+	delete(e.keyBuilding, obj)
+	if ok && e.keyRecursive[obj] {
+		// A value of a recursive type can nest without end (a cycle):
+		// bound it, so a cycle is ErrInvalidKey, not a stack overflow.
+		body = append([]jen.Code{
+			jen.If(jen.Op("!").Id("b").Dot("Enter").Call()).Block(jen.Return()),
+			jen.Defer().Id("b").Dot("Leave").Call(),
+		}, body...)
+	}
 	if !ok {
 		delete(e.helpers, obj)
 		delete(e.globals, name)

@@ -92,19 +92,37 @@ func isNamed(t types.Type, pkg, name string) bool {
 	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == pkg && n.Obj().Name() == name
 }
 
-// implements reports whether t or *t implements i, and whether it needs
-// the pointer.
+// implements reports whether t or *t implements i with methods of its
+// own, and whether it needs the pointer. A method promoted from an
+// embedded field does not count: it would stand for the whole struct
+// (struct{ time.Time; ID string } would be keyed, and stored, by its
+// time alone), so such a struct is keyed and stored by its fields, the
+// embedded one through its own method.
 func implements(t types.Type, i *types.Interface) (ok, ptr bool) {
 	if i == nil {
 		return false, false
 	}
 	if types.Implements(t, i) {
-		return true, false
+		return !promoted(t, i), false
 	}
 	if _, isPtr := t.Underlying().(*types.Pointer); !isPtr && !types.IsInterface(t) {
 		if types.Implements(types.NewPointer(t), i) {
-			return true, true
+			return !promoted(types.NewPointer(t), i), true
 		}
 	}
 	return false, false
+}
+
+// promoted reports whether t has one of i's methods only through an
+// embedded field.
+func promoted(t types.Type, i *types.Interface) bool {
+	if types.IsInterface(t) {
+		return false
+	}
+	for m := range i.Methods() {
+		if _, index, _ := types.LookupFieldOrMethod(t, true, m.Pkg(), m.Name()); len(index) > 1 {
+			return true
+		}
+	}
+	return false
 }

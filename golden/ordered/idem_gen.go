@@ -154,6 +154,7 @@ func (x *Idempotent) beginRecord(r *Reading) idem.Call {
 	if r == nil {
 		c.Entity().Nil()
 	} else {
+		c.Entity().Ptr()
 		if r.Device == nil {
 			c.Entity().Nil()
 		} else {

@@ -58,21 +58,25 @@ func (x *Idempotent) beginTransfer(req *Request) idem.Call {
 	if req == nil || req.Account == nil {
 		c.Key().Nil()
 	} else {
+		c.Key().Ptr()
 		c.Key().String(req.Account.Base.Tenant)
 	}
 	if req == nil || req.Account == nil {
 		c.Key().Nil()
 	} else {
+		c.Key().Ptr()
 		c.Key().Int(req.Account.ID)
 	}
 	if req == nil || req.Account == nil || req.Account.Owner == nil {
 		c.Key().Nil()
 	} else {
+		c.Key().Ptr()
 		c.Key().String(req.Account.Owner.Email)
 	}
 	if req == nil || req.Account == nil || req.Account.Owner == nil {
 		c.Key().Nil()
 	} else {
+		c.Key().Ptr()
 		if req.Account.Owner.Tags == nil {
 			c.Key().Nil()
 		} else {
@@ -132,6 +136,7 @@ func (x *Idempotent) beginTouch(acct *Account) idem.Call {
 	if acct.Audit == nil {
 		c.Key().Nil()
 	} else {
+		c.Key().Ptr()
 		c.Key().String(acct.Audit.By)
 	}
 	idemKeyBase(c.Payload(), &acct.Base)

@@ -68,6 +68,10 @@ func (x *Idempotent) beginWalk(t *Tree, l *List, a *A) idem.Call {
 
 // idemKeyA writes the key material of A.
 func idemKeyA(b *idem.KeyBuilder, v *A) {
+	if !b.Enter() {
+		return
+	}
+	defer b.Leave()
 	if v.B == nil {
 		b.Nil()
 	} else {
@@ -89,6 +93,10 @@ func idemKeyB(b *idem.KeyBuilder, v *B) {
 
 // idemKeyList writes the key material of List.
 func idemKeyList(b *idem.KeyBuilder, v *List) {
+	if !b.Enter() {
+		return
+	}
+	defer b.Leave()
 	b.Int(int64(v.Head))
 	if v.Tail == nil {
 		b.Nil()
@@ -100,6 +108,10 @@ func idemKeyList(b *idem.KeyBuilder, v *List) {
 
 // idemKeyTree writes the key material of Tree.
 func idemKeyTree(b *idem.KeyBuilder, v *Tree) {
+	if !b.Enter() {
+		return
+	}
+	defer b.Leave()
 	b.String(v.Value)
 	if v.Children == nil {
 		b.Nil()

@@ -18,15 +18,16 @@ type Keyer interface {
 	IdemKey(b *KeyBuilder)
 }
 
-// The canonical encoding. Generated code writes a sequence of values that
-// is fixed by the parameter types, so scalars need no type tags there: each
-// is either fixed-size or self-delimiting (varints, length-prefixed bytes),
-// and every place where the shape varies carries a marker (nil, pointer,
-// list, map). Inside a Keyer's brackets the sequence is the user's and may
-// vary with the value, so there every scalar is tagged with its type too.
-// Either way the encoding is prefix-free: distinct values of one parameter
-// list never share an encoding. Keeping the top level untagged keeps typical
-// keys within two SHA-256 blocks.
+// The canonical encoding. Every value starts with a tag byte naming its
+// kind, and what follows the tag is self-delimiting: fixed-size (floats),
+// a varint, or a length and then that many bytes or values. A pointer is
+// its marker and then the pointee; nil is a marker of its own. So no
+// value's bytes are a prefix of another value's bytes, in any position
+// (top level, fields, elements, map entries, pointers, key= paths, inside
+// a Keyer's brackets): a sequence of values can be read back from its
+// bytes without knowing their types, and two sequences share bytes only
+// if they hold the same values. The property test in test/keyprop checks
+// this over random types and values.
 const (
 	tagFalse      = 'F'
 	tagTrue       = 'T'
@@ -61,7 +62,8 @@ type KeyBuilder struct {
 	out     [32]byte
 	flushed bool
 	err     error
-	depth   int // Keyer nesting: scalars are tagged when > 0
+	keyers  int // Keyer nesting (Open/Close)
+	nest    int // Enter/Leave: values of recursive types
 	// Map encoding: entries are buffered, then sorted by their encoded
 	// bytes so the result does not depend on map iteration order.
 	maps    []mapFrame
@@ -99,7 +101,8 @@ func (b *KeyBuilder) reset() {
 	b.buf = b.buf[:0]
 	b.flushed = false
 	b.err = nil
-	b.depth = 0
+	b.keyers = 0
+	b.nest = 0
 	b.maps = b.maps[:0]
 	b.entries = b.entries[:0]
 	if b.h != nil {
@@ -148,12 +151,28 @@ func (b *KeyBuilder) Fail(err error) {
 	}
 }
 
-// tag writes a scalar's type tag inside a Keyer's brackets.
-func (b *KeyBuilder) tag(t byte) {
-	if b.depth > 0 {
-		b.buf = append(b.buf, t)
+// tag writes a value's type tag.
+func (b *KeyBuilder) tag(t byte) { b.buf = append(b.buf, t) }
+
+// Enter is called by the generated key writer of a recursive type before
+// it writes a value, and Leave after: false means the value is not to be
+// written (nested deeper than MaxDepth, a cyclic value, or an error is
+// already recorded), and Leave is not due. A cycle is then ErrInvalidKey
+// instead of a stack overflow.
+func (b *KeyBuilder) Enter() bool {
+	if b.err != nil {
+		return false
 	}
+	if b.nest >= MaxDepth {
+		b.Fail(fmt.Errorf("key material nested deeper than %d levels (a cyclic value?)", MaxDepth))
+		return false
+	}
+	b.nest++
+	return true
 }
+
+// Leave ends what Enter began.
+func (b *KeyBuilder) Leave() { b.nest-- }
 
 func (b *KeyBuilder) length(tag byte, n int) {
 	b.buf = append(b.buf, tag)
@@ -262,7 +281,7 @@ func (b *KeyBuilder) List(n int) { b.length(tagList, n) }
 // Values written between them carry type tags.
 func (b *KeyBuilder) Open() {
 	b.buf = append(b.buf, tagOpen)
-	if b.depth++; b.depth > maxKeyerDepth {
+	if b.keyers++; b.keyers > maxKeyerDepth {
 		b.Fail(fmt.Errorf("keyers nested deeper than %d (a cycle?)", maxKeyerDepth))
 	}
 }
@@ -270,15 +289,19 @@ func (b *KeyBuilder) Open() {
 // Close ends what Open started.
 func (b *KeyBuilder) Close() {
 	b.buf = append(b.buf, tagClose)
-	if b.depth > 0 {
-		b.depth--
+	if b.keyers > 0 {
+		b.keyers--
 	}
 }
 
 // Key writes a value that implements Keyer, bracketed by Open and Close.
+// A Keyer that reaches itself (a cyclic value) stops at maxKeyerDepth
+// with ErrInvalidKey instead of recursing until the stack overflows.
 func (b *KeyBuilder) Key(k Keyer) {
 	b.Open()
-	k.IdemKey(b)
+	if b.err == nil {
+		k.IdemKey(b)
+	}
 	b.Close()
 }
 
