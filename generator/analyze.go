@@ -18,6 +18,9 @@ type fn struct {
 	// recvName is the receiver's name in the source ("" when unnamed or
 	// blank), renamed like a parameter when it would shadow something.
 	recvName string
+	// recvVar is the wrapper's receiver variable; a key= path that starts
+	// with the receiver's name reads recvVar.T (the wrapped *T).
+	recvVar  string
 	opts     options
 	params   []param
 	ctx      int          // index of the first context.Context parameter, or -1

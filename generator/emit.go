@@ -298,6 +298,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 		recvBase = x.recvName // the source's receiver name
 	}
 	recv, c := ns.get(recvBase), ns.get("c")
+	x.recvVar = recv
 
 	keys, payload, ok := e.keyStatements(x, c, ns)
 	order, orderOK := e.orderStatements(x, c, ns)
@@ -465,6 +466,11 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 			jen.Return(rets...))
 	}
 	recvDecl := jen.Params(jen.Id(recv).Op("*").Id(typeName))
+	if x.recv != nil && !recvKeyed(x) {
+		// The receiver's state is not read: two wrappers of two values
+		// on one Guard share keys. Say so where the wrapper is read.
+		codecDoc = " The receiver is not part of the key (key= can name its fields)." + codecDoc
+	}
 	doc := fmt.Sprintf("%s is %s, run at most once per key (%s).%s", fname, display, e.optionSummary(x), codecDoc)
 	out = append(out, jen.Comment(doc).Line().
 		Func().Add(recvDecl).Id(fname).Add(e.signature(x.sig, names)).Block(body...))
@@ -733,6 +739,16 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 		payload = writeDefault(builder("Payload"))
 	}
 	return keys, payload, ok
+}
+
+// recvKeyed reports whether key= names fields of x's receiver.
+func recvKeyed(x *fn) bool {
+	for _, p := range x.opts.key {
+		if x.recvName != "" && strings.HasPrefix(p.text, x.recvName+".") {
+			return true
+		}
+	}
+	return false
 }
 
 func isString(t types.Type) bool {

@@ -268,9 +268,22 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 			return nil, false
 		}
 		loop := append(append(one(b().Dot("MapEntry").Call()), ks...), xs...)
+		// A key or value that writes nothing (all its fields idem:"-")
+		// declares no variable: Go rejects an unused one.
+		kv, xv := jen.Id(k), jen.Id(x)
+		if len(ks) == 0 {
+			kv = jen.Id("_")
+		}
+		var vars jen.Code = jen.List(kv, xv).Op(":=")
+		switch {
+		case len(xs) == 0 && len(ks) == 0:
+			vars = jen.Null()
+		case len(xs) == 0:
+			vars = jen.Add(kv).Op(":=")
+		}
 		return w.nilCheck(v, []jen.Code{
 			b().Dot("MapStart").Call(jen.Len(v.value())),
-			jen.For(jen.List(jen.Id(k), jen.Id(x)).Op(":=").Range().Add(v.value())).Block(loop...),
+			jen.For(jen.Add(vars).Range().Add(v.value())).Block(loop...),
 			b().Dot("MapEnd").Call(),
 		}), true
 	case *types.Struct:

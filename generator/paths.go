@@ -18,6 +18,9 @@ type keyPath struct {
 	nilable []bool
 	// structs are the types whose fields the path reads, in order.
 	structs []types.Type
+	// base is the receiver's expression (recvVar.T) for a path that
+	// starts at the receiver (key=s.TenantID); nil for a parameter's.
+	base func() *jen.Statement
 }
 
 // resolve checks a path against the function's parameters and types.
@@ -36,15 +39,27 @@ func (pi *pkgInfo) resolve(x *fn, p pathOpt, option string) (keyPath, bool) {
 			kp.param = i
 		}
 	}
-	if kp.param < 0 {
+	var t types.Type
+	switch {
+	case kp.param < 0 && x.recv != nil && x.recvName != "" && segs[0] == x.recvName && option == "key":
+		// The receiver's fields may be named (key=s.TenantID): the
+		// wrapper reads them through the *T it wraps.
+		if len(segs) == 1 {
+			pi.d.add(p.pos, "key: name fields of the receiver %s (key=%s.Field), not the receiver itself", segs[0], segs[0])
+			return kp, false
+		}
+		t = types.NewPointer(x.recv.Type())
+		recvVar, field := x.recvVar, x.recv.Name()
+		kp.base = func() *jen.Statement { return jen.Id(recvVar).Dot(field) }
+	case kp.param < 0:
 		pi.d.add(p.pos, "%s: %s is not a parameter of %s%s", option, segs[0], x.decl.Name.Name, didYouMean(segs[0], names))
 		return kp, false
-	}
-	if x.params[kp.param].isCtx {
+	case x.params[kp.param].isCtx:
 		pi.d.add(p.pos, "%s: %s is the context; it cannot be part of a key", option, segs[0])
 		return kp, false
+	default:
+		t = sig.Params().At(kp.param).Type()
 	}
-	t := sig.Params().At(kp.param).Type()
 	here := segs[0]
 	for _, s := range segs[1:] {
 		if s == "" {
@@ -112,6 +127,9 @@ func (kp keyPath) String() string { return kp.opt.text }
 // the embedded fields they come through (req.Account.Base.Tenant for
 // req.Account.Tenant). Overlap checks compare canonical paths.
 func (kp keyPath) canon(x *fn) string {
+	if kp.base != nil {
+		return "\x00recv." + strings.Join(kp.fields, ".")
+	}
 	name := x.sig.Params().At(kp.param).Name()
 	if name == "" || name == "_" {
 		name = x.params[kp.param].name
@@ -195,7 +213,12 @@ func fullPaths(here string, embeddings []string, field string) string {
 
 // expr is the Go expression of the path, with p the wrapper's parameter names.
 func (kp keyPath) expr(ps []param, upto int) *jen.Statement {
-	s := jen.Id(ps[kp.param].name)
+	var s *jen.Statement
+	if kp.base != nil {
+		s = kp.base()
+	} else {
+		s = jen.Id(ps[kp.param].name)
+	}
 	for _, f := range kp.fields[:upto] {
 		s = s.Dot(f)
 	}
@@ -205,7 +228,7 @@ func (kp keyPath) expr(ps []param, upto int) *jen.Statement {
 // value is the path's value in the begin helper, where a struct or array
 // parameter is a pointer to it (the path's fields read through it).
 func (kp keyPath) value(ps []param) val {
-	if len(kp.fields) == 0 && ps[kp.param].byPtr {
+	if kp.base == nil && len(kp.fields) == 0 && ps[kp.param].byPtr {
 		return val{e: id(ps[kp.param].name), ptr: true}
 	}
 	return val{e: func() *jen.Statement { return kp.expr(ps, len(kp.fields)) }}

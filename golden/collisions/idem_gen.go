@@ -181,7 +181,7 @@ var idemCodecBoxPut = idem4.TypedCodec[int64]{
 	},
 }
 
-// Put is Box.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// Put is Box.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is not part of the key (key= can name its fields).
 func (c *IdempotentBox) Put(ctx context3.Context, x int) (int64, error) {
 	c2 := c.beginPut(x)
 	return idem4.Do(ctx, c2, func(ctx context3.Context) (int64, error) {
@@ -222,7 +222,7 @@ var idemCodecBoxPeek = idem4.TypedCodec[int64]{
 	},
 }
 
-// Peek is Box.Peek, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// Peek is Box.Peek, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is not part of the key (key= can name its fields).
 func (context_ *IdempotentBox) Peek(ctx context3.Context) (int64, error) {
 	c := context_.beginPeek()
 	return idem4.Do(ctx, c, func(ctx context3.Context) (int64, error) {
@@ -251,7 +251,7 @@ var idemSpecBoxEmpty = &idem4.Spec{
 // Build fails here if Box.Empty's signature changed since generation: run go generate.
 var _ func(*Box, context3.Context) error = (*Box).Empty
 
-// Empty is Box.Empty, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// Empty is Box.Empty, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is not part of the key (key= can name its fields).
 func (idem3 *IdempotentBox) Empty(ctx context3.Context) error {
 	c := idem3.beginEmpty()
 	_, err := idem4.Do(ctx, c, func(ctx context3.Context) (struct{}, error) {

@@ -55,7 +55,7 @@ var idemCodecNotifierSend = idem.TypedCodec[*sdk.SendMessageOutput]{
 	},
 }
 
-// Send is Notifier.Send, run at most once per key (ttl=1h lease=30s on_duplicate=return exclude=optFns omit=r1.ResultMetadata). Not stored (replays return their zero value): r1.ResultMetadata.
+// Send is Notifier.Send, run at most once per key (ttl=1h lease=30s on_duplicate=return exclude=optFns omit=r1.ResultMetadata). The receiver is not part of the key (key= can name its fields). Not stored (replays return their zero value): r1.ResultMetadata.
 func (n *IdempotentNotifier) Send(ctx context.Context, in *sdk.SendMessageInput, optFns ...func(*sdk.Options)) (*sdk.SendMessageOutput, error) {
 	c := n.beginSend(in, optFns)
 	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.SendMessageOutput, error) {

@@ -121,7 +121,7 @@ var idemSpecLedgerPost = &idem.Spec{
 // Build fails here if Ledger.Post's signature changed since generation: run go generate.
 var _ func(*Ledger, context.Context, string, ...int64) error = (*Ledger).Post
 
-// Post is Ledger.Post, run at most once per key (ttl=24h lease=30s on_duplicate=return version=2).
+// Post is Ledger.Post, run at most once per key (ttl=24h lease=30s on_duplicate=return version=2). The receiver is not part of the key (key= can name its fields).
 func (l *IdempotentLedger) Post(ctx context.Context, account string, entries ...int64) error {
 	c := l.beginPost(account, entries)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {

@@ -43,7 +43,7 @@ var idemCodecServiceCharge = idem.TypedCodec[string]{
 	},
 }
 
-// Charge is Service.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return key=account,cents).
+// Charge is Service.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return key=account,cents). The receiver is not part of the key (key= can name its fields).
 func (s *IdempotentService) Charge(ctx context.Context, account string, cents int64) (string, error) {
 	c := s.beginCharge(account, cents)
 	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
@@ -74,7 +74,7 @@ var idemSpecServiceRefund = &idem.Spec{
 // Build fails here if Service.Refund's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, string) error = (*Service).Refund
 
-// Refund is Service.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=raise).
+// Refund is Service.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=raise). The receiver is not part of the key (key= can name its fields).
 func (s *IdempotentService) Refund(ctx context.Context, chargeID string) error {
 	c := s.beginRefund(chargeID)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -119,7 +119,7 @@ var idemSpecMailerSend = &idem.Spec{
 // Build fails here if Mailer.Send's signature changed since generation: run go generate.
 var _ func(*Mailer, context.Context, string) error = (*Mailer).Send
 
-// Send is Mailer.Send, run at most once per key (ttl=24h lease=30s on_duplicate=return).
+// Send is Mailer.Send, run at most once per key (ttl=24h lease=30s on_duplicate=return). The receiver is not part of the key (key= can name its fields).
 func (m *IdempotentMailer) Send(ctx context.Context, to string) error {
 	c := m.beginSend(to)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {

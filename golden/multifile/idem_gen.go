@@ -124,7 +124,7 @@ var idemSpecRepoSave = &idem.Spec{
 // Build fails here if Repo.Save's signature changed since generation: run go generate.
 var _ func(*Repo, context.Context, string, map[string]string) error = (*Repo).Save
 
-// Save is Repo.Save, run at most once per key (ttl=24h lease=30s on_duplicate=return key=id).
+// Save is Repo.Save, run at most once per key (ttl=24h lease=30s on_duplicate=return key=id). The receiver is not part of the key (key= can name its fields).
 func (r *IdempotentRepo) Save(ctx context.Context, id string, doc map[string]string) error {
 	c := r.beginSave(id, doc)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -178,7 +178,7 @@ var idemCodecRepoLoad = idem.TypedCodec[[]byte]{
 	},
 }
 
-// Load is Repo.Load, run at most once per key (ttl=24h lease=30s on_duplicate=return).
+// Load is Repo.Load, run at most once per key (ttl=24h lease=30s on_duplicate=return). The receiver is not part of the key (key= can name its fields).
 func (r *IdempotentRepo) Load(ctx context.Context, id string) ([]byte, error) {
 	c := r.beginLoad(id)
 	return idem.Do(ctx, c, func(ctx context.Context) ([]byte, error) {
@@ -233,7 +233,7 @@ var idemCodecCacheFill = idem.TypedCodec[time.Duration]{
 	},
 }
 
-// Fill is Cache.Fill, run at most once per key (ttl=24h lease=1m on_duplicate=return).
+// Fill is Cache.Fill, run at most once per key (ttl=24h lease=1m on_duplicate=return). The receiver is not part of the key (key= can name its fields).
 func (x *IdempotentCache) Fill(ctx context.Context) (time.Duration, error) {
 	c := x.beginFill()
 	return idem.Do(ctx, c, func(ctx context.Context) (time.Duration, error) {

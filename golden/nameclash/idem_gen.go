@@ -137,7 +137,7 @@ var idemSpecServiceCharge2 = &idem.Spec{
 // Build fails here if Service.Charge's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, image.Point) error = (*Service).Charge
 
-// Charge is Service.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// Charge is Service.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is not part of the key (key= can name its fields).
 func (s *IdempotentService) Charge(ctx context.Context, p image.Point) error {
 	c := s.beginCharge(&p)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -179,7 +179,7 @@ var idemCodecServiceG = idem.TypedCodec[int]{
 	},
 }
 
-// g is Service.g, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// g is Service.g, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is not part of the key (key= can name its fields).
 func (s *IdempotentService) g(ctx context.Context, n int) (int, error) {
 	c := s.beginG(n)
 	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {

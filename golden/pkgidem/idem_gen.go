@@ -111,7 +111,7 @@ var idemCodecGuardCheck = idem.TypedCodec[[]Pair[ID, bool]]{
 	},
 }
 
-// Check is Guard.Check, run at most once per key (ttl=1m lease=30s on_duplicate=return).
+// Check is Guard.Check, run at most once per key (ttl=1m lease=30s on_duplicate=return). The receiver is not part of the key (key= can name its fields).
 func (g *IdempotentGuard) Check(ctx context.Context, ids []ID) ([]Pair[ID, bool], error) {
 	c := g.beginCheck(ids)
 	return idem.Do(ctx, c, func(ctx context.Context) ([]Pair[ID, bool], error) {

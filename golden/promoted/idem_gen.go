@@ -156,6 +156,64 @@ func (x *Idempotent) beginVisit(n *Node) idem.Call {
 	return c
 }
 
+var idemSpecTally = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/promoted.Tally",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecTally,
+}
+
+// Build fails here if promoted.Tally's signature changed since generation: run go generate.
+var _ func(context.Context, map[string]struct {
+	Note string `idem:"-"`
+}) (int64, error) = Tally
+
+// idemCodecTally stores the results of Tally (generated codec).
+var idemCodecTally = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// Tally is promoted.Tally, run at most once per key (ttl=24h lease=30s on_duplicate=return).
+func (x *Idempotent) Tally(ctx context.Context, m map[string]struct {
+	Note string `idem:"-"`
+}) (int64, error) {
+	c := x.beginTally(m)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return Tally(ctx, m)
+	})
+}
+
+// TallyKey is the store key Tally claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) TallyKey(m map[string]struct {
+	Note string `idem:"-"`
+}) (string, error) {
+	return x.beginTally(m).StoreKey()
+}
+
+// beginTally starts a call of Tally and writes its key material.
+func (x *Idempotent) beginTally(m map[string]struct {
+	Note string `idem:"-"`
+}) idem.Call {
+	c := x.g.Begin(idemSpecTally)
+	if m == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().MapStart(len(m))
+		for k := range m {
+			c.Key().MapEntry()
+			c.Key().String(k)
+		}
+		c.Key().MapEnd()
+	}
+	return c
+}
+
 // idemDecMoney reads a Money of a stored result.
 func idemDecMoney(d *idem.Decoder, v *Money) {
 	end := d.Struct()

@@ -74,7 +74,7 @@ var idemCodecUsersServiceCreate = idem.TypedCodec[idemResultUsersServiceCreate]{
 	},
 }
 
-// Create is UsersService.Create, run at most once per key (ttl=1h lease=30s on_duplicate=return omit=r2). Not stored (replays return their zero value): r2.
+// Create is UsersService.Create, run at most once per key (ttl=1h lease=30s on_duplicate=return omit=r2). The receiver is not part of the key (key= can name its fields). Not stored (replays return their zero value): r2.
 func (s *IdempotentUsersService) Create(ctx context.Context, login string) (*User, *http.Response, error) {
 	c := s.beginCreate(login)
 	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultUsersServiceCreate, error) {

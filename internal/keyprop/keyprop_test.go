@@ -1,0 +1,127 @@
+package keyprop
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemgen/idemgen/generator"
+)
+
+var update = flag.Bool("update", false, "rewrite sample/types.go and sample/cases_test.go")
+
+// Types per package: the sample's, and each random package's.
+const perPackage = 12
+
+// TestSampleCurrent: the committed sample package (which the fuzz target
+// runs on) is what Generate writes for its seed.
+func TestSampleCurrent(t *testing.T) {
+	p := Generate("sample", 1, perPackage)
+	for name, want := range map[string][]byte{"types.go": p.Types, "cases_test.go": p.Cases} {
+		path := filepath.Join("sample", name)
+		if *update {
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is stale: run go test ./internal/keyprop -run TestSampleCurrent -update, then make generate", path)
+		}
+	}
+}
+
+// TestRandomTypes generates packages of random types (the seeds of
+// Seeds, IDEM_KEYPROP_SEEDS random ones, or the list in IDEM_KEYPROP_SEED), runs idemgen on them in a
+// scratch module, and runs their property tests: keys injective under
+// the key equality, replays faithful.
+func TestRandomTypes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds scratch packages")
+	}
+	seeds := Seeds()
+	if list := os.Getenv("IDEM_KEYPROP_SEED"); list != "" {
+		seeds = nil // reproduce: IDEM_KEYPROP_SEED=s1,s2
+		for _, f := range strings.Split(list, ",") {
+			s, err := strconv.ParseUint(f, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seeds = append(seeds, s)
+		}
+	} else if n, _ := strconv.Atoi(os.Getenv("IDEM_KEYPROP_SEEDS")); n > 0 {
+		seeds = nil
+		base := uint64(time.Now().UnixNano())
+		for i := range n {
+			seeds = append(seeds, base+uint64(i))
+		}
+	}
+	// The packages live in this module (under testdata, which ./...
+	// patterns skip) so they may import internal/keyprop/check and other.
+	if err := os.MkdirAll("testdata", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("testdata", "run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("IDEM_KEYPROP_KEEP") == "" {
+		t.Cleanup(func() { os.RemoveAll(dir) })
+	}
+	var pkgs []string
+	for _, s := range seeds {
+		pkg := fmt.Sprintf("p%d", s)
+		p := Generate(pkg, s, perPackage)
+		write(t, filepath.Join(dir, pkg, "types.go"), p.Types)
+		write(t, filepath.Join(dir, pkg, "cases_test.go"), p.Cases)
+		pkgs = append(pkgs, "./"+filepath.ToSlash(filepath.Join(dir, pkg)))
+	}
+	files, err := generator.Generate(generator.Config{Dir: ".", Patterns: pkgs})
+	if err != nil {
+		t.Fatalf("idemgen refused random types it must accept (seeds %v): %v", seeds, err)
+	}
+	for _, f := range files {
+		write(t, f.Path, f.Content)
+	}
+	for _, args := range [][]string{{"vet"}, {"test", "-count=1", "-v", "-run", "TestKeyProperty"}} {
+		args = append(args, pkgs...)
+		cmd := exec.Command("go", args...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go %s (seeds %v; keep the scratch module with IDEM_KEYPROP_KEEP): %v\n%s", strings.Join(args, " "), seeds, err, out)
+		}
+		if args[0] == "test" {
+			var total [4]int
+			re := regexp.MustCompile(`keyprop: (\d+) types, (\d+) values, (\d+) key pairs, (\d+) replays`)
+			for _, m := range re.FindAllStringSubmatch(string(out), -1) {
+				for i := range total {
+					n, _ := strconv.Atoi(m[i+1])
+					total[i] += n
+				}
+			}
+			t.Logf("seeds %v: %d types, %d values, %d key pairs, %d replays checked", seeds, total[0], total[1], total[2], total[3])
+		}
+	}
+}
+
+func write(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,73 @@
+// Package other holds the types the key property test (internal/keyprop)
+// takes from another package: exported structs and named types, and types
+// that key and store themselves through methods (a text-marshaled
+// decimal, a Keyer, a binary-marshaled pair), which its random structs
+// embed next to fields of their own.
+package other
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// Code is another package's named string.
+type Code string
+
+// Point is another package's exported struct.
+type Point struct {
+	X, Y int32
+}
+
+// Dec is a decimal with unexported state that marshals itself as text,
+// as decimal packages do.
+type Dec struct {
+	units int64
+	scale uint8
+}
+
+// NewDec returns units × 10^-scale.
+func NewDec(units int64, scale uint8) Dec { return Dec{units, scale} }
+
+func (d Dec) MarshalText() ([]byte, error) { return fmt.Appendf(nil, "%d/%d", d.units, d.scale), nil }
+
+func (d *Dec) UnmarshalText(p []byte) error {
+	_, err := fmt.Sscanf(string(p), "%d/%d", &d.units, &d.scale)
+	return err
+}
+
+// Tag writes its own key material and stores itself as text.
+type Tag struct{ name string }
+
+// NewTag returns a Tag.
+func NewTag(name string) Tag { return Tag{name} }
+
+func (t Tag) IdemKey(b *idem.KeyBuilder) { b.String(t.name) }
+
+func (t Tag) MarshalText() ([]byte, error) { return []byte(t.name), nil }
+
+func (t *Tag) UnmarshalText(p []byte) error {
+	t.name = string(p)
+	return nil
+}
+
+// Bin marshals itself as four bytes.
+type Bin struct{ hi, lo uint16 }
+
+// NewBin returns a Bin.
+func NewBin(hi, lo uint16) Bin { return Bin{hi, lo} }
+
+func (b Bin) MarshalBinary() ([]byte, error) {
+	return binary.BigEndian.AppendUint32(nil, uint32(b.hi)<<16|uint32(b.lo)), nil
+}
+
+func (b *Bin) UnmarshalBinary(p []byte) error {
+	if len(p) != 4 {
+		return errors.New("other.Bin: want 4 bytes")
+	}
+	v := binary.BigEndian.Uint32(p)
+	b.hi, b.lo = uint16(v>>16), uint16(v)
+	return nil
+}
