@@ -20,11 +20,11 @@ type fn struct {
 	recvName string
 	// recvVar is the wrapper's receiver variable; a key= path that starts
 	// with the receiver's name reads recvVar.T (the wrapped *T).
-	recvVar  string
-	opts     options
-	params   []param
-	ctx      int          // index of the first context.Context parameter, or -1
-	result   []types.Type // results before the final error
+	recvVar string
+	opts    options
+	params  []param
+	ctx     int          // index of the first context.Context parameter, or -1
+	result  []types.Type // results before the final error
 	// resultFields name the fields of the result struct (several results).
 	resultFields []string
 }

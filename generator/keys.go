@@ -235,9 +235,9 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		if !ok {
 			return nil, false
 		}
-		body := []jen.Code{
-			b().Dot("List").Call(jen.Len(v.value())),
-			jen.For(jen.Id(i).Op(":=").Range().Add(v.value())).Block(inner...),
+		body := []jen.Code{b().Dot("List").Call(jen.Len(v.value()))}
+		if len(inner) > 0 { // elements that write nothing need no loop
+			body = append(body, jen.For(jen.Id(i).Op(":=").Range().Add(v.value())).Block(inner...))
 		}
 		if variadic {
 			return body, true // nil and empty variadic arguments are the same call
@@ -254,10 +254,11 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		if !ok {
 			return nil, false
 		}
-		return []jen.Code{
-			b().Dot("List").Call(jen.Lit(int(u.Len()))),
-			jen.For(jen.Id(i).Op(":=").Range().Add(v.e())).Block(inner...),
-		}, true
+		body := []jen.Code{b().Dot("List").Call(jen.Lit(int(u.Len())))}
+		if len(inner) > 0 {
+			body = append(body, jen.For(jen.Id(i).Op(":=").Range().Add(v.e())).Block(inner...))
+		}
+		return body, true
 	case *types.Map:
 		k, x := w.n.get("k"), w.n.get("e")
 		ks, kok := w.write(val{e: id(k)}, u.Key(), path+"[key]", nil, false)

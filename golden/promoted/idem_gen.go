@@ -214,6 +214,68 @@ func (x *Idempotent) beginTally(m map[string]struct {
 	return c
 }
 
+var idemSpecMarks = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/promoted.Marks",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecMarks,
+}
+
+// Build fails here if promoted.Marks's signature changed since generation: run go generate.
+var _ func(context.Context, []struct {
+	Note string `idem:"-"`
+}, [2]struct {
+	Note string `idem:"-"`
+}) (int64, error) = Marks
+
+// idemCodecMarks stores the results of Marks (generated codec).
+var idemCodecMarks = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// Marks is promoted.Marks, run at most once per key (ttl=24h lease=30s on_duplicate=return).
+func (x *Idempotent) Marks(ctx context.Context, m []struct {
+	Note string `idem:"-"`
+}, a [2]struct {
+	Note string `idem:"-"`
+}) (int64, error) {
+	c := x.beginMarks(m, &a)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return Marks(ctx, m, a)
+	})
+}
+
+// MarksKey is the store key Marks claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) MarksKey(m []struct {
+	Note string `idem:"-"`
+}, a [2]struct {
+	Note string `idem:"-"`
+}) (string, error) {
+	return x.beginMarks(m, &a).StoreKey()
+}
+
+// beginMarks starts a call of Marks and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginMarks(m []struct {
+	Note string `idem:"-"`
+}, a *[2]struct {
+	Note string `idem:"-"`
+}) idem.Call {
+	c := x.g.Begin(idemSpecMarks)
+	if m == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().List(len(m))
+	}
+	c.Key().List(2)
+	return c
+}
+
 // idemDecMoney reads a Money of a stored result.
 func idemDecMoney(d *idem.Decoder, v *Money) {
 	end := d.Struct()

@@ -10,6 +10,7 @@ package keyprop
 
 import (
 	"fmt"
+	"go/format"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -17,8 +18,8 @@ import (
 
 // Package is the source of one random package.
 type Package struct {
-	Types, Cases []byte // types.go (annotated) and cases_test.go
-	Keyed, Stored int   // how many key and round-trip functions
+	Types, Cases  []byte // types.go (annotated) and cases_test.go
+	Keyed, Stored int    // how many key and round-trip functions
 }
 
 // Generate writes a random package named pkg with n key functions and n
@@ -29,7 +30,7 @@ func Generate(pkg string, seed uint64, n int) Package {
 	for i := range n {
 		// Key functions: the whole value is the key (and the payload).
 		t := g.typ(0, true)
-		fmt.Fprintf(&fns, "\n// Keyed%d is keyed by a %s.\n//\n//idem:ttl=1h\nfunc Keyed%d(ctx context.Context, v %s) (int64, error) { return 0, nil }\n", i, t, i, t)
+		fmt.Fprintf(&fns, "\n// Keyed%d is keyed by a %s.\n//\n//idem:ttl=1h\nfunc Keyed%d(ctx context.Context, v %s) (int64, error) {\n\treturn 0, nil\n}\n", i, t, i, t)
 		fmt.Fprintf(&cases, "\t\t{Name: %q, Type: reflect.TypeFor[%s](), Key: func(v any) (string, error) { return api.Keyed%dKey(v.(%s)) }},\n", fmt.Sprintf("Keyed%d(%s)", i, t), t, i, t)
 	}
 	for i := range n / 2 {
@@ -40,13 +41,13 @@ func Generate(pkg string, seed uint64, n int) Package {
 			ps = append(ps, "v."+strings.Join(p, "."))
 			lits = append(lits, fmt.Sprintf("%#v", p))
 		}
-		fmt.Fprintf(&fns, "\n// Pathed%d is keyed by paths in a %s.\n//\n//idem:key=%s\nfunc Pathed%d(ctx context.Context, v %s) (int64, error) { return 0, nil }\n", i, t, strings.Join(ps, ","), i, t)
+		fmt.Fprintf(&fns, "\n// Pathed%d is keyed by paths in a %s.\n//\n//idem:key=%s\nfunc Pathed%d(ctx context.Context, v %s) (int64, error) {\n\treturn 0, nil\n}\n", i, t, strings.Join(ps, ","), i, t)
 		fmt.Fprintf(&cases, "\t\t{Name: %q, Type: reflect.TypeFor[%s](), Paths: [][]string{%s}, Key: func(v any) (string, error) { return api.Pathed%dKey(v.(%s)) }},\n", fmt.Sprintf("Pathed%d(%s)", i, t), t, strings.Join(lits, ", "), i, t)
 	}
 	for i := range n {
 		// Round-trip functions: keyed by id; the value is the result.
 		t := g.typ(0, false)
-		fmt.Fprintf(&fns, "\n// Stored%d returns a %s.\n//\n//idem:exclude=v\nfunc Stored%d(ctx context.Context, id int64, v %s) (%s, error) { return v, nil }\n", i, t, i, t, t)
+		fmt.Fprintf(&fns, "\n// Stored%d returns a %s.\n//\n//idem:exclude=v\nfunc Stored%d(ctx context.Context, id int64, v %s) (%s, error) {\n\treturn v, nil\n}\n", i, t, i, t, t)
 		fmt.Fprintf(&cases, "\t\t{Name: %q, Type: reflect.TypeFor[%s](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored%d(ctx, id, v.(%s)) }},\n", fmt.Sprintf("Stored%d(%s)", i, t), t, i, t)
 	}
 	var types strings.Builder
@@ -126,7 +127,15 @@ func FuzzKeyProperty(f *testing.F) {
 	})
 }
 `, seed, pkg, cases.String())
-	return Package{Types: []byte(types.String()), Cases: []byte(src), Keyed: n, Stored: n}
+	return Package{Types: gofmt(types.String()), Cases: gofmt(src), Keyed: n, Stored: n}
+}
+
+func gofmt(src string) []byte {
+	out, err := format.Source([]byte(src))
+	if err != nil {
+		panic(fmt.Sprintf("keyprop: generated source does not parse: %v\n%s", err, src))
+	}
+	return out
 }
 
 type gen struct {

@@ -114,3 +114,14 @@ func Tally(ctx context.Context, m map[string]struct {
 }) (int64, error) {
 	return int64(len(m)), nil
 }
+
+// Marks' elements write nothing into the key either.
+//
+//idem:on_duplicate=return
+func Marks(ctx context.Context, m []struct {
+	Note string `idem:"-"`
+}, a [2]struct {
+	Note string `idem:"-"`
+}) (int64, error) {
+	return int64(len(m)), nil
+}

@@ -27,7 +27,15 @@ var (
 func cases() []check.Case {
 	api := NewIdempotent(check.NewGuard())
 	return []check.Case{
-		{Name: "Keyed0(struct {F0 other.Point; F1 map[string]S1})", Type: reflect.TypeFor[struct {F0 other.Point; F1 map[string]S1}](), Key: func(v any) (string, error) { return api.Keyed0Key(v.(struct {F0 other.Point; F1 map[string]S1})) }},
+		{Name: "Keyed0(struct {F0 other.Point; F1 map[string]S1})", Type: reflect.TypeFor[struct {
+			F0 other.Point
+			F1 map[string]S1
+		}](), Key: func(v any) (string, error) {
+			return api.Keyed0Key(v.(struct {
+				F0 other.Point
+				F1 map[string]S1
+			}))
+		}},
 		{Name: "Keyed1([]bool)", Type: reflect.TypeFor[[]bool](), Key: func(v any) (string, error) { return api.Keyed1Key(v.([]bool)) }},
 		{Name: "Keyed2([][1][]A5)", Type: reflect.TypeFor[[][1][]A5](), Key: func(v any) (string, error) { return api.Keyed2Key(v.([][1][]A5)) }},
 		{Name: "Keyed3(Rec6)", Type: reflect.TypeFor[Rec6](), Key: func(v any) (string, error) { return api.Keyed3Key(v.(Rec6)) }},
@@ -35,7 +43,15 @@ func cases() []check.Case {
 		{Name: "Keyed5(S11)", Type: reflect.TypeFor[S11](), Key: func(v any) (string, error) { return api.Keyed5Key(v.(S11)) }},
 		{Name: "Keyed6(S13)", Type: reflect.TypeFor[S13](), Key: func(v any) (string, error) { return api.Keyed6Key(v.(S13)) }},
 		{Name: "Keyed7(time.Duration)", Type: reflect.TypeFor[time.Duration](), Key: func(v any) (string, error) { return api.Keyed7Key(v.(time.Duration)) }},
-		{Name: "Keyed8(*struct {F0 bool `idem:\"-\"`; F1 N18})", Type: reflect.TypeFor[*struct {F0 bool `idem:"-"`; F1 N18}](), Key: func(v any) (string, error) { return api.Keyed8Key(v.(*struct {F0 bool `idem:"-"`; F1 N18})) }},
+		{Name: "Keyed8(*struct {F0 bool `idem:\"-\"`; F1 N18})", Type: reflect.TypeFor[*struct {
+			F0 bool `idem:"-"`
+			F1 N18
+		}](), Key: func(v any) (string, error) {
+			return api.Keyed8Key(v.(*struct {
+				F0 bool `idem:"-"`
+				F1 N18
+			}))
+		}},
 		{Name: "Keyed9([1][]*float32)", Type: reflect.TypeFor[[1][]*float32](), Key: func(v any) (string, error) { return api.Keyed9Key(v.([1][]*float32)) }},
 		{Name: "Keyed10(Rec19)", Type: reflect.TypeFor[Rec19](), Key: func(v any) (string, error) { return api.Keyed10Key(v.(Rec19)) }},
 		{Name: "Keyed11(N23)", Type: reflect.TypeFor[N23](), Key: func(v any) (string, error) { return api.Keyed11Key(v.(N23)) }},
@@ -52,7 +68,9 @@ func cases() []check.Case {
 		{Name: "Stored4(N54)", Type: reflect.TypeFor[N54](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored4(ctx, id, v.(N54)) }},
 		{Name: "Stored5(N55)", Type: reflect.TypeFor[N55](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored5(ctx, id, v.(N55)) }},
 		{Name: "Stored6(S56)", Type: reflect.TypeFor[S56](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored6(ctx, id, v.(S56)) }},
-		{Name: "Stored7([][2]*time.Duration)", Type: reflect.TypeFor[[][2]*time.Duration](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored7(ctx, id, v.([][2]*time.Duration)) }},
+		{Name: "Stored7([][2]*time.Duration)", Type: reflect.TypeFor[[][2]*time.Duration](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.Stored7(ctx, id, v.([][2]*time.Duration))
+		}},
 		{Name: "Stored8(S57)", Type: reflect.TypeFor[S57](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored8(ctx, id, v.(S57)) }},
 		{Name: "Stored9(*S59)", Type: reflect.TypeFor[*S59](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored9(ctx, id, v.(*S59)) }},
 		{Name: "Stored10(S61)", Type: reflect.TypeFor[S61](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored10(ctx, id, v.(S61)) }},

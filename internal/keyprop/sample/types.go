@@ -42,7 +42,7 @@ type S7 struct {
 }
 
 type Rec6 struct {
-	V S7
+	V    S7
 	Next *Rec6
 }
 
@@ -59,7 +59,7 @@ type S8 struct {
 }
 
 type Rec12 struct {
-	V map[bool]int
+	V    map[bool]int
 	Next []Rec12
 }
 
@@ -111,7 +111,7 @@ type S20 struct {
 }
 
 type Rec19 struct {
-	V []S20
+	V    []S20
 	Next []Rec19
 }
 
@@ -187,7 +187,12 @@ type S41 struct {
 
 type P38 struct {
 	A *Q39
-	B struct {F0 uint64 `idem:"-"`; F1 other.Tag; F2 string; F3 N40}
+	B struct {
+		F0 uint64 `idem:"-"`
+		F1 other.Tag
+		F2 string
+		F3 N40
+	}
 }
 
 type Q39 struct {
@@ -303,149 +308,215 @@ type S63 struct {
 // Keyed0 is keyed by a struct {F0 other.Point; F1 map[string]S1}.
 //
 //idem:ttl=1h
-func Keyed0(ctx context.Context, v struct {F0 other.Point; F1 map[string]S1}) (int64, error) { return 0, nil }
+func Keyed0(ctx context.Context, v struct {
+	F0 other.Point
+	F1 map[string]S1
+}) (int64, error) {
+	return 0, nil
+}
 
 // Keyed1 is keyed by a []bool.
 //
 //idem:ttl=1h
-func Keyed1(ctx context.Context, v []bool) (int64, error) { return 0, nil }
+func Keyed1(ctx context.Context, v []bool) (int64, error) {
+	return 0, nil
+}
 
 // Keyed2 is keyed by a [][1][]A5.
 //
 //idem:ttl=1h
-func Keyed2(ctx context.Context, v [][1][]A5) (int64, error) { return 0, nil }
+func Keyed2(ctx context.Context, v [][1][]A5) (int64, error) {
+	return 0, nil
+}
 
 // Keyed3 is keyed by a Rec6.
 //
 //idem:ttl=1h
-func Keyed3(ctx context.Context, v Rec6) (int64, error) { return 0, nil }
+func Keyed3(ctx context.Context, v Rec6) (int64, error) {
+	return 0, nil
+}
 
 // Keyed4 is keyed by a [0]S8.
 //
 //idem:ttl=1h
-func Keyed4(ctx context.Context, v [0]S8) (int64, error) { return 0, nil }
+func Keyed4(ctx context.Context, v [0]S8) (int64, error) {
+	return 0, nil
+}
 
 // Keyed5 is keyed by a S11.
 //
 //idem:ttl=1h
-func Keyed5(ctx context.Context, v S11) (int64, error) { return 0, nil }
+func Keyed5(ctx context.Context, v S11) (int64, error) {
+	return 0, nil
+}
 
 // Keyed6 is keyed by a S13.
 //
 //idem:ttl=1h
-func Keyed6(ctx context.Context, v S13) (int64, error) { return 0, nil }
+func Keyed6(ctx context.Context, v S13) (int64, error) {
+	return 0, nil
+}
 
 // Keyed7 is keyed by a time.Duration.
 //
 //idem:ttl=1h
-func Keyed7(ctx context.Context, v time.Duration) (int64, error) { return 0, nil }
+func Keyed7(ctx context.Context, v time.Duration) (int64, error) {
+	return 0, nil
+}
 
 // Keyed8 is keyed by a *struct {F0 bool `idem:"-"`; F1 N18}.
 //
 //idem:ttl=1h
-func Keyed8(ctx context.Context, v *struct {F0 bool `idem:"-"`; F1 N18}) (int64, error) { return 0, nil }
+func Keyed8(ctx context.Context, v *struct {
+	F0 bool `idem:"-"`
+	F1 N18
+}) (int64, error) {
+	return 0, nil
+}
 
 // Keyed9 is keyed by a [1][]*float32.
 //
 //idem:ttl=1h
-func Keyed9(ctx context.Context, v [1][]*float32) (int64, error) { return 0, nil }
+func Keyed9(ctx context.Context, v [1][]*float32) (int64, error) {
+	return 0, nil
+}
 
 // Keyed10 is keyed by a Rec19.
 //
 //idem:ttl=1h
-func Keyed10(ctx context.Context, v Rec19) (int64, error) { return 0, nil }
+func Keyed10(ctx context.Context, v Rec19) (int64, error) {
+	return 0, nil
+}
 
 // Keyed11 is keyed by a N23.
 //
 //idem:ttl=1h
-func Keyed11(ctx context.Context, v N23) (int64, error) { return 0, nil }
+func Keyed11(ctx context.Context, v N23) (int64, error) {
+	return 0, nil
+}
 
 // Pathed0 is keyed by paths in a P24.
 //
 //idem:key=v.A.C,v.A.D
-func Pathed0(ctx context.Context, v P24) (int64, error) { return 0, nil }
+func Pathed0(ctx context.Context, v P24) (int64, error) {
+	return 0, nil
+}
 
 // Pathed1 is keyed by paths in a *P26.
 //
 //idem:key=v.A.C,v.A.D
-func Pathed1(ctx context.Context, v *P26) (int64, error) { return 0, nil }
+func Pathed1(ctx context.Context, v *P26) (int64, error) {
+	return 0, nil
+}
 
 // Pathed2 is keyed by paths in a *P31.
 //
 //idem:key=v.A.C,v.A.D,v.B
-func Pathed2(ctx context.Context, v *P31) (int64, error) { return 0, nil }
+func Pathed2(ctx context.Context, v *P31) (int64, error) {
+	return 0, nil
+}
 
 // Pathed3 is keyed by paths in a P34.
 //
 //idem:key=v.A.C,v.B
-func Pathed3(ctx context.Context, v P34) (int64, error) { return 0, nil }
+func Pathed3(ctx context.Context, v P34) (int64, error) {
+	return 0, nil
+}
 
 // Pathed4 is keyed by paths in a P38.
 //
 //idem:key=v.A.D,v.B
-func Pathed4(ctx context.Context, v P38) (int64, error) { return 0, nil }
+func Pathed4(ctx context.Context, v P38) (int64, error) {
+	return 0, nil
+}
 
 // Pathed5 is keyed by paths in a *P42.
 //
 //idem:key=v.A.C,v.A.D,v.B
-func Pathed5(ctx context.Context, v *P42) (int64, error) { return 0, nil }
+func Pathed5(ctx context.Context, v *P42) (int64, error) {
+	return 0, nil
+}
 
 // Stored0 returns a other.Code.
 //
 //idem:exclude=v
-func Stored0(ctx context.Context, id int64, v other.Code) (other.Code, error) { return v, nil }
+func Stored0(ctx context.Context, id int64, v other.Code) (other.Code, error) {
+	return v, nil
+}
 
 // Stored1 returns a S45.
 //
 //idem:exclude=v
-func Stored1(ctx context.Context, id int64, v S45) (S45, error) { return v, nil }
+func Stored1(ctx context.Context, id int64, v S45) (S45, error) {
+	return v, nil
+}
 
 // Stored2 returns a uint64.
 //
 //idem:exclude=v
-func Stored2(ctx context.Context, id int64, v uint64) (uint64, error) { return v, nil }
+func Stored2(ctx context.Context, id int64, v uint64) (uint64, error) {
+	return v, nil
+}
 
 // Stored3 returns a *S47.
 //
 //idem:exclude=v
-func Stored3(ctx context.Context, id int64, v *S47) (*S47, error) { return v, nil }
+func Stored3(ctx context.Context, id int64, v *S47) (*S47, error) {
+	return v, nil
+}
 
 // Stored4 returns a N54.
 //
 //idem:exclude=v
-func Stored4(ctx context.Context, id int64, v N54) (N54, error) { return v, nil }
+func Stored4(ctx context.Context, id int64, v N54) (N54, error) {
+	return v, nil
+}
 
 // Stored5 returns a N55.
 //
 //idem:exclude=v
-func Stored5(ctx context.Context, id int64, v N55) (N55, error) { return v, nil }
+func Stored5(ctx context.Context, id int64, v N55) (N55, error) {
+	return v, nil
+}
 
 // Stored6 returns a S56.
 //
 //idem:exclude=v
-func Stored6(ctx context.Context, id int64, v S56) (S56, error) { return v, nil }
+func Stored6(ctx context.Context, id int64, v S56) (S56, error) {
+	return v, nil
+}
 
 // Stored7 returns a [][2]*time.Duration.
 //
 //idem:exclude=v
-func Stored7(ctx context.Context, id int64, v [][2]*time.Duration) ([][2]*time.Duration, error) { return v, nil }
+func Stored7(ctx context.Context, id int64, v [][2]*time.Duration) ([][2]*time.Duration, error) {
+	return v, nil
+}
 
 // Stored8 returns a S57.
 //
 //idem:exclude=v
-func Stored8(ctx context.Context, id int64, v S57) (S57, error) { return v, nil }
+func Stored8(ctx context.Context, id int64, v S57) (S57, error) {
+	return v, nil
+}
 
 // Stored9 returns a *S59.
 //
 //idem:exclude=v
-func Stored9(ctx context.Context, id int64, v *S59) (*S59, error) { return v, nil }
+func Stored9(ctx context.Context, id int64, v *S59) (*S59, error) {
+	return v, nil
+}
 
 // Stored10 returns a S61.
 //
 //idem:exclude=v
-func Stored10(ctx context.Context, id int64, v S61) (S61, error) { return v, nil }
+func Stored10(ctx context.Context, id int64, v S61) (S61, error) {
+	return v, nil
+}
 
 // Stored11 returns a S63.
 //
 //idem:exclude=v
-func Stored11(ctx context.Context, id int64, v S63) (S63, error) { return v, nil }
+func Stored11(ctx context.Context, id int64, v S63) (S63, error) {
+	return v, nil
+}
