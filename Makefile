@@ -36,6 +36,21 @@ deps:
 test: services deps
 	@$(call EACH_MODULE,$(GO) test -race -count=1 -timeout 20m ./...)
 	GOWORK=off $(GO) test -count=1 -run '^TestWrapperAllocations$$' ./runtime/idem
+	$(MAKE) fuzz-short
+
+# Short fuzz runs of the key rules (docs/GENERATOR.md, "What makes two
+# calls the same"): values of the committed random types, and random
+# value sequences read back from their key bytes.
+.PHONY: fuzz-short keyprop
+fuzz-short:
+	GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzKeyProperty$$' -fuzztime 30s ./internal/keyprop/sample
+	GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzKeyEncodingSelfDelimiting$$' -fuzztime 15s ./runtime/idem
+
+# The long key property run: 300 packages of fresh random types through
+# idemgen, then ten minutes of fuzzing the committed sample.
+keyprop:
+	IDEM_KEYPROP_SEEDS=300 GOWORK=off $(GO) test -count=1 -timeout 60m -v -run '^TestRandomTypes$$' ./internal/keyprop
+	GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzKeyProperty$$' -fuzztime 10m ./internal/keyprop/sample
 
 # The root module's tests (generator, core runtime, memory and file
 # stores, HTTP and queue layers): no services needed.
