@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"fmt"
 	"go/types"
 	"reflect"
 	"strings"
@@ -100,6 +101,9 @@ type writer struct {
 	// problems are the unkeyable paths found so far: write goes on past
 	// them so one run reports every one.
 	problems []problem
+	// tagged are the fields left out by their idem:"-" tag, named on the
+	// helper's doc comment.
+	tagged []string
 	// exPath is the longest prefix of the current path that exclude= can
 	// name (paths go through struct fields and pointers, not through
 	// slices, maps or unexported fields of other packages); noAdvice is set
@@ -293,7 +297,11 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		exHere := !w.noAdvice && w.exPath == path
 		for i := 0; i < u.NumFields(); i++ {
 			f := u.Field(i)
-			if f.Name() == "_" || reflect.StructTag(u.Tag(i)).Get("idem") == "-" {
+			if f.Name() == "_" {
+				continue
+			}
+			if reflect.StructTag(u.Tag(i)).Get("idem") == "-" {
+				w.tagged = append(w.tagged, f.Name())
 				continue
 			}
 			sub, inEx := ex[f.Name()]
@@ -469,7 +477,11 @@ func (e *emitter) helper(n *types.Named) (string, []problem) {
 		e.failed[obj] = w.problems
 		return "", w.problems
 	}
-	decl := jen.Commentf("%s writes the key material of %s.", name, e.pi.typeString(n)).Line().
+	doc := fmt.Sprintf("%s writes the key material of %s.", name, e.pi.typeString(n))
+	if len(w.tagged) > 0 {
+		doc += fmt.Sprintf(" Not keyed (tagged idem:\"-\"): %s.", strings.Join(w.tagged, ", "))
+	}
+	decl := jen.Comment(doc).Line().
 		Func().Id(name).Params(jen.Id("b").Op("*").Add(e.qual(e.idemPkg(), "KeyBuilder")), jen.Id("v").Op("*").Add(e.typ(n))).Block(body...)
 	e.helperDecls = append(e.helperDecls, helperDecl{name: name, code: decl})
 	return name, nil

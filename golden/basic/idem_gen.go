@@ -97,7 +97,7 @@ func idemEncInvoice(e *idem.Encoder, v *Invoice) {
 	e.End(at)
 }
 
-// idemKeyInvoiceRequest writes the key material of InvoiceRequest.
+// idemKeyInvoiceRequest writes the key material of InvoiceRequest. Not keyed (tagged idem:"-"): Hook.
 func idemKeyInvoiceRequest(b *idem.KeyBuilder, v *InvoiceRequest) {
 	b.String(v.CustomerID)
 	b.String(v.OrderID)

@@ -72,7 +72,7 @@ func idemKeyExtOptions(b *idem.KeyBuilder, v *ext.Options) {
 	b.Int(int64(v.Retries))
 }
 
-// idemKeyReq writes the key material of Req.
+// idemKeyReq writes the key material of Req. Not keyed (tagged idem:"-"): Note.
 func idemKeyReq(b *idem.KeyBuilder, v *Req) {
 	idemKeyBase(b, &v.Base)
 	b.String(v.ID)

@@ -188,7 +188,7 @@ func idemEncPair2(e *idem.Encoder, v *Pair[ID, bool]) {
 	e.End(at)
 }
 
-// idemKeyInput writes the key material of Input.
+// idemKeyInput writes the key material of Input. Not keyed (tagged idem:"-"): Pair.
 func idemKeyInput(b *idem.KeyBuilder, v *Input) {
 	b.String(v.Who)
 }
