@@ -160,6 +160,7 @@ func (g *codecGen) code(t types.Type, v vx, path, foreignAt string, omit omitTre
 		g.fail(path, "type "+pi.typeString(t)+" cannot be named in the generated file (unexported, or internal to another module)", foreignAt)
 		return nil
 	}
+	e.pinAlias(t)
 	t = types.Unalias(t)
 	if _, isPtr := t.Underlying().(*types.Pointer); !isPtr && !types.IsInterface(t) {
 		// protobuf messages: *M has ProtoReflect.
@@ -177,6 +178,9 @@ func (g *codecGen) code(t types.Type, v vx, path, foreignAt string, omit omitTre
 		}
 	}
 	named, isNamed := t.(*types.Named)
+	if isNamed {
+		e.pinNamed(named)
+	}
 	if isNamed && named.Obj().Pkg() != nil && named.Obj().Pkg() != pi.pkg.Types && foreignAt == "" {
 		foreignAt = path
 	}

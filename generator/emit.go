@@ -28,7 +28,10 @@ type emitter struct {
 	failed       map[*types.TypeName][]problem // types that cannot be keyed
 	// fieldsRead are the struct types whose fields the key code reads:
 	// each gets a compile-time check that they did not change.
-	fieldsRead  map[*types.TypeName]*types.Named
+	fieldsRead map[*types.TypeName]*types.Named
+	// pinned are the named types and aliases whose representation the
+	// generated code converts (drift.go).
+	pinned      map[*types.TypeName]types.Type
 	helperDecls []helperDecl
 	idem        *types.Package
 	ctxPkg      *types.Package
@@ -66,6 +69,7 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 		codecHelpers: map[string]*codecHelper{},
 		failed:       map[*types.TypeName][]problem{},
 		fieldsRead:   map[*types.TypeName]*types.Named{},
+		pinned:       map[*types.TypeName]types.Type{},
 		idem:         types.NewPackage(RuntimePath, "idem"),
 		ctxPkg:       types.NewPackage("context", "context"),
 	}

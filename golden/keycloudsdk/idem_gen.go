@@ -206,3 +206,6 @@ type idemUpload_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if Upload gained, lost or retyped a field since generation: run go generate.
 var _ = idemUpload_fieldsChanged_runGoGenerate(Upload{})
+
+// Build fails here if sdk.ObjectLockMode is no longer defined as string: run go generate.
+var _ = (*string)(new(sdk.ObjectLockMode))
