@@ -91,6 +91,12 @@ func (e *emitter) driftChecks() []jen.Code {
 				f := st.Field(i)
 				if f.Embedded() {
 					fields[i] = e.typ(f.Type())
+					if _, ok := f.Type().Underlying().(*types.Struct); ok {
+						// go vet reads the tags of an untagged embedded
+						// struct's fields as the outer struct's; the user
+						// tags theirs apart, and "-" keeps vet out.
+						fields[i].(*jen.Statement).Tag(map[string]string{"json": "-", "xml": "-"})
+					}
 				} else {
 					fields[i] = jen.Id(f.Name()).Add(e.typ(f.Type()))
 				}

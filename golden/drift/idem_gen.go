@@ -188,7 +188,7 @@ var _ = idemPrice_fieldsChanged_runGoGenerate(Price{})
 
 // idemReq_fieldsChanged_runGoGenerate is the field list of Req that the generated code was written for (tags aside).
 type idemReq_fieldsChanged_runGoGenerate struct {
-	Base
+	Base   `json:"-" xml:"-"`
 	ID     string
 	Count  int
 	Opts   ext.Options

@@ -197,7 +197,7 @@ var _ = func(fieldsChanged_runGoGenerate *sdk.Tag) (**string, **string) {
 
 // idemUpload_fieldsChanged_runGoGenerate is the field list of Upload that the generated code was written for (tags aside).
 type idemUpload_fieldsChanged_runGoGenerate struct {
-	marker
+	marker  `json:"-" xml:"-"`
 	Owner   string
 	In      *sdk.PutObjectInput
 	guard   [0]func()
