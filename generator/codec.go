@@ -132,9 +132,74 @@ func (g *codecGen) dec(t types.Type, v vx, path, foreignAt string, omit omitTree
 	return g.code(t, v, path, foreignAt, omit, s, false)
 }
 
+// lossyPair says why t is refused: a standard library type whose only way
+// to be stored is a marshaling pair that does not give back the value it
+// was given; "" for any other type.
+func lossyPair(t types.Type) string {
+	switch {
+	case isNamed(t, "regexp", "Regexp"):
+		return "regexp.Regexp's MarshalText drops CompilePOSIX and Longest (return the expression's source instead)"
+	}
+	return ""
+}
+
+// userinfo stores a url.Userinfo (no exported fields) by what its
+// accessors return, and rebuilds it with url.User or url.UserPassword: a
+// password set to "" stays set, an unset one stays unset.
+func (g *codecGen) userinfo(v vx, s fnScope, encode bool) []jen.Code {
+	if encode {
+		at, pw, set := s.get("at"), s.get("pw"), s.get("set")
+		return []jen.Code{
+			jen.Id(at).Op(":=").Id("e").Dot("Struct").Call(),
+			jen.Id("e").Dot("Field").Call(jen.Lit("Username")),
+			jen.Id("e").Dot("String").Call(v.sel(true).Dot("Username").Call()),
+			jen.If(jen.List(jen.Id(pw), jen.Id(set)).Op(":=").Add(v.sel(true)).Dot("Password").Call(), jen.Id(set)).Block(
+				jen.Id("e").Dot("Field").Call(jen.Lit("Password")),
+				jen.Id("e").Dot("String").Call(jen.Id(pw))),
+			jen.Id("e").Dot("End").Call(jen.Id(at)),
+		}
+	}
+	end, name, pw := s.get("end"), s.get("name"), s.get("pw")
+	read := func(m string) *jen.Statement { return jen.Id("d").Dot(m).Call() }
+	return []jen.Code{
+		jen.Var().Id(name).String(),
+		jen.Var().Id(pw).Op("*").String(),
+		jen.Id(end).Op(":=").Add(read("Struct")),
+		jen.For(jen.Id("d").Dot("More").Call(jen.Id(end))).Block(
+			jen.Switch(jen.String().Call(read("Field"))).Block(
+				jen.Case(jen.Lit("Username")).Block(jen.Id(name).Op("=").Add(read("String"))),
+				jen.Case(jen.Lit("Password")).Block(jen.Id(pw).Op("=").New(jen.String()), jen.Op("*").Id(pw).Op("=").Add(read("String"))),
+				jen.Default().Block(read("Skip")))),
+		jen.If(jen.Id(pw).Op("!=").Nil()).Block(
+			v.val().Op("=").Op("*").Add(g.e.qual(urlPkg, "UserPassword")).Call(jen.Id(name), jen.Op("*").Id(pw)),
+		).Else().Block(
+			v.val().Op("=").Op("*").Add(g.e.qual(urlPkg, "User")).Call(jen.Id(name))),
+	}
+}
+
+var urlPkg = types.NewPackage("net/url", "url")
+
 // pairs are the marshaling method pairs a type may bring, in order of
-// preference.
+// preference; a few standard library types are stored otherwise (see
+// lossyPair and the cases below).
 func (g *codecGen) pair(t types.Type) (marshal, unmarshal string, ok bool) {
+	switch {
+	case isNamed(t, "encoding/json", "RawMessage"), isNamed(t, "net", "IP"):
+		// Their pairs turn nil into null (RawMessage) and empty into nil
+		// (both), and a 4-byte net.IP into 16 bytes: stored as the bytes
+		// they are.
+		return "", "", false
+	case isNamed(t, "net/url", "URL"):
+		// url.Parse normalises what MarshalBinary (String) writes: a
+		// scheme's case, a path's leading slash, RawPath. Stored by its
+		// fields, the user info by its accessors (userinfo).
+		return "", "", false
+	case isNamed(t, "math/big", "Float"):
+		// MarshalText writes the shortest decimal and UnmarshalText parses
+		// it at 64 bits; the gob pair keeps the precision, rounding mode,
+		// accuracy and every mantissa bit.
+		return "GobEncode", "GobDecode", true
+	}
 	w := g.e.pi.types
 	for _, p := range []struct {
 		m, u *types.Interface
@@ -162,6 +227,13 @@ func (g *codecGen) code(t types.Type, v vx, path, foreignAt string, omit omitTre
 	}
 	e.pinAlias(t)
 	t = types.Unalias(t)
+	if why := lossyPair(t); why != "" {
+		g.fail(path, why, foreignAt)
+		return nil
+	}
+	if isNamed(t, "net/url", "Userinfo") {
+		return g.userinfo(v, s, encode)
+	}
 	if _, isPtr := t.Underlying().(*types.Pointer); !isPtr && !types.IsInterface(t) {
 		// protobuf messages: *M has ProtoReflect.
 		if pm, ptr := implements(t, pi.types.protoMessage); pm && ptr {
