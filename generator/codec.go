@@ -135,10 +135,12 @@ func (g *codecGen) dec(t types.Type, v vx, path, foreignAt string, omit omitTree
 // lossyPair says why t is refused: a standard library type whose only way
 // to be stored is a marshaling pair that does not give back the value it
 // was given; "" for any other type.
-func lossyPair(t types.Type) string {
+func lossyPair(pi *pkgInfo, t types.Type) string {
 	switch {
 	case isNamed(t, "regexp", "Regexp"):
 		return "regexp.Regexp's MarshalText drops CompilePOSIX and Longest (return the expression's source instead)"
+	case isNamed(t, "crypto/sha3", "SHA3"), isNamed(t, "crypto/sha3", "SHAKE"):
+		return pi.typeString(t) + "'s UnmarshalBinary takes only the state of the function its receiver was made for, which a stored record does not say (return the sum instead)"
 	}
 	return ""
 }
@@ -227,7 +229,7 @@ func (g *codecGen) code(t types.Type, v vx, path, foreignAt string, omit omitTre
 	}
 	e.pinAlias(t)
 	t = types.Unalias(t)
-	if why := lossyPair(t); why != "" {
+	if why := lossyPair(pi, t); why != "" {
 		g.fail(path, why, foreignAt)
 		return nil
 	}
@@ -245,6 +247,13 @@ func (g *codecGen) code(t types.Type, v vx, path, foreignAt string, omit omitTre
 		if m, u, ok := g.pair(t); ok {
 			if encode {
 				return one(jen.Id("e").Dot("Marshaled").Call(v.sel(true).Dot(m).Call()))
+			}
+			if isNamed(t, "crypto/x509", "OID") {
+				// The zero OID marshals to no bytes, which UnmarshalBinary
+				// refuses: no bytes stay the zero OID.
+				b := s.get("b")
+				return one(jen.If(jen.Id(b).Op(":=").Id("d").Dot("Marshaled").Call(), jen.Len(jen.Id(b)).Op(">").Lit(0)).Block(
+					jen.Id("d").Dot("Unmarshaled").Call(v.sel(true).Dot(u).Call(jen.Id(b)))))
 			}
 			return one(jen.Id("d").Dot("Unmarshaled").Call(v.sel(true).Dot(u).Call(jen.Id("d").Dot("Marshaled").Call())))
 		}

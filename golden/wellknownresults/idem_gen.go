@@ -4,11 +4,13 @@ package p
 
 import (
 	"context"
+	"crypto/x509"
 	"database/sql"
 	"encoding/json"
 	"log/slog"
 	"maps"
 	"math/big"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
@@ -222,6 +224,26 @@ func idemDecKnown(d *idem.Decoder, v *Known) {
 			}
 		case "URLV":
 			idemDecUrlURL(d, &v.URLV)
+		case "OID":
+			if b := d.Marshaled(); len(b) > 0 {
+				d.Unmarshaled(v.OID.UnmarshalBinary(b))
+			}
+		case "PCG":
+			d.Unmarshaled(v.PCG.UnmarshalBinary(d.Marshaled()))
+		case "ChaCha8":
+			if d.Ptr() {
+				v.ChaCha8 = new(rand.ChaCha8)
+				d.Unmarshaled(v.ChaCha8.UnmarshalBinary(d.Marshaled()))
+			} else {
+				v.ChaCha8 = nil
+			}
+		case "LevelVar":
+			if d.Ptr() {
+				v.LevelVar = new(slog.LevelVar)
+				d.Unmarshaled(v.LevelVar.UnmarshalText(d.Marshaled()))
+			} else {
+				v.LevelVar = nil
+			}
 		default:
 			d.Skip()
 		}
@@ -463,6 +485,24 @@ func idemEncKnown(e *idem.Encoder, v *Known) {
 	}
 	e.Field("URLV")
 	idemEncUrlURL(e, &v.URLV)
+	e.Field("OID")
+	e.Marshaled(v.OID.MarshalBinary())
+	e.Field("PCG")
+	e.Marshaled(v.PCG.MarshalBinary())
+	e.Field("ChaCha8")
+	if v.ChaCha8 == nil {
+		e.Nil()
+	} else {
+		e.Ptr()
+		e.Marshaled(v.ChaCha8.MarshalBinary())
+	}
+	e.Field("LevelVar")
+	if v.LevelVar == nil {
+		e.Nil()
+	} else {
+		e.Ptr()
+		e.Marshaled(v.LevelVar.MarshalText())
+	}
 	e.End(at)
 }
 
@@ -589,6 +629,10 @@ type idemKnown_fieldsChanged_runGoGenerate struct {
 	Header   http.Header
 	URL      *url.URL
 	URLV     url.URL
+	OID      x509.OID
+	PCG      rand.PCG
+	ChaCha8  *rand.ChaCha8
+	LevelVar *slog.LevelVar
 }
 
 // Build fails here if Known gained, lost or retyped a field since generation: run go generate.

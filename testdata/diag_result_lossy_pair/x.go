@@ -4,6 +4,7 @@ package p
 
 import (
 	"context"
+	"crypto/sha3"
 	"regexp"
 )
 
@@ -18,4 +19,13 @@ type Rule struct {
 //idem:ttl=1h
 func Compile(ctx context.Context, src string) (Rule, error) {
 	return Rule{Name: src, Expr: regexp.MustCompile(src)}, nil
+}
+
+// Hash hashes in steps.
+//
+//idem:ttl=1h
+func Hash(ctx context.Context, src string) (*sha3.SHA3, error) {
+	h := sha3.New512()
+	h.Write([]byte(src))
+	return h, nil
 }

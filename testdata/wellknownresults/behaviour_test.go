@@ -3,11 +3,13 @@ package p
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"database/sql"
 	"encoding/json"
 	"log/slog"
 	"math"
 	"math/big"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
@@ -47,6 +49,14 @@ var exact = cmp.Options{
 		_, bo := b.Zone()
 		return a.Equal(b) && ao == bo
 	}),
+	cmp.Comparer(func(a, b *rand.ChaCha8) bool { return sameState(a, b) }),
+	cmp.Comparer(func(a, b rand.PCG) bool { return a == b }),
+	cmp.Comparer(func(a, b *slog.LevelVar) bool {
+		if a == nil || b == nil {
+			return a == b
+		}
+		return a.Level() == b.Level()
+	}),
 	cmp.Comparer(func(a, b *url.Userinfo) bool {
 		if a == nil || b == nil {
 			return a == b
@@ -55,6 +65,20 @@ var exact = cmp.Options{
 		bp, bok := b.Password()
 		return a.Username() == b.Username() && ap == bp && aok == bok
 	}),
+}
+
+// sameState compares generator states by their binary form.
+func sameState[T interface {
+	comparable
+	MarshalBinary() ([]byte, error)
+}](a, b T) bool {
+	var zero T
+	if a == zero || b == zero {
+		return a == b
+	}
+	x, errA := a.MarshalBinary()
+	y, errB := b.MarshalBinary()
+	return errA == nil && errB == nil && bytes.Equal(x, y)
 }
 
 func sameFloat(a, b *big.Float) bool {
@@ -127,6 +151,10 @@ func TestWellKnownRoundTrip(t *testing.T) {
 		{"url user no password", Known{URL: &url.URL{Scheme: "https", User: url.User("u"), Host: "h"}}},
 		{"url empty password", Known{URLV: url.URL{User: url.UserPassword("u", ""), Opaque: "o", ForceQuery: true, OmitHost: true}}},
 		{"url parsed", Known{URL: mustParse("https://u:p@h:8/a%2Fb?q=1#f%20g")}},
+		{"oid", Known{OID: mustOID(1, 2, 840, 113549)}},
+		{"pcg", Known{PCG: *rand.NewPCG(1, 2)}},
+		{"chacha8", Known{ChaCha8: rand.NewChaCha8([32]byte{1, 2, 3})}},
+		{"levelvar", Known{LevelVar: levelVar(-7)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,6 +171,20 @@ func TestWellKnownRoundTrip(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustOID(ints ...uint64) x509.OID {
+	o, err := x509.OIDFromInts(ints)
+	if err != nil {
+		panic(err)
+	}
+	return o
+}
+
+func levelVar(l slog.Level) *slog.LevelVar {
+	v := new(slog.LevelVar)
+	v.Set(l)
+	return v
 }
 
 func mustParse(s string) *url.URL {

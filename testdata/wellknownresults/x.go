@@ -5,10 +5,12 @@ package p
 
 import (
 	"context"
+	"crypto/x509"
 	"database/sql"
 	"encoding/json"
 	"log/slog"
 	"math/big"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
@@ -39,6 +41,10 @@ type Known struct {
 	Header   http.Header
 	URL      *url.URL
 	URLV     url.URL
+	OID      x509.OID
+	PCG      rand.PCG
+	ChaCha8  *rand.ChaCha8
+	LevelVar *slog.LevelVar
 }
 
 // Values are what Get returns, by id.
