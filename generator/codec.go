@@ -460,6 +460,17 @@ func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitT
 		return one(jen.If(read("Ptr")).Block(
 			append([]jen.Code{v.val().Op("=").New(e.typ(elem))}, inner...)...).Else().Block(v.val().Op("=").Nil()))
 	case *types.Slice:
+		if isNamed(t, "net", "IP") {
+			// Builds before stored a net.IP by its MarshalText, as bytes
+			// too: a non-nil one goes behind a pointer marker, so such a
+			// record is ErrResultIncompatible, never text read as an
+			// address.
+			if encode {
+				return one(jen.If(v.val().Op("==").Nil()).Block(jen.Id("e").Dot("Nil").Call()).Else().Block(
+					jen.Id("e").Dot("Ptr").Call(), jen.Id("e").Dot("Bytes").Call(v.val())))
+			}
+			return one(jen.If(read("Ptr")).Block(v.val().Op("=").Add(read("Bytes"))).Else().Block(v.val().Op("=").Nil()))
+		}
 		if b, ok := u.Elem().(*types.Basic); ok && b.Kind() == types.Byte {
 			if encode {
 				if types.Identical(t, byteSlice) {

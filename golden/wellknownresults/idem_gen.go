@@ -128,6 +128,47 @@ func (x *Idempotent) beginGetFloat(f *big.Float) idem.Call {
 	return c
 }
 
+var idemSpecGetIP = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/wellknownresults.GetIP",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecGetIP,
+}
+
+// Build fails here if p.GetIP's signature changed since generation: run go generate.
+var _ func(context.Context, net.IP) (net.IP, error) = GetIP
+
+// idemCodecGetIP stores the results of GetIP (generated codec).
+var idemCodecGetIP = idem.TypedCodec[net.IP]{
+	Decode: func(d *idem.Decoder, v *net.IP) {
+		idemDecNetIP(d, v)
+	},
+	Encode: func(e *idem.Encoder, v *net.IP) {
+		idemEncNetIP(e, v)
+	},
+}
+
+// GetIP is p.GetIP, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) GetIP(ctx context.Context, ip net.IP) (net.IP, error) {
+	c := x.beginGetIP(ip)
+	return idem.Do(ctx, c, func(ctx context.Context) (net.IP, error) {
+		return GetIP(ctx, ip)
+	})
+}
+
+// GetIPKey is the store key GetIP claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) GetIPKey(ip net.IP) (string, error) {
+	return x.beginGetIP(ip).StoreKey()
+}
+
+// beginGetIP starts a call of GetIP and writes its key material.
+func (x *Idempotent) beginGetIP(ip net.IP) idem.Call {
+	c := x.g.Begin(idemSpecGetIP)
+	c.Key().Marshaled(ip.MarshalText())
+	return c
+}
+
 // idemDecHttpHeader reads a http.Header of a stored result.
 func idemDecHttpHeader(d *idem.Decoder, v *http.Header) {
 	if d.Nil() {
@@ -252,7 +293,11 @@ func idemDecKnown(d *idem.Decoder, v *Known) {
 
 // idemDecNetIP reads a net.IP of a stored result.
 func idemDecNetIP(d *idem.Decoder, v *net.IP) {
-	*v = net.IP(d.Bytes())
+	if d.Ptr() {
+		*v = d.Bytes()
+	} else {
+		*v = nil
+	}
 }
 
 // idemDecNetIPMask reads a net.IPMask of a stored result.
@@ -508,7 +553,12 @@ func idemEncKnown(e *idem.Encoder, v *Known) {
 
 // idemEncNetIP writes a net.IP of a stored result.
 func idemEncNetIP(e *idem.Encoder, v *net.IP) {
-	e.Bytes([]byte(*v))
+	if *v == nil {
+		e.Nil()
+	} else {
+		e.Ptr()
+		e.Bytes(*v)
+	}
 }
 
 // idemEncNetIPMask writes a net.IPMask of a stored result.

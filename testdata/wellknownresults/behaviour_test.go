@@ -3,6 +3,7 @@ package p
 import (
 	"bytes"
 	"context"
+	"errors"
 	"crypto/x509"
 	"database/sql"
 	"encoding/json"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // exact compares what go-cmp cannot see, strictly: big numbers by value,
@@ -212,6 +215,31 @@ func TestBigFloatReplays(t *testing.T) {
 			}
 			if diff := cmp.Diff(first, replay, exact); diff != "" {
 				t.Errorf("replay differs (-first +replay):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Records written while net.IP and big.Float were stored by their text
+// fail closed under the new codecs, never decode to another value.
+func TestOldTextRecordsFailClosed(t *testing.T) {
+	text := func(prefix []byte, s string) []byte {
+		return append(append(append([]byte{idem.CodecMarker, idem.CodecVersion}, prefix...), 0x06, byte(len(s))), s...)
+	}
+	tests := []struct {
+		name   string
+		record []byte
+		decode func([]byte) error
+		want   error
+	}{
+		{"net.IP", text(nil, "1.2.3.4"), func(b []byte) error { var ip net.IP; return idemCodecGetIP.Unmarshal(b, &ip) }, idem.ErrResultIncompatible},
+		{"empty net.IP", text(nil, ""), func(b []byte) error { var ip net.IP; return idemCodecGetIP.Unmarshal(b, &ip) }, idem.ErrResultIncompatible},
+		{"*big.Float", text([]byte{0x01}, "0.6666666666666666667"), func(b []byte) error { var f *big.Float; return idemCodecGetFloat.Unmarshal(b, &f) }, idem.ErrCorruptRecord},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.decode(tt.record); !errors.Is(err, tt.want) {
+				t.Errorf("decoding an old text record: %v, want %v", err, tt.want)
 			}
 		})
 	}

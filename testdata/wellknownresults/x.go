@@ -63,3 +63,10 @@ func Get(ctx context.Context, id string) (Known, error) {
 func GetFloat(ctx context.Context, f *big.Float) (*big.Float, error) {
 	return f, nil
 }
+
+// GetIP returns a bare net.IP.
+//
+//idem:ttl=1h
+func GetIP(ctx context.Context, ip net.IP) (net.IP, error) {
+	return ip, nil
+}
