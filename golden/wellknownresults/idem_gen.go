@@ -169,6 +169,57 @@ func (x *Idempotent) beginGetIP(ip net.IP) idem.Call {
 	return c
 }
 
+var idemSpecGetURL = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/wellknownresults.GetURL",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecGetURL,
+}
+
+// Build fails here if p.GetURL's signature changed since generation: run go generate.
+var _ func(context.Context, string) (*url.URL, error) = GetURL
+
+// idemCodecGetURL stores the results of GetURL (generated codec).
+var idemCodecGetURL = idem.TypedCodec[*url.URL]{
+	Decode: func(d *idem.Decoder, v **url.URL) {
+		if d.Ptr() {
+			*v = new(url.URL)
+			idemDecUrlURL(d, (*v))
+		} else {
+			*v = nil
+		}
+	},
+	Encode: func(e *idem.Encoder, v **url.URL) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			e.Ptr()
+			idemEncUrlURL(e, (*v))
+		}
+	},
+}
+
+// GetURL is p.GetURL, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) GetURL(ctx context.Context, u string) (*url.URL, error) {
+	c := x.beginGetURL(u)
+	return idem.Do(ctx, c, func(ctx context.Context) (*url.URL, error) {
+		return GetURL(ctx, u)
+	})
+}
+
+// GetURLKey is the store key GetURL claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) GetURLKey(u string) (string, error) {
+	return x.beginGetURL(u).StoreKey()
+}
+
+// beginGetURL starts a call of GetURL and writes its key material.
+func (x *Idempotent) beginGetURL(u string) idem.Call {
+	c := x.g.Begin(idemSpecGetURL)
+	c.Key().String(u)
+	return c
+}
+
 // idemDecHttpHeader reads a http.Header of a stored result.
 func idemDecHttpHeader(d *idem.Decoder, v *http.Header) {
 	if d.Nil() {

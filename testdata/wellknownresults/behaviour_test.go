@@ -220,8 +220,8 @@ func TestBigFloatReplays(t *testing.T) {
 	}
 }
 
-// Records written while net.IP and big.Float were stored by their text
-// fail closed under the new codecs, never decode to another value.
+// Records written while net.IP, big.Float and url.URL were stored by
+// their marshaling pairs fail closed under the new codecs, never decode to another value.
 func TestOldTextRecordsFailClosed(t *testing.T) {
 	text := func(prefix []byte, s string) []byte {
 		return append(append(append([]byte{idem.CodecMarker, idem.CodecVersion}, prefix...), 0x06, byte(len(s))), s...)
@@ -235,6 +235,7 @@ func TestOldTextRecordsFailClosed(t *testing.T) {
 		{"net.IP", text(nil, "1.2.3.4"), func(b []byte) error { var ip net.IP; return idemCodecGetIP.Unmarshal(b, &ip) }, idem.ErrResultIncompatible},
 		{"empty net.IP", text(nil, ""), func(b []byte) error { var ip net.IP; return idemCodecGetIP.Unmarshal(b, &ip) }, idem.ErrResultIncompatible},
 		{"*big.Float", text([]byte{0x01}, "0.6666666666666666667"), func(b []byte) error { var f *big.Float; return idemCodecGetFloat.Unmarshal(b, &f) }, idem.ErrCorruptRecord},
+		{"*url.URL", text([]byte{0x01}, "https://h/p"), func(b []byte) error { var u *url.URL; return idemCodecGetURL.Unmarshal(b, &u) }, idem.ErrResultIncompatible},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

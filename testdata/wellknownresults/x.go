@@ -70,3 +70,10 @@ func GetFloat(ctx context.Context, f *big.Float) (*big.Float, error) {
 func GetIP(ctx context.Context, ip net.IP) (net.IP, error) {
 	return ip, nil
 }
+
+// GetURL returns a bare *url.URL.
+//
+//idem:ttl=1h
+func GetURL(ctx context.Context, u string) (*url.URL, error) {
+	return url.Parse(u)
+}
