@@ -3,10 +3,10 @@ package p
 import (
 	"bytes"
 	"context"
-	"errors"
 	"crypto/x509"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"math"
 	"math/big"
