@@ -132,9 +132,84 @@ func (g *codecGen) dec(t types.Type, v vx, path, foreignAt string, omit omitTree
 	return g.code(t, v, path, foreignAt, omit, s, false)
 }
 
+// lossyPair says why t is refused: a standard library type whose only way
+// to be stored is a marshaling pair that does not give back the value it
+// was given; "" for any other type.
+func lossyPair(pi *pkgInfo, t types.Type) string {
+	switch {
+	case isNamed(t, "regexp", "Regexp"):
+		return "regexp.Regexp's MarshalText drops CompilePOSIX and Longest (return the expression's source instead)"
+	case isNamed(t, "crypto/sha3", "SHA3"), isNamed(t, "crypto/sha3", "SHAKE"):
+		return pi.typeString(t) + "'s UnmarshalBinary takes only the state of the function its receiver was made for, which a stored record does not say (return the sum instead)"
+	}
+	return ""
+}
+
+// promoted reports whether t's method name is promoted from an embedded
+// field: it marshals that field alone, never the whole struct, so the
+// struct is stored by its fields (the embedded one by its own methods).
+func promoted(t types.Type, name string) bool {
+	_, index, _ := types.LookupFieldOrMethod(t, true, nil, name)
+	return len(index) > 1
+}
+
+// userinfo stores a url.Userinfo (no exported fields) by what its
+// accessors return, and rebuilds it with url.User or url.UserPassword: a
+// password set to "" stays set, an unset one stays unset.
+func (g *codecGen) userinfo(v vx, s fnScope, encode bool) []jen.Code {
+	if encode {
+		at, pw, set := s.get("at"), s.get("pw"), s.get("set")
+		return []jen.Code{
+			jen.Id(at).Op(":=").Id("e").Dot("Struct").Call(),
+			jen.Id("e").Dot("Field").Call(jen.Lit("Username")),
+			jen.Id("e").Dot("String").Call(v.sel(true).Dot("Username").Call()),
+			jen.If(jen.List(jen.Id(pw), jen.Id(set)).Op(":=").Add(v.sel(true)).Dot("Password").Call(), jen.Id(set)).Block(
+				jen.Id("e").Dot("Field").Call(jen.Lit("Password")),
+				jen.Id("e").Dot("String").Call(jen.Id(pw))),
+			jen.Id("e").Dot("End").Call(jen.Id(at)),
+		}
+	}
+	end, name, pw := s.get("end"), s.get("name"), s.get("pw")
+	read := func(m string) *jen.Statement { return jen.Id("d").Dot(m).Call() }
+	return []jen.Code{
+		jen.Var().Id(name).String(),
+		jen.Var().Id(pw).Op("*").String(),
+		jen.Id(end).Op(":=").Add(read("Struct")),
+		jen.For(jen.Id("d").Dot("More").Call(jen.Id(end))).Block(
+			jen.Switch(jen.String().Call(read("Field"))).Block(
+				jen.Case(jen.Lit("Username")).Block(jen.Id(name).Op("=").Add(read("String"))),
+				jen.Case(jen.Lit("Password")).Block(jen.Id(pw).Op("=").New(jen.String()), jen.Op("*").Id(pw).Op("=").Add(read("String"))),
+				jen.Default().Block(read("Skip")))),
+		jen.If(jen.Id(pw).Op("!=").Nil()).Block(
+			v.val().Op("=").Op("*").Add(g.e.qual(urlPkg, "UserPassword")).Call(jen.Id(name), jen.Op("*").Id(pw)),
+		).Else().Block(
+			v.val().Op("=").Op("*").Add(g.e.qual(urlPkg, "User")).Call(jen.Id(name))),
+	}
+}
+
+var urlPkg = types.NewPackage("net/url", "url")
+
 // pairs are the marshaling method pairs a type may bring, in order of
-// preference.
+// preference; a few standard library types are stored otherwise (see
+// lossyPair and the cases below).
 func (g *codecGen) pair(t types.Type) (marshal, unmarshal string, ok bool) {
+	switch {
+	case isNamed(t, "encoding/json", "RawMessage"), isNamed(t, "net", "IP"):
+		// Their pairs turn nil into null (RawMessage) and empty into nil
+		// (both), and a 4-byte net.IP into 16 bytes: stored as the bytes
+		// they are.
+		return "", "", false
+	case isNamed(t, "net/url", "URL"):
+		// url.Parse normalises what MarshalBinary (String) writes: a
+		// scheme's case, a path's leading slash, RawPath. Stored by its
+		// fields, the user info by its accessors (userinfo).
+		return "", "", false
+	case isNamed(t, "math/big", "Float"):
+		// MarshalText writes the shortest decimal and UnmarshalText parses
+		// it at 64 bits; the gob pair keeps the precision, rounding mode,
+		// accuracy and every mantissa bit.
+		return "GobEncode", "GobDecode", true
+	}
 	w := g.e.pi.types
 	for _, p := range []struct {
 		m, u *types.Interface
@@ -145,8 +220,8 @@ func (g *codecGen) pair(t types.Type) (marshal, unmarshal string, ok bool) {
 		{w.jsonMarshaler, w.jsonUnmarshaler, "MarshalJSON", "UnmarshalJSON"},
 		{w.textMarshaler, w.textUnmarshaler, "MarshalText", "UnmarshalText"},
 	} {
-		if m, _ := implements(t, p.m); m {
-			if u, _ := implements(t, p.u); u {
+		if m, _ := implements(t, p.m); m && !promoted(t, p.mn) {
+			if u, _ := implements(t, p.u); u && !promoted(t, p.un) {
 				return p.mn, p.un, true
 			}
 		}
@@ -160,10 +235,18 @@ func (g *codecGen) code(t types.Type, v vx, path, foreignAt string, omit omitTre
 		g.fail(path, "type "+pi.typeString(t)+" cannot be named in the generated file (unexported, or internal to another module)", foreignAt)
 		return nil
 	}
+	e.pinAlias(t)
 	t = types.Unalias(t)
+	if why := lossyPair(pi, t); why != "" {
+		g.fail(path, why, foreignAt)
+		return nil
+	}
+	if isNamed(t, "net/url", "Userinfo") {
+		return g.userinfo(v, s, encode)
+	}
 	if _, isPtr := t.Underlying().(*types.Pointer); !isPtr && !types.IsInterface(t) {
 		// protobuf messages: *M has ProtoReflect.
-		if pm, ptr := implements(t, pi.types.protoMessage); pm && ptr {
+		if pm, ptr := implements(t, pi.types.protoMessage); pm && ptr && !promoted(t, "ProtoReflect") {
 			if encode {
 				return one(jen.Id("e").Dot("Marshaled").Call(e.qual(protoPkg, "MarshalOptions").Values(jen.Dict{jen.Id("Deterministic"): jen.True()}).Dot("Marshal").Call(v.addr())))
 			}
@@ -173,10 +256,20 @@ func (g *codecGen) code(t types.Type, v vx, path, foreignAt string, omit omitTre
 			if encode {
 				return one(jen.Id("e").Dot("Marshaled").Call(v.sel(true).Dot(m).Call()))
 			}
+			if isNamed(t, "crypto/x509", "OID") {
+				// The zero OID marshals to no bytes, which UnmarshalBinary
+				// refuses: no bytes stay the zero OID.
+				b := s.get("b")
+				return one(jen.If(jen.Id(b).Op(":=").Id("d").Dot("Marshaled").Call(), jen.Len(jen.Id(b)).Op(">").Lit(0)).Block(
+					jen.Id("d").Dot("Unmarshaled").Call(v.sel(true).Dot(u).Call(jen.Id(b)))))
+			}
 			return one(jen.Id("d").Dot("Unmarshaled").Call(v.sel(true).Dot(u).Call(jen.Id("d").Dot("Marshaled").Call())))
 		}
 	}
 	named, isNamed := t.(*types.Named)
+	if isNamed {
+		e.pinNamed(named)
+	}
 	if isNamed && named.Obj().Pkg() != nil && named.Obj().Pkg() != pi.pkg.Types && foreignAt == "" {
 		foreignAt = path
 	}
@@ -375,6 +468,17 @@ func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitT
 		return one(jen.If(read("Ptr")).Block(
 			append([]jen.Code{v.val().Op("=").New(e.typ(elem))}, inner...)...).Else().Block(v.val().Op("=").Nil()))
 	case *types.Slice:
+		if isNamed(t, "net", "IP") {
+			// Builds before stored a net.IP by its MarshalText, as bytes
+			// too: a non-nil one goes behind a pointer marker, so such a
+			// record is ErrResultIncompatible, never text read as an
+			// address.
+			if encode {
+				return one(jen.If(v.val().Op("==").Nil()).Block(jen.Id("e").Dot("Nil").Call()).Else().Block(
+					jen.Id("e").Dot("Ptr").Call(), jen.Id("e").Dot("Bytes").Call(v.val())))
+			}
+			return one(jen.If(read("Ptr")).Block(v.val().Op("=").Add(read("Bytes"))).Else().Block(v.val().Op("=").Nil()))
+		}
 		if b, ok := u.Elem().(*types.Basic); ok && b.Kind() == types.Byte {
 			if encode {
 				if types.Identical(t, byteSlice) {

@@ -3,6 +3,7 @@ package generator
 import (
 	"go/types"
 	"sort"
+	"strings"
 
 	"github.com/dave/jennifer/jen"
 )
@@ -90,6 +91,12 @@ func (e *emitter) driftChecks() []jen.Code {
 				f := st.Field(i)
 				if f.Embedded() {
 					fields[i] = e.typ(f.Type())
+					if _, ok := f.Type().Underlying().(*types.Struct); ok {
+						// go vet reads the tags of an untagged embedded
+						// struct's fields as the outer struct's; the user
+						// tags theirs apart, and "-" keeps vet out.
+						fields[i].(*jen.Statement).Tag(map[string]string{"json": "-", "xml": "-"})
+					}
 				} else {
 					fields[i] = jen.Id(f.Name()).Add(e.typ(f.Type()))
 				}
@@ -128,7 +135,7 @@ func (e *emitter) driftChecks() []jen.Code {
 	for _, c := range checks {
 		out = append(out, c.code...)
 	}
-	return out
+	return append(out, e.pins()...)
 }
 
 // renderable reports whether the generated file can spell t: every named
@@ -192,4 +199,90 @@ func (e *emitter) renderable(t types.Type) bool {
 		return true
 	}
 	return false
+}
+
+// Types are pinned too. The generated code converts a named type to the
+// basic type the runtime takes (b.Int(int64(v.Amount)), Cents(d.Int(64)))
+// and ranges over named slices and maps element by element; Go allows those
+// conversions between any numeric or string-like types, so a type
+// redefined after generation (type Cents int64 → float64) would still
+// build and silently truncate. For each named type whose underlying type
+// the code relies on, the file converts a pointer to it into a pointer to
+// that underlying type, which compiles only while the underlying types are
+// identical (int64 is not int32, float64 or string). For an alias, a
+// pointer to it is assigned to a pointer to the type it stood for, which
+// needs the very same type. The standard library's types keep their
+// definitions (the Go 1 promise) and are not pinned.
+
+// pinAlias records that the generated code relies on what alias t stands
+// for; other types are ignored, and so are aliases of structs (their
+// helpers take the struct type itself) and interfaces (not converted).
+func (e *emitter) pinAlias(t types.Type) {
+	a, ok := t.(*types.Alias)
+	if !ok || a.TypeArgs().Len() > 0 {
+		return
+	}
+	switch types.Unalias(a).Underlying().(type) {
+	case *types.Struct, *types.Interface:
+		return
+	}
+	if obj := a.Obj(); pinnable(obj) && (obj.Exported() || obj.Pkg() == e.pi.pkg.Types) && e.nameable(obj) {
+		e.pinned[obj] = a
+	}
+}
+
+// pinNamed records that the generated code relies on n's underlying type
+// (structs are checked by their field lists, interfaces are not converted).
+func (e *emitter) pinNamed(n *types.Named) {
+	switch n.Underlying().(type) {
+	case *types.Struct, *types.Interface:
+		return
+	}
+	if obj := n.Obj(); pinnable(obj) && n.TypeArgs().Len() == 0 && e.nameable(obj) {
+		e.pinned[obj] = n
+	}
+}
+
+// pinnable: declared in a package, and not the standard library's.
+func pinnable(obj *types.TypeName) bool {
+	if obj.Pkg() == nil {
+		return false // byte, rune, any, error
+	}
+	first, _, _ := strings.Cut(obj.Pkg().Path(), "/")
+	return strings.Contains(first, ".")
+}
+
+// pins returns the declarations pinning e.pinned, sorted as driftChecks.
+func (e *emitter) pins() []jen.Code {
+	objs := make([]*types.TypeName, 0, len(e.pinned))
+	for obj := range e.pinned {
+		objs = append(objs, obj)
+	}
+	sort.Slice(objs, func(i, j int) bool {
+		if pi, pj := objs[i].Pkg().Path(), objs[j].Pkg().Path(); pi != pj {
+			return pi < pj
+		}
+		return objs[i].Name() < objs[j].Name()
+	})
+	var out []jen.Code
+	for _, obj := range objs {
+		t := e.pinned[obj]
+		display := e.pi.typeString(t)
+		if a, ok := t.(*types.Alias); ok {
+			to := types.Unalias(a)
+			if !e.renderable(to) {
+				continue
+			}
+			out = append(out, jen.Commentf("Build fails here if the alias %s no longer stands for %s: run go generate.", display, e.pi.typeString(to)).Line().
+				Var().Id("_").Op("*").Add(e.typ(to)).Op("=").New(e.typ(a)))
+			continue
+		}
+		u := t.Underlying()
+		if !e.renderable(u) {
+			continue
+		}
+		out = append(out, jen.Commentf("Build fails here if %s is no longer defined as %s: run go generate.", display, e.pi.typeString(u)).Line().
+			Var().Id("_").Op("=").Parens(jen.Op("*").Add(e.typ(u))).Call(jen.New(e.typ(t))))
+	}
+	return out
 }

@@ -10,29 +10,41 @@ import (
 )
 
 // TestDrift generates testdata/drift in a scratch module, then changes a
-// struct the key code reads without regenerating, as a user would: the
-// build must fail in idem_gen.go with a message that says to run go
-// generate, and build again once regenerated. Each change is one package:
+// struct the key code reads, or a type it converts, without regenerating,
+// as a user would: the build must fail in idem_gen.go with a message that
+// names the drift check or the type, and build again once regenerated. Each change is one package:
 // a copy of the case and of its ext fixture.
 func TestDrift(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: generates and builds in a scratch module")
 	}
 	type edit struct{ file, old, new string }
+	const fields = `fieldsChanged_runGoGenerate`
 	variants := []struct {
 		name  string
 		edits []edit
-		// caught: the build fails; else (a field gained by another
-		// package's struct with unexported fields) only idemgen -check
-		// sees it.
-		caught bool
+		// want matches the compiler's message at a line of idem_gen.go;
+		// "" when the build is expected to pass (a field gained by
+		// another package's struct with unexported fields: only idemgen
+		// -check sees it).
+		want string
 	}{
-		{"add", []edit{{"drift.go", "\tNote  string `idem:\"-\"`\n", "\tNote  string `idem:\"-\"`\n\tExtra string\n"}}, true},
-		{"retype", []edit{{"drift.go", "\tCount int\n", "\tCount int16\n"}}, true},
-		{"remove", []edit{{"drift.go", "\tID    string\n", ""}}, true},
-		{"embedded", []edit{{"drift.go", "type Base struct {\n\tTenant string\n", "type Base struct {\n\tTenant string\n\tRegion string\n"}}, true},
-		{"foreign", []edit{{"ext/ext.go", "\tRetries int\n", "\tRetries int32\n"}}, true},
-		{"foreignadd", []edit{{"ext/ext.go", "\tRetries int\n", "\tRetries int\n\tZone    string\n"}}, false},
+		{"add", []edit{{"drift.go", "\tNote   string `idem:\"-\"`\n", "\tNote   string `idem:\"-\"`\n\tExtra  string\n"}}, fields},
+		{"retype", []edit{{"drift.go", "\tCount  int\n", "\tCount  int16\n"}}, fields},
+		{"remove", []edit{{"drift.go", "\tID     string\n", ""}}, fields},
+		{"embedded", []edit{{"drift.go", "type Base struct {\n\tTenant string\n", "type Base struct {\n\tTenant string\n\tRegion string\n"}}, fields},
+		{"foreign", []edit{{"ext/ext.go", "\tRetries int\n", "\tRetries int32\n"}}, fields},
+		{"foreignadd", []edit{{"ext/ext.go", "\tRetries int\n", "\tRetries int\n\tZone    string\n"}}, ""},
+		// A type redefined, not a field: the conversions in the key and
+		// codec code would still compile and truncate (10.50 and 10.99
+		// sharing a key, 10.99 replaying as 10).
+		{"underlying", []edit{{"drift.go", "\tCents int64\n", "\tCents float64\n"}}, `new\(Cents\)`},
+		{"stringtoint", []edit{{"drift.go", "\tCode  string\n", "\tCode  int\n"}}, `new\(Code\)`},
+		{"elem", []edit{{"drift.go", "\tCodes []int32\n", "\tCodes []float32\n"}}, `new\(Codes\)`},
+		{"widen", []edit{{"drift.go", "\tCents int64\n", "\tCents int32\n"}}, `new\(Cents\)`},
+		{"alias", []edit{{"drift.go", "\tUnits = int32\n", "\tUnits = float32\n"}}, `new\(Units\)`},
+		{"resultonly", []edit{{"drift.go", "\tRate  float32\n", "\tRate  float64\n"}}, `new\(Rate\)`},
+		{"foreigntype", []edit{{"ext/ext.go", "type Level int8\n", "type Level float32\n"}}, `new\(ext\.Level\)`},
 	}
 	mod, env := scratchModule(t, "idemgen.test/drift")
 	src := filepath.Join("..", "testdata", "drift")
@@ -90,15 +102,15 @@ func TestDrift(t *testing.T) {
 		pkg, body, _ := strings.Cut(sec, "\n")
 		failed[strings.TrimPrefix(pkg, "idemgen.test/drift/")] = body
 	}
-	stale := regexp.MustCompile(`(?m)^\S*idem_gen\.go:\d+:\d+: .*fieldsChanged_runGoGenerate`)
 	for _, v := range variants {
 		body, fails := failed[v.name]
+		caught := v.want != ""
 		switch {
-		case v.caught && !fails:
+		case caught && !fails:
 			t.Errorf("%s: the stale generated code still builds", v.name)
-		case v.caught && !stale.MatchString(body):
-			t.Errorf("%s: the build fails, but not at a line of idem_gen.go that says to run go generate:\n%s", v.name, body)
-		case !v.caught && fails:
+		case caught && !regexp.MustCompile(`(?m)^\S*idem_gen\.go:\d+:\d+: .*`+v.want).MatchString(body):
+			t.Errorf("%s: the build fails, but not at a line of idem_gen.go naming %s:\n%s", v.name, v.want, body)
+		case !caught && fails:
 			t.Errorf("%s: expected to build (a field gained by another package's struct with unexported fields is not seen by the compiler):\n%s", v.name, body)
 		}
 		if fails {

@@ -32,7 +32,10 @@ type emitter struct {
 	keyBuilding, keyRecursive map[*types.TypeName]bool
 	// fieldsRead are the struct types whose fields the key code reads:
 	// each gets a compile-time check that they did not change.
-	fieldsRead  map[*types.TypeName]*types.Named
+	fieldsRead map[*types.TypeName]*types.Named
+	// pinned are the named types and aliases whose representation the
+	// generated code converts (drift.go).
+	pinned      map[*types.TypeName]types.Type
 	helperDecls []helperDecl
 	idem        *types.Package
 	ctxPkg      *types.Package
@@ -72,6 +75,7 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 		keyBuilding:  map[*types.TypeName]bool{},
 		keyRecursive: map[*types.TypeName]bool{},
 		fieldsRead:   map[*types.TypeName]*types.Named{},
+		pinned:       map[*types.TypeName]types.Type{},
 		idem:         types.NewPackage(RuntimePath, "idem"),
 		ctxPkg:       types.NewPackage("context", "context"),
 	}

@@ -126,6 +126,7 @@ func (w *writer) fail(path, reason, hint string) ([]jen.Code, bool) {
 // in w.problems and returns false. ex, when non-nil, lists fields to skip:
 // the value is then expanded inline.
 func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic bool) ([]jen.Code, bool) {
+	w.e.pinAlias(t)
 	t = types.Unalias(t)
 	wk := w.e.pi.types
 	b := w.b
@@ -210,6 +211,8 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 	if n, ok := t.(*types.Named); ok {
 		if _, isStruct := n.Underlying().(*types.Struct); isStruct {
 			w.e.readFields(n)
+		} else {
+			w.e.pinNamed(n)
 		}
 	}
 	switch u := t.Underlying().(type) {

@@ -61,9 +61,88 @@ func (x *Idempotent) beginCharge(req *Req) idem.Call {
 	return c
 }
 
+var idemSpecQuote = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/drift.Quote",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecQuote,
+}
+
+// Build fails here if drift.Quote's signature changed since generation: run go generate.
+var _ func(context.Context, Cents, Units) (Price, error) = Quote
+
+// idemCodecQuote stores the results of Quote (generated codec).
+var idemCodecQuote = idem.TypedCodec[Price]{
+	Decode: func(d *idem.Decoder, v *Price) {
+		idemDecPrice(d, v)
+	},
+	Encode: func(e *idem.Encoder, v *Price) {
+		idemEncPrice(e, v)
+	},
+}
+
+// Quote is drift.Quote, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Quote(ctx context.Context, amount Cents, units Units) (Price, error) {
+	c := x.beginQuote(amount, units)
+	return idem.Do(ctx, c, func(ctx context.Context) (Price, error) {
+		return Quote(ctx, amount, units)
+	})
+}
+
+// QuoteKey is the store key Quote claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) QuoteKey(amount Cents, units Units) (string, error) {
+	return x.beginQuote(amount, units).StoreKey()
+}
+
+// beginQuote starts a call of Quote and writes its key material.
+func (x *Idempotent) beginQuote(amount Cents, units Units) idem.Call {
+	c := x.g.Begin(idemSpecQuote)
+	c.Key().Int(int64(amount))
+	c.Key().Int(int64(units))
+	return c
+}
+
+// idemDecPrice reads a Price of a stored result.
+func idemDecPrice(d *idem.Decoder, v *Price) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "Total":
+			v.Total = Cents(d.Int(64))
+		case "Rate":
+			v.Rate = Rate(d.Float32())
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemEncPrice writes a Price of a stored result.
+func idemEncPrice(e *idem.Encoder, v *Price) {
+	at := e.Struct()
+	e.Field("Total")
+	e.Int(int64(v.Total))
+	e.Field("Rate")
+	e.Float32(float32(v.Rate))
+	e.End(at)
+}
+
 // idemKeyBase writes the key material of Base.
 func idemKeyBase(b *idem.KeyBuilder, v *Base) {
 	b.String(v.Tenant)
+}
+
+// idemKeyCodes writes the key material of Codes.
+func idemKeyCodes(b *idem.KeyBuilder, v *Codes) {
+	if *v == nil {
+		b.Nil()
+	} else {
+		b.List(len(*v))
+		for i := range *v {
+			b.Int(int64((*v)[i]))
+		}
+	}
 }
 
 // idemKeyExtOptions writes the key material of ext.Options.
@@ -78,6 +157,11 @@ func idemKeyReq(b *idem.KeyBuilder, v *Req) {
 	b.String(v.ID)
 	b.Int(int64(v.Count))
 	idemKeyExtOptions(b, &v.Opts)
+	b.Int(int64(v.Amount))
+	b.String(string(v.Code))
+	idemKeyCodes(b, &v.Codes)
+	b.Int(int64(v.Units))
+	b.Int(int64(v.Level))
 }
 
 // idemBase_fieldsChanged_runGoGenerate is the field list of Base that the generated code was written for (tags aside).
@@ -93,14 +177,46 @@ var _ = func(fieldsChanged_runGoGenerate *ext.Options) (*string, *int) {
 	return &fieldsChanged_runGoGenerate.Region, &fieldsChanged_runGoGenerate.Retries
 }
 
+// idemPrice_fieldsChanged_runGoGenerate is the field list of Price that the generated code was written for (tags aside).
+type idemPrice_fieldsChanged_runGoGenerate struct {
+	Total Cents
+	Rate  Rate
+}
+
+// Build fails here if Price gained, lost or retyped a field since generation: run go generate.
+var _ = idemPrice_fieldsChanged_runGoGenerate(Price{})
+
 // idemReq_fieldsChanged_runGoGenerate is the field list of Req that the generated code was written for (tags aside).
 type idemReq_fieldsChanged_runGoGenerate struct {
-	Base
-	ID    string
-	Count int
-	Opts  ext.Options
-	Note  string
+	Base   `json:"-" xml:"-"`
+	ID     string
+	Count  int
+	Opts   ext.Options
+	Note   string
+	Amount Cents
+	Code   Code
+	Codes  Codes
+	Units  Units
+	Level  ext.Level
 }
 
 // Build fails here if Req gained, lost or retyped a field since generation: run go generate.
 var _ = idemReq_fieldsChanged_runGoGenerate(Req{})
+
+// Build fails here if Cents is no longer defined as int64: run go generate.
+var _ = (*int64)(new(Cents))
+
+// Build fails here if Code is no longer defined as string: run go generate.
+var _ = (*string)(new(Code))
+
+// Build fails here if Codes is no longer defined as []int32: run go generate.
+var _ = (*[]int32)(new(Codes))
+
+// Build fails here if Rate is no longer defined as float32: run go generate.
+var _ = (*float32)(new(Rate))
+
+// Build fails here if the alias Units no longer stands for int32: run go generate.
+var _ *int32 = new(Units)
+
+// Build fails here if ext.Level is no longer defined as int8: run go generate.
+var _ = (*int8)(new(ext.Level))

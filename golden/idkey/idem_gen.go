@@ -148,3 +148,6 @@ type idemTypedEvent_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if TypedEvent gained, lost or retyped a field since generation: run go generate.
 var _ = idemTypedEvent_fieldsChanged_runGoGenerate(TypedEvent{})
+
+// Build fails here if EventID is no longer defined as string: run go generate.
+var _ = (*string)(new(EventID))

@@ -125,3 +125,15 @@ type idemBasics_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if Basics gained, lost or retyped a field since generation: run go generate.
 var _ = idemBasics_fieldsChanged_runGoGenerate(Basics{})
+
+// Build fails here if Cents is no longer defined as int64: run go generate.
+var _ = (*int64)(new(Cents))
+
+// Build fails here if Currency is no longer defined as string: run go generate.
+var _ = (*string)(new(Currency))
+
+// Build fails here if Flag is no longer defined as bool: run go generate.
+var _ = (*bool)(new(Flag))
+
+// Build fails here if Ratio is no longer defined as float32: run go generate.
+var _ = (*float32)(new(Ratio))

@@ -197,7 +197,7 @@ var _ = func(fieldsChanged_runGoGenerate *sdk.Tag) (**string, **string) {
 
 // idemUpload_fieldsChanged_runGoGenerate is the field list of Upload that the generated code was written for (tags aside).
 type idemUpload_fieldsChanged_runGoGenerate struct {
-	marker
+	marker  `json:"-" xml:"-"`
 	Owner   string
 	In      *sdk.PutObjectInput
 	guard   [0]func()
@@ -206,3 +206,6 @@ type idemUpload_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if Upload gained, lost or retyped a field since generation: run go generate.
 var _ = idemUpload_fieldsChanged_runGoGenerate(Upload{})
+
+// Build fails here if sdk.ObjectLockMode is no longer defined as string: run go generate.
+var _ = (*string)(new(sdk.ObjectLockMode))

@@ -371,14 +371,14 @@ var _ = func(fieldsChanged_runGoGenerate *sdk.APIResponse) (*int, *http.Header, 
 
 // idemSdkCharge_fieldsChanged_runGoGenerate is the field list of sdk.Charge that the generated code was written for (tags aside).
 type idemSdkCharge_fieldsChanged_runGoGenerate struct {
-	sdk.APIResource
-	ID       string
-	Amount   int64
-	Currency string
-	Captured bool
-	Refunds  []*sdk.Refund
-	Metadata map[string]string
-	Outcome  *sdk.Outcome
+	sdk.APIResource `json:"-" xml:"-"`
+	ID              string
+	Amount          int64
+	Currency        string
+	Captured        bool
+	Refunds         []*sdk.Refund
+	Metadata        map[string]string
+	Outcome         *sdk.Outcome
 }
 
 // Build fails here if sdk.Charge gained, lost or retyped a field since generation: run go generate.

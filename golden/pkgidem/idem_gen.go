@@ -201,3 +201,6 @@ type idemInput_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if Input gained, lost or retyped a field since generation: run go generate.
 var _ = idemInput_fieldsChanged_runGoGenerate(Input{})
+
+// Build fails here if the alias ID no longer stands for string: run go generate.
+var _ *string = new(ID)

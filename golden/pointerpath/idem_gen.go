@@ -257,7 +257,7 @@ func idemKeyRequest(b *idem.KeyBuilder, v *Request) {
 
 // idemAccount_fieldsChanged_runGoGenerate is the field list of Account that the generated code was written for (tags aside).
 type idemAccount_fieldsChanged_runGoGenerate struct {
-	Base
+	Base `json:"-" xml:"-"`
 	*Audit
 	ID    int64
 	Owner *Person
@@ -312,7 +312,7 @@ var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})
 
 // idemTouched_fieldsChanged_runGoGenerate is the field list of Touched that the generated code was written for (tags aside).
 type idemTouched_fieldsChanged_runGoGenerate struct {
-	Meta
+	Meta   `json:"-" xml:"-"`
 	Tenant string
 }
 

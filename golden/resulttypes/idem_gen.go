@@ -275,7 +275,7 @@ var _ = idemMeta_fieldsChanged_runGoGenerate(Meta{})
 
 // idemReport_fieldsChanged_runGoGenerate is the field list of Report that the generated code was written for (tags aside).
 type idemReport_fieldsChanged_runGoGenerate struct {
-	Meta
+	Meta    `json:"-" xml:"-"`
 	Title   string
 	Counts  map[int]uint8
 	Blob    []byte

@@ -24,6 +24,11 @@ func TestEveryFieldKeyed(t *testing.T) {
 		func(r *Req) { r.Count = 3 },
 		func(r *Req) { r.Opts.Region = "us" },
 		func(r *Req) { r.Opts.Retries = 0 },
+		func(r *Req) { r.Amount = 7 },
+		func(r *Req) { r.Code = "x" },
+		func(r *Req) { r.Codes = []int32{1} },
+		func(r *Req) { r.Units = 4 },
+		func(r *Req) { r.Level = 5 },
 	}
 	for i, m := range mods {
 		r := req
@@ -32,5 +37,18 @@ func TestEveryFieldKeyed(t *testing.T) {
 		if n := runs.Load(); n != int64(i+2) {
 			t.Fatalf("modification %d did not change the key", i)
 		}
+	}
+}
+
+func TestQuoteReplays(t *testing.T) {
+	ctx := context.Background()
+	api := NewIdempotent(newGuard(t))
+	first, err := api.Quote(ctx, 1050, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := api.Quote(ctx, 1050, 2)
+	if err != nil || again != first || first != (Price{Total: 2100, Rate: 1.25}) {
+		t.Fatalf("replay %+v, %v; first %+v", again, err, first)
 	}
 }

@@ -11,3 +11,6 @@ type Options struct {
 
 	nocopy noCopy
 }
+
+// Level is read through a conversion to int64.
+type Level int8
