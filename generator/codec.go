@@ -145,14 +145,6 @@ func lossyPair(pi *pkgInfo, t types.Type) string {
 	return ""
 }
 
-// promoted reports whether t's method name is promoted from an embedded
-// field: it marshals that field alone, never the whole struct, so the
-// struct is stored by its fields (the embedded one by its own methods).
-func promoted(t types.Type, name string) bool {
-	_, index, _ := types.LookupFieldOrMethod(t, true, nil, name)
-	return len(index) > 1
-}
-
 // userinfo stores a url.Userinfo (no exported fields) by what its
 // accessors return, and rebuilds it with url.User or url.UserPassword: a
 // password set to "" stays set, an unset one stays unset.
@@ -220,8 +212,10 @@ func (g *codecGen) pair(t types.Type) (marshal, unmarshal string, ok bool) {
 		{w.jsonMarshaler, w.jsonUnmarshaler, "MarshalJSON", "UnmarshalJSON"},
 		{w.textMarshaler, w.textUnmarshaler, "MarshalText", "UnmarshalText"},
 	} {
-		if m, _ := implements(t, p.m); m && !promoted(t, p.mn) {
-			if u, _ := implements(t, p.u); u && !promoted(t, p.un) {
+		// implements counts a type's own methods only: a pair promoted
+		// from an embedded field marshals that field alone.
+		if m, _ := implements(t, p.m); m {
+			if u, _ := implements(t, p.u); u {
 				return p.mn, p.un, true
 			}
 		}
@@ -246,7 +240,7 @@ func (g *codecGen) code(t types.Type, v vx, path, foreignAt string, omit omitTre
 	}
 	if _, isPtr := t.Underlying().(*types.Pointer); !isPtr && !types.IsInterface(t) {
 		// protobuf messages: *M has ProtoReflect.
-		if pm, ptr := implements(t, pi.types.protoMessage); pm && ptr && !promoted(t, "ProtoReflect") {
+		if pm, ptr := implements(t, pi.types.protoMessage); pm && ptr {
 			if encode {
 				return one(jen.Id("e").Dot("Marshaled").Call(e.qual(protoPkg, "MarshalOptions").Values(jen.Dict{jen.Id("Deterministic"): jen.True()}).Dot("Marshal").Call(v.addr())))
 			}

@@ -161,6 +161,12 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 				}
 				return one(marshal), true
 			}
+			if isNamed(t, "math/big", "Float") {
+				// Its MarshalText is the shortest decimal at its own
+				// precision: 0.1 at 53 and at 64 bits would share a key.
+				// The 'p' text is the exact value.
+				return one(b().Dot("String").Call(v.e().Dot("Text").Call(jen.LitRune('p'), jen.Lit(0)))), true
+			}
 			if ok, _ := implements(t, wk.binaryMarshaler); ok {
 				return w.nilIface(t, v, b().Dot("Marshaled").Call(v.e().Dot("MarshalBinary").Call())), true
 			}
@@ -406,8 +412,14 @@ func (w *writer) nilCheck(v val, body []jen.Code) []jen.Code {
 	return one(jen.If(v.value().Op("==").Nil()).Block(w.b().Dot("Nil").Call()).Else().Block(body...))
 }
 
-// nilIface guards a method call on an interface value against nil.
+// nilIface guards a method call on an interface value against nil, and
+// keeps a nil slice or map with a marshaler (net.IP) apart from an empty
+// one, which marshal alike.
 func (w *writer) nilIface(t types.Type, v val, call jen.Code) []jen.Code {
+	switch t.Underlying().(type) {
+	case *types.Slice, *types.Map:
+		return w.nilCheck(v, one(call))
+	}
 	if types.IsInterface(t) {
 		return w.nilCheck(v, one(call))
 	}

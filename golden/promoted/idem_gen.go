@@ -4,6 +4,8 @@ package promoted
 
 import (
 	"context"
+	"math/big"
+	"net"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -276,6 +278,57 @@ func (x *Idempotent) beginMarks(m []struct {
 	return c
 }
 
+var idemSpecRoute = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/promoted.Route",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecRoute,
+}
+
+// Build fails here if promoted.Route's signature changed since generation: run go generate.
+var _ func(context.Context, net.IP, *big.Float) (int64, error) = Route
+
+// idemCodecRoute stores the results of Route (generated codec).
+var idemCodecRoute = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// Route is promoted.Route, run at most once per key (ttl=24h lease=30s on_duplicate=return).
+func (x *Idempotent) Route(ctx context.Context, ip net.IP, amount *big.Float) (int64, error) {
+	c := x.beginRoute(ip, amount)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return Route(ctx, ip, amount)
+	})
+}
+
+// RouteKey is the store key Route claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) RouteKey(ip net.IP, amount *big.Float) (string, error) {
+	return x.beginRoute(ip, amount).StoreKey()
+}
+
+// beginRoute starts a call of Route and writes its key material.
+func (x *Idempotent) beginRoute(ip net.IP, amount *big.Float) idem.Call {
+	c := x.g.Begin(idemSpecRoute)
+	if ip == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().Marshaled(ip.MarshalText())
+	}
+	if amount == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().Ptr()
+		c.Key().String(amount.Text('p', 0))
+	}
+	return c
+}
+
 // idemDecMoney reads a Money of a stored result.
 func idemDecMoney(d *idem.Decoder, v *Money) {
 	end := d.Struct()
@@ -414,7 +467,7 @@ var _ = idemCustomer_fieldsChanged_runGoGenerate(Customer{})
 
 // idemMoney_fieldsChanged_runGoGenerate is the field list of Money that the generated code was written for (tags aside).
 type idemMoney_fieldsChanged_runGoGenerate struct {
-	Decimal
+	Decimal  `json:"-" xml:"-"`
 	Currency string
 }
 
@@ -441,9 +494,9 @@ var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
 
 // idemReceipt_fieldsChanged_runGoGenerate is the field list of Receipt that the generated code was written for (tags aside).
 type idemReceipt_fieldsChanged_runGoGenerate struct {
-	Stamped
-	Total Money
-	N     int64
+	Stamped `json:"-" xml:"-"`
+	Total   Money
+	N       int64
 }
 
 // Build fails here if Receipt gained, lost or retyped a field since generation: run go generate.
@@ -451,8 +504,8 @@ var _ = idemReceipt_fieldsChanged_runGoGenerate(Receipt{})
 
 // idemRequest_fieldsChanged_runGoGenerate is the field list of Request that the generated code was written for (tags aside).
 type idemRequest_fieldsChanged_runGoGenerate struct {
-	Tenant
-	Item string
+	Tenant `json:"-" xml:"-"`
+	Item   string
 }
 
 // Build fails here if Request gained, lost or retyped a field since generation: run go generate.
@@ -460,8 +513,8 @@ var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})
 
 // idemStamped_fieldsChanged_runGoGenerate is the field list of Stamped that the generated code was written for (tags aside).
 type idemStamped_fieldsChanged_runGoGenerate struct {
-	time.Time
-	Order string
+	time.Time `json:"-" xml:"-"`
+	Order     string
 }
 
 // Build fails here if Stamped gained, lost or retyped a field since generation: run go generate.

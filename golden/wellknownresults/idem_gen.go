@@ -123,7 +123,7 @@ func (x *Idempotent) beginGetFloat(f *big.Float) idem.Call {
 		c.Key().Nil()
 	} else {
 		c.Key().Ptr()
-		c.Key().Marshaled(f.MarshalText())
+		c.Key().String(f.Text('p', 0))
 	}
 	return c
 }
@@ -165,7 +165,11 @@ func (x *Idempotent) GetIPKey(ip net.IP) (string, error) {
 // beginGetIP starts a call of GetIP and writes its key material.
 func (x *Idempotent) beginGetIP(ip net.IP) idem.Call {
 	c := x.g.Begin(idemSpecGetIP)
-	c.Key().Marshaled(ip.MarshalText())
+	if ip == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().Marshaled(ip.MarshalText())
+	}
 	return c
 }
 

@@ -60,6 +60,7 @@ import (
 	"context"
 	"encoding/json"
 	"math/big"
+	"net"
 	"time"
 
 	"github.com/idemgen/idemgen/internal/keyprop/other"
@@ -68,6 +69,7 @@ import (
 var (
 	_ json.RawMessage
 	_ big.Float
+	_ net.IP
 	_ time.Time
 	_ other.Code
 )
@@ -85,6 +87,7 @@ import (
 	"encoding/json"
 	"math/big"
 	"math/rand/v2"
+	"net"
 	"os"
 	"reflect"
 	"strconv"
@@ -98,6 +101,7 @@ import (
 var (
 	_ json.RawMessage
 	_ big.Float
+	_ net.IP
 	_ time.Time
 	_ other.Code
 )
@@ -154,13 +158,13 @@ func (g *gen) name(base string) string {
 var leaves = []string{
 	"bool", "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64",
 	"float32", "float64", "complex64", "complex128", "string", "[]byte",
-	"time.Time", "time.Duration", "json.RawMessage",
+	"time.Time", "time.Duration", "json.RawMessage", "net.IP", "*big.Float",
 	"other.Code", "other.Point", "other.Dec", "other.Tag", "other.Bin",
 }
 
 // storedOnly are leaves that results may hold but keys may not (their
 // key equality is not their Go equality).
-var storedOnly = []string{"*big.Float", "*big.Int"}
+var storedOnly = []string{"*big.Int"}
 
 // mapKeys are comparable types whose Go equality is their key equality
 // (key types; results store string and number keys).

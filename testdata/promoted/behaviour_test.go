@@ -3,6 +3,8 @@ package promoted
 import (
 	"context"
 	"errors"
+	"math/big"
+	"net"
 	"testing"
 	"time"
 
@@ -113,5 +115,43 @@ func TestCyclicKeyIsInvalid(t *testing.T) {
 	}
 	if _, err := api.Visit(context.Background(), n); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestMarshaledKeysKeepIdentity(t *testing.T) {
+	api := NewIdempotent(newGuard(t))
+	tenth := func(prec uint) *big.Float {
+		return new(big.Float).SetPrec(prec).Quo(big.NewFloat(1), big.NewFloat(10))
+	}
+	one := func(prec uint) *big.Float { return new(big.Float).SetPrec(prec).SetInt64(1) }
+	ip := net.IPv4(10, 0, 0, 1)
+	tests := []struct {
+		name   string
+		ip1    net.IP
+		a1     *big.Float
+		ip2    net.IP
+		a2     *big.Float
+		shared bool
+	}{
+		{"nil and empty address", nil, one(53), net.IP{}, one(53), false},
+		{"4- and 16-byte forms of one address", ip.To4(), one(53), ip.To16(), one(53), true},
+		{"0.1 at 53 and at 64 bits", ip, tenth(53), ip, tenth(64), false},
+		{"1 at 53 and at 64 bits", ip, one(53), ip, one(64), true},
+		{"nil and zero amount", ip, nil, ip, new(big.Float), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k1, err := api.RouteKey(tt.ip1, tt.a1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k2, err := api.RouteKey(tt.ip2, tt.a2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (k1 == k2) != tt.shared {
+				t.Errorf("shared key = %v, want %v", k1 == k2, tt.shared)
+			}
+		})
 	}
 }

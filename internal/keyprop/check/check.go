@@ -19,6 +19,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"net"
 	"reflect"
 	"strings"
 	"testing"
@@ -186,6 +187,7 @@ var (
 	decType     = reflect.TypeFor[other.Dec]()
 	tagType     = reflect.TypeFor[other.Tag]()
 	binType     = reflect.TypeFor[other.Bin]()
+	ipType      = reflect.TypeFor[net.IP]()
 )
 
 // Equal is the key equality: what makes two calls the same call.
@@ -204,10 +206,25 @@ var (
 //     MarshalText): what the method writes; for the test's types, their
 //     state.
 func Equal(a, b reflect.Value) bool {
+	a, b = open(a), open(b)
 	t := a.Type()
 	switch t {
 	case timeType:
 		return get(a).Interface().(time.Time).Equal(get(b).Interface().(time.Time))
+	case ipType:
+		// The address: its 4- and 16-byte forms are one address.
+		x, y := get(a).Interface().(net.IP), get(b).Interface().(net.IP)
+		if x == nil || y == nil || len(x) == 0 || len(y) == 0 {
+			return (x == nil) == (y == nil) && len(x) == len(y)
+		}
+		return x.Equal(y)
+	case bigFloatPtr:
+		// The exact value (precision aside), sign of zero included.
+		x, y := get(a).Interface().(*big.Float), get(b).Interface().(*big.Float)
+		if x == nil || y == nil {
+			return x == y
+		}
+		return x.Cmp(y) == 0 && x.Signbit() == y.Signbit()
 	}
 	switch a.Kind() {
 	case reflect.Bool:
@@ -251,7 +268,7 @@ func Equal(a, b reflect.Value) bool {
 		}
 		for it := a.MapRange(); it.Next(); {
 			x := b.MapIndex(it.Key())
-			if !x.IsValid() || !Equal(it.Value(), x) {
+			if !x.IsValid() || !Equal(addressable(it.Value()), addressable(x)) {
 				return false
 			}
 		}
@@ -316,6 +333,23 @@ func get(v reflect.Value) reflect.Value {
 	return c
 }
 
+// addressable copies v (a map key or value, not read-only) to where its
+// unexported fields can be reached.
+func addressable(v reflect.Value) reflect.Value {
+	c := reflect.New(v.Type()).Elem()
+	c.Set(v)
+	return c
+}
+
+// open drops the read-only mark of a value reached through an unexported
+// field, so what it holds (map values too) can be read and copied.
+func open(v reflect.Value) reflect.Value {
+	if v.CanAddr() {
+		return settable(v)
+	}
+	return v
+}
+
 // settable returns v, settable even when it was reached through an
 // unexported field (v must be addressable).
 func settable(v reflect.Value) reflect.Value {
@@ -363,6 +397,10 @@ func fill(r *rand.Rand, v reflect.Value, nan bool, depth int) {
 		return
 	case binType:
 		v.Set(reflect.ValueOf(other.NewBin(uint16(r.IntN(3)), uint16(r.IntN(3)))))
+		return
+	case ipType:
+		ips := []net.IP{nil, {}, net.IPv4(10, 0, 0, 1).To4(), net.IPv4(10, 0, 0, 1), net.IPv4(10, 0, 0, 2), net.IPv6loopback}
+		v.Set(reflect.ValueOf(ips[r.IntN(len(ips))]))
 		return
 	case bigFloatPtr:
 		if r.IntN(4) > 0 {
@@ -456,17 +494,24 @@ func randFloat(r *rand.Rand, v reflect.Value, nan bool) float64 {
 
 // Copy returns a deep copy of v (no sharing, so Mutant cannot reach v).
 func Copy(v reflect.Value) reflect.Value {
+	src := reflect.New(v.Type()).Elem()
+	src.Set(v) // addressable: so is everything below it but map entries
 	c := reflect.New(v.Type()).Elem()
-	deepCopy(c, v)
+	deepCopy(c, src)
 	return c
 }
 
 func deepCopy(dst, src reflect.Value) {
-	dst = settable(dst)
+	dst, src = settable(dst), open(src)
 	t := src.Type()
 	switch t {
 	case timeType, decType, tagType, binType:
 		dst.Set(get(src))
+		return
+	case ipType:
+		if !src.IsNil() {
+			dst.Set(reflect.ValueOf(append(net.IP{}, get(src).Interface().(net.IP)...)))
+		}
 		return
 	case bigFloatPtr:
 		if !src.IsNil() {
@@ -503,8 +548,8 @@ func deepCopy(dst, src reflect.Value) {
 			m := reflect.MakeMap(t)
 			for it := src.MapRange(); it.Next(); {
 				k, e := reflect.New(t.Key()).Elem(), reflect.New(t.Elem()).Elem()
-				deepCopy(k, it.Key())
-				deepCopy(e, it.Value())
+				deepCopy(k, addressable(it.Key()))
+				deepCopy(e, addressable(it.Value()))
 				m.SetMapIndex(k, e)
 			}
 			dst.Set(m)
@@ -533,7 +578,7 @@ func twin(r *rand.Rand, v reflect.Value) {
 		tm := v.Interface().(time.Time)
 		v.Set(reflect.ValueOf(tm.In(time.FixedZone("T", 60*(1+r.IntN(600))))))
 		return
-	case decType, tagType, binType, rawType, bigFloatPtr, bigIntPtr:
+	case decType, tagType, binType, rawType, bigFloatPtr, bigIntPtr, ipType:
 		return
 	}
 	switch v.Kind() {
@@ -584,7 +629,7 @@ func Mutant(r *rand.Rand, v reflect.Value) reflect.Value {
 			x.Set(n)
 		})
 		switch x.Type() {
-		case timeType, decType, tagType, binType, rawType, bigFloatPtr, bigIntPtr:
+		case timeType, decType, tagType, binType, rawType, bigFloatPtr, bigIntPtr, ipType:
 			return
 		}
 		switch x.Kind() {

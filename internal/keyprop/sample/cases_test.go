@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"math/big"
 	"math/rand/v2"
+	"net"
 	"os"
 	"reflect"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 var (
 	_ json.RawMessage
 	_ big.Float
+	_ net.IP
 	_ time.Time
 	_ other.Code
 )
@@ -27,12 +29,12 @@ var (
 func cases() []check.Case {
 	api := NewIdempotent(check.NewGuard())
 	return []check.Case{
-		{Name: "Keyed0(struct {F0 other.Point; F1 map[string]S1})", Type: reflect.TypeFor[struct {
-			F0 other.Point
+		{Name: "Keyed0(struct {F0 other.Code; F1 map[string]S1})", Type: reflect.TypeFor[struct {
+			F0 other.Code
 			F1 map[string]S1
 		}](), Key: func(v any) (string, error) {
 			return api.Keyed0Key(v.(struct {
-				F0 other.Point
+				F0 other.Code
 				F1 map[string]S1
 			}))
 		}},
@@ -42,7 +44,7 @@ func cases() []check.Case {
 		{Name: "Keyed4([0]S8)", Type: reflect.TypeFor[[0]S8](), Key: func(v any) (string, error) { return api.Keyed4Key(v.([0]S8)) }},
 		{Name: "Keyed5(S11)", Type: reflect.TypeFor[S11](), Key: func(v any) (string, error) { return api.Keyed5Key(v.(S11)) }},
 		{Name: "Keyed6(S13)", Type: reflect.TypeFor[S13](), Key: func(v any) (string, error) { return api.Keyed6Key(v.(S13)) }},
-		{Name: "Keyed7(time.Duration)", Type: reflect.TypeFor[time.Duration](), Key: func(v any) (string, error) { return api.Keyed7Key(v.(time.Duration)) }},
+		{Name: "Keyed7(json.RawMessage)", Type: reflect.TypeFor[json.RawMessage](), Key: func(v any) (string, error) { return api.Keyed7Key(v.(json.RawMessage)) }},
 		{Name: "Keyed8(*struct {F0 bool `idem:\"-\"`; F1 N18})", Type: reflect.TypeFor[*struct {
 			F0 bool `idem:"-"`
 			F1 N18
@@ -52,7 +54,7 @@ func cases() []check.Case {
 				F1 N18
 			}))
 		}},
-		{Name: "Keyed9([1][]*float32)", Type: reflect.TypeFor[[1][]*float32](), Key: func(v any) (string, error) { return api.Keyed9Key(v.([1][]*float32)) }},
+		{Name: "Keyed9([1][]*float64)", Type: reflect.TypeFor[[1][]*float64](), Key: func(v any) (string, error) { return api.Keyed9Key(v.([1][]*float64)) }},
 		{Name: "Keyed10(Rec19)", Type: reflect.TypeFor[Rec19](), Key: func(v any) (string, error) { return api.Keyed10Key(v.(Rec19)) }},
 		{Name: "Keyed11(N23)", Type: reflect.TypeFor[N23](), Key: func(v any) (string, error) { return api.Keyed11Key(v.(N23)) }},
 		{Name: "Pathed0(P24)", Type: reflect.TypeFor[P24](), Paths: [][]string{[]string{"A", "C"}, []string{"A", "D"}}, Key: func(v any) (string, error) { return api.Pathed0Key(v.(P24)) }},
@@ -63,13 +65,13 @@ func cases() []check.Case {
 		{Name: "Pathed5(*P42)", Type: reflect.TypeFor[*P42](), Paths: [][]string{[]string{"A", "C"}, []string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed5Key(v.(*P42)) }},
 		{Name: "Stored0(other.Code)", Type: reflect.TypeFor[other.Code](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored0(ctx, id, v.(other.Code)) }},
 		{Name: "Stored1(S45)", Type: reflect.TypeFor[S45](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored1(ctx, id, v.(S45)) }},
-		{Name: "Stored2(uint64)", Type: reflect.TypeFor[uint64](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored2(ctx, id, v.(uint64)) }},
+		{Name: "Stored2(float32)", Type: reflect.TypeFor[float32](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored2(ctx, id, v.(float32)) }},
 		{Name: "Stored3(*S47)", Type: reflect.TypeFor[*S47](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored3(ctx, id, v.(*S47)) }},
 		{Name: "Stored4(N54)", Type: reflect.TypeFor[N54](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored4(ctx, id, v.(N54)) }},
 		{Name: "Stored5(N55)", Type: reflect.TypeFor[N55](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored5(ctx, id, v.(N55)) }},
 		{Name: "Stored6(S56)", Type: reflect.TypeFor[S56](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored6(ctx, id, v.(S56)) }},
-		{Name: "Stored7([][2]*time.Duration)", Type: reflect.TypeFor[[][2]*time.Duration](), Call: func(ctx context.Context, id int64, v any) (any, error) {
-			return api.Stored7(ctx, id, v.([][2]*time.Duration))
+		{Name: "Stored7([][2]*json.RawMessage)", Type: reflect.TypeFor[[][2]*json.RawMessage](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.Stored7(ctx, id, v.([][2]*json.RawMessage))
 		}},
 		{Name: "Stored8(S57)", Type: reflect.TypeFor[S57](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored8(ctx, id, v.(S57)) }},
 		{Name: "Stored9(*S59)", Type: reflect.TypeFor[*S59](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored9(ctx, id, v.(*S59)) }},

@@ -4,6 +4,8 @@ package sample
 
 import (
 	"context"
+	"encoding/json"
+	"math/big"
 	"time"
 
 	"github.com/idemgen/idemgen/internal/keyprop/other"
@@ -30,7 +32,7 @@ var idemSpecKeyed0 = &idem.Spec{
 
 // Build fails here if sample.Keyed0's signature changed since generation: run go generate.
 var _ func(context.Context, struct {
-	F0 other.Point
+	F0 other.Code
 	F1 map[string]S1
 }) (int64, error) = Keyed0
 
@@ -46,7 +48,7 @@ var idemCodecKeyed0 = idem.TypedCodec[int64]{
 
 // Keyed0 is sample.Keyed0, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed0(ctx context.Context, v struct {
-	F0 other.Point
+	F0 other.Code
 	F1 map[string]S1
 }) (int64, error) {
 	c := x.beginKeyed0(&v)
@@ -57,7 +59,7 @@ func (x *Idempotent) Keyed0(ctx context.Context, v struct {
 
 // Keyed0Key is the store key Keyed0 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
 func (x *Idempotent) Keyed0Key(v struct {
-	F0 other.Point
+	F0 other.Code
 	F1 map[string]S1
 }) (string, error) {
 	return x.beginKeyed0(&v).StoreKey()
@@ -65,11 +67,11 @@ func (x *Idempotent) Keyed0Key(v struct {
 
 // beginKeyed0 starts a call of Keyed0 and writes its key material. Structs and arrays come by pointer, so a call copies none.
 func (x *Idempotent) beginKeyed0(v *struct {
-	F0 other.Point
+	F0 other.Code
 	F1 map[string]S1
 }) idem.Call {
 	c := x.g.Begin(idemSpecKeyed0)
-	idemKeyOtherPoint(c.Key(), &v.F0)
+	c.Key().String(string(v.F0))
 	if v.F1 == nil {
 		c.Key().Nil()
 	} else {
@@ -366,7 +368,7 @@ var idemSpecKeyed7 = &idem.Spec{
 }
 
 // Build fails here if sample.Keyed7's signature changed since generation: run go generate.
-var _ func(context.Context, time.Duration) (int64, error) = Keyed7
+var _ func(context.Context, json.RawMessage) (int64, error) = Keyed7
 
 // idemCodecKeyed7 stores the results of Keyed7 (generated codec).
 var idemCodecKeyed7 = idem.TypedCodec[int64]{
@@ -379,7 +381,7 @@ var idemCodecKeyed7 = idem.TypedCodec[int64]{
 }
 
 // Keyed7 is sample.Keyed7, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Keyed7(ctx context.Context, v time.Duration) (int64, error) {
+func (x *Idempotent) Keyed7(ctx context.Context, v json.RawMessage) (int64, error) {
 	c := x.beginKeyed7(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Keyed7(ctx, v)
@@ -387,14 +389,14 @@ func (x *Idempotent) Keyed7(ctx context.Context, v time.Duration) (int64, error)
 }
 
 // Keyed7Key is the store key Keyed7 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Keyed7Key(v time.Duration) (string, error) {
+func (x *Idempotent) Keyed7Key(v json.RawMessage) (string, error) {
 	return x.beginKeyed7(v).StoreKey()
 }
 
 // beginKeyed7 starts a call of Keyed7 and writes its key material.
-func (x *Idempotent) beginKeyed7(v time.Duration) idem.Call {
+func (x *Idempotent) beginKeyed7(v json.RawMessage) idem.Call {
 	c := x.g.Begin(idemSpecKeyed7)
-	c.Key().Int(int64(v))
+	idemKeyJsonRawMessage(c.Key(), &v)
 	return c
 }
 
@@ -465,7 +467,7 @@ var idemSpecKeyed9 = &idem.Spec{
 }
 
 // Build fails here if sample.Keyed9's signature changed since generation: run go generate.
-var _ func(context.Context, [1][]*float32) (int64, error) = Keyed9
+var _ func(context.Context, [1][]*float64) (int64, error) = Keyed9
 
 // idemCodecKeyed9 stores the results of Keyed9 (generated codec).
 var idemCodecKeyed9 = idem.TypedCodec[int64]{
@@ -478,7 +480,7 @@ var idemCodecKeyed9 = idem.TypedCodec[int64]{
 }
 
 // Keyed9 is sample.Keyed9, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Keyed9(ctx context.Context, v [1][]*float32) (int64, error) {
+func (x *Idempotent) Keyed9(ctx context.Context, v [1][]*float64) (int64, error) {
 	c := x.beginKeyed9(&v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Keyed9(ctx, v)
@@ -486,12 +488,12 @@ func (x *Idempotent) Keyed9(ctx context.Context, v [1][]*float32) (int64, error)
 }
 
 // Keyed9Key is the store key Keyed9 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Keyed9Key(v [1][]*float32) (string, error) {
+func (x *Idempotent) Keyed9Key(v [1][]*float64) (string, error) {
 	return x.beginKeyed9(&v).StoreKey()
 }
 
 // beginKeyed9 starts a call of Keyed9 and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginKeyed9(v *[1][]*float32) idem.Call {
+func (x *Idempotent) beginKeyed9(v *[1][]*float64) idem.Call {
 	c := x.g.Begin(idemSpecKeyed9)
 	c.Key().List(1)
 	for i := range v {
@@ -504,7 +506,7 @@ func (x *Idempotent) beginKeyed9(v *[1][]*float32) idem.Call {
 					c.Key().Nil()
 				} else {
 					c.Key().Ptr()
-					c.Key().Float(float64(*v[i][i2]))
+					c.Key().Float(*v[i][i2])
 				}
 			}
 		}
@@ -645,7 +647,7 @@ func (x *Idempotent) beginPathed0(v *P24) idem.Call {
 			c.Key().Nil()
 		} else {
 			c.Key().Ptr()
-			c.Key().Time(*v.A.D)
+			c.Key().Int(int64(*v.A.D))
 		}
 	}
 	idemKeyP24(c.Payload(), v)
@@ -710,7 +712,7 @@ func (x *Idempotent) beginPathed1(v *P26) idem.Call {
 			c.Key().Nil()
 		} else {
 			c.Key().Ptr()
-			c.Key().Complex(complex128(*v.A.D))
+			c.Key().Complex(*v.A.D)
 		}
 	}
 	if v == nil {
@@ -767,7 +769,7 @@ func (x *Idempotent) beginPathed2(v *P31) idem.Call {
 			c.Key().Nil()
 		} else {
 			c.Key().Ptr()
-			c.Key().Uint(*v.A.C)
+			c.Key().Float(float64(*v.A.C))
 		}
 	}
 	if v == nil || v.A == nil {
@@ -778,7 +780,7 @@ func (x *Idempotent) beginPathed2(v *P31) idem.Call {
 			c.Key().Nil()
 		} else {
 			c.Key().Ptr()
-			c.Key().Float(*v.A.D)
+			c.Key().Complex(complex128(*v.A.D))
 		}
 	}
 	if v == nil {
@@ -906,7 +908,7 @@ func (x *Idempotent) beginPathed4(v *P38) idem.Call {
 		}
 	}
 	c.Key().Key(v.B.F1)
-	c.Key().String(v.B.F2)
+	c.Key().Time(v.B.F2)
 	c.Key().Int(int64(v.B.F3))
 	idemKeyP38(c.Payload(), v)
 	return c
@@ -960,7 +962,7 @@ func (x *Idempotent) beginPathed5(v *P42) idem.Call {
 			for k, e := range v.A.C {
 				c.Key().MapEntry()
 				c.Key().Bytes(k[:])
-				c.Key().Complex(complex128(e))
+				c.Key().Complex(e)
 			}
 			c.Key().MapEnd()
 		}
@@ -1082,33 +1084,33 @@ var idemSpecStored2 = &idem.Spec{
 }
 
 // Build fails here if sample.Stored2's signature changed since generation: run go generate.
-var _ func(context.Context, int64, uint64) (uint64, error) = Stored2
+var _ func(context.Context, int64, float32) (float32, error) = Stored2
 
 // idemCodecStored2 stores the results of Stored2 (generated codec).
-var idemCodecStored2 = idem.TypedCodec[uint64]{
-	Decode: func(d *idem.Decoder, v *uint64) {
-		*v = d.Uint(64)
+var idemCodecStored2 = idem.TypedCodec[float32]{
+	Decode: func(d *idem.Decoder, v *float32) {
+		*v = d.Float32()
 	},
-	Encode: func(e *idem.Encoder, v *uint64) {
-		e.Uint(*v)
+	Encode: func(e *idem.Encoder, v *float32) {
+		e.Float32(*v)
 	},
 }
 
 // Stored2 is sample.Stored2, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
-func (x *Idempotent) Stored2(ctx context.Context, id int64, v uint64) (uint64, error) {
+func (x *Idempotent) Stored2(ctx context.Context, id int64, v float32) (float32, error) {
 	c := x.beginStored2(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) (uint64, error) {
+	return idem.Do(ctx, c, func(ctx context.Context) (float32, error) {
 		return Stored2(ctx, id, v)
 	})
 }
 
 // Stored2Key is the store key Stored2 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Stored2Key(id int64, v uint64) (string, error) {
+func (x *Idempotent) Stored2Key(id int64, v float32) (string, error) {
 	return x.beginStored2(id, v).StoreKey()
 }
 
 // beginStored2 starts a call of Stored2 and writes its key material.
-func (x *Idempotent) beginStored2(id int64, v uint64) idem.Call {
+func (x *Idempotent) beginStored2(id int64, v float32) idem.Call {
 	c := x.g.Begin(idemSpecStored2)
 	c.Key().Int(id)
 	return c
@@ -1297,21 +1299,21 @@ var idemSpecStored7 = &idem.Spec{
 }
 
 // Build fails here if sample.Stored7's signature changed since generation: run go generate.
-var _ func(context.Context, int64, [][2]*time.Duration) ([][2]*time.Duration, error) = Stored7
+var _ func(context.Context, int64, [][2]*json.RawMessage) ([][2]*json.RawMessage, error) = Stored7
 
 // idemCodecStored7 stores the results of Stored7 (generated codec).
-var idemCodecStored7 = idem.TypedCodec[[][2]*time.Duration]{
-	Decode: func(d *idem.Decoder, v *[][2]*time.Duration) {
+var idemCodecStored7 = idem.TypedCodec[[][2]*json.RawMessage]{
+	Decode: func(d *idem.Decoder, v *[][2]*json.RawMessage) {
 		if d.Nil() {
 			*v = nil
 		} else {
-			*v = make([][2]*time.Duration, d.List())
+			*v = make([][2]*json.RawMessage, d.List())
 			for i := range *v {
 				if d.Array(len((*v)[i])) {
 					for i2 := range (*v)[i] {
 						if d.Ptr() {
-							(*v)[i][i2] = new(time.Duration)
-							*(*v)[i][i2] = time.Duration(d.Int(64))
+							(*v)[i][i2] = new(json.RawMessage)
+							idemDecJsonRawMessage(d, (*v)[i][i2])
 						} else {
 							(*v)[i][i2] = nil
 						}
@@ -1320,7 +1322,7 @@ var idemCodecStored7 = idem.TypedCodec[[][2]*time.Duration]{
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *[][2]*time.Duration) {
+	Encode: func(e *idem.Encoder, v *[][2]*json.RawMessage) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -1332,7 +1334,7 @@ var idemCodecStored7 = idem.TypedCodec[[][2]*time.Duration]{
 						e.Nil()
 					} else {
 						e.Ptr()
-						e.Int(int64(*(*v)[i][i2]))
+						idemEncJsonRawMessage(e, (*v)[i][i2])
 					}
 				}
 				e.End(at2)
@@ -1343,20 +1345,20 @@ var idemCodecStored7 = idem.TypedCodec[[][2]*time.Duration]{
 }
 
 // Stored7 is sample.Stored7, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
-func (x *Idempotent) Stored7(ctx context.Context, id int64, v [][2]*time.Duration) ([][2]*time.Duration, error) {
+func (x *Idempotent) Stored7(ctx context.Context, id int64, v [][2]*json.RawMessage) ([][2]*json.RawMessage, error) {
 	c := x.beginStored7(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) ([][2]*time.Duration, error) {
+	return idem.Do(ctx, c, func(ctx context.Context) ([][2]*json.RawMessage, error) {
 		return Stored7(ctx, id, v)
 	})
 }
 
 // Stored7Key is the store key Stored7 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Stored7Key(id int64, v [][2]*time.Duration) (string, error) {
+func (x *Idempotent) Stored7Key(id int64, v [][2]*json.RawMessage) (string, error) {
 	return x.beginStored7(id, v).StoreKey()
 }
 
 // beginStored7 starts a call of Stored7 and writes its key material.
-func (x *Idempotent) beginStored7(id int64, v [][2]*time.Duration) idem.Call {
+func (x *Idempotent) beginStored7(id int64, v [][2]*json.RawMessage) idem.Call {
 	c := x.g.Begin(idemSpecStored7)
 	c.Key().Int(id)
 	return c
@@ -1564,7 +1566,7 @@ func idemDecE51(d *idem.Decoder, v *E51) {
 		case "F0":
 			v.F0 = uint16(d.Uint(16))
 		case "F1":
-			v.F1 = time.Duration(d.Int(64))
+			idemDecJsonRawMessage(d, &v.F1)
 		case "Point":
 			if d.Ptr() {
 				v.Point = new(other.Point)
@@ -1589,8 +1591,8 @@ func idemDecE64(d *idem.Decoder, v *E64) {
 			v.F0 = d.Float64()
 		case "F1":
 			if d.Ptr() {
-				v.F1 = new(int64)
-				*v.F1 = d.Int(64)
+				v.F1 = new(uint)
+				*v.F1 = uint(d.Uint(64))
 			} else {
 				v.F1 = nil
 			}
@@ -1613,13 +1615,18 @@ func idemDecE66(d *idem.Decoder, v *E66) {
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "F0":
-			v.F0 = d.Float64()
+			v.F0 = complex64(d.Complex())
 		case "F1":
-			d.Unmarshaled(v.F1.UnmarshalBinary(d.Marshaled()))
+			v.F1 = time.Duration(d.Int(64))
 		default:
 			d.Skip()
 		}
 	}
+}
+
+// idemDecJsonRawMessage reads a json.RawMessage of a stored result.
+func idemDecJsonRawMessage(d *idem.Decoder, v *json.RawMessage) {
+	*v = json.RawMessage(d.Bytes())
 }
 
 // idemDecOtherPoint reads a other.Point of a stored result.
@@ -1792,7 +1799,7 @@ func idemDecS61(d *idem.Decoder, v *S61) {
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "F0":
-			v.F0 = d.Float32()
+			v.F0 = d.Float64()
 		case "F1":
 			idemDecS62(d, &v.F1)
 		default:
@@ -1807,7 +1814,7 @@ func idemDecS62(d *idem.Decoder, v *S62) {
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "F0":
-			v.F0 = d.Complex()
+			v.F0 = d.String()
 		default:
 			d.Skip()
 		}
@@ -1848,7 +1855,7 @@ func idemEncE51(e *idem.Encoder, v *E51) {
 	e.Field("F0")
 	e.Uint(uint64(v.F0))
 	e.Field("F1")
-	e.Int(int64(v.F1))
+	idemEncJsonRawMessage(e, &v.F1)
 	e.Field("Point")
 	if v.Point == nil {
 		e.Nil()
@@ -1871,7 +1878,7 @@ func idemEncE64(e *idem.Encoder, v *E64) {
 		e.Nil()
 	} else {
 		e.Ptr()
-		e.Int(*v.F1)
+		e.Uint(uint64(*v.F1))
 	}
 	e.Field("E66")
 	if v.E66 == nil {
@@ -1887,10 +1894,15 @@ func idemEncE64(e *idem.Encoder, v *E64) {
 func idemEncE66(e *idem.Encoder, v *E66) {
 	at := e.Struct()
 	e.Field("F0")
-	e.Float64(v.F0)
+	e.Complex(complex128(v.F0))
 	e.Field("F1")
-	e.Marshaled(v.F1.MarshalBinary())
+	e.Int(int64(v.F1))
 	e.End(at)
+}
+
+// idemEncJsonRawMessage writes a json.RawMessage of a stored result.
+func idemEncJsonRawMessage(e *idem.Encoder, v *json.RawMessage) {
+	e.Bytes([]byte(*v))
 }
 
 // idemEncOtherPoint writes a other.Point of a stored result.
@@ -2011,7 +2023,7 @@ func idemEncS60(e *idem.Encoder, v *S60) {
 func idemEncS61(e *idem.Encoder, v *S61) {
 	at := e.Struct()
 	e.Field("F0")
-	e.Float32(v.F0)
+	e.Float64(v.F0)
 	e.Field("F1")
 	idemEncS62(e, &v.F1)
 	e.End(at)
@@ -2021,7 +2033,7 @@ func idemEncS61(e *idem.Encoder, v *S61) {
 func idemEncS62(e *idem.Encoder, v *S62) {
 	at := e.Struct()
 	e.Field("F0")
-	e.Complex(v.F0)
+	e.String(v.F0)
 	e.End(at)
 }
 
@@ -2033,16 +2045,21 @@ func idemEncS63(e *idem.Encoder, v *S63) {
 	e.End(at)
 }
 
-// idemKeyE15 writes the key material of E15.
+// idemKeyE15 writes the key material of E15. Not keyed (tagged idem:"-"): F0.
 func idemKeyE15(b *idem.KeyBuilder, v *E15) {
-	b.Time(v.F1)
+	idemKeyJsonRawMessage(b, &v.F1)
 	b.Uint(uint64(v.F2))
 	idemKeyE16(b, &v.E16)
 }
 
 // idemKeyE16 writes the key material of E16.
 func idemKeyE16(b *idem.KeyBuilder, v *E16) {
-	b.String(string(v.F0))
+	if v.F0 == nil {
+		b.Nil()
+	} else {
+		b.Ptr()
+		b.String(v.F0.Text('p', 0))
+	}
 }
 
 // idemKeyE2 writes the key material of E2.
@@ -2059,6 +2076,15 @@ func idemKeyE22(b *idem.KeyBuilder, v *E22) {
 	b.Int(v.f1)
 	b.Key(v.Tag)
 	b.Marshaled(v.F3.MarshalBinary())
+}
+
+// idemKeyJsonRawMessage writes the key material of json.RawMessage.
+func idemKeyJsonRawMessage(b *idem.KeyBuilder, v *json.RawMessage) {
+	if *v == nil {
+		b.Nil()
+	} else {
+		b.Bytes(*v)
+	}
 }
 
 // idemKeyMK33 writes the key material of MK33.
@@ -2081,7 +2107,7 @@ func idemKeyP24(b *idem.KeyBuilder, v *P24) {
 		b.Ptr()
 		idemKeyQ25(b, v.A)
 	}
-	b.Complex(v.B)
+	b.String(v.B)
 }
 
 // idemKeyP26 writes the key material of P26.
@@ -2130,7 +2156,7 @@ func idemKeyP34(b *idem.KeyBuilder, v *P34) {
 	}
 }
 
-// idemKeyP38 writes the key material of P38.
+// idemKeyP38 writes the key material of P38. Not keyed (tagged idem:"-"): F0.
 func idemKeyP38(b *idem.KeyBuilder, v *P38) {
 	if v.A == nil {
 		b.Nil()
@@ -2139,7 +2165,7 @@ func idemKeyP38(b *idem.KeyBuilder, v *P38) {
 		idemKeyQ39(b, v.A)
 	}
 	b.Key(v.B.F1)
-	b.String(v.B.F2)
+	b.Time(v.B.F2)
 	b.Int(int64(v.B.F3))
 }
 
@@ -2161,7 +2187,7 @@ func idemKeyQ25(b *idem.KeyBuilder, v *Q25) {
 		b.Nil()
 	} else {
 		b.Ptr()
-		b.Time(*v.D)
+		b.Int(int64(*v.D))
 	}
 }
 
@@ -2179,7 +2205,7 @@ func idemKeyQ27(b *idem.KeyBuilder, v *Q27) {
 		b.Nil()
 	} else {
 		b.Ptr()
-		b.Complex(complex128(*v.D))
+		b.Complex(*v.D)
 	}
 }
 
@@ -2189,13 +2215,13 @@ func idemKeyQ32(b *idem.KeyBuilder, v *Q32) {
 		b.Nil()
 	} else {
 		b.Ptr()
-		b.Uint(*v.C)
+		b.Float(float64(*v.C))
 	}
 	if v.D == nil {
 		b.Nil()
 	} else {
 		b.Ptr()
-		b.Float(*v.D)
+		b.Complex(complex128(*v.D))
 	}
 }
 
@@ -2206,7 +2232,7 @@ func idemKeyQ35(b *idem.KeyBuilder, v *Q35) {
 		b.Nil()
 	} else {
 		b.Ptr()
-		b.Key(*v.D)
+		b.Marshaled(v.D.MarshalText())
 	}
 }
 
@@ -2230,7 +2256,7 @@ func idemKeyQ43(b *idem.KeyBuilder, v *Q43) {
 		for k, e := range v.C {
 			b.MapEntry()
 			b.Bytes(k[:])
-			b.Complex(complex128(e))
+			b.Complex(e)
 		}
 		b.MapEnd()
 	}
@@ -2325,7 +2351,7 @@ func idemKeyS11(b *idem.KeyBuilder, v *S11) {
 
 // idemKeyS13 writes the key material of S13.
 func idemKeyS13(b *idem.KeyBuilder, v *S13) {
-	b.Time(v.F0)
+	b.Int(int64(v.F0))
 	if v.F1 == nil {
 		b.Nil()
 	} else {
@@ -2340,13 +2366,13 @@ func idemKeyS13(b *idem.KeyBuilder, v *S13) {
 	b.Marshaled(v.Bin.MarshalBinary())
 }
 
-// idemKeyS14 writes the key material of S14.
+// idemKeyS14 writes the key material of S14. Not keyed (tagged idem:"-"): F0.
 func idemKeyS14(b *idem.KeyBuilder, v *S14) {
 	idemKeyE15(b, &v.E15)
 	b.Float(float64(v.F2))
 }
 
-// idemKeyS20 writes the key material of S20.
+// idemKeyS20 writes the key material of S20. Not keyed (tagged idem:"-"): F2.
 func idemKeyS20(b *idem.KeyBuilder, v *S20) {
 	b.Bool(bool(v.F0))
 	if v.E22 == nil {
@@ -2358,16 +2384,16 @@ func idemKeyS20(b *idem.KeyBuilder, v *S20) {
 	b.Key(v.Tag)
 }
 
-// idemKeyS28 writes the key material of S28.
+// idemKeyS28 writes the key material of S28. Not keyed (tagged idem:"-"): F1.
 func idemKeyS28(b *idem.KeyBuilder, v *S28) {
-	b.Complex(v.F0)
+	b.String(v.F0)
 	b.Bool(v.F2)
 }
 
 // idemKeyS37 writes the key material of S37.
 func idemKeyS37(b *idem.KeyBuilder, v *S37) {
 	b.Uint(uint64(v.F0))
-	b.Int(int64(v.F1))
+	b.Int(v.F1)
 }
 
 // idemKeyS41 writes the key material of S41.
@@ -2375,7 +2401,7 @@ func idemKeyS41(b *idem.KeyBuilder, v *S41) {
 	b.Marshaled(v.F0.MarshalText())
 }
 
-// idemKeyS7 writes the key material of S7.
+// idemKeyS7 writes the key material of S7. Not keyed (tagged idem:"-"): F1.
 func idemKeyS7(b *idem.KeyBuilder, v *S7) {
 	b.Uint(uint64(v.F0))
 }
@@ -2395,20 +2421,16 @@ func idemKeyS8(b *idem.KeyBuilder, v *S8) {
 
 // idemKeyS9 writes the key material of S9.
 func idemKeyS9(b *idem.KeyBuilder, v *S9) {
-	if v.F0 == nil {
-		b.Nil()
-	} else {
-		b.Bytes(v.F0)
-	}
+	b.Int(int64(v.F0))
 	b.Bool(bool(v.F1))
 }
 
 // idemE15_fieldsChanged_runGoGenerate is the field list of E15 that the generated code was written for (tags aside).
 type idemE15_fieldsChanged_runGoGenerate struct {
-	F0 int64
-	F1 time.Time
-	F2 uint8
-	E16
+	F0  int64
+	F1  json.RawMessage
+	F2  uint16
+	E16 `json:"-" xml:"-"`
 }
 
 // Build fails here if E15 gained, lost or retyped a field since generation: run go generate.
@@ -2416,7 +2438,7 @@ var _ = idemE15_fieldsChanged_runGoGenerate(E15{})
 
 // idemE16_fieldsChanged_runGoGenerate is the field list of E16 that the generated code was written for (tags aside).
 type idemE16_fieldsChanged_runGoGenerate struct {
-	F0 other.Code
+	F0 *big.Float
 }
 
 // Build fails here if E16 gained, lost or retyped a field since generation: run go generate.
@@ -2424,10 +2446,10 @@ var _ = idemE16_fieldsChanged_runGoGenerate(E16{})
 
 // idemE22_fieldsChanged_runGoGenerate is the field list of E22 that the generated code was written for (tags aside).
 type idemE22_fieldsChanged_runGoGenerate struct {
-	f0 int8
-	f1 int64
-	other.Tag
-	F3 other.Bin
+	f0        int8
+	f1        int64
+	other.Tag `json:"-" xml:"-"`
+	F3        other.Bin
 }
 
 // Build fails here if E22 gained, lost or retyped a field since generation: run go generate.
@@ -2435,10 +2457,10 @@ var _ = idemE22_fieldsChanged_runGoGenerate(E22{})
 
 // idemE2_fieldsChanged_runGoGenerate is the field list of E2 that the generated code was written for (tags aside).
 type idemE2_fieldsChanged_runGoGenerate struct {
-	F0 A3
-	F1 A4
-	F2 other.Point
-	other.Tag
+	F0        A3
+	F1        A4
+	F2        other.Point
+	other.Tag `json:"-" xml:"-"`
 }
 
 // Build fails here if E2 gained, lost or retyped a field since generation: run go generate.
@@ -2456,7 +2478,7 @@ var _ = idemE50_fieldsChanged_runGoGenerate(E50{})
 // idemE51_fieldsChanged_runGoGenerate is the field list of E51 that the generated code was written for (tags aside).
 type idemE51_fieldsChanged_runGoGenerate struct {
 	F0 A52
-	F1 time.Duration
+	F1 json.RawMessage
 	*other.Point
 	F3 A53
 }
@@ -2467,7 +2489,7 @@ var _ = idemE51_fieldsChanged_runGoGenerate(E51{})
 // idemE64_fieldsChanged_runGoGenerate is the field list of E64 that the generated code was written for (tags aside).
 type idemE64_fieldsChanged_runGoGenerate struct {
 	F0 A65
-	F1 *int64
+	F1 *uint
 	*E66
 }
 
@@ -2476,8 +2498,8 @@ var _ = idemE64_fieldsChanged_runGoGenerate(E64{})
 
 // idemE66_fieldsChanged_runGoGenerate is the field list of E66 that the generated code was written for (tags aside).
 type idemE66_fieldsChanged_runGoGenerate struct {
-	F0 float64
-	F1 time.Time
+	F0 complex64
+	F1 time.Duration
 }
 
 // Build fails here if E66 gained, lost or retyped a field since generation: run go generate.
@@ -2504,7 +2526,7 @@ var _ = idemOtherPoint_fieldsChanged_runGoGenerate(other.Point{})
 // idemP24_fieldsChanged_runGoGenerate is the field list of P24 that the generated code was written for (tags aside).
 type idemP24_fieldsChanged_runGoGenerate struct {
 	A *Q25
-	B complex128
+	B string
 }
 
 // Build fails here if P24 gained, lost or retyped a field since generation: run go generate.
@@ -2522,7 +2544,7 @@ var _ = idemP26_fieldsChanged_runGoGenerate(P26{})
 // idemP31_fieldsChanged_runGoGenerate is the field list of P31 that the generated code was written for (tags aside).
 type idemP31_fieldsChanged_runGoGenerate struct {
 	A *Q32
-	B map[MK33]uint8
+	B map[MK33]uint16
 }
 
 // Build fails here if P31 gained, lost or retyped a field since generation: run go generate.
@@ -2543,7 +2565,7 @@ type idemP38_fieldsChanged_runGoGenerate struct {
 	B struct {
 		F0 uint64 `idem:"-"`
 		F1 other.Tag
-		F2 string
+		F2 time.Time
 		F3 N40
 	}
 }
@@ -2563,7 +2585,7 @@ var _ = idemP42_fieldsChanged_runGoGenerate(P42{})
 // idemQ25_fieldsChanged_runGoGenerate is the field list of Q25 that the generated code was written for (tags aside).
 type idemQ25_fieldsChanged_runGoGenerate struct {
 	C int16
-	D *time.Time
+	D *time.Duration
 }
 
 // Build fails here if Q25 gained, lost or retyped a field since generation: run go generate.
@@ -2572,7 +2594,7 @@ var _ = idemQ25_fieldsChanged_runGoGenerate(Q25{})
 // idemQ27_fieldsChanged_runGoGenerate is the field list of Q27 that the generated code was written for (tags aside).
 type idemQ27_fieldsChanged_runGoGenerate struct {
 	C []A30
-	D *complex64
+	D *complex128
 }
 
 // Build fails here if Q27 gained, lost or retyped a field since generation: run go generate.
@@ -2580,8 +2602,8 @@ var _ = idemQ27_fieldsChanged_runGoGenerate(Q27{})
 
 // idemQ32_fieldsChanged_runGoGenerate is the field list of Q32 that the generated code was written for (tags aside).
 type idemQ32_fieldsChanged_runGoGenerate struct {
-	C *uint64
-	D *float64
+	C *float32
+	D *complex64
 }
 
 // Build fails here if Q32 gained, lost or retyped a field since generation: run go generate.
@@ -2590,7 +2612,7 @@ var _ = idemQ32_fieldsChanged_runGoGenerate(Q32{})
 // idemQ35_fieldsChanged_runGoGenerate is the field list of Q35 that the generated code was written for (tags aside).
 type idemQ35_fieldsChanged_runGoGenerate struct {
 	C S37
-	D *other.Tag
+	D *other.Dec
 }
 
 // Build fails here if Q35 gained, lost or retyped a field since generation: run go generate.
@@ -2599,7 +2621,7 @@ var _ = idemQ35_fieldsChanged_runGoGenerate(Q35{})
 // idemQ39_fieldsChanged_runGoGenerate is the field list of Q39 that the generated code was written for (tags aside).
 type idemQ39_fieldsChanged_runGoGenerate struct {
 	C S41
-	D *uint8
+	D *uint16
 }
 
 // Build fails here if Q39 gained, lost or retyped a field since generation: run go generate.
@@ -2607,7 +2629,7 @@ var _ = idemQ39_fieldsChanged_runGoGenerate(Q39{})
 
 // idemQ43_fieldsChanged_runGoGenerate is the field list of Q43 that the generated code was written for (tags aside).
 type idemQ43_fieldsChanged_runGoGenerate struct {
-	C map[[2]uint8]complex64
+	C map[[2]uint8]complex128
 	D *N44
 }
 
@@ -2616,7 +2638,7 @@ var _ = idemQ43_fieldsChanged_runGoGenerate(Q43{})
 
 // idemRec12_fieldsChanged_runGoGenerate is the field list of Rec12 that the generated code was written for (tags aside).
 type idemRec12_fieldsChanged_runGoGenerate struct {
-	V    map[bool]int
+	V    map[bool]int8
 	Next []Rec12
 }
 
@@ -2651,9 +2673,9 @@ var _ = idemS11_fieldsChanged_runGoGenerate(S11{})
 
 // idemS13_fieldsChanged_runGoGenerate is the field list of S13 that the generated code was written for (tags aside).
 type idemS13_fieldsChanged_runGoGenerate struct {
-	F0 time.Time
-	F1 map[bool]S14
-	other.Bin
+	F0        time.Duration
+	F1        map[bool]S14
+	other.Bin `json:"-" xml:"-"`
 }
 
 // Build fails here if S13 gained, lost or retyped a field since generation: run go generate.
@@ -2661,9 +2683,9 @@ var _ = idemS13_fieldsChanged_runGoGenerate(S13{})
 
 // idemS14_fieldsChanged_runGoGenerate is the field list of S14 that the generated code was written for (tags aside).
 type idemS14_fieldsChanged_runGoGenerate struct {
-	F0 int64
-	E15
-	F2 N17
+	F0  int64
+	E15 `json:"-" xml:"-"`
+	F2  N17
 }
 
 // Build fails here if S14 gained, lost or retyped a field since generation: run go generate.
@@ -2681,8 +2703,8 @@ var _ = idemS1_fieldsChanged_runGoGenerate(S1{})
 type idemS20_fieldsChanged_runGoGenerate struct {
 	F0 N21
 	*E22
-	F2 int64
-	other.Tag
+	F2        int64
+	other.Tag `json:"-" xml:"-"`
 }
 
 // Build fails here if S20 gained, lost or retyped a field since generation: run go generate.
@@ -2690,7 +2712,7 @@ var _ = idemS20_fieldsChanged_runGoGenerate(S20{})
 
 // idemS28_fieldsChanged_runGoGenerate is the field list of S28 that the generated code was written for (tags aside).
 type idemS28_fieldsChanged_runGoGenerate struct {
-	F0 complex128
+	F0 string
 	F1 int8
 	F2 A29
 }
@@ -2701,7 +2723,7 @@ var _ = idemS28_fieldsChanged_runGoGenerate(S28{})
 // idemS37_fieldsChanged_runGoGenerate is the field list of S37 that the generated code was written for (tags aside).
 type idemS37_fieldsChanged_runGoGenerate struct {
 	F0 uint
-	F1 int32
+	F1 int64
 }
 
 // Build fails here if S37 gained, lost or retyped a field since generation: run go generate.
@@ -2717,8 +2739,8 @@ var _ = idemS41_fieldsChanged_runGoGenerate(S41{})
 
 // idemS45_fieldsChanged_runGoGenerate is the field list of S45 that the generated code was written for (tags aside).
 type idemS45_fieldsChanged_runGoGenerate struct {
-	F0 [1]S46
-	other.Tag
+	F0        [1]S46
+	other.Tag `json:"-" xml:"-"`
 }
 
 // Build fails here if S45 gained, lost or retyped a field since generation: run go generate.
@@ -2726,7 +2748,7 @@ var _ = idemS45_fieldsChanged_runGoGenerate(S45{})
 
 // idemS46_fieldsChanged_runGoGenerate is the field list of S46 that the generated code was written for (tags aside).
 type idemS46_fieldsChanged_runGoGenerate struct {
-	other.Bin
+	other.Bin `json:"-" xml:"-"`
 }
 
 // Build fails here if S46 gained, lost or retyped a field since generation: run go generate.
@@ -2743,8 +2765,8 @@ var _ = idemS47_fieldsChanged_runGoGenerate(S47{})
 
 // idemS48_fieldsChanged_runGoGenerate is the field list of S48 that the generated code was written for (tags aside).
 type idemS48_fieldsChanged_runGoGenerate struct {
-	time.Time
-	F1 N49
+	time.Time `json:"-" xml:"-"`
+	F1        N49
 }
 
 // Build fails here if S48 gained, lost or retyped a field since generation: run go generate.
@@ -2752,8 +2774,8 @@ var _ = idemS48_fieldsChanged_runGoGenerate(S48{})
 
 // idemS56_fieldsChanged_runGoGenerate is the field list of S56 that the generated code was written for (tags aside).
 type idemS56_fieldsChanged_runGoGenerate struct {
-	other.Dec
-	F1 uint32
+	other.Dec `json:"-" xml:"-"`
+	F1        uint32
 }
 
 // Build fails here if S56 gained, lost or retyped a field since generation: run go generate.
@@ -2769,9 +2791,9 @@ var _ = idemS57_fieldsChanged_runGoGenerate(S57{})
 
 // idemS58_fieldsChanged_runGoGenerate is the field list of S58 that the generated code was written for (tags aside).
 type idemS58_fieldsChanged_runGoGenerate struct {
-	other.Dec
-	other.Bin
-	time.Time
+	other.Dec `json:"-" xml:"-"`
+	other.Bin `json:"-" xml:"-"`
+	time.Time `json:"-" xml:"-"`
 }
 
 // Build fails here if S58 gained, lost or retyped a field since generation: run go generate.
@@ -2779,9 +2801,9 @@ var _ = idemS58_fieldsChanged_runGoGenerate(S58{})
 
 // idemS59_fieldsChanged_runGoGenerate is the field list of S59 that the generated code was written for (tags aside).
 type idemS59_fieldsChanged_runGoGenerate struct {
-	F0 uint64
-	F1 S60
-	other.Bin
+	F0        uint64
+	F1        S60
+	other.Bin `json:"-" xml:"-"`
 	*other.Point
 }
 
@@ -2798,7 +2820,7 @@ var _ = idemS60_fieldsChanged_runGoGenerate(S60{})
 
 // idemS61_fieldsChanged_runGoGenerate is the field list of S61 that the generated code was written for (tags aside).
 type idemS61_fieldsChanged_runGoGenerate struct {
-	F0 float32
+	F0 float64
 	F1 S62
 }
 
@@ -2807,7 +2829,7 @@ var _ = idemS61_fieldsChanged_runGoGenerate(S61{})
 
 // idemS62_fieldsChanged_runGoGenerate is the field list of S62 that the generated code was written for (tags aside).
 type idemS62_fieldsChanged_runGoGenerate struct {
-	F0 complex128
+	F0 string
 }
 
 // Build fails here if S62 gained, lost or retyped a field since generation: run go generate.
@@ -2815,7 +2837,7 @@ var _ = idemS62_fieldsChanged_runGoGenerate(S62{})
 
 // idemS63_fieldsChanged_runGoGenerate is the field list of S63 that the generated code was written for (tags aside).
 type idemS63_fieldsChanged_runGoGenerate struct {
-	E64
+	E64 `json:"-" xml:"-"`
 }
 
 // Build fails here if S63 gained, lost or retyped a field since generation: run go generate.
@@ -2823,7 +2845,7 @@ var _ = idemS63_fieldsChanged_runGoGenerate(S63{})
 
 // idemS7_fieldsChanged_runGoGenerate is the field list of S7 that the generated code was written for (tags aside).
 type idemS7_fieldsChanged_runGoGenerate struct {
-	F0 uint16
+	F0 uint32
 	F1 string
 }
 
@@ -2841,9 +2863,69 @@ var _ = idemS8_fieldsChanged_runGoGenerate(S8{})
 
 // idemS9_fieldsChanged_runGoGenerate is the field list of S9 that the generated code was written for (tags aside).
 type idemS9_fieldsChanged_runGoGenerate struct {
-	F0 []byte
+	F0 time.Duration
 	F1 N10
 }
 
 // Build fails here if S9 gained, lost or retyped a field since generation: run go generate.
 var _ = idemS9_fieldsChanged_runGoGenerate(S9{})
+
+// Build fails here if other.Code is no longer defined as string: run go generate.
+var _ = (*string)(new(other.Code))
+
+// Build fails here if the alias A29 no longer stands for bool: run go generate.
+var _ *bool = new(A29)
+
+// Build fails here if the alias A3 no longer stands for int8: run go generate.
+var _ *int8 = new(A3)
+
+// Build fails here if the alias A30 no longer stands for bool: run go generate.
+var _ *bool = new(A30)
+
+// Build fails here if the alias A36 no longer stands for float64: run go generate.
+var _ *float64 = new(A36)
+
+// Build fails here if the alias A4 no longer stands for int64: run go generate.
+var _ *int64 = new(A4)
+
+// Build fails here if the alias A5 no longer stands for uint64: run go generate.
+var _ *uint64 = new(A5)
+
+// Build fails here if the alias A52 no longer stands for uint16: run go generate.
+var _ *uint16 = new(A52)
+
+// Build fails here if the alias A53 no longer stands for uint16: run go generate.
+var _ *uint16 = new(A53)
+
+// Build fails here if the alias A65 no longer stands for float64: run go generate.
+var _ *float64 = new(A65)
+
+// Build fails here if N10 is no longer defined as bool: run go generate.
+var _ = (*bool)(new(N10))
+
+// Build fails here if N17 is no longer defined as float64: run go generate.
+var _ = (*float64)(new(N17))
+
+// Build fails here if N18 is no longer defined as float32: run go generate.
+var _ = (*float32)(new(N18))
+
+// Build fails here if N21 is no longer defined as bool: run go generate.
+var _ = (*bool)(new(N21))
+
+// Build fails here if N23 is no longer defined as int64: run go generate.
+var _ = (*int64)(new(N23))
+
+// Build fails here if N40 is no longer defined as int64: run go generate.
+var _ = (*int64)(new(N40))
+
+// Build fails here if N44 is no longer defined as uint16: run go generate.
+var _ = (*uint16)(new(N44))
+
+// Build fails here if N49 is no longer defined as float64: run go generate.
+var _ = (*float64)(new(N49))
+
+// Build fails here if N54 is no longer defined as uint64: run go generate.
+var _ = (*uint64)(new(N54))
+
+// Build fails here if N55 is no longer defined as uint16: run go generate.
+var _ = (*uint16)(new(N55))

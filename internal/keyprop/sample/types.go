@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"math/big"
+	"net"
 	"time"
 
 	"github.com/idemgen/idemgen/internal/keyprop/other"
@@ -15,6 +16,7 @@ import (
 var (
 	_ json.RawMessage
 	_ big.Float
+	_ net.IP
 	_ time.Time
 	_ other.Code
 )
@@ -37,7 +39,7 @@ type S1 struct {
 type A5 = uint64
 
 type S7 struct {
-	F0 uint16
+	F0 uint32
 	F1 string `idem:"-"`
 }
 
@@ -49,7 +51,7 @@ type Rec6 struct {
 type N10 bool
 
 type S9 struct {
-	F0 []byte
+	F0 time.Duration
 	F1 N10
 }
 
@@ -59,7 +61,7 @@ type S8 struct {
 }
 
 type Rec12 struct {
-	V    map[bool]int
+	V    map[bool]int8
 	Next []Rec12
 }
 
@@ -68,13 +70,13 @@ type S11 struct {
 }
 
 type E16 struct {
-	F0 other.Code
+	F0 *big.Float
 }
 
 type E15 struct {
 	F0 int64 `idem:"-"`
-	F1 time.Time
-	F2 uint8
+	F1 json.RawMessage
+	F2 uint16
 	E16
 }
 
@@ -87,7 +89,7 @@ type S14 struct {
 }
 
 type S13 struct {
-	F0 time.Time
+	F0 time.Duration
 	F1 map[bool]S14
 	other.Bin
 }
@@ -119,18 +121,18 @@ type N23 int64
 
 type P24 struct {
 	A *Q25
-	B complex128
+	B string
 }
 
 type Q25 struct {
 	C int16
-	D *time.Time
+	D *time.Duration
 }
 
 type A29 = bool
 
 type S28 struct {
-	F0 complex128
+	F0 string
 	F1 int8 `idem:"-"`
 	F2 A29
 }
@@ -144,7 +146,7 @@ type P26 struct {
 
 type Q27 struct {
 	C []A30
-	D *complex64
+	D *complex128
 }
 
 type MK33 struct {
@@ -154,19 +156,19 @@ type MK33 struct {
 
 type P31 struct {
 	A *Q32
-	B map[MK33]uint8
+	B map[MK33]uint16
 }
 
 type Q32 struct {
-	C *uint64
-	D *float64
+	C *float32
+	D *complex64
 }
 
 type A36 = float64
 
 type S37 struct {
 	F0 uint
-	F1 int32
+	F1 int64
 }
 
 type P34 struct {
@@ -176,7 +178,7 @@ type P34 struct {
 
 type Q35 struct {
 	C S37
-	D *other.Tag
+	D *other.Dec
 }
 
 type N40 int64
@@ -190,14 +192,14 @@ type P38 struct {
 	B struct {
 		F0 uint64 `idem:"-"`
 		F1 other.Tag
-		F2 string
+		F2 time.Time
 		F3 N40
 	}
 }
 
 type Q39 struct {
 	C S41
-	D *uint8
+	D *uint16
 }
 
 type N44 uint16
@@ -208,7 +210,7 @@ type P42 struct {
 }
 
 type Q43 struct {
-	C map[[2]uint8]complex64
+	C map[[2]uint8]complex128
 	D *N44
 }
 
@@ -234,7 +236,7 @@ type A53 = uint16
 
 type E51 struct {
 	F0 A52
-	F1 time.Duration
+	F1 json.RawMessage
 	*other.Point
 	F3 A53
 }
@@ -280,24 +282,24 @@ type S59 struct {
 }
 
 type S62 struct {
-	F0 complex128
+	F0 string
 }
 
 type S61 struct {
-	F0 float32
+	F0 float64
 	F1 S62
 }
 
 type A65 = float64
 
 type E66 struct {
-	F0 float64
-	F1 time.Time
+	F0 complex64
+	F1 time.Duration
 }
 
 type E64 struct {
 	F0 A65
-	F1 *int64
+	F1 *uint
 	*E66
 }
 
@@ -305,11 +307,11 @@ type S63 struct {
 	E64
 }
 
-// Keyed0 is keyed by a struct {F0 other.Point; F1 map[string]S1}.
+// Keyed0 is keyed by a struct {F0 other.Code; F1 map[string]S1}.
 //
 //idem:ttl=1h
 func Keyed0(ctx context.Context, v struct {
-	F0 other.Point
+	F0 other.Code
 	F1 map[string]S1
 }) (int64, error) {
 	return 0, nil
@@ -357,10 +359,10 @@ func Keyed6(ctx context.Context, v S13) (int64, error) {
 	return 0, nil
 }
 
-// Keyed7 is keyed by a time.Duration.
+// Keyed7 is keyed by a json.RawMessage.
 //
 //idem:ttl=1h
-func Keyed7(ctx context.Context, v time.Duration) (int64, error) {
+func Keyed7(ctx context.Context, v json.RawMessage) (int64, error) {
 	return 0, nil
 }
 
@@ -374,10 +376,10 @@ func Keyed8(ctx context.Context, v *struct {
 	return 0, nil
 }
 
-// Keyed9 is keyed by a [1][]*float32.
+// Keyed9 is keyed by a [1][]*float64.
 //
 //idem:ttl=1h
-func Keyed9(ctx context.Context, v [1][]*float32) (int64, error) {
+func Keyed9(ctx context.Context, v [1][]*float64) (int64, error) {
 	return 0, nil
 }
 
@@ -451,10 +453,10 @@ func Stored1(ctx context.Context, id int64, v S45) (S45, error) {
 	return v, nil
 }
 
-// Stored2 returns a uint64.
+// Stored2 returns a float32.
 //
 //idem:exclude=v
-func Stored2(ctx context.Context, id int64, v uint64) (uint64, error) {
+func Stored2(ctx context.Context, id int64, v float32) (float32, error) {
 	return v, nil
 }
 
@@ -486,10 +488,10 @@ func Stored6(ctx context.Context, id int64, v S56) (S56, error) {
 	return v, nil
 }
 
-// Stored7 returns a [][2]*time.Duration.
+// Stored7 returns a [][2]*json.RawMessage.
 //
 //idem:exclude=v
-func Stored7(ctx context.Context, id int64, v [][2]*time.Duration) ([][2]*time.Duration, error) {
+func Stored7(ctx context.Context, id int64, v [][2]*json.RawMessage) ([][2]*json.RawMessage, error) {
 	return v, nil
 }
 
