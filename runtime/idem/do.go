@@ -151,6 +151,14 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 			if ctx.Err() != nil {
 				return zero, fmt.Errorf("%s: %w", spec.Name, err)
 			}
+			if errors.Is(err, ErrInvalidKey) {
+				// A key the store can never hold (too long for its key
+				// limit): no outage to ride out, so never a reason to run
+				// fn unguarded. Every call of this key would otherwise
+				// run it.
+				st.ev(OutcomeInvalidKey, 0, err)
+				return zero, fmt.Errorf("%s: %w", spec.Name, err)
+			}
 			st.note(OutcomeStoreError, 0, err)
 			if errors.Is(err, ErrCorruptRecord) {
 				// The store answered, and what it holds is not ours to
