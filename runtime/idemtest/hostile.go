@@ -24,6 +24,7 @@ var hostileCases = []suiteCase{
 	{"HostileLostClaimReplyGivenBack", testLostClaimReply},
 	{"HostileGoexitReleasesKey", testGoexit},
 	{"HostileCorruptRecordNeverFailsOpen", testCorruptNeverFailsOpen},
+	{"HostileOverlongKeyNeverFailsOpen", testOverlongKeyNeverFailsOpen},
 }
 
 // guardCall runs fn through g with a spec of its own and the env's key
