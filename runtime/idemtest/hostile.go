@@ -25,6 +25,7 @@ var hostileCases = []suiteCase{
 	{"HostileGoexitReleasesKey", testGoexit},
 	{"HostileCorruptRecordNeverFailsOpen", testCorruptNeverFailsOpen},
 	{"HostileOverlongKeyNeverFailsOpen", testOverlongKeyNeverFailsOpen},
+	{"HostileSharedNameNeverCrossReplays", testFunctionIdentity},
 }
 
 // guardCall runs fn through g with a spec of its own and the env's key

@@ -599,19 +599,25 @@ func showCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 			return err
 		}
 		v := c.view(r)
+		// What the function stored, behind the header naming the function
+		// that wrote it (absent from records of older builds).
+		body := r.Result
+		if _, b, ok, err := idem.SplitRecord(r.Result); ok && err == nil {
+			body = b
+		}
 		if r.State == idem.StateFailed {
 			var fr struct {
 				Message string `json:"message"`
 			}
-			if json.Unmarshal(r.Result, &fr) == nil {
+			if json.Unmarshal(body, &fr) == nil {
 				v.Error = fr.Message
 			}
 		}
-		if *withResult && len(r.Result) > 0 {
-			if json.Valid(r.Result) {
-				v.Result = r.Result
+		if *withResult && len(body) > 0 {
+			if json.Valid(body) {
+				v.Result = body
 			} else {
-				q, _ := json.Marshal(resultText(r.Result))
+				q, _ := json.Marshal(resultText(body))
 				v.Result = q
 			}
 		}
@@ -635,8 +641,8 @@ func showCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 		if v.Error != "" {
 			row("error", v.Error)
 		}
-		if *withResult && len(r.Result) > 0 {
-			row("result", resultText(r.Result))
+		if *withResult && len(body) > 0 {
+			row("result", resultText(body))
 		}
 		return tw.Flush()
 	}
