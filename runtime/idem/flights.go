@@ -29,7 +29,7 @@ type flight struct {
 	// function that shares its name (ErrFunctionMismatch) is not handed
 	// its value.
 	spec *Spec
-	mu sync.Mutex
+	mu   sync.Mutex
 	// done is made by the first caller that waits, so an execution nobody
 	// waits on (almost all) makes no channel; finish closes it.
 	done  chan struct{}
