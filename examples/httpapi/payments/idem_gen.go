@@ -25,6 +25,7 @@ func NewIdempotentService(t *Service, g *idem.Guard) *IdempotentService {
 
 var idemSpecServiceCreatePayment = &idem.Spec{
 	Name:        "payments.CreatePayment",
+	Signature:   "11b8b915ff41622a",
 	TTL:         24 * time.Hour,
 	Lease:       3 * time.Second,
 	OnDuplicate: idem.DuplicateWait,

@@ -25,6 +25,7 @@ func NewIdempotentEffects(t *Effects, g *idem.Guard) *IdempotentEffects {
 
 var idemSpecEffectsStorm = &idem.Spec{
 	Name:        "rel.storm",
+	Signature:   "27bbf912c35932d1",
 	TTL:         time.Hour,
 	Lease:       10 * time.Second,
 	OnDuplicate: idem.DuplicateWait,
@@ -67,6 +68,7 @@ func (e *IdempotentEffects) beginStorm(key string) idem.Call {
 
 var idemSpecEffectsCrash = &idem.Spec{
 	Name:        "rel.crash",
+	Signature:   "075131e2c4a73d4f",
 	TTL:         time.Hour,
 	Lease:       time.Second,
 	OnDuplicate: idem.DuplicateWait,
@@ -109,6 +111,7 @@ func (e *IdempotentEffects) beginCrash(key string) idem.Call {
 
 var idemSpecEffectsZombie = &idem.Spec{
 	Name:        "rel.zombie",
+	Signature:   "c44d5bc72e0e4af2",
 	TTL:         time.Hour,
 	Lease:       time.Second,
 	OnDuplicate: idem.DuplicateWait,
@@ -151,6 +154,7 @@ func (e *IdempotentEffects) beginZombie(key string) idem.Call {
 
 var idemSpecEffectsContend = &idem.Spec{
 	Name:        "rel.contend",
+	Signature:   "8e08e7f390247177",
 	TTL:         time.Hour,
 	Lease:       time.Second,
 	OnDuplicate: idem.DuplicateReturn,
@@ -192,6 +196,7 @@ func (e *IdempotentEffects) beginContend(key string) idem.Call {
 
 var idemSpecEffectsSkew = &idem.Spec{
 	Name:        "rel.skew",
+	Signature:   "a41c8cace7e50e85",
 	TTL:         time.Hour,
 	Lease:       2 * time.Second,
 	OnDuplicate: idem.DuplicateReturn,
@@ -233,6 +238,7 @@ func (e *IdempotentEffects) beginSkew(key string) idem.Call {
 
 var idemSpecEffectsMeasure = &idem.Spec{
 	Name:        "rel.measure",
+	Signature:   "b589763b7cfe952e",
 	TTL:         time.Hour,
 	Lease:       10 * time.Second,
 	OnDuplicate: idem.DuplicateReturn,
@@ -274,6 +280,7 @@ func (e *IdempotentEffects) beginMeasure(key string) idem.Call {
 
 var idemSpecEffectsStrict = &idem.Spec{
 	Name:        "rel.strict",
+	Signature:   "0fce9b377e9f1b70",
 	TTL:         time.Hour,
 	Lease:       10 * time.Second,
 	OnDuplicate: idem.DuplicateReturn,
@@ -315,6 +322,7 @@ func (e *IdempotentEffects) beginStrict(key string) idem.Call {
 
 var idemSpecEffectsExit = &idem.Spec{
 	Name:        "rel.exit",
+	Signature:   "2054ab1ae1294dd8",
 	TTL:         time.Hour,
 	Lease:       10 * time.Second,
 	OnDuplicate: idem.DuplicateWait,
