@@ -65,9 +65,10 @@ type Spec struct {
 	Grace   time.Duration
 	// Codec, if set, encodes this function's results in place of the
 	// Guard's codec (idemgen sets it to the result type's generated
-	// TypedCodec). Its records start with CodecMarker; a stored record
-	// without it was written by the Guard's codec (an older build) and is
-	// decoded by that. See resultcodec.go.
+	// TypedCodec). Its records start with CodecMarker (behind the
+	// identity header); a stored record without it was written by the
+	// Guard's codec (an older build) and is decoded by that. See
+	// resultcodec.go.
 	Codec Codec
 }
 

@@ -10,7 +10,8 @@ import (
 
 // The binary format of generated result codecs (see TypedCodec).
 //
-// A record is the marker byte, the format version, then one value. Every
+// A record is the marker byte, the format version, then one value (the
+// Guard stores it behind its function's identity header: identity.go). Every
 // value starts with a kind byte, so a decoder can tell a value it expects
 // from one of another shape, and skip a value it does not know:
 //
