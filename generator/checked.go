@@ -55,7 +55,13 @@ func GenerateChecked(c Checked) (content []byte, problems []Diagnostic) {
 		return nil, nil
 	}
 	d := &diags{}
+	// Only this package's names can be compared here; Generate compares
+	// those of every package of its run.
+	dupNames := checkNames([]*packages.Package{p}, c.Fset, map[*packages.Package]string{p: c.Output}, d)
 	content = generatePackage(p, c.Fset, c.Output, d)
+	if dupNames[p] {
+		content = nil
+	}
 	if err, ok := d.err().(*Error); ok {
 		return nil, err.Diagnostics
 	}

@@ -325,6 +325,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	}
 	fields := []jen.Code{
 		kv("Name", jen.Lit(specName)),
+		kv("Signature", jen.Lit(signature(specName, o.version, x.sig))),
 		kv("TTL", ttl),
 		kv("Lease", lease),
 		kv("OnDuplicate", e.qual(e.idem, dup)),

@@ -89,6 +89,13 @@ func Generate(cfg Config) ([]File, error) {
 		return nil, err
 	}
 	sort.Slice(pkgs, func(i, j int) bool { return pkgs[i].PkgPath < pkgs[j].PkgPath })
+	outputs := map[*packages.Package]string{}
+	for _, p := range pkgs {
+		if len(p.GoFiles) > 0 {
+			outputs[p] = filepath.Join(filepath.Dir(p.GoFiles[0]), cfg.Output)
+		}
+	}
+	dupNames := checkNames(pkgs, fset, outputs, d)
 	var files []File
 	for _, p := range pkgs {
 		if len(p.GoFiles) == 0 && len(p.Errors) > 0 {
@@ -106,7 +113,7 @@ func Generate(cfg Config) ([]File, error) {
 			continue
 		}
 		src := generatePackage(p, fset, out, d)
-		if len(d.list) > n {
+		if len(d.list) > n || dupNames[p] {
 			continue
 		}
 		files = append(files, File{PkgPath: p.PkgPath, Path: out, Content: src})

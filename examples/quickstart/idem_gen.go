@@ -21,6 +21,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecCreateInvoice = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/examples/quickstart.CreateInvoice",
+	Signature:   "a8caba6530ec16df",
 	TTL:         24 * time.Hour,
 	Lease:       30 * time.Second,
 	OnDuplicate: idem.DuplicateWait,
@@ -74,6 +75,7 @@ func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
 
 var idemSpecHandleWebhook = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/examples/quickstart.HandleWebhook",
+	Signature:   "2ddfaac9e3eba155",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

@@ -21,6 +21,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecCreateInvoice = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/basic.CreateInvoice",
+	Signature:   "8502062ecb06e3a6",
 	TTL:         24 * time.Hour,
 	Lease:       30 * time.Second,
 	OnDuplicate: idem.DuplicateWait,

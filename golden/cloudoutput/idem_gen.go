@@ -24,6 +24,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecPut = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/cloudoutput.Put",
+	Signature:   "2a0e8a3ea041daaa",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

@@ -21,6 +21,7 @@ func NewIdempotent(g *idem4.Guard) *Idempotent {
 
 var idemSpecPay2 = &idem4.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/collisions.Pay",
+	Signature:   "786238b5990d14d4",
 	TTL:         idem4.DefaultTTL,
 	Lease:       idem4.DefaultLease,
 	OnDuplicate: idem4.DuplicateReturn,
@@ -74,6 +75,7 @@ func (x2 *Idempotent) beginPay(g string, c int, x bool, r []string, err string, 
 
 var idemSpecTick = &idem4.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/collisions.Tick",
+	Signature:   "7cf14ce16768db68",
 	TTL:         90 * time3.Minute,
 	Lease:       idem4.DefaultLease,
 	OnDuplicate: idem4.DuplicateReturn,
@@ -162,6 +164,7 @@ func NewIdempotentBox(t *Box, g *idem4.Guard) *IdempotentBox {
 
 var idemSpecBoxPut = &idem4.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/collisions.Box.Put",
+	Signature:   "fc5f1964890c57ed",
 	TTL:         time3.Hour,
 	Lease:       idem4.DefaultLease,
 	OnDuplicate: idem4.DuplicateReturn,
@@ -203,6 +206,7 @@ func (c *IdempotentBox) beginPut(x int) idem4.Call {
 
 var idemSpecBoxPeek = &idem4.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/collisions.Box.Peek",
+	Signature:   "48c0b9550e9d20b9",
 	TTL:         time3.Hour,
 	Lease:       idem4.DefaultLease,
 	OnDuplicate: idem4.DuplicateReturn,
@@ -243,6 +247,7 @@ func (context_ *IdempotentBox) beginPeek() idem4.Call {
 
 var idemSpecBoxEmpty = &idem4.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/collisions.Box.Empty",
+	Signature:   "00e5bc8183f6ae91",
 	TTL:         time3.Hour,
 	Lease:       idem4.DefaultLease,
 	OnDuplicate: idem4.DuplicateReturn,

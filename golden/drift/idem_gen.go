@@ -22,6 +22,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecCharge = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/drift.Charge",
+	Signature:   "b947adb3d1306acc",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -63,6 +64,7 @@ func (x *Idempotent) beginCharge(req *Req) idem.Call {
 
 var idemSpecQuote = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/drift.Quote",
+	Signature:   "d93478a612090bbf",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

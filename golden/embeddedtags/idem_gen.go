@@ -22,6 +22,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecList = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/embeddedtags.List",
+	Signature:   "b4a93d2c068f1095",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

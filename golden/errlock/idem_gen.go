@@ -21,6 +21,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecSendEmail = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/errlock.SendEmail",
+	Signature:   "34d81b5a32de782d",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -54,6 +55,7 @@ func (x *Idempotent) beginSendEmail(to string, body string) idem.Call {
 
 var idemSpecCharge = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/errlock.Charge",
+	Signature:   "805c206e3a7f9d8b",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

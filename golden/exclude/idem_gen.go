@@ -21,6 +21,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecFulfil = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/exclude.Fulfil",
+	Signature:   "fa4afcbfe1bcfd2f",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

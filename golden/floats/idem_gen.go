@@ -23,6 +23,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecSummarize = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/floats.Summarize",
+	Signature:   "c1990b1f3c016ffe",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

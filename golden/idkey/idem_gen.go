@@ -20,6 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecHandle = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/idkey.Handle",
+	Signature:   "a67544882b64e927",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -63,6 +64,7 @@ func (x *Idempotent) beginHandle(idempotencyKey string, ev *Event) idem.Call {
 
 var idemSpecHandleEvent = &idem.Spec{
 	Name:        "events.handle",
+	Signature:   "51fba2a7bfe07927",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

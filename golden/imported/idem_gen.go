@@ -22,6 +22,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecCrop = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/imported.Crop",
+	Signature:   "bff80db901c17edc",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

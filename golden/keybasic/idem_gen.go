@@ -21,6 +21,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecRecord = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/keybasic.Record",
+	Signature:   "f4745fd971150508",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

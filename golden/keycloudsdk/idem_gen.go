@@ -22,6 +22,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecPut = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/keycloudsdk.Put",
+	Signature:   "00250c3d0cf72fa4",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -68,6 +69,7 @@ func (x *Idempotent) beginPut(in *sdk.PutObjectInput) idem.Call {
 
 var idemSpecPutFor = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/keycloudsdk.PutFor",
+	Signature:   "7a90a2b71d1cd13b",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

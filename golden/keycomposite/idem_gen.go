@@ -20,6 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecDraw = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/keycomposite.Draw",
+	Signature:   "d3c4eba960003292",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

@@ -21,6 +21,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecCharge = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/keyhelper.Charge",
+	Signature:   "c3f07498e86d4a9e",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -63,6 +64,7 @@ func (x *Idempotent) beginCharge(req *Request) idem.Call {
 
 var idemSpecApply = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/keyhelper.Apply",
+	Signature:   "370e6f32191e732c",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -112,6 +114,7 @@ func NewIdempotentLedger(t *Ledger, g *idem.Guard) *IdempotentLedger {
 
 var idemSpecLedgerPost = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/keyhelper.Ledger.Post",
+	Signature:   "0631943e28a0adc2",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

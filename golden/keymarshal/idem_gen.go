@@ -23,6 +23,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecPay = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/keymarshal.Pay",
+	Signature:   "f84aea4238bd3251",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

@@ -25,6 +25,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecRecord = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/keyproto.Record",
+	Signature:   "fee82f0ccbee0c56",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -66,6 +67,7 @@ func (x *Idempotent) beginRecord(ev *Event) idem.Call {
 
 var idemSpecApply = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/keyproto.Apply",
+	Signature:   "f1316f251759112d",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -112,6 +114,7 @@ func (x *Idempotent) beginApply(m proto.Message) idem.Call {
 
 var idemSpecPatch = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/keyproto.Patch",
+	Signature:   "f1d48e7425ad4812",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

@@ -21,6 +21,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecLong = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/leasettl.Long",
+	Signature:   "cdd077b63c515750",
 	TTL:         time.Hour,
 	Lease:       30 * time.Millisecond,
 	OnDuplicate: idem.DuplicateReturn,
@@ -62,6 +63,7 @@ func (x *Idempotent) beginLong(id string) idem.Call {
 
 var idemSpecShort = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/leasettl.Short",
+	Signature:   "10b5b258b7ea8708",
 	TTL:         50 * time.Millisecond,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

@@ -21,6 +21,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecBill = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/marshaljsononly.Bill",
+	Signature:   "2fbdd7ae268895ac",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

@@ -21,6 +21,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecPing = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/multifile.Ping",
+	Signature:   "bc8546d441f89fd6",
 	TTL:         time.Minute,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -61,6 +62,7 @@ func (x *Idempotent) beginPing() idem.Call {
 
 var idemSpecUnexported = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/multifile.unexported",
+	Signature:   "fde6fa64c3f4a289",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateWait,
@@ -116,6 +118,7 @@ func NewIdempotentRepo(t *Repo, g *idem.Guard) *IdempotentRepo {
 
 var idemSpecRepoSave = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/multifile.Repo.Save",
+	Signature:   "63c30f3d29d49e03",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -159,6 +162,7 @@ func (r *IdempotentRepo) beginSave(id string, doc map[string]string) idem.Call {
 
 var idemSpecRepoLoad = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/multifile.Repo.Load",
+	Signature:   "a5a4d99f53db17a3",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -214,6 +218,7 @@ func NewIdempotentCache(t *Cache, g *idem.Guard) *IdempotentCache {
 
 var idemSpecCacheFill = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/multifile.Cache.Fill",
+	Signature:   "06a382c145c0913b",
 	TTL:         idem.DefaultTTL,
 	Lease:       time.Minute,
 	OnDuplicate: idem.DuplicateReturn,

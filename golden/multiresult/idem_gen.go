@@ -23,6 +23,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecSplit = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/multiresult.Split",
+	Signature:   "03d49ffb52ba45c9",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateWait,
@@ -120,6 +121,7 @@ func (x *Idempotent) beginSplit(total int, ways int) idem.Call {
 
 var idemSpecQuote = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/multiresult.Quote",
+	Signature:   "c466fc1d2567ce89",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

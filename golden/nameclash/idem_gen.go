@@ -22,6 +22,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecServiceCharge = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/nameclash.ServiceCharge",
+	Signature:   "5d048eeab3e5d958",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -53,6 +54,7 @@ func (x *Idempotent) beginServiceCharge(p *Point) idem.Call {
 
 var idemSpecCancel = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/nameclash.Cancel",
+	Signature:   "8f3a47163b74fba1",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -84,6 +86,7 @@ func (x *Idempotent) beginCancel(id string) idem.Call {
 
 var idemSpecCancelKey = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/nameclash.CancelKey",
+	Signature:   "80864b5e89fe3556",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -129,6 +132,7 @@ func NewIdempotentService(t *Service, g *idem.Guard) *IdempotentService {
 
 var idemSpecServiceCharge2 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/nameclash.Service.Charge",
+	Signature:   "83f0868890df719c",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -160,6 +164,7 @@ func (s *IdempotentService) beginCharge(p *image.Point) idem.Call {
 
 var idemSpecServiceG = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/nameclash.Service.g",
+	Signature:   "3fd3257a07e2a482",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

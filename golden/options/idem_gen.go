@@ -21,6 +21,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecSlow = &idem.Spec{
 	Name:        "options.slow",
+	Signature:   "49ccc97c4d1f8d82",
 	TTL:         time.Hour,
 	Lease:       2 * time.Second,
 	OnDuplicate: idem.DuplicateWait,
@@ -66,6 +67,7 @@ func (x *Idempotent) beginSlow(id string, note string) idem.Call {
 
 var idemSpecRaise = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/options.Raise",
+	Signature:   "b2d51d8c81c42c6f",
 	TTL:         1500 * time.Millisecond,
 	Lease:       250 * time.Millisecond,
 	OnDuplicate: idem.DuplicateRaise,

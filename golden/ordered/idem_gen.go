@@ -22,6 +22,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecApply = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/ordered.Apply",
+	Signature:   "f088a06e91c2ffad",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -67,6 +68,7 @@ func (x *Idempotent) beginApply(m *Measurement) idem.Call {
 
 var idemSpecApplyLate = &idem.Spec{
 	Name:        "ordered.late",
+	Signature:   "10103e0b4f0a77a2",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -113,6 +115,7 @@ func (x *Idempotent) beginApplyLate(m *Measurement) idem.Call {
 
 var idemSpecRecord = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/ordered.Record",
+	Signature:   "3061fb1fef36e1af",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

@@ -20,6 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecStore = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/paramnames.Store",
+	Signature:   "88cb0420ff06b556",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -52,6 +53,7 @@ func (x *Idempotent) beginStore(p1 string, p2 int) idem.Call {
 
 var idemSpecBlank = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/paramnames.Blank",
+	Signature:   "e95994e58973fd27",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -94,6 +96,7 @@ func (x *Idempotent) beginBlank(p1 string, n int) idem.Call {
 
 var idemSpecShadow = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/paramnames.Shadow",
+	Signature:   "e40752d6b67a756a",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -156,6 +159,7 @@ func (x *Idempotent) beginShadow(Shadow_ string, Item_ *Item, len_ int, string_ 
 
 var idemSpecLater = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/paramnames.Later",
+	Signature:   "5d5be7a55ff34443",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

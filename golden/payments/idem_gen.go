@@ -25,6 +25,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecCreateCharge = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/payments.CreateCharge",
+	Signature:   "39c65caaace3abe3",
 	TTL:         24 * time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

@@ -21,6 +21,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecLookup = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/pkgidem.Lookup",
+	Signature:   "e17dc193bb6b6f3b",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateWait,
@@ -77,6 +78,7 @@ func NewIdempotentGuard(t *Guard, g *idem.Guard) *IdempotentGuard {
 
 var idemSpecGuardCheck = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/pkgidem.Guard.Check",
+	Signature:   "c355844a814542ee",
 	TTL:         time.Minute,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

@@ -20,6 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecTransfer = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/pointerpath.Transfer",
+	Signature:   "dbde8d58ce926511",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -97,6 +98,7 @@ func (x *Idempotent) beginTransfer(req *Request) idem.Call {
 
 var idemSpecTouch = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/pointerpath.Touch",
+	Signature:   "1b29c6caf66a5193",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

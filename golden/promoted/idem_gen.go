@@ -23,6 +23,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecCharge = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/promoted.Charge",
+	Signature:   "55022e5495423c2d",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -66,6 +67,7 @@ func (x *Idempotent) beginCharge(s *Stamped, m *Money, r *Request) idem.Call {
 
 var idemSpecPlace = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/promoted.Place",
+	Signature:   "36c5c8ca0f9ce582",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -114,6 +116,7 @@ func (x *Idempotent) beginPlace(o *Order) idem.Call {
 
 var idemSpecVisit = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/promoted.Visit",
+	Signature:   "4886c9cdbe6b8706",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -160,6 +163,7 @@ func (x *Idempotent) beginVisit(n *Node) idem.Call {
 
 var idemSpecTally = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/promoted.Tally",
+	Signature:   "f3fb9b997c3f4dd9",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -218,6 +222,7 @@ func (x *Idempotent) beginTally(m map[string]struct {
 
 var idemSpecMarks = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/promoted.Marks",
+	Signature:   "62f3e9efdd8edbd8",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -280,6 +285,7 @@ func (x *Idempotent) beginMarks(m []struct {
 
 var idemSpecRoute = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/promoted.Route",
+	Signature:   "9d7972af6d40f385",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

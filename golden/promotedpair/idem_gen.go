@@ -24,6 +24,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecGet = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/promotedpair.Get",
+	Signature:   "7dacd8607e2aa789",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

@@ -24,6 +24,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecRecord = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/protoresult.Record",
+	Signature:   "c6abb03e4f8ee574",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

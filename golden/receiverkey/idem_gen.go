@@ -24,6 +24,7 @@ func NewIdempotentTenant(t *Tenant, g *idem.Guard) *IdempotentTenant {
 
 var idemSpecTenantBill = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/receiverkey.Tenant.Bill",
+	Signature:   "43b27ee305fd5960",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -78,6 +79,7 @@ func (t *IdempotentTenant) beginBill(amount int64) idem.Call {
 
 var idemSpecTenantNotify = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/receiverkey.Tenant.Notify",
+	Signature:   "f0620b5498923c25",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

@@ -20,6 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecWalk = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/recursive.Walk",
+	Signature:   "dde3dec5c52f8011",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

@@ -20,6 +20,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecChain = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/recursiveresult.Chain",
+	Signature:   "2441310cb4f09b65",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateWait,

@@ -28,6 +28,7 @@ func NewIdempotentUsersService(t *UsersService, g *idem.Guard) *IdempotentUsersS
 
 var idemSpecUsersServiceCreate = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/restclient.UsersService.Create",
+	Signature:   "c26e7ca70f36dd61",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

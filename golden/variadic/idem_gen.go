@@ -21,6 +21,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecTag = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/variadic.Tag",
+	Signature:   "654ccc2d703e3b08",
 	TTL:         5 * time.Minute,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -81,6 +82,7 @@ func (x *Idempotent) beginTag(item string, labels []string) idem.Call {
 
 var idemSpecLog = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/variadic.Log",
+	Signature:   "9a73b885f317e28f",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

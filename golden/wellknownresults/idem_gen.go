@@ -33,6 +33,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecGet = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/wellknownresults.Get",
+	Signature:   "8ef71231ac3cf197",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -74,6 +75,7 @@ func (x *Idempotent) beginGet(id string) idem.Call {
 
 var idemSpecGetFloat = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/wellknownresults.GetFloat",
+	Signature:   "8e05365988052f0c",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -130,6 +132,7 @@ func (x *Idempotent) beginGetFloat(f *big.Float) idem.Call {
 
 var idemSpecGetIP = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/wellknownresults.GetIP",
+	Signature:   "a9a79b81fa54d2bb",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -175,6 +178,7 @@ func (x *Idempotent) beginGetIP(ip net.IP) idem.Call {
 
 var idemSpecGetURL = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/wellknownresults.GetURL",
+	Signature:   "d83c256c56d63c2f",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

@@ -23,6 +23,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecPlace = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/codecbench.Place",
+	Signature:   "79adbe7eca7b3cbc",
 	TTL:         24 * time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

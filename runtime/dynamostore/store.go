@@ -456,6 +456,9 @@ func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := s.checkKey(l.Key); err != nil {
+		return err
+	}
 	now := s.now()
 	lu := now.Add(l.Duration)
 	ex := lu.Add(l.TTL)
@@ -503,6 +506,9 @@ func (s *Store) Release(ctx context.Context, l idem.Lease) error {
 
 func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.State, data []byte) error {
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.checkKey(l.Key); err != nil {
 		return err
 	}
 	if size, max := s.itemSize(l.Key, len(data)), MaxItemSize; size > max {
@@ -591,6 +597,9 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return idem.Record{}, err
 	}
+	if err := s.checkKey(key); err != nil {
+		return idem.Record{}, err
+	}
 	item, err := s.getItem(ctx, "get", key, s.itemKey(key))
 	if err != nil {
 		return idem.Record{}, err
@@ -614,6 +623,9 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := s.checkKey(key); err != nil {
+		return err
+	}
 	_, err := s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                s.table,
 		Key:                      s.itemKey(key),
@@ -633,6 +645,9 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 // Wait polls the item until it has no live in-progress lease that could
 // not yet be taken over, backing off from pollMin to pollMax.
 func (s *Store) Wait(ctx context.Context, key string) error {
+	if err := s.checkKey(key); err != nil {
+		return err
+	}
 	k := s.itemKey(key)
 	interval := s.pollMin
 	var timer *time.Timer
@@ -682,7 +697,10 @@ func (s *Store) Wait(ctx context.Context, key string) error {
 	}
 }
 
-// checkKey rejects keys DynamoDB cannot store as a partition key value.
+// checkKey rejects keys DynamoDB cannot store as a partition key value,
+// before any request: DynamoDB's own answer (a ValidationException) would
+// read as an unavailable store, which a fail-open Guard rides out by
+// running the function unguarded on every call.
 func (s *Store) checkKey(key string) error {
 	if n := len(s.layout.prefix) + len(key); n == 0 || n > maxPartitionKey {
 		return fmt.Errorf("%w: dynamostore: partition key value of %d bytes (DynamoDB allows 1 to %d)", idem.ErrInvalidKey, n, maxPartitionKey)

@@ -479,14 +479,35 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 }
 
-// A key DynamoDB cannot hold is an invalid key, not a store outage.
+// A key DynamoDB cannot hold is an invalid key, not a store outage, in
+// every operation: DynamoDB's own ValidationException would read as one.
 func TestKeyTooLong(t *testing.T) {
 	client, table := dynamo(t)
 	s := newStore(t, client, table)
 	key := string(bytes.Repeat([]byte{'k'}, 2048))
-	_, err := s.Claim(bg, idem.ClaimRequest{Key: key, Owner: token(t), Lease: time.Second, TTL: time.Second})
-	if !errors.Is(err, idem.ErrInvalidKey) {
-		t.Fatalf("Claim with a %d-byte key = %v, want ErrInvalidKey", len(key), err)
+	l := idem.Lease{Key: key, Owner: token(t), Fence: 1, Duration: time.Second, TTL: time.Second}
+	ops := []struct {
+		name string
+		do   func() error
+	}{
+		{"Claim", func() error {
+			_, err := s.Claim(bg, idem.ClaimRequest{Key: key, Owner: l.Owner, Lease: time.Second, TTL: time.Second})
+			return err
+		}},
+		{"Heartbeat", func() error { return s.Heartbeat(bg, l) }},
+		{"Complete", func() error { return s.Complete(bg, l, idem.Result{Data: []byte("r")}) }},
+		{"Fail", func() error { return s.Fail(bg, l, idem.Result{Data: []byte("r")}) }},
+		{"Release", func() error { return s.Release(bg, l) }},
+		{"Get", func() error { _, err := s.Get(bg, key); return err }},
+		{"Delete", func() error { return s.Delete(bg, key) }},
+		{"Wait", func() error { return s.Wait(bg, key) }},
+	}
+	for _, op := range ops {
+		t.Run(op.name, func(t *testing.T) {
+			if err := op.do(); !errors.Is(err, idem.ErrInvalidKey) {
+				t.Fatalf("%s with a %d-byte key = %v, want ErrInvalidKey", op.name, len(key), err)
+			}
+		})
 	}
 }
 

@@ -25,7 +25,7 @@ func (c *runCtx) Value(key any) any {
 // running is what a guarded call's ctx carries.
 type running struct {
 	lease Lease
-	codec Codec
+	codec recordCodec
 }
 
 // LeaseFrom returns the lease of the guarded call running with ctx.
@@ -39,13 +39,14 @@ func LeaseFrom(ctx context.Context) (Lease, bool) {
 
 // CodecFrom returns the codec the Guard running ctx's call encodes its
 // result with, so a store that completes a record itself (pgstore's
-// transactional completion) writes exactly the bytes the Guard would.
+// transactional completion) writes exactly the bytes the Guard would:
+// the function's identity header, then the result's encoding.
 func CodecFrom(ctx context.Context) (Codec, bool) {
 	r, ok := ctx.Value(leaseKey{}).(*running)
 	if !ok {
 		return nil, false
 	}
-	return r.codec, true
+	return &r.codec, true
 }
 
 // FenceFrom returns the fence of the guarded call running with ctx. Fences

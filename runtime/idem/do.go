@@ -117,7 +117,7 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 				}
 				return zero, st.inProgress(time.Time{}, 0)
 			}
-			if f.shared {
+			if f.shared && sameFunction(f.spec, spec) {
 				if f.err != nil {
 					st.ev(OutcomeReplayed, 0, f.err)
 					return zero, f.err
@@ -149,6 +149,14 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 			// it up, so the key is not stranded for a whole lease.
 			g.orphans.adopt(ctx, g, req, err)
 			if ctx.Err() != nil {
+				return zero, fmt.Errorf("%s: %w", spec.Name, err)
+			}
+			if errors.Is(err, ErrInvalidKey) {
+				// A key the store can never hold (too long for its key
+				// limit): no outage to ride out, so never a reason to run
+				// fn unguarded. Every call of this key would otherwise
+				// run it.
+				st.ev(OutcomeInvalidKey, 0, err)
 				return zero, fmt.Errorf("%s: %w", spec.Name, err)
 			}
 			st.note(OutcomeStoreError, 0, err)
@@ -194,6 +202,11 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 			return execute(ctx, st, lease, fn)
 		case ClaimCompleted:
 			if spec.OnDuplicate == DuplicateRaise {
+				if _, err := checkRecord(spec, res.Result.Data); err != nil {
+					// Another function's record: this call is no duplicate.
+					st.ev(OutcomeStoreError, res.Fence, err)
+					return zero, fmt.Errorf("%s: %w", spec.Name, err)
+				}
 				st.ev(OutcomeDuplicate, res.Fence, nil)
 				return zero, fmt.Errorf("%s: %w", spec.Name, ErrDuplicate)
 			}
@@ -206,6 +219,12 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 			return v, nil
 		case ClaimFailed:
 			rerr := decodeFailure(spec, res.Result)
+			if _, ok := rerr.(*RecordedError); !ok {
+				// Not this function's failure to replay (another
+				// function's, or a damaged header): fail closed.
+				st.ev(OutcomeStoreError, res.Fence, rerr)
+				return zero, rerr
+			}
 			if spec.OnDuplicate == DuplicateRaise {
 				st.ev(OutcomeDuplicate, res.Fence, rerr)
 				return zero, fmt.Errorf("%s: %w: %w", spec.Name, ErrDuplicate, rerr)
@@ -319,8 +338,8 @@ func (st *state) inProgress(leaseUntil time.Time, fence uint64) error {
 func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context.Context) (R, error)) (r R, err error) {
 	var zero R
 	g, spec, ev, note := st.g, st.spec, st.ev, st.note
-	x := &execution{run: running{lease: lease, codec: g.codecOf(spec)}}
-	x.fp = st.fp
+	x := &execution{run: running{lease: lease, codec: recordCodec{g: g, spec: spec}}}
+	x.fp, x.spec = st.fp, spec
 	f := &x.flight
 	g.startFlight(lease.Key, f)
 	cctx, cancel := context.WithCancelCause(ctx)
@@ -375,7 +394,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 		var recorded error
 		if spec.OnFailure == FailureLock {
 			rec := &RecordedError{Func: spec.Name, Message: err.Error()}
-			if ferr := g.store.Fail(wctx, lease, failureResult(rec)); ferr != nil {
+			if ferr := g.store.Fail(wctx, lease, failureResult(spec, rec)); ferr != nil {
 				note(OutcomeStoreError, lease.Fence, ferr)
 			} else {
 				shared, recorded = true, rec
@@ -420,7 +439,7 @@ func (g *Guard) unstorable(wctx context.Context, st *state, lease Lease, f *flig
 	spec := st.spec
 	rec := &RecordedError{Func: spec.Name, Message: cause.Error(), Cause: causeOf(causeCode(cause))}
 	shared := false
-	if ferr := g.store.Fail(wctx, lease, failureResult(rec)); ferr != nil {
+	if ferr := g.store.Fail(wctx, lease, failureResult(spec, rec)); ferr != nil {
 		st.note(OutcomeStoreError, lease.Fence, ferr)
 	} else {
 		shared = true
@@ -430,8 +449,12 @@ func (g *Guard) unstorable(wctx context.Context, st *state, lease Lease, f *flig
 	return fmt.Errorf("%s ran but its result was not recorded: %w", spec.Name, cause)
 }
 
-func failureResult(rec *RecordedError) Result {
-	data, _ := json.Marshal(failureRecord{Message: rec.Message, Cause: causeCode(rec.Cause)})
+// failureResult is a recorded failure's record: spec's identity header,
+// then the failure as JSON.
+func failureResult(spec *Spec, rec *RecordedError) Result {
+	body, _ := json.Marshal(failureRecord{Message: rec.Message, Cause: causeCode(rec.Cause)})
+	data := make([]byte, 0, headerLen(spec)+len(body))
+	data = append(appendHeader(data, spec), body...)
 	return Result{Data: data, Value: rec}
 }
 
@@ -450,18 +473,30 @@ type failureRecord struct {
 	Cause string `json:"cause,omitempty"`
 }
 
+// decodeFailure returns the recorded failure in r: a *RecordedError, or
+// an error matching ErrFunctionMismatch or ErrCorruptRecord when the
+// record is not this function's to replay.
 func decodeFailure(spec *Spec, r Result) error {
+	body, err := checkRecord(spec, r.Data)
+	if err != nil {
+		return fmt.Errorf("%s: recorded failure: %w", spec.Name, err)
+	}
 	if rec, ok := r.Value.(*RecordedError); ok {
 		return rec
 	}
 	var fr failureRecord
-	if err := json.Unmarshal(r.Data, &fr); err != nil {
+	if err := json.Unmarshal(body, &fr); err != nil {
 		return &RecordedError{Func: spec.Name, Message: "undecodable recorded failure: " + err.Error()}
 	}
 	return &RecordedError{Func: spec.Name, Message: fr.Message, Cause: causeOf(fr.Cause)}
 }
 
 func decodeResult[R any](g *Guard, spec *Spec, key string, r Result) (R, error) {
+	body, err := checkRecord(spec, r.Data)
+	if err != nil {
+		var zero R
+		return zero, fmt.Errorf("idem: %s: decoding stored result: %w", spec.Name, err)
+	}
 	if r.Value != nil {
 		if v, ok := r.Value.(R); ok {
 			return v, nil
@@ -476,7 +511,7 @@ func decodeResult[R any](g *Guard, spec *Spec, key string, r Result) (R, error) 
 		}
 	}
 	var v R
-	if err := g.decodeRecord(spec, r.Data, &v); err != nil {
+	if err := g.decodeRecord(spec, body, &v); err != nil {
 		return v, fmt.Errorf("idem: %s: decoding stored result: %w", spec.Name, err)
 	}
 	if memo {

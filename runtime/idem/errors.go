@@ -17,7 +17,9 @@ var (
 	// ErrPayloadMismatch: the key was used before with a different payload.
 	ErrPayloadMismatch = errors.New("idem: key reused with a different payload")
 	// ErrInvalidKey: a caller-supplied ID is empty or longer than MaxIDLen,
-	// or a key value cannot be encoded (NaN, a failing marshaler).
+	// or a key value cannot be encoded (NaN, a failing marshaler), or the
+	// store can never hold the key (longer than its key limit). Never
+	// failed open (WithFailOpen).
 	ErrInvalidKey = errors.New("idem: invalid idempotency key")
 	// ErrLeaseLost: the caller no longer owns the key (another caller took
 	// over after the lease expired, or an operator released it). Stores

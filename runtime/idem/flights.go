@@ -25,7 +25,11 @@ type flightTable struct {
 // flight is a call this process is executing, as same-key callers see it.
 type flight struct {
 	fp Fingerprint
-	mu sync.Mutex
+	// spec is the running function's: a same-key caller of another
+	// function that shares its name (ErrFunctionMismatch) is not handed
+	// its value.
+	spec *Spec
+	mu   sync.Mutex
 	// done is made by the first caller that waits, so an execution nobody
 	// waits on (almost all) makes no channel; finish closes it.
 	done  chan struct{}

@@ -23,6 +23,10 @@ func WithKeyPrefix(p string) Option { return func(g *Guard) { g.prefix = p } }
 // WithFailOpen makes a Guard run the function unguarded when the store is
 // unavailable, instead of returning ErrStoreUnavailable (the default,
 // fail closed). Use it only where a duplicate is cheaper than an outage.
+// It covers an unavailable store only: a key the store can never hold
+// (ErrInvalidKey) and a record it cannot read (ErrCorruptRecord) fail
+// closed whatever the mode, since they would fail the same way on every
+// call.
 func WithFailOpen() Option { return func(g *Guard) { g.failOpen = true } }
 
 // WithHMAC hashes keys and fingerprints with HMAC-SHA-256 under secret, so

@@ -40,7 +40,7 @@ const maxOrphans = 1024
 // adopt remembers req's claim if its error leaves open whether the store
 // applied it, and starts the background search for it.
 func (o *orphans) adopt(ctx context.Context, g *Guard, req ClaimRequest, err error) {
-	if errors.Is(err, ErrCorruptRecord) || errors.Is(err, ErrStoreFull) || errors.Is(err, ErrResultTooLarge) {
+	if errors.Is(err, ErrCorruptRecord) || errors.Is(err, ErrInvalidKey) || errors.Is(err, ErrStoreFull) || errors.Is(err, ErrResultTooLarge) {
 		return // the store answered: nothing was claimed
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {

@@ -17,8 +17,8 @@ func (g *Guard) codecOf(spec *Spec) Codec {
 	return g.codec
 }
 
-// decodeRecord decodes a stored result into v (a *R). A record of a
-// function with its own codec that does not start with CodecMarker was
+// decodeRecord decodes a stored result (the body behind the identity
+// header) into v (a *R). A record of a function with its own codec that does not start with CodecMarker was
 // written by the Guard's codec before the function had one (an older
 // build): it is decoded by the Guard's codec, and bytes that codec cannot
 // read either are ErrCorruptRecord.

@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -193,11 +194,15 @@ func TestSpecCodecReplaysFaithfully(t *testing.T) {
 		P: &shapeV1{F: []float64{}, M: map[string][]byte{}},
 	}
 	var runs atomic.Int64
+	var fromCtx []byte // what CodecFrom's codec writes for orig
 	fn := func(ctx context.Context) (shapeV1, error) {
 		if c, ok := idem.CodecFrom(ctx); !ok || c == nil {
 			t.Error("CodecFrom: no codec")
-		} else if _, isTyped := c.(idem.TypedCodec[shapeV1]); !isTyped {
-			t.Errorf("CodecFrom = %T, want the Spec's codec", c)
+		} else {
+			var err error
+			if fromCtx, err = c.Marshal(orig); err != nil {
+				t.Errorf("CodecFrom's Marshal: %v", err)
+			}
 		}
 		runs.Add(1)
 		return orig, nil
@@ -205,8 +210,25 @@ func TestSpecCodecReplaysFaithfully(t *testing.T) {
 	if _, err := call(context.Background(), g, spec, "k", fn); err != nil {
 		t.Fatal(err)
 	}
-	if len(st.last) < 2 || st.last[0] != idem.CodecMarker {
-		t.Fatalf("record %q does not start with the codec marker", st.last)
+	h, body, ok, err := idem.SplitRecord(st.last)
+	if err != nil || !ok {
+		t.Fatalf("record %q: no identity header (%v)", st.last, err)
+	}
+	if diff := cmp.Diff(idem.RecordHeader{Func: spec.Name}, h); diff != "" {
+		t.Errorf("record header (-want +got):\n%s", diff)
+	}
+	if len(body) < 2 || body[0] != idem.CodecMarker {
+		t.Fatalf("record body %q does not start with the codec marker", body)
+	}
+	// CodecFrom's codec writes the Guard's header and the Spec codec's
+	// record (this test codec writes maps in iteration order, so the
+	// bodies are compared decoded).
+	head := st.last[:len(st.last)-len(body)]
+	var fromBody shapeV1
+	if !bytes.HasPrefix(fromCtx, head) {
+		t.Errorf("CodecFrom's codec wrote %q, not behind the Guard's header %q", fromCtx, head)
+	} else if err := codecV1.Unmarshal(fromCtx[len(head):], &fromBody); err != nil {
+		t.Errorf("CodecFrom's record: %v", err)
 	}
 	got, err := call(context.Background(), g, spec, "k", fn)
 	if err != nil {

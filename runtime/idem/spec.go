@@ -41,6 +41,15 @@ type Spec struct {
 	Name string
 	// Version separates key spaces: bump it to start afresh.
 	Version int
+	// Signature identifies the function's shape: idemgen writes a digest
+	// of its name=, version= and the skeleton of its parameter and result
+	// types (kinds, not field sets or type names, so added fields and
+	// renamed types keep it). Every record carries Name, Version and
+	// Signature, and a record whose three differ from the reader's is
+	// ErrFunctionMismatch, never a replay: two functions that share a
+	// name cannot answer each other's calls. Hand-written Specs may leave
+	// it empty.
+	Signature string
 	// TTL is how long a finished record is kept and replayed (default 24h).
 	TTL time.Duration
 	// Lease is the in-progress lease (default 30s), heartbeated every Lease/3.
@@ -56,9 +65,10 @@ type Spec struct {
 	Grace   time.Duration
 	// Codec, if set, encodes this function's results in place of the
 	// Guard's codec (idemgen sets it to the result type's generated
-	// TypedCodec). Its records start with CodecMarker; a stored record
-	// without it was written by the Guard's codec (an older build) and is
-	// decoded by that. See resultcodec.go.
+	// TypedCodec). Its records start with CodecMarker (behind the
+	// identity header); a stored record without it was written by the
+	// Guard's codec (an older build) and is decoded by that. See
+	// resultcodec.go.
 	Codec Codec
 }
 

@@ -10,7 +10,8 @@ import (
 
 // The binary format of generated result codecs (see TypedCodec).
 //
-// A record is the marker byte, the format version, then one value. Every
+// A record is the marker byte, the format version, then one value (the
+// Guard stores it behind its function's identity header: identity.go). Every
 // value starts with a kind byte, so a decoder can tell a value it expects
 // from one of another shape, and skip a value it does not know:
 //
@@ -639,7 +640,10 @@ type TypedCodec[T any] struct {
 // record's length: the store keeps it, often for hours, so it holds no
 // spare capacity and no pointers for the collector to scan. The encoder
 // that builds it is pooled.
-func (c TypedCodec[T]) Marshal(v any) ([]byte, error) {
+func (c TypedCodec[T]) Marshal(v any) ([]byte, error) { return c.marshal(v, nil) }
+
+// marshal encodes v, behind spec's identity header unless spec is nil.
+func (c TypedCodec[T]) marshal(v any, spec *Spec) ([]byte, error) {
 	var p *T
 	switch v := v.(type) {
 	case T:
@@ -650,7 +654,11 @@ func (c TypedCodec[T]) Marshal(v any) ([]byte, error) {
 		return nil, fmt.Errorf("idem: codec of %T given a %T", p, v)
 	}
 	e := encoders.Get().(*Encoder)
-	e.buf = append(e.buf[:0], CodecMarker, CodecVersion)
+	e.buf = e.buf[:0]
+	if spec != nil {
+		e.buf = appendHeader(e.buf, spec)
+	}
+	e.buf = append(e.buf, CodecMarker, CodecVersion)
 	e.err, e.depth = nil, 0
 	c.Encode(e, p)
 	out, err := append([]byte(nil), e.buf...), e.err
@@ -662,6 +670,13 @@ func (c TypedCodec[T]) Marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// marshalFor is Marshal with spec's identity header before the record:
+// the header is written into the pooled encoder's buffer, so the record
+// costs no more allocations than Marshal's.
+func (c TypedCodec[T]) marshalFor(spec *Spec, v any) ([]byte, error) {
+	return c.marshal(v, spec)
 }
 
 // encoders pools TypedCodec.Marshal's encoders; one whose buffer grew

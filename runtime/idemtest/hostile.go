@@ -24,6 +24,8 @@ var hostileCases = []suiteCase{
 	{"HostileLostClaimReplyGivenBack", testLostClaimReply},
 	{"HostileGoexitReleasesKey", testGoexit},
 	{"HostileCorruptRecordNeverFailsOpen", testCorruptNeverFailsOpen},
+	{"HostileOverlongKeyNeverFailsOpen", testOverlongKeyNeverFailsOpen},
+	{"HostileSharedNameNeverCrossReplays", testFunctionIdentity},
 }
 
 // guardCall runs fn through g with a spec of its own and the env's key

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -145,7 +146,31 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 	if isUndefined(err) {
 		return fmt.Errorf("%w: %s: %w", ErrSchemaMissing, missingHint(s.n), err)
 	}
+	if keyRefused(err) {
+		return fmt.Errorf("%w: pgstore: %s: Postgres cannot hold the %d-byte key %.40q...: %w", idem.ErrInvalidKey, op, len(key), key, err)
+	}
 	return fmt.Errorf("pgstore: %s %s: %w", op, key, unreachable(err))
+}
+
+// keyRefused reports whether Postgres refused err's statement for a value
+// it can never hold: a key past the B-tree entry limit (about 2.7 kB
+// after compression, so no byte count here can stand in for it), or
+// bytes the database encoding rejects (NUL, invalid UTF-8). Keys are the
+// only text the store's statements write, and such a key fails the same
+// way on every call, so it is idem.ErrInvalidKey, which a fail-open Guard
+// does not ride out as an outage.
+func keyRefused(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case "54000", // program_limit_exceeded: index row size exceeds the maximum
+		"22021", // character_not_in_repertoire
+		"22P05": // untranslatable_character
+		return true
+	}
+	return false
 }
 
 var _ idem.Orderer = (*Store)(nil)

@@ -166,7 +166,8 @@ func TestFaultResetMidComplete(t *testing.T) {
 				t.Fatalf("proxy cut %d replies, want 1", e.proxy.Cut())
 			}
 			r := e.record(t, idem.NewGuard(e.direct), spec, "a")
-			if r.State != idem.StateCompleted || r.Fence != 1 || string(r.Result) != `"done-a"` {
+			_, body, _, err := idem.SplitRecord(r.Result) // the Guard's identity header, then the result
+			if err != nil || r.State != idem.StateCompleted || r.Fence != 1 || string(body) != `"done-a"` {
 				t.Fatalf("record = %v fence %d result %s", r.State, r.Fence, r.Result)
 			}
 			for _, g := range []*idem.Guard{idem.NewGuard(e.direct), idem.NewGuard(e.slow)} {

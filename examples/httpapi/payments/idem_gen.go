@@ -25,6 +25,7 @@ func NewIdempotentService(t *Service, g *idem.Guard) *IdempotentService {
 
 var idemSpecServiceCreatePayment = &idem.Spec{
 	Name:        "payments.CreatePayment",
+	Signature:   "11b8b915ff41622a",
 	TTL:         24 * time.Hour,
 	Lease:       3 * time.Second,
 	OnDuplicate: idem.DuplicateWait,
@@ -54,7 +55,7 @@ var idemCodecServiceCreatePayment = idem.TypedCodec[*Payment]{
 	},
 }
 
-// CreatePayment is Service.CreatePayment, run at most once per key (ttl=24h lease=3s on_duplicate=wait key=req.AccountID,req.Reference name=payments.CreatePayment).
+// CreatePayment is Service.CreatePayment, run at most once per key (ttl=24h lease=3s on_duplicate=wait key=req.AccountID,req.Reference name=payments.CreatePayment). The receiver is not part of the key (key= can name its fields).
 func (s *IdempotentService) CreatePayment(ctx context.Context, req PaymentRequest) (*Payment, error) {
 	c := s.beginCreatePayment(&req)
 	return idem.Do(ctx, c, func(ctx context.Context) (*Payment, error) {

@@ -24,6 +24,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 var idemSpecKeyed0 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed0",
+	Signature:   "56113875706f2b6b",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -88,6 +89,7 @@ func (x *Idempotent) beginKeyed0(v *struct {
 
 var idemSpecKeyed1 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed1",
+	Signature:   "7db2b8bdb1a9f1e8",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -136,6 +138,7 @@ func (x *Idempotent) beginKeyed1(v []bool) idem.Call {
 
 var idemSpecKeyed2 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed2",
+	Signature:   "4a9cc3e4d25a76a2",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -194,6 +197,7 @@ func (x *Idempotent) beginKeyed2(v [][1][]A5) idem.Call {
 
 var idemSpecKeyed3 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed3",
+	Signature:   "a1118ab78dc26600",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -235,6 +239,7 @@ func (x *Idempotent) beginKeyed3(v *Rec6) idem.Call {
 
 var idemSpecKeyed4 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed4",
+	Signature:   "a36b25da604b762b",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -279,6 +284,7 @@ func (x *Idempotent) beginKeyed4(v *[0]S8) idem.Call {
 
 var idemSpecKeyed5 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed5",
+	Signature:   "673a36e3522dbd3b",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -320,6 +326,7 @@ func (x *Idempotent) beginKeyed5(v *S11) idem.Call {
 
 var idemSpecKeyed6 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed6",
+	Signature:   "d9ebae040ac821ce",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -361,6 +368,7 @@ func (x *Idempotent) beginKeyed6(v *S13) idem.Call {
 
 var idemSpecKeyed7 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed7",
+	Signature:   "04bfec704d83a194",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -402,6 +410,7 @@ func (x *Idempotent) beginKeyed7(v json.RawMessage) idem.Call {
 
 var idemSpecKeyed8 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed8",
+	Signature:   "1c2f6c4e794c6f87",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -460,6 +469,7 @@ func (x *Idempotent) beginKeyed8(v *struct {
 
 var idemSpecKeyed9 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed9",
+	Signature:   "8aaad96cbb1f6489",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -516,6 +526,7 @@ func (x *Idempotent) beginKeyed9(v *[1][]*float64) idem.Call {
 
 var idemSpecKeyed10 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed10",
+	Signature:   "3a0f2393a8edf8ca",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -557,6 +568,7 @@ func (x *Idempotent) beginKeyed10(v *Rec19) idem.Call {
 
 var idemSpecKeyed11 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed11",
+	Signature:   "c41c79cedd0ee1aa",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -598,6 +610,7 @@ func (x *Idempotent) beginKeyed11(v N23) idem.Call {
 
 var idemSpecPathed0 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed0",
+	Signature:   "74216f4b8508d86e",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -656,6 +669,7 @@ func (x *Idempotent) beginPathed0(v *P24) idem.Call {
 
 var idemSpecPathed1 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed1",
+	Signature:   "d092b21bb9ec7a6d",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -726,6 +740,7 @@ func (x *Idempotent) beginPathed1(v *P26) idem.Call {
 
 var idemSpecPathed2 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed2",
+	Signature:   "68a3be963225abac",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -810,6 +825,7 @@ func (x *Idempotent) beginPathed2(v *P31) idem.Call {
 
 var idemSpecPathed3 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed3",
+	Signature:   "44bc566e80077dae",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -861,6 +877,7 @@ func (x *Idempotent) beginPathed3(v *P34) idem.Call {
 
 var idemSpecPathed4 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed4",
+	Signature:   "2465e2dc4136e0c4",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -916,6 +933,7 @@ func (x *Idempotent) beginPathed4(v *P38) idem.Call {
 
 var idemSpecPathed5 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed5",
+	Signature:   "a2e24d16c8893a48",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -995,6 +1013,7 @@ func (x *Idempotent) beginPathed5(v *P42) idem.Call {
 
 var idemSpecStored0 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored0",
+	Signature:   "92f386df0f3b6a90",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1036,6 +1055,7 @@ func (x *Idempotent) beginStored0(id int64, v other.Code) idem.Call {
 
 var idemSpecStored1 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored1",
+	Signature:   "a245f2544b6b320d",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1077,6 +1097,7 @@ func (x *Idempotent) beginStored1(id int64, v *S45) idem.Call {
 
 var idemSpecStored2 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored2",
+	Signature:   "7c057b0045ddaa33",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1118,6 +1139,7 @@ func (x *Idempotent) beginStored2(id int64, v float32) idem.Call {
 
 var idemSpecStored3 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored3",
+	Signature:   "a1e40a889d2e362c",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1169,6 +1191,7 @@ func (x *Idempotent) beginStored3(id int64, v *S47) idem.Call {
 
 var idemSpecStored4 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored4",
+	Signature:   "7929870c678a2367",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1210,6 +1233,7 @@ func (x *Idempotent) beginStored4(id int64, v N54) idem.Call {
 
 var idemSpecStored5 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored5",
+	Signature:   "e615bc4837881eb9",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1251,6 +1275,7 @@ func (x *Idempotent) beginStored5(id int64, v N55) idem.Call {
 
 var idemSpecStored6 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored6",
+	Signature:   "ec863febefc7bcda",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1292,6 +1317,7 @@ func (x *Idempotent) beginStored6(id int64, v *S56) idem.Call {
 
 var idemSpecStored7 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored7",
+	Signature:   "65ae6bde02ac75f1",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1366,6 +1392,7 @@ func (x *Idempotent) beginStored7(id int64, v [][2]*json.RawMessage) idem.Call {
 
 var idemSpecStored8 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored8",
+	Signature:   "21c69c40a69fd059",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1407,6 +1434,7 @@ func (x *Idempotent) beginStored8(id int64, v *S57) idem.Call {
 
 var idemSpecStored9 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored9",
+	Signature:   "b5e81f837f25cb38",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1458,6 +1486,7 @@ func (x *Idempotent) beginStored9(id int64, v *S59) idem.Call {
 
 var idemSpecStored10 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored10",
+	Signature:   "f575002c371dd80e",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1499,6 +1528,7 @@ func (x *Idempotent) beginStored10(id int64, v *S61) idem.Call {
 
 var idemSpecStored11 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored11",
+	Signature:   "e1d645d7f54eaa1a",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,

@@ -25,6 +25,7 @@ func NewIdempotentEffects(t *Effects, g *idem.Guard) *IdempotentEffects {
 
 var idemSpecEffectsStorm = &idem.Spec{
 	Name:        "rel.storm",
+	Signature:   "27bbf912c35932d1",
 	TTL:         time.Hour,
 	Lease:       10 * time.Second,
 	OnDuplicate: idem.DuplicateWait,
@@ -45,7 +46,7 @@ var idemCodecEffectsStorm = idem.TypedCodec[Outcome]{
 	},
 }
 
-// Storm is Effects.Storm, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=2m name=rel.storm).
+// Storm is Effects.Storm, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=2m name=rel.storm). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Storm(ctx context.Context, key string) (Outcome, error) {
 	c := e.beginStorm(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
@@ -67,6 +68,7 @@ func (e *IdempotentEffects) beginStorm(key string) idem.Call {
 
 var idemSpecEffectsCrash = &idem.Spec{
 	Name:        "rel.crash",
+	Signature:   "075131e2c4a73d4f",
 	TTL:         time.Hour,
 	Lease:       time.Second,
 	OnDuplicate: idem.DuplicateWait,
@@ -87,7 +89,7 @@ var idemCodecEffectsCrash = idem.TypedCodec[Outcome]{
 	},
 }
 
-// Crash is Effects.Crash, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s name=rel.crash).
+// Crash is Effects.Crash, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s name=rel.crash). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Crash(ctx context.Context, key string) (Outcome, error) {
 	c := e.beginCrash(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
@@ -109,6 +111,7 @@ func (e *IdempotentEffects) beginCrash(key string) idem.Call {
 
 var idemSpecEffectsZombie = &idem.Spec{
 	Name:        "rel.zombie",
+	Signature:   "c44d5bc72e0e4af2",
 	TTL:         time.Hour,
 	Lease:       time.Second,
 	OnDuplicate: idem.DuplicateWait,
@@ -129,7 +132,7 @@ var idemCodecEffectsZombie = idem.TypedCodec[Outcome]{
 	},
 }
 
-// Zombie is Effects.Zombie, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s name=rel.zombie).
+// Zombie is Effects.Zombie, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s name=rel.zombie). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Zombie(ctx context.Context, key string) (Outcome, error) {
 	c := e.beginZombie(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
@@ -151,6 +154,7 @@ func (e *IdempotentEffects) beginZombie(key string) idem.Call {
 
 var idemSpecEffectsContend = &idem.Spec{
 	Name:        "rel.contend",
+	Signature:   "8e08e7f390247177",
 	TTL:         time.Hour,
 	Lease:       time.Second,
 	OnDuplicate: idem.DuplicateReturn,
@@ -170,7 +174,7 @@ var idemCodecEffectsContend = idem.TypedCodec[Outcome]{
 	},
 }
 
-// Contend is Effects.Contend, run at most once per key (ttl=1h lease=1s on_duplicate=return name=rel.contend).
+// Contend is Effects.Contend, run at most once per key (ttl=1h lease=1s on_duplicate=return name=rel.contend). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Contend(ctx context.Context, key string) (Outcome, error) {
 	c := e.beginContend(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
@@ -192,6 +196,7 @@ func (e *IdempotentEffects) beginContend(key string) idem.Call {
 
 var idemSpecEffectsSkew = &idem.Spec{
 	Name:        "rel.skew",
+	Signature:   "a41c8cace7e50e85",
 	TTL:         time.Hour,
 	Lease:       2 * time.Second,
 	OnDuplicate: idem.DuplicateReturn,
@@ -211,7 +216,7 @@ var idemCodecEffectsSkew = idem.TypedCodec[Outcome]{
 	},
 }
 
-// Skew is Effects.Skew, run at most once per key (ttl=1h lease=2s on_duplicate=return name=rel.skew).
+// Skew is Effects.Skew, run at most once per key (ttl=1h lease=2s on_duplicate=return name=rel.skew). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Skew(ctx context.Context, key string) (Outcome, error) {
 	c := e.beginSkew(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
@@ -233,6 +238,7 @@ func (e *IdempotentEffects) beginSkew(key string) idem.Call {
 
 var idemSpecEffectsMeasure = &idem.Spec{
 	Name:        "rel.measure",
+	Signature:   "b589763b7cfe952e",
 	TTL:         time.Hour,
 	Lease:       10 * time.Second,
 	OnDuplicate: idem.DuplicateReturn,
@@ -252,7 +258,7 @@ var idemCodecEffectsMeasure = idem.TypedCodec[Reading]{
 	},
 }
 
-// Measure is Effects.Measure, run at most once per key (ttl=1h lease=10s on_duplicate=return name=rel.measure).
+// Measure is Effects.Measure, run at most once per key (ttl=1h lease=10s on_duplicate=return name=rel.measure). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Measure(ctx context.Context, key string) (Reading, error) {
 	c := e.beginMeasure(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Reading, error) {
@@ -274,6 +280,7 @@ func (e *IdempotentEffects) beginMeasure(key string) idem.Call {
 
 var idemSpecEffectsStrict = &idem.Spec{
 	Name:        "rel.strict",
+	Signature:   "0fce9b377e9f1b70",
 	TTL:         time.Hour,
 	Lease:       10 * time.Second,
 	OnDuplicate: idem.DuplicateReturn,
@@ -293,7 +300,7 @@ var idemCodecEffectsStrict = idem.TypedCodec[StrictReading]{
 	},
 }
 
-// Strict is Effects.Strict, run at most once per key (ttl=1h lease=10s on_duplicate=return name=rel.strict).
+// Strict is Effects.Strict, run at most once per key (ttl=1h lease=10s on_duplicate=return name=rel.strict). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Strict(ctx context.Context, key string) (StrictReading, error) {
 	c := e.beginStrict(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (StrictReading, error) {
@@ -315,6 +322,7 @@ func (e *IdempotentEffects) beginStrict(key string) idem.Call {
 
 var idemSpecEffectsExit = &idem.Spec{
 	Name:        "rel.exit",
+	Signature:   "2054ab1ae1294dd8",
 	TTL:         time.Hour,
 	Lease:       10 * time.Second,
 	OnDuplicate: idem.DuplicateWait,
@@ -335,7 +343,7 @@ var idemCodecEffectsExit = idem.TypedCodec[Outcome]{
 	},
 }
 
-// Exit is Effects.Exit, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=20s name=rel.exit).
+// Exit is Effects.Exit, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=20s name=rel.exit). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Exit(ctx context.Context, key string) (Outcome, error) {
 	c := e.beginExit(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
@@ -456,8 +464,8 @@ var _ = idemOutcome_fieldsChanged_runGoGenerate(Outcome{})
 
 // idemReading_fieldsChanged_runGoGenerate is the field list of Reading that the generated code was written for (tags aside).
 type idemReading_fieldsChanged_runGoGenerate struct {
-	Outcome
-	Value float64
+	Outcome `json:"-" xml:"-"`
+	Value   float64
 }
 
 // Build fails here if Reading gained, lost or retyped a field since generation: run go generate.
@@ -465,8 +473,8 @@ var _ = idemReading_fieldsChanged_runGoGenerate(Reading{})
 
 // idemStrictReading_fieldsChanged_runGoGenerate is the field list of StrictReading that the generated code was written for (tags aside).
 type idemStrictReading_fieldsChanged_runGoGenerate struct {
-	Outcome
-	Gauge Gauge
+	Outcome `json:"-" xml:"-"`
+	Gauge   Gauge
 }
 
 // Build fails here if StrictReading gained, lost or retyped a field since generation: run go generate.

@@ -287,8 +287,10 @@ type view struct {
 	UpdatedAt   time.Time `json:"updated_at,omitzero"`
 	// ClaimedAt is when the current (or last) owner claimed the key;
 	// absent for a record written before stores kept it.
-	ClaimedAt  time.Time `json:"claimed_at,omitzero"`
-	ResultSize int       `json:"result_size"`
+	ClaimedAt time.Time `json:"claimed_at,omitzero"`
+	// ResultSize counts the stored result's (or recorded error's) bytes,
+	// not those of the header naming the function that wrote it.
+	ResultSize int `json:"result_size"`
 	// LeaseExpired: in progress, but the owner's lease is over; the next
 	// call takes the key over.
 	LeaseExpired bool `json:"lease_expired,omitempty"`
@@ -302,6 +304,16 @@ type view struct {
 	Result json.RawMessage `json:"result,omitempty"`
 }
 
+// recordBody is what the function stored (its result or recorded error),
+// behind the header naming the function that wrote it; records of older
+// builds have no header.
+func recordBody(data []byte) []byte {
+	if _, body, ok, err := idem.SplitRecord(data); ok && err == nil {
+		return body
+	}
+	return data
+}
+
 func (c *cmdCtx) view(r idem.Record) view {
 	v := view{
 		Key:         r.Key,
@@ -312,7 +324,7 @@ func (c *cmdCtx) view(r idem.Record) view {
 		ExpiresAt:   utc(r.ExpiresAt),
 		UpdatedAt:   utc(r.UpdatedAt),
 		ClaimedAt:   utc(r.ClaimedAt),
-		ResultSize:  len(r.Result),
+		ResultSize:  len(recordBody(r.Result)),
 		Live:        r.ExpiresAt.IsZero() || c.now.Before(r.ExpiresAt),
 	}
 	if !r.Owner.IsZero() {
@@ -599,19 +611,20 @@ func showCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 			return err
 		}
 		v := c.view(r)
+		body := recordBody(r.Result)
 		if r.State == idem.StateFailed {
 			var fr struct {
 				Message string `json:"message"`
 			}
-			if json.Unmarshal(r.Result, &fr) == nil {
+			if json.Unmarshal(body, &fr) == nil {
 				v.Error = fr.Message
 			}
 		}
-		if *withResult && len(r.Result) > 0 {
-			if json.Valid(r.Result) {
-				v.Result = r.Result
+		if *withResult && len(body) > 0 {
+			if json.Valid(body) {
+				v.Result = body
 			} else {
-				q, _ := json.Marshal(resultText(r.Result))
+				q, _ := json.Marshal(resultText(body))
 				v.Result = q
 			}
 		}
@@ -635,8 +648,8 @@ func showCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 		if v.Error != "" {
 			row("error", v.Error)
 		}
-		if *withResult && len(r.Result) > 0 {
-			row("result", resultText(r.Result))
+		if *withResult && len(body) > 0 {
+			row("result", resultText(body))
 		}
 		return tw.Flush()
 	}

@@ -1,0 +1,203 @@
+package idem_test
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// TestFunctionIdentity: two functions that share a name= share a key
+// space, and a call of one must never be answered with the other's
+// record: not its result, not its recorded failure, not ErrDuplicate.
+// It gets ErrFunctionMismatch (an ErrResultIncompatible) and does not
+// run. The same function under another Spec value replays as before.
+func TestFunctionIdentity(t *testing.T) {
+	first := idem.Spec{Name: "test.Shared", Signature: "sig-a", TTL: time.Hour}
+	other := func(mod func(*idem.Spec)) idem.Spec {
+		s := first
+		mod(&s)
+		return s
+	}
+	cases := []struct {
+		name      string
+		writer    idem.Spec
+		fails     bool // the writer fails under on_failure=lock
+		reader    idem.Spec
+		mismatch  bool
+		wantValue string
+	}{
+		{name: "OtherSignature", writer: first, reader: other(func(s *idem.Spec) { s.Signature = "sig-b" }), mismatch: true},
+		{name: "OtherSignatureRaise", writer: first, reader: other(func(s *idem.Spec) {
+			s.Signature, s.OnDuplicate = "sig-b", idem.DuplicateRaise
+		}), mismatch: true},
+		{name: "OtherSignatureWait", writer: first, reader: other(func(s *idem.Spec) {
+			s.Signature, s.OnDuplicate = "sig-b", idem.DuplicateWait
+		}), mismatch: true},
+		{name: "HandWrittenReadsGenerated", writer: first, reader: other(func(s *idem.Spec) { s.Signature = "" }), mismatch: true},
+		{name: "GeneratedReadsHandWritten", writer: other(func(s *idem.Spec) { s.Signature = "" }), reader: first, mismatch: true},
+		{name: "RecordedFailure", writer: other(func(s *idem.Spec) { s.OnFailure = idem.FailureLock }), fails: true,
+			reader: other(func(s *idem.Spec) { s.Signature, s.OnFailure = "sig-b", idem.FailureLock }), mismatch: true},
+		{name: "RecordedFailureRaise", writer: other(func(s *idem.Spec) { s.OnFailure = idem.FailureLock }), fails: true,
+			reader: other(func(s *idem.Spec) { s.Signature, s.OnDuplicate = "sig-b", idem.DuplicateRaise }), mismatch: true},
+		{name: "SameFunctionOtherSpecValue", writer: first, reader: first, wantValue: "written"},
+		{name: "SameFunctionOtherMode", writer: first, reader: other(func(s *idem.Spec) { s.OnDuplicate = idem.DuplicateWait }), wantValue: "written"},
+	}
+	stores := []struct {
+		name string
+		new  func() idem.Store
+	}{
+		{"Memory", func() idem.Store { return idem.NewMemoryStore() }}, // replays hand back the Go value
+		{"BytesOnly", func() idem.Store { return bytesOnly{idem.NewMemoryStore()} }},
+	}
+	for _, sc := range stores {
+		for _, tc := range cases {
+			t.Run(sc.name+"/"+tc.name, func(t *testing.T) {
+				g := idem.NewGuard(sc.new())
+				ctx := context.Background()
+				writer, reader := tc.writer, tc.reader // distinct Spec values, as two packages' would be
+				_, err := call(ctx, g, &writer, "k", func(context.Context) (string, error) {
+					if tc.fails {
+						return "", errors.New("declined")
+					}
+					return "written", nil
+				})
+				if tc.fails != (err != nil) {
+					t.Fatalf("writer: %v", err)
+				}
+				var runs atomic.Int64
+				got, err := call(ctx, g, &reader, "k", func(context.Context) (string, error) { runs.Add(1); return "read", nil })
+				if n := runs.Load(); n != 0 {
+					t.Errorf("reader ran %d times over an existing record, want 0", n)
+				}
+				if !tc.mismatch {
+					if err != nil || got != tc.wantValue {
+						t.Fatalf("reader = %q, %v; want the replay %q", got, err, tc.wantValue)
+					}
+					return
+				}
+				if !errors.Is(err, idem.ErrFunctionMismatch) || !errors.Is(err, idem.ErrResultIncompatible) {
+					t.Errorf("reader err = %v, want ErrFunctionMismatch (an ErrResultIncompatible)", err)
+				}
+				var rec *idem.RecordedError
+				if got != "" || errors.Is(err, idem.ErrDuplicate) || errors.As(err, &rec) {
+					t.Errorf("reader was answered from the writer's record: %q, %v", got, err)
+				}
+			})
+		}
+	}
+}
+
+// TestFunctionIdentityInProcess: a waiting caller of another function
+// that shares the running one's name and key is not handed its value in
+// process either.
+func TestFunctionIdentityInProcess(t *testing.T) {
+	g := idem.NewGuard(networked{idem.NewMemoryStore()}) // keeps flights
+	ctx := context.Background()
+	a := &idem.Spec{Name: "test.Flight", Signature: "sig-a", OnDuplicate: idem.DuplicateWait}
+	b := &idem.Spec{Name: "test.Flight", Signature: "sig-b", OnDuplicate: idem.DuplicateWait}
+	started, finish := make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		_, err := call(ctx, g, a, "k", func(context.Context) (string, error) {
+			close(started)
+			<-finish
+			return "a's", nil
+		})
+		done <- err
+	}()
+	<-started
+	got := make(chan error)
+	go func() {
+		v, err := call(ctx, g, b, "k", func(context.Context) (string, error) { return "b ran", nil })
+		if v != "" {
+			err = fmt.Errorf("b got %q (%v)", v, err)
+		}
+		got <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // b waits on a's flight
+	close(finish)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; !errors.Is(err, idem.ErrFunctionMismatch) {
+		t.Errorf("b: %v, want ErrFunctionMismatch", err)
+	}
+}
+
+// TestRecordHeader: records carry their function's identity; records of
+// builds from before the header are read unchecked, and a damaged header
+// is ErrCorruptRecord.
+func TestRecordHeader(t *testing.T) {
+	ctx := context.Background()
+	spec := &idem.Spec{Name: "test.Header", Version: 3, Signature: "s1"}
+	cases := []struct {
+		name    string
+		data    []byte // planted as the completed record's bytes
+		want    string
+		wantErr error
+	}{
+		{"LegacyJSON", []byte(`"from an older build"`), "from an older build", nil},
+		{"Truncated", []byte{idem.RecordMarker}, "", idem.ErrCorruptRecord},
+		{"FutureLayout", []byte{idem.RecordMarker, idem.RecordVersion + 1}, "", idem.ErrCorruptRecord},
+		{"BadName", []byte{idem.RecordMarker, idem.RecordVersion, 40, 'x'}, "", idem.ErrCorruptRecord},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			store := idem.NewMemoryStore()
+			g := idem.NewGuard(store)
+			c := g.Begin(spec)
+			c.Key().String("k")
+			key, err := idem.KeyOf(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fp idem.Fingerprint // without a Payload, the key's hash, its last 64 hex digits
+			if _, err := hex.Decode(fp[:], []byte(key[len(key)-64:])); err != nil {
+				t.Fatal(err)
+			}
+			res, err := store.Claim(ctx, idem.ClaimRequest{Key: key, Fingerprint: fp, Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := idem.Lease{Key: key, Owner: idem.Token{1}, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
+			if err := store.Complete(ctx, l, idem.Result{Data: tc.data}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := call(ctx, g, spec, "k", func(context.Context) (string, error) { return "ran", nil })
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("= %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+
+	// What a record written now carries.
+	store := &captureStore{bytesOnly: bytesOnly{idem.NewMemoryStore()}}
+	g := idem.NewGuard(store)
+	if _, err := call(ctx, g, spec, "k", func(context.Context) (string, error) { return "v", nil }); err != nil {
+		t.Fatal(err)
+	}
+	h, body, ok, err := idem.SplitRecord(store.last)
+	if err != nil || !ok {
+		t.Fatalf("SplitRecord: ok=%v, %v", ok, err)
+	}
+	if diff := cmp.Diff(idem.RecordHeader{Func: "test.Header", Version: 3, Signature: "s1"}, h); diff != "" {
+		t.Errorf("header (-want +got):\n%s", diff)
+	}
+	if string(body) != `"v"` {
+		t.Errorf("body = %q, want the Guard codec's %q", body, `"v"`)
+	}
+}

@@ -1,0 +1,84 @@
+package basic
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// TestRecordIdentity: a generated wrapper's records carry its Spec's
+// name, version and signature, and a record at its key that another
+// function wrote (another signature under the same name=: another
+// module's function, a hand-written idem.Do) is ErrFunctionMismatch,
+// never replayed, and the function does not run.
+func TestRecordIdentity(t *testing.T) {
+	ctx := context.Background()
+	g := newGuard(t)
+	api := NewIdempotent(g)
+	req := InvoiceRequest{CustomerID: "c9", OrderID: "o9", Amount: 7, Due: time.Unix(1e9, 0)}
+	if _, err := api.CreateInvoice(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	key, err := api.CreateInvoiceKey(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := g.Store().Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, body, ok, err := idem.SplitRecord(rec.Result)
+	if err != nil || !ok {
+		t.Fatalf("record without an identity header: ok=%v, %v", ok, err)
+	}
+	spec := idemSpecCreateInvoice
+	want := idem.RecordHeader{Func: spec.Name, Version: spec.Version, Signature: spec.Signature}
+	if diff := cmp.Diff(want, h); diff != "" || len(spec.Signature) != 16 {
+		t.Fatalf("header (-want +got):\n%s (signature %q)", diff, spec.Signature)
+	}
+
+	// The same record as another function with this name would have
+	// written it: same key and payload, another signature.
+	other := *spec
+	other.Signature = "another-function"
+	forged := append(headerOf(&other), body...)
+	if err := g.Store().Delete(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	owner := idem.Token{9}
+	res, err := g.Store().Claim(ctx, idem.ClaimRequest{Key: key, Fingerprint: rec.Fingerprint, Owner: owner, Lease: time.Minute, TTL: time.Hour})
+	if err != nil || !res.Status.Owns() {
+		t.Fatalf("claim: %v, %v", res.Status, err)
+	}
+	l := idem.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
+	if err := g.Store().Complete(ctx, l, idem.Result{Data: forged}); err != nil {
+		t.Fatal(err)
+	}
+	before := executions.Load()
+	got, err := api.CreateInvoice(ctx, req)
+	if !errors.Is(err, idem.ErrFunctionMismatch) || got != nil {
+		t.Errorf("over another function's record: %v, %v; want ErrFunctionMismatch", got, err)
+	}
+	if n := executions.Load() - before; n != 0 {
+		t.Errorf("ran %d times over another function's record, want 0", n)
+	}
+}
+
+// headerOf is the identity header the Guard writes for spec's records,
+// read back from a record of a scratch guard.
+func headerOf(spec *idem.Spec) []byte {
+	s := idem.NewMemoryStore()
+	c := idem.NewGuard(s).Begin(spec)
+	c.Key().String("header")
+	key, _ := idem.KeyOf(c)
+	c = idem.NewGuard(s).Begin(spec)
+	c.Key().String("header")
+	_, _ = idem.Do(context.Background(), c, func(context.Context) (*Invoice, error) { return nil, nil })
+	rec, _ := s.Get(context.Background(), key)
+	_, body, _, _ := idem.SplitRecord(rec.Result)
+	return rec.Result[:len(rec.Result)-len(body)]
+}
