@@ -135,6 +135,9 @@ func varintLen(v int64) int { return uvarintLen(uint64(v<<1) ^ uint64(v>>63)) }
 // itself for a record without a header, ErrFunctionMismatch for one that
 // another function wrote.
 func checkRecord(spec *Spec, data []byte) ([]byte, error) {
+	if body, ok := ownRecord(spec, data); ok {
+		return body, nil // the replay's usual case, without parsing
+	}
 	name, version, sig, body, ok, err := splitRecord(data)
 	if !ok || err != nil {
 		return body, err
@@ -144,6 +147,35 @@ func checkRecord(spec *Spec, data []byte) ([]byte, error) {
 			ErrFunctionMismatch, name, version, sig, spec.Name, spec.Version, spec.Signature)
 	}
 	return body, nil
+}
+
+// ownRecord returns the body of data when data starts with exactly the
+// header spec writes.
+func ownRecord(spec *Spec, data []byte) ([]byte, bool) {
+	if len(data) < 2 || data[0] != RecordMarker || data[1] != RecordVersion {
+		return nil, false
+	}
+	p := data[2:]
+	for i, f := range [2]string{spec.Name, spec.Signature} {
+		if len(f) < 0x80 { // one-byte length: every name idemgen writes
+			if len(p) < 1+len(f) || int(p[0]) != len(f) || string(p[1:1+len(f)]) != f {
+				return nil, false
+			}
+			p = p[1+len(f):]
+		} else if n, w := binary.Uvarint(p); w <= 0 || n != uint64(len(f)) || len(p) < w+len(f) || string(p[w:w+len(f)]) != f {
+			return nil, false
+		} else {
+			p = p[w+len(f):]
+		}
+		if i == 0 { // the version follows the name
+			v, w := binary.Varint(p)
+			if w <= 0 || v != int64(spec.Version) {
+				return nil, false
+			}
+			p = p[w:]
+		}
+	}
+	return p, true
 }
 
 // sameFunction reports whether a and b describe one function's records.
