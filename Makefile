@@ -46,10 +46,10 @@ fuzz-short:
 	GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzKeyProperty$$' -fuzztime 30s ./internal/keyprop/sample
 	GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzKeyEncodingSelfDelimiting$$' -fuzztime 15s ./runtime/idem
 
-# The long key property run: 300 packages of fresh random types through
+# The long key property run: 100 packages of fresh random types through
 # idemgen, then ten minutes of fuzzing the committed sample.
 keyprop:
-	IDEM_KEYPROP_SEEDS=300 GOWORK=off $(GO) test -count=1 -timeout 60m -v -run '^TestRandomTypes$$' ./internal/keyprop
+	IDEM_KEYPROP_SEEDS=100 GOWORK=off $(GO) test -count=1 -timeout 60m -v -run '^TestRandomTypes$$' ./internal/keyprop
 	GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzKeyProperty$$' -fuzztime 10m ./internal/keyprop/sample
 
 # The root module's tests (generator, core runtime, memory and file
