@@ -647,6 +647,11 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 	}
 	// omit=: by result, then a tree of field names.
 	omits := make([]omitTree, len(x.result))
+	type omitPath struct {
+		idx  int
+		hops []string // the fields, promoted ones through their embeddings
+	}
+	var paths []omitPath
 	ok := true
 	for _, p := range x.opts.omit {
 		segs := strings.Split(p.text, ".")
@@ -711,22 +716,34 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 		if !ok {
 			continue
 		}
-		if omits[idx] == nil {
-			omits[idx] = omitTree{}
+		paths = append(paths, omitPath{idx, hops})
+	}
+	if !ok {
+		return "", false
+	}
+	// A path under another omitted path is omitted already (r2.Body under
+	// r2): it is dropped, or its subtree would stand for the whole.
+	canon := func(j int) string {
+		return strings.Join(append([]string{"r" + itoa(paths[j].idx+1)}, paths[j].hops...), ".")
+	}
+	for i, p := range paths {
+		if coveredByOther(i, len(paths), canon) {
+			continue
 		}
-		tree := omits[idx]
-		for _, f := range hops {
+		if len(p.hops) == 0 {
+			omits[p.idx] = omitTree{"": nil} // the whole result
+			continue
+		}
+		if omits[p.idx] == nil {
+			omits[p.idx] = omitTree{}
+		}
+		tree := omits[p.idx]
+		for _, f := range p.hops {
 			if tree[f] == nil {
 				tree[f] = omitTree{}
 			}
 			tree = tree[f]
 		}
-		if len(segs) == 1 {
-			omits[idx] = omitTree{"": nil} // the whole result
-		}
-	}
-	if !ok {
-		return "", false
 	}
 	if len(x.result) == 0 {
 		return "", true
@@ -814,8 +831,10 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 	}))
 	var doc string
 	var omitted []string
-	for _, p := range x.opts.omit {
-		omitted = append(omitted, p.text)
+	for i, p := range x.opts.omit {
+		if !coveredByOther(i, len(paths), canon) {
+			omitted = append(omitted, p.text)
+		}
 	}
 	if len(omitted) > 0 {
 		doc += " Not stored (replays return their zero value): " + strings.Join(omitted, ", ") + "."

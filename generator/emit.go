@@ -595,18 +595,22 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 	// exclude= first: it shapes the default key.
 	wholeEx := map[int]bool{}
 	trees := map[int]exTree{}
-	var exPaths []keyPath
+	var resolved []keyPath
 	for _, p := range x.opts.exclude {
 		kp, good := pi.resolve(x, p, "exclude")
 		if !good {
 			ok = false
 			continue
 		}
-		for _, q := range exPaths {
-			if covers(q.canon(x), kp.canon(x)) || covers(kp.canon(x), q.canon(x)) {
-				pi.d.add(p.pos, "exclude: %s overlaps %s", p.text, q.opt.text)
-				ok = false
-			}
+		resolved = append(resolved, kp)
+	}
+	// A path under another excluded path is excluded already: following
+	// two rounds of advice (req.Params.Context, then req.Params) must not
+	// be an error.
+	var exPaths []keyPath
+	for i, kp := range resolved {
+		if coveredByOther(i, len(resolved), func(j int) string { return resolved[j].canon(x) }) {
+			continue
 		}
 		exPaths = append(exPaths, kp)
 		if len(kp.fields) == 0 {
