@@ -28,8 +28,12 @@ type omitTree map[string]omitTree
 type codecProblem struct {
 	path, msg string
 	// root is the path of the outermost other package's value the
-	// problem is in, "" if none.
+	// problem is in, or of the outermost value of a recursive type it is
+	// in; "" if none. Relative paths inside a helper start with "\x00".
 	root string
+	// cycle: the problem is inside a value of a recursive type, so an
+	// omit= below root would meet it again one level deeper.
+	cycle bool
 }
 
 // codecGen writes the codec of one wrapper's result value.
@@ -57,7 +61,10 @@ func (s fnScope) get(base string) string {
 }
 
 func (g *codecGen) fail(path, msg, root string) {
-	p := codecProblem{path: path, msg: msg, root: root}
+	g.add(codecProblem{path: path, msg: msg, root: root})
+}
+
+func (g *codecGen) add(p codecProblem) {
 	for _, q := range g.problems {
 		if q == p {
 			return // the decoder's pass meets what the encoder's did
@@ -298,9 +305,7 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 				h.recursive = true // the type reaches itself
 			}
 			if h.problems != nil {
-				for _, p := range h.problems {
-					g.fail(relJoin(path, p.path), p.msg, foreignAt)
-				}
+				g.lift(h, path, foreignAt)
 				return ""
 			}
 			for l := range h.lossy {
@@ -349,9 +354,7 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 	}
 	if len(sub.problems) > 0 {
 		h.problems = sub.problems
-		for _, p := range h.problems {
-			g.fail(relJoin(path, p.path), p.msg, foreignAt)
-		}
+		g.lift(h, path, foreignAt)
 		return ""
 	}
 	h.lossy = sub.lossy
@@ -370,6 +373,27 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 			Func().Id("idemDec"+name).Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(tt)).Block(decBody...)},
 	)
 	return name
+}
+
+// lift records the problems of helper h, reached at path, as problems of
+// g. Their root is the outermost other package's value (foreignAt), else
+// the root they had inside the helper, else this value when its type is
+// recursive: advice must name a value the recursion cannot reach past.
+func (g *codecGen) lift(h *codecHelper, path, foreignAt string) {
+	for _, p := range h.problems {
+		q := codecProblem{path: relJoin(path, p.path), msg: p.msg, cycle: p.cycle || h.recursive}
+		switch {
+		case foreignAt != "":
+			q.root = foreignAt
+		case strings.HasPrefix(p.root, "\x00"):
+			q.root = relJoin(path, p.root[1:])
+		case p.root != "":
+			q.root = relJoin(path, p.root)
+		case h.recursive:
+			q.root = path
+		}
+		g.add(q)
+	}
 }
 
 type codecHelper struct {
@@ -795,7 +819,7 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 			// Several problems inside one other package's value (an
 			// *http.Response): omit that value. Else the problem's own path.
 			omit := advicePath(p.path)
-			if p.root != "" && inRoot[p.root] > 1 {
+			if p.root != "" && (inRoot[p.root] > 1 || p.cycle) {
 				omit = advicePath(p.root)
 			}
 			root := strings.SplitN(strings.SplitN(p.path, ".", 2)[0], "[", 2)[0]

@@ -306,9 +306,9 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 
 	keys, payload, ok := e.keyStatements(x, c, ns)
 	order, orderOK := e.orderStatements(x, c, ns)
-	if !ok || !orderOK {
-		return nil
-	}
+	// The results are checked even when the key is refused: one run
+	// reports (and advises) both, so following its advice converges.
+	keyOK := ok && orderOK
 
 	var out []jen.Code
 	// The Spec: one field per line; a default is named, not repeated.
@@ -394,7 +394,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 
 	// The result codec.
 	codecDoc, codecOK := e.resultCodec(x, specBase, codecVar, resultT, &out)
-	if !codecOK {
+	if !codecOK || !keyOK {
 		return nil
 	}
 

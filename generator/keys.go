@@ -82,6 +82,15 @@ type problem struct {
 	// exclude is the longest prefix of path that exclude= can name, ""
 	// when no option lifts the problem (a key= or order= path).
 	exclude string
+	// root is the exclude= path of the outermost value of a recursive
+	// type the problem is in ("" if none, or if exclude= cannot name it);
+	// inside a helper it starts with root. (Not another package's value,
+	// as for results: that would drop identity, such as an SDK's
+	// IdempotencyKey, along with the refused fields.)
+	root string
+	// cycle: the problem is inside a value of a recursive type, so an
+	// exclude= below root would meet it again one level deeper.
+	cycle bool
 }
 
 // root stands for the path of the value a helper is written for; the
@@ -183,15 +192,25 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 					if w.e.nameable(n.Obj()) {
 						name, probs := w.e.helper(n)
 						if probs != nil {
+							recursive := w.e.keyRecursive[n.Obj()]
 							for _, p := range probs {
 								p.path = path + p.path[len(root):]
+								p.cycle = p.cycle || recursive
 								switch {
 								case w.noAdvice:
-									p.exclude = ""
+									p.exclude, p.root = "", ""
 								case w.exPath == path:
 									p.exclude = path + p.exclude[len(root):]
+									if strings.HasPrefix(p.root, root) {
+										p.root = path + p.root[len(root):]
+									}
+									// The outermost recursive value wins:
+									// the advice names one path above it.
+									if recursive {
+										p.root = path
+									}
 								default:
-									p.exclude = w.exPath
+									p.exclude, p.root = w.exPath, ""
 								}
 								w.problems = append(w.problems, p)
 							}

@@ -82,8 +82,48 @@ func addPath(list []string, p string) []string {
 // option to write, merged with the exclude= already given, so following
 // the advice always makes progress.
 func (e *emitter) report(x *fn, probs []problem, at []token.Position, keyPaths []keyPath) {
-	for _, line := range collapse(probs) {
+	shallowest(x, probs, keyPaths)
+	lines := collapse(probs)
+	// Across lines too, a path under another line's path is advised as
+	// that path: following every line of one run at once converges.
+	var all []string
+	for _, l := range lines {
+		for _, p := range l.excludes {
+			all = addPath(all, p)
+		}
+	}
+	for i, l := range lines {
+		var merged []string
+		for _, p := range l.excludes {
+			for _, q := range all {
+				if covers(q, p) {
+					merged = addPath(merged, q)
+				}
+			}
+		}
+		lines[i].excludes = merged
+	}
+	for _, line := range lines {
 		e.pi.d.add(at[line.first], "%s: cannot key %s%s", x.decl.Name.Name, line.text, paren(line.hint, adviseExclude(x, line.excludes, keyPaths)))
+	}
+}
+
+// shallowest makes each problem inside a value of a recursive type
+// advise that value: an exclude= below it would advise again, one level
+// deeper, on the next run (http.Request ↔ http.Response). A root that
+// overlaps a key= path cannot be excluded and is not advised.
+func shallowest(x *fn, probs []problem, keyPaths []keyPath) {
+next:
+	for i, p := range probs {
+		if p.root == "" || p.exclude == "" || !p.cycle || !covers(p.root, p.exclude) {
+			continue
+		}
+		for _, kp := range keyPaths {
+			if covers(p.root, kp.canon(x)) || covers(kp.canon(x), p.root) {
+				continue next
+			}
+		}
+		probs[i].exclude = p.root
 	}
 }
 
