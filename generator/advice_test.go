@@ -242,7 +242,7 @@ func TestAdviceConvergesInOneRound(t *testing.T) {
 		{"diag_result_recursive_func", []string{"Walk omit=r1"}},
 		{"diag_key_recursive_foreign", []string{"Send exclude=in.Req"}},
 		{"diag_sdk_params", []string{"Charge exclude=params.Params"}},
-		{"diag_funcoptions", []string{"Send omit=r1.ResultMetadata", "Send exclude=optFns"}},
+		{"diag_funcoptions", []string{"Send omit=r1.ResultMetadata"}},
 		{"diag_unkeyable_func_chan", nil},
 		{"diag_unkeyable_foreign_struct", nil},
 		{"diag_result_cloud_metadata", nil},

@@ -26,6 +26,9 @@ type emitter struct {
 	// codecHelpers are the result codec helpers of named types.
 	codecHelpers map[string]*codecHelper
 	failed       map[*types.TypeName][]problem // types that cannot be keyed
+	// skipped are the paths (below root) each key helper leaves out as
+	// no part of a call's identity, with why: "\x00.Ctx (a context)".
+	skipped map[*types.TypeName][]string
 	// keyBuilding holds the key helpers whose bodies are being written:
 	// a use meanwhile makes the helper recursive (keyRecursive), and its
 	// body bounds the depth.
@@ -72,6 +75,7 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 		helpers:      map[*types.TypeName]string{},
 		codecHelpers: map[string]*codecHelper{},
 		failed:       map[*types.TypeName][]problem{},
+		skipped:      map[*types.TypeName][]string{},
 		keyBuilding:  map[*types.TypeName]bool{},
 		keyRecursive: map[*types.TypeName]bool{},
 		fieldsRead:   map[*types.TypeName]*types.Named{},
@@ -476,6 +480,9 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 		// on one Guard share keys. Say so where the wrapper is read.
 		codecDoc = " The receiver is not part of the key (key= can name its fields)." + codecDoc
 	}
+	if len(x.notKeyed) > 0 {
+		codecDoc = " Not keyed: " + strings.Join(x.notKeyed, ", ") + "." + codecDoc
+	}
 	doc := fmt.Sprintf("%s is %s, run at most once per key (%s).%s", fname, display, e.optionSummary(x), codecDoc)
 	out = append(out, jen.Comment(doc).Line().
 		Func().Add(recvDecl).Id(fname).Add(e.signature(x.sig, names)).Block(body...))
@@ -674,8 +681,15 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 			if name == "" || name == "_" {
 				name = p.name // what exclude= and key= accept for it
 			}
+			if why := e.notIdentity(p); why != "" {
+				x.notKeyed = addOnce(x.notKeyed, name+" ("+why+")")
+				continue
+			}
 			w := &writer{e: e, b: b, n: ns, exPath: name}
 			s, good := w.write(val{e: id(p.name), ptr: p.byPtr}, p.typ, name, trees[i], p.variadic)
+			for _, sk := range w.skipped {
+				x.notKeyed = addOnce(x.notKeyed, sk)
+			}
 			if !good {
 				for range w.problems {
 					at = append(at, pi.fset.Position(orig.Pos()))
@@ -695,6 +709,11 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 	w := &writer{e: e, b: builder("Key"), n: ns, noAdvice: true}
 	single := len(keyPaths) == 1 && isString(keyPaths[0].typ)
 	for _, kp := range keyPaths {
+		if why := e.pathNotIdentity(x, kp); why != "" {
+			pi.d.add(kp.opt.pos, "key: %s (%s) is no part of a call's identity; it cannot be keyed", kp.opt.text, why)
+			ok = false
+			continue
+		}
 		e.readPath(kp)
 		v := kp.value(x.params)
 		var s []jen.Code
@@ -714,6 +733,9 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 				}
 				ok = false
 				continue
+			}
+			for _, sk := range w.skipped {
+				x.notKeyed = addOnce(x.notKeyed, sk)
 			}
 		}
 		if g := kp.guard(x.params); g != nil {
@@ -735,7 +757,7 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 	if same {
 		var def []int
 		for i, p := range x.params {
-			if !p.isCtx && !wholeEx[i] {
+			if !p.isCtx && !wholeEx[i] && e.notIdentity(p) == "" {
 				def = append(def, i)
 			}
 		}
@@ -841,4 +863,54 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 func isTime(t types.Type) bool {
 	n, ok := types.Unalias(t).(*types.Named)
 	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "time" && n.Obj().Name() == "Time"
+}
+
+// notIdentity says why parameter p is left out of the default key ("" if
+// it is not): functional options and other funcs say how to make a call,
+// not which call it is, and cannot be keyed anyway. A parameter typed by
+// an interface named *Option* (option.RequestOption) counts too, unless
+// its type writes its own key material.
+func (e *emitter) notIdentity(p param) string {
+	t := p.typ
+	if p.variadic {
+		t = t.(*types.Slice).Elem()
+	}
+	t = types.Unalias(t)
+	if e.keyedByMethod(t) {
+		return "" // its type's author decided its key material
+	}
+	switch t.Underlying().(type) {
+	case *types.Signature:
+		if n, named := t.(*types.Named); p.variadic || (named && strings.Contains(n.Obj().Name(), "Option")) {
+			return "functional options"
+		}
+		return "a func"
+	case *types.Interface:
+		if n, named := t.(*types.Named); named && strings.Contains(n.Obj().Name(), "Option") {
+			return "functional options"
+		}
+	}
+	return ""
+}
+
+// addOnce appends s to list unless it is there.
+func addOnce(list []string, s string) []string {
+	for _, l := range list {
+		if l == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// pathNotIdentity says why a key= path names what the default key leaves
+// out as no part of a call's identity ("" if it does not).
+func (e *emitter) pathNotIdentity(x *fn, kp keyPath) string {
+	if e.pi.types.isContext(kp.typ) {
+		return "a context"
+	}
+	if kp.base == nil && len(kp.fields) == 0 {
+		return e.notIdentity(x.params[kp.param])
+	}
+	return ""
 }

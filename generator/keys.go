@@ -113,6 +113,9 @@ type writer struct {
 	// tagged are the fields left out by their idem:"-" tag, named on the
 	// helper's doc comment.
 	tagged []string
+	// skipped are the fields left out as no part of a call's identity
+	// (contexts), with why: "req.Params.Context (a context)".
+	skipped []string
 	// exPath is the longest prefix of the current path that exclude= can
 	// name (paths go through struct fields and pointers, not through
 	// slices, maps or unexported fields of other packages); noAdvice is set
@@ -215,6 +218,9 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 								w.problems = append(w.problems, p)
 							}
 							return nil, false
+						}
+						for _, sk := range w.e.skipped[n.Obj()] {
+							w.skipped = addOnce(w.skipped, path+sk[len(root):])
 						}
 						return one(jen.Id(name).Call(b(), v.addr())), true
 					}
@@ -337,6 +343,12 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 				continue // excluded
 			}
 			fp := joinPath(path, f.Name())
+			if w.e.pi.types.isContext(f.Type()) {
+				// A request's context (an SDK's Params.Context) says how
+				// long to wait, not which call this is.
+				w.skipped = addOnce(w.skipped, fp+" (a context)")
+				continue
+			}
 			foreign := !f.Exported() && f.Pkg() != w.e.pi.pkg.Types
 			if zeroSize(f.Type()) {
 				// No data: it cannot tell two calls apart, so it needs no
@@ -511,6 +523,7 @@ func (e *emitter) helper(n *types.Named) (string, []problem) {
 		e.failed[obj] = w.problems
 		return "", w.problems
 	}
+	e.skipped[obj] = w.skipped
 	doc := fmt.Sprintf("%s writes the key material of %s.", name, e.pi.typeString(n))
 	if len(w.tagged) > 0 {
 		doc += fmt.Sprintf(" Not keyed (tagged idem:\"-\"): %s.", strings.Join(w.tagged, ", "))
