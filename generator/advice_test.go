@@ -56,8 +56,9 @@ func generateIn(t *testing.T, mod string, env []string) ([]File, []string) {
 	return files, diags
 }
 
-// advice matches the option a diagnostic advises, at its very end.
-var advice = regexp.MustCompile("^([^:]+):\\d+:\\d+: (\\w+): cannot key .*(add|change exclude= to) `exclude=([^`]+)`\\)$")
+// advice matches the exclude= (or, to keep an SDK's idempotency key, the
+// key=) a diagnostic advises, at its very end.
+var advice = regexp.MustCompile("^([^:]+):\\d+:\\d+: (\\w+): cannot key .*(add|change exclude= to) `(exclude|key)=([^`]+)`\\)$")
 
 // omitAdvice matches a result diagnostic's omit= advice: file, function
 // (or method) name, paths.
@@ -67,7 +68,7 @@ var omitAdvice = regexp.MustCompile("^([^:]+):\\d+:\\d+: (?:function|method) (?:
 // (else replace), paths; ok false if it advises nothing.
 func advised(d string) (file, fn, opt string, add bool, paths string, ok bool) {
 	if m := advice.FindStringSubmatch(d); m != nil {
-		return m[1], m[2], "exclude", m[3] == "add", m[4], true
+		return m[1], m[2], m[4], m[3] == "add", m[5], true
 	}
 	if m := omitAdvice.FindStringSubmatch(d); m != nil {
 		return m[1], m[2], "omit", true, m[3], true
@@ -241,7 +242,7 @@ func TestAdviceConvergesInOneRound(t *testing.T) {
 		{"diag_result_rest_response", []string{"Get omit=r2"}},
 		{"diag_result_recursive_func", []string{"Walk omit=r1"}},
 		{"diag_key_recursive_foreign", []string{"Send exclude=in.Req"}},
-		{"diag_sdk_params", []string{"Charge exclude=params.Params"}},
+		{"diag_sdk_params", []string{"Charge key=params.Params.IdempotencyKey"}},
 		{"diag_funcoptions", []string{"Send omit=r1.ResultMetadata"}},
 		{"diag_unkeyable_func_chan", nil},
 		{"diag_unkeyable_foreign_struct", nil},

@@ -22,17 +22,19 @@ type emitter struct {
 	aliasUsed  map[string]bool
 	paramNames map[string]bool // every wrapper parameter name: imports avoid them
 	globals    map[string]bool // package-level names taken
-	helpers    map[*types.TypeName]string
+	helpers    map[helperKey]string
 	// codecHelpers are the result codec helpers of named types.
 	codecHelpers map[string]*codecHelper
-	failed       map[*types.TypeName][]problem // types that cannot be keyed
+	failed       map[helperKey][]problem // types that cannot be keyed
 	// skipped are the paths (below root) each key helper leaves out as
 	// no part of a call's identity, with why: "\x00.Ctx (a context)".
-	skipped map[*types.TypeName][]string
+	skipped map[helperKey][]string
+	// lenient: key helpers are being written for a payload under key=.
+	lenient bool
 	// keyBuilding holds the key helpers whose bodies are being written:
 	// a use meanwhile makes the helper recursive (keyRecursive), and its
 	// body bounds the depth.
-	keyBuilding, keyRecursive map[*types.TypeName]bool
+	keyBuilding, keyRecursive map[helperKey]bool
 	// fieldsRead are the struct types whose fields the key code reads:
 	// each gets a compile-time check that they did not change.
 	fieldsRead map[*types.TypeName]*types.Named
@@ -72,12 +74,12 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 		aliasUsed:    map[string]bool{},
 		paramNames:   map[string]bool{},
 		globals:      map[string]bool{},
-		helpers:      map[*types.TypeName]string{},
+		helpers:      map[helperKey]string{},
 		codecHelpers: map[string]*codecHelper{},
-		failed:       map[*types.TypeName][]problem{},
-		skipped:      map[*types.TypeName][]string{},
-		keyBuilding:  map[*types.TypeName]bool{},
-		keyRecursive: map[*types.TypeName]bool{},
+		failed:       map[helperKey][]problem{},
+		skipped:      map[helperKey][]string{},
+		keyBuilding:  map[helperKey]bool{},
+		keyRecursive: map[helperKey]bool{},
 		fieldsRead:   map[*types.TypeName]*types.Named{},
 		pinned:       map[*types.TypeName]types.Type{},
 		idem:         types.NewPackage(RuntimePath, "idem"),
@@ -685,7 +687,7 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 				x.notKeyed = addOnce(x.notKeyed, name+" ("+why+")")
 				continue
 			}
-			w := &writer{e: e, b: b, n: ns, exPath: name}
+			w := &writer{e: e, b: b, n: ns, exPath: name, lenient: e.lenient}
 			s, good := w.write(val{e: id(p.name), ptr: p.byPtr}, p.typ, name, trees[i], p.variadic)
 			for _, sk := range w.skipped {
 				x.notKeyed = addOnce(x.notKeyed, sk)
@@ -767,7 +769,9 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 		}
 	}
 	if !same {
+		e.lenient = true
 		payload = writeDefault(builder("Payload"))
+		e.lenient = false
 	}
 	return keys, payload, ok
 }

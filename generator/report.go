@@ -103,9 +103,35 @@ func (e *emitter) report(x *fn, probs []problem, at []token.Position, keyPaths [
 		}
 		lines[i].excludes = merged
 	}
-	for _, line := range lines {
-		e.pi.d.add(at[line.first], "%s: cannot key %s%s", x.decl.Name.Name, line.text, paren(line.hint, adviseExclude(x, line.excludes, keyPaths)))
+	// An exclude= that would drop the SDK's own idempotency key is not
+	// advised: keying on that key is (the payload fingerprint under key=
+	// skips the unexported fields).
+	var idemKeys []string
+	for _, p := range probs {
+		if p.idemKey != "" && p.exclude != "" {
+			idemKeys = addOnce(idemKeys, p.idemKey)
+		}
 	}
+	for _, line := range lines {
+		advice := adviseExclude(x, line.excludes, keyPaths)
+		if k := dropsIdemKey(line.excludes, idemKeys); k != "" && len(keyPaths) == 0 {
+			advice = "add `key=" + k + "`"
+		}
+		e.pi.d.add(at[line.first], "%s: cannot key %s%s", x.decl.Name.Name, line.text, paren(line.hint, advice))
+	}
+}
+
+// dropsIdemKey returns the first idempotency key path one of the exclude=
+// paths covers, "" if none.
+func dropsIdemKey(excludes, idemKeys []string) string {
+	for _, k := range idemKeys {
+		for _, p := range excludes {
+			if covers(p, k) {
+				return k
+			}
+		}
+	}
+	return ""
 }
 
 // shallowest makes each problem inside a value of a recursive type
