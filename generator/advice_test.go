@@ -242,6 +242,7 @@ func TestAdviceConvergesInOneRound(t *testing.T) {
 		{"diag_result_rest_response", []string{"Get omit=r2"}},
 		{"diag_result_recursive_func", []string{"Walk omit=r1"}},
 		{"diag_key_recursive_foreign", []string{"Send exclude=in.Req"}},
+		{"diag_key_recursive_own", []string{"F exclude=in.Tree"}},
 		{"diag_sdk_params", []string{"Charge key=params.Params.IdempotencyKey"}},
 		{"diag_funcoptions", []string{"Send omit=r1.ResultMetadata"}},
 		{"diag_unkeyable_func_chan", nil},
