@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // scratchModule makes a module in a temporary directory that uses this
@@ -54,8 +56,9 @@ func generateIn(t *testing.T, mod string, env []string) ([]File, []string) {
 	return files, diags
 }
 
-// advice matches the option a diagnostic advises, at its very end.
-var advice = regexp.MustCompile("^([^:]+):\\d+:\\d+: (\\w+): cannot key .*(add|change exclude= to) `exclude=([^`]+)`\\)$")
+// advice matches the exclude= (or, to keep an SDK's idempotency key, the
+// key=) a diagnostic advises, at its very end.
+var advice = regexp.MustCompile("^([^:]+):\\d+:\\d+: (\\w+): cannot key .*(add|change exclude= to) `(exclude|key)=([^`]+)`\\)$")
 
 // omitAdvice matches a result diagnostic's omit= advice: file, function
 // (or method) name, paths.
@@ -65,7 +68,7 @@ var omitAdvice = regexp.MustCompile("^([^:]+):\\d+:\\d+: (?:function|method) (?:
 // (else replace), paths; ok false if it advises nothing.
 func advised(d string) (file, fn, opt string, add bool, paths string, ok bool) {
 	if m := advice.FindStringSubmatch(d); m != nil {
-		return m[1], m[2], "exclude", m[3] == "add", m[4], true
+		return m[1], m[2], m[4], m[3] == "add", m[5], true
 	}
 	if m := omitAdvice.FindStringSubmatch(d); m != nil {
 		return m[1], m[2], "omit", true, m[3], true
@@ -219,4 +222,107 @@ func follow(t *testing.T, file, fn, opt string, add bool, paths string) {
 		lines[last] += " " + opt + "=" + paths
 	}
 	write(t, file, []byte(strings.Join(lines, "\n")))
+}
+
+// TestAdviceConvergesInOneRound follows every advice of one run at once,
+// as a user would (each function's advised paths merged per option), and
+// requires the second run to leave only the diagnostics that advised
+// nothing: rounds to convergence is 1, recursive types (http.Request ↔
+// http.Response, in keys and in results) and SDK parameter structs
+// included.
+func TestAdviceConvergesInOneRound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: regenerates in a scratch module")
+	}
+	for _, tc := range []struct {
+		name string
+		want []string // what the advised options must name, per function
+	}{
+		{"diag_result_rest_embedded", []string{"Get omit=r2.Response"}},
+		{"diag_result_rest_response", []string{"Get omit=r2"}},
+		{"diag_result_recursive_func", []string{"Walk omit=r1"}},
+		{"diag_key_recursive_foreign", []string{"Send exclude=in.Req"}},
+		{"diag_key_recursive_own", []string{"F exclude=in.Tree"}},
+		{"diag_sdk_params", []string{"Charge key=params.Params.IdempotencyKey"}},
+		{"diag_funcoptions", []string{"Send omit=r1.ResultMetadata"}},
+		{"diag_unkeyable_func_chan", nil},
+		{"diag_unkeyable_foreign_struct", nil},
+		{"diag_result_cloud_metadata", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mod, env := scratchModule(t, "idemgen.test/converge")
+			copyTree(t, filepath.Join("..", "testdata", tc.name), filepath.Join(mod, tc.name))
+			_, first := generateIn(t, mod, env)
+			type target struct{ file, fn, opt string }
+			paths := map[target][]string{}
+			var order []target
+			var silent []string
+			for _, d := range first {
+				file, fn, opt, _, p, ok := advised(d)
+				if !ok {
+					silent = append(silent, d)
+					continue
+				}
+				k := target{file, fn, opt}
+				if _, seen := paths[k]; !seen {
+					order = append(order, k)
+				}
+				paths[k] = append(paths[k], strings.Split(p, ",")...)
+			}
+			var got []string
+			for _, k := range order {
+				merged := mergePaths(paths[k])
+				got = append(got, k.fn+" "+k.opt+"="+strings.Join(merged, ","))
+				follow(t, filepath.Join(mod, k.file), k.fn, k.opt, false, strings.Join(merged, ","))
+			}
+			if tc.want != nil {
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("advised options (-want +got):\n%s", diff)
+				}
+			}
+			files, second := generateIn(t, mod, env)
+			if diff := cmp.Diff(silent, second); diff != "" {
+				t.Fatalf("second run after following every advice of the first (-want +got):\n%s", diff)
+			}
+			if len(silent) > 0 {
+				return
+			}
+			for _, f := range files {
+				if f.Content != nil {
+					write(t, f.Path, f.Content)
+				}
+			}
+			build := exec.Command("go", "build", "./...")
+			build.Dir, build.Env = mod, env
+			if out, err := build.CombinedOutput(); err != nil {
+				t.Fatalf("go build after following the advice: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// mergePaths is paths without repeats and without paths under another,
+// as the options merge them (what a user would write).
+func mergePaths(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		out = addPath(out, p)
+	}
+	return out
+}
+
+// copyTree copies the non-test Go files of dir and its subfolders.
+func copyTree(t *testing.T, dir, to string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		copyFile(t, p, filepath.Join(to, rel))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

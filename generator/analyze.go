@@ -27,6 +27,9 @@ type fn struct {
 	result  []types.Type // results before the final error
 	// resultFields name the fields of the result struct (several results).
 	resultFields []string
+	// notKeyed are the parameters and fields the default key leaves out as
+	// no part of the call's identity, with why, for the doc line.
+	notKeyed []string
 }
 
 // param is one parameter of the wrapped function as the wrapper declares it.

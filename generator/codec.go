@@ -28,8 +28,12 @@ type omitTree map[string]omitTree
 type codecProblem struct {
 	path, msg string
 	// root is the path of the outermost other package's value the
-	// problem is in, "" if none.
+	// problem is in, or of the outermost value of a recursive type it is
+	// in; "" if none. Relative paths inside a helper start with "\x00".
 	root string
+	// cycle: the problem is inside a value of a recursive type, so an
+	// omit= below root would meet it again one level deeper.
+	cycle bool
 }
 
 // codecGen writes the codec of one wrapper's result value.
@@ -57,7 +61,10 @@ func (s fnScope) get(base string) string {
 }
 
 func (g *codecGen) fail(path, msg, root string) {
-	p := codecProblem{path: path, msg: msg, root: root}
+	g.add(codecProblem{path: path, msg: msg, root: root})
+}
+
+func (g *codecGen) add(p codecProblem) {
 	for _, q := range g.problems {
 		if q == p {
 			return // the decoder's pass meets what the encoder's did
@@ -298,9 +305,7 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 				h.recursive = true // the type reaches itself
 			}
 			if h.problems != nil {
-				for _, p := range h.problems {
-					g.fail(relJoin(path, p.path), p.msg, foreignAt)
-				}
+				g.lift(h, path, foreignAt)
 				return ""
 			}
 			for l := range h.lossy {
@@ -349,9 +354,7 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 	}
 	if len(sub.problems) > 0 {
 		h.problems = sub.problems
-		for _, p := range h.problems {
-			g.fail(relJoin(path, p.path), p.msg, foreignAt)
-		}
+		g.lift(h, path, foreignAt)
 		return ""
 	}
 	h.lossy = sub.lossy
@@ -370,6 +373,27 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 			Func().Id("idemDec"+name).Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(tt)).Block(decBody...)},
 	)
 	return name
+}
+
+// lift records the problems of helper h, reached at path, as problems of
+// g. Their root is the outermost other package's value (foreignAt), else
+// the root they had inside the helper, else this value when its type is
+// recursive: advice must name a value the recursion cannot reach past.
+func (g *codecGen) lift(h *codecHelper, path, foreignAt string) {
+	for _, p := range h.problems {
+		q := codecProblem{path: relJoin(path, p.path), msg: p.msg, cycle: p.cycle || h.recursive}
+		switch {
+		case foreignAt != "":
+			q.root = foreignAt
+		case strings.HasPrefix(p.root, "\x00"):
+			q.root = relJoin(path, p.root[1:])
+		case p.root != "":
+			q.root = relJoin(path, p.root)
+		case h.recursive:
+			q.root = path
+		}
+		g.add(q)
+	}
 }
 
 type codecHelper struct {
@@ -647,6 +671,11 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 	}
 	// omit=: by result, then a tree of field names.
 	omits := make([]omitTree, len(x.result))
+	type omitPath struct {
+		idx  int
+		hops []string // the fields, promoted ones through their embeddings
+	}
+	var paths []omitPath
 	ok := true
 	for _, p := range x.opts.omit {
 		segs := strings.Split(p.text, ".")
@@ -711,22 +740,34 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 		if !ok {
 			continue
 		}
-		if omits[idx] == nil {
-			omits[idx] = omitTree{}
+		paths = append(paths, omitPath{idx, hops})
+	}
+	if !ok {
+		return "", false
+	}
+	// A path under another omitted path is omitted already (r2.Body under
+	// r2): it is dropped, or its subtree would stand for the whole.
+	canon := func(j int) string {
+		return strings.Join(append([]string{"r" + itoa(paths[j].idx+1)}, paths[j].hops...), ".")
+	}
+	for i, p := range paths {
+		if coveredByOther(i, len(paths), canon) {
+			continue
 		}
-		tree := omits[idx]
-		for _, f := range hops {
+		if len(p.hops) == 0 {
+			omits[p.idx] = omitTree{"": nil} // the whole result
+			continue
+		}
+		if omits[p.idx] == nil {
+			omits[p.idx] = omitTree{}
+		}
+		tree := omits[p.idx]
+		for _, f := range p.hops {
 			if tree[f] == nil {
 				tree[f] = omitTree{}
 			}
 			tree = tree[f]
 		}
-		if len(segs) == 1 {
-			omits[idx] = omitTree{"": nil} // the whole result
-		}
-	}
-	if !ok {
-		return "", false
 	}
 	if len(x.result) == 0 {
 		return "", true
@@ -778,7 +819,7 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 			// Several problems inside one other package's value (an
 			// *http.Response): omit that value. Else the problem's own path.
 			omit := advicePath(p.path)
-			if p.root != "" && inRoot[p.root] > 1 {
+			if p.root != "" && (inRoot[p.root] > 1 || p.cycle) {
 				omit = advicePath(p.root)
 			}
 			root := strings.SplitN(strings.SplitN(p.path, ".", 2)[0], "[", 2)[0]
@@ -814,8 +855,10 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 	}))
 	var doc string
 	var omitted []string
-	for _, p := range x.opts.omit {
-		omitted = append(omitted, p.text)
+	for i, p := range x.opts.omit {
+		if !coveredByOther(i, len(paths), canon) {
+			omitted = append(omitted, p.text)
+		}
 	}
 	if len(omitted) > 0 {
 		doc += " Not stored (replays return their zero value): " + strings.Join(omitted, ", ") + "."

@@ -22,14 +22,19 @@ type emitter struct {
 	aliasUsed  map[string]bool
 	paramNames map[string]bool // every wrapper parameter name: imports avoid them
 	globals    map[string]bool // package-level names taken
-	helpers    map[*types.TypeName]string
+	helpers    map[helperKey]string
 	// codecHelpers are the result codec helpers of named types.
 	codecHelpers map[string]*codecHelper
-	failed       map[*types.TypeName][]problem // types that cannot be keyed
+	failed       map[helperKey][]problem // types that cannot be keyed
+	// skipped are the paths (below root) each key helper leaves out as
+	// no part of a call's identity, with why: "\x00.Ctx (a context)".
+	skipped map[helperKey][]string
+	// lenient: key helpers are being written for a payload under key=.
+	lenient bool
 	// keyBuilding holds the key helpers whose bodies are being written:
 	// a use meanwhile makes the helper recursive (keyRecursive), and its
 	// body bounds the depth.
-	keyBuilding, keyRecursive map[*types.TypeName]bool
+	keyBuilding, keyRecursive map[helperKey]bool
 	// fieldsRead are the struct types whose fields the key code reads:
 	// each gets a compile-time check that they did not change.
 	fieldsRead map[*types.TypeName]*types.Named
@@ -69,11 +74,12 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 		aliasUsed:    map[string]bool{},
 		paramNames:   map[string]bool{},
 		globals:      map[string]bool{},
-		helpers:      map[*types.TypeName]string{},
+		helpers:      map[helperKey]string{},
 		codecHelpers: map[string]*codecHelper{},
-		failed:       map[*types.TypeName][]problem{},
-		keyBuilding:  map[*types.TypeName]bool{},
-		keyRecursive: map[*types.TypeName]bool{},
+		failed:       map[helperKey][]problem{},
+		skipped:      map[helperKey][]string{},
+		keyBuilding:  map[helperKey]bool{},
+		keyRecursive: map[helperKey]bool{},
 		fieldsRead:   map[*types.TypeName]*types.Named{},
 		pinned:       map[*types.TypeName]types.Type{},
 		idem:         types.NewPackage(RuntimePath, "idem"),
@@ -306,9 +312,9 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 
 	keys, payload, ok := e.keyStatements(x, c, ns)
 	order, orderOK := e.orderStatements(x, c, ns)
-	if !ok || !orderOK {
-		return nil
-	}
+	// The results are checked even when the key is refused: one run
+	// reports (and advises) both, so following its advice converges.
+	keyOK := ok && orderOK
 
 	var out []jen.Code
 	// The Spec: one field per line; a default is named, not repeated.
@@ -394,7 +400,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 
 	// The result codec.
 	codecDoc, codecOK := e.resultCodec(x, specBase, codecVar, resultT, &out)
-	if !codecOK {
+	if !codecOK || !keyOK {
 		return nil
 	}
 
@@ -475,6 +481,9 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 		// The receiver's state is not read: two wrappers of two values
 		// on one Guard share keys. Say so where the wrapper is read.
 		codecDoc = " The receiver is not part of the key (key= can name its fields)." + codecDoc
+	}
+	if len(x.notKeyed) > 0 {
+		codecDoc = " Not keyed: " + strings.Join(x.notKeyed, ", ") + "." + codecDoc
 	}
 	doc := fmt.Sprintf("%s is %s, run at most once per key (%s).%s", fname, display, e.optionSummary(x), codecDoc)
 	out = append(out, jen.Comment(doc).Line().
@@ -595,18 +604,22 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 	// exclude= first: it shapes the default key.
 	wholeEx := map[int]bool{}
 	trees := map[int]exTree{}
-	var exPaths []keyPath
+	var resolved []keyPath
 	for _, p := range x.opts.exclude {
 		kp, good := pi.resolve(x, p, "exclude")
 		if !good {
 			ok = false
 			continue
 		}
-		for _, q := range exPaths {
-			if covers(q.canon(x), kp.canon(x)) || covers(kp.canon(x), q.canon(x)) {
-				pi.d.add(p.pos, "exclude: %s overlaps %s", p.text, q.opt.text)
-				ok = false
-			}
+		resolved = append(resolved, kp)
+	}
+	// A path under another excluded path is excluded already: following
+	// two rounds of advice (req.Params.Context, then req.Params) must not
+	// be an error.
+	var exPaths []keyPath
+	for i, kp := range resolved {
+		if coveredByOther(i, len(resolved), func(j int) string { return resolved[j].canon(x) }) {
+			continue
 		}
 		exPaths = append(exPaths, kp)
 		if len(kp.fields) == 0 {
@@ -670,8 +683,15 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 			if name == "" || name == "_" {
 				name = p.name // what exclude= and key= accept for it
 			}
-			w := &writer{e: e, b: b, n: ns, exPath: name}
+			if why := e.notIdentity(p); why != "" {
+				x.notKeyed = addOnce(x.notKeyed, name+" ("+why+")")
+				continue
+			}
+			w := &writer{e: e, b: b, n: ns, exPath: name, lenient: e.lenient}
 			s, good := w.write(val{e: id(p.name), ptr: p.byPtr}, p.typ, name, trees[i], p.variadic)
+			for _, sk := range w.skipped {
+				x.notKeyed = addOnce(x.notKeyed, sk)
+			}
 			if !good {
 				for range w.problems {
 					at = append(at, pi.fset.Position(orig.Pos()))
@@ -691,6 +711,11 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 	w := &writer{e: e, b: builder("Key"), n: ns, noAdvice: true}
 	single := len(keyPaths) == 1 && isString(keyPaths[0].typ)
 	for _, kp := range keyPaths {
+		if why := e.pathNotIdentity(x, kp); why != "" {
+			pi.d.add(kp.opt.pos, "key: %s (%s) is no part of a call's identity; it cannot be keyed", kp.opt.text, why)
+			ok = false
+			continue
+		}
 		e.readPath(kp)
 		v := kp.value(x.params)
 		var s []jen.Code
@@ -710,6 +735,9 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 				}
 				ok = false
 				continue
+			}
+			for _, sk := range w.skipped {
+				x.notKeyed = addOnce(x.notKeyed, sk)
 			}
 		}
 		if g := kp.guard(x.params); g != nil {
@@ -731,7 +759,7 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 	if same {
 		var def []int
 		for i, p := range x.params {
-			if !p.isCtx && !wholeEx[i] {
+			if !p.isCtx && !wholeEx[i] && e.notIdentity(p) == "" {
 				def = append(def, i)
 			}
 		}
@@ -741,7 +769,9 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 		}
 	}
 	if !same {
+		e.lenient = true
 		payload = writeDefault(builder("Payload"))
+		e.lenient = false
 	}
 	return keys, payload, ok
 }
@@ -837,4 +867,54 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 func isTime(t types.Type) bool {
 	n, ok := types.Unalias(t).(*types.Named)
 	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "time" && n.Obj().Name() == "Time"
+}
+
+// notIdentity says why parameter p is left out of the default key ("" if
+// it is not): functional options and other funcs say how to make a call,
+// not which call it is, and cannot be keyed anyway. A parameter typed by
+// an interface named *Option* (option.RequestOption) counts too, unless
+// its type writes its own key material.
+func (e *emitter) notIdentity(p param) string {
+	t := p.typ
+	if p.variadic {
+		t = t.(*types.Slice).Elem()
+	}
+	t = types.Unalias(t)
+	if e.keyedByMethod(t) {
+		return "" // its type's author decided its key material
+	}
+	switch t.Underlying().(type) {
+	case *types.Signature:
+		if n, named := t.(*types.Named); p.variadic || (named && strings.Contains(n.Obj().Name(), "Option")) {
+			return "functional options"
+		}
+		return "a func"
+	case *types.Interface:
+		if n, named := t.(*types.Named); named && strings.Contains(n.Obj().Name(), "Option") {
+			return "functional options"
+		}
+	}
+	return ""
+}
+
+// addOnce appends s to list unless it is there.
+func addOnce(list []string, s string) []string {
+	for _, l := range list {
+		if l == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// pathNotIdentity says why a key= path names what the default key leaves
+// out as no part of a call's identity ("" if it does not).
+func (e *emitter) pathNotIdentity(x *fn, kp keyPath) string {
+	if e.pi.types.isContext(kp.typ) {
+		return "a context"
+	}
+	if kp.base == nil && len(kp.fields) == 0 {
+		return e.notIdentity(x.params[kp.param])
+	}
+	return ""
 }

@@ -82,6 +82,31 @@ type problem struct {
 	// exclude is the longest prefix of path that exclude= can name, ""
 	// when no option lifts the problem (a key= or order= path).
 	exclude string
+	// root is the exclude= path of the outermost value of a recursive
+	// type the problem is in ("" if none, or if exclude= cannot name it);
+	// inside a helper it starts with root. (Not another package's value,
+	// as for results: that would drop identity, such as an SDK's
+	// IdempotencyKey, along with the refused fields.)
+	root string
+	// cycle: the problem is inside a value of a recursive type, so an
+	// exclude= below root would meet it again one level deeper.
+	cycle bool
+	// idemKey is the path of the SDK's own idempotency key field next to
+	// the refused field (an IdempotencyKey in the same struct), "" if
+	// none: excluding the struct would drop it, so the advice keys on it.
+	idemKey string
+}
+
+// idemKeyField is the path of st's exported idempotency key field (named
+// IdempotencyKey, any case or underscores), "" if it has none.
+func idemKeyField(path string, st *types.Struct) string {
+	for i := 0; i < st.NumFields(); i++ {
+		f := st.Field(i)
+		if f.Exported() && strings.EqualFold(strings.ReplaceAll(f.Name(), "_", ""), "IdempotencyKey") {
+			return joinPath(path, f.Name())
+		}
+	}
+	return ""
 }
 
 // root stands for the path of the value a helper is written for; the
@@ -104,12 +129,20 @@ type writer struct {
 	// tagged are the fields left out by their idem:"-" tag, named on the
 	// helper's doc comment.
 	tagged []string
+	// skipped are the fields left out as no part of a call's identity
+	// (contexts), with why: "req.Params.Context (a context)".
+	skipped []string
 	// exPath is the longest prefix of the current path that exclude= can
 	// name (paths go through struct fields and pointers, not through
 	// slices, maps or unexported fields of other packages); noAdvice is set
 	// for key= and order= paths, which exclude= cannot lift.
 	exPath   string
 	noAdvice bool
+	// lenient: the payload fingerprint under key=, which skips the
+	// unexported fields of another package's struct that carries its own
+	// IdempotencyKey (an SDK's common params; named on the doc line)
+	// instead of refusing them: the key= paths decide identity.
+	lenient bool
 }
 
 func (w *writer) fail(path, reason, hint string) ([]jen.Code, bool) {
@@ -181,21 +214,37 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 				}
 				if _, isIface := n.Underlying().(*types.Interface); !isIface {
 					if w.e.nameable(n.Obj()) {
-						name, probs := w.e.helper(n)
+						name, probs, hk := w.e.helper(n)
 						if probs != nil {
+							recursive := w.e.keyRecursive[hk]
 							for _, p := range probs {
 								p.path = path + p.path[len(root):]
+								p.cycle = p.cycle || recursive
 								switch {
 								case w.noAdvice:
-									p.exclude = ""
+									p.exclude, p.root, p.idemKey = "", "", ""
 								case w.exPath == path:
 									p.exclude = path + p.exclude[len(root):]
+									if strings.HasPrefix(p.idemKey, root) {
+										p.idemKey = path + p.idemKey[len(root):]
+									}
+									if strings.HasPrefix(p.root, root) {
+										p.root = path + p.root[len(root):]
+									}
+									// The outermost recursive value wins:
+									// the advice names one path above it.
+									if recursive {
+										p.root = path
+									}
 								default:
-									p.exclude = w.exPath
+									p.exclude, p.root, p.idemKey = w.exPath, "", ""
 								}
 								w.problems = append(w.problems, p)
 							}
 							return nil, false
+						}
+						for _, sk := range w.e.skipped[hk] {
+							w.skipped = addOnce(w.skipped, path+sk[len(root):])
 						}
 						return one(jen.Id(name).Call(b(), v.addr())), true
 					}
@@ -318,6 +367,12 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 				continue // excluded
 			}
 			fp := joinPath(path, f.Name())
+			if w.e.pi.types.isContext(f.Type()) {
+				// A request's context (an SDK's Params.Context) says how
+				// long to wait, not which call this is.
+				w.skipped = addOnce(w.skipped, fp+" (a context)")
+				continue
+			}
 			foreign := !f.Exported() && f.Pkg() != w.e.pi.pkg.Types
 			if zeroSize(f.Type()) {
 				// No data: it cannot tell two calls apart, so it needs no
@@ -336,8 +391,15 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 				}
 				continue
 			}
+			if foreign && w.lenient && idemKeyField(path, u) != "" {
+				// An SDK's common params: its own IdempotencyKey sits
+				// next to them, and key= names the identity.
+				w.skipped = addOnce(w.skipped, fp+" (unexported: not in the payload fingerprint)")
+				continue
+			}
 			if foreign {
 				w.fail(fp, "unexported field of "+w.e.pi.typeString(t), "implement idem.Keyer, encoding.BinaryMarshaler or encoding.TextMarshaler on it")
+				w.problems[len(w.problems)-1].idemKey = idemKeyField(path, u)
 				good = false
 				continue
 			}
@@ -457,28 +519,39 @@ func (w *writer) basic(v val, t types.Type, u *types.Basic, path string) ([]jen.
 // on first use. Recursive types work: the name is reserved before the body
 // is written. If n cannot be keyed it returns n's problems instead, with
 // paths relative to root (kept: a type reached again is not walked again).
-func (e *emitter) helper(n *types.Named) (string, []problem) {
+func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
 	obj := n.Obj()
-	if name, ok := e.helpers[obj]; ok {
-		if e.keyBuilding[obj] {
-			e.keyRecursive[obj] = true
+	if e.lenient {
+		// A payload helper is the key helper when that one can be
+		// written: a lenient twin only where they differ.
+		e.lenient = false
+		name, probs, k := e.helper(n)
+		e.lenient = true
+		if probs == nil {
+			return name, nil, k
 		}
-		return name, nil
 	}
-	if probs, ok := e.failed[obj]; ok {
-		return "", probs
+	hk := helperKey{obj, e.lenient}
+	if name, ok := e.helpers[hk]; ok {
+		if e.keyBuilding[hk] {
+			e.keyRecursive[hk] = true
+		}
+		return name, nil, hk
+	}
+	if probs, ok := e.failed[hk]; ok {
+		return "", probs, hk
 	}
 	prefix := ""
 	if obj.Pkg() != e.pi.pkg.Types {
 		prefix = upperFirst(obj.Pkg().Name())
 	}
 	name := e.global("idemKey" + prefix + upperFirst(obj.Name()))
-	e.helpers[obj] = name
-	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, exPath: root}
-	e.keyBuilding[obj] = true
+	e.helpers[hk] = name
+	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, exPath: root, lenient: e.lenient}
+	e.keyBuilding[hk] = true
 	body, ok := w.write(val{e: id("v"), ptr: true}, n, root, nil, false)
-	delete(e.keyBuilding, obj)
-	if ok && e.keyRecursive[obj] {
+	delete(e.keyBuilding, hk)
+	if ok && e.keyRecursive[hk] {
 		// A value of a recursive type can nest without end (a cycle):
 		// bound it, so a cycle is ErrInvalidKey, not a stack overflow.
 		body = append([]jen.Code{
@@ -487,11 +560,12 @@ func (e *emitter) helper(n *types.Named) (string, []problem) {
 		}, body...)
 	}
 	if !ok {
-		delete(e.helpers, obj)
+		delete(e.helpers, hk)
 		delete(e.globals, name)
-		e.failed[obj] = w.problems
-		return "", w.problems
+		e.failed[hk] = w.problems
+		return "", w.problems, hk
 	}
+	e.skipped[hk] = w.skipped
 	doc := fmt.Sprintf("%s writes the key material of %s.", name, e.pi.typeString(n))
 	if len(w.tagged) > 0 {
 		doc += fmt.Sprintf(" Not keyed (tagged idem:\"-\"): %s.", strings.Join(w.tagged, ", "))
@@ -499,7 +573,15 @@ func (e *emitter) helper(n *types.Named) (string, []problem) {
 	decl := jen.Comment(doc).Line().
 		Func().Id(name).Params(jen.Id("b").Op("*").Add(e.qual(e.idemPkg(), "KeyBuilder")), jen.Id("v").Op("*").Add(e.typ(n))).Block(body...)
 	e.helperDecls = append(e.helperDecls, helperDecl{name: name, code: decl})
-	return name, nil
+	return name, nil, hk
+}
+
+// helperKey names a key helper: of a type, for a key (strict: every
+// field that holds data is keyed or refused) or for a payload fingerprint
+// under key= (lenient: another package's unexported fields are skipped).
+type helperKey struct {
+	obj     *types.TypeName
+	lenient bool
 }
 
 // nameable reports whether the generated file can refer to the type by

@@ -261,3 +261,14 @@ func orRest(cs []jen.Code) []jen.Code {
 func covers(a, b string) bool {
 	return a == b || strings.HasPrefix(b, a+".")
 }
+
+// coveredByOther reports whether path i of n is covered by another one:
+// a shorter path that holds it, or the same path earlier in the list.
+func coveredByOther(i, n int, path func(int) string) bool {
+	for j := 0; j < n; j++ {
+		if j != i && covers(path(j), path(i)) && (path(j) != path(i) || j < i) {
+			return true
+		}
+	}
+	return false
+}

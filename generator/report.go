@@ -82,8 +82,74 @@ func addPath(list []string, p string) []string {
 // option to write, merged with the exclude= already given, so following
 // the advice always makes progress.
 func (e *emitter) report(x *fn, probs []problem, at []token.Position, keyPaths []keyPath) {
-	for _, line := range collapse(probs) {
-		e.pi.d.add(at[line.first], "%s: cannot key %s%s", x.decl.Name.Name, line.text, paren(line.hint, adviseExclude(x, line.excludes, keyPaths)))
+	shallowest(x, probs, keyPaths)
+	lines := collapse(probs)
+	// Across lines too, a path under another line's path is advised as
+	// that path: following every line of one run at once converges.
+	var all []string
+	for _, l := range lines {
+		for _, p := range l.excludes {
+			all = addPath(all, p)
+		}
+	}
+	for i, l := range lines {
+		var merged []string
+		for _, p := range l.excludes {
+			for _, q := range all {
+				if covers(q, p) {
+					merged = addPath(merged, q)
+				}
+			}
+		}
+		lines[i].excludes = merged
+	}
+	// An exclude= that would drop the SDK's own idempotency key is not
+	// advised: keying on that key is (the payload fingerprint under key=
+	// skips the unexported fields).
+	var idemKeys []string
+	for _, p := range probs {
+		if p.idemKey != "" && p.exclude != "" {
+			idemKeys = addOnce(idemKeys, p.idemKey)
+		}
+	}
+	for _, line := range lines {
+		advice := adviseExclude(x, line.excludes, keyPaths)
+		if k := dropsIdemKey(line.excludes, idemKeys); k != "" && len(keyPaths) == 0 {
+			advice = "add `key=" + k + "`"
+		}
+		e.pi.d.add(at[line.first], "%s: cannot key %s%s", x.decl.Name.Name, line.text, paren(line.hint, advice))
+	}
+}
+
+// dropsIdemKey returns the first idempotency key path one of the exclude=
+// paths covers, "" if none.
+func dropsIdemKey(excludes, idemKeys []string) string {
+	for _, k := range idemKeys {
+		for _, p := range excludes {
+			if covers(p, k) {
+				return k
+			}
+		}
+	}
+	return ""
+}
+
+// shallowest makes each problem inside a value of a recursive type
+// advise that value: an exclude= below it would advise again, one level
+// deeper, on the next run (http.Request ↔ http.Response). A root that
+// overlaps a key= path cannot be excluded and is not advised.
+func shallowest(x *fn, probs []problem, keyPaths []keyPath) {
+next:
+	for i, p := range probs {
+		if p.root == "" || p.exclude == "" || !p.cycle || !covers(p.root, p.exclude) {
+			continue
+		}
+		for _, kp := range keyPaths {
+			if covers(p.root, kp.canon(x)) || covers(kp.canon(x), p.root) {
+				continue next
+			}
+		}
+		probs[i].exclude = p.root
 	}
 }
 

@@ -11,4 +11,4 @@ func G(ctx context.Context, _ chan int, n int) error { return nil }
 // U has unnamed parameters.
 //
 //idem:ttl=1h
-func U(context.Context, string, func()) error { return nil }
+func U(context.Context, string, chan string) error { return nil }

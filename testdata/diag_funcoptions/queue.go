@@ -1,6 +1,7 @@
 // Package diag_funcoptions annotates a functional-options call with the
-// plain directive, as a new user would: the diagnostics must advise the
-// exact options that make it wrap (funcoptions is the result).
+// plain directive, as a new user would: the options are left out of the
+// key by default (the doc line names them); the diagnostics advise the
+// omit= that makes it wrap.
 package diag_funcoptions
 
 import (

@@ -3,7 +3,7 @@
 // excluded from the key (function values cannot be keyed anyway), and the
 // output's ResultMetadata (unexported state only) is left out of the
 // record: exactly the two options the diagnostics of diag_funcoptions
-// advise, one round after the other.
+// advise, both in one run.
 package funcoptions
 
 import (
