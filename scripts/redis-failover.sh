@@ -130,8 +130,9 @@ cluster_healthy() {
 	done
 	nodes=$(cli "${C_PORTS[0]}" cluster nodes 2>/dev/null || true)
 	# Flags are the third field ("myself,master", "slave", "master,fail").
+	# "fail" and "fail?" are flags of their own; "nofailover" is not one.
 	[ "$(awk '$3 ~ /master/' <<<"$nodes" | wc -l)" = 3 ] && [ "$(awk '$3 ~ /slave/' <<<"$nodes" | wc -l)" = 3 ] &&
-		! grep -q 'fail' <<<"$nodes" || return 1
+		[ "$(awk '$3 ~ /(^|,)fail/' <<<"$nodes" | wc -l)" = 0 ] || return 1
 	# Every replica is in sync with its master.
 	for p in "${C_PORTS[@]}"; do
 		info=$(cli "$p" info replication 2>/dev/null || true)
