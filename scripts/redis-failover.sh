@@ -15,9 +15,11 @@
 # start is also how a test brings back a node it SIGKILLed: a missing data
 # node is started again as a replica of the current primary (Sentinel) or
 # with its nodes.conf, so it rejoins as the replica of the node promoted in
-# its place (Cluster). Nothing is persisted (--save "", no AOF): a restarted
-# node has only what it replicates, and holds nothing until its full resync
-# from the current primary is done.
+# its place (Cluster). Nothing is saved (--save "", no AOF), but a replica
+# writes the RDB of each full sync it receives to its dir (repl-diskless-load
+# is off by default): a restarted node comes back with that old data set, or
+# nothing, and has the current data only once its resync from the current
+# primary is done.
 #
 # Environment: IDEM_REDIS_FAILOVER_DIR (default /tmp/idemgen-redis-failover);
 # IDEM_REDIS_FAILOVER_HOLD=1 starts a node brought back this way as a
@@ -26,7 +28,7 @@
 # can land on it before it holds the data. Whoever restarted it makes it
 # promotable again once it is in sync (CONFIG SET; see
 # test/reliability/failover_test.go). Without it a restarted node is
-# promotable at once, empty, as Redis's defaults have it.
+# promotable at once, without the current data, as Redis's defaults have it.
 set -euo pipefail
 
 DIR=${IDEM_REDIS_FAILOVER_DIR:-/tmp/idemgen-redis-failover}

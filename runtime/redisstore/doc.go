@@ -244,15 +244,17 @@
 //     in-sync replica; with fewer, Sentinel's and the Cluster's preference
 //     for the most advanced replica has to pick one that acknowledged;
 //   - so failovers come one at a time, and a node that comes back without
-//     the current data (restarted with nothing on disk, or resyncing after
-//     a failover) is not promotable until its resync is done: its
+//     the current data (restarted, it has nothing or only the RDB of its
+//     last full sync, which a replica writes to disk even with saving
+//     off; or it is resyncing after a failover) is not promotable until
+//     its resync is done: its
 //     master_link_status is up and its offset has caught up with its
 //     primary's. Successive failovers are no faster than a full resync;
 //   - the servers' clocks agree to better than the time a failover takes.
 //
 // Outside it, the store cannot keep the promise, nor see that it broke: a
 // promotion of a replica that lacks acknowledged writes (one still in its
-// first full sync is empty) loses them with the data set, the old primary
+// first full sync holds nothing, or an old data set) loses them, the old primary
 // then resyncs from the new one and drops its own copy, and a lost record
 // looks exactly like a key never claimed, so the key runs again.
 //

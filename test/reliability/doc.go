@@ -37,9 +37,10 @@
 //     WithClockFences, inside the failure model runtime/redisstore states
 //     (a killed node comes back not promotable until its resync is done),
 //     there must be none. A Sentinel row with acks beyond that model (the
-//     node promotable at once, empty) shows violations, as intended. The
-//     short version runs only the Sentinel with-acks row, small. The
-//     deployments are scripts/redis-failover.sh's, which the test starts.
+//     node promotable at once, before its resync) shows violations, as
+//     intended. The short version runs only the Sentinel with-acks row,
+//     small. The deployments are scripts/redis-failover.sh's, which the
+//     test starts.
 //
 // `go test ./test/reliability` runs a short version (seconds);
 // IDEM_RELIABILITY=full runs the full one and, with

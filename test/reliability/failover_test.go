@@ -26,8 +26,8 @@ import (
 // each kill the replica is cut off (SIGSTOP, its link closed) for a
 // moment, as a lagging or partitioned replica is, so the primary
 // acknowledges writes no replica has: those are lost on promotion. The
-// killed node comes back empty (nothing is persisted) as the new
-// primary's replica.
+// killed node comes back as the new primary's replica without the current
+// data (only the RDB of its last full sync as a replica, if any).
 //
 // Three kinds of row:
 //   - without WithReplicaAcks: the rows count the duplicates that follow
@@ -42,8 +42,8 @@ import (
 //   - with acks, beyond the model (Sentinel): a node that comes back is
 //     promotable at once, as Redis's defaults have it, and the promotions
 //     come at the storm's pace. A failover, requested or not, can then
-//     land on the empty node and the acknowledged writes go with the data
-//     set; the row shows it.
+//     land on the node that lacks the data and the acknowledged writes are
+//     lost; the row shows it.
 
 const (
 	// failoverCut is how long the replica is cut off before each kill.
@@ -157,8 +157,9 @@ func TestReliabilityFailover(t *testing.T) {
 						r.expectViolations = true
 						if r.v.n() == 0 {
 							// Not fatal: the loss needs writes inside the
-							// cut-off window (or a promotion onto the
-							// empty replica), which a run may not make.
+							// cut-off window (or a promotion onto a
+							// replica not in sync), which a run may not
+							// make.
 							// The row shows it.
 							t.Logf("no violation in %s this run", mode)
 						}
