@@ -245,22 +245,22 @@
 //     for the most advanced replica has to pick one that acknowledged;
 //   - so failovers come one at a time, and a node that comes back without
 //     the current data (restarted, it has nothing or only the RDB of its
-//     last full sync, which a replica writes to disk even with saving
-//     off; or it is resyncing after a failover) is not promotable until
-//     its resync is done: its
-//     master_link_status is up and its offset has caught up with its
-//     primary's. Successive failovers are no faster than a full resync;
+//     last full sync, which a replica writes to disk even with saving off;
+//     or it is resyncing after a failover) is not promotable until its
+//     resync is done: its master_link_status is up and its offset has
+//     caught up with its primary's. Successive failovers are no faster
+//     than a full resync;
 //   - the servers' clocks agree to better than the time a failover takes.
 //
 // Outside it, the store cannot keep the promise, nor see that it broke: a
 // promotion of a replica that lacks acknowledged writes (one still in its
-// first full sync holds nothing, or an old data set) loses them, the old primary
-// then resyncs from the new one and drops its own copy, and a lost record
-// looks exactly like a key never claimed, so the key runs again.
+// first full sync holds nothing, or an old data set) loses them, the old
+// primary then resyncs from the new one and drops its own copy, and a lost
+// record looks exactly like a key never claimed, so the key runs again.
 //
 // Redis does not keep a replica in its first sync out of a failover by
 // itself. Such a replica reports master_link_down_since_seconds:-1, which
-// Sentinel (7.0) takes as a link that just went down: it is a candidate
+// Sentinel (7.0) reads as a link down for no time at all: it is a candidate
 // from the moment it starts, and a failover nobody asked for (a primary
 // that a loaded Sentinel with a short down-after-milliseconds believes
 // down for a second) can promote it; docs/RELIABILITY.md measures that.
@@ -279,8 +279,8 @@
 //     primary reaches (the default 30s; the test deployment's 1s is there
 //     to make failovers fast); with a Cluster, a non-zero
 //     cluster-replica-validity-factor (default 10) for automatic
-//     failovers, so that a replica whose link has been down long, or was
-//     never up, does not fail over on its own;
+//     failovers, so that a replica whose link has been down longer than
+//     that allows does not fail over on its own;
 //   - optionally min-replicas-to-write 1 and min-replicas-max-lag: a
 //     primary with no replica in sync then refuses writes at once instead
 //     of leaving each claim to WAIT's timeout. It does not change the
