@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -411,11 +412,14 @@ func promoteCluster(ctx context.Context, hold bool) error {
 			continue
 		}
 		n := node{id: f[0], addr: strings.Split(f[1], "@")[0], master: f[3]}
+		// Flags are exact words: "nofailover" (a replica still held, or
+		// not yet seen lifted) is not "fail".
+		flags := strings.Split(f[2], ",")
 		switch {
-		case strings.Contains(f[2], "fail"):
-		case strings.Contains(f[2], "master"):
+		case slices.Contains(flags, "fail") || slices.Contains(flags, "fail?"):
+		case slices.Contains(flags, "master"):
 			masters = append(masters, n)
-		case strings.Contains(f[2], "slave"):
+		case slices.Contains(flags, "slave"):
 			replicas = append(replicas, n)
 		}
 	}
