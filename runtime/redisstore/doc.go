@@ -261,10 +261,12 @@
 // Redis does not keep a replica in its first sync out of a failover by
 // itself. Such a replica reports master_link_down_since_seconds:-1, which
 // Sentinel (7.0) reads as a link down for no time at all: it is a candidate
-// from the moment it starts, and a failover nobody asked for (a primary
-// that a loaded Sentinel with a short down-after-milliseconds believes
-// down for a second) can promote it; docs/RELIABILITY.md measures that.
-// Deployment settings that keep a deployment inside the model:
+// from the moment it starts. And with down-after-milliseconds 1000, equal
+// to the Sentinels' one-second ping period, a Sentinel that has just
+// switched to a new primary may call it down before its first PING is
+// answered, one second after the switch, and with a quorum fail it over
+// without being asked onto whatever replica it lists; docs/RELIABILITY.md
+// measures that. Deployment settings that keep a deployment inside the model:
 //
 //   - start a replica that comes back without the current data with
 //     replica-priority 0 (Sentinel) or cluster-replica-no-failover yes
@@ -274,10 +276,13 @@
 //     slave_repl_offset caught up with the primary's master_repl_offset;
 //     with Sentinel, take its primary down only once every Sentinel lists
 //     it with its new priority (SENTINEL REPLICAS), which takes up to ten
-//     seconds;
-//   - with Sentinel, a down-after-milliseconds that no pause of a loaded
-//     primary reaches (the default 30s; the test deployment's 1s is there
-//     to make failovers fast); with a Cluster, a non-zero
+//     seconds. A Sentinel takes a replica it has not yet sent INFO for
+//     (one it has just listed after a switch) for promotable whatever its
+//     replica-priority, so the hold needs the next setting too;
+//   - with Sentinel, a down-after-milliseconds of several seconds, well
+//     above the one-second ping period and any pause of a loaded primary
+//     (the default is 30s; the reliability rows inside the model use 5s,
+//     the rows beyond it 1s); with a Cluster, a non-zero
 //     cluster-replica-validity-factor (default 10) for automatic
 //     failovers, so that a replica whose link has been down longer than
 //     that allows does not fail over on its own;
