@@ -149,9 +149,9 @@ func TestReliabilityFailover(t *testing.T) {
 					if dep == "sentinel" {
 						// Inside the model the Sentinels wait 5s before
 						// they call a primary down: at 1s, the Sentinels'
-						// own ping period, a Sentinel calls a primary it
-						// has just switched to down before its first
-						// PING is answered, and fails it over unasked
+						// own ping period, a Sentinel may call a primary
+						// it has just switched to down before its first
+						// PING is answered and fail it over unasked
 						// (measured in docs/RELIABILITY.md), before its
 						// first INFO of the restarted replica tells it
 						// that one is not promotable. The other rows
@@ -178,8 +178,7 @@ func TestReliabilityFailover(t *testing.T) {
 							// Not fatal: the loss needs writes inside the
 							// cut-off window (or a promotion onto a
 							// replica not in sync), which a run may not
-							// make.
-							// The row shows it.
+							// make. The row shows it.
 							t.Logf("no violation in %s this run", mode)
 						}
 					}
