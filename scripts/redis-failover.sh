@@ -15,10 +15,20 @@
 # start is also how a test brings back a node it SIGKILLed: a missing data
 # node is started again as a replica of the current primary (Sentinel) or
 # with its nodes.conf, so it rejoins as the replica of the node promoted in
-# its place (Cluster). Nothing is persisted (--save "", no AOF): a restarted
-# node has only what it replicates.
+# its place (Cluster). Nothing is saved (--save "", no AOF), but a replica
+# writes the RDB of each full sync it receives to its dir (repl-diskless-load
+# is off by default): a restarted node comes back with that old data set, or
+# nothing, and has the current data only once its resync from the current
+# primary is done.
 #
-# Environment: IDEM_REDIS_FAILOVER_DIR (default /tmp/idemgen-redis-failover).
+# Environment: IDEM_REDIS_FAILOVER_DIR (default /tmp/idemgen-redis-failover);
+# IDEM_REDIS_FAILOVER_HOLD=1 starts a node brought back this way as a
+# replica that cannot be promoted (Sentinel: replica-priority 0; Cluster:
+# cluster-replica-no-failover yes), so that no failover, requested or not,
+# can land on it before it holds the data. Whoever restarted it makes it
+# promotable again once it is in sync (CONFIG SET; see
+# test/reliability/failover_test.go). Without it a restarted node is
+# promotable at once, without the current data, as Redis's defaults have it.
 set -euo pipefail
 
 DIR=${IDEM_REDIS_FAILOVER_DIR:-/tmp/idemgen-redis-failover}
@@ -71,6 +81,7 @@ sentinel_start() {
 		args=()
 		if [ -n "$m" ] && [ "${m#* }" != "$p" ]; then
 			args=(--replicaof ${m% *} ${m#* })
+			[ "${IDEM_REDIS_FAILOVER_HOLD:-}" != 1 ] || args+=(--replica-priority 0)
 		elif [ -z "$m" ] && [ "$p" != "${S_DATA[0]}" ]; then
 			args=(--replicaof "$HOST" "${S_DATA[0]}")
 		fi
@@ -121,8 +132,9 @@ cluster_healthy() {
 	done
 	nodes=$(cli "${C_PORTS[0]}" cluster nodes 2>/dev/null || true)
 	# Flags are the third field ("myself,master", "slave", "master,fail").
+	# "fail" and "fail?" are flags of their own; "nofailover" is not one.
 	[ "$(awk '$3 ~ /master/' <<<"$nodes" | wc -l)" = 3 ] && [ "$(awk '$3 ~ /slave/' <<<"$nodes" | wc -l)" = 3 ] &&
-		! grep -q 'fail' <<<"$nodes" || return 1
+		[ "$(awk '$3 ~ /(^|,)fail/' <<<"$nodes" | wc -l)" = 0 ] || return 1
 	# Every replica is in sync with its master.
 	for p in "${C_PORTS[@]}"; do
 		info=$(cli "$p" info replication 2>/dev/null || true)
@@ -133,11 +145,15 @@ cluster_healthy() {
 }
 
 cluster_node() {
-	local p=$1
+	local p=$1 hold=()
 	mkdir -p "$DIR/cluster/$p"
+	# A node with a nodes.conf is one coming back: it rejoins as a replica.
+	if [ "${IDEM_REDIS_FAILOVER_HOLD:-}" = 1 ] && [ -f "$DIR/cluster/$p/nodes.conf" ]; then
+		hold=(--cluster-replica-no-failover yes)
+	fi
 	redis-server --port "$p" "${common[@]}" --dir "$DIR/cluster/$p" \
 		--cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
-		--cluster-replica-validity-factor 0 \
+		--cluster-replica-validity-factor 0 "${hold[@]}" \
 		--pidfile "$DIR/cluster/$p/redis.pid" --logfile "$DIR/cluster/$p/redis.log"
 	wait_up "$p" "$DIR/cluster/$p/redis.log"
 }

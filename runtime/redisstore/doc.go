@@ -232,4 +232,63 @@
 // the next one; with acks the fence of a claim that was lost was never
 // run under. A fence is about 2^50 (µs since 1970), so downstream systems
 // must store fences as 64-bit integers.
+//
+// # Failover: the failure model
+//
+// With WithReplicaAcks(n, timeout) and WithClockFences, a key executes at
+// most once (and fences only grow) across failovers under this model:
+//
+//   - every promotion promotes a replica that holds every write that n
+//     replicas acknowledged: one in sync with the primary it replaces.
+//     With n equal to the number of replicas of each primary that is any
+//     in-sync replica; with fewer, Sentinel's and the Cluster's preference
+//     for the most advanced replica has to pick one that acknowledged;
+//   - so failovers come one at a time, and a node that comes back without
+//     the current data (restarted, it has nothing or only the RDB of its
+//     last full sync, which a replica writes to disk even with saving off;
+//     or it is resyncing after a failover) is not promotable until its
+//     resync is done: its master_link_status is up and its offset has
+//     caught up with its primary's. Successive failovers are no faster
+//     than a full resync;
+//   - the servers' clocks agree to better than the time a failover takes.
+//
+// Outside it, the store cannot keep the promise, nor see that it broke: a
+// promotion of a replica that lacks acknowledged writes (one still in its
+// first full sync holds nothing, or an old data set) loses them, the old
+// primary then resyncs from the new one and drops its own copy, and a lost
+// record looks exactly like a key never claimed, so the key runs again.
+//
+// Redis does not keep a replica in its first sync out of a failover by
+// itself. Such a replica reports master_link_down_since_seconds:-1, which
+// Sentinel (7.0) reads as a link down for no time at all: it is a candidate
+// from the moment it starts. And with down-after-milliseconds 1000, equal
+// to the Sentinels' one-second ping period, a Sentinel that has just
+// switched to a new primary may call it down before its first PING is
+// answered, one second after the switch, and with a quorum fail it over
+// without being asked onto whatever replica it lists; docs/RELIABILITY.md
+// measures that. Deployment settings that keep a deployment inside the model:
+//
+//   - start a replica that comes back without the current data with
+//     replica-priority 0 (Sentinel) or cluster-replica-no-failover yes
+//     (Cluster), and lift it (CONFIG SET replica-priority 100, or
+//     cluster-replica-no-failover no) once INFO replication shows
+//     master_link_status:up, master_sync_in_progress:0 and a
+//     slave_repl_offset caught up with the primary's master_repl_offset;
+//     with Sentinel, take its primary down only once every Sentinel lists
+//     it with its new priority (SENTINEL REPLICAS), which takes up to ten
+//     seconds. A Sentinel takes a replica it has not yet sent INFO for
+//     (one it has just listed after a switch) for promotable whatever its
+//     replica-priority, so the hold needs the next setting too;
+//   - with Sentinel, a down-after-milliseconds of several seconds, well
+//     above the one-second ping period and any pause of a loaded primary
+//     (the default is 30s; the reliability rows inside the model use 5s,
+//     the rows beyond it 1s); with a Cluster, a non-zero
+//     cluster-replica-validity-factor (default 10) for automatic
+//     failovers, so that a replica whose link has been down longer than
+//     that allows does not fail over on its own;
+//   - optionally min-replicas-to-write 1 and min-replicas-max-lag: a
+//     primary with no replica in sync then refuses writes at once instead
+//     of leaving each claim to WAIT's timeout. It does not change the
+//     guarantee (WAIT already counts only replicas whose link is up and
+//     whose acknowledged offset covers the write).
 package redisstore

@@ -34,8 +34,13 @@
 //     (Sentinel failover, CLUSTER FAILOVER FORCE), several times per run.
 //     Without redisstore.WithReplicaAcks the lost writes show as
 //     violations (counted and listed, as the self-test's); with it and
-//     WithClockFences there must be none. The deployments are
-//     scripts/redis-failover.sh's, which the test starts.
+//     WithClockFences, inside the failure model runtime/redisstore states
+//     (a killed node comes back not promotable until its resync is done),
+//     there must be none. A Sentinel row with acks beyond that model (the
+//     node promotable at once, before its resync) shows violations, as
+//     intended. The short version runs only the Sentinel with-acks row,
+//     small. The deployments are scripts/redis-failover.sh's, which the
+//     test starts.
 //
 // `go test ./test/reliability` runs a short version (seconds);
 // IDEM_RELIABILITY=full runs the full one and, with
