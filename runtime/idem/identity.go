@@ -150,32 +150,27 @@ func checkRecord(spec *Spec, data []byte) ([]byte, error) {
 }
 
 // ownRecord returns the body of data when data starts with exactly the
-// header spec writes.
+// header spec writes. It handles the usual header (name and signature
+// under 128 bytes, version 0 to 63: one-byte lengths and version) in
+// straight-line code; checkRecord parses any other.
 func ownRecord(spec *Spec, data []byte) ([]byte, bool) {
-	if len(data) < 2 || data[0] != RecordMarker || data[1] != RecordVersion {
+	name, sig, v := spec.Name, spec.Signature, spec.Version
+	if len(name) >= 0x80 || len(sig) >= 0x80 || v < 0 || v >= 64 {
 		return nil, false
 	}
-	p := data[2:]
-	for i, f := range [2]string{spec.Name, spec.Signature} {
-		if len(f) < 0x80 { // one-byte length: every name idemgen writes
-			if len(p) < 1+len(f) || int(p[0]) != len(f) || string(p[1:1+len(f)]) != f {
-				return nil, false
-			}
-			p = p[1+len(f):]
-		} else if n, w := binary.Uvarint(p); w <= 0 || n != uint64(len(f)) || len(p) < w+len(f) || string(p[w:w+len(f)]) != f {
-			return nil, false
-		} else {
-			p = p[w+len(f):]
-		}
-		if i == 0 { // the version follows the name
-			v, w := binary.Varint(p)
-			if w <= 0 || v != int64(spec.Version) {
-				return nil, false
-			}
-			p = p[w:]
-		}
+	n := 2 + 1 + len(name) + 1 + 1 + len(sig)
+	if len(data) < n || data[0] != RecordMarker || data[1] != RecordVersion || data[2] != byte(len(name)) {
+		return nil, false
 	}
-	return p, true
+	p := data[3:]
+	if string(p[:len(name)]) != name {
+		return nil, false
+	}
+	p = p[len(name):]
+	if p[0] != byte(v<<1) || p[1] != byte(len(sig)) || string(p[2:2+len(sig)]) != sig {
+		return nil, false
+	}
+	return data[n:], true
 }
 
 // sameFunction reports whether a and b describe one function's records.
