@@ -299,7 +299,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		}
 		body := []jen.Code{b().Dot("List").Call(jen.Len(v.value()))}
 		if len(inner) > 0 { // elements that write nothing need no loop
-			body = append(body, jen.For(jen.Id(i).Op(":=").Range().Add(v.value())).Block(inner...))
+			body = append(body, jen.For(loopVar(inner, i).Range().Add(v.value())).Block(inner...))
 		}
 		if variadic {
 			return body, true // nil and empty variadic arguments are the same call
@@ -318,7 +318,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		}
 		body := []jen.Code{b().Dot("List").Call(jen.Lit(int(u.Len())))}
 		if len(inner) > 0 {
-			body = append(body, jen.For(jen.Id(i).Op(":=").Range().Add(v.e())).Block(inner...))
+			body = append(body, jen.For(loopVar(inner, i).Range().Add(v.e())).Block(inner...))
 		}
 		return body, true
 	case *types.Map:
@@ -468,6 +468,17 @@ func zeroSize(t types.Type) bool {
 }
 
 func one(c jen.Code) []jen.Code { return []jen.Code{c} }
+
+// loopVar declares the index i of a loop over body, or nothing when body
+// does not index with it (elements whose key material is constant, such
+// as [1]struct{ F int `idem:"-"` }, write only their length): Go rejects
+// an unused variable.
+func loopVar(body []jen.Code, i string) *jen.Statement {
+	if strings.Contains(fmt.Sprintf("%#v", jen.Block(body...)), "["+i+"]") {
+		return jen.Id(i).Op(":=")
+	}
+	return jen.Null()
+}
 
 // nilCheck writes Nil for a nil pointer, slice or map, else body.
 func (w *writer) nilCheck(v val, body []jen.Code) []jen.Code {

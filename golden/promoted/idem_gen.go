@@ -222,7 +222,7 @@ func (x *Idempotent) beginTally(m map[string]struct {
 
 var idemSpecMarks = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/promoted.Marks",
-	Signature:   "62f3e9efdd8edbd8",
+	Signature:   "12129e43336bfc0a",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -233,6 +233,8 @@ var idemSpecMarks = &idem.Spec{
 var _ func(context.Context, []struct {
 	Note string `idem:"-"`
 }, [2]struct {
+	Note string `idem:"-"`
+}, [][1]struct {
 	Note string `idem:"-"`
 }) (int64, error) = Marks
 
@@ -251,10 +253,12 @@ func (x *Idempotent) Marks(ctx context.Context, m []struct {
 	Note string `idem:"-"`
 }, a [2]struct {
 	Note string `idem:"-"`
+}, n [][1]struct {
+	Note string `idem:"-"`
 }) (int64, error) {
-	c := x.beginMarks(m, &a)
+	c := x.beginMarks(m, &a, n)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Marks(ctx, m, a)
+		return Marks(ctx, m, a, n)
 	})
 }
 
@@ -263,14 +267,18 @@ func (x *Idempotent) MarksKey(m []struct {
 	Note string `idem:"-"`
 }, a [2]struct {
 	Note string `idem:"-"`
+}, n [][1]struct {
+	Note string `idem:"-"`
 }) (string, error) {
-	return x.beginMarks(m, &a).StoreKey()
+	return x.beginMarks(m, &a, n).StoreKey()
 }
 
 // beginMarks starts a call of Marks and writes its key material. Structs and arrays come by pointer, so a call copies none.
 func (x *Idempotent) beginMarks(m []struct {
 	Note string `idem:"-"`
 }, a *[2]struct {
+	Note string `idem:"-"`
+}, n [][1]struct {
 	Note string `idem:"-"`
 }) idem.Call {
 	c := x.g.Begin(idemSpecMarks)
@@ -280,6 +288,14 @@ func (x *Idempotent) beginMarks(m []struct {
 		c.Key().List(len(m))
 	}
 	c.Key().List(2)
+	if n == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().List(len(n))
+		for range n {
+			c.Key().List(1)
+		}
+	}
 	return c
 }
 

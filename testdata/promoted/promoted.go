@@ -124,6 +124,8 @@ func Marks(ctx context.Context, m []struct {
 	Note string `idem:"-"`
 }, a [2]struct {
 	Note string `idem:"-"`
+}, n [][1]struct {
+	Note string `idem:"-"`
 }) (int64, error) {
 	return int64(len(m)), nil
 }
