@@ -21,10 +21,13 @@ type fn struct {
 	// recvVar is the wrapper's receiver variable; a key= path that starts
 	// with the receiver's name reads recvVar.T (the wrapped *T).
 	recvVar string
-	opts    options
-	params  []param
-	ctx     int          // index of the first context.Context parameter, or -1
-	result  []types.Type // results before the final error
+	// inner is the decorator's field holding the wrapped implementation
+	// of an interface method (recv is then the interface; iface.go).
+	inner  string
+	opts   options
+	params []param
+	ctx    int          // index of the first context.Context parameter, or -1
+	result []types.Type // results before the final error
 	// resultFields name the fields of the result struct (several results).
 	resultFields []string
 	// notKeyed are the parameters and fields the default key leaves out as
@@ -67,6 +70,10 @@ func (pi *pkgInfo) collect() []*fn {
 		}
 		attached := map[*ast.Comment]bool{}
 		for _, decl := range f.Decls {
+			if gd, ok := decl.(*ast.GenDecl); ok {
+				fns = append(fns, pi.collectIface(gd, attached)...)
+				continue
+			}
 			fd, ok := decl.(*ast.FuncDecl)
 			if !ok || fd.Doc == nil {
 				continue
@@ -138,17 +145,9 @@ func (pi *pkgInfo) check(fd *ast.FuncDecl, lines []*ast.Comment) *fn {
 		pi.d.add(namePos, "%s cannot be wrapped", what)
 		return nil
 	}
-	res := sig.Results()
-	if res.Len() == 0 || !types.Identical(res.At(res.Len()-1).Type(), types.Universe.Lookup("error").Type()) {
-		pi.d.add(namePos, "%s must return error as its last result (error, (R, error) or (R1, …, Rn, error))", what)
+	if !pi.checkShape(x, what) {
 		ok = false
-	} else {
-		for i := 0; i < res.Len()-1; i++ {
-			t := res.At(i).Type()
-			x.result = append(x.result, t)
-		}
 	}
-	x.params = pi.params(sig)
 	if x.recv != nil && fd.Recv != nil && len(fd.Recv.List) > 0 && len(fd.Recv.List[0].Names) > 0 {
 		if n := fd.Recv.List[0].Names[0].Name; n != "_" {
 			for pi.scope[n] || types.Universe.Lookup(n) != nil {
@@ -157,15 +156,34 @@ func (pi *pkgInfo) check(fd *ast.FuncDecl, lines []*ast.Comment) *fn {
 			x.recvName = n
 		}
 	}
+	if !ok {
+		return nil
+	}
+	return x
+}
+
+// checkShape checks x's signature (error last) and names its results,
+// parameters and context: the part of the analysis shared by functions,
+// methods and interface methods (iface.go).
+func (pi *pkgInfo) checkShape(x *fn, what string) bool {
+	ok := true
+	res := x.sig.Results()
+	if res.Len() == 0 || !types.Identical(res.At(res.Len()-1).Type(), types.Universe.Lookup("error").Type()) {
+		pi.d.add(pi.fset.Position(x.decl.Name.Pos()), "%s must return error as its last result (error, (R, error) or (R1, …, Rn, error))", what)
+		ok = false
+	} else {
+		for i := 0; i < res.Len()-1; i++ {
+			t := res.At(i).Type()
+			x.result = append(x.result, t)
+		}
+	}
+	x.params = pi.params(x.sig)
 	for i, p := range x.params {
 		if p.isCtx && x.ctx < 0 {
 			x.ctx = i
 		}
 	}
-	if !ok {
-		return nil
-	}
-	return x
+	return ok
 }
 
 // params names the wrapper's parameters: unnamed and blank ones get pN,

@@ -108,21 +108,33 @@ func isMangledDirective(c *ast.Comment) bool {
 // parseDirectives merges the //idem: lines of one doc comment. It reports
 // every problem, not only the first.
 func parseDirectives(fset *token.FileSet, lines []*ast.Comment, d *diags) (options, bool) {
-	o := options{given: map[string]option{}}
+	return parseDirectivesOver(fset, lines, d, options{})
+}
+
+// parseDirectivesOver parses lines over base: an option of lines replaces
+// base's (an interface method's own directive over its interface's).
+func parseDirectivesOver(fset *token.FileSet, lines []*ast.Comment, d *diags, base options) (options, bool) {
+	o := base
+	o.given = map[string]option{}
+	for k, v := range base.given {
+		o.given[k] = v
+	}
+	o.order = append([]string(nil), base.order...)
+	here := map[string]option{} // given twice means twice in lines
 	ok := true
 	bad := func(pos token.Position, format string, args ...any) {
 		d.add(pos, format, args...)
 		ok = false
 	}
 	for i, c := range lines {
-		base := fset.Position(c.Slash)
+		at := fset.Position(c.Slash)
 		if i == 0 {
-			o.pos = base
+			o.pos = at
 		}
 		text := c.Text[len(directivePrefix):]
 		off := len(directivePrefix)
 		for _, f := range fieldsWithOffsets(text) {
-			pos := base
+			pos := at
 			pos.Column += off + f.off
 			pos.Offset += off + f.off
 			name, value, hasEq := strings.Cut(f.s, "=")
@@ -133,7 +145,7 @@ func parseDirectives(fset *token.FileSet, lines []*ast.Comment, d *diags) (optio
 				bad(pos, "unknown option %q%s", name, didYouMean(name, optionNames))
 				continue
 			}
-			if prev, dup := o.given[name]; dup {
+			if prev, dup := here[name]; dup {
 				bad(pos, "option %s given twice (first at %d:%d)", name, prev.pos.Line, prev.pos.Column)
 				continue
 			}
@@ -142,6 +154,7 @@ func parseDirectives(fset *token.FileSet, lines []*ast.Comment, d *diags) (optio
 				continue
 			}
 			o.given[name] = option{name: name, value: value, pos: pos, valPos: valPos}
+			here[name] = o.given[name]
 			o.order = append(o.order, name)
 			if err := o.set(name, value, valPos); err != "" {
 				bad(valPos, "%s", err)

@@ -212,6 +212,11 @@ func (e *emitter) group(g *group) []jen.Code {
 	for _, x := range g.fns {
 		methods[x.decl.Name.Name] = true
 	}
+	if isInterface(g.recv) {
+		for i, it := 0, g.recv.Type().Underlying().(*types.Interface); i < it.NumMethods(); i++ {
+			methods[it.Method(i).Name()] = true
+		}
+	}
 	var out []jen.Code
 	var typeName, ctor string
 	field := methods.get("g")
@@ -225,6 +230,9 @@ func (e *emitter) group(g *group) []jen.Code {
 				jen.Return(jen.Op("&").Id(typeName).Values(jen.Dict{jen.Id(field): jen.Id("g")})),
 			),
 		)
+	} else if isInterface(g.recv) {
+		typeName, ctor = "Idempotent"+g.recv.Name(), "NewIdempotent"+g.recv.Name()
+		out = append(out, e.decorator(g, typeName, ctor, field, methods)...)
 	} else {
 		t := g.recv.Name()
 		typeName, ctor = "Idempotent"+t, "NewIdempotent"+t
@@ -248,7 +256,11 @@ func (e *emitter) group(g *group) []jen.Code {
 		if g.recv == nil {
 			return false
 		}
-		obj, _, _ := types.LookupFieldOrMethod(types.NewPointer(g.recv.Type()), true, e.pi.pkg.Types, name)
+		var t types.Type = types.NewPointer(g.recv.Type())
+		if isInterface(g.recv) {
+			t = g.recv.Type()
+		}
+		obj, _, _ := types.LookupFieldOrMethod(t, true, e.pi.pkg.Types, name)
 		return obj != nil
 	}
 	pick := func(bases ...string) string {
@@ -363,8 +375,12 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	var fnRef *jen.Statement
 	checkSig := x.sig
 	if x.recv != nil {
+		var recvT types.Type = types.NewPointer(x.recv.Type())
 		fnRef = jen.Parens(jen.Op("*").Id(x.recv.Name())).Dot(fname)
-		recvParam := types.NewParam(token.NoPos, nil, "", types.NewPointer(x.recv.Type()))
+		if x.inner != "" {
+			recvT, fnRef = x.recv.Type(), jen.Id(x.recv.Name()).Dot(fname) // Carrier.Book
+		}
+		recvParam := types.NewParam(token.NoPos, nil, "", recvT)
 		vars := []*types.Var{recvParam}
 		for i := 0; i < x.sig.Params().Len(); i++ {
 			vars = append(vars, x.sig.Params().At(i))
@@ -434,7 +450,9 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 		}
 	}
 	var call *jen.Statement
-	if x.recv != nil {
+	if x.inner != "" {
+		call = jen.Id(recv).Dot(x.inner).Dot(fname).Call(args...)
+	} else if x.recv != nil {
 		call = jen.Id(recv).Dot(x.recv.Name()).Dot(fname).Call(args...)
 	} else {
 		call = jen.Id(fname).Call(args...)
@@ -477,7 +495,11 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 			jen.Return(rets...))
 	}
 	recvDecl := jen.Params(jen.Id(recv).Op("*").Id(typeName))
-	if x.recv != nil && !recvKeyed(x) {
+	if x.inner != "" {
+		// Every implementation of the interface shares the method's key
+		// space: the interface method is the operation.
+		codecDoc = fmt.Sprintf(" The implementation is not part of the key: every %s decorated on one Guard shares %s's keys.", x.recv.Name(), fname) + codecDoc
+	} else if x.recv != nil && !recvKeyed(x) {
 		// The receiver's state is not read: two wrappers of two values
 		// on one Guard share keys. Say so where the wrapper is read.
 		codecDoc = " The receiver is not part of the key (key= can name its fields)." + codecDoc

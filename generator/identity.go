@@ -155,6 +155,12 @@ func checkNames(pkgs []*packages.Package, fset *token.FileSet, outputs map[*pack
 				continue
 			}
 			for _, decl := range f.Decls {
+				if gd, ok := decl.(*ast.GenDecl); ok {
+					for _, nf := range ifaceNamedFuncs(p, fset, gd) {
+						byName[nf.name] = append(byName[nf.name], nf)
+					}
+					continue
+				}
 				fd, ok := decl.(*ast.FuncDecl)
 				if !ok || fd.Doc == nil {
 					continue

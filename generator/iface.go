@@ -1,0 +1,307 @@
+package generator
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+	"golang.org/x/tools/go/packages"
+)
+
+// Interface decorators. //idem: options in the doc comment of a method
+// inside `type Carrier interface { … }`, or of the interface type itself,
+// make the generator write IdempotentCarrier: a Carrier around an inner
+// Carrier whose annotated methods run at most once per key and whose
+// other methods (those of embedded interfaces too) call the inner one.
+//
+// A directive on the interface type applies to each method declared in
+// its own body whose last result is error (the others are delegated);
+// a method's own directive is read over it, option by option. Options
+// that name one method's parameters, results or key space (key=,
+// exclude=, omit=, order=, grace=, name=) belong on the method.
+
+// ifaceOnlyOnMethod are the options an interface's own directive cannot
+// carry: they name one method's parameters, results or key space.
+var ifaceOnlyOnMethod = []string{"key", "exclude", "omit", "order", "grace", "name"}
+
+// isInterface reports whether tn names an interface type.
+func isInterface(tn *types.TypeName) bool {
+	return tn != nil && types.IsInterface(tn.Type())
+}
+
+// ifaceDoc is the doc comment of an interface's type spec: its own, or
+// the declaration's when it declares only this type.
+func ifaceDoc(gd *ast.GenDecl, ts *ast.TypeSpec) *ast.CommentGroup {
+	if ts.Doc != nil {
+		return ts.Doc
+	}
+	if !gd.Lparen.IsValid() {
+		return gd.Doc
+	}
+	return nil
+}
+
+func directiveLines(cg *ast.CommentGroup) []*ast.Comment {
+	if cg == nil {
+		return nil
+	}
+	var lines []*ast.Comment
+	for _, c := range cg.List {
+		if isDirective(c) {
+			lines = append(lines, c)
+		}
+	}
+	return lines
+}
+
+// errorLast reports whether sig's last result is error.
+func errorLast(sig *types.Signature) bool {
+	res := sig.Results()
+	return res.Len() > 0 && types.Identical(res.At(res.Len()-1).Type(), types.Universe.Lookup("error").Type())
+}
+
+// ifaceMethod is an annotated method of an interface, as written.
+type ifaceMethod struct {
+	iface     *ast.TypeSpec
+	typeLines []*ast.Comment // the interface's own directive
+	field     *ast.Field
+	lines     []*ast.Comment // the method's own directive
+	obj       *types.Func
+}
+
+// annotatedIfaceMethods lists the methods of the interfaces declared by
+// gd that a directive annotates: those with lines of their own, and,
+// under a directive on the interface, those whose last result is error.
+// It reports nothing (collectIface does).
+func annotatedIfaceMethods(info *types.Info, gd *ast.GenDecl) []ifaceMethod {
+	if gd.Tok != token.TYPE {
+		return nil
+	}
+	var out []ifaceMethod
+	for _, spec := range gd.Specs {
+		ts, ok := spec.(*ast.TypeSpec)
+		if !ok {
+			continue
+		}
+		it, ok := ts.Type.(*ast.InterfaceType)
+		if !ok || it.Methods == nil {
+			continue
+		}
+		typeLines := directiveLines(ifaceDoc(gd, ts))
+		for _, f := range it.Methods.List {
+			if len(f.Names) == 0 {
+				continue // an embedded interface (or a type term)
+			}
+			obj, _ := info.Defs[f.Names[0]].(*types.Func)
+			if obj == nil {
+				continue
+			}
+			lines := directiveLines(f.Doc)
+			if len(lines) == 0 && (len(typeLines) == 0 || !errorLast(obj.Type().(*types.Signature))) {
+				continue
+			}
+			out = append(out, ifaceMethod{iface: ts, typeLines: typeLines, field: f, lines: lines, obj: obj})
+		}
+	}
+	return out
+}
+
+// AnnotatedInterfaceMethods returns the interface methods of f that an
+// //idem: directive annotates (on the method or on its interface): the
+// methods whose generated decorator runs them at most once per key. For
+// tools (vet/idemvet); info is the package's type information.
+func AnnotatedInterfaceMethods(info *types.Info, f *ast.File) []*types.Func {
+	var out []*types.Func
+	for _, decl := range f.Decls {
+		if gd, ok := decl.(*ast.GenDecl); ok {
+			for _, m := range annotatedIfaceMethods(info, gd) {
+				out = append(out, m.obj)
+			}
+		}
+	}
+	return out
+}
+
+// ifaceNamedFuncs are the annotated methods of gd's interfaces as
+// checkNames sees them.
+func ifaceNamedFuncs(p *packages.Package, fset *token.FileSet, gd *ast.GenDecl) []namedFunc {
+	var out []namedFunc
+	for _, m := range annotatedIfaceMethods(p.TypesInfo, gd) {
+		name := m.field.Names[0]
+		nf := namedFunc{pkg: p, name: p.PkgPath + "." + m.iface.Name.Name + "." + name.Name,
+			display: p.Name + "." + m.iface.Name.Name + "." + name.Name, pos: fset.Position(name.Pos())}
+		opts, _ := parseDirectives(fset, m.lines, &diags{})
+		if opts.name != "" {
+			nf.name, nf.pos = opts.name, opts.given["name"].pos
+		}
+		out = append(out, nf)
+	}
+	return out
+}
+
+// collectIface checks the interfaces declared by gd that carry
+// directives, marks their directive lines attached, and returns their
+// annotated methods.
+func (pi *pkgInfo) collectIface(gd *ast.GenDecl, attached map[*ast.Comment]bool) []*fn {
+	var fns []*fn
+	for _, spec := range gd.Specs {
+		ts, ok := spec.(*ast.TypeSpec)
+		if !ok {
+			continue
+		}
+		it, ok := ts.Type.(*ast.InterfaceType)
+		if !ok || it.Methods == nil {
+			continue
+		}
+		typeLines := directiveLines(ifaceDoc(gd, ts))
+		has := len(typeLines) > 0
+		for _, c := range typeLines {
+			attached[c] = true
+		}
+		for _, f := range it.Methods.List {
+			lines := directiveLines(f.Doc)
+			for _, c := range lines {
+				attached[c] = true
+			}
+			if len(lines) > 0 && len(f.Names) == 0 {
+				pi.d.add(pi.fset.Position(lines[0].Slash), "//idem: on an embedded interface (%s) annotates nothing: its methods are delegated as they are; annotate them in their own interface, or declare the method in %s with its own //idem: line", types.ExprString(f.Type), ts.Name.Name)
+			}
+			has = has || len(lines) > 0
+		}
+		if !has {
+			continue
+		}
+		tn, _ := pi.pkg.TypesInfo.Defs[ts.Name].(*types.TypeName)
+		namePos := pi.fset.Position(ts.Name.Pos())
+		if tn == nil {
+			pi.d.add(namePos, "cannot resolve %s", ts.Name.Name)
+			continue
+		}
+		if ts.TypeParams != nil {
+			pi.d.add(namePos, "interface %s: generic interfaces are not supported (declare a non-generic interface with the instantiated methods and annotate that, or annotate the methods of a concrete implementation)", ts.Name.Name)
+			continue
+		}
+		if ts.Assign.IsValid() {
+			pi.d.add(namePos, "interface %s is an alias: annotate the interface it stands for", ts.Name.Name)
+			continue
+		}
+		good := true
+		base, baseOK := options{}, true
+		if len(typeLines) > 0 {
+			base, baseOK = parseDirectives(pi.fset, typeLines, pi.d)
+			for _, n := range ifaceOnlyOnMethod {
+				if o, ok := base.given[n]; ok {
+					pi.d.add(o.pos, "option %s cannot be on interface %s: it names one method's parameters, results or key space; put it on the method's own //idem: line", n, ts.Name.Name)
+					baseOK = false
+				}
+			}
+		}
+		iface := tn.Type().Underlying().(*types.Interface)
+		if !iface.IsMethodSet() {
+			pi.d.add(namePos, "interface %s is a constraint (it has type terms), not a type a decorator can implement", ts.Name.Name)
+			continue
+		}
+		for i := 0; i < iface.NumMethods(); i++ {
+			if m := iface.Method(i); !m.Exported() && m.Pkg() != pi.pkg.Types {
+				pi.d.add(namePos, "interface %s: its method %s is unexported in package %s, so no decorator outside that package can implement %s", ts.Name.Name, m.Name(), m.Pkg().Path(), ts.Name.Name)
+				good = false
+			}
+		}
+		n := 0
+		for _, m := range annotatedIfaceMethods(pi.pkg.TypesInfo, &ast.GenDecl{Tok: token.TYPE, Specs: []ast.Spec{ts}, Doc: ifaceDoc(gd, ts)}) {
+			n++
+			opts, ok := parseDirectivesOver(pi.fset, m.lines, pi.d, base)
+			name := m.field.Names[0]
+			x := &fn{decl: &ast.FuncDecl{Doc: m.field.Doc, Name: name}, obj: m.obj, sig: m.obj.Type().(*types.Signature), opts: opts, ctx: -1, recv: tn}
+			if !pi.checkShape(x, "method "+ts.Name.Name+"."+name.Name) || !ok || !baseOK || !good {
+				continue
+			}
+			fns = append(fns, x)
+		}
+		if n == 0 && len(typeLines) > 0 {
+			pi.d.add(pi.fset.Position(typeLines[0].Slash), "//idem: on interface %s applies to no method: none of the methods declared in it returns error last", ts.Name.Name)
+		}
+	}
+	return fns
+}
+
+// ifaceHint explains, for an interface method's key= path that names no
+// parameter, that the implementation cannot be keyed.
+func ifaceHint(x *fn, option string) string {
+	if !isInterface(x.recv) || option != "key" {
+		return ""
+	}
+	return " (an interface method has no receiver to key: implementations differ, and key= names parameters only)"
+}
+
+// decorator emits the decorator type of interface g.recv, its constructor,
+// the compile-time check that it implements the interface, and a method
+// calling the inner value for each method no directive annotates.
+func (e *emitter) decorator(g *group, typeName, ctor, field string, methods namer) []jen.Code {
+	t := g.recv.Name()
+	guardT := jen.Op("*").Add(e.qual(e.idem, "Guard"))
+	inner := methods.get("inner")
+	annotated := map[string]bool{}
+	var names []string
+	for _, x := range g.fns {
+		x.inner = inner
+		annotated[x.decl.Name.Name] = true
+		names = append(names, x.decl.Name.Name)
+	}
+	doc := fmt.Sprintf("%s is a %s whose %s %s at most once per key; its other methods call the inner %s. Decorators of two %ss on one Guard share the keys of each annotated method: the interface method is the operation, whichever implementation runs it.",
+		typeName, t, andList(names), map[bool]string{true: "runs", false: "run"}[len(names) == 1], t, t)
+	out := []jen.Code{
+		jen.Comment(doc).Line().
+			Type().Id(typeName).Struct(jen.Id(inner).Id(t), jen.Id(field).Add(guardT)),
+		jen.Commentf("%s decorates inner: the annotated methods are guarded by g, the others call inner.", ctor).Line().
+			Func().Id(ctor).Params(jen.Id("inner").Id(t), jen.Id("g").Add(guardT)).Op("*").Id(typeName).Block(
+			jen.Return(jen.Op("&").Id(typeName).Values(jen.Dict{jen.Id(inner): jen.Id("inner"), jen.Id(field): jen.Id("g")})),
+		),
+		jen.Commentf("Build fails here if %s's methods changed since generation: run go generate.", t).Line().
+			Var().Id("_").Id(t).Op("=").Parens(jen.Op("*").Id(typeName)).Parens(jen.Nil()),
+	}
+	iface := g.recv.Type().Underlying().(*types.Interface)
+	for i := 0; i < iface.NumMethods(); i++ {
+		m := iface.Method(i)
+		if annotated[m.Name()] {
+			continue
+		}
+		sig := m.Type().(*types.Signature)
+		ns := namer{}
+		pnames := make([]string, sig.Params().Len())
+		args := make([]jen.Code, len(pnames))
+		// The body refers to no package-level name: the source's names
+		// are kept (pN for unnamed and blank ones), only kept apart.
+		for j := range pnames {
+			n := sig.Params().At(j).Name()
+			if n == "" || n == "_" {
+				n = "p" + itoa(j)
+			}
+			pnames[j] = ns.get(n)
+			args[j] = jen.Id(pnames[j])
+			if sig.Variadic() && j == len(pnames)-1 {
+				args[j] = jen.Id(pnames[j]).Op("...")
+			}
+		}
+		recv := ns.get("x")
+		call := jen.Id(recv).Dot(inner).Dot(m.Name()).Call(args...)
+		body := call
+		if sig.Results().Len() > 0 {
+			body = jen.Return(call)
+		}
+		out = append(out, jen.Commentf("%s calls the inner %s's %s (no directive: not guarded).", m.Name(), t, m.Name()).Line().
+			Func().Params(jen.Id(recv).Op("*").Id(typeName)).Id(m.Name()).Add(e.signature(sig, pnames)).Block(body))
+	}
+	return out
+}
+
+// andList writes a, b and c.
+func andList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
