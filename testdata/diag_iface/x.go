@@ -45,11 +45,11 @@ type Carrier interface {
 
 // Biller's Charge has the name= of the function Charge: one key space.
 type Biller interface {
-	//idem:name=billing.charge
+	//idem:name=shipping.charge
 	Charge(ctx context.Context, id string) error
 }
 
 // Charge is a function with the same name=.
 //
-//idem:name=billing.charge
+//idem:name=shipping.charge
 func Charge(ctx context.Context, id string) error { return nil }
