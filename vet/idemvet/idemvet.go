@@ -63,12 +63,19 @@ func init() {
 type annotated struct {
 	// Wrapper is the generated type whose method of the same name is the
 	// guarded call: Idempotent for a function, IdempotentT for a method
-	// of T.
+	// of T or of interface T (the decorator).
 	Wrapper string
+	// Interface: the method is an interface's, and Wrapper its decorator.
+	Interface bool
 }
 
-func (*annotated) AFact()           {}
-func (f *annotated) String() string { return "annotated(" + f.Wrapper + ")" }
+func (*annotated) AFact() {}
+func (f *annotated) String() string {
+	if f.Interface {
+		return "annotated(" + f.Wrapper + ", interface)"
+	}
+	return "annotated(" + f.Wrapper + ")"
+}
 
 // file is one file of the pass, classified.
 type file struct {
@@ -172,6 +179,18 @@ func exportFacts(pass *analysis.Pass, files []*file) map[*types.Func]*annotated 
 			if recv := recvNamed(obj); recv != nil {
 				fact.Wrapper += recv.Obj().Name()
 			}
+			local[obj] = fact
+			pass.ExportObjectFact(obj, fact)
+		}
+		if f.generated {
+			continue
+		}
+		for _, obj := range generator.AnnotatedInterfaceMethods(pass.TypesInfo, f.ast) {
+			recv := recvNamed(obj)
+			if recv == nil {
+				continue
+			}
+			fact := &annotated{Wrapper: "Idempotent" + recv.Obj().Name(), Interface: true}
 			local[obj] = fact
 			pass.ExportObjectFact(obj, fact)
 		}
@@ -382,6 +401,10 @@ func checkCalls(pass *analysis.Pass, f *file, local map[*types.Func]*annotated) 
 			if escaped(f, n, enclosing) {
 				return true
 			}
+			if fact.Interface {
+				reportInterfaceBypass(pass, n, fn, fact, stack)
+				return true
+			}
 			reportBypass(pass, n, fn, fact, stack)
 		case *ast.CallExpr:
 			checkContext(pass, n, local)
@@ -452,6 +475,67 @@ func reportBypass(pass *analysis.Pass, id *ast.Ident, fn *types.Func, fact *anno
 		}
 	}
 	pass.Report(d)
+}
+
+// reportInterfaceBypass reports a call of an annotated interface method
+// through a plain interface value where a decorator of that interface is
+// in scope: the call skips the decorator the code has at hand. A call
+// through the interface with no decorator in scope is not reported: the
+// value may well be a decorator (the drop-in use), which only the
+// program's data flow could tell.
+func reportInterfaceBypass(pass *analysis.Pass, id *ast.Ident, fn *types.Func, fact *annotated, stack []ast.Node) {
+	if len(stack) < 3 {
+		return
+	}
+	sel, ok := stack[len(stack)-2].(*ast.SelectorExpr)
+	if !ok || sel.Sel != id {
+		return
+	}
+	call, ok := stack[len(stack)-3].(*ast.CallExpr)
+	if !ok || ast.Unparen(call.Fun) != ast.Expr(sel) {
+		return // a method value or expression: not a call through a value
+	}
+	if tv, ok := pass.TypesInfo.Types[sel.X]; !ok || !types.IsInterface(tv.Type) {
+		return
+	}
+	d := decoratorInScope(pass, id.Pos(), fn, fact)
+	if d == nil {
+		return
+	}
+	recv := recvNamed(fn)
+	name := recv.Obj().Name() + "." + fn.Name()
+	if fn.Pkg() != pass.Pkg {
+		name = fn.Pkg().Name() + "." + name
+	}
+	pass.Report(analysis.Diagnostic{
+		Pos:     id.Pos(),
+		End:     id.End(),
+		Message: fmt.Sprintf("a call of %s through %s bypasses the decorator %s in scope (%s.%s); call %s.%s, or mark a deliberate bypass with //idem:direct <reason>", name, types.ExprString(sel.X), d.Name(), fact.Wrapper, fn.Name(), d.Name(), fn.Name()),
+		SuggestedFixes: []analysis.SuggestedFix{{
+			Message:   fmt.Sprintf("call %s.%s (the decorator)", d.Name(), fn.Name()),
+			TextEdits: []analysis.TextEdit{{Pos: sel.X.Pos(), End: sel.X.End(), NewText: []byte(d.Name())}},
+		}},
+	})
+}
+
+// decoratorInScope finds a variable of type *IdempotentT, the decorator
+// of fn's interface T (fact.Wrapper in fn's package), visible at pos,
+// innermost first.
+func decoratorInScope(pass *analysis.Pass, pos token.Pos, fn *types.Func, fact *annotated) *types.Var {
+	var found *types.Var
+	eachVar(pass, pos, func(v *types.Var) bool {
+		ptr, ok := types.Unalias(v.Type()).(*types.Pointer)
+		if !ok {
+			return false
+		}
+		named, ok := types.Unalias(ptr.Elem()).(*types.Named)
+		if !ok || named.Obj().Name() != fact.Wrapper || named.Obj().Pkg() == nil || named.Obj().Pkg().Path() != fn.Pkg().Path() {
+			return false
+		}
+		found = v
+		return true
+	})
+	return found
 }
 
 // wrapperInScope finds a variable of type *Idempotent (fn's package's
@@ -553,7 +637,11 @@ func isWrapper(pass *analysis.Pass, fn *types.Func, local map[*types.Func]*annot
 	if name == "" {
 		orig = fn.Pkg().Scope().Lookup(fn.Name())
 	} else if tn, ok := fn.Pkg().Scope().Lookup(name).(*types.TypeName); ok {
-		orig, _, _ = types.LookupFieldOrMethod(types.NewPointer(tn.Type()), false, fn.Pkg(), fn.Name())
+		var t types.Type = types.NewPointer(tn.Type())
+		if types.IsInterface(tn.Type()) {
+			t = tn.Type() // a decorator's method wraps the interface's
+		}
+		orig, _, _ = types.LookupFieldOrMethod(t, false, fn.Pkg(), fn.Name())
 	}
 	f, ok := orig.(*types.Func)
 	if !ok {

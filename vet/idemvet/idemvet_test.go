@@ -74,12 +74,12 @@ func scratch(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	files, err := generator.Generate(generator.Config{Dir: dir, Patterns: []string{"./pay", "./stale", "./gone"}, Env: append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")})
+	files, err := generator.Generate(generator.Config{Dir: dir, Patterns: []string{"./pay", "./stale", "./gone", "./ship"}, Env: append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")})
 	if err != nil {
 		t.Fatalf("generating the scratch module: %v", err)
 	}
-	if len(files) != 3 {
-		t.Fatalf("generated %d files, want 3", len(files))
+	if len(files) != 4 {
+		t.Fatalf("generated %d files, want 4", len(files))
 	}
 	for _, f := range files {
 		write(t, f.Path, f.Content)
@@ -138,6 +138,18 @@ func TestSuggestedFixes(t *testing.T) {
 	}
 	write(t, filepath.Join(dir, "app", "app.go.golden"), golden)
 	analysistest.RunWithSuggestedFixes(t, dir, idemvet.Analyzer, "./app")
+}
+
+// A call of an annotated interface method through the interface, where
+// a decorator is in scope, is fixed to call the decorator.
+func TestInterfaceSuggestedFixes(t *testing.T) {
+	dir := scratch(t)
+	golden, err := os.ReadFile("testdata/shipapp.go.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "shipapp", "shipapp.go.golden"), golden)
+	analysistest.RunWithSuggestedFixes(t, dir, idemvet.Analyzer, "./shipapp")
 }
 
 // Directive problems are the generator's own diagnostics at the
