@@ -18,9 +18,15 @@
 //     context.TODO() in a function that has a context.Context in scope.
 //   - every problem the generator reports about //idem: directives, at the
 //     same position.
+//   - interface bypass: a call of an annotated interface method through
+//     a value of an interface type while a variable holding that
+//     interface's decorator (*IdempotentT) is in scope. Without one in
+//     scope a call through the interface is not reported: the value may
+//     be a decorator, which only data flow could tell.
 //
 // A direct call gets a suggested fix when a value of the package's
-// *Idempotent wrapper type is in scope: call the wrapper's method instead.
+// *Idempotent wrapper type is in scope: call the wrapper's method instead;
+// an interface bypass, to call the decorator in scope.
 package idemvet
 
 import (
@@ -317,14 +323,47 @@ func firstAnnotation(pass *analysis.Pass, local map[*types.Func]*annotated) toke
 		return a.Offset < b.Offset
 	})
 	// The name of the function: its //idem: line is in its doc comment,
-	// found through the syntax.
+	// found through the syntax (for an interface method, in its own doc
+	// or else in its interface's).
+	first := func(docs ...*ast.CommentGroup) token.Pos {
+		for _, doc := range docs {
+			if doc == nil {
+				continue
+			}
+			for _, c := range doc.List {
+				if generator.IsDirective(c.Text) {
+					return c.Slash
+				}
+			}
+		}
+		return token.NoPos
+	}
 	for _, f := range pass.Files {
 		if f.Pos() <= at[0] && at[0] < f.End() {
 			for _, decl := range f.Decls {
-				if fd, ok := decl.(*ast.FuncDecl); ok && fd.Name.Pos() == at[0] && fd.Doc != nil {
-					for _, c := range fd.Doc.List {
-						if generator.IsDirective(c.Text) {
-							return c.Slash
+				switch decl := decl.(type) {
+				case *ast.FuncDecl:
+					if decl.Name.Pos() == at[0] {
+						if p := first(decl.Doc); p.IsValid() {
+							return p
+						}
+					}
+				case *ast.GenDecl:
+					for _, spec := range decl.Specs {
+						ts, ok := spec.(*ast.TypeSpec)
+						if !ok || at[0] < ts.Pos() || at[0] >= ts.End() {
+							continue
+						}
+						it, ok := ts.Type.(*ast.InterfaceType)
+						if !ok {
+							continue
+						}
+						for _, m := range it.Methods.List {
+							if len(m.Names) > 0 && m.Names[0].Pos() == at[0] {
+								if p := first(m.Doc, ts.Doc, decl.Doc); p.IsValid() {
+									return p
+								}
+							}
 						}
 					}
 				}
