@@ -3,6 +3,7 @@ package p
 import (
 	"context"
 	"io"
+	"testing"
 )
 
 // Store is generic: refused (a non-generic interface with the
@@ -53,3 +54,11 @@ type Biller interface {
 //
 //idem:name=shipping.charge
 func Charge(ctx context.Context, id string) error { return nil }
+
+// Checker embeds testing.TB, whose unexported method no decorator here
+// can implement.
+type Checker interface {
+	testing.TB
+	//idem:ttl=1h
+	Check(ctx context.Context, id string) error
+}
