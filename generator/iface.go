@@ -263,12 +263,14 @@ func (e *emitter) decorator(g *group, typeName, ctor, field string, methods name
 		jen.Commentf("Build fails here if %s's methods changed since generation: run go generate.", t).Line().
 			Var().Id("_").Id(t).Op("=").Parens(jen.Op("*").Id(typeName)).Parens(jen.Nil()),
 	}
+	guarded := e.pi.annotatedElsewhere()
 	iface := g.recv.Type().Underlying().(*types.Interface)
 	for i := 0; i < iface.NumMethods(); i++ {
 		m := iface.Method(i)
 		if annotated[m.Name()] {
 			continue
 		}
+		owner := guarded[m]
 		sig := m.Type().(*types.Signature)
 		ns := namer{}
 		pnames := make([]string, sig.Params().Len())
@@ -288,11 +290,18 @@ func (e *emitter) decorator(g *group, typeName, ctor, field string, methods name
 		}
 		recv := ns.get("x")
 		call := jen.Id(recv).Dot(inner).Dot(m.Name()).Call(args...)
+		doc := fmt.Sprintf("%s calls the inner %s's %s (no directive here: not guarded).", m.Name(), t, m.Name())
+		if owner != nil {
+			// Annotated in an embedded interface of this package: its
+			// decorator guards the call, in the same key space.
+			call = jen.Id("NewIdempotent"+owner.Name()).Call(jen.Id(recv).Dot(inner), jen.Id(recv).Dot(field)).Dot(m.Name()).Call(args...)
+			doc = fmt.Sprintf("%s is %s.%s, guarded by %s's decorator: one key space with Idempotent%s.", m.Name(), owner.Name(), m.Name(), owner.Name(), owner.Name())
+		}
 		body := call
 		if sig.Results().Len() > 0 {
 			body = jen.Return(call)
 		}
-		out = append(out, jen.Commentf("%s calls the inner %s's %s (no directive: not guarded).", m.Name(), t, m.Name()).Line().
+		out = append(out, jen.Comment(doc).Line().
 			Func().Params(jen.Id(recv).Op("*").Id(typeName)).Id(m.Name()).Add(e.signature(sig, pnames)).Block(body))
 	}
 	return out
@@ -304,4 +313,28 @@ func andList(s []string) string {
 		return strings.Join(s, "")
 	}
 	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+// annotatedElsewhere maps each annotated method of the package's
+// interfaces to its interface: an interface that embeds another routes
+// the embedded annotated methods through that one's decorator.
+func (pi *pkgInfo) annotatedElsewhere() map[*types.Func]*types.TypeName {
+	out := map[*types.Func]*types.TypeName{}
+	for _, f := range pi.pkg.Syntax {
+		if pi.fset.Position(f.Pos()).Filename == pi.out {
+			continue
+		}
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok {
+				continue
+			}
+			for _, m := range annotatedIfaceMethods(pi.pkg.TypesInfo, gd) {
+				if tn, ok := pi.pkg.TypesInfo.Defs[m.iface.Name].(*types.TypeName); ok {
+					out[m.obj] = tn
+				}
+			}
+		}
+	}
+	return out
 }

@@ -26,12 +26,17 @@ func NewIdempotentCarrier(inner Carrier, g *idem.Guard) *IdempotentCarrier {
 // Build fails here if Carrier's methods changed since generation: run go generate.
 var _ Carrier = (*IdempotentCarrier)(nil)
 
-// Close calls the inner Carrier's Close (no directive: not guarded).
+// Cancel is Canceller.Cancel, guarded by Canceller's decorator: one key space with IdempotentCanceller.
+func (x *IdempotentCarrier) Cancel(ctx context.Context, ref string) error {
+	return NewIdempotentCanceller(x.inner, x.g).Cancel(ctx, ref)
+}
+
+// Close calls the inner Carrier's Close (no directive here: not guarded).
 func (x *IdempotentCarrier) Close() error {
 	return x.inner.Close()
 }
 
-// Track calls the inner Carrier's Track (no directive: not guarded).
+// Track calls the inner Carrier's Track (no directive here: not guarded).
 func (x *IdempotentCarrier) Track(ref string) (string, error) {
 	return x.inner.Track(ref)
 }
@@ -123,6 +128,55 @@ func (x *IdempotentCarrier) beginQuote(orderID string, s *Shipment) idem.Call {
 	return c
 }
 
+// IdempotentCanceller is a Canceller whose Cancel runs at most once per key; its other methods call the inner Canceller. Decorators of two Cancellers on one Guard share the keys of each annotated method: the interface method is the operation, whichever implementation runs it.
+type IdempotentCanceller struct {
+	inner Canceller
+	g     *idem.Guard
+}
+
+// NewIdempotentCanceller decorates inner: the annotated methods are guarded by g, the others call inner.
+func NewIdempotentCanceller(inner Canceller, g *idem.Guard) *IdempotentCanceller {
+	return &IdempotentCanceller{
+		g:     g,
+		inner: inner,
+	}
+}
+
+// Build fails here if Canceller's methods changed since generation: run go generate.
+var _ Canceller = (*IdempotentCanceller)(nil)
+
+var idemSpecCancellerCancel = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/iface.Canceller.Cancel",
+	Signature:   "ec8e0bbc8695a3e6",
+	TTL:         2 * time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+}
+
+// Build fails here if Canceller.Cancel's signature changed since generation: run go generate.
+var _ func(Canceller, context.Context, string) error = Canceller.Cancel
+
+// Cancel is Canceller.Cancel, run at most once per key (ttl=2h lease=30s on_duplicate=return). The implementation is not part of the key: every Canceller decorated on one Guard shares Cancel's keys.
+func (x *IdempotentCanceller) Cancel(ctx context.Context, ref string) error {
+	c := x.beginCancel(ref)
+	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, x.inner.Cancel(ctx, ref)
+	})
+	return err
+}
+
+// CancelKey is the store key Cancel claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *IdempotentCanceller) CancelKey(ref string) (string, error) {
+	return x.beginCancel(ref).StoreKey()
+}
+
+// beginCancel starts a call of Cancel and writes its key material.
+func (x *IdempotentCanceller) beginCancel(ref string) idem.Call {
+	c := x.g.Begin(idemSpecCancellerCancel)
+	c.Key().String(ref)
+	return c
+}
+
 // IdempotentNotifier is a Notifier whose Notify and Reset run at most once per key; its other methods call the inner Notifier. Decorators of two Notifiers on one Guard share the keys of each annotated method: the interface method is the operation, whichever implementation runs it.
 type IdempotentNotifier struct {
 	inner Notifier
@@ -140,12 +194,12 @@ func NewIdempotentNotifier(inner Notifier, g *idem.Guard) *IdempotentNotifier {
 // Build fails here if Notifier's methods changed since generation: run go generate.
 var _ Notifier = (*IdempotentNotifier)(nil)
 
-// Logf calls the inner Notifier's Logf (no directive: not guarded).
+// Logf calls the inner Notifier's Logf (no directive here: not guarded).
 func (x *IdempotentNotifier) Logf(format string, args ...any) {
 	x.inner.Logf(format, args...)
 }
 
-// Name calls the inner Notifier's Name (no directive: not guarded).
+// Name calls the inner Notifier's Name (no directive here: not guarded).
 func (x *IdempotentNotifier) Name() string {
 	return x.inner.Name()
 }

@@ -13,12 +13,13 @@ import (
 
 // fakeCarrier counts what reaches it.
 type fakeCarrier struct {
-	name   string
-	mu     sync.Mutex
-	books  int
-	quotes int
-	tracks int
-	closed bool
+	name    string
+	mu      sync.Mutex
+	books   int
+	quotes  int
+	tracks  int
+	cancels int
+	closed  bool
 }
 
 func (f *fakeCarrier) Book(_ context.Context, order string, s Shipment) (Booking, error) {
@@ -40,6 +41,19 @@ func (f *fakeCarrier) Track(ref string) (string, error) {
 	defer f.mu.Unlock()
 	f.tracks++
 	return "in transit: " + ref, nil
+}
+
+func (f *fakeCarrier) Cancel(context.Context, string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cancels++
+	return nil
+}
+
+func (f *fakeCarrier) cancelled() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cancels
 }
 
 func (f *fakeCarrier) Close() error {
@@ -178,6 +192,37 @@ func TestImplementationsShareTheKeySpace(t *testing.T) {
 	}
 	if n, _, _ := ups.count(); n != 0 {
 		t.Errorf("the second implementation ran %d times, want 0", n)
+	}
+}
+
+// Carrier embeds Canceller, whose Cancel is annotated there: the
+// Carrier decorator guards it through the Canceller decorator, in one key
+// space with it.
+func TestEmbeddedAnnotatedMethodStaysGuarded(t *testing.T) {
+	ctx := context.Background()
+	for _, g := range guards(t) {
+		t.Run(g.store, func(t *testing.T) {
+			inner := &fakeCarrier{name: "fedex"}
+			c := NewIdempotentCarrier(inner, g.g)
+			tests := []struct {
+				name    string
+				call    func() error
+				cancels int
+			}{
+				{"first cancel runs", func() error { return c.Cancel(ctx, "r1") }, 1},
+				{"same cancel replays", func() error { return c.Cancel(ctx, "r1") }, 1},
+				{"through the Canceller decorator: same key space", func() error { return NewIdempotentCanceller(inner, g.g).Cancel(ctx, "r1") }, 1},
+				{"another ref runs", func() error { return c.Cancel(ctx, "r2") }, 2},
+			}
+			for _, tt := range tests {
+				if err := tt.call(); err != nil {
+					t.Fatalf("%s: %v", tt.name, err)
+				}
+				if got := inner.cancelled(); got != tt.cancels {
+					t.Errorf("%s: inner Cancel ran %d times, want %d", tt.name, got, tt.cancels)
+				}
+			}
+		})
 	}
 }
 

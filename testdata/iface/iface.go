@@ -1,7 +1,8 @@
 // Package iface: interface decorators. Carrier has an annotated method
-// with unnamed parameters, one keyed by key=, an unannotated one and an
-// embedded io.Closer; Notifier's own directive guards each of its
-// methods that returns error last, one of them with an option of its own.
+// with unnamed parameters, one keyed by key=, an unannotated one, an
+// embedded io.Closer and an embedded Canceller whose method is annotated
+// there; Notifier's own directive guards each of its methods that
+// returns error last, one of them with an option of its own.
 package iface
 
 import (
@@ -38,6 +39,14 @@ type Carrier interface {
 	Track(ref string) (string, error)
 
 	io.Closer
+	Canceller
+}
+
+// Canceller is embedded in Carrier: IdempotentCarrier's Cancel goes
+// through IdempotentCanceller, in the same key space.
+type Canceller interface {
+	//idem:ttl=2h
+	Cancel(ctx context.Context, ref string) error
 }
 
 // Notifier's directive guards each of its methods that returns error
