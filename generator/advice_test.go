@@ -180,7 +180,9 @@ func TestAdviceApplies(t *testing.T) {
 
 // follow writes opt=paths (exclude= or omit=) into the directive of
 // function fn in file: added to the opt= it has or appended to its last
-// //idem: line (add), or replacing the opt= it has.
+// //idem: line (add), or replacing the opt= it has. An interface method
+// annotated by its interface's directive gets a line of its own (the
+// interface's directive cannot carry these options).
 func follow(t *testing.T, file, fn, opt string, add bool, paths string) {
 	t.Helper()
 	data, err := os.ReadFile(file)
@@ -189,10 +191,18 @@ func follow(t *testing.T, file, fn, opt string, add bool, paths string) {
 	}
 	lines := strings.Split(string(data), "\n")
 	decl := regexp.MustCompile(`^func (\([^)]*\) )?` + fn + `\(`)
-	at := -1
+	at, indent := -1, ""
 	for i, l := range lines {
 		if decl.MatchString(l) {
 			at = i
+		}
+	}
+	if at < 0 {
+		method := regexp.MustCompile(`^(\s+)` + fn + `\(`) // in an interface's body
+		for i, l := range lines {
+			if m := method.FindStringSubmatch(l); m != nil {
+				at, indent = i, m[1]
+			}
 		}
 	}
 	if at < 0 {
@@ -200,25 +210,31 @@ func follow(t *testing.T, file, fn, opt string, add bool, paths string) {
 	}
 	last, has := -1, false
 	re := regexp.MustCompile(`\b` + opt + `=(\S+)`)
-	for i := at - 1; i >= 0 && strings.HasPrefix(lines[i], "//"); i-- {
-		if strings.HasPrefix(lines[i], "//idem:") {
+	for i := at - 1; i >= 0; i-- {
+		l, ok := strings.CutPrefix(lines[i], indent)
+		if !ok || !strings.HasPrefix(l, "//") {
+			break
+		}
+		if strings.HasPrefix(l, "//idem:") {
 			if last < 0 {
 				last = i
 			}
-			if re.MatchString(lines[i]) {
+			if re.MatchString(l) {
 				has = true
 				if add {
-					lines[i] = re.ReplaceAllString(lines[i], opt+"=${1},"+paths)
+					lines[i] = indent + re.ReplaceAllString(l, opt+"=${1},"+paths)
 				} else {
-					lines[i] = re.ReplaceAllLiteralString(lines[i], opt+"="+paths)
+					lines[i] = indent + re.ReplaceAllLiteralString(l, opt+"="+paths)
 				}
 			}
 		}
 	}
-	if last < 0 {
+	switch {
+	case last < 0 && indent != "":
+		lines = append(lines[:at], append([]string{indent + "//idem:" + opt + "=" + paths}, lines[at:]...)...)
+	case last < 0:
 		t.Fatalf("%s: func %s has no //idem: line", file, fn)
-	}
-	if !has {
+	case !has:
 		lines[last] += " " + opt + "=" + paths
 	}
 	write(t, file, []byte(strings.Join(lines, "\n")))

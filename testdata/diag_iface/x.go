@@ -62,3 +62,11 @@ type Checker interface {
 	//idem:ttl=1h
 	Check(ctx context.Context, id string) error
 }
+
+// Streamer's directive guards Stream, whose channel cannot be keyed: the
+// advised exclude= goes on Stream's own //idem: line.
+//
+//idem:ttl=1h
+type Streamer interface {
+	Stream(context.Context, chan int, string) error
+}
