@@ -20,9 +20,10 @@
 //     same position.
 //   - interface bypass: a call of an annotated interface method through
 //     a value of an interface type while a variable holding that
-//     interface's decorator (*IdempotentT) is in scope. Without one in
-//     scope a call through the interface is not reported: the value may
-//     be a decorator, which only data flow could tell.
+//     interface's decorator (*IdempotentT) is in scope, and a call of a
+//     concrete method that implements one (fedex.Book) likewise. Without
+//     a decorator in scope neither is reported: the value may be wrapped
+//     elsewhere (or be a decorator), which only data flow could tell.
 //
 // A direct call gets a suggested fix when a value of the package's
 // *Idempotent wrapper type is in scope: call the wrapper's method instead;
@@ -105,13 +106,17 @@ func run(pass *analysis.Pass) (any, error) {
 	// nothing to bypass and no wrapper to call: most packages of a
 	// program (the standard library, to begin with) skip the walk.
 	walk := len(local) > 0 || anyAnnotated(pass)
+	var byName map[string][]ifaceMethod
+	if walk {
+		byName = interfaceMethods(pass, local)
+	}
 	for _, f := range files {
 		if f.generated {
 			continue // the one place allowed to call the annotated functions
 		}
 		reportReasonless(pass, f)
 		if walk {
-			checkCalls(pass, f, local)
+			checkCalls(pass, f, local, byName)
 		}
 	}
 	return nil, nil
@@ -408,7 +413,7 @@ func reportReasonless(pass *analysis.Pass, f *file) {
 
 // checkCalls reports the references to annotated functions in f (calls,
 // function and method values) and the wrapper calls given a fresh context.
-func checkCalls(pass *analysis.Pass, f *file, local map[*types.Func]*annotated) {
+func checkCalls(pass *analysis.Pass, f *file, local map[*types.Func]*annotated, byName map[string][]ifaceMethod) {
 	var stack []ast.Node
 	var enclosing *ast.FuncDecl
 	ast.Inspect(f.ast, func(n ast.Node) bool {
@@ -433,6 +438,9 @@ func checkCalls(pass *analysis.Pass, f *file, local map[*types.Func]*annotated) 
 			if fact == nil {
 				var imported annotated
 				if fn.Pkg() == pass.Pkg || !pass.ImportObjectFact(fn, &imported) {
+					if len(byName[fn.Name()]) > 0 && !escaped(f, n, enclosing) {
+						reportImplementationBypass(pass, n, fn, byName[fn.Name()], stack)
+					}
 					return true
 				}
 				fact = &imported
@@ -555,6 +563,91 @@ func reportInterfaceBypass(pass *analysis.Pass, id *ast.Ident, fn *types.Func, f
 			TextEdits: []analysis.TextEdit{{Pos: sel.X.Pos(), End: sel.X.End(), NewText: []byte(d.Name())}},
 		}},
 	})
+}
+
+// ifaceMethod is an annotated interface method and its fact.
+type ifaceMethod struct {
+	fn   *types.Func
+	fact *annotated
+}
+
+// interfaceMethods lists the annotated interface methods the package can
+// see (its own and its dependencies'), by method name.
+func interfaceMethods(pass *analysis.Pass, local map[*types.Func]*annotated) map[string][]ifaceMethod {
+	out := map[string][]ifaceMethod{}
+	add := func(obj types.Object, fact *annotated) {
+		if fn, ok := obj.(*types.Func); ok && fact.Interface {
+			out[fn.Name()] = append(out[fn.Name()], ifaceMethod{fn, fact})
+		}
+	}
+	for fn, fact := range local {
+		add(fn, fact)
+	}
+	for _, f := range pass.AllObjectFacts() {
+		if fact, ok := f.Fact.(*annotated); ok && f.Object.Pkg() != pass.Pkg {
+			add(f.Object, fact)
+		}
+	}
+	return out
+}
+
+// reportImplementationBypass reports a call of a concrete method that
+// implements an annotated interface method, where a variable holding
+// that interface's decorator is in scope: the call skips the decorator
+// the code has at hand. No fix: which value the decorator wraps is not
+// known.
+func reportImplementationBypass(pass *analysis.Pass, id *ast.Ident, fn *types.Func, cands []ifaceMethod, stack []ast.Node) {
+	if recv := fn.Signature().Recv(); recv == nil || types.IsInterface(recv.Type()) || len(stack) < 3 || isGeneratedType(recvNamed(fn)) {
+		return
+	}
+	sel, ok := stack[len(stack)-2].(*ast.SelectorExpr)
+	if !ok || sel.Sel != id {
+		return
+	}
+	if call, ok := stack[len(stack)-3].(*ast.CallExpr); !ok || ast.Unparen(call.Fun) != ast.Expr(sel) {
+		return
+	}
+	tv, ok := pass.TypesInfo.Types[sel.X]
+	if !ok || tv.Type == nil {
+		return
+	}
+	for _, m := range cands {
+		recv := recvNamed(m.fn)
+		if recv == nil {
+			continue
+		}
+		iface, ok := recv.Underlying().(*types.Interface)
+		if !ok || !(types.Implements(tv.Type, iface) || types.Implements(types.NewPointer(tv.Type), iface)) {
+			continue
+		}
+		d := decoratorInScope(pass, id.Pos(), m.fn, m.fact)
+		if d == nil {
+			continue
+		}
+		name := recv.Obj().Name()
+		if m.fn.Pkg() != pass.Pkg {
+			name = m.fn.Pkg().Name() + "." + name
+		}
+		typ := types.TypeString(tv.Type, func(p *types.Package) string {
+			if p == pass.Pkg {
+				return ""
+			}
+			return p.Name()
+		})
+		pass.Reportf(id.Pos(), "a direct call of %s.%s bypasses the decorator %s in scope (%s.%s): %s implements %s, whose %s is annotated; call %s.%s, or mark a deliberate bypass with //idem:direct <reason>",
+			typ, fn.Name(), d.Name(), m.fact.Wrapper, fn.Name(), typ, name, fn.Name(), d.Name(), fn.Name())
+		return
+	}
+}
+
+// isGeneratedType reports whether t is a generated wrapper or decorator
+// type: IdempotentX with its constructor NewIdempotentX beside it.
+func isGeneratedType(t *types.Named) bool {
+	if t == nil || t.Obj().Pkg() == nil || !strings.HasPrefix(t.Obj().Name(), "Idempotent") {
+		return false
+	}
+	_, ok := t.Obj().Pkg().Scope().Lookup("New" + t.Obj().Name()).(*types.Func)
+	return ok
 }
 
 // decoratorInScope finds a variable of type *IdempotentT, the decorator

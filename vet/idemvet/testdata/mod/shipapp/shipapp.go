@@ -47,3 +47,26 @@ func Fresh(ctx context.Context, d *ship.IdempotentCarrier) error {
 	_, err := d.Book(context.Background(), "o6") // want `wrapper Book called with context\.Background\(\) although ctx`
 	return err
 }
+
+// fedex is a Carrier.
+type fedex struct{}
+
+func (*fedex) Book(ctx context.Context, order string) (string, error) { return "f-" + order, nil }
+func (*fedex) Track(ref string) (string, error)                      { return ref, nil }
+
+// Concrete calls the implementation's Book with the decorator at hand.
+func Concrete(ctx context.Context, f *fedex, g *idem.Guard) error {
+	d := ship.NewIdempotentCarrier(f, g)
+	_, _ = f.Track("r1") // not annotated
+	if _, err := d.Book(ctx, "o7"); err != nil {
+		return err
+	}
+	_, err := f.Book(ctx, "o8") // want `a direct call of \*fedex\.Book bypasses the decorator d in scope \(IdempotentCarrier\.Book\): \*fedex implements ship\.Carrier, whose Book is annotated`
+	return err
+}
+
+// ConcreteAlone has no decorator in scope: not reported.
+func ConcreteAlone(ctx context.Context, f *fedex) error {
+	_, err := f.Book(ctx, "o9")
+	return err
+}
