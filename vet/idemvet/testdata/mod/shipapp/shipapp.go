@@ -52,7 +52,7 @@ func Fresh(ctx context.Context, d *ship.IdempotentCarrier) error {
 type fedex struct{}
 
 func (*fedex) Book(ctx context.Context, order string) (string, error) { return "f-" + order, nil }
-func (*fedex) Track(ref string) (string, error)                      { return ref, nil }
+func (*fedex) Track(ref string) (string, error)                       { return ref, nil }
 
 // Concrete calls the implementation's Book with the decorator at hand.
 func Concrete(ctx context.Context, f *fedex, g *idem.Guard) error {
