@@ -21,18 +21,18 @@ type fn struct {
 	// recvVar is the wrapper's receiver variable; a key= path that starts
 	// with the receiver's name reads recvVar.T (the wrapped *T).
 	recvVar string
-	// inner is the decorator's field holding the wrapped implementation
-	// of an interface method (recv is then the interface; iface.go).
-	inner  string
-	opts   options
-	params []param
-	ctx    int          // index of the first context.Context parameter, or -1
-	result []types.Type // results before the final error
+	opts    options
+	params  []param
+	ctx     int          // index of the first context.Context parameter, or -1
+	result  []types.Type // results before the final error
 	// resultFields name the fields of the result struct (several results).
 	resultFields []string
 	// notKeyed are the parameters and fields the default key leaves out as
 	// no part of the call's identity, with why, for the doc line.
 	notKeyed []string
+	// inner is the decorator's field holding the wrapped implementation
+	// of an interface method (recv is then the interface; iface.go).
+	inner string
 }
 
 // param is one parameter of the wrapped function as the wrapper declares it.

@@ -111,15 +111,16 @@ func parseDirectives(fset *token.FileSet, lines []*ast.Comment, d *diags) (optio
 	return parseDirectivesOver(fset, lines, d, options{})
 }
 
-// parseDirectivesOver parses lines over base: an option of lines replaces
-// base's (an interface method's own directive over its interface's).
-func parseDirectivesOver(fset *token.FileSet, lines []*ast.Comment, d *diags, base options) (options, bool) {
-	o := base
+// parseDirectivesOver parses lines over the options of over: an option of
+// lines replaces over's (an interface method's own directive over its
+// interface's).
+func parseDirectivesOver(fset *token.FileSet, lines []*ast.Comment, d *diags, over options) (options, bool) {
+	o := over
 	o.given = map[string]option{}
-	for k, v := range base.given {
+	for k, v := range over.given {
 		o.given[k] = v
 	}
-	o.order = append([]string(nil), base.order...)
+	o.order = append([]string(nil), over.order...)
 	here := map[string]option{} // given twice means twice in lines
 	ok := true
 	bad := func(pos token.Position, format string, args ...any) {
@@ -127,14 +128,14 @@ func parseDirectivesOver(fset *token.FileSet, lines []*ast.Comment, d *diags, ba
 		ok = false
 	}
 	for i, c := range lines {
-		at := fset.Position(c.Slash)
+		base := fset.Position(c.Slash)
 		if i == 0 {
-			o.pos = at
+			o.pos = base
 		}
 		text := c.Text[len(directivePrefix):]
 		off := len(directivePrefix)
 		for _, f := range fieldsWithOffsets(text) {
-			pos := at
+			pos := base
 			pos.Column += off + f.off
 			pos.Offset += off + f.off
 			name, value, hasEq := strings.Cut(f.s, "=")
