@@ -213,10 +213,15 @@ func (pi *pkgInfo) collectIface(gd *ast.GenDecl, attached map[*ast.Comment]bool)
 		n := 0
 		for _, m := range annotatedIfaceMethods(pi.pkg.TypesInfo, &ast.GenDecl{Tok: token.TYPE, Specs: []ast.Spec{ts}, Doc: ifaceDoc(gd, ts)}) {
 			n++
-			opts, ok := parseDirectivesOver(pi.fset, m.lines, pi.d, base)
+			opts, ok := options{}, false
+			if baseOK {
+				opts, ok = parseDirectivesOver(pi.fset, m.lines, pi.d, base)
+			} else {
+				parseDirectives(pi.fset, m.lines, pi.d) // the method's own problems; the interface's once
+			}
 			name := m.field.Names[0]
 			x := &fn{decl: &ast.FuncDecl{Doc: m.field.Doc, Name: name}, obj: m.obj, sig: m.obj.Type().(*types.Signature), opts: opts, ctx: -1, recv: tn}
-			if !pi.checkShape(x, "method "+ts.Name.Name+"."+name.Name) || !ok || !baseOK || !good {
+			if !pi.checkShape(x, "method "+ts.Name.Name+"."+name.Name) || !ok || !good {
 				continue
 			}
 			fns = append(fns, x)

@@ -70,3 +70,12 @@ type Checker interface {
 type Streamer interface {
 	Stream(context.Context, chan int, string) error
 }
+
+// Waiter's directive is wrong once, and reported once, however many
+// methods it applies to.
+//
+//idem:wait=5s
+type Waiter interface {
+	A(ctx context.Context, id string) error
+	B(ctx context.Context, id string) error
+}
