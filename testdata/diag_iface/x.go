@@ -63,14 +63,6 @@ type Checker interface {
 	Check(ctx context.Context, id string) error
 }
 
-// Streamer's directive guards Stream, whose channel cannot be keyed: the
-// advised exclude= goes on Stream's own //idem: line.
-//
-//idem:ttl=1h
-type Streamer interface {
-	Stream(context.Context, chan int, string) error
-}
-
 // Waiter's directive is wrong once, and reported once, however many
 // methods it applies to.
 //
@@ -78,4 +70,13 @@ type Streamer interface {
 type Waiter interface {
 	A(ctx context.Context, id string) error
 	B(ctx context.Context, id string) error
+}
+
+// Streamer's directive guards Stream, whose channel cannot be keyed: the
+// advised exclude= goes on Stream's own //idem: line. (Last in the file:
+// TestAdviceApplies inserts that line, moving the lines below it.)
+//
+//idem:ttl=1h
+type Streamer interface {
+	Stream(context.Context, chan int, string) error
 }
