@@ -256,6 +256,13 @@ func (e *emitter) decorator(g *group, typeName, ctor, field string, methods name
 		annotated[x.decl.Name.Name] = true
 		names = append(names, x.decl.Name.Name)
 	}
+	guarded := e.pi.annotatedElsewhere()
+	iface := g.recv.Type().Underlying().(*types.Interface)
+	for i := 0; i < iface.NumMethods(); i++ {
+		if m := iface.Method(i); !annotated[m.Name()] && guarded[m] != nil {
+			names = append(names, m.Name()+" (through Idempotent"+guarded[m].Name()+")")
+		}
+	}
 	doc := fmt.Sprintf("%s is a %s whose %s %s at most once per key; its other methods call the inner %s. Decorators of two %ss on one Guard share the keys of each annotated method: the interface method is the operation, whichever implementation runs it.",
 		typeName, t, andList(names), map[bool]string{true: "runs", false: "run"}[len(names) == 1], t, t)
 	out := []jen.Code{
@@ -268,8 +275,6 @@ func (e *emitter) decorator(g *group, typeName, ctor, field string, methods name
 		jen.Commentf("Build fails here if %s's methods changed since generation: run go generate.", t).Line().
 			Var().Id("_").Id(t).Op("=").Parens(jen.Op("*").Id(typeName)).Parens(jen.Nil()),
 	}
-	guarded := e.pi.annotatedElsewhere()
-	iface := g.recv.Type().Underlying().(*types.Interface)
 	for i := 0; i < iface.NumMethods(); i++ {
 		m := iface.Method(i)
 		if annotated[m.Name()] {

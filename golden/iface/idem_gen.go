@@ -9,7 +9,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
-// IdempotentCarrier is a Carrier whose Book and Quote run at most once per key; its other methods call the inner Carrier. Decorators of two Carriers on one Guard share the keys of each annotated method: the interface method is the operation, whichever implementation runs it.
+// IdempotentCarrier is a Carrier whose Book, Quote and Cancel (through IdempotentCanceller) run at most once per key; its other methods call the inner Carrier. Decorators of two Carriers on one Guard share the keys of each annotated method: the interface method is the operation, whichever implementation runs it.
 type IdempotentCarrier struct {
 	inner Carrier
 	g     *idem.Guard
