@@ -270,6 +270,40 @@ func (s *IdempotentIssuesService) beginCreate(owner string, repo string, req *sd
 	return c
 }
 
+var idemSpecIssuesServiceLock = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/foreign/sdk.IssuesService.Lock",
+	Signature:   "f6f7c2a1c84fa045",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateRaise,
+}
+
+// Build fails here if sdk.IssuesService.Lock's signature changed since generation: run go generate.
+var _ func(*sdk.IssuesService, context.Context, string, string, int) error = (*sdk.IssuesService).Lock
+
+// Lock is sdk.IssuesService.Lock, run at most once per key (ttl=24h lease=30s on_duplicate=raise). The receiver is not part of the key (key= can name its fields).
+func (s *IdempotentIssuesService) Lock(ctx context.Context, owner string, repo string, number int) error {
+	c := s.beginLock(owner, repo, number)
+	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, s.IssuesService.Lock(ctx, owner, repo, number)
+	})
+	return err
+}
+
+// LockKey is the store key Lock claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (s *IdempotentIssuesService) LockKey(owner string, repo string, number int) (string, error) {
+	return s.beginLock(owner, repo, number).StoreKey()
+}
+
+// beginLock starts a call of Lock and writes its key material.
+func (s *IdempotentIssuesService) beginLock(owner string, repo string, number int) idem.Call {
+	c := s.g.Begin(idemSpecIssuesServiceLock)
+	c.Key().String(owner)
+	c.Key().String(repo)
+	c.Key().Int(int64(number))
+	return c
+}
+
 // idemDecRefundRefund reads a refund.Refund of a stored result.
 func idemDecRefundRefund(d *idem.Decoder, v *refund.Refund) {
 	end := d.Struct()

@@ -11,3 +11,8 @@ var _ = sdk.New
 
 //idem:ttl=1h
 var _ = (*sdk.IssuesService).Create
+
+// A second method of IssuesService: one wrapper type holds both.
+//
+//idem:on_duplicate=raise
+var _ = (*sdk.IssuesService).Lock

@@ -131,6 +131,16 @@ func TestForeignMethodRunsOncePerKey(t *testing.T) {
 			if got, _, err := other.Create(ctx, "octo", repo, req("bug")); err != nil || got.URL != first.URL {
 				t.Fatalf("another receiver: %+v, %v; want the replay of %s", got, err, first.URL)
 			}
+			// Lock is wrapped too, on the same wrapper type.
+			if err := api.Lock(ctx, "octo", repo, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := api.Lock(ctx, "octo", repo, 1); !errors.Is(err, idem.ErrDuplicate) {
+				t.Fatalf("second Lock: %v, want ErrDuplicate", err)
+			}
+			if n := svc.Runs(); n != 4 {
+				t.Fatalf("the service ran %d times, want 4", n)
+			}
 			// Methods that are not wrapped are *sdk.IssuesService's own.
 			var _ interface {
 				Get(context.Context, string, string, int) (*sdk.Issue, *sdk.Response, error)

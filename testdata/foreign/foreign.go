@@ -17,6 +17,11 @@ var _ = sdk.New
 //idem:ttl=1h omit=r2
 var _ = (*sdk.IssuesService).Create
 
+// A second method of IssuesService: one wrapper type holds both.
+//
+//idem:on_duplicate=raise
+var _ = (*sdk.IssuesService).Lock
+
 // Refunds are keyed by payment and amount.
 //
 //idem:as=NewRefund on_duplicate=raise

@@ -105,6 +105,12 @@ func (s *IssuesService) Create(ctx context.Context, owner, repo string, req *Iss
 		&Response{Response: &http.Response{StatusCode: 201, Header: http.Header{"X": {"y"}}}, Remaining: 4999}, nil
 }
 
+// Lock locks an issue's conversation.
+func (s *IssuesService) Lock(ctx context.Context, owner, repo string, number int) error {
+	s.runs.Add(1)
+	return nil
+}
+
 // Get is not wrapped: IdempotentIssuesService promotes it.
 func (s *IssuesService) Get(ctx context.Context, owner, repo string, number int) (*Issue, *Response, error) {
 	return &Issue{Number: number}, &Response{Remaining: 4998}, nil
