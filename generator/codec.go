@@ -664,11 +664,8 @@ func resultName(x *fn, i int) string {
 // wrapper's doc comment says about the record; false after a diagnostic.
 func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, out *[]jen.Code) (string, bool) {
 	pi := e.pi
-	namePos := pi.fset.Position(x.decl.Name.Pos())
-	what := "function " + x.decl.Name.Name
-	if x.recv != nil {
-		what = "method " + x.recv.Name() + "." + x.decl.Name.Name
-	}
+	namePos := pi.fset.Position(x.pos)
+	what := x.what()
 	// omit=: by result, then a tree of field names.
 	omits := make([]omitTree, len(x.result))
 	type omitPath struct {
@@ -689,12 +686,12 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 			}
 		}
 		if idx < 0 && len(names) == 0 {
-			pi.d.add(p.pos, "omit: %s has no result to omit (it returns only an error)", x.decl.Name.Name)
+			pi.d.add(p.pos, "omit: %s has no result to omit (it returns only an error)", x.name)
 			ok = false
 			continue
 		}
 		if idx < 0 {
-			pi.d.add(p.pos, "omit: %s names no result of %s (its results: %s)", p.text, x.decl.Name.Name, strings.Join(names, ", "))
+			pi.d.add(p.pos, "omit: %s names no result of %s (its results: %s)", p.text, x.name, strings.Join(names, ", "))
 			ok = false
 			continue
 		}
@@ -848,7 +845,7 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 		return "", false
 	}
 	encT, decT := e.qual(e.idem, "Encoder"), e.qual(e.idem, "Decoder")
-	*out = append(*out, jen.Commentf("%s stores the results of %s (generated codec).", name, x.decl.Name.Name).Line().
+	*out = append(*out, jen.Commentf("%s stores the results of %s (generated codec).", name, x.name).Line().
 		Var().Id(name).Op("=").Add(e.qual(e.idem, "TypedCodec")).Index(resultT).Values(jen.Dict{
 		jen.Id("Encode"): jen.Func().Params(jen.Id("e").Op("*").Add(encT), jen.Id("v").Op("*").Add(resultT)).Block(encBody...),
 		jen.Id("Decode"): jen.Func().Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(resultT)).Block(decBody...),
