@@ -3,6 +3,9 @@ package generator
 import (
 	"fmt"
 	"go/types"
+	"maps"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -41,6 +44,9 @@ type codecGen struct {
 	e        *emitter
 	problems []codecProblem
 	lossy    map[string]bool // other packages' types whose unexported state is not replayed
+	// skipped: fields of other packages' structs that cannot be stored and
+	// that their package keeps out of its JSON (json:"-"): not stored.
+	skipped map[string]bool
 	spec     string          // the Spec's base name, for helpers specialised by omit=
 }
 
@@ -311,6 +317,9 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 			for l := range h.lossy {
 				g.lossy[l] = true
 			}
+			for f := range h.skipped {
+				g.skipped[f] = true
+			}
 			return h.name
 		}
 	}
@@ -325,7 +334,7 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 	e.globals["idemDec"+name] = true
 	h := &codecHelper{name: name, building: true}
 	e.codecHelpers[key] = h // recursion finds it
-	sub := &codecGen{e: e, lossy: map[string]bool{}, spec: g.spec}
+	sub := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec}
 	// Paths inside the helper are relative; foreignAt "" at the root of an
 	// own type, or the root itself of another package's.
 	root := ""
@@ -357,9 +366,12 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 		g.lift(h, path, foreignAt)
 		return ""
 	}
-	h.lossy = sub.lossy
+	h.lossy, h.skipped = sub.lossy, sub.skipped
 	for l := range sub.lossy {
 		g.lossy[l] = true
+	}
+	for f := range sub.skipped {
+		g.skipped[f] = true
 	}
 	if _, ok := n.Underlying().(*types.Struct); ok && n.TypeArgs().Len() == 0 {
 		e.readFields(n)
@@ -402,7 +414,7 @@ type codecHelper struct {
 	// helper meanwhile makes it recursive (its bodies guard the depth).
 	building, recursive bool
 	problems            []codecProblem // relative paths
-	lossy               map[string]bool
+	lossy, skipped      map[string]bool
 }
 
 func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope, encode bool) []jen.Code {
@@ -580,6 +592,10 @@ func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitT
 			if omitted && len(sub) == 0 {
 				continue
 			}
+			if !own && f.Exported() && jsonSkipped(u.Tag(i)) && !storable(f.Type()) {
+				g.skipped[pi.typeString(t)+"."+f.Name()] = true
+				continue
+			}
 			if !f.Exported() {
 				if f.Name() == "_" || zeroSize(f.Type()) {
 					continue
@@ -637,6 +653,33 @@ func (g *codecGen) lossyList() []string {
 	}
 	sort.Strings(l)
 	return l
+}
+
+// jsonSkipped reports whether a struct tag keeps its field out of the
+// type's JSON form (json:"-").
+func jsonSkipped(tag string) bool {
+	return reflect.StructTag(tag).Get("json") == "-"
+}
+
+// storable is false for the types no codec can rebuild from bytes: an
+// interface (its dynamic type is not in the record), a func or a channel,
+// or a pointer to one. Another package's struct field of such a type
+// that the package tags json:"-" (stripe's Error.Err, say) is left out
+// of the stored result instead of refusing the whole result: its own
+// package keeps it out of its wire form too.
+func storable(t types.Type) bool {
+	for {
+		p, ok := t.Underlying().(*types.Pointer)
+		if !ok {
+			break
+		}
+		t = p.Elem()
+	}
+	switch t.Underlying().(type) {
+	case *types.Interface, *types.Signature, *types.Chan:
+		return false
+	}
+	return true
 }
 
 // relJoin puts a path relative to a helper's value after path.
@@ -769,7 +812,7 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 	if len(x.result) == 0 {
 		return "", true
 	}
-	g := &codecGen{e: e, lossy: map[string]bool{}, spec: specBase}
+	g := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: specBase}
 	whole := func(i int) bool { _, w := omits[i][""]; return w }
 	se, sd := fnScope{"e": 1, "d": 1, "v": 1}, fnScope{"e": 1, "d": 1, "v": 1}
 	var encBody, decBody []jen.Code
@@ -862,6 +905,9 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 	}
 	if l := g.lossyList(); len(l) > 0 {
 		doc += " Replays do not restore the unexported state of " + strings.Join(l, ", ") + "."
+	}
+	if len(g.skipped) > 0 {
+		doc += " Not stored (tagged json:\"-\" by their package): " + strings.Join(slices.Sorted(maps.Keys(g.skipped)), ", ") + "."
 	}
 	return doc, true
 }

@@ -87,7 +87,7 @@ var idemCodecNew = idem.TypedCodec[*sdk.PaymentIntent]{
 	},
 }
 
-// New is sdk.New, run at most once per key (ttl=24h lease=30s on_duplicate=return key=params.Params.IdempotencyKey). Not keyed: params.Params.Context (a context), params.Params.extra (unexported: not in the payload fingerprint).
+// New is sdk.New, run at most once per key (ttl=24h lease=30s on_duplicate=return key=params.Params.IdempotencyKey). Not keyed: params.Params.Context (a context), params.Params.extra (unexported: not in the payload fingerprint). Not stored (tagged json:"-" by their package): sdk.Error.Err.
 func (x *Idempotent) New(ctx context.Context, params *sdk.PaymentIntentParams) (*sdk.PaymentIntent, error) {
 	c := x.beginNew(params)
 	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.PaymentIntent, error) {
@@ -319,6 +319,19 @@ func idemDecRefundRefund(d *idem.Decoder, v *refund.Refund) {
 	}
 }
 
+// idemDecSdkError reads a sdk.Error of a stored result.
+func idemDecSdkError(d *idem.Decoder, v *sdk.Error) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "Code":
+			v.Code = d.String()
+		default:
+			d.Skip()
+		}
+	}
+}
+
 // idemDecSdkIssue reads a sdk.Issue of a stored result.
 func idemDecSdkIssue(d *idem.Decoder, v *sdk.Issue) {
 	end := d.Struct()
@@ -379,6 +392,13 @@ func idemDecSdkPaymentIntent(d *idem.Decoder, v *sdk.PaymentIntent) {
 					v.Metadata[k] = x
 				}
 			}
+		case "LastError":
+			if d.Ptr() {
+				v.LastError = new(sdk.Error)
+				idemDecSdkError(d, v.LastError)
+			} else {
+				v.LastError = nil
+			}
 		default:
 			d.Skip()
 		}
@@ -392,6 +412,14 @@ func idemEncRefundRefund(e *idem.Encoder, v *refund.Refund) {
 	e.String(v.ID)
 	e.Field("Amount")
 	e.Int(v.Amount)
+	e.End(at)
+}
+
+// idemEncSdkError writes a sdk.Error of a stored result.
+func idemEncSdkError(e *idem.Encoder, v *sdk.Error) {
+	at := e.Struct()
+	e.Field("Code")
+	e.String(v.Code)
 	e.End(at)
 }
 
@@ -447,6 +475,13 @@ func idemEncSdkPaymentIntent(e *idem.Encoder, v *sdk.PaymentIntent) {
 			e.String(x)
 		}
 		e.End(at2)
+	}
+	e.Field("LastError")
+	if v.LastError == nil {
+		e.Nil()
+	} else {
+		e.Ptr()
+		idemEncSdkError(e, v.LastError)
 	}
 	e.End(at)
 }
@@ -522,6 +557,15 @@ type idemRefundRefund_fieldsChanged_runGoGenerate struct {
 // Build fails here if refund.Refund gained, lost or retyped a field since generation: run go generate.
 var _ = idemRefundRefund_fieldsChanged_runGoGenerate(refund.Refund{})
 
+// idemSdkError_fieldsChanged_runGoGenerate is the field list of sdk.Error that the generated code was written for (tags aside).
+type idemSdkError_fieldsChanged_runGoGenerate struct {
+	Code string
+	Err  error
+}
+
+// Build fails here if sdk.Error gained, lost or retyped a field since generation: run go generate.
+var _ = idemSdkError_fieldsChanged_runGoGenerate(sdk.Error{})
+
 // idemSdkIssueRequest_fieldsChanged_runGoGenerate is the field list of sdk.IssueRequest that the generated code was written for (tags aside).
 type idemSdkIssueRequest_fieldsChanged_runGoGenerate struct {
 	Title  *string
@@ -561,11 +605,12 @@ var _ = idemSdkPaymentIntentParams_fieldsChanged_runGoGenerate(sdk.PaymentIntent
 
 // idemSdkPaymentIntent_fieldsChanged_runGoGenerate is the field list of sdk.PaymentIntent that the generated code was written for (tags aside).
 type idemSdkPaymentIntent_fieldsChanged_runGoGenerate struct {
-	ID       string
-	Amount   int64
-	Currency string
-	Created  time.Time
-	Metadata map[string]string
+	ID        string
+	Amount    int64
+	Currency  string
+	Created   time.Time
+	Metadata  map[string]string
+	LastError *sdk.Error
 }
 
 // Build fails here if sdk.PaymentIntent gained, lost or retyped a field since generation: run go generate.
