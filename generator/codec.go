@@ -47,7 +47,7 @@ type codecGen struct {
 	// skipped: fields of other packages' structs that cannot be stored and
 	// that their package keeps out of its JSON (json:"-"): not stored.
 	skipped map[string]bool
-	spec     string          // the Spec's base name, for helpers specialised by omit=
+	spec    string // the Spec's base name, for helpers specialised by omit=
 }
 
 var (
