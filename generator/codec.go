@@ -3,6 +3,9 @@ package generator
 import (
 	"fmt"
 	"go/types"
+	"maps"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -41,7 +44,10 @@ type codecGen struct {
 	e        *emitter
 	problems []codecProblem
 	lossy    map[string]bool // other packages' types whose unexported state is not replayed
-	spec     string          // the Spec's base name, for helpers specialised by omit=
+	// skipped: fields of other packages' structs that cannot be stored and
+	// that their package keeps out of its JSON (json:"-"): not stored.
+	skipped map[string]bool
+	spec    string // the Spec's base name, for helpers specialised by omit=
 }
 
 var (
@@ -311,6 +317,9 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 			for l := range h.lossy {
 				g.lossy[l] = true
 			}
+			for f := range h.skipped {
+				g.skipped[f] = true
+			}
 			return h.name
 		}
 	}
@@ -325,7 +334,7 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 	e.globals["idemDec"+name] = true
 	h := &codecHelper{name: name, building: true}
 	e.codecHelpers[key] = h // recursion finds it
-	sub := &codecGen{e: e, lossy: map[string]bool{}, spec: g.spec}
+	sub := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec}
 	// Paths inside the helper are relative; foreignAt "" at the root of an
 	// own type, or the root itself of another package's.
 	root := ""
@@ -357,9 +366,12 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 		g.lift(h, path, foreignAt)
 		return ""
 	}
-	h.lossy = sub.lossy
+	h.lossy, h.skipped = sub.lossy, sub.skipped
 	for l := range sub.lossy {
 		g.lossy[l] = true
+	}
+	for f := range sub.skipped {
+		g.skipped[f] = true
 	}
 	if _, ok := n.Underlying().(*types.Struct); ok && n.TypeArgs().Len() == 0 {
 		e.readFields(n)
@@ -402,7 +414,7 @@ type codecHelper struct {
 	// helper meanwhile makes it recursive (its bodies guard the depth).
 	building, recursive bool
 	problems            []codecProblem // relative paths
-	lossy               map[string]bool
+	lossy, skipped      map[string]bool
 }
 
 func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope, encode bool) []jen.Code {
@@ -580,6 +592,10 @@ func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitT
 			if omitted && len(sub) == 0 {
 				continue
 			}
+			if !own && f.Exported() && jsonSkipped(u.Tag(i)) && !storable(f.Type()) {
+				g.skipped[pi.typeString(t)+"."+f.Name()] = true
+				continue
+			}
 			if !f.Exported() {
 				if f.Name() == "_" || zeroSize(f.Type()) {
 					continue
@@ -639,6 +655,33 @@ func (g *codecGen) lossyList() []string {
 	return l
 }
 
+// jsonSkipped reports whether a struct tag keeps its field out of the
+// type's JSON form (json:"-").
+func jsonSkipped(tag string) bool {
+	return reflect.StructTag(tag).Get("json") == "-"
+}
+
+// storable is false for the types no codec can rebuild from bytes: an
+// interface (its dynamic type is not in the record), a func or a channel,
+// or a pointer to one. Another package's struct field of such a type
+// that the package tags json:"-" (stripe's Error.Err, say) is left out
+// of the stored result instead of refusing the whole result: its own
+// package keeps it out of its wire form too.
+func storable(t types.Type) bool {
+	for {
+		p, ok := t.Underlying().(*types.Pointer)
+		if !ok {
+			break
+		}
+		t = p.Elem()
+	}
+	switch t.Underlying().(type) {
+	case *types.Interface, *types.Signature, *types.Chan:
+		return false
+	}
+	return true
+}
+
 // relJoin puts a path relative to a helper's value after path.
 func relJoin(path, rel string) string {
 	switch {
@@ -664,11 +707,8 @@ func resultName(x *fn, i int) string {
 // wrapper's doc comment says about the record; false after a diagnostic.
 func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, out *[]jen.Code) (string, bool) {
 	pi := e.pi
-	namePos := pi.fset.Position(x.decl.Name.Pos())
-	what := "function " + x.decl.Name.Name
-	if x.recv != nil {
-		what = "method " + x.recv.Name() + "." + x.decl.Name.Name
-	}
+	namePos := pi.fset.Position(x.pos)
+	what := x.what()
 	// omit=: by result, then a tree of field names.
 	omits := make([]omitTree, len(x.result))
 	type omitPath struct {
@@ -689,12 +729,12 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 			}
 		}
 		if idx < 0 && len(names) == 0 {
-			pi.d.add(p.pos, "omit: %s has no result to omit (it returns only an error)", x.decl.Name.Name)
+			pi.d.add(p.pos, "omit: %s has no result to omit (it returns only an error)", x.name)
 			ok = false
 			continue
 		}
 		if idx < 0 {
-			pi.d.add(p.pos, "omit: %s names no result of %s (its results: %s)", p.text, x.decl.Name.Name, strings.Join(names, ", "))
+			pi.d.add(p.pos, "omit: %s names no result of %s (its results: %s)", p.text, x.name, strings.Join(names, ", "))
 			ok = false
 			continue
 		}
@@ -772,7 +812,7 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 	if len(x.result) == 0 {
 		return "", true
 	}
-	g := &codecGen{e: e, lossy: map[string]bool{}, spec: specBase}
+	g := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: specBase}
 	whole := func(i int) bool { _, w := omits[i][""]; return w }
 	se, sd := fnScope{"e": 1, "d": 1, "v": 1}, fnScope{"e": 1, "d": 1, "v": 1}
 	var encBody, decBody []jen.Code
@@ -848,7 +888,7 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 		return "", false
 	}
 	encT, decT := e.qual(e.idem, "Encoder"), e.qual(e.idem, "Decoder")
-	*out = append(*out, jen.Commentf("%s stores the results of %s (generated codec).", name, x.decl.Name.Name).Line().
+	*out = append(*out, jen.Commentf("%s stores the results of %s (generated codec).", name, x.name).Line().
 		Var().Id(name).Op("=").Add(e.qual(e.idem, "TypedCodec")).Index(resultT).Values(jen.Dict{
 		jen.Id("Encode"): jen.Func().Params(jen.Id("e").Op("*").Add(encT), jen.Id("v").Op("*").Add(resultT)).Block(encBody...),
 		jen.Id("Decode"): jen.Func().Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(resultT)).Block(decBody...),
@@ -865,6 +905,9 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 	}
 	if l := g.lossyList(); len(l) > 0 {
 		doc += " Replays do not restore the unexported state of " + strings.Join(l, ", ") + "."
+	}
+	if len(g.skipped) > 0 {
+		doc += " Not stored (tagged json:\"-\" by their package): " + strings.Join(slices.Sorted(maps.Keys(g.skipped)), ", ") + "."
 	}
 	return doc, true
 }

@@ -154,6 +154,9 @@ func checkNames(pkgs []*packages.Package, fset *token.FileSet, outputs map[*pack
 			if fset.Position(f.Pos()).Filename == outputs[p] {
 				continue
 			}
+			for _, nf := range annotatedVars(p, fset, f) {
+				byName[nf.name] = append(byName[nf.name], nf)
+			}
 			for _, decl := range f.Decls {
 				if gd, ok := decl.(*ast.GenDecl); ok {
 					for _, nf := range ifaceNamedFuncs(p, fset, gd) {

@@ -198,6 +198,10 @@ func (pi *pkgInfo) collectIface(gd *ast.GenDecl, attached map[*ast.Comment]bool)
 					baseOK = false
 				}
 			}
+			if o, ok := base.given["as"]; ok {
+				pi.d.add(o.pos, "%s", ifaceAs(ts.Name.Name))
+				baseOK = false
+			}
 		}
 		iface := tn.Type().Underlying().(*types.Interface)
 		if !iface.IsMethodSet() {
@@ -217,10 +221,14 @@ func (pi *pkgInfo) collectIface(gd *ast.GenDecl, attached map[*ast.Comment]bool)
 			if baseOK {
 				opts, ok = parseDirectivesOver(pi.fset, m.lines, pi.d, base)
 			} else {
-				parseDirectives(pi.fset, m.lines, pi.d) // the method's own problems; the interface's once
+				opts, _ = parseDirectives(pi.fset, m.lines, pi.d) // the method's own problems; the interface's once
+			}
+			if o, given := opts.given["as"]; given { // the method's own: the interface's is refused above
+				pi.d.add(o.pos, "%s", ifaceAs(ts.Name.Name))
+				ok = false
 			}
 			name := m.field.Names[0]
-			x := &fn{decl: &ast.FuncDecl{Doc: m.field.Doc, Name: name}, obj: m.obj, sig: m.obj.Type().(*types.Signature), opts: opts, ctx: -1, recv: tn}
+			x := &fn{obj: m.obj, sig: m.obj.Type().(*types.Signature), opts: opts, ctx: -1, recv: tn, name: name.Name, pos: name.Pos()}
 			if !pi.checkShape(x, "method "+ts.Name.Name+"."+name.Name) || !ok || !good {
 				continue
 			}
@@ -231,6 +239,12 @@ func (pi *pkgInfo) collectIface(gd *ast.GenDecl, attached map[*ast.Comment]bool)
 		}
 	}
 	return fns
+}
+
+// ifaceAs refuses as= on interface iface or one of its methods: the
+// decorator implements the interface, so its methods keep their names.
+func ifaceAs(iface string) string {
+	return fmt.Sprintf("option as only applies above `var _ = pkg.Func`: Idempotent%s implements interface %s, so its methods keep their names", iface, iface)
 }
 
 // ifaceHint explains, for an interface method's key= path that names no
@@ -253,8 +267,8 @@ func (e *emitter) decorator(g *group, typeName, ctor, field string, methods name
 	var names []string
 	for _, x := range g.fns {
 		x.inner = inner
-		annotated[x.decl.Name.Name] = true
-		names = append(names, x.decl.Name.Name)
+		annotated[x.name] = true
+		names = append(names, x.name)
 	}
 	guarded := e.pi.annotatedElsewhere()
 	iface := g.recv.Type().Underlying().(*types.Interface)
