@@ -46,6 +46,15 @@ type PaymentIntent struct {
 	Currency string
 	Created  time.Time
 	Metadata map[string]string
+	// LastError is what the SDK's API said about the last attempt; its
+	// Go error is kept out of the SDK's JSON, as stripe-go keeps it.
+	LastError *Error
+}
+
+// Error is an API error.
+type Error struct {
+	Code string
+	Err  error `json:"-"`
 }
 
 // New creates a payment intent.
@@ -55,11 +64,12 @@ func New(ctx context.Context, params *PaymentIntentParams) (*PaymentIntent, erro
 	}
 	n := Runs.Add(1)
 	return &PaymentIntent{
-		ID:       "pi_" + *params.IdempotencyKey,
-		Amount:   *params.Amount + n - 1, // a second run would show
-		Currency: *params.Currency,
-		Created:  time.Date(2026, 11, 25, 10, 0, 0, int(n), time.FixedZone("CET", 3600)),
-		Metadata: params.Metadata,
+		ID:        "pi_" + *params.IdempotencyKey,
+		Amount:    *params.Amount + n - 1, // a second run would show
+		Currency:  *params.Currency,
+		Created:   time.Date(2026, 11, 25, 10, 0, 0, int(n), time.FixedZone("CET", 3600)),
+		Metadata:  params.Metadata,
+		LastError: &Error{Code: "authentication_required", Err: errors.New("3DS needed")},
 	}, nil
 }
 
