@@ -673,7 +673,7 @@ func rangeOver(i string, v jen.Code, body []jen.Code) *jen.Statement {
 
 // uses reports whether the generated code mentions the identifier id.
 func uses(code []jen.Code, id string) bool {
-	return regexp.MustCompile(`\b`+regexp.QuoteMeta(id)+`\b`).MatchString(fmt.Sprintf("%#v", jen.Block(code...)))
+	return regexp.MustCompile(`\b` + regexp.QuoteMeta(id) + `\b`).MatchString(fmt.Sprintf("%#v", jen.Block(code...)))
 }
 
 // jsonSkipped reports whether a struct tag keeps its field out of the
