@@ -5,6 +5,7 @@ import (
 	"go/types"
 	"maps"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -527,13 +528,13 @@ func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitT
 			inner := g.enc(u.Elem(), expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
 			return one(jen.If(v.val().Op("==").Nil()).Block(jen.Id("e").Dot("Nil").Call()).Else().Block(
 				jen.Id(at).Op(":=").Id("e").Dot("List").Call(jen.Len(v.val())),
-				jen.For(jen.Id(i).Op(":=").Range().Add(v.val())).Block(inner...),
+				rangeOver(i, v.val(), inner),
 				jen.Id("e").Dot("End").Call(jen.Id(at))))
 		}
 		inner := g.dec(u.Elem(), expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
 		return one(jen.If(read("Nil")).Block(v.val().Op("=").Nil()).Else().Block(
 			v.val().Op("=").Make(e.typ(t), read("List")),
-			jen.For(jen.Id(i).Op(":=").Range().Add(v.val())).Block(inner...)))
+			rangeOver(i, v.val(), inner)))
 	case *types.Array:
 		i := s.get("i")
 		if encode {
@@ -541,12 +542,12 @@ func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitT
 			inner := g.enc(u.Elem(), expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
 			return []jen.Code{
 				jen.Id(at).Op(":=").Id("e").Dot("List").Call(jen.Len(v.val())),
-				jen.For(jen.Id(i).Op(":=").Range().Add(v.val())).Block(inner...),
+				rangeOver(i, v.val(), inner),
 				jen.Id("e").Dot("End").Call(jen.Id(at)),
 			}
 		}
 		inner := g.dec(u.Elem(), expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
-		return one(jen.If(read("Array", jen.Len(v.val()))).Block(jen.For(jen.Id(i).Op(":=").Range().Add(v.val())).Block(inner...)))
+		return one(jen.If(read("Array", jen.Len(v.val()))).Block(rangeOver(i, v.val(), inner)))
 	case *types.Map:
 		kb, ok := u.Key().Underlying().(*types.Basic)
 		if !ok || kb.Info()&types.IsOrdered == 0 {
@@ -558,7 +559,10 @@ func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitT
 			at := s.get("at")
 			kc := g.enc(u.Key(), expr(jen.Id(k)), path+"[]", foreignAt, nil, s)
 			xc := g.enc(u.Elem(), expr(jen.Id(x)), path+"[]", foreignAt, nil, s)
-			body := append([]jen.Code{jen.Id(x).Op(":=").Add(v.sel(false)).Index(jen.Id(k))}, kc...)
+			body := kc
+			if uses(xc, x) { // an element of an empty struct writes nothing of it
+				body = append([]jen.Code{jen.Id(x).Op(":=").Add(v.sel(false)).Index(jen.Id(k))}, kc...)
+			}
 			body = append(body, xc...)
 			return one(jen.If(v.val().Op("==").Nil()).Block(jen.Id("e").Dot("Nil").Call()).Else().Block(
 				jen.Id(at).Op(":=").Id("e").Dot("Map").Call(jen.Len(v.val())),
@@ -590,6 +594,9 @@ func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitT
 			fp := joinPath(path, f.Name())
 			sub, omitted := omit[f.Name()]
 			if omitted && len(sub) == 0 {
+				if f.Exported() {
+					exported++ // left out by name, on the doc line: not lost silently
+				}
 				continue
 			}
 			if !own && f.Exported() && jsonSkipped(u.Tag(i)) && !storable(f.Type()) {
@@ -653,6 +660,20 @@ func (g *codecGen) lossyList() []string {
 	}
 	sort.Strings(l)
 	return l
+}
+
+// rangeOver is a loop over the indexes i of v running body, or over
+// v's length when body does not index (elements of empty structs).
+func rangeOver(i string, v jen.Code, body []jen.Code) *jen.Statement {
+	if !uses(body, i) {
+		return jen.For(jen.Range().Add(v)).Block(body...)
+	}
+	return jen.For(jen.Id(i).Op(":=").Range().Add(v)).Block(body...)
+}
+
+// uses reports whether the generated code mentions the identifier id.
+func uses(code []jen.Code, id string) bool {
+	return regexp.MustCompile(`\b` + regexp.QuoteMeta(id) + `\b`).MatchString(fmt.Sprintf("%#v", jen.Block(code...)))
 }
 
 // jsonSkipped reports whether a struct tag keeps its field out of the

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"go/types"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,6 +64,7 @@ type result struct {
 	crash                 string // a generator panic or error without positions
 	build                 string // go build / go vet output after the advice, when it failed
 	left                  []string
+	reasons               []string // of the plain run's diagnostics
 }
 
 func TestReach(t *testing.T) {
@@ -108,6 +110,17 @@ func TestReach(t *testing.T) {
 		if r.targets > 0 {
 			plain = append(plain, float64(r.plain)/float64(r.targets))
 		}
+	}
+	counts := map[string]int{}
+	for _, r := range results {
+		for _, why := range r.reasons {
+			counts[why]++
+		}
+	}
+	whys := slices.SortedFunc(maps.Keys(counts), func(a, b string) int { return counts[b] - counts[a] })
+	b.WriteString("\nwhy the plain annotation was refused (diagnostics):\n")
+	for _, why := range whys {
+		fmt.Fprintf(&b, "%6d  %s\n", counts[why], why)
 	}
 	if len(plain) > 0 {
 		slices.Sort(plain)
@@ -167,6 +180,9 @@ replace github.com/idemgen/idemgen => %s
 		return r
 	}
 	r.plain = len(targets) - len(refused(diags, targets))
+	for _, d := range diags {
+		r.reasons = append(r.reasons, reason(d.Msg))
+	}
 
 	for _, d := range diags {
 		if tg := targetOf(d, targets); tg != nil {
@@ -219,6 +235,19 @@ replace github.com/idemgen/idemgen => %s
 	}
 	return r
 }
+
+// reason is a diagnostic without its function, paths and advice: what
+// kind of refusal it is.
+func reason(msg string) string {
+	msg = adviceRE.ReplaceAllString(msg, "add …")
+	if i := strings.Index(msg, ": "); i >= 0 && !strings.Contains(msg[:i], " ") {
+		msg = msg[i+2:] // "Fn: "
+	}
+	msg = pathRE.ReplaceAllString(msg, "…")
+	return msg
+}
+
+var pathRE = regexp.MustCompile(`\b[a-zA-Z_][\w]*(\.[\w\[\]]+)+|\(and \d+ more[^)]*\)|\d+`)
 
 var adviceRE = regexp.MustCompile("add `([a-z_]+)=([^`]+)`")
 
@@ -286,12 +315,15 @@ func enumerate(t *testing.T, dir string, env []string, path string) []*target {
 		}
 		switch obj := obj.(type) {
 		case *types.Func:
-			if returnsErr(obj.Type().(*types.Signature)) {
+			// A generic function or type cannot be named uninstantiated
+			// in var _ = …: the user names an instance, which this
+			// measure cannot choose.
+			if sig := obj.Type().(*types.Signature); sig.TypeParams().Len() == 0 && returnsErr(sig) {
 				out = append(out, &target{expr: name + "." + n})
 			}
 		case *types.TypeName:
 			named, ok := obj.Type().(*types.Named)
-			if !ok || obj.IsAlias() || types.IsInterface(named) {
+			if !ok || obj.IsAlias() || types.IsInterface(named) || named.TypeParams().Len() > 0 {
 				continue
 			}
 			ms := types.NewMethodSet(types.NewPointer(named))
