@@ -232,6 +232,9 @@ func (g *codecGen) pair(t types.Type) (marshal, unmarshal string, ok bool) {
 
 func (g *codecGen) code(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope, encode bool) []jen.Code {
 	e, pi := g.e, g.e.pi
+	if g.typeParamResult(t, path, foreignAt) {
+		return nil
+	}
 	if !e.renderable(t) {
 		g.fail(path, "type "+pi.typeString(t)+" cannot be named in the generated file (unexported, or internal to another module)", foreignAt)
 		return nil
@@ -314,7 +317,7 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 			return h.name
 		}
 	}
-	base := n.Obj().Name()
+	base := n.Obj().Name() + e.instanceSuffix(n)
 	if n.Obj().Pkg() != e.pi.pkg.Types {
 		base = upperFirst(n.Obj().Pkg().Name()) + base
 	}
@@ -361,7 +364,7 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 	for l := range sub.lossy {
 		g.lossy[l] = true
 	}
-	if _, ok := n.Underlying().(*types.Struct); ok && n.TypeArgs().Len() == 0 {
+	if _, ok := n.Underlying().(*types.Struct); ok {
 		e.readFields(n)
 	}
 	tt := e.typ(n)
