@@ -173,8 +173,8 @@ func (w *writer) typeParam(v val, tp *types.TypeParam, path string) ([]jen.Code,
 		w.skipped = addOnce(w.skipped, path+" (type parameter "+name+": not in the payload fingerprint)")
 		return nil, true
 	}
-	return w.fail(path, "type parameter "+name+" "+w.e.pi.typeString(tp.Constraint())+" cannot be keyed: its constraint has no key method and its types are not of one basic kind",
-		"add IdemKey(*idem.KeyBuilder) (idem.Keyer) to the constraint of "+name+", or key= other parameters")
+	return w.fail(path, "type parameter "+name+" (constraint "+w.e.pi.typeString(tp.Constraint())+") cannot be keyed: the constraint has no key method (IdemKey, MarshalBinary, MarshalText) and its types are not of one basic kind",
+		"add idem.Keyer to the constraint of "+name+", or name other parameters with key=")
 }
 
 // typeTerms flattens a constraint's type set to its terms: a union (of
@@ -392,7 +392,7 @@ func (g *codecGen) typeParamResult(t types.Type, path, foreignAt string) bool {
 	if tp == nil {
 		return false
 	}
-	g.fail(path, "its type mentions the type parameter "+tp.Obj().Name()+", which a stored record cannot decode (return a concrete type)", foreignAt)
+	g.fail(path, "the type parameter "+tp.Obj().Name()+": one codec serves every type argument, and a record does not say which one wrote it (return a concrete type)", foreignAt)
 	return true
 }
 
