@@ -125,11 +125,6 @@ func (pi *pkgInfo) check(fd *ast.FuncDecl, lines []*ast.Comment) *fn {
 		}
 		x.recv = named.Obj()
 		what = "method " + named.Obj().Name() + "." + fd.Name.Name
-		if named.TypeParams().Len() > 0 {
-			pi.d.add(namePos, "%s: methods of generic types cannot be wrapped (Go methods cannot have type parameters; annotate a generic function instead, func %s[...](ctx context.Context, %s *%s[...], ...), which gets the wrapper Idempotent%s)",
-				what, fd.Name.Name, recvNameOr(fd, "r"), named.Obj().Name(), fd.Name.Name)
-			return nil
-		}
 	}
 	if fd.Name.Name == "init" || fd.Name.Name == "_" || (x.recv == nil && fd.Name.Name == "main" && pi.pkg.Name == "main") {
 		pi.d.add(namePos, "%s cannot be wrapped", what)

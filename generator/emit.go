@@ -229,6 +229,10 @@ func (e *emitter) group(g *group) []jen.Code {
 				jen.Return(jen.Op("&").Id(typeName).Values(jen.Dict{jen.Id(field): jen.Id("g")})),
 			),
 		)
+	} else if tps := g.recv.Type().(*types.Named).TypeParams(); tps.Len() > 0 {
+		out = append(out, e.genericGroup(g, field, guardT)...)
+		typeName, ctor = "Idempotent"+g.recv.Name(), "NewIdempotent"+g.recv.Name()
+		methods[g.recv.Name()] = true
 	} else {
 		t := g.recv.Name()
 		typeName, ctor = "Idempotent"+t, "NewIdempotent"+t
@@ -314,8 +318,8 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	for _, p := range x.params {
 		ns[p.name] = true
 	}
-	for i := 0; i < x.sig.TypeParams().Len(); i++ {
-		ns[x.sig.TypeParams().At(i).Obj().Name()] = true
+	for i := 0; i < fnTypeParams(x).Len(); i++ {
+		ns[fnTypeParams(x).At(i).Obj().Name()] = true
 	}
 	recvBase := "x"
 	if x.recvName != "" {
@@ -325,7 +329,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	x.recvVar = recv
 
 	keys, payload, ok := e.keyStatements(x, c, ns)
-	if isGeneric(x) {
+	if fnTypeParams(x).Len() > 0 {
 		keys = append(e.typeArgKeys(x, c), keys...) // the type arguments are part of the key
 	}
 	order, orderOK := e.orderStatements(x, c, ns)
@@ -381,7 +385,10 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	checkSig := x.sig
 	if x.recv != nil {
 		fnRef = jen.Parens(jen.Op("*").Id(x.recv.Name())).Dot(fname)
-		recvParam := types.NewParam(token.NoPos, nil, "", types.NewPointer(x.recv.Type()))
+		if fnTypeParams(x).Len() > 0 {
+			fnRef = jen.Parens(e.typ(recvPointer(x))).Dot(fname) // (*Repo[T]).Save
+		}
+		recvParam := types.NewParam(token.NoPos, nil, "", recvPointer(x))
 		vars := []*types.Var{recvParam}
 		for i := 0; i < x.sig.Params().Len(); i++ {
 			vars = append(vars, x.sig.Params().At(i))
@@ -391,8 +398,8 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 		fnRef = jen.Id(fname)
 	}
 	selfCheck := jen.Var().Id("_").Func().Add(e.signature(checkSig, nil)).Op("=").Add(fnRef)
-	if isGeneric(x) {
-		selfCheck = e.genericSelfCheck(x)
+	if fnTypeParams(x).Len() > 0 {
+		selfCheck = e.genericSelfCheck(x, checkSig, fnRef)
 	}
 	out = append(out, jen.Commentf("Build fails here if %s's signature changed since generation: run go generate.", display).Line().
 		Add(selfCheck))
@@ -503,6 +510,9 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 			jen.Return(rets...))
 	}
 	recvDecl := jen.Params(jen.Id(recv).Op("*").Id(typeName))
+	if x.recv != nil && fnTypeParams(x).Len() > 0 {
+		recvDecl = jen.Params(jen.Id(recv).Op("*").Id(typeName).Index(typeArgs(x))) // (x *IdempotentRepo[T])
+	}
 	if x.recv != nil && !recvKeyed(x) {
 		// The receiver's state is not read: two wrappers of two values
 		// on one Guard share keys. Say so where the wrapper is read.
@@ -522,6 +532,8 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	wrapperName, sig := fname, e.signature(x.sig, names)
 	if hn.wrapper != "" {
 		wrapperName, sig = hn.wrapper, e.genericParams(x, recv, typeName, names)
+	}
+	if fnTypeParams(x).Len() > 0 {
 		codecDoc = " The type arguments are part of the key." + codecDoc
 	}
 	doc := fmt.Sprintf("%s is %s, run at most once per key (%s).%s", wrapperName, display, e.optionSummary(x), codecDoc)

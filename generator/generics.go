@@ -1,7 +1,6 @@
 package generator
 
 import (
-	"go/ast"
 	"go/types"
 	"strings"
 
@@ -268,7 +267,7 @@ func basicKind(terms []*types.Term) (method, conv string) {
 // identity of each type argument.
 func (e *emitter) typeArgKeys(x *fn, c string) []jen.Code {
 	var out []jen.Code
-	tps := x.sig.TypeParams()
+	tps := fnTypeParams(x)
 	for i := 0; i < tps.Len(); i++ {
 		out = append(out, jen.Id(c).Dot("Key").Call().Dot("Type").Call(
 			e.qual(reflectPkg, "TypeFor").Index(jen.Id(tps.At(i).Obj().Name())).Call()))
@@ -278,7 +277,7 @@ func (e *emitter) typeArgKeys(x *fn, c string) []jen.Code {
 
 // typeParamDecls is x's type parameter list as declared: [E Event, N ~int | ~int64].
 func (e *emitter) typeParamDecls(x *fn) []jen.Code {
-	tps := x.sig.TypeParams()
+	tps := fnTypeParams(x)
 	out := make([]jen.Code, tps.Len())
 	for i := range out {
 		tp := tps.At(i)
@@ -289,7 +288,7 @@ func (e *emitter) typeParamDecls(x *fn) []jen.Code {
 
 // typeArgs instantiates with x's own type parameters: [E, N].
 func typeArgs(x *fn) jen.Code {
-	tps := x.sig.TypeParams()
+	tps := fnTypeParams(x)
 	out := make([]jen.Code, tps.Len())
 	for i := range out {
 		out[i] = jen.Id(tps.At(i).Obj().Name())
@@ -354,11 +353,62 @@ func (e *emitter) genericNames(x *fn) helperNames {
 	return hn
 }
 
-// genericSelfCheck is the signature self-check of a generic function: a
-// generic blank function instantiates it with its own type parameters.
-func (e *emitter) genericSelfCheck(x *fn) *jen.Statement {
+// genericSelfCheck is the signature self-check of a generic function or
+// a method of a generic type: a generic blank function instantiates it
+// with its own type parameters.
+func (e *emitter) genericSelfCheck(x *fn, sig *types.Signature, ref *jen.Statement) *jen.Statement {
+	if x.recv == nil {
+		ref = jen.Id(x.decl.Name.Name).Index(typeArgs(x))
+	}
 	return jen.Func().Id("_").Types(e.typeParamDecls(x)...).Params().Block(
-		jen.Var().Id("_").Func().Add(e.signature(x.sig, nil)).Op("=").Id(x.decl.Name.Name).Index(typeArgs(x)))
+		jen.Var().Id("_").Func().Add(e.signature(sig, nil)).Op("=").Add(ref))
+}
+
+// fnTypeParams are the type parameters of a generic function, or of the
+// receiver of a method of a generic type (as the method names them).
+func fnTypeParams(x *fn) *types.TypeParamList {
+	if x.sig.TypeParams().Len() > 0 {
+		return x.sig.TypeParams()
+	}
+	return x.sig.RecvTypeParams()
+}
+
+// recvPointer is *T for a method of T: for a generic T, the instance
+// with the method's own receiver type parameters (*Repo[T]).
+func recvPointer(x *fn) types.Type {
+	if x.sig.RecvTypeParams().Len() == 0 {
+		return types.NewPointer(x.recv.Type())
+	}
+	t := x.sig.Recv().Type()
+	if _, ok := t.(*types.Pointer); ok {
+		return t
+	}
+	return types.NewPointer(t)
+}
+
+// genericGroup is the wrapper type of a generic type's methods and its
+// constructor: IdempotentRepo[T C] embeds *Repo[T].
+func (e *emitter) genericGroup(g *group, field string, guardT jen.Code) []jen.Code {
+	n := g.recv.Type().(*types.Named)
+	tps := n.TypeParams()
+	decls := make([]jen.Code, tps.Len())
+	args := make([]jen.Code, tps.Len())
+	for i := range decls {
+		tp := tps.At(i)
+		decls[i] = jen.Id(tp.Obj().Name()).Add(e.constraint(tp.Constraint()))
+		args[i] = jen.Id(tp.Obj().Name())
+	}
+	t := g.recv.Name()
+	typeName, ctor := "Idempotent"+t, "NewIdempotent"+t
+	inst := func(name string) *jen.Statement { return jen.Id(name).Index(jen.List(args...)) }
+	return []jen.Code{
+		jen.Commentf("%s is a *%s whose annotated methods run at most once per key; the type arguments are part of the key.", typeName, t).Line().
+			Type().Id(typeName).Types(decls...).Struct(jen.Op("*").Add(inst(t)), jen.Id(field).Add(guardT)),
+		jen.Commentf("%s wraps t: its annotated methods are guarded by g, the others are t's own.", ctor).Line().
+			Func().Id(ctor).Types(decls...).Params(jen.Id("t").Op("*").Add(inst(t)), jen.Id("g").Add(guardT)).Op("*").Add(inst(typeName)).Block(
+			jen.Return(jen.Op("&").Add(inst(typeName)).Values(jen.Dict{jen.Id(t): jen.Id("t"), jen.Id(field): jen.Id("g")})),
+		),
+	}
 }
 
 // genericParams is (x *Idempotent, params...) results of a generic wrapper.
@@ -396,12 +446,3 @@ func (g *codecGen) typeParamResult(t types.Type, path, foreignAt string) bool {
 	return true
 }
 
-// recvNameOr is fd's receiver name, or def when it has none.
-func recvNameOr(fd *ast.FuncDecl, def string) string {
-	if fd.Recv != nil && len(fd.Recv.List) > 0 && len(fd.Recv.List[0].Names) > 0 {
-		if n := fd.Recv.List[0].Names[0].Name; n != "_" {
-			return n
-		}
-	}
-	return def
-}

@@ -48,7 +48,7 @@ func (pi *pkgInfo) resolve(x *fn, p pathOpt, option string) (keyPath, bool) {
 			pi.d.add(p.pos, "key: name fields of the receiver %s (key=%s.Field), not the receiver itself", segs[0], segs[0])
 			return kp, false
 		}
-		t = types.NewPointer(x.recv.Type())
+		t = recvPointer(x)
 		recvVar, field := x.recvVar, x.recv.Name()
 		kp.base = func() *jen.Statement { return jen.Id(recvVar).Dot(field) }
 	case kp.param < 0:
