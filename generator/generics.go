@@ -445,4 +445,3 @@ func (g *codecGen) typeParamResult(t types.Type, path, foreignAt string) bool {
 	g.fail(path, "the type parameter "+tp.Obj().Name()+": one codec serves every type argument, and a record does not say which one wrote it (return a concrete type)", foreignAt)
 	return true
 }
-
