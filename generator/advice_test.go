@@ -188,7 +188,7 @@ func follow(t *testing.T, file, fn, opt string, add bool, paths string) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(string(data), "\n")
-	decl := regexp.MustCompile(`^func (\([^)]*\) )?` + fn + `\(`)
+	decl := regexp.MustCompile(`^func (\([^)]*\) )?` + fn + `[\[(]`)
 	at := -1
 	for i, l := range lines {
 		if decl.MatchString(l) {

@@ -232,9 +232,6 @@ func (g *codecGen) pair(t types.Type) (marshal, unmarshal string, ok bool) {
 
 func (g *codecGen) code(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope, encode bool) []jen.Code {
 	e, pi := g.e, g.e.pi
-	if g.typeParamResult(t, path, foreignAt) {
-		return nil
-	}
 	if !e.renderable(t) {
 		g.fail(path, "type "+pi.typeString(t)+" cannot be named in the generated file (unexported, or internal to another module)", foreignAt)
 		return nil
@@ -671,6 +668,9 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 	what := "function " + x.decl.Name.Name
 	if x.recv != nil {
 		what = "method " + x.recv.Name() + "." + x.decl.Name.Name
+	}
+	if !e.typeParamResults(x, what) {
+		return "", false // generics.go
 	}
 	// omit=: by result, then a tree of field names.
 	omits := make([]omitTree, len(x.result))

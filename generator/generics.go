@@ -434,14 +434,19 @@ func (e *emitter) genericParams(x *fn, recv, typeName string, names []string) je
 	return st.Params(rs...)
 }
 
-// typeParamResult reports a result of x whose type mentions a type
-// parameter: the record cannot say which type argument wrote it, and a
-// Spec (and its codec) is shared by every instantiation.
-func (g *codecGen) typeParamResult(t types.Type, path, foreignAt string) bool {
-	tp := firstTypeParam(t, map[*types.Named]bool{})
-	if tp == nil {
-		return false
+// typeParamResults reports each result of x whose type mentions a type
+// parameter, and returns false if there is one: one Spec and codec serve
+// every type argument, and a stored record does not say which one wrote
+// it. omit= does not lift it (the codec's type would still name the type
+// parameter at package level).
+func (e *emitter) typeParamResults(x *fn, what string) bool {
+	ok := true
+	for i, t := range x.result {
+		if tp := firstTypeParam(t, map[*types.Named]bool{}); tp != nil {
+			e.pi.d.add(e.pi.fset.Position(x.decl.Name.Pos()), "%s: result %d (%s) mentions the type parameter %s, which cannot be stored: one codec serves every type argument, and a record does not say which one wrote it (return a concrete type)",
+				what, i+1, e.pi.typeString(t), tp.Obj().Name())
+			ok = false
+		}
 	}
-	g.fail(path, "the type parameter "+tp.Obj().Name()+": one codec serves every type argument, and a record does not say which one wrote it (return a concrete type)", foreignAt)
-	return true
+	return ok
 }

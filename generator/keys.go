@@ -213,7 +213,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		if n, ok := t.(*types.Named); ok {
 			if _, basic := n.Underlying().(*types.Basic); !basic {
 				if _, isIface := n.Underlying().(*types.Interface); !isIface {
-					if w.e.nameable(n.Obj()) && !mentionsTypeParam(n) {
+					if w.e.nameable(n.Obj()) && w.e.renderable(n) && !mentionsTypeParam(n) {
 						name, probs, hk := w.e.helper(n)
 						if probs != nil {
 							recursive := w.e.keyRecursive[hk]

@@ -89,6 +89,10 @@ func (pi *pkgInfo) resolve(x *fn, p pathOpt, option string) (keyPath, bool) {
 				pi.d.add(p.pos, "exclude: %s is a protobuf message, keyed by its deterministic encoding as a whole", here)
 				return kp, false
 			}
+			if tp, isTP := t.(*types.TypeParam); isTP {
+				pi.d.add(p.pos, "%s: %s has the type parameter %s as its type: a path cannot go through it (Go reads no fields through a type parameter); name %s itself with a key method in its constraint, or another parameter", option, here, tp.Obj().Name(), here)
+				return kp, false
+			}
 			st, ok := t.Underlying().(*types.Struct)
 			if !ok {
 				pi.d.add(p.pos, "%s: %s has type %s, which has no fields (paths go through structs and pointers to structs only)", option, here, pi.typeString(t))
