@@ -230,8 +230,8 @@ func (e *emitter) group(g *group) []jen.Code {
 			),
 		)
 	} else if tps := g.recv.Type().(*types.Named).TypeParams(); tps.Len() > 0 {
-		out = append(out, e.genericGroup(g, field, guardT)...)
-		typeName, ctor = "Idempotent"+g.recv.Name(), "NewIdempotent"+g.recv.Name()
+		out = append(out, e.genericGroup(g, field, guardT)...) // generics.go
+		typeName = "Idempotent" + g.recv.Name()
 		methods[g.recv.Name()] = true
 	} else {
 		t := g.recv.Name()
