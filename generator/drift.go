@@ -29,7 +29,11 @@ const staleSuffix = "_fieldsChanged_runGoGenerate"
 
 // readFields records that the key code reads the fields of n.
 func (e *emitter) readFields(n *types.Named) {
-	if _, ok := n.Underlying().(*types.Struct); !ok || mentionsTypeParam(n) {
+	if _, ok := n.Underlying().(*types.Struct); !ok {
+		return
+	}
+	if mentionsTypeParam(n) {
+		e.readGeneric(n) // generics.go
 		return
 	}
 	if n.TypeArgs().Len() > 0 {
@@ -148,6 +152,7 @@ func (e *emitter) driftChecks() []jen.Code {
 	for _, c := range checks {
 		out = append(out, c.code...)
 	}
+	out = append(out, e.genericDrift()...)
 	return append(out, e.pins()...)
 }
 

@@ -41,6 +41,8 @@ type emitter struct {
 	// instRead are the instances of generic struct types whose fields the
 	// generated code reads, by instanceKey.
 	instRead map[string]*types.Named
+	// gen is the state of generic wrappers (generics.go).
+	gen genericState
 	// pinned are the named types and aliases whose representation the
 	// generated code converts (drift.go).
 	pinned      map[*types.TypeName]types.Type
@@ -327,6 +329,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	}
 	recv, c := ns.get(recvBase), ns.get("c")
 	x.recvVar = recv
+	e.gen.cur = x
 
 	keys, payload, ok := e.keyStatements(x, c, ns)
 	if fnTypeParams(x).Len() > 0 {

@@ -450,3 +450,99 @@ func (e *emitter) typeParamResults(x *fn, what string) bool {
 	}
 	return ok
 }
+
+// genericState is what generic wrappers need beyond the emitter.
+type genericState struct {
+	cur *fn // the function whose wrapper is being written
+	// read are the instances whose fields the key code reads that mention
+	// a type parameter of the function (Page[S] in Save[S]): they can be
+	// named only inside a generic function, with cur's type parameters.
+	read  map[string]genericRead
+	order []string
+}
+
+type genericRead struct {
+	x *fn
+	n *types.Named
+}
+
+// readGeneric records that the key code of the current function reads
+// the fields of n, an instance that mentions its type parameters.
+func (e *emitter) readGeneric(n *types.Named) {
+	x := e.gen.cur
+	if x == nil {
+		return
+	}
+	k := x.decl.Name.Name + " " + types.TypeString(n, nil)
+	if x.recv != nil {
+		k = x.recv.Name() + "." + k
+	}
+	if _, ok := e.gen.read[k]; ok {
+		return
+	}
+	if e.gen.read == nil {
+		e.gen.read = map[string]genericRead{}
+	}
+	e.gen.read[k] = genericRead{x, n}
+	e.gen.order = append(e.gen.order, k)
+}
+
+// genericDrift is the drift check of each instance in gen.read: inside
+// a generic blank function with the wrapped function's type parameters,
+// a local type holds the field list the code was generated for, and the
+// instance converts to it only while its fields are the same.
+// Another package's instance with unexported fields cannot be spelt
+// field by field: its exported fields are checked one by one instead.
+func (e *emitter) genericDrift() []jen.Code {
+	var out []jen.Code
+	for _, k := range e.gen.order {
+		r := e.gen.read[k]
+		n, x := r.n, r.x
+		st := n.Underlying().(*types.Struct)
+		if !e.nameable(n.Obj()) {
+			continue
+		}
+		display := e.pi.typeString(n)
+		name := "idem" + upperFirst(n.Obj().Name()) + staleSuffix
+		full := true
+		var fields, results, refs []jen.Code
+		v := "fieldsChanged_runGoGenerate"
+		for i := 0; i < st.NumFields(); i++ {
+			f := st.Field(i)
+			renderable := e.renderable(f.Type()) || mentionsTypeParam(f.Type())
+			if (!f.Exported() && f.Pkg() != e.pi.pkg.Types) || !renderable {
+				full = false
+			}
+			if f.Exported() && renderable {
+				results = append(results, jen.Op("*").Add(e.typ(f.Type())))
+				refs = append(refs, jen.Op("&").Id(v).Dot(f.Name()))
+			}
+			if f.Embedded() {
+				emb := jen.Add(e.typ(f.Type()))
+				if _, ok := f.Type().Underlying().(*types.Struct); ok {
+					emb.Tag(map[string]string{"json": "-", "xml": "-"}) // as driftChecks does, for vet
+				}
+				fields = append(fields, emb)
+			} else {
+				fields = append(fields, jen.Id(f.Name()).Add(e.typ(f.Type())))
+			}
+		}
+		var body []jen.Code
+		switch {
+		case full:
+			body = []jen.Code{
+				jen.Type().Id(name).Struct(fields...),
+				jen.Id("_").Op("=").Id(name).Call(e.typ(n).(*jen.Statement).Clone().Values()),
+			}
+		case len(refs) > 0:
+			body = []jen.Code{
+				jen.Id("_").Op("=").Func().Params(jen.Id(v).Op("*").Add(e.typ(n))).Params(results...).Block(jen.Return(refs...)),
+			}
+		default:
+			continue
+		}
+		out = append(out, jen.Commentf("Build fails here if %s gained, lost or retyped a field that the generated code reads since generation: run go generate.", display).Line().
+			Func().Id("_").Types(e.typeParamDecls(x)...).Params().Block(body...))
+	}
+	return out
+}

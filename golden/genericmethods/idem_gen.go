@@ -5,6 +5,7 @@ package genericmethods
 import (
 	"context"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -114,4 +115,14 @@ func (r *IdempotentRepo[U]) beginRename(id string, to string) idem.Call {
 	c.Payload().String(id)
 	c.Payload().String(to)
 	return c
+}
+
+// Build fails here if Repo[U] gained, lost or retyped a field that the generated code reads since generation: run go generate.
+func _[U Entity]() {
+	type idemRepo_fieldsChanged_runGoGenerate struct {
+		Table string
+		mu    sync.Mutex
+		saved []U
+	}
+	_ = idemRepo_fieldsChanged_runGoGenerate(Repo[U]{})
 }

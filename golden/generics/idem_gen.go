@@ -421,3 +421,12 @@ type idemPage_Invoice_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if Page[Invoice] gained, lost or retyped a field since generation: run go generate.
 var _ = idemPage_Invoice_fieldsChanged_runGoGenerate(Page[Invoice]{})
+
+// Build fails here if Page[S] gained, lost or retyped a field that the generated code reads since generation: run go generate.
+func _[S ~string]() {
+	type idemPage_fieldsChanged_runGoGenerate struct {
+		Items []S
+		Next  *string
+	}
+	_ = idemPage_fieldsChanged_runGoGenerate(Page[S]{})
+}
