@@ -141,10 +141,11 @@ func (w *writer) typeParam(v val, tp *types.TypeParam, path string) ([]jen.Code,
 	wk := w.e.pi.types
 	b := w.b
 	name := tp.Obj().Name()
-	// A type argument may be an interface type: its nil value is a value
-	// of its own.
+	// A type argument may be an interface or a pointer type: its nil
+	// value is a value of its own, written as the nil marker as for a
+	// concrete type, never a key method called on nil.
 	byMethod := func(call jen.Code) []jen.Code {
-		return one(jen.If(jen.Id("any").Call(v.value()).Op("==").Nil()).Block(b().Dot("Nil").Call()).Else().Block(call))
+		return one(jen.If(w.e.qual(w.e.idem, "IsNil").Call(v.value())).Block(b().Dot("Nil").Call()).Else().Block(call))
 	}
 	switch {
 	case wk.keyer != nil && types.Implements(tp, wk.keyer):

@@ -66,7 +66,7 @@ func (r *IdempotentRepo[T]) SaveKey(v T) (string, error) {
 func (r *IdempotentRepo[T]) beginSave(v T) idem.Call {
 	c := r.g.Begin(idemSpecRepoSave)
 	c.Key().Type(reflect.TypeFor[T]())
-	if any(v) == nil {
+	if idem.IsNil(v) {
 		c.Key().Nil()
 	} else {
 		c.Key().Key(v)

@@ -129,7 +129,7 @@ func IdempotentPublishKey[E Event](x *Idempotent, e E) (string, error) {
 func idemBeginPublish[E Event](x *Idempotent, e E) idem.Call {
 	c := x.g.Begin(idemSpecPublish)
 	c.Key().Type(reflect.TypeFor[E]())
-	if any(e) == nil {
+	if idem.IsNil(e) {
 		c.Key().Nil()
 	} else {
 		c.Key().Key(e)
@@ -280,6 +280,110 @@ func idemBeginSave[S ~string](x *Idempotent, p *Page[S], ps []S) idem.Call {
 	return c
 }
 
+var idemSpecPlace = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/generics.Place",
+	Signature:   "d75fecaf970e948c",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecPlace,
+}
+
+// Build fails here if generics.Place's signature changed since generation: run go generate.
+func _[O interface {
+	Order
+}]() {
+	var _ func(context.Context, O) (int64, error) = Place[O]
+}
+
+// idemCodecPlace stores the results of Place (generated codec).
+var idemCodecPlace = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// IdempotentPlace is generics.Place, run at most once per key (ttl=1h lease=30s on_duplicate=return). The type arguments are part of the key.
+func IdempotentPlace[O interface {
+	Order
+}](x *Idempotent, ctx context.Context, o O) (int64, error) {
+	c := idemBeginPlace[O](x, o)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return Place[O](ctx, o)
+	})
+}
+
+// IdempotentPlaceKey is the store key Place claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func IdempotentPlaceKey[O interface {
+	Order
+}](x *Idempotent, o O) (string, error) {
+	return idemBeginPlace[O](x, o).StoreKey()
+}
+
+// idemBeginPlace starts a call of Place and writes its key material.
+func idemBeginPlace[O interface {
+	Order
+}](x *Idempotent, o O) idem.Call {
+	c := x.g.Begin(idemSpecPlace)
+	c.Key().Type(reflect.TypeFor[O]())
+	tv := Order(o)
+	idemKeyOrder(c.Key(), &tv)
+	return c
+}
+
+var idemSpecStock = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/generics.Stock",
+	Signature:   "a42e33eaecf5ca74",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecStock,
+}
+
+// Build fails here if generics.Stock's signature changed since generation: run go generate.
+func _[T Texter]() {
+	var _ func(context.Context, T, float64) (int64, error) = Stock[T]
+}
+
+// idemCodecStock stores the results of Stock (generated codec).
+var idemCodecStock = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// IdempotentStock is generics.Stock, run at most once per key (ttl=1h lease=30s on_duplicate=return). The type arguments are part of the key.
+func IdempotentStock[T Texter](x *Idempotent, ctx context.Context, item T, qty float64) (int64, error) {
+	c := idemBeginStock[T](x, item, qty)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return Stock[T](ctx, item, qty)
+	})
+}
+
+// IdempotentStockKey is the store key Stock claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func IdempotentStockKey[T Texter](x *Idempotent, item T, qty float64) (string, error) {
+	return idemBeginStock[T](x, item, qty).StoreKey()
+}
+
+// idemBeginStock starts a call of Stock and writes its key material.
+func idemBeginStock[T Texter](x *Idempotent, item T, qty float64) idem.Call {
+	c := x.g.Begin(idemSpecStock)
+	c.Key().Type(reflect.TypeFor[T]())
+	if idem.IsNil(item) {
+		c.Key().Nil()
+	} else {
+		c.Key().Marshaled(item.MarshalText())
+	}
+	c.Key().Float(qty)
+	return c
+}
+
 // idemDecInvoice reads a Invoice of a stored result.
 func idemDecInvoice(d *idem.Decoder, v *Invoice) {
 	end := d.Struct()
@@ -375,6 +479,12 @@ func idemKeyOpt_string(b *idem.KeyBuilder, v *Opt[string]) {
 	b.Bool(v.present)
 }
 
+// idemKeyOrder writes the key material of Order.
+func idemKeyOrder(b *idem.KeyBuilder, v *Order) {
+	b.String(v.ID)
+	b.Int(int64(v.Qty))
+}
+
 // idemInvoiceRequest_fieldsChanged_runGoGenerate is the field list of InvoiceRequest that the generated code was written for (tags aside).
 type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 	Customer string
@@ -412,6 +522,15 @@ type idemOpt_string_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if Opt[string] gained, lost or retyped a field since generation: run go generate.
 var _ = idemOpt_string_fieldsChanged_runGoGenerate(Opt[string]{})
+
+// idemOrder_fieldsChanged_runGoGenerate is the field list of Order that the generated code was written for (tags aside).
+type idemOrder_fieldsChanged_runGoGenerate struct {
+	ID  string
+	Qty int
+}
+
+// Build fails here if Order gained, lost or retyped a field since generation: run go generate.
+var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
 
 // idemPage_Invoice_fieldsChanged_runGoGenerate is the field list of Page[Invoice] that the generated code was written for (tags aside).
 type idemPage_Invoice_fieldsChanged_runGoGenerate struct {

@@ -140,3 +140,19 @@ func writeTypeIdentity(b *strings.Builder, t reflect.Type) {
 		b.WriteString(t.String()) // unreachable: every basic type is named
 	}
 }
+
+// IsNil reports whether v is nil: a nil interface, or a nil pointer, map,
+// slice, channel or func. The generated wrapper of a generic function
+// writes the nil marker for such a value of a type parameter (an
+// interface or pointer type argument) instead of calling its key method
+// on it, as it does for a nil value of a concrete type.
+func IsNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
+}

@@ -86,3 +86,33 @@ func TestTypeIdentityDistinct(t *testing.T) {
 		t.Error("KeyBuilder.Type writes the same key material for two types")
 	}
 }
+
+func TestIsNil(t *testing.T) {
+	var p *keytypeLocal
+	var s []int
+	var m map[string]int
+	var f func()
+	var k Keyer
+	tests := []struct {
+		name string
+		v    any
+		want bool
+	}{
+		{"nil interface", nil, true},
+		{"nil interface of a named interface type", k, true},
+		{"nil pointer", p, true},
+		{"nil slice", s, true},
+		{"nil map", m, true},
+		{"nil func", f, true},
+		{"pointer", &keytypeLocal{}, false},
+		{"empty slice", []int{}, false},
+		{"zero struct", keytypeLocal{}, false},
+		{"zero int", 0, false},
+		{"empty string", "", false},
+	}
+	for _, tt := range tests {
+		if got := IsNil(tt.v); got != tt.want {
+			t.Errorf("%s: IsNil = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

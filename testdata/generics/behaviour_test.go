@@ -3,6 +3,7 @@ package generics
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -227,5 +228,64 @@ func TestTypeParameterInsideInstance(t *testing.T) {
 	}
 	if err := IdempotentSave(x, context.Background(), Page[string]{Items: []string{"a"}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A single-type constraint keys the value as that type; a constraint with
+// MarshalText keys through it; floats are canonical (-0 is 0).
+func TestConstraintShapes(t *testing.T) {
+	x := NewIdempotent(newGuard(t))
+	tests := []struct {
+		name string
+		a, b func() (string, error)
+		same bool
+	}{
+		{"same order",
+			func() (string, error) { return IdempotentPlaceKey(x, Order{"o-1", 2}) },
+			func() (string, error) { return IdempotentPlaceKey(x, Order{"o-1", 2}) }, true},
+		{"other quantity",
+			func() (string, error) { return IdempotentPlaceKey(x, Order{"o-1", 2}) },
+			func() (string, error) { return IdempotentPlaceKey(x, Order{"o-1", 3}) }, false},
+		{"same SKU text",
+			func() (string, error) { return IdempotentStockKey(x, SKU{"acme", "a1"}, 1) },
+			func() (string, error) { return IdempotentStockKey(x, SKU{"acme", "a1"}, 1) }, true},
+		{"other SKU",
+			func() (string, error) { return IdempotentStockKey(x, SKU{"acme", "a1"}, 1) },
+			func() (string, error) { return IdempotentStockKey(x, SKU{"acme", "a2"}, 1) }, false},
+		{"negative zero quantity",
+			func() (string, error) { return IdempotentStockKey(x, SKU{"acme", "a1"}, 0) },
+			func() (string, error) { return IdempotentStockKey(x, SKU{"acme", "a1"}, math.Copysign(0, -1)) }, true},
+		{"SKU vs its pointer type argument",
+			func() (string, error) { return IdempotentStockKey(x, SKU{"acme", "a1"}, 1) },
+			func() (string, error) { return IdempotentStockKey(x, &SKU{"acme", "a1"}, 1) }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := tt.a()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := tt.b()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (a == b) != tt.same {
+				t.Errorf("same key = %v, want %v", a == b, tt.same)
+			}
+		})
+	}
+	// A nil pointer type argument is the nil marker (its value-receiver
+	// MarshalText would panic on it), apart from every SKU.
+	var nilSKU *SKU
+	k1, err := IdempotentStockKey(x, nilSKU, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := IdempotentStockKey(x, &SKU{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k1 == k2 {
+		t.Error("a nil *SKU and a zero *SKU share a key")
 	}
 }

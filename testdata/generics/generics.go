@@ -107,3 +107,32 @@ func Save[S ~string](ctx context.Context, p Page[S], ps ...S) error {
 	runs.Add(1)
 	return nil
 }
+
+// Order is a plain struct.
+type Order struct {
+	ID  string
+	Qty int
+}
+
+// Place takes exactly an Order through its type parameter: the value is
+// keyed as an Order.
+//
+//idem:ttl=1h
+func Place[O interface{ Order }](ctx context.Context, o O) (int64, error) {
+	return runs.Add(1), nil
+}
+
+// SKU is keyed by its text form.
+type SKU struct{ Vendor, Code string }
+
+func (s SKU) MarshalText() ([]byte, error) { return []byte(s.Vendor + "/" + s.Code), nil }
+
+// Texter is any type with a text form.
+type Texter interface{ MarshalText() ([]byte, error) }
+
+// Stock counts an item of any type with a text form once.
+//
+//idem:ttl=1h
+func Stock[T Texter](ctx context.Context, item T, qty float64) (int64, error) {
+	return runs.Add(1), nil
+}
