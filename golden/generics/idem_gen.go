@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/testdata/generics/a/model"
+	model2 "github.com/idemgen/idemgen/testdata/generics/b/model"
 	"github.com/idemgen/idemgen/testdata/generics/sdk"
 )
 
@@ -384,6 +386,49 @@ func idemBeginStock[T Texter](x *Idempotent, item T, qty float64) idem.Call {
 	return c
 }
 
+var idemSpecImport = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/generics.Import",
+	Signature:   "e276a2ce4b8f33bd",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecImport,
+}
+
+// Build fails here if generics.Import's signature changed since generation: run go generate.
+var _ func(context.Context, Page[model.Invoice], Page[model2.Invoice]) (Page[model2.Invoice], error) = Import
+
+// idemCodecImport stores the results of Import (generated codec).
+var idemCodecImport = idem.TypedCodec[Page[model2.Invoice]]{
+	Decode: func(d *idem.Decoder, v *Page[model2.Invoice]) {
+		idemDecPage_ModelInvoice(d, v)
+	},
+	Encode: func(e *idem.Encoder, v *Page[model2.Invoice]) {
+		idemEncPage_ModelInvoice(e, v)
+	},
+}
+
+// Import is generics.Import, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Import(ctx context.Context, a Page[model.Invoice], b Page[model2.Invoice]) (Page[model2.Invoice], error) {
+	c := x.beginImport(&a, &b)
+	return idem.Do(ctx, c, func(ctx context.Context) (Page[model2.Invoice], error) {
+		return Import(ctx, a, b)
+	})
+}
+
+// ImportKey is the store key Import claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) ImportKey(a Page[model.Invoice], b Page[model2.Invoice]) (string, error) {
+	return x.beginImport(&a, &b).StoreKey()
+}
+
+// beginImport starts a call of Import and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginImport(a *Page[model.Invoice], b *Page[model2.Invoice]) idem.Call {
+	c := x.g.Begin(idemSpecImport)
+	idemKeyPage_ModelInvoice(c.Key(), a)
+	idemKeyPage_ModelInvoice2(c.Key(), b)
+	return c
+}
+
 // idemDecInvoice reads a Invoice of a stored result.
 func idemDecInvoice(d *idem.Decoder, v *Invoice) {
 	end := d.Struct()
@@ -391,6 +436,19 @@ func idemDecInvoice(d *idem.Decoder, v *Invoice) {
 		switch string(d.Field()) {
 		case "ID":
 			v.ID = d.String()
+		case "Cents":
+			v.Cents = d.Int(64)
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemDecModelInvoice reads a model.Invoice of a stored result.
+func idemDecModelInvoice(d *idem.Decoder, v *model2.Invoice) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
 		case "Cents":
 			v.Cents = d.Int(64)
 		default:
@@ -426,11 +484,46 @@ func idemDecPage_Invoice(d *idem.Decoder, v *Page[Invoice]) {
 	}
 }
 
+// idemDecPage_ModelInvoice reads a Page[model.Invoice] of a stored result.
+func idemDecPage_ModelInvoice(d *idem.Decoder, v *Page[model2.Invoice]) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "Items":
+			if d.Nil() {
+				v.Items = nil
+			} else {
+				v.Items = make([]model2.Invoice, d.List())
+				for i := range v.Items {
+					idemDecModelInvoice(d, &v.Items[i])
+				}
+			}
+		case "Next":
+			if d.Ptr() {
+				v.Next = new(string)
+				*v.Next = d.String()
+			} else {
+				v.Next = nil
+			}
+		default:
+			d.Skip()
+		}
+	}
+}
+
 // idemEncInvoice writes a Invoice of a stored result.
 func idemEncInvoice(e *idem.Encoder, v *Invoice) {
 	at := e.Struct()
 	e.Field("ID")
 	e.String(v.ID)
+	e.Field("Cents")
+	e.Int(v.Cents)
+	e.End(at)
+}
+
+// idemEncModelInvoice writes a model.Invoice of a stored result.
+func idemEncModelInvoice(e *idem.Encoder, v *model2.Invoice) {
+	at := e.Struct()
 	e.Field("Cents")
 	e.Int(v.Cents)
 	e.End(at)
@@ -459,12 +552,45 @@ func idemEncPage_Invoice(e *idem.Encoder, v *Page[Invoice]) {
 	e.End(at)
 }
 
+// idemEncPage_ModelInvoice writes a Page[model.Invoice] of a stored result.
+func idemEncPage_ModelInvoice(e *idem.Encoder, v *Page[model2.Invoice]) {
+	at := e.Struct()
+	e.Field("Items")
+	if v.Items == nil {
+		e.Nil()
+	} else {
+		at2 := e.List(len(v.Items))
+		for i := range v.Items {
+			idemEncModelInvoice(e, &v.Items[i])
+		}
+		e.End(at2)
+	}
+	e.Field("Next")
+	if v.Next == nil {
+		e.Nil()
+	} else {
+		e.Ptr()
+		e.String(*v.Next)
+	}
+	e.End(at)
+}
+
 // idemKeyInvoiceRequest writes the key material of InvoiceRequest.
 func idemKeyInvoiceRequest(b *idem.KeyBuilder, v *InvoiceRequest) {
 	b.String(v.Customer)
 	idemKeyOpt_int64(b, &v.Amount)
 	idemKeyOpt_string(b, &v.Memo)
 	b.Marshaled(v.Coupon.MarshalText())
+}
+
+// idemKeyModelInvoice writes the key material of model.Invoice.
+func idemKeyModelInvoice(b *idem.KeyBuilder, v *model.Invoice) {
+	b.String(v.Number)
+}
+
+// idemKeyModelInvoice2 writes the key material of model.Invoice.
+func idemKeyModelInvoice2(b *idem.KeyBuilder, v *model2.Invoice) {
+	b.Int(v.Cents)
 }
 
 // idemKeyOpt_int64 writes the key material of Opt[int64].
@@ -483,6 +609,42 @@ func idemKeyOpt_string(b *idem.KeyBuilder, v *Opt[string]) {
 func idemKeyOrder(b *idem.KeyBuilder, v *Order) {
 	b.String(v.ID)
 	b.Int(int64(v.Qty))
+}
+
+// idemKeyPage_ModelInvoice writes the key material of Page[model.Invoice].
+func idemKeyPage_ModelInvoice(b *idem.KeyBuilder, v *Page[model.Invoice]) {
+	if v.Items == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.Items))
+		for i := range v.Items {
+			idemKeyModelInvoice(b, &v.Items[i])
+		}
+	}
+	if v.Next == nil {
+		b.Nil()
+	} else {
+		b.Ptr()
+		b.String(*v.Next)
+	}
+}
+
+// idemKeyPage_ModelInvoice2 writes the key material of Page[model.Invoice].
+func idemKeyPage_ModelInvoice2(b *idem.KeyBuilder, v *Page[model2.Invoice]) {
+	if v.Items == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.Items))
+		for i := range v.Items {
+			idemKeyModelInvoice2(b, &v.Items[i])
+		}
+	}
+	if v.Next == nil {
+		b.Nil()
+	} else {
+		b.Ptr()
+		b.String(*v.Next)
+	}
 }
 
 // idemInvoiceRequest_fieldsChanged_runGoGenerate is the field list of InvoiceRequest that the generated code was written for (tags aside).
@@ -504,6 +666,22 @@ type idemInvoice_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if Invoice gained, lost or retyped a field since generation: run go generate.
 var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})
+
+// idemModelInvoice_fieldsChanged_runGoGenerate is the field list of model.Invoice that the generated code was written for (tags aside).
+type idemModelInvoice_fieldsChanged_runGoGenerate struct {
+	Number string
+}
+
+// Build fails here if model.Invoice gained, lost or retyped a field since generation: run go generate.
+var _ = idemModelInvoice_fieldsChanged_runGoGenerate(model.Invoice{})
+
+// idemModelInvoice_fieldsChanged_runGoGenerate2 is the field list of model.Invoice that the generated code was written for (tags aside).
+type idemModelInvoice_fieldsChanged_runGoGenerate2 struct {
+	Cents int64
+}
+
+// Build fails here if model.Invoice gained, lost or retyped a field since generation: run go generate.
+var _ = idemModelInvoice_fieldsChanged_runGoGenerate2(model2.Invoice{})
 
 // idemOpt_int64_fieldsChanged_runGoGenerate is the field list of Opt[int64] that the generated code was written for (tags aside).
 type idemOpt_int64_fieldsChanged_runGoGenerate struct {
@@ -540,6 +718,24 @@ type idemPage_Invoice_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if Page[Invoice] gained, lost or retyped a field since generation: run go generate.
 var _ = idemPage_Invoice_fieldsChanged_runGoGenerate(Page[Invoice]{})
+
+// idemPage_ModelInvoice_fieldsChanged_runGoGenerate is the field list of Page[model.Invoice] that the generated code was written for (tags aside).
+type idemPage_ModelInvoice_fieldsChanged_runGoGenerate struct {
+	Items []model.Invoice
+	Next  *string
+}
+
+// Build fails here if Page[model.Invoice] gained, lost or retyped a field since generation: run go generate.
+var _ = idemPage_ModelInvoice_fieldsChanged_runGoGenerate(Page[model.Invoice]{})
+
+// idemPage_ModelInvoice_fieldsChanged_runGoGenerate2 is the field list of Page[model.Invoice] that the generated code was written for (tags aside).
+type idemPage_ModelInvoice_fieldsChanged_runGoGenerate2 struct {
+	Items []model2.Invoice
+	Next  *string
+}
+
+// Build fails here if Page[model.Invoice] gained, lost or retyped a field since generation: run go generate.
+var _ = idemPage_ModelInvoice_fieldsChanged_runGoGenerate2(Page[model2.Invoice]{})
 
 // Build fails here if Page[S] gained, lost or retyped a field that the generated code reads since generation: run go generate.
 func _[S ~string]() {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/idemgen/idemgen/runtime/idem"
+	amodel "github.com/idemgen/idemgen/testdata/generics/a/model"
+	bmodel "github.com/idemgen/idemgen/testdata/generics/b/model"
 	"github.com/idemgen/idemgen/testdata/generics/sdk"
 )
 
@@ -287,5 +289,46 @@ func TestConstraintShapes(t *testing.T) {
 	}
 	if k1 == k2 {
 		t.Error("a nil *SKU and a zero *SKU share a key")
+	}
+}
+
+// Instances over two packages' types of one short name get helpers of
+// their own: each keys and stores its own fields.
+func TestInstancesOfSameNamedTypes(t *testing.T) {
+	x := NewIdempotent(newGuard(t))
+	a := Page[amodel.Invoice]{Items: []amodel.Invoice{{Number: "n-1"}}}
+	b := Page[bmodel.Invoice]{Items: []bmodel.Invoice{{Cents: 100}}}
+	k1, err := x.ImportKey(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2 := Page[bmodel.Invoice]{Items: []bmodel.Invoice{{Cents: 101}}}
+	k2, err := x.ImportKey(a, b2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2 := Page[amodel.Invoice]{Items: []amodel.Invoice{{Number: "n-2"}}}
+	k3, err := x.ImportKey(a2, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k1 == k2 || k1 == k3 || k2 == k3 {
+		t.Errorf("keys collide: %s %s %s", k1, k2, k3)
+	}
+	for _, g := range guards(t) {
+		t.Run(g.store, func(t *testing.T) {
+			x := NewIdempotent(g.g)
+			first, err := x.Import(context.Background(), a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := x.Import(context.Background(), a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(first, again); diff != "" {
+				t.Errorf("replay differs (-first +replay):\n%s", diff)
+			}
+		})
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	amodel "github.com/idemgen/idemgen/testdata/generics/a/model"
+	bmodel "github.com/idemgen/idemgen/testdata/generics/b/model"
 	"github.com/idemgen/idemgen/testdata/generics/sdk"
 )
 
@@ -135,4 +137,13 @@ type Texter interface{ MarshalText() ([]byte, error) }
 //idem:ttl=1h
 func Stock[T Texter](ctx context.Context, item T, qty float64) (int64, error) {
 	return runs.Add(1), nil
+}
+
+// Import takes pages of two packages' Invoice types, both of packages
+// named model: their instances' helpers must not collide.
+//
+//idem:ttl=1h
+func Import(ctx context.Context, a Page[amodel.Invoice], b Page[bmodel.Invoice]) (Page[bmodel.Invoice], error) {
+	runs.Add(1)
+	return b, nil
 }
