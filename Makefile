@@ -41,7 +41,7 @@ test: services deps
 # Short fuzz runs of the key rules (docs/GENERATOR.md, "What makes two
 # calls the same"): values of the committed random types, and random
 # value sequences read back from their key bytes.
-.PHONY: fuzz-short keyprop
+.PHONY: fuzz-short keyprop reach
 fuzz-short:
 	GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzKeyProperty$$' -fuzztime 30s ./internal/keyprop/sample
 	GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzKeyEncodingSelfDelimiting$$' -fuzztime 15s ./runtime/idem
@@ -51,6 +51,13 @@ fuzz-short:
 keyprop:
 	IDEM_KEYPROP_SEEDS=100 GOWORK=off $(GO) test -count=1 -timeout 60m -v -run '^TestRandomTypes$$' ./internal/keyprop
 	GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzKeyProperty$$' -fuzztime 10m ./internal/keyprop/sample
+
+# Reach on real code: every exported function and method of the SDK
+# packages in internal/reach/testdata/sdks.txt, wrapped from a scratch
+# module with the plain annotation, then with one round of advice
+# (downloads the modules through the Go module proxy).
+reach:
+	IDEM_REACH=1 GOWORK=off $(GO) test -count=1 -timeout 60m -v -run '^TestReach$$' ./internal/reach
 
 # The root module's tests (generator, core runtime, memory and file
 # stores, HTTP and queue layers): no services needed.

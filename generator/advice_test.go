@@ -62,7 +62,7 @@ var advice = regexp.MustCompile("^([^:]+):\\d+:\\d+: (\\w+): cannot key .*(add|c
 
 // omitAdvice matches a result diagnostic's omit= advice: file, function
 // (or method) name, paths.
-var omitAdvice = regexp.MustCompile("^([^:]+):\\d+:\\d+: (?:function|method) (?:\\w+\\.)?(\\w+): result .*\\(add `omit=([^`]+)`\\)$")
+var omitAdvice = regexp.MustCompile("^([^:]+):\\d+:\\d+: (?:function|method) (?:\\w+\\.)*(\\w+): result .*\\(add `omit=([^`]+)`\\)$")
 
 // advised returns what d advises: file, function, option, whether to add
 // (else replace), paths; ok false if it advises nothing.
@@ -188,7 +188,9 @@ func follow(t *testing.T, file, fn, opt string, add bool, paths string) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(string(data), "\n")
-	decl := regexp.MustCompile(`^func (\([^)]*\) )?` + fn + `[\[(]`)
+	// A function's declaration (generic or not), or the var _ = pkg.Func
+	// that wraps another package's function.
+	decl := regexp.MustCompile(`^(func (\([^)]*\) )?` + fn + `[\[(]|var _ = .*\b` + fn + `$)`)
 	at := -1
 	for i, l := range lines {
 		if decl.MatchString(l) {
@@ -245,6 +247,7 @@ func TestAdviceConvergesInOneRound(t *testing.T) {
 		{"diag_key_recursive_own", []string{"F exclude=in.Tree"}},
 		{"diag_sdk_params", []string{"Charge key=params.Params.IdempotencyKey"}},
 		{"diag_funcoptions", []string{"Send omit=r1.ResultMetadata"}},
+		{"diag_foreign_advice", []string{"New key=params.Params.IdempotencyKey", "Create omit=r2"}},
 		{"diag_unkeyable_func_chan", nil},
 		{"diag_unkeyable_foreign_struct", nil},
 		{"diag_result_cloud_metadata", nil},

@@ -11,10 +11,18 @@ import (
 
 // fn is one annotated function or method, checked.
 type fn struct {
-	decl *ast.FuncDecl
 	obj  *types.Func
 	sig  *types.Signature
 	recv *types.TypeName // the receiver's type, nil for a free function
+	// name is the wrapper's Go name: the function's own, or as= for a
+	// function of another package.
+	name string
+	// pos is where diagnostics about the whole function point: its name,
+	// or the target of a var _ = pkg.F directive.
+	pos token.Pos
+	// foreign: obj is another package's function or method, named by a
+	// var _ = pkg.F directive in this package (foreign.go).
+	foreign bool
 	// recvName is the receiver's name in the source ("" when unnamed or
 	// blank), renamed like a parameter when it would shadow something.
 	recvName string
@@ -81,10 +89,16 @@ func (pi *pkgInfo) collect() []*fn {
 			if len(lines) == 0 {
 				continue
 			}
-			if x := pi.check(fd, lines); x != nil {
+			obj, _ := pi.pkg.TypesInfo.Defs[fd.Name].(*types.Func)
+			if obj == nil {
+				pi.d.add(pi.fset.Position(fd.Name.Pos()), "cannot resolve %s", fd.Name.Name)
+				continue
+			}
+			if x := pi.check(obj, fd.Name.Pos(), lines, false); x != nil {
 				fns = append(fns, x)
 			}
 		}
+		fns = append(fns, pi.collectVars(f, attached)...)
 		for _, cg := range f.Comments {
 			for _, c := range cg.List {
 				if isMangledDirective(c) {
@@ -92,27 +106,24 @@ func (pi *pkgInfo) collect() []*fn {
 					continue
 				}
 				if isDirective(c) && !attached[c] {
-					pi.d.add(pi.fset.Position(c.Slash), "//idem: directive must be in the doc comment of a function or method (directly above func, no blank line)")
+					pi.d.add(pi.fset.Position(c.Slash), "//idem: directive must be in the doc comment of a function or method (directly above func, no blank line), or above `var _ = pkg.Func` naming another package's function")
 				}
 			}
 		}
 	}
-	return fns
+	return pi.checkWrapperNames(fns)
 }
 
 // check validates one annotated function: options, shape, parameters,
-// key paths and results. It returns nil after reporting problems.
-func (pi *pkgInfo) check(fd *ast.FuncDecl, lines []*ast.Comment) *fn {
+// key paths and results. obj is the package's own function (at its name)
+// or, foreign, another package's function or method that a var _ = pkg.F
+// directive names (at that expression). It returns nil after reporting
+// problems.
+func (pi *pkgInfo) check(obj *types.Func, at token.Pos, lines []*ast.Comment, foreign bool) *fn {
 	opts, ok := parseDirectives(pi.fset, lines, pi.d)
-	namePos := pi.fset.Position(fd.Name.Pos())
-	obj, _ := pi.pkg.TypesInfo.Defs[fd.Name].(*types.Func)
-	if obj == nil {
-		pi.d.add(namePos, "cannot resolve %s", fd.Name.Name)
-		return nil
-	}
+	namePos := pi.fset.Position(at)
 	sig := obj.Type().(*types.Signature)
-	x := &fn{decl: fd, obj: obj, sig: sig, opts: opts, ctx: -1}
-	what := "function " + fd.Name.Name
+	x := &fn{obj: obj, sig: sig, opts: opts, ctx: -1, name: obj.Name(), pos: at, foreign: foreign}
 	if r := sig.Recv(); r != nil {
 		t := r.Type()
 		if p, ok := t.(*types.Pointer); ok {
@@ -120,19 +131,30 @@ func (pi *pkgInfo) check(fd *ast.FuncDecl, lines []*ast.Comment) *fn {
 		}
 		named, _ := t.(*types.Named)
 		if named == nil {
-			pi.d.add(namePos, "cannot resolve the receiver of %s", fd.Name.Name)
+			pi.d.add(namePos, "cannot resolve the receiver of %s", obj.Name())
 			return nil
 		}
 		x.recv = named.Obj()
-		what = "method " + named.Obj().Name() + "." + fd.Name.Name
+		if foreign && named.TypeParams().Len() > 0 {
+			pi.d.add(namePos, "%s: methods of another package's generic types are not supported: wrap the call in a method or function of this package (generic or not) and annotate that", x.what())
+			return nil
+		}
 	}
-	if fd.Name.Name == "init" || fd.Name.Name == "_" || (x.recv == nil && fd.Name.Name == "main" && pi.pkg.Name == "main") {
+	what := x.what()
+	if foreign && sig.TypeParams().Len() > 0 {
+		pi.d.add(namePos, "%s: generic functions of another package are not supported: wrap the call in a function of this package (generic or not) and annotate that", what)
+		return nil
+	}
+	if !foreign && (obj.Name() == "init" || obj.Name() == "_" || (x.recv == nil && obj.Name() == "main" && pi.pkg.Name == "main")) {
 		pi.d.add(namePos, "%s cannot be wrapped", what)
 		return nil
 	}
+	if !pi.checkAs(x) {
+		ok = false
+	}
 	res := sig.Results()
 	if res.Len() == 0 || !types.Identical(res.At(res.Len()-1).Type(), types.Universe.Lookup("error").Type()) {
-		pi.d.add(namePos, "%s must return error as its last result (error, (R, error) or (R1, …, Rn, error))", what)
+		pi.d.add(namePos, "%s must return error as its last result (error, (R, error) or (R1, …, Rn, error))%s", what, x.foreignAdvice())
 		ok = false
 	} else {
 		for i := 0; i < res.Len()-1; i++ {
@@ -141,8 +163,8 @@ func (pi *pkgInfo) check(fd *ast.FuncDecl, lines []*ast.Comment) *fn {
 		}
 	}
 	x.params = pi.params(sig)
-	if x.recv != nil && fd.Recv != nil && len(fd.Recv.List) > 0 && len(fd.Recv.List[0].Names) > 0 {
-		if n := fd.Recv.List[0].Names[0].Name; n != "_" {
+	if x.recv != nil {
+		if n := sig.Recv().Name(); n != "" && n != "_" {
 			for pi.scope[n] || types.Universe.Lookup(n) != nil {
 				n += "_"
 			}

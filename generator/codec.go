@@ -3,6 +3,10 @@ package generator
 import (
 	"fmt"
 	"go/types"
+	"maps"
+	"reflect"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -41,7 +45,10 @@ type codecGen struct {
 	e        *emitter
 	problems []codecProblem
 	lossy    map[string]bool // other packages' types whose unexported state is not replayed
-	spec     string          // the Spec's base name, for helpers specialised by omit=
+	// skipped: fields of other packages' structs that cannot be stored and
+	// that their package keeps out of its JSON (json:"-"): not stored.
+	skipped map[string]bool
+	spec    string // the Spec's base name, for helpers specialised by omit=
 }
 
 var (
@@ -311,6 +318,9 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 			for l := range h.lossy {
 				g.lossy[l] = true
 			}
+			for f := range h.skipped {
+				g.skipped[f] = true
+			}
 			return h.name
 		}
 	}
@@ -325,7 +335,7 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 	e.globals["idemDec"+name] = true
 	h := &codecHelper{name: name, building: true}
 	e.codecHelpers[key] = h // recursion finds it
-	sub := &codecGen{e: e, lossy: map[string]bool{}, spec: g.spec}
+	sub := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec}
 	// Paths inside the helper are relative; foreignAt "" at the root of an
 	// own type, or the root itself of another package's.
 	root := ""
@@ -357,9 +367,12 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 		g.lift(h, path, foreignAt)
 		return ""
 	}
-	h.lossy = sub.lossy
+	h.lossy, h.skipped = sub.lossy, sub.skipped
 	for l := range sub.lossy {
 		g.lossy[l] = true
+	}
+	for f := range sub.skipped {
+		g.skipped[f] = true
 	}
 	if _, ok := n.Underlying().(*types.Struct); ok {
 		e.readFields(n)
@@ -402,7 +415,7 @@ type codecHelper struct {
 	// helper meanwhile makes it recursive (its bodies guard the depth).
 	building, recursive bool
 	problems            []codecProblem // relative paths
-	lossy               map[string]bool
+	lossy, skipped      map[string]bool
 }
 
 func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope, encode bool) []jen.Code {
@@ -515,13 +528,13 @@ func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitT
 			inner := g.enc(u.Elem(), expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
 			return one(jen.If(v.val().Op("==").Nil()).Block(jen.Id("e").Dot("Nil").Call()).Else().Block(
 				jen.Id(at).Op(":=").Id("e").Dot("List").Call(jen.Len(v.val())),
-				jen.For(jen.Id(i).Op(":=").Range().Add(v.val())).Block(inner...),
+				rangeOver(i, v.val(), inner),
 				jen.Id("e").Dot("End").Call(jen.Id(at))))
 		}
 		inner := g.dec(u.Elem(), expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
 		return one(jen.If(read("Nil")).Block(v.val().Op("=").Nil()).Else().Block(
 			v.val().Op("=").Make(e.typ(t), read("List")),
-			jen.For(jen.Id(i).Op(":=").Range().Add(v.val())).Block(inner...)))
+			rangeOver(i, v.val(), inner)))
 	case *types.Array:
 		i := s.get("i")
 		if encode {
@@ -529,12 +542,12 @@ func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitT
 			inner := g.enc(u.Elem(), expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
 			return []jen.Code{
 				jen.Id(at).Op(":=").Id("e").Dot("List").Call(jen.Len(v.val())),
-				jen.For(jen.Id(i).Op(":=").Range().Add(v.val())).Block(inner...),
+				rangeOver(i, v.val(), inner),
 				jen.Id("e").Dot("End").Call(jen.Id(at)),
 			}
 		}
 		inner := g.dec(u.Elem(), expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
-		return one(jen.If(read("Array", jen.Len(v.val()))).Block(jen.For(jen.Id(i).Op(":=").Range().Add(v.val())).Block(inner...)))
+		return one(jen.If(read("Array", jen.Len(v.val()))).Block(rangeOver(i, v.val(), inner)))
 	case *types.Map:
 		kb, ok := u.Key().Underlying().(*types.Basic)
 		if !ok || kb.Info()&types.IsOrdered == 0 {
@@ -546,7 +559,10 @@ func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitT
 			at := s.get("at")
 			kc := g.enc(u.Key(), expr(jen.Id(k)), path+"[]", foreignAt, nil, s)
 			xc := g.enc(u.Elem(), expr(jen.Id(x)), path+"[]", foreignAt, nil, s)
-			body := append([]jen.Code{jen.Id(x).Op(":=").Add(v.sel(false)).Index(jen.Id(k))}, kc...)
+			body := kc
+			if uses(xc, x) { // an element of an empty struct writes nothing of it
+				body = append([]jen.Code{jen.Id(x).Op(":=").Add(v.sel(false)).Index(jen.Id(k))}, kc...)
+			}
 			body = append(body, xc...)
 			return one(jen.If(v.val().Op("==").Nil()).Block(jen.Id("e").Dot("Nil").Call()).Else().Block(
 				jen.Id(at).Op(":=").Id("e").Dot("Map").Call(jen.Len(v.val())),
@@ -578,6 +594,13 @@ func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitT
 			fp := joinPath(path, f.Name())
 			sub, omitted := omit[f.Name()]
 			if omitted && len(sub) == 0 {
+				if f.Exported() {
+					exported++ // left out by name, on the doc line: not lost silently
+				}
+				continue
+			}
+			if !own && f.Exported() && jsonSkipped(u.Tag(i)) && !storable(f.Type()) {
+				g.skipped[pi.typeString(t)+"."+f.Name()] = true
 				continue
 			}
 			if !f.Exported() {
@@ -639,6 +662,47 @@ func (g *codecGen) lossyList() []string {
 	return l
 }
 
+// rangeOver is a loop over the indexes i of v running body, or over
+// v's length when body does not index (elements of empty structs).
+func rangeOver(i string, v jen.Code, body []jen.Code) *jen.Statement {
+	if !uses(body, i) {
+		return jen.For(jen.Range().Add(v)).Block(body...)
+	}
+	return jen.For(jen.Id(i).Op(":=").Range().Add(v)).Block(body...)
+}
+
+// uses reports whether the generated code mentions the identifier id.
+func uses(code []jen.Code, id string) bool {
+	return regexp.MustCompile(`\b` + regexp.QuoteMeta(id) + `\b`).MatchString(fmt.Sprintf("%#v", jen.Block(code...)))
+}
+
+// jsonSkipped reports whether a struct tag keeps its field out of the
+// type's JSON form (json:"-").
+func jsonSkipped(tag string) bool {
+	return reflect.StructTag(tag).Get("json") == "-"
+}
+
+// storable is false for the types no codec can rebuild from bytes: an
+// interface (its dynamic type is not in the record), a func or a channel,
+// or a pointer to one. Another package's struct field of such a type
+// that the package tags json:"-" (stripe's Error.Err, say) is left out
+// of the stored result instead of refusing the whole result: its own
+// package keeps it out of its wire form too.
+func storable(t types.Type) bool {
+	for {
+		p, ok := t.Underlying().(*types.Pointer)
+		if !ok {
+			break
+		}
+		t = p.Elem()
+	}
+	switch t.Underlying().(type) {
+	case *types.Interface, *types.Signature, *types.Chan:
+		return false
+	}
+	return true
+}
+
 // relJoin puts a path relative to a helper's value after path.
 func relJoin(path, rel string) string {
 	switch {
@@ -664,11 +728,8 @@ func resultName(x *fn, i int) string {
 // wrapper's doc comment says about the record; false after a diagnostic.
 func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, out *[]jen.Code) (string, bool) {
 	pi := e.pi
-	namePos := pi.fset.Position(x.decl.Name.Pos())
-	what := "function " + x.decl.Name.Name
-	if x.recv != nil {
-		what = "method " + x.recv.Name() + "." + x.decl.Name.Name
-	}
+	namePos := pi.fset.Position(x.pos)
+	what := x.what()
 	if !e.typeParamResults(x, what) {
 		return "", false // generics.go
 	}
@@ -692,12 +753,12 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 			}
 		}
 		if idx < 0 && len(names) == 0 {
-			pi.d.add(p.pos, "omit: %s has no result to omit (it returns only an error)", x.decl.Name.Name)
+			pi.d.add(p.pos, "omit: %s has no result to omit (it returns only an error)", x.name)
 			ok = false
 			continue
 		}
 		if idx < 0 {
-			pi.d.add(p.pos, "omit: %s names no result of %s (its results: %s)", p.text, x.decl.Name.Name, strings.Join(names, ", "))
+			pi.d.add(p.pos, "omit: %s names no result of %s (its results: %s)", p.text, x.name, strings.Join(names, ", "))
 			ok = false
 			continue
 		}
@@ -775,7 +836,7 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 	if len(x.result) == 0 {
 		return "", true
 	}
-	g := &codecGen{e: e, lossy: map[string]bool{}, spec: specBase}
+	g := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: specBase}
 	whole := func(i int) bool { _, w := omits[i][""]; return w }
 	se, sd := fnScope{"e": 1, "d": 1, "v": 1}, fnScope{"e": 1, "d": 1, "v": 1}
 	var encBody, decBody []jen.Code
@@ -851,7 +912,7 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 		return "", false
 	}
 	encT, decT := e.qual(e.idem, "Encoder"), e.qual(e.idem, "Decoder")
-	*out = append(*out, jen.Commentf("%s stores the results of %s (generated codec).", name, x.decl.Name.Name).Line().
+	*out = append(*out, jen.Commentf("%s stores the results of %s (generated codec).", name, x.name).Line().
 		Var().Id(name).Op("=").Add(e.qual(e.idem, "TypedCodec")).Index(resultT).Values(jen.Dict{
 		jen.Id("Encode"): jen.Func().Params(jen.Id("e").Op("*").Add(encT), jen.Id("v").Op("*").Add(resultT)).Block(encBody...),
 		jen.Id("Decode"): jen.Func().Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(resultT)).Block(decBody...),
@@ -868,6 +929,9 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 	}
 	if l := g.lossyList(); len(l) > 0 {
 		doc += " Replays do not restore the unexported state of " + strings.Join(l, ", ") + "."
+	}
+	if len(g.skipped) > 0 {
+		doc += " Not stored (tagged json:\"-\" by their package): " + strings.Join(slices.Sorted(maps.Keys(g.skipped)), ", ") + "."
 	}
 	return doc, true
 }

@@ -14,7 +14,7 @@ const directivePrefix = "//idem:"
 
 // optionNames lists the options of a //idem: directive, in the order the
 // generated doc comment shows them.
-var optionNames = []string{"ttl", "lease", "on_duplicate", "on_failure", "key", "exclude", "name", "version", "wait", "order", "grace", "omit"}
+var optionNames = []string{"ttl", "lease", "on_duplicate", "on_failure", "key", "exclude", "name", "version", "wait", "order", "grace", "omit", "as"}
 
 var (
 	duplicateModes = []string{"return", "raise", "wait"}
@@ -37,6 +37,7 @@ type options struct {
 	exclude     []pathOpt
 	omit        []pathOpt // results or paths inside results left out of the record
 	name        string
+	as          string // the wrapper's Go name, for another package's function
 	version     int
 	// order=ENTITY:TIME: the entity path and the event time path of an
 	// ordered function (orderSet), and grace= its tolerance.
@@ -184,6 +185,8 @@ func example(name string) string {
 		return "r2,out.ResultMetadata"
 	case "name":
 		return "billing.CreateInvoice"
+	case "as":
+		return "NewPaymentIntent"
 	case "version":
 		return "1"
 	case "order":
@@ -295,6 +298,11 @@ func (o *options) set(name, value string, pos token.Position) string {
 			return "name: " + strconv.Quote(value) + " is not a stable name (letters, digits and _ . / -, starting with a letter)"
 		}
 		o.name = value
+	case "as":
+		if !token.IsIdentifier(value) || value == "_" {
+			return "as: " + strconv.Quote(value) + " is not a Go identifier (as=NewPaymentIntent)"
+		}
+		o.as = value
 	case "version":
 		n, err := strconv.Atoi(value)
 		if err != nil || n < 0 {

@@ -202,7 +202,7 @@ func (e *emitter) groups(fns []*fn) []*group {
 			if e.globals[name] {
 				obj := e.pi.pkg.Types.Scope().Lookup(name)
 				at := e.pi.fset.Position(obj.Pos())
-				e.pi.d.add(e.pi.fset.Position(g.fns[0].decl.Name.Pos()), "package %s already declares %s (at %s:%d:%d); the generated wrappers need that name", e.pi.pkg.Name, name, filepath.Base(at.Filename), at.Line, at.Column)
+				e.pi.d.add(e.pi.fset.Position(g.fns[0].pos), "package %s already declares %s (at %s:%d:%d); the generated wrappers need that name", e.pi.pkg.Name, name, filepath.Base(at.Filename), at.Line, at.Column)
 			}
 			e.globals[name] = true
 		}
@@ -216,7 +216,7 @@ func (e *emitter) group(g *group) []jen.Code {
 	guardT := jen.Op("*").Add(e.qual(e.idem, "Guard"))
 	methods := namer{}
 	for _, x := range g.fns {
-		methods[x.decl.Name.Name] = true
+		methods[x.name] = true
 	}
 	var out []jen.Code
 	var typeName, ctor string
@@ -239,11 +239,12 @@ func (e *emitter) group(g *group) []jen.Code {
 		t := g.recv.Name()
 		typeName, ctor = "Idempotent"+t, "NewIdempotent"+t
 		methods[t] = true
+		recvT := e.typ(g.recv.Type()) // T, or pkg.T for another package's
 		out = append(out,
-			jen.Commentf("%s is a *%s whose annotated methods run at most once per key.", typeName, t).Line().
-				Type().Id(typeName).Struct(jen.Op("*").Id(t), jen.Id(field).Add(guardT)),
+			jen.Commentf("%s is a *%s whose annotated methods run at most once per key.", typeName, e.pi.typeString(g.recv.Type())).Line().
+				Type().Id(typeName).Struct(jen.Op("*").Add(recvT), jen.Id(field).Add(guardT)),
 			jen.Commentf("%s wraps t: its annotated methods are guarded by g, the others are t's own.", ctor).Line().
-				Func().Id(ctor).Params(jen.Id("t").Op("*").Id(t), jen.Id("g").Add(guardT)).Op("*").Id(typeName).Block(
+				Func().Id(ctor).Params(jen.Id("t").Op("*").Add(recvT), jen.Id("g").Add(guardT)).Op("*").Id(typeName).Block(
 				jen.Return(jen.Op("&").Id(typeName).Values(jen.Dict{jen.Id(t): jen.Id("t"), jen.Id(field): jen.Id("g")})),
 			),
 		)
@@ -277,7 +278,7 @@ func (e *emitter) group(g *group) []jen.Code {
 		}
 	}
 	for _, x := range g.fns {
-		fname := x.decl.Name.Name
+		fname := x.name
 		if isGeneric(x) {
 			out = append(out, e.wrapper(x, typeName, field, e.genericNames(x))...)
 			continue
@@ -305,13 +306,16 @@ type helperNames struct {
 // helper both use.
 func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.Code {
 	pi := e.pi
-	fname := x.decl.Name.Name
+	fname, target := x.name, x.obj.Name() // the wrapper's name, the function's
 	display := pi.pkg.Name + "." + fname
 	specBase, specName := upperFirst(fname), pi.pkg.PkgPath+"."+fname
 	if x.recv != nil {
 		display = x.recv.Name() + "." + fname
 		specBase = upperFirst(x.recv.Name()) + upperFirst(fname)
 		specName = pi.pkg.PkgPath + "." + x.recv.Name() + "." + fname
+	}
+	if x.foreign {
+		display, specName = foreignNames(x)
 	}
 	if x.opts.name != "" {
 		specName = x.opts.name
@@ -387,9 +391,9 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	var fnRef *jen.Statement
 	checkSig := x.sig
 	if x.recv != nil {
-		fnRef = jen.Parens(jen.Op("*").Id(x.recv.Name())).Dot(fname)
+		fnRef = jen.Parens(jen.Op("*").Add(e.typ(x.recv.Type()))).Dot(target)
 		if fnTypeParams(x).Len() > 0 {
-			fnRef = jen.Parens(e.typ(recvPointer(x))).Dot(fname) // (*Repo[T]).Save
+			fnRef = jen.Parens(e.typ(recvPointer(x))).Dot(target) // (*Repo[T]).Save
 		}
 		recvParam := types.NewParam(token.NoPos, nil, "", recvPointer(x))
 		vars := []*types.Var{recvParam}
@@ -398,7 +402,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 		}
 		checkSig = types.NewSignatureType(nil, nil, nil, types.NewTuple(vars...), x.sig.Results(), x.sig.Variadic())
 	} else {
-		fnRef = jen.Id(fname)
+		fnRef = e.qual(x.obj.Pkg(), target)
 	}
 	selfCheck := jen.Var().Id("_").Func().Add(e.signature(checkSig, nil)).Op("=").Add(fnRef)
 	if fnTypeParams(x).Len() > 0 {
@@ -468,12 +472,12 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	beginCall := jen.Id(recv).Dot(hn.begin).Call(beginArgs...)
 	switch {
 	case x.recv != nil:
-		call = jen.Id(recv).Dot(x.recv.Name()).Dot(fname).Call(args...)
+		call = jen.Id(recv).Dot(x.recv.Name()).Dot(target).Call(args...)
 	case isGeneric(x):
-		call = jen.Id(fname).Index(typeArgs(x)).Call(args...)
+		call = e.qual(x.obj.Pkg(), target).Index(typeArgs(x)).Call(args...)
 		beginCall = jen.Id(hn.begin).Index(typeArgs(x)).Call(append([]jen.Code{jen.Id(recv)}, beginArgs...)...)
 	default:
-		call = jen.Id(fname).Call(args...)
+		call = e.qual(x.obj.Pkg(), target).Call(args...)
 	}
 	ctxArg := jen.Add(e.qual(e.ctxPkg, "Background")).Call()
 	closureParam := e.qual(e.ctxPkg, "Context")
@@ -753,7 +757,7 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 			}
 			if !good {
 				for range w.problems {
-					at = append(at, pi.fset.Position(orig.Pos()))
+					at = append(at, pi.fset.Position(x.paramPos(i)))
 				}
 				probs = append(probs, w.problems...)
 				ok = false

@@ -20,7 +20,13 @@ import (
 //     (idem.KeyBuilder.Type) opens the key, so Publish[OrderPlaced] and
 //     Publish[OrderCancelled] are different calls. A value of a type
 //     parameter is keyed through its constraint (typeParam).
-//   - Methods of generic types are refused, with advice.
+//   - Methods of generic types get a generic wrapper type,
+//     IdempotentRepo[T C], embedding *Repo[T]; the type arguments are
+//     part of the key.
+//
+// Another package's generic functions and methods of its generic types
+// are refused above var _ = pkg.F (foreign.go, pkgInfo.check): wrap the
+// call in a function of the package and annotate that.
 
 var reflectPkg = types.NewPackage("reflect", "reflect")
 
@@ -341,12 +347,19 @@ func (e *emitter) embedded(t types.Type) jen.Code {
 // wrapper (IdempotentF), its Key companion (IdempotentFKey) and its begin
 // helper; a package that declares one of the first two is told so.
 func (e *emitter) genericNames(x *fn) helperNames {
-	fname := x.decl.Name.Name
+	fname := x.name
 	hn := helperNames{wrapper: "Idempotent" + upperFirst(fname), key: "Idempotent" + upperFirst(fname) + "Key"}
 	for _, name := range []string{hn.wrapper, hn.key} {
-		if e.globals[name] {
+		switch {
+		case !e.globals[name]:
+		case e.pi.pkg.Types.Scope().Lookup(name) == nil:
+			// Not the package's: the wrapper type of the annotated methods
+			// of a type of that name, the package's own or another's.
+			msg := "%s is the generated wrapper type of the annotated methods of a type named %s; the generated wrapper of the generic function %s needs that name too (rename the function, or wrap those methods in another package)"
+			e.pi.d.add(e.pi.fset.Position(x.pos), msg, name, strings.TrimPrefix(name, "Idempotent"), fname)
+		default:
 			msg := "package %s already declares %s; the generated wrapper of the generic function %s needs that name"
-			e.pi.d.add(e.pi.fset.Position(x.decl.Name.Pos()), msg, e.pi.pkg.Name, name, fname)
+			e.pi.d.add(e.pi.fset.Position(x.pos), msg, e.pi.pkg.Name, name, fname)
 		}
 		e.globals[name] = true
 	}
@@ -359,7 +372,7 @@ func (e *emitter) genericNames(x *fn) helperNames {
 // with its own type parameters.
 func (e *emitter) genericSelfCheck(x *fn, sig *types.Signature, ref *jen.Statement) *jen.Statement {
 	if x.recv == nil {
-		ref = jen.Id(x.decl.Name.Name).Index(typeArgs(x))
+		ref = e.qual(x.obj.Pkg(), x.obj.Name()).Index(typeArgs(x))
 	}
 	return jen.Func().Id("_").Types(e.typeParamDecls(x)...).Params().Block(
 		jen.Var().Id("_").Func().Add(e.signature(sig, nil)).Op("=").Add(ref))
@@ -444,7 +457,7 @@ func (e *emitter) typeParamResults(x *fn, what string) bool {
 	ok := true
 	for i, t := range x.result {
 		if tp := firstTypeParam(t, map[*types.Named]bool{}); tp != nil {
-			e.pi.d.add(e.pi.fset.Position(x.decl.Name.Pos()), "%s: result %d (%s) mentions the type parameter %s, which cannot be stored: one codec serves every type argument, and a record does not say which one wrote it (return a concrete type)",
+			e.pi.d.add(e.pi.fset.Position(x.pos), "%s: result %d (%s) mentions the type parameter %s, which cannot be stored: one codec serves every type argument, and a record does not say which one wrote it (return a concrete type)",
 				what, i+1, e.pi.typeString(t), tp.Obj().Name())
 			ok = false
 		}
@@ -474,7 +487,7 @@ func (e *emitter) readGeneric(n *types.Named) {
 	if x == nil {
 		return
 	}
-	k := x.decl.Name.Name + " " + types.TypeString(n, nil)
+	k := x.name + " " + types.TypeString(n, nil)
 	if x.recv != nil {
 		k = x.recv.Name() + "." + k
 	}

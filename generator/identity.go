@@ -163,6 +163,9 @@ func checkNames(pkgs []*packages.Package, fset *token.FileSet, outputs map[*pack
 			if fset.Position(f.Pos()).Filename == outputs[p] {
 				continue
 			}
+			for _, nf := range annotatedVars(p, fset, f) {
+				byName[nf.name] = append(byName[nf.name], nf)
+			}
 			for _, decl := range f.Decls {
 				fd, ok := decl.(*ast.FuncDecl)
 				if !ok || fd.Doc == nil {

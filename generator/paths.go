@@ -52,7 +52,7 @@ func (pi *pkgInfo) resolve(x *fn, p pathOpt, option string) (keyPath, bool) {
 		recvVar, field := x.recvVar, x.recv.Name()
 		kp.base = func() *jen.Statement { return jen.Id(recvVar).Dot(field) }
 	case kp.param < 0:
-		pi.d.add(p.pos, "%s: %s is not a parameter of %s%s", option, segs[0], x.decl.Name.Name, didYouMean(segs[0], names))
+		pi.d.add(p.pos, "%s: %s is not a parameter of %s%s", option, segs[0], x.name, didYouMean(segs[0], names))
 		return kp, false
 	case x.params[kp.param].isCtx:
 		pi.d.add(p.pos, "%s: %s is the context; it cannot be part of a key", option, segs[0])

@@ -117,7 +117,7 @@ func (e *emitter) report(x *fn, probs []problem, at []token.Position, keyPaths [
 		if k := dropsIdemKey(line.excludes, idemKeys); k != "" && len(keyPaths) == 0 {
 			advice = "add `key=" + k + "`"
 		}
-		e.pi.d.add(at[line.first], "%s: cannot key %s%s", x.decl.Name.Name, line.text, paren(line.hint, advice))
+		e.pi.d.add(at[line.first], "%s: cannot key %s%s", x.name, line.text, paren(line.hint, advice))
 	}
 }
 

@@ -14,12 +14,15 @@ import (
 // that wrote it:
 //
 //	0xb2 (RecordMarker), RecordVersion,
-//	uvarint len, Spec.Name, zigzag varint Spec.Version,
 //	uvarint len, Spec.Signature,
 //	then the record's body: the codec's bytes (a result) or the
 //	recorded failure's JSON.
 //
-// A record whose header names another function is ErrFunctionMismatch
+// The name and version are not repeated: they are in the store key the
+// record lives under, so a record read for a Spec was written by a Spec
+// of the same name and version, and only the signature can differ.
+//
+// A record whose header holds another signature is ErrFunctionMismatch
 // (which matches ErrResultIncompatible): the call fails closed and the
 // function does not run. A record without the header was written by a
 // build from before records carried one; it is read as it always was,
@@ -35,7 +38,7 @@ const (
 	RecordMarker byte = 0xb2
 	// RecordVersion is the header's layout version, the record's second
 	// byte.
-	RecordVersion byte = 1
+	RecordVersion byte = 2
 )
 
 // ErrFunctionMismatch: a stored record was written by another function
@@ -46,10 +49,9 @@ const (
 // one of the functions its own name=, or bump version=.
 var ErrFunctionMismatch = fmt.Errorf("%w: the record was written by another function", ErrResultIncompatible)
 
-// RecordHeader is the identity a record carries: the Spec that wrote it.
+// RecordHeader is the identity a record carries: the Signature of the
+// Spec that wrote it (its name and version are in the record's key).
 type RecordHeader struct {
-	Func      string
-	Version   int
 	Signature string
 }
 
@@ -59,77 +61,51 @@ type RecordHeader struct {
 // itself. A header that does not parse is ErrCorruptRecord. Operator
 // tools use it to show who wrote a record and to read a failure's JSON.
 func SplitRecord(data []byte) (h RecordHeader, body []byte, ok bool, err error) {
-	name, version, sig, body, ok, err := splitRecord(data)
+	sig, body, ok, err := splitRecord(data)
 	if !ok || err != nil {
 		return RecordHeader{}, body, ok, err
 	}
-	return RecordHeader{Func: string(name), Version: version, Signature: string(sig)}, body, true, nil
+	return RecordHeader{Signature: string(sig)}, body, true, nil
 }
 
-// splitRecord is SplitRecord without copying the header's strings.
-func splitRecord(data []byte) (name []byte, version int, sig, body []byte, ok bool, err error) {
+// splitRecord is SplitRecord without copying the signature.
+func splitRecord(data []byte) (sig, body []byte, ok bool, err error) {
 	if len(data) == 0 || data[0] != RecordMarker {
-		return nil, 0, nil, data, false, nil
+		return nil, data, false, nil
 	}
 	corrupt := func(what string) error {
 		return fmt.Errorf("%w: record header: %s", ErrCorruptRecord, what)
 	}
-	if len(data) < 2 || data[1] != RecordVersion {
-		if len(data) < 2 {
-			return nil, 0, nil, nil, true, corrupt("truncated")
-		}
-		return nil, 0, nil, nil, true, corrupt(fmt.Sprintf("layout version %d, this build reads %d", data[1], RecordVersion))
+	switch {
+	case len(data) < 2:
+		return nil, nil, true, corrupt("truncated")
+	case data[1] != RecordVersion:
+		return nil, nil, true, corrupt(fmt.Sprintf("layout version %d, this build reads %d", data[1], RecordVersion))
 	}
-	b := data[2:]
-	field := func() []byte {
-		n, w := binary.Uvarint(b)
-		if w <= 0 || n > uint64(len(b)-w) {
-			return nil
-		}
-		f := b[w : w+int(n)]
-		b = b[w+int(n):]
-		return f
+	n, w := binary.Uvarint(data[2:])
+	if w <= 0 || n > uint64(len(data)-2-w) {
+		return nil, nil, true, corrupt("bad signature")
 	}
-	if name = field(); name == nil {
-		return nil, 0, nil, nil, true, corrupt("bad name")
-	}
-	v, w := binary.Varint(b)
-	if w <= 0 || int64(int(v)) != v {
-		return nil, 0, nil, nil, true, corrupt("bad version")
-	}
-	b = b[w:]
-	if sig = field(); sig == nil {
-		return nil, 0, nil, nil, true, corrupt("bad signature")
-	}
-	return name, int(v), sig, b, true, nil
+	at := 2 + w
+	return data[at : at+int(n)], data[at+int(n):], true, nil
 }
 
 // appendHeader appends spec's identity header to b.
 func appendHeader(b []byte, spec *Spec) []byte {
 	b = append(b, RecordMarker, RecordVersion)
-	b = binary.AppendUvarint(b, uint64(len(spec.Name)))
-	b = append(b, spec.Name...)
-	b = binary.AppendVarint(b, int64(spec.Version))
 	b = binary.AppendUvarint(b, uint64(len(spec.Signature)))
 	return append(b, spec.Signature...)
 }
 
 // headerLen is the length of appendHeader's output for spec.
 func headerLen(spec *Spec) int {
-	return 2 + uvarintLen(uint64(len(spec.Name))) + len(spec.Name) + varintLen(int64(spec.Version)) +
-		uvarintLen(uint64(len(spec.Signature))) + len(spec.Signature)
-}
-
-func uvarintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
+	n := len(spec.Signature)
+	w := 1 // the length's uvarint bytes
+	for v := n; v >= 0x80; v >>= 7 {
+		w++
 	}
-	return n
+	return 2 + w + n
 }
-
-func varintLen(v int64) int { return uvarintLen(uint64(v<<1) ^ uint64(v>>63)) }
 
 // checkRecord returns the body of data, a record read for spec: data
 // itself for a record without a header, ErrFunctionMismatch for one that
@@ -138,36 +114,25 @@ func checkRecord(spec *Spec, data []byte) ([]byte, error) {
 	if body, ok := ownRecord(spec, data); ok {
 		return body, nil // the replay's usual case, without parsing
 	}
-	name, version, sig, body, ok, err := splitRecord(data)
+	sig, body, ok, err := splitRecord(data)
 	if !ok || err != nil {
 		return body, err
 	}
-	if string(name) != spec.Name || version != spec.Version || string(sig) != spec.Signature {
-		return nil, fmt.Errorf("%w: written by %s v%d (signature %q), read by %s v%d (signature %q)",
-			ErrFunctionMismatch, name, version, sig, spec.Name, spec.Version, spec.Signature)
+	if string(sig) != spec.Signature {
+		return nil, fmt.Errorf("%w: written with signature %q, read by %s v%d with signature %q",
+			ErrFunctionMismatch, sig, spec.Name, spec.Version, spec.Signature)
 	}
 	return body, nil
 }
 
 // ownRecord returns the body of data when data starts with exactly the
-// header spec writes. It handles the usual header (name and signature
-// under 128 bytes, version 0 to 63: one-byte lengths and version) in
-// straight-line code; checkRecord parses any other.
+// header spec writes, for a signature under 128 bytes (a one-byte
+// length) in straight-line code; checkRecord parses any other.
 func ownRecord(spec *Spec, data []byte) ([]byte, bool) {
-	name, sig, v := spec.Name, spec.Signature, spec.Version
-	if len(name) >= 0x80 || len(sig) >= 0x80 || v < 0 || v >= 64 {
-		return nil, false
-	}
-	n := 2 + 1 + len(name) + 1 + 1 + len(sig)
-	if len(data) < n || data[0] != RecordMarker || data[1] != RecordVersion || data[2] != byte(len(name)) {
-		return nil, false
-	}
-	p := data[3:]
-	if string(p[:len(name)]) != name {
-		return nil, false
-	}
-	p = p[len(name):]
-	if p[0] != byte(v<<1) || p[1] != byte(len(sig)) || string(p[2:2+len(sig)]) != sig {
+	sig := spec.Signature
+	n := 3 + len(sig)
+	if len(sig) >= 0x80 || len(data) < n || data[0] != RecordMarker || data[1] != RecordVersion ||
+		data[2] != byte(len(sig)) || string(data[3:n]) != sig {
 		return nil, false
 	}
 	return data[n:], true

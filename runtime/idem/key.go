@@ -174,11 +174,6 @@ func (b *KeyBuilder) Enter() bool {
 // Leave ends what Enter began.
 func (b *KeyBuilder) Leave() { b.nest-- }
 
-func (b *KeyBuilder) length(tag byte, n int) {
-	b.buf = append(b.buf, tag)
-	b.buf = binary.AppendUvarint(b.buf, uint64(n))
-}
-
 // Bool writes a bool.
 func (b *KeyBuilder) Bool(v bool) {
 	if v {
@@ -190,8 +185,11 @@ func (b *KeyBuilder) Bool(v bool) {
 
 // Int writes any signed integer (int, int8 … int64, time.Duration).
 func (b *KeyBuilder) Int(v int64) {
-	b.tag(tagInt)
-	b.buf = binary.AppendVarint(b.buf, v)
+	if u := uint64(v<<1) ^ uint64(v>>63); u < 0x80 {
+		b.buf = append(b.buf, tagInt, byte(u)) // zigzag, as AppendVarint
+		return
+	}
+	b.buf = binary.AppendVarint(append(b.buf, tagInt), v)
 }
 
 // Uint writes any unsigned integer (uint, uint8 … uint64, uintptr).
@@ -223,20 +221,20 @@ func (b *KeyBuilder) Complex(v complex128) {
 
 // String writes a string.
 func (b *KeyBuilder) String(s string) {
-	b.tag(tagString)
-	b.uvarint(len(s))
+	b.head(tagString, len(s))
 	b.buf = append(b.buf, s...)
 	b.maybeFlush()
 }
 
-// uvarint writes a length as binary.AppendUvarint does, with the one-byte
-// case (nearly every key string) short enough to inline.
-func (b *KeyBuilder) uvarint(n int) {
+// head writes a tag and a length as the tag byte and then
+// binary.AppendUvarint would, with the one-byte length (nearly every key
+// string) in a single append, short enough to inline.
+func (b *KeyBuilder) head(tag byte, n int) {
 	if n < 0x80 {
-		b.buf = append(b.buf, byte(n))
+		b.buf = append(b.buf, tag, byte(n))
 		return
 	}
-	b.buf = binary.AppendUvarint(b.buf, uint64(n))
+	b.buf = binary.AppendUvarint(append(b.buf, tag), uint64(n))
 }
 
 // Bytes writes a non-nil byte slice (write Nil for a nil one).
@@ -274,7 +272,7 @@ func (b *KeyBuilder) Nil() { b.buf = append(b.buf, tagNil) }
 func (b *KeyBuilder) Ptr() { b.buf = append(b.buf, tagPtr) }
 
 // List starts a slice or array of n elements; write the n elements next.
-func (b *KeyBuilder) List(n int) { b.length(tagList, n) }
+func (b *KeyBuilder) List(n int) { b.head(tagList, n) }
 
 // Open and Close bracket what a Keyer writes, so a Keyer that writes a
 // variable number of values cannot run into the next field.
@@ -323,7 +321,7 @@ func (b *KeyBuilder) ID(s string) {
 // write the entry's key and value; finish with MapEnd. Entries are sorted
 // by their encoding, so iteration order does not matter.
 func (b *KeyBuilder) MapStart(n int) {
-	b.length(tagMap, n)
+	b.head(tagMap, n)
 	if len(b.maps) >= maxMapDepth {
 		b.Fail(fmt.Errorf("maps nested deeper than %d", maxMapDepth))
 	}

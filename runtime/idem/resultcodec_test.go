@@ -214,7 +214,7 @@ func TestSpecCodecReplaysFaithfully(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("record %q: no identity header (%v)", st.last, err)
 	}
-	if diff := cmp.Diff(idem.RecordHeader{Func: spec.Name}, h); diff != "" {
+	if diff := cmp.Diff(idem.RecordHeader{Signature: spec.Signature}, h); diff != "" {
 		t.Errorf("record header (-want +got):\n%s", diff)
 	}
 	if len(body) < 2 || body[0] != idem.CodecMarker {

@@ -213,6 +213,7 @@ func checkGenerated(pass *analysis.Pass, files []*file, local map[*types.Func]*a
 	var src []*file
 	var gen *file
 	mentions := false
+	var firstDirective token.Position // of a package that wraps only other packages' functions
 	for _, f := range files {
 		if f.test {
 			continue
@@ -226,6 +227,9 @@ func checkGenerated(pass *analysis.Pass, files []*file, local map[*types.Func]*a
 			for _, c := range cg.List {
 				if generator.IsDirective(c.Text) || strings.HasPrefix(c.Text, "// idem:") {
 					mentions = true
+				}
+				if p := pass.Fset.Position(c.Slash); generator.IsDirective(c.Text) && (!firstDirective.IsValid() || p.Filename < firstDirective.Filename || (p.Filename == firstDirective.Filename && p.Offset < firstDirective.Offset)) {
+					firstDirective = p
 				}
 			}
 		}
@@ -248,6 +252,11 @@ func checkGenerated(pass *analysis.Pass, files []*file, local map[*types.Func]*a
 		return
 	}
 	at := firstAnnotation(pass, local)
+	if at == token.NoPos && firstDirective.IsValid() {
+		// No function of the package is annotated: its directives are
+		// above var _ = pkg.Func lines wrapping other packages' functions.
+		at = position(pass, files, firstDirective)
+	}
 	switch {
 	case content == nil && gen != nil && isGenerated(gen.ast):
 		// At the package clause of the package's first own file: the
