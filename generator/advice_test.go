@@ -190,9 +190,9 @@ func follow(t *testing.T, file, fn, opt string, add bool, paths string) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(string(data), "\n")
-	// A function's declaration, or the var _ = pkg.Func that wraps another
-	// package's function.
-	decl := regexp.MustCompile(`^(func (\([^)]*\) )?` + fn + `\(|var _ = .*\b` + fn + `$)`)
+	// A function's declaration (generic or not), or the var _ = pkg.Func
+	// that wraps another package's function.
+	decl := regexp.MustCompile(`^(func (\([^)]*\) )?` + fn + `[\[(]|var _ = .*\b` + fn + `$)`)
 	at, indent := -1, ""
 	for i, l := range lines {
 		if decl.MatchString(l) {

@@ -142,14 +142,14 @@ func (pi *pkgInfo) check(obj *types.Func, at token.Pos, lines []*ast.Comment, fo
 			return nil
 		}
 		x.recv = named.Obj()
-		if named.TypeParams().Len() > 0 {
-			pi.d.add(namePos, "%s: methods of generic types are not supported", x.what())
+		if foreign && named.TypeParams().Len() > 0 {
+			pi.d.add(namePos, "%s: methods of another package's generic types are not supported: wrap the call in a method or function of this package (generic or not) and annotate that", x.what())
 			return nil
 		}
 	}
 	what := x.what()
-	if sig.TypeParams().Len() > 0 {
-		pi.d.add(namePos, "%s: generic functions are not supported", what)
+	if foreign && sig.TypeParams().Len() > 0 {
+		pi.d.add(namePos, "%s: generic functions of another package are not supported: wrap the call in a function of this package (generic or not) and annotate that", what)
 		return nil
 	}
 	if !foreign && (obj.Name() == "init" || obj.Name() == "_" || (x.recv == nil && obj.Name() == "main" && pi.pkg.Name == "main")) {

@@ -324,7 +324,7 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 			return h.name
 		}
 	}
-	base := n.Obj().Name()
+	base := n.Obj().Name() + e.instanceSuffix(n)
 	if n.Obj().Pkg() != e.pi.pkg.Types {
 		base = upperFirst(n.Obj().Pkg().Name()) + base
 	}
@@ -374,7 +374,7 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 	for f := range sub.skipped {
 		g.skipped[f] = true
 	}
-	if _, ok := n.Underlying().(*types.Struct); ok && n.TypeArgs().Len() == 0 {
+	if _, ok := n.Underlying().(*types.Struct); ok {
 		e.readFields(n)
 	}
 	tt := e.typ(n)
@@ -730,6 +730,9 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 	pi := e.pi
 	namePos := pi.fset.Position(x.pos)
 	what := x.what()
+	if !e.typeParamResults(x, what) {
+		return "", false // generics.go
+	}
 	// omit=: by result, then a tree of field names.
 	omits := make([]omitTree, len(x.result))
 	type omitPath struct {

@@ -29,7 +29,15 @@ const staleSuffix = "_fieldsChanged_runGoGenerate"
 
 // readFields records that the key code reads the fields of n.
 func (e *emitter) readFields(n *types.Named) {
-	if _, ok := n.Underlying().(*types.Struct); !ok || n.TypeArgs().Len() > 0 {
+	if _, ok := n.Underlying().(*types.Struct); !ok {
+		return
+	}
+	if mentionsTypeParam(n) {
+		e.readGeneric(n) // generics.go
+		return
+	}
+	if n.TypeArgs().Len() > 0 {
+		e.instRead[instanceKey(n)] = n // each instance has fields of its own
 		return
 	}
 	e.fieldsRead[n.Obj()] = n
@@ -56,19 +64,28 @@ func (e *emitter) driftChecks() []jen.Code {
 	var checks []check
 	// Names are handed out in a fixed order (two packages may both have an
 	// ext.Options): by package path, then type name.
-	objs := make([]*types.TypeName, 0, len(e.fieldsRead))
-	for obj := range e.fieldsRead {
-		objs = append(objs, obj)
+	// Instances of generic types are checked each (Opt[int64] and
+	// Opt[string] have different fields), after their origin's name.
+	read := make([]*types.Named, 0, len(e.fieldsRead)+len(e.instRead))
+	for _, n := range e.fieldsRead {
+		read = append(read, n)
 	}
-	sort.Slice(objs, func(i, j int) bool {
-		if pi, pj := objs[i].Pkg().Path(), objs[j].Pkg().Path(); pi != pj {
+	for _, n := range e.instRead {
+		read = append(read, n)
+	}
+	sort.Slice(read, func(i, j int) bool {
+		oi, oj := read[i].Obj(), read[j].Obj()
+		if pi, pj := oi.Pkg().Path(), oj.Pkg().Path(); pi != pj {
 			return pi < pj
 		}
-		return objs[i].Name() < objs[j].Name()
+		if oi.Name() != oj.Name() {
+			return oi.Name() < oj.Name()
+		}
+		return instanceKey(read[i]) < instanceKey(read[j])
 	})
-	for _, obj := range objs {
-		n := e.fieldsRead[obj]
-		if !e.nameable(obj) {
+	for _, n := range read {
+		obj := n.Obj()
+		if !e.nameable(obj) || !e.renderable(n) {
 			continue // the file cannot name it: nothing to check it with
 		}
 		st := n.Underlying().(*types.Struct)
@@ -85,7 +102,7 @@ func (e *emitter) driftChecks() []jen.Code {
 			}
 		}
 		if full {
-			name := e.global("idem" + prefix + upperFirst(obj.Name()) + staleSuffix)
+			name := e.global("idem" + prefix + upperFirst(obj.Name()) + e.instanceSuffix(n) + staleSuffix)
 			fields := make([]jen.Code, st.NumFields())
 			for i := range fields {
 				f := st.Field(i)
@@ -123,7 +140,7 @@ func (e *emitter) driftChecks() []jen.Code {
 		if len(refs) == 0 {
 			continue
 		}
-		name := "idem" + prefix + upperFirst(obj.Name()) + staleSuffix + " " + obj.Pkg().Path() // for sorting only
+		name := "idem" + prefix + upperFirst(obj.Name()) + e.instanceSuffix(n) + staleSuffix + " " + obj.Pkg().Path() // for sorting only
 		checks = append(checks, check{name, []jen.Code{
 			jen.Commentf("Build fails here if a field of %s that the generated code reads was lost or retyped since generation: run go generate.", display).Line().
 				Var().Id("_").Op("=").Func().Params(jen.Id(v).Op("*").Add(e.typ(n))).Params(results...).Block(
@@ -135,6 +152,7 @@ func (e *emitter) driftChecks() []jen.Code {
 	for _, c := range checks {
 		out = append(out, c.code...)
 	}
+	out = append(out, e.genericDrift()...)
 	return append(out, e.pins()...)
 }
 

@@ -45,11 +45,16 @@ func TestDrift(t *testing.T) {
 		{"alias", []edit{{"drift.go", "\tUnits = int32\n", "\tUnits = float32\n"}}, `new\(Units\)`},
 		{"resultonly", []edit{{"drift.go", "\tRate  float32\n", "\tRate  float64\n"}}, `new\(Rate\)`},
 		{"foreigntype", []edit{{"ext/ext.go", "type Level int8\n", "type Level float32\n"}}, `new\(ext\.Level\)`},
+		// Instances of generic types: one of a concrete instance, one read
+		// with the function's type parameter (checked inside a generic
+		// function).
+		{"instance", []edit{{"generic.go", "\tSet   bool\n", "\tSet   bool\n\tExtra int\n"}}, fields},
+		{"typeparaminstance", []edit{{"generic.go", "\tItems []T\n", "\tItems []T\n\tMore  []T\n"}}, fields},
 	}
 	mod, env := scratchModule(t, "idemgen.test/drift")
 	src := filepath.Join("..", "testdata", "drift")
 	for _, v := range variants {
-		for _, f := range []string{"drift.go", "ext/ext.go"} {
+		for _, f := range []string{"drift.go", "generic.go", "ext/ext.go"} {
 			data, err := os.ReadFile(filepath.Join(src, f))
 			if err != nil {
 				t.Fatal(err)

@@ -38,6 +38,11 @@ type emitter struct {
 	// fieldsRead are the struct types whose fields the key code reads:
 	// each gets a compile-time check that they did not change.
 	fieldsRead map[*types.TypeName]*types.Named
+	// instRead are the instances of generic struct types whose fields the
+	// generated code reads, by instanceKey.
+	instRead map[string]*types.Named
+	// gen is the state of generic wrappers (generics.go).
+	gen genericState
 	// pinned are the named types and aliases whose representation the
 	// generated code converts (drift.go).
 	pinned      map[*types.TypeName]types.Type
@@ -81,6 +86,7 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 		keyBuilding:  map[helperKey]bool{},
 		keyRecursive: map[helperKey]bool{},
 		fieldsRead:   map[*types.TypeName]*types.Named{},
+		instRead:     map[string]*types.Named{},
 		pinned:       map[*types.TypeName]types.Type{},
 		idem:         types.NewPackage(RuntimePath, "idem"),
 		ctxPkg:       types.NewPackage("context", "context"),
@@ -233,6 +239,10 @@ func (e *emitter) group(g *group) []jen.Code {
 	} else if isInterface(g.recv) {
 		typeName, ctor = "Idempotent"+g.recv.Name(), "NewIdempotent"+g.recv.Name()
 		out = append(out, e.decorator(g, typeName, ctor, field, methods)...)
+	} else if tps := g.recv.Type().(*types.Named).TypeParams(); tps.Len() > 0 {
+		out = append(out, e.genericGroup(g, field, guardT)...) // generics.go
+		typeName = "Idempotent" + g.recv.Name()
+		methods[g.recv.Name()] = true
 	} else {
 		t := g.recv.Name()
 		typeName, ctor = "Idempotent"+t, "NewIdempotent"+t
@@ -281,6 +291,10 @@ func (e *emitter) group(g *group) []jen.Code {
 	}
 	for _, x := range g.fns {
 		fname := x.name
+		if isGeneric(x) {
+			out = append(out, e.wrapper(x, typeName, field, e.genericNames(x))...)
+			continue
+		}
 		names := helperNames{
 			begin: pick("begin"+upperFirst(fname), "idemBegin"+upperFirst(fname)),
 			key:   pick(fname+"Key", fname+"IdemKey"),
@@ -294,6 +308,9 @@ func (e *emitter) group(g *group) []jen.Code {
 type helperNames struct {
 	begin string // starts the call and writes its key material
 	key   string // the exported Key helper: the store key of a call
+	// wrapper is a generic function's package-level wrapper, "" for a
+	// method of the wrapper type.
+	wrapper string
 }
 
 // wrapper emits the Spec, the signature self-check, the result struct and
@@ -319,14 +336,21 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	for _, p := range x.params {
 		ns[p.name] = true
 	}
+	for i := 0; i < fnTypeParams(x).Len(); i++ {
+		ns[fnTypeParams(x).At(i).Obj().Name()] = true
+	}
 	recvBase := "x"
 	if x.recvName != "" {
 		recvBase = x.recvName // the source's receiver name
 	}
 	recv, c := ns.get(recvBase), ns.get("c")
 	x.recvVar = recv
+	e.gen.cur = x
 
 	keys, payload, ok := e.keyStatements(x, c, ns)
+	if fnTypeParams(x).Len() > 0 {
+		keys = append(e.typeArgKeys(x, c), keys...) // the type arguments are part of the key
+	}
 	order, orderOK := e.orderStatements(x, c, ns)
 	// The results are checked even when the key is refused: one run
 	// reports (and advises) both, so following its advice converges.
@@ -383,6 +407,9 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 		fnRef = jen.Parens(jen.Op("*").Add(e.typ(x.recv.Type()))).Dot(target)
 		if x.inner != "" {
 			recvT, fnRef = x.recv.Type(), jen.Id(x.recv.Name()).Dot(target) // Carrier.Book
+		} else if fnTypeParams(x).Len() > 0 {
+			recvT = recvPointer(x)
+			fnRef = jen.Parens(e.typ(recvT)).Dot(target) // (*Repo[T]).Save
 		}
 		recvParam := types.NewParam(token.NoPos, nil, "", recvT)
 		vars := []*types.Var{recvParam}
@@ -393,8 +420,12 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	} else {
 		fnRef = e.qual(x.obj.Pkg(), target)
 	}
+	selfCheck := jen.Var().Id("_").Func().Add(e.signature(checkSig, nil)).Op("=").Add(fnRef)
+	if fnTypeParams(x).Len() > 0 {
+		selfCheck = e.genericSelfCheck(x, checkSig, fnRef)
+	}
 	out = append(out, jen.Commentf("Build fails here if %s's signature changed since generation: run go generate.", display).Line().
-		Var().Id("_").Func().Add(e.signature(checkSig, nil)).Op("=").Add(fnRef))
+		Add(selfCheck))
 
 	// Results: several travel as one struct, its fields named after the
 	// results (stored as R1, R2… whatever their names, so renaming a
@@ -454,11 +485,16 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 		}
 	}
 	var call *jen.Statement
-	if x.inner != "" {
+	beginCall := jen.Id(recv).Dot(hn.begin).Call(beginArgs...)
+	switch {
+	case x.inner != "":
 		call = jen.Id(recv).Dot(x.inner).Dot(target).Call(args...)
-	} else if x.recv != nil {
+	case x.recv != nil:
 		call = jen.Id(recv).Dot(x.recv.Name()).Dot(target).Call(args...)
-	} else {
+	case isGeneric(x):
+		call = e.qual(x.obj.Pkg(), target).Index(typeArgs(x)).Call(args...)
+		beginCall = jen.Id(hn.begin).Index(typeArgs(x)).Call(append([]jen.Code{jen.Id(recv)}, beginArgs...)...)
+	default:
 		call = e.qual(x.obj.Pkg(), target).Call(args...)
 	}
 	ctxArg := jen.Add(e.qual(e.ctxPkg, "Background")).Call()
@@ -467,7 +503,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 		ctxArg = jen.Id(x.params[x.ctx].name)
 		closureParam = jen.Id(x.params[x.ctx].name).Add(e.qual(e.ctxPkg, "Context"))
 	}
-	body := []jen.Code{jen.Id(c).Op(":=").Id(recv).Dot(hn.begin).Call(beginArgs...)}
+	body := []jen.Code{jen.Id(c).Op(":=").Add(beginCall)}
 	do := func(inner ...jen.Code) *jen.Statement {
 		return jen.Add(e.qual(e.idem, "Do")).Call(ctxArg, jen.Id(c),
 			jen.Func().Params(closureParam).Params(resultT, jen.Error()).Block(inner...))
@@ -499,6 +535,9 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 			jen.Return(rets...))
 	}
 	recvDecl := jen.Params(jen.Id(recv).Op("*").Id(typeName))
+	if x.recv != nil && fnTypeParams(x).Len() > 0 {
+		recvDecl = jen.Params(jen.Id(recv).Op("*").Id(typeName).Index(typeArgs(x))) // (x *IdempotentRepo[T])
+	}
 	if x.inner != "" {
 		// Every implementation of the interface shares the method's key
 		// space: the interface method is the operation.
@@ -511,18 +550,38 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	if len(x.notKeyed) > 0 {
 		codecDoc = " Not keyed: " + strings.Join(x.notKeyed, ", ") + "." + codecDoc
 	}
-	doc := fmt.Sprintf("%s is %s, run at most once per key (%s).%s", fname, display, e.optionSummary(x), codecDoc)
-	out = append(out, jen.Comment(doc).Line().
-		Func().Add(recvDecl).Id(fname).Add(e.signature(x.sig, names)).Block(body...))
+	// A generic function's wrappers are package-level generic functions
+	// taking the wrapper type first (methods cannot have type parameters).
+	decl := func(name string, params ...jen.Code) *jen.Statement {
+		if hn.wrapper != "" {
+			return jen.Func().Id(name).Types(e.typeParamDecls(x)...).Params(append([]jen.Code{jen.Id(recv).Op("*").Id(typeName)}, params...)...)
+		}
+		return jen.Func().Add(recvDecl).Id(name).Params(params...)
+	}
+	wrapperName, sig := fname, e.signature(x.sig, names)
+	if hn.wrapper != "" {
+		wrapperName, sig = hn.wrapper, e.genericParams(x, recv, typeName, names)
+	}
+	if fnTypeParams(x).Len() > 0 {
+		codecDoc = " The type arguments are part of the key." + codecDoc
+	}
+	doc := fmt.Sprintf("%s is %s, run at most once per key (%s).%s", wrapperName, display, e.optionSummary(x), codecDoc)
+	if hn.wrapper != "" {
+		out = append(out, jen.Comment(doc).Line().
+			Func().Id(wrapperName).Types(e.typeParamDecls(x)...).Add(sig).Block(body...))
+	} else {
+		out = append(out, jen.Comment(doc).Line().
+			Func().Add(recvDecl).Id(fname).Add(sig).Block(body...))
+	}
 
 	// The Key helper: what an operator needs to find the call's record.
 	keyDoc := fmt.Sprintf("%s is the store key %s claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.", hn.key, fname)
-	if hn.key != fname+"Key" {
+	if hn.key != fname+"Key" && hn.wrapper == "" {
 		keyDoc += fmt.Sprintf(" (Not %sKey: %s already has that name.)", fname, typeName)
 	}
 	out = append(out, jen.Comment(keyDoc).Line().
-		Func().Add(recvDecl).Id(hn.key).Params(keyParams...).Params(jen.String(), jen.Error()).Block(
-		jen.Return(jen.Id(recv).Dot(hn.begin).Call(beginArgs...).Dot("StoreKey").Call())))
+		Add(decl(hn.key, keyParams...)).Params(jen.String(), jen.Error()).Block(
+		jen.Return(jen.Add(beginCall).Dot("StoreKey").Call())))
 
 	// The begin helper: the key material, written once for both.
 	beginDoc := fmt.Sprintf("%s starts a call of %s and writes its key material.", hn.begin, fname)
@@ -538,7 +597,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	begin = append(begin, order...)
 	begin = append(begin, jen.Return(jen.Id(c)))
 	out = append(out, jen.Comment(beginDoc).Line().
-		Func().Add(recvDecl).Id(hn.begin).Params(beginParams...).Add(e.qual(e.idem, "Call")).Block(begin...))
+		Add(decl(hn.begin, beginParams...)).Add(e.qual(e.idem, "Call")).Block(begin...))
 	return out
 }
 

@@ -108,7 +108,7 @@ func (v varDirective) target(info *types.Info, own *types.Package) (*types.Func,
 	case *ast.Ident:
 		obj = info.Uses[x]
 	case *ast.IndexExpr, *ast.IndexListExpr:
-		return nil, e.Pos(), text + ": generic functions are not supported"
+		return nil, e.Pos(), text + ": an instance of another package's generic function cannot be wrapped (the generated call would need its type arguments, and its key their identity): wrap the call in a function of this package, generic or not, and annotate that"
 	}
 	switch o := obj.(type) {
 	case *types.Func:

@@ -54,6 +54,11 @@ func shapeSkeleton(sig *types.Signature) string {
 		}
 		b.WriteByte(')')
 	}
+	if n := sig.TypeParams().Len(); n > 0 {
+		// A generic function: how many type parameters; their uses
+		// below are $0, $1… (a constraint may change as a type may).
+		b.WriteString("[" + strconv.Itoa(n) + "]")
+	}
 	tuple(sig.Params())
 	tuple(sig.Results())
 	return b.String()
@@ -61,6 +66,10 @@ func shapeSkeleton(sig *types.Signature) string {
 
 func writeSkeleton(b *strings.Builder, t types.Type, seen map[*types.Named]bool) {
 	t = types.Unalias(t)
+	if tp, ok := t.(*types.TypeParam); ok {
+		b.WriteString("$" + strconv.Itoa(tp.Index()))
+		return
+	}
 	if n, ok := t.(*types.Named); ok {
 		if obj := n.Obj(); obj.Pkg() == nil && obj.Name() == "error" {
 			b.WriteString("error")

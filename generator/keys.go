@@ -161,6 +161,9 @@ func (w *writer) fail(path, reason, hint string) ([]jen.Code, bool) {
 func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic bool) ([]jen.Code, bool) {
 	w.e.pinAlias(t)
 	t = types.Unalias(t)
+	if tp, ok := t.(*types.TypeParam); ok {
+		return w.typeParam(v, tp, path) // generics.go
+	}
 	wk := w.e.pi.types
 	b := w.b
 	raw := w.raw != nil && t == w.raw
@@ -209,11 +212,8 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		}
 		if n, ok := t.(*types.Named); ok {
 			if _, basic := n.Underlying().(*types.Basic); !basic {
-				if n.TypeArgs().Len() > 0 {
-					return w.fail(path, "generic type "+w.e.pi.typeString(t)+" cannot be keyed", "implement idem.Keyer")
-				}
 				if _, isIface := n.Underlying().(*types.Interface); !isIface {
-					if w.e.nameable(n.Obj()) {
+					if w.e.nameable(n.Obj()) && w.e.renderable(n) && !mentionsTypeParam(n) {
 						name, probs, hk := w.e.helper(n)
 						if probs != nil {
 							recursive := w.e.keyRecursive[hk]
@@ -249,16 +249,18 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 						return one(jen.Id(name).Call(b(), v.addr())), true
 					}
 					// A type the generated file cannot name (unexported, or
-					// in an internal package it cannot import) is written
-					// inline, which cannot recurse.
-					if w.inlining[n] {
+					// in an internal package it cannot import, or an
+					// instance of a generic type with a type parameter of
+					// the function as an argument) is written inline,
+					// which cannot recurse.
+					if w.inlining[n.Origin()] {
 						return w.fail(path, "recursive type "+w.e.pi.typeString(t)+" cannot be named here", "implement idem.Keyer")
 					}
 					if w.inlining == nil {
 						w.inlining = map[*types.Named]bool{}
 					}
-					w.inlining[n] = true
-					defer delete(w.inlining, n)
+					w.inlining[n.Origin()] = true
+					defer delete(w.inlining, n.Origin())
 				}
 			}
 		}
@@ -542,7 +544,7 @@ func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
 			return name, nil, k
 		}
 	}
-	hk := helperKey{obj, e.lenient}
+	hk := helperKey{obj, e.lenient, instanceKey(n)}
 	if name, ok := e.helpers[hk]; ok {
 		if e.keyBuilding[hk] {
 			e.keyRecursive[hk] = true
@@ -556,7 +558,7 @@ func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
 	if obj.Pkg() != e.pi.pkg.Types {
 		prefix = upperFirst(obj.Pkg().Name())
 	}
-	name := e.global("idemKey" + prefix + upperFirst(obj.Name()))
+	name := e.global("idemKey" + prefix + upperFirst(obj.Name()) + e.instanceSuffix(n))
 	e.helpers[hk] = name
 	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, exPath: root, lenient: e.lenient}
 	e.keyBuilding[hk] = true
@@ -593,6 +595,8 @@ func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
 type helperKey struct {
 	obj     *types.TypeName
 	lenient bool
+	// inst tells instances of one generic type apart (instanceKey).
+	inst string
 }
 
 // nameable reports whether the generated file can refer to the type by

@@ -48,7 +48,7 @@ func (pi *pkgInfo) resolve(x *fn, p pathOpt, option string) (keyPath, bool) {
 			pi.d.add(p.pos, "key: name fields of the receiver %s (key=%s.Field), not the receiver itself", segs[0], segs[0])
 			return kp, false
 		}
-		t = types.NewPointer(x.recv.Type())
+		t = recvPointer(x)
 		recvVar, field := x.recvVar, x.recv.Name()
 		kp.base = func() *jen.Statement { return jen.Id(recvVar).Dot(field) }
 	case kp.param < 0:
@@ -87,6 +87,10 @@ func (pi *pkgInfo) resolve(x *fn, p pathOpt, option string) (keyPath, bool) {
 			}
 			if ok, _ := implements(t, pi.types.protoMessage); ok && option == "exclude" {
 				pi.d.add(p.pos, "exclude: %s is a protobuf message, keyed by its deterministic encoding as a whole", here)
+				return kp, false
+			}
+			if tp, isTP := t.(*types.TypeParam); isTP {
+				pi.d.add(p.pos, "%s: %s has the type parameter %s as its type: a path cannot go through it (Go reads no fields through a type parameter); name %s itself with a key method in its constraint, or another parameter", option, here, tp.Obj().Name(), here)
 				return kp, false
 			}
 			st, ok := t.Underlying().(*types.Struct)

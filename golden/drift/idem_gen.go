@@ -4,6 +4,7 @@ package drift
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -105,6 +106,100 @@ func (x *Idempotent) beginQuote(amount Cents, units Units) idem.Call {
 	return c
 }
 
+var idemSpecTrack = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/drift.Track",
+	Signature:   "6bcc5d0aebd7b778",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecTrack,
+}
+
+// Build fails here if drift.Track's signature changed since generation: run go generate.
+var _ func(context.Context, Opt[int64]) (int64, error) = Track
+
+// idemCodecTrack stores the results of Track (generated codec).
+var idemCodecTrack = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// Track is drift.Track, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Track(ctx context.Context, limit Opt[int64]) (int64, error) {
+	c := x.beginTrack(&limit)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return Track(ctx, limit)
+	})
+}
+
+// TrackKey is the store key Track claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) TrackKey(limit Opt[int64]) (string, error) {
+	return x.beginTrack(&limit).StoreKey()
+}
+
+// beginTrack starts a call of Track and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginTrack(limit *Opt[int64]) idem.Call {
+	c := x.g.Begin(idemSpecTrack)
+	idemKeyOpt_int64(c.Key(), limit)
+	return c
+}
+
+var idemSpecSave = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/drift.Save",
+	Signature:   "bfd67d824809ac28",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecSave,
+}
+
+// Build fails here if drift.Save's signature changed since generation: run go generate.
+func _[S ~string]() {
+	var _ func(context.Context, Page[S]) (int64, error) = Save[S]
+}
+
+// idemCodecSave stores the results of Save (generated codec).
+var idemCodecSave = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// IdempotentSave is drift.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return). The type arguments are part of the key.
+func IdempotentSave[S ~string](x *Idempotent, ctx context.Context, p Page[S]) (int64, error) {
+	c := idemBeginSave[S](x, &p)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return Save[S](ctx, p)
+	})
+}
+
+// IdempotentSaveKey is the store key Save claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func IdempotentSaveKey[S ~string](x *Idempotent, p Page[S]) (string, error) {
+	return idemBeginSave[S](x, &p).StoreKey()
+}
+
+// idemBeginSave starts a call of Save and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func idemBeginSave[S ~string](x *Idempotent, p *Page[S]) idem.Call {
+	c := x.g.Begin(idemSpecSave)
+	c.Key().Type(reflect.TypeFor[S]())
+	if p.Items == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().List(len(p.Items))
+		for i := range p.Items {
+			c.Key().String(string(p.Items[i]))
+		}
+	}
+	return c
+}
+
 // idemDecPrice reads a Price of a stored result.
 func idemDecPrice(d *idem.Decoder, v *Price) {
 	end := d.Struct()
@@ -153,6 +248,12 @@ func idemKeyExtOptions(b *idem.KeyBuilder, v *ext.Options) {
 	b.Int(int64(v.Retries))
 }
 
+// idemKeyOpt_int64 writes the key material of Opt[int64].
+func idemKeyOpt_int64(b *idem.KeyBuilder, v *Opt[int64]) {
+	b.Int(v.Value)
+	b.Bool(v.Set)
+}
+
 // idemKeyReq writes the key material of Req. Not keyed (tagged idem:"-"): Note.
 func idemKeyReq(b *idem.KeyBuilder, v *Req) {
 	idemKeyBase(b, &v.Base)
@@ -179,6 +280,15 @@ var _ = func(fieldsChanged_runGoGenerate *ext.Options) (*string, *int) {
 	return &fieldsChanged_runGoGenerate.Region, &fieldsChanged_runGoGenerate.Retries
 }
 
+// idemOpt_int64_fieldsChanged_runGoGenerate is the field list of Opt[int64] that the generated code was written for (tags aside).
+type idemOpt_int64_fieldsChanged_runGoGenerate struct {
+	Value int64
+	Set   bool
+}
+
+// Build fails here if Opt[int64] gained, lost or retyped a field since generation: run go generate.
+var _ = idemOpt_int64_fieldsChanged_runGoGenerate(Opt[int64]{})
+
 // idemPrice_fieldsChanged_runGoGenerate is the field list of Price that the generated code was written for (tags aside).
 type idemPrice_fieldsChanged_runGoGenerate struct {
 	Total Cents
@@ -204,6 +314,14 @@ type idemReq_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if Req gained, lost or retyped a field since generation: run go generate.
 var _ = idemReq_fieldsChanged_runGoGenerate(Req{})
+
+// Build fails here if Page[S] gained, lost or retyped a field that the generated code reads since generation: run go generate.
+func _[S ~string]() {
+	type idemPage_fieldsChanged_runGoGenerate struct {
+		Items []S
+	}
+	_ = idemPage_fieldsChanged_runGoGenerate(Page[S]{})
+}
 
 // Build fails here if Cents is no longer defined as int64: run go generate.
 var _ = (*int64)(new(Cents))

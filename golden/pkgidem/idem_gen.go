@@ -34,10 +34,10 @@ var _ func(context.Context, Input, ID) (Pair[string, int], error) = Lookup
 // idemCodecLookup stores the results of Lookup (generated codec).
 var idemCodecLookup = idem.TypedCodec[Pair[string, int]]{
 	Decode: func(d *idem.Decoder, v *Pair[string, int]) {
-		idemDecPair(d, v)
+		idemDecPair_string_int(d, v)
 	},
 	Encode: func(e *idem.Encoder, v *Pair[string, int]) {
-		idemEncPair(e, v)
+		idemEncPair_string_int(e, v)
 	},
 }
 
@@ -96,7 +96,7 @@ var idemCodecGuardCheck = idem.TypedCodec[[]Pair[ID, bool]]{
 		} else {
 			*v = make([]Pair[ID, bool], d.List())
 			for i := range *v {
-				idemDecPair2(d, &(*v)[i])
+				idemDecPair_string_bool(d, &(*v)[i])
 			}
 		}
 	},
@@ -106,7 +106,7 @@ var idemCodecGuardCheck = idem.TypedCodec[[]Pair[ID, bool]]{
 		} else {
 			at := e.List(len(*v))
 			for i := range *v {
-				idemEncPair2(e, &(*v)[i])
+				idemEncPair_string_bool(e, &(*v)[i])
 			}
 			e.End(at)
 		}
@@ -140,23 +140,8 @@ func (g *IdempotentGuard) beginCheck(ids []ID) idem.Call {
 	return c
 }
 
-// idemDecPair reads a Pair[string, int] of a stored result.
-func idemDecPair(d *idem.Decoder, v *Pair[string, int]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
-		case "Key":
-			v.Key = d.String()
-		case "Val":
-			v.Val = int(d.Int(64))
-		default:
-			d.Skip()
-		}
-	}
-}
-
-// idemDecPair2 reads a Pair[ID, bool] of a stored result.
-func idemDecPair2(d *idem.Decoder, v *Pair[ID, bool]) {
+// idemDecPair_string_bool reads a Pair[ID, bool] of a stored result.
+func idemDecPair_string_bool(d *idem.Decoder, v *Pair[ID, bool]) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -170,23 +155,38 @@ func idemDecPair2(d *idem.Decoder, v *Pair[ID, bool]) {
 	}
 }
 
-// idemEncPair writes a Pair[string, int] of a stored result.
-func idemEncPair(e *idem.Encoder, v *Pair[string, int]) {
-	at := e.Struct()
-	e.Field("Key")
-	e.String(v.Key)
-	e.Field("Val")
-	e.Int(int64(v.Val))
-	e.End(at)
+// idemDecPair_string_int reads a Pair[string, int] of a stored result.
+func idemDecPair_string_int(d *idem.Decoder, v *Pair[string, int]) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "Key":
+			v.Key = d.String()
+		case "Val":
+			v.Val = int(d.Int(64))
+		default:
+			d.Skip()
+		}
+	}
 }
 
-// idemEncPair2 writes a Pair[ID, bool] of a stored result.
-func idemEncPair2(e *idem.Encoder, v *Pair[ID, bool]) {
+// idemEncPair_string_bool writes a Pair[ID, bool] of a stored result.
+func idemEncPair_string_bool(e *idem.Encoder, v *Pair[ID, bool]) {
 	at := e.Struct()
 	e.Field("Key")
 	e.String(v.Key)
 	e.Field("Val")
 	e.Bool(v.Val)
+	e.End(at)
+}
+
+// idemEncPair_string_int writes a Pair[string, int] of a stored result.
+func idemEncPair_string_int(e *idem.Encoder, v *Pair[string, int]) {
+	at := e.Struct()
+	e.Field("Key")
+	e.String(v.Key)
+	e.Field("Val")
+	e.Int(int64(v.Val))
 	e.End(at)
 }
 
@@ -203,6 +203,24 @@ type idemInput_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if Input gained, lost or retyped a field since generation: run go generate.
 var _ = idemInput_fieldsChanged_runGoGenerate(Input{})
+
+// idemPair_string_bool_fieldsChanged_runGoGenerate is the field list of Pair[ID, bool] that the generated code was written for (tags aside).
+type idemPair_string_bool_fieldsChanged_runGoGenerate struct {
+	Key ID
+	Val bool
+}
+
+// Build fails here if Pair[ID, bool] gained, lost or retyped a field since generation: run go generate.
+var _ = idemPair_string_bool_fieldsChanged_runGoGenerate(Pair[ID, bool]{})
+
+// idemPair_string_int_fieldsChanged_runGoGenerate is the field list of Pair[string, int] that the generated code was written for (tags aside).
+type idemPair_string_int_fieldsChanged_runGoGenerate struct {
+	Key string
+	Val int
+}
+
+// Build fails here if Pair[string, int] gained, lost or retyped a field since generation: run go generate.
+var _ = idemPair_string_int_fieldsChanged_runGoGenerate(Pair[string, int]{})
 
 // Build fails here if the alias ID no longer stands for string: run go generate.
 var _ *string = new(ID)

@@ -310,7 +310,7 @@ func idemDecKnown(d *idem.Decoder, v *Known) {
 		case "NullF":
 			idemDecSqlNullFloat64(d, &v.NullF)
 		case "Null":
-			idemDecSqlNull(d, &v.Null)
+			idemDecSqlNull_int64(d, &v.Null)
 		case "Level":
 			d.Unmarshaled(v.Level.UnmarshalJSON(d.Marshaled()))
 		case "Header":
@@ -379,21 +379,6 @@ func idemDecNetIPNet(d *idem.Decoder, v *net.IPNet) {
 	}
 }
 
-// idemDecSqlNull reads a sql.Null[int64] of a stored result.
-func idemDecSqlNull(d *idem.Decoder, v *sql.Null[int64]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
-		case "V":
-			v.V = d.Int(64)
-		case "Valid":
-			v.Valid = d.Bool()
-		default:
-			d.Skip()
-		}
-	}
-}
-
 // idemDecSqlNullFloat64 reads a sql.NullFloat64 of a stored result.
 func idemDecSqlNullFloat64(d *idem.Decoder, v *sql.NullFloat64) {
 	end := d.Struct()
@@ -431,6 +416,21 @@ func idemDecSqlNullTime(d *idem.Decoder, v *sql.NullTime) {
 		switch string(d.Field()) {
 		case "Time":
 			d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
+		case "Valid":
+			v.Valid = d.Bool()
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemDecSqlNull_int64 reads a sql.Null[int64] of a stored result.
+func idemDecSqlNull_int64(d *idem.Decoder, v *sql.Null[int64]) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "V":
+			v.V = d.Int(64)
 		case "Valid":
 			v.Valid = d.Bool()
 		default:
@@ -575,7 +575,7 @@ func idemEncKnown(e *idem.Encoder, v *Known) {
 	e.Field("NullF")
 	idemEncSqlNullFloat64(e, &v.NullF)
 	e.Field("Null")
-	idemEncSqlNull(e, &v.Null)
+	idemEncSqlNull_int64(e, &v.Null)
 	e.Field("Level")
 	e.Marshaled(v.Level.MarshalJSON())
 	e.Field("Header")
@@ -635,16 +635,6 @@ func idemEncNetIPNet(e *idem.Encoder, v *net.IPNet) {
 	e.End(at)
 }
 
-// idemEncSqlNull writes a sql.Null[int64] of a stored result.
-func idemEncSqlNull(e *idem.Encoder, v *sql.Null[int64]) {
-	at := e.Struct()
-	e.Field("V")
-	e.Int(v.V)
-	e.Field("Valid")
-	e.Bool(v.Valid)
-	e.End(at)
-}
-
 // idemEncSqlNullFloat64 writes a sql.NullFloat64 of a stored result.
 func idemEncSqlNullFloat64(e *idem.Encoder, v *sql.NullFloat64) {
 	at := e.Struct()
@@ -670,6 +660,16 @@ func idemEncSqlNullTime(e *idem.Encoder, v *sql.NullTime) {
 	at := e.Struct()
 	e.Field("Time")
 	e.Marshaled(v.Time.MarshalBinary())
+	e.Field("Valid")
+	e.Bool(v.Valid)
+	e.End(at)
+}
+
+// idemEncSqlNull_int64 writes a sql.Null[int64] of a stored result.
+func idemEncSqlNull_int64(e *idem.Encoder, v *sql.Null[int64]) {
+	at := e.Struct()
+	e.Field("V")
+	e.Int(v.V)
 	e.Field("Valid")
 	e.Bool(v.Valid)
 	e.End(at)
@@ -782,6 +782,15 @@ type idemSqlNullTime_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if sql.NullTime gained, lost or retyped a field since generation: run go generate.
 var _ = idemSqlNullTime_fieldsChanged_runGoGenerate(sql.NullTime{})
+
+// idemSqlNull_int64_fieldsChanged_runGoGenerate is the field list of sql.Null[int64] that the generated code was written for (tags aside).
+type idemSqlNull_int64_fieldsChanged_runGoGenerate struct {
+	V     int64
+	Valid bool
+}
+
+// Build fails here if sql.Null[int64] gained, lost or retyped a field since generation: run go generate.
+var _ = idemSqlNull_int64_fieldsChanged_runGoGenerate(sql.Null[int64]{})
 
 // idemUrlURL_fieldsChanged_runGoGenerate is the field list of url.URL that the generated code was written for (tags aside).
 type idemUrlURL_fieldsChanged_runGoGenerate struct {

@@ -2,10 +2,10 @@
 // keys and codecs: it writes random Go types (named and unnamed, structs
 // with embedded fields, embedded types with key or marshaling methods,
 // pointers, slices, arrays, maps, recursive types, named basic types,
-// aliases, other packages' types), annotates a function per type, runs
-// idemgen on them, and checks the generated code with package check:
-// key(a) == key(b) exactly when a and b are the same call, and a replay
-// equals the result.
+// aliases, other packages' types, instances of generic types), annotates
+// a function per type, runs idemgen on them, and checks the generated
+// code with package check: key(a) == key(b) exactly when a and b are the
+// same call, and a replay equals the result.
 package keyprop
 
 import (
@@ -73,6 +73,19 @@ var (
 	_ time.Time
 	_ other.Code
 )
+
+// Gen and Pair are generic: their instances are keyed and stored like
+// any named type, with the type arguments substituted.
+type Gen[T any] struct {
+	V T
+	L []T
+	P *T
+}
+
+type Pair[K comparable, V any] struct {
+	K K
+	V V
+}
 `, seed, pkg, pkg)
 	for _, d := range g.decls {
 		types.WriteString("\n" + d + "\n")
@@ -179,7 +192,7 @@ func (g *gen) typ(depth int, key bool) string {
 	if depth >= 3 || g.r.IntN(4) == 0 {
 		return g.leaf(key)
 	}
-	switch g.r.IntN(9) {
+	switch g.r.IntN(10) {
 	case 0:
 		return "*" + g.typ(depth+1, key)
 	case 1:
@@ -192,6 +205,12 @@ func (g *gen) typ(depth int, key bool) string {
 		return "struct {" + strings.Join(g.fields(depth, key, false), "; ") + "}"
 	case 5:
 		return g.recursive(depth, key)
+	case 6:
+		// An instance of a generic type: keyed and stored per instance.
+		if g.r.IntN(2) == 0 {
+			return fmt.Sprintf("Gen[%s]", g.typ(depth+1, key))
+		}
+		return fmt.Sprintf("Pair[%s, %s]", g.mapKey(key), g.typ(depth+1, key))
 	default:
 		return g.named(depth, key)
 	}

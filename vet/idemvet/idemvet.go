@@ -504,12 +504,26 @@ func reportBypass(pass *analysis.Pass, id *ast.Ident, fn *types.Func, fact *anno
 		}
 	}
 	var call *ast.CallExpr
-	if len(stack) >= 3 || (expr == id && len(stack) >= 2) {
-		parent := stack[len(stack)-2]
-		if expr != ast.Expr(id) {
-			parent = stack[len(stack)-3]
+	up := 2 // the parent of expr, from the end of the stack
+	if expr != ast.Expr(id) {
+		up = 3
+	}
+	var fun ast.Expr = expr
+	if len(stack) >= up {
+		// An explicit instantiation, Publish[string](…), is called too.
+		switch ix := stack[len(stack)-up].(type) {
+		case *ast.IndexExpr:
+			if ix.X == expr {
+				fun, up = ix, up+1
+			}
+		case *ast.IndexListExpr:
+			if ix.X == expr {
+				fun, up = ix, up+1
+			}
 		}
-		if c, ok := parent.(*ast.CallExpr); ok && ast.Unparen(c.Fun) == expr {
+	}
+	if len(stack) >= up {
+		if c, ok := stack[len(stack)-up].(*ast.CallExpr); ok && ast.Unparen(c.Fun) == fun {
 			call = c
 		}
 	}
@@ -517,10 +531,15 @@ func reportBypass(pass *analysis.Pass, id *ast.Ident, fn *types.Func, fact *anno
 	if call != nil {
 		what = "a direct call of"
 	}
+	wrapper := fact.Wrapper + "." + fn.Name()
+	if fn.Signature().TypeParams().Len() > 0 {
+		// A generic function's wrapper is a generic function of its package.
+		wrapper = "Idempotent" + strings.ToUpper(fn.Name()[:1]) + fn.Name()[1:]
+	}
 	d := analysis.Diagnostic{
 		Pos:     id.Pos(),
 		End:     id.End(),
-		Message: fmt.Sprintf("%s %s bypasses its idempotent wrapper (%s.%s); call the wrapper, or mark a deliberate bypass with //idem:direct <reason>", what, name, fact.Wrapper, fn.Name()),
+		Message: fmt.Sprintf("%s %s bypasses its idempotent wrapper (%s); call the wrapper, or mark a deliberate bypass with //idem:direct <reason>", what, name, wrapper),
 	}
 	if call != nil && fact.Wrapper == "Idempotent" {
 		if v := wrapperInScope(pass, id.Pos(), fn); v != nil {

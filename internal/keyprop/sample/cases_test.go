@@ -40,43 +40,71 @@ func cases() []check.Case {
 		}},
 		{Name: "Keyed1([]bool)", Type: reflect.TypeFor[[]bool](), Key: func(v any) (string, error) { return api.Keyed1Key(v.([]bool)) }},
 		{Name: "Keyed2([][1][]A5)", Type: reflect.TypeFor[[][1][]A5](), Key: func(v any) (string, error) { return api.Keyed2Key(v.([][1][]A5)) }},
-		{Name: "Keyed3(Rec6)", Type: reflect.TypeFor[Rec6](), Key: func(v any) (string, error) { return api.Keyed3Key(v.(Rec6)) }},
-		{Name: "Keyed4([0]S8)", Type: reflect.TypeFor[[0]S8](), Key: func(v any) (string, error) { return api.Keyed4Key(v.([0]S8)) }},
-		{Name: "Keyed5(S11)", Type: reflect.TypeFor[S11](), Key: func(v any) (string, error) { return api.Keyed5Key(v.(S11)) }},
-		{Name: "Keyed6(S13)", Type: reflect.TypeFor[S13](), Key: func(v any) (string, error) { return api.Keyed6Key(v.(S13)) }},
-		{Name: "Keyed7(json.RawMessage)", Type: reflect.TypeFor[json.RawMessage](), Key: func(v any) (string, error) { return api.Keyed7Key(v.(json.RawMessage)) }},
-		{Name: "Keyed8(*struct {F0 bool `idem:\"-\"`; F1 N18})", Type: reflect.TypeFor[*struct {
-			F0 bool `idem:"-"`
-			F1 N18
-		}](), Key: func(v any) (string, error) {
-			return api.Keyed8Key(v.(*struct {
-				F0 bool `idem:"-"`
-				F1 N18
+		{Name: "Keyed3(Gen[S6])", Type: reflect.TypeFor[Gen[S6]](), Key: func(v any) (string, error) { return api.Keyed3Key(v.(Gen[S6])) }},
+		{Name: "Keyed4(S9)", Type: reflect.TypeFor[S9](), Key: func(v any) (string, error) { return api.Keyed4Key(v.(S9)) }},
+		{Name: "Keyed5(*int32)", Type: reflect.TypeFor[*int32](), Key: func(v any) (string, error) { return api.Keyed5Key(v.(*int32)) }},
+		{Name: "Keyed6(Gen[map[MK10]Gen[int]])", Type: reflect.TypeFor[Gen[map[MK10]Gen[int]]](), Key: func(v any) (string, error) { return api.Keyed6Key(v.(Gen[map[MK10]Gen[int]])) }},
+		{Name: "Keyed7(int8)", Type: reflect.TypeFor[int8](), Key: func(v any) (string, error) { return api.Keyed7Key(v.(int8)) }},
+		{Name: "Keyed8(map[other.Point]time.Time)", Type: reflect.TypeFor[map[other.Point]time.Time](), Key: func(v any) (string, error) { return api.Keyed8Key(v.(map[other.Point]time.Time)) }},
+		{Name: "Keyed9(time.Duration)", Type: reflect.TypeFor[time.Duration](), Key: func(v any) (string, error) { return api.Keyed9Key(v.(time.Duration)) }},
+		{Name: "Keyed10(other.Bin)", Type: reflect.TypeFor[other.Bin](), Key: func(v any) (string, error) { return api.Keyed10Key(v.(other.Bin)) }},
+		{Name: "Keyed11(map[bool]Gen[A11])", Type: reflect.TypeFor[map[bool]Gen[A11]](), Key: func(v any) (string, error) { return api.Keyed11Key(v.(map[bool]Gen[A11])) }},
+		{Name: "Pathed0(*P12)", Type: reflect.TypeFor[*P12](), Paths: [][]string{[]string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed0Key(v.(*P12)) }},
+		{Name: "Pathed1(*P16)", Type: reflect.TypeFor[*P16](), Paths: [][]string{[]string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed1Key(v.(*P16)) }},
+		{Name: "Pathed2(P21)", Type: reflect.TypeFor[P21](), Paths: [][]string{[]string{"A", "C"}, []string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed2Key(v.(P21)) }},
+		{Name: "Pathed3(P26)", Type: reflect.TypeFor[P26](), Paths: [][]string{[]string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed3Key(v.(P26)) }},
+		{Name: "Pathed4(P31)", Type: reflect.TypeFor[P31](), Paths: [][]string{[]string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed4Key(v.(P31)) }},
+		{Name: "Pathed5(*P33)", Type: reflect.TypeFor[*P33](), Paths: [][]string{[]string{"A", "C"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed5Key(v.(*P33)) }},
+		{Name: "Stored0(uint)", Type: reflect.TypeFor[uint](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored0(ctx, id, v.(uint)) }},
+		{Name: "Stored1(uint16)", Type: reflect.TypeFor[uint16](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored1(ctx, id, v.(uint16)) }},
+		{Name: "Stored2(*struct {F0 struct {F0 json.RawMessage; F1 other.Code; F2 uint}; F1 S37; F2 [2]float64})", Type: reflect.TypeFor[*struct {
+			F0 struct {
+				F0 json.RawMessage
+				F1 other.Code
+				F2 uint
+			}
+			F1 S37
+			F2 [2]float64
+		}](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.Stored2(ctx, id, v.(*struct {
+				F0 struct {
+					F0 json.RawMessage
+					F1 other.Code
+					F2 uint
+				}
+				F1 S37
+				F2 [2]float64
 			}))
 		}},
-		{Name: "Keyed9([1][]*float64)", Type: reflect.TypeFor[[1][]*float64](), Key: func(v any) (string, error) { return api.Keyed9Key(v.([1][]*float64)) }},
-		{Name: "Keyed10(Rec19)", Type: reflect.TypeFor[Rec19](), Key: func(v any) (string, error) { return api.Keyed10Key(v.(Rec19)) }},
-		{Name: "Keyed11(N23)", Type: reflect.TypeFor[N23](), Key: func(v any) (string, error) { return api.Keyed11Key(v.(N23)) }},
-		{Name: "Pathed0(P24)", Type: reflect.TypeFor[P24](), Paths: [][]string{[]string{"A", "C"}, []string{"A", "D"}}, Key: func(v any) (string, error) { return api.Pathed0Key(v.(P24)) }},
-		{Name: "Pathed1(*P26)", Type: reflect.TypeFor[*P26](), Paths: [][]string{[]string{"A", "C"}, []string{"A", "D"}}, Key: func(v any) (string, error) { return api.Pathed1Key(v.(*P26)) }},
-		{Name: "Pathed2(*P31)", Type: reflect.TypeFor[*P31](), Paths: [][]string{[]string{"A", "C"}, []string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed2Key(v.(*P31)) }},
-		{Name: "Pathed3(P34)", Type: reflect.TypeFor[P34](), Paths: [][]string{[]string{"A", "C"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed3Key(v.(P34)) }},
-		{Name: "Pathed4(P38)", Type: reflect.TypeFor[P38](), Paths: [][]string{[]string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed4Key(v.(P38)) }},
-		{Name: "Pathed5(*P42)", Type: reflect.TypeFor[*P42](), Paths: [][]string{[]string{"A", "C"}, []string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed5Key(v.(*P42)) }},
-		{Name: "Stored0(other.Code)", Type: reflect.TypeFor[other.Code](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored0(ctx, id, v.(other.Code)) }},
-		{Name: "Stored1(S45)", Type: reflect.TypeFor[S45](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored1(ctx, id, v.(S45)) }},
-		{Name: "Stored2(float32)", Type: reflect.TypeFor[float32](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored2(ctx, id, v.(float32)) }},
-		{Name: "Stored3(*S47)", Type: reflect.TypeFor[*S47](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored3(ctx, id, v.(*S47)) }},
-		{Name: "Stored4(N54)", Type: reflect.TypeFor[N54](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored4(ctx, id, v.(N54)) }},
-		{Name: "Stored5(N55)", Type: reflect.TypeFor[N55](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored5(ctx, id, v.(N55)) }},
-		{Name: "Stored6(S56)", Type: reflect.TypeFor[S56](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored6(ctx, id, v.(S56)) }},
-		{Name: "Stored7([][2]*json.RawMessage)", Type: reflect.TypeFor[[][2]*json.RawMessage](), Call: func(ctx context.Context, id int64, v any) (any, error) {
-			return api.Stored7(ctx, id, v.([][2]*json.RawMessage))
+		{Name: "Stored3(*Pair[other.Code, Rec39])", Type: reflect.TypeFor[*Pair[other.Code, Rec39]](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.Stored3(ctx, id, v.(*Pair[other.Code, Rec39]))
 		}},
-		{Name: "Stored8(S57)", Type: reflect.TypeFor[S57](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored8(ctx, id, v.(S57)) }},
-		{Name: "Stored9(*S59)", Type: reflect.TypeFor[*S59](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored9(ctx, id, v.(*S59)) }},
-		{Name: "Stored10(S61)", Type: reflect.TypeFor[S61](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored10(ctx, id, v.(S61)) }},
-		{Name: "Stored11(S63)", Type: reflect.TypeFor[S63](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored11(ctx, id, v.(S63)) }},
+		{Name: "Stored4(S40)", Type: reflect.TypeFor[S40](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored4(ctx, id, v.(S40)) }},
+		{Name: "Stored5(S42)", Type: reflect.TypeFor[S42](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored5(ctx, id, v.(S42)) }},
+		{Name: "Stored6(Pair[string, S45])", Type: reflect.TypeFor[Pair[string, S45]](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.Stored6(ctx, id, v.(Pair[string, S45]))
+		}},
+		{Name: "Stored7([0][0]complex64)", Type: reflect.TypeFor[[0][0]complex64](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.Stored7(ctx, id, v.([0][0]complex64))
+		}},
+		{Name: "Stored8(map[other.Code]S46)", Type: reflect.TypeFor[map[other.Code]S46](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.Stored8(ctx, id, v.(map[other.Code]S46))
+		}},
+		{Name: "Stored9(uint32)", Type: reflect.TypeFor[uint32](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored9(ctx, id, v.(uint32)) }},
+		{Name: "Stored10(struct {F0 N47; F1 *[1]int64; F2 map[string]*big.Int; F3 S48})", Type: reflect.TypeFor[struct {
+			F0 N47
+			F1 *[1]int64
+			F2 map[string]*big.Int
+			F3 S48
+		}](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.Stored10(ctx, id, v.(struct {
+				F0 N47
+				F1 *[1]int64
+				F2 map[string]*big.Int
+				F3 S48
+			}))
+		}},
+		{Name: "Stored11(S56)", Type: reflect.TypeFor[S56](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored11(ctx, id, v.(S56)) }},
 	}
 }
 

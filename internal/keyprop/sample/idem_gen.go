@@ -5,7 +5,10 @@ package sample
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"math/big"
+	"net"
+	"slices"
 	"time"
 
 	"github.com/idemgen/idemgen/internal/keyprop/other"
@@ -205,7 +208,7 @@ var idemSpecKeyed3 = &idem.Spec{
 }
 
 // Build fails here if sample.Keyed3's signature changed since generation: run go generate.
-var _ func(context.Context, Rec6) (int64, error) = Keyed3
+var _ func(context.Context, Gen[S6]) (int64, error) = Keyed3
 
 // idemCodecKeyed3 stores the results of Keyed3 (generated codec).
 var idemCodecKeyed3 = idem.TypedCodec[int64]{
@@ -218,7 +221,7 @@ var idemCodecKeyed3 = idem.TypedCodec[int64]{
 }
 
 // Keyed3 is sample.Keyed3, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Keyed3(ctx context.Context, v Rec6) (int64, error) {
+func (x *Idempotent) Keyed3(ctx context.Context, v Gen[S6]) (int64, error) {
 	c := x.beginKeyed3(&v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Keyed3(ctx, v)
@@ -226,20 +229,20 @@ func (x *Idempotent) Keyed3(ctx context.Context, v Rec6) (int64, error) {
 }
 
 // Keyed3Key is the store key Keyed3 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Keyed3Key(v Rec6) (string, error) {
+func (x *Idempotent) Keyed3Key(v Gen[S6]) (string, error) {
 	return x.beginKeyed3(&v).StoreKey()
 }
 
 // beginKeyed3 starts a call of Keyed3 and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginKeyed3(v *Rec6) idem.Call {
+func (x *Idempotent) beginKeyed3(v *Gen[S6]) idem.Call {
 	c := x.g.Begin(idemSpecKeyed3)
-	idemKeyRec6(c.Key(), v)
+	idemKeyGen_S6(c.Key(), v)
 	return c
 }
 
 var idemSpecKeyed4 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed4",
-	Signature:   "a36b25da604b762b",
+	Signature:   "74f5c9cf6cb402c8",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -247,7 +250,7 @@ var idemSpecKeyed4 = &idem.Spec{
 }
 
 // Build fails here if sample.Keyed4's signature changed since generation: run go generate.
-var _ func(context.Context, [0]S8) (int64, error) = Keyed4
+var _ func(context.Context, S9) (int64, error) = Keyed4
 
 // idemCodecKeyed4 stores the results of Keyed4 (generated codec).
 var idemCodecKeyed4 = idem.TypedCodec[int64]{
@@ -260,7 +263,7 @@ var idemCodecKeyed4 = idem.TypedCodec[int64]{
 }
 
 // Keyed4 is sample.Keyed4, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Keyed4(ctx context.Context, v [0]S8) (int64, error) {
+func (x *Idempotent) Keyed4(ctx context.Context, v S9) (int64, error) {
 	c := x.beginKeyed4(&v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Keyed4(ctx, v)
@@ -268,23 +271,20 @@ func (x *Idempotent) Keyed4(ctx context.Context, v [0]S8) (int64, error) {
 }
 
 // Keyed4Key is the store key Keyed4 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Keyed4Key(v [0]S8) (string, error) {
+func (x *Idempotent) Keyed4Key(v S9) (string, error) {
 	return x.beginKeyed4(&v).StoreKey()
 }
 
 // beginKeyed4 starts a call of Keyed4 and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginKeyed4(v *[0]S8) idem.Call {
+func (x *Idempotent) beginKeyed4(v *S9) idem.Call {
 	c := x.g.Begin(idemSpecKeyed4)
-	c.Key().List(0)
-	for i := range v {
-		idemKeyS8(c.Key(), &v[i])
-	}
+	idemKeyS9(c.Key(), v)
 	return c
 }
 
 var idemSpecKeyed5 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed5",
-	Signature:   "673a36e3522dbd3b",
+	Signature:   "b3c71e379a116ee5",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -292,7 +292,7 @@ var idemSpecKeyed5 = &idem.Spec{
 }
 
 // Build fails here if sample.Keyed5's signature changed since generation: run go generate.
-var _ func(context.Context, S11) (int64, error) = Keyed5
+var _ func(context.Context, *int32) (int64, error) = Keyed5
 
 // idemCodecKeyed5 stores the results of Keyed5 (generated codec).
 var idemCodecKeyed5 = idem.TypedCodec[int64]{
@@ -305,22 +305,27 @@ var idemCodecKeyed5 = idem.TypedCodec[int64]{
 }
 
 // Keyed5 is sample.Keyed5, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Keyed5(ctx context.Context, v S11) (int64, error) {
-	c := x.beginKeyed5(&v)
+func (x *Idempotent) Keyed5(ctx context.Context, v *int32) (int64, error) {
+	c := x.beginKeyed5(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Keyed5(ctx, v)
 	})
 }
 
 // Keyed5Key is the store key Keyed5 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Keyed5Key(v S11) (string, error) {
-	return x.beginKeyed5(&v).StoreKey()
+func (x *Idempotent) Keyed5Key(v *int32) (string, error) {
+	return x.beginKeyed5(v).StoreKey()
 }
 
-// beginKeyed5 starts a call of Keyed5 and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginKeyed5(v *S11) idem.Call {
+// beginKeyed5 starts a call of Keyed5 and writes its key material.
+func (x *Idempotent) beginKeyed5(v *int32) idem.Call {
 	c := x.g.Begin(idemSpecKeyed5)
-	idemKeyS11(c.Key(), v)
+	if v == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().Ptr()
+		c.Key().Int(int64(*v))
+	}
 	return c
 }
 
@@ -334,7 +339,7 @@ var idemSpecKeyed6 = &idem.Spec{
 }
 
 // Build fails here if sample.Keyed6's signature changed since generation: run go generate.
-var _ func(context.Context, S13) (int64, error) = Keyed6
+var _ func(context.Context, Gen[map[MK10]Gen[int]]) (int64, error) = Keyed6
 
 // idemCodecKeyed6 stores the results of Keyed6 (generated codec).
 var idemCodecKeyed6 = idem.TypedCodec[int64]{
@@ -347,7 +352,7 @@ var idemCodecKeyed6 = idem.TypedCodec[int64]{
 }
 
 // Keyed6 is sample.Keyed6, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Keyed6(ctx context.Context, v S13) (int64, error) {
+func (x *Idempotent) Keyed6(ctx context.Context, v Gen[map[MK10]Gen[int]]) (int64, error) {
 	c := x.beginKeyed6(&v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Keyed6(ctx, v)
@@ -355,20 +360,20 @@ func (x *Idempotent) Keyed6(ctx context.Context, v S13) (int64, error) {
 }
 
 // Keyed6Key is the store key Keyed6 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Keyed6Key(v S13) (string, error) {
+func (x *Idempotent) Keyed6Key(v Gen[map[MK10]Gen[int]]) (string, error) {
 	return x.beginKeyed6(&v).StoreKey()
 }
 
 // beginKeyed6 starts a call of Keyed6 and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginKeyed6(v *S13) idem.Call {
+func (x *Idempotent) beginKeyed6(v *Gen[map[MK10]Gen[int]]) idem.Call {
 	c := x.g.Begin(idemSpecKeyed6)
-	idemKeyS13(c.Key(), v)
+	idemKeyGen_MapMK10ToGen_int(c.Key(), v)
 	return c
 }
 
 var idemSpecKeyed7 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed7",
-	Signature:   "04bfec704d83a194",
+	Signature:   "c48acb59cbaf71a2",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -376,7 +381,7 @@ var idemSpecKeyed7 = &idem.Spec{
 }
 
 // Build fails here if sample.Keyed7's signature changed since generation: run go generate.
-var _ func(context.Context, json.RawMessage) (int64, error) = Keyed7
+var _ func(context.Context, int8) (int64, error) = Keyed7
 
 // idemCodecKeyed7 stores the results of Keyed7 (generated codec).
 var idemCodecKeyed7 = idem.TypedCodec[int64]{
@@ -389,7 +394,7 @@ var idemCodecKeyed7 = idem.TypedCodec[int64]{
 }
 
 // Keyed7 is sample.Keyed7, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Keyed7(ctx context.Context, v json.RawMessage) (int64, error) {
+func (x *Idempotent) Keyed7(ctx context.Context, v int8) (int64, error) {
 	c := x.beginKeyed7(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Keyed7(ctx, v)
@@ -397,20 +402,20 @@ func (x *Idempotent) Keyed7(ctx context.Context, v json.RawMessage) (int64, erro
 }
 
 // Keyed7Key is the store key Keyed7 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Keyed7Key(v json.RawMessage) (string, error) {
+func (x *Idempotent) Keyed7Key(v int8) (string, error) {
 	return x.beginKeyed7(v).StoreKey()
 }
 
 // beginKeyed7 starts a call of Keyed7 and writes its key material.
-func (x *Idempotent) beginKeyed7(v json.RawMessage) idem.Call {
+func (x *Idempotent) beginKeyed7(v int8) idem.Call {
 	c := x.g.Begin(idemSpecKeyed7)
-	idemKeyJsonRawMessage(c.Key(), &v)
+	c.Key().Int(int64(v))
 	return c
 }
 
 var idemSpecKeyed8 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed8",
-	Signature:   "1c2f6c4e794c6f87",
+	Signature:   "6b16cbf229b42fe8",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -418,10 +423,7 @@ var idemSpecKeyed8 = &idem.Spec{
 }
 
 // Build fails here if sample.Keyed8's signature changed since generation: run go generate.
-var _ func(context.Context, *struct {
-	F0 bool `idem:"-"`
-	F1 N18
-}) (int64, error) = Keyed8
+var _ func(context.Context, map[other.Point]time.Time) (int64, error) = Keyed8
 
 // idemCodecKeyed8 stores the results of Keyed8 (generated codec).
 var idemCodecKeyed8 = idem.TypedCodec[int64]{
@@ -434,10 +436,7 @@ var idemCodecKeyed8 = idem.TypedCodec[int64]{
 }
 
 // Keyed8 is sample.Keyed8, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Keyed8(ctx context.Context, v *struct {
-	F0 bool `idem:"-"`
-	F1 N18
-}) (int64, error) {
+func (x *Idempotent) Keyed8(ctx context.Context, v map[other.Point]time.Time) (int64, error) {
 	c := x.beginKeyed8(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Keyed8(ctx, v)
@@ -445,31 +444,30 @@ func (x *Idempotent) Keyed8(ctx context.Context, v *struct {
 }
 
 // Keyed8Key is the store key Keyed8 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Keyed8Key(v *struct {
-	F0 bool `idem:"-"`
-	F1 N18
-}) (string, error) {
+func (x *Idempotent) Keyed8Key(v map[other.Point]time.Time) (string, error) {
 	return x.beginKeyed8(v).StoreKey()
 }
 
 // beginKeyed8 starts a call of Keyed8 and writes its key material.
-func (x *Idempotent) beginKeyed8(v *struct {
-	F0 bool `idem:"-"`
-	F1 N18
-}) idem.Call {
+func (x *Idempotent) beginKeyed8(v map[other.Point]time.Time) idem.Call {
 	c := x.g.Begin(idemSpecKeyed8)
 	if v == nil {
 		c.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		c.Key().Float(float64(v.F1))
+		c.Key().MapStart(len(v))
+		for k, e := range v {
+			c.Key().MapEntry()
+			idemKeyOtherPoint(c.Key(), &k)
+			c.Key().Time(e)
+		}
+		c.Key().MapEnd()
 	}
 	return c
 }
 
 var idemSpecKeyed9 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed9",
-	Signature:   "8aaad96cbb1f6489",
+	Signature:   "42679c99c4ae0734",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -477,7 +475,7 @@ var idemSpecKeyed9 = &idem.Spec{
 }
 
 // Build fails here if sample.Keyed9's signature changed since generation: run go generate.
-var _ func(context.Context, [1][]*float64) (int64, error) = Keyed9
+var _ func(context.Context, time.Duration) (int64, error) = Keyed9
 
 // idemCodecKeyed9 stores the results of Keyed9 (generated codec).
 var idemCodecKeyed9 = idem.TypedCodec[int64]{
@@ -490,37 +488,22 @@ var idemCodecKeyed9 = idem.TypedCodec[int64]{
 }
 
 // Keyed9 is sample.Keyed9, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Keyed9(ctx context.Context, v [1][]*float64) (int64, error) {
-	c := x.beginKeyed9(&v)
+func (x *Idempotent) Keyed9(ctx context.Context, v time.Duration) (int64, error) {
+	c := x.beginKeyed9(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Keyed9(ctx, v)
 	})
 }
 
 // Keyed9Key is the store key Keyed9 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Keyed9Key(v [1][]*float64) (string, error) {
-	return x.beginKeyed9(&v).StoreKey()
+func (x *Idempotent) Keyed9Key(v time.Duration) (string, error) {
+	return x.beginKeyed9(v).StoreKey()
 }
 
-// beginKeyed9 starts a call of Keyed9 and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginKeyed9(v *[1][]*float64) idem.Call {
+// beginKeyed9 starts a call of Keyed9 and writes its key material.
+func (x *Idempotent) beginKeyed9(v time.Duration) idem.Call {
 	c := x.g.Begin(idemSpecKeyed9)
-	c.Key().List(1)
-	for i := range v {
-		if v[i] == nil {
-			c.Key().Nil()
-		} else {
-			c.Key().List(len(v[i]))
-			for i2 := range v[i] {
-				if v[i][i2] == nil {
-					c.Key().Nil()
-				} else {
-					c.Key().Ptr()
-					c.Key().Float(*v[i][i2])
-				}
-			}
-		}
-	}
+	c.Key().Int(int64(v))
 	return c
 }
 
@@ -534,7 +517,7 @@ var idemSpecKeyed10 = &idem.Spec{
 }
 
 // Build fails here if sample.Keyed10's signature changed since generation: run go generate.
-var _ func(context.Context, Rec19) (int64, error) = Keyed10
+var _ func(context.Context, other.Bin) (int64, error) = Keyed10
 
 // idemCodecKeyed10 stores the results of Keyed10 (generated codec).
 var idemCodecKeyed10 = idem.TypedCodec[int64]{
@@ -547,7 +530,7 @@ var idemCodecKeyed10 = idem.TypedCodec[int64]{
 }
 
 // Keyed10 is sample.Keyed10, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Keyed10(ctx context.Context, v Rec19) (int64, error) {
+func (x *Idempotent) Keyed10(ctx context.Context, v other.Bin) (int64, error) {
 	c := x.beginKeyed10(&v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Keyed10(ctx, v)
@@ -555,20 +538,20 @@ func (x *Idempotent) Keyed10(ctx context.Context, v Rec19) (int64, error) {
 }
 
 // Keyed10Key is the store key Keyed10 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Keyed10Key(v Rec19) (string, error) {
+func (x *Idempotent) Keyed10Key(v other.Bin) (string, error) {
 	return x.beginKeyed10(&v).StoreKey()
 }
 
 // beginKeyed10 starts a call of Keyed10 and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginKeyed10(v *Rec19) idem.Call {
+func (x *Idempotent) beginKeyed10(v *other.Bin) idem.Call {
 	c := x.g.Begin(idemSpecKeyed10)
-	idemKeyRec19(c.Key(), v)
+	c.Key().Marshaled(v.MarshalBinary())
 	return c
 }
 
 var idemSpecKeyed11 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed11",
-	Signature:   "c41c79cedd0ee1aa",
+	Signature:   "c219504acb78d1a9",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -576,7 +559,7 @@ var idemSpecKeyed11 = &idem.Spec{
 }
 
 // Build fails here if sample.Keyed11's signature changed since generation: run go generate.
-var _ func(context.Context, N23) (int64, error) = Keyed11
+var _ func(context.Context, map[bool]Gen[A11]) (int64, error) = Keyed11
 
 // idemCodecKeyed11 stores the results of Keyed11 (generated codec).
 var idemCodecKeyed11 = idem.TypedCodec[int64]{
@@ -589,7 +572,7 @@ var idemCodecKeyed11 = idem.TypedCodec[int64]{
 }
 
 // Keyed11 is sample.Keyed11, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Keyed11(ctx context.Context, v N23) (int64, error) {
+func (x *Idempotent) Keyed11(ctx context.Context, v map[bool]Gen[A11]) (int64, error) {
 	c := x.beginKeyed11(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Keyed11(ctx, v)
@@ -597,20 +580,30 @@ func (x *Idempotent) Keyed11(ctx context.Context, v N23) (int64, error) {
 }
 
 // Keyed11Key is the store key Keyed11 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Keyed11Key(v N23) (string, error) {
+func (x *Idempotent) Keyed11Key(v map[bool]Gen[A11]) (string, error) {
 	return x.beginKeyed11(v).StoreKey()
 }
 
 // beginKeyed11 starts a call of Keyed11 and writes its key material.
-func (x *Idempotent) beginKeyed11(v N23) idem.Call {
+func (x *Idempotent) beginKeyed11(v map[bool]Gen[A11]) idem.Call {
 	c := x.g.Begin(idemSpecKeyed11)
-	c.Key().Int(int64(v))
+	if v == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().MapStart(len(v))
+		for k, e := range v {
+			c.Key().MapEntry()
+			c.Key().Bool(k)
+			idemKeyGen_uint64(c.Key(), &e)
+		}
+		c.Key().MapEnd()
+	}
 	return c
 }
 
 var idemSpecPathed0 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed0",
-	Signature:   "74216f4b8508d86e",
+	Signature:   "814c9d2aa4b69dfa",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -618,7 +611,7 @@ var idemSpecPathed0 = &idem.Spec{
 }
 
 // Build fails here if sample.Pathed0's signature changed since generation: run go generate.
-var _ func(context.Context, P24) (int64, error) = Pathed0
+var _ func(context.Context, *P12) (int64, error) = Pathed0
 
 // idemCodecPathed0 stores the results of Pathed0 (generated codec).
 var idemCodecPathed0 = idem.TypedCodec[int64]{
@@ -630,29 +623,23 @@ var idemCodecPathed0 = idem.TypedCodec[int64]{
 	},
 }
 
-// Pathed0 is sample.Pathed0, run at most once per key (ttl=24h lease=30s on_duplicate=return key=v.A.C,v.A.D).
-func (x *Idempotent) Pathed0(ctx context.Context, v P24) (int64, error) {
-	c := x.beginPathed0(&v)
+// Pathed0 is sample.Pathed0, run at most once per key (ttl=24h lease=30s on_duplicate=return key=v.A.D,v.B).
+func (x *Idempotent) Pathed0(ctx context.Context, v *P12) (int64, error) {
+	c := x.beginPathed0(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Pathed0(ctx, v)
 	})
 }
 
 // Pathed0Key is the store key Pathed0 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Pathed0Key(v P24) (string, error) {
-	return x.beginPathed0(&v).StoreKey()
+func (x *Idempotent) Pathed0Key(v *P12) (string, error) {
+	return x.beginPathed0(v).StoreKey()
 }
 
-// beginPathed0 starts a call of Pathed0 and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginPathed0(v *P24) idem.Call {
+// beginPathed0 starts a call of Pathed0 and writes its key material.
+func (x *Idempotent) beginPathed0(v *P12) idem.Call {
 	c := x.g.Begin(idemSpecPathed0)
-	if v.A == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		c.Key().Int(int64(v.A.C))
-	}
-	if v.A == nil {
+	if v == nil || v.A == nil {
 		c.Key().Nil()
 	} else {
 		c.Key().Ptr()
@@ -660,10 +647,21 @@ func (x *Idempotent) beginPathed0(v *P24) idem.Call {
 			c.Key().Nil()
 		} else {
 			c.Key().Ptr()
-			c.Key().Int(int64(*v.A.D))
+			idemKeyJsonRawMessage(c.Key(), v.A.D)
 		}
 	}
-	idemKeyP24(c.Payload(), v)
+	if v == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().Ptr()
+		c.Key().Uint(uint64(v.B))
+	}
+	if v == nil {
+		c.Payload().Nil()
+	} else {
+		c.Payload().Ptr()
+		idemKeyP12(c.Payload(), v)
+	}
 	return c
 }
 
@@ -677,7 +675,7 @@ var idemSpecPathed1 = &idem.Spec{
 }
 
 // Build fails here if sample.Pathed1's signature changed since generation: run go generate.
-var _ func(context.Context, *P26) (int64, error) = Pathed1
+var _ func(context.Context, *P16) (int64, error) = Pathed1
 
 // idemCodecPathed1 stores the results of Pathed1 (generated codec).
 var idemCodecPathed1 = idem.TypedCodec[int64]{
@@ -689,8 +687,8 @@ var idemCodecPathed1 = idem.TypedCodec[int64]{
 	},
 }
 
-// Pathed1 is sample.Pathed1, run at most once per key (ttl=24h lease=30s on_duplicate=return key=v.A.C,v.A.D).
-func (x *Idempotent) Pathed1(ctx context.Context, v *P26) (int64, error) {
+// Pathed1 is sample.Pathed1, run at most once per key (ttl=24h lease=30s on_duplicate=return key=v.A.D,v.B).
+func (x *Idempotent) Pathed1(ctx context.Context, v *P16) (int64, error) {
 	c := x.beginPathed1(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Pathed1(ctx, v)
@@ -698,26 +696,13 @@ func (x *Idempotent) Pathed1(ctx context.Context, v *P26) (int64, error) {
 }
 
 // Pathed1Key is the store key Pathed1 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Pathed1Key(v *P26) (string, error) {
+func (x *Idempotent) Pathed1Key(v *P16) (string, error) {
 	return x.beginPathed1(v).StoreKey()
 }
 
 // beginPathed1 starts a call of Pathed1 and writes its key material.
-func (x *Idempotent) beginPathed1(v *P26) idem.Call {
+func (x *Idempotent) beginPathed1(v *P16) idem.Call {
 	c := x.g.Begin(idemSpecPathed1)
-	if v == nil || v.A == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		if v.A.C == nil {
-			c.Key().Nil()
-		} else {
-			c.Key().List(len(v.A.C))
-			for i := range v.A.C {
-				c.Key().Bool(v.A.C[i])
-			}
-		}
-	}
 	if v == nil || v.A == nil {
 		c.Key().Nil()
 	} else {
@@ -726,21 +711,27 @@ func (x *Idempotent) beginPathed1(v *P26) idem.Call {
 			c.Key().Nil()
 		} else {
 			c.Key().Ptr()
-			c.Key().Complex(*v.A.D)
+			c.Key().Float(*v.A.D)
 		}
+	}
+	if v == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().Ptr()
+		idemKeyS18(c.Key(), &v.B)
 	}
 	if v == nil {
 		c.Payload().Nil()
 	} else {
 		c.Payload().Ptr()
-		idemKeyP26(c.Payload(), v)
+		idemKeyP16(c.Payload(), v)
 	}
 	return c
 }
 
 var idemSpecPathed2 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed2",
-	Signature:   "68a3be963225abac",
+	Signature:   "6bbbd82f5a9bd690",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -748,7 +739,7 @@ var idemSpecPathed2 = &idem.Spec{
 }
 
 // Build fails here if sample.Pathed2's signature changed since generation: run go generate.
-var _ func(context.Context, *P31) (int64, error) = Pathed2
+var _ func(context.Context, P21) (int64, error) = Pathed2
 
 // idemCodecPathed2 stores the results of Pathed2 (generated codec).
 var idemCodecPathed2 = idem.TypedCodec[int64]{
@@ -761,33 +752,28 @@ var idemCodecPathed2 = idem.TypedCodec[int64]{
 }
 
 // Pathed2 is sample.Pathed2, run at most once per key (ttl=24h lease=30s on_duplicate=return key=v.A.C,v.A.D,v.B).
-func (x *Idempotent) Pathed2(ctx context.Context, v *P31) (int64, error) {
-	c := x.beginPathed2(v)
+func (x *Idempotent) Pathed2(ctx context.Context, v P21) (int64, error) {
+	c := x.beginPathed2(&v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Pathed2(ctx, v)
 	})
 }
 
 // Pathed2Key is the store key Pathed2 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Pathed2Key(v *P31) (string, error) {
-	return x.beginPathed2(v).StoreKey()
+func (x *Idempotent) Pathed2Key(v P21) (string, error) {
+	return x.beginPathed2(&v).StoreKey()
 }
 
-// beginPathed2 starts a call of Pathed2 and writes its key material.
-func (x *Idempotent) beginPathed2(v *P31) idem.Call {
+// beginPathed2 starts a call of Pathed2 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginPathed2(v *P21) idem.Call {
 	c := x.g.Begin(idemSpecPathed2)
-	if v == nil || v.A == nil {
+	if v.A == nil {
 		c.Key().Nil()
 	} else {
 		c.Key().Ptr()
-		if v.A.C == nil {
-			c.Key().Nil()
-		} else {
-			c.Key().Ptr()
-			c.Key().Float(float64(*v.A.C))
-		}
+		idemKeyS23(c.Key(), &v.A.C)
 	}
-	if v == nil || v.A == nil {
+	if v.A == nil {
 		c.Key().Nil()
 	} else {
 		c.Key().Ptr()
@@ -795,31 +781,11 @@ func (x *Idempotent) beginPathed2(v *P31) idem.Call {
 			c.Key().Nil()
 		} else {
 			c.Key().Ptr()
-			c.Key().Complex(complex128(*v.A.D))
+			c.Key().Float(*v.A.D)
 		}
 	}
-	if v == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		if v.B == nil {
-			c.Key().Nil()
-		} else {
-			c.Key().MapStart(len(v.B))
-			for k, e := range v.B {
-				c.Key().MapEntry()
-				idemKeyMK33(c.Key(), &k)
-				c.Key().Uint(uint64(e))
-			}
-			c.Key().MapEnd()
-		}
-	}
-	if v == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeyP31(c.Payload(), v)
-	}
+	idemKeyGen_string(c.Key(), &v.B)
+	idemKeyP21(c.Payload(), v)
 	return c
 }
 
@@ -833,7 +799,7 @@ var idemSpecPathed3 = &idem.Spec{
 }
 
 // Build fails here if sample.Pathed3's signature changed since generation: run go generate.
-var _ func(context.Context, P34) (int64, error) = Pathed3
+var _ func(context.Context, P26) (int64, error) = Pathed3
 
 // idemCodecPathed3 stores the results of Pathed3 (generated codec).
 var idemCodecPathed3 = idem.TypedCodec[int64]{
@@ -845,8 +811,8 @@ var idemCodecPathed3 = idem.TypedCodec[int64]{
 	},
 }
 
-// Pathed3 is sample.Pathed3, run at most once per key (ttl=24h lease=30s on_duplicate=return key=v.A.C,v.B).
-func (x *Idempotent) Pathed3(ctx context.Context, v P34) (int64, error) {
+// Pathed3 is sample.Pathed3, run at most once per key (ttl=24h lease=30s on_duplicate=return key=v.A.D,v.B).
+func (x *Idempotent) Pathed3(ctx context.Context, v P26) (int64, error) {
 	c := x.beginPathed3(&v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Pathed3(ctx, v)
@@ -854,24 +820,26 @@ func (x *Idempotent) Pathed3(ctx context.Context, v P34) (int64, error) {
 }
 
 // Pathed3Key is the store key Pathed3 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Pathed3Key(v P34) (string, error) {
+func (x *Idempotent) Pathed3Key(v P26) (string, error) {
 	return x.beginPathed3(&v).StoreKey()
 }
 
 // beginPathed3 starts a call of Pathed3 and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginPathed3(v *P34) idem.Call {
+func (x *Idempotent) beginPathed3(v *P26) idem.Call {
 	c := x.g.Begin(idemSpecPathed3)
 	if v.A == nil {
 		c.Key().Nil()
 	} else {
 		c.Key().Ptr()
-		idemKeyS37(c.Key(), &v.A.C)
+		if v.A.D == nil {
+			c.Key().Nil()
+		} else {
+			c.Key().Ptr()
+			c.Key().String(string(*v.A.D))
+		}
 	}
-	c.Key().List(2)
-	for i := range v.B {
-		c.Key().Float(v.B[i])
-	}
-	idemKeyP34(c.Payload(), v)
+	idemKeyS28(c.Key(), &v.B)
+	idemKeyP26(c.Payload(), v)
 	return c
 }
 
@@ -885,7 +853,7 @@ var idemSpecPathed4 = &idem.Spec{
 }
 
 // Build fails here if sample.Pathed4's signature changed since generation: run go generate.
-var _ func(context.Context, P38) (int64, error) = Pathed4
+var _ func(context.Context, P31) (int64, error) = Pathed4
 
 // idemCodecPathed4 stores the results of Pathed4 (generated codec).
 var idemCodecPathed4 = idem.TypedCodec[int64]{
@@ -898,7 +866,7 @@ var idemCodecPathed4 = idem.TypedCodec[int64]{
 }
 
 // Pathed4 is sample.Pathed4, run at most once per key (ttl=24h lease=30s on_duplicate=return key=v.A.D,v.B).
-func (x *Idempotent) Pathed4(ctx context.Context, v P38) (int64, error) {
+func (x *Idempotent) Pathed4(ctx context.Context, v P31) (int64, error) {
 	c := x.beginPathed4(&v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Pathed4(ctx, v)
@@ -906,12 +874,12 @@ func (x *Idempotent) Pathed4(ctx context.Context, v P38) (int64, error) {
 }
 
 // Pathed4Key is the store key Pathed4 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Pathed4Key(v P38) (string, error) {
+func (x *Idempotent) Pathed4Key(v P31) (string, error) {
 	return x.beginPathed4(&v).StoreKey()
 }
 
 // beginPathed4 starts a call of Pathed4 and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginPathed4(v *P38) idem.Call {
+func (x *Idempotent) beginPathed4(v *P31) idem.Call {
 	c := x.g.Begin(idemSpecPathed4)
 	if v.A == nil {
 		c.Key().Nil()
@@ -921,13 +889,19 @@ func (x *Idempotent) beginPathed4(v *P38) idem.Call {
 			c.Key().Nil()
 		} else {
 			c.Key().Ptr()
-			c.Key().Uint(uint64(*v.A.D))
+			c.Key().String(*v.A.D)
 		}
 	}
-	c.Key().Key(v.B.F1)
-	c.Key().Time(v.B.F2)
-	c.Key().Int(int64(v.B.F3))
-	idemKeyP38(c.Payload(), v)
+	c.Key().List(0)
+	for i := range v.B {
+		if v.B[i] == nil {
+			c.Key().Nil()
+		} else {
+			c.Key().Ptr()
+			c.Key().String(v.B[i].Text('p', 0))
+		}
+	}
+	idemKeyP31(c.Payload(), v)
 	return c
 }
 
@@ -941,7 +915,7 @@ var idemSpecPathed5 = &idem.Spec{
 }
 
 // Build fails here if sample.Pathed5's signature changed since generation: run go generate.
-var _ func(context.Context, *P42) (int64, error) = Pathed5
+var _ func(context.Context, *P33) (int64, error) = Pathed5
 
 // idemCodecPathed5 stores the results of Pathed5 (generated codec).
 var idemCodecPathed5 = idem.TypedCodec[int64]{
@@ -953,8 +927,8 @@ var idemCodecPathed5 = idem.TypedCodec[int64]{
 	},
 }
 
-// Pathed5 is sample.Pathed5, run at most once per key (ttl=24h lease=30s on_duplicate=return key=v.A.C,v.A.D,v.B).
-func (x *Idempotent) Pathed5(ctx context.Context, v *P42) (int64, error) {
+// Pathed5 is sample.Pathed5, run at most once per key (ttl=24h lease=30s on_duplicate=return key=v.A.C,v.B).
+func (x *Idempotent) Pathed5(ctx context.Context, v *P33) (int64, error) {
 	c := x.beginPathed5(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Pathed5(ctx, v)
@@ -962,39 +936,18 @@ func (x *Idempotent) Pathed5(ctx context.Context, v *P42) (int64, error) {
 }
 
 // Pathed5Key is the store key Pathed5 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Pathed5Key(v *P42) (string, error) {
+func (x *Idempotent) Pathed5Key(v *P33) (string, error) {
 	return x.beginPathed5(v).StoreKey()
 }
 
 // beginPathed5 starts a call of Pathed5 and writes its key material.
-func (x *Idempotent) beginPathed5(v *P42) idem.Call {
+func (x *Idempotent) beginPathed5(v *P33) idem.Call {
 	c := x.g.Begin(idemSpecPathed5)
 	if v == nil || v.A == nil {
 		c.Key().Nil()
 	} else {
 		c.Key().Ptr()
-		if v.A.C == nil {
-			c.Key().Nil()
-		} else {
-			c.Key().MapStart(len(v.A.C))
-			for k, e := range v.A.C {
-				c.Key().MapEntry()
-				c.Key().Bytes(k[:])
-				c.Key().Complex(e)
-			}
-			c.Key().MapEnd()
-		}
-	}
-	if v == nil || v.A == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		if v.A.D == nil {
-			c.Key().Nil()
-		} else {
-			c.Key().Ptr()
-			c.Key().Uint(uint64(*v.A.D))
-		}
+		c.Key().Int(int64(v.A.C))
 	}
 	if v == nil {
 		c.Key().Nil()
@@ -1006,14 +959,14 @@ func (x *Idempotent) beginPathed5(v *P42) idem.Call {
 		c.Payload().Nil()
 	} else {
 		c.Payload().Ptr()
-		idemKeyP42(c.Payload(), v)
+		idemKeyP33(c.Payload(), v)
 	}
 	return c
 }
 
 var idemSpecStored0 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored0",
-	Signature:   "92f386df0f3b6a90",
+	Signature:   "a6f8d226043d428b",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1021,33 +974,33 @@ var idemSpecStored0 = &idem.Spec{
 }
 
 // Build fails here if sample.Stored0's signature changed since generation: run go generate.
-var _ func(context.Context, int64, other.Code) (other.Code, error) = Stored0
+var _ func(context.Context, int64, uint) (uint, error) = Stored0
 
 // idemCodecStored0 stores the results of Stored0 (generated codec).
-var idemCodecStored0 = idem.TypedCodec[other.Code]{
-	Decode: func(d *idem.Decoder, v *other.Code) {
-		*v = other.Code(d.String())
+var idemCodecStored0 = idem.TypedCodec[uint]{
+	Decode: func(d *idem.Decoder, v *uint) {
+		*v = uint(d.Uint(64))
 	},
-	Encode: func(e *idem.Encoder, v *other.Code) {
-		e.String(string(*v))
+	Encode: func(e *idem.Encoder, v *uint) {
+		e.Uint(uint64(*v))
 	},
 }
 
 // Stored0 is sample.Stored0, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
-func (x *Idempotent) Stored0(ctx context.Context, id int64, v other.Code) (other.Code, error) {
+func (x *Idempotent) Stored0(ctx context.Context, id int64, v uint) (uint, error) {
 	c := x.beginStored0(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) (other.Code, error) {
+	return idem.Do(ctx, c, func(ctx context.Context) (uint, error) {
 		return Stored0(ctx, id, v)
 	})
 }
 
 // Stored0Key is the store key Stored0 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Stored0Key(id int64, v other.Code) (string, error) {
+func (x *Idempotent) Stored0Key(id int64, v uint) (string, error) {
 	return x.beginStored0(id, v).StoreKey()
 }
 
 // beginStored0 starts a call of Stored0 and writes its key material.
-func (x *Idempotent) beginStored0(id int64, v other.Code) idem.Call {
+func (x *Idempotent) beginStored0(id int64, v uint) idem.Call {
 	c := x.g.Begin(idemSpecStored0)
 	c.Key().Int(id)
 	return c
@@ -1055,7 +1008,7 @@ func (x *Idempotent) beginStored0(id int64, v other.Code) idem.Call {
 
 var idemSpecStored1 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored1",
-	Signature:   "a245f2544b6b320d",
+	Signature:   "5b4e331500740e05",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1063,33 +1016,33 @@ var idemSpecStored1 = &idem.Spec{
 }
 
 // Build fails here if sample.Stored1's signature changed since generation: run go generate.
-var _ func(context.Context, int64, S45) (S45, error) = Stored1
+var _ func(context.Context, int64, uint16) (uint16, error) = Stored1
 
 // idemCodecStored1 stores the results of Stored1 (generated codec).
-var idemCodecStored1 = idem.TypedCodec[S45]{
-	Decode: func(d *idem.Decoder, v *S45) {
-		idemDecS45(d, v)
+var idemCodecStored1 = idem.TypedCodec[uint16]{
+	Decode: func(d *idem.Decoder, v *uint16) {
+		*v = uint16(d.Uint(16))
 	},
-	Encode: func(e *idem.Encoder, v *S45) {
-		idemEncS45(e, v)
+	Encode: func(e *idem.Encoder, v *uint16) {
+		e.Uint(uint64(*v))
 	},
 }
 
 // Stored1 is sample.Stored1, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
-func (x *Idempotent) Stored1(ctx context.Context, id int64, v S45) (S45, error) {
-	c := x.beginStored1(id, &v)
-	return idem.Do(ctx, c, func(ctx context.Context) (S45, error) {
+func (x *Idempotent) Stored1(ctx context.Context, id int64, v uint16) (uint16, error) {
+	c := x.beginStored1(id, v)
+	return idem.Do(ctx, c, func(ctx context.Context) (uint16, error) {
 		return Stored1(ctx, id, v)
 	})
 }
 
 // Stored1Key is the store key Stored1 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Stored1Key(id int64, v S45) (string, error) {
-	return x.beginStored1(id, &v).StoreKey()
+func (x *Idempotent) Stored1Key(id int64, v uint16) (string, error) {
+	return x.beginStored1(id, v).StoreKey()
 }
 
-// beginStored1 starts a call of Stored1 and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginStored1(id int64, v *S45) idem.Call {
+// beginStored1 starts a call of Stored1 and writes its key material.
+func (x *Idempotent) beginStored1(id int64, v uint16) idem.Call {
 	c := x.g.Begin(idemSpecStored1)
 	c.Key().Int(id)
 	return c
@@ -1097,7 +1050,7 @@ func (x *Idempotent) beginStored1(id int64, v *S45) idem.Call {
 
 var idemSpecStored2 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored2",
-	Signature:   "7c057b0045ddaa33",
+	Signature:   "9c9cd1c8c275f777",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1105,33 +1058,177 @@ var idemSpecStored2 = &idem.Spec{
 }
 
 // Build fails here if sample.Stored2's signature changed since generation: run go generate.
-var _ func(context.Context, int64, float32) (float32, error) = Stored2
+var _ func(context.Context, int64, *struct {
+	F0 struct {
+		F0 json.RawMessage
+		F1 other.Code
+		F2 uint
+	}
+	F1 S37
+	F2 [2]float64
+}) (*struct {
+	F0 struct {
+		F0 json.RawMessage
+		F1 other.Code
+		F2 uint
+	}
+	F1 S37
+	F2 [2]float64
+}, error) = Stored2
 
 // idemCodecStored2 stores the results of Stored2 (generated codec).
-var idemCodecStored2 = idem.TypedCodec[float32]{
-	Decode: func(d *idem.Decoder, v *float32) {
-		*v = d.Float32()
+var idemCodecStored2 = idem.TypedCodec[*struct {
+	F0 struct {
+		F0 json.RawMessage
+		F1 other.Code
+		F2 uint
+	}
+	F1 S37
+	F2 [2]float64
+}]{
+	Decode: func(d *idem.Decoder, v **struct {
+		F0 struct {
+			F0 json.RawMessage
+			F1 other.Code
+			F2 uint
+		}
+		F1 S37
+		F2 [2]float64
+	}) {
+		if d.Ptr() {
+			*v = new(struct {
+				F0 struct {
+					F0 json.RawMessage
+					F1 other.Code
+					F2 uint
+				}
+				F1 S37
+				F2 [2]float64
+			})
+			end := d.Struct()
+			for d.More(end) {
+				switch string(d.Field()) {
+				case "F0":
+					end2 := d.Struct()
+					for d.More(end2) {
+						switch string(d.Field()) {
+						case "F0":
+							idemDecJsonRawMessage(d, &(*v).F0.F0)
+						case "F1":
+							(*v).F0.F1 = other.Code(d.String())
+						case "F2":
+							(*v).F0.F2 = uint(d.Uint(64))
+						default:
+							d.Skip()
+						}
+					}
+				case "F1":
+					idemDecS37(d, &(*v).F1)
+				case "F2":
+					if d.Array(len((*v).F2)) {
+						for i := range (*v).F2 {
+							(*v).F2[i] = d.Float64()
+						}
+					}
+				default:
+					d.Skip()
+				}
+			}
+		} else {
+			*v = nil
+		}
 	},
-	Encode: func(e *idem.Encoder, v *float32) {
-		e.Float32(*v)
+	Encode: func(e *idem.Encoder, v **struct {
+		F0 struct {
+			F0 json.RawMessage
+			F1 other.Code
+			F2 uint
+		}
+		F1 S37
+		F2 [2]float64
+	}) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			e.Ptr()
+			at := e.Struct()
+			e.Field("F0")
+			at2 := e.Struct()
+			e.Field("F0")
+			idemEncJsonRawMessage(e, &(*v).F0.F0)
+			e.Field("F1")
+			e.String(string((*v).F0.F1))
+			e.Field("F2")
+			e.Uint(uint64((*v).F0.F2))
+			e.End(at2)
+			e.Field("F1")
+			idemEncS37(e, &(*v).F1)
+			e.Field("F2")
+			at3 := e.List(len((*v).F2))
+			for i := range (*v).F2 {
+				e.Float64((*v).F2[i])
+			}
+			e.End(at3)
+			e.End(at)
+		}
 	},
 }
 
 // Stored2 is sample.Stored2, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
-func (x *Idempotent) Stored2(ctx context.Context, id int64, v float32) (float32, error) {
+func (x *Idempotent) Stored2(ctx context.Context, id int64, v *struct {
+	F0 struct {
+		F0 json.RawMessage
+		F1 other.Code
+		F2 uint
+	}
+	F1 S37
+	F2 [2]float64
+}) (*struct {
+	F0 struct {
+		F0 json.RawMessage
+		F1 other.Code
+		F2 uint
+	}
+	F1 S37
+	F2 [2]float64
+}, error) {
 	c := x.beginStored2(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) (float32, error) {
+	return idem.Do(ctx, c, func(ctx context.Context) (*struct {
+		F0 struct {
+			F0 json.RawMessage
+			F1 other.Code
+			F2 uint
+		}
+		F1 S37
+		F2 [2]float64
+	}, error) {
 		return Stored2(ctx, id, v)
 	})
 }
 
 // Stored2Key is the store key Stored2 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Stored2Key(id int64, v float32) (string, error) {
+func (x *Idempotent) Stored2Key(id int64, v *struct {
+	F0 struct {
+		F0 json.RawMessage
+		F1 other.Code
+		F2 uint
+	}
+	F1 S37
+	F2 [2]float64
+}) (string, error) {
 	return x.beginStored2(id, v).StoreKey()
 }
 
 // beginStored2 starts a call of Stored2 and writes its key material.
-func (x *Idempotent) beginStored2(id int64, v float32) idem.Call {
+func (x *Idempotent) beginStored2(id int64, v *struct {
+	F0 struct {
+		F0 json.RawMessage
+		F1 other.Code
+		F2 uint
+	}
+	F1 S37
+	F2 [2]float64
+}) idem.Call {
 	c := x.g.Begin(idemSpecStored2)
 	c.Key().Int(id)
 	return c
@@ -1147,43 +1244,43 @@ var idemSpecStored3 = &idem.Spec{
 }
 
 // Build fails here if sample.Stored3's signature changed since generation: run go generate.
-var _ func(context.Context, int64, *S47) (*S47, error) = Stored3
+var _ func(context.Context, int64, *Pair[other.Code, Rec39]) (*Pair[other.Code, Rec39], error) = Stored3
 
 // idemCodecStored3 stores the results of Stored3 (generated codec).
-var idemCodecStored3 = idem.TypedCodec[*S47]{
-	Decode: func(d *idem.Decoder, v **S47) {
+var idemCodecStored3 = idem.TypedCodec[*Pair[other.Code, Rec39]]{
+	Decode: func(d *idem.Decoder, v **Pair[other.Code, Rec39]) {
 		if d.Ptr() {
-			*v = new(S47)
-			idemDecS47(d, (*v))
+			*v = new(Pair[other.Code, Rec39])
+			idemDecPair_OtherCode_Rec39(d, (*v))
 		} else {
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **S47) {
+	Encode: func(e *idem.Encoder, v **Pair[other.Code, Rec39]) {
 		if *v == nil {
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncS47(e, (*v))
+			idemEncPair_OtherCode_Rec39(e, (*v))
 		}
 	},
 }
 
 // Stored3 is sample.Stored3, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
-func (x *Idempotent) Stored3(ctx context.Context, id int64, v *S47) (*S47, error) {
+func (x *Idempotent) Stored3(ctx context.Context, id int64, v *Pair[other.Code, Rec39]) (*Pair[other.Code, Rec39], error) {
 	c := x.beginStored3(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) (*S47, error) {
+	return idem.Do(ctx, c, func(ctx context.Context) (*Pair[other.Code, Rec39], error) {
 		return Stored3(ctx, id, v)
 	})
 }
 
 // Stored3Key is the store key Stored3 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Stored3Key(id int64, v *S47) (string, error) {
+func (x *Idempotent) Stored3Key(id int64, v *Pair[other.Code, Rec39]) (string, error) {
 	return x.beginStored3(id, v).StoreKey()
 }
 
 // beginStored3 starts a call of Stored3 and writes its key material.
-func (x *Idempotent) beginStored3(id int64, v *S47) idem.Call {
+func (x *Idempotent) beginStored3(id int64, v *Pair[other.Code, Rec39]) idem.Call {
 	c := x.g.Begin(idemSpecStored3)
 	c.Key().Int(id)
 	return c
@@ -1191,7 +1288,7 @@ func (x *Idempotent) beginStored3(id int64, v *S47) idem.Call {
 
 var idemSpecStored4 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored4",
-	Signature:   "7929870c678a2367",
+	Signature:   "8c6efcabb54a84a5",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1199,33 +1296,33 @@ var idemSpecStored4 = &idem.Spec{
 }
 
 // Build fails here if sample.Stored4's signature changed since generation: run go generate.
-var _ func(context.Context, int64, N54) (N54, error) = Stored4
+var _ func(context.Context, int64, S40) (S40, error) = Stored4
 
 // idemCodecStored4 stores the results of Stored4 (generated codec).
-var idemCodecStored4 = idem.TypedCodec[N54]{
-	Decode: func(d *idem.Decoder, v *N54) {
-		*v = N54(d.Uint(64))
+var idemCodecStored4 = idem.TypedCodec[S40]{
+	Decode: func(d *idem.Decoder, v *S40) {
+		idemDecS40(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *N54) {
-		e.Uint(uint64(*v))
+	Encode: func(e *idem.Encoder, v *S40) {
+		idemEncS40(e, v)
 	},
 }
 
 // Stored4 is sample.Stored4, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
-func (x *Idempotent) Stored4(ctx context.Context, id int64, v N54) (N54, error) {
-	c := x.beginStored4(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) (N54, error) {
+func (x *Idempotent) Stored4(ctx context.Context, id int64, v S40) (S40, error) {
+	c := x.beginStored4(id, &v)
+	return idem.Do(ctx, c, func(ctx context.Context) (S40, error) {
 		return Stored4(ctx, id, v)
 	})
 }
 
 // Stored4Key is the store key Stored4 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Stored4Key(id int64, v N54) (string, error) {
-	return x.beginStored4(id, v).StoreKey()
+func (x *Idempotent) Stored4Key(id int64, v S40) (string, error) {
+	return x.beginStored4(id, &v).StoreKey()
 }
 
-// beginStored4 starts a call of Stored4 and writes its key material.
-func (x *Idempotent) beginStored4(id int64, v N54) idem.Call {
+// beginStored4 starts a call of Stored4 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginStored4(id int64, v *S40) idem.Call {
 	c := x.g.Begin(idemSpecStored4)
 	c.Key().Int(id)
 	return c
@@ -1233,7 +1330,7 @@ func (x *Idempotent) beginStored4(id int64, v N54) idem.Call {
 
 var idemSpecStored5 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored5",
-	Signature:   "e615bc4837881eb9",
+	Signature:   "8228e6406b917766",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1241,33 +1338,33 @@ var idemSpecStored5 = &idem.Spec{
 }
 
 // Build fails here if sample.Stored5's signature changed since generation: run go generate.
-var _ func(context.Context, int64, N55) (N55, error) = Stored5
+var _ func(context.Context, int64, S42) (S42, error) = Stored5
 
 // idemCodecStored5 stores the results of Stored5 (generated codec).
-var idemCodecStored5 = idem.TypedCodec[N55]{
-	Decode: func(d *idem.Decoder, v *N55) {
-		*v = N55(d.Uint(16))
+var idemCodecStored5 = idem.TypedCodec[S42]{
+	Decode: func(d *idem.Decoder, v *S42) {
+		idemDecS42(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *N55) {
-		e.Uint(uint64(*v))
+	Encode: func(e *idem.Encoder, v *S42) {
+		idemEncS42(e, v)
 	},
 }
 
 // Stored5 is sample.Stored5, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
-func (x *Idempotent) Stored5(ctx context.Context, id int64, v N55) (N55, error) {
-	c := x.beginStored5(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) (N55, error) {
+func (x *Idempotent) Stored5(ctx context.Context, id int64, v S42) (S42, error) {
+	c := x.beginStored5(id, &v)
+	return idem.Do(ctx, c, func(ctx context.Context) (S42, error) {
 		return Stored5(ctx, id, v)
 	})
 }
 
 // Stored5Key is the store key Stored5 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Stored5Key(id int64, v N55) (string, error) {
-	return x.beginStored5(id, v).StoreKey()
+func (x *Idempotent) Stored5Key(id int64, v S42) (string, error) {
+	return x.beginStored5(id, &v).StoreKey()
 }
 
-// beginStored5 starts a call of Stored5 and writes its key material.
-func (x *Idempotent) beginStored5(id int64, v N55) idem.Call {
+// beginStored5 starts a call of Stored5 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginStored5(id int64, v *S42) idem.Call {
 	c := x.g.Begin(idemSpecStored5)
 	c.Key().Int(id)
 	return c
@@ -1283,33 +1380,33 @@ var idemSpecStored6 = &idem.Spec{
 }
 
 // Build fails here if sample.Stored6's signature changed since generation: run go generate.
-var _ func(context.Context, int64, S56) (S56, error) = Stored6
+var _ func(context.Context, int64, Pair[string, S45]) (Pair[string, S45], error) = Stored6
 
 // idemCodecStored6 stores the results of Stored6 (generated codec).
-var idemCodecStored6 = idem.TypedCodec[S56]{
-	Decode: func(d *idem.Decoder, v *S56) {
-		idemDecS56(d, v)
+var idemCodecStored6 = idem.TypedCodec[Pair[string, S45]]{
+	Decode: func(d *idem.Decoder, v *Pair[string, S45]) {
+		idemDecPair_string_S45(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *S56) {
-		idemEncS56(e, v)
+	Encode: func(e *idem.Encoder, v *Pair[string, S45]) {
+		idemEncPair_string_S45(e, v)
 	},
 }
 
 // Stored6 is sample.Stored6, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
-func (x *Idempotent) Stored6(ctx context.Context, id int64, v S56) (S56, error) {
+func (x *Idempotent) Stored6(ctx context.Context, id int64, v Pair[string, S45]) (Pair[string, S45], error) {
 	c := x.beginStored6(id, &v)
-	return idem.Do(ctx, c, func(ctx context.Context) (S56, error) {
+	return idem.Do(ctx, c, func(ctx context.Context) (Pair[string, S45], error) {
 		return Stored6(ctx, id, v)
 	})
 }
 
 // Stored6Key is the store key Stored6 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Stored6Key(id int64, v S56) (string, error) {
+func (x *Idempotent) Stored6Key(id int64, v Pair[string, S45]) (string, error) {
 	return x.beginStored6(id, &v).StoreKey()
 }
 
 // beginStored6 starts a call of Stored6 and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginStored6(id int64, v *S56) idem.Call {
+func (x *Idempotent) beginStored6(id int64, v *Pair[string, S45]) idem.Call {
 	c := x.g.Begin(idemSpecStored6)
 	c.Key().Int(id)
 	return c
@@ -1317,7 +1414,7 @@ func (x *Idempotent) beginStored6(id int64, v *S56) idem.Call {
 
 var idemSpecStored7 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored7",
-	Signature:   "65ae6bde02ac75f1",
+	Signature:   "24dc795093399fa5",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1325,66 +1422,49 @@ var idemSpecStored7 = &idem.Spec{
 }
 
 // Build fails here if sample.Stored7's signature changed since generation: run go generate.
-var _ func(context.Context, int64, [][2]*json.RawMessage) ([][2]*json.RawMessage, error) = Stored7
+var _ func(context.Context, int64, [0][0]complex64) ([0][0]complex64, error) = Stored7
 
 // idemCodecStored7 stores the results of Stored7 (generated codec).
-var idemCodecStored7 = idem.TypedCodec[[][2]*json.RawMessage]{
-	Decode: func(d *idem.Decoder, v *[][2]*json.RawMessage) {
-		if d.Nil() {
-			*v = nil
-		} else {
-			*v = make([][2]*json.RawMessage, d.List())
+var idemCodecStored7 = idem.TypedCodec[[0][0]complex64]{
+	Decode: func(d *idem.Decoder, v *[0][0]complex64) {
+		if d.Array(len(*v)) {
 			for i := range *v {
 				if d.Array(len((*v)[i])) {
 					for i2 := range (*v)[i] {
-						if d.Ptr() {
-							(*v)[i][i2] = new(json.RawMessage)
-							idemDecJsonRawMessage(d, (*v)[i][i2])
-						} else {
-							(*v)[i][i2] = nil
-						}
+						(*v)[i][i2] = complex64(d.Complex())
 					}
 				}
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *[][2]*json.RawMessage) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			at := e.List(len(*v))
-			for i := range *v {
-				at2 := e.List(len((*v)[i]))
-				for i2 := range (*v)[i] {
-					if (*v)[i][i2] == nil {
-						e.Nil()
-					} else {
-						e.Ptr()
-						idemEncJsonRawMessage(e, (*v)[i][i2])
-					}
-				}
-				e.End(at2)
+	Encode: func(e *idem.Encoder, v *[0][0]complex64) {
+		at := e.List(len(*v))
+		for i := range *v {
+			at2 := e.List(len((*v)[i]))
+			for i2 := range (*v)[i] {
+				e.Complex(complex128((*v)[i][i2]))
 			}
-			e.End(at)
+			e.End(at2)
 		}
+		e.End(at)
 	},
 }
 
 // Stored7 is sample.Stored7, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
-func (x *Idempotent) Stored7(ctx context.Context, id int64, v [][2]*json.RawMessage) ([][2]*json.RawMessage, error) {
-	c := x.beginStored7(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) ([][2]*json.RawMessage, error) {
+func (x *Idempotent) Stored7(ctx context.Context, id int64, v [0][0]complex64) ([0][0]complex64, error) {
+	c := x.beginStored7(id, &v)
+	return idem.Do(ctx, c, func(ctx context.Context) ([0][0]complex64, error) {
 		return Stored7(ctx, id, v)
 	})
 }
 
 // Stored7Key is the store key Stored7 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Stored7Key(id int64, v [][2]*json.RawMessage) (string, error) {
-	return x.beginStored7(id, v).StoreKey()
+func (x *Idempotent) Stored7Key(id int64, v [0][0]complex64) (string, error) {
+	return x.beginStored7(id, &v).StoreKey()
 }
 
-// beginStored7 starts a call of Stored7 and writes its key material.
-func (x *Idempotent) beginStored7(id int64, v [][2]*json.RawMessage) idem.Call {
+// beginStored7 starts a call of Stored7 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginStored7(id int64, v *[0][0]complex64) idem.Call {
 	c := x.g.Begin(idemSpecStored7)
 	c.Key().Int(id)
 	return c
@@ -1392,7 +1472,7 @@ func (x *Idempotent) beginStored7(id int64, v [][2]*json.RawMessage) idem.Call {
 
 var idemSpecStored8 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored8",
-	Signature:   "21c69c40a69fd059",
+	Signature:   "9bdc474010200903",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1400,33 +1480,56 @@ var idemSpecStored8 = &idem.Spec{
 }
 
 // Build fails here if sample.Stored8's signature changed since generation: run go generate.
-var _ func(context.Context, int64, S57) (S57, error) = Stored8
+var _ func(context.Context, int64, map[other.Code]S46) (map[other.Code]S46, error) = Stored8
 
 // idemCodecStored8 stores the results of Stored8 (generated codec).
-var idemCodecStored8 = idem.TypedCodec[S57]{
-	Decode: func(d *idem.Decoder, v *S57) {
-		idemDecS57(d, v)
+var idemCodecStored8 = idem.TypedCodec[map[other.Code]S46]{
+	Decode: func(d *idem.Decoder, v *map[other.Code]S46) {
+		if d.Nil() {
+			*v = nil
+		} else {
+			n := d.Map()
+			*v = make(map[other.Code]S46, n)
+			for range n {
+				var k other.Code
+				var x S46
+				k = other.Code(d.String())
+				idemDecS46(d, &x)
+				(*v)[k] = x
+			}
+		}
 	},
-	Encode: func(e *idem.Encoder, v *S57) {
-		idemEncS57(e, v)
+	Encode: func(e *idem.Encoder, v *map[other.Code]S46) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			at := e.Map(len(*v))
+			// sorted: the same value always has the same bytes
+			for _, k := range slices.Sorted(maps.Keys(*v)) {
+				x := (*v)[k]
+				e.String(string(k))
+				idemEncS46(e, &x)
+			}
+			e.End(at)
+		}
 	},
 }
 
 // Stored8 is sample.Stored8, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
-func (x *Idempotent) Stored8(ctx context.Context, id int64, v S57) (S57, error) {
-	c := x.beginStored8(id, &v)
-	return idem.Do(ctx, c, func(ctx context.Context) (S57, error) {
+func (x *Idempotent) Stored8(ctx context.Context, id int64, v map[other.Code]S46) (map[other.Code]S46, error) {
+	c := x.beginStored8(id, v)
+	return idem.Do(ctx, c, func(ctx context.Context) (map[other.Code]S46, error) {
 		return Stored8(ctx, id, v)
 	})
 }
 
 // Stored8Key is the store key Stored8 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Stored8Key(id int64, v S57) (string, error) {
-	return x.beginStored8(id, &v).StoreKey()
+func (x *Idempotent) Stored8Key(id int64, v map[other.Code]S46) (string, error) {
+	return x.beginStored8(id, v).StoreKey()
 }
 
-// beginStored8 starts a call of Stored8 and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginStored8(id int64, v *S57) idem.Call {
+// beginStored8 starts a call of Stored8 and writes its key material.
+func (x *Idempotent) beginStored8(id int64, v map[other.Code]S46) idem.Call {
 	c := x.g.Begin(idemSpecStored8)
 	c.Key().Int(id)
 	return c
@@ -1434,7 +1537,7 @@ func (x *Idempotent) beginStored8(id int64, v *S57) idem.Call {
 
 var idemSpecStored9 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored9",
-	Signature:   "b5e81f837f25cb38",
+	Signature:   "8671fd8ff8449d24",
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -1442,43 +1545,33 @@ var idemSpecStored9 = &idem.Spec{
 }
 
 // Build fails here if sample.Stored9's signature changed since generation: run go generate.
-var _ func(context.Context, int64, *S59) (*S59, error) = Stored9
+var _ func(context.Context, int64, uint32) (uint32, error) = Stored9
 
 // idemCodecStored9 stores the results of Stored9 (generated codec).
-var idemCodecStored9 = idem.TypedCodec[*S59]{
-	Decode: func(d *idem.Decoder, v **S59) {
-		if d.Ptr() {
-			*v = new(S59)
-			idemDecS59(d, (*v))
-		} else {
-			*v = nil
-		}
+var idemCodecStored9 = idem.TypedCodec[uint32]{
+	Decode: func(d *idem.Decoder, v *uint32) {
+		*v = uint32(d.Uint(32))
 	},
-	Encode: func(e *idem.Encoder, v **S59) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncS59(e, (*v))
-		}
+	Encode: func(e *idem.Encoder, v *uint32) {
+		e.Uint(uint64(*v))
 	},
 }
 
 // Stored9 is sample.Stored9, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
-func (x *Idempotent) Stored9(ctx context.Context, id int64, v *S59) (*S59, error) {
+func (x *Idempotent) Stored9(ctx context.Context, id int64, v uint32) (uint32, error) {
 	c := x.beginStored9(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) (*S59, error) {
+	return idem.Do(ctx, c, func(ctx context.Context) (uint32, error) {
 		return Stored9(ctx, id, v)
 	})
 }
 
 // Stored9Key is the store key Stored9 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Stored9Key(id int64, v *S59) (string, error) {
+func (x *Idempotent) Stored9Key(id int64, v uint32) (string, error) {
 	return x.beginStored9(id, v).StoreKey()
 }
 
 // beginStored9 starts a call of Stored9 and writes its key material.
-func (x *Idempotent) beginStored9(id int64, v *S59) idem.Call {
+func (x *Idempotent) beginStored9(id int64, v uint32) idem.Call {
 	c := x.g.Begin(idemSpecStored9)
 	c.Key().Int(id)
 	return c
@@ -1494,33 +1587,157 @@ var idemSpecStored10 = &idem.Spec{
 }
 
 // Build fails here if sample.Stored10's signature changed since generation: run go generate.
-var _ func(context.Context, int64, S61) (S61, error) = Stored10
+var _ func(context.Context, int64, struct {
+	F0 N47
+	F1 *[1]int64
+	F2 map[string]*big.Int
+	F3 S48
+}) (struct {
+	F0 N47
+	F1 *[1]int64
+	F2 map[string]*big.Int
+	F3 S48
+}, error) = Stored10
 
 // idemCodecStored10 stores the results of Stored10 (generated codec).
-var idemCodecStored10 = idem.TypedCodec[S61]{
-	Decode: func(d *idem.Decoder, v *S61) {
-		idemDecS61(d, v)
+var idemCodecStored10 = idem.TypedCodec[struct {
+	F0 N47
+	F1 *[1]int64
+	F2 map[string]*big.Int
+	F3 S48
+}]{
+	Decode: func(d *idem.Decoder, v *struct {
+		F0 N47
+		F1 *[1]int64
+		F2 map[string]*big.Int
+		F3 S48
+	}) {
+		end := d.Struct()
+		for d.More(end) {
+			switch string(d.Field()) {
+			case "F0":
+				v.F0 = N47(d.Uint(16))
+			case "F1":
+				if d.Ptr() {
+					v.F1 = new([1]int64)
+					if d.Array(len(*v.F1)) {
+						for i := range *v.F1 {
+							(*v.F1)[i] = d.Int(64)
+						}
+					}
+				} else {
+					v.F1 = nil
+				}
+			case "F2":
+				if d.Nil() {
+					v.F2 = nil
+				} else {
+					n := d.Map()
+					v.F2 = make(map[string]*big.Int, n)
+					for range n {
+						var k string
+						var x *big.Int
+						k = d.String()
+						if d.Ptr() {
+							x = new(big.Int)
+							d.Unmarshaled(x.UnmarshalJSON(d.Marshaled()))
+						} else {
+							x = nil
+						}
+						v.F2[k] = x
+					}
+				}
+			case "F3":
+				idemDecS48(d, &v.F3)
+			default:
+				d.Skip()
+			}
+		}
 	},
-	Encode: func(e *idem.Encoder, v *S61) {
-		idemEncS61(e, v)
+	Encode: func(e *idem.Encoder, v *struct {
+		F0 N47
+		F1 *[1]int64
+		F2 map[string]*big.Int
+		F3 S48
+	}) {
+		at := e.Struct()
+		e.Field("F0")
+		e.Uint(uint64(v.F0))
+		e.Field("F1")
+		if v.F1 == nil {
+			e.Nil()
+		} else {
+			e.Ptr()
+			at2 := e.List(len(*v.F1))
+			for i := range *v.F1 {
+				e.Int((*v.F1)[i])
+			}
+			e.End(at2)
+		}
+		e.Field("F2")
+		if v.F2 == nil {
+			e.Nil()
+		} else {
+			at3 := e.Map(len(v.F2))
+			// sorted: the same value always has the same bytes
+			for _, k := range slices.Sorted(maps.Keys(v.F2)) {
+				x := v.F2[k]
+				e.String(k)
+				if x == nil {
+					e.Nil()
+				} else {
+					e.Ptr()
+					e.Marshaled(x.MarshalJSON())
+				}
+			}
+			e.End(at3)
+		}
+		e.Field("F3")
+		idemEncS48(e, &v.F3)
+		e.End(at)
 	},
 }
 
 // Stored10 is sample.Stored10, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
-func (x *Idempotent) Stored10(ctx context.Context, id int64, v S61) (S61, error) {
+func (x *Idempotent) Stored10(ctx context.Context, id int64, v struct {
+	F0 N47
+	F1 *[1]int64
+	F2 map[string]*big.Int
+	F3 S48
+}) (struct {
+	F0 N47
+	F1 *[1]int64
+	F2 map[string]*big.Int
+	F3 S48
+}, error) {
 	c := x.beginStored10(id, &v)
-	return idem.Do(ctx, c, func(ctx context.Context) (S61, error) {
+	return idem.Do(ctx, c, func(ctx context.Context) (struct {
+		F0 N47
+		F1 *[1]int64
+		F2 map[string]*big.Int
+		F3 S48
+	}, error) {
 		return Stored10(ctx, id, v)
 	})
 }
 
 // Stored10Key is the store key Stored10 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Stored10Key(id int64, v S61) (string, error) {
+func (x *Idempotent) Stored10Key(id int64, v struct {
+	F0 N47
+	F1 *[1]int64
+	F2 map[string]*big.Int
+	F3 S48
+}) (string, error) {
 	return x.beginStored10(id, &v).StoreKey()
 }
 
 // beginStored10 starts a call of Stored10 and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginStored10(id int64, v *S61) idem.Call {
+func (x *Idempotent) beginStored10(id int64, v *struct {
+	F0 N47
+	F1 *[1]int64
+	F2 map[string]*big.Int
+	F3 S48
+}) idem.Call {
 	c := x.g.Begin(idemSpecStored10)
 	c.Key().Int(id)
 	return c
@@ -1536,33 +1753,33 @@ var idemSpecStored11 = &idem.Spec{
 }
 
 // Build fails here if sample.Stored11's signature changed since generation: run go generate.
-var _ func(context.Context, int64, S63) (S63, error) = Stored11
+var _ func(context.Context, int64, S56) (S56, error) = Stored11
 
 // idemCodecStored11 stores the results of Stored11 (generated codec).
-var idemCodecStored11 = idem.TypedCodec[S63]{
-	Decode: func(d *idem.Decoder, v *S63) {
-		idemDecS63(d, v)
+var idemCodecStored11 = idem.TypedCodec[S56]{
+	Decode: func(d *idem.Decoder, v *S56) {
+		idemDecS56(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *S63) {
-		idemEncS63(e, v)
+	Encode: func(e *idem.Encoder, v *S56) {
+		idemEncS56(e, v)
 	},
 }
 
 // Stored11 is sample.Stored11, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
-func (x *Idempotent) Stored11(ctx context.Context, id int64, v S63) (S63, error) {
+func (x *Idempotent) Stored11(ctx context.Context, id int64, v S56) (S56, error) {
 	c := x.beginStored11(id, &v)
-	return idem.Do(ctx, c, func(ctx context.Context) (S63, error) {
+	return idem.Do(ctx, c, func(ctx context.Context) (S56, error) {
 		return Stored11(ctx, id, v)
 	})
 }
 
 // Stored11Key is the store key Stored11 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Stored11Key(id int64, v S63) (string, error) {
+func (x *Idempotent) Stored11Key(id int64, v S56) (string, error) {
 	return x.beginStored11(id, &v).StoreKey()
 }
 
 // beginStored11 starts a call of Stored11 and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginStored11(id int64, v *S63) idem.Call {
+func (x *Idempotent) beginStored11(id int64, v *S56) idem.Call {
 	c := x.g.Begin(idemSpecStored11)
 	c.Key().Int(id)
 	return c
@@ -1573,65 +1790,91 @@ func idemDecE50(d *idem.Decoder, v *E50) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
-		case "E51":
-			if d.Ptr() {
-				v.E51 = new(E51)
-				idemDecE51(d, v.E51)
-			} else {
-				v.E51 = nil
-			}
-		case "F1":
-			v.F1 = d.Int(64)
-		default:
-			d.Skip()
-		}
-	}
-}
-
-// idemDecE51 reads a E51 of a stored result.
-func idemDecE51(d *idem.Decoder, v *E51) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
 		case "F0":
-			v.F0 = uint16(d.Uint(16))
-		case "F1":
-			idemDecJsonRawMessage(d, &v.F1)
-		case "Point":
+			v.F0 = N51(d.Float32())
+		case "E52":
 			if d.Ptr() {
-				v.Point = new(other.Point)
-				idemDecOtherPoint(d, v.Point)
+				v.E52 = new(E52)
+				idemDecE52(d, v.E52)
 			} else {
-				v.Point = nil
+				v.E52 = nil
 			}
+		case "Dec":
+			d.Unmarshaled(v.Dec.UnmarshalText(d.Marshaled()))
 		case "F3":
-			v.F3 = uint16(d.Uint(16))
+			v.F3 = d.Float64()
 		default:
 			d.Skip()
 		}
 	}
 }
 
-// idemDecE64 reads a E64 of a stored result.
-func idemDecE64(d *idem.Decoder, v *E64) {
+// idemDecE52 reads a E52 of a stored result.
+func idemDecE52(d *idem.Decoder, v *E52) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "F0":
-			v.F0 = d.Float64()
-		case "F1":
-			if d.Ptr() {
-				v.F1 = new(uint)
-				*v.F1 = uint(d.Uint(64))
-			} else {
-				v.F1 = nil
+			v.F0 = d.Bytes()
+		case "Tag":
+			d.Unmarshaled(v.Tag.UnmarshalText(d.Marshaled()))
+		case "F2":
+			v.F2 = d.Uint(64)
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemDecGen_Array1PtrBigInt reads a Gen[[1]*big.Int] of a stored result.
+func idemDecGen_Array1PtrBigInt(d *idem.Decoder, v *Gen[[1]*big.Int]) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "V":
+			if d.Array(len(v.V)) {
+				for i := range v.V {
+					if d.Ptr() {
+						v.V[i] = new(big.Int)
+						d.Unmarshaled(v.V[i].UnmarshalJSON(d.Marshaled()))
+					} else {
+						v.V[i] = nil
+					}
+				}
 			}
-		case "E66":
-			if d.Ptr() {
-				v.E66 = new(E66)
-				idemDecE66(d, v.E66)
+		case "L":
+			if d.Nil() {
+				v.L = nil
 			} else {
-				v.E66 = nil
+				v.L = make([][1]*big.Int, d.List())
+				for i2 := range v.L {
+					if d.Array(len(v.L[i2])) {
+						for i3 := range v.L[i2] {
+							if d.Ptr() {
+								v.L[i2][i3] = new(big.Int)
+								d.Unmarshaled(v.L[i2][i3].UnmarshalJSON(d.Marshaled()))
+							} else {
+								v.L[i2][i3] = nil
+							}
+						}
+					}
+				}
+			}
+		case "P":
+			if d.Ptr() {
+				v.P = new([1]*big.Int)
+				if d.Array(len(*v.P)) {
+					for i4 := range *v.P {
+						if d.Ptr() {
+							(*v.P)[i4] = new(big.Int)
+							d.Unmarshaled((*v.P)[i4].UnmarshalJSON(d.Marshaled()))
+						} else {
+							(*v.P)[i4] = nil
+						}
+					}
+				}
+			} else {
+				v.P = nil
 			}
 		default:
 			d.Skip()
@@ -1639,15 +1882,29 @@ func idemDecE64(d *idem.Decoder, v *E64) {
 	}
 }
 
-// idemDecE66 reads a E66 of a stored result.
-func idemDecE66(d *idem.Decoder, v *E66) {
+// idemDecGen_uint16 reads a Gen[A44] of a stored result.
+func idemDecGen_uint16(d *idem.Decoder, v *Gen[A44]) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
-		case "F0":
-			v.F0 = complex64(d.Complex())
-		case "F1":
-			v.F1 = time.Duration(d.Int(64))
+		case "V":
+			v.V = uint16(d.Uint(16))
+		case "L":
+			if d.Nil() {
+				v.L = nil
+			} else {
+				v.L = make([]A44, d.List())
+				for i := range v.L {
+					v.L[i] = uint16(d.Uint(16))
+				}
+			}
+		case "P":
+			if d.Ptr() {
+				v.P = new(A44)
+				*v.P = uint16(d.Uint(16))
+			} else {
+				v.P = nil
+			}
 		default:
 			d.Skip()
 		}
@@ -1674,19 +1931,176 @@ func idemDecOtherPoint(d *idem.Decoder, v *other.Point) {
 	}
 }
 
+// idemDecPair_OtherCode_Rec39 reads a Pair[other.Code, Rec39] of a stored result.
+func idemDecPair_OtherCode_Rec39(d *idem.Decoder, v *Pair[other.Code, Rec39]) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "K":
+			v.K = other.Code(d.String())
+		case "V":
+			idemDecRec39(d, &v.V)
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemDecPair_string_S45 reads a Pair[string, S45] of a stored result.
+func idemDecPair_string_S45(d *idem.Decoder, v *Pair[string, S45]) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "K":
+			v.K = d.String()
+		case "V":
+			idemDecS45(d, &v.V)
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemDecRec39 reads a Rec39 of a stored result.
+func idemDecRec39(d *idem.Decoder, v *Rec39) {
+	if !d.Enter() {
+		return
+	}
+	defer d.Leave()
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "V":
+			v.V = int8(d.Int(8))
+		case "Next":
+			if d.Nil() {
+				v.Next = nil
+			} else {
+				n := d.Map()
+				v.Next = make(map[string]Rec39, n)
+				for range n {
+					var k string
+					var x Rec39
+					k = d.String()
+					idemDecRec39(d, &x)
+					v.Next[k] = x
+				}
+			}
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemDecS37 reads a S37 of a stored result.
+func idemDecS37(d *idem.Decoder, v *S37) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "F0":
+			v.F0 = d.Float64()
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemDecS40 reads a S40 of a stored result.
+func idemDecS40(d *idem.Decoder, v *S40) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "F0":
+			idemDecS41(d, &v.F0)
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemDecS41 reads a S41 of a stored result.
+func idemDecS41(d *idem.Decoder, v *S41) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "F0":
+			end2 := d.Struct()
+			for d.More(end2) {
+				switch string(d.Field()) {
+				case "F0":
+					v.F0.F0 = uint(d.Uint(64))
+				case "F1":
+					if d.Ptr() {
+						v.F0.F1 = new(big.Int)
+						d.Unmarshaled(v.F0.F1.UnmarshalJSON(d.Marshaled()))
+					} else {
+						v.F0.F1 = nil
+					}
+				case "F2":
+					if d.Ptr() {
+						v.F0.F2 = new(big.Int)
+						d.Unmarshaled(v.F0.F2.UnmarshalJSON(d.Marshaled()))
+					} else {
+						v.F0.F2 = nil
+					}
+				default:
+					d.Skip()
+				}
+			}
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemDecS42 reads a S42 of a stored result.
+func idemDecS42(d *idem.Decoder, v *S42) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "F0":
+			idemDecS43(d, &v.F0)
+		case "F1":
+			if d.Array(len(v.F1)) {
+				for i := range v.F1 {
+					idemDecGen_uint16(d, &v.F1[i])
+				}
+			}
+		case "F2":
+			idemDecGen_Array1PtrBigInt(d, &v.F2)
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemDecS43 reads a S43 of a stored result.
+func idemDecS43(d *idem.Decoder, v *S43) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "F0":
+			v.F0 = d.Uint(64)
+		default:
+			d.Skip()
+		}
+	}
+}
+
 // idemDecS45 reads a S45 of a stored result.
 func idemDecS45(d *idem.Decoder, v *S45) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
-		case "F0":
-			if d.Array(len(v.F0)) {
-				for i := range v.F0 {
-					idemDecS46(d, &v.F0[i])
-				}
+		case "Time":
+			d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
+		case "F1":
+			if d.Ptr() {
+				v.F1 = new(big.Int)
+				d.Unmarshaled(v.F1.UnmarshalJSON(d.Marshaled()))
+			} else {
+				v.F1 = nil
 			}
-		case "Tag":
-			d.Unmarshaled(v.Tag.UnmarshalText(d.Marshaled()))
 		default:
 			d.Skip()
 		}
@@ -1698,28 +2112,8 @@ func idemDecS46(d *idem.Decoder, v *S46) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
-		case "Bin":
-			d.Unmarshaled(v.Bin.UnmarshalBinary(d.Marshaled()))
-		default:
-			d.Skip()
-		}
-	}
-}
-
-// idemDecS47 reads a S47 of a stored result.
-func idemDecS47(d *idem.Decoder, v *S47) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
 		case "F0":
-			idemDecS48(d, &v.F0)
-		case "E50":
-			if d.Ptr() {
-				v.E50 = new(E50)
-				idemDecE50(d, v.E50)
-			} else {
-				v.E50 = nil
-			}
+			v.F0 = d.Complex()
 		default:
 			d.Skip()
 		}
@@ -1731,10 +2125,41 @@ func idemDecS48(d *idem.Decoder, v *S48) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
-		case "Time":
-			d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
+		case "Point":
+			idemDecOtherPoint(d, &v.Point)
 		case "F1":
-			v.F1 = N49(d.Float64())
+			idemDecS49(d, &v.F1)
+		case "F2":
+			end2 := d.Struct()
+			for d.More(end2) {
+				switch string(d.Field()) {
+				case "F0":
+					v.F2.F0 = N54(d.String())
+				case "F1":
+					v.F2.F1 = uint16(d.Uint(16))
+				default:
+					d.Skip()
+				}
+			}
+		case "F3":
+			v.F3 = uint16(d.Uint(16))
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemDecS49 reads a S49 of a stored result.
+func idemDecS49(d *idem.Decoder, v *S49) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "F0":
+			v.F0 = uint8(d.Uint(8))
+		case "E50":
+			idemDecE50(d, &v.E50)
+		case "F2":
+			d.Unmarshaled(v.F2.UnmarshalBinary(d.Marshaled()))
 		default:
 			d.Skip()
 		}
@@ -1749,115 +2174,7 @@ func idemDecS56(d *idem.Decoder, v *S56) {
 		case "Dec":
 			d.Unmarshaled(v.Dec.UnmarshalText(d.Marshaled()))
 		case "F1":
-			v.F1 = uint32(d.Uint(32))
-		default:
-			d.Skip()
-		}
-	}
-}
-
-// idemDecS57 reads a S57 of a stored result.
-func idemDecS57(d *idem.Decoder, v *S57) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
-		case "F0":
-			idemDecS58(d, &v.F0)
-		default:
-			d.Skip()
-		}
-	}
-}
-
-// idemDecS58 reads a S58 of a stored result.
-func idemDecS58(d *idem.Decoder, v *S58) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
-		case "Dec":
-			d.Unmarshaled(v.Dec.UnmarshalText(d.Marshaled()))
-		case "Bin":
-			d.Unmarshaled(v.Bin.UnmarshalBinary(d.Marshaled()))
-		case "Time":
-			d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
-		default:
-			d.Skip()
-		}
-	}
-}
-
-// idemDecS59 reads a S59 of a stored result.
-func idemDecS59(d *idem.Decoder, v *S59) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
-		case "F0":
-			v.F0 = d.Uint(64)
-		case "F1":
-			idemDecS60(d, &v.F1)
-		case "Bin":
-			d.Unmarshaled(v.Bin.UnmarshalBinary(d.Marshaled()))
-		case "Point":
-			if d.Ptr() {
-				v.Point = new(other.Point)
-				idemDecOtherPoint(d, v.Point)
-			} else {
-				v.Point = nil
-			}
-		default:
-			d.Skip()
-		}
-	}
-}
-
-// idemDecS60 reads a S60 of a stored result.
-func idemDecS60(d *idem.Decoder, v *S60) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
-		case "F0":
-			v.F0 = int(d.Int(64))
-		default:
-			d.Skip()
-		}
-	}
-}
-
-// idemDecS61 reads a S61 of a stored result.
-func idemDecS61(d *idem.Decoder, v *S61) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
-		case "F0":
-			v.F0 = d.Float64()
-		case "F1":
-			idemDecS62(d, &v.F1)
-		default:
-			d.Skip()
-		}
-	}
-}
-
-// idemDecS62 reads a S62 of a stored result.
-func idemDecS62(d *idem.Decoder, v *S62) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
-		case "F0":
-			v.F0 = d.String()
-		default:
-			d.Skip()
-		}
-	}
-}
-
-// idemDecS63 reads a S63 of a stored result.
-func idemDecS63(d *idem.Decoder, v *S63) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
-		case "E64":
-			idemDecE64(d, &v.E64)
+			v.F1 = d.Float64()
 		default:
 			d.Skip()
 		}
@@ -1867,66 +2184,108 @@ func idemDecS63(d *idem.Decoder, v *S63) {
 // idemEncE50 writes a E50 of a stored result.
 func idemEncE50(e *idem.Encoder, v *E50) {
 	at := e.Struct()
-	e.Field("E51")
-	if v.E51 == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		idemEncE51(e, v.E51)
-	}
-	e.Field("F1")
-	e.Int(v.F1)
-	e.End(at)
-}
-
-// idemEncE51 writes a E51 of a stored result.
-func idemEncE51(e *idem.Encoder, v *E51) {
-	at := e.Struct()
 	e.Field("F0")
-	e.Uint(uint64(v.F0))
-	e.Field("F1")
-	idemEncJsonRawMessage(e, &v.F1)
-	e.Field("Point")
-	if v.Point == nil {
+	e.Float32(float32(v.F0))
+	e.Field("E52")
+	if v.E52 == nil {
 		e.Nil()
 	} else {
 		e.Ptr()
-		idemEncOtherPoint(e, v.Point)
+		idemEncE52(e, v.E52)
 	}
+	e.Field("Dec")
+	e.Marshaled(v.Dec.MarshalText())
 	e.Field("F3")
-	e.Uint(uint64(v.F3))
+	e.Float64(v.F3)
 	e.End(at)
 }
 
-// idemEncE64 writes a E64 of a stored result.
-func idemEncE64(e *idem.Encoder, v *E64) {
+// idemEncE52 writes a E52 of a stored result.
+func idemEncE52(e *idem.Encoder, v *E52) {
 	at := e.Struct()
 	e.Field("F0")
-	e.Float64(v.F0)
-	e.Field("F1")
-	if v.F1 == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.Uint(uint64(*v.F1))
+	e.Bytes(v.F0)
+	e.Field("Tag")
+	e.Marshaled(v.Tag.MarshalText())
+	e.Field("F2")
+	e.Uint(v.F2)
+	e.End(at)
+}
+
+// idemEncGen_Array1PtrBigInt writes a Gen[[1]*big.Int] of a stored result.
+func idemEncGen_Array1PtrBigInt(e *idem.Encoder, v *Gen[[1]*big.Int]) {
+	at := e.Struct()
+	e.Field("V")
+	at2 := e.List(len(v.V))
+	for i := range v.V {
+		if v.V[i] == nil {
+			e.Nil()
+		} else {
+			e.Ptr()
+			e.Marshaled(v.V[i].MarshalJSON())
+		}
 	}
-	e.Field("E66")
-	if v.E66 == nil {
+	e.End(at2)
+	e.Field("L")
+	if v.L == nil {
+		e.Nil()
+	} else {
+		at3 := e.List(len(v.L))
+		for i2 := range v.L {
+			at4 := e.List(len(v.L[i2]))
+			for i3 := range v.L[i2] {
+				if v.L[i2][i3] == nil {
+					e.Nil()
+				} else {
+					e.Ptr()
+					e.Marshaled(v.L[i2][i3].MarshalJSON())
+				}
+			}
+			e.End(at4)
+		}
+		e.End(at3)
+	}
+	e.Field("P")
+	if v.P == nil {
 		e.Nil()
 	} else {
 		e.Ptr()
-		idemEncE66(e, v.E66)
+		at5 := e.List(len(*v.P))
+		for i4 := range *v.P {
+			if (*v.P)[i4] == nil {
+				e.Nil()
+			} else {
+				e.Ptr()
+				e.Marshaled((*v.P)[i4].MarshalJSON())
+			}
+		}
+		e.End(at5)
 	}
 	e.End(at)
 }
 
-// idemEncE66 writes a E66 of a stored result.
-func idemEncE66(e *idem.Encoder, v *E66) {
+// idemEncGen_uint16 writes a Gen[A44] of a stored result.
+func idemEncGen_uint16(e *idem.Encoder, v *Gen[A44]) {
 	at := e.Struct()
-	e.Field("F0")
-	e.Complex(complex128(v.F0))
-	e.Field("F1")
-	e.Int(int64(v.F1))
+	e.Field("V")
+	e.Uint(uint64(v.V))
+	e.Field("L")
+	if v.L == nil {
+		e.Nil()
+	} else {
+		at2 := e.List(len(v.L))
+		for i := range v.L {
+			e.Uint(uint64(v.L[i]))
+		}
+		e.End(at2)
+	}
+	e.Field("P")
+	if v.P == nil {
+		e.Nil()
+	} else {
+		e.Ptr()
+		e.Uint(uint64(*v.P))
+	}
 	e.End(at)
 }
 
@@ -1945,50 +2304,167 @@ func idemEncOtherPoint(e *idem.Encoder, v *other.Point) {
 	e.End(at)
 }
 
+// idemEncPair_OtherCode_Rec39 writes a Pair[other.Code, Rec39] of a stored result.
+func idemEncPair_OtherCode_Rec39(e *idem.Encoder, v *Pair[other.Code, Rec39]) {
+	at := e.Struct()
+	e.Field("K")
+	e.String(string(v.K))
+	e.Field("V")
+	idemEncRec39(e, &v.V)
+	e.End(at)
+}
+
+// idemEncPair_string_S45 writes a Pair[string, S45] of a stored result.
+func idemEncPair_string_S45(e *idem.Encoder, v *Pair[string, S45]) {
+	at := e.Struct()
+	e.Field("K")
+	e.String(v.K)
+	e.Field("V")
+	idemEncS45(e, &v.V)
+	e.End(at)
+}
+
+// idemEncRec39 writes a Rec39 of a stored result.
+func idemEncRec39(e *idem.Encoder, v *Rec39) {
+	if !e.Enter() {
+		return
+	}
+	defer e.Leave()
+	at := e.Struct()
+	e.Field("V")
+	e.Int(int64(v.V))
+	e.Field("Next")
+	if v.Next == nil {
+		e.Nil()
+	} else {
+		at2 := e.Map(len(v.Next))
+		// sorted: the same value always has the same bytes
+		for _, k := range slices.Sorted(maps.Keys(v.Next)) {
+			x := v.Next[k]
+			e.String(k)
+			idemEncRec39(e, &x)
+		}
+		e.End(at2)
+	}
+	e.End(at)
+}
+
+// idemEncS37 writes a S37 of a stored result.
+func idemEncS37(e *idem.Encoder, v *S37) {
+	at := e.Struct()
+	e.Field("F0")
+	e.Float64(v.F0)
+	e.End(at)
+}
+
+// idemEncS40 writes a S40 of a stored result.
+func idemEncS40(e *idem.Encoder, v *S40) {
+	at := e.Struct()
+	e.Field("F0")
+	idemEncS41(e, &v.F0)
+	e.End(at)
+}
+
+// idemEncS41 writes a S41 of a stored result.
+func idemEncS41(e *idem.Encoder, v *S41) {
+	at := e.Struct()
+	e.Field("F0")
+	at2 := e.Struct()
+	e.Field("F0")
+	e.Uint(uint64(v.F0.F0))
+	e.Field("F1")
+	if v.F0.F1 == nil {
+		e.Nil()
+	} else {
+		e.Ptr()
+		e.Marshaled(v.F0.F1.MarshalJSON())
+	}
+	e.Field("F2")
+	if v.F0.F2 == nil {
+		e.Nil()
+	} else {
+		e.Ptr()
+		e.Marshaled(v.F0.F2.MarshalJSON())
+	}
+	e.End(at2)
+	e.End(at)
+}
+
+// idemEncS42 writes a S42 of a stored result.
+func idemEncS42(e *idem.Encoder, v *S42) {
+	at := e.Struct()
+	e.Field("F0")
+	idemEncS43(e, &v.F0)
+	e.Field("F1")
+	at2 := e.List(len(v.F1))
+	for i := range v.F1 {
+		idemEncGen_uint16(e, &v.F1[i])
+	}
+	e.End(at2)
+	e.Field("F2")
+	idemEncGen_Array1PtrBigInt(e, &v.F2)
+	e.End(at)
+}
+
+// idemEncS43 writes a S43 of a stored result.
+func idemEncS43(e *idem.Encoder, v *S43) {
+	at := e.Struct()
+	e.Field("F0")
+	e.Uint(v.F0)
+	e.End(at)
+}
+
 // idemEncS45 writes a S45 of a stored result.
 func idemEncS45(e *idem.Encoder, v *S45) {
 	at := e.Struct()
-	e.Field("F0")
-	at2 := e.List(len(v.F0))
-	for i := range v.F0 {
-		idemEncS46(e, &v.F0[i])
+	e.Field("Time")
+	e.Marshaled(v.Time.MarshalBinary())
+	e.Field("F1")
+	if v.F1 == nil {
+		e.Nil()
+	} else {
+		e.Ptr()
+		e.Marshaled(v.F1.MarshalJSON())
 	}
-	e.End(at2)
-	e.Field("Tag")
-	e.Marshaled(v.Tag.MarshalText())
 	e.End(at)
 }
 
 // idemEncS46 writes a S46 of a stored result.
 func idemEncS46(e *idem.Encoder, v *S46) {
 	at := e.Struct()
-	e.Field("Bin")
-	e.Marshaled(v.Bin.MarshalBinary())
-	e.End(at)
-}
-
-// idemEncS47 writes a S47 of a stored result.
-func idemEncS47(e *idem.Encoder, v *S47) {
-	at := e.Struct()
 	e.Field("F0")
-	idemEncS48(e, &v.F0)
-	e.Field("E50")
-	if v.E50 == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		idemEncE50(e, v.E50)
-	}
+	e.Complex(v.F0)
 	e.End(at)
 }
 
 // idemEncS48 writes a S48 of a stored result.
 func idemEncS48(e *idem.Encoder, v *S48) {
 	at := e.Struct()
-	e.Field("Time")
-	e.Marshaled(v.Time.MarshalBinary())
+	e.Field("Point")
+	idemEncOtherPoint(e, &v.Point)
 	e.Field("F1")
-	e.Float64(float64(v.F1))
+	idemEncS49(e, &v.F1)
+	e.Field("F2")
+	at2 := e.Struct()
+	e.Field("F0")
+	e.String(string(v.F2.F0))
+	e.Field("F1")
+	e.Uint(uint64(v.F2.F1))
+	e.End(at2)
+	e.Field("F3")
+	e.Uint(uint64(v.F3))
+	e.End(at)
+}
+
+// idemEncS49 writes a S49 of a stored result.
+func idemEncS49(e *idem.Encoder, v *S49) {
+	at := e.Struct()
+	e.Field("F0")
+	e.Uint(uint64(v.F0))
+	e.Field("E50")
+	idemEncE50(e, &v.E50)
+	e.Field("F2")
+	e.Marshaled(v.F2.MarshalBinary())
 	e.End(at)
 }
 
@@ -1998,98 +2474,8 @@ func idemEncS56(e *idem.Encoder, v *S56) {
 	e.Field("Dec")
 	e.Marshaled(v.Dec.MarshalText())
 	e.Field("F1")
-	e.Uint(uint64(v.F1))
+	e.Float64(v.F1)
 	e.End(at)
-}
-
-// idemEncS57 writes a S57 of a stored result.
-func idemEncS57(e *idem.Encoder, v *S57) {
-	at := e.Struct()
-	e.Field("F0")
-	idemEncS58(e, &v.F0)
-	e.End(at)
-}
-
-// idemEncS58 writes a S58 of a stored result.
-func idemEncS58(e *idem.Encoder, v *S58) {
-	at := e.Struct()
-	e.Field("Dec")
-	e.Marshaled(v.Dec.MarshalText())
-	e.Field("Bin")
-	e.Marshaled(v.Bin.MarshalBinary())
-	e.Field("Time")
-	e.Marshaled(v.Time.MarshalBinary())
-	e.End(at)
-}
-
-// idemEncS59 writes a S59 of a stored result.
-func idemEncS59(e *idem.Encoder, v *S59) {
-	at := e.Struct()
-	e.Field("F0")
-	e.Uint(v.F0)
-	e.Field("F1")
-	idemEncS60(e, &v.F1)
-	e.Field("Bin")
-	e.Marshaled(v.Bin.MarshalBinary())
-	e.Field("Point")
-	if v.Point == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		idemEncOtherPoint(e, v.Point)
-	}
-	e.End(at)
-}
-
-// idemEncS60 writes a S60 of a stored result.
-func idemEncS60(e *idem.Encoder, v *S60) {
-	at := e.Struct()
-	e.Field("F0")
-	e.Int(int64(v.F0))
-	e.End(at)
-}
-
-// idemEncS61 writes a S61 of a stored result.
-func idemEncS61(e *idem.Encoder, v *S61) {
-	at := e.Struct()
-	e.Field("F0")
-	e.Float64(v.F0)
-	e.Field("F1")
-	idemEncS62(e, &v.F1)
-	e.End(at)
-}
-
-// idemEncS62 writes a S62 of a stored result.
-func idemEncS62(e *idem.Encoder, v *S62) {
-	at := e.Struct()
-	e.Field("F0")
-	e.String(v.F0)
-	e.End(at)
-}
-
-// idemEncS63 writes a S63 of a stored result.
-func idemEncS63(e *idem.Encoder, v *S63) {
-	at := e.Struct()
-	e.Field("E64")
-	idemEncE64(e, &v.E64)
-	e.End(at)
-}
-
-// idemKeyE15 writes the key material of E15. Not keyed (tagged idem:"-"): F0.
-func idemKeyE15(b *idem.KeyBuilder, v *E15) {
-	idemKeyJsonRawMessage(b, &v.F1)
-	b.Uint(uint64(v.F2))
-	idemKeyE16(b, &v.E16)
-}
-
-// idemKeyE16 writes the key material of E16.
-func idemKeyE16(b *idem.KeyBuilder, v *E16) {
-	if v.F0 == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(v.F0.Text('p', 0))
-	}
 }
 
 // idemKeyE2 writes the key material of E2.
@@ -2100,12 +2486,148 @@ func idemKeyE2(b *idem.KeyBuilder, v *E2) {
 	b.Key(v.Tag)
 }
 
-// idemKeyE22 writes the key material of E22.
-func idemKeyE22(b *idem.KeyBuilder, v *E22) {
+// idemKeyE24 writes the key material of E24.
+func idemKeyE24(b *idem.KeyBuilder, v *E24) {
+	idemKeyOtherPoint(b, &v.Point)
+}
+
+// idemKeyE30 writes the key material of E30.
+func idemKeyE30(b *idem.KeyBuilder, v *E30) {
 	b.Int(int64(v.f0))
 	b.Int(v.f1)
 	b.Key(v.Tag)
 	b.Marshaled(v.F3.MarshalBinary())
+}
+
+// idemKeyE8 writes the key material of E8.
+func idemKeyE8(b *idem.KeyBuilder, v *E8) {
+	b.Complex(v.F0)
+	b.Marshaled(v.Bin.MarshalBinary())
+}
+
+// idemKeyGen_MapMK10ToGen_int writes the key material of Gen[map[MK10]Gen[int]].
+func idemKeyGen_MapMK10ToGen_int(b *idem.KeyBuilder, v *Gen[map[MK10]Gen[int]]) {
+	if v.V == nil {
+		b.Nil()
+	} else {
+		b.MapStart(len(v.V))
+		for k, e := range v.V {
+			b.MapEntry()
+			idemKeyMK10(b, &k)
+			idemKeyGen_int(b, &e)
+		}
+		b.MapEnd()
+	}
+	if v.L == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.L))
+		for i := range v.L {
+			if v.L[i] == nil {
+				b.Nil()
+			} else {
+				b.MapStart(len(v.L[i]))
+				for k, e := range v.L[i] {
+					b.MapEntry()
+					idemKeyMK10(b, &k)
+					idemKeyGen_int(b, &e)
+				}
+				b.MapEnd()
+			}
+		}
+	}
+	if v.P == nil {
+		b.Nil()
+	} else {
+		b.Ptr()
+		if *v.P == nil {
+			b.Nil()
+		} else {
+			b.MapStart(len(*v.P))
+			for k, e := range *v.P {
+				b.MapEntry()
+				idemKeyMK10(b, &k)
+				idemKeyGen_int(b, &e)
+			}
+			b.MapEnd()
+		}
+	}
+}
+
+// idemKeyGen_S6 writes the key material of Gen[S6].
+func idemKeyGen_S6(b *idem.KeyBuilder, v *Gen[S6]) {
+	idemKeyS6(b, &v.V)
+	if v.L == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.L))
+		for i := range v.L {
+			idemKeyS6(b, &v.L[i])
+		}
+	}
+	if v.P == nil {
+		b.Nil()
+	} else {
+		b.Ptr()
+		idemKeyS6(b, v.P)
+	}
+}
+
+// idemKeyGen_int writes the key material of Gen[int].
+func idemKeyGen_int(b *idem.KeyBuilder, v *Gen[int]) {
+	b.Int(int64(v.V))
+	if v.L == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.L))
+		for i := range v.L {
+			b.Int(int64(v.L[i]))
+		}
+	}
+	if v.P == nil {
+		b.Nil()
+	} else {
+		b.Ptr()
+		b.Int(int64(*v.P))
+	}
+}
+
+// idemKeyGen_string writes the key material of Gen[string].
+func idemKeyGen_string(b *idem.KeyBuilder, v *Gen[string]) {
+	b.String(v.V)
+	if v.L == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.L))
+		for i := range v.L {
+			b.String(v.L[i])
+		}
+	}
+	if v.P == nil {
+		b.Nil()
+	} else {
+		b.Ptr()
+		b.String(*v.P)
+	}
+}
+
+// idemKeyGen_uint64 writes the key material of Gen[A11].
+func idemKeyGen_uint64(b *idem.KeyBuilder, v *Gen[A11]) {
+	b.Uint(v.V)
+	if v.L == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.L))
+		for i := range v.L {
+			b.Uint(v.L[i])
+		}
+	}
+	if v.P == nil {
+		b.Nil()
+	} else {
+		b.Ptr()
+		b.Uint(*v.P)
+	}
 }
 
 // idemKeyJsonRawMessage writes the key material of json.RawMessage.
@@ -2117,8 +2639,8 @@ func idemKeyJsonRawMessage(b *idem.KeyBuilder, v *json.RawMessage) {
 	}
 }
 
-// idemKeyMK33 writes the key material of MK33.
-func idemKeyMK33(b *idem.KeyBuilder, v *MK33) {
+// idemKeyMK10 writes the key material of MK10.
+func idemKeyMK10(b *idem.KeyBuilder, v *MK10) {
 	b.String(v.A)
 	b.Int(int64(v.B))
 }
@@ -2129,15 +2651,37 @@ func idemKeyOtherPoint(b *idem.KeyBuilder, v *other.Point) {
 	b.Int(int64(v.Y))
 }
 
-// idemKeyP24 writes the key material of P24.
-func idemKeyP24(b *idem.KeyBuilder, v *P24) {
+// idemKeyP12 writes the key material of P12.
+func idemKeyP12(b *idem.KeyBuilder, v *P12) {
 	if v.A == nil {
 		b.Nil()
 	} else {
 		b.Ptr()
-		idemKeyQ25(b, v.A)
+		idemKeyQ13(b, v.A)
 	}
-	b.String(v.B)
+	b.Uint(uint64(v.B))
+}
+
+// idemKeyP16 writes the key material of P16.
+func idemKeyP16(b *idem.KeyBuilder, v *P16) {
+	if v.A == nil {
+		b.Nil()
+	} else {
+		b.Ptr()
+		idemKeyQ17(b, v.A)
+	}
+	idemKeyS18(b, &v.B)
+}
+
+// idemKeyP21 writes the key material of P21.
+func idemKeyP21(b *idem.KeyBuilder, v *P21) {
+	if v.A == nil {
+		b.Nil()
+	} else {
+		b.Ptr()
+		idemKeyQ22(b, v.A)
+	}
+	idemKeyGen_string(b, &v.B)
 }
 
 // idemKeyP26 writes the key material of P26.
@@ -2159,59 +2703,102 @@ func idemKeyP31(b *idem.KeyBuilder, v *P31) {
 		b.Ptr()
 		idemKeyQ32(b, v.A)
 	}
-	if v.B == nil {
-		b.Nil()
-	} else {
-		b.MapStart(len(v.B))
-		for k, e := range v.B {
-			b.MapEntry()
-			idemKeyMK33(b, &k)
-			b.Uint(uint64(e))
-		}
-		b.MapEnd()
-	}
-}
-
-// idemKeyP34 writes the key material of P34.
-func idemKeyP34(b *idem.KeyBuilder, v *P34) {
-	if v.A == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyQ35(b, v.A)
-	}
-	b.List(2)
+	b.List(0)
 	for i := range v.B {
-		b.Float(v.B[i])
+		if v.B[i] == nil {
+			b.Nil()
+		} else {
+			b.Ptr()
+			b.String(v.B[i].Text('p', 0))
+		}
 	}
 }
 
-// idemKeyP38 writes the key material of P38. Not keyed (tagged idem:"-"): F0.
-func idemKeyP38(b *idem.KeyBuilder, v *P38) {
+// idemKeyP33 writes the key material of P33.
+func idemKeyP33(b *idem.KeyBuilder, v *P33) {
 	if v.A == nil {
 		b.Nil()
 	} else {
 		b.Ptr()
-		idemKeyQ39(b, v.A)
-	}
-	b.Key(v.B.F1)
-	b.Time(v.B.F2)
-	b.Int(int64(v.B.F3))
-}
-
-// idemKeyP42 writes the key material of P42.
-func idemKeyP42(b *idem.KeyBuilder, v *P42) {
-	if v.A == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyQ43(b, v.A)
+		idemKeyQ34(b, v.A)
 	}
 	b.Uint(uint64(v.B))
 }
 
-// idemKeyQ25 writes the key material of Q25.
-func idemKeyQ25(b *idem.KeyBuilder, v *Q25) {
+// idemKeyQ13 writes the key material of Q13.
+func idemKeyQ13(b *idem.KeyBuilder, v *Q13) {
+	b.Float(float64(v.C))
+	if v.D == nil {
+		b.Nil()
+	} else {
+		b.Ptr()
+		idemKeyJsonRawMessage(b, v.D)
+	}
+}
+
+// idemKeyQ17 writes the key material of Q17.
+func idemKeyQ17(b *idem.KeyBuilder, v *Q17) {
+	idemKeyRec20(b, &v.C)
+	if v.D == nil {
+		b.Nil()
+	} else {
+		b.Ptr()
+		b.Float(*v.D)
+	}
+}
+
+// idemKeyQ22 writes the key material of Q22.
+func idemKeyQ22(b *idem.KeyBuilder, v *Q22) {
+	idemKeyS23(b, &v.C)
+	if v.D == nil {
+		b.Nil()
+	} else {
+		b.Ptr()
+		b.Float(*v.D)
+	}
+}
+
+// idemKeyQ27 writes the key material of Q27.
+func idemKeyQ27(b *idem.KeyBuilder, v *Q27) {
+	if v.C == nil {
+		b.Nil()
+	} else {
+		b.MapStart(len(v.C))
+		for k, e := range v.C {
+			b.MapEntry()
+			b.Bool(k)
+			if e == nil {
+				b.Nil()
+			} else {
+				b.Marshaled(e.MarshalText())
+			}
+		}
+		b.MapEnd()
+	}
+	if v.D == nil {
+		b.Nil()
+	} else {
+		b.Ptr()
+		b.String(string(*v.D))
+	}
+}
+
+// idemKeyQ32 writes the key material of Q32.
+func idemKeyQ32(b *idem.KeyBuilder, v *Q32) {
+	b.List(1)
+	for i := range v.C {
+		b.Uint(v.C[i])
+	}
+	if v.D == nil {
+		b.Nil()
+	} else {
+		b.Ptr()
+		b.String(*v.D)
+	}
+}
+
+// idemKeyQ34 writes the key material of Q34.
+func idemKeyQ34(b *idem.KeyBuilder, v *Q34) {
 	b.Int(int64(v.C))
 	if v.D == nil {
 		b.Nil()
@@ -2221,85 +2808,8 @@ func idemKeyQ25(b *idem.KeyBuilder, v *Q25) {
 	}
 }
 
-// idemKeyQ27 writes the key material of Q27.
-func idemKeyQ27(b *idem.KeyBuilder, v *Q27) {
-	if v.C == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.C))
-		for i := range v.C {
-			b.Bool(v.C[i])
-		}
-	}
-	if v.D == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Complex(*v.D)
-	}
-}
-
-// idemKeyQ32 writes the key material of Q32.
-func idemKeyQ32(b *idem.KeyBuilder, v *Q32) {
-	if v.C == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Float(float64(*v.C))
-	}
-	if v.D == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Complex(complex128(*v.D))
-	}
-}
-
-// idemKeyQ35 writes the key material of Q35.
-func idemKeyQ35(b *idem.KeyBuilder, v *Q35) {
-	idemKeyS37(b, &v.C)
-	if v.D == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Marshaled(v.D.MarshalText())
-	}
-}
-
-// idemKeyQ39 writes the key material of Q39.
-func idemKeyQ39(b *idem.KeyBuilder, v *Q39) {
-	idemKeyS41(b, &v.C)
-	if v.D == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Uint(uint64(*v.D))
-	}
-}
-
-// idemKeyQ43 writes the key material of Q43.
-func idemKeyQ43(b *idem.KeyBuilder, v *Q43) {
-	if v.C == nil {
-		b.Nil()
-	} else {
-		b.MapStart(len(v.C))
-		for k, e := range v.C {
-			b.MapEntry()
-			b.Bytes(k[:])
-			b.Complex(e)
-		}
-		b.MapEnd()
-	}
-	if v.D == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Uint(uint64(*v.D))
-	}
-}
-
-// idemKeyRec12 writes the key material of Rec12.
-func idemKeyRec12(b *idem.KeyBuilder, v *Rec12) {
+// idemKeyRec20 writes the key material of Rec20.
+func idemKeyRec20(b *idem.KeyBuilder, v *Rec20) {
 	if !b.Enter() {
 		return
 	}
@@ -2307,60 +2817,21 @@ func idemKeyRec12(b *idem.KeyBuilder, v *Rec12) {
 	if v.V == nil {
 		b.Nil()
 	} else {
-		b.MapStart(len(v.V))
-		for k, e := range v.V {
-			b.MapEntry()
-			b.Bool(k)
-			b.Int(int64(e))
-		}
-		b.MapEnd()
-	}
-	if v.Next == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Next))
-		for i := range v.Next {
-			idemKeyRec12(b, &v.Next[i])
-		}
-	}
-}
-
-// idemKeyRec19 writes the key material of Rec19.
-func idemKeyRec19(b *idem.KeyBuilder, v *Rec19) {
-	if !b.Enter() {
-		return
-	}
-	defer b.Leave()
-	if v.V == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.V))
-		for i := range v.V {
-			idemKeyS20(b, &v.V[i])
-		}
-	}
-	if v.Next == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Next))
-		for i := range v.Next {
-			idemKeyRec19(b, &v.Next[i])
-		}
-	}
-}
-
-// idemKeyRec6 writes the key material of Rec6.
-func idemKeyRec6(b *idem.KeyBuilder, v *Rec6) {
-	if !b.Enter() {
-		return
-	}
-	defer b.Leave()
-	idemKeyS7(b, &v.V)
-	if v.Next == nil {
-		b.Nil()
-	} else {
 		b.Ptr()
-		idemKeyRec6(b, v.Next)
+		b.String(v.V.Text('p', 0))
+	}
+	if v.Next == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.Next))
+		for i := range v.Next {
+			if v.Next[i] == nil {
+				b.Nil()
+			} else {
+				b.Ptr()
+				idemKeyRec20(b, v.Next[i])
+			}
+		}
 	}
 }
 
@@ -2374,116 +2845,68 @@ func idemKeyS1(b *idem.KeyBuilder, v *S1) {
 	}
 }
 
-// idemKeyS11 writes the key material of S11.
-func idemKeyS11(b *idem.KeyBuilder, v *S11) {
-	idemKeyRec12(b, &v.F0)
-}
-
-// idemKeyS13 writes the key material of S13.
-func idemKeyS13(b *idem.KeyBuilder, v *S13) {
+// idemKeyS18 writes the key material of S18. Not keyed (tagged idem:"-"): F1.
+func idemKeyS18(b *idem.KeyBuilder, v *S18) {
 	b.Int(int64(v.F0))
-	if v.F1 == nil {
-		b.Nil()
-	} else {
-		b.MapStart(len(v.F1))
-		for k, e := range v.F1 {
-			b.MapEntry()
-			b.Bool(k)
-			idemKeyS14(b, &e)
-		}
-		b.MapEnd()
-	}
-	b.Marshaled(v.Bin.MarshalBinary())
 }
 
-// idemKeyS14 writes the key material of S14. Not keyed (tagged idem:"-"): F0.
-func idemKeyS14(b *idem.KeyBuilder, v *S14) {
-	idemKeyE15(b, &v.E15)
-	b.Float(float64(v.F2))
+// idemKeyS23 writes the key material of S23.
+func idemKeyS23(b *idem.KeyBuilder, v *S23) {
+	b.Key(v.Tag)
+	idemKeyE24(b, &v.E24)
+	b.Bool(v.F2)
 }
 
-// idemKeyS20 writes the key material of S20. Not keyed (tagged idem:"-"): F2.
-func idemKeyS20(b *idem.KeyBuilder, v *S20) {
+// idemKeyS28 writes the key material of S28. Not keyed (tagged idem:"-"): F2.
+func idemKeyS28(b *idem.KeyBuilder, v *S28) {
 	b.Bool(bool(v.F0))
-	if v.E22 == nil {
+	if v.E30 == nil {
 		b.Nil()
 	} else {
 		b.Ptr()
-		idemKeyE22(b, v.E22)
+		idemKeyE30(b, v.E30)
 	}
 	b.Key(v.Tag)
 }
 
-// idemKeyS28 writes the key material of S28. Not keyed (tagged idem:"-"): F1.
-func idemKeyS28(b *idem.KeyBuilder, v *S28) {
-	b.String(v.F0)
-	b.Bool(v.F2)
-}
-
-// idemKeyS37 writes the key material of S37.
-func idemKeyS37(b *idem.KeyBuilder, v *S37) {
-	b.Uint(uint64(v.F0))
-	b.Int(v.F1)
-}
-
-// idemKeyS41 writes the key material of S41.
-func idemKeyS41(b *idem.KeyBuilder, v *S41) {
-	b.Marshaled(v.F0.MarshalText())
-}
-
-// idemKeyS7 writes the key material of S7. Not keyed (tagged idem:"-"): F1.
-func idemKeyS7(b *idem.KeyBuilder, v *S7) {
-	b.Uint(uint64(v.F0))
-}
-
-// idemKeyS8 writes the key material of S8.
-func idemKeyS8(b *idem.KeyBuilder, v *S8) {
-	idemKeyS9(b, &v.F0)
-	if v.F1 == nil {
+// idemKeyS6 writes the key material of S6.
+func idemKeyS6(b *idem.KeyBuilder, v *S6) {
+	if v.F0 == nil {
 		b.Nil()
 	} else {
-		b.List(len(v.F1))
-		for i := range v.F1 {
-			b.Int(int64(v.F1[i]))
+		b.MapStart(len(v.F0))
+		for k, e := range v.F0 {
+			b.MapEntry()
+			idemKeyOtherPoint(b, &k)
+			b.Key(e)
 		}
+		b.MapEnd()
+	}
+	idemKeyS7(b, &v.F1)
+}
+
+// idemKeyS7 writes the key material of S7.
+func idemKeyS7(b *idem.KeyBuilder, v *S7) {
+	if v.E8 == nil {
+		b.Nil()
+	} else {
+		b.Ptr()
+		idemKeyE8(b, v.E8)
 	}
 }
 
 // idemKeyS9 writes the key material of S9.
 func idemKeyS9(b *idem.KeyBuilder, v *S9) {
-	b.Int(int64(v.F0))
-	b.Bool(bool(v.F1))
+	idemKeyOtherPoint(b, &v.Point)
 }
 
-// idemE15_fieldsChanged_runGoGenerate is the field list of E15 that the generated code was written for (tags aside).
-type idemE15_fieldsChanged_runGoGenerate struct {
-	F0  int64
-	F1  json.RawMessage
-	F2  uint16
-	E16 `json:"-" xml:"-"`
+// idemE24_fieldsChanged_runGoGenerate is the field list of E24 that the generated code was written for (tags aside).
+type idemE24_fieldsChanged_runGoGenerate struct {
+	other.Point `json:"-" xml:"-"`
 }
 
-// Build fails here if E15 gained, lost or retyped a field since generation: run go generate.
-var _ = idemE15_fieldsChanged_runGoGenerate(E15{})
-
-// idemE16_fieldsChanged_runGoGenerate is the field list of E16 that the generated code was written for (tags aside).
-type idemE16_fieldsChanged_runGoGenerate struct {
-	F0 *big.Float
-}
-
-// Build fails here if E16 gained, lost or retyped a field since generation: run go generate.
-var _ = idemE16_fieldsChanged_runGoGenerate(E16{})
-
-// idemE22_fieldsChanged_runGoGenerate is the field list of E22 that the generated code was written for (tags aside).
-type idemE22_fieldsChanged_runGoGenerate struct {
-	f0        int8
-	f1        int64
-	other.Tag `json:"-" xml:"-"`
-	F3        other.Bin
-}
-
-// Build fails here if E22 gained, lost or retyped a field since generation: run go generate.
-var _ = idemE22_fieldsChanged_runGoGenerate(E22{})
+// Build fails here if E24 gained, lost or retyped a field since generation: run go generate.
+var _ = idemE24_fieldsChanged_runGoGenerate(E24{})
 
 // idemE2_fieldsChanged_runGoGenerate is the field list of E2 that the generated code was written for (tags aside).
 type idemE2_fieldsChanged_runGoGenerate struct {
@@ -2496,53 +2919,125 @@ type idemE2_fieldsChanged_runGoGenerate struct {
 // Build fails here if E2 gained, lost or retyped a field since generation: run go generate.
 var _ = idemE2_fieldsChanged_runGoGenerate(E2{})
 
+// idemE30_fieldsChanged_runGoGenerate is the field list of E30 that the generated code was written for (tags aside).
+type idemE30_fieldsChanged_runGoGenerate struct {
+	f0        int8
+	f1        int64
+	other.Tag `json:"-" xml:"-"`
+	F3        other.Bin
+}
+
+// Build fails here if E30 gained, lost or retyped a field since generation: run go generate.
+var _ = idemE30_fieldsChanged_runGoGenerate(E30{})
+
 // idemE50_fieldsChanged_runGoGenerate is the field list of E50 that the generated code was written for (tags aside).
 type idemE50_fieldsChanged_runGoGenerate struct {
-	*E51
-	F1 int64
+	F0 N51
+	*E52
+	other.Dec `json:"-" xml:"-"`
+	F3        float64
 }
 
 // Build fails here if E50 gained, lost or retyped a field since generation: run go generate.
 var _ = idemE50_fieldsChanged_runGoGenerate(E50{})
 
-// idemE51_fieldsChanged_runGoGenerate is the field list of E51 that the generated code was written for (tags aside).
-type idemE51_fieldsChanged_runGoGenerate struct {
-	F0 A52
-	F1 json.RawMessage
-	*other.Point
-	F3 A53
+// idemE52_fieldsChanged_runGoGenerate is the field list of E52 that the generated code was written for (tags aside).
+type idemE52_fieldsChanged_runGoGenerate struct {
+	F0        []byte
+	other.Tag `json:"-" xml:"-"`
+	F2        A53
 }
 
-// Build fails here if E51 gained, lost or retyped a field since generation: run go generate.
-var _ = idemE51_fieldsChanged_runGoGenerate(E51{})
+// Build fails here if E52 gained, lost or retyped a field since generation: run go generate.
+var _ = idemE52_fieldsChanged_runGoGenerate(E52{})
 
-// idemE64_fieldsChanged_runGoGenerate is the field list of E64 that the generated code was written for (tags aside).
-type idemE64_fieldsChanged_runGoGenerate struct {
-	F0 A65
-	F1 *uint
-	*E66
+// idemE8_fieldsChanged_runGoGenerate is the field list of E8 that the generated code was written for (tags aside).
+type idemE8_fieldsChanged_runGoGenerate struct {
+	F0        complex128
+	other.Bin `json:"-" xml:"-"`
 }
 
-// Build fails here if E64 gained, lost or retyped a field since generation: run go generate.
-var _ = idemE64_fieldsChanged_runGoGenerate(E64{})
+// Build fails here if E8 gained, lost or retyped a field since generation: run go generate.
+var _ = idemE8_fieldsChanged_runGoGenerate(E8{})
 
-// idemE66_fieldsChanged_runGoGenerate is the field list of E66 that the generated code was written for (tags aside).
-type idemE66_fieldsChanged_runGoGenerate struct {
-	F0 complex64
-	F1 time.Duration
+// idemGen_Array1PtrBigInt_fieldsChanged_runGoGenerate is the field list of Gen[[1]*big.Int] that the generated code was written for (tags aside).
+type idemGen_Array1PtrBigInt_fieldsChanged_runGoGenerate struct {
+	V [1]*big.Int
+	L [][1]*big.Int
+	P *[1]*big.Int
 }
 
-// Build fails here if E66 gained, lost or retyped a field since generation: run go generate.
-var _ = idemE66_fieldsChanged_runGoGenerate(E66{})
+// Build fails here if Gen[[1]*big.Int] gained, lost or retyped a field since generation: run go generate.
+var _ = idemGen_Array1PtrBigInt_fieldsChanged_runGoGenerate(Gen[[1]*big.Int]{})
 
-// idemMK33_fieldsChanged_runGoGenerate is the field list of MK33 that the generated code was written for (tags aside).
-type idemMK33_fieldsChanged_runGoGenerate struct {
+// idemGen_MapMK10ToGen_int_fieldsChanged_runGoGenerate is the field list of Gen[map[MK10]Gen[int]] that the generated code was written for (tags aside).
+type idemGen_MapMK10ToGen_int_fieldsChanged_runGoGenerate struct {
+	V map[MK10]Gen[int]
+	L []map[MK10]Gen[int]
+	P *map[MK10]Gen[int]
+}
+
+// Build fails here if Gen[map[MK10]Gen[int]] gained, lost or retyped a field since generation: run go generate.
+var _ = idemGen_MapMK10ToGen_int_fieldsChanged_runGoGenerate(Gen[map[MK10]Gen[int]]{})
+
+// idemGen_S6_fieldsChanged_runGoGenerate is the field list of Gen[S6] that the generated code was written for (tags aside).
+type idemGen_S6_fieldsChanged_runGoGenerate struct {
+	V S6
+	L []S6
+	P *S6
+}
+
+// Build fails here if Gen[S6] gained, lost or retyped a field since generation: run go generate.
+var _ = idemGen_S6_fieldsChanged_runGoGenerate(Gen[S6]{})
+
+// idemGen_int_fieldsChanged_runGoGenerate is the field list of Gen[int] that the generated code was written for (tags aside).
+type idemGen_int_fieldsChanged_runGoGenerate struct {
+	V int
+	L []int
+	P *int
+}
+
+// Build fails here if Gen[int] gained, lost or retyped a field since generation: run go generate.
+var _ = idemGen_int_fieldsChanged_runGoGenerate(Gen[int]{})
+
+// idemGen_string_fieldsChanged_runGoGenerate is the field list of Gen[string] that the generated code was written for (tags aside).
+type idemGen_string_fieldsChanged_runGoGenerate struct {
+	V string
+	L []string
+	P *string
+}
+
+// Build fails here if Gen[string] gained, lost or retyped a field since generation: run go generate.
+var _ = idemGen_string_fieldsChanged_runGoGenerate(Gen[string]{})
+
+// idemGen_uint16_fieldsChanged_runGoGenerate is the field list of Gen[A44] that the generated code was written for (tags aside).
+type idemGen_uint16_fieldsChanged_runGoGenerate struct {
+	V A44
+	L []A44
+	P *A44
+}
+
+// Build fails here if Gen[A44] gained, lost or retyped a field since generation: run go generate.
+var _ = idemGen_uint16_fieldsChanged_runGoGenerate(Gen[A44]{})
+
+// idemGen_uint64_fieldsChanged_runGoGenerate is the field list of Gen[A11] that the generated code was written for (tags aside).
+type idemGen_uint64_fieldsChanged_runGoGenerate struct {
+	V A11
+	L []A11
+	P *A11
+}
+
+// Build fails here if Gen[A11] gained, lost or retyped a field since generation: run go generate.
+var _ = idemGen_uint64_fieldsChanged_runGoGenerate(Gen[A11]{})
+
+// idemMK10_fieldsChanged_runGoGenerate is the field list of MK10 that the generated code was written for (tags aside).
+type idemMK10_fieldsChanged_runGoGenerate struct {
 	A string
 	B int8
 }
 
-// Build fails here if MK33 gained, lost or retyped a field since generation: run go generate.
-var _ = idemMK33_fieldsChanged_runGoGenerate(MK33{})
+// Build fails here if MK10 gained, lost or retyped a field since generation: run go generate.
+var _ = idemMK10_fieldsChanged_runGoGenerate(MK10{})
 
 // idemOtherPoint_fieldsChanged_runGoGenerate is the field list of other.Point that the generated code was written for (tags aside).
 type idemOtherPoint_fieldsChanged_runGoGenerate struct {
@@ -2553,14 +3048,32 @@ type idemOtherPoint_fieldsChanged_runGoGenerate struct {
 // Build fails here if other.Point gained, lost or retyped a field since generation: run go generate.
 var _ = idemOtherPoint_fieldsChanged_runGoGenerate(other.Point{})
 
-// idemP24_fieldsChanged_runGoGenerate is the field list of P24 that the generated code was written for (tags aside).
-type idemP24_fieldsChanged_runGoGenerate struct {
-	A *Q25
-	B string
+// idemP12_fieldsChanged_runGoGenerate is the field list of P12 that the generated code was written for (tags aside).
+type idemP12_fieldsChanged_runGoGenerate struct {
+	A *Q13
+	B N14
 }
 
-// Build fails here if P24 gained, lost or retyped a field since generation: run go generate.
-var _ = idemP24_fieldsChanged_runGoGenerate(P24{})
+// Build fails here if P12 gained, lost or retyped a field since generation: run go generate.
+var _ = idemP12_fieldsChanged_runGoGenerate(P12{})
+
+// idemP16_fieldsChanged_runGoGenerate is the field list of P16 that the generated code was written for (tags aside).
+type idemP16_fieldsChanged_runGoGenerate struct {
+	A *Q17
+	B S18
+}
+
+// Build fails here if P16 gained, lost or retyped a field since generation: run go generate.
+var _ = idemP16_fieldsChanged_runGoGenerate(P16{})
+
+// idemP21_fieldsChanged_runGoGenerate is the field list of P21 that the generated code was written for (tags aside).
+type idemP21_fieldsChanged_runGoGenerate struct {
+	A *Q22
+	B Gen[string]
+}
+
+// Build fails here if P21 gained, lost or retyped a field since generation: run go generate.
+var _ = idemP21_fieldsChanged_runGoGenerate(P21{})
 
 // idemP26_fieldsChanged_runGoGenerate is the field list of P26 that the generated code was written for (tags aside).
 type idemP26_fieldsChanged_runGoGenerate struct {
@@ -2574,57 +3087,70 @@ var _ = idemP26_fieldsChanged_runGoGenerate(P26{})
 // idemP31_fieldsChanged_runGoGenerate is the field list of P31 that the generated code was written for (tags aside).
 type idemP31_fieldsChanged_runGoGenerate struct {
 	A *Q32
-	B map[MK33]uint16
+	B [0]*big.Float
 }
 
 // Build fails here if P31 gained, lost or retyped a field since generation: run go generate.
 var _ = idemP31_fieldsChanged_runGoGenerate(P31{})
 
-// idemP34_fieldsChanged_runGoGenerate is the field list of P34 that the generated code was written for (tags aside).
-type idemP34_fieldsChanged_runGoGenerate struct {
-	A *Q35
-	B [2]A36
+// idemP33_fieldsChanged_runGoGenerate is the field list of P33 that the generated code was written for (tags aside).
+type idemP33_fieldsChanged_runGoGenerate struct {
+	A *Q34
+	B uint16
 }
 
-// Build fails here if P34 gained, lost or retyped a field since generation: run go generate.
-var _ = idemP34_fieldsChanged_runGoGenerate(P34{})
+// Build fails here if P33 gained, lost or retyped a field since generation: run go generate.
+var _ = idemP33_fieldsChanged_runGoGenerate(P33{})
 
-// idemP38_fieldsChanged_runGoGenerate is the field list of P38 that the generated code was written for (tags aside).
-type idemP38_fieldsChanged_runGoGenerate struct {
-	A *Q39
-	B struct {
-		F0 uint64 `idem:"-"`
-		F1 other.Tag
-		F2 time.Time
-		F3 N40
-	}
+// idemPair_OtherCode_Rec39_fieldsChanged_runGoGenerate is the field list of Pair[other.Code, Rec39] that the generated code was written for (tags aside).
+type idemPair_OtherCode_Rec39_fieldsChanged_runGoGenerate struct {
+	K other.Code
+	V Rec39
 }
 
-// Build fails here if P38 gained, lost or retyped a field since generation: run go generate.
-var _ = idemP38_fieldsChanged_runGoGenerate(P38{})
+// Build fails here if Pair[other.Code, Rec39] gained, lost or retyped a field since generation: run go generate.
+var _ = idemPair_OtherCode_Rec39_fieldsChanged_runGoGenerate(Pair[other.Code, Rec39]{})
 
-// idemP42_fieldsChanged_runGoGenerate is the field list of P42 that the generated code was written for (tags aside).
-type idemP42_fieldsChanged_runGoGenerate struct {
-	A *Q43
-	B uint
+// idemPair_string_S45_fieldsChanged_runGoGenerate is the field list of Pair[string, S45] that the generated code was written for (tags aside).
+type idemPair_string_S45_fieldsChanged_runGoGenerate struct {
+	K string
+	V S45
 }
 
-// Build fails here if P42 gained, lost or retyped a field since generation: run go generate.
-var _ = idemP42_fieldsChanged_runGoGenerate(P42{})
+// Build fails here if Pair[string, S45] gained, lost or retyped a field since generation: run go generate.
+var _ = idemPair_string_S45_fieldsChanged_runGoGenerate(Pair[string, S45]{})
 
-// idemQ25_fieldsChanged_runGoGenerate is the field list of Q25 that the generated code was written for (tags aside).
-type idemQ25_fieldsChanged_runGoGenerate struct {
-	C int16
-	D *time.Duration
+// idemQ13_fieldsChanged_runGoGenerate is the field list of Q13 that the generated code was written for (tags aside).
+type idemQ13_fieldsChanged_runGoGenerate struct {
+	C A15
+	D *json.RawMessage
 }
 
-// Build fails here if Q25 gained, lost or retyped a field since generation: run go generate.
-var _ = idemQ25_fieldsChanged_runGoGenerate(Q25{})
+// Build fails here if Q13 gained, lost or retyped a field since generation: run go generate.
+var _ = idemQ13_fieldsChanged_runGoGenerate(Q13{})
+
+// idemQ17_fieldsChanged_runGoGenerate is the field list of Q17 that the generated code was written for (tags aside).
+type idemQ17_fieldsChanged_runGoGenerate struct {
+	C Rec20
+	D *float64
+}
+
+// Build fails here if Q17 gained, lost or retyped a field since generation: run go generate.
+var _ = idemQ17_fieldsChanged_runGoGenerate(Q17{})
+
+// idemQ22_fieldsChanged_runGoGenerate is the field list of Q22 that the generated code was written for (tags aside).
+type idemQ22_fieldsChanged_runGoGenerate struct {
+	C S23
+	D *float64
+}
+
+// Build fails here if Q22 gained, lost or retyped a field since generation: run go generate.
+var _ = idemQ22_fieldsChanged_runGoGenerate(Q22{})
 
 // idemQ27_fieldsChanged_runGoGenerate is the field list of Q27 that the generated code was written for (tags aside).
 type idemQ27_fieldsChanged_runGoGenerate struct {
-	C []A30
-	D *complex128
+	C map[bool]net.IP
+	D *other.Code
 }
 
 // Build fails here if Q27 gained, lost or retyped a field since generation: run go generate.
@@ -2632,94 +3158,48 @@ var _ = idemQ27_fieldsChanged_runGoGenerate(Q27{})
 
 // idemQ32_fieldsChanged_runGoGenerate is the field list of Q32 that the generated code was written for (tags aside).
 type idemQ32_fieldsChanged_runGoGenerate struct {
-	C *float32
-	D *complex64
+	C [1]uint64
+	D *string
 }
 
 // Build fails here if Q32 gained, lost or retyped a field since generation: run go generate.
 var _ = idemQ32_fieldsChanged_runGoGenerate(Q32{})
 
-// idemQ35_fieldsChanged_runGoGenerate is the field list of Q35 that the generated code was written for (tags aside).
-type idemQ35_fieldsChanged_runGoGenerate struct {
-	C S37
-	D *other.Dec
+// idemQ34_fieldsChanged_runGoGenerate is the field list of Q34 that the generated code was written for (tags aside).
+type idemQ34_fieldsChanged_runGoGenerate struct {
+	C N35
+	D *N36
 }
 
-// Build fails here if Q35 gained, lost or retyped a field since generation: run go generate.
-var _ = idemQ35_fieldsChanged_runGoGenerate(Q35{})
+// Build fails here if Q34 gained, lost or retyped a field since generation: run go generate.
+var _ = idemQ34_fieldsChanged_runGoGenerate(Q34{})
 
-// idemQ39_fieldsChanged_runGoGenerate is the field list of Q39 that the generated code was written for (tags aside).
-type idemQ39_fieldsChanged_runGoGenerate struct {
-	C S41
-	D *uint16
+// idemRec20_fieldsChanged_runGoGenerate is the field list of Rec20 that the generated code was written for (tags aside).
+type idemRec20_fieldsChanged_runGoGenerate struct {
+	V    *big.Float
+	Next []*Rec20
 }
 
-// Build fails here if Q39 gained, lost or retyped a field since generation: run go generate.
-var _ = idemQ39_fieldsChanged_runGoGenerate(Q39{})
+// Build fails here if Rec20 gained, lost or retyped a field since generation: run go generate.
+var _ = idemRec20_fieldsChanged_runGoGenerate(Rec20{})
 
-// idemQ43_fieldsChanged_runGoGenerate is the field list of Q43 that the generated code was written for (tags aside).
-type idemQ43_fieldsChanged_runGoGenerate struct {
-	C map[[2]uint8]complex128
-	D *N44
+// idemRec39_fieldsChanged_runGoGenerate is the field list of Rec39 that the generated code was written for (tags aside).
+type idemRec39_fieldsChanged_runGoGenerate struct {
+	V    int8
+	Next map[string]Rec39
 }
 
-// Build fails here if Q43 gained, lost or retyped a field since generation: run go generate.
-var _ = idemQ43_fieldsChanged_runGoGenerate(Q43{})
+// Build fails here if Rec39 gained, lost or retyped a field since generation: run go generate.
+var _ = idemRec39_fieldsChanged_runGoGenerate(Rec39{})
 
-// idemRec12_fieldsChanged_runGoGenerate is the field list of Rec12 that the generated code was written for (tags aside).
-type idemRec12_fieldsChanged_runGoGenerate struct {
-	V    map[bool]int8
-	Next []Rec12
+// idemS18_fieldsChanged_runGoGenerate is the field list of S18 that the generated code was written for (tags aside).
+type idemS18_fieldsChanged_runGoGenerate struct {
+	F0 A19
+	F1 uint16
 }
 
-// Build fails here if Rec12 gained, lost or retyped a field since generation: run go generate.
-var _ = idemRec12_fieldsChanged_runGoGenerate(Rec12{})
-
-// idemRec19_fieldsChanged_runGoGenerate is the field list of Rec19 that the generated code was written for (tags aside).
-type idemRec19_fieldsChanged_runGoGenerate struct {
-	V    []S20
-	Next []Rec19
-}
-
-// Build fails here if Rec19 gained, lost or retyped a field since generation: run go generate.
-var _ = idemRec19_fieldsChanged_runGoGenerate(Rec19{})
-
-// idemRec6_fieldsChanged_runGoGenerate is the field list of Rec6 that the generated code was written for (tags aside).
-type idemRec6_fieldsChanged_runGoGenerate struct {
-	V    S7
-	Next *Rec6
-}
-
-// Build fails here if Rec6 gained, lost or retyped a field since generation: run go generate.
-var _ = idemRec6_fieldsChanged_runGoGenerate(Rec6{})
-
-// idemS11_fieldsChanged_runGoGenerate is the field list of S11 that the generated code was written for (tags aside).
-type idemS11_fieldsChanged_runGoGenerate struct {
-	F0 Rec12
-}
-
-// Build fails here if S11 gained, lost or retyped a field since generation: run go generate.
-var _ = idemS11_fieldsChanged_runGoGenerate(S11{})
-
-// idemS13_fieldsChanged_runGoGenerate is the field list of S13 that the generated code was written for (tags aside).
-type idemS13_fieldsChanged_runGoGenerate struct {
-	F0        time.Duration
-	F1        map[bool]S14
-	other.Bin `json:"-" xml:"-"`
-}
-
-// Build fails here if S13 gained, lost or retyped a field since generation: run go generate.
-var _ = idemS13_fieldsChanged_runGoGenerate(S13{})
-
-// idemS14_fieldsChanged_runGoGenerate is the field list of S14 that the generated code was written for (tags aside).
-type idemS14_fieldsChanged_runGoGenerate struct {
-	F0  int64
-	E15 `json:"-" xml:"-"`
-	F2  N17
-}
-
-// Build fails here if S14 gained, lost or retyped a field since generation: run go generate.
-var _ = idemS14_fieldsChanged_runGoGenerate(S14{})
+// Build fails here if S18 gained, lost or retyped a field since generation: run go generate.
+var _ = idemS18_fieldsChanged_runGoGenerate(S18{})
 
 // idemS1_fieldsChanged_runGoGenerate is the field list of S1 that the generated code was written for (tags aside).
 type idemS1_fieldsChanged_runGoGenerate struct {
@@ -2729,22 +3209,22 @@ type idemS1_fieldsChanged_runGoGenerate struct {
 // Build fails here if S1 gained, lost or retyped a field since generation: run go generate.
 var _ = idemS1_fieldsChanged_runGoGenerate(S1{})
 
-// idemS20_fieldsChanged_runGoGenerate is the field list of S20 that the generated code was written for (tags aside).
-type idemS20_fieldsChanged_runGoGenerate struct {
-	F0 N21
-	*E22
-	F2        int64
+// idemS23_fieldsChanged_runGoGenerate is the field list of S23 that the generated code was written for (tags aside).
+type idemS23_fieldsChanged_runGoGenerate struct {
 	other.Tag `json:"-" xml:"-"`
+	E24       `json:"-" xml:"-"`
+	F2        A25
 }
 
-// Build fails here if S20 gained, lost or retyped a field since generation: run go generate.
-var _ = idemS20_fieldsChanged_runGoGenerate(S20{})
+// Build fails here if S23 gained, lost or retyped a field since generation: run go generate.
+var _ = idemS23_fieldsChanged_runGoGenerate(S23{})
 
 // idemS28_fieldsChanged_runGoGenerate is the field list of S28 that the generated code was written for (tags aside).
 type idemS28_fieldsChanged_runGoGenerate struct {
-	F0 string
-	F1 int8
-	F2 A29
+	F0 N29
+	*E30
+	F2        int64
+	other.Tag `json:"-" xml:"-"`
 }
 
 // Build fails here if S28 gained, lost or retyped a field since generation: run go generate.
@@ -2752,25 +3232,54 @@ var _ = idemS28_fieldsChanged_runGoGenerate(S28{})
 
 // idemS37_fieldsChanged_runGoGenerate is the field list of S37 that the generated code was written for (tags aside).
 type idemS37_fieldsChanged_runGoGenerate struct {
-	F0 uint
-	F1 int64
+	F0 A38
 }
 
 // Build fails here if S37 gained, lost or retyped a field since generation: run go generate.
 var _ = idemS37_fieldsChanged_runGoGenerate(S37{})
 
+// idemS40_fieldsChanged_runGoGenerate is the field list of S40 that the generated code was written for (tags aside).
+type idemS40_fieldsChanged_runGoGenerate struct {
+	F0 S41
+}
+
+// Build fails here if S40 gained, lost or retyped a field since generation: run go generate.
+var _ = idemS40_fieldsChanged_runGoGenerate(S40{})
+
 // idemS41_fieldsChanged_runGoGenerate is the field list of S41 that the generated code was written for (tags aside).
 type idemS41_fieldsChanged_runGoGenerate struct {
-	F0 other.Dec
+	F0 struct {
+		F0 uint
+		F1 *big.Int
+		F2 *big.Int
+	}
 }
 
 // Build fails here if S41 gained, lost or retyped a field since generation: run go generate.
 var _ = idemS41_fieldsChanged_runGoGenerate(S41{})
 
+// idemS42_fieldsChanged_runGoGenerate is the field list of S42 that the generated code was written for (tags aside).
+type idemS42_fieldsChanged_runGoGenerate struct {
+	F0 S43
+	F1 [1]Gen[A44]
+	F2 Gen[[1]*big.Int]
+}
+
+// Build fails here if S42 gained, lost or retyped a field since generation: run go generate.
+var _ = idemS42_fieldsChanged_runGoGenerate(S42{})
+
+// idemS43_fieldsChanged_runGoGenerate is the field list of S43 that the generated code was written for (tags aside).
+type idemS43_fieldsChanged_runGoGenerate struct {
+	F0 uint64
+}
+
+// Build fails here if S43 gained, lost or retyped a field since generation: run go generate.
+var _ = idemS43_fieldsChanged_runGoGenerate(S43{})
+
 // idemS45_fieldsChanged_runGoGenerate is the field list of S45 that the generated code was written for (tags aside).
 type idemS45_fieldsChanged_runGoGenerate struct {
-	F0        [1]S46
-	other.Tag `json:"-" xml:"-"`
+	time.Time `json:"-" xml:"-"`
+	F1        *big.Int
 }
 
 // Build fails here if S45 gained, lost or retyped a field since generation: run go generate.
@@ -2778,123 +3287,65 @@ var _ = idemS45_fieldsChanged_runGoGenerate(S45{})
 
 // idemS46_fieldsChanged_runGoGenerate is the field list of S46 that the generated code was written for (tags aside).
 type idemS46_fieldsChanged_runGoGenerate struct {
-	other.Bin `json:"-" xml:"-"`
+	F0 complex128
 }
 
 // Build fails here if S46 gained, lost or retyped a field since generation: run go generate.
 var _ = idemS46_fieldsChanged_runGoGenerate(S46{})
 
-// idemS47_fieldsChanged_runGoGenerate is the field list of S47 that the generated code was written for (tags aside).
-type idemS47_fieldsChanged_runGoGenerate struct {
-	F0 S48
-	*E50
-}
-
-// Build fails here if S47 gained, lost or retyped a field since generation: run go generate.
-var _ = idemS47_fieldsChanged_runGoGenerate(S47{})
-
 // idemS48_fieldsChanged_runGoGenerate is the field list of S48 that the generated code was written for (tags aside).
 type idemS48_fieldsChanged_runGoGenerate struct {
-	time.Time `json:"-" xml:"-"`
-	F1        N49
+	other.Point `json:"-" xml:"-"`
+	F1          S49
+	F2          struct {
+		F0 N54
+		F1 A55
+	}
+	F3 uint16
 }
 
 // Build fails here if S48 gained, lost or retyped a field since generation: run go generate.
 var _ = idemS48_fieldsChanged_runGoGenerate(S48{})
 
+// idemS49_fieldsChanged_runGoGenerate is the field list of S49 that the generated code was written for (tags aside).
+type idemS49_fieldsChanged_runGoGenerate struct {
+	F0  uint8
+	E50 `json:"-" xml:"-"`
+	F2  other.Bin
+}
+
+// Build fails here if S49 gained, lost or retyped a field since generation: run go generate.
+var _ = idemS49_fieldsChanged_runGoGenerate(S49{})
+
 // idemS56_fieldsChanged_runGoGenerate is the field list of S56 that the generated code was written for (tags aside).
 type idemS56_fieldsChanged_runGoGenerate struct {
 	other.Dec `json:"-" xml:"-"`
-	F1        uint32
+	F1        A57
 }
 
 // Build fails here if S56 gained, lost or retyped a field since generation: run go generate.
 var _ = idemS56_fieldsChanged_runGoGenerate(S56{})
 
-// idemS57_fieldsChanged_runGoGenerate is the field list of S57 that the generated code was written for (tags aside).
-type idemS57_fieldsChanged_runGoGenerate struct {
-	F0 S58
+// idemS6_fieldsChanged_runGoGenerate is the field list of S6 that the generated code was written for (tags aside).
+type idemS6_fieldsChanged_runGoGenerate struct {
+	F0 map[other.Point]other.Tag
+	F1 S7
 }
 
-// Build fails here if S57 gained, lost or retyped a field since generation: run go generate.
-var _ = idemS57_fieldsChanged_runGoGenerate(S57{})
-
-// idemS58_fieldsChanged_runGoGenerate is the field list of S58 that the generated code was written for (tags aside).
-type idemS58_fieldsChanged_runGoGenerate struct {
-	other.Dec `json:"-" xml:"-"`
-	other.Bin `json:"-" xml:"-"`
-	time.Time `json:"-" xml:"-"`
-}
-
-// Build fails here if S58 gained, lost or retyped a field since generation: run go generate.
-var _ = idemS58_fieldsChanged_runGoGenerate(S58{})
-
-// idemS59_fieldsChanged_runGoGenerate is the field list of S59 that the generated code was written for (tags aside).
-type idemS59_fieldsChanged_runGoGenerate struct {
-	F0        uint64
-	F1        S60
-	other.Bin `json:"-" xml:"-"`
-	*other.Point
-}
-
-// Build fails here if S59 gained, lost or retyped a field since generation: run go generate.
-var _ = idemS59_fieldsChanged_runGoGenerate(S59{})
-
-// idemS60_fieldsChanged_runGoGenerate is the field list of S60 that the generated code was written for (tags aside).
-type idemS60_fieldsChanged_runGoGenerate struct {
-	F0 int
-}
-
-// Build fails here if S60 gained, lost or retyped a field since generation: run go generate.
-var _ = idemS60_fieldsChanged_runGoGenerate(S60{})
-
-// idemS61_fieldsChanged_runGoGenerate is the field list of S61 that the generated code was written for (tags aside).
-type idemS61_fieldsChanged_runGoGenerate struct {
-	F0 float64
-	F1 S62
-}
-
-// Build fails here if S61 gained, lost or retyped a field since generation: run go generate.
-var _ = idemS61_fieldsChanged_runGoGenerate(S61{})
-
-// idemS62_fieldsChanged_runGoGenerate is the field list of S62 that the generated code was written for (tags aside).
-type idemS62_fieldsChanged_runGoGenerate struct {
-	F0 string
-}
-
-// Build fails here if S62 gained, lost or retyped a field since generation: run go generate.
-var _ = idemS62_fieldsChanged_runGoGenerate(S62{})
-
-// idemS63_fieldsChanged_runGoGenerate is the field list of S63 that the generated code was written for (tags aside).
-type idemS63_fieldsChanged_runGoGenerate struct {
-	E64 `json:"-" xml:"-"`
-}
-
-// Build fails here if S63 gained, lost or retyped a field since generation: run go generate.
-var _ = idemS63_fieldsChanged_runGoGenerate(S63{})
+// Build fails here if S6 gained, lost or retyped a field since generation: run go generate.
+var _ = idemS6_fieldsChanged_runGoGenerate(S6{})
 
 // idemS7_fieldsChanged_runGoGenerate is the field list of S7 that the generated code was written for (tags aside).
 type idemS7_fieldsChanged_runGoGenerate struct {
-	F0 uint32
-	F1 string
+	*E8
 }
 
 // Build fails here if S7 gained, lost or retyped a field since generation: run go generate.
 var _ = idemS7_fieldsChanged_runGoGenerate(S7{})
 
-// idemS8_fieldsChanged_runGoGenerate is the field list of S8 that the generated code was written for (tags aside).
-type idemS8_fieldsChanged_runGoGenerate struct {
-	F0 S9
-	F1 []int32
-}
-
-// Build fails here if S8 gained, lost or retyped a field since generation: run go generate.
-var _ = idemS8_fieldsChanged_runGoGenerate(S8{})
-
 // idemS9_fieldsChanged_runGoGenerate is the field list of S9 that the generated code was written for (tags aside).
 type idemS9_fieldsChanged_runGoGenerate struct {
-	F0 time.Duration
-	F1 N10
+	other.Point `json:"-" xml:"-"`
 }
 
 // Build fails here if S9 gained, lost or retyped a field since generation: run go generate.
@@ -2903,59 +3354,59 @@ var _ = idemS9_fieldsChanged_runGoGenerate(S9{})
 // Build fails here if other.Code is no longer defined as string: run go generate.
 var _ = (*string)(new(other.Code))
 
-// Build fails here if the alias A29 no longer stands for bool: run go generate.
-var _ *bool = new(A29)
+// Build fails here if the alias A11 no longer stands for uint64: run go generate.
+var _ *uint64 = new(A11)
+
+// Build fails here if the alias A15 no longer stands for float32: run go generate.
+var _ *float32 = new(A15)
+
+// Build fails here if the alias A19 no longer stands for int8: run go generate.
+var _ *int8 = new(A19)
+
+// Build fails here if the alias A25 no longer stands for bool: run go generate.
+var _ *bool = new(A25)
 
 // Build fails here if the alias A3 no longer stands for int8: run go generate.
 var _ *int8 = new(A3)
 
-// Build fails here if the alias A30 no longer stands for bool: run go generate.
-var _ *bool = new(A30)
-
-// Build fails here if the alias A36 no longer stands for float64: run go generate.
-var _ *float64 = new(A36)
+// Build fails here if the alias A38 no longer stands for float64: run go generate.
+var _ *float64 = new(A38)
 
 // Build fails here if the alias A4 no longer stands for int64: run go generate.
 var _ *int64 = new(A4)
 
+// Build fails here if the alias A44 no longer stands for uint16: run go generate.
+var _ *uint16 = new(A44)
+
 // Build fails here if the alias A5 no longer stands for uint64: run go generate.
 var _ *uint64 = new(A5)
 
-// Build fails here if the alias A52 no longer stands for uint16: run go generate.
-var _ *uint16 = new(A52)
+// Build fails here if the alias A53 no longer stands for uint64: run go generate.
+var _ *uint64 = new(A53)
 
-// Build fails here if the alias A53 no longer stands for uint16: run go generate.
-var _ *uint16 = new(A53)
+// Build fails here if the alias A55 no longer stands for uint16: run go generate.
+var _ *uint16 = new(A55)
 
-// Build fails here if the alias A65 no longer stands for float64: run go generate.
-var _ *float64 = new(A65)
+// Build fails here if the alias A57 no longer stands for float64: run go generate.
+var _ *float64 = new(A57)
 
-// Build fails here if N10 is no longer defined as bool: run go generate.
-var _ = (*bool)(new(N10))
+// Build fails here if N14 is no longer defined as uint16: run go generate.
+var _ = (*uint16)(new(N14))
 
-// Build fails here if N17 is no longer defined as float64: run go generate.
-var _ = (*float64)(new(N17))
+// Build fails here if N29 is no longer defined as bool: run go generate.
+var _ = (*bool)(new(N29))
 
-// Build fails here if N18 is no longer defined as float32: run go generate.
-var _ = (*float32)(new(N18))
+// Build fails here if N35 is no longer defined as int8: run go generate.
+var _ = (*int8)(new(N35))
 
-// Build fails here if N21 is no longer defined as bool: run go generate.
-var _ = (*bool)(new(N21))
+// Build fails here if N36 is no longer defined as int32: run go generate.
+var _ = (*int32)(new(N36))
 
-// Build fails here if N23 is no longer defined as int64: run go generate.
-var _ = (*int64)(new(N23))
+// Build fails here if N47 is no longer defined as uint16: run go generate.
+var _ = (*uint16)(new(N47))
 
-// Build fails here if N40 is no longer defined as int64: run go generate.
-var _ = (*int64)(new(N40))
+// Build fails here if N51 is no longer defined as float32: run go generate.
+var _ = (*float32)(new(N51))
 
-// Build fails here if N44 is no longer defined as uint16: run go generate.
-var _ = (*uint16)(new(N44))
-
-// Build fails here if N49 is no longer defined as float64: run go generate.
-var _ = (*float64)(new(N49))
-
-// Build fails here if N54 is no longer defined as uint64: run go generate.
-var _ = (*uint64)(new(N54))
-
-// Build fails here if N55 is no longer defined as uint16: run go generate.
-var _ = (*uint16)(new(N55))
+// Build fails here if N54 is no longer defined as string: run go generate.
+var _ = (*string)(new(N54))

@@ -21,6 +21,19 @@ var (
 	_ other.Code
 )
 
+// Gen and Pair are generic: their instances are keyed and stored like
+// any named type, with the type arguments substituted.
+type Gen[T any] struct {
+	V T
+	L []T
+	P *T
+}
+
+type Pair[K comparable, V any] struct {
+	K K
+	V V
+}
+
 type A3 = int8
 
 type A4 = int64
@@ -38,106 +51,104 @@ type S1 struct {
 
 type A5 = uint64
 
-type S7 struct {
-	F0 uint32
-	F1 string `idem:"-"`
-}
-
-type Rec6 struct {
-	V    S7
-	Next *Rec6
-}
-
-type N10 bool
-
-type S9 struct {
-	F0 time.Duration
-	F1 N10
-}
-
-type S8 struct {
-	F0 S9
-	F1 []int32
-}
-
-type Rec12 struct {
-	V    map[bool]int8
-	Next []Rec12
-}
-
-type S11 struct {
-	F0 Rec12
-}
-
-type E16 struct {
-	F0 *big.Float
-}
-
-type E15 struct {
-	F0 int64 `idem:"-"`
-	F1 json.RawMessage
-	F2 uint16
-	E16
-}
-
-type N17 float64
-
-type S14 struct {
-	F0 int64 `idem:"-"`
-	E15
-	F2 N17
-}
-
-type S13 struct {
-	F0 time.Duration
-	F1 map[bool]S14
+type E8 struct {
+	F0 complex128
 	other.Bin
 }
 
-type N18 float32
+type S7 struct {
+	*E8
+}
 
-type N21 bool
+type S6 struct {
+	F0 map[other.Point]other.Tag
+	F1 S7
+}
 
-type E22 struct {
+type S9 struct {
+	other.Point
+}
+
+type MK10 struct {
+	A string
+	B int8
+}
+
+type A11 = uint64
+
+type N14 uint16
+
+type A15 = float32
+
+type P12 struct {
+	A *Q13
+	B N14
+}
+
+type Q13 struct {
+	C A15
+	D *json.RawMessage
+}
+
+type A19 = int8
+
+type S18 struct {
+	F0 A19
+	F1 uint16 `idem:"-"`
+}
+
+type Rec20 struct {
+	V    *big.Float
+	Next []*Rec20
+}
+
+type P16 struct {
+	A *Q17
+	B S18
+}
+
+type Q17 struct {
+	C Rec20
+	D *float64
+}
+
+type E24 struct {
+	other.Point
+}
+
+type A25 = bool
+
+type S23 struct {
+	other.Tag
+	E24
+	F2 A25
+}
+
+type P21 struct {
+	A *Q22
+	B Gen[string]
+}
+
+type Q22 struct {
+	C S23
+	D *float64
+}
+
+type N29 bool
+
+type E30 struct {
 	f0 int8
 	f1 int64
 	other.Tag
 	F3 other.Bin
 }
 
-type S20 struct {
-	F0 N21
-	*E22
+type S28 struct {
+	F0 N29
+	*E30
 	F2 int64 `idem:"-"`
 	other.Tag
 }
-
-type Rec19 struct {
-	V    []S20
-	Next []Rec19
-}
-
-type N23 int64
-
-type P24 struct {
-	A *Q25
-	B string
-}
-
-type Q25 struct {
-	C int16
-	D *time.Duration
-}
-
-type A29 = bool
-
-type S28 struct {
-	F0 string
-	F1 int8 `idem:"-"`
-	F2 A29
-}
-
-type A30 = bool
 
 type P26 struct {
 	A *Q27
@@ -145,166 +156,122 @@ type P26 struct {
 }
 
 type Q27 struct {
-	C []A30
-	D *complex128
-}
-
-type MK33 struct {
-	A string
-	B int8
+	C map[bool]net.IP
+	D *other.Code
 }
 
 type P31 struct {
 	A *Q32
-	B map[MK33]uint16
+	B [0]*big.Float
 }
 
 type Q32 struct {
-	C *float32
-	D *complex64
+	C [1]uint64
+	D *string
 }
 
-type A36 = float64
+type N35 int8
+
+type N36 int32
+
+type P33 struct {
+	A *Q34
+	B uint16
+}
+
+type Q34 struct {
+	C N35
+	D *N36
+}
+
+type A38 = float64
 
 type S37 struct {
-	F0 uint
-	F1 int64
+	F0 A38
 }
 
-type P34 struct {
-	A *Q35
-	B [2]A36
+type Rec39 struct {
+	V    int8
+	Next map[string]Rec39
 }
-
-type Q35 struct {
-	C S37
-	D *other.Dec
-}
-
-type N40 int64
 
 type S41 struct {
-	F0 other.Dec
-}
-
-type P38 struct {
-	A *Q39
-	B struct {
-		F0 uint64 `idem:"-"`
-		F1 other.Tag
-		F2 time.Time
-		F3 N40
+	F0 struct {
+		F0 uint
+		F1 *big.Int
+		F2 *big.Int
 	}
 }
 
-type Q39 struct {
-	C S41
-	D *uint16
+type S40 struct {
+	F0 S41
 }
 
-type N44 uint16
-
-type P42 struct {
-	A *Q43
-	B uint
+type S43 struct {
+	F0 uint64 `idem:"-"`
 }
 
-type Q43 struct {
-	C map[[2]uint8]complex128
-	D *N44
-}
+type A44 = uint16
 
-type S46 struct {
-	other.Bin
+type S42 struct {
+	F0 S43
+	F1 [1]Gen[A44]
+	F2 Gen[[1]*big.Int]
 }
 
 type S45 struct {
-	F0 [1]S46
-	other.Tag
-}
-
-type N49 float64
-
-type S48 struct {
 	time.Time
-	F1 N49
+	F1 *big.Int
 }
 
-type A52 = uint16
+type S46 struct {
+	F0 complex128
+}
 
-type A53 = uint16
+type N47 uint16
 
-type E51 struct {
-	F0 A52
-	F1 json.RawMessage
-	*other.Point
-	F3 A53
+type N51 float32
+
+type A53 = uint64
+
+type E52 struct {
+	F0 []byte
+	other.Tag
+	F2 A53
 }
 
 type E50 struct {
-	*E51
-	F1 int64 `idem:"-"`
+	F0 N51
+	*E52
+	other.Dec
+	F3 float64
 }
 
-type S47 struct {
-	F0 S48
-	*E50
+type S49 struct {
+	F0 uint8
+	E50
+	F2 other.Bin
 }
 
-type N54 uint64
+type N54 string
 
-type N55 uint16
+type A55 = uint16
+
+type S48 struct {
+	other.Point
+	F1 S49
+	F2 struct {
+		F0 N54
+		F1 A55
+	}
+	F3 uint16 `idem:"-"`
+}
+
+type A57 = float64
 
 type S56 struct {
 	other.Dec
-	F1 uint32
-}
-
-type S58 struct {
-	other.Dec
-	other.Bin
-	time.Time
-}
-
-type S57 struct {
-	F0 S58
-}
-
-type S60 struct {
-	F0 int
-}
-
-type S59 struct {
-	F0 uint64 `idem:"-"`
-	F1 S60
-	other.Bin
-	*other.Point
-}
-
-type S62 struct {
-	F0 string
-}
-
-type S61 struct {
-	F0 float64
-	F1 S62
-}
-
-type A65 = float64
-
-type E66 struct {
-	F0 complex64
-	F1 time.Duration
-}
-
-type E64 struct {
-	F0 A65
-	F1 *uint
-	*E66
-}
-
-type S63 struct {
-	E64
+	F1 A57
 }
 
 // Keyed0 is keyed by a struct {F0 other.Code; F1 map[string]S1}.
@@ -331,194 +298,217 @@ func Keyed2(ctx context.Context, v [][1][]A5) (int64, error) {
 	return 0, nil
 }
 
-// Keyed3 is keyed by a Rec6.
+// Keyed3 is keyed by a Gen[S6].
 //
 //idem:ttl=1h
-func Keyed3(ctx context.Context, v Rec6) (int64, error) {
+func Keyed3(ctx context.Context, v Gen[S6]) (int64, error) {
 	return 0, nil
 }
 
-// Keyed4 is keyed by a [0]S8.
+// Keyed4 is keyed by a S9.
 //
 //idem:ttl=1h
-func Keyed4(ctx context.Context, v [0]S8) (int64, error) {
+func Keyed4(ctx context.Context, v S9) (int64, error) {
 	return 0, nil
 }
 
-// Keyed5 is keyed by a S11.
+// Keyed5 is keyed by a *int32.
 //
 //idem:ttl=1h
-func Keyed5(ctx context.Context, v S11) (int64, error) {
+func Keyed5(ctx context.Context, v *int32) (int64, error) {
 	return 0, nil
 }
 
-// Keyed6 is keyed by a S13.
+// Keyed6 is keyed by a Gen[map[MK10]Gen[int]].
 //
 //idem:ttl=1h
-func Keyed6(ctx context.Context, v S13) (int64, error) {
+func Keyed6(ctx context.Context, v Gen[map[MK10]Gen[int]]) (int64, error) {
 	return 0, nil
 }
 
-// Keyed7 is keyed by a json.RawMessage.
+// Keyed7 is keyed by a int8.
 //
 //idem:ttl=1h
-func Keyed7(ctx context.Context, v json.RawMessage) (int64, error) {
+func Keyed7(ctx context.Context, v int8) (int64, error) {
 	return 0, nil
 }
 
-// Keyed8 is keyed by a *struct {F0 bool `idem:"-"`; F1 N18}.
+// Keyed8 is keyed by a map[other.Point]time.Time.
 //
 //idem:ttl=1h
-func Keyed8(ctx context.Context, v *struct {
-	F0 bool `idem:"-"`
-	F1 N18
-}) (int64, error) {
+func Keyed8(ctx context.Context, v map[other.Point]time.Time) (int64, error) {
 	return 0, nil
 }
 
-// Keyed9 is keyed by a [1][]*float64.
+// Keyed9 is keyed by a time.Duration.
 //
 //idem:ttl=1h
-func Keyed9(ctx context.Context, v [1][]*float64) (int64, error) {
+func Keyed9(ctx context.Context, v time.Duration) (int64, error) {
 	return 0, nil
 }
 
-// Keyed10 is keyed by a Rec19.
+// Keyed10 is keyed by a other.Bin.
 //
 //idem:ttl=1h
-func Keyed10(ctx context.Context, v Rec19) (int64, error) {
+func Keyed10(ctx context.Context, v other.Bin) (int64, error) {
 	return 0, nil
 }
 
-// Keyed11 is keyed by a N23.
+// Keyed11 is keyed by a map[bool]Gen[A11].
 //
 //idem:ttl=1h
-func Keyed11(ctx context.Context, v N23) (int64, error) {
+func Keyed11(ctx context.Context, v map[bool]Gen[A11]) (int64, error) {
 	return 0, nil
 }
 
-// Pathed0 is keyed by paths in a P24.
-//
-//idem:key=v.A.C,v.A.D
-func Pathed0(ctx context.Context, v P24) (int64, error) {
-	return 0, nil
-}
-
-// Pathed1 is keyed by paths in a *P26.
-//
-//idem:key=v.A.C,v.A.D
-func Pathed1(ctx context.Context, v *P26) (int64, error) {
-	return 0, nil
-}
-
-// Pathed2 is keyed by paths in a *P31.
-//
-//idem:key=v.A.C,v.A.D,v.B
-func Pathed2(ctx context.Context, v *P31) (int64, error) {
-	return 0, nil
-}
-
-// Pathed3 is keyed by paths in a P34.
-//
-//idem:key=v.A.C,v.B
-func Pathed3(ctx context.Context, v P34) (int64, error) {
-	return 0, nil
-}
-
-// Pathed4 is keyed by paths in a P38.
+// Pathed0 is keyed by paths in a *P12.
 //
 //idem:key=v.A.D,v.B
-func Pathed4(ctx context.Context, v P38) (int64, error) {
+func Pathed0(ctx context.Context, v *P12) (int64, error) {
 	return 0, nil
 }
 
-// Pathed5 is keyed by paths in a *P42.
+// Pathed1 is keyed by paths in a *P16.
+//
+//idem:key=v.A.D,v.B
+func Pathed1(ctx context.Context, v *P16) (int64, error) {
+	return 0, nil
+}
+
+// Pathed2 is keyed by paths in a P21.
 //
 //idem:key=v.A.C,v.A.D,v.B
-func Pathed5(ctx context.Context, v *P42) (int64, error) {
+func Pathed2(ctx context.Context, v P21) (int64, error) {
 	return 0, nil
 }
 
-// Stored0 returns a other.Code.
+// Pathed3 is keyed by paths in a P26.
+//
+//idem:key=v.A.D,v.B
+func Pathed3(ctx context.Context, v P26) (int64, error) {
+	return 0, nil
+}
+
+// Pathed4 is keyed by paths in a P31.
+//
+//idem:key=v.A.D,v.B
+func Pathed4(ctx context.Context, v P31) (int64, error) {
+	return 0, nil
+}
+
+// Pathed5 is keyed by paths in a *P33.
+//
+//idem:key=v.A.C,v.B
+func Pathed5(ctx context.Context, v *P33) (int64, error) {
+	return 0, nil
+}
+
+// Stored0 returns a uint.
 //
 //idem:exclude=v
-func Stored0(ctx context.Context, id int64, v other.Code) (other.Code, error) {
+func Stored0(ctx context.Context, id int64, v uint) (uint, error) {
 	return v, nil
 }
 
-// Stored1 returns a S45.
+// Stored1 returns a uint16.
 //
 //idem:exclude=v
-func Stored1(ctx context.Context, id int64, v S45) (S45, error) {
+func Stored1(ctx context.Context, id int64, v uint16) (uint16, error) {
 	return v, nil
 }
 
-// Stored2 returns a float32.
+// Stored2 returns a *struct {F0 struct {F0 json.RawMessage; F1 other.Code; F2 uint}; F1 S37; F2 [2]float64}.
 //
 //idem:exclude=v
-func Stored2(ctx context.Context, id int64, v float32) (float32, error) {
+func Stored2(ctx context.Context, id int64, v *struct {
+	F0 struct {
+		F0 json.RawMessage
+		F1 other.Code
+		F2 uint
+	}
+	F1 S37
+	F2 [2]float64
+}) (*struct {
+	F0 struct {
+		F0 json.RawMessage
+		F1 other.Code
+		F2 uint
+	}
+	F1 S37
+	F2 [2]float64
+}, error) {
 	return v, nil
 }
 
-// Stored3 returns a *S47.
+// Stored3 returns a *Pair[other.Code, Rec39].
 //
 //idem:exclude=v
-func Stored3(ctx context.Context, id int64, v *S47) (*S47, error) {
+func Stored3(ctx context.Context, id int64, v *Pair[other.Code, Rec39]) (*Pair[other.Code, Rec39], error) {
 	return v, nil
 }
 
-// Stored4 returns a N54.
+// Stored4 returns a S40.
 //
 //idem:exclude=v
-func Stored4(ctx context.Context, id int64, v N54) (N54, error) {
+func Stored4(ctx context.Context, id int64, v S40) (S40, error) {
 	return v, nil
 }
 
-// Stored5 returns a N55.
+// Stored5 returns a S42.
 //
 //idem:exclude=v
-func Stored5(ctx context.Context, id int64, v N55) (N55, error) {
+func Stored5(ctx context.Context, id int64, v S42) (S42, error) {
 	return v, nil
 }
 
-// Stored6 returns a S56.
+// Stored6 returns a Pair[string, S45].
 //
 //idem:exclude=v
-func Stored6(ctx context.Context, id int64, v S56) (S56, error) {
+func Stored6(ctx context.Context, id int64, v Pair[string, S45]) (Pair[string, S45], error) {
 	return v, nil
 }
 
-// Stored7 returns a [][2]*json.RawMessage.
+// Stored7 returns a [0][0]complex64.
 //
 //idem:exclude=v
-func Stored7(ctx context.Context, id int64, v [][2]*json.RawMessage) ([][2]*json.RawMessage, error) {
+func Stored7(ctx context.Context, id int64, v [0][0]complex64) ([0][0]complex64, error) {
 	return v, nil
 }
 
-// Stored8 returns a S57.
+// Stored8 returns a map[other.Code]S46.
 //
 //idem:exclude=v
-func Stored8(ctx context.Context, id int64, v S57) (S57, error) {
+func Stored8(ctx context.Context, id int64, v map[other.Code]S46) (map[other.Code]S46, error) {
 	return v, nil
 }
 
-// Stored9 returns a *S59.
+// Stored9 returns a uint32.
 //
 //idem:exclude=v
-func Stored9(ctx context.Context, id int64, v *S59) (*S59, error) {
+func Stored9(ctx context.Context, id int64, v uint32) (uint32, error) {
 	return v, nil
 }
 
-// Stored10 returns a S61.
+// Stored10 returns a struct {F0 N47; F1 *[1]int64; F2 map[string]*big.Int; F3 S48}.
 //
 //idem:exclude=v
-func Stored10(ctx context.Context, id int64, v S61) (S61, error) {
+func Stored10(ctx context.Context, id int64, v struct {
+	F0 N47
+	F1 *[1]int64
+	F2 map[string]*big.Int
+	F3 S48
+}) (struct {
+	F0 N47
+	F1 *[1]int64
+	F2 map[string]*big.Int
+	F3 S48
+}, error) {
 	return v, nil
 }
 
-// Stored11 returns a S63.
+// Stored11 returns a S56.
 //
 //idem:exclude=v
-func Stored11(ctx context.Context, id int64, v S63) (S63, error) {
+func Stored11(ctx context.Context, id int64, v S56) (S56, error) {
 	return v, nil
 }

@@ -1,0 +1,562 @@
+package generator
+
+import (
+	"go/types"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+)
+
+// Generics. Three shapes:
+//
+//   - Instances of generic types (Opt[int64], Page[Invoice]) are as
+//     concrete as any named type: each instance gets key and codec helpers
+//     of its own (idemKeyOpt_int64, idemEncPage_Invoice) and a drift check
+//     of its own field list.
+//   - Generic functions get a package-level generic wrapper (Go methods
+//     cannot have type parameters): func IdempotentPublish[E Event](x
+//     *Idempotent, ctx context.Context, e E) error, with its
+//     IdempotentPublishKey companion. Each type argument's identity
+//     (idem.KeyBuilder.Type) opens the key, so Publish[OrderPlaced] and
+//     Publish[OrderCancelled] are different calls. A value of a type
+//     parameter is keyed through its constraint (typeParam).
+//   - Methods of generic types get a generic wrapper type,
+//     IdempotentRepo[T C], embedding *Repo[T]; the type arguments are
+//     part of the key.
+//
+// Another package's generic functions and methods of its generic types
+// are refused above var _ = pkg.F (foreign.go, pkgInfo.check): wrap the
+// call in a function of the package and annotate that.
+
+var reflectPkg = types.NewPackage("reflect", "reflect")
+
+// isGeneric reports whether x is a generic function.
+func isGeneric(x *fn) bool { return x.sig.TypeParams().Len() > 0 }
+
+// instanceKey tells instances of one generic type apart: the instance
+// fully qualified ("" for a type that is no instance).
+func instanceKey(n *types.Named) string {
+	if n.TypeArgs().Len() == 0 {
+		return ""
+	}
+	return types.TypeString(n, nil)
+}
+
+// instanceSuffix ends the names of an instance's helpers: its type
+// arguments spelt as identifiers (Opt[int64] → _int64, Page[sdk.Invoice]
+// → _SdkInvoice). Two instances that spell alike get e.global's numbers.
+func (e *emitter) instanceSuffix(n *types.Named) string {
+	if n.TypeArgs().Len() == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for i := 0; i < n.TypeArgs().Len(); i++ {
+		b.WriteByte('_')
+		e.mangle(&b, n.TypeArgs().At(i))
+	}
+	return b.String()
+}
+
+func (e *emitter) mangle(b *strings.Builder, t types.Type) {
+	switch t := types.Unalias(t).(type) {
+	case *types.Basic:
+		b.WriteString(t.Name())
+	case *types.Named:
+		if p := t.Obj().Pkg(); p != nil && p != e.pi.pkg.Types {
+			b.WriteString(upperFirst(p.Name()))
+		}
+		b.WriteString(t.Obj().Name())
+		if t.TypeArgs().Len() > 0 {
+			b.WriteString(e.instanceSuffix(t))
+		}
+	case *types.Pointer:
+		b.WriteString("Ptr")
+		e.mangle(b, t.Elem())
+	case *types.Slice:
+		b.WriteString("Slice")
+		e.mangle(b, t.Elem())
+	case *types.Array:
+		b.WriteString("Array" + itoa(int(t.Len())))
+		e.mangle(b, t.Elem())
+	case *types.Map:
+		b.WriteString("Map")
+		e.mangle(b, t.Key())
+		b.WriteString("To")
+		e.mangle(b, t.Elem())
+	default:
+		b.WriteString("T")
+	}
+}
+
+// mentionsTypeParam reports whether t mentions a type parameter (of the
+// function being wrapped): such a type cannot be named at package level,
+// so it gets no helper of its own.
+func mentionsTypeParam(t types.Type) bool {
+	return firstTypeParam(t, map[*types.Named]bool{}) != nil
+}
+
+func firstTypeParam(t types.Type, seen map[*types.Named]bool) *types.TypeParam {
+	switch t := types.Unalias(t).(type) {
+	case *types.TypeParam:
+		return t
+	case *types.Named:
+		for i := 0; i < t.TypeArgs().Len(); i++ {
+			if tp := firstTypeParam(t.TypeArgs().At(i), seen); tp != nil {
+				return tp
+			}
+		}
+	case *types.Pointer:
+		return firstTypeParam(t.Elem(), seen)
+	case *types.Slice:
+		return firstTypeParam(t.Elem(), seen)
+	case *types.Array:
+		return firstTypeParam(t.Elem(), seen)
+	case *types.Chan:
+		return firstTypeParam(t.Elem(), seen)
+	case *types.Map:
+		if tp := firstTypeParam(t.Key(), seen); tp != nil {
+			return tp
+		}
+		return firstTypeParam(t.Elem(), seen)
+	case *types.Struct:
+		for i := 0; i < t.NumFields(); i++ {
+			if tp := firstTypeParam(t.Field(i).Type(), seen); tp != nil {
+				return tp
+			}
+		}
+	case *types.Signature:
+		for _, tup := range []*types.Tuple{t.Params(), t.Results()} {
+			for i := 0; i < tup.Len(); i++ {
+				if tp := firstTypeParam(tup.At(i).Type(), seen); tp != nil {
+					return tp
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// typeParam writes a value of a type parameter, through its constraint:
+// a key method every type argument has (idem.Keyer, then MarshalBinary,
+// then MarshalText), else a type set whose types are all of one basic
+// kind (~string; ~int | ~int64: integers of any width and sign convert
+// to int64 one to one, and the type argument in the key keeps the types
+// apart), else a single type. Anything else is refused; in the payload
+// fingerprint under key= it is skipped, and the doc line says so.
+func (w *writer) typeParam(v val, tp *types.TypeParam, path string) ([]jen.Code, bool) {
+	wk := w.e.pi.types
+	b := w.b
+	name := tp.Obj().Name()
+	// A type argument may be an interface or a pointer type: its nil
+	// value is a value of its own, written as the nil marker as for a
+	// concrete type, never a key method called on nil.
+	byMethod := func(call jen.Code) []jen.Code {
+		return one(jen.If(w.e.qual(w.e.idem, "IsNil").Call(v.value())).Block(b().Dot("Nil").Call()).Else().Block(call))
+	}
+	switch {
+	case wk.keyer != nil && types.Implements(tp, wk.keyer):
+		return byMethod(b().Dot("Key").Call(v.value())), true
+	case types.Implements(tp, wk.binaryMarshaler):
+		return byMethod(b().Dot("Marshaled").Call(v.e().Dot("MarshalBinary").Call())), true
+	case types.Implements(tp, wk.textMarshaler):
+		return byMethod(b().Dot("Marshaled").Call(v.e().Dot("MarshalText").Call())), true
+	}
+	if terms, ok := typeTerms(tp.Constraint()); ok && len(terms) > 0 {
+		if method, conv := basicKind(terms); method != "" {
+			return one(b().Dot(method).Call(jen.Id(conv).Call(v.value()))), true
+		}
+		if len(terms) == 1 && !terms[0].Tilde() && w.e.renderable(terms[0].Type()) {
+			t := terms[0].Type()
+			local := w.n.get("tv")
+			inner, ok := w.write(val{e: id(local)}, t, path, nil, false)
+			if !ok {
+				return nil, false
+			}
+			return append(one(jen.Id(local).Op(":=").Add(w.e.typ(t)).Call(v.value())), inner...), true
+		}
+	}
+	if w.lenient {
+		w.skipped = addOnce(w.skipped, path+" (type parameter "+name+": not in the payload fingerprint)")
+		return nil, true
+	}
+	return w.fail(path, "type parameter "+name+" (constraint "+w.e.pi.typeString(tp.Constraint())+") cannot be keyed: the constraint has no key method (IdemKey, MarshalBinary, MarshalText) and its types are not of one basic kind",
+		"add idem.Keyer to the constraint of "+name+", or name other parameters with key=")
+}
+
+// typeTerms flattens a constraint's type set to its terms: a union (of
+// types, or of interfaces that are unions themselves), or a single type.
+// ok is false for what it does not compute (an intersection of two
+// restricting interfaces); no terms means any type.
+func typeTerms(c types.Type) ([]*types.Term, bool) {
+	it, isIface := c.Underlying().(*types.Interface)
+	if !isIface {
+		return []*types.Term{types.NewTerm(false, c)}, true
+	}
+	var out []*types.Term
+	restricted := 0
+	for i := 0; i < it.NumEmbeddeds(); i++ {
+		var terms []*types.Term
+		switch emb := it.EmbeddedType(i).(type) {
+		case *types.Union:
+			for j := 0; j < emb.Len(); j++ {
+				t := emb.Term(j)
+				if _, inner := t.Type().Underlying().(*types.Interface); inner {
+					sub, ok := typeTerms(t.Type())
+					if !ok || len(sub) == 0 {
+						return nil, false
+					}
+					terms = append(terms, sub...)
+					continue
+				}
+				terms = append(terms, t)
+			}
+		default:
+			sub, ok := typeTerms(emb)
+			if !ok {
+				return nil, false
+			}
+			terms = sub
+		}
+		if len(terms) == 0 {
+			continue // a method-only interface
+		}
+		if restricted++; restricted > 1 {
+			return nil, false
+		}
+		out = terms
+	}
+	return out, true
+}
+
+// basicKind is the KeyBuilder method and conversion that write every type
+// of terms one to one, "" if there is none.
+func basicKind(terms []*types.Term) (method, conv string) {
+	for _, t := range terms {
+		u, ok := t.Type().Underlying().(*types.Basic)
+		if !ok {
+			return "", ""
+		}
+		var m, c string
+		switch info := u.Info(); {
+		case info&types.IsBoolean != 0:
+			m, c = "Bool", "bool"
+		case info&types.IsInteger != 0:
+			// Signed and unsigned integers both convert to int64 one
+			// to one; unsigned ones alone are written as Uint, as their
+			// concrete types are.
+			m, c = "Uint", "uint64"
+			if info&types.IsUnsigned == 0 {
+				m, c = "Int", "int64"
+			}
+		case info&types.IsFloat != 0:
+			m, c = "Float", "float64"
+		case info&types.IsComplex != 0:
+			m, c = "Complex", "complex128"
+		case info&types.IsString != 0:
+			m, c = "String", "string"
+		default:
+			return "", ""
+		}
+		switch {
+		case method == "":
+			method, conv = m, c
+		case method == m:
+		case (method == "Int" || method == "Uint") && (m == "Int" || m == "Uint"):
+			method, conv = "Int", "int64"
+		default:
+			return "", ""
+		}
+	}
+	return method, conv
+}
+
+// typeArgKeys opens the key of a generic function's call with the
+// identity of each type argument.
+func (e *emitter) typeArgKeys(x *fn, c string) []jen.Code {
+	var out []jen.Code
+	tps := fnTypeParams(x)
+	for i := 0; i < tps.Len(); i++ {
+		out = append(out, jen.Id(c).Dot("Key").Call().Dot("Type").Call(
+			e.qual(reflectPkg, "TypeFor").Index(jen.Id(tps.At(i).Obj().Name())).Call()))
+	}
+	return out
+}
+
+// typeParamDecls is x's type parameter list as declared: [E Event, N ~int | ~int64].
+func (e *emitter) typeParamDecls(x *fn) []jen.Code {
+	tps := fnTypeParams(x)
+	out := make([]jen.Code, tps.Len())
+	for i := range out {
+		tp := tps.At(i)
+		out[i] = jen.Id(tp.Obj().Name()).Add(e.constraint(tp.Constraint()))
+	}
+	return out
+}
+
+// typeArgs instantiates with x's own type parameters: [E, N].
+func typeArgs(x *fn) jen.Code {
+	tps := fnTypeParams(x)
+	out := make([]jen.Code, tps.Len())
+	for i := range out {
+		out[i] = jen.Id(tps.At(i).Obj().Name())
+	}
+	return jen.List(out...)
+}
+
+// constraint renders a type parameter's constraint.
+func (e *emitter) constraint(c types.Type) jen.Code {
+	it, ok := c.(*types.Interface)
+	if !ok {
+		return e.typ(c)
+	}
+	if it.IsImplicit() && it.NumEmbeddeds() == 1 {
+		return e.embedded(it.EmbeddedType(0)) // [N ~int | ~int64]
+	}
+	var ms []jen.Code
+	for i := 0; i < it.NumEmbeddeds(); i++ {
+		ms = append(ms, e.embedded(it.EmbeddedType(i)))
+	}
+	for i := 0; i < it.NumExplicitMethods(); i++ {
+		m := it.ExplicitMethod(i)
+		ms = append(ms, jen.Id(m.Name()).Add(e.signature(m.Type().(*types.Signature), nil)))
+	}
+	if len(ms) == 0 {
+		return jen.Id("any")
+	}
+	return jen.Interface(ms...)
+}
+
+func (e *emitter) embedded(t types.Type) jen.Code {
+	u, ok := t.(*types.Union)
+	if !ok {
+		return e.typ(t)
+	}
+	terms := make([]jen.Code, u.Len())
+	for i := range terms {
+		term := u.Term(i)
+		if term.Tilde() {
+			terms[i] = jen.Op("~").Add(e.typ(term.Type()))
+		} else {
+			terms[i] = e.typ(term.Type())
+		}
+	}
+	return jen.Union(terms...)
+}
+
+// genericNames reserves the package-level names of generic function x's
+// wrapper (IdempotentF), its Key companion (IdempotentFKey) and its begin
+// helper; a package that declares one of the first two is told so.
+func (e *emitter) genericNames(x *fn) helperNames {
+	fname := x.name
+	hn := helperNames{wrapper: "Idempotent" + upperFirst(fname), key: "Idempotent" + upperFirst(fname) + "Key"}
+	for _, name := range []string{hn.wrapper, hn.key} {
+		switch {
+		case !e.globals[name]:
+		case e.pi.pkg.Types.Scope().Lookup(name) == nil:
+			// Not the package's: the wrapper type of the annotated methods
+			// of a type of that name, the package's own or another's.
+			msg := "%s is the generated wrapper type of the annotated methods of a type named %s; the generated wrapper of the generic function %s needs that name too (rename the function, or wrap those methods in another package)"
+			e.pi.d.add(e.pi.fset.Position(x.pos), msg, name, strings.TrimPrefix(name, "Idempotent"), fname)
+		default:
+			msg := "package %s already declares %s; the generated wrapper of the generic function %s needs that name"
+			e.pi.d.add(e.pi.fset.Position(x.pos), msg, e.pi.pkg.Name, name, fname)
+		}
+		e.globals[name] = true
+	}
+	hn.begin = e.global("idemBegin" + upperFirst(fname))
+	return hn
+}
+
+// genericSelfCheck is the signature self-check of a generic function or
+// a method of a generic type: a generic blank function instantiates it
+// with its own type parameters.
+func (e *emitter) genericSelfCheck(x *fn, sig *types.Signature, ref *jen.Statement) *jen.Statement {
+	if x.recv == nil {
+		ref = e.qual(x.obj.Pkg(), x.obj.Name()).Index(typeArgs(x))
+	}
+	return jen.Func().Id("_").Types(e.typeParamDecls(x)...).Params().Block(
+		jen.Var().Id("_").Func().Add(e.signature(sig, nil)).Op("=").Add(ref))
+}
+
+// fnTypeParams are the type parameters of a generic function, or of the
+// receiver of a method of a generic type (as the method names them).
+func fnTypeParams(x *fn) *types.TypeParamList {
+	if x.sig.TypeParams().Len() > 0 {
+		return x.sig.TypeParams()
+	}
+	return x.sig.RecvTypeParams()
+}
+
+// recvPointer is *T for a method of T: for a generic T, the instance
+// with the method's own receiver type parameters (*Repo[T]).
+func recvPointer(x *fn) types.Type {
+	if x.sig.RecvTypeParams().Len() == 0 {
+		return types.NewPointer(x.recv.Type())
+	}
+	t := x.sig.Recv().Type()
+	if _, ok := t.(*types.Pointer); ok {
+		return t
+	}
+	return types.NewPointer(t)
+}
+
+// genericGroup is the wrapper type of a generic type's methods and its
+// constructor: IdempotentRepo[T C] embeds *Repo[T].
+func (e *emitter) genericGroup(g *group, field string, guardT jen.Code) []jen.Code {
+	n := g.recv.Type().(*types.Named)
+	tps := n.TypeParams()
+	decls := make([]jen.Code, tps.Len())
+	args := make([]jen.Code, tps.Len())
+	for i := range decls {
+		tp := tps.At(i)
+		decls[i] = jen.Id(tp.Obj().Name()).Add(e.constraint(tp.Constraint()))
+		args[i] = jen.Id(tp.Obj().Name())
+	}
+	t := g.recv.Name()
+	typeName, ctor := "Idempotent"+t, "NewIdempotent"+t
+	inst := func(name string) *jen.Statement { return jen.Id(name).Index(jen.List(args...)) }
+	return []jen.Code{
+		jen.Commentf("%s is a *%s whose annotated methods run at most once per key; the type arguments are part of the key.", typeName, t).Line().
+			Type().Id(typeName).Types(decls...).Struct(jen.Op("*").Add(inst(t)), jen.Id(field).Add(guardT)),
+		jen.Commentf("%s wraps t: its annotated methods are guarded by g, the others are t's own.", ctor).Line().
+			Func().Id(ctor).Types(decls...).Params(jen.Id("t").Op("*").Add(inst(t)), jen.Id("g").Add(guardT)).Op("*").Add(inst(typeName)).Block(
+			jen.Return(jen.Op("&").Add(inst(typeName)).Values(jen.Dict{jen.Id(t): jen.Id("t"), jen.Id(field): jen.Id("g")})),
+		),
+	}
+}
+
+// genericParams is (x *Idempotent, params...) results of a generic wrapper.
+func (e *emitter) genericParams(x *fn, recv, typeName string, names []string) jen.Code {
+	s := x.sig
+	ps := []jen.Code{jen.Id(recv).Op("*").Id(typeName)}
+	for i := 0; i < s.Params().Len(); i++ {
+		t := s.Params().At(i).Type()
+		tc := e.typ(t)
+		if s.Variadic() && i == s.Params().Len()-1 {
+			tc = jen.Op("...").Add(e.typ(t.(*types.Slice).Elem()))
+		}
+		ps = append(ps, jen.Id(names[i]).Add(tc))
+	}
+	st := jen.Params(ps...)
+	rs := make([]jen.Code, s.Results().Len())
+	for i := range rs {
+		rs[i] = e.typ(s.Results().At(i).Type())
+	}
+	if len(rs) == 1 {
+		return st.Add(rs[0])
+	}
+	return st.Params(rs...)
+}
+
+// typeParamResults reports each result of x whose type mentions a type
+// parameter, and returns false if there is one: one Spec and codec serve
+// every type argument, and a stored record does not say which one wrote
+// it. omit= does not lift it (the codec's type would still name the type
+// parameter at package level).
+func (e *emitter) typeParamResults(x *fn, what string) bool {
+	ok := true
+	for i, t := range x.result {
+		if tp := firstTypeParam(t, map[*types.Named]bool{}); tp != nil {
+			e.pi.d.add(e.pi.fset.Position(x.pos), "%s: result %d (%s) mentions the type parameter %s, which cannot be stored: one codec serves every type argument, and a record does not say which one wrote it (return a concrete type)",
+				what, i+1, e.pi.typeString(t), tp.Obj().Name())
+			ok = false
+		}
+	}
+	return ok
+}
+
+// genericState is what generic wrappers need beyond the emitter.
+type genericState struct {
+	cur *fn // the function whose wrapper is being written
+	// read are the instances whose fields the key code reads that mention
+	// a type parameter of the function (Page[S] in Save[S]): they can be
+	// named only inside a generic function, with cur's type parameters.
+	read  map[string]genericRead
+	order []string
+}
+
+type genericRead struct {
+	x *fn
+	n *types.Named
+}
+
+// readGeneric records that the key code of the current function reads
+// the fields of n, an instance that mentions its type parameters.
+func (e *emitter) readGeneric(n *types.Named) {
+	x := e.gen.cur
+	if x == nil {
+		return
+	}
+	k := x.name + " " + types.TypeString(n, nil)
+	if x.recv != nil {
+		k = x.recv.Name() + "." + k
+	}
+	if _, ok := e.gen.read[k]; ok {
+		return
+	}
+	if e.gen.read == nil {
+		e.gen.read = map[string]genericRead{}
+	}
+	e.gen.read[k] = genericRead{x, n}
+	e.gen.order = append(e.gen.order, k)
+}
+
+// genericDrift is the drift check of each instance in gen.read: inside
+// a generic blank function with the wrapped function's type parameters,
+// a local type holds the field list the code was generated for, and the
+// instance converts to it only while its fields are the same.
+// Another package's instance with unexported fields cannot be spelt
+// field by field: its exported fields are checked one by one instead.
+func (e *emitter) genericDrift() []jen.Code {
+	var out []jen.Code
+	for _, k := range e.gen.order {
+		r := e.gen.read[k]
+		n, x := r.n, r.x
+		st := n.Underlying().(*types.Struct)
+		if !e.nameable(n.Obj()) {
+			continue
+		}
+		display := e.pi.typeString(n)
+		name := "idem" + upperFirst(n.Obj().Name()) + staleSuffix
+		full := true
+		var fields, results, refs []jen.Code
+		v := "fieldsChanged_runGoGenerate"
+		for i := 0; i < st.NumFields(); i++ {
+			f := st.Field(i)
+			renderable := e.renderable(f.Type()) || mentionsTypeParam(f.Type())
+			if (!f.Exported() && f.Pkg() != e.pi.pkg.Types) || !renderable {
+				full = false
+			}
+			if f.Exported() && renderable {
+				results = append(results, jen.Op("*").Add(e.typ(f.Type())))
+				refs = append(refs, jen.Op("&").Id(v).Dot(f.Name()))
+			}
+			if f.Embedded() {
+				emb := jen.Add(e.typ(f.Type()))
+				if _, ok := f.Type().Underlying().(*types.Struct); ok {
+					emb.Tag(map[string]string{"json": "-", "xml": "-"}) // as driftChecks does, for vet
+				}
+				fields = append(fields, emb)
+			} else {
+				fields = append(fields, jen.Id(f.Name()).Add(e.typ(f.Type())))
+			}
+		}
+		var body []jen.Code
+		switch {
+		case full:
+			body = []jen.Code{
+				jen.Type().Id(name).Struct(fields...),
+				jen.Id("_").Op("=").Id(name).Call(e.typ(n).(*jen.Statement).Clone().Values()),
+			}
+		case len(refs) > 0:
+			body = []jen.Code{
+				jen.Id("_").Op("=").Func().Params(jen.Id(v).Op("*").Add(e.typ(n))).Params(results...).Block(jen.Return(refs...)),
+			}
+		default:
+			continue
+		}
+		out = append(out, jen.Commentf("Build fails here if %s gained, lost or retyped a field that the generated code reads since generation: run go generate.", display).Line().
+			Func().Id("_").Types(e.typeParamDecls(x)...).Params().Block(body...))
+	}
+	return out
+}

@@ -1,0 +1,158 @@
+package idem
+
+import (
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Type writes the identity of a type: what generated wrappers of generic
+// functions write for each type argument, so Publish[OrderPlaced] and
+// Publish[OrderCancelled] with equal values are different calls.
+//
+// The identity is fully qualified and stable across processes and builds:
+// a named type by its package path and name (its type arguments as the
+// runtime spells them, with their package paths), an unnamed one by its
+// structure, recursively (struct fields with their names, the package
+// path of unexported ones, embedding and tags; a func's parameters and
+// results; an interface's methods). It is not reflect.Type.String(),
+// which writes package names: two packages named model would collide.
+// Identities are computed once per type and cached.
+//
+// Two types declared inside functions with one name in one package (local
+// types) share an identity: the runtime does not tell them apart.
+func (b *KeyBuilder) Type(t reflect.Type) {
+	b.String(TypeIdentity(t))
+}
+
+var typeIdentities sync.Map // reflect.Type → string
+
+// TypeIdentity is the identity that KeyBuilder.Type writes for t; "nil"
+// for a nil reflect.Type.
+func TypeIdentity(t reflect.Type) string {
+	if t == nil {
+		return "nil"
+	}
+	if s, ok := typeIdentities.Load(t); ok {
+		return s.(string)
+	}
+	var sb strings.Builder
+	writeTypeIdentity(&sb, t)
+	s, _ := typeIdentities.LoadOrStore(t, sb.String())
+	return s.(string)
+}
+
+// writeTypeIdentity writes t: named types stop the recursion, so a
+// recursive type (which is always named) ends.
+func writeTypeIdentity(b *strings.Builder, t reflect.Type) {
+	if name := t.Name(); name != "" {
+		if p := t.PkgPath(); p != "" {
+			b.WriteString(strconv.Quote(p))
+			b.WriteByte('.')
+		}
+		b.WriteString(name)
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		b.WriteByte('*')
+		writeTypeIdentity(b, t.Elem())
+	case reflect.Slice:
+		b.WriteString("[]")
+		writeTypeIdentity(b, t.Elem())
+	case reflect.Array:
+		b.WriteString("[" + strconv.Itoa(t.Len()) + "]")
+		writeTypeIdentity(b, t.Elem())
+	case reflect.Map:
+		b.WriteString("map[")
+		writeTypeIdentity(b, t.Key())
+		b.WriteByte(']')
+		writeTypeIdentity(b, t.Elem())
+	case reflect.Chan:
+		switch t.ChanDir() {
+		case reflect.RecvDir:
+			b.WriteString("<-chan ")
+		case reflect.SendDir:
+			b.WriteString("chan<- ")
+		default:
+			b.WriteString("chan ")
+		}
+		writeTypeIdentity(b, t.Elem())
+	case reflect.Struct:
+		b.WriteString("struct{")
+		for i := 0; i < t.NumField(); i++ {
+			if i > 0 {
+				b.WriteByte(';')
+			}
+			f := t.Field(i)
+			if f.Anonymous {
+				b.WriteString("embedded ")
+			}
+			if f.PkgPath != "" {
+				b.WriteString(strconv.Quote(f.PkgPath))
+				b.WriteByte('.')
+			}
+			b.WriteString(f.Name)
+			b.WriteByte(' ')
+			writeTypeIdentity(b, f.Type)
+			if f.Tag != "" {
+				b.WriteByte(' ')
+				b.WriteString(strconv.Quote(string(f.Tag)))
+			}
+		}
+		b.WriteByte('}')
+	case reflect.Func:
+		b.WriteString("func(")
+		for i := 0; i < t.NumIn(); i++ {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if t.IsVariadic() && i == t.NumIn()-1 {
+				b.WriteString("...")
+			}
+			writeTypeIdentity(b, t.In(i))
+		}
+		b.WriteString(")(")
+		for i := 0; i < t.NumOut(); i++ {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeTypeIdentity(b, t.Out(i))
+		}
+		b.WriteByte(')')
+	case reflect.Interface:
+		b.WriteString("interface{")
+		for i := 0; i < t.NumMethod(); i++ {
+			if i > 0 {
+				b.WriteByte(';')
+			}
+			m := t.Method(i)
+			if m.PkgPath != "" {
+				b.WriteString(strconv.Quote(m.PkgPath))
+				b.WriteByte('.')
+			}
+			b.WriteString(m.Name)
+			writeTypeIdentity(b, m.Type)
+		}
+		b.WriteByte('}')
+	default:
+		b.WriteString(t.String()) // unreachable: every basic type is named
+	}
+}
+
+// IsNil reports whether v is nil: a nil interface, or a nil pointer, map,
+// slice, channel or func. The generated wrapper of a generic function
+// writes the nil marker for such a value of a type parameter (an
+// interface or pointer type argument) instead of calling its key method
+// on it, as it does for a nil value of a concrete type.
+func IsNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
+}
