@@ -62,6 +62,9 @@ type pkgInfo struct {
 	scope map[string]bool // package-scope names declared outside the generated file
 	d     *diags
 	types *wellKnown
+	// jsonReach caches, per package, the types a MarshalJSON of that
+	// package may write (jsonWritten).
+	jsonReach map[*types.Package]map[*types.TypeName]bool
 }
 
 // collect finds the annotated functions of p, reporting directives that
