@@ -262,11 +262,9 @@ func TestAdviceConvergesInOneRound(t *testing.T) {
 		{"diag_key_recursive_foreign", []string{"Send exclude=in.Req"}},
 		{"diag_key_recursive_own", []string{"F exclude=in.Tree"}},
 		{"diag_sdk_params", []string{"Charge key=params.Params.IdempotencyKey"}},
-		{"diag_funcoptions", []string{"Send omit=r1.ResultMetadata"}},
 		{"diag_foreign_advice", []string{"New key=params.Params.IdempotencyKey", "Create omit=r2"}},
 		{"diag_unkeyable_func_chan", nil},
 		{"diag_unkeyable_foreign_struct", nil},
-		{"diag_result_cloud_metadata", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mod, env := scratchModule(t, "idemgen.test/converge")

@@ -599,6 +599,14 @@ func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitT
 				}
 				continue
 			}
+			if f.Exported() && g.opaque(f.Type()) && len(sub) == 0 {
+				// Another package's state held by value, none of it
+				// exported (an AWS output's ResultMetadata): replays hold
+				// its zero value, which is usable, and the doc line names
+				// the type. A result that is such a value is still refused.
+				g.lossy[pi.typeString(f.Type())] = true
+				continue
+			}
 			if !own && f.Exported() && jsonSkipped(u.Tag(i)) && !storable(f.Type()) {
 				g.skipped[pi.typeString(t)+"."+f.Name()] = true
 				continue
@@ -674,6 +682,35 @@ func rangeOver(i string, v jen.Code, body []jen.Code) *jen.Statement {
 // uses reports whether the generated code mentions the identifier id.
 func uses(code []jen.Code, id string) bool {
 	return regexp.MustCompile(`\b` + regexp.QuoteMeta(id) + `\b`).MatchString(fmt.Sprintf("%#v", jen.Block(code...)))
+}
+
+// opaque reports whether t is another package's struct held by value
+// whose data is all unexported and that has no marshaling pair: no
+// codec can store any of it.
+func (g *codecGen) opaque(t types.Type) bool {
+	n, ok := t.(*types.Named)
+	if !ok || n.Obj().Pkg() == nil || n.Obj().Pkg() == g.e.pi.pkg.Types {
+		return false
+	}
+	st, ok := n.Underlying().(*types.Struct)
+	if !ok {
+		return false
+	}
+	if _, _, ok := g.pair(t); ok || lossyPair(g.e.pi, t) != "" {
+		return false
+	}
+	data := false
+	for i := 0; i < st.NumFields(); i++ {
+		f := st.Field(i)
+		if f.Name() == "_" || zeroSize(f.Type()) {
+			continue
+		}
+		if f.Exported() {
+			return false
+		}
+		data = true
+	}
+	return data
 }
 
 // jsonSkipped reports whether a struct tag keeps its field out of the

@@ -39,7 +39,7 @@ var idemCodecPut = idem.TypedCodec[*sdk.PutObjectOutput]{
 	Decode: func(d *idem.Decoder, v **sdk.PutObjectOutput) {
 		if d.Ptr() {
 			*v = new(sdk.PutObjectOutput)
-			idemDecSdkPutObjectOutputForPut(d, (*v))
+			idemDecSdkPutObjectOutput(d, (*v))
 		} else {
 			*v = nil
 		}
@@ -49,12 +49,12 @@ var idemCodecPut = idem.TypedCodec[*sdk.PutObjectOutput]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncSdkPutObjectOutputForPut(e, (*v))
+			idemEncSdkPutObjectOutput(e, (*v))
 		}
 	},
 }
 
-// Put is cloudoutput.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return omit=out.ResultMetadata). Not stored (replays return their zero value): out.ResultMetadata.
+// Put is cloudoutput.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return). Replays do not restore the unexported state of sdk.Metadata.
 func (x *Idempotent) Put(ctx context.Context, key string) (*sdk.PutObjectOutput, error) {
 	c := x.beginPut(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.PutObjectOutput, error) {
@@ -74,8 +74,8 @@ func (x *Idempotent) beginPut(key string) idem.Call {
 	return c
 }
 
-// idemDecSdkPutObjectOutputForPut reads a sdk.PutObjectOutput of a stored result.
-func idemDecSdkPutObjectOutputForPut(d *idem.Decoder, v *sdk.PutObjectOutput) {
+// idemDecSdkPutObjectOutput reads a sdk.PutObjectOutput of a stored result.
+func idemDecSdkPutObjectOutput(d *idem.Decoder, v *sdk.PutObjectOutput) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -120,8 +120,8 @@ func idemDecSdkPutObjectOutputForPut(d *idem.Decoder, v *sdk.PutObjectOutput) {
 	}
 }
 
-// idemEncSdkPutObjectOutputForPut writes a sdk.PutObjectOutput of a stored result.
-func idemEncSdkPutObjectOutputForPut(e *idem.Encoder, v *sdk.PutObjectOutput) {
+// idemEncSdkPutObjectOutput writes a sdk.PutObjectOutput of a stored result.
+func idemEncSdkPutObjectOutput(e *idem.Encoder, v *sdk.PutObjectOutput) {
 	at := e.Struct()
 	e.Field("ETag")
 	if v.ETag == nil {

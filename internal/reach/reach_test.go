@@ -69,7 +69,7 @@ type result struct {
 
 func TestReach(t *testing.T) {
 	if os.Getenv("IDEM_REACH") == "" {
-		t.Skip("set IDEM_REACH=1 (make reach): it downloads third-party modules")
+		t.Skip("set IDEM_REACH=1 (make reach) to run it; not part of make test or CI: it downloads third-party modules")
 	}
 	only := regexp.MustCompile(os.Getenv("IDEM_REACH_ONLY"))
 	root, err := filepath.Abs(filepath.Join("..", ".."))

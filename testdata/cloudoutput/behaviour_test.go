@@ -27,7 +27,7 @@ func TestPutOutputReplayed(t *testing.T) {
 			if n := runs.Load() - before; n != 1 {
 				t.Fatalf("ran %d times", n)
 			}
-			// ResultMetadata is omitted: a replay has its zero value.
+			// ResultMetadata holds no exported state: a replay has its zero value.
 			want := *first
 			want.ResultMetadata = sdk.Metadata{}
 			if diff := cmp.Diff(&want, replay, cmpopts.IgnoreUnexported(sdk.PutObjectOutput{}, sdk.Metadata{})); diff != "" {

@@ -1,6 +1,7 @@
 // Package cloudoutput wraps a cloud-SDK-style call whose output carries a
-// ResultMetadata with only unexported state: the diagnostic advises
-// omit=out.ResultMetadata, and with it the call wraps.
+// ResultMetadata held by value with only unexported state: the plain
+// annotation wraps it, replays hold the metadata's zero value, and the
+// doc line names the type whose state is not restored.
 package cloudoutput
 
 import (
@@ -16,7 +17,7 @@ func str(s string) *string { return &s }
 
 // Put stores an object once per key.
 //
-//idem:ttl=1h omit=out.ResultMetadata
+//idem:ttl=1h
 func Put(ctx context.Context, key string) (out *sdk.PutObjectOutput, err error) {
 	runs.Add(1)
 	size := int64(len(key))
