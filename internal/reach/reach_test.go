@@ -59,7 +59,7 @@ func readSDKs(t *testing.T) []sdk {
 
 // result is one package's measure.
 type result struct {
-	pkg                   string
+	pkg, module           string
 	targets, plain, after int
 	crash                 string // a generator panic or error without positions
 	build                 string // go build / go vet output after the advice, when it failed
@@ -103,13 +103,33 @@ func TestReach(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	b.WriteString("| package | functions | plain | after one round |\n|---|---:|---:|---:|\n")
-	var plain []float64
+	b.WriteString("| module | packages | functions | plain | after one round |\n|---|---:|---:|---:|---:|\n")
+	type sum struct{ pkgs, targets, plain, after int }
+	var modules []string
+	sums := map[string]*sum{}
 	for _, r := range results {
-		fmt.Fprintf(&b, "| %s | %d | %d (%s) | %d (%s) |\n", r.pkg, r.targets, r.plain, pct(r.plain, r.targets), r.after, pct(r.after, r.targets))
-		if r.targets > 0 {
-			plain = append(plain, float64(r.plain)/float64(r.targets))
+		m := sums[r.module]
+		if m == nil {
+			m = &sum{}
+			sums[r.module] = m
+			modules = append(modules, r.module)
 		}
+		m.pkgs++
+		m.targets += r.targets
+		m.plain += r.plain
+		m.after += r.after
+	}
+	var plain []float64 // per module: a module of six packages counts once
+	for _, name := range modules {
+		m := sums[name]
+		fmt.Fprintf(&b, "| %s | %d | %d | %d (%s) | %d (%s) |\n", name, m.pkgs, m.targets, m.plain, pct(m.plain, m.targets), m.after, pct(m.after, m.targets))
+		if m.targets > 0 {
+			plain = append(plain, float64(m.plain)/float64(m.targets))
+		}
+	}
+	if len(plain) > 0 {
+		slices.Sort(plain)
+		fmt.Fprintf(&b, "\nmedian module, plain: %.0f%%\n", 100*plain[len(plain)/2])
 	}
 	counts := map[string]int{}
 	for _, r := range results {
@@ -118,13 +138,16 @@ func TestReach(t *testing.T) {
 		}
 	}
 	whys := slices.SortedFunc(maps.Keys(counts), func(a, b string) int { return counts[b] - counts[a] })
-	b.WriteString("\nwhy the plain annotation was refused (diagnostics):\n")
-	for _, why := range whys {
-		fmt.Fprintf(&b, "%6d  %s\n", counts[why], why)
-	}
-	if len(plain) > 0 {
-		slices.Sort(plain)
-		fmt.Fprintf(&b, "\nmedian plain: %.0f%%\n", 100*plain[len(plain)/2])
+	b.WriteString("\nthe plain annotation's most frequent refusals (diagnostics):\n")
+	for i, why := range whys {
+		if i == 12 {
+			break
+		}
+		n := counts[why]
+		if len(why) > 160 {
+			why = why[:160] + "…"
+		}
+		fmt.Fprintf(&b, "%6d  %s\n", n, why)
 	}
 	t.Log("\n" + b.String())
 }
@@ -144,7 +167,7 @@ type target struct {
 }
 
 func measure(t *testing.T, root string, s sdk, path string) result {
-	r := result{pkg: path}
+	r := result{pkg: path, module: s.module}
 	dir := t.TempDir()
 	if keep := os.Getenv("IDEM_REACH_KEEP"); keep != "" {
 		dir = filepath.Join(keep, strings.NewReplacer("/", "_", ".", "_").Replace(path))
