@@ -105,6 +105,44 @@ func cases() []check.Case {
 			}))
 		}},
 		{Name: "Stored11(S56)", Type: reflect.TypeFor[S56](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored11(ctx, id, v.(S56)) }},
+		{Name: "KeyedFixed0(map[string]struct{})", Type: reflect.TypeFor[map[string]struct{}](), Key: func(v any) (string, error) { return api.KeyedFixed0Key(v.(map[string]struct{})) }},
+		{Name: "StoredFixed0(map[string]struct{})", Type: reflect.TypeFor[map[string]struct{}](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.StoredFixed0(ctx, id, v.(map[string]struct{}))
+		}},
+		{Name: "KeyedFixed1([]struct{})", Type: reflect.TypeFor[[]struct{}](), Key: func(v any) (string, error) { return api.KeyedFixed1Key(v.([]struct{})) }},
+		{Name: "StoredFixed1([]struct{})", Type: reflect.TypeFor[[]struct{}](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.StoredFixed1(ctx, id, v.([]struct{}))
+		}},
+		{Name: "KeyedFixed2([2]Empty)", Type: reflect.TypeFor[[2]Empty](), Key: func(v any) (string, error) { return api.KeyedFixed2Key(v.([2]Empty)) }},
+		{Name: "StoredFixed2([2]Empty)", Type: reflect.TypeFor[[2]Empty](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.StoredFixed2(ctx, id, v.([2]Empty))
+		}},
+		{Name: "KeyedFixed3(map[int8]Empty)", Type: reflect.TypeFor[map[int8]Empty](), Key: func(v any) (string, error) { return api.KeyedFixed3Key(v.(map[int8]Empty)) }},
+		{Name: "StoredFixed3(map[int8]Empty)", Type: reflect.TypeFor[map[int8]Empty](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.StoredFixed3(ctx, id, v.(map[int8]Empty))
+		}},
+		{Name: "KeyedFixed4(struct{ S map[uint16]struct{}; E []Empty; P *Empty })", Type: reflect.TypeFor[struct {
+			S map[uint16]struct{}
+			E []Empty
+			P *Empty
+		}](), Key: func(v any) (string, error) {
+			return api.KeyedFixed4Key(v.(struct {
+				S map[uint16]struct{}
+				E []Empty
+				P *Empty
+			}))
+		}},
+		{Name: "StoredFixed4(struct{ S map[uint16]struct{}; E []Empty; P *Empty })", Type: reflect.TypeFor[struct {
+			S map[uint16]struct{}
+			E []Empty
+			P *Empty
+		}](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.StoredFixed4(ctx, id, v.(struct {
+				S map[uint16]struct{}
+				E []Empty
+				P *Empty
+			}))
+		}},
 	}
 }
 

@@ -1785,6 +1785,686 @@ func (x *Idempotent) beginStored11(id int64, v *S56) idem.Call {
 	return c
 }
 
+var idemSpecKeyedFixed0 = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed0",
+	Signature:   "c6db845393bb5650",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecKeyedFixed0,
+}
+
+// Build fails here if sample.KeyedFixed0's signature changed since generation: run go generate.
+var _ func(context.Context, map[string]struct{}) (int64, error) = KeyedFixed0
+
+// idemCodecKeyedFixed0 stores the results of KeyedFixed0 (generated codec).
+var idemCodecKeyedFixed0 = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// KeyedFixed0 is sample.KeyedFixed0, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) KeyedFixed0(ctx context.Context, v map[string]struct{}) (int64, error) {
+	c := x.beginKeyedFixed0(v)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return KeyedFixed0(ctx, v)
+	})
+}
+
+// KeyedFixed0Key is the store key KeyedFixed0 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) KeyedFixed0Key(v map[string]struct{}) (string, error) {
+	return x.beginKeyedFixed0(v).StoreKey()
+}
+
+// beginKeyedFixed0 starts a call of KeyedFixed0 and writes its key material.
+func (x *Idempotent) beginKeyedFixed0(v map[string]struct{}) idem.Call {
+	c := x.g.Begin(idemSpecKeyedFixed0)
+	if v == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().MapStart(len(v))
+		for k := range v {
+			c.Key().MapEntry()
+			c.Key().String(k)
+		}
+		c.Key().MapEnd()
+	}
+	return c
+}
+
+var idemSpecStoredFixed0 = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed0",
+	Signature:   "6209116503da5fc6",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecStoredFixed0,
+}
+
+// Build fails here if sample.StoredFixed0's signature changed since generation: run go generate.
+var _ func(context.Context, int64, map[string]struct{}) (map[string]struct{}, error) = StoredFixed0
+
+// idemCodecStoredFixed0 stores the results of StoredFixed0 (generated codec).
+var idemCodecStoredFixed0 = idem.TypedCodec[map[string]struct{}]{
+	Decode: func(d *idem.Decoder, v *map[string]struct{}) {
+		if d.Nil() {
+			*v = nil
+		} else {
+			n := d.Map()
+			*v = make(map[string]struct{}, n)
+			for range n {
+				var k string
+				var x struct{}
+				k = d.String()
+				end := d.Struct()
+				for d.More(end) {
+					switch string(d.Field()) {
+					default:
+						d.Skip()
+					}
+				}
+				(*v)[k] = x
+			}
+		}
+	},
+	Encode: func(e *idem.Encoder, v *map[string]struct{}) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			at := e.Map(len(*v))
+			// sorted: the same value always has the same bytes
+			for _, k := range slices.Sorted(maps.Keys(*v)) {
+				e.String(k)
+				at2 := e.Struct()
+				e.End(at2)
+			}
+			e.End(at)
+		}
+	},
+}
+
+// StoredFixed0 is sample.StoredFixed0, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+func (x *Idempotent) StoredFixed0(ctx context.Context, id int64, v map[string]struct{}) (map[string]struct{}, error) {
+	c := x.beginStoredFixed0(id, v)
+	return idem.Do(ctx, c, func(ctx context.Context) (map[string]struct{}, error) {
+		return StoredFixed0(ctx, id, v)
+	})
+}
+
+// StoredFixed0Key is the store key StoredFixed0 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) StoredFixed0Key(id int64, v map[string]struct{}) (string, error) {
+	return x.beginStoredFixed0(id, v).StoreKey()
+}
+
+// beginStoredFixed0 starts a call of StoredFixed0 and writes its key material.
+func (x *Idempotent) beginStoredFixed0(id int64, v map[string]struct{}) idem.Call {
+	c := x.g.Begin(idemSpecStoredFixed0)
+	c.Key().Int(id)
+	return c
+}
+
+var idemSpecKeyedFixed1 = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed1",
+	Signature:   "f1fb2ef66237aea0",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecKeyedFixed1,
+}
+
+// Build fails here if sample.KeyedFixed1's signature changed since generation: run go generate.
+var _ func(context.Context, []struct{}) (int64, error) = KeyedFixed1
+
+// idemCodecKeyedFixed1 stores the results of KeyedFixed1 (generated codec).
+var idemCodecKeyedFixed1 = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// KeyedFixed1 is sample.KeyedFixed1, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) KeyedFixed1(ctx context.Context, v []struct{}) (int64, error) {
+	c := x.beginKeyedFixed1(v)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return KeyedFixed1(ctx, v)
+	})
+}
+
+// KeyedFixed1Key is the store key KeyedFixed1 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) KeyedFixed1Key(v []struct{}) (string, error) {
+	return x.beginKeyedFixed1(v).StoreKey()
+}
+
+// beginKeyedFixed1 starts a call of KeyedFixed1 and writes its key material.
+func (x *Idempotent) beginKeyedFixed1(v []struct{}) idem.Call {
+	c := x.g.Begin(idemSpecKeyedFixed1)
+	if v == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().List(len(v))
+	}
+	return c
+}
+
+var idemSpecStoredFixed1 = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed1",
+	Signature:   "4bfef528c3d926ad",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecStoredFixed1,
+}
+
+// Build fails here if sample.StoredFixed1's signature changed since generation: run go generate.
+var _ func(context.Context, int64, []struct{}) ([]struct{}, error) = StoredFixed1
+
+// idemCodecStoredFixed1 stores the results of StoredFixed1 (generated codec).
+var idemCodecStoredFixed1 = idem.TypedCodec[[]struct{}]{
+	Decode: func(d *idem.Decoder, v *[]struct{}) {
+		if d.Nil() {
+			*v = nil
+		} else {
+			*v = make([]struct{}, d.List())
+			for range *v {
+				end := d.Struct()
+				for d.More(end) {
+					switch string(d.Field()) {
+					default:
+						d.Skip()
+					}
+				}
+			}
+		}
+	},
+	Encode: func(e *idem.Encoder, v *[]struct{}) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			at := e.List(len(*v))
+			for range *v {
+				at2 := e.Struct()
+				e.End(at2)
+			}
+			e.End(at)
+		}
+	},
+}
+
+// StoredFixed1 is sample.StoredFixed1, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+func (x *Idempotent) StoredFixed1(ctx context.Context, id int64, v []struct{}) ([]struct{}, error) {
+	c := x.beginStoredFixed1(id, v)
+	return idem.Do(ctx, c, func(ctx context.Context) ([]struct{}, error) {
+		return StoredFixed1(ctx, id, v)
+	})
+}
+
+// StoredFixed1Key is the store key StoredFixed1 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) StoredFixed1Key(id int64, v []struct{}) (string, error) {
+	return x.beginStoredFixed1(id, v).StoreKey()
+}
+
+// beginStoredFixed1 starts a call of StoredFixed1 and writes its key material.
+func (x *Idempotent) beginStoredFixed1(id int64, v []struct{}) idem.Call {
+	c := x.g.Begin(idemSpecStoredFixed1)
+	c.Key().Int(id)
+	return c
+}
+
+var idemSpecKeyedFixed2 = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed2",
+	Signature:   "4ad542e8ce6ba347",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecKeyedFixed2,
+}
+
+// Build fails here if sample.KeyedFixed2's signature changed since generation: run go generate.
+var _ func(context.Context, [2]Empty) (int64, error) = KeyedFixed2
+
+// idemCodecKeyedFixed2 stores the results of KeyedFixed2 (generated codec).
+var idemCodecKeyedFixed2 = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// KeyedFixed2 is sample.KeyedFixed2, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) KeyedFixed2(ctx context.Context, v [2]Empty) (int64, error) {
+	c := x.beginKeyedFixed2(&v)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return KeyedFixed2(ctx, v)
+	})
+}
+
+// KeyedFixed2Key is the store key KeyedFixed2 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) KeyedFixed2Key(v [2]Empty) (string, error) {
+	return x.beginKeyedFixed2(&v).StoreKey()
+}
+
+// beginKeyedFixed2 starts a call of KeyedFixed2 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginKeyedFixed2(v *[2]Empty) idem.Call {
+	c := x.g.Begin(idemSpecKeyedFixed2)
+	c.Key().List(2)
+	for i := range v {
+		idemKeyEmpty(c.Key(), &v[i])
+	}
+	return c
+}
+
+var idemSpecStoredFixed2 = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed2",
+	Signature:   "62aac14ab350c74c",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecStoredFixed2,
+}
+
+// Build fails here if sample.StoredFixed2's signature changed since generation: run go generate.
+var _ func(context.Context, int64, [2]Empty) ([2]Empty, error) = StoredFixed2
+
+// idemCodecStoredFixed2 stores the results of StoredFixed2 (generated codec).
+var idemCodecStoredFixed2 = idem.TypedCodec[[2]Empty]{
+	Decode: func(d *idem.Decoder, v *[2]Empty) {
+		if d.Array(len(*v)) {
+			for i := range *v {
+				idemDecEmpty(d, &(*v)[i])
+			}
+		}
+	},
+	Encode: func(e *idem.Encoder, v *[2]Empty) {
+		at := e.List(len(*v))
+		for i := range *v {
+			idemEncEmpty(e, &(*v)[i])
+		}
+		e.End(at)
+	},
+}
+
+// StoredFixed2 is sample.StoredFixed2, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+func (x *Idempotent) StoredFixed2(ctx context.Context, id int64, v [2]Empty) ([2]Empty, error) {
+	c := x.beginStoredFixed2(id, &v)
+	return idem.Do(ctx, c, func(ctx context.Context) ([2]Empty, error) {
+		return StoredFixed2(ctx, id, v)
+	})
+}
+
+// StoredFixed2Key is the store key StoredFixed2 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) StoredFixed2Key(id int64, v [2]Empty) (string, error) {
+	return x.beginStoredFixed2(id, &v).StoreKey()
+}
+
+// beginStoredFixed2 starts a call of StoredFixed2 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginStoredFixed2(id int64, v *[2]Empty) idem.Call {
+	c := x.g.Begin(idemSpecStoredFixed2)
+	c.Key().Int(id)
+	return c
+}
+
+var idemSpecKeyedFixed3 = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed3",
+	Signature:   "cc141e1f71dbf022",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecKeyedFixed3,
+}
+
+// Build fails here if sample.KeyedFixed3's signature changed since generation: run go generate.
+var _ func(context.Context, map[int8]Empty) (int64, error) = KeyedFixed3
+
+// idemCodecKeyedFixed3 stores the results of KeyedFixed3 (generated codec).
+var idemCodecKeyedFixed3 = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// KeyedFixed3 is sample.KeyedFixed3, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) KeyedFixed3(ctx context.Context, v map[int8]Empty) (int64, error) {
+	c := x.beginKeyedFixed3(v)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return KeyedFixed3(ctx, v)
+	})
+}
+
+// KeyedFixed3Key is the store key KeyedFixed3 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) KeyedFixed3Key(v map[int8]Empty) (string, error) {
+	return x.beginKeyedFixed3(v).StoreKey()
+}
+
+// beginKeyedFixed3 starts a call of KeyedFixed3 and writes its key material.
+func (x *Idempotent) beginKeyedFixed3(v map[int8]Empty) idem.Call {
+	c := x.g.Begin(idemSpecKeyedFixed3)
+	if v == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().MapStart(len(v))
+		for k, e := range v {
+			c.Key().MapEntry()
+			c.Key().Int(int64(k))
+			idemKeyEmpty(c.Key(), &e)
+		}
+		c.Key().MapEnd()
+	}
+	return c
+}
+
+var idemSpecStoredFixed3 = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed3",
+	Signature:   "83518a813f79b3d1",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecStoredFixed3,
+}
+
+// Build fails here if sample.StoredFixed3's signature changed since generation: run go generate.
+var _ func(context.Context, int64, map[int8]Empty) (map[int8]Empty, error) = StoredFixed3
+
+// idemCodecStoredFixed3 stores the results of StoredFixed3 (generated codec).
+var idemCodecStoredFixed3 = idem.TypedCodec[map[int8]Empty]{
+	Decode: func(d *idem.Decoder, v *map[int8]Empty) {
+		if d.Nil() {
+			*v = nil
+		} else {
+			n := d.Map()
+			*v = make(map[int8]Empty, n)
+			for range n {
+				var k int8
+				var x Empty
+				k = int8(d.Int(8))
+				idemDecEmpty(d, &x)
+				(*v)[k] = x
+			}
+		}
+	},
+	Encode: func(e *idem.Encoder, v *map[int8]Empty) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			at := e.Map(len(*v))
+			// sorted: the same value always has the same bytes
+			for _, k := range slices.Sorted(maps.Keys(*v)) {
+				x := (*v)[k]
+				e.Int(int64(k))
+				idemEncEmpty(e, &x)
+			}
+			e.End(at)
+		}
+	},
+}
+
+// StoredFixed3 is sample.StoredFixed3, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+func (x *Idempotent) StoredFixed3(ctx context.Context, id int64, v map[int8]Empty) (map[int8]Empty, error) {
+	c := x.beginStoredFixed3(id, v)
+	return idem.Do(ctx, c, func(ctx context.Context) (map[int8]Empty, error) {
+		return StoredFixed3(ctx, id, v)
+	})
+}
+
+// StoredFixed3Key is the store key StoredFixed3 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) StoredFixed3Key(id int64, v map[int8]Empty) (string, error) {
+	return x.beginStoredFixed3(id, v).StoreKey()
+}
+
+// beginStoredFixed3 starts a call of StoredFixed3 and writes its key material.
+func (x *Idempotent) beginStoredFixed3(id int64, v map[int8]Empty) idem.Call {
+	c := x.g.Begin(idemSpecStoredFixed3)
+	c.Key().Int(id)
+	return c
+}
+
+var idemSpecKeyedFixed4 = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed4",
+	Signature:   "2e3da4907212f03e",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecKeyedFixed4,
+}
+
+// Build fails here if sample.KeyedFixed4's signature changed since generation: run go generate.
+var _ func(context.Context, struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}) (int64, error) = KeyedFixed4
+
+// idemCodecKeyedFixed4 stores the results of KeyedFixed4 (generated codec).
+var idemCodecKeyedFixed4 = idem.TypedCodec[int64]{
+	Decode: func(d *idem.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idem.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// KeyedFixed4 is sample.KeyedFixed4, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) KeyedFixed4(ctx context.Context, v struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}) (int64, error) {
+	c := x.beginKeyedFixed4(&v)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return KeyedFixed4(ctx, v)
+	})
+}
+
+// KeyedFixed4Key is the store key KeyedFixed4 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) KeyedFixed4Key(v struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}) (string, error) {
+	return x.beginKeyedFixed4(&v).StoreKey()
+}
+
+// beginKeyedFixed4 starts a call of KeyedFixed4 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginKeyedFixed4(v *struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}) idem.Call {
+	c := x.g.Begin(idemSpecKeyedFixed4)
+	if v.S == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().MapStart(len(v.S))
+		for k := range v.S {
+			c.Key().MapEntry()
+			c.Key().Uint(uint64(k))
+		}
+		c.Key().MapEnd()
+	}
+	if v.E == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().List(len(v.E))
+		for i := range v.E {
+			idemKeyEmpty(c.Key(), &v.E[i])
+		}
+	}
+	if v.P == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().Ptr()
+		idemKeyEmpty(c.Key(), v.P)
+	}
+	return c
+}
+
+var idemSpecStoredFixed4 = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed4",
+	Signature:   "300c0619642609ce",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecStoredFixed4,
+}
+
+// Build fails here if sample.StoredFixed4's signature changed since generation: run go generate.
+var _ func(context.Context, int64, struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}) (struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}, error) = StoredFixed4
+
+// idemCodecStoredFixed4 stores the results of StoredFixed4 (generated codec).
+var idemCodecStoredFixed4 = idem.TypedCodec[struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}]{
+	Decode: func(d *idem.Decoder, v *struct {
+		S map[uint16]struct{}
+		E []Empty
+		P *Empty
+	}) {
+		end := d.Struct()
+		for d.More(end) {
+			switch string(d.Field()) {
+			case "S":
+				if d.Nil() {
+					v.S = nil
+				} else {
+					n := d.Map()
+					v.S = make(map[uint16]struct{}, n)
+					for range n {
+						var k uint16
+						var x struct{}
+						k = uint16(d.Uint(16))
+						end2 := d.Struct()
+						for d.More(end2) {
+							switch string(d.Field()) {
+							default:
+								d.Skip()
+							}
+						}
+						v.S[k] = x
+					}
+				}
+			case "E":
+				if d.Nil() {
+					v.E = nil
+				} else {
+					v.E = make([]Empty, d.List())
+					for i := range v.E {
+						idemDecEmpty(d, &v.E[i])
+					}
+				}
+			case "P":
+				if d.Ptr() {
+					v.P = new(Empty)
+					idemDecEmpty(d, v.P)
+				} else {
+					v.P = nil
+				}
+			default:
+				d.Skip()
+			}
+		}
+	},
+	Encode: func(e *idem.Encoder, v *struct {
+		S map[uint16]struct{}
+		E []Empty
+		P *Empty
+	}) {
+		at := e.Struct()
+		e.Field("S")
+		if v.S == nil {
+			e.Nil()
+		} else {
+			at2 := e.Map(len(v.S))
+			// sorted: the same value always has the same bytes
+			for _, k := range slices.Sorted(maps.Keys(v.S)) {
+				e.Uint(uint64(k))
+				at3 := e.Struct()
+				e.End(at3)
+			}
+			e.End(at2)
+		}
+		e.Field("E")
+		if v.E == nil {
+			e.Nil()
+		} else {
+			at4 := e.List(len(v.E))
+			for i := range v.E {
+				idemEncEmpty(e, &v.E[i])
+			}
+			e.End(at4)
+		}
+		e.Field("P")
+		if v.P == nil {
+			e.Nil()
+		} else {
+			e.Ptr()
+			idemEncEmpty(e, v.P)
+		}
+		e.End(at)
+	},
+}
+
+// StoredFixed4 is sample.StoredFixed4, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+func (x *Idempotent) StoredFixed4(ctx context.Context, id int64, v struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}) (struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}, error) {
+	c := x.beginStoredFixed4(id, &v)
+	return idem.Do(ctx, c, func(ctx context.Context) (struct {
+		S map[uint16]struct{}
+		E []Empty
+		P *Empty
+	}, error) {
+		return StoredFixed4(ctx, id, v)
+	})
+}
+
+// StoredFixed4Key is the store key StoredFixed4 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) StoredFixed4Key(id int64, v struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}) (string, error) {
+	return x.beginStoredFixed4(id, &v).StoreKey()
+}
+
+// beginStoredFixed4 starts a call of StoredFixed4 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+func (x *Idempotent) beginStoredFixed4(id int64, v *struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}) idem.Call {
+	c := x.g.Begin(idemSpecStoredFixed4)
+	c.Key().Int(id)
+	return c
+}
+
 // idemDecE50 reads a E50 of a stored result.
 func idemDecE50(d *idem.Decoder, v *E50) {
 	end := d.Struct()
@@ -1820,6 +2500,17 @@ func idemDecE52(d *idem.Decoder, v *E52) {
 			d.Unmarshaled(v.Tag.UnmarshalText(d.Marshaled()))
 		case "F2":
 			v.F2 = d.Uint(64)
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// idemDecEmpty reads a Empty of a stored result.
+func idemDecEmpty(d *idem.Decoder, v *Empty) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
 		default:
 			d.Skip()
 		}
@@ -2212,6 +2903,12 @@ func idemEncE52(e *idem.Encoder, v *E52) {
 	e.End(at)
 }
 
+// idemEncEmpty writes a Empty of a stored result.
+func idemEncEmpty(e *idem.Encoder, v *Empty) {
+	at := e.Struct()
+	e.End(at)
+}
+
 // idemEncGen_Array1PtrBigInt writes a Gen[[1]*big.Int] of a stored result.
 func idemEncGen_Array1PtrBigInt(e *idem.Encoder, v *Gen[[1]*big.Int]) {
 	at := e.Struct()
@@ -2504,6 +3201,9 @@ func idemKeyE8(b *idem.KeyBuilder, v *E8) {
 	b.Complex(v.F0)
 	b.Marshaled(v.Bin.MarshalBinary())
 }
+
+// idemKeyEmpty writes the key material of Empty.
+func idemKeyEmpty(b *idem.KeyBuilder, v *Empty) {}
 
 // idemKeyGen_MapMK10ToGen_int writes the key material of Gen[map[MK10]Gen[int]].
 func idemKeyGen_MapMK10ToGen_int(b *idem.KeyBuilder, v *Gen[map[MK10]Gen[int]]) {
@@ -2959,6 +3659,12 @@ type idemE8_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if E8 gained, lost or retyped a field since generation: run go generate.
 var _ = idemE8_fieldsChanged_runGoGenerate(E8{})
+
+// idemEmpty_fieldsChanged_runGoGenerate is the field list of Empty that the generated code was written for (tags aside).
+type idemEmpty_fieldsChanged_runGoGenerate struct{}
+
+// Build fails here if Empty gained, lost or retyped a field since generation: run go generate.
+var _ = idemEmpty_fieldsChanged_runGoGenerate(Empty{})
 
 // idemGen_Array1PtrBigInt_fieldsChanged_runGoGenerate is the field list of Gen[[1]*big.Int] that the generated code was written for (tags aside).
 type idemGen_Array1PtrBigInt_fieldsChanged_runGoGenerate struct {

@@ -274,6 +274,8 @@ type S56 struct {
 	F1 A57
 }
 
+type Empty struct{}
+
 // Keyed0 is keyed by a struct {F0 other.Code; F1 map[string]S1}.
 //
 //idem:ttl=1h
@@ -510,5 +512,87 @@ func Stored10(ctx context.Context, id int64, v struct {
 //
 //idem:exclude=v
 func Stored11(ctx context.Context, id int64, v S56) (S56, error) {
+	return v, nil
+}
+
+// KeyedFixed0 is keyed by a map[string]struct{}.
+//
+//idem:ttl=1h
+func KeyedFixed0(ctx context.Context, v map[string]struct{}) (int64, error) {
+	return 0, nil
+}
+
+// StoredFixed0 returns a map[string]struct{}.
+//
+//idem:exclude=v
+func StoredFixed0(ctx context.Context, id int64, v map[string]struct{}) (map[string]struct{}, error) {
+	return v, nil
+}
+
+// KeyedFixed1 is keyed by a []struct{}.
+//
+//idem:ttl=1h
+func KeyedFixed1(ctx context.Context, v []struct{}) (int64, error) {
+	return 0, nil
+}
+
+// StoredFixed1 returns a []struct{}.
+//
+//idem:exclude=v
+func StoredFixed1(ctx context.Context, id int64, v []struct{}) ([]struct{}, error) {
+	return v, nil
+}
+
+// KeyedFixed2 is keyed by a [2]Empty.
+//
+//idem:ttl=1h
+func KeyedFixed2(ctx context.Context, v [2]Empty) (int64, error) {
+	return 0, nil
+}
+
+// StoredFixed2 returns a [2]Empty.
+//
+//idem:exclude=v
+func StoredFixed2(ctx context.Context, id int64, v [2]Empty) ([2]Empty, error) {
+	return v, nil
+}
+
+// KeyedFixed3 is keyed by a map[int8]Empty.
+//
+//idem:ttl=1h
+func KeyedFixed3(ctx context.Context, v map[int8]Empty) (int64, error) {
+	return 0, nil
+}
+
+// StoredFixed3 returns a map[int8]Empty.
+//
+//idem:exclude=v
+func StoredFixed3(ctx context.Context, id int64, v map[int8]Empty) (map[int8]Empty, error) {
+	return v, nil
+}
+
+// KeyedFixed4 is keyed by a struct{ S map[uint16]struct{}; E []Empty; P *Empty }.
+//
+//idem:ttl=1h
+func KeyedFixed4(ctx context.Context, v struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}) (int64, error) {
+	return 0, nil
+}
+
+// StoredFixed4 returns a struct{ S map[uint16]struct{}; E []Empty; P *Empty }.
+//
+//idem:exclude=v
+func StoredFixed4(ctx context.Context, id int64, v struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}) (struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}, error) {
 	return v, nil
 }
