@@ -781,13 +781,38 @@ func checkContext(pass *analysis.Pass, call *ast.CallExpr, local map[*types.Func
 	}
 }
 
+// isGenericWrapper reports whether fn is the generated wrapper of an
+// annotated generic function: IdempotentPublish, a generic function of
+// the package whose generic function Publish (or publish) is annotated.
+func isGenericWrapper(pass *analysis.Pass, fn *types.Func, local map[*types.Func]*annotated) bool {
+	name, ok := strings.CutPrefix(fn.Name(), "Idempotent")
+	if !ok || name == "" || fn.Signature().TypeParams().Len() == 0 {
+		return false
+	}
+	for _, n := range []string{name, strings.ToLower(name[:1]) + name[1:]} {
+		f, ok := fn.Pkg().Scope().Lookup(n).(*types.Func)
+		if !ok || f.Signature().TypeParams().Len() == 0 {
+			continue
+		}
+		if fact := local[f]; fact != nil {
+			return fact.Wrapper == "Idempotent"
+		}
+		var fact annotated
+		return f.Pkg() != pass.Pkg && pass.ImportObjectFact(f, &fact) && fact.Wrapper == "Idempotent"
+	}
+	return false
+}
+
 // isWrapper reports whether fn is the generated wrapper of an annotated
 // function: method M of type Idempotent in a package whose function M is
 // annotated, or method M of type IdempotentT whose T.M is.
 func isWrapper(pass *analysis.Pass, fn *types.Func, local map[*types.Func]*annotated) bool {
 	recv := recvNamed(fn)
-	if recv == nil || fn.Pkg() == nil {
+	if fn.Pkg() == nil {
 		return false
+	}
+	if recv == nil {
+		return isGenericWrapper(pass, fn, local)
 	}
 	name, ok := strings.CutPrefix(recv.Obj().Name(), "Idempotent")
 	if !ok {

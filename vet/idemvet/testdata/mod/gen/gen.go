@@ -35,3 +35,9 @@ func wrapped(ctx context.Context, x *Idempotent, r *IdempotentRepo[topic]) error
 	}
 	return r.Save(ctx, "c")
 }
+
+// fresh calls the generic wrapper with a new context although the
+// caller's is in scope.
+func fresh(ctx context.Context, x *Idempotent) error {
+	return IdempotentPublish(x, context.Background(), topic("a")) // want `wrapper IdempotentPublish called with context\.Background\(\) although ctx \(a context\.Context\) is in scope`
+}
