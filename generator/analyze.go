@@ -184,11 +184,11 @@ func (pi *pkgInfo) check(obj *types.Func, at token.Pos, lines []*ast.Comment, fo
 // methods and interface methods (iface.go).
 func (pi *pkgInfo) checkShape(x *fn, what string) bool {
 	ok := true
-	res := x.sig.Results()
-	if res.Len() == 0 || !types.Identical(res.At(res.Len()-1).Type(), types.Universe.Lookup("error").Type()) {
+	if !errorLast(x.sig) {
 		pi.d.add(pi.fset.Position(x.pos), "%s must return error as its last result (error, (R, error) or (R1, …, Rn, error))%s", what, x.foreignAdvice())
 		ok = false
 	} else {
+		res := x.sig.Results()
 		for i := 0; i < res.Len()-1; i++ {
 			t := res.At(i).Type()
 			x.result = append(x.result, t)

@@ -5,10 +5,10 @@ import (
 	"go/types"
 	"maps"
 	"reflect"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/dave/jennifer/jen"
 )
@@ -681,7 +681,9 @@ func rangeOver(i string, v jen.Code, body []jen.Code) *jen.Statement {
 
 // uses reports whether the generated code mentions the identifier id.
 func uses(code []jen.Code, id string) bool {
-	return regexp.MustCompile(`\b` + regexp.QuoteMeta(id) + `\b`).MatchString(fmt.Sprintf("%#v", jen.Block(code...)))
+	return slices.Contains(strings.FieldsFunc(fmt.Sprintf("%#v", jen.Block(code...)), func(r rune) bool {
+		return r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}), id)
 }
 
 // opaque reports whether t is another package's struct held by value

@@ -403,13 +403,10 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	var fnRef *jen.Statement
 	checkSig := x.sig
 	if x.recv != nil {
-		var recvT types.Type = types.NewPointer(x.recv.Type())
-		fnRef = jen.Parens(jen.Op("*").Add(e.typ(x.recv.Type()))).Dot(target)
+		recvT := recvPointer(x) // *T, or *Repo[T]
+		fnRef = jen.Parens(e.typ(recvT)).Dot(target)
 		if x.inner != "" {
 			recvT, fnRef = x.recv.Type(), jen.Id(x.recv.Name()).Dot(target) // Carrier.Book
-		} else if fnTypeParams(x).Len() > 0 {
-			recvT = recvPointer(x)
-			fnRef = jen.Parens(e.typ(recvT)).Dot(target) // (*Repo[T]).Save
 		}
 		recvParam := types.NewParam(token.NoPos, nil, "", recvT)
 		vars := []*types.Var{recvParam}

@@ -60,7 +60,7 @@ func directiveLines(cg *ast.CommentGroup) []*ast.Comment {
 // errorLast reports whether sig's last result is error.
 func errorLast(sig *types.Signature) bool {
 	res := sig.Results()
-	return res.Len() > 0 && types.Identical(res.At(res.Len()-1).Type(), types.Universe.Lookup("error").Type())
+	return res.Len() > 0 && types.Identical(res.At(res.Len()-1).Type(), errorType)
 }
 
 // ifaceMethod is an annotated method of an interface, as written.
