@@ -44,7 +44,7 @@ test: services deps
 .PHONY: fuzz-short keyprop reach
 fuzz-short:
 	GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzKeyProperty$$' -fuzztime 30s ./internal/keyprop/sample
-	GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzKeyEncodingSelfDelimiting$$' -fuzztime 15s ./runtime/idem
+	GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzKeyEncodingSelfDelimiting$$' -fuzztime 15s ./runtime/idemimpl
 
 # The long key property run: 100 packages of fresh random types through
 # idemgen, then ten minutes of fuzzing the committed sample.

@@ -146,16 +146,17 @@ import (
 	zzredis "github.com/redis/go-redis/v9"
 
 	zzidem "github.com/idemgen/idemgen/runtime/idem"
+	zzmemstore "github.com/idemgen/idemgen/runtime/memstore"
 	zzredisstore "github.com/idemgen/idemgen/runtime/redisstore"
 )
 
 // jsonStore is the memory store, except that replays decode the stored
 // JSON instead of sharing the first call's value: what every other store
 // does, and what makes "replay equals the original" a real test.
-type jsonStore struct{ *zzidem.MemoryStore }
+type jsonStore struct{ *zzmemstore.Store }
 
 func (s jsonStore) Claim(ctx zzcontext.Context, req zzidem.ClaimRequest) (zzidem.ClaimResult, error) {
-	r, err := s.MemoryStore.Claim(ctx, req)
+	r, err := s.Store.Claim(ctx, req)
 	r.Result.Value = nil
 	return r, err
 }
@@ -163,7 +164,7 @@ func (s jsonStore) Claim(ctx zzcontext.Context, req zzidem.ClaimRequest) (zzidem
 // newGuard returns a guard over a fresh memory store.
 func newGuard(t zztesting.TB) *zzidem.Guard {
 	t.Helper()
-	return zzidem.NewGuard(jsonStore{zzidem.NewMemoryStore()})
+	return zzidem.NewGuard(jsonStore{zzmemstore.New()})
 }
 
 // namedGuard is a guard and the store it runs on.

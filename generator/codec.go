@@ -14,7 +14,7 @@ import (
 )
 
 // Generated result codecs. Every wrapper's Spec carries an
-// idem.TypedCodec of its result value (the result itself, or the
+// idemimpl.TypedCodec of its result value (the result itself, or the
 // idemResult struct of several results), built from encode/decode
 // functions written here: no reflection, no encoding/json. Named types get
 // one pair of helpers each (idemEncT/idemDecT), shared by all wrappers of
@@ -378,7 +378,7 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 		e.readFields(n)
 	}
 	tt := e.typ(n)
-	encT, decT := e.qual(e.idem, "Encoder"), e.qual(e.idem, "Decoder")
+	encT, decT := e.qual(e.impl, "Encoder"), e.qual(e.impl, "Decoder")
 	e.helperDecls = append(e.helperDecls,
 		helperDecl{name: "idemEnc" + name, code: jen.Commentf("idemEnc%s writes a %s of a stored result.", name, e.pi.typeString(n)).Line().
 			Func().Id("idemEnc"+name).Params(jen.Id("e").Op("*").Add(encT), jen.Id("v").Op("*").Add(tt)).Block(encBody...)},
@@ -950,9 +950,9 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 		}
 		return "", false
 	}
-	encT, decT := e.qual(e.idem, "Encoder"), e.qual(e.idem, "Decoder")
+	encT, decT := e.qual(e.impl, "Encoder"), e.qual(e.impl, "Decoder")
 	*out = append(*out, jen.Commentf("%s stores the results of %s (generated codec).", name, x.name).Line().
-		Var().Id(name).Op("=").Add(e.qual(e.idem, "TypedCodec")).Index(resultT).Values(jen.Dict{
+		Var().Id(name).Op("=").Add(e.qual(e.impl, "TypedCodec")).Index(resultT).Values(jen.Dict{
 		jen.Id("Encode"): jen.Func().Params(jen.Id("e").Op("*").Add(encT), jen.Id("v").Op("*").Add(resultT)).Block(encBody...),
 		jen.Id("Decode"): jen.Func().Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(resultT)).Block(decBody...),
 	}))

@@ -48,6 +48,7 @@ type emitter struct {
 	pinned      map[*types.TypeName]types.Type
 	helperDecls []helperDecl
 	idem        *types.Package
+	impl        *types.Package // RuntimeImplPath
 	ctxPkg      *types.Package
 }
 
@@ -89,6 +90,7 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 		instRead:     map[string]*types.Named{},
 		pinned:       map[*types.TypeName]types.Type{},
 		idem:         types.NewPackage(RuntimePath, "idem"),
+		impl:         types.NewPackage(RuntimeImplPath, "idemimpl"),
 		ctxPkg:       types.NewPackage("context", "context"),
 	}
 	for k := range pi.scope {
@@ -164,8 +166,6 @@ func groupImports(src []byte) []byte {
 	out = append(out, block...)
 	return append(out, src[end:]...)
 }
-
-func (e *emitter) idemPkg() *types.Package { return e.idem }
 
 // global reserves a package-level name: base, else base2, base3...
 func (e *emitter) global(base string) string {

@@ -36,6 +36,10 @@ const DefaultOutput = "idem_gen.go"
 // RuntimePath is the import path of the runtime the generated code calls.
 const RuntimePath = "github.com/idemgen/idemgen/runtime/idem"
 
+// RuntimeImplPath is the import path of the generated code's support
+// package (key builder, result codecs), which users never call.
+const RuntimeImplPath = "github.com/idemgen/idemgen/runtime/idemimpl"
+
 // Config says what to generate.
 type Config struct {
 	// Dir is the directory patterns are resolved in (default: the current directory).

@@ -17,7 +17,7 @@ import (
 //     cannot have type parameters): func IdempotentPublish[E Event](x
 //     *Idempotent, ctx context.Context, e E) error, with its
 //     IdempotentPublishKey companion. Each type argument's identity
-//     (idem.KeyBuilder.Type) opens the key, so Publish[OrderPlaced] and
+//     (idemimpl.KeyBuilder.Type) opens the key, so Publish[OrderPlaced] and
 //     Publish[OrderCancelled] are different calls. A value of a type
 //     parameter is keyed through its constraint (typeParam).
 //   - Methods of generic types get a generic wrapper type,
@@ -151,7 +151,7 @@ func (w *writer) typeParam(v val, tp *types.TypeParam, path string) ([]jen.Code,
 	// value is a value of its own, written as the nil marker as for a
 	// concrete type, never a key method called on nil.
 	byMethod := func(call jen.Code) []jen.Code {
-		return one(jen.If(w.e.qual(w.e.idem, "IsNil").Call(v.value())).Block(b().Dot("Nil").Call()).Else().Block(call))
+		return one(jen.If(w.e.qual(w.e.impl, "IsNil").Call(v.value())).Block(b().Dot("Nil").Call()).Else().Block(call))
 	}
 	switch {
 	case wk.keyer != nil && types.Implements(tp, wk.keyer):

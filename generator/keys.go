@@ -116,7 +116,7 @@ const root = "\x00"
 // writer is what write needs to know about the current key path.
 type writer struct {
 	e *emitter
-	b func() *jen.Statement // the *idem.KeyBuilder
+	b func() *jen.Statement // the *idemimpl.KeyBuilder
 	n namer
 	// raw is the named type whose helper is being written: write it by its
 	// underlying type (its own checks were done by the caller).
@@ -592,7 +592,7 @@ func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
 		doc += fmt.Sprintf(" Not keyed (tagged idem:\"-\"): %s.", strings.Join(w.tagged, ", "))
 	}
 	decl := jen.Comment(doc).Line().
-		Func().Id(name).Params(jen.Id("b").Op("*").Add(e.qual(e.idemPkg(), "KeyBuilder")), jen.Id("v").Op("*").Add(e.typ(n))).Block(body...)
+		Func().Id(name).Params(jen.Id("b").Op("*").Add(e.qual(e.impl, "KeyBuilder")), jen.Id("v").Op("*").Add(e.typ(n))).Block(body...)
 	e.helperDecls = append(e.helperDecls, helperDecl{name: name, code: decl})
 	return name, nil, hk
 }

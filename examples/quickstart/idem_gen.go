@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package main at most once per key.
@@ -32,8 +33,8 @@ var idemSpecCreateInvoice = &idem.Spec{
 var _ func(context.Context, InvoiceRequest) (*Invoice, error) = CreateInvoice
 
 // idemCodecCreateInvoice stores the results of CreateInvoice (generated codec).
-var idemCodecCreateInvoice = idem.TypedCodec[*Invoice]{
-	Decode: func(d *idem.Decoder, v **Invoice) {
+var idemCodecCreateInvoice = idemimpl.TypedCodec[*Invoice]{
+	Decode: func(d *idemimpl.Decoder, v **Invoice) {
 		if d.Ptr() {
 			*v = new(Invoice)
 			idemDecInvoice(d, (*v))
@@ -41,7 +42,7 @@ var idemCodecCreateInvoice = idem.TypedCodec[*Invoice]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **Invoice) {
+	Encode: func(e *idemimpl.Encoder, v **Invoice) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -87,11 +88,11 @@ var idemSpecHandleWebhook = &idem.Spec{
 var _ func(context.Context, string, WebhookEvent) (string, error) = HandleWebhook
 
 // idemCodecHandleWebhook stores the results of HandleWebhook (generated codec).
-var idemCodecHandleWebhook = idem.TypedCodec[string]{
-	Decode: func(d *idem.Decoder, v *string) {
+var idemCodecHandleWebhook = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
 		*v = d.String()
 	},
-	Encode: func(e *idem.Encoder, v *string) {
+	Encode: func(e *idemimpl.Encoder, v *string) {
 		e.String(*v)
 	},
 }
@@ -119,7 +120,7 @@ func (x *Idempotent) beginHandleWebhook(eventID string, ev *WebhookEvent) idem.C
 }
 
 // idemDecInvoice reads a Invoice of a stored result.
-func idemDecInvoice(d *idem.Decoder, v *Invoice) {
+func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -136,7 +137,7 @@ func idemDecInvoice(d *idem.Decoder, v *Invoice) {
 }
 
 // idemEncInvoice writes a Invoice of a stored result.
-func idemEncInvoice(e *idem.Encoder, v *Invoice) {
+func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
 	e.Field("ID")
 	e.String(v.ID)
@@ -148,7 +149,7 @@ func idemEncInvoice(e *idem.Encoder, v *Invoice) {
 }
 
 // idemKeyInvoiceRequest writes the key material of InvoiceRequest.
-func idemKeyInvoiceRequest(b *idem.KeyBuilder, v *InvoiceRequest) {
+func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 	b.String(v.CustomerID)
 	b.String(v.OrderID)
 	b.Int(v.AmountCents)
@@ -156,7 +157,7 @@ func idemKeyInvoiceRequest(b *idem.KeyBuilder, v *InvoiceRequest) {
 }
 
 // idemKeyWebhookEvent writes the key material of WebhookEvent.
-func idemKeyWebhookEvent(b *idem.KeyBuilder, v *WebhookEvent) {
+func idemKeyWebhookEvent(b *idemimpl.KeyBuilder, v *WebhookEvent) {
 	b.String(v.Type)
 	b.Int(v.Amount)
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 func main() {
@@ -26,7 +27,7 @@ func main() {
 func run() error {
 	ctx := context.Background()
 	outcomes := newTally()
-	g := idem.NewGuard(idem.NewMemoryStore(), idem.WithObserver(outcomes))
+	g := idem.NewGuard(memstore.New(), idem.WithObserver(outcomes))
 	api := NewIdempotent(g)
 
 	// 1. A client retries: three identical requests, one charge.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package basic at most once per key.
@@ -32,8 +33,8 @@ var idemSpecCreateInvoice = &idem.Spec{
 var _ func(context.Context, InvoiceRequest) (*Invoice, error) = CreateInvoice
 
 // idemCodecCreateInvoice stores the results of CreateInvoice (generated codec).
-var idemCodecCreateInvoice = idem.TypedCodec[*Invoice]{
-	Decode: func(d *idem.Decoder, v **Invoice) {
+var idemCodecCreateInvoice = idemimpl.TypedCodec[*Invoice]{
+	Decode: func(d *idemimpl.Decoder, v **Invoice) {
 		if d.Ptr() {
 			*v = new(Invoice)
 			idemDecInvoice(d, (*v))
@@ -41,7 +42,7 @@ var idemCodecCreateInvoice = idem.TypedCodec[*Invoice]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **Invoice) {
+	Encode: func(e *idemimpl.Encoder, v **Invoice) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -74,7 +75,7 @@ func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
 }
 
 // idemDecInvoice reads a Invoice of a stored result.
-func idemDecInvoice(d *idem.Decoder, v *Invoice) {
+func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -89,7 +90,7 @@ func idemDecInvoice(d *idem.Decoder, v *Invoice) {
 }
 
 // idemEncInvoice writes a Invoice of a stored result.
-func idemEncInvoice(e *idem.Encoder, v *Invoice) {
+func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
 	e.Field("ID")
 	e.String(v.ID)
@@ -99,7 +100,7 @@ func idemEncInvoice(e *idem.Encoder, v *Invoice) {
 }
 
 // idemKeyInvoiceRequest writes the key material of InvoiceRequest. Not keyed (tagged idem:"-"): Hook.
-func idemKeyInvoiceRequest(b *idem.KeyBuilder, v *InvoiceRequest) {
+func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 	b.String(v.CustomerID)
 	b.String(v.OrderID)
 	b.Int(v.Amount)
@@ -127,7 +128,7 @@ func idemKeyInvoiceRequest(b *idem.KeyBuilder, v *InvoiceRequest) {
 }
 
 // idemKeyLine writes the key material of Line.
-func idemKeyLine(b *idem.KeyBuilder, v *Line) {
+func idemKeyLine(b *idemimpl.KeyBuilder, v *Line) {
 	b.String(v.SKU)
 	b.Int(int64(v.Qty))
 	if v.Price == nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/testdata/cloudoutput/sdk"
 )
 
@@ -35,8 +36,8 @@ var idemSpecPut = &idem.Spec{
 var _ func(context.Context, string) (*sdk.PutObjectOutput, error) = Put
 
 // idemCodecPut stores the results of Put (generated codec).
-var idemCodecPut = idem.TypedCodec[*sdk.PutObjectOutput]{
-	Decode: func(d *idem.Decoder, v **sdk.PutObjectOutput) {
+var idemCodecPut = idemimpl.TypedCodec[*sdk.PutObjectOutput]{
+	Decode: func(d *idemimpl.Decoder, v **sdk.PutObjectOutput) {
 		if d.Ptr() {
 			*v = new(sdk.PutObjectOutput)
 			idemDecSdkPutObjectOutput(d, (*v))
@@ -44,7 +45,7 @@ var idemCodecPut = idem.TypedCodec[*sdk.PutObjectOutput]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **sdk.PutObjectOutput) {
+	Encode: func(e *idemimpl.Encoder, v **sdk.PutObjectOutput) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -75,7 +76,7 @@ func (x *Idempotent) beginPut(key string) idem.Call {
 }
 
 // idemDecSdkPutObjectOutput reads a sdk.PutObjectOutput of a stored result.
-func idemDecSdkPutObjectOutput(d *idem.Decoder, v *sdk.PutObjectOutput) {
+func idemDecSdkPutObjectOutput(d *idemimpl.Decoder, v *sdk.PutObjectOutput) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -121,7 +122,7 @@ func idemDecSdkPutObjectOutput(d *idem.Decoder, v *sdk.PutObjectOutput) {
 }
 
 // idemEncSdkPutObjectOutput writes a sdk.PutObjectOutput of a stored result.
-func idemEncSdkPutObjectOutput(e *idem.Encoder, v *sdk.PutObjectOutput) {
+func idemEncSdkPutObjectOutput(e *idemimpl.Encoder, v *sdk.PutObjectOutput) {
 	at := e.Struct()
 	e.Field("ETag")
 	if v.ETag == nil {

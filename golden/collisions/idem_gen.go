@@ -7,6 +7,7 @@ import (
 	time3 "time"
 
 	idem4 "github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package collisions at most once per key.
@@ -32,11 +33,11 @@ var idemSpecPay2 = &idem4.Spec{
 var _ func(context3.Context, string, int, bool, []string, string, int) (int64, error) = Pay
 
 // idemCodecPay stores the results of Pay (generated codec).
-var idemCodecPay = idem4.TypedCodec[int64]{
-	Decode: func(d *idem4.Decoder, v *int64) {
+var idemCodecPay = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem4.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -92,8 +93,8 @@ type idemResultTick struct {
 }
 
 // idemCodecTick stores the results of Tick (generated codec).
-var idemCodecTick = idem4.TypedCodec[idemResultTick]{
-	Decode: func(d *idem4.Decoder, v *idemResultTick) {
+var idemCodecTick = idemimpl.TypedCodec[idemResultTick]{
+	Decode: func(d *idemimpl.Decoder, v *idemResultTick) {
 		end := d.Struct()
 		for d.More(end) {
 			switch string(d.Field()) {
@@ -106,7 +107,7 @@ var idemCodecTick = idem4.TypedCodec[idemResultTick]{
 			}
 		}
 	},
-	Encode: func(e *idem4.Encoder, v *idemResultTick) {
+	Encode: func(e *idemimpl.Encoder, v *idemResultTick) {
 		at := e.Struct()
 		e.Field("R1")
 		e.String(v.r1)
@@ -175,11 +176,11 @@ var idemSpecBoxPut = &idem4.Spec{
 var _ func(*Box, context3.Context, int) (int64, error) = (*Box).Put
 
 // idemCodecBoxPut stores the results of Put (generated codec).
-var idemCodecBoxPut = idem4.TypedCodec[int64]{
-	Decode: func(d *idem4.Decoder, v *int64) {
+var idemCodecBoxPut = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem4.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -217,11 +218,11 @@ var idemSpecBoxPeek = &idem4.Spec{
 var _ func(*Box, context3.Context) (int64, error) = (*Box).Peek
 
 // idemCodecBoxPeek stores the results of Peek (generated codec).
-var idemCodecBoxPeek = idem4.TypedCodec[int64]{
-	Decode: func(d *idem4.Decoder, v *int64) {
+var idemCodecBoxPeek = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem4.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -277,7 +278,7 @@ func (idem3 *IdempotentBox) beginEmpty() idem4.Call {
 }
 
 // idemKeyContext writes the key material of context.
-func idemKeyContext(b *idem4.KeyBuilder, v *context) {
+func idemKeyContext(b *idemimpl.KeyBuilder, v *context) {
 	b.Time(v.deadline)
 }
 

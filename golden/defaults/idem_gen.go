@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package defaults at most once per key.
@@ -32,11 +33,11 @@ var idemSpecGetQuote = &idem.Spec{
 var _ func(context.Context, string, int) (Quote, error) = GetQuote
 
 // idemCodecGetQuote stores the results of GetQuote (generated codec).
-var idemCodecGetQuote = idem.TypedCodec[Quote]{
-	Decode: func(d *idem.Decoder, v *Quote) {
+var idemCodecGetQuote = idemimpl.TypedCodec[Quote]{
+	Decode: func(d *idemimpl.Decoder, v *Quote) {
 		idemDecQuote(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Quote) {
+	Encode: func(e *idemimpl.Encoder, v *Quote) {
 		idemEncQuote(e, v)
 	},
 }
@@ -63,7 +64,7 @@ func (x *Idempotent) beginGetQuote(symbol string, qty int) idem.Call {
 }
 
 // idemDecQuote reads a Quote of a stored result.
-func idemDecQuote(d *idem.Decoder, v *Quote) {
+func idemDecQuote(d *idemimpl.Decoder, v *Quote) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -89,7 +90,7 @@ func idemDecQuote(d *idem.Decoder, v *Quote) {
 }
 
 // idemEncQuote writes a Quote of a stored result.
-func idemEncQuote(e *idem.Encoder, v *Quote) {
+func idemEncQuote(e *idemimpl.Encoder, v *Quote) {
 	at := e.Struct()
 	e.Field("Symbol")
 	e.String(v.Symbol)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/testdata/drift/ext"
 )
 
@@ -34,11 +35,11 @@ var idemSpecCharge = &idem.Spec{
 var _ func(context.Context, Req) (int64, error) = Charge
 
 // idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecCharge = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -76,11 +77,11 @@ var idemSpecQuote = &idem.Spec{
 var _ func(context.Context, Cents, Units) (Price, error) = Quote
 
 // idemCodecQuote stores the results of Quote (generated codec).
-var idemCodecQuote = idem.TypedCodec[Price]{
-	Decode: func(d *idem.Decoder, v *Price) {
+var idemCodecQuote = idemimpl.TypedCodec[Price]{
+	Decode: func(d *idemimpl.Decoder, v *Price) {
 		idemDecPrice(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Price) {
+	Encode: func(e *idemimpl.Encoder, v *Price) {
 		idemEncPrice(e, v)
 	},
 }
@@ -119,11 +120,11 @@ var idemSpecTrack = &idem.Spec{
 var _ func(context.Context, Opt[int64]) (int64, error) = Track
 
 // idemCodecTrack stores the results of Track (generated codec).
-var idemCodecTrack = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecTrack = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -163,11 +164,11 @@ func _[S ~string]() {
 }
 
 // idemCodecSave stores the results of Save (generated codec).
-var idemCodecSave = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecSave = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -201,7 +202,7 @@ func idemBeginSave[S ~string](x *Idempotent, p *Page[S]) idem.Call {
 }
 
 // idemDecPrice reads a Price of a stored result.
-func idemDecPrice(d *idem.Decoder, v *Price) {
+func idemDecPrice(d *idemimpl.Decoder, v *Price) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -216,7 +217,7 @@ func idemDecPrice(d *idem.Decoder, v *Price) {
 }
 
 // idemEncPrice writes a Price of a stored result.
-func idemEncPrice(e *idem.Encoder, v *Price) {
+func idemEncPrice(e *idemimpl.Encoder, v *Price) {
 	at := e.Struct()
 	e.Field("Total")
 	e.Int(int64(v.Total))
@@ -226,12 +227,12 @@ func idemEncPrice(e *idem.Encoder, v *Price) {
 }
 
 // idemKeyBase writes the key material of Base.
-func idemKeyBase(b *idem.KeyBuilder, v *Base) {
+func idemKeyBase(b *idemimpl.KeyBuilder, v *Base) {
 	b.String(v.Tenant)
 }
 
 // idemKeyCodes writes the key material of Codes.
-func idemKeyCodes(b *idem.KeyBuilder, v *Codes) {
+func idemKeyCodes(b *idemimpl.KeyBuilder, v *Codes) {
 	if *v == nil {
 		b.Nil()
 	} else {
@@ -243,19 +244,19 @@ func idemKeyCodes(b *idem.KeyBuilder, v *Codes) {
 }
 
 // idemKeyExtOptions writes the key material of ext.Options.
-func idemKeyExtOptions(b *idem.KeyBuilder, v *ext.Options) {
+func idemKeyExtOptions(b *idemimpl.KeyBuilder, v *ext.Options) {
 	b.String(v.Region)
 	b.Int(int64(v.Retries))
 }
 
 // idemKeyOpt_int64 writes the key material of Opt[int64].
-func idemKeyOpt_int64(b *idem.KeyBuilder, v *Opt[int64]) {
+func idemKeyOpt_int64(b *idemimpl.KeyBuilder, v *Opt[int64]) {
 	b.Int(v.Value)
 	b.Bool(v.Set)
 }
 
 // idemKeyReq writes the key material of Req. Not keyed (tagged idem:"-"): Note.
-func idemKeyReq(b *idem.KeyBuilder, v *Req) {
+func idemKeyReq(b *idemimpl.KeyBuilder, v *Req) {
 	idemKeyBase(b, &v.Base)
 	b.String(v.ID)
 	b.Int(int64(v.Count))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/testdata/embeddedtags/ext"
 )
 
@@ -33,11 +34,11 @@ var idemSpecList = &idem.Spec{
 var _ func(context.Context, Query) (Messages, error) = List
 
 // idemCodecList stores the results of List (generated codec).
-var idemCodecList = idem.TypedCodec[Messages]{
-	Decode: func(d *idem.Decoder, v *Messages) {
+var idemCodecList = idemimpl.TypedCodec[Messages]{
+	Decode: func(d *idemimpl.Decoder, v *Messages) {
 		idemDecMessages(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Messages) {
+	Encode: func(e *idemimpl.Encoder, v *Messages) {
 		idemEncMessages(e, v)
 	},
 }
@@ -63,7 +64,7 @@ func (x *Idempotent) beginList(q *Query) idem.Call {
 }
 
 // idemDecExtMeta reads a ext.Meta of a stored result.
-func idemDecExtMeta(d *idem.Decoder, v *ext.Meta) {
+func idemDecExtMeta(d *idemimpl.Decoder, v *ext.Meta) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -78,7 +79,7 @@ func idemDecExtMeta(d *idem.Decoder, v *ext.Meta) {
 }
 
 // idemDecMessages reads a Messages of a stored result.
-func idemDecMessages(d *idem.Decoder, v *Messages) {
+func idemDecMessages(d *idemimpl.Decoder, v *Messages) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -104,7 +105,7 @@ func idemDecMessages(d *idem.Decoder, v *Messages) {
 }
 
 // idemDecPage reads a Page of a stored result.
-func idemDecPage(d *idem.Decoder, v *Page) {
+func idemDecPage(d *idemimpl.Decoder, v *Page) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -119,7 +120,7 @@ func idemDecPage(d *idem.Decoder, v *Page) {
 }
 
 // idemDecStats reads a Stats of a stored result.
-func idemDecStats(d *idem.Decoder, v *Stats) {
+func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -134,7 +135,7 @@ func idemDecStats(d *idem.Decoder, v *Stats) {
 }
 
 // idemEncExtMeta writes a ext.Meta of a stored result.
-func idemEncExtMeta(e *idem.Encoder, v *ext.Meta) {
+func idemEncExtMeta(e *idemimpl.Encoder, v *ext.Meta) {
 	at := e.Struct()
 	e.Field("Page")
 	e.Int(int64(v.Page))
@@ -144,7 +145,7 @@ func idemEncExtMeta(e *idem.Encoder, v *ext.Meta) {
 }
 
 // idemEncMessages writes a Messages of a stored result.
-func idemEncMessages(e *idem.Encoder, v *Messages) {
+func idemEncMessages(e *idemimpl.Encoder, v *Messages) {
 	at := e.Struct()
 	e.Field("Page")
 	idemEncPage(e, &v.Page)
@@ -166,7 +167,7 @@ func idemEncMessages(e *idem.Encoder, v *Messages) {
 }
 
 // idemEncPage writes a Page of a stored result.
-func idemEncPage(e *idem.Encoder, v *Page) {
+func idemEncPage(e *idemimpl.Encoder, v *Page) {
 	at := e.Struct()
 	e.Field("Page")
 	e.Int(int64(v.Page))
@@ -176,7 +177,7 @@ func idemEncPage(e *idem.Encoder, v *Page) {
 }
 
 // idemEncStats writes a Stats of a stored result.
-func idemEncStats(e *idem.Encoder, v *Stats) {
+func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 	at := e.Struct()
 	e.Field("Page")
 	e.Int(int64(v.Page))
@@ -186,20 +187,20 @@ func idemEncStats(e *idem.Encoder, v *Stats) {
 }
 
 // idemKeyPage writes the key material of Page.
-func idemKeyPage(b *idem.KeyBuilder, v *Page) {
+func idemKeyPage(b *idemimpl.KeyBuilder, v *Page) {
 	b.Int(int64(v.Page))
 	b.String(v.Next)
 }
 
 // idemKeyQuery writes the key material of Query.
-func idemKeyQuery(b *idem.KeyBuilder, v *Query) {
+func idemKeyQuery(b *idemimpl.KeyBuilder, v *Query) {
 	idemKeyPage(b, &v.Page)
 	idemKeyStats(b, &v.Stats)
 	b.String(v.Channel)
 }
 
 // idemKeyStats writes the key material of Stats.
-func idemKeyStats(b *idem.KeyBuilder, v *Stats) {
+func idemKeyStats(b *idemimpl.KeyBuilder, v *Stats) {
 	b.Int(int64(v.Page))
 	b.Int(int64(v.Total))
 }

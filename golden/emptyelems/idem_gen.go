@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package emptyelems at most once per key.
@@ -34,11 +35,11 @@ var idemSpecTags = &idem.Spec{
 var _ func(context.Context, string) (Sets, error) = Tags
 
 // idemCodecTags stores the results of Tags (generated codec).
-var idemCodecTags = idem.TypedCodec[Sets]{
-	Decode: func(d *idem.Decoder, v *Sets) {
+var idemCodecTags = idemimpl.TypedCodec[Sets]{
+	Decode: func(d *idemimpl.Decoder, v *Sets) {
 		idemDecSets(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Sets) {
+	Encode: func(e *idemimpl.Encoder, v *Sets) {
 		idemEncSets(e, v)
 	},
 }
@@ -64,7 +65,7 @@ func (x *Idempotent) beginTags(item string) idem.Call {
 }
 
 // idemDecMarker reads a Marker of a stored result.
-func idemDecMarker(d *idem.Decoder, v *Marker) {
+func idemDecMarker(d *idemimpl.Decoder, v *Marker) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -75,7 +76,7 @@ func idemDecMarker(d *idem.Decoder, v *Marker) {
 }
 
 // idemDecSets reads a Sets of a stored result.
-func idemDecSets(d *idem.Decoder, v *Sets) {
+func idemDecSets(d *idemimpl.Decoder, v *Sets) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -141,13 +142,13 @@ func idemDecSets(d *idem.Decoder, v *Sets) {
 }
 
 // idemEncMarker writes a Marker of a stored result.
-func idemEncMarker(e *idem.Encoder, v *Marker) {
+func idemEncMarker(e *idemimpl.Encoder, v *Marker) {
 	at := e.Struct()
 	e.End(at)
 }
 
 // idemEncSets writes a Sets of a stored result.
-func idemEncSets(e *idem.Encoder, v *Sets) {
+func idemEncSets(e *idemimpl.Encoder, v *Sets) {
 	at := e.Struct()
 	e.Field("Set")
 	if v.Set == nil {

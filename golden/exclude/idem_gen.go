@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package exclude at most once per key.
@@ -32,11 +33,11 @@ var idemSpecFulfil = &idem.Spec{
 var _ func(context.Context, Order, Delivery) (int64, error) = Fulfil
 
 // idemCodecFulfil stores the results of Fulfil (generated codec).
-var idemCodecFulfil = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecFulfil = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }

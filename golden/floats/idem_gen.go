@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package floats at most once per key.
@@ -40,8 +41,8 @@ type idemResultSummarize struct {
 }
 
 // idemCodecSummarize stores the results of Summarize (generated codec).
-var idemCodecSummarize = idem.TypedCodec[idemResultSummarize]{
-	Decode: func(d *idem.Decoder, v *idemResultSummarize) {
+var idemCodecSummarize = idemimpl.TypedCodec[idemResultSummarize]{
+	Decode: func(d *idemimpl.Decoder, v *idemResultSummarize) {
 		end := d.Struct()
 		for d.More(end) {
 			switch string(d.Field()) {
@@ -61,7 +62,7 @@ var idemCodecSummarize = idem.TypedCodec[idemResultSummarize]{
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *idemResultSummarize) {
+	Encode: func(e *idemimpl.Encoder, v *idemResultSummarize) {
 		at := e.Struct()
 		e.Field("R1")
 		idemEncStats(e, &v.r1)
@@ -104,7 +105,7 @@ func (x *Idempotent) beginSummarize(name string) idem.Call {
 }
 
 // idemDecStats reads a Stats of a stored result.
-func idemDecStats(d *idem.Decoder, v *Stats) {
+func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -157,7 +158,7 @@ func idemDecStats(d *idem.Decoder, v *Stats) {
 }
 
 // idemEncStats writes a Stats of a stored result.
-func idemEncStats(e *idem.Encoder, v *Stats) {
+func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 	at := e.Struct()
 	e.Field("Mean")
 	e.Float64(v.Mean)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/testdata/foreign/refund"
 	"github.com/idemgen/idemgen/testdata/foreign/sdk"
 )
@@ -68,8 +69,8 @@ var idemSpecNew = &idem.Spec{
 var _ func(context.Context, *sdk.PaymentIntentParams) (*sdk.PaymentIntent, error) = sdk.New
 
 // idemCodecNew stores the results of New (generated codec).
-var idemCodecNew = idem.TypedCodec[*sdk.PaymentIntent]{
-	Decode: func(d *idem.Decoder, v **sdk.PaymentIntent) {
+var idemCodecNew = idemimpl.TypedCodec[*sdk.PaymentIntent]{
+	Decode: func(d *idemimpl.Decoder, v **sdk.PaymentIntent) {
 		if d.Ptr() {
 			*v = new(sdk.PaymentIntent)
 			idemDecSdkPaymentIntent(d, (*v))
@@ -77,7 +78,7 @@ var idemCodecNew = idem.TypedCodec[*sdk.PaymentIntent]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **sdk.PaymentIntent) {
+	Encode: func(e *idemimpl.Encoder, v **sdk.PaymentIntent) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -136,8 +137,8 @@ var idemSpecNewRefund = &idem.Spec{
 var _ func(context.Context, string, int64) (*refund.Refund, error) = refund.New
 
 // idemCodecNewRefund stores the results of NewRefund (generated codec).
-var idemCodecNewRefund = idem.TypedCodec[*refund.Refund]{
-	Decode: func(d *idem.Decoder, v **refund.Refund) {
+var idemCodecNewRefund = idemimpl.TypedCodec[*refund.Refund]{
+	Decode: func(d *idemimpl.Decoder, v **refund.Refund) {
 		if d.Ptr() {
 			*v = new(refund.Refund)
 			idemDecRefundRefund(d, (*v))
@@ -145,7 +146,7 @@ var idemCodecNewRefund = idem.TypedCodec[*refund.Refund]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **refund.Refund) {
+	Encode: func(e *idemimpl.Encoder, v **refund.Refund) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -209,8 +210,8 @@ type idemResultIssuesServiceCreate struct {
 }
 
 // idemCodecIssuesServiceCreate stores the results of Create (generated codec).
-var idemCodecIssuesServiceCreate = idem.TypedCodec[idemResultIssuesServiceCreate]{
-	Decode: func(d *idem.Decoder, v *idemResultIssuesServiceCreate) {
+var idemCodecIssuesServiceCreate = idemimpl.TypedCodec[idemResultIssuesServiceCreate]{
+	Decode: func(d *idemimpl.Decoder, v *idemResultIssuesServiceCreate) {
 		end := d.Struct()
 		for d.More(end) {
 			switch string(d.Field()) {
@@ -226,7 +227,7 @@ var idemCodecIssuesServiceCreate = idem.TypedCodec[idemResultIssuesServiceCreate
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *idemResultIssuesServiceCreate) {
+	Encode: func(e *idemimpl.Encoder, v *idemResultIssuesServiceCreate) {
 		at := e.Struct()
 		e.Field("R1")
 		if v.r1 == nil {
@@ -305,7 +306,7 @@ func (s *IdempotentIssuesService) beginLock(owner string, repo string, number in
 }
 
 // idemDecRefundRefund reads a refund.Refund of a stored result.
-func idemDecRefundRefund(d *idem.Decoder, v *refund.Refund) {
+func idemDecRefundRefund(d *idemimpl.Decoder, v *refund.Refund) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -320,7 +321,7 @@ func idemDecRefundRefund(d *idem.Decoder, v *refund.Refund) {
 }
 
 // idemDecSdkError reads a sdk.Error of a stored result.
-func idemDecSdkError(d *idem.Decoder, v *sdk.Error) {
+func idemDecSdkError(d *idemimpl.Decoder, v *sdk.Error) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -333,7 +334,7 @@ func idemDecSdkError(d *idem.Decoder, v *sdk.Error) {
 }
 
 // idemDecSdkIssue reads a sdk.Issue of a stored result.
-func idemDecSdkIssue(d *idem.Decoder, v *sdk.Issue) {
+func idemDecSdkIssue(d *idemimpl.Decoder, v *sdk.Issue) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -366,7 +367,7 @@ func idemDecSdkIssue(d *idem.Decoder, v *sdk.Issue) {
 }
 
 // idemDecSdkPaymentIntent reads a sdk.PaymentIntent of a stored result.
-func idemDecSdkPaymentIntent(d *idem.Decoder, v *sdk.PaymentIntent) {
+func idemDecSdkPaymentIntent(d *idemimpl.Decoder, v *sdk.PaymentIntent) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -406,7 +407,7 @@ func idemDecSdkPaymentIntent(d *idem.Decoder, v *sdk.PaymentIntent) {
 }
 
 // idemEncRefundRefund writes a refund.Refund of a stored result.
-func idemEncRefundRefund(e *idem.Encoder, v *refund.Refund) {
+func idemEncRefundRefund(e *idemimpl.Encoder, v *refund.Refund) {
 	at := e.Struct()
 	e.Field("ID")
 	e.String(v.ID)
@@ -416,7 +417,7 @@ func idemEncRefundRefund(e *idem.Encoder, v *refund.Refund) {
 }
 
 // idemEncSdkError writes a sdk.Error of a stored result.
-func idemEncSdkError(e *idem.Encoder, v *sdk.Error) {
+func idemEncSdkError(e *idemimpl.Encoder, v *sdk.Error) {
 	at := e.Struct()
 	e.Field("Code")
 	e.String(v.Code)
@@ -424,7 +425,7 @@ func idemEncSdkError(e *idem.Encoder, v *sdk.Error) {
 }
 
 // idemEncSdkIssue writes a sdk.Issue of a stored result.
-func idemEncSdkIssue(e *idem.Encoder, v *sdk.Issue) {
+func idemEncSdkIssue(e *idemimpl.Encoder, v *sdk.Issue) {
 	at := e.Struct()
 	e.Field("Number")
 	e.Int(int64(v.Number))
@@ -453,7 +454,7 @@ func idemEncSdkIssue(e *idem.Encoder, v *sdk.Issue) {
 }
 
 // idemEncSdkPaymentIntent writes a sdk.PaymentIntent of a stored result.
-func idemEncSdkPaymentIntent(e *idem.Encoder, v *sdk.PaymentIntent) {
+func idemEncSdkPaymentIntent(e *idemimpl.Encoder, v *sdk.PaymentIntent) {
 	at := e.Struct()
 	e.Field("ID")
 	e.String(v.ID)
@@ -487,7 +488,7 @@ func idemEncSdkPaymentIntent(e *idem.Encoder, v *sdk.PaymentIntent) {
 }
 
 // idemKeySdkIssueRequest writes the key material of sdk.IssueRequest.
-func idemKeySdkIssueRequest(b *idem.KeyBuilder, v *sdk.IssueRequest) {
+func idemKeySdkIssueRequest(b *idemimpl.KeyBuilder, v *sdk.IssueRequest) {
 	if v.Title == nil {
 		b.Nil()
 	} else {
@@ -511,7 +512,7 @@ func idemKeySdkIssueRequest(b *idem.KeyBuilder, v *sdk.IssueRequest) {
 }
 
 // idemKeySdkParams writes the key material of sdk.Params.
-func idemKeySdkParams(b *idem.KeyBuilder, v *sdk.Params) {
+func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	if v.IdempotencyKey == nil {
 		b.Nil()
 	} else {
@@ -532,7 +533,7 @@ func idemKeySdkParams(b *idem.KeyBuilder, v *sdk.Params) {
 }
 
 // idemKeySdkPaymentIntentParams writes the key material of sdk.PaymentIntentParams.
-func idemKeySdkPaymentIntentParams(b *idem.KeyBuilder, v *sdk.PaymentIntentParams) {
+func idemKeySdkPaymentIntentParams(b *idemimpl.KeyBuilder, v *sdk.PaymentIntentParams) {
 	idemKeySdkParams(b, &v.Params)
 	if v.Amount == nil {
 		b.Nil()

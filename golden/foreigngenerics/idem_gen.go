@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/testdata/foreigngenerics/sdk"
 )
 
@@ -38,11 +39,11 @@ func _[N ~int64 | ~int32]() {
 }
 
 // idemCodecReprice stores the results of Reprice (generated codec).
-var idemCodecReprice = idem.TypedCodec[sdk.Page[sdk.Item]]{
-	Decode: func(d *idem.Decoder, v *sdk.Page[sdk.Item]) {
+var idemCodecReprice = idemimpl.TypedCodec[sdk.Page[sdk.Item]]{
+	Decode: func(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
 		idemDecSdkPage_SdkItem(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *sdk.Page[sdk.Item]) {
+	Encode: func(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
 		idemEncSdkPage_SdkItem(e, v)
 	},
 }
@@ -82,11 +83,11 @@ var idemSpecList = &idem.Spec{
 var _ func(context.Context, sdk.Query[string]) (sdk.Page[sdk.Item], error) = sdk.List
 
 // idemCodecList stores the results of List (generated codec).
-var idemCodecList = idem.TypedCodec[sdk.Page[sdk.Item]]{
-	Decode: func(d *idem.Decoder, v *sdk.Page[sdk.Item]) {
+var idemCodecList = idemimpl.TypedCodec[sdk.Page[sdk.Item]]{
+	Decode: func(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
 		idemDecSdkPage_SdkItem(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *sdk.Page[sdk.Item]) {
+	Encode: func(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
 		idemEncSdkPage_SdkItem(e, v)
 	},
 }
@@ -138,8 +139,8 @@ var idemSpecCatalogPrices = &idem.Spec{
 var _ func(*sdk.Catalog, context.Context, sdk.Page[string]) (map[string]sdk.Opt[int64], error) = (*sdk.Catalog).Prices
 
 // idemCodecCatalogPrices stores the results of Prices (generated codec).
-var idemCodecCatalogPrices = idem.TypedCodec[map[string]sdk.Opt[int64]]{
-	Decode: func(d *idem.Decoder, v *map[string]sdk.Opt[int64]) {
+var idemCodecCatalogPrices = idemimpl.TypedCodec[map[string]sdk.Opt[int64]]{
+	Decode: func(d *idemimpl.Decoder, v *map[string]sdk.Opt[int64]) {
 		if d.Nil() {
 			*v = nil
 		} else {
@@ -154,7 +155,7 @@ var idemCodecCatalogPrices = idem.TypedCodec[map[string]sdk.Opt[int64]]{
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *map[string]sdk.Opt[int64]) {
+	Encode: func(e *idemimpl.Encoder, v *map[string]sdk.Opt[int64]) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -191,7 +192,7 @@ func (c *IdempotentCatalog) beginPrices(ids *sdk.Page[string]) idem.Call {
 }
 
 // idemDecSdkItem reads a sdk.Item of a stored result.
-func idemDecSdkItem(d *idem.Decoder, v *sdk.Item) {
+func idemDecSdkItem(d *idemimpl.Decoder, v *sdk.Item) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -206,7 +207,7 @@ func idemDecSdkItem(d *idem.Decoder, v *sdk.Item) {
 }
 
 // idemDecSdkPage_SdkItem reads a sdk.Page[sdk.Item] of a stored result.
-func idemDecSdkPage_SdkItem(d *idem.Decoder, v *sdk.Page[sdk.Item]) {
+func idemDecSdkPage_SdkItem(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -228,7 +229,7 @@ func idemDecSdkPage_SdkItem(d *idem.Decoder, v *sdk.Page[sdk.Item]) {
 }
 
 // idemEncSdkItem writes a sdk.Item of a stored result.
-func idemEncSdkItem(e *idem.Encoder, v *sdk.Item) {
+func idemEncSdkItem(e *idemimpl.Encoder, v *sdk.Item) {
 	at := e.Struct()
 	e.Field("ID")
 	e.String(v.ID)
@@ -238,7 +239,7 @@ func idemEncSdkItem(e *idem.Encoder, v *sdk.Item) {
 }
 
 // idemEncSdkPage_SdkItem writes a sdk.Page[sdk.Item] of a stored result.
-func idemEncSdkPage_SdkItem(e *idem.Encoder, v *sdk.Page[sdk.Item]) {
+func idemEncSdkPage_SdkItem(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
 	at := e.Struct()
 	e.Field("Items")
 	if v.Items == nil {
@@ -256,7 +257,7 @@ func idemEncSdkPage_SdkItem(e *idem.Encoder, v *sdk.Page[sdk.Item]) {
 }
 
 // idemKeySdkPage_string writes the key material of sdk.Page[string].
-func idemKeySdkPage_string(b *idem.KeyBuilder, v *sdk.Page[string]) {
+func idemKeySdkPage_string(b *idemimpl.KeyBuilder, v *sdk.Page[string]) {
 	if v.Items == nil {
 		b.Nil()
 	} else {
@@ -269,7 +270,7 @@ func idemKeySdkPage_string(b *idem.KeyBuilder, v *sdk.Page[string]) {
 }
 
 // idemKeySdkQuery_string writes the key material of sdk.Query[string].
-func idemKeySdkQuery_string(b *idem.KeyBuilder, v *sdk.Query[string]) {
+func idemKeySdkQuery_string(b *idemimpl.KeyBuilder, v *sdk.Query[string]) {
 	b.String(v.Filter)
 	b.Marshaled(v.Limit.MarshalText())
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/testdata/funcoptions/sdk"
 )
 
@@ -37,8 +38,8 @@ var idemSpecNotifierSend = &idem.Spec{
 var _ func(*Notifier, context.Context, *sdk.SendMessageInput, ...func(*sdk.Options)) (*sdk.SendMessageOutput, error) = (*Notifier).Send
 
 // idemCodecNotifierSend stores the results of Send (generated codec).
-var idemCodecNotifierSend = idem.TypedCodec[*sdk.SendMessageOutput]{
-	Decode: func(d *idem.Decoder, v **sdk.SendMessageOutput) {
+var idemCodecNotifierSend = idemimpl.TypedCodec[*sdk.SendMessageOutput]{
+	Decode: func(d *idemimpl.Decoder, v **sdk.SendMessageOutput) {
 		if d.Ptr() {
 			*v = new(sdk.SendMessageOutput)
 			idemDecSdkSendMessageOutputForNotifierSend(d, (*v))
@@ -46,7 +47,7 @@ var idemCodecNotifierSend = idem.TypedCodec[*sdk.SendMessageOutput]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **sdk.SendMessageOutput) {
+	Encode: func(e *idemimpl.Encoder, v **sdk.SendMessageOutput) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -82,7 +83,7 @@ func (n *IdempotentNotifier) beginSend(in *sdk.SendMessageInput, optFns []func(*
 }
 
 // idemDecSdkSendMessageOutputForNotifierSend reads a sdk.SendMessageOutput of a stored result.
-func idemDecSdkSendMessageOutputForNotifierSend(d *idem.Decoder, v *sdk.SendMessageOutput) {
+func idemDecSdkSendMessageOutputForNotifierSend(d *idemimpl.Decoder, v *sdk.SendMessageOutput) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -107,7 +108,7 @@ func idemDecSdkSendMessageOutputForNotifierSend(d *idem.Decoder, v *sdk.SendMess
 }
 
 // idemEncSdkSendMessageOutputForNotifierSend writes a sdk.SendMessageOutput of a stored result.
-func idemEncSdkSendMessageOutputForNotifierSend(e *idem.Encoder, v *sdk.SendMessageOutput) {
+func idemEncSdkSendMessageOutputForNotifierSend(e *idemimpl.Encoder, v *sdk.SendMessageOutput) {
 	at := e.Struct()
 	e.Field("MessageId")
 	if v.MessageId == nil {
@@ -127,7 +128,7 @@ func idemEncSdkSendMessageOutputForNotifierSend(e *idem.Encoder, v *sdk.SendMess
 }
 
 // idemKeySdkSendMessageInput writes the key material of sdk.SendMessageInput.
-func idemKeySdkSendMessageInput(b *idem.KeyBuilder, v *sdk.SendMessageInput) {
+func idemKeySdkSendMessageInput(b *idemimpl.KeyBuilder, v *sdk.SendMessageInput) {
 	if v.QueueURL == nil {
 		b.Nil()
 	} else {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // IdempotentRepo is a *Repo whose annotated methods run at most once per key; the type arguments are part of the key.
@@ -40,11 +41,11 @@ func _[T Entity]() {
 }
 
 // idemCodecRepoSave stores the results of Save (generated codec).
-var idemCodecRepoSave = idem.TypedCodec[int]{
-	Decode: func(d *idem.Decoder, v *int) {
+var idemCodecRepoSave = idemimpl.TypedCodec[int]{
+	Decode: func(d *idemimpl.Decoder, v *int) {
 		*v = int(d.Int(64))
 	},
-	Encode: func(e *idem.Encoder, v *int) {
+	Encode: func(e *idemimpl.Encoder, v *int) {
 		e.Int(int64(*v))
 	},
 }
@@ -66,7 +67,7 @@ func (r *IdempotentRepo[T]) SaveKey(v T) (string, error) {
 func (r *IdempotentRepo[T]) beginSave(v T) idem.Call {
 	c := r.g.Begin(idemSpecRepoSave)
 	c.Key().Type(reflect.TypeFor[T]())
-	if idem.IsNil(v) {
+	if idemimpl.IsNil(v) {
 		c.Key().Nil()
 	} else {
 		c.Key().Key(v)

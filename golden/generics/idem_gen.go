@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/testdata/generics/a/model"
 	model2 "github.com/idemgen/idemgen/testdata/generics/b/model"
 	"github.com/idemgen/idemgen/testdata/generics/sdk"
@@ -42,8 +43,8 @@ type idemResultCreateInvoice struct {
 }
 
 // idemCodecCreateInvoice stores the results of CreateInvoice (generated codec).
-var idemCodecCreateInvoice = idem.TypedCodec[idemResultCreateInvoice]{
-	Decode: func(d *idem.Decoder, v *idemResultCreateInvoice) {
+var idemCodecCreateInvoice = idemimpl.TypedCodec[idemResultCreateInvoice]{
+	Decode: func(d *idemimpl.Decoder, v *idemResultCreateInvoice) {
 		end := d.Struct()
 		for d.More(end) {
 			switch string(d.Field()) {
@@ -56,7 +57,7 @@ var idemCodecCreateInvoice = idem.TypedCodec[idemResultCreateInvoice]{
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *idemResultCreateInvoice) {
+	Encode: func(e *idemimpl.Encoder, v *idemResultCreateInvoice) {
 		at := e.Struct()
 		e.Field("R1")
 		idemEncPage_Invoice(e, &v.r1)
@@ -105,11 +106,11 @@ func _[E Event]() {
 }
 
 // idemCodecPublish stores the results of Publish (generated codec).
-var idemCodecPublish = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecPublish = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -131,7 +132,7 @@ func IdempotentPublishKey[E Event](x *Idempotent, e E) (string, error) {
 func idemBeginPublish[E Event](x *Idempotent, e E) idem.Call {
 	c := x.g.Begin(idemSpecPublish)
 	c.Key().Type(reflect.TypeFor[E]())
-	if idem.IsNil(e) {
+	if idemimpl.IsNil(e) {
 		c.Key().Nil()
 	} else {
 		c.Key().Key(e)
@@ -154,11 +155,11 @@ func _[N ~int | ~int64]() {
 }
 
 // idemCodecTally stores the results of Tally (generated codec).
-var idemCodecTally = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecTally = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -199,11 +200,11 @@ func _[M any]() {
 }
 
 // idemCodecSend stores the results of Send (generated codec).
-var idemCodecSend = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecSend = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -299,11 +300,11 @@ func _[O interface {
 }
 
 // idemCodecPlace stores the results of Place (generated codec).
-var idemCodecPlace = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecPlace = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -351,11 +352,11 @@ func _[T Texter]() {
 }
 
 // idemCodecStock stores the results of Stock (generated codec).
-var idemCodecStock = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecStock = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -377,7 +378,7 @@ func IdempotentStockKey[T Texter](x *Idempotent, item T, qty float64) (string, e
 func idemBeginStock[T Texter](x *Idempotent, item T, qty float64) idem.Call {
 	c := x.g.Begin(idemSpecStock)
 	c.Key().Type(reflect.TypeFor[T]())
-	if idem.IsNil(item) {
+	if idemimpl.IsNil(item) {
 		c.Key().Nil()
 	} else {
 		c.Key().Marshaled(item.MarshalText())
@@ -399,11 +400,11 @@ var idemSpecImport = &idem.Spec{
 var _ func(context.Context, Page[model.Invoice], Page[model2.Invoice]) (Page[model2.Invoice], error) = Import
 
 // idemCodecImport stores the results of Import (generated codec).
-var idemCodecImport = idem.TypedCodec[Page[model2.Invoice]]{
-	Decode: func(d *idem.Decoder, v *Page[model2.Invoice]) {
+var idemCodecImport = idemimpl.TypedCodec[Page[model2.Invoice]]{
+	Decode: func(d *idemimpl.Decoder, v *Page[model2.Invoice]) {
 		idemDecPage_ModelInvoice(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Page[model2.Invoice]) {
+	Encode: func(e *idemimpl.Encoder, v *Page[model2.Invoice]) {
 		idemEncPage_ModelInvoice(e, v)
 	},
 }
@@ -430,7 +431,7 @@ func (x *Idempotent) beginImport(a *Page[model.Invoice], b *Page[model2.Invoice]
 }
 
 // idemDecInvoice reads a Invoice of a stored result.
-func idemDecInvoice(d *idem.Decoder, v *Invoice) {
+func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -445,7 +446,7 @@ func idemDecInvoice(d *idem.Decoder, v *Invoice) {
 }
 
 // idemDecModelInvoice reads a model.Invoice of a stored result.
-func idemDecModelInvoice(d *idem.Decoder, v *model2.Invoice) {
+func idemDecModelInvoice(d *idemimpl.Decoder, v *model2.Invoice) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -458,7 +459,7 @@ func idemDecModelInvoice(d *idem.Decoder, v *model2.Invoice) {
 }
 
 // idemDecPage_Invoice reads a Page[Invoice] of a stored result.
-func idemDecPage_Invoice(d *idem.Decoder, v *Page[Invoice]) {
+func idemDecPage_Invoice(d *idemimpl.Decoder, v *Page[Invoice]) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -485,7 +486,7 @@ func idemDecPage_Invoice(d *idem.Decoder, v *Page[Invoice]) {
 }
 
 // idemDecPage_ModelInvoice reads a Page[model.Invoice] of a stored result.
-func idemDecPage_ModelInvoice(d *idem.Decoder, v *Page[model2.Invoice]) {
+func idemDecPage_ModelInvoice(d *idemimpl.Decoder, v *Page[model2.Invoice]) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -512,7 +513,7 @@ func idemDecPage_ModelInvoice(d *idem.Decoder, v *Page[model2.Invoice]) {
 }
 
 // idemEncInvoice writes a Invoice of a stored result.
-func idemEncInvoice(e *idem.Encoder, v *Invoice) {
+func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
 	e.Field("ID")
 	e.String(v.ID)
@@ -522,7 +523,7 @@ func idemEncInvoice(e *idem.Encoder, v *Invoice) {
 }
 
 // idemEncModelInvoice writes a model.Invoice of a stored result.
-func idemEncModelInvoice(e *idem.Encoder, v *model2.Invoice) {
+func idemEncModelInvoice(e *idemimpl.Encoder, v *model2.Invoice) {
 	at := e.Struct()
 	e.Field("Cents")
 	e.Int(v.Cents)
@@ -530,7 +531,7 @@ func idemEncModelInvoice(e *idem.Encoder, v *model2.Invoice) {
 }
 
 // idemEncPage_Invoice writes a Page[Invoice] of a stored result.
-func idemEncPage_Invoice(e *idem.Encoder, v *Page[Invoice]) {
+func idemEncPage_Invoice(e *idemimpl.Encoder, v *Page[Invoice]) {
 	at := e.Struct()
 	e.Field("Items")
 	if v.Items == nil {
@@ -553,7 +554,7 @@ func idemEncPage_Invoice(e *idem.Encoder, v *Page[Invoice]) {
 }
 
 // idemEncPage_ModelInvoice writes a Page[model.Invoice] of a stored result.
-func idemEncPage_ModelInvoice(e *idem.Encoder, v *Page[model2.Invoice]) {
+func idemEncPage_ModelInvoice(e *idemimpl.Encoder, v *Page[model2.Invoice]) {
 	at := e.Struct()
 	e.Field("Items")
 	if v.Items == nil {
@@ -576,7 +577,7 @@ func idemEncPage_ModelInvoice(e *idem.Encoder, v *Page[model2.Invoice]) {
 }
 
 // idemKeyInvoiceRequest writes the key material of InvoiceRequest.
-func idemKeyInvoiceRequest(b *idem.KeyBuilder, v *InvoiceRequest) {
+func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 	b.String(v.Customer)
 	idemKeyOpt_int64(b, &v.Amount)
 	idemKeyOpt_string(b, &v.Memo)
@@ -584,35 +585,35 @@ func idemKeyInvoiceRequest(b *idem.KeyBuilder, v *InvoiceRequest) {
 }
 
 // idemKeyModelInvoice writes the key material of model.Invoice.
-func idemKeyModelInvoice(b *idem.KeyBuilder, v *model.Invoice) {
+func idemKeyModelInvoice(b *idemimpl.KeyBuilder, v *model.Invoice) {
 	b.String(v.Number)
 }
 
 // idemKeyModelInvoice2 writes the key material of model.Invoice.
-func idemKeyModelInvoice2(b *idem.KeyBuilder, v *model2.Invoice) {
+func idemKeyModelInvoice2(b *idemimpl.KeyBuilder, v *model2.Invoice) {
 	b.Int(v.Cents)
 }
 
 // idemKeyOpt_int64 writes the key material of Opt[int64].
-func idemKeyOpt_int64(b *idem.KeyBuilder, v *Opt[int64]) {
+func idemKeyOpt_int64(b *idemimpl.KeyBuilder, v *Opt[int64]) {
 	b.Int(v.value)
 	b.Bool(v.present)
 }
 
 // idemKeyOpt_string writes the key material of Opt[string].
-func idemKeyOpt_string(b *idem.KeyBuilder, v *Opt[string]) {
+func idemKeyOpt_string(b *idemimpl.KeyBuilder, v *Opt[string]) {
 	b.String(v.value)
 	b.Bool(v.present)
 }
 
 // idemKeyOrder writes the key material of Order.
-func idemKeyOrder(b *idem.KeyBuilder, v *Order) {
+func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 	b.String(v.ID)
 	b.Int(int64(v.Qty))
 }
 
 // idemKeyPage_ModelInvoice writes the key material of Page[model.Invoice].
-func idemKeyPage_ModelInvoice(b *idem.KeyBuilder, v *Page[model.Invoice]) {
+func idemKeyPage_ModelInvoice(b *idemimpl.KeyBuilder, v *Page[model.Invoice]) {
 	if v.Items == nil {
 		b.Nil()
 	} else {
@@ -630,7 +631,7 @@ func idemKeyPage_ModelInvoice(b *idem.KeyBuilder, v *Page[model.Invoice]) {
 }
 
 // idemKeyPage_ModelInvoice2 writes the key material of Page[model.Invoice].
-func idemKeyPage_ModelInvoice2(b *idem.KeyBuilder, v *Page[model2.Invoice]) {
+func idemKeyPage_ModelInvoice2(b *idemimpl.KeyBuilder, v *Page[model2.Invoice]) {
 	if v.Items == nil {
 		b.Nil()
 	} else {

@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package idkey at most once per key.
@@ -31,11 +32,11 @@ var idemSpecHandle = &idem.Spec{
 var _ func(context.Context, string, Event) (int64, error) = Handle
 
 // idemCodecHandle stores the results of Handle (generated codec).
-var idemCodecHandle = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecHandle = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -76,11 +77,11 @@ var idemSpecHandleEvent = &idem.Spec{
 var _ func(context.Context, *TypedEvent) (int64, error) = HandleEvent
 
 // idemCodecHandleEvent stores the results of HandleEvent (generated codec).
-var idemCodecHandleEvent = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecHandleEvent = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -116,7 +117,7 @@ func (x *Idempotent) beginHandleEvent(ev *TypedEvent) idem.Call {
 }
 
 // idemKeyEvent writes the key material of Event.
-func idemKeyEvent(b *idem.KeyBuilder, v *Event) {
+func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	b.String(v.ID)
 	b.String(v.Kind)
 	if v.Payload == nil {
@@ -127,7 +128,7 @@ func idemKeyEvent(b *idem.KeyBuilder, v *Event) {
 }
 
 // idemKeyTypedEvent writes the key material of TypedEvent.
-func idemKeyTypedEvent(b *idem.KeyBuilder, v *TypedEvent) {
+func idemKeyTypedEvent(b *idemimpl.KeyBuilder, v *TypedEvent) {
 	b.String(string(v.ID))
 	b.String(v.Body)
 }

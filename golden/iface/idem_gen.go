@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // IdempotentCarrier is a Carrier whose Book, Quote and Cancel (through IdempotentCanceller) run at most once per key; its other methods call the inner Carrier. Decorators of two Carriers on one Guard share the keys of each annotated method: the interface method is the operation, whichever implementation runs it.
@@ -54,11 +55,11 @@ var idemSpecCarrierBook = &idem.Spec{
 var _ func(Carrier, context.Context, string, Shipment) (Booking, error) = Carrier.Book
 
 // idemCodecCarrierBook stores the results of Book (generated codec).
-var idemCodecCarrierBook = idem.TypedCodec[Booking]{
-	Decode: func(d *idem.Decoder, v *Booking) {
+var idemCodecCarrierBook = idemimpl.TypedCodec[Booking]{
+	Decode: func(d *idemimpl.Decoder, v *Booking) {
 		idemDecBooking(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Booking) {
+	Encode: func(e *idemimpl.Encoder, v *Booking) {
 		idemEncBooking(e, v)
 	},
 }
@@ -97,11 +98,11 @@ var idemSpecCarrierQuote = &idem.Spec{
 var _ func(Carrier, context.Context, string, Shipment) (int64, error) = Carrier.Quote
 
 // idemCodecCarrierQuote stores the results of Quote (generated codec).
-var idemCodecCarrierQuote = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecCarrierQuote = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -270,7 +271,7 @@ func (x *IdempotentNotifier) beginReset(id string) idem.Call {
 }
 
 // idemDecBooking reads a Booking of a stored result.
-func idemDecBooking(d *idem.Decoder, v *Booking) {
+func idemDecBooking(d *idemimpl.Decoder, v *Booking) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -285,7 +286,7 @@ func idemDecBooking(d *idem.Decoder, v *Booking) {
 }
 
 // idemEncBooking writes a Booking of a stored result.
-func idemEncBooking(e *idem.Encoder, v *Booking) {
+func idemEncBooking(e *idemimpl.Encoder, v *Booking) {
 	at := e.Struct()
 	e.Field("Ref")
 	e.String(v.Ref)
@@ -295,7 +296,7 @@ func idemEncBooking(e *idem.Encoder, v *Booking) {
 }
 
 // idemKeyShipment writes the key material of Shipment.
-func idemKeyShipment(b *idem.KeyBuilder, v *Shipment) {
+func idemKeyShipment(b *idemimpl.KeyBuilder, v *Shipment) {
 	b.String(v.From)
 	b.String(v.To)
 	b.Int(int64(v.Kg))

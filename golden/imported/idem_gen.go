@@ -8,6 +8,7 @@ import (
 	"image/color"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package imported at most once per key.
@@ -33,11 +34,11 @@ var idemSpecCrop = &idem.Spec{
 var _ func(context.Context, image.Rectangle, image.Point, color.RGBA) (image.Rectangle, error) = Crop
 
 // idemCodecCrop stores the results of Crop (generated codec).
-var idemCodecCrop = idem.TypedCodec[image.Rectangle]{
-	Decode: func(d *idem.Decoder, v *image.Rectangle) {
+var idemCodecCrop = idemimpl.TypedCodec[image.Rectangle]{
+	Decode: func(d *idemimpl.Decoder, v *image.Rectangle) {
 		idemDecImageRectangle(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *image.Rectangle) {
+	Encode: func(e *idemimpl.Encoder, v *image.Rectangle) {
 		idemEncImageRectangle(e, v)
 	},
 }
@@ -65,7 +66,7 @@ func (x *Idempotent) beginCrop(r *image.Rectangle, at *image.Point, bg *color.RG
 }
 
 // idemDecImagePoint reads a image.Point of a stored result.
-func idemDecImagePoint(d *idem.Decoder, v *image.Point) {
+func idemDecImagePoint(d *idemimpl.Decoder, v *image.Point) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -80,7 +81,7 @@ func idemDecImagePoint(d *idem.Decoder, v *image.Point) {
 }
 
 // idemDecImageRectangle reads a image.Rectangle of a stored result.
-func idemDecImageRectangle(d *idem.Decoder, v *image.Rectangle) {
+func idemDecImageRectangle(d *idemimpl.Decoder, v *image.Rectangle) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -95,7 +96,7 @@ func idemDecImageRectangle(d *idem.Decoder, v *image.Rectangle) {
 }
 
 // idemEncImagePoint writes a image.Point of a stored result.
-func idemEncImagePoint(e *idem.Encoder, v *image.Point) {
+func idemEncImagePoint(e *idemimpl.Encoder, v *image.Point) {
 	at := e.Struct()
 	e.Field("X")
 	e.Int(int64(v.X))
@@ -105,7 +106,7 @@ func idemEncImagePoint(e *idem.Encoder, v *image.Point) {
 }
 
 // idemEncImageRectangle writes a image.Rectangle of a stored result.
-func idemEncImageRectangle(e *idem.Encoder, v *image.Rectangle) {
+func idemEncImageRectangle(e *idemimpl.Encoder, v *image.Rectangle) {
 	at := e.Struct()
 	e.Field("Min")
 	idemEncImagePoint(e, &v.Min)
@@ -115,7 +116,7 @@ func idemEncImageRectangle(e *idem.Encoder, v *image.Rectangle) {
 }
 
 // idemKeyColorRGBA writes the key material of color.RGBA.
-func idemKeyColorRGBA(b *idem.KeyBuilder, v *color.RGBA) {
+func idemKeyColorRGBA(b *idemimpl.KeyBuilder, v *color.RGBA) {
 	b.Uint(uint64(v.R))
 	b.Uint(uint64(v.G))
 	b.Uint(uint64(v.B))
@@ -123,13 +124,13 @@ func idemKeyColorRGBA(b *idem.KeyBuilder, v *color.RGBA) {
 }
 
 // idemKeyImagePoint writes the key material of image.Point.
-func idemKeyImagePoint(b *idem.KeyBuilder, v *image.Point) {
+func idemKeyImagePoint(b *idemimpl.KeyBuilder, v *image.Point) {
 	b.Int(int64(v.X))
 	b.Int(int64(v.Y))
 }
 
 // idemKeyImageRectangle writes the key material of image.Rectangle.
-func idemKeyImageRectangle(b *idem.KeyBuilder, v *image.Rectangle) {
+func idemKeyImageRectangle(b *idemimpl.KeyBuilder, v *image.Rectangle) {
 	idemKeyImagePoint(b, &v.Min)
 	idemKeyImagePoint(b, &v.Max)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/testdata/jsonskipkeys/sdk"
 )
 
@@ -33,11 +34,11 @@ var idemSpecCharge = &idem.Spec{
 var _ func(context.Context, *sdk.ChargeParams) (string, error) = Charge
 
 // idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idem.TypedCodec[string]{
-	Decode: func(d *idem.Decoder, v *string) {
+var idemCodecCharge = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
 		*v = d.String()
 	},
-	Encode: func(e *idem.Encoder, v *string) {
+	Encode: func(e *idemimpl.Encoder, v *string) {
 		e.String(*v)
 	},
 }
@@ -68,7 +69,7 @@ func (x *Idempotent) beginCharge(p *sdk.ChargeParams) idem.Call {
 }
 
 // idemKeySdkChargeParams writes the key material of sdk.ChargeParams.
-func idemKeySdkChargeParams(b *idem.KeyBuilder, v *sdk.ChargeParams) {
+func idemKeySdkChargeParams(b *idemimpl.KeyBuilder, v *sdk.ChargeParams) {
 	idemKeySdkParams(b, &v.Params)
 	if v.Amount == nil {
 		b.Nil()
@@ -85,7 +86,7 @@ func idemKeySdkChargeParams(b *idem.KeyBuilder, v *sdk.ChargeParams) {
 }
 
 // idemKeySdkParams writes the key material of sdk.Params.
-func idemKeySdkParams(b *idem.KeyBuilder, v *sdk.Params) {
+func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	if v.IdempotencyKey == nil {
 		b.Nil()
 	} else {

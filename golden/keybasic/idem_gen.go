@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package keybasic at most once per key.
@@ -32,11 +33,11 @@ var idemSpecRecord = &idem.Spec{
 var _ func(context.Context, Basics, int, float64, Currency, time.Duration, time.Time) (int64, error) = Record
 
 // idemCodecRecord stores the results of Record (generated codec).
-var idemCodecRecord = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecRecord = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -67,7 +68,7 @@ func (x *Idempotent) beginRecord(b *Basics, n int, f float64, c Currency, d time
 }
 
 // idemKeyBasics writes the key material of Basics.
-func idemKeyBasics(b *idem.KeyBuilder, v *Basics) {
+func idemKeyBasics(b *idemimpl.KeyBuilder, v *Basics) {
 	b.Bool(v.B)
 	b.Int(int64(v.I))
 	b.Int(int64(v.I8))

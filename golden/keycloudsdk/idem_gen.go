@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/testdata/keycloudsdk/sdk"
 )
 
@@ -33,11 +34,11 @@ var idemSpecPut = &idem.Spec{
 var _ func(context.Context, *sdk.PutObjectInput) (int64, error) = Put
 
 // idemCodecPut stores the results of Put (generated codec).
-var idemCodecPut = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecPut = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -80,11 +81,11 @@ var idemSpecPutFor = &idem.Spec{
 var _ func(context.Context, Upload) (int64, error) = PutFor
 
 // idemCodecPutFor stores the results of PutFor (generated codec).
-var idemCodecPutFor = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecPutFor = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -110,7 +111,7 @@ func (x *Idempotent) beginPutFor(u *Upload) idem.Call {
 }
 
 // idemKeySdkPutObjectInput writes the key material of sdk.PutObjectInput.
-func idemKeySdkPutObjectInput(b *idem.KeyBuilder, v *sdk.PutObjectInput) {
+func idemKeySdkPutObjectInput(b *idemimpl.KeyBuilder, v *sdk.PutObjectInput) {
 	if v.Bucket == nil {
 		b.Nil()
 	} else {
@@ -157,7 +158,7 @@ func idemKeySdkPutObjectInput(b *idem.KeyBuilder, v *sdk.PutObjectInput) {
 }
 
 // idemKeySdkTag writes the key material of sdk.Tag.
-func idemKeySdkTag(b *idem.KeyBuilder, v *sdk.Tag) {
+func idemKeySdkTag(b *idemimpl.KeyBuilder, v *sdk.Tag) {
 	if v.Key == nil {
 		b.Nil()
 	} else {
@@ -173,7 +174,7 @@ func idemKeySdkTag(b *idem.KeyBuilder, v *sdk.Tag) {
 }
 
 // idemKeyUpload writes the key material of Upload.
-func idemKeyUpload(b *idem.KeyBuilder, v *Upload) {
+func idemKeyUpload(b *idemimpl.KeyBuilder, v *Upload) {
 	b.String(v.Owner)
 	if v.In == nil {
 		b.Nil()

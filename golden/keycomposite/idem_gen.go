@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package keycomposite at most once per key.
@@ -31,11 +32,11 @@ var idemSpecDraw = &idem.Spec{
 var _ func(context.Context, Shape, []string, map[string]string, *Point, [2]Point) (int64, error) = Draw
 
 // idemCodecDraw stores the results of Draw (generated codec).
-var idemCodecDraw = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecDraw = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -90,13 +91,13 @@ func (x *Idempotent) beginDraw(s *Shape, ids []string, tags map[string]string, p
 }
 
 // idemKeyPoint writes the key material of Point.
-func idemKeyPoint(b *idem.KeyBuilder, v *Point) {
+func idemKeyPoint(b *idemimpl.KeyBuilder, v *Point) {
 	b.Int(int64(v.X))
 	b.Int(int64(v.Y))
 }
 
 // idemKeyShape writes the key material of Shape.
-func idemKeyShape(b *idem.KeyBuilder, v *Shape) {
+func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 	if v.Points == nil {
 		b.Nil()
 	} else {

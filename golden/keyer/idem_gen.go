@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package keyer at most once per key.
@@ -31,11 +32,11 @@ var idemSpecNotify = &idem.Spec{
 var _ func(context.Context, Order, Identity, *Email) (int64, error) = Notify
 
 // idemCodecNotify stores the results of Notify (generated codec).
-var idemCodecNotify = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecNotify = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -72,7 +73,7 @@ func (x *Idempotent) beginNotify(o *Order, who Identity, cc *Email) idem.Call {
 }
 
 // idemKeyOrder writes the key material of Order.
-func idemKeyOrder(b *idem.KeyBuilder, v *Order) {
+func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 	b.Key(v.To)
 	b.Key(&v.Cart)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package keyhelper at most once per key.
@@ -32,11 +33,11 @@ var idemSpecCharge = &idem.Spec{
 var _ func(context.Context, Request) (int64, error) = Charge
 
 // idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecCharge = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -150,14 +151,14 @@ func (l *IdempotentLedger) beginPost(account string, entries []int64) idem.Call 
 }
 
 // idemKeyEvent writes the key material of Event.
-func idemKeyEvent(b *idem.KeyBuilder, v *Event) {
+func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	b.String(v.ID)
 	b.String(v.User)
 	b.Time(v.At)
 }
 
 // idemKeyRequest writes the key material of Request.
-func idemKeyRequest(b *idem.KeyBuilder, v *Request) {
+func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.String(v.Tenant)
 	b.Int(v.Amount)
 }

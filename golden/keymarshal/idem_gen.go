@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/testdata/keymarshal/money"
 )
 
@@ -34,11 +35,11 @@ var idemSpecPay = &idem.Spec{
 var _ func(context.Context, Charge, encoding.TextMarshaler) (int64, error) = Pay
 
 // idemCodecPay stores the results of Pay (generated codec).
-var idemCodecPay = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecPay = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -69,7 +70,7 @@ func (x *Idempotent) beginPay(c *Charge, label encoding.TextMarshaler) idem.Call
 }
 
 // idemKeyCharge writes the key material of Charge.
-func idemKeyCharge(b *idem.KeyBuilder, v *Charge) {
+func idemKeyCharge(b *idemimpl.KeyBuilder, v *Charge) {
 	b.Marshaled(v.Amount.MarshalText())
 	b.Marshaled(v.Token.MarshalBinary())
 	if v.Backup == nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -36,11 +37,11 @@ var idemSpecRecord = &idem.Spec{
 var _ func(context.Context, Event) (int64, error) = Record
 
 // idemCodecRecord stores the results of Record (generated codec).
-var idemCodecRecord = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecRecord = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -78,11 +79,11 @@ var idemSpecApply = &idem.Spec{
 var _ func(context.Context, proto.Message) (int64, error) = Apply
 
 // idemCodecApply stores the results of Apply (generated codec).
-var idemCodecApply = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecApply = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -125,11 +126,11 @@ var idemSpecPatch = &idem.Spec{
 var _ func(context.Context, Event) (int64, error) = Patch
 
 // idemCodecPatch stores the results of Patch (generated codec).
-var idemCodecPatch = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecPatch = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -161,7 +162,7 @@ func (x *Idempotent) beginPatch(ev *Event) idem.Call {
 }
 
 // idemKeyEvent writes the key material of Event.
-func idemKeyEvent(b *idem.KeyBuilder, v *Event) {
+func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	b.String(v.ID)
 	if v.At == nil {
 		b.Nil()

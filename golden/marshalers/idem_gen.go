@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package marshalers at most once per key.
@@ -34,11 +35,11 @@ var idemSpecAllow = &idem.Spec{
 var _ func(context.Context, Request, netip.Prefix) (int64, error) = Allow
 
 // idemCodecAllow stores the results of Allow (generated codec).
-var idemCodecAllow = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecAllow = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -65,7 +66,7 @@ func (x *Idempotent) beginAllow(r *Request, prefix *netip.Prefix) idem.Call {
 }
 
 // idemKeyRequest writes the key material of Request.
-func idemKeyRequest(b *idem.KeyBuilder, v *Request) {
+func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Marshaled(v.From.MarshalBinary())
 	if v.Limit == nil {
 		b.Nil()

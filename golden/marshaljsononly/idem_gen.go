@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package marshaljsononly at most once per key.
@@ -32,8 +33,8 @@ var idemSpecBill = &idem.Spec{
 var _ func(context.Context, string) (*Invoice, error) = Bill
 
 // idemCodecBill stores the results of Bill (generated codec).
-var idemCodecBill = idem.TypedCodec[*Invoice]{
-	Decode: func(d *idem.Decoder, v **Invoice) {
+var idemCodecBill = idemimpl.TypedCodec[*Invoice]{
+	Decode: func(d *idemimpl.Decoder, v **Invoice) {
 		if d.Ptr() {
 			*v = new(Invoice)
 			idemDecInvoice(d, (*v))
@@ -41,7 +42,7 @@ var idemCodecBill = idem.TypedCodec[*Invoice]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **Invoice) {
+	Encode: func(e *idemimpl.Encoder, v **Invoice) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -72,7 +73,7 @@ func (x *Idempotent) beginBill(id string) idem.Call {
 }
 
 // idemDecAmount reads a Amount of a stored result.
-func idemDecAmount(d *idem.Decoder, v *Amount) {
+func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -87,7 +88,7 @@ func idemDecAmount(d *idem.Decoder, v *Amount) {
 }
 
 // idemDecInvoice reads a Invoice of a stored result.
-func idemDecInvoice(d *idem.Decoder, v *Invoice) {
+func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -109,7 +110,7 @@ func idemDecInvoice(d *idem.Decoder, v *Invoice) {
 }
 
 // idemEncAmount writes a Amount of a stored result.
-func idemEncAmount(e *idem.Encoder, v *Amount) {
+func idemEncAmount(e *idemimpl.Encoder, v *Amount) {
 	at := e.Struct()
 	e.Field("Units")
 	e.Int(v.Units)
@@ -119,7 +120,7 @@ func idemEncAmount(e *idem.Encoder, v *Amount) {
 }
 
 // idemEncInvoice writes a Invoice of a stored result.
-func idemEncInvoice(e *idem.Encoder, v *Invoice) {
+func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
 	e.Field("Total")
 	idemEncAmount(e, &v.Total)

@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // IdempotentService is a *Service whose annotated methods run at most once per key.
@@ -35,11 +36,11 @@ var idemSpecServiceCharge = &idem.Spec{
 var _ func(*Service, context.Context, string, int64) (string, error) = (*Service).Charge
 
 // idemCodecServiceCharge stores the results of Charge (generated codec).
-var idemCodecServiceCharge = idem.TypedCodec[string]{
-	Decode: func(d *idem.Decoder, v *string) {
+var idemCodecServiceCharge = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
 		*v = d.String()
 	},
-	Encode: func(e *idem.Encoder, v *string) {
+	Encode: func(e *idemimpl.Encoder, v *string) {
 		e.String(*v)
 	},
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package multifile at most once per key.
@@ -32,11 +33,11 @@ var idemSpecPing = &idem.Spec{
 var _ func(context.Context) (string, error) = Ping
 
 // idemCodecPing stores the results of Ping (generated codec).
-var idemCodecPing = idem.TypedCodec[string]{
-	Decode: func(d *idem.Decoder, v *string) {
+var idemCodecPing = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
 		*v = d.String()
 	},
-	Encode: func(e *idem.Encoder, v *string) {
+	Encode: func(e *idemimpl.Encoder, v *string) {
 		e.String(*v)
 	},
 }
@@ -73,11 +74,11 @@ var idemSpecUnexported = &idem.Spec{
 var _ func(context.Context, uint16) (bool, error) = unexported
 
 // idemCodecUnexported stores the results of unexported (generated codec).
-var idemCodecUnexported = idem.TypedCodec[bool]{
-	Decode: func(d *idem.Decoder, v *bool) {
+var idemCodecUnexported = idemimpl.TypedCodec[bool]{
+	Decode: func(d *idemimpl.Decoder, v *bool) {
 		*v = d.Bool()
 	},
-	Encode: func(e *idem.Encoder, v *bool) {
+	Encode: func(e *idemimpl.Encoder, v *bool) {
 		e.Bool(*v)
 	},
 }
@@ -173,11 +174,11 @@ var idemSpecRepoLoad = &idem.Spec{
 var _ func(*Repo, context.Context, string) ([]byte, error) = (*Repo).Load
 
 // idemCodecRepoLoad stores the results of Load (generated codec).
-var idemCodecRepoLoad = idem.TypedCodec[[]byte]{
-	Decode: func(d *idem.Decoder, v *[]byte) {
+var idemCodecRepoLoad = idemimpl.TypedCodec[[]byte]{
+	Decode: func(d *idemimpl.Decoder, v *[]byte) {
 		*v = d.Bytes()
 	},
-	Encode: func(e *idem.Encoder, v *[]byte) {
+	Encode: func(e *idemimpl.Encoder, v *[]byte) {
 		e.Bytes(*v)
 	},
 }
@@ -229,11 +230,11 @@ var idemSpecCacheFill = &idem.Spec{
 var _ func(*Cache, context.Context) (time.Duration, error) = (*Cache).Fill
 
 // idemCodecCacheFill stores the results of Fill (generated codec).
-var idemCodecCacheFill = idem.TypedCodec[time.Duration]{
-	Decode: func(d *idem.Decoder, v *time.Duration) {
+var idemCodecCacheFill = idemimpl.TypedCodec[time.Duration]{
+	Decode: func(d *idemimpl.Decoder, v *time.Duration) {
 		*v = time.Duration(d.Int(64))
 	},
-	Encode: func(e *idem.Encoder, v *time.Duration) {
+	Encode: func(e *idemimpl.Encoder, v *time.Duration) {
 		e.Int(int64(*v))
 	},
 }

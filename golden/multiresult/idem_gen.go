@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package multiresult at most once per key.
@@ -41,8 +42,8 @@ type idemResultSplit struct {
 }
 
 // idemCodecSplit stores the results of Split (generated codec).
-var idemCodecSplit = idem.TypedCodec[idemResultSplit]{
-	Decode: func(d *idem.Decoder, v *idemResultSplit) {
+var idemCodecSplit = idemimpl.TypedCodec[idemResultSplit]{
+	Decode: func(d *idemimpl.Decoder, v *idemResultSplit) {
 		end := d.Struct()
 		for d.More(end) {
 			switch string(d.Field()) {
@@ -69,7 +70,7 @@ var idemCodecSplit = idem.TypedCodec[idemResultSplit]{
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *idemResultSplit) {
+	Encode: func(e *idemimpl.Encoder, v *idemResultSplit) {
 		at := e.Struct()
 		e.Field("R1")
 		e.Int(int64(v.r1))
@@ -139,8 +140,8 @@ type idemResultQuote struct {
 }
 
 // idemCodecQuote stores the results of Quote (generated codec).
-var idemCodecQuote = idem.TypedCodec[idemResultQuote]{
-	Decode: func(d *idem.Decoder, v *idemResultQuote) {
+var idemCodecQuote = idemimpl.TypedCodec[idemResultQuote]{
+	Decode: func(d *idemimpl.Decoder, v *idemResultQuote) {
 		end := d.Struct()
 		for d.More(end) {
 			switch string(d.Field()) {
@@ -155,7 +156,7 @@ var idemCodecQuote = idem.TypedCodec[idemResultQuote]{
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *idemResultQuote) {
+	Encode: func(e *idemimpl.Encoder, v *idemResultQuote) {
 		at := e.Struct()
 		e.Field("R1")
 		e.Int(v.price)
@@ -192,7 +193,7 @@ func (x *Idempotent) beginQuote(sku string) idem.Call {
 }
 
 // idemDecReceipt reads a Receipt of a stored result.
-func idemDecReceipt(d *idem.Decoder, v *Receipt) {
+func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -221,7 +222,7 @@ func idemDecReceipt(d *idem.Decoder, v *Receipt) {
 }
 
 // idemEncReceipt writes a Receipt of a stored result.
-func idemEncReceipt(e *idem.Encoder, v *Receipt) {
+func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
 	e.Field("ID")
 	e.String(v.ID)

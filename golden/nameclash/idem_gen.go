@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package nameclash at most once per key.
@@ -175,11 +176,11 @@ var idemSpecServiceG = &idem.Spec{
 var _ func(*Service, context.Context, int) (int, error) = (*Service).g
 
 // idemCodecServiceG stores the results of g (generated codec).
-var idemCodecServiceG = idem.TypedCodec[int]{
-	Decode: func(d *idem.Decoder, v *int) {
+var idemCodecServiceG = idemimpl.TypedCodec[int]{
+	Decode: func(d *idemimpl.Decoder, v *int) {
 		*v = int(d.Int(64))
 	},
-	Encode: func(e *idem.Encoder, v *int) {
+	Encode: func(e *idemimpl.Encoder, v *int) {
 		e.Int(int64(*v))
 	},
 }
@@ -205,13 +206,13 @@ func (s *IdempotentService) beginG(n int) idem.Call {
 }
 
 // idemKeyImagePoint writes the key material of image.Point.
-func idemKeyImagePoint(b *idem.KeyBuilder, v *image.Point) {
+func idemKeyImagePoint(b *idemimpl.KeyBuilder, v *image.Point) {
 	b.Int(int64(v.X))
 	b.Int(int64(v.Y))
 }
 
 // idemKeyPoint writes the key material of Point.
-func idemKeyPoint(b *idem.KeyBuilder, v *Point) {
+func idemKeyPoint(b *idemimpl.KeyBuilder, v *Point) {
 	b.Int(int64(v.X))
 	b.Int(int64(v.Y))
 	b.Int(int64(v.Z))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/testdata/notkeyed/option"
 )
 
@@ -33,11 +34,11 @@ var idemSpecCharge = &idem.Spec{
 var _ func(context.Context, *ChargeParams, ...func(*Options)) (int64, error) = Charge
 
 // idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecCharge = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -80,11 +81,11 @@ var idemSpecRefund = &idem.Spec{
 var _ func(context.Context, ChargeParams, option.RequestOption, ...option.ClientOption) (int64, error) = Refund
 
 // idemCodecRefund stores the results of Refund (generated codec).
-var idemCodecRefund = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecRefund = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -122,11 +123,11 @@ var idemSpecCapture = &idem.Spec{
 var _ func(context.Context, ChargeParams, func()) (int64, error) = Capture
 
 // idemCodecCapture stores the results of Capture (generated codec).
-var idemCodecCapture = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecCapture = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -153,13 +154,13 @@ func (x *Idempotent) beginCapture(params *ChargeParams, done func()) idem.Call {
 }
 
 // idemKeyChargeParams writes the key material of ChargeParams.
-func idemKeyChargeParams(b *idem.KeyBuilder, v *ChargeParams) {
+func idemKeyChargeParams(b *idemimpl.KeyBuilder, v *ChargeParams) {
 	idemKeyParams(b, &v.Params)
 	b.Int(v.Amount)
 }
 
 // idemKeyParams writes the key material of Params.
-func idemKeyParams(b *idem.KeyBuilder, v *Params) {
+func idemKeyParams(b *idemimpl.KeyBuilder, v *Params) {
 	b.String(v.IdempotencyKey)
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/testdata/omitforeign/api"
 )
 
@@ -33,11 +34,11 @@ var idemSpecModels = &idem.Spec{
 var _ func(context.Context, string) (api.List, error) = Models
 
 // idemCodecModels stores the results of Models (generated codec).
-var idemCodecModels = idem.TypedCodec[api.List]{
-	Decode: func(d *idem.Decoder, v *api.List) {
+var idemCodecModels = idemimpl.TypedCodec[api.List]{
+	Decode: func(d *idemimpl.Decoder, v *api.List) {
 		idemDecApiListForModels(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *api.List) {
+	Encode: func(e *idemimpl.Encoder, v *api.List) {
 		idemEncApiListForModels(e, v)
 	},
 }
@@ -63,7 +64,7 @@ func (x *Idempotent) beginModels(account string) idem.Call {
 }
 
 // idemDecApiListForModels reads a api.List of a stored result.
-func idemDecApiListForModels(d *idem.Decoder, v *api.List) {
+func idemDecApiListForModels(d *idemimpl.Decoder, v *api.List) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -74,7 +75,7 @@ func idemDecApiListForModels(d *idem.Decoder, v *api.List) {
 }
 
 // idemEncApiListForModels writes a api.List of a stored result.
-func idemEncApiListForModels(e *idem.Encoder, v *api.List) {
+func idemEncApiListForModels(e *idemimpl.Encoder, v *api.List) {
 	at := e.Struct()
 	e.End(at)
 }

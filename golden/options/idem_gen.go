@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package options at most once per key.
@@ -35,11 +36,11 @@ var idemSpecSlow = &idem.Spec{
 var _ func(context.Context, string, string) (int64, error) = Slow
 
 // idemCodecSlow stores the results of Slow (generated codec).
-var idemCodecSlow = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecSlow = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -78,11 +79,11 @@ var idemSpecRaise = &idem.Spec{
 var _ func(context.Context, int) (time.Duration, error) = Raise
 
 // idemCodecRaise stores the results of Raise (generated codec).
-var idemCodecRaise = idem.TypedCodec[time.Duration]{
-	Decode: func(d *idem.Decoder, v *time.Duration) {
+var idemCodecRaise = idemimpl.TypedCodec[time.Duration]{
+	Decode: func(d *idemimpl.Decoder, v *time.Duration) {
 		*v = time.Duration(d.Int(64))
 	},
-	Encode: func(e *idem.Encoder, v *time.Duration) {
+	Encode: func(e *idemimpl.Encoder, v *time.Duration) {
 		e.Int(int64(*v))
 	},
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package ordered at most once per key.
@@ -34,11 +35,11 @@ var idemSpecApply = &idem.Spec{
 var _ func(context.Context, Measurement) (int64, error) = Apply
 
 // idemCodecApply stores the results of Apply (generated codec).
-var idemCodecApply = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecApply = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -81,11 +82,11 @@ var idemSpecApplyLate = &idem.Spec{
 var _ func(context.Context, Measurement) (int64, error) = ApplyLate
 
 // idemCodecApplyLate stores the results of ApplyLate (generated codec).
-var idemCodecApplyLate = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecApplyLate = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -174,13 +175,13 @@ func (x *Idempotent) beginRecord(r *Reading) idem.Call {
 }
 
 // idemKeyDevice writes the key material of Device.
-func idemKeyDevice(b *idem.KeyBuilder, v *Device) {
+func idemKeyDevice(b *idemimpl.KeyBuilder, v *Device) {
 	b.String(v.Tenant)
 	b.Int(v.Serial)
 }
 
 // idemKeyMeasurement writes the key material of Measurement.
-func idemKeyMeasurement(b *idem.KeyBuilder, v *Measurement) {
+func idemKeyMeasurement(b *idemimpl.KeyBuilder, v *Measurement) {
 	b.String(v.EventID)
 	b.String(v.UserID)
 	b.Time(v.Timestamp)
@@ -188,7 +189,7 @@ func idemKeyMeasurement(b *idem.KeyBuilder, v *Measurement) {
 }
 
 // idemKeyReading writes the key material of Reading.
-func idemKeyReading(b *idem.KeyBuilder, v *Reading) {
+func idemKeyReading(b *idemimpl.KeyBuilder, v *Reading) {
 	b.String(v.ID)
 	if v.Device == nil {
 		b.Nil()

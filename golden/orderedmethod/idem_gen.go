@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // IdempotentLedger is a *Ledger whose annotated methods run at most once per key.
@@ -38,11 +39,11 @@ var idemSpecLedgerPost = &idem.Spec{
 var _ func(*Ledger, context.Context, int64, time.Time, int64) (int, error) = (*Ledger).Post
 
 // idemCodecLedgerPost stores the results of Post (generated codec).
-var idemCodecLedgerPost = idem.TypedCodec[int]{
-	Decode: func(d *idem.Decoder, v *int) {
+var idemCodecLedgerPost = idemimpl.TypedCodec[int]{
+	Decode: func(d *idemimpl.Decoder, v *int) {
 		*v = int(d.Int(64))
 	},
-	Encode: func(e *idem.Encoder, v *int) {
+	Encode: func(e *idemimpl.Encoder, v *int) {
 		e.Int(int64(*v))
 	},
 }

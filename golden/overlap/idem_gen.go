@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package overlap at most once per key.
@@ -31,8 +32,8 @@ var idemSpecCharge = &idem.Spec{
 var _ func(context.Context, ChargeParams) (*Receipt, error) = Charge
 
 // idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idem.TypedCodec[*Receipt]{
-	Decode: func(d *idem.Decoder, v **Receipt) {
+var idemCodecCharge = idemimpl.TypedCodec[*Receipt]{
+	Decode: func(d *idemimpl.Decoder, v **Receipt) {
 		if d.Ptr() {
 			*v = new(Receipt)
 			idemDecReceiptForCharge(d, (*v))
@@ -40,7 +41,7 @@ var idemCodecCharge = idem.TypedCodec[*Receipt]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **Receipt) {
+	Encode: func(e *idemimpl.Encoder, v **Receipt) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -83,8 +84,8 @@ var idemSpecRefund = &idem.Spec{
 var _ func(context.Context, ChargeParams) (*Receipt, error) = Refund
 
 // idemCodecRefund stores the results of Refund (generated codec).
-var idemCodecRefund = idem.TypedCodec[*Receipt]{
-	Decode: func(d *idem.Decoder, v **Receipt) {
+var idemCodecRefund = idemimpl.TypedCodec[*Receipt]{
+	Decode: func(d *idemimpl.Decoder, v **Receipt) {
 		if d.Ptr() {
 			*v = new(Receipt)
 			idemDecReceiptForRefund(d, (*v))
@@ -92,7 +93,7 @@ var idemCodecRefund = idem.TypedCodec[*Receipt]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **Receipt) {
+	Encode: func(e *idemimpl.Encoder, v **Receipt) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -123,7 +124,7 @@ func (x *Idempotent) beginRefund(p *ChargeParams) idem.Call {
 }
 
 // idemDecReceiptForCharge reads a Receipt of a stored result.
-func idemDecReceiptForCharge(d *idem.Decoder, v *Receipt) {
+func idemDecReceiptForCharge(d *idemimpl.Decoder, v *Receipt) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -136,7 +137,7 @@ func idemDecReceiptForCharge(d *idem.Decoder, v *Receipt) {
 }
 
 // idemDecReceiptForRefund reads a Receipt of a stored result.
-func idemDecReceiptForRefund(d *idem.Decoder, v *Receipt) {
+func idemDecReceiptForRefund(d *idemimpl.Decoder, v *Receipt) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -149,7 +150,7 @@ func idemDecReceiptForRefund(d *idem.Decoder, v *Receipt) {
 }
 
 // idemEncReceiptForCharge writes a Receipt of a stored result.
-func idemEncReceiptForCharge(e *idem.Encoder, v *Receipt) {
+func idemEncReceiptForCharge(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
 	e.Field("ID")
 	e.String(v.ID)
@@ -157,7 +158,7 @@ func idemEncReceiptForCharge(e *idem.Encoder, v *Receipt) {
 }
 
 // idemEncReceiptForRefund writes a Receipt of a stored result.
-func idemEncReceiptForRefund(e *idem.Encoder, v *Receipt) {
+func idemEncReceiptForRefund(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
 	e.Field("ID")
 	e.String(v.ID)

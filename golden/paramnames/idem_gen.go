@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package paramnames at most once per key.
@@ -64,11 +65,11 @@ var idemSpecBlank = &idem.Spec{
 var _ func(context.Context, string, int) (int, error) = Blank
 
 // idemCodecBlank stores the results of Blank (generated codec).
-var idemCodecBlank = idem.TypedCodec[int]{
-	Decode: func(d *idem.Decoder, v *int) {
+var idemCodecBlank = idemimpl.TypedCodec[int]{
+	Decode: func(d *idemimpl.Decoder, v *int) {
 		*v = int(d.Int(64))
 	},
-	Encode: func(e *idem.Encoder, v *int) {
+	Encode: func(e *idemimpl.Encoder, v *int) {
 		e.Int(int64(*v))
 	},
 }
@@ -107,8 +108,8 @@ var idemSpecShadow = &idem.Spec{
 var _ func(string, Item, int, string, []int) (*Item, error) = Shadow
 
 // idemCodecShadow stores the results of Shadow (generated codec).
-var idemCodecShadow = idem.TypedCodec[*Item]{
-	Decode: func(d *idem.Decoder, v **Item) {
+var idemCodecShadow = idemimpl.TypedCodec[*Item]{
+	Decode: func(d *idemimpl.Decoder, v **Item) {
 		if d.Ptr() {
 			*v = new(Item)
 			idemDecItem(d, (*v))
@@ -116,7 +117,7 @@ var idemCodecShadow = idem.TypedCodec[*Item]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **Item) {
+	Encode: func(e *idemimpl.Encoder, v **Item) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -170,11 +171,11 @@ var idemSpecLater = &idem.Spec{
 var _ func(string, context.Context, int) (int, error) = Later
 
 // idemCodecLater stores the results of Later (generated codec).
-var idemCodecLater = idem.TypedCodec[int]{
-	Decode: func(d *idem.Decoder, v *int) {
+var idemCodecLater = idemimpl.TypedCodec[int]{
+	Decode: func(d *idemimpl.Decoder, v *int) {
 		*v = int(d.Int(64))
 	},
-	Encode: func(e *idem.Encoder, v *int) {
+	Encode: func(e *idemimpl.Encoder, v *int) {
 		e.Int(int64(*v))
 	},
 }
@@ -202,7 +203,7 @@ func (x *Idempotent) beginLater(id string, n int) idem.Call {
 }
 
 // idemDecItem reads a Item of a stored result.
-func idemDecItem(d *idem.Decoder, v *Item) {
+func idemDecItem(d *idemimpl.Decoder, v *Item) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -215,7 +216,7 @@ func idemDecItem(d *idem.Decoder, v *Item) {
 }
 
 // idemEncItem writes a Item of a stored result.
-func idemEncItem(e *idem.Encoder, v *Item) {
+func idemEncItem(e *idemimpl.Encoder, v *Item) {
 	at := e.Struct()
 	e.Field("ID")
 	e.String(v.ID)
@@ -223,7 +224,7 @@ func idemEncItem(e *idem.Encoder, v *Item) {
 }
 
 // idemKeyItem writes the key material of Item.
-func idemKeyItem(b *idem.KeyBuilder, v *Item) {
+func idemKeyItem(b *idemimpl.KeyBuilder, v *Item) {
 	b.String(v.ID)
 }
 

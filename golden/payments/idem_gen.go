@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/testdata/payments/sdk"
 )
 
@@ -36,8 +37,8 @@ var idemSpecCreateCharge = &idem.Spec{
 var _ func(context.Context, ChargeParams) (*sdk.Charge, error) = CreateCharge
 
 // idemCodecCreateCharge stores the results of CreateCharge (generated codec).
-var idemCodecCreateCharge = idem.TypedCodec[*sdk.Charge]{
-	Decode: func(d *idem.Decoder, v **sdk.Charge) {
+var idemCodecCreateCharge = idemimpl.TypedCodec[*sdk.Charge]{
+	Decode: func(d *idemimpl.Decoder, v **sdk.Charge) {
 		if d.Ptr() {
 			*v = new(sdk.Charge)
 			idemDecSdkCharge(d, (*v))
@@ -45,7 +46,7 @@ var idemCodecCreateCharge = idem.TypedCodec[*sdk.Charge]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **sdk.Charge) {
+	Encode: func(e *idemimpl.Encoder, v **sdk.Charge) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -76,7 +77,7 @@ func (x *Idempotent) beginCreateCharge(p *ChargeParams) idem.Call {
 }
 
 // idemDecHttpHeader reads a http.Header of a stored result.
-func idemDecHttpHeader(d *idem.Decoder, v *http.Header) {
+func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 	if d.Nil() {
 		*v = nil
 	} else {
@@ -100,7 +101,7 @@ func idemDecHttpHeader(d *idem.Decoder, v *http.Header) {
 }
 
 // idemDecSdkAPIResource reads a sdk.APIResource of a stored result.
-func idemDecSdkAPIResource(d *idem.Decoder, v *sdk.APIResource) {
+func idemDecSdkAPIResource(d *idemimpl.Decoder, v *sdk.APIResource) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -118,7 +119,7 @@ func idemDecSdkAPIResource(d *idem.Decoder, v *sdk.APIResource) {
 }
 
 // idemDecSdkAPIResponse reads a sdk.APIResponse of a stored result.
-func idemDecSdkAPIResponse(d *idem.Decoder, v *sdk.APIResponse) {
+func idemDecSdkAPIResponse(d *idemimpl.Decoder, v *sdk.APIResponse) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -135,7 +136,7 @@ func idemDecSdkAPIResponse(d *idem.Decoder, v *sdk.APIResponse) {
 }
 
 // idemDecSdkCharge reads a sdk.Charge of a stored result.
-func idemDecSdkCharge(d *idem.Decoder, v *sdk.Charge) {
+func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -191,7 +192,7 @@ func idemDecSdkCharge(d *idem.Decoder, v *sdk.Charge) {
 }
 
 // idemDecSdkOutcome reads a sdk.Outcome of a stored result.
-func idemDecSdkOutcome(d *idem.Decoder, v *sdk.Outcome) {
+func idemDecSdkOutcome(d *idemimpl.Decoder, v *sdk.Outcome) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -206,7 +207,7 @@ func idemDecSdkOutcome(d *idem.Decoder, v *sdk.Outcome) {
 }
 
 // idemDecSdkRefund reads a sdk.Refund of a stored result.
-func idemDecSdkRefund(d *idem.Decoder, v *sdk.Refund) {
+func idemDecSdkRefund(d *idemimpl.Decoder, v *sdk.Refund) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -221,7 +222,7 @@ func idemDecSdkRefund(d *idem.Decoder, v *sdk.Refund) {
 }
 
 // idemEncHttpHeader writes a http.Header of a stored result.
-func idemEncHttpHeader(e *idem.Encoder, v *http.Header) {
+func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 	if *v == nil {
 		e.Nil()
 	} else {
@@ -245,7 +246,7 @@ func idemEncHttpHeader(e *idem.Encoder, v *http.Header) {
 }
 
 // idemEncSdkAPIResource writes a sdk.APIResource of a stored result.
-func idemEncSdkAPIResource(e *idem.Encoder, v *sdk.APIResource) {
+func idemEncSdkAPIResource(e *idemimpl.Encoder, v *sdk.APIResource) {
 	at := e.Struct()
 	e.Field("LastResponse")
 	if v.LastResponse == nil {
@@ -258,7 +259,7 @@ func idemEncSdkAPIResource(e *idem.Encoder, v *sdk.APIResource) {
 }
 
 // idemEncSdkAPIResponse writes a sdk.APIResponse of a stored result.
-func idemEncSdkAPIResponse(e *idem.Encoder, v *sdk.APIResponse) {
+func idemEncSdkAPIResponse(e *idemimpl.Encoder, v *sdk.APIResponse) {
 	at := e.Struct()
 	e.Field("StatusCode")
 	e.Int(int64(v.StatusCode))
@@ -270,7 +271,7 @@ func idemEncSdkAPIResponse(e *idem.Encoder, v *sdk.APIResponse) {
 }
 
 // idemEncSdkCharge writes a sdk.Charge of a stored result.
-func idemEncSdkCharge(e *idem.Encoder, v *sdk.Charge) {
+func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 	at := e.Struct()
 	e.Field("APIResource")
 	idemEncSdkAPIResource(e, &v.APIResource)
@@ -321,7 +322,7 @@ func idemEncSdkCharge(e *idem.Encoder, v *sdk.Charge) {
 }
 
 // idemEncSdkOutcome writes a sdk.Outcome of a stored result.
-func idemEncSdkOutcome(e *idem.Encoder, v *sdk.Outcome) {
+func idemEncSdkOutcome(e *idemimpl.Encoder, v *sdk.Outcome) {
 	at := e.Struct()
 	e.Field("Type")
 	e.String(v.Type)
@@ -331,7 +332,7 @@ func idemEncSdkOutcome(e *idem.Encoder, v *sdk.Outcome) {
 }
 
 // idemEncSdkRefund writes a sdk.Refund of a stored result.
-func idemEncSdkRefund(e *idem.Encoder, v *sdk.Refund) {
+func idemEncSdkRefund(e *idemimpl.Encoder, v *sdk.Refund) {
 	at := e.Struct()
 	e.Field("ID")
 	e.String(v.ID)
@@ -341,7 +342,7 @@ func idemEncSdkRefund(e *idem.Encoder, v *sdk.Refund) {
 }
 
 // idemKeyChargeParams writes the key material of ChargeParams.
-func idemKeyChargeParams(b *idem.KeyBuilder, v *ChargeParams) {
+func idemKeyChargeParams(b *idemimpl.KeyBuilder, v *ChargeParams) {
 	b.String(v.Customer)
 	b.Int(v.Amount)
 	b.String(v.Currency)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package idem at most once per key.
@@ -32,11 +33,11 @@ var idemSpecLookup = &idem.Spec{
 var _ func(context.Context, Input, ID) (Pair[string, int], error) = Lookup
 
 // idemCodecLookup stores the results of Lookup (generated codec).
-var idemCodecLookup = idem.TypedCodec[Pair[string, int]]{
-	Decode: func(d *idem.Decoder, v *Pair[string, int]) {
+var idemCodecLookup = idemimpl.TypedCodec[Pair[string, int]]{
+	Decode: func(d *idemimpl.Decoder, v *Pair[string, int]) {
 		idemDecPair_string_int(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Pair[string, int]) {
+	Encode: func(e *idemimpl.Encoder, v *Pair[string, int]) {
 		idemEncPair_string_int(e, v)
 	},
 }
@@ -89,8 +90,8 @@ var idemSpecGuardCheck = &idem.Spec{
 var _ func(*Guard, context.Context, []ID) ([]Pair[ID, bool], error) = (*Guard).Check
 
 // idemCodecGuardCheck stores the results of Check (generated codec).
-var idemCodecGuardCheck = idem.TypedCodec[[]Pair[ID, bool]]{
-	Decode: func(d *idem.Decoder, v *[]Pair[ID, bool]) {
+var idemCodecGuardCheck = idemimpl.TypedCodec[[]Pair[ID, bool]]{
+	Decode: func(d *idemimpl.Decoder, v *[]Pair[ID, bool]) {
 		if d.Nil() {
 			*v = nil
 		} else {
@@ -100,7 +101,7 @@ var idemCodecGuardCheck = idem.TypedCodec[[]Pair[ID, bool]]{
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *[]Pair[ID, bool]) {
+	Encode: func(e *idemimpl.Encoder, v *[]Pair[ID, bool]) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -141,7 +142,7 @@ func (g *IdempotentGuard) beginCheck(ids []ID) idem.Call {
 }
 
 // idemDecPair_string_bool reads a Pair[ID, bool] of a stored result.
-func idemDecPair_string_bool(d *idem.Decoder, v *Pair[ID, bool]) {
+func idemDecPair_string_bool(d *idemimpl.Decoder, v *Pair[ID, bool]) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -156,7 +157,7 @@ func idemDecPair_string_bool(d *idem.Decoder, v *Pair[ID, bool]) {
 }
 
 // idemDecPair_string_int reads a Pair[string, int] of a stored result.
-func idemDecPair_string_int(d *idem.Decoder, v *Pair[string, int]) {
+func idemDecPair_string_int(d *idemimpl.Decoder, v *Pair[string, int]) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -171,7 +172,7 @@ func idemDecPair_string_int(d *idem.Decoder, v *Pair[string, int]) {
 }
 
 // idemEncPair_string_bool writes a Pair[ID, bool] of a stored result.
-func idemEncPair_string_bool(e *idem.Encoder, v *Pair[ID, bool]) {
+func idemEncPair_string_bool(e *idemimpl.Encoder, v *Pair[ID, bool]) {
 	at := e.Struct()
 	e.Field("Key")
 	e.String(v.Key)
@@ -181,7 +182,7 @@ func idemEncPair_string_bool(e *idem.Encoder, v *Pair[ID, bool]) {
 }
 
 // idemEncPair_string_int writes a Pair[string, int] of a stored result.
-func idemEncPair_string_int(e *idem.Encoder, v *Pair[string, int]) {
+func idemEncPair_string_int(e *idemimpl.Encoder, v *Pair[string, int]) {
 	at := e.Struct()
 	e.Field("Key")
 	e.String(v.Key)
@@ -191,7 +192,7 @@ func idemEncPair_string_int(e *idem.Encoder, v *Pair[string, int]) {
 }
 
 // idemKeyInput writes the key material of Input. Not keyed (tagged idem:"-"): Pair.
-func idemKeyInput(b *idem.KeyBuilder, v *Input) {
+func idemKeyInput(b *idemimpl.KeyBuilder, v *Input) {
 	b.String(v.Who)
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package pointerpath at most once per key.
@@ -31,11 +32,11 @@ var idemSpecTransfer = &idem.Spec{
 var _ func(context.Context, *Request) (int64, error) = Transfer
 
 // idemCodecTransfer stores the results of Transfer (generated codec).
-var idemCodecTransfer = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecTransfer = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -109,11 +110,11 @@ var idemSpecTouch = &idem.Spec{
 var _ func(context.Context, Account) (Touched, error) = Touch
 
 // idemCodecTouch stores the results of Touch (generated codec).
-var idemCodecTouch = idem.TypedCodec[Touched]{
-	Decode: func(d *idem.Decoder, v *Touched) {
+var idemCodecTouch = idemimpl.TypedCodec[Touched]{
+	Decode: func(d *idemimpl.Decoder, v *Touched) {
 		idemDecTouchedForTouch(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Touched) {
+	Encode: func(e *idemimpl.Encoder, v *Touched) {
 		idemEncTouchedForTouch(e, v)
 	},
 }
@@ -159,7 +160,7 @@ func (x *Idempotent) beginTouch(acct *Account) idem.Call {
 }
 
 // idemDecMetaForTouch reads a Meta of a stored result.
-func idemDecMetaForTouch(d *idem.Decoder, v *Meta) {
+func idemDecMetaForTouch(d *idemimpl.Decoder, v *Meta) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -172,7 +173,7 @@ func idemDecMetaForTouch(d *idem.Decoder, v *Meta) {
 }
 
 // idemDecTouchedForTouch reads a Touched of a stored result.
-func idemDecTouchedForTouch(d *idem.Decoder, v *Touched) {
+func idemDecTouchedForTouch(d *idemimpl.Decoder, v *Touched) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -187,7 +188,7 @@ func idemDecTouchedForTouch(d *idem.Decoder, v *Touched) {
 }
 
 // idemEncMetaForTouch writes a Meta of a stored result.
-func idemEncMetaForTouch(e *idem.Encoder, v *Meta) {
+func idemEncMetaForTouch(e *idemimpl.Encoder, v *Meta) {
 	at := e.Struct()
 	e.Field("Count")
 	e.Int(v.Count)
@@ -195,7 +196,7 @@ func idemEncMetaForTouch(e *idem.Encoder, v *Meta) {
 }
 
 // idemEncTouchedForTouch writes a Touched of a stored result.
-func idemEncTouchedForTouch(e *idem.Encoder, v *Touched) {
+func idemEncTouchedForTouch(e *idemimpl.Encoder, v *Touched) {
 	at := e.Struct()
 	e.Field("Meta")
 	idemEncMetaForTouch(e, &v.Meta)
@@ -205,7 +206,7 @@ func idemEncTouchedForTouch(e *idem.Encoder, v *Touched) {
 }
 
 // idemKeyAccount writes the key material of Account.
-func idemKeyAccount(b *idem.KeyBuilder, v *Account) {
+func idemKeyAccount(b *idemimpl.KeyBuilder, v *Account) {
 	idemKeyBase(b, &v.Base)
 	if v.Audit == nil {
 		b.Nil()
@@ -223,18 +224,18 @@ func idemKeyAccount(b *idem.KeyBuilder, v *Account) {
 }
 
 // idemKeyAudit writes the key material of Audit.
-func idemKeyAudit(b *idem.KeyBuilder, v *Audit) {
+func idemKeyAudit(b *idemimpl.KeyBuilder, v *Audit) {
 	b.String(v.By)
 	b.String(v.Trace)
 }
 
 // idemKeyBase writes the key material of Base.
-func idemKeyBase(b *idem.KeyBuilder, v *Base) {
+func idemKeyBase(b *idemimpl.KeyBuilder, v *Base) {
 	b.String(v.Tenant)
 }
 
 // idemKeyPerson writes the key material of Person.
-func idemKeyPerson(b *idem.KeyBuilder, v *Person) {
+func idemKeyPerson(b *idemimpl.KeyBuilder, v *Person) {
 	b.String(v.Email)
 	if v.Tags == nil {
 		b.Nil()
@@ -247,7 +248,7 @@ func idemKeyPerson(b *idem.KeyBuilder, v *Person) {
 }
 
 // idemKeyRequest writes the key material of Request.
-func idemKeyRequest(b *idem.KeyBuilder, v *Request) {
+func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	if v.Account == nil {
 		b.Nil()
 	} else {

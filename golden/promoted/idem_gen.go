@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package promoted at most once per key.
@@ -34,11 +35,11 @@ var idemSpecCharge = &idem.Spec{
 var _ func(context.Context, Stamped, Money, Request) (Receipt, error) = Charge
 
 // idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idem.TypedCodec[Receipt]{
-	Decode: func(d *idem.Decoder, v *Receipt) {
+var idemCodecCharge = idemimpl.TypedCodec[Receipt]{
+	Decode: func(d *idemimpl.Decoder, v *Receipt) {
 		idemDecReceipt(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Receipt) {
+	Encode: func(e *idemimpl.Encoder, v *Receipt) {
 		idemEncReceipt(e, v)
 	},
 }
@@ -78,11 +79,11 @@ var idemSpecPlace = &idem.Spec{
 var _ func(context.Context, Order) (int64, error) = Place
 
 // idemCodecPlace stores the results of Place (generated codec).
-var idemCodecPlace = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecPlace = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -127,11 +128,11 @@ var idemSpecVisit = &idem.Spec{
 var _ func(context.Context, *Node) (string, error) = Visit
 
 // idemCodecVisit stores the results of Visit (generated codec).
-var idemCodecVisit = idem.TypedCodec[string]{
-	Decode: func(d *idem.Decoder, v *string) {
+var idemCodecVisit = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
 		*v = d.String()
 	},
-	Encode: func(e *idem.Encoder, v *string) {
+	Encode: func(e *idemimpl.Encoder, v *string) {
 		e.String(*v)
 	},
 }
@@ -176,11 +177,11 @@ var _ func(context.Context, map[string]struct {
 }) (int64, error) = Tally
 
 // idemCodecTally stores the results of Tally (generated codec).
-var idemCodecTally = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecTally = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -239,11 +240,11 @@ var _ func(context.Context, []struct {
 }) (int64, error) = Marks
 
 // idemCodecMarks stores the results of Marks (generated codec).
-var idemCodecMarks = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecMarks = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -312,11 +313,11 @@ var idemSpecRoute = &idem.Spec{
 var _ func(context.Context, net.IP, *big.Float) (int64, error) = Route
 
 // idemCodecRoute stores the results of Route (generated codec).
-var idemCodecRoute = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecRoute = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -352,7 +353,7 @@ func (x *Idempotent) beginRoute(ip net.IP, amount *big.Float) idem.Call {
 }
 
 // idemDecMoney reads a Money of a stored result.
-func idemDecMoney(d *idem.Decoder, v *Money) {
+func idemDecMoney(d *idemimpl.Decoder, v *Money) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -367,7 +368,7 @@ func idemDecMoney(d *idem.Decoder, v *Money) {
 }
 
 // idemDecReceipt reads a Receipt of a stored result.
-func idemDecReceipt(d *idem.Decoder, v *Receipt) {
+func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -384,7 +385,7 @@ func idemDecReceipt(d *idem.Decoder, v *Receipt) {
 }
 
 // idemDecStamped reads a Stamped of a stored result.
-func idemDecStamped(d *idem.Decoder, v *Stamped) {
+func idemDecStamped(d *idemimpl.Decoder, v *Stamped) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -399,7 +400,7 @@ func idemDecStamped(d *idem.Decoder, v *Stamped) {
 }
 
 // idemEncMoney writes a Money of a stored result.
-func idemEncMoney(e *idem.Encoder, v *Money) {
+func idemEncMoney(e *idemimpl.Encoder, v *Money) {
 	at := e.Struct()
 	e.Field("Decimal")
 	e.Marshaled(v.Decimal.MarshalText())
@@ -409,7 +410,7 @@ func idemEncMoney(e *idem.Encoder, v *Money) {
 }
 
 // idemEncReceipt writes a Receipt of a stored result.
-func idemEncReceipt(e *idem.Encoder, v *Receipt) {
+func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
 	e.Field("Stamped")
 	idemEncStamped(e, &v.Stamped)
@@ -421,7 +422,7 @@ func idemEncReceipt(e *idem.Encoder, v *Receipt) {
 }
 
 // idemEncStamped writes a Stamped of a stored result.
-func idemEncStamped(e *idem.Encoder, v *Stamped) {
+func idemEncStamped(e *idemimpl.Encoder, v *Stamped) {
 	at := e.Struct()
 	e.Field("Time")
 	e.Marshaled(v.Time.MarshalBinary())
@@ -431,18 +432,18 @@ func idemEncStamped(e *idem.Encoder, v *Stamped) {
 }
 
 // idemKeyCustomer writes the key material of Customer.
-func idemKeyCustomer(b *idem.KeyBuilder, v *Customer) {
+func idemKeyCustomer(b *idemimpl.KeyBuilder, v *Customer) {
 	b.Int(v.ID)
 }
 
 // idemKeyMoney writes the key material of Money.
-func idemKeyMoney(b *idem.KeyBuilder, v *Money) {
+func idemKeyMoney(b *idemimpl.KeyBuilder, v *Money) {
 	b.Marshaled(v.Decimal.MarshalText())
 	b.String(v.Currency)
 }
 
 // idemKeyNode writes the key material of Node.
-func idemKeyNode(b *idem.KeyBuilder, v *Node) {
+func idemKeyNode(b *idemimpl.KeyBuilder, v *Node) {
 	if !b.Enter() {
 		return
 	}
@@ -457,7 +458,7 @@ func idemKeyNode(b *idem.KeyBuilder, v *Node) {
 }
 
 // idemKeyOrder writes the key material of Order.
-func idemKeyOrder(b *idem.KeyBuilder, v *Order) {
+func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 	b.String(v.ID)
 	if v.Customer == nil {
 		b.Nil()
@@ -468,15 +469,20 @@ func idemKeyOrder(b *idem.KeyBuilder, v *Order) {
 }
 
 // idemKeyRequest writes the key material of Request.
-func idemKeyRequest(b *idem.KeyBuilder, v *Request) {
-	b.Key(v.Tenant)
+func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
+	idemKeyTenant(b, &v.Tenant)
 	b.String(v.Item)
 }
 
 // idemKeyStamped writes the key material of Stamped.
-func idemKeyStamped(b *idem.KeyBuilder, v *Stamped) {
+func idemKeyStamped(b *idemimpl.KeyBuilder, v *Stamped) {
 	b.Time(v.Time)
 	b.String(v.Order)
+}
+
+// idemKeyTenant writes the key material of Tenant.
+func idemKeyTenant(b *idemimpl.KeyBuilder, v *Tenant) {
+	b.String(v.ID)
 }
 
 // idemCustomer_fieldsChanged_runGoGenerate is the field list of Customer that the generated code was written for (tags aside).
@@ -541,3 +547,11 @@ type idemStamped_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if Stamped gained, lost or retyped a field since generation: run go generate.
 var _ = idemStamped_fieldsChanged_runGoGenerate(Stamped{})
+
+// idemTenant_fieldsChanged_runGoGenerate is the field list of Tenant that the generated code was written for (tags aside).
+type idemTenant_fieldsChanged_runGoGenerate struct {
+	ID string
+}
+
+// Build fails here if Tenant gained, lost or retyped a field since generation: run go generate.
+var _ = idemTenant_fieldsChanged_runGoGenerate(Tenant{})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package p at most once per key.
@@ -35,11 +36,11 @@ var idemSpecGet = &idem.Spec{
 var _ func(context.Context, string) (Res, error) = Get
 
 // idemCodecGet stores the results of Get (generated codec).
-var idemCodecGet = idem.TypedCodec[Res]{
-	Decode: func(d *idem.Decoder, v *Res) {
+var idemCodecGet = idemimpl.TypedCodec[Res]{
+	Decode: func(d *idemimpl.Decoder, v *Res) {
 		idemDecRes(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Res) {
+	Encode: func(e *idemimpl.Encoder, v *Res) {
 		idemEncRes(e, v)
 	},
 }
@@ -65,7 +66,7 @@ func (x *Idempotent) beginGet(id string) idem.Call {
 }
 
 // idemDecAmount reads a Amount of a stored result.
-func idemDecAmount(d *idem.Decoder, v *Amount) {
+func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -85,12 +86,12 @@ func idemDecAmount(d *idem.Decoder, v *Amount) {
 }
 
 // idemDecJsonRawMessage reads a json.RawMessage of a stored result.
-func idemDecJsonRawMessage(d *idem.Decoder, v *json.RawMessage) {
+func idemDecJsonRawMessage(d *idemimpl.Decoder, v *json.RawMessage) {
 	*v = json.RawMessage(d.Bytes())
 }
 
 // idemDecLocated reads a Located of a stored result.
-func idemDecLocated(d *idem.Decoder, v *Located) {
+func idemDecLocated(d *idemimpl.Decoder, v *Located) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -105,7 +106,7 @@ func idemDecLocated(d *idem.Decoder, v *Located) {
 }
 
 // idemDecRes reads a Res of a stored result.
-func idemDecRes(d *idem.Decoder, v *Res) {
+func idemDecRes(d *idemimpl.Decoder, v *Res) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -124,7 +125,7 @@ func idemDecRes(d *idem.Decoder, v *Res) {
 }
 
 // idemDecStamp reads a Stamp of a stored result.
-func idemDecStamp(d *idem.Decoder, v *Stamp) {
+func idemDecStamp(d *idemimpl.Decoder, v *Stamp) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -139,7 +140,7 @@ func idemDecStamp(d *idem.Decoder, v *Stamp) {
 }
 
 // idemDecTagged reads a Tagged of a stored result.
-func idemDecTagged(d *idem.Decoder, v *Tagged) {
+func idemDecTagged(d *idemimpl.Decoder, v *Tagged) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -154,7 +155,7 @@ func idemDecTagged(d *idem.Decoder, v *Tagged) {
 }
 
 // idemEncAmount writes a Amount of a stored result.
-func idemEncAmount(e *idem.Encoder, v *Amount) {
+func idemEncAmount(e *idemimpl.Encoder, v *Amount) {
 	at := e.Struct()
 	e.Field("Float")
 	if v.Float == nil {
@@ -169,12 +170,12 @@ func idemEncAmount(e *idem.Encoder, v *Amount) {
 }
 
 // idemEncJsonRawMessage writes a json.RawMessage of a stored result.
-func idemEncJsonRawMessage(e *idem.Encoder, v *json.RawMessage) {
+func idemEncJsonRawMessage(e *idemimpl.Encoder, v *json.RawMessage) {
 	e.Bytes([]byte(*v))
 }
 
 // idemEncLocated writes a Located of a stored result.
-func idemEncLocated(e *idem.Encoder, v *Located) {
+func idemEncLocated(e *idemimpl.Encoder, v *Located) {
 	at := e.Struct()
 	e.Field("Addr")
 	e.Marshaled(v.Addr.MarshalBinary())
@@ -184,7 +185,7 @@ func idemEncLocated(e *idem.Encoder, v *Located) {
 }
 
 // idemEncRes writes a Res of a stored result.
-func idemEncRes(e *idem.Encoder, v *Res) {
+func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	at := e.Struct()
 	e.Field("Tagged")
 	idemEncTagged(e, &v.Tagged)
@@ -198,7 +199,7 @@ func idemEncRes(e *idem.Encoder, v *Res) {
 }
 
 // idemEncStamp writes a Stamp of a stored result.
-func idemEncStamp(e *idem.Encoder, v *Stamp) {
+func idemEncStamp(e *idemimpl.Encoder, v *Stamp) {
 	at := e.Struct()
 	e.Field("Time")
 	e.Marshaled(v.Time.MarshalBinary())
@@ -208,7 +209,7 @@ func idemEncStamp(e *idem.Encoder, v *Stamp) {
 }
 
 // idemEncTagged writes a Tagged of a stored result.
-func idemEncTagged(e *idem.Encoder, v *Tagged) {
+func idemEncTagged(e *idemimpl.Encoder, v *Tagged) {
 	at := e.Struct()
 	e.Field("RawMessage")
 	idemEncJsonRawMessage(e, &v.RawMessage)

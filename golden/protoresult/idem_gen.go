@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -41,8 +42,8 @@ type idemResultRecord struct {
 }
 
 // idemCodecRecord stores the results of Record (generated codec).
-var idemCodecRecord = idem.TypedCodec[idemResultRecord]{
-	Decode: func(d *idem.Decoder, v *idemResultRecord) {
+var idemCodecRecord = idemimpl.TypedCodec[idemResultRecord]{
+	Decode: func(d *idemimpl.Decoder, v *idemResultRecord) {
 		end := d.Struct()
 		for d.More(end) {
 			switch string(d.Field()) {
@@ -65,7 +66,7 @@ var idemCodecRecord = idem.TypedCodec[idemResultRecord]{
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *idemResultRecord) {
+	Encode: func(e *idemimpl.Encoder, v *idemResultRecord) {
 		at := e.Struct()
 		e.Field("R1")
 		if v.r1 == nil {
@@ -110,7 +111,7 @@ func (x *Idempotent) beginRecord(id string) idem.Call {
 }
 
 // idemDecEvent reads a Event of a stored result.
-func idemDecEvent(d *idem.Decoder, v *Event) {
+func idemDecEvent(d *idemimpl.Decoder, v *Event) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -144,7 +145,7 @@ func idemDecEvent(d *idem.Decoder, v *Event) {
 }
 
 // idemEncEvent writes a Event of a stored result.
-func idemEncEvent(e *idem.Encoder, v *Event) {
+func idemEncEvent(e *idemimpl.Encoder, v *Event) {
 	at := e.Struct()
 	e.Field("ID")
 	e.String(v.ID)

@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // IdempotentTenant is a *Tenant whose annotated methods run at most once per key.
@@ -35,11 +36,11 @@ var idemSpecTenantBill = &idem.Spec{
 var _ func(*Tenant, context.Context, int64) (string, error) = (*Tenant).Bill
 
 // idemCodecTenantBill stores the results of Bill (generated codec).
-var idemCodecTenantBill = idem.TypedCodec[string]{
-	Decode: func(d *idem.Decoder, v *string) {
+var idemCodecTenantBill = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
 		*v = d.String()
 	},
-	Encode: func(e *idem.Encoder, v *string) {
+	Encode: func(e *idemimpl.Encoder, v *string) {
 		e.String(*v)
 	},
 }
@@ -90,11 +91,11 @@ var idemSpecTenantNotify = &idem.Spec{
 var _ func(*Tenant, context.Context, string) (string, error) = (*Tenant).Notify
 
 // idemCodecTenantNotify stores the results of Notify (generated codec).
-var idemCodecTenantNotify = idem.TypedCodec[string]{
-	Decode: func(d *idem.Decoder, v *string) {
+var idemCodecTenantNotify = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
 		*v = d.String()
 	},
-	Encode: func(e *idem.Encoder, v *string) {
+	Encode: func(e *idemimpl.Encoder, v *string) {
 		e.String(*v)
 	},
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package recursive at most once per key.
@@ -31,11 +32,11 @@ var idemSpecWalk = &idem.Spec{
 var _ func(context.Context, *Tree, List, A) (int64, error) = Walk
 
 // idemCodecWalk stores the results of Walk (generated codec).
-var idemCodecWalk = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecWalk = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -68,7 +69,7 @@ func (x *Idempotent) beginWalk(t *Tree, l *List, a *A) idem.Call {
 }
 
 // idemKeyA writes the key material of A.
-func idemKeyA(b *idem.KeyBuilder, v *A) {
+func idemKeyA(b *idemimpl.KeyBuilder, v *A) {
 	if !b.Enter() {
 		return
 	}
@@ -82,7 +83,7 @@ func idemKeyA(b *idem.KeyBuilder, v *A) {
 }
 
 // idemKeyB writes the key material of B.
-func idemKeyB(b *idem.KeyBuilder, v *B) {
+func idemKeyB(b *idemimpl.KeyBuilder, v *B) {
 	if v.A == nil {
 		b.Nil()
 	} else {
@@ -93,7 +94,7 @@ func idemKeyB(b *idem.KeyBuilder, v *B) {
 }
 
 // idemKeyList writes the key material of List.
-func idemKeyList(b *idem.KeyBuilder, v *List) {
+func idemKeyList(b *idemimpl.KeyBuilder, v *List) {
 	if !b.Enter() {
 		return
 	}
@@ -108,7 +109,7 @@ func idemKeyList(b *idem.KeyBuilder, v *List) {
 }
 
 // idemKeyTree writes the key material of Tree.
-func idemKeyTree(b *idem.KeyBuilder, v *Tree) {
+func idemKeyTree(b *idemimpl.KeyBuilder, v *Tree) {
 	if !b.Enter() {
 		return
 	}

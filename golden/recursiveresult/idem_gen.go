@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package recursiveresult at most once per key.
@@ -31,8 +32,8 @@ var idemSpecChain = &idem.Spec{
 var _ func(context.Context, int, bool, bool) (*Node, error) = Chain
 
 // idemCodecChain stores the results of Chain (generated codec).
-var idemCodecChain = idem.TypedCodec[*Node]{
-	Decode: func(d *idem.Decoder, v **Node) {
+var idemCodecChain = idemimpl.TypedCodec[*Node]{
+	Decode: func(d *idemimpl.Decoder, v **Node) {
 		if d.Ptr() {
 			*v = new(Node)
 			idemDecNode(d, (*v))
@@ -40,7 +41,7 @@ var idemCodecChain = idem.TypedCodec[*Node]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **Node) {
+	Encode: func(e *idemimpl.Encoder, v **Node) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -73,7 +74,7 @@ func (x *Idempotent) beginChain(n int, ring bool, fan bool) idem.Call {
 }
 
 // idemDecNode reads a Node of a stored result.
-func idemDecNode(d *idem.Decoder, v *Node) {
+func idemDecNode(d *idemimpl.Decoder, v *Node) {
 	if !d.Enter() {
 		return
 	}
@@ -111,7 +112,7 @@ func idemDecNode(d *idem.Decoder, v *Node) {
 }
 
 // idemEncNode writes a Node of a stored result.
-func idemEncNode(e *idem.Encoder, v *Node) {
+func idemEncNode(e *idemimpl.Encoder, v *Node) {
 	if !e.Enter() {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // IdempotentUsersService is a *UsersService whose annotated methods run at most once per key.
@@ -45,8 +46,8 @@ type idemResultUsersServiceCreate struct {
 }
 
 // idemCodecUsersServiceCreate stores the results of Create (generated codec).
-var idemCodecUsersServiceCreate = idem.TypedCodec[idemResultUsersServiceCreate]{
-	Decode: func(d *idem.Decoder, v *idemResultUsersServiceCreate) {
+var idemCodecUsersServiceCreate = idemimpl.TypedCodec[idemResultUsersServiceCreate]{
+	Decode: func(d *idemimpl.Decoder, v *idemResultUsersServiceCreate) {
 		end := d.Struct()
 		for d.More(end) {
 			switch string(d.Field()) {
@@ -62,7 +63,7 @@ var idemCodecUsersServiceCreate = idem.TypedCodec[idemResultUsersServiceCreate]{
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *idemResultUsersServiceCreate) {
+	Encode: func(e *idemimpl.Encoder, v *idemResultUsersServiceCreate) {
 		at := e.Struct()
 		e.Field("R1")
 		if v.r1 == nil {
@@ -100,7 +101,7 @@ func (s *IdempotentUsersService) beginCreate(login string) idem.Call {
 }
 
 // idemDecUser reads a User of a stored result.
-func idemDecUser(d *idem.Decoder, v *User) {
+func idemDecUser(d *idemimpl.Decoder, v *User) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -147,7 +148,7 @@ func idemDecUser(d *idem.Decoder, v *User) {
 }
 
 // idemEncUser writes a User of a stored result.
-func idemEncUser(e *idem.Encoder, v *User) {
+func idemEncUser(e *idemimpl.Encoder, v *User) {
 	at := e.Struct()
 	e.Field("ID")
 	e.Int(v.ID)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // IdempotentReposService is a *ReposService whose annotated methods run at most once per key.
@@ -43,8 +44,8 @@ type idemResultReposServiceCreate struct {
 }
 
 // idemCodecReposServiceCreate stores the results of Create (generated codec).
-var idemCodecReposServiceCreate = idem.TypedCodec[idemResultReposServiceCreate]{
-	Decode: func(d *idem.Decoder, v *idemResultReposServiceCreate) {
+var idemCodecReposServiceCreate = idemimpl.TypedCodec[idemResultReposServiceCreate]{
+	Decode: func(d *idemimpl.Decoder, v *idemResultReposServiceCreate) {
 		end := d.Struct()
 		for d.More(end) {
 			switch string(d.Field()) {
@@ -67,7 +68,7 @@ var idemCodecReposServiceCreate = idem.TypedCodec[idemResultReposServiceCreate]{
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *idemResultReposServiceCreate) {
+	Encode: func(e *idemimpl.Encoder, v *idemResultReposServiceCreate) {
 		at := e.Struct()
 		e.Field("R1")
 		if v.r1 == nil {
@@ -112,7 +113,7 @@ func (s *IdempotentReposService) beginCreate(name string) idem.Call {
 }
 
 // idemDecRepo reads a Repo of a stored result.
-func idemDecRepo(d *idem.Decoder, v *Repo) {
+func idemDecRepo(d *idemimpl.Decoder, v *Repo) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -127,7 +128,7 @@ func idemDecRepo(d *idem.Decoder, v *Repo) {
 }
 
 // idemDecResponseForReposServiceCreate reads a Response of a stored result.
-func idemDecResponseForReposServiceCreate(d *idem.Decoder, v *Response) {
+func idemDecResponseForReposServiceCreate(d *idemimpl.Decoder, v *Response) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -140,7 +141,7 @@ func idemDecResponseForReposServiceCreate(d *idem.Decoder, v *Response) {
 }
 
 // idemEncRepo writes a Repo of a stored result.
-func idemEncRepo(e *idem.Encoder, v *Repo) {
+func idemEncRepo(e *idemimpl.Encoder, v *Repo) {
 	at := e.Struct()
 	e.Field("ID")
 	e.Int(v.ID)
@@ -150,7 +151,7 @@ func idemEncRepo(e *idem.Encoder, v *Repo) {
 }
 
 // idemEncResponseForReposServiceCreate writes a Response of a stored result.
-func idemEncResponseForReposServiceCreate(e *idem.Encoder, v *Response) {
+func idemEncResponseForReposServiceCreate(e *idemimpl.Encoder, v *Response) {
 	at := e.Struct()
 	e.Field("Rate")
 	e.Int(int64(v.Rate))

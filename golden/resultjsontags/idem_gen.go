@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package p at most once per key.
@@ -34,11 +35,11 @@ var idemSpecF = &idem.Spec{
 var _ func(context.Context, string) (Res, error) = F
 
 // idemCodecF stores the results of F (generated codec).
-var idemCodecF = idem.TypedCodec[Res]{
-	Decode: func(d *idem.Decoder, v *Res) {
+var idemCodecF = idemimpl.TypedCodec[Res]{
+	Decode: func(d *idemimpl.Decoder, v *Res) {
 		idemDecRes(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Res) {
+	Encode: func(e *idemimpl.Encoder, v *Res) {
 		idemEncRes(e, v)
 	},
 }
@@ -64,7 +65,7 @@ func (x *Idempotent) beginF(id string) idem.Call {
 }
 
 // idemDecRes reads a Res of a stored result.
-func idemDecRes(d *idem.Decoder, v *Res) {
+func idemDecRes(d *idemimpl.Decoder, v *Res) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -111,7 +112,7 @@ func idemDecRes(d *idem.Decoder, v *Res) {
 }
 
 // idemEncRes writes a Res of a stored result.
-func idemEncRes(e *idem.Encoder, v *Res) {
+func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	at := e.Struct()
 	e.Field("ID")
 	e.String(v.ID)

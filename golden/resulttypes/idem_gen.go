@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package resulttypes at most once per key.
@@ -34,8 +35,8 @@ var idemSpecBuild = &idem.Spec{
 var _ func(context.Context, string) (*Report, error) = Build
 
 // idemCodecBuild stores the results of Build (generated codec).
-var idemCodecBuild = idem.TypedCodec[*Report]{
-	Decode: func(d *idem.Decoder, v **Report) {
+var idemCodecBuild = idemimpl.TypedCodec[*Report]{
+	Decode: func(d *idemimpl.Decoder, v **Report) {
 		if d.Ptr() {
 			*v = new(Report)
 			idemDecReport(d, (*v))
@@ -43,7 +44,7 @@ var idemCodecBuild = idem.TypedCodec[*Report]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **Report) {
+	Encode: func(e *idemimpl.Encoder, v **Report) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -74,7 +75,7 @@ func (x *Idempotent) beginBuild(title string) idem.Call {
 }
 
 // idemDecMeta reads a Meta of a stored result.
-func idemDecMeta(d *idem.Decoder, v *Meta) {
+func idemDecMeta(d *idemimpl.Decoder, v *Meta) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -101,7 +102,7 @@ func idemDecMeta(d *idem.Decoder, v *Meta) {
 }
 
 // idemDecReport reads a Report of a stored result.
-func idemDecReport(d *idem.Decoder, v *Report) {
+func idemDecReport(d *idemimpl.Decoder, v *Report) {
 	if !d.Enter() {
 		return
 	}
@@ -175,7 +176,7 @@ func idemDecReport(d *idem.Decoder, v *Report) {
 }
 
 // idemEncMeta writes a Meta of a stored result.
-func idemEncMeta(e *idem.Encoder, v *Meta) {
+func idemEncMeta(e *idemimpl.Encoder, v *Meta) {
 	at := e.Struct()
 	e.Field("Created")
 	e.Marshaled(v.Created.MarshalBinary())
@@ -196,7 +197,7 @@ func idemEncMeta(e *idem.Encoder, v *Meta) {
 }
 
 // idemEncReport writes a Report of a stored result.
-func idemEncReport(e *idem.Encoder, v *Report) {
+func idemEncReport(e *idemimpl.Encoder, v *Report) {
 	if !e.Enter() {
 		return
 	}

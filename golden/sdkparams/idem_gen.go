@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/testdata/sdkparams/sdk"
 )
 
@@ -33,8 +34,8 @@ var idemSpecCharge = &idem.Spec{
 var _ func(context.Context, *sdk.ChargeParams) (*sdk.Charge, error) = Charge
 
 // idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idem.TypedCodec[*sdk.Charge]{
-	Decode: func(d *idem.Decoder, v **sdk.Charge) {
+var idemCodecCharge = idemimpl.TypedCodec[*sdk.Charge]{
+	Decode: func(d *idemimpl.Decoder, v **sdk.Charge) {
 		if d.Ptr() {
 			*v = new(sdk.Charge)
 			idemDecSdkCharge(d, (*v))
@@ -42,7 +43,7 @@ var idemCodecCharge = idem.TypedCodec[*sdk.Charge]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **sdk.Charge) {
+	Encode: func(e *idemimpl.Encoder, v **sdk.Charge) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -89,7 +90,7 @@ func (x *Idempotent) beginCharge(params *sdk.ChargeParams) idem.Call {
 }
 
 // idemDecSdkCharge reads a sdk.Charge of a stored result.
-func idemDecSdkCharge(d *idem.Decoder, v *sdk.Charge) {
+func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -104,7 +105,7 @@ func idemDecSdkCharge(d *idem.Decoder, v *sdk.Charge) {
 }
 
 // idemEncSdkCharge writes a sdk.Charge of a stored result.
-func idemEncSdkCharge(e *idem.Encoder, v *sdk.Charge) {
+func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 	at := e.Struct()
 	e.Field("ID")
 	e.String(v.ID)
@@ -114,7 +115,7 @@ func idemEncSdkCharge(e *idem.Encoder, v *sdk.Charge) {
 }
 
 // idemKeySdkChargeParams writes the key material of sdk.ChargeParams.
-func idemKeySdkChargeParams(b *idem.KeyBuilder, v *sdk.ChargeParams) {
+func idemKeySdkChargeParams(b *idemimpl.KeyBuilder, v *sdk.ChargeParams) {
 	idemKeySdkParams(b, &v.Params)
 	if v.Amount == nil {
 		b.Nil()
@@ -131,7 +132,7 @@ func idemKeySdkChargeParams(b *idem.KeyBuilder, v *sdk.ChargeParams) {
 }
 
 // idemKeySdkParams writes the key material of sdk.Params.
-func idemKeySdkParams(b *idem.KeyBuilder, v *sdk.Params) {
+func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	if v.IdempotencyKey == nil {
 		b.Nil()
 	} else {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package variadic at most once per key.
@@ -32,8 +33,8 @@ var idemSpecTag = &idem.Spec{
 var _ func(string, ...string) ([]string, error) = Tag
 
 // idemCodecTag stores the results of Tag (generated codec).
-var idemCodecTag = idem.TypedCodec[[]string]{
-	Decode: func(d *idem.Decoder, v *[]string) {
+var idemCodecTag = idemimpl.TypedCodec[[]string]{
+	Decode: func(d *idemimpl.Decoder, v *[]string) {
 		if d.Nil() {
 			*v = nil
 		} else {
@@ -43,7 +44,7 @@ var idemCodecTag = idem.TypedCodec[[]string]{
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *[]string) {
+	Encode: func(e *idemimpl.Encoder, v *[]string) {
 		if *v == nil {
 			e.Nil()
 		} else {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package p at most once per key.
@@ -44,11 +45,11 @@ var idemSpecGet = &idem.Spec{
 var _ func(context.Context, string) (Known, error) = Get
 
 // idemCodecGet stores the results of Get (generated codec).
-var idemCodecGet = idem.TypedCodec[Known]{
-	Decode: func(d *idem.Decoder, v *Known) {
+var idemCodecGet = idemimpl.TypedCodec[Known]{
+	Decode: func(d *idemimpl.Decoder, v *Known) {
 		idemDecKnown(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Known) {
+	Encode: func(e *idemimpl.Encoder, v *Known) {
 		idemEncKnown(e, v)
 	},
 }
@@ -86,8 +87,8 @@ var idemSpecGetFloat = &idem.Spec{
 var _ func(context.Context, *big.Float) (*big.Float, error) = GetFloat
 
 // idemCodecGetFloat stores the results of GetFloat (generated codec).
-var idemCodecGetFloat = idem.TypedCodec[*big.Float]{
-	Decode: func(d *idem.Decoder, v **big.Float) {
+var idemCodecGetFloat = idemimpl.TypedCodec[*big.Float]{
+	Decode: func(d *idemimpl.Decoder, v **big.Float) {
 		if d.Ptr() {
 			*v = new(big.Float)
 			d.Unmarshaled((*v).GobDecode(d.Marshaled()))
@@ -95,7 +96,7 @@ var idemCodecGetFloat = idem.TypedCodec[*big.Float]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **big.Float) {
+	Encode: func(e *idemimpl.Encoder, v **big.Float) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -143,11 +144,11 @@ var idemSpecGetIP = &idem.Spec{
 var _ func(context.Context, net.IP) (net.IP, error) = GetIP
 
 // idemCodecGetIP stores the results of GetIP (generated codec).
-var idemCodecGetIP = idem.TypedCodec[net.IP]{
-	Decode: func(d *idem.Decoder, v *net.IP) {
+var idemCodecGetIP = idemimpl.TypedCodec[net.IP]{
+	Decode: func(d *idemimpl.Decoder, v *net.IP) {
 		idemDecNetIP(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *net.IP) {
+	Encode: func(e *idemimpl.Encoder, v *net.IP) {
 		idemEncNetIP(e, v)
 	},
 }
@@ -189,8 +190,8 @@ var idemSpecGetURL = &idem.Spec{
 var _ func(context.Context, string) (*url.URL, error) = GetURL
 
 // idemCodecGetURL stores the results of GetURL (generated codec).
-var idemCodecGetURL = idem.TypedCodec[*url.URL]{
-	Decode: func(d *idem.Decoder, v **url.URL) {
+var idemCodecGetURL = idemimpl.TypedCodec[*url.URL]{
+	Decode: func(d *idemimpl.Decoder, v **url.URL) {
 		if d.Ptr() {
 			*v = new(url.URL)
 			idemDecUrlURL(d, (*v))
@@ -198,7 +199,7 @@ var idemCodecGetURL = idem.TypedCodec[*url.URL]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **url.URL) {
+	Encode: func(e *idemimpl.Encoder, v **url.URL) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -229,7 +230,7 @@ func (x *Idempotent) beginGetURL(u string) idem.Call {
 }
 
 // idemDecHttpHeader reads a http.Header of a stored result.
-func idemDecHttpHeader(d *idem.Decoder, v *http.Header) {
+func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 	if d.Nil() {
 		*v = nil
 	} else {
@@ -253,12 +254,12 @@ func idemDecHttpHeader(d *idem.Decoder, v *http.Header) {
 }
 
 // idemDecJsonRawMessage reads a json.RawMessage of a stored result.
-func idemDecJsonRawMessage(d *idem.Decoder, v *json.RawMessage) {
+func idemDecJsonRawMessage(d *idemimpl.Decoder, v *json.RawMessage) {
 	*v = json.RawMessage(d.Bytes())
 }
 
 // idemDecKnown reads a Known of a stored result.
-func idemDecKnown(d *idem.Decoder, v *Known) {
+func idemDecKnown(d *idemimpl.Decoder, v *Known) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -351,7 +352,7 @@ func idemDecKnown(d *idem.Decoder, v *Known) {
 }
 
 // idemDecNetIP reads a net.IP of a stored result.
-func idemDecNetIP(d *idem.Decoder, v *net.IP) {
+func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
 	if d.Ptr() {
 		*v = d.Bytes()
 	} else {
@@ -360,12 +361,12 @@ func idemDecNetIP(d *idem.Decoder, v *net.IP) {
 }
 
 // idemDecNetIPMask reads a net.IPMask of a stored result.
-func idemDecNetIPMask(d *idem.Decoder, v *net.IPMask) {
+func idemDecNetIPMask(d *idemimpl.Decoder, v *net.IPMask) {
 	*v = net.IPMask(d.Bytes())
 }
 
 // idemDecNetIPNet reads a net.IPNet of a stored result.
-func idemDecNetIPNet(d *idem.Decoder, v *net.IPNet) {
+func idemDecNetIPNet(d *idemimpl.Decoder, v *net.IPNet) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -380,7 +381,7 @@ func idemDecNetIPNet(d *idem.Decoder, v *net.IPNet) {
 }
 
 // idemDecSqlNullFloat64 reads a sql.NullFloat64 of a stored result.
-func idemDecSqlNullFloat64(d *idem.Decoder, v *sql.NullFloat64) {
+func idemDecSqlNullFloat64(d *idemimpl.Decoder, v *sql.NullFloat64) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -395,7 +396,7 @@ func idemDecSqlNullFloat64(d *idem.Decoder, v *sql.NullFloat64) {
 }
 
 // idemDecSqlNullString reads a sql.NullString of a stored result.
-func idemDecSqlNullString(d *idem.Decoder, v *sql.NullString) {
+func idemDecSqlNullString(d *idemimpl.Decoder, v *sql.NullString) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -410,7 +411,7 @@ func idemDecSqlNullString(d *idem.Decoder, v *sql.NullString) {
 }
 
 // idemDecSqlNullTime reads a sql.NullTime of a stored result.
-func idemDecSqlNullTime(d *idem.Decoder, v *sql.NullTime) {
+func idemDecSqlNullTime(d *idemimpl.Decoder, v *sql.NullTime) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -425,7 +426,7 @@ func idemDecSqlNullTime(d *idem.Decoder, v *sql.NullTime) {
 }
 
 // idemDecSqlNull_int64 reads a sql.Null[int64] of a stored result.
-func idemDecSqlNull_int64(d *idem.Decoder, v *sql.Null[int64]) {
+func idemDecSqlNull_int64(d *idemimpl.Decoder, v *sql.Null[int64]) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -440,7 +441,7 @@ func idemDecSqlNull_int64(d *idem.Decoder, v *sql.Null[int64]) {
 }
 
 // idemDecUrlURL reads a url.URL of a stored result.
-func idemDecUrlURL(d *idem.Decoder, v *url.URL) {
+func idemDecUrlURL(d *idemimpl.Decoder, v *url.URL) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -496,7 +497,7 @@ func idemDecUrlURL(d *idem.Decoder, v *url.URL) {
 }
 
 // idemEncHttpHeader writes a http.Header of a stored result.
-func idemEncHttpHeader(e *idem.Encoder, v *http.Header) {
+func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 	if *v == nil {
 		e.Nil()
 	} else {
@@ -520,12 +521,12 @@ func idemEncHttpHeader(e *idem.Encoder, v *http.Header) {
 }
 
 // idemEncJsonRawMessage writes a json.RawMessage of a stored result.
-func idemEncJsonRawMessage(e *idem.Encoder, v *json.RawMessage) {
+func idemEncJsonRawMessage(e *idemimpl.Encoder, v *json.RawMessage) {
 	e.Bytes([]byte(*v))
 }
 
 // idemEncKnown writes a Known of a stored result.
-func idemEncKnown(e *idem.Encoder, v *Known) {
+func idemEncKnown(e *idemimpl.Encoder, v *Known) {
 	at := e.Struct()
 	e.Field("Raw")
 	idemEncJsonRawMessage(e, &v.Raw)
@@ -611,7 +612,7 @@ func idemEncKnown(e *idem.Encoder, v *Known) {
 }
 
 // idemEncNetIP writes a net.IP of a stored result.
-func idemEncNetIP(e *idem.Encoder, v *net.IP) {
+func idemEncNetIP(e *idemimpl.Encoder, v *net.IP) {
 	if *v == nil {
 		e.Nil()
 	} else {
@@ -621,12 +622,12 @@ func idemEncNetIP(e *idem.Encoder, v *net.IP) {
 }
 
 // idemEncNetIPMask writes a net.IPMask of a stored result.
-func idemEncNetIPMask(e *idem.Encoder, v *net.IPMask) {
+func idemEncNetIPMask(e *idemimpl.Encoder, v *net.IPMask) {
 	e.Bytes([]byte(*v))
 }
 
 // idemEncNetIPNet writes a net.IPNet of a stored result.
-func idemEncNetIPNet(e *idem.Encoder, v *net.IPNet) {
+func idemEncNetIPNet(e *idemimpl.Encoder, v *net.IPNet) {
 	at := e.Struct()
 	e.Field("IP")
 	idemEncNetIP(e, &v.IP)
@@ -636,7 +637,7 @@ func idemEncNetIPNet(e *idem.Encoder, v *net.IPNet) {
 }
 
 // idemEncSqlNullFloat64 writes a sql.NullFloat64 of a stored result.
-func idemEncSqlNullFloat64(e *idem.Encoder, v *sql.NullFloat64) {
+func idemEncSqlNullFloat64(e *idemimpl.Encoder, v *sql.NullFloat64) {
 	at := e.Struct()
 	e.Field("Float64")
 	e.Float64(v.Float64)
@@ -646,7 +647,7 @@ func idemEncSqlNullFloat64(e *idem.Encoder, v *sql.NullFloat64) {
 }
 
 // idemEncSqlNullString writes a sql.NullString of a stored result.
-func idemEncSqlNullString(e *idem.Encoder, v *sql.NullString) {
+func idemEncSqlNullString(e *idemimpl.Encoder, v *sql.NullString) {
 	at := e.Struct()
 	e.Field("String")
 	e.String(v.String)
@@ -656,7 +657,7 @@ func idemEncSqlNullString(e *idem.Encoder, v *sql.NullString) {
 }
 
 // idemEncSqlNullTime writes a sql.NullTime of a stored result.
-func idemEncSqlNullTime(e *idem.Encoder, v *sql.NullTime) {
+func idemEncSqlNullTime(e *idemimpl.Encoder, v *sql.NullTime) {
 	at := e.Struct()
 	e.Field("Time")
 	e.Marshaled(v.Time.MarshalBinary())
@@ -666,7 +667,7 @@ func idemEncSqlNullTime(e *idem.Encoder, v *sql.NullTime) {
 }
 
 // idemEncSqlNull_int64 writes a sql.Null[int64] of a stored result.
-func idemEncSqlNull_int64(e *idem.Encoder, v *sql.Null[int64]) {
+func idemEncSqlNull_int64(e *idemimpl.Encoder, v *sql.Null[int64]) {
 	at := e.Struct()
 	e.Field("V")
 	e.Int(v.V)
@@ -676,7 +677,7 @@ func idemEncSqlNull_int64(e *idem.Encoder, v *sql.Null[int64]) {
 }
 
 // idemEncUrlURL writes a url.URL of a stored result.
-func idemEncUrlURL(e *idem.Encoder, v *url.URL) {
+func idemEncUrlURL(e *idemimpl.Encoder, v *url.URL) {
 	at := e.Struct()
 	e.Field("Scheme")
 	e.String(v.Scheme)

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // FuzzGeneratedDecode feeds arbitrary bytes to a generated decoder: it
@@ -24,7 +25,7 @@ func FuzzGeneratedDecode(f *testing.F) {
 		}
 		f.Add(data)
 	}
-	f.Add([]byte{idem.CodecMarker, idem.CodecVersion})
+	f.Add([]byte{idemimpl.CodecMarker, idemimpl.CodecVersion})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var o *Order
 		if err := idemCodecPlace.Unmarshal(data, &o); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package codecbench at most once per key.
@@ -34,8 +35,8 @@ var idemSpecPlace = &idem.Spec{
 var _ func(context.Context, string) (*Order, error) = Place
 
 // idemCodecPlace stores the results of Place (generated codec).
-var idemCodecPlace = idem.TypedCodec[*Order]{
-	Decode: func(d *idem.Decoder, v **Order) {
+var idemCodecPlace = idemimpl.TypedCodec[*Order]{
+	Decode: func(d *idemimpl.Decoder, v **Order) {
 		if d.Ptr() {
 			*v = new(Order)
 			idemDecOrder(d, (*v))
@@ -43,7 +44,7 @@ var idemCodecPlace = idem.TypedCodec[*Order]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **Order) {
+	Encode: func(e *idemimpl.Encoder, v **Order) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -74,7 +75,7 @@ func (x *Idempotent) beginPlace(id string) idem.Call {
 }
 
 // idemDecAddress reads a Address of a stored result.
-func idemDecAddress(d *idem.Decoder, v *Address) {
+func idemDecAddress(d *idemimpl.Decoder, v *Address) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -93,7 +94,7 @@ func idemDecAddress(d *idem.Decoder, v *Address) {
 }
 
 // idemDecCustomer reads a Customer of a stored result.
-func idemDecCustomer(d *idem.Decoder, v *Customer) {
+func idemDecCustomer(d *idemimpl.Decoder, v *Customer) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -112,7 +113,7 @@ func idemDecCustomer(d *idem.Decoder, v *Customer) {
 }
 
 // idemDecLine reads a Line of a stored result.
-func idemDecLine(d *idem.Decoder, v *Line) {
+func idemDecLine(d *idemimpl.Decoder, v *Line) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -143,7 +144,7 @@ func idemDecLine(d *idem.Decoder, v *Line) {
 }
 
 // idemDecOrder reads a Order of a stored result.
-func idemDecOrder(d *idem.Decoder, v *Order) {
+func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -213,7 +214,7 @@ func idemDecOrder(d *idem.Decoder, v *Order) {
 }
 
 // idemEncAddress writes a Address of a stored result.
-func idemEncAddress(e *idem.Encoder, v *Address) {
+func idemEncAddress(e *idemimpl.Encoder, v *Address) {
 	at := e.Struct()
 	e.Field("Street")
 	e.String(v.Street)
@@ -227,7 +228,7 @@ func idemEncAddress(e *idem.Encoder, v *Address) {
 }
 
 // idemEncCustomer writes a Customer of a stored result.
-func idemEncCustomer(e *idem.Encoder, v *Customer) {
+func idemEncCustomer(e *idemimpl.Encoder, v *Customer) {
 	at := e.Struct()
 	e.Field("ID")
 	e.String(v.ID)
@@ -241,7 +242,7 @@ func idemEncCustomer(e *idem.Encoder, v *Customer) {
 }
 
 // idemEncLine writes a Line of a stored result.
-func idemEncLine(e *idem.Encoder, v *Line) {
+func idemEncLine(e *idemimpl.Encoder, v *Line) {
 	at := e.Struct()
 	e.Field("SKU")
 	e.String(v.SKU)
@@ -266,7 +267,7 @@ func idemEncLine(e *idem.Encoder, v *Line) {
 }
 
 // idemEncOrder writes a Order of a stored result.
-func idemEncOrder(e *idem.Encoder, v *Order) {
+func idemEncOrder(e *idemimpl.Encoder, v *Order) {
 	at := e.Struct()
 	e.Field("ID")
 	e.String(v.ID)

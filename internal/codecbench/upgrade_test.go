@@ -7,12 +7,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // record encodes what an older shape of Order wrote, by hand.
-func record(t *testing.T, fields func(e *idem.Encoder)) []byte {
+func record(t *testing.T, fields func(e *idemimpl.Encoder)) []byte {
 	t.Helper()
-	old := idem.TypedCodec[struct{}]{Encode: func(e *idem.Encoder, _ *struct{}) {
+	old := idemimpl.TypedCodec[struct{}]{Encode: func(e *idemimpl.Encoder, _ *struct{}) {
 		e.Ptr()
 		at := e.Struct()
 		fields(e)
@@ -30,7 +31,7 @@ func record(t *testing.T, fields func(e *idem.Encoder)) []byte {
 // lacks (added since) stays zero, an integer that widened still fits; a
 // field whose type changed is idem.ErrResultIncompatible.
 func TestGeneratedCodecUpgrades(t *testing.T) {
-	data := record(t, func(e *idem.Encoder) {
+	data := record(t, func(e *idemimpl.Encoder) {
 		e.Field("ID")
 		e.String("o1")
 		e.Field("Removed")
@@ -54,14 +55,14 @@ func TestGeneratedCodecUpgrades(t *testing.T) {
 		t.Errorf("older record (-want +got):\n%s", diff)
 	}
 
-	retyped := record(t, func(e *idem.Encoder) {
+	retyped := record(t, func(e *idemimpl.Encoder) {
 		e.Field("Total")
 		e.String("50.73") // Total is an int64 now
 	})
 	if err := idemCodecPlace.Unmarshal(retyped, &got); !errors.Is(err, idem.ErrResultIncompatible) {
 		t.Errorf("retyped field: %v, want ErrResultIncompatible", err)
 	}
-	narrowed := record(t, func(e *idem.Encoder) {
+	narrowed := record(t, func(e *idemimpl.Encoder) {
 		e.Field("Lines")
 		at := e.List(1)
 		l := e.Struct()

@@ -60,9 +60,12 @@ func TestCoreModuleWeight(t *testing.T) {
 		"go.mod": "module example.com/user\n\ngo 1.26.0\n\nrequire github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000\n\nreplace github.com/idemgen/idemgen => " + repoRoot(t) + "\n",
 		"main.go": `package main
 
-import "github.com/idemgen/idemgen/runtime/idem"
+import (
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
+)
 
-func main() { _ = idem.NewGuard(idem.NewMemoryStore()) }
+func main() { _ = idem.NewGuard(memstore.New()) }
 `,
 	}
 	for name, text := range files {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 type receipt struct {
@@ -69,7 +70,7 @@ func memoryBaseline(b *testing.B, op func(*testing.B, *idem.Guard, int) time.Dur
 	var total time.Duration
 	const batches, per = 20, 1000
 	for i := range batches + 1 {
-		g := idem.NewGuard(idem.NewMemoryStore())
+		g := idem.NewGuard(memstore.New())
 		d := op(b, g, per-1)
 		if i > 0 { // the first batch warms up
 			total += d

@@ -22,6 +22,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemtest"
+	"github.com/idemgen/idemgen/runtime/memstore"
 
 	"github.com/idemgen/idemgen/internal/testenv"
 )
@@ -155,7 +156,7 @@ func TestDifferential(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			clk := newClock()
-			mem := idem.NewMemoryStore(idem.WithMemoryClock(clk.Now))
+			mem := memstore.New(memstore.WithClock(clk.Now))
 			fst := newStore(t, WithClock(clk.Now), WithoutSync())
 			rng := rand.New(rand.NewPCG(seed, 7))
 			ctx := context.Background()

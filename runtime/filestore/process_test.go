@@ -23,6 +23,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // The multi-process and crash tests re-execute the test binary: the child
@@ -228,9 +230,9 @@ func TestMultiProcess(t *testing.T) {
 // storeKey returns the store key a Guard builds for a call of spec with the
 // string key k.
 func storeKey(spec *idem.Spec, k string) string {
-	c := idem.NewGuard(idem.NewMemoryStore()).Begin(spec)
+	c := idem.NewGuard(memstore.New()).Begin(spec)
 	c.Key().String(k)
-	key, err := idem.KeyOf(c)
+	key, err := c.StoreKey()
 	if err != nil {
 		panic(err)
 	}
@@ -457,7 +459,7 @@ func TestCrash(t *testing.T) {
 // header.
 func recordBody(t testing.TB, data []byte) []byte {
 	t.Helper()
-	_, body, _, err := idem.SplitRecord(data)
+	_, body, _, err := idemimpl.SplitRecord(data)
 	if err != nil {
 		t.Errorf("record %q: %v", data, err)
 	}

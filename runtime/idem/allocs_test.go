@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // TestWrapperAllocations holds the costs docs/BENCHMARKS.md reports for a
@@ -22,11 +24,11 @@ import (
 // do not).
 func TestWrapperAllocations(t *testing.T) {
 	ctx := context.Background()
-	g := idem.NewGuard(idem.NewMemoryStore())
+	g := idem.NewGuard(memstore.New())
 	spec := &idem.Spec{Name: "allocs.Count", TTL: time.Hour, Lease: time.Minute,
-		Codec: idem.TypedCodec[int64]{
-			Encode: func(e *idem.Encoder, v *int64) { e.Int(*v) },
-			Decode: func(d *idem.Decoder, v *int64) { *v = d.Int(64) },
+		Codec: idemimpl.TypedCodec[int64]{
+			Encode: func(e *idemimpl.Encoder, v *int64) { e.Int(*v) },
+			Decode: func(d *idemimpl.Decoder, v *int64) { *v = d.Int(64) },
 		}}
 	fn := func(context.Context) (int64, error) { return 1 << 40, nil }
 	call := func(n int64) {

@@ -13,6 +13,8 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // order is the ~7 mixed-field struct of the key derivation benchmark.
@@ -37,7 +39,7 @@ var benchOrder = order{
 }
 
 // keyOrder is what idemgen emits for order.
-func keyOrder(b *idem.KeyBuilder, v *order) {
+func keyOrder(b *idemimpl.KeyBuilder, v *order) {
 	b.String(v.CustomerID)
 	b.String(v.OrderID)
 	b.Int(v.Amount)
@@ -101,18 +103,18 @@ func jsonKeys(n int) {
 // json.Marshal+SHA-256 approach of most idempotency libraries. The key
 // memo is off: this is the cost of deriving a key from scratch.
 func BenchmarkKeyDerivation(b *testing.B) {
-	g := idem.NewGuard(idem.NewMemoryStore(), idem.WithKeyMemo(0))
+	g := idem.NewGuard(memstore.New(), idem.WithKeyMemo(0))
 	spec := &idem.Spec{Name: "bench.Key"}
 	derive := func(n int) {
 		for i := 0; i < n; i++ {
 			c := g.Begin(spec)
 			keyOrder(c.Key(), &benchOrder)
-			if _, err := idem.KeyOf(c); err != nil {
+			if _, err := c.StoreKey(); err != nil {
 				panic(err)
 			}
 		}
 	}
-	var kb idem.KeyBuilder
+	var kb idemimpl.KeyBuilder
 	encode := func(n int) {
 		for i := 0; i < n; i++ {
 			kb.Reset()
@@ -160,7 +162,7 @@ func syncMapLoads(n int) {
 // and a sync.Map load, which do far less (no key derivation, no leases).
 func BenchmarkReplay(b *testing.B) {
 	syncMap.Store("cus_8f2a91/ord_1029384756", &receipt{ID: "r"})
-	g := idem.NewGuard(idem.NewMemoryStore())
+	g := idem.NewGuard(memstore.New())
 	spec := &idem.Spec{Name: "bench.Charge"}
 	req := benchOrder
 	charge := func(ctx context.Context) (*receipt, error) { return &receipt{ID: "r", Amount: req.Amount}, nil }
@@ -185,7 +187,7 @@ func BenchmarkReplay(b *testing.B) {
 
 // BenchmarkFirstExecution claims, runs and completes a new key each time.
 func BenchmarkFirstExecution(b *testing.B) {
-	g := idem.NewGuard(idem.NewMemoryStore(idem.WithMaxRecords(1 << 30)))
+	g := idem.NewGuard(memstore.New(memstore.WithMaxRecords(1 << 30)))
 	spec := &idem.Spec{Name: "bench.First"}
 	ctx := context.Background()
 	var n atomic.Int64
@@ -203,7 +205,7 @@ func BenchmarkFirstExecution(b *testing.B) {
 
 // BenchmarkReplayParallel is the replay under contention from all cores.
 func BenchmarkReplayParallel(b *testing.B) {
-	g := idem.NewGuard(idem.NewMemoryStore())
+	g := idem.NewGuard(memstore.New())
 	spec := &idem.Spec{Name: "bench.Parallel"}
 	fn := func(ctx context.Context) (*receipt, error) { return &receipt{ID: "r"}, nil }
 	ctx := context.Background()
@@ -266,7 +268,7 @@ func (x *chargeWrappers) chargeInline(ctx context.Context, req order) (*receipt,
 // method taking the request by value: the key code in a begin helper
 // (what idemgen generates) against the same code inline.
 func BenchmarkReplayWrapper(b *testing.B) {
-	x := &chargeWrappers{g: idem.NewGuard(idem.NewMemoryStore())}
+	x := &chargeWrappers{g: idem.NewGuard(memstore.New())}
 	ctx := context.Background()
 	if _, err := x.Charge(ctx, benchOrder); err != nil { // executes; the rest replay
 		b.Fatal(err)
@@ -319,9 +321,9 @@ var specCount = &idem.Spec{
 	TTL:         idem.DefaultTTL,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
-	Codec: idem.TypedCodec[int64]{
-		Decode: func(d *idem.Decoder, v *int64) { *v = d.Int(64) },
-		Encode: func(e *idem.Encoder, v *int64) { e.Int(*v) },
+	Codec: idemimpl.TypedCodec[int64]{
+		Decode: func(d *idemimpl.Decoder, v *int64) { *v = d.Int(64) },
+		Encode: func(e *idemimpl.Encoder, v *int64) { e.Int(*v) },
 	},
 }
 
@@ -384,7 +386,7 @@ func BenchmarkFirstExecutionWrapper(b *testing.B) {
 	firsts := func(n int) {
 		for range n {
 			if next%10_000 == 0 {
-				x = &firstWrappers{g: idem.NewGuard(idem.NewMemoryStore())}
+				x = &firstWrappers{g: idem.NewGuard(memstore.New())}
 			}
 			next++
 			if _, err := x.Count(ctx, next); err != nil {
@@ -419,7 +421,7 @@ func BenchmarkFirstExecutionWrapper(b *testing.B) {
 	b.Run("ratio_singleflight", func(b *testing.B) { interleave(b, "x-singleflight", firsts, sfs) })
 	b.Run("idem_memory_growing", func(b *testing.B) {
 		b.ReportAllocs()
-		y := &firstWrappers{g: idem.NewGuard(idem.NewMemoryStore(idem.WithMaxRecords(1<<30), idem.WithMaxBytes(1<<40)))}
+		y := &firstWrappers{g: idem.NewGuard(memstore.New(memstore.WithMaxRecords(1<<30), memstore.WithMaxBytes(1<<40)))}
 		for i := range b.N {
 			if _, err := y.Count(ctx, i); err != nil {
 				b.Fatal(err)
@@ -429,7 +431,7 @@ func BenchmarkFirstExecutionWrapper(b *testing.B) {
 	// The replay through the same wrapper, of a key executed before.
 	b.Run("replay", func(b *testing.B) {
 		b.ReportAllocs()
-		x := &firstWrappers{g: idem.NewGuard(idem.NewMemoryStore())}
+		x := &firstWrappers{g: idem.NewGuard(memstore.New())}
 		if _, err := x.Count(ctx, 1); err != nil {
 			b.Fatal(err)
 		}

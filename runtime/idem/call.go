@@ -10,13 +10,15 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Call is one guarded call while generated code writes its key material:
-// get one from Guard.Begin, write the key, and hand it to Do (or StoreKey,
-// KeyOf), which finishes it. A Call is a small value and is used once:
+// get one from Guard.Begin, write the key, and hand it to Do (or StoreKey),
+// which finishes it. A Call is a small value and is used once:
 // once it is finished, its builders (and those of any copy) write nowhere,
-// and Do, StoreKey and KeyOf return ErrCallFinished for it. The memory its
+// and Do and StoreKey return an error for it. The memory its
 // key material is written into is the Guard's, pooled; a finished Call
 // can no longer reach it, so keeping one cannot touch another call's key.
 // The zero Call is finished. A Call is not safe for concurrent use.
@@ -33,18 +35,18 @@ type callState struct {
 	gen        atomic.Uint64
 	g          *Guard
 	spec       *Spec
-	key        KeyBuilder
-	payload    KeyBuilder
+	key        idemimpl.KeyBuilder
+	payload    idemimpl.KeyBuilder
 	hasPayload bool
-	entity     KeyBuilder
+	entity     idemimpl.KeyBuilder
 	at         time.Time
 	scratch    []byte
 	raw        []byte // memo lookup key
 }
 
-// ErrCallFinished is returned for a Call handed to Do, StoreKey or KeyOf
-// after it was finished (a second time, or a copy of a finished one).
-var ErrCallFinished = errors.New("idem: call already finished (a Call is used once)")
+// errCallFinished is returned for a Call handed to Do or StoreKey after
+// it was finished (a second time, or a copy of a finished one).
+var errCallFinished = errors.New("idem: call already finished (a Call is used once)")
 
 // Begin starts a call of the function described by spec.
 func (g *Guard) Begin(spec *Spec) Call {
@@ -62,11 +64,11 @@ func (c Call) live() *callState {
 }
 
 // spent is the builder a finished Call hands out: writes to it go nowhere.
-func spent() *KeyBuilder { return new(KeyBuilder) }
+func spent() *idemimpl.KeyBuilder { return new(idemimpl.KeyBuilder) }
 
 // Key is the builder for the idempotency key: the key= paths, or every
 // parameter but the context when key= is not given.
-func (c Call) Key() *KeyBuilder {
+func (c Call) Key() *idemimpl.KeyBuilder {
 	s := c.live()
 	if s == nil {
 		return spent()
@@ -77,7 +79,7 @@ func (c Call) Key() *KeyBuilder {
 // Payload is the builder for the full payload when key= names a subset of
 // it. A later call with the same key and another payload gets
 // ErrPayloadMismatch. Without it the key is the fingerprint.
-func (c Call) Payload() *KeyBuilder {
+func (c Call) Payload() *idemimpl.KeyBuilder {
 	s := c.live()
 	if s == nil {
 		return spent()
@@ -88,7 +90,7 @@ func (c Call) Payload() *KeyBuilder {
 
 // Entity is the builder for the entity of an ordered function (order=):
 // events of one entity are accepted in time order.
-func (c Call) Entity() *KeyBuilder {
+func (c Call) Entity() *idemimpl.KeyBuilder {
 	s := c.live()
 	if s == nil {
 		return spent()
@@ -107,7 +109,7 @@ func (c Call) At(t time.Time) {
 func (c Call) finish(st *state) error {
 	s := c.live()
 	if s == nil {
-		return ErrCallFinished
+		return errCallFinished
 	}
 	return s.finish(st)
 }
@@ -119,13 +121,15 @@ func (c Call) finish(st *state) error {
 func (c *callState) finish(st *state) (err error) {
 	g, spec := c.g, c.spec
 	st.g, st.spec = g, spec
-	if err = c.key.err; err == nil && c.hasPayload {
-		err = c.payload.err
+	if err = c.key.Err(); err == nil && c.hasPayload {
+		err = c.payload.Err()
 	}
 	if err == nil && spec.Ordered {
-		err = c.entity.err
+		err = c.entity.Err()
 	}
-	if err == nil && g.memo != nil && !spec.Ordered && !c.key.flushed && !c.payload.flushed {
+	_, keyWhole := c.key.Material()
+	_, payloadWhole := c.payload.Material()
+	if err == nil && g.memo != nil && !spec.Ordered && keyWhole && payloadWhole {
 		// A replay repeats its key material: look the derived key up
 		// instead of hashing again.
 		raw := c.memoRaw()
@@ -141,9 +145,9 @@ func (c *callState) finish(st *state) (err error) {
 	} else if err == nil {
 		st.key, st.fp = c.derive(&st.order)
 	}
-	c.key.reset()
-	c.payload.reset()
-	c.entity.reset()
+	c.key.Reset()
+	c.payload.Reset()
+	c.entity.Reset()
 	c.hasPayload = false
 	c.at = time.Time{}
 	c.spec = nil
@@ -176,11 +180,13 @@ func (c *callState) memoRaw() []byte {
 	b := binary.AppendUvarint(c.raw[:0], uint64(len(c.spec.Name)))
 	b = append(b, c.spec.Name...)
 	b = binary.AppendVarint(b, int64(c.spec.Version))
-	b = binary.AppendUvarint(b, uint64(len(c.key.buf)))
-	b = append(b, c.key.buf...)
+	key, _ := c.key.Material()
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
 	if c.hasPayload {
+		payload, _ := c.payload.Material()
 		b = append(b, 1)
-		b = append(b, c.payload.buf...)
+		b = append(b, payload...)
 	}
 	c.raw = b
 	return b
@@ -196,10 +202,10 @@ func (c *callState) derive(order *OrderClaim) (key string, fp Fingerprint) {
 // until c's next use.
 func (c *callState) deriveBytes(order *OrderClaim) (key []byte, fp Fingerprint) {
 	g, spec := c.g, c.spec
-	kh := g.mac(c.key.sum())
+	kh := g.mac(c.key.Sum())
 	fp = Fingerprint(kh)
 	if c.hasPayload {
-		fp = Fingerprint(g.mac(c.payload.sum()))
+		fp = Fingerprint(g.mac(c.payload.Sum()))
 	}
 	b := append(c.scratch[:0], g.prefix...)
 	b = append(b, spec.Name...)
@@ -209,7 +215,7 @@ func (c *callState) deriveBytes(order *OrderClaim) (key []byte, fp Fingerprint) 
 	if spec.Ordered {
 		// "{entity}" is a hash tag: the call's record and its
 		// entity's order record land in one Redis Cluster slot.
-		eh := g.mac(c.entity.sum())
+		eh := g.mac(c.entity.Sum())
 		b = append(b, '{')
 		b = hex.AppendEncode(b, eh[:])
 		b = append(b, '}')
@@ -253,24 +259,16 @@ type keyedHash struct {
 func (c Call) StoreKey() (string, error) {
 	s := c.live()
 	if s == nil {
-		return "", ErrCallFinished
+		return "", errCallFinished
 	}
 	name := s.spec.Name
-	key, err := KeyOf(c)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", name, err)
-	}
-	return key, nil
-}
-
-// KeyOf finishes c without running anything and returns the store key the
-// call would use, so tests and tools can find a call's record. It finishes
-// c, as Do does. Unlike c.StoreKey, its error does not name the function.
-func KeyOf(c Call) (string, error) {
 	var st state
 	err := c.finish(&st)
 	st.release()
-	return st.key, err
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	return st.key, nil
 }
 
 type overrideKey struct{}

@@ -11,11 +11,8 @@ type Codec interface {
 	Unmarshal(data []byte, v any) error
 }
 
-// JSONCodec is the default codec, encoding/json.
-type JSONCodec struct{}
+// jsonCodec is the default codec, encoding/json.
+type jsonCodec struct{}
 
-// Marshal calls json.Marshal.
-func (JSONCodec) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
-
-// Unmarshal calls json.Unmarshal.
-func (JSONCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+func (jsonCodec) Marshal(v any) ([]byte, error)      { return json.Marshal(v) }
+func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }

@@ -28,25 +28,17 @@ type running struct {
 	codec recordCodec
 }
 
-// LeaseFrom returns the lease of the guarded call running with ctx.
-func LeaseFrom(ctx context.Context) (Lease, bool) {
+// LeaseFrom returns the lease of the guarded call running with ctx, and
+// the codec the Guard records its result with, so a store that completes
+// a record itself (pgstore's transactional completion) writes exactly
+// the bytes the Guard would: the function's identity header, then the
+// result's encoding.
+func LeaseFrom(ctx context.Context) (Lease, Codec, bool) {
 	r, ok := ctx.Value(leaseKey{}).(*running)
 	if !ok {
-		return Lease{}, false
+		return Lease{}, nil, false
 	}
-	return r.lease, true
-}
-
-// CodecFrom returns the codec the Guard running ctx's call encodes its
-// result with, so a store that completes a record itself (pgstore's
-// transactional completion) writes exactly the bytes the Guard would:
-// the function's identity header, then the result's encoding.
-func CodecFrom(ctx context.Context) (Codec, bool) {
-	r, ok := ctx.Value(leaseKey{}).(*running)
-	if !ok {
-		return nil, false
-	}
-	return &r.codec, true
+	return r.lease, &r.codec, true
 }
 
 // FenceFrom returns the fence of the guarded call running with ctx. Fences

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // writeTimeoutFloor is the least time the store writes a Guard makes after
@@ -140,8 +142,7 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 		// The lease runs from when the claim was sent: a slow reply must
 		// not make the owner think it has more lease than it has.
 		st.claimSent = time.Since(monoBase)
-		req := ClaimRequest{Key: key, Fingerprint: *fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: *order,
-			SentAt: monoBase.Add(st.claimSent)}
+		req := ClaimRequest{Key: key, Fingerprint: *fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: *order}
 		res, err := g.store.Claim(ctx, req)
 		if err != nil {
 			// The claim may have reached the store although its reply did
@@ -453,7 +454,7 @@ func (g *Guard) unstorable(wctx context.Context, st *state, lease Lease, f *flig
 // then the failure as JSON.
 func failureResult(spec *Spec, rec *RecordedError) Result {
 	body, _ := json.Marshal(failureRecord{Message: rec.Message, Cause: causeCode(rec.Cause)})
-	data := make([]byte, 0, headerLen(spec)+len(body))
+	data := make([]byte, 0, idemimpl.HeaderLen(spec.Signature)+len(body))
 	data = append(appendHeader(data, spec), body...)
 	return Result{Data: data, Value: rec}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemtest"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 type invoice struct {
@@ -71,7 +72,7 @@ func TestDuplicateModes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.mode), func(t *testing.T) {
 			rec := &recorder{}
-			g := idem.NewGuard(idem.NewMemoryStore(), idem.WithObserver(rec))
+			g := idem.NewGuard(memstore.New(), idem.WithObserver(rec))
 			spec := &idem.Spec{Name: "test.Invoice", OnDuplicate: tt.mode}
 			var runs atomic.Int64
 			fn := func(ctx context.Context) (invoice, error) { runs.Add(1); return first(ctx) }
@@ -109,7 +110,7 @@ func (s bytesOnly) Claim(ctx context.Context, r idem.ClaimRequest) (idem.ClaimRe
 }
 
 func TestReplayDecodesEqual(t *testing.T) {
-	g := idem.NewGuard(bytesOnly{idem.NewMemoryStore()})
+	g := idem.NewGuard(bytesOnly{memstore.New()})
 	spec := &idem.Spec{Name: "test.Decode"}
 	orig := &invoice{ID: "inv_2", Amount: -3, Lines: []string{}, Meta: map[string]string{"a": "b"}, At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)}
 	fn := func(ctx context.Context) (*invoice, error) { return orig, nil }
@@ -149,9 +150,9 @@ func TestConcurrentDuplicates(t *testing.T) {
 		name string
 		new  func() idem.Store
 	}{
-		{"memory", func() idem.Store { return idem.NewMemoryStore(idem.WithPollInterval(5 * time.Millisecond)) }},
+		{"memory", func() idem.Store { return memstore.New(memstore.WithPollInterval(5 * time.Millisecond)) }},
 		{"networked", func() idem.Store {
-			return networked{idem.NewMemoryStore(idem.WithPollInterval(5 * time.Millisecond))}
+			return networked{memstore.New(memstore.WithPollInterval(5 * time.Millisecond))}
 		}},
 	}
 	for _, sk := range stores {
@@ -217,7 +218,7 @@ func TestConcurrentDuplicates(t *testing.T) {
 type networked struct{ idem.Store }
 
 func TestWaitBounded(t *testing.T) {
-	g := idem.NewGuard(idem.NewMemoryStore())
+	g := idem.NewGuard(memstore.New())
 	spec := &idem.Spec{Name: "test.Slow", OnDuplicate: idem.DuplicateWait, Wait: 50 * time.Millisecond}
 	release := make(chan struct{})
 	started := make(chan struct{})
@@ -269,7 +270,7 @@ func TestOnFailure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, store := range []idem.Store{idem.NewMemoryStore(), bytesOnly{idem.NewMemoryStore()}} {
+			for _, store := range []idem.Store{memstore.New(), bytesOnly{memstore.New()}} {
 				g := idem.NewGuard(store)
 				spec := tt.spec
 				spec.Name = "test.Charge"
@@ -291,7 +292,7 @@ func TestOnFailure(t *testing.T) {
 }
 
 func TestPanicReleasesAndRepanics(t *testing.T) {
-	g := idem.NewGuard(idem.NewMemoryStore())
+	g := idem.NewGuard(memstore.New())
 	spec := &idem.Spec{Name: "test.Panics"}
 	func() {
 		defer func() {
@@ -309,7 +310,7 @@ func TestPanicReleasesAndRepanics(t *testing.T) {
 
 func TestFenceFromAndLeaseLost(t *testing.T) {
 	clock := idemtest.NewClock(time.Now())
-	store := idem.NewMemoryStore(idem.WithMemoryClock(clock.Now))
+	store := memstore.New(memstore.WithClock(clock.Now))
 	rec := &recorder{}
 	g := idem.NewGuard(store, idem.WithObserver(rec))
 	spec := &idem.Spec{Name: "test.Zombie", Lease: 30 * time.Millisecond}
@@ -321,7 +322,7 @@ func TestFenceFromAndLeaseLost(t *testing.T) {
 		if !ok || fence != 1 {
 			t.Errorf("FenceFrom = %d, %v; want 1, true", fence, ok)
 		}
-		l, _ := idem.LeaseFrom(ctx)
+		l, _, _ := idem.LeaseFrom(ctx)
 		key = l.Key
 		close(running)
 		// Another process takes over once the lease has expired by the
@@ -365,7 +366,7 @@ func slicesContain(s []string, v string) bool {
 }
 
 func TestHeartbeatKeepsLongCallAlive(t *testing.T) {
-	store := idem.NewMemoryStore()
+	store := memstore.New()
 	g := idem.NewGuard(store)
 	// Leases long enough that a loaded 2-core CI machine's scheduling
 	// delays (tens of ms under -race) do not look like missed heartbeats.
@@ -400,7 +401,7 @@ func TestHeartbeatKeepsLongCallAlive(t *testing.T) {
 }
 
 func TestPayloadMismatch(t *testing.T) {
-	g := idem.NewGuard(idem.NewMemoryStore())
+	g := idem.NewGuard(memstore.New())
 	spec := &idem.Spec{Name: "test.Event"}
 	run := func(id string, amount int64) (int64, error) {
 		c := g.Begin(spec)
@@ -443,7 +444,7 @@ func TestStoreUnavailable(t *testing.T) {
 			if failOpen {
 				opts = append(opts, idem.WithFailOpen())
 			}
-			g := idem.NewGuard(failing{idem.NewMemoryStore()}, opts...)
+			g := idem.NewGuard(failing{memstore.New()}, opts...)
 			ran := false
 			v, err := call(context.Background(), g, &idem.Spec{Name: "test.F"}, "k", func(ctx context.Context) (int, error) { ran = true; return 3, nil })
 			if failOpen {
@@ -463,7 +464,7 @@ func TestStoreUnavailable(t *testing.T) {
 }
 
 func TestStoreFull(t *testing.T) {
-	g := idem.NewGuard(idem.NewMemoryStore(idem.WithMaxRecords(2)))
+	g := idem.NewGuard(memstore.New(memstore.WithMaxRecords(2)))
 	spec := &idem.Spec{Name: "test.Full"}
 	one := func(ctx context.Context) (int, error) { return 1, nil }
 	for _, k := range []string{"a", "b"} {
@@ -485,14 +486,14 @@ func TestStoreKeys(t *testing.T) {
 		c := g.Begin(spec)
 		c.Key().String(k)
 		idem.Do(context.Background(), c, func(ctx context.Context) (int, error) {
-			l, _ := idem.LeaseFrom(ctx)
+			l, _, _ := idem.LeaseFrom(ctx)
 			got = l.Key
 			return 0, nil
 		})
 		return got
 	}
 	spec := &idem.Spec{Name: "example.com/billing.Charge", Version: 3}
-	plain := keyOf(idem.NewGuard(idem.NewMemoryStore()), spec, "x")
+	plain := keyOf(idem.NewGuard(memstore.New()), spec, "x")
 	if !regexp.MustCompile(`^idem:example\.com/billing\.Charge:v3:[0-9a-f]{64}$`).MatchString(plain) {
 		t.Fatalf("store key %q does not have the form <prefix><name>:v<version>:<hash>", plain)
 	}
@@ -501,9 +502,9 @@ func TestStoreKeys(t *testing.T) {
 		g    *idem.Guard
 		same bool
 	}{
-		{"same guard config", idem.NewGuard(idem.NewMemoryStore()), true},
-		{"prefix", idem.NewGuard(idem.NewMemoryStore(), idem.WithKeyPrefix("app:")), false},
-		{"hmac", idem.NewGuard(idem.NewMemoryStore(), idem.WithHMAC([]byte("secret"))), false},
+		{"same guard config", idem.NewGuard(memstore.New()), true},
+		{"prefix", idem.NewGuard(memstore.New(), idem.WithKeyPrefix("app:")), false},
+		{"hmac", idem.NewGuard(memstore.New(), idem.WithHMAC([]byte("secret"))), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -513,18 +514,18 @@ func TestStoreKeys(t *testing.T) {
 			}
 		})
 	}
-	h1 := keyOf(idem.NewGuard(idem.NewMemoryStore(), idem.WithHMAC([]byte("secret"))), spec, "x")
-	h2 := keyOf(idem.NewGuard(idem.NewMemoryStore(), idem.WithHMAC([]byte("secret"))), spec, "x")
+	h1 := keyOf(idem.NewGuard(memstore.New(), idem.WithHMAC([]byte("secret"))), spec, "x")
+	h2 := keyOf(idem.NewGuard(memstore.New(), idem.WithHMAC([]byte("secret"))), spec, "x")
 	if h1 != h2 {
 		t.Fatal("HMAC keys with one secret differ")
 	}
-	if k := keyOf(idem.NewGuard(idem.NewMemoryStore()), &idem.Spec{Name: spec.Name, Version: 4}, "x"); k == plain {
+	if k := keyOf(idem.NewGuard(memstore.New()), &idem.Spec{Name: spec.Name, Version: 4}, "x"); k == plain {
 		t.Fatal("a version bump must change the key")
 	}
 }
 
 func TestCompletionSurvivesCallerCancel(t *testing.T) {
-	store := idem.NewMemoryStore()
+	store := memstore.New()
 	g := idem.NewGuard(store)
 	spec := &idem.Spec{Name: "test.Cancel"}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -539,7 +540,7 @@ func TestCompletionSurvivesCallerCancel(t *testing.T) {
 }
 
 func TestErrorOnlyFunction(t *testing.T) {
-	g := idem.NewGuard(bytesOnly{idem.NewMemoryStore()})
+	g := idem.NewGuard(bytesOnly{memstore.New()})
 	spec := &idem.Spec{Name: "test.Send"}
 	var runs int
 	for i := 0; i < 3; i++ {
@@ -555,7 +556,7 @@ func TestErrorOnlyFunction(t *testing.T) {
 // Every call ends with exactly one final event, whatever happens on the way.
 func TestOneFinalEventPerCall(t *testing.T) {
 	rec := &recorder{}
-	store := idem.NewMemoryStore()
+	store := memstore.New()
 	g := idem.NewGuard(store, idem.WithObserver(rec))
 	ctx := context.Background()
 	spec := &idem.Spec{Name: "test.Final"}
@@ -597,7 +598,7 @@ func (s tooSmall) Complete(ctx context.Context, l idem.Lease, r idem.Result) err
 }
 
 func TestResultTooLarge(t *testing.T) {
-	g := idem.NewGuard(tooSmall{idem.NewMemoryStore()})
+	g := idem.NewGuard(tooSmall{memstore.New()})
 	spec := &idem.Spec{Name: "test.Big"}
 	runs := 0
 	fn := func(context.Context) (string, error) { runs++; return "a long result", nil }
@@ -630,7 +631,7 @@ func TestKeyMemoIsTransparent(t *testing.T) {
 			c := g.Begin(k.spec)
 			c.Key().String(k.id)
 			c.Payload().Int(k.payload)
-			key, err := idem.KeyOf(c)
+			key, err := c.StoreKey()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -638,7 +639,7 @@ func TestKeyMemoIsTransparent(t *testing.T) {
 		}
 		return out
 	}
-	with, without := keysWith(idem.NewGuard(idem.NewMemoryStore())), keysWith(idem.NewGuard(idem.NewMemoryStore(), idem.WithKeyMemo(0)))
+	with, without := keysWith(idem.NewGuard(memstore.New())), keysWith(idem.NewGuard(memstore.New(), idem.WithKeyMemo(0)))
 	if diff := cmp.Diff(without, with); diff != "" {
 		t.Fatalf("keys with the memo differ (-without +with):\n%s", diff)
 	}
@@ -646,7 +647,7 @@ func TestKeyMemoIsTransparent(t *testing.T) {
 		t.Fatalf("keys %v: same call must share a key; other function, version or ID must not", with)
 	}
 	// Same key, other payload: the memo must not hide the mismatch.
-	g := idem.NewGuard(idem.NewMemoryStore(), idem.WithKeyMemo(2))
+	g := idem.NewGuard(memstore.New(), idem.WithKeyMemo(2))
 	run := func(amount int64) error {
 		c := g.Begin(specA)
 		c.Key().ID("evt")
@@ -674,7 +675,7 @@ func (noHeartbeats) Heartbeat(context.Context, idem.Lease) error { return errDow
 // the store may already have handed the key to someone else.
 func TestLeaseRunsOutWithoutHeartbeats(t *testing.T) {
 	rec := &recorder{}
-	g := idem.NewGuard(noHeartbeats{idem.NewMemoryStore()}, idem.WithObserver(rec))
+	g := idem.NewGuard(noHeartbeats{memstore.New()}, idem.WithObserver(rec))
 	const lease = 90 * time.Millisecond
 	spec := &idem.Spec{Name: "test.CutOff", Lease: lease}
 	start := time.Now()
@@ -702,7 +703,7 @@ func TestLeaseRunsOutWithoutHeartbeats(t *testing.T) {
 
 // refusing is a store whose claims fail as an unreachable networked store's
 // do, already wrapped in ErrStoreUnavailable.
-type refusing struct{ *idem.MemoryStore }
+type refusing struct{ *memstore.Store }
 
 func (refusing) Claim(context.Context, idem.ClaimRequest) (idem.ClaimResult, error) {
 	return idem.ClaimResult{}, fmt.Errorf("%w: dial tcp 127.0.0.1:1: connect: connection refused", idem.ErrStoreUnavailable)
@@ -711,7 +712,7 @@ func (refusing) Claim(context.Context, idem.ClaimRequest) (idem.ClaimResult, err
 // A store error that already says "store unavailable" is not wrapped in it
 // again: the message said it twice.
 func TestStoreUnavailableSaidOnce(t *testing.T) {
-	g := idem.NewGuard(refusing{idem.NewMemoryStore()})
+	g := idem.NewGuard(refusing{memstore.New()})
 	_, err := call(context.Background(), g, &idem.Spec{Name: "test.Refused"}, "k", func(context.Context) (int, error) { return 1, nil })
 	if !errors.Is(err, idem.ErrStoreUnavailable) {
 		t.Fatalf("err = %v, want ErrStoreUnavailable", err)
@@ -721,12 +722,10 @@ func TestStoreUnavailableSaidOnce(t *testing.T) {
 	}
 }
 
-// A Call is used once. Before, Calls were pooled and handed back by Do:
-// using one again ran with another call's key material, or none. Now a
-// finished Call's builders write nowhere and Do refuses it, while a call
-// begun meanwhile (which may reuse its buffers) keeps its own key.
+// A Call is used once: a finished Call's builders write nowhere and Do
+// refuses it, while a call begun meanwhile keeps its own key.
 func TestCallUsedTwice(t *testing.T) {
-	g := idem.NewGuard(idem.NewMemoryStore())
+	g := idem.NewGuard(memstore.New())
 	spec := &idem.Spec{Name: "test.Twice"}
 	ctx := context.Background()
 	ran := 0
@@ -741,16 +740,16 @@ func TestCallUsedTwice(t *testing.T) {
 	c.Key().String("written after Do") // goes nowhere
 	c.Payload().String("x")
 	c.Entity().String("y")
-	if _, err := idem.Do(ctx, c, fn); !errors.Is(err, idem.ErrCallFinished) {
-		t.Fatalf("Do of a finished call: %v, want ErrCallFinished", err)
+	if _, err := idem.Do(ctx, c, fn); err == nil {
+		t.Fatalf("Do of a finished call: %v, want an error", err)
 	}
-	if _, err := c.StoreKey(); !errors.Is(err, idem.ErrCallFinished) {
-		t.Fatalf("StoreKey of a finished call: %v, want ErrCallFinished", err)
+	if _, err := c.StoreKey(); err == nil {
+		t.Fatalf("StoreKey of a finished call: %v, want an error", err)
 	}
 	want := g.Begin(spec)
 	want.Key().String("b")
-	wantKey, _ := idem.KeyOf(want)
-	if got, err := idem.KeyOf(other); err != nil || got != wantKey {
+	wantKey, _ := want.StoreKey()
+	if got, err := other.StoreKey(); err != nil || got != wantKey {
 		t.Fatalf("key of the call begun meanwhile = %q, %v; want %q", got, err, wantKey)
 	}
 	if ran != 1 {

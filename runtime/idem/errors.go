@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Errors returned by Do and by stores. Test them with errors.Is: the runtime
@@ -20,7 +22,7 @@ var (
 	// or a key value cannot be encoded (NaN, a failing marshaler), or the
 	// store can never hold the key (longer than its key limit). Never
 	// failed open (WithFailOpen).
-	ErrInvalidKey = errors.New("idem: invalid idempotency key")
+	ErrInvalidKey = idemimpl.ErrInvalidKey
 	// ErrLeaseLost: the caller no longer owns the key (another caller took
 	// over after the lease expired, or an operator released it). Stores
 	// return it from every fenced write by a stale owner.
@@ -49,18 +51,18 @@ var (
 	ErrOutOfOrder = errors.New("idem: event out of order")
 	// ErrCorruptRecord: a store found a value at a record key that it cannot
 	// decode. It is never treated as absent.
-	ErrCorruptRecord = errors.New("idem: corrupt record")
+	ErrCorruptRecord = idemimpl.ErrCorruptRecord
 	// ErrResultIncompatible: a stored result was written for a result type
 	// of another shape (a field's type changed since the record was
 	// written). Like ErrCorruptRecord it fails closed: the function does
 	// not run again for that key. Bump the function's version= to start a
 	// fresh key space when a result type changes incompatibly; added and
 	// removed fields need no bump.
-	ErrResultIncompatible = errors.New("idem: stored result does not fit the result type (bump version=)")
+	ErrResultIncompatible = idemimpl.ErrResultIncompatible
 )
 
 // MaxIDLen is the longest caller-supplied ID (a key= naming a single string).
-const MaxIDLen = 255
+const MaxIDLen = idemimpl.MaxIDLen
 
 // RecordedError is the error a duplicate receives when the first call failed
 // under on_failure=lock: the first call's error message, replayed. Match it

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 type ChargeRequest struct {
@@ -49,7 +51,7 @@ func (x *Idempotent) Charge(ctx context.Context, req ChargeRequest) (*Receipt, e
 }
 
 func Example() {
-	billing := &Idempotent{g: idem.NewGuard(idem.NewMemoryStore())}
+	billing := &Idempotent{g: idem.NewGuard(memstore.New())}
 	ctx := context.Background()
 	req := ChargeRequest{CustomerID: "cus_1", OrderID: "ord_1", Cents: 1250}
 
@@ -68,7 +70,7 @@ func Example() {
 // A function guards its own writes with its fence: an owner that lost its
 // lease to a successor holds a lower fence, and the write refuses it.
 func ExampleFenceFrom() {
-	g := idem.NewGuard(idem.NewMemoryStore())
+	g := idem.NewGuard(memstore.New())
 	spec := &idem.Spec{Name: "example.com/ledger.Post"}
 	lastFence := uint64(0) // in real code: a column next to the business row
 
@@ -93,18 +95,18 @@ type Money struct {
 	display  string // not part of the key
 }
 
-func (m Money) IdemKey(b *idem.KeyBuilder) {
+func (m Money) IdemKey(b *idemimpl.KeyBuilder) {
 	b.Int(m.Cents)
 	b.String(m.Currency)
 }
 
 func ExampleKeyer() {
-	g := idem.NewGuard(idem.NewMemoryStore())
+	g := idem.NewGuard(memstore.New())
 	spec := &idem.Spec{Name: "example.com/pay.Refund"}
 	key := func(m Money) string {
 		c := g.Begin(spec)
 		c.Key().Key(m)
-		k, _ := idem.KeyOf(c)
+		k, _ := c.StoreKey()
 		return k
 	}
 	a := key(Money{Cents: 500, Currency: "EUR", display: "€5.00"})

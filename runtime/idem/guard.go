@@ -20,8 +20,8 @@ type Guard struct {
 	cobs     ContextObserver // obs, when it takes a ctx
 	prefix   string
 	failOpen bool
-	// inProcess: the store never waits on I/O (InProcess), so its writes
-	// after the function need no timer to bound them.
+	// inProcess: the store never waits on I/O (see the inProcess
+	// interface), so its writes after the function need no timer.
 	inProcess bool
 	hmacKey   []byte
 	now       func() time.Time
@@ -43,12 +43,14 @@ type Guard struct {
 
 // NewGuard returns a Guard over store.
 func NewGuard(store Store, opts ...Option) *Guard {
-	g := &Guard{store: store, codec: JSONCodec{}, prefix: "idem:", now: time.Now, memo: newKeyMemo(4096), results: newResultMemo(1024)}
+	c := config{codec: jsonCodec{}, prefix: "idem:", now: time.Now, memo: 4096}
 	for _, o := range opts {
-		o(g)
+		o(&c)
 	}
+	g := &Guard{store: store, codec: c.codec, obs: c.obs, prefix: c.prefix, failOpen: c.failOpen, hmacKey: c.hmacKey, now: c.now,
+		memo: newKeyMemo(c.memo), results: newResultMemo(c.memo / 4)}
 	g.cobs, _ = g.obs.(ContextObserver)
-	if ip, ok := store.(InProcess); ok {
+	if ip, ok := store.(inProcess); ok {
 		g.inProcess = ip.InProcess()
 	}
 	if _, err := rand.Read(g.tokenPrefix[:]); err != nil {

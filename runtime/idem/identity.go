@@ -1,8 +1,9 @@
 package idem
 
 import (
-	"encoding/binary"
 	"fmt"
+
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Function identity in records.
@@ -11,12 +12,7 @@ import (
 // call of one can find the other's record under its key. So that it never
 // replays the other's result (or its recorded failure, or ErrDuplicate),
 // every record the Guard writes starts with a header naming the function
-// that wrote it:
-//
-//	0xb2 (RecordMarker), RecordVersion,
-//	uvarint len, Spec.Signature,
-//	then the record's body: the codec's bytes (a result) or the
-//	recorded failure's JSON.
+// that wrote it (idemimpl.AppendHeader).
 //
 // The name and version are not repeated: they are in the store key the
 // record lives under, so a record read for a Spec was written by a Spec
@@ -28,19 +24,6 @@ import (
 // build from before records carried one; it is read as it always was,
 // unchecked, since there is nothing to check it against.
 //
-// The header holds the Signature as given, not a hash of it: idemgen's
-// signatures are short digests already, and comparing the stored bytes
-// costs a replay no hashing and no allocation.
-const (
-	// RecordMarker is the first byte of a record that carries its
-	// function's identity. No encoding/json document and no generated
-	// codec's record (CodecMarker) starts with it.
-	RecordMarker byte = 0xb2
-	// RecordVersion is the header's layout version, the record's second
-	// byte.
-	RecordVersion byte = 2
-)
-
 // ErrFunctionMismatch: a stored record was written by another function
 // that shares this one's name= and version= (another package, a
 // hand-written idem.Do, or a signature that changed since). It matches
@@ -49,93 +32,25 @@ const (
 // one of the functions its own name=, or bump version=.
 var ErrFunctionMismatch = fmt.Errorf("%w: the record was written by another function", ErrResultIncompatible)
 
-// RecordHeader is the identity a record carries: the Signature of the
-// Spec that wrote it (its name and version are in the record's key).
-type RecordHeader struct {
-	Signature string
-}
-
-// SplitRecord returns the identity header of a stored record (a completed
-// result or a recorded failure) and the body that follows it. ok is false
-// for a record written before records carried a header: body is then data
-// itself. A header that does not parse is ErrCorruptRecord. Operator
-// tools use it to show who wrote a record and to read a failure's JSON.
-func SplitRecord(data []byte) (h RecordHeader, body []byte, ok bool, err error) {
-	sig, body, ok, err := splitRecord(data)
-	if !ok || err != nil {
-		return RecordHeader{}, body, ok, err
-	}
-	return RecordHeader{Signature: string(sig)}, body, true, nil
-}
-
-// splitRecord is SplitRecord without copying the signature.
-func splitRecord(data []byte) (sig, body []byte, ok bool, err error) {
-	if len(data) == 0 || data[0] != RecordMarker {
-		return nil, data, false, nil
-	}
-	corrupt := func(what string) error {
-		return fmt.Errorf("%w: record header: %s", ErrCorruptRecord, what)
-	}
-	switch {
-	case len(data) < 2:
-		return nil, nil, true, corrupt("truncated")
-	case data[1] != RecordVersion:
-		return nil, nil, true, corrupt(fmt.Sprintf("layout version %d, this build reads %d", data[1], RecordVersion))
-	}
-	n, w := binary.Uvarint(data[2:])
-	if w <= 0 || n > uint64(len(data)-2-w) {
-		return nil, nil, true, corrupt("bad signature")
-	}
-	at := 2 + w
-	return data[at : at+int(n)], data[at+int(n):], true, nil
-}
-
 // appendHeader appends spec's identity header to b.
-func appendHeader(b []byte, spec *Spec) []byte {
-	b = append(b, RecordMarker, RecordVersion)
-	b = binary.AppendUvarint(b, uint64(len(spec.Signature)))
-	return append(b, spec.Signature...)
-}
-
-// headerLen is the length of appendHeader's output for spec.
-func headerLen(spec *Spec) int {
-	n := len(spec.Signature)
-	w := 1 // the length's uvarint bytes
-	for v := n; v >= 0x80; v >>= 7 {
-		w++
-	}
-	return 2 + w + n
-}
+func appendHeader(b []byte, spec *Spec) []byte { return idemimpl.AppendHeader(b, spec.Signature) }
 
 // checkRecord returns the body of data, a record read for spec: data
 // itself for a record without a header, ErrFunctionMismatch for one that
 // another function wrote.
 func checkRecord(spec *Spec, data []byte) ([]byte, error) {
-	if body, ok := ownRecord(spec, data); ok {
+	if body, ok := idemimpl.OwnRecord(spec.Signature, data); ok {
 		return body, nil // the replay's usual case, without parsing
 	}
-	sig, body, ok, err := splitRecord(data)
+	h, body, ok, err := idemimpl.SplitRecord(data)
 	if !ok || err != nil {
 		return body, err
 	}
-	if string(sig) != spec.Signature {
+	if h.Signature != spec.Signature {
 		return nil, fmt.Errorf("%w: written with signature %q, read by %s v%d with signature %q",
-			ErrFunctionMismatch, sig, spec.Name, spec.Version, spec.Signature)
+			ErrFunctionMismatch, h.Signature, spec.Name, spec.Version, spec.Signature)
 	}
 	return body, nil
-}
-
-// ownRecord returns the body of data when data starts with exactly the
-// header spec writes, for a signature under 128 bytes (a one-byte
-// length) in straight-line code; checkRecord parses any other.
-func ownRecord(spec *Spec, data []byte) ([]byte, bool) {
-	sig := spec.Signature
-	n := 3 + len(sig)
-	if len(sig) >= 0x80 || len(data) < n || data[0] != RecordMarker || data[1] != RecordVersion ||
-		data[2] != byte(len(sig)) || string(data[3:n]) != sig {
-		return nil, false
-	}
-	return data[n:], true
 }
 
 // sameFunction reports whether a and b describe one function's records.
@@ -146,11 +61,11 @@ func sameFunction(a, b *Spec) bool {
 // headedMarshaler is a codec that writes a record behind a header itself,
 // sparing a copy of the encoded result (TypedCodec).
 type headedMarshaler interface {
-	marshalFor(spec *Spec, v any) ([]byte, error)
+	MarshalRecord(signature string, v any) ([]byte, error)
 }
 
 // recordCodec is the codec of one guarded call's records: spec's codec
-// (or the Guard's) behind spec's identity header. CodecFrom hands it to
+// (or the Guard's) behind spec's identity header. LeaseFrom hands it to
 // stores that complete a record themselves, so they write the Guard's
 // bytes exactly.
 type recordCodec struct {
@@ -162,13 +77,13 @@ type recordCodec struct {
 func (c *recordCodec) Marshal(v any) ([]byte, error) {
 	inner := c.g.codecOf(c.spec)
 	if h, ok := inner.(headedMarshaler); ok {
-		return h.marshalFor(c.spec, v)
+		return h.MarshalRecord(c.spec.Signature, v)
 	}
 	data, err := inner.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, headerLen(c.spec)+len(data))
+	out := make([]byte, 0, idemimpl.HeaderLen(c.spec.Signature)+len(data))
 	return append(appendHeader(out, c.spec), data...), nil
 }
 

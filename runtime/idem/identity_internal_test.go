@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // TestOwnRecord: the replay's in-place header check agrees with parsing
@@ -24,7 +26,7 @@ func TestOwnRecord(t *testing.T) {
 			reader = writer
 		}
 		data := append(appendHeader(nil, writer), "body"...)
-		body, ok := ownRecord(reader, data)
+		body, ok := idemimpl.OwnRecord(reader.Signature, data)
 		same := writer.Signature == reader.Signature
 		if ok && (!same || string(body) != "body") {
 			t.Fatalf("ownRecord(%+v) accepted a record of %+v: body %q", reader, writer, body)

@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // TestFunctionIdentity: two functions that share a name= share a key
@@ -54,8 +56,8 @@ func TestFunctionIdentity(t *testing.T) {
 		name string
 		new  func() idem.Store
 	}{
-		{"Memory", func() idem.Store { return idem.NewMemoryStore() }}, // replays hand back the Go value
-		{"BytesOnly", func() idem.Store { return bytesOnly{idem.NewMemoryStore()} }},
+		{"Memory", func() idem.Store { return memstore.New() }}, // replays hand back the Go value
+		{"BytesOnly", func() idem.Store { return bytesOnly{memstore.New()} }},
 	}
 	for _, sc := range stores {
 		for _, tc := range cases {
@@ -99,7 +101,7 @@ func TestFunctionIdentity(t *testing.T) {
 // that shares the running one's name and key is not handed its value in
 // process either.
 func TestFunctionIdentityInProcess(t *testing.T) {
-	g := idem.NewGuard(networked{idem.NewMemoryStore()}) // keeps flights
+	g := idem.NewGuard(networked{memstore.New()}) // keeps flights
 	ctx := context.Background()
 	a := &idem.Spec{Name: "test.Flight", Signature: "sig-a", OnDuplicate: idem.DuplicateWait}
 	b := &idem.Spec{Name: "test.Flight", Signature: "sig-b", OnDuplicate: idem.DuplicateWait}
@@ -145,20 +147,20 @@ func TestRecordHeader(t *testing.T) {
 		wantErr error
 	}{
 		{"LegacyJSON", []byte(`"from an older build"`), "from an older build", nil},
-		{"Truncated", []byte{idem.RecordMarker}, "", idem.ErrCorruptRecord},
-		{"FutureLayout", []byte{idem.RecordMarker, idem.RecordVersion + 1}, "", idem.ErrCorruptRecord},
-		{"PreviousLayout", []byte{idem.RecordMarker, idem.RecordVersion - 1, 1, 'x', 0, 2, 's', '1', '"', '"'}, "", idem.ErrCorruptRecord},
-		{"BadSignature", []byte{idem.RecordMarker, idem.RecordVersion, 40, 'x'}, "", idem.ErrCorruptRecord},
-		{"OtherSignature", []byte{idem.RecordMarker, idem.RecordVersion, 2, 's', '2', '"', 'x', '"'}, "", idem.ErrFunctionMismatch},
-		{"OwnSignature", []byte{idem.RecordMarker, idem.RecordVersion, 2, 's', '1', '"', 'x', '"'}, "x", nil},
+		{"Truncated", []byte{idemimpl.RecordMarker}, "", idem.ErrCorruptRecord},
+		{"FutureLayout", []byte{idemimpl.RecordMarker, idemimpl.RecordVersion + 1}, "", idem.ErrCorruptRecord},
+		{"PreviousLayout", []byte{idemimpl.RecordMarker, idemimpl.RecordVersion - 1, 1, 'x', 0, 2, 's', '1', '"', '"'}, "", idem.ErrCorruptRecord},
+		{"BadSignature", []byte{idemimpl.RecordMarker, idemimpl.RecordVersion, 40, 'x'}, "", idem.ErrCorruptRecord},
+		{"OtherSignature", []byte{idemimpl.RecordMarker, idemimpl.RecordVersion, 2, 's', '2', '"', 'x', '"'}, "", idem.ErrFunctionMismatch},
+		{"OwnSignature", []byte{idemimpl.RecordMarker, idemimpl.RecordVersion, 2, 's', '1', '"', 'x', '"'}, "x", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			store := idem.NewMemoryStore()
+			store := memstore.New()
 			g := idem.NewGuard(store)
 			c := g.Begin(spec)
 			c.Key().String("k")
-			key, err := idem.KeyOf(c)
+			key, err := c.StoreKey()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,16 +190,16 @@ func TestRecordHeader(t *testing.T) {
 	}
 
 	// What a record written now carries.
-	store := &captureStore{bytesOnly: bytesOnly{idem.NewMemoryStore()}}
+	store := &captureStore{bytesOnly: bytesOnly{memstore.New()}}
 	g := idem.NewGuard(store)
 	if _, err := call(ctx, g, spec, "k", func(context.Context) (string, error) { return "v", nil }); err != nil {
 		t.Fatal(err)
 	}
-	h, body, ok, err := idem.SplitRecord(store.last)
+	h, body, ok, err := idemimpl.SplitRecord(store.last)
 	if err != nil || !ok {
 		t.Fatalf("SplitRecord: ok=%v, %v", ok, err)
 	}
-	if diff := cmp.Diff(idem.RecordHeader{Signature: "s1"}, h); diff != "" {
+	if diff := cmp.Diff(idemimpl.RecordHeader{Signature: "s1"}, h); diff != "" {
 		t.Errorf("header (-want +got):\n%s", diff)
 	}
 	if string(body) != `"v"` {

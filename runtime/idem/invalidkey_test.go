@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // rejecting is a store that refuses every key as one it can never hold
@@ -42,7 +43,7 @@ func TestInvalidKeyNeverFailsOpen(t *testing.T) {
 				if failOpen {
 					opts = append(opts, idem.WithFailOpen())
 				}
-				g := idem.NewGuard(rejecting{idem.NewMemoryStore(), tc.err}, opts...)
+				g := idem.NewGuard(rejecting{memstore.New(), tc.err}, opts...)
 				runs := 0
 				for i := 0; i < 3; i++ {
 					_, err := call(context.Background(), g, &idem.Spec{Name: "test.F"}, "k", func(context.Context) (int, error) { runs++; return 3, nil })

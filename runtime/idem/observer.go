@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"strconv"
 	"time"
 )
 
@@ -64,7 +65,7 @@ func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) && o != 0 {
 		return outcomeNames[o]
 	}
-	return "outcome(" + itoa(int64(o)) + ")"
+	return "outcome(" + strconv.Itoa(int(o)) + ")"
 }
 
 // Event describes one outcome. It never carries the payload: Key is the

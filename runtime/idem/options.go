@@ -5,20 +5,31 @@ import (
 )
 
 // Option configures a Guard.
-type Option func(*Guard)
+type Option func(*config)
+
+// config is what the Options of NewGuard set.
+type config struct {
+	codec    Codec
+	obs      Observer
+	prefix   string
+	failOpen bool
+	hmacKey  []byte
+	now      func() time.Time
+	memo     int // entries of the key memo (a quarter for results); 0: none
+}
 
 // WithCodec replaces the default JSON codec for results. It encodes the
 // results of calls whose Spec has no Codec of its own (hand-written calls);
 // idemgen's wrappers carry their result type's generated codec
 // (Spec.Codec), which takes precedence, and the Guard's codec then only
 // reads the records such a function wrote before it had one.
-func WithCodec(c Codec) Option { return func(g *Guard) { g.codec = c } }
+func WithCodec(c Codec) Option { return func(cf *config) { cf.codec = c } }
 
 // WithObserver reports every outcome to o.
-func WithObserver(o Observer) Option { return func(g *Guard) { g.obs = o } }
+func WithObserver(o Observer) Option { return func(c *config) { c.obs = o } }
 
 // WithKeyPrefix sets the prefix of every store key (default "idem:").
-func WithKeyPrefix(p string) Option { return func(g *Guard) { g.prefix = p } }
+func WithKeyPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 
 // WithFailOpen makes a Guard run the function unguarded when the store is
 // unavailable, instead of returning ErrStoreUnavailable (the default,
@@ -27,31 +38,18 @@ func WithKeyPrefix(p string) Option { return func(g *Guard) { g.prefix = p } }
 // (ErrInvalidKey) and a record it cannot read (ErrCorruptRecord) fail
 // closed whatever the mode, since they would fail the same way on every
 // call.
-func WithFailOpen() Option { return func(g *Guard) { g.failOpen = true } }
+func WithFailOpen() Option { return func(c *config) { c.failOpen = true } }
 
 // WithHMAC hashes keys and fingerprints with HMAC-SHA-256 under secret, so
 // that whoever can read the store cannot confirm a guess of a low-entropy
 // input (an email address, an amount) by hashing it. Changing the secret
 // changes every key.
 func WithHMAC(secret []byte) Option {
-	return func(g *Guard) { g.hmacKey = append([]byte(nil), secret...) }
+	return func(c *config) { c.hmacKey = append([]byte(nil), secret...) }
 }
 
-// WithGuardClock replaces the Guard's clock, which it uses only to time calls
+// WithClock replaces the Guard's clock, which it uses only to time calls
 // for observers. Leases are judged by the store's clock (for the memory
-// store, WithMemoryClock); tests inject skewed clocks here to show
+// store, memstore.WithClock); tests inject skewed clocks here to show
 // that a process's wrong clock cannot break exclusivity.
-func WithGuardClock(now func() time.Time) Option { return func(g *Guard) { g.now = now } }
-
-// WithKeyMemo sets how many recently derived keys a Guard remembers
-// (default 4096; 0 turns it off). A duplicate repeats its key material, so
-// a remembered key spares it the SHA-256; the memo holds key material of
-// up to 1 KiB per entry in process memory, never in the store. The same
-// setting sizes the memo of decoded replay results: a replay whose stored
-// bytes equal the ones decoded last time for its key gets that value
-// without running the codec, for result types a copy fully isolates (no
-// pointers, slices, maps or interfaces inside), up to 2 KiB of stored
-// bytes per entry.
-func WithKeyMemo(entries int) Option {
-	return func(g *Guard) { g.memo, g.results = newKeyMemo(entries), newResultMemo(entries/4) }
-}
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }

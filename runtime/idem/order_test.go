@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // noOrdering hides the memory store's ordering support.
@@ -17,7 +18,7 @@ type noOrdering struct{ idem.Store }
 
 func TestOrderedCalls(t *testing.T) {
 	rec := &recorder{}
-	g := idem.NewGuard(idem.NewMemoryStore(), idem.WithObserver(rec))
+	g := idem.NewGuard(memstore.New(), idem.WithObserver(rec))
 	spec := &idem.Spec{Name: "test.Measure", Ordered: true, Grace: time.Minute}
 	t0 := time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
 	apply := func(ctx context.Context, user, event string, at time.Time) (string, error) {
@@ -73,7 +74,7 @@ func TestOrderedCalls(t *testing.T) {
 		t.Fatalf("outcomes %v lack out_of_order", got)
 	}
 
-	g2 := idem.NewGuard(noOrdering{idem.NewMemoryStore()})
+	g2 := idem.NewGuard(noOrdering{memstore.New()})
 	c := g2.Begin(spec)
 	c.Key().ID("e1")
 	c.Entity().String("u1")

@@ -1,11 +1,15 @@
 package idem
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/idemgen/idemgen/runtime/idemimpl"
+)
 
 // The per-function result codec. A generated wrapper's Spec carries the
 // TypedCodec of its result type (Spec.Codec); it replaces the Guard's
 // codec for that function's records, in Do and for stores that complete
-// a record themselves (CodecFrom, pgstore's CompleteInTx). Hand-written
+// a record themselves (LeaseFrom, pgstore's CompleteInTx). Hand-written
 // callers that leave Spec.Codec nil keep the Guard's codec (JSON unless
 // WithCodec).
 
@@ -26,7 +30,7 @@ func (g *Guard) decodeRecord(spec *Spec, data []byte, v any) error {
 	if spec.Codec == nil {
 		return g.codec.Unmarshal(data, v)
 	}
-	if len(data) > 0 && data[0] == CodecMarker {
+	if len(data) > 0 && data[0] == idemimpl.CodecMarker {
 		return spec.Codec.Unmarshal(data, v)
 	}
 	if err := g.codec.Unmarshal(data, v); err != nil {

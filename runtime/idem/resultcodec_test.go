@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // shapeV1 and shapeV2 are one result type before and after a change:
@@ -32,7 +34,7 @@ type shapeV2 struct {
 }
 
 // Hand-written the way idemgen writes them.
-func encV1(e *idem.Encoder, v *shapeV1) {
+func encV1(e *idemimpl.Encoder, v *shapeV1) {
 	at := e.Struct()
 	e.Field("A")
 	e.String(v.A)
@@ -52,7 +54,7 @@ func encV1(e *idem.Encoder, v *shapeV1) {
 	e.End(at)
 }
 
-func decV1(d *idem.Decoder, v *shapeV1) {
+func decV1(d *idemimpl.Decoder, v *shapeV1) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -75,7 +77,7 @@ func decV1(d *idem.Decoder, v *shapeV1) {
 	}
 }
 
-func encV2(e *idem.Encoder, v *shapeV2) {
+func encV2(e *idemimpl.Encoder, v *shapeV2) {
 	at := e.Struct()
 	e.Field("A")
 	e.String(v.A)
@@ -95,7 +97,7 @@ func encV2(e *idem.Encoder, v *shapeV2) {
 	e.End(at)
 }
 
-func decV2(d *idem.Decoder, v *shapeV2) {
+func decV2(d *idemimpl.Decoder, v *shapeV2) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -118,7 +120,7 @@ func decV2(d *idem.Decoder, v *shapeV2) {
 	}
 }
 
-func encFloats(e *idem.Encoder, v []float64) {
+func encFloats(e *idemimpl.Encoder, v []float64) {
 	if v == nil {
 		e.Nil()
 		return
@@ -130,7 +132,7 @@ func encFloats(e *idem.Encoder, v []float64) {
 	e.End(at)
 }
 
-func decFloats(d *idem.Decoder) []float64 {
+func decFloats(d *idemimpl.Decoder) []float64 {
 	if d.Nil() {
 		return nil
 	}
@@ -141,7 +143,7 @@ func decFloats(d *idem.Decoder) []float64 {
 	return v
 }
 
-func encMap(e *idem.Encoder, m map[string][]byte) {
+func encMap(e *idemimpl.Encoder, m map[string][]byte) {
 	if m == nil {
 		e.Nil()
 		return
@@ -154,7 +156,7 @@ func encMap(e *idem.Encoder, m map[string][]byte) {
 	e.End(at)
 }
 
-func decMap(d *idem.Decoder) map[string][]byte {
+func decMap(d *idemimpl.Decoder) map[string][]byte {
 	if d.Nil() {
 		return nil
 	}
@@ -168,8 +170,8 @@ func decMap(d *idem.Decoder) map[string][]byte {
 }
 
 var (
-	codecV1 = idem.TypedCodec[shapeV1]{Encode: encV1, Decode: decV1}
-	codecV2 = idem.TypedCodec[shapeV2]{Encode: encV2, Decode: decV2}
+	codecV1 = idemimpl.TypedCodec[shapeV1]{Encode: encV1, Decode: decV1}
+	codecV2 = idemimpl.TypedCodec[shapeV2]{Encode: encV2, Decode: decV2}
 )
 
 // captureStore keeps the bytes of the last completed record.
@@ -184,7 +186,7 @@ func (s *captureStore) Complete(ctx context.Context, l idem.Lease, r idem.Result
 }
 
 func TestSpecCodecReplaysFaithfully(t *testing.T) {
-	st := &captureStore{bytesOnly: bytesOnly{idem.NewMemoryStore()}}
+	st := &captureStore{bytesOnly: bytesOnly{memstore.New()}}
 	g := idem.NewGuard(st)
 	spec := &idem.Spec{Name: "test.SpecCodec", Codec: codecV1}
 	orig := shapeV1{
@@ -194,14 +196,14 @@ func TestSpecCodecReplaysFaithfully(t *testing.T) {
 		P: &shapeV1{F: []float64{}, M: map[string][]byte{}},
 	}
 	var runs atomic.Int64
-	var fromCtx []byte // what CodecFrom's codec writes for orig
+	var fromCtx []byte // what LeaseFrom's codec writes for orig
 	fn := func(ctx context.Context) (shapeV1, error) {
-		if c, ok := idem.CodecFrom(ctx); !ok || c == nil {
-			t.Error("CodecFrom: no codec")
+		if _, c, ok := idem.LeaseFrom(ctx); !ok || c == nil {
+			t.Error("LeaseFrom: no codec")
 		} else {
 			var err error
 			if fromCtx, err = c.Marshal(orig); err != nil {
-				t.Errorf("CodecFrom's Marshal: %v", err)
+				t.Errorf("LeaseFrom's Marshal: %v", err)
 			}
 		}
 		runs.Add(1)
@@ -210,25 +212,25 @@ func TestSpecCodecReplaysFaithfully(t *testing.T) {
 	if _, err := call(context.Background(), g, spec, "k", fn); err != nil {
 		t.Fatal(err)
 	}
-	h, body, ok, err := idem.SplitRecord(st.last)
+	h, body, ok, err := idemimpl.SplitRecord(st.last)
 	if err != nil || !ok {
 		t.Fatalf("record %q: no identity header (%v)", st.last, err)
 	}
-	if diff := cmp.Diff(idem.RecordHeader{Signature: spec.Signature}, h); diff != "" {
+	if diff := cmp.Diff(idemimpl.RecordHeader{Signature: spec.Signature}, h); diff != "" {
 		t.Errorf("record header (-want +got):\n%s", diff)
 	}
-	if len(body) < 2 || body[0] != idem.CodecMarker {
+	if len(body) < 2 || body[0] != idemimpl.CodecMarker {
 		t.Fatalf("record body %q does not start with the codec marker", body)
 	}
-	// CodecFrom's codec writes the Guard's header and the Spec codec's
+	// LeaseFrom's codec writes the Guard's header and the Spec codec's
 	// record (this test codec writes maps in iteration order, so the
 	// bodies are compared decoded).
 	head := st.last[:len(st.last)-len(body)]
 	var fromBody shapeV1
 	if !bytes.HasPrefix(fromCtx, head) {
-		t.Errorf("CodecFrom's codec wrote %q, not behind the Guard's header %q", fromCtx, head)
+		t.Errorf("LeaseFrom's codec wrote %q, not behind the Guard's header %q", fromCtx, head)
 	} else if err := codecV1.Unmarshal(fromCtx[len(head):], &fromBody); err != nil {
-		t.Errorf("CodecFrom's record: %v", err)
+		t.Errorf("LeaseFrom's record: %v", err)
 	}
 	got, err := call(context.Background(), g, spec, "k", fn)
 	if err != nil {
@@ -247,7 +249,7 @@ func TestSpecCodecReplaysFaithfully(t *testing.T) {
 // still replays; one written by an older shape of the result type
 // decodes with added fields zero and removed fields ignored.
 func TestSpecCodecReadsOlderRecords(t *testing.T) {
-	store := bytesOnly{idem.NewMemoryStore()}
+	store := bytesOnly{memstore.New()}
 	g := idem.NewGuard(store)
 	ctx := context.Background()
 	never := func(context.Context) (shapeV2, error) {
@@ -289,15 +291,15 @@ func TestSpecCodecReadsOlderRecords(t *testing.T) {
 type shapeRetyped struct{ B string }
 
 func TestSpecCodecIncompatibleFailsClosed(t *testing.T) {
-	g := idem.NewGuard(bytesOnly{idem.NewMemoryStore()})
+	g := idem.NewGuard(bytesOnly{memstore.New()})
 	ctx := context.Background()
 	old := &idem.Spec{Name: "test.Retyped", Codec: codecV1}
 	if _, err := call(ctx, g, old, "k", func(context.Context) (shapeV1, error) { return shapeV1{B: 5}, nil }); err != nil {
 		t.Fatal(err)
 	}
-	retyped := &idem.Spec{Name: "test.Retyped", Codec: idem.TypedCodec[shapeRetyped]{
-		Encode: func(e *idem.Encoder, v *shapeRetyped) { at := e.Struct(); e.Field("B"); e.String(v.B); e.End(at) },
-		Decode: func(d *idem.Decoder, v *shapeRetyped) {
+	retyped := &idem.Spec{Name: "test.Retyped", Codec: idemimpl.TypedCodec[shapeRetyped]{
+		Encode: func(e *idemimpl.Encoder, v *shapeRetyped) { at := e.Struct(); e.Field("B"); e.String(v.B); e.End(at) },
+		Decode: func(d *idemimpl.Decoder, v *shapeRetyped) {
 			end := d.Struct()
 			for d.More(end) {
 				switch string(d.Field()) {
@@ -328,15 +330,15 @@ func (c rawCodec) Unmarshal([]byte, any) error { return errors.New("unused") }
 
 func TestSpecCodecCorruptRecord(t *testing.T) {
 	for name, data := range map[string][]byte{
-		"marker, garbage":      {idem.CodecMarker, idem.CodecVersion, 0xff, 0xff},
-		"marker, truncated":    {idem.CodecMarker, idem.CodecVersion, 9, 200, 0, 0, 0},
-		"marker, next version": {idem.CodecMarker, idem.CodecVersion + 1},
-		"marker only":          {idem.CodecMarker},
+		"marker, garbage":      {idemimpl.CodecMarker, idemimpl.CodecVersion, 0xff, 0xff},
+		"marker, truncated":    {idemimpl.CodecMarker, idemimpl.CodecVersion, 9, 200, 0, 0, 0},
+		"marker, next version": {idemimpl.CodecMarker, idemimpl.CodecVersion + 1},
+		"marker only":          {idemimpl.CodecMarker},
 		"neither codec's":      []byte("\x00\x01binary"),
-		"trailing bytes":       {idem.CodecMarker, idem.CodecVersion, 9, 0, 0, 0, 0, 0},
+		"trailing bytes":       {idemimpl.CodecMarker, idemimpl.CodecVersion, 9, 0, 0, 0, 0, 0},
 	} {
 		t.Run(name, func(t *testing.T) {
-			g := idem.NewGuard(bytesOnly{idem.NewMemoryStore()})
+			g := idem.NewGuard(bytesOnly{memstore.New()})
 			ctx := context.Background()
 			plant := &idem.Spec{Name: "test.Corrupt", Codec: rawCodec{data}}
 			if _, err := call(ctx, g, plant, "k", func(context.Context) (int, error) { return 0, nil }); err != nil {
@@ -357,10 +359,10 @@ func TestSpecCodecCorruptRecord(t *testing.T) {
 // A result the Spec's codec cannot encode is recorded as a failure, never
 // released: the function does not run again.
 func TestSpecCodecEncodeErrorLocksKey(t *testing.T) {
-	g := idem.NewGuard(idem.NewMemoryStore())
-	failing := idem.TypedCodec[int]{
-		Encode: func(e *idem.Encoder, v *int) { e.Marshaled(nil, errors.New("no")) },
-		Decode: func(d *idem.Decoder, v *int) {},
+	g := idem.NewGuard(memstore.New())
+	failing := idemimpl.TypedCodec[int]{
+		Encode: func(e *idemimpl.Encoder, v *int) { e.Marshaled(nil, errors.New("no")) },
+		Decode: func(d *idemimpl.Decoder, v *int) {},
 	}
 	spec := &idem.Spec{Name: "test.EncodeError", Codec: failing}
 	var runs atomic.Int64
@@ -393,7 +395,7 @@ func FuzzTypedCodecDecode(f *testing.F) {
 			f.Add(v2)
 		}
 	}
-	f.Add([]byte{idem.CodecMarker, idem.CodecVersion})
+	f.Add([]byte{idemimpl.CodecMarker, idemimpl.CodecVersion})
 	f.Add([]byte(`{"A":"json"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var v shapeV1

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // countingCodec is JSON that counts decodes.
@@ -87,7 +88,7 @@ func TestResultMemo(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &countingCodec{}
-			g := idem.NewGuard(bytesOnly{idem.NewMemoryStore()}, idem.WithCodec(c), idem.WithKeyMemo(tt.memo))
+			g := idem.NewGuard(bytesOnly{memstore.New()}, idem.WithCodec(c), idem.WithKeyMemo(tt.memo))
 			n, want, got := tt.run(t, g, c)
 			if n != tt.wantDecodes {
 				t.Errorf("decodes = %d, want %d", n, tt.wantDecodes)
@@ -103,7 +104,7 @@ func TestResultMemo(t *testing.T) {
 // the key's record is replaced by another result, replays decode again.
 func TestResultMemoFollowsStoredBytes(t *testing.T) {
 	c := &countingCodec{}
-	store := idem.NewMemoryStore()
+	store := memstore.New()
 	g := idem.NewGuard(bytesOnly{store}, idem.WithCodec(c))
 	spec := &idem.Spec{Name: "test.ResultMemoBytes"}
 	ctx := context.Background()
@@ -117,7 +118,7 @@ func TestResultMemoFollowsStoredBytes(t *testing.T) {
 		}
 		c0 := g.Begin(spec)
 		c0.Key().String("k")
-		key, _ := idem.KeyOf(c0)
+		key, _ := c0.StoreKey()
 		if err := store.Delete(ctx, key); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"weak"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // TestDroppedGuardIsCollected: once its calls have ended, nothing of the
@@ -26,7 +27,7 @@ func TestDroppedGuardIsCollected(t *testing.T) {
 		{"failed", func(context.Context) (int, error) { return 0, context.DeadlineExceeded }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := idem.NewMemoryStore()
+			store := memstore.New()
 			w := weak.Make(store)
 			g := idem.NewGuard(store)
 			spec := &idem.Spec{Name: "retain." + tc.name, TTL: time.Hour, Lease: time.Hour}

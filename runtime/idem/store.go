@@ -2,7 +2,7 @@ package idem
 
 import (
 	"context"
-	"encoding/hex"
+	"strconv"
 	"time"
 )
 
@@ -32,24 +32,18 @@ func (s State) String() string {
 	if int(s) < len(stateNames) {
 		return stateNames[s]
 	}
-	return "state(" + itoa(int64(s)) + ")"
+	return "state(" + strconv.Itoa(int(s)) + ")"
 }
 
 // Token identifies one owner (one execution attempt). Guards mint them
-// without allocating: a random per-Guard prefix and a counter.
+// without allocating: a random per-Guard prefix and a counter. The zero
+// Token is no owner.
 type Token [16]byte
-
-func (t Token) String() string { return hex.EncodeToString(t[:]) }
-
-// IsZero reports whether t is the zero token (no owner).
-func (t Token) IsZero() bool { return t == Token{} }
 
 // Fingerprint is the SHA-256 (or HMAC-SHA-256) of a call's full payload.
 // A claim whose fingerprint differs from a retained record's is a mismatch,
 // whatever the record's state (see Store.Claim).
 type Fingerprint [32]byte
-
-func (f Fingerprint) String() string { return hex.EncodeToString(f[:]) }
 
 // ClaimRequest asks a store to take ownership of a key.
 type ClaimRequest struct {
@@ -64,13 +58,6 @@ type ClaimRequest struct {
 	// Order, when its Key is set, asks for per-entity ordering (see
 	// OrderClaim). Stores that support it implement Orderer.
 	Order OrderClaim
-	// SentAt is when the Guard sent the claim, read from this process's
-	// monotonic clock (zero from other callers). The Guard counts the
-	// lease from it. A store whose clock is that same monotonic clock
-	// (the memory store by default) may judge the claim at this instant
-	// instead of reading the clock again, which is a replay's one clock
-	// read; stores with a clock of their own ignore it.
-	SentAt time.Time
 }
 
 // OrderClaim makes a claim that would execute also check and advance the
@@ -100,15 +87,15 @@ type Orderer interface {
 	SupportsOrdering() bool
 }
 
-// InProcess is implemented by stores whose calls never wait on anything
+// inProcess is implemented by stores whose calls never wait on anything
 // outside the process (the memory store): no network, no disk, no lock
 // held across I/O. A Guard hands their writes after the function the
 // caller's ctx without its cancelation, where for any other store it must
-// bound each write by a timer (it could hang); the timer was a fifth of
-// an embedded first execution's allocations. A wrapper that embeds such a
+// bound each write by a timer (it could hang): the timer is a fifth of an
+// embedded first execution's allocations. A wrapper that embeds such a
 // store inherits the method: if the wrapper's own calls can block, it
 // must declare InProcess() false.
-type InProcess interface {
+type inProcess interface {
 	InProcess() bool
 }
 
@@ -163,7 +150,7 @@ func (s ClaimStatus) String() string {
 	if int(s) < len(claimNames) && s != 0 {
 		return claimNames[s]
 	}
-	return "claim(" + itoa(int64(s)) + ")"
+	return "claim(" + strconv.Itoa(int(s)) + ")"
 }
 
 // Owns reports whether the claim made the caller the owner.
@@ -295,28 +282,4 @@ type Store interface {
 	// wake waiters by notification where they can, with bounded polling as
 	// a fallback so a lost notification delays but never hangs a waiter.
 	Wait(ctx context.Context, key string) error
-}
-
-// itoa formats without strconv's allocation for small uses in String methods.
-func itoa(v int64) string {
-	var b [20]byte
-	i := len(b)
-	neg := v < 0
-	u := uint64(v)
-	if neg {
-		u = uint64(-v)
-	}
-	for {
-		i--
-		b[i] = byte('0' + u%10)
-		u /= 10
-		if u == 0 {
-			break
-		}
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
 }

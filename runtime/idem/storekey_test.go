@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // claimedKeys lists the keys of the records in a memory store.
-func claimedKeys(t *testing.T, s *idem.MemoryStore) []string {
+func claimedKeys(t *testing.T, s *memstore.Store) []string {
 	t.Helper()
 	var keys []string
 	if err := s.List(context.Background(), "", func(r idem.Record) error {
@@ -39,7 +40,7 @@ func TestStoreKeyIsTheClaimedKey(t *testing.T) {
 		{"ordered", []idem.Option{idem.WithHMAC([]byte("s"))}, &idem.Spec{Name: "test.Ordered", Ordered: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := idem.NewMemoryStore()
+			store := memstore.New()
 			g := idem.NewGuard(store, tc.opts...)
 			begin := func() idem.Call {
 				c := g.Begin(tc.spec)
@@ -79,7 +80,7 @@ func TestStoreKeyIsTheClaimedKey(t *testing.T) {
 // An invalid key is Do's error, naming the function, and the buffers still
 // go back to the pool (the next Call starts clean).
 func TestStoreKeyInvalid(t *testing.T) {
-	g := idem.NewGuard(idem.NewMemoryStore())
+	g := idem.NewGuard(memstore.New())
 	spec := &idem.Spec{Name: "test.Bad"}
 	c := g.Begin(spec)
 	c.Key().ID("")

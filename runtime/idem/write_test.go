@@ -1,4 +1,4 @@
-package idem
+package idem_test
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	. "github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // A function that runs longer than the write timeout (kept alive by
@@ -16,11 +19,9 @@ import (
 // writes after it returns counts from when it returned, not from when it
 // started.
 func TestWriteTimeoutCountsFromReturn(t *testing.T) {
-	old := writeTimeoutFloor
-	writeTimeoutFloor = 100 * time.Millisecond
-	defer func() { writeTimeoutFloor = old }()
+	defer SetWriteTimeoutFloor(100 * time.Millisecond)()
 
-	store := NewMemoryStore()
+	store := memstore.New()
 	g := NewGuard(store)
 	// A lease long enough that scheduling delays under -race on a loaded
 	// 2-core machine do not look like failed heartbeats (30ms flaked).
@@ -40,7 +41,7 @@ func TestWriteTimeoutCountsFromReturn(t *testing.T) {
 	}
 	c = g.Begin(spec)
 	c.Key().String("long")
-	key, _ := KeyOf(c)
+	key, _ := c.StoreKey()
 	r, err := store.Get(context.Background(), key)
 	if err != nil || r.State != StateCompleted {
 		t.Fatalf("record after a long call = %v, %v; want completed", r.State, err)
@@ -50,15 +51,13 @@ func TestWriteTimeoutCountsFromReturn(t *testing.T) {
 type ctxKey struct{}
 
 func TestWriteCtx(t *testing.T) {
-	old := writeTimeoutFloor
-	writeTimeoutFloor = 30 * time.Millisecond
-	defer func() { writeTimeoutFloor = old }()
+	defer SetWriteTimeoutFloor(30 * time.Millisecond)()
 	// A store that may do I/O: only Store's methods, not InProcess.
-	g := NewGuard(struct{ Store }{NewMemoryStore()})
+	g := NewGuard(struct{ Store }{memstore.New()})
 
 	parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "v"))
 	cancelParent() // the caller gave up: the writes must still run
-	ctx, cancel := g.writeCtx(parent, Lease{Duration: 10 * time.Millisecond})
+	ctx, cancel := g.WriteCtx(parent, Lease{Duration: 10 * time.Millisecond})
 	defer cancel()
 	if ctx.Err() != nil {
 		t.Fatalf("write ctx ended with its parent: %v", ctx.Err())
@@ -79,7 +78,7 @@ func TestWriteCtx(t *testing.T) {
 		t.Fatalf("Err = %v, want DeadlineExceeded", ctx.Err())
 	}
 
-	ctx2, cancel2 := g.writeCtx(context.Background(), Lease{Duration: time.Hour})
+	ctx2, cancel2 := g.WriteCtx(context.Background(), Lease{Duration: time.Hour})
 	cancel2()
 	if ctx2.Err() != context.Canceled {
 		t.Fatalf("Err after cancel = %v, want Canceled", ctx2.Err())
@@ -89,10 +88,10 @@ func TestWriteCtx(t *testing.T) {
 // An in-process store's writes need no timer: they get the caller's ctx
 // without its cancelation (the ctx itself when it cannot be canceled).
 func TestWriteCtxInProcess(t *testing.T) {
-	g := NewGuard(NewMemoryStore())
+	g := NewGuard(memstore.New())
 	parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "v"))
 	cancelParent()
-	ctx, cancel := g.writeCtx(parent, Lease{Duration: time.Millisecond})
+	ctx, cancel := g.WriteCtx(parent, Lease{Duration: time.Millisecond})
 	defer cancel()
 	if ctx.Err() != nil || ctx.Done() != nil {
 		t.Fatalf("write ctx of a canceled parent: Err %v, Done %v; want neither", ctx.Err(), ctx.Done())
@@ -104,7 +103,7 @@ func TestWriteCtxInProcess(t *testing.T) {
 		t.Fatalf("in-process write ctx has deadline %v, want none", dl)
 	}
 	bg := context.Background()
-	if ctx, _ := g.writeCtx(bg, Lease{}); ctx != bg {
+	if ctx, _ := g.WriteCtx(bg, Lease{}); ctx != bg {
 		t.Fatalf("write ctx of Background = %v, want Background itself", ctx)
 	}
 }
@@ -113,7 +112,7 @@ func TestWriteCtxInProcess(t *testing.T) {
 // ctx it is given, as pgstore does on every write, and counts the
 // goroutines that are running meanwhile.
 type deriving struct {
-	*MemoryStore
+	*memstore.Store
 	children int
 	extra    int
 }
@@ -128,14 +127,14 @@ func (s *deriving) Complete(ctx context.Context, l Lease, r Result) error {
 	for _, c := range cancels {
 		c()
 	}
-	return s.MemoryStore.Complete(ctx, l, r)
+	return s.Store.Complete(ctx, l, r)
 }
 
 // Hostile case: the write ctx was a hand-written Context, so every context
 // derived from it started a watcher goroutine (100 children, +100
 // goroutines). The standard library's attaches children without one.
 func TestWriteCtxChildrenStartNoGoroutines(t *testing.T) {
-	s := &deriving{MemoryStore: NewMemoryStore(), children: 100}
+	s := &deriving{Store: memstore.New(), children: 100}
 	g := NewGuard(s)
 	c := g.Begin(&Spec{Name: "test.Derive"})
 	c.Key().String("k")
@@ -148,7 +147,7 @@ func TestWriteCtxChildrenStartNoGoroutines(t *testing.T) {
 }
 
 // refusedStore fails every claim as a dial to a closed port does.
-type refusedStore struct{ *MemoryStore }
+type refusedStore struct{ *memstore.Store }
 
 func (refusedStore) Claim(context.Context, ClaimRequest) (ClaimResult, error) {
 	return ClaimResult{}, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
@@ -157,7 +156,7 @@ func (refusedStore) Claim(context.Context, ClaimRequest) (ClaimResult, error) {
 // A claim refused at the dial sent nothing: the Guard must not start a
 // search for it (during an outage that would add a look-up per call).
 func TestRefusedClaimIsNoOrphan(t *testing.T) {
-	g := NewGuard(refusedStore{NewMemoryStore()})
+	g := NewGuard(refusedStore{memstore.New()})
 	for i := range 10 {
 		c := g.Begin(&Spec{Name: "test.Refused"})
 		c.Key().Int(int64(i))
@@ -165,7 +164,7 @@ func TestRefusedClaimIsNoOrphan(t *testing.T) {
 			t.Fatalf("err = %v, want ErrStoreUnavailable", err)
 		}
 	}
-	if n := g.orphans.n.Load(); n != 0 {
+	if n := g.Orphans(); n != 0 {
 		t.Fatalf("%d orphaned claims remembered for refused dials, want 0", n)
 	}
 }

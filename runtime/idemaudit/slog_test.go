@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemaudit"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 type lockedBuffer struct {
@@ -32,7 +33,7 @@ func TestSlogSink(t *testing.T) {
 	var buf lockedBuffer
 	sink := idemaudit.NewSlogSink(slog.New(slog.NewJSONHandler(&buf, nil)))
 	fixed := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	g := idem.NewGuard(idem.NewMemoryStore(), idem.WithObserver(idemaudit.New(sink, idemaudit.WithClock(func() time.Time { return fixed }))))
+	g := idem.NewGuard(memstore.New(), idem.WithObserver(idemaudit.New(sink, idemaudit.WithClock(func() time.Time { return fixed }))))
 	spec := &idem.Spec{Name: "audit.Slog", Ordered: true, OnFailure: idem.FailureLock}
 	ctx := context.Background()
 	boom := errors.New("card declined")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemhttp"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 func Example() {
@@ -20,7 +21,7 @@ func Example() {
 		fmt.Fprintf(w, `{"charge":%d}`, charges)
 	})
 
-	mw, err := idemhttp.New(idem.NewGuard(idem.NewMemoryStore()),
+	mw, err := idemhttp.New(idem.NewGuard(memstore.New()),
 		idemhttp.WithPrincipal(func(r *http.Request) (string, error) {
 			return r.Header.Get("X-Account"), nil // from your authentication
 		}))

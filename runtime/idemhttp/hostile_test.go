@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemhttp"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // TestSessionAndHopByHopHeadersOfTheFirstClientAreNotReplayedToAnother:
@@ -85,7 +86,7 @@ func TestSessionAndHopByHopHeadersOfTheFirstClientAreNotReplayedToAnother(t *tes
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := &app{hook: setHeaders}
-			m, err := idemhttp.New(idem.NewGuard(idem.NewMemoryStore()), append([]idemhttp.Option{idemhttp.WithoutPrincipal()}, tt.opts...)...)
+			m, err := idemhttp.New(idem.NewGuard(memstore.New()), append([]idemhttp.Option{idemhttp.WithoutPrincipal()}, tt.opts...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +108,7 @@ func TestSessionAndHopByHopHeadersOfTheFirstClientAreNotReplayedToAnother(t *tes
 
 func TestWithReplayedHeadersRefusesHeadersItCannotReplay(t *testing.T) {
 	for _, name := range []string{"Connection", "transfer-encoding", "X-Request-Id", ""} {
-		if _, err := idemhttp.New(idem.NewGuard(idem.NewMemoryStore()), idemhttp.WithoutPrincipal(),
+		if _, err := idemhttp.New(idem.NewGuard(memstore.New()), idemhttp.WithoutPrincipal(),
 			idemhttp.WithReplayedHeaders(name)); err == nil {
 			t.Errorf("WithReplayedHeaders(%q) accepted", name)
 		}
@@ -125,7 +126,7 @@ func TestInvalidStatusFromTheHandlerIsNotRecorded(t *testing.T) {
 	for _, status := range []int{0, 99, 1000, -1, http.StatusSwitchingProtocols} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			var runs atomic.Int64
-			h := newMW(t, idem.NewGuard(idem.NewMemoryStore()), idemhttp.WithStore5xx()).Handler(
+			h := newMW(t, idem.NewGuard(memstore.New()), idemhttp.WithStore5xx()).Handler(
 				http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					runs.Add(1)
 					w.WriteHeader(status)
@@ -163,7 +164,7 @@ func TestInvalidStatusFromTheHandlerIsNotRecorded(t *testing.T) {
 // Informational statuses are not the outcome: the final status after them
 // is recorded and replayed.
 func TestInformationalStatusThenFinalIsRecorded(t *testing.T) {
-	h := newMW(t, idem.NewGuard(idem.NewMemoryStore())).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := newMW(t, idem.NewGuard(memstore.New())).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusEarlyHints)
 		w.WriteHeader(http.StatusAccepted)
 		w.Write([]byte(strings.Repeat("x", 3))) //nolint:errcheck

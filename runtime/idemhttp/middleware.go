@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Middleware guards non-idempotent requests with the Idempotency-Key
@@ -256,7 +257,7 @@ const inlineBody = 2048
 
 // fingerprint writes what identifies "the same request": method, path and
 // query, body and the chosen headers.
-func (m *Middleware) fingerprint(b *idem.KeyBuilder, r *http.Request, body []byte) {
+func (m *Middleware) fingerprint(b *idemimpl.KeyBuilder, r *http.Request, body []byte) {
 	b.String(r.Method)
 	b.String(r.URL.EscapedPath())
 	b.String(r.URL.RawQuery)

@@ -16,9 +16,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemhttp"
 	"github.com/idemgen/idemgen/runtime/idemtest"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // principalHeader identifies the client in these tests (a stand-in for
@@ -351,7 +353,7 @@ func TestStatusCodes(t *testing.T) {
 			if !strings.HasPrefix(tc.name, "WithoutPrincipal") {
 				opts = append([]idemhttp.Option{idemhttp.WithPrincipal(principal)}, opts...)
 			}
-			m, err := idemhttp.New(idem.NewGuard(idem.NewMemoryStore()), opts...)
+			m, err := idemhttp.New(idem.NewGuard(memstore.New()), opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -379,7 +381,7 @@ func TestReplayIsByteExact(t *testing.T) {
 		w.Header().Set("Location", "/payments/1")
 		w.Header().Set("Set-Cookie", "a=b")
 	}}
-	m := newMW(t, idem.NewGuard(idem.NewMemoryStore()))
+	m := newMW(t, idem.NewGuard(memstore.New()))
 	srv := httptest.NewServer(m.Handler(a))
 	defer srv.Close()
 
@@ -432,7 +434,7 @@ func TestInFlight(t *testing.T) {
 		sameGuard bool
 	}{{"same process", true}, {"other process", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := idem.NewMemoryStore()
+			store := memstore.New()
 			started, release := make(chan struct{}), make(chan struct{})
 			a := &app{hook: func(http.ResponseWriter, *http.Request) {
 				close(started)
@@ -481,7 +483,7 @@ func TestWaitInFlight(t *testing.T) {
 		close(started)
 		<-release
 	}}
-	h := newMW(t, idem.NewGuard(idem.NewMemoryStore()), idemhttp.WithWaitInFlight(5*time.Second)).Handler(a)
+	h := newMW(t, idem.NewGuard(memstore.New()), idemhttp.WithWaitInFlight(5*time.Second)).Handler(a)
 	q := req{key: []string{"k"}, client: "a"}
 	go send(t, h, q)
 	<-started
@@ -497,7 +499,7 @@ func TestWaitInFlight(t *testing.T) {
 func TestConcurrentSameKey(t *testing.T) {
 	for _, sameGuard := range []bool{true, false} {
 		t.Run(fmt.Sprintf("sameGuard=%v", sameGuard), func(t *testing.T) {
-			store := idem.NewMemoryStore()
+			store := memstore.New()
 			a := &app{hook: func(http.ResponseWriter, *http.Request) { time.Sleep(20 * time.Millisecond) }}
 			var guards []http.Handler
 			g := idem.NewGuard(store)
@@ -554,7 +556,7 @@ func TestPanicReleasesKey(t *testing.T) {
 			panic("boom")
 		}
 	}}
-	h := newMW(t, idem.NewGuard(idem.NewMemoryStore())).Handler(a)
+	h := newMW(t, idem.NewGuard(memstore.New())).Handler(a)
 	q := req{key: []string{"k"}, client: "a"}
 	func() {
 		defer func() {
@@ -597,7 +599,7 @@ func TestPanicReleasesKey(t *testing.T) {
 // failingStore is a memory store whose claims fail while down is set:
 // an unreachable store.
 type failingStore struct {
-	*idem.MemoryStore
+	*memstore.Store
 	down atomic.Bool
 }
 
@@ -605,18 +607,18 @@ func (s *failingStore) Claim(ctx context.Context, r idem.ClaimRequest) (idem.Cla
 	if s.down.Load() {
 		return idem.ClaimResult{}, errors.New("dial tcp 127.0.0.1:1: connection refused")
 	}
-	return s.MemoryStore.Claim(ctx, r)
+	return s.Store.Claim(ctx, r)
 }
 
 func (s *failingStore) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
 	if s.down.Load() {
 		return errors.New("connection reset")
 	}
-	return s.MemoryStore.Complete(ctx, l, r)
+	return s.Store.Complete(ctx, l, r)
 }
 
 func TestStoreUnavailable(t *testing.T) {
-	s := &failingStore{MemoryStore: idem.NewMemoryStore()}
+	s := &failingStore{Store: memstore.New()}
 	s.down.Store(true)
 	a := &app{}
 	h := newMW(t, idem.NewGuard(s)).Handler(a)
@@ -647,7 +649,7 @@ func TestStoreUnavailable(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	g := idem.NewGuard(idem.NewMemoryStore())
+	g := idem.NewGuard(memstore.New())
 	tests := []struct {
 		name string
 		g    *idem.Guard
@@ -714,7 +716,7 @@ func TestParseKey(t *testing.T) {
 func TestHandlerSeesFenceAndBody(t *testing.T) {
 	var fence uint64
 	var body string
-	h := newMW(t, idem.NewGuard(idem.NewMemoryStore())).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := newMW(t, idem.NewGuard(memstore.New())).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fence, _ = idem.FenceFrom(r.Context())
 		b, _ := io.ReadAll(r.Body)
 		body = string(b)
@@ -755,7 +757,7 @@ func TestClientDisconnect(t *testing.T) {
 				case <-time.After(tc.patience):
 				}
 			}}
-			h := newMW(t, idem.NewGuard(idem.NewMemoryStore()), tc.opts...).Handler(a)
+			h := newMW(t, idem.NewGuard(memstore.New()), tc.opts...).Handler(a)
 			ctx, cancel := context.WithCancel(context.Background())
 			r := httptest.NewRequest("POST", "/p", nil).WithContext(ctx)
 			r.Header.Set("Idempotency-Key", "k")
@@ -771,7 +773,7 @@ func TestClientDisconnect(t *testing.T) {
 
 // lostStore is a memory store whose heartbeats report the lease lost, as
 // after another instance took the key over.
-type lostStore struct{ *idem.MemoryStore }
+type lostStore struct{ *memstore.Store }
 
 func (lostStore) Heartbeat(context.Context, idem.Lease) error {
 	return fmt.Errorf("heartbeat: %w", idem.ErrLeaseLost)
@@ -785,7 +787,7 @@ func TestLeaseLost(t *testing.T) {
 		<-r.Context().Done()
 		cause = context.Cause(r.Context())
 	}}
-	h := newMW(t, idem.NewGuard(lostStore{idem.NewMemoryStore()}), idemhttp.WithLease(30*time.Millisecond)).Handler(a)
+	h := newMW(t, idem.NewGuard(lostStore{memstore.New()}), idemhttp.WithLease(30*time.Millisecond)).Handler(a)
 	got, _ := send(t, h, req{key: []string{"k"}, client: "a"})
 	want := resp{Status: 503, CType: problemCT, Code: "lease-lost", RetryAfter: "1"}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -798,39 +800,39 @@ func TestLeaseLost(t *testing.T) {
 
 // countingStore counts the store operations the middleware makes.
 type countingStore struct {
-	*idem.MemoryStore
+	*memstore.Store
 	claims, completes, others atomic.Int64
 }
 
 func (s *countingStore) Claim(ctx context.Context, r idem.ClaimRequest) (idem.ClaimResult, error) {
 	s.claims.Add(1)
-	return s.MemoryStore.Claim(ctx, r)
+	return s.Store.Claim(ctx, r)
 }
 
 func (s *countingStore) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
 	s.completes.Add(1)
-	return s.MemoryStore.Complete(ctx, l, r)
+	return s.Store.Complete(ctx, l, r)
 }
 
 func (s *countingStore) Release(ctx context.Context, l idem.Lease) error {
 	s.others.Add(1)
-	return s.MemoryStore.Release(ctx, l)
+	return s.Store.Release(ctx, l)
 }
 
 func (s *countingStore) Get(ctx context.Context, key string) (idem.Record, error) {
 	s.others.Add(1)
-	return s.MemoryStore.Get(ctx, key)
+	return s.Store.Get(ctx, key)
 }
 
 func (s *countingStore) Wait(ctx context.Context, key string) error {
 	s.others.Add(1)
-	return s.MemoryStore.Wait(ctx, key)
+	return s.Store.Wait(ctx, key)
 }
 
 // TestRoundTrips: a first request costs two store operations (claim,
 // complete) and a replay one (claim).
 func TestRoundTrips(t *testing.T) {
-	s := &countingStore{MemoryStore: idem.NewMemoryStore()}
+	s := &countingStore{Store: memstore.New()}
 	h := newMW(t, idem.NewGuard(s)).Handler(&app{})
 	type ops struct{ Claims, Completes, Others int64 }
 	snap := func() ops { return ops{s.claims.Load(), s.completes.Load(), s.others.Load()} }
@@ -847,7 +849,7 @@ func TestRoundTrips(t *testing.T) {
 }
 
 func TestProblemTypeBase(t *testing.T) {
-	h := newMW(t, idem.NewGuard(idem.NewMemoryStore()), idemhttp.WithProblemTypeBase("https://api.example.com/problems/")).Handler(&app{})
+	h := newMW(t, idem.NewGuard(memstore.New()), idemhttp.WithProblemTypeBase("https://api.example.com/problems/")).Handler(&app{})
 	_, w := send(t, h, req{client: "a"})
 	var got map[string]any
 	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
@@ -864,7 +866,7 @@ func TestProblemTypeBase(t *testing.T) {
 
 // deadStore is an instance that dies right after its claim: the claim
 // reaches the shared store, nothing after it does.
-type deadStore struct{ *idem.MemoryStore }
+type deadStore struct{ *memstore.Store }
 
 func (deadStore) Heartbeat(context.Context, idem.Lease) error             { return nil }
 func (deadStore) Complete(context.Context, idem.Lease, idem.Result) error { return nil }
@@ -884,15 +886,15 @@ func TestKeyReusedAfterCrashOrRelease(t *testing.T) {
 		name string
 		// first sends the first request with body a and leaves the key
 		// as a crash or a failure does.
-		first func(t *testing.T, clock *idemtest.Clock, store *idem.MemoryStore, app *app) resp
+		first func(t *testing.T, clock *idemtest.Clock, store *memstore.Store, app *app) resp
 		want  resp
 	}{
-		{"crashed instance", func(t *testing.T, clock *idemtest.Clock, store *idem.MemoryStore, app *app) resp {
+		{"crashed instance", func(t *testing.T, clock *idemtest.Clock, store *memstore.Store, app *app) resp {
 			got, _ := send(t, newMW(t, idem.NewGuard(deadStore{store}), idemhttp.WithLease(time.Second)).Handler(app), a)
 			clock.Advance(2 * time.Second) // past the dead instance's lease
 			return got
 		}, resp{Status: 201, CType: jsonCT, Run: 1}},
-		{"handler failed", func(t *testing.T, clock *idemtest.Clock, store *idem.MemoryStore, app *app) resp {
+		{"handler failed", func(t *testing.T, clock *idemtest.Clock, store *memstore.Store, app *app) resp {
 			app.status = http.StatusServiceUnavailable // a 5xx releases the key
 			defer func() { app.status = 0 }()
 			got, _ := send(t, newMW(t, idem.NewGuard(store), idemhttp.WithLease(time.Second)).Handler(app), a)
@@ -902,7 +904,7 @@ func TestKeyReusedAfterCrashOrRelease(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := idemtest.NewClock(time.Now())
-			store := idem.NewMemoryStore(idem.WithMemoryClock(clock.Now))
+			store := memstore.New(memstore.WithClock(clock.Now))
 			app := &app{}
 			if diff := cmp.Diff(tt.want, tt.first(t, clock, store, app)); diff != "" {
 				t.Fatalf("first request (-want +got):\n%s", diff)

@@ -10,6 +10,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/filestore"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemhttp"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // storeKinds returns a constructor per store kind; each call gives a store
@@ -22,7 +23,7 @@ var storeKinds = []struct {
 	open func(t *testing.T) func() idem.Store
 }{
 	{"memory", func(t *testing.T) func() idem.Store {
-		s := idem.NewMemoryStore()
+		s := memstore.New()
 		return func() idem.Store { return s }
 	}},
 	{"file", func(t *testing.T) func() idem.Store {

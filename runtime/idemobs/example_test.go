@@ -9,6 +9,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemobs"
 	"github.com/idemgen/idemgen/runtime/idemslog"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // Two observers behind one Guard: a log and an in-process tally.
@@ -22,7 +23,7 @@ func ExampleMulti() {
 		},
 	}))
 	replays := 0
-	g := idem.NewGuard(idem.NewMemoryStore(), idem.WithObserver(idemobs.Multi(
+	g := idem.NewGuard(memstore.New(), idem.WithObserver(idemobs.Multi(
 		idemslog.New(logger, idemslog.WithSuccessLevel(slog.LevelInfo)),
 		idem.ObserverFunc(func(e idem.Event) {
 			if e.Outcome == idem.OutcomeReplayed {

@@ -15,6 +15,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemobs"
 	"github.com/idemgen/idemgen/runtime/idemobs/obstest"
 	"github.com/idemgen/idemgen/runtime/idemtest"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // TestStaleScanner: the shared stale-claim script (obstest.Stale), then
@@ -45,7 +46,7 @@ func TestStaleScanner(t *testing.T) {
 // stale; a nanosecond later it is.
 func TestStaleScannerGrace(t *testing.T) {
 	clock := idemtest.NewClock(time.Unix(1_700_000_000, 0))
-	store := idem.NewMemoryStore(idem.WithMemoryClock(clock.Now))
+	store := memstore.New(memstore.WithClock(clock.Now))
 	if _, err := store.Claim(context.Background(), idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: time.Second, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}

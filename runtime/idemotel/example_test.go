@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemotel"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 func ExampleNew() {
@@ -25,7 +26,7 @@ func ExampleNew() {
 		panic(err)
 	}
 	defer obs.Close()
-	g := idem.NewGuard(idem.NewMemoryStore(), idem.WithObserver(obs))
+	g := idem.NewGuard(memstore.New(), idem.WithObserver(obs))
 
 	spec := &idem.Spec{Name: "shop.Charge"}
 	for range 2 {

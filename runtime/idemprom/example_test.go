@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemprom"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 func ExampleNew() {
@@ -16,7 +17,7 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	g := idem.NewGuard(idem.NewMemoryStore(), idem.WithObserver(obs))
+	g := idem.NewGuard(memstore.New(), idem.WithObserver(obs))
 
 	spec := &idem.Spec{Name: "shop.Charge"}
 	for range 3 {

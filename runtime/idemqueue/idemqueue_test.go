@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 type outcome struct {
@@ -80,7 +82,7 @@ func TestProcess(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := idemqueue.New(idem.NewGuard(idem.NewMemoryStore()), idemqueue.WithName("test.events"))
+			c := idemqueue.New(idem.NewGuard(memstore.New()), idemqueue.WithName("test.events"))
 			var handled atomic.Int64
 			var got []outcome
 			for _, d := range tc.in {
@@ -120,7 +122,7 @@ func TestProcess(t *testing.T) {
 // consumers (one Guard each, one shared store) run the handler once; with
 // waiting on, every other delivery is a Duplicate.
 func TestConcurrentDeliveries(t *testing.T) {
-	store := idem.NewMemoryStore()
+	store := memstore.New()
 	var consumers []*idemqueue.Consumer
 	for range 4 {
 		consumers = append(consumers, idemqueue.New(idem.NewGuard(store), idemqueue.WithWait(5*time.Second)))
@@ -161,7 +163,7 @@ func TestConcurrentDeliveries(t *testing.T) {
 }
 
 func TestNoWait(t *testing.T) {
-	c := idemqueue.New(idem.NewGuard(idem.NewMemoryStore()), idemqueue.WithWait(0))
+	c := idemqueue.New(idem.NewGuard(memstore.New()), idemqueue.WithWait(0))
 	started, release := make(chan struct{}), make(chan struct{})
 	go c.Process(context.Background(), "e", func(context.Context) error { close(started); <-release; return nil })
 	<-started
@@ -176,13 +178,13 @@ func TestNoWait(t *testing.T) {
 // in-progress record nobody heartbeats; the redelivery waits for its lease
 // to expire, takes the event over with a higher fence, and runs it.
 func TestCrashedConsumerTakenOver(t *testing.T) {
-	store := idem.NewMemoryStore(idem.WithPollInterval(5 * time.Millisecond))
+	store := memstore.New(memstore.WithPollInterval(5 * time.Millisecond))
 	g := idem.NewGuard(store)
 
 	// The dead consumer's claim, made directly in the store.
 	call := g.Begin(&idem.Spec{Name: "test.crash"})
 	call.Key().ID("evt-crash")
-	key, err := idem.KeyOf(call)
+	key, err := call.StoreKey()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +220,7 @@ func TestCrashedConsumerTakenOver(t *testing.T) {
 
 // failingStore is a memory store that can be made unreachable.
 type failingStore struct {
-	*idem.MemoryStore
+	*memstore.Store
 	claimDown, completeDown atomic.Bool
 }
 
@@ -226,18 +228,18 @@ func (s *failingStore) Claim(ctx context.Context, r idem.ClaimRequest) (idem.Cla
 	if s.claimDown.Load() {
 		return idem.ClaimResult{}, errors.New("connection refused")
 	}
-	return s.MemoryStore.Claim(ctx, r)
+	return s.Store.Claim(ctx, r)
 }
 
 func (s *failingStore) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
 	if s.completeDown.Load() {
 		return errors.New("connection reset")
 	}
-	return s.MemoryStore.Complete(ctx, l, r)
+	return s.Store.Complete(ctx, l, r)
 }
 
 func TestStoreUnavailable(t *testing.T) {
-	s := &failingStore{MemoryStore: idem.NewMemoryStore()}
+	s := &failingStore{Store: memstore.New()}
 	c := idemqueue.New(idem.NewGuard(s))
 	var handled atomic.Int64
 	h := func(context.Context) error { handled.Add(1); return nil }
@@ -268,7 +270,7 @@ func TestStoreUnavailable(t *testing.T) {
 }
 
 func TestPackageProcess(t *testing.T) {
-	g := idem.NewGuard(idem.NewMemoryStore())
+	g := idem.NewGuard(memstore.New())
 	var got []idemqueue.Status
 	for range 2 {
 		st, err := idemqueue.Process(context.Background(), g, "e", func(context.Context) error { return nil })

@@ -249,7 +249,7 @@ func testCorruptNeverFailsOpen(t *testing.T, e *env) {
 	c := g.Begin(spec)
 	c.Key().String(e.key)
 	c.Key().String("planted")
-	key, err := idem.KeyOf(c)
+	key, err := c.StoreKey()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // stringCodec is a generated codec's shape for a string result, so the
 // identity case covers records of both codecs.
-var stringCodec = idem.TypedCodec[string]{
-	Encode: func(e *idem.Encoder, v *string) { e.String(*v) },
-	Decode: func(d *idem.Decoder, v *string) { *v = d.String() },
+var stringCodec = idemimpl.TypedCodec[string]{
+	Encode: func(e *idemimpl.Encoder, v *string) { e.String(*v) },
+	Decode: func(d *idemimpl.Decoder, v *string) { *v = d.String() },
 }
 
 // testFunctionIdentity: two functions that share a name (and so a key

@@ -6,12 +6,13 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemtest"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 func TestMemoryStoreConformance(t *testing.T) {
 	idemtest.RunStoreSuite(t, idemtest.Harness{
 		New: func(t *testing.T, now func() time.Time) idem.Store {
-			return idem.NewMemoryStore(idem.WithMemoryClock(now), idem.WithPollInterval(5*time.Millisecond))
+			return memstore.New(memstore.WithClock(now), memstore.WithPollInterval(5*time.Millisecond))
 		},
 		ManualClock: true,
 	})
@@ -23,7 +24,7 @@ func TestMemoryStoreConformanceRealTime(t *testing.T) {
 		t.Skip("real-time run skipped in -short mode")
 	}
 	idemtest.RunStoreSuite(t, idemtest.Harness{
-		New:   func(t *testing.T, now func() time.Time) idem.Store { return idem.NewMemoryStore() },
+		New:   func(t *testing.T, now func() time.Time) idem.Store { return memstore.New() },
 		Lease: 200 * time.Millisecond,
 	})
 }

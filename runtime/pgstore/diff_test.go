@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 var timeEqual = cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })
@@ -39,7 +40,7 @@ func TestDifferentialAgainstMemory(t *testing.T) {
 	for seed := range uint64(seeds) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			clock := newManualClock()
-			mem := idem.NewMemoryStore(idem.WithMemoryClock(clock.Now))
+			mem := memstore.New(memstore.WithClock(clock.Now))
 			pg := newStore(t, pool, WithClock(clock.Now))
 			rng := rand.New(rand.NewPCG(seed, 99))
 			keys := []string{"k0", "k1", "k2"}

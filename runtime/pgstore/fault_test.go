@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // lockRow holds a row lock on key in a transaction until the returned
@@ -283,15 +284,15 @@ func TestInTx(t *testing.T) {
 	t.Run("a Spec's own codec writes the record in the transaction", func(t *testing.T) {
 		s := newStore(t, pool)
 		g := idem.NewGuard(s)
-		strCodec := idem.TypedCodec[string]{
-			Encode: func(e *idem.Encoder, v *string) { e.String(*v) },
-			Decode: func(d *idem.Decoder, v *string) { *v = d.String() },
+		strCodec := idemimpl.TypedCodec[string]{
+			Encode: func(e *idemimpl.Encoder, v *string) { e.String(*v) },
+			Decode: func(d *idemimpl.Decoder, v *string) { *v = d.String() },
 		}
 		own := idem.Spec{Name: "pgstore.test.OwnCodec", Codec: strCodec}
 		var key string
 		var runs int
 		fn := func(ctx context.Context) (string, error) {
-			l, _ := idem.LeaseFrom(ctx)
+			l, _, _ := idem.LeaseFrom(ctx)
 			key = l.Key
 			return InTx(ctx, s, rr, func(ctx context.Context, tx pgx.Tx) (string, error) { runs++; return "charged", nil })
 		}
@@ -306,8 +307,8 @@ func TestInTx(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, body, _, err := idem.SplitRecord(rec.Result)
-		if err != nil || runs != 1 || len(body) == 0 || body[0] != idem.CodecMarker {
+		_, body, _, err := idemimpl.SplitRecord(rec.Result)
+		if err != nil || runs != 1 || len(body) == 0 || body[0] != idemimpl.CodecMarker {
 			t.Fatalf("runs %d, record %q: want one run and the Spec codec's record", runs, rec.Result)
 		}
 	})
@@ -318,8 +319,8 @@ func TestInTx(t *testing.T) {
 		var hb, rel, same, other error
 		_, err := call(ctx, g, &spec, "k", func(ctx context.Context) (string, error) {
 			v, err := InTx(ctx, s, pgx.TxOptions{}, func(context.Context, pgx.Tx) (string, error) { return "v", nil })
-			l, _ := idem.LeaseFrom(ctx)
-			c, _ := idem.CodecFrom(ctx) // the bytes the Guard writes: identity header, then JSON
+			l, _, _ := idem.LeaseFrom(ctx)
+			_, c, _ := idem.LeaseFrom(ctx) // the bytes the Guard writes: identity header, then JSON
 			vb, _ := c.Marshal("v")
 			wb, _ := c.Marshal("w")
 			hb = s.Heartbeat(ctx, l)
@@ -347,7 +348,7 @@ func TestInTx(t *testing.T) {
 			if err := s.CompleteInTx(ctx, tx, "v"); err != nil {
 				return "", err
 			}
-			l, _ := idem.LeaseFrom(ctx)
+			l, _, _ := idem.LeaseFrom(ctx)
 			hbc := make(chan error, 1)
 			go func() { hbc <- s.Heartbeat(context.WithoutCancel(ctx), l) }() // waits on the row lock
 			time.Sleep(50 * time.Millisecond)
@@ -462,7 +463,7 @@ func TestInTx(t *testing.T) {
 		acct := business(t, s)
 		g := idem.NewGuard(s)
 		fn := func(ctx context.Context) (string, error) {
-			l, _ := idem.LeaseFrom(ctx)
+			l, _, _ := idem.LeaseFrom(ctx)
 			// Another owner takes the key over (what a claim after lease
 			// expiry writes), while this one is still running.
 			other := token(7)

@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"time"
-
-	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Errors specific to the Postgres store. Test them with errors.Is.
@@ -27,8 +25,7 @@ var (
 	// ErrTxResultMismatch: the Guard completed a record that CompleteInTx
 	// had already completed in the caller's transaction, with different
 	// bytes. The bytes committed with the transaction stand; the function
-	// returned a value other than the one it completed with, or the store's
-	// codec differs from the Guard's.
+	// returned a value other than the one it completed with.
 	ErrTxResultMismatch = errors.New("pgstore: result differs from the one completed in the transaction")
 )
 
@@ -42,7 +39,6 @@ type config struct {
 	acquireTimeout time.Duration
 	sweepEvery     time.Duration
 	sweepBatch     int
-	codec          idem.Codec
 	now            func() time.Time
 	onError        func(error)
 	txRetries      int
@@ -55,7 +51,6 @@ func buildConfig(opts []Option) config {
 		poll:           500 * time.Millisecond,
 		acquireTimeout: 10 * time.Second,
 		sweepBatch:     5000,
-		codec:          idem.JSONCodec{},
 		txRetries:      5,
 	}
 	for _, o := range opts {
@@ -90,11 +85,6 @@ func WithSweeper(every time.Duration) Option { return func(c *config) { c.sweepE
 // WithCleanupBatch sets how many rows one cleanup statement deletes at most
 // (default 5000), which bounds its lock footprint and WAL burst.
 func WithCleanupBatch(n int) Option { return func(c *config) { c.sweepBatch = n } }
-
-// WithCodec sets the codec CompleteInTx encodes results with. It must be
-// the Guard's codec (default idem.JSONCodec, which is also the Guard's
-// default), so the Guard's own Complete finds identical bytes.
-func WithCodec(codec idem.Codec) Option { return func(c *config) { c.codec = codec } }
 
 // WithErrorHandler receives errors of background work: the notification
 // listener's connection and the sweeper.

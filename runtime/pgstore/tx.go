@@ -36,19 +36,14 @@ import (
 // After the function returns the Guard calls Complete as always; the store
 // recognises the record as already completed by the same owner and fence
 // with the same bytes and returns nil without writing. For that the value
-// is encoded with the call's codec (idem.CodecFrom: the generated codec of
-// an idemgen wrapper's result type, else the Guard's), falling back to the
-// store's (WithCodec) outside a Guard.
+// is encoded with the call's codec (idem.LeaseFrom: the generated codec of
+// an idemgen wrapper's result type, else the Guard's).
 // If the function returns a different value, the committed bytes stand and
 // the Guard reports ErrTxResultMismatch.
 func (s *Store) CompleteInTx(ctx context.Context, tx pgx.Tx, v any) error {
-	l, ok := idem.LeaseFrom(ctx)
+	l, codec, ok := idem.LeaseFrom(ctx)
 	if !ok {
 		return ErrNoLease
-	}
-	codec := s.cfg.codec
-	if c, ok := idem.CodecFrom(ctx); ok {
-		codec = c
 	}
 	data, err := codec.Marshal(v)
 	if err != nil {
@@ -88,7 +83,7 @@ func (s *Store) CompleteInTx(ctx context.Context, tx pgx.Tx, v any) error {
 // duplicates replay it) or not (the key is released): never half.
 func InTx[R any](ctx context.Context, s *Store, opts pgx.TxOptions, fn func(ctx context.Context, tx pgx.Tx) (R, error)) (R, error) {
 	var zero R
-	if _, ok := idem.LeaseFrom(ctx); !ok {
+	if _, _, ok := idem.LeaseFrom(ctx); !ok {
 		return zero, ErrNoLease
 	}
 	for attempt := 0; ; attempt++ {

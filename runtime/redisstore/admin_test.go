@@ -61,7 +61,7 @@ func TestAdmin(t *testing.T) {
 			// ForceRelease fences the owner out; the next owner's fence is higher.
 			l := claim("force", 7)
 			r, err := s.ForceRelease(ctx, "force")
-			if err != nil || r.State != idem.StateReleased || r.Fence != l.Fence+1 || !r.Owner.IsZero() {
+			if err != nil || r.State != idem.StateReleased || r.Fence != l.Fence+1 || r.Owner != (idem.Token{}) {
 				t.Fatalf("ForceRelease = %+v, %v", r, err)
 			}
 			if err := s.Complete(ctx, l, idem.Result{Data: []byte(`1`)}); !errors.Is(err, idem.ErrLeaseLost) {

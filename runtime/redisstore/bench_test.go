@@ -151,7 +151,7 @@ func BenchmarkReplay(b *testing.B) {
 			}
 			c := g.Begin(spec)
 			c.Key().String("order-1")
-			key, _ := idem.KeyOf(c)
+			key, _ := c.StoreKey()
 			rk := s.RecordKey(key)
 			b.ResetTimer()
 			// Baseline: GET of the very record (same value size).

@@ -456,7 +456,7 @@ func TestFailoverCluster(t *testing.T) {
 	masterOf := func(name string) string {
 		c := idem.NewGuard(s).Begin(spec)
 		c.Key().String(name)
-		sk, err := idem.KeyOf(c)
+		sk, err := c.StoreKey()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -552,7 +552,7 @@ func TestFailoverCluster(t *testing.T) {
 	}
 	c := idem.NewGuard(s).Begin(spec)
 	c.Key().String(key("after"))
-	after, _ := idem.KeyOf(c)
+	after, _ := c.StoreKey()
 	res, err := s.Claim(ctx, idem.ClaimRequest{Key: after, Owner: idem.Token{9}, Lease: time.Second, TTL: time.Minute})
 	if err != nil || res.Fence <= before {
 		t.Errorf("claim after the failover: %+v, %v; want a fence above %d", res, err, before)

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 
 	"github.com/idemgen/idemgen/internal/testenv"
 )
@@ -79,7 +80,7 @@ func (e *faultEnv) record(t *testing.T, g *idem.Guard, spec *idem.Spec, id strin
 	t.Helper()
 	c := g.Begin(spec)
 	c.Key().String(id)
-	key, err := idem.KeyOf(c)
+	key, err := c.StoreKey()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestFaultResetMidComplete(t *testing.T) {
 				t.Fatalf("proxy cut %d replies, want 1", e.proxy.Cut())
 			}
 			r := e.record(t, idem.NewGuard(e.direct), spec, "a")
-			_, body, _, err := idem.SplitRecord(r.Result) // the Guard's identity header, then the result
+			_, body, _, err := idemimpl.SplitRecord(r.Result) // the Guard's identity header, then the result
 			if err != nil || r.State != idem.StateCompleted || r.Fence != 1 || string(body) != `"done-a"` {
 				t.Fatalf("record = %v fence %d result %s", r.State, r.Fence, r.Result)
 			}

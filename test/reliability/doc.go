@@ -23,7 +23,7 @@
 //     errors, a key is completed once, stale fences never write, and every
 //     key completes once the faults heal.
 //   - skew (Redis, Postgres, Firestore): workers run with Guard clocks
-//     offset by minutes (idem.WithGuardClock); exclusivity holds because
+//     offset by minutes (idem.WithClock); exclusivity holds because
 //     leases are judged by the server's clock. DynamoDB judges leases by
 //     the callers' clocks: its row skews Guard and store clocks within
 //     its stated margin, and TestHarnessDetectsSkewBeyondMargin shows

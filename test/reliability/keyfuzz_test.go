@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // keyInput is a fixed parameter list, as generated code sees one: its
@@ -36,7 +39,7 @@ type keyInput struct {
 // tagged is a Keyer writing a variable list of values of varying types.
 type tagged []any
 
-func (k tagged) IdemKey(b *idem.KeyBuilder) {
+func (k tagged) IdemKey(b *idemimpl.KeyBuilder) {
 	for _, v := range k {
 		switch v := v.(type) {
 		case string:
@@ -57,7 +60,7 @@ func (k tagged) IdemKey(b *idem.KeyBuilder) {
 
 // write is what generated code would write for keyInput. mapOrder
 // permutes the order map entries are written in, which must not matter.
-func (in *keyInput) write(b *idem.KeyBuilder, mapOrder int) {
+func (in *keyInput) write(b *idemimpl.KeyBuilder, mapOrder int) {
 	b.String(in.A)
 	b.Int(in.B)
 	b.Uint(in.C)
@@ -229,7 +232,7 @@ func storeKey(t *testing.T, g *idem.Guard, in *keyInput, mapOrder int) (string, 
 	t.Helper()
 	c := g.Begin(fuzzSpec)
 	in.write(c.Key(), mapOrder)
-	return idem.KeyOf(c)
+	return c.StoreKey()
 }
 
 // FuzzKeyBuilder checks the key encoding through the exported API (a
@@ -246,7 +249,7 @@ func FuzzKeyBuilder(f *testing.F) {
 	f.Add([]byte{0xff, 3, 'a', 'b', 'c', 1, 2, 3, 4, 5, 6, 7, 8, 9}, []byte{0xff, 2, 'a', 'b', 1, 'c', 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add([]byte{0x0f, 1, 'x', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80}, []byte{0x0f, 1, 'x', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
-	g := idem.NewGuard(idem.NewMemoryStore())
+	g := idem.NewGuard(memstore.New())
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		x, y := decodeKeyInput(a), decodeKeyInput(b)
 		ka, erra := storeKey(t, g, &x, 0)

@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/idemgen/idemgen/runtime/filestore"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 	"github.com/idemgen/idemgen/test/reliability/work"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 )
 
 // workerEnv carries a worker's JSON configuration.
@@ -52,7 +53,7 @@ type workerConfig struct {
 	// killed before the claim); CompleteDelayMax delays completions.
 	PreClaimMax      time.Duration
 	CompleteDelayMax time.Duration
-	// Clock offset of the Guard (idem.WithGuardClock); ClockJump makes it
+	// Clock offset of the Guard (idem.WithClock); ClockJump makes it
 	// a different random offset within ±ClockOffset at every reading.
 	ClockOffset time.Duration
 	ClockJump   bool
@@ -226,7 +227,7 @@ func runWorker(cfg workerConfig) error {
 		evMu.Unlock()
 	}))}
 	if cfg.ClockOffset != 0 {
-		opts = append(opts, idem.WithGuardClock(skewedClock(cfg.ClockOffset, cfg.ClockJump)))
+		opts = append(opts, idem.WithClock(skewedClock(cfg.ClockOffset, cfg.ClockJump)))
 	}
 	g := idem.NewGuard(store, opts...)
 	hold := func(string) time.Duration {

@@ -7,7 +7,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // TestRecordIdentity: a generated wrapper's records carry its Spec's
@@ -31,12 +34,12 @@ func TestRecordIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, body, ok, err := idem.SplitRecord(rec.Result)
+	h, body, ok, err := idemimpl.SplitRecord(rec.Result)
 	if err != nil || !ok {
 		t.Fatalf("record without an identity header: ok=%v, %v", ok, err)
 	}
 	spec := idemSpecCreateInvoice
-	want := idem.RecordHeader{Signature: spec.Signature}
+	want := idemimpl.RecordHeader{Signature: spec.Signature}
 	if diff := cmp.Diff(want, h); diff != "" || len(spec.Signature) != 16 {
 		t.Fatalf("header (-want +got):\n%s (signature %q)", diff, spec.Signature)
 	}
@@ -71,14 +74,14 @@ func TestRecordIdentity(t *testing.T) {
 // headerOf is the identity header the Guard writes for spec's records,
 // read back from a record of a scratch guard.
 func headerOf(spec *idem.Spec) []byte {
-	s := idem.NewMemoryStore()
+	s := memstore.New()
 	c := idem.NewGuard(s).Begin(spec)
 	c.Key().String("header")
-	key, _ := idem.KeyOf(c)
+	key, _ := c.StoreKey()
 	c = idem.NewGuard(s).Begin(spec)
 	c.Key().String("header")
 	_, _ = idem.Do(context.Background(), c, func(context.Context) (*Invoice, error) { return nil, nil })
 	rec, _ := s.Get(context.Background(), key)
-	_, body, _, _ := idem.SplitRecord(rec.Result)
+	_, body, _, _ := idemimpl.SplitRecord(rec.Result)
 	return rec.Result[:len(rec.Result)-len(body)]
 }

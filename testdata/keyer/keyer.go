@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 var runs atomic.Int64
@@ -18,7 +19,7 @@ type Email struct{ addr string }
 
 func NewEmail(s string) Email { return Email{addr: s} }
 
-func (e Email) IdemKey(b *idem.KeyBuilder) { b.String(strings.ToLower(e.addr)) }
+func (e Email) IdemKey(b *idemimpl.KeyBuilder) { b.String(strings.ToLower(e.addr)) }
 
 // Cart keys on its item set, ignoring order, through a pointer receiver.
 type Cart struct {
@@ -26,7 +27,7 @@ type Cart struct {
 	note  string
 }
 
-func (c *Cart) IdemKey(b *idem.KeyBuilder) {
+func (c *Cart) IdemKey(b *idemimpl.KeyBuilder) {
 	b.MapStart(len(c.Items))
 	for _, it := range c.Items {
 		b.MapEntry()
@@ -43,8 +44,8 @@ type Identity interface {
 
 type User struct{ ID string }
 
-func (u User) IdemKey(b *idem.KeyBuilder) { b.String(u.ID) }
-func (u User) Name() string               { return u.ID }
+func (u User) IdemKey(b *idemimpl.KeyBuilder) { b.String(u.ID) }
+func (u User) Name() string                   { return u.ID }
 
 type Order struct {
 	To   Email

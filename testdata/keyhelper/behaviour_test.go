@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // The Key helpers return the keys the wrappers' calls claimed in the
@@ -24,7 +25,7 @@ func TestKeyHelpersAreTheClaimedKeys(t *testing.T) {
 		{"prefix_hmac", []idem.Option{idem.WithKeyPrefix("tenant-a/"), idem.WithHMAC([]byte("secret"))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			store := idem.NewMemoryStore()
+			store := memstore.New()
 			g := idem.NewGuard(store, tc.opts...)
 			api, ledger := NewIdempotent(g), NewIdempotentLedger(&Ledger{}, g)
 			at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -72,7 +73,7 @@ func TestKeyHelpersAreTheClaimedKeys(t *testing.T) {
 
 // A key the wrapper would refuse is refused by its Key helper too.
 func TestKeyHelperInvalid(t *testing.T) {
-	api := NewIdempotent(idem.NewGuard(idem.NewMemoryStore()))
+	api := NewIdempotent(idem.NewGuard(memstore.New()))
 	if _, err := api.ApplyKey(Event{ID: "", User: "u"}); !errors.Is(err, idem.ErrInvalidKey) {
 		t.Errorf("empty event ID: %v, want ErrInvalidKey", err)
 	}

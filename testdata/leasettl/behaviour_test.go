@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 func TestLeaseAndTTL(t *testing.T) {
 	ctx := context.Background()
 	// Two guards on one store: two processes, so the second one asks the
 	// store rather than its in-process table.
-	store := idem.NewMemoryStore()
+	store := memstore.New()
 	a, b := NewIdempotent(idem.NewGuard(store)), NewIdempotent(idem.NewGuard(store))
 	done := make(chan error)
 	go func() {

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 func TestOptions(t *testing.T) {
 	ctx := context.Background()
-	store := idem.NewMemoryStore()
+	store := memstore.New()
 	keys := make(chan string, 100)
 	obs := idem.ObserverFunc(func(e idem.Event) {
 		if e.Key != "" {

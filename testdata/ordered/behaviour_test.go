@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -89,7 +90,7 @@ func (r *recorder) Observe(e idem.Event) {
 
 func TestOverride(t *testing.T) {
 	rec := &recorder{}
-	api := NewIdempotent(idem.NewGuard(idem.NewMemoryStore(), idem.WithObserver(rec)))
+	api := NewIdempotent(idem.NewGuard(memstore.New(), idem.WithObserver(rec)))
 	ctx := context.Background()
 	if _, err := api.Apply(ctx, Measurement{EventID: "new", UserID: "u", Timestamp: t0}); err != nil {
 		t.Fatal(err)

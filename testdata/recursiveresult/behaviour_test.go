@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 func TestRecursiveResults(t *testing.T) {
@@ -21,8 +22,8 @@ func TestRecursiveResults(t *testing.T) {
 		storable bool
 	}{
 		{"a chain replays equal", 100, false, false, true},
-		{"a chain at the depth bound", idem.MaxDepth, false, false, true},
-		{"a chain past the depth bound", idem.MaxDepth + 1, false, false, false},
+		{"a chain at the depth bound", idemimpl.MaxDepth, false, false, true},
+		{"a chain past the depth bound", idemimpl.MaxDepth + 1, false, false, false},
 		{"a ring", 3, true, false, false},
 		{"a cycle by many paths", 40, true, true, false},
 	} {

@@ -1,5 +1,5 @@
 // Package recursiveresult: results of a recursive type. Their generated
-// codec bounds how deeply values nest (idem.MaxDepth): a cyclic result is
+// codec bounds how deeply values nest (idemimpl.MaxDepth): a cyclic result is
 // not encodable, so the call reports it after running and duplicates get
 // the recorded failure, where encoding it used to overflow the stack and
 // kill the process after the function had run.

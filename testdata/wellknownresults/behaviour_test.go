@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // exact compares what go-cmp cannot see, strictly: big numbers by value,
@@ -224,7 +225,7 @@ func TestBigFloatReplays(t *testing.T) {
 // their marshaling pairs fail closed under the new codecs, never decode to another value.
 func TestOldTextRecordsFailClosed(t *testing.T) {
 	text := func(prefix []byte, s string) []byte {
-		return append(append(append([]byte{idem.CodecMarker, idem.CodecVersion}, prefix...), 0x06, byte(len(s))), s...)
+		return append(append(append([]byte{idemimpl.CodecMarker, idemimpl.CodecVersion}, prefix...), 0x06, byte(len(s))), s...)
 	}
 	tests := []struct {
 		name   string

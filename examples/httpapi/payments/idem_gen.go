@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // IdempotentService is a *Service whose annotated methods run at most once per key.
@@ -36,8 +37,8 @@ var idemSpecServiceCreatePayment = &idem.Spec{
 var _ func(*Service, context.Context, PaymentRequest) (*Payment, error) = (*Service).CreatePayment
 
 // idemCodecServiceCreatePayment stores the results of CreatePayment (generated codec).
-var idemCodecServiceCreatePayment = idem.TypedCodec[*Payment]{
-	Decode: func(d *idem.Decoder, v **Payment) {
+var idemCodecServiceCreatePayment = idemimpl.TypedCodec[*Payment]{
+	Decode: func(d *idemimpl.Decoder, v **Payment) {
 		if d.Ptr() {
 			*v = new(Payment)
 			idemDecPayment(d, (*v))
@@ -45,7 +46,7 @@ var idemCodecServiceCreatePayment = idem.TypedCodec[*Payment]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **Payment) {
+	Encode: func(e *idemimpl.Encoder, v **Payment) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -78,7 +79,7 @@ func (s *IdempotentService) beginCreatePayment(req *PaymentRequest) idem.Call {
 }
 
 // idemDecPayment reads a Payment of a stored result.
-func idemDecPayment(d *idem.Decoder, v *Payment) {
+func idemDecPayment(d *idemimpl.Decoder, v *Payment) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -101,7 +102,7 @@ func idemDecPayment(d *idem.Decoder, v *Payment) {
 }
 
 // idemEncPayment writes a Payment of a stored result.
-func idemEncPayment(e *idem.Encoder, v *Payment) {
+func idemEncPayment(e *idemimpl.Encoder, v *Payment) {
 	at := e.Struct()
 	e.Field("ID")
 	e.String(v.ID)
@@ -119,7 +120,7 @@ func idemEncPayment(e *idem.Encoder, v *Payment) {
 }
 
 // idemKeyPaymentRequest writes the key material of PaymentRequest.
-func idemKeyPaymentRequest(b *idem.KeyBuilder, v *PaymentRequest) {
+func idemKeyPaymentRequest(b *idemimpl.KeyBuilder, v *PaymentRequest) {
 	b.String(v.AccountID)
 	b.String(v.Reference)
 	b.Int(v.Amount)

@@ -27,8 +27,10 @@ import (
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/idemgen/idemgen/internal/keyprop/other"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // Case is one generated wrapper under test.
@@ -664,13 +666,13 @@ func Mutant(r *rand.Rand, v reflect.Value) reflect.Value {
 // stored bytes, as every networked store's do (the memory store would
 // hand back the first call's value).
 func NewGuard() *idem.Guard {
-	return idem.NewGuard(decodingStore{idem.NewMemoryStore()})
+	return idem.NewGuard(decodingStore{memstore.New()})
 }
 
-type decodingStore struct{ *idem.MemoryStore }
+type decodingStore struct{ *memstore.Store }
 
 func (s decodingStore) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
-	r, err := s.MemoryStore.Claim(ctx, req)
+	r, err := s.Store.Claim(ctx, req)
 	r.Result.Value = nil
 	return r, err
 }

@@ -10,7 +10,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Code is another package's named string.
@@ -44,7 +44,7 @@ type Tag struct{ name string }
 // NewTag returns a Tag.
 func NewTag(name string) Tag { return Tag{name} }
 
-func (t Tag) IdemKey(b *idem.KeyBuilder) { b.String(t.name) }
+func (t Tag) IdemKey(b *idemimpl.KeyBuilder) { b.String(t.name) }
 
 func (t Tag) MarshalText() ([]byte, error) { return []byte(t.name), nil }
 

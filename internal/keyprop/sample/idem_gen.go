@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/keyprop/other"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package sample at most once per key.
@@ -41,11 +42,11 @@ var _ func(context.Context, struct {
 }) (int64, error) = Keyed0
 
 // idemCodecKeyed0 stores the results of Keyed0 (generated codec).
-var idemCodecKeyed0 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecKeyed0 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -103,11 +104,11 @@ var idemSpecKeyed1 = &idem.Spec{
 var _ func(context.Context, []bool) (int64, error) = Keyed1
 
 // idemCodecKeyed1 stores the results of Keyed1 (generated codec).
-var idemCodecKeyed1 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecKeyed1 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -152,11 +153,11 @@ var idemSpecKeyed2 = &idem.Spec{
 var _ func(context.Context, [][1][]A5) (int64, error) = Keyed2
 
 // idemCodecKeyed2 stores the results of Keyed2 (generated codec).
-var idemCodecKeyed2 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecKeyed2 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -211,11 +212,11 @@ var idemSpecKeyed3 = &idem.Spec{
 var _ func(context.Context, Gen[S6]) (int64, error) = Keyed3
 
 // idemCodecKeyed3 stores the results of Keyed3 (generated codec).
-var idemCodecKeyed3 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecKeyed3 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -253,11 +254,11 @@ var idemSpecKeyed4 = &idem.Spec{
 var _ func(context.Context, S9) (int64, error) = Keyed4
 
 // idemCodecKeyed4 stores the results of Keyed4 (generated codec).
-var idemCodecKeyed4 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecKeyed4 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -295,11 +296,11 @@ var idemSpecKeyed5 = &idem.Spec{
 var _ func(context.Context, *int32) (int64, error) = Keyed5
 
 // idemCodecKeyed5 stores the results of Keyed5 (generated codec).
-var idemCodecKeyed5 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecKeyed5 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -342,11 +343,11 @@ var idemSpecKeyed6 = &idem.Spec{
 var _ func(context.Context, Gen[map[MK10]Gen[int]]) (int64, error) = Keyed6
 
 // idemCodecKeyed6 stores the results of Keyed6 (generated codec).
-var idemCodecKeyed6 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecKeyed6 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -384,11 +385,11 @@ var idemSpecKeyed7 = &idem.Spec{
 var _ func(context.Context, int8) (int64, error) = Keyed7
 
 // idemCodecKeyed7 stores the results of Keyed7 (generated codec).
-var idemCodecKeyed7 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecKeyed7 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -426,11 +427,11 @@ var idemSpecKeyed8 = &idem.Spec{
 var _ func(context.Context, map[other.Point]time.Time) (int64, error) = Keyed8
 
 // idemCodecKeyed8 stores the results of Keyed8 (generated codec).
-var idemCodecKeyed8 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecKeyed8 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -478,11 +479,11 @@ var idemSpecKeyed9 = &idem.Spec{
 var _ func(context.Context, time.Duration) (int64, error) = Keyed9
 
 // idemCodecKeyed9 stores the results of Keyed9 (generated codec).
-var idemCodecKeyed9 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecKeyed9 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -520,11 +521,11 @@ var idemSpecKeyed10 = &idem.Spec{
 var _ func(context.Context, other.Bin) (int64, error) = Keyed10
 
 // idemCodecKeyed10 stores the results of Keyed10 (generated codec).
-var idemCodecKeyed10 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecKeyed10 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -562,11 +563,11 @@ var idemSpecKeyed11 = &idem.Spec{
 var _ func(context.Context, map[bool]Gen[A11]) (int64, error) = Keyed11
 
 // idemCodecKeyed11 stores the results of Keyed11 (generated codec).
-var idemCodecKeyed11 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecKeyed11 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -614,11 +615,11 @@ var idemSpecPathed0 = &idem.Spec{
 var _ func(context.Context, *P12) (int64, error) = Pathed0
 
 // idemCodecPathed0 stores the results of Pathed0 (generated codec).
-var idemCodecPathed0 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecPathed0 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -678,11 +679,11 @@ var idemSpecPathed1 = &idem.Spec{
 var _ func(context.Context, *P16) (int64, error) = Pathed1
 
 // idemCodecPathed1 stores the results of Pathed1 (generated codec).
-var idemCodecPathed1 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecPathed1 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -742,11 +743,11 @@ var idemSpecPathed2 = &idem.Spec{
 var _ func(context.Context, P21) (int64, error) = Pathed2
 
 // idemCodecPathed2 stores the results of Pathed2 (generated codec).
-var idemCodecPathed2 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecPathed2 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -802,11 +803,11 @@ var idemSpecPathed3 = &idem.Spec{
 var _ func(context.Context, P26) (int64, error) = Pathed3
 
 // idemCodecPathed3 stores the results of Pathed3 (generated codec).
-var idemCodecPathed3 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecPathed3 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -856,11 +857,11 @@ var idemSpecPathed4 = &idem.Spec{
 var _ func(context.Context, P31) (int64, error) = Pathed4
 
 // idemCodecPathed4 stores the results of Pathed4 (generated codec).
-var idemCodecPathed4 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecPathed4 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -918,11 +919,11 @@ var idemSpecPathed5 = &idem.Spec{
 var _ func(context.Context, *P33) (int64, error) = Pathed5
 
 // idemCodecPathed5 stores the results of Pathed5 (generated codec).
-var idemCodecPathed5 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecPathed5 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -977,11 +978,11 @@ var idemSpecStored0 = &idem.Spec{
 var _ func(context.Context, int64, uint) (uint, error) = Stored0
 
 // idemCodecStored0 stores the results of Stored0 (generated codec).
-var idemCodecStored0 = idem.TypedCodec[uint]{
-	Decode: func(d *idem.Decoder, v *uint) {
+var idemCodecStored0 = idemimpl.TypedCodec[uint]{
+	Decode: func(d *idemimpl.Decoder, v *uint) {
 		*v = uint(d.Uint(64))
 	},
-	Encode: func(e *idem.Encoder, v *uint) {
+	Encode: func(e *idemimpl.Encoder, v *uint) {
 		e.Uint(uint64(*v))
 	},
 }
@@ -1019,11 +1020,11 @@ var idemSpecStored1 = &idem.Spec{
 var _ func(context.Context, int64, uint16) (uint16, error) = Stored1
 
 // idemCodecStored1 stores the results of Stored1 (generated codec).
-var idemCodecStored1 = idem.TypedCodec[uint16]{
-	Decode: func(d *idem.Decoder, v *uint16) {
+var idemCodecStored1 = idemimpl.TypedCodec[uint16]{
+	Decode: func(d *idemimpl.Decoder, v *uint16) {
 		*v = uint16(d.Uint(16))
 	},
-	Encode: func(e *idem.Encoder, v *uint16) {
+	Encode: func(e *idemimpl.Encoder, v *uint16) {
 		e.Uint(uint64(*v))
 	},
 }
@@ -1077,7 +1078,7 @@ var _ func(context.Context, int64, *struct {
 }, error) = Stored2
 
 // idemCodecStored2 stores the results of Stored2 (generated codec).
-var idemCodecStored2 = idem.TypedCodec[*struct {
+var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 	F0 struct {
 		F0 json.RawMessage
 		F1 other.Code
@@ -1086,7 +1087,7 @@ var idemCodecStored2 = idem.TypedCodec[*struct {
 	F1 S37
 	F2 [2]float64
 }]{
-	Decode: func(d *idem.Decoder, v **struct {
+	Decode: func(d *idemimpl.Decoder, v **struct {
 		F0 struct {
 			F0 json.RawMessage
 			F1 other.Code
@@ -1138,7 +1139,7 @@ var idemCodecStored2 = idem.TypedCodec[*struct {
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **struct {
+	Encode: func(e *idemimpl.Encoder, v **struct {
 		F0 struct {
 			F0 json.RawMessage
 			F1 other.Code
@@ -1247,8 +1248,8 @@ var idemSpecStored3 = &idem.Spec{
 var _ func(context.Context, int64, *Pair[other.Code, Rec39]) (*Pair[other.Code, Rec39], error) = Stored3
 
 // idemCodecStored3 stores the results of Stored3 (generated codec).
-var idemCodecStored3 = idem.TypedCodec[*Pair[other.Code, Rec39]]{
-	Decode: func(d *idem.Decoder, v **Pair[other.Code, Rec39]) {
+var idemCodecStored3 = idemimpl.TypedCodec[*Pair[other.Code, Rec39]]{
+	Decode: func(d *idemimpl.Decoder, v **Pair[other.Code, Rec39]) {
 		if d.Ptr() {
 			*v = new(Pair[other.Code, Rec39])
 			idemDecPair_OtherCode_Rec39(d, (*v))
@@ -1256,7 +1257,7 @@ var idemCodecStored3 = idem.TypedCodec[*Pair[other.Code, Rec39]]{
 			*v = nil
 		}
 	},
-	Encode: func(e *idem.Encoder, v **Pair[other.Code, Rec39]) {
+	Encode: func(e *idemimpl.Encoder, v **Pair[other.Code, Rec39]) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -1299,11 +1300,11 @@ var idemSpecStored4 = &idem.Spec{
 var _ func(context.Context, int64, S40) (S40, error) = Stored4
 
 // idemCodecStored4 stores the results of Stored4 (generated codec).
-var idemCodecStored4 = idem.TypedCodec[S40]{
-	Decode: func(d *idem.Decoder, v *S40) {
+var idemCodecStored4 = idemimpl.TypedCodec[S40]{
+	Decode: func(d *idemimpl.Decoder, v *S40) {
 		idemDecS40(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *S40) {
+	Encode: func(e *idemimpl.Encoder, v *S40) {
 		idemEncS40(e, v)
 	},
 }
@@ -1341,11 +1342,11 @@ var idemSpecStored5 = &idem.Spec{
 var _ func(context.Context, int64, S42) (S42, error) = Stored5
 
 // idemCodecStored5 stores the results of Stored5 (generated codec).
-var idemCodecStored5 = idem.TypedCodec[S42]{
-	Decode: func(d *idem.Decoder, v *S42) {
+var idemCodecStored5 = idemimpl.TypedCodec[S42]{
+	Decode: func(d *idemimpl.Decoder, v *S42) {
 		idemDecS42(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *S42) {
+	Encode: func(e *idemimpl.Encoder, v *S42) {
 		idemEncS42(e, v)
 	},
 }
@@ -1383,11 +1384,11 @@ var idemSpecStored6 = &idem.Spec{
 var _ func(context.Context, int64, Pair[string, S45]) (Pair[string, S45], error) = Stored6
 
 // idemCodecStored6 stores the results of Stored6 (generated codec).
-var idemCodecStored6 = idem.TypedCodec[Pair[string, S45]]{
-	Decode: func(d *idem.Decoder, v *Pair[string, S45]) {
+var idemCodecStored6 = idemimpl.TypedCodec[Pair[string, S45]]{
+	Decode: func(d *idemimpl.Decoder, v *Pair[string, S45]) {
 		idemDecPair_string_S45(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Pair[string, S45]) {
+	Encode: func(e *idemimpl.Encoder, v *Pair[string, S45]) {
 		idemEncPair_string_S45(e, v)
 	},
 }
@@ -1425,8 +1426,8 @@ var idemSpecStored7 = &idem.Spec{
 var _ func(context.Context, int64, [0][0]complex64) ([0][0]complex64, error) = Stored7
 
 // idemCodecStored7 stores the results of Stored7 (generated codec).
-var idemCodecStored7 = idem.TypedCodec[[0][0]complex64]{
-	Decode: func(d *idem.Decoder, v *[0][0]complex64) {
+var idemCodecStored7 = idemimpl.TypedCodec[[0][0]complex64]{
+	Decode: func(d *idemimpl.Decoder, v *[0][0]complex64) {
 		if d.Array(len(*v)) {
 			for i := range *v {
 				if d.Array(len((*v)[i])) {
@@ -1437,7 +1438,7 @@ var idemCodecStored7 = idem.TypedCodec[[0][0]complex64]{
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *[0][0]complex64) {
+	Encode: func(e *idemimpl.Encoder, v *[0][0]complex64) {
 		at := e.List(len(*v))
 		for i := range *v {
 			at2 := e.List(len((*v)[i]))
@@ -1483,8 +1484,8 @@ var idemSpecStored8 = &idem.Spec{
 var _ func(context.Context, int64, map[other.Code]S46) (map[other.Code]S46, error) = Stored8
 
 // idemCodecStored8 stores the results of Stored8 (generated codec).
-var idemCodecStored8 = idem.TypedCodec[map[other.Code]S46]{
-	Decode: func(d *idem.Decoder, v *map[other.Code]S46) {
+var idemCodecStored8 = idemimpl.TypedCodec[map[other.Code]S46]{
+	Decode: func(d *idemimpl.Decoder, v *map[other.Code]S46) {
 		if d.Nil() {
 			*v = nil
 		} else {
@@ -1499,7 +1500,7 @@ var idemCodecStored8 = idem.TypedCodec[map[other.Code]S46]{
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *map[other.Code]S46) {
+	Encode: func(e *idemimpl.Encoder, v *map[other.Code]S46) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -1548,11 +1549,11 @@ var idemSpecStored9 = &idem.Spec{
 var _ func(context.Context, int64, uint32) (uint32, error) = Stored9
 
 // idemCodecStored9 stores the results of Stored9 (generated codec).
-var idemCodecStored9 = idem.TypedCodec[uint32]{
-	Decode: func(d *idem.Decoder, v *uint32) {
+var idemCodecStored9 = idemimpl.TypedCodec[uint32]{
+	Decode: func(d *idemimpl.Decoder, v *uint32) {
 		*v = uint32(d.Uint(32))
 	},
-	Encode: func(e *idem.Encoder, v *uint32) {
+	Encode: func(e *idemimpl.Encoder, v *uint32) {
 		e.Uint(uint64(*v))
 	},
 }
@@ -1600,13 +1601,13 @@ var _ func(context.Context, int64, struct {
 }, error) = Stored10
 
 // idemCodecStored10 stores the results of Stored10 (generated codec).
-var idemCodecStored10 = idem.TypedCodec[struct {
+var idemCodecStored10 = idemimpl.TypedCodec[struct {
 	F0 N47
 	F1 *[1]int64
 	F2 map[string]*big.Int
 	F3 S48
 }]{
-	Decode: func(d *idem.Decoder, v *struct {
+	Decode: func(d *idemimpl.Decoder, v *struct {
 		F0 N47
 		F1 *[1]int64
 		F2 map[string]*big.Int
@@ -1654,7 +1655,7 @@ var idemCodecStored10 = idem.TypedCodec[struct {
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *struct {
+	Encode: func(e *idemimpl.Encoder, v *struct {
 		F0 N47
 		F1 *[1]int64
 		F2 map[string]*big.Int
@@ -1756,11 +1757,11 @@ var idemSpecStored11 = &idem.Spec{
 var _ func(context.Context, int64, S56) (S56, error) = Stored11
 
 // idemCodecStored11 stores the results of Stored11 (generated codec).
-var idemCodecStored11 = idem.TypedCodec[S56]{
-	Decode: func(d *idem.Decoder, v *S56) {
+var idemCodecStored11 = idemimpl.TypedCodec[S56]{
+	Decode: func(d *idemimpl.Decoder, v *S56) {
 		idemDecS56(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *S56) {
+	Encode: func(e *idemimpl.Encoder, v *S56) {
 		idemEncS56(e, v)
 	},
 }
@@ -1798,11 +1799,11 @@ var idemSpecKeyedFixed0 = &idem.Spec{
 var _ func(context.Context, map[string]struct{}) (int64, error) = KeyedFixed0
 
 // idemCodecKeyedFixed0 stores the results of KeyedFixed0 (generated codec).
-var idemCodecKeyedFixed0 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecKeyedFixed0 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -1849,8 +1850,8 @@ var idemSpecStoredFixed0 = &idem.Spec{
 var _ func(context.Context, int64, map[string]struct{}) (map[string]struct{}, error) = StoredFixed0
 
 // idemCodecStoredFixed0 stores the results of StoredFixed0 (generated codec).
-var idemCodecStoredFixed0 = idem.TypedCodec[map[string]struct{}]{
-	Decode: func(d *idem.Decoder, v *map[string]struct{}) {
+var idemCodecStoredFixed0 = idemimpl.TypedCodec[map[string]struct{}]{
+	Decode: func(d *idemimpl.Decoder, v *map[string]struct{}) {
 		if d.Nil() {
 			*v = nil
 		} else {
@@ -1871,7 +1872,7 @@ var idemCodecStoredFixed0 = idem.TypedCodec[map[string]struct{}]{
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *map[string]struct{}) {
+	Encode: func(e *idemimpl.Encoder, v *map[string]struct{}) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -1920,11 +1921,11 @@ var idemSpecKeyedFixed1 = &idem.Spec{
 var _ func(context.Context, []struct{}) (int64, error) = KeyedFixed1
 
 // idemCodecKeyedFixed1 stores the results of KeyedFixed1 (generated codec).
-var idemCodecKeyedFixed1 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecKeyedFixed1 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -1966,8 +1967,8 @@ var idemSpecStoredFixed1 = &idem.Spec{
 var _ func(context.Context, int64, []struct{}) ([]struct{}, error) = StoredFixed1
 
 // idemCodecStoredFixed1 stores the results of StoredFixed1 (generated codec).
-var idemCodecStoredFixed1 = idem.TypedCodec[[]struct{}]{
-	Decode: func(d *idem.Decoder, v *[]struct{}) {
+var idemCodecStoredFixed1 = idemimpl.TypedCodec[[]struct{}]{
+	Decode: func(d *idemimpl.Decoder, v *[]struct{}) {
 		if d.Nil() {
 			*v = nil
 		} else {
@@ -1983,7 +1984,7 @@ var idemCodecStoredFixed1 = idem.TypedCodec[[]struct{}]{
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *[]struct{}) {
+	Encode: func(e *idemimpl.Encoder, v *[]struct{}) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -2030,11 +2031,11 @@ var idemSpecKeyedFixed2 = &idem.Spec{
 var _ func(context.Context, [2]Empty) (int64, error) = KeyedFixed2
 
 // idemCodecKeyedFixed2 stores the results of KeyedFixed2 (generated codec).
-var idemCodecKeyedFixed2 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecKeyedFixed2 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -2075,15 +2076,15 @@ var idemSpecStoredFixed2 = &idem.Spec{
 var _ func(context.Context, int64, [2]Empty) ([2]Empty, error) = StoredFixed2
 
 // idemCodecStoredFixed2 stores the results of StoredFixed2 (generated codec).
-var idemCodecStoredFixed2 = idem.TypedCodec[[2]Empty]{
-	Decode: func(d *idem.Decoder, v *[2]Empty) {
+var idemCodecStoredFixed2 = idemimpl.TypedCodec[[2]Empty]{
+	Decode: func(d *idemimpl.Decoder, v *[2]Empty) {
 		if d.Array(len(*v)) {
 			for i := range *v {
 				idemDecEmpty(d, &(*v)[i])
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *[2]Empty) {
+	Encode: func(e *idemimpl.Encoder, v *[2]Empty) {
 		at := e.List(len(*v))
 		for i := range *v {
 			idemEncEmpty(e, &(*v)[i])
@@ -2125,11 +2126,11 @@ var idemSpecKeyedFixed3 = &idem.Spec{
 var _ func(context.Context, map[int8]Empty) (int64, error) = KeyedFixed3
 
 // idemCodecKeyedFixed3 stores the results of KeyedFixed3 (generated codec).
-var idemCodecKeyedFixed3 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecKeyedFixed3 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -2177,8 +2178,8 @@ var idemSpecStoredFixed3 = &idem.Spec{
 var _ func(context.Context, int64, map[int8]Empty) (map[int8]Empty, error) = StoredFixed3
 
 // idemCodecStoredFixed3 stores the results of StoredFixed3 (generated codec).
-var idemCodecStoredFixed3 = idem.TypedCodec[map[int8]Empty]{
-	Decode: func(d *idem.Decoder, v *map[int8]Empty) {
+var idemCodecStoredFixed3 = idemimpl.TypedCodec[map[int8]Empty]{
+	Decode: func(d *idemimpl.Decoder, v *map[int8]Empty) {
 		if d.Nil() {
 			*v = nil
 		} else {
@@ -2193,7 +2194,7 @@ var idemCodecStoredFixed3 = idem.TypedCodec[map[int8]Empty]{
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *map[int8]Empty) {
+	Encode: func(e *idemimpl.Encoder, v *map[int8]Empty) {
 		if *v == nil {
 			e.Nil()
 		} else {
@@ -2246,11 +2247,11 @@ var _ func(context.Context, struct {
 }) (int64, error) = KeyedFixed4
 
 // idemCodecKeyedFixed4 stores the results of KeyedFixed4 (generated codec).
-var idemCodecKeyedFixed4 = idem.TypedCodec[int64]{
-	Decode: func(d *idem.Decoder, v *int64) {
+var idemCodecKeyedFixed4 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
-	Encode: func(e *idem.Encoder, v *int64) {
+	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
 }
@@ -2331,12 +2332,12 @@ var _ func(context.Context, int64, struct {
 }, error) = StoredFixed4
 
 // idemCodecStoredFixed4 stores the results of StoredFixed4 (generated codec).
-var idemCodecStoredFixed4 = idem.TypedCodec[struct {
+var idemCodecStoredFixed4 = idemimpl.TypedCodec[struct {
 	S map[uint16]struct{}
 	E []Empty
 	P *Empty
 }]{
-	Decode: func(d *idem.Decoder, v *struct {
+	Decode: func(d *idemimpl.Decoder, v *struct {
 		S map[uint16]struct{}
 		E []Empty
 		P *Empty
@@ -2385,7 +2386,7 @@ var idemCodecStoredFixed4 = idem.TypedCodec[struct {
 			}
 		}
 	},
-	Encode: func(e *idem.Encoder, v *struct {
+	Encode: func(e *idemimpl.Encoder, v *struct {
 		S map[uint16]struct{}
 		E []Empty
 		P *Empty
@@ -2466,7 +2467,7 @@ func (x *Idempotent) beginStoredFixed4(id int64, v *struct {
 }
 
 // idemDecE50 reads a E50 of a stored result.
-func idemDecE50(d *idem.Decoder, v *E50) {
+func idemDecE50(d *idemimpl.Decoder, v *E50) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -2490,7 +2491,7 @@ func idemDecE50(d *idem.Decoder, v *E50) {
 }
 
 // idemDecE52 reads a E52 of a stored result.
-func idemDecE52(d *idem.Decoder, v *E52) {
+func idemDecE52(d *idemimpl.Decoder, v *E52) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -2507,7 +2508,7 @@ func idemDecE52(d *idem.Decoder, v *E52) {
 }
 
 // idemDecEmpty reads a Empty of a stored result.
-func idemDecEmpty(d *idem.Decoder, v *Empty) {
+func idemDecEmpty(d *idemimpl.Decoder, v *Empty) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -2518,7 +2519,7 @@ func idemDecEmpty(d *idem.Decoder, v *Empty) {
 }
 
 // idemDecGen_Array1PtrBigInt reads a Gen[[1]*big.Int] of a stored result.
-func idemDecGen_Array1PtrBigInt(d *idem.Decoder, v *Gen[[1]*big.Int]) {
+func idemDecGen_Array1PtrBigInt(d *idemimpl.Decoder, v *Gen[[1]*big.Int]) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -2574,7 +2575,7 @@ func idemDecGen_Array1PtrBigInt(d *idem.Decoder, v *Gen[[1]*big.Int]) {
 }
 
 // idemDecGen_uint16 reads a Gen[A44] of a stored result.
-func idemDecGen_uint16(d *idem.Decoder, v *Gen[A44]) {
+func idemDecGen_uint16(d *idemimpl.Decoder, v *Gen[A44]) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -2603,12 +2604,12 @@ func idemDecGen_uint16(d *idem.Decoder, v *Gen[A44]) {
 }
 
 // idemDecJsonRawMessage reads a json.RawMessage of a stored result.
-func idemDecJsonRawMessage(d *idem.Decoder, v *json.RawMessage) {
+func idemDecJsonRawMessage(d *idemimpl.Decoder, v *json.RawMessage) {
 	*v = json.RawMessage(d.Bytes())
 }
 
 // idemDecOtherPoint reads a other.Point of a stored result.
-func idemDecOtherPoint(d *idem.Decoder, v *other.Point) {
+func idemDecOtherPoint(d *idemimpl.Decoder, v *other.Point) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -2623,7 +2624,7 @@ func idemDecOtherPoint(d *idem.Decoder, v *other.Point) {
 }
 
 // idemDecPair_OtherCode_Rec39 reads a Pair[other.Code, Rec39] of a stored result.
-func idemDecPair_OtherCode_Rec39(d *idem.Decoder, v *Pair[other.Code, Rec39]) {
+func idemDecPair_OtherCode_Rec39(d *idemimpl.Decoder, v *Pair[other.Code, Rec39]) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -2638,7 +2639,7 @@ func idemDecPair_OtherCode_Rec39(d *idem.Decoder, v *Pair[other.Code, Rec39]) {
 }
 
 // idemDecPair_string_S45 reads a Pair[string, S45] of a stored result.
-func idemDecPair_string_S45(d *idem.Decoder, v *Pair[string, S45]) {
+func idemDecPair_string_S45(d *idemimpl.Decoder, v *Pair[string, S45]) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -2653,7 +2654,7 @@ func idemDecPair_string_S45(d *idem.Decoder, v *Pair[string, S45]) {
 }
 
 // idemDecRec39 reads a Rec39 of a stored result.
-func idemDecRec39(d *idem.Decoder, v *Rec39) {
+func idemDecRec39(d *idemimpl.Decoder, v *Rec39) {
 	if !d.Enter() {
 		return
 	}
@@ -2684,7 +2685,7 @@ func idemDecRec39(d *idem.Decoder, v *Rec39) {
 }
 
 // idemDecS37 reads a S37 of a stored result.
-func idemDecS37(d *idem.Decoder, v *S37) {
+func idemDecS37(d *idemimpl.Decoder, v *S37) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -2697,7 +2698,7 @@ func idemDecS37(d *idem.Decoder, v *S37) {
 }
 
 // idemDecS40 reads a S40 of a stored result.
-func idemDecS40(d *idem.Decoder, v *S40) {
+func idemDecS40(d *idemimpl.Decoder, v *S40) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -2710,7 +2711,7 @@ func idemDecS40(d *idem.Decoder, v *S40) {
 }
 
 // idemDecS41 reads a S41 of a stored result.
-func idemDecS41(d *idem.Decoder, v *S41) {
+func idemDecS41(d *idemimpl.Decoder, v *S41) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -2745,7 +2746,7 @@ func idemDecS41(d *idem.Decoder, v *S41) {
 }
 
 // idemDecS42 reads a S42 of a stored result.
-func idemDecS42(d *idem.Decoder, v *S42) {
+func idemDecS42(d *idemimpl.Decoder, v *S42) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -2766,7 +2767,7 @@ func idemDecS42(d *idem.Decoder, v *S42) {
 }
 
 // idemDecS43 reads a S43 of a stored result.
-func idemDecS43(d *idem.Decoder, v *S43) {
+func idemDecS43(d *idemimpl.Decoder, v *S43) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -2779,7 +2780,7 @@ func idemDecS43(d *idem.Decoder, v *S43) {
 }
 
 // idemDecS45 reads a S45 of a stored result.
-func idemDecS45(d *idem.Decoder, v *S45) {
+func idemDecS45(d *idemimpl.Decoder, v *S45) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -2799,7 +2800,7 @@ func idemDecS45(d *idem.Decoder, v *S45) {
 }
 
 // idemDecS46 reads a S46 of a stored result.
-func idemDecS46(d *idem.Decoder, v *S46) {
+func idemDecS46(d *idemimpl.Decoder, v *S46) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -2812,7 +2813,7 @@ func idemDecS46(d *idem.Decoder, v *S46) {
 }
 
 // idemDecS48 reads a S48 of a stored result.
-func idemDecS48(d *idem.Decoder, v *S48) {
+func idemDecS48(d *idemimpl.Decoder, v *S48) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -2841,7 +2842,7 @@ func idemDecS48(d *idem.Decoder, v *S48) {
 }
 
 // idemDecS49 reads a S49 of a stored result.
-func idemDecS49(d *idem.Decoder, v *S49) {
+func idemDecS49(d *idemimpl.Decoder, v *S49) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -2858,7 +2859,7 @@ func idemDecS49(d *idem.Decoder, v *S49) {
 }
 
 // idemDecS56 reads a S56 of a stored result.
-func idemDecS56(d *idem.Decoder, v *S56) {
+func idemDecS56(d *idemimpl.Decoder, v *S56) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -2873,7 +2874,7 @@ func idemDecS56(d *idem.Decoder, v *S56) {
 }
 
 // idemEncE50 writes a E50 of a stored result.
-func idemEncE50(e *idem.Encoder, v *E50) {
+func idemEncE50(e *idemimpl.Encoder, v *E50) {
 	at := e.Struct()
 	e.Field("F0")
 	e.Float32(float32(v.F0))
@@ -2892,7 +2893,7 @@ func idemEncE50(e *idem.Encoder, v *E50) {
 }
 
 // idemEncE52 writes a E52 of a stored result.
-func idemEncE52(e *idem.Encoder, v *E52) {
+func idemEncE52(e *idemimpl.Encoder, v *E52) {
 	at := e.Struct()
 	e.Field("F0")
 	e.Bytes(v.F0)
@@ -2904,13 +2905,13 @@ func idemEncE52(e *idem.Encoder, v *E52) {
 }
 
 // idemEncEmpty writes a Empty of a stored result.
-func idemEncEmpty(e *idem.Encoder, v *Empty) {
+func idemEncEmpty(e *idemimpl.Encoder, v *Empty) {
 	at := e.Struct()
 	e.End(at)
 }
 
 // idemEncGen_Array1PtrBigInt writes a Gen[[1]*big.Int] of a stored result.
-func idemEncGen_Array1PtrBigInt(e *idem.Encoder, v *Gen[[1]*big.Int]) {
+func idemEncGen_Array1PtrBigInt(e *idemimpl.Encoder, v *Gen[[1]*big.Int]) {
 	at := e.Struct()
 	e.Field("V")
 	at2 := e.List(len(v.V))
@@ -2962,7 +2963,7 @@ func idemEncGen_Array1PtrBigInt(e *idem.Encoder, v *Gen[[1]*big.Int]) {
 }
 
 // idemEncGen_uint16 writes a Gen[A44] of a stored result.
-func idemEncGen_uint16(e *idem.Encoder, v *Gen[A44]) {
+func idemEncGen_uint16(e *idemimpl.Encoder, v *Gen[A44]) {
 	at := e.Struct()
 	e.Field("V")
 	e.Uint(uint64(v.V))
@@ -2987,12 +2988,12 @@ func idemEncGen_uint16(e *idem.Encoder, v *Gen[A44]) {
 }
 
 // idemEncJsonRawMessage writes a json.RawMessage of a stored result.
-func idemEncJsonRawMessage(e *idem.Encoder, v *json.RawMessage) {
+func idemEncJsonRawMessage(e *idemimpl.Encoder, v *json.RawMessage) {
 	e.Bytes([]byte(*v))
 }
 
 // idemEncOtherPoint writes a other.Point of a stored result.
-func idemEncOtherPoint(e *idem.Encoder, v *other.Point) {
+func idemEncOtherPoint(e *idemimpl.Encoder, v *other.Point) {
 	at := e.Struct()
 	e.Field("X")
 	e.Int(int64(v.X))
@@ -3002,7 +3003,7 @@ func idemEncOtherPoint(e *idem.Encoder, v *other.Point) {
 }
 
 // idemEncPair_OtherCode_Rec39 writes a Pair[other.Code, Rec39] of a stored result.
-func idemEncPair_OtherCode_Rec39(e *idem.Encoder, v *Pair[other.Code, Rec39]) {
+func idemEncPair_OtherCode_Rec39(e *idemimpl.Encoder, v *Pair[other.Code, Rec39]) {
 	at := e.Struct()
 	e.Field("K")
 	e.String(string(v.K))
@@ -3012,7 +3013,7 @@ func idemEncPair_OtherCode_Rec39(e *idem.Encoder, v *Pair[other.Code, Rec39]) {
 }
 
 // idemEncPair_string_S45 writes a Pair[string, S45] of a stored result.
-func idemEncPair_string_S45(e *idem.Encoder, v *Pair[string, S45]) {
+func idemEncPair_string_S45(e *idemimpl.Encoder, v *Pair[string, S45]) {
 	at := e.Struct()
 	e.Field("K")
 	e.String(v.K)
@@ -3022,7 +3023,7 @@ func idemEncPair_string_S45(e *idem.Encoder, v *Pair[string, S45]) {
 }
 
 // idemEncRec39 writes a Rec39 of a stored result.
-func idemEncRec39(e *idem.Encoder, v *Rec39) {
+func idemEncRec39(e *idemimpl.Encoder, v *Rec39) {
 	if !e.Enter() {
 		return
 	}
@@ -3047,7 +3048,7 @@ func idemEncRec39(e *idem.Encoder, v *Rec39) {
 }
 
 // idemEncS37 writes a S37 of a stored result.
-func idemEncS37(e *idem.Encoder, v *S37) {
+func idemEncS37(e *idemimpl.Encoder, v *S37) {
 	at := e.Struct()
 	e.Field("F0")
 	e.Float64(v.F0)
@@ -3055,7 +3056,7 @@ func idemEncS37(e *idem.Encoder, v *S37) {
 }
 
 // idemEncS40 writes a S40 of a stored result.
-func idemEncS40(e *idem.Encoder, v *S40) {
+func idemEncS40(e *idemimpl.Encoder, v *S40) {
 	at := e.Struct()
 	e.Field("F0")
 	idemEncS41(e, &v.F0)
@@ -3063,7 +3064,7 @@ func idemEncS40(e *idem.Encoder, v *S40) {
 }
 
 // idemEncS41 writes a S41 of a stored result.
-func idemEncS41(e *idem.Encoder, v *S41) {
+func idemEncS41(e *idemimpl.Encoder, v *S41) {
 	at := e.Struct()
 	e.Field("F0")
 	at2 := e.Struct()
@@ -3088,7 +3089,7 @@ func idemEncS41(e *idem.Encoder, v *S41) {
 }
 
 // idemEncS42 writes a S42 of a stored result.
-func idemEncS42(e *idem.Encoder, v *S42) {
+func idemEncS42(e *idemimpl.Encoder, v *S42) {
 	at := e.Struct()
 	e.Field("F0")
 	idemEncS43(e, &v.F0)
@@ -3104,7 +3105,7 @@ func idemEncS42(e *idem.Encoder, v *S42) {
 }
 
 // idemEncS43 writes a S43 of a stored result.
-func idemEncS43(e *idem.Encoder, v *S43) {
+func idemEncS43(e *idemimpl.Encoder, v *S43) {
 	at := e.Struct()
 	e.Field("F0")
 	e.Uint(v.F0)
@@ -3112,7 +3113,7 @@ func idemEncS43(e *idem.Encoder, v *S43) {
 }
 
 // idemEncS45 writes a S45 of a stored result.
-func idemEncS45(e *idem.Encoder, v *S45) {
+func idemEncS45(e *idemimpl.Encoder, v *S45) {
 	at := e.Struct()
 	e.Field("Time")
 	e.Marshaled(v.Time.MarshalBinary())
@@ -3127,7 +3128,7 @@ func idemEncS45(e *idem.Encoder, v *S45) {
 }
 
 // idemEncS46 writes a S46 of a stored result.
-func idemEncS46(e *idem.Encoder, v *S46) {
+func idemEncS46(e *idemimpl.Encoder, v *S46) {
 	at := e.Struct()
 	e.Field("F0")
 	e.Complex(v.F0)
@@ -3135,7 +3136,7 @@ func idemEncS46(e *idem.Encoder, v *S46) {
 }
 
 // idemEncS48 writes a S48 of a stored result.
-func idemEncS48(e *idem.Encoder, v *S48) {
+func idemEncS48(e *idemimpl.Encoder, v *S48) {
 	at := e.Struct()
 	e.Field("Point")
 	idemEncOtherPoint(e, &v.Point)
@@ -3154,7 +3155,7 @@ func idemEncS48(e *idem.Encoder, v *S48) {
 }
 
 // idemEncS49 writes a S49 of a stored result.
-func idemEncS49(e *idem.Encoder, v *S49) {
+func idemEncS49(e *idemimpl.Encoder, v *S49) {
 	at := e.Struct()
 	e.Field("F0")
 	e.Uint(uint64(v.F0))
@@ -3166,7 +3167,7 @@ func idemEncS49(e *idem.Encoder, v *S49) {
 }
 
 // idemEncS56 writes a S56 of a stored result.
-func idemEncS56(e *idem.Encoder, v *S56) {
+func idemEncS56(e *idemimpl.Encoder, v *S56) {
 	at := e.Struct()
 	e.Field("Dec")
 	e.Marshaled(v.Dec.MarshalText())
@@ -3176,37 +3177,37 @@ func idemEncS56(e *idem.Encoder, v *S56) {
 }
 
 // idemKeyE2 writes the key material of E2.
-func idemKeyE2(b *idem.KeyBuilder, v *E2) {
+func idemKeyE2(b *idemimpl.KeyBuilder, v *E2) {
 	b.Int(int64(v.F0))
 	b.Int(v.F1)
 	idemKeyOtherPoint(b, &v.F2)
-	b.Key(v.Tag)
+	b.Marshaled(v.Tag.MarshalText())
 }
 
 // idemKeyE24 writes the key material of E24.
-func idemKeyE24(b *idem.KeyBuilder, v *E24) {
+func idemKeyE24(b *idemimpl.KeyBuilder, v *E24) {
 	idemKeyOtherPoint(b, &v.Point)
 }
 
 // idemKeyE30 writes the key material of E30.
-func idemKeyE30(b *idem.KeyBuilder, v *E30) {
+func idemKeyE30(b *idemimpl.KeyBuilder, v *E30) {
 	b.Int(int64(v.f0))
 	b.Int(v.f1)
-	b.Key(v.Tag)
+	b.Marshaled(v.Tag.MarshalText())
 	b.Marshaled(v.F3.MarshalBinary())
 }
 
 // idemKeyE8 writes the key material of E8.
-func idemKeyE8(b *idem.KeyBuilder, v *E8) {
+func idemKeyE8(b *idemimpl.KeyBuilder, v *E8) {
 	b.Complex(v.F0)
 	b.Marshaled(v.Bin.MarshalBinary())
 }
 
 // idemKeyEmpty writes the key material of Empty.
-func idemKeyEmpty(b *idem.KeyBuilder, v *Empty) {}
+func idemKeyEmpty(b *idemimpl.KeyBuilder, v *Empty) {}
 
 // idemKeyGen_MapMK10ToGen_int writes the key material of Gen[map[MK10]Gen[int]].
-func idemKeyGen_MapMK10ToGen_int(b *idem.KeyBuilder, v *Gen[map[MK10]Gen[int]]) {
+func idemKeyGen_MapMK10ToGen_int(b *idemimpl.KeyBuilder, v *Gen[map[MK10]Gen[int]]) {
 	if v.V == nil {
 		b.Nil()
 	} else {
@@ -3255,7 +3256,7 @@ func idemKeyGen_MapMK10ToGen_int(b *idem.KeyBuilder, v *Gen[map[MK10]Gen[int]]) 
 }
 
 // idemKeyGen_S6 writes the key material of Gen[S6].
-func idemKeyGen_S6(b *idem.KeyBuilder, v *Gen[S6]) {
+func idemKeyGen_S6(b *idemimpl.KeyBuilder, v *Gen[S6]) {
 	idemKeyS6(b, &v.V)
 	if v.L == nil {
 		b.Nil()
@@ -3274,7 +3275,7 @@ func idemKeyGen_S6(b *idem.KeyBuilder, v *Gen[S6]) {
 }
 
 // idemKeyGen_int writes the key material of Gen[int].
-func idemKeyGen_int(b *idem.KeyBuilder, v *Gen[int]) {
+func idemKeyGen_int(b *idemimpl.KeyBuilder, v *Gen[int]) {
 	b.Int(int64(v.V))
 	if v.L == nil {
 		b.Nil()
@@ -3293,7 +3294,7 @@ func idemKeyGen_int(b *idem.KeyBuilder, v *Gen[int]) {
 }
 
 // idemKeyGen_string writes the key material of Gen[string].
-func idemKeyGen_string(b *idem.KeyBuilder, v *Gen[string]) {
+func idemKeyGen_string(b *idemimpl.KeyBuilder, v *Gen[string]) {
 	b.String(v.V)
 	if v.L == nil {
 		b.Nil()
@@ -3312,7 +3313,7 @@ func idemKeyGen_string(b *idem.KeyBuilder, v *Gen[string]) {
 }
 
 // idemKeyGen_uint64 writes the key material of Gen[A11].
-func idemKeyGen_uint64(b *idem.KeyBuilder, v *Gen[A11]) {
+func idemKeyGen_uint64(b *idemimpl.KeyBuilder, v *Gen[A11]) {
 	b.Uint(v.V)
 	if v.L == nil {
 		b.Nil()
@@ -3331,7 +3332,7 @@ func idemKeyGen_uint64(b *idem.KeyBuilder, v *Gen[A11]) {
 }
 
 // idemKeyJsonRawMessage writes the key material of json.RawMessage.
-func idemKeyJsonRawMessage(b *idem.KeyBuilder, v *json.RawMessage) {
+func idemKeyJsonRawMessage(b *idemimpl.KeyBuilder, v *json.RawMessage) {
 	if *v == nil {
 		b.Nil()
 	} else {
@@ -3340,19 +3341,19 @@ func idemKeyJsonRawMessage(b *idem.KeyBuilder, v *json.RawMessage) {
 }
 
 // idemKeyMK10 writes the key material of MK10.
-func idemKeyMK10(b *idem.KeyBuilder, v *MK10) {
+func idemKeyMK10(b *idemimpl.KeyBuilder, v *MK10) {
 	b.String(v.A)
 	b.Int(int64(v.B))
 }
 
 // idemKeyOtherPoint writes the key material of other.Point.
-func idemKeyOtherPoint(b *idem.KeyBuilder, v *other.Point) {
+func idemKeyOtherPoint(b *idemimpl.KeyBuilder, v *other.Point) {
 	b.Int(int64(v.X))
 	b.Int(int64(v.Y))
 }
 
 // idemKeyP12 writes the key material of P12.
-func idemKeyP12(b *idem.KeyBuilder, v *P12) {
+func idemKeyP12(b *idemimpl.KeyBuilder, v *P12) {
 	if v.A == nil {
 		b.Nil()
 	} else {
@@ -3363,7 +3364,7 @@ func idemKeyP12(b *idem.KeyBuilder, v *P12) {
 }
 
 // idemKeyP16 writes the key material of P16.
-func idemKeyP16(b *idem.KeyBuilder, v *P16) {
+func idemKeyP16(b *idemimpl.KeyBuilder, v *P16) {
 	if v.A == nil {
 		b.Nil()
 	} else {
@@ -3374,7 +3375,7 @@ func idemKeyP16(b *idem.KeyBuilder, v *P16) {
 }
 
 // idemKeyP21 writes the key material of P21.
-func idemKeyP21(b *idem.KeyBuilder, v *P21) {
+func idemKeyP21(b *idemimpl.KeyBuilder, v *P21) {
 	if v.A == nil {
 		b.Nil()
 	} else {
@@ -3385,7 +3386,7 @@ func idemKeyP21(b *idem.KeyBuilder, v *P21) {
 }
 
 // idemKeyP26 writes the key material of P26.
-func idemKeyP26(b *idem.KeyBuilder, v *P26) {
+func idemKeyP26(b *idemimpl.KeyBuilder, v *P26) {
 	if v.A == nil {
 		b.Nil()
 	} else {
@@ -3396,7 +3397,7 @@ func idemKeyP26(b *idem.KeyBuilder, v *P26) {
 }
 
 // idemKeyP31 writes the key material of P31.
-func idemKeyP31(b *idem.KeyBuilder, v *P31) {
+func idemKeyP31(b *idemimpl.KeyBuilder, v *P31) {
 	if v.A == nil {
 		b.Nil()
 	} else {
@@ -3415,7 +3416,7 @@ func idemKeyP31(b *idem.KeyBuilder, v *P31) {
 }
 
 // idemKeyP33 writes the key material of P33.
-func idemKeyP33(b *idem.KeyBuilder, v *P33) {
+func idemKeyP33(b *idemimpl.KeyBuilder, v *P33) {
 	if v.A == nil {
 		b.Nil()
 	} else {
@@ -3426,7 +3427,7 @@ func idemKeyP33(b *idem.KeyBuilder, v *P33) {
 }
 
 // idemKeyQ13 writes the key material of Q13.
-func idemKeyQ13(b *idem.KeyBuilder, v *Q13) {
+func idemKeyQ13(b *idemimpl.KeyBuilder, v *Q13) {
 	b.Float(float64(v.C))
 	if v.D == nil {
 		b.Nil()
@@ -3437,7 +3438,7 @@ func idemKeyQ13(b *idem.KeyBuilder, v *Q13) {
 }
 
 // idemKeyQ17 writes the key material of Q17.
-func idemKeyQ17(b *idem.KeyBuilder, v *Q17) {
+func idemKeyQ17(b *idemimpl.KeyBuilder, v *Q17) {
 	idemKeyRec20(b, &v.C)
 	if v.D == nil {
 		b.Nil()
@@ -3448,7 +3449,7 @@ func idemKeyQ17(b *idem.KeyBuilder, v *Q17) {
 }
 
 // idemKeyQ22 writes the key material of Q22.
-func idemKeyQ22(b *idem.KeyBuilder, v *Q22) {
+func idemKeyQ22(b *idemimpl.KeyBuilder, v *Q22) {
 	idemKeyS23(b, &v.C)
 	if v.D == nil {
 		b.Nil()
@@ -3459,7 +3460,7 @@ func idemKeyQ22(b *idem.KeyBuilder, v *Q22) {
 }
 
 // idemKeyQ27 writes the key material of Q27.
-func idemKeyQ27(b *idem.KeyBuilder, v *Q27) {
+func idemKeyQ27(b *idemimpl.KeyBuilder, v *Q27) {
 	if v.C == nil {
 		b.Nil()
 	} else {
@@ -3484,7 +3485,7 @@ func idemKeyQ27(b *idem.KeyBuilder, v *Q27) {
 }
 
 // idemKeyQ32 writes the key material of Q32.
-func idemKeyQ32(b *idem.KeyBuilder, v *Q32) {
+func idemKeyQ32(b *idemimpl.KeyBuilder, v *Q32) {
 	b.List(1)
 	for i := range v.C {
 		b.Uint(v.C[i])
@@ -3498,7 +3499,7 @@ func idemKeyQ32(b *idem.KeyBuilder, v *Q32) {
 }
 
 // idemKeyQ34 writes the key material of Q34.
-func idemKeyQ34(b *idem.KeyBuilder, v *Q34) {
+func idemKeyQ34(b *idemimpl.KeyBuilder, v *Q34) {
 	b.Int(int64(v.C))
 	if v.D == nil {
 		b.Nil()
@@ -3509,7 +3510,7 @@ func idemKeyQ34(b *idem.KeyBuilder, v *Q34) {
 }
 
 // idemKeyRec20 writes the key material of Rec20.
-func idemKeyRec20(b *idem.KeyBuilder, v *Rec20) {
+func idemKeyRec20(b *idemimpl.KeyBuilder, v *Rec20) {
 	if !b.Enter() {
 		return
 	}
@@ -3536,7 +3537,7 @@ func idemKeyRec20(b *idem.KeyBuilder, v *Rec20) {
 }
 
 // idemKeyS1 writes the key material of S1.
-func idemKeyS1(b *idem.KeyBuilder, v *S1) {
+func idemKeyS1(b *idemimpl.KeyBuilder, v *S1) {
 	if v.E2 == nil {
 		b.Nil()
 	} else {
@@ -3546,19 +3547,19 @@ func idemKeyS1(b *idem.KeyBuilder, v *S1) {
 }
 
 // idemKeyS18 writes the key material of S18. Not keyed (tagged idem:"-"): F1.
-func idemKeyS18(b *idem.KeyBuilder, v *S18) {
+func idemKeyS18(b *idemimpl.KeyBuilder, v *S18) {
 	b.Int(int64(v.F0))
 }
 
 // idemKeyS23 writes the key material of S23.
-func idemKeyS23(b *idem.KeyBuilder, v *S23) {
-	b.Key(v.Tag)
+func idemKeyS23(b *idemimpl.KeyBuilder, v *S23) {
+	b.Marshaled(v.Tag.MarshalText())
 	idemKeyE24(b, &v.E24)
 	b.Bool(v.F2)
 }
 
 // idemKeyS28 writes the key material of S28. Not keyed (tagged idem:"-"): F2.
-func idemKeyS28(b *idem.KeyBuilder, v *S28) {
+func idemKeyS28(b *idemimpl.KeyBuilder, v *S28) {
 	b.Bool(bool(v.F0))
 	if v.E30 == nil {
 		b.Nil()
@@ -3566,11 +3567,11 @@ func idemKeyS28(b *idem.KeyBuilder, v *S28) {
 		b.Ptr()
 		idemKeyE30(b, v.E30)
 	}
-	b.Key(v.Tag)
+	b.Marshaled(v.Tag.MarshalText())
 }
 
 // idemKeyS6 writes the key material of S6.
-func idemKeyS6(b *idem.KeyBuilder, v *S6) {
+func idemKeyS6(b *idemimpl.KeyBuilder, v *S6) {
 	if v.F0 == nil {
 		b.Nil()
 	} else {
@@ -3578,7 +3579,7 @@ func idemKeyS6(b *idem.KeyBuilder, v *S6) {
 		for k, e := range v.F0 {
 			b.MapEntry()
 			idemKeyOtherPoint(b, &k)
-			b.Key(e)
+			b.Marshaled(e.MarshalText())
 		}
 		b.MapEnd()
 	}
@@ -3586,7 +3587,7 @@ func idemKeyS6(b *idem.KeyBuilder, v *S6) {
 }
 
 // idemKeyS7 writes the key material of S7.
-func idemKeyS7(b *idem.KeyBuilder, v *S7) {
+func idemKeyS7(b *idemimpl.KeyBuilder, v *S7) {
 	if v.E8 == nil {
 		b.Nil()
 	} else {
@@ -3596,7 +3597,7 @@ func idemKeyS7(b *idem.KeyBuilder, v *S7) {
 }
 
 // idemKeyS9 writes the key material of S9.
-func idemKeyS9(b *idem.KeyBuilder, v *S9) {
+func idemKeyS9(b *idemimpl.KeyBuilder, v *S9) {
 	idemKeyOtherPoint(b, &v.Point)
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // replayer replays one stored key through a Guard on a memory store, the
@@ -21,7 +22,7 @@ func newReplayer(tb testing.TB, obs idem.Observer) *replayer {
 	if obs != nil {
 		opts = append(opts, idem.WithObserver(obs))
 	}
-	r := &replayer{g: idem.NewGuard(idem.NewMemoryStore(), opts...), spec: &idem.Spec{Name: "bench.Charge"}}
+	r := &replayer{g: idem.NewGuard(memstore.New(), opts...), spec: &idem.Spec{Name: "bench.Charge"}}
 	if _, err := r.call(); err != nil { // the first call executes; the rest replay
 		tb.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 //	events := obstest.Run(t, myObserver)
 //	// myObserver has now seen obstest.Script, in order.
 //
-// The calls go through idem.Do on an idem.MemoryStore with a manual clock,
+// The calls go through idem.Do on an memstore.Store with a manual clock,
 // wrapped by a store that can fail claims and heartbeats on demand. Lease
 // loss and takeover are produced the way they happen in production: the
 // running owner's lease expires and another owner claims the key.
@@ -24,6 +24,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemtest"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // Function names used by the script: one per Spec, so adapters are seen to
@@ -144,7 +145,7 @@ func Run(t testing.TB, obs idem.Observer) []idem.Event {
 	t.Helper()
 	ctx := context.Background()
 	clock := idemtest.NewClock(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
-	mem := idem.NewMemoryStore(idem.WithMemoryClock(clock.Now))
+	mem := memstore.New(memstore.WithClock(clock.Now))
 	store := &faultyStore{Store: mem}
 	rec := &recorder{}
 	both := idem.ObserverFunc(func(e idem.Event) {

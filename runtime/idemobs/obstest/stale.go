@@ -8,6 +8,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemobs"
 	"github.com/idemgen/idemgen/runtime/idemtest"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // Stale is a store holding claims that go stale, for testing what a
@@ -16,7 +17,7 @@ import (
 // time, Grace and Interval; Run then advances the clock and says what it
 // should report at each step.
 type Stale struct {
-	Store    *idem.MemoryStore
+	Store    *memstore.Store
 	Clock    *idemtest.Clock
 	Grace    time.Duration // 2s
 	Interval time.Duration // 1m
@@ -30,7 +31,7 @@ type Stale struct {
 func NewStale(t testing.TB) *Stale {
 	t.Helper()
 	clock := idemtest.NewClock(time.Unix(1_700_000_000, 0))
-	s := &Stale{Store: idem.NewMemoryStore(idem.WithMemoryClock(clock.Now)), Clock: clock, Grace: 2 * time.Second, Interval: time.Minute}
+	s := &Stale{Store: memstore.New(memstore.WithClock(clock.Now)), Clock: clock, Grace: 2 * time.Second, Interval: time.Minute}
 	ctx := context.Background()
 	claim := func(key string, lease time.Duration) idem.Lease {
 		t.Helper()

@@ -18,6 +18,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemaudit"
 	"github.com/idemgen/idemgen/runtime/idemobs"
+	"github.com/idemgen/idemgen/runtime/memstore"
 	"github.com/idemgen/idemgen/runtime/pgaudit"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
@@ -66,7 +67,7 @@ func newEnv(t *testing.T, backend string) *env {
 	obs := []idem.Observer{idemaudit.New(e.mem)}
 	switch backend {
 	case "memory":
-		store = idem.NewMemoryStore()
+		store = memstore.New()
 	case "file":
 		fs, err := filestore.New(t.TempDir())
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemaudit"
+	"github.com/idemgen/idemgen/runtime/idembatch"
 )
 
 var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -293,7 +294,7 @@ func TestBatch(t *testing.T) {
 				{"u3", "g1", time.Minute, false},
 				{"u2", "f9", 9 * time.Minute, false},
 			}
-			res := idem.ApplyBatch(ctx, items, func(m measurement) string { return m.User },
+			res := idembatch.Apply(ctx, items, func(m measurement) string { return m.User },
 				func(m measurement) time.Time { return t0.Add(m.At) }, applyM)
 			var got []string
 			for _, r := range res {
@@ -308,8 +309,8 @@ func TestBatch(t *testing.T) {
 				t.Errorf("errors: %v, %v", res[4].Err, res[5].Err)
 			}
 			// Continuing past the violation: e10 replays, e20 and e30 apply.
-			res = idem.ApplyBatch(ctx, items[:5], func(m measurement) string { return m.User },
-				func(m measurement) time.Time { return t0.Add(m.At) }, applyM, idem.WithContinueAfterOutOfOrder())
+			res = idembatch.Apply(ctx, items[:5], func(m measurement) string { return m.User },
+				func(m measurement) time.Time { return t0.Add(m.At) }, applyM, idembatch.WithContinueAfterOutOfOrder())
 			got = got[:0]
 			for _, r := range res {
 				got = append(got, r.Status.String())

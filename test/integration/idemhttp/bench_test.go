@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemhttp"
+	"github.com/idemgen/idemgen/runtime/memstore"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 
@@ -105,7 +106,7 @@ func BenchmarkMiddlewareReplay(b *testing.B) {
 		serveLoop(b, benchHandler, b.N)
 	})
 	b.Run("replay", func(b *testing.B) {
-		m, err := idemhttp.New(idem.NewGuard(idem.NewMemoryStore()), idemhttp.WithPrincipal(principal),
+		m, err := idemhttp.New(idem.NewGuard(memstore.New()), idemhttp.WithPrincipal(principal),
 			idemhttp.WithFingerprintHeaders("Content-Type"))
 		if err != nil {
 			b.Fatal(err)
@@ -120,7 +121,7 @@ func BenchmarkMiddlewareReplay(b *testing.B) {
 // BenchmarkMiddlewareReplayLoopback: the same over a real loopback HTTP
 // connection, where a client sees the overhead.
 func BenchmarkMiddlewareReplayLoopback(b *testing.B) {
-	m, err := idemhttp.New(idem.NewGuard(idem.NewMemoryStore()), idemhttp.WithPrincipal(principal))
+	m, err := idemhttp.New(idem.NewGuard(memstore.New()), idemhttp.WithPrincipal(principal))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
+	"github.com/idemgen/idemgen/runtime/memstore"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 )
@@ -23,7 +24,7 @@ import (
 // over the same records (one per consumer process).
 func openers(t *testing.T) map[string]func() idem.Store {
 	out := map[string]func() idem.Store{}
-	mem := idem.NewMemoryStore()
+	mem := memstore.New()
 	out["memory"] = func() idem.Store { return mem }
 	prefix := "idemqueue-test:" + testenv.RandName() + ":"
 	out["redis"] = func() idem.Store {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // IdempotentEffects is a *Effects whose annotated methods run at most once per key.
@@ -37,11 +38,11 @@ var idemSpecEffectsStorm = &idem.Spec{
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Storm
 
 // idemCodecEffectsStorm stores the results of Storm (generated codec).
-var idemCodecEffectsStorm = idem.TypedCodec[Outcome]{
-	Decode: func(d *idem.Decoder, v *Outcome) {
+var idemCodecEffectsStorm = idemimpl.TypedCodec[Outcome]{
+	Decode: func(d *idemimpl.Decoder, v *Outcome) {
 		idemDecOutcome(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Outcome) {
+	Encode: func(e *idemimpl.Encoder, v *Outcome) {
 		idemEncOutcome(e, v)
 	},
 }
@@ -80,11 +81,11 @@ var idemSpecEffectsCrash = &idem.Spec{
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Crash
 
 // idemCodecEffectsCrash stores the results of Crash (generated codec).
-var idemCodecEffectsCrash = idem.TypedCodec[Outcome]{
-	Decode: func(d *idem.Decoder, v *Outcome) {
+var idemCodecEffectsCrash = idemimpl.TypedCodec[Outcome]{
+	Decode: func(d *idemimpl.Decoder, v *Outcome) {
 		idemDecOutcome(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Outcome) {
+	Encode: func(e *idemimpl.Encoder, v *Outcome) {
 		idemEncOutcome(e, v)
 	},
 }
@@ -123,11 +124,11 @@ var idemSpecEffectsZombie = &idem.Spec{
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Zombie
 
 // idemCodecEffectsZombie stores the results of Zombie (generated codec).
-var idemCodecEffectsZombie = idem.TypedCodec[Outcome]{
-	Decode: func(d *idem.Decoder, v *Outcome) {
+var idemCodecEffectsZombie = idemimpl.TypedCodec[Outcome]{
+	Decode: func(d *idemimpl.Decoder, v *Outcome) {
 		idemDecOutcome(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Outcome) {
+	Encode: func(e *idemimpl.Encoder, v *Outcome) {
 		idemEncOutcome(e, v)
 	},
 }
@@ -165,11 +166,11 @@ var idemSpecEffectsContend = &idem.Spec{
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Contend
 
 // idemCodecEffectsContend stores the results of Contend (generated codec).
-var idemCodecEffectsContend = idem.TypedCodec[Outcome]{
-	Decode: func(d *idem.Decoder, v *Outcome) {
+var idemCodecEffectsContend = idemimpl.TypedCodec[Outcome]{
+	Decode: func(d *idemimpl.Decoder, v *Outcome) {
 		idemDecOutcome(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Outcome) {
+	Encode: func(e *idemimpl.Encoder, v *Outcome) {
 		idemEncOutcome(e, v)
 	},
 }
@@ -207,11 +208,11 @@ var idemSpecEffectsSkew = &idem.Spec{
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Skew
 
 // idemCodecEffectsSkew stores the results of Skew (generated codec).
-var idemCodecEffectsSkew = idem.TypedCodec[Outcome]{
-	Decode: func(d *idem.Decoder, v *Outcome) {
+var idemCodecEffectsSkew = idemimpl.TypedCodec[Outcome]{
+	Decode: func(d *idemimpl.Decoder, v *Outcome) {
 		idemDecOutcome(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Outcome) {
+	Encode: func(e *idemimpl.Encoder, v *Outcome) {
 		idemEncOutcome(e, v)
 	},
 }
@@ -249,11 +250,11 @@ var idemSpecEffectsMeasure = &idem.Spec{
 var _ func(*Effects, context.Context, string) (Reading, error) = (*Effects).Measure
 
 // idemCodecEffectsMeasure stores the results of Measure (generated codec).
-var idemCodecEffectsMeasure = idem.TypedCodec[Reading]{
-	Decode: func(d *idem.Decoder, v *Reading) {
+var idemCodecEffectsMeasure = idemimpl.TypedCodec[Reading]{
+	Decode: func(d *idemimpl.Decoder, v *Reading) {
 		idemDecReading(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Reading) {
+	Encode: func(e *idemimpl.Encoder, v *Reading) {
 		idemEncReading(e, v)
 	},
 }
@@ -291,11 +292,11 @@ var idemSpecEffectsStrict = &idem.Spec{
 var _ func(*Effects, context.Context, string) (StrictReading, error) = (*Effects).Strict
 
 // idemCodecEffectsStrict stores the results of Strict (generated codec).
-var idemCodecEffectsStrict = idem.TypedCodec[StrictReading]{
-	Decode: func(d *idem.Decoder, v *StrictReading) {
+var idemCodecEffectsStrict = idemimpl.TypedCodec[StrictReading]{
+	Decode: func(d *idemimpl.Decoder, v *StrictReading) {
 		idemDecStrictReading(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *StrictReading) {
+	Encode: func(e *idemimpl.Encoder, v *StrictReading) {
 		idemEncStrictReading(e, v)
 	},
 }
@@ -334,11 +335,11 @@ var idemSpecEffectsExit = &idem.Spec{
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Exit
 
 // idemCodecEffectsExit stores the results of Exit (generated codec).
-var idemCodecEffectsExit = idem.TypedCodec[Outcome]{
-	Decode: func(d *idem.Decoder, v *Outcome) {
+var idemCodecEffectsExit = idemimpl.TypedCodec[Outcome]{
+	Decode: func(d *idemimpl.Decoder, v *Outcome) {
 		idemDecOutcome(d, v)
 	},
-	Encode: func(e *idem.Encoder, v *Outcome) {
+	Encode: func(e *idemimpl.Encoder, v *Outcome) {
 		idemEncOutcome(e, v)
 	},
 }
@@ -364,7 +365,7 @@ func (e *IdempotentEffects) beginExit(key string) idem.Call {
 }
 
 // idemDecOutcome reads a Outcome of a stored result.
-func idemDecOutcome(d *idem.Decoder, v *Outcome) {
+func idemDecOutcome(d *idemimpl.Decoder, v *Outcome) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -385,7 +386,7 @@ func idemDecOutcome(d *idem.Decoder, v *Outcome) {
 }
 
 // idemDecReading reads a Reading of a stored result.
-func idemDecReading(d *idem.Decoder, v *Reading) {
+func idemDecReading(d *idemimpl.Decoder, v *Reading) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -400,7 +401,7 @@ func idemDecReading(d *idem.Decoder, v *Reading) {
 }
 
 // idemDecStrictReading reads a StrictReading of a stored result.
-func idemDecStrictReading(d *idem.Decoder, v *StrictReading) {
+func idemDecStrictReading(d *idemimpl.Decoder, v *StrictReading) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
@@ -415,7 +416,7 @@ func idemDecStrictReading(d *idem.Decoder, v *StrictReading) {
 }
 
 // idemEncOutcome writes a Outcome of a stored result.
-func idemEncOutcome(e *idem.Encoder, v *Outcome) {
+func idemEncOutcome(e *idemimpl.Encoder, v *Outcome) {
 	at := e.Struct()
 	e.Field("Key")
 	e.String(v.Key)
@@ -431,7 +432,7 @@ func idemEncOutcome(e *idem.Encoder, v *Outcome) {
 }
 
 // idemEncReading writes a Reading of a stored result.
-func idemEncReading(e *idem.Encoder, v *Reading) {
+func idemEncReading(e *idemimpl.Encoder, v *Reading) {
 	at := e.Struct()
 	e.Field("Outcome")
 	idemEncOutcome(e, &v.Outcome)
@@ -441,7 +442,7 @@ func idemEncReading(e *idem.Encoder, v *Reading) {
 }
 
 // idemEncStrictReading writes a StrictReading of a stored result.
-func idemEncStrictReading(e *idem.Encoder, v *StrictReading) {
+func idemEncStrictReading(e *idemimpl.Encoder, v *StrictReading) {
 	at := e.Struct()
 	e.Field("Outcome")
 	idemEncOutcome(e, &v.Outcome)

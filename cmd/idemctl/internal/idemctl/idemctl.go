@@ -17,6 +17,7 @@ package idemctl
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -31,6 +32,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Exit statuses.
@@ -308,7 +310,7 @@ type view struct {
 // behind the header naming the function that wrote it; records of older
 // builds have no header.
 func recordBody(data []byte) []byte {
-	if _, body, ok, err := idem.SplitRecord(data); ok && err == nil {
+	if _, body, ok, err := idemimpl.SplitRecord(data); ok && err == nil {
 		return body
 	}
 	return data
@@ -319,7 +321,7 @@ func (c *cmdCtx) view(r idem.Record) view {
 		Key:         r.Key,
 		State:       r.State.String(),
 		Fence:       r.Fence,
-		Fingerprint: r.Fingerprint.String(),
+		Fingerprint: hex.EncodeToString(r.Fingerprint[:]),
 		LeaseUntil:  utc(r.LeaseUntil),
 		ExpiresAt:   utc(r.ExpiresAt),
 		UpdatedAt:   utc(r.UpdatedAt),
@@ -327,8 +329,8 @@ func (c *cmdCtx) view(r idem.Record) view {
 		ResultSize:  len(recordBody(r.Result)),
 		Live:        r.ExpiresAt.IsZero() || c.now.Before(r.ExpiresAt),
 	}
-	if !r.Owner.IsZero() {
-		v.Owner = r.Owner.String()
+	if r.Owner != (idem.Token{}) {
+		v.Owner = hex.EncodeToString(r.Owner[:])
 	}
 	if name, ver, ok := splitKey(c.opts.prefix, r.Key); ok {
 		v.Func, v.Version = name, ver

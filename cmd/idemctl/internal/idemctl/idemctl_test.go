@@ -23,6 +23,7 @@ import (
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/filestore"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 )
@@ -153,7 +154,7 @@ func keyOf(t *testing.T, g *idem.Guard, spec *idem.Spec, id string) string {
 	t.Helper()
 	c := g.Begin(spec)
 	c.Key().String(id)
-	k, err := idem.KeyOf(c)
+	k, err := c.StoreKey()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,11 +250,11 @@ func testCommands(t *testing.T, b testBackend) {
 	failure, _ := json.Marshal(map[string]string{"message": "card declined"})
 
 	// The fixture's wrappers store results with their generated codec.
-	charged, err := idem.TypedCodec[string]{Encode: func(e *idem.Encoder, v *string) { e.String(*v) }}.Marshal("receipt-a")
+	charged, err := idemimpl.TypedCodec[string]{Encode: func(e *idemimpl.Encoder, v *string) { e.String(*v) }}.Marshal("receipt-a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pinged, err := idem.TypedCodec[int]{Encode: func(e *idem.Encoder, v *int) { e.Int(int64(*v)) }}.Marshal(1)
+	pinged, err := idemimpl.TypedCodec[int]{Encode: func(e *idemimpl.Encoder, v *int) { e.Int(int64(*v)) }}.Marshal(1)
 	if err != nil {
 		t.Fatal(err)
 	}

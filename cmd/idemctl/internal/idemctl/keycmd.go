@@ -156,6 +156,7 @@ import (
 
 	target %q
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 func main() {
@@ -163,7 +164,7 @@ func main() {
 	if name := %q; name != "" {
 		opts = append(opts, idem.WithHMAC([]byte(os.Getenv(name))))
 	}
-	g := idem.NewGuard(idem.NewMemoryStore(), opts...)
+	g := idem.NewGuard(memstore.New(), opts...)
 	helper := reflect.ValueOf(target.%s(%sg)).MethodByName(%q)
 	var raw []json.RawMessage
 	if err := json.Unmarshal([]byte(os.Args[1]), &raw); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/idemgen/idemgen/cmd/idemctl/internal/idemctl"
 	"github.com/idemgen/idemgen/cmd/idemctl/internal/idemctl/fixture"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // TestKey: idemctl key prints the store key a call claims, the same key
@@ -30,8 +31,8 @@ func TestKey(t *testing.T) {
 	}
 	const pkg = "github.com/idemgen/idemgen/cmd/idemctl/internal/idemctl/fixture"
 	t.Setenv("IDEMCTL_TEST_SECRET", "s3cret")
-	plain := idem.NewGuard(idem.NewMemoryStore())
-	prefixed := idem.NewGuard(idem.NewMemoryStore(), idem.WithKeyPrefix("shop:"), idem.WithHMAC([]byte("s3cret")))
+	plain := idem.NewGuard(memstore.New())
+	prefixed := idem.NewGuard(memstore.New(), idem.WithKeyPrefix("shop:"), idem.WithHMAC([]byte("s3cret")))
 	must := func(k string, err error) string {
 		t.Helper()
 		if err != nil {

@@ -1,4 +1,4 @@
-package idem
+package idemimpl
 
 import (
 	"bytes"
@@ -11,9 +11,7 @@ import (
 	"time"
 )
 
-// Keyer is implemented by types that write their own key material. The
-// generator uses it for any parameter type that implements it, including
-// types it cannot read (interfaces, structs with unexported fields).
+// Keyer is idem.Keyer: types that write their own key material.
 type Keyer interface {
 	IdemKey(b *KeyBuilder)
 }
@@ -74,20 +72,6 @@ type KeyBuilder struct {
 
 type span struct{ lo, hi int }
 
-// sortSpans sorts map entries by their encoded bytes: an insertion sort for
-// the few entries most maps have, slices.SortFunc beyond.
-func sortSpans(s []span, buf []byte) {
-	if len(s) > 12 {
-		slices.SortFunc(s, func(x, y span) int { return bytes.Compare(buf[x.lo:x.hi], buf[y.lo:y.hi]) })
-		return
-	}
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && string(buf[s[j].lo:s[j].hi]) < string(buf[s[j-1].lo:s[j-1].hi]); j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-}
-
 type mapFrame struct {
 	start  int // offset in buf of the first entry
 	first  int // index in entries of this map's first entry
@@ -130,7 +114,9 @@ func (b *KeyBuilder) flush() {
 	b.flushed = true
 }
 
-func (b *KeyBuilder) sum() [32]byte {
+// Sum returns the SHA-256 of the key material written since the last
+// Reset.
+func (b *KeyBuilder) Sum() [32]byte {
 	if !b.flushed {
 		return sha256.Sum256(b.buf)
 	}
@@ -140,6 +126,10 @@ func (b *KeyBuilder) sum() [32]byte {
 	b.h.Sum(b.out[:0])
 	return b.out
 }
+
+// Material returns the key material written since the last Reset, and
+// false once part of it was hashed already (a large key).
+func (b *KeyBuilder) Material() ([]byte, bool) { return b.buf, !b.flushed }
 
 // Err returns the first error recorded while building, if any.
 func (b *KeyBuilder) Err() error { return b.err }
@@ -351,7 +341,7 @@ func (b *KeyBuilder) MapEnd() {
 			b.spans = append(b.spans, span{lo, hi})
 		}
 		buf := b.buf
-		sortSpans(b.spans, buf)
+		slices.SortFunc(b.spans, func(x, y span) int { return bytes.Compare(buf[x.lo:x.hi], buf[y.lo:y.hi]) })
 		b.scratch = b.scratch[:0]
 		for _, s := range b.spans {
 			b.scratch = append(b.scratch, buf[s.lo:s.hi]...)

@@ -1,4 +1,4 @@
-package idem_test
+package idembatch_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idembatch"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 type measurement struct {
@@ -21,8 +23,8 @@ type measurement struct {
 func TestApplyBatch(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
 	boom := errors.New("sensor offline")
-	run := func(t *testing.T, opts []idem.BatchOption, items []measurement) []string {
-		g := idem.NewGuard(idem.NewMemoryStore())
+	run := func(t *testing.T, opts []idembatch.Option, items []measurement) []string {
+		g := idem.NewGuard(memstore.New())
 		spec := &idem.Spec{Name: "test.Record", Ordered: true, OnDuplicate: idem.DuplicateReturn}
 		apply := func(ctx context.Context, m measurement) error {
 			c := g.Begin(spec)
@@ -41,7 +43,7 @@ func TestApplyBatch(t *testing.T) {
 		if err := apply(context.Background(), measurement{"u1", "e0", 0, 1}); err != nil {
 			t.Fatal(err)
 		}
-		res := idem.ApplyBatch(context.Background(), items,
+		res := idembatch.Apply(context.Background(), items,
 			func(m measurement) string { return m.User },
 			func(m measurement) time.Time { return t0.Add(m.At) }, apply, opts...)
 		var got []string
@@ -61,7 +63,7 @@ func TestApplyBatch(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		opts  []idem.BatchOption
+		opts  []idembatch.Option
 		items []measurement
 		want  []string
 	}{
@@ -72,7 +74,7 @@ func TestApplyBatch(t *testing.T) {
 			{"u1", "next", time.Hour, 1},  // sorted after "late": skipped
 			{"u3", "other", 0, 1},
 		}, []string{"out_of_order", "skipped", "applied"}},
-		{"continue after a violation", []idem.BatchOption{idem.WithContinueAfterOutOfOrder()}, []measurement{
+		{"continue after a violation", []idembatch.Option{idembatch.WithContinueAfterOutOfOrder()}, []measurement{
 			{"u1", "late", -time.Hour, 1},
 			{"u1", "next", time.Hour, 1},
 		}, []string{"out_of_order", "applied"}},

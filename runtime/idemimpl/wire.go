@@ -1,4 +1,4 @@
-package idem
+package idemimpl
 
 import (
 	"encoding/binary"
@@ -629,7 +629,7 @@ func (d *Decoder) Skip() {
 
 // TypedCodec is the Codec of one result type T, built from the encode and
 // decode functions idemgen generates for T; a generated wrapper puts it in
-// its Spec (Spec.Codec). Its records start with CodecMarker and
+// its idem.Spec (Spec.Codec). Its records start with CodecMarker and
 // CodecVersion.
 type TypedCodec[T any] struct {
 	Encode func(e *Encoder, v *T)
@@ -640,10 +640,18 @@ type TypedCodec[T any] struct {
 // record's length: the store keeps it, often for hours, so it holds no
 // spare capacity and no pointers for the collector to scan. The encoder
 // that builds it is pooled.
-func (c TypedCodec[T]) Marshal(v any) ([]byte, error) { return c.marshal(v, nil) }
+func (c TypedCodec[T]) Marshal(v any) ([]byte, error) { return c.marshal(v, "", false) }
 
-// marshal encodes v, behind spec's identity header unless spec is nil.
-func (c TypedCodec[T]) marshal(v any, spec *Spec) ([]byte, error) {
+// MarshalRecord is Marshal with the identity header of signature before
+// the record (AppendHeader): the header is written into the pooled
+// encoder's buffer, so the record costs no more allocations than
+// Marshal's.
+func (c TypedCodec[T]) MarshalRecord(signature string, v any) ([]byte, error) {
+	return c.marshal(v, signature, true)
+}
+
+// marshal encodes v, behind signature's identity header if headed.
+func (c TypedCodec[T]) marshal(v any, signature string, headed bool) ([]byte, error) {
 	var p *T
 	switch v := v.(type) {
 	case T:
@@ -655,8 +663,8 @@ func (c TypedCodec[T]) marshal(v any, spec *Spec) ([]byte, error) {
 	}
 	e := encoders.Get().(*Encoder)
 	e.buf = e.buf[:0]
-	if spec != nil {
-		e.buf = appendHeader(e.buf, spec)
+	if headed {
+		e.buf = AppendHeader(e.buf, signature)
 	}
 	e.buf = append(e.buf, CodecMarker, CodecVersion)
 	e.err, e.depth = nil, 0
@@ -670,13 +678,6 @@ func (c TypedCodec[T]) marshal(v any, spec *Spec) ([]byte, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-// marshalFor is Marshal with spec's identity header before the record:
-// the header is written into the pooled encoder's buffer, so the record
-// costs no more allocations than Marshal's.
-func (c TypedCodec[T]) marshalFor(spec *Spec, v any) ([]byte, error) {
-	return c.marshal(v, spec)
 }
 
 // encoders pools TypedCodec.Marshal's encoders; one whose buffer grew

@@ -1,15 +1,22 @@
-package idem
+// Package memstore is the in-memory idem.Store: a sharded map in this
+// process, for tests, single-process services and the embedded default.
+//
+//	g := idem.NewGuard(memstore.New())
+package memstore
 
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
-// MemoryStore is the embedded store: a sharded map in this process. It
+// Store is the embedded store: a sharded map in this process. It
 // keeps decoded result values, so a replay neither decodes nor allocates.
 // It does not survive a restart and is not shared between processes.
 //
@@ -21,7 +28,7 @@ import (
 // fall into shards, which is seeded per process. Both are allowed: fences
 // never repeat while a record of the key is retained (as with a Redis key
 // whose TTL ran out).
-type MemoryStore struct {
+type Store struct {
 	shards [memShards]memShard
 	orders [memShards]orderShard
 	max    int64
@@ -30,7 +37,7 @@ type MemoryStore struct {
 	// recordSize); a claim of a new key past it fails like one past max.
 	maxBytes int64
 	bytes    atomic.Int64
-	now      func() time.Time // nil: monoNow, the clock the Guard reads too
+	now      func() time.Time // nil: monoNow
 	poll     time.Duration
 }
 
@@ -60,20 +67,27 @@ type orderRecord struct {
 }
 
 type memRecord struct {
-	Record
+	idem.Record
 	value any
-	size  int64 // what this record adds to MemoryStore.bytes
+	size  int64 // what this record adds to Store.bytes
 	// wake is closed when the record leaves in_progress; waiters make it.
 	wake chan struct{}
 }
 
-// MemoryOption configures a MemoryStore.
-type MemoryOption func(*MemoryStore)
+// Option configures a Store.
+type Option func(*config)
+
+type config struct {
+	max      int64
+	maxBytes int64
+	now      func() time.Time
+	poll     time.Duration
+}
 
 // WithMaxRecords bounds the number of records (default 1,000,000). At the
 // bound a claim of a new key fails with ErrStoreFull after expired records
 // are swept; replays of stored keys are still served.
-func WithMaxRecords(n int) MemoryOption { return func(s *MemoryStore) { s.max = int64(n) } }
+func WithMaxRecords(n int) Option { return func(c *config) { c.max = int64(n) } }
 
 // WithMaxBytes bounds the memory the records hold (default 256 MiB), as
 // estimated by their keys, stored results and a fixed overhead per record.
@@ -81,7 +95,7 @@ func WithMaxRecords(n int) MemoryOption { return func(s *MemoryStore) { s.max = 
 // records are swept, as at the record bound; replays of stored keys are
 // still served. A single result larger than the bound gets
 // ErrResultTooLarge (the Guard records the call as failed).
-func WithMaxBytes(n int64) MemoryOption { return func(s *MemoryStore) { s.maxBytes = n } }
+func WithMaxBytes(n int64) Option { return func(c *config) { c.maxBytes = n } }
 
 // DefaultMaxBytes is the memory store's default byte bound.
 const DefaultMaxBytes = 256 << 20
@@ -107,36 +121,29 @@ func recordSize(r *memRecord) int64 {
 }
 
 // resize recounts r after a change to its result. Caller holds r's shard lock.
-func (s *MemoryStore) resize(r *memRecord) {
+func (s *Store) resize(r *memRecord) {
 	n := recordSize(r)
 	s.bytes.Add(n - r.size)
 	r.size = n
 }
 
 // Bytes returns the estimated memory the records hold (see WithMaxBytes).
-func (s *MemoryStore) Bytes() int64 { return s.bytes.Load() }
+func (s *Store) Bytes() int64 { return s.bytes.Load() }
 
-// WithMemoryClock replaces the memory store's clock, which judges its
-// leases and retention (tests). The Guard's own clock is WithGuardClock.
-func WithMemoryClock(now func() time.Time) MemoryOption {
-	return func(s *MemoryStore) { s.now = now }
-}
-
-// WithClock is WithMemoryClock.
-//
-// Deprecated: its name did not say which clock it sets; use
-// WithMemoryClock.
-func WithClock(now func() time.Time) MemoryOption { return WithMemoryClock(now) }
+// WithClock replaces the store's clock, which judges its leases and
+// retention (tests). The Guard's own clock is idem.WithClock.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
 // WithPollInterval sets how often Wait re-checks a lease for expiry (default 50ms).
-func WithPollInterval(d time.Duration) MemoryOption { return func(s *MemoryStore) { s.poll = d } }
+func WithPollInterval(d time.Duration) Option { return func(c *config) { c.poll = d } }
 
-// NewMemoryStore returns an empty memory store.
-func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
-	s := &MemoryStore{max: 1_000_000, maxBytes: DefaultMaxBytes, poll: 50 * time.Millisecond}
+// New returns an empty memory store.
+func New(opts ...Option) *Store {
+	c := config{max: 1_000_000, maxBytes: DefaultMaxBytes, poll: 50 * time.Millisecond}
 	for _, o := range opts {
-		o(s)
+		o(&c)
 	}
+	s := &Store{max: c.max, maxBytes: c.maxBytes, now: c.now, poll: c.poll}
 	for i := range s.shards {
 		s.shards[i].m = make(map[string]*memRecord)
 		s.shards[i].sweepAt = farFuture
@@ -145,16 +152,31 @@ func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
 	return s
 }
 
-func (s *MemoryStore) shard(key string) *memShard { return &s.shards[tailHash(key)%memShards] }
+// monoBase is the origin of monoNow.
+var monoBase = time.Now()
+
+// monoNow is the current time on the monotonic clock alone: time.Now
+// reads the wall clock too, which a replay is short enough to notice.
+func monoNow() time.Time { return monoBase.Add(time.Since(monoBase)) }
+
+// tailHash hashes the last 32 bytes of a key: Guard keys end in the hex
+// of a SHA-256, so their tails are already uniform.
+func tailHash(key string) uint32 {
+	return uint32(maphash.String(shardSeed, key[len(key)-min(len(key), 32):]))
+}
+
+var shardSeed = maphash.MakeSeed()
+
+func (s *Store) shard(key string) *memShard { return &s.shards[tailHash(key)%memShards] }
 
 // SupportsOrdering reports that the memory store implements OrderClaim.
-func (s *MemoryStore) SupportsOrdering() bool { return true }
+func (s *Store) SupportsOrdering() bool { return true }
 
 // live reports whether r still counts at now: in-progress records are live
 // until lease + TTL (then nothing can be stuck forever), finished and
 // released ones until ExpiresAt.
 func live(r *memRecord, now time.Time) bool {
-	if r.State == StateInProgress {
+	if r.State == idem.StateInProgress {
 		return now.Before(r.LeaseUntil.Add(r.ttlAfterLease()))
 	}
 	return now.Before(r.ExpiresAt)
@@ -168,24 +190,22 @@ func (r *memRecord) ttlAfterLease() time.Duration { return r.ExpiresAt.Sub(r.Lea
 // process's monotonic clock (time.Now reads the wall clock too, and a
 // replay is short enough for that to show); leases measured this way are
 // immune to wall-clock steps as well.
-func (s *MemoryStore) clock() time.Time {
+func (s *Store) clock() time.Time {
 	if s.now == nil {
 		return monoNow()
 	}
 	return s.now()
 }
 
-// InProcess says the store's calls never wait on I/O (see InProcess).
-func (s *MemoryStore) InProcess() bool { return true }
+// InProcess says the store's calls never wait on I/O: a Guard then gives
+// its writes after the function the caller's ctx without a timer.
+func (s *Store) InProcess() bool { return true }
 
-func (s *MemoryStore) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error) {
+func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
 	if err := ctx.Err(); err != nil {
-		return ClaimResult{}, err
+		return idem.ClaimResult{}, err
 	}
-	now := req.SentAt // the Guard's reading of the default clock
-	if s.now != nil || now.IsZero() {
-		now = s.clock()
-	}
+	now := s.clock()
 	var order *orderShard
 	if req.Order.Key != "" {
 		// Lock order: an entity's shard before a record's, everywhere.
@@ -205,44 +225,44 @@ func (s *MemoryStore) Claim(ctx context.Context, req ClaimRequest) (ClaimResult,
 // claimLocked is Claim with the record's shard (and the entity's, for an
 // ordered claim) locked. Unlocking in the caller instead of deferring
 // keeps the many returns here cheap.
-func (s *MemoryStore) claimLocked(sh *memShard, order *orderShard, req ClaimRequest, now time.Time) (ClaimResult, error) {
+func (s *Store) claimLocked(sh *memShard, order *orderShard, req idem.ClaimRequest, now time.Time) (idem.ClaimResult, error) {
 	r := sh.m[req.Key]
 	// A record past its retention is gone: it answers nothing and forgets
 	// its fingerprint, and only its fence carries over to an acquiring
 	// claim, which rewrites the rest. It is left as it is until then, so
 	// a claim that ends without acquiring (out of order, store full)
 	// changes nothing, as on the other stores.
-	retained := r != nil && r.State != StateAbsent && live(r, now)
-	status := ClaimAcquired
+	retained := r != nil && r.State != idem.StateAbsent && live(r, now)
+	status := idem.ClaimAcquired
 	if retained && r.Fingerprint != req.Fingerprint {
 		// A retained record keeps its first claim's fingerprint in every
 		// state, an expired lease and a release included: a crashed A may
 		// have had its effect, so B must not run under A's key.
-		return ClaimResult{Status: ClaimMismatch, Fence: r.Fence}, nil
+		return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: r.Fence}, nil
 	}
 	if retained {
 		switch r.State {
-		case StateInProgress:
+		case idem.StateInProgress:
 			if !now.Before(r.LeaseUntil) {
-				status = ClaimTakenOver
+				status = idem.ClaimTakenOver
 				break
 			}
-			return ClaimResult{Status: ClaimInProgress, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, nil
-		case StateCompleted, StateFailed:
-			st := ClaimCompleted
-			if r.State == StateFailed {
-				st = ClaimFailed
+			return idem.ClaimResult{Status: idem.ClaimInProgress, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, nil
+		case idem.StateCompleted, idem.StateFailed:
+			st := idem.ClaimCompleted
+			if r.State == idem.StateFailed {
+				st = idem.ClaimFailed
 			}
-			return ClaimResult{Status: st, Fence: r.Fence, Result: Result{Data: r.Result, Value: r.value}}, nil
+			return idem.ClaimResult{Status: st, Fence: r.Fence, Result: idem.Result{Data: r.Result, Value: r.value}}, nil
 		}
 	}
 	if r == nil && (s.count.Load() >= s.max || s.bytes.Load() >= s.maxBytes) {
 		s.sweep(sh, now, "")
 		if s.count.Load() >= s.max {
-			return ClaimResult{}, fmt.Errorf("%w: %d records", ErrStoreFull, s.max)
+			return idem.ClaimResult{}, fmt.Errorf("%w: %d records", idem.ErrStoreFull, s.max)
 		}
 		if b := s.bytes.Load(); b >= s.maxBytes {
-			return ClaimResult{}, fmt.Errorf("%w: %d of %d bytes", ErrStoreFull, b, s.maxBytes)
+			return idem.ClaimResult{}, fmt.Errorf("%w: %d of %d bytes", idem.ErrStoreFull, b, s.maxBytes)
 		}
 	}
 	// Sweep this shard every so often, so expired records do not pile up
@@ -268,7 +288,7 @@ func (s *MemoryStore) claimLocked(sh *memShard, order *orderShard, req ClaimRequ
 				if r != nil {
 					fence = r.Fence
 				}
-				return ClaimResult{Status: ClaimOutOfOrder, Fence: fence, LastAccepted: o.last}, nil
+				return idem.ClaimResult{Status: idem.ClaimOutOfOrder, Fence: fence, LastAccepted: o.last}, nil
 			}
 			if o.last.After(req.Order.At) {
 				req.Order.At = o.last // only ever forward
@@ -284,7 +304,7 @@ func (s *MemoryStore) claimLocked(sh *memShard, order *orderShard, req ClaimRequ
 		s.resize(r)
 	}
 	s.wakeAll(r) // a taken-over owner's waiters re-check
-	r.State = StateInProgress
+	r.State = idem.StateInProgress
 	r.Owner = req.Owner
 	r.Fence++
 	r.Fingerprint = req.Fingerprint
@@ -295,7 +315,7 @@ func (s *MemoryStore) claimLocked(sh *memShard, order *orderShard, req ClaimRequ
 	sh.expires(r.ExpiresAt)
 	r.UpdatedAt = now
 	r.ClaimedAt = now
-	return ClaimResult{Status: status, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, nil
+	return idem.ClaimResult{Status: status, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, nil
 }
 
 // expires notes that a record of sh now expires at t (see sweepAt).
@@ -308,7 +328,7 @@ func (sh *memShard) expires(t time.Time) {
 
 // sweep drops records that are no longer live, except keep's, and sets
 // sh.sweepAt to the earliest expiry among those left. Caller holds sh.mu.
-func (s *MemoryStore) sweep(sh *memShard, now time.Time, keep string) int {
+func (s *Store) sweep(sh *memShard, now time.Time, keep string) int {
 	n := 0
 	next := farFuture
 	for k, r := range sh.m {
@@ -332,7 +352,7 @@ func (s *MemoryStore) sweep(sh *memShard, now time.Time, keep string) int {
 var farFuture = time.Unix(1<<62, 0)
 
 // Cleanup removes every record that is no longer live and returns how many.
-func (s *MemoryStore) Cleanup(ctx context.Context) (int, error) {
+func (s *Store) Cleanup(ctx context.Context) (int, error) {
 	now := s.clock()
 	total := 0
 	for i := range s.shards {
@@ -356,16 +376,16 @@ func (s *MemoryStore) Cleanup(ctx context.Context) (int, error) {
 }
 
 // List calls fn with every record whose key starts with prefix.
-func (s *MemoryStore) List(ctx context.Context, prefix string, fn func(Record) error) error {
+func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) error) error {
 	for i := range s.shards {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		var batch []Record
+		var batch []idem.Record
 		for k, r := range sh.m {
-			if strings.HasPrefix(k, prefix) && r.State != StateAbsent {
+			if strings.HasPrefix(k, prefix) && r.State != idem.StateAbsent {
 				out := r.Record
 				out.Result = append([]byte(nil), r.Result...)
 				batch = append(batch, out)
@@ -382,21 +402,21 @@ func (s *MemoryStore) List(ctx context.Context, prefix string, fn func(Record) e
 }
 
 // ForceRelease releases key whatever its owner and bumps its fence.
-func (s *MemoryStore) ForceRelease(ctx context.Context, key string) (Record, error) {
+func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return Record{}, err
+		return idem.Record{}, err
 	}
 	now := s.clock()
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	r := sh.m[key]
-	if r == nil || r.State == StateAbsent || !live(r, now) {
-		return Record{}, fmt.Errorf("%w: %s", ErrNotFound, key) // past retention: gone
+	if r == nil || r.State == idem.StateAbsent || !live(r, now) {
+		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key) // past retention: gone
 	}
 	keep := r.ExpiresAt.Sub(r.UpdatedAt)
-	r.State = StateReleased
-	r.Owner = Token{}
+	r.State = idem.StateReleased
+	r.Owner = idem.Token{}
 	r.Fence++
 	r.Result, r.value = nil, nil
 	s.resize(r)
@@ -408,9 +428,9 @@ func (s *MemoryStore) ForceRelease(ctx context.Context, key string) (Record, err
 }
 
 // Len returns the number of records held, live or not yet swept.
-func (s *MemoryStore) Len() int { return int(s.count.Load()) }
+func (s *Store) Len() int { return int(s.count.Load()) }
 
-func (s *MemoryStore) wakeAll(r *memRecord) {
+func (s *Store) wakeAll(r *memRecord) {
 	if r.wake != nil {
 		close(r.wake)
 		r.wake = nil
@@ -418,15 +438,15 @@ func (s *MemoryStore) wakeAll(r *memRecord) {
 }
 
 // owned returns the record if l still owns it. Caller holds the shard lock.
-func (s *MemoryStore) owned(sh *memShard, l Lease) (*memRecord, error) {
+func (s *Store) owned(sh *memShard, l idem.Lease) (*memRecord, error) {
 	r := sh.m[l.Key]
-	if r == nil || r.State != StateInProgress || r.Owner != l.Owner || r.Fence != l.Fence {
-		return nil, fmt.Errorf("%w: %s fence %d", ErrLeaseLost, l.Key, l.Fence)
+	if r == nil || r.State != idem.StateInProgress || r.Owner != l.Owner || r.Fence != l.Fence {
+		return nil, fmt.Errorf("%w: %s fence %d", idem.ErrLeaseLost, l.Key, l.Fence)
 	}
 	return r, nil
 }
 
-func (s *MemoryStore) Heartbeat(ctx context.Context, l Lease) error {
+func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -446,7 +466,7 @@ func (s *MemoryStore) Heartbeat(ctx context.Context, l Lease) error {
 	return nil
 }
 
-func (s *MemoryStore) finish(ctx context.Context, l Lease, state State, res Result) error {
+func (s *Store) finish(ctx context.Context, l idem.Lease, state idem.State, res idem.Result) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -459,7 +479,7 @@ func (s *MemoryStore) finish(ctx context.Context, l Lease, state State, res Resu
 		return err
 	}
 	if n := int64(recordOverhead + len(l.Key) + len(res.Data)); n > s.maxBytes {
-		return fmt.Errorf("%w: %d bytes, the store holds %d in all", ErrResultTooLarge, n, s.maxBytes)
+		return fmt.Errorf("%w: %d bytes, the store holds %d in all", idem.ErrResultTooLarge, n, s.maxBytes)
 	}
 	r.State = state
 	// The store keeps res.Data as given (the Guard's freshly encoded
@@ -469,10 +489,10 @@ func (s *MemoryStore) finish(ctx context.Context, l Lease, state State, res Resu
 		r.Result = nil // as every other store returns an empty result
 	}
 	r.value = res.Value
-	if state == StateReleased || len(res.Data) > keepValueMax {
+	if state == idem.StateReleased || len(res.Data) > keepValueMax {
 		r.value = nil
 	}
-	if state == StateReleased {
+	if state == idem.StateReleased {
 		r.Result = nil
 	}
 	s.resize(r)
@@ -483,36 +503,36 @@ func (s *MemoryStore) finish(ctx context.Context, l Lease, state State, res Resu
 	return nil
 }
 
-func (s *MemoryStore) Complete(ctx context.Context, l Lease, res Result) error {
-	return s.finish(ctx, l, StateCompleted, res)
+func (s *Store) Complete(ctx context.Context, l idem.Lease, res idem.Result) error {
+	return s.finish(ctx, l, idem.StateCompleted, res)
 }
 
-func (s *MemoryStore) Fail(ctx context.Context, l Lease, res Result) error {
-	return s.finish(ctx, l, StateFailed, res)
+func (s *Store) Fail(ctx context.Context, l idem.Lease, res idem.Result) error {
+	return s.finish(ctx, l, idem.StateFailed, res)
 }
 
-func (s *MemoryStore) Release(ctx context.Context, l Lease) error {
-	return s.finish(ctx, l, StateReleased, Result{})
+func (s *Store) Release(ctx context.Context, l idem.Lease) error {
+	return s.finish(ctx, l, idem.StateReleased, idem.Result{})
 }
 
-func (s *MemoryStore) Get(ctx context.Context, key string) (Record, error) {
+func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return Record{}, err
+		return idem.Record{}, err
 	}
 	now := s.clock()
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	r := sh.m[key]
-	if r == nil || r.State == StateAbsent || !live(r, now) {
-		return Record{}, fmt.Errorf("%w: %s", ErrNotFound, key)
+	if r == nil || r.State == idem.StateAbsent || !live(r, now) {
+		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
 	out := r.Record
 	out.Result = append([]byte(nil), r.Result...)
 	return out, nil
 }
 
-func (s *MemoryStore) Delete(ctx context.Context, key string) error {
+func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -521,7 +541,7 @@ func (s *MemoryStore) Delete(ctx context.Context, key string) error {
 	defer sh.mu.Unlock()
 	r := sh.m[key]
 	if r == nil {
-		return fmt.Errorf("%w: %s", ErrNotFound, key)
+		return fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
 	s.wakeAll(r)
 	delete(sh.m, key)
@@ -530,7 +550,7 @@ func (s *MemoryStore) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-func (s *MemoryStore) Wait(ctx context.Context, key string) error {
+func (s *Store) Wait(ctx context.Context, key string) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -538,7 +558,7 @@ func (s *MemoryStore) Wait(ctx context.Context, key string) error {
 		sh := s.shard(key)
 		sh.mu.Lock()
 		r := sh.m[key]
-		if r == nil || r.State != StateInProgress || !s.clock().Before(r.LeaseUntil) {
+		if r == nil || r.State != idem.StateInProgress || !s.clock().Before(r.LeaseUntil) {
 			sh.mu.Unlock()
 			return nil
 		}

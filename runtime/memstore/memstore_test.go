@@ -1,4 +1,4 @@
-package idem_test
+package memstore_test
 
 import (
 	"context"
@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // The amortized sweep runs inside claims; it must never drop the record
 // the claim is creating (it once did, about once in 70,000 fresh claims).
 func TestMemoryStoreSweepKeepsFreshClaims(t *testing.T) {
-	s := idem.NewMemoryStore()
+	s := memstore.New()
 	ctx := context.Background()
 	for i := range 70000 {
 		key := fmt.Sprint("k", i)
@@ -31,7 +32,7 @@ func TestMemoryStoreSweepKeepsFreshClaims(t *testing.T) {
 
 // A claim refused for capacity must not have advanced its entity's order.
 func TestMemoryStoreFullDoesNotAdvanceOrder(t *testing.T) {
-	s := idem.NewMemoryStore(idem.WithMaxRecords(1))
+	s := memstore.New(memstore.WithMaxRecords(1))
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	claim := func(key string, at time.Time) (idem.ClaimResult, error) {
@@ -72,7 +73,7 @@ func TestMemoryStoreByteBudget(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := idem.NewMemoryStore(idem.WithMaxBytes(c.budget))
+			s := memstore.New(memstore.WithMaxBytes(c.budget))
 			g := idem.NewGuard(s)
 			spec := &idem.Spec{Name: "test.Big", TTL: time.Hour}
 			full := false
@@ -119,7 +120,7 @@ func TestMemoryStoreByteBudget(t *testing.T) {
 // about 40 MB, not 80 (encoded bytes plus the decoded value, as before).
 func TestMemoryStoreKeepsLargeResultsOnce(t *testing.T) {
 	const n, size = 20, 2 << 20
-	s := idem.NewMemoryStore()
+	s := memstore.New()
 	g := idem.NewGuard(s)
 	spec := &idem.Spec{Name: "test.Large", TTL: time.Hour}
 	heap := func() uint64 {
@@ -148,7 +149,7 @@ func TestMemoryStoreKeepsLargeResultsOnce(t *testing.T) {
 // holds much more than twice its live records.
 func TestMemoryStoreSweepsExpiredRecords(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := idem.NewMemoryStore(idem.WithMemoryClock(func() time.Time { return now }))
+	s := memstore.New(memstore.WithClock(func() time.Time { return now }))
 	ctx := context.Background()
 	claim := func(key string) {
 		t.Helper()
@@ -167,4 +168,11 @@ func TestMemoryStoreSweepsExpiredRecords(t *testing.T) {
 	if got := s.Len(); got > n+n/2 {
 		t.Fatalf("%d records held after %d expired and %d live, want the expired mostly swept", got, n, n)
 	}
+}
+
+// call runs one guarded call of spec keyed by key, the shape idemgen emits.
+func call[R any](ctx context.Context, g *idem.Guard, spec *idem.Spec, key string, fn func(context.Context) (R, error)) (R, error) {
+	c := g.Begin(spec)
+	c.Key().String(key)
+	return idem.Do(ctx, c, fn)
 }

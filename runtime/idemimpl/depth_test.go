@@ -1,10 +1,10 @@
-package idem_test
+package idemimpl_test
 
 import (
 	"errors"
 	"testing"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // chain is a recursive result type, coded as idemgen codes one: its
@@ -14,7 +14,7 @@ type chain struct {
 	Next *chain
 }
 
-func encChain(e *idem.Encoder, v *chain) {
+func encChain(e *idemimpl.Encoder, v *chain) {
 	if !e.Enter() {
 		return
 	}
@@ -28,7 +28,7 @@ func encChain(e *idem.Encoder, v *chain) {
 	encChain(e, v.Next)
 }
 
-func decChain(d *idem.Decoder, v *chain) {
+func decChain(d *idemimpl.Decoder, v *chain) {
 	if !d.Enter() {
 		return
 	}
@@ -40,9 +40,9 @@ func decChain(d *idem.Decoder, v *chain) {
 	}
 }
 
-var chainCodec = idem.TypedCodec[*chain]{
-	Encode: func(e *idem.Encoder, v **chain) { encChain(e, *v) },
-	Decode: func(d *idem.Decoder, v **chain) { *v = new(chain); decChain(d, *v) },
+var chainCodec = idemimpl.TypedCodec[*chain]{
+	Encode: func(e *idemimpl.Encoder, v **chain) { encChain(e, *v) },
+	Decode: func(d *idemimpl.Decoder, v **chain) { *v = new(chain); decChain(d, *v) },
 }
 
 func makeChain(n int) *chain {
@@ -66,8 +66,8 @@ func TestRecursionDepth(t *testing.T) {
 		wantErr bool
 	}{
 		{"cyclic", cyclic, true},
-		{"at the bound", makeChain(idem.MaxDepth), false},
-		{"one past the bound", makeChain(idem.MaxDepth + 1), true},
+		{"at the bound", makeChain(idemimpl.MaxDepth), false},
+		{"one past the bound", makeChain(idemimpl.MaxDepth + 1), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data, err := chainCodec.Marshal(tc.v)
@@ -88,8 +88,8 @@ func TestRecursionDepth(t *testing.T) {
 			for c := got; c != nil; c = c.Next {
 				n++
 			}
-			if n != idem.MaxDepth {
-				t.Fatalf("decoded %d levels, want %d", n, idem.MaxDepth)
+			if n != idemimpl.MaxDepth {
+				t.Fatalf("decoded %d levels, want %d", n, idemimpl.MaxDepth)
 			}
 		})
 	}
@@ -104,18 +104,18 @@ func TestRecursionDepth(t *testing.T) {
 	}
 	level := two[2:len(one)] // int 0, ptr
 	deep := append([]byte(nil), one[:2]...)
-	for range idem.MaxDepth {
+	for range idemimpl.MaxDepth {
 		deep = append(deep, level...)
 	}
 	deep = append(deep, one[2:]...)
 	var got *chain
-	if err := chainCodec.Unmarshal(deep, &got); !errors.Is(err, idem.ErrCorruptRecord) {
-		t.Fatalf("Unmarshal of %d levels = %v; want ErrCorruptRecord", idem.MaxDepth+1, err)
+	if err := chainCodec.Unmarshal(deep, &got); !errors.Is(err, idemimpl.ErrCorruptRecord) {
+		t.Fatalf("Unmarshal of %d levels = %v; want ErrCorruptRecord", idemimpl.MaxDepth+1, err)
 	}
 	// The same bytes are a well-formed record of MaxDepth+1 levels to a
 	// decoder without the bound: the refusal above is the bound's.
 	n := 0
-	err = idem.DecodeRecord(deep, func(d *idem.Decoder) {
+	err = idemimpl.DecodeRecord(deep, func(d *idemimpl.Decoder) {
 		for {
 			d.Int(64)
 			n++
@@ -124,7 +124,7 @@ func TestRecursionDepth(t *testing.T) {
 			}
 		}
 	})
-	if err != nil || n != idem.MaxDepth+1 {
-		t.Fatalf("unbounded decode: %d levels, %v; want %d, nil", n, err, idem.MaxDepth+1)
+	if err != nil || n != idemimpl.MaxDepth+1 {
+		t.Fatalf("unbounded decode: %d levels, %v; want %d, nil", n, err, idemimpl.MaxDepth+1)
 	}
 }

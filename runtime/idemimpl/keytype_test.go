@@ -1,4 +1,4 @@
-package idem
+package idemimpl
 
 import (
 	"reflect"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	other "github.com/idemgen/idemgen/runtime/idem/testdata/keytype/idem"
+	other "github.com/idemgen/idemgen/runtime/idemimpl/testdata/keytype/idemimpl"
 )
 
 type keytypeLocal struct{ ID string }
@@ -14,7 +14,7 @@ type keytypeLocal struct{ ID string }
 type keytypeGeneric[T any] struct{ V T }
 
 func TestTypeIdentity(t *testing.T) {
-	const self = `"github.com/idemgen/idemgen/runtime/idem"`
+	const self = `"github.com/idemgen/idemgen/runtime/idemimpl"`
 	tests := []struct {
 		name string
 		typ  reflect.Type
@@ -22,7 +22,7 @@ func TestTypeIdentity(t *testing.T) {
 	}{
 		{"basic", reflect.TypeFor[int64](), "int64"},
 		{"named of this package", reflect.TypeFor[keytypeLocal](), self + ".keytypeLocal"},
-		{"same short name, other package", reflect.TypeFor[other.KeyBuilder](), `"github.com/idemgen/idemgen/runtime/idem/testdata/keytype/idem".KeyBuilder`},
+		{"same short name, other package", reflect.TypeFor[other.KeyBuilder](), `"github.com/idemgen/idemgen/runtime/idemimpl/testdata/keytype/idemimpl".KeyBuilder`},
 		{"pointer and slice", reflect.TypeFor[[]*keytypeLocal](), "[]*" + self + ".keytypeLocal"},
 		{"map and array", reflect.TypeFor[map[string][2]int](), "map[string][2]int"},
 		{"struct", reflect.TypeFor[struct {

@@ -1,0 +1,31 @@
+package idem
+
+import (
+	"context"
+	"time"
+)
+
+// Hooks for the external tests.
+
+func SetWriteTimeoutFloor(d time.Duration) (restore func()) {
+	old := writeTimeoutFloor
+	writeTimeoutFloor = d
+	return func() { writeTimeoutFloor = old }
+}
+
+func (g *Guard) WriteCtx(ctx context.Context, l Lease) (context.Context, context.CancelFunc) {
+	return g.writeCtx(ctx, l)
+}
+
+func (g *Guard) Orphans() int32 { return g.orphans.n.Load() }
+
+// Derive hashes c's key material and builds its store key, leaving c
+// unfinished (the derivation benchmark repeats it).
+func (c Call) Derive() {
+	var o OrderClaim
+	c.s.derive(&o)
+}
+
+// WithKeyMemo sizes the Guard's key memo (and a quarter of it, its
+// result memo); 0 turns both off.
+func WithKeyMemo(entries int) Option { return func(c *config) { c.memo = entries } }
