@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"go/types"
 	"sort"
+	"strconv"
 
 	"golang.org/x/tools/go/packages"
 )
@@ -224,7 +225,7 @@ func (pi *pkgInfo) params(sig *types.Signature) []param {
 	for i := range ps {
 		n := ps[i].name
 		if n == "" || n == "_" {
-			n = "p" + itoa(i)
+			n = "p" + strconv.Itoa(i)
 		}
 		for pi.scope[n] || types.Universe.Lookup(n) != nil || (n != ps[i].name && used[n]) {
 			n += "_"
@@ -235,14 +236,6 @@ func (pi *pkgInfo) params(sig *types.Signature) []param {
 		ps[i].name = n
 	}
 	return ps
-}
-
-func itoa(i int) string {
-	const digits = "0123456789"
-	if i < 10 {
-		return digits[i : i+1]
-	}
-	return itoa(i/10) + digits[i%10:i%10+1]
 }
 
 // typeString prints t qualified relative to the package being generated.

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -62,7 +63,7 @@ type fnScope map[string]int
 func (s fnScope) get(base string) string {
 	s[base]++
 	if n := s[base]; n > 1 {
-		return base + itoa(n)
+		return base + strconv.Itoa(n)
 	}
 	return base
 }
@@ -759,7 +760,7 @@ func resultName(x *fn, i int) string {
 	if n := x.sig.Results().At(i).Name(); n != "" && n != "_" {
 		return n
 	}
-	return "r" + itoa(i+1)
+	return "r" + strconv.Itoa(i+1)
 }
 
 // resultCodec emits the codec of x's result value and sets the Spec's
@@ -787,7 +788,7 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 		for i := range x.result {
 			n := resultName(x, i)
 			names = append(names, n)
-			if segs[0] == n || segs[0] == "r"+itoa(i+1) {
+			if segs[0] == n || segs[0] == "r"+strconv.Itoa(i+1) {
 				idx = i
 			}
 		}
@@ -851,7 +852,7 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 	// A path under another omitted path is omitted already (r2.Body under
 	// r2): it is dropped, or its subtree would stand for the whole.
 	canon := func(j int) string {
-		return strings.Join(append([]string{"r" + itoa(paths[j].idx+1)}, paths[j].hops...), ".")
+		return strings.Join(append([]string{"r" + strconv.Itoa(paths[j].idx+1)}, paths[j].hops...), ".")
 	}
 	for i, p := range paths {
 		if coveredByOther(i, len(paths), canon) {
@@ -893,7 +894,7 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 			if whole(i) {
 				continue
 			}
-			f := "R" + itoa(i+1) // stored by position, whatever the field's name
+			f := "R" + strconv.Itoa(i+1) // stored by position, whatever the field's name
 			fv := expr(jen.Id("v").Dot(x.resultFields[i]))
 			encBody = append(encBody, jen.Id("e").Dot("Field").Call(jen.Lit(f)))
 			encBody = append(encBody, g.enc(t, fv, resultName(x, i), "", omits[i], se)...)
@@ -944,7 +945,7 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 			l := byOmit[o]
 			msg := l.msgs[0]
 			if len(l.msgs) > 1 {
-				msg += " (and " + itoa(len(l.msgs)-1) + " more)"
+				msg += " (and " + strconv.Itoa(len(l.msgs)-1) + " more)"
 			}
 			pi.d.add(namePos, "%s: result %d (%s) cannot be stored faithfully: %s (add `omit=%s`)", what, l.idx+1, pi.typeString(x.result[l.idx]), msg, o)
 		}

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,7 +100,7 @@ func isMangledDirective(c *ast.Comment) bool {
 		return false
 	}
 	for _, f := range strings.Fields(rest) {
-		if name, _, _ := strings.Cut(f, "="); !isOption(name) {
+		if name, _, _ := strings.Cut(f, "="); !slices.Contains(optionNames, name) {
 			return false
 		}
 	}
@@ -143,7 +144,7 @@ func parseDirectivesOver(fset *token.FileSet, lines []*ast.Comment, d *diags, ov
 			valPos := pos
 			valPos.Column += len(name) + 1
 			valPos.Offset += len(name) + 1
-			if !isOption(name) {
+			if !slices.Contains(optionNames, name) {
 				bad(pos, "unknown option %q%s", name, didYouMean(name, optionNames))
 				continue
 			}
@@ -172,15 +173,6 @@ func parseDirectivesOver(fset *token.FileSet, lines []*ast.Comment, d *diags, ov
 		}
 	}
 	return o, ok
-}
-
-func isOption(name string) bool {
-	for _, n := range optionNames {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 func example(name string) string {
@@ -248,12 +240,12 @@ func (o *options) set(name, value string, pos token.Position) string {
 			o.wait = d
 		}
 	case "on_duplicate":
-		if !oneOf(value, duplicateModes) {
+		if !slices.Contains(duplicateModes, value) {
 			return "on_duplicate: " + strconv.Quote(value) + " is not one of return, raise, wait" + didYouMean(value, duplicateModes)
 		}
 		o.onDuplicate = value
 	case "on_failure":
-		if !oneOf(value, failureModes) {
+		if !slices.Contains(failureModes, value) {
 			return "on_failure: " + strconv.Quote(value) + " is not one of unlock, lock" + didYouMean(value, failureModes)
 		}
 		o.onFailure = value
@@ -325,15 +317,6 @@ func (o *options) set(name, value string, pos token.Position) string {
 		o.version = n
 	}
 	return ""
-}
-
-func oneOf(s string, list []string) bool {
-	for _, x := range list {
-		if s == x {
-			return true
-		}
-	}
-	return false
 }
 
 type field struct {

@@ -7,6 +7,7 @@ import (
 	"go/types"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -171,7 +172,7 @@ func groupImports(src []byte) []byte {
 func (e *emitter) global(base string) string {
 	name := base
 	for i := 2; e.globals[name] || e.paramNames[name] || e.aliasUsed[name]; i++ {
-		name = base + itoa(i)
+		name = base + strconv.Itoa(i)
 	}
 	e.globals[name] = true
 	return name
@@ -283,7 +284,7 @@ func (e *emitter) group(g *group) []jen.Code {
 		}
 		last := bases[len(bases)-1]
 		for i := 2; ; i++ {
-			if n := last + itoa(i); !taken(n) {
+			if n := last + strconv.Itoa(i); !taken(n) {
 				methods[n] = true
 				return n
 			}

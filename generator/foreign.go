@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"strconv"
 
 	"golang.org/x/tools/go/packages"
 )
@@ -215,7 +216,7 @@ func (pi *pkgInfo) checkNameable(x *fn) bool {
 		ok = check("parameter "+x.params[i].name, x.sig.Params().At(i).Type()) && ok
 	}
 	for i := 0; i < x.sig.Results().Len(); i++ {
-		ok = check("result "+itoa(i+1), x.sig.Results().At(i).Type()) && ok
+		ok = check("result "+strconv.Itoa(i+1), x.sig.Results().At(i).Type()) && ok
 	}
 	return ok
 }
@@ -338,7 +339,7 @@ func (pi *pkgInfo) freeName(x *fn, names map[string]*fn) string {
 	base := upperFirst(x.obj.Pkg().Name()) + upperFirst(x.obj.Name())
 	name := base
 	for i := 2; names["Idempotent."+name] != nil || pi.scope[name]; i++ {
-		name = base + itoa(i)
+		name = base + strconv.Itoa(i)
 	}
 	return name
 }

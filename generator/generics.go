@@ -2,6 +2,7 @@ package generator
 
 import (
 	"go/types"
+	"strconv"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -76,7 +77,7 @@ func (e *emitter) mangle(b *strings.Builder, t types.Type) {
 		b.WriteString("Slice")
 		e.mangle(b, t.Elem())
 	case *types.Array:
-		b.WriteString("Array" + itoa(int(t.Len())))
+		b.WriteString("Array" + strconv.Itoa(int(t.Len())))
 		e.mangle(b, t.Elem())
 	case *types.Map:
 		b.WriteString("Map")

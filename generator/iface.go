@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"strconv"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -304,7 +305,7 @@ func (e *emitter) decorator(g *group, typeName, ctor, field string, methods name
 		for j := range pnames {
 			n := sig.Params().At(j).Name()
 			if n == "" || n == "_" {
-				n = "p" + itoa(j)
+				n = "p" + strconv.Itoa(j)
 			}
 			pnames[j] = ns.get(n)
 			args[j] = jen.Id(pnames[j])

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"go/types"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -64,7 +65,7 @@ type namer map[string]bool
 func (n namer) get(base string) string {
 	name := base
 	for i := 2; n[name]; i++ {
-		name = base + itoa(i)
+		name = base + strconv.Itoa(i)
 	}
 	n[name] = true
 	return name

@@ -2,6 +2,7 @@ package generator
 
 import (
 	"go/token"
+	"strconv"
 	"strings"
 )
 
@@ -35,7 +36,7 @@ func collapse(probs []problem) []reportLine {
 		var b strings.Builder
 		b.WriteString(first.path)
 		if n := len(idx) - 1; n > 0 {
-			b.WriteString(" and " + itoa(n) + " more (")
+			b.WriteString(" and " + strconv.Itoa(n) + " more (")
 			for j, k := range idx[1:] {
 				if j == maxListed {
 					b.WriteString(", …")

@@ -3,6 +3,7 @@ package generator
 import (
 	"go/types"
 	"reflect"
+	"strconv"
 
 	"github.com/dave/jennifer/jen"
 )
@@ -26,7 +27,7 @@ func (e *emitter) importAs(path, name string) string {
 	}
 	alias := name
 	for i := 2; e.aliasTaken(alias); i++ {
-		alias = name + itoa(i)
+		alias = name + strconv.Itoa(i)
 	}
 	e.aliases[path] = alias
 	e.aliasUsed[alias] = true
