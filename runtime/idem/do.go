@@ -89,178 +89,52 @@ func Do[R any](ctx context.Context, c Call, fn func(context.Context) (R, error))
 }
 
 // run is Do past the key: in process, claim, replay, wait or execute.
+// Each turn of the loop asks once, in process or in the store; waiting for
+// another owner ends in another turn.
 func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, error)) (R, error) {
 	var zero R
-	g, spec, key, fp, order := st.g, st.spec, st.key, &st.fp, &st.order
+	g, spec := st.g, st.spec
 	var overrideReason string
 	if spec.Ordered {
 		if o, ok := g.store.(Orderer); !ok || !o.SupportsOrdering() {
 			return zero, fmt.Errorf("idem: %s is ordered (order=) but the store %T does not support ordering", spec.Name, g.store)
 		}
-		overrideReason, order.Override = overrideFrom(ctx)
+		overrideReason, st.order.Override = overrideFrom(ctx)
 	}
-
 	for {
-		// A call this process is running: answer in process.
-		if f := g.flights.get(key); f != nil {
-			st.repeat = true
-			if f.fp != *fp {
-				st.ev(OutcomeMismatch, 0, nil)
-				return zero, fmt.Errorf("%s: %w", spec.Name, ErrPayloadMismatch)
+		if f := g.flights.get(st.key); f != nil {
+			if v, again, err := joinFlight[R](ctx, st, f); !again {
+				return v, err
 			}
-			if spec.OnDuplicate != DuplicateWait {
-				return zero, st.inProgress(time.Time{}, 0)
-			}
-			select {
-			case <-f.wait():
-			case <-st.waitCtx(ctx).Done():
-				if ctx.Err() != nil {
-					return zero, context.Cause(ctx)
-				}
-				return zero, st.inProgress(time.Time{}, 0)
-			}
-			if f.shared && sameFunction(f.spec, spec) {
-				if f.err != nil {
-					st.ev(OutcomeReplayed, 0, f.err)
-					return zero, f.err
-				}
-				if v, ok := f.value.(R); ok {
-					st.ev(OutcomeReplayed, 0, nil)
-					return v, nil
-				}
-			}
-			continue // the leader left nothing to share: look again
+			continue
 		}
-
-		if err := ctx.Err(); err != nil {
-			// Stores change nothing for a done ctx; saying so here keeps
-			// a claim error below meaning "the claim may have landed".
-			return zero, fmt.Errorf("%s: %w", spec.Name, err)
-		}
-		g.orphans.settle(ctx, g, key)
 		owner := g.token()
-		// The lease runs from when the claim was sent: a slow reply must
-		// not make the owner think it has more lease than it has.
-		st.claimSent = time.Since(monoBase)
-		req := ClaimRequest{Key: key, Fingerprint: *fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: *order}
-		res, err := g.store.Claim(ctx, req)
+		res, err := claim(ctx, st, owner)
 		if err != nil {
-			// The claim may have reached the store although its reply did
-			// not reach us (a timeout, a cut connection): find it and give
-			// it up, so the key is not stranded for a whole lease.
-			g.orphans.adopt(ctx, g, req, err)
-			if ctx.Err() != nil {
-				return zero, fmt.Errorf("%s: %w", spec.Name, err)
-			}
-			if errors.Is(err, ErrInvalidKey) {
-				// A key the store can never hold (too long for its key
-				// limit): no outage to ride out, so never a reason to run
-				// fn unguarded. Every call of this key would otherwise
-				// run it.
-				st.ev(OutcomeInvalidKey, 0, err)
-				return zero, fmt.Errorf("%s: %w", spec.Name, err)
-			}
-			st.note(OutcomeStoreError, 0, err)
-			if errors.Is(err, ErrCorruptRecord) {
-				// The store answered, and what it holds is not ours to
-				// overwrite or ignore: failing open here would run the
-				// function unguarded on every call. Reported once, by the
-				// note above, as a fail-closed store error is.
-				return zero, fmt.Errorf("%s: %w", spec.Name, err)
-			}
-			if g.failOpen {
-				st.ev(OutcomeFailOpen, 0, err)
+			if errors.Is(err, errFailOpen) {
 				return fn(ctx)
 			}
-			return zero, unavailable(spec.Name+": ", err)
+			return zero, err
 		}
-		st.repeat = res.Status != ClaimAcquired && res.Status != ClaimTakenOver
+		st.repeat = !res.Status.Owns()
 		switch res.Status {
 		case ClaimAcquired, ClaimTakenOver:
-			if res.Status == ClaimTakenOver {
-				st.ev(OutcomeTakeover, res.Fence, nil)
-			}
-			if order.Override {
-				st.reason = overrideReason
-				st.ev(OutcomeOverride, res.Fence, nil)
-				st.reason = ""
-			}
-			lease := Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: spec.lease(), TTL: spec.ttl()}
-			if ctx.Err() != nil {
-				// The claim came back after the caller's ctx ended (a
-				// client that ignores ctx deadlines): running fn now would
-				// do work nobody waits for, with a ctx already done. Give
-				// the key back and report the ctx's error instead.
-				wctx, wcancel := g.writeCtx(ctx, lease)
-				if rerr := g.store.Release(wctx, lease); rerr != nil {
-					st.note(OutcomeStoreError, lease.Fence, rerr)
-				}
-				wcancel()
-				cerr := fmt.Errorf("%s: not run, the ctx ended during the claim: %w", spec.Name, ctx.Err())
-				st.ev(OutcomeStoreError, lease.Fence, cerr)
-				return zero, cerr
-			}
-			return execute(ctx, st, lease, fn)
+			return own(ctx, st, res, owner, overrideReason, fn)
 		case ClaimCompleted:
-			if spec.OnDuplicate == DuplicateRaise {
-				if _, err := checkRecord(spec, res.Result.Data); err != nil {
-					// Another function's record: this call is no duplicate.
-					st.ev(OutcomeStoreError, res.Fence, err)
-					return zero, fmt.Errorf("%s: %w", spec.Name, err)
-				}
-				st.ev(OutcomeDuplicate, res.Fence, nil)
-				return zero, fmt.Errorf("%s: %w", spec.Name, ErrDuplicate)
-			}
-			v, err := decodeResult[R](g, spec, key, res.Result)
-			if err != nil {
-				st.ev(OutcomeStoreError, res.Fence, err)
-				return zero, err
-			}
-			st.ev(OutcomeReplayed, res.Fence, nil)
-			return v, nil
+			return replay[R](st, res)
 		case ClaimFailed:
-			rerr := decodeFailure(spec, res.Result)
-			if _, ok := rerr.(*RecordedError); !ok {
-				// Not this function's failure to replay (another
-				// function's, or a damaged header): fail closed.
-				st.ev(OutcomeStoreError, res.Fence, rerr)
-				return zero, rerr
-			}
-			if spec.OnDuplicate == DuplicateRaise {
-				st.ev(OutcomeDuplicate, res.Fence, rerr)
-				return zero, fmt.Errorf("%s: %w: %w", spec.Name, ErrDuplicate, rerr)
-			}
-			st.ev(OutcomeReplayed, res.Fence, rerr)
-			return zero, rerr
+			return zero, replayFailure(st, res)
 		case ClaimMismatch:
 			st.ev(OutcomeMismatch, res.Fence, nil)
 			return zero, fmt.Errorf("%s: %w", spec.Name, ErrPayloadMismatch)
 		case ClaimOutOfOrder:
-			oerr := &OutOfOrderError{Func: spec.Name, LastAccepted: res.LastAccepted, Submitted: order.At, Grace: order.Grace}
+			oerr := &OutOfOrderError{Func: spec.Name, LastAccepted: res.LastAccepted, Submitted: st.order.At, Grace: st.order.Grace}
 			st.reason = oerr.Error()
 			st.ev(OutcomeOutOfOrder, res.Fence, oerr)
 			return zero, oerr
 		case ClaimInProgress:
-			if g.flights.get(key) != nil {
-				continue // our own process runs it: answer in process
-			}
-			if !st.reclaimed && g.orphans.reclaim(ctx, g, key) {
-				st.reclaimed = true
-				continue // it was our own claim whose reply was lost
-			}
-			if spec.OnDuplicate != DuplicateWait {
-				return zero, st.inProgress(res.LeaseUntil, res.Fence)
-			}
-			wctx := st.waitCtx(ctx)
-			if err := g.store.Wait(wctx, key); err != nil {
-				if ctx.Err() != nil {
-					return zero, context.Cause(ctx)
-				}
-				if wctx.Err() != nil {
-					return zero, st.inProgress(res.LeaseUntil, res.Fence)
-				}
-				st.ev(OutcomeStoreError, res.Fence, err)
-				return zero, unavailable(spec.Name+": ", err)
+			if err := awaitOwner(ctx, st, res); err != nil {
+				return zero, err
 			}
 		default:
 			err := fmt.Errorf("idem: %s: store returned unknown claim status %d", spec.Name, res.Status)
@@ -268,6 +142,186 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 			return zero, err
 		}
 	}
+}
+
+// joinFlight answers a caller whose key this process is running (f):
+// ErrPayloadMismatch or ErrInProgress, or, in wait mode, f's outcome once
+// it ends. again: f left nothing to share, look again.
+func joinFlight[R any](ctx context.Context, st *state, f *flight) (v R, again bool, err error) {
+	spec := st.spec
+	st.repeat = true
+	if f.fp != st.fp {
+		st.ev(OutcomeMismatch, 0, nil)
+		return v, false, fmt.Errorf("%s: %w", spec.Name, ErrPayloadMismatch)
+	}
+	if spec.OnDuplicate != DuplicateWait {
+		return v, false, st.inProgress(time.Time{}, 0)
+	}
+	select {
+	case <-f.wait():
+	case <-st.waitCtx(ctx).Done():
+		if ctx.Err() != nil {
+			return v, false, context.Cause(ctx)
+		}
+		return v, false, st.inProgress(time.Time{}, 0)
+	}
+	if f.shared && sameFunction(f.spec, spec) {
+		if f.err != nil {
+			st.ev(OutcomeReplayed, 0, f.err)
+			return v, false, f.err
+		}
+		if v, ok := f.value.(R); ok {
+			st.ev(OutcomeReplayed, 0, nil)
+			return v, false, nil
+		}
+	}
+	return v, true, nil
+}
+
+// errFailOpen is claim's answer when the store is unavailable and the
+// Guard fails open: run fn unguarded.
+var errFailOpen = errors.New("idem: fail open")
+
+// claim sends st's claim for owner. Its errors are Do's, except
+// errFailOpen.
+func claim(ctx context.Context, st *state, owner Token) (ClaimResult, error) {
+	g, spec := st.g, st.spec
+	if err := ctx.Err(); err != nil {
+		// Stores change nothing for a done ctx; saying so here keeps
+		// a claim error below meaning "the claim may have landed".
+		return ClaimResult{}, fmt.Errorf("%s: %w", spec.Name, err)
+	}
+	g.orphans.settle(ctx, g, st.key)
+	// The lease runs from when the claim was sent: a slow reply must
+	// not make the owner think it has more lease than it has.
+	st.claimSent = time.Since(monoBase)
+	req := ClaimRequest{Key: st.key, Fingerprint: st.fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: st.order}
+	res, err := g.store.Claim(ctx, req)
+	if err == nil {
+		return res, nil
+	}
+	// The claim may have reached the store although its reply did not
+	// reach us (a timeout, a cut connection): find it and give it up, so
+	// the key is not stranded for a whole lease.
+	g.orphans.adopt(ctx, g, req, err)
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("%s: %w", spec.Name, err)
+	}
+	if errors.Is(err, ErrInvalidKey) {
+		// A key the store can never hold (too long for its key limit): no
+		// outage to ride out, so never a reason to run fn unguarded.
+		st.ev(OutcomeInvalidKey, 0, err)
+		return res, fmt.Errorf("%s: %w", spec.Name, err)
+	}
+	st.note(OutcomeStoreError, 0, err)
+	if errors.Is(err, ErrCorruptRecord) {
+		// The store answered, and what it holds is not ours to overwrite
+		// or ignore: failing open would run fn unguarded on every call.
+		return res, fmt.Errorf("%s: %w", spec.Name, err)
+	}
+	if g.failOpen {
+		st.ev(OutcomeFailOpen, 0, err)
+		return res, errFailOpen
+	}
+	return res, unavailable(spec.Name+": ", err)
+}
+
+// own runs fn as the key's new owner, unless the caller's ctx ended while
+// the claim was on its way (a client that ignores ctx deadlines): then the
+// key is given back, since nobody waits for the work.
+func own[R any](ctx context.Context, st *state, res ClaimResult, owner Token, overrideReason string, fn func(context.Context) (R, error)) (R, error) {
+	var zero R
+	g, spec := st.g, st.spec
+	if res.Status == ClaimTakenOver {
+		st.ev(OutcomeTakeover, res.Fence, nil)
+	}
+	if st.order.Override {
+		st.reason = overrideReason
+		st.ev(OutcomeOverride, res.Fence, nil)
+		st.reason = ""
+	}
+	lease := Lease{Key: st.key, Owner: owner, Fence: res.Fence, Duration: spec.lease(), TTL: spec.ttl()}
+	if ctx.Err() == nil {
+		return execute(ctx, st, lease, fn)
+	}
+	wctx, wcancel := g.writeCtx(ctx, lease)
+	if rerr := g.store.Release(wctx, lease); rerr != nil {
+		st.note(OutcomeStoreError, lease.Fence, rerr)
+	}
+	wcancel()
+	cerr := fmt.Errorf("%s: not run, the ctx ended during the claim: %w", spec.Name, ctx.Err())
+	st.ev(OutcomeStoreError, lease.Fence, cerr)
+	return zero, cerr
+}
+
+// replay answers a duplicate of a completed call: its stored result, or
+// ErrDuplicate in raise mode.
+func replay[R any](st *state, res ClaimResult) (R, error) {
+	var zero R
+	spec := st.spec
+	if spec.OnDuplicate == DuplicateRaise {
+		if _, err := checkRecord(spec, res.Result.Data); err != nil {
+			// Another function's record: this call is no duplicate.
+			st.ev(OutcomeStoreError, res.Fence, err)
+			return zero, fmt.Errorf("%s: %w", spec.Name, err)
+		}
+		st.ev(OutcomeDuplicate, res.Fence, nil)
+		return zero, fmt.Errorf("%s: %w", spec.Name, ErrDuplicate)
+	}
+	v, err := decodeResult[R](st.g, spec, st.key, res.Result)
+	if err != nil {
+		st.ev(OutcomeStoreError, res.Fence, err)
+		return zero, err
+	}
+	st.ev(OutcomeReplayed, res.Fence, nil)
+	return v, nil
+}
+
+// replayFailure answers a duplicate of a call whose failure was recorded.
+func replayFailure(st *state, res ClaimResult) error {
+	spec := st.spec
+	rerr := decodeFailure(spec, res.Result)
+	if _, ok := rerr.(*RecordedError); !ok {
+		// Not this function's failure to replay (another function's, or
+		// a damaged header): fail closed.
+		st.ev(OutcomeStoreError, res.Fence, rerr)
+		return rerr
+	}
+	if spec.OnDuplicate == DuplicateRaise {
+		st.ev(OutcomeDuplicate, res.Fence, rerr)
+		return fmt.Errorf("%s: %w: %w", spec.Name, ErrDuplicate, rerr)
+	}
+	st.ev(OutcomeReplayed, res.Fence, rerr)
+	return rerr
+}
+
+// awaitOwner handles a claim that found another owner running: nil means
+// claim again (this process runs it after all, an orphaned claim of ours
+// was given back, or the owner finished while a wait caller waited).
+func awaitOwner(ctx context.Context, st *state, res ClaimResult) error {
+	g, spec := st.g, st.spec
+	if g.flights.get(st.key) != nil {
+		return nil // our own process runs it: answer in process
+	}
+	if !st.reclaimed && g.orphans.reclaim(ctx, g, st.key) {
+		st.reclaimed = true
+		return nil // it was our own claim whose reply was lost
+	}
+	if spec.OnDuplicate != DuplicateWait {
+		return st.inProgress(res.LeaseUntil, res.Fence)
+	}
+	wctx := st.waitCtx(ctx)
+	if err := g.store.Wait(wctx, st.key); err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		if wctx.Err() != nil {
+			return st.inProgress(res.LeaseUntil, res.Fence)
+		}
+		st.ev(OutcomeStoreError, res.Fence, err)
+		return unavailable(spec.Name+": ", err)
+	}
+	return nil
 }
 
 // state is one Do call's bookkeeping. It lives on Do's stack (no closures
@@ -337,57 +391,75 @@ func (st *state) inProgress(leaseUntil time.Time, fence uint64) error {
 // execute runs fn as the key's owner: heartbeats, panics, lease loss and
 // recording the outcome.
 func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context.Context) (R, error)) (r R, err error) {
-	var zero R
-	g, spec, ev, note := st.g, st.spec, st.ev, st.note
-	x := &execution{run: running{lease: lease, codec: recordCodec{g: g, spec: spec}}}
-	x.fp, x.spec = st.fp, spec
-	f := &x.flight
-	g.startFlight(lease.Key, f)
-	cctx, cancel := context.WithCancelCause(ctx)
-	x.ctx = runCtx{Context: cctx, run: &x.run}
-	rctx := context.Context(&x.ctx)
-	hb := &x.hb
-	hb.start(g, &x.ctx, cancel, &x.run.lease, st)
-
+	x := start(ctx, st, lease)
 	panicked := true
 	defer func() {
-		if !panicked {
-			return
+		if panicked {
+			// recover returns nil only for runtime.Goexit (t.Fatal in a
+			// test): panic(nil) arrives as a *runtime.PanicNilError.
+			// Either way fn did not return: the key is released as after
+			// an error, and a Goexit goes on unwinding the goroutine.
+			p := recover()
+			x.abandon(ctx, st, lease, p)
+			if p != nil {
+				panic(p)
+			}
 		}
-		// recover returns nil only for runtime.Goexit (t.Fatal in a
-		// test): panic(nil) arrives as a *runtime.PanicNilError. Either
-		// way fn did not return, so the key is released like after an
-		// error; a Goexit then goes on unwinding the goroutine.
-		p := recover()
-		hb.stop()
-		cancel(nil)
-		wctx, wcancel := g.writeCtx(ctx, lease)
-		defer wcancel()
-		if rerr := g.store.Release(wctx, lease); rerr != nil {
-			note(OutcomeStoreError, lease.Fence, rerr)
-		}
-		g.endFlight(lease.Key, f, false, nil, nil)
-		if p == nil {
-			ev(OutcomeFailed, lease.Fence, fmt.Errorf("idem: %s called runtime.Goexit", spec.Name))
-			return
-		}
-		ev(OutcomeFailed, lease.Fence, fmt.Errorf("idem: %s panicked: %v", spec.Name, p))
-		panic(p)
 	}()
-	r, err = fn(rctx)
+	r, err = fn(x.rctx)
 	panicked = false
-	hb.stop()
-	cancel(nil)
+	x.hb.stop()
+	x.cancel(nil)
+	return record(ctx, st, lease, x, r, err)
+}
+
+// start makes the execution of an owned call: its flight (same-key
+// callers in process wait on it), fn's ctx and its heartbeat.
+func start(ctx context.Context, st *state, lease Lease) *execution {
+	g, spec := st.g, st.spec
+	x := &execution{run: running{lease: lease, codec: recordCodec{g: g, spec: spec}}}
+	x.fp, x.spec = st.fp, spec
+	g.startFlight(lease.Key, &x.flight)
+	cctx, cancel := context.WithCancelCause(ctx)
+	x.ctx = runCtx{Context: cctx, run: &x.run}
+	x.rctx, x.cancel = &x.ctx, cancel
+	x.hb.start(g, &x.ctx, cancel, &x.run.lease, st)
+	return x
+}
+
+// abandon gives the key back after fn panicked (p) or called
+// runtime.Goexit (p == nil).
+func (x *execution) abandon(ctx context.Context, st *state, lease Lease, p any) {
+	g, spec := st.g, st.spec
+	x.hb.stop()
+	x.cancel(nil)
 	wctx, wcancel := g.writeCtx(ctx, lease)
 	defer wcancel()
+	if rerr := g.store.Release(wctx, lease); rerr != nil {
+		st.note(OutcomeStoreError, lease.Fence, rerr)
+	}
+	g.endFlight(lease.Key, &x.flight, false, nil, nil)
+	if p == nil {
+		st.ev(OutcomeFailed, lease.Fence, fmt.Errorf("idem: %s called runtime.Goexit", spec.Name))
+		return
+	}
+	st.ev(OutcomeFailed, lease.Fence, fmt.Errorf("idem: %s panicked: %v", spec.Name, p))
+}
 
+// record stores what fn returned (r, err) under lease: the result, a
+// recorded failure (on_failure=lock) or a release.
+func record[R any](ctx context.Context, st *state, lease Lease, x *execution, r R, err error) (R, error) {
+	var zero R
+	g, spec, f := st.g, st.spec, &x.flight
+	wctx, wcancel := g.writeCtx(ctx, lease)
+	defer wcancel()
 	// The store said another caller owns the key now: store nothing. (A
 	// lease that only ran out without heartbeats canceled fn's ctx too;
 	// if fn still succeeded, Complete's compare-and-set decides.)
-	if hb.lost.Load() {
+	if x.hb.lost.Load() {
 		g.endFlight(lease.Key, f, false, nil, nil)
 		lerr := fmt.Errorf("%s: %w (fence %d): result not stored", spec.Name, ErrLeaseLost, lease.Fence)
-		ev(OutcomeLeaseLost, lease.Fence, lerr)
+		st.ev(OutcomeLeaseLost, lease.Fence, lerr)
 		return zero, lerr
 	}
 	if err != nil {
@@ -396,15 +468,15 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 		if spec.OnFailure == FailureLock {
 			rec := &RecordedError{Func: spec.Name, Message: err.Error()}
 			if ferr := g.store.Fail(wctx, lease, failureResult(spec, rec)); ferr != nil {
-				note(OutcomeStoreError, lease.Fence, ferr)
+				st.note(OutcomeStoreError, lease.Fence, ferr)
 			} else {
 				shared, recorded = true, rec
 			}
 		} else if rerr := g.store.Release(wctx, lease); rerr != nil {
-			note(OutcomeStoreError, lease.Fence, rerr)
+			st.note(OutcomeStoreError, lease.Fence, rerr)
 		}
 		g.endFlight(lease.Key, f, shared, nil, recorded)
-		ev(OutcomeFailed, lease.Fence, err)
+		st.ev(OutcomeFailed, lease.Fence, err)
 		return r, err
 	}
 	var v any = r // boxed once: the codec, the store and the flight share it
@@ -419,15 +491,15 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 		}
 		g.endFlight(lease.Key, f, false, nil, nil)
 		if errors.Is(cerr, ErrLeaseLost) {
-			ev(OutcomeLeaseLost, lease.Fence, cerr)
+			st.ev(OutcomeLeaseLost, lease.Fence, cerr)
 			return zero, fmt.Errorf("%s: %w (fence %d): result not stored", spec.Name, ErrLeaseLost, lease.Fence)
 		}
-		ev(OutcomeStoreError, lease.Fence, cerr)
+		st.ev(OutcomeStoreError, lease.Fence, cerr)
 		// The function ran: hand its result back, and say it is not recorded.
 		return r, unavailable(spec.Name+" ran but its result was not recorded: ", cerr)
 	}
 	g.endFlight(lease.Key, f, true, v, nil)
-	ev(OutcomeExecuted, lease.Fence, nil)
+	st.ev(OutcomeExecuted, lease.Fence, nil)
 	return r, nil
 }
 

@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"context"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -62,9 +63,11 @@ func (f *flight) wait() <-chan struct{} {
 // single allocation: its flight, its heartbeat and what fn's ctx carries.
 type execution struct {
 	flight
-	hb  heartbeat
-	run running
-	ctx runCtx // fn's
+	hb     heartbeat
+	run    running
+	ctx    runCtx          // fn's
+	rctx   context.Context // &ctx, boxed once
+	cancel context.CancelCauseFunc
 }
 
 func (t *flightTable) init() {
