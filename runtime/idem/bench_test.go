@@ -442,3 +442,23 @@ func BenchmarkFirstExecutionWrapper(b *testing.B) {
 		}
 	})
 }
+
+// Replays and first executions in parallel on a store the Guard keeps
+// flights for (the memory store behind its Store methods only).
+func BenchmarkFlightsParallel(b *testing.B) {
+	g := idem.NewGuard(struct{ idem.Store }{memstore.New()})
+	spec := &idem.Spec{Name: "bench.Flights"}
+	ctx := context.Background()
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			c := g.Begin(spec)
+			c.Key().String(strconv.FormatInt(i%64, 10))
+			if _, err := idem.Do(ctx, c, func(context.Context) (int, error) { return 1, nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -102,7 +102,7 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 		overrideReason, st.order.Override = overrideFrom(ctx)
 	}
 	for {
-		if f := g.flights.get(st.key); f != nil {
+		if f := g.flight(st.key); f != nil {
 			if v, again, err := joinFlight[R](ctx, st, f); !again {
 				return v, err
 			}
@@ -300,7 +300,7 @@ func replayFailure(st *state, res ClaimResult) error {
 // was given back, or the owner finished while a wait caller waited).
 func awaitOwner(ctx context.Context, st *state, res ClaimResult) error {
 	g, spec := st.g, st.spec
-	if g.flights.get(st.key) != nil {
+	if g.flight(st.key) != nil {
 		return nil // our own process runs it: answer in process
 	}
 	if !st.reclaimed && g.orphans.reclaim(ctx, g, st.key) {

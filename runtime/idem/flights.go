@@ -2,25 +2,18 @@ package idem
 
 import (
 	"context"
-	"hash/maphash"
 	"sync"
-	"sync/atomic"
 )
 
 // flightTable tracks the calls this process is executing, so same-key
-// callers in the process are answered without asking the store. A Guard
-// over an in-process store (InProcess) keeps no flights: asking its store
-// is as cheap, and the store answers the same (it keeps the decoded value
-// and wakes waiters itself), so the table would cost every first
-// execution two locked map operations for nothing.
+// callers in the process are answered without asking the store: one
+// mutex and one map, as in singleflight. A Guard over an in-process store
+// (see inProcess) keeps no flights: asking its store is as cheap, and the
+// store answers the same (it keeps the decoded value and wakes waiters
+// itself).
 type flightTable struct {
-	// active counts running flights: while none run, which is the common
-	// case for a replay, get skips the lookup altogether.
-	active atomic.Int64
-	shards [32]struct {
-		mu sync.RWMutex
-		m  map[string]*flight
-	}
+	mu sync.Mutex
+	m  map[string]*flight
 }
 
 // flight is a call this process is executing, as same-key callers see it.
@@ -70,50 +63,30 @@ type execution struct {
 	cancel context.CancelCauseFunc
 }
 
-func (t *flightTable) init() {
-	for i := range t.shards {
-		t.shards[i].m = make(map[string]*flight)
-	}
-}
-
-func (t *flightTable) shard(key string) int { return int(tailHash(key) % uint32(len(t.shards))) }
-
-// tailHash hashes the last 32 bytes of a key (with the runtime's AES-based
-// map hash). Guard keys end in the hex of a SHA-256, so their tails are
-// already uniform, and other keys mostly differ at the end; hashing whole
-// keys cost a replay more than its map lookups.
-func tailHash(key string) uint32 {
-	return uint32(maphash.String(shardSeed, key[len(key)-min(len(key), 32):]))
-}
-
-// shardSeed seeds tailHash: shard choice is per process and never stored.
-var shardSeed = maphash.MakeSeed()
-
-func (t *flightTable) get(key string) *flight {
-	if t.active.Load() == 0 {
+// flight returns the key's flight, or nil.
+func (g *Guard) flight(key string) *flight {
+	if g.inProcess {
 		return nil
 	}
-	s := &t.shards[t.shard(key)]
-	s.mu.RLock()
-	f := s.m[key]
-	s.mu.RUnlock()
+	t := &g.flights
+	t.mu.Lock()
+	f := t.m[key]
+	t.mu.Unlock()
 	return f
-}
-
-// add makes f the key's flight.
-func (t *flightTable) add(key string, f *flight) {
-	s := &t.shards[t.shard(key)]
-	t.active.Add(1)
-	s.mu.Lock()
-	s.m[key] = f
-	s.mu.Unlock()
 }
 
 // startFlight makes f the key's flight if the Guard keeps flights.
 func (g *Guard) startFlight(key string, f *flight) {
-	if !g.inProcess {
-		g.flights.add(key, f)
+	if g.inProcess {
+		return
 	}
+	t := &g.flights
+	t.mu.Lock()
+	if t.m == nil {
+		t.m = make(map[string]*flight)
+	}
+	t.m[key] = f
+	t.mu.Unlock()
 }
 
 // endFlight ends f, the key's flight if the Guard keeps flights.
@@ -124,13 +97,11 @@ func (g *Guard) endFlight(key string, f *flight, shared bool, value any, err err
 }
 
 func (t *flightTable) finish(key string, f *flight, shared bool, value any, err error) {
-	s := &t.shards[t.shard(key)]
-	s.mu.Lock()
-	if s.m[key] == f {
-		delete(s.m, key)
+	t.mu.Lock()
+	if t.m[key] == f {
+		delete(t.m, key)
 	}
-	s.mu.Unlock()
-	t.active.Add(-1)
+	t.mu.Unlock()
 	f.mu.Lock()
 	f.shared, f.value, f.err, f.ended = shared, value, err, true
 	if f.done != nil {

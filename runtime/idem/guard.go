@@ -58,7 +58,6 @@ func NewGuard(store Store, opts ...Option) *Guard {
 	}
 	g.calls.New = func() any { return &callState{g: g} }
 	g.macs.New = func() any { return &keyedHash{h: hmac.New(sha256.New, g.hmacKey)} }
-	g.flights.init()
 	g.alarms = new(alarms)
 	return g
 }

@@ -45,7 +45,7 @@ func newDirectMap[E any](entries int) directMap[E] {
 func (d *directMap[E]) at(h uint64) *atomic.Pointer[E] { return &d.slots[h&d.mask] }
 
 func (m *keyMemo) slot(raw []byte) *atomic.Pointer[memoEntry] {
-	return m.at(maphash.Bytes(shardSeed, raw))
+	return m.at(maphash.Bytes(memoSeed, raw))
 }
 
 func (m *keyMemo) get(raw []byte) (*memoEntry, bool) {
@@ -64,3 +64,6 @@ func (m *keyMemo) put(raw []byte, key string, fp Fingerprint) {
 	e := &memoEntry{raw: string(raw), key: key, fp: fp}
 	m.slot(raw).Store(e)
 }
+
+// memoSeed seeds the memos' slot hashes: per process, never stored.
+var memoSeed = maphash.MakeSeed()

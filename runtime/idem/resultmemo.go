@@ -40,7 +40,7 @@ func newResultMemo(entries int) *resultMemo {
 }
 
 func (m *resultMemo) slot(key string) *atomic.Pointer[resultEntry] {
-	return m.at(maphash.String(shardSeed, key))
+	return m.at(maphash.String(memoSeed, key))
 }
 
 // get returns the remembered value for key decoded from exactly data.
