@@ -9,12 +9,16 @@ import (
 // alarms runs functions at given monotonic instants for one Guard, on a
 // single runtime timer set for the earliest of them. Every owned call
 // needs two (its next heartbeat, and the moment its lease runs out without
-// one); runtime timers for those cost a first execution more than their
-// bookkeeping, because arming a timer earlier than any the runtime waits
-// for wakes its network poller. Calls start in time order, so a new alarm
-// is rarely the earliest and the one timer is rarely re-armed; a call that
-// ends removes its alarms, and a timer that then finds nothing due simply
-// sets itself for the next one.
+// one). What it saves, measured against a time.AfterFunc per heartbeat
+// (BenchmarkFirstExecutionWrapper/idem_memory, CPU time per call, median
+// of 7 alternating runs): 3,050 ns against 3,550 ns, and 8 allocations
+// against 10. Arming a runtime timer earlier than any the runtime waits
+// for wakes its network poller, and a stopped runtime timer can linger in
+// the runtime's heap holding its function (and through it the Guard).
+// Calls start in time order, so a new alarm is rarely the earliest and
+// the one timer is rarely re-armed; a call that ends removes its alarms,
+// and a timer that then finds nothing due simply sets itself for the next
+// one.
 //
 // Each due function runs in its own goroutine, as with time.AfterFunc: a
 // heartbeat may block on the store while another call's lease runs out.
