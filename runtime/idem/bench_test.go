@@ -289,6 +289,21 @@ func BenchmarkReplayWrapper(b *testing.B) {
 			}
 		}
 	})
+	// The store's clock fixed, as the peer's BenchmarkReplay fixes its
+	// store's: the same replay without the store's clock read.
+	fixed := time.Unix(1_700_000_000, 0)
+	xf := &chargeWrappers{g: idem.NewGuard(memstore.New(memstore.WithClock(func() time.Time { return fixed })))}
+	if _, err := xf.Charge(ctx, benchOrder); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("begin_helper_fixed_store_clock", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := xf.Charge(ctx, benchOrder); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	// Alternating the two in short chunks: x-inline near 1 means the
 	// helper costs nothing measurable.
 	helper := func(n int) {

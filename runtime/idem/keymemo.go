@@ -8,7 +8,11 @@ import (
 // keyMemo is a direct-mapped cache from key material to derived keys: a
 // power-of-two array of slots, each holding an immutable entry behind an
 // atomic pointer. A lookup is one hash and one load, with no lock; a new
-// entry replaces whatever shared its slot. Bounded by construction.
+// entry replaces whatever shared its slot. Bounded by construction. What
+// it saves: a replay through a generated wrapper costs 0 allocations
+// instead of 1 (the store key) and 300 ns instead of 535 ns of CPU time
+// (BenchmarkReplayWrapper/begin_helper, the memo off by default against
+// on, median of 5).
 type keyMemo struct{ directMap[memoEntry] }
 
 type memoEntry struct {
