@@ -8,7 +8,7 @@ import (
 // wellKnown holds the types the analysis recognises by identity or by
 // method set.
 type wellKnown struct {
-	keyer             *types.Interface // idem.Keyer, nil if the package cannot see idem
+	keyer             *types.Interface // idem.Keyer, nil if the package cannot see idemimpl
 	binaryMarshaler   *types.Interface
 	binaryUnmarshaler *types.Interface
 	textMarshaler     *types.Interface
@@ -60,16 +60,17 @@ func newWellKnown(pkg *types.Package) *wellKnown {
 			w.protoMessage = iface(method("ProtoReflect", nil, []types.Type{m.Type()}))
 		}
 	}
-	if idem := findPackage(pkg, RuntimePath, map[*types.Package]bool{}); idem != nil {
-		if k, ok := idem.Scope().Lookup("Keyer").(*types.TypeName); ok {
+	// idem.Keyer is idemimpl.Keyer's method set, and a type can have its
+	// IdemKey(*idemimpl.KeyBuilder) only if its package sees idemimpl.
+	if impl := findPackage(pkg, RuntimeImplPath, map[*types.Package]bool{}); impl != nil {
+		if k, ok := impl.Scope().Lookup("Keyer").(*types.TypeName); ok {
 			w.keyer, _ = k.Type().Underlying().(*types.Interface)
 		}
 	}
 	return w
 }
 
-// findPackage looks for path among the packages p imports, transitively: a
-// type can implement idem.Keyer only if its package sees idem.
+// findPackage looks for path among the packages p imports, transitively.
 func findPackage(p *types.Package, path string, seen map[*types.Package]bool) *types.Package {
 	if p.Path() == path {
 		return p

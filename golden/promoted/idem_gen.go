@@ -470,7 +470,7 @@ func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 
 // idemKeyRequest writes the key material of Request.
 func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
-	idemKeyTenant(b, &v.Tenant)
+	b.Key(v.Tenant)
 	b.String(v.Item)
 }
 
@@ -478,11 +478,6 @@ func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 func idemKeyStamped(b *idemimpl.KeyBuilder, v *Stamped) {
 	b.Time(v.Time)
 	b.String(v.Order)
-}
-
-// idemKeyTenant writes the key material of Tenant.
-func idemKeyTenant(b *idemimpl.KeyBuilder, v *Tenant) {
-	b.String(v.ID)
 }
 
 // idemCustomer_fieldsChanged_runGoGenerate is the field list of Customer that the generated code was written for (tags aside).
@@ -547,11 +542,3 @@ type idemStamped_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if Stamped gained, lost or retyped a field since generation: run go generate.
 var _ = idemStamped_fieldsChanged_runGoGenerate(Stamped{})
-
-// idemTenant_fieldsChanged_runGoGenerate is the field list of Tenant that the generated code was written for (tags aside).
-type idemTenant_fieldsChanged_runGoGenerate struct {
-	ID string
-}
-
-// Build fails here if Tenant gained, lost or retyped a field since generation: run go generate.
-var _ = idemTenant_fieldsChanged_runGoGenerate(Tenant{})

@@ -3181,7 +3181,7 @@ func idemKeyE2(b *idemimpl.KeyBuilder, v *E2) {
 	b.Int(int64(v.F0))
 	b.Int(v.F1)
 	idemKeyOtherPoint(b, &v.F2)
-	b.Marshaled(v.Tag.MarshalText())
+	b.Key(v.Tag)
 }
 
 // idemKeyE24 writes the key material of E24.
@@ -3193,7 +3193,7 @@ func idemKeyE24(b *idemimpl.KeyBuilder, v *E24) {
 func idemKeyE30(b *idemimpl.KeyBuilder, v *E30) {
 	b.Int(int64(v.f0))
 	b.Int(v.f1)
-	b.Marshaled(v.Tag.MarshalText())
+	b.Key(v.Tag)
 	b.Marshaled(v.F3.MarshalBinary())
 }
 
@@ -3553,7 +3553,7 @@ func idemKeyS18(b *idemimpl.KeyBuilder, v *S18) {
 
 // idemKeyS23 writes the key material of S23.
 func idemKeyS23(b *idemimpl.KeyBuilder, v *S23) {
-	b.Marshaled(v.Tag.MarshalText())
+	b.Key(v.Tag)
 	idemKeyE24(b, &v.E24)
 	b.Bool(v.F2)
 }
@@ -3567,7 +3567,7 @@ func idemKeyS28(b *idemimpl.KeyBuilder, v *S28) {
 		b.Ptr()
 		idemKeyE30(b, v.E30)
 	}
-	b.Marshaled(v.Tag.MarshalText())
+	b.Key(v.Tag)
 }
 
 // idemKeyS6 writes the key material of S6.
@@ -3579,7 +3579,7 @@ func idemKeyS6(b *idemimpl.KeyBuilder, v *S6) {
 		for k, e := range v.F0 {
 			b.MapEntry()
 			idemKeyOtherPoint(b, &k)
-			b.Marshaled(e.MarshalText())
+			b.Key(e)
 		}
 		b.MapEnd()
 	}
