@@ -10,13 +10,15 @@
 // cannot overwrite its successor); duplicates replay it. Same-key callers in
 // one process are answered in process.
 //
-// Generated code builds the key with a KeyBuilder (a canonical,
+// Generated code builds the key with an idemimpl.KeyBuilder (a canonical,
 // length-prefixed encoding hashed with SHA-256) and calls Do:
 //
 //	c := g.Begin(&specCharge)
 //	c.Key().String(req.OrderID)
 //	return idem.Do(ctx, c, func(ctx context.Context) (*Receipt, error) { return Charge(ctx, req) })
 //
-// The package depends on the standard library only. Stores live in their
-// own packages (redisstore, pgstore, filestore); MemoryStore is embedded.
+// The package depends on the standard library and runtime/idemimpl (the
+// generated code's support, which users need not read) only. Stores live
+// in their own packages: memstore (in memory), filestore, redisstore,
+// pgstore and others.
 package idem
