@@ -119,11 +119,11 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 		st.repeat = !res.Status.Owns()
 		switch res.Status {
 		case ClaimAcquired, ClaimTakenOver:
-			return own(ctx, st, res, owner, overrideReason, fn)
+			return own(ctx, st, &res, owner, overrideReason, fn)
 		case ClaimCompleted:
-			return replay[R](st, res)
+			return replay[R](st, &res)
 		case ClaimFailed:
-			return zero, replayFailure(st, res)
+			return zero, replayFailure(st, &res)
 		case ClaimMismatch:
 			st.ev(OutcomeMismatch, res.Fence, nil)
 			return zero, fmt.Errorf("%s: %w", spec.Name, ErrPayloadMismatch)
@@ -133,7 +133,7 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 			st.ev(OutcomeOutOfOrder, res.Fence, oerr)
 			return zero, oerr
 		case ClaimInProgress:
-			if err := awaitOwner(ctx, st, res); err != nil {
+			if err := awaitOwner(ctx, st, &res); err != nil {
 				return zero, err
 			}
 		default:
@@ -250,7 +250,7 @@ func leaseStart(until time.Time, lease time.Duration) time.Duration {
 // own runs fn as the key's new owner, unless the caller's ctx ended while
 // the claim was on its way (a client that ignores ctx deadlines): then the
 // key is given back, since nobody waits for the work.
-func own[R any](ctx context.Context, st *state, res ClaimResult, owner Token, overrideReason string, fn func(context.Context) (R, error)) (R, error) {
+func own[R any](ctx context.Context, st *state, res *ClaimResult, owner Token, overrideReason string, fn func(context.Context) (R, error)) (R, error) {
 	var zero R
 	g, spec := st.g, st.spec
 	if res.Status == ClaimTakenOver {
@@ -277,7 +277,7 @@ func own[R any](ctx context.Context, st *state, res ClaimResult, owner Token, ov
 
 // replay answers a duplicate of a completed call: its stored result, or
 // ErrDuplicate in raise mode.
-func replay[R any](st *state, res ClaimResult) (R, error) {
+func replay[R any](st *state, res *ClaimResult) (R, error) {
 	var zero R
 	spec := st.spec
 	if spec.OnDuplicate == DuplicateRaise {
@@ -299,7 +299,7 @@ func replay[R any](st *state, res ClaimResult) (R, error) {
 }
 
 // replayFailure answers a duplicate of a call whose failure was recorded.
-func replayFailure(st *state, res ClaimResult) error {
+func replayFailure(st *state, res *ClaimResult) error {
 	spec := st.spec
 	rerr := decodeFailure(spec, res.Result)
 	if _, ok := rerr.(*RecordedError); !ok {
@@ -319,7 +319,7 @@ func replayFailure(st *state, res ClaimResult) error {
 // awaitOwner handles a claim that found another owner running: nil means
 // claim again (this process runs it after all, an orphaned claim of ours
 // was given back, or the owner finished while a wait caller waited).
-func awaitOwner(ctx context.Context, st *state, res ClaimResult) error {
+func awaitOwner(ctx context.Context, st *state, res *ClaimResult) error {
 	g, spec := st.g, st.spec
 	if g.flight(st.key) != nil {
 		return nil // our own process runs it: answer in process
