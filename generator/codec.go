@@ -649,6 +649,15 @@ func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitT
 				jen.Switch(jen.String().Call(read("Field"))).Block(cases...)),
 		}
 	case *types.Interface:
+		if u.Empty() {
+			// any: stored with its dynamic type where that is one the
+			// runtime restores exactly (what encoding/json decodes into
+			// an any, basic types); any other is ErrResultNotEncodable.
+			if encode {
+				return call("Any", v.val())
+			}
+			return one(v.val().Op("=").Add(read("Any")))
+		}
 		g.fail(path, "interface "+pi.typeString(t)+" cannot be decoded to its dynamic type", adv())
 	case *types.Signature:
 		g.fail(path, "func values cannot be stored", adv())

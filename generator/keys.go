@@ -430,6 +430,11 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		}
 		return out, true
 	case *types.Interface:
+		if u.Empty() {
+			// any: keyed by its dynamic type and value at run time; a
+			// dynamic type that cannot be keyed is ErrInvalidKey then.
+			return one(b().Dot("Any").Call(v.value())), true
+		}
 		return w.fail(path, "interface "+w.e.pi.typeString(t)+" cannot be keyed", "key on concrete fields, make it embed idem.Keyer")
 	case *types.Signature:
 		return w.fail(path, "func values cannot be keyed", tagHint(path))

@@ -1,8 +1,11 @@
 package p
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
-type Res struct{ Data any }
+type Res struct{ Data fmt.Stringer } // an any would be stored by its dynamic value
 
 // F returns a struct holding an interface; G an error value.
 //
