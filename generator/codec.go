@@ -49,6 +49,7 @@ type codecGen struct {
 	// that their package keeps out of its JSON (json:"-"): not stored.
 	skipped map[string]bool
 	spec    string // the Spec's base name, for helpers specialised by omit=
+	errs    bool   // a value of type error is stored (its type may not be)
 }
 
 var (
@@ -321,6 +322,7 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 			for f := range h.skipped {
 				g.skipped[f] = true
 			}
+			g.errs = g.errs || h.errs
 			return h.name
 		}
 	}
@@ -367,7 +369,8 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 		g.lift(h, path, foreignAt)
 		return ""
 	}
-	h.lossy, h.skipped = sub.lossy, sub.skipped
+	h.lossy, h.skipped, h.errs = sub.lossy, sub.skipped, sub.errs
+	g.errs = g.errs || sub.errs
 	for l := range sub.lossy {
 		g.lossy[l] = true
 	}
@@ -416,6 +419,7 @@ type codecHelper struct {
 	building, recursive bool
 	problems            []codecProblem // relative paths
 	lossy, skipped      map[string]bool
+	errs                bool
 }
 
 func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope, encode bool) []jen.Code {
@@ -649,6 +653,15 @@ func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitT
 				jen.Switch(jen.String().Call(read("Field"))).Block(cases...)),
 		}
 	case *types.Interface:
+		if types.Identical(t, errorType) {
+			// Its text and chain, and the known error types as
+			// themselves (errtypes.go).
+			g.errs = true
+			if encode {
+				return call("Error", v.val(), e.errorTypes())
+			}
+			return one(v.val().Op("=").Add(read("Error", e.errorTypes())))
+		}
 		if u.Empty() {
 			// any: stored with its dynamic type where that is one the
 			// runtime restores exactly (what encoding/json decodes into
@@ -980,6 +993,9 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 	}
 	if len(g.skipped) > 0 {
 		doc += " Not stored (tagged json:\"-\" by their package): " + strings.Join(slices.Sorted(maps.Keys(g.skipped)), ", ") + "."
+	}
+	if g.errs {
+		doc += " Errors in results replay as their text and chain, as themselves if " + e.errs.name + " lists them."
 	}
 	return doc, true
 }

@@ -47,8 +47,12 @@ type emitter struct {
 	// generated code converts (drift.go).
 	pinned      map[*types.TypeName]types.Type
 	helperDecls []helperDecl
-	idem        *types.Package
-	ctxPkg      *types.Package
+	// fns are the package's annotated functions; errs the file's
+	// idemErrors, once a result holds an error value (errtypes.go).
+	fns    []*fn
+	errs   *errTypes
+	idem   *types.Package
+	ctxPkg *types.Package
 }
 
 type helperDecl struct {
@@ -91,6 +95,7 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 		idem:         types.NewPackage(RuntimePath, "idem"),
 		ctxPkg:       types.NewPackage("context", "context"),
 	}
+	e.fns = fns
 	for k := range pi.scope {
 		e.globals[k] = true
 	}
@@ -112,7 +117,7 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 	if len(d.list) > n {
 		return nil
 	}
-	for _, c := range decls {
+	for _, c := range append(decls, e.errorTypesDecl()...) {
 		e.f.Add(c)
 		e.f.Line()
 	}

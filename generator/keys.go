@@ -173,6 +173,15 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 			if isNamed(t, "time", "Time") {
 				return one(b().Dot("Time").Call(v.value())), true
 			}
+			if isNamed(t, "net", "Addr") {
+				// An address is its network and its string form
+				// ("tcp", "192.0.2.1:25"), as net.Addr defines it.
+				recv := v.e
+				if v.ptr { // a *net.Addr: its methods are the interface's
+					recv = func() *jen.Statement { return jen.Parens(v.value()) }
+				}
+				return w.nilCheck(v, []jen.Code{b().Dot("String").Call(recv().Dot("Network").Call()), b().Dot("String").Call(recv().Dot("String").Call())}), true
+			}
 			if ok, ptr := implements(t, wk.keyer); ok {
 				if ptr {
 					return one(b().Dot("Key").Call(v.addr())), true

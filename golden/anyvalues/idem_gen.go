@@ -5,6 +5,7 @@ package anyvalues
 import (
 	"context"
 	"maps"
+	"net"
 	"slices"
 	"time"
 
@@ -105,6 +106,53 @@ func (x *Idempotent) beginExec(query string, args []any) idem.Call {
 	c.Key().List(len(args))
 	for i := range args {
 		c.Key().Any(args[i])
+	}
+	return c
+}
+
+var idemSpecConnect = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/anyvalues.Connect",
+	Signature:   "6f521753aeb5b238",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecConnect,
+}
+
+// Build fails here if anyvalues.Connect's signature changed since generation: run go generate.
+var _ func(context.Context, net.Addr) (string, error) = Connect
+
+// idemCodecConnect stores the results of Connect (generated codec).
+var idemCodecConnect = idem.TypedCodec[string]{
+	Decode: func(d *idem.Decoder, v *string) {
+		*v = d.String()
+	},
+	Encode: func(e *idem.Encoder, v *string) {
+		e.String(*v)
+	},
+}
+
+// Connect is anyvalues.Connect, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Connect(ctx context.Context, addr net.Addr) (string, error) {
+	c := x.beginConnect(addr)
+	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+		return Connect(ctx, addr)
+	})
+}
+
+// ConnectKey is the store key Connect claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+func (x *Idempotent) ConnectKey(addr net.Addr) (string, error) {
+	return x.beginConnect(addr).StoreKey()
+}
+
+// beginConnect starts a call of Connect and writes its key material.
+func (x *Idempotent) beginConnect(addr net.Addr) idem.Call {
+	c := x.g.Begin(idemSpecConnect)
+	if addr == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().String(addr.Network())
+		c.Key().String(addr.String())
 	}
 	return c
 }

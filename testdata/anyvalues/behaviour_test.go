@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -106,6 +107,31 @@ func TestAnyOutsideTheTypesThatKeyAndStore(t *testing.T) {
 			}
 			if n := runs.Load() - before; n != 1 {
 				t.Errorf("ran %d times, want 1", n)
+			}
+		})
+	}
+}
+
+// An address is one call per network and string form: TCP and UDP on one
+// port differ, two values of one address are the same call.
+func TestAddrKey(t *testing.T) {
+	for _, ng := range guards(t) {
+		t.Run(ng.store, func(t *testing.T) {
+			ctx := context.Background()
+			api := NewIdempotent(ng.g)
+			port := 1000 + len(t.Name())
+			ip := net.IPv4(192, 0, 2, 1)
+			before := runs.Load()
+			for _, a := range []net.Addr{
+				&net.TCPAddr{IP: ip, Port: port}, &net.UDPAddr{IP: ip, Port: port}, nil,
+				&net.TCPAddr{IP: ip.To4(), Port: port}, &net.UDPAddr{IP: ip, Port: port}, nil,
+			} {
+				if _, err := api.Connect(ctx, a); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := runs.Load() - before; n != 3 {
+				t.Errorf("ran %d times for three addresses, want 3", n)
 			}
 		})
 	}

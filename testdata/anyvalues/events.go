@@ -4,6 +4,7 @@ package anyvalues
 
 import (
 	"context"
+	"net"
 	"sync/atomic"
 )
 
@@ -40,4 +41,15 @@ func Exec(ctx context.Context, query string, args ...any) (any, error) {
 		return nil, nil
 	}
 	return args[0], nil
+}
+
+// Connect keys on an address: its network and its string form.
+//
+//idem:ttl=1h
+func Connect(ctx context.Context, addr net.Addr) (string, error) {
+	runs.Add(1)
+	if addr == nil {
+		return "none", nil
+	}
+	return addr.Network() + " " + addr.String(), nil
 }
