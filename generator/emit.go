@@ -49,10 +49,12 @@ type emitter struct {
 	helperDecls []helperDecl
 	// fns are the package's annotated functions; errs the file's
 	// idemErrors, once a result holds an error value (errtypes.go).
-	fns    []*fn
-	errs   *errTypes
-	idem   *types.Package
-	ctxPkg *types.Package
+	fns  []*fn
+	errs *errTypes
+	// unionVariants caches variants (unions.go).
+	unionVariants map[*types.Named][]types.Type
+	idem          *types.Package
+	ctxPkg        *types.Package
 }
 
 type helperDecl struct {
@@ -77,23 +79,24 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 	// Functions with bad directives were left out; the others still go
 	// through key and path checks, so one run reports every problem.
 	e := &emitter{
-		pi:           pi,
-		f:            jen.NewFilePathName(p.PkgPath, p.Name),
-		aliases:      map[string]string{},
-		aliasUsed:    map[string]bool{},
-		paramNames:   map[string]bool{},
-		globals:      map[string]bool{},
-		helpers:      map[helperKey]string{},
-		codecHelpers: map[string]*codecHelper{},
-		failed:       map[helperKey][]problem{},
-		skipped:      map[helperKey][]string{},
-		keyBuilding:  map[helperKey]bool{},
-		keyRecursive: map[helperKey]bool{},
-		fieldsRead:   map[*types.TypeName]*types.Named{},
-		instRead:     map[string]*types.Named{},
-		pinned:       map[*types.TypeName]types.Type{},
-		idem:         types.NewPackage(RuntimePath, "idem"),
-		ctxPkg:       types.NewPackage("context", "context"),
+		pi:            pi,
+		f:             jen.NewFilePathName(p.PkgPath, p.Name),
+		aliases:       map[string]string{},
+		aliasUsed:     map[string]bool{},
+		paramNames:    map[string]bool{},
+		globals:       map[string]bool{},
+		helpers:       map[helperKey]string{},
+		codecHelpers:  map[string]*codecHelper{},
+		unionVariants: map[*types.Named][]types.Type{},
+		failed:        map[helperKey][]problem{},
+		skipped:       map[helperKey][]string{},
+		keyBuilding:   map[helperKey]bool{},
+		keyRecursive:  map[helperKey]bool{},
+		fieldsRead:    map[*types.TypeName]*types.Named{},
+		instRead:      map[string]*types.Named{},
+		pinned:        map[*types.TypeName]types.Type{},
+		idem:          types.NewPackage(RuntimePath, "idem"),
+		ctxPkg:        types.NewPackage("context", "context"),
 	}
 	e.fns = fns
 	for k := range pi.scope {

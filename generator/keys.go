@@ -221,7 +221,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		}
 		if n, ok := t.(*types.Named); ok {
 			if _, basic := n.Underlying().(*types.Basic); !basic {
-				if _, isIface := n.Underlying().(*types.Interface); !isIface {
+				if _, isIface := n.Underlying().(*types.Interface); !isIface || len(w.e.variants(n)) > 0 {
 					if w.e.nameable(n.Obj()) && w.e.renderable(n) && !mentionsTypeParam(n) {
 						name, probs, hk := w.e.helper(n)
 						if probs != nil {
@@ -439,6 +439,14 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		}
 		return out, true
 	case *types.Interface:
+		if n, ok := t.(*types.Named); ok {
+			if vs := w.e.variants(n); len(vs) > 0 {
+				if code, ok := w.keyUnion(n, vs, v); ok { // unions.go
+					return code, true
+				}
+				return w.fail(path, "interface "+w.e.pi.typeString(t)+" cannot be keyed (no type of its package that implements it can be)", "key on concrete fields, make it embed idem.Keyer")
+			}
+		}
 		if u.Empty() {
 			// any: keyed by its dynamic type and value at run time; a
 			// dynamic type that cannot be keyed is ErrInvalidKey then.

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -344,3 +345,43 @@ func (d *Decoder) Any() any {
 // 64-bit machine holding an int that does not fit is
 // ErrResultIncompatible on a 32-bit one.
 const strconvIntSize = 32 << (^uint(0) >> 63)
+
+// Variant starts a value held in an interface whose dynamic types the
+// generated code lists (an SDK's union of block types): the type's name,
+// then its value, then End(at).
+func (e *Encoder) Variant(name string) (at int) {
+	at = e.List(2)
+	e.String(name)
+	return at
+}
+
+// NotVariant records that v, held in the interface iface, is of a
+// dynamic type the generated code does not list: the result cannot be
+// stored (ErrResultNotEncodable).
+func (e *Encoder) NotVariant(iface string, v any) {
+	e.Fail(fmt.Errorf("a %T held in %s cannot be stored: its codec lists the types of %s's package that it can restore, and not this one", v, iface, iface))
+}
+
+// Variant reads the name of the dynamic type of a value Encoder.Variant
+// wrote; its value follows.
+func (d *Decoder) Variant() string {
+	if n := d.List(); n != 2 && d.err == nil {
+		d.corrupt("a variant of " + strconv.Itoa(n) + " values")
+	}
+	return d.String()
+}
+
+// NotVariant records a stored dynamic type that the generated code no
+// longer lists: ErrResultIncompatible.
+func (d *Decoder) NotVariant(name string) {
+	if d.err == nil {
+		d.Fail(fmt.Errorf("%w: stored a %s, which the result type's codec no longer lists; bump version= for a fresh key space", ErrResultIncompatible, name))
+		d.off = len(d.b)
+	}
+}
+
+// NotVariant records that v, held in the interface iface, is of a
+// dynamic type the generated code does not list: ErrInvalidKey.
+func (b *KeyBuilder) NotVariant(iface string, v any) {
+	b.Fail(fmt.Errorf("a %T held in %s cannot be keyed: its key code lists the types of %s's package that it can key, and not this one", v, iface, iface))
+}
