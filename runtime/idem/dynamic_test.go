@@ -247,3 +247,21 @@ func TestAnyCorrupt(t *testing.T) {
 		}
 	}
 }
+
+// Two types declared inside functions share a name and a package, so
+// reflect gives them one identity: the second is refused, never keyed
+// like the first.
+func TestAnyKeyLocalTypes(t *testing.T) {
+	a := func() any { type local string; return local("x") }()
+	b := func() any { type local string; return local("x") }()
+	var kb KeyBuilder
+	kb.Any(a)
+	if kb.Err() != nil {
+		t.Fatalf("the first local type: %v", kb.Err())
+	}
+	kb = KeyBuilder{}
+	kb.Any(b)
+	if !errors.Is(kb.Err(), ErrInvalidKey) {
+		t.Fatalf("a second local type of the same name: %v, want ErrInvalidKey", kb.Err())
+	}
+}
