@@ -49,7 +49,9 @@ type codecGen struct {
 	// skipped: fields of other packages' structs that cannot be stored and
 	// that their package keeps out of its JSON (json:"-"): not stored.
 	skipped map[string]bool
-	spec    string // the Spec's base name, for helpers specialised by omit=
+	spec    string          // the Spec's base name, for helpers specialised by omit=
+	errs    bool            // a value of type error is stored (its type may not be)
+	unions  map[string]bool // interfaces stored as unions of their package's types (unions.go)
 }
 
 var (
@@ -283,8 +285,12 @@ func (g *codecGen) code(t types.Type, v vx, path, foreignAt string, omit omitTre
 		foreignAt = path
 	}
 	if isNamed {
+		union := types.IsInterface(named) && len(e.variants(named)) > 0
 		switch t.Underlying().(type) {
-		case *types.Struct, *types.Slice, *types.Map, *types.Array, *types.Pointer:
+		case *types.Struct, *types.Slice, *types.Map, *types.Array, *types.Pointer, *types.Interface:
+			if _, iface := t.Underlying().(*types.Interface); iface && !union {
+				break
+			}
 			name := g.helper(named, path, foreignAt, omit)
 			if name == "" {
 				return nil
@@ -322,6 +328,8 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 			for f := range h.skipped {
 				g.skipped[f] = true
 			}
+			g.errs = g.errs || h.errs
+			g.addUnions(h.unions)
 			return h.name
 		}
 	}
@@ -368,7 +376,9 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 		g.lift(h, path, foreignAt)
 		return ""
 	}
-	h.lossy, h.skipped = sub.lossy, sub.skipped
+	h.lossy, h.skipped, h.errs, h.unions = sub.lossy, sub.skipped, sub.errs, sub.unions
+	g.errs = g.errs || sub.errs
+	g.addUnions(sub.unions)
 	for l := range sub.lossy {
 		g.lossy[l] = true
 	}
@@ -417,6 +427,8 @@ type codecHelper struct {
 	building, recursive bool
 	problems            []codecProblem // relative paths
 	lossy, skipped      map[string]bool
+	errs                bool
+	unions              map[string]bool
 }
 
 func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope, encode bool) []jen.Code {
@@ -650,6 +662,29 @@ func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitT
 				jen.Switch(jen.String().Call(read("Field"))).Block(cases...)),
 		}
 	case *types.Interface:
+		if types.Identical(t, errorType) {
+			// Its text and chain, and the known error types as
+			// themselves (errtypes.go).
+			g.errs = true
+			if encode {
+				return call("Error", v.val(), e.errorTypes())
+			}
+			return one(v.val().Op("=").Add(read("Error", e.errorTypes())))
+		}
+		if n, ok := t.(*types.Named); ok {
+			if vs := e.variants(n); len(vs) > 0 {
+				return g.union(n, vs, v, path, foreignAt, s, encode)
+			}
+		}
+		if u.Empty() {
+			// any: stored with its dynamic type where that is one the
+			// runtime restores exactly (what encoding/json decodes into
+			// an any, basic types); any other is ErrResultNotEncodable.
+			if encode {
+				return call("Any", v.val())
+			}
+			return one(v.val().Op("=").Add(read("Any")))
+		}
 		g.fail(path, "interface "+pi.typeString(t)+" cannot be decoded to its dynamic type", adv())
 	case *types.Signature:
 		g.fail(path, "func values cannot be stored", adv())
@@ -972,6 +1007,12 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 	}
 	if len(g.skipped) > 0 {
 		doc += " Not stored (tagged json:\"-\" by their package): " + strings.Join(slices.Sorted(maps.Keys(g.skipped)), ", ") + "."
+	}
+	if len(g.unions) > 0 {
+		doc += " Values of " + strings.Join(slices.Sorted(maps.Keys(g.unions)), ", ") + " are stored for the types of their package that their codec lists; others fail the recording."
+	}
+	if g.errs {
+		doc += " Errors in results replay as their text and chain, as themselves if " + e.errs.name + " lists them."
 	}
 	return doc, true
 }

@@ -48,9 +48,15 @@ type emitter struct {
 	// generated code converts (drift.go).
 	pinned      map[*types.TypeName]types.Type
 	helperDecls []helperDecl
-	idem        *types.Package
-	impl        *types.Package // RuntimeImplPath
-	ctxPkg      *types.Package
+	// fns are the package's annotated functions; errs the file's
+	// idemErrors, once a result holds an error value (errtypes.go).
+	fns  []*fn
+	errs *errTypes
+	// unionVariants caches variants (unions.go).
+	unionVariants map[*types.Named][]types.Type
+	idem          *types.Package
+	impl          *types.Package // RuntimeImplPath
+	ctxPkg        *types.Package
 }
 
 type helperDecl struct {
@@ -75,25 +81,27 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 	// Functions with bad directives were left out; the others still go
 	// through key and path checks, so one run reports every problem.
 	e := &emitter{
-		pi:           pi,
-		f:            jen.NewFilePathName(p.PkgPath, p.Name),
-		aliases:      map[string]string{},
-		aliasUsed:    map[string]bool{},
-		paramNames:   map[string]bool{},
-		globals:      map[string]bool{},
-		helpers:      map[helperKey]string{},
-		codecHelpers: map[string]*codecHelper{},
-		failed:       map[helperKey][]problem{},
-		skipped:      map[helperKey][]string{},
-		keyBuilding:  map[helperKey]bool{},
-		keyRecursive: map[helperKey]bool{},
-		fieldsRead:   map[*types.TypeName]*types.Named{},
-		instRead:     map[string]*types.Named{},
-		pinned:       map[*types.TypeName]types.Type{},
-		idem:         types.NewPackage(RuntimePath, "idem"),
-		impl:         types.NewPackage(RuntimeImplPath, "idemimpl"),
-		ctxPkg:       types.NewPackage("context", "context"),
+		pi:            pi,
+		f:             jen.NewFilePathName(p.PkgPath, p.Name),
+		aliases:       map[string]string{},
+		aliasUsed:     map[string]bool{},
+		paramNames:    map[string]bool{},
+		globals:       map[string]bool{},
+		helpers:       map[helperKey]string{},
+		codecHelpers:  map[string]*codecHelper{},
+		unionVariants: map[*types.Named][]types.Type{},
+		failed:        map[helperKey][]problem{},
+		skipped:       map[helperKey][]string{},
+		keyBuilding:   map[helperKey]bool{},
+		keyRecursive:  map[helperKey]bool{},
+		fieldsRead:    map[*types.TypeName]*types.Named{},
+		instRead:      map[string]*types.Named{},
+		pinned:        map[*types.TypeName]types.Type{},
+		idem:          types.NewPackage(RuntimePath, "idem"),
+		impl:          types.NewPackage(RuntimeImplPath, "idemimpl"),
+		ctxPkg:        types.NewPackage("context", "context"),
 	}
+	e.fns = fns
 	for k := range pi.scope {
 		e.globals[k] = true
 	}
@@ -115,7 +123,7 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 	if len(d.list) > n {
 		return nil
 	}
-	for _, c := range decls {
+	for _, c := range append(decls, e.errorTypesDecl()...) {
 		e.f.Add(c)
 		e.f.Line()
 	}

@@ -388,3 +388,46 @@ func foreignNames(x *fn) (display, specName string) {
 	}
 	return x.obj.Pkg().Name() + "." + local, x.obj.Pkg().Path() + "." + local
 }
+
+// ForeignWrap is another package's function or method that a directive
+// above `var _ = pkg.F` wraps in this package (for idemvet).
+type ForeignWrap struct {
+	Func *types.Func
+	// Wrapper and Method name the guarded call: Idempotent.F, or
+	// IdempotentT.M for a method of T; Method is as= when given.
+	Wrapper, Method string
+	// Spec is the var spec naming Func, whose own mention of it is no call.
+	Spec *ast.ValueSpec
+}
+
+// AnnotatedForeignFuncs lists the other packages' functions and methods
+// that f's var directives wrap (the ones that resolve; the generator
+// reports the others).
+func AnnotatedForeignFuncs(fset *token.FileSet, info *types.Info, own *types.Package, f *ast.File) []ForeignWrap {
+	var out []ForeignWrap
+	for _, v := range varDirectives(f, map[*ast.Comment]bool{}) {
+		if v.spec == nil {
+			continue
+		}
+		obj, _, problem := v.target(info, own)
+		if problem != "" {
+			continue
+		}
+		opts, _ := parseDirectives(fset, v.lines, &diags{})
+		w := ForeignWrap{Func: obj, Wrapper: "Idempotent", Method: obj.Name(), Spec: v.spec}
+		if opts.as != "" {
+			w.Method = opts.as
+		}
+		if r := obj.Type().(*types.Signature).Recv(); r != nil {
+			t := r.Type()
+			if ptr, ok := t.(*types.Pointer); ok {
+				t = ptr.Elem()
+			}
+			if named, ok := types.Unalias(t).(*types.Named); ok {
+				w.Wrapper += named.Obj().Name()
+			}
+		}
+		out = append(out, w)
+	}
+	return out
+}

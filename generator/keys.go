@@ -174,6 +174,15 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 			if isNamed(t, "time", "Time") {
 				return one(b().Dot("Time").Call(v.value())), true
 			}
+			if isNamed(t, "net", "Addr") {
+				// An address is its network and its string form
+				// ("tcp", "192.0.2.1:25"), as net.Addr defines it.
+				recv := v.e
+				if v.ptr { // a *net.Addr: its methods are the interface's
+					recv = func() *jen.Statement { return jen.Parens(v.value()) }
+				}
+				return w.nilCheck(v, []jen.Code{b().Dot("String").Call(recv().Dot("Network").Call()), b().Dot("String").Call(recv().Dot("String").Call())}), true
+			}
 			if ok, ptr := implements(t, wk.keyer); ok {
 				if ptr {
 					return one(b().Dot("Key").Call(v.addr())), true
@@ -213,7 +222,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		}
 		if n, ok := t.(*types.Named); ok {
 			if _, basic := n.Underlying().(*types.Basic); !basic {
-				if _, isIface := n.Underlying().(*types.Interface); !isIface {
+				if _, isIface := n.Underlying().(*types.Interface); !isIface || len(w.e.variants(n)) > 0 {
 					if w.e.nameable(n.Obj()) && w.e.renderable(n) && !mentionsTypeParam(n) {
 						name, probs, hk := w.e.helper(n)
 						if probs != nil {
@@ -431,6 +440,19 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		}
 		return out, true
 	case *types.Interface:
+		if n, ok := t.(*types.Named); ok {
+			if vs := w.e.variants(n); len(vs) > 0 {
+				if code, ok := w.keyUnion(n, vs, v); ok { // unions.go
+					return code, true
+				}
+				return w.fail(path, "interface "+w.e.pi.typeString(t)+" cannot be keyed (no type of its package that implements it can be)", "key on concrete fields, make it embed idem.Keyer")
+			}
+		}
+		if u.Empty() {
+			// any: keyed by its dynamic type and value at run time; a
+			// dynamic type that cannot be keyed is ErrInvalidKey then.
+			return one(b().Dot("Any").Call(v.value())), true
+		}
 		return w.fail(path, "interface "+w.e.pi.typeString(t)+" cannot be keyed", "key on concrete fields, make it embed idem.Keyer")
 	case *types.Signature:
 		return w.fail(path, "func values cannot be keyed", tagHint(path))

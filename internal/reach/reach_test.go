@@ -203,8 +203,13 @@ replace github.com/idemgen/idemgen => %s
 		return r
 	}
 	r.plain = len(targets) - len(refused(diags, targets))
+	var plainDiags strings.Builder
 	for _, d := range diags {
 		r.reasons = append(r.reasons, reason(d.Msg))
+		fmt.Fprintln(&plainDiags, d.String())
+	}
+	if os.Getenv("IDEM_REACH_KEEP") != "" {
+		write(t, filepath.Join(dir, "plain.txt"), plainDiags.String())
 	}
 
 	for _, d := range diags {

@@ -42,6 +42,7 @@ const (
 	tagMap        = 'm'
 	tagOpen       = '('
 	tagClose      = ')'
+	tagAny        = 'a' // a value held in an empty interface: its type, then it
 	maxKeyerDepth = 64
 	flushAt       = 4096 // encoded bytes buffered before they are hashed
 	maxMapDepth   = 64

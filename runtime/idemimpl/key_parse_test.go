@@ -30,7 +30,7 @@ type kv struct {
 func randKV(r *rand.Rand, depth int) kv {
 	kinds := []byte{tagFalse, tagTrue, tagInt, tagUint, tagFloat, tagComplex, tagString, tagBytes, tagTime, tagNil}
 	if depth < 4 {
-		kinds = append(kinds, tagPtr, tagList, tagMap, tagOpen)
+		kinds = append(kinds, tagPtr, tagList, tagMap, tagOpen, tagAny)
 	}
 	v := kv{Kind: kinds[r.IntN(len(kinds))]}
 	small := func() int64 { return int64(r.IntN(300)) - 150 }
@@ -55,6 +55,12 @@ func randKV(r *rand.Rand, depth int) kv {
 		v.Int, v.Uint = small(), uint64(r.IntN(1e9))
 	case tagPtr:
 		v.Kids = []kv{randKV(r, depth+1)}
+	case tagAny: // nil, or a type's identity and a value
+		if r.IntN(4) == 0 {
+			v.Kids = []kv{{Kind: tagNil}}
+			break
+		}
+		v.Kids = []kv{{Kind: tagString, Str: []string{"int", "string", `"p".T`}[r.IntN(3)]}, randKV(r, depth+1)}
 	case tagList, tagOpen:
 		for range r.IntN(4) {
 			v.Kids = append(v.Kids, randKV(r, depth+1))
@@ -98,6 +104,11 @@ func writeKV(b *KeyBuilder, v kv) {
 	case tagPtr:
 		b.Ptr()
 		writeKV(b, v.Kids[0])
+	case tagAny: // as KeyBuilder.Any writes it
+		b.tag(tagAny)
+		for _, k := range v.Kids {
+			writeKV(b, k)
+		}
 	case tagList:
 		b.List(len(v.Kids))
 		for _, k := range v.Kids {
@@ -213,6 +224,20 @@ func parseKey(p []byte) (kv, []byte, error) {
 		var k kv
 		k, p, err = parseKey(p)
 		v.Kids = []kv{k}
+	case tagAny:
+		var k kv
+		if k, p, err = parseKey(p); err != nil {
+			return v, nil, err
+		}
+		v.Kids = []kv{k}
+		if k.Kind == tagNil {
+			break
+		}
+		if k.Kind != tagString {
+			return v, nil, fmt.Errorf("a dynamic value's type is a %q", k.Kind)
+		}
+		k, p, err = parseKey(p)
+		v.Kids = append(v.Kids, k)
 	case tagList, tagMap:
 		var n uint64
 		if n, err = uv(); err != nil {

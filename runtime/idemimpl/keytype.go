@@ -1,6 +1,7 @@
 package idemimpl
 
 import (
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -21,12 +22,22 @@ import (
 // Identities are computed once per type and cached.
 //
 // Two types declared inside functions with one name in one package (local
-// types) share an identity: the runtime does not tell them apart.
+// types) share an identity, which reflect cannot tell apart: the first
+// such type a process keys owns the identity, and keying another is
+// ErrInvalidKey, never a key the two share.
 func (b *KeyBuilder) Type(t reflect.Type) {
-	b.String(TypeIdentity(t))
+	id := TypeIdentity(t)
+	if owner, _ := identityOwners.Load(id); t != nil && owner != t {
+		b.Fail(fmt.Errorf("the type %s shares its identity %s with another type (types declared inside functions): key a type declared at package level", t, id))
+		return
+	}
+	b.String(id)
 }
 
-var typeIdentities sync.Map // reflect.Type → string
+var (
+	typeIdentities sync.Map // reflect.Type → string
+	identityOwners sync.Map // string → the first reflect.Type with that identity
+)
 
 // TypeIdentity is the identity that KeyBuilder.Type writes for t; "nil"
 // for a nil reflect.Type.
@@ -40,6 +51,7 @@ func TypeIdentity(t reflect.Type) string {
 	var sb strings.Builder
 	writeTypeIdentity(&sb, t)
 	s, _ := typeIdentities.LoadOrStore(t, sb.String())
+	identityOwners.LoadOrStore(s, t)
 	return s.(string)
 }
 

@@ -26,6 +26,7 @@ import (
 //	map      0x08 u32 len, uvarint n, n key+value pairs
 //	struct   0x09 u32 len, fields: uvarint len, name, value
 //	complex  0x0a 16 bytes (two float64)
+//	dynamic  0x0b type code, value         a value held in an any (dynamic.go)
 //
 // Struct fields are tagged by name, so a record written before a field
 // was added decodes with that field zero, and a field that was removed is
@@ -52,9 +53,10 @@ const (
 	kMap
 	kStruct
 	kComplex
+	kDynamic
 )
 
-var kindNames = [...]string{"nil", "pointer", "unsigned integer", "integer", "float64", "float32", "bytes", "list", "map", "struct", "complex"}
+var kindNames = [...]string{"nil", "pointer", "unsigned integer", "integer", "float64", "float32", "bytes", "list", "map", "struct", "complex", "dynamic value"}
 
 func kindName(k byte) string {
 	if int(k) < len(kindNames) {
@@ -288,7 +290,7 @@ func (d *Decoder) take(want byte) bool {
 		return false
 	}
 	if k != want {
-		if k > kComplex {
+		if k > kDynamic {
 			d.corrupt("unknown kind")
 		} else {
 			d.mismatch(k, kindName(want))
@@ -603,6 +605,12 @@ func (d *Decoder) Skip() {
 		case kNil:
 		case kPtr:
 			continue
+		case kDynamic:
+			if c := d.fixed(1); d.err != nil || c[0] == 0 || c[0] > dynLast {
+				d.corrupt("unknown dynamic type")
+				return
+			}
+			continue
 		case kUint:
 			d.uvarint()
 		case kInt:
@@ -658,6 +666,10 @@ func (c TypedCodec[T]) marshal(v any, signature string, headed bool) ([]byte, er
 		p = &v
 	case *T:
 		p = v
+	case nil: // a nil any, error or other interface result: no case T matches it
+		if p = new(T); any(*p) != nil {
+			return nil, fmt.Errorf("idem: codec of %T given nil", p)
+		}
 	default:
 		return nil, fmt.Errorf("idem: codec of %T given a %T", p, v)
 	}

@@ -236,7 +236,7 @@ func storeKey(t *testing.T, g *idem.Guard, in *keyInput, mapOrder int) (string, 
 }
 
 // FuzzKeyBuilder checks the key encoding through the exported API (a
-// Guard's Call and idem.KeyOf, as generated code uses it): equal inputs
+// Guard's Call and Call.StoreKey, as generated code uses it): equal inputs
 // (by the key's notion of equality: -0 == 0, a time's instant, a map's
 // entries in any order) always get the same store key, and distinct inputs
 // never do. Each run compares two decoded inputs, plus the first input with

@@ -1,13 +1,14 @@
 package p
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
-type Res struct{ Data any }
+type Res struct{ Data fmt.Stringer } // an any would be stored by its dynamic value
 
-// F returns a struct holding an interface; G an error value.
+// F returns a struct holding an interface with methods (an error or an
+// any would be stored).
 //
 //idem:ttl=1h
 func F(ctx context.Context) (Res, error) { return Res{}, nil }
-
-//idem:ttl=1h
-func G(ctx context.Context) (error, error) { return nil, nil }

@@ -2,13 +2,14 @@ package p
 
 import (
 	"context"
+	"fmt"
 	"io"
 )
 
 type Req struct {
 	ID   string
 	Body io.Reader
-	Any  any
+	Name fmt.Stringer
 }
 
 // F keys on an io.Reader field.
@@ -16,7 +17,7 @@ type Req struct {
 //idem:ttl=1h
 func F(ctx context.Context, req *Req) error { return nil }
 
-// G keys on an interface parameter.
+// G keys on an interface parameter (an any would be keyed by its dynamic value).
 //
 //idem:ttl=1h
-func G(ctx context.Context, v any) error { return nil }
+func G(ctx context.Context, v fmt.Stringer) error { return nil }

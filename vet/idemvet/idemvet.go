@@ -74,6 +74,10 @@ type annotated struct {
 	Wrapper string
 	// Interface: the method is an interface's, and Wrapper its decorator.
 	Interface bool
+	// Method is set for another package's function wrapped here (never
+	// exported as a fact: the object is not this package's): the
+	// wrapper's method, its name or as=.
+	Method string
 }
 
 func (*annotated) AFact() {}
@@ -96,6 +100,9 @@ type file struct {
 	// (those cover the line below too).
 	escapes map[int]*ast.Comment
 	alone   map[int]bool
+	// wraps are the `var _ = pkg.F` specs of directives: naming the
+	// function there is no bypass.
+	wraps map[*ast.ValueSpec]bool
 }
 
 func run(pass *analysis.Pass) (any, error) {
@@ -195,6 +202,16 @@ func exportFacts(pass *analysis.Pass, files []*file) map[*types.Func]*annotated 
 		}
 		if f.generated {
 			continue
+		}
+		// Another package's functions wrapped here: calls of them from
+		// this package bypass the wrapper (their facts cannot be exported:
+		// the objects are not this package's).
+		for _, w := range generator.AnnotatedForeignFuncs(pass.Fset, pass.TypesInfo, pass.Pkg, f.ast) {
+			if f.wraps == nil {
+				f.wraps = map[*ast.ValueSpec]bool{}
+			}
+			f.wraps[w.Spec] = true
+			local[w.Func] = &annotated{Wrapper: w.Wrapper, Method: w.Method}
 		}
 		for _, obj := range generator.AnnotatedInterfaceMethods(pass.TypesInfo, f.ast) {
 			recv := recvNamed(obj)
@@ -324,7 +341,9 @@ func readFile(pass *analysis.Pass, name string) ([]byte, error) {
 func firstAnnotation(pass *analysis.Pass, local map[*types.Func]*annotated) token.Pos {
 	var at []token.Pos
 	for obj := range local {
-		at = append(at, obj.Pos())
+		if obj.Pkg() == pass.Pkg { // not another package's function wrapped here
+			at = append(at, obj.Pos())
+		}
 	}
 	if len(at) == 0 {
 		return token.NoPos
@@ -434,6 +453,11 @@ func checkCalls(pass *analysis.Pass, f *file, local map[*types.Func]*annotated, 
 		switch n := n.(type) {
 		case *ast.FuncDecl:
 			enclosing = n
+		case *ast.ValueSpec:
+			if f.wraps[n] {
+				stack = stack[:len(stack)-1]
+				return false // var _ = pkg.F under a directive: what it wraps
+			}
 		case *ast.Ident:
 			if f.test && !checkTests {
 				return true
@@ -532,6 +556,9 @@ func reportBypass(pass *analysis.Pass, id *ast.Ident, fn *types.Func, fact *anno
 		what = "a direct call of"
 	}
 	wrapper := fact.Wrapper + "." + fn.Name()
+	if fact.Method != "" {
+		wrapper = fact.Wrapper + "." + fact.Method
+	}
 	if fn.Signature().TypeParams().Len() > 0 {
 		// A generic function's wrapper is a generic function of its package.
 		wrapper = "Idempotent" + strings.ToUpper(fn.Name()[:1]) + fn.Name()[1:]
@@ -541,7 +568,7 @@ func reportBypass(pass *analysis.Pass, id *ast.Ident, fn *types.Func, fact *anno
 		End:     id.End(),
 		Message: fmt.Sprintf("%s %s bypasses its idempotent wrapper (%s); call the wrapper, or mark a deliberate bypass with //idem:direct <reason>", what, name, wrapper),
 	}
-	if call != nil && fact.Wrapper == "Idempotent" {
+	if call != nil && fact.Wrapper == "Idempotent" && fact.Method == "" { // not for another package's function wrapped here
 		if v := wrapperInScope(pass, id.Pos(), fn); v != nil {
 			d.SuggestedFixes = []analysis.SuggestedFix{{
 				Message:   fmt.Sprintf("call %s.%s (the wrapper)", v.Name(), fn.Name()),

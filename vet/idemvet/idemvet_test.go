@@ -74,12 +74,12 @@ func scratch(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	files, err := generator.Generate(generator.Config{Dir: dir, Patterns: []string{"./pay", "./stale", "./gone", "./ship", "./gen"}, Env: append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")})
+	files, err := generator.Generate(generator.Config{Dir: dir, Patterns: []string{"./pay", "./stale", "./gone", "./ship", "./gen", "./wrapsdk"}, Env: append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")})
 	if err != nil {
 		t.Fatalf("generating the scratch module: %v", err)
 	}
-	if len(files) != 5 {
-		t.Fatalf("generated %d files, want 5", len(files))
+	if len(files) != 6 {
+		t.Fatalf("generated %d files, want 6", len(files))
 	}
 	for _, f := range files {
 		write(t, f.Path, f.Content)

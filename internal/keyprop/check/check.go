@@ -275,6 +275,12 @@ func Equal(a, b reflect.Value) bool {
 			}
 		}
 		return true
+	case reflect.Interface: // any: the same dynamic type and an equal value
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
+		x, y := a.Elem(), b.Elem()
+		return x.Type() == y.Type() && Equal(addressable(x), addressable(y))
 	case reflect.Struct:
 		for i := range t.NumField() {
 			f := t.Field(i)
@@ -359,6 +365,14 @@ func settable(v reflect.Value) reflect.Value {
 		return v
 	}
 	return reflect.NewAt(v.Type(), unsafe.Pointer(v.UnsafeAddr())).Elem()
+}
+
+// dynTypes are the dynamic types Rand puts in an any: some of those the
+// runtime keys and stores by value (containers last).
+var dynTypes = []reflect.Type{
+	reflect.TypeFor[bool](), reflect.TypeFor[int64](), reflect.TypeFor[int](), reflect.TypeFor[uint8](),
+	reflect.TypeFor[float64](), reflect.TypeFor[float32](), reflect.TypeFor[string](), reflect.TypeFor[[]byte](),
+	reflect.TypeFor[json.Number](), reflect.TypeFor[[]any](), reflect.TypeFor[map[string]any](),
 }
 
 // maxDepth bounds how deeply Rand nests recursive types.
@@ -478,6 +492,17 @@ func fill(r *rand.Rand, v reflect.Value, nan bool, depth int) {
 		for i := range v.NumField() {
 			fill(r, v.Field(i), nan, depth+1)
 		}
+	case reflect.Interface: // any: a value of a type it keys and stores, or nil
+		dyn := dynTypes
+		if depth >= maxDepth {
+			dyn = dyn[:len(dyn)-2] // no []any, map[string]any
+		}
+		if r.IntN(6) == 0 {
+			return
+		}
+		x := reflect.New(dyn[r.IntN(len(dyn))]).Elem()
+		fill(r, x, nan, depth+1)
+		v.Set(x)
 	default:
 		panic(fmt.Sprintf("check.Rand: kind %s of %s", t.Kind(), t))
 	}
@@ -560,6 +585,12 @@ func deepCopy(dst, src reflect.Value) {
 		for i := range src.NumField() {
 			deepCopy(dst.Field(i), src.Field(i))
 		}
+	case reflect.Interface:
+		if !src.IsNil() {
+			e := reflect.New(src.Elem().Type()).Elem()
+			deepCopy(e, addressable(src.Elem()))
+			dst.Set(e)
+		}
 	default:
 		dst.Set(get(src))
 	}
@@ -612,6 +643,12 @@ func twin(r *rand.Rand, v reflect.Value) {
 	case reflect.Struct:
 		for i := range v.NumField() {
 			twin(r, v.Field(i))
+		}
+	case reflect.Interface:
+		if !v.IsNil() {
+			e := addressable(v.Elem())
+			twin(r, e)
+			v.Set(e)
 		}
 	}
 }
@@ -675,6 +712,13 @@ func (s decodingStore) Claim(ctx context.Context, req idem.ClaimRequest) (idem.C
 	r, err := s.Store.Claim(ctx, req)
 	r.Result.Value = nil
 	return r, err
+}
+
+// As is v as a T; a nil v is T's zero value (a nil any, which v.(any)
+// would not convert).
+func As[T any](v any) T {
+	t, _ := v.(T)
+	return t
 }
 
 // Dump prints v for a failure message.

@@ -29,119 +29,127 @@ var (
 func cases() []check.Case {
 	api := NewIdempotent(check.NewGuard())
 	return []check.Case{
-		{Name: "Keyed0(struct {F0 other.Code; F1 map[string]S1})", Type: reflect.TypeFor[struct {
-			F0 other.Code
+		{Name: "Keyed0(struct {F0 other.Point; F1 map[string]S1})", Type: reflect.TypeFor[struct {
+			F0 other.Point
 			F1 map[string]S1
 		}](), Key: func(v any) (string, error) {
-			return api.Keyed0Key(v.(struct {
-				F0 other.Code
+			return api.Keyed0Key(check.As[struct {
+				F0 other.Point
 				F1 map[string]S1
-			}))
+			}](v))
 		}},
-		{Name: "Keyed1([]bool)", Type: reflect.TypeFor[[]bool](), Key: func(v any) (string, error) { return api.Keyed1Key(v.([]bool)) }},
-		{Name: "Keyed2([][1][]A5)", Type: reflect.TypeFor[[][1][]A5](), Key: func(v any) (string, error) { return api.Keyed2Key(v.([][1][]A5)) }},
-		{Name: "Keyed3(Gen[S6])", Type: reflect.TypeFor[Gen[S6]](), Key: func(v any) (string, error) { return api.Keyed3Key(v.(Gen[S6])) }},
-		{Name: "Keyed4(S9)", Type: reflect.TypeFor[S9](), Key: func(v any) (string, error) { return api.Keyed4Key(v.(S9)) }},
-		{Name: "Keyed5(*int32)", Type: reflect.TypeFor[*int32](), Key: func(v any) (string, error) { return api.Keyed5Key(v.(*int32)) }},
-		{Name: "Keyed6(Gen[map[MK10]Gen[int]])", Type: reflect.TypeFor[Gen[map[MK10]Gen[int]]](), Key: func(v any) (string, error) { return api.Keyed6Key(v.(Gen[map[MK10]Gen[int]])) }},
-		{Name: "Keyed7(int8)", Type: reflect.TypeFor[int8](), Key: func(v any) (string, error) { return api.Keyed7Key(v.(int8)) }},
-		{Name: "Keyed8(map[other.Point]time.Time)", Type: reflect.TypeFor[map[other.Point]time.Time](), Key: func(v any) (string, error) { return api.Keyed8Key(v.(map[other.Point]time.Time)) }},
-		{Name: "Keyed9(time.Duration)", Type: reflect.TypeFor[time.Duration](), Key: func(v any) (string, error) { return api.Keyed9Key(v.(time.Duration)) }},
-		{Name: "Keyed10(other.Bin)", Type: reflect.TypeFor[other.Bin](), Key: func(v any) (string, error) { return api.Keyed10Key(v.(other.Bin)) }},
-		{Name: "Keyed11(map[bool]Gen[A11])", Type: reflect.TypeFor[map[bool]Gen[A11]](), Key: func(v any) (string, error) { return api.Keyed11Key(v.(map[bool]Gen[A11])) }},
-		{Name: "Pathed0(*P12)", Type: reflect.TypeFor[*P12](), Paths: [][]string{[]string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed0Key(v.(*P12)) }},
-		{Name: "Pathed1(*P16)", Type: reflect.TypeFor[*P16](), Paths: [][]string{[]string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed1Key(v.(*P16)) }},
-		{Name: "Pathed2(P21)", Type: reflect.TypeFor[P21](), Paths: [][]string{[]string{"A", "C"}, []string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed2Key(v.(P21)) }},
-		{Name: "Pathed3(P26)", Type: reflect.TypeFor[P26](), Paths: [][]string{[]string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed3Key(v.(P26)) }},
-		{Name: "Pathed4(P31)", Type: reflect.TypeFor[P31](), Paths: [][]string{[]string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed4Key(v.(P31)) }},
-		{Name: "Pathed5(*P33)", Type: reflect.TypeFor[*P33](), Paths: [][]string{[]string{"A", "C"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed5Key(v.(*P33)) }},
-		{Name: "Stored0(uint)", Type: reflect.TypeFor[uint](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored0(ctx, id, v.(uint)) }},
-		{Name: "Stored1(uint16)", Type: reflect.TypeFor[uint16](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored1(ctx, id, v.(uint16)) }},
-		{Name: "Stored2(*struct {F0 struct {F0 json.RawMessage; F1 other.Code; F2 uint}; F1 S37; F2 [2]float64})", Type: reflect.TypeFor[*struct {
+		{Name: "Keyed1([]bool)", Type: reflect.TypeFor[[]bool](), Key: func(v any) (string, error) { return api.Keyed1Key(check.As[[]bool](v)) }},
+		{Name: "Keyed2([][1][]A5)", Type: reflect.TypeFor[[][1][]A5](), Key: func(v any) (string, error) { return api.Keyed2Key(check.As[[][1][]A5](v)) }},
+		{Name: "Keyed3(Gen[S6])", Type: reflect.TypeFor[Gen[S6]](), Key: func(v any) (string, error) { return api.Keyed3Key(check.As[Gen[S6]](v)) }},
+		{Name: "Keyed4(S9)", Type: reflect.TypeFor[S9](), Key: func(v any) (string, error) { return api.Keyed4Key(check.As[S9](v)) }},
+		{Name: "Keyed5(*int64)", Type: reflect.TypeFor[*int64](), Key: func(v any) (string, error) { return api.Keyed5Key(check.As[*int64](v)) }},
+		{Name: "Keyed6(Gen[map[MK10]Gen[int]])", Type: reflect.TypeFor[Gen[map[MK10]Gen[int]]](), Key: func(v any) (string, error) { return api.Keyed6Key(check.As[Gen[map[MK10]Gen[int]]](v)) }},
+		{Name: "Keyed7(int8)", Type: reflect.TypeFor[int8](), Key: func(v any) (string, error) { return api.Keyed7Key(check.As[int8](v)) }},
+		{Name: "Keyed8(map[other.Point]time.Duration)", Type: reflect.TypeFor[map[other.Point]time.Duration](), Key: func(v any) (string, error) { return api.Keyed8Key(check.As[map[other.Point]time.Duration](v)) }},
+		{Name: "Keyed9(json.RawMessage)", Type: reflect.TypeFor[json.RawMessage](), Key: func(v any) (string, error) { return api.Keyed9Key(check.As[json.RawMessage](v)) }},
+		{Name: "Keyed10(any)", Type: reflect.TypeFor[any](), Key: func(v any) (string, error) { return api.Keyed10Key(check.As[any](v)) }},
+		{Name: "Keyed11(map[bool]Gen[A11])", Type: reflect.TypeFor[map[bool]Gen[A11]](), Key: func(v any) (string, error) { return api.Keyed11Key(check.As[map[bool]Gen[A11]](v)) }},
+		{Name: "Pathed0(*P12)", Type: reflect.TypeFor[*P12](), Paths: [][]string{[]string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed0Key(check.As[*P12](v)) }},
+		{Name: "Pathed1(*P16)", Type: reflect.TypeFor[*P16](), Paths: [][]string{[]string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed1Key(check.As[*P16](v)) }},
+		{Name: "Pathed2(P21)", Type: reflect.TypeFor[P21](), Paths: [][]string{[]string{"A", "C"}, []string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed2Key(check.As[P21](v)) }},
+		{Name: "Pathed3(P26)", Type: reflect.TypeFor[P26](), Paths: [][]string{[]string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed3Key(check.As[P26](v)) }},
+		{Name: "Pathed4(P31)", Type: reflect.TypeFor[P31](), Paths: [][]string{[]string{"A", "D"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed4Key(check.As[P31](v)) }},
+		{Name: "Pathed5(*P33)", Type: reflect.TypeFor[*P33](), Paths: [][]string{[]string{"A", "C"}, []string{"B"}}, Key: func(v any) (string, error) { return api.Pathed5Key(check.As[*P33](v)) }},
+		{Name: "Stored0(uint)", Type: reflect.TypeFor[uint](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.Stored0(ctx, id, check.As[uint](v))
+		}},
+		{Name: "Stored1(uint16)", Type: reflect.TypeFor[uint16](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.Stored1(ctx, id, check.As[uint16](v))
+		}},
+		{Name: "Stored2(*struct {F0 struct {F0 net.IP; F1 other.Point; F2 uint}; F1 S37; F2 [2]float64})", Type: reflect.TypeFor[*struct {
 			F0 struct {
-				F0 json.RawMessage
-				F1 other.Code
+				F0 net.IP
+				F1 other.Point
 				F2 uint
 			}
 			F1 S37
 			F2 [2]float64
 		}](), Call: func(ctx context.Context, id int64, v any) (any, error) {
-			return api.Stored2(ctx, id, v.(*struct {
+			return api.Stored2(ctx, id, check.As[*struct {
 				F0 struct {
-					F0 json.RawMessage
-					F1 other.Code
+					F0 net.IP
+					F1 other.Point
 					F2 uint
 				}
 				F1 S37
 				F2 [2]float64
-			}))
+			}](v))
 		}},
 		{Name: "Stored3(*Pair[other.Code, Rec39])", Type: reflect.TypeFor[*Pair[other.Code, Rec39]](), Call: func(ctx context.Context, id int64, v any) (any, error) {
-			return api.Stored3(ctx, id, v.(*Pair[other.Code, Rec39]))
+			return api.Stored3(ctx, id, check.As[*Pair[other.Code, Rec39]](v))
 		}},
-		{Name: "Stored4(S40)", Type: reflect.TypeFor[S40](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored4(ctx, id, v.(S40)) }},
-		{Name: "Stored5(S42)", Type: reflect.TypeFor[S42](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored5(ctx, id, v.(S42)) }},
+		{Name: "Stored4(S40)", Type: reflect.TypeFor[S40](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored4(ctx, id, check.As[S40](v)) }},
+		{Name: "Stored5(S42)", Type: reflect.TypeFor[S42](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored5(ctx, id, check.As[S42](v)) }},
 		{Name: "Stored6(Pair[string, S45])", Type: reflect.TypeFor[Pair[string, S45]](), Call: func(ctx context.Context, id int64, v any) (any, error) {
-			return api.Stored6(ctx, id, v.(Pair[string, S45]))
+			return api.Stored6(ctx, id, check.As[Pair[string, S45]](v))
 		}},
 		{Name: "Stored7([0][0]complex64)", Type: reflect.TypeFor[[0][0]complex64](), Call: func(ctx context.Context, id int64, v any) (any, error) {
-			return api.Stored7(ctx, id, v.([0][0]complex64))
+			return api.Stored7(ctx, id, check.As[[0][0]complex64](v))
 		}},
 		{Name: "Stored8(map[other.Code]S46)", Type: reflect.TypeFor[map[other.Code]S46](), Call: func(ctx context.Context, id int64, v any) (any, error) {
-			return api.Stored8(ctx, id, v.(map[other.Code]S46))
+			return api.Stored8(ctx, id, check.As[map[other.Code]S46](v))
 		}},
-		{Name: "Stored9(uint32)", Type: reflect.TypeFor[uint32](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored9(ctx, id, v.(uint32)) }},
-		{Name: "Stored10(struct {F0 N47; F1 *[1]int64; F2 map[string]*big.Int; F3 S48})", Type: reflect.TypeFor[struct {
+		{Name: "Stored9(uint32)", Type: reflect.TypeFor[uint32](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.Stored9(ctx, id, check.As[uint32](v))
+		}},
+		{Name: "Stored10(struct {F0 N47; F1 *[1]uint; F2 map[string]*big.Int; F3 S48})", Type: reflect.TypeFor[struct {
 			F0 N47
-			F1 *[1]int64
+			F1 *[1]uint
 			F2 map[string]*big.Int
 			F3 S48
 		}](), Call: func(ctx context.Context, id int64, v any) (any, error) {
-			return api.Stored10(ctx, id, v.(struct {
+			return api.Stored10(ctx, id, check.As[struct {
 				F0 N47
-				F1 *[1]int64
+				F1 *[1]uint
 				F2 map[string]*big.Int
 				F3 S48
-			}))
+			}](v))
 		}},
-		{Name: "Stored11(S56)", Type: reflect.TypeFor[S56](), Call: func(ctx context.Context, id int64, v any) (any, error) { return api.Stored11(ctx, id, v.(S56)) }},
-		{Name: "KeyedFixed0(map[string]struct{})", Type: reflect.TypeFor[map[string]struct{}](), Key: func(v any) (string, error) { return api.KeyedFixed0Key(v.(map[string]struct{})) }},
+		{Name: "Stored11(S56)", Type: reflect.TypeFor[S56](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.Stored11(ctx, id, check.As[S56](v))
+		}},
+		{Name: "KeyedFixed0(map[string]struct{})", Type: reflect.TypeFor[map[string]struct{}](), Key: func(v any) (string, error) { return api.KeyedFixed0Key(check.As[map[string]struct{}](v)) }},
 		{Name: "StoredFixed0(map[string]struct{})", Type: reflect.TypeFor[map[string]struct{}](), Call: func(ctx context.Context, id int64, v any) (any, error) {
-			return api.StoredFixed0(ctx, id, v.(map[string]struct{}))
+			return api.StoredFixed0(ctx, id, check.As[map[string]struct{}](v))
 		}},
-		{Name: "KeyedFixed1([]struct{})", Type: reflect.TypeFor[[]struct{}](), Key: func(v any) (string, error) { return api.KeyedFixed1Key(v.([]struct{})) }},
+		{Name: "KeyedFixed1([]struct{})", Type: reflect.TypeFor[[]struct{}](), Key: func(v any) (string, error) { return api.KeyedFixed1Key(check.As[[]struct{}](v)) }},
 		{Name: "StoredFixed1([]struct{})", Type: reflect.TypeFor[[]struct{}](), Call: func(ctx context.Context, id int64, v any) (any, error) {
-			return api.StoredFixed1(ctx, id, v.([]struct{}))
+			return api.StoredFixed1(ctx, id, check.As[[]struct{}](v))
 		}},
-		{Name: "KeyedFixed2([2]Empty)", Type: reflect.TypeFor[[2]Empty](), Key: func(v any) (string, error) { return api.KeyedFixed2Key(v.([2]Empty)) }},
+		{Name: "KeyedFixed2([2]Empty)", Type: reflect.TypeFor[[2]Empty](), Key: func(v any) (string, error) { return api.KeyedFixed2Key(check.As[[2]Empty](v)) }},
 		{Name: "StoredFixed2([2]Empty)", Type: reflect.TypeFor[[2]Empty](), Call: func(ctx context.Context, id int64, v any) (any, error) {
-			return api.StoredFixed2(ctx, id, v.([2]Empty))
+			return api.StoredFixed2(ctx, id, check.As[[2]Empty](v))
 		}},
-		{Name: "KeyedFixed3(map[int8]Empty)", Type: reflect.TypeFor[map[int8]Empty](), Key: func(v any) (string, error) { return api.KeyedFixed3Key(v.(map[int8]Empty)) }},
+		{Name: "KeyedFixed3(map[int8]Empty)", Type: reflect.TypeFor[map[int8]Empty](), Key: func(v any) (string, error) { return api.KeyedFixed3Key(check.As[map[int8]Empty](v)) }},
 		{Name: "StoredFixed3(map[int8]Empty)", Type: reflect.TypeFor[map[int8]Empty](), Call: func(ctx context.Context, id int64, v any) (any, error) {
-			return api.StoredFixed3(ctx, id, v.(map[int8]Empty))
+			return api.StoredFixed3(ctx, id, check.As[map[int8]Empty](v))
 		}},
 		{Name: "KeyedFixed4(struct{ S map[uint16]struct{}; E []Empty; P *Empty })", Type: reflect.TypeFor[struct {
 			S map[uint16]struct{}
 			E []Empty
 			P *Empty
 		}](), Key: func(v any) (string, error) {
-			return api.KeyedFixed4Key(v.(struct {
+			return api.KeyedFixed4Key(check.As[struct {
 				S map[uint16]struct{}
 				E []Empty
 				P *Empty
-			}))
+			}](v))
 		}},
 		{Name: "StoredFixed4(struct{ S map[uint16]struct{}; E []Empty; P *Empty })", Type: reflect.TypeFor[struct {
 			S map[uint16]struct{}
 			E []Empty
 			P *Empty
 		}](), Call: func(ctx context.Context, id int64, v any) (any, error) {
-			return api.StoredFixed4(ctx, id, v.(struct {
+			return api.StoredFixed4(ctx, id, check.As[struct {
 				S map[uint16]struct{}
 				E []Empty
 				P *Empty
-			}))
+			}](v))
 		}},
 	}
 }

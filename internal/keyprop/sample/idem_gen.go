@@ -37,7 +37,7 @@ var idemSpecKeyed0 = &idem.Spec{
 
 // Build fails here if sample.Keyed0's signature changed since generation: run go generate.
 var _ func(context.Context, struct {
-	F0 other.Code
+	F0 other.Point
 	F1 map[string]S1
 }) (int64, error) = Keyed0
 
@@ -53,7 +53,7 @@ var idemCodecKeyed0 = idemimpl.TypedCodec[int64]{
 
 // Keyed0 is sample.Keyed0, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed0(ctx context.Context, v struct {
-	F0 other.Code
+	F0 other.Point
 	F1 map[string]S1
 }) (int64, error) {
 	c := x.beginKeyed0(&v)
@@ -64,7 +64,7 @@ func (x *Idempotent) Keyed0(ctx context.Context, v struct {
 
 // Keyed0Key is the store key Keyed0 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
 func (x *Idempotent) Keyed0Key(v struct {
-	F0 other.Code
+	F0 other.Point
 	F1 map[string]S1
 }) (string, error) {
 	return x.beginKeyed0(&v).StoreKey()
@@ -72,11 +72,11 @@ func (x *Idempotent) Keyed0Key(v struct {
 
 // beginKeyed0 starts a call of Keyed0 and writes its key material. Structs and arrays come by pointer, so a call copies none.
 func (x *Idempotent) beginKeyed0(v *struct {
-	F0 other.Code
+	F0 other.Point
 	F1 map[string]S1
 }) idem.Call {
 	c := x.g.Begin(idemSpecKeyed0)
-	c.Key().String(string(v.F0))
+	idemKeyOtherPoint(c.Key(), &v.F0)
 	if v.F1 == nil {
 		c.Key().Nil()
 	} else {
@@ -293,7 +293,7 @@ var idemSpecKeyed5 = &idem.Spec{
 }
 
 // Build fails here if sample.Keyed5's signature changed since generation: run go generate.
-var _ func(context.Context, *int32) (int64, error) = Keyed5
+var _ func(context.Context, *int64) (int64, error) = Keyed5
 
 // idemCodecKeyed5 stores the results of Keyed5 (generated codec).
 var idemCodecKeyed5 = idemimpl.TypedCodec[int64]{
@@ -306,7 +306,7 @@ var idemCodecKeyed5 = idemimpl.TypedCodec[int64]{
 }
 
 // Keyed5 is sample.Keyed5, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Keyed5(ctx context.Context, v *int32) (int64, error) {
+func (x *Idempotent) Keyed5(ctx context.Context, v *int64) (int64, error) {
 	c := x.beginKeyed5(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Keyed5(ctx, v)
@@ -314,18 +314,18 @@ func (x *Idempotent) Keyed5(ctx context.Context, v *int32) (int64, error) {
 }
 
 // Keyed5Key is the store key Keyed5 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Keyed5Key(v *int32) (string, error) {
+func (x *Idempotent) Keyed5Key(v *int64) (string, error) {
 	return x.beginKeyed5(v).StoreKey()
 }
 
 // beginKeyed5 starts a call of Keyed5 and writes its key material.
-func (x *Idempotent) beginKeyed5(v *int32) idem.Call {
+func (x *Idempotent) beginKeyed5(v *int64) idem.Call {
 	c := x.g.Begin(idemSpecKeyed5)
 	if v == nil {
 		c.Key().Nil()
 	} else {
 		c.Key().Ptr()
-		c.Key().Int(int64(*v))
+		c.Key().Int(*v)
 	}
 	return c
 }
@@ -416,7 +416,7 @@ func (x *Idempotent) beginKeyed7(v int8) idem.Call {
 
 var idemSpecKeyed8 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed8",
-	Signature:   "6b16cbf229b42fe8",
+	Signature:   "a7039bf9e9b63d1d",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -424,7 +424,7 @@ var idemSpecKeyed8 = &idem.Spec{
 }
 
 // Build fails here if sample.Keyed8's signature changed since generation: run go generate.
-var _ func(context.Context, map[other.Point]time.Time) (int64, error) = Keyed8
+var _ func(context.Context, map[other.Point]time.Duration) (int64, error) = Keyed8
 
 // idemCodecKeyed8 stores the results of Keyed8 (generated codec).
 var idemCodecKeyed8 = idemimpl.TypedCodec[int64]{
@@ -437,7 +437,7 @@ var idemCodecKeyed8 = idemimpl.TypedCodec[int64]{
 }
 
 // Keyed8 is sample.Keyed8, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Keyed8(ctx context.Context, v map[other.Point]time.Time) (int64, error) {
+func (x *Idempotent) Keyed8(ctx context.Context, v map[other.Point]time.Duration) (int64, error) {
 	c := x.beginKeyed8(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Keyed8(ctx, v)
@@ -445,12 +445,12 @@ func (x *Idempotent) Keyed8(ctx context.Context, v map[other.Point]time.Time) (i
 }
 
 // Keyed8Key is the store key Keyed8 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Keyed8Key(v map[other.Point]time.Time) (string, error) {
+func (x *Idempotent) Keyed8Key(v map[other.Point]time.Duration) (string, error) {
 	return x.beginKeyed8(v).StoreKey()
 }
 
 // beginKeyed8 starts a call of Keyed8 and writes its key material.
-func (x *Idempotent) beginKeyed8(v map[other.Point]time.Time) idem.Call {
+func (x *Idempotent) beginKeyed8(v map[other.Point]time.Duration) idem.Call {
 	c := x.g.Begin(idemSpecKeyed8)
 	if v == nil {
 		c.Key().Nil()
@@ -459,7 +459,7 @@ func (x *Idempotent) beginKeyed8(v map[other.Point]time.Time) idem.Call {
 		for k, e := range v {
 			c.Key().MapEntry()
 			idemKeyOtherPoint(c.Key(), &k)
-			c.Key().Time(e)
+			c.Key().Int(int64(e))
 		}
 		c.Key().MapEnd()
 	}
@@ -468,7 +468,7 @@ func (x *Idempotent) beginKeyed8(v map[other.Point]time.Time) idem.Call {
 
 var idemSpecKeyed9 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed9",
-	Signature:   "42679c99c4ae0734",
+	Signature:   "3c939b65e4d590af",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -476,7 +476,7 @@ var idemSpecKeyed9 = &idem.Spec{
 }
 
 // Build fails here if sample.Keyed9's signature changed since generation: run go generate.
-var _ func(context.Context, time.Duration) (int64, error) = Keyed9
+var _ func(context.Context, json.RawMessage) (int64, error) = Keyed9
 
 // idemCodecKeyed9 stores the results of Keyed9 (generated codec).
 var idemCodecKeyed9 = idemimpl.TypedCodec[int64]{
@@ -489,7 +489,7 @@ var idemCodecKeyed9 = idemimpl.TypedCodec[int64]{
 }
 
 // Keyed9 is sample.Keyed9, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Keyed9(ctx context.Context, v time.Duration) (int64, error) {
+func (x *Idempotent) Keyed9(ctx context.Context, v json.RawMessage) (int64, error) {
 	c := x.beginKeyed9(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Keyed9(ctx, v)
@@ -497,20 +497,20 @@ func (x *Idempotent) Keyed9(ctx context.Context, v time.Duration) (int64, error)
 }
 
 // Keyed9Key is the store key Keyed9 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Keyed9Key(v time.Duration) (string, error) {
+func (x *Idempotent) Keyed9Key(v json.RawMessage) (string, error) {
 	return x.beginKeyed9(v).StoreKey()
 }
 
 // beginKeyed9 starts a call of Keyed9 and writes its key material.
-func (x *Idempotent) beginKeyed9(v time.Duration) idem.Call {
+func (x *Idempotent) beginKeyed9(v json.RawMessage) idem.Call {
 	c := x.g.Begin(idemSpecKeyed9)
-	c.Key().Int(int64(v))
+	idemKeyJsonRawMessage(c.Key(), &v)
 	return c
 }
 
 var idemSpecKeyed10 = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed10",
-	Signature:   "3a0f2393a8edf8ca",
+	Signature:   "ddac92921157cac5",
 	TTL:         time.Hour,
 	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateReturn,
@@ -518,7 +518,7 @@ var idemSpecKeyed10 = &idem.Spec{
 }
 
 // Build fails here if sample.Keyed10's signature changed since generation: run go generate.
-var _ func(context.Context, other.Bin) (int64, error) = Keyed10
+var _ func(context.Context, any) (int64, error) = Keyed10
 
 // idemCodecKeyed10 stores the results of Keyed10 (generated codec).
 var idemCodecKeyed10 = idemimpl.TypedCodec[int64]{
@@ -531,22 +531,22 @@ var idemCodecKeyed10 = idemimpl.TypedCodec[int64]{
 }
 
 // Keyed10 is sample.Keyed10, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Keyed10(ctx context.Context, v other.Bin) (int64, error) {
-	c := x.beginKeyed10(&v)
+func (x *Idempotent) Keyed10(ctx context.Context, v any) (int64, error) {
+	c := x.beginKeyed10(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
 		return Keyed10(ctx, v)
 	})
 }
 
 // Keyed10Key is the store key Keyed10 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
-func (x *Idempotent) Keyed10Key(v other.Bin) (string, error) {
-	return x.beginKeyed10(&v).StoreKey()
+func (x *Idempotent) Keyed10Key(v any) (string, error) {
+	return x.beginKeyed10(v).StoreKey()
 }
 
-// beginKeyed10 starts a call of Keyed10 and writes its key material. Structs and arrays come by pointer, so a call copies none.
-func (x *Idempotent) beginKeyed10(v *other.Bin) idem.Call {
+// beginKeyed10 starts a call of Keyed10 and writes its key material.
+func (x *Idempotent) beginKeyed10(v any) idem.Call {
 	c := x.g.Begin(idemSpecKeyed10)
-	c.Key().Marshaled(v.MarshalBinary())
+	c.Key().Any(v)
 	return c
 }
 
@@ -648,7 +648,11 @@ func (x *Idempotent) beginPathed0(v *P12) idem.Call {
 			c.Key().Nil()
 		} else {
 			c.Key().Ptr()
-			idemKeyJsonRawMessage(c.Key(), v.A.D)
+			if *v.A.D == nil {
+				c.Key().Nil()
+			} else {
+				c.Key().Marshaled(v.A.D.MarshalText())
+			}
 		}
 	}
 	if v == nil {
@@ -782,10 +786,10 @@ func (x *Idempotent) beginPathed2(v *P21) idem.Call {
 			c.Key().Nil()
 		} else {
 			c.Key().Ptr()
-			c.Key().Float(*v.A.D)
+			c.Key().Complex(complex128(*v.A.D))
 		}
 	}
-	idemKeyGen_string(c.Key(), &v.B)
+	idemKeyGen_Slicebyte(c.Key(), &v.B)
 	idemKeyP21(c.Payload(), v)
 	return c
 }
@@ -890,17 +894,16 @@ func (x *Idempotent) beginPathed4(v *P31) idem.Call {
 			c.Key().Nil()
 		} else {
 			c.Key().Ptr()
-			c.Key().String(*v.A.D)
+			if *v.A.D == nil {
+				c.Key().Nil()
+			} else {
+				c.Key().Bytes(*v.A.D)
+			}
 		}
 	}
 	c.Key().List(0)
 	for i := range v.B {
-		if v.B[i] == nil {
-			c.Key().Nil()
-		} else {
-			c.Key().Ptr()
-			c.Key().String(v.B[i].Text('p', 0))
-		}
+		c.Key().String(string(v.B[i]))
 	}
 	idemKeyP31(c.Payload(), v)
 	return c
@@ -1061,16 +1064,16 @@ var idemSpecStored2 = &idem.Spec{
 // Build fails here if sample.Stored2's signature changed since generation: run go generate.
 var _ func(context.Context, int64, *struct {
 	F0 struct {
-		F0 json.RawMessage
-		F1 other.Code
+		F0 net.IP
+		F1 other.Point
 		F2 uint
 	}
 	F1 S37
 	F2 [2]float64
 }) (*struct {
 	F0 struct {
-		F0 json.RawMessage
-		F1 other.Code
+		F0 net.IP
+		F1 other.Point
 		F2 uint
 	}
 	F1 S37
@@ -1080,8 +1083,8 @@ var _ func(context.Context, int64, *struct {
 // idemCodecStored2 stores the results of Stored2 (generated codec).
 var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 	F0 struct {
-		F0 json.RawMessage
-		F1 other.Code
+		F0 net.IP
+		F1 other.Point
 		F2 uint
 	}
 	F1 S37
@@ -1089,8 +1092,8 @@ var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 }]{
 	Decode: func(d *idemimpl.Decoder, v **struct {
 		F0 struct {
-			F0 json.RawMessage
-			F1 other.Code
+			F0 net.IP
+			F1 other.Point
 			F2 uint
 		}
 		F1 S37
@@ -1099,8 +1102,8 @@ var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 		if d.Ptr() {
 			*v = new(struct {
 				F0 struct {
-					F0 json.RawMessage
-					F1 other.Code
+					F0 net.IP
+					F1 other.Point
 					F2 uint
 				}
 				F1 S37
@@ -1114,9 +1117,9 @@ var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 					for d.More(end2) {
 						switch string(d.Field()) {
 						case "F0":
-							idemDecJsonRawMessage(d, &(*v).F0.F0)
+							idemDecNetIP(d, &(*v).F0.F0)
 						case "F1":
-							(*v).F0.F1 = other.Code(d.String())
+							idemDecOtherPoint(d, &(*v).F0.F1)
 						case "F2":
 							(*v).F0.F2 = uint(d.Uint(64))
 						default:
@@ -1141,8 +1144,8 @@ var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 	},
 	Encode: func(e *idemimpl.Encoder, v **struct {
 		F0 struct {
-			F0 json.RawMessage
-			F1 other.Code
+			F0 net.IP
+			F1 other.Point
 			F2 uint
 		}
 		F1 S37
@@ -1156,9 +1159,9 @@ var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 			e.Field("F0")
 			at2 := e.Struct()
 			e.Field("F0")
-			idemEncJsonRawMessage(e, &(*v).F0.F0)
+			idemEncNetIP(e, &(*v).F0.F0)
 			e.Field("F1")
-			e.String(string((*v).F0.F1))
+			idemEncOtherPoint(e, &(*v).F0.F1)
 			e.Field("F2")
 			e.Uint(uint64((*v).F0.F2))
 			e.End(at2)
@@ -1178,16 +1181,16 @@ var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 // Stored2 is sample.Stored2, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
 func (x *Idempotent) Stored2(ctx context.Context, id int64, v *struct {
 	F0 struct {
-		F0 json.RawMessage
-		F1 other.Code
+		F0 net.IP
+		F1 other.Point
 		F2 uint
 	}
 	F1 S37
 	F2 [2]float64
 }) (*struct {
 	F0 struct {
-		F0 json.RawMessage
-		F1 other.Code
+		F0 net.IP
+		F1 other.Point
 		F2 uint
 	}
 	F1 S37
@@ -1196,8 +1199,8 @@ func (x *Idempotent) Stored2(ctx context.Context, id int64, v *struct {
 	c := x.beginStored2(id, v)
 	return idem.Do(ctx, c, func(ctx context.Context) (*struct {
 		F0 struct {
-			F0 json.RawMessage
-			F1 other.Code
+			F0 net.IP
+			F1 other.Point
 			F2 uint
 		}
 		F1 S37
@@ -1210,8 +1213,8 @@ func (x *Idempotent) Stored2(ctx context.Context, id int64, v *struct {
 // Stored2Key is the store key Stored2 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
 func (x *Idempotent) Stored2Key(id int64, v *struct {
 	F0 struct {
-		F0 json.RawMessage
-		F1 other.Code
+		F0 net.IP
+		F1 other.Point
 		F2 uint
 	}
 	F1 S37
@@ -1223,8 +1226,8 @@ func (x *Idempotent) Stored2Key(id int64, v *struct {
 // beginStored2 starts a call of Stored2 and writes its key material.
 func (x *Idempotent) beginStored2(id int64, v *struct {
 	F0 struct {
-		F0 json.RawMessage
-		F1 other.Code
+		F0 net.IP
+		F1 other.Point
 		F2 uint
 	}
 	F1 S37
@@ -1590,12 +1593,12 @@ var idemSpecStored10 = &idem.Spec{
 // Build fails here if sample.Stored10's signature changed since generation: run go generate.
 var _ func(context.Context, int64, struct {
 	F0 N47
-	F1 *[1]int64
+	F1 *[1]uint
 	F2 map[string]*big.Int
 	F3 S48
 }) (struct {
 	F0 N47
-	F1 *[1]int64
+	F1 *[1]uint
 	F2 map[string]*big.Int
 	F3 S48
 }, error) = Stored10
@@ -1603,13 +1606,13 @@ var _ func(context.Context, int64, struct {
 // idemCodecStored10 stores the results of Stored10 (generated codec).
 var idemCodecStored10 = idemimpl.TypedCodec[struct {
 	F0 N47
-	F1 *[1]int64
+	F1 *[1]uint
 	F2 map[string]*big.Int
 	F3 S48
 }]{
 	Decode: func(d *idemimpl.Decoder, v *struct {
 		F0 N47
-		F1 *[1]int64
+		F1 *[1]uint
 		F2 map[string]*big.Int
 		F3 S48
 	}) {
@@ -1620,10 +1623,10 @@ var idemCodecStored10 = idemimpl.TypedCodec[struct {
 				v.F0 = N47(d.Uint(16))
 			case "F1":
 				if d.Ptr() {
-					v.F1 = new([1]int64)
+					v.F1 = new([1]uint)
 					if d.Array(len(*v.F1)) {
 						for i := range *v.F1 {
-							(*v.F1)[i] = d.Int(64)
+							(*v.F1)[i] = uint(d.Uint(64))
 						}
 					}
 				} else {
@@ -1657,7 +1660,7 @@ var idemCodecStored10 = idemimpl.TypedCodec[struct {
 	},
 	Encode: func(e *idemimpl.Encoder, v *struct {
 		F0 N47
-		F1 *[1]int64
+		F1 *[1]uint
 		F2 map[string]*big.Int
 		F3 S48
 	}) {
@@ -1671,7 +1674,7 @@ var idemCodecStored10 = idemimpl.TypedCodec[struct {
 			e.Ptr()
 			at2 := e.List(len(*v.F1))
 			for i := range *v.F1 {
-				e.Int((*v.F1)[i])
+				e.Uint(uint64((*v.F1)[i]))
 			}
 			e.End(at2)
 		}
@@ -1702,19 +1705,19 @@ var idemCodecStored10 = idemimpl.TypedCodec[struct {
 // Stored10 is sample.Stored10, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
 func (x *Idempotent) Stored10(ctx context.Context, id int64, v struct {
 	F0 N47
-	F1 *[1]int64
+	F1 *[1]uint
 	F2 map[string]*big.Int
 	F3 S48
 }) (struct {
 	F0 N47
-	F1 *[1]int64
+	F1 *[1]uint
 	F2 map[string]*big.Int
 	F3 S48
 }, error) {
 	c := x.beginStored10(id, &v)
 	return idem.Do(ctx, c, func(ctx context.Context) (struct {
 		F0 N47
-		F1 *[1]int64
+		F1 *[1]uint
 		F2 map[string]*big.Int
 		F3 S48
 	}, error) {
@@ -1725,7 +1728,7 @@ func (x *Idempotent) Stored10(ctx context.Context, id int64, v struct {
 // Stored10Key is the store key Stored10 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
 func (x *Idempotent) Stored10Key(id int64, v struct {
 	F0 N47
-	F1 *[1]int64
+	F1 *[1]uint
 	F2 map[string]*big.Int
 	F3 S48
 }) (string, error) {
@@ -1735,7 +1738,7 @@ func (x *Idempotent) Stored10Key(id int64, v struct {
 // beginStored10 starts a call of Stored10 and writes its key material. Structs and arrays come by pointer, so a call copies none.
 func (x *Idempotent) beginStored10(id int64, v *struct {
 	F0 N47
-	F1 *[1]int64
+	F1 *[1]uint
 	F2 map[string]*big.Int
 	F3 S48
 }) idem.Call {
@@ -2496,7 +2499,7 @@ func idemDecE52(d *idemimpl.Decoder, v *E52) {
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "F0":
-			v.F0 = d.Bytes()
+			d.Unmarshaled(v.F0.UnmarshalBinary(d.Marshaled()))
 		case "Tag":
 			d.Unmarshaled(v.Tag.UnmarshalText(d.Marshaled()))
 		case "F2":
@@ -2603,9 +2606,13 @@ func idemDecGen_uint16(d *idemimpl.Decoder, v *Gen[A44]) {
 	}
 }
 
-// idemDecJsonRawMessage reads a json.RawMessage of a stored result.
-func idemDecJsonRawMessage(d *idemimpl.Decoder, v *json.RawMessage) {
-	*v = json.RawMessage(d.Bytes())
+// idemDecNetIP reads a net.IP of a stored result.
+func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
+	if d.Ptr() {
+		*v = d.Bytes()
+	} else {
+		*v = nil
+	}
 }
 
 // idemDecOtherPoint reads a other.Point of a stored result.
@@ -2851,7 +2858,7 @@ func idemDecS49(d *idemimpl.Decoder, v *S49) {
 		case "E50":
 			idemDecE50(d, &v.E50)
 		case "F2":
-			d.Unmarshaled(v.F2.UnmarshalBinary(d.Marshaled()))
+			v.F2 = d.Any()
 		default:
 			d.Skip()
 		}
@@ -2896,7 +2903,7 @@ func idemEncE50(e *idemimpl.Encoder, v *E50) {
 func idemEncE52(e *idemimpl.Encoder, v *E52) {
 	at := e.Struct()
 	e.Field("F0")
-	e.Bytes(v.F0)
+	e.Marshaled(v.F0.MarshalBinary())
 	e.Field("Tag")
 	e.Marshaled(v.Tag.MarshalText())
 	e.Field("F2")
@@ -2987,9 +2994,14 @@ func idemEncGen_uint16(e *idemimpl.Encoder, v *Gen[A44]) {
 	e.End(at)
 }
 
-// idemEncJsonRawMessage writes a json.RawMessage of a stored result.
-func idemEncJsonRawMessage(e *idemimpl.Encoder, v *json.RawMessage) {
-	e.Bytes([]byte(*v))
+// idemEncNetIP writes a net.IP of a stored result.
+func idemEncNetIP(e *idemimpl.Encoder, v *net.IP) {
+	if *v == nil {
+		e.Nil()
+	} else {
+		e.Ptr()
+		e.Bytes(*v)
+	}
 }
 
 // idemEncOtherPoint writes a other.Point of a stored result.
@@ -3162,7 +3174,7 @@ func idemEncS49(e *idemimpl.Encoder, v *S49) {
 	e.Field("E50")
 	idemEncE50(e, &v.E50)
 	e.Field("F2")
-	e.Marshaled(v.F2.MarshalBinary())
+	e.Any(v.F2)
 	e.End(at)
 }
 
@@ -3180,7 +3192,7 @@ func idemEncS56(e *idemimpl.Encoder, v *S56) {
 func idemKeyE2(b *idemimpl.KeyBuilder, v *E2) {
 	b.Int(int64(v.F0))
 	b.Int(v.F1)
-	idemKeyOtherPoint(b, &v.F2)
+	b.Marshaled(v.F2.MarshalText())
 	b.Key(v.Tag)
 }
 
@@ -3194,7 +3206,7 @@ func idemKeyE30(b *idemimpl.KeyBuilder, v *E30) {
 	b.Int(int64(v.f0))
 	b.Int(v.f1)
 	b.Key(v.Tag)
-	b.Marshaled(v.F3.MarshalBinary())
+	b.Any(v.F3)
 }
 
 // idemKeyE8 writes the key material of E8.
@@ -3274,6 +3286,37 @@ func idemKeyGen_S6(b *idemimpl.KeyBuilder, v *Gen[S6]) {
 	}
 }
 
+// idemKeyGen_Slicebyte writes the key material of Gen[[]byte].
+func idemKeyGen_Slicebyte(b *idemimpl.KeyBuilder, v *Gen[[]byte]) {
+	if v.V == nil {
+		b.Nil()
+	} else {
+		b.Bytes(v.V)
+	}
+	if v.L == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.L))
+		for i := range v.L {
+			if v.L[i] == nil {
+				b.Nil()
+			} else {
+				b.Bytes(v.L[i])
+			}
+		}
+	}
+	if v.P == nil {
+		b.Nil()
+	} else {
+		b.Ptr()
+		if *v.P == nil {
+			b.Nil()
+		} else {
+			b.Bytes(*v.P)
+		}
+	}
+}
+
 // idemKeyGen_int writes the key material of Gen[int].
 func idemKeyGen_int(b *idemimpl.KeyBuilder, v *Gen[int]) {
 	b.Int(int64(v.V))
@@ -3290,25 +3333,6 @@ func idemKeyGen_int(b *idemimpl.KeyBuilder, v *Gen[int]) {
 	} else {
 		b.Ptr()
 		b.Int(int64(*v.P))
-	}
-}
-
-// idemKeyGen_string writes the key material of Gen[string].
-func idemKeyGen_string(b *idemimpl.KeyBuilder, v *Gen[string]) {
-	b.String(v.V)
-	if v.L == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.L))
-		for i := range v.L {
-			b.String(v.L[i])
-		}
-	}
-	if v.P == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.P)
 	}
 }
 
@@ -3382,7 +3406,7 @@ func idemKeyP21(b *idemimpl.KeyBuilder, v *P21) {
 		b.Ptr()
 		idemKeyQ22(b, v.A)
 	}
-	idemKeyGen_string(b, &v.B)
+	idemKeyGen_Slicebyte(b, &v.B)
 }
 
 // idemKeyP26 writes the key material of P26.
@@ -3406,12 +3430,7 @@ func idemKeyP31(b *idemimpl.KeyBuilder, v *P31) {
 	}
 	b.List(0)
 	for i := range v.B {
-		if v.B[i] == nil {
-			b.Nil()
-		} else {
-			b.Ptr()
-			b.String(v.B[i].Text('p', 0))
-		}
+		b.String(string(v.B[i]))
 	}
 }
 
@@ -3433,7 +3452,11 @@ func idemKeyQ13(b *idemimpl.KeyBuilder, v *Q13) {
 		b.Nil()
 	} else {
 		b.Ptr()
-		idemKeyJsonRawMessage(b, v.D)
+		if *v.D == nil {
+			b.Nil()
+		} else {
+			b.Marshaled(v.D.MarshalText())
+		}
 	}
 }
 
@@ -3455,7 +3478,7 @@ func idemKeyQ22(b *idemimpl.KeyBuilder, v *Q22) {
 		b.Nil()
 	} else {
 		b.Ptr()
-		b.Float(*v.D)
+		b.Complex(complex128(*v.D))
 	}
 }
 
@@ -3471,7 +3494,8 @@ func idemKeyQ27(b *idemimpl.KeyBuilder, v *Q27) {
 			if e == nil {
 				b.Nil()
 			} else {
-				b.Marshaled(e.MarshalText())
+				b.Ptr()
+				b.String(e.Text('p', 0))
 			}
 		}
 		b.MapEnd()
@@ -3494,7 +3518,11 @@ func idemKeyQ32(b *idemimpl.KeyBuilder, v *Q32) {
 		b.Nil()
 	} else {
 		b.Ptr()
-		b.String(*v.D)
+		if *v.D == nil {
+			b.Nil()
+		} else {
+			b.Bytes(*v.D)
+		}
 	}
 }
 
@@ -3515,12 +3543,7 @@ func idemKeyRec20(b *idemimpl.KeyBuilder, v *Rec20) {
 		return
 	}
 	defer b.Leave()
-	if v.V == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(v.V.Text('p', 0))
-	}
+	b.String(string(v.V))
 	if v.Next == nil {
 		b.Nil()
 	} else {
@@ -3579,7 +3602,7 @@ func idemKeyS6(b *idemimpl.KeyBuilder, v *S6) {
 		for k, e := range v.F0 {
 			b.MapEntry()
 			idemKeyOtherPoint(b, &k)
-			b.Key(e)
+			b.Marshaled(e.MarshalBinary())
 		}
 		b.MapEnd()
 	}
@@ -3613,7 +3636,7 @@ var _ = idemE24_fieldsChanged_runGoGenerate(E24{})
 type idemE2_fieldsChanged_runGoGenerate struct {
 	F0        A3
 	F1        A4
-	F2        other.Point
+	F2        other.Dec
 	other.Tag `json:"-" xml:"-"`
 }
 
@@ -3625,7 +3648,7 @@ type idemE30_fieldsChanged_runGoGenerate struct {
 	f0        int8
 	f1        int64
 	other.Tag `json:"-" xml:"-"`
-	F3        other.Bin
+	F3        any
 }
 
 // Build fails here if E30 gained, lost or retyped a field since generation: run go generate.
@@ -3644,7 +3667,7 @@ var _ = idemE50_fieldsChanged_runGoGenerate(E50{})
 
 // idemE52_fieldsChanged_runGoGenerate is the field list of E52 that the generated code was written for (tags aside).
 type idemE52_fieldsChanged_runGoGenerate struct {
-	F0        []byte
+	F0        time.Time
 	other.Tag `json:"-" xml:"-"`
 	F2        A53
 }
@@ -3697,6 +3720,16 @@ type idemGen_S6_fieldsChanged_runGoGenerate struct {
 // Build fails here if Gen[S6] gained, lost or retyped a field since generation: run go generate.
 var _ = idemGen_S6_fieldsChanged_runGoGenerate(Gen[S6]{})
 
+// idemGen_Slicebyte_fieldsChanged_runGoGenerate is the field list of Gen[[]byte] that the generated code was written for (tags aside).
+type idemGen_Slicebyte_fieldsChanged_runGoGenerate struct {
+	V []byte
+	L [][]byte
+	P *[]byte
+}
+
+// Build fails here if Gen[[]byte] gained, lost or retyped a field since generation: run go generate.
+var _ = idemGen_Slicebyte_fieldsChanged_runGoGenerate(Gen[[]byte]{})
+
 // idemGen_int_fieldsChanged_runGoGenerate is the field list of Gen[int] that the generated code was written for (tags aside).
 type idemGen_int_fieldsChanged_runGoGenerate struct {
 	V int
@@ -3706,16 +3739,6 @@ type idemGen_int_fieldsChanged_runGoGenerate struct {
 
 // Build fails here if Gen[int] gained, lost or retyped a field since generation: run go generate.
 var _ = idemGen_int_fieldsChanged_runGoGenerate(Gen[int]{})
-
-// idemGen_string_fieldsChanged_runGoGenerate is the field list of Gen[string] that the generated code was written for (tags aside).
-type idemGen_string_fieldsChanged_runGoGenerate struct {
-	V string
-	L []string
-	P *string
-}
-
-// Build fails here if Gen[string] gained, lost or retyped a field since generation: run go generate.
-var _ = idemGen_string_fieldsChanged_runGoGenerate(Gen[string]{})
 
 // idemGen_uint16_fieldsChanged_runGoGenerate is the field list of Gen[A44] that the generated code was written for (tags aside).
 type idemGen_uint16_fieldsChanged_runGoGenerate struct {
@@ -3776,7 +3799,7 @@ var _ = idemP16_fieldsChanged_runGoGenerate(P16{})
 // idemP21_fieldsChanged_runGoGenerate is the field list of P21 that the generated code was written for (tags aside).
 type idemP21_fieldsChanged_runGoGenerate struct {
 	A *Q22
-	B Gen[string]
+	B Gen[[]byte]
 }
 
 // Build fails here if P21 gained, lost or retyped a field since generation: run go generate.
@@ -3794,7 +3817,7 @@ var _ = idemP26_fieldsChanged_runGoGenerate(P26{})
 // idemP31_fieldsChanged_runGoGenerate is the field list of P31 that the generated code was written for (tags aside).
 type idemP31_fieldsChanged_runGoGenerate struct {
 	A *Q32
-	B [0]*big.Float
+	B [0]other.Code
 }
 
 // Build fails here if P31 gained, lost or retyped a field since generation: run go generate.
@@ -3830,7 +3853,7 @@ var _ = idemPair_string_S45_fieldsChanged_runGoGenerate(Pair[string, S45]{})
 // idemQ13_fieldsChanged_runGoGenerate is the field list of Q13 that the generated code was written for (tags aside).
 type idemQ13_fieldsChanged_runGoGenerate struct {
 	C A15
-	D *json.RawMessage
+	D *net.IP
 }
 
 // Build fails here if Q13 gained, lost or retyped a field since generation: run go generate.
@@ -3848,7 +3871,7 @@ var _ = idemQ17_fieldsChanged_runGoGenerate(Q17{})
 // idemQ22_fieldsChanged_runGoGenerate is the field list of Q22 that the generated code was written for (tags aside).
 type idemQ22_fieldsChanged_runGoGenerate struct {
 	C S23
-	D *float64
+	D *complex64
 }
 
 // Build fails here if Q22 gained, lost or retyped a field since generation: run go generate.
@@ -3856,7 +3879,7 @@ var _ = idemQ22_fieldsChanged_runGoGenerate(Q22{})
 
 // idemQ27_fieldsChanged_runGoGenerate is the field list of Q27 that the generated code was written for (tags aside).
 type idemQ27_fieldsChanged_runGoGenerate struct {
-	C map[bool]net.IP
+	C map[bool]*big.Float
 	D *other.Code
 }
 
@@ -3866,7 +3889,7 @@ var _ = idemQ27_fieldsChanged_runGoGenerate(Q27{})
 // idemQ32_fieldsChanged_runGoGenerate is the field list of Q32 that the generated code was written for (tags aside).
 type idemQ32_fieldsChanged_runGoGenerate struct {
 	C [1]uint64
-	D *string
+	D *[]byte
 }
 
 // Build fails here if Q32 gained, lost or retyped a field since generation: run go generate.
@@ -3883,7 +3906,7 @@ var _ = idemQ34_fieldsChanged_runGoGenerate(Q34{})
 
 // idemRec20_fieldsChanged_runGoGenerate is the field list of Rec20 that the generated code was written for (tags aside).
 type idemRec20_fieldsChanged_runGoGenerate struct {
-	V    *big.Float
+	V    other.Code
 	Next []*Rec20
 }
 
@@ -4018,7 +4041,7 @@ var _ = idemS48_fieldsChanged_runGoGenerate(S48{})
 type idemS49_fieldsChanged_runGoGenerate struct {
 	F0  uint8
 	E50 `json:"-" xml:"-"`
-	F2  other.Bin
+	F2  any
 }
 
 // Build fails here if S49 gained, lost or retyped a field since generation: run go generate.
@@ -4035,7 +4058,7 @@ var _ = idemS56_fieldsChanged_runGoGenerate(S56{})
 
 // idemS6_fieldsChanged_runGoGenerate is the field list of S6 that the generated code was written for (tags aside).
 type idemS6_fieldsChanged_runGoGenerate struct {
-	F0 map[other.Point]other.Tag
+	F0 map[other.Point]other.Bin
 	F1 S7
 }
 

@@ -41,7 +41,7 @@ type A4 = int64
 type E2 struct {
 	F0 A3
 	F1 A4
-	F2 other.Point
+	F2 other.Dec
 	other.Tag
 }
 
@@ -61,7 +61,7 @@ type S7 struct {
 }
 
 type S6 struct {
-	F0 map[other.Point]other.Tag
+	F0 map[other.Point]other.Bin
 	F1 S7
 }
 
@@ -87,7 +87,7 @@ type P12 struct {
 
 type Q13 struct {
 	C A15
-	D *json.RawMessage
+	D *net.IP
 }
 
 type A19 = int8
@@ -98,7 +98,7 @@ type S18 struct {
 }
 
 type Rec20 struct {
-	V    *big.Float
+	V    other.Code
 	Next []*Rec20
 }
 
@@ -126,12 +126,12 @@ type S23 struct {
 
 type P21 struct {
 	A *Q22
-	B Gen[string]
+	B Gen[[]byte]
 }
 
 type Q22 struct {
 	C S23
-	D *float64
+	D *complex64
 }
 
 type N29 bool
@@ -140,7 +140,7 @@ type E30 struct {
 	f0 int8
 	f1 int64
 	other.Tag
-	F3 other.Bin
+	F3 any
 }
 
 type S28 struct {
@@ -156,18 +156,18 @@ type P26 struct {
 }
 
 type Q27 struct {
-	C map[bool]net.IP
+	C map[bool]*big.Float
 	D *other.Code
 }
 
 type P31 struct {
 	A *Q32
-	B [0]*big.Float
+	B [0]other.Code
 }
 
 type Q32 struct {
 	C [1]uint64
-	D *string
+	D *[]byte
 }
 
 type N35 int8
@@ -235,7 +235,7 @@ type N51 float32
 type A53 = uint64
 
 type E52 struct {
-	F0 []byte
+	F0 time.Time
 	other.Tag
 	F2 A53
 }
@@ -250,7 +250,7 @@ type E50 struct {
 type S49 struct {
 	F0 uint8
 	E50
-	F2 other.Bin
+	F2 any
 }
 
 type N54 string
@@ -276,11 +276,11 @@ type S56 struct {
 
 type Empty struct{}
 
-// Keyed0 is keyed by a struct {F0 other.Code; F1 map[string]S1}.
+// Keyed0 is keyed by a struct {F0 other.Point; F1 map[string]S1}.
 //
 //idem:ttl=1h
 func Keyed0(ctx context.Context, v struct {
-	F0 other.Code
+	F0 other.Point
 	F1 map[string]S1
 }) (int64, error) {
 	return 0, nil
@@ -314,10 +314,10 @@ func Keyed4(ctx context.Context, v S9) (int64, error) {
 	return 0, nil
 }
 
-// Keyed5 is keyed by a *int32.
+// Keyed5 is keyed by a *int64.
 //
 //idem:ttl=1h
-func Keyed5(ctx context.Context, v *int32) (int64, error) {
+func Keyed5(ctx context.Context, v *int64) (int64, error) {
 	return 0, nil
 }
 
@@ -335,24 +335,24 @@ func Keyed7(ctx context.Context, v int8) (int64, error) {
 	return 0, nil
 }
 
-// Keyed8 is keyed by a map[other.Point]time.Time.
+// Keyed8 is keyed by a map[other.Point]time.Duration.
 //
 //idem:ttl=1h
-func Keyed8(ctx context.Context, v map[other.Point]time.Time) (int64, error) {
+func Keyed8(ctx context.Context, v map[other.Point]time.Duration) (int64, error) {
 	return 0, nil
 }
 
-// Keyed9 is keyed by a time.Duration.
+// Keyed9 is keyed by a json.RawMessage.
 //
 //idem:ttl=1h
-func Keyed9(ctx context.Context, v time.Duration) (int64, error) {
+func Keyed9(ctx context.Context, v json.RawMessage) (int64, error) {
 	return 0, nil
 }
 
-// Keyed10 is keyed by a other.Bin.
+// Keyed10 is keyed by a any.
 //
 //idem:ttl=1h
-func Keyed10(ctx context.Context, v other.Bin) (int64, error) {
+func Keyed10(ctx context.Context, v any) (int64, error) {
 	return 0, nil
 }
 
@@ -419,21 +419,21 @@ func Stored1(ctx context.Context, id int64, v uint16) (uint16, error) {
 	return v, nil
 }
 
-// Stored2 returns a *struct {F0 struct {F0 json.RawMessage; F1 other.Code; F2 uint}; F1 S37; F2 [2]float64}.
+// Stored2 returns a *struct {F0 struct {F0 net.IP; F1 other.Point; F2 uint}; F1 S37; F2 [2]float64}.
 //
 //idem:exclude=v
 func Stored2(ctx context.Context, id int64, v *struct {
 	F0 struct {
-		F0 json.RawMessage
-		F1 other.Code
+		F0 net.IP
+		F1 other.Point
 		F2 uint
 	}
 	F1 S37
 	F2 [2]float64
 }) (*struct {
 	F0 struct {
-		F0 json.RawMessage
-		F1 other.Code
+		F0 net.IP
+		F1 other.Point
 		F2 uint
 	}
 	F1 S37
@@ -491,17 +491,17 @@ func Stored9(ctx context.Context, id int64, v uint32) (uint32, error) {
 	return v, nil
 }
 
-// Stored10 returns a struct {F0 N47; F1 *[1]int64; F2 map[string]*big.Int; F3 S48}.
+// Stored10 returns a struct {F0 N47; F1 *[1]uint; F2 map[string]*big.Int; F3 S48}.
 //
 //idem:exclude=v
 func Stored10(ctx context.Context, id int64, v struct {
 	F0 N47
-	F1 *[1]int64
+	F1 *[1]uint
 	F2 map[string]*big.Int
 	F3 S48
 }) (struct {
 	F0 N47
-	F1 *[1]int64
+	F1 *[1]uint
 	F2 map[string]*big.Int
 	F3 S48
 }, error) {

@@ -1,0 +1,387 @@
+package idemimpl
+
+import (
+	"encoding"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Values held in an empty interface (any, interface{}) have no static
+// type for the generator to write code for. Generated code keys and
+// stores them through Any, by their dynamic value, and only for dynamic
+// types whose value it can tell apart and restore exactly; any other
+// dynamic type fails the call, loudly: a key it cannot write is
+// ErrInvalidKey before the function runs, a result it cannot store is
+// ErrResultNotEncodable after (recorded, so duplicates do not run it
+// again). Nothing is left out silently.
+
+// Any writes a value held in an empty interface: a marker, the dynamic
+// type's identity (TypeIdentity) and the value, so values of two types
+// never share bytes (int64(1), float64(1), "1" and a named string "1"
+// are four keys). Keyable dynamic types: nil, the predeclared basic
+// types and named types of their kinds, []byte, []any, map[string]any,
+// time.Time (its instant), types that implement Keyer,
+// encoding.BinaryMarshaler or encoding.TextMarshaler (checked in that
+// order), and named []byte types. Anything else is ErrInvalidKey.
+func (b *KeyBuilder) Any(v any) {
+	b.tag(tagAny)
+	if v == nil {
+		b.Nil()
+		return
+	}
+	if !b.Enter() {
+		return
+	}
+	defer b.Leave()
+	b.Type(reflect.TypeOf(v))
+	switch x := v.(type) {
+	case time.Time: // its instant, as a time.Time field is keyed
+		b.Time(x)
+	case Keyer:
+		b.Key(x)
+	case encoding.BinaryMarshaler:
+		b.Marshaled(x.MarshalBinary())
+	case encoding.TextMarshaler:
+		b.Marshaled(x.MarshalText())
+	case []byte:
+		if x == nil {
+			b.Nil()
+		} else {
+			b.Bytes(x)
+		}
+	case []any:
+		if x == nil {
+			b.Nil()
+			return
+		}
+		b.List(len(x))
+		for _, e := range x {
+			b.Any(e)
+		}
+	case map[string]any:
+		if x == nil {
+			b.Nil()
+			return
+		}
+		b.MapStart(len(x))
+		for k, e := range x {
+			b.MapEntry()
+			b.String(k)
+			b.Any(e)
+		}
+		b.MapEnd()
+	default:
+		b.basic(reflect.ValueOf(v))
+	}
+}
+
+// basic writes a value of a basic kind (a predeclared type or a named
+// type of one), or fails.
+func (b *KeyBuilder) basic(rv reflect.Value) {
+	switch rv.Kind() {
+	case reflect.Bool:
+		b.Bool(rv.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		b.Int(rv.Int())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		b.Uint(rv.Uint())
+	case reflect.Float32, reflect.Float64:
+		b.Float(rv.Float())
+	case reflect.Complex64, reflect.Complex128:
+		b.Complex(rv.Complex())
+	case reflect.String:
+		b.String(rv.String())
+	case reflect.Slice:
+		if rv.Type().Elem().Kind() == reflect.Uint8 { // json.RawMessage, named []byte
+			if rv.IsNil() {
+				b.Nil()
+			} else {
+				b.Bytes(rv.Bytes())
+			}
+			return
+		}
+		fallthrough
+	default:
+		b.Fail(fmt.Errorf("a %s held in an interface cannot be keyed: key a concrete field, or give the type an IdemKey, MarshalBinary or MarshalText method", rv.Type()))
+	}
+}
+
+// The dynamic types a stored result can hold in an empty interface, each
+// restored as exactly that type. Their codes are part of the record
+// format: never renumber them.
+const (
+	dynBool byte = iota + 1
+	dynString
+	dynInt
+	dynInt8
+	dynInt16
+	dynInt32
+	dynInt64
+	dynUint
+	dynUint8
+	dynUint16
+	dynUint32
+	dynUint64
+	dynUintptr
+	dynFloat32
+	dynFloat64
+	dynComplex64
+	dynComplex128
+	dynBytes
+	dynList   // []any
+	dynMap    // map[string]any
+	dynNumber // json.Number
+	dynRaw    // json.RawMessage
+	dynTime   // time.Time
+	dynDuration
+	dynError // an error value (errvalue.go)
+	dynLast  = dynError
+)
+
+// Any writes a value held in an empty interface: nil, or its dynamic
+// type's code and then its value. Storable dynamic types are the
+// predeclared basic types, []byte, []any, map[string]any, json.Number,
+// json.RawMessage, time.Time and time.Duration, which covers everything
+// encoding/json decodes into an any. Any other dynamic type (a named
+// type, a pointer, a struct) cannot be restored from the record without
+// its static type, so it fails the encoding: ErrResultNotEncodable.
+func (e *Encoder) Any(v any) {
+	if v == nil {
+		e.Nil()
+		return
+	}
+	if !e.Enter() {
+		return
+	}
+	defer e.Leave()
+	dyn := func(code byte) { e.buf = append(e.buf, kDynamic, code) }
+	switch x := v.(type) {
+	case bool:
+		dyn(dynBool)
+		e.Bool(x)
+	case string:
+		dyn(dynString)
+		e.String(x)
+	case int:
+		dyn(dynInt)
+		e.Int(int64(x))
+	case int8:
+		dyn(dynInt8)
+		e.Int(int64(x))
+	case int16:
+		dyn(dynInt16)
+		e.Int(int64(x))
+	case int32:
+		dyn(dynInt32)
+		e.Int(int64(x))
+	case int64:
+		dyn(dynInt64)
+		e.Int(x)
+	case uint:
+		dyn(dynUint)
+		e.Uint(uint64(x))
+	case uint8:
+		dyn(dynUint8)
+		e.Uint(uint64(x))
+	case uint16:
+		dyn(dynUint16)
+		e.Uint(uint64(x))
+	case uint32:
+		dyn(dynUint32)
+		e.Uint(uint64(x))
+	case uint64:
+		dyn(dynUint64)
+		e.Uint(x)
+	case uintptr:
+		dyn(dynUintptr)
+		e.Uint(uint64(x))
+	case float32:
+		dyn(dynFloat32)
+		e.Float32(x)
+	case float64:
+		dyn(dynFloat64)
+		e.Float64(x)
+	case complex64:
+		dyn(dynComplex64)
+		e.Complex(complex128(x))
+	case complex128:
+		dyn(dynComplex128)
+		e.Complex(x)
+	case []byte:
+		dyn(dynBytes)
+		e.Bytes(x)
+	case json.Number:
+		dyn(dynNumber)
+		e.String(string(x))
+	case json.RawMessage:
+		dyn(dynRaw)
+		e.Bytes(x)
+	case time.Duration:
+		dyn(dynDuration)
+		e.Int(int64(x))
+	case time.Time:
+		dyn(dynTime)
+		e.Marshaled(x.MarshalBinary())
+	case []any:
+		dyn(dynList)
+		if x == nil {
+			e.Nil()
+			return
+		}
+		at := e.List(len(x))
+		for _, el := range x {
+			e.Any(el)
+		}
+		e.End(at)
+	case map[string]any:
+		dyn(dynMap)
+		if x == nil {
+			e.Nil()
+			return
+		}
+		at := e.Map(len(x))
+		for _, k := range slices.Sorted(maps.Keys(x)) { // the same value always has the same bytes
+			e.String(k)
+			e.Any(x[k])
+		}
+		e.End(at)
+	default:
+		e.Fail(fmt.Errorf("a %T held in an interface cannot be stored: only nil, basic types, []byte, []any, map[string]any, json.Number, json.RawMessage, time.Time and time.Duration are restored exactly", v))
+	}
+}
+
+// Any reads a value Encoder.Any wrote, as the dynamic type it had.
+func (d *Decoder) Any() any {
+	if d.Nil() || !d.take(kDynamic) {
+		return nil
+	}
+	code := d.fixed(1)
+	if d.err != nil {
+		return nil
+	}
+	if !d.Enter() {
+		return nil
+	}
+	defer d.Leave()
+	switch code[0] {
+	case dynBool:
+		return d.Bool()
+	case dynString:
+		return d.String()
+	case dynInt:
+		return int(d.Int(strconvIntSize))
+	case dynInt8:
+		return int8(d.Int(8))
+	case dynInt16:
+		return int16(d.Int(16))
+	case dynInt32:
+		return int32(d.Int(32))
+	case dynInt64:
+		return d.Int(64)
+	case dynUint:
+		return uint(d.Uint(strconvIntSize))
+	case dynUint8:
+		return uint8(d.Uint(8))
+	case dynUint16:
+		return uint16(d.Uint(16))
+	case dynUint32:
+		return uint32(d.Uint(32))
+	case dynUint64:
+		return d.Uint(64)
+	case dynUintptr:
+		return uintptr(d.Uint(64))
+	case dynFloat32:
+		return d.Float32()
+	case dynFloat64:
+		return d.Float64()
+	case dynComplex64:
+		return complex64(d.Complex())
+	case dynComplex128:
+		return d.Complex()
+	case dynBytes:
+		return d.Bytes()
+	case dynNumber:
+		return json.Number(d.String())
+	case dynRaw:
+		return json.RawMessage(d.Bytes())
+	case dynDuration:
+		return time.Duration(d.Int(64))
+	case dynTime:
+		var t time.Time
+		d.Unmarshaled(t.UnmarshalBinary(d.Marshaled()))
+		return t
+	case dynList:
+		if d.Nil() {
+			return []any(nil)
+		}
+		n := d.List()
+		l := make([]any, n)
+		for i := range l {
+			l[i] = d.Any()
+		}
+		return l
+	case dynMap:
+		if d.Nil() {
+			return map[string]any(nil)
+		}
+		n := d.Map()
+		m := make(map[string]any, n)
+		for range n {
+			k := d.String()
+			m[k] = d.Any()
+		}
+		return m
+	}
+	d.corrupt("unknown dynamic type")
+	return nil
+}
+
+// strconvIntSize is the size of int and uint: a record written on a
+// 64-bit machine holding an int that does not fit is
+// ErrResultIncompatible on a 32-bit one.
+const strconvIntSize = 32 << (^uint(0) >> 63)
+
+// Variant starts a value held in an interface whose dynamic types the
+// generated code lists (an SDK's union of block types): the type's name,
+// then its value, then End(at).
+func (e *Encoder) Variant(name string) (at int) {
+	at = e.List(2)
+	e.String(name)
+	return at
+}
+
+// NotVariant records that v, held in the interface iface, is of a
+// dynamic type the generated code does not list: the result cannot be
+// stored (ErrResultNotEncodable).
+func (e *Encoder) NotVariant(iface string, v any) {
+	e.Fail(fmt.Errorf("a %T held in %s cannot be stored: its codec lists the types of %s's package that it can restore, and not this one", v, iface, iface))
+}
+
+// Variant reads the name of the dynamic type of a value Encoder.Variant
+// wrote; its value follows.
+func (d *Decoder) Variant() string {
+	if n := d.List(); n != 2 && d.err == nil {
+		d.corrupt("a variant of " + strconv.Itoa(n) + " values")
+	}
+	return d.String()
+}
+
+// NotVariant records a stored dynamic type that the generated code no
+// longer lists: ErrResultIncompatible.
+func (d *Decoder) NotVariant(name string) {
+	if d.err == nil {
+		d.Fail(fmt.Errorf("%w: stored a %s, which the result type's codec no longer lists; bump version= for a fresh key space", ErrResultIncompatible, name))
+		d.off = len(d.b)
+	}
+}
+
+// NotVariant records that v, held in the interface iface, is of a
+// dynamic type the generated code does not list: ErrInvalidKey.
+func (b *KeyBuilder) NotVariant(iface string, v any) {
+	b.Fail(fmt.Errorf("a %T held in %s cannot be keyed: its key code lists the types of %s's package that it can key, and not this one", v, iface, iface))
+}
