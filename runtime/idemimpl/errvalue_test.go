@@ -20,8 +20,6 @@ type sliceErr []string
 
 func (s sliceErr) Error() string { return fmt.Sprint([]string(s)) }
 
-var errSlice error = sliceErr{"a"}
-
 // knownErrs is what a generated file's idemErrors holds for codeErr and
 // errSentinel.
 type knownErrTypes struct{}
