@@ -13,23 +13,16 @@ import (
 // into pipelines, one network write (per Cluster node) for whatever is
 // ready, without adding latency to a lone caller.
 //
-//   - A free slot (fewer than depth commands or pipelines of the store's in
-//     flight): a command goes out on its caller's goroutine exactly as
-//     without the pipe, bounded by its ctx (Store.bounded).
-//   - No free slot: the command joins a queue, and the next slot to come
-//     free sends the whole queue as a single pipeline (go-redis's
-//     ClusterClient splits it by node and follows MOVED/ASK per command);
-//     what arrives while it is in flight makes up the next one. With 32
-//     callers each round trip then carries the commands of several of
-//     them, where without the pipe each caller paid its own round trip and
-//     its own system calls on both sides.
-//
-// depth is more than one so that the client and Redis work at the same
-// time: with one pipeline in flight, the callers woken by its replies
-// prepare their next commands while Redis idles, and Redis runs the next
-// pipeline while they wait, which on a machine with a core to spare left a
-// first execution (two commands, each waiting for the pipeline ahead of it)
-// slower than without the pipe.
+//   - Idle (nothing of the store's in flight): a command goes out on its
+//     caller's goroutine exactly as without the pipe, bounded by its ctx
+//     (Store.bounded).
+//   - Busy: the command joins a queue, and one flusher goroutine sends the
+//     queue as a single pipeline (go-redis's ClusterClient splits it by
+//     node and follows MOVED/ASK per command); what arrives while that
+//     pipeline is in flight makes up the next one. With 32 callers each
+//     round trip then carries the commands of most of them, where without
+//     the pipe each caller paid its own round trip and the connection pool
+//     serialised them.
 //
 // Each caller waits for its reply or its own ctx, whichever comes first,
 // as Store.bounded does: a caller given up at its ctx sees ctx's error and
@@ -42,18 +35,15 @@ import (
 // the scripts and the SET NX GET recognise their own op ids, as they do
 // for a single command's retry.
 type pipe struct {
-	s     *Store
-	rdb   redis.UniversalClient
-	depth int // commands and pipelines in flight at most; pipeDepth
+	s   *Store
+	rdb redis.UniversalClient
 
 	mu       sync.Mutex
-	inflight int        // commands sent on their caller's goroutine and pipelines, in flight
-	queue    []*pending // empty while inflight < depth
+	direct   int // commands sent on their caller's goroutine, in flight
+	flushing bool
+	queue    []*pending
+	spare    []*pending // the previous batch's slice, reused
 }
-
-// pipeDepth is a pipe's depth: enough for the client and the server to
-// overlap, few enough that concurrent callers still share round trips.
-const pipeDepth = 4
 
 // pending is one queued command.
 type pending struct {
@@ -90,17 +80,21 @@ func (s *Store) process(ctx context.Context, cmd redis.Cmder) error {
 
 func (p *pipe) process(ctx context.Context, cmd redis.Cmder) error {
 	p.mu.Lock()
-	if p.inflight < p.depth {
-		p.inflight++
+	if p.direct == 0 && !p.flushing {
+		p.direct++
 		p.mu.Unlock()
 		err := p.s.bounded(ctx, func() error { return p.rdb.Process(ctx, cmd) })
-		if batch := p.next(); batch != nil {
-			go p.flush(batch)
-		}
+		p.mu.Lock()
+		p.direct--
+		p.mu.Unlock()
 		return err
 	}
 	w := &pending{ctx: ctx, cmd: cmd, done: make(chan struct{})}
 	p.queue = append(p.queue, w)
+	if !p.flushing {
+		p.flushing = true
+		go p.flush()
+	}
 	p.mu.Unlock()
 	select {
 	case <-w.done:
@@ -110,27 +104,23 @@ func (p *pipe) process(ctx context.Context, cmd redis.Cmder) error {
 	}
 }
 
-// next passes the slot of a command or pipeline that has its replies on
-// to the queue: it returns the queued commands, to be sent as the next
-// pipeline in that slot, or frees the slot when none are queued.
-func (p *pipe) next() []*pending {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	batch := p.queue
-	if len(batch) == 0 {
-		p.inflight--
-		return nil
-	}
-	p.queue = nil
-	return batch
-}
-
-// flush sends batch, then whatever queued meanwhile, until it finds the
-// queue empty.
-func (p *pipe) flush(batch []*pending) {
-	for batch != nil {
+// flush sends the queue as pipelines until it finds it empty.
+func (p *pipe) flush() {
+	for {
+		p.mu.Lock()
+		batch := p.queue
+		if len(batch) == 0 {
+			p.flushing = false
+			p.mu.Unlock()
+			return
+		}
+		p.queue, p.spare = p.spare[:0], nil
+		p.mu.Unlock()
 		p.send(batch)
-		batch = p.next()
+		clear(batch)
+		p.mu.Lock()
+		p.spare = batch[:0]
+		p.mu.Unlock()
 	}
 }
 

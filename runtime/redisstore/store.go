@@ -180,7 +180,7 @@ func build(rdb redis.UniversalClient, opts []Option) (*Store, error) {
 	}
 	s.hub = newHub(s)
 	if !s.noPipe {
-		s.pipe = &pipe{s: s, rdb: rdb, depth: pipeDepth}
+		s.pipe = &pipe{s: s, rdb: rdb}
 	}
 	return s, nil
 }
