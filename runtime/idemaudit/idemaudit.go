@@ -138,7 +138,8 @@ type config struct {
 	now func() time.Time
 }
 
-// WithClock sets the clock that stamps entries (default time.Now).
+// WithClock sets the clock that stamps entries (default time.Now, also
+// for a nil now).
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
 // New returns an observer recording into sink.
@@ -146,6 +147,9 @@ func New(sink Sink, opts ...Option) *Observer {
 	c := config{now: time.Now}
 	for _, f := range opts {
 		f(&c)
+	}
+	if c.now == nil {
+		c.now = time.Now
 	}
 	return &Observer{sink: sink, now: c.now}
 }
