@@ -10,11 +10,11 @@ import (
 
 // Root returns the directory of this repository's checkout (the root
 // module's), found from this file's own path, whatever the test's working
-// directory.
+// directory and module. It panics in a test built with -trimpath.
 func Root() string {
 	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		panic("testenv: no caller information")
+	if !ok || !filepath.IsAbs(file) {
+		panic("testenv: no absolute path for this source file (built with -trimpath?): " + file)
 	}
 	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
 }
