@@ -68,7 +68,7 @@ func scratch(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	files, err := generator.Generate(generator.Config{Dir: dir, Patterns: []string{"./pay", "./stale", "./gone", "./ship", "./gen"}, Env: testenv.OfflineGoEnv()})
+	files, err := generator.Generate(generator.Config{Dir: dir, Patterns: []string{"./pay", "./stale", "./gone", "./ship", "./gen"}, Env: append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")})
 	if err != nil {
 		t.Fatalf("generating the scratch module: %v", err)
 	}
