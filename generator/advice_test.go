@@ -2,7 +2,6 @@ package generator
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 // scratchModule makes a module in a temporary directory that uses this
@@ -18,25 +19,11 @@ import (
 // returns its directory and the environment to run the go command in it.
 func scratchModule(t *testing.T, name string) (string, []string) {
 	t.Helper()
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	mod := t.TempDir()
-	goSum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
+	if err := testenv.ScratchModule(mod, name); err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(mod, "go.sum"), goSum)
-	write(t, filepath.Join(mod, "go.mod"), []byte(fmt.Sprintf(`module %s
-
-go 1.26.0
-
-require github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000
-
-replace github.com/idemgen/idemgen => %s
-`, name, root)))
-	return mod, append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	return mod, testenv.OfflineGoEnv()
 }
 
 // generateIn runs the generator over every package of a scratch module.

@@ -2,13 +2,14 @@ package generator
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 var onlyCases = flag.String("cases", "", "TestBehaviour: build and run only the golden cases whose name matches this regexp (while working on a case)")
@@ -29,30 +30,10 @@ func TestBehaviour(t *testing.T) {
 	}
 	mod := t.TempDir()
 	// The cases also run on Redis: runtime/redisstore is a module of its
-	// own, so the scratch module requires it too, with both go.sum files.
-	var goSum []byte
-	for _, dir := range []string{root, filepath.Join(root, "runtime", "redisstore")} {
-		sum, err := os.ReadFile(filepath.Join(dir, "go.sum"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		goSum = append(goSum, sum...)
+	// own, so the scratch module requires it too.
+	if err := testenv.ScratchModule(mod, "idemgen.test/behaviour", "github.com/google/go-cmp v0.7.0", "runtime/redisstore"); err != nil {
+		t.Fatal(err)
 	}
-	write(t, filepath.Join(mod, "go.sum"), goSum)
-	write(t, filepath.Join(mod, "go.mod"), []byte(fmt.Sprintf(`module idemgen.test/behaviour
-
-go 1.26.0
-
-require (
-	github.com/google/go-cmp v0.7.0
-	github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000
-	github.com/idemgen/idemgen/runtime/redisstore v0.0.0-00010101000000-000000000000
-)
-
-replace github.com/idemgen/idemgen => %[1]s
-
-replace github.com/idemgen/idemgen/runtime/redisstore => %[1]s/runtime/redisstore
-`, root)))
 	cases, _ := filepath.Glob(filepath.Join(root, "golden", "*", goldenOutput))
 	if len(cases) == 0 {
 		t.Fatal("no golden output cases")

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 // BenchmarkGenerate1000 generates a package of 1,000 annotated functions
@@ -21,14 +23,10 @@ import (
 //
 //	go test ./generator -run '^$' -bench Generate1000 -benchtime 5x
 func BenchmarkGenerate1000(b *testing.B) {
-	root, err := filepath.Abs("..")
-	if err != nil {
+	mod := b.TempDir()
+	if err := testenv.ScratchModule(mod, "example.com/big"); err != nil {
 		b.Fatal(err)
 	}
-	mod := b.TempDir()
-	sum, _ := os.ReadFile(filepath.Join(root, "go.sum"))
-	writeB(b, filepath.Join(mod, "go.sum"), sum)
-	writeB(b, filepath.Join(mod, "go.mod"), []byte("module example.com/big\n\ngo 1.26.0\n\nrequire github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000\n\nreplace github.com/idemgen/idemgen => "+root+"\n"))
 	var src strings.Builder
 	src.WriteString("package big\n\nimport (\n\t\"context\"\n\t\"time\"\n)\n\n")
 	src.WriteString("type Line struct {\n\tSKU string\n\tQty int\n\tTags map[string]string\n}\n\n")

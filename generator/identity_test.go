@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 // TestNamesUniqueAcrossPackages: two packages of one run that give their
@@ -21,8 +23,10 @@ import (
 // share a key space). A third package is generated as usual.
 func TestNamesUniqueAcrossPackages(t *testing.T) {
 	mod := t.TempDir()
+	if err := testenv.ScratchModule(mod, "example.test/dup"); err != nil {
+		t.Fatal(err)
+	}
 	files := map[string]string{
-		"go.mod": "module example.test/dup\n\ngo 1.26.0\n",
 		"a/a.go": `package a
 
 import "context"

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,8 +47,6 @@ const pgHint = `PostgreSQL is not reachable at %s (%v).
 Start one (trust auth, database "test"), for example:
     sudo service postgresql start   # or: docker run -d -p 5432:5432 -e POSTGRES_HOST_AUTH_METHOD=trust -e POSTGRES_DB=test postgres:16
 or point IDEM_POSTGRES_URL at a server you may create schemas on.`
-
-func pgURL() string { return envOr("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test") }
 
 // server is the API running as a child process.
 type server struct {
@@ -163,12 +159,6 @@ func pay(ctx context.Context, c *http.Client, base *atomic.Value, st *stats, acc
 	}
 }
 
-func randHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // TestExactlyOnceUnderRetriesAndCrash drives the API as a black box: a
 // client that times out on slow requests and retries them with the same
 // Idempotency-Key, a server SIGKILLed and restarted while requests are in
@@ -176,13 +166,13 @@ func randHex(n int) string {
 func TestExactlyOnceUnderRetriesAndCrash(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, pgURL())
+	pool, err := pgxpool.New(ctx, testenv.PostgresURL())
 	if err == nil {
 		err = pool.Ping(ctx)
 	}
-	testenv.Need(t, "PostgreSQL at "+pgURL(), fmt.Sprintf(pgHint, pgURL(), err), err)
+	testenv.Need(t, "PostgreSQL at "+testenv.PostgresURL(), fmt.Sprintf(pgHint, testenv.PostgresURL(), err), err)
 	defer pool.Close()
-	schema := "httpapi_e2e_" + randHex(4)
+	schema := "httpapi_e2e_" + testenv.RandName()
 	t.Cleanup(func() {
 		pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE") //nolint:errcheck
 	})
@@ -194,14 +184,14 @@ func TestExactlyOnceUnderRetriesAndCrash(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	srv := &server{t: t, args: fmt.Sprintf("-addr %s -postgres %s -schema %s -lease 2s -slow-every 3 -slow-delay 1200ms",
-		addr, pgURL(), schema)}
+		addr, testenv.PostgresURL(), schema)}
 	srv.start()
 	defer func() { srv.stop() }()
 	var base atomic.Value
 	base.Store(srv.url)
 
 	client := &http.Client{Timeout: 400 * time.Millisecond}
-	account := "acct_" + randHex(4)
+	account := "acct_" + testenv.RandName()
 	const n = 24
 	type result struct {
 		status int
@@ -212,7 +202,7 @@ func TestExactlyOnceUnderRetriesAndCrash(t *testing.T) {
 	keys := make([]string, n)
 	bodies := make([]string, n)
 	for i := range n {
-		keys[i] = randHex(16)
+		keys[i] = testenv.RandName()
 		bodies[i] = fmt.Sprintf(`{"reference":"order-%d","amount":%d,"currency":"EUR"}`, i, 1000+i)
 	}
 	var st stats
@@ -262,18 +252,18 @@ func TestExactlyOnceUnderRetriesAndCrash(t *testing.T) {
 
 	// A new Idempotency-Key for an existing merchant reference: the
 	// middleware runs the handler, the generated wrapper replays the payment.
-	status, p, err := pay(ctx, client, &base, &st, account, randHex(16), bodies[0])
+	status, p, err := pay(ctx, client, &base, &st, account, testenv.RandName(), bodies[0])
 	if err != nil || status != http.StatusCreated || p.ID != results[0].p.ID {
 		t.Errorf("same reference, new key: %d %+v %v; want payment %s", status, p, err, results[0].p.ID)
 	}
 	// The same reference with another amount is refused.
-	status, _, err = pay(ctx, client, &base, &st, account, randHex(16), `{"reference":"order-0","amount":1,"currency":"EUR"}`)
+	status, _, err = pay(ctx, client, &base, &st, account, testenv.RandName(), `{"reference":"order-0","amount":1,"currency":"EUR"}`)
 	if err != nil || status != http.StatusUnprocessableEntity {
 		t.Errorf("same reference, other amount: %d %v; want 422", status, err)
 	}
 	// Another account reusing the first account's key and body gets its
 	// own payment, not a replay of the first account's response.
-	other := "acct_" + randHex(4)
+	other := "acct_" + testenv.RandName()
 	status, p, err = pay(ctx, client, &base, &st, other, keys[1], bodies[1])
 	if err != nil || status != http.StatusCreated || p.ID == results[1].p.ID {
 		t.Errorf("other account, same key: %d %+v %v", status, p, err)
@@ -318,13 +308,13 @@ func TestExactlyOnceUnderRetriesAndCrash(t *testing.T) {
 func TestReplayOverHTTP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, pgURL())
+	pool, err := pgxpool.New(ctx, testenv.PostgresURL())
 	if err == nil {
 		err = pool.Ping(ctx)
 	}
-	testenv.Need(t, "PostgreSQL at "+pgURL(), fmt.Sprintf(pgHint, pgURL(), err), err)
+	testenv.Need(t, "PostgreSQL at "+testenv.PostgresURL(), fmt.Sprintf(pgHint, testenv.PostgresURL(), err), err)
 	defer pool.Close()
-	schema := "httpapi_e2e_" + randHex(4)
+	schema := "httpapi_e2e_" + testenv.RandName()
 	t.Cleanup(func() {
 		pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE") //nolint:errcheck
 	})
@@ -333,7 +323,7 @@ func TestReplayOverHTTP(t *testing.T) {
 	errc := make(chan error, 1)
 	pr, pw := io.Pipe()
 	go func() {
-		errc <- run(rctx, []string{"-addr", "127.0.0.1:0", "-schema", schema, "-postgres", pgURL()}, pw)
+		errc <- run(rctx, []string{"-addr", "127.0.0.1:0", "-schema", schema, "-postgres", testenv.PostgresURL()}, pw)
 	}()
 	line, _ := bufio.NewReader(pr).ReadString('\n')
 	go io.Copy(&out, pr) //nolint:errcheck

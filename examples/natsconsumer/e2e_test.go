@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -131,14 +129,12 @@ func TestExactlyOnceUnderRedelivery(t *testing.T) {
 	if _, err := js.AccountInfo(ctx); err != nil {
 		need(t, "JetStream at "+natsURL, natsHint, err)
 	}
-	redisAddr := envOr("IDEM_REDIS_ADDR", "127.0.0.1:6379")
+	redisAddr := testenv.RedisAddr()
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer rdb.Close()
 	need(t, "Redis at "+redisAddr, redisHint, rdb.Ping(ctx).Err())
 
-	var b [4]byte
-	rand.Read(b[:])
-	run := hex.EncodeToString(b[:])
+	run := testenv.RandName()
 	streamName := "IDEMTEST_" + strings.ToUpper(run)
 	subject := "idemtest." + run + ".credits"
 	prefix := "natsconsumer:test:" + run + ":"

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"os"
 	"os/exec"
@@ -20,29 +18,20 @@ import (
 	"github.com/idemgen/idemgen/internal/testenv"
 )
 
-func pgURL() string {
-	if u := os.Getenv("IDEM_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return "postgres://127.0.0.1:5432/test"
-}
-
 // setup returns a pool and a schema of its own, dropped afterwards.
 func setup(t *testing.T) (*pgxpool.Pool, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, pgURL())
+	pool, err := pgxpool.New(ctx, testenv.PostgresURL())
 	if err == nil {
 		err = pool.Ping(ctx)
 	}
-	testenv.Need(t, "PostgreSQL at "+pgURL(), "start it (e.g. sudo service postgresql start) or set IDEM_POSTGRES_URL", err)
+	testenv.Need(t, "PostgreSQL at "+testenv.PostgresURL(), "start it (e.g. sudo service postgresql start) or set IDEM_POSTGRES_URL", err)
 	t.Cleanup(pool.Close)
 	schema := os.Getenv("PGTX_SCHEMA")
 	if schema == "" {
-		var b [6]byte
-		rand.Read(b[:])
-		schema = "pgtx_test_" + hex.EncodeToString(b[:])
+		schema = "pgtx_test_" + testenv.RandName()
 		t.Cleanup(func() {
 			pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE") //nolint:errcheck
 		})

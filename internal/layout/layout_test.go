@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 // maxCoreModules is the most modules other than their own that a user's
@@ -24,15 +26,6 @@ var heavy = []string{
 	"github.com/redis/", "github.com/jackc/", "github.com/aws/",
 	"go.opentelemetry.io/", "github.com/prometheus/", "github.com/nats-io/",
 	"cloud.google.com/", "google.golang.org/grpc",
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
 }
 
 // goCmd runs go in dir outside any workspace, as a user's build runs.
@@ -56,8 +49,10 @@ func TestCoreModuleWeight(t *testing.T) {
 		t.Skip("builds a module (-short)")
 	}
 	mod := t.TempDir()
+	if err := testenv.ScratchModule(mod, "example.com/user"); err != nil {
+		t.Fatal(err)
+	}
 	files := map[string]string{
-		"go.mod": "module example.com/user\n\ngo 1.26.0\n\nrequire github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000\n\nreplace github.com/idemgen/idemgen => " + repoRoot(t) + "\n",
 		"main.go": `package main
 
 import (
@@ -98,7 +93,7 @@ func main() { _ = idem.NewGuard(memstore.New()) }
 // make test and make lint loop over, so a module missing from it would
 // go untested.
 func TestWorkspaceListsEveryModule(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.Root()
 	var found []string
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/tools/go/packages"
 
 	"github.com/idemgen/idemgen/generator"
+	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 // sdk is one line of testdata/sdks.txt: a module version and the
@@ -72,10 +73,6 @@ func TestReach(t *testing.T) {
 		t.Skip("set IDEM_REACH=1 (make reach) to run it; not part of make test or CI: it downloads third-party modules")
 	}
 	only := regexp.MustCompile(os.Getenv("IDEM_REACH_ONLY"))
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var results []result
 	for _, s := range readSDKs(t) {
 		for _, p := range s.pkgs {
@@ -87,7 +84,7 @@ func TestReach(t *testing.T) {
 				continue
 			}
 			t.Run(path, func(t *testing.T) {
-				r := measure(t, root, s, path)
+				r := measure(t, s, path)
 				results = append(results, r)
 				t.Logf("%s: %d targets, %d wrap plain, %d after one round of advice", path, r.targets, r.plain, r.after)
 				for _, l := range r.left {
@@ -166,7 +163,7 @@ type target struct {
 	opts map[string][]string
 }
 
-func measure(t *testing.T, root string, s sdk, path string) result {
+func measure(t *testing.T, s sdk, path string) result {
 	r := result{pkg: path, module: s.module}
 	dir := t.TempDir()
 	if keep := os.Getenv("IDEM_REACH_KEEP"); keep != "" {
@@ -177,17 +174,9 @@ func measure(t *testing.T, root string, s sdk, path string) result {
 		}
 	}
 	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-	write(t, filepath.Join(dir, "go.mod"), fmt.Sprintf(`module reach.example/x
-
-go 1.26
-
-require (
-	github.com/idemgen/idemgen v0.0.0
-	%s %s
-)
-
-replace github.com/idemgen/idemgen => %s
-`, s.module, s.version, root))
+	if err := testenv.ScratchModule(dir, "reach.example/x", s.module+" "+s.version); err != nil {
+		t.Fatal(err)
+	}
 	write(t, filepath.Join(dir, "x.go"), fmt.Sprintf("package x\n\nimport _ %q\n", path))
 	run(t, dir, env, "go", "mod", "tidy")
 

@@ -36,10 +36,7 @@ type privateServer struct {
 
 func startPrivateServer(t *testing.T) *privateServer {
 	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testenv.Root()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -27,10 +27,8 @@ const (
 // by many goroutines and by many processes on one host that open the same
 // directory. See the package documentation for the layout and guarantees.
 type Store struct {
-	root    string
-	now     func() time.Time
-	noSync  bool
-	poll    time.Duration
+	root string
+	config
 	stripes [256]chan struct{}
 
 	// openTemp opens the temporary file a record is written to; tests
@@ -49,13 +47,20 @@ var (
 // and advanced under the entity's lock together with the claim.
 func (s *Store) SupportsOrdering() bool { return true }
 
-// Option configures a Store.
-type Option func(*Store)
+// Option configures New.
+type Option func(*config)
+
+// config is what the options set.
+type config struct {
+	now    func() time.Time
+	noSync bool
+	poll   time.Duration
+}
 
 // WithClock replaces the host clock (time.Now) the store judges leases and
 // expiry by. For tests: every process sharing a directory must use the same
 // clock, or leases mean different things to different processes.
-func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
 // WithoutSync turns off fsync of record files and directories.
 //
@@ -65,11 +70,11 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 // (so a finished call may run again) and can leave a torn record, which
 // then reads as idem.ErrCorruptRecord until deleted. Use it for tests on
 // tmpfs, for benchmarks, or for stores whose contents are disposable.
-func WithoutSync() Option { return func(s *Store) { s.noSync = true } }
+func WithoutSync() Option { return func(c *config) { c.noSync = true } }
 
 // WithPollInterval sets the longest pause between Wait's checks of a
 // running key (default 20ms). Wait starts at 1ms and backs off to it.
-func WithPollInterval(d time.Duration) Option { return func(s *Store) { s.poll = d } }
+func WithPollInterval(d time.Duration) Option { return func(c *config) { c.poll = d } }
 
 // New opens (creating it with mode 0700 if needed) the store rooted at dir
 // and checks that the directory is writable by creating and removing a
@@ -77,16 +82,28 @@ func WithPollInterval(d time.Duration) Option { return func(s *Store) { s.poll =
 // clear error rather than on the first claim. Such a failure wraps
 // idem.ErrStoreUnavailable and the cause (fs.ErrPermission, and
 // idem.ErrStoreFull for a full disk). New takes no ctx: the check is a few
-// local system calls, which a ctx could not interrupt anyway.
+// local system calls, which a ctx could not interrupt anyway. It also
+// fails, without touching the directory, on a nil clock or a poll interval
+// that is not positive.
 func New(dir string, opts ...Option) (*Store, error) {
-	s, err := open(dir, opts)
+	c := config{now: time.Now, poll: 20 * time.Millisecond}
+	for _, o := range opts {
+		o(&c)
+	}
+	switch {
+	case c.now == nil:
+		return nil, errors.New("filestore: WithClock(nil)")
+	case c.poll <= 0:
+		return nil, fmt.Errorf("filestore: WithPollInterval(%v): not positive", c.poll)
+	}
+	s, err := open(dir, c)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", idem.ErrStoreUnavailable, err)
 	}
 	return s, nil
 }
 
-func open(dir string, opts []Option) (*Store, error) {
+func open(dir string, c config) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("filestore: empty directory name")
 	}
@@ -94,13 +111,7 @@ func open(dir string, opts []Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("filestore: %w", err)
 	}
-	s := &Store{root: abs, now: time.Now, poll: 20 * time.Millisecond}
-	for _, o := range opts {
-		o(s)
-	}
-	if s.poll <= 0 {
-		s.poll = 20 * time.Millisecond
-	}
+	s := &Store{root: abs, config: c}
 	for i := range s.stripes {
 		s.stripes[i] = make(chan struct{}, 1)
 	}

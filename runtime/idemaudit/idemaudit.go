@@ -130,19 +130,28 @@ type Observer struct {
 	now  func() time.Time
 }
 
-// Option configures an Observer.
-type Option func(*Observer)
+// Option configures New.
+type Option func(*config)
 
-// WithClock sets the clock that stamps entries (default time.Now).
-func WithClock(now func() time.Time) Option { return func(o *Observer) { o.now = now } }
+// config is what the options set.
+type config struct {
+	now func() time.Time
+}
+
+// WithClock sets the clock that stamps entries (default time.Now, also
+// for a nil now).
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
 // New returns an observer recording into sink.
 func New(sink Sink, opts ...Option) *Observer {
-	o := &Observer{sink: sink, now: time.Now}
+	c := config{now: time.Now}
 	for _, f := range opts {
-		f(o)
+		f(&c)
 	}
-	return o
+	if c.now == nil {
+		c.now = time.Now
+	}
+	return &Observer{sink: sink, now: c.now}
 }
 
 // Observe records e without a ctx (no opted-in payload).

@@ -41,9 +41,10 @@ func New(g *idem.Guard, opts ...Option) (*Middleware, error) {
 	}
 	cfg := defaultConfig()
 	for _, o := range opts {
-		if err := o(&cfg); err != nil {
-			return nil, fmt.Errorf("idemhttp: %w", err)
-		}
+		o(&cfg)
+	}
+	if err := cfg.check(); err != nil {
+		return nil, fmt.Errorf("idemhttp: %w", err)
 	}
 	switch {
 	case cfg.principal == nil && !cfg.noPrincipal:

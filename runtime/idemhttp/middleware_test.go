@@ -662,6 +662,12 @@ func TestNew(t *testing.T) {
 		{"nil principal", g, []idemhttp.Option{idemhttp.WithPrincipal(nil)}, "WithPrincipal(nil)"},
 		{"bad method", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithMethods("post")}, "upper-case"},
 		{"bad limit", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithMaxRequestBytes(0)}, "positive"},
+		{"nil record", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithRecordIf(nil)}, "WithRecordIf(nil)"},
+		{"empty name", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithName("")}, "WithName: empty name"},
+		{"zero ttl", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithTTL(0)}, "WithTTL(0s): must be positive"},
+		{"no methods", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithMethods()}, "WithMethods: no methods"},
+		{"empty fingerprint header", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithFingerprintHeaders("")}, "empty header name"},
+		{"hop-by-hop replayed header", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithReplayedHeaders("connection")}, "hop-by-hop"},
 		{"opt out", g, []idemhttp.Option{idemhttp.WithoutPrincipal()}, ""},
 		{"principal", g, []idemhttp.Option{idemhttp.WithPrincipal(principal), idemhttp.WithTTL(time.Hour), idemhttp.WithLease(time.Second)}, ""},
 	}

@@ -33,9 +33,12 @@ const (
 // problem's detail, so return messages fit for the client.
 type PrincipalFunc func(r *http.Request) (string, error)
 
-// Option configures a Middleware.
-type Option func(*config) error
+// Option configures New. Options only record their arguments; New checks
+// them and fails on the first it cannot use.
+type Option func(*config)
 
+// config is what the options set; check validates it and derives the
+// fields the middleware reads (methods, fpHeaders, replayed).
 type config struct {
 	name          string
 	version       int
@@ -55,6 +58,12 @@ type config struct {
 	replayHeader  string
 	problemPrefix string
 	replayed      map[string]bool // per-client headers recorded anyway (WithReplayedHeaders)
+
+	// The options' arguments as given, for check.
+	set           map[string]bool // the options given, by name: "WithTTL" etc.
+	methodList    []string
+	fpNames       []string
+	replayedNames []string
 }
 
 func defaultConfig() config {
@@ -66,7 +75,71 @@ func defaultConfig() config {
 		retryAfter:   DefaultRetryAfter,
 		replayHeader: ReplayHeader,
 		record:       DefaultRecordIf,
+		set:          map[string]bool{},
 	}
+}
+
+// check validates the options' arguments and derives the method set and
+// the canonical header names.
+func (c *config) check() error {
+	positive := func(name string, d time.Duration) error {
+		if c.set[name] && d <= 0 {
+			return fmt.Errorf("%s(%v): must be positive", name, d)
+		}
+		return nil
+	}
+	switch {
+	case c.set["WithPrincipal"] && c.principal == nil:
+		return errors.New("WithPrincipal(nil)")
+	case c.set["WithRecordIf"] && c.record == nil:
+		return errors.New("WithRecordIf(nil)")
+	case c.name == "":
+		return errors.New("WithName: empty name")
+	case c.replayHeader == "":
+		return errors.New("WithReplayHeader: empty name")
+	case c.maxRequest <= 0:
+		return fmt.Errorf("WithMaxRequestBytes(%d): must be positive", c.maxRequest)
+	case c.maxResponse <= 0:
+		return fmt.Errorf("WithMaxResponseBytes(%d): must be positive", c.maxResponse)
+	}
+	if err := errors.Join(positive("WithTTL", c.ttl), positive("WithLease", c.lease),
+		positive("WithWaitInFlight", c.wait), positive("WithRetryAfter", c.retryAfter)); err != nil {
+		return err
+	}
+	if c.set["WithMethods"] {
+		if len(c.methodList) == 0 {
+			return errors.New("WithMethods: no methods")
+		}
+		c.methods = make(map[string]bool, len(c.methodList))
+		for _, m := range c.methodList {
+			if m == "" || strings.ToUpper(m) != m {
+				return fmt.Errorf("WithMethods: %q is not an upper-case HTTP method", m)
+			}
+			c.methods[m] = true
+		}
+	}
+	for _, n := range c.fpNames {
+		if n == "" {
+			return errors.New("WithFingerprintHeaders: empty header name")
+		}
+		c.fpHeaders = append(c.fpHeaders, textproto.CanonicalMIMEHeaderKey(n))
+	}
+	c.replayHeader = textproto.CanonicalMIMEHeaderKey(c.replayHeader)
+	for _, n := range c.replayedNames {
+		k := textproto.CanonicalMIMEHeaderKey(n)
+		switch {
+		case perClient[k]:
+			if c.replayed == nil {
+				c.replayed = map[string]bool{}
+			}
+			c.replayed[k] = true
+		case hopByHop[k]:
+			return fmt.Errorf("WithReplayedHeaders: %s is a hop-by-hop header; it describes one connection and is never recorded", k)
+		default:
+			return fmt.Errorf("WithReplayedHeaders: %q is not a per-client header (those are %s); other headers are replayed already", n, perClientList)
+		}
+	}
+	return nil
 }
 
 // DefaultRecordIf is which responses are recorded and replayed by default:
@@ -80,13 +153,7 @@ func DefaultRecordIf(status int) bool {
 // WithPrincipal sets the function that identifies the client of a
 // request. A Middleware needs it (or WithoutPrincipal).
 func WithPrincipal(f PrincipalFunc) Option {
-	return func(c *config) error {
-		if f == nil {
-			return errors.New("WithPrincipal(nil)")
-		}
-		c.principal = f
-		return nil
-	}
+	return func(c *config) { c.principal, c.set["WithPrincipal"] = f, true }
 }
 
 // WithoutPrincipal declares that all clients share one key space: any
@@ -94,60 +161,34 @@ func WithPrincipal(f PrincipalFunc) Option {
 // there is one client (a single-tenant internal service) or the key space
 // is otherwise partitioned before the middleware.
 func WithoutPrincipal() Option {
-	return func(c *config) error { c.noPrincipal = true; return nil }
+	return func(c *config) { c.noPrincipal = true }
 }
 
 // WithMethods sets the HTTP methods whose requests go through the
 // middleware (default POST and PATCH). Requests with other methods pass
 // straight to the handler, with or without a key.
 func WithMethods(methods ...string) Option {
-	return func(c *config) error {
-		if len(methods) == 0 {
-			return errors.New("WithMethods: no methods")
-		}
-		c.methods = make(map[string]bool, len(methods))
-		for _, m := range methods {
-			if m == "" || strings.ToUpper(m) != m {
-				return fmt.Errorf("WithMethods: %q is not an upper-case HTTP method", m)
-			}
-			c.methods[m] = true
-		}
-		return nil
-	}
+	return func(c *config) { c.methodList, c.set["WithMethods"] = methods, true }
 }
 
 // WithOptionalKey lets requests without an Idempotency-Key header through
 // to the handler unguarded instead of answering 400. A malformed key is
 // still a 400.
 func WithOptionalKey() Option {
-	return func(c *config) error { c.optional = true; return nil }
+	return func(c *config) { c.optional = true }
 }
 
 // WithFingerprintHeaders adds request headers to the fingerprint (method,
 // path and query, and body are always in it): a retry whose value of one
 // of them differs is a 422, not a replay. Content-Type is a common choice.
 func WithFingerprintHeaders(names ...string) Option {
-	return func(c *config) error {
-		for _, n := range names {
-			if n == "" {
-				return errors.New("WithFingerprintHeaders: empty header name")
-			}
-			c.fpHeaders = append(c.fpHeaders, textproto.CanonicalMIMEHeaderKey(n))
-		}
-		return nil
-	}
+	return func(c *config) { c.fpNames = append(c.fpNames, names...) }
 }
 
 // WithMaxRequestBytes bounds the request body (default 1 MiB). A larger
 // body gets 413 and the handler does not run.
 func WithMaxRequestBytes(n int64) Option {
-	return func(c *config) error {
-		if n <= 0 {
-			return fmt.Errorf("WithMaxRequestBytes(%d): must be positive", n)
-		}
-		c.maxRequest = n
-		return nil
-	}
+	return func(c *config) { c.maxRequest = n }
 }
 
 // WithMaxResponseBytes bounds the response body the middleware records
@@ -157,13 +198,7 @@ func WithMaxRequestBytes(n int64) Option {
 // and must not run again on a retry. Size the bound above the largest
 // response of the routes behind the middleware.
 func WithMaxResponseBytes(n int64) Option {
-	return func(c *config) error {
-		if n <= 0 {
-			return fmt.Errorf("WithMaxResponseBytes(%d): must be positive", n)
-		}
-		c.maxResponse = n
-		return nil
-	}
+	return func(c *config) { c.maxResponse = n }
 }
 
 // WithStore5xx records every response, 5xx included, and replays them
@@ -171,7 +206,7 @@ func WithMaxResponseBytes(n int64) Option {
 // released so that a retry runs the handler again: a server error usually
 // means the request did not take effect.
 func WithStore5xx() Option {
-	return func(c *config) error { c.record = func(int) bool { return true }; return nil }
+	return func(c *config) { c.record = func(int) bool { return true } }
 }
 
 // WithRecordIf replaces DefaultRecordIf: f reports whether a response with
@@ -180,68 +215,38 @@ func WithStore5xx() Option {
 // Have a handler that must say "not now, retry" (an upstream lock, an
 // exhausted quota) answer with a status f rejects.
 func WithRecordIf(f func(status int) bool) Option {
-	return func(c *config) error {
-		if f == nil {
-			return errors.New("WithRecordIf(nil)")
-		}
-		c.record = f
-		return nil
-	}
+	return func(c *config) { c.record, c.set["WithRecordIf"] = f, true }
 }
 
 // WithName sets the Spec name, the middleware's key space in the store
 // (default "idemhttp"). Give each middleware sharing a store its own name
 // unless they should share keys.
 func WithName(name string) Option {
-	return func(c *config) error {
-		if name == "" {
-			return errors.New("WithName: empty name")
-		}
-		c.name = name
-		return nil
-	}
+	return func(c *config) { c.name = name }
 }
 
 // WithVersion sets the Spec version: bump it to start a fresh key space.
 func WithVersion(v int) Option {
-	return func(c *config) error { c.version = v; return nil }
+	return func(c *config) { c.version = v }
 }
 
 // WithTTL sets how long a recorded response is replayed (default 24h).
 func WithTTL(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("WithTTL(%v): must be positive", d)
-		}
-		c.ttl = d
-		return nil
-	}
+	return func(c *config) { c.ttl, c.set["WithTTL"] = d, true }
 }
 
 // WithLease sets the in-progress lease (default 30s), heartbeated every
 // lease/3 while the handler runs. After a crash, the key is free again
 // once the lease expires.
 func WithLease(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("WithLease(%v): must be positive", d)
-		}
-		c.lease = d
-		return nil
-	}
+	return func(c *config) { c.lease, c.set["WithLease"] = d, true }
 }
 
 // WithWaitInFlight makes a request that arrives while the first request
 // with its key is running wait for it (up to d) and get its response,
 // instead of an immediate 409. A wait that times out is still a 409.
 func WithWaitInFlight(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("WithWaitInFlight(%v): must be positive", d)
-		}
-		c.wait = d
-		return nil
-	}
+	return func(c *config) { c.wait, c.set["WithWaitInFlight"] = d, true }
 }
 
 // WithClientCancel passes the client's cancellation through to the
@@ -252,31 +257,19 @@ func WithWaitInFlight(d time.Duration) Option {
 // one abandoned halfway. (The context keeps the request's values; the
 // lease and the fence work as usual.)
 func WithClientCancel() Option {
-	return func(c *config) error { c.clientCancel = true; return nil }
+	return func(c *config) { c.clientCancel = true }
 }
 
 // WithRetryAfter sets the Retry-After of 409 and 503 responses (default
 // 1s; sent in whole seconds, at least 1).
 func WithRetryAfter(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("WithRetryAfter(%v): must be positive", d)
-		}
-		c.retryAfter = d
-		return nil
-	}
+	return func(c *config) { c.retryAfter, c.set["WithRetryAfter"] = d, true }
 }
 
 // WithReplayHeader renames the header that marks replays (default
 // Idempotent-Replayed).
 func WithReplayHeader(name string) Option {
-	return func(c *config) error {
-		if name == "" {
-			return errors.New("WithReplayHeader: empty name")
-		}
-		c.replayHeader = textproto.CanonicalMIMEHeaderKey(name)
-		return nil
-	}
+	return func(c *config) { c.replayHeader = name }
 }
 
 // WithProblemTypeBase sets the base of the "type" member of problem
@@ -284,7 +277,7 @@ func WithReplayHeader(name string) Option {
 // "https://api.example.com/problems/" + "idempotency-key-missing"). By
 // default type is "about:blank" and the code is in the "code" member only.
 func WithProblemTypeBase(base string) Option {
-	return func(c *config) error { c.problemPrefix = base; return nil }
+	return func(c *config) { c.problemPrefix = base }
 }
 
 // WithReplayedHeaders records and replays the named per-client response
@@ -295,21 +288,5 @@ func WithProblemTypeBase(base string) Option {
 // name are refused: the former describe one connection, the latter are
 // replayed already.
 func WithReplayedHeaders(names ...string) Option {
-	return func(c *config) error {
-		if c.replayed == nil {
-			c.replayed = map[string]bool{}
-		}
-		for _, n := range names {
-			k := textproto.CanonicalMIMEHeaderKey(n)
-			switch {
-			case perClient[k]:
-				c.replayed[k] = true
-			case hopByHop[k]:
-				return fmt.Errorf("WithReplayedHeaders: %s is a hop-by-hop header; it describes one connection and is never recorded", k)
-			default:
-				return fmt.Errorf("WithReplayedHeaders: %q is not a per-client header (those are %s); other headers are replayed already", n, perClientList)
-			}
-		}
-		return nil
-	}
+	return func(c *config) { c.replayedNames = append(c.replayedNames, names...) }
 }

@@ -12,7 +12,8 @@
 //
 // StaleScanner counts a store's stale claims (stuck locks, which no event
 // reports); the stale-claim gauges of runtime/idemprom and runtime/idemotel
-// export its result.
+// export its result. Funcs is the per-function cache an observer keeps its
+// series in, so an event costs a lookup and no allocation.
 //
 // The adapters live in their own packages (runtime/idemslog,
 // runtime/idemprom, runtime/idemotel) so that runtime/idem and this package

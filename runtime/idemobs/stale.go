@@ -3,6 +3,7 @@ package idemobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -23,9 +24,9 @@ type Stale struct {
 // or stopped heartbeating with no duplicate arriving to take its key over
 // (a stuck lock, what a lock monitor alerts on). It lists the store
 // through idem.Admin (the Redis, PostgreSQL, file and Firestore stores;
-// `idemctl list -stale` shows the records themselves). It is the scan
-// behind the stale-claim gauges of runtime/idemprom and runtime/idemotel,
-// which only differ in how they export its result.
+// `idemctl list -stale` shows the records themselves). The stale-claim
+// gauges of runtime/idemprom and runtime/idemotel export its result: build
+// one scanner and hand it to either (or both, which then share its scans).
 //
 // A scan reads every record, so Scan scans at most once per scan interval
 // (default 1m) and returns the last result in between, and bounds a scan
@@ -35,12 +36,8 @@ type Stale struct {
 // between the two clocks. A StaleScanner is safe for concurrent use;
 // concurrent Scans wait for one scan rather than each listing the store.
 type StaleScanner struct {
-	admin    idem.Admin
-	prefix   string
-	now      func() time.Time
-	grace    time.Duration
-	interval time.Duration
-	timeout  time.Duration
+	admin idem.Admin
+	staleConfig
 
 	mu      sync.Mutex
 	scanned time.Time // when the cached result was taken
@@ -48,40 +45,62 @@ type StaleScanner struct {
 	err     error
 }
 
-// StaleOption configures a StaleScanner.
-type StaleOption func(*StaleScanner)
+// StaleOption configures NewStaleScanner.
+type StaleOption func(*staleConfig)
+
+type staleConfig struct {
+	prefix   string
+	now      func() time.Time
+	grace    time.Duration
+	interval time.Duration
+	timeout  time.Duration
+}
 
 // WithStaleGrace counts a claim as stale only once its lease expired this
 // long ago (default 10s).
-func WithStaleGrace(d time.Duration) StaleOption { return func(s *StaleScanner) { s.grace = d } }
+func WithStaleGrace(d time.Duration) StaleOption { return func(c *staleConfig) { c.grace = d } }
 
 // WithStaleScanInterval sets how often the store is scanned at most
 // (default 1m); Scans in between return the last result.
 func WithStaleScanInterval(d time.Duration) StaleOption {
-	return func(s *StaleScanner) { s.interval = d }
+	return func(c *staleConfig) { c.interval = d }
 }
 
 // WithStaleScanTimeout bounds one scan (default 10s).
 func WithStaleScanTimeout(d time.Duration) StaleOption {
-	return func(s *StaleScanner) { s.timeout = d }
+	return func(c *staleConfig) { c.timeout = d }
 }
 
 // WithStalePrefix counts only records whose store key starts with prefix
 // (a Guard's idem.WithKeyPrefix, a function's "prefix+name:").
-func WithStalePrefix(p string) StaleOption { return func(s *StaleScanner) { s.prefix = p } }
+func WithStalePrefix(p string) StaleOption { return func(c *staleConfig) { c.prefix = p } }
 
 // WithStaleClock replaces time.Now (tests).
 func WithStaleClock(now func() time.Time) StaleOption {
-	return func(s *StaleScanner) { s.now = now }
+	return func(c *staleConfig) { c.now = now }
 }
 
-// NewStaleScanner returns a scanner of admin's stale claims.
-func NewStaleScanner(admin idem.Admin, opts ...StaleOption) *StaleScanner {
-	s := &StaleScanner{admin: admin, now: time.Now, grace: 10 * time.Second, interval: time.Minute, timeout: 10 * time.Second}
+// NewStaleScanner returns a scanner of admin's stale claims. It fails on
+// a nil admin or clock, a negative grace, or an interval or timeout that
+// is not positive.
+func NewStaleScanner(admin idem.Admin, opts ...StaleOption) (*StaleScanner, error) {
+	c := staleConfig{now: time.Now, grace: 10 * time.Second, interval: time.Minute, timeout: 10 * time.Second}
 	for _, o := range opts {
-		o(s)
+		o(&c)
 	}
-	return s
+	switch {
+	case admin == nil:
+		return nil, errors.New("idemobs: NewStaleScanner: nil idem.Admin")
+	case c.now == nil:
+		return nil, errors.New("idemobs: WithStaleClock(nil)")
+	case c.grace < 0:
+		return nil, fmt.Errorf("idemobs: WithStaleGrace(%v): negative", c.grace)
+	case c.interval <= 0:
+		return nil, fmt.Errorf("idemobs: WithStaleScanInterval(%v): not positive", c.interval)
+	case c.timeout <= 0:
+		return nil, fmt.Errorf("idemobs: WithStaleScanTimeout(%v): not positive", c.timeout)
+	}
+	return &StaleScanner{admin: admin, staleConfig: c}, nil
 }
 
 // Scan returns the stale claims at the last scan, scanning the store

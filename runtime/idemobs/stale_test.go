@@ -35,10 +35,10 @@ func TestStaleScanner(t *testing.T) {
 	}
 	opts := []idemobs.StaleOption{idemobs.WithStaleClock(fx.Clock.Now), idemobs.WithStaleGrace(fx.Grace),
 		idemobs.WithStaleScanInterval(fx.Interval)}
-	all := idemobs.NewStaleScanner(fx.Store, opts...)
+	all := newScanner(t, fx.Store, opts...)
 	fx.Run(t, func(step string, want idemobs.Stale) { check(step, all, want) })
 	// crashed-bb's lease expired 60s ago; crashed-a is filtered out.
-	check("prefix", idemobs.NewStaleScanner(fx.Store, append(opts, idemobs.WithStalePrefix("crashed-b"))...),
+	check("prefix", newScanner(t, fx.Store, append(opts, idemobs.WithStalePrefix("crashed-b"))...),
 		idemobs.Stale{Count: 1, Oldest: time.Minute})
 }
 
@@ -60,12 +60,52 @@ func TestStaleScannerGrace(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.after.String(), func(t *testing.T) {
 			at := func() time.Time { return clock.Now().Add(tt.after) }
-			got, err := idemobs.NewStaleScanner(store, idemobs.WithStaleClock(at), idemobs.WithStaleGrace(3*time.Second)).Scan(context.Background())
+			got, err := newScanner(t, store, idemobs.WithStaleClock(at), idemobs.WithStaleGrace(3*time.Second)).Scan(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Scan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// newScanner is idemobs.NewStaleScanner that fails the test on an error.
+func newScanner(t *testing.T, admin idem.Admin, opts ...idemobs.StaleOption) *idemobs.StaleScanner {
+	t.Helper()
+	s, err := idemobs.NewStaleScanner(admin, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestNewStaleScannerRefuses: settings a scanner cannot work with are
+// refused when it is built, not found at the first scrape.
+func TestNewStaleScannerRefuses(t *testing.T) {
+	store := memstore.New()
+	tests := []struct {
+		name  string
+		admin idem.Admin
+		opts  []idemobs.StaleOption
+		want  string
+	}{
+		{"nil admin", nil, nil, "idemobs: NewStaleScanner: nil idem.Admin"},
+		{"nil clock", store, []idemobs.StaleOption{idemobs.WithStaleClock(nil)}, "idemobs: WithStaleClock(nil)"},
+		{"negative grace", store, []idemobs.StaleOption{idemobs.WithStaleGrace(-time.Second)}, "idemobs: WithStaleGrace(-1s): negative"},
+		{"zero interval", store, []idemobs.StaleOption{idemobs.WithStaleScanInterval(0)}, "idemobs: WithStaleScanInterval(0s): not positive"},
+		{"zero timeout", store, []idemobs.StaleOption{idemobs.WithStaleScanTimeout(0)}, "idemobs: WithStaleScanTimeout(0s): not positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := idemobs.NewStaleScanner(tt.admin, tt.opts...)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" || s != nil {
+				t.Errorf("NewStaleScanner error (-want +got):\n%s(scanner %v)", diff, s)
 			}
 		})
 	}
@@ -106,7 +146,7 @@ func TestStaleScannerErrors(t *testing.T) {
 	down := errors.New("store down")
 
 	failing := &scriptedAdmin{err: down}
-	s := idemobs.NewStaleScanner(failing, clock)
+	s := newScanner(t, failing, clock)
 	for i := range 2 {
 		if _, err := s.Scan(context.Background()); !errors.Is(err, down) {
 			t.Fatalf("Scan %d = %v; want %v", i, err, down)
@@ -117,7 +157,7 @@ func TestStaleScannerErrors(t *testing.T) {
 	}
 
 	corrupt := &scriptedAdmin{records: []idem.Record{stale}, err: fmt.Errorf("key x: %w", idem.ErrCorruptRecord)}
-	got, err := idemobs.NewStaleScanner(corrupt, clock).Scan(context.Background())
+	got, err := newScanner(t, corrupt, clock).Scan(context.Background())
 	if err != nil {
 		t.Fatalf("Scan with a corrupt record: %v", err)
 	}
@@ -127,7 +167,7 @@ func TestStaleScannerErrors(t *testing.T) {
 
 	hung := &scriptedAdmin{block: true}
 	start := time.Now()
-	_, err = idemobs.NewStaleScanner(hung, clock, idemobs.WithStaleScanTimeout(20*time.Millisecond)).Scan(context.Background())
+	_, err = newScanner(t, hung, clock, idemobs.WithStaleScanTimeout(20*time.Millisecond)).Scan(context.Background())
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("hung Scan = %v; want %v", err, context.DeadlineExceeded)
 	}
@@ -141,7 +181,7 @@ func TestStaleScannerErrors(t *testing.T) {
 func TestStaleScannerConcurrent(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	a := &scriptedAdmin{records: []idem.Record{{Key: "k", State: idem.StateInProgress, LeaseUntil: now.Add(-time.Minute)}}}
-	s := idemobs.NewStaleScanner(a, idemobs.WithStaleClock(func() time.Time { return now }))
+	s := newScanner(t, a, idemobs.WithStaleClock(func() time.Time { return now }))
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {

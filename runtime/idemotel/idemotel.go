@@ -33,8 +33,8 @@
 // lease_lost as an increase. Close unregisters the collection callback.
 //
 // Stale claims (owners whose lease expired with no takeover) are not
-// events; NewStaleClaims reports them as gauges by listing a store
-// (idem.Admin).
+// events; NewStaleClaims reports the count of an idemobs.StaleScanner,
+// which lists a store (idem.Admin), as gauges.
 //
 // # Spans
 //
@@ -72,6 +72,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemobs"
 )
 
 // ScopeName is the instrumentation scope of the meter and tracer.
@@ -110,9 +111,9 @@ type Observer struct {
 	reg      metric.Registration
 	tracer   trace.Tracer // nil: no spans
 	withKey  bool
+	funcs    *idemobs.Funcs[funcSeries]
 
-	mu    sync.Mutex
-	funcs atomic.Pointer[table] // copy-on-write: reads take no lock
+	mu sync.Mutex
 	// other counts outcomes newer than this package, under mu.
 	other map[otherKey]int64
 }
@@ -122,20 +123,9 @@ type otherKey struct {
 	outcome idem.Outcome
 }
 
-// table finds a function's cached options: the first few by a linear scan
-// (for a generated wrapper's Spec.Name, the same string every call, a
-// length check and a pointer comparison), the rest by a map.
-type table struct {
-	first  []*funcSeries
-	byName map[string]*funcSeries
-}
-
-const scanned = 8
-
 // funcSeries holds one function's measurement options per outcome, built
 // once so a measurement neither builds an attribute set nor allocates.
 type funcSeries struct {
-	name     string
 	spanName string
 	counts   [outcomes]atomic.Int64
 	observe  [outcomes][]metric.ObserveOption // nil for outcomes this package does not know
@@ -203,7 +193,7 @@ func New(opts ...Option) (*Observer, error) {
 		}
 		o.tracer = c.tp.Tracer(ScopeName)
 	}
-	o.funcs.Store(&table{})
+	o.funcs = idemobs.NewFuncs(newSeries)
 	return o, nil
 }
 
@@ -218,7 +208,7 @@ func (o *Observer) Observe(e idem.Event) { o.ObserveContext(context.Background()
 // of the span in ctx, and the SDK can attach exemplars from it. A Guard
 // calls only Observe today; see docs/OPERATIONS.md, "Tracing".
 func (o *Observer) ObserveContext(ctx context.Context, e idem.Event) {
-	fs := o.series(e.Func)
+	fs := o.funcs.Get(e.Func)
 	if i := int(e.Outcome); i < outcomes && fs.observe[i] != nil {
 		fs.counts[i].Add(1)
 		o.duration.Record(ctx, e.Duration.Seconds(), fs.record[i]...)
@@ -287,8 +277,7 @@ func (o *Observer) span(ctx context.Context, fs *funcSeries, e idem.Event) {
 
 // collect reports the counts when the SDK collects idem.calls.
 func (o *Observer) collect(_ context.Context, obs metric.Observer) error {
-	t := o.funcs.Load()
-	for _, fs := range t.byName {
+	for _, fs := range o.funcs.All() {
 		for i := range fs.counts {
 			if fs.observe[i] != nil {
 				obs.ObserveInt64(o.calls, fs.counts[i].Load(), fs.observe[i]...)
@@ -303,40 +292,13 @@ func (o *Observer) collect(_ context.Context, obs metric.Observer) error {
 	return nil
 }
 
-func (o *Observer) series(fn string) *funcSeries {
-	t := o.funcs.Load()
-	for _, fs := range t.first {
-		if fs.name == fn {
-			return fs
-		}
-	}
-	if fs, ok := t.byName[fn]; ok {
-		return fs
-	}
-	return o.add(fn)
-}
-
-func (o *Observer) add(fn string) *funcSeries {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	old := o.funcs.Load()
-	if fs, ok := old.byName[fn]; ok {
-		return fs
-	}
-	fs := &funcSeries{name: fn, spanName: "idem " + fn}
+// newSeries makes fn's measurement options.
+func newSeries(fn string) *funcSeries {
+	fs := &funcSeries{spanName: "idem " + fn}
 	for _, oc := range knownOutcomes {
 		opt := metric.WithAttributeSet(attribute.NewSet(FuncKey.String(fn), OutcomeKey.String(oc.String())))
 		fs.observe[oc] = []metric.ObserveOption{opt}
 		fs.record[oc] = []metric.RecordOption{opt}
 	}
-	t := &table{first: old.first, byName: make(map[string]*funcSeries, len(old.byName)+1)}
-	for k, v := range old.byName {
-		t.byName[k] = v
-	}
-	t.byName[fn] = fs
-	if len(t.first) < scanned {
-		t.first = append(t.first[:len(t.first):len(t.first)], fs)
-	}
-	o.funcs.Store(t)
 	return fs
 }

@@ -2,13 +2,12 @@ package idemotel
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemobs"
 )
 
@@ -18,23 +17,21 @@ const (
 	StaleClaimAgeName = "idem.stale_claim.age"
 )
 
-// StaleClaims reports a store's stale claims: in-progress records whose
-// owner's lease expired more than a grace ago (an owner that crashed or
-// stopped heartbeating, with no duplicate arriving to take its key over;
-// what a lock monitor alerts on), by listing the store through idem.Admin
-// (the Redis, PostgreSQL, file and Firestore stores):
+// StaleClaims exports a StaleScanner's count of a store's stale claims
+// (in-progress records whose owner's lease expired more than a grace ago:
+// an owner that crashed or stopped heartbeating, with no duplicate
+// arriving to take its key over; what a lock monitor alerts on):
 //
 //	idem.stale_claims      Int64ObservableGauge, unit {claim}
 //	idem.stale_claim.age   Float64ObservableGauge, unit s: since the
 //	                       oldest stale claim's lease expired (0 with none)
 //
-// the same numbers as runtime/idemprom's StaleClaims, from the same scan
-// (runtime/idemobs's StaleScanner). A scan reads every record, so it runs
-// at most once per scan interval (default 1m), the collections in between
-// report its result, and it is bounded by a timeout (default 10s); a failed scan observes nothing and returns its
-// error to the SDK. Leases are the store's times, compared with the
-// collector's clock: the grace (default 10s) absorbs the difference.
-// Close unregisters the callback.
+// the same numbers as runtime/idemprom's StaleClaims (one scanner can
+// serve both). The scanner decides how often the store is listed, for how
+// long, with what grace and under which prefix (idemobs.NewStaleScanner's
+// options): a collection reports its last scan, scanning first when that
+// one is older than the scan interval, and a failed scan observes nothing
+// and returns its error to the SDK. Close unregisters the callback.
 type StaleClaims struct {
 	scanner *idemobs.StaleScanner
 
@@ -43,17 +40,11 @@ type StaleClaims struct {
 	reg   metric.Registration
 }
 
-// StaleOption configures StaleClaims.
+// StaleOption configures NewStaleClaims.
 type StaleOption func(*staleConfig)
 
 type staleConfig struct {
-	mp   metric.MeterProvider
-	scan []idemobs.StaleOption
-}
-
-// scanOption passes o on to the gauges' idemobs.StaleScanner.
-func scanOption(o idemobs.StaleOption) StaleOption {
-	return func(c *staleConfig) { c.scan = append(c.scan, o) }
+	mp metric.MeterProvider
 }
 
 // WithStaleMeterProvider sets the meter provider (default
@@ -62,29 +53,13 @@ func WithStaleMeterProvider(mp metric.MeterProvider) StaleOption {
 	return func(c *staleConfig) { c.mp = mp }
 }
 
-// WithStaleGrace counts a claim as stale only once its lease expired this
-// long ago (default 10s; idemobs.WithStaleGrace).
-func WithStaleGrace(d time.Duration) StaleOption { return scanOption(idemobs.WithStaleGrace(d)) }
-
-// WithStaleScanInterval sets how often the store is scanned at most
-// (default 1m).
-func WithStaleScanInterval(d time.Duration) StaleOption {
-	return scanOption(idemobs.WithStaleScanInterval(d))
-}
-
-// WithStaleScanTimeout bounds one scan (default 10s).
-func WithStaleScanTimeout(d time.Duration) StaleOption {
-	return scanOption(idemobs.WithStaleScanTimeout(d))
-}
-
-// WithStalePrefix counts only records whose store key starts with prefix.
-func WithStalePrefix(p string) StaleOption { return scanOption(idemobs.WithStalePrefix(p)) }
-
-// WithStaleClock replaces time.Now (tests).
-func WithStaleClock(now func() time.Time) StaleOption { return scanOption(idemobs.WithStaleClock(now)) }
-
-// NewStaleClaims registers the stale-claim gauges for admin.
-func NewStaleClaims(admin idem.Admin, opts ...StaleOption) (*StaleClaims, error) {
+// NewStaleClaims registers the stale-claim gauges reporting scanner's
+// result. It fails on a nil scanner or when the SDK refuses an instrument
+// or the callback.
+func NewStaleClaims(scanner *idemobs.StaleScanner, opts ...StaleOption) (*StaleClaims, error) {
+	if scanner == nil {
+		return nil, errors.New("idemotel: NewStaleClaims: nil *idemobs.StaleScanner")
+	}
 	var c staleConfig
 	for _, o := range opts {
 		o(&c)
@@ -93,7 +68,7 @@ func NewStaleClaims(admin idem.Admin, opts ...StaleOption) (*StaleClaims, error)
 		c.mp = otel.GetMeterProvider()
 	}
 	meter := c.mp.Meter(ScopeName)
-	s := &StaleClaims{scanner: idemobs.NewStaleScanner(admin, c.scan...)}
+	s := &StaleClaims{scanner: scanner}
 	var err error
 	if s.count, err = meter.Int64ObservableGauge(StaleClaimsName, metric.WithUnit("{claim}"),
 		metric.WithDescription("In-progress records whose owner's lease expired (more than the grace ago) without a takeover, at the last scan.")); err != nil {

@@ -16,14 +16,13 @@ import (
 )
 
 // TestStaleClaims: the gauges report the shared stale-claim script
-// (obstest.Stale) with the options passed on to the scan.
+// (obstest.Stale) as the scanner counts it.
 func TestStaleClaims(t *testing.T) {
 	fx := obstest.NewStale(t)
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { mp.Shutdown(context.Background()) })
-	sc, err := idemotel.NewStaleClaims(fx.Store, idemotel.WithStaleMeterProvider(mp), idemotel.WithStaleClock(fx.Clock.Now),
-		idemotel.WithStaleGrace(fx.Grace), idemotel.WithStaleScanInterval(fx.Interval))
+	sc, err := idemotel.NewStaleClaims(fx.Scanner(t), idemotel.WithStaleMeterProvider(mp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +53,11 @@ func TestStaleClaimsScanError(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { mp.Shutdown(context.Background()) })
-	sc, err := idemotel.NewStaleClaims(failingAdmin{}, idemotel.WithStaleMeterProvider(mp))
+	scanner, err := idemobs.NewStaleScanner(failingAdmin{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := idemotel.NewStaleClaims(scanner, idemotel.WithStaleMeterProvider(mp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,5 +72,13 @@ func TestStaleClaimsScanError(t *testing.T) {
 				t.Errorf("%s observed after a failed scan: %+v", m.Name, m.Data)
 			}
 		}
+	}
+}
+
+// TestNewStaleClaimsNilScanner: gauges without a scanner are refused when
+// they are built, not at the first collection.
+func TestNewStaleClaimsNilScanner(t *testing.T) {
+	if sc, err := idemotel.NewStaleClaims(nil); err == nil {
+		t.Fatalf("NewStaleClaims(nil) = %v, nil; want an error", sc)
 	}
 }

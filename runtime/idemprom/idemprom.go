@@ -34,11 +34,11 @@
 // appearing out of nowhere.
 //
 // Stale claims (owners whose lease expired with no takeover: crashed or
-// stuck lock holders) are not events; NewStaleClaims counts them by
-// listing a store (idem.Admin) at most once per scan interval.
+// stuck lock holders) are not events; NewStaleClaims exports the count of
+// an idemobs.StaleScanner, which lists a store (idem.Admin).
 //
 // Observe is cheap: the counter and histogram of each (func, outcome) are
-// looked up once and kept in a copy-on-write table, so a call costs a
+// looked up once and kept in an idemobs.Funcs, so a call costs a
 // table lookup (for a generated wrapper, a pointer comparison), an atomic
 // add and a histogram observation, without allocating: about 11% of a
 // memory-store replay (docs/BENCHMARKS.md, "Observers").
@@ -48,12 +48,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemobs"
 )
 
 // Label names.
@@ -81,25 +81,11 @@ type Observer struct {
 	calls     *prometheus.CounterVec
 	durations *prometheus.HistogramVec
 	exemplar  func(context.Context) prometheus.Labels
-
-	mu    sync.Mutex            // serializes additions to funcs
-	funcs atomic.Pointer[table] // copy-on-write: reads take no lock
+	funcs     *idemobs.Funcs[funcSeries]
 }
-
-// table finds a function's series. The first few functions are found by a
-// linear scan, which for the name of a generated wrapper's Spec (the same
-// string every call) is a length check and a pointer comparison; the rest
-// by a map.
-type table struct {
-	first  []*funcSeries
-	byName map[string]*funcSeries
-}
-
-const scanned = 8
 
 // funcSeries holds one function's curried series, indexed by outcome.
 type funcSeries struct {
-	name      string
 	calls     [outcomes]prometheus.Counter
 	durations [outcomes]atomic.Pointer[histogram] // made on first observation
 }
@@ -169,7 +155,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 		return nil, err
 	}
 	o := &Observer{calls: calls, durations: durations, exemplar: c.exemplar}
-	o.funcs.Store(&table{})
+	o.funcs = idemobs.NewFuncs(o.newSeries)
 	return o, nil
 }
 
@@ -211,7 +197,7 @@ func (o *Observer) ObserveContext(ctx context.Context, e idem.Event) {
 }
 
 func (o *Observer) record(e idem.Event, ex prometheus.Labels) {
-	fs := o.series(e.Func)
+	fs := o.funcs.Get(e.Func)
 	i := int(e.Outcome)
 	var c prometheus.Counter
 	var h prometheus.Observer
@@ -239,40 +225,12 @@ func (o *Observer) record(e idem.Event, ex prometheus.Labels) {
 	h.(prometheus.ExemplarObserver).ObserveWithExemplar(e.Duration.Seconds(), ex)
 }
 
-func (o *Observer) series(fn string) *funcSeries {
-	t := o.funcs.Load()
-	for _, fs := range t.first {
-		if fs.name == fn {
-			return fs
-		}
-	}
-	if fs, ok := t.byName[fn]; ok {
-		return fs
-	}
-	return o.add(fn)
-}
-
-func (o *Observer) add(fn string) *funcSeries {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	old := o.funcs.Load()
-	if fs, ok := old.byName[fn]; ok {
-		return fs
-	}
-	fs := &funcSeries{name: fn}
+// newSeries makes fn's series: its counters start at zero for every known
+// outcome.
+func (o *Observer) newSeries(fn string) *funcSeries {
+	fs := &funcSeries{}
 	for _, oc := range knownOutcomes {
 		fs.calls[oc] = o.calls.WithLabelValues(fn, oc.String())
 	}
-	// Functions are the annotated ones, a fixed set: copying the table on
-	// each first sighting costs nothing that matters.
-	t := &table{first: old.first, byName: make(map[string]*funcSeries, len(old.byName)+1)}
-	for k, v := range old.byName {
-		t.byName[k] = v
-	}
-	t.byName[fn] = fs
-	if len(t.first) < scanned {
-		t.first = append(t.first[:len(t.first):len(t.first)], fs)
-	}
-	o.funcs.Store(t)
 	return fs
 }

@@ -17,11 +17,13 @@ import (
 )
 
 // TestStaleClaims: the gauges report the shared stale-claim script
-// (obstest.Stale) with the options passed on to the scan.
+// (obstest.Stale) as the scanner counts it.
 func TestStaleClaims(t *testing.T) {
 	fx := obstest.NewStale(t)
-	c := idemprom.NewStaleClaims(fx.Store, idemprom.WithStaleClock(fx.Clock.Now), idemprom.WithStaleGrace(fx.Grace),
-		idemprom.WithStaleScanInterval(fx.Interval))
+	c, err := idemprom.NewStaleClaims(fx.Scanner(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
 	fx.Run(t, func(step string, want idemobs.Stale) {
@@ -47,9 +49,25 @@ func (failingAdmin) List(context.Context, string, func(idem.Record) error) error
 // TestStaleClaimsScanError: a failed scan fails the scrape with its error
 // rather than reporting zero stale claims.
 func TestStaleClaimsScanError(t *testing.T) {
+	scanner, err := idemobs.NewStaleScanner(failingAdmin{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := idemprom.NewStaleClaims(scanner)
+	if err != nil {
+		t.Fatal(err)
+	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(idemprom.NewStaleClaims(failingAdmin{}))
+	reg.MustRegister(c)
 	if _, err := reg.Gather(); err == nil || !strings.Contains(err.Error(), "store down") {
 		t.Fatalf("Gather = %v; want the scan's error", err)
+	}
+}
+
+// TestNewStaleClaimsNilScanner: a collector without a scanner is refused
+// when it is built, not at the first scrape.
+func TestNewStaleClaimsNilScanner(t *testing.T) {
+	if c, err := idemprom.NewStaleClaims(nil); err == nil {
+		t.Fatalf("NewStaleClaims(nil) = %v, nil; want an error", c)
 	}
 }

@@ -104,33 +104,38 @@ type Consumer struct {
 	spec idem.Spec
 }
 
-// Option configures a Consumer.
-type Option func(*Consumer)
+// Option configures New.
+type Option func(*config)
+
+// config is what the options set: the Spec every event is processed under.
+type config struct {
+	spec idem.Spec
+}
 
 // WithName sets the consumer's key space (default "idemqueue"). Two
 // consumers that must each process every event (two subscribers of one
 // topic) need different names.
-func WithName(name string) Option { return func(c *Consumer) { c.spec.Name = name } }
+func WithName(name string) Option { return func(c *config) { c.spec.Name = name } }
 
 // WithVersion sets the key space version: bump it to process every event
 // afresh.
-func WithVersion(v int) Option { return func(c *Consumer) { c.spec.Version = v } }
+func WithVersion(v int) Option { return func(c *config) { c.spec.Version = v } }
 
 // WithTTL sets how long a processed event is remembered (default 24h).
 // Make it longer than the broker's redelivery horizon (retention, max
 // redelivery age); a redelivery after the TTL runs the handler again.
-func WithTTL(d time.Duration) Option { return func(c *Consumer) { c.spec.TTL = d } }
+func WithTTL(d time.Duration) Option { return func(c *config) { c.spec.TTL = d } }
 
 // WithLease sets the in-progress lease (default 30s), heartbeated every
 // lease/3 while the handler runs: after a crash, the event can be taken
 // over once it expires.
-func WithLease(d time.Duration) Option { return func(c *Consumer) { c.spec.Lease = d } }
+func WithLease(d time.Duration) Option { return func(c *config) { c.spec.Lease = d } }
 
 // WithWait bounds how long a delivery waits for a concurrent delivery of
 // the same event to finish (default: the lease). Zero or less disables
 // waiting: such a delivery is Failed with idem.ErrInProgress at once.
 func WithWait(d time.Duration) Option {
-	return func(c *Consumer) {
+	return func(c *config) {
 		if d <= 0 {
 			c.spec.OnDuplicate = idem.DuplicateReturn
 			c.spec.Wait = 0
@@ -143,14 +148,14 @@ func WithWait(d time.Duration) Option {
 
 // New returns a Consumer over g.
 func New(g *idem.Guard, opts ...Option) *Consumer {
-	c := &Consumer{g: g, spec: idem.Spec{Name: DefaultName, OnDuplicate: idem.DuplicateWait, OnFailure: idem.FailureUnlock}}
+	c := config{spec: idem.Spec{Name: DefaultName, OnDuplicate: idem.DuplicateWait, OnFailure: idem.FailureUnlock}}
 	for _, o := range opts {
-		o(c)
+		o(&c)
 	}
 	if c.spec.Name == "" {
 		c.spec.Name = DefaultName
 	}
-	return c
+	return &Consumer{g: g, spec: c.spec}
 }
 
 // done is the recorded value of a processed event.

@@ -56,29 +56,34 @@ const maxOutcome = 32
 // Observer is an idem.Observer that logs. Make it with New; it is safe for
 // concurrent use.
 type Observer struct {
-	logger  *slog.Logger
-	withKey bool
-	levels  [maxOutcome]slog.Level
-	msgs    [maxOutcome]string
+	logger *slog.Logger
+	config
+	msgs [maxOutcome]string
 }
 
-// Option configures an Observer.
-type Option func(*Observer)
+// Option configures New.
+type Option func(*config)
+
+// config is what the options set.
+type config struct {
+	withKey bool
+	levels  [maxOutcome]slog.Level
+}
 
 // WithSuccessLevel sets the level of executed and replayed outcomes
 // (default slog.LevelDebug).
 func WithSuccessLevel(l slog.Level) Option {
-	return func(o *Observer) {
-		o.levels[idem.OutcomeExecuted] = l
-		o.levels[idem.OutcomeReplayed] = l
+	return func(c *config) {
+		c.levels[idem.OutcomeExecuted] = l
+		c.levels[idem.OutcomeReplayed] = l
 	}
 }
 
 // WithLevel sets the level of one outcome.
 func WithLevel(outcome idem.Outcome, l slog.Level) Option {
-	return func(o *Observer) {
+	return func(c *config) {
 		if int(outcome) < maxOutcome {
-			o.levels[outcome] = l
+			c.levels[outcome] = l
 		}
 	}
 }
@@ -87,7 +92,7 @@ func WithLevel(outcome idem.Outcome, l slog.Level) Option {
 // call's hashed order key as "entity". It lets an operator find the record
 // of a logged call; leave it off where even hashed keys should not reach
 // the logs.
-func WithKey() Option { return func(o *Observer) { o.withKey = true } }
+func WithKey() Option { return func(c *config) { c.withKey = true } }
 
 // New returns an Observer logging to logger (slog.Default() if nil).
 func New(logger *slog.Logger, opts ...Option) *Observer {
@@ -106,7 +111,7 @@ func New(logger *slog.Logger, opts ...Option) *Observer {
 	o.levels[idem.OutcomeLeaseLost] = slog.LevelError
 	o.levels[idem.OutcomeStoreError] = slog.LevelError
 	for _, opt := range opts {
-		opt(o)
+		opt(&o.config)
 	}
 	return o
 }

@@ -2,11 +2,8 @@ package pgaudit_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -28,10 +25,7 @@ func testDB(t *testing.T) (*pgxpool.Pool, string) { return benchDB(t) }
 
 func benchDB(t testing.TB) (*pgxpool.Pool, string) {
 	t.Helper()
-	url := os.Getenv("IDEM_POSTGRES_URL")
-	if url == "" {
-		url = "postgres://127.0.0.1:5432/test"
-	}
+	url := testenv.PostgresURL()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	pool, err := pgxpool.New(ctx, url)
@@ -39,9 +33,7 @@ func benchDB(t testing.TB) (*pgxpool.Pool, string) {
 		err = pool.Ping(ctx)
 	}
 	testenv.Need(t, "PostgreSQL at "+url, "start one (trust auth, database test): sudo service postgresql start, or set IDEM_POSTGRES_URL", err)
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "pgaudit_test_" + hex.EncodeToString(b[:])
+	schema := "pgaudit_test_" + testenv.RandName()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -2,10 +2,7 @@ package pgstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,25 +19,18 @@ Start one (trust auth, database "test"), for example:
     sudo service postgresql start   # or: docker run -d -p 5432:5432 -e POSTGRES_HOST_AUTH_METHOD=trust -e POSTGRES_DB=test postgres:16
 or point IDEM_POSTGRES_URL at a server you may create schemas on.`
 
-func pgURL() string {
-	if u := os.Getenv("IDEM_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return "postgres://127.0.0.1:5432/test"
-}
-
 // needPG skips (outside CI) or fails (CI=true) when Postgres is missing.
 func needPG(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
-		testenv.Need(t, "PostgreSQL", fmt.Sprintf(startHint, pgURL(), err), err)
+		testenv.Need(t, "PostgreSQL", fmt.Sprintf(startHint, testenv.PostgresURL(), err), err)
 	}
 }
 
 // newPool returns a pool for one test; tweak edits its config.
 func newPool(t testing.TB, tweak func(*pgxpool.Config)) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(pgURL())
+	cfg, err := pgxpool.ParseConfig(testenv.PostgresURL())
 	if err != nil {
 		t.Fatalf("IDEM_POSTGRES_URL: %v", err)
 	}
@@ -62,9 +52,7 @@ func newPool(t testing.TB, tweak func(*pgxpool.Config)) *pgxpool.Pool {
 // newSchema makes a schema only this test uses and drops it afterwards.
 func newSchema(t testing.TB, pool *pgxpool.Pool) string {
 	t.Helper()
-	var b [6]byte
-	rand.Read(b[:])
-	name := "pgstore_test_" + hex.EncodeToString(b[:])
+	name := "pgstore_test_" + testenv.RandName()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -48,7 +48,7 @@ type replicaAcks struct {
 // ("Failover") for what it does and does not guarantee. Servers from
 // Redis 7.2 also have WAITAOF; this store uses WAIT only.
 func WithReplicaAcks(n int, timeout time.Duration) Option {
-	return func(s *Store) { s.acks = replicaAcks{n: n, timeout: timeout} }
+	return func(c *config) { c.acks = replicaAcks{n: n, timeout: timeout} }
 }
 
 // WithClockFences makes a claim's fence max(previous fence + 1, the
@@ -59,7 +59,7 @@ func WithReplicaAcks(n int, timeout time.Duration) Option {
 // failover takes). Every claim then runs the claim script (no SET NX fast
 // path), which costs a first execution and a replay some server CPU. All
 // stores sharing a prefix should agree on this option.
-func WithClockFences() Option { return func(s *Store) { s.clockFences = true } }
+func WithClockFences() Option { return func(c *config) { c.clockFences = true } }
 
 // checkAcks validates WithReplicaAcks against the client at build time.
 func (s *Store) checkAcks() error {

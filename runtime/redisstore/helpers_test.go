@@ -2,8 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"io"
 	"log/slog"
 	"strings"
@@ -27,7 +25,7 @@ var (
 // standalone returns a client for IDEM_REDIS_ADDR, or skips.
 func standalone(t testing.TB, opts ...func(*redis.Options)) *redis.Client {
 	t.Helper()
-	o := &redis.Options{Addr: testenv.Env("IDEM_REDIS_ADDR", "127.0.0.1:6379"), DialTimeout: time.Second}
+	o := &redis.Options{Addr: testenv.RedisAddr(), DialTimeout: time.Second}
 	for _, f := range opts {
 		f(o)
 	}
@@ -73,9 +71,7 @@ func (e errString) Error() string { return string(e) }
 
 // testPrefix is a prefix no other test (or run) uses.
 func testPrefix(t testing.TB) string {
-	var b [6]byte
-	rand.Read(b[:])
-	return "idemtest:" + hex.EncodeToString(b[:]) + ":"
+	return "idemtest:" + testenv.RandName() + ":"
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -36,7 +36,7 @@ func TestNewLogsNothing(t *testing.T) {
 	redis.SetLogger(rec)
 	defer redis.SetLogger(stderrLogger{log.New(os.Stderr, "redis: ", log.LstdFlags|log.Lshortfile)})
 	standalone(t) // skips, or fails under CI, without Redis
-	addr := testenv.Env("IDEM_REDIS_ADDR", "127.0.0.1:6379")
+	addr := testenv.RedisAddr()
 	// A fresh client, as an application makes one: New first, then its
 	// own calls (the probe's copy used to take the handlers' slot first).
 	rdb := redis.NewClient(&redis.Options{Addr: addr})

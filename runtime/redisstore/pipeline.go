@@ -55,7 +55,7 @@ type pending struct {
 // WithPipelining turns the coalescing of concurrent claims and writes into
 // pipelines on or off (default on). Off, every call is its own round trip.
 func WithPipelining(on bool) Option {
-	return func(s *Store) { s.noPipe = !on }
+	return func(c *config) { c.noPipe = !on }
 }
 
 // piped runs call, which runs a script through c, bounded by ctx: through

@@ -2,8 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net"
 	"strings"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
@@ -34,9 +33,7 @@ func TestKeySlot(t *testing.T) {
 // randomKey is a key name no other test uses, so its slot holds nothing
 // else of ours.
 func randomKey(t *testing.T) string {
-	var b [6]byte
-	rand.Read(b[:])
-	return "shard-" + hex.EncodeToString(b[:])
+	return "shard-" + testenv.RandName()
 }
 
 // shardSubscribers is PUBSUB SHARDNUMSUB channel on the node at addr.

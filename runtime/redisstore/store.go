@@ -22,11 +22,8 @@ import (
 // concurrent use. Make one per client and prefix and share it; call Close
 // when done to stop its pub/sub subscriptions (it does not close the client).
 type Store struct {
-	rdb    redis.UniversalClient
-	prefix string
-	log    *slog.Logger
-	policy EvictionMode
-	poll   time.Duration
+	rdb redis.UniversalClient
+	config
 
 	opSeed  uint64
 	opCount atomic.Uint64
@@ -43,36 +40,43 @@ type Store struct {
 	hub     *hub
 	scripts *scriptSet // classicScripts, or shardedScripts on a Cluster (wait.go)
 
-	acks        replicaAcks // WithReplicaAcks (acks.go)
-	clockFences bool        // WithClockFences (acks.go)
-
-	pipe   *pipe // nil with pipelining off; see pipeline.go
-	noPipe bool
+	pipe *pipe // nil with pipelining off; see pipeline.go
 }
 
 var _ idem.Store = (*Store)(nil)
 
-// Option configures a Store.
-type Option func(*Store)
+// Option configures New.
+type Option func(*config)
+
+// config is what the options set.
+type config struct {
+	prefix      string
+	log         *slog.Logger
+	policy      EvictionMode
+	poll        time.Duration
+	acks        replicaAcks // WithReplicaAcks (acks.go)
+	clockFences bool        // WithClockFences (acks.go)
+	noPipe      bool        // WithPipelining(false) (pipeline.go)
+}
 
 // WithPrefix puts every Redis key and channel of the store under prefix
 // (default "", the Guard's own key prefix already namespaces keys). Stores
 // with different prefixes never see each other's records. The prefix must
 // not contain '{' or '}', which would change the keys' Cluster hash slot.
-func WithPrefix(prefix string) Option { return func(s *Store) { s.prefix = prefix } }
+func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
 
 // WithLogger sets where the store reports its start-up checks and
 // subscription trouble (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
 
 // WithEvictionCheck sets what the store does when the server's
 // maxmemory-policy can evict its records (default EvictionWarn).
-func WithEvictionCheck(m EvictionMode) Option { return func(s *Store) { s.policy = m } }
+func WithEvictionCheck(m EvictionMode) Option { return func(c *config) { c.policy = m } }
 
 // WithPollInterval bounds how long Wait goes without re-reading the record
 // when no notification arrives (default 500ms). A waiter also re-reads at
 // the owner's lease expiry, which no notification announces.
-func WithPollInterval(d time.Duration) Option { return func(s *Store) { s.poll = d } }
+func WithPollInterval(d time.Duration) Option { return func(c *config) { c.poll = d } }
 
 // New returns a store over rdb: a *redis.Client (standalone or Sentinel
 // failover) or a *redis.ClusterClient. It checks that Redis answers with
@@ -148,9 +152,9 @@ func build(rdb redis.UniversalClient, opts []Option) (*Store, error) {
 	if rdb == nil {
 		return nil, errors.New("redisstore: nil client")
 	}
-	s := &Store{rdb: rdb, log: slog.Default(), poll: 500 * time.Millisecond}
+	s := &Store{rdb: rdb, config: config{log: slog.Default(), poll: 500 * time.Millisecond}}
 	for _, o := range opts {
-		o(s)
+		o(&s.config)
 	}
 	if strings.ContainsAny(s.prefix, "{}") {
 		return nil, fmt.Errorf("redisstore: prefix %q contains '{' or '}': it would move every key into one Cluster hash slot", s.prefix)

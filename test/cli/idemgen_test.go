@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 // TestScripts runs the idemgen binary, built from this checkout, against
@@ -25,10 +27,7 @@ func TestScripts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs the go command")
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testenv.Root()
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-o", bin+string(os.PathSeparator), "./cmd/idemgen", "./cmd/idemvet")
 	build.Dir = root // in the root module, with its own go.sum
@@ -56,15 +55,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("GOPROXY", "off")
 			env.Setenv("GOWORK", "off")
 			env.Setenv("GOTOOLCHAIN", "local")
-			sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(filepath.Join(env.WorkDir, "go.sum"), sum, 0o644); err != nil {
-				return err
-			}
-			mod := "module example.com/m\n\ngo 1.26.0\n\nrequire github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000\n\nreplace github.com/idemgen/idemgen => " + root + "\n"
-			return os.WriteFile(filepath.Join(env.WorkDir, "go.mod"), []byte(mod), 0o644)
+			return testenv.ScratchModule(env.WorkDir, "example.com/m")
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			// exitcode N cmd args...: run cmd and require exit status N.

@@ -139,10 +139,7 @@ func TestReadme(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds a module")
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testenv.Root()
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ const (
 
 // dynamoEndpoint is the DynamoDB-compatible server: dynalite, started by
 // `make services`.
-func dynamoEndpoint() string { return envOr("IDEM_DYNAMO_ENDPOINT", "http://127.0.0.1:4567") }
+func dynamoEndpoint() string { return testenv.Env("IDEM_DYNAMO_ENDPOINT", "http://127.0.0.1:4567") }
 
 // docStoreName is the DynamoDB table or Firestore collection of this run,
 // made from the run's Redis prefix (which carries the run id) so workers

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -19,10 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgen/idemgen/runtime/pgstore"
-	"github.com/idemgen/idemgen/test/reliability/work"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/test/reliability/work"
 
 	"github.com/idemgen/idemgen/internal/testenv"
 )
@@ -41,13 +40,6 @@ type harness struct {
 	full      bool
 }
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
 // missing skips (or, under CI=true, fails) a test whose service is down.
 func missing(t *testing.T, what string, err error, howto string) {
 	t.Helper()
@@ -63,12 +55,10 @@ const (
 // it is the side-effect ledger) and to Redis (required by its scenarios).
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	var id [4]byte
-	_, _ = rand.Read(id[:])
 	h := &harness{
-		runID:     hex.EncodeToString(id[:]),
-		ledgerURL: envOr("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test"),
-		redisAddr: envOr("IDEM_REDIS_ADDR", "127.0.0.1:6379"),
+		runID:     testenv.RandName(),
+		ledgerURL: testenv.PostgresURL(),
+		redisAddr: testenv.RedisAddr(),
 		fileDir:   t.TempDir(),
 		full:      os.Getenv("IDEM_RELIABILITY") == "full",
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/vet/idemvet"
 )
 
@@ -49,18 +50,11 @@ func TestCustomGolangciLint(t *testing.T) {
 	if bin == "" || idemgen == "" {
 		t.Skip("IDEM_GOLANGCI_LINT (a golangci-lint built with this plugin) and IDEMGEN (an idemgen binary) not set: see docs/GENERATOR.md")
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	mod := t.TempDir()
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
+	if err := testenv.ScratchModule(mod, "example.com/m"); err != nil {
 		t.Fatal(err)
 	}
 	files := map[string]string{
-		"go.sum": string(sum),
-		"go.mod": "module example.com/m\n\ngo 1.26.0\n\nrequire github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000\n\nreplace github.com/idemgen/idemgen => " + root + "\n",
 		".golangci.yml": `version: "2"
 linters:
   default: none
@@ -96,7 +90,7 @@ func Pay(ctx context.Context, w *billing.Idempotent) error {
 			t.Fatal(err)
 		}
 	}
-	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
+	env := testenv.OfflineGoEnv()
 	run := func(ok bool, name string, args ...string) string {
 		cmd := exec.Command(name, args...)
 		cmd.Dir, cmd.Env = mod, env

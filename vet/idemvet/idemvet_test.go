@@ -14,6 +14,7 @@ import (
 	"golang.org/x/tools/go/analysis/analysistest"
 
 	"github.com/idemgen/idemgen/generator"
+	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/vet/idemvet"
 )
 
@@ -25,12 +26,8 @@ import (
 // generated file then matches old annotations (stale/, gone/).
 func scratch(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	err = filepath.WalkDir("testdata/mod", func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir("testdata/mod", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -47,12 +44,9 @@ func scratch(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
+	if err := testenv.ScratchModule(dir, "example.com/vt"); err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(dir, "go.sum"), sum)
-	write(t, filepath.Join(dir, "go.mod"), []byte("module example.com/vt\n\ngo 1.26.0\n\nrequire github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000\n\nreplace github.com/idemgen/idemgen => "+root+"\n"))
 	// analysistest loads with os.Environ() plus GOPROXY=off and GOWORK=off.
 	t.Setenv("GOFLAGS", "-mod=mod")
 
@@ -168,7 +162,7 @@ func TestDirectiveDiagnosticsAtGeneratorPositions(t *testing.T) {
 			got = append(got, fmt.Sprintf("%s:%d:%d: %s", filepath.ToSlash(rel), pos.Line, pos.Column, d.Message))
 		}
 	}
-	_, err := generator.Generate(generator.Config{Dir: dir, Patterns: []string{"./directives"}, Env: append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")})
+	_, err := generator.Generate(generator.Config{Dir: dir, Patterns: []string{"./directives"}, Env: testenv.OfflineGoEnv()})
 	var gerr *generator.Error
 	if !errors.As(err, &gerr) {
 		t.Fatalf("Generate: %v, want diagnostics", err)

@@ -14,8 +14,8 @@ import (
 // Stale is a store holding claims that go stale, for testing what a
 // stale-claim exporter (idemobs.StaleScanner and the gauges built on it)
 // reports over time. The exporter under test must scan Store with Clock's
-// time, Grace and Interval; Run then advances the clock and says what it
-// should report at each step.
+// time, Grace and Interval (Scanner); Run then advances the clock and says
+// what it should report at each step.
 type Stale struct {
 	Store    *memstore.Store
 	Clock    *idemtest.Clock
@@ -49,6 +49,18 @@ func NewStale(t testing.TB) *Stale {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// Scanner returns a scanner of Store with Clock's time, Grace and
+// Interval, as Run expects.
+func (s *Stale) Scanner(t testing.TB) *idemobs.StaleScanner {
+	t.Helper()
+	sc, err := idemobs.NewStaleScanner(s.Store, idemobs.WithStaleClock(s.Clock.Now), idemobs.WithStaleGrace(s.Grace),
+		idemobs.WithStaleScanInterval(s.Interval))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }
 
 // Run calls check at each step with what the exporter should report

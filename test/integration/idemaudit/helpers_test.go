@@ -2,8 +2,6 @@ package idemaudit_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"sync"
 	"testing"
@@ -23,12 +21,6 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 )
-
-func randHex() string {
-	var b [6]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // memSink keeps entries in memory, in the order they were recorded.
 type memSink struct {
@@ -92,7 +84,7 @@ func newEnv(t *testing.T, backend string) *env {
 
 func redisStore(t *testing.T) idem.Store {
 	t.Helper()
-	addr := testenv.Env("IDEM_REDIS_ADDR", "127.0.0.1:6379")
+	addr := testenv.RedisAddr()
 	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -100,7 +92,7 @@ func redisStore(t *testing.T) idem.Store {
 		rdb.Close()
 		testenv.Need(t, "Redis at "+addr, "start one: redis-server --port 6379 --daemonize yes, or set IDEM_REDIS_ADDR", err)
 	}
-	prefix := "idemaudit-test:" + randHex() + ":"
+	prefix := "idemaudit-test:" + testenv.RandName() + ":"
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -120,7 +112,7 @@ func redisStore(t *testing.T) idem.Store {
 // pgPool connects to IDEM_POSTGRES_URL and makes a schema for this test.
 func pgPool(t *testing.T) (*pgxpool.Pool, string) {
 	t.Helper()
-	url := testenv.Env("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
+	url := testenv.PostgresURL()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatalf("IDEM_POSTGRES_URL: %v", err)
@@ -135,7 +127,7 @@ func pgPool(t *testing.T) (*pgxpool.Pool, string) {
 	if err != nil {
 		testenv.Need(t, "PostgreSQL at "+url, "start one (trust auth, database test): sudo service postgresql start, or set IDEM_POSTGRES_URL", err)
 	}
-	schema := "idemaudit_test_" + randHex()
+	schema := "idemaudit_test_" + testenv.RandName()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

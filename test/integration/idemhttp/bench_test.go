@@ -157,7 +157,7 @@ func BenchmarkMiddlewareReplayLoopback(b *testing.B) {
 // middleware adds nothing over the store's own replay cost.
 func BenchmarkMiddlewareReplayStore(b *testing.B) {
 	b.Run("redis", func(b *testing.B) {
-		addr := testenv.Env("IDEM_REDIS_ADDR", "127.0.0.1:6379")
+		addr := testenv.RedisAddr()
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
 		defer rdb.Close()
 		if err := rdb.Ping(context.Background()).Err(); err != nil {
@@ -171,7 +171,7 @@ func BenchmarkMiddlewareReplayStore(b *testing.B) {
 		benchStore(b, store)
 	})
 	b.Run("postgres", func(b *testing.B) {
-		url := testenv.Env("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
+		url := testenv.PostgresURL()
 		ctx := context.Background()
 		pool, err := pgxpool.New(ctx, url)
 		if err == nil {

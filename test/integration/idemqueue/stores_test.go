@@ -28,7 +28,7 @@ func openers(t *testing.T) map[string]func() idem.Store {
 	out["memory"] = func() idem.Store { return mem }
 	prefix := "idemqueue-test:" + testenv.RandName() + ":"
 	out["redis"] = func() idem.Store {
-		addr := testenv.Env("IDEM_REDIS_ADDR", "127.0.0.1:6379")
+		addr := testenv.RedisAddr()
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
 		t.Cleanup(func() { rdb.Close() })
 		testenv.Need(t, "Redis at "+addr, "Start it: redis-server --port 6379, or set IDEM_REDIS_ADDR.", rdb.Ping(context.Background()).Err())
@@ -47,7 +47,7 @@ func openers(t *testing.T) map[string]func() idem.Store {
 	}
 	var schema string
 	out["postgres"] = func() idem.Store {
-		url := testenv.Env("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
+		url := testenv.PostgresURL()
 		ctx := context.Background()
 		pool, err := pgxpool.New(ctx, url)
 		if err == nil {

@@ -40,7 +40,7 @@ type testBackend struct {
 
 var backends = []testBackend{
 	{name: "redis", open: func(t *testing.T) (string, idem.Store) {
-		addr := testenv.Env("IDEM_REDIS_ADDR", "127.0.0.1:6379")
+		addr := testenv.RedisAddr()
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
 		t.Cleanup(func() { rdb.Close() })
 		testenv.Need(t, "Redis at "+addr, "Start it: redis-server --port 6379 --daemonize yes (or set IDEM_REDIS_ADDR).", rdb.Ping(context.Background()).Err())
@@ -82,7 +82,7 @@ var backends = []testBackend{
 		return "redis+cluster://" + addrs + "?redis_prefix=" + url.QueryEscape(prefix), st
 	}},
 	{name: "postgres", expiredLingers: true, open: func(t *testing.T) (string, idem.Store) {
-		raw := testenv.Env("IDEM_POSTGRES_URL", "postgres://127.0.0.1:5432/test")
+		raw := testenv.PostgresURL()
 		ctx := context.Background()
 		pool, err := pgxpool.New(ctx, raw)
 		if err == nil {
