@@ -87,6 +87,9 @@ func (g *codecGen) add(p codecProblem) {
 type vx struct {
 	x   jen.Code // the expression (ptr == nil)
 	ptr jen.Code // v is *ptr
+	// bare is ptr without the parentheses a selector needs ((*p).F), for
+	// passing the pointer on: f(*p), not f((*p)).
+	bare jen.Code
 }
 
 // sel is v as the operand of a selector or index: (*p).F needs the parens
@@ -111,6 +114,9 @@ func (v vx) val() *jen.Statement {
 
 // addr is &v.
 func (v vx) addr() *jen.Statement {
+	if v.bare != nil {
+		return jen.Add(v.bare)
+	}
 	if v.ptr != nil {
 		return jen.Add(v.ptr)
 	}
@@ -122,7 +128,7 @@ func expr(c jen.Code) vx { return vx{x: c} }
 // elem is *v, for v of pointer type.
 func (v vx) elem() vx {
 	if v.ptr != nil {
-		return vx{ptr: jen.Parens(jen.Op("*").Add(v.ptr))}
+		return vx{ptr: jen.Parens(jen.Op("*").Add(v.ptr)), bare: jen.Op("*").Add(v.ptr)}
 	}
 	return vx{ptr: v.x}
 }
@@ -391,9 +397,9 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 	tt := e.typ(n)
 	encT, decT := e.qual(e.impl, "Encoder"), e.qual(e.impl, "Decoder")
 	e.helperDecls = append(e.helperDecls,
-		helperDecl{name: "idemEnc" + name, code: jen.Commentf("idemEnc%s writes a %s of a stored result.", name, e.pi.typeString(n)).Line().
+		helperDecl{name: "idemEnc" + name, code: jen.Commentf("idemEnc%s stores values of %s.", name, e.pi.typeString(n)).Line().
 			Func().Id("idemEnc"+name).Params(jen.Id("e").Op("*").Add(encT), jen.Id("v").Op("*").Add(tt)).Block(encBody...)},
-		helperDecl{name: "idemDec" + name, code: jen.Commentf("idemDec%s reads a %s of a stored result.", name, e.pi.typeString(n)).Line().
+		helperDecl{name: "idemDec" + name, code: jen.Commentf("idemDec%s restores values of %s.", name, e.pi.typeString(n)).Line().
 			Func().Id("idemDec"+name).Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(tt)).Block(decBody...)},
 	)
 	return name

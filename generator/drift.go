@@ -119,9 +119,9 @@ func (e *emitter) driftChecks() []jen.Code {
 				}
 			}
 			checks = append(checks, check{name, []jen.Code{
-				jen.Commentf("%s is the field list of %s that the generated code was written for (tags aside).", name, display).Line().
+				jen.Commentf("%s lists the fields of %s as generated (tags aside).", name, display).Line().
 					Type().Id(name).Struct(fields...),
-				jen.Commentf("Build fails here if %s gained, lost or retyped a field since generation: run go generate.", display).Line().
+				jen.Commentf("Build fails here if %s's fields changed since generation: run go generate.", display).Line().
 					Var().Id("_").Op("=").Id(name).Call(e.typ(n).(*jen.Statement).Clone().Values()),
 			}})
 			continue
@@ -142,7 +142,7 @@ func (e *emitter) driftChecks() []jen.Code {
 		}
 		name := "idem" + prefix + upperFirst(obj.Name()) + e.instanceSuffix(n) + staleSuffix + " " + obj.Pkg().Path() // for sorting only
 		checks = append(checks, check{name, []jen.Code{
-			jen.Commentf("Build fails here if a field of %s that the generated code reads was lost or retyped since generation: run go generate.", display).Line().
+			jen.Commentf("Build fails here if a field of %s read here changed: run go generate.", display).Line().
 				Var().Id("_").Op("=").Func().Params(jen.Id(v).Op("*").Add(e.typ(n))).Params(results...).Block(
 				jen.Return(refs...)),
 		}})

@@ -141,7 +141,7 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 		d.add(token.Position{Filename: out}, "internal error rendering the generated code: %v", err)
 		return nil
 	}
-	return groupImports(buf.Bytes()) // jennifer's Render output is gofmt'd
+	return wrapComments(groupImports(buf.Bytes()), maxCommentWidth) // jennifer's Render output is gofmt'd
 }
 
 // groupImports splits the import block as goimports does: the standard
@@ -581,7 +581,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	}
 
 	// The Key helper: what an operator needs to find the call's record.
-	keyDoc := fmt.Sprintf("%s is the store key %s claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.", hn.key, fname)
+	keyDoc := fmt.Sprintf("%s is the store key %s claims for these arguments; nothing runs.", hn.key, fname)
 	if hn.key != fname+"Key" && hn.wrapper == "" {
 		keyDoc += fmt.Sprintf(" (Not %sKey: %s already has that name.)", fname, typeName)
 	}
@@ -593,7 +593,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	beginDoc := fmt.Sprintf("%s starts a call of %s and writes its key material.", hn.begin, fname)
 	for _, p := range x.params {
 		if p.byPtr {
-			beginDoc += " Structs and arrays come by pointer, so a call copies none."
+			beginDoc += " Structs and arrays come by pointer: no copies."
 			break
 		}
 	}
@@ -1008,4 +1008,33 @@ func (e *emitter) pathNotIdentity(x *fn, kp keyPath) string {
 		return e.notIdentity(x.params[kp.param])
 	}
 	return ""
+}
+
+// maxCommentWidth is the widest comment line the generated file holds:
+// generated code is read in review.
+const maxCommentWidth = 100
+
+// wrapComments breaks comment lines of src wider than width at spaces,
+// keeping their indentation (a word wider than width stays whole).
+func wrapComments(src []byte, width int) []byte {
+	var out bytes.Buffer
+	for _, line := range strings.SplitAfter(string(src), "\n") {
+		text := strings.TrimRight(line, "\n")
+		indent := text[:len(text)-len(strings.TrimLeft(text, "\t"))]
+		body, isComment := strings.CutPrefix(text[len(indent):], "// ")
+		if !isComment || len(text) <= width {
+			out.WriteString(line)
+			continue
+		}
+		cur := indent + "//"
+		for _, w := range strings.Fields(body) {
+			if len(cur)+1+len(w) > width && cur != indent+"//" {
+				out.WriteString(cur + "\n")
+				cur = indent + "//"
+			}
+			cur += " " + w
+		}
+		out.WriteString(cur + "\n")
+	}
+	return out.Bytes()
 }

@@ -556,7 +556,7 @@ func (e *emitter) genericDrift() []jen.Code {
 		default:
 			continue
 		}
-		out = append(out, jen.Commentf("Build fails here if %s gained, lost or retyped a field that the generated code reads since generation: run go generate.", display).Line().
+		out = append(out, jen.Commentf("Build fails here if a field of %s read here changed: run go generate.", display).Line().
 			Func().Id("_").Types(e.typeParamDecls(x)...).Params().Block(body...))
 	}
 	return out

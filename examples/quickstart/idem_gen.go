@@ -37,7 +37,7 @@ var idemCodecCreateInvoice = idemimpl.TypedCodec[*Invoice]{
 	Decode: func(d *idemimpl.Decoder, v **Invoice) {
 		if d.Ptr() {
 			*v = new(Invoice)
-			idemDecInvoice(d, (*v))
+			idemDecInvoice(d, *v)
 		} else {
 			*v = nil
 		}
@@ -47,12 +47,13 @@ var idemCodecCreateInvoice = idemimpl.TypedCodec[*Invoice]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncInvoice(e, (*v))
+			idemEncInvoice(e, *v)
 		}
 	},
 }
 
-// CreateInvoice is main.CreateInvoice, run at most once per key (ttl=24h lease=30s on_duplicate=wait key=req.CustomerID,req.OrderID).
+// CreateInvoice is main.CreateInvoice, run at most once per key (ttl=24h lease=30s
+// on_duplicate=wait key=req.CustomerID,req.OrderID).
 func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (*Invoice, error) {
 	c := x.beginCreateInvoice(&req)
 	return idem.Do(ctx, c, func(ctx context.Context) (*Invoice, error) {
@@ -60,12 +61,13 @@ func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (*In
 	})
 }
 
-// CreateInvoiceKey is the store key CreateInvoice claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// CreateInvoiceKey is the store key CreateInvoice claims for these arguments; nothing runs.
 func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
 	return x.beginCreateInvoice(&req).StoreKey()
 }
 
-// beginCreateInvoice starts a call of CreateInvoice and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginCreateInvoice starts a call of CreateInvoice and writes its key material. Structs and arrays
+// come by pointer: no copies.
 func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
 	c := x.g.Begin(idemSpecCreateInvoice)
 	c.Key().String(req.CustomerID)
@@ -97,7 +99,8 @@ var idemCodecHandleWebhook = idemimpl.TypedCodec[string]{
 	},
 }
 
-// HandleWebhook is main.HandleWebhook, run at most once per key (ttl=24h lease=30s on_duplicate=return on_failure=lock key=eventID).
+// HandleWebhook is main.HandleWebhook, run at most once per key (ttl=24h lease=30s
+// on_duplicate=return on_failure=lock key=eventID).
 func (x *Idempotent) HandleWebhook(ctx context.Context, eventID string, ev WebhookEvent) (string, error) {
 	c := x.beginHandleWebhook(eventID, &ev)
 	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
@@ -105,12 +108,13 @@ func (x *Idempotent) HandleWebhook(ctx context.Context, eventID string, ev Webho
 	})
 }
 
-// HandleWebhookKey is the store key HandleWebhook claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// HandleWebhookKey is the store key HandleWebhook claims for these arguments; nothing runs.
 func (x *Idempotent) HandleWebhookKey(eventID string, ev WebhookEvent) (string, error) {
 	return x.beginHandleWebhook(eventID, &ev).StoreKey()
 }
 
-// beginHandleWebhook starts a call of HandleWebhook and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginHandleWebhook starts a call of HandleWebhook and writes its key material. Structs and arrays
+// come by pointer: no copies.
 func (x *Idempotent) beginHandleWebhook(eventID string, ev *WebhookEvent) idem.Call {
 	c := x.g.Begin(idemSpecHandleWebhook)
 	c.Key().ID(eventID)
@@ -119,7 +123,7 @@ func (x *Idempotent) beginHandleWebhook(eventID string, ev *WebhookEvent) idem.C
 	return c
 }
 
-// idemDecInvoice reads a Invoice of a stored result.
+// idemDecInvoice restores values of Invoice.
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	end := d.Struct()
 	for d.More(end) {
@@ -136,7 +140,7 @@ func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	}
 }
 
-// idemEncInvoice writes a Invoice of a stored result.
+// idemEncInvoice stores values of Invoice.
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
 	e.Field("ID")
@@ -162,7 +166,8 @@ func idemKeyWebhookEvent(b *idemimpl.KeyBuilder, v *WebhookEvent) {
 	b.Int(v.Amount)
 }
 
-// idemInvoiceRequest_fieldsChanged_runGoGenerate is the field list of InvoiceRequest that the generated code was written for (tags aside).
+// idemInvoiceRequest_fieldsChanged_runGoGenerate lists the fields of InvoiceRequest as generated
+// (tags aside).
 type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 	CustomerID  string
 	OrderID     string
@@ -170,24 +175,25 @@ type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 	Email       string
 }
 
-// Build fails here if InvoiceRequest gained, lost or retyped a field since generation: run go generate.
+// Build fails here if InvoiceRequest's fields changed since generation: run go generate.
 var _ = idemInvoiceRequest_fieldsChanged_runGoGenerate(InvoiceRequest{})
 
-// idemInvoice_fieldsChanged_runGoGenerate is the field list of Invoice that the generated code was written for (tags aside).
+// idemInvoice_fieldsChanged_runGoGenerate lists the fields of Invoice as generated (tags aside).
 type idemInvoice_fieldsChanged_runGoGenerate struct {
 	ID          string
 	AmountCents int64
 	IssuedAt    time.Time
 }
 
-// Build fails here if Invoice gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Invoice's fields changed since generation: run go generate.
 var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})
 
-// idemWebhookEvent_fieldsChanged_runGoGenerate is the field list of WebhookEvent that the generated code was written for (tags aside).
+// idemWebhookEvent_fieldsChanged_runGoGenerate lists the fields of WebhookEvent as generated (tags
+// aside).
 type idemWebhookEvent_fieldsChanged_runGoGenerate struct {
 	Type   string
 	Amount int64
 }
 
-// Build fails here if WebhookEvent gained, lost or retyped a field since generation: run go generate.
+// Build fails here if WebhookEvent's fields changed since generation: run go generate.
 var _ = idemWebhookEvent_fieldsChanged_runGoGenerate(WebhookEvent{})

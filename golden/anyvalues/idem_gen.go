@@ -53,12 +53,13 @@ func (x *Idempotent) Record(ctx context.Context, e Event) (Result, error) {
 	})
 }
 
-// RecordKey is the store key Record claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// RecordKey is the store key Record claims for these arguments; nothing runs.
 func (x *Idempotent) RecordKey(e Event) (string, error) {
 	return x.beginRecord(&e).StoreKey()
 }
 
-// beginRecord starts a call of Record and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginRecord starts a call of Record and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginRecord(e *Event) idem.Call {
 	c := x.g.Begin(idemSpecRecord)
 	idemKeyEvent(c.Key(), e)
@@ -95,7 +96,7 @@ func (x *Idempotent) Exec(ctx context.Context, query string, args ...any) (any, 
 	})
 }
 
-// ExecKey is the store key Exec claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ExecKey is the store key Exec claims for these arguments; nothing runs.
 func (x *Idempotent) ExecKey(query string, args ...any) (string, error) {
 	return x.beginExec(query, args).StoreKey()
 }
@@ -141,7 +142,7 @@ func (x *Idempotent) Connect(ctx context.Context, addr net.Addr) (string, error)
 	})
 }
 
-// ConnectKey is the store key Connect claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ConnectKey is the store key Connect claims for these arguments; nothing runs.
 func (x *Idempotent) ConnectKey(addr net.Addr) (string, error) {
 	return x.beginConnect(addr).StoreKey()
 }
@@ -158,7 +159,7 @@ func (x *Idempotent) beginConnect(addr net.Addr) idem.Call {
 	return c
 }
 
-// idemDecResult reads a Result of a stored result.
+// idemDecResult restores values of Result.
 func idemDecResult(d *idemimpl.Decoder, v *Result) {
 	end := d.Struct()
 	for d.More(end) {
@@ -194,7 +195,7 @@ func idemDecResult(d *idemimpl.Decoder, v *Result) {
 	}
 }
 
-// idemEncResult writes a Result of a stored result.
+// idemEncResult stores values of Result.
 func idemEncResult(e *idemimpl.Encoder, v *Result) {
 	at := e.Struct()
 	e.Field("Echo")
@@ -249,22 +250,22 @@ func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	}
 }
 
-// idemEvent_fieldsChanged_runGoGenerate is the field list of Event that the generated code was written for (tags aside).
+// idemEvent_fieldsChanged_runGoGenerate lists the fields of Event as generated (tags aside).
 type idemEvent_fieldsChanged_runGoGenerate struct {
 	ID   string
 	Data map[string]any
 	Tags []any
 }
 
-// Build fails here if Event gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Event's fields changed since generation: run go generate.
 var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
 
-// idemResult_fieldsChanged_runGoGenerate is the field list of Result that the generated code was written for (tags aside).
+// idemResult_fieldsChanged_runGoGenerate lists the fields of Result as generated (tags aside).
 type idemResult_fieldsChanged_runGoGenerate struct {
 	Echo  map[string]any
 	Items []any
 	V     any
 }
 
-// Build fails here if Result gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Result's fields changed since generation: run go generate.
 var _ = idemResult_fieldsChanged_runGoGenerate(Result{})

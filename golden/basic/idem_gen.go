@@ -37,7 +37,7 @@ var idemCodecCreateInvoice = idemimpl.TypedCodec[*Invoice]{
 	Decode: func(d *idemimpl.Decoder, v **Invoice) {
 		if d.Ptr() {
 			*v = new(Invoice)
-			idemDecInvoice(d, (*v))
+			idemDecInvoice(d, *v)
 		} else {
 			*v = nil
 		}
@@ -47,12 +47,13 @@ var idemCodecCreateInvoice = idemimpl.TypedCodec[*Invoice]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncInvoice(e, (*v))
+			idemEncInvoice(e, *v)
 		}
 	},
 }
 
-// CreateInvoice is basic.CreateInvoice, run at most once per key (ttl=24h lease=30s on_duplicate=wait key=req.CustomerID,req.OrderID).
+// CreateInvoice is basic.CreateInvoice, run at most once per key (ttl=24h lease=30s
+// on_duplicate=wait key=req.CustomerID,req.OrderID).
 func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (*Invoice, error) {
 	c := x.beginCreateInvoice(&req)
 	return idem.Do(ctx, c, func(ctx context.Context) (*Invoice, error) {
@@ -60,12 +61,13 @@ func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (*In
 	})
 }
 
-// CreateInvoiceKey is the store key CreateInvoice claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// CreateInvoiceKey is the store key CreateInvoice claims for these arguments; nothing runs.
 func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
 	return x.beginCreateInvoice(&req).StoreKey()
 }
 
-// beginCreateInvoice starts a call of CreateInvoice and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginCreateInvoice starts a call of CreateInvoice and writes its key material. Structs and arrays
+// come by pointer: no copies.
 func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
 	c := x.g.Begin(idemSpecCreateInvoice)
 	c.Key().String(req.CustomerID)
@@ -74,7 +76,7 @@ func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
 	return c
 }
 
-// idemDecInvoice reads a Invoice of a stored result.
+// idemDecInvoice restores values of Invoice.
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	end := d.Struct()
 	for d.More(end) {
@@ -89,7 +91,7 @@ func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	}
 }
 
-// idemEncInvoice writes a Invoice of a stored result.
+// idemEncInvoice stores values of Invoice.
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
 	e.Field("ID")
@@ -99,7 +101,8 @@ func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	e.End(at)
 }
 
-// idemKeyInvoiceRequest writes the key material of InvoiceRequest. Not keyed (tagged idem:"-"): Hook.
+// idemKeyInvoiceRequest writes the key material of InvoiceRequest. Not keyed (tagged idem:"-"):
+// Hook.
 func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 	b.String(v.CustomerID)
 	b.String(v.OrderID)
@@ -139,7 +142,8 @@ func idemKeyLine(b *idemimpl.KeyBuilder, v *Line) {
 	}
 }
 
-// idemInvoiceRequest_fieldsChanged_runGoGenerate is the field list of InvoiceRequest that the generated code was written for (tags aside).
+// idemInvoiceRequest_fieldsChanged_runGoGenerate lists the fields of InvoiceRequest as generated
+// (tags aside).
 type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 	CustomerID string
 	OrderID    string
@@ -151,24 +155,24 @@ type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 	Hook       func()
 }
 
-// Build fails here if InvoiceRequest gained, lost or retyped a field since generation: run go generate.
+// Build fails here if InvoiceRequest's fields changed since generation: run go generate.
 var _ = idemInvoiceRequest_fieldsChanged_runGoGenerate(InvoiceRequest{})
 
-// idemInvoice_fieldsChanged_runGoGenerate is the field list of Invoice that the generated code was written for (tags aside).
+// idemInvoice_fieldsChanged_runGoGenerate lists the fields of Invoice as generated (tags aside).
 type idemInvoice_fieldsChanged_runGoGenerate struct {
 	ID     string
 	Amount int64
 }
 
-// Build fails here if Invoice gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Invoice's fields changed since generation: run go generate.
 var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})
 
-// idemLine_fieldsChanged_runGoGenerate is the field list of Line that the generated code was written for (tags aside).
+// idemLine_fieldsChanged_runGoGenerate lists the fields of Line as generated (tags aside).
 type idemLine_fieldsChanged_runGoGenerate struct {
 	SKU   string
 	Qty   int
 	Price *float64
 }
 
-// Build fails here if Line gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Line's fields changed since generation: run go generate.
 var _ = idemLine_fieldsChanged_runGoGenerate(Line{})

@@ -40,7 +40,7 @@ var idemCodecPut = idemimpl.TypedCodec[*sdk.PutObjectOutput]{
 	Decode: func(d *idemimpl.Decoder, v **sdk.PutObjectOutput) {
 		if d.Ptr() {
 			*v = new(sdk.PutObjectOutput)
-			idemDecSdkPutObjectOutput(d, (*v))
+			idemDecSdkPutObjectOutput(d, *v)
 		} else {
 			*v = nil
 		}
@@ -50,12 +50,13 @@ var idemCodecPut = idemimpl.TypedCodec[*sdk.PutObjectOutput]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncSdkPutObjectOutput(e, (*v))
+			idemEncSdkPutObjectOutput(e, *v)
 		}
 	},
 }
 
-// Put is cloudoutput.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return). Replays do not restore the unexported state of sdk.Metadata.
+// Put is cloudoutput.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return). Replays
+// do not restore the unexported state of sdk.Metadata.
 func (x *Idempotent) Put(ctx context.Context, key string) (*sdk.PutObjectOutput, error) {
 	c := x.beginPut(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.PutObjectOutput, error) {
@@ -63,7 +64,7 @@ func (x *Idempotent) Put(ctx context.Context, key string) (*sdk.PutObjectOutput,
 	})
 }
 
-// PutKey is the store key Put claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// PutKey is the store key Put claims for these arguments; nothing runs.
 func (x *Idempotent) PutKey(key string) (string, error) {
 	return x.beginPut(key).StoreKey()
 }
@@ -75,7 +76,7 @@ func (x *Idempotent) beginPut(key string) idem.Call {
 	return c
 }
 
-// idemDecSdkPutObjectOutput reads a sdk.PutObjectOutput of a stored result.
+// idemDecSdkPutObjectOutput restores values of sdk.PutObjectOutput.
 func idemDecSdkPutObjectOutput(d *idemimpl.Decoder, v *sdk.PutObjectOutput) {
 	end := d.Struct()
 	for d.More(end) {
@@ -121,7 +122,7 @@ func idemDecSdkPutObjectOutput(d *idemimpl.Decoder, v *sdk.PutObjectOutput) {
 	}
 }
 
-// idemEncSdkPutObjectOutput writes a sdk.PutObjectOutput of a stored result.
+// idemEncSdkPutObjectOutput stores values of sdk.PutObjectOutput.
 func idemEncSdkPutObjectOutput(e *idemimpl.Encoder, v *sdk.PutObjectOutput) {
 	at := e.Struct()
 	e.Field("ETag")
@@ -161,7 +162,7 @@ func idemEncSdkPutObjectOutput(e *idemimpl.Encoder, v *sdk.PutObjectOutput) {
 	e.End(at)
 }
 
-// Build fails here if a field of sdk.PutObjectOutput that the generated code reads was lost or retyped since generation: run go generate.
+// Build fails here if a field of sdk.PutObjectOutput read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.PutObjectOutput) (**string, **string, **int64, *map[string]string, *sdk.Metadata) {
 	return &fieldsChanged_runGoGenerate.ETag, &fieldsChanged_runGoGenerate.VersionId, &fieldsChanged_runGoGenerate.Size, &fieldsChanged_runGoGenerate.Checksums, &fieldsChanged_runGoGenerate.ResultMetadata
 }

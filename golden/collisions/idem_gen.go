@@ -50,7 +50,7 @@ func (x2 *Idempotent) Pay(ctx2 context3.Context, g string, c int, x bool, r []st
 	})
 }
 
-// PayKey is the store key Pay claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// PayKey is the store key Pay claims for these arguments; nothing runs.
 func (x2 *Idempotent) PayKey(g string, c int, x bool, r []string, err string, ctx int) (string, error) {
 	return x2.beginPay(g, c, x, r, err, ctx).StoreKey()
 }
@@ -117,7 +117,8 @@ var idemCodecTick = idemimpl.TypedCodec[idemResultTick]{
 	},
 }
 
-// Tick is collisions.Tick, run at most once per key (ttl=1h30m lease=30s on_duplicate=return key=idem2).
+// Tick is collisions.Tick, run at most once per key (ttl=1h30m lease=30s on_duplicate=return
+// key=idem2).
 func (x *Idempotent) Tick(ctx context3.Context, idem2 string, time2 int, context2 context, b []byte) (string, int, error) {
 	c := x.beginTick(idem2, time2, &context2, b)
 	r, err := idem4.Do(ctx, c, func(ctx context3.Context) (idemResultTick, error) {
@@ -129,12 +130,13 @@ func (x *Idempotent) Tick(ctx context3.Context, idem2 string, time2 int, context
 	return r.r1, r.r2, err
 }
 
-// TickKey is the store key Tick claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// TickKey is the store key Tick claims for these arguments; nothing runs.
 func (x *Idempotent) TickKey(idem2 string, time2 int, context2 context, b []byte) (string, error) {
 	return x.beginTick(idem2, time2, &context2, b).StoreKey()
 }
 
-// beginTick starts a call of Tick and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginTick starts a call of Tick and writes its key material. Structs and arrays come by pointer:
+// no copies.
 func (x *Idempotent) beginTick(idem2 string, time2 int, context2 *context, b []byte) idem4.Call {
 	c := x.g.Begin(idemSpecTick)
 	c.Key().ID(idem2)
@@ -185,7 +187,8 @@ var idemCodecBoxPut = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Put is Box.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is not part of the key (key= can name its fields).
+// Put is Box.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is
+// not part of the key (key= can name its fields).
 func (c *IdempotentBox) Put(ctx context3.Context, x int) (int64, error) {
 	c2 := c.beginPut(x)
 	return idem4.Do(ctx, c2, func(ctx context3.Context) (int64, error) {
@@ -193,7 +196,7 @@ func (c *IdempotentBox) Put(ctx context3.Context, x int) (int64, error) {
 	})
 }
 
-// PutKey is the store key Put claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// PutKey is the store key Put claims for these arguments; nothing runs.
 func (c *IdempotentBox) PutKey(x int) (string, error) {
 	return c.beginPut(x).StoreKey()
 }
@@ -227,7 +230,8 @@ var idemCodecBoxPeek = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Peek is Box.Peek, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is not part of the key (key= can name its fields).
+// Peek is Box.Peek, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver
+// is not part of the key (key= can name its fields).
 func (context_ *IdempotentBox) Peek(ctx context3.Context) (int64, error) {
 	c := context_.beginPeek()
 	return idem4.Do(ctx, c, func(ctx context3.Context) (int64, error) {
@@ -235,7 +239,7 @@ func (context_ *IdempotentBox) Peek(ctx context3.Context) (int64, error) {
 	})
 }
 
-// PeekKey is the store key Peek claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// PeekKey is the store key Peek claims for these arguments; nothing runs.
 func (context_ *IdempotentBox) PeekKey() (string, error) {
 	return context_.beginPeek().StoreKey()
 }
@@ -257,7 +261,8 @@ var idemSpecBoxEmpty = &idem4.Spec{
 // Build fails here if Box.Empty's signature changed since generation: run go generate.
 var _ func(*Box, context3.Context) error = (*Box).Empty
 
-// Empty is Box.Empty, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is not part of the key (key= can name its fields).
+// Empty is Box.Empty, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver
+// is not part of the key (key= can name its fields).
 func (idem3 *IdempotentBox) Empty(ctx context3.Context) error {
 	c := idem3.beginEmpty()
 	_, err := idem4.Do(ctx, c, func(ctx context3.Context) (struct{}, error) {
@@ -266,7 +271,7 @@ func (idem3 *IdempotentBox) Empty(ctx context3.Context) error {
 	return err
 }
 
-// EmptyKey is the store key Empty claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// EmptyKey is the store key Empty claims for these arguments; nothing runs.
 func (idem3 *IdempotentBox) EmptyKey() (string, error) {
 	return idem3.beginEmpty().StoreKey()
 }
@@ -282,10 +287,10 @@ func idemKeyContext(b *idemimpl.KeyBuilder, v *context) {
 	b.Time(v.deadline)
 }
 
-// idemContext_fieldsChanged_runGoGenerate is the field list of context that the generated code was written for (tags aside).
+// idemContext_fieldsChanged_runGoGenerate lists the fields of context as generated (tags aside).
 type idemContext_fieldsChanged_runGoGenerate struct {
 	deadline time3.Time
 }
 
-// Build fails here if context gained, lost or retyped a field since generation: run go generate.
+// Build fails here if context's fields changed since generation: run go generate.
 var _ = idemContext_fieldsChanged_runGoGenerate(context{})

@@ -50,7 +50,7 @@ func (x *Idempotent) GetQuote(ctx context.Context, symbol string, qty int) (Quot
 	})
 }
 
-// GetQuoteKey is the store key GetQuote claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// GetQuoteKey is the store key GetQuote claims for these arguments; nothing runs.
 func (x *Idempotent) GetQuoteKey(symbol string, qty int) (string, error) {
 	return x.beginGetQuote(symbol, qty).StoreKey()
 }
@@ -63,7 +63,7 @@ func (x *Idempotent) beginGetQuote(symbol string, qty int) idem.Call {
 	return c
 }
 
-// idemDecQuote reads a Quote of a stored result.
+// idemDecQuote restores values of Quote.
 func idemDecQuote(d *idemimpl.Decoder, v *Quote) {
 	end := d.Struct()
 	for d.More(end) {
@@ -89,7 +89,7 @@ func idemDecQuote(d *idemimpl.Decoder, v *Quote) {
 	}
 }
 
-// idemEncQuote writes a Quote of a stored result.
+// idemEncQuote stores values of Quote.
 func idemEncQuote(e *idemimpl.Encoder, v *Quote) {
 	at := e.Struct()
 	e.Field("Symbol")
@@ -111,7 +111,7 @@ func idemEncQuote(e *idemimpl.Encoder, v *Quote) {
 	e.End(at)
 }
 
-// idemQuote_fieldsChanged_runGoGenerate is the field list of Quote that the generated code was written for (tags aside).
+// idemQuote_fieldsChanged_runGoGenerate lists the fields of Quote as generated (tags aside).
 type idemQuote_fieldsChanged_runGoGenerate struct {
 	Symbol string
 	Qty    int
@@ -119,5 +119,5 @@ type idemQuote_fieldsChanged_runGoGenerate struct {
 	Tags   []string
 }
 
-// Build fails here if Quote gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Quote's fields changed since generation: run go generate.
 var _ = idemQuote_fieldsChanged_runGoGenerate(Quote{})

@@ -52,12 +52,13 @@ func (x *Idempotent) Charge(ctx context.Context, req Req) (int64, error) {
 	})
 }
 
-// ChargeKey is the store key Charge claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ChargeKey is the store key Charge claims for these arguments; nothing runs.
 func (x *Idempotent) ChargeKey(req Req) (string, error) {
 	return x.beginCharge(&req).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginCharge(req *Req) idem.Call {
 	c := x.g.Begin(idemSpecCharge)
 	idemKeyReq(c.Key(), req)
@@ -94,7 +95,7 @@ func (x *Idempotent) Quote(ctx context.Context, amount Cents, units Units) (Pric
 	})
 }
 
-// QuoteKey is the store key Quote claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// QuoteKey is the store key Quote claims for these arguments; nothing runs.
 func (x *Idempotent) QuoteKey(amount Cents, units Units) (string, error) {
 	return x.beginQuote(amount, units).StoreKey()
 }
@@ -137,12 +138,13 @@ func (x *Idempotent) Track(ctx context.Context, limit Opt[int64]) (int64, error)
 	})
 }
 
-// TrackKey is the store key Track claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// TrackKey is the store key Track claims for these arguments; nothing runs.
 func (x *Idempotent) TrackKey(limit Opt[int64]) (string, error) {
 	return x.beginTrack(&limit).StoreKey()
 }
 
-// beginTrack starts a call of Track and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginTrack starts a call of Track and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginTrack(limit *Opt[int64]) idem.Call {
 	c := x.g.Begin(idemSpecTrack)
 	idemKeyOpt_int64(c.Key(), limit)
@@ -173,7 +175,8 @@ var idemCodecSave = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// IdempotentSave is drift.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return). The type arguments are part of the key.
+// IdempotentSave is drift.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// The type arguments are part of the key.
 func IdempotentSave[S ~string](x *Idempotent, ctx context.Context, p Page[S]) (int64, error) {
 	c := idemBeginSave[S](x, &p)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -181,12 +184,13 @@ func IdempotentSave[S ~string](x *Idempotent, ctx context.Context, p Page[S]) (i
 	})
 }
 
-// IdempotentSaveKey is the store key Save claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// IdempotentSaveKey is the store key Save claims for these arguments; nothing runs.
 func IdempotentSaveKey[S ~string](x *Idempotent, p Page[S]) (string, error) {
 	return idemBeginSave[S](x, &p).StoreKey()
 }
 
-// idemBeginSave starts a call of Save and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// idemBeginSave starts a call of Save and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func idemBeginSave[S ~string](x *Idempotent, p *Page[S]) idem.Call {
 	c := x.g.Begin(idemSpecSave)
 	c.Key().Type(reflect.TypeFor[S]())
@@ -201,7 +205,7 @@ func idemBeginSave[S ~string](x *Idempotent, p *Page[S]) idem.Call {
 	return c
 }
 
-// idemDecPrice reads a Price of a stored result.
+// idemDecPrice restores values of Price.
 func idemDecPrice(d *idemimpl.Decoder, v *Price) {
 	end := d.Struct()
 	for d.More(end) {
@@ -216,7 +220,7 @@ func idemDecPrice(d *idemimpl.Decoder, v *Price) {
 	}
 }
 
-// idemEncPrice writes a Price of a stored result.
+// idemEncPrice stores values of Price.
 func idemEncPrice(e *idemimpl.Encoder, v *Price) {
 	at := e.Struct()
 	e.Field("Total")
@@ -268,38 +272,39 @@ func idemKeyReq(b *idemimpl.KeyBuilder, v *Req) {
 	b.Int(int64(v.Level))
 }
 
-// idemBase_fieldsChanged_runGoGenerate is the field list of Base that the generated code was written for (tags aside).
+// idemBase_fieldsChanged_runGoGenerate lists the fields of Base as generated (tags aside).
 type idemBase_fieldsChanged_runGoGenerate struct {
 	Tenant string
 }
 
-// Build fails here if Base gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Base's fields changed since generation: run go generate.
 var _ = idemBase_fieldsChanged_runGoGenerate(Base{})
 
-// Build fails here if a field of ext.Options that the generated code reads was lost or retyped since generation: run go generate.
+// Build fails here if a field of ext.Options read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *ext.Options) (*string, *int) {
 	return &fieldsChanged_runGoGenerate.Region, &fieldsChanged_runGoGenerate.Retries
 }
 
-// idemOpt_int64_fieldsChanged_runGoGenerate is the field list of Opt[int64] that the generated code was written for (tags aside).
+// idemOpt_int64_fieldsChanged_runGoGenerate lists the fields of Opt[int64] as generated (tags
+// aside).
 type idemOpt_int64_fieldsChanged_runGoGenerate struct {
 	Value int64
 	Set   bool
 }
 
-// Build fails here if Opt[int64] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Opt[int64]'s fields changed since generation: run go generate.
 var _ = idemOpt_int64_fieldsChanged_runGoGenerate(Opt[int64]{})
 
-// idemPrice_fieldsChanged_runGoGenerate is the field list of Price that the generated code was written for (tags aside).
+// idemPrice_fieldsChanged_runGoGenerate lists the fields of Price as generated (tags aside).
 type idemPrice_fieldsChanged_runGoGenerate struct {
 	Total Cents
 	Rate  Rate
 }
 
-// Build fails here if Price gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Price's fields changed since generation: run go generate.
 var _ = idemPrice_fieldsChanged_runGoGenerate(Price{})
 
-// idemReq_fieldsChanged_runGoGenerate is the field list of Req that the generated code was written for (tags aside).
+// idemReq_fieldsChanged_runGoGenerate lists the fields of Req as generated (tags aside).
 type idemReq_fieldsChanged_runGoGenerate struct {
 	Base   `json:"-" xml:"-"`
 	ID     string
@@ -313,10 +318,10 @@ type idemReq_fieldsChanged_runGoGenerate struct {
 	Level  ext.Level
 }
 
-// Build fails here if Req gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Req's fields changed since generation: run go generate.
 var _ = idemReq_fieldsChanged_runGoGenerate(Req{})
 
-// Build fails here if Page[S] gained, lost or retyped a field that the generated code reads since generation: run go generate.
+// Build fails here if a field of Page[S] read here changed: run go generate.
 func _[S ~string]() {
 	type idemPage_fieldsChanged_runGoGenerate struct {
 		Items []S

@@ -51,19 +51,20 @@ func (x *Idempotent) List(ctx context.Context, q Query) (Messages, error) {
 	})
 }
 
-// ListKey is the store key List claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ListKey is the store key List claims for these arguments; nothing runs.
 func (x *Idempotent) ListKey(q Query) (string, error) {
 	return x.beginList(&q).StoreKey()
 }
 
-// beginList starts a call of List and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginList starts a call of List and writes its key material. Structs and arrays come by pointer:
+// no copies.
 func (x *Idempotent) beginList(q *Query) idem.Call {
 	c := x.g.Begin(idemSpecList)
 	idemKeyQuery(c.Key(), q)
 	return c
 }
 
-// idemDecExtMeta reads a ext.Meta of a stored result.
+// idemDecExtMeta restores values of ext.Meta.
 func idemDecExtMeta(d *idemimpl.Decoder, v *ext.Meta) {
 	end := d.Struct()
 	for d.More(end) {
@@ -78,7 +79,7 @@ func idemDecExtMeta(d *idemimpl.Decoder, v *ext.Meta) {
 	}
 }
 
-// idemDecMessages reads a Messages of a stored result.
+// idemDecMessages restores values of Messages.
 func idemDecMessages(d *idemimpl.Decoder, v *Messages) {
 	end := d.Struct()
 	for d.More(end) {
@@ -104,7 +105,7 @@ func idemDecMessages(d *idemimpl.Decoder, v *Messages) {
 	}
 }
 
-// idemDecPage reads a Page of a stored result.
+// idemDecPage restores values of Page.
 func idemDecPage(d *idemimpl.Decoder, v *Page) {
 	end := d.Struct()
 	for d.More(end) {
@@ -119,7 +120,7 @@ func idemDecPage(d *idemimpl.Decoder, v *Page) {
 	}
 }
 
-// idemDecStats reads a Stats of a stored result.
+// idemDecStats restores values of Stats.
 func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 	end := d.Struct()
 	for d.More(end) {
@@ -134,7 +135,7 @@ func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 	}
 }
 
-// idemEncExtMeta writes a ext.Meta of a stored result.
+// idemEncExtMeta stores values of ext.Meta.
 func idemEncExtMeta(e *idemimpl.Encoder, v *ext.Meta) {
 	at := e.Struct()
 	e.Field("Page")
@@ -144,7 +145,7 @@ func idemEncExtMeta(e *idemimpl.Encoder, v *ext.Meta) {
 	e.End(at)
 }
 
-// idemEncMessages writes a Messages of a stored result.
+// idemEncMessages stores values of Messages.
 func idemEncMessages(e *idemimpl.Encoder, v *Messages) {
 	at := e.Struct()
 	e.Field("Page")
@@ -166,7 +167,7 @@ func idemEncMessages(e *idemimpl.Encoder, v *Messages) {
 	e.End(at)
 }
 
-// idemEncPage writes a Page of a stored result.
+// idemEncPage stores values of Page.
 func idemEncPage(e *idemimpl.Encoder, v *Page) {
 	at := e.Struct()
 	e.Field("Page")
@@ -176,7 +177,7 @@ func idemEncPage(e *idemimpl.Encoder, v *Page) {
 	e.End(at)
 }
 
-// idemEncStats writes a Stats of a stored result.
+// idemEncStats stores values of Stats.
 func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 	at := e.Struct()
 	e.Field("Page")
@@ -205,16 +206,16 @@ func idemKeyStats(b *idemimpl.KeyBuilder, v *Stats) {
 	b.Int(int64(v.Total))
 }
 
-// idemExtMeta_fieldsChanged_runGoGenerate is the field list of ext.Meta that the generated code was written for (tags aside).
+// idemExtMeta_fieldsChanged_runGoGenerate lists the fields of ext.Meta as generated (tags aside).
 type idemExtMeta_fieldsChanged_runGoGenerate struct {
 	Page   int
 	Cursor string
 }
 
-// Build fails here if ext.Meta gained, lost or retyped a field since generation: run go generate.
+// Build fails here if ext.Meta's fields changed since generation: run go generate.
 var _ = idemExtMeta_fieldsChanged_runGoGenerate(ext.Meta{})
 
-// idemMessages_fieldsChanged_runGoGenerate is the field list of Messages that the generated code was written for (tags aside).
+// idemMessages_fieldsChanged_runGoGenerate lists the fields of Messages as generated (tags aside).
 type idemMessages_fieldsChanged_runGoGenerate struct {
 	Page     `json:"-" xml:"-"`
 	Stats    `json:"-" xml:"-"`
@@ -222,33 +223,33 @@ type idemMessages_fieldsChanged_runGoGenerate struct {
 	Items    []string
 }
 
-// Build fails here if Messages gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Messages's fields changed since generation: run go generate.
 var _ = idemMessages_fieldsChanged_runGoGenerate(Messages{})
 
-// idemPage_fieldsChanged_runGoGenerate is the field list of Page that the generated code was written for (tags aside).
+// idemPage_fieldsChanged_runGoGenerate lists the fields of Page as generated (tags aside).
 type idemPage_fieldsChanged_runGoGenerate struct {
 	Page int
 	Next string
 }
 
-// Build fails here if Page gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Page's fields changed since generation: run go generate.
 var _ = idemPage_fieldsChanged_runGoGenerate(Page{})
 
-// idemQuery_fieldsChanged_runGoGenerate is the field list of Query that the generated code was written for (tags aside).
+// idemQuery_fieldsChanged_runGoGenerate lists the fields of Query as generated (tags aside).
 type idemQuery_fieldsChanged_runGoGenerate struct {
 	Page    `json:"-" xml:"-"`
 	Stats   `json:"-" xml:"-"`
 	Channel string
 }
 
-// Build fails here if Query gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Query's fields changed since generation: run go generate.
 var _ = idemQuery_fieldsChanged_runGoGenerate(Query{})
 
-// idemStats_fieldsChanged_runGoGenerate is the field list of Stats that the generated code was written for (tags aside).
+// idemStats_fieldsChanged_runGoGenerate lists the fields of Stats as generated (tags aside).
 type idemStats_fieldsChanged_runGoGenerate struct {
 	Page  int
 	Total int
 }
 
-// Build fails here if Stats gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Stats's fields changed since generation: run go generate.
 var _ = idemStats_fieldsChanged_runGoGenerate(Stats{})

@@ -52,7 +52,7 @@ func (x *Idempotent) Tags(ctx context.Context, item string) (Sets, error) {
 	})
 }
 
-// TagsKey is the store key Tags claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// TagsKey is the store key Tags claims for these arguments; nothing runs.
 func (x *Idempotent) TagsKey(item string) (string, error) {
 	return x.beginTags(item).StoreKey()
 }
@@ -64,7 +64,7 @@ func (x *Idempotent) beginTags(item string) idem.Call {
 	return c
 }
 
-// idemDecMarker reads a Marker of a stored result.
+// idemDecMarker restores values of Marker.
 func idemDecMarker(d *idemimpl.Decoder, v *Marker) {
 	end := d.Struct()
 	for d.More(end) {
@@ -75,7 +75,7 @@ func idemDecMarker(d *idemimpl.Decoder, v *Marker) {
 	}
 }
 
-// idemDecSets reads a Sets of a stored result.
+// idemDecSets restores values of Sets.
 func idemDecSets(d *idemimpl.Decoder, v *Sets) {
 	end := d.Struct()
 	for d.More(end) {
@@ -141,13 +141,13 @@ func idemDecSets(d *idemimpl.Decoder, v *Sets) {
 	}
 }
 
-// idemEncMarker writes a Marker of a stored result.
+// idemEncMarker stores values of Marker.
 func idemEncMarker(e *idemimpl.Encoder, v *Marker) {
 	at := e.Struct()
 	e.End(at)
 }
 
-// idemEncSets writes a Sets of a stored result.
+// idemEncSets stores values of Sets.
 func idemEncSets(e *idemimpl.Encoder, v *Sets) {
 	at := e.Struct()
 	e.Field("Set")
@@ -196,13 +196,13 @@ func idemEncSets(e *idemimpl.Encoder, v *Sets) {
 	e.End(at)
 }
 
-// idemMarker_fieldsChanged_runGoGenerate is the field list of Marker that the generated code was written for (tags aside).
+// idemMarker_fieldsChanged_runGoGenerate lists the fields of Marker as generated (tags aside).
 type idemMarker_fieldsChanged_runGoGenerate struct{}
 
-// Build fails here if Marker gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Marker's fields changed since generation: run go generate.
 var _ = idemMarker_fieldsChanged_runGoGenerate(Marker{})
 
-// idemSets_fieldsChanged_runGoGenerate is the field list of Sets that the generated code was written for (tags aside).
+// idemSets_fieldsChanged_runGoGenerate lists the fields of Sets as generated (tags aside).
 type idemSets_fieldsChanged_runGoGenerate struct {
 	Set     map[string]struct{}
 	Markers map[int]Marker
@@ -210,5 +210,5 @@ type idemSets_fieldsChanged_runGoGenerate struct {
 	Fixed   [2]Marker
 }
 
-// Build fails here if Sets gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Sets's fields changed since generation: run go generate.
 var _ = idemSets_fieldsChanged_runGoGenerate(Sets{})

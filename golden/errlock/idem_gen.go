@@ -31,7 +31,8 @@ var idemSpecSendEmail = &idem.Spec{
 // Build fails here if errlock.SendEmail's signature changed since generation: run go generate.
 var _ func(context.Context, string, string) error = SendEmail
 
-// SendEmail is errlock.SendEmail, run at most once per key (ttl=1h lease=30s on_duplicate=return on_failure=lock).
+// SendEmail is errlock.SendEmail, run at most once per key (ttl=1h lease=30s on_duplicate=return
+// on_failure=lock).
 func (x *Idempotent) SendEmail(ctx context.Context, to string, body string) error {
 	c := x.beginSendEmail(to, body)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -40,7 +41,7 @@ func (x *Idempotent) SendEmail(ctx context.Context, to string, body string) erro
 	return err
 }
 
-// SendEmailKey is the store key SendEmail claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// SendEmailKey is the store key SendEmail claims for these arguments; nothing runs.
 func (x *Idempotent) SendEmailKey(to string, body string) (string, error) {
 	return x.beginSendEmail(to, body).StoreKey()
 }
@@ -64,7 +65,8 @@ var idemSpecCharge = &idem.Spec{
 // Build fails here if errlock.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, string, int64) error = Charge
 
-// Charge is errlock.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return on_failure=unlock).
+// Charge is errlock.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// on_failure=unlock).
 func (x *Idempotent) Charge(ctx context.Context, account string, cents int64) error {
 	c := x.beginCharge(account, cents)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -73,7 +75,7 @@ func (x *Idempotent) Charge(ctx context.Context, account string, cents int64) er
 	return err
 }
 
-// ChargeKey is the store key Charge claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ChargeKey is the store key Charge claims for these arguments; nothing runs.
 func (x *Idempotent) ChargeKey(account string, cents int64) (string, error) {
 	return x.beginCharge(account, cents).StoreKey()
 }

@@ -58,7 +58,8 @@ var idemCodecLookup = idemimpl.TypedCodec[[]Item]{
 	},
 }
 
-// Lookup is errvalues.Lookup, run at most once per key (ttl=1h lease=30s on_duplicate=return). Errors in results replay as their text and chain, as themselves if idemErrors lists them.
+// Lookup is errvalues.Lookup, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// Errors in results replay as their text and chain, as themselves if idemErrors lists them.
 func (x *Idempotent) Lookup(ctx context.Context, ids []string) ([]Item, error) {
 	c := x.beginLookup(ids)
 	return idem.Do(ctx, c, func(ctx context.Context) ([]Item, error) {
@@ -66,7 +67,7 @@ func (x *Idempotent) Lookup(ctx context.Context, ids []string) ([]Item, error) {
 	})
 }
 
-// LookupKey is the store key Lookup claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// LookupKey is the store key Lookup claims for these arguments; nothing runs.
 func (x *Idempotent) LookupKey(ids []string) (string, error) {
 	return x.beginLookup(ids).StoreKey()
 }
@@ -102,7 +103,7 @@ var idemCodecProduce = idemimpl.TypedCodec[*broker.ProduceResponse]{
 	Decode: func(d *idemimpl.Decoder, v **broker.ProduceResponse) {
 		if d.Ptr() {
 			*v = new(broker.ProduceResponse)
-			idemDecBrokerProduceResponse(d, (*v))
+			idemDecBrokerProduceResponse(d, *v)
 		} else {
 			*v = nil
 		}
@@ -112,12 +113,13 @@ var idemCodecProduce = idemimpl.TypedCodec[*broker.ProduceResponse]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncBrokerProduceResponse(e, (*v))
+			idemEncBrokerProduceResponse(e, *v)
 		}
 	},
 }
 
-// Produce is broker.Produce, run at most once per key (ttl=1h lease=30s on_duplicate=return). Errors in results replay as their text and chain, as themselves if idemErrors lists them.
+// Produce is broker.Produce, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// Errors in results replay as their text and chain, as themselves if idemErrors lists them.
 func (x *Idempotent) Produce(ctx context.Context, topic string, partitions int) (*broker.ProduceResponse, error) {
 	c := x.beginProduce(topic, partitions)
 	return idem.Do(ctx, c, func(ctx context.Context) (*broker.ProduceResponse, error) {
@@ -125,7 +127,7 @@ func (x *Idempotent) Produce(ctx context.Context, topic string, partitions int) 
 	})
 }
 
-// ProduceKey is the store key Produce claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ProduceKey is the store key Produce claims for these arguments; nothing runs.
 func (x *Idempotent) ProduceKey(topic string, partitions int) (string, error) {
 	return x.beginProduce(topic, partitions).StoreKey()
 }
@@ -138,7 +140,8 @@ func (x *Idempotent) beginProduce(topic string, partitions int) idem.Call {
 	return c
 }
 
-// idemErrors restores the errors of its cases in results as themselves; others come back as their text and chain.
+// idemErrors restores the errors of its cases in results as themselves; others come back as their
+// text and chain.
 type idemErrors struct{}
 
 func (idemErrors) EncodeError(e *idemimpl.Encoder, err error) bool {
@@ -191,7 +194,7 @@ func (idemErrors) DecodeError(d *idemimpl.Decoder, name string) error {
 	return nil
 }
 
-// idemDecBrokerPartition reads a broker.Partition of a stored result.
+// idemDecBrokerPartition restores values of broker.Partition.
 func idemDecBrokerPartition(d *idemimpl.Decoder, v *broker.Partition) {
 	end := d.Struct()
 	for d.More(end) {
@@ -206,7 +209,7 @@ func idemDecBrokerPartition(d *idemimpl.Decoder, v *broker.Partition) {
 	}
 }
 
-// idemDecBrokerProduceResponse reads a broker.ProduceResponse of a stored result.
+// idemDecBrokerProduceResponse restores values of broker.ProduceResponse.
 func idemDecBrokerProduceResponse(d *idemimpl.Decoder, v *broker.ProduceResponse) {
 	end := d.Struct()
 	for d.More(end) {
@@ -228,7 +231,7 @@ func idemDecBrokerProduceResponse(d *idemimpl.Decoder, v *broker.ProduceResponse
 	}
 }
 
-// idemDecItem reads a Item of a stored result.
+// idemDecItem restores values of Item.
 func idemDecItem(d *idemimpl.Decoder, v *Item) {
 	end := d.Struct()
 	for d.More(end) {
@@ -243,7 +246,7 @@ func idemDecItem(d *idemimpl.Decoder, v *Item) {
 	}
 }
 
-// idemDecNotFound reads a NotFound of a stored result.
+// idemDecNotFound restores values of NotFound.
 func idemDecNotFound(d *idemimpl.Decoder, v *NotFound) {
 	end := d.Struct()
 	for d.More(end) {
@@ -256,7 +259,7 @@ func idemDecNotFound(d *idemimpl.Decoder, v *NotFound) {
 	}
 }
 
-// idemEncBrokerPartition writes a broker.Partition of a stored result.
+// idemEncBrokerPartition stores values of broker.Partition.
 func idemEncBrokerPartition(e *idemimpl.Encoder, v *broker.Partition) {
 	at := e.Struct()
 	e.Field("ID")
@@ -266,7 +269,7 @@ func idemEncBrokerPartition(e *idemimpl.Encoder, v *broker.Partition) {
 	e.End(at)
 }
 
-// idemEncBrokerProduceResponse writes a broker.ProduceResponse of a stored result.
+// idemEncBrokerProduceResponse stores values of broker.ProduceResponse.
 func idemEncBrokerProduceResponse(e *idemimpl.Encoder, v *broker.ProduceResponse) {
 	at := e.Struct()
 	e.Field("Partitions")
@@ -284,7 +287,7 @@ func idemEncBrokerProduceResponse(e *idemimpl.Encoder, v *broker.ProduceResponse
 	e.End(at)
 }
 
-// idemEncItem writes a Item of a stored result.
+// idemEncItem stores values of Item.
 func idemEncItem(e *idemimpl.Encoder, v *Item) {
 	at := e.Struct()
 	e.Field("ID")
@@ -294,7 +297,7 @@ func idemEncItem(e *idemimpl.Encoder, v *Item) {
 	e.End(at)
 }
 
-// idemEncNotFound writes a NotFound of a stored result.
+// idemEncNotFound stores values of NotFound.
 func idemEncNotFound(e *idemimpl.Encoder, v *NotFound) {
 	at := e.Struct()
 	e.Field("ID")
@@ -302,39 +305,41 @@ func idemEncNotFound(e *idemimpl.Encoder, v *NotFound) {
 	e.End(at)
 }
 
-// idemBrokerPartition_fieldsChanged_runGoGenerate is the field list of broker.Partition that the generated code was written for (tags aside).
+// idemBrokerPartition_fieldsChanged_runGoGenerate lists the fields of broker.Partition as generated
+// (tags aside).
 type idemBrokerPartition_fieldsChanged_runGoGenerate struct {
 	ID    int
 	Error error
 }
 
-// Build fails here if broker.Partition gained, lost or retyped a field since generation: run go generate.
+// Build fails here if broker.Partition's fields changed since generation: run go generate.
 var _ = idemBrokerPartition_fieldsChanged_runGoGenerate(broker.Partition{})
 
-// idemBrokerProduceResponse_fieldsChanged_runGoGenerate is the field list of broker.ProduceResponse that the generated code was written for (tags aside).
+// idemBrokerProduceResponse_fieldsChanged_runGoGenerate lists the fields of broker.ProduceResponse
+// as generated (tags aside).
 type idemBrokerProduceResponse_fieldsChanged_runGoGenerate struct {
 	Partitions []broker.Partition
 	Throttle   int
 }
 
-// Build fails here if broker.ProduceResponse gained, lost or retyped a field since generation: run go generate.
+// Build fails here if broker.ProduceResponse's fields changed since generation: run go generate.
 var _ = idemBrokerProduceResponse_fieldsChanged_runGoGenerate(broker.ProduceResponse{})
 
-// idemItem_fieldsChanged_runGoGenerate is the field list of Item that the generated code was written for (tags aside).
+// idemItem_fieldsChanged_runGoGenerate lists the fields of Item as generated (tags aside).
 type idemItem_fieldsChanged_runGoGenerate struct {
 	ID  string
 	Err error
 }
 
-// Build fails here if Item gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Item's fields changed since generation: run go generate.
 var _ = idemItem_fieldsChanged_runGoGenerate(Item{})
 
-// idemNotFound_fieldsChanged_runGoGenerate is the field list of NotFound that the generated code was written for (tags aside).
+// idemNotFound_fieldsChanged_runGoGenerate lists the fields of NotFound as generated (tags aside).
 type idemNotFound_fieldsChanged_runGoGenerate struct {
 	ID string
 }
 
-// Build fails here if NotFound gained, lost or retyped a field since generation: run go generate.
+// Build fails here if NotFound's fields changed since generation: run go generate.
 var _ = idemNotFound_fieldsChanged_runGoGenerate(NotFound{})
 
 // Build fails here if broker.Error is no longer defined as int16: run go generate.

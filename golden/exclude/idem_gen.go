@@ -42,7 +42,8 @@ var idemCodecFulfil = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Fulfil is exclude.Fulfil, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=meta,order.Trace.Sent,order.Customer.UpdatedAt).
+// Fulfil is exclude.Fulfil, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=meta,order.Trace.Sent,order.Customer.UpdatedAt).
 func (x *Idempotent) Fulfil(ctx context.Context, order Order, meta Delivery) (int64, error) {
 	c := x.beginFulfil(&order, &meta)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -50,12 +51,13 @@ func (x *Idempotent) Fulfil(ctx context.Context, order Order, meta Delivery) (in
 	})
 }
 
-// FulfilKey is the store key Fulfil claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// FulfilKey is the store key Fulfil claims for these arguments; nothing runs.
 func (x *Idempotent) FulfilKey(order Order, meta Delivery) (string, error) {
 	return x.beginFulfil(&order, &meta).StoreKey()
 }
 
-// beginFulfil starts a call of Fulfil and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginFulfil starts a call of Fulfil and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginFulfil(order *Order, meta *Delivery) idem.Call {
 	c := x.g.Begin(idemSpecFulfil)
 	c.Key().String(order.ID)
@@ -69,16 +71,16 @@ func (x *Idempotent) beginFulfil(order *Order, meta *Delivery) idem.Call {
 	return c
 }
 
-// idemCustomer_fieldsChanged_runGoGenerate is the field list of Customer that the generated code was written for (tags aside).
+// idemCustomer_fieldsChanged_runGoGenerate lists the fields of Customer as generated (tags aside).
 type idemCustomer_fieldsChanged_runGoGenerate struct {
 	ID        string
 	UpdatedAt time.Time
 }
 
-// Build fails here if Customer gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Customer's fields changed since generation: run go generate.
 var _ = idemCustomer_fieldsChanged_runGoGenerate(Customer{})
 
-// idemOrder_fieldsChanged_runGoGenerate is the field list of Order that the generated code was written for (tags aside).
+// idemOrder_fieldsChanged_runGoGenerate lists the fields of Order as generated (tags aside).
 type idemOrder_fieldsChanged_runGoGenerate struct {
 	ID       string
 	Customer *Customer
@@ -86,14 +88,14 @@ type idemOrder_fieldsChanged_runGoGenerate struct {
 	Attempt  int
 }
 
-// Build fails here if Order gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Order's fields changed since generation: run go generate.
 var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
 
-// idemTrace_fieldsChanged_runGoGenerate is the field list of Trace that the generated code was written for (tags aside).
+// idemTrace_fieldsChanged_runGoGenerate lists the fields of Trace as generated (tags aside).
 type idemTrace_fieldsChanged_runGoGenerate struct {
 	SpanID string
 	Sent   time.Time
 }
 
-// Build fails here if Trace gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Trace's fields changed since generation: run go generate.
 var _ = idemTrace_fieldsChanged_runGoGenerate(Trace{})

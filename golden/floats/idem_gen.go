@@ -92,7 +92,7 @@ func (x *Idempotent) Summarize(ctx context.Context, name string) (Stats, []float
 	return r.r1, r.r2, err
 }
 
-// SummarizeKey is the store key Summarize claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// SummarizeKey is the store key Summarize claims for these arguments; nothing runs.
 func (x *Idempotent) SummarizeKey(name string) (string, error) {
 	return x.beginSummarize(name).StoreKey()
 }
@@ -104,7 +104,7 @@ func (x *Idempotent) beginSummarize(name string) idem.Call {
 	return c
 }
 
-// idemDecStats reads a Stats of a stored result.
+// idemDecStats restores values of Stats.
 func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 	end := d.Struct()
 	for d.More(end) {
@@ -157,7 +157,7 @@ func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 	}
 }
 
-// idemEncStats writes a Stats of a stored result.
+// idemEncStats stores values of Stats.
 func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 	at := e.Struct()
 	e.Field("Mean")
@@ -205,7 +205,7 @@ func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 	e.End(at)
 }
 
-// idemStats_fieldsChanged_runGoGenerate is the field list of Stats that the generated code was written for (tags aside).
+// idemStats_fieldsChanged_runGoGenerate lists the fields of Stats as generated (tags aside).
 type idemStats_fieldsChanged_runGoGenerate struct {
 	Mean    float64
 	Min     float64
@@ -218,5 +218,5 @@ type idemStats_fieldsChanged_runGoGenerate struct {
 	Complex complex128
 }
 
-// Build fails here if Stats gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Stats's fields changed since generation: run go generate.
 var _ = idemStats_fieldsChanged_runGoGenerate(Stats{})

@@ -44,7 +44,7 @@ func (x *Idempotent) Ship(ctx context.Context, order string) error {
 	return err
 }
 
-// ShipKey is the store key Ship claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ShipKey is the store key Ship claims for these arguments; nothing runs.
 func (x *Idempotent) ShipKey(order string) (string, error) {
 	return x.beginShip(order).StoreKey()
 }
@@ -73,7 +73,7 @@ var idemCodecNew = idemimpl.TypedCodec[*sdk.PaymentIntent]{
 	Decode: func(d *idemimpl.Decoder, v **sdk.PaymentIntent) {
 		if d.Ptr() {
 			*v = new(sdk.PaymentIntent)
-			idemDecSdkPaymentIntent(d, (*v))
+			idemDecSdkPaymentIntent(d, *v)
 		} else {
 			*v = nil
 		}
@@ -83,12 +83,15 @@ var idemCodecNew = idemimpl.TypedCodec[*sdk.PaymentIntent]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncSdkPaymentIntent(e, (*v))
+			idemEncSdkPaymentIntent(e, *v)
 		}
 	},
 }
 
-// New is sdk.New, run at most once per key (ttl=24h lease=30s on_duplicate=return key=params.Params.IdempotencyKey). Not keyed: params.Params.Context (a context), params.Params.extra (unexported: not in the payload fingerprint). Not stored (tagged json:"-" by their package): sdk.Error.Err.
+// New is sdk.New, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=params.Params.IdempotencyKey). Not keyed: params.Params.Context (a context),
+// params.Params.extra (unexported: not in the payload fingerprint). Not stored (tagged json:"-" by
+// their package): sdk.Error.Err.
 func (x *Idempotent) New(ctx context.Context, params *sdk.PaymentIntentParams) (*sdk.PaymentIntent, error) {
 	c := x.beginNew(params)
 	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.PaymentIntent, error) {
@@ -96,7 +99,7 @@ func (x *Idempotent) New(ctx context.Context, params *sdk.PaymentIntentParams) (
 	})
 }
 
-// NewKey is the store key New claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// NewKey is the store key New claims for these arguments; nothing runs.
 func (x *Idempotent) NewKey(params *sdk.PaymentIntentParams) (string, error) {
 	return x.beginNew(params).StoreKey()
 }
@@ -141,7 +144,7 @@ var idemCodecNewRefund = idemimpl.TypedCodec[*refund.Refund]{
 	Decode: func(d *idemimpl.Decoder, v **refund.Refund) {
 		if d.Ptr() {
 			*v = new(refund.Refund)
-			idemDecRefundRefund(d, (*v))
+			idemDecRefundRefund(d, *v)
 		} else {
 			*v = nil
 		}
@@ -151,7 +154,7 @@ var idemCodecNewRefund = idemimpl.TypedCodec[*refund.Refund]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncRefundRefund(e, (*v))
+			idemEncRefundRefund(e, *v)
 		}
 	},
 }
@@ -164,7 +167,7 @@ func (x *Idempotent) NewRefund(ctx context.Context, payment string, amount int64
 	})
 }
 
-// NewRefundKey is the store key NewRefund claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// NewRefundKey is the store key NewRefund claims for these arguments; nothing runs.
 func (x *Idempotent) NewRefundKey(payment string, amount int64) (string, error) {
 	return x.beginNewRefund(payment, amount).StoreKey()
 }
@@ -183,7 +186,8 @@ type IdempotentIssuesService struct {
 	g *idem.Guard
 }
 
-// NewIdempotentIssuesService wraps t: its annotated methods are guarded by g, the others are t's own.
+// NewIdempotentIssuesService wraps t: its annotated methods are guarded by g, the others are t's
+// own.
 func NewIdempotentIssuesService(t *sdk.IssuesService, g *idem.Guard) *IdempotentIssuesService {
 	return &IdempotentIssuesService{
 		IssuesService: t,
@@ -200,7 +204,8 @@ var idemSpecIssuesServiceCreate = &idem.Spec{
 	Codec:       idemCodecIssuesServiceCreate,
 }
 
-// Build fails here if sdk.IssuesService.Create's signature changed since generation: run go generate.
+// Build fails here if sdk.IssuesService.Create's signature changed since generation: run go
+// generate.
 var _ func(*sdk.IssuesService, context.Context, string, string, *sdk.IssueRequest) (*sdk.Issue, *sdk.Response, error) = (*sdk.IssuesService).Create
 
 // idemResultIssuesServiceCreate holds the results of sdk.IssuesService.Create, stored as one value.
@@ -240,7 +245,9 @@ var idemCodecIssuesServiceCreate = idemimpl.TypedCodec[idemResultIssuesServiceCr
 	},
 }
 
-// Create is sdk.IssuesService.Create, run at most once per key (ttl=1h lease=30s on_duplicate=return omit=r2). The receiver is not part of the key (key= can name its fields). Not stored (replays return their zero value): r2.
+// Create is sdk.IssuesService.Create, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return omit=r2). The receiver is not part of the key (key= can name its fields). Not
+// stored (replays return their zero value): r2.
 func (s *IdempotentIssuesService) Create(ctx context.Context, owner string, repo string, req *sdk.IssueRequest) (*sdk.Issue, *sdk.Response, error) {
 	c := s.beginCreate(owner, repo, req)
 	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultIssuesServiceCreate, error) {
@@ -252,7 +259,7 @@ func (s *IdempotentIssuesService) Create(ctx context.Context, owner string, repo
 	return r.r1, r.r2, err
 }
 
-// CreateKey is the store key Create claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// CreateKey is the store key Create claims for these arguments; nothing runs.
 func (s *IdempotentIssuesService) CreateKey(owner string, repo string, req *sdk.IssueRequest) (string, error) {
 	return s.beginCreate(owner, repo, req).StoreKey()
 }
@@ -282,7 +289,8 @@ var idemSpecIssuesServiceLock = &idem.Spec{
 // Build fails here if sdk.IssuesService.Lock's signature changed since generation: run go generate.
 var _ func(*sdk.IssuesService, context.Context, string, string, int) error = (*sdk.IssuesService).Lock
 
-// Lock is sdk.IssuesService.Lock, run at most once per key (ttl=24h lease=30s on_duplicate=raise). The receiver is not part of the key (key= can name its fields).
+// Lock is sdk.IssuesService.Lock, run at most once per key (ttl=24h lease=30s on_duplicate=raise).
+// The receiver is not part of the key (key= can name its fields).
 func (s *IdempotentIssuesService) Lock(ctx context.Context, owner string, repo string, number int) error {
 	c := s.beginLock(owner, repo, number)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -291,7 +299,7 @@ func (s *IdempotentIssuesService) Lock(ctx context.Context, owner string, repo s
 	return err
 }
 
-// LockKey is the store key Lock claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// LockKey is the store key Lock claims for these arguments; nothing runs.
 func (s *IdempotentIssuesService) LockKey(owner string, repo string, number int) (string, error) {
 	return s.beginLock(owner, repo, number).StoreKey()
 }
@@ -305,7 +313,7 @@ func (s *IdempotentIssuesService) beginLock(owner string, repo string, number in
 	return c
 }
 
-// idemDecRefundRefund reads a refund.Refund of a stored result.
+// idemDecRefundRefund restores values of refund.Refund.
 func idemDecRefundRefund(d *idemimpl.Decoder, v *refund.Refund) {
 	end := d.Struct()
 	for d.More(end) {
@@ -320,7 +328,7 @@ func idemDecRefundRefund(d *idemimpl.Decoder, v *refund.Refund) {
 	}
 }
 
-// idemDecSdkError reads a sdk.Error of a stored result.
+// idemDecSdkError restores values of sdk.Error.
 func idemDecSdkError(d *idemimpl.Decoder, v *sdk.Error) {
 	end := d.Struct()
 	for d.More(end) {
@@ -333,7 +341,7 @@ func idemDecSdkError(d *idemimpl.Decoder, v *sdk.Error) {
 	}
 }
 
-// idemDecSdkIssue reads a sdk.Issue of a stored result.
+// idemDecSdkIssue restores values of sdk.Issue.
 func idemDecSdkIssue(d *idemimpl.Decoder, v *sdk.Issue) {
 	end := d.Struct()
 	for d.More(end) {
@@ -366,7 +374,7 @@ func idemDecSdkIssue(d *idemimpl.Decoder, v *sdk.Issue) {
 	}
 }
 
-// idemDecSdkPaymentIntent reads a sdk.PaymentIntent of a stored result.
+// idemDecSdkPaymentIntent restores values of sdk.PaymentIntent.
 func idemDecSdkPaymentIntent(d *idemimpl.Decoder, v *sdk.PaymentIntent) {
 	end := d.Struct()
 	for d.More(end) {
@@ -406,7 +414,7 @@ func idemDecSdkPaymentIntent(d *idemimpl.Decoder, v *sdk.PaymentIntent) {
 	}
 }
 
-// idemEncRefundRefund writes a refund.Refund of a stored result.
+// idemEncRefundRefund stores values of refund.Refund.
 func idemEncRefundRefund(e *idemimpl.Encoder, v *refund.Refund) {
 	at := e.Struct()
 	e.Field("ID")
@@ -416,7 +424,7 @@ func idemEncRefundRefund(e *idemimpl.Encoder, v *refund.Refund) {
 	e.End(at)
 }
 
-// idemEncSdkError writes a sdk.Error of a stored result.
+// idemEncSdkError stores values of sdk.Error.
 func idemEncSdkError(e *idemimpl.Encoder, v *sdk.Error) {
 	at := e.Struct()
 	e.Field("Code")
@@ -424,7 +432,7 @@ func idemEncSdkError(e *idemimpl.Encoder, v *sdk.Error) {
 	e.End(at)
 }
 
-// idemEncSdkIssue writes a sdk.Issue of a stored result.
+// idemEncSdkIssue stores values of sdk.Issue.
 func idemEncSdkIssue(e *idemimpl.Encoder, v *sdk.Issue) {
 	at := e.Struct()
 	e.Field("Number")
@@ -453,7 +461,7 @@ func idemEncSdkIssue(e *idemimpl.Encoder, v *sdk.Issue) {
 	e.End(at)
 }
 
-// idemEncSdkPaymentIntent writes a sdk.PaymentIntent of a stored result.
+// idemEncSdkPaymentIntent stores values of sdk.PaymentIntent.
 func idemEncSdkPaymentIntent(e *idemimpl.Encoder, v *sdk.PaymentIntent) {
 	at := e.Struct()
 	e.Field("ID")
@@ -549,35 +557,37 @@ func idemKeySdkPaymentIntentParams(b *idemimpl.KeyBuilder, v *sdk.PaymentIntentP
 	}
 }
 
-// idemRefundRefund_fieldsChanged_runGoGenerate is the field list of refund.Refund that the generated code was written for (tags aside).
+// idemRefundRefund_fieldsChanged_runGoGenerate lists the fields of refund.Refund as generated (tags
+// aside).
 type idemRefundRefund_fieldsChanged_runGoGenerate struct {
 	ID     string
 	Amount int64
 }
 
-// Build fails here if refund.Refund gained, lost or retyped a field since generation: run go generate.
+// Build fails here if refund.Refund's fields changed since generation: run go generate.
 var _ = idemRefundRefund_fieldsChanged_runGoGenerate(refund.Refund{})
 
-// idemSdkError_fieldsChanged_runGoGenerate is the field list of sdk.Error that the generated code was written for (tags aside).
+// idemSdkError_fieldsChanged_runGoGenerate lists the fields of sdk.Error as generated (tags aside).
 type idemSdkError_fieldsChanged_runGoGenerate struct {
 	Code string
 	Err  error
 }
 
-// Build fails here if sdk.Error gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sdk.Error's fields changed since generation: run go generate.
 var _ = idemSdkError_fieldsChanged_runGoGenerate(sdk.Error{})
 
-// idemSdkIssueRequest_fieldsChanged_runGoGenerate is the field list of sdk.IssueRequest that the generated code was written for (tags aside).
+// idemSdkIssueRequest_fieldsChanged_runGoGenerate lists the fields of sdk.IssueRequest as generated
+// (tags aside).
 type idemSdkIssueRequest_fieldsChanged_runGoGenerate struct {
 	Title  *string
 	Body   *string
 	Labels []string
 }
 
-// Build fails here if sdk.IssueRequest gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sdk.IssueRequest's fields changed since generation: run go generate.
 var _ = idemSdkIssueRequest_fieldsChanged_runGoGenerate(sdk.IssueRequest{})
 
-// idemSdkIssue_fieldsChanged_runGoGenerate is the field list of sdk.Issue that the generated code was written for (tags aside).
+// idemSdkIssue_fieldsChanged_runGoGenerate lists the fields of sdk.Issue as generated (tags aside).
 type idemSdkIssue_fieldsChanged_runGoGenerate struct {
 	Number int
 	Title  string
@@ -586,25 +596,27 @@ type idemSdkIssue_fieldsChanged_runGoGenerate struct {
 	URL    string
 }
 
-// Build fails here if sdk.Issue gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sdk.Issue's fields changed since generation: run go generate.
 var _ = idemSdkIssue_fieldsChanged_runGoGenerate(sdk.Issue{})
 
-// Build fails here if a field of sdk.Params that the generated code reads was lost or retyped since generation: run go generate.
+// Build fails here if a field of sdk.Params read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.Params) (*context.Context, **string, *map[string]string) {
 	return &fieldsChanged_runGoGenerate.Context, &fieldsChanged_runGoGenerate.IdempotencyKey, &fieldsChanged_runGoGenerate.Metadata
 }
 
-// idemSdkPaymentIntentParams_fieldsChanged_runGoGenerate is the field list of sdk.PaymentIntentParams that the generated code was written for (tags aside).
+// idemSdkPaymentIntentParams_fieldsChanged_runGoGenerate lists the fields of
+// sdk.PaymentIntentParams as generated (tags aside).
 type idemSdkPaymentIntentParams_fieldsChanged_runGoGenerate struct {
 	sdk.Params `json:"-" xml:"-"`
 	Amount     *int64
 	Currency   *string
 }
 
-// Build fails here if sdk.PaymentIntentParams gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sdk.PaymentIntentParams's fields changed since generation: run go generate.
 var _ = idemSdkPaymentIntentParams_fieldsChanged_runGoGenerate(sdk.PaymentIntentParams{})
 
-// idemSdkPaymentIntent_fieldsChanged_runGoGenerate is the field list of sdk.PaymentIntent that the generated code was written for (tags aside).
+// idemSdkPaymentIntent_fieldsChanged_runGoGenerate lists the fields of sdk.PaymentIntent as
+// generated (tags aside).
 type idemSdkPaymentIntent_fieldsChanged_runGoGenerate struct {
 	ID        string
 	Amount    int64
@@ -614,5 +626,5 @@ type idemSdkPaymentIntent_fieldsChanged_runGoGenerate struct {
 	LastError *sdk.Error
 }
 
-// Build fails here if sdk.PaymentIntent gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sdk.PaymentIntent's fields changed since generation: run go generate.
 var _ = idemSdkPaymentIntent_fieldsChanged_runGoGenerate(sdk.PaymentIntent{})

@@ -33,7 +33,8 @@ var idemSpecReprice = &idem.Spec{
 	Codec:       idemCodecReprice,
 }
 
-// Build fails here if foreigngenerics.Reprice's signature changed since generation: run go generate.
+// Build fails here if foreigngenerics.Reprice's signature changed since generation: run go
+// generate.
 func _[N ~int64 | ~int32]() {
 	var _ func(context.Context, sdk.Query[string], N) (sdk.Page[sdk.Item], error) = Reprice[N]
 }
@@ -48,7 +49,8 @@ var idemCodecReprice = idemimpl.TypedCodec[sdk.Page[sdk.Item]]{
 	},
 }
 
-// IdempotentReprice is foreigngenerics.Reprice, run at most once per key (ttl=1h lease=30s on_duplicate=return). The type arguments are part of the key.
+// IdempotentReprice is foreigngenerics.Reprice, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return). The type arguments are part of the key.
 func IdempotentReprice[N ~int64 | ~int32](x *Idempotent, ctx context.Context, q sdk.Query[string], by N) (sdk.Page[sdk.Item], error) {
 	c := idemBeginReprice[N](x, &q, by)
 	return idem.Do(ctx, c, func(ctx context.Context) (sdk.Page[sdk.Item], error) {
@@ -56,12 +58,13 @@ func IdempotentReprice[N ~int64 | ~int32](x *Idempotent, ctx context.Context, q 
 	})
 }
 
-// IdempotentRepriceKey is the store key Reprice claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// IdempotentRepriceKey is the store key Reprice claims for these arguments; nothing runs.
 func IdempotentRepriceKey[N ~int64 | ~int32](x *Idempotent, q sdk.Query[string], by N) (string, error) {
 	return idemBeginReprice[N](x, &q, by).StoreKey()
 }
 
-// idemBeginReprice starts a call of Reprice and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// idemBeginReprice starts a call of Reprice and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func idemBeginReprice[N ~int64 | ~int32](x *Idempotent, q *sdk.Query[string], by N) idem.Call {
 	c := x.g.Begin(idemSpecReprice)
 	c.Key().Type(reflect.TypeFor[N]())
@@ -100,12 +103,13 @@ func (x *Idempotent) List(ctx context.Context, q sdk.Query[string]) (sdk.Page[sd
 	})
 }
 
-// ListKey is the store key List claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ListKey is the store key List claims for these arguments; nothing runs.
 func (x *Idempotent) ListKey(q sdk.Query[string]) (string, error) {
 	return x.beginList(&q).StoreKey()
 }
 
-// beginList starts a call of List and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginList starts a call of List and writes its key material. Structs and arrays come by pointer:
+// no copies.
 func (x *Idempotent) beginList(q *sdk.Query[string]) idem.Call {
 	c := x.g.Begin(idemSpecList)
 	idemKeySdkQuery_string(c.Key(), q)
@@ -171,7 +175,8 @@ var idemCodecCatalogPrices = idemimpl.TypedCodec[map[string]sdk.Opt[int64]]{
 	},
 }
 
-// Prices is sdk.Catalog.Prices, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is not part of the key (key= can name its fields).
+// Prices is sdk.Catalog.Prices, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// The receiver is not part of the key (key= can name its fields).
 func (c *IdempotentCatalog) Prices(ctx context.Context, ids sdk.Page[string]) (map[string]sdk.Opt[int64], error) {
 	c2 := c.beginPrices(&ids)
 	return idem.Do(ctx, c2, func(ctx context.Context) (map[string]sdk.Opt[int64], error) {
@@ -179,19 +184,20 @@ func (c *IdempotentCatalog) Prices(ctx context.Context, ids sdk.Page[string]) (m
 	})
 }
 
-// PricesKey is the store key Prices claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// PricesKey is the store key Prices claims for these arguments; nothing runs.
 func (c *IdempotentCatalog) PricesKey(ids sdk.Page[string]) (string, error) {
 	return c.beginPrices(&ids).StoreKey()
 }
 
-// beginPrices starts a call of Prices and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginPrices starts a call of Prices and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (c *IdempotentCatalog) beginPrices(ids *sdk.Page[string]) idem.Call {
 	c2 := c.g.Begin(idemSpecCatalogPrices)
 	idemKeySdkPage_string(c2.Key(), ids)
 	return c2
 }
 
-// idemDecSdkItem reads a sdk.Item of a stored result.
+// idemDecSdkItem restores values of sdk.Item.
 func idemDecSdkItem(d *idemimpl.Decoder, v *sdk.Item) {
 	end := d.Struct()
 	for d.More(end) {
@@ -206,7 +212,7 @@ func idemDecSdkItem(d *idemimpl.Decoder, v *sdk.Item) {
 	}
 }
 
-// idemDecSdkPage_SdkItem reads a sdk.Page[sdk.Item] of a stored result.
+// idemDecSdkPage_SdkItem restores values of sdk.Page[sdk.Item].
 func idemDecSdkPage_SdkItem(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -228,7 +234,7 @@ func idemDecSdkPage_SdkItem(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
 	}
 }
 
-// idemEncSdkItem writes a sdk.Item of a stored result.
+// idemEncSdkItem stores values of sdk.Item.
 func idemEncSdkItem(e *idemimpl.Encoder, v *sdk.Item) {
 	at := e.Struct()
 	e.Field("ID")
@@ -238,7 +244,7 @@ func idemEncSdkItem(e *idemimpl.Encoder, v *sdk.Item) {
 	e.End(at)
 }
 
-// idemEncSdkPage_SdkItem writes a sdk.Page[sdk.Item] of a stored result.
+// idemEncSdkPage_SdkItem stores values of sdk.Page[sdk.Item].
 func idemEncSdkPage_SdkItem(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
 	at := e.Struct()
 	e.Field("Items")
@@ -275,38 +281,41 @@ func idemKeySdkQuery_string(b *idemimpl.KeyBuilder, v *sdk.Query[string]) {
 	b.Marshaled(v.Limit.MarshalText())
 }
 
-// idemSdkItem_fieldsChanged_runGoGenerate is the field list of sdk.Item that the generated code was written for (tags aside).
+// idemSdkItem_fieldsChanged_runGoGenerate lists the fields of sdk.Item as generated (tags aside).
 type idemSdkItem_fieldsChanged_runGoGenerate struct {
 	ID    string
 	Price int64
 }
 
-// Build fails here if sdk.Item gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sdk.Item's fields changed since generation: run go generate.
 var _ = idemSdkItem_fieldsChanged_runGoGenerate(sdk.Item{})
 
-// idemSdkPage_SdkItem_fieldsChanged_runGoGenerate is the field list of sdk.Page[sdk.Item] that the generated code was written for (tags aside).
+// idemSdkPage_SdkItem_fieldsChanged_runGoGenerate lists the fields of sdk.Page[sdk.Item] as
+// generated (tags aside).
 type idemSdkPage_SdkItem_fieldsChanged_runGoGenerate struct {
 	Items []sdk.Item
 	Next  string
 }
 
-// Build fails here if sdk.Page[sdk.Item] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sdk.Page[sdk.Item]'s fields changed since generation: run go generate.
 var _ = idemSdkPage_SdkItem_fieldsChanged_runGoGenerate(sdk.Page[sdk.Item]{})
 
-// idemSdkPage_string_fieldsChanged_runGoGenerate is the field list of sdk.Page[string] that the generated code was written for (tags aside).
+// idemSdkPage_string_fieldsChanged_runGoGenerate lists the fields of sdk.Page[string] as generated
+// (tags aside).
 type idemSdkPage_string_fieldsChanged_runGoGenerate struct {
 	Items []string
 	Next  string
 }
 
-// Build fails here if sdk.Page[string] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sdk.Page[string]'s fields changed since generation: run go generate.
 var _ = idemSdkPage_string_fieldsChanged_runGoGenerate(sdk.Page[string]{})
 
-// idemSdkQuery_string_fieldsChanged_runGoGenerate is the field list of sdk.Query[string] that the generated code was written for (tags aside).
+// idemSdkQuery_string_fieldsChanged_runGoGenerate lists the fields of sdk.Query[string] as
+// generated (tags aside).
 type idemSdkQuery_string_fieldsChanged_runGoGenerate struct {
 	Filter string
 	Limit  sdk.Opt[int64]
 }
 
-// Build fails here if sdk.Query[string] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sdk.Query[string]'s fields changed since generation: run go generate.
 var _ = idemSdkQuery_string_fieldsChanged_runGoGenerate(sdk.Query[string]{})

@@ -42,7 +42,7 @@ var idemCodecNotifierSend = idemimpl.TypedCodec[*sdk.SendMessageOutput]{
 	Decode: func(d *idemimpl.Decoder, v **sdk.SendMessageOutput) {
 		if d.Ptr() {
 			*v = new(sdk.SendMessageOutput)
-			idemDecSdkSendMessageOutputForNotifierSend(d, (*v))
+			idemDecSdkSendMessageOutputForNotifierSend(d, *v)
 		} else {
 			*v = nil
 		}
@@ -52,12 +52,14 @@ var idemCodecNotifierSend = idemimpl.TypedCodec[*sdk.SendMessageOutput]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncSdkSendMessageOutputForNotifierSend(e, (*v))
+			idemEncSdkSendMessageOutputForNotifierSend(e, *v)
 		}
 	},
 }
 
-// Send is Notifier.Send, run at most once per key (ttl=1h lease=30s on_duplicate=return exclude=optFns omit=r1.ResultMetadata). The receiver is not part of the key (key= can name its fields). Not stored (replays return their zero value): r1.ResultMetadata.
+// Send is Notifier.Send, run at most once per key (ttl=1h lease=30s on_duplicate=return
+// exclude=optFns omit=r1.ResultMetadata). The receiver is not part of the key (key= can name its
+// fields). Not stored (replays return their zero value): r1.ResultMetadata.
 func (n *IdempotentNotifier) Send(ctx context.Context, in *sdk.SendMessageInput, optFns ...func(*sdk.Options)) (*sdk.SendMessageOutput, error) {
 	c := n.beginSend(in, optFns)
 	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.SendMessageOutput, error) {
@@ -65,7 +67,7 @@ func (n *IdempotentNotifier) Send(ctx context.Context, in *sdk.SendMessageInput,
 	})
 }
 
-// SendKey is the store key Send claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// SendKey is the store key Send claims for these arguments; nothing runs.
 func (n *IdempotentNotifier) SendKey(in *sdk.SendMessageInput, optFns ...func(*sdk.Options)) (string, error) {
 	return n.beginSend(in, optFns).StoreKey()
 }
@@ -82,7 +84,7 @@ func (n *IdempotentNotifier) beginSend(in *sdk.SendMessageInput, optFns []func(*
 	return c
 }
 
-// idemDecSdkSendMessageOutputForNotifierSend reads a sdk.SendMessageOutput of a stored result.
+// idemDecSdkSendMessageOutputForNotifierSend restores values of sdk.SendMessageOutput.
 func idemDecSdkSendMessageOutputForNotifierSend(d *idemimpl.Decoder, v *sdk.SendMessageOutput) {
 	end := d.Struct()
 	for d.More(end) {
@@ -107,7 +109,7 @@ func idemDecSdkSendMessageOutputForNotifierSend(d *idemimpl.Decoder, v *sdk.Send
 	}
 }
 
-// idemEncSdkSendMessageOutputForNotifierSend writes a sdk.SendMessageOutput of a stored result.
+// idemEncSdkSendMessageOutputForNotifierSend stores values of sdk.SendMessageOutput.
 func idemEncSdkSendMessageOutputForNotifierSend(e *idemimpl.Encoder, v *sdk.SendMessageOutput) {
 	at := e.Struct()
 	e.Field("MessageId")
@@ -154,12 +156,12 @@ func idemKeySdkSendMessageInput(b *idemimpl.KeyBuilder, v *sdk.SendMessageInput)
 	}
 }
 
-// Build fails here if a field of sdk.SendMessageInput that the generated code reads was lost or retyped since generation: run go generate.
+// Build fails here if a field of sdk.SendMessageInput read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.SendMessageInput) (**string, **string, *map[string]string) {
 	return &fieldsChanged_runGoGenerate.QueueURL, &fieldsChanged_runGoGenerate.Body, &fieldsChanged_runGoGenerate.Attributes
 }
 
-// Build fails here if a field of sdk.SendMessageOutput that the generated code reads was lost or retyped since generation: run go generate.
+// Build fails here if a field of sdk.SendMessageOutput read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.SendMessageOutput) (**string, **string, *sdk.Metadata) {
 	return &fieldsChanged_runGoGenerate.MessageId, &fieldsChanged_runGoGenerate.SequenceNumber, &fieldsChanged_runGoGenerate.ResultMetadata
 }

@@ -12,7 +12,8 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
-// IdempotentRepo is a *Repo whose annotated methods run at most once per key; the type arguments are part of the key.
+// IdempotentRepo is a *Repo whose annotated methods run at most once per key; the type arguments
+// are part of the key.
 type IdempotentRepo[T Entity] struct {
 	*Repo[T]
 	g *idem.Guard
@@ -50,7 +51,8 @@ var idemCodecRepoSave = idemimpl.TypedCodec[int]{
 	},
 }
 
-// Save is Repo.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return). The type arguments are part of the key. The receiver is not part of the key (key= can name its fields).
+// Save is Repo.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return). The type
+// arguments are part of the key. The receiver is not part of the key (key= can name its fields).
 func (r *IdempotentRepo[T]) Save(ctx context.Context, v T) (int, error) {
 	c := r.beginSave(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {
@@ -58,7 +60,7 @@ func (r *IdempotentRepo[T]) Save(ctx context.Context, v T) (int, error) {
 	})
 }
 
-// SaveKey is the store key Save claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// SaveKey is the store key Save claims for these arguments; nothing runs.
 func (r *IdempotentRepo[T]) SaveKey(v T) (string, error) {
 	return r.beginSave(v).StoreKey()
 }
@@ -88,7 +90,8 @@ func _[U Entity]() {
 	var _ func(*Repo[U], context.Context, string, string) error = (*Repo[U]).Rename
 }
 
-// Rename is Repo.Rename, run at most once per key (ttl=24h lease=30s on_duplicate=return key=r.Table,id). The type arguments are part of the key.
+// Rename is Repo.Rename, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=r.Table,id). The type arguments are part of the key.
 func (r *IdempotentRepo[U]) Rename(ctx context.Context, id string, to string) error {
 	c := r.beginRename(id, to)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -97,7 +100,7 @@ func (r *IdempotentRepo[U]) Rename(ctx context.Context, id string, to string) er
 	return err
 }
 
-// RenameKey is the store key Rename claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// RenameKey is the store key Rename claims for these arguments; nothing runs.
 func (r *IdempotentRepo[U]) RenameKey(id string, to string) (string, error) {
 	return r.beginRename(id, to).StoreKey()
 }
@@ -118,7 +121,7 @@ func (r *IdempotentRepo[U]) beginRename(id string, to string) idem.Call {
 	return c
 }
 
-// Build fails here if Repo[U] gained, lost or retyped a field that the generated code reads since generation: run go generate.
+// Build fails here if a field of Repo[U] read here changed: run go generate.
 func _[U Entity]() {
 	type idemRepo_fieldsChanged_runGoGenerate struct {
 		Table string

@@ -67,7 +67,8 @@ var idemCodecCreateInvoice = idemimpl.TypedCodec[idemResultCreateInvoice]{
 	},
 }
 
-// CreateInvoice is generics.CreateInvoice, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// CreateInvoice is generics.CreateInvoice, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return).
 func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (Page[Invoice], sdk.Opt[int64], error) {
 	c := x.beginCreateInvoice(&req)
 	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultCreateInvoice, error) {
@@ -79,12 +80,13 @@ func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (Pag
 	return r.r1, r.r2, err
 }
 
-// CreateInvoiceKey is the store key CreateInvoice claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// CreateInvoiceKey is the store key CreateInvoice claims for these arguments; nothing runs.
 func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
 	return x.beginCreateInvoice(&req).StoreKey()
 }
 
-// beginCreateInvoice starts a call of CreateInvoice and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginCreateInvoice starts a call of CreateInvoice and writes its key material. Structs and arrays
+// come by pointer: no copies.
 func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
 	c := x.g.Begin(idemSpecCreateInvoice)
 	idemKeyInvoiceRequest(c.Key(), req)
@@ -115,7 +117,8 @@ var idemCodecPublish = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// IdempotentPublish is generics.Publish, run at most once per key (ttl=1h lease=30s on_duplicate=return). The type arguments are part of the key.
+// IdempotentPublish is generics.Publish, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return). The type arguments are part of the key.
 func IdempotentPublish[E Event](x *Idempotent, ctx context.Context, e E) (int64, error) {
 	c := idemBeginPublish[E](x, e)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -123,7 +126,7 @@ func IdempotentPublish[E Event](x *Idempotent, ctx context.Context, e E) (int64,
 	})
 }
 
-// IdempotentPublishKey is the store key Publish claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// IdempotentPublishKey is the store key Publish claims for these arguments; nothing runs.
 func IdempotentPublishKey[E Event](x *Idempotent, e E) (string, error) {
 	return idemBeginPublish[E](x, e).StoreKey()
 }
@@ -164,7 +167,8 @@ var idemCodecTally = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// IdempotentTally is generics.Tally, run at most once per key (ttl=1h lease=30s on_duplicate=return). The type arguments are part of the key.
+// IdempotentTally is generics.Tally, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return). The type arguments are part of the key.
 func IdempotentTally[N ~int | ~int64](x *Idempotent, ctx context.Context, n N) (int64, error) {
 	c := idemBeginTally[N](x, n)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -172,7 +176,7 @@ func IdempotentTally[N ~int | ~int64](x *Idempotent, ctx context.Context, n N) (
 	})
 }
 
-// IdempotentTallyKey is the store key Tally claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// IdempotentTallyKey is the store key Tally claims for these arguments; nothing runs.
 func IdempotentTallyKey[N ~int | ~int64](x *Idempotent, n N) (string, error) {
 	return idemBeginTally[N](x, n).StoreKey()
 }
@@ -209,7 +213,9 @@ var idemCodecSend = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// IdempotentSend is generics.Send, run at most once per key (ttl=24h lease=30s on_duplicate=return key=id). The type arguments are part of the key. Not keyed: m (type parameter M: not in the payload fingerprint).
+// IdempotentSend is generics.Send, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=id). The type arguments are part of the key. Not keyed: m (type parameter M: not in the
+// payload fingerprint).
 func IdempotentSend[M any](x *Idempotent, ctx context.Context, id string, m M) (int64, error) {
 	c := idemBeginSend[M](x, id, m)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -217,7 +223,7 @@ func IdempotentSend[M any](x *Idempotent, ctx context.Context, id string, m M) (
 	})
 }
 
-// IdempotentSendKey is the store key Send claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// IdempotentSendKey is the store key Send claims for these arguments; nothing runs.
 func IdempotentSendKey[M any](x *Idempotent, id string, m M) (string, error) {
 	return idemBeginSend[M](x, id, m).StoreKey()
 }
@@ -244,7 +250,8 @@ func _[S ~string]() {
 	var _ func(context.Context, Page[S], ...S) error = Save[S]
 }
 
-// IdempotentSave is generics.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return). The type arguments are part of the key.
+// IdempotentSave is generics.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// The type arguments are part of the key.
 func IdempotentSave[S ~string](x *Idempotent, ctx context.Context, p Page[S], ps ...S) error {
 	c := idemBeginSave[S](x, &p, ps)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -253,12 +260,13 @@ func IdempotentSave[S ~string](x *Idempotent, ctx context.Context, p Page[S], ps
 	return err
 }
 
-// IdempotentSaveKey is the store key Save claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// IdempotentSaveKey is the store key Save claims for these arguments; nothing runs.
 func IdempotentSaveKey[S ~string](x *Idempotent, p Page[S], ps ...S) (string, error) {
 	return idemBeginSave[S](x, &p, ps).StoreKey()
 }
 
-// idemBeginSave starts a call of Save and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// idemBeginSave starts a call of Save and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func idemBeginSave[S ~string](x *Idempotent, p *Page[S], ps []S) idem.Call {
 	c := x.g.Begin(idemSpecSave)
 	c.Key().Type(reflect.TypeFor[S]())
@@ -309,7 +317,8 @@ var idemCodecPlace = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// IdempotentPlace is generics.Place, run at most once per key (ttl=1h lease=30s on_duplicate=return). The type arguments are part of the key.
+// IdempotentPlace is generics.Place, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return). The type arguments are part of the key.
 func IdempotentPlace[O interface {
 	Order
 }](x *Idempotent, ctx context.Context, o O) (int64, error) {
@@ -319,7 +328,7 @@ func IdempotentPlace[O interface {
 	})
 }
 
-// IdempotentPlaceKey is the store key Place claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// IdempotentPlaceKey is the store key Place claims for these arguments; nothing runs.
 func IdempotentPlaceKey[O interface {
 	Order
 }](x *Idempotent, o O) (string, error) {
@@ -361,7 +370,8 @@ var idemCodecStock = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// IdempotentStock is generics.Stock, run at most once per key (ttl=1h lease=30s on_duplicate=return). The type arguments are part of the key.
+// IdempotentStock is generics.Stock, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return). The type arguments are part of the key.
 func IdempotentStock[T Texter](x *Idempotent, ctx context.Context, item T, qty float64) (int64, error) {
 	c := idemBeginStock[T](x, item, qty)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -369,7 +379,7 @@ func IdempotentStock[T Texter](x *Idempotent, ctx context.Context, item T, qty f
 	})
 }
 
-// IdempotentStockKey is the store key Stock claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// IdempotentStockKey is the store key Stock claims for these arguments; nothing runs.
 func IdempotentStockKey[T Texter](x *Idempotent, item T, qty float64) (string, error) {
 	return idemBeginStock[T](x, item, qty).StoreKey()
 }
@@ -417,12 +427,13 @@ func (x *Idempotent) Import(ctx context.Context, a Page[model.Invoice], b Page[m
 	})
 }
 
-// ImportKey is the store key Import claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ImportKey is the store key Import claims for these arguments; nothing runs.
 func (x *Idempotent) ImportKey(a Page[model.Invoice], b Page[model2.Invoice]) (string, error) {
 	return x.beginImport(&a, &b).StoreKey()
 }
 
-// beginImport starts a call of Import and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginImport starts a call of Import and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginImport(a *Page[model.Invoice], b *Page[model2.Invoice]) idem.Call {
 	c := x.g.Begin(idemSpecImport)
 	idemKeyPage_ModelInvoice(c.Key(), a)
@@ -430,7 +441,7 @@ func (x *Idempotent) beginImport(a *Page[model.Invoice], b *Page[model2.Invoice]
 	return c
 }
 
-// idemDecInvoice reads a Invoice of a stored result.
+// idemDecInvoice restores values of Invoice.
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	end := d.Struct()
 	for d.More(end) {
@@ -445,7 +456,7 @@ func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	}
 }
 
-// idemDecModelInvoice reads a model.Invoice of a stored result.
+// idemDecModelInvoice restores values of model.Invoice.
 func idemDecModelInvoice(d *idemimpl.Decoder, v *model2.Invoice) {
 	end := d.Struct()
 	for d.More(end) {
@@ -458,7 +469,7 @@ func idemDecModelInvoice(d *idemimpl.Decoder, v *model2.Invoice) {
 	}
 }
 
-// idemDecPage_Invoice reads a Page[Invoice] of a stored result.
+// idemDecPage_Invoice restores values of Page[Invoice].
 func idemDecPage_Invoice(d *idemimpl.Decoder, v *Page[Invoice]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -485,7 +496,7 @@ func idemDecPage_Invoice(d *idemimpl.Decoder, v *Page[Invoice]) {
 	}
 }
 
-// idemDecPage_ModelInvoice reads a Page[model.Invoice] of a stored result.
+// idemDecPage_ModelInvoice restores values of Page[model.Invoice].
 func idemDecPage_ModelInvoice(d *idemimpl.Decoder, v *Page[model2.Invoice]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -512,7 +523,7 @@ func idemDecPage_ModelInvoice(d *idemimpl.Decoder, v *Page[model2.Invoice]) {
 	}
 }
 
-// idemEncInvoice writes a Invoice of a stored result.
+// idemEncInvoice stores values of Invoice.
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
 	e.Field("ID")
@@ -522,7 +533,7 @@ func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	e.End(at)
 }
 
-// idemEncModelInvoice writes a model.Invoice of a stored result.
+// idemEncModelInvoice stores values of model.Invoice.
 func idemEncModelInvoice(e *idemimpl.Encoder, v *model2.Invoice) {
 	at := e.Struct()
 	e.Field("Cents")
@@ -530,7 +541,7 @@ func idemEncModelInvoice(e *idemimpl.Encoder, v *model2.Invoice) {
 	e.End(at)
 }
 
-// idemEncPage_Invoice writes a Page[Invoice] of a stored result.
+// idemEncPage_Invoice stores values of Page[Invoice].
 func idemEncPage_Invoice(e *idemimpl.Encoder, v *Page[Invoice]) {
 	at := e.Struct()
 	e.Field("Items")
@@ -553,7 +564,7 @@ func idemEncPage_Invoice(e *idemimpl.Encoder, v *Page[Invoice]) {
 	e.End(at)
 }
 
-// idemEncPage_ModelInvoice writes a Page[model.Invoice] of a stored result.
+// idemEncPage_ModelInvoice stores values of Page[model.Invoice].
 func idemEncPage_ModelInvoice(e *idemimpl.Encoder, v *Page[model2.Invoice]) {
 	at := e.Struct()
 	e.Field("Items")
@@ -648,7 +659,8 @@ func idemKeyPage_ModelInvoice2(b *idemimpl.KeyBuilder, v *Page[model2.Invoice]) 
 	}
 }
 
-// idemInvoiceRequest_fieldsChanged_runGoGenerate is the field list of InvoiceRequest that the generated code was written for (tags aside).
+// idemInvoiceRequest_fieldsChanged_runGoGenerate lists the fields of InvoiceRequest as generated
+// (tags aside).
 type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 	Customer string
 	Amount   Opt[int64]
@@ -656,89 +668,96 @@ type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 	Coupon   sdk.Opt[string]
 }
 
-// Build fails here if InvoiceRequest gained, lost or retyped a field since generation: run go generate.
+// Build fails here if InvoiceRequest's fields changed since generation: run go generate.
 var _ = idemInvoiceRequest_fieldsChanged_runGoGenerate(InvoiceRequest{})
 
-// idemInvoice_fieldsChanged_runGoGenerate is the field list of Invoice that the generated code was written for (tags aside).
+// idemInvoice_fieldsChanged_runGoGenerate lists the fields of Invoice as generated (tags aside).
 type idemInvoice_fieldsChanged_runGoGenerate struct {
 	ID    string
 	Cents int64
 }
 
-// Build fails here if Invoice gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Invoice's fields changed since generation: run go generate.
 var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})
 
-// idemModelInvoice_fieldsChanged_runGoGenerate is the field list of model.Invoice that the generated code was written for (tags aside).
+// idemModelInvoice_fieldsChanged_runGoGenerate lists the fields of model.Invoice as generated (tags
+// aside).
 type idemModelInvoice_fieldsChanged_runGoGenerate struct {
 	Number string
 }
 
-// Build fails here if model.Invoice gained, lost or retyped a field since generation: run go generate.
+// Build fails here if model.Invoice's fields changed since generation: run go generate.
 var _ = idemModelInvoice_fieldsChanged_runGoGenerate(model.Invoice{})
 
-// idemModelInvoice_fieldsChanged_runGoGenerate2 is the field list of model.Invoice that the generated code was written for (tags aside).
+// idemModelInvoice_fieldsChanged_runGoGenerate2 lists the fields of model.Invoice as generated
+// (tags aside).
 type idemModelInvoice_fieldsChanged_runGoGenerate2 struct {
 	Cents int64
 }
 
-// Build fails here if model.Invoice gained, lost or retyped a field since generation: run go generate.
+// Build fails here if model.Invoice's fields changed since generation: run go generate.
 var _ = idemModelInvoice_fieldsChanged_runGoGenerate2(model2.Invoice{})
 
-// idemOpt_int64_fieldsChanged_runGoGenerate is the field list of Opt[int64] that the generated code was written for (tags aside).
+// idemOpt_int64_fieldsChanged_runGoGenerate lists the fields of Opt[int64] as generated (tags
+// aside).
 type idemOpt_int64_fieldsChanged_runGoGenerate struct {
 	value   int64
 	present bool
 }
 
-// Build fails here if Opt[int64] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Opt[int64]'s fields changed since generation: run go generate.
 var _ = idemOpt_int64_fieldsChanged_runGoGenerate(Opt[int64]{})
 
-// idemOpt_string_fieldsChanged_runGoGenerate is the field list of Opt[string] that the generated code was written for (tags aside).
+// idemOpt_string_fieldsChanged_runGoGenerate lists the fields of Opt[string] as generated (tags
+// aside).
 type idemOpt_string_fieldsChanged_runGoGenerate struct {
 	value   string
 	present bool
 }
 
-// Build fails here if Opt[string] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Opt[string]'s fields changed since generation: run go generate.
 var _ = idemOpt_string_fieldsChanged_runGoGenerate(Opt[string]{})
 
-// idemOrder_fieldsChanged_runGoGenerate is the field list of Order that the generated code was written for (tags aside).
+// idemOrder_fieldsChanged_runGoGenerate lists the fields of Order as generated (tags aside).
 type idemOrder_fieldsChanged_runGoGenerate struct {
 	ID  string
 	Qty int
 }
 
-// Build fails here if Order gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Order's fields changed since generation: run go generate.
 var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
 
-// idemPage_Invoice_fieldsChanged_runGoGenerate is the field list of Page[Invoice] that the generated code was written for (tags aside).
+// idemPage_Invoice_fieldsChanged_runGoGenerate lists the fields of Page[Invoice] as generated (tags
+// aside).
 type idemPage_Invoice_fieldsChanged_runGoGenerate struct {
 	Items []Invoice
 	Next  *string
 }
 
-// Build fails here if Page[Invoice] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Page[Invoice]'s fields changed since generation: run go generate.
 var _ = idemPage_Invoice_fieldsChanged_runGoGenerate(Page[Invoice]{})
 
-// idemPage_ModelInvoice_fieldsChanged_runGoGenerate is the field list of Page[model.Invoice] that the generated code was written for (tags aside).
+// idemPage_ModelInvoice_fieldsChanged_runGoGenerate lists the fields of Page[model.Invoice] as
+// generated (tags aside).
 type idemPage_ModelInvoice_fieldsChanged_runGoGenerate struct {
 	Items []model.Invoice
 	Next  *string
 }
 
-// Build fails here if Page[model.Invoice] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Page[model.Invoice]'s fields changed since generation: run go generate.
 var _ = idemPage_ModelInvoice_fieldsChanged_runGoGenerate(Page[model.Invoice]{})
 
-// idemPage_ModelInvoice_fieldsChanged_runGoGenerate2 is the field list of Page[model.Invoice] that the generated code was written for (tags aside).
+// idemPage_ModelInvoice_fieldsChanged_runGoGenerate2 lists the fields of Page[model.Invoice] as
+// generated (tags aside).
 type idemPage_ModelInvoice_fieldsChanged_runGoGenerate2 struct {
 	Items []model2.Invoice
 	Next  *string
 }
 
-// Build fails here if Page[model.Invoice] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Page[model.Invoice]'s fields changed since generation: run go generate.
 var _ = idemPage_ModelInvoice_fieldsChanged_runGoGenerate2(Page[model2.Invoice]{})
 
-// Build fails here if Page[S] gained, lost or retyped a field that the generated code reads since generation: run go generate.
+// Build fails here if a field of Page[S] read here changed: run go generate.
 func _[S ~string]() {
 	type idemPage_fieldsChanged_runGoGenerate struct {
 		Items []S

@@ -41,7 +41,8 @@ var idemCodecHandle = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Handle is idkey.Handle, run at most once per key (ttl=24h lease=30s on_duplicate=return key=idempotencyKey).
+// Handle is idkey.Handle, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=idempotencyKey).
 func (x *Idempotent) Handle(ctx context.Context, idempotencyKey string, ev Event) (int64, error) {
 	c := x.beginHandle(idempotencyKey, &ev)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -49,12 +50,13 @@ func (x *Idempotent) Handle(ctx context.Context, idempotencyKey string, ev Event
 	})
 }
 
-// HandleKey is the store key Handle claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// HandleKey is the store key Handle claims for these arguments; nothing runs.
 func (x *Idempotent) HandleKey(idempotencyKey string, ev Event) (string, error) {
 	return x.beginHandle(idempotencyKey, &ev).StoreKey()
 }
 
-// beginHandle starts a call of Handle and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginHandle starts a call of Handle and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginHandle(idempotencyKey string, ev *Event) idem.Call {
 	c := x.g.Begin(idemSpecHandle)
 	c.Key().ID(idempotencyKey)
@@ -86,7 +88,8 @@ var idemCodecHandleEvent = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// HandleEvent is idkey.HandleEvent, run at most once per key (ttl=24h lease=30s on_duplicate=return key=ev.ID name=events.handle version=2).
+// HandleEvent is idkey.HandleEvent, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=ev.ID name=events.handle version=2).
 func (x *Idempotent) HandleEvent(ctx context.Context, ev *TypedEvent) (int64, error) {
 	c := x.beginHandleEvent(ev)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -94,7 +97,7 @@ func (x *Idempotent) HandleEvent(ctx context.Context, ev *TypedEvent) (int64, er
 	})
 }
 
-// HandleEventKey is the store key HandleEvent claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// HandleEventKey is the store key HandleEvent claims for these arguments; nothing runs.
 func (x *Idempotent) HandleEventKey(ev *TypedEvent) (string, error) {
 	return x.beginHandleEvent(ev).StoreKey()
 }
@@ -133,23 +136,24 @@ func idemKeyTypedEvent(b *idemimpl.KeyBuilder, v *TypedEvent) {
 	b.String(v.Body)
 }
 
-// idemEvent_fieldsChanged_runGoGenerate is the field list of Event that the generated code was written for (tags aside).
+// idemEvent_fieldsChanged_runGoGenerate lists the fields of Event as generated (tags aside).
 type idemEvent_fieldsChanged_runGoGenerate struct {
 	ID      string
 	Kind    string
 	Payload []byte
 }
 
-// Build fails here if Event gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Event's fields changed since generation: run go generate.
 var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
 
-// idemTypedEvent_fieldsChanged_runGoGenerate is the field list of TypedEvent that the generated code was written for (tags aside).
+// idemTypedEvent_fieldsChanged_runGoGenerate lists the fields of TypedEvent as generated (tags
+// aside).
 type idemTypedEvent_fieldsChanged_runGoGenerate struct {
 	ID   EventID
 	Body string
 }
 
-// Build fails here if TypedEvent gained, lost or retyped a field since generation: run go generate.
+// Build fails here if TypedEvent's fields changed since generation: run go generate.
 var _ = idemTypedEvent_fieldsChanged_runGoGenerate(TypedEvent{})
 
 // Build fails here if EventID is no longer defined as string: run go generate.

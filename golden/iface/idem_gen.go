@@ -10,13 +10,17 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
-// IdempotentCarrier is a Carrier whose Book, Quote and Cancel (through IdempotentCanceller) run at most once per key; its other methods call the inner Carrier. Decorators of two Carriers on one Guard share the keys of each annotated method: the interface method is the operation, whichever implementation runs it.
+// IdempotentCarrier is a Carrier whose Book, Quote and Cancel (through IdempotentCanceller) run at
+// most once per key; its other methods call the inner Carrier. Decorators of two Carriers on one
+// Guard share the keys of each annotated method: the interface method is the operation, whichever
+// implementation runs it.
 type IdempotentCarrier struct {
 	inner Carrier
 	g     *idem.Guard
 }
 
-// NewIdempotentCarrier decorates inner: the annotated methods are guarded by g, the others call inner.
+// NewIdempotentCarrier decorates inner: the annotated methods are guarded by g, the others call
+// inner.
 func NewIdempotentCarrier(inner Carrier, g *idem.Guard) *IdempotentCarrier {
 	return &IdempotentCarrier{
 		g:     g,
@@ -27,7 +31,8 @@ func NewIdempotentCarrier(inner Carrier, g *idem.Guard) *IdempotentCarrier {
 // Build fails here if Carrier's methods changed since generation: run go generate.
 var _ Carrier = (*IdempotentCarrier)(nil)
 
-// Cancel is Canceller.Cancel, guarded by Canceller's decorator: one key space with IdempotentCanceller.
+// Cancel is Canceller.Cancel, guarded by Canceller's decorator: one key space with
+// IdempotentCanceller.
 func (x *IdempotentCarrier) Cancel(ctx context.Context, ref string) error {
 	return NewIdempotentCanceller(x.inner, x.g).Cancel(ctx, ref)
 }
@@ -64,7 +69,8 @@ var idemCodecCarrierBook = idemimpl.TypedCodec[Booking]{
 	},
 }
 
-// Book is Carrier.Book, run at most once per key (ttl=1h lease=30s on_duplicate=wait). The implementation is not part of the key: every Carrier decorated on one Guard shares Book's keys.
+// Book is Carrier.Book, run at most once per key (ttl=1h lease=30s on_duplicate=wait). The
+// implementation is not part of the key: every Carrier decorated on one Guard shares Book's keys.
 func (x *IdempotentCarrier) Book(p0 context.Context, p1 string, p2 Shipment) (Booking, error) {
 	c := x.beginBook(p1, &p2)
 	return idem.Do(p0, c, func(p0 context.Context) (Booking, error) {
@@ -72,12 +78,13 @@ func (x *IdempotentCarrier) Book(p0 context.Context, p1 string, p2 Shipment) (Bo
 	})
 }
 
-// BookKey is the store key Book claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// BookKey is the store key Book claims for these arguments; nothing runs.
 func (x *IdempotentCarrier) BookKey(p1 string, p2 Shipment) (string, error) {
 	return x.beginBook(p1, &p2).StoreKey()
 }
 
-// beginBook starts a call of Book and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginBook starts a call of Book and writes its key material. Structs and arrays come by pointer:
+// no copies.
 func (x *IdempotentCarrier) beginBook(p1 string, p2 *Shipment) idem.Call {
 	c := x.g.Begin(idemSpecCarrierBook)
 	c.Key().String(p1)
@@ -107,7 +114,9 @@ var idemCodecCarrierQuote = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Quote is Carrier.Quote, run at most once per key (ttl=24h lease=30s on_duplicate=return key=orderID). The implementation is not part of the key: every Carrier decorated on one Guard shares Quote's keys.
+// Quote is Carrier.Quote, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=orderID). The implementation is not part of the key: every Carrier decorated on one Guard
+// shares Quote's keys.
 func (x *IdempotentCarrier) Quote(ctx context.Context, orderID string, s Shipment) (int64, error) {
 	c := x.beginQuote(orderID, &s)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -115,12 +124,13 @@ func (x *IdempotentCarrier) Quote(ctx context.Context, orderID string, s Shipmen
 	})
 }
 
-// QuoteKey is the store key Quote claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// QuoteKey is the store key Quote claims for these arguments; nothing runs.
 func (x *IdempotentCarrier) QuoteKey(orderID string, s Shipment) (string, error) {
 	return x.beginQuote(orderID, &s).StoreKey()
 }
 
-// beginQuote starts a call of Quote and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginQuote starts a call of Quote and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *IdempotentCarrier) beginQuote(orderID string, s *Shipment) idem.Call {
 	c := x.g.Begin(idemSpecCarrierQuote)
 	c.Key().ID(orderID)
@@ -129,13 +139,16 @@ func (x *IdempotentCarrier) beginQuote(orderID string, s *Shipment) idem.Call {
 	return c
 }
 
-// IdempotentCanceller is a Canceller whose Cancel runs at most once per key; its other methods call the inner Canceller. Decorators of two Cancellers on one Guard share the keys of each annotated method: the interface method is the operation, whichever implementation runs it.
+// IdempotentCanceller is a Canceller whose Cancel runs at most once per key; its other methods call
+// the inner Canceller. Decorators of two Cancellers on one Guard share the keys of each annotated
+// method: the interface method is the operation, whichever implementation runs it.
 type IdempotentCanceller struct {
 	inner Canceller
 	g     *idem.Guard
 }
 
-// NewIdempotentCanceller decorates inner: the annotated methods are guarded by g, the others call inner.
+// NewIdempotentCanceller decorates inner: the annotated methods are guarded by g, the others call
+// inner.
 func NewIdempotentCanceller(inner Canceller, g *idem.Guard) *IdempotentCanceller {
 	return &IdempotentCanceller{
 		g:     g,
@@ -157,7 +170,9 @@ var idemSpecCancellerCancel = &idem.Spec{
 // Build fails here if Canceller.Cancel's signature changed since generation: run go generate.
 var _ func(Canceller, context.Context, string) error = Canceller.Cancel
 
-// Cancel is Canceller.Cancel, run at most once per key (ttl=2h lease=30s on_duplicate=return). The implementation is not part of the key: every Canceller decorated on one Guard shares Cancel's keys.
+// Cancel is Canceller.Cancel, run at most once per key (ttl=2h lease=30s on_duplicate=return). The
+// implementation is not part of the key: every Canceller decorated on one Guard shares Cancel's
+// keys.
 func (x *IdempotentCanceller) Cancel(ctx context.Context, ref string) error {
 	c := x.beginCancel(ref)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -166,7 +181,7 @@ func (x *IdempotentCanceller) Cancel(ctx context.Context, ref string) error {
 	return err
 }
 
-// CancelKey is the store key Cancel claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// CancelKey is the store key Cancel claims for these arguments; nothing runs.
 func (x *IdempotentCanceller) CancelKey(ref string) (string, error) {
 	return x.beginCancel(ref).StoreKey()
 }
@@ -178,13 +193,16 @@ func (x *IdempotentCanceller) beginCancel(ref string) idem.Call {
 	return c
 }
 
-// IdempotentNotifier is a Notifier whose Notify and Reset run at most once per key; its other methods call the inner Notifier. Decorators of two Notifiers on one Guard share the keys of each annotated method: the interface method is the operation, whichever implementation runs it.
+// IdempotentNotifier is a Notifier whose Notify and Reset run at most once per key; its other
+// methods call the inner Notifier. Decorators of two Notifiers on one Guard share the keys of each
+// annotated method: the interface method is the operation, whichever implementation runs it.
 type IdempotentNotifier struct {
 	inner Notifier
 	g     *idem.Guard
 }
 
-// NewIdempotentNotifier decorates inner: the annotated methods are guarded by g, the others call inner.
+// NewIdempotentNotifier decorates inner: the annotated methods are guarded by g, the others call
+// inner.
 func NewIdempotentNotifier(inner Notifier, g *idem.Guard) *IdempotentNotifier {
 	return &IdempotentNotifier{
 		g:     g,
@@ -216,7 +234,9 @@ var idemSpecNotifierNotify = &idem.Spec{
 // Build fails here if Notifier.Notify's signature changed since generation: run go generate.
 var _ func(Notifier, context.Context, string, string) error = Notifier.Notify
 
-// Notify is Notifier.Notify, run at most once per key (ttl=10m lease=30s on_duplicate=return). The implementation is not part of the key: every Notifier decorated on one Guard shares Notify's keys.
+// Notify is Notifier.Notify, run at most once per key (ttl=10m lease=30s on_duplicate=return). The
+// implementation is not part of the key: every Notifier decorated on one Guard shares Notify's
+// keys.
 func (x *IdempotentNotifier) Notify(ctx context.Context, to string, msg string) error {
 	c := x.beginNotify(to, msg)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -225,7 +245,7 @@ func (x *IdempotentNotifier) Notify(ctx context.Context, to string, msg string) 
 	return err
 }
 
-// NotifyKey is the store key Notify claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// NotifyKey is the store key Notify claims for these arguments; nothing runs.
 func (x *IdempotentNotifier) NotifyKey(to string, msg string) (string, error) {
 	return x.beginNotify(to, msg).StoreKey()
 }
@@ -249,7 +269,8 @@ var idemSpecNotifierReset = &idem.Spec{
 // Build fails here if Notifier.Reset's signature changed since generation: run go generate.
 var _ func(Notifier, context.Context, string) error = Notifier.Reset
 
-// Reset is Notifier.Reset, run at most once per key (ttl=10m lease=30s on_duplicate=raise). The implementation is not part of the key: every Notifier decorated on one Guard shares Reset's keys.
+// Reset is Notifier.Reset, run at most once per key (ttl=10m lease=30s on_duplicate=raise). The
+// implementation is not part of the key: every Notifier decorated on one Guard shares Reset's keys.
 func (x *IdempotentNotifier) Reset(ctx context.Context, id string) error {
 	c := x.beginReset(id)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -258,7 +279,7 @@ func (x *IdempotentNotifier) Reset(ctx context.Context, id string) error {
 	return err
 }
 
-// ResetKey is the store key Reset claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ResetKey is the store key Reset claims for these arguments; nothing runs.
 func (x *IdempotentNotifier) ResetKey(id string) (string, error) {
 	return x.beginReset(id).StoreKey()
 }
@@ -270,7 +291,7 @@ func (x *IdempotentNotifier) beginReset(id string) idem.Call {
 	return c
 }
 
-// idemDecBooking reads a Booking of a stored result.
+// idemDecBooking restores values of Booking.
 func idemDecBooking(d *idemimpl.Decoder, v *Booking) {
 	end := d.Struct()
 	for d.More(end) {
@@ -285,7 +306,7 @@ func idemDecBooking(d *idemimpl.Decoder, v *Booking) {
 	}
 }
 
-// idemEncBooking writes a Booking of a stored result.
+// idemEncBooking stores values of Booking.
 func idemEncBooking(e *idemimpl.Encoder, v *Booking) {
 	at := e.Struct()
 	e.Field("Ref")
@@ -302,21 +323,21 @@ func idemKeyShipment(b *idemimpl.KeyBuilder, v *Shipment) {
 	b.Int(int64(v.Kg))
 }
 
-// idemBooking_fieldsChanged_runGoGenerate is the field list of Booking that the generated code was written for (tags aside).
+// idemBooking_fieldsChanged_runGoGenerate lists the fields of Booking as generated (tags aside).
 type idemBooking_fieldsChanged_runGoGenerate struct {
 	Ref   string
 	Cents int64
 }
 
-// Build fails here if Booking gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Booking's fields changed since generation: run go generate.
 var _ = idemBooking_fieldsChanged_runGoGenerate(Booking{})
 
-// idemShipment_fieldsChanged_runGoGenerate is the field list of Shipment that the generated code was written for (tags aside).
+// idemShipment_fieldsChanged_runGoGenerate lists the fields of Shipment as generated (tags aside).
 type idemShipment_fieldsChanged_runGoGenerate struct {
 	From string
 	To   string
 	Kg   int
 }
 
-// Build fails here if Shipment gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Shipment's fields changed since generation: run go generate.
 var _ = idemShipment_fieldsChanged_runGoGenerate(Shipment{})

@@ -51,12 +51,13 @@ func (x *Idempotent) Crop(ctx context.Context, r image.Rectangle, at image.Point
 	})
 }
 
-// CropKey is the store key Crop claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// CropKey is the store key Crop claims for these arguments; nothing runs.
 func (x *Idempotent) CropKey(r image.Rectangle, at image.Point, bg color.RGBA) (string, error) {
 	return x.beginCrop(&r, &at, &bg).StoreKey()
 }
 
-// beginCrop starts a call of Crop and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginCrop starts a call of Crop and writes its key material. Structs and arrays come by pointer:
+// no copies.
 func (x *Idempotent) beginCrop(r *image.Rectangle, at *image.Point, bg *color.RGBA) idem.Call {
 	c := x.g.Begin(idemSpecCrop)
 	idemKeyImageRectangle(c.Key(), r)
@@ -65,7 +66,7 @@ func (x *Idempotent) beginCrop(r *image.Rectangle, at *image.Point, bg *color.RG
 	return c
 }
 
-// idemDecImagePoint reads a image.Point of a stored result.
+// idemDecImagePoint restores values of image.Point.
 func idemDecImagePoint(d *idemimpl.Decoder, v *image.Point) {
 	end := d.Struct()
 	for d.More(end) {
@@ -80,7 +81,7 @@ func idemDecImagePoint(d *idemimpl.Decoder, v *image.Point) {
 	}
 }
 
-// idemDecImageRectangle reads a image.Rectangle of a stored result.
+// idemDecImageRectangle restores values of image.Rectangle.
 func idemDecImageRectangle(d *idemimpl.Decoder, v *image.Rectangle) {
 	end := d.Struct()
 	for d.More(end) {
@@ -95,7 +96,7 @@ func idemDecImageRectangle(d *idemimpl.Decoder, v *image.Rectangle) {
 	}
 }
 
-// idemEncImagePoint writes a image.Point of a stored result.
+// idemEncImagePoint stores values of image.Point.
 func idemEncImagePoint(e *idemimpl.Encoder, v *image.Point) {
 	at := e.Struct()
 	e.Field("X")
@@ -105,7 +106,7 @@ func idemEncImagePoint(e *idemimpl.Encoder, v *image.Point) {
 	e.End(at)
 }
 
-// idemEncImageRectangle writes a image.Rectangle of a stored result.
+// idemEncImageRectangle stores values of image.Rectangle.
 func idemEncImageRectangle(e *idemimpl.Encoder, v *image.Rectangle) {
 	at := e.Struct()
 	e.Field("Min")
@@ -135,7 +136,8 @@ func idemKeyImageRectangle(b *idemimpl.KeyBuilder, v *image.Rectangle) {
 	idemKeyImagePoint(b, &v.Max)
 }
 
-// idemColorRGBA_fieldsChanged_runGoGenerate is the field list of color.RGBA that the generated code was written for (tags aside).
+// idemColorRGBA_fieldsChanged_runGoGenerate lists the fields of color.RGBA as generated (tags
+// aside).
 type idemColorRGBA_fieldsChanged_runGoGenerate struct {
 	R uint8
 	G uint8
@@ -143,23 +145,25 @@ type idemColorRGBA_fieldsChanged_runGoGenerate struct {
 	A uint8
 }
 
-// Build fails here if color.RGBA gained, lost or retyped a field since generation: run go generate.
+// Build fails here if color.RGBA's fields changed since generation: run go generate.
 var _ = idemColorRGBA_fieldsChanged_runGoGenerate(color.RGBA{})
 
-// idemImagePoint_fieldsChanged_runGoGenerate is the field list of image.Point that the generated code was written for (tags aside).
+// idemImagePoint_fieldsChanged_runGoGenerate lists the fields of image.Point as generated (tags
+// aside).
 type idemImagePoint_fieldsChanged_runGoGenerate struct {
 	X int
 	Y int
 }
 
-// Build fails here if image.Point gained, lost or retyped a field since generation: run go generate.
+// Build fails here if image.Point's fields changed since generation: run go generate.
 var _ = idemImagePoint_fieldsChanged_runGoGenerate(image.Point{})
 
-// idemImageRectangle_fieldsChanged_runGoGenerate is the field list of image.Rectangle that the generated code was written for (tags aside).
+// idemImageRectangle_fieldsChanged_runGoGenerate lists the fields of image.Rectangle as generated
+// (tags aside).
 type idemImageRectangle_fieldsChanged_runGoGenerate struct {
 	Min image.Point
 	Max image.Point
 }
 
-// Build fails here if image.Rectangle gained, lost or retyped a field since generation: run go generate.
+// Build fails here if image.Rectangle's fields changed since generation: run go generate.
 var _ = idemImageRectangle_fieldsChanged_runGoGenerate(image.Rectangle{})

@@ -43,7 +43,8 @@ var idemCodecCharge = idemimpl.TypedCodec[string]{
 	},
 }
 
-// Charge is jsonskipkeys.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return). Not keyed: p.Params.Context (a context), p.Params.usage (unexported, json:"-").
+// Charge is jsonskipkeys.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// Not keyed: p.Params.Context (a context), p.Params.usage (unexported, json:"-").
 func (x *Idempotent) Charge(ctx context.Context, p *sdk.ChargeParams) (string, error) {
 	c := x.beginCharge(p)
 	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
@@ -51,7 +52,7 @@ func (x *Idempotent) Charge(ctx context.Context, p *sdk.ChargeParams) (string, e
 	})
 }
 
-// ChargeKey is the store key Charge claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ChargeKey is the store key Charge claims for these arguments; nothing runs.
 func (x *Idempotent) ChargeKey(p *sdk.ChargeParams) (string, error) {
 	return x.beginCharge(p).StoreKey()
 }
@@ -106,17 +107,18 @@ func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	}
 }
 
-// idemSdkChargeParams_fieldsChanged_runGoGenerate is the field list of sdk.ChargeParams that the generated code was written for (tags aside).
+// idemSdkChargeParams_fieldsChanged_runGoGenerate lists the fields of sdk.ChargeParams as generated
+// (tags aside).
 type idemSdkChargeParams_fieldsChanged_runGoGenerate struct {
 	sdk.Params `json:"-" xml:"-"`
 	Amount     *int64
 	Currency   *string
 }
 
-// Build fails here if sdk.ChargeParams gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sdk.ChargeParams's fields changed since generation: run go generate.
 var _ = idemSdkChargeParams_fieldsChanged_runGoGenerate(sdk.ChargeParams{})
 
-// Build fails here if a field of sdk.Params that the generated code reads was lost or retyped since generation: run go generate.
+// Build fails here if a field of sdk.Params read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.Params) (*context.Context, **string, *map[string]string) {
 	return &fieldsChanged_runGoGenerate.Context, &fieldsChanged_runGoGenerate.IdempotencyKey, &fieldsChanged_runGoGenerate.Metadata
 }

@@ -50,12 +50,13 @@ func (x *Idempotent) Record(ctx context.Context, b Basics, n int, f float64, c C
 	})
 }
 
-// RecordKey is the store key Record claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// RecordKey is the store key Record claims for these arguments; nothing runs.
 func (x *Idempotent) RecordKey(b Basics, n int, f float64, c Currency, d time.Duration, at time.Time) (string, error) {
 	return x.beginRecord(&b, n, f, c, d, &at).StoreKey()
 }
 
-// beginRecord starts a call of Record and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginRecord starts a call of Record and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginRecord(b *Basics, n int, f float64, c Currency, d time.Duration, at *time.Time) idem.Call {
 	c2 := x.g.Begin(idemSpecRecord)
 	idemKeyBasics(c2.Key(), b)
@@ -96,7 +97,7 @@ func idemKeyBasics(b *idemimpl.KeyBuilder, v *Basics) {
 	b.Float(float64(v.Rat))
 }
 
-// idemBasics_fieldsChanged_runGoGenerate is the field list of Basics that the generated code was written for (tags aside).
+// idemBasics_fieldsChanged_runGoGenerate lists the fields of Basics as generated (tags aside).
 type idemBasics_fieldsChanged_runGoGenerate struct {
 	B    bool
 	I    int
@@ -125,7 +126,7 @@ type idemBasics_fieldsChanged_runGoGenerate struct {
 	Rat  Ratio
 }
 
-// Build fails here if Basics gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Basics's fields changed since generation: run go generate.
 var _ = idemBasics_fieldsChanged_runGoGenerate(Basics{})
 
 // Build fails here if Cents is no longer defined as int64: run go generate.

@@ -51,7 +51,7 @@ func (x *Idempotent) Put(ctx context.Context, in *sdk.PutObjectInput) (int64, er
 	})
 }
 
-// PutKey is the store key Put claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// PutKey is the store key Put claims for these arguments; nothing runs.
 func (x *Idempotent) PutKey(in *sdk.PutObjectInput) (string, error) {
 	return x.beginPut(in).StoreKey()
 }
@@ -98,12 +98,13 @@ func (x *Idempotent) PutFor(ctx context.Context, u Upload) (int64, error) {
 	})
 }
 
-// PutForKey is the store key PutFor claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// PutForKey is the store key PutFor claims for these arguments; nothing runs.
 func (x *Idempotent) PutForKey(u Upload) (string, error) {
 	return x.beginPutFor(&u).StoreKey()
 }
 
-// beginPutFor starts a call of PutFor and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginPutFor starts a call of PutFor and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginPutFor(u *Upload) idem.Call {
 	c := x.g.Begin(idemSpecPutFor)
 	idemKeyUpload(c.Key(), u)
@@ -188,17 +189,17 @@ func idemKeyUpload(b *idemimpl.KeyBuilder, v *Upload) {
 	}
 }
 
-// Build fails here if a field of sdk.PutObjectInput that the generated code reads was lost or retyped since generation: run go generate.
+// Build fails here if a field of sdk.PutObjectInput read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.PutObjectInput) (**string, **string, *[]byte, *map[string]string, *[]sdk.Tag, *sdk.ObjectLockMode, **int64) {
 	return &fieldsChanged_runGoGenerate.Bucket, &fieldsChanged_runGoGenerate.Key, &fieldsChanged_runGoGenerate.Body, &fieldsChanged_runGoGenerate.Metadata, &fieldsChanged_runGoGenerate.Tags, &fieldsChanged_runGoGenerate.Mode, &fieldsChanged_runGoGenerate.Size
 }
 
-// Build fails here if a field of sdk.Tag that the generated code reads was lost or retyped since generation: run go generate.
+// Build fails here if a field of sdk.Tag read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.Tag) (**string, **string) {
 	return &fieldsChanged_runGoGenerate.Key, &fieldsChanged_runGoGenerate.Value
 }
 
-// idemUpload_fieldsChanged_runGoGenerate is the field list of Upload that the generated code was written for (tags aside).
+// idemUpload_fieldsChanged_runGoGenerate lists the fields of Upload as generated (tags aside).
 type idemUpload_fieldsChanged_runGoGenerate struct {
 	marker  `json:"-" xml:"-"`
 	Owner   string
@@ -207,7 +208,7 @@ type idemUpload_fieldsChanged_runGoGenerate struct {
 	padding [0]int
 }
 
-// Build fails here if Upload gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Upload's fields changed since generation: run go generate.
 var _ = idemUpload_fieldsChanged_runGoGenerate(Upload{})
 
 // Build fails here if sdk.ObjectLockMode is no longer defined as string: run go generate.

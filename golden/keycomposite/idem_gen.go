@@ -49,12 +49,13 @@ func (x *Idempotent) Draw(ctx context.Context, s Shape, ids []string, tags map[s
 	})
 }
 
-// DrawKey is the store key Draw claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// DrawKey is the store key Draw claims for these arguments; nothing runs.
 func (x *Idempotent) DrawKey(s Shape, ids []string, tags map[string]string, p *Point, arr [2]Point) (string, error) {
 	return x.beginDraw(&s, ids, tags, p, &arr).StoreKey()
 }
 
-// beginDraw starts a call of Draw and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginDraw starts a call of Draw and writes its key material. Structs and arrays come by pointer:
+// no copies.
 func (x *Idempotent) beginDraw(s *Shape, ids []string, tags map[string]string, p *Point, arr *[2]Point) idem.Call {
 	c := x.g.Begin(idemSpecDraw)
 	idemKeyShape(c.Key(), s)
@@ -202,16 +203,16 @@ func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 	}
 }
 
-// idemPoint_fieldsChanged_runGoGenerate is the field list of Point that the generated code was written for (tags aside).
+// idemPoint_fieldsChanged_runGoGenerate lists the fields of Point as generated (tags aside).
 type idemPoint_fieldsChanged_runGoGenerate struct {
 	X int
 	Y int
 }
 
-// Build fails here if Point gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Point's fields changed since generation: run go generate.
 var _ = idemPoint_fieldsChanged_runGoGenerate(Point{})
 
-// idemShape_fieldsChanged_runGoGenerate is the field list of Shape that the generated code was written for (tags aside).
+// idemShape_fieldsChanged_runGoGenerate lists the fields of Shape as generated (tags aside).
 type idemShape_fieldsChanged_runGoGenerate struct {
 	Points []Point
 	Grid   [2][3]int
@@ -228,5 +229,5 @@ type idemShape_fieldsChanged_runGoGenerate struct {
 	Keys     map[Point]bool
 }
 
-// Build fails here if Shape gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Shape's fields changed since generation: run go generate.
 var _ = idemShape_fieldsChanged_runGoGenerate(Shape{})

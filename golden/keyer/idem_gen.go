@@ -49,12 +49,13 @@ func (x *Idempotent) Notify(ctx context.Context, o Order, who Identity, cc *Emai
 	})
 }
 
-// NotifyKey is the store key Notify claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// NotifyKey is the store key Notify claims for these arguments; nothing runs.
 func (x *Idempotent) NotifyKey(o Order, who Identity, cc *Email) (string, error) {
 	return x.beginNotify(&o, who, cc).StoreKey()
 }
 
-// beginNotify starts a call of Notify and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginNotify starts a call of Notify and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginNotify(o *Order, who Identity, cc *Email) idem.Call {
 	c := x.g.Begin(idemSpecNotify)
 	idemKeyOrder(c.Key(), o)
@@ -78,11 +79,11 @@ func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 	b.Key(&v.Cart)
 }
 
-// idemOrder_fieldsChanged_runGoGenerate is the field list of Order that the generated code was written for (tags aside).
+// idemOrder_fieldsChanged_runGoGenerate lists the fields of Order as generated (tags aside).
 type idemOrder_fieldsChanged_runGoGenerate struct {
 	To   Email
 	Cart Cart
 }
 
-// Build fails here if Order gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Order's fields changed since generation: run go generate.
 var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})

@@ -42,7 +42,8 @@ var idemCodecCharge = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Charge is keyhelper.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return key=req.Tenant).
+// Charge is keyhelper.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=req.Tenant).
 func (x *Idempotent) Charge(ctx context.Context, req Request) (int64, error) {
 	c := x.beginCharge(&req)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -50,12 +51,13 @@ func (x *Idempotent) Charge(ctx context.Context, req Request) (int64, error) {
 	})
 }
 
-// ChargeKey is the store key Charge claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ChargeKey is the store key Charge claims for these arguments; nothing runs.
 func (x *Idempotent) ChargeKey(req Request) (string, error) {
 	return x.beginCharge(&req).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginCharge(req *Request) idem.Call {
 	c := x.g.Begin(idemSpecCharge)
 	c.Key().ID(req.Tenant)
@@ -75,7 +77,8 @@ var idemSpecApply = &idem.Spec{
 // Build fails here if keyhelper.Apply's signature changed since generation: run go generate.
 var _ func(context.Context, Event) error = Apply
 
-// Apply is keyhelper.Apply, run at most once per key (ttl=24h lease=30s on_duplicate=return key=ev.ID order=ev.User:ev.At).
+// Apply is keyhelper.Apply, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=ev.ID order=ev.User:ev.At).
 func (x *Idempotent) Apply(ctx context.Context, ev Event) error {
 	c := x.beginApply(&ev)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -84,12 +87,13 @@ func (x *Idempotent) Apply(ctx context.Context, ev Event) error {
 	return err
 }
 
-// ApplyKey is the store key Apply claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ApplyKey is the store key Apply claims for these arguments; nothing runs.
 func (x *Idempotent) ApplyKey(ev Event) (string, error) {
 	return x.beginApply(&ev).StoreKey()
 }
 
-// beginApply starts a call of Apply and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginApply starts a call of Apply and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginApply(ev *Event) idem.Call {
 	c := x.g.Begin(idemSpecApply)
 	c.Key().ID(ev.ID)
@@ -125,7 +129,8 @@ var idemSpecLedgerPost = &idem.Spec{
 // Build fails here if Ledger.Post's signature changed since generation: run go generate.
 var _ func(*Ledger, context.Context, string, ...int64) error = (*Ledger).Post
 
-// Post is Ledger.Post, run at most once per key (ttl=24h lease=30s on_duplicate=return version=2). The receiver is not part of the key (key= can name its fields).
+// Post is Ledger.Post, run at most once per key (ttl=24h lease=30s on_duplicate=return version=2).
+// The receiver is not part of the key (key= can name its fields).
 func (l *IdempotentLedger) Post(ctx context.Context, account string, entries ...int64) error {
 	c := l.beginPost(account, entries)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -134,7 +139,7 @@ func (l *IdempotentLedger) Post(ctx context.Context, account string, entries ...
 	return err
 }
 
-// PostKey is the store key Post claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// PostKey is the store key Post claims for these arguments; nothing runs.
 func (l *IdempotentLedger) PostKey(account string, entries ...int64) (string, error) {
 	return l.beginPost(account, entries).StoreKey()
 }
@@ -163,21 +168,21 @@ func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Int(v.Amount)
 }
 
-// idemEvent_fieldsChanged_runGoGenerate is the field list of Event that the generated code was written for (tags aside).
+// idemEvent_fieldsChanged_runGoGenerate lists the fields of Event as generated (tags aside).
 type idemEvent_fieldsChanged_runGoGenerate struct {
 	ID   string
 	User string
 	At   time.Time
 }
 
-// Build fails here if Event gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Event's fields changed since generation: run go generate.
 var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
 
-// idemRequest_fieldsChanged_runGoGenerate is the field list of Request that the generated code was written for (tags aside).
+// idemRequest_fieldsChanged_runGoGenerate lists the fields of Request as generated (tags aside).
 type idemRequest_fieldsChanged_runGoGenerate struct {
 	Tenant string
 	Amount int64
 }
 
-// Build fails here if Request gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Request's fields changed since generation: run go generate.
 var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})

@@ -52,12 +52,13 @@ func (x *Idempotent) Pay(ctx context.Context, c Charge, label encoding.TextMarsh
 	})
 }
 
-// PayKey is the store key Pay claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// PayKey is the store key Pay claims for these arguments; nothing runs.
 func (x *Idempotent) PayKey(c Charge, label encoding.TextMarshaler) (string, error) {
 	return x.beginPay(&c, label).StoreKey()
 }
 
-// beginPay starts a call of Pay and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginPay starts a call of Pay and writes its key material. Structs and arrays come by pointer: no
+// copies.
 func (x *Idempotent) beginPay(c *Charge, label encoding.TextMarshaler) idem.Call {
 	c2 := x.g.Begin(idemSpecPay)
 	idemKeyCharge(c2.Key(), c)
@@ -92,7 +93,7 @@ func idemKeyCharge(b *idemimpl.KeyBuilder, v *Charge) {
 	}
 }
 
-// idemCharge_fieldsChanged_runGoGenerate is the field list of Charge that the generated code was written for (tags aside).
+// idemCharge_fieldsChanged_runGoGenerate lists the fields of Charge as generated (tags aside).
 type idemCharge_fieldsChanged_runGoGenerate struct {
 	Amount money.Amount
 	Token  money.Token
@@ -100,5 +101,5 @@ type idemCharge_fieldsChanged_runGoGenerate struct {
 	Prices map[string]money.Amount
 }
 
-// Build fails here if Charge gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Charge's fields changed since generation: run go generate.
 var _ = idemCharge_fieldsChanged_runGoGenerate(Charge{})

@@ -54,12 +54,13 @@ func (x *Idempotent) Record(ctx context.Context, ev Event) (int64, error) {
 	})
 }
 
-// RecordKey is the store key Record claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// RecordKey is the store key Record claims for these arguments; nothing runs.
 func (x *Idempotent) RecordKey(ev Event) (string, error) {
 	return x.beginRecord(&ev).StoreKey()
 }
 
-// beginRecord starts a call of Record and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginRecord starts a call of Record and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginRecord(ev *Event) idem.Call {
 	c := x.g.Begin(idemSpecRecord)
 	idemKeyEvent(c.Key(), ev)
@@ -96,7 +97,7 @@ func (x *Idempotent) Apply(ctx context.Context, m proto.Message) (int64, error) 
 	})
 }
 
-// ApplyKey is the store key Apply claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ApplyKey is the store key Apply claims for these arguments; nothing runs.
 func (x *Idempotent) ApplyKey(m proto.Message) (string, error) {
 	return x.beginApply(m).StoreKey()
 }
@@ -135,7 +136,8 @@ var idemCodecPatch = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Patch is keyproto.Patch, run at most once per key (ttl=24h lease=30s on_duplicate=return key=ev.Attrs).
+// Patch is keyproto.Patch, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=ev.Attrs).
 func (x *Idempotent) Patch(ctx context.Context, ev Event) (int64, error) {
 	c := x.beginPatch(&ev)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -143,12 +145,13 @@ func (x *Idempotent) Patch(ctx context.Context, ev Event) (int64, error) {
 	})
 }
 
-// PatchKey is the store key Patch claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// PatchKey is the store key Patch claims for these arguments; nothing runs.
 func (x *Idempotent) PatchKey(ev Event) (string, error) {
 	return x.beginPatch(&ev).StoreKey()
 }
 
-// beginPatch starts a call of Patch and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginPatch starts a call of Patch and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginPatch(ev *Event) idem.Call {
 	c := x.g.Begin(idemSpecPatch)
 	if ev.Attrs == nil {
@@ -184,7 +187,7 @@ func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	}
 }
 
-// idemEvent_fieldsChanged_runGoGenerate is the field list of Event that the generated code was written for (tags aside).
+// idemEvent_fieldsChanged_runGoGenerate lists the fields of Event as generated (tags aside).
 type idemEvent_fieldsChanged_runGoGenerate struct {
 	ID    string
 	At    *timestamppb.Timestamp
@@ -192,5 +195,5 @@ type idemEvent_fieldsChanged_runGoGenerate struct {
 	Delay *durationpb.Duration
 }
 
-// Build fails here if Event gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Event's fields changed since generation: run go generate.
 var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})

@@ -50,7 +50,7 @@ func (x *Idempotent) Long(ctx context.Context, id string) (int64, error) {
 	})
 }
 
-// LongKey is the store key Long claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// LongKey is the store key Long claims for these arguments; nothing runs.
 func (x *Idempotent) LongKey(id string) (string, error) {
 	return x.beginLong(id).StoreKey()
 }
@@ -92,7 +92,7 @@ func (x *Idempotent) Short(ctx context.Context, id string) (int64, error) {
 	})
 }
 
-// ShortKey is the store key Short claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ShortKey is the store key Short claims for these arguments; nothing runs.
 func (x *Idempotent) ShortKey(id string) (string, error) {
 	return x.beginShort(id).StoreKey()
 }

@@ -52,12 +52,13 @@ func (x *Idempotent) Allow(ctx context.Context, r Request, prefix netip.Prefix) 
 	})
 }
 
-// AllowKey is the store key Allow claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// AllowKey is the store key Allow claims for these arguments; nothing runs.
 func (x *Idempotent) AllowKey(r Request, prefix netip.Prefix) (string, error) {
 	return x.beginAllow(&r, &prefix).StoreKey()
 }
 
-// beginAllow starts a call of Allow and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginAllow starts a call of Allow and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginAllow(r *Request, prefix *netip.Prefix) idem.Call {
 	c := x.g.Begin(idemSpecAllow)
 	idemKeyRequest(c.Key(), r)
@@ -78,7 +79,7 @@ func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Time(v.At)
 }
 
-// idemRequest_fieldsChanged_runGoGenerate is the field list of Request that the generated code was written for (tags aside).
+// idemRequest_fieldsChanged_runGoGenerate lists the fields of Request as generated (tags aside).
 type idemRequest_fieldsChanged_runGoGenerate struct {
 	From  netip.Addr
 	Limit *big.Int
@@ -86,5 +87,5 @@ type idemRequest_fieldsChanged_runGoGenerate struct {
 	At    time.Time
 }
 
-// Build fails here if Request gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Request's fields changed since generation: run go generate.
 var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})

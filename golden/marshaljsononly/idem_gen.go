@@ -37,7 +37,7 @@ var idemCodecBill = idemimpl.TypedCodec[*Invoice]{
 	Decode: func(d *idemimpl.Decoder, v **Invoice) {
 		if d.Ptr() {
 			*v = new(Invoice)
-			idemDecInvoice(d, (*v))
+			idemDecInvoice(d, *v)
 		} else {
 			*v = nil
 		}
@@ -47,7 +47,7 @@ var idemCodecBill = idemimpl.TypedCodec[*Invoice]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncInvoice(e, (*v))
+			idemEncInvoice(e, *v)
 		}
 	},
 }
@@ -60,7 +60,7 @@ func (x *Idempotent) Bill(ctx context.Context, id string) (*Invoice, error) {
 	})
 }
 
-// BillKey is the store key Bill claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// BillKey is the store key Bill claims for these arguments; nothing runs.
 func (x *Idempotent) BillKey(id string) (string, error) {
 	return x.beginBill(id).StoreKey()
 }
@@ -72,7 +72,7 @@ func (x *Idempotent) beginBill(id string) idem.Call {
 	return c
 }
 
-// idemDecAmount reads a Amount of a stored result.
+// idemDecAmount restores values of Amount.
 func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
 	end := d.Struct()
 	for d.More(end) {
@@ -87,7 +87,7 @@ func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
 	}
 }
 
-// idemDecInvoice reads a Invoice of a stored result.
+// idemDecInvoice restores values of Invoice.
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	end := d.Struct()
 	for d.More(end) {
@@ -109,7 +109,7 @@ func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	}
 }
 
-// idemEncAmount writes a Amount of a stored result.
+// idemEncAmount stores values of Amount.
 func idemEncAmount(e *idemimpl.Encoder, v *Amount) {
 	at := e.Struct()
 	e.Field("Units")
@@ -119,7 +119,7 @@ func idemEncAmount(e *idemimpl.Encoder, v *Amount) {
 	e.End(at)
 }
 
-// idemEncInvoice writes a Invoice of a stored result.
+// idemEncInvoice stores values of Invoice.
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
 	e.Field("Total")
@@ -137,20 +137,20 @@ func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	e.End(at)
 }
 
-// idemAmount_fieldsChanged_runGoGenerate is the field list of Amount that the generated code was written for (tags aside).
+// idemAmount_fieldsChanged_runGoGenerate lists the fields of Amount as generated (tags aside).
 type idemAmount_fieldsChanged_runGoGenerate struct {
 	Units    int64
 	Currency string
 }
 
-// Build fails here if Amount gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Amount's fields changed since generation: run go generate.
 var _ = idemAmount_fieldsChanged_runGoGenerate(Amount{})
 
-// idemInvoice_fieldsChanged_runGoGenerate is the field list of Invoice that the generated code was written for (tags aside).
+// idemInvoice_fieldsChanged_runGoGenerate lists the fields of Invoice as generated (tags aside).
 type idemInvoice_fieldsChanged_runGoGenerate struct {
 	Total Amount
 	Lines []Amount
 }
 
-// Build fails here if Invoice gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Invoice's fields changed since generation: run go generate.
 var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})

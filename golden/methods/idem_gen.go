@@ -45,7 +45,8 @@ var idemCodecServiceCharge = idemimpl.TypedCodec[string]{
 	},
 }
 
-// Charge is Service.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return key=account,cents). The receiver is not part of the key (key= can name its fields).
+// Charge is Service.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=account,cents). The receiver is not part of the key (key= can name its fields).
 func (s *IdempotentService) Charge(ctx context.Context, account string, cents int64) (string, error) {
 	c := s.beginCharge(account, cents)
 	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
@@ -53,7 +54,7 @@ func (s *IdempotentService) Charge(ctx context.Context, account string, cents in
 	})
 }
 
-// ChargeKey is the store key Charge claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ChargeKey is the store key Charge claims for these arguments; nothing runs.
 func (s *IdempotentService) ChargeKey(account string, cents int64) (string, error) {
 	return s.beginCharge(account, cents).StoreKey()
 }
@@ -77,7 +78,8 @@ var idemSpecServiceRefund = &idem.Spec{
 // Build fails here if Service.Refund's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, string) error = (*Service).Refund
 
-// Refund is Service.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=raise). The receiver is not part of the key (key= can name its fields).
+// Refund is Service.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=raise). The
+// receiver is not part of the key (key= can name its fields).
 func (s *IdempotentService) Refund(ctx context.Context, chargeID string) error {
 	c := s.beginRefund(chargeID)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -86,7 +88,7 @@ func (s *IdempotentService) Refund(ctx context.Context, chargeID string) error {
 	return err
 }
 
-// RefundKey is the store key Refund claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// RefundKey is the store key Refund claims for these arguments; nothing runs.
 func (s *IdempotentService) RefundKey(chargeID string) (string, error) {
 	return s.beginRefund(chargeID).StoreKey()
 }
@@ -123,7 +125,8 @@ var idemSpecMailerSend = &idem.Spec{
 // Build fails here if Mailer.Send's signature changed since generation: run go generate.
 var _ func(*Mailer, context.Context, string) error = (*Mailer).Send
 
-// Send is Mailer.Send, run at most once per key (ttl=24h lease=30s on_duplicate=return). The receiver is not part of the key (key= can name its fields).
+// Send is Mailer.Send, run at most once per key (ttl=24h lease=30s on_duplicate=return). The
+// receiver is not part of the key (key= can name its fields).
 func (m *IdempotentMailer) Send(ctx context.Context, to string) error {
 	c := m.beginSend(to)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -132,7 +135,7 @@ func (m *IdempotentMailer) Send(ctx context.Context, to string) error {
 	return err
 }
 
-// SendKey is the store key Send claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// SendKey is the store key Send claims for these arguments; nothing runs.
 func (m *IdempotentMailer) SendKey(to string) (string, error) {
 	return m.beginSend(to).StoreKey()
 }

@@ -50,7 +50,7 @@ func (x *Idempotent) Ping(ctx context.Context) (string, error) {
 	})
 }
 
-// PingKey is the store key Ping claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// PingKey is the store key Ping claims for these arguments; nothing runs.
 func (x *Idempotent) PingKey() (string, error) {
 	return x.beginPing().StoreKey()
 }
@@ -83,7 +83,8 @@ var idemCodecUnexported = idemimpl.TypedCodec[bool]{
 	},
 }
 
-// unexported is multifile.unexported, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
+// unexported is multifile.unexported, run at most once per key (ttl=24h lease=30s
+// on_duplicate=wait).
 func (x *Idempotent) unexported(ctx context.Context, n uint16) (bool, error) {
 	c := x.beginUnexported(n)
 	return idem.Do(ctx, c, func(ctx context.Context) (bool, error) {
@@ -91,7 +92,7 @@ func (x *Idempotent) unexported(ctx context.Context, n uint16) (bool, error) {
 	})
 }
 
-// unexportedKey is the store key unexported claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// unexportedKey is the store key unexported claims for these arguments; nothing runs.
 func (x *Idempotent) unexportedKey(n uint16) (string, error) {
 	return x.beginUnexported(n).StoreKey()
 }
@@ -128,7 +129,8 @@ var idemSpecRepoSave = &idem.Spec{
 // Build fails here if Repo.Save's signature changed since generation: run go generate.
 var _ func(*Repo, context.Context, string, map[string]string) error = (*Repo).Save
 
-// Save is Repo.Save, run at most once per key (ttl=24h lease=30s on_duplicate=return key=id). The receiver is not part of the key (key= can name its fields).
+// Save is Repo.Save, run at most once per key (ttl=24h lease=30s on_duplicate=return key=id). The
+// receiver is not part of the key (key= can name its fields).
 func (r *IdempotentRepo) Save(ctx context.Context, id string, doc map[string]string) error {
 	c := r.beginSave(id, doc)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -137,7 +139,7 @@ func (r *IdempotentRepo) Save(ctx context.Context, id string, doc map[string]str
 	return err
 }
 
-// SaveKey is the store key Save claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// SaveKey is the store key Save claims for these arguments; nothing runs.
 func (r *IdempotentRepo) SaveKey(id string, doc map[string]string) (string, error) {
 	return r.beginSave(id, doc).StoreKey()
 }
@@ -183,7 +185,8 @@ var idemCodecRepoLoad = idemimpl.TypedCodec[[]byte]{
 	},
 }
 
-// Load is Repo.Load, run at most once per key (ttl=24h lease=30s on_duplicate=return). The receiver is not part of the key (key= can name its fields).
+// Load is Repo.Load, run at most once per key (ttl=24h lease=30s on_duplicate=return). The receiver
+// is not part of the key (key= can name its fields).
 func (r *IdempotentRepo) Load(ctx context.Context, id string) ([]byte, error) {
 	c := r.beginLoad(id)
 	return idem.Do(ctx, c, func(ctx context.Context) ([]byte, error) {
@@ -191,7 +194,7 @@ func (r *IdempotentRepo) Load(ctx context.Context, id string) ([]byte, error) {
 	})
 }
 
-// LoadKey is the store key Load claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// LoadKey is the store key Load claims for these arguments; nothing runs.
 func (r *IdempotentRepo) LoadKey(id string) (string, error) {
 	return r.beginLoad(id).StoreKey()
 }
@@ -239,7 +242,8 @@ var idemCodecCacheFill = idemimpl.TypedCodec[time.Duration]{
 	},
 }
 
-// Fill is Cache.Fill, run at most once per key (ttl=24h lease=1m on_duplicate=return). The receiver is not part of the key (key= can name its fields).
+// Fill is Cache.Fill, run at most once per key (ttl=24h lease=1m on_duplicate=return). The receiver
+// is not part of the key (key= can name its fields).
 func (x *IdempotentCache) Fill(ctx context.Context) (time.Duration, error) {
 	c := x.beginFill()
 	return idem.Do(ctx, c, func(ctx context.Context) (time.Duration, error) {
@@ -247,7 +251,7 @@ func (x *IdempotentCache) Fill(ctx context.Context) (time.Duration, error) {
 	})
 }
 
-// FillKey is the store key Fill claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// FillKey is the store key Fill claims for these arguments; nothing runs.
 func (x *IdempotentCache) FillKey() (string, error) {
 	return x.beginFill().StoreKey()
 }

@@ -107,7 +107,7 @@ func (x *Idempotent) Split(ctx context.Context, total int, ways int) (int, []int
 	return r.r1, r.r2, r.r3, err
 }
 
-// SplitKey is the store key Split claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// SplitKey is the store key Split claims for these arguments; nothing runs.
 func (x *Idempotent) SplitKey(total int, ways int) (string, error) {
 	return x.beginSplit(total, ways).StoreKey()
 }
@@ -180,7 +180,7 @@ func (x *Idempotent) Quote(ctx context.Context, sku string) (int64, string, bool
 	return r.price, r.currency, r.r3, err
 }
 
-// QuoteKey is the store key Quote claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// QuoteKey is the store key Quote claims for these arguments; nothing runs.
 func (x *Idempotent) QuoteKey(sku string) (string, error) {
 	return x.beginQuote(sku).StoreKey()
 }
@@ -192,7 +192,7 @@ func (x *Idempotent) beginQuote(sku string) idem.Call {
 	return c
 }
 
-// idemDecReceipt reads a Receipt of a stored result.
+// idemDecReceipt restores values of Receipt.
 func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
 	end := d.Struct()
 	for d.More(end) {
@@ -221,7 +221,7 @@ func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
 	}
 }
 
-// idemEncReceipt writes a Receipt of a stored result.
+// idemEncReceipt stores values of Receipt.
 func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
 	e.Field("ID")
@@ -244,12 +244,12 @@ func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 	e.End(at)
 }
 
-// idemReceipt_fieldsChanged_runGoGenerate is the field list of Receipt that the generated code was written for (tags aside).
+// idemReceipt_fieldsChanged_runGoGenerate lists the fields of Receipt as generated (tags aside).
 type idemReceipt_fieldsChanged_runGoGenerate struct {
 	ID    string
 	Lines map[string]int
 	At    time.Time
 }
 
-// Build fails here if Receipt gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Receipt's fields changed since generation: run go generate.
 var _ = idemReceipt_fieldsChanged_runGoGenerate(Receipt{})

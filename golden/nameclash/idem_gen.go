@@ -29,10 +29,12 @@ var idemSpecServiceCharge = &idem.Spec{
 	OnDuplicate: idem.DuplicateReturn,
 }
 
-// Build fails here if nameclash.ServiceCharge's signature changed since generation: run go generate.
+// Build fails here if nameclash.ServiceCharge's signature changed since generation: run go
+// generate.
 var _ func(context.Context, Point) error = ServiceCharge
 
-// ServiceCharge is nameclash.ServiceCharge, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// ServiceCharge is nameclash.ServiceCharge, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return).
 func (x *Idempotent) ServiceCharge(ctx context.Context, p Point) error {
 	c := x.beginServiceCharge(&p)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -41,12 +43,13 @@ func (x *Idempotent) ServiceCharge(ctx context.Context, p Point) error {
 	return err
 }
 
-// ServiceChargeKey is the store key ServiceCharge claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ServiceChargeKey is the store key ServiceCharge claims for these arguments; nothing runs.
 func (x *Idempotent) ServiceChargeKey(p Point) (string, error) {
 	return x.beginServiceCharge(&p).StoreKey()
 }
 
-// beginServiceCharge starts a call of ServiceCharge and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginServiceCharge starts a call of ServiceCharge and writes its key material. Structs and arrays
+// come by pointer: no copies.
 func (x *Idempotent) beginServiceCharge(p *Point) idem.Call {
 	c := x.g.Begin(idemSpecServiceCharge)
 	idemKeyPoint(c.Key(), p)
@@ -73,7 +76,8 @@ func (x *Idempotent) Cancel(ctx context.Context, id string) error {
 	return err
 }
 
-// CancelIdemKey is the store key Cancel claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record. (Not CancelKey: Idempotent already has that name.)
+// CancelIdemKey is the store key Cancel claims for these arguments; nothing runs. (Not CancelKey:
+// Idempotent already has that name.)
 func (x *Idempotent) CancelIdemKey(id string) (string, error) {
 	return x.beginCancel(id).StoreKey()
 }
@@ -96,7 +100,8 @@ var idemSpecCancelKey = &idem.Spec{
 // Build fails here if nameclash.CancelKey's signature changed since generation: run go generate.
 var _ func(context.Context, string) error = CancelKey
 
-// CancelKey is nameclash.CancelKey, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// CancelKey is nameclash.CancelKey, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return).
 func (x *Idempotent) CancelKey(ctx context.Context, id string) error {
 	c := x.beginCancelKey(id)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -105,7 +110,7 @@ func (x *Idempotent) CancelKey(ctx context.Context, id string) error {
 	return err
 }
 
-// CancelKeyKey is the store key CancelKey claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// CancelKeyKey is the store key CancelKey claims for these arguments; nothing runs.
 func (x *Idempotent) CancelKeyKey(id string) (string, error) {
 	return x.beginCancelKey(id).StoreKey()
 }
@@ -142,7 +147,8 @@ var idemSpecServiceCharge2 = &idem.Spec{
 // Build fails here if Service.Charge's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, image.Point) error = (*Service).Charge
 
-// Charge is Service.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is not part of the key (key= can name its fields).
+// Charge is Service.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return). The
+// receiver is not part of the key (key= can name its fields).
 func (s *IdempotentService) Charge(ctx context.Context, p image.Point) error {
 	c := s.beginCharge(&p)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -151,12 +157,14 @@ func (s *IdempotentService) Charge(ctx context.Context, p image.Point) error {
 	return err
 }
 
-// ChargeIdemKey is the store key Charge claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record. (Not ChargeKey: IdempotentService already has that name.)
+// ChargeIdemKey is the store key Charge claims for these arguments; nothing runs. (Not ChargeKey:
+// IdempotentService already has that name.)
 func (s *IdempotentService) ChargeIdemKey(p image.Point) (string, error) {
 	return s.beginCharge(&p).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (s *IdempotentService) beginCharge(p *image.Point) idem.Call {
 	c := s.g2.Begin(idemSpecServiceCharge2)
 	idemKeyImagePoint(c.Key(), p)
@@ -185,7 +193,8 @@ var idemCodecServiceG = idemimpl.TypedCodec[int]{
 	},
 }
 
-// g is Service.g, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is not part of the key (key= can name its fields).
+// g is Service.g, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is
+// not part of the key (key= can name its fields).
 func (s *IdempotentService) g(ctx context.Context, n int) (int, error) {
 	c := s.beginG(n)
 	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {
@@ -193,7 +202,7 @@ func (s *IdempotentService) g(ctx context.Context, n int) (int, error) {
 	})
 }
 
-// gKey is the store key g claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// gKey is the store key g claims for these arguments; nothing runs.
 func (s *IdempotentService) gKey(n int) (string, error) {
 	return s.beginG(n).StoreKey()
 }
@@ -218,21 +227,22 @@ func idemKeyPoint(b *idemimpl.KeyBuilder, v *Point) {
 	b.Int(int64(v.Z))
 }
 
-// idemImagePoint_fieldsChanged_runGoGenerate is the field list of image.Point that the generated code was written for (tags aside).
+// idemImagePoint_fieldsChanged_runGoGenerate lists the fields of image.Point as generated (tags
+// aside).
 type idemImagePoint_fieldsChanged_runGoGenerate struct {
 	X int
 	Y int
 }
 
-// Build fails here if image.Point gained, lost or retyped a field since generation: run go generate.
+// Build fails here if image.Point's fields changed since generation: run go generate.
 var _ = idemImagePoint_fieldsChanged_runGoGenerate(image.Point{})
 
-// idemPoint_fieldsChanged_runGoGenerate is the field list of Point that the generated code was written for (tags aside).
+// idemPoint_fieldsChanged_runGoGenerate lists the fields of Point as generated (tags aside).
 type idemPoint_fieldsChanged_runGoGenerate struct {
 	X int
 	Y int
 	Z int
 }
 
-// Build fails here if Point gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Point's fields changed since generation: run go generate.
 var _ = idemPoint_fieldsChanged_runGoGenerate(Point{})

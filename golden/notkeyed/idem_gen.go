@@ -43,7 +43,8 @@ var idemCodecCharge = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Charge is notkeyed.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return). Not keyed: params.Params.Context (a context), opts (functional options).
+// Charge is notkeyed.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return). Not
+// keyed: params.Params.Context (a context), opts (functional options).
 func (x *Idempotent) Charge(ctx context.Context, params *ChargeParams, opts ...func(*Options)) (int64, error) {
 	c := x.beginCharge(params, opts)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -51,7 +52,7 @@ func (x *Idempotent) Charge(ctx context.Context, params *ChargeParams, opts ...f
 	})
 }
 
-// ChargeKey is the store key Charge claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ChargeKey is the store key Charge claims for these arguments; nothing runs.
 func (x *Idempotent) ChargeKey(params *ChargeParams, opts ...func(*Options)) (string, error) {
 	return x.beginCharge(params, opts).StoreKey()
 }
@@ -90,7 +91,8 @@ var idemCodecRefund = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Refund is notkeyed.Refund, run at most once per key (ttl=1h lease=30s on_duplicate=return). Not keyed: params.Params.Context (a context), o (functional options), more (functional options).
+// Refund is notkeyed.Refund, run at most once per key (ttl=1h lease=30s on_duplicate=return). Not
+// keyed: params.Params.Context (a context), o (functional options), more (functional options).
 func (x *Idempotent) Refund(ctx context.Context, params ChargeParams, o option.RequestOption, more ...option.ClientOption) (int64, error) {
 	c := x.beginRefund(&params, o, more)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -98,12 +100,13 @@ func (x *Idempotent) Refund(ctx context.Context, params ChargeParams, o option.R
 	})
 }
 
-// RefundKey is the store key Refund claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// RefundKey is the store key Refund claims for these arguments; nothing runs.
 func (x *Idempotent) RefundKey(params ChargeParams, o option.RequestOption, more ...option.ClientOption) (string, error) {
 	return x.beginRefund(&params, o, more).StoreKey()
 }
 
-// beginRefund starts a call of Refund and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginRefund starts a call of Refund and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginRefund(params *ChargeParams, o option.RequestOption, more []option.ClientOption) idem.Call {
 	c := x.g.Begin(idemSpecRefund)
 	idemKeyChargeParams(c.Key(), params)
@@ -132,7 +135,8 @@ var idemCodecCapture = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Capture is notkeyed.Capture, run at most once per key (ttl=24h lease=30s on_duplicate=return key=params.Amount). Not keyed: params.Params.Context (a context), done (a func).
+// Capture is notkeyed.Capture, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=params.Amount). Not keyed: params.Params.Context (a context), done (a func).
 func (x *Idempotent) Capture(ctx context.Context, params ChargeParams, done func()) (int64, error) {
 	c := x.beginCapture(&params, done)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -140,12 +144,13 @@ func (x *Idempotent) Capture(ctx context.Context, params ChargeParams, done func
 	})
 }
 
-// CaptureKey is the store key Capture claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// CaptureKey is the store key Capture claims for these arguments; nothing runs.
 func (x *Idempotent) CaptureKey(params ChargeParams, done func()) (string, error) {
 	return x.beginCapture(&params, done).StoreKey()
 }
 
-// beginCapture starts a call of Capture and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginCapture starts a call of Capture and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginCapture(params *ChargeParams, done func()) idem.Call {
 	c := x.g.Begin(idemSpecCapture)
 	c.Key().Int(params.Amount)
@@ -164,20 +169,21 @@ func idemKeyParams(b *idemimpl.KeyBuilder, v *Params) {
 	b.String(v.IdempotencyKey)
 }
 
-// idemChargeParams_fieldsChanged_runGoGenerate is the field list of ChargeParams that the generated code was written for (tags aside).
+// idemChargeParams_fieldsChanged_runGoGenerate lists the fields of ChargeParams as generated (tags
+// aside).
 type idemChargeParams_fieldsChanged_runGoGenerate struct {
 	Params `json:"-" xml:"-"`
 	Amount int64
 }
 
-// Build fails here if ChargeParams gained, lost or retyped a field since generation: run go generate.
+// Build fails here if ChargeParams's fields changed since generation: run go generate.
 var _ = idemChargeParams_fieldsChanged_runGoGenerate(ChargeParams{})
 
-// idemParams_fieldsChanged_runGoGenerate is the field list of Params that the generated code was written for (tags aside).
+// idemParams_fieldsChanged_runGoGenerate lists the fields of Params as generated (tags aside).
 type idemParams_fieldsChanged_runGoGenerate struct {
 	Context        context.Context
 	IdempotencyKey string
 }
 
-// Build fails here if Params gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Params's fields changed since generation: run go generate.
 var _ = idemParams_fieldsChanged_runGoGenerate(Params{})

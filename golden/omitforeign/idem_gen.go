@@ -43,7 +43,9 @@ var idemCodecModels = idemimpl.TypedCodec[api.List]{
 	},
 }
 
-// Models is omitforeign.Models, run at most once per key (ttl=1h lease=30s on_duplicate=return omit=r1.Models). Not stored (replays return their zero value): r1.Models. Replays do not restore the unexported state of api.List.
+// Models is omitforeign.Models, run at most once per key (ttl=1h lease=30s on_duplicate=return
+// omit=r1.Models). Not stored (replays return their zero value): r1.Models. Replays do not restore
+// the unexported state of api.List.
 func (x *Idempotent) Models(ctx context.Context, account string) (api.List, error) {
 	c := x.beginModels(account)
 	return idem.Do(ctx, c, func(ctx context.Context) (api.List, error) {
@@ -51,7 +53,7 @@ func (x *Idempotent) Models(ctx context.Context, account string) (api.List, erro
 	})
 }
 
-// ModelsKey is the store key Models claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ModelsKey is the store key Models claims for these arguments; nothing runs.
 func (x *Idempotent) ModelsKey(account string) (string, error) {
 	return x.beginModels(account).StoreKey()
 }
@@ -63,7 +65,7 @@ func (x *Idempotent) beginModels(account string) idem.Call {
 	return c
 }
 
-// idemDecApiListForModels reads a api.List of a stored result.
+// idemDecApiListForModels restores values of api.List.
 func idemDecApiListForModels(d *idemimpl.Decoder, v *api.List) {
 	end := d.Struct()
 	for d.More(end) {
@@ -74,13 +76,13 @@ func idemDecApiListForModels(d *idemimpl.Decoder, v *api.List) {
 	}
 }
 
-// idemEncApiListForModels writes a api.List of a stored result.
+// idemEncApiListForModels stores values of api.List.
 func idemEncApiListForModels(e *idemimpl.Encoder, v *api.List) {
 	at := e.Struct()
 	e.End(at)
 }
 
-// Build fails here if a field of api.List that the generated code reads was lost or retyped since generation: run go generate.
+// Build fails here if a field of api.List read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *api.List) *[]api.Model {
 	return &fieldsChanged_runGoGenerate.Models
 }

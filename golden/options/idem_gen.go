@@ -45,7 +45,8 @@ var idemCodecSlow = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Slow is options.Slow, run at most once per key (ttl=1h lease=2s on_duplicate=wait wait=20ms on_failure=lock key=id exclude=note name=options.slow version=3).
+// Slow is options.Slow, run at most once per key (ttl=1h lease=2s on_duplicate=wait wait=20ms
+// on_failure=lock key=id exclude=note name=options.slow version=3).
 func (x *Idempotent) Slow(ctx context.Context, id string, note string) (int64, error) {
 	c := x.beginSlow(id, note)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -53,7 +54,7 @@ func (x *Idempotent) Slow(ctx context.Context, id string, note string) (int64, e
 	})
 }
 
-// SlowKey is the store key Slow claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// SlowKey is the store key Slow claims for these arguments; nothing runs.
 func (x *Idempotent) SlowKey(id string, note string) (string, error) {
 	return x.beginSlow(id, note).StoreKey()
 }
@@ -96,7 +97,7 @@ func (x *Idempotent) Raise(ctx context.Context, id int) (time.Duration, error) {
 	})
 }
 
-// RaiseKey is the store key Raise claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// RaiseKey is the store key Raise claims for these arguments; nothing runs.
 func (x *Idempotent) RaiseKey(id int) (string, error) {
 	return x.beginRaise(id).StoreKey()
 }

@@ -44,7 +44,8 @@ var idemCodecApply = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Apply is ordered.Apply, run at most once per key (ttl=24h lease=30s on_duplicate=return key=m.EventID order=m.UserID:m.Timestamp).
+// Apply is ordered.Apply, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=m.EventID order=m.UserID:m.Timestamp).
 func (x *Idempotent) Apply(ctx context.Context, m Measurement) (int64, error) {
 	c := x.beginApply(&m)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -52,12 +53,13 @@ func (x *Idempotent) Apply(ctx context.Context, m Measurement) (int64, error) {
 	})
 }
 
-// ApplyKey is the store key Apply claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ApplyKey is the store key Apply claims for these arguments; nothing runs.
 func (x *Idempotent) ApplyKey(m Measurement) (string, error) {
 	return x.beginApply(&m).StoreKey()
 }
 
-// beginApply starts a call of Apply and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginApply starts a call of Apply and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginApply(m *Measurement) idem.Call {
 	c := x.g.Begin(idemSpecApply)
 	c.Key().ID(m.EventID)
@@ -91,7 +93,8 @@ var idemCodecApplyLate = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// ApplyLate is ordered.ApplyLate, run at most once per key (ttl=24h lease=30s on_duplicate=return key=m.EventID name=ordered.late order=m.UserID:m.Timestamp grace=5m).
+// ApplyLate is ordered.ApplyLate, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=m.EventID name=ordered.late order=m.UserID:m.Timestamp grace=5m).
 func (x *Idempotent) ApplyLate(ctx context.Context, m Measurement) (int64, error) {
 	c := x.beginApplyLate(&m)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -99,12 +102,13 @@ func (x *Idempotent) ApplyLate(ctx context.Context, m Measurement) (int64, error
 	})
 }
 
-// ApplyLateKey is the store key ApplyLate claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ApplyLateKey is the store key ApplyLate claims for these arguments; nothing runs.
 func (x *Idempotent) ApplyLateKey(m Measurement) (string, error) {
 	return x.beginApplyLate(&m).StoreKey()
 }
 
-// beginApplyLate starts a call of ApplyLate and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginApplyLate starts a call of ApplyLate and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginApplyLate(m *Measurement) idem.Call {
 	c := x.g.Begin(idemSpecApplyLate)
 	c.Key().ID(m.EventID)
@@ -127,7 +131,8 @@ var idemSpecRecord = &idem.Spec{
 // Build fails here if ordered.Record's signature changed since generation: run go generate.
 var _ func(context.Context, *Reading) error = Record
 
-// Record is ordered.Record, run at most once per key (ttl=24h lease=30s on_duplicate=return key=r.ID order=r.Device:r.At grace=1s).
+// Record is ordered.Record, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=r.ID order=r.Device:r.At grace=1s).
 func (x *Idempotent) Record(ctx context.Context, r *Reading) error {
 	c := x.beginRecord(r)
 	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
@@ -136,7 +141,7 @@ func (x *Idempotent) Record(ctx context.Context, r *Reading) error {
 	return err
 }
 
-// RecordKey is the store key Record claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// RecordKey is the store key Record claims for these arguments; nothing runs.
 func (x *Idempotent) RecordKey(r *Reading) (string, error) {
 	return x.beginRecord(r).StoreKey()
 }
@@ -205,16 +210,17 @@ func idemKeyReading(b *idemimpl.KeyBuilder, v *Reading) {
 	}
 }
 
-// idemDevice_fieldsChanged_runGoGenerate is the field list of Device that the generated code was written for (tags aside).
+// idemDevice_fieldsChanged_runGoGenerate lists the fields of Device as generated (tags aside).
 type idemDevice_fieldsChanged_runGoGenerate struct {
 	Tenant string
 	Serial int64
 }
 
-// Build fails here if Device gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Device's fields changed since generation: run go generate.
 var _ = idemDevice_fieldsChanged_runGoGenerate(Device{})
 
-// idemMeasurement_fieldsChanged_runGoGenerate is the field list of Measurement that the generated code was written for (tags aside).
+// idemMeasurement_fieldsChanged_runGoGenerate lists the fields of Measurement as generated (tags
+// aside).
 type idemMeasurement_fieldsChanged_runGoGenerate struct {
 	EventID   string
 	UserID    string
@@ -222,15 +228,15 @@ type idemMeasurement_fieldsChanged_runGoGenerate struct {
 	Value     float64
 }
 
-// Build fails here if Measurement gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Measurement's fields changed since generation: run go generate.
 var _ = idemMeasurement_fieldsChanged_runGoGenerate(Measurement{})
 
-// idemReading_fieldsChanged_runGoGenerate is the field list of Reading that the generated code was written for (tags aside).
+// idemReading_fieldsChanged_runGoGenerate lists the fields of Reading as generated (tags aside).
 type idemReading_fieldsChanged_runGoGenerate struct {
 	ID     string
 	Device *Device
 	At     *time.Time
 }
 
-// Build fails here if Reading gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Reading's fields changed since generation: run go generate.
 var _ = idemReading_fieldsChanged_runGoGenerate(Reading{})

@@ -48,7 +48,8 @@ var idemCodecLedgerPost = idemimpl.TypedCodec[int]{
 	},
 }
 
-// Post is Ledger.Post, run at most once per key (ttl=24h lease=30s on_duplicate=raise order=account:at grace=90s). The receiver is not part of the key (key= can name its fields).
+// Post is Ledger.Post, run at most once per key (ttl=24h lease=30s on_duplicate=raise
+// order=account:at grace=90s). The receiver is not part of the key (key= can name its fields).
 func (l *IdempotentLedger) Post(ctx context.Context, account int64, at time.Time, amount int64) (int, error) {
 	c := l.beginPost(account, &at, amount)
 	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {
@@ -56,12 +57,13 @@ func (l *IdempotentLedger) Post(ctx context.Context, account int64, at time.Time
 	})
 }
 
-// PostKey is the store key Post claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// PostKey is the store key Post claims for these arguments; nothing runs.
 func (l *IdempotentLedger) PostKey(account int64, at time.Time, amount int64) (string, error) {
 	return l.beginPost(account, &at, amount).StoreKey()
 }
 
-// beginPost starts a call of Post and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginPost starts a call of Post and writes its key material. Structs and arrays come by pointer:
+// no copies.
 func (l *IdempotentLedger) beginPost(account int64, at *time.Time, amount int64) idem.Call {
 	c := l.g.Begin(idemSpecLedgerPost)
 	c.Key().Int(account)

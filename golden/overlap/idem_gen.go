@@ -36,7 +36,7 @@ var idemCodecCharge = idemimpl.TypedCodec[*Receipt]{
 	Decode: func(d *idemimpl.Decoder, v **Receipt) {
 		if d.Ptr() {
 			*v = new(Receipt)
-			idemDecReceiptForCharge(d, (*v))
+			idemDecReceiptForCharge(d, *v)
 		} else {
 			*v = nil
 		}
@@ -46,12 +46,14 @@ var idemCodecCharge = idemimpl.TypedCodec[*Receipt]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncReceiptForCharge(e, (*v))
+			idemEncReceiptForCharge(e, *v)
 		}
 	},
 }
 
-// Charge is overlap.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=p.Params,p.Params.Context omit=r1.Meta,r1.Meta.Raw). Not stored (replays return their zero value): r1.Meta.
+// Charge is overlap.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=p.Params,p.Params.Context omit=r1.Meta,r1.Meta.Raw). Not stored (replays return their
+// zero value): r1.Meta.
 func (x *Idempotent) Charge(ctx context.Context, p ChargeParams) (*Receipt, error) {
 	c := x.beginCharge(&p)
 	return idem.Do(ctx, c, func(ctx context.Context) (*Receipt, error) {
@@ -59,12 +61,13 @@ func (x *Idempotent) Charge(ctx context.Context, p ChargeParams) (*Receipt, erro
 	})
 }
 
-// ChargeKey is the store key Charge claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ChargeKey is the store key Charge claims for these arguments; nothing runs.
 func (x *Idempotent) ChargeKey(p ChargeParams) (string, error) {
 	return x.beginCharge(&p).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginCharge(p *ChargeParams) idem.Call {
 	c := x.g.Begin(idemSpecCharge)
 	c.Key().Int(p.Amount)
@@ -88,7 +91,7 @@ var idemCodecRefund = idemimpl.TypedCodec[*Receipt]{
 	Decode: func(d *idemimpl.Decoder, v **Receipt) {
 		if d.Ptr() {
 			*v = new(Receipt)
-			idemDecReceiptForRefund(d, (*v))
+			idemDecReceiptForRefund(d, *v)
 		} else {
 			*v = nil
 		}
@@ -98,12 +101,14 @@ var idemCodecRefund = idemimpl.TypedCodec[*Receipt]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncReceiptForRefund(e, (*v))
+			idemEncReceiptForRefund(e, *v)
 		}
 	},
 }
 
-// Refund is overlap.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=p.Context,p.Params omit=r1.Meta.Raw,r1.Meta). Not stored (replays return their zero value): r1.Meta.
+// Refund is overlap.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=p.Context,p.Params omit=r1.Meta.Raw,r1.Meta). Not stored (replays return their zero
+// value): r1.Meta.
 func (x *Idempotent) Refund(ctx context.Context, p ChargeParams) (*Receipt, error) {
 	c := x.beginRefund(&p)
 	return idem.Do(ctx, c, func(ctx context.Context) (*Receipt, error) {
@@ -111,19 +116,20 @@ func (x *Idempotent) Refund(ctx context.Context, p ChargeParams) (*Receipt, erro
 	})
 }
 
-// RefundKey is the store key Refund claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// RefundKey is the store key Refund claims for these arguments; nothing runs.
 func (x *Idempotent) RefundKey(p ChargeParams) (string, error) {
 	return x.beginRefund(&p).StoreKey()
 }
 
-// beginRefund starts a call of Refund and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginRefund starts a call of Refund and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginRefund(p *ChargeParams) idem.Call {
 	c := x.g.Begin(idemSpecRefund)
 	c.Key().Int(p.Amount)
 	return c
 }
 
-// idemDecReceiptForCharge reads a Receipt of a stored result.
+// idemDecReceiptForCharge restores values of Receipt.
 func idemDecReceiptForCharge(d *idemimpl.Decoder, v *Receipt) {
 	end := d.Struct()
 	for d.More(end) {
@@ -136,7 +142,7 @@ func idemDecReceiptForCharge(d *idemimpl.Decoder, v *Receipt) {
 	}
 }
 
-// idemDecReceiptForRefund reads a Receipt of a stored result.
+// idemDecReceiptForRefund restores values of Receipt.
 func idemDecReceiptForRefund(d *idemimpl.Decoder, v *Receipt) {
 	end := d.Struct()
 	for d.More(end) {
@@ -149,7 +155,7 @@ func idemDecReceiptForRefund(d *idemimpl.Decoder, v *Receipt) {
 	}
 }
 
-// idemEncReceiptForCharge writes a Receipt of a stored result.
+// idemEncReceiptForCharge stores values of Receipt.
 func idemEncReceiptForCharge(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
 	e.Field("ID")
@@ -157,7 +163,7 @@ func idemEncReceiptForCharge(e *idemimpl.Encoder, v *Receipt) {
 	e.End(at)
 }
 
-// idemEncReceiptForRefund writes a Receipt of a stored result.
+// idemEncReceiptForRefund stores values of Receipt.
 func idemEncReceiptForRefund(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
 	e.Field("ID")
@@ -165,20 +171,21 @@ func idemEncReceiptForRefund(e *idemimpl.Encoder, v *Receipt) {
 	e.End(at)
 }
 
-// idemChargeParams_fieldsChanged_runGoGenerate is the field list of ChargeParams that the generated code was written for (tags aside).
+// idemChargeParams_fieldsChanged_runGoGenerate lists the fields of ChargeParams as generated (tags
+// aside).
 type idemChargeParams_fieldsChanged_runGoGenerate struct {
 	Params `json:"-" xml:"-"`
 	Amount int64
 }
 
-// Build fails here if ChargeParams gained, lost or retyped a field since generation: run go generate.
+// Build fails here if ChargeParams's fields changed since generation: run go generate.
 var _ = idemChargeParams_fieldsChanged_runGoGenerate(ChargeParams{})
 
-// idemReceipt_fieldsChanged_runGoGenerate is the field list of Receipt that the generated code was written for (tags aside).
+// idemReceipt_fieldsChanged_runGoGenerate lists the fields of Receipt as generated (tags aside).
 type idemReceipt_fieldsChanged_runGoGenerate struct {
 	ID   string
 	Meta Meta
 }
 
-// Build fails here if Receipt gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Receipt's fields changed since generation: run go generate.
 var _ = idemReceipt_fieldsChanged_runGoGenerate(Receipt{})

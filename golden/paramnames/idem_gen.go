@@ -39,7 +39,7 @@ func (x *Idempotent) Store(p0 context.Context, p1 string, p2 int) error {
 	return err
 }
 
-// StoreKey is the store key Store claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// StoreKey is the store key Store claims for these arguments; nothing runs.
 func (x *Idempotent) StoreKey(p1 string, p2 int) (string, error) {
 	return x.beginStore(p1, p2).StoreKey()
 }
@@ -82,7 +82,7 @@ func (x *Idempotent) Blank(p0 context.Context, p1 string, n int) (int, error) {
 	})
 }
 
-// BlankKey is the store key Blank claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// BlankKey is the store key Blank claims for these arguments; nothing runs.
 func (x *Idempotent) BlankKey(p1 string, n int) (string, error) {
 	return x.beginBlank(p1, n).StoreKey()
 }
@@ -112,7 +112,7 @@ var idemCodecShadow = idemimpl.TypedCodec[*Item]{
 	Decode: func(d *idemimpl.Decoder, v **Item) {
 		if d.Ptr() {
 			*v = new(Item)
-			idemDecItem(d, (*v))
+			idemDecItem(d, *v)
 		} else {
 			*v = nil
 		}
@@ -122,7 +122,7 @@ var idemCodecShadow = idemimpl.TypedCodec[*Item]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncItem(e, (*v))
+			idemEncItem(e, *v)
 		}
 	},
 }
@@ -135,12 +135,13 @@ func (x *Idempotent) Shadow(Shadow_ string, Item_ Item, len_ int, string_ string
 	})
 }
 
-// ShadowKey is the store key Shadow claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ShadowKey is the store key Shadow claims for these arguments; nothing runs.
 func (x *Idempotent) ShadowKey(Shadow_ string, Item_ Item, len_ int, string_ string, int64_ []int) (string, error) {
 	return x.beginShadow(Shadow_, &Item_, len_, string_, int64_).StoreKey()
 }
 
-// beginShadow starts a call of Shadow and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginShadow starts a call of Shadow and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginShadow(Shadow_ string, Item_ *Item, len_ int, string_ string, int64_ []int) idem.Call {
 	c := x.g.Begin(idemSpecShadow)
 	c.Key().String(Shadow_)
@@ -180,7 +181,8 @@ var idemCodecLater = idemimpl.TypedCodec[int]{
 	},
 }
 
-// Later is paramnames.Later, run at most once per key (ttl=24h lease=30s on_duplicate=return key=id).
+// Later is paramnames.Later, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=id).
 func (x *Idempotent) Later(id string, ctx context.Context, n int) (int, error) {
 	c := x.beginLater(id, n)
 	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {
@@ -188,7 +190,7 @@ func (x *Idempotent) Later(id string, ctx context.Context, n int) (int, error) {
 	})
 }
 
-// LaterKey is the store key Later claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// LaterKey is the store key Later claims for these arguments; nothing runs.
 func (x *Idempotent) LaterKey(id string, n int) (string, error) {
 	return x.beginLater(id, n).StoreKey()
 }
@@ -202,7 +204,7 @@ func (x *Idempotent) beginLater(id string, n int) idem.Call {
 	return c
 }
 
-// idemDecItem reads a Item of a stored result.
+// idemDecItem restores values of Item.
 func idemDecItem(d *idemimpl.Decoder, v *Item) {
 	end := d.Struct()
 	for d.More(end) {
@@ -215,7 +217,7 @@ func idemDecItem(d *idemimpl.Decoder, v *Item) {
 	}
 }
 
-// idemEncItem writes a Item of a stored result.
+// idemEncItem stores values of Item.
 func idemEncItem(e *idemimpl.Encoder, v *Item) {
 	at := e.Struct()
 	e.Field("ID")
@@ -228,10 +230,10 @@ func idemKeyItem(b *idemimpl.KeyBuilder, v *Item) {
 	b.String(v.ID)
 }
 
-// idemItem_fieldsChanged_runGoGenerate is the field list of Item that the generated code was written for (tags aside).
+// idemItem_fieldsChanged_runGoGenerate lists the fields of Item as generated (tags aside).
 type idemItem_fieldsChanged_runGoGenerate struct {
 	ID string
 }
 
-// Build fails here if Item gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Item's fields changed since generation: run go generate.
 var _ = idemItem_fieldsChanged_runGoGenerate(Item{})

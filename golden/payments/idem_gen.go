@@ -41,7 +41,7 @@ var idemCodecCreateCharge = idemimpl.TypedCodec[*sdk.Charge]{
 	Decode: func(d *idemimpl.Decoder, v **sdk.Charge) {
 		if d.Ptr() {
 			*v = new(sdk.Charge)
-			idemDecSdkCharge(d, (*v))
+			idemDecSdkCharge(d, *v)
 		} else {
 			*v = nil
 		}
@@ -51,12 +51,13 @@ var idemCodecCreateCharge = idemimpl.TypedCodec[*sdk.Charge]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncSdkCharge(e, (*v))
+			idemEncSdkCharge(e, *v)
 		}
 	},
 }
 
-// CreateCharge is payments.CreateCharge, run at most once per key (ttl=24h lease=30s on_duplicate=return). Replays do not restore the unexported state of sdk.APIResponse.
+// CreateCharge is payments.CreateCharge, run at most once per key (ttl=24h lease=30s
+// on_duplicate=return). Replays do not restore the unexported state of sdk.APIResponse.
 func (x *Idempotent) CreateCharge(ctx context.Context, p ChargeParams) (*sdk.Charge, error) {
 	c := x.beginCreateCharge(&p)
 	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.Charge, error) {
@@ -64,19 +65,20 @@ func (x *Idempotent) CreateCharge(ctx context.Context, p ChargeParams) (*sdk.Cha
 	})
 }
 
-// CreateChargeKey is the store key CreateCharge claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// CreateChargeKey is the store key CreateCharge claims for these arguments; nothing runs.
 func (x *Idempotent) CreateChargeKey(p ChargeParams) (string, error) {
 	return x.beginCreateCharge(&p).StoreKey()
 }
 
-// beginCreateCharge starts a call of CreateCharge and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginCreateCharge starts a call of CreateCharge and writes its key material. Structs and arrays
+// come by pointer: no copies.
 func (x *Idempotent) beginCreateCharge(p *ChargeParams) idem.Call {
 	c := x.g.Begin(idemSpecCreateCharge)
 	idemKeyChargeParams(c.Key(), p)
 	return c
 }
 
-// idemDecHttpHeader reads a http.Header of a stored result.
+// idemDecHttpHeader restores values of http.Header.
 func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 	if d.Nil() {
 		*v = nil
@@ -100,7 +102,7 @@ func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 	}
 }
 
-// idemDecSdkAPIResource reads a sdk.APIResource of a stored result.
+// idemDecSdkAPIResource restores values of sdk.APIResource.
 func idemDecSdkAPIResource(d *idemimpl.Decoder, v *sdk.APIResource) {
 	end := d.Struct()
 	for d.More(end) {
@@ -118,7 +120,7 @@ func idemDecSdkAPIResource(d *idemimpl.Decoder, v *sdk.APIResource) {
 	}
 }
 
-// idemDecSdkAPIResponse reads a sdk.APIResponse of a stored result.
+// idemDecSdkAPIResponse restores values of sdk.APIResponse.
 func idemDecSdkAPIResponse(d *idemimpl.Decoder, v *sdk.APIResponse) {
 	end := d.Struct()
 	for d.More(end) {
@@ -135,7 +137,7 @@ func idemDecSdkAPIResponse(d *idemimpl.Decoder, v *sdk.APIResponse) {
 	}
 }
 
-// idemDecSdkCharge reads a sdk.Charge of a stored result.
+// idemDecSdkCharge restores values of sdk.Charge.
 func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 	end := d.Struct()
 	for d.More(end) {
@@ -191,7 +193,7 @@ func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 	}
 }
 
-// idemDecSdkOutcome reads a sdk.Outcome of a stored result.
+// idemDecSdkOutcome restores values of sdk.Outcome.
 func idemDecSdkOutcome(d *idemimpl.Decoder, v *sdk.Outcome) {
 	end := d.Struct()
 	for d.More(end) {
@@ -206,7 +208,7 @@ func idemDecSdkOutcome(d *idemimpl.Decoder, v *sdk.Outcome) {
 	}
 }
 
-// idemDecSdkRefund reads a sdk.Refund of a stored result.
+// idemDecSdkRefund restores values of sdk.Refund.
 func idemDecSdkRefund(d *idemimpl.Decoder, v *sdk.Refund) {
 	end := d.Struct()
 	for d.More(end) {
@@ -221,7 +223,7 @@ func idemDecSdkRefund(d *idemimpl.Decoder, v *sdk.Refund) {
 	}
 }
 
-// idemEncHttpHeader writes a http.Header of a stored result.
+// idemEncHttpHeader stores values of http.Header.
 func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 	if *v == nil {
 		e.Nil()
@@ -245,7 +247,7 @@ func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 	}
 }
 
-// idemEncSdkAPIResource writes a sdk.APIResource of a stored result.
+// idemEncSdkAPIResource stores values of sdk.APIResource.
 func idemEncSdkAPIResource(e *idemimpl.Encoder, v *sdk.APIResource) {
 	at := e.Struct()
 	e.Field("LastResponse")
@@ -258,7 +260,7 @@ func idemEncSdkAPIResource(e *idemimpl.Encoder, v *sdk.APIResource) {
 	e.End(at)
 }
 
-// idemEncSdkAPIResponse writes a sdk.APIResponse of a stored result.
+// idemEncSdkAPIResponse stores values of sdk.APIResponse.
 func idemEncSdkAPIResponse(e *idemimpl.Encoder, v *sdk.APIResponse) {
 	at := e.Struct()
 	e.Field("StatusCode")
@@ -270,7 +272,7 @@ func idemEncSdkAPIResponse(e *idemimpl.Encoder, v *sdk.APIResponse) {
 	e.End(at)
 }
 
-// idemEncSdkCharge writes a sdk.Charge of a stored result.
+// idemEncSdkCharge stores values of sdk.Charge.
 func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 	at := e.Struct()
 	e.Field("APIResource")
@@ -321,7 +323,7 @@ func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 	e.End(at)
 }
 
-// idemEncSdkOutcome writes a sdk.Outcome of a stored result.
+// idemEncSdkOutcome stores values of sdk.Outcome.
 func idemEncSdkOutcome(e *idemimpl.Encoder, v *sdk.Outcome) {
 	at := e.Struct()
 	e.Field("Type")
@@ -331,7 +333,7 @@ func idemEncSdkOutcome(e *idemimpl.Encoder, v *sdk.Outcome) {
 	e.End(at)
 }
 
-// idemEncSdkRefund writes a sdk.Refund of a stored result.
+// idemEncSdkRefund stores values of sdk.Refund.
 func idemEncSdkRefund(e *idemimpl.Encoder, v *sdk.Refund) {
 	at := e.Struct()
 	e.Field("ID")
@@ -348,30 +350,33 @@ func idemKeyChargeParams(b *idemimpl.KeyBuilder, v *ChargeParams) {
 	b.String(v.Currency)
 }
 
-// idemChargeParams_fieldsChanged_runGoGenerate is the field list of ChargeParams that the generated code was written for (tags aside).
+// idemChargeParams_fieldsChanged_runGoGenerate lists the fields of ChargeParams as generated (tags
+// aside).
 type idemChargeParams_fieldsChanged_runGoGenerate struct {
 	Customer string
 	Amount   int64
 	Currency string
 }
 
-// Build fails here if ChargeParams gained, lost or retyped a field since generation: run go generate.
+// Build fails here if ChargeParams's fields changed since generation: run go generate.
 var _ = idemChargeParams_fieldsChanged_runGoGenerate(ChargeParams{})
 
-// idemSdkAPIResource_fieldsChanged_runGoGenerate is the field list of sdk.APIResource that the generated code was written for (tags aside).
+// idemSdkAPIResource_fieldsChanged_runGoGenerate lists the fields of sdk.APIResource as generated
+// (tags aside).
 type idemSdkAPIResource_fieldsChanged_runGoGenerate struct {
 	LastResponse *sdk.APIResponse
 }
 
-// Build fails here if sdk.APIResource gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sdk.APIResource's fields changed since generation: run go generate.
 var _ = idemSdkAPIResource_fieldsChanged_runGoGenerate(sdk.APIResource{})
 
-// Build fails here if a field of sdk.APIResponse that the generated code reads was lost or retyped since generation: run go generate.
+// Build fails here if a field of sdk.APIResponse read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.APIResponse) (*int, *http.Header, *string) {
 	return &fieldsChanged_runGoGenerate.StatusCode, &fieldsChanged_runGoGenerate.Header, &fieldsChanged_runGoGenerate.RequestID
 }
 
-// idemSdkCharge_fieldsChanged_runGoGenerate is the field list of sdk.Charge that the generated code was written for (tags aside).
+// idemSdkCharge_fieldsChanged_runGoGenerate lists the fields of sdk.Charge as generated (tags
+// aside).
 type idemSdkCharge_fieldsChanged_runGoGenerate struct {
 	sdk.APIResource `json:"-" xml:"-"`
 	ID              string
@@ -383,23 +388,25 @@ type idemSdkCharge_fieldsChanged_runGoGenerate struct {
 	Outcome         *sdk.Outcome
 }
 
-// Build fails here if sdk.Charge gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sdk.Charge's fields changed since generation: run go generate.
 var _ = idemSdkCharge_fieldsChanged_runGoGenerate(sdk.Charge{})
 
-// idemSdkOutcome_fieldsChanged_runGoGenerate is the field list of sdk.Outcome that the generated code was written for (tags aside).
+// idemSdkOutcome_fieldsChanged_runGoGenerate lists the fields of sdk.Outcome as generated (tags
+// aside).
 type idemSdkOutcome_fieldsChanged_runGoGenerate struct {
 	Type      string
 	RiskScore float64
 }
 
-// Build fails here if sdk.Outcome gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sdk.Outcome's fields changed since generation: run go generate.
 var _ = idemSdkOutcome_fieldsChanged_runGoGenerate(sdk.Outcome{})
 
-// idemSdkRefund_fieldsChanged_runGoGenerate is the field list of sdk.Refund that the generated code was written for (tags aside).
+// idemSdkRefund_fieldsChanged_runGoGenerate lists the fields of sdk.Refund as generated (tags
+// aside).
 type idemSdkRefund_fieldsChanged_runGoGenerate struct {
 	ID     string
 	Amount int64
 }
 
-// Build fails here if sdk.Refund gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sdk.Refund's fields changed since generation: run go generate.
 var _ = idemSdkRefund_fieldsChanged_runGoGenerate(sdk.Refund{})

@@ -50,12 +50,13 @@ func (x *Idempotent) Lookup(ctx context.Context, in Input, who ID) (Pair[string,
 	})
 }
 
-// LookupKey is the store key Lookup claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// LookupKey is the store key Lookup claims for these arguments; nothing runs.
 func (x *Idempotent) LookupKey(in Input, who ID) (string, error) {
 	return x.beginLookup(&in, who).StoreKey()
 }
 
-// beginLookup starts a call of Lookup and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginLookup starts a call of Lookup and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginLookup(in *Input, who ID) idem.Call {
 	c := x.g.Begin(idemSpecLookup)
 	idemKeyInput(c.Key(), in)
@@ -114,7 +115,8 @@ var idemCodecGuardCheck = idemimpl.TypedCodec[[]Pair[ID, bool]]{
 	},
 }
 
-// Check is Guard.Check, run at most once per key (ttl=1m lease=30s on_duplicate=return). The receiver is not part of the key (key= can name its fields).
+// Check is Guard.Check, run at most once per key (ttl=1m lease=30s on_duplicate=return). The
+// receiver is not part of the key (key= can name its fields).
 func (g *IdempotentGuard) Check(ctx context.Context, ids []ID) ([]Pair[ID, bool], error) {
 	c := g.beginCheck(ids)
 	return idem.Do(ctx, c, func(ctx context.Context) ([]Pair[ID, bool], error) {
@@ -122,7 +124,7 @@ func (g *IdempotentGuard) Check(ctx context.Context, ids []ID) ([]Pair[ID, bool]
 	})
 }
 
-// CheckKey is the store key Check claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// CheckKey is the store key Check claims for these arguments; nothing runs.
 func (g *IdempotentGuard) CheckKey(ids []ID) (string, error) {
 	return g.beginCheck(ids).StoreKey()
 }
@@ -141,7 +143,7 @@ func (g *IdempotentGuard) beginCheck(ids []ID) idem.Call {
 	return c
 }
 
-// idemDecPair_string_bool reads a Pair[ID, bool] of a stored result.
+// idemDecPair_string_bool restores values of Pair[ID, bool].
 func idemDecPair_string_bool(d *idemimpl.Decoder, v *Pair[ID, bool]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -156,7 +158,7 @@ func idemDecPair_string_bool(d *idemimpl.Decoder, v *Pair[ID, bool]) {
 	}
 }
 
-// idemDecPair_string_int reads a Pair[string, int] of a stored result.
+// idemDecPair_string_int restores values of Pair[string, int].
 func idemDecPair_string_int(d *idemimpl.Decoder, v *Pair[string, int]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -171,7 +173,7 @@ func idemDecPair_string_int(d *idemimpl.Decoder, v *Pair[string, int]) {
 	}
 }
 
-// idemEncPair_string_bool writes a Pair[ID, bool] of a stored result.
+// idemEncPair_string_bool stores values of Pair[ID, bool].
 func idemEncPair_string_bool(e *idemimpl.Encoder, v *Pair[ID, bool]) {
 	at := e.Struct()
 	e.Field("Key")
@@ -181,7 +183,7 @@ func idemEncPair_string_bool(e *idemimpl.Encoder, v *Pair[ID, bool]) {
 	e.End(at)
 }
 
-// idemEncPair_string_int writes a Pair[string, int] of a stored result.
+// idemEncPair_string_int stores values of Pair[string, int].
 func idemEncPair_string_int(e *idemimpl.Encoder, v *Pair[string, int]) {
 	at := e.Struct()
 	e.Field("Key")
@@ -196,31 +198,33 @@ func idemKeyInput(b *idemimpl.KeyBuilder, v *Input) {
 	b.String(v.Who)
 }
 
-// idemInput_fieldsChanged_runGoGenerate is the field list of Input that the generated code was written for (tags aside).
+// idemInput_fieldsChanged_runGoGenerate lists the fields of Input as generated (tags aside).
 type idemInput_fieldsChanged_runGoGenerate struct {
 	Who  ID
 	Pair Pair[string, int]
 }
 
-// Build fails here if Input gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Input's fields changed since generation: run go generate.
 var _ = idemInput_fieldsChanged_runGoGenerate(Input{})
 
-// idemPair_string_bool_fieldsChanged_runGoGenerate is the field list of Pair[ID, bool] that the generated code was written for (tags aside).
+// idemPair_string_bool_fieldsChanged_runGoGenerate lists the fields of Pair[ID, bool] as generated
+// (tags aside).
 type idemPair_string_bool_fieldsChanged_runGoGenerate struct {
 	Key ID
 	Val bool
 }
 
-// Build fails here if Pair[ID, bool] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Pair[ID, bool]'s fields changed since generation: run go generate.
 var _ = idemPair_string_bool_fieldsChanged_runGoGenerate(Pair[ID, bool]{})
 
-// idemPair_string_int_fieldsChanged_runGoGenerate is the field list of Pair[string, int] that the generated code was written for (tags aside).
+// idemPair_string_int_fieldsChanged_runGoGenerate lists the fields of Pair[string, int] as
+// generated (tags aside).
 type idemPair_string_int_fieldsChanged_runGoGenerate struct {
 	Key string
 	Val int
 }
 
-// Build fails here if Pair[string, int] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Pair[string, int]'s fields changed since generation: run go generate.
 var _ = idemPair_string_int_fieldsChanged_runGoGenerate(Pair[string, int]{})
 
 // Build fails here if the alias ID no longer stands for string: run go generate.

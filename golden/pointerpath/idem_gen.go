@@ -41,7 +41,8 @@ var idemCodecTransfer = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Transfer is pointerpath.Transfer, run at most once per key (ttl=24h lease=30s on_duplicate=return key=req.Account.Tenant,req.Account.ID,req.Account.Owner.Email,req.Account.Owner.Tags).
+// Transfer is pointerpath.Transfer, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=req.Account.Tenant,req.Account.ID,req.Account.Owner.Email,req.Account.Owner.Tags).
 func (x *Idempotent) Transfer(ctx context.Context, req *Request) (int64, error) {
 	c := x.beginTransfer(req)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -49,7 +50,7 @@ func (x *Idempotent) Transfer(ctx context.Context, req *Request) (int64, error) 
 	})
 }
 
-// TransferKey is the store key Transfer claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// TransferKey is the store key Transfer claims for these arguments; nothing runs.
 func (x *Idempotent) TransferKey(req *Request) (string, error) {
 	return x.beginTransfer(req).StoreKey()
 }
@@ -119,7 +120,9 @@ var idemCodecTouch = idemimpl.TypedCodec[Touched]{
 	},
 }
 
-// Touch is pointerpath.Touch, run at most once per key (ttl=24h lease=30s on_duplicate=return key=acct.Tenant,acct.By exclude=acct.Trace omit=r1.Note). Not stored (replays return their zero value): r1.Note.
+// Touch is pointerpath.Touch, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=acct.Tenant,acct.By exclude=acct.Trace omit=r1.Note). Not stored (replays return their zero
+// value): r1.Note.
 func (x *Idempotent) Touch(ctx context.Context, acct Account) (Touched, error) {
 	c := x.beginTouch(&acct)
 	return idem.Do(ctx, c, func(ctx context.Context) (Touched, error) {
@@ -127,12 +130,13 @@ func (x *Idempotent) Touch(ctx context.Context, acct Account) (Touched, error) {
 	})
 }
 
-// TouchKey is the store key Touch claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// TouchKey is the store key Touch claims for these arguments; nothing runs.
 func (x *Idempotent) TouchKey(acct Account) (string, error) {
 	return x.beginTouch(&acct).StoreKey()
 }
 
-// beginTouch starts a call of Touch and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginTouch starts a call of Touch and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginTouch(acct *Account) idem.Call {
 	c := x.g.Begin(idemSpecTouch)
 	c.Key().String(acct.Base.Tenant)
@@ -159,7 +163,7 @@ func (x *Idempotent) beginTouch(acct *Account) idem.Call {
 	return c
 }
 
-// idemDecMetaForTouch reads a Meta of a stored result.
+// idemDecMetaForTouch restores values of Meta.
 func idemDecMetaForTouch(d *idemimpl.Decoder, v *Meta) {
 	end := d.Struct()
 	for d.More(end) {
@@ -172,7 +176,7 @@ func idemDecMetaForTouch(d *idemimpl.Decoder, v *Meta) {
 	}
 }
 
-// idemDecTouchedForTouch reads a Touched of a stored result.
+// idemDecTouchedForTouch restores values of Touched.
 func idemDecTouchedForTouch(d *idemimpl.Decoder, v *Touched) {
 	end := d.Struct()
 	for d.More(end) {
@@ -187,7 +191,7 @@ func idemDecTouchedForTouch(d *idemimpl.Decoder, v *Touched) {
 	}
 }
 
-// idemEncMetaForTouch writes a Meta of a stored result.
+// idemEncMetaForTouch stores values of Meta.
 func idemEncMetaForTouch(e *idemimpl.Encoder, v *Meta) {
 	at := e.Struct()
 	e.Field("Count")
@@ -195,7 +199,7 @@ func idemEncMetaForTouch(e *idemimpl.Encoder, v *Meta) {
 	e.End(at)
 }
 
-// idemEncTouchedForTouch writes a Touched of a stored result.
+// idemEncTouchedForTouch stores values of Touched.
 func idemEncTouchedForTouch(e *idemimpl.Encoder, v *Touched) {
 	at := e.Struct()
 	e.Field("Meta")
@@ -258,7 +262,7 @@ func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Int(int64(v.Amount))
 }
 
-// idemAccount_fieldsChanged_runGoGenerate is the field list of Account that the generated code was written for (tags aside).
+// idemAccount_fieldsChanged_runGoGenerate lists the fields of Account as generated (tags aside).
 type idemAccount_fieldsChanged_runGoGenerate struct {
 	Base `json:"-" xml:"-"`
 	*Audit
@@ -266,58 +270,58 @@ type idemAccount_fieldsChanged_runGoGenerate struct {
 	Owner *Person
 }
 
-// Build fails here if Account gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Account's fields changed since generation: run go generate.
 var _ = idemAccount_fieldsChanged_runGoGenerate(Account{})
 
-// idemAudit_fieldsChanged_runGoGenerate is the field list of Audit that the generated code was written for (tags aside).
+// idemAudit_fieldsChanged_runGoGenerate lists the fields of Audit as generated (tags aside).
 type idemAudit_fieldsChanged_runGoGenerate struct {
 	By    string
 	Trace string
 }
 
-// Build fails here if Audit gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Audit's fields changed since generation: run go generate.
 var _ = idemAudit_fieldsChanged_runGoGenerate(Audit{})
 
-// idemBase_fieldsChanged_runGoGenerate is the field list of Base that the generated code was written for (tags aside).
+// idemBase_fieldsChanged_runGoGenerate lists the fields of Base as generated (tags aside).
 type idemBase_fieldsChanged_runGoGenerate struct {
 	Tenant string
 }
 
-// Build fails here if Base gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Base's fields changed since generation: run go generate.
 var _ = idemBase_fieldsChanged_runGoGenerate(Base{})
 
-// idemMeta_fieldsChanged_runGoGenerate is the field list of Meta that the generated code was written for (tags aside).
+// idemMeta_fieldsChanged_runGoGenerate lists the fields of Meta as generated (tags aside).
 type idemMeta_fieldsChanged_runGoGenerate struct {
 	Note  string
 	Count int64
 }
 
-// Build fails here if Meta gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Meta's fields changed since generation: run go generate.
 var _ = idemMeta_fieldsChanged_runGoGenerate(Meta{})
 
-// idemPerson_fieldsChanged_runGoGenerate is the field list of Person that the generated code was written for (tags aside).
+// idemPerson_fieldsChanged_runGoGenerate lists the fields of Person as generated (tags aside).
 type idemPerson_fieldsChanged_runGoGenerate struct {
 	Email string
 	Tags  []string
 }
 
-// Build fails here if Person gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Person's fields changed since generation: run go generate.
 var _ = idemPerson_fieldsChanged_runGoGenerate(Person{})
 
-// idemRequest_fieldsChanged_runGoGenerate is the field list of Request that the generated code was written for (tags aside).
+// idemRequest_fieldsChanged_runGoGenerate lists the fields of Request as generated (tags aside).
 type idemRequest_fieldsChanged_runGoGenerate struct {
 	Account *Account
 	Amount  int
 }
 
-// Build fails here if Request gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Request's fields changed since generation: run go generate.
 var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})
 
-// idemTouched_fieldsChanged_runGoGenerate is the field list of Touched that the generated code was written for (tags aside).
+// idemTouched_fieldsChanged_runGoGenerate lists the fields of Touched as generated (tags aside).
 type idemTouched_fieldsChanged_runGoGenerate struct {
 	Meta   `json:"-" xml:"-"`
 	Tenant string
 }
 
-// Build fails here if Touched gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Touched's fields changed since generation: run go generate.
 var _ = idemTouched_fieldsChanged_runGoGenerate(Touched{})

@@ -52,12 +52,13 @@ func (x *Idempotent) Charge(ctx context.Context, s Stamped, m Money, r Request) 
 	})
 }
 
-// ChargeKey is the store key Charge claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ChargeKey is the store key Charge claims for these arguments; nothing runs.
 func (x *Idempotent) ChargeKey(s Stamped, m Money, r Request) (string, error) {
 	return x.beginCharge(&s, &m, &r).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginCharge(s *Stamped, m *Money, r *Request) idem.Call {
 	c := x.g.Begin(idemSpecCharge)
 	idemKeyStamped(c.Key(), s)
@@ -88,7 +89,8 @@ var idemCodecPlace = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Place is promoted.Place, run at most once per key (ttl=24h lease=30s on_duplicate=return key=o.ID,o.Customer.ID).
+// Place is promoted.Place, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=o.ID,o.Customer.ID).
 func (x *Idempotent) Place(ctx context.Context, o Order) (int64, error) {
 	c := x.beginPlace(&o)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -96,12 +98,13 @@ func (x *Idempotent) Place(ctx context.Context, o Order) (int64, error) {
 	})
 }
 
-// PlaceKey is the store key Place claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// PlaceKey is the store key Place claims for these arguments; nothing runs.
 func (x *Idempotent) PlaceKey(o Order) (string, error) {
 	return x.beginPlace(&o).StoreKey()
 }
 
-// beginPlace starts a call of Place and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginPlace starts a call of Place and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginPlace(o *Order) idem.Call {
 	c := x.g.Begin(idemSpecPlace)
 	c.Key().String(o.ID)
@@ -145,7 +148,7 @@ func (x *Idempotent) Visit(ctx context.Context, n *Node) (string, error) {
 	})
 }
 
-// VisitKey is the store key Visit claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// VisitKey is the store key Visit claims for these arguments; nothing runs.
 func (x *Idempotent) VisitKey(n *Node) (string, error) {
 	return x.beginVisit(n).StoreKey()
 }
@@ -196,7 +199,7 @@ func (x *Idempotent) Tally(ctx context.Context, m map[string]struct {
 	})
 }
 
-// TallyKey is the store key Tally claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// TallyKey is the store key Tally claims for these arguments; nothing runs.
 func (x *Idempotent) TallyKey(m map[string]struct {
 	Note string `idem:"-"`
 }) (string, error) {
@@ -263,7 +266,7 @@ func (x *Idempotent) Marks(ctx context.Context, m []struct {
 	})
 }
 
-// MarksKey is the store key Marks claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// MarksKey is the store key Marks claims for these arguments; nothing runs.
 func (x *Idempotent) MarksKey(m []struct {
 	Note string `idem:"-"`
 }, a [2]struct {
@@ -274,7 +277,8 @@ func (x *Idempotent) MarksKey(m []struct {
 	return x.beginMarks(m, &a, n).StoreKey()
 }
 
-// beginMarks starts a call of Marks and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginMarks starts a call of Marks and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginMarks(m []struct {
 	Note string `idem:"-"`
 }, a *[2]struct {
@@ -330,7 +334,7 @@ func (x *Idempotent) Route(ctx context.Context, ip net.IP, amount *big.Float) (i
 	})
 }
 
-// RouteKey is the store key Route claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// RouteKey is the store key Route claims for these arguments; nothing runs.
 func (x *Idempotent) RouteKey(ip net.IP, amount *big.Float) (string, error) {
 	return x.beginRoute(ip, amount).StoreKey()
 }
@@ -352,7 +356,7 @@ func (x *Idempotent) beginRoute(ip net.IP, amount *big.Float) idem.Call {
 	return c
 }
 
-// idemDecMoney reads a Money of a stored result.
+// idemDecMoney restores values of Money.
 func idemDecMoney(d *idemimpl.Decoder, v *Money) {
 	end := d.Struct()
 	for d.More(end) {
@@ -367,7 +371,7 @@ func idemDecMoney(d *idemimpl.Decoder, v *Money) {
 	}
 }
 
-// idemDecReceipt reads a Receipt of a stored result.
+// idemDecReceipt restores values of Receipt.
 func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
 	end := d.Struct()
 	for d.More(end) {
@@ -384,7 +388,7 @@ func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
 	}
 }
 
-// idemDecStamped reads a Stamped of a stored result.
+// idemDecStamped restores values of Stamped.
 func idemDecStamped(d *idemimpl.Decoder, v *Stamped) {
 	end := d.Struct()
 	for d.More(end) {
@@ -399,7 +403,7 @@ func idemDecStamped(d *idemimpl.Decoder, v *Stamped) {
 	}
 }
 
-// idemEncMoney writes a Money of a stored result.
+// idemEncMoney stores values of Money.
 func idemEncMoney(e *idemimpl.Encoder, v *Money) {
 	at := e.Struct()
 	e.Field("Decimal")
@@ -409,7 +413,7 @@ func idemEncMoney(e *idemimpl.Encoder, v *Money) {
 	e.End(at)
 }
 
-// idemEncReceipt writes a Receipt of a stored result.
+// idemEncReceipt stores values of Receipt.
 func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
 	e.Field("Stamped")
@@ -421,7 +425,7 @@ func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 	e.End(at)
 }
 
-// idemEncStamped writes a Stamped of a stored result.
+// idemEncStamped stores values of Stamped.
 func idemEncStamped(e *idemimpl.Encoder, v *Stamped) {
 	at := e.Struct()
 	e.Field("Time")
@@ -480,65 +484,65 @@ func idemKeyStamped(b *idemimpl.KeyBuilder, v *Stamped) {
 	b.String(v.Order)
 }
 
-// idemCustomer_fieldsChanged_runGoGenerate is the field list of Customer that the generated code was written for (tags aside).
+// idemCustomer_fieldsChanged_runGoGenerate lists the fields of Customer as generated (tags aside).
 type idemCustomer_fieldsChanged_runGoGenerate struct {
 	ID int64
 }
 
-// Build fails here if Customer gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Customer's fields changed since generation: run go generate.
 var _ = idemCustomer_fieldsChanged_runGoGenerate(Customer{})
 
-// idemMoney_fieldsChanged_runGoGenerate is the field list of Money that the generated code was written for (tags aside).
+// idemMoney_fieldsChanged_runGoGenerate lists the fields of Money as generated (tags aside).
 type idemMoney_fieldsChanged_runGoGenerate struct {
 	Decimal  `json:"-" xml:"-"`
 	Currency string
 }
 
-// Build fails here if Money gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Money's fields changed since generation: run go generate.
 var _ = idemMoney_fieldsChanged_runGoGenerate(Money{})
 
-// idemNode_fieldsChanged_runGoGenerate is the field list of Node that the generated code was written for (tags aside).
+// idemNode_fieldsChanged_runGoGenerate lists the fields of Node as generated (tags aside).
 type idemNode_fieldsChanged_runGoGenerate struct {
 	Name string
 	Next *Node
 }
 
-// Build fails here if Node gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Node's fields changed since generation: run go generate.
 var _ = idemNode_fieldsChanged_runGoGenerate(Node{})
 
-// idemOrder_fieldsChanged_runGoGenerate is the field list of Order that the generated code was written for (tags aside).
+// idemOrder_fieldsChanged_runGoGenerate lists the fields of Order as generated (tags aside).
 type idemOrder_fieldsChanged_runGoGenerate struct {
 	ID       string
 	Customer *Customer
 }
 
-// Build fails here if Order gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Order's fields changed since generation: run go generate.
 var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
 
-// idemReceipt_fieldsChanged_runGoGenerate is the field list of Receipt that the generated code was written for (tags aside).
+// idemReceipt_fieldsChanged_runGoGenerate lists the fields of Receipt as generated (tags aside).
 type idemReceipt_fieldsChanged_runGoGenerate struct {
 	Stamped `json:"-" xml:"-"`
 	Total   Money
 	N       int64
 }
 
-// Build fails here if Receipt gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Receipt's fields changed since generation: run go generate.
 var _ = idemReceipt_fieldsChanged_runGoGenerate(Receipt{})
 
-// idemRequest_fieldsChanged_runGoGenerate is the field list of Request that the generated code was written for (tags aside).
+// idemRequest_fieldsChanged_runGoGenerate lists the fields of Request as generated (tags aside).
 type idemRequest_fieldsChanged_runGoGenerate struct {
 	Tenant `json:"-" xml:"-"`
 	Item   string
 }
 
-// Build fails here if Request gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Request's fields changed since generation: run go generate.
 var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})
 
-// idemStamped_fieldsChanged_runGoGenerate is the field list of Stamped that the generated code was written for (tags aside).
+// idemStamped_fieldsChanged_runGoGenerate lists the fields of Stamped as generated (tags aside).
 type idemStamped_fieldsChanged_runGoGenerate struct {
 	time.Time `json:"-" xml:"-"`
 	Order     string
 }
 
-// Build fails here if Stamped gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Stamped's fields changed since generation: run go generate.
 var _ = idemStamped_fieldsChanged_runGoGenerate(Stamped{})

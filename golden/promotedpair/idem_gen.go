@@ -53,7 +53,7 @@ func (x *Idempotent) Get(ctx context.Context, id string) (Res, error) {
 	})
 }
 
-// GetKey is the store key Get claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// GetKey is the store key Get claims for these arguments; nothing runs.
 func (x *Idempotent) GetKey(id string) (string, error) {
 	return x.beginGet(id).StoreKey()
 }
@@ -65,7 +65,7 @@ func (x *Idempotent) beginGet(id string) idem.Call {
 	return c
 }
 
-// idemDecAmount reads a Amount of a stored result.
+// idemDecAmount restores values of Amount.
 func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
 	end := d.Struct()
 	for d.More(end) {
@@ -85,12 +85,12 @@ func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
 	}
 }
 
-// idemDecJsonRawMessage reads a json.RawMessage of a stored result.
+// idemDecJsonRawMessage restores values of json.RawMessage.
 func idemDecJsonRawMessage(d *idemimpl.Decoder, v *json.RawMessage) {
 	*v = json.RawMessage(d.Bytes())
 }
 
-// idemDecLocated reads a Located of a stored result.
+// idemDecLocated restores values of Located.
 func idemDecLocated(d *idemimpl.Decoder, v *Located) {
 	end := d.Struct()
 	for d.More(end) {
@@ -105,7 +105,7 @@ func idemDecLocated(d *idemimpl.Decoder, v *Located) {
 	}
 }
 
-// idemDecRes reads a Res of a stored result.
+// idemDecRes restores values of Res.
 func idemDecRes(d *idemimpl.Decoder, v *Res) {
 	end := d.Struct()
 	for d.More(end) {
@@ -124,7 +124,7 @@ func idemDecRes(d *idemimpl.Decoder, v *Res) {
 	}
 }
 
-// idemDecStamp reads a Stamp of a stored result.
+// idemDecStamp restores values of Stamp.
 func idemDecStamp(d *idemimpl.Decoder, v *Stamp) {
 	end := d.Struct()
 	for d.More(end) {
@@ -139,7 +139,7 @@ func idemDecStamp(d *idemimpl.Decoder, v *Stamp) {
 	}
 }
 
-// idemDecTagged reads a Tagged of a stored result.
+// idemDecTagged restores values of Tagged.
 func idemDecTagged(d *idemimpl.Decoder, v *Tagged) {
 	end := d.Struct()
 	for d.More(end) {
@@ -154,7 +154,7 @@ func idemDecTagged(d *idemimpl.Decoder, v *Tagged) {
 	}
 }
 
-// idemEncAmount writes a Amount of a stored result.
+// idemEncAmount stores values of Amount.
 func idemEncAmount(e *idemimpl.Encoder, v *Amount) {
 	at := e.Struct()
 	e.Field("Float")
@@ -169,12 +169,12 @@ func idemEncAmount(e *idemimpl.Encoder, v *Amount) {
 	e.End(at)
 }
 
-// idemEncJsonRawMessage writes a json.RawMessage of a stored result.
+// idemEncJsonRawMessage stores values of json.RawMessage.
 func idemEncJsonRawMessage(e *idemimpl.Encoder, v *json.RawMessage) {
 	e.Bytes([]byte(*v))
 }
 
-// idemEncLocated writes a Located of a stored result.
+// idemEncLocated stores values of Located.
 func idemEncLocated(e *idemimpl.Encoder, v *Located) {
 	at := e.Struct()
 	e.Field("Addr")
@@ -184,7 +184,7 @@ func idemEncLocated(e *idemimpl.Encoder, v *Located) {
 	e.End(at)
 }
 
-// idemEncRes writes a Res of a stored result.
+// idemEncRes stores values of Res.
 func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	at := e.Struct()
 	e.Field("Tagged")
@@ -198,7 +198,7 @@ func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	e.End(at)
 }
 
-// idemEncStamp writes a Stamp of a stored result.
+// idemEncStamp stores values of Stamp.
 func idemEncStamp(e *idemimpl.Encoder, v *Stamp) {
 	at := e.Struct()
 	e.Field("Time")
@@ -208,7 +208,7 @@ func idemEncStamp(e *idemimpl.Encoder, v *Stamp) {
 	e.End(at)
 }
 
-// idemEncTagged writes a Tagged of a stored result.
+// idemEncTagged stores values of Tagged.
 func idemEncTagged(e *idemimpl.Encoder, v *Tagged) {
 	at := e.Struct()
 	e.Field("RawMessage")
@@ -218,25 +218,25 @@ func idemEncTagged(e *idemimpl.Encoder, v *Tagged) {
 	e.End(at)
 }
 
-// idemAmount_fieldsChanged_runGoGenerate is the field list of Amount that the generated code was written for (tags aside).
+// idemAmount_fieldsChanged_runGoGenerate lists the fields of Amount as generated (tags aside).
 type idemAmount_fieldsChanged_runGoGenerate struct {
 	*big.Float
 	Currency string
 }
 
-// Build fails here if Amount gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Amount's fields changed since generation: run go generate.
 var _ = idemAmount_fieldsChanged_runGoGenerate(Amount{})
 
-// idemLocated_fieldsChanged_runGoGenerate is the field list of Located that the generated code was written for (tags aside).
+// idemLocated_fieldsChanged_runGoGenerate lists the fields of Located as generated (tags aside).
 type idemLocated_fieldsChanged_runGoGenerate struct {
 	netip.Addr `json:"-" xml:"-"`
 	Label      string
 }
 
-// Build fails here if Located gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Located's fields changed since generation: run go generate.
 var _ = idemLocated_fieldsChanged_runGoGenerate(Located{})
 
-// idemRes_fieldsChanged_runGoGenerate is the field list of Res that the generated code was written for (tags aside).
+// idemRes_fieldsChanged_runGoGenerate lists the fields of Res as generated (tags aside).
 type idemRes_fieldsChanged_runGoGenerate struct {
 	Tagged  Tagged
 	Stamp   Stamp
@@ -244,23 +244,23 @@ type idemRes_fieldsChanged_runGoGenerate struct {
 	Amount  Amount
 }
 
-// Build fails here if Res gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Res's fields changed since generation: run go generate.
 var _ = idemRes_fieldsChanged_runGoGenerate(Res{})
 
-// idemStamp_fieldsChanged_runGoGenerate is the field list of Stamp that the generated code was written for (tags aside).
+// idemStamp_fieldsChanged_runGoGenerate lists the fields of Stamp as generated (tags aside).
 type idemStamp_fieldsChanged_runGoGenerate struct {
 	time.Time `json:"-" xml:"-"`
 	Source    string
 }
 
-// Build fails here if Stamp gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Stamp's fields changed since generation: run go generate.
 var _ = idemStamp_fieldsChanged_runGoGenerate(Stamp{})
 
-// idemTagged_fieldsChanged_runGoGenerate is the field list of Tagged that the generated code was written for (tags aside).
+// idemTagged_fieldsChanged_runGoGenerate lists the fields of Tagged as generated (tags aside).
 type idemTagged_fieldsChanged_runGoGenerate struct {
 	json.RawMessage
 	Name string
 }
 
-// Build fails here if Tagged gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Tagged's fields changed since generation: run go generate.
 var _ = idemTagged_fieldsChanged_runGoGenerate(Tagged{})

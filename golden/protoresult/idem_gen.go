@@ -98,7 +98,7 @@ func (x *Idempotent) Record(ctx context.Context, id string) (*Event, *timestampp
 	return r.r1, r.r2, err
 }
 
-// RecordKey is the store key Record claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// RecordKey is the store key Record claims for these arguments; nothing runs.
 func (x *Idempotent) RecordKey(id string) (string, error) {
 	return x.beginRecord(id).StoreKey()
 }
@@ -110,7 +110,7 @@ func (x *Idempotent) beginRecord(id string) idem.Call {
 	return c
 }
 
-// idemDecEvent reads a Event of a stored result.
+// idemDecEvent restores values of Event.
 func idemDecEvent(d *idemimpl.Decoder, v *Event) {
 	end := d.Struct()
 	for d.More(end) {
@@ -144,7 +144,7 @@ func idemDecEvent(d *idemimpl.Decoder, v *Event) {
 	}
 }
 
-// idemEncEvent writes a Event of a stored result.
+// idemEncEvent stores values of Event.
 func idemEncEvent(e *idemimpl.Encoder, v *Event) {
 	at := e.Struct()
 	e.Field("ID")
@@ -173,7 +173,7 @@ func idemEncEvent(e *idemimpl.Encoder, v *Event) {
 	e.End(at)
 }
 
-// idemEvent_fieldsChanged_runGoGenerate is the field list of Event that the generated code was written for (tags aside).
+// idemEvent_fieldsChanged_runGoGenerate lists the fields of Event as generated (tags aside).
 type idemEvent_fieldsChanged_runGoGenerate struct {
 	ID    string
 	At    *timestamppb.Timestamp
@@ -181,5 +181,5 @@ type idemEvent_fieldsChanged_runGoGenerate struct {
 	None  *structpb.Struct
 }
 
-// Build fails here if Event gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Event's fields changed since generation: run go generate.
 var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})

@@ -45,7 +45,8 @@ var idemCodecTenantBill = idemimpl.TypedCodec[string]{
 	},
 }
 
-// Bill is Tenant.Bill, run at most once per key (ttl=24h lease=30s on_duplicate=return key=t.ID,t.region,amount).
+// Bill is Tenant.Bill, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=t.ID,t.region,amount).
 func (t *IdempotentTenant) Bill(ctx context.Context, amount int64) (string, error) {
 	c := t.beginBill(amount)
 	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
@@ -53,7 +54,7 @@ func (t *IdempotentTenant) Bill(ctx context.Context, amount int64) (string, erro
 	})
 }
 
-// BillKey is the store key Bill claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// BillKey is the store key Bill claims for these arguments; nothing runs.
 func (t *IdempotentTenant) BillKey(amount int64) (string, error) {
 	return t.beginBill(amount).StoreKey()
 }
@@ -100,7 +101,8 @@ var idemCodecTenantNotify = idemimpl.TypedCodec[string]{
 	},
 }
 
-// Notify is Tenant.Notify, run at most once per key (ttl=24h lease=30s on_duplicate=return). The receiver is not part of the key (key= can name its fields).
+// Notify is Tenant.Notify, run at most once per key (ttl=24h lease=30s on_duplicate=return). The
+// receiver is not part of the key (key= can name its fields).
 func (t *IdempotentTenant) Notify(ctx context.Context, msg string) (string, error) {
 	c := t.beginNotify(msg)
 	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
@@ -108,7 +110,7 @@ func (t *IdempotentTenant) Notify(ctx context.Context, msg string) (string, erro
 	})
 }
 
-// NotifyKey is the store key Notify claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// NotifyKey is the store key Notify claims for these arguments; nothing runs.
 func (t *IdempotentTenant) NotifyKey(msg string) (string, error) {
 	return t.beginNotify(msg).StoreKey()
 }
@@ -120,11 +122,11 @@ func (t *IdempotentTenant) beginNotify(msg string) idem.Call {
 	return c
 }
 
-// idemTenant_fieldsChanged_runGoGenerate is the field list of Tenant that the generated code was written for (tags aside).
+// idemTenant_fieldsChanged_runGoGenerate lists the fields of Tenant as generated (tags aside).
 type idemTenant_fieldsChanged_runGoGenerate struct {
 	ID     string
 	region string
 }
 
-// Build fails here if Tenant gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Tenant's fields changed since generation: run go generate.
 var _ = idemTenant_fieldsChanged_runGoGenerate(Tenant{})

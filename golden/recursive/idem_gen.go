@@ -49,12 +49,13 @@ func (x *Idempotent) Walk(ctx context.Context, t *Tree, l List, a A) (int64, err
 	})
 }
 
-// WalkKey is the store key Walk claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// WalkKey is the store key Walk claims for these arguments; nothing runs.
 func (x *Idempotent) WalkKey(t *Tree, l List, a A) (string, error) {
 	return x.beginWalk(t, &l, &a).StoreKey()
 }
 
-// beginWalk starts a call of Walk and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginWalk starts a call of Walk and writes its key material. Structs and arrays come by pointer:
+// no copies.
 func (x *Idempotent) beginWalk(t *Tree, l *List, a *A) idem.Call {
 	c := x.g.Begin(idemSpecWalk)
 	if t == nil {
@@ -146,38 +147,38 @@ func idemKeyTree(b *idemimpl.KeyBuilder, v *Tree) {
 	}
 }
 
-// idemA_fieldsChanged_runGoGenerate is the field list of A that the generated code was written for (tags aside).
+// idemA_fieldsChanged_runGoGenerate lists the fields of A as generated (tags aside).
 type idemA_fieldsChanged_runGoGenerate struct {
 	B *B
 }
 
-// Build fails here if A gained, lost or retyped a field since generation: run go generate.
+// Build fails here if A's fields changed since generation: run go generate.
 var _ = idemA_fieldsChanged_runGoGenerate(A{})
 
-// idemB_fieldsChanged_runGoGenerate is the field list of B that the generated code was written for (tags aside).
+// idemB_fieldsChanged_runGoGenerate lists the fields of B as generated (tags aside).
 type idemB_fieldsChanged_runGoGenerate struct {
 	A  *A
 	ID int
 }
 
-// Build fails here if B gained, lost or retyped a field since generation: run go generate.
+// Build fails here if B's fields changed since generation: run go generate.
 var _ = idemB_fieldsChanged_runGoGenerate(B{})
 
-// idemList_fieldsChanged_runGoGenerate is the field list of List that the generated code was written for (tags aside).
+// idemList_fieldsChanged_runGoGenerate lists the fields of List as generated (tags aside).
 type idemList_fieldsChanged_runGoGenerate struct {
 	Head int
 	Tail *List
 }
 
-// Build fails here if List gained, lost or retyped a field since generation: run go generate.
+// Build fails here if List's fields changed since generation: run go generate.
 var _ = idemList_fieldsChanged_runGoGenerate(List{})
 
-// idemTree_fieldsChanged_runGoGenerate is the field list of Tree that the generated code was written for (tags aside).
+// idemTree_fieldsChanged_runGoGenerate lists the fields of Tree as generated (tags aside).
 type idemTree_fieldsChanged_runGoGenerate struct {
 	Value    string
 	Children []*Tree
 	Attrs    map[string]*Tree
 }
 
-// Build fails here if Tree gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Tree's fields changed since generation: run go generate.
 var _ = idemTree_fieldsChanged_runGoGenerate(Tree{})

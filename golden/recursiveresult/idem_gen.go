@@ -36,7 +36,7 @@ var idemCodecChain = idemimpl.TypedCodec[*Node]{
 	Decode: func(d *idemimpl.Decoder, v **Node) {
 		if d.Ptr() {
 			*v = new(Node)
-			idemDecNode(d, (*v))
+			idemDecNode(d, *v)
 		} else {
 			*v = nil
 		}
@@ -46,7 +46,7 @@ var idemCodecChain = idemimpl.TypedCodec[*Node]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncNode(e, (*v))
+			idemEncNode(e, *v)
 		}
 	},
 }
@@ -59,7 +59,7 @@ func (x *Idempotent) Chain(ctx context.Context, n int, ring bool, fan bool) (*No
 	})
 }
 
-// ChainKey is the store key Chain claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ChainKey is the store key Chain claims for these arguments; nothing runs.
 func (x *Idempotent) ChainKey(n int, ring bool, fan bool) (string, error) {
 	return x.beginChain(n, ring, fan).StoreKey()
 }
@@ -73,7 +73,7 @@ func (x *Idempotent) beginChain(n int, ring bool, fan bool) idem.Call {
 	return c
 }
 
-// idemDecNode reads a Node of a stored result.
+// idemDecNode restores values of Node.
 func idemDecNode(d *idemimpl.Decoder, v *Node) {
 	if !d.Enter() {
 		return
@@ -111,7 +111,7 @@ func idemDecNode(d *idemimpl.Decoder, v *Node) {
 	}
 }
 
-// idemEncNode writes a Node of a stored result.
+// idemEncNode stores values of Node.
 func idemEncNode(e *idemimpl.Encoder, v *Node) {
 	if !e.Enter() {
 		return
@@ -145,12 +145,12 @@ func idemEncNode(e *idemimpl.Encoder, v *Node) {
 	e.End(at)
 }
 
-// idemNode_fieldsChanged_runGoGenerate is the field list of Node that the generated code was written for (tags aside).
+// idemNode_fieldsChanged_runGoGenerate lists the fields of Node as generated (tags aside).
 type idemNode_fieldsChanged_runGoGenerate struct {
 	ID       int
 	Children []*Node
 	Next     *Node
 }
 
-// Build fails here if Node gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Node's fields changed since generation: run go generate.
 var _ = idemNode_fieldsChanged_runGoGenerate(Node{})

@@ -19,7 +19,8 @@ type IdempotentUsersService struct {
 	g *idem.Guard
 }
 
-// NewIdempotentUsersService wraps t: its annotated methods are guarded by g, the others are t's own.
+// NewIdempotentUsersService wraps t: its annotated methods are guarded by g, the others are t's
+// own.
 func NewIdempotentUsersService(t *UsersService, g *idem.Guard) *IdempotentUsersService {
 	return &IdempotentUsersService{
 		UsersService: t,
@@ -76,7 +77,9 @@ var idemCodecUsersServiceCreate = idemimpl.TypedCodec[idemResultUsersServiceCrea
 	},
 }
 
-// Create is UsersService.Create, run at most once per key (ttl=1h lease=30s on_duplicate=return omit=r2). The receiver is not part of the key (key= can name its fields). Not stored (replays return their zero value): r2.
+// Create is UsersService.Create, run at most once per key (ttl=1h lease=30s on_duplicate=return
+// omit=r2). The receiver is not part of the key (key= can name its fields). Not stored (replays
+// return their zero value): r2.
 func (s *IdempotentUsersService) Create(ctx context.Context, login string) (*User, *http.Response, error) {
 	c := s.beginCreate(login)
 	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultUsersServiceCreate, error) {
@@ -88,7 +91,7 @@ func (s *IdempotentUsersService) Create(ctx context.Context, login string) (*Use
 	return r.r1, r.r2, err
 }
 
-// CreateKey is the store key Create claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// CreateKey is the store key Create claims for these arguments; nothing runs.
 func (s *IdempotentUsersService) CreateKey(login string) (string, error) {
 	return s.beginCreate(login).StoreKey()
 }
@@ -100,7 +103,7 @@ func (s *IdempotentUsersService) beginCreate(login string) idem.Call {
 	return c
 }
 
-// idemDecUser reads a User of a stored result.
+// idemDecUser restores values of User.
 func idemDecUser(d *idemimpl.Decoder, v *User) {
 	end := d.Struct()
 	for d.More(end) {
@@ -147,7 +150,7 @@ func idemDecUser(d *idemimpl.Decoder, v *User) {
 	}
 }
 
-// idemEncUser writes a User of a stored result.
+// idemEncUser stores values of User.
 func idemEncUser(e *idemimpl.Encoder, v *User) {
 	at := e.Struct()
 	e.Field("ID")
@@ -189,7 +192,7 @@ func idemEncUser(e *idemimpl.Encoder, v *User) {
 	e.End(at)
 }
 
-// idemUser_fieldsChanged_runGoGenerate is the field list of User that the generated code was written for (tags aside).
+// idemUser_fieldsChanged_runGoGenerate lists the fields of User as generated (tags aside).
 type idemUser_fieldsChanged_runGoGenerate struct {
 	ID       int64
 	Login    string
@@ -199,5 +202,5 @@ type idemUser_fieldsChanged_runGoGenerate struct {
 	Settings map[string]bool
 }
 
-// Build fails here if User gained, lost or retyped a field since generation: run go generate.
+// Build fails here if User's fields changed since generation: run go generate.
 var _ = idemUser_fieldsChanged_runGoGenerate(User{})

@@ -17,7 +17,8 @@ type IdempotentReposService struct {
 	g *idem.Guard
 }
 
-// NewIdempotentReposService wraps t: its annotated methods are guarded by g, the others are t's own.
+// NewIdempotentReposService wraps t: its annotated methods are guarded by g, the others are t's
+// own.
 func NewIdempotentReposService(t *ReposService, g *idem.Guard) *IdempotentReposService {
 	return &IdempotentReposService{
 		ReposService: t,
@@ -88,7 +89,9 @@ var idemCodecReposServiceCreate = idemimpl.TypedCodec[idemResultReposServiceCrea
 	},
 }
 
-// Create is ReposService.Create, run at most once per key (ttl=1h lease=30s on_duplicate=return omit=r2.Response). The receiver is not part of the key (key= can name its fields). Not stored (replays return their zero value): r2.Response.
+// Create is ReposService.Create, run at most once per key (ttl=1h lease=30s on_duplicate=return
+// omit=r2.Response). The receiver is not part of the key (key= can name its fields). Not stored
+// (replays return their zero value): r2.Response.
 func (s *IdempotentReposService) Create(ctx context.Context, name string) (*Repo, *Response, error) {
 	c := s.beginCreate(name)
 	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultReposServiceCreate, error) {
@@ -100,7 +103,7 @@ func (s *IdempotentReposService) Create(ctx context.Context, name string) (*Repo
 	return r.r1, r.r2, err
 }
 
-// CreateKey is the store key Create claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// CreateKey is the store key Create claims for these arguments; nothing runs.
 func (s *IdempotentReposService) CreateKey(name string) (string, error) {
 	return s.beginCreate(name).StoreKey()
 }
@@ -112,7 +115,7 @@ func (s *IdempotentReposService) beginCreate(name string) idem.Call {
 	return c
 }
 
-// idemDecRepo reads a Repo of a stored result.
+// idemDecRepo restores values of Repo.
 func idemDecRepo(d *idemimpl.Decoder, v *Repo) {
 	end := d.Struct()
 	for d.More(end) {
@@ -127,7 +130,7 @@ func idemDecRepo(d *idemimpl.Decoder, v *Repo) {
 	}
 }
 
-// idemDecResponseForReposServiceCreate reads a Response of a stored result.
+// idemDecResponseForReposServiceCreate restores values of Response.
 func idemDecResponseForReposServiceCreate(d *idemimpl.Decoder, v *Response) {
 	end := d.Struct()
 	for d.More(end) {
@@ -140,7 +143,7 @@ func idemDecResponseForReposServiceCreate(d *idemimpl.Decoder, v *Response) {
 	}
 }
 
-// idemEncRepo writes a Repo of a stored result.
+// idemEncRepo stores values of Repo.
 func idemEncRepo(e *idemimpl.Encoder, v *Repo) {
 	at := e.Struct()
 	e.Field("ID")
@@ -150,7 +153,7 @@ func idemEncRepo(e *idemimpl.Encoder, v *Repo) {
 	e.End(at)
 }
 
-// idemEncResponseForReposServiceCreate writes a Response of a stored result.
+// idemEncResponseForReposServiceCreate stores values of Response.
 func idemEncResponseForReposServiceCreate(e *idemimpl.Encoder, v *Response) {
 	at := e.Struct()
 	e.Field("Rate")
@@ -158,20 +161,20 @@ func idemEncResponseForReposServiceCreate(e *idemimpl.Encoder, v *Response) {
 	e.End(at)
 }
 
-// idemRepo_fieldsChanged_runGoGenerate is the field list of Repo that the generated code was written for (tags aside).
+// idemRepo_fieldsChanged_runGoGenerate lists the fields of Repo as generated (tags aside).
 type idemRepo_fieldsChanged_runGoGenerate struct {
 	ID   int64
 	Name string
 }
 
-// Build fails here if Repo gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Repo's fields changed since generation: run go generate.
 var _ = idemRepo_fieldsChanged_runGoGenerate(Repo{})
 
-// idemResponse_fieldsChanged_runGoGenerate is the field list of Response that the generated code was written for (tags aside).
+// idemResponse_fieldsChanged_runGoGenerate lists the fields of Response as generated (tags aside).
 type idemResponse_fieldsChanged_runGoGenerate struct {
 	*http.Response
 	Rate int
 }
 
-// Build fails here if Response gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Response's fields changed since generation: run go generate.
 var _ = idemResponse_fieldsChanged_runGoGenerate(Response{})

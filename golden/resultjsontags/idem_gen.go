@@ -52,7 +52,7 @@ func (x *Idempotent) F(ctx context.Context, id string) (Res, error) {
 	})
 }
 
-// FKey is the store key F claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// FKey is the store key F claims for these arguments; nothing runs.
 func (x *Idempotent) FKey(id string) (string, error) {
 	return x.beginF(id).StoreKey()
 }
@@ -64,7 +64,7 @@ func (x *Idempotent) beginF(id string) idem.Call {
 	return c
 }
 
-// idemDecRes reads a Res of a stored result.
+// idemDecRes restores values of Res.
 func idemDecRes(d *idemimpl.Decoder, v *Res) {
 	end := d.Struct()
 	for d.More(end) {
@@ -111,7 +111,7 @@ func idemDecRes(d *idemimpl.Decoder, v *Res) {
 	}
 }
 
-// idemEncRes writes a Res of a stored result.
+// idemEncRes stores values of Res.
 func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	at := e.Struct()
 	e.Field("ID")
@@ -154,7 +154,7 @@ func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	e.End(at)
 }
 
-// idemRes_fieldsChanged_runGoGenerate is the field list of Res that the generated code was written for (tags aside).
+// idemRes_fieldsChanged_runGoGenerate lists the fields of Res as generated (tags aside).
 type idemRes_fieldsChanged_runGoGenerate struct {
 	ID    string
 	Cache string
@@ -163,5 +163,5 @@ type idemRes_fieldsChanged_runGoGenerate struct {
 	None  []string
 }
 
-// Build fails here if Res gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Res's fields changed since generation: run go generate.
 var _ = idemRes_fieldsChanged_runGoGenerate(Res{})

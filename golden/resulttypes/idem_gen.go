@@ -39,7 +39,7 @@ var idemCodecBuild = idemimpl.TypedCodec[*Report]{
 	Decode: func(d *idemimpl.Decoder, v **Report) {
 		if d.Ptr() {
 			*v = new(Report)
-			idemDecReport(d, (*v))
+			idemDecReport(d, *v)
 		} else {
 			*v = nil
 		}
@@ -49,7 +49,7 @@ var idemCodecBuild = idemimpl.TypedCodec[*Report]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncReport(e, (*v))
+			idemEncReport(e, *v)
 		}
 	},
 }
@@ -62,7 +62,7 @@ func (x *Idempotent) Build(ctx context.Context, title string) (*Report, error) {
 	})
 }
 
-// BuildKey is the store key Build claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// BuildKey is the store key Build claims for these arguments; nothing runs.
 func (x *Idempotent) BuildKey(title string) (string, error) {
 	return x.beginBuild(title).StoreKey()
 }
@@ -74,7 +74,7 @@ func (x *Idempotent) beginBuild(title string) idem.Call {
 	return c
 }
 
-// idemDecMeta reads a Meta of a stored result.
+// idemDecMeta restores values of Meta.
 func idemDecMeta(d *idemimpl.Decoder, v *Meta) {
 	end := d.Struct()
 	for d.More(end) {
@@ -101,7 +101,7 @@ func idemDecMeta(d *idemimpl.Decoder, v *Meta) {
 	}
 }
 
-// idemDecReport reads a Report of a stored result.
+// idemDecReport restores values of Report.
 func idemDecReport(d *idemimpl.Decoder, v *Report) {
 	if !d.Enter() {
 		return
@@ -175,7 +175,7 @@ func idemDecReport(d *idemimpl.Decoder, v *Report) {
 	}
 }
 
-// idemEncMeta writes a Meta of a stored result.
+// idemEncMeta stores values of Meta.
 func idemEncMeta(e *idemimpl.Encoder, v *Meta) {
 	at := e.Struct()
 	e.Field("Created")
@@ -196,7 +196,7 @@ func idemEncMeta(e *idemimpl.Encoder, v *Meta) {
 	e.End(at)
 }
 
-// idemEncReport writes a Report of a stored result.
+// idemEncReport stores values of Report.
 func idemEncReport(e *idemimpl.Encoder, v *Report) {
 	if !e.Enter() {
 		return
@@ -266,16 +266,16 @@ func idemEncReport(e *idemimpl.Encoder, v *Report) {
 	e.End(at)
 }
 
-// idemMeta_fieldsChanged_runGoGenerate is the field list of Meta that the generated code was written for (tags aside).
+// idemMeta_fieldsChanged_runGoGenerate lists the fields of Meta as generated (tags aside).
 type idemMeta_fieldsChanged_runGoGenerate struct {
 	Created time.Time
 	Labels  map[string]string
 }
 
-// Build fails here if Meta gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Meta's fields changed since generation: run go generate.
 var _ = idemMeta_fieldsChanged_runGoGenerate(Meta{})
 
-// idemReport_fieldsChanged_runGoGenerate is the field list of Report that the generated code was written for (tags aside).
+// idemReport_fieldsChanged_runGoGenerate lists the fields of Report as generated (tags aside).
 type idemReport_fieldsChanged_runGoGenerate struct {
 	Meta    `json:"-" xml:"-"`
 	Title   string
@@ -291,5 +291,5 @@ type idemReport_fieldsChanged_runGoGenerate struct {
 	Upper   string
 }
 
-// Build fails here if Report gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Report's fields changed since generation: run go generate.
 var _ = idemReport_fieldsChanged_runGoGenerate(Report{})

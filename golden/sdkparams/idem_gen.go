@@ -38,7 +38,7 @@ var idemCodecCharge = idemimpl.TypedCodec[*sdk.Charge]{
 	Decode: func(d *idemimpl.Decoder, v **sdk.Charge) {
 		if d.Ptr() {
 			*v = new(sdk.Charge)
-			idemDecSdkCharge(d, (*v))
+			idemDecSdkCharge(d, *v)
 		} else {
 			*v = nil
 		}
@@ -48,12 +48,14 @@ var idemCodecCharge = idemimpl.TypedCodec[*sdk.Charge]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncSdkCharge(e, (*v))
+			idemEncSdkCharge(e, *v)
 		}
 	},
 }
 
-// Charge is sdkparams.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return key=params.Params.IdempotencyKey). Not keyed: params.Params.Context (a context), params.Params.extra (unexported: not in the payload fingerprint).
+// Charge is sdkparams.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=params.Params.IdempotencyKey). Not keyed: params.Params.Context (a context),
+// params.Params.extra (unexported: not in the payload fingerprint).
 func (x *Idempotent) Charge(ctx context.Context, params *sdk.ChargeParams) (*sdk.Charge, error) {
 	c := x.beginCharge(params)
 	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.Charge, error) {
@@ -61,7 +63,7 @@ func (x *Idempotent) Charge(ctx context.Context, params *sdk.ChargeParams) (*sdk
 	})
 }
 
-// ChargeKey is the store key Charge claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ChargeKey is the store key Charge claims for these arguments; nothing runs.
 func (x *Idempotent) ChargeKey(params *sdk.ChargeParams) (string, error) {
 	return x.beginCharge(params).StoreKey()
 }
@@ -89,7 +91,7 @@ func (x *Idempotent) beginCharge(params *sdk.ChargeParams) idem.Call {
 	return c
 }
 
-// idemDecSdkCharge reads a sdk.Charge of a stored result.
+// idemDecSdkCharge restores values of sdk.Charge.
 func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 	end := d.Struct()
 	for d.More(end) {
@@ -104,7 +106,7 @@ func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 	}
 }
 
-// idemEncSdkCharge writes a sdk.Charge of a stored result.
+// idemEncSdkCharge stores values of sdk.Charge.
 func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 	at := e.Struct()
 	e.Field("ID")
@@ -152,26 +154,28 @@ func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	}
 }
 
-// idemSdkChargeParams_fieldsChanged_runGoGenerate is the field list of sdk.ChargeParams that the generated code was written for (tags aside).
+// idemSdkChargeParams_fieldsChanged_runGoGenerate lists the fields of sdk.ChargeParams as generated
+// (tags aside).
 type idemSdkChargeParams_fieldsChanged_runGoGenerate struct {
 	sdk.Params `json:"-" xml:"-"`
 	Amount     *int64
 	Currency   *string
 }
 
-// Build fails here if sdk.ChargeParams gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sdk.ChargeParams's fields changed since generation: run go generate.
 var _ = idemSdkChargeParams_fieldsChanged_runGoGenerate(sdk.ChargeParams{})
 
-// idemSdkCharge_fieldsChanged_runGoGenerate is the field list of sdk.Charge that the generated code was written for (tags aside).
+// idemSdkCharge_fieldsChanged_runGoGenerate lists the fields of sdk.Charge as generated (tags
+// aside).
 type idemSdkCharge_fieldsChanged_runGoGenerate struct {
 	ID     string
 	Amount int64
 }
 
-// Build fails here if sdk.Charge gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sdk.Charge's fields changed since generation: run go generate.
 var _ = idemSdkCharge_fieldsChanged_runGoGenerate(sdk.Charge{})
 
-// Build fails here if a field of sdk.Params that the generated code reads was lost or retyped since generation: run go generate.
+// Build fails here if a field of sdk.Params read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.Params) (*context.Context, **string, *map[string]string) {
 	return &fieldsChanged_runGoGenerate.Context, &fieldsChanged_runGoGenerate.IdempotencyKey, &fieldsChanged_runGoGenerate.Metadata
 }

@@ -58,7 +58,9 @@ var idemCodecHistory = idemimpl.TypedCodec[[]Event]{
 	},
 }
 
-// History is unions.History, run at most once per key (ttl=1h lease=30s on_duplicate=return). Values of Event are stored for the types of their package that their codec lists; others fail the recording.
+// History is unions.History, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// Values of Event are stored for the types of their package that their codec lists; others fail the
+// recording.
 func (x *Idempotent) History(ctx context.Context, id string) ([]Event, error) {
 	c := x.beginHistory(id)
 	return idem.Do(ctx, c, func(ctx context.Context) ([]Event, error) {
@@ -66,7 +68,7 @@ func (x *Idempotent) History(ctx context.Context, id string) ([]Event, error) {
 	})
 }
 
-// HistoryKey is the store key History claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// HistoryKey is the store key History claims for these arguments; nothing runs.
 func (x *Idempotent) HistoryKey(id string) (string, error) {
 	return x.beginHistory(id).StoreKey()
 }
@@ -108,7 +110,7 @@ func (x *Idempotent) Notify(ctx context.Context, e Event) (string, error) {
 	})
 }
 
-// NotifyKey is the store key Notify claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// NotifyKey is the store key Notify claims for these arguments; nothing runs.
 func (x *Idempotent) NotifyKey(e Event) (string, error) {
 	return x.beginNotify(e).StoreKey()
 }
@@ -137,7 +139,7 @@ var idemCodecPost = idemimpl.TypedCodec[*blocks.Message]{
 	Decode: func(d *idemimpl.Decoder, v **blocks.Message) {
 		if d.Ptr() {
 			*v = new(blocks.Message)
-			idemDecBlocksMessage(d, (*v))
+			idemDecBlocksMessage(d, *v)
 		} else {
 			*v = nil
 		}
@@ -147,12 +149,14 @@ var idemCodecPost = idemimpl.TypedCodec[*blocks.Message]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncBlocksMessage(e, (*v))
+			idemEncBlocksMessage(e, *v)
 		}
 	},
 }
 
-// Post is blocks.Post, run at most once per key (ttl=1h lease=30s on_duplicate=return). Values of blocks.Block are stored for the types of their package that their codec lists; others fail the recording.
+// Post is blocks.Post, run at most once per key (ttl=1h lease=30s on_duplicate=return). Values of
+// blocks.Block are stored for the types of their package that their codec lists; others fail the
+// recording.
 func (x *Idempotent) Post(ctx context.Context, channel string, text string) (*blocks.Message, error) {
 	c := x.beginPost(channel, text)
 	return idem.Do(ctx, c, func(ctx context.Context) (*blocks.Message, error) {
@@ -160,7 +164,7 @@ func (x *Idempotent) Post(ctx context.Context, channel string, text string) (*bl
 	})
 }
 
-// PostKey is the store key Post claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// PostKey is the store key Post claims for these arguments; nothing runs.
 func (x *Idempotent) PostKey(channel string, text string) (string, error) {
 	return x.beginPost(channel, text).StoreKey()
 }
@@ -173,7 +177,7 @@ func (x *Idempotent) beginPost(channel string, text string) idem.Call {
 	return c
 }
 
-// idemDecBlocksBlock reads a blocks.Block of a stored result.
+// idemDecBlocksBlock restores values of blocks.Block.
 func idemDecBlocksBlock(d *idemimpl.Decoder, v *blocks.Block) {
 	if !d.Enter() {
 		return
@@ -221,7 +225,7 @@ func idemDecBlocksBlock(d *idemimpl.Decoder, v *blocks.Block) {
 	}
 }
 
-// idemDecBlocksDivider reads a blocks.Divider of a stored result.
+// idemDecBlocksDivider restores values of blocks.Divider.
 func idemDecBlocksDivider(d *idemimpl.Decoder, v *blocks.Divider) {
 	end := d.Struct()
 	for d.More(end) {
@@ -232,7 +236,7 @@ func idemDecBlocksDivider(d *idemimpl.Decoder, v *blocks.Divider) {
 	}
 }
 
-// idemDecBlocksImage reads a blocks.Image of a stored result.
+// idemDecBlocksImage restores values of blocks.Image.
 func idemDecBlocksImage(d *idemimpl.Decoder, v *blocks.Image) {
 	end := d.Struct()
 	for d.More(end) {
@@ -252,7 +256,7 @@ func idemDecBlocksImage(d *idemimpl.Decoder, v *blocks.Image) {
 	}
 }
 
-// idemDecBlocksMessage reads a blocks.Message of a stored result.
+// idemDecBlocksMessage restores values of blocks.Message.
 func idemDecBlocksMessage(d *idemimpl.Decoder, v *blocks.Message) {
 	end := d.Struct()
 	for d.More(end) {
@@ -274,7 +278,7 @@ func idemDecBlocksMessage(d *idemimpl.Decoder, v *blocks.Message) {
 	}
 }
 
-// idemDecBlocksSection reads a blocks.Section of a stored result.
+// idemDecBlocksSection restores values of blocks.Section.
 func idemDecBlocksSection(d *idemimpl.Decoder, v *blocks.Section) {
 	end := d.Struct()
 	for d.More(end) {
@@ -296,7 +300,7 @@ func idemDecBlocksSection(d *idemimpl.Decoder, v *blocks.Section) {
 	}
 }
 
-// idemDecCreated reads a Created of a stored result.
+// idemDecCreated restores values of Created.
 func idemDecCreated(d *idemimpl.Decoder, v *Created) {
 	end := d.Struct()
 	for d.More(end) {
@@ -309,7 +313,7 @@ func idemDecCreated(d *idemimpl.Decoder, v *Created) {
 	}
 }
 
-// idemDecDeleted reads a Deleted of a stored result.
+// idemDecDeleted restores values of Deleted.
 func idemDecDeleted(d *idemimpl.Decoder, v *Deleted) {
 	end := d.Struct()
 	for d.More(end) {
@@ -324,7 +328,7 @@ func idemDecDeleted(d *idemimpl.Decoder, v *Deleted) {
 	}
 }
 
-// idemDecEvent reads a Event of a stored result.
+// idemDecEvent restores values of Event.
 func idemDecEvent(d *idemimpl.Decoder, v *Event) {
 	if d.Nil() {
 		*v = nil
@@ -359,7 +363,7 @@ func idemDecEvent(d *idemimpl.Decoder, v *Event) {
 	}
 }
 
-// idemEncBlocksBlock writes a blocks.Block of a stored result.
+// idemEncBlocksBlock stores values of blocks.Block.
 func idemEncBlocksBlock(e *idemimpl.Encoder, v *blocks.Block) {
 	if !e.Enter() {
 		return
@@ -404,13 +408,13 @@ func idemEncBlocksBlock(e *idemimpl.Encoder, v *blocks.Block) {
 	}
 }
 
-// idemEncBlocksDivider writes a blocks.Divider of a stored result.
+// idemEncBlocksDivider stores values of blocks.Divider.
 func idemEncBlocksDivider(e *idemimpl.Encoder, v *blocks.Divider) {
 	at := e.Struct()
 	e.End(at)
 }
 
-// idemEncBlocksImage writes a blocks.Image of a stored result.
+// idemEncBlocksImage stores values of blocks.Image.
 func idemEncBlocksImage(e *idemimpl.Encoder, v *blocks.Image) {
 	at := e.Struct()
 	e.Field("URL")
@@ -425,7 +429,7 @@ func idemEncBlocksImage(e *idemimpl.Encoder, v *blocks.Image) {
 	e.End(at)
 }
 
-// idemEncBlocksMessage writes a blocks.Message of a stored result.
+// idemEncBlocksMessage stores values of blocks.Message.
 func idemEncBlocksMessage(e *idemimpl.Encoder, v *blocks.Message) {
 	at := e.Struct()
 	e.Field("TS")
@@ -443,7 +447,7 @@ func idemEncBlocksMessage(e *idemimpl.Encoder, v *blocks.Message) {
 	e.End(at)
 }
 
-// idemEncBlocksSection writes a blocks.Section of a stored result.
+// idemEncBlocksSection stores values of blocks.Section.
 func idemEncBlocksSection(e *idemimpl.Encoder, v *blocks.Section) {
 	at := e.Struct()
 	e.Field("Text")
@@ -461,7 +465,7 @@ func idemEncBlocksSection(e *idemimpl.Encoder, v *blocks.Section) {
 	e.End(at)
 }
 
-// idemEncCreated writes a Created of a stored result.
+// idemEncCreated stores values of Created.
 func idemEncCreated(e *idemimpl.Encoder, v *Created) {
 	at := e.Struct()
 	e.Field("ID")
@@ -469,7 +473,7 @@ func idemEncCreated(e *idemimpl.Encoder, v *Created) {
 	e.End(at)
 }
 
-// idemEncDeleted writes a Deleted of a stored result.
+// idemEncDeleted stores values of Deleted.
 func idemEncDeleted(e *idemimpl.Encoder, v *Deleted) {
 	at := e.Struct()
 	e.Field("ID")
@@ -479,7 +483,7 @@ func idemEncDeleted(e *idemimpl.Encoder, v *Deleted) {
 	e.End(at)
 }
 
-// idemEncEvent writes a Event of a stored result.
+// idemEncEvent stores values of Event.
 func idemEncEvent(e *idemimpl.Encoder, v *Event) {
 	switch x := (*v).(type) {
 	case nil:
@@ -567,68 +571,72 @@ func idemKeyInternal(b *idemimpl.KeyBuilder, v *internal) {
 	b.Int(int64(v.n))
 }
 
-// idemBlocksDivider_fieldsChanged_runGoGenerate is the field list of blocks.Divider that the generated code was written for (tags aside).
+// idemBlocksDivider_fieldsChanged_runGoGenerate lists the fields of blocks.Divider as generated
+// (tags aside).
 type idemBlocksDivider_fieldsChanged_runGoGenerate struct{}
 
-// Build fails here if blocks.Divider gained, lost or retyped a field since generation: run go generate.
+// Build fails here if blocks.Divider's fields changed since generation: run go generate.
 var _ = idemBlocksDivider_fieldsChanged_runGoGenerate(blocks.Divider{})
 
-// idemBlocksImage_fieldsChanged_runGoGenerate is the field list of blocks.Image that the generated code was written for (tags aside).
+// idemBlocksImage_fieldsChanged_runGoGenerate lists the fields of blocks.Image as generated (tags
+// aside).
 type idemBlocksImage_fieldsChanged_runGoGenerate struct {
 	URL string
 	Alt *string
 }
 
-// Build fails here if blocks.Image gained, lost or retyped a field since generation: run go generate.
+// Build fails here if blocks.Image's fields changed since generation: run go generate.
 var _ = idemBlocksImage_fieldsChanged_runGoGenerate(blocks.Image{})
 
-// idemBlocksMessage_fieldsChanged_runGoGenerate is the field list of blocks.Message that the generated code was written for (tags aside).
+// idemBlocksMessage_fieldsChanged_runGoGenerate lists the fields of blocks.Message as generated
+// (tags aside).
 type idemBlocksMessage_fieldsChanged_runGoGenerate struct {
 	TS     string
 	Blocks []blocks.Block
 }
 
-// Build fails here if blocks.Message gained, lost or retyped a field since generation: run go generate.
+// Build fails here if blocks.Message's fields changed since generation: run go generate.
 var _ = idemBlocksMessage_fieldsChanged_runGoGenerate(blocks.Message{})
 
-// idemBlocksSection_fieldsChanged_runGoGenerate is the field list of blocks.Section that the generated code was written for (tags aside).
+// idemBlocksSection_fieldsChanged_runGoGenerate lists the fields of blocks.Section as generated
+// (tags aside).
 type idemBlocksSection_fieldsChanged_runGoGenerate struct {
 	Text     string
 	Elements []blocks.Block
 }
 
-// Build fails here if blocks.Section gained, lost or retyped a field since generation: run go generate.
+// Build fails here if blocks.Section's fields changed since generation: run go generate.
 var _ = idemBlocksSection_fieldsChanged_runGoGenerate(blocks.Section{})
 
-// idemCreated_fieldsChanged_runGoGenerate is the field list of Created that the generated code was written for (tags aside).
+// idemCreated_fieldsChanged_runGoGenerate lists the fields of Created as generated (tags aside).
 type idemCreated_fieldsChanged_runGoGenerate struct {
 	ID string
 }
 
-// Build fails here if Created gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Created's fields changed since generation: run go generate.
 var _ = idemCreated_fieldsChanged_runGoGenerate(Created{})
 
-// idemDeleted_fieldsChanged_runGoGenerate is the field list of Deleted that the generated code was written for (tags aside).
+// idemDeleted_fieldsChanged_runGoGenerate lists the fields of Deleted as generated (tags aside).
 type idemDeleted_fieldsChanged_runGoGenerate struct {
 	ID     string
 	Reason string
 }
 
-// Build fails here if Deleted gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Deleted's fields changed since generation: run go generate.
 var _ = idemDeleted_fieldsChanged_runGoGenerate(Deleted{})
 
-// idemHooked_fieldsChanged_runGoGenerate is the field list of Hooked that the generated code was written for (tags aside).
+// idemHooked_fieldsChanged_runGoGenerate lists the fields of Hooked as generated (tags aside).
 type idemHooked_fieldsChanged_runGoGenerate struct {
 	Fn func()
 }
 
-// Build fails here if Hooked gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Hooked's fields changed since generation: run go generate.
 var _ = idemHooked_fieldsChanged_runGoGenerate(Hooked{})
 
-// idemInternal_fieldsChanged_runGoGenerate is the field list of internal that the generated code was written for (tags aside).
+// idemInternal_fieldsChanged_runGoGenerate lists the fields of internal as generated (tags aside).
 type idemInternal_fieldsChanged_runGoGenerate struct {
 	n int
 }
 
-// Build fails here if internal gained, lost or retyped a field since generation: run go generate.
+// Build fails here if internal's fields changed since generation: run go generate.
 var _ = idemInternal_fieldsChanged_runGoGenerate(internal{})

@@ -65,7 +65,7 @@ func (x *Idempotent) Tag(item string, labels ...string) ([]string, error) {
 	})
 }
 
-// TagKey is the store key Tag claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// TagKey is the store key Tag claims for these arguments; nothing runs.
 func (x *Idempotent) TagKey(item string, labels ...string) (string, error) {
 	return x.beginTag(item, labels).StoreKey()
 }
@@ -101,7 +101,7 @@ func (x *Idempotent) Log(format string, args ...int) error {
 	return err
 }
 
-// LogKey is the store key Log claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// LogKey is the store key Log claims for these arguments; nothing runs.
 func (x *Idempotent) LogKey(format string, args ...int) (string, error) {
 	return x.beginLog(format, args).StoreKey()
 }

@@ -62,7 +62,7 @@ func (x *Idempotent) Get(ctx context.Context, id string) (Known, error) {
 	})
 }
 
-// GetKey is the store key Get claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// GetKey is the store key Get claims for these arguments; nothing runs.
 func (x *Idempotent) GetKey(id string) (string, error) {
 	return x.beginGet(id).StoreKey()
 }
@@ -114,7 +114,7 @@ func (x *Idempotent) GetFloat(ctx context.Context, f *big.Float) (*big.Float, er
 	})
 }
 
-// GetFloatKey is the store key GetFloat claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// GetFloatKey is the store key GetFloat claims for these arguments; nothing runs.
 func (x *Idempotent) GetFloatKey(f *big.Float) (string, error) {
 	return x.beginGetFloat(f).StoreKey()
 }
@@ -161,7 +161,7 @@ func (x *Idempotent) GetIP(ctx context.Context, ip net.IP) (net.IP, error) {
 	})
 }
 
-// GetIPKey is the store key GetIP claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// GetIPKey is the store key GetIP claims for these arguments; nothing runs.
 func (x *Idempotent) GetIPKey(ip net.IP) (string, error) {
 	return x.beginGetIP(ip).StoreKey()
 }
@@ -194,7 +194,7 @@ var idemCodecGetURL = idemimpl.TypedCodec[*url.URL]{
 	Decode: func(d *idemimpl.Decoder, v **url.URL) {
 		if d.Ptr() {
 			*v = new(url.URL)
-			idemDecUrlURL(d, (*v))
+			idemDecUrlURL(d, *v)
 		} else {
 			*v = nil
 		}
@@ -204,7 +204,7 @@ var idemCodecGetURL = idemimpl.TypedCodec[*url.URL]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncUrlURL(e, (*v))
+			idemEncUrlURL(e, *v)
 		}
 	},
 }
@@ -217,7 +217,7 @@ func (x *Idempotent) GetURL(ctx context.Context, u string) (*url.URL, error) {
 	})
 }
 
-// GetURLKey is the store key GetURL claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// GetURLKey is the store key GetURL claims for these arguments; nothing runs.
 func (x *Idempotent) GetURLKey(u string) (string, error) {
 	return x.beginGetURL(u).StoreKey()
 }
@@ -229,7 +229,7 @@ func (x *Idempotent) beginGetURL(u string) idem.Call {
 	return c
 }
 
-// idemDecHttpHeader reads a http.Header of a stored result.
+// idemDecHttpHeader restores values of http.Header.
 func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 	if d.Nil() {
 		*v = nil
@@ -253,12 +253,12 @@ func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 	}
 }
 
-// idemDecJsonRawMessage reads a json.RawMessage of a stored result.
+// idemDecJsonRawMessage restores values of json.RawMessage.
 func idemDecJsonRawMessage(d *idemimpl.Decoder, v *json.RawMessage) {
 	*v = json.RawMessage(d.Bytes())
 }
 
-// idemDecKnown reads a Known of a stored result.
+// idemDecKnown restores values of Known.
 func idemDecKnown(d *idemimpl.Decoder, v *Known) {
 	end := d.Struct()
 	for d.More(end) {
@@ -351,7 +351,7 @@ func idemDecKnown(d *idemimpl.Decoder, v *Known) {
 	}
 }
 
-// idemDecNetIP reads a net.IP of a stored result.
+// idemDecNetIP restores values of net.IP.
 func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
 	if d.Ptr() {
 		*v = d.Bytes()
@@ -360,12 +360,12 @@ func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
 	}
 }
 
-// idemDecNetIPMask reads a net.IPMask of a stored result.
+// idemDecNetIPMask restores values of net.IPMask.
 func idemDecNetIPMask(d *idemimpl.Decoder, v *net.IPMask) {
 	*v = net.IPMask(d.Bytes())
 }
 
-// idemDecNetIPNet reads a net.IPNet of a stored result.
+// idemDecNetIPNet restores values of net.IPNet.
 func idemDecNetIPNet(d *idemimpl.Decoder, v *net.IPNet) {
 	end := d.Struct()
 	for d.More(end) {
@@ -380,7 +380,7 @@ func idemDecNetIPNet(d *idemimpl.Decoder, v *net.IPNet) {
 	}
 }
 
-// idemDecSqlNullFloat64 reads a sql.NullFloat64 of a stored result.
+// idemDecSqlNullFloat64 restores values of sql.NullFloat64.
 func idemDecSqlNullFloat64(d *idemimpl.Decoder, v *sql.NullFloat64) {
 	end := d.Struct()
 	for d.More(end) {
@@ -395,7 +395,7 @@ func idemDecSqlNullFloat64(d *idemimpl.Decoder, v *sql.NullFloat64) {
 	}
 }
 
-// idemDecSqlNullString reads a sql.NullString of a stored result.
+// idemDecSqlNullString restores values of sql.NullString.
 func idemDecSqlNullString(d *idemimpl.Decoder, v *sql.NullString) {
 	end := d.Struct()
 	for d.More(end) {
@@ -410,7 +410,7 @@ func idemDecSqlNullString(d *idemimpl.Decoder, v *sql.NullString) {
 	}
 }
 
-// idemDecSqlNullTime reads a sql.NullTime of a stored result.
+// idemDecSqlNullTime restores values of sql.NullTime.
 func idemDecSqlNullTime(d *idemimpl.Decoder, v *sql.NullTime) {
 	end := d.Struct()
 	for d.More(end) {
@@ -425,7 +425,7 @@ func idemDecSqlNullTime(d *idemimpl.Decoder, v *sql.NullTime) {
 	}
 }
 
-// idemDecSqlNull_int64 reads a sql.Null[int64] of a stored result.
+// idemDecSqlNull_int64 restores values of sql.Null[int64].
 func idemDecSqlNull_int64(d *idemimpl.Decoder, v *sql.Null[int64]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -440,7 +440,7 @@ func idemDecSqlNull_int64(d *idemimpl.Decoder, v *sql.Null[int64]) {
 	}
 }
 
-// idemDecUrlURL reads a url.URL of a stored result.
+// idemDecUrlURL restores values of url.URL.
 func idemDecUrlURL(d *idemimpl.Decoder, v *url.URL) {
 	end := d.Struct()
 	for d.More(end) {
@@ -496,7 +496,7 @@ func idemDecUrlURL(d *idemimpl.Decoder, v *url.URL) {
 	}
 }
 
-// idemEncHttpHeader writes a http.Header of a stored result.
+// idemEncHttpHeader stores values of http.Header.
 func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 	if *v == nil {
 		e.Nil()
@@ -520,12 +520,12 @@ func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 	}
 }
 
-// idemEncJsonRawMessage writes a json.RawMessage of a stored result.
+// idemEncJsonRawMessage stores values of json.RawMessage.
 func idemEncJsonRawMessage(e *idemimpl.Encoder, v *json.RawMessage) {
 	e.Bytes([]byte(*v))
 }
 
-// idemEncKnown writes a Known of a stored result.
+// idemEncKnown stores values of Known.
 func idemEncKnown(e *idemimpl.Encoder, v *Known) {
 	at := e.Struct()
 	e.Field("Raw")
@@ -611,7 +611,7 @@ func idemEncKnown(e *idemimpl.Encoder, v *Known) {
 	e.End(at)
 }
 
-// idemEncNetIP writes a net.IP of a stored result.
+// idemEncNetIP stores values of net.IP.
 func idemEncNetIP(e *idemimpl.Encoder, v *net.IP) {
 	if *v == nil {
 		e.Nil()
@@ -621,12 +621,12 @@ func idemEncNetIP(e *idemimpl.Encoder, v *net.IP) {
 	}
 }
 
-// idemEncNetIPMask writes a net.IPMask of a stored result.
+// idemEncNetIPMask stores values of net.IPMask.
 func idemEncNetIPMask(e *idemimpl.Encoder, v *net.IPMask) {
 	e.Bytes([]byte(*v))
 }
 
-// idemEncNetIPNet writes a net.IPNet of a stored result.
+// idemEncNetIPNet stores values of net.IPNet.
 func idemEncNetIPNet(e *idemimpl.Encoder, v *net.IPNet) {
 	at := e.Struct()
 	e.Field("IP")
@@ -636,7 +636,7 @@ func idemEncNetIPNet(e *idemimpl.Encoder, v *net.IPNet) {
 	e.End(at)
 }
 
-// idemEncSqlNullFloat64 writes a sql.NullFloat64 of a stored result.
+// idemEncSqlNullFloat64 stores values of sql.NullFloat64.
 func idemEncSqlNullFloat64(e *idemimpl.Encoder, v *sql.NullFloat64) {
 	at := e.Struct()
 	e.Field("Float64")
@@ -646,7 +646,7 @@ func idemEncSqlNullFloat64(e *idemimpl.Encoder, v *sql.NullFloat64) {
 	e.End(at)
 }
 
-// idemEncSqlNullString writes a sql.NullString of a stored result.
+// idemEncSqlNullString stores values of sql.NullString.
 func idemEncSqlNullString(e *idemimpl.Encoder, v *sql.NullString) {
 	at := e.Struct()
 	e.Field("String")
@@ -656,7 +656,7 @@ func idemEncSqlNullString(e *idemimpl.Encoder, v *sql.NullString) {
 	e.End(at)
 }
 
-// idemEncSqlNullTime writes a sql.NullTime of a stored result.
+// idemEncSqlNullTime stores values of sql.NullTime.
 func idemEncSqlNullTime(e *idemimpl.Encoder, v *sql.NullTime) {
 	at := e.Struct()
 	e.Field("Time")
@@ -666,7 +666,7 @@ func idemEncSqlNullTime(e *idemimpl.Encoder, v *sql.NullTime) {
 	e.End(at)
 }
 
-// idemEncSqlNull_int64 writes a sql.Null[int64] of a stored result.
+// idemEncSqlNull_int64 stores values of sql.Null[int64].
 func idemEncSqlNull_int64(e *idemimpl.Encoder, v *sql.Null[int64]) {
 	at := e.Struct()
 	e.Field("V")
@@ -676,7 +676,7 @@ func idemEncSqlNull_int64(e *idemimpl.Encoder, v *sql.Null[int64]) {
 	e.End(at)
 }
 
-// idemEncUrlURL writes a url.URL of a stored result.
+// idemEncUrlURL stores values of url.URL.
 func idemEncUrlURL(e *idemimpl.Encoder, v *url.URL) {
 	at := e.Struct()
 	e.Field("Scheme")
@@ -716,7 +716,7 @@ func idemEncUrlURL(e *idemimpl.Encoder, v *url.URL) {
 	e.End(at)
 }
 
-// idemKnown_fieldsChanged_runGoGenerate is the field list of Known that the generated code was written for (tags aside).
+// idemKnown_fieldsChanged_runGoGenerate lists the fields of Known as generated (tags aside).
 type idemKnown_fieldsChanged_runGoGenerate struct {
 	Raw      json.RawMessage
 	IP       net.IP
@@ -745,55 +745,59 @@ type idemKnown_fieldsChanged_runGoGenerate struct {
 	LevelVar *slog.LevelVar
 }
 
-// Build fails here if Known gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Known's fields changed since generation: run go generate.
 var _ = idemKnown_fieldsChanged_runGoGenerate(Known{})
 
-// idemNetIPNet_fieldsChanged_runGoGenerate is the field list of net.IPNet that the generated code was written for (tags aside).
+// idemNetIPNet_fieldsChanged_runGoGenerate lists the fields of net.IPNet as generated (tags aside).
 type idemNetIPNet_fieldsChanged_runGoGenerate struct {
 	IP   net.IP
 	Mask net.IPMask
 }
 
-// Build fails here if net.IPNet gained, lost or retyped a field since generation: run go generate.
+// Build fails here if net.IPNet's fields changed since generation: run go generate.
 var _ = idemNetIPNet_fieldsChanged_runGoGenerate(net.IPNet{})
 
-// idemSqlNullFloat64_fieldsChanged_runGoGenerate is the field list of sql.NullFloat64 that the generated code was written for (tags aside).
+// idemSqlNullFloat64_fieldsChanged_runGoGenerate lists the fields of sql.NullFloat64 as generated
+// (tags aside).
 type idemSqlNullFloat64_fieldsChanged_runGoGenerate struct {
 	Float64 float64
 	Valid   bool
 }
 
-// Build fails here if sql.NullFloat64 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sql.NullFloat64's fields changed since generation: run go generate.
 var _ = idemSqlNullFloat64_fieldsChanged_runGoGenerate(sql.NullFloat64{})
 
-// idemSqlNullString_fieldsChanged_runGoGenerate is the field list of sql.NullString that the generated code was written for (tags aside).
+// idemSqlNullString_fieldsChanged_runGoGenerate lists the fields of sql.NullString as generated
+// (tags aside).
 type idemSqlNullString_fieldsChanged_runGoGenerate struct {
 	String string
 	Valid  bool
 }
 
-// Build fails here if sql.NullString gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sql.NullString's fields changed since generation: run go generate.
 var _ = idemSqlNullString_fieldsChanged_runGoGenerate(sql.NullString{})
 
-// idemSqlNullTime_fieldsChanged_runGoGenerate is the field list of sql.NullTime that the generated code was written for (tags aside).
+// idemSqlNullTime_fieldsChanged_runGoGenerate lists the fields of sql.NullTime as generated (tags
+// aside).
 type idemSqlNullTime_fieldsChanged_runGoGenerate struct {
 	Time  time.Time
 	Valid bool
 }
 
-// Build fails here if sql.NullTime gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sql.NullTime's fields changed since generation: run go generate.
 var _ = idemSqlNullTime_fieldsChanged_runGoGenerate(sql.NullTime{})
 
-// idemSqlNull_int64_fieldsChanged_runGoGenerate is the field list of sql.Null[int64] that the generated code was written for (tags aside).
+// idemSqlNull_int64_fieldsChanged_runGoGenerate lists the fields of sql.Null[int64] as generated
+// (tags aside).
 type idemSqlNull_int64_fieldsChanged_runGoGenerate struct {
 	V     int64
 	Valid bool
 }
 
-// Build fails here if sql.Null[int64] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if sql.Null[int64]'s fields changed since generation: run go generate.
 var _ = idemSqlNull_int64_fieldsChanged_runGoGenerate(sql.Null[int64]{})
 
-// idemUrlURL_fieldsChanged_runGoGenerate is the field list of url.URL that the generated code was written for (tags aside).
+// idemUrlURL_fieldsChanged_runGoGenerate lists the fields of url.URL as generated (tags aside).
 type idemUrlURL_fieldsChanged_runGoGenerate struct {
 	Scheme      string
 	Opaque      string
@@ -808,5 +812,5 @@ type idemUrlURL_fieldsChanged_runGoGenerate struct {
 	OmitHost    bool
 }
 
-// Build fails here if url.URL gained, lost or retyped a field since generation: run go generate.
+// Build fails here if url.URL's fields changed since generation: run go generate.
 var _ = idemUrlURL_fieldsChanged_runGoGenerate(url.URL{})

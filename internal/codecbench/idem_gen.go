@@ -39,7 +39,7 @@ var idemCodecPlace = idemimpl.TypedCodec[*Order]{
 	Decode: func(d *idemimpl.Decoder, v **Order) {
 		if d.Ptr() {
 			*v = new(Order)
-			idemDecOrder(d, (*v))
+			idemDecOrder(d, *v)
 		} else {
 			*v = nil
 		}
@@ -49,7 +49,7 @@ var idemCodecPlace = idemimpl.TypedCodec[*Order]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncOrder(e, (*v))
+			idemEncOrder(e, *v)
 		}
 	},
 }
@@ -62,7 +62,7 @@ func (x *Idempotent) Place(ctx context.Context, id string) (*Order, error) {
 	})
 }
 
-// PlaceKey is the store key Place claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// PlaceKey is the store key Place claims for these arguments; nothing runs.
 func (x *Idempotent) PlaceKey(id string) (string, error) {
 	return x.beginPlace(id).StoreKey()
 }
@@ -74,7 +74,7 @@ func (x *Idempotent) beginPlace(id string) idem.Call {
 	return c
 }
 
-// idemDecAddress reads a Address of a stored result.
+// idemDecAddress restores values of Address.
 func idemDecAddress(d *idemimpl.Decoder, v *Address) {
 	end := d.Struct()
 	for d.More(end) {
@@ -93,7 +93,7 @@ func idemDecAddress(d *idemimpl.Decoder, v *Address) {
 	}
 }
 
-// idemDecCustomer reads a Customer of a stored result.
+// idemDecCustomer restores values of Customer.
 func idemDecCustomer(d *idemimpl.Decoder, v *Customer) {
 	end := d.Struct()
 	for d.More(end) {
@@ -112,7 +112,7 @@ func idemDecCustomer(d *idemimpl.Decoder, v *Customer) {
 	}
 }
 
-// idemDecLine reads a Line of a stored result.
+// idemDecLine restores values of Line.
 func idemDecLine(d *idemimpl.Decoder, v *Line) {
 	end := d.Struct()
 	for d.More(end) {
@@ -143,7 +143,7 @@ func idemDecLine(d *idemimpl.Decoder, v *Line) {
 	}
 }
 
-// idemDecOrder reads a Order of a stored result.
+// idemDecOrder restores values of Order.
 func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 	end := d.Struct()
 	for d.More(end) {
@@ -213,7 +213,7 @@ func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 	}
 }
 
-// idemEncAddress writes a Address of a stored result.
+// idemEncAddress stores values of Address.
 func idemEncAddress(e *idemimpl.Encoder, v *Address) {
 	at := e.Struct()
 	e.Field("Street")
@@ -227,7 +227,7 @@ func idemEncAddress(e *idemimpl.Encoder, v *Address) {
 	e.End(at)
 }
 
-// idemEncCustomer writes a Customer of a stored result.
+// idemEncCustomer stores values of Customer.
 func idemEncCustomer(e *idemimpl.Encoder, v *Customer) {
 	at := e.Struct()
 	e.Field("ID")
@@ -241,7 +241,7 @@ func idemEncCustomer(e *idemimpl.Encoder, v *Customer) {
 	e.End(at)
 }
 
-// idemEncLine writes a Line of a stored result.
+// idemEncLine stores values of Line.
 func idemEncLine(e *idemimpl.Encoder, v *Line) {
 	at := e.Struct()
 	e.Field("SKU")
@@ -266,7 +266,7 @@ func idemEncLine(e *idemimpl.Encoder, v *Line) {
 	e.End(at)
 }
 
-// idemEncOrder writes a Order of a stored result.
+// idemEncOrder stores values of Order.
 func idemEncOrder(e *idemimpl.Encoder, v *Order) {
 	at := e.Struct()
 	e.Field("ID")
@@ -332,7 +332,7 @@ func idemEncOrder(e *idemimpl.Encoder, v *Order) {
 	e.End(at)
 }
 
-// idemAddress_fieldsChanged_runGoGenerate is the field list of Address that the generated code was written for (tags aside).
+// idemAddress_fieldsChanged_runGoGenerate lists the fields of Address as generated (tags aside).
 type idemAddress_fieldsChanged_runGoGenerate struct {
 	Street  string
 	City    string
@@ -340,10 +340,10 @@ type idemAddress_fieldsChanged_runGoGenerate struct {
 	Country string
 }
 
-// Build fails here if Address gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Address's fields changed since generation: run go generate.
 var _ = idemAddress_fieldsChanged_runGoGenerate(Address{})
 
-// idemCustomer_fieldsChanged_runGoGenerate is the field list of Customer that the generated code was written for (tags aside).
+// idemCustomer_fieldsChanged_runGoGenerate lists the fields of Customer as generated (tags aside).
 type idemCustomer_fieldsChanged_runGoGenerate struct {
 	ID      string
 	Name    string
@@ -351,10 +351,10 @@ type idemCustomer_fieldsChanged_runGoGenerate struct {
 	Address Address
 }
 
-// Build fails here if Customer gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Customer's fields changed since generation: run go generate.
 var _ = idemCustomer_fieldsChanged_runGoGenerate(Customer{})
 
-// idemLine_fieldsChanged_runGoGenerate is the field list of Line that the generated code was written for (tags aside).
+// idemLine_fieldsChanged_runGoGenerate lists the fields of Line as generated (tags aside).
 type idemLine_fieldsChanged_runGoGenerate struct {
 	SKU   string
 	Qty   int32
@@ -362,10 +362,10 @@ type idemLine_fieldsChanged_runGoGenerate struct {
 	Tags  map[string]string
 }
 
-// Build fails here if Line gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Line's fields changed since generation: run go generate.
 var _ = idemLine_fieldsChanged_runGoGenerate(Line{})
 
-// idemOrder_fieldsChanged_runGoGenerate is the field list of Order that the generated code was written for (tags aside).
+// idemOrder_fieldsChanged_runGoGenerate lists the fields of Order as generated (tags aside).
 type idemOrder_fieldsChanged_runGoGenerate struct {
 	ID        string
 	Customer  Customer
@@ -383,5 +383,5 @@ type idemOrder_fieldsChanged_runGoGenerate struct {
 	Items     int
 }
 
-// Build fails here if Order gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Order's fields changed since generation: run go generate.
 var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})

@@ -41,7 +41,7 @@ var idemCodecServiceCreatePayment = idemimpl.TypedCodec[*Payment]{
 	Decode: func(d *idemimpl.Decoder, v **Payment) {
 		if d.Ptr() {
 			*v = new(Payment)
-			idemDecPayment(d, (*v))
+			idemDecPayment(d, *v)
 		} else {
 			*v = nil
 		}
@@ -51,12 +51,14 @@ var idemCodecServiceCreatePayment = idemimpl.TypedCodec[*Payment]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncPayment(e, (*v))
+			idemEncPayment(e, *v)
 		}
 	},
 }
 
-// CreatePayment is Service.CreatePayment, run at most once per key (ttl=24h lease=3s on_duplicate=wait key=req.AccountID,req.Reference name=payments.CreatePayment). The receiver is not part of the key (key= can name its fields).
+// CreatePayment is Service.CreatePayment, run at most once per key (ttl=24h lease=3s
+// on_duplicate=wait key=req.AccountID,req.Reference name=payments.CreatePayment). The receiver is
+// not part of the key (key= can name its fields).
 func (s *IdempotentService) CreatePayment(ctx context.Context, req PaymentRequest) (*Payment, error) {
 	c := s.beginCreatePayment(&req)
 	return idem.Do(ctx, c, func(ctx context.Context) (*Payment, error) {
@@ -64,12 +66,13 @@ func (s *IdempotentService) CreatePayment(ctx context.Context, req PaymentReques
 	})
 }
 
-// CreatePaymentKey is the store key CreatePayment claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// CreatePaymentKey is the store key CreatePayment claims for these arguments; nothing runs.
 func (s *IdempotentService) CreatePaymentKey(req PaymentRequest) (string, error) {
 	return s.beginCreatePayment(&req).StoreKey()
 }
 
-// beginCreatePayment starts a call of CreatePayment and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginCreatePayment starts a call of CreatePayment and writes its key material. Structs and arrays
+// come by pointer: no copies.
 func (s *IdempotentService) beginCreatePayment(req *PaymentRequest) idem.Call {
 	c := s.g.Begin(idemSpecServiceCreatePayment)
 	c.Key().String(req.AccountID)
@@ -78,7 +81,7 @@ func (s *IdempotentService) beginCreatePayment(req *PaymentRequest) idem.Call {
 	return c
 }
 
-// idemDecPayment reads a Payment of a stored result.
+// idemDecPayment restores values of Payment.
 func idemDecPayment(d *idemimpl.Decoder, v *Payment) {
 	end := d.Struct()
 	for d.More(end) {
@@ -101,7 +104,7 @@ func idemDecPayment(d *idemimpl.Decoder, v *Payment) {
 	}
 }
 
-// idemEncPayment writes a Payment of a stored result.
+// idemEncPayment stores values of Payment.
 func idemEncPayment(e *idemimpl.Encoder, v *Payment) {
 	at := e.Struct()
 	e.Field("ID")
@@ -127,7 +130,8 @@ func idemKeyPaymentRequest(b *idemimpl.KeyBuilder, v *PaymentRequest) {
 	b.String(v.Currency)
 }
 
-// idemPaymentRequest_fieldsChanged_runGoGenerate is the field list of PaymentRequest that the generated code was written for (tags aside).
+// idemPaymentRequest_fieldsChanged_runGoGenerate lists the fields of PaymentRequest as generated
+// (tags aside).
 type idemPaymentRequest_fieldsChanged_runGoGenerate struct {
 	AccountID string
 	Reference string
@@ -135,10 +139,10 @@ type idemPaymentRequest_fieldsChanged_runGoGenerate struct {
 	Currency  string
 }
 
-// Build fails here if PaymentRequest gained, lost or retyped a field since generation: run go generate.
+// Build fails here if PaymentRequest's fields changed since generation: run go generate.
 var _ = idemPaymentRequest_fieldsChanged_runGoGenerate(PaymentRequest{})
 
-// idemPayment_fieldsChanged_runGoGenerate is the field list of Payment that the generated code was written for (tags aside).
+// idemPayment_fieldsChanged_runGoGenerate lists the fields of Payment as generated (tags aside).
 type idemPayment_fieldsChanged_runGoGenerate struct {
 	ID        string
 	AccountID string
@@ -148,5 +152,5 @@ type idemPayment_fieldsChanged_runGoGenerate struct {
 	CreatedAt time.Time
 }
 
-// Build fails here if Payment gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Payment's fields changed since generation: run go generate.
 var _ = idemPayment_fieldsChanged_runGoGenerate(Payment{})

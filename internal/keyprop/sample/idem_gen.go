@@ -62,7 +62,7 @@ func (x *Idempotent) Keyed0(ctx context.Context, v struct {
 	})
 }
 
-// Keyed0Key is the store key Keyed0 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Keyed0Key is the store key Keyed0 claims for these arguments; nothing runs.
 func (x *Idempotent) Keyed0Key(v struct {
 	F0 other.Point
 	F1 map[string]S1
@@ -70,7 +70,8 @@ func (x *Idempotent) Keyed0Key(v struct {
 	return x.beginKeyed0(&v).StoreKey()
 }
 
-// beginKeyed0 starts a call of Keyed0 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginKeyed0 starts a call of Keyed0 and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginKeyed0(v *struct {
 	F0 other.Point
 	F1 map[string]S1
@@ -121,7 +122,7 @@ func (x *Idempotent) Keyed1(ctx context.Context, v []bool) (int64, error) {
 	})
 }
 
-// Keyed1Key is the store key Keyed1 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Keyed1Key is the store key Keyed1 claims for these arguments; nothing runs.
 func (x *Idempotent) Keyed1Key(v []bool) (string, error) {
 	return x.beginKeyed1(v).StoreKey()
 }
@@ -170,7 +171,7 @@ func (x *Idempotent) Keyed2(ctx context.Context, v [][1][]A5) (int64, error) {
 	})
 }
 
-// Keyed2Key is the store key Keyed2 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Keyed2Key is the store key Keyed2 claims for these arguments; nothing runs.
 func (x *Idempotent) Keyed2Key(v [][1][]A5) (string, error) {
 	return x.beginKeyed2(v).StoreKey()
 }
@@ -229,12 +230,13 @@ func (x *Idempotent) Keyed3(ctx context.Context, v Gen[S6]) (int64, error) {
 	})
 }
 
-// Keyed3Key is the store key Keyed3 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Keyed3Key is the store key Keyed3 claims for these arguments; nothing runs.
 func (x *Idempotent) Keyed3Key(v Gen[S6]) (string, error) {
 	return x.beginKeyed3(&v).StoreKey()
 }
 
-// beginKeyed3 starts a call of Keyed3 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginKeyed3 starts a call of Keyed3 and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginKeyed3(v *Gen[S6]) idem.Call {
 	c := x.g.Begin(idemSpecKeyed3)
 	idemKeyGen_S6(c.Key(), v)
@@ -271,12 +273,13 @@ func (x *Idempotent) Keyed4(ctx context.Context, v S9) (int64, error) {
 	})
 }
 
-// Keyed4Key is the store key Keyed4 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Keyed4Key is the store key Keyed4 claims for these arguments; nothing runs.
 func (x *Idempotent) Keyed4Key(v S9) (string, error) {
 	return x.beginKeyed4(&v).StoreKey()
 }
 
-// beginKeyed4 starts a call of Keyed4 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginKeyed4 starts a call of Keyed4 and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginKeyed4(v *S9) idem.Call {
 	c := x.g.Begin(idemSpecKeyed4)
 	idemKeyS9(c.Key(), v)
@@ -313,7 +316,7 @@ func (x *Idempotent) Keyed5(ctx context.Context, v *int64) (int64, error) {
 	})
 }
 
-// Keyed5Key is the store key Keyed5 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Keyed5Key is the store key Keyed5 claims for these arguments; nothing runs.
 func (x *Idempotent) Keyed5Key(v *int64) (string, error) {
 	return x.beginKeyed5(v).StoreKey()
 }
@@ -360,12 +363,13 @@ func (x *Idempotent) Keyed6(ctx context.Context, v Gen[map[MK10]Gen[int]]) (int6
 	})
 }
 
-// Keyed6Key is the store key Keyed6 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Keyed6Key is the store key Keyed6 claims for these arguments; nothing runs.
 func (x *Idempotent) Keyed6Key(v Gen[map[MK10]Gen[int]]) (string, error) {
 	return x.beginKeyed6(&v).StoreKey()
 }
 
-// beginKeyed6 starts a call of Keyed6 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginKeyed6 starts a call of Keyed6 and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginKeyed6(v *Gen[map[MK10]Gen[int]]) idem.Call {
 	c := x.g.Begin(idemSpecKeyed6)
 	idemKeyGen_MapMK10ToGen_int(c.Key(), v)
@@ -402,7 +406,7 @@ func (x *Idempotent) Keyed7(ctx context.Context, v int8) (int64, error) {
 	})
 }
 
-// Keyed7Key is the store key Keyed7 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Keyed7Key is the store key Keyed7 claims for these arguments; nothing runs.
 func (x *Idempotent) Keyed7Key(v int8) (string, error) {
 	return x.beginKeyed7(v).StoreKey()
 }
@@ -444,7 +448,7 @@ func (x *Idempotent) Keyed8(ctx context.Context, v map[other.Point]time.Duration
 	})
 }
 
-// Keyed8Key is the store key Keyed8 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Keyed8Key is the store key Keyed8 claims for these arguments; nothing runs.
 func (x *Idempotent) Keyed8Key(v map[other.Point]time.Duration) (string, error) {
 	return x.beginKeyed8(v).StoreKey()
 }
@@ -496,7 +500,7 @@ func (x *Idempotent) Keyed9(ctx context.Context, v json.RawMessage) (int64, erro
 	})
 }
 
-// Keyed9Key is the store key Keyed9 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Keyed9Key is the store key Keyed9 claims for these arguments; nothing runs.
 func (x *Idempotent) Keyed9Key(v json.RawMessage) (string, error) {
 	return x.beginKeyed9(v).StoreKey()
 }
@@ -538,7 +542,7 @@ func (x *Idempotent) Keyed10(ctx context.Context, v any) (int64, error) {
 	})
 }
 
-// Keyed10Key is the store key Keyed10 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Keyed10Key is the store key Keyed10 claims for these arguments; nothing runs.
 func (x *Idempotent) Keyed10Key(v any) (string, error) {
 	return x.beginKeyed10(v).StoreKey()
 }
@@ -580,7 +584,7 @@ func (x *Idempotent) Keyed11(ctx context.Context, v map[bool]Gen[A11]) (int64, e
 	})
 }
 
-// Keyed11Key is the store key Keyed11 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Keyed11Key is the store key Keyed11 claims for these arguments; nothing runs.
 func (x *Idempotent) Keyed11Key(v map[bool]Gen[A11]) (string, error) {
 	return x.beginKeyed11(v).StoreKey()
 }
@@ -624,7 +628,8 @@ var idemCodecPathed0 = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Pathed0 is sample.Pathed0, run at most once per key (ttl=24h lease=30s on_duplicate=return key=v.A.D,v.B).
+// Pathed0 is sample.Pathed0, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=v.A.D,v.B).
 func (x *Idempotent) Pathed0(ctx context.Context, v *P12) (int64, error) {
 	c := x.beginPathed0(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -632,7 +637,7 @@ func (x *Idempotent) Pathed0(ctx context.Context, v *P12) (int64, error) {
 	})
 }
 
-// Pathed0Key is the store key Pathed0 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Pathed0Key is the store key Pathed0 claims for these arguments; nothing runs.
 func (x *Idempotent) Pathed0Key(v *P12) (string, error) {
 	return x.beginPathed0(v).StoreKey()
 }
@@ -692,7 +697,8 @@ var idemCodecPathed1 = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Pathed1 is sample.Pathed1, run at most once per key (ttl=24h lease=30s on_duplicate=return key=v.A.D,v.B).
+// Pathed1 is sample.Pathed1, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=v.A.D,v.B).
 func (x *Idempotent) Pathed1(ctx context.Context, v *P16) (int64, error) {
 	c := x.beginPathed1(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -700,7 +706,7 @@ func (x *Idempotent) Pathed1(ctx context.Context, v *P16) (int64, error) {
 	})
 }
 
-// Pathed1Key is the store key Pathed1 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Pathed1Key is the store key Pathed1 claims for these arguments; nothing runs.
 func (x *Idempotent) Pathed1Key(v *P16) (string, error) {
 	return x.beginPathed1(v).StoreKey()
 }
@@ -756,7 +762,8 @@ var idemCodecPathed2 = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Pathed2 is sample.Pathed2, run at most once per key (ttl=24h lease=30s on_duplicate=return key=v.A.C,v.A.D,v.B).
+// Pathed2 is sample.Pathed2, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=v.A.C,v.A.D,v.B).
 func (x *Idempotent) Pathed2(ctx context.Context, v P21) (int64, error) {
 	c := x.beginPathed2(&v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -764,12 +771,13 @@ func (x *Idempotent) Pathed2(ctx context.Context, v P21) (int64, error) {
 	})
 }
 
-// Pathed2Key is the store key Pathed2 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Pathed2Key is the store key Pathed2 claims for these arguments; nothing runs.
 func (x *Idempotent) Pathed2Key(v P21) (string, error) {
 	return x.beginPathed2(&v).StoreKey()
 }
 
-// beginPathed2 starts a call of Pathed2 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginPathed2 starts a call of Pathed2 and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginPathed2(v *P21) idem.Call {
 	c := x.g.Begin(idemSpecPathed2)
 	if v.A == nil {
@@ -816,7 +824,8 @@ var idemCodecPathed3 = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Pathed3 is sample.Pathed3, run at most once per key (ttl=24h lease=30s on_duplicate=return key=v.A.D,v.B).
+// Pathed3 is sample.Pathed3, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=v.A.D,v.B).
 func (x *Idempotent) Pathed3(ctx context.Context, v P26) (int64, error) {
 	c := x.beginPathed3(&v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -824,12 +833,13 @@ func (x *Idempotent) Pathed3(ctx context.Context, v P26) (int64, error) {
 	})
 }
 
-// Pathed3Key is the store key Pathed3 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Pathed3Key is the store key Pathed3 claims for these arguments; nothing runs.
 func (x *Idempotent) Pathed3Key(v P26) (string, error) {
 	return x.beginPathed3(&v).StoreKey()
 }
 
-// beginPathed3 starts a call of Pathed3 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginPathed3 starts a call of Pathed3 and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginPathed3(v *P26) idem.Call {
 	c := x.g.Begin(idemSpecPathed3)
 	if v.A == nil {
@@ -870,7 +880,8 @@ var idemCodecPathed4 = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Pathed4 is sample.Pathed4, run at most once per key (ttl=24h lease=30s on_duplicate=return key=v.A.D,v.B).
+// Pathed4 is sample.Pathed4, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=v.A.D,v.B).
 func (x *Idempotent) Pathed4(ctx context.Context, v P31) (int64, error) {
 	c := x.beginPathed4(&v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -878,12 +889,13 @@ func (x *Idempotent) Pathed4(ctx context.Context, v P31) (int64, error) {
 	})
 }
 
-// Pathed4Key is the store key Pathed4 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Pathed4Key is the store key Pathed4 claims for these arguments; nothing runs.
 func (x *Idempotent) Pathed4Key(v P31) (string, error) {
 	return x.beginPathed4(&v).StoreKey()
 }
 
-// beginPathed4 starts a call of Pathed4 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginPathed4 starts a call of Pathed4 and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginPathed4(v *P31) idem.Call {
 	c := x.g.Begin(idemSpecPathed4)
 	if v.A == nil {
@@ -931,7 +943,8 @@ var idemCodecPathed5 = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Pathed5 is sample.Pathed5, run at most once per key (ttl=24h lease=30s on_duplicate=return key=v.A.C,v.B).
+// Pathed5 is sample.Pathed5, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=v.A.C,v.B).
 func (x *Idempotent) Pathed5(ctx context.Context, v *P33) (int64, error) {
 	c := x.beginPathed5(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -939,7 +952,7 @@ func (x *Idempotent) Pathed5(ctx context.Context, v *P33) (int64, error) {
 	})
 }
 
-// Pathed5Key is the store key Pathed5 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Pathed5Key is the store key Pathed5 claims for these arguments; nothing runs.
 func (x *Idempotent) Pathed5Key(v *P33) (string, error) {
 	return x.beginPathed5(v).StoreKey()
 }
@@ -990,7 +1003,8 @@ var idemCodecStored0 = idemimpl.TypedCodec[uint]{
 	},
 }
 
-// Stored0 is sample.Stored0, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+// Stored0 is sample.Stored0, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=v).
 func (x *Idempotent) Stored0(ctx context.Context, id int64, v uint) (uint, error) {
 	c := x.beginStored0(id, v)
 	return idem.Do(ctx, c, func(ctx context.Context) (uint, error) {
@@ -998,7 +1012,7 @@ func (x *Idempotent) Stored0(ctx context.Context, id int64, v uint) (uint, error
 	})
 }
 
-// Stored0Key is the store key Stored0 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Stored0Key is the store key Stored0 claims for these arguments; nothing runs.
 func (x *Idempotent) Stored0Key(id int64, v uint) (string, error) {
 	return x.beginStored0(id, v).StoreKey()
 }
@@ -1032,7 +1046,8 @@ var idemCodecStored1 = idemimpl.TypedCodec[uint16]{
 	},
 }
 
-// Stored1 is sample.Stored1, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+// Stored1 is sample.Stored1, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=v).
 func (x *Idempotent) Stored1(ctx context.Context, id int64, v uint16) (uint16, error) {
 	c := x.beginStored1(id, v)
 	return idem.Do(ctx, c, func(ctx context.Context) (uint16, error) {
@@ -1040,7 +1055,7 @@ func (x *Idempotent) Stored1(ctx context.Context, id int64, v uint16) (uint16, e
 	})
 }
 
-// Stored1Key is the store key Stored1 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Stored1Key is the store key Stored1 claims for these arguments; nothing runs.
 func (x *Idempotent) Stored1Key(id int64, v uint16) (string, error) {
 	return x.beginStored1(id, v).StoreKey()
 }
@@ -1178,7 +1193,8 @@ var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 	},
 }
 
-// Stored2 is sample.Stored2, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+// Stored2 is sample.Stored2, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=v).
 func (x *Idempotent) Stored2(ctx context.Context, id int64, v *struct {
 	F0 struct {
 		F0 net.IP
@@ -1210,7 +1226,7 @@ func (x *Idempotent) Stored2(ctx context.Context, id int64, v *struct {
 	})
 }
 
-// Stored2Key is the store key Stored2 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Stored2Key is the store key Stored2 claims for these arguments; nothing runs.
 func (x *Idempotent) Stored2Key(id int64, v *struct {
 	F0 struct {
 		F0 net.IP
@@ -1255,7 +1271,7 @@ var idemCodecStored3 = idemimpl.TypedCodec[*Pair[other.Code, Rec39]]{
 	Decode: func(d *idemimpl.Decoder, v **Pair[other.Code, Rec39]) {
 		if d.Ptr() {
 			*v = new(Pair[other.Code, Rec39])
-			idemDecPair_OtherCode_Rec39(d, (*v))
+			idemDecPair_OtherCode_Rec39(d, *v)
 		} else {
 			*v = nil
 		}
@@ -1265,12 +1281,13 @@ var idemCodecStored3 = idemimpl.TypedCodec[*Pair[other.Code, Rec39]]{
 			e.Nil()
 		} else {
 			e.Ptr()
-			idemEncPair_OtherCode_Rec39(e, (*v))
+			idemEncPair_OtherCode_Rec39(e, *v)
 		}
 	},
 }
 
-// Stored3 is sample.Stored3, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+// Stored3 is sample.Stored3, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=v).
 func (x *Idempotent) Stored3(ctx context.Context, id int64, v *Pair[other.Code, Rec39]) (*Pair[other.Code, Rec39], error) {
 	c := x.beginStored3(id, v)
 	return idem.Do(ctx, c, func(ctx context.Context) (*Pair[other.Code, Rec39], error) {
@@ -1278,7 +1295,7 @@ func (x *Idempotent) Stored3(ctx context.Context, id int64, v *Pair[other.Code, 
 	})
 }
 
-// Stored3Key is the store key Stored3 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Stored3Key is the store key Stored3 claims for these arguments; nothing runs.
 func (x *Idempotent) Stored3Key(id int64, v *Pair[other.Code, Rec39]) (string, error) {
 	return x.beginStored3(id, v).StoreKey()
 }
@@ -1312,7 +1329,8 @@ var idemCodecStored4 = idemimpl.TypedCodec[S40]{
 	},
 }
 
-// Stored4 is sample.Stored4, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+// Stored4 is sample.Stored4, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=v).
 func (x *Idempotent) Stored4(ctx context.Context, id int64, v S40) (S40, error) {
 	c := x.beginStored4(id, &v)
 	return idem.Do(ctx, c, func(ctx context.Context) (S40, error) {
@@ -1320,12 +1338,13 @@ func (x *Idempotent) Stored4(ctx context.Context, id int64, v S40) (S40, error) 
 	})
 }
 
-// Stored4Key is the store key Stored4 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Stored4Key is the store key Stored4 claims for these arguments; nothing runs.
 func (x *Idempotent) Stored4Key(id int64, v S40) (string, error) {
 	return x.beginStored4(id, &v).StoreKey()
 }
 
-// beginStored4 starts a call of Stored4 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginStored4 starts a call of Stored4 and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginStored4(id int64, v *S40) idem.Call {
 	c := x.g.Begin(idemSpecStored4)
 	c.Key().Int(id)
@@ -1354,7 +1373,8 @@ var idemCodecStored5 = idemimpl.TypedCodec[S42]{
 	},
 }
 
-// Stored5 is sample.Stored5, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+// Stored5 is sample.Stored5, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=v).
 func (x *Idempotent) Stored5(ctx context.Context, id int64, v S42) (S42, error) {
 	c := x.beginStored5(id, &v)
 	return idem.Do(ctx, c, func(ctx context.Context) (S42, error) {
@@ -1362,12 +1382,13 @@ func (x *Idempotent) Stored5(ctx context.Context, id int64, v S42) (S42, error) 
 	})
 }
 
-// Stored5Key is the store key Stored5 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Stored5Key is the store key Stored5 claims for these arguments; nothing runs.
 func (x *Idempotent) Stored5Key(id int64, v S42) (string, error) {
 	return x.beginStored5(id, &v).StoreKey()
 }
 
-// beginStored5 starts a call of Stored5 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginStored5 starts a call of Stored5 and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginStored5(id int64, v *S42) idem.Call {
 	c := x.g.Begin(idemSpecStored5)
 	c.Key().Int(id)
@@ -1396,7 +1417,8 @@ var idemCodecStored6 = idemimpl.TypedCodec[Pair[string, S45]]{
 	},
 }
 
-// Stored6 is sample.Stored6, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+// Stored6 is sample.Stored6, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=v).
 func (x *Idempotent) Stored6(ctx context.Context, id int64, v Pair[string, S45]) (Pair[string, S45], error) {
 	c := x.beginStored6(id, &v)
 	return idem.Do(ctx, c, func(ctx context.Context) (Pair[string, S45], error) {
@@ -1404,12 +1426,13 @@ func (x *Idempotent) Stored6(ctx context.Context, id int64, v Pair[string, S45])
 	})
 }
 
-// Stored6Key is the store key Stored6 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Stored6Key is the store key Stored6 claims for these arguments; nothing runs.
 func (x *Idempotent) Stored6Key(id int64, v Pair[string, S45]) (string, error) {
 	return x.beginStored6(id, &v).StoreKey()
 }
 
-// beginStored6 starts a call of Stored6 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginStored6 starts a call of Stored6 and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginStored6(id int64, v *Pair[string, S45]) idem.Call {
 	c := x.g.Begin(idemSpecStored6)
 	c.Key().Int(id)
@@ -1454,7 +1477,8 @@ var idemCodecStored7 = idemimpl.TypedCodec[[0][0]complex64]{
 	},
 }
 
-// Stored7 is sample.Stored7, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+// Stored7 is sample.Stored7, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=v).
 func (x *Idempotent) Stored7(ctx context.Context, id int64, v [0][0]complex64) ([0][0]complex64, error) {
 	c := x.beginStored7(id, &v)
 	return idem.Do(ctx, c, func(ctx context.Context) ([0][0]complex64, error) {
@@ -1462,12 +1486,13 @@ func (x *Idempotent) Stored7(ctx context.Context, id int64, v [0][0]complex64) (
 	})
 }
 
-// Stored7Key is the store key Stored7 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Stored7Key is the store key Stored7 claims for these arguments; nothing runs.
 func (x *Idempotent) Stored7Key(id int64, v [0][0]complex64) (string, error) {
 	return x.beginStored7(id, &v).StoreKey()
 }
 
-// beginStored7 starts a call of Stored7 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginStored7 starts a call of Stored7 and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginStored7(id int64, v *[0][0]complex64) idem.Call {
 	c := x.g.Begin(idemSpecStored7)
 	c.Key().Int(id)
@@ -1519,7 +1544,8 @@ var idemCodecStored8 = idemimpl.TypedCodec[map[other.Code]S46]{
 	},
 }
 
-// Stored8 is sample.Stored8, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+// Stored8 is sample.Stored8, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=v).
 func (x *Idempotent) Stored8(ctx context.Context, id int64, v map[other.Code]S46) (map[other.Code]S46, error) {
 	c := x.beginStored8(id, v)
 	return idem.Do(ctx, c, func(ctx context.Context) (map[other.Code]S46, error) {
@@ -1527,7 +1553,7 @@ func (x *Idempotent) Stored8(ctx context.Context, id int64, v map[other.Code]S46
 	})
 }
 
-// Stored8Key is the store key Stored8 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Stored8Key is the store key Stored8 claims for these arguments; nothing runs.
 func (x *Idempotent) Stored8Key(id int64, v map[other.Code]S46) (string, error) {
 	return x.beginStored8(id, v).StoreKey()
 }
@@ -1561,7 +1587,8 @@ var idemCodecStored9 = idemimpl.TypedCodec[uint32]{
 	},
 }
 
-// Stored9 is sample.Stored9, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+// Stored9 is sample.Stored9, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=v).
 func (x *Idempotent) Stored9(ctx context.Context, id int64, v uint32) (uint32, error) {
 	c := x.beginStored9(id, v)
 	return idem.Do(ctx, c, func(ctx context.Context) (uint32, error) {
@@ -1569,7 +1596,7 @@ func (x *Idempotent) Stored9(ctx context.Context, id int64, v uint32) (uint32, e
 	})
 }
 
-// Stored9Key is the store key Stored9 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Stored9Key is the store key Stored9 claims for these arguments; nothing runs.
 func (x *Idempotent) Stored9Key(id int64, v uint32) (string, error) {
 	return x.beginStored9(id, v).StoreKey()
 }
@@ -1702,7 +1729,8 @@ var idemCodecStored10 = idemimpl.TypedCodec[struct {
 	},
 }
 
-// Stored10 is sample.Stored10, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+// Stored10 is sample.Stored10, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=v).
 func (x *Idempotent) Stored10(ctx context.Context, id int64, v struct {
 	F0 N47
 	F1 *[1]uint
@@ -1725,7 +1753,7 @@ func (x *Idempotent) Stored10(ctx context.Context, id int64, v struct {
 	})
 }
 
-// Stored10Key is the store key Stored10 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Stored10Key is the store key Stored10 claims for these arguments; nothing runs.
 func (x *Idempotent) Stored10Key(id int64, v struct {
 	F0 N47
 	F1 *[1]uint
@@ -1735,7 +1763,8 @@ func (x *Idempotent) Stored10Key(id int64, v struct {
 	return x.beginStored10(id, &v).StoreKey()
 }
 
-// beginStored10 starts a call of Stored10 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginStored10 starts a call of Stored10 and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginStored10(id int64, v *struct {
 	F0 N47
 	F1 *[1]uint
@@ -1769,7 +1798,8 @@ var idemCodecStored11 = idemimpl.TypedCodec[S56]{
 	},
 }
 
-// Stored11 is sample.Stored11, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+// Stored11 is sample.Stored11, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=v).
 func (x *Idempotent) Stored11(ctx context.Context, id int64, v S56) (S56, error) {
 	c := x.beginStored11(id, &v)
 	return idem.Do(ctx, c, func(ctx context.Context) (S56, error) {
@@ -1777,12 +1807,13 @@ func (x *Idempotent) Stored11(ctx context.Context, id int64, v S56) (S56, error)
 	})
 }
 
-// Stored11Key is the store key Stored11 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// Stored11Key is the store key Stored11 claims for these arguments; nothing runs.
 func (x *Idempotent) Stored11Key(id int64, v S56) (string, error) {
 	return x.beginStored11(id, &v).StoreKey()
 }
 
-// beginStored11 starts a call of Stored11 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginStored11 starts a call of Stored11 and writes its key material. Structs and arrays come by
+// pointer: no copies.
 func (x *Idempotent) beginStored11(id int64, v *S56) idem.Call {
 	c := x.g.Begin(idemSpecStored11)
 	c.Key().Int(id)
@@ -1811,7 +1842,8 @@ var idemCodecKeyedFixed0 = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// KeyedFixed0 is sample.KeyedFixed0, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// KeyedFixed0 is sample.KeyedFixed0, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return).
 func (x *Idempotent) KeyedFixed0(ctx context.Context, v map[string]struct{}) (int64, error) {
 	c := x.beginKeyedFixed0(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -1819,7 +1851,7 @@ func (x *Idempotent) KeyedFixed0(ctx context.Context, v map[string]struct{}) (in
 	})
 }
 
-// KeyedFixed0Key is the store key KeyedFixed0 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// KeyedFixed0Key is the store key KeyedFixed0 claims for these arguments; nothing runs.
 func (x *Idempotent) KeyedFixed0Key(v map[string]struct{}) (string, error) {
 	return x.beginKeyedFixed0(v).StoreKey()
 }
@@ -1891,7 +1923,8 @@ var idemCodecStoredFixed0 = idemimpl.TypedCodec[map[string]struct{}]{
 	},
 }
 
-// StoredFixed0 is sample.StoredFixed0, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+// StoredFixed0 is sample.StoredFixed0, run at most once per key (ttl=24h lease=30s
+// on_duplicate=return exclude=v).
 func (x *Idempotent) StoredFixed0(ctx context.Context, id int64, v map[string]struct{}) (map[string]struct{}, error) {
 	c := x.beginStoredFixed0(id, v)
 	return idem.Do(ctx, c, func(ctx context.Context) (map[string]struct{}, error) {
@@ -1899,7 +1932,7 @@ func (x *Idempotent) StoredFixed0(ctx context.Context, id int64, v map[string]st
 	})
 }
 
-// StoredFixed0Key is the store key StoredFixed0 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// StoredFixed0Key is the store key StoredFixed0 claims for these arguments; nothing runs.
 func (x *Idempotent) StoredFixed0Key(id int64, v map[string]struct{}) (string, error) {
 	return x.beginStoredFixed0(id, v).StoreKey()
 }
@@ -1933,7 +1966,8 @@ var idemCodecKeyedFixed1 = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// KeyedFixed1 is sample.KeyedFixed1, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// KeyedFixed1 is sample.KeyedFixed1, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return).
 func (x *Idempotent) KeyedFixed1(ctx context.Context, v []struct{}) (int64, error) {
 	c := x.beginKeyedFixed1(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -1941,7 +1975,7 @@ func (x *Idempotent) KeyedFixed1(ctx context.Context, v []struct{}) (int64, erro
 	})
 }
 
-// KeyedFixed1Key is the store key KeyedFixed1 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// KeyedFixed1Key is the store key KeyedFixed1 claims for these arguments; nothing runs.
 func (x *Idempotent) KeyedFixed1Key(v []struct{}) (string, error) {
 	return x.beginKeyedFixed1(v).StoreKey()
 }
@@ -2001,7 +2035,8 @@ var idemCodecStoredFixed1 = idemimpl.TypedCodec[[]struct{}]{
 	},
 }
 
-// StoredFixed1 is sample.StoredFixed1, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+// StoredFixed1 is sample.StoredFixed1, run at most once per key (ttl=24h lease=30s
+// on_duplicate=return exclude=v).
 func (x *Idempotent) StoredFixed1(ctx context.Context, id int64, v []struct{}) ([]struct{}, error) {
 	c := x.beginStoredFixed1(id, v)
 	return idem.Do(ctx, c, func(ctx context.Context) ([]struct{}, error) {
@@ -2009,7 +2044,7 @@ func (x *Idempotent) StoredFixed1(ctx context.Context, id int64, v []struct{}) (
 	})
 }
 
-// StoredFixed1Key is the store key StoredFixed1 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// StoredFixed1Key is the store key StoredFixed1 claims for these arguments; nothing runs.
 func (x *Idempotent) StoredFixed1Key(id int64, v []struct{}) (string, error) {
 	return x.beginStoredFixed1(id, v).StoreKey()
 }
@@ -2043,7 +2078,8 @@ var idemCodecKeyedFixed2 = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// KeyedFixed2 is sample.KeyedFixed2, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// KeyedFixed2 is sample.KeyedFixed2, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return).
 func (x *Idempotent) KeyedFixed2(ctx context.Context, v [2]Empty) (int64, error) {
 	c := x.beginKeyedFixed2(&v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -2051,12 +2087,13 @@ func (x *Idempotent) KeyedFixed2(ctx context.Context, v [2]Empty) (int64, error)
 	})
 }
 
-// KeyedFixed2Key is the store key KeyedFixed2 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// KeyedFixed2Key is the store key KeyedFixed2 claims for these arguments; nothing runs.
 func (x *Idempotent) KeyedFixed2Key(v [2]Empty) (string, error) {
 	return x.beginKeyedFixed2(&v).StoreKey()
 }
 
-// beginKeyedFixed2 starts a call of KeyedFixed2 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginKeyedFixed2 starts a call of KeyedFixed2 and writes its key material. Structs and arrays
+// come by pointer: no copies.
 func (x *Idempotent) beginKeyedFixed2(v *[2]Empty) idem.Call {
 	c := x.g.Begin(idemSpecKeyedFixed2)
 	c.Key().List(2)
@@ -2096,7 +2133,8 @@ var idemCodecStoredFixed2 = idemimpl.TypedCodec[[2]Empty]{
 	},
 }
 
-// StoredFixed2 is sample.StoredFixed2, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+// StoredFixed2 is sample.StoredFixed2, run at most once per key (ttl=24h lease=30s
+// on_duplicate=return exclude=v).
 func (x *Idempotent) StoredFixed2(ctx context.Context, id int64, v [2]Empty) ([2]Empty, error) {
 	c := x.beginStoredFixed2(id, &v)
 	return idem.Do(ctx, c, func(ctx context.Context) ([2]Empty, error) {
@@ -2104,12 +2142,13 @@ func (x *Idempotent) StoredFixed2(ctx context.Context, id int64, v [2]Empty) ([2
 	})
 }
 
-// StoredFixed2Key is the store key StoredFixed2 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// StoredFixed2Key is the store key StoredFixed2 claims for these arguments; nothing runs.
 func (x *Idempotent) StoredFixed2Key(id int64, v [2]Empty) (string, error) {
 	return x.beginStoredFixed2(id, &v).StoreKey()
 }
 
-// beginStoredFixed2 starts a call of StoredFixed2 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginStoredFixed2 starts a call of StoredFixed2 and writes its key material. Structs and arrays
+// come by pointer: no copies.
 func (x *Idempotent) beginStoredFixed2(id int64, v *[2]Empty) idem.Call {
 	c := x.g.Begin(idemSpecStoredFixed2)
 	c.Key().Int(id)
@@ -2138,7 +2177,8 @@ var idemCodecKeyedFixed3 = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// KeyedFixed3 is sample.KeyedFixed3, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// KeyedFixed3 is sample.KeyedFixed3, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return).
 func (x *Idempotent) KeyedFixed3(ctx context.Context, v map[int8]Empty) (int64, error) {
 	c := x.beginKeyedFixed3(v)
 	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
@@ -2146,7 +2186,7 @@ func (x *Idempotent) KeyedFixed3(ctx context.Context, v map[int8]Empty) (int64, 
 	})
 }
 
-// KeyedFixed3Key is the store key KeyedFixed3 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// KeyedFixed3Key is the store key KeyedFixed3 claims for these arguments; nothing runs.
 func (x *Idempotent) KeyedFixed3Key(v map[int8]Empty) (string, error) {
 	return x.beginKeyedFixed3(v).StoreKey()
 }
@@ -2213,7 +2253,8 @@ var idemCodecStoredFixed3 = idemimpl.TypedCodec[map[int8]Empty]{
 	},
 }
 
-// StoredFixed3 is sample.StoredFixed3, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+// StoredFixed3 is sample.StoredFixed3, run at most once per key (ttl=24h lease=30s
+// on_duplicate=return exclude=v).
 func (x *Idempotent) StoredFixed3(ctx context.Context, id int64, v map[int8]Empty) (map[int8]Empty, error) {
 	c := x.beginStoredFixed3(id, v)
 	return idem.Do(ctx, c, func(ctx context.Context) (map[int8]Empty, error) {
@@ -2221,7 +2262,7 @@ func (x *Idempotent) StoredFixed3(ctx context.Context, id int64, v map[int8]Empt
 	})
 }
 
-// StoredFixed3Key is the store key StoredFixed3 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// StoredFixed3Key is the store key StoredFixed3 claims for these arguments; nothing runs.
 func (x *Idempotent) StoredFixed3Key(id int64, v map[int8]Empty) (string, error) {
 	return x.beginStoredFixed3(id, v).StoreKey()
 }
@@ -2259,7 +2300,8 @@ var idemCodecKeyedFixed4 = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// KeyedFixed4 is sample.KeyedFixed4, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// KeyedFixed4 is sample.KeyedFixed4, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return).
 func (x *Idempotent) KeyedFixed4(ctx context.Context, v struct {
 	S map[uint16]struct{}
 	E []Empty
@@ -2271,7 +2313,7 @@ func (x *Idempotent) KeyedFixed4(ctx context.Context, v struct {
 	})
 }
 
-// KeyedFixed4Key is the store key KeyedFixed4 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// KeyedFixed4Key is the store key KeyedFixed4 claims for these arguments; nothing runs.
 func (x *Idempotent) KeyedFixed4Key(v struct {
 	S map[uint16]struct{}
 	E []Empty
@@ -2280,7 +2322,8 @@ func (x *Idempotent) KeyedFixed4Key(v struct {
 	return x.beginKeyedFixed4(&v).StoreKey()
 }
 
-// beginKeyedFixed4 starts a call of KeyedFixed4 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginKeyedFixed4 starts a call of KeyedFixed4 and writes its key material. Structs and arrays
+// come by pointer: no copies.
 func (x *Idempotent) beginKeyedFixed4(v *struct {
 	S map[uint16]struct{}
 	E []Empty
@@ -2429,7 +2472,8 @@ var idemCodecStoredFixed4 = idemimpl.TypedCodec[struct {
 	},
 }
 
-// StoredFixed4 is sample.StoredFixed4, run at most once per key (ttl=24h lease=30s on_duplicate=return exclude=v).
+// StoredFixed4 is sample.StoredFixed4, run at most once per key (ttl=24h lease=30s
+// on_duplicate=return exclude=v).
 func (x *Idempotent) StoredFixed4(ctx context.Context, id int64, v struct {
 	S map[uint16]struct{}
 	E []Empty
@@ -2449,7 +2493,7 @@ func (x *Idempotent) StoredFixed4(ctx context.Context, id int64, v struct {
 	})
 }
 
-// StoredFixed4Key is the store key StoredFixed4 claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// StoredFixed4Key is the store key StoredFixed4 claims for these arguments; nothing runs.
 func (x *Idempotent) StoredFixed4Key(id int64, v struct {
 	S map[uint16]struct{}
 	E []Empty
@@ -2458,7 +2502,8 @@ func (x *Idempotent) StoredFixed4Key(id int64, v struct {
 	return x.beginStoredFixed4(id, &v).StoreKey()
 }
 
-// beginStoredFixed4 starts a call of StoredFixed4 and writes its key material. Structs and arrays come by pointer, so a call copies none.
+// beginStoredFixed4 starts a call of StoredFixed4 and writes its key material. Structs and arrays
+// come by pointer: no copies.
 func (x *Idempotent) beginStoredFixed4(id int64, v *struct {
 	S map[uint16]struct{}
 	E []Empty
@@ -2469,7 +2514,7 @@ func (x *Idempotent) beginStoredFixed4(id int64, v *struct {
 	return c
 }
 
-// idemDecE50 reads a E50 of a stored result.
+// idemDecE50 restores values of E50.
 func idemDecE50(d *idemimpl.Decoder, v *E50) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2493,7 +2538,7 @@ func idemDecE50(d *idemimpl.Decoder, v *E50) {
 	}
 }
 
-// idemDecE52 reads a E52 of a stored result.
+// idemDecE52 restores values of E52.
 func idemDecE52(d *idemimpl.Decoder, v *E52) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2510,7 +2555,7 @@ func idemDecE52(d *idemimpl.Decoder, v *E52) {
 	}
 }
 
-// idemDecEmpty reads a Empty of a stored result.
+// idemDecEmpty restores values of Empty.
 func idemDecEmpty(d *idemimpl.Decoder, v *Empty) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2521,7 +2566,7 @@ func idemDecEmpty(d *idemimpl.Decoder, v *Empty) {
 	}
 }
 
-// idemDecGen_Array1PtrBigInt reads a Gen[[1]*big.Int] of a stored result.
+// idemDecGen_Array1PtrBigInt restores values of Gen[[1]*big.Int].
 func idemDecGen_Array1PtrBigInt(d *idemimpl.Decoder, v *Gen[[1]*big.Int]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2577,7 +2622,7 @@ func idemDecGen_Array1PtrBigInt(d *idemimpl.Decoder, v *Gen[[1]*big.Int]) {
 	}
 }
 
-// idemDecGen_uint16 reads a Gen[A44] of a stored result.
+// idemDecGen_uint16 restores values of Gen[A44].
 func idemDecGen_uint16(d *idemimpl.Decoder, v *Gen[A44]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2606,7 +2651,7 @@ func idemDecGen_uint16(d *idemimpl.Decoder, v *Gen[A44]) {
 	}
 }
 
-// idemDecNetIP reads a net.IP of a stored result.
+// idemDecNetIP restores values of net.IP.
 func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
 	if d.Ptr() {
 		*v = d.Bytes()
@@ -2615,7 +2660,7 @@ func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
 	}
 }
 
-// idemDecOtherPoint reads a other.Point of a stored result.
+// idemDecOtherPoint restores values of other.Point.
 func idemDecOtherPoint(d *idemimpl.Decoder, v *other.Point) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2630,7 +2675,7 @@ func idemDecOtherPoint(d *idemimpl.Decoder, v *other.Point) {
 	}
 }
 
-// idemDecPair_OtherCode_Rec39 reads a Pair[other.Code, Rec39] of a stored result.
+// idemDecPair_OtherCode_Rec39 restores values of Pair[other.Code, Rec39].
 func idemDecPair_OtherCode_Rec39(d *idemimpl.Decoder, v *Pair[other.Code, Rec39]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2645,7 +2690,7 @@ func idemDecPair_OtherCode_Rec39(d *idemimpl.Decoder, v *Pair[other.Code, Rec39]
 	}
 }
 
-// idemDecPair_string_S45 reads a Pair[string, S45] of a stored result.
+// idemDecPair_string_S45 restores values of Pair[string, S45].
 func idemDecPair_string_S45(d *idemimpl.Decoder, v *Pair[string, S45]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2660,7 +2705,7 @@ func idemDecPair_string_S45(d *idemimpl.Decoder, v *Pair[string, S45]) {
 	}
 }
 
-// idemDecRec39 reads a Rec39 of a stored result.
+// idemDecRec39 restores values of Rec39.
 func idemDecRec39(d *idemimpl.Decoder, v *Rec39) {
 	if !d.Enter() {
 		return
@@ -2691,7 +2736,7 @@ func idemDecRec39(d *idemimpl.Decoder, v *Rec39) {
 	}
 }
 
-// idemDecS37 reads a S37 of a stored result.
+// idemDecS37 restores values of S37.
 func idemDecS37(d *idemimpl.Decoder, v *S37) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2704,7 +2749,7 @@ func idemDecS37(d *idemimpl.Decoder, v *S37) {
 	}
 }
 
-// idemDecS40 reads a S40 of a stored result.
+// idemDecS40 restores values of S40.
 func idemDecS40(d *idemimpl.Decoder, v *S40) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2717,7 +2762,7 @@ func idemDecS40(d *idemimpl.Decoder, v *S40) {
 	}
 }
 
-// idemDecS41 reads a S41 of a stored result.
+// idemDecS41 restores values of S41.
 func idemDecS41(d *idemimpl.Decoder, v *S41) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2752,7 +2797,7 @@ func idemDecS41(d *idemimpl.Decoder, v *S41) {
 	}
 }
 
-// idemDecS42 reads a S42 of a stored result.
+// idemDecS42 restores values of S42.
 func idemDecS42(d *idemimpl.Decoder, v *S42) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2773,7 +2818,7 @@ func idemDecS42(d *idemimpl.Decoder, v *S42) {
 	}
 }
 
-// idemDecS43 reads a S43 of a stored result.
+// idemDecS43 restores values of S43.
 func idemDecS43(d *idemimpl.Decoder, v *S43) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2786,7 +2831,7 @@ func idemDecS43(d *idemimpl.Decoder, v *S43) {
 	}
 }
 
-// idemDecS45 reads a S45 of a stored result.
+// idemDecS45 restores values of S45.
 func idemDecS45(d *idemimpl.Decoder, v *S45) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2806,7 +2851,7 @@ func idemDecS45(d *idemimpl.Decoder, v *S45) {
 	}
 }
 
-// idemDecS46 reads a S46 of a stored result.
+// idemDecS46 restores values of S46.
 func idemDecS46(d *idemimpl.Decoder, v *S46) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2819,7 +2864,7 @@ func idemDecS46(d *idemimpl.Decoder, v *S46) {
 	}
 }
 
-// idemDecS48 reads a S48 of a stored result.
+// idemDecS48 restores values of S48.
 func idemDecS48(d *idemimpl.Decoder, v *S48) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2848,7 +2893,7 @@ func idemDecS48(d *idemimpl.Decoder, v *S48) {
 	}
 }
 
-// idemDecS49 reads a S49 of a stored result.
+// idemDecS49 restores values of S49.
 func idemDecS49(d *idemimpl.Decoder, v *S49) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2865,7 +2910,7 @@ func idemDecS49(d *idemimpl.Decoder, v *S49) {
 	}
 }
 
-// idemDecS56 reads a S56 of a stored result.
+// idemDecS56 restores values of S56.
 func idemDecS56(d *idemimpl.Decoder, v *S56) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2880,7 +2925,7 @@ func idemDecS56(d *idemimpl.Decoder, v *S56) {
 	}
 }
 
-// idemEncE50 writes a E50 of a stored result.
+// idemEncE50 stores values of E50.
 func idemEncE50(e *idemimpl.Encoder, v *E50) {
 	at := e.Struct()
 	e.Field("F0")
@@ -2899,7 +2944,7 @@ func idemEncE50(e *idemimpl.Encoder, v *E50) {
 	e.End(at)
 }
 
-// idemEncE52 writes a E52 of a stored result.
+// idemEncE52 stores values of E52.
 func idemEncE52(e *idemimpl.Encoder, v *E52) {
 	at := e.Struct()
 	e.Field("F0")
@@ -2911,13 +2956,13 @@ func idemEncE52(e *idemimpl.Encoder, v *E52) {
 	e.End(at)
 }
 
-// idemEncEmpty writes a Empty of a stored result.
+// idemEncEmpty stores values of Empty.
 func idemEncEmpty(e *idemimpl.Encoder, v *Empty) {
 	at := e.Struct()
 	e.End(at)
 }
 
-// idemEncGen_Array1PtrBigInt writes a Gen[[1]*big.Int] of a stored result.
+// idemEncGen_Array1PtrBigInt stores values of Gen[[1]*big.Int].
 func idemEncGen_Array1PtrBigInt(e *idemimpl.Encoder, v *Gen[[1]*big.Int]) {
 	at := e.Struct()
 	e.Field("V")
@@ -2969,7 +3014,7 @@ func idemEncGen_Array1PtrBigInt(e *idemimpl.Encoder, v *Gen[[1]*big.Int]) {
 	e.End(at)
 }
 
-// idemEncGen_uint16 writes a Gen[A44] of a stored result.
+// idemEncGen_uint16 stores values of Gen[A44].
 func idemEncGen_uint16(e *idemimpl.Encoder, v *Gen[A44]) {
 	at := e.Struct()
 	e.Field("V")
@@ -2994,7 +3039,7 @@ func idemEncGen_uint16(e *idemimpl.Encoder, v *Gen[A44]) {
 	e.End(at)
 }
 
-// idemEncNetIP writes a net.IP of a stored result.
+// idemEncNetIP stores values of net.IP.
 func idemEncNetIP(e *idemimpl.Encoder, v *net.IP) {
 	if *v == nil {
 		e.Nil()
@@ -3004,7 +3049,7 @@ func idemEncNetIP(e *idemimpl.Encoder, v *net.IP) {
 	}
 }
 
-// idemEncOtherPoint writes a other.Point of a stored result.
+// idemEncOtherPoint stores values of other.Point.
 func idemEncOtherPoint(e *idemimpl.Encoder, v *other.Point) {
 	at := e.Struct()
 	e.Field("X")
@@ -3014,7 +3059,7 @@ func idemEncOtherPoint(e *idemimpl.Encoder, v *other.Point) {
 	e.End(at)
 }
 
-// idemEncPair_OtherCode_Rec39 writes a Pair[other.Code, Rec39] of a stored result.
+// idemEncPair_OtherCode_Rec39 stores values of Pair[other.Code, Rec39].
 func idemEncPair_OtherCode_Rec39(e *idemimpl.Encoder, v *Pair[other.Code, Rec39]) {
 	at := e.Struct()
 	e.Field("K")
@@ -3024,7 +3069,7 @@ func idemEncPair_OtherCode_Rec39(e *idemimpl.Encoder, v *Pair[other.Code, Rec39]
 	e.End(at)
 }
 
-// idemEncPair_string_S45 writes a Pair[string, S45] of a stored result.
+// idemEncPair_string_S45 stores values of Pair[string, S45].
 func idemEncPair_string_S45(e *idemimpl.Encoder, v *Pair[string, S45]) {
 	at := e.Struct()
 	e.Field("K")
@@ -3034,7 +3079,7 @@ func idemEncPair_string_S45(e *idemimpl.Encoder, v *Pair[string, S45]) {
 	e.End(at)
 }
 
-// idemEncRec39 writes a Rec39 of a stored result.
+// idemEncRec39 stores values of Rec39.
 func idemEncRec39(e *idemimpl.Encoder, v *Rec39) {
 	if !e.Enter() {
 		return
@@ -3059,7 +3104,7 @@ func idemEncRec39(e *idemimpl.Encoder, v *Rec39) {
 	e.End(at)
 }
 
-// idemEncS37 writes a S37 of a stored result.
+// idemEncS37 stores values of S37.
 func idemEncS37(e *idemimpl.Encoder, v *S37) {
 	at := e.Struct()
 	e.Field("F0")
@@ -3067,7 +3112,7 @@ func idemEncS37(e *idemimpl.Encoder, v *S37) {
 	e.End(at)
 }
 
-// idemEncS40 writes a S40 of a stored result.
+// idemEncS40 stores values of S40.
 func idemEncS40(e *idemimpl.Encoder, v *S40) {
 	at := e.Struct()
 	e.Field("F0")
@@ -3075,7 +3120,7 @@ func idemEncS40(e *idemimpl.Encoder, v *S40) {
 	e.End(at)
 }
 
-// idemEncS41 writes a S41 of a stored result.
+// idemEncS41 stores values of S41.
 func idemEncS41(e *idemimpl.Encoder, v *S41) {
 	at := e.Struct()
 	e.Field("F0")
@@ -3100,7 +3145,7 @@ func idemEncS41(e *idemimpl.Encoder, v *S41) {
 	e.End(at)
 }
 
-// idemEncS42 writes a S42 of a stored result.
+// idemEncS42 stores values of S42.
 func idemEncS42(e *idemimpl.Encoder, v *S42) {
 	at := e.Struct()
 	e.Field("F0")
@@ -3116,7 +3161,7 @@ func idemEncS42(e *idemimpl.Encoder, v *S42) {
 	e.End(at)
 }
 
-// idemEncS43 writes a S43 of a stored result.
+// idemEncS43 stores values of S43.
 func idemEncS43(e *idemimpl.Encoder, v *S43) {
 	at := e.Struct()
 	e.Field("F0")
@@ -3124,7 +3169,7 @@ func idemEncS43(e *idemimpl.Encoder, v *S43) {
 	e.End(at)
 }
 
-// idemEncS45 writes a S45 of a stored result.
+// idemEncS45 stores values of S45.
 func idemEncS45(e *idemimpl.Encoder, v *S45) {
 	at := e.Struct()
 	e.Field("Time")
@@ -3139,7 +3184,7 @@ func idemEncS45(e *idemimpl.Encoder, v *S45) {
 	e.End(at)
 }
 
-// idemEncS46 writes a S46 of a stored result.
+// idemEncS46 stores values of S46.
 func idemEncS46(e *idemimpl.Encoder, v *S46) {
 	at := e.Struct()
 	e.Field("F0")
@@ -3147,7 +3192,7 @@ func idemEncS46(e *idemimpl.Encoder, v *S46) {
 	e.End(at)
 }
 
-// idemEncS48 writes a S48 of a stored result.
+// idemEncS48 stores values of S48.
 func idemEncS48(e *idemimpl.Encoder, v *S48) {
 	at := e.Struct()
 	e.Field("Point")
@@ -3166,7 +3211,7 @@ func idemEncS48(e *idemimpl.Encoder, v *S48) {
 	e.End(at)
 }
 
-// idemEncS49 writes a S49 of a stored result.
+// idemEncS49 stores values of S49.
 func idemEncS49(e *idemimpl.Encoder, v *S49) {
 	at := e.Struct()
 	e.Field("F0")
@@ -3178,7 +3223,7 @@ func idemEncS49(e *idemimpl.Encoder, v *S49) {
 	e.End(at)
 }
 
-// idemEncS56 writes a S56 of a stored result.
+// idemEncS56 stores values of S56.
 func idemEncS56(e *idemimpl.Encoder, v *S56) {
 	at := e.Struct()
 	e.Field("Dec")
@@ -3624,15 +3669,15 @@ func idemKeyS9(b *idemimpl.KeyBuilder, v *S9) {
 	idemKeyOtherPoint(b, &v.Point)
 }
 
-// idemE24_fieldsChanged_runGoGenerate is the field list of E24 that the generated code was written for (tags aside).
+// idemE24_fieldsChanged_runGoGenerate lists the fields of E24 as generated (tags aside).
 type idemE24_fieldsChanged_runGoGenerate struct {
 	other.Point `json:"-" xml:"-"`
 }
 
-// Build fails here if E24 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if E24's fields changed since generation: run go generate.
 var _ = idemE24_fieldsChanged_runGoGenerate(E24{})
 
-// idemE2_fieldsChanged_runGoGenerate is the field list of E2 that the generated code was written for (tags aside).
+// idemE2_fieldsChanged_runGoGenerate lists the fields of E2 as generated (tags aside).
 type idemE2_fieldsChanged_runGoGenerate struct {
 	F0        A3
 	F1        A4
@@ -3640,10 +3685,10 @@ type idemE2_fieldsChanged_runGoGenerate struct {
 	other.Tag `json:"-" xml:"-"`
 }
 
-// Build fails here if E2 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if E2's fields changed since generation: run go generate.
 var _ = idemE2_fieldsChanged_runGoGenerate(E2{})
 
-// idemE30_fieldsChanged_runGoGenerate is the field list of E30 that the generated code was written for (tags aside).
+// idemE30_fieldsChanged_runGoGenerate lists the fields of E30 as generated (tags aside).
 type idemE30_fieldsChanged_runGoGenerate struct {
 	f0        int8
 	f1        int64
@@ -3651,10 +3696,10 @@ type idemE30_fieldsChanged_runGoGenerate struct {
 	F3        any
 }
 
-// Build fails here if E30 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if E30's fields changed since generation: run go generate.
 var _ = idemE30_fieldsChanged_runGoGenerate(E30{})
 
-// idemE50_fieldsChanged_runGoGenerate is the field list of E50 that the generated code was written for (tags aside).
+// idemE50_fieldsChanged_runGoGenerate lists the fields of E50 as generated (tags aside).
 type idemE50_fieldsChanged_runGoGenerate struct {
 	F0 N51
 	*E52
@@ -3662,294 +3707,302 @@ type idemE50_fieldsChanged_runGoGenerate struct {
 	F3        float64
 }
 
-// Build fails here if E50 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if E50's fields changed since generation: run go generate.
 var _ = idemE50_fieldsChanged_runGoGenerate(E50{})
 
-// idemE52_fieldsChanged_runGoGenerate is the field list of E52 that the generated code was written for (tags aside).
+// idemE52_fieldsChanged_runGoGenerate lists the fields of E52 as generated (tags aside).
 type idemE52_fieldsChanged_runGoGenerate struct {
 	F0        time.Time
 	other.Tag `json:"-" xml:"-"`
 	F2        A53
 }
 
-// Build fails here if E52 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if E52's fields changed since generation: run go generate.
 var _ = idemE52_fieldsChanged_runGoGenerate(E52{})
 
-// idemE8_fieldsChanged_runGoGenerate is the field list of E8 that the generated code was written for (tags aside).
+// idemE8_fieldsChanged_runGoGenerate lists the fields of E8 as generated (tags aside).
 type idemE8_fieldsChanged_runGoGenerate struct {
 	F0        complex128
 	other.Bin `json:"-" xml:"-"`
 }
 
-// Build fails here if E8 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if E8's fields changed since generation: run go generate.
 var _ = idemE8_fieldsChanged_runGoGenerate(E8{})
 
-// idemEmpty_fieldsChanged_runGoGenerate is the field list of Empty that the generated code was written for (tags aside).
+// idemEmpty_fieldsChanged_runGoGenerate lists the fields of Empty as generated (tags aside).
 type idemEmpty_fieldsChanged_runGoGenerate struct{}
 
-// Build fails here if Empty gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Empty's fields changed since generation: run go generate.
 var _ = idemEmpty_fieldsChanged_runGoGenerate(Empty{})
 
-// idemGen_Array1PtrBigInt_fieldsChanged_runGoGenerate is the field list of Gen[[1]*big.Int] that the generated code was written for (tags aside).
+// idemGen_Array1PtrBigInt_fieldsChanged_runGoGenerate lists the fields of Gen[[1]*big.Int] as
+// generated (tags aside).
 type idemGen_Array1PtrBigInt_fieldsChanged_runGoGenerate struct {
 	V [1]*big.Int
 	L [][1]*big.Int
 	P *[1]*big.Int
 }
 
-// Build fails here if Gen[[1]*big.Int] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Gen[[1]*big.Int]'s fields changed since generation: run go generate.
 var _ = idemGen_Array1PtrBigInt_fieldsChanged_runGoGenerate(Gen[[1]*big.Int]{})
 
-// idemGen_MapMK10ToGen_int_fieldsChanged_runGoGenerate is the field list of Gen[map[MK10]Gen[int]] that the generated code was written for (tags aside).
+// idemGen_MapMK10ToGen_int_fieldsChanged_runGoGenerate lists the fields of Gen[map[MK10]Gen[int]]
+// as generated (tags aside).
 type idemGen_MapMK10ToGen_int_fieldsChanged_runGoGenerate struct {
 	V map[MK10]Gen[int]
 	L []map[MK10]Gen[int]
 	P *map[MK10]Gen[int]
 }
 
-// Build fails here if Gen[map[MK10]Gen[int]] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Gen[map[MK10]Gen[int]]'s fields changed since generation: run go generate.
 var _ = idemGen_MapMK10ToGen_int_fieldsChanged_runGoGenerate(Gen[map[MK10]Gen[int]]{})
 
-// idemGen_S6_fieldsChanged_runGoGenerate is the field list of Gen[S6] that the generated code was written for (tags aside).
+// idemGen_S6_fieldsChanged_runGoGenerate lists the fields of Gen[S6] as generated (tags aside).
 type idemGen_S6_fieldsChanged_runGoGenerate struct {
 	V S6
 	L []S6
 	P *S6
 }
 
-// Build fails here if Gen[S6] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Gen[S6]'s fields changed since generation: run go generate.
 var _ = idemGen_S6_fieldsChanged_runGoGenerate(Gen[S6]{})
 
-// idemGen_Slicebyte_fieldsChanged_runGoGenerate is the field list of Gen[[]byte] that the generated code was written for (tags aside).
+// idemGen_Slicebyte_fieldsChanged_runGoGenerate lists the fields of Gen[[]byte] as generated (tags
+// aside).
 type idemGen_Slicebyte_fieldsChanged_runGoGenerate struct {
 	V []byte
 	L [][]byte
 	P *[]byte
 }
 
-// Build fails here if Gen[[]byte] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Gen[[]byte]'s fields changed since generation: run go generate.
 var _ = idemGen_Slicebyte_fieldsChanged_runGoGenerate(Gen[[]byte]{})
 
-// idemGen_int_fieldsChanged_runGoGenerate is the field list of Gen[int] that the generated code was written for (tags aside).
+// idemGen_int_fieldsChanged_runGoGenerate lists the fields of Gen[int] as generated (tags aside).
 type idemGen_int_fieldsChanged_runGoGenerate struct {
 	V int
 	L []int
 	P *int
 }
 
-// Build fails here if Gen[int] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Gen[int]'s fields changed since generation: run go generate.
 var _ = idemGen_int_fieldsChanged_runGoGenerate(Gen[int]{})
 
-// idemGen_uint16_fieldsChanged_runGoGenerate is the field list of Gen[A44] that the generated code was written for (tags aside).
+// idemGen_uint16_fieldsChanged_runGoGenerate lists the fields of Gen[A44] as generated (tags
+// aside).
 type idemGen_uint16_fieldsChanged_runGoGenerate struct {
 	V A44
 	L []A44
 	P *A44
 }
 
-// Build fails here if Gen[A44] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Gen[A44]'s fields changed since generation: run go generate.
 var _ = idemGen_uint16_fieldsChanged_runGoGenerate(Gen[A44]{})
 
-// idemGen_uint64_fieldsChanged_runGoGenerate is the field list of Gen[A11] that the generated code was written for (tags aside).
+// idemGen_uint64_fieldsChanged_runGoGenerate lists the fields of Gen[A11] as generated (tags
+// aside).
 type idemGen_uint64_fieldsChanged_runGoGenerate struct {
 	V A11
 	L []A11
 	P *A11
 }
 
-// Build fails here if Gen[A11] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Gen[A11]'s fields changed since generation: run go generate.
 var _ = idemGen_uint64_fieldsChanged_runGoGenerate(Gen[A11]{})
 
-// idemMK10_fieldsChanged_runGoGenerate is the field list of MK10 that the generated code was written for (tags aside).
+// idemMK10_fieldsChanged_runGoGenerate lists the fields of MK10 as generated (tags aside).
 type idemMK10_fieldsChanged_runGoGenerate struct {
 	A string
 	B int8
 }
 
-// Build fails here if MK10 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if MK10's fields changed since generation: run go generate.
 var _ = idemMK10_fieldsChanged_runGoGenerate(MK10{})
 
-// idemOtherPoint_fieldsChanged_runGoGenerate is the field list of other.Point that the generated code was written for (tags aside).
+// idemOtherPoint_fieldsChanged_runGoGenerate lists the fields of other.Point as generated (tags
+// aside).
 type idemOtherPoint_fieldsChanged_runGoGenerate struct {
 	X int32
 	Y int32
 }
 
-// Build fails here if other.Point gained, lost or retyped a field since generation: run go generate.
+// Build fails here if other.Point's fields changed since generation: run go generate.
 var _ = idemOtherPoint_fieldsChanged_runGoGenerate(other.Point{})
 
-// idemP12_fieldsChanged_runGoGenerate is the field list of P12 that the generated code was written for (tags aside).
+// idemP12_fieldsChanged_runGoGenerate lists the fields of P12 as generated (tags aside).
 type idemP12_fieldsChanged_runGoGenerate struct {
 	A *Q13
 	B N14
 }
 
-// Build fails here if P12 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if P12's fields changed since generation: run go generate.
 var _ = idemP12_fieldsChanged_runGoGenerate(P12{})
 
-// idemP16_fieldsChanged_runGoGenerate is the field list of P16 that the generated code was written for (tags aside).
+// idemP16_fieldsChanged_runGoGenerate lists the fields of P16 as generated (tags aside).
 type idemP16_fieldsChanged_runGoGenerate struct {
 	A *Q17
 	B S18
 }
 
-// Build fails here if P16 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if P16's fields changed since generation: run go generate.
 var _ = idemP16_fieldsChanged_runGoGenerate(P16{})
 
-// idemP21_fieldsChanged_runGoGenerate is the field list of P21 that the generated code was written for (tags aside).
+// idemP21_fieldsChanged_runGoGenerate lists the fields of P21 as generated (tags aside).
 type idemP21_fieldsChanged_runGoGenerate struct {
 	A *Q22
 	B Gen[[]byte]
 }
 
-// Build fails here if P21 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if P21's fields changed since generation: run go generate.
 var _ = idemP21_fieldsChanged_runGoGenerate(P21{})
 
-// idemP26_fieldsChanged_runGoGenerate is the field list of P26 that the generated code was written for (tags aside).
+// idemP26_fieldsChanged_runGoGenerate lists the fields of P26 as generated (tags aside).
 type idemP26_fieldsChanged_runGoGenerate struct {
 	A *Q27
 	B S28
 }
 
-// Build fails here if P26 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if P26's fields changed since generation: run go generate.
 var _ = idemP26_fieldsChanged_runGoGenerate(P26{})
 
-// idemP31_fieldsChanged_runGoGenerate is the field list of P31 that the generated code was written for (tags aside).
+// idemP31_fieldsChanged_runGoGenerate lists the fields of P31 as generated (tags aside).
 type idemP31_fieldsChanged_runGoGenerate struct {
 	A *Q32
 	B [0]other.Code
 }
 
-// Build fails here if P31 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if P31's fields changed since generation: run go generate.
 var _ = idemP31_fieldsChanged_runGoGenerate(P31{})
 
-// idemP33_fieldsChanged_runGoGenerate is the field list of P33 that the generated code was written for (tags aside).
+// idemP33_fieldsChanged_runGoGenerate lists the fields of P33 as generated (tags aside).
 type idemP33_fieldsChanged_runGoGenerate struct {
 	A *Q34
 	B uint16
 }
 
-// Build fails here if P33 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if P33's fields changed since generation: run go generate.
 var _ = idemP33_fieldsChanged_runGoGenerate(P33{})
 
-// idemPair_OtherCode_Rec39_fieldsChanged_runGoGenerate is the field list of Pair[other.Code, Rec39] that the generated code was written for (tags aside).
+// idemPair_OtherCode_Rec39_fieldsChanged_runGoGenerate lists the fields of Pair[other.Code, Rec39]
+// as generated (tags aside).
 type idemPair_OtherCode_Rec39_fieldsChanged_runGoGenerate struct {
 	K other.Code
 	V Rec39
 }
 
-// Build fails here if Pair[other.Code, Rec39] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Pair[other.Code, Rec39]'s fields changed since generation: run go generate.
 var _ = idemPair_OtherCode_Rec39_fieldsChanged_runGoGenerate(Pair[other.Code, Rec39]{})
 
-// idemPair_string_S45_fieldsChanged_runGoGenerate is the field list of Pair[string, S45] that the generated code was written for (tags aside).
+// idemPair_string_S45_fieldsChanged_runGoGenerate lists the fields of Pair[string, S45] as
+// generated (tags aside).
 type idemPair_string_S45_fieldsChanged_runGoGenerate struct {
 	K string
 	V S45
 }
 
-// Build fails here if Pair[string, S45] gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Pair[string, S45]'s fields changed since generation: run go generate.
 var _ = idemPair_string_S45_fieldsChanged_runGoGenerate(Pair[string, S45]{})
 
-// idemQ13_fieldsChanged_runGoGenerate is the field list of Q13 that the generated code was written for (tags aside).
+// idemQ13_fieldsChanged_runGoGenerate lists the fields of Q13 as generated (tags aside).
 type idemQ13_fieldsChanged_runGoGenerate struct {
 	C A15
 	D *net.IP
 }
 
-// Build fails here if Q13 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Q13's fields changed since generation: run go generate.
 var _ = idemQ13_fieldsChanged_runGoGenerate(Q13{})
 
-// idemQ17_fieldsChanged_runGoGenerate is the field list of Q17 that the generated code was written for (tags aside).
+// idemQ17_fieldsChanged_runGoGenerate lists the fields of Q17 as generated (tags aside).
 type idemQ17_fieldsChanged_runGoGenerate struct {
 	C Rec20
 	D *float64
 }
 
-// Build fails here if Q17 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Q17's fields changed since generation: run go generate.
 var _ = idemQ17_fieldsChanged_runGoGenerate(Q17{})
 
-// idemQ22_fieldsChanged_runGoGenerate is the field list of Q22 that the generated code was written for (tags aside).
+// idemQ22_fieldsChanged_runGoGenerate lists the fields of Q22 as generated (tags aside).
 type idemQ22_fieldsChanged_runGoGenerate struct {
 	C S23
 	D *complex64
 }
 
-// Build fails here if Q22 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Q22's fields changed since generation: run go generate.
 var _ = idemQ22_fieldsChanged_runGoGenerate(Q22{})
 
-// idemQ27_fieldsChanged_runGoGenerate is the field list of Q27 that the generated code was written for (tags aside).
+// idemQ27_fieldsChanged_runGoGenerate lists the fields of Q27 as generated (tags aside).
 type idemQ27_fieldsChanged_runGoGenerate struct {
 	C map[bool]*big.Float
 	D *other.Code
 }
 
-// Build fails here if Q27 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Q27's fields changed since generation: run go generate.
 var _ = idemQ27_fieldsChanged_runGoGenerate(Q27{})
 
-// idemQ32_fieldsChanged_runGoGenerate is the field list of Q32 that the generated code was written for (tags aside).
+// idemQ32_fieldsChanged_runGoGenerate lists the fields of Q32 as generated (tags aside).
 type idemQ32_fieldsChanged_runGoGenerate struct {
 	C [1]uint64
 	D *[]byte
 }
 
-// Build fails here if Q32 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Q32's fields changed since generation: run go generate.
 var _ = idemQ32_fieldsChanged_runGoGenerate(Q32{})
 
-// idemQ34_fieldsChanged_runGoGenerate is the field list of Q34 that the generated code was written for (tags aside).
+// idemQ34_fieldsChanged_runGoGenerate lists the fields of Q34 as generated (tags aside).
 type idemQ34_fieldsChanged_runGoGenerate struct {
 	C N35
 	D *N36
 }
 
-// Build fails here if Q34 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Q34's fields changed since generation: run go generate.
 var _ = idemQ34_fieldsChanged_runGoGenerate(Q34{})
 
-// idemRec20_fieldsChanged_runGoGenerate is the field list of Rec20 that the generated code was written for (tags aside).
+// idemRec20_fieldsChanged_runGoGenerate lists the fields of Rec20 as generated (tags aside).
 type idemRec20_fieldsChanged_runGoGenerate struct {
 	V    other.Code
 	Next []*Rec20
 }
 
-// Build fails here if Rec20 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Rec20's fields changed since generation: run go generate.
 var _ = idemRec20_fieldsChanged_runGoGenerate(Rec20{})
 
-// idemRec39_fieldsChanged_runGoGenerate is the field list of Rec39 that the generated code was written for (tags aside).
+// idemRec39_fieldsChanged_runGoGenerate lists the fields of Rec39 as generated (tags aside).
 type idemRec39_fieldsChanged_runGoGenerate struct {
 	V    int8
 	Next map[string]Rec39
 }
 
-// Build fails here if Rec39 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Rec39's fields changed since generation: run go generate.
 var _ = idemRec39_fieldsChanged_runGoGenerate(Rec39{})
 
-// idemS18_fieldsChanged_runGoGenerate is the field list of S18 that the generated code was written for (tags aside).
+// idemS18_fieldsChanged_runGoGenerate lists the fields of S18 as generated (tags aside).
 type idemS18_fieldsChanged_runGoGenerate struct {
 	F0 A19
 	F1 uint16
 }
 
-// Build fails here if S18 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if S18's fields changed since generation: run go generate.
 var _ = idemS18_fieldsChanged_runGoGenerate(S18{})
 
-// idemS1_fieldsChanged_runGoGenerate is the field list of S1 that the generated code was written for (tags aside).
+// idemS1_fieldsChanged_runGoGenerate lists the fields of S1 as generated (tags aside).
 type idemS1_fieldsChanged_runGoGenerate struct {
 	*E2
 }
 
-// Build fails here if S1 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if S1's fields changed since generation: run go generate.
 var _ = idemS1_fieldsChanged_runGoGenerate(S1{})
 
-// idemS23_fieldsChanged_runGoGenerate is the field list of S23 that the generated code was written for (tags aside).
+// idemS23_fieldsChanged_runGoGenerate lists the fields of S23 as generated (tags aside).
 type idemS23_fieldsChanged_runGoGenerate struct {
 	other.Tag `json:"-" xml:"-"`
 	E24       `json:"-" xml:"-"`
 	F2        A25
 }
 
-// Build fails here if S23 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if S23's fields changed since generation: run go generate.
 var _ = idemS23_fieldsChanged_runGoGenerate(S23{})
 
-// idemS28_fieldsChanged_runGoGenerate is the field list of S28 that the generated code was written for (tags aside).
+// idemS28_fieldsChanged_runGoGenerate lists the fields of S28 as generated (tags aside).
 type idemS28_fieldsChanged_runGoGenerate struct {
 	F0 N29
 	*E30
@@ -3957,26 +4010,26 @@ type idemS28_fieldsChanged_runGoGenerate struct {
 	other.Tag `json:"-" xml:"-"`
 }
 
-// Build fails here if S28 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if S28's fields changed since generation: run go generate.
 var _ = idemS28_fieldsChanged_runGoGenerate(S28{})
 
-// idemS37_fieldsChanged_runGoGenerate is the field list of S37 that the generated code was written for (tags aside).
+// idemS37_fieldsChanged_runGoGenerate lists the fields of S37 as generated (tags aside).
 type idemS37_fieldsChanged_runGoGenerate struct {
 	F0 A38
 }
 
-// Build fails here if S37 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if S37's fields changed since generation: run go generate.
 var _ = idemS37_fieldsChanged_runGoGenerate(S37{})
 
-// idemS40_fieldsChanged_runGoGenerate is the field list of S40 that the generated code was written for (tags aside).
+// idemS40_fieldsChanged_runGoGenerate lists the fields of S40 as generated (tags aside).
 type idemS40_fieldsChanged_runGoGenerate struct {
 	F0 S41
 }
 
-// Build fails here if S40 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if S40's fields changed since generation: run go generate.
 var _ = idemS40_fieldsChanged_runGoGenerate(S40{})
 
-// idemS41_fieldsChanged_runGoGenerate is the field list of S41 that the generated code was written for (tags aside).
+// idemS41_fieldsChanged_runGoGenerate lists the fields of S41 as generated (tags aside).
 type idemS41_fieldsChanged_runGoGenerate struct {
 	F0 struct {
 		F0 uint
@@ -3985,45 +4038,45 @@ type idemS41_fieldsChanged_runGoGenerate struct {
 	}
 }
 
-// Build fails here if S41 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if S41's fields changed since generation: run go generate.
 var _ = idemS41_fieldsChanged_runGoGenerate(S41{})
 
-// idemS42_fieldsChanged_runGoGenerate is the field list of S42 that the generated code was written for (tags aside).
+// idemS42_fieldsChanged_runGoGenerate lists the fields of S42 as generated (tags aside).
 type idemS42_fieldsChanged_runGoGenerate struct {
 	F0 S43
 	F1 [1]Gen[A44]
 	F2 Gen[[1]*big.Int]
 }
 
-// Build fails here if S42 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if S42's fields changed since generation: run go generate.
 var _ = idemS42_fieldsChanged_runGoGenerate(S42{})
 
-// idemS43_fieldsChanged_runGoGenerate is the field list of S43 that the generated code was written for (tags aside).
+// idemS43_fieldsChanged_runGoGenerate lists the fields of S43 as generated (tags aside).
 type idemS43_fieldsChanged_runGoGenerate struct {
 	F0 uint64
 }
 
-// Build fails here if S43 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if S43's fields changed since generation: run go generate.
 var _ = idemS43_fieldsChanged_runGoGenerate(S43{})
 
-// idemS45_fieldsChanged_runGoGenerate is the field list of S45 that the generated code was written for (tags aside).
+// idemS45_fieldsChanged_runGoGenerate lists the fields of S45 as generated (tags aside).
 type idemS45_fieldsChanged_runGoGenerate struct {
 	time.Time `json:"-" xml:"-"`
 	F1        *big.Int
 }
 
-// Build fails here if S45 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if S45's fields changed since generation: run go generate.
 var _ = idemS45_fieldsChanged_runGoGenerate(S45{})
 
-// idemS46_fieldsChanged_runGoGenerate is the field list of S46 that the generated code was written for (tags aside).
+// idemS46_fieldsChanged_runGoGenerate lists the fields of S46 as generated (tags aside).
 type idemS46_fieldsChanged_runGoGenerate struct {
 	F0 complex128
 }
 
-// Build fails here if S46 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if S46's fields changed since generation: run go generate.
 var _ = idemS46_fieldsChanged_runGoGenerate(S46{})
 
-// idemS48_fieldsChanged_runGoGenerate is the field list of S48 that the generated code was written for (tags aside).
+// idemS48_fieldsChanged_runGoGenerate lists the fields of S48 as generated (tags aside).
 type idemS48_fieldsChanged_runGoGenerate struct {
 	other.Point `json:"-" xml:"-"`
 	F1          S49
@@ -4034,51 +4087,51 @@ type idemS48_fieldsChanged_runGoGenerate struct {
 	F3 uint16
 }
 
-// Build fails here if S48 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if S48's fields changed since generation: run go generate.
 var _ = idemS48_fieldsChanged_runGoGenerate(S48{})
 
-// idemS49_fieldsChanged_runGoGenerate is the field list of S49 that the generated code was written for (tags aside).
+// idemS49_fieldsChanged_runGoGenerate lists the fields of S49 as generated (tags aside).
 type idemS49_fieldsChanged_runGoGenerate struct {
 	F0  uint8
 	E50 `json:"-" xml:"-"`
 	F2  any
 }
 
-// Build fails here if S49 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if S49's fields changed since generation: run go generate.
 var _ = idemS49_fieldsChanged_runGoGenerate(S49{})
 
-// idemS56_fieldsChanged_runGoGenerate is the field list of S56 that the generated code was written for (tags aside).
+// idemS56_fieldsChanged_runGoGenerate lists the fields of S56 as generated (tags aside).
 type idemS56_fieldsChanged_runGoGenerate struct {
 	other.Dec `json:"-" xml:"-"`
 	F1        A57
 }
 
-// Build fails here if S56 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if S56's fields changed since generation: run go generate.
 var _ = idemS56_fieldsChanged_runGoGenerate(S56{})
 
-// idemS6_fieldsChanged_runGoGenerate is the field list of S6 that the generated code was written for (tags aside).
+// idemS6_fieldsChanged_runGoGenerate lists the fields of S6 as generated (tags aside).
 type idemS6_fieldsChanged_runGoGenerate struct {
 	F0 map[other.Point]other.Bin
 	F1 S7
 }
 
-// Build fails here if S6 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if S6's fields changed since generation: run go generate.
 var _ = idemS6_fieldsChanged_runGoGenerate(S6{})
 
-// idemS7_fieldsChanged_runGoGenerate is the field list of S7 that the generated code was written for (tags aside).
+// idemS7_fieldsChanged_runGoGenerate lists the fields of S7 as generated (tags aside).
 type idemS7_fieldsChanged_runGoGenerate struct {
 	*E8
 }
 
-// Build fails here if S7 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if S7's fields changed since generation: run go generate.
 var _ = idemS7_fieldsChanged_runGoGenerate(S7{})
 
-// idemS9_fieldsChanged_runGoGenerate is the field list of S9 that the generated code was written for (tags aside).
+// idemS9_fieldsChanged_runGoGenerate lists the fields of S9 as generated (tags aside).
 type idemS9_fieldsChanged_runGoGenerate struct {
 	other.Point `json:"-" xml:"-"`
 }
 
-// Build fails here if S9 gained, lost or retyped a field since generation: run go generate.
+// Build fails here if S9's fields changed since generation: run go generate.
 var _ = idemS9_fieldsChanged_runGoGenerate(S9{})
 
 // Build fails here if other.Code is no longer defined as string: run go generate.

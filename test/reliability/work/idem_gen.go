@@ -47,7 +47,8 @@ var idemCodecEffectsStorm = idemimpl.TypedCodec[Outcome]{
 	},
 }
 
-// Storm is Effects.Storm, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=2m name=rel.storm). The receiver is not part of the key (key= can name its fields).
+// Storm is Effects.Storm, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=2m
+// name=rel.storm). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Storm(ctx context.Context, key string) (Outcome, error) {
 	c := e.beginStorm(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
@@ -55,7 +56,7 @@ func (e *IdempotentEffects) Storm(ctx context.Context, key string) (Outcome, err
 	})
 }
 
-// StormKey is the store key Storm claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// StormKey is the store key Storm claims for these arguments; nothing runs.
 func (e *IdempotentEffects) StormKey(key string) (string, error) {
 	return e.beginStorm(key).StoreKey()
 }
@@ -90,7 +91,8 @@ var idemCodecEffectsCrash = idemimpl.TypedCodec[Outcome]{
 	},
 }
 
-// Crash is Effects.Crash, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s name=rel.crash). The receiver is not part of the key (key= can name its fields).
+// Crash is Effects.Crash, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
+// name=rel.crash). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Crash(ctx context.Context, key string) (Outcome, error) {
 	c := e.beginCrash(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
@@ -98,7 +100,7 @@ func (e *IdempotentEffects) Crash(ctx context.Context, key string) (Outcome, err
 	})
 }
 
-// CrashKey is the store key Crash claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// CrashKey is the store key Crash claims for these arguments; nothing runs.
 func (e *IdempotentEffects) CrashKey(key string) (string, error) {
 	return e.beginCrash(key).StoreKey()
 }
@@ -133,7 +135,8 @@ var idemCodecEffectsZombie = idemimpl.TypedCodec[Outcome]{
 	},
 }
 
-// Zombie is Effects.Zombie, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s name=rel.zombie). The receiver is not part of the key (key= can name its fields).
+// Zombie is Effects.Zombie, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
+// name=rel.zombie). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Zombie(ctx context.Context, key string) (Outcome, error) {
 	c := e.beginZombie(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
@@ -141,7 +144,7 @@ func (e *IdempotentEffects) Zombie(ctx context.Context, key string) (Outcome, er
 	})
 }
 
-// ZombieKey is the store key Zombie claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ZombieKey is the store key Zombie claims for these arguments; nothing runs.
 func (e *IdempotentEffects) ZombieKey(key string) (string, error) {
 	return e.beginZombie(key).StoreKey()
 }
@@ -175,7 +178,8 @@ var idemCodecEffectsContend = idemimpl.TypedCodec[Outcome]{
 	},
 }
 
-// Contend is Effects.Contend, run at most once per key (ttl=1h lease=1s on_duplicate=return name=rel.contend). The receiver is not part of the key (key= can name its fields).
+// Contend is Effects.Contend, run at most once per key (ttl=1h lease=1s on_duplicate=return
+// name=rel.contend). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Contend(ctx context.Context, key string) (Outcome, error) {
 	c := e.beginContend(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
@@ -183,7 +187,7 @@ func (e *IdempotentEffects) Contend(ctx context.Context, key string) (Outcome, e
 	})
 }
 
-// ContendKey is the store key Contend claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ContendKey is the store key Contend claims for these arguments; nothing runs.
 func (e *IdempotentEffects) ContendKey(key string) (string, error) {
 	return e.beginContend(key).StoreKey()
 }
@@ -217,7 +221,8 @@ var idemCodecEffectsSkew = idemimpl.TypedCodec[Outcome]{
 	},
 }
 
-// Skew is Effects.Skew, run at most once per key (ttl=1h lease=2s on_duplicate=return name=rel.skew). The receiver is not part of the key (key= can name its fields).
+// Skew is Effects.Skew, run at most once per key (ttl=1h lease=2s on_duplicate=return
+// name=rel.skew). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Skew(ctx context.Context, key string) (Outcome, error) {
 	c := e.beginSkew(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
@@ -225,7 +230,7 @@ func (e *IdempotentEffects) Skew(ctx context.Context, key string) (Outcome, erro
 	})
 }
 
-// SkewKey is the store key Skew claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// SkewKey is the store key Skew claims for these arguments; nothing runs.
 func (e *IdempotentEffects) SkewKey(key string) (string, error) {
 	return e.beginSkew(key).StoreKey()
 }
@@ -259,7 +264,8 @@ var idemCodecEffectsMeasure = idemimpl.TypedCodec[Reading]{
 	},
 }
 
-// Measure is Effects.Measure, run at most once per key (ttl=1h lease=10s on_duplicate=return name=rel.measure). The receiver is not part of the key (key= can name its fields).
+// Measure is Effects.Measure, run at most once per key (ttl=1h lease=10s on_duplicate=return
+// name=rel.measure). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Measure(ctx context.Context, key string) (Reading, error) {
 	c := e.beginMeasure(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Reading, error) {
@@ -267,7 +273,7 @@ func (e *IdempotentEffects) Measure(ctx context.Context, key string) (Reading, e
 	})
 }
 
-// MeasureKey is the store key Measure claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// MeasureKey is the store key Measure claims for these arguments; nothing runs.
 func (e *IdempotentEffects) MeasureKey(key string) (string, error) {
 	return e.beginMeasure(key).StoreKey()
 }
@@ -301,7 +307,8 @@ var idemCodecEffectsStrict = idemimpl.TypedCodec[StrictReading]{
 	},
 }
 
-// Strict is Effects.Strict, run at most once per key (ttl=1h lease=10s on_duplicate=return name=rel.strict). The receiver is not part of the key (key= can name its fields).
+// Strict is Effects.Strict, run at most once per key (ttl=1h lease=10s on_duplicate=return
+// name=rel.strict). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Strict(ctx context.Context, key string) (StrictReading, error) {
 	c := e.beginStrict(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (StrictReading, error) {
@@ -309,7 +316,7 @@ func (e *IdempotentEffects) Strict(ctx context.Context, key string) (StrictReadi
 	})
 }
 
-// StrictKey is the store key Strict claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// StrictKey is the store key Strict claims for these arguments; nothing runs.
 func (e *IdempotentEffects) StrictKey(key string) (string, error) {
 	return e.beginStrict(key).StoreKey()
 }
@@ -344,7 +351,8 @@ var idemCodecEffectsExit = idemimpl.TypedCodec[Outcome]{
 	},
 }
 
-// Exit is Effects.Exit, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=20s name=rel.exit). The receiver is not part of the key (key= can name its fields).
+// Exit is Effects.Exit, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=20s
+// name=rel.exit). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Exit(ctx context.Context, key string) (Outcome, error) {
 	c := e.beginExit(key)
 	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
@@ -352,7 +360,7 @@ func (e *IdempotentEffects) Exit(ctx context.Context, key string) (Outcome, erro
 	})
 }
 
-// ExitKey is the store key Exit claims for these arguments, computed without running anything: for operators and tools that find or delete the call's record.
+// ExitKey is the store key Exit claims for these arguments; nothing runs.
 func (e *IdempotentEffects) ExitKey(key string) (string, error) {
 	return e.beginExit(key).StoreKey()
 }
@@ -364,7 +372,7 @@ func (e *IdempotentEffects) beginExit(key string) idem.Call {
 	return c
 }
 
-// idemDecOutcome reads a Outcome of a stored result.
+// idemDecOutcome restores values of Outcome.
 func idemDecOutcome(d *idemimpl.Decoder, v *Outcome) {
 	end := d.Struct()
 	for d.More(end) {
@@ -385,7 +393,7 @@ func idemDecOutcome(d *idemimpl.Decoder, v *Outcome) {
 	}
 }
 
-// idemDecReading reads a Reading of a stored result.
+// idemDecReading restores values of Reading.
 func idemDecReading(d *idemimpl.Decoder, v *Reading) {
 	end := d.Struct()
 	for d.More(end) {
@@ -400,7 +408,7 @@ func idemDecReading(d *idemimpl.Decoder, v *Reading) {
 	}
 }
 
-// idemDecStrictReading reads a StrictReading of a stored result.
+// idemDecStrictReading restores values of StrictReading.
 func idemDecStrictReading(d *idemimpl.Decoder, v *StrictReading) {
 	end := d.Struct()
 	for d.More(end) {
@@ -415,7 +423,7 @@ func idemDecStrictReading(d *idemimpl.Decoder, v *StrictReading) {
 	}
 }
 
-// idemEncOutcome writes a Outcome of a stored result.
+// idemEncOutcome stores values of Outcome.
 func idemEncOutcome(e *idemimpl.Encoder, v *Outcome) {
 	at := e.Struct()
 	e.Field("Key")
@@ -431,7 +439,7 @@ func idemEncOutcome(e *idemimpl.Encoder, v *Outcome) {
 	e.End(at)
 }
 
-// idemEncReading writes a Reading of a stored result.
+// idemEncReading stores values of Reading.
 func idemEncReading(e *idemimpl.Encoder, v *Reading) {
 	at := e.Struct()
 	e.Field("Outcome")
@@ -441,7 +449,7 @@ func idemEncReading(e *idemimpl.Encoder, v *Reading) {
 	e.End(at)
 }
 
-// idemEncStrictReading writes a StrictReading of a stored result.
+// idemEncStrictReading stores values of StrictReading.
 func idemEncStrictReading(e *idemimpl.Encoder, v *StrictReading) {
 	at := e.Struct()
 	e.Field("Outcome")
@@ -451,7 +459,7 @@ func idemEncStrictReading(e *idemimpl.Encoder, v *StrictReading) {
 	e.End(at)
 }
 
-// idemOutcome_fieldsChanged_runGoGenerate is the field list of Outcome that the generated code was written for (tags aside).
+// idemOutcome_fieldsChanged_runGoGenerate lists the fields of Outcome as generated (tags aside).
 type idemOutcome_fieldsChanged_runGoGenerate struct {
 	Key         string
 	Fence       uint64
@@ -460,23 +468,24 @@ type idemOutcome_fieldsChanged_runGoGenerate struct {
 	BizAccepted bool
 }
 
-// Build fails here if Outcome gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Outcome's fields changed since generation: run go generate.
 var _ = idemOutcome_fieldsChanged_runGoGenerate(Outcome{})
 
-// idemReading_fieldsChanged_runGoGenerate is the field list of Reading that the generated code was written for (tags aside).
+// idemReading_fieldsChanged_runGoGenerate lists the fields of Reading as generated (tags aside).
 type idemReading_fieldsChanged_runGoGenerate struct {
 	Outcome `json:"-" xml:"-"`
 	Value   float64
 }
 
-// Build fails here if Reading gained, lost or retyped a field since generation: run go generate.
+// Build fails here if Reading's fields changed since generation: run go generate.
 var _ = idemReading_fieldsChanged_runGoGenerate(Reading{})
 
-// idemStrictReading_fieldsChanged_runGoGenerate is the field list of StrictReading that the generated code was written for (tags aside).
+// idemStrictReading_fieldsChanged_runGoGenerate lists the fields of StrictReading as generated
+// (tags aside).
 type idemStrictReading_fieldsChanged_runGoGenerate struct {
 	Outcome `json:"-" xml:"-"`
 	Gauge   Gauge
 }
 
-// Build fails here if StrictReading gained, lost or retyped a field since generation: run go generate.
+// Build fails here if StrictReading's fields changed since generation: run go generate.
 var _ = idemStrictReading_fieldsChanged_runGoGenerate(StrictReading{})
