@@ -151,6 +151,14 @@ func cases() []check.Case {
 				P *Empty
 			}](v))
 		}},
+		{Name: "KeyedFixed5(any)", Type: reflect.TypeFor[any](), Key: func(v any) (string, error) { return api.KeyedFixed5Key(check.As[any](v)) }},
+		{Name: "StoredFixed5(any)", Type: reflect.TypeFor[any](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.StoredFixed5(ctx, id, check.As[any](v))
+		}},
+		{Name: "KeyedFixed6(map[string]any)", Type: reflect.TypeFor[map[string]any](), Key: func(v any) (string, error) { return api.KeyedFixed6Key(check.As[map[string]any](v)) }},
+		{Name: "StoredFixed6(map[string]any)", Type: reflect.TypeFor[map[string]any](), Call: func(ctx context.Context, id int64, v any) (any, error) {
+			return api.StoredFixed6(ctx, id, check.As[map[string]any](v))
+		}},
 	}
 }
 

@@ -2514,6 +2514,211 @@ func (x *Idempotent) beginStoredFixed4(id int64, v *struct {
 	return c
 }
 
+var idemSpecKeyedFixed5 = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed5",
+	Signature:   "85ce9c454a4a40f8",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecKeyedFixed5,
+}
+
+// Build fails here if sample.KeyedFixed5's signature changed since generation: run go generate.
+var _ func(context.Context, any) (int64, error) = KeyedFixed5
+
+// idemCodecKeyedFixed5 stores the results of KeyedFixed5 (generated codec).
+var idemCodecKeyedFixed5 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// KeyedFixed5 is sample.KeyedFixed5, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return).
+func (x *Idempotent) KeyedFixed5(ctx context.Context, v any) (int64, error) {
+	c := x.beginKeyedFixed5(v)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return KeyedFixed5(ctx, v)
+	})
+}
+
+// KeyedFixed5Key is the store key KeyedFixed5 claims for these arguments; nothing runs.
+func (x *Idempotent) KeyedFixed5Key(v any) (string, error) {
+	return x.beginKeyedFixed5(v).StoreKey()
+}
+
+// beginKeyedFixed5 starts a call of KeyedFixed5 and writes its key material.
+func (x *Idempotent) beginKeyedFixed5(v any) idem.Call {
+	c := x.g.Begin(idemSpecKeyedFixed5)
+	c.Key().Any(v)
+	return c
+}
+
+var idemSpecStoredFixed5 = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed5",
+	Signature:   "155215a9c60ce2a5",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecStoredFixed5,
+}
+
+// Build fails here if sample.StoredFixed5's signature changed since generation: run go generate.
+var _ func(context.Context, int64, any) (any, error) = StoredFixed5
+
+// idemCodecStoredFixed5 stores the results of StoredFixed5 (generated codec).
+var idemCodecStoredFixed5 = idemimpl.TypedCodec[any]{
+	Decode: func(d *idemimpl.Decoder, v *any) {
+		*v = d.Any()
+	},
+	Encode: func(e *idemimpl.Encoder, v *any) {
+		e.Any(*v)
+	},
+}
+
+// StoredFixed5 is sample.StoredFixed5, run at most once per key (ttl=24h lease=30s
+// on_duplicate=return exclude=v).
+func (x *Idempotent) StoredFixed5(ctx context.Context, id int64, v any) (any, error) {
+	c := x.beginStoredFixed5(id, v)
+	return idem.Do(ctx, c, func(ctx context.Context) (any, error) {
+		return StoredFixed5(ctx, id, v)
+	})
+}
+
+// StoredFixed5Key is the store key StoredFixed5 claims for these arguments; nothing runs.
+func (x *Idempotent) StoredFixed5Key(id int64, v any) (string, error) {
+	return x.beginStoredFixed5(id, v).StoreKey()
+}
+
+// beginStoredFixed5 starts a call of StoredFixed5 and writes its key material.
+func (x *Idempotent) beginStoredFixed5(id int64, v any) idem.Call {
+	c := x.g.Begin(idemSpecStoredFixed5)
+	c.Key().Int(id)
+	return c
+}
+
+var idemSpecKeyedFixed6 = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed6",
+	Signature:   "722b51d601b589ae",
+	TTL:         time.Hour,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecKeyedFixed6,
+}
+
+// Build fails here if sample.KeyedFixed6's signature changed since generation: run go generate.
+var _ func(context.Context, map[string]any) (int64, error) = KeyedFixed6
+
+// idemCodecKeyedFixed6 stores the results of KeyedFixed6 (generated codec).
+var idemCodecKeyedFixed6 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// KeyedFixed6 is sample.KeyedFixed6, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return).
+func (x *Idempotent) KeyedFixed6(ctx context.Context, v map[string]any) (int64, error) {
+	c := x.beginKeyedFixed6(v)
+	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+		return KeyedFixed6(ctx, v)
+	})
+}
+
+// KeyedFixed6Key is the store key KeyedFixed6 claims for these arguments; nothing runs.
+func (x *Idempotent) KeyedFixed6Key(v map[string]any) (string, error) {
+	return x.beginKeyedFixed6(v).StoreKey()
+}
+
+// beginKeyedFixed6 starts a call of KeyedFixed6 and writes its key material.
+func (x *Idempotent) beginKeyedFixed6(v map[string]any) idem.Call {
+	c := x.g.Begin(idemSpecKeyedFixed6)
+	if v == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().MapStart(len(v))
+		for k, e := range v {
+			c.Key().MapEntry()
+			c.Key().String(k)
+			c.Key().Any(e)
+		}
+		c.Key().MapEnd()
+	}
+	return c
+}
+
+var idemSpecStoredFixed6 = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed6",
+	Signature:   "64b1d49c6b66212e",
+	TTL:         idem.DefaultTTL,
+	Lease:       idem.DefaultLease,
+	OnDuplicate: idem.DuplicateReturn,
+	Codec:       idemCodecStoredFixed6,
+}
+
+// Build fails here if sample.StoredFixed6's signature changed since generation: run go generate.
+var _ func(context.Context, int64, map[string]any) (map[string]any, error) = StoredFixed6
+
+// idemCodecStoredFixed6 stores the results of StoredFixed6 (generated codec).
+var idemCodecStoredFixed6 = idemimpl.TypedCodec[map[string]any]{
+	Decode: func(d *idemimpl.Decoder, v *map[string]any) {
+		if d.Nil() {
+			*v = nil
+		} else {
+			n := d.Map()
+			*v = make(map[string]any, n)
+			for range n {
+				var k string
+				var x any
+				k = d.String()
+				x = d.Any()
+				(*v)[k] = x
+			}
+		}
+	},
+	Encode: func(e *idemimpl.Encoder, v *map[string]any) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			at := e.Map(len(*v))
+			// sorted: the same value always has the same bytes
+			for _, k := range slices.Sorted(maps.Keys(*v)) {
+				x := (*v)[k]
+				e.String(k)
+				e.Any(x)
+			}
+			e.End(at)
+		}
+	},
+}
+
+// StoredFixed6 is sample.StoredFixed6, run at most once per key (ttl=24h lease=30s
+// on_duplicate=return exclude=v).
+func (x *Idempotent) StoredFixed6(ctx context.Context, id int64, v map[string]any) (map[string]any, error) {
+	c := x.beginStoredFixed6(id, v)
+	return idem.Do(ctx, c, func(ctx context.Context) (map[string]any, error) {
+		return StoredFixed6(ctx, id, v)
+	})
+}
+
+// StoredFixed6Key is the store key StoredFixed6 claims for these arguments; nothing runs.
+func (x *Idempotent) StoredFixed6Key(id int64, v map[string]any) (string, error) {
+	return x.beginStoredFixed6(id, v).StoreKey()
+}
+
+// beginStoredFixed6 starts a call of StoredFixed6 and writes its key material.
+func (x *Idempotent) beginStoredFixed6(id int64, v map[string]any) idem.Call {
+	c := x.g.Begin(idemSpecStoredFixed6)
+	c.Key().Int(id)
+	return c
+}
+
 // idemDecE50 restores values of E50.
 func idemDecE50(d *idemimpl.Decoder, v *E50) {
 	end := d.Struct()

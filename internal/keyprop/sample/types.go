@@ -596,3 +596,31 @@ func StoredFixed4(ctx context.Context, id int64, v struct {
 }, error) {
 	return v, nil
 }
+
+// KeyedFixed5 is keyed by a any.
+//
+//idem:ttl=1h
+func KeyedFixed5(ctx context.Context, v any) (int64, error) {
+	return 0, nil
+}
+
+// StoredFixed5 returns a any.
+//
+//idem:exclude=v
+func StoredFixed5(ctx context.Context, id int64, v any) (any, error) {
+	return v, nil
+}
+
+// KeyedFixed6 is keyed by a map[string]any.
+//
+//idem:ttl=1h
+func KeyedFixed6(ctx context.Context, v map[string]any) (int64, error) {
+	return 0, nil
+}
+
+// StoredFixed6 returns a map[string]any.
+//
+//idem:exclude=v
+func StoredFixed6(ctx context.Context, id int64, v map[string]any) (map[string]any, error) {
+	return v, nil
+}
