@@ -108,17 +108,8 @@ func (e *emitter) knownErrors() {
 // knownErrorType adds o to idemErrors if it is an error type whose values
 // a codec stores faithfully.
 func (e *emitter) knownErrorType(o *types.TypeName) {
-	n, ok := o.Type().(*types.Named)
-	if !ok || o.IsAlias() || n.TypeParams().Len() > 0 || types.IsInterface(n) || !e.nameable(o) || (!o.Exported() && o.Pkg() != e.pi.pkg.Types) {
-		return
-	}
-	var t types.Type
-	switch {
-	case types.Implements(n, errorIface):
-		t = n
-	case types.Implements(types.NewPointer(n), errorIface):
-		t = types.NewPointer(n)
-	default:
+	t, ok := e.implementer(o, errorIface)
+	if !ok {
 		return
 	}
 	if !e.renderable(t) {

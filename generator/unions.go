@@ -33,19 +33,13 @@ func (e *emitter) variants(n *types.Named) []types.Type {
 	p := n.Obj().Pkg()
 	if iface != nil && !iface.Empty() && p != nil && !isStd(p.Path()) && n.TypeArgs().Len() == 0 {
 		for _, name := range p.Scope().Names() {
-			o, ok := p.Scope().Lookup(name).(*types.TypeName)
-			if !ok || o.IsAlias() || (!o.Exported() && p != e.pi.pkg.Types) || !e.nameable(o) {
+			t, ok := e.implementer(p.Scope().Lookup(name), iface)
+			if !ok {
 				continue
 			}
-			t, ok := o.Type().(*types.Named)
-			if !ok || t.TypeParams().Len() > 0 || types.IsInterface(t) {
-				continue
-			}
-			switch {
-			case types.Implements(t, iface): // so does *T, which a value may hold
-				vs = append(vs, t, types.NewPointer(t))
-			case types.Implements(types.NewPointer(t), iface):
-				vs = append(vs, types.NewPointer(t))
+			vs = append(vs, t)
+			if n, byValue := t.(*types.Named); byValue {
+				vs = append(vs, types.NewPointer(n)) // a value may hold *T too
 			}
 		}
 	}
@@ -54,6 +48,28 @@ func (e *emitter) variants(n *types.Named) []types.Type {
 	}
 	e.unionVariants[n] = vs
 	return vs
+}
+
+// implementer returns the type declared by obj that implements iface
+// and that the generated file can name: T when T has the methods, *T
+// when only the pointer has them. Only this package's types may be
+// unexported; generic and interface types are not implementers.
+func (e *emitter) implementer(obj types.Object, iface *types.Interface) (types.Type, bool) {
+	o, ok := obj.(*types.TypeName)
+	if !ok || o.IsAlias() || (!o.Exported() && o.Pkg() != e.pi.pkg.Types) || !e.nameable(o) {
+		return nil, false
+	}
+	n, ok := o.Type().(*types.Named)
+	if !ok || n.TypeParams().Len() > 0 || types.IsInterface(n) {
+		return nil, false
+	}
+	switch {
+	case types.Implements(n, iface):
+		return n, true
+	case types.Implements(types.NewPointer(n), iface):
+		return types.NewPointer(n), true
+	}
+	return nil, false
 }
 
 // isStd reports whether path is a standard library package's.
