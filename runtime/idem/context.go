@@ -24,8 +24,11 @@ func (c *runCtx) Value(key any) any {
 
 // running is what a guarded call's ctx carries.
 type running struct {
-	lease Lease
-	codec recordCodec
+	lease  Lease
+	codec  recordCodec
+	steps  steps
+	ctx    context.Context // fn's, for the steps' observer events
+	cancel context.CancelCauseFunc
 }
 
 // LeaseFrom returns the lease of the guarded call running with ctx, and

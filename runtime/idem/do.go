@@ -262,6 +262,7 @@ func own[R any](ctx context.Context, st *state, res *ClaimResult, owner Token, o
 		st.reason = ""
 	}
 	lease := Lease{Key: st.key, Owner: owner, Fence: res.Fence, Duration: spec.lease(), TTL: spec.ttl()}
+	st.steps = res.Steps
 	if ctx.Err() == nil {
 		return execute(ctx, st, lease, fn)
 	}
@@ -366,7 +367,8 @@ type state struct {
 	// release (nil otherwise).
 	unmemoized *callState
 	start      time.Time
-	wait       context.Context // bounds all waiting of this call; made on first need
+	steps      map[string][]byte // the owned record's recovery points
+	wait       context.Context   // bounds all waiting of this call; made on first need
 	cancel     context.CancelFunc
 }
 
@@ -439,11 +441,13 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 func start(ctx context.Context, st *state, lease Lease) *execution {
 	g, spec := st.g, st.spec
 	x := &execution{run: running{lease: lease, codec: recordCodec{g: g, spec: spec}}}
+	x.run.steps.recorded = st.steps
 	x.fp, x.spec = st.fp, spec
 	g.startFlight(lease.Key, &x.flight)
 	cctx, cancel := context.WithCancelCause(ctx)
 	x.ctx = runCtx{Context: cctx, run: &x.run}
 	x.rctx, x.cancel = &x.ctx, cancel
+	x.run.ctx, x.run.cancel = x.rctx, cancel
 	x.hb.start(g, &x.ctx, cancel, &x.run.lease, st)
 	return x
 }

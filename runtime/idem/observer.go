@@ -45,11 +45,17 @@ const (
 	// OutcomeOverride: an out-of-order event was accepted because the
 	// caller's ctx carried AllowOutOfOrder (Event.Reason says why).
 	OutcomeOverride
+	// OutcomeStepRan: a step ran and its result was recorded (Event.Step
+	// names it).
+	OutcomeStepRan
+	// OutcomeStepReplayed: a step an earlier run of the call completed
+	// returned its recorded result without running.
+	OutcomeStepReplayed
 )
 
 var outcomeNames = [...]string{"", "executed", "failed", "replayed", "in_progress", "duplicate",
 	"mismatch", "takeover", "heartbeat_failed", "lease_lost", "store_error", "invalid_key", "fail_open",
-	"out_of_order", "override"}
+	"out_of_order", "override", "step_ran", "step_replayed"}
 
 // Outcomes returns every outcome the runtime reports, in order, so that
 // adapters can set up their series without keeping a list of their own.
@@ -87,6 +93,8 @@ type Event struct {
 	// heartbeat findings and a store error that leads to another outcome
 	// are reported with Final false.
 	Final bool
+	// Step names the step of a step's outcome (Step), "" for the call's.
+	Step string
 }
 
 // Observer receives every outcome. It is called synchronously on the

@@ -181,6 +181,9 @@ type ClaimResult struct {
 	Result Result
 	// LastAccepted is the entity's last accepted time for ClaimOutOfOrder.
 	LastAccepted time.Time
+	// Steps are the recovery points (see Stepper) of a record the store
+	// retained, by step name, for ClaimAcquired and ClaimTakenOver.
+	Steps map[string][]byte
 }
 
 // Lease is the handle an owner uses for its fenced writes.

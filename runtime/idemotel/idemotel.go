@@ -96,8 +96,8 @@ const (
 var DefaultBuckets = []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300}
 
 // outcomes is the size of the per-function tables; idem names outcomes
-// 1..14 today (runtime/idemprom's TestOutcomeTableSize watches both).
-const outcomes = 16
+// 1..16 today (runtime/idemprom's TestOutcomeTableSize watches both).
+const outcomes = 24
 
 // knownOutcomes are the outcomes idem reports; ones it adds later are
 // picked up without a change here.
@@ -220,7 +220,7 @@ func (o *Observer) ObserveContext(ctx context.Context, e idem.Event) {
 		set := attribute.NewSet(FuncKey.String(e.Func), OutcomeKey.String(e.Outcome.String()))
 		o.duration.Record(ctx, e.Duration.Seconds(), metric.WithAttributeSet(set))
 	}
-	if o.tracer != nil && endsCall(e.Outcome) {
+	if o.tracer != nil && endsCall(e.Outcome) && e.Step == "" {
 		o.span(ctx, fs, e)
 	}
 }

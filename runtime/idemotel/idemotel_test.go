@@ -106,12 +106,12 @@ func TestScriptMetrics(t *testing.T) {
 	// Every outcome of a function that reported anything, zeros included.
 	wantCalls := map[string]int64{}
 	for _, fn := range []string{obstest.Charge, obstest.Refund, obstest.Notify, obstest.Sync, obstest.Track} {
-		for oc := idem.OutcomeExecuted; oc <= idem.OutcomeOverride; oc++ {
+		for oc := idem.OutcomeExecuted; oc <= idem.OutcomeStepReplayed; oc++ {
 			k := fn + "/" + oc.String()
 			wantCalls[k] = wantCounts[k]
 		}
 	}
-	if len(wantCalls) != 5*14 {
+	if len(wantCalls) != 5*int(idem.OutcomeStepReplayed) {
 		t.Fatalf("%d expected series", len(wantCalls))
 	}
 	if diff := cmp.Diff(wantCalls, got); diff != "" {
@@ -309,7 +309,7 @@ func TestUnknownOutcomeAndClose(t *testing.T) {
 		got[attrKey(t, dp.Attributes)] = dp.Value
 	}
 	want := map[string]int64{"f/outcome(40)": 2}
-	for oc := idem.OutcomeExecuted; oc <= idem.OutcomeOverride; oc++ {
+	for oc := idem.OutcomeExecuted; oc <= idem.OutcomeStepReplayed; oc++ {
 		want["f/"+oc.String()] = 0
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -67,8 +67,8 @@ const (
 var DefaultBuckets = []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300}
 
 // outcomes is the size of the per-function tables; idem names outcomes
-// 1..14 today. TestOutcomeTableSize fails when idem outgrows it.
-const outcomes = 16
+// 1..16 today. TestOutcomeTableSize fails when idem outgrows it.
+const outcomes = 24
 
 // knownOutcomes are the outcomes idem reports: their counters start at
 // zero and they take the fast path. Ones idem adds later are picked up

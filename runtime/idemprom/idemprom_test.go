@@ -31,21 +31,21 @@ var nonZero = map[string]map[string]int{
 }
 
 var allOutcomes = []string{"executed", "failed", "replayed", "in_progress", "duplicate", "mismatch", "takeover",
-	"heartbeat_failed", "lease_lost", "store_error", "invalid_key", "fail_open", "out_of_order", "override"}
+	"heartbeat_failed", "lease_lost", "store_error", "invalid_key", "fail_open", "out_of_order", "override", "step_ran", "step_replayed"}
 
 // The per-function tables must cover every outcome idem names.
 func TestOutcomeTableSize(t *testing.T) {
-	for o := idem.Outcome(1); o < 16; o++ {
+	for o := idem.Outcome(1); o < 24; o++ {
 		want := "outcome(" + fmt.Sprint(int(o)) + ")"
-		if o <= idem.OutcomeOverride && o.String() == want {
+		if o <= idem.OutcomeStepReplayed && o.String() == want {
 			t.Errorf("outcome %d has no name", o)
 		}
 	}
-	if s := idem.Outcome(16).String(); s != "outcome(16)" {
-		t.Errorf("idem names outcome 16 (%q): raise idemprom's and idemotel's outcomes constant", s)
+	if s := idem.Outcome(24).String(); s != "outcome(24)" {
+		t.Errorf("idem names outcome 24 (%q): raise idemprom's and idemotel's outcomes constant", s)
 	}
-	if len(allOutcomes) != int(idem.OutcomeOverride) {
-		t.Errorf("allOutcomes lists %d outcomes, idem has %d", len(allOutcomes), idem.OutcomeOverride)
+	if len(allOutcomes) != int(idem.OutcomeStepReplayed) {
+		t.Errorf("allOutcomes lists %d outcomes, idem has %d", len(allOutcomes), idem.OutcomeStepReplayed)
 	}
 }
 

@@ -141,6 +141,13 @@ func runSuite(t *testing.T, h Harness) {
 	} else {
 		t.Logf("%T does not implement idem.Orderer: ordering cases not run", probe)
 	}
+	if _, ok := probe.(idem.Stepper); ok {
+		for _, c := range stepCases {
+			t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, h)) })
+		}
+	} else {
+		t.Logf("%T does not implement idem.Stepper: recovery point cases not run", probe)
+	}
 	if _, ok := probe.(idem.Admin); ok {
 		for _, c := range append(adminCases, adminClaimedAtCases...) {
 			t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, h)) })

@@ -5,9 +5,11 @@
 package memstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,6 +72,9 @@ type memRecord struct {
 	idem.Record
 	value any
 	size  int64 // what this record adds to Store.bytes
+	// steps are the recovery points of the call (see idem.Stepper),
+	// kept while the record is retained.
+	steps map[string][]byte
 	// wake is closed when the record leaves in_progress; waiters make it.
 	wake chan struct{}
 }
@@ -114,6 +119,9 @@ const recordOverhead = 256
 // estimated at the size of its encoding.
 func recordSize(r *memRecord) int64 {
 	n := int64(recordOverhead + len(r.Key) + len(r.Result))
+	for name, data := range r.steps {
+		n += int64(stepOverhead + len(name) + len(data))
+	}
 	if r.value != nil {
 		n += int64(len(r.Result))
 	}
@@ -304,6 +312,12 @@ func (s *Store) claimLocked(sh *memShard, order *orderShard, req idem.ClaimReque
 		s.resize(r)
 	}
 	s.wakeAll(r) // a taken-over owner's waiters re-check
+	var steps map[string][]byte
+	if retained {
+		steps = maps.Clone(r.steps)
+	} else {
+		r.steps = nil // a new call under an expired key: its steps are not ours
+	}
 	r.State = idem.StateInProgress
 	r.Owner = req.Owner
 	r.Fence++
@@ -315,7 +329,7 @@ func (s *Store) claimLocked(sh *memShard, order *orderShard, req idem.ClaimReque
 	sh.expires(r.ExpiresAt)
 	r.UpdatedAt = now
 	r.ClaimedAt = now
-	return idem.ClaimResult{Status: status, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, nil
+	return idem.ClaimResult{Status: status, Fence: r.Fence, LeaseUntil: r.LeaseUntil, Steps: steps}, nil
 }
 
 // expires notes that a record of sh now expires at t (see sweepAt).
@@ -509,6 +523,35 @@ func (s *Store) Complete(ctx context.Context, l idem.Lease, res idem.Result) err
 
 func (s *Store) Fail(ctx context.Context, l idem.Lease, res idem.Result) error {
 	return s.finish(ctx, l, idem.StateFailed, res)
+}
+
+// stepOverhead is what Bytes counts for a step besides its name and data.
+const stepOverhead = 64
+
+// SaveStep records a step of the call l owns (see idem.Stepper).
+func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sh := s.shard(l.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	r, err := s.owned(sh, l)
+	if err != nil {
+		return err
+	}
+	if _, ok := r.steps[name]; ok {
+		return nil
+	}
+	if n := int64(stepOverhead+len(name)+len(data)) + r.size; n > s.maxBytes {
+		return fmt.Errorf("%w: step %q makes the record %d bytes, the store holds %d in all", idem.ErrResultTooLarge, name, n, s.maxBytes)
+	}
+	if r.steps == nil {
+		r.steps = make(map[string][]byte)
+	}
+	r.steps[name] = bytes.Clone(data)
+	s.resize(r)
+	return nil
 }
 
 func (s *Store) Release(ctx context.Context, l idem.Lease) error {

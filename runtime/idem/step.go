@@ -1,0 +1,172 @@
+package idem
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Stepper is implemented by stores that keep recovery points: the results
+// of named steps of a guarded call, recorded under the call's record.
+//
+// A claim that acquires or takes over a record the store still retains
+// (a released key, an expired lease) returns the record's steps in
+// ClaimResult.Steps; a claim that makes the record anew (the key absent or
+// past its retention) drops any steps it had. Steps expire with their
+// record.
+type Stepper interface {
+	// SaveStep records data as the result of the step name of the call
+	// l owns: a compare-and-set on owner and fence, like Complete, so a
+	// stale owner gets ErrLeaseLost and writes nothing. A step already
+	// recorded under name keeps its first data (the Guard never saves a
+	// name twice in one call). ErrResultTooLarge when data does not fit.
+	SaveStep(ctx context.Context, l Lease, name string, data []byte) error
+}
+
+// ErrStep is wrapped by the errors of a Step that cannot run as a
+// recovery point: outside a guarded call, a name used twice in one call,
+// or a store that keeps no steps. The step's function does not run.
+var ErrStep = errors.New("idem: step")
+
+// steps is a running call's recovery points: the steps its record held
+// when it was claimed, and the names used so far in this execution.
+type steps struct {
+	mu       sync.Mutex
+	recorded map[string][]byte
+	used     map[string]bool
+}
+
+// use marks name used and returns its recorded data, if any.
+func (s *steps) use(name string) (data []byte, recorded, again bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.used[name] {
+		return nil, false, true
+	}
+	if s.used == nil {
+		s.used = make(map[string]bool)
+	}
+	s.used[name] = true
+	data, recorded = s.recorded[name]
+	return data, recorded, false
+}
+
+// Step runs fn at most once per call key as the step name of the guarded
+// call running with ctx, and records its result under the call's record.
+// When the call is run again after its owner died or gave the key back (a
+// takeover, a retry after a released failure), a step the earlier owner
+// completed returns its recorded result without running; only a step that
+// was in flight can run again (give it StepKey as the downstream
+// idempotency key, so that run is deduplicated too).
+//
+// fn's error is returned as it is and nothing is recorded: the step runs
+// again when the call does. A result that cannot be recorded because the
+// lease was lost is returned with an error wrapping ErrLeaseLost, and the
+// call's ctx is canceled with that cause. Results are encoded by the
+// Guard's codec (WithCodec, JSON by default). Step is safe for concurrent
+// use by the goroutines of one call, with distinct names.
+func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, error)) (T, error) {
+	var zero T
+	r, ok := ctx.Value(leaseKey{}).(*running)
+	if !ok {
+		return zero, fmt.Errorf("%w %q: not inside a guarded call (call it from the function a wrapper or Do runs, with its ctx)", ErrStep, name)
+	}
+	g, spec := r.codec.g, r.codec.spec
+	stepper, ok := g.store.(Stepper)
+	if !ok {
+		return zero, fmt.Errorf("%w %q of %s: the store %T keeps no steps", ErrStep, name, spec.Name, g.store)
+	}
+	data, recorded, again := r.steps.use(name)
+	if again {
+		return zero, fmt.Errorf("%w %q of %s: the name is used twice in one call", ErrStep, name, spec.Name)
+	}
+	if recorded {
+		return replayStep[T](r, name, data)
+	}
+	v, err := fn(ctx)
+	if err != nil {
+		return v, err
+	}
+	return v, saveStep(ctx, r, stepper, name, v)
+}
+
+// replayStep decodes a step the call's record held.
+func replayStep[T any](r *running, name string, data []byte) (T, error) {
+	var v T
+	g, spec := r.codec.g, r.codec.spec
+	body, err := checkRecord(spec, data)
+	if err == nil {
+		err = g.codec.Unmarshal(body, &v)
+	}
+	if err != nil {
+		err = fmt.Errorf("idem: %s: step %q: decoding its record: %w: %w", spec.Name, name, ErrCorruptRecord, err)
+		r.event(OutcomeStoreError, name, err)
+		return v, err
+	}
+	r.event(OutcomeStepReplayed, name, nil)
+	return v, nil
+}
+
+// saveStep records v as the step name's result under the call's lease.
+func saveStep(ctx context.Context, r *running, stepper Stepper, name string, v any) error {
+	g, spec := r.codec.g, r.codec.spec
+	body, err := g.codec.Marshal(v)
+	if err != nil {
+		err = fmt.Errorf("%s: step %q: %w: %w", spec.Name, name, ErrResultNotEncodable, err)
+		r.event(OutcomeStoreError, name, err)
+		return err
+	}
+	data := append(appendHeader(make([]byte, 0, len(body)+64), spec), body...)
+	wctx, cancel := g.writeCtx(ctx, r.lease)
+	defer cancel()
+	err = stepper.SaveStep(wctx, r.lease, name, data)
+	switch {
+	case err == nil:
+		r.event(OutcomeStepRan, name, nil)
+		return nil
+	case errors.Is(err, ErrLeaseLost):
+		err = fmt.Errorf("%s: step %q ran, %w (fence %d): its result is not recorded", spec.Name, name, ErrLeaseLost, r.lease.Fence)
+		r.event(OutcomeLeaseLost, name, err)
+		if r.cancel != nil {
+			r.cancel(ErrLeaseLost)
+		}
+		return err
+	case errors.Is(err, ErrResultTooLarge):
+		err = fmt.Errorf("%s: step %q: %w", spec.Name, name, err)
+	default:
+		err = fmt.Errorf("%s: step %q: recording its result: %w", spec.Name, name, unavailable("", err))
+	}
+	r.event(OutcomeStoreError, name, err)
+	return err
+}
+
+// StepKey returns a key for the step name of the guarded call running
+// with ctx: the same for every run of the call (after a takeover too) and
+// for no other call or step, and independent of the store. Pass it as the
+// idempotency key of the step's downstream call (a payment API's
+// Idempotency-Key, a queue's deduplication ID), so that a step in flight
+// when its owner died is deduplicated downstream when it runs again.
+func StepKey(ctx context.Context, name string) (string, error) {
+	r, ok := ctx.Value(leaseKey{}).(*running)
+	if !ok {
+		return "", fmt.Errorf("%w %q: StepKey outside a guarded call", ErrStep, name)
+	}
+	h := sha256.New()
+	h.Write([]byte("idem step\x00"))
+	h.Write([]byte(r.lease.Key))
+	h.Write([]byte{0})
+	h.Write([]byte(name))
+	return hex.EncodeToString(h.Sum(nil)[:16]), nil
+}
+
+// event reports a step's outcome (never final: the call reports its own).
+func (r *running) event(o Outcome, step string, err error) {
+	g, spec := r.codec.g, r.codec.spec
+	if g.obs == nil && g.cobs == nil {
+		return
+	}
+	g.observe(r.ctx, Event{Func: spec.Name, Outcome: o, Key: r.lease.Key, Fence: r.lease.Fence, Err: err, Step: step})
+}

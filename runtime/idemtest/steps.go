@@ -1,0 +1,172 @@
+package idemtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// stepCases check recovery points (idem.Stepper): run for stores that
+// implement it.
+var stepCases = []suiteCase{
+	{"StepsSurviveTakeover", testStepsSurviveTakeover},
+	{"StepsSurviveRelease", testStepsSurviveRelease},
+	{"StaleOwnerCannotRecordStep", testStaleStep},
+	{"StepKeepsFirstRecord", testStepKeepsFirst},
+	{"StepsDroppedWithTheirRecord", testStepsExpire},
+	{"GuardResumesAfterTakeover", testGuardResumes},
+}
+
+func (e *env) stepper() idem.Stepper { return e.s.(idem.Stepper) }
+
+func (e *env) saveStep(l idem.Lease, name, data string) {
+	e.t.Helper()
+	if err := e.stepper().SaveStep(ctx, l, name, []byte(data)); err != nil {
+		e.t.Fatalf("SaveStep(%s): %v", name, err)
+	}
+}
+
+// wantSteps claims key with want as the claim's status and compares the
+// steps it returns.
+func (e *env) wantSteps(status idem.ClaimStatus, want map[string]string) idem.Lease {
+	e.t.Helper()
+	l, res := e.claim(e.key, fp("a"))
+	if res.Status != status {
+		e.t.Fatalf("Claim = %v, want %v", res.Status, status)
+	}
+	got := map[string]string{}
+	for name, data := range res.Steps {
+		got[name] = string(data)
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		e.t.Fatalf("steps returned by the %v claim (-want +got):\n%s", status, diff)
+	}
+	return l
+}
+
+func testStepsSurviveTakeover(t *testing.T, e *env) {
+	l := e.wantSteps(idem.ClaimAcquired, nil)
+	e.saveStep(l, "charge", "ch_1")
+	e.saveStep(l, "email", "")
+	e.advance(e.pastLease())
+	l2 := e.wantSteps(idem.ClaimTakenOver, map[string]string{"charge": "ch_1", "email": ""})
+	e.saveStep(l2, "invoice", "in_1")
+	e.advance(e.pastLease())
+	e.wantSteps(idem.ClaimTakenOver, map[string]string{"charge": "ch_1", "email": "", "invoice": "in_1"})
+}
+
+func testStepsSurviveRelease(t *testing.T, e *env) {
+	l := e.wantSteps(idem.ClaimAcquired, nil)
+	e.saveStep(l, "charge", "ch_1")
+	if err := e.s.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	e.wantSteps(idem.ClaimAcquired, map[string]string{"charge": "ch_1"})
+}
+
+func testStaleStep(t *testing.T, e *env) {
+	l := e.wantSteps(idem.ClaimAcquired, nil)
+	e.advance(e.pastLease())
+	l2 := e.wantSteps(idem.ClaimTakenOver, nil)
+	if err := e.stepper().SaveStep(ctx, l, "charge", []byte("stale")); !isLeaseLost(err) {
+		t.Errorf("SaveStep by the stale owner = %v, want ErrLeaseLost", err)
+	}
+	e.saveStep(l2, "charge", "ch_2")
+	if err := e.stepper().SaveStep(ctx, l, "charge", []byte("stale")); !isLeaseLost(err) {
+		t.Errorf("SaveStep over the new owner's step by the stale owner = %v, want ErrLeaseLost", err)
+	}
+	forged := l2
+	forged.Fence++
+	if err := e.stepper().SaveStep(ctx, forged, "other", []byte("x")); !isLeaseLost(err) {
+		t.Errorf("SaveStep with a forged fence = %v, want ErrLeaseLost", err)
+	}
+	if err := e.s.Complete(ctx, l2, idem.Result{Data: []byte("1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.stepper().SaveStep(ctx, l2, "late", []byte("x")); !isLeaseLost(err) {
+		t.Errorf("SaveStep after Complete = %v, want ErrLeaseLost", err)
+	}
+	e.advance(e.pastLease())
+	e.s.Delete(ctx, e.key) // the record is completed: claims replay it
+	e.wantSteps(idem.ClaimAcquired, nil)
+}
+
+func testStepKeepsFirst(t *testing.T, e *env) {
+	l := e.wantSteps(idem.ClaimAcquired, nil)
+	e.saveStep(l, "charge", "first")
+	e.saveStep(l, "charge", "second")
+	e.advance(e.pastLease())
+	e.wantSteps(idem.ClaimTakenOver, map[string]string{"charge": "first"})
+}
+
+func testStepsExpire(t *testing.T, e *env) {
+	l := e.wantSteps(idem.ClaimAcquired, nil)
+	e.saveStep(l, "charge", "ch_1")
+	e.advance(e.lease + e.ttl + e.pastLease()) // past the record's retention
+	e.wantSteps(idem.ClaimAcquired, nil)
+	l = e.mustOwn(e.key+":deleted", fp("a"), idem.ClaimAcquired)
+	e.saveStep(l, "charge", "ch_1")
+	if err := e.s.Delete(ctx, l.Key); err != nil {
+		t.Fatal(err)
+	}
+	if _, res := e.claim(l.Key, fp("a")); res.Status != idem.ClaimAcquired || len(res.Steps) != 0 {
+		t.Fatalf("claim after Delete = %v with steps %v, want acquired without steps", res.Status, res.Steps)
+	}
+}
+
+// testGuardResumes runs a three-step function through a Guard: the first
+// run dies (panics) after two steps; the retry replays them and runs only
+// the third.
+func testGuardResumes(t *testing.T, e *env) {
+	g := idem.NewGuard(e.s)
+	spec := e.spec("resume")
+	var ran [3]atomic.Int32
+	crash := errors.New("crash")
+	body := func(die bool) func(ctx context.Context) (any, error) {
+		return func(ctx context.Context) (any, error) {
+			var out []string
+			for i, name := range []string{"charge", "email", "invoice"} {
+				if die && i == 2 {
+					panic(crash)
+				}
+				v, err := idem.Step(ctx, name, func(ctx context.Context) (string, error) {
+					ran[i].Add(1)
+					return fmt.Sprintf("%s-%d", name, ran[i].Load()), nil
+				})
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, v)
+			}
+			return out, nil
+		}
+	}
+	func() {
+		defer func() {
+			if p := recover(); p != crash {
+				t.Fatalf("first run: recovered %v, want the crash", p)
+			}
+		}()
+		_, _ = e.guardCall(ctx, g, spec, "order-1", body(true))
+	}()
+	got, err := e.guardCall(ctx, g, spec, "order-1", body(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"charge-1", "email-1", "invoice-1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("result of the resumed call (-want +got):\n%s", diff)
+	}
+	for i, n := range []int32{1, 1, 1} {
+		if ran[i].Load() != n {
+			t.Errorf("step %d ran %d times, want %d", i, ran[i].Load(), n)
+		}
+	}
+}
