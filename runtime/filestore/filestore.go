@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -439,11 +440,15 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 	}
 	status := idem.ClaimAcquired
 	var fence uint64
+	var steps map[string][]byte
 	if ok {
 		// An expired record keeps its fence until Cleanup removes it.
 		fence = r.Fence
 		if r.State == idem.StateInProgress && live(&r, now) {
 			status = idem.ClaimTakenOver
+		}
+		if live(&r, now) {
+			steps = r.Steps // a retained record's: the same call resumes
 		}
 	}
 	var order *orderRecord
@@ -482,12 +487,13 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		LeaseUntil:  now.Add(req.Lease),
 		UpdatedAt:   now,
 		ClaimedAt:   now,
+		Steps:       steps,
 	}
 	nr.ExpiresAt = nr.LeaseUntil.Add(req.TTL)
 	if err := s.write("claim", &p, &nr); err != nil {
 		return idem.ClaimResult{}, err
 	}
-	return idem.ClaimResult{Status: status, Fence: nr.Fence, LeaseUntil: nr.LeaseUntil}, nil
+	return idem.ClaimResult{Status: status, Fence: nr.Fence, LeaseUntil: nr.LeaseUntil, Steps: steps}, nil
 }
 
 func (s *Store) lockErr(ctx context.Context, op, key string, err error) error {
@@ -499,7 +505,7 @@ func (s *Store) lockErr(ctx context.Context, op, key string, err error) error {
 
 // update runs one fenced read-modify-write under the key lock: the record
 // must be in progress and owned by l (owner and fence), else ErrLeaseLost.
-func (s *Store) update(ctx context.Context, op string, l idem.Lease, change func(r *idem.Record, now time.Time)) error {
+func (s *Store) update(ctx context.Context, op string, l idem.Lease, change func(r *idem.Record, now time.Time) error) error {
 	if err := ctxErr(ctx, op, l.Key); err != nil {
 		return err
 	}
@@ -521,17 +527,20 @@ func (s *Store) update(ctx context.Context, op string, l idem.Lease, change func
 		return err
 	}
 	now := s.now()
-	change(&r, now)
+	if err := change(&r, now); err != nil {
+		return err
+	}
 	r.UpdatedAt = now
 	return s.write(op, &p, &r)
 }
 
 // Heartbeat implements idem.Store: it renews the lease to now + l.Duration.
 func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
-	return s.update(ctx, "heartbeat", l, func(r *idem.Record, now time.Time) {
+	return s.update(ctx, "heartbeat", l, func(r *idem.Record, now time.Time) error {
 		keep := r.ExpiresAt.Sub(r.LeaseUntil)
 		r.LeaseUntil = now.Add(l.Duration)
 		r.ExpiresAt = r.LeaseUntil.Add(keep)
+		return nil
 	})
 }
 
@@ -539,10 +548,42 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.
 	if len(data) > maxResult {
 		return fmt.Errorf("filestore: %s %q: result of %d bytes exceeds the %d-byte limit", op, l.Key, len(data), maxResult)
 	}
-	return s.update(ctx, op, l, func(r *idem.Record, now time.Time) {
+	return s.update(ctx, op, l, func(r *idem.Record, now time.Time) error {
+		if n := len(data) + stepsSize(r.Steps); n > maxResult {
+			return fmt.Errorf("filestore: %s %q: result of %d bytes and steps of %d exceed the %d-byte limit: %w", op, l.Key, len(data), n-len(data), maxResult, idem.ErrResultTooLarge)
+		}
 		r.State = state
 		r.Result = data
 		r.ExpiresAt = now.Add(l.TTL)
+		return nil
+	})
+}
+
+// stepsSize is what steps take in a record file.
+func stepsSize(steps map[string][]byte) int {
+	n := 0
+	for name, data := range steps {
+		n += len(name) + len(data) + 8
+	}
+	return n
+}
+
+// SaveStep implements idem.Stepper: the step goes into the record's file,
+// in the same fenced, atomic rewrite as a Complete.
+func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []byte) error {
+	return s.update(ctx, "step", l, func(r *idem.Record, now time.Time) error {
+		if _, ok := r.Steps[name]; ok {
+			return nil
+		}
+		if size := len(r.Result) + stepsSize(r.Steps) + len(name) + len(data) + 8; size > maxResult {
+			return fmt.Errorf("filestore: step %q of %q: %w: the record would hold %d bytes, over the %d-byte limit", name, l.Key, idem.ErrResultTooLarge, size, maxResult)
+		}
+		r.Steps = maps.Clone(r.Steps)
+		if r.Steps == nil {
+			r.Steps = map[string][]byte{}
+		}
+		r.Steps[name] = data
+		return nil
 	})
 }
 

@@ -18,6 +18,8 @@ func fuzzSeeds(f *testing.F) {
 		{Key: "k", State: idem.StateCompleted, Fence: 7, Result: []byte(`{"ok":true}`), LeaseUntil: t0, ExpiresAt: t0.Add(24 * time.Hour), UpdatedAt: t0},
 		{Key: "", State: idem.StateFailed, Fence: 1 << 40, Result: []byte(`{"message":"boom"}`), ExpiresAt: t0},
 		{Key: "released", State: idem.StateReleased, Fence: 3, ExpiresAt: t0},
+		{Key: "stepped", State: idem.StateInProgress, Fence: 2, LeaseUntil: t0, ExpiresAt: t0,
+			Steps: map[string][]byte{"charge": []byte("ch_1"), "": {}, "email": nil}},
 	} {
 		f.Add(encodeRecord(&r))
 		f.Add(encodeRecordV1(&r))
@@ -43,6 +45,9 @@ func checkDecode(t *testing.T, b []byte) {
 	case idem.StateInProgress, idem.StateCompleted, idem.StateFailed, idem.StateReleased:
 	default:
 		t.Fatalf("accepted state %d", r.State)
+	}
+	if b[6] == formatV3 && len(r.Steps) == 0 {
+		t.Fatal("accepted a version-3 record without steps (it has a version-2 encoding)")
 	}
 	enc := encodeRecord
 	if b[6] == formatV1 {

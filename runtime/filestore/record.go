@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -28,6 +30,18 @@ import (
 //	104+k   n  result
 //	104+k+n 4  CRC-32C of every byte before it
 //
+// Version 3 is version 2 with the call's recovery points (idem.Stepper):
+// a record with steps is written in it, one without them in version 2.
+//
+//	 96     4  key length k
+//	100     4  result length n
+//	104     4  steps length m
+//	108     k  key
+//	108+k   n  result
+//	108+k+n m  steps: per step, by name in increasing order, a 4-byte name
+//	           length, the name, a 4-byte data length, the data
+//	108+k+n+m 4  CRC-32C of every byte before it
+//
 // Version 1, written before records carried ClaimedAt, is version 2
 // without the claimed-at field (the lengths at 88 and 92, the key at 96).
 // The store still reads it, with a zero ClaimedAt, and writes version 2
@@ -45,6 +59,9 @@ const (
 	recordMagic   = "IDEMFS"
 	formatVersion = 2
 	headerSize    = 104
+	// formatV3 and headerSizeV3 are the format of records with steps.
+	formatV3     = 3
+	headerSizeV3 = 108
 	// formatV1 and headerSizeV1 are the previous record format's.
 	formatV1     = 1
 	headerSizeV1 = 96
@@ -59,9 +76,13 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func encodeRecord(r *idem.Record) []byte {
-	b := make([]byte, headerSize+len(r.Key)+len(r.Result)+trailerSize)
+	hdr, version, steps := headerSize, byte(formatVersion), []byte(nil)
+	if len(r.Steps) > 0 {
+		hdr, version, steps = headerSizeV3, formatV3, encodeSteps(r.Steps)
+	}
+	b := make([]byte, hdr+len(r.Key)+len(r.Result)+len(steps)+trailerSize)
 	copy(b, recordMagic)
-	b[6] = formatVersion
+	b[6] = version
 	b[7] = byte(r.State)
 	binary.BigEndian.PutUint64(b[8:], r.Fence)
 	copy(b[16:32], r.Owner[:])
@@ -72,9 +93,13 @@ func encodeRecord(r *idem.Record) []byte {
 	binary.BigEndian.PutUint64(b[88:], uint64(unixNano(r.ClaimedAt)))
 	binary.BigEndian.PutUint32(b[96:], uint32(len(r.Key)))
 	binary.BigEndian.PutUint32(b[100:], uint32(len(r.Result)))
-	n := headerSize
+	if version == formatV3 {
+		binary.BigEndian.PutUint32(b[104:], uint32(len(steps)))
+	}
+	n := hdr
 	n += copy(b[n:], r.Key)
 	n += copy(b[n:], r.Result)
+	n += copy(b[n:], steps)
 	binary.BigEndian.PutUint32(b[n:], crc32.Checksum(b[:n], castagnoli))
 	return b
 }
@@ -89,20 +114,26 @@ func decodeRecord(b []byte) (idem.Record, error) {
 	if string(b[:6]) != recordMagic {
 		return r, fmt.Errorf("%w: bad magic %q", idem.ErrCorruptRecord, b[:6])
 	}
-	hdr := headerSize
+	hdr, lengths := headerSize, headerSize-8
 	switch b[6] {
 	case formatVersion:
-		if len(b) < headerSize+trailerSize {
-			return r, fmt.Errorf("%w: %d bytes, shorter than a record header", idem.ErrCorruptRecord, len(b))
-		}
+	case formatV3:
+		hdr = headerSizeV3
 	case formatV1:
-		hdr = headerSizeV1
+		hdr, lengths = headerSizeV1, headerSizeV1-8
 	default:
-		return r, fmt.Errorf("%w: unsupported format version %d (this build reads %d and %d)", idem.ErrCorruptRecord, b[6], formatV1, formatVersion)
+		return r, fmt.Errorf("%w: unsupported format version %d (this build reads %d to %d)", idem.ErrCorruptRecord, b[6], formatV1, formatV3)
 	}
-	kl := uint64(binary.BigEndian.Uint32(b[hdr-8:]))
-	rl := uint64(binary.BigEndian.Uint32(b[hdr-4:]))
-	if want := uint64(hdr) + kl + rl + trailerSize; want != uint64(len(b)) {
+	if len(b) < hdr+trailerSize {
+		return r, fmt.Errorf("%w: %d bytes, shorter than a record header", idem.ErrCorruptRecord, len(b))
+	}
+	kl := uint64(binary.BigEndian.Uint32(b[lengths:]))
+	rl := uint64(binary.BigEndian.Uint32(b[lengths+4:]))
+	var sl uint64
+	if hdr == headerSizeV3 {
+		sl = uint64(binary.BigEndian.Uint32(b[104:]))
+	}
+	if want := uint64(hdr) + kl + rl + sl + trailerSize; want != uint64(len(b)) {
 		return r, fmt.Errorf("%w: length fields say %d bytes, file has %d", idem.ErrCorruptRecord, want, len(b))
 	}
 	n := len(b) - trailerSize
@@ -125,10 +156,67 @@ func decodeRecord(b []byte) (idem.Record, error) {
 		r.ClaimedAt = fromUnixNano(int64(binary.BigEndian.Uint64(b[88:])))
 	}
 	r.Key = string(b[hdr : uint64(hdr)+kl])
+	rEnd := uint64(hdr) + kl + rl
 	if rl > 0 {
-		r.Result = append([]byte(nil), b[uint64(hdr)+kl:n]...)
+		r.Result = append([]byte(nil), b[uint64(hdr)+kl:rEnd]...)
+	}
+	if hdr == headerSizeV3 {
+		steps, err := decodeSteps(b[rEnd:n])
+		if err != nil {
+			return r, err
+		}
+		r.Steps = steps
 	}
 	return r, nil
+}
+
+// encodeSteps writes steps in their one encoding: by name, increasing.
+func encodeSteps(steps map[string][]byte) []byte {
+	var b []byte
+	for _, name := range slices.Sorted(maps.Keys(steps)) {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(name)))
+		b = append(b, name...)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(steps[name])))
+		b = append(b, steps[name]...)
+	}
+	return b
+}
+
+// decodeSteps parses a version-3 steps section, which holds at least one
+// step, by name in strictly increasing order (anything else has another
+// encoding, or none).
+func decodeSteps(b []byte) (map[string][]byte, error) {
+	steps := map[string][]byte{}
+	prev := ""
+	for len(b) > 0 {
+		name, rest, ok := cutField(b)
+		if !ok || (len(steps) > 0 && string(name) <= prev) {
+			return nil, fmt.Errorf("%w: malformed or unordered step name", idem.ErrCorruptRecord)
+		}
+		data, rest, ok := cutField(rest)
+		if !ok {
+			return nil, fmt.Errorf("%w: step %q: malformed data length", idem.ErrCorruptRecord, name)
+		}
+		prev = string(name)
+		steps[prev] = append([]byte{}, data...)
+		b = rest
+	}
+	if len(steps) == 0 {
+		return nil, fmt.Errorf("%w: a version-3 record without steps", idem.ErrCorruptRecord)
+	}
+	return steps, nil
+}
+
+// cutField splits a 4-byte length and that many bytes off b.
+func cutField(b []byte) (field, rest []byte, ok bool) {
+	if len(b) < 4 {
+		return nil, nil, false
+	}
+	n := uint64(binary.BigEndian.Uint32(b))
+	if n > uint64(len(b)-4) {
+		return nil, nil, false
+	}
+	return b[4 : 4+n], b[4+n:], true
 }
 
 func unixNano(t time.Time) int64 {

@@ -224,6 +224,9 @@ type Record struct {
 	// version that did not keep it (a record claimed before the upgrade);
 	// such a record was claimed no later than its UpdatedAt.
 	ClaimedAt time.Time
+	// Steps are the call's recovery points (see Stepper), by step name,
+	// for stores that keep them.
+	Steps map[string][]byte
 }
 
 // Store is the persistence contract behind a Guard. Every method is one

@@ -57,6 +57,9 @@ func testStepsSurviveTakeover(t *testing.T, e *env) {
 	e.saveStep(l, "email", "")
 	e.advance(e.pastLease())
 	l2 := e.wantSteps(idem.ClaimTakenOver, map[string]string{"charge": "ch_1", "email": ""})
+	if got := e.get(e.key).Steps; len(got) != 2 || string(got["charge"]) != "ch_1" {
+		t.Errorf("Get's steps = %q, want charge and email (operators read them: idemctl show)", got)
+	}
 	e.saveStep(l2, "invoice", "in_1")
 	e.advance(e.pastLease())
 	e.wantSteps(idem.ClaimTakenOver, map[string]string{"charge": "ch_1", "email": "", "invoice": "in_1"})

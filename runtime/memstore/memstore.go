@@ -72,9 +72,6 @@ type memRecord struct {
 	idem.Record
 	value any
 	size  int64 // what this record adds to Store.bytes
-	// steps are the recovery points of the call (see idem.Stepper),
-	// kept while the record is retained.
-	steps map[string][]byte
 	// wake is closed when the record leaves in_progress; waiters make it.
 	wake chan struct{}
 }
@@ -119,7 +116,7 @@ const recordOverhead = 256
 // estimated at the size of its encoding.
 func recordSize(r *memRecord) int64 {
 	n := int64(recordOverhead + len(r.Key) + len(r.Result))
-	for name, data := range r.steps {
+	for name, data := range r.Steps {
 		n += int64(stepOverhead + len(name) + len(data))
 	}
 	if r.value != nil {
@@ -314,9 +311,9 @@ func (s *Store) claimLocked(sh *memShard, order *orderShard, req idem.ClaimReque
 	s.wakeAll(r) // a taken-over owner's waiters re-check
 	var steps map[string][]byte
 	if retained {
-		steps = maps.Clone(r.steps)
+		steps = maps.Clone(r.Steps)
 	} else {
-		r.steps = nil // a new call under an expired key: its steps are not ours
+		r.Steps = nil // a new call under an expired key: its steps are not ours
 	}
 	r.State = idem.StateInProgress
 	r.Owner = req.Owner
@@ -540,16 +537,16 @@ func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []
 	if err != nil {
 		return err
 	}
-	if _, ok := r.steps[name]; ok {
+	if _, ok := r.Steps[name]; ok {
 		return nil
 	}
 	if n := int64(stepOverhead+len(name)+len(data)) + r.size; n > s.maxBytes {
 		return fmt.Errorf("%w: step %q makes the record %d bytes, the store holds %d in all", idem.ErrResultTooLarge, name, n, s.maxBytes)
 	}
-	if r.steps == nil {
-		r.steps = make(map[string][]byte)
+	if r.Steps == nil {
+		r.Steps = make(map[string][]byte)
 	}
-	r.steps[name] = bytes.Clone(data)
+	r.Steps[name] = bytes.Clone(data)
 	s.resize(r)
 	return nil
 }
@@ -572,6 +569,7 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 	}
 	out := r.Record
 	out.Result = append([]byte(nil), r.Result...)
+	out.Steps = maps.Clone(r.Steps)
 	return out, nil
 }
 
