@@ -23,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -304,6 +305,41 @@ type view struct {
 	// Result is the stored result (show -result): JSON as is, other bytes
 	// as a string.
 	Result json.RawMessage `json:"result,omitempty"`
+	// Steps are the call's completed recovery points (idem.Step), by name
+	// (show only). Steps that were running when an owner died are not
+	// recorded: they run again.
+	Steps []stepView `json:"steps,omitempty"`
+}
+
+// stepView is a completed step as show prints it.
+type stepView struct {
+	Name string `json:"name"`
+	Size int    `json:"size"`
+	// Result is the step's recorded result (show -result), as view.Result.
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// steps lists r's steps by name, with their results if withResult.
+func steps(r idem.Record, withResult bool) []stepView {
+	var out []stepView
+	for _, name := range slices.Sorted(maps.Keys(r.Steps)) {
+		body := recordBody(r.Steps[name])
+		s := stepView{Name: name, Size: len(body)}
+		if withResult {
+			s.Result = rawResult(body)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// rawResult is body for JSON output: JSON as is, other bytes as a string.
+func rawResult(body []byte) json.RawMessage {
+	if json.Valid(body) {
+		return body
+	}
+	q, _ := json.Marshal(resultText(body))
+	return q
 }
 
 // recordBody is what the function stored (its result or recorded error),
@@ -623,13 +659,9 @@ func showCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 			}
 		}
 		if *withResult && len(body) > 0 {
-			if json.Valid(body) {
-				v.Result = body
-			} else {
-				q, _ := json.Marshal(resultText(body))
-				v.Result = q
-			}
+			v.Result = rawResult(body)
 		}
+		v.Steps = steps(r, *withResult)
 		if c.opts.json {
 			return c.printJSON(v)
 		}
@@ -652,6 +684,13 @@ func showCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 		}
 		if *withResult && len(body) > 0 {
 			row("result", resultText(body))
+		}
+		for _, s := range v.Steps {
+			line := fmt.Sprintf("%s (%d bytes)", s.Name, s.Size)
+			if *withResult {
+				line += " " + resultText(recordBody(r.Steps[s.Name]))
+			}
+			row("step", line)
 		}
 		return tw.Flush()
 	}

@@ -792,3 +792,55 @@ func TestClaimedBeforeWithoutClaimTime(t *testing.T) {
 		}
 	}
 }
+
+// show lists a call's completed steps; the step in flight is not among
+// them.
+func TestShowSteps(t *testing.T) {
+	dir := t.TempDir()
+	st, err := filestore.New(dir, filestore.WithoutSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := idem.NewGuard(st)
+	started, gate := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := call(g, specShip, "stepped", func(ctx context.Context) (string, error) {
+			if _, err := idem.Step(ctx, "label", func(context.Context) (string, error) { return "LBL-1", nil }); err != nil {
+				return "", err
+			}
+			if _, err := idem.Step(ctx, "book", func(context.Context) (int, error) { return 42, nil }); err != nil {
+				return "", err
+			}
+			_, err := idem.Step(ctx, "notify", func(context.Context) (bool, error) {
+				close(started)
+				<-gate
+				return true, nil
+			})
+			return "", err
+		})
+		done <- err
+	}()
+	<-started
+	defer func() { close(gate); <-done }()
+	storeURL := "file://" + dir
+	key := keyOf(t, g, specShip, "stepped")
+
+	var v view
+	if err := json.Unmarshal([]byte(mustCtl(t, 0, storeURL, "show", "-json", "-result", key)), &v); err != nil {
+		t.Fatal(err)
+	}
+	want := []stepView{{Name: "book", Size: 2, Result: json.RawMessage("42")}, {Name: "label", Size: 7, Result: json.RawMessage(`"LBL-1"`)}}
+	if diff := cmp.Diff(want, v.Steps); diff != "" {
+		t.Errorf("show -json steps (-want +got):\n%s", diff)
+	}
+	var rows []string
+	for _, line := range strings.Split(mustCtl(t, 0, storeURL, "show", key), "\n") {
+		if strings.HasPrefix(line, "step ") {
+			rows = append(rows, strings.Join(strings.Fields(line), " "))
+		}
+	}
+	if diff := cmp.Diff([]string{"step book (2 bytes)", "step label (7 bytes)"}, rows); diff != "" {
+		t.Errorf("show text steps (-want +got):\n%s", diff)
+	}
+}
