@@ -2,8 +2,11 @@ package idemobs
 
 import (
 	"iter"
+	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Funcs is an observer's per-function cache: the value it keeps for each
@@ -92,4 +95,13 @@ func (f *Funcs[T]) All() iter.Seq2[string, *T] {
 			}
 		}
 	}
+}
+
+// CallOutcomes are the outcomes a call reports (idem.Outcomes without the
+// steps' own, which a call's Event never carries): the outcomes per-call
+// series start at zero for.
+func CallOutcomes() []idem.Outcome {
+	return slices.DeleteFunc(idem.Outcomes(), func(o idem.Outcome) bool {
+		return o == idem.OutcomeStepRan || o == idem.OutcomeStepReplayed
+	})
 }

@@ -82,6 +82,7 @@ const ScopeName = "github.com/idemgen/idemgen/runtime/idemotel"
 const (
 	CallsName    = "idem.calls"
 	DurationName = "idem.call.duration"
+	StepsName    = "idem.steps"
 
 	FuncKey    = attribute.Key("idem.func")
 	OutcomeKey = attribute.Key("idem.outcome")
@@ -89,6 +90,7 @@ const (
 	KeyKey     = attribute.Key("idem.key")
 	EntityKey  = attribute.Key("idem.entity")
 	ReasonKey  = attribute.Key("idem.reason")
+	StepKey    = attribute.Key("idem.step")
 )
 
 // DefaultBuckets are the duration histogram's explicit bucket boundaries
@@ -99,14 +101,15 @@ var DefaultBuckets = []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.
 // 1..16 today (runtime/idemprom's TestOutcomeTableSize watches both).
 const outcomes = 24
 
-// knownOutcomes are the outcomes idem reports; ones it adds later are
-// picked up without a change here.
-var knownOutcomes = idem.Outcomes()
+// knownOutcomes are the outcomes idem's calls report; ones it adds later
+// are picked up without a change here.
+var knownOutcomes = idemobs.CallOutcomes()
 
 // Observer is an idem.Observer recording OpenTelemetry metrics and spans.
 // Make it with New; it is safe for concurrent use.
 type Observer struct {
 	calls    metric.Int64ObservableCounter
+	steps    metric.Int64Counter
 	duration metric.Float64Histogram
 	reg      metric.Registration
 	tracer   trace.Tracer // nil: no spans
@@ -183,7 +186,13 @@ func New(opts ...Option) (*Observer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idemotel: creating %s: %w", DurationName, err)
 	}
-	o := &Observer{calls: calls, duration: duration, withKey: c.withKey, other: map[otherKey]int64{}}
+	steps, err := meter.Int64Counter(StepsName,
+		metric.WithDescription("Outcomes of the recovery points (idem.Step) of guarded calls, by function, step and outcome."),
+		metric.WithUnit("{step}"))
+	if err != nil {
+		return nil, fmt.Errorf("idemotel: creating %s: %w", StepsName, err)
+	}
+	o := &Observer{calls: calls, steps: steps, duration: duration, withKey: c.withKey, other: map[otherKey]int64{}}
 	if o.reg, err = meter.RegisterCallback(o.collect, calls); err != nil {
 		return nil, fmt.Errorf("idemotel: registering the %s callback: %w", CallsName, err)
 	}
@@ -208,6 +217,10 @@ func (o *Observer) Observe(e idem.Event) { o.ObserveContext(context.Background()
 // of the span in ctx, and the SDK can attach exemplars from it. A Guard
 // calls only Observe today; see docs/OPERATIONS.md, "Tracing".
 func (o *Observer) ObserveContext(ctx context.Context, e idem.Event) {
+	if e.Step != "" {
+		o.steps.Add(ctx, 1, metric.WithAttributes(FuncKey.String(e.Func), StepKey.String(e.Step), OutcomeKey.String(e.Outcome.String())))
+		return
+	}
 	fs := o.funcs.Get(e.Func)
 	if i := int(e.Outcome); i < outcomes && fs.observe[i] != nil {
 		fs.counts[i].Add(1)
@@ -220,7 +233,7 @@ func (o *Observer) ObserveContext(ctx context.Context, e idem.Event) {
 		set := attribute.NewSet(FuncKey.String(e.Func), OutcomeKey.String(e.Outcome.String()))
 		o.duration.Record(ctx, e.Duration.Seconds(), metric.WithAttributeSet(set))
 	}
-	if o.tracer != nil && endsCall(e.Outcome) && e.Step == "" {
+	if o.tracer != nil && endsCall(e.Outcome) {
 		o.span(ctx, fs, e)
 	}
 }

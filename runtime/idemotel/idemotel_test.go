@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemobs"
 	"github.com/idemgen/idemgen/runtime/idemobs/obstest"
 	"github.com/idemgen/idemgen/runtime/idemotel"
 )
@@ -106,12 +107,12 @@ func TestScriptMetrics(t *testing.T) {
 	// Every outcome of a function that reported anything, zeros included.
 	wantCalls := map[string]int64{}
 	for _, fn := range []string{obstest.Charge, obstest.Refund, obstest.Notify, obstest.Sync, obstest.Track} {
-		for oc := idem.OutcomeExecuted; oc <= idem.OutcomeStepReplayed; oc++ {
+		for oc := idem.OutcomeExecuted; oc <= idem.OutcomeOverride; oc++ {
 			k := fn + "/" + oc.String()
 			wantCalls[k] = wantCounts[k]
 		}
 	}
-	if len(wantCalls) != 5*int(idem.OutcomeStepReplayed) {
+	if len(wantCalls) != 5*len(idemobs.CallOutcomes()) {
 		t.Fatalf("%d expected series", len(wantCalls))
 	}
 	if diff := cmp.Diff(wantCalls, got); diff != "" {
@@ -309,7 +310,7 @@ func TestUnknownOutcomeAndClose(t *testing.T) {
 		got[attrKey(t, dp.Attributes)] = dp.Value
 	}
 	want := map[string]int64{"f/outcome(40)": 2}
-	for oc := idem.OutcomeExecuted; oc <= idem.OutcomeStepReplayed; oc++ {
+	for oc := idem.OutcomeExecuted; oc <= idem.OutcomeOverride; oc++ {
 		want["f/"+oc.String()] = 0
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -352,5 +353,32 @@ func TestObserveContextParentsSpan(t *testing.T) {
 	}
 	if child.Parent().SpanID() != parent.SpanContext().SpanID() || child.SpanContext().TraceID() != parent.SpanContext().TraceID() {
 		t.Errorf("idem span parent %v trace %v, want the caller's span %v", child.Parent().SpanID(), child.SpanContext().TraceID(), parent.SpanContext())
+	}
+}
+
+// Step outcomes go to idem.steps by function and step, never to idem.calls
+// or to spans.
+func TestSteps(t *testing.T) {
+	obs, reader, sr := setup(t)
+	obs.Observe(idem.Event{Func: "shop.Charge", Outcome: idem.OutcomeStepRan, Step: "card"})
+	obs.Observe(idem.Event{Func: "shop.Charge", Outcome: idem.OutcomeStepReplayed, Step: "card"})
+	obs.Observe(idem.Event{Func: "shop.Charge", Outcome: idem.OutcomeLeaseLost, Step: "email"})
+	ms := collect(t, reader)
+	got := map[string]int64{}
+	for _, dp := range ms[idemotel.StepsName].Data.(metricdata.Sum[int64]).DataPoints {
+		f, _ := dp.Attributes.Value(idemotel.FuncKey)
+		s, _ := dp.Attributes.Value(idemotel.StepKey)
+		o, _ := dp.Attributes.Value(idemotel.OutcomeKey)
+		got[f.AsString()+"/"+s.AsString()+"/"+o.AsString()] = dp.Value
+	}
+	want := map[string]int64{"shop.Charge/card/step_ran": 1, "shop.Charge/card/step_replayed": 1, "shop.Charge/email/lease_lost": 1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("idem.steps (-want +got):\n%s", diff)
+	}
+	if m, ok := ms[idemotel.CallsName]; ok && len(m.Data.(metricdata.Sum[int64]).DataPoints) != 0 {
+		t.Errorf("step events made idem.calls points: %v", m.Data)
+	}
+	if n := len(sr.Ended()); n != 0 {
+		t.Errorf("step events made %d spans, want none", n)
 	}
 }

@@ -60,6 +60,7 @@ import (
 const (
 	FuncLabel    = "func"
 	OutcomeLabel = "outcome"
+	StepLabel    = "step"
 )
 
 // DefaultBuckets span a memory-store replay (tens of microseconds) to a
@@ -70,15 +71,16 @@ var DefaultBuckets = []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.
 // 1..16 today. TestOutcomeTableSize fails when idem outgrows it.
 const outcomes = 24
 
-// knownOutcomes are the outcomes idem reports: their counters start at
-// zero and they take the fast path. Ones idem adds later are picked up
+// knownOutcomes are the outcomes idem's calls report: their counters start
+// at zero and they take the fast path. Ones idem adds later are picked up
 // without a change here.
-var knownOutcomes = idem.Outcomes()
+var knownOutcomes = idemobs.CallOutcomes()
 
 // Observer is an idem.Observer recording Prometheus metrics. Make it with
 // New; it is safe for concurrent use and may be shared by several Guards.
 type Observer struct {
 	calls     *prometheus.CounterVec
+	steps     *prometheus.CounterVec
 	durations *prometheus.HistogramVec
 	exemplar  func(context.Context) prometheus.Labels
 	funcs     *idemobs.Funcs[funcSeries]
@@ -147,14 +149,23 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 		ConstLabels: c.constLabels,
 		Buckets:     c.buckets,
 	}, []string{FuncLabel, OutcomeLabel})
+	steps := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace:   c.namespace,
+		Name:        "steps_total",
+		Help:        "Outcomes of the recovery points (idem.Step) of guarded calls, by function, step and outcome (step_replayed counts steps a resumed call did not run again).",
+		ConstLabels: c.constLabels,
+	}, []string{FuncLabel, StepLabel, OutcomeLabel})
 	var err error
 	if calls, err = register(reg, calls); err != nil {
+		return nil, err
+	}
+	if steps, err = register(reg, steps); err != nil {
 		return nil, err
 	}
 	if durations, err = register(reg, durations); err != nil {
 		return nil, err
 	}
-	o := &Observer{calls: calls, durations: durations, exemplar: c.exemplar}
+	o := &Observer{calls: calls, steps: steps, durations: durations, exemplar: c.exemplar}
 	o.funcs = idemobs.NewFuncs(o.newSeries)
 	return o, nil
 }
@@ -197,6 +208,11 @@ func (o *Observer) ObserveContext(ctx context.Context, e idem.Event) {
 }
 
 func (o *Observer) record(e idem.Event, ex prometheus.Labels) {
+	if e.Step != "" {
+		// Steps are few per call and rarer than calls: no series cache.
+		o.steps.WithLabelValues(e.Func, e.Step, e.Outcome.String()).Inc()
+		return
+	}
 	fs := o.funcs.Get(e.Func)
 	i := int(e.Outcome)
 	var c prometheus.Counter

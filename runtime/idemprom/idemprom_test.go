@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemobs"
 	"github.com/idemgen/idemgen/runtime/idemobs/obstest"
 	"github.com/idemgen/idemgen/runtime/idemprom"
 )
@@ -31,7 +32,7 @@ var nonZero = map[string]map[string]int{
 }
 
 var allOutcomes = []string{"executed", "failed", "replayed", "in_progress", "duplicate", "mismatch", "takeover",
-	"heartbeat_failed", "lease_lost", "store_error", "invalid_key", "fail_open", "out_of_order", "override", "step_ran", "step_replayed"}
+	"heartbeat_failed", "lease_lost", "store_error", "invalid_key", "fail_open", "out_of_order", "override"}
 
 // The per-function tables must cover every outcome idem names.
 func TestOutcomeTableSize(t *testing.T) {
@@ -44,8 +45,8 @@ func TestOutcomeTableSize(t *testing.T) {
 	if s := idem.Outcome(24).String(); s != "outcome(24)" {
 		t.Errorf("idem names outcome 24 (%q): raise idemprom's and idemotel's outcomes constant", s)
 	}
-	if len(allOutcomes) != int(idem.OutcomeStepReplayed) {
-		t.Errorf("allOutcomes lists %d outcomes, idem has %d", len(allOutcomes), idem.OutcomeStepReplayed)
+	if n := len(idemobs.CallOutcomes()); len(allOutcomes) != n {
+		t.Errorf("allOutcomes lists %d outcomes, idem's calls have %d", len(allOutcomes), n)
 	}
 }
 
@@ -286,5 +287,32 @@ func TestExemplars(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("exemplars (-want +got):\n%s", diff)
+	}
+}
+
+// Step outcomes go to idem_steps_total by function and step, never to the
+// calls' series.
+func TestSteps(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	obs := idemprom.MustNew(reg)
+	for _, e := range []idem.Event{
+		{Func: "shop.Charge", Outcome: idem.OutcomeStepRan, Step: "card"},
+		{Func: "shop.Charge", Outcome: idem.OutcomeStepReplayed, Step: "card"},
+		{Func: "shop.Charge", Outcome: idem.OutcomeStepReplayed, Step: "card"},
+		{Func: "shop.Charge", Outcome: idem.OutcomeLeaseLost, Step: "email"},
+	} {
+		obs.Observe(e)
+	}
+	want := `# HELP idem_steps_total Outcomes of the recovery points (idem.Step) of guarded calls, by function, step and outcome (step_replayed counts steps a resumed call did not run again).
+# TYPE idem_steps_total counter
+idem_steps_total{func="shop.Charge",outcome="lease_lost",step="email"} 1
+idem_steps_total{func="shop.Charge",outcome="step_ran",step="card"} 1
+idem_steps_total{func="shop.Charge",outcome="step_replayed",step="card"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "idem_steps_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(reg, "idem_calls_total"); n != 0 {
+		t.Errorf("step events made %d idem_calls_total series, want none", n)
 	}
 }
