@@ -18,6 +18,13 @@
 //     over and completes, the owner is SIGCONTed: its completion fails with
 //     idem.ErrLeaseLost, the stored result is the successor's, and its
 //     fence-guarded business write is rejected.
+//   - recovery points (steps_test.go): a worker runs a three-step function
+//     (idem.Step, each step writing its own ledger row) and is SIGKILLed
+//     at a random moment, right after a step was recorded, or inside a
+//     step; the harness reads which steps each record holds, and a fresh
+//     process retries every key: a step the record held never runs again,
+//     and only the step in flight at the kill may, once. Stores that do not
+//     implement idem.Stepper skip it.
 //   - network (Redis, Postgres, DynamoDB, Firestore): the store is reached through FaultProxy,
 //     which injects resets, blackholes and latency spikes: callers get typed
 //     errors, a key is completed once, stale fences never write, and every

@@ -64,6 +64,7 @@ func TestReliability(t *testing.T) {
 			t.Run("storm", func(t *testing.T) { record(t, h.storm(t, store, sz)) })
 			t.Run("crash", func(t *testing.T) { record(t, h.crash(t, store, sz)) })
 			t.Run("zombie", func(t *testing.T) { record(t, h.zombie(t, store, sz, "")) })
+			t.Run("steps", func(t *testing.T) { record(t, h.recovery(t, store, sz)) })
 			if store == "file" {
 				return // one host, one clock, no network
 			}

@@ -246,6 +246,8 @@ func runWorker(cfg workerConfig) error {
 		call = fx.Storm
 	case "crash", "recover":
 		call = fx.Crash
+	case "steps", "steps-recover":
+		call = fx.Steps
 	case "zombie":
 		call = fx.Zombie
 	case "contend":

@@ -372,6 +372,50 @@ func (e *IdempotentEffects) beginExit(key string) idem.Call {
 	return c
 }
 
+var idemSpecEffectsSteps = &idem.Spec{
+	Name:        "rel.steps",
+	Signature:   "85b95968b1b8a5e8",
+	TTL:         time.Hour,
+	Lease:       time.Second,
+	OnDuplicate: idem.DuplicateWait,
+	Wait:        20 * time.Second,
+	Codec:       idemCodecEffectsSteps,
+}
+
+// Build fails here if Effects.Steps's signature changed since generation: run go generate.
+var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Steps
+
+// idemCodecEffectsSteps stores the results of Steps (generated codec).
+var idemCodecEffectsSteps = idemimpl.TypedCodec[Outcome]{
+	Decode: func(d *idemimpl.Decoder, v *Outcome) {
+		idemDecOutcome(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *Outcome) {
+		idemEncOutcome(e, v)
+	},
+}
+
+// Steps is Effects.Steps, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
+// name=rel.steps). The receiver is not part of the key (key= can name its fields).
+func (e *IdempotentEffects) Steps(ctx context.Context, key string) (Outcome, error) {
+	c := e.beginSteps(key)
+	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
+		return e.Effects.Steps(ctx, key)
+	})
+}
+
+// StepsKey is the store key Steps claims for these arguments; nothing runs.
+func (e *IdempotentEffects) StepsKey(key string) (string, error) {
+	return e.beginSteps(key).StoreKey()
+}
+
+// beginSteps starts a call of Steps and writes its key material.
+func (e *IdempotentEffects) beginSteps(key string) idem.Call {
+	c := e.g.Begin(idemSpecEffectsSteps)
+	c.Key().String(key)
+	return c
+}
+
 // idemDecOutcome restores values of Outcome.
 func idemDecOutcome(d *idemimpl.Decoder, v *Outcome) {
 	end := d.Struct()

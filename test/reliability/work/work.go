@@ -151,6 +151,48 @@ func (e *Effects) Exit(ctx context.Context, key string) (Outcome, error) {
 	return out, err
 }
 
+// StepNames are Steps' recovery points, in the order it runs them.
+var StepNames = []string{"charge", "email", "invoice"}
+
+// StepLedgerKey is the ledger key of a step's executions.
+func StepLedgerKey(key, step string) string { return key + "#" + step }
+
+// Steps is the recovery-points function: three steps, each inserting its
+// own ledger row (under StepLedgerKey) and then running for Hooks.Hold,
+// so that a kill lands inside a step or between two. It marks "step:NAME"
+// when a step starts and "stepped:NAME" once its result is recorded.
+//
+//idem:name=rel.steps lease=1s on_duplicate=wait wait=20s ttl=1h
+func (e *Effects) Steps(ctx context.Context, key string) (Outcome, error) {
+	fence, ok := idem.FenceFrom(ctx)
+	if !ok {
+		return Outcome{}, fmt.Errorf("work: steps called without a guard (no fence in ctx)")
+	}
+	out := Outcome{Key: key, Fence: fence, PID: os.Getpid(), Nonce: nonce()}
+	for _, step := range StepNames {
+		_, err := idem.Step(ctx, step, func(ctx context.Context) (string, error) {
+			e.mark("step:"+step, key, fence)
+			lk := StepLedgerKey(key, step)
+			id, err := e.Ledger.Record(context.WithoutCancel(ctx), "steps", lk, fence, out.PID, out.Nonce)
+			if err != nil {
+				return "", err
+			}
+			if e.Hooks.Hold != nil {
+				time.Sleep(e.Hooks.Hold(key))
+			}
+			if err := e.Ledger.Finish(context.WithoutCancel(ctx), id, ctx.Err() == nil, false); err != nil {
+				return "", err
+			}
+			return out.Nonce, nil
+		})
+		if err != nil {
+			return Outcome{}, err
+		}
+		e.mark("stepped:"+step, key, fence)
+	}
+	return out, nil
+}
+
 func (e *Effects) run(ctx context.Context, scenario, key string, biz bool) (Outcome, error) {
 	fence, ok := idem.FenceFrom(ctx)
 	if !ok {
