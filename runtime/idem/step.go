@@ -69,6 +69,12 @@ func (s *steps) use(name string) (data []byte, recorded, again bool) {
 // Guard's codec (WithCodec, JSON by default). Step is safe for concurrent
 // use by the goroutines of one call, with distinct names.
 func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, error)) (T, error) {
+	return StepWith(ctx, name, nil, fn)
+}
+
+// StepWith is Step with the codec of T (nil: the Guard's). idemgen's step
+// wrappers (//idem:step) pass T's generated codec.
+func StepWith[T any](ctx context.Context, name string, codec Codec, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
 	r, ok := ctx.Value(leaseKey{}).(*running)
 	if !ok {
@@ -83,23 +89,26 @@ func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, 
 	if again {
 		return zero, fmt.Errorf("%w %q of %s: the name is used twice in one call", ErrStep, name, spec.Name)
 	}
+	if codec == nil {
+		codec = g.codec
+	}
 	if recorded {
-		return replayStep[T](r, name, data)
+		return replayStep[T](r, name, codec, data)
 	}
 	v, err := fn(ctx)
 	if err != nil {
 		return v, err
 	}
-	return v, saveStep(ctx, r, stepper, name, v)
+	return v, saveStep(ctx, r, stepper, name, codec, &v)
 }
 
 // replayStep decodes a step the call's record held.
-func replayStep[T any](r *running, name string, data []byte) (T, error) {
+func replayStep[T any](r *running, name string, codec Codec, data []byte) (T, error) {
 	var v T
-	g, spec := r.codec.g, r.codec.spec
+	spec := r.codec.spec
 	body, err := checkRecord(spec, data)
 	if err == nil {
-		err = g.codec.Unmarshal(body, &v)
+		err = codec.Unmarshal(body, &v)
 	}
 	if err != nil {
 		err = fmt.Errorf("idem: %s: step %q: decoding its record: %w: %w", spec.Name, name, ErrCorruptRecord, err)
@@ -111,9 +120,9 @@ func replayStep[T any](r *running, name string, data []byte) (T, error) {
 }
 
 // saveStep records v as the step name's result under the call's lease.
-func saveStep(ctx context.Context, r *running, stepper Stepper, name string, v any) error {
+func saveStep(ctx context.Context, r *running, stepper Stepper, name string, codec Codec, v any) error {
 	g, spec := r.codec.g, r.codec.spec
-	body, err := g.codec.Marshal(v)
+	body, err := codec.Marshal(v)
 	if err != nil {
 		err = fmt.Errorf("%s: step %q: %w: %w", spec.Name, name, ErrResultNotEncodable, err)
 		r.event(OutcomeStoreError, name, err)

@@ -3,6 +3,7 @@ package idem_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -181,5 +182,34 @@ func TestStepKeyDistinct(t *testing.T) {
 	}
 	if _, err := idem.StepKey(ctx, "charge"); !errors.Is(err, idem.ErrStep) {
 		t.Errorf("StepKey outside a call = %v, want ErrStep", err)
+	}
+}
+
+// upperCodec stores strings in upper case: a replay through it shows the
+// step's codec, not the Guard's, read the record.
+type upperCodec struct{}
+
+func (upperCodec) Marshal(v any) ([]byte, error) { return []byte(strings.ToUpper(*v.(*string))), nil }
+func (upperCodec) Unmarshal(data []byte, v any) error {
+	*v.(*string) = string(data)
+	return nil
+}
+
+func TestStepWithCodec(t *testing.T) {
+	ctx := context.Background()
+	g := idem.NewGuard(memstore.New())
+	fail := errors.New("fail after the step")
+	fn := func(ctx context.Context) (string, error) {
+		v, err := idem.StepWith(ctx, "charge", upperCodec{}, func(context.Context) (string, error) { return "ch_1", nil })
+		if err != nil {
+			return "", err
+		}
+		return v, fail
+	}
+	if v, err := doOrder(ctx, g, "o1", fn); v != "ch_1" || !errors.Is(err, fail) {
+		t.Fatalf("first run = %q, %v", v, err)
+	}
+	if v, err := doOrder(ctx, g, "o1", fn); v != "CH_1" || !errors.Is(err, fail) {
+		t.Fatalf("resumed run = %q, %v; want the step replayed through its codec (CH_1)", v, err)
 	}
 }
