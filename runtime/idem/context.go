@@ -1,6 +1,9 @@
 package idem
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+)
 
 type leaseKey struct{}
 
@@ -26,9 +29,10 @@ func (c *runCtx) Value(key any) any {
 type running struct {
 	lease  Lease
 	codec  recordCodec
-	steps  steps
-	ctx    context.Context // fn's, for the steps' observer events
-	cancel context.CancelCauseFunc
+	cancel context.CancelCauseFunc // fn's ctx's: a step that finds the lease lost cancels it
+	// steps is made by the call's first step, or at the start for a
+	// resumed call whose record held steps: most calls have none.
+	steps atomic.Pointer[steps]
 }
 
 // LeaseFrom returns the lease of the guarded call running with ctx, and

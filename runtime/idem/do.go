@@ -432,7 +432,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 	r, err = fn(x.rctx)
 	panicked = false
 	x.hb.stop()
-	x.cancel(nil)
+	x.run.cancel(nil)
 	return record(ctx, st, lease, x, r, err)
 }
 
@@ -441,13 +441,14 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 func start(ctx context.Context, st *state, lease Lease) *execution {
 	g, spec := st.g, st.spec
 	x := &execution{run: running{lease: lease, codec: recordCodec{g: g, spec: spec}}}
-	x.run.steps.recorded = st.steps
+	if st.steps != nil {
+		x.run.steps.Store(&steps{recorded: st.steps})
+	}
 	x.fp, x.spec = st.fp, spec
 	g.startFlight(lease.Key, &x.flight)
 	cctx, cancel := context.WithCancelCause(ctx)
 	x.ctx = runCtx{Context: cctx, run: &x.run}
-	x.rctx, x.cancel = &x.ctx, cancel
-	x.run.ctx, x.run.cancel = x.rctx, cancel
+	x.rctx, x.run.cancel = &x.ctx, cancel
 	x.hb.start(g, &x.ctx, cancel, &x.run.lease, st)
 	return x
 }
@@ -457,7 +458,7 @@ func start(ctx context.Context, st *state, lease Lease) *execution {
 func (x *execution) abandon(ctx context.Context, st *state, lease Lease, p any) {
 	g, spec := st.g, st.spec
 	x.hb.stop()
-	x.cancel(nil)
+	x.run.cancel(nil)
 	wctx, wcancel := g.writeCtx(ctx, lease)
 	defer wcancel()
 	if rerr := g.store.Release(wctx, lease); rerr != nil {

@@ -56,11 +56,10 @@ func (f *flight) wait() <-chan struct{} {
 // single allocation: its flight, its heartbeat and what fn's ctx carries.
 type execution struct {
 	flight
-	hb     heartbeat
-	run    running
-	ctx    runCtx          // fn's
-	rctx   context.Context // &ctx, boxed once
-	cancel context.CancelCauseFunc
+	hb   heartbeat
+	run  running
+	ctx  runCtx          // fn's
+	rctx context.Context // &ctx, boxed once
 }
 
 // flight returns the key's flight, or nil.

@@ -39,6 +39,15 @@ type steps struct {
 	used     map[string]bool
 }
 
+// stepState returns the call's steps, made on first use.
+func (r *running) stepState() *steps {
+	if s := r.steps.Load(); s != nil {
+		return s
+	}
+	r.steps.CompareAndSwap(nil, new(steps))
+	return r.steps.Load()
+}
+
 // use marks name used and returns its recorded data, if any.
 func (s *steps) use(name string) (data []byte, recorded, again bool) {
 	s.mu.Lock()
@@ -85,7 +94,7 @@ func StepWith[T any](ctx context.Context, name string, codec Codec, fn func(cont
 	if !ok {
 		return zero, fmt.Errorf("%w %q of %s: the store %T keeps no steps", ErrStep, name, spec.Name, g.store)
 	}
-	data, recorded, again := r.steps.use(name)
+	data, recorded, again := r.stepState().use(name)
 	if again {
 		return zero, fmt.Errorf("%w %q of %s: the name is used twice in one call", ErrStep, name, spec.Name)
 	}
@@ -93,7 +102,7 @@ func StepWith[T any](ctx context.Context, name string, codec Codec, fn func(cont
 		codec = g.codec
 	}
 	if recorded {
-		return replayStep[T](r, name, codec, data)
+		return replayStep[T](ctx, r, name, codec, data)
 	}
 	v, err := fn(ctx)
 	if err != nil {
@@ -103,7 +112,7 @@ func StepWith[T any](ctx context.Context, name string, codec Codec, fn func(cont
 }
 
 // replayStep decodes a step the call's record held.
-func replayStep[T any](r *running, name string, codec Codec, data []byte) (T, error) {
+func replayStep[T any](ctx context.Context, r *running, name string, codec Codec, data []byte) (T, error) {
 	var v T
 	spec := r.codec.spec
 	body, err := checkRecord(spec, data)
@@ -112,10 +121,10 @@ func replayStep[T any](r *running, name string, codec Codec, data []byte) (T, er
 	}
 	if err != nil {
 		err = fmt.Errorf("idem: %s: step %q: decoding its record: %w: %w", spec.Name, name, ErrCorruptRecord, err)
-		r.event(OutcomeStoreError, name, err)
+		r.event(ctx, OutcomeStoreError, name, err)
 		return v, err
 	}
-	r.event(OutcomeStepReplayed, name, nil)
+	r.event(ctx, OutcomeStepReplayed, name, nil)
 	return v, nil
 }
 
@@ -125,7 +134,7 @@ func saveStep(ctx context.Context, r *running, stepper Stepper, name string, cod
 	body, err := codec.Marshal(v)
 	if err != nil {
 		err = fmt.Errorf("%s: step %q: %w: %w", spec.Name, name, ErrResultNotEncodable, err)
-		r.event(OutcomeStoreError, name, err)
+		r.event(ctx, OutcomeStoreError, name, err)
 		return err
 	}
 	data := append(appendHeader(make([]byte, 0, len(body)+64), spec), body...)
@@ -134,21 +143,19 @@ func saveStep(ctx context.Context, r *running, stepper Stepper, name string, cod
 	err = stepper.SaveStep(wctx, r.lease, name, data)
 	switch {
 	case err == nil:
-		r.event(OutcomeStepRan, name, nil)
+		r.event(ctx, OutcomeStepRan, name, nil)
 		return nil
 	case errors.Is(err, ErrLeaseLost):
 		err = fmt.Errorf("%s: step %q ran, %w (fence %d): its result is not recorded", spec.Name, name, ErrLeaseLost, r.lease.Fence)
-		r.event(OutcomeLeaseLost, name, err)
-		if r.cancel != nil {
-			r.cancel(ErrLeaseLost)
-		}
+		r.event(ctx, OutcomeLeaseLost, name, err)
+		r.cancel(ErrLeaseLost)
 		return err
 	case errors.Is(err, ErrResultTooLarge):
 		err = fmt.Errorf("%s: step %q: %w", spec.Name, name, err)
 	default:
 		err = fmt.Errorf("%s: step %q: recording its result: %w", spec.Name, name, unavailable("", err))
 	}
-	r.event(OutcomeStoreError, name, err)
+	r.event(ctx, OutcomeStoreError, name, err)
 	return err
 }
 
@@ -172,10 +179,10 @@ func StepKey(ctx context.Context, name string) (string, error) {
 }
 
 // event reports a step's outcome (never final: the call reports its own).
-func (r *running) event(o Outcome, step string, err error) {
+func (r *running) event(ctx context.Context, o Outcome, step string, err error) {
 	g, spec := r.codec.g, r.codec.spec
 	if g.obs == nil && g.cobs == nil {
 		return
 	}
-	g.observe(r.ctx, Event{Func: spec.Name, Outcome: o, Key: r.lease.Key, Fence: r.lease.Fence, Err: err, Step: step})
+	g.observe(ctx, Event{Func: spec.Name, Outcome: o, Key: r.lease.Key, Fence: r.lease.Fence, Err: err, Step: step})
 }

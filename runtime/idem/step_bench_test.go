@@ -79,7 +79,9 @@ func BenchmarkSteps(b *testing.B) {
 		}
 	}
 	b.Run("first", func(b *testing.B) { ratio(b, "x-without-steps", fresh(withSteps(nil)), fresh(withoutSteps(nil))) })
-	b.Run("resumed", func(b *testing.B) { ratio(b, "x-without-steps", resumed(withSteps(again)), resumed(withoutSteps(again))) })
+	b.Run("resumed", func(b *testing.B) {
+		ratio(b, "x-without-steps", resumed(withSteps(again)), resumed(withoutSteps(again)))
+	})
 }
 
 // ratio runs ours and base alternately in chunks and reports ours' time
