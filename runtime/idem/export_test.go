@@ -29,3 +29,6 @@ func (c Call) Derive() {
 // WithKeyMemo sizes the Guard's key memo (and a quarter of it, its
 // result memo); 0 turns both off.
 func WithKeyMemo(entries int) Option { return func(c *config) { c.memo = entries } }
+
+// DropResultMemo turns the Guard's result memo off (its benchmark).
+func (g *Guard) DropResultMemo() { g.results = nil }

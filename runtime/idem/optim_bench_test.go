@@ -1,0 +1,57 @@
+package idem
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"testing"
+)
+
+var sinkSum [32]byte
+
+// BenchmarkKeyedHash is what the Guard's pooled HMAC (keyedHash) saves
+// over a new HMAC per derived key (docs/BENCHMARKS.md, "What the
+// runtime's optimisations save").
+func BenchmarkKeyedHash(b *testing.B) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	g := NewGuard(nil, WithHMAC(secret))
+	var in [32]byte
+	b.Run("hmac_New_per_key", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			h := hmac.New(sha256.New, secret)
+			h.Write(in[:])
+			copy(sinkSum[:], h.Sum(nil))
+		}
+	})
+	b.Run("keyedHash_pool", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkSum = g.mac(in)
+		}
+	})
+}
+
+var sinkCtx context.Context
+
+// BenchmarkRunCtx is what runCtx saves over context.WithValue for the
+// running call's value on fn's ctx.
+func BenchmarkRunCtx(b *testing.B) {
+	parent, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	r := &running{}
+	b.Run("WithValue", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkCtx = context.WithValue(parent, leaseKey{}, r)
+		}
+	})
+	b.Run("runCtx", func(b *testing.B) {
+		b.ReportAllocs()
+		x := new(execution)
+		for b.Loop() {
+			x.ctx = runCtx{Context: parent, run: r}
+			sinkCtx = &x.ctx
+		}
+	})
+}
