@@ -631,7 +631,7 @@ func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []
 		return err
 	}
 	if size := s.itemSize(l.Key, 0) + len(aSteps) + 3 + stepSize(name, data); size > MaxItemSize {
-		return fmt.Errorf("%w: step %q of %q: a %d-byte result makes an item of at least %d bytes (limit %d)",
+		return fmt.Errorf("%w: step %q of %q: a %d-byte result makes an item of up to %d bytes with no other step (limit %d)",
 			ErrItemTooLarge, name, l.Key, len(data), size, MaxItemSize)
 	}
 	if data == nil {
