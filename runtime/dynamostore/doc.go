@@ -73,6 +73,8 @@
 //	                nanoseconds; set by a claim or takeover only (items written
 //	                before it existed lack it: a zero Record.ClaimedAt)
 //	ttl          N  Unix seconds, for DynamoDB's time to live (name configurable)
+//	steps        M  recovery points of an in-progress or released record:
+//	                step name -> B, its encoded result (see Recovery points)
 //
 // The IAM policy needs dynamodb:GetItem, dynamodb:UpdateItem and
 // dynamodb:DeleteItem on the table (CreateTable also needs
@@ -128,12 +130,42 @@
 // (WithPollInterval), and never sleeping past the moment the lease becomes
 // takeover-able.
 //
+// # Recovery points
+//
+// The store implements idem.Stepper: a call's steps (idem.Step) live in
+// the steps map attribute of its record's item, so they expire and are
+// deleted with it. SaveStep is one UpdateItem that sets steps.name if it
+// is not set yet (a step keeps its first record), on the condition that
+// the lease still holds (state in progress, owner and fence): a stale
+// owner writes nothing and gets idem.ErrLeaseLost. A claim keeps the map
+// (making an empty one where there is none, so that SaveStep's nested
+// path exists), and the old item its UpdateItem returns (ALL_OLD) carries
+// it: a takeover of an expired lease or the claim after a release
+// resumes the call's steps in the claim's one round trip. A claim that
+// makes the record anew, over an item past its retention, must not hand
+// the old call's steps to the new one: the claim's condition refuses such
+// an item while its map holds steps, and the store claims again with a
+// condition on the retention alone and an update that empties the map,
+// so a key reused after its retention, before DynamoDB's time to live
+// has removed the abandoned item, costs one more request. Complete and
+// Fail remove the map (the result replays from then on, and gets the
+// whole item); Release and Heartbeat keep it. Step names are the map's
+// keys, but for names DynamoDB cannot take or that could read as escaped:
+// "", and names starting with "~" or of the form __x__ (reserved by
+// Firestore, whose store escapes the same names) are stored as "~" and the
+// name. Callers of an older version of this package claim without looking
+// at steps: upgrade every caller before using steps on a table.
+//
 // # Item size
 //
 // DynamoDB rejects items over 400 KB. Complete and Fail compute the
 // record's size before writing and return an error wrapping
 // ErrItemTooLarge, without a request, when the result does not fit;
-// MaxResultSize tells how many result bytes a key can hold.
+// MaxResultSize tells how many result bytes a key can hold. Steps count
+// towards the item with each other (not with the result, which replaces
+// them): SaveStep returns ErrItemTooLarge without a request for a step
+// that cannot fit alone, and when DynamoDB refuses an update that would
+// take the item over the limit.
 //
 // # Servers without ReturnValuesOnConditionCheckFailure
 //

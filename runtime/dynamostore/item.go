@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -23,9 +24,12 @@ const (
 	// aClaimedAt is optional: items written before records carried
 	// ClaimedAt have none (a zero ClaimedAt).
 	aClaimedAt = "claimed_at"
+	// aSteps is the map of recovery points, step name -> binary result
+	// (see stepKey), of an in-progress or released record.
+	aSteps = "steps"
 )
 
-var dataAttrs = []string{aState, aOwner, aFence, aFP, aResult, aLeaseUntil, aExpiresAt, aUpdatedAt, aClaimedAt}
+var dataAttrs = []string{aState, aOwner, aFence, aFP, aResult, aLeaseUntil, aExpiresAt, aUpdatedAt, aClaimedAt, aSteps}
 
 const (
 	stateInProgress = "in_progress"
@@ -134,8 +138,68 @@ func decodeLoose(item map[string]types.AttributeValue) (idem.Record, error) {
 	default:
 		return r, fmt.Errorf("%s is %T, want binary", aResult, v)
 	}
+	if r.Steps, err = decodeSteps(item); err != nil {
+		return r, err
+	}
 	return r, nil
 }
+
+// decodeSteps reads the steps attribute: nil when it is absent or empty.
+func decodeSteps(item map[string]types.AttributeValue) (map[string][]byte, error) {
+	var m map[string]types.AttributeValue
+	switch v := item[aSteps].(type) {
+	case nil:
+		return nil, nil
+	case *types.AttributeValueMemberM:
+		m = v.Value
+	default:
+		return nil, fmt.Errorf("%s is %T, want a map", aSteps, v)
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	steps := make(map[string][]byte, len(m))
+	for k, v := range m {
+		b, ok := v.(*types.AttributeValueMemberB)
+		if !ok {
+			return nil, fmt.Errorf("step %q is %T, want binary", k, v)
+		}
+		name, ok := stepName(k)
+		if !ok {
+			return nil, fmt.Errorf("%q is not a step's map key", k)
+		}
+		data := b.Value
+		if data == nil {
+			data = []byte{}
+		}
+		steps[name] = data
+	}
+	return steps, nil
+}
+
+// stepKey is the steps map's key for the step name: the name itself, or,
+// for a name DynamoDB cannot take as a map key (empty) or that could be
+// mistaken for an escaped one (starting with "~"), "~" and the name. The
+// Firestore store escapes names the same way, and also names of the form
+// __x__ (reserved there).
+func stepKey(name string) string {
+	if name == "" || name[0] == '~' || len(name) >= 4 && strings.HasPrefix(name, "__") && strings.HasSuffix(name, "__") {
+		return "~" + name
+	}
+	return name
+}
+
+// stepName inverts stepKey.
+func stepName(key string) (string, bool) {
+	if strings.HasPrefix(key, "~") {
+		return key[1:], stepKey(key[1:]) == key
+	}
+	return key, key != "" && stepKey(key) == key
+}
+
+// stepSize is an upper bound on what the step name with data adds to the
+// steps map: its key and value, and a few bytes of DynamoDB's overhead.
+func stepSize(name string, data []byte) int { return len(stepKey(name)) + len(data) + 4 }
 
 func attrS(item map[string]types.AttributeValue, name string) (string, error) {
 	v, ok := item[name].(*types.AttributeValueMemberS)

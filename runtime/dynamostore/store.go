@@ -5,14 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -48,7 +51,7 @@ type Store struct {
 	// Expression attribute names per operation: DynamoDB rejects names an
 	// expression does not use, so each operation has its own map. They are
 	// only read after New.
-	claimNames, fencedNames, finishNames, releaseNames, deleteNames map[string]string
+	claimNames, fencedNames, finishNames, releaseNames, stepNames, deleteNames map[string]string
 }
 
 type layout struct {
@@ -192,12 +195,15 @@ func build(api API, table string, opts []Option) (*Store, error) {
 	}
 	l := c.layout
 	s.claimNames = map[string]string{"#pk": l.pk, "#st": aState, "#ow": aOwner, "#fe": aFence, "#fp": aFP,
-		"#res": aResult, "#lu": aLeaseUntil, "#ex": aExpiresAt, "#up": aUpdatedAt, "#ca": aClaimedAt, "#ttl": l.ttl}
+		"#res": aResult, "#lu": aLeaseUntil, "#ex": aExpiresAt, "#up": aUpdatedAt, "#ca": aClaimedAt, "#ttl": l.ttl,
+		"#sp": aSteps}
 	s.fencedNames = map[string]string{"#st": aState, "#ow": aOwner, "#fe": aFence,
 		"#lu": aLeaseUntil, "#ex": aExpiresAt, "#up": aUpdatedAt, "#ttl": l.ttl}
-	s.finishNames = map[string]string{"#st": aState, "#ow": aOwner, "#fe": aFence,
+	s.releaseNames = map[string]string{"#st": aState, "#ow": aOwner, "#fe": aFence,
 		"#res": aResult, "#ex": aExpiresAt, "#up": aUpdatedAt, "#ttl": l.ttl}
-	s.releaseNames = s.finishNames
+	s.finishNames = map[string]string{"#st": aState, "#ow": aOwner, "#fe": aFence,
+		"#res": aResult, "#ex": aExpiresAt, "#up": aUpdatedAt, "#ttl": l.ttl, "#sp": aSteps}
+	s.stepNames = map[string]string{"#st": aState, "#ow": aOwner, "#fe": aFence, "#sp": aSteps}
 	s.deleteNames = map[string]string{"#pk": l.pk}
 	return s, nil
 }
@@ -206,24 +212,42 @@ func build(api API, table string, opts []Option) (*Store, error) {
 // absent or past its retention (finished or released: its expiry; in
 // progress: its expiry plus the skew margin, :tko = now - margin, so an
 // abandoned record is never forgotten while a skewed owner may still hold
-// its lease), or, with the item's own fingerprint, released or in progress
-// with a lease expired by more than the margin. A live item keeps its first
-// claim's fingerprint in every state: another payload can neither take
-// over a crashed owner's lease nor run after a release. The claim bumps
-// the fence whatever was there, so fences never repeat while the item
-// exists.
+// its lease), or, with the item's own fingerprint, retained and released
+// or in progress with a lease expired by more than the margin. A live item
+// keeps its first claim's fingerprint in every state: another payload can
+// neither take over a crashed owner's lease nor run after a release. The
+// claim bumps the fence whatever was there, so fences never repeat while
+// the item exists.
+//
+// A claim keeps the item's steps (making an empty map where there is
+// none, for SaveStep's nested path), and the old item it returns carries
+// them: the one round trip resumes a retained record's call. It must not
+// hand them to a new call, so claimCond lets a claim over an item past
+// its retention through only when the item has no steps; over one with
+// steps (an abandoned or released call's, left until DynamoDB's time to
+// live removes the item) the claim fails, and the store claims again with
+// claimAnewCond and claimAnewSet, which empty the map.
 const (
-	claimCond = "attribute_not_exists(#pk) OR (#st <> :inp AND #ex <= :now) OR (#st = :inp AND #ex <= :tko) OR " +
-		"(#fp = :fp AND (#st = :rel OR (#st = :inp AND #lu <= :tko)))"
-	claimSet = "SET #st = :inp, #ow = :ow, #fp = :fp, #lu = :lu, #ex = :ex, #up = :now, #ca = :now, #ttl = :ttl, " +
-		"#fe = if_not_exists(#fe, :zero) + :one REMOVE #res"
-	ownedCond    = "#st = :inp AND #ow = :ow AND #fe = :fe"
-	heartbeatSet = "SET #lu = :lu, #ex = :ex, #up = :now, #ttl = :ttl"
-	finishSet    = "SET #st = :st, #res = :res, #ex = :ex, #up = :now, #ttl = :ttl"
+	deadCond  = "((#st <> :inp AND #ex <= :now) OR (#st = :inp AND #ex <= :tko))"
+	claimCond = "attribute_not_exists(#pk) OR (" + deadCond + " AND (attribute_not_exists(#sp) OR size(#sp) = :zero)) OR " +
+		"(#fp = :fp AND ((#st = :rel AND #ex > :now) OR (#st = :inp AND #lu <= :tko AND #ex > :tko)))"
+	claimSetCommon = "SET #st = :inp, #ow = :ow, #fp = :fp, #lu = :lu, #ex = :ex, #up = :now, #ca = :now, #ttl = :ttl, " +
+		"#fe = if_not_exists(#fe, :zero) + :one, "
+	claimSet      = claimSetCommon + "#sp = if_not_exists(#sp, :nosteps) REMOVE #res"
+	claimAnewCond = "attribute_not_exists(#pk) OR " + deadCond
+	claimAnewSet  = claimSetCommon + "#sp = :nosteps REMOVE #res"
+	ownedCond     = "#st = :inp AND #ow = :ow AND #fe = :fe"
+	heartbeatSet  = "SET #lu = :lu, #ex = :ex, #up = :now, #ttl = :ttl"
+	// A completion or failure drops the steps: the result replays from
+	// then on. A release keeps them for the call's next run.
+	finishSet = "SET #st = :st, #res = :res, #ex = :ex, #up = :now, #ttl = :ttl REMOVE #sp"
 	// An empty result is stored as no attribute (and read back as nil,
 	// as the memory store does).
-	finishSetEmpty = "SET #st = :st, #ex = :ex, #up = :now, #ttl = :ttl REMOVE #res"
-	deleteCond     = "attribute_exists(#pk)"
+	finishSetEmpty  = "SET #st = :st, #ex = :ex, #up = :now, #ttl = :ttl REMOVE #res, #sp"
+	releaseSetEmpty = "SET #st = :st, #ex = :ex, #up = :now, #ttl = :ttl REMOVE #res"
+	// A step keeps its first record.
+	stepSet    = "SET #sp.#n = if_not_exists(#sp.#n, :d)"
+	deleteCond = "attribute_exists(#pk)"
 )
 
 var (
@@ -233,6 +257,7 @@ var (
 	avFailed     = &types.AttributeValueMemberS{Value: stateFailed}
 	avZero       = &types.AttributeValueMemberN{Value: "0"}
 	avOne        = &types.AttributeValueMemberN{Value: "1"}
+	avNoSteps    = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}}
 )
 
 func nanos(t time.Time) *types.AttributeValueMemberN {
@@ -323,25 +348,35 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		return idem.ClaimResult{}, err
 	}
 	key := s.itemKey(req.Key)
+	// anew: the last round found the item past its retention with steps
+	// (see claimCond): claim it with claimAnewCond, dropping them.
+	anew := false
 	for round := 1; ; round++ {
 		now := s.now()
 		lu := now.Add(req.Lease)
 		ex := lu.Add(req.TTL)
+		vals := claimValues(req, now, lu, ex, s)
+		cond, set := claimCond, claimSet
+		if anew {
+			cond, set = claimAnewCond, claimAnewSet
+			delete(vals, ":rel") // DynamoDB refuses values an expression does not use
+		}
 		var att attempts
 		out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                 s.table,
 			Key:                       key,
-			UpdateExpression:          aws.String(claimSet),
-			ConditionExpression:       aws.String(claimCond),
+			UpdateExpression:          aws.String(set),
+			ConditionExpression:       aws.String(cond),
 			ExpressionAttributeNames:  s.claimNames,
-			ExpressionAttributeValues: claimValues(req, now, lu, ex, s),
+			ExpressionAttributeValues: vals,
 			// The old item tells acquired from taken over and gives the
-			// old fence (the new one is old + 1).
+			// old fence (the new one is old + 1) and a retained record's
+			// steps.
 			ReturnValues:                        types.ReturnValueAllOld,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}, att.option)
 		if err == nil {
-			return s.acquired(req, out.Attributes, now, lu)
+			return s.acquired(req, out.Attributes, now, lu, anew)
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
@@ -367,8 +402,10 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		if res, ok := s.found(req, &r, now, att.retried()); ok {
 			return res, nil
 		}
-		// The item we read allows a claim: it changed after the condition
-		// failed (fallback read), or clocks moved. Try again.
+		// The item allows a claim: it is past its retention with steps
+		// (claim it anew), or it changed after the condition failed
+		// (fallback read), or clocks moved. Try again.
+		anew = !s.retained(&r, now)
 		if round >= maxClaimRounds {
 			return idem.ClaimResult{}, s.contention(req.Key)
 		}
@@ -381,27 +418,37 @@ func (s *Store) contention(key string) error {
 
 func claimValues(req idem.ClaimRequest, now, lu, ex time.Time, s *Store) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
-		":inp":  avInProgress,
-		":rel":  avReleased,
-		":ow":   &types.AttributeValueMemberB{Value: req.Owner[:]},
-		":fp":   &types.AttributeValueMemberB{Value: req.Fingerprint[:]},
-		":lu":   nanos(lu),
-		":ex":   nanos(ex),
-		":now":  nanos(now),
-		":tko":  nanos(now.Add(-s.skew)),
-		":ttl":  s.ttlAttr(ex),
-		":zero": avZero,
-		":one":  avOne,
+		":inp":     avInProgress,
+		":rel":     avReleased,
+		":ow":      &types.AttributeValueMemberB{Value: req.Owner[:]},
+		":fp":      &types.AttributeValueMemberB{Value: req.Fingerprint[:]},
+		":lu":      nanos(lu),
+		":ex":      nanos(ex),
+		":now":     nanos(now),
+		":tko":     nanos(now.Add(-s.skew)),
+		":ttl":     s.ttlAttr(ex),
+		":zero":    avZero,
+		":one":     avOne,
+		":nosteps": avNoSteps,
 	}
 }
 
 // acquired builds the result of a successful claim from the old item. It
-// reads only what the claim's condition relied on (state, lease, expiry)
-// and the fence: the rest of a damaged item was overwritten and is gone.
-func (s *Store) acquired(req idem.ClaimRequest, old map[string]types.AttributeValue, now, lu time.Time) (idem.ClaimResult, error) {
+// reads only what the claim's condition relied on (state, lease, expiry),
+// the fence and the steps the claim kept (none when it claimed anew): the
+// rest of a damaged item was overwritten and is gone.
+func (s *Store) acquired(req idem.ClaimRequest, old map[string]types.AttributeValue, now, lu time.Time, anew bool) (idem.ClaimResult, error) {
 	res := idem.ClaimResult{Status: idem.ClaimAcquired, Fence: 1, LeaseUntil: lu}
 	if len(old) == 0 {
 		return res, nil
+	}
+	if !anew {
+		// claimCond kept them only for a retained record.
+		steps, err := decodeSteps(old)
+		if err != nil {
+			return idem.ClaimResult{}, fmt.Errorf("%w: dynamostore: claim %q: %w", idem.ErrCorruptRecord, req.Key, err)
+		}
+		res.Steps = steps
 	}
 	if fe, err := attrN(old, aFence); err == nil {
 		prev, err := strconv.ParseUint(fe, 10, 64)
@@ -434,8 +481,9 @@ func (s *Store) found(req idem.ClaimRequest, r *idem.Record, now time.Time, retr
 	switch r.State {
 	case idem.StateInProgress:
 		if retried && r.Owner == req.Owner {
-			// Our own earlier attempt was applied and its response lost.
-			return idem.ClaimResult{Status: idem.ClaimAcquired, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, true
+			// Our own earlier attempt was applied and its response lost;
+			// the steps it kept are the item's.
+			return idem.ClaimResult{Status: idem.ClaimAcquired, Fence: r.Fence, LeaseUntil: r.LeaseUntil, Steps: r.Steps}, true
 		}
 		if s.takeoverable(r, now) {
 			return idem.ClaimResult{}, false
@@ -526,8 +574,11 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.
 		":now": nanos(now),
 		":ttl": s.ttlAttr(ex),
 	}
-	set := finishSetEmpty
-	if len(data) > 0 {
+	set, names := finishSetEmpty, s.finishNames
+	switch {
+	case state == idem.StateReleased:
+		set, names = releaseSetEmpty, s.releaseNames // the steps stay for the call's next run
+	case len(data) > 0:
 		set = finishSet
 		vals[":res"] = &types.AttributeValueMemberB{Value: data}
 	}
@@ -537,7 +588,7 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.
 		Key:                                 s.itemKey(l.Key),
 		UpdateExpression:                    aws.String(set),
 		ConditionExpression:                 aws.String(ownedCond),
-		ExpressionAttributeNames:            s.finishNames,
+		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           vals,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}, att.option)
@@ -565,6 +616,65 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.
 		}
 	}
 	return leaseLost(l, item)
+}
+
+// SaveStep records a step of the call l owns (see idem.Stepper): one
+// UpdateItem that sets the step in the item's steps map if it is not there
+// yet, on the condition that l still owns the record (state, owner, fence).
+// A step that would take the item over 400 KB is ErrItemTooLarge: before
+// any request when the step alone cannot fit, else by DynamoDB's answer.
+func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.checkKey(l.Key); err != nil {
+		return err
+	}
+	if size := s.itemSize(l.Key, 0) + len(aSteps) + 3 + stepSize(name, data); size > MaxItemSize {
+		return fmt.Errorf("%w: step %q of %q: a %d-byte result makes an item of up to %d bytes with no other step (limit %d)",
+			ErrItemTooLarge, name, l.Key, len(data), size, MaxItemSize)
+	}
+	if data == nil {
+		data = []byte{} // a binary value, empty
+	}
+	names := make(map[string]string, len(s.stepNames)+1)
+	maps.Copy(names, s.stepNames)
+	names["#n"] = stepKey(name)
+	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                s.table,
+		Key:                      s.itemKey(l.Key),
+		UpdateExpression:         aws.String(stepSet),
+		ConditionExpression:      aws.String(ownedCond),
+		ExpressionAttributeNames: names,
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":inp": avInProgress,
+			":ow":  &types.AttributeValueMemberB{Value: l.Owner[:]},
+			":fe":  uintN(l.Fence),
+			":d":   &types.AttributeValueMemberB{Value: data},
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		// A retried request whose first attempt was applied finds the
+		// lease still held and the step set: nothing changes.
+		return nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return leaseLost(l, ccf.Item)
+	}
+	if tooLarge(err) {
+		return fmt.Errorf("%w: step %q of %q (%d bytes): %w", ErrItemTooLarge, name, l.Key, len(data), err)
+	}
+	return s.opError(ctx, "step", l.Key, err)
+}
+
+// tooLarge reports whether err is DynamoDB's refusal of an update that
+// would make the item larger than 400 KB.
+func tooLarge(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" &&
+		strings.Contains(ae.ErrorMessage(), "exceeded the maximum allowed size")
 }
 
 // leaseLost is the error for a fenced write whose condition failed; item,
@@ -711,4 +821,7 @@ func (s *Store) checkKey(key string) error {
 // maxPartitionKey is DynamoDB's limit on a partition key value, in bytes.
 const maxPartitionKey = 2048
 
-var _ idem.Store = (*Store)(nil)
+var (
+	_ idem.Store   = (*Store)(nil)
+	_ idem.Stepper = (*Store)(nil)
+)

@@ -321,6 +321,13 @@ func TestCorruptItem(t *testing.T) {
 			m["lease_until"] = &types.AttributeValueMemberS{Value: "soon"}
 		}},
 		{"result_as_string", func(m map[string]types.AttributeValue) { m["result"] = &types.AttributeValueMemberS{Value: "x"} }},
+		{"steps_as_string", func(m map[string]types.AttributeValue) { m["steps"] = &types.AttributeValueMemberS{Value: "x"} }},
+		{"step_as_number", func(m map[string]types.AttributeValue) {
+			m["steps"] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"charge": &types.AttributeValueMemberN{Value: "1"}}}
+		}},
+		{"step_key_not_escaped_so", func(m map[string]types.AttributeValue) {
+			m["steps"] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"~charge": &types.AttributeValueMemberB{Value: []byte("x")}}}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			item := map[string]types.AttributeValue{}
@@ -429,11 +436,17 @@ func TestRetryAfterLostResponse(t *testing.T) {
 				do   func() error
 			}{
 				{"Heartbeat", func() error { return s.Heartbeat(bg, l) }},
+				{"SaveStep", func() error { return s.SaveStep(bg, l, "charge", []byte("ch_1")) }},
 				{"Complete", func() error { return s.Complete(bg, l, idem.Result{Data: []byte(`42`)}) }},
 			} {
 				drop.armed.Store(true)
 				if err := op.do(); err != nil {
 					t.Fatalf("%s with a lost response = %v, want nil", op.name, err)
+				}
+				if op.name == "SaveStep" {
+					if r, err := s.Get(bg, "k"); err != nil || string(r.Steps["charge"]) != "ch_1" {
+						t.Fatalf("Get after the retried SaveStep = %q, %v; want the step", r.Steps, err)
+					}
 				}
 			}
 			if r, err := s.Get(bg, "k"); err != nil || r.State != idem.StateCompleted || string(r.Result) != "42" {

@@ -31,6 +31,9 @@
 //	                owner's first write after the claim: the claim's own
 //	                update time is then the claim time)
 //	ttl  timestamp  when Firestore's TTL policy may delete the document
+//	sp   map        recovery points of an in-progress or released record:
+//	                step name -> bytes, its encoded result (see Recovery
+//	                points); absent when there are none
 //
 // A document that is not a record (a foreign writer's, a damaged one) is
 // reported as idem.ErrCorruptRecord by Claim, Get and Wait, and never
@@ -73,6 +76,30 @@
 //     state, and writes under the read update time: a stale owner's write
 //     is rejected with idem.ErrLeaseLost. A retried write whose first
 //     attempt was applied (same owner, fence, state and data) succeeds.
+//   - SaveStep is such a fenced Update too: one round trip when the store
+//     made the lease's last write.
+//
+// # Recovery points
+//
+// The store implements idem.Stepper: a call's steps (idem.Step) live in
+// the sp map field of its record's document, so they expire and are
+// deleted with it. SaveStep sets sp.name with the fenced Update described
+// under Round trips: a stale owner writes nothing and gets
+// idem.ErrLeaseLost. A step the document already holds keeps its first
+// data (judged on a read, which also shows the lease still holds). Like
+// a heartbeat, the write restarts the lease, which runs from the
+// document's update time. A claim over a retained record (an expired
+// lease, a release, an operator's ForceRelease) keeps the map and returns
+// it from the document the claim read, so resuming a call costs no extra
+// round trip; a claim over a record past its retention deletes it, so a
+// new call under a reused key never sees the old call's steps. Complete
+// and Fail delete the map too (the result replays from then on, and gets
+// the whole document); Release and Heartbeat keep it. Step names are the
+// map's keys, but for names Firestore cannot take as field names or that
+// could read as escaped: "", names of the form __x__ and names starting
+// with "~" are stored as "~" and the name. Callers of an older version
+// of this package claim anew without deleting steps: upgrade every caller
+// before using steps on a collection.
 //
 // # Fences
 //
@@ -119,7 +146,10 @@
 // record's size before writing and return an error wrapping
 // ErrDocumentTooLarge (and idem.ErrResultTooLarge) without a request when
 // the result does not fit; MaxResultSize tells how many result bytes a key
-// can hold.
+// can hold. Steps count towards the document with each other (not with
+// the result, which replaces them): SaveStep bounds the document with the
+// new step and returns ErrDocumentTooLarge without writing when it does
+// not fit.
 //
 // # Permissions
 //

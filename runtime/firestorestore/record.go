@@ -27,6 +27,9 @@ const (
 	// only; an in-progress record's runs from its update time).
 	fLeaseUntil = "lu"
 	fTTL        = "ttl"
+	// fSteps is the map of recovery points, step name (see stepKey) ->
+	// bytes, of an in-progress or released record.
+	fSteps = "sp"
 )
 
 // recordVersion is the record format's version (the v field). A document
@@ -59,11 +62,15 @@ func (s *Store) claimFields(req idem.ClaimRequest, fence uint64) map[string]any 
 }
 
 // toUpdates turns claimFields into an Update list that overwrites the
-// whole record (Set cannot take a precondition), removing an old result.
-func toUpdates(m map[string]any) []firestore.Update {
-	u := make([]firestore.Update, 0, len(m)+3)
+// whole record (Set cannot take a precondition), removing an old result
+// and, unless keepSteps (a retained record's call resumes), the steps.
+func toUpdates(m map[string]any, keepSteps bool) []firestore.Update {
+	u := make([]firestore.Update, 0, len(m)+4)
 	u = append(u, firestore.Update{Path: fResult, Value: firestore.Delete}, firestore.Update{Path: fClaimed, Value: firestore.Delete},
 		firestore.Update{Path: fLeaseUntil, Value: firestore.Delete})
+	if !keepSteps {
+		u = append(u, firestore.Update{Path: fSteps, Value: firestore.Delete})
+	}
 	for k, v := range m {
 		u = append(u, firestore.Update{Path: k, Value: v})
 	}
@@ -134,6 +141,9 @@ func decodeLoose(snap *firestore.DocumentSnapshot) (doc, error) {
 	default:
 		return d, fmt.Errorf("%s is %T, want bytes", fResult, v)
 	}
+	if r.Steps, err = decodeSteps(m); err != nil {
+		return d, err
+	}
 	switch ca := m[fClaimed].(type) {
 	case nil:
 		r.ClaimedAt = snap.UpdateTime // not written since the claim
@@ -160,6 +170,88 @@ func decodeLoose(snap *firestore.DocumentSnapshot) (doc, error) {
 		}
 	}
 	return d, nil
+}
+
+// decodeSteps reads the steps field: nil when it is absent or empty.
+func decodeSteps(m map[string]any) (map[string][]byte, error) {
+	var sp map[string]any
+	switch v := m[fSteps].(type) {
+	case nil:
+		return nil, nil
+	case map[string]any:
+		sp = v
+	default:
+		return nil, fmt.Errorf("%s is %T, want a map", fSteps, v)
+	}
+	if len(sp) == 0 {
+		return nil, nil
+	}
+	steps := make(map[string][]byte, len(sp))
+	for k, v := range sp {
+		data, ok := v.([]byte)
+		if !ok {
+			return nil, fmt.Errorf("step %q is %T, want bytes", k, v)
+		}
+		name, ok := stepName(k)
+		if !ok {
+			return nil, fmt.Errorf("%q is not a step's map key", k)
+		}
+		if data == nil {
+			data = []byte{}
+		}
+		steps[name] = data
+	}
+	return steps, nil
+}
+
+// stepKey is the steps map's key for the step name: the name itself, or,
+// for a name Firestore cannot take as a field name (empty, or of the
+// reserved form __x__) or that could be mistaken for an escaped one
+// (starting with "~"), "~" and the name. The DynamoDB store escapes
+// names the same way.
+func stepKey(name string) string {
+	if name == "" || name[0] == '~' || len(name) >= 4 && strings.HasPrefix(name, "__") && strings.HasSuffix(name, "__") {
+		return "~" + name
+	}
+	return name
+}
+
+// stepName inverts stepKey.
+func stepName(key string) (string, bool) {
+	if strings.HasPrefix(key, "~") {
+		return key[1:], stepKey(key[1:]) == key
+	}
+	return key, key != "" && stepKey(key) == key
+}
+
+// stepSize bounds what a step, by its map key and data length, adds to
+// a document: the key (bytes + 1) and the value (its bytes), and a few
+// bytes to spare.
+func stepSize(key string, n int) int { return len(key) + 1 + n + 8 }
+
+// stepsSize bounds what the steps field adds to a document, by each
+// step's map key and data length.
+func stepsSize(steps map[string]int) int {
+	if len(steps) == 0 {
+		return 0
+	}
+	size := len(fSteps) + 1
+	for k, n := range steps {
+		size += stepSize(k, n)
+	}
+	return size
+}
+
+// stepSizes is steps by map key and data length.
+func stepSizes(steps map[string][]byte) map[string]int {
+	if len(steps) == 0 {
+		return nil
+	}
+	m := make(map[string]int, len(steps))
+	for name, data := range steps {
+		m[stepKey(name)] = len(data)
+	}
+	return m
 }
 
 func intField(m map[string]any, name string) (int64, error) {

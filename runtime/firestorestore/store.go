@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -208,14 +210,15 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 			// reply was lost (it retries commits on Unavailable), and it
 			// was applied. Owner tokens are unique per attempt, so no
 			// other claim wrote this one.
-			s.written.put(leaseID{req.Key, req.Owner, r.Fence}, written{d.updateTime, r.ClaimedAt})
-			return idem.ClaimResult{Status: idem.ClaimAcquired, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, nil
+			// The steps it kept are the document's.
+			s.written.put(leaseID{req.Key, req.Owner, r.Fence}, written{d.updateTime, r.ClaimedAt, stepSizes(r.Steps)})
+			return idem.ClaimResult{Status: idem.ClaimAcquired, Fence: r.Fence, LeaseUntil: r.LeaseUntil, Steps: r.Steps}, nil
 		}
 		verdict, own := claimVerdict(&d, req, now)
 		if !own {
 			return verdict, nil
 		}
-		res, err := s.overwrite(ctx, ref, req, &d, verdict.Status)
+		res, err := s.overwrite(ctx, ref, req, &d, verdict.Status, now)
 		if err == nil {
 			return res, nil
 		}
@@ -269,20 +272,27 @@ func (s *Store) create(ctx context.Context, ref *firestore.DocumentRef, req idem
 		}
 		return idem.ClaimResult{}, s.opError(ctx, "claim", req.Key, err)
 	}
-	s.written.put(leaseID{req.Key, req.Owner, 1}, written{wr.UpdateTime, wr.UpdateTime})
+	s.written.put(leaseID{req.Key, req.Owner, 1}, written{wr.UpdateTime, wr.UpdateTime, nil})
 	return idem.ClaimResult{Status: idem.ClaimAcquired, Fence: 1, LeaseUntil: wr.UpdateTime.Add(req.Lease)}, nil
 }
 
 // overwrite claims over the record d, fence + 1, if the document has not
-// changed since it was read.
-func (s *Store) overwrite(ctx context.Context, ref *firestore.DocumentRef, req idem.ClaimRequest, d *doc, st idem.ClaimStatus) (idem.ClaimResult, error) {
+// changed since it was read. A record retained at now (an expired lease,
+// a release) keeps its steps, and the claim returns them: the call
+// resumes. A record past its retention loses them: a new call under the
+// key must not see them.
+func (s *Store) overwrite(ctx context.Context, ref *firestore.DocumentRef, req idem.ClaimRequest, d *doc, st idem.ClaimStatus, now time.Time) (idem.ClaimResult, error) {
 	fence := d.rec.Fence + 1
-	wr, err := ref.Update(ctx, toUpdates(s.claimFields(req, fence)), firestore.LastUpdateTime(d.updateTime))
+	var steps map[string][]byte
+	if now.Before(d.rec.ExpiresAt) {
+		steps = d.rec.Steps
+	}
+	wr, err := ref.Update(ctx, toUpdates(s.claimFields(req, fence), steps != nil), firestore.LastUpdateTime(d.updateTime))
 	if err != nil {
 		return idem.ClaimResult{}, err
 	}
-	s.written.put(leaseID{req.Key, req.Owner, fence}, written{wr.UpdateTime, wr.UpdateTime})
-	return idem.ClaimResult{Status: st, Fence: fence, LeaseUntil: wr.UpdateTime.Add(req.Lease)}, nil
+	s.written.put(leaseID{req.Key, req.Owner, fence}, written{wr.UpdateTime, wr.UpdateTime, stepSizes(steps)})
+	return idem.ClaimResult{Status: st, Fence: fence, LeaseUntil: wr.UpdateTime.Add(req.Lease), Steps: steps}, nil
 }
 
 // Heartbeat renews the lease: the document's update time, the lease's
@@ -292,7 +302,7 @@ func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
 		{Path: fLeaseDur, Value: int64(l.Duration)},
 		{Path: fTTLDur, Value: int64(l.TTL)},
 		{Path: fTTL, Value: s.ttlValue(l.Duration + l.TTL)},
-	})
+	}, nil)
 }
 
 // Complete records the result under the lease.
@@ -319,12 +329,44 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.
 	if len(data) > 0 {
 		res = data
 	}
-	return s.fenced(ctx, op, l, state, data, []firestore.Update{
+	updates := []firestore.Update{
 		{Path: fState, Value: int64(state)},
 		{Path: fResult, Value: res},
 		{Path: fTTLDur, Value: int64(l.TTL)},
 		{Path: fTTL, Value: s.ttlValue(l.TTL)},
-	})
+	}
+	if state != idem.StateReleased {
+		// The result replays from now on: the steps go, and the result
+		// has the whole document. A release keeps them for the call's
+		// next run.
+		updates = append(updates, firestore.Update{Path: fSteps, Value: firestore.Delete})
+	}
+	return s.fenced(ctx, op, l, state, data, updates, nil)
+}
+
+// SaveStep records a step of the call l owns (see idem.Stepper): an
+// Update of the step's entry in the document's steps map, fenced as
+// Heartbeat is (preconditioned on this store's last write to the lease,
+// else on a read that shows the lease holds), so a stale owner gets
+// idem.ErrLeaseLost and writes nothing. Like a heartbeat, the write
+// restarts the lease, which runs from the document's update time. A step
+// already recorded keeps its first data; one that would take the document
+// over 1 MiB is ErrDocumentTooLarge.
+func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []byte) error {
+	if data == nil {
+		data = []byte{} // bytes, empty (a nil slice would be stored as null)
+	}
+	key := stepKey(name)
+	return s.fenced(ctx, "step", l, idem.StateInProgress, nil, []firestore.Update{
+		{FieldPath: firestore.FieldPath{fSteps, key}, Value: data},
+		{Path: fTTL, Value: s.ttlValue(l.Duration + l.TTL)},
+	}, &pendingStep{name: name, key: key, size: len(data)})
+}
+
+// pendingStep is the step a fenced write records.
+type pendingStep struct {
+	name, key string
+	size      int
 }
 
 // maxFencedRounds bounds a fenced write's retries when the document keeps
@@ -336,8 +378,12 @@ const maxFencedRounds = 8
 // owner and fence: an Update preconditioned on the update time of the
 // lease's last write this store made (no read), or, when that is unknown
 // or stale, on the update time of a read that showed the lease still
-// holds. state is the state the write sets, data the result it stores.
-func (s *Store) fenced(ctx context.Context, op string, l idem.Lease, state idem.State, data []byte, updates []firestore.Update) error {
+// holds. state is the state the write sets, data the result it stores,
+// step the step it records (nil for other writes): a step the document
+// already holds is not written again, and one that would not fit is
+// ErrDocumentTooLarge, both judged on a read that shows the lease holds
+// (not on what the store remembers of the lease).
+func (s *Store) fenced(ctx context.Context, op string, l idem.Lease, state idem.State, data []byte, updates []firestore.Update, step *pendingStep) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -352,6 +398,7 @@ func (s *Store) fenced(ctx context.Context, op string, l idem.Lease, state idem.
 	w, known := s.written.get(lid)
 	var retry transientRetry
 	for round := 1; ; round++ {
+		read := !known
 		if !known {
 			snap, err := ref.Get(ctx)
 			if status.Code(err) == codes.NotFound {
@@ -379,7 +426,24 @@ func (s *Store) fenced(ctx context.Context, op string, l idem.Lease, state idem.
 				s.written.drop(lid)
 				return fmt.Errorf("%w: %s fence %d (the document is %s at fence %d)", idem.ErrLeaseLost, l.Key, l.Fence, r.State, r.Fence)
 			}
-			w = written{at: d.updateTime, claimed: r.ClaimedAt}
+			w = written{at: d.updateTime, claimed: r.ClaimedAt, steps: stepSizes(r.Steps)}
+		}
+		if step != nil {
+			_, recorded := w.steps[step.key]
+			size := docSize(l.Key, 0) + stepsSize(w.steps) + stepSize(step.key, step.size)
+			if !recorded {
+				size += len(fSteps) + 1 // the map's own field, if it is the first step
+			}
+			switch {
+			case (recorded || size > MaxDocumentSize) && !read:
+				known = false // tell the owner first: read
+				continue
+			case recorded:
+				return nil
+			case size > MaxDocumentSize:
+				return fmt.Errorf("%w: step %q of %q: a %d-byte result makes a document of up to %d bytes (limit %d)",
+					ErrDocumentTooLarge, step.name, l.Key, step.size, size, MaxDocumentSize)
+			}
 		}
 		up := append(updates[:len(updates):len(updates)], firestore.Update{Path: fClaimed, Value: w.claimed})
 		if state != idem.StateInProgress {
@@ -390,7 +454,13 @@ func (s *Store) fenced(ctx context.Context, op string, l idem.Lease, state idem.
 		wr, err := ref.Update(ctx, up, firestore.LastUpdateTime(w.at))
 		if err == nil {
 			if state == idem.StateInProgress {
-				s.written.put(lid, written{wr.UpdateTime, w.claimed})
+				steps := w.steps
+				if step != nil {
+					steps = make(map[string]int, len(w.steps)+1)
+					maps.Copy(steps, w.steps)
+					steps[step.key] = step.size
+				}
+				s.written.put(lid, written{wr.UpdateTime, w.claimed, steps})
 			} else {
 				s.written.drop(lid)
 			}
@@ -413,6 +483,9 @@ func (s *Store) fenced(ctx context.Context, op string, l idem.Lease, state idem.
 				// own write.
 				round--
 				continue
+			}
+			if step != nil && tooLarge(err) {
+				return fmt.Errorf("%w: step %q of %q (%d bytes): %w", ErrDocumentTooLarge, step.name, l.Key, step.size, err)
 			}
 			return s.opError(ctx, op, l.Key, err)
 		}
@@ -538,8 +611,20 @@ type leaseID struct {
 }
 
 // written is what a store remembers of a lease it holds: the update time
-// of its last write and the claim's (commit) time.
-type written struct{ at, claimed time.Time }
+// of its last write, the claim's (commit) time, and the steps the
+// document holds as of that write, by map key and data length (never
+// modified: a new step makes a new map).
+type written struct {
+	at, claimed time.Time
+	steps       map[string]int
+}
+
+// tooLarge reports whether err is Firestore's refusal of a document over
+// its size limit (which the store's bound normally keeps it from
+// sending).
+func tooLarge(err error) bool {
+	return status.Code(err) == codes.InvalidArgument && strings.Contains(status.Convert(err).Message(), "maximum allowed size")
+}
 
 // leaseCache maps the leases this store holds to the update time of its
 // last write to each, so that a fenced write is one Update preconditioned
@@ -583,4 +668,7 @@ func (c *leaseCache) drop(id leaseID) {
 	delete(c.m, id)
 }
 
-var _ idem.Store = (*Store)(nil)
+var (
+	_ idem.Store   = (*Store)(nil)
+	_ idem.Stepper = (*Store)(nil)
+)

@@ -141,6 +141,9 @@ func TestForeignDocuments(t *testing.T) {
 		{"negative lease", with("ld", int64(-1)), "negative lease"},
 		{"result as string", with("res", "x"), "res is string"},
 		{"claim time as integer", with("ca", int64(5)), "ca is int64"},
+		{"steps as string", with("sp", "x"), "sp is string"},
+		{"step as integer", with("sp", map[string]any{"charge": int64(1)}), `step "charge" is int64`},
+		{"step key escaped needlessly", with("sp", map[string]any{"~charge": []byte("x")}), "is not a step's map key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
