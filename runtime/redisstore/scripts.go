@@ -41,12 +41,17 @@ local function parse(v, key)
   end
   local magic, ver, st, fence, lease, exp, upd = struct.unpack('>BBBI8I8I8I8', v)
   if magic ~= 167 then return nil, 'not an idem record (first byte ' .. magic .. ')' end
-  local claimed = 0
-  if ver == 3 then
+  local claimed, steps = 0, ''
+  if ver == 3 or ver == 4 then
     if #v < HDR3 then
       return nil, 'value of ' .. #v .. ' bytes is shorter than the ' .. HDR3 .. '-byte header'
     end
     claimed = struct.unpack('>I8', v, 92)
+    if ver == 4 then
+      -- only a call in progress or released carries steps (record.go)
+      if st ~= 1 and st ~= 4 then return nil, 'unknown state ' .. st end
+      steps = string.sub(v, HDR3 + 1)
+    end
   elseif ver == 2 then
     -- a fresh claim written by SET NX: lease and TTL are durations, the
     -- key's expiry (server clock) places them; +1 ms covers the whole-ms
@@ -66,11 +71,16 @@ local function parse(v, key)
     return nil, 'unsupported record encoding version ' .. ver
   end
   if st < 1 or st > 4 then return nil, 'unknown state ' .. st end
-  return {st = st, fence = fence, lease = lease, exp = exp, upd = upd, claimed = claimed,
+  return {st = st, fence = fence, lease = lease, exp = exp, upd = upd, claimed = claimed, steps = steps,
     op = string.sub(v, 36, 43), owner = string.sub(v, 44, 59), fp = string.sub(v, 60, 91)}
 end
+-- enc builds a version-3 record with data (a finished record's result),
+-- or, for a record in progress or released with steps, a version-4 one
+-- whose data is its steps.
 local function enc(st, fence, lease, exp, now, op, owner, fp, claimed, data)
-  return struct.pack('>BBBI8I8I8I8', 167, 3, st, fence, lease, exp, now) .. op .. owner .. fp ..
+  local ver = 3
+  if (st == 1 or st == 4) and #data > 0 then ver = 4 end
+  return struct.pack('>BBBI8I8I8I8', 167, ver, st, fence, lease, exp, now) .. op .. owner .. fp ..
     struct.pack('>I8', claimed) .. data
 end
 local function px(exp, now)
@@ -107,18 +117,24 @@ if type(v) == 'string' and #v >= 99 and string.byte(v, 1) == 167 and string.byte
 end
 ` + luaCommon + `
 local now = now_us()
-local fence, status = 0, 1
+local fence, status, steps = 0, 1, ''
 if v then
   local r, err = parse(v, KEYS[1])
   if not r then return {0, err} end
   fence = r.fence
   if now < r.exp then
+    -- a retained record: a takeover or a claim after a release resumes
+    -- its call, whose steps it keeps and returns; a record made anew
+    -- (none, or past its expiry) starts without any
+    steps = r.steps
     -- a live record keeps its first claim's fingerprint whatever its
     -- state: an expired lease or a release is free for that payload only
     if r.fp ~= ARGV[2] then return {6, r.fence, 0} end
     if r.st == 1 then
       if r.owner == ARGV[1] and r.op == ARGV[6] then
-        return {1, r.fence, r.lease} -- our own claim, retried after a lost reply
+        -- our own claim, retried after a lost reply
+        if #r.steps > 0 then return {1, r.fence, r.lease, r.steps} end
+        return {1, r.fence, r.lease}
       end
       if now < r.lease then return {3, r.fence, r.lease} end
       status = 2
@@ -144,8 +160,9 @@ end
 fence = fence + 1
 local lease = now + tonumber(ARGV[3])
 local exp = lease + tonumber(ARGV[4])
-redis.call('SET', KEYS[1], enc(1, fence, lease, exp, now, ARGV[6], ARGV[1], ARGV[2], now, ''), 'PX', px(exp, now))
+redis.call('SET', KEYS[1], enc(1, fence, lease, exp, now, ARGV[6], ARGV[1], ARGV[2], now, steps), 'PX', px(exp, now))
 if status == 2 then redis.call('PUBLISH', ARGV[5], note(1, fence)) end
+if #steps > 0 then return {status, fence, lease, steps} end
 return {status, fence, lease}
 `
 
@@ -171,11 +188,13 @@ if type(v) == 'table' then return {0, 'cannot read the record key: ' .. tostring
 if #v < 91 then return {0, 'value of ' .. #v .. ' bytes is shorter than the 91-byte header'} end
 local magic, ver, rst, rfence, rlease, rexp = struct.unpack('>BBBI8I8I8', v)
 if magic ~= 167 then return {0, 'not an idem record (first byte ' .. magic .. ')'} end
-if ver ~= 1 and ver ~= 2 and ver ~= 3 then return {0, 'unsupported record encoding version ' .. ver} end
-if ver == 3 and #v < 99 then return {0, 'value of ' .. #v .. ' bytes is shorter than the 99-byte header'} end
-if rst < 1 or rst > 4 or (ver == 2 and rst ~= 1) then return {0, 'unknown state ' .. rst} end
+if ver < 1 or ver > 4 then return {0, 'unsupported record encoding version ' .. ver} end
+if ver >= 3 and #v < 99 then return {0, 'value of ' .. #v .. ' bytes is shorter than the 99-byte header'} end
+if rst < 1 or rst > 4 or (ver == 2 and rst ~= 1) or (ver == 4 and rst ~= 1 and rst ~= 4) then
+  return {0, 'unknown state ' .. rst}
+end
 local claimed = 0 -- version 1: unknown
-if ver == 3 then claimed = struct.unpack('>I8', v, 92) end
+if ver >= 3 then claimed = struct.unpack('>I8', v, 92) end
 if ver == 2 then
   -- judged as parse and decodeRecord judge it, before ownership
   if rlease > ` + maxFreshLua + ` or rexp > ` + maxFreshLua + ` then
@@ -197,15 +216,20 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local keep = rexp - rlease -- the TTL after the lease
 if ver == 2 then keep = rexp; rlease = now end
-local lease, exp, data = rlease, now + dur, ARGV[2]
+local lease, exp, data, nver = rlease, now + dur, ARGV[2], 3
+if st == 1 or st == 4 then
+  -- a heartbeat or a release keeps the call's steps (version 4), a
+  -- completion or failure replaces them with its result
+  data = ''
+  if ver == 4 then data, nver = string.sub(v, 100), 4 end
+end
 if st == 1 then
   lease = now + dur
   exp = lease + keep
-  data = ''
 end
 local ms = math.floor((exp - now) / 1000)
 if ms < 1 then ms = 1 end
-redis.call('SET', KEYS[1], struct.pack('>BBBI8I8I8I8', 167, 3, st, fence, lease, exp, now) .. op .. owner ..
+redis.call('SET', KEYS[1], struct.pack('>BBBI8I8I8I8', 167, nver, st, fence, lease, exp, now) .. op .. owner ..
   string.sub(v, 60, 91) .. struct.pack('>I8', claimed) .. data, 'PX', string.format('%d', ms))
 if st ~= 1 then redis.call('PUBLISH', KEYS[1] .. ':done', st .. ':' .. string.format('%d', fence)) end
 return {1, lease}
@@ -248,7 +272,7 @@ local keep = r.exp - r.upd
 if keep < 0 then keep = 0 end
 local fence = r.fence + 1
 local exp = now + keep
-local nv = enc(4, fence, r.lease, exp, now, ARGV[2], string.rep('\0', 16), r.fp, r.claimed, '')
+local nv = enc(4, fence, r.lease, exp, now, ARGV[2], string.rep('\0', 16), r.fp, r.claimed, r.steps)
 redis.call('SET', KEYS[1], nv, 'PX', px(exp, now))
 redis.call('PUBLISH', ARGV[1], note(4, fence))
 return {1, nv}
