@@ -74,8 +74,8 @@ func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []
 	if err := s.ready(ctx, op, l.Key); err != nil {
 		return err
 	}
-	if n := headerLenV3 + 8 + len(name) + len(data); n > MaxRecordBytes {
-		return fmt.Errorf("redisstore: step %q of %s: %w: %d bytes, the store writes records of %d at most", name, l.Key, idem.ErrResultTooLarge, n, MaxRecordBytes)
+	if n := headerLenV3 + 8 + len(name) + len(data); n > s.maxRecord {
+		return fmt.Errorf("redisstore: step %q of %s: %w: the record would be %d bytes, the store writes records of %d at most", name, l.Key, idem.ErrResultTooLarge, n, s.maxRecord)
 	}
 	rk := s.RecordKey(l.Key)
 	var arg [32]byte
@@ -98,7 +98,7 @@ func (s *Store) applyStep(ctx context.Context, l idem.Lease, rk string, arg []by
 	}
 	var res []any
 	err := s.piped(ctx, func(c redis.Scripter) (err error) {
-		res, err = stepScript.Run(ctx, c, []string{rk}, arg, name, data, MaxRecordBytes).Slice()
+		res, err = stepScript.Run(ctx, c, []string{rk}, arg, name, data, s.maxRecord).Slice()
 		return err
 	})
 	if err != nil {
@@ -117,7 +117,7 @@ func (s *Store) applyStep(ctx context.Context, l idem.Lease, rk string, arg []by
 		return leaseLost(op, l, res)
 	case -2:
 		n, _ := replyInt(res, 1)
-		return fmt.Errorf("redisstore: step %q of %s: %w: the record would be %d bytes, the store writes records of %d at most", name, l.Key, idem.ErrResultTooLarge, n, MaxRecordBytes)
+		return fmt.Errorf("redisstore: step %q of %s: %w: the record would be %d bytes, the store writes records of %d at most", name, l.Key, idem.ErrResultTooLarge, n, s.maxRecord)
 	}
 	return s.badReply(op, l.Key, res, nil)
 }

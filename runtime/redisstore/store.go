@@ -57,6 +57,7 @@ type config struct {
 	acks        replicaAcks // WithReplicaAcks (acks.go)
 	clockFences bool        // WithClockFences (acks.go)
 	noPipe      bool        // WithPipelining(false) (pipeline.go)
+	maxRecord   int         // MaxRecordBytes, smaller in tests (steps.go)
 }
 
 // WithPrefix puts every Redis key and channel of the store under prefix
@@ -152,7 +153,7 @@ func build(rdb redis.UniversalClient, opts []Option) (*Store, error) {
 	if rdb == nil {
 		return nil, errors.New("redisstore: nil client")
 	}
-	s := &Store{rdb: rdb, config: config{log: slog.Default(), poll: 500 * time.Millisecond}}
+	s := &Store{rdb: rdb, config: config{log: slog.Default(), poll: 500 * time.Millisecond, maxRecord: MaxRecordBytes}}
 	for _, o := range opts {
 		o(&s.config)
 	}
