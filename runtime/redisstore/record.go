@@ -138,7 +138,12 @@ func decodeRecord(key string, v string, expireAtMs int64) (idem.Record, error) {
 		UpdatedAt:  micros(be64(v, offUpdate)),
 	}
 	switch v[1] {
-	case recordVersion, stepsVersion:
+	case stepsVersion:
+		if _, err := decodeSteps(key, v[headerLenV3:]); err != nil {
+			return idem.Record{}, err
+		}
+		r.ClaimedAt = micros(be64(v, offClaimed))
+	case recordVersion:
 		r.ClaimedAt = micros(be64(v, offClaimed))
 	case freshVersion:
 		leaseUs, ttlUs := be64(v, offLease), be64(v, offExpiry)

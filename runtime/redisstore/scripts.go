@@ -32,6 +32,19 @@ local function now_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
+-- steps_ok checks a version-4 record's steps (record.go): whole entries
+-- of a 4-byte name length, the name, a 4-byte data length, the data.
+local function steps_ok(s)
+  local pos = 1
+  while pos <= #s do
+    if pos + 3 > #s then return false end
+    local dpos = pos + 4 + struct.unpack('>I4', s, pos)
+    if dpos + 3 > #s then return false end
+    pos = dpos + 4 + struct.unpack('>I4', s, dpos)
+    if pos - 1 > #s then return false end
+  end
+  return true
+end
 local function parse(v, key)
   if type(v) == 'table' then
     return nil, 'cannot read the record key: ' .. tostring(v.err)
@@ -51,6 +64,7 @@ local function parse(v, key)
       -- only a call in progress or released carries steps (record.go)
       if st ~= 1 and st ~= 4 then return nil, 'unknown state ' .. st end
       steps = string.sub(v, HDR3 + 1)
+      if not steps_ok(steps) then return nil, 'malformed steps' end
     end
   elseif ver == 2 then
     -- a fresh claim written by SET NX: lease and TTL are durations, the
@@ -195,6 +209,17 @@ if rst < 1 or rst > 4 or (ver == 2 and rst ~= 1) or (ver == 4 and rst ~= 1 and r
 end
 local claimed = 0 -- version 1: unknown
 if ver >= 3 then claimed = struct.unpack('>I8', v, 92) end
+if ver == 4 then
+  -- its steps, judged as parse (luaCommon) judges them
+  local pos = 100
+  while pos <= #v do
+    if pos + 3 > #v then return {0, 'malformed steps'} end
+    local dpos = pos + 4 + struct.unpack('>I4', v, pos)
+    if dpos + 3 > #v then return {0, 'malformed steps'} end
+    pos = dpos + 4 + struct.unpack('>I4', v, dpos)
+    if pos - 1 > #v then return {0, 'malformed steps'} end
+  end
+end
 if ver == 2 then
   -- judged as parse and decodeRecord judge it, before ownership
   if rlease > ` + maxFreshLua + ` or rexp > ` + maxFreshLua + ` then

@@ -44,15 +44,10 @@ if not r then return {0, err} end
 local fence = struct.unpack('>I8', ARGV[1])
 if r.st ~= 1 or r.owner ~= string.sub(ARGV[1], 17, 32) or r.fence ~= fence then return {-1, r.st, r.fence} end
 local name, data, steps, pos, found = ARGV[2], ARGV[3], r.steps, 1, false
-while pos <= #steps do
-  if pos + 3 > #steps then return {0, 'malformed steps'} end
-  local nl = struct.unpack('>I4', steps, pos)
-  local dpos = pos + 4 + nl
-  if dpos + 3 > #steps then return {0, 'malformed steps'} end
-  local dl = struct.unpack('>I4', steps, dpos)
-  if dpos + 3 + dl > #steps then return {0, 'malformed steps'} end
+while pos <= #steps do -- parse checked the entries
+  local dpos = pos + 4 + struct.unpack('>I4', steps, pos)
   if string.sub(steps, pos + 4, dpos - 1) == name then found = true end
-  pos = dpos + 4 + dl
+  pos = dpos + 4 + struct.unpack('>I4', steps, dpos)
 end
 if not found then
   local n = 99 + #steps + 8 + #name + #data

@@ -93,8 +93,12 @@ func TestStepsLayout(t *testing.T) {
 					if err != nil || ttl <= 0 {
 						t.Fatalf("%s: PTTL %v, %v: the record lost its expiry", when, ttl, err)
 					}
-					if r, err := s.Get(ctx, key); err == nil && r.State != idem.StateCompleted && r.Result != nil {
-						t.Fatalf("%s: Get reports the steps as a result: %q", when, r.Result)
+					if r, err := s.Get(ctx, key); err != nil || (r.State != idem.StateCompleted && r.Result != nil) {
+						t.Fatalf("%s: Get = %+v, %v; want the record without its steps as a result", when, r, err)
+					}
+					listed := 0
+					if err := s.List(ctx, key, func(idem.Record) error { listed++; return nil }); err != nil || listed != 1 {
+						t.Fatalf("%s: List found %d records, %v", when, listed, err)
 					}
 				}
 				check("after SaveStep", stepsVersion, want)
