@@ -95,7 +95,7 @@ func TestStepsRow(t *testing.T) {
 				t.Fatal(err)
 			}
 			recorded("after Release")
-			l, res := claim(idem.ClaimAcquired)
+			_, res := claim(idem.ClaimAcquired)
 			if diff := cmp.Diff(want, res.Steps); diff != "" {
 				t.Fatalf("steps of the claim after release (-want +got):\n%s", diff)
 			}
