@@ -111,7 +111,10 @@ end
 // owner, fingerprint, lease µs, ttl µs, channel, op id[, order time µs,
 // grace µs, override 0/1]. Returns {status, fence, lease µs[, value]} with
 // status an idem.ClaimStatus ({7, fence, last accepted µs} when out of
-// order), or {0, reason} for a record it cannot read. The order record is
+// order), or {0, reason} for a record it cannot read; value is the
+// finished record for a replay, and the steps (record.go, version 4) of
+// the retained record an acquired or taken-over claim resumes, which the
+// new record keeps (a record made anew has none). The order record is
 // "o1:<last accepted µs>", kept max(lease, ttl) after its last advance.
 //
 // The replay of a finished record is the hot path, served before anything
@@ -188,6 +191,9 @@ return {status, fence, lease}
 // channel is KEYS[1] .. ':done'. Returns {1, lease µs} when applied, {-1,
 // state, fence} when the caller does not own the key, {0, reason} for a
 // record it cannot read (the reasons are parse's, in luaCommon).
+//
+// A heartbeat or release keeps a version-4 record's steps (and its
+// version); a completion or failure writes version 3 with its data.
 //
 // A fresh claim (version 2, see record.go) stores its TTL after the lease
 // directly, so no write needs the key's expiry: a heartbeat keeps that TTL
