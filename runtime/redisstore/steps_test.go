@@ -285,7 +285,9 @@ func TestStepsRetriedClaim(t *testing.T) {
 
 // TestStepsConcurrentPipelined: many calls recording steps at once go
 // through the store's pipeline together with their heartbeats, claims and
-// completions; every step runs once and every call completes.
+// completions. Each call dies (panics, which releases its key) after two
+// steps; the retries, again all at once, resume through the claim script
+// in the pipeline: every step runs once and every call completes.
 func TestStepsConcurrentPipelined(t *testing.T) {
 	for name, rdb := range map[string]redis.UniversalClient{"standalone": standalone(t), "cluster": cluster(t)} {
 		t.Run(name, func(t *testing.T) {
@@ -293,45 +295,63 @@ func TestStepsConcurrentPipelined(t *testing.T) {
 			g := idem.NewGuard(s)
 			// Heartbeats every 20ms, among the steps.
 			spec := &idem.Spec{Name: "steps.concurrent", Lease: 60 * time.Millisecond, TTL: time.Minute}
-			var ran atomic.Int64
-			var wg sync.WaitGroup
-			errs := make(chan error, 64)
-			for i := range 64 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					c := g.Begin(spec)
-					c.Key().String(fmt.Sprint("k", i))
-					got, err := idem.Do(context.Background(), c, func(ctx context.Context) (int, error) {
-						sum := 0
-						for j := range 3 {
-							v, err := idem.Step(ctx, fmt.Sprint("s", j), func(context.Context) (int, error) {
-								ran.Add(1)
-								time.Sleep(time.Millisecond)
-								return i*10 + j, nil
-							})
-							if err != nil {
-								return 0, err
+			const calls = 64
+			var ran [calls][3]atomic.Int32
+			crash := errors.New("crash")
+			round := func(die bool) {
+				var wg sync.WaitGroup
+				errs := make(chan error, calls)
+				for i := range calls {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						defer func() {
+							if p := recover(); p != nil && p != crash {
+								errs <- fmt.Errorf("call %d panicked: %v", i, p)
 							}
-							sum += v
+						}()
+						c := g.Begin(spec)
+						c.Key().String(fmt.Sprint("k", i))
+						got, err := idem.Do(context.Background(), c, func(ctx context.Context) (int, error) {
+							sum := 0
+							for j := range 3 {
+								if die && j == 2 {
+									panic(crash)
+								}
+								v, err := idem.Step(ctx, fmt.Sprint("s", j), func(context.Context) (int, error) {
+									ran[i][j].Add(1)
+									time.Sleep(time.Millisecond)
+									return i*10 + j, nil
+								})
+								if err != nil {
+									return 0, err
+								}
+								sum += v
+							}
+							return sum, nil
+						})
+						if err == nil && got != 30*i+3 {
+							err = fmt.Errorf("call %d = %d, want %d", i, got, 30*i+3)
 						}
-						return sum, nil
-					})
-					if err == nil && got != 30*i+3 {
-						err = fmt.Errorf("call %d = %d, want %d", i, got, 30*i+3)
-					}
-					if err != nil {
-						errs <- err
-					}
-				}()
+						if err != nil {
+							errs <- err
+						}
+					}()
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					t.Error(err)
+				}
 			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Error(err)
-			}
-			if ran.Load() != 64*3 {
-				t.Fatalf("steps ran %d times, want %d", ran.Load(), 64*3)
+			round(true)
+			round(false)
+			for i := range calls {
+				for j := range 3 {
+					if n := ran[i][j].Load(); n != 1 {
+						t.Errorf("call %d: step %d ran %d times, want 1", i, j, n)
+					}
+				}
 			}
 		})
 	}
@@ -395,4 +415,57 @@ func TestStepsReplicaAcks(t *testing.T) {
 			t.Fatalf("SaveStep = %v after %v, want ErrNotReplicated retried until the ctx's deadline", err, time.Since(start))
 		}
 	})
+}
+
+// TestFailoverSentinelSteps: with WithReplicaAcks, steps are as durable
+// as completions across a Sentinel failover. A step acknowledged before
+// the primary dies is on the promoted replica; a step saved while the
+// replica is cut off is not acknowledged, is retried across the failover,
+// and is written again on the promoted primary, which had the claim
+// without it; the call's next claim (after its release) resumes both.
+func TestFailoverSentinelSteps(t *testing.T) {
+	failoverMu.Lock()
+	defer failoverMu.Unlock()
+	rdb := sentinelSet(t)
+	ctx := context.Background()
+	settleSentinel(t, ctx)
+	acked := newStore(t, rdb, WithReplicaAcks(1, 500*time.Millisecond), WithClockFences())
+	l := idem.Lease{Key: "steps", Owner: idem.Token{1}, Duration: time.Minute, TTL: time.Hour}
+	res, err := acked.Claim(ctx, idem.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
+	if err != nil || res.Status != idem.ClaimAcquired {
+		t.Fatalf("claim = %+v, %v", res, err)
+	}
+	l.Fence = res.Fence
+	if err := acked.SaveStep(ctx, l, "charge", []byte("ch_1")); err != nil {
+		t.Fatal(err)
+	}
+
+	n := currentNodes(t, ctx)
+	isolateReplica(t, ctx, n)
+	saved := make(chan error, 1)
+	go func() {
+		sctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+		defer cancel()
+		saved <- acked.SaveStep(sctx, l, "email", []byte("em_1"))
+	}()
+	select {
+	case err := <-saved:
+		t.Fatalf("SaveStep returned %v while no replica could acknowledge it", err)
+	case <-time.After(time.Second):
+	}
+	promote(t, ctx, n)
+	if err := <-saved; err != nil {
+		t.Fatalf("SaveStep across the failover = %v, want it written again on the promoted primary", err)
+	}
+	if err := acked.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	res, err = acked.Claim(ctx, idem.ClaimRequest{Key: l.Key, Owner: idem.Token{2}, Lease: l.Duration, TTL: l.TTL})
+	if err != nil || res.Status != idem.ClaimAcquired {
+		t.Fatalf("claim after the failover = %+v, %v", res, err)
+	}
+	want := map[string][]byte{"charge": []byte("ch_1"), "email": []byte("em_1")}
+	if diff := cmp.Diff(want, res.Steps); diff != "" {
+		t.Fatalf("steps after the failover (-want +got):\n%s", diff)
+	}
 }
