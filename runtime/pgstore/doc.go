@@ -24,6 +24,12 @@
 //     compare-and-set on (key, owner, fence, state = in_progress); a stale
 //     owner gets idem.ErrLeaseLost. Rows keep their fence through release
 //     and expiry until retention deletes them, so fences never repeat.
+//   - Recovery points (idem.Stepper): a call's steps are two array
+//     columns of its row (step_names, step_data; schema version 5).
+//     SaveStep is one fenced UPDATE that appends a step; the claim
+//     statement returns a resumed row's steps in its one round trip and
+//     clears them when it makes the row anew; completion clears them.
+//     StepInTx records a step in the transaction that does its work.
 //   - Wait uses LISTEN/NOTIFY: one listening connection per Store (opened
 //     on the first Wait), fanned out to waiters in process, with polling
 //     at the lease end and at least every WithPollInterval as a fallback.

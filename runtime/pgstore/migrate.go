@@ -19,7 +19,7 @@ import (
 
 // SchemaVersion is the newest schema version this package knows and the
 // version New requires.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // rowFormat is the newest row format (records.format) this package reads.
 const rowFormat = 1
@@ -65,7 +65,8 @@ type names struct {
 	qExpiresIndex string // "table_expires_at_idx"
 	qOrder        string // "schema"."table_order"
 	qOrderIndex   string // "table_order_expires_at_idx"
-	qClaimOrdered string // "schema"."table_claim_ordered"
+	qClaimOrdered string // "schema"."table_claim_ordered" (versions 2 to 4)
+	qClaimV5      string // "schema"."table_claim_ordered_v5" (version 5: with steps)
 	channel       string // NOTIFY channel (raw, ≤ 63 bytes)
 }
 
@@ -78,6 +79,7 @@ func newNames(schema, table string) names {
 	n.qOrder = pgx.Identifier{schema, table + "_order"}.Sanitize()
 	n.qOrderIndex = pgx.Identifier{table + "_order_expires_at_idx"}.Sanitize()
 	n.qClaimOrdered = pgx.Identifier{schema, table + "_claim_ordered"}.Sanitize()
+	n.qClaimV5 = pgx.Identifier{schema, table + "_claim_ordered_v5"}.Sanitize()
 	n.channel = channelName(schema, table)
 	return n
 }
@@ -91,6 +93,7 @@ func (n names) render(sql string) string {
 		"{{order_table}}", n.qOrder,
 		"{{order_expires_index}}", n.qOrderIndex,
 		"{{claim_ordered}}", n.qClaimOrdered,
+		"{{claim_ordered_v5}}", n.qClaimV5,
 	).Replace(sql)
 }
 

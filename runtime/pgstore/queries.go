@@ -17,6 +17,7 @@ type queries struct {
 	cleanupByKey               string
 	list, forceRelease         string
 	claimOrdered, cleanupOrder string
+	saveStep                   string
 }
 
 // claimable(x, ts, fp): the row may be claimed with fingerprint fp — no
@@ -31,6 +32,15 @@ const claimableSQL = `(x.format <= 1 AND x.state BETWEEN 1 AND 4 AND
 func claimable(alias, ts, fp string) string {
 	return strings.NewReplacer("x.", alias+".", "TS", ts, "FP", fp).Replace(claimableSQL)
 }
+
+// stepsSize is the bytes of a row's steps (names and data); stepFits, in
+// saveStep, says the step $4 with data $5 is new and fits in $6 bytes.
+const (
+	stepsSize = `(coalesce((SELECT sum(octet_length(x)) FROM unnest(step_names) x), 0) +
+	coalesce((SELECT sum(octet_length(x)) FROM unnest(step_data) x), 0))::bigint`
+	stepFits = `(NOT coalesce($4::bytea = ANY(step_names), false) AND
+	` + stepsSize + ` + octet_length($4::bytea) + octet_length($5::bytea) <= $6::bigint)`
+)
 
 func buildQueries(n names) queries {
 	t := n.qTable
@@ -58,18 +68,22 @@ func buildQueries(n names) queries {
 		state = 1, owner = excluded.owner, fence = r.fence + 1, fingerprint = excluded.fingerprint,
 		result = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at,
 		updated_at = excluded.updated_at, claimed_at = excluded.claimed_at, completed_in_tx = false, format = 1,
+		-- a retained row's call resumes with its steps; a row made anew
+		-- (past its retention) is another call, which starts without any
+		step_names = CASE WHEN r.expires_at > excluded.updated_at THEN r.step_names END,
+		step_data = CASE WHEN r.expires_at > excluded.updated_at THEN r.step_data END,
 		took_over = (r.state = 1 AND r.expires_at > excluded.updated_at),
 		-- waiters of a taken-over owner still wait for the key
 		waiters = (r.waiters AND r.state = 1 AND r.expires_at > excluded.updated_at)
 	WHERE ` + claimable("r", "excluded.updated_at", "excluded.fingerprint") + `
-	RETURNING fence, lease_until, took_over
+	RETURNING fence, lease_until, took_over, step_names, step_data
 )
 SELECT true, i.fence, i.lease_until, i.took_over, 0::smallint, NULL::bytea, NULL::bytea, NULL::bytea,
-	NULL::timestamptz, 1::smallint, NULL::timestamptz
+	NULL::timestamptz, 1::smallint, NULL::timestamptz, i.step_names, i.step_data
 FROM ins i
 UNION ALL
 SELECT false, c.fence, c.lease_until, false, c.state, c.owner, c.fingerprint, c.result,
-	c.expires_at, c.format, ` + tsClaim + `
+	c.expires_at, c.format, ` + tsClaim + `, NULL::bytea[], NULL::bytea[]
 FROM cur c WHERE NOT EXISTS (SELECT 1 FROM ins)`),
 
 		// Heartbeat keeps the record's retention after its lease
@@ -83,9 +97,12 @@ WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1`),
 		// Complete, Fail, Release. Returns 1 when it updated the row, 2 or
 		// 3 when CompleteInTx had completed it for this same owner and
 		// fence with the same (2) or other (3) bytes, no row when the
-		// lease is lost.
+		// lease is lost. A release keeps the call's steps, a completion
+		// or failure replaces them with its result.
 		finish: sub(`WITH u AS (
 	UPDATE {T} SET state = $4, result = $5,
+		step_names = CASE WHEN $4::smallint = 4 THEN step_names END,
+		step_data = CASE WHEN $4::smallint = 4 THEN step_data END,
 		expires_at = coalesce($7::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond',
 		updated_at = coalesce($7::timestamptz, statement_timestamp())
 	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1
@@ -121,7 +138,7 @@ FROM {T} WHERE key = $1`),
 		// in the caller's transaction. The NOTIFY is delivered only if
 		// that transaction commits.
 		completeInTx: sub(`WITH u AS (
-	UPDATE {T} SET state = 2, result = $4, completed_in_tx = true,
+	UPDATE {T} SET state = 2, result = $4, completed_in_tx = true, step_names = NULL, step_data = NULL,
 		expires_at = coalesce($6::timestamptz, statement_timestamp()) + $5::bigint * interval '1 microsecond',
 		updated_at = coalesce($6::timestamptz, statement_timestamp())
 	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1
@@ -165,8 +182,8 @@ SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, update
 WHERE CASE WHEN u.waiters THEN pg_notify($3, md5(u.key)) IS NOT NULL ELSE true END`),
 
 		claimOrdered: `SELECT claimed, fence, lease_until, took_over, state, owner, fingerprint, result,
-	expires_at, format, now, out_of_order, last_accepted
-FROM ` + n.qClaimOrdered + `($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+	expires_at, format, now, out_of_order, last_accepted, step_names, step_data
+FROM ` + n.qClaimV5 + `($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 
 		cleanupOrder: `WITH d AS (
 	DELETE FROM ` + n.qOrder + ` WHERE ctid = ANY(ARRAY(
@@ -177,6 +194,20 @@ FROM ` + n.qClaimOrdered + `($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 	RETURNING 1
 )
 SELECT count(*) FROM d`,
+
+		// SaveStep: one fenced UPDATE that appends the step unless the
+		// call recorded one of that name already (which keeps its first
+		// data) or the call's steps would pass $6 bytes. Returns the
+		// size of the steps with this one, and whether the row holds a
+		// step of that name now (false: too large); no row when the
+		// lease is lost. The row is written either way (rarely anything
+		// but an append), so that the outcome is read from the row
+		// version the UPDATE locked, not from the statement's snapshot.
+		saveStep: sub(`UPDATE {T} SET
+	step_names = CASE WHEN ` + stepFits + ` THEN coalesce(step_names, '{}') || $4::bytea ELSE step_names END,
+	step_data = CASE WHEN ` + stepFits + ` THEN coalesce(step_data, '{}') || $5::bytea ELSE step_data END
+WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1
+RETURNING coalesce($4::bytea = ANY(step_names), false), ` + stepsSize + ` + CASE WHEN $4::bytea = ANY(step_names) THEN 0 ELSE octet_length($4::bytea) + octet_length($5::bytea) END`),
 
 		cleanupByKey: sub(`WITH d AS (
 	DELETE FROM {T} WHERE key = ANY(ARRAY(

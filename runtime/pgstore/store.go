@@ -22,6 +22,8 @@ type Store struct {
 	n    names
 	q    queries
 
+	maxStep int // MaxStepBytes, smaller in tests (steps.go)
+
 	lis *listener
 
 	closeOnce sync.Once
@@ -50,7 +52,7 @@ const maxClaimAttempts = 8
 // The pool stays the caller's: Close does not close it.
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	cfg := buildConfig(opts)
-	s := &Store{pool: pool, cfg: cfg, n: newNames(cfg.schema, cfg.table)}
+	s := &Store{pool: pool, cfg: cfg, n: newNames(cfg.schema, cfg.table), maxStep: MaxStepBytes}
 	s.q = buildQueries(s.n)
 	v, err := readVersion(ctx, pool, s.n)
 	if err != nil {
@@ -177,7 +179,9 @@ var _ idem.Orderer = (*Store)(nil)
 
 // SupportsOrdering reports that the store implements idem.OrderClaim
 // (schema version 2: the <table>_order table and <table>_claim_ordered
-// function, which version 3 replaces to keep a live record's fingerprint).
+// function, which version 3 replaces to keep a live record's fingerprint
+// and version 5 succeeds with <table>_claim_ordered_v5, which returns the
+// call's steps).
 func (s *Store) SupportsOrdering() bool { return true }
 
 func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
@@ -197,10 +201,11 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 			state, format     int16
 			owner, fp, result []byte
 			expiresAt, now    *time.Time
+			names, data       [][]byte
 		)
 		err := c.QueryRow(ctx, s.q.claim, req.Key, req.Owner[:], req.Fingerprint[:],
 			micros(req.Lease), micros(req.TTL), s.ts()).
-			Scan(&claimed, &fence, &leaseUntil, &tookOver, &state, &owner, &fp, &result, &expiresAt, &format, &now)
+			Scan(&claimed, &fence, &leaseUntil, &tookOver, &state, &owner, &fp, &result, &expiresAt, &format, &now, &names, &data)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // conflicted with a row our snapshot did not see yet
 		}
@@ -212,7 +217,11 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 			if tookOver {
 				st = idem.ClaimTakenOver
 			}
-			return idem.ClaimResult{Status: st, Fence: uint64(fence), LeaseUntil: leaseUntil}, nil
+			steps, err := stepsOf(req.Key, names, data)
+			if err != nil {
+				return idem.ClaimResult{}, err
+			}
+			return idem.ClaimResult{Status: st, Fence: uint64(fence), LeaseUntil: leaseUntil, Steps: steps}, nil
 		}
 		r := row{state: state, owner: owner, fence: fence, fp: fp, result: result,
 			leaseUntil: leaseUntil, expiresAt: deref(expiresAt), format: format}
@@ -229,8 +238,9 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 }
 
 // claimOrdered is Claim with per-entity ordering: one call of the
-// <table>_claim_ordered function, which serializes would-execute claims on
-// the entity's order row (see migrations/0002_order.sql).
+// <table>_claim_ordered_v5 function, which serializes would-execute claims
+// on the entity's order row (see migrations/0002_order.sql and
+// 0005_steps.sql).
 func (s *Store) claimOrdered(ctx context.Context, c *pgxpool.Conn, req idem.ClaimRequest) (idem.ClaimResult, error) {
 	var (
 		claimed, tookOver, outOfOrder bool
@@ -239,11 +249,12 @@ func (s *Store) claimOrdered(ctx context.Context, c *pgxpool.Conn, req idem.Clai
 		lastAccepted, now             *time.Time
 		state, format                 int16
 		owner, fp, result             []byte
+		names, data                   [][]byte
 	)
 	err := c.QueryRow(ctx, s.q.claimOrdered, req.Key, req.Owner[:], req.Fingerprint[:],
 		micros(req.Lease), micros(req.TTL), s.ts(),
 		req.Order.Key, req.Order.At, micros(req.Order.Grace), req.Order.Override).
-		Scan(&claimed, &fence, &leaseUntil, &tookOver, &state, &owner, &fp, &result, &expiresAt, &format, &now, &outOfOrder, &lastAccepted)
+		Scan(&claimed, &fence, &leaseUntil, &tookOver, &state, &owner, &fp, &result, &expiresAt, &format, &now, &outOfOrder, &lastAccepted, &names, &data)
 	if err != nil {
 		return idem.ClaimResult{}, s.wrap(ctx, "claim", req.Key, err)
 	}
@@ -253,7 +264,11 @@ func (s *Store) claimOrdered(ctx context.Context, c *pgxpool.Conn, req idem.Clai
 		if tookOver {
 			st = idem.ClaimTakenOver
 		}
-		return idem.ClaimResult{Status: st, Fence: uint64(fence), LeaseUntil: deref(leaseUntil)}, nil
+		steps, err := stepsOf(req.Key, names, data)
+		if err != nil {
+			return idem.ClaimResult{}, err
+		}
+		return idem.ClaimResult{Status: st, Fence: uint64(fence), LeaseUntil: deref(leaseUntil), Steps: steps}, nil
 	case outOfOrder:
 		return idem.ClaimResult{Status: idem.ClaimOutOfOrder, Fence: uint64(fence), LastAccepted: deref(lastAccepted)}, nil
 	}

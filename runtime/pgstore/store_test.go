@@ -361,7 +361,7 @@ func TestMigrate(t *testing.T) {
 			rows.Scan(&v) //nolint:errcheck
 			versions = append(versions, v)
 		}
-		if diff := cmp.Diff([]int32{1, 2, 3, 4}, versions); diff != "" {
+		if diff := cmp.Diff([]int32{1, 2, 3, 4, 5}, versions); diff != "" {
 			t.Errorf("recorded versions (-want +got):\n%s", diff)
 		}
 	})
@@ -411,6 +411,59 @@ func TestMigrate(t *testing.T) {
 		}
 		if r, err := s.Get(ctx, "running"); err != nil || r.State != idem.StateCompleted || !r.ClaimedAt.IsZero() {
 			t.Fatalf("version-3 row after heartbeat and completion = %+v, %v", r, err)
+		}
+	})
+	t.Run("upgrade from version 4 keeps its rows", func(t *testing.T) {
+		// Rows written at version 4 have no steps: an owner running
+		// across the upgrade records steps, and a claim after its release
+		// resumes them, ordered or not. Version 4's ordered claim
+		// function stays for binaries of version 4.
+		schema := newSchema(t, pool)
+		if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+			t.Fatal(err)
+		}
+		n := newNames(schema, "idem_records")
+		for _, m := range migrations()[:4] {
+			if _, err := pool.Exec(ctx, n.render(m.sql)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		owner, fp := token(1), fingerprint(1)
+		if _, err := pool.Exec(ctx, `INSERT INTO `+n.qTable+` (key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at)
+			VALUES ('running', 1, $1, 5, $2, NULL, now() + interval '1 hour', now() + interval '2 hours', now(), now()),
+			       ('e:{x}:ordered', 1, $1, 2, $2, NULL, now() + interval '1 hour', now() + interval '2 hours', now(), now())`, owner[:], fp[:]); err != nil {
+			t.Fatal(err)
+		}
+		if err := Migrate(ctx, pool, WithSchema(schema)); err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(ctx, pool, WithSchema(schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		for _, key := range []string{"running", "e:{x}:ordered"} {
+			l := idem.Lease{Key: key, Owner: owner, Fence: 5, Duration: time.Minute, TTL: time.Hour}
+			req := idem.ClaimRequest{Key: key, Owner: token(2), Fingerprint: fp, Lease: time.Minute, TTL: time.Hour}
+			if key != "running" {
+				l.Fence = 2
+				req.Order = idem.OrderClaim{Key: "e:{x}", At: time.Now()}
+			}
+			if err := s.SaveStep(ctx, l, "charge", []byte("ch")); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Release(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Claim(ctx, req)
+			if err != nil || res.Status != idem.ClaimAcquired || string(res.Steps["charge"]) != "ch" {
+				t.Fatalf("claim of %s after the upgrade = %+v, %v; want it with its step", key, res, err)
+			}
+		}
+		var claimed bool
+		if err := pool.QueryRow(ctx, `SELECT claimed FROM `+n.qClaimOrdered+`('v4', $1, $2, 1000000, 1000000, NULL, 'e:{y}', now(), 0, false)`,
+			owner[:], fp[:]).Scan(&claimed); err != nil || !claimed {
+			t.Fatalf("version 4's ordered claim after the upgrade: %v, %v", claimed, err)
 		}
 	})
 	t.Run("own migration tool", func(t *testing.T) {

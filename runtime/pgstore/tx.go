@@ -135,3 +135,88 @@ func IsSerializationFailure(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }
+
+// StepInTx runs fn as the step name of the guarded call running with ctx
+// (see idem.Step) in a transaction on the store's pool, and records the
+// step's result in that same transaction before it commits: the business
+// writes fn makes in tx and the step's recovery point take effect together
+// or not at all. So a takeover after a crash finds either both (the step
+// replays its recorded result without running) or neither (the step runs
+// again, its writes never having landed). Use it inside the guarded
+// function, with the Guard over s:
+//
+//	ch, err := pgstore.StepInTx(ctx, store, pgx.TxOptions{}, "debit", func(ctx context.Context, tx pgx.Tx) (Debit, error) {
+//		var d Debit
+//		err := tx.QueryRow(ctx, "UPDATE accounts SET balance = balance - $1 ... RETURNING ...", ...).Scan(&d.ID)
+//		return d, err
+//	})
+//
+// The step is recorded by the same fenced statement as SaveStep, run in
+// tx: if another owner took the key over, the step returns an error
+// wrapping idem.ErrLeaseLost and the transaction rolls back, so a stale
+// owner's writes never land; the call's row stays locked until tx ends,
+// so no takeover slips in before commit. A step the call recorded before
+// (a resumed call) returns its result without running fn or opening a
+// transaction. A serialization failure or deadlock in fn runs fn again in
+// a new transaction, up to WithTxRetries times, as InTx does; fn must do
+// all its database work through tx. If COMMIT fails, the error is
+// returned and the step's writes and record either both committed or
+// neither did.
+func StepInTx[T any](ctx context.Context, s *Store, opts pgx.TxOptions, name string, fn func(ctx context.Context, tx pgx.Tx) (T, error)) (T, error) {
+	var zero T
+	p := &stepTx{s: s, name: name}
+	defer func() {
+		if p.tx != nil {
+			p.tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // the step's error is the one to report
+		}
+	}()
+	v, err := idem.Step(context.WithValue(ctx, stepTxKey{}, p), name, func(ctx context.Context) (T, error) {
+		for attempt := 0; ; attempt++ {
+			tx, err := s.pool.BeginTx(ctx, opts)
+			if err != nil {
+				return zero, s.wrap(ctx, "begin", "", err)
+			}
+			r, err := fn(ctx, tx)
+			if err == nil {
+				p.tx = tx // SaveStep records the step in it; committed below
+				return r, nil
+			}
+			tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // fn's error is the one to report
+			if !IsSerializationFailure(err) || attempt >= s.cfg.txRetries || ctx.Err() != nil {
+				if IsSerializationFailure(err) {
+					return zero, fmt.Errorf("pgstore: step %q: transaction gave up after %d attempts: %w", name, attempt+1, err)
+				}
+				return zero, err
+			}
+			d := time.Duration(1<<min(attempt, 6))*time.Millisecond + rand.N(time.Millisecond)
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return zero, fmt.Errorf("pgstore: step %q in tx: %w (%w)", name, ctx.Err(), err)
+			}
+		}
+	})
+	if err != nil || p.tx == nil {
+		return v, err // fn failed, the step was not recorded (rolled back), or it replayed
+	}
+	// p.saved is false only when the Guard's store is not s: the step is
+	// recorded already, outside tx, and its writes must land too.
+	tx := p.tx
+	p.tx = nil
+	if err := tx.Commit(ctx); err != nil {
+		return zero, s.wrap(ctx, "commit step "+name, "", err)
+	}
+	return v, nil
+}
+
+// stepTxKey carries a StepInTx's open transaction to SaveStep.
+type stepTxKey struct{}
+
+// stepTx is a StepInTx in progress: the transaction fn ran in, which
+// SaveStep of the step name on s records the step in.
+type stepTx struct {
+	s     *Store
+	name  string
+	tx    pgx.Tx
+	saved bool
+}

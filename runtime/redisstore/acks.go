@@ -241,16 +241,15 @@ func putBE64(b []byte, v uint64) {
 	}
 }
 
-// ackWrite holds an applied fenced write (arg, data as write sent them)
-// until n replicas have it. A completion or failure is retried until ctx
-// ends: asked again on the primary, and written again with the same op id
-// when a newly promoted primary still holds the caller's claim (its write
-// was lost with the old primary). A heartbeat or release is asked once: a
-// heartbeat that fails leaves the Guard counting the lease from the last
-// acknowledged one, a release that fails leaves the key to expire.
-func (s *Store) ackWrite(ctx context.Context, op string, l idem.Lease, rk string, arg, data []byte) error {
-	opID := arg[17:25]
-	retry := op == "complete" || op == "fail"
+// ackWrite holds an applied fenced write, whose op id is opID, until n
+// replicas have it. A completion, failure or step (retry) is retried
+// until ctx ends: asked again on the primary, and written again by again
+// (with the same op id) when a newly promoted primary still holds the
+// caller's claim (its write was lost with the old primary). A heartbeat
+// or release is asked once: a heartbeat that fails leaves the Guard
+// counting the lease from the last acknowledged one, a release that fails
+// leaves the key to expire.
+func (s *Store) ackWrite(ctx context.Context, op string, l idem.Lease, rk string, opID []byte, retry bool, again func(context.Context) error) error {
 	delay := 20 * time.Millisecond
 	for {
 		r, err := s.replicate(ctx, rk, opID, l.Owner[:])
@@ -260,7 +259,7 @@ func (s *Store) ackWrite(ctx context.Context, op string, l idem.Lease, rk string
 		case err == nil && !r.ours && retry && r.state == int64(idem.StateInProgress) && uint64(r.fence) == l.Fence:
 			// The primary that took the write is gone and the promoted
 			// one has the claim without it: write it again.
-			if werr := s.applyWrite(ctx, op, l, rk, arg, data); werr != nil {
+			if werr := again(ctx); werr != nil {
 				return werr
 			}
 			continue

@@ -35,7 +35,9 @@
 // round trip to load it again.
 //
 // A record is one Redis string: a versioned binary header (state, fence,
-// lease, expiry, owner, fingerprint) followed by the result bytes. A value
+// lease, expiry, owner, fingerprint) followed by the result bytes, or, for
+// a call in progress or released that recorded steps, by its steps (see
+// Recovery points). A value
 // at a record key that is not such a record (another application's key, a
 // future encoding version) is reported as idem.ErrCorruptRecord and never
 // overwritten; Store.Delete removes it.
@@ -87,6 +89,31 @@
 // still returns by its own ctx, and a command whose ctx ended while it
 // waited in the queue is not sent. WithPipelining(false) turns it off.
 //
+// # Recovery points
+//
+// The store implements idem.Stepper (idem.Step). A call's steps live in
+// its record's value, after the header (record version 4): no second key,
+// so the call and its steps share one Cluster slot, one Redis expiry, one
+// DEL, and every script that reads the record sees them atomically.
+// SaveStep is one script, compare-and-set on owner and fence like
+// Complete, that appends the step to the in-progress record (SET KEEPTTL:
+// the record's expiry does not move); a step already recorded keeps its
+// first data; a record that would pass MaxRecordBytes (512 MiB, the
+// largest string Redis holds) is refused with idem.ErrResultTooLarge. The
+// claim script returns the steps in its own reply when it takes over an
+// expired lease or claims a released record, and writes the new record
+// without them when it makes it anew (no record, or one past its expiry);
+// the SET NX GET of a fresh claim writes only where no record exists, so
+// there is nothing to drop. A heartbeat, a release and ForceRelease keep
+// the steps; a completion or failure writes its result in their place.
+// SaveStep goes through the pipeline like the other fenced writes, and
+// with WithReplicaAcks it is acknowledged like a completion: confirmed by
+// its op id on the key's primary, WAITed for, and retried (written again
+// on a promoted primary that lost it) until its ctx ends, so a recorded
+// step is as durable as a recorded result. A step costs its record a
+// rewrite of the whole value (heartbeats rewrite it too), so steps suit
+// results of modest size.
+//
 // # Ordering and administration
 //
 // The store implements idem.Orderer: a claim that carries an OrderClaim
@@ -131,7 +158,8 @@
 // script) share a slot. Every other script touches a single key. A
 // notification channel has its record key's tag, so the scripts' SPUBLISH
 // stays in their key's slot, as a Cluster requires (see Waiting). The
-// prefix may not contain braces.
+// prefix may not contain braces. A call's steps are inside its record's
+// value, so they are in its slot too.
 //
 // # Eviction: use maxmemory-policy noeviction
 //

@@ -25,6 +25,15 @@ import (
 //	91     8    claimed at, µs (0: unknown)
 //	99     …    result data (completed, failed), empty otherwise
 //
+// Version 4 is version 3 for a call in progress or released that has
+// recorded steps (idem.Stepper, see steps.go): its data, from offset 99,
+// is the steps, each a 4-byte big-endian name length, the name, a 4-byte
+// data length and the data, in the order they were recorded. Its state
+// is in_progress or released only: a completion or failure writes version
+// 3 with its result in place of the steps. The scripts write version 3
+// for a record without steps, so a store that does not know version 4
+// refuses only the records of calls that recorded steps.
+//
 // Version 1 is version 3 without the claimed-at field: the result data
 // starts at 91. Records written before records carried ClaimedAt are
 // version 1; every store still reads them (ClaimedAt is the zero time,
@@ -60,6 +69,7 @@ const (
 	recordVersion = 3
 	legacyVersion = 1
 	freshVersion  = 2
+	stepsVersion  = 4
 	// headerLen is the header of versions 1 and 2 (the fields every
 	// version has, through the fingerprint); headerLenV3 adds claimed at.
 	headerLen   = 91
@@ -84,7 +94,7 @@ const (
 // header the caller has checked is at least headerLen long; ok is false
 // for a version-3 value too short for its header.
 func dataOffset(v string) (off int, ok bool) {
-	if v[1] == recordVersion {
+	if v[1] == recordVersion || v[1] == stepsVersion {
 		return headerLenV3, len(v) >= headerLenV3
 	}
 	return headerLen, true
@@ -107,7 +117,7 @@ func decodeRecord(key string, v string, expireAtMs int64) (idem.Record, error) {
 	if v[0] != recordMagic {
 		return idem.Record{}, corrupt(key, fmt.Sprintf("not an idem record (first byte %#x)", v[0]))
 	}
-	if v[1] != recordVersion && v[1] != legacyVersion && v[1] != freshVersion {
+	if v[1] != recordVersion && v[1] != legacyVersion && v[1] != freshVersion && v[1] != stepsVersion {
 		return idem.Record{}, corrupt(key, fmt.Sprintf("unsupported record encoding version %d", v[1]))
 	}
 	data, ok := dataOffset(v)
@@ -115,7 +125,8 @@ func decodeRecord(key string, v string, expireAtMs int64) (idem.Record, error) {
 		return idem.Record{}, corrupt(key, fmt.Sprintf("value of %d bytes is shorter than the %d-byte header", len(v), headerLenV3))
 	}
 	st := idem.State(v[offState])
-	if st < idem.StateInProgress || st > idem.StateReleased || (v[1] == freshVersion && st != idem.StateInProgress) {
+	if st < idem.StateInProgress || st > idem.StateReleased || (v[1] == freshVersion && st != idem.StateInProgress) ||
+		(v[1] == stepsVersion && st != idem.StateInProgress && st != idem.StateReleased) {
 		return idem.Record{}, corrupt(key, fmt.Sprintf("unknown state %d", v[offState]))
 	}
 	r := idem.Record{
@@ -127,6 +138,11 @@ func decodeRecord(key string, v string, expireAtMs int64) (idem.Record, error) {
 		UpdatedAt:  micros(be64(v, offUpdate)),
 	}
 	switch v[1] {
+	case stepsVersion:
+		if _, err := decodeSteps(key, v[headerLenV3:]); err != nil {
+			return idem.Record{}, err
+		}
+		r.ClaimedAt = micros(be64(v, offClaimed))
 	case recordVersion:
 		r.ClaimedAt = micros(be64(v, offClaimed))
 	case freshVersion:
@@ -147,7 +163,7 @@ func decodeRecord(key string, v string, expireAtMs int64) (idem.Record, error) {
 	}
 	copy(r.Owner[:], v[offOwner:offFP])
 	copy(r.Fingerprint[:], v[offFP:headerLen])
-	if len(v) > data {
+	if len(v) > data && v[1] != stepsVersion { // a version-4 record's data is its steps
 		r.Result = []byte(v[data:])
 	}
 	return r, nil

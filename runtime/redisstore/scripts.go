@@ -32,6 +32,19 @@ local function now_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
+-- steps_ok checks a version-4 record's steps (record.go): whole entries
+-- of a 4-byte name length, the name, a 4-byte data length, the data.
+local function steps_ok(s)
+  local pos = 1
+  while pos <= #s do
+    if pos + 3 > #s then return false end
+    local dpos = pos + 4 + struct.unpack('>I4', s, pos)
+    if dpos + 3 > #s then return false end
+    pos = dpos + 4 + struct.unpack('>I4', s, dpos)
+    if pos - 1 > #s then return false end
+  end
+  return true
+end
 local function parse(v, key)
   if type(v) == 'table' then
     return nil, 'cannot read the record key: ' .. tostring(v.err)
@@ -41,12 +54,18 @@ local function parse(v, key)
   end
   local magic, ver, st, fence, lease, exp, upd = struct.unpack('>BBBI8I8I8I8', v)
   if magic ~= 167 then return nil, 'not an idem record (first byte ' .. magic .. ')' end
-  local claimed = 0
-  if ver == 3 then
+  local claimed, steps = 0, ''
+  if ver == 3 or ver == 4 then
     if #v < HDR3 then
       return nil, 'value of ' .. #v .. ' bytes is shorter than the ' .. HDR3 .. '-byte header'
     end
     claimed = struct.unpack('>I8', v, 92)
+    if ver == 4 then
+      -- only a call in progress or released carries steps (record.go)
+      if st ~= 1 and st ~= 4 then return nil, 'unknown state ' .. st end
+      steps = string.sub(v, HDR3 + 1)
+      if not steps_ok(steps) then return nil, 'malformed steps' end
+    end
   elseif ver == 2 then
     -- a fresh claim written by SET NX: lease and TTL are durations, the
     -- key's expiry (server clock) places them; +1 ms covers the whole-ms
@@ -66,11 +85,16 @@ local function parse(v, key)
     return nil, 'unsupported record encoding version ' .. ver
   end
   if st < 1 or st > 4 then return nil, 'unknown state ' .. st end
-  return {st = st, fence = fence, lease = lease, exp = exp, upd = upd, claimed = claimed,
+  return {st = st, fence = fence, lease = lease, exp = exp, upd = upd, claimed = claimed, steps = steps,
     op = string.sub(v, 36, 43), owner = string.sub(v, 44, 59), fp = string.sub(v, 60, 91)}
 end
+-- enc builds a version-3 record with data (a finished record's result),
+-- or, for a record in progress or released with steps, a version-4 one
+-- whose data is its steps.
 local function enc(st, fence, lease, exp, now, op, owner, fp, claimed, data)
-  return struct.pack('>BBBI8I8I8I8', 167, 3, st, fence, lease, exp, now) .. op .. owner .. fp ..
+  local ver = 3
+  if (st == 1 or st == 4) and #data > 0 then ver = 4 end
+  return struct.pack('>BBBI8I8I8I8', 167, ver, st, fence, lease, exp, now) .. op .. owner .. fp ..
     struct.pack('>I8', claimed) .. data
 end
 local function px(exp, now)
@@ -87,7 +111,10 @@ end
 // owner, fingerprint, lease µs, ttl µs, channel, op id[, order time µs,
 // grace µs, override 0/1]. Returns {status, fence, lease µs[, value]} with
 // status an idem.ClaimStatus ({7, fence, last accepted µs} when out of
-// order), or {0, reason} for a record it cannot read. The order record is
+// order), or {0, reason} for a record it cannot read; value is the
+// finished record for a replay, and the steps (record.go, version 4) of
+// the retained record an acquired or taken-over claim resumes, which the
+// new record keeps (a record made anew has none). The order record is
 // "o1:<last accepted µs>", kept max(lease, ttl) after its last advance.
 //
 // The replay of a finished record is the hot path, served before anything
@@ -107,18 +134,24 @@ if type(v) == 'string' and #v >= 99 and string.byte(v, 1) == 167 and string.byte
 end
 ` + luaCommon + `
 local now = now_us()
-local fence, status = 0, 1
+local fence, status, steps = 0, 1, ''
 if v then
   local r, err = parse(v, KEYS[1])
   if not r then return {0, err} end
   fence = r.fence
   if now < r.exp then
+    -- a retained record: a takeover or a claim after a release resumes
+    -- its call, whose steps it keeps and returns; a record made anew
+    -- (none, or past its expiry) starts without any
+    steps = r.steps
     -- a live record keeps its first claim's fingerprint whatever its
     -- state: an expired lease or a release is free for that payload only
     if r.fp ~= ARGV[2] then return {6, r.fence, 0} end
     if r.st == 1 then
       if r.owner == ARGV[1] and r.op == ARGV[6] then
-        return {1, r.fence, r.lease} -- our own claim, retried after a lost reply
+        -- our own claim, retried after a lost reply
+        if #r.steps > 0 then return {1, r.fence, r.lease, r.steps} end
+        return {1, r.fence, r.lease}
       end
       if now < r.lease then return {3, r.fence, r.lease} end
       status = 2
@@ -144,8 +177,9 @@ end
 fence = fence + 1
 local lease = now + tonumber(ARGV[3])
 local exp = lease + tonumber(ARGV[4])
-redis.call('SET', KEYS[1], enc(1, fence, lease, exp, now, ARGV[6], ARGV[1], ARGV[2], now, ''), 'PX', px(exp, now))
+redis.call('SET', KEYS[1], enc(1, fence, lease, exp, now, ARGV[6], ARGV[1], ARGV[2], now, steps), 'PX', px(exp, now))
 if status == 2 then redis.call('PUBLISH', ARGV[5], note(1, fence)) end
+if #steps > 0 then return {status, fence, lease, steps} end
 return {status, fence, lease}
 `
 
@@ -157,6 +191,9 @@ return {status, fence, lease}
 // channel is KEYS[1] .. ':done'. Returns {1, lease µs} when applied, {-1,
 // state, fence} when the caller does not own the key, {0, reason} for a
 // record it cannot read (the reasons are parse's, in luaCommon).
+//
+// A heartbeat or release keeps a version-4 record's steps (and its
+// version); a completion or failure writes version 3 with its data.
 //
 // A fresh claim (version 2, see record.go) stores its TTL after the lease
 // directly, so no write needs the key's expiry: a heartbeat keeps that TTL
@@ -171,11 +208,24 @@ if type(v) == 'table' then return {0, 'cannot read the record key: ' .. tostring
 if #v < 91 then return {0, 'value of ' .. #v .. ' bytes is shorter than the 91-byte header'} end
 local magic, ver, rst, rfence, rlease, rexp = struct.unpack('>BBBI8I8I8', v)
 if magic ~= 167 then return {0, 'not an idem record (first byte ' .. magic .. ')'} end
-if ver ~= 1 and ver ~= 2 and ver ~= 3 then return {0, 'unsupported record encoding version ' .. ver} end
-if ver == 3 and #v < 99 then return {0, 'value of ' .. #v .. ' bytes is shorter than the 99-byte header'} end
-if rst < 1 or rst > 4 or (ver == 2 and rst ~= 1) then return {0, 'unknown state ' .. rst} end
+if ver < 1 or ver > 4 then return {0, 'unsupported record encoding version ' .. ver} end
+if ver >= 3 and #v < 99 then return {0, 'value of ' .. #v .. ' bytes is shorter than the 99-byte header'} end
+if rst < 1 or rst > 4 or (ver == 2 and rst ~= 1) or (ver == 4 and rst ~= 1 and rst ~= 4) then
+  return {0, 'unknown state ' .. rst}
+end
 local claimed = 0 -- version 1: unknown
-if ver == 3 then claimed = struct.unpack('>I8', v, 92) end
+if ver >= 3 then claimed = struct.unpack('>I8', v, 92) end
+if ver == 4 then
+  -- its steps, judged as parse (luaCommon) judges them
+  local pos = 100
+  while pos <= #v do
+    if pos + 3 > #v then return {0, 'malformed steps'} end
+    local dpos = pos + 4 + struct.unpack('>I4', v, pos)
+    if dpos + 3 > #v then return {0, 'malformed steps'} end
+    pos = dpos + 4 + struct.unpack('>I4', v, dpos)
+    if pos - 1 > #v then return {0, 'malformed steps'} end
+  end
+end
 if ver == 2 then
   -- judged as parse and decodeRecord judge it, before ownership
   if rlease > ` + maxFreshLua + ` or rexp > ` + maxFreshLua + ` then
@@ -197,15 +247,20 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local keep = rexp - rlease -- the TTL after the lease
 if ver == 2 then keep = rexp; rlease = now end
-local lease, exp, data = rlease, now + dur, ARGV[2]
+local lease, exp, data, nver = rlease, now + dur, ARGV[2], 3
+if st == 1 or st == 4 then
+  -- a heartbeat or a release keeps the call's steps (version 4), a
+  -- completion or failure replaces them with its result
+  data = ''
+  if ver == 4 then data, nver = string.sub(v, 100), 4 end
+end
 if st == 1 then
   lease = now + dur
   exp = lease + keep
-  data = ''
 end
 local ms = math.floor((exp - now) / 1000)
 if ms < 1 then ms = 1 end
-redis.call('SET', KEYS[1], struct.pack('>BBBI8I8I8I8', 167, 3, st, fence, lease, exp, now) .. op .. owner ..
+redis.call('SET', KEYS[1], struct.pack('>BBBI8I8I8I8', 167, nver, st, fence, lease, exp, now) .. op .. owner ..
   string.sub(v, 60, 91) .. struct.pack('>I8', claimed) .. data, 'PX', string.format('%d', ms))
 if st ~= 1 then redis.call('PUBLISH', KEYS[1] .. ':done', st .. ':' .. string.format('%d', fence)) end
 return {1, lease}
@@ -248,7 +303,7 @@ local keep = r.exp - r.upd
 if keep < 0 then keep = 0 end
 local fence = r.fence + 1
 local exp = now + keep
-local nv = enc(4, fence, r.lease, exp, now, ARGV[2], string.rep('\0', 16), r.fp, r.claimed, '')
+local nv = enc(4, fence, r.lease, exp, now, ARGV[2], string.rep('\0', 16), r.fp, r.claimed, r.steps)
 redis.call('SET', KEYS[1], nv, 'PX', px(exp, now))
 redis.call('PUBLISH', ARGV[1], note(4, fence))
 return {1, nv}

@@ -57,6 +57,7 @@ type config struct {
 	acks        replicaAcks // WithReplicaAcks (acks.go)
 	clockFences bool        // WithClockFences (acks.go)
 	noPipe      bool        // WithPipelining(false) (pipeline.go)
+	maxRecord   int         // MaxRecordBytes, smaller in tests (steps.go)
 }
 
 // WithPrefix puts every Redis key and channel of the store under prefix
@@ -152,7 +153,7 @@ func build(rdb redis.UniversalClient, opts []Option) (*Store, error) {
 	if rdb == nil {
 		return nil, errors.New("redisstore: nil client")
 	}
-	s := &Store{rdb: rdb, config: config{log: slog.Default(), poll: 500 * time.Millisecond}}
+	s := &Store{rdb: rdb, config: config{log: slog.Default(), poll: 500 * time.Millisecond, maxRecord: MaxRecordBytes}}
 	for _, o := range opts {
 		o(&s.config)
 	}
@@ -360,6 +361,13 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 	switch out.Status {
 	case idem.ClaimAcquired, idem.ClaimTakenOver, idem.ClaimInProgress:
 		out.LeaseUntil = micros(uint64(lease))
+		if len(res) > 3 && out.Status != idem.ClaimInProgress {
+			// the steps of the retained record it resumes (steps.go)
+			v, _ := res[3].(string)
+			if out.Steps, err = decodeSteps(req.Key, v); err != nil {
+				return idem.ClaimResult{}, err
+			}
+		}
 	case idem.ClaimCompleted, idem.ClaimFailed:
 		v, _ := res[3].(string)
 		off, ok := 0, len(v) >= headerLen
@@ -466,7 +474,8 @@ func (s *Store) write(ctx context.Context, op string, l idem.Lease, st idem.Stat
 	if err := s.applyWrite(ctx, op, l, rk, arg[:], data); err != nil || s.acks.n == 0 {
 		return err
 	}
-	return s.ackWrite(ctx, op, l, rk, arg[:], data) // acks.go
+	again := func(ctx context.Context) error { return s.applyWrite(ctx, op, l, rk, arg[:], data) }
+	return s.ackWrite(ctx, op, l, rk, arg[17:25], op == "complete" || op == "fail", again) // acks.go
 }
 
 // applyWrite runs the write script once with the packed argument arg.
@@ -489,15 +498,21 @@ func (s *Store) applyWrite(ctx context.Context, op string, l idem.Lease, rk stri
 	case 0:
 		return corrupt(l.Key, replyString(res, 1))
 	case -1:
-		rst, _ := replyInt(res, 1)
-		rfence, _ := replyInt(res, 2)
-		if rst == 0 {
-			return fmt.Errorf("redisstore: %s %s fence %d: %w: no record", op, l.Key, l.Fence, idem.ErrLeaseLost)
-		}
-		return fmt.Errorf("redisstore: %s %s fence %d: %w: record is %s at fence %d",
-			op, l.Key, l.Fence, idem.ErrLeaseLost, idem.State(rst), rfence)
+		return leaseLost(op, l, res)
 	}
 	return s.badReply(op, l.Key, res, nil)
+}
+
+// leaseLost is the error of a fenced write whose script answered {-1,
+// state, fence}: the caller does not own the key.
+func leaseLost(op string, l idem.Lease, res []any) error {
+	rst, _ := replyInt(res, 1)
+	rfence, _ := replyInt(res, 2)
+	if rst == 0 {
+		return fmt.Errorf("redisstore: %s %s fence %d: %w: no record", op, l.Key, l.Fence, idem.ErrLeaseLost)
+	}
+	return fmt.Errorf("redisstore: %s %s fence %d: %w: record is %s at fence %d",
+		op, l.Key, l.Fence, idem.ErrLeaseLost, idem.State(rst), rfence)
 }
 
 // read returns the server's time and the record at key; found is false

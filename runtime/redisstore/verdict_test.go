@@ -29,6 +29,8 @@ func TestMalformedRecordSameVerdictFromClaimGetListAndWrites(t *testing.T) {
 	finished := encodeRecord(idem.Record{State: idem.StateCompleted, Fence: 3, Owner: owner, Fingerprint: fp,
 		LeaseUntil: now, ExpiresAt: now.Add(time.Hour), UpdatedAt: now}, 1)
 	fresh, _ := encodeFresh(owner, fp, make([]byte, 8), time.Minute, time.Hour)
+	running := encodeRecord(idem.Record{State: idem.StateInProgress, Fence: 3, Owner: owner, Fingerprint: fp,
+		LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour), UpdatedAt: now}, 1)
 	with := func(v []byte, f func(v []byte)) []byte {
 		v = append([]byte(nil), v...)
 		f(v)
@@ -52,6 +54,10 @@ func TestMalformedRecordSameVerdictFromClaimGetListAndWrites(t *testing.T) {
 			v[offLease] = 0x7F // ~2^62 µs
 		}), time.Minute, 1},
 		{"version 2 with a TTL past ten years", with(fresh, func(v []byte) { v[offExpiry] = 0x7F }), time.Minute, 1},
+		{"version 4 in a finished state", with(finished, func(v []byte) { v[1] = stepsVersion }), time.Minute, 3},
+		{"version 4 shorter than its header", with(running, func(v []byte) { v[1] = stepsVersion })[:headerLenV3-1], time.Minute, 3},
+		{"version 4 with a truncated step", append(with(running, func(v []byte) { v[1] = stepsVersion }), "\x00\x00\x00\x06charge\x00\x00\x00\x09ch_1"...), time.Minute, 3},
+		{"version 4 with a cut length", append(with(running, func(v []byte) { v[1] = stepsVersion }), "\x00\x00\x00\x01a\x00\x00"...), time.Minute, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,6 +83,7 @@ func TestMalformedRecordSameVerdictFromClaimGetListAndWrites(t *testing.T) {
 				{"complete", func() (string, error) { return "", s.Complete(ctx, l, idem.Result{Data: []byte("x")}) }},
 				{"fail", func() (string, error) { return "", s.Fail(ctx, l, idem.Result{Data: []byte("x")}) }},
 				{"release", func() (string, error) { return "", s.Release(ctx, l) }},
+				{"step", func() (string, error) { return "", s.SaveStep(ctx, l, "charge", []byte("x")) }},
 			}
 			got, want := map[string]string{}, map[string]string{}
 			for _, op := range ops {

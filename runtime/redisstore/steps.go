@@ -1,0 +1,152 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// Recovery points (idem.Stepper). A call's steps live in its record's
+// value, after the header (version 4, see record.go), so they share
+// everything the record has without a second key: its hash slot, its
+// Redis expiry, its deletion, the scripts' atomicity and the replica
+// acknowledgements of WithReplicaAcks. The claim script returns them when
+// it acquires a retained record (released) or takes over an expired lease,
+// in the claim's own reply, and drops them when it makes the record anew;
+// the SET NX GET of a fresh claim writes only where no record is retained,
+// so it has none to drop. A heartbeat, a release and ForceRelease keep
+// them; a completion or failure replaces them with its result.
+
+var _ idem.Stepper = (*Store)(nil)
+
+// MaxRecordBytes is the largest record the store writes with a step: 512
+// MiB, the largest string value Redis holds. A step that would make its
+// call's record larger is refused with idem.ErrResultTooLarge.
+const MaxRecordBytes = 512 << 20
+
+// stepScript records a step of the call in progress. KEYS[1] record;
+// ARGV[1] packed '>I8' fence, op id (8 bytes), owner (16 bytes); ARGV[2]
+// the step's name; ARGV[3] its data; ARGV[4] MaxRecordBytes. Returns {1}
+// when the record holds the step (written now, or already: a step keeps
+// its first data, and its record is then written again with this op id
+// so that WithReplicaAcks confirms it), {-1, state, fence} when the
+// caller does not own the key, {-2, size} when the record would be too
+// large, {0, reason} for a record it cannot read.
+var stepScript = redis.NewScript(luaCommon + `
+local v = redis.pcall('GET', KEYS[1])
+if not v then return {-1, 0, 0} end
+local r, err = parse(v, KEYS[1])
+if not r then return {0, err} end
+local fence = struct.unpack('>I8', ARGV[1])
+if r.st ~= 1 or r.owner ~= string.sub(ARGV[1], 17, 32) or r.fence ~= fence then return {-1, r.st, r.fence} end
+local name, data, steps, pos, found = ARGV[2], ARGV[3], r.steps, 1, false
+while pos <= #steps do -- parse checked the entries
+  local dpos = pos + 4 + struct.unpack('>I4', steps, pos)
+  if string.sub(steps, pos + 4, dpos - 1) == name then found = true end
+  pos = dpos + 4 + struct.unpack('>I4', steps, dpos)
+end
+if not found then
+  local n = 99 + #steps + 8 + #name + #data
+  if n > tonumber(ARGV[4]) then return {-2, n} end
+  steps = steps .. struct.pack('>I4', #name) .. name .. struct.pack('>I4', #data) .. data
+end
+redis.call('SET', KEYS[1], enc(1, r.fence, r.lease, r.exp, now_us(), string.sub(ARGV[1], 9, 16), r.owner, r.fp,
+  r.claimed, steps), 'KEEPTTL')
+return {1}
+`)
+
+// SaveStep implements idem.Stepper: one script, a compare-and-set on
+// owner and fence like Complete, that appends the step to the record in
+// progress. With WithReplicaAcks it returns only once n replicas have the
+// step, retried as a completion is, so a recorded step is as durable as a
+// recorded result.
+func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []byte) error {
+	const op = "step"
+	if err := s.ready(ctx, op, l.Key); err != nil {
+		return err
+	}
+	if n := headerLenV3 + 8 + len(name) + len(data); n > s.maxRecord {
+		return fmt.Errorf("redisstore: step %q of %s: %w: the record would be %d bytes, the store writes records of %d at most", name, l.Key, idem.ErrResultTooLarge, n, s.maxRecord)
+	}
+	rk := s.RecordKey(l.Key)
+	var arg [32]byte
+	binary.BigEndian.PutUint64(arg[:], l.Fence)
+	opID := s.op()
+	copy(arg[8:16], opID)
+	copy(arg[16:], l.Owner[:])
+	apply := func(ctx context.Context) error { return s.applyStep(ctx, l, rk, arg[:], name, data) }
+	if err := apply(ctx); err != nil || s.acks.n == 0 {
+		return err
+	}
+	return s.ackWrite(ctx, op, l, rk, opID, true, apply) // acks.go
+}
+
+// applyStep runs stepScript once.
+func (s *Store) applyStep(ctx context.Context, l idem.Lease, rk string, arg []byte, name string, data []byte) error {
+	const op = "step"
+	if data == nil {
+		data = []byte{}
+	}
+	var res []any
+	err := s.piped(ctx, func(c redis.Scripter) (err error) {
+		res, err = stepScript.Run(ctx, c, []string{rk}, arg, name, data, s.maxRecord).Slice()
+		return err
+	})
+	if err != nil {
+		return s.wrap(ctx, op, l.Key, err)
+	}
+	code, err := replyInt(res, 0)
+	if err != nil {
+		return s.badReply(op, l.Key, res, err)
+	}
+	switch code {
+	case 1:
+		return nil
+	case 0:
+		return corrupt(l.Key, replyString(res, 1))
+	case -1:
+		return leaseLost(op, l, res)
+	case -2:
+		n, _ := replyInt(res, 1)
+		return fmt.Errorf("redisstore: step %q of %s: %w: the record would be %d bytes, the store writes records of %d at most", name, l.Key, idem.ErrResultTooLarge, n, s.maxRecord)
+	}
+	return s.badReply(op, l.Key, res, nil)
+}
+
+// decodeSteps parses the steps of a version-4 record: entries of a
+// 4-byte big-endian name length, the name, a 4-byte data length, the data.
+func decodeSteps(key string, b string) (map[string][]byte, error) {
+	if b == "" {
+		return nil, nil
+	}
+	steps := make(map[string][]byte)
+	for len(b) > 0 {
+		name, rest, ok := cutField(b)
+		if !ok {
+			return nil, corrupt(key, "malformed steps")
+		}
+		data, rest, ok := cutField(rest)
+		if !ok {
+			return nil, corrupt(key, "malformed steps")
+		}
+		steps[name] = []byte(data)
+		b = rest
+	}
+	return steps, nil
+}
+
+// cutField cuts one length-prefixed field off the front of b.
+func cutField(b string) (field, rest string, ok bool) {
+	if len(b) < 4 {
+		return "", "", false
+	}
+	n := uint64(binary.BigEndian.Uint32([]byte(b[:4])))
+	if uint64(len(b)-4) < n {
+		return "", "", false
+	}
+	return b[4 : 4+n], b[4+n:], true
+}
