@@ -121,7 +121,7 @@ WHERE r.key = $1 AND r.owner = $2 AND r.fence = $3 AND r.state = 2 AND r.complet
 	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 2 AND completed_in_tx`),
 
 		get: sub(`SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, format,
-	coalesce($2::timestamptz, statement_timestamp())
+	coalesce($2::timestamptz, statement_timestamp()), step_names, step_data
 FROM {T} WHERE key = $1`),
 
 		del: sub(`WITH d AS (DELETE FROM {T} WHERE key = $1 RETURNING key, waiters)

@@ -372,8 +372,9 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 		now       time.Time
 	)
 	var claimedAt *time.Time
+	var names, data [][]byte
 	err = c.QueryRow(ctx, s.q.get, key, s.ts()).Scan(&r.state, &r.owner, &r.fence, &r.fp, &r.result,
-		&r.leaseUntil, &r.expiresAt, &updatedAt, &claimedAt, &r.format, &now)
+		&r.leaseUntil, &r.expiresAt, &updatedAt, &claimedAt, &r.format, &now, &names, &data)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
@@ -386,7 +387,11 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 	if !now.Before(r.expiresAt) {
 		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
-	return r.record(key, updatedAt, claimedAt), nil
+	rec := r.record(key, updatedAt, claimedAt)
+	if rec.Steps, err = stepsOf(key, names, data); err != nil {
+		return idem.Record{}, err
+	}
+	return rec, nil
 }
 
 func (s *Store) Delete(ctx context.Context, key string) error {

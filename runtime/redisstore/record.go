@@ -139,9 +139,11 @@ func decodeRecord(key string, v string, expireAtMs int64) (idem.Record, error) {
 	}
 	switch v[1] {
 	case stepsVersion:
-		if _, err := decodeSteps(key, v[headerLenV3:]); err != nil {
+		steps, err := decodeSteps(key, v[headerLenV3:])
+		if err != nil {
 			return idem.Record{}, err
 		}
+		r.Steps = steps
 		r.ClaimedAt = micros(be64(v, offClaimed))
 	case recordVersion:
 		r.ClaimedAt = micros(be64(v, offClaimed))
