@@ -96,26 +96,25 @@ func (e *emitter) keyMaterial(w *wrap) ([]jen.Code, bool) {
 	return append(append(keys, payload...), order...), ok && orderOK
 }
 
-// spec emits the Spec: one field per line; a default is named, not
-// repeated.
+// spec emits the Spec, one field per line. A field the directive leaves at
+// its default is left out: the runtime reads zero as the default, and the
+// wrapper's doc line says what takes effect.
 func (e *emitter) spec(w *wrap) jen.Code {
 	x, o := w.x, w.x.opts
 	w.specVar = e.global("idemSpec" + w.specBase)
 	kv := func(k string, v jen.Code) jen.Code { return jen.Id(k).Op(":").Add(v) }
-	dup := map[string]string{"": "DuplicateReturn", "return": "DuplicateReturn", "raise": "DuplicateRaise", "wait": "DuplicateWait"}[o.onDuplicate]
-	ttl, lease := e.qual(e.idem, "DefaultTTL"), e.qual(e.idem, "DefaultLease")
-	if o.ttl > 0 {
-		ttl = jen.Add(e.duration(o.ttl))
-	}
-	if o.lease > 0 {
-		lease = jen.Add(e.duration(o.lease))
-	}
 	fields := []jen.Code{
 		kv("Name", jen.Lit(w.specName)),
 		kv("Signature", jen.Lit(signature(w.specName, o.version, x.sig))),
-		kv("TTL", ttl),
-		kv("Lease", lease),
-		kv("OnDuplicate", e.qual(e.idem, dup)),
+	}
+	if o.ttl > 0 {
+		fields = append(fields, kv("TTL", e.duration(o.ttl)))
+	}
+	if o.lease > 0 {
+		fields = append(fields, kv("Lease", e.duration(o.lease)))
+	}
+	if dup := map[string]string{"raise": "DuplicateRaise", "wait": "DuplicateWait"}[o.onDuplicate]; dup != "" {
+		fields = append(fields, kv("OnDuplicate", e.qual(e.idem, dup)))
 	}
 	if o.onFailure == "lock" {
 		fields = append(fields, kv("OnFailure", e.qual(e.idem, "FailureLock")))

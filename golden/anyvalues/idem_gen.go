@@ -24,12 +24,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecRecord = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/anyvalues.Record",
-	Signature:   "d7455b22afd16447",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecRecord,
+	Name:      "github.com/idemgen/idemgen/testdata/anyvalues.Record",
+	Signature: "d7455b22afd16447",
+	TTL:       time.Hour,
+	Codec:     idemCodecRecord,
 }
 
 // Build fails here if anyvalues.Record's signature changed since generation: run go generate.
@@ -67,12 +65,10 @@ func (x *Idempotent) beginRecord(e *Event) idem.Call {
 }
 
 var idemSpecExec = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/anyvalues.Exec",
-	Signature:   "dac505bee510b3f6",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecExec,
+	Name:      "github.com/idemgen/idemgen/testdata/anyvalues.Exec",
+	Signature: "dac505bee510b3f6",
+	TTL:       time.Hour,
+	Codec:     idemCodecExec,
 }
 
 // Build fails here if anyvalues.Exec's signature changed since generation: run go generate.
@@ -113,12 +109,10 @@ func (x *Idempotent) beginExec(query string, args []any) idem.Call {
 }
 
 var idemSpecConnect = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/anyvalues.Connect",
-	Signature:   "6f521753aeb5b238",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecConnect,
+	Name:      "github.com/idemgen/idemgen/testdata/anyvalues.Connect",
+	Signature: "6f521753aeb5b238",
+	TTL:       time.Hour,
+	Codec:     idemCodecConnect,
 }
 
 // Build fails here if anyvalues.Connect's signature changed since generation: run go generate.

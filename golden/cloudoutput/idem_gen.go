@@ -24,12 +24,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecPut = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/cloudoutput.Put",
-	Signature:   "2a0e8a3ea041daaa",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPut,
+	Name:      "github.com/idemgen/idemgen/testdata/cloudoutput.Put",
+	Signature: "2a0e8a3ea041daaa",
+	TTL:       time.Hour,
+	Codec:     idemCodecPut,
 }
 
 // Build fails here if cloudoutput.Put's signature changed since generation: run go generate.

@@ -21,12 +21,9 @@ func NewIdempotent(g *idem4.Guard) *Idempotent {
 }
 
 var idemSpecPay2 = &idem4.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/collisions.Pay",
-	Signature:   "786238b5990d14d4",
-	TTL:         idem4.DefaultTTL,
-	Lease:       idem4.DefaultLease,
-	OnDuplicate: idem4.DuplicateReturn,
-	Codec:       idemCodecPay,
+	Name:      "github.com/idemgen/idemgen/testdata/collisions.Pay",
+	Signature: "786238b5990d14d4",
+	Codec:     idemCodecPay,
 }
 
 // Build fails here if collisions.Pay's signature changed since generation: run go generate.
@@ -75,12 +72,10 @@ func (x2 *Idempotent) beginPay(g string, c int, x bool, r []string, err string, 
 }
 
 var idemSpecTick = &idem4.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/collisions.Tick",
-	Signature:   "7cf14ce16768db68",
-	TTL:         90 * time3.Minute,
-	Lease:       idem4.DefaultLease,
-	OnDuplicate: idem4.DuplicateReturn,
-	Codec:       idemCodecTick,
+	Name:      "github.com/idemgen/idemgen/testdata/collisions.Tick",
+	Signature: "7cf14ce16768db68",
+	TTL:       90 * time3.Minute,
+	Codec:     idemCodecTick,
 }
 
 // Build fails here if collisions.Tick's signature changed since generation: run go generate.
@@ -166,12 +161,10 @@ func NewIdempotentBox(t *Box, g *idem4.Guard) *IdempotentBox {
 }
 
 var idemSpecBoxPut = &idem4.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/collisions.Box.Put",
-	Signature:   "fc5f1964890c57ed",
-	TTL:         time3.Hour,
-	Lease:       idem4.DefaultLease,
-	OnDuplicate: idem4.DuplicateReturn,
-	Codec:       idemCodecBoxPut,
+	Name:      "github.com/idemgen/idemgen/testdata/collisions.Box.Put",
+	Signature: "fc5f1964890c57ed",
+	TTL:       time3.Hour,
+	Codec:     idemCodecBoxPut,
 }
 
 // Build fails here if Box.Put's signature changed since generation: run go generate.
@@ -209,12 +202,10 @@ func (c *IdempotentBox) beginPut(x int) idem4.Call {
 }
 
 var idemSpecBoxPeek = &idem4.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/collisions.Box.Peek",
-	Signature:   "48c0b9550e9d20b9",
-	TTL:         time3.Hour,
-	Lease:       idem4.DefaultLease,
-	OnDuplicate: idem4.DuplicateReturn,
-	Codec:       idemCodecBoxPeek,
+	Name:      "github.com/idemgen/idemgen/testdata/collisions.Box.Peek",
+	Signature: "48c0b9550e9d20b9",
+	TTL:       time3.Hour,
+	Codec:     idemCodecBoxPeek,
 }
 
 // Build fails here if Box.Peek's signature changed since generation: run go generate.
@@ -251,11 +242,9 @@ func (context_ *IdempotentBox) beginPeek() idem4.Call {
 }
 
 var idemSpecBoxEmpty = &idem4.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/collisions.Box.Empty",
-	Signature:   "00e5bc8183f6ae91",
-	TTL:         time3.Hour,
-	Lease:       idem4.DefaultLease,
-	OnDuplicate: idem4.DuplicateReturn,
+	Name:      "github.com/idemgen/idemgen/testdata/collisions.Box.Empty",
+	Signature: "00e5bc8183f6ae91",
+	TTL:       time3.Hour,
 }
 
 // Build fails here if Box.Empty's signature changed since generation: run go generate.

@@ -21,12 +21,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecGetQuote = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/defaults.GetQuote",
-	Signature:   "2a38793fec761b01",
-	TTL:         24 * time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecGetQuote,
+	Name:      "github.com/idemgen/idemgen/testdata/defaults.GetQuote",
+	Signature: "2a38793fec761b01",
+	TTL:       24 * time.Hour,
+	Codec:     idemCodecGetQuote,
 }
 
 // Build fails here if defaults.GetQuote's signature changed since generation: run go generate.

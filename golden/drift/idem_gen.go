@@ -23,12 +23,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/drift.Charge",
-	Signature:   "b947adb3d1306acc",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCharge,
+	Name:      "github.com/idemgen/idemgen/testdata/drift.Charge",
+	Signature: "b947adb3d1306acc",
+	TTL:       time.Hour,
+	Codec:     idemCodecCharge,
 }
 
 // Build fails here if drift.Charge's signature changed since generation: run go generate.
@@ -66,12 +64,10 @@ func (x *Idempotent) beginCharge(req *Req) idem.Call {
 }
 
 var idemSpecQuote = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/drift.Quote",
-	Signature:   "d93478a612090bbf",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecQuote,
+	Name:      "github.com/idemgen/idemgen/testdata/drift.Quote",
+	Signature: "d93478a612090bbf",
+	TTL:       time.Hour,
+	Codec:     idemCodecQuote,
 }
 
 // Build fails here if drift.Quote's signature changed since generation: run go generate.
@@ -109,12 +105,10 @@ func (x *Idempotent) beginQuote(amount Cents, units Units) idem.Call {
 }
 
 var idemSpecTrack = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/drift.Track",
-	Signature:   "6bcc5d0aebd7b778",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecTrack,
+	Name:      "github.com/idemgen/idemgen/testdata/drift.Track",
+	Signature: "6bcc5d0aebd7b778",
+	TTL:       time.Hour,
+	Codec:     idemCodecTrack,
 }
 
 // Build fails here if drift.Track's signature changed since generation: run go generate.
@@ -152,12 +146,10 @@ func (x *Idempotent) beginTrack(limit *Opt[int64]) idem.Call {
 }
 
 var idemSpecSave = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/drift.Save",
-	Signature:   "bfd67d824809ac28",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecSave,
+	Name:      "github.com/idemgen/idemgen/testdata/drift.Save",
+	Signature: "bfd67d824809ac28",
+	TTL:       time.Hour,
+	Codec:     idemCodecSave,
 }
 
 // Build fails here if drift.Save's signature changed since generation: run go generate.

@@ -22,12 +22,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecList = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/embeddedtags.List",
-	Signature:   "b4a93d2c068f1095",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecList,
+	Name:      "github.com/idemgen/idemgen/testdata/embeddedtags.List",
+	Signature: "b4a93d2c068f1095",
+	TTL:       time.Hour,
+	Codec:     idemCodecList,
 }
 
 // Build fails here if p.List's signature changed since generation: run go generate.

@@ -23,12 +23,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecTags = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/emptyelems.Tags",
-	Signature:   "2412be3abb067d41",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecTags,
+	Name:      "github.com/idemgen/idemgen/testdata/emptyelems.Tags",
+	Signature: "2412be3abb067d41",
+	TTL:       time.Hour,
+	Codec:     idemCodecTags,
 }
 
 // Build fails here if emptyelems.Tags's signature changed since generation: run go generate.

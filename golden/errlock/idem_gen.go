@@ -20,12 +20,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecSendEmail = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/errlock.SendEmail",
-	Signature:   "34d81b5a32de782d",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	OnFailure:   idem.FailureLock,
+	Name:      "github.com/idemgen/idemgen/testdata/errlock.SendEmail",
+	Signature: "34d81b5a32de782d",
+	TTL:       time.Hour,
+	OnFailure: idem.FailureLock,
 }
 
 // Build fails here if errlock.SendEmail's signature changed since generation: run go generate.
@@ -55,11 +53,8 @@ func (x *Idempotent) beginSendEmail(to string, body string) idem.Call {
 }
 
 var idemSpecCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/errlock.Charge",
-	Signature:   "805c206e3a7f9d8b",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+	Name:      "github.com/idemgen/idemgen/testdata/errlock.Charge",
+	Signature: "805c206e3a7f9d8b",
 }
 
 // Build fails here if errlock.Charge's signature changed since generation: run go generate.

@@ -22,12 +22,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecLookup = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/errvalues.Lookup",
-	Signature:   "0fbcc7d910365f42",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecLookup,
+	Name:      "github.com/idemgen/idemgen/testdata/errvalues.Lookup",
+	Signature: "0fbcc7d910365f42",
+	TTL:       time.Hour,
+	Codec:     idemCodecLookup,
 }
 
 // Build fails here if errvalues.Lookup's signature changed since generation: run go generate.
@@ -87,12 +85,10 @@ func (x *Idempotent) beginLookup(ids []string) idem.Call {
 }
 
 var idemSpecProduce = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/errvalues/broker.Produce",
-	Signature:   "2e187ebecc443048",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecProduce,
+	Name:      "github.com/idemgen/idemgen/testdata/errvalues/broker.Produce",
+	Signature: "2e187ebecc443048",
+	TTL:       time.Hour,
+	Codec:     idemCodecProduce,
 }
 
 // Build fails here if broker.Produce's signature changed since generation: run go generate.

@@ -21,12 +21,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecFulfil = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/exclude.Fulfil",
-	Signature:   "fa4afcbfe1bcfd2f",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecFulfil,
+	Name:      "github.com/idemgen/idemgen/testdata/exclude.Fulfil",
+	Signature: "fa4afcbfe1bcfd2f",
+	Codec:     idemCodecFulfil,
 }
 
 // Build fails here if exclude.Fulfil's signature changed since generation: run go generate.

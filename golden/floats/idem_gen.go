@@ -23,12 +23,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecSummarize = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/floats.Summarize",
-	Signature:   "c1990b1f3c016ffe",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecSummarize,
+	Name:      "github.com/idemgen/idemgen/testdata/floats.Summarize",
+	Signature: "c1990b1f3c016ffe",
+	TTL:       time.Hour,
+	Codec:     idemCodecSummarize,
 }
 
 // Build fails here if floats.Summarize's signature changed since generation: run go generate.

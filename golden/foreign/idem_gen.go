@@ -25,11 +25,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecShip = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/foreign.Ship",
-	Signature:   "84647c3192ddb26a",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+	Name:      "github.com/idemgen/idemgen/testdata/foreign.Ship",
+	Signature: "84647c3192ddb26a",
+	TTL:       time.Hour,
 }
 
 // Build fails here if foreign.Ship's signature changed since generation: run go generate.
@@ -57,12 +55,10 @@ func (x *Idempotent) beginShip(order string) idem.Call {
 }
 
 var idemSpecNew = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/foreign/sdk.New",
-	Signature:   "994a6f17987bf0b4",
-	TTL:         24 * time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecNew,
+	Name:      "github.com/idemgen/idemgen/testdata/foreign/sdk.New",
+	Signature: "994a6f17987bf0b4",
+	TTL:       24 * time.Hour,
+	Codec:     idemCodecNew,
 }
 
 // Build fails here if sdk.New's signature changed since generation: run go generate.
@@ -130,8 +126,6 @@ func (x *Idempotent) beginNew(params *sdk.PaymentIntentParams) idem.Call {
 var idemSpecNewRefund = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/foreign/refund.New",
 	Signature:   "362d1e9c8e3af282",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateRaise,
 	Codec:       idemCodecNewRefund,
 }
@@ -196,12 +190,10 @@ func NewIdempotentIssuesService(t *sdk.IssuesService, g *idem.Guard) *Idempotent
 }
 
 var idemSpecIssuesServiceCreate = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/foreign/sdk.IssuesService.Create",
-	Signature:   "6c6fc129396ae9ec",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecIssuesServiceCreate,
+	Name:      "github.com/idemgen/idemgen/testdata/foreign/sdk.IssuesService.Create",
+	Signature: "6c6fc129396ae9ec",
+	TTL:       time.Hour,
+	Codec:     idemCodecIssuesServiceCreate,
 }
 
 // Build fails here if sdk.IssuesService.Create's signature changed since generation: run go
@@ -281,8 +273,6 @@ func (s *IdempotentIssuesService) beginCreate(owner string, repo string, req *sd
 var idemSpecIssuesServiceLock = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/foreign/sdk.IssuesService.Lock",
 	Signature:   "f6f7c2a1c84fa045",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateRaise,
 }
 

@@ -25,12 +25,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecReprice = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/foreigngenerics.Reprice",
-	Signature:   "371f35ccb10d688c",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecReprice,
+	Name:      "github.com/idemgen/idemgen/testdata/foreigngenerics.Reprice",
+	Signature: "371f35ccb10d688c",
+	TTL:       time.Hour,
+	Codec:     idemCodecReprice,
 }
 
 // Build fails here if foreigngenerics.Reprice's signature changed since generation: run go
@@ -74,12 +72,10 @@ func idemBeginReprice[N ~int64 | ~int32](x *Idempotent, q *sdk.Query[string], by
 }
 
 var idemSpecList = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/foreigngenerics/sdk.List",
-	Signature:   "83a4257fbdb239b8",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecList,
+	Name:      "github.com/idemgen/idemgen/testdata/foreigngenerics/sdk.List",
+	Signature: "83a4257fbdb239b8",
+	TTL:       time.Hour,
+	Codec:     idemCodecList,
 }
 
 // Build fails here if sdk.List's signature changed since generation: run go generate.
@@ -131,12 +127,10 @@ func NewIdempotentCatalog(t *sdk.Catalog, g *idem.Guard) *IdempotentCatalog {
 }
 
 var idemSpecCatalogPrices = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/foreigngenerics/sdk.Catalog.Prices",
-	Signature:   "5324fbb10f93f61a",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCatalogPrices,
+	Name:      "github.com/idemgen/idemgen/testdata/foreigngenerics/sdk.Catalog.Prices",
+	Signature: "5324fbb10f93f61a",
+	TTL:       time.Hour,
+	Codec:     idemCodecCatalogPrices,
 }
 
 // Build fails here if sdk.Catalog.Prices's signature changed since generation: run go generate.

@@ -26,12 +26,10 @@ func NewIdempotentNotifier(t *Notifier, g *idem.Guard) *IdempotentNotifier {
 }
 
 var idemSpecNotifierSend = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/funcoptions.Notifier.Send",
-	Signature:   "804e463f70a5e385",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecNotifierSend,
+	Name:      "github.com/idemgen/idemgen/testdata/funcoptions.Notifier.Send",
+	Signature: "804e463f70a5e385",
+	TTL:       time.Hour,
+	Codec:     idemCodecNotifierSend,
 }
 
 // Build fails here if Notifier.Send's signature changed since generation: run go generate.

@@ -28,12 +28,10 @@ func NewIdempotentRepo[T Entity](t *Repo[T], g *idem.Guard) *IdempotentRepo[T] {
 }
 
 var idemSpecRepoSave = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/genericmethods.Repo.Save",
-	Signature:   "7e250c6b64ab51a1",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecRepoSave,
+	Name:      "github.com/idemgen/idemgen/testdata/genericmethods.Repo.Save",
+	Signature: "7e250c6b64ab51a1",
+	TTL:       time.Hour,
+	Codec:     idemCodecRepoSave,
 }
 
 // Build fails here if Repo.Save's signature changed since generation: run go generate.
@@ -78,11 +76,8 @@ func (r *IdempotentRepo[T]) beginSave(v T) idem.Call {
 }
 
 var idemSpecRepoRename = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/genericmethods.Repo.Rename",
-	Signature:   "e075896490020e79",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+	Name:      "github.com/idemgen/idemgen/testdata/genericmethods.Repo.Rename",
+	Signature: "e075896490020e79",
 }
 
 // Build fails here if Repo.Rename's signature changed since generation: run go generate.

@@ -25,12 +25,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecCreateInvoice = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/generics.CreateInvoice",
-	Signature:   "bac60fe4f49fe518",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCreateInvoice,
+	Name:      "github.com/idemgen/idemgen/testdata/generics.CreateInvoice",
+	Signature: "bac60fe4f49fe518",
+	TTL:       time.Hour,
+	Codec:     idemCodecCreateInvoice,
 }
 
 // Build fails here if generics.CreateInvoice's signature changed since generation: run go generate.
@@ -94,12 +92,10 @@ func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
 }
 
 var idemSpecPublish = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/generics.Publish",
-	Signature:   "0983586e28b95f86",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPublish,
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Publish",
+	Signature: "0983586e28b95f86",
+	TTL:       time.Hour,
+	Codec:     idemCodecPublish,
 }
 
 // Build fails here if generics.Publish's signature changed since generation: run go generate.
@@ -144,12 +140,10 @@ func idemBeginPublish[E Event](x *Idempotent, e E) idem.Call {
 }
 
 var idemSpecTally = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/generics.Tally",
-	Signature:   "3bbc02bcb119d600",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecTally,
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Tally",
+	Signature: "3bbc02bcb119d600",
+	TTL:       time.Hour,
+	Codec:     idemCodecTally,
 }
 
 // Build fails here if generics.Tally's signature changed since generation: run go generate.
@@ -190,12 +184,9 @@ func idemBeginTally[N ~int | ~int64](x *Idempotent, n N) idem.Call {
 }
 
 var idemSpecSend = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/generics.Send",
-	Signature:   "c8efcd9e4f91b8bd",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecSend,
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Send",
+	Signature: "c8efcd9e4f91b8bd",
+	Codec:     idemCodecSend,
 }
 
 // Build fails here if generics.Send's signature changed since generation: run go generate.
@@ -238,11 +229,9 @@ func idemBeginSend[M any](x *Idempotent, id string, m M) idem.Call {
 }
 
 var idemSpecSave = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/generics.Save",
-	Signature:   "cd8548b019f7b394",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Save",
+	Signature: "cd8548b019f7b394",
+	TTL:       time.Hour,
 }
 
 // Build fails here if generics.Save's signature changed since generation: run go generate.
@@ -292,12 +281,10 @@ func idemBeginSave[S ~string](x *Idempotent, p *Page[S], ps []S) idem.Call {
 }
 
 var idemSpecPlace = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/generics.Place",
-	Signature:   "d75fecaf970e948c",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPlace,
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Place",
+	Signature: "d75fecaf970e948c",
+	TTL:       time.Hour,
+	Codec:     idemCodecPlace,
 }
 
 // Build fails here if generics.Place's signature changed since generation: run go generate.
@@ -347,12 +334,10 @@ func idemBeginPlace[O interface {
 }
 
 var idemSpecStock = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/generics.Stock",
-	Signature:   "a42e33eaecf5ca74",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStock,
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Stock",
+	Signature: "a42e33eaecf5ca74",
+	TTL:       time.Hour,
+	Codec:     idemCodecStock,
 }
 
 // Build fails here if generics.Stock's signature changed since generation: run go generate.
@@ -398,12 +383,10 @@ func idemBeginStock[T Texter](x *Idempotent, item T, qty float64) idem.Call {
 }
 
 var idemSpecImport = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/generics.Import",
-	Signature:   "e276a2ce4b8f33bd",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecImport,
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Import",
+	Signature: "e276a2ce4b8f33bd",
+	TTL:       time.Hour,
+	Codec:     idemCodecImport,
 }
 
 // Build fails here if generics.Import's signature changed since generation: run go generate.

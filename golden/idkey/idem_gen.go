@@ -20,12 +20,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecHandle = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/idkey.Handle",
-	Signature:   "a67544882b64e927",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecHandle,
+	Name:      "github.com/idemgen/idemgen/testdata/idkey.Handle",
+	Signature: "a67544882b64e927",
+	Codec:     idemCodecHandle,
 }
 
 // Build fails here if idkey.Handle's signature changed since generation: run go generate.
@@ -66,13 +63,10 @@ func (x *Idempotent) beginHandle(idempotencyKey string, ev *Event) idem.Call {
 }
 
 var idemSpecHandleEvent = &idem.Spec{
-	Name:        "events.handle",
-	Signature:   "51fba2a7bfe07927",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Version:     2,
-	Codec:       idemCodecHandleEvent,
+	Name:      "events.handle",
+	Signature: "51fba2a7bfe07927",
+	Version:   2,
+	Codec:     idemCodecHandleEvent,
 }
 
 // Build fails here if idkey.HandleEvent's signature changed since generation: run go generate.

@@ -51,7 +51,6 @@ var idemSpecCarrierBook = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/iface.Carrier.Book",
 	Signature:   "052d817d83288bdc",
 	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateWait,
 	Codec:       idemCodecCarrierBook,
 }
@@ -93,12 +92,9 @@ func (x *IdempotentCarrier) beginBook(p1 string, p2 *Shipment) idem.Call {
 }
 
 var idemSpecCarrierQuote = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/iface.Carrier.Quote",
-	Signature:   "be69fea037166730",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCarrierQuote,
+	Name:      "github.com/idemgen/idemgen/testdata/iface.Carrier.Quote",
+	Signature: "be69fea037166730",
+	Codec:     idemCodecCarrierQuote,
 }
 
 // Build fails here if Carrier.Quote's signature changed since generation: run go generate.
@@ -160,11 +156,9 @@ func NewIdempotentCanceller(inner Canceller, g *idem.Guard) *IdempotentCanceller
 var _ Canceller = (*IdempotentCanceller)(nil)
 
 var idemSpecCancellerCancel = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/iface.Canceller.Cancel",
-	Signature:   "ec8e0bbc8695a3e6",
-	TTL:         2 * time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+	Name:      "github.com/idemgen/idemgen/testdata/iface.Canceller.Cancel",
+	Signature: "ec8e0bbc8695a3e6",
+	TTL:       2 * time.Hour,
 }
 
 // Build fails here if Canceller.Cancel's signature changed since generation: run go generate.
@@ -224,11 +218,9 @@ func (x *IdempotentNotifier) Name() string {
 }
 
 var idemSpecNotifierNotify = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/iface.Notifier.Notify",
-	Signature:   "c76a8b46d498a9b9",
-	TTL:         10 * time.Minute,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+	Name:      "github.com/idemgen/idemgen/testdata/iface.Notifier.Notify",
+	Signature: "c76a8b46d498a9b9",
+	TTL:       10 * time.Minute,
 }
 
 // Build fails here if Notifier.Notify's signature changed since generation: run go generate.
@@ -262,7 +254,6 @@ var idemSpecNotifierReset = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/iface.Notifier.Reset",
 	Signature:   "8c32b2eca0158031",
 	TTL:         10 * time.Minute,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateRaise,
 }
 

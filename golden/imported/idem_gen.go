@@ -22,12 +22,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecCrop = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/imported.Crop",
-	Signature:   "bff80db901c17edc",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCrop,
+	Name:      "github.com/idemgen/idemgen/testdata/imported.Crop",
+	Signature: "bff80db901c17edc",
+	Codec:     idemCodecCrop,
 }
 
 // Build fails here if imported.Crop's signature changed since generation: run go generate.

@@ -22,12 +22,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/jsonskipkeys.Charge",
-	Signature:   "3ecfa97a2d506cc4",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCharge,
+	Name:      "github.com/idemgen/idemgen/testdata/jsonskipkeys.Charge",
+	Signature: "3ecfa97a2d506cc4",
+	TTL:       time.Hour,
+	Codec:     idemCodecCharge,
 }
 
 // Build fails here if jsonskipkeys.Charge's signature changed since generation: run go generate.

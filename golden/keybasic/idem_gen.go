@@ -21,12 +21,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecRecord = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keybasic.Record",
-	Signature:   "f4745fd971150508",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecRecord,
+	Name:      "github.com/idemgen/idemgen/testdata/keybasic.Record",
+	Signature: "f4745fd971150508",
+	Codec:     idemCodecRecord,
 }
 
 // Build fails here if keybasic.Record's signature changed since generation: run go generate.

@@ -22,12 +22,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecPut = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keycloudsdk.Put",
-	Signature:   "00250c3d0cf72fa4",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPut,
+	Name:      "github.com/idemgen/idemgen/testdata/keycloudsdk.Put",
+	Signature: "00250c3d0cf72fa4",
+	TTL:       time.Hour,
+	Codec:     idemCodecPut,
 }
 
 // Build fails here if keycloudsdk.Put's signature changed since generation: run go generate.
@@ -69,12 +67,10 @@ func (x *Idempotent) beginPut(in *sdk.PutObjectInput) idem.Call {
 }
 
 var idemSpecPutFor = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keycloudsdk.PutFor",
-	Signature:   "7a90a2b71d1cd13b",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPutFor,
+	Name:      "github.com/idemgen/idemgen/testdata/keycloudsdk.PutFor",
+	Signature: "7a90a2b71d1cd13b",
+	TTL:       time.Hour,
+	Codec:     idemCodecPutFor,
 }
 
 // Build fails here if keycloudsdk.PutFor's signature changed since generation: run go generate.

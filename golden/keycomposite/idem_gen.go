@@ -20,12 +20,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecDraw = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keycomposite.Draw",
-	Signature:   "d3c4eba960003292",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecDraw,
+	Name:      "github.com/idemgen/idemgen/testdata/keycomposite.Draw",
+	Signature: "d3c4eba960003292",
+	Codec:     idemCodecDraw,
 }
 
 // Build fails here if keycomposite.Draw's signature changed since generation: run go generate.

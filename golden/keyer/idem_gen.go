@@ -20,12 +20,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecNotify = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keyer.Notify",
-	Signature:   "998a82d2a2f5af2b",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecNotify,
+	Name:      "github.com/idemgen/idemgen/testdata/keyer.Notify",
+	Signature: "998a82d2a2f5af2b",
+	Codec:     idemCodecNotify,
 }
 
 // Build fails here if keyer.Notify's signature changed since generation: run go generate.

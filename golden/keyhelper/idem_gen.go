@@ -21,12 +21,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keyhelper.Charge",
-	Signature:   "c3f07498e86d4a9e",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCharge,
+	Name:      "github.com/idemgen/idemgen/testdata/keyhelper.Charge",
+	Signature: "c3f07498e86d4a9e",
+	Codec:     idemCodecCharge,
 }
 
 // Build fails here if keyhelper.Charge's signature changed since generation: run go generate.
@@ -66,12 +63,9 @@ func (x *Idempotent) beginCharge(req *Request) idem.Call {
 }
 
 var idemSpecApply = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keyhelper.Apply",
-	Signature:   "370e6f32191e732c",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Ordered:     true,
+	Name:      "github.com/idemgen/idemgen/testdata/keyhelper.Apply",
+	Signature: "370e6f32191e732c",
+	Ordered:   true,
 }
 
 // Build fails here if keyhelper.Apply's signature changed since generation: run go generate.
@@ -118,12 +112,9 @@ func NewIdempotentLedger(t *Ledger, g *idem.Guard) *IdempotentLedger {
 }
 
 var idemSpecLedgerPost = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keyhelper.Ledger.Post",
-	Signature:   "0631943e28a0adc2",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Version:     2,
+	Name:      "github.com/idemgen/idemgen/testdata/keyhelper.Ledger.Post",
+	Signature: "0631943e28a0adc2",
+	Version:   2,
 }
 
 // Build fails here if Ledger.Post's signature changed since generation: run go generate.

@@ -23,12 +23,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecPay = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keymarshal.Pay",
-	Signature:   "f84aea4238bd3251",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPay,
+	Name:      "github.com/idemgen/idemgen/testdata/keymarshal.Pay",
+	Signature: "f84aea4238bd3251",
+	TTL:       time.Hour,
+	Codec:     idemCodecPay,
 }
 
 // Build fails here if keymarshal.Pay's signature changed since generation: run go generate.

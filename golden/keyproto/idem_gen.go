@@ -25,12 +25,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecRecord = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keyproto.Record",
-	Signature:   "fee82f0ccbee0c56",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecRecord,
+	Name:      "github.com/idemgen/idemgen/testdata/keyproto.Record",
+	Signature: "fee82f0ccbee0c56",
+	TTL:       time.Hour,
+	Codec:     idemCodecRecord,
 }
 
 // Build fails here if keyproto.Record's signature changed since generation: run go generate.
@@ -68,12 +66,10 @@ func (x *Idempotent) beginRecord(ev *Event) idem.Call {
 }
 
 var idemSpecApply = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keyproto.Apply",
-	Signature:   "f1316f251759112d",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecApply,
+	Name:      "github.com/idemgen/idemgen/testdata/keyproto.Apply",
+	Signature: "f1316f251759112d",
+	TTL:       time.Hour,
+	Codec:     idemCodecApply,
 }
 
 // Build fails here if keyproto.Apply's signature changed since generation: run go generate.
@@ -115,12 +111,9 @@ func (x *Idempotent) beginApply(m proto.Message) idem.Call {
 }
 
 var idemSpecPatch = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keyproto.Patch",
-	Signature:   "f1d48e7425ad4812",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPatch,
+	Name:      "github.com/idemgen/idemgen/testdata/keyproto.Patch",
+	Signature: "f1d48e7425ad4812",
+	Codec:     idemCodecPatch,
 }
 
 // Build fails here if keyproto.Patch's signature changed since generation: run go generate.

@@ -21,12 +21,11 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecLong = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/leasettl.Long",
-	Signature:   "cdd077b63c515750",
-	TTL:         time.Hour,
-	Lease:       30 * time.Millisecond,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecLong,
+	Name:      "github.com/idemgen/idemgen/testdata/leasettl.Long",
+	Signature: "cdd077b63c515750",
+	TTL:       time.Hour,
+	Lease:     30 * time.Millisecond,
+	Codec:     idemCodecLong,
 }
 
 // Build fails here if leasettl.Long's signature changed since generation: run go generate.
@@ -63,12 +62,10 @@ func (x *Idempotent) beginLong(id string) idem.Call {
 }
 
 var idemSpecShort = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/leasettl.Short",
-	Signature:   "10b5b258b7ea8708",
-	TTL:         50 * time.Millisecond,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecShort,
+	Name:      "github.com/idemgen/idemgen/testdata/leasettl.Short",
+	Signature: "10b5b258b7ea8708",
+	TTL:       50 * time.Millisecond,
+	Codec:     idemCodecShort,
 }
 
 // Build fails here if leasettl.Short's signature changed since generation: run go generate.

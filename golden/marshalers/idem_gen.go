@@ -23,12 +23,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecAllow = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/marshalers.Allow",
-	Signature:   "6a3bea0e0233c1f9",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecAllow,
+	Name:      "github.com/idemgen/idemgen/testdata/marshalers.Allow",
+	Signature: "6a3bea0e0233c1f9",
+	Codec:     idemCodecAllow,
 }
 
 // Build fails here if marshalers.Allow's signature changed since generation: run go generate.

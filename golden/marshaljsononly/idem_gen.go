@@ -21,12 +21,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecBill = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/marshaljsononly.Bill",
-	Signature:   "2fbdd7ae268895ac",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecBill,
+	Name:      "github.com/idemgen/idemgen/testdata/marshaljsononly.Bill",
+	Signature: "2fbdd7ae268895ac",
+	TTL:       time.Hour,
+	Codec:     idemCodecBill,
 }
 
 // Build fails here if marshaljsononly.Bill's signature changed since generation: run go generate.

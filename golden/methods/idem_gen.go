@@ -24,12 +24,9 @@ func NewIdempotentService(t *Service, g *idem.Guard) *IdempotentService {
 }
 
 var idemSpecServiceCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/methods.Service.Charge",
-	Signature:   "b640a09393b31e59",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecServiceCharge,
+	Name:      "github.com/idemgen/idemgen/testdata/methods.Service.Charge",
+	Signature: "b640a09393b31e59",
+	Codec:     idemCodecServiceCharge,
 }
 
 // Build fails here if Service.Charge's signature changed since generation: run go generate.
@@ -70,8 +67,6 @@ func (s *IdempotentService) beginCharge(account string, cents int64) idem.Call {
 var idemSpecServiceRefund = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/methods.Service.Refund",
 	Signature:   "3b2dbb5a5379b9c6",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateRaise,
 }
 
@@ -115,11 +110,8 @@ func NewIdempotentMailer(t *Mailer, g *idem.Guard) *IdempotentMailer {
 }
 
 var idemSpecMailerSend = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/methods.Mailer.Send",
-	Signature:   "c19612de025e0ade",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+	Name:      "github.com/idemgen/idemgen/testdata/methods.Mailer.Send",
+	Signature: "c19612de025e0ade",
 }
 
 // Build fails here if Mailer.Send's signature changed since generation: run go generate.

@@ -21,12 +21,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecPing = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/multifile.Ping",
-	Signature:   "bc8546d441f89fd6",
-	TTL:         time.Minute,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPing,
+	Name:      "github.com/idemgen/idemgen/testdata/multifile.Ping",
+	Signature: "bc8546d441f89fd6",
+	TTL:       time.Minute,
+	Codec:     idemCodecPing,
 }
 
 // Build fails here if multifile.Ping's signature changed since generation: run go generate.
@@ -64,8 +62,6 @@ func (x *Idempotent) beginPing() idem.Call {
 var idemSpecUnexported = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/multifile.unexported",
 	Signature:   "fde6fa64c3f4a289",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateWait,
 	Codec:       idemCodecUnexported,
 }
@@ -119,11 +115,8 @@ func NewIdempotentRepo(t *Repo, g *idem.Guard) *IdempotentRepo {
 }
 
 var idemSpecRepoSave = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/multifile.Repo.Save",
-	Signature:   "63c30f3d29d49e03",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+	Name:      "github.com/idemgen/idemgen/testdata/multifile.Repo.Save",
+	Signature: "63c30f3d29d49e03",
 }
 
 // Build fails here if Repo.Save's signature changed since generation: run go generate.
@@ -164,12 +157,9 @@ func (r *IdempotentRepo) beginSave(id string, doc map[string]string) idem.Call {
 }
 
 var idemSpecRepoLoad = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/multifile.Repo.Load",
-	Signature:   "a5a4d99f53db17a3",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecRepoLoad,
+	Name:      "github.com/idemgen/idemgen/testdata/multifile.Repo.Load",
+	Signature: "a5a4d99f53db17a3",
+	Codec:     idemCodecRepoLoad,
 }
 
 // Build fails here if Repo.Load's signature changed since generation: run go generate.
@@ -221,12 +211,10 @@ func NewIdempotentCache(t *Cache, g *idem.Guard) *IdempotentCache {
 }
 
 var idemSpecCacheFill = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/multifile.Cache.Fill",
-	Signature:   "06a382c145c0913b",
-	TTL:         idem.DefaultTTL,
-	Lease:       time.Minute,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCacheFill,
+	Name:      "github.com/idemgen/idemgen/testdata/multifile.Cache.Fill",
+	Signature: "06a382c145c0913b",
+	Lease:     time.Minute,
+	Codec:     idemCodecCacheFill,
 }
 
 // Build fails here if Cache.Fill's signature changed since generation: run go generate.

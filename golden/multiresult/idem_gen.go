@@ -25,8 +25,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 var idemSpecSplit = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/multiresult.Split",
 	Signature:   "03d49ffb52ba45c9",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateWait,
 	Codec:       idemCodecSplit,
 }
@@ -121,12 +119,10 @@ func (x *Idempotent) beginSplit(total int, ways int) idem.Call {
 }
 
 var idemSpecQuote = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/multiresult.Quote",
-	Signature:   "c466fc1d2567ce89",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecQuote,
+	Name:      "github.com/idemgen/idemgen/testdata/multiresult.Quote",
+	Signature: "c466fc1d2567ce89",
+	TTL:       time.Hour,
+	Codec:     idemCodecQuote,
 }
 
 // Build fails here if multiresult.Quote's signature changed since generation: run go generate.

@@ -22,11 +22,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecServiceCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/nameclash.ServiceCharge",
-	Signature:   "5d048eeab3e5d958",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+	Name:      "github.com/idemgen/idemgen/testdata/nameclash.ServiceCharge",
+	Signature: "5d048eeab3e5d958",
+	TTL:       time.Hour,
 }
 
 // Build fails here if nameclash.ServiceCharge's signature changed since generation: run go
@@ -57,11 +55,9 @@ func (x *Idempotent) beginServiceCharge(p *Point) idem.Call {
 }
 
 var idemSpecCancel = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/nameclash.Cancel",
-	Signature:   "8f3a47163b74fba1",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+	Name:      "github.com/idemgen/idemgen/testdata/nameclash.Cancel",
+	Signature: "8f3a47163b74fba1",
+	TTL:       time.Hour,
 }
 
 // Build fails here if nameclash.Cancel's signature changed since generation: run go generate.
@@ -90,11 +86,9 @@ func (x *Idempotent) beginCancel(id string) idem.Call {
 }
 
 var idemSpecCancelKey = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/nameclash.CancelKey",
-	Signature:   "80864b5e89fe3556",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+	Name:      "github.com/idemgen/idemgen/testdata/nameclash.CancelKey",
+	Signature: "80864b5e89fe3556",
+	TTL:       time.Hour,
 }
 
 // Build fails here if nameclash.CancelKey's signature changed since generation: run go generate.
@@ -137,11 +131,9 @@ func NewIdempotentService(t *Service, g *idem.Guard) *IdempotentService {
 }
 
 var idemSpecServiceCharge2 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/nameclash.Service.Charge",
-	Signature:   "83f0868890df719c",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+	Name:      "github.com/idemgen/idemgen/testdata/nameclash.Service.Charge",
+	Signature: "83f0868890df719c",
+	TTL:       time.Hour,
 }
 
 // Build fails here if Service.Charge's signature changed since generation: run go generate.
@@ -172,12 +164,10 @@ func (s *IdempotentService) beginCharge(p *image.Point) idem.Call {
 }
 
 var idemSpecServiceG = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/nameclash.Service.g",
-	Signature:   "3fd3257a07e2a482",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecServiceG,
+	Name:      "github.com/idemgen/idemgen/testdata/nameclash.Service.g",
+	Signature: "3fd3257a07e2a482",
+	TTL:       time.Hour,
+	Codec:     idemCodecServiceG,
 }
 
 // Build fails here if Service.g's signature changed since generation: run go generate.

@@ -22,12 +22,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/notkeyed.Charge",
-	Signature:   "ff0482bbad59658a",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCharge,
+	Name:      "github.com/idemgen/idemgen/testdata/notkeyed.Charge",
+	Signature: "ff0482bbad59658a",
+	TTL:       time.Hour,
+	Codec:     idemCodecCharge,
 }
 
 // Build fails here if notkeyed.Charge's signature changed since generation: run go generate.
@@ -70,12 +68,10 @@ func (x *Idempotent) beginCharge(params *ChargeParams, opts []func(*Options)) id
 }
 
 var idemSpecRefund = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/notkeyed.Refund",
-	Signature:   "cca8ed3e8ce9f5c3",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecRefund,
+	Name:      "github.com/idemgen/idemgen/testdata/notkeyed.Refund",
+	Signature: "cca8ed3e8ce9f5c3",
+	TTL:       time.Hour,
+	Codec:     idemCodecRefund,
 }
 
 // Build fails here if notkeyed.Refund's signature changed since generation: run go generate.
@@ -114,12 +110,9 @@ func (x *Idempotent) beginRefund(params *ChargeParams, o option.RequestOption, m
 }
 
 var idemSpecCapture = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/notkeyed.Capture",
-	Signature:   "b9996f914b821856",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCapture,
+	Name:      "github.com/idemgen/idemgen/testdata/notkeyed.Capture",
+	Signature: "b9996f914b821856",
+	Codec:     idemCodecCapture,
 }
 
 // Build fails here if notkeyed.Capture's signature changed since generation: run go generate.

@@ -22,12 +22,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecModels = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/omitforeign.Models",
-	Signature:   "cdb645c74f599982",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecModels,
+	Name:      "github.com/idemgen/idemgen/testdata/omitforeign.Models",
+	Signature: "cdb645c74f599982",
+	TTL:       time.Hour,
+	Codec:     idemCodecModels,
 }
 
 // Build fails here if omitforeign.Models's signature changed since generation: run go generate.

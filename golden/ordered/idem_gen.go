@@ -22,13 +22,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecApply = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/ordered.Apply",
-	Signature:   "f088a06e91c2ffad",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Ordered:     true,
-	Codec:       idemCodecApply,
+	Name:      "github.com/idemgen/idemgen/testdata/ordered.Apply",
+	Signature: "f088a06e91c2ffad",
+	Ordered:   true,
+	Codec:     idemCodecApply,
 }
 
 // Build fails here if ordered.Apply's signature changed since generation: run go generate.
@@ -70,14 +67,11 @@ func (x *Idempotent) beginApply(m *Measurement) idem.Call {
 }
 
 var idemSpecApplyLate = &idem.Spec{
-	Name:        "ordered.late",
-	Signature:   "10103e0b4f0a77a2",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Ordered:     true,
-	Grace:       5 * time.Minute,
-	Codec:       idemCodecApplyLate,
+	Name:      "ordered.late",
+	Signature: "10103e0b4f0a77a2",
+	Ordered:   true,
+	Grace:     5 * time.Minute,
+	Codec:     idemCodecApplyLate,
 }
 
 // Build fails here if ordered.ApplyLate's signature changed since generation: run go generate.
@@ -119,13 +113,10 @@ func (x *Idempotent) beginApplyLate(m *Measurement) idem.Call {
 }
 
 var idemSpecRecord = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/ordered.Record",
-	Signature:   "3061fb1fef36e1af",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Ordered:     true,
-	Grace:       time.Second,
+	Name:      "github.com/idemgen/idemgen/testdata/ordered.Record",
+	Signature: "3061fb1fef36e1af",
+	Ordered:   true,
+	Grace:     time.Second,
 }
 
 // Build fails here if ordered.Record's signature changed since generation: run go generate.

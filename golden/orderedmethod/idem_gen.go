@@ -27,8 +27,6 @@ func NewIdempotentLedger(t *Ledger, g *idem.Guard) *IdempotentLedger {
 var idemSpecLedgerPost = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/orderedmethod.Ledger.Post",
 	Signature:   "7cba8c841111fc41",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateRaise,
 	Ordered:     true,
 	Grace:       90 * time.Second,

@@ -20,12 +20,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/overlap.Charge",
-	Signature:   "2a995b103fbd8d3f",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCharge,
+	Name:      "github.com/idemgen/idemgen/testdata/overlap.Charge",
+	Signature: "2a995b103fbd8d3f",
+	Codec:     idemCodecCharge,
 }
 
 // Build fails here if overlap.Charge's signature changed since generation: run go generate.
@@ -75,12 +72,9 @@ func (x *Idempotent) beginCharge(p *ChargeParams) idem.Call {
 }
 
 var idemSpecRefund = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/overlap.Refund",
-	Signature:   "d0fe4910afb252dd",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecRefund,
+	Name:      "github.com/idemgen/idemgen/testdata/overlap.Refund",
+	Signature: "d0fe4910afb252dd",
+	Codec:     idemCodecRefund,
 }
 
 // Build fails here if overlap.Refund's signature changed since generation: run go generate.

@@ -20,11 +20,8 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecStore = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/paramnames.Store",
-	Signature:   "88cb0420ff06b556",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Store",
+	Signature: "88cb0420ff06b556",
 }
 
 // Build fails here if paramnames.Store's signature changed since generation: run go generate.
@@ -53,12 +50,9 @@ func (x *Idempotent) beginStore(p1 string, p2 int) idem.Call {
 }
 
 var idemSpecBlank = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/paramnames.Blank",
-	Signature:   "e95994e58973fd27",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecBlank,
+	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Blank",
+	Signature: "e95994e58973fd27",
+	Codec:     idemCodecBlank,
 }
 
 // Build fails here if paramnames.Blank's signature changed since generation: run go generate.
@@ -96,12 +90,9 @@ func (x *Idempotent) beginBlank(p1 string, n int) idem.Call {
 }
 
 var idemSpecShadow = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/paramnames.Shadow",
-	Signature:   "e40752d6b67a756a",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecShadow,
+	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Shadow",
+	Signature: "e40752d6b67a756a",
+	Codec:     idemCodecShadow,
 }
 
 // Build fails here if paramnames.Shadow's signature changed since generation: run go generate.
@@ -160,12 +151,9 @@ func (x *Idempotent) beginShadow(Shadow_ string, Item_ *Item, len_ int, string_ 
 }
 
 var idemSpecLater = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/paramnames.Later",
-	Signature:   "5d5be7a55ff34443",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecLater,
+	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Later",
+	Signature: "5d5be7a55ff34443",
+	Codec:     idemCodecLater,
 }
 
 // Build fails here if paramnames.Later's signature changed since generation: run go generate.

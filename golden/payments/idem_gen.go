@@ -25,12 +25,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecCreateCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/payments.CreateCharge",
-	Signature:   "39c65caaace3abe3",
-	TTL:         24 * time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCreateCharge,
+	Name:      "github.com/idemgen/idemgen/testdata/payments.CreateCharge",
+	Signature: "39c65caaace3abe3",
+	TTL:       24 * time.Hour,
+	Codec:     idemCodecCreateCharge,
 }
 
 // Build fails here if payments.CreateCharge's signature changed since generation: run go generate.

@@ -23,8 +23,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 var idemSpecLookup = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/pkgidem.Lookup",
 	Signature:   "e17dc193bb6b6f3b",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateWait,
 	Codec:       idemCodecLookup,
 }
@@ -79,12 +77,10 @@ func NewIdempotentGuard(t *Guard, g *idem.Guard) *IdempotentGuard {
 }
 
 var idemSpecGuardCheck = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/pkgidem.Guard.Check",
-	Signature:   "c355844a814542ee",
-	TTL:         time.Minute,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecGuardCheck,
+	Name:      "github.com/idemgen/idemgen/testdata/pkgidem.Guard.Check",
+	Signature: "c355844a814542ee",
+	TTL:       time.Minute,
+	Codec:     idemCodecGuardCheck,
 }
 
 // Build fails here if Guard.Check's signature changed since generation: run go generate.

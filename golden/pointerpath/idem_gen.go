@@ -20,12 +20,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecTransfer = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/pointerpath.Transfer",
-	Signature:   "dbde8d58ce926511",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecTransfer,
+	Name:      "github.com/idemgen/idemgen/testdata/pointerpath.Transfer",
+	Signature: "dbde8d58ce926511",
+	Codec:     idemCodecTransfer,
 }
 
 // Build fails here if pointerpath.Transfer's signature changed since generation: run go generate.
@@ -99,12 +96,9 @@ func (x *Idempotent) beginTransfer(req *Request) idem.Call {
 }
 
 var idemSpecTouch = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/pointerpath.Touch",
-	Signature:   "1b29c6caf66a5193",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecTouch,
+	Name:      "github.com/idemgen/idemgen/testdata/pointerpath.Touch",
+	Signature: "1b29c6caf66a5193",
+	Codec:     idemCodecTouch,
 }
 
 // Build fails here if pointerpath.Touch's signature changed since generation: run go generate.

@@ -23,12 +23,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/promoted.Charge",
-	Signature:   "55022e5495423c2d",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCharge,
+	Name:      "github.com/idemgen/idemgen/testdata/promoted.Charge",
+	Signature: "55022e5495423c2d",
+	Codec:     idemCodecCharge,
 }
 
 // Build fails here if promoted.Charge's signature changed since generation: run go generate.
@@ -68,12 +65,9 @@ func (x *Idempotent) beginCharge(s *Stamped, m *Money, r *Request) idem.Call {
 }
 
 var idemSpecPlace = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/promoted.Place",
-	Signature:   "36c5c8ca0f9ce582",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPlace,
+	Name:      "github.com/idemgen/idemgen/testdata/promoted.Place",
+	Signature: "36c5c8ca0f9ce582",
+	Codec:     idemCodecPlace,
 }
 
 // Build fails here if promoted.Place's signature changed since generation: run go generate.
@@ -119,12 +113,9 @@ func (x *Idempotent) beginPlace(o *Order) idem.Call {
 }
 
 var idemSpecVisit = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/promoted.Visit",
-	Signature:   "4886c9cdbe6b8706",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecVisit,
+	Name:      "github.com/idemgen/idemgen/testdata/promoted.Visit",
+	Signature: "4886c9cdbe6b8706",
+	Codec:     idemCodecVisit,
 }
 
 // Build fails here if promoted.Visit's signature changed since generation: run go generate.
@@ -166,12 +157,9 @@ func (x *Idempotent) beginVisit(n *Node) idem.Call {
 }
 
 var idemSpecTally = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/promoted.Tally",
-	Signature:   "f3fb9b997c3f4dd9",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecTally,
+	Name:      "github.com/idemgen/idemgen/testdata/promoted.Tally",
+	Signature: "f3fb9b997c3f4dd9",
+	Codec:     idemCodecTally,
 }
 
 // Build fails here if promoted.Tally's signature changed since generation: run go generate.
@@ -225,12 +213,9 @@ func (x *Idempotent) beginTally(m map[string]struct {
 }
 
 var idemSpecMarks = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/promoted.Marks",
-	Signature:   "12129e43336bfc0a",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecMarks,
+	Name:      "github.com/idemgen/idemgen/testdata/promoted.Marks",
+	Signature: "12129e43336bfc0a",
+	Codec:     idemCodecMarks,
 }
 
 // Build fails here if promoted.Marks's signature changed since generation: run go generate.
@@ -305,12 +290,9 @@ func (x *Idempotent) beginMarks(m []struct {
 }
 
 var idemSpecRoute = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/promoted.Route",
-	Signature:   "9d7972af6d40f385",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecRoute,
+	Name:      "github.com/idemgen/idemgen/testdata/promoted.Route",
+	Signature: "9d7972af6d40f385",
+	Codec:     idemCodecRoute,
 }
 
 // Build fails here if promoted.Route's signature changed since generation: run go generate.

@@ -24,12 +24,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecGet = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/promotedpair.Get",
-	Signature:   "7dacd8607e2aa789",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecGet,
+	Name:      "github.com/idemgen/idemgen/testdata/promotedpair.Get",
+	Signature: "7dacd8607e2aa789",
+	TTL:       time.Hour,
+	Codec:     idemCodecGet,
 }
 
 // Build fails here if p.Get's signature changed since generation: run go generate.

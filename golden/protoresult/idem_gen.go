@@ -24,12 +24,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecRecord = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/protoresult.Record",
-	Signature:   "c6abb03e4f8ee574",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecRecord,
+	Name:      "github.com/idemgen/idemgen/testdata/protoresult.Record",
+	Signature: "c6abb03e4f8ee574",
+	TTL:       time.Hour,
+	Codec:     idemCodecRecord,
 }
 
 // Build fails here if protoresult.Record's signature changed since generation: run go generate.

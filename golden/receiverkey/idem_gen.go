@@ -24,12 +24,9 @@ func NewIdempotentTenant(t *Tenant, g *idem.Guard) *IdempotentTenant {
 }
 
 var idemSpecTenantBill = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/receiverkey.Tenant.Bill",
-	Signature:   "43b27ee305fd5960",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecTenantBill,
+	Name:      "github.com/idemgen/idemgen/testdata/receiverkey.Tenant.Bill",
+	Signature: "43b27ee305fd5960",
+	Codec:     idemCodecTenantBill,
 }
 
 // Build fails here if Tenant.Bill's signature changed since generation: run go generate.
@@ -80,12 +77,9 @@ func (t *IdempotentTenant) beginBill(amount int64) idem.Call {
 }
 
 var idemSpecTenantNotify = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/receiverkey.Tenant.Notify",
-	Signature:   "f0620b5498923c25",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecTenantNotify,
+	Name:      "github.com/idemgen/idemgen/testdata/receiverkey.Tenant.Notify",
+	Signature: "f0620b5498923c25",
+	Codec:     idemCodecTenantNotify,
 }
 
 // Build fails here if Tenant.Notify's signature changed since generation: run go generate.

@@ -20,12 +20,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecWalk = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/recursive.Walk",
-	Signature:   "dde3dec5c52f8011",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecWalk,
+	Name:      "github.com/idemgen/idemgen/testdata/recursive.Walk",
+	Signature: "dde3dec5c52f8011",
+	Codec:     idemCodecWalk,
 }
 
 // Build fails here if recursive.Walk's signature changed since generation: run go generate.

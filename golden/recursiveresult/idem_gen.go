@@ -22,8 +22,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 var idemSpecChain = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/recursiveresult.Chain",
 	Signature:   "2441310cb4f09b65",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateWait,
 	Codec:       idemCodecChain,
 }

@@ -29,12 +29,10 @@ func NewIdempotentUsersService(t *UsersService, g *idem.Guard) *IdempotentUsersS
 }
 
 var idemSpecUsersServiceCreate = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/restclient.UsersService.Create",
-	Signature:   "c26e7ca70f36dd61",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecUsersServiceCreate,
+	Name:      "github.com/idemgen/idemgen/testdata/restclient.UsersService.Create",
+	Signature: "c26e7ca70f36dd61",
+	TTL:       time.Hour,
+	Codec:     idemCodecUsersServiceCreate,
 }
 
 // Build fails here if UsersService.Create's signature changed since generation: run go generate.

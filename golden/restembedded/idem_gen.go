@@ -27,12 +27,10 @@ func NewIdempotentReposService(t *ReposService, g *idem.Guard) *IdempotentReposS
 }
 
 var idemSpecReposServiceCreate = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/restembedded.ReposService.Create",
-	Signature:   "1fa11a83651f6f90",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecReposServiceCreate,
+	Name:      "github.com/idemgen/idemgen/testdata/restembedded.ReposService.Create",
+	Signature: "1fa11a83651f6f90",
+	TTL:       time.Hour,
+	Codec:     idemCodecReposServiceCreate,
 }
 
 // Build fails here if ReposService.Create's signature changed since generation: run go generate.

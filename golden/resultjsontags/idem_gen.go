@@ -23,12 +23,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecF = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/resultjsontags.F",
-	Signature:   "6a3834e0d9bd6b9d",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecF,
+	Name:      "github.com/idemgen/idemgen/testdata/resultjsontags.F",
+	Signature: "6a3834e0d9bd6b9d",
+	TTL:       time.Hour,
+	Codec:     idemCodecF,
 }
 
 // Build fails here if p.F's signature changed since generation: run go generate.

@@ -25,8 +25,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 var idemSpecBuild = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/resulttypes.Build",
 	Signature:   "00199ec23f401e18",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateWait,
 	Codec:       idemCodecBuild,
 }

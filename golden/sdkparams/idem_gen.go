@@ -22,12 +22,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/sdkparams.Charge",
-	Signature:   "256b6ed32171e00a",
-	TTL:         24 * time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCharge,
+	Name:      "github.com/idemgen/idemgen/testdata/sdkparams.Charge",
+	Signature: "256b6ed32171e00a",
+	TTL:       24 * time.Hour,
+	Codec:     idemCodecCharge,
 }
 
 // Build fails here if sdkparams.Charge's signature changed since generation: run go generate.

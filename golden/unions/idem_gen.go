@@ -22,12 +22,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecHistory = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/unions.History",
-	Signature:   "173d4e04e9ae2d7b",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecHistory,
+	Name:      "github.com/idemgen/idemgen/testdata/unions.History",
+	Signature: "173d4e04e9ae2d7b",
+	TTL:       time.Hour,
+	Codec:     idemCodecHistory,
 }
 
 // Build fails here if unions.History's signature changed since generation: run go generate.
@@ -81,12 +79,10 @@ func (x *Idempotent) beginHistory(id string) idem.Call {
 }
 
 var idemSpecNotify = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/unions.Notify",
-	Signature:   "cf6b0646a6c1fc12",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecNotify,
+	Name:      "github.com/idemgen/idemgen/testdata/unions.Notify",
+	Signature: "cf6b0646a6c1fc12",
+	TTL:       time.Hour,
+	Codec:     idemCodecNotify,
 }
 
 // Build fails here if unions.Notify's signature changed since generation: run go generate.
@@ -123,12 +119,10 @@ func (x *Idempotent) beginNotify(e Event) idem.Call {
 }
 
 var idemSpecPost = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/unions/blocks.Post",
-	Signature:   "5a7d9c6b32183472",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPost,
+	Name:      "github.com/idemgen/idemgen/testdata/unions/blocks.Post",
+	Signature: "5a7d9c6b32183472",
+	TTL:       time.Hour,
+	Codec:     idemCodecPost,
 }
 
 // Build fails here if blocks.Post's signature changed since generation: run go generate.

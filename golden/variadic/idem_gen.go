@@ -21,12 +21,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecTag = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/variadic.Tag",
-	Signature:   "654ccc2d703e3b08",
-	TTL:         5 * time.Minute,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecTag,
+	Name:      "github.com/idemgen/idemgen/testdata/variadic.Tag",
+	Signature: "654ccc2d703e3b08",
+	TTL:       5 * time.Minute,
+	Codec:     idemCodecTag,
 }
 
 // Build fails here if variadic.Tag's signature changed since generation: run go generate.
@@ -82,11 +80,8 @@ func (x *Idempotent) beginTag(item string, labels []string) idem.Call {
 }
 
 var idemSpecLog = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/variadic.Log",
-	Signature:   "9a73b885f317e28f",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+	Name:      "github.com/idemgen/idemgen/testdata/variadic.Log",
+	Signature: "9a73b885f317e28f",
 }
 
 // Build fails here if variadic.Log's signature changed since generation: run go generate.

@@ -33,12 +33,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 }
 
 var idemSpecGet = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/wellknownresults.Get",
-	Signature:   "8ef71231ac3cf197",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecGet,
+	Name:      "github.com/idemgen/idemgen/testdata/wellknownresults.Get",
+	Signature: "8ef71231ac3cf197",
+	TTL:       time.Hour,
+	Codec:     idemCodecGet,
 }
 
 // Build fails here if p.Get's signature changed since generation: run go generate.
@@ -75,12 +73,10 @@ func (x *Idempotent) beginGet(id string) idem.Call {
 }
 
 var idemSpecGetFloat = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/wellknownresults.GetFloat",
-	Signature:   "8e05365988052f0c",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecGetFloat,
+	Name:      "github.com/idemgen/idemgen/testdata/wellknownresults.GetFloat",
+	Signature: "8e05365988052f0c",
+	TTL:       time.Hour,
+	Codec:     idemCodecGetFloat,
 }
 
 // Build fails here if p.GetFloat's signature changed since generation: run go generate.
@@ -132,12 +128,10 @@ func (x *Idempotent) beginGetFloat(f *big.Float) idem.Call {
 }
 
 var idemSpecGetIP = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/wellknownresults.GetIP",
-	Signature:   "a9a79b81fa54d2bb",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecGetIP,
+	Name:      "github.com/idemgen/idemgen/testdata/wellknownresults.GetIP",
+	Signature: "a9a79b81fa54d2bb",
+	TTL:       time.Hour,
+	Codec:     idemCodecGetIP,
 }
 
 // Build fails here if p.GetIP's signature changed since generation: run go generate.
@@ -178,12 +172,10 @@ func (x *Idempotent) beginGetIP(ip net.IP) idem.Call {
 }
 
 var idemSpecGetURL = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/wellknownresults.GetURL",
-	Signature:   "d83c256c56d63c2f",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecGetURL,
+	Name:      "github.com/idemgen/idemgen/testdata/wellknownresults.GetURL",
+	Signature: "d83c256c56d63c2f",
+	TTL:       time.Hour,
+	Codec:     idemCodecGetURL,
 }
 
 // Build fails here if p.GetURL's signature changed since generation: run go generate.
