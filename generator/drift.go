@@ -146,9 +146,8 @@ func (e *emitter) wholeCheck(n *types.Named) (driftCheck, bool) {
 		}
 	}
 	return driftCheck{name, []jen.Code{
-		jen.Commentf("%s lists the fields of %s as generated (tags aside).", name, display).Line().
-			Type().Id(name).Struct(fields...),
 		jen.Commentf("Build fails here if %s's fields changed since generation: run go generate.", display).Line().
+			Type().Id(name).Struct(fields...).Line().
 			Var().Id("_").Op("=").Id(name).Call(e.typ(n).(*jen.Statement).Clone().Values()),
 	}}, true
 }

@@ -368,12 +368,6 @@ func (e *emitter) keyMethod(w *wrap) jen.Code {
 // wrapper and Key.
 func (e *emitter) begin(w *wrap, material []jen.Code) jen.Code {
 	doc := fmt.Sprintf("%s starts a call of %s and writes its key material.", w.hn.begin, w.x.name)
-	for _, p := range w.x.params {
-		if p.byPtr {
-			doc += " Structs and arrays come by pointer: no copies."
-			break
-		}
-	}
 	body := []jen.Code{jen.Id(w.c).Op(":=").Id(w.recv).Dot(w.field).Dot("Begin").Call(jen.Id(w.specVar))}
 	body = append(body, material...)
 	body = append(body, jen.Return(jen.Id(w.c)))

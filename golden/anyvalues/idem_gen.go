@@ -56,8 +56,7 @@ func (x *Idempotent) RecordKey(e Event) (string, error) {
 	return x.beginRecord(&e).StoreKey()
 }
 
-// beginRecord starts a call of Record and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginRecord starts a call of Record and writes its key material.
 func (x *Idempotent) beginRecord(e *Event) idem.Call {
 	c := x.g.Begin(idemSpecRecord)
 	idemKeyEvent(c.Key(), e)
@@ -244,22 +243,20 @@ func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	}
 }
 
-// idemEvent_fieldsChanged_runGoGenerate lists the fields of Event as generated (tags aside).
+// Build fails here if Event's fields changed since generation: run go generate.
 type idemEvent_fieldsChanged_runGoGenerate struct {
 	ID   string
 	Data map[string]any
 	Tags []any
 }
 
-// Build fails here if Event's fields changed since generation: run go generate.
 var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
 
-// idemResult_fieldsChanged_runGoGenerate lists the fields of Result as generated (tags aside).
+// Build fails here if Result's fields changed since generation: run go generate.
 type idemResult_fieldsChanged_runGoGenerate struct {
 	Echo  map[string]any
 	Items []any
 	V     any
 }
 
-// Build fails here if Result's fields changed since generation: run go generate.
 var _ = idemResult_fieldsChanged_runGoGenerate(Result{})

@@ -66,8 +66,7 @@ func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
 	return x.beginCreateInvoice(&req).StoreKey()
 }
 
-// beginCreateInvoice starts a call of CreateInvoice and writes its key material. Structs and arrays
-// come by pointer: no copies.
+// beginCreateInvoice starts a call of CreateInvoice and writes its key material.
 func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
 	c := x.g.Begin(idemSpecCreateInvoice)
 	c.Key().String(req.CustomerID)
@@ -142,8 +141,7 @@ func idemKeyLine(b *idemimpl.KeyBuilder, v *Line) {
 	}
 }
 
-// idemInvoiceRequest_fieldsChanged_runGoGenerate lists the fields of InvoiceRequest as generated
-// (tags aside).
+// Build fails here if InvoiceRequest's fields changed since generation: run go generate.
 type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 	CustomerID string
 	OrderID    string
@@ -155,24 +153,21 @@ type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 	Hook       func()
 }
 
-// Build fails here if InvoiceRequest's fields changed since generation: run go generate.
 var _ = idemInvoiceRequest_fieldsChanged_runGoGenerate(InvoiceRequest{})
 
-// idemInvoice_fieldsChanged_runGoGenerate lists the fields of Invoice as generated (tags aside).
+// Build fails here if Invoice's fields changed since generation: run go generate.
 type idemInvoice_fieldsChanged_runGoGenerate struct {
 	ID     string
 	Amount int64
 }
 
-// Build fails here if Invoice's fields changed since generation: run go generate.
 var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})
 
-// idemLine_fieldsChanged_runGoGenerate lists the fields of Line as generated (tags aside).
+// Build fails here if Line's fields changed since generation: run go generate.
 type idemLine_fieldsChanged_runGoGenerate struct {
 	SKU   string
 	Qty   int
 	Price *float64
 }
 
-// Build fails here if Line's fields changed since generation: run go generate.
 var _ = idemLine_fieldsChanged_runGoGenerate(Line{})

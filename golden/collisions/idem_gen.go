@@ -130,8 +130,7 @@ func (x *Idempotent) TickKey(idem2 string, time2 int, context2 context, b []byte
 	return x.beginTick(idem2, time2, &context2, b).StoreKey()
 }
 
-// beginTick starts a call of Tick and writes its key material. Structs and arrays come by pointer:
-// no copies.
+// beginTick starts a call of Tick and writes its key material.
 func (x *Idempotent) beginTick(idem2 string, time2 int, context2 *context, b []byte) idem4.Call {
 	c := x.g.Begin(idemSpecTick)
 	c.Key().ID(idem2)
@@ -276,10 +275,9 @@ func idemKeyContext(b *idemimpl.KeyBuilder, v *context) {
 	b.Time(v.deadline)
 }
 
-// idemContext_fieldsChanged_runGoGenerate lists the fields of context as generated (tags aside).
+// Build fails here if context's fields changed since generation: run go generate.
 type idemContext_fieldsChanged_runGoGenerate struct {
 	deadline time3.Time
 }
 
-// Build fails here if context's fields changed since generation: run go generate.
 var _ = idemContext_fieldsChanged_runGoGenerate(context{})

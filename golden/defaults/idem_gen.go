@@ -109,7 +109,7 @@ func idemEncQuote(e *idemimpl.Encoder, v *Quote) {
 	e.End(at)
 }
 
-// idemQuote_fieldsChanged_runGoGenerate lists the fields of Quote as generated (tags aside).
+// Build fails here if Quote's fields changed since generation: run go generate.
 type idemQuote_fieldsChanged_runGoGenerate struct {
 	Symbol string
 	Qty    int
@@ -117,5 +117,4 @@ type idemQuote_fieldsChanged_runGoGenerate struct {
 	Tags   []string
 }
 
-// Build fails here if Quote's fields changed since generation: run go generate.
 var _ = idemQuote_fieldsChanged_runGoGenerate(Quote{})

@@ -55,8 +55,7 @@ func (x *Idempotent) ChargeKey(req Req) (string, error) {
 	return x.beginCharge(&req).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginCharge starts a call of Charge and writes its key material.
 func (x *Idempotent) beginCharge(req *Req) idem.Call {
 	c := x.g.Begin(idemSpecCharge)
 	idemKeyReq(c.Key(), req)
@@ -137,8 +136,7 @@ func (x *Idempotent) TrackKey(limit Opt[int64]) (string, error) {
 	return x.beginTrack(&limit).StoreKey()
 }
 
-// beginTrack starts a call of Track and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginTrack starts a call of Track and writes its key material.
 func (x *Idempotent) beginTrack(limit *Opt[int64]) idem.Call {
 	c := x.g.Begin(idemSpecTrack)
 	idemKeyOpt_int64(c.Key(), limit)
@@ -181,8 +179,7 @@ func IdempotentSaveKey[S ~string](x *Idempotent, p Page[S]) (string, error) {
 	return idemBeginSave[S](x, &p).StoreKey()
 }
 
-// idemBeginSave starts a call of Save and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// idemBeginSave starts a call of Save and writes its key material.
 func idemBeginSave[S ~string](x *Idempotent, p *Page[S]) idem.Call {
 	c := x.g.Begin(idemSpecSave)
 	c.Key().Type(reflect.TypeFor[S]())
@@ -264,12 +261,11 @@ func idemKeyReq(b *idemimpl.KeyBuilder, v *Req) {
 	b.Int(int64(v.Level))
 }
 
-// idemBase_fieldsChanged_runGoGenerate lists the fields of Base as generated (tags aside).
+// Build fails here if Base's fields changed since generation: run go generate.
 type idemBase_fieldsChanged_runGoGenerate struct {
 	Tenant string
 }
 
-// Build fails here if Base's fields changed since generation: run go generate.
 var _ = idemBase_fieldsChanged_runGoGenerate(Base{})
 
 // Build fails here if a field of ext.Options read here changed: run go generate.
@@ -277,26 +273,23 @@ var _ = func(fieldsChanged_runGoGenerate *ext.Options) (*string, *int) {
 	return &fieldsChanged_runGoGenerate.Region, &fieldsChanged_runGoGenerate.Retries
 }
 
-// idemOpt_int64_fieldsChanged_runGoGenerate lists the fields of Opt[int64] as generated (tags
-// aside).
+// Build fails here if Opt[int64]'s fields changed since generation: run go generate.
 type idemOpt_int64_fieldsChanged_runGoGenerate struct {
 	Value int64
 	Set   bool
 }
 
-// Build fails here if Opt[int64]'s fields changed since generation: run go generate.
 var _ = idemOpt_int64_fieldsChanged_runGoGenerate(Opt[int64]{})
 
-// idemPrice_fieldsChanged_runGoGenerate lists the fields of Price as generated (tags aside).
+// Build fails here if Price's fields changed since generation: run go generate.
 type idemPrice_fieldsChanged_runGoGenerate struct {
 	Total Cents
 	Rate  Rate
 }
 
-// Build fails here if Price's fields changed since generation: run go generate.
 var _ = idemPrice_fieldsChanged_runGoGenerate(Price{})
 
-// idemReq_fieldsChanged_runGoGenerate lists the fields of Req as generated (tags aside).
+// Build fails here if Req's fields changed since generation: run go generate.
 type idemReq_fieldsChanged_runGoGenerate struct {
 	Base   `json:"-" xml:"-"`
 	ID     string
@@ -310,7 +303,6 @@ type idemReq_fieldsChanged_runGoGenerate struct {
 	Level  ext.Level
 }
 
-// Build fails here if Req's fields changed since generation: run go generate.
 var _ = idemReq_fieldsChanged_runGoGenerate(Req{})
 
 // Build fails here if a field of Page[S] read here changed: run go generate.

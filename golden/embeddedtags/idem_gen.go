@@ -54,8 +54,7 @@ func (x *Idempotent) ListKey(q Query) (string, error) {
 	return x.beginList(&q).StoreKey()
 }
 
-// beginList starts a call of List and writes its key material. Structs and arrays come by pointer:
-// no copies.
+// beginList starts a call of List and writes its key material.
 func (x *Idempotent) beginList(q *Query) idem.Call {
 	c := x.g.Begin(idemSpecList)
 	idemKeyQuery(c.Key(), q)
@@ -204,16 +203,15 @@ func idemKeyStats(b *idemimpl.KeyBuilder, v *Stats) {
 	b.Int(int64(v.Total))
 }
 
-// idemExtMeta_fieldsChanged_runGoGenerate lists the fields of ext.Meta as generated (tags aside).
+// Build fails here if ext.Meta's fields changed since generation: run go generate.
 type idemExtMeta_fieldsChanged_runGoGenerate struct {
 	Page   int
 	Cursor string
 }
 
-// Build fails here if ext.Meta's fields changed since generation: run go generate.
 var _ = idemExtMeta_fieldsChanged_runGoGenerate(ext.Meta{})
 
-// idemMessages_fieldsChanged_runGoGenerate lists the fields of Messages as generated (tags aside).
+// Build fails here if Messages's fields changed since generation: run go generate.
 type idemMessages_fieldsChanged_runGoGenerate struct {
 	Page     `json:"-" xml:"-"`
 	Stats    `json:"-" xml:"-"`
@@ -221,33 +219,29 @@ type idemMessages_fieldsChanged_runGoGenerate struct {
 	Items    []string
 }
 
-// Build fails here if Messages's fields changed since generation: run go generate.
 var _ = idemMessages_fieldsChanged_runGoGenerate(Messages{})
 
-// idemPage_fieldsChanged_runGoGenerate lists the fields of Page as generated (tags aside).
+// Build fails here if Page's fields changed since generation: run go generate.
 type idemPage_fieldsChanged_runGoGenerate struct {
 	Page int
 	Next string
 }
 
-// Build fails here if Page's fields changed since generation: run go generate.
 var _ = idemPage_fieldsChanged_runGoGenerate(Page{})
 
-// idemQuery_fieldsChanged_runGoGenerate lists the fields of Query as generated (tags aside).
+// Build fails here if Query's fields changed since generation: run go generate.
 type idemQuery_fieldsChanged_runGoGenerate struct {
 	Page    `json:"-" xml:"-"`
 	Stats   `json:"-" xml:"-"`
 	Channel string
 }
 
-// Build fails here if Query's fields changed since generation: run go generate.
 var _ = idemQuery_fieldsChanged_runGoGenerate(Query{})
 
-// idemStats_fieldsChanged_runGoGenerate lists the fields of Stats as generated (tags aside).
+// Build fails here if Stats's fields changed since generation: run go generate.
 type idemStats_fieldsChanged_runGoGenerate struct {
 	Page  int
 	Total int
 }
 
-// Build fails here if Stats's fields changed since generation: run go generate.
 var _ = idemStats_fieldsChanged_runGoGenerate(Stats{})

@@ -194,13 +194,12 @@ func idemEncSets(e *idemimpl.Encoder, v *Sets) {
 	e.End(at)
 }
 
-// idemMarker_fieldsChanged_runGoGenerate lists the fields of Marker as generated (tags aside).
+// Build fails here if Marker's fields changed since generation: run go generate.
 type idemMarker_fieldsChanged_runGoGenerate struct{}
 
-// Build fails here if Marker's fields changed since generation: run go generate.
 var _ = idemMarker_fieldsChanged_runGoGenerate(Marker{})
 
-// idemSets_fieldsChanged_runGoGenerate lists the fields of Sets as generated (tags aside).
+// Build fails here if Sets's fields changed since generation: run go generate.
 type idemSets_fieldsChanged_runGoGenerate struct {
 	Set     map[string]struct{}
 	Markers map[int]Marker
@@ -208,5 +207,4 @@ type idemSets_fieldsChanged_runGoGenerate struct {
 	Fixed   [2]Marker
 }
 
-// Build fails here if Sets's fields changed since generation: run go generate.
 var _ = idemSets_fieldsChanged_runGoGenerate(Sets{})

@@ -301,41 +301,35 @@ func idemEncNotFound(e *idemimpl.Encoder, v *NotFound) {
 	e.End(at)
 }
 
-// idemBrokerPartition_fieldsChanged_runGoGenerate lists the fields of broker.Partition as generated
-// (tags aside).
+// Build fails here if broker.Partition's fields changed since generation: run go generate.
 type idemBrokerPartition_fieldsChanged_runGoGenerate struct {
 	ID    int
 	Error error
 }
 
-// Build fails here if broker.Partition's fields changed since generation: run go generate.
 var _ = idemBrokerPartition_fieldsChanged_runGoGenerate(broker.Partition{})
 
-// idemBrokerProduceResponse_fieldsChanged_runGoGenerate lists the fields of broker.ProduceResponse
-// as generated (tags aside).
+// Build fails here if broker.ProduceResponse's fields changed since generation: run go generate.
 type idemBrokerProduceResponse_fieldsChanged_runGoGenerate struct {
 	Partitions []broker.Partition
 	Throttle   int
 }
 
-// Build fails here if broker.ProduceResponse's fields changed since generation: run go generate.
 var _ = idemBrokerProduceResponse_fieldsChanged_runGoGenerate(broker.ProduceResponse{})
 
-// idemItem_fieldsChanged_runGoGenerate lists the fields of Item as generated (tags aside).
+// Build fails here if Item's fields changed since generation: run go generate.
 type idemItem_fieldsChanged_runGoGenerate struct {
 	ID  string
 	Err error
 }
 
-// Build fails here if Item's fields changed since generation: run go generate.
 var _ = idemItem_fieldsChanged_runGoGenerate(Item{})
 
-// idemNotFound_fieldsChanged_runGoGenerate lists the fields of NotFound as generated (tags aside).
+// Build fails here if NotFound's fields changed since generation: run go generate.
 type idemNotFound_fieldsChanged_runGoGenerate struct {
 	ID string
 }
 
-// Build fails here if NotFound's fields changed since generation: run go generate.
 var _ = idemNotFound_fieldsChanged_runGoGenerate(NotFound{})
 
 // Build fails here if broker.Error is no longer defined as int16: run go generate.

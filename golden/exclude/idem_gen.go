@@ -53,8 +53,7 @@ func (x *Idempotent) FulfilKey(order Order, meta Delivery) (string, error) {
 	return x.beginFulfil(&order, &meta).StoreKey()
 }
 
-// beginFulfil starts a call of Fulfil and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginFulfil starts a call of Fulfil and writes its key material.
 func (x *Idempotent) beginFulfil(order *Order, meta *Delivery) idem.Call {
 	c := x.g.Begin(idemSpecFulfil)
 	c.Key().String(order.ID)
@@ -68,16 +67,15 @@ func (x *Idempotent) beginFulfil(order *Order, meta *Delivery) idem.Call {
 	return c
 }
 
-// idemCustomer_fieldsChanged_runGoGenerate lists the fields of Customer as generated (tags aside).
+// Build fails here if Customer's fields changed since generation: run go generate.
 type idemCustomer_fieldsChanged_runGoGenerate struct {
 	ID        string
 	UpdatedAt time.Time
 }
 
-// Build fails here if Customer's fields changed since generation: run go generate.
 var _ = idemCustomer_fieldsChanged_runGoGenerate(Customer{})
 
-// idemOrder_fieldsChanged_runGoGenerate lists the fields of Order as generated (tags aside).
+// Build fails here if Order's fields changed since generation: run go generate.
 type idemOrder_fieldsChanged_runGoGenerate struct {
 	ID       string
 	Customer *Customer
@@ -85,14 +83,12 @@ type idemOrder_fieldsChanged_runGoGenerate struct {
 	Attempt  int
 }
 
-// Build fails here if Order's fields changed since generation: run go generate.
 var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
 
-// idemTrace_fieldsChanged_runGoGenerate lists the fields of Trace as generated (tags aside).
+// Build fails here if Trace's fields changed since generation: run go generate.
 type idemTrace_fieldsChanged_runGoGenerate struct {
 	SpanID string
 	Sent   time.Time
 }
 
-// Build fails here if Trace's fields changed since generation: run go generate.
 var _ = idemTrace_fieldsChanged_runGoGenerate(Trace{})

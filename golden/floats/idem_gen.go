@@ -203,7 +203,7 @@ func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 	e.End(at)
 }
 
-// idemStats_fieldsChanged_runGoGenerate lists the fields of Stats as generated (tags aside).
+// Build fails here if Stats's fields changed since generation: run go generate.
 type idemStats_fieldsChanged_runGoGenerate struct {
 	Mean    float64
 	Min     float64
@@ -216,5 +216,4 @@ type idemStats_fieldsChanged_runGoGenerate struct {
 	Complex complex128
 }
 
-// Build fails here if Stats's fields changed since generation: run go generate.
 var _ = idemStats_fieldsChanged_runGoGenerate(Stats{})

@@ -547,37 +547,32 @@ func idemKeySdkPaymentIntentParams(b *idemimpl.KeyBuilder, v *sdk.PaymentIntentP
 	}
 }
 
-// idemRefundRefund_fieldsChanged_runGoGenerate lists the fields of refund.Refund as generated (tags
-// aside).
+// Build fails here if refund.Refund's fields changed since generation: run go generate.
 type idemRefundRefund_fieldsChanged_runGoGenerate struct {
 	ID     string
 	Amount int64
 }
 
-// Build fails here if refund.Refund's fields changed since generation: run go generate.
 var _ = idemRefundRefund_fieldsChanged_runGoGenerate(refund.Refund{})
 
-// idemSdkError_fieldsChanged_runGoGenerate lists the fields of sdk.Error as generated (tags aside).
+// Build fails here if sdk.Error's fields changed since generation: run go generate.
 type idemSdkError_fieldsChanged_runGoGenerate struct {
 	Code string
 	Err  error
 }
 
-// Build fails here if sdk.Error's fields changed since generation: run go generate.
 var _ = idemSdkError_fieldsChanged_runGoGenerate(sdk.Error{})
 
-// idemSdkIssueRequest_fieldsChanged_runGoGenerate lists the fields of sdk.IssueRequest as generated
-// (tags aside).
+// Build fails here if sdk.IssueRequest's fields changed since generation: run go generate.
 type idemSdkIssueRequest_fieldsChanged_runGoGenerate struct {
 	Title  *string
 	Body   *string
 	Labels []string
 }
 
-// Build fails here if sdk.IssueRequest's fields changed since generation: run go generate.
 var _ = idemSdkIssueRequest_fieldsChanged_runGoGenerate(sdk.IssueRequest{})
 
-// idemSdkIssue_fieldsChanged_runGoGenerate lists the fields of sdk.Issue as generated (tags aside).
+// Build fails here if sdk.Issue's fields changed since generation: run go generate.
 type idemSdkIssue_fieldsChanged_runGoGenerate struct {
 	Number int
 	Title  string
@@ -586,7 +581,6 @@ type idemSdkIssue_fieldsChanged_runGoGenerate struct {
 	URL    string
 }
 
-// Build fails here if sdk.Issue's fields changed since generation: run go generate.
 var _ = idemSdkIssue_fieldsChanged_runGoGenerate(sdk.Issue{})
 
 // Build fails here if a field of sdk.Params read here changed: run go generate.
@@ -594,19 +588,16 @@ var _ = func(fieldsChanged_runGoGenerate *sdk.Params) (*context.Context, **strin
 	return &fieldsChanged_runGoGenerate.Context, &fieldsChanged_runGoGenerate.IdempotencyKey, &fieldsChanged_runGoGenerate.Metadata
 }
 
-// idemSdkPaymentIntentParams_fieldsChanged_runGoGenerate lists the fields of
-// sdk.PaymentIntentParams as generated (tags aside).
+// Build fails here if sdk.PaymentIntentParams's fields changed since generation: run go generate.
 type idemSdkPaymentIntentParams_fieldsChanged_runGoGenerate struct {
 	sdk.Params `json:"-" xml:"-"`
 	Amount     *int64
 	Currency   *string
 }
 
-// Build fails here if sdk.PaymentIntentParams's fields changed since generation: run go generate.
 var _ = idemSdkPaymentIntentParams_fieldsChanged_runGoGenerate(sdk.PaymentIntentParams{})
 
-// idemSdkPaymentIntent_fieldsChanged_runGoGenerate lists the fields of sdk.PaymentIntent as
-// generated (tags aside).
+// Build fails here if sdk.PaymentIntent's fields changed since generation: run go generate.
 type idemSdkPaymentIntent_fieldsChanged_runGoGenerate struct {
 	ID        string
 	Amount    int64
@@ -616,5 +607,4 @@ type idemSdkPaymentIntent_fieldsChanged_runGoGenerate struct {
 	LastError *sdk.Error
 }
 
-// Build fails here if sdk.PaymentIntent's fields changed since generation: run go generate.
 var _ = idemSdkPaymentIntent_fieldsChanged_runGoGenerate(sdk.PaymentIntent{})

@@ -61,8 +61,7 @@ func IdempotentRepriceKey[N ~int64 | ~int32](x *Idempotent, q sdk.Query[string],
 	return idemBeginReprice[N](x, &q, by).StoreKey()
 }
 
-// idemBeginReprice starts a call of Reprice and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// idemBeginReprice starts a call of Reprice and writes its key material.
 func idemBeginReprice[N ~int64 | ~int32](x *Idempotent, q *sdk.Query[string], by N) idem.Call {
 	c := x.g.Begin(idemSpecReprice)
 	c.Key().Type(reflect.TypeFor[N]())
@@ -104,8 +103,7 @@ func (x *Idempotent) ListKey(q sdk.Query[string]) (string, error) {
 	return x.beginList(&q).StoreKey()
 }
 
-// beginList starts a call of List and writes its key material. Structs and arrays come by pointer:
-// no copies.
+// beginList starts a call of List and writes its key material.
 func (x *Idempotent) beginList(q *sdk.Query[string]) idem.Call {
 	c := x.g.Begin(idemSpecList)
 	idemKeySdkQuery_string(c.Key(), q)
@@ -183,8 +181,7 @@ func (c *IdempotentCatalog) PricesKey(ids sdk.Page[string]) (string, error) {
 	return c.beginPrices(&ids).StoreKey()
 }
 
-// beginPrices starts a call of Prices and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginPrices starts a call of Prices and writes its key material.
 func (c *IdempotentCatalog) beginPrices(ids *sdk.Page[string]) idem.Call {
 	c2 := c.g.Begin(idemSpecCatalogPrices)
 	idemKeySdkPage_string(c2.Key(), ids)
@@ -275,41 +272,34 @@ func idemKeySdkQuery_string(b *idemimpl.KeyBuilder, v *sdk.Query[string]) {
 	b.Marshaled(v.Limit.MarshalText())
 }
 
-// idemSdkItem_fieldsChanged_runGoGenerate lists the fields of sdk.Item as generated (tags aside).
+// Build fails here if sdk.Item's fields changed since generation: run go generate.
 type idemSdkItem_fieldsChanged_runGoGenerate struct {
 	ID    string
 	Price int64
 }
 
-// Build fails here if sdk.Item's fields changed since generation: run go generate.
 var _ = idemSdkItem_fieldsChanged_runGoGenerate(sdk.Item{})
 
-// idemSdkPage_SdkItem_fieldsChanged_runGoGenerate lists the fields of sdk.Page[sdk.Item] as
-// generated (tags aside).
+// Build fails here if sdk.Page[sdk.Item]'s fields changed since generation: run go generate.
 type idemSdkPage_SdkItem_fieldsChanged_runGoGenerate struct {
 	Items []sdk.Item
 	Next  string
 }
 
-// Build fails here if sdk.Page[sdk.Item]'s fields changed since generation: run go generate.
 var _ = idemSdkPage_SdkItem_fieldsChanged_runGoGenerate(sdk.Page[sdk.Item]{})
 
-// idemSdkPage_string_fieldsChanged_runGoGenerate lists the fields of sdk.Page[string] as generated
-// (tags aside).
+// Build fails here if sdk.Page[string]'s fields changed since generation: run go generate.
 type idemSdkPage_string_fieldsChanged_runGoGenerate struct {
 	Items []string
 	Next  string
 }
 
-// Build fails here if sdk.Page[string]'s fields changed since generation: run go generate.
 var _ = idemSdkPage_string_fieldsChanged_runGoGenerate(sdk.Page[string]{})
 
-// idemSdkQuery_string_fieldsChanged_runGoGenerate lists the fields of sdk.Query[string] as
-// generated (tags aside).
+// Build fails here if sdk.Query[string]'s fields changed since generation: run go generate.
 type idemSdkQuery_string_fieldsChanged_runGoGenerate struct {
 	Filter string
 	Limit  sdk.Opt[int64]
 }
 
-// Build fails here if sdk.Query[string]'s fields changed since generation: run go generate.
 var _ = idemSdkQuery_string_fieldsChanged_runGoGenerate(sdk.Query[string]{})

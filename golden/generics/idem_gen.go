@@ -83,8 +83,7 @@ func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
 	return x.beginCreateInvoice(&req).StoreKey()
 }
 
-// beginCreateInvoice starts a call of CreateInvoice and writes its key material. Structs and arrays
-// come by pointer: no copies.
+// beginCreateInvoice starts a call of CreateInvoice and writes its key material.
 func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
 	c := x.g.Begin(idemSpecCreateInvoice)
 	idemKeyInvoiceRequest(c.Key(), req)
@@ -254,8 +253,7 @@ func IdempotentSaveKey[S ~string](x *Idempotent, p Page[S], ps ...S) (string, er
 	return idemBeginSave[S](x, &p, ps).StoreKey()
 }
 
-// idemBeginSave starts a call of Save and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// idemBeginSave starts a call of Save and writes its key material.
 func idemBeginSave[S ~string](x *Idempotent, p *Page[S], ps []S) idem.Call {
 	c := x.g.Begin(idemSpecSave)
 	c.Key().Type(reflect.TypeFor[S]())
@@ -415,8 +413,7 @@ func (x *Idempotent) ImportKey(a Page[model.Invoice], b Page[model2.Invoice]) (s
 	return x.beginImport(&a, &b).StoreKey()
 }
 
-// beginImport starts a call of Import and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginImport starts a call of Import and writes its key material.
 func (x *Idempotent) beginImport(a *Page[model.Invoice], b *Page[model2.Invoice]) idem.Call {
 	c := x.g.Begin(idemSpecImport)
 	idemKeyPage_ModelInvoice(c.Key(), a)
@@ -642,8 +639,7 @@ func idemKeyPage_ModelInvoice2(b *idemimpl.KeyBuilder, v *Page[model2.Invoice]) 
 	}
 }
 
-// idemInvoiceRequest_fieldsChanged_runGoGenerate lists the fields of InvoiceRequest as generated
-// (tags aside).
+// Build fails here if InvoiceRequest's fields changed since generation: run go generate.
 type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 	Customer string
 	Amount   Opt[int64]
@@ -651,93 +647,76 @@ type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 	Coupon   sdk.Opt[string]
 }
 
-// Build fails here if InvoiceRequest's fields changed since generation: run go generate.
 var _ = idemInvoiceRequest_fieldsChanged_runGoGenerate(InvoiceRequest{})
 
-// idemInvoice_fieldsChanged_runGoGenerate lists the fields of Invoice as generated (tags aside).
+// Build fails here if Invoice's fields changed since generation: run go generate.
 type idemInvoice_fieldsChanged_runGoGenerate struct {
 	ID    string
 	Cents int64
 }
 
-// Build fails here if Invoice's fields changed since generation: run go generate.
 var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})
 
-// idemModelInvoice_fieldsChanged_runGoGenerate lists the fields of model.Invoice as generated (tags
-// aside).
+// Build fails here if model.Invoice's fields changed since generation: run go generate.
 type idemModelInvoice_fieldsChanged_runGoGenerate struct {
 	Number string
 }
 
-// Build fails here if model.Invoice's fields changed since generation: run go generate.
 var _ = idemModelInvoice_fieldsChanged_runGoGenerate(model.Invoice{})
 
-// idemModelInvoice_fieldsChanged_runGoGenerate2 lists the fields of model.Invoice as generated
-// (tags aside).
+// Build fails here if model.Invoice's fields changed since generation: run go generate.
 type idemModelInvoice_fieldsChanged_runGoGenerate2 struct {
 	Cents int64
 }
 
-// Build fails here if model.Invoice's fields changed since generation: run go generate.
 var _ = idemModelInvoice_fieldsChanged_runGoGenerate2(model2.Invoice{})
 
-// idemOpt_int64_fieldsChanged_runGoGenerate lists the fields of Opt[int64] as generated (tags
-// aside).
+// Build fails here if Opt[int64]'s fields changed since generation: run go generate.
 type idemOpt_int64_fieldsChanged_runGoGenerate struct {
 	value   int64
 	present bool
 }
 
-// Build fails here if Opt[int64]'s fields changed since generation: run go generate.
 var _ = idemOpt_int64_fieldsChanged_runGoGenerate(Opt[int64]{})
 
-// idemOpt_string_fieldsChanged_runGoGenerate lists the fields of Opt[string] as generated (tags
-// aside).
+// Build fails here if Opt[string]'s fields changed since generation: run go generate.
 type idemOpt_string_fieldsChanged_runGoGenerate struct {
 	value   string
 	present bool
 }
 
-// Build fails here if Opt[string]'s fields changed since generation: run go generate.
 var _ = idemOpt_string_fieldsChanged_runGoGenerate(Opt[string]{})
 
-// idemOrder_fieldsChanged_runGoGenerate lists the fields of Order as generated (tags aside).
+// Build fails here if Order's fields changed since generation: run go generate.
 type idemOrder_fieldsChanged_runGoGenerate struct {
 	ID  string
 	Qty int
 }
 
-// Build fails here if Order's fields changed since generation: run go generate.
 var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
 
-// idemPage_Invoice_fieldsChanged_runGoGenerate lists the fields of Page[Invoice] as generated (tags
-// aside).
+// Build fails here if Page[Invoice]'s fields changed since generation: run go generate.
 type idemPage_Invoice_fieldsChanged_runGoGenerate struct {
 	Items []Invoice
 	Next  *string
 }
 
-// Build fails here if Page[Invoice]'s fields changed since generation: run go generate.
 var _ = idemPage_Invoice_fieldsChanged_runGoGenerate(Page[Invoice]{})
 
-// idemPage_ModelInvoice_fieldsChanged_runGoGenerate lists the fields of Page[model.Invoice] as
-// generated (tags aside).
+// Build fails here if Page[model.Invoice]'s fields changed since generation: run go generate.
 type idemPage_ModelInvoice_fieldsChanged_runGoGenerate struct {
 	Items []model.Invoice
 	Next  *string
 }
 
-// Build fails here if Page[model.Invoice]'s fields changed since generation: run go generate.
 var _ = idemPage_ModelInvoice_fieldsChanged_runGoGenerate(Page[model.Invoice]{})
 
-// idemPage_ModelInvoice_fieldsChanged_runGoGenerate2 lists the fields of Page[model.Invoice] as
-// generated (tags aside).
+// Build fails here if Page[model.Invoice]'s fields changed since generation: run go generate.
 type idemPage_ModelInvoice_fieldsChanged_runGoGenerate2 struct {
 	Items []model2.Invoice
 	Next  *string
 }
 
-// Build fails here if Page[model.Invoice]'s fields changed since generation: run go generate.
 var _ = idemPage_ModelInvoice_fieldsChanged_runGoGenerate2(Page[model2.Invoice]{})
 
 // Build fails here if a field of Page[S] read here changed: run go generate.

@@ -52,8 +52,7 @@ func (x *Idempotent) HandleKey(idempotencyKey string, ev Event) (string, error) 
 	return x.beginHandle(idempotencyKey, &ev).StoreKey()
 }
 
-// beginHandle starts a call of Handle and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginHandle starts a call of Handle and writes its key material.
 func (x *Idempotent) beginHandle(idempotencyKey string, ev *Event) idem.Call {
 	c := x.g.Begin(idemSpecHandle)
 	c.Key().ID(idempotencyKey)
@@ -130,24 +129,21 @@ func idemKeyTypedEvent(b *idemimpl.KeyBuilder, v *TypedEvent) {
 	b.String(v.Body)
 }
 
-// idemEvent_fieldsChanged_runGoGenerate lists the fields of Event as generated (tags aside).
+// Build fails here if Event's fields changed since generation: run go generate.
 type idemEvent_fieldsChanged_runGoGenerate struct {
 	ID      string
 	Kind    string
 	Payload []byte
 }
 
-// Build fails here if Event's fields changed since generation: run go generate.
 var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
 
-// idemTypedEvent_fieldsChanged_runGoGenerate lists the fields of TypedEvent as generated (tags
-// aside).
+// Build fails here if TypedEvent's fields changed since generation: run go generate.
 type idemTypedEvent_fieldsChanged_runGoGenerate struct {
 	ID   EventID
 	Body string
 }
 
-// Build fails here if TypedEvent's fields changed since generation: run go generate.
 var _ = idemTypedEvent_fieldsChanged_runGoGenerate(TypedEvent{})
 
 // Build fails here if EventID is no longer defined as string: run go generate.

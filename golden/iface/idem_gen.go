@@ -82,8 +82,7 @@ func (x *IdempotentCarrier) BookKey(p1 string, p2 Shipment) (string, error) {
 	return x.beginBook(p1, &p2).StoreKey()
 }
 
-// beginBook starts a call of Book and writes its key material. Structs and arrays come by pointer:
-// no copies.
+// beginBook starts a call of Book and writes its key material.
 func (x *IdempotentCarrier) beginBook(p1 string, p2 *Shipment) idem.Call {
 	c := x.g.Begin(idemSpecCarrierBook)
 	c.Key().String(p1)
@@ -125,8 +124,7 @@ func (x *IdempotentCarrier) QuoteKey(orderID string, s Shipment) (string, error)
 	return x.beginQuote(orderID, &s).StoreKey()
 }
 
-// beginQuote starts a call of Quote and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginQuote starts a call of Quote and writes its key material.
 func (x *IdempotentCarrier) beginQuote(orderID string, s *Shipment) idem.Call {
 	c := x.g.Begin(idemSpecCarrierQuote)
 	c.Key().ID(orderID)
@@ -314,21 +312,19 @@ func idemKeyShipment(b *idemimpl.KeyBuilder, v *Shipment) {
 	b.Int(int64(v.Kg))
 }
 
-// idemBooking_fieldsChanged_runGoGenerate lists the fields of Booking as generated (tags aside).
+// Build fails here if Booking's fields changed since generation: run go generate.
 type idemBooking_fieldsChanged_runGoGenerate struct {
 	Ref   string
 	Cents int64
 }
 
-// Build fails here if Booking's fields changed since generation: run go generate.
 var _ = idemBooking_fieldsChanged_runGoGenerate(Booking{})
 
-// idemShipment_fieldsChanged_runGoGenerate lists the fields of Shipment as generated (tags aside).
+// Build fails here if Shipment's fields changed since generation: run go generate.
 type idemShipment_fieldsChanged_runGoGenerate struct {
 	From string
 	To   string
 	Kg   int
 }
 
-// Build fails here if Shipment's fields changed since generation: run go generate.
 var _ = idemShipment_fieldsChanged_runGoGenerate(Shipment{})

@@ -53,8 +53,7 @@ func (x *Idempotent) CropKey(r image.Rectangle, at image.Point, bg color.RGBA) (
 	return x.beginCrop(&r, &at, &bg).StoreKey()
 }
 
-// beginCrop starts a call of Crop and writes its key material. Structs and arrays come by pointer:
-// no copies.
+// beginCrop starts a call of Crop and writes its key material.
 func (x *Idempotent) beginCrop(r *image.Rectangle, at *image.Point, bg *color.RGBA) idem.Call {
 	c := x.g.Begin(idemSpecCrop)
 	idemKeyImageRectangle(c.Key(), r)
@@ -133,8 +132,7 @@ func idemKeyImageRectangle(b *idemimpl.KeyBuilder, v *image.Rectangle) {
 	idemKeyImagePoint(b, &v.Max)
 }
 
-// idemColorRGBA_fieldsChanged_runGoGenerate lists the fields of color.RGBA as generated (tags
-// aside).
+// Build fails here if color.RGBA's fields changed since generation: run go generate.
 type idemColorRGBA_fieldsChanged_runGoGenerate struct {
 	R uint8
 	G uint8
@@ -142,25 +140,20 @@ type idemColorRGBA_fieldsChanged_runGoGenerate struct {
 	A uint8
 }
 
-// Build fails here if color.RGBA's fields changed since generation: run go generate.
 var _ = idemColorRGBA_fieldsChanged_runGoGenerate(color.RGBA{})
 
-// idemImagePoint_fieldsChanged_runGoGenerate lists the fields of image.Point as generated (tags
-// aside).
+// Build fails here if image.Point's fields changed since generation: run go generate.
 type idemImagePoint_fieldsChanged_runGoGenerate struct {
 	X int
 	Y int
 }
 
-// Build fails here if image.Point's fields changed since generation: run go generate.
 var _ = idemImagePoint_fieldsChanged_runGoGenerate(image.Point{})
 
-// idemImageRectangle_fieldsChanged_runGoGenerate lists the fields of image.Rectangle as generated
-// (tags aside).
+// Build fails here if image.Rectangle's fields changed since generation: run go generate.
 type idemImageRectangle_fieldsChanged_runGoGenerate struct {
 	Min image.Point
 	Max image.Point
 }
 
-// Build fails here if image.Rectangle's fields changed since generation: run go generate.
 var _ = idemImageRectangle_fieldsChanged_runGoGenerate(image.Rectangle{})

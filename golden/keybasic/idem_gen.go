@@ -52,8 +52,7 @@ func (x *Idempotent) RecordKey(b Basics, n int, f float64, c Currency, d time.Du
 	return x.beginRecord(&b, n, f, c, d, &at).StoreKey()
 }
 
-// beginRecord starts a call of Record and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginRecord starts a call of Record and writes its key material.
 func (x *Idempotent) beginRecord(b *Basics, n int, f float64, c Currency, d time.Duration, at *time.Time) idem.Call {
 	c2 := x.g.Begin(idemSpecRecord)
 	idemKeyBasics(c2.Key(), b)
@@ -94,7 +93,7 @@ func idemKeyBasics(b *idemimpl.KeyBuilder, v *Basics) {
 	b.Float(float64(v.Rat))
 }
 
-// idemBasics_fieldsChanged_runGoGenerate lists the fields of Basics as generated (tags aside).
+// Build fails here if Basics's fields changed since generation: run go generate.
 type idemBasics_fieldsChanged_runGoGenerate struct {
 	B    bool
 	I    int
@@ -123,7 +122,6 @@ type idemBasics_fieldsChanged_runGoGenerate struct {
 	Rat  Ratio
 }
 
-// Build fails here if Basics's fields changed since generation: run go generate.
 var _ = idemBasics_fieldsChanged_runGoGenerate(Basics{})
 
 // Build fails here if Cents is no longer defined as int64: run go generate.

@@ -99,8 +99,7 @@ func (x *Idempotent) PutForKey(u Upload) (string, error) {
 	return x.beginPutFor(&u).StoreKey()
 }
 
-// beginPutFor starts a call of PutFor and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginPutFor starts a call of PutFor and writes its key material.
 func (x *Idempotent) beginPutFor(u *Upload) idem.Call {
 	c := x.g.Begin(idemSpecPutFor)
 	idemKeyUpload(c.Key(), u)
@@ -195,7 +194,7 @@ var _ = func(fieldsChanged_runGoGenerate *sdk.Tag) (**string, **string) {
 	return &fieldsChanged_runGoGenerate.Key, &fieldsChanged_runGoGenerate.Value
 }
 
-// idemUpload_fieldsChanged_runGoGenerate lists the fields of Upload as generated (tags aside).
+// Build fails here if Upload's fields changed since generation: run go generate.
 type idemUpload_fieldsChanged_runGoGenerate struct {
 	marker  `json:"-" xml:"-"`
 	Owner   string
@@ -204,7 +203,6 @@ type idemUpload_fieldsChanged_runGoGenerate struct {
 	padding [0]int
 }
 
-// Build fails here if Upload's fields changed since generation: run go generate.
 var _ = idemUpload_fieldsChanged_runGoGenerate(Upload{})
 
 // Build fails here if sdk.ObjectLockMode is no longer defined as string: run go generate.

@@ -51,8 +51,7 @@ func (x *Idempotent) DrawKey(s Shape, ids []string, tags map[string]string, p *P
 	return x.beginDraw(&s, ids, tags, p, &arr).StoreKey()
 }
 
-// beginDraw starts a call of Draw and writes its key material. Structs and arrays come by pointer:
-// no copies.
+// beginDraw starts a call of Draw and writes its key material.
 func (x *Idempotent) beginDraw(s *Shape, ids []string, tags map[string]string, p *Point, arr *[2]Point) idem.Call {
 	c := x.g.Begin(idemSpecDraw)
 	idemKeyShape(c.Key(), s)
@@ -200,16 +199,15 @@ func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 	}
 }
 
-// idemPoint_fieldsChanged_runGoGenerate lists the fields of Point as generated (tags aside).
+// Build fails here if Point's fields changed since generation: run go generate.
 type idemPoint_fieldsChanged_runGoGenerate struct {
 	X int
 	Y int
 }
 
-// Build fails here if Point's fields changed since generation: run go generate.
 var _ = idemPoint_fieldsChanged_runGoGenerate(Point{})
 
-// idemShape_fieldsChanged_runGoGenerate lists the fields of Shape as generated (tags aside).
+// Build fails here if Shape's fields changed since generation: run go generate.
 type idemShape_fieldsChanged_runGoGenerate struct {
 	Points []Point
 	Grid   [2][3]int
@@ -226,5 +224,4 @@ type idemShape_fieldsChanged_runGoGenerate struct {
 	Keys     map[Point]bool
 }
 
-// Build fails here if Shape's fields changed since generation: run go generate.
 var _ = idemShape_fieldsChanged_runGoGenerate(Shape{})

@@ -51,8 +51,7 @@ func (x *Idempotent) NotifyKey(o Order, who Identity, cc *Email) (string, error)
 	return x.beginNotify(&o, who, cc).StoreKey()
 }
 
-// beginNotify starts a call of Notify and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginNotify starts a call of Notify and writes its key material.
 func (x *Idempotent) beginNotify(o *Order, who Identity, cc *Email) idem.Call {
 	c := x.g.Begin(idemSpecNotify)
 	idemKeyOrder(c.Key(), o)
@@ -76,11 +75,10 @@ func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 	b.Key(&v.Cart)
 }
 
-// idemOrder_fieldsChanged_runGoGenerate lists the fields of Order as generated (tags aside).
+// Build fails here if Order's fields changed since generation: run go generate.
 type idemOrder_fieldsChanged_runGoGenerate struct {
 	To   Email
 	Cart Cart
 }
 
-// Build fails here if Order's fields changed since generation: run go generate.
 var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})

@@ -53,8 +53,7 @@ func (x *Idempotent) ChargeKey(req Request) (string, error) {
 	return x.beginCharge(&req).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginCharge starts a call of Charge and writes its key material.
 func (x *Idempotent) beginCharge(req *Request) idem.Call {
 	c := x.g.Begin(idemSpecCharge)
 	c.Key().ID(req.Tenant)
@@ -86,8 +85,7 @@ func (x *Idempotent) ApplyKey(ev Event) (string, error) {
 	return x.beginApply(&ev).StoreKey()
 }
 
-// beginApply starts a call of Apply and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginApply starts a call of Apply and writes its key material.
 func (x *Idempotent) beginApply(ev *Event) idem.Call {
 	c := x.g.Begin(idemSpecApply)
 	c.Key().ID(ev.ID)
@@ -159,21 +157,19 @@ func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Int(v.Amount)
 }
 
-// idemEvent_fieldsChanged_runGoGenerate lists the fields of Event as generated (tags aside).
+// Build fails here if Event's fields changed since generation: run go generate.
 type idemEvent_fieldsChanged_runGoGenerate struct {
 	ID   string
 	User string
 	At   time.Time
 }
 
-// Build fails here if Event's fields changed since generation: run go generate.
 var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
 
-// idemRequest_fieldsChanged_runGoGenerate lists the fields of Request as generated (tags aside).
+// Build fails here if Request's fields changed since generation: run go generate.
 type idemRequest_fieldsChanged_runGoGenerate struct {
 	Tenant string
 	Amount int64
 }
 
-// Build fails here if Request's fields changed since generation: run go generate.
 var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})

@@ -55,8 +55,7 @@ func (x *Idempotent) PayKey(c Charge, label encoding.TextMarshaler) (string, err
 	return x.beginPay(&c, label).StoreKey()
 }
 
-// beginPay starts a call of Pay and writes its key material. Structs and arrays come by pointer: no
-// copies.
+// beginPay starts a call of Pay and writes its key material.
 func (x *Idempotent) beginPay(c *Charge, label encoding.TextMarshaler) idem.Call {
 	c2 := x.g.Begin(idemSpecPay)
 	idemKeyCharge(c2.Key(), c)
@@ -91,7 +90,7 @@ func idemKeyCharge(b *idemimpl.KeyBuilder, v *Charge) {
 	}
 }
 
-// idemCharge_fieldsChanged_runGoGenerate lists the fields of Charge as generated (tags aside).
+// Build fails here if Charge's fields changed since generation: run go generate.
 type idemCharge_fieldsChanged_runGoGenerate struct {
 	Amount money.Amount
 	Token  money.Token
@@ -99,5 +98,4 @@ type idemCharge_fieldsChanged_runGoGenerate struct {
 	Prices map[string]money.Amount
 }
 
-// Build fails here if Charge's fields changed since generation: run go generate.
 var _ = idemCharge_fieldsChanged_runGoGenerate(Charge{})

@@ -57,8 +57,7 @@ func (x *Idempotent) RecordKey(ev Event) (string, error) {
 	return x.beginRecord(&ev).StoreKey()
 }
 
-// beginRecord starts a call of Record and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginRecord starts a call of Record and writes its key material.
 func (x *Idempotent) beginRecord(ev *Event) idem.Call {
 	c := x.g.Begin(idemSpecRecord)
 	idemKeyEvent(c.Key(), ev)
@@ -143,8 +142,7 @@ func (x *Idempotent) PatchKey(ev Event) (string, error) {
 	return x.beginPatch(&ev).StoreKey()
 }
 
-// beginPatch starts a call of Patch and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginPatch starts a call of Patch and writes its key material.
 func (x *Idempotent) beginPatch(ev *Event) idem.Call {
 	c := x.g.Begin(idemSpecPatch)
 	if ev.Attrs == nil {
@@ -180,7 +178,7 @@ func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	}
 }
 
-// idemEvent_fieldsChanged_runGoGenerate lists the fields of Event as generated (tags aside).
+// Build fails here if Event's fields changed since generation: run go generate.
 type idemEvent_fieldsChanged_runGoGenerate struct {
 	ID    string
 	At    *timestamppb.Timestamp
@@ -188,5 +186,4 @@ type idemEvent_fieldsChanged_runGoGenerate struct {
 	Delay *durationpb.Duration
 }
 
-// Build fails here if Event's fields changed since generation: run go generate.
 var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})

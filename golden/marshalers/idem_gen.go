@@ -54,8 +54,7 @@ func (x *Idempotent) AllowKey(r Request, prefix netip.Prefix) (string, error) {
 	return x.beginAllow(&r, &prefix).StoreKey()
 }
 
-// beginAllow starts a call of Allow and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginAllow starts a call of Allow and writes its key material.
 func (x *Idempotent) beginAllow(r *Request, prefix *netip.Prefix) idem.Call {
 	c := x.g.Begin(idemSpecAllow)
 	idemKeyRequest(c.Key(), r)
@@ -76,7 +75,7 @@ func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Time(v.At)
 }
 
-// idemRequest_fieldsChanged_runGoGenerate lists the fields of Request as generated (tags aside).
+// Build fails here if Request's fields changed since generation: run go generate.
 type idemRequest_fieldsChanged_runGoGenerate struct {
 	From  netip.Addr
 	Limit *big.Int
@@ -84,5 +83,4 @@ type idemRequest_fieldsChanged_runGoGenerate struct {
 	At    time.Time
 }
 
-// Build fails here if Request's fields changed since generation: run go generate.
 var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})

@@ -135,20 +135,18 @@ func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	e.End(at)
 }
 
-// idemAmount_fieldsChanged_runGoGenerate lists the fields of Amount as generated (tags aside).
+// Build fails here if Amount's fields changed since generation: run go generate.
 type idemAmount_fieldsChanged_runGoGenerate struct {
 	Units    int64
 	Currency string
 }
 
-// Build fails here if Amount's fields changed since generation: run go generate.
 var _ = idemAmount_fieldsChanged_runGoGenerate(Amount{})
 
-// idemInvoice_fieldsChanged_runGoGenerate lists the fields of Invoice as generated (tags aside).
+// Build fails here if Invoice's fields changed since generation: run go generate.
 type idemInvoice_fieldsChanged_runGoGenerate struct {
 	Total Amount
 	Lines []Amount
 }
 
-// Build fails here if Invoice's fields changed since generation: run go generate.
 var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})

@@ -240,12 +240,11 @@ func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 	e.End(at)
 }
 
-// idemReceipt_fieldsChanged_runGoGenerate lists the fields of Receipt as generated (tags aside).
+// Build fails here if Receipt's fields changed since generation: run go generate.
 type idemReceipt_fieldsChanged_runGoGenerate struct {
 	ID    string
 	Lines map[string]int
 	At    time.Time
 }
 
-// Build fails here if Receipt's fields changed since generation: run go generate.
 var _ = idemReceipt_fieldsChanged_runGoGenerate(Receipt{})

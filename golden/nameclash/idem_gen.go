@@ -46,8 +46,7 @@ func (x *Idempotent) ServiceChargeKey(p Point) (string, error) {
 	return x.beginServiceCharge(&p).StoreKey()
 }
 
-// beginServiceCharge starts a call of ServiceCharge and writes its key material. Structs and arrays
-// come by pointer: no copies.
+// beginServiceCharge starts a call of ServiceCharge and writes its key material.
 func (x *Idempotent) beginServiceCharge(p *Point) idem.Call {
 	c := x.g.Begin(idemSpecServiceCharge)
 	idemKeyPoint(c.Key(), p)
@@ -155,8 +154,7 @@ func (s *IdempotentService) ChargeIdemKey(p image.Point) (string, error) {
 	return s.beginCharge(&p).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginCharge starts a call of Charge and writes its key material.
 func (s *IdempotentService) beginCharge(p *image.Point) idem.Call {
 	c := s.g2.Begin(idemSpecServiceCharge2)
 	idemKeyImagePoint(c.Key(), p)
@@ -217,22 +215,19 @@ func idemKeyPoint(b *idemimpl.KeyBuilder, v *Point) {
 	b.Int(int64(v.Z))
 }
 
-// idemImagePoint_fieldsChanged_runGoGenerate lists the fields of image.Point as generated (tags
-// aside).
+// Build fails here if image.Point's fields changed since generation: run go generate.
 type idemImagePoint_fieldsChanged_runGoGenerate struct {
 	X int
 	Y int
 }
 
-// Build fails here if image.Point's fields changed since generation: run go generate.
 var _ = idemImagePoint_fieldsChanged_runGoGenerate(image.Point{})
 
-// idemPoint_fieldsChanged_runGoGenerate lists the fields of Point as generated (tags aside).
+// Build fails here if Point's fields changed since generation: run go generate.
 type idemPoint_fieldsChanged_runGoGenerate struct {
 	X int
 	Y int
 	Z int
 }
 
-// Build fails here if Point's fields changed since generation: run go generate.
 var _ = idemPoint_fieldsChanged_runGoGenerate(Point{})

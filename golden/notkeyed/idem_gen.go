@@ -101,8 +101,7 @@ func (x *Idempotent) RefundKey(params ChargeParams, o option.RequestOption, more
 	return x.beginRefund(&params, o, more).StoreKey()
 }
 
-// beginRefund starts a call of Refund and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginRefund starts a call of Refund and writes its key material.
 func (x *Idempotent) beginRefund(params *ChargeParams, o option.RequestOption, more []option.ClientOption) idem.Call {
 	c := x.g.Begin(idemSpecRefund)
 	idemKeyChargeParams(c.Key(), params)
@@ -142,8 +141,7 @@ func (x *Idempotent) CaptureKey(params ChargeParams, done func()) (string, error
 	return x.beginCapture(&params, done).StoreKey()
 }
 
-// beginCapture starts a call of Capture and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginCapture starts a call of Capture and writes its key material.
 func (x *Idempotent) beginCapture(params *ChargeParams, done func()) idem.Call {
 	c := x.g.Begin(idemSpecCapture)
 	c.Key().Int(params.Amount)
@@ -162,21 +160,18 @@ func idemKeyParams(b *idemimpl.KeyBuilder, v *Params) {
 	b.String(v.IdempotencyKey)
 }
 
-// idemChargeParams_fieldsChanged_runGoGenerate lists the fields of ChargeParams as generated (tags
-// aside).
+// Build fails here if ChargeParams's fields changed since generation: run go generate.
 type idemChargeParams_fieldsChanged_runGoGenerate struct {
 	Params `json:"-" xml:"-"`
 	Amount int64
 }
 
-// Build fails here if ChargeParams's fields changed since generation: run go generate.
 var _ = idemChargeParams_fieldsChanged_runGoGenerate(ChargeParams{})
 
-// idemParams_fieldsChanged_runGoGenerate lists the fields of Params as generated (tags aside).
+// Build fails here if Params's fields changed since generation: run go generate.
 type idemParams_fieldsChanged_runGoGenerate struct {
 	Context        context.Context
 	IdempotencyKey string
 }
 
-// Build fails here if Params's fields changed since generation: run go generate.
 var _ = idemParams_fieldsChanged_runGoGenerate(Params{})

@@ -55,8 +55,7 @@ func (x *Idempotent) ApplyKey(m Measurement) (string, error) {
 	return x.beginApply(&m).StoreKey()
 }
 
-// beginApply starts a call of Apply and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginApply starts a call of Apply and writes its key material.
 func (x *Idempotent) beginApply(m *Measurement) idem.Call {
 	c := x.g.Begin(idemSpecApply)
 	c.Key().ID(m.EventID)
@@ -101,8 +100,7 @@ func (x *Idempotent) ApplyLateKey(m Measurement) (string, error) {
 	return x.beginApplyLate(&m).StoreKey()
 }
 
-// beginApplyLate starts a call of ApplyLate and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginApplyLate starts a call of ApplyLate and writes its key material.
 func (x *Idempotent) beginApplyLate(m *Measurement) idem.Call {
 	c := x.g.Begin(idemSpecApplyLate)
 	c.Key().ID(m.EventID)
@@ -201,17 +199,15 @@ func idemKeyReading(b *idemimpl.KeyBuilder, v *Reading) {
 	}
 }
 
-// idemDevice_fieldsChanged_runGoGenerate lists the fields of Device as generated (tags aside).
+// Build fails here if Device's fields changed since generation: run go generate.
 type idemDevice_fieldsChanged_runGoGenerate struct {
 	Tenant string
 	Serial int64
 }
 
-// Build fails here if Device's fields changed since generation: run go generate.
 var _ = idemDevice_fieldsChanged_runGoGenerate(Device{})
 
-// idemMeasurement_fieldsChanged_runGoGenerate lists the fields of Measurement as generated (tags
-// aside).
+// Build fails here if Measurement's fields changed since generation: run go generate.
 type idemMeasurement_fieldsChanged_runGoGenerate struct {
 	EventID   string
 	UserID    string
@@ -219,15 +215,13 @@ type idemMeasurement_fieldsChanged_runGoGenerate struct {
 	Value     float64
 }
 
-// Build fails here if Measurement's fields changed since generation: run go generate.
 var _ = idemMeasurement_fieldsChanged_runGoGenerate(Measurement{})
 
-// idemReading_fieldsChanged_runGoGenerate lists the fields of Reading as generated (tags aside).
+// Build fails here if Reading's fields changed since generation: run go generate.
 type idemReading_fieldsChanged_runGoGenerate struct {
 	ID     string
 	Device *Device
 	At     *time.Time
 }
 
-// Build fails here if Reading's fields changed since generation: run go generate.
 var _ = idemReading_fieldsChanged_runGoGenerate(Reading{})

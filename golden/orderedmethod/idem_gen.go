@@ -60,8 +60,7 @@ func (l *IdempotentLedger) PostKey(account int64, at time.Time, amount int64) (s
 	return l.beginPost(account, &at, amount).StoreKey()
 }
 
-// beginPost starts a call of Post and writes its key material. Structs and arrays come by pointer:
-// no copies.
+// beginPost starts a call of Post and writes its key material.
 func (l *IdempotentLedger) beginPost(account int64, at *time.Time, amount int64) idem.Call {
 	c := l.g.Begin(idemSpecLedgerPost)
 	c.Key().Int(account)

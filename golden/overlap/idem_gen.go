@@ -63,8 +63,7 @@ func (x *Idempotent) ChargeKey(p ChargeParams) (string, error) {
 	return x.beginCharge(&p).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginCharge starts a call of Charge and writes its key material.
 func (x *Idempotent) beginCharge(p *ChargeParams) idem.Call {
 	c := x.g.Begin(idemSpecCharge)
 	c.Key().Int(p.Amount)
@@ -115,8 +114,7 @@ func (x *Idempotent) RefundKey(p ChargeParams) (string, error) {
 	return x.beginRefund(&p).StoreKey()
 }
 
-// beginRefund starts a call of Refund and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginRefund starts a call of Refund and writes its key material.
 func (x *Idempotent) beginRefund(p *ChargeParams) idem.Call {
 	c := x.g.Begin(idemSpecRefund)
 	c.Key().Int(p.Amount)
@@ -165,21 +163,18 @@ func idemEncReceiptForRefund(e *idemimpl.Encoder, v *Receipt) {
 	e.End(at)
 }
 
-// idemChargeParams_fieldsChanged_runGoGenerate lists the fields of ChargeParams as generated (tags
-// aside).
+// Build fails here if ChargeParams's fields changed since generation: run go generate.
 type idemChargeParams_fieldsChanged_runGoGenerate struct {
 	Params `json:"-" xml:"-"`
 	Amount int64
 }
 
-// Build fails here if ChargeParams's fields changed since generation: run go generate.
 var _ = idemChargeParams_fieldsChanged_runGoGenerate(ChargeParams{})
 
-// idemReceipt_fieldsChanged_runGoGenerate lists the fields of Receipt as generated (tags aside).
+// Build fails here if Receipt's fields changed since generation: run go generate.
 type idemReceipt_fieldsChanged_runGoGenerate struct {
 	ID   string
 	Meta Meta
 }
 
-// Build fails here if Receipt's fields changed since generation: run go generate.
 var _ = idemReceipt_fieldsChanged_runGoGenerate(Receipt{})

@@ -131,8 +131,7 @@ func (x *Idempotent) ShadowKey(Shadow_ string, Item_ Item, len_ int, string_ str
 	return x.beginShadow(Shadow_, &Item_, len_, string_, int64_).StoreKey()
 }
 
-// beginShadow starts a call of Shadow and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginShadow starts a call of Shadow and writes its key material.
 func (x *Idempotent) beginShadow(Shadow_ string, Item_ *Item, len_ int, string_ string, int64_ []int) idem.Call {
 	c := x.g.Begin(idemSpecShadow)
 	c.Key().String(Shadow_)
@@ -218,10 +217,9 @@ func idemKeyItem(b *idemimpl.KeyBuilder, v *Item) {
 	b.String(v.ID)
 }
 
-// idemItem_fieldsChanged_runGoGenerate lists the fields of Item as generated (tags aside).
+// Build fails here if Item's fields changed since generation: run go generate.
 type idemItem_fieldsChanged_runGoGenerate struct {
 	ID string
 }
 
-// Build fails here if Item's fields changed since generation: run go generate.
 var _ = idemItem_fieldsChanged_runGoGenerate(Item{})

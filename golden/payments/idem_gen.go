@@ -68,8 +68,7 @@ func (x *Idempotent) CreateChargeKey(p ChargeParams) (string, error) {
 	return x.beginCreateCharge(&p).StoreKey()
 }
 
-// beginCreateCharge starts a call of CreateCharge and writes its key material. Structs and arrays
-// come by pointer: no copies.
+// beginCreateCharge starts a call of CreateCharge and writes its key material.
 func (x *Idempotent) beginCreateCharge(p *ChargeParams) idem.Call {
 	c := x.g.Begin(idemSpecCreateCharge)
 	idemKeyChargeParams(c.Key(), p)
@@ -348,24 +347,20 @@ func idemKeyChargeParams(b *idemimpl.KeyBuilder, v *ChargeParams) {
 	b.String(v.Currency)
 }
 
-// idemChargeParams_fieldsChanged_runGoGenerate lists the fields of ChargeParams as generated (tags
-// aside).
+// Build fails here if ChargeParams's fields changed since generation: run go generate.
 type idemChargeParams_fieldsChanged_runGoGenerate struct {
 	Customer string
 	Amount   int64
 	Currency string
 }
 
-// Build fails here if ChargeParams's fields changed since generation: run go generate.
 var _ = idemChargeParams_fieldsChanged_runGoGenerate(ChargeParams{})
 
-// idemSdkAPIResource_fieldsChanged_runGoGenerate lists the fields of sdk.APIResource as generated
-// (tags aside).
+// Build fails here if sdk.APIResource's fields changed since generation: run go generate.
 type idemSdkAPIResource_fieldsChanged_runGoGenerate struct {
 	LastResponse *sdk.APIResponse
 }
 
-// Build fails here if sdk.APIResource's fields changed since generation: run go generate.
 var _ = idemSdkAPIResource_fieldsChanged_runGoGenerate(sdk.APIResource{})
 
 // Build fails here if a field of sdk.APIResponse read here changed: run go generate.
@@ -373,8 +368,7 @@ var _ = func(fieldsChanged_runGoGenerate *sdk.APIResponse) (*int, *http.Header, 
 	return &fieldsChanged_runGoGenerate.StatusCode, &fieldsChanged_runGoGenerate.Header, &fieldsChanged_runGoGenerate.RequestID
 }
 
-// idemSdkCharge_fieldsChanged_runGoGenerate lists the fields of sdk.Charge as generated (tags
-// aside).
+// Build fails here if sdk.Charge's fields changed since generation: run go generate.
 type idemSdkCharge_fieldsChanged_runGoGenerate struct {
 	sdk.APIResource `json:"-" xml:"-"`
 	ID              string
@@ -386,25 +380,20 @@ type idemSdkCharge_fieldsChanged_runGoGenerate struct {
 	Outcome         *sdk.Outcome
 }
 
-// Build fails here if sdk.Charge's fields changed since generation: run go generate.
 var _ = idemSdkCharge_fieldsChanged_runGoGenerate(sdk.Charge{})
 
-// idemSdkOutcome_fieldsChanged_runGoGenerate lists the fields of sdk.Outcome as generated (tags
-// aside).
+// Build fails here if sdk.Outcome's fields changed since generation: run go generate.
 type idemSdkOutcome_fieldsChanged_runGoGenerate struct {
 	Type      string
 	RiskScore float64
 }
 
-// Build fails here if sdk.Outcome's fields changed since generation: run go generate.
 var _ = idemSdkOutcome_fieldsChanged_runGoGenerate(sdk.Outcome{})
 
-// idemSdkRefund_fieldsChanged_runGoGenerate lists the fields of sdk.Refund as generated (tags
-// aside).
+// Build fails here if sdk.Refund's fields changed since generation: run go generate.
 type idemSdkRefund_fieldsChanged_runGoGenerate struct {
 	ID     string
 	Amount int64
 }
 
-// Build fails here if sdk.Refund's fields changed since generation: run go generate.
 var _ = idemSdkRefund_fieldsChanged_runGoGenerate(sdk.Refund{})

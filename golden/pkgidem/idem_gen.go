@@ -53,8 +53,7 @@ func (x *Idempotent) LookupKey(in Input, who ID) (string, error) {
 	return x.beginLookup(&in, who).StoreKey()
 }
 
-// beginLookup starts a call of Lookup and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginLookup starts a call of Lookup and writes its key material.
 func (x *Idempotent) beginLookup(in *Input, who ID) idem.Call {
 	c := x.g.Begin(idemSpecLookup)
 	idemKeyInput(c.Key(), in)
@@ -194,33 +193,28 @@ func idemKeyInput(b *idemimpl.KeyBuilder, v *Input) {
 	b.String(v.Who)
 }
 
-// idemInput_fieldsChanged_runGoGenerate lists the fields of Input as generated (tags aside).
+// Build fails here if Input's fields changed since generation: run go generate.
 type idemInput_fieldsChanged_runGoGenerate struct {
 	Who  ID
 	Pair Pair[string, int]
 }
 
-// Build fails here if Input's fields changed since generation: run go generate.
 var _ = idemInput_fieldsChanged_runGoGenerate(Input{})
 
-// idemPair_string_bool_fieldsChanged_runGoGenerate lists the fields of Pair[ID, bool] as generated
-// (tags aside).
+// Build fails here if Pair[ID, bool]'s fields changed since generation: run go generate.
 type idemPair_string_bool_fieldsChanged_runGoGenerate struct {
 	Key ID
 	Val bool
 }
 
-// Build fails here if Pair[ID, bool]'s fields changed since generation: run go generate.
 var _ = idemPair_string_bool_fieldsChanged_runGoGenerate(Pair[ID, bool]{})
 
-// idemPair_string_int_fieldsChanged_runGoGenerate lists the fields of Pair[string, int] as
-// generated (tags aside).
+// Build fails here if Pair[string, int]'s fields changed since generation: run go generate.
 type idemPair_string_int_fieldsChanged_runGoGenerate struct {
 	Key string
 	Val int
 }
 
-// Build fails here if Pair[string, int]'s fields changed since generation: run go generate.
 var _ = idemPair_string_int_fieldsChanged_runGoGenerate(Pair[string, int]{})
 
 // Build fails here if the alias ID no longer stands for string: run go generate.

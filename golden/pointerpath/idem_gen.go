@@ -129,8 +129,7 @@ func (x *Idempotent) TouchKey(acct Account) (string, error) {
 	return x.beginTouch(&acct).StoreKey()
 }
 
-// beginTouch starts a call of Touch and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginTouch starts a call of Touch and writes its key material.
 func (x *Idempotent) beginTouch(acct *Account) idem.Call {
 	c := x.g.Begin(idemSpecTouch)
 	c.Key().String(acct.Base.Tenant)
@@ -256,7 +255,7 @@ func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Int(int64(v.Amount))
 }
 
-// idemAccount_fieldsChanged_runGoGenerate lists the fields of Account as generated (tags aside).
+// Build fails here if Account's fields changed since generation: run go generate.
 type idemAccount_fieldsChanged_runGoGenerate struct {
 	Base `json:"-" xml:"-"`
 	*Audit
@@ -264,58 +263,51 @@ type idemAccount_fieldsChanged_runGoGenerate struct {
 	Owner *Person
 }
 
-// Build fails here if Account's fields changed since generation: run go generate.
 var _ = idemAccount_fieldsChanged_runGoGenerate(Account{})
 
-// idemAudit_fieldsChanged_runGoGenerate lists the fields of Audit as generated (tags aside).
+// Build fails here if Audit's fields changed since generation: run go generate.
 type idemAudit_fieldsChanged_runGoGenerate struct {
 	By    string
 	Trace string
 }
 
-// Build fails here if Audit's fields changed since generation: run go generate.
 var _ = idemAudit_fieldsChanged_runGoGenerate(Audit{})
 
-// idemBase_fieldsChanged_runGoGenerate lists the fields of Base as generated (tags aside).
+// Build fails here if Base's fields changed since generation: run go generate.
 type idemBase_fieldsChanged_runGoGenerate struct {
 	Tenant string
 }
 
-// Build fails here if Base's fields changed since generation: run go generate.
 var _ = idemBase_fieldsChanged_runGoGenerate(Base{})
 
-// idemMeta_fieldsChanged_runGoGenerate lists the fields of Meta as generated (tags aside).
+// Build fails here if Meta's fields changed since generation: run go generate.
 type idemMeta_fieldsChanged_runGoGenerate struct {
 	Note  string
 	Count int64
 }
 
-// Build fails here if Meta's fields changed since generation: run go generate.
 var _ = idemMeta_fieldsChanged_runGoGenerate(Meta{})
 
-// idemPerson_fieldsChanged_runGoGenerate lists the fields of Person as generated (tags aside).
+// Build fails here if Person's fields changed since generation: run go generate.
 type idemPerson_fieldsChanged_runGoGenerate struct {
 	Email string
 	Tags  []string
 }
 
-// Build fails here if Person's fields changed since generation: run go generate.
 var _ = idemPerson_fieldsChanged_runGoGenerate(Person{})
 
-// idemRequest_fieldsChanged_runGoGenerate lists the fields of Request as generated (tags aside).
+// Build fails here if Request's fields changed since generation: run go generate.
 type idemRequest_fieldsChanged_runGoGenerate struct {
 	Account *Account
 	Amount  int
 }
 
-// Build fails here if Request's fields changed since generation: run go generate.
 var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})
 
-// idemTouched_fieldsChanged_runGoGenerate lists the fields of Touched as generated (tags aside).
+// Build fails here if Touched's fields changed since generation: run go generate.
 type idemTouched_fieldsChanged_runGoGenerate struct {
 	Meta   `json:"-" xml:"-"`
 	Tenant string
 }
 
-// Build fails here if Touched's fields changed since generation: run go generate.
 var _ = idemTouched_fieldsChanged_runGoGenerate(Touched{})

@@ -54,8 +54,7 @@ func (x *Idempotent) ChargeKey(s Stamped, m Money, r Request) (string, error) {
 	return x.beginCharge(&s, &m, &r).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginCharge starts a call of Charge and writes its key material.
 func (x *Idempotent) beginCharge(s *Stamped, m *Money, r *Request) idem.Call {
 	c := x.g.Begin(idemSpecCharge)
 	idemKeyStamped(c.Key(), s)
@@ -97,8 +96,7 @@ func (x *Idempotent) PlaceKey(o Order) (string, error) {
 	return x.beginPlace(&o).StoreKey()
 }
 
-// beginPlace starts a call of Place and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginPlace starts a call of Place and writes its key material.
 func (x *Idempotent) beginPlace(o *Order) idem.Call {
 	c := x.g.Begin(idemSpecPlace)
 	c.Key().String(o.ID)
@@ -262,8 +260,7 @@ func (x *Idempotent) MarksKey(m []struct {
 	return x.beginMarks(m, &a, n).StoreKey()
 }
 
-// beginMarks starts a call of Marks and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginMarks starts a call of Marks and writes its key material.
 func (x *Idempotent) beginMarks(m []struct {
 	Note string `idem:"-"`
 }, a *[2]struct {
@@ -466,65 +463,58 @@ func idemKeyStamped(b *idemimpl.KeyBuilder, v *Stamped) {
 	b.String(v.Order)
 }
 
-// idemCustomer_fieldsChanged_runGoGenerate lists the fields of Customer as generated (tags aside).
+// Build fails here if Customer's fields changed since generation: run go generate.
 type idemCustomer_fieldsChanged_runGoGenerate struct {
 	ID int64
 }
 
-// Build fails here if Customer's fields changed since generation: run go generate.
 var _ = idemCustomer_fieldsChanged_runGoGenerate(Customer{})
 
-// idemMoney_fieldsChanged_runGoGenerate lists the fields of Money as generated (tags aside).
+// Build fails here if Money's fields changed since generation: run go generate.
 type idemMoney_fieldsChanged_runGoGenerate struct {
 	Decimal  `json:"-" xml:"-"`
 	Currency string
 }
 
-// Build fails here if Money's fields changed since generation: run go generate.
 var _ = idemMoney_fieldsChanged_runGoGenerate(Money{})
 
-// idemNode_fieldsChanged_runGoGenerate lists the fields of Node as generated (tags aside).
+// Build fails here if Node's fields changed since generation: run go generate.
 type idemNode_fieldsChanged_runGoGenerate struct {
 	Name string
 	Next *Node
 }
 
-// Build fails here if Node's fields changed since generation: run go generate.
 var _ = idemNode_fieldsChanged_runGoGenerate(Node{})
 
-// idemOrder_fieldsChanged_runGoGenerate lists the fields of Order as generated (tags aside).
+// Build fails here if Order's fields changed since generation: run go generate.
 type idemOrder_fieldsChanged_runGoGenerate struct {
 	ID       string
 	Customer *Customer
 }
 
-// Build fails here if Order's fields changed since generation: run go generate.
 var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
 
-// idemReceipt_fieldsChanged_runGoGenerate lists the fields of Receipt as generated (tags aside).
+// Build fails here if Receipt's fields changed since generation: run go generate.
 type idemReceipt_fieldsChanged_runGoGenerate struct {
 	Stamped `json:"-" xml:"-"`
 	Total   Money
 	N       int64
 }
 
-// Build fails here if Receipt's fields changed since generation: run go generate.
 var _ = idemReceipt_fieldsChanged_runGoGenerate(Receipt{})
 
-// idemRequest_fieldsChanged_runGoGenerate lists the fields of Request as generated (tags aside).
+// Build fails here if Request's fields changed since generation: run go generate.
 type idemRequest_fieldsChanged_runGoGenerate struct {
 	Tenant `json:"-" xml:"-"`
 	Item   string
 }
 
-// Build fails here if Request's fields changed since generation: run go generate.
 var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})
 
-// idemStamped_fieldsChanged_runGoGenerate lists the fields of Stamped as generated (tags aside).
+// Build fails here if Stamped's fields changed since generation: run go generate.
 type idemStamped_fieldsChanged_runGoGenerate struct {
 	time.Time `json:"-" xml:"-"`
 	Order     string
 }
 
-// Build fails here if Stamped's fields changed since generation: run go generate.
 var _ = idemStamped_fieldsChanged_runGoGenerate(Stamped{})

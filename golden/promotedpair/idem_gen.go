@@ -216,25 +216,23 @@ func idemEncTagged(e *idemimpl.Encoder, v *Tagged) {
 	e.End(at)
 }
 
-// idemAmount_fieldsChanged_runGoGenerate lists the fields of Amount as generated (tags aside).
+// Build fails here if Amount's fields changed since generation: run go generate.
 type idemAmount_fieldsChanged_runGoGenerate struct {
 	*big.Float
 	Currency string
 }
 
-// Build fails here if Amount's fields changed since generation: run go generate.
 var _ = idemAmount_fieldsChanged_runGoGenerate(Amount{})
 
-// idemLocated_fieldsChanged_runGoGenerate lists the fields of Located as generated (tags aside).
+// Build fails here if Located's fields changed since generation: run go generate.
 type idemLocated_fieldsChanged_runGoGenerate struct {
 	netip.Addr `json:"-" xml:"-"`
 	Label      string
 }
 
-// Build fails here if Located's fields changed since generation: run go generate.
 var _ = idemLocated_fieldsChanged_runGoGenerate(Located{})
 
-// idemRes_fieldsChanged_runGoGenerate lists the fields of Res as generated (tags aside).
+// Build fails here if Res's fields changed since generation: run go generate.
 type idemRes_fieldsChanged_runGoGenerate struct {
 	Tagged  Tagged
 	Stamp   Stamp
@@ -242,23 +240,20 @@ type idemRes_fieldsChanged_runGoGenerate struct {
 	Amount  Amount
 }
 
-// Build fails here if Res's fields changed since generation: run go generate.
 var _ = idemRes_fieldsChanged_runGoGenerate(Res{})
 
-// idemStamp_fieldsChanged_runGoGenerate lists the fields of Stamp as generated (tags aside).
+// Build fails here if Stamp's fields changed since generation: run go generate.
 type idemStamp_fieldsChanged_runGoGenerate struct {
 	time.Time `json:"-" xml:"-"`
 	Source    string
 }
 
-// Build fails here if Stamp's fields changed since generation: run go generate.
 var _ = idemStamp_fieldsChanged_runGoGenerate(Stamp{})
 
-// idemTagged_fieldsChanged_runGoGenerate lists the fields of Tagged as generated (tags aside).
+// Build fails here if Tagged's fields changed since generation: run go generate.
 type idemTagged_fieldsChanged_runGoGenerate struct {
 	json.RawMessage
 	Name string
 }
 
-// Build fails here if Tagged's fields changed since generation: run go generate.
 var _ = idemTagged_fieldsChanged_runGoGenerate(Tagged{})

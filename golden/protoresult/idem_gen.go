@@ -171,7 +171,7 @@ func idemEncEvent(e *idemimpl.Encoder, v *Event) {
 	e.End(at)
 }
 
-// idemEvent_fieldsChanged_runGoGenerate lists the fields of Event as generated (tags aside).
+// Build fails here if Event's fields changed since generation: run go generate.
 type idemEvent_fieldsChanged_runGoGenerate struct {
 	ID    string
 	At    *timestamppb.Timestamp
@@ -179,5 +179,4 @@ type idemEvent_fieldsChanged_runGoGenerate struct {
 	None  *structpb.Struct
 }
 
-// Build fails here if Event's fields changed since generation: run go generate.
 var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})

@@ -116,11 +116,10 @@ func (t *IdempotentTenant) beginNotify(msg string) idem.Call {
 	return c
 }
 
-// idemTenant_fieldsChanged_runGoGenerate lists the fields of Tenant as generated (tags aside).
+// Build fails here if Tenant's fields changed since generation: run go generate.
 type idemTenant_fieldsChanged_runGoGenerate struct {
 	ID     string
 	region string
 }
 
-// Build fails here if Tenant's fields changed since generation: run go generate.
 var _ = idemTenant_fieldsChanged_runGoGenerate(Tenant{})

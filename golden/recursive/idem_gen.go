@@ -51,8 +51,7 @@ func (x *Idempotent) WalkKey(t *Tree, l List, a A) (string, error) {
 	return x.beginWalk(t, &l, &a).StoreKey()
 }
 
-// beginWalk starts a call of Walk and writes its key material. Structs and arrays come by pointer:
-// no copies.
+// beginWalk starts a call of Walk and writes its key material.
 func (x *Idempotent) beginWalk(t *Tree, l *List, a *A) idem.Call {
 	c := x.g.Begin(idemSpecWalk)
 	if t == nil {
@@ -144,38 +143,34 @@ func idemKeyTree(b *idemimpl.KeyBuilder, v *Tree) {
 	}
 }
 
-// idemA_fieldsChanged_runGoGenerate lists the fields of A as generated (tags aside).
+// Build fails here if A's fields changed since generation: run go generate.
 type idemA_fieldsChanged_runGoGenerate struct {
 	B *B
 }
 
-// Build fails here if A's fields changed since generation: run go generate.
 var _ = idemA_fieldsChanged_runGoGenerate(A{})
 
-// idemB_fieldsChanged_runGoGenerate lists the fields of B as generated (tags aside).
+// Build fails here if B's fields changed since generation: run go generate.
 type idemB_fieldsChanged_runGoGenerate struct {
 	A  *A
 	ID int
 }
 
-// Build fails here if B's fields changed since generation: run go generate.
 var _ = idemB_fieldsChanged_runGoGenerate(B{})
 
-// idemList_fieldsChanged_runGoGenerate lists the fields of List as generated (tags aside).
+// Build fails here if List's fields changed since generation: run go generate.
 type idemList_fieldsChanged_runGoGenerate struct {
 	Head int
 	Tail *List
 }
 
-// Build fails here if List's fields changed since generation: run go generate.
 var _ = idemList_fieldsChanged_runGoGenerate(List{})
 
-// idemTree_fieldsChanged_runGoGenerate lists the fields of Tree as generated (tags aside).
+// Build fails here if Tree's fields changed since generation: run go generate.
 type idemTree_fieldsChanged_runGoGenerate struct {
 	Value    string
 	Children []*Tree
 	Attrs    map[string]*Tree
 }
 
-// Build fails here if Tree's fields changed since generation: run go generate.
 var _ = idemTree_fieldsChanged_runGoGenerate(Tree{})

@@ -143,12 +143,11 @@ func idemEncNode(e *idemimpl.Encoder, v *Node) {
 	e.End(at)
 }
 
-// idemNode_fieldsChanged_runGoGenerate lists the fields of Node as generated (tags aside).
+// Build fails here if Node's fields changed since generation: run go generate.
 type idemNode_fieldsChanged_runGoGenerate struct {
 	ID       int
 	Children []*Node
 	Next     *Node
 }
 
-// Build fails here if Node's fields changed since generation: run go generate.
 var _ = idemNode_fieldsChanged_runGoGenerate(Node{})

@@ -190,7 +190,7 @@ func idemEncUser(e *idemimpl.Encoder, v *User) {
 	e.End(at)
 }
 
-// idemUser_fieldsChanged_runGoGenerate lists the fields of User as generated (tags aside).
+// Build fails here if User's fields changed since generation: run go generate.
 type idemUser_fieldsChanged_runGoGenerate struct {
 	ID       int64
 	Login    string
@@ -200,5 +200,4 @@ type idemUser_fieldsChanged_runGoGenerate struct {
 	Settings map[string]bool
 }
 
-// Build fails here if User's fields changed since generation: run go generate.
 var _ = idemUser_fieldsChanged_runGoGenerate(User{})

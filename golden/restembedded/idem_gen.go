@@ -159,20 +159,18 @@ func idemEncResponseForReposServiceCreate(e *idemimpl.Encoder, v *Response) {
 	e.End(at)
 }
 
-// idemRepo_fieldsChanged_runGoGenerate lists the fields of Repo as generated (tags aside).
+// Build fails here if Repo's fields changed since generation: run go generate.
 type idemRepo_fieldsChanged_runGoGenerate struct {
 	ID   int64
 	Name string
 }
 
-// Build fails here if Repo's fields changed since generation: run go generate.
 var _ = idemRepo_fieldsChanged_runGoGenerate(Repo{})
 
-// idemResponse_fieldsChanged_runGoGenerate lists the fields of Response as generated (tags aside).
+// Build fails here if Response's fields changed since generation: run go generate.
 type idemResponse_fieldsChanged_runGoGenerate struct {
 	*http.Response
 	Rate int
 }
 
-// Build fails here if Response's fields changed since generation: run go generate.
 var _ = idemResponse_fieldsChanged_runGoGenerate(Response{})

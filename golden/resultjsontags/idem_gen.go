@@ -152,7 +152,7 @@ func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	e.End(at)
 }
 
-// idemRes_fieldsChanged_runGoGenerate lists the fields of Res as generated (tags aside).
+// Build fails here if Res's fields changed since generation: run go generate.
 type idemRes_fieldsChanged_runGoGenerate struct {
 	ID    string
 	Cache string
@@ -161,5 +161,4 @@ type idemRes_fieldsChanged_runGoGenerate struct {
 	None  []string
 }
 
-// Build fails here if Res's fields changed since generation: run go generate.
 var _ = idemRes_fieldsChanged_runGoGenerate(Res{})

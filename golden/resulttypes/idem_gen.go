@@ -264,16 +264,15 @@ func idemEncReport(e *idemimpl.Encoder, v *Report) {
 	e.End(at)
 }
 
-// idemMeta_fieldsChanged_runGoGenerate lists the fields of Meta as generated (tags aside).
+// Build fails here if Meta's fields changed since generation: run go generate.
 type idemMeta_fieldsChanged_runGoGenerate struct {
 	Created time.Time
 	Labels  map[string]string
 }
 
-// Build fails here if Meta's fields changed since generation: run go generate.
 var _ = idemMeta_fieldsChanged_runGoGenerate(Meta{})
 
-// idemReport_fieldsChanged_runGoGenerate lists the fields of Report as generated (tags aside).
+// Build fails here if Report's fields changed since generation: run go generate.
 type idemReport_fieldsChanged_runGoGenerate struct {
 	Meta    `json:"-" xml:"-"`
 	Title   string
@@ -289,5 +288,4 @@ type idemReport_fieldsChanged_runGoGenerate struct {
 	Upper   string
 }
 
-// Build fails here if Report's fields changed since generation: run go generate.
 var _ = idemReport_fieldsChanged_runGoGenerate(Report{})

@@ -152,25 +152,21 @@ func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	}
 }
 
-// idemSdkChargeParams_fieldsChanged_runGoGenerate lists the fields of sdk.ChargeParams as generated
-// (tags aside).
+// Build fails here if sdk.ChargeParams's fields changed since generation: run go generate.
 type idemSdkChargeParams_fieldsChanged_runGoGenerate struct {
 	sdk.Params `json:"-" xml:"-"`
 	Amount     *int64
 	Currency   *string
 }
 
-// Build fails here if sdk.ChargeParams's fields changed since generation: run go generate.
 var _ = idemSdkChargeParams_fieldsChanged_runGoGenerate(sdk.ChargeParams{})
 
-// idemSdkCharge_fieldsChanged_runGoGenerate lists the fields of sdk.Charge as generated (tags
-// aside).
+// Build fails here if sdk.Charge's fields changed since generation: run go generate.
 type idemSdkCharge_fieldsChanged_runGoGenerate struct {
 	ID     string
 	Amount int64
 }
 
-// Build fails here if sdk.Charge's fields changed since generation: run go generate.
 var _ = idemSdkCharge_fieldsChanged_runGoGenerate(sdk.Charge{})
 
 // Build fails here if a field of sdk.Params read here changed: run go generate.
