@@ -27,26 +27,27 @@ type wrap struct {
 	beginArgs                   []jen.Code // the wrapper's (and Key's) arguments to begin
 }
 
-// wrapper emits, for one function, the Spec, the signature self-check, the
-// result struct and codec, the wrapper method, its Key helper and the begin
-// helper both use.
+// wrapper emits the declarations of one function in reading order: the
+// wrapper method, its Key helper, the begin helper both use, then what
+// they refer to: the Spec, the signature self-check, the result struct and
+// codec. The pieces are built in another order, the one their names are
+// reserved in.
 func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.Code {
 	w := e.newWrap(x, typeName, field, hn)
 	material, keyOK := e.keyMaterial(w)
-	var out []jen.Code
-	out = append(out, e.spec(w))
-	out = append(out, e.signatureCheck(w))
+	spec := e.spec(w)
+	check := e.signatureCheck(w)
+	var codec []jen.Code
 	if s := e.resultStruct(w); s != nil {
-		out = append(out, s)
+		codec = append(codec, s)
 	}
-	codecDoc, codecOK := e.resultCodec(x, w.specBase, w.codecVar, w.resultT, &out)
+	codecDoc, codecOK := e.resultCodec(x, w.specBase, w.codecVar, w.resultT, &codec)
 	if !codecOK || !keyOK {
 		return nil
 	}
 	e.beginParams(w)
-	out = append(out, e.wrapperMethod(w, codecDoc))
-	out = append(out, e.keyMethod(w))
-	return append(out, e.begin(w, material))
+	out := []jen.Code{e.wrapperMethod(w, codecDoc), e.keyMethod(w), e.begin(w, material), spec, check}
+	return append(out, codec...)
 }
 
 // newWrap names what x's declarations share.

@@ -23,26 +23,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecRecord = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/anyvalues.Record",
-	Signature: "d7455b22afd16447",
-	TTL:       time.Hour,
-	Codec:     idemCodecRecord,
-}
-
-// Build fails here if anyvalues.Record's signature changed since generation: run go generate.
-var _ func(context.Context, Event) (Result, error) = Record
-
-// idemCodecRecord stores the results of Record (generated codec).
-var idemCodecRecord = idemimpl.TypedCodec[Result]{
-	Decode: func(d *idemimpl.Decoder, v *Result) {
-		idemDecResult(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Result) {
-		idemEncResult(e, v)
-	},
-}
-
 // Record is anyvalues.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Record(ctx context.Context, e Event) (Result, error) {
 	c := x.beginRecord(&e)
@@ -63,23 +43,23 @@ func (x *Idempotent) beginRecord(e *Event) idem.Call {
 	return c
 }
 
-var idemSpecExec = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/anyvalues.Exec",
-	Signature: "dac505bee510b3f6",
+var idemSpecRecord = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/anyvalues.Record",
+	Signature: "d7455b22afd16447",
 	TTL:       time.Hour,
-	Codec:     idemCodecExec,
+	Codec:     idemCodecRecord,
 }
 
-// Build fails here if anyvalues.Exec's signature changed since generation: run go generate.
-var _ func(context.Context, string, ...any) (any, error) = Exec
+// Build fails here if anyvalues.Record's signature changed since generation: run go generate.
+var _ func(context.Context, Event) (Result, error) = Record
 
-// idemCodecExec stores the results of Exec (generated codec).
-var idemCodecExec = idemimpl.TypedCodec[any]{
-	Decode: func(d *idemimpl.Decoder, v *any) {
-		*v = d.Any()
+// idemCodecRecord stores the results of Record (generated codec).
+var idemCodecRecord = idemimpl.TypedCodec[Result]{
+	Decode: func(d *idemimpl.Decoder, v *Result) {
+		idemDecResult(d, v)
 	},
-	Encode: func(e *idemimpl.Encoder, v *any) {
-		e.Any(*v)
+	Encode: func(e *idemimpl.Encoder, v *Result) {
+		idemEncResult(e, v)
 	},
 }
 
@@ -107,23 +87,23 @@ func (x *Idempotent) beginExec(query string, args []any) idem.Call {
 	return c
 }
 
-var idemSpecConnect = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/anyvalues.Connect",
-	Signature: "6f521753aeb5b238",
+var idemSpecExec = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/anyvalues.Exec",
+	Signature: "dac505bee510b3f6",
 	TTL:       time.Hour,
-	Codec:     idemCodecConnect,
+	Codec:     idemCodecExec,
 }
 
-// Build fails here if anyvalues.Connect's signature changed since generation: run go generate.
-var _ func(context.Context, net.Addr) (string, error) = Connect
+// Build fails here if anyvalues.Exec's signature changed since generation: run go generate.
+var _ func(context.Context, string, ...any) (any, error) = Exec
 
-// idemCodecConnect stores the results of Connect (generated codec).
-var idemCodecConnect = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
+// idemCodecExec stores the results of Exec (generated codec).
+var idemCodecExec = idemimpl.TypedCodec[any]{
+	Decode: func(d *idemimpl.Decoder, v *any) {
+		*v = d.Any()
 	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
+	Encode: func(e *idemimpl.Encoder, v *any) {
+		e.Any(*v)
 	},
 }
 
@@ -150,6 +130,26 @@ func (x *Idempotent) beginConnect(addr net.Addr) idem.Call {
 		c.Key().String(addr.String())
 	}
 	return c
+}
+
+var idemSpecConnect = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/anyvalues.Connect",
+	Signature: "6f521753aeb5b238",
+	TTL:       time.Hour,
+	Codec:     idemCodecConnect,
+}
+
+// Build fails here if anyvalues.Connect's signature changed since generation: run go generate.
+var _ func(context.Context, net.Addr) (string, error) = Connect
+
+// idemCodecConnect stores the results of Connect (generated codec).
+var idemCodecConnect = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
+		*v = d.String()
+	},
+	Encode: func(e *idemimpl.Encoder, v *string) {
+		e.String(*v)
+	},
 }
 
 // idemDecResult restores values of Result.

@@ -20,6 +20,29 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// CreateInvoice is basic.CreateInvoice, run at most once per key (ttl=24h lease=30s
+// on_duplicate=wait key=req.CustomerID,req.OrderID).
+func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (*Invoice, error) {
+	c := x.beginCreateInvoice(&req)
+	return idem.Do(ctx, c, func(ctx context.Context) (*Invoice, error) {
+		return CreateInvoice(ctx, req)
+	})
+}
+
+// CreateInvoiceKey is the store key CreateInvoice claims for these arguments; nothing runs.
+func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
+	return x.beginCreateInvoice(&req).StoreKey()
+}
+
+// beginCreateInvoice starts a call of CreateInvoice and writes its key material.
+func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
+	c := x.g.Begin(idemSpecCreateInvoice)
+	c.Key().String(req.CustomerID)
+	c.Key().String(req.OrderID)
+	idemKeyInvoiceRequest(c.Payload(), req)
+	return c
+}
+
 var idemSpecCreateInvoice = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/basic.CreateInvoice",
 	Signature:   "8502062ecb06e3a6",
@@ -50,29 +73,6 @@ var idemCodecCreateInvoice = idemimpl.TypedCodec[*Invoice]{
 			idemEncInvoice(e, *v)
 		}
 	},
-}
-
-// CreateInvoice is basic.CreateInvoice, run at most once per key (ttl=24h lease=30s
-// on_duplicate=wait key=req.CustomerID,req.OrderID).
-func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (*Invoice, error) {
-	c := x.beginCreateInvoice(&req)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Invoice, error) {
-		return CreateInvoice(ctx, req)
-	})
-}
-
-// CreateInvoiceKey is the store key CreateInvoice claims for these arguments; nothing runs.
-func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
-	return x.beginCreateInvoice(&req).StoreKey()
-}
-
-// beginCreateInvoice starts a call of CreateInvoice and writes its key material.
-func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
-	c := x.g.Begin(idemSpecCreateInvoice)
-	c.Key().String(req.CustomerID)
-	c.Key().String(req.OrderID)
-	idemKeyInvoiceRequest(c.Payload(), req)
-	return c
 }
 
 // idemDecInvoice restores values of Invoice.

@@ -20,25 +20,6 @@ func NewIdempotent(g *idem4.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecPay2 = &idem4.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/collisions.Pay",
-	Signature: "786238b5990d14d4",
-	Codec:     idemCodecPay,
-}
-
-// Build fails here if collisions.Pay's signature changed since generation: run go generate.
-var _ func(context3.Context, string, int, bool, []string, string, int) (int64, error) = Pay
-
-// idemCodecPay stores the results of Pay (generated codec).
-var idemCodecPay = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Pay is collisions.Pay, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x2 *Idempotent) Pay(ctx2 context3.Context, g string, c int, x bool, r []string, err string, ctx int) (int64, error) {
 	c2 := x2.beginPay(g, c, x, r, err, ctx)
@@ -69,6 +50,58 @@ func (x2 *Idempotent) beginPay(g string, c int, x bool, r []string, err string, 
 	c2.Key().String(err)
 	c2.Key().Int(int64(ctx))
 	return c2
+}
+
+var idemSpecPay2 = &idem4.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/collisions.Pay",
+	Signature: "786238b5990d14d4",
+	Codec:     idemCodecPay,
+}
+
+// Build fails here if collisions.Pay's signature changed since generation: run go generate.
+var _ func(context3.Context, string, int, bool, []string, string, int) (int64, error) = Pay
+
+// idemCodecPay stores the results of Pay (generated codec).
+var idemCodecPay = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// Tick is collisions.Tick, run at most once per key (ttl=1h30m lease=30s on_duplicate=return
+// key=idem2).
+func (x *Idempotent) Tick(ctx context3.Context, idem2 string, time2 int, context2 context, b []byte) (string, int, error) {
+	c := x.beginTick(idem2, time2, &context2, b)
+	r, err := idem4.Do(ctx, c, func(ctx context3.Context) (idemResultTick, error) {
+		var r idemResultTick
+		var err error
+		r.r1, r.r2, err = Tick(ctx, idem2, time2, context2, b)
+		return r, err
+	})
+	return r.r1, r.r2, err
+}
+
+// TickKey is the store key Tick claims for these arguments; nothing runs.
+func (x *Idempotent) TickKey(idem2 string, time2 int, context2 context, b []byte) (string, error) {
+	return x.beginTick(idem2, time2, &context2, b).StoreKey()
+}
+
+// beginTick starts a call of Tick and writes its key material.
+func (x *Idempotent) beginTick(idem2 string, time2 int, context2 *context, b []byte) idem4.Call {
+	c := x.g.Begin(idemSpecTick)
+	c.Key().ID(idem2)
+	c.Payload().String(idem2)
+	c.Payload().Int(int64(time2))
+	idemKeyContext(c.Payload(), context2)
+	if b == nil {
+		c.Payload().Nil()
+	} else {
+		c.Payload().Bytes(b)
+	}
+	return c
 }
 
 var idemSpecTick = &idem4.Spec{
@@ -112,39 +145,6 @@ var idemCodecTick = idemimpl.TypedCodec[idemResultTick]{
 	},
 }
 
-// Tick is collisions.Tick, run at most once per key (ttl=1h30m lease=30s on_duplicate=return
-// key=idem2).
-func (x *Idempotent) Tick(ctx context3.Context, idem2 string, time2 int, context2 context, b []byte) (string, int, error) {
-	c := x.beginTick(idem2, time2, &context2, b)
-	r, err := idem4.Do(ctx, c, func(ctx context3.Context) (idemResultTick, error) {
-		var r idemResultTick
-		var err error
-		r.r1, r.r2, err = Tick(ctx, idem2, time2, context2, b)
-		return r, err
-	})
-	return r.r1, r.r2, err
-}
-
-// TickKey is the store key Tick claims for these arguments; nothing runs.
-func (x *Idempotent) TickKey(idem2 string, time2 int, context2 context, b []byte) (string, error) {
-	return x.beginTick(idem2, time2, &context2, b).StoreKey()
-}
-
-// beginTick starts a call of Tick and writes its key material.
-func (x *Idempotent) beginTick(idem2 string, time2 int, context2 *context, b []byte) idem4.Call {
-	c := x.g.Begin(idemSpecTick)
-	c.Key().ID(idem2)
-	c.Payload().String(idem2)
-	c.Payload().Int(int64(time2))
-	idemKeyContext(c.Payload(), context2)
-	if b == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Bytes(b)
-	}
-	return c
-}
-
 // IdempotentBox is a *Box whose annotated methods run at most once per key.
 type IdempotentBox struct {
 	*Box
@@ -157,26 +157,6 @@ func NewIdempotentBox(t *Box, g *idem4.Guard) *IdempotentBox {
 		Box: t,
 		g:   g,
 	}
-}
-
-var idemSpecBoxPut = &idem4.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/collisions.Box.Put",
-	Signature: "fc5f1964890c57ed",
-	TTL:       time3.Hour,
-	Codec:     idemCodecBoxPut,
-}
-
-// Build fails here if Box.Put's signature changed since generation: run go generate.
-var _ func(*Box, context3.Context, int) (int64, error) = (*Box).Put
-
-// idemCodecBoxPut stores the results of Put (generated codec).
-var idemCodecBoxPut = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
 }
 
 // Put is Box.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is
@@ -200,18 +180,18 @@ func (c *IdempotentBox) beginPut(x int) idem4.Call {
 	return c2
 }
 
-var idemSpecBoxPeek = &idem4.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/collisions.Box.Peek",
-	Signature: "48c0b9550e9d20b9",
+var idemSpecBoxPut = &idem4.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/collisions.Box.Put",
+	Signature: "fc5f1964890c57ed",
 	TTL:       time3.Hour,
-	Codec:     idemCodecBoxPeek,
+	Codec:     idemCodecBoxPut,
 }
 
-// Build fails here if Box.Peek's signature changed since generation: run go generate.
-var _ func(*Box, context3.Context) (int64, error) = (*Box).Peek
+// Build fails here if Box.Put's signature changed since generation: run go generate.
+var _ func(*Box, context3.Context, int) (int64, error) = (*Box).Put
 
-// idemCodecBoxPeek stores the results of Peek (generated codec).
-var idemCodecBoxPeek = idemimpl.TypedCodec[int64]{
+// idemCodecBoxPut stores the results of Put (generated codec).
+var idemCodecBoxPut = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -240,14 +220,25 @@ func (context_ *IdempotentBox) beginPeek() idem4.Call {
 	return c
 }
 
-var idemSpecBoxEmpty = &idem4.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/collisions.Box.Empty",
-	Signature: "00e5bc8183f6ae91",
+var idemSpecBoxPeek = &idem4.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/collisions.Box.Peek",
+	Signature: "48c0b9550e9d20b9",
 	TTL:       time3.Hour,
+	Codec:     idemCodecBoxPeek,
 }
 
-// Build fails here if Box.Empty's signature changed since generation: run go generate.
-var _ func(*Box, context3.Context) error = (*Box).Empty
+// Build fails here if Box.Peek's signature changed since generation: run go generate.
+var _ func(*Box, context3.Context) (int64, error) = (*Box).Peek
+
+// idemCodecBoxPeek stores the results of Peek (generated codec).
+var idemCodecBoxPeek = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Empty is Box.Empty, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver
 // is not part of the key (key= can name its fields).
@@ -269,6 +260,15 @@ func (idem3 *IdempotentBox) beginEmpty() idem4.Call {
 	c := idem3.g.Begin(idemSpecBoxEmpty)
 	return c
 }
+
+var idemSpecBoxEmpty = &idem4.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/collisions.Box.Empty",
+	Signature: "00e5bc8183f6ae91",
+	TTL:       time3.Hour,
+}
+
+// Build fails here if Box.Empty's signature changed since generation: run go generate.
+var _ func(*Box, context3.Context) error = (*Box).Empty
 
 // idemKeyContext writes the key material of context.
 func idemKeyContext(b *idemimpl.KeyBuilder, v *context) {

@@ -20,26 +20,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecGetQuote = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/defaults.GetQuote",
-	Signature: "2a38793fec761b01",
-	TTL:       24 * time.Hour,
-	Codec:     idemCodecGetQuote,
-}
-
-// Build fails here if defaults.GetQuote's signature changed since generation: run go generate.
-var _ func(context.Context, string, int) (Quote, error) = GetQuote
-
-// idemCodecGetQuote stores the results of GetQuote (generated codec).
-var idemCodecGetQuote = idemimpl.TypedCodec[Quote]{
-	Decode: func(d *idemimpl.Decoder, v *Quote) {
-		idemDecQuote(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Quote) {
-		idemEncQuote(e, v)
-	},
-}
-
 // GetQuote is defaults.GetQuote, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) GetQuote(ctx context.Context, symbol string, qty int) (Quote, error) {
 	c := x.beginGetQuote(symbol, qty)
@@ -59,6 +39,26 @@ func (x *Idempotent) beginGetQuote(symbol string, qty int) idem.Call {
 	c.Key().String(symbol)
 	c.Key().Int(int64(qty))
 	return c
+}
+
+var idemSpecGetQuote = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/defaults.GetQuote",
+	Signature: "2a38793fec761b01",
+	TTL:       24 * time.Hour,
+	Codec:     idemCodecGetQuote,
+}
+
+// Build fails here if defaults.GetQuote's signature changed since generation: run go generate.
+var _ func(context.Context, string, int) (Quote, error) = GetQuote
+
+// idemCodecGetQuote stores the results of GetQuote (generated codec).
+var idemCodecGetQuote = idemimpl.TypedCodec[Quote]{
+	Decode: func(d *idemimpl.Decoder, v *Quote) {
+		idemDecQuote(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *Quote) {
+		idemEncQuote(e, v)
+	},
 }
 
 // idemDecQuote restores values of Quote.

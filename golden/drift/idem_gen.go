@@ -22,26 +22,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCharge = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/drift.Charge",
-	Signature: "b947adb3d1306acc",
-	TTL:       time.Hour,
-	Codec:     idemCodecCharge,
-}
-
-// Build fails here if drift.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, Req) (int64, error) = Charge
-
-// idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Charge is drift.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Charge(ctx context.Context, req Req) (int64, error) {
 	c := x.beginCharge(&req)
@@ -62,23 +42,23 @@ func (x *Idempotent) beginCharge(req *Req) idem.Call {
 	return c
 }
 
-var idemSpecQuote = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/drift.Quote",
-	Signature: "d93478a612090bbf",
+var idemSpecCharge = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/drift.Charge",
+	Signature: "b947adb3d1306acc",
 	TTL:       time.Hour,
-	Codec:     idemCodecQuote,
+	Codec:     idemCodecCharge,
 }
 
-// Build fails here if drift.Quote's signature changed since generation: run go generate.
-var _ func(context.Context, Cents, Units) (Price, error) = Quote
+// Build fails here if drift.Charge's signature changed since generation: run go generate.
+var _ func(context.Context, Req) (int64, error) = Charge
 
-// idemCodecQuote stores the results of Quote (generated codec).
-var idemCodecQuote = idemimpl.TypedCodec[Price]{
-	Decode: func(d *idemimpl.Decoder, v *Price) {
-		idemDecPrice(d, v)
+// idemCodecCharge stores the results of Charge (generated codec).
+var idemCodecCharge = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
 	},
-	Encode: func(e *idemimpl.Encoder, v *Price) {
-		idemEncPrice(e, v)
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
 	},
 }
 
@@ -103,23 +83,23 @@ func (x *Idempotent) beginQuote(amount Cents, units Units) idem.Call {
 	return c
 }
 
-var idemSpecTrack = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/drift.Track",
-	Signature: "6bcc5d0aebd7b778",
+var idemSpecQuote = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/drift.Quote",
+	Signature: "d93478a612090bbf",
 	TTL:       time.Hour,
-	Codec:     idemCodecTrack,
+	Codec:     idemCodecQuote,
 }
 
-// Build fails here if drift.Track's signature changed since generation: run go generate.
-var _ func(context.Context, Opt[int64]) (int64, error) = Track
+// Build fails here if drift.Quote's signature changed since generation: run go generate.
+var _ func(context.Context, Cents, Units) (Price, error) = Quote
 
-// idemCodecTrack stores the results of Track (generated codec).
-var idemCodecTrack = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
+// idemCodecQuote stores the results of Quote (generated codec).
+var idemCodecQuote = idemimpl.TypedCodec[Price]{
+	Decode: func(d *idemimpl.Decoder, v *Price) {
+		idemDecPrice(d, v)
 	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
+	Encode: func(e *idemimpl.Encoder, v *Price) {
+		idemEncPrice(e, v)
 	},
 }
 
@@ -143,20 +123,18 @@ func (x *Idempotent) beginTrack(limit *Opt[int64]) idem.Call {
 	return c
 }
 
-var idemSpecSave = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/drift.Save",
-	Signature: "bfd67d824809ac28",
+var idemSpecTrack = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/drift.Track",
+	Signature: "6bcc5d0aebd7b778",
 	TTL:       time.Hour,
-	Codec:     idemCodecSave,
+	Codec:     idemCodecTrack,
 }
 
-// Build fails here if drift.Save's signature changed since generation: run go generate.
-func _[S ~string]() {
-	var _ func(context.Context, Page[S]) (int64, error) = Save[S]
-}
+// Build fails here if drift.Track's signature changed since generation: run go generate.
+var _ func(context.Context, Opt[int64]) (int64, error) = Track
 
-// idemCodecSave stores the results of Save (generated codec).
-var idemCodecSave = idemimpl.TypedCodec[int64]{
+// idemCodecTrack stores the results of Track (generated codec).
+var idemCodecTrack = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -192,6 +170,28 @@ func idemBeginSave[S ~string](x *Idempotent, p *Page[S]) idem.Call {
 		}
 	}
 	return c
+}
+
+var idemSpecSave = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/drift.Save",
+	Signature: "bfd67d824809ac28",
+	TTL:       time.Hour,
+	Codec:     idemCodecSave,
+}
+
+// Build fails here if drift.Save's signature changed since generation: run go generate.
+func _[S ~string]() {
+	var _ func(context.Context, Page[S]) (int64, error) = Save[S]
+}
+
+// idemCodecSave stores the results of Save (generated codec).
+var idemCodecSave = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
 }
 
 // idemDecPrice restores values of Price.

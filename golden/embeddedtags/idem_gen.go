@@ -21,26 +21,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecList = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/embeddedtags.List",
-	Signature: "b4a93d2c068f1095",
-	TTL:       time.Hour,
-	Codec:     idemCodecList,
-}
-
-// Build fails here if p.List's signature changed since generation: run go generate.
-var _ func(context.Context, Query) (Messages, error) = List
-
-// idemCodecList stores the results of List (generated codec).
-var idemCodecList = idemimpl.TypedCodec[Messages]{
-	Decode: func(d *idemimpl.Decoder, v *Messages) {
-		idemDecMessages(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Messages) {
-		idemEncMessages(e, v)
-	},
-}
-
 // List is p.List, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) List(ctx context.Context, q Query) (Messages, error) {
 	c := x.beginList(&q)
@@ -59,6 +39,26 @@ func (x *Idempotent) beginList(q *Query) idem.Call {
 	c := x.g.Begin(idemSpecList)
 	idemKeyQuery(c.Key(), q)
 	return c
+}
+
+var idemSpecList = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/embeddedtags.List",
+	Signature: "b4a93d2c068f1095",
+	TTL:       time.Hour,
+	Codec:     idemCodecList,
+}
+
+// Build fails here if p.List's signature changed since generation: run go generate.
+var _ func(context.Context, Query) (Messages, error) = List
+
+// idemCodecList stores the results of List (generated codec).
+var idemCodecList = idemimpl.TypedCodec[Messages]{
+	Decode: func(d *idemimpl.Decoder, v *Messages) {
+		idemDecMessages(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *Messages) {
+		idemEncMessages(e, v)
+	},
 }
 
 // idemDecExtMeta restores values of ext.Meta.

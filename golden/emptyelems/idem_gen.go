@@ -22,26 +22,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecTags = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/emptyelems.Tags",
-	Signature: "2412be3abb067d41",
-	TTL:       time.Hour,
-	Codec:     idemCodecTags,
-}
-
-// Build fails here if emptyelems.Tags's signature changed since generation: run go generate.
-var _ func(context.Context, string) (Sets, error) = Tags
-
-// idemCodecTags stores the results of Tags (generated codec).
-var idemCodecTags = idemimpl.TypedCodec[Sets]{
-	Decode: func(d *idemimpl.Decoder, v *Sets) {
-		idemDecSets(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Sets) {
-		idemEncSets(e, v)
-	},
-}
-
 // Tags is emptyelems.Tags, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Tags(ctx context.Context, item string) (Sets, error) {
 	c := x.beginTags(item)
@@ -60,6 +40,26 @@ func (x *Idempotent) beginTags(item string) idem.Call {
 	c := x.g.Begin(idemSpecTags)
 	c.Key().String(item)
 	return c
+}
+
+var idemSpecTags = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/emptyelems.Tags",
+	Signature: "2412be3abb067d41",
+	TTL:       time.Hour,
+	Codec:     idemCodecTags,
+}
+
+// Build fails here if emptyelems.Tags's signature changed since generation: run go generate.
+var _ func(context.Context, string) (Sets, error) = Tags
+
+// idemCodecTags stores the results of Tags (generated codec).
+var idemCodecTags = idemimpl.TypedCodec[Sets]{
+	Decode: func(d *idemimpl.Decoder, v *Sets) {
+		idemDecSets(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *Sets) {
+		idemEncSets(e, v)
+	},
 }
 
 // idemDecMarker restores values of Marker.

@@ -19,16 +19,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecSendEmail = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/errlock.SendEmail",
-	Signature: "34d81b5a32de782d",
-	TTL:       time.Hour,
-	OnFailure: idem.FailureLock,
-}
-
-// Build fails here if errlock.SendEmail's signature changed since generation: run go generate.
-var _ func(context.Context, string, string) error = SendEmail
-
 // SendEmail is errlock.SendEmail, run at most once per key (ttl=1h lease=30s on_duplicate=return
 // on_failure=lock).
 func (x *Idempotent) SendEmail(ctx context.Context, to string, body string) error {
@@ -52,13 +42,15 @@ func (x *Idempotent) beginSendEmail(to string, body string) idem.Call {
 	return c
 }
 
-var idemSpecCharge = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/errlock.Charge",
-	Signature: "805c206e3a7f9d8b",
+var idemSpecSendEmail = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/errlock.SendEmail",
+	Signature: "34d81b5a32de782d",
+	TTL:       time.Hour,
+	OnFailure: idem.FailureLock,
 }
 
-// Build fails here if errlock.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, string, int64) error = Charge
+// Build fails here if errlock.SendEmail's signature changed since generation: run go generate.
+var _ func(context.Context, string, string) error = SendEmail
 
 // Charge is errlock.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // on_failure=unlock).
@@ -82,3 +74,11 @@ func (x *Idempotent) beginCharge(account string, cents int64) idem.Call {
 	c.Key().Int(cents)
 	return c
 }
+
+var idemSpecCharge = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/errlock.Charge",
+	Signature: "805c206e3a7f9d8b",
+}
+
+// Build fails here if errlock.Charge's signature changed since generation: run go generate.
+var _ func(context.Context, string, int64) error = Charge

@@ -21,6 +21,34 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Lookup is errvalues.Lookup, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// Errors in results replay as their text and chain, as themselves if idemErrors lists them.
+func (x *Idempotent) Lookup(ctx context.Context, ids []string) ([]Item, error) {
+	c := x.beginLookup(ids)
+	return idem.Do(ctx, c, func(ctx context.Context) ([]Item, error) {
+		return Lookup(ctx, ids)
+	})
+}
+
+// LookupKey is the store key Lookup claims for these arguments; nothing runs.
+func (x *Idempotent) LookupKey(ids []string) (string, error) {
+	return x.beginLookup(ids).StoreKey()
+}
+
+// beginLookup starts a call of Lookup and writes its key material.
+func (x *Idempotent) beginLookup(ids []string) idem.Call {
+	c := x.g.Begin(idemSpecLookup)
+	if ids == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().List(len(ids))
+		for i := range ids {
+			c.Key().String(ids[i])
+		}
+	}
+	return c
+}
+
 var idemSpecLookup = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/errvalues.Lookup",
 	Signature: "0fbcc7d910365f42",
@@ -56,31 +84,25 @@ var idemCodecLookup = idemimpl.TypedCodec[[]Item]{
 	},
 }
 
-// Lookup is errvalues.Lookup, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// Produce is broker.Produce, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // Errors in results replay as their text and chain, as themselves if idemErrors lists them.
-func (x *Idempotent) Lookup(ctx context.Context, ids []string) ([]Item, error) {
-	c := x.beginLookup(ids)
-	return idem.Do(ctx, c, func(ctx context.Context) ([]Item, error) {
-		return Lookup(ctx, ids)
+func (x *Idempotent) Produce(ctx context.Context, topic string, partitions int) (*broker.ProduceResponse, error) {
+	c := x.beginProduce(topic, partitions)
+	return idem.Do(ctx, c, func(ctx context.Context) (*broker.ProduceResponse, error) {
+		return broker.Produce(ctx, topic, partitions)
 	})
 }
 
-// LookupKey is the store key Lookup claims for these arguments; nothing runs.
-func (x *Idempotent) LookupKey(ids []string) (string, error) {
-	return x.beginLookup(ids).StoreKey()
+// ProduceKey is the store key Produce claims for these arguments; nothing runs.
+func (x *Idempotent) ProduceKey(topic string, partitions int) (string, error) {
+	return x.beginProduce(topic, partitions).StoreKey()
 }
 
-// beginLookup starts a call of Lookup and writes its key material.
-func (x *Idempotent) beginLookup(ids []string) idem.Call {
-	c := x.g.Begin(idemSpecLookup)
-	if ids == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(ids))
-		for i := range ids {
-			c.Key().String(ids[i])
-		}
-	}
+// beginProduce starts a call of Produce and writes its key material.
+func (x *Idempotent) beginProduce(topic string, partitions int) idem.Call {
+	c := x.g.Begin(idemSpecProduce)
+	c.Key().String(topic)
+	c.Key().Int(int64(partitions))
 	return c
 }
 
@@ -112,28 +134,6 @@ var idemCodecProduce = idemimpl.TypedCodec[*broker.ProduceResponse]{
 			idemEncBrokerProduceResponse(e, *v)
 		}
 	},
-}
-
-// Produce is broker.Produce, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-// Errors in results replay as their text and chain, as themselves if idemErrors lists them.
-func (x *Idempotent) Produce(ctx context.Context, topic string, partitions int) (*broker.ProduceResponse, error) {
-	c := x.beginProduce(topic, partitions)
-	return idem.Do(ctx, c, func(ctx context.Context) (*broker.ProduceResponse, error) {
-		return broker.Produce(ctx, topic, partitions)
-	})
-}
-
-// ProduceKey is the store key Produce claims for these arguments; nothing runs.
-func (x *Idempotent) ProduceKey(topic string, partitions int) (string, error) {
-	return x.beginProduce(topic, partitions).StoreKey()
-}
-
-// beginProduce starts a call of Produce and writes its key material.
-func (x *Idempotent) beginProduce(topic string, partitions int) idem.Call {
-	c := x.g.Begin(idemSpecProduce)
-	c.Key().String(topic)
-	c.Key().Int(int64(partitions))
-	return c
 }
 
 // idemErrors restores the errors of its cases in results as themselves; others come back as their

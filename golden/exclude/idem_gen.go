@@ -20,25 +20,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecFulfil = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/exclude.Fulfil",
-	Signature: "fa4afcbfe1bcfd2f",
-	Codec:     idemCodecFulfil,
-}
-
-// Build fails here if exclude.Fulfil's signature changed since generation: run go generate.
-var _ func(context.Context, Order, Delivery) (int64, error) = Fulfil
-
-// idemCodecFulfil stores the results of Fulfil (generated codec).
-var idemCodecFulfil = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Fulfil is exclude.Fulfil, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=meta,order.Trace.Sent,order.Customer.UpdatedAt).
 func (x *Idempotent) Fulfil(ctx context.Context, order Order, meta Delivery) (int64, error) {
@@ -65,6 +46,25 @@ func (x *Idempotent) beginFulfil(order *Order, meta *Delivery) idem.Call {
 	}
 	c.Key().String(order.Trace.SpanID)
 	return c
+}
+
+var idemSpecFulfil = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/exclude.Fulfil",
+	Signature: "fa4afcbfe1bcfd2f",
+	Codec:     idemCodecFulfil,
+}
+
+// Build fails here if exclude.Fulfil's signature changed since generation: run go generate.
+var _ func(context.Context, Order, Delivery) (int64, error) = Fulfil
+
+// idemCodecFulfil stores the results of Fulfil (generated codec).
+var idemCodecFulfil = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
 }
 
 // Build fails here if Customer's fields changed since generation: run go generate.

@@ -24,15 +24,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecShip = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/foreign.Ship",
-	Signature: "84647c3192ddb26a",
-	TTL:       time.Hour,
-}
-
-// Build fails here if foreign.Ship's signature changed since generation: run go generate.
-var _ func(context.Context, string) error = Ship
-
 // Ship is foreign.Ship, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Ship(ctx context.Context, order string) error {
 	c := x.beginShip(order)
@@ -54,35 +45,14 @@ func (x *Idempotent) beginShip(order string) idem.Call {
 	return c
 }
 
-var idemSpecNew = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/foreign/sdk.New",
-	Signature: "994a6f17987bf0b4",
-	TTL:       24 * time.Hour,
-	Codec:     idemCodecNew,
+var idemSpecShip = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/foreign.Ship",
+	Signature: "84647c3192ddb26a",
+	TTL:       time.Hour,
 }
 
-// Build fails here if sdk.New's signature changed since generation: run go generate.
-var _ func(context.Context, *sdk.PaymentIntentParams) (*sdk.PaymentIntent, error) = sdk.New
-
-// idemCodecNew stores the results of New (generated codec).
-var idemCodecNew = idemimpl.TypedCodec[*sdk.PaymentIntent]{
-	Decode: func(d *idemimpl.Decoder, v **sdk.PaymentIntent) {
-		if d.Ptr() {
-			*v = new(sdk.PaymentIntent)
-			idemDecSdkPaymentIntent(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **sdk.PaymentIntent) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncSdkPaymentIntent(e, *v)
-		}
-	},
-}
+// Build fails here if foreign.Ship's signature changed since generation: run go generate.
+var _ func(context.Context, string) error = Ship
 
 // New is sdk.New, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=params.Params.IdempotencyKey). Not keyed: params.Params.Context (a context),
@@ -123,6 +93,57 @@ func (x *Idempotent) beginNew(params *sdk.PaymentIntentParams) idem.Call {
 	return c
 }
 
+var idemSpecNew = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/foreign/sdk.New",
+	Signature: "994a6f17987bf0b4",
+	TTL:       24 * time.Hour,
+	Codec:     idemCodecNew,
+}
+
+// Build fails here if sdk.New's signature changed since generation: run go generate.
+var _ func(context.Context, *sdk.PaymentIntentParams) (*sdk.PaymentIntent, error) = sdk.New
+
+// idemCodecNew stores the results of New (generated codec).
+var idemCodecNew = idemimpl.TypedCodec[*sdk.PaymentIntent]{
+	Decode: func(d *idemimpl.Decoder, v **sdk.PaymentIntent) {
+		if d.Ptr() {
+			*v = new(sdk.PaymentIntent)
+			idemDecSdkPaymentIntent(d, *v)
+		} else {
+			*v = nil
+		}
+	},
+	Encode: func(e *idemimpl.Encoder, v **sdk.PaymentIntent) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			e.Ptr()
+			idemEncSdkPaymentIntent(e, *v)
+		}
+	},
+}
+
+// NewRefund is refund.New, run at most once per key (ttl=24h lease=30s on_duplicate=raise).
+func (x *Idempotent) NewRefund(ctx context.Context, payment string, amount int64) (*refund.Refund, error) {
+	c := x.beginNewRefund(payment, amount)
+	return idem.Do(ctx, c, func(ctx context.Context) (*refund.Refund, error) {
+		return refund.New(ctx, payment, amount)
+	})
+}
+
+// NewRefundKey is the store key NewRefund claims for these arguments; nothing runs.
+func (x *Idempotent) NewRefundKey(payment string, amount int64) (string, error) {
+	return x.beginNewRefund(payment, amount).StoreKey()
+}
+
+// beginNewRefund starts a call of NewRefund and writes its key material.
+func (x *Idempotent) beginNewRefund(payment string, amount int64) idem.Call {
+	c := x.g.Begin(idemSpecNewRefund)
+	c.Key().String(payment)
+	c.Key().Int(amount)
+	return c
+}
+
 var idemSpecNewRefund = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/foreign/refund.New",
 	Signature:   "362d1e9c8e3af282",
@@ -153,27 +174,6 @@ var idemCodecNewRefund = idemimpl.TypedCodec[*refund.Refund]{
 	},
 }
 
-// NewRefund is refund.New, run at most once per key (ttl=24h lease=30s on_duplicate=raise).
-func (x *Idempotent) NewRefund(ctx context.Context, payment string, amount int64) (*refund.Refund, error) {
-	c := x.beginNewRefund(payment, amount)
-	return idem.Do(ctx, c, func(ctx context.Context) (*refund.Refund, error) {
-		return refund.New(ctx, payment, amount)
-	})
-}
-
-// NewRefundKey is the store key NewRefund claims for these arguments; nothing runs.
-func (x *Idempotent) NewRefundKey(payment string, amount int64) (string, error) {
-	return x.beginNewRefund(payment, amount).StoreKey()
-}
-
-// beginNewRefund starts a call of NewRefund and writes its key material.
-func (x *Idempotent) beginNewRefund(payment string, amount int64) idem.Call {
-	c := x.g.Begin(idemSpecNewRefund)
-	c.Key().String(payment)
-	c.Key().Int(amount)
-	return c
-}
-
 // IdempotentIssuesService is a *sdk.IssuesService whose annotated methods run at most once per key.
 type IdempotentIssuesService struct {
 	*sdk.IssuesService
@@ -187,6 +187,39 @@ func NewIdempotentIssuesService(t *sdk.IssuesService, g *idem.Guard) *Idempotent
 		IssuesService: t,
 		g:             g,
 	}
+}
+
+// Create is sdk.IssuesService.Create, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return omit=r2). The receiver is not part of the key (key= can name its fields). Not
+// stored (replays return their zero value): r2.
+func (s *IdempotentIssuesService) Create(ctx context.Context, owner string, repo string, req *sdk.IssueRequest) (*sdk.Issue, *sdk.Response, error) {
+	c := s.beginCreate(owner, repo, req)
+	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultIssuesServiceCreate, error) {
+		var r idemResultIssuesServiceCreate
+		var err error
+		r.r1, r.r2, err = s.IssuesService.Create(ctx, owner, repo, req)
+		return r, err
+	})
+	return r.r1, r.r2, err
+}
+
+// CreateKey is the store key Create claims for these arguments; nothing runs.
+func (s *IdempotentIssuesService) CreateKey(owner string, repo string, req *sdk.IssueRequest) (string, error) {
+	return s.beginCreate(owner, repo, req).StoreKey()
+}
+
+// beginCreate starts a call of Create and writes its key material.
+func (s *IdempotentIssuesService) beginCreate(owner string, repo string, req *sdk.IssueRequest) idem.Call {
+	c := s.g.Begin(idemSpecIssuesServiceCreate)
+	c.Key().String(owner)
+	c.Key().String(repo)
+	if req == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().Ptr()
+		idemKeySdkIssueRequest(c.Key(), req)
+	}
+	return c
 }
 
 var idemSpecIssuesServiceCreate = &idem.Spec{
@@ -237,48 +270,6 @@ var idemCodecIssuesServiceCreate = idemimpl.TypedCodec[idemResultIssuesServiceCr
 	},
 }
 
-// Create is sdk.IssuesService.Create, run at most once per key (ttl=1h lease=30s
-// on_duplicate=return omit=r2). The receiver is not part of the key (key= can name its fields). Not
-// stored (replays return their zero value): r2.
-func (s *IdempotentIssuesService) Create(ctx context.Context, owner string, repo string, req *sdk.IssueRequest) (*sdk.Issue, *sdk.Response, error) {
-	c := s.beginCreate(owner, repo, req)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultIssuesServiceCreate, error) {
-		var r idemResultIssuesServiceCreate
-		var err error
-		r.r1, r.r2, err = s.IssuesService.Create(ctx, owner, repo, req)
-		return r, err
-	})
-	return r.r1, r.r2, err
-}
-
-// CreateKey is the store key Create claims for these arguments; nothing runs.
-func (s *IdempotentIssuesService) CreateKey(owner string, repo string, req *sdk.IssueRequest) (string, error) {
-	return s.beginCreate(owner, repo, req).StoreKey()
-}
-
-// beginCreate starts a call of Create and writes its key material.
-func (s *IdempotentIssuesService) beginCreate(owner string, repo string, req *sdk.IssueRequest) idem.Call {
-	c := s.g.Begin(idemSpecIssuesServiceCreate)
-	c.Key().String(owner)
-	c.Key().String(repo)
-	if req == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeySdkIssueRequest(c.Key(), req)
-	}
-	return c
-}
-
-var idemSpecIssuesServiceLock = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/foreign/sdk.IssuesService.Lock",
-	Signature:   "f6f7c2a1c84fa045",
-	OnDuplicate: idem.DuplicateRaise,
-}
-
-// Build fails here if sdk.IssuesService.Lock's signature changed since generation: run go generate.
-var _ func(*sdk.IssuesService, context.Context, string, string, int) error = (*sdk.IssuesService).Lock
-
 // Lock is sdk.IssuesService.Lock, run at most once per key (ttl=24h lease=30s on_duplicate=raise).
 // The receiver is not part of the key (key= can name its fields).
 func (s *IdempotentIssuesService) Lock(ctx context.Context, owner string, repo string, number int) error {
@@ -302,6 +293,15 @@ func (s *IdempotentIssuesService) beginLock(owner string, repo string, number in
 	c.Key().Int(int64(number))
 	return c
 }
+
+var idemSpecIssuesServiceLock = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/foreign/sdk.IssuesService.Lock",
+	Signature:   "f6f7c2a1c84fa045",
+	OnDuplicate: idem.DuplicateRaise,
+}
+
+// Build fails here if sdk.IssuesService.Lock's signature changed since generation: run go generate.
+var _ func(*sdk.IssuesService, context.Context, string, string, int) error = (*sdk.IssuesService).Lock
 
 // idemDecRefundRefund restores values of refund.Refund.
 func idemDecRefundRefund(d *idemimpl.Decoder, v *refund.Refund) {

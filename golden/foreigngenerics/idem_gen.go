@@ -24,29 +24,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecReprice = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/foreigngenerics.Reprice",
-	Signature: "371f35ccb10d688c",
-	TTL:       time.Hour,
-	Codec:     idemCodecReprice,
-}
-
-// Build fails here if foreigngenerics.Reprice's signature changed since generation: run go
-// generate.
-func _[N ~int64 | ~int32]() {
-	var _ func(context.Context, sdk.Query[string], N) (sdk.Page[sdk.Item], error) = Reprice[N]
-}
-
-// idemCodecReprice stores the results of Reprice (generated codec).
-var idemCodecReprice = idemimpl.TypedCodec[sdk.Page[sdk.Item]]{
-	Decode: func(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
-		idemDecSdkPage_SdkItem(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
-		idemEncSdkPage_SdkItem(e, v)
-	},
-}
-
 // IdempotentReprice is foreigngenerics.Reprice, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return). The type arguments are part of the key.
 func IdempotentReprice[N ~int64 | ~int32](x *Idempotent, ctx context.Context, q sdk.Query[string], by N) (sdk.Page[sdk.Item], error) {
@@ -70,18 +47,21 @@ func idemBeginReprice[N ~int64 | ~int32](x *Idempotent, q *sdk.Query[string], by
 	return c
 }
 
-var idemSpecList = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/foreigngenerics/sdk.List",
-	Signature: "83a4257fbdb239b8",
+var idemSpecReprice = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/foreigngenerics.Reprice",
+	Signature: "371f35ccb10d688c",
 	TTL:       time.Hour,
-	Codec:     idemCodecList,
+	Codec:     idemCodecReprice,
 }
 
-// Build fails here if sdk.List's signature changed since generation: run go generate.
-var _ func(context.Context, sdk.Query[string]) (sdk.Page[sdk.Item], error) = sdk.List
+// Build fails here if foreigngenerics.Reprice's signature changed since generation: run go
+// generate.
+func _[N ~int64 | ~int32]() {
+	var _ func(context.Context, sdk.Query[string], N) (sdk.Page[sdk.Item], error) = Reprice[N]
+}
 
-// idemCodecList stores the results of List (generated codec).
-var idemCodecList = idemimpl.TypedCodec[sdk.Page[sdk.Item]]{
+// idemCodecReprice stores the results of Reprice (generated codec).
+var idemCodecReprice = idemimpl.TypedCodec[sdk.Page[sdk.Item]]{
 	Decode: func(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
 		idemDecSdkPage_SdkItem(d, v)
 	},
@@ -110,6 +90,26 @@ func (x *Idempotent) beginList(q *sdk.Query[string]) idem.Call {
 	return c
 }
 
+var idemSpecList = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/foreigngenerics/sdk.List",
+	Signature: "83a4257fbdb239b8",
+	TTL:       time.Hour,
+	Codec:     idemCodecList,
+}
+
+// Build fails here if sdk.List's signature changed since generation: run go generate.
+var _ func(context.Context, sdk.Query[string]) (sdk.Page[sdk.Item], error) = sdk.List
+
+// idemCodecList stores the results of List (generated codec).
+var idemCodecList = idemimpl.TypedCodec[sdk.Page[sdk.Item]]{
+	Decode: func(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
+		idemDecSdkPage_SdkItem(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
+		idemEncSdkPage_SdkItem(e, v)
+	},
+}
+
 // IdempotentCatalog is a *sdk.Catalog whose annotated methods run at most once per key.
 type IdempotentCatalog struct {
 	*sdk.Catalog
@@ -122,6 +122,27 @@ func NewIdempotentCatalog(t *sdk.Catalog, g *idem.Guard) *IdempotentCatalog {
 		Catalog: t,
 		g:       g,
 	}
+}
+
+// Prices is sdk.Catalog.Prices, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// The receiver is not part of the key (key= can name its fields).
+func (c *IdempotentCatalog) Prices(ctx context.Context, ids sdk.Page[string]) (map[string]sdk.Opt[int64], error) {
+	c2 := c.beginPrices(&ids)
+	return idem.Do(ctx, c2, func(ctx context.Context) (map[string]sdk.Opt[int64], error) {
+		return c.Catalog.Prices(ctx, ids)
+	})
+}
+
+// PricesKey is the store key Prices claims for these arguments; nothing runs.
+func (c *IdempotentCatalog) PricesKey(ids sdk.Page[string]) (string, error) {
+	return c.beginPrices(&ids).StoreKey()
+}
+
+// beginPrices starts a call of Prices and writes its key material.
+func (c *IdempotentCatalog) beginPrices(ids *sdk.Page[string]) idem.Call {
+	c2 := c.g.Begin(idemSpecCatalogPrices)
+	idemKeySdkPage_string(c2.Key(), ids)
+	return c2
 }
 
 var idemSpecCatalogPrices = &idem.Spec{
@@ -165,27 +186,6 @@ var idemCodecCatalogPrices = idemimpl.TypedCodec[map[string]sdk.Opt[int64]]{
 			e.End(at)
 		}
 	},
-}
-
-// Prices is sdk.Catalog.Prices, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-// The receiver is not part of the key (key= can name its fields).
-func (c *IdempotentCatalog) Prices(ctx context.Context, ids sdk.Page[string]) (map[string]sdk.Opt[int64], error) {
-	c2 := c.beginPrices(&ids)
-	return idem.Do(ctx, c2, func(ctx context.Context) (map[string]sdk.Opt[int64], error) {
-		return c.Catalog.Prices(ctx, ids)
-	})
-}
-
-// PricesKey is the store key Prices claims for these arguments; nothing runs.
-func (c *IdempotentCatalog) PricesKey(ids sdk.Page[string]) (string, error) {
-	return c.beginPrices(&ids).StoreKey()
-}
-
-// beginPrices starts a call of Prices and writes its key material.
-func (c *IdempotentCatalog) beginPrices(ids *sdk.Page[string]) idem.Call {
-	c2 := c.g.Begin(idemSpecCatalogPrices)
-	idemKeySdkPage_string(c2.Key(), ids)
-	return c2
 }
 
 // idemDecSdkItem restores values of sdk.Item.

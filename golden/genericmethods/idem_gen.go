@@ -27,28 +27,6 @@ func NewIdempotentRepo[T Entity](t *Repo[T], g *idem.Guard) *IdempotentRepo[T] {
 	}
 }
 
-var idemSpecRepoSave = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/genericmethods.Repo.Save",
-	Signature: "7e250c6b64ab51a1",
-	TTL:       time.Hour,
-	Codec:     idemCodecRepoSave,
-}
-
-// Build fails here if Repo.Save's signature changed since generation: run go generate.
-func _[T Entity]() {
-	var _ func(*Repo[T], context.Context, T) (int, error) = (*Repo[T]).Save
-}
-
-// idemCodecRepoSave stores the results of Save (generated codec).
-var idemCodecRepoSave = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
-	},
-}
-
 // Save is Repo.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return). The type
 // arguments are part of the key. The receiver is not part of the key (key= can name its fields).
 func (r *IdempotentRepo[T]) Save(ctx context.Context, v T) (int, error) {
@@ -75,14 +53,26 @@ func (r *IdempotentRepo[T]) beginSave(v T) idem.Call {
 	return c
 }
 
-var idemSpecRepoRename = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/genericmethods.Repo.Rename",
-	Signature: "e075896490020e79",
+var idemSpecRepoSave = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/genericmethods.Repo.Save",
+	Signature: "7e250c6b64ab51a1",
+	TTL:       time.Hour,
+	Codec:     idemCodecRepoSave,
 }
 
-// Build fails here if Repo.Rename's signature changed since generation: run go generate.
-func _[U Entity]() {
-	var _ func(*Repo[U], context.Context, string, string) error = (*Repo[U]).Rename
+// Build fails here if Repo.Save's signature changed since generation: run go generate.
+func _[T Entity]() {
+	var _ func(*Repo[T], context.Context, T) (int, error) = (*Repo[T]).Save
+}
+
+// idemCodecRepoSave stores the results of Save (generated codec).
+var idemCodecRepoSave = idemimpl.TypedCodec[int]{
+	Decode: func(d *idemimpl.Decoder, v *int) {
+		*v = int(d.Int(64))
+	},
+	Encode: func(e *idemimpl.Encoder, v *int) {
+		e.Int(int64(*v))
+	},
 }
 
 // Rename is Repo.Rename, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -114,6 +104,16 @@ func (r *IdempotentRepo[U]) beginRename(id string, to string) idem.Call {
 	c.Payload().String(id)
 	c.Payload().String(to)
 	return c
+}
+
+var idemSpecRepoRename = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/genericmethods.Repo.Rename",
+	Signature: "e075896490020e79",
+}
+
+// Build fails here if Repo.Rename's signature changed since generation: run go generate.
+func _[U Entity]() {
+	var _ func(*Repo[U], context.Context, string, string) error = (*Repo[U]).Rename
 }
 
 // Build fails here if a field of Repo[U] read here changed: run go generate.

@@ -24,6 +24,31 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// CreateInvoice is generics.CreateInvoice, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return).
+func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (Page[Invoice], sdk.Opt[int64], error) {
+	c := x.beginCreateInvoice(&req)
+	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultCreateInvoice, error) {
+		var r idemResultCreateInvoice
+		var err error
+		r.r1, r.r2, err = CreateInvoice(ctx, req)
+		return r, err
+	})
+	return r.r1, r.r2, err
+}
+
+// CreateInvoiceKey is the store key CreateInvoice claims for these arguments; nothing runs.
+func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
+	return x.beginCreateInvoice(&req).StoreKey()
+}
+
+// beginCreateInvoice starts a call of CreateInvoice and writes its key material.
+func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
+	c := x.g.Begin(idemSpecCreateInvoice)
+	idemKeyInvoiceRequest(c.Key(), req)
+	return c
+}
+
 var idemSpecCreateInvoice = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/generics.CreateInvoice",
 	Signature: "bac60fe4f49fe518",
@@ -65,53 +90,6 @@ var idemCodecCreateInvoice = idemimpl.TypedCodec[idemResultCreateInvoice]{
 	},
 }
 
-// CreateInvoice is generics.CreateInvoice, run at most once per key (ttl=1h lease=30s
-// on_duplicate=return).
-func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (Page[Invoice], sdk.Opt[int64], error) {
-	c := x.beginCreateInvoice(&req)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultCreateInvoice, error) {
-		var r idemResultCreateInvoice
-		var err error
-		r.r1, r.r2, err = CreateInvoice(ctx, req)
-		return r, err
-	})
-	return r.r1, r.r2, err
-}
-
-// CreateInvoiceKey is the store key CreateInvoice claims for these arguments; nothing runs.
-func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
-	return x.beginCreateInvoice(&req).StoreKey()
-}
-
-// beginCreateInvoice starts a call of CreateInvoice and writes its key material.
-func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
-	c := x.g.Begin(idemSpecCreateInvoice)
-	idemKeyInvoiceRequest(c.Key(), req)
-	return c
-}
-
-var idemSpecPublish = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/generics.Publish",
-	Signature: "0983586e28b95f86",
-	TTL:       time.Hour,
-	Codec:     idemCodecPublish,
-}
-
-// Build fails here if generics.Publish's signature changed since generation: run go generate.
-func _[E Event]() {
-	var _ func(context.Context, E) (int64, error) = Publish[E]
-}
-
-// idemCodecPublish stores the results of Publish (generated codec).
-var idemCodecPublish = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // IdempotentPublish is generics.Publish, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return). The type arguments are part of the key.
 func IdempotentPublish[E Event](x *Idempotent, ctx context.Context, e E) (int64, error) {
@@ -138,20 +116,20 @@ func idemBeginPublish[E Event](x *Idempotent, e E) idem.Call {
 	return c
 }
 
-var idemSpecTally = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/generics.Tally",
-	Signature: "3bbc02bcb119d600",
+var idemSpecPublish = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Publish",
+	Signature: "0983586e28b95f86",
 	TTL:       time.Hour,
-	Codec:     idemCodecTally,
+	Codec:     idemCodecPublish,
 }
 
-// Build fails here if generics.Tally's signature changed since generation: run go generate.
-func _[N ~int | ~int64]() {
-	var _ func(context.Context, N) (int64, error) = Tally[N]
+// Build fails here if generics.Publish's signature changed since generation: run go generate.
+func _[E Event]() {
+	var _ func(context.Context, E) (int64, error) = Publish[E]
 }
 
-// idemCodecTally stores the results of Tally (generated codec).
-var idemCodecTally = idemimpl.TypedCodec[int64]{
+// idemCodecPublish stores the results of Publish (generated codec).
+var idemCodecPublish = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -182,19 +160,20 @@ func idemBeginTally[N ~int | ~int64](x *Idempotent, n N) idem.Call {
 	return c
 }
 
-var idemSpecSend = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/generics.Send",
-	Signature: "c8efcd9e4f91b8bd",
-	Codec:     idemCodecSend,
+var idemSpecTally = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Tally",
+	Signature: "3bbc02bcb119d600",
+	TTL:       time.Hour,
+	Codec:     idemCodecTally,
 }
 
-// Build fails here if generics.Send's signature changed since generation: run go generate.
-func _[M any]() {
-	var _ func(context.Context, string, M) (int64, error) = Send[M]
+// Build fails here if generics.Tally's signature changed since generation: run go generate.
+func _[N ~int | ~int64]() {
+	var _ func(context.Context, N) (int64, error) = Tally[N]
 }
 
-// idemCodecSend stores the results of Send (generated codec).
-var idemCodecSend = idemimpl.TypedCodec[int64]{
+// idemCodecTally stores the results of Tally (generated codec).
+var idemCodecTally = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -227,15 +206,25 @@ func idemBeginSend[M any](x *Idempotent, id string, m M) idem.Call {
 	return c
 }
 
-var idemSpecSave = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/generics.Save",
-	Signature: "cd8548b019f7b394",
-	TTL:       time.Hour,
+var idemSpecSend = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Send",
+	Signature: "c8efcd9e4f91b8bd",
+	Codec:     idemCodecSend,
 }
 
-// Build fails here if generics.Save's signature changed since generation: run go generate.
-func _[S ~string]() {
-	var _ func(context.Context, Page[S], ...S) error = Save[S]
+// Build fails here if generics.Send's signature changed since generation: run go generate.
+func _[M any]() {
+	var _ func(context.Context, string, M) (int64, error) = Send[M]
+}
+
+// idemCodecSend stores the results of Send (generated codec).
+var idemCodecSend = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
 }
 
 // IdempotentSave is generics.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -278,28 +267,15 @@ func idemBeginSave[S ~string](x *Idempotent, p *Page[S], ps []S) idem.Call {
 	return c
 }
 
-var idemSpecPlace = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/generics.Place",
-	Signature: "d75fecaf970e948c",
+var idemSpecSave = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Save",
+	Signature: "cd8548b019f7b394",
 	TTL:       time.Hour,
-	Codec:     idemCodecPlace,
 }
 
-// Build fails here if generics.Place's signature changed since generation: run go generate.
-func _[O interface {
-	Order
-}]() {
-	var _ func(context.Context, O) (int64, error) = Place[O]
-}
-
-// idemCodecPlace stores the results of Place (generated codec).
-var idemCodecPlace = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
+// Build fails here if generics.Save's signature changed since generation: run go generate.
+func _[S ~string]() {
+	var _ func(context.Context, Page[S], ...S) error = Save[S]
 }
 
 // IdempotentPlace is generics.Place, run at most once per key (ttl=1h lease=30s
@@ -331,20 +307,22 @@ func idemBeginPlace[O interface {
 	return c
 }
 
-var idemSpecStock = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/generics.Stock",
-	Signature: "a42e33eaecf5ca74",
+var idemSpecPlace = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Place",
+	Signature: "d75fecaf970e948c",
 	TTL:       time.Hour,
-	Codec:     idemCodecStock,
+	Codec:     idemCodecPlace,
 }
 
-// Build fails here if generics.Stock's signature changed since generation: run go generate.
-func _[T Texter]() {
-	var _ func(context.Context, T, float64) (int64, error) = Stock[T]
+// Build fails here if generics.Place's signature changed since generation: run go generate.
+func _[O interface {
+	Order
+}]() {
+	var _ func(context.Context, O) (int64, error) = Place[O]
 }
 
-// idemCodecStock stores the results of Stock (generated codec).
-var idemCodecStock = idemimpl.TypedCodec[int64]{
+// idemCodecPlace stores the results of Place (generated codec).
+var idemCodecPlace = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -380,23 +358,25 @@ func idemBeginStock[T Texter](x *Idempotent, item T, qty float64) idem.Call {
 	return c
 }
 
-var idemSpecImport = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/generics.Import",
-	Signature: "e276a2ce4b8f33bd",
+var idemSpecStock = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Stock",
+	Signature: "a42e33eaecf5ca74",
 	TTL:       time.Hour,
-	Codec:     idemCodecImport,
+	Codec:     idemCodecStock,
 }
 
-// Build fails here if generics.Import's signature changed since generation: run go generate.
-var _ func(context.Context, Page[model.Invoice], Page[model2.Invoice]) (Page[model2.Invoice], error) = Import
+// Build fails here if generics.Stock's signature changed since generation: run go generate.
+func _[T Texter]() {
+	var _ func(context.Context, T, float64) (int64, error) = Stock[T]
+}
 
-// idemCodecImport stores the results of Import (generated codec).
-var idemCodecImport = idemimpl.TypedCodec[Page[model2.Invoice]]{
-	Decode: func(d *idemimpl.Decoder, v *Page[model2.Invoice]) {
-		idemDecPage_ModelInvoice(d, v)
+// idemCodecStock stores the results of Stock (generated codec).
+var idemCodecStock = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
 	},
-	Encode: func(e *idemimpl.Encoder, v *Page[model2.Invoice]) {
-		idemEncPage_ModelInvoice(e, v)
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
 	},
 }
 
@@ -419,6 +399,26 @@ func (x *Idempotent) beginImport(a *Page[model.Invoice], b *Page[model2.Invoice]
 	idemKeyPage_ModelInvoice(c.Key(), a)
 	idemKeyPage_ModelInvoice2(c.Key(), b)
 	return c
+}
+
+var idemSpecImport = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Import",
+	Signature: "e276a2ce4b8f33bd",
+	TTL:       time.Hour,
+	Codec:     idemCodecImport,
+}
+
+// Build fails here if generics.Import's signature changed since generation: run go generate.
+var _ func(context.Context, Page[model.Invoice], Page[model2.Invoice]) (Page[model2.Invoice], error) = Import
+
+// idemCodecImport stores the results of Import (generated codec).
+var idemCodecImport = idemimpl.TypedCodec[Page[model2.Invoice]]{
+	Decode: func(d *idemimpl.Decoder, v *Page[model2.Invoice]) {
+		idemDecPage_ModelInvoice(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *Page[model2.Invoice]) {
+		idemEncPage_ModelInvoice(e, v)
+	},
 }
 
 // idemDecInvoice restores values of Invoice.

@@ -19,25 +19,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecHandle = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/idkey.Handle",
-	Signature: "a67544882b64e927",
-	Codec:     idemCodecHandle,
-}
-
-// Build fails here if idkey.Handle's signature changed since generation: run go generate.
-var _ func(context.Context, string, Event) (int64, error) = Handle
-
-// idemCodecHandle stores the results of Handle (generated codec).
-var idemCodecHandle = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Handle is idkey.Handle, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=idempotencyKey).
 func (x *Idempotent) Handle(ctx context.Context, idempotencyKey string, ev Event) (int64, error) {
@@ -61,18 +42,17 @@ func (x *Idempotent) beginHandle(idempotencyKey string, ev *Event) idem.Call {
 	return c
 }
 
-var idemSpecHandleEvent = &idem.Spec{
-	Name:      "events.handle",
-	Signature: "51fba2a7bfe07927",
-	Version:   2,
-	Codec:     idemCodecHandleEvent,
+var idemSpecHandle = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/idkey.Handle",
+	Signature: "a67544882b64e927",
+	Codec:     idemCodecHandle,
 }
 
-// Build fails here if idkey.HandleEvent's signature changed since generation: run go generate.
-var _ func(context.Context, *TypedEvent) (int64, error) = HandleEvent
+// Build fails here if idkey.Handle's signature changed since generation: run go generate.
+var _ func(context.Context, string, Event) (int64, error) = Handle
 
-// idemCodecHandleEvent stores the results of HandleEvent (generated codec).
-var idemCodecHandleEvent = idemimpl.TypedCodec[int64]{
+// idemCodecHandle stores the results of Handle (generated codec).
+var idemCodecHandle = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -110,6 +90,26 @@ func (x *Idempotent) beginHandleEvent(ev *TypedEvent) idem.Call {
 		idemKeyTypedEvent(c.Payload(), ev)
 	}
 	return c
+}
+
+var idemSpecHandleEvent = &idem.Spec{
+	Name:      "events.handle",
+	Signature: "51fba2a7bfe07927",
+	Version:   2,
+	Codec:     idemCodecHandleEvent,
+}
+
+// Build fails here if idkey.HandleEvent's signature changed since generation: run go generate.
+var _ func(context.Context, *TypedEvent) (int64, error) = HandleEvent
+
+// idemCodecHandleEvent stores the results of HandleEvent (generated codec).
+var idemCodecHandleEvent = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
 }
 
 // idemKeyEvent writes the key material of Event.

@@ -47,27 +47,6 @@ func (x *IdempotentCarrier) Track(ref string) (string, error) {
 	return x.inner.Track(ref)
 }
 
-var idemSpecCarrierBook = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/iface.Carrier.Book",
-	Signature:   "052d817d83288bdc",
-	TTL:         time.Hour,
-	OnDuplicate: idem.DuplicateWait,
-	Codec:       idemCodecCarrierBook,
-}
-
-// Build fails here if Carrier.Book's signature changed since generation: run go generate.
-var _ func(Carrier, context.Context, string, Shipment) (Booking, error) = Carrier.Book
-
-// idemCodecCarrierBook stores the results of Book (generated codec).
-var idemCodecCarrierBook = idemimpl.TypedCodec[Booking]{
-	Decode: func(d *idemimpl.Decoder, v *Booking) {
-		idemDecBooking(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Booking) {
-		idemEncBooking(e, v)
-	},
-}
-
 // Book is Carrier.Book, run at most once per key (ttl=1h lease=30s on_duplicate=wait). The
 // implementation is not part of the key: every Carrier decorated on one Guard shares Book's keys.
 func (x *IdempotentCarrier) Book(p0 context.Context, p1 string, p2 Shipment) (Booking, error) {
@@ -90,22 +69,24 @@ func (x *IdempotentCarrier) beginBook(p1 string, p2 *Shipment) idem.Call {
 	return c
 }
 
-var idemSpecCarrierQuote = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/iface.Carrier.Quote",
-	Signature: "be69fea037166730",
-	Codec:     idemCodecCarrierQuote,
+var idemSpecCarrierBook = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/iface.Carrier.Book",
+	Signature:   "052d817d83288bdc",
+	TTL:         time.Hour,
+	OnDuplicate: idem.DuplicateWait,
+	Codec:       idemCodecCarrierBook,
 }
 
-// Build fails here if Carrier.Quote's signature changed since generation: run go generate.
-var _ func(Carrier, context.Context, string, Shipment) (int64, error) = Carrier.Quote
+// Build fails here if Carrier.Book's signature changed since generation: run go generate.
+var _ func(Carrier, context.Context, string, Shipment) (Booking, error) = Carrier.Book
 
-// idemCodecCarrierQuote stores the results of Quote (generated codec).
-var idemCodecCarrierQuote = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
+// idemCodecCarrierBook stores the results of Book (generated codec).
+var idemCodecCarrierBook = idemimpl.TypedCodec[Booking]{
+	Decode: func(d *idemimpl.Decoder, v *Booking) {
+		idemDecBooking(d, v)
 	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
+	Encode: func(e *idemimpl.Encoder, v *Booking) {
+		idemEncBooking(e, v)
 	},
 }
 
@@ -133,6 +114,25 @@ func (x *IdempotentCarrier) beginQuote(orderID string, s *Shipment) idem.Call {
 	return c
 }
 
+var idemSpecCarrierQuote = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/iface.Carrier.Quote",
+	Signature: "be69fea037166730",
+	Codec:     idemCodecCarrierQuote,
+}
+
+// Build fails here if Carrier.Quote's signature changed since generation: run go generate.
+var _ func(Carrier, context.Context, string, Shipment) (int64, error) = Carrier.Quote
+
+// idemCodecCarrierQuote stores the results of Quote (generated codec).
+var idemCodecCarrierQuote = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
 // IdempotentCanceller is a Canceller whose Cancel runs at most once per key; its other methods call
 // the inner Canceller. Decorators of two Cancellers on one Guard share the keys of each annotated
 // method: the interface method is the operation, whichever implementation runs it.
@@ -152,15 +152,6 @@ func NewIdempotentCanceller(inner Canceller, g *idem.Guard) *IdempotentCanceller
 
 // Build fails here if Canceller's methods changed since generation: run go generate.
 var _ Canceller = (*IdempotentCanceller)(nil)
-
-var idemSpecCancellerCancel = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/iface.Canceller.Cancel",
-	Signature: "ec8e0bbc8695a3e6",
-	TTL:       2 * time.Hour,
-}
-
-// Build fails here if Canceller.Cancel's signature changed since generation: run go generate.
-var _ func(Canceller, context.Context, string) error = Canceller.Cancel
 
 // Cancel is Canceller.Cancel, run at most once per key (ttl=2h lease=30s on_duplicate=return). The
 // implementation is not part of the key: every Canceller decorated on one Guard shares Cancel's
@@ -184,6 +175,15 @@ func (x *IdempotentCanceller) beginCancel(ref string) idem.Call {
 	c.Key().String(ref)
 	return c
 }
+
+var idemSpecCancellerCancel = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/iface.Canceller.Cancel",
+	Signature: "ec8e0bbc8695a3e6",
+	TTL:       2 * time.Hour,
+}
+
+// Build fails here if Canceller.Cancel's signature changed since generation: run go generate.
+var _ func(Canceller, context.Context, string) error = Canceller.Cancel
 
 // IdempotentNotifier is a Notifier whose Notify and Reset run at most once per key; its other
 // methods call the inner Notifier. Decorators of two Notifiers on one Guard share the keys of each
@@ -215,15 +215,6 @@ func (x *IdempotentNotifier) Name() string {
 	return x.inner.Name()
 }
 
-var idemSpecNotifierNotify = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/iface.Notifier.Notify",
-	Signature: "c76a8b46d498a9b9",
-	TTL:       10 * time.Minute,
-}
-
-// Build fails here if Notifier.Notify's signature changed since generation: run go generate.
-var _ func(Notifier, context.Context, string, string) error = Notifier.Notify
-
 // Notify is Notifier.Notify, run at most once per key (ttl=10m lease=30s on_duplicate=return). The
 // implementation is not part of the key: every Notifier decorated on one Guard shares Notify's
 // keys.
@@ -248,15 +239,14 @@ func (x *IdempotentNotifier) beginNotify(to string, msg string) idem.Call {
 	return c
 }
 
-var idemSpecNotifierReset = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/iface.Notifier.Reset",
-	Signature:   "8c32b2eca0158031",
-	TTL:         10 * time.Minute,
-	OnDuplicate: idem.DuplicateRaise,
+var idemSpecNotifierNotify = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/iface.Notifier.Notify",
+	Signature: "c76a8b46d498a9b9",
+	TTL:       10 * time.Minute,
 }
 
-// Build fails here if Notifier.Reset's signature changed since generation: run go generate.
-var _ func(Notifier, context.Context, string) error = Notifier.Reset
+// Build fails here if Notifier.Notify's signature changed since generation: run go generate.
+var _ func(Notifier, context.Context, string, string) error = Notifier.Notify
 
 // Reset is Notifier.Reset, run at most once per key (ttl=10m lease=30s on_duplicate=raise). The
 // implementation is not part of the key: every Notifier decorated on one Guard shares Reset's keys.
@@ -279,6 +269,16 @@ func (x *IdempotentNotifier) beginReset(id string) idem.Call {
 	c.Key().String(id)
 	return c
 }
+
+var idemSpecNotifierReset = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/iface.Notifier.Reset",
+	Signature:   "8c32b2eca0158031",
+	TTL:         10 * time.Minute,
+	OnDuplicate: idem.DuplicateRaise,
+}
+
+// Build fails here if Notifier.Reset's signature changed since generation: run go generate.
+var _ func(Notifier, context.Context, string) error = Notifier.Reset
 
 // idemDecBooking restores values of Booking.
 func idemDecBooking(d *idemimpl.Decoder, v *Booking) {

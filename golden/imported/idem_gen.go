@@ -21,25 +21,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCrop = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/imported.Crop",
-	Signature: "bff80db901c17edc",
-	Codec:     idemCodecCrop,
-}
-
-// Build fails here if imported.Crop's signature changed since generation: run go generate.
-var _ func(context.Context, image.Rectangle, image.Point, color.RGBA) (image.Rectangle, error) = Crop
-
-// idemCodecCrop stores the results of Crop (generated codec).
-var idemCodecCrop = idemimpl.TypedCodec[image.Rectangle]{
-	Decode: func(d *idemimpl.Decoder, v *image.Rectangle) {
-		idemDecImageRectangle(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *image.Rectangle) {
-		idemEncImageRectangle(e, v)
-	},
-}
-
 // Crop is imported.Crop, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Crop(ctx context.Context, r image.Rectangle, at image.Point, bg color.RGBA) (image.Rectangle, error) {
 	c := x.beginCrop(&r, &at, &bg)
@@ -60,6 +41,25 @@ func (x *Idempotent) beginCrop(r *image.Rectangle, at *image.Point, bg *color.RG
 	idemKeyImagePoint(c.Key(), at)
 	idemKeyColorRGBA(c.Key(), bg)
 	return c
+}
+
+var idemSpecCrop = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/imported.Crop",
+	Signature: "bff80db901c17edc",
+	Codec:     idemCodecCrop,
+}
+
+// Build fails here if imported.Crop's signature changed since generation: run go generate.
+var _ func(context.Context, image.Rectangle, image.Point, color.RGBA) (image.Rectangle, error) = Crop
+
+// idemCodecCrop stores the results of Crop (generated codec).
+var idemCodecCrop = idemimpl.TypedCodec[image.Rectangle]{
+	Decode: func(d *idemimpl.Decoder, v *image.Rectangle) {
+		idemDecImageRectangle(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *image.Rectangle) {
+		idemEncImageRectangle(e, v)
+	},
 }
 
 // idemDecImagePoint restores values of image.Point.

@@ -21,26 +21,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCharge = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/jsonskipkeys.Charge",
-	Signature: "3ecfa97a2d506cc4",
-	TTL:       time.Hour,
-	Codec:     idemCodecCharge,
-}
-
-// Build fails here if jsonskipkeys.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, *sdk.ChargeParams) (string, error) = Charge
-
-// idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
-
 // Charge is jsonskipkeys.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // Not keyed: p.Params.Context (a context), p.Params.usage (unexported, json:"-").
 func (x *Idempotent) Charge(ctx context.Context, p *sdk.ChargeParams) (string, error) {
@@ -65,6 +45,26 @@ func (x *Idempotent) beginCharge(p *sdk.ChargeParams) idem.Call {
 		idemKeySdkChargeParams(c.Key(), p)
 	}
 	return c
+}
+
+var idemSpecCharge = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/jsonskipkeys.Charge",
+	Signature: "3ecfa97a2d506cc4",
+	TTL:       time.Hour,
+	Codec:     idemCodecCharge,
+}
+
+// Build fails here if jsonskipkeys.Charge's signature changed since generation: run go generate.
+var _ func(context.Context, *sdk.ChargeParams) (string, error) = Charge
+
+// idemCodecCharge stores the results of Charge (generated codec).
+var idemCodecCharge = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
+		*v = d.String()
+	},
+	Encode: func(e *idemimpl.Encoder, v *string) {
+		e.String(*v)
+	},
 }
 
 // idemKeySdkChargeParams writes the key material of sdk.ChargeParams.

@@ -20,25 +20,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecRecord = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/keybasic.Record",
-	Signature: "f4745fd971150508",
-	Codec:     idemCodecRecord,
-}
-
-// Build fails here if keybasic.Record's signature changed since generation: run go generate.
-var _ func(context.Context, Basics, int, float64, Currency, time.Duration, time.Time) (int64, error) = Record
-
-// idemCodecRecord stores the results of Record (generated codec).
-var idemCodecRecord = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Record is keybasic.Record, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Record(ctx context.Context, b Basics, n int, f float64, c Currency, d time.Duration, at time.Time) (int64, error) {
 	c2 := x.beginRecord(&b, n, f, c, d, &at)
@@ -62,6 +43,25 @@ func (x *Idempotent) beginRecord(b *Basics, n int, f float64, c Currency, d time
 	c2.Key().Int(int64(d))
 	c2.Key().Time(*at)
 	return c2
+}
+
+var idemSpecRecord = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/keybasic.Record",
+	Signature: "f4745fd971150508",
+	Codec:     idemCodecRecord,
+}
+
+// Build fails here if keybasic.Record's signature changed since generation: run go generate.
+var _ func(context.Context, Basics, int, float64, Currency, time.Duration, time.Time) (int64, error) = Record
+
+// idemCodecRecord stores the results of Record (generated codec).
+var idemCodecRecord = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
 }
 
 // idemKeyBasics writes the key material of Basics.

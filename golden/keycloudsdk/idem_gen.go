@@ -21,26 +21,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecPut = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/keycloudsdk.Put",
-	Signature: "00250c3d0cf72fa4",
-	TTL:       time.Hour,
-	Codec:     idemCodecPut,
-}
-
-// Build fails here if keycloudsdk.Put's signature changed since generation: run go generate.
-var _ func(context.Context, *sdk.PutObjectInput) (int64, error) = Put
-
-// idemCodecPut stores the results of Put (generated codec).
-var idemCodecPut = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Put is keycloudsdk.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Put(ctx context.Context, in *sdk.PutObjectInput) (int64, error) {
 	c := x.beginPut(in)
@@ -66,18 +46,18 @@ func (x *Idempotent) beginPut(in *sdk.PutObjectInput) idem.Call {
 	return c
 }
 
-var idemSpecPutFor = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/keycloudsdk.PutFor",
-	Signature: "7a90a2b71d1cd13b",
+var idemSpecPut = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/keycloudsdk.Put",
+	Signature: "00250c3d0cf72fa4",
 	TTL:       time.Hour,
-	Codec:     idemCodecPutFor,
+	Codec:     idemCodecPut,
 }
 
-// Build fails here if keycloudsdk.PutFor's signature changed since generation: run go generate.
-var _ func(context.Context, Upload) (int64, error) = PutFor
+// Build fails here if keycloudsdk.Put's signature changed since generation: run go generate.
+var _ func(context.Context, *sdk.PutObjectInput) (int64, error) = Put
 
-// idemCodecPutFor stores the results of PutFor (generated codec).
-var idemCodecPutFor = idemimpl.TypedCodec[int64]{
+// idemCodecPut stores the results of Put (generated codec).
+var idemCodecPut = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -104,6 +84,26 @@ func (x *Idempotent) beginPutFor(u *Upload) idem.Call {
 	c := x.g.Begin(idemSpecPutFor)
 	idemKeyUpload(c.Key(), u)
 	return c
+}
+
+var idemSpecPutFor = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/keycloudsdk.PutFor",
+	Signature: "7a90a2b71d1cd13b",
+	TTL:       time.Hour,
+	Codec:     idemCodecPutFor,
+}
+
+// Build fails here if keycloudsdk.PutFor's signature changed since generation: run go generate.
+var _ func(context.Context, Upload) (int64, error) = PutFor
+
+// idemCodecPutFor stores the results of PutFor (generated codec).
+var idemCodecPutFor = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
 }
 
 // idemKeySdkPutObjectInput writes the key material of sdk.PutObjectInput.

@@ -19,25 +19,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecDraw = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/keycomposite.Draw",
-	Signature: "d3c4eba960003292",
-	Codec:     idemCodecDraw,
-}
-
-// Build fails here if keycomposite.Draw's signature changed since generation: run go generate.
-var _ func(context.Context, Shape, []string, map[string]string, *Point, [2]Point) (int64, error) = Draw
-
-// idemCodecDraw stores the results of Draw (generated codec).
-var idemCodecDraw = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Draw is keycomposite.Draw, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Draw(ctx context.Context, s Shape, ids []string, tags map[string]string, p *Point, arr [2]Point) (int64, error) {
 	c := x.beginDraw(&s, ids, tags, p, &arr)
@@ -85,6 +66,25 @@ func (x *Idempotent) beginDraw(s *Shape, ids []string, tags map[string]string, p
 		idemKeyPoint(c.Key(), &arr[i])
 	}
 	return c
+}
+
+var idemSpecDraw = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/keycomposite.Draw",
+	Signature: "d3c4eba960003292",
+	Codec:     idemCodecDraw,
+}
+
+// Build fails here if keycomposite.Draw's signature changed since generation: run go generate.
+var _ func(context.Context, Shape, []string, map[string]string, *Point, [2]Point) (int64, error) = Draw
+
+// idemCodecDraw stores the results of Draw (generated codec).
+var idemCodecDraw = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
 }
 
 // idemKeyPoint writes the key material of Point.

@@ -19,25 +19,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecNotify = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/keyer.Notify",
-	Signature: "998a82d2a2f5af2b",
-	Codec:     idemCodecNotify,
-}
-
-// Build fails here if keyer.Notify's signature changed since generation: run go generate.
-var _ func(context.Context, Order, Identity, *Email) (int64, error) = Notify
-
-// idemCodecNotify stores the results of Notify (generated codec).
-var idemCodecNotify = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Notify is keyer.Notify, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Notify(ctx context.Context, o Order, who Identity, cc *Email) (int64, error) {
 	c := x.beginNotify(&o, who, cc)
@@ -67,6 +48,25 @@ func (x *Idempotent) beginNotify(o *Order, who Identity, cc *Email) idem.Call {
 		c.Key().Key(*cc)
 	}
 	return c
+}
+
+var idemSpecNotify = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/keyer.Notify",
+	Signature: "998a82d2a2f5af2b",
+	Codec:     idemCodecNotify,
+}
+
+// Build fails here if keyer.Notify's signature changed since generation: run go generate.
+var _ func(context.Context, Order, Identity, *Email) (int64, error) = Notify
+
+// idemCodecNotify stores the results of Notify (generated codec).
+var idemCodecNotify = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
 }
 
 // idemKeyOrder writes the key material of Order.

@@ -20,25 +20,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCharge = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/keyhelper.Charge",
-	Signature: "c3f07498e86d4a9e",
-	Codec:     idemCodecCharge,
-}
-
-// Build fails here if keyhelper.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, Request) (int64, error) = Charge
-
-// idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Charge is keyhelper.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=req.Tenant).
 func (x *Idempotent) Charge(ctx context.Context, req Request) (int64, error) {
@@ -61,14 +42,24 @@ func (x *Idempotent) beginCharge(req *Request) idem.Call {
 	return c
 }
 
-var idemSpecApply = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/keyhelper.Apply",
-	Signature: "370e6f32191e732c",
-	Ordered:   true,
+var idemSpecCharge = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/keyhelper.Charge",
+	Signature: "c3f07498e86d4a9e",
+	Codec:     idemCodecCharge,
 }
 
-// Build fails here if keyhelper.Apply's signature changed since generation: run go generate.
-var _ func(context.Context, Event) error = Apply
+// Build fails here if keyhelper.Charge's signature changed since generation: run go generate.
+var _ func(context.Context, Request) (int64, error) = Charge
+
+// idemCodecCharge stores the results of Charge (generated codec).
+var idemCodecCharge = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Apply is keyhelper.Apply, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=ev.ID order=ev.User:ev.At).
@@ -95,6 +86,15 @@ func (x *Idempotent) beginApply(ev *Event) idem.Call {
 	return c
 }
 
+var idemSpecApply = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/keyhelper.Apply",
+	Signature: "370e6f32191e732c",
+	Ordered:   true,
+}
+
+// Build fails here if keyhelper.Apply's signature changed since generation: run go generate.
+var _ func(context.Context, Event) error = Apply
+
 // IdempotentLedger is a *Ledger whose annotated methods run at most once per key.
 type IdempotentLedger struct {
 	*Ledger
@@ -108,15 +108,6 @@ func NewIdempotentLedger(t *Ledger, g *idem.Guard) *IdempotentLedger {
 		g:      g,
 	}
 }
-
-var idemSpecLedgerPost = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/keyhelper.Ledger.Post",
-	Signature: "0631943e28a0adc2",
-	Version:   2,
-}
-
-// Build fails here if Ledger.Post's signature changed since generation: run go generate.
-var _ func(*Ledger, context.Context, string, ...int64) error = (*Ledger).Post
 
 // Post is Ledger.Post, run at most once per key (ttl=24h lease=30s on_duplicate=return version=2).
 // The receiver is not part of the key (key= can name its fields).
@@ -143,6 +134,15 @@ func (l *IdempotentLedger) beginPost(account string, entries []int64) idem.Call 
 	}
 	return c
 }
+
+var idemSpecLedgerPost = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/keyhelper.Ledger.Post",
+	Signature: "0631943e28a0adc2",
+	Version:   2,
+}
+
+// Build fails here if Ledger.Post's signature changed since generation: run go generate.
+var _ func(*Ledger, context.Context, string, ...int64) error = (*Ledger).Post
 
 // idemKeyEvent writes the key material of Event.
 func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {

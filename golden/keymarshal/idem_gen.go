@@ -22,26 +22,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecPay = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/keymarshal.Pay",
-	Signature: "f84aea4238bd3251",
-	TTL:       time.Hour,
-	Codec:     idemCodecPay,
-}
-
-// Build fails here if keymarshal.Pay's signature changed since generation: run go generate.
-var _ func(context.Context, Charge, encoding.TextMarshaler) (int64, error) = Pay
-
-// idemCodecPay stores the results of Pay (generated codec).
-var idemCodecPay = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Pay is keymarshal.Pay, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Pay(ctx context.Context, c Charge, label encoding.TextMarshaler) (int64, error) {
 	c2 := x.beginPay(&c, label)
@@ -65,6 +45,26 @@ func (x *Idempotent) beginPay(c *Charge, label encoding.TextMarshaler) idem.Call
 		c2.Key().Marshaled(label.MarshalText())
 	}
 	return c2
+}
+
+var idemSpecPay = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/keymarshal.Pay",
+	Signature: "f84aea4238bd3251",
+	TTL:       time.Hour,
+	Codec:     idemCodecPay,
+}
+
+// Build fails here if keymarshal.Pay's signature changed since generation: run go generate.
+var _ func(context.Context, Charge, encoding.TextMarshaler) (int64, error) = Pay
+
+// idemCodecPay stores the results of Pay (generated codec).
+var idemCodecPay = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
 }
 
 // idemKeyCharge writes the key material of Charge.

@@ -24,26 +24,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecRecord = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/keyproto.Record",
-	Signature: "fee82f0ccbee0c56",
-	TTL:       time.Hour,
-	Codec:     idemCodecRecord,
-}
-
-// Build fails here if keyproto.Record's signature changed since generation: run go generate.
-var _ func(context.Context, Event) (int64, error) = Record
-
-// idemCodecRecord stores the results of Record (generated codec).
-var idemCodecRecord = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Record is keyproto.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Record(ctx context.Context, ev Event) (int64, error) {
 	c := x.beginRecord(&ev)
@@ -64,18 +44,18 @@ func (x *Idempotent) beginRecord(ev *Event) idem.Call {
 	return c
 }
 
-var idemSpecApply = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/keyproto.Apply",
-	Signature: "f1316f251759112d",
+var idemSpecRecord = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/keyproto.Record",
+	Signature: "fee82f0ccbee0c56",
 	TTL:       time.Hour,
-	Codec:     idemCodecApply,
+	Codec:     idemCodecRecord,
 }
 
-// Build fails here if keyproto.Apply's signature changed since generation: run go generate.
-var _ func(context.Context, proto.Message) (int64, error) = Apply
+// Build fails here if keyproto.Record's signature changed since generation: run go generate.
+var _ func(context.Context, Event) (int64, error) = Record
 
-// idemCodecApply stores the results of Apply (generated codec).
-var idemCodecApply = idemimpl.TypedCodec[int64]{
+// idemCodecRecord stores the results of Record (generated codec).
+var idemCodecRecord = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -109,17 +89,18 @@ func (x *Idempotent) beginApply(m proto.Message) idem.Call {
 	return c
 }
 
-var idemSpecPatch = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/keyproto.Patch",
-	Signature: "f1d48e7425ad4812",
-	Codec:     idemCodecPatch,
+var idemSpecApply = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/keyproto.Apply",
+	Signature: "f1316f251759112d",
+	TTL:       time.Hour,
+	Codec:     idemCodecApply,
 }
 
-// Build fails here if keyproto.Patch's signature changed since generation: run go generate.
-var _ func(context.Context, Event) (int64, error) = Patch
+// Build fails here if keyproto.Apply's signature changed since generation: run go generate.
+var _ func(context.Context, proto.Message) (int64, error) = Apply
 
-// idemCodecPatch stores the results of Patch (generated codec).
-var idemCodecPatch = idemimpl.TypedCodec[int64]{
+// idemCodecApply stores the results of Apply (generated codec).
+var idemCodecApply = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -153,6 +134,25 @@ func (x *Idempotent) beginPatch(ev *Event) idem.Call {
 	}
 	idemKeyEvent(c.Payload(), ev)
 	return c
+}
+
+var idemSpecPatch = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/keyproto.Patch",
+	Signature: "f1d48e7425ad4812",
+	Codec:     idemCodecPatch,
+}
+
+// Build fails here if keyproto.Patch's signature changed since generation: run go generate.
+var _ func(context.Context, Event) (int64, error) = Patch
+
+// idemCodecPatch stores the results of Patch (generated codec).
+var idemCodecPatch = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
 }
 
 // idemKeyEvent writes the key material of Event.

@@ -22,25 +22,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecAllow = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/marshalers.Allow",
-	Signature: "6a3bea0e0233c1f9",
-	Codec:     idemCodecAllow,
-}
-
-// Build fails here if marshalers.Allow's signature changed since generation: run go generate.
-var _ func(context.Context, Request, netip.Prefix) (int64, error) = Allow
-
-// idemCodecAllow stores the results of Allow (generated codec).
-var idemCodecAllow = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Allow is marshalers.Allow, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Allow(ctx context.Context, r Request, prefix netip.Prefix) (int64, error) {
 	c := x.beginAllow(&r, &prefix)
@@ -60,6 +41,25 @@ func (x *Idempotent) beginAllow(r *Request, prefix *netip.Prefix) idem.Call {
 	idemKeyRequest(c.Key(), r)
 	c.Key().Marshaled(prefix.MarshalBinary())
 	return c
+}
+
+var idemSpecAllow = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/marshalers.Allow",
+	Signature: "6a3bea0e0233c1f9",
+	Codec:     idemCodecAllow,
+}
+
+// Build fails here if marshalers.Allow's signature changed since generation: run go generate.
+var _ func(context.Context, Request, netip.Prefix) (int64, error) = Allow
+
+// idemCodecAllow stores the results of Allow (generated codec).
+var idemCodecAllow = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
 }
 
 // idemKeyRequest writes the key material of Request.

@@ -20,6 +20,26 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Bill is marshaljsononly.Bill, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Bill(ctx context.Context, id string) (*Invoice, error) {
+	c := x.beginBill(id)
+	return idem.Do(ctx, c, func(ctx context.Context) (*Invoice, error) {
+		return Bill(ctx, id)
+	})
+}
+
+// BillKey is the store key Bill claims for these arguments; nothing runs.
+func (x *Idempotent) BillKey(id string) (string, error) {
+	return x.beginBill(id).StoreKey()
+}
+
+// beginBill starts a call of Bill and writes its key material.
+func (x *Idempotent) beginBill(id string) idem.Call {
+	c := x.g.Begin(idemSpecBill)
+	c.Key().String(id)
+	return c
+}
+
 var idemSpecBill = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/marshaljsononly.Bill",
 	Signature: "2fbdd7ae268895ac",
@@ -48,26 +68,6 @@ var idemCodecBill = idemimpl.TypedCodec[*Invoice]{
 			idemEncInvoice(e, *v)
 		}
 	},
-}
-
-// Bill is marshaljsononly.Bill, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Bill(ctx context.Context, id string) (*Invoice, error) {
-	c := x.beginBill(id)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Invoice, error) {
-		return Bill(ctx, id)
-	})
-}
-
-// BillKey is the store key Bill claims for these arguments; nothing runs.
-func (x *Idempotent) BillKey(id string) (string, error) {
-	return x.beginBill(id).StoreKey()
-}
-
-// beginBill starts a call of Bill and writes its key material.
-func (x *Idempotent) beginBill(id string) idem.Call {
-	c := x.g.Begin(idemSpecBill)
-	c.Key().String(id)
-	return c
 }
 
 // idemDecAmount restores values of Amount.

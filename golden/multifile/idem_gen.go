@@ -20,26 +20,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecPing = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/multifile.Ping",
-	Signature: "bc8546d441f89fd6",
-	TTL:       time.Minute,
-	Codec:     idemCodecPing,
-}
-
-// Build fails here if multifile.Ping's signature changed since generation: run go generate.
-var _ func(context.Context) (string, error) = Ping
-
-// idemCodecPing stores the results of Ping (generated codec).
-var idemCodecPing = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
-
 // Ping is multifile.Ping, run at most once per key (ttl=1m lease=30s on_duplicate=return).
 func (x *Idempotent) Ping(ctx context.Context) (string, error) {
 	c := x.beginPing()
@@ -59,23 +39,23 @@ func (x *Idempotent) beginPing() idem.Call {
 	return c
 }
 
-var idemSpecUnexported = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/multifile.unexported",
-	Signature:   "fde6fa64c3f4a289",
-	OnDuplicate: idem.DuplicateWait,
-	Codec:       idemCodecUnexported,
+var idemSpecPing = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/multifile.Ping",
+	Signature: "bc8546d441f89fd6",
+	TTL:       time.Minute,
+	Codec:     idemCodecPing,
 }
 
-// Build fails here if multifile.unexported's signature changed since generation: run go generate.
-var _ func(context.Context, uint16) (bool, error) = unexported
+// Build fails here if multifile.Ping's signature changed since generation: run go generate.
+var _ func(context.Context) (string, error) = Ping
 
-// idemCodecUnexported stores the results of unexported (generated codec).
-var idemCodecUnexported = idemimpl.TypedCodec[bool]{
-	Decode: func(d *idemimpl.Decoder, v *bool) {
-		*v = d.Bool()
+// idemCodecPing stores the results of Ping (generated codec).
+var idemCodecPing = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
+		*v = d.String()
 	},
-	Encode: func(e *idemimpl.Encoder, v *bool) {
-		e.Bool(*v)
+	Encode: func(e *idemimpl.Encoder, v *string) {
+		e.String(*v)
 	},
 }
 
@@ -100,6 +80,26 @@ func (x *Idempotent) beginUnexported(n uint16) idem.Call {
 	return c
 }
 
+var idemSpecUnexported = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/multifile.unexported",
+	Signature:   "fde6fa64c3f4a289",
+	OnDuplicate: idem.DuplicateWait,
+	Codec:       idemCodecUnexported,
+}
+
+// Build fails here if multifile.unexported's signature changed since generation: run go generate.
+var _ func(context.Context, uint16) (bool, error) = unexported
+
+// idemCodecUnexported stores the results of unexported (generated codec).
+var idemCodecUnexported = idemimpl.TypedCodec[bool]{
+	Decode: func(d *idemimpl.Decoder, v *bool) {
+		*v = d.Bool()
+	},
+	Encode: func(e *idemimpl.Encoder, v *bool) {
+		e.Bool(*v)
+	},
+}
+
 // IdempotentRepo is a *Repo whose annotated methods run at most once per key.
 type IdempotentRepo struct {
 	*Repo
@@ -113,14 +113,6 @@ func NewIdempotentRepo(t *Repo, g *idem.Guard) *IdempotentRepo {
 		g:    g,
 	}
 }
-
-var idemSpecRepoSave = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/multifile.Repo.Save",
-	Signature: "63c30f3d29d49e03",
-}
-
-// Build fails here if Repo.Save's signature changed since generation: run go generate.
-var _ func(*Repo, context.Context, string, map[string]string) error = (*Repo).Save
 
 // Save is Repo.Save, run at most once per key (ttl=24h lease=30s on_duplicate=return key=id). The
 // receiver is not part of the key (key= can name its fields).
@@ -156,24 +148,13 @@ func (r *IdempotentRepo) beginSave(id string, doc map[string]string) idem.Call {
 	return c
 }
 
-var idemSpecRepoLoad = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/multifile.Repo.Load",
-	Signature: "a5a4d99f53db17a3",
-	Codec:     idemCodecRepoLoad,
+var idemSpecRepoSave = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/multifile.Repo.Save",
+	Signature: "63c30f3d29d49e03",
 }
 
-// Build fails here if Repo.Load's signature changed since generation: run go generate.
-var _ func(*Repo, context.Context, string) ([]byte, error) = (*Repo).Load
-
-// idemCodecRepoLoad stores the results of Load (generated codec).
-var idemCodecRepoLoad = idemimpl.TypedCodec[[]byte]{
-	Decode: func(d *idemimpl.Decoder, v *[]byte) {
-		*v = d.Bytes()
-	},
-	Encode: func(e *idemimpl.Encoder, v *[]byte) {
-		e.Bytes(*v)
-	},
-}
+// Build fails here if Repo.Save's signature changed since generation: run go generate.
+var _ func(*Repo, context.Context, string, map[string]string) error = (*Repo).Save
 
 // Load is Repo.Load, run at most once per key (ttl=24h lease=30s on_duplicate=return). The receiver
 // is not part of the key (key= can name its fields).
@@ -196,6 +177,25 @@ func (r *IdempotentRepo) beginLoad(id string) idem.Call {
 	return c
 }
 
+var idemSpecRepoLoad = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/multifile.Repo.Load",
+	Signature: "a5a4d99f53db17a3",
+	Codec:     idemCodecRepoLoad,
+}
+
+// Build fails here if Repo.Load's signature changed since generation: run go generate.
+var _ func(*Repo, context.Context, string) ([]byte, error) = (*Repo).Load
+
+// idemCodecRepoLoad stores the results of Load (generated codec).
+var idemCodecRepoLoad = idemimpl.TypedCodec[[]byte]{
+	Decode: func(d *idemimpl.Decoder, v *[]byte) {
+		*v = d.Bytes()
+	},
+	Encode: func(e *idemimpl.Encoder, v *[]byte) {
+		e.Bytes(*v)
+	},
+}
+
 // IdempotentCache is a *Cache whose annotated methods run at most once per key.
 type IdempotentCache struct {
 	*Cache
@@ -208,26 +208,6 @@ func NewIdempotentCache(t *Cache, g *idem.Guard) *IdempotentCache {
 		Cache: t,
 		g:     g,
 	}
-}
-
-var idemSpecCacheFill = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/multifile.Cache.Fill",
-	Signature: "06a382c145c0913b",
-	Lease:     time.Minute,
-	Codec:     idemCodecCacheFill,
-}
-
-// Build fails here if Cache.Fill's signature changed since generation: run go generate.
-var _ func(*Cache, context.Context) (time.Duration, error) = (*Cache).Fill
-
-// idemCodecCacheFill stores the results of Fill (generated codec).
-var idemCodecCacheFill = idemimpl.TypedCodec[time.Duration]{
-	Decode: func(d *idemimpl.Decoder, v *time.Duration) {
-		*v = time.Duration(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *time.Duration) {
-		e.Int(int64(*v))
-	},
 }
 
 // Fill is Cache.Fill, run at most once per key (ttl=24h lease=1m on_duplicate=return). The receiver
@@ -248,4 +228,24 @@ func (x *IdempotentCache) FillKey() (string, error) {
 func (x *IdempotentCache) beginFill() idem.Call {
 	c := x.g.Begin(idemSpecCacheFill)
 	return c
+}
+
+var idemSpecCacheFill = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/multifile.Cache.Fill",
+	Signature: "06a382c145c0913b",
+	Lease:     time.Minute,
+	Codec:     idemCodecCacheFill,
+}
+
+// Build fails here if Cache.Fill's signature changed since generation: run go generate.
+var _ func(*Cache, context.Context) (time.Duration, error) = (*Cache).Fill
+
+// idemCodecCacheFill stores the results of Fill (generated codec).
+var idemCodecCacheFill = idemimpl.TypedCodec[time.Duration]{
+	Decode: func(d *idemimpl.Decoder, v *time.Duration) {
+		*v = time.Duration(d.Int(64))
+	},
+	Encode: func(e *idemimpl.Encoder, v *time.Duration) {
+		e.Int(int64(*v))
+	},
 }

@@ -21,16 +21,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecServiceCharge = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/nameclash.ServiceCharge",
-	Signature: "5d048eeab3e5d958",
-	TTL:       time.Hour,
-}
-
-// Build fails here if nameclash.ServiceCharge's signature changed since generation: run go
-// generate.
-var _ func(context.Context, Point) error = ServiceCharge
-
 // ServiceCharge is nameclash.ServiceCharge, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
 func (x *Idempotent) ServiceCharge(ctx context.Context, p Point) error {
@@ -53,14 +43,15 @@ func (x *Idempotent) beginServiceCharge(p *Point) idem.Call {
 	return c
 }
 
-var idemSpecCancel = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/nameclash.Cancel",
-	Signature: "8f3a47163b74fba1",
+var idemSpecServiceCharge = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/nameclash.ServiceCharge",
+	Signature: "5d048eeab3e5d958",
 	TTL:       time.Hour,
 }
 
-// Build fails here if nameclash.Cancel's signature changed since generation: run go generate.
-var _ func(context.Context, string) error = Cancel
+// Build fails here if nameclash.ServiceCharge's signature changed since generation: run go
+// generate.
+var _ func(context.Context, Point) error = ServiceCharge
 
 // Cancel is nameclash.Cancel, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Cancel(ctx context.Context, id string) error {
@@ -84,14 +75,14 @@ func (x *Idempotent) beginCancel(id string) idem.Call {
 	return c
 }
 
-var idemSpecCancelKey = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/nameclash.CancelKey",
-	Signature: "80864b5e89fe3556",
+var idemSpecCancel = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/nameclash.Cancel",
+	Signature: "8f3a47163b74fba1",
 	TTL:       time.Hour,
 }
 
-// Build fails here if nameclash.CancelKey's signature changed since generation: run go generate.
-var _ func(context.Context, string) error = CancelKey
+// Build fails here if nameclash.Cancel's signature changed since generation: run go generate.
+var _ func(context.Context, string) error = Cancel
 
 // CancelKey is nameclash.CancelKey, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
@@ -115,6 +106,15 @@ func (x *Idempotent) beginCancelKey(id string) idem.Call {
 	return c
 }
 
+var idemSpecCancelKey = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/nameclash.CancelKey",
+	Signature: "80864b5e89fe3556",
+	TTL:       time.Hour,
+}
+
+// Build fails here if nameclash.CancelKey's signature changed since generation: run go generate.
+var _ func(context.Context, string) error = CancelKey
+
 // IdempotentService is a *Service whose annotated methods run at most once per key.
 type IdempotentService struct {
 	*Service
@@ -128,15 +128,6 @@ func NewIdempotentService(t *Service, g *idem.Guard) *IdempotentService {
 		g2:      g,
 	}
 }
-
-var idemSpecServiceCharge2 = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/nameclash.Service.Charge",
-	Signature: "83f0868890df719c",
-	TTL:       time.Hour,
-}
-
-// Build fails here if Service.Charge's signature changed since generation: run go generate.
-var _ func(*Service, context.Context, image.Point) error = (*Service).Charge
 
 // Charge is Service.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return). The
 // receiver is not part of the key (key= can name its fields).
@@ -161,25 +152,14 @@ func (s *IdempotentService) beginCharge(p *image.Point) idem.Call {
 	return c
 }
 
-var idemSpecServiceG = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/nameclash.Service.g",
-	Signature: "3fd3257a07e2a482",
+var idemSpecServiceCharge2 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/nameclash.Service.Charge",
+	Signature: "83f0868890df719c",
 	TTL:       time.Hour,
-	Codec:     idemCodecServiceG,
 }
 
-// Build fails here if Service.g's signature changed since generation: run go generate.
-var _ func(*Service, context.Context, int) (int, error) = (*Service).g
-
-// idemCodecServiceG stores the results of g (generated codec).
-var idemCodecServiceG = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
-	},
-}
+// Build fails here if Service.Charge's signature changed since generation: run go generate.
+var _ func(*Service, context.Context, image.Point) error = (*Service).Charge
 
 // g is Service.g, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is
 // not part of the key (key= can name its fields).
@@ -200,6 +180,26 @@ func (s *IdempotentService) beginG(n int) idem.Call {
 	c := s.g2.Begin(idemSpecServiceG)
 	c.Key().Int(int64(n))
 	return c
+}
+
+var idemSpecServiceG = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/nameclash.Service.g",
+	Signature: "3fd3257a07e2a482",
+	TTL:       time.Hour,
+	Codec:     idemCodecServiceG,
+}
+
+// Build fails here if Service.g's signature changed since generation: run go generate.
+var _ func(*Service, context.Context, int) (int, error) = (*Service).g
+
+// idemCodecServiceG stores the results of g (generated codec).
+var idemCodecServiceG = idemimpl.TypedCodec[int]{
+	Decode: func(d *idemimpl.Decoder, v *int) {
+		*v = int(d.Int(64))
+	},
+	Encode: func(e *idemimpl.Encoder, v *int) {
+		e.Int(int64(*v))
+	},
 }
 
 // idemKeyImagePoint writes the key material of image.Point.

@@ -21,26 +21,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCharge = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/notkeyed.Charge",
-	Signature: "ff0482bbad59658a",
-	TTL:       time.Hour,
-	Codec:     idemCodecCharge,
-}
-
-// Build fails here if notkeyed.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, *ChargeParams, ...func(*Options)) (int64, error) = Charge
-
-// idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Charge is notkeyed.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return). Not
 // keyed: params.Params.Context (a context), opts (functional options).
 func (x *Idempotent) Charge(ctx context.Context, params *ChargeParams, opts ...func(*Options)) (int64, error) {
@@ -67,18 +47,18 @@ func (x *Idempotent) beginCharge(params *ChargeParams, opts []func(*Options)) id
 	return c
 }
 
-var idemSpecRefund = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/notkeyed.Refund",
-	Signature: "cca8ed3e8ce9f5c3",
+var idemSpecCharge = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/notkeyed.Charge",
+	Signature: "ff0482bbad59658a",
 	TTL:       time.Hour,
-	Codec:     idemCodecRefund,
+	Codec:     idemCodecCharge,
 }
 
-// Build fails here if notkeyed.Refund's signature changed since generation: run go generate.
-var _ func(context.Context, ChargeParams, option.RequestOption, ...option.ClientOption) (int64, error) = Refund
+// Build fails here if notkeyed.Charge's signature changed since generation: run go generate.
+var _ func(context.Context, *ChargeParams, ...func(*Options)) (int64, error) = Charge
 
-// idemCodecRefund stores the results of Refund (generated codec).
-var idemCodecRefund = idemimpl.TypedCodec[int64]{
+// idemCodecCharge stores the results of Charge (generated codec).
+var idemCodecCharge = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -108,17 +88,18 @@ func (x *Idempotent) beginRefund(params *ChargeParams, o option.RequestOption, m
 	return c
 }
 
-var idemSpecCapture = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/notkeyed.Capture",
-	Signature: "b9996f914b821856",
-	Codec:     idemCodecCapture,
+var idemSpecRefund = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/notkeyed.Refund",
+	Signature: "cca8ed3e8ce9f5c3",
+	TTL:       time.Hour,
+	Codec:     idemCodecRefund,
 }
 
-// Build fails here if notkeyed.Capture's signature changed since generation: run go generate.
-var _ func(context.Context, ChargeParams, func()) (int64, error) = Capture
+// Build fails here if notkeyed.Refund's signature changed since generation: run go generate.
+var _ func(context.Context, ChargeParams, option.RequestOption, ...option.ClientOption) (int64, error) = Refund
 
-// idemCodecCapture stores the results of Capture (generated codec).
-var idemCodecCapture = idemimpl.TypedCodec[int64]{
+// idemCodecRefund stores the results of Refund (generated codec).
+var idemCodecRefund = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -147,6 +128,25 @@ func (x *Idempotent) beginCapture(params *ChargeParams, done func()) idem.Call {
 	c.Key().Int(params.Amount)
 	idemKeyChargeParams(c.Payload(), params)
 	return c
+}
+
+var idemSpecCapture = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/notkeyed.Capture",
+	Signature: "b9996f914b821856",
+	Codec:     idemCodecCapture,
+}
+
+// Build fails here if notkeyed.Capture's signature changed since generation: run go generate.
+var _ func(context.Context, ChargeParams, func()) (int64, error) = Capture
+
+// idemCodecCapture stores the results of Capture (generated codec).
+var idemCodecCapture = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
 }
 
 // idemKeyChargeParams writes the key material of ChargeParams.

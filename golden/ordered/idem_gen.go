@@ -21,26 +21,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecApply = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/ordered.Apply",
-	Signature: "f088a06e91c2ffad",
-	Ordered:   true,
-	Codec:     idemCodecApply,
-}
-
-// Build fails here if ordered.Apply's signature changed since generation: run go generate.
-var _ func(context.Context, Measurement) (int64, error) = Apply
-
-// idemCodecApply stores the results of Apply (generated codec).
-var idemCodecApply = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Apply is ordered.Apply, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=m.EventID order=m.UserID:m.Timestamp).
 func (x *Idempotent) Apply(ctx context.Context, m Measurement) (int64, error) {
@@ -65,19 +45,18 @@ func (x *Idempotent) beginApply(m *Measurement) idem.Call {
 	return c
 }
 
-var idemSpecApplyLate = &idem.Spec{
-	Name:      "ordered.late",
-	Signature: "10103e0b4f0a77a2",
+var idemSpecApply = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/ordered.Apply",
+	Signature: "f088a06e91c2ffad",
 	Ordered:   true,
-	Grace:     5 * time.Minute,
-	Codec:     idemCodecApplyLate,
+	Codec:     idemCodecApply,
 }
 
-// Build fails here if ordered.ApplyLate's signature changed since generation: run go generate.
-var _ func(context.Context, Measurement) (int64, error) = ApplyLate
+// Build fails here if ordered.Apply's signature changed since generation: run go generate.
+var _ func(context.Context, Measurement) (int64, error) = Apply
 
-// idemCodecApplyLate stores the results of ApplyLate (generated codec).
-var idemCodecApplyLate = idemimpl.TypedCodec[int64]{
+// idemCodecApply stores the results of Apply (generated codec).
+var idemCodecApply = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -110,15 +89,26 @@ func (x *Idempotent) beginApplyLate(m *Measurement) idem.Call {
 	return c
 }
 
-var idemSpecRecord = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/ordered.Record",
-	Signature: "3061fb1fef36e1af",
+var idemSpecApplyLate = &idem.Spec{
+	Name:      "ordered.late",
+	Signature: "10103e0b4f0a77a2",
 	Ordered:   true,
-	Grace:     time.Second,
+	Grace:     5 * time.Minute,
+	Codec:     idemCodecApplyLate,
 }
 
-// Build fails here if ordered.Record's signature changed since generation: run go generate.
-var _ func(context.Context, *Reading) error = Record
+// Build fails here if ordered.ApplyLate's signature changed since generation: run go generate.
+var _ func(context.Context, Measurement) (int64, error) = ApplyLate
+
+// idemCodecApplyLate stores the results of ApplyLate (generated codec).
+var idemCodecApplyLate = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Record is ordered.Record, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=r.ID order=r.Device:r.At grace=1s).
@@ -167,6 +157,16 @@ func (x *Idempotent) beginRecord(r *Reading) idem.Call {
 	}
 	return c
 }
+
+var idemSpecRecord = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/ordered.Record",
+	Signature: "3061fb1fef36e1af",
+	Ordered:   true,
+	Grace:     time.Second,
+}
+
+// Build fails here if ordered.Record's signature changed since generation: run go generate.
+var _ func(context.Context, *Reading) error = Record
 
 // idemKeyDevice writes the key material of Device.
 func idemKeyDevice(b *idemimpl.KeyBuilder, v *Device) {

@@ -24,28 +24,6 @@ func NewIdempotentLedger(t *Ledger, g *idem.Guard) *IdempotentLedger {
 	}
 }
 
-var idemSpecLedgerPost = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/orderedmethod.Ledger.Post",
-	Signature:   "7cba8c841111fc41",
-	OnDuplicate: idem.DuplicateRaise,
-	Ordered:     true,
-	Grace:       90 * time.Second,
-	Codec:       idemCodecLedgerPost,
-}
-
-// Build fails here if Ledger.Post's signature changed since generation: run go generate.
-var _ func(*Ledger, context.Context, int64, time.Time, int64) (int, error) = (*Ledger).Post
-
-// idemCodecLedgerPost stores the results of Post (generated codec).
-var idemCodecLedgerPost = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
-	},
-}
-
 // Post is Ledger.Post, run at most once per key (ttl=24h lease=30s on_duplicate=raise
 // order=account:at grace=90s). The receiver is not part of the key (key= can name its fields).
 func (l *IdempotentLedger) Post(ctx context.Context, account int64, at time.Time, amount int64) (int, error) {
@@ -69,4 +47,26 @@ func (l *IdempotentLedger) beginPost(account int64, at *time.Time, amount int64)
 	c.Entity().Int(account)
 	c.At(*at)
 	return c
+}
+
+var idemSpecLedgerPost = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/orderedmethod.Ledger.Post",
+	Signature:   "7cba8c841111fc41",
+	OnDuplicate: idem.DuplicateRaise,
+	Ordered:     true,
+	Grace:       90 * time.Second,
+	Codec:       idemCodecLedgerPost,
+}
+
+// Build fails here if Ledger.Post's signature changed since generation: run go generate.
+var _ func(*Ledger, context.Context, int64, time.Time, int64) (int, error) = (*Ledger).Post
+
+// idemCodecLedgerPost stores the results of Post (generated codec).
+var idemCodecLedgerPost = idemimpl.TypedCodec[int]{
+	Decode: func(d *idemimpl.Decoder, v *int) {
+		*v = int(d.Int(64))
+	},
+	Encode: func(e *idemimpl.Encoder, v *int) {
+		e.Int(int64(*v))
+	},
 }

@@ -19,6 +19,28 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Charge is overlap.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=p.Params,p.Params.Context omit=r1.Meta,r1.Meta.Raw). Not stored (replays return their
+// zero value): r1.Meta.
+func (x *Idempotent) Charge(ctx context.Context, p ChargeParams) (*Receipt, error) {
+	c := x.beginCharge(&p)
+	return idem.Do(ctx, c, func(ctx context.Context) (*Receipt, error) {
+		return Charge(ctx, p)
+	})
+}
+
+// ChargeKey is the store key Charge claims for these arguments; nothing runs.
+func (x *Idempotent) ChargeKey(p ChargeParams) (string, error) {
+	return x.beginCharge(&p).StoreKey()
+}
+
+// beginCharge starts a call of Charge and writes its key material.
+func (x *Idempotent) beginCharge(p *ChargeParams) idem.Call {
+	c := x.g.Begin(idemSpecCharge)
+	c.Key().Int(p.Amount)
+	return c
+}
+
 var idemSpecCharge = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/overlap.Charge",
 	Signature: "2a995b103fbd8d3f",
@@ -48,24 +70,24 @@ var idemCodecCharge = idemimpl.TypedCodec[*Receipt]{
 	},
 }
 
-// Charge is overlap.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
-// exclude=p.Params,p.Params.Context omit=r1.Meta,r1.Meta.Raw). Not stored (replays return their
-// zero value): r1.Meta.
-func (x *Idempotent) Charge(ctx context.Context, p ChargeParams) (*Receipt, error) {
-	c := x.beginCharge(&p)
+// Refund is overlap.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=p.Context,p.Params omit=r1.Meta.Raw,r1.Meta). Not stored (replays return their zero
+// value): r1.Meta.
+func (x *Idempotent) Refund(ctx context.Context, p ChargeParams) (*Receipt, error) {
+	c := x.beginRefund(&p)
 	return idem.Do(ctx, c, func(ctx context.Context) (*Receipt, error) {
-		return Charge(ctx, p)
+		return Refund(ctx, p)
 	})
 }
 
-// ChargeKey is the store key Charge claims for these arguments; nothing runs.
-func (x *Idempotent) ChargeKey(p ChargeParams) (string, error) {
-	return x.beginCharge(&p).StoreKey()
+// RefundKey is the store key Refund claims for these arguments; nothing runs.
+func (x *Idempotent) RefundKey(p ChargeParams) (string, error) {
+	return x.beginRefund(&p).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material.
-func (x *Idempotent) beginCharge(p *ChargeParams) idem.Call {
-	c := x.g.Begin(idemSpecCharge)
+// beginRefund starts a call of Refund and writes its key material.
+func (x *Idempotent) beginRefund(p *ChargeParams) idem.Call {
+	c := x.g.Begin(idemSpecRefund)
 	c.Key().Int(p.Amount)
 	return c
 }
@@ -97,28 +119,6 @@ var idemCodecRefund = idemimpl.TypedCodec[*Receipt]{
 			idemEncReceiptForRefund(e, *v)
 		}
 	},
-}
-
-// Refund is overlap.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=return
-// exclude=p.Context,p.Params omit=r1.Meta.Raw,r1.Meta). Not stored (replays return their zero
-// value): r1.Meta.
-func (x *Idempotent) Refund(ctx context.Context, p ChargeParams) (*Receipt, error) {
-	c := x.beginRefund(&p)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Receipt, error) {
-		return Refund(ctx, p)
-	})
-}
-
-// RefundKey is the store key Refund claims for these arguments; nothing runs.
-func (x *Idempotent) RefundKey(p ChargeParams) (string, error) {
-	return x.beginRefund(&p).StoreKey()
-}
-
-// beginRefund starts a call of Refund and writes its key material.
-func (x *Idempotent) beginRefund(p *ChargeParams) idem.Call {
-	c := x.g.Begin(idemSpecRefund)
-	c.Key().Int(p.Amount)
-	return c
 }
 
 // idemDecReceiptForCharge restores values of Receipt.

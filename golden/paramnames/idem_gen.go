@@ -19,14 +19,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecStore = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Store",
-	Signature: "88cb0420ff06b556",
-}
-
-// Build fails here if paramnames.Store's signature changed since generation: run go generate.
-var _ func(context.Context, string, int) error = Store
-
 // Store is paramnames.Store, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Store(p0 context.Context, p1 string, p2 int) error {
 	c := x.beginStore(p1, p2)
@@ -49,24 +41,13 @@ func (x *Idempotent) beginStore(p1 string, p2 int) idem.Call {
 	return c
 }
 
-var idemSpecBlank = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Blank",
-	Signature: "e95994e58973fd27",
-	Codec:     idemCodecBlank,
+var idemSpecStore = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Store",
+	Signature: "88cb0420ff06b556",
 }
 
-// Build fails here if paramnames.Blank's signature changed since generation: run go generate.
-var _ func(context.Context, string, int) (int, error) = Blank
-
-// idemCodecBlank stores the results of Blank (generated codec).
-var idemCodecBlank = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
-	},
-}
+// Build fails here if paramnames.Store's signature changed since generation: run go generate.
+var _ func(context.Context, string, int) error = Store
 
 // Blank is paramnames.Blank, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Blank(p0 context.Context, p1 string, n int) (int, error) {
@@ -89,32 +70,22 @@ func (x *Idempotent) beginBlank(p1 string, n int) idem.Call {
 	return c
 }
 
-var idemSpecShadow = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Shadow",
-	Signature: "e40752d6b67a756a",
-	Codec:     idemCodecShadow,
+var idemSpecBlank = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Blank",
+	Signature: "e95994e58973fd27",
+	Codec:     idemCodecBlank,
 }
 
-// Build fails here if paramnames.Shadow's signature changed since generation: run go generate.
-var _ func(string, Item, int, string, []int) (*Item, error) = Shadow
+// Build fails here if paramnames.Blank's signature changed since generation: run go generate.
+var _ func(context.Context, string, int) (int, error) = Blank
 
-// idemCodecShadow stores the results of Shadow (generated codec).
-var idemCodecShadow = idemimpl.TypedCodec[*Item]{
-	Decode: func(d *idemimpl.Decoder, v **Item) {
-		if d.Ptr() {
-			*v = new(Item)
-			idemDecItem(d, *v)
-		} else {
-			*v = nil
-		}
+// idemCodecBlank stores the results of Blank (generated codec).
+var idemCodecBlank = idemimpl.TypedCodec[int]{
+	Decode: func(d *idemimpl.Decoder, v *int) {
+		*v = int(d.Int(64))
 	},
-	Encode: func(e *idemimpl.Encoder, v **Item) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncItem(e, *v)
-		}
+	Encode: func(e *idemimpl.Encoder, v *int) {
+		e.Int(int64(*v))
 	},
 }
 
@@ -149,22 +120,32 @@ func (x *Idempotent) beginShadow(Shadow_ string, Item_ *Item, len_ int, string_ 
 	return c
 }
 
-var idemSpecLater = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Later",
-	Signature: "5d5be7a55ff34443",
-	Codec:     idemCodecLater,
+var idemSpecShadow = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Shadow",
+	Signature: "e40752d6b67a756a",
+	Codec:     idemCodecShadow,
 }
 
-// Build fails here if paramnames.Later's signature changed since generation: run go generate.
-var _ func(string, context.Context, int) (int, error) = Later
+// Build fails here if paramnames.Shadow's signature changed since generation: run go generate.
+var _ func(string, Item, int, string, []int) (*Item, error) = Shadow
 
-// idemCodecLater stores the results of Later (generated codec).
-var idemCodecLater = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
+// idemCodecShadow stores the results of Shadow (generated codec).
+var idemCodecShadow = idemimpl.TypedCodec[*Item]{
+	Decode: func(d *idemimpl.Decoder, v **Item) {
+		if d.Ptr() {
+			*v = new(Item)
+			idemDecItem(d, *v)
+		} else {
+			*v = nil
+		}
 	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
+	Encode: func(e *idemimpl.Encoder, v **Item) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			e.Ptr()
+			idemEncItem(e, *v)
+		}
 	},
 }
 
@@ -189,6 +170,25 @@ func (x *Idempotent) beginLater(id string, n int) idem.Call {
 	c.Payload().String(id)
 	c.Payload().Int(int64(n))
 	return c
+}
+
+var idemSpecLater = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Later",
+	Signature: "5d5be7a55ff34443",
+	Codec:     idemCodecLater,
+}
+
+// Build fails here if paramnames.Later's signature changed since generation: run go generate.
+var _ func(string, context.Context, int) (int, error) = Later
+
+// idemCodecLater stores the results of Later (generated codec).
+var idemCodecLater = idemimpl.TypedCodec[int]{
+	Decode: func(d *idemimpl.Decoder, v *int) {
+		*v = int(d.Int(64))
+	},
+	Encode: func(e *idemimpl.Encoder, v *int) {
+		e.Int(int64(*v))
+	},
 }
 
 // idemDecItem restores values of Item.

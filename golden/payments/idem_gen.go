@@ -24,6 +24,27 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// CreateCharge is payments.CreateCharge, run at most once per key (ttl=24h lease=30s
+// on_duplicate=return). Replays do not restore the unexported state of sdk.APIResponse.
+func (x *Idempotent) CreateCharge(ctx context.Context, p ChargeParams) (*sdk.Charge, error) {
+	c := x.beginCreateCharge(&p)
+	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.Charge, error) {
+		return CreateCharge(ctx, p)
+	})
+}
+
+// CreateChargeKey is the store key CreateCharge claims for these arguments; nothing runs.
+func (x *Idempotent) CreateChargeKey(p ChargeParams) (string, error) {
+	return x.beginCreateCharge(&p).StoreKey()
+}
+
+// beginCreateCharge starts a call of CreateCharge and writes its key material.
+func (x *Idempotent) beginCreateCharge(p *ChargeParams) idem.Call {
+	c := x.g.Begin(idemSpecCreateCharge)
+	idemKeyChargeParams(c.Key(), p)
+	return c
+}
+
 var idemSpecCreateCharge = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/payments.CreateCharge",
 	Signature: "39c65caaace3abe3",
@@ -52,27 +73,6 @@ var idemCodecCreateCharge = idemimpl.TypedCodec[*sdk.Charge]{
 			idemEncSdkCharge(e, *v)
 		}
 	},
-}
-
-// CreateCharge is payments.CreateCharge, run at most once per key (ttl=24h lease=30s
-// on_duplicate=return). Replays do not restore the unexported state of sdk.APIResponse.
-func (x *Idempotent) CreateCharge(ctx context.Context, p ChargeParams) (*sdk.Charge, error) {
-	c := x.beginCreateCharge(&p)
-	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.Charge, error) {
-		return CreateCharge(ctx, p)
-	})
-}
-
-// CreateChargeKey is the store key CreateCharge claims for these arguments; nothing runs.
-func (x *Idempotent) CreateChargeKey(p ChargeParams) (string, error) {
-	return x.beginCreateCharge(&p).StoreKey()
-}
-
-// beginCreateCharge starts a call of CreateCharge and writes its key material.
-func (x *Idempotent) beginCreateCharge(p *ChargeParams) idem.Call {
-	c := x.g.Begin(idemSpecCreateCharge)
-	idemKeyChargeParams(c.Key(), p)
-	return c
 }
 
 // idemDecHttpHeader restores values of http.Header.

@@ -20,26 +20,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecLookup = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/pkgidem.Lookup",
-	Signature:   "e17dc193bb6b6f3b",
-	OnDuplicate: idem.DuplicateWait,
-	Codec:       idemCodecLookup,
-}
-
-// Build fails here if idem.Lookup's signature changed since generation: run go generate.
-var _ func(context.Context, Input, ID) (Pair[string, int], error) = Lookup
-
-// idemCodecLookup stores the results of Lookup (generated codec).
-var idemCodecLookup = idemimpl.TypedCodec[Pair[string, int]]{
-	Decode: func(d *idemimpl.Decoder, v *Pair[string, int]) {
-		idemDecPair_string_int(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Pair[string, int]) {
-		idemEncPair_string_int(e, v)
-	},
-}
-
 // Lookup is idem.Lookup, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
 func (x *Idempotent) Lookup(ctx context.Context, in Input, who ID) (Pair[string, int], error) {
 	c := x.beginLookup(&in, who)
@@ -61,6 +41,26 @@ func (x *Idempotent) beginLookup(in *Input, who ID) idem.Call {
 	return c
 }
 
+var idemSpecLookup = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/pkgidem.Lookup",
+	Signature:   "e17dc193bb6b6f3b",
+	OnDuplicate: idem.DuplicateWait,
+	Codec:       idemCodecLookup,
+}
+
+// Build fails here if idem.Lookup's signature changed since generation: run go generate.
+var _ func(context.Context, Input, ID) (Pair[string, int], error) = Lookup
+
+// idemCodecLookup stores the results of Lookup (generated codec).
+var idemCodecLookup = idemimpl.TypedCodec[Pair[string, int]]{
+	Decode: func(d *idemimpl.Decoder, v *Pair[string, int]) {
+		idemDecPair_string_int(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *Pair[string, int]) {
+		idemEncPair_string_int(e, v)
+	},
+}
+
 // IdempotentGuard is a *Guard whose annotated methods run at most once per key.
 type IdempotentGuard struct {
 	*Guard
@@ -73,6 +73,34 @@ func NewIdempotentGuard(t *Guard, g *idem.Guard) *IdempotentGuard {
 		Guard: t,
 		g:     g,
 	}
+}
+
+// Check is Guard.Check, run at most once per key (ttl=1m lease=30s on_duplicate=return). The
+// receiver is not part of the key (key= can name its fields).
+func (g *IdempotentGuard) Check(ctx context.Context, ids []ID) ([]Pair[ID, bool], error) {
+	c := g.beginCheck(ids)
+	return idem.Do(ctx, c, func(ctx context.Context) ([]Pair[ID, bool], error) {
+		return g.Guard.Check(ctx, ids)
+	})
+}
+
+// CheckKey is the store key Check claims for these arguments; nothing runs.
+func (g *IdempotentGuard) CheckKey(ids []ID) (string, error) {
+	return g.beginCheck(ids).StoreKey()
+}
+
+// beginCheck starts a call of Check and writes its key material.
+func (g *IdempotentGuard) beginCheck(ids []ID) idem.Call {
+	c := g.g.Begin(idemSpecGuardCheck)
+	if ids == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().List(len(ids))
+		for i := range ids {
+			c.Key().String(ids[i])
+		}
+	}
+	return c
 }
 
 var idemSpecGuardCheck = &idem.Spec{
@@ -108,34 +136,6 @@ var idemCodecGuardCheck = idemimpl.TypedCodec[[]Pair[ID, bool]]{
 			e.End(at)
 		}
 	},
-}
-
-// Check is Guard.Check, run at most once per key (ttl=1m lease=30s on_duplicate=return). The
-// receiver is not part of the key (key= can name its fields).
-func (g *IdempotentGuard) Check(ctx context.Context, ids []ID) ([]Pair[ID, bool], error) {
-	c := g.beginCheck(ids)
-	return idem.Do(ctx, c, func(ctx context.Context) ([]Pair[ID, bool], error) {
-		return g.Guard.Check(ctx, ids)
-	})
-}
-
-// CheckKey is the store key Check claims for these arguments; nothing runs.
-func (g *IdempotentGuard) CheckKey(ids []ID) (string, error) {
-	return g.beginCheck(ids).StoreKey()
-}
-
-// beginCheck starts a call of Check and writes its key material.
-func (g *IdempotentGuard) beginCheck(ids []ID) idem.Call {
-	c := g.g.Begin(idemSpecGuardCheck)
-	if ids == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(ids))
-		for i := range ids {
-			c.Key().String(ids[i])
-		}
-	}
-	return c
 }
 
 // idemDecPair_string_bool restores values of Pair[ID, bool].

@@ -19,25 +19,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecTransfer = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/pointerpath.Transfer",
-	Signature: "dbde8d58ce926511",
-	Codec:     idemCodecTransfer,
-}
-
-// Build fails here if pointerpath.Transfer's signature changed since generation: run go generate.
-var _ func(context.Context, *Request) (int64, error) = Transfer
-
-// idemCodecTransfer stores the results of Transfer (generated codec).
-var idemCodecTransfer = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Transfer is pointerpath.Transfer, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=req.Account.Tenant,req.Account.ID,req.Account.Owner.Email,req.Account.Owner.Tags).
 func (x *Idempotent) Transfer(ctx context.Context, req *Request) (int64, error) {
@@ -95,22 +76,22 @@ func (x *Idempotent) beginTransfer(req *Request) idem.Call {
 	return c
 }
 
-var idemSpecTouch = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/pointerpath.Touch",
-	Signature: "1b29c6caf66a5193",
-	Codec:     idemCodecTouch,
+var idemSpecTransfer = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/pointerpath.Transfer",
+	Signature: "dbde8d58ce926511",
+	Codec:     idemCodecTransfer,
 }
 
-// Build fails here if pointerpath.Touch's signature changed since generation: run go generate.
-var _ func(context.Context, Account) (Touched, error) = Touch
+// Build fails here if pointerpath.Transfer's signature changed since generation: run go generate.
+var _ func(context.Context, *Request) (int64, error) = Transfer
 
-// idemCodecTouch stores the results of Touch (generated codec).
-var idemCodecTouch = idemimpl.TypedCodec[Touched]{
-	Decode: func(d *idemimpl.Decoder, v *Touched) {
-		idemDecTouchedForTouch(d, v)
+// idemCodecTransfer stores the results of Transfer (generated codec).
+var idemCodecTransfer = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
 	},
-	Encode: func(e *idemimpl.Encoder, v *Touched) {
-		idemEncTouchedForTouch(e, v)
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
 	},
 }
 
@@ -154,6 +135,25 @@ func (x *Idempotent) beginTouch(acct *Account) idem.Call {
 		idemKeyPerson(c.Payload(), acct.Owner)
 	}
 	return c
+}
+
+var idemSpecTouch = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/pointerpath.Touch",
+	Signature: "1b29c6caf66a5193",
+	Codec:     idemCodecTouch,
+}
+
+// Build fails here if pointerpath.Touch's signature changed since generation: run go generate.
+var _ func(context.Context, Account) (Touched, error) = Touch
+
+// idemCodecTouch stores the results of Touch (generated codec).
+var idemCodecTouch = idemimpl.TypedCodec[Touched]{
+	Decode: func(d *idemimpl.Decoder, v *Touched) {
+		idemDecTouchedForTouch(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *Touched) {
+		idemEncTouchedForTouch(e, v)
+	},
 }
 
 // idemDecMetaForTouch restores values of Meta.

@@ -22,25 +22,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCharge = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/promoted.Charge",
-	Signature: "55022e5495423c2d",
-	Codec:     idemCodecCharge,
-}
-
-// Build fails here if promoted.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, Stamped, Money, Request) (Receipt, error) = Charge
-
-// idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[Receipt]{
-	Decode: func(d *idemimpl.Decoder, v *Receipt) {
-		idemDecReceipt(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Receipt) {
-		idemEncReceipt(e, v)
-	},
-}
-
 // Charge is promoted.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Charge(ctx context.Context, s Stamped, m Money, r Request) (Receipt, error) {
 	c := x.beginCharge(&s, &m, &r)
@@ -63,22 +44,22 @@ func (x *Idempotent) beginCharge(s *Stamped, m *Money, r *Request) idem.Call {
 	return c
 }
 
-var idemSpecPlace = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/promoted.Place",
-	Signature: "36c5c8ca0f9ce582",
-	Codec:     idemCodecPlace,
+var idemSpecCharge = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/promoted.Charge",
+	Signature: "55022e5495423c2d",
+	Codec:     idemCodecCharge,
 }
 
-// Build fails here if promoted.Place's signature changed since generation: run go generate.
-var _ func(context.Context, Order) (int64, error) = Place
+// Build fails here if promoted.Charge's signature changed since generation: run go generate.
+var _ func(context.Context, Stamped, Money, Request) (Receipt, error) = Charge
 
-// idemCodecPlace stores the results of Place (generated codec).
-var idemCodecPlace = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
+// idemCodecCharge stores the results of Charge (generated codec).
+var idemCodecCharge = idemimpl.TypedCodec[Receipt]{
+	Decode: func(d *idemimpl.Decoder, v *Receipt) {
+		idemDecReceipt(d, v)
 	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
+	Encode: func(e *idemimpl.Encoder, v *Receipt) {
+		idemEncReceipt(e, v)
 	},
 }
 
@@ -110,22 +91,22 @@ func (x *Idempotent) beginPlace(o *Order) idem.Call {
 	return c
 }
 
-var idemSpecVisit = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/promoted.Visit",
-	Signature: "4886c9cdbe6b8706",
-	Codec:     idemCodecVisit,
+var idemSpecPlace = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/promoted.Place",
+	Signature: "36c5c8ca0f9ce582",
+	Codec:     idemCodecPlace,
 }
 
-// Build fails here if promoted.Visit's signature changed since generation: run go generate.
-var _ func(context.Context, *Node) (string, error) = Visit
+// Build fails here if promoted.Place's signature changed since generation: run go generate.
+var _ func(context.Context, Order) (int64, error) = Place
 
-// idemCodecVisit stores the results of Visit (generated codec).
-var idemCodecVisit = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
+// idemCodecPlace stores the results of Place (generated codec).
+var idemCodecPlace = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
 	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
 	},
 }
 
@@ -154,24 +135,22 @@ func (x *Idempotent) beginVisit(n *Node) idem.Call {
 	return c
 }
 
-var idemSpecTally = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/promoted.Tally",
-	Signature: "f3fb9b997c3f4dd9",
-	Codec:     idemCodecTally,
+var idemSpecVisit = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/promoted.Visit",
+	Signature: "4886c9cdbe6b8706",
+	Codec:     idemCodecVisit,
 }
 
-// Build fails here if promoted.Tally's signature changed since generation: run go generate.
-var _ func(context.Context, map[string]struct {
-	Note string `idem:"-"`
-}) (int64, error) = Tally
+// Build fails here if promoted.Visit's signature changed since generation: run go generate.
+var _ func(context.Context, *Node) (string, error) = Visit
 
-// idemCodecTally stores the results of Tally (generated codec).
-var idemCodecTally = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
+// idemCodecVisit stores the results of Visit (generated codec).
+var idemCodecVisit = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
+		*v = d.String()
 	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
+	Encode: func(e *idemimpl.Encoder, v *string) {
+		e.String(*v)
 	},
 }
 
@@ -210,23 +189,19 @@ func (x *Idempotent) beginTally(m map[string]struct {
 	return c
 }
 
-var idemSpecMarks = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/promoted.Marks",
-	Signature: "12129e43336bfc0a",
-	Codec:     idemCodecMarks,
+var idemSpecTally = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/promoted.Tally",
+	Signature: "f3fb9b997c3f4dd9",
+	Codec:     idemCodecTally,
 }
 
-// Build fails here if promoted.Marks's signature changed since generation: run go generate.
-var _ func(context.Context, []struct {
+// Build fails here if promoted.Tally's signature changed since generation: run go generate.
+var _ func(context.Context, map[string]struct {
 	Note string `idem:"-"`
-}, [2]struct {
-	Note string `idem:"-"`
-}, [][1]struct {
-	Note string `idem:"-"`
-}) (int64, error) = Marks
+}) (int64, error) = Tally
 
-// idemCodecMarks stores the results of Marks (generated codec).
-var idemCodecMarks = idemimpl.TypedCodec[int64]{
+// idemCodecTally stores the results of Tally (generated codec).
+var idemCodecTally = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -286,17 +261,23 @@ func (x *Idempotent) beginMarks(m []struct {
 	return c
 }
 
-var idemSpecRoute = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/promoted.Route",
-	Signature: "9d7972af6d40f385",
-	Codec:     idemCodecRoute,
+var idemSpecMarks = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/promoted.Marks",
+	Signature: "12129e43336bfc0a",
+	Codec:     idemCodecMarks,
 }
 
-// Build fails here if promoted.Route's signature changed since generation: run go generate.
-var _ func(context.Context, net.IP, *big.Float) (int64, error) = Route
+// Build fails here if promoted.Marks's signature changed since generation: run go generate.
+var _ func(context.Context, []struct {
+	Note string `idem:"-"`
+}, [2]struct {
+	Note string `idem:"-"`
+}, [][1]struct {
+	Note string `idem:"-"`
+}) (int64, error) = Marks
 
-// idemCodecRoute stores the results of Route (generated codec).
-var idemCodecRoute = idemimpl.TypedCodec[int64]{
+// idemCodecMarks stores the results of Marks (generated codec).
+var idemCodecMarks = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -333,6 +314,25 @@ func (x *Idempotent) beginRoute(ip net.IP, amount *big.Float) idem.Call {
 		c.Key().String(amount.Text('p', 0))
 	}
 	return c
+}
+
+var idemSpecRoute = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/promoted.Route",
+	Signature: "9d7972af6d40f385",
+	Codec:     idemCodecRoute,
+}
+
+// Build fails here if promoted.Route's signature changed since generation: run go generate.
+var _ func(context.Context, net.IP, *big.Float) (int64, error) = Route
+
+// idemCodecRoute stores the results of Route (generated codec).
+var idemCodecRoute = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
 }
 
 // idemDecMoney restores values of Money.

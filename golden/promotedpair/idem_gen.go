@@ -23,26 +23,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecGet = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/promotedpair.Get",
-	Signature: "7dacd8607e2aa789",
-	TTL:       time.Hour,
-	Codec:     idemCodecGet,
-}
-
-// Build fails here if p.Get's signature changed since generation: run go generate.
-var _ func(context.Context, string) (Res, error) = Get
-
-// idemCodecGet stores the results of Get (generated codec).
-var idemCodecGet = idemimpl.TypedCodec[Res]{
-	Decode: func(d *idemimpl.Decoder, v *Res) {
-		idemDecRes(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Res) {
-		idemEncRes(e, v)
-	},
-}
-
 // Get is p.Get, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Get(ctx context.Context, id string) (Res, error) {
 	c := x.beginGet(id)
@@ -61,6 +41,26 @@ func (x *Idempotent) beginGet(id string) idem.Call {
 	c := x.g.Begin(idemSpecGet)
 	c.Key().String(id)
 	return c
+}
+
+var idemSpecGet = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/promotedpair.Get",
+	Signature: "7dacd8607e2aa789",
+	TTL:       time.Hour,
+	Codec:     idemCodecGet,
+}
+
+// Build fails here if p.Get's signature changed since generation: run go generate.
+var _ func(context.Context, string) (Res, error) = Get
+
+// idemCodecGet stores the results of Get (generated codec).
+var idemCodecGet = idemimpl.TypedCodec[Res]{
+	Decode: func(d *idemimpl.Decoder, v *Res) {
+		idemDecRes(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *Res) {
+		idemEncRes(e, v)
+	},
 }
 
 // idemDecAmount restores values of Amount.

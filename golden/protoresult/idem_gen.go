@@ -23,6 +23,30 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Record is protoresult.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Record(ctx context.Context, id string) (*Event, *timestamppb.Timestamp, error) {
+	c := x.beginRecord(id)
+	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultRecord, error) {
+		var r idemResultRecord
+		var err error
+		r.r1, r.r2, err = Record(ctx, id)
+		return r, err
+	})
+	return r.r1, r.r2, err
+}
+
+// RecordKey is the store key Record claims for these arguments; nothing runs.
+func (x *Idempotent) RecordKey(id string) (string, error) {
+	return x.beginRecord(id).StoreKey()
+}
+
+// beginRecord starts a call of Record and writes its key material.
+func (x *Idempotent) beginRecord(id string) idem.Call {
+	c := x.g.Begin(idemSpecRecord)
+	c.Key().String(id)
+	return c
+}
+
 var idemSpecRecord = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/protoresult.Record",
 	Signature: "c6abb03e4f8ee574",
@@ -82,30 +106,6 @@ var idemCodecRecord = idemimpl.TypedCodec[idemResultRecord]{
 		}
 		e.End(at)
 	},
-}
-
-// Record is protoresult.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Record(ctx context.Context, id string) (*Event, *timestamppb.Timestamp, error) {
-	c := x.beginRecord(id)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultRecord, error) {
-		var r idemResultRecord
-		var err error
-		r.r1, r.r2, err = Record(ctx, id)
-		return r, err
-	})
-	return r.r1, r.r2, err
-}
-
-// RecordKey is the store key Record claims for these arguments; nothing runs.
-func (x *Idempotent) RecordKey(id string) (string, error) {
-	return x.beginRecord(id).StoreKey()
-}
-
-// beginRecord starts a call of Record and writes its key material.
-func (x *Idempotent) beginRecord(id string) idem.Call {
-	c := x.g.Begin(idemSpecRecord)
-	c.Key().String(id)
-	return c
 }
 
 // idemDecEvent restores values of Event.

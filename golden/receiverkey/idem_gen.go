@@ -23,25 +23,6 @@ func NewIdempotentTenant(t *Tenant, g *idem.Guard) *IdempotentTenant {
 	}
 }
 
-var idemSpecTenantBill = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/receiverkey.Tenant.Bill",
-	Signature: "43b27ee305fd5960",
-	Codec:     idemCodecTenantBill,
-}
-
-// Build fails here if Tenant.Bill's signature changed since generation: run go generate.
-var _ func(*Tenant, context.Context, int64) (string, error) = (*Tenant).Bill
-
-// idemCodecTenantBill stores the results of Bill (generated codec).
-var idemCodecTenantBill = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
-
 // Bill is Tenant.Bill, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=t.ID,t.region,amount).
 func (t *IdempotentTenant) Bill(ctx context.Context, amount int64) (string, error) {
@@ -76,17 +57,17 @@ func (t *IdempotentTenant) beginBill(amount int64) idem.Call {
 	return c
 }
 
-var idemSpecTenantNotify = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/receiverkey.Tenant.Notify",
-	Signature: "f0620b5498923c25",
-	Codec:     idemCodecTenantNotify,
+var idemSpecTenantBill = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/receiverkey.Tenant.Bill",
+	Signature: "43b27ee305fd5960",
+	Codec:     idemCodecTenantBill,
 }
 
-// Build fails here if Tenant.Notify's signature changed since generation: run go generate.
-var _ func(*Tenant, context.Context, string) (string, error) = (*Tenant).Notify
+// Build fails here if Tenant.Bill's signature changed since generation: run go generate.
+var _ func(*Tenant, context.Context, int64) (string, error) = (*Tenant).Bill
 
-// idemCodecTenantNotify stores the results of Notify (generated codec).
-var idemCodecTenantNotify = idemimpl.TypedCodec[string]{
+// idemCodecTenantBill stores the results of Bill (generated codec).
+var idemCodecTenantBill = idemimpl.TypedCodec[string]{
 	Decode: func(d *idemimpl.Decoder, v *string) {
 		*v = d.String()
 	},
@@ -114,6 +95,25 @@ func (t *IdempotentTenant) beginNotify(msg string) idem.Call {
 	c := t.g.Begin(idemSpecTenantNotify)
 	c.Key().String(msg)
 	return c
+}
+
+var idemSpecTenantNotify = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/receiverkey.Tenant.Notify",
+	Signature: "f0620b5498923c25",
+	Codec:     idemCodecTenantNotify,
+}
+
+// Build fails here if Tenant.Notify's signature changed since generation: run go generate.
+var _ func(*Tenant, context.Context, string) (string, error) = (*Tenant).Notify
+
+// idemCodecTenantNotify stores the results of Notify (generated codec).
+var idemCodecTenantNotify = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
+		*v = d.String()
+	},
+	Encode: func(e *idemimpl.Encoder, v *string) {
+		e.String(*v)
+	},
 }
 
 // Build fails here if Tenant's fields changed since generation: run go generate.

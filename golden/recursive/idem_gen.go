@@ -19,25 +19,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecWalk = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/recursive.Walk",
-	Signature: "dde3dec5c52f8011",
-	Codec:     idemCodecWalk,
-}
-
-// Build fails here if recursive.Walk's signature changed since generation: run go generate.
-var _ func(context.Context, *Tree, List, A) (int64, error) = Walk
-
-// idemCodecWalk stores the results of Walk (generated codec).
-var idemCodecWalk = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Walk is recursive.Walk, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Walk(ctx context.Context, t *Tree, l List, a A) (int64, error) {
 	c := x.beginWalk(t, &l, &a)
@@ -63,6 +44,25 @@ func (x *Idempotent) beginWalk(t *Tree, l *List, a *A) idem.Call {
 	idemKeyList(c.Key(), l)
 	idemKeyA(c.Key(), a)
 	return c
+}
+
+var idemSpecWalk = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/recursive.Walk",
+	Signature: "dde3dec5c52f8011",
+	Codec:     idemCodecWalk,
+}
+
+// Build fails here if recursive.Walk's signature changed since generation: run go generate.
+var _ func(context.Context, *Tree, List, A) (int64, error) = Walk
+
+// idemCodecWalk stores the results of Walk (generated codec).
+var idemCodecWalk = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
 }
 
 // idemKeyA writes the key material of A.

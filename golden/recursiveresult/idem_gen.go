@@ -19,6 +19,28 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Chain is recursiveresult.Chain, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
+func (x *Idempotent) Chain(ctx context.Context, n int, ring bool, fan bool) (*Node, error) {
+	c := x.beginChain(n, ring, fan)
+	return idem.Do(ctx, c, func(ctx context.Context) (*Node, error) {
+		return Chain(ctx, n, ring, fan)
+	})
+}
+
+// ChainKey is the store key Chain claims for these arguments; nothing runs.
+func (x *Idempotent) ChainKey(n int, ring bool, fan bool) (string, error) {
+	return x.beginChain(n, ring, fan).StoreKey()
+}
+
+// beginChain starts a call of Chain and writes its key material.
+func (x *Idempotent) beginChain(n int, ring bool, fan bool) idem.Call {
+	c := x.g.Begin(idemSpecChain)
+	c.Key().Int(int64(n))
+	c.Key().Bool(ring)
+	c.Key().Bool(fan)
+	return c
+}
+
 var idemSpecChain = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/recursiveresult.Chain",
 	Signature:   "2441310cb4f09b65",
@@ -47,28 +69,6 @@ var idemCodecChain = idemimpl.TypedCodec[*Node]{
 			idemEncNode(e, *v)
 		}
 	},
-}
-
-// Chain is recursiveresult.Chain, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
-func (x *Idempotent) Chain(ctx context.Context, n int, ring bool, fan bool) (*Node, error) {
-	c := x.beginChain(n, ring, fan)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Node, error) {
-		return Chain(ctx, n, ring, fan)
-	})
-}
-
-// ChainKey is the store key Chain claims for these arguments; nothing runs.
-func (x *Idempotent) ChainKey(n int, ring bool, fan bool) (string, error) {
-	return x.beginChain(n, ring, fan).StoreKey()
-}
-
-// beginChain starts a call of Chain and writes its key material.
-func (x *Idempotent) beginChain(n int, ring bool, fan bool) idem.Call {
-	c := x.g.Begin(idemSpecChain)
-	c.Key().Int(int64(n))
-	c.Key().Bool(ring)
-	c.Key().Bool(fan)
-	return c
 }
 
 // idemDecNode restores values of Node.

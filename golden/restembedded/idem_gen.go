@@ -26,6 +26,32 @@ func NewIdempotentReposService(t *ReposService, g *idem.Guard) *IdempotentReposS
 	}
 }
 
+// Create is ReposService.Create, run at most once per key (ttl=1h lease=30s on_duplicate=return
+// omit=r2.Response). The receiver is not part of the key (key= can name its fields). Not stored
+// (replays return their zero value): r2.Response.
+func (s *IdempotentReposService) Create(ctx context.Context, name string) (*Repo, *Response, error) {
+	c := s.beginCreate(name)
+	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultReposServiceCreate, error) {
+		var r idemResultReposServiceCreate
+		var err error
+		r.r1, r.r2, err = s.ReposService.Create(ctx, name)
+		return r, err
+	})
+	return r.r1, r.r2, err
+}
+
+// CreateKey is the store key Create claims for these arguments; nothing runs.
+func (s *IdempotentReposService) CreateKey(name string) (string, error) {
+	return s.beginCreate(name).StoreKey()
+}
+
+// beginCreate starts a call of Create and writes its key material.
+func (s *IdempotentReposService) beginCreate(name string) idem.Call {
+	c := s.g.Begin(idemSpecReposServiceCreate)
+	c.Key().String(name)
+	return c
+}
+
 var idemSpecReposServiceCreate = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/restembedded.ReposService.Create",
 	Signature: "1fa11a83651f6f90",
@@ -85,32 +111,6 @@ var idemCodecReposServiceCreate = idemimpl.TypedCodec[idemResultReposServiceCrea
 		}
 		e.End(at)
 	},
-}
-
-// Create is ReposService.Create, run at most once per key (ttl=1h lease=30s on_duplicate=return
-// omit=r2.Response). The receiver is not part of the key (key= can name its fields). Not stored
-// (replays return their zero value): r2.Response.
-func (s *IdempotentReposService) Create(ctx context.Context, name string) (*Repo, *Response, error) {
-	c := s.beginCreate(name)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultReposServiceCreate, error) {
-		var r idemResultReposServiceCreate
-		var err error
-		r.r1, r.r2, err = s.ReposService.Create(ctx, name)
-		return r, err
-	})
-	return r.r1, r.r2, err
-}
-
-// CreateKey is the store key Create claims for these arguments; nothing runs.
-func (s *IdempotentReposService) CreateKey(name string) (string, error) {
-	return s.beginCreate(name).StoreKey()
-}
-
-// beginCreate starts a call of Create and writes its key material.
-func (s *IdempotentReposService) beginCreate(name string) idem.Call {
-	c := s.g.Begin(idemSpecReposServiceCreate)
-	c.Key().String(name)
-	return c
 }
 
 // idemDecRepo restores values of Repo.

@@ -22,6 +22,26 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Build is resulttypes.Build, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
+func (x *Idempotent) Build(ctx context.Context, title string) (*Report, error) {
+	c := x.beginBuild(title)
+	return idem.Do(ctx, c, func(ctx context.Context) (*Report, error) {
+		return Build(ctx, title)
+	})
+}
+
+// BuildKey is the store key Build claims for these arguments; nothing runs.
+func (x *Idempotent) BuildKey(title string) (string, error) {
+	return x.beginBuild(title).StoreKey()
+}
+
+// beginBuild starts a call of Build and writes its key material.
+func (x *Idempotent) beginBuild(title string) idem.Call {
+	c := x.g.Begin(idemSpecBuild)
+	c.Key().String(title)
+	return c
+}
+
 var idemSpecBuild = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/resulttypes.Build",
 	Signature:   "00199ec23f401e18",
@@ -50,26 +70,6 @@ var idemCodecBuild = idemimpl.TypedCodec[*Report]{
 			idemEncReport(e, *v)
 		}
 	},
-}
-
-// Build is resulttypes.Build, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
-func (x *Idempotent) Build(ctx context.Context, title string) (*Report, error) {
-	c := x.beginBuild(title)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Report, error) {
-		return Build(ctx, title)
-	})
-}
-
-// BuildKey is the store key Build claims for these arguments; nothing runs.
-func (x *Idempotent) BuildKey(title string) (string, error) {
-	return x.beginBuild(title).StoreKey()
-}
-
-// beginBuild starts a call of Build and writes its key material.
-func (x *Idempotent) beginBuild(title string) idem.Call {
-	c := x.g.Begin(idemSpecBuild)
-	c.Key().String(title)
-	return c
 }
 
 // idemDecMeta restores values of Meta.

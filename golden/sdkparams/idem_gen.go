@@ -21,36 +21,6 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCharge = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/sdkparams.Charge",
-	Signature: "256b6ed32171e00a",
-	TTL:       24 * time.Hour,
-	Codec:     idemCodecCharge,
-}
-
-// Build fails here if sdkparams.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, *sdk.ChargeParams) (*sdk.Charge, error) = Charge
-
-// idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[*sdk.Charge]{
-	Decode: func(d *idemimpl.Decoder, v **sdk.Charge) {
-		if d.Ptr() {
-			*v = new(sdk.Charge)
-			idemDecSdkCharge(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **sdk.Charge) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncSdkCharge(e, *v)
-		}
-	},
-}
-
 // Charge is sdkparams.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=params.Params.IdempotencyKey). Not keyed: params.Params.Context (a context),
 // params.Params.extra (unexported: not in the payload fingerprint).
@@ -87,6 +57,36 @@ func (x *Idempotent) beginCharge(params *sdk.ChargeParams) idem.Call {
 		idemKeySdkChargeParams(c.Payload(), params)
 	}
 	return c
+}
+
+var idemSpecCharge = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/sdkparams.Charge",
+	Signature: "256b6ed32171e00a",
+	TTL:       24 * time.Hour,
+	Codec:     idemCodecCharge,
+}
+
+// Build fails here if sdkparams.Charge's signature changed since generation: run go generate.
+var _ func(context.Context, *sdk.ChargeParams) (*sdk.Charge, error) = Charge
+
+// idemCodecCharge stores the results of Charge (generated codec).
+var idemCodecCharge = idemimpl.TypedCodec[*sdk.Charge]{
+	Decode: func(d *idemimpl.Decoder, v **sdk.Charge) {
+		if d.Ptr() {
+			*v = new(sdk.Charge)
+			idemDecSdkCharge(d, *v)
+		} else {
+			*v = nil
+		}
+	},
+	Encode: func(e *idemimpl.Encoder, v **sdk.Charge) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			e.Ptr()
+			idemEncSdkCharge(e, *v)
+		}
+	},
 }
 
 // idemDecSdkCharge restores values of sdk.Charge.

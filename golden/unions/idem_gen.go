@@ -21,6 +21,28 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// History is unions.History, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// Values of Event are stored for the types of their package that their codec lists; others fail the
+// recording.
+func (x *Idempotent) History(ctx context.Context, id string) ([]Event, error) {
+	c := x.beginHistory(id)
+	return idem.Do(ctx, c, func(ctx context.Context) ([]Event, error) {
+		return History(ctx, id)
+	})
+}
+
+// HistoryKey is the store key History claims for these arguments; nothing runs.
+func (x *Idempotent) HistoryKey(id string) (string, error) {
+	return x.beginHistory(id).StoreKey()
+}
+
+// beginHistory starts a call of History and writes its key material.
+func (x *Idempotent) beginHistory(id string) idem.Call {
+	c := x.g.Begin(idemSpecHistory)
+	c.Key().String(id)
+	return c
+}
+
 var idemSpecHistory = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/unions.History",
 	Signature: "173d4e04e9ae2d7b",
@@ -56,25 +78,23 @@ var idemCodecHistory = idemimpl.TypedCodec[[]Event]{
 	},
 }
 
-// History is unions.History, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-// Values of Event are stored for the types of their package that their codec lists; others fail the
-// recording.
-func (x *Idempotent) History(ctx context.Context, id string) ([]Event, error) {
-	c := x.beginHistory(id)
-	return idem.Do(ctx, c, func(ctx context.Context) ([]Event, error) {
-		return History(ctx, id)
+// Notify is unions.Notify, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Notify(ctx context.Context, e Event) (string, error) {
+	c := x.beginNotify(e)
+	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+		return Notify(ctx, e)
 	})
 }
 
-// HistoryKey is the store key History claims for these arguments; nothing runs.
-func (x *Idempotent) HistoryKey(id string) (string, error) {
-	return x.beginHistory(id).StoreKey()
+// NotifyKey is the store key Notify claims for these arguments; nothing runs.
+func (x *Idempotent) NotifyKey(e Event) (string, error) {
+	return x.beginNotify(e).StoreKey()
 }
 
-// beginHistory starts a call of History and writes its key material.
-func (x *Idempotent) beginHistory(id string) idem.Call {
-	c := x.g.Begin(idemSpecHistory)
-	c.Key().String(id)
+// beginNotify starts a call of Notify and writes its key material.
+func (x *Idempotent) beginNotify(e Event) idem.Call {
+	c := x.g.Begin(idemSpecNotify)
+	idemKeyEvent(c.Key(), &e)
 	return c
 }
 
@@ -98,23 +118,26 @@ var idemCodecNotify = idemimpl.TypedCodec[string]{
 	},
 }
 
-// Notify is unions.Notify, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Notify(ctx context.Context, e Event) (string, error) {
-	c := x.beginNotify(e)
-	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
-		return Notify(ctx, e)
+// Post is blocks.Post, run at most once per key (ttl=1h lease=30s on_duplicate=return). Values of
+// blocks.Block are stored for the types of their package that their codec lists; others fail the
+// recording.
+func (x *Idempotent) Post(ctx context.Context, channel string, text string) (*blocks.Message, error) {
+	c := x.beginPost(channel, text)
+	return idem.Do(ctx, c, func(ctx context.Context) (*blocks.Message, error) {
+		return blocks.Post(ctx, channel, text)
 	})
 }
 
-// NotifyKey is the store key Notify claims for these arguments; nothing runs.
-func (x *Idempotent) NotifyKey(e Event) (string, error) {
-	return x.beginNotify(e).StoreKey()
+// PostKey is the store key Post claims for these arguments; nothing runs.
+func (x *Idempotent) PostKey(channel string, text string) (string, error) {
+	return x.beginPost(channel, text).StoreKey()
 }
 
-// beginNotify starts a call of Notify and writes its key material.
-func (x *Idempotent) beginNotify(e Event) idem.Call {
-	c := x.g.Begin(idemSpecNotify)
-	idemKeyEvent(c.Key(), &e)
+// beginPost starts a call of Post and writes its key material.
+func (x *Idempotent) beginPost(channel string, text string) idem.Call {
+	c := x.g.Begin(idemSpecPost)
+	c.Key().String(channel)
+	c.Key().String(text)
 	return c
 }
 
@@ -146,29 +169,6 @@ var idemCodecPost = idemimpl.TypedCodec[*blocks.Message]{
 			idemEncBlocksMessage(e, *v)
 		}
 	},
-}
-
-// Post is blocks.Post, run at most once per key (ttl=1h lease=30s on_duplicate=return). Values of
-// blocks.Block are stored for the types of their package that their codec lists; others fail the
-// recording.
-func (x *Idempotent) Post(ctx context.Context, channel string, text string) (*blocks.Message, error) {
-	c := x.beginPost(channel, text)
-	return idem.Do(ctx, c, func(ctx context.Context) (*blocks.Message, error) {
-		return blocks.Post(ctx, channel, text)
-	})
-}
-
-// PostKey is the store key Post claims for these arguments; nothing runs.
-func (x *Idempotent) PostKey(channel string, text string) (string, error) {
-	return x.beginPost(channel, text).StoreKey()
-}
-
-// beginPost starts a call of Post and writes its key material.
-func (x *Idempotent) beginPost(channel string, text string) idem.Call {
-	c := x.g.Begin(idemSpecPost)
-	c.Key().String(channel)
-	c.Key().String(text)
-	return c
 }
 
 // idemDecBlocksBlock restores values of blocks.Block.

@@ -20,6 +20,30 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Tag is variadic.Tag, run at most once per key (ttl=5m lease=30s on_duplicate=return).
+func (x *Idempotent) Tag(item string, labels ...string) ([]string, error) {
+	c := x.beginTag(item, labels)
+	return idem.Do(context.Background(), c, func(context.Context) ([]string, error) {
+		return Tag(item, labels...)
+	})
+}
+
+// TagKey is the store key Tag claims for these arguments; nothing runs.
+func (x *Idempotent) TagKey(item string, labels ...string) (string, error) {
+	return x.beginTag(item, labels).StoreKey()
+}
+
+// beginTag starts a call of Tag and writes its key material.
+func (x *Idempotent) beginTag(item string, labels []string) idem.Call {
+	c := x.g.Begin(idemSpecTag)
+	c.Key().String(item)
+	c.Key().List(len(labels))
+	for i := range labels {
+		c.Key().String(labels[i])
+	}
+	return c
+}
+
 var idemSpecTag = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/variadic.Tag",
 	Signature: "654ccc2d703e3b08",
@@ -55,38 +79,6 @@ var idemCodecTag = idemimpl.TypedCodec[[]string]{
 	},
 }
 
-// Tag is variadic.Tag, run at most once per key (ttl=5m lease=30s on_duplicate=return).
-func (x *Idempotent) Tag(item string, labels ...string) ([]string, error) {
-	c := x.beginTag(item, labels)
-	return idem.Do(context.Background(), c, func(context.Context) ([]string, error) {
-		return Tag(item, labels...)
-	})
-}
-
-// TagKey is the store key Tag claims for these arguments; nothing runs.
-func (x *Idempotent) TagKey(item string, labels ...string) (string, error) {
-	return x.beginTag(item, labels).StoreKey()
-}
-
-// beginTag starts a call of Tag and writes its key material.
-func (x *Idempotent) beginTag(item string, labels []string) idem.Call {
-	c := x.g.Begin(idemSpecTag)
-	c.Key().String(item)
-	c.Key().List(len(labels))
-	for i := range labels {
-		c.Key().String(labels[i])
-	}
-	return c
-}
-
-var idemSpecLog = &idem.Spec{
-	Name:      "github.com/idemgen/idemgen/testdata/variadic.Log",
-	Signature: "9a73b885f317e28f",
-}
-
-// Build fails here if variadic.Log's signature changed since generation: run go generate.
-var _ func(string, ...int) error = Log
-
 // Log is variadic.Log, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Log(format string, args ...int) error {
 	c := x.beginLog(format, args)
@@ -111,3 +103,11 @@ func (x *Idempotent) beginLog(format string, args []int) idem.Call {
 	}
 	return c
 }
+
+var idemSpecLog = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/variadic.Log",
+	Signature: "9a73b885f317e28f",
+}
+
+// Build fails here if variadic.Log's signature changed since generation: run go generate.
+var _ func(string, ...int) error = Log

@@ -32,6 +32,26 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Get is p.Get, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Get(ctx context.Context, id string) (Known, error) {
+	c := x.beginGet(id)
+	return idem.Do(ctx, c, func(ctx context.Context) (Known, error) {
+		return Get(ctx, id)
+	})
+}
+
+// GetKey is the store key Get claims for these arguments; nothing runs.
+func (x *Idempotent) GetKey(id string) (string, error) {
+	return x.beginGet(id).StoreKey()
+}
+
+// beginGet starts a call of Get and writes its key material.
+func (x *Idempotent) beginGet(id string) idem.Call {
+	c := x.g.Begin(idemSpecGet)
+	c.Key().String(id)
+	return c
+}
+
 var idemSpecGet = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/wellknownresults.Get",
 	Signature: "8ef71231ac3cf197",
@@ -52,23 +72,28 @@ var idemCodecGet = idemimpl.TypedCodec[Known]{
 	},
 }
 
-// Get is p.Get, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Get(ctx context.Context, id string) (Known, error) {
-	c := x.beginGet(id)
-	return idem.Do(ctx, c, func(ctx context.Context) (Known, error) {
-		return Get(ctx, id)
+// GetFloat is p.GetFloat, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) GetFloat(ctx context.Context, f *big.Float) (*big.Float, error) {
+	c := x.beginGetFloat(f)
+	return idem.Do(ctx, c, func(ctx context.Context) (*big.Float, error) {
+		return GetFloat(ctx, f)
 	})
 }
 
-// GetKey is the store key Get claims for these arguments; nothing runs.
-func (x *Idempotent) GetKey(id string) (string, error) {
-	return x.beginGet(id).StoreKey()
+// GetFloatKey is the store key GetFloat claims for these arguments; nothing runs.
+func (x *Idempotent) GetFloatKey(f *big.Float) (string, error) {
+	return x.beginGetFloat(f).StoreKey()
 }
 
-// beginGet starts a call of Get and writes its key material.
-func (x *Idempotent) beginGet(id string) idem.Call {
-	c := x.g.Begin(idemSpecGet)
-	c.Key().String(id)
+// beginGetFloat starts a call of GetFloat and writes its key material.
+func (x *Idempotent) beginGetFloat(f *big.Float) idem.Call {
+	c := x.g.Begin(idemSpecGetFloat)
+	if f == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().Ptr()
+		c.Key().String(f.Text('p', 0))
+	}
 	return c
 }
 
@@ -102,27 +127,26 @@ var idemCodecGetFloat = idemimpl.TypedCodec[*big.Float]{
 	},
 }
 
-// GetFloat is p.GetFloat, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) GetFloat(ctx context.Context, f *big.Float) (*big.Float, error) {
-	c := x.beginGetFloat(f)
-	return idem.Do(ctx, c, func(ctx context.Context) (*big.Float, error) {
-		return GetFloat(ctx, f)
+// GetIP is p.GetIP, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) GetIP(ctx context.Context, ip net.IP) (net.IP, error) {
+	c := x.beginGetIP(ip)
+	return idem.Do(ctx, c, func(ctx context.Context) (net.IP, error) {
+		return GetIP(ctx, ip)
 	})
 }
 
-// GetFloatKey is the store key GetFloat claims for these arguments; nothing runs.
-func (x *Idempotent) GetFloatKey(f *big.Float) (string, error) {
-	return x.beginGetFloat(f).StoreKey()
+// GetIPKey is the store key GetIP claims for these arguments; nothing runs.
+func (x *Idempotent) GetIPKey(ip net.IP) (string, error) {
+	return x.beginGetIP(ip).StoreKey()
 }
 
-// beginGetFloat starts a call of GetFloat and writes its key material.
-func (x *Idempotent) beginGetFloat(f *big.Float) idem.Call {
-	c := x.g.Begin(idemSpecGetFloat)
-	if f == nil {
+// beginGetIP starts a call of GetIP and writes its key material.
+func (x *Idempotent) beginGetIP(ip net.IP) idem.Call {
+	c := x.g.Begin(idemSpecGetIP)
+	if ip == nil {
 		c.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		c.Key().String(f.Text('p', 0))
+		c.Key().Marshaled(ip.MarshalText())
 	}
 	return c
 }
@@ -147,27 +171,23 @@ var idemCodecGetIP = idemimpl.TypedCodec[net.IP]{
 	},
 }
 
-// GetIP is p.GetIP, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) GetIP(ctx context.Context, ip net.IP) (net.IP, error) {
-	c := x.beginGetIP(ip)
-	return idem.Do(ctx, c, func(ctx context.Context) (net.IP, error) {
-		return GetIP(ctx, ip)
+// GetURL is p.GetURL, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) GetURL(ctx context.Context, u string) (*url.URL, error) {
+	c := x.beginGetURL(u)
+	return idem.Do(ctx, c, func(ctx context.Context) (*url.URL, error) {
+		return GetURL(ctx, u)
 	})
 }
 
-// GetIPKey is the store key GetIP claims for these arguments; nothing runs.
-func (x *Idempotent) GetIPKey(ip net.IP) (string, error) {
-	return x.beginGetIP(ip).StoreKey()
+// GetURLKey is the store key GetURL claims for these arguments; nothing runs.
+func (x *Idempotent) GetURLKey(u string) (string, error) {
+	return x.beginGetURL(u).StoreKey()
 }
 
-// beginGetIP starts a call of GetIP and writes its key material.
-func (x *Idempotent) beginGetIP(ip net.IP) idem.Call {
-	c := x.g.Begin(idemSpecGetIP)
-	if ip == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Marshaled(ip.MarshalText())
-	}
+// beginGetURL starts a call of GetURL and writes its key material.
+func (x *Idempotent) beginGetURL(u string) idem.Call {
+	c := x.g.Begin(idemSpecGetURL)
+	c.Key().String(u)
 	return c
 }
 
@@ -199,26 +219,6 @@ var idemCodecGetURL = idemimpl.TypedCodec[*url.URL]{
 			idemEncUrlURL(e, *v)
 		}
 	},
-}
-
-// GetURL is p.GetURL, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) GetURL(ctx context.Context, u string) (*url.URL, error) {
-	c := x.beginGetURL(u)
-	return idem.Do(ctx, c, func(ctx context.Context) (*url.URL, error) {
-		return GetURL(ctx, u)
-	})
-}
-
-// GetURLKey is the store key GetURL claims for these arguments; nothing runs.
-func (x *Idempotent) GetURLKey(u string) (string, error) {
-	return x.beginGetURL(u).StoreKey()
-}
-
-// beginGetURL starts a call of GetURL and writes its key material.
-func (x *Idempotent) beginGetURL(u string) idem.Call {
-	c := x.g.Begin(idemSpecGetURL)
-	c.Key().String(u)
-	return c
 }
 
 // idemDecHttpHeader restores values of http.Header.
