@@ -11,11 +11,11 @@ import (
 // The drift self-check. The key code reads struct fields one by one, so a
 // field added to a keyed struct after generation would compile and be left
 // out of the key. For every struct type whose fields the generated code
-// reads, the file declares the field list it was generated for and converts
-// a value of the struct to it: a conversion between struct types needs the
-// same field names and types in the same order (tags aside), so the build
-// fails at that line — whose identifiers say run go generate — when a
-// field is gained, lost, renamed or retyped.
+// reads, the file converts a value of the struct to the field list it was
+// generated for (an unnamed struct type): a conversion between struct types
+// needs the same field names and types in the same order (tags aside), so
+// the build fails at that line — whose comment says run go generate — when
+// a field is gained, lost, renamed or retyped.
 //
 // Another package's struct with unexported fields (which the file cannot
 // name), or with fields of types the file cannot name, is checked field by
@@ -23,8 +23,8 @@ import (
 // same type. A field gained there cannot be seen by the compiler; idemgen
 // -check (CI) sees it.
 
-// staleSuffix ends the names the drift checks declare, so the compiler's
-// message itself says what to do.
+// staleSuffix ends the names the field-by-field and generic drift checks
+// declare, so the compiler's message itself says what to do.
 const staleSuffix = "_fieldsChanged_runGoGenerate"
 
 // readFields records that the key code reads the fields of n.
@@ -110,12 +110,14 @@ func (e *emitter) readStructs() []*types.Named {
 	return read
 }
 
-// driftPrefix tells apart the checks of another package's types.
-func (e *emitter) driftPrefix(obj *types.TypeName) string {
+// driftSortKey orders the checks: by type name, the package's own types
+// before another package's of the same name.
+func (e *emitter) driftSortKey(n *types.Named) string {
+	obj, prefix := n.Obj(), ""
 	if obj.Pkg() != e.pi.pkg.Types {
-		return upperFirst(obj.Pkg().Name())
+		prefix = upperFirst(obj.Pkg().Name())
 	}
-	return ""
+	return prefix + upperFirst(obj.Name()) + e.instanceSuffix(n) + " " + obj.Pkg().Path()
 }
 
 // wholeCheck converts a value of n to the field list it was generated
@@ -128,8 +130,8 @@ func (e *emitter) wholeCheck(n *types.Named) (driftCheck, bool) {
 			return driftCheck{}, false
 		}
 	}
-	obj, display := n.Obj(), e.pi.typeString(n)
-	name := e.global("idem" + e.driftPrefix(obj) + upperFirst(obj.Name()) + e.instanceSuffix(n) + staleSuffix)
+	display := e.pi.typeString(n)
+	name := e.driftSortKey(n)
 	fields := make([]jen.Code, st.NumFields())
 	for i := range fields {
 		f := st.Field(i)
@@ -147,8 +149,7 @@ func (e *emitter) wholeCheck(n *types.Named) (driftCheck, bool) {
 	}
 	return driftCheck{name, []jen.Code{
 		jen.Commentf("Build fails here if %s's fields changed since generation: run go generate.", display).Line().
-			Type().Id(name).Struct(fields...).Line().
-			Var().Id("_").Op("=").Id(name).Call(e.typ(n).(*jen.Statement).Clone().Values()),
+			Var().Id("_").Op("=").Struct(fields...).Call(e.typ(n).(*jen.Statement).Clone().Values()),
 	}}, true
 }
 
@@ -169,8 +170,7 @@ func (e *emitter) fieldCheck(n *types.Named) (driftCheck, bool) {
 	if len(refs) == 0 {
 		return driftCheck{}, false
 	}
-	obj := n.Obj()
-	name := "idem" + e.driftPrefix(obj) + upperFirst(obj.Name()) + e.instanceSuffix(n) + staleSuffix + " " + obj.Pkg().Path() // for sorting only
+	name := e.driftSortKey(n)
 	return driftCheck{name, []jen.Code{
 		jen.Commentf("Build fails here if a field of %s read here changed: run go generate.", e.pi.typeString(n)).Line().
 			Var().Id("_").Op("=").Func().Params(jen.Id(v).Op("*").Add(e.typ(n))).Params(results...).Block(

@@ -244,19 +244,15 @@ func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 }
 
 // Build fails here if Event's fields changed since generation: run go generate.
-type idemEvent_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID   string
 	Data map[string]any
 	Tags []any
-}
-
-var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
+}(Event{})
 
 // Build fails here if Result's fields changed since generation: run go generate.
-type idemResult_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Echo  map[string]any
 	Items []any
 	V     any
-}
-
-var _ = idemResult_fieldsChanged_runGoGenerate(Result{})
+}(Result{})

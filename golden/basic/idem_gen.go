@@ -141,8 +141,14 @@ func idemKeyLine(b *idemimpl.KeyBuilder, v *Line) {
 	}
 }
 
+// Build fails here if Invoice's fields changed since generation: run go generate.
+var _ = struct {
+	ID     string
+	Amount int64
+}(Invoice{})
+
 // Build fails here if InvoiceRequest's fields changed since generation: run go generate.
-type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	CustomerID string
 	OrderID    string
 	Amount     int64
@@ -151,23 +157,11 @@ type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 	Lines      []Line
 	Meta       map[string]string
 	Hook       func()
-}
-
-var _ = idemInvoiceRequest_fieldsChanged_runGoGenerate(InvoiceRequest{})
-
-// Build fails here if Invoice's fields changed since generation: run go generate.
-type idemInvoice_fieldsChanged_runGoGenerate struct {
-	ID     string
-	Amount int64
-}
-
-var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})
+}(InvoiceRequest{})
 
 // Build fails here if Line's fields changed since generation: run go generate.
-type idemLine_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	SKU   string
 	Qty   int
 	Price *float64
-}
-
-var _ = idemLine_fieldsChanged_runGoGenerate(Line{})
+}(Line{})

@@ -276,8 +276,6 @@ func idemKeyContext(b *idemimpl.KeyBuilder, v *context) {
 }
 
 // Build fails here if context's fields changed since generation: run go generate.
-type idemContext_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	deadline time3.Time
-}
-
-var _ = idemContext_fieldsChanged_runGoGenerate(context{})
+}(context{})

@@ -110,11 +110,9 @@ func idemEncQuote(e *idemimpl.Encoder, v *Quote) {
 }
 
 // Build fails here if Quote's fields changed since generation: run go generate.
-type idemQuote_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Symbol string
 	Qty    int
 	Total  float64
 	Tags   []string
-}
-
-var _ = idemQuote_fieldsChanged_runGoGenerate(Quote{})
+}(Quote{})

@@ -262,11 +262,9 @@ func idemKeyReq(b *idemimpl.KeyBuilder, v *Req) {
 }
 
 // Build fails here if Base's fields changed since generation: run go generate.
-type idemBase_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Tenant string
-}
-
-var _ = idemBase_fieldsChanged_runGoGenerate(Base{})
+}(Base{})
 
 // Build fails here if a field of ext.Options read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *ext.Options) (*string, *int) {
@@ -274,23 +272,19 @@ var _ = func(fieldsChanged_runGoGenerate *ext.Options) (*string, *int) {
 }
 
 // Build fails here if Opt[int64]'s fields changed since generation: run go generate.
-type idemOpt_int64_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Value int64
 	Set   bool
-}
-
-var _ = idemOpt_int64_fieldsChanged_runGoGenerate(Opt[int64]{})
+}(Opt[int64]{})
 
 // Build fails here if Price's fields changed since generation: run go generate.
-type idemPrice_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Total Cents
 	Rate  Rate
-}
-
-var _ = idemPrice_fieldsChanged_runGoGenerate(Price{})
+}(Price{})
 
 // Build fails here if Req's fields changed since generation: run go generate.
-type idemReq_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Base   `json:"-" xml:"-"`
 	ID     string
 	Count  int
@@ -301,9 +295,7 @@ type idemReq_fieldsChanged_runGoGenerate struct {
 	Codes  Codes
 	Units  Units
 	Level  ext.Level
-}
-
-var _ = idemReq_fieldsChanged_runGoGenerate(Req{})
+}(Req{})
 
 // Build fails here if a field of Page[S] read here changed: run go generate.
 func _[S ~string]() {

@@ -204,44 +204,34 @@ func idemKeyStats(b *idemimpl.KeyBuilder, v *Stats) {
 }
 
 // Build fails here if ext.Meta's fields changed since generation: run go generate.
-type idemExtMeta_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Page   int
 	Cursor string
-}
-
-var _ = idemExtMeta_fieldsChanged_runGoGenerate(ext.Meta{})
+}(ext.Meta{})
 
 // Build fails here if Messages's fields changed since generation: run go generate.
-type idemMessages_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Page     `json:"-" xml:"-"`
 	Stats    `json:"-" xml:"-"`
 	ext.Meta `json:"-" xml:"-"`
 	Items    []string
-}
-
-var _ = idemMessages_fieldsChanged_runGoGenerate(Messages{})
+}(Messages{})
 
 // Build fails here if Page's fields changed since generation: run go generate.
-type idemPage_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Page int
 	Next string
-}
-
-var _ = idemPage_fieldsChanged_runGoGenerate(Page{})
+}(Page{})
 
 // Build fails here if Query's fields changed since generation: run go generate.
-type idemQuery_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Page    `json:"-" xml:"-"`
 	Stats   `json:"-" xml:"-"`
 	Channel string
-}
-
-var _ = idemQuery_fieldsChanged_runGoGenerate(Query{})
+}(Query{})
 
 // Build fails here if Stats's fields changed since generation: run go generate.
-type idemStats_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Page  int
 	Total int
-}
-
-var _ = idemStats_fieldsChanged_runGoGenerate(Stats{})
+}(Stats{})

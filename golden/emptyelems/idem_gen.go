@@ -195,16 +195,12 @@ func idemEncSets(e *idemimpl.Encoder, v *Sets) {
 }
 
 // Build fails here if Marker's fields changed since generation: run go generate.
-type idemMarker_fieldsChanged_runGoGenerate struct{}
-
-var _ = idemMarker_fieldsChanged_runGoGenerate(Marker{})
+var _ = struct{}(Marker{})
 
 // Build fails here if Sets's fields changed since generation: run go generate.
-type idemSets_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Set     map[string]struct{}
 	Markers map[int]Marker
 	Slots   []struct{}
 	Fixed   [2]Marker
-}
-
-var _ = idemSets_fieldsChanged_runGoGenerate(Sets{})
+}(Sets{})

@@ -302,35 +302,27 @@ func idemEncNotFound(e *idemimpl.Encoder, v *NotFound) {
 }
 
 // Build fails here if broker.Partition's fields changed since generation: run go generate.
-type idemBrokerPartition_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID    int
 	Error error
-}
-
-var _ = idemBrokerPartition_fieldsChanged_runGoGenerate(broker.Partition{})
+}(broker.Partition{})
 
 // Build fails here if broker.ProduceResponse's fields changed since generation: run go generate.
-type idemBrokerProduceResponse_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Partitions []broker.Partition
 	Throttle   int
-}
-
-var _ = idemBrokerProduceResponse_fieldsChanged_runGoGenerate(broker.ProduceResponse{})
+}(broker.ProduceResponse{})
 
 // Build fails here if Item's fields changed since generation: run go generate.
-type idemItem_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID  string
 	Err error
-}
-
-var _ = idemItem_fieldsChanged_runGoGenerate(Item{})
+}(Item{})
 
 // Build fails here if NotFound's fields changed since generation: run go generate.
-type idemNotFound_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID string
-}
-
-var _ = idemNotFound_fieldsChanged_runGoGenerate(NotFound{})
+}(NotFound{})
 
 // Build fails here if broker.Error is no longer defined as int16: run go generate.
 var _ = (*int16)(new(broker.Error))

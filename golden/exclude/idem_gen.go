@@ -68,27 +68,21 @@ var idemCodecFulfil = idemimpl.TypedCodec[int64]{
 }
 
 // Build fails here if Customer's fields changed since generation: run go generate.
-type idemCustomer_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID        string
 	UpdatedAt time.Time
-}
-
-var _ = idemCustomer_fieldsChanged_runGoGenerate(Customer{})
+}(Customer{})
 
 // Build fails here if Order's fields changed since generation: run go generate.
-type idemOrder_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID       string
 	Customer *Customer
 	Trace    Trace
 	Attempt  int
-}
-
-var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
+}(Order{})
 
 // Build fails here if Trace's fields changed since generation: run go generate.
-type idemTrace_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	SpanID string
 	Sent   time.Time
-}
-
-var _ = idemTrace_fieldsChanged_runGoGenerate(Trace{})
+}(Trace{})

@@ -204,7 +204,7 @@ func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 }
 
 // Build fails here if Stats's fields changed since generation: run go generate.
-type idemStats_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Mean    float64
 	Min     float64
 	Max     float64
@@ -214,6 +214,4 @@ type idemStats_fieldsChanged_runGoGenerate struct {
 	ByName  map[string]float64
 	Peak    *float64
 	Complex complex128
-}
-
-var _ = idemStats_fieldsChanged_runGoGenerate(Stats{})
+}(Stats{})

@@ -548,63 +548,51 @@ func idemKeySdkPaymentIntentParams(b *idemimpl.KeyBuilder, v *sdk.PaymentIntentP
 }
 
 // Build fails here if refund.Refund's fields changed since generation: run go generate.
-type idemRefundRefund_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID     string
 	Amount int64
-}
-
-var _ = idemRefundRefund_fieldsChanged_runGoGenerate(refund.Refund{})
+}(refund.Refund{})
 
 // Build fails here if sdk.Error's fields changed since generation: run go generate.
-type idemSdkError_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Code string
 	Err  error
-}
-
-var _ = idemSdkError_fieldsChanged_runGoGenerate(sdk.Error{})
-
-// Build fails here if sdk.IssueRequest's fields changed since generation: run go generate.
-type idemSdkIssueRequest_fieldsChanged_runGoGenerate struct {
-	Title  *string
-	Body   *string
-	Labels []string
-}
-
-var _ = idemSdkIssueRequest_fieldsChanged_runGoGenerate(sdk.IssueRequest{})
+}(sdk.Error{})
 
 // Build fails here if sdk.Issue's fields changed since generation: run go generate.
-type idemSdkIssue_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Number int
 	Title  string
 	Labels []string
 	Author *string
 	URL    string
-}
+}(sdk.Issue{})
 
-var _ = idemSdkIssue_fieldsChanged_runGoGenerate(sdk.Issue{})
+// Build fails here if sdk.IssueRequest's fields changed since generation: run go generate.
+var _ = struct {
+	Title  *string
+	Body   *string
+	Labels []string
+}(sdk.IssueRequest{})
 
 // Build fails here if a field of sdk.Params read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.Params) (*context.Context, **string, *map[string]string) {
 	return &fieldsChanged_runGoGenerate.Context, &fieldsChanged_runGoGenerate.IdempotencyKey, &fieldsChanged_runGoGenerate.Metadata
 }
 
-// Build fails here if sdk.PaymentIntentParams's fields changed since generation: run go generate.
-type idemSdkPaymentIntentParams_fieldsChanged_runGoGenerate struct {
-	sdk.Params `json:"-" xml:"-"`
-	Amount     *int64
-	Currency   *string
-}
-
-var _ = idemSdkPaymentIntentParams_fieldsChanged_runGoGenerate(sdk.PaymentIntentParams{})
-
 // Build fails here if sdk.PaymentIntent's fields changed since generation: run go generate.
-type idemSdkPaymentIntent_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID        string
 	Amount    int64
 	Currency  string
 	Created   time.Time
 	Metadata  map[string]string
 	LastError *sdk.Error
-}
+}(sdk.PaymentIntent{})
 
-var _ = idemSdkPaymentIntent_fieldsChanged_runGoGenerate(sdk.PaymentIntent{})
+// Build fails here if sdk.PaymentIntentParams's fields changed since generation: run go generate.
+var _ = struct {
+	sdk.Params `json:"-" xml:"-"`
+	Amount     *int64
+	Currency   *string
+}(sdk.PaymentIntentParams{})

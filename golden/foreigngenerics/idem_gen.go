@@ -273,33 +273,25 @@ func idemKeySdkQuery_string(b *idemimpl.KeyBuilder, v *sdk.Query[string]) {
 }
 
 // Build fails here if sdk.Item's fields changed since generation: run go generate.
-type idemSdkItem_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID    string
 	Price int64
-}
-
-var _ = idemSdkItem_fieldsChanged_runGoGenerate(sdk.Item{})
+}(sdk.Item{})
 
 // Build fails here if sdk.Page[sdk.Item]'s fields changed since generation: run go generate.
-type idemSdkPage_SdkItem_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Items []sdk.Item
 	Next  string
-}
-
-var _ = idemSdkPage_SdkItem_fieldsChanged_runGoGenerate(sdk.Page[sdk.Item]{})
+}(sdk.Page[sdk.Item]{})
 
 // Build fails here if sdk.Page[string]'s fields changed since generation: run go generate.
-type idemSdkPage_string_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Items []string
 	Next  string
-}
-
-var _ = idemSdkPage_string_fieldsChanged_runGoGenerate(sdk.Page[string]{})
+}(sdk.Page[string]{})
 
 // Build fails here if sdk.Query[string]'s fields changed since generation: run go generate.
-type idemSdkQuery_string_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Filter string
 	Limit  sdk.Opt[int64]
-}
-
-var _ = idemSdkQuery_string_fieldsChanged_runGoGenerate(sdk.Query[string]{})
+}(sdk.Query[string]{})

@@ -639,85 +639,65 @@ func idemKeyPage_ModelInvoice2(b *idemimpl.KeyBuilder, v *Page[model2.Invoice]) 
 	}
 }
 
+// Build fails here if Invoice's fields changed since generation: run go generate.
+var _ = struct {
+	ID    string
+	Cents int64
+}(Invoice{})
+
 // Build fails here if InvoiceRequest's fields changed since generation: run go generate.
-type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Customer string
 	Amount   Opt[int64]
 	Memo     Opt[string]
 	Coupon   sdk.Opt[string]
-}
-
-var _ = idemInvoiceRequest_fieldsChanged_runGoGenerate(InvoiceRequest{})
-
-// Build fails here if Invoice's fields changed since generation: run go generate.
-type idemInvoice_fieldsChanged_runGoGenerate struct {
-	ID    string
-	Cents int64
-}
-
-var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})
+}(InvoiceRequest{})
 
 // Build fails here if model.Invoice's fields changed since generation: run go generate.
-type idemModelInvoice_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Number string
-}
-
-var _ = idemModelInvoice_fieldsChanged_runGoGenerate(model.Invoice{})
+}(model.Invoice{})
 
 // Build fails here if model.Invoice's fields changed since generation: run go generate.
-type idemModelInvoice_fieldsChanged_runGoGenerate2 struct {
+var _ = struct {
 	Cents int64
-}
-
-var _ = idemModelInvoice_fieldsChanged_runGoGenerate2(model2.Invoice{})
+}(model2.Invoice{})
 
 // Build fails here if Opt[int64]'s fields changed since generation: run go generate.
-type idemOpt_int64_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	value   int64
 	present bool
-}
-
-var _ = idemOpt_int64_fieldsChanged_runGoGenerate(Opt[int64]{})
+}(Opt[int64]{})
 
 // Build fails here if Opt[string]'s fields changed since generation: run go generate.
-type idemOpt_string_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	value   string
 	present bool
-}
-
-var _ = idemOpt_string_fieldsChanged_runGoGenerate(Opt[string]{})
+}(Opt[string]{})
 
 // Build fails here if Order's fields changed since generation: run go generate.
-type idemOrder_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID  string
 	Qty int
-}
-
-var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
+}(Order{})
 
 // Build fails here if Page[Invoice]'s fields changed since generation: run go generate.
-type idemPage_Invoice_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Items []Invoice
 	Next  *string
-}
-
-var _ = idemPage_Invoice_fieldsChanged_runGoGenerate(Page[Invoice]{})
+}(Page[Invoice]{})
 
 // Build fails here if Page[model.Invoice]'s fields changed since generation: run go generate.
-type idemPage_ModelInvoice_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Items []model.Invoice
 	Next  *string
-}
-
-var _ = idemPage_ModelInvoice_fieldsChanged_runGoGenerate(Page[model.Invoice]{})
+}(Page[model.Invoice]{})
 
 // Build fails here if Page[model.Invoice]'s fields changed since generation: run go generate.
-type idemPage_ModelInvoice_fieldsChanged_runGoGenerate2 struct {
+var _ = struct {
 	Items []model2.Invoice
 	Next  *string
-}
-
-var _ = idemPage_ModelInvoice_fieldsChanged_runGoGenerate2(Page[model2.Invoice]{})
+}(Page[model2.Invoice]{})
 
 // Build fails here if a field of Page[S] read here changed: run go generate.
 func _[S ~string]() {

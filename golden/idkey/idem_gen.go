@@ -130,21 +130,17 @@ func idemKeyTypedEvent(b *idemimpl.KeyBuilder, v *TypedEvent) {
 }
 
 // Build fails here if Event's fields changed since generation: run go generate.
-type idemEvent_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID      string
 	Kind    string
 	Payload []byte
-}
-
-var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
+}(Event{})
 
 // Build fails here if TypedEvent's fields changed since generation: run go generate.
-type idemTypedEvent_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID   EventID
 	Body string
-}
-
-var _ = idemTypedEvent_fieldsChanged_runGoGenerate(TypedEvent{})
+}(TypedEvent{})
 
 // Build fails here if EventID is no longer defined as string: run go generate.
 var _ = (*string)(new(EventID))

@@ -313,18 +313,14 @@ func idemKeyShipment(b *idemimpl.KeyBuilder, v *Shipment) {
 }
 
 // Build fails here if Booking's fields changed since generation: run go generate.
-type idemBooking_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Ref   string
 	Cents int64
-}
-
-var _ = idemBooking_fieldsChanged_runGoGenerate(Booking{})
+}(Booking{})
 
 // Build fails here if Shipment's fields changed since generation: run go generate.
-type idemShipment_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	From string
 	To   string
 	Kg   int
-}
-
-var _ = idemShipment_fieldsChanged_runGoGenerate(Shipment{})
+}(Shipment{})

@@ -133,27 +133,21 @@ func idemKeyImageRectangle(b *idemimpl.KeyBuilder, v *image.Rectangle) {
 }
 
 // Build fails here if color.RGBA's fields changed since generation: run go generate.
-type idemColorRGBA_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	R uint8
 	G uint8
 	B uint8
 	A uint8
-}
-
-var _ = idemColorRGBA_fieldsChanged_runGoGenerate(color.RGBA{})
+}(color.RGBA{})
 
 // Build fails here if image.Point's fields changed since generation: run go generate.
-type idemImagePoint_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	X int
 	Y int
-}
-
-var _ = idemImagePoint_fieldsChanged_runGoGenerate(image.Point{})
+}(image.Point{})
 
 // Build fails here if image.Rectangle's fields changed since generation: run go generate.
-type idemImageRectangle_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Min image.Point
 	Max image.Point
-}
-
-var _ = idemImageRectangle_fieldsChanged_runGoGenerate(image.Rectangle{})
+}(image.Rectangle{})

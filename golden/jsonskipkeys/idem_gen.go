@@ -106,13 +106,11 @@ func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 }
 
 // Build fails here if sdk.ChargeParams's fields changed since generation: run go generate.
-type idemSdkChargeParams_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	sdk.Params `json:"-" xml:"-"`
 	Amount     *int64
 	Currency   *string
-}
-
-var _ = idemSdkChargeParams_fieldsChanged_runGoGenerate(sdk.ChargeParams{})
+}(sdk.ChargeParams{})
 
 // Build fails here if a field of sdk.Params read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.Params) (*context.Context, **string, *map[string]string) {

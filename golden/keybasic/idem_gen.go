@@ -94,7 +94,7 @@ func idemKeyBasics(b *idemimpl.KeyBuilder, v *Basics) {
 }
 
 // Build fails here if Basics's fields changed since generation: run go generate.
-type idemBasics_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	B    bool
 	I    int
 	I8   int8
@@ -120,9 +120,7 @@ type idemBasics_fieldsChanged_runGoGenerate struct {
 	Cur  Currency
 	Fl   Flag
 	Rat  Ratio
-}
-
-var _ = idemBasics_fieldsChanged_runGoGenerate(Basics{})
+}(Basics{})
 
 // Build fails here if Cents is no longer defined as int64: run go generate.
 var _ = (*int64)(new(Cents))

@@ -195,15 +195,13 @@ var _ = func(fieldsChanged_runGoGenerate *sdk.Tag) (**string, **string) {
 }
 
 // Build fails here if Upload's fields changed since generation: run go generate.
-type idemUpload_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	marker  `json:"-" xml:"-"`
 	Owner   string
 	In      *sdk.PutObjectInput
 	guard   [0]func()
 	padding [0]int
-}
-
-var _ = idemUpload_fieldsChanged_runGoGenerate(Upload{})
+}(Upload{})
 
 // Build fails here if sdk.ObjectLockMode is no longer defined as string: run go generate.
 var _ = (*string)(new(sdk.ObjectLockMode))

@@ -200,15 +200,13 @@ func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 }
 
 // Build fails here if Point's fields changed since generation: run go generate.
-type idemPoint_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	X int
 	Y int
-}
-
-var _ = idemPoint_fieldsChanged_runGoGenerate(Point{})
+}(Point{})
 
 // Build fails here if Shape's fields changed since generation: run go generate.
-type idemShape_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Points []Point
 	Grid   [2][3]int
 	Hash   [4]byte
@@ -222,6 +220,4 @@ type idemShape_fieldsChanged_runGoGenerate struct {
 	}
 	PtrSlice []*Point
 	Keys     map[Point]bool
-}
-
-var _ = idemShape_fieldsChanged_runGoGenerate(Shape{})
+}(Shape{})

@@ -76,9 +76,7 @@ func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 }
 
 // Build fails here if Order's fields changed since generation: run go generate.
-type idemOrder_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	To   Email
 	Cart Cart
-}
-
-var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
+}(Order{})

@@ -158,18 +158,14 @@ func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 }
 
 // Build fails here if Event's fields changed since generation: run go generate.
-type idemEvent_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID   string
 	User string
 	At   time.Time
-}
-
-var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
+}(Event{})
 
 // Build fails here if Request's fields changed since generation: run go generate.
-type idemRequest_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Tenant string
 	Amount int64
-}
-
-var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})
+}(Request{})

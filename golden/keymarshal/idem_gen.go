@@ -91,11 +91,9 @@ func idemKeyCharge(b *idemimpl.KeyBuilder, v *Charge) {
 }
 
 // Build fails here if Charge's fields changed since generation: run go generate.
-type idemCharge_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Amount money.Amount
 	Token  money.Token
 	Backup *money.Token
 	Prices map[string]money.Amount
-}
-
-var _ = idemCharge_fieldsChanged_runGoGenerate(Charge{})
+}(Charge{})

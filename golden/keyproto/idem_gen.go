@@ -179,11 +179,9 @@ func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 }
 
 // Build fails here if Event's fields changed since generation: run go generate.
-type idemEvent_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID    string
 	At    *timestamppb.Timestamp
 	Attrs *structpb.Struct
 	Delay *durationpb.Duration
-}
-
-var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
+}(Event{})

@@ -76,11 +76,9 @@ func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 }
 
 // Build fails here if Request's fields changed since generation: run go generate.
-type idemRequest_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	From  netip.Addr
 	Limit *big.Int
 	Level Level
 	At    time.Time
-}
-
-var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})
+}(Request{})

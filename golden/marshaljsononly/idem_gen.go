@@ -136,17 +136,13 @@ func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 }
 
 // Build fails here if Amount's fields changed since generation: run go generate.
-type idemAmount_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Units    int64
 	Currency string
-}
-
-var _ = idemAmount_fieldsChanged_runGoGenerate(Amount{})
+}(Amount{})
 
 // Build fails here if Invoice's fields changed since generation: run go generate.
-type idemInvoice_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Total Amount
 	Lines []Amount
-}
-
-var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})
+}(Invoice{})

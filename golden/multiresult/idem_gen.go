@@ -241,10 +241,8 @@ func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 }
 
 // Build fails here if Receipt's fields changed since generation: run go generate.
-type idemReceipt_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID    string
 	Lines map[string]int
 	At    time.Time
-}
-
-var _ = idemReceipt_fieldsChanged_runGoGenerate(Receipt{})
+}(Receipt{})

@@ -216,18 +216,14 @@ func idemKeyPoint(b *idemimpl.KeyBuilder, v *Point) {
 }
 
 // Build fails here if image.Point's fields changed since generation: run go generate.
-type idemImagePoint_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	X int
 	Y int
-}
-
-var _ = idemImagePoint_fieldsChanged_runGoGenerate(image.Point{})
+}(image.Point{})
 
 // Build fails here if Point's fields changed since generation: run go generate.
-type idemPoint_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	X int
 	Y int
 	Z int
-}
-
-var _ = idemPoint_fieldsChanged_runGoGenerate(Point{})
+}(Point{})

@@ -161,17 +161,13 @@ func idemKeyParams(b *idemimpl.KeyBuilder, v *Params) {
 }
 
 // Build fails here if ChargeParams's fields changed since generation: run go generate.
-type idemChargeParams_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Params `json:"-" xml:"-"`
 	Amount int64
-}
-
-var _ = idemChargeParams_fieldsChanged_runGoGenerate(ChargeParams{})
+}(ChargeParams{})
 
 // Build fails here if Params's fields changed since generation: run go generate.
-type idemParams_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Context        context.Context
 	IdempotencyKey string
-}
-
-var _ = idemParams_fieldsChanged_runGoGenerate(Params{})
+}(Params{})

@@ -200,28 +200,22 @@ func idemKeyReading(b *idemimpl.KeyBuilder, v *Reading) {
 }
 
 // Build fails here if Device's fields changed since generation: run go generate.
-type idemDevice_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Tenant string
 	Serial int64
-}
-
-var _ = idemDevice_fieldsChanged_runGoGenerate(Device{})
+}(Device{})
 
 // Build fails here if Measurement's fields changed since generation: run go generate.
-type idemMeasurement_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	EventID   string
 	UserID    string
 	Timestamp time.Time
 	Value     float64
-}
-
-var _ = idemMeasurement_fieldsChanged_runGoGenerate(Measurement{})
+}(Measurement{})
 
 // Build fails here if Reading's fields changed since generation: run go generate.
-type idemReading_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID     string
 	Device *Device
 	At     *time.Time
-}
-
-var _ = idemReading_fieldsChanged_runGoGenerate(Reading{})
+}(Reading{})

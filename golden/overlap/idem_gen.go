@@ -164,17 +164,13 @@ func idemEncReceiptForRefund(e *idemimpl.Encoder, v *Receipt) {
 }
 
 // Build fails here if ChargeParams's fields changed since generation: run go generate.
-type idemChargeParams_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Params `json:"-" xml:"-"`
 	Amount int64
-}
-
-var _ = idemChargeParams_fieldsChanged_runGoGenerate(ChargeParams{})
+}(ChargeParams{})
 
 // Build fails here if Receipt's fields changed since generation: run go generate.
-type idemReceipt_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID   string
 	Meta Meta
-}
-
-var _ = idemReceipt_fieldsChanged_runGoGenerate(Receipt{})
+}(Receipt{})

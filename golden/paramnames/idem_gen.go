@@ -218,8 +218,6 @@ func idemKeyItem(b *idemimpl.KeyBuilder, v *Item) {
 }
 
 // Build fails here if Item's fields changed since generation: run go generate.
-type idemItem_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID string
-}
-
-var _ = idemItem_fieldsChanged_runGoGenerate(Item{})
+}(Item{})

@@ -348,20 +348,16 @@ func idemKeyChargeParams(b *idemimpl.KeyBuilder, v *ChargeParams) {
 }
 
 // Build fails here if ChargeParams's fields changed since generation: run go generate.
-type idemChargeParams_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Customer string
 	Amount   int64
 	Currency string
-}
-
-var _ = idemChargeParams_fieldsChanged_runGoGenerate(ChargeParams{})
+}(ChargeParams{})
 
 // Build fails here if sdk.APIResource's fields changed since generation: run go generate.
-type idemSdkAPIResource_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	LastResponse *sdk.APIResponse
-}
-
-var _ = idemSdkAPIResource_fieldsChanged_runGoGenerate(sdk.APIResource{})
+}(sdk.APIResource{})
 
 // Build fails here if a field of sdk.APIResponse read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.APIResponse) (*int, *http.Header, *string) {
@@ -369,7 +365,7 @@ var _ = func(fieldsChanged_runGoGenerate *sdk.APIResponse) (*int, *http.Header, 
 }
 
 // Build fails here if sdk.Charge's fields changed since generation: run go generate.
-type idemSdkCharge_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	sdk.APIResource `json:"-" xml:"-"`
 	ID              string
 	Amount          int64
@@ -378,22 +374,16 @@ type idemSdkCharge_fieldsChanged_runGoGenerate struct {
 	Refunds         []*sdk.Refund
 	Metadata        map[string]string
 	Outcome         *sdk.Outcome
-}
-
-var _ = idemSdkCharge_fieldsChanged_runGoGenerate(sdk.Charge{})
+}(sdk.Charge{})
 
 // Build fails here if sdk.Outcome's fields changed since generation: run go generate.
-type idemSdkOutcome_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Type      string
 	RiskScore float64
-}
-
-var _ = idemSdkOutcome_fieldsChanged_runGoGenerate(sdk.Outcome{})
+}(sdk.Outcome{})
 
 // Build fails here if sdk.Refund's fields changed since generation: run go generate.
-type idemSdkRefund_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID     string
 	Amount int64
-}
-
-var _ = idemSdkRefund_fieldsChanged_runGoGenerate(sdk.Refund{})
+}(sdk.Refund{})

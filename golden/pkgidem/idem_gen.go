@@ -194,28 +194,22 @@ func idemKeyInput(b *idemimpl.KeyBuilder, v *Input) {
 }
 
 // Build fails here if Input's fields changed since generation: run go generate.
-type idemInput_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Who  ID
 	Pair Pair[string, int]
-}
-
-var _ = idemInput_fieldsChanged_runGoGenerate(Input{})
+}(Input{})
 
 // Build fails here if Pair[ID, bool]'s fields changed since generation: run go generate.
-type idemPair_string_bool_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Key ID
 	Val bool
-}
-
-var _ = idemPair_string_bool_fieldsChanged_runGoGenerate(Pair[ID, bool]{})
+}(Pair[ID, bool]{})
 
 // Build fails here if Pair[string, int]'s fields changed since generation: run go generate.
-type idemPair_string_int_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Key string
 	Val int
-}
-
-var _ = idemPair_string_int_fieldsChanged_runGoGenerate(Pair[string, int]{})
+}(Pair[string, int]{})
 
 // Build fails here if the alias ID no longer stands for string: run go generate.
 var _ *string = new(ID)

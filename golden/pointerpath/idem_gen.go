@@ -256,58 +256,44 @@ func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 }
 
 // Build fails here if Account's fields changed since generation: run go generate.
-type idemAccount_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Base `json:"-" xml:"-"`
 	*Audit
 	ID    int64
 	Owner *Person
-}
-
-var _ = idemAccount_fieldsChanged_runGoGenerate(Account{})
+}(Account{})
 
 // Build fails here if Audit's fields changed since generation: run go generate.
-type idemAudit_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	By    string
 	Trace string
-}
-
-var _ = idemAudit_fieldsChanged_runGoGenerate(Audit{})
+}(Audit{})
 
 // Build fails here if Base's fields changed since generation: run go generate.
-type idemBase_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Tenant string
-}
-
-var _ = idemBase_fieldsChanged_runGoGenerate(Base{})
+}(Base{})
 
 // Build fails here if Meta's fields changed since generation: run go generate.
-type idemMeta_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Note  string
 	Count int64
-}
-
-var _ = idemMeta_fieldsChanged_runGoGenerate(Meta{})
+}(Meta{})
 
 // Build fails here if Person's fields changed since generation: run go generate.
-type idemPerson_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Email string
 	Tags  []string
-}
-
-var _ = idemPerson_fieldsChanged_runGoGenerate(Person{})
+}(Person{})
 
 // Build fails here if Request's fields changed since generation: run go generate.
-type idemRequest_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Account *Account
 	Amount  int
-}
-
-var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})
+}(Request{})
 
 // Build fails here if Touched's fields changed since generation: run go generate.
-type idemTouched_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Meta   `json:"-" xml:"-"`
 	Tenant string
-}
-
-var _ = idemTouched_fieldsChanged_runGoGenerate(Touched{})
+}(Touched{})

@@ -464,57 +464,43 @@ func idemKeyStamped(b *idemimpl.KeyBuilder, v *Stamped) {
 }
 
 // Build fails here if Customer's fields changed since generation: run go generate.
-type idemCustomer_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID int64
-}
-
-var _ = idemCustomer_fieldsChanged_runGoGenerate(Customer{})
+}(Customer{})
 
 // Build fails here if Money's fields changed since generation: run go generate.
-type idemMoney_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Decimal  `json:"-" xml:"-"`
 	Currency string
-}
-
-var _ = idemMoney_fieldsChanged_runGoGenerate(Money{})
+}(Money{})
 
 // Build fails here if Node's fields changed since generation: run go generate.
-type idemNode_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Name string
 	Next *Node
-}
-
-var _ = idemNode_fieldsChanged_runGoGenerate(Node{})
+}(Node{})
 
 // Build fails here if Order's fields changed since generation: run go generate.
-type idemOrder_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID       string
 	Customer *Customer
-}
-
-var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
+}(Order{})
 
 // Build fails here if Receipt's fields changed since generation: run go generate.
-type idemReceipt_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Stamped `json:"-" xml:"-"`
 	Total   Money
 	N       int64
-}
-
-var _ = idemReceipt_fieldsChanged_runGoGenerate(Receipt{})
+}(Receipt{})
 
 // Build fails here if Request's fields changed since generation: run go generate.
-type idemRequest_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Tenant `json:"-" xml:"-"`
 	Item   string
-}
-
-var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})
+}(Request{})
 
 // Build fails here if Stamped's fields changed since generation: run go generate.
-type idemStamped_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	time.Time `json:"-" xml:"-"`
 	Order     string
-}
-
-var _ = idemStamped_fieldsChanged_runGoGenerate(Stamped{})
+}(Stamped{})

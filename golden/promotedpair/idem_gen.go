@@ -217,43 +217,33 @@ func idemEncTagged(e *idemimpl.Encoder, v *Tagged) {
 }
 
 // Build fails here if Amount's fields changed since generation: run go generate.
-type idemAmount_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	*big.Float
 	Currency string
-}
-
-var _ = idemAmount_fieldsChanged_runGoGenerate(Amount{})
+}(Amount{})
 
 // Build fails here if Located's fields changed since generation: run go generate.
-type idemLocated_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	netip.Addr `json:"-" xml:"-"`
 	Label      string
-}
-
-var _ = idemLocated_fieldsChanged_runGoGenerate(Located{})
+}(Located{})
 
 // Build fails here if Res's fields changed since generation: run go generate.
-type idemRes_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Tagged  Tagged
 	Stamp   Stamp
 	Located Located
 	Amount  Amount
-}
-
-var _ = idemRes_fieldsChanged_runGoGenerate(Res{})
+}(Res{})
 
 // Build fails here if Stamp's fields changed since generation: run go generate.
-type idemStamp_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	time.Time `json:"-" xml:"-"`
 	Source    string
-}
-
-var _ = idemStamp_fieldsChanged_runGoGenerate(Stamp{})
+}(Stamp{})
 
 // Build fails here if Tagged's fields changed since generation: run go generate.
-type idemTagged_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	json.RawMessage
 	Name string
-}
-
-var _ = idemTagged_fieldsChanged_runGoGenerate(Tagged{})
+}(Tagged{})

@@ -172,11 +172,9 @@ func idemEncEvent(e *idemimpl.Encoder, v *Event) {
 }
 
 // Build fails here if Event's fields changed since generation: run go generate.
-type idemEvent_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID    string
 	At    *timestamppb.Timestamp
 	Attrs *structpb.Struct
 	None  *structpb.Struct
-}
-
-var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
+}(Event{})

@@ -117,9 +117,7 @@ var idemCodecTenantNotify = idemimpl.TypedCodec[string]{
 }
 
 // Build fails here if Tenant's fields changed since generation: run go generate.
-type idemTenant_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID     string
 	region string
-}
-
-var _ = idemTenant_fieldsChanged_runGoGenerate(Tenant{})
+}(Tenant{})

@@ -144,33 +144,25 @@ func idemKeyTree(b *idemimpl.KeyBuilder, v *Tree) {
 }
 
 // Build fails here if A's fields changed since generation: run go generate.
-type idemA_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	B *B
-}
-
-var _ = idemA_fieldsChanged_runGoGenerate(A{})
+}(A{})
 
 // Build fails here if B's fields changed since generation: run go generate.
-type idemB_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	A  *A
 	ID int
-}
-
-var _ = idemB_fieldsChanged_runGoGenerate(B{})
+}(B{})
 
 // Build fails here if List's fields changed since generation: run go generate.
-type idemList_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Head int
 	Tail *List
-}
-
-var _ = idemList_fieldsChanged_runGoGenerate(List{})
+}(List{})
 
 // Build fails here if Tree's fields changed since generation: run go generate.
-type idemTree_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Value    string
 	Children []*Tree
 	Attrs    map[string]*Tree
-}
-
-var _ = idemTree_fieldsChanged_runGoGenerate(Tree{})
+}(Tree{})

@@ -144,10 +144,8 @@ func idemEncNode(e *idemimpl.Encoder, v *Node) {
 }
 
 // Build fails here if Node's fields changed since generation: run go generate.
-type idemNode_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID       int
 	Children []*Node
 	Next     *Node
-}
-
-var _ = idemNode_fieldsChanged_runGoGenerate(Node{})
+}(Node{})

@@ -191,13 +191,11 @@ func idemEncUser(e *idemimpl.Encoder, v *User) {
 }
 
 // Build fails here if User's fields changed since generation: run go generate.
-type idemUser_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID       int64
 	Login    string
 	Email    *string
 	Orgs     []string
 	Created  time.Time
 	Settings map[string]bool
-}
-
-var _ = idemUser_fieldsChanged_runGoGenerate(User{})
+}(User{})

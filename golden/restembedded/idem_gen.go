@@ -160,17 +160,13 @@ func idemEncResponseForReposServiceCreate(e *idemimpl.Encoder, v *Response) {
 }
 
 // Build fails here if Repo's fields changed since generation: run go generate.
-type idemRepo_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID   int64
 	Name string
-}
-
-var _ = idemRepo_fieldsChanged_runGoGenerate(Repo{})
+}(Repo{})
 
 // Build fails here if Response's fields changed since generation: run go generate.
-type idemResponse_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	*http.Response
 	Rate int
-}
-
-var _ = idemResponse_fieldsChanged_runGoGenerate(Response{})
+}(Response{})

@@ -153,12 +153,10 @@ func idemEncRes(e *idemimpl.Encoder, v *Res) {
 }
 
 // Build fails here if Res's fields changed since generation: run go generate.
-type idemRes_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID    string
 	Cache string
 	Items []string
 	Tags  map[string]string
 	None  []string
-}
-
-var _ = idemRes_fieldsChanged_runGoGenerate(Res{})
+}(Res{})

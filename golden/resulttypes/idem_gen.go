@@ -265,15 +265,13 @@ func idemEncReport(e *idemimpl.Encoder, v *Report) {
 }
 
 // Build fails here if Meta's fields changed since generation: run go generate.
-type idemMeta_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Created time.Time
 	Labels  map[string]string
-}
-
-var _ = idemMeta_fieldsChanged_runGoGenerate(Meta{})
+}(Meta{})
 
 // Build fails here if Report's fields changed since generation: run go generate.
-type idemReport_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Meta    `json:"-" xml:"-"`
 	Title   string
 	Counts  map[int]uint8
@@ -286,6 +284,4 @@ type idemReport_fieldsChanged_runGoGenerate struct {
 	private struct{}
 	_       int
 	Upper   string
-}
-
-var _ = idemReport_fieldsChanged_runGoGenerate(Report{})
+}(Report{})

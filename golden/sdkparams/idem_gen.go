@@ -152,22 +152,18 @@ func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	}
 }
 
+// Build fails here if sdk.Charge's fields changed since generation: run go generate.
+var _ = struct {
+	ID     string
+	Amount int64
+}(sdk.Charge{})
+
 // Build fails here if sdk.ChargeParams's fields changed since generation: run go generate.
-type idemSdkChargeParams_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	sdk.Params `json:"-" xml:"-"`
 	Amount     *int64
 	Currency   *string
-}
-
-var _ = idemSdkChargeParams_fieldsChanged_runGoGenerate(sdk.ChargeParams{})
-
-// Build fails here if sdk.Charge's fields changed since generation: run go generate.
-type idemSdkCharge_fieldsChanged_runGoGenerate struct {
-	ID     string
-	Amount int64
-}
-
-var _ = idemSdkCharge_fieldsChanged_runGoGenerate(sdk.Charge{})
+}(sdk.ChargeParams{})
 
 // Build fails here if a field of sdk.Params read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.Params) (*context.Context, **string, *map[string]string) {

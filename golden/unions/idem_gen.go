@@ -566,59 +566,43 @@ func idemKeyInternal(b *idemimpl.KeyBuilder, v *internal) {
 }
 
 // Build fails here if blocks.Divider's fields changed since generation: run go generate.
-type idemBlocksDivider_fieldsChanged_runGoGenerate struct{}
-
-var _ = idemBlocksDivider_fieldsChanged_runGoGenerate(blocks.Divider{})
+var _ = struct{}(blocks.Divider{})
 
 // Build fails here if blocks.Image's fields changed since generation: run go generate.
-type idemBlocksImage_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	URL string
 	Alt *string
-}
-
-var _ = idemBlocksImage_fieldsChanged_runGoGenerate(blocks.Image{})
+}(blocks.Image{})
 
 // Build fails here if blocks.Message's fields changed since generation: run go generate.
-type idemBlocksMessage_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	TS     string
 	Blocks []blocks.Block
-}
-
-var _ = idemBlocksMessage_fieldsChanged_runGoGenerate(blocks.Message{})
+}(blocks.Message{})
 
 // Build fails here if blocks.Section's fields changed since generation: run go generate.
-type idemBlocksSection_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Text     string
 	Elements []blocks.Block
-}
-
-var _ = idemBlocksSection_fieldsChanged_runGoGenerate(blocks.Section{})
+}(blocks.Section{})
 
 // Build fails here if Created's fields changed since generation: run go generate.
-type idemCreated_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID string
-}
-
-var _ = idemCreated_fieldsChanged_runGoGenerate(Created{})
+}(Created{})
 
 // Build fails here if Deleted's fields changed since generation: run go generate.
-type idemDeleted_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	ID     string
 	Reason string
-}
-
-var _ = idemDeleted_fieldsChanged_runGoGenerate(Deleted{})
+}(Deleted{})
 
 // Build fails here if Hooked's fields changed since generation: run go generate.
-type idemHooked_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Fn func()
-}
-
-var _ = idemHooked_fieldsChanged_runGoGenerate(Hooked{})
+}(Hooked{})
 
 // Build fails here if internal's fields changed since generation: run go generate.
-type idemInternal_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	n int
-}
-
-var _ = idemInternal_fieldsChanged_runGoGenerate(internal{})
+}(internal{})

@@ -709,7 +709,7 @@ func idemEncUrlURL(e *idemimpl.Encoder, v *url.URL) {
 }
 
 // Build fails here if Known's fields changed since generation: run go generate.
-type idemKnown_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Raw      json.RawMessage
 	IP       net.IP
 	IPNet    net.IPNet
@@ -735,52 +735,40 @@ type idemKnown_fieldsChanged_runGoGenerate struct {
 	PCG      rand.PCG
 	ChaCha8  *rand.ChaCha8
 	LevelVar *slog.LevelVar
-}
-
-var _ = idemKnown_fieldsChanged_runGoGenerate(Known{})
+}(Known{})
 
 // Build fails here if net.IPNet's fields changed since generation: run go generate.
-type idemNetIPNet_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	IP   net.IP
 	Mask net.IPMask
-}
-
-var _ = idemNetIPNet_fieldsChanged_runGoGenerate(net.IPNet{})
+}(net.IPNet{})
 
 // Build fails here if sql.NullFloat64's fields changed since generation: run go generate.
-type idemSqlNullFloat64_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Float64 float64
 	Valid   bool
-}
-
-var _ = idemSqlNullFloat64_fieldsChanged_runGoGenerate(sql.NullFloat64{})
+}(sql.NullFloat64{})
 
 // Build fails here if sql.NullString's fields changed since generation: run go generate.
-type idemSqlNullString_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	String string
 	Valid  bool
-}
-
-var _ = idemSqlNullString_fieldsChanged_runGoGenerate(sql.NullString{})
+}(sql.NullString{})
 
 // Build fails here if sql.NullTime's fields changed since generation: run go generate.
-type idemSqlNullTime_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Time  time.Time
 	Valid bool
-}
-
-var _ = idemSqlNullTime_fieldsChanged_runGoGenerate(sql.NullTime{})
+}(sql.NullTime{})
 
 // Build fails here if sql.Null[int64]'s fields changed since generation: run go generate.
-type idemSqlNull_int64_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	V     int64
 	Valid bool
-}
-
-var _ = idemSqlNull_int64_fieldsChanged_runGoGenerate(sql.Null[int64]{})
+}(sql.Null[int64]{})
 
 // Build fails here if url.URL's fields changed since generation: run go generate.
-type idemUrlURL_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Scheme      string
 	Opaque      string
 	User        *url.Userinfo
@@ -792,6 +780,4 @@ type idemUrlURL_fieldsChanged_runGoGenerate struct {
 	RawFragment string
 	ForceQuery  bool
 	OmitHost    bool
-}
-
-var _ = idemUrlURL_fieldsChanged_runGoGenerate(url.URL{})
+}(url.URL{})
