@@ -246,14 +246,14 @@ func (e *emitter) beginCall(w *wrap) *jen.Statement {
 	return jen.Id(w.recv).Dot(w.hn.begin).Call(w.beginArgs...)
 }
 
-// wrapperMethod emits the wrapper: begin the call (key material), then Do.
+// wrapperMethod emits the wrapper: Do, on the call begin starts.
 func (e *emitter) wrapperMethod(w *wrap, codecDoc string) jen.Code {
 	x := w.x
 	names := make([]string, len(x.params))
 	for i, p := range x.params {
 		names[i] = p.name
 	}
-	body := append([]jen.Code{jen.Id(w.c).Op(":=").Add(e.beginCall(w))}, e.doCall(w)...)
+	body := e.doCall(w)
 	name := x.name
 	if w.hn.wrapper != "" {
 		name = w.hn.wrapper
@@ -288,10 +288,10 @@ func (e *emitter) wrapperDoc(w *wrap) string {
 	return doc
 }
 
-// doCall is the wrapper's body after begin: Do runs the function once per
-// key; several results come back through the result struct.
+// doCall is the wrapper's body: Do runs the function at most once per key
+// begin writes; several results come back through the result struct.
 func (e *emitter) doCall(w *wrap) []jen.Code {
-	x, c, ns := w.x, w.c, w.ns
+	x, ns := w.x, w.ns
 	call := e.innerCall(w)
 	ctxArg := jen.Add(e.qual(e.ctxPkg, "Background")).Call()
 	closureParam := e.qual(e.ctxPkg, "Context")
@@ -300,7 +300,7 @@ func (e *emitter) doCall(w *wrap) []jen.Code {
 		closureParam = jen.Id(x.params[x.ctx].name).Add(e.qual(e.ctxPkg, "Context"))
 	}
 	do := func(inner ...jen.Code) *jen.Statement {
-		return jen.Add(e.qual(e.idem, "Do")).Call(ctxArg, jen.Id(c),
+		return jen.Add(e.qual(e.idem, "Do")).Call(ctxArg, e.beginCall(w),
 			jen.Func().Params(closureParam).Params(w.resultT, jen.Error()).Block(inner...))
 	}
 	switch len(x.result) {

@@ -25,8 +25,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Record is anyvalues.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Record(ctx context.Context, e Event) (Result, error) {
-	c := x.beginRecord(&e)
-	return idem.Do(ctx, c, func(ctx context.Context) (Result, error) {
+	return idem.Do(ctx, x.beginRecord(&e), func(ctx context.Context) (Result, error) {
 		return Record(ctx, e)
 	})
 }
@@ -65,8 +64,7 @@ var idemCodecRecord = idemimpl.TypedCodec[Result]{
 
 // Exec is anyvalues.Exec, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Exec(ctx context.Context, query string, args ...any) (any, error) {
-	c := x.beginExec(query, args)
-	return idem.Do(ctx, c, func(ctx context.Context) (any, error) {
+	return idem.Do(ctx, x.beginExec(query, args), func(ctx context.Context) (any, error) {
 		return Exec(ctx, query, args...)
 	})
 }
@@ -109,8 +107,7 @@ var idemCodecExec = idemimpl.TypedCodec[any]{
 
 // Connect is anyvalues.Connect, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Connect(ctx context.Context, addr net.Addr) (string, error) {
-	c := x.beginConnect(addr)
-	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+	return idem.Do(ctx, x.beginConnect(addr), func(ctx context.Context) (string, error) {
 		return Connect(ctx, addr)
 	})
 }

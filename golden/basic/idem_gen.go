@@ -23,8 +23,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // CreateInvoice is basic.CreateInvoice, run at most once per key (ttl=24h lease=30s
 // on_duplicate=wait key=req.CustomerID,req.OrderID).
 func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (*Invoice, error) {
-	c := x.beginCreateInvoice(&req)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Invoice, error) {
+	return idem.Do(ctx, x.beginCreateInvoice(&req), func(ctx context.Context) (*Invoice, error) {
 		return CreateInvoice(ctx, req)
 	})
 }

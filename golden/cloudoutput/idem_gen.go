@@ -26,8 +26,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // Put is cloudoutput.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return). Replays
 // do not restore the unexported state of sdk.Metadata.
 func (x *Idempotent) Put(ctx context.Context, key string) (*sdk.PutObjectOutput, error) {
-	c := x.beginPut(key)
-	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.PutObjectOutput, error) {
+	return idem.Do(ctx, x.beginPut(key), func(ctx context.Context) (*sdk.PutObjectOutput, error) {
 		return Put(ctx, key)
 	})
 }

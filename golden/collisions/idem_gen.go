@@ -22,8 +22,7 @@ func NewIdempotent(g *idem4.Guard) *Idempotent {
 
 // Pay is collisions.Pay, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x2 *Idempotent) Pay(ctx2 context3.Context, g string, c int, x bool, r []string, err string, ctx int) (int64, error) {
-	c2 := x2.beginPay(g, c, x, r, err, ctx)
-	return idem4.Do(ctx2, c2, func(ctx2 context3.Context) (int64, error) {
+	return idem4.Do(ctx2, x2.beginPay(g, c, x, r, err, ctx), func(ctx2 context3.Context) (int64, error) {
 		return Pay(ctx2, g, c, x, r, err, ctx)
 	})
 }
@@ -74,8 +73,7 @@ var idemCodecPay = idemimpl.TypedCodec[int64]{
 // Tick is collisions.Tick, run at most once per key (ttl=1h30m lease=30s on_duplicate=return
 // key=idem2).
 func (x *Idempotent) Tick(ctx context3.Context, idem2 string, time2 int, context2 context, b []byte) (string, int, error) {
-	c := x.beginTick(idem2, time2, &context2, b)
-	r, err := idem4.Do(ctx, c, func(ctx context3.Context) (idemResultTick, error) {
+	r, err := idem4.Do(ctx, x.beginTick(idem2, time2, &context2, b), func(ctx context3.Context) (idemResultTick, error) {
 		var r idemResultTick
 		var err error
 		r.r1, r.r2, err = Tick(ctx, idem2, time2, context2, b)
@@ -162,8 +160,7 @@ func NewIdempotentBox(t *Box, g *idem4.Guard) *IdempotentBox {
 // Put is Box.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is
 // not part of the key (key= can name its fields).
 func (c *IdempotentBox) Put(ctx context3.Context, x int) (int64, error) {
-	c2 := c.beginPut(x)
-	return idem4.Do(ctx, c2, func(ctx context3.Context) (int64, error) {
+	return idem4.Do(ctx, c.beginPut(x), func(ctx context3.Context) (int64, error) {
 		return c.Box.Put(ctx, x)
 	})
 }
@@ -203,8 +200,7 @@ var idemCodecBoxPut = idemimpl.TypedCodec[int64]{
 // Peek is Box.Peek, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver
 // is not part of the key (key= can name its fields).
 func (context_ *IdempotentBox) Peek(ctx context3.Context) (int64, error) {
-	c := context_.beginPeek()
-	return idem4.Do(ctx, c, func(ctx context3.Context) (int64, error) {
+	return idem4.Do(ctx, context_.beginPeek(), func(ctx context3.Context) (int64, error) {
 		return context_.Box.Peek(ctx)
 	})
 }
@@ -243,8 +239,7 @@ var idemCodecBoxPeek = idemimpl.TypedCodec[int64]{
 // Empty is Box.Empty, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver
 // is not part of the key (key= can name its fields).
 func (idem3 *IdempotentBox) Empty(ctx context3.Context) error {
-	c := idem3.beginEmpty()
-	_, err := idem4.Do(ctx, c, func(ctx context3.Context) (struct{}, error) {
+	_, err := idem4.Do(ctx, idem3.beginEmpty(), func(ctx context3.Context) (struct{}, error) {
 		return struct{}{}, idem3.Box.Empty(ctx)
 	})
 	return err

@@ -22,8 +22,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // GetQuote is defaults.GetQuote, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) GetQuote(ctx context.Context, symbol string, qty int) (Quote, error) {
-	c := x.beginGetQuote(symbol, qty)
-	return idem.Do(ctx, c, func(ctx context.Context) (Quote, error) {
+	return idem.Do(ctx, x.beginGetQuote(symbol, qty), func(ctx context.Context) (Quote, error) {
 		return GetQuote(ctx, symbol, qty)
 	})
 }

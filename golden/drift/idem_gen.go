@@ -24,8 +24,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Charge is drift.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Charge(ctx context.Context, req Req) (int64, error) {
-	c := x.beginCharge(&req)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginCharge(&req), func(ctx context.Context) (int64, error) {
 		return Charge(ctx, req)
 	})
 }
@@ -64,8 +63,7 @@ var idemCodecCharge = idemimpl.TypedCodec[int64]{
 
 // Quote is drift.Quote, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Quote(ctx context.Context, amount Cents, units Units) (Price, error) {
-	c := x.beginQuote(amount, units)
-	return idem.Do(ctx, c, func(ctx context.Context) (Price, error) {
+	return idem.Do(ctx, x.beginQuote(amount, units), func(ctx context.Context) (Price, error) {
 		return Quote(ctx, amount, units)
 	})
 }
@@ -105,8 +103,7 @@ var idemCodecQuote = idemimpl.TypedCodec[Price]{
 
 // Track is drift.Track, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Track(ctx context.Context, limit Opt[int64]) (int64, error) {
-	c := x.beginTrack(&limit)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginTrack(&limit), func(ctx context.Context) (int64, error) {
 		return Track(ctx, limit)
 	})
 }
@@ -146,8 +143,7 @@ var idemCodecTrack = idemimpl.TypedCodec[int64]{
 // IdempotentSave is drift.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // The type arguments are part of the key.
 func IdempotentSave[S ~string](x *Idempotent, ctx context.Context, p Page[S]) (int64, error) {
-	c := idemBeginSave[S](x, &p)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, idemBeginSave[S](x, &p), func(ctx context.Context) (int64, error) {
 		return Save[S](ctx, p)
 	})
 }

@@ -23,8 +23,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // List is p.List, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) List(ctx context.Context, q Query) (Messages, error) {
-	c := x.beginList(&q)
-	return idem.Do(ctx, c, func(ctx context.Context) (Messages, error) {
+	return idem.Do(ctx, x.beginList(&q), func(ctx context.Context) (Messages, error) {
 		return List(ctx, q)
 	})
 }

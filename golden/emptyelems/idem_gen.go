@@ -24,8 +24,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Tags is emptyelems.Tags, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Tags(ctx context.Context, item string) (Sets, error) {
-	c := x.beginTags(item)
-	return idem.Do(ctx, c, func(ctx context.Context) (Sets, error) {
+	return idem.Do(ctx, x.beginTags(item), func(ctx context.Context) (Sets, error) {
 		return Tags(ctx, item)
 	})
 }

@@ -22,8 +22,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // SendEmail is errlock.SendEmail, run at most once per key (ttl=1h lease=30s on_duplicate=return
 // on_failure=lock).
 func (x *Idempotent) SendEmail(ctx context.Context, to string, body string) error {
-	c := x.beginSendEmail(to, body)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginSendEmail(to, body), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, SendEmail(ctx, to, body)
 	})
 	return err
@@ -55,8 +54,7 @@ var _ func(context.Context, string, string) error = SendEmail
 // Charge is errlock.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // on_failure=unlock).
 func (x *Idempotent) Charge(ctx context.Context, account string, cents int64) error {
-	c := x.beginCharge(account, cents)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginCharge(account, cents), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, Charge(ctx, account, cents)
 	})
 	return err

@@ -24,8 +24,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // Lookup is errvalues.Lookup, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // Errors in results replay as their text and chain, as themselves if idemErrors lists them.
 func (x *Idempotent) Lookup(ctx context.Context, ids []string) ([]Item, error) {
-	c := x.beginLookup(ids)
-	return idem.Do(ctx, c, func(ctx context.Context) ([]Item, error) {
+	return idem.Do(ctx, x.beginLookup(ids), func(ctx context.Context) ([]Item, error) {
 		return Lookup(ctx, ids)
 	})
 }
@@ -87,8 +86,7 @@ var idemCodecLookup = idemimpl.TypedCodec[[]Item]{
 // Produce is broker.Produce, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // Errors in results replay as their text and chain, as themselves if idemErrors lists them.
 func (x *Idempotent) Produce(ctx context.Context, topic string, partitions int) (*broker.ProduceResponse, error) {
-	c := x.beginProduce(topic, partitions)
-	return idem.Do(ctx, c, func(ctx context.Context) (*broker.ProduceResponse, error) {
+	return idem.Do(ctx, x.beginProduce(topic, partitions), func(ctx context.Context) (*broker.ProduceResponse, error) {
 		return broker.Produce(ctx, topic, partitions)
 	})
 }

@@ -23,8 +23,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // Fulfil is exclude.Fulfil, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=meta,order.Trace.Sent,order.Customer.UpdatedAt).
 func (x *Idempotent) Fulfil(ctx context.Context, order Order, meta Delivery) (int64, error) {
-	c := x.beginFulfil(&order, &meta)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginFulfil(&order, &meta), func(ctx context.Context) (int64, error) {
 		return Fulfil(ctx, order, meta)
 	})
 }

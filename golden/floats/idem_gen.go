@@ -24,8 +24,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Summarize is floats.Summarize, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Summarize(ctx context.Context, name string) (Stats, []float32, error) {
-	c := x.beginSummarize(name)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultSummarize, error) {
+	r, err := idem.Do(ctx, x.beginSummarize(name), func(ctx context.Context) (idemResultSummarize, error) {
 		var r idemResultSummarize
 		var err error
 		r.r1, r.r2, err = Summarize(ctx, name)

@@ -26,8 +26,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Ship is foreign.Ship, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Ship(ctx context.Context, order string) error {
-	c := x.beginShip(order)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginShip(order), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, Ship(ctx, order)
 	})
 	return err
@@ -59,8 +58,7 @@ var _ func(context.Context, string) error = Ship
 // params.Params.extra (unexported: not in the payload fingerprint). Not stored (tagged json:"-" by
 // their package): sdk.Error.Err.
 func (x *Idempotent) New(ctx context.Context, params *sdk.PaymentIntentParams) (*sdk.PaymentIntent, error) {
-	c := x.beginNew(params)
-	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.PaymentIntent, error) {
+	return idem.Do(ctx, x.beginNew(params), func(ctx context.Context) (*sdk.PaymentIntent, error) {
 		return sdk.New(ctx, params)
 	})
 }
@@ -125,8 +123,7 @@ var idemCodecNew = idemimpl.TypedCodec[*sdk.PaymentIntent]{
 
 // NewRefund is refund.New, run at most once per key (ttl=24h lease=30s on_duplicate=raise).
 func (x *Idempotent) NewRefund(ctx context.Context, payment string, amount int64) (*refund.Refund, error) {
-	c := x.beginNewRefund(payment, amount)
-	return idem.Do(ctx, c, func(ctx context.Context) (*refund.Refund, error) {
+	return idem.Do(ctx, x.beginNewRefund(payment, amount), func(ctx context.Context) (*refund.Refund, error) {
 		return refund.New(ctx, payment, amount)
 	})
 }
@@ -193,8 +190,7 @@ func NewIdempotentIssuesService(t *sdk.IssuesService, g *idem.Guard) *Idempotent
 // on_duplicate=return omit=r2). The receiver is not part of the key (key= can name its fields). Not
 // stored (replays return their zero value): r2.
 func (s *IdempotentIssuesService) Create(ctx context.Context, owner string, repo string, req *sdk.IssueRequest) (*sdk.Issue, *sdk.Response, error) {
-	c := s.beginCreate(owner, repo, req)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultIssuesServiceCreate, error) {
+	r, err := idem.Do(ctx, s.beginCreate(owner, repo, req), func(ctx context.Context) (idemResultIssuesServiceCreate, error) {
 		var r idemResultIssuesServiceCreate
 		var err error
 		r.r1, r.r2, err = s.IssuesService.Create(ctx, owner, repo, req)
@@ -273,8 +269,7 @@ var idemCodecIssuesServiceCreate = idemimpl.TypedCodec[idemResultIssuesServiceCr
 // Lock is sdk.IssuesService.Lock, run at most once per key (ttl=24h lease=30s on_duplicate=raise).
 // The receiver is not part of the key (key= can name its fields).
 func (s *IdempotentIssuesService) Lock(ctx context.Context, owner string, repo string, number int) error {
-	c := s.beginLock(owner, repo, number)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, s.beginLock(owner, repo, number), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, s.IssuesService.Lock(ctx, owner, repo, number)
 	})
 	return err

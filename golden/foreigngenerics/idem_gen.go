@@ -27,8 +27,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // IdempotentReprice is foreigngenerics.Reprice, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return). The type arguments are part of the key.
 func IdempotentReprice[N ~int64 | ~int32](x *Idempotent, ctx context.Context, q sdk.Query[string], by N) (sdk.Page[sdk.Item], error) {
-	c := idemBeginReprice[N](x, &q, by)
-	return idem.Do(ctx, c, func(ctx context.Context) (sdk.Page[sdk.Item], error) {
+	return idem.Do(ctx, idemBeginReprice[N](x, &q, by), func(ctx context.Context) (sdk.Page[sdk.Item], error) {
 		return Reprice[N](ctx, q, by)
 	})
 }
@@ -72,8 +71,7 @@ var idemCodecReprice = idemimpl.TypedCodec[sdk.Page[sdk.Item]]{
 
 // List is sdk.List, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) List(ctx context.Context, q sdk.Query[string]) (sdk.Page[sdk.Item], error) {
-	c := x.beginList(&q)
-	return idem.Do(ctx, c, func(ctx context.Context) (sdk.Page[sdk.Item], error) {
+	return idem.Do(ctx, x.beginList(&q), func(ctx context.Context) (sdk.Page[sdk.Item], error) {
 		return sdk.List(ctx, q)
 	})
 }
@@ -127,8 +125,7 @@ func NewIdempotentCatalog(t *sdk.Catalog, g *idem.Guard) *IdempotentCatalog {
 // Prices is sdk.Catalog.Prices, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // The receiver is not part of the key (key= can name its fields).
 func (c *IdempotentCatalog) Prices(ctx context.Context, ids sdk.Page[string]) (map[string]sdk.Opt[int64], error) {
-	c2 := c.beginPrices(&ids)
-	return idem.Do(ctx, c2, func(ctx context.Context) (map[string]sdk.Opt[int64], error) {
+	return idem.Do(ctx, c.beginPrices(&ids), func(ctx context.Context) (map[string]sdk.Opt[int64], error) {
 		return c.Catalog.Prices(ctx, ids)
 	})
 }

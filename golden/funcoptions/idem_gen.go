@@ -29,8 +29,7 @@ func NewIdempotentNotifier(t *Notifier, g *idem.Guard) *IdempotentNotifier {
 // exclude=optFns omit=r1.ResultMetadata). The receiver is not part of the key (key= can name its
 // fields). Not stored (replays return their zero value): r1.ResultMetadata.
 func (n *IdempotentNotifier) Send(ctx context.Context, in *sdk.SendMessageInput, optFns ...func(*sdk.Options)) (*sdk.SendMessageOutput, error) {
-	c := n.beginSend(in, optFns)
-	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.SendMessageOutput, error) {
+	return idem.Do(ctx, n.beginSend(in, optFns), func(ctx context.Context) (*sdk.SendMessageOutput, error) {
 		return n.Notifier.Send(ctx, in, optFns...)
 	})
 }

@@ -30,8 +30,7 @@ func NewIdempotentRepo[T Entity](t *Repo[T], g *idem.Guard) *IdempotentRepo[T] {
 // Save is Repo.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return). The type
 // arguments are part of the key. The receiver is not part of the key (key= can name its fields).
 func (r *IdempotentRepo[T]) Save(ctx context.Context, v T) (int, error) {
-	c := r.beginSave(v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {
+	return idem.Do(ctx, r.beginSave(v), func(ctx context.Context) (int, error) {
 		return r.Repo.Save(ctx, v)
 	})
 }
@@ -78,8 +77,7 @@ var idemCodecRepoSave = idemimpl.TypedCodec[int]{
 // Rename is Repo.Rename, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=r.Table,id). The type arguments are part of the key.
 func (r *IdempotentRepo[U]) Rename(ctx context.Context, id string, to string) error {
-	c := r.beginRename(id, to)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, r.beginRename(id, to), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, r.Repo.Rename(ctx, id, to)
 	})
 	return err

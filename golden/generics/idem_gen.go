@@ -27,8 +27,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // CreateInvoice is generics.CreateInvoice, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
 func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (Page[Invoice], sdk.Opt[int64], error) {
-	c := x.beginCreateInvoice(&req)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultCreateInvoice, error) {
+	r, err := idem.Do(ctx, x.beginCreateInvoice(&req), func(ctx context.Context) (idemResultCreateInvoice, error) {
 		var r idemResultCreateInvoice
 		var err error
 		r.r1, r.r2, err = CreateInvoice(ctx, req)
@@ -93,8 +92,7 @@ var idemCodecCreateInvoice = idemimpl.TypedCodec[idemResultCreateInvoice]{
 // IdempotentPublish is generics.Publish, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return). The type arguments are part of the key.
 func IdempotentPublish[E Event](x *Idempotent, ctx context.Context, e E) (int64, error) {
-	c := idemBeginPublish[E](x, e)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, idemBeginPublish[E](x, e), func(ctx context.Context) (int64, error) {
 		return Publish[E](ctx, e)
 	})
 }
@@ -141,8 +139,7 @@ var idemCodecPublish = idemimpl.TypedCodec[int64]{
 // IdempotentTally is generics.Tally, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return). The type arguments are part of the key.
 func IdempotentTally[N ~int | ~int64](x *Idempotent, ctx context.Context, n N) (int64, error) {
-	c := idemBeginTally[N](x, n)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, idemBeginTally[N](x, n), func(ctx context.Context) (int64, error) {
 		return Tally[N](ctx, n)
 	})
 }
@@ -186,8 +183,7 @@ var idemCodecTally = idemimpl.TypedCodec[int64]{
 // key=id). The type arguments are part of the key. Not keyed: m (type parameter M: not in the
 // payload fingerprint).
 func IdempotentSend[M any](x *Idempotent, ctx context.Context, id string, m M) (int64, error) {
-	c := idemBeginSend[M](x, id, m)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, idemBeginSend[M](x, id, m), func(ctx context.Context) (int64, error) {
 		return Send[M](ctx, id, m)
 	})
 }
@@ -230,8 +226,7 @@ var idemCodecSend = idemimpl.TypedCodec[int64]{
 // IdempotentSave is generics.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // The type arguments are part of the key.
 func IdempotentSave[S ~string](x *Idempotent, ctx context.Context, p Page[S], ps ...S) error {
-	c := idemBeginSave[S](x, &p, ps)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, idemBeginSave[S](x, &p, ps), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, Save[S](ctx, p, ps...)
 	})
 	return err
@@ -283,8 +278,7 @@ func _[S ~string]() {
 func IdempotentPlace[O interface {
 	Order
 }](x *Idempotent, ctx context.Context, o O) (int64, error) {
-	c := idemBeginPlace[O](x, o)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, idemBeginPlace[O](x, o), func(ctx context.Context) (int64, error) {
 		return Place[O](ctx, o)
 	})
 }
@@ -334,8 +328,7 @@ var idemCodecPlace = idemimpl.TypedCodec[int64]{
 // IdempotentStock is generics.Stock, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return). The type arguments are part of the key.
 func IdempotentStock[T Texter](x *Idempotent, ctx context.Context, item T, qty float64) (int64, error) {
-	c := idemBeginStock[T](x, item, qty)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, idemBeginStock[T](x, item, qty), func(ctx context.Context) (int64, error) {
 		return Stock[T](ctx, item, qty)
 	})
 }
@@ -382,8 +375,7 @@ var idemCodecStock = idemimpl.TypedCodec[int64]{
 
 // Import is generics.Import, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Import(ctx context.Context, a Page[model.Invoice], b Page[model2.Invoice]) (Page[model2.Invoice], error) {
-	c := x.beginImport(&a, &b)
-	return idem.Do(ctx, c, func(ctx context.Context) (Page[model2.Invoice], error) {
+	return idem.Do(ctx, x.beginImport(&a, &b), func(ctx context.Context) (Page[model2.Invoice], error) {
 		return Import(ctx, a, b)
 	})
 }

@@ -22,8 +22,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // Handle is idkey.Handle, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=idempotencyKey).
 func (x *Idempotent) Handle(ctx context.Context, idempotencyKey string, ev Event) (int64, error) {
-	c := x.beginHandle(idempotencyKey, &ev)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginHandle(idempotencyKey, &ev), func(ctx context.Context) (int64, error) {
 		return Handle(ctx, idempotencyKey, ev)
 	})
 }
@@ -64,8 +63,7 @@ var idemCodecHandle = idemimpl.TypedCodec[int64]{
 // HandleEvent is idkey.HandleEvent, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=ev.ID name=events.handle version=2).
 func (x *Idempotent) HandleEvent(ctx context.Context, ev *TypedEvent) (int64, error) {
-	c := x.beginHandleEvent(ev)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginHandleEvent(ev), func(ctx context.Context) (int64, error) {
 		return HandleEvent(ctx, ev)
 	})
 }

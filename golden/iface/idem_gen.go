@@ -50,8 +50,7 @@ func (x *IdempotentCarrier) Track(ref string) (string, error) {
 // Book is Carrier.Book, run at most once per key (ttl=1h lease=30s on_duplicate=wait). The
 // implementation is not part of the key: every Carrier decorated on one Guard shares Book's keys.
 func (x *IdempotentCarrier) Book(p0 context.Context, p1 string, p2 Shipment) (Booking, error) {
-	c := x.beginBook(p1, &p2)
-	return idem.Do(p0, c, func(p0 context.Context) (Booking, error) {
+	return idem.Do(p0, x.beginBook(p1, &p2), func(p0 context.Context) (Booking, error) {
 		return x.inner.Book(p0, p1, p2)
 	})
 }
@@ -94,8 +93,7 @@ var idemCodecCarrierBook = idemimpl.TypedCodec[Booking]{
 // key=orderID). The implementation is not part of the key: every Carrier decorated on one Guard
 // shares Quote's keys.
 func (x *IdempotentCarrier) Quote(ctx context.Context, orderID string, s Shipment) (int64, error) {
-	c := x.beginQuote(orderID, &s)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginQuote(orderID, &s), func(ctx context.Context) (int64, error) {
 		return x.inner.Quote(ctx, orderID, s)
 	})
 }
@@ -157,8 +155,7 @@ var _ Canceller = (*IdempotentCanceller)(nil)
 // implementation is not part of the key: every Canceller decorated on one Guard shares Cancel's
 // keys.
 func (x *IdempotentCanceller) Cancel(ctx context.Context, ref string) error {
-	c := x.beginCancel(ref)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginCancel(ref), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, x.inner.Cancel(ctx, ref)
 	})
 	return err
@@ -219,8 +216,7 @@ func (x *IdempotentNotifier) Name() string {
 // implementation is not part of the key: every Notifier decorated on one Guard shares Notify's
 // keys.
 func (x *IdempotentNotifier) Notify(ctx context.Context, to string, msg string) error {
-	c := x.beginNotify(to, msg)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginNotify(to, msg), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, x.inner.Notify(ctx, to, msg)
 	})
 	return err
@@ -251,8 +247,7 @@ var _ func(Notifier, context.Context, string, string) error = Notifier.Notify
 // Reset is Notifier.Reset, run at most once per key (ttl=10m lease=30s on_duplicate=raise). The
 // implementation is not part of the key: every Notifier decorated on one Guard shares Reset's keys.
 func (x *IdempotentNotifier) Reset(ctx context.Context, id string) error {
-	c := x.beginReset(id)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginReset(id), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, x.inner.Reset(ctx, id)
 	})
 	return err

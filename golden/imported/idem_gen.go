@@ -23,8 +23,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Crop is imported.Crop, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Crop(ctx context.Context, r image.Rectangle, at image.Point, bg color.RGBA) (image.Rectangle, error) {
-	c := x.beginCrop(&r, &at, &bg)
-	return idem.Do(ctx, c, func(ctx context.Context) (image.Rectangle, error) {
+	return idem.Do(ctx, x.beginCrop(&r, &at, &bg), func(ctx context.Context) (image.Rectangle, error) {
 		return Crop(ctx, r, at, bg)
 	})
 }

@@ -24,8 +24,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // Charge is jsonskipkeys.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // Not keyed: p.Params.Context (a context), p.Params.usage (unexported, json:"-").
 func (x *Idempotent) Charge(ctx context.Context, p *sdk.ChargeParams) (string, error) {
-	c := x.beginCharge(p)
-	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+	return idem.Do(ctx, x.beginCharge(p), func(ctx context.Context) (string, error) {
 		return Charge(ctx, p)
 	})
 }

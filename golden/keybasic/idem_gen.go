@@ -22,8 +22,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Record is keybasic.Record, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Record(ctx context.Context, b Basics, n int, f float64, c Currency, d time.Duration, at time.Time) (int64, error) {
-	c2 := x.beginRecord(&b, n, f, c, d, &at)
-	return idem.Do(ctx, c2, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginRecord(&b, n, f, c, d, &at), func(ctx context.Context) (int64, error) {
 		return Record(ctx, b, n, f, c, d, at)
 	})
 }

@@ -23,8 +23,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Put is keycloudsdk.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Put(ctx context.Context, in *sdk.PutObjectInput) (int64, error) {
-	c := x.beginPut(in)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginPut(in), func(ctx context.Context) (int64, error) {
 		return Put(ctx, in)
 	})
 }
@@ -68,8 +67,7 @@ var idemCodecPut = idemimpl.TypedCodec[int64]{
 
 // PutFor is keycloudsdk.PutFor, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) PutFor(ctx context.Context, u Upload) (int64, error) {
-	c := x.beginPutFor(&u)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginPutFor(&u), func(ctx context.Context) (int64, error) {
 		return PutFor(ctx, u)
 	})
 }

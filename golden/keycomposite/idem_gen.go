@@ -21,8 +21,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Draw is keycomposite.Draw, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Draw(ctx context.Context, s Shape, ids []string, tags map[string]string, p *Point, arr [2]Point) (int64, error) {
-	c := x.beginDraw(&s, ids, tags, p, &arr)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginDraw(&s, ids, tags, p, &arr), func(ctx context.Context) (int64, error) {
 		return Draw(ctx, s, ids, tags, p, arr)
 	})
 }

@@ -21,8 +21,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Notify is keyer.Notify, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Notify(ctx context.Context, o Order, who Identity, cc *Email) (int64, error) {
-	c := x.beginNotify(&o, who, cc)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginNotify(&o, who, cc), func(ctx context.Context) (int64, error) {
 		return Notify(ctx, o, who, cc)
 	})
 }

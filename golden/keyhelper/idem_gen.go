@@ -23,8 +23,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // Charge is keyhelper.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=req.Tenant).
 func (x *Idempotent) Charge(ctx context.Context, req Request) (int64, error) {
-	c := x.beginCharge(&req)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginCharge(&req), func(ctx context.Context) (int64, error) {
 		return Charge(ctx, req)
 	})
 }
@@ -64,8 +63,7 @@ var idemCodecCharge = idemimpl.TypedCodec[int64]{
 // Apply is keyhelper.Apply, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=ev.ID order=ev.User:ev.At).
 func (x *Idempotent) Apply(ctx context.Context, ev Event) error {
-	c := x.beginApply(&ev)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginApply(&ev), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, Apply(ctx, ev)
 	})
 	return err
@@ -112,8 +110,7 @@ func NewIdempotentLedger(t *Ledger, g *idem.Guard) *IdempotentLedger {
 // Post is Ledger.Post, run at most once per key (ttl=24h lease=30s on_duplicate=return version=2).
 // The receiver is not part of the key (key= can name its fields).
 func (l *IdempotentLedger) Post(ctx context.Context, account string, entries ...int64) error {
-	c := l.beginPost(account, entries)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, l.beginPost(account, entries), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, l.Ledger.Post(ctx, account, entries...)
 	})
 	return err

@@ -24,8 +24,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Pay is keymarshal.Pay, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Pay(ctx context.Context, c Charge, label encoding.TextMarshaler) (int64, error) {
-	c2 := x.beginPay(&c, label)
-	return idem.Do(ctx, c2, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginPay(&c, label), func(ctx context.Context) (int64, error) {
 		return Pay(ctx, c, label)
 	})
 }

@@ -26,8 +26,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Record is keyproto.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Record(ctx context.Context, ev Event) (int64, error) {
-	c := x.beginRecord(&ev)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginRecord(&ev), func(ctx context.Context) (int64, error) {
 		return Record(ctx, ev)
 	})
 }
@@ -66,8 +65,7 @@ var idemCodecRecord = idemimpl.TypedCodec[int64]{
 
 // Apply is keyproto.Apply, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Apply(ctx context.Context, m proto.Message) (int64, error) {
-	c := x.beginApply(m)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginApply(m), func(ctx context.Context) (int64, error) {
 		return Apply(ctx, m)
 	})
 }
@@ -112,8 +110,7 @@ var idemCodecApply = idemimpl.TypedCodec[int64]{
 // Patch is keyproto.Patch, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=ev.Attrs).
 func (x *Idempotent) Patch(ctx context.Context, ev Event) (int64, error) {
-	c := x.beginPatch(&ev)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginPatch(&ev), func(ctx context.Context) (int64, error) {
 		return Patch(ctx, ev)
 	})
 }

@@ -22,8 +22,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Long is leasettl.Long, run at most once per key (ttl=1h lease=30ms on_duplicate=return).
 func (x *Idempotent) Long(ctx context.Context, id string) (int64, error) {
-	c := x.beginLong(id)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginLong(id), func(ctx context.Context) (int64, error) {
 		return Long(ctx, id)
 	})
 }
@@ -63,8 +62,7 @@ var idemCodecLong = idemimpl.TypedCodec[int64]{
 
 // Short is leasettl.Short, run at most once per key (ttl=50ms lease=30s on_duplicate=return).
 func (x *Idempotent) Short(ctx context.Context, id string) (int64, error) {
-	c := x.beginShort(id)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginShort(id), func(ctx context.Context) (int64, error) {
 		return Short(ctx, id)
 	})
 }

@@ -24,8 +24,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Allow is marshalers.Allow, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Allow(ctx context.Context, r Request, prefix netip.Prefix) (int64, error) {
-	c := x.beginAllow(&r, &prefix)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginAllow(&r, &prefix), func(ctx context.Context) (int64, error) {
 		return Allow(ctx, r, prefix)
 	})
 }

@@ -22,8 +22,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Bill is marshaljsononly.Bill, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Bill(ctx context.Context, id string) (*Invoice, error) {
-	c := x.beginBill(id)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Invoice, error) {
+	return idem.Do(ctx, x.beginBill(id), func(ctx context.Context) (*Invoice, error) {
 		return Bill(ctx, id)
 	})
 }

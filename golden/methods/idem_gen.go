@@ -26,8 +26,7 @@ func NewIdempotentService(t *Service, g *idem.Guard) *IdempotentService {
 // Charge is Service.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=account,cents). The receiver is not part of the key (key= can name its fields).
 func (s *IdempotentService) Charge(ctx context.Context, account string, cents int64) (string, error) {
-	c := s.beginCharge(account, cents)
-	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+	return idem.Do(ctx, s.beginCharge(account, cents), func(ctx context.Context) (string, error) {
 		return s.Service.Charge(ctx, account, cents)
 	})
 }
@@ -67,8 +66,7 @@ var idemCodecServiceCharge = idemimpl.TypedCodec[string]{
 // Refund is Service.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=raise). The
 // receiver is not part of the key (key= can name its fields).
 func (s *IdempotentService) Refund(ctx context.Context, chargeID string) error {
-	c := s.beginRefund(chargeID)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, s.beginRefund(chargeID), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, s.Service.Refund(ctx, chargeID)
 	})
 	return err
@@ -112,8 +110,7 @@ func NewIdempotentMailer(t *Mailer, g *idem.Guard) *IdempotentMailer {
 // Send is Mailer.Send, run at most once per key (ttl=24h lease=30s on_duplicate=return). The
 // receiver is not part of the key (key= can name its fields).
 func (m *IdempotentMailer) Send(ctx context.Context, to string) error {
-	c := m.beginSend(to)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, m.beginSend(to), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, m.Mailer.Send(ctx, to)
 	})
 	return err

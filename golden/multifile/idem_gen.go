@@ -22,8 +22,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Ping is multifile.Ping, run at most once per key (ttl=1m lease=30s on_duplicate=return).
 func (x *Idempotent) Ping(ctx context.Context) (string, error) {
-	c := x.beginPing()
-	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+	return idem.Do(ctx, x.beginPing(), func(ctx context.Context) (string, error) {
 		return Ping(ctx)
 	})
 }
@@ -62,8 +61,7 @@ var idemCodecPing = idemimpl.TypedCodec[string]{
 // unexported is multifile.unexported, run at most once per key (ttl=24h lease=30s
 // on_duplicate=wait).
 func (x *Idempotent) unexported(ctx context.Context, n uint16) (bool, error) {
-	c := x.beginUnexported(n)
-	return idem.Do(ctx, c, func(ctx context.Context) (bool, error) {
+	return idem.Do(ctx, x.beginUnexported(n), func(ctx context.Context) (bool, error) {
 		return unexported(ctx, n)
 	})
 }
@@ -117,8 +115,7 @@ func NewIdempotentRepo(t *Repo, g *idem.Guard) *IdempotentRepo {
 // Save is Repo.Save, run at most once per key (ttl=24h lease=30s on_duplicate=return key=id). The
 // receiver is not part of the key (key= can name its fields).
 func (r *IdempotentRepo) Save(ctx context.Context, id string, doc map[string]string) error {
-	c := r.beginSave(id, doc)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, r.beginSave(id, doc), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, r.Repo.Save(ctx, id, doc)
 	})
 	return err
@@ -159,8 +156,7 @@ var _ func(*Repo, context.Context, string, map[string]string) error = (*Repo).Sa
 // Load is Repo.Load, run at most once per key (ttl=24h lease=30s on_duplicate=return). The receiver
 // is not part of the key (key= can name its fields).
 func (r *IdempotentRepo) Load(ctx context.Context, id string) ([]byte, error) {
-	c := r.beginLoad(id)
-	return idem.Do(ctx, c, func(ctx context.Context) ([]byte, error) {
+	return idem.Do(ctx, r.beginLoad(id), func(ctx context.Context) ([]byte, error) {
 		return r.Repo.Load(ctx, id)
 	})
 }
@@ -213,8 +209,7 @@ func NewIdempotentCache(t *Cache, g *idem.Guard) *IdempotentCache {
 // Fill is Cache.Fill, run at most once per key (ttl=24h lease=1m on_duplicate=return). The receiver
 // is not part of the key (key= can name its fields).
 func (x *IdempotentCache) Fill(ctx context.Context) (time.Duration, error) {
-	c := x.beginFill()
-	return idem.Do(ctx, c, func(ctx context.Context) (time.Duration, error) {
+	return idem.Do(ctx, x.beginFill(), func(ctx context.Context) (time.Duration, error) {
 		return x.Cache.Fill(ctx)
 	})
 }

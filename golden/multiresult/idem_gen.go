@@ -24,8 +24,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Split is multiresult.Split, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
 func (x *Idempotent) Split(ctx context.Context, total int, ways int) (int, []int, *Receipt, error) {
-	c := x.beginSplit(total, ways)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultSplit, error) {
+	r, err := idem.Do(ctx, x.beginSplit(total, ways), func(ctx context.Context) (idemResultSplit, error) {
 		var r idemResultSplit
 		var err error
 		r.r1, r.r2, r.r3, err = Split(ctx, total, ways)
@@ -120,8 +119,7 @@ var idemCodecSplit = idemimpl.TypedCodec[idemResultSplit]{
 
 // Quote is multiresult.Quote, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Quote(ctx context.Context, sku string) (int64, string, bool, error) {
-	c := x.beginQuote(sku)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultQuote, error) {
+	r, err := idem.Do(ctx, x.beginQuote(sku), func(ctx context.Context) (idemResultQuote, error) {
 		var r idemResultQuote
 		var err error
 		r.price, r.currency, r.r3, err = Quote(ctx, sku)

@@ -24,8 +24,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // ServiceCharge is nameclash.ServiceCharge, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
 func (x *Idempotent) ServiceCharge(ctx context.Context, p Point) error {
-	c := x.beginServiceCharge(&p)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginServiceCharge(&p), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, ServiceCharge(ctx, p)
 	})
 	return err
@@ -55,8 +54,7 @@ var _ func(context.Context, Point) error = ServiceCharge
 
 // Cancel is nameclash.Cancel, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Cancel(ctx context.Context, id string) error {
-	c := x.beginCancel(id)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginCancel(id), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, Cancel(ctx, id)
 	})
 	return err
@@ -87,8 +85,7 @@ var _ func(context.Context, string) error = Cancel
 // CancelKey is nameclash.CancelKey, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
 func (x *Idempotent) CancelKey(ctx context.Context, id string) error {
-	c := x.beginCancelKey(id)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginCancelKey(id), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, CancelKey(ctx, id)
 	})
 	return err
@@ -132,8 +129,7 @@ func NewIdempotentService(t *Service, g *idem.Guard) *IdempotentService {
 // Charge is Service.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return). The
 // receiver is not part of the key (key= can name its fields).
 func (s *IdempotentService) Charge(ctx context.Context, p image.Point) error {
-	c := s.beginCharge(&p)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, s.beginCharge(&p), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, s.Service.Charge(ctx, p)
 	})
 	return err
@@ -164,8 +160,7 @@ var _ func(*Service, context.Context, image.Point) error = (*Service).Charge
 // g is Service.g, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is
 // not part of the key (key= can name its fields).
 func (s *IdempotentService) g(ctx context.Context, n int) (int, error) {
-	c := s.beginG(n)
-	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {
+	return idem.Do(ctx, s.beginG(n), func(ctx context.Context) (int, error) {
 		return s.Service.g(ctx, n)
 	})
 }

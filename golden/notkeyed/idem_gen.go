@@ -24,8 +24,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // Charge is notkeyed.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return). Not
 // keyed: params.Params.Context (a context), opts (functional options).
 func (x *Idempotent) Charge(ctx context.Context, params *ChargeParams, opts ...func(*Options)) (int64, error) {
-	c := x.beginCharge(params, opts)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginCharge(params, opts), func(ctx context.Context) (int64, error) {
 		return Charge(ctx, params, opts...)
 	})
 }
@@ -70,8 +69,7 @@ var idemCodecCharge = idemimpl.TypedCodec[int64]{
 // Refund is notkeyed.Refund, run at most once per key (ttl=1h lease=30s on_duplicate=return). Not
 // keyed: params.Params.Context (a context), o (functional options), more (functional options).
 func (x *Idempotent) Refund(ctx context.Context, params ChargeParams, o option.RequestOption, more ...option.ClientOption) (int64, error) {
-	c := x.beginRefund(&params, o, more)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginRefund(&params, o, more), func(ctx context.Context) (int64, error) {
 		return Refund(ctx, params, o, more...)
 	})
 }
@@ -111,8 +109,7 @@ var idemCodecRefund = idemimpl.TypedCodec[int64]{
 // Capture is notkeyed.Capture, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=params.Amount). Not keyed: params.Params.Context (a context), done (a func).
 func (x *Idempotent) Capture(ctx context.Context, params ChargeParams, done func()) (int64, error) {
-	c := x.beginCapture(&params, done)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginCapture(&params, done), func(ctx context.Context) (int64, error) {
 		return Capture(ctx, params, done)
 	})
 }

@@ -25,8 +25,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // omit=r1.Models). Not stored (replays return their zero value): r1.Models. Replays do not restore
 // the unexported state of api.List.
 func (x *Idempotent) Models(ctx context.Context, account string) (api.List, error) {
-	c := x.beginModels(account)
-	return idem.Do(ctx, c, func(ctx context.Context) (api.List, error) {
+	return idem.Do(ctx, x.beginModels(account), func(ctx context.Context) (api.List, error) {
 		return Models(ctx, account)
 	})
 }

@@ -23,8 +23,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // Slow is options.Slow, run at most once per key (ttl=1h lease=2s on_duplicate=wait wait=20ms
 // on_failure=lock key=id exclude=note name=options.slow version=3).
 func (x *Idempotent) Slow(ctx context.Context, id string, note string) (int64, error) {
-	c := x.beginSlow(id, note)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginSlow(id, note), func(ctx context.Context) (int64, error) {
 		return Slow(ctx, id, note)
 	})
 }
@@ -69,8 +68,7 @@ var idemCodecSlow = idemimpl.TypedCodec[int64]{
 
 // Raise is options.Raise, run at most once per key (ttl=1.5s lease=250ms on_duplicate=raise).
 func (x *Idempotent) Raise(ctx context.Context, id int) (time.Duration, error) {
-	c := x.beginRaise(id)
-	return idem.Do(ctx, c, func(ctx context.Context) (time.Duration, error) {
+	return idem.Do(ctx, x.beginRaise(id), func(ctx context.Context) (time.Duration, error) {
 		return Raise(ctx, id)
 	})
 }

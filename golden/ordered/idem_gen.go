@@ -24,8 +24,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // Apply is ordered.Apply, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=m.EventID order=m.UserID:m.Timestamp).
 func (x *Idempotent) Apply(ctx context.Context, m Measurement) (int64, error) {
-	c := x.beginApply(&m)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginApply(&m), func(ctx context.Context) (int64, error) {
 		return Apply(ctx, m)
 	})
 }
@@ -68,8 +67,7 @@ var idemCodecApply = idemimpl.TypedCodec[int64]{
 // ApplyLate is ordered.ApplyLate, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=m.EventID name=ordered.late order=m.UserID:m.Timestamp grace=5m).
 func (x *Idempotent) ApplyLate(ctx context.Context, m Measurement) (int64, error) {
-	c := x.beginApplyLate(&m)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginApplyLate(&m), func(ctx context.Context) (int64, error) {
 		return ApplyLate(ctx, m)
 	})
 }
@@ -113,8 +111,7 @@ var idemCodecApplyLate = idemimpl.TypedCodec[int64]{
 // Record is ordered.Record, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=r.ID order=r.Device:r.At grace=1s).
 func (x *Idempotent) Record(ctx context.Context, r *Reading) error {
-	c := x.beginRecord(r)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginRecord(r), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, Record(ctx, r)
 	})
 	return err

@@ -27,8 +27,7 @@ func NewIdempotentLedger(t *Ledger, g *idem.Guard) *IdempotentLedger {
 // Post is Ledger.Post, run at most once per key (ttl=24h lease=30s on_duplicate=raise
 // order=account:at grace=90s). The receiver is not part of the key (key= can name its fields).
 func (l *IdempotentLedger) Post(ctx context.Context, account int64, at time.Time, amount int64) (int, error) {
-	c := l.beginPost(account, &at, amount)
-	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {
+	return idem.Do(ctx, l.beginPost(account, &at, amount), func(ctx context.Context) (int, error) {
 		return l.Ledger.Post(ctx, account, at, amount)
 	})
 }

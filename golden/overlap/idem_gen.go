@@ -23,8 +23,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // exclude=p.Params,p.Params.Context omit=r1.Meta,r1.Meta.Raw). Not stored (replays return their
 // zero value): r1.Meta.
 func (x *Idempotent) Charge(ctx context.Context, p ChargeParams) (*Receipt, error) {
-	c := x.beginCharge(&p)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Receipt, error) {
+	return idem.Do(ctx, x.beginCharge(&p), func(ctx context.Context) (*Receipt, error) {
 		return Charge(ctx, p)
 	})
 }
@@ -74,8 +73,7 @@ var idemCodecCharge = idemimpl.TypedCodec[*Receipt]{
 // exclude=p.Context,p.Params omit=r1.Meta.Raw,r1.Meta). Not stored (replays return their zero
 // value): r1.Meta.
 func (x *Idempotent) Refund(ctx context.Context, p ChargeParams) (*Receipt, error) {
-	c := x.beginRefund(&p)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Receipt, error) {
+	return idem.Do(ctx, x.beginRefund(&p), func(ctx context.Context) (*Receipt, error) {
 		return Refund(ctx, p)
 	})
 }

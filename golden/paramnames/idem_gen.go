@@ -21,8 +21,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Store is paramnames.Store, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Store(p0 context.Context, p1 string, p2 int) error {
-	c := x.beginStore(p1, p2)
-	_, err := idem.Do(p0, c, func(p0 context.Context) (struct{}, error) {
+	_, err := idem.Do(p0, x.beginStore(p1, p2), func(p0 context.Context) (struct{}, error) {
 		return struct{}{}, Store(p0, p1, p2)
 	})
 	return err
@@ -51,8 +50,7 @@ var _ func(context.Context, string, int) error = Store
 
 // Blank is paramnames.Blank, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Blank(p0 context.Context, p1 string, n int) (int, error) {
-	c := x.beginBlank(p1, n)
-	return idem.Do(p0, c, func(p0 context.Context) (int, error) {
+	return idem.Do(p0, x.beginBlank(p1, n), func(p0 context.Context) (int, error) {
 		return Blank(p0, p1, n)
 	})
 }
@@ -91,8 +89,7 @@ var idemCodecBlank = idemimpl.TypedCodec[int]{
 
 // Shadow is paramnames.Shadow, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Shadow(Shadow_ string, Item_ Item, len_ int, string_ string, int64_ []int) (*Item, error) {
-	c := x.beginShadow(Shadow_, &Item_, len_, string_, int64_)
-	return idem.Do(context.Background(), c, func(context.Context) (*Item, error) {
+	return idem.Do(context.Background(), x.beginShadow(Shadow_, &Item_, len_, string_, int64_), func(context.Context) (*Item, error) {
 		return Shadow(Shadow_, Item_, len_, string_, int64_)
 	})
 }
@@ -152,8 +149,7 @@ var idemCodecShadow = idemimpl.TypedCodec[*Item]{
 // Later is paramnames.Later, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=id).
 func (x *Idempotent) Later(id string, ctx context.Context, n int) (int, error) {
-	c := x.beginLater(id, n)
-	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {
+	return idem.Do(ctx, x.beginLater(id, n), func(ctx context.Context) (int, error) {
 		return Later(id, ctx, n)
 	})
 }

@@ -27,8 +27,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // CreateCharge is payments.CreateCharge, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return). Replays do not restore the unexported state of sdk.APIResponse.
 func (x *Idempotent) CreateCharge(ctx context.Context, p ChargeParams) (*sdk.Charge, error) {
-	c := x.beginCreateCharge(&p)
-	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.Charge, error) {
+	return idem.Do(ctx, x.beginCreateCharge(&p), func(ctx context.Context) (*sdk.Charge, error) {
 		return CreateCharge(ctx, p)
 	})
 }

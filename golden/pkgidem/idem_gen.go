@@ -22,8 +22,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Lookup is idem.Lookup, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
 func (x *Idempotent) Lookup(ctx context.Context, in Input, who ID) (Pair[string, int], error) {
-	c := x.beginLookup(&in, who)
-	return idem.Do(ctx, c, func(ctx context.Context) (Pair[string, int], error) {
+	return idem.Do(ctx, x.beginLookup(&in, who), func(ctx context.Context) (Pair[string, int], error) {
 		return Lookup(ctx, in, who)
 	})
 }
@@ -78,8 +77,7 @@ func NewIdempotentGuard(t *Guard, g *idem.Guard) *IdempotentGuard {
 // Check is Guard.Check, run at most once per key (ttl=1m lease=30s on_duplicate=return). The
 // receiver is not part of the key (key= can name its fields).
 func (g *IdempotentGuard) Check(ctx context.Context, ids []ID) ([]Pair[ID, bool], error) {
-	c := g.beginCheck(ids)
-	return idem.Do(ctx, c, func(ctx context.Context) ([]Pair[ID, bool], error) {
+	return idem.Do(ctx, g.beginCheck(ids), func(ctx context.Context) ([]Pair[ID, bool], error) {
 		return g.Guard.Check(ctx, ids)
 	})
 }

@@ -22,8 +22,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // Transfer is pointerpath.Transfer, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=req.Account.Tenant,req.Account.ID,req.Account.Owner.Email,req.Account.Owner.Tags).
 func (x *Idempotent) Transfer(ctx context.Context, req *Request) (int64, error) {
-	c := x.beginTransfer(req)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginTransfer(req), func(ctx context.Context) (int64, error) {
 		return Transfer(ctx, req)
 	})
 }
@@ -99,8 +98,7 @@ var idemCodecTransfer = idemimpl.TypedCodec[int64]{
 // key=acct.Tenant,acct.By exclude=acct.Trace omit=r1.Note). Not stored (replays return their zero
 // value): r1.Note.
 func (x *Idempotent) Touch(ctx context.Context, acct Account) (Touched, error) {
-	c := x.beginTouch(&acct)
-	return idem.Do(ctx, c, func(ctx context.Context) (Touched, error) {
+	return idem.Do(ctx, x.beginTouch(&acct), func(ctx context.Context) (Touched, error) {
 		return Touch(ctx, acct)
 	})
 }

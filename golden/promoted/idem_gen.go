@@ -24,8 +24,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Charge is promoted.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Charge(ctx context.Context, s Stamped, m Money, r Request) (Receipt, error) {
-	c := x.beginCharge(&s, &m, &r)
-	return idem.Do(ctx, c, func(ctx context.Context) (Receipt, error) {
+	return idem.Do(ctx, x.beginCharge(&s, &m, &r), func(ctx context.Context) (Receipt, error) {
 		return Charge(ctx, s, m, r)
 	})
 }
@@ -66,8 +65,7 @@ var idemCodecCharge = idemimpl.TypedCodec[Receipt]{
 // Place is promoted.Place, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=o.ID,o.Customer.ID).
 func (x *Idempotent) Place(ctx context.Context, o Order) (int64, error) {
-	c := x.beginPlace(&o)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginPlace(&o), func(ctx context.Context) (int64, error) {
 		return Place(ctx, o)
 	})
 }
@@ -112,8 +110,7 @@ var idemCodecPlace = idemimpl.TypedCodec[int64]{
 
 // Visit is promoted.Visit, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Visit(ctx context.Context, n *Node) (string, error) {
-	c := x.beginVisit(n)
-	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+	return idem.Do(ctx, x.beginVisit(n), func(ctx context.Context) (string, error) {
 		return Visit(ctx, n)
 	})
 }
@@ -158,8 +155,7 @@ var idemCodecVisit = idemimpl.TypedCodec[string]{
 func (x *Idempotent) Tally(ctx context.Context, m map[string]struct {
 	Note string `idem:"-"`
 }) (int64, error) {
-	c := x.beginTally(m)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginTally(m), func(ctx context.Context) (int64, error) {
 		return Tally(ctx, m)
 	})
 }
@@ -218,8 +214,7 @@ func (x *Idempotent) Marks(ctx context.Context, m []struct {
 }, n [][1]struct {
 	Note string `idem:"-"`
 }) (int64, error) {
-	c := x.beginMarks(m, &a, n)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginMarks(m, &a, n), func(ctx context.Context) (int64, error) {
 		return Marks(ctx, m, a, n)
 	})
 }
@@ -288,8 +283,7 @@ var idemCodecMarks = idemimpl.TypedCodec[int64]{
 
 // Route is promoted.Route, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Route(ctx context.Context, ip net.IP, amount *big.Float) (int64, error) {
-	c := x.beginRoute(ip, amount)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginRoute(ip, amount), func(ctx context.Context) (int64, error) {
 		return Route(ctx, ip, amount)
 	})
 }

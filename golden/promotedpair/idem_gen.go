@@ -25,8 +25,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Get is p.Get, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Get(ctx context.Context, id string) (Res, error) {
-	c := x.beginGet(id)
-	return idem.Do(ctx, c, func(ctx context.Context) (Res, error) {
+	return idem.Do(ctx, x.beginGet(id), func(ctx context.Context) (Res, error) {
 		return Get(ctx, id)
 	})
 }

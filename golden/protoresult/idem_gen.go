@@ -25,8 +25,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Record is protoresult.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Record(ctx context.Context, id string) (*Event, *timestamppb.Timestamp, error) {
-	c := x.beginRecord(id)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultRecord, error) {
+	r, err := idem.Do(ctx, x.beginRecord(id), func(ctx context.Context) (idemResultRecord, error) {
 		var r idemResultRecord
 		var err error
 		r.r1, r.r2, err = Record(ctx, id)

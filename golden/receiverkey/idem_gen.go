@@ -26,8 +26,7 @@ func NewIdempotentTenant(t *Tenant, g *idem.Guard) *IdempotentTenant {
 // Bill is Tenant.Bill, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=t.ID,t.region,amount).
 func (t *IdempotentTenant) Bill(ctx context.Context, amount int64) (string, error) {
-	c := t.beginBill(amount)
-	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+	return idem.Do(ctx, t.beginBill(amount), func(ctx context.Context) (string, error) {
 		return t.Tenant.Bill(ctx, amount)
 	})
 }
@@ -79,8 +78,7 @@ var idemCodecTenantBill = idemimpl.TypedCodec[string]{
 // Notify is Tenant.Notify, run at most once per key (ttl=24h lease=30s on_duplicate=return). The
 // receiver is not part of the key (key= can name its fields).
 func (t *IdempotentTenant) Notify(ctx context.Context, msg string) (string, error) {
-	c := t.beginNotify(msg)
-	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+	return idem.Do(ctx, t.beginNotify(msg), func(ctx context.Context) (string, error) {
 		return t.Tenant.Notify(ctx, msg)
 	})
 }

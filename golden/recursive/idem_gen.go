@@ -21,8 +21,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Walk is recursive.Walk, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Walk(ctx context.Context, t *Tree, l List, a A) (int64, error) {
-	c := x.beginWalk(t, &l, &a)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginWalk(t, &l, &a), func(ctx context.Context) (int64, error) {
 		return Walk(ctx, t, l, a)
 	})
 }

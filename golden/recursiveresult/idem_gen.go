@@ -21,8 +21,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Chain is recursiveresult.Chain, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
 func (x *Idempotent) Chain(ctx context.Context, n int, ring bool, fan bool) (*Node, error) {
-	c := x.beginChain(n, ring, fan)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Node, error) {
+	return idem.Do(ctx, x.beginChain(n, ring, fan), func(ctx context.Context) (*Node, error) {
 		return Chain(ctx, n, ring, fan)
 	})
 }

@@ -32,8 +32,7 @@ func NewIdempotentUsersService(t *UsersService, g *idem.Guard) *IdempotentUsersS
 // omit=r2). The receiver is not part of the key (key= can name its fields). Not stored (replays
 // return their zero value): r2.
 func (s *IdempotentUsersService) Create(ctx context.Context, login string) (*User, *http.Response, error) {
-	c := s.beginCreate(login)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultUsersServiceCreate, error) {
+	r, err := idem.Do(ctx, s.beginCreate(login), func(ctx context.Context) (idemResultUsersServiceCreate, error) {
 		var r idemResultUsersServiceCreate
 		var err error
 		r.r1, r.r2, err = s.UsersService.Create(ctx, login)

@@ -30,8 +30,7 @@ func NewIdempotentReposService(t *ReposService, g *idem.Guard) *IdempotentReposS
 // omit=r2.Response). The receiver is not part of the key (key= can name its fields). Not stored
 // (replays return their zero value): r2.Response.
 func (s *IdempotentReposService) Create(ctx context.Context, name string) (*Repo, *Response, error) {
-	c := s.beginCreate(name)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultReposServiceCreate, error) {
+	r, err := idem.Do(ctx, s.beginCreate(name), func(ctx context.Context) (idemResultReposServiceCreate, error) {
 		var r idemResultReposServiceCreate
 		var err error
 		r.r1, r.r2, err = s.ReposService.Create(ctx, name)

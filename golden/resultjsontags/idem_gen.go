@@ -24,8 +24,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // F is p.F, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) F(ctx context.Context, id string) (Res, error) {
-	c := x.beginF(id)
-	return idem.Do(ctx, c, func(ctx context.Context) (Res, error) {
+	return idem.Do(ctx, x.beginF(id), func(ctx context.Context) (Res, error) {
 		return F(ctx, id)
 	})
 }

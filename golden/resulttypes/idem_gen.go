@@ -24,8 +24,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Build is resulttypes.Build, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
 func (x *Idempotent) Build(ctx context.Context, title string) (*Report, error) {
-	c := x.beginBuild(title)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Report, error) {
+	return idem.Do(ctx, x.beginBuild(title), func(ctx context.Context) (*Report, error) {
 		return Build(ctx, title)
 	})
 }

@@ -25,8 +25,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // key=params.Params.IdempotencyKey). Not keyed: params.Params.Context (a context),
 // params.Params.extra (unexported: not in the payload fingerprint).
 func (x *Idempotent) Charge(ctx context.Context, params *sdk.ChargeParams) (*sdk.Charge, error) {
-	c := x.beginCharge(params)
-	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.Charge, error) {
+	return idem.Do(ctx, x.beginCharge(params), func(ctx context.Context) (*sdk.Charge, error) {
 		return Charge(ctx, params)
 	})
 }

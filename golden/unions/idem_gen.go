@@ -25,8 +25,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // Values of Event are stored for the types of their package that their codec lists; others fail the
 // recording.
 func (x *Idempotent) History(ctx context.Context, id string) ([]Event, error) {
-	c := x.beginHistory(id)
-	return idem.Do(ctx, c, func(ctx context.Context) ([]Event, error) {
+	return idem.Do(ctx, x.beginHistory(id), func(ctx context.Context) ([]Event, error) {
 		return History(ctx, id)
 	})
 }
@@ -80,8 +79,7 @@ var idemCodecHistory = idemimpl.TypedCodec[[]Event]{
 
 // Notify is unions.Notify, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Notify(ctx context.Context, e Event) (string, error) {
-	c := x.beginNotify(e)
-	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+	return idem.Do(ctx, x.beginNotify(e), func(ctx context.Context) (string, error) {
 		return Notify(ctx, e)
 	})
 }
@@ -122,8 +120,7 @@ var idemCodecNotify = idemimpl.TypedCodec[string]{
 // blocks.Block are stored for the types of their package that their codec lists; others fail the
 // recording.
 func (x *Idempotent) Post(ctx context.Context, channel string, text string) (*blocks.Message, error) {
-	c := x.beginPost(channel, text)
-	return idem.Do(ctx, c, func(ctx context.Context) (*blocks.Message, error) {
+	return idem.Do(ctx, x.beginPost(channel, text), func(ctx context.Context) (*blocks.Message, error) {
 		return blocks.Post(ctx, channel, text)
 	})
 }

@@ -22,8 +22,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Tag is variadic.Tag, run at most once per key (ttl=5m lease=30s on_duplicate=return).
 func (x *Idempotent) Tag(item string, labels ...string) ([]string, error) {
-	c := x.beginTag(item, labels)
-	return idem.Do(context.Background(), c, func(context.Context) ([]string, error) {
+	return idem.Do(context.Background(), x.beginTag(item, labels), func(context.Context) ([]string, error) {
 		return Tag(item, labels...)
 	})
 }
@@ -81,8 +80,7 @@ var idemCodecTag = idemimpl.TypedCodec[[]string]{
 
 // Log is variadic.Log, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Log(format string, args ...int) error {
-	c := x.beginLog(format, args)
-	_, err := idem.Do(context.Background(), c, func(context.Context) (struct{}, error) {
+	_, err := idem.Do(context.Background(), x.beginLog(format, args), func(context.Context) (struct{}, error) {
 		return struct{}{}, Log(format, args...)
 	})
 	return err

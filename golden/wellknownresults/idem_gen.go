@@ -34,8 +34,7 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Get is p.Get, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Get(ctx context.Context, id string) (Known, error) {
-	c := x.beginGet(id)
-	return idem.Do(ctx, c, func(ctx context.Context) (Known, error) {
+	return idem.Do(ctx, x.beginGet(id), func(ctx context.Context) (Known, error) {
 		return Get(ctx, id)
 	})
 }
@@ -74,8 +73,7 @@ var idemCodecGet = idemimpl.TypedCodec[Known]{
 
 // GetFloat is p.GetFloat, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) GetFloat(ctx context.Context, f *big.Float) (*big.Float, error) {
-	c := x.beginGetFloat(f)
-	return idem.Do(ctx, c, func(ctx context.Context) (*big.Float, error) {
+	return idem.Do(ctx, x.beginGetFloat(f), func(ctx context.Context) (*big.Float, error) {
 		return GetFloat(ctx, f)
 	})
 }
@@ -129,8 +127,7 @@ var idemCodecGetFloat = idemimpl.TypedCodec[*big.Float]{
 
 // GetIP is p.GetIP, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) GetIP(ctx context.Context, ip net.IP) (net.IP, error) {
-	c := x.beginGetIP(ip)
-	return idem.Do(ctx, c, func(ctx context.Context) (net.IP, error) {
+	return idem.Do(ctx, x.beginGetIP(ip), func(ctx context.Context) (net.IP, error) {
 		return GetIP(ctx, ip)
 	})
 }
@@ -173,8 +170,7 @@ var idemCodecGetIP = idemimpl.TypedCodec[net.IP]{
 
 // GetURL is p.GetURL, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) GetURL(ctx context.Context, u string) (*url.URL, error) {
-	c := x.beginGetURL(u)
-	return idem.Do(ctx, c, func(ctx context.Context) (*url.URL, error) {
+	return idem.Do(ctx, x.beginGetURL(u), func(ctx context.Context) (*url.URL, error) {
 		return GetURL(ctx, u)
 	})
 }
