@@ -207,38 +207,9 @@ func example(name string) string {
 func (o *options) set(name, value string, pos token.Position) string {
 	switch name {
 	case "ttl":
-		d, err := time.ParseDuration(value)
-		if err != nil {
-			n, nerr := strconv.ParseInt(value, 10, 64)
-			if nerr != nil {
-				return "ttl: " + strconv.Quote(value) + " is neither a duration (24h, 90m) nor a number of seconds"
-			}
-			if n > int64((1<<63-1)/time.Second) {
-				return "ttl: " + value + " seconds is out of range"
-			}
-			d = time.Duration(n) * time.Second
-		}
-		if d <= 0 {
-			return "ttl must be positive, not " + value
-		}
-		o.ttl = d
-	case "lease", "wait":
-		d, err := time.ParseDuration(value)
-		if err != nil {
-			hint := ""
-			if _, nerr := strconv.Atoi(value); nerr == nil {
-				hint = " (write a unit: " + value + "s)"
-			}
-			return name + ": " + strconv.Quote(value) + " is not a duration" + hint
-		}
-		if d < time.Millisecond {
-			return name + " must be at least 1ms, not " + value
-		}
-		if name == "lease" {
-			o.lease = d
-		} else {
-			o.wait = d
-		}
+		return o.setTTL(value)
+	case "lease", "wait", "grace":
+		return o.setDuration(name, value)
 	case "on_duplicate":
 		if !slices.Contains(duplicateModes, value) {
 			return "on_duplicate: " + strconv.Quote(value) + " is not one of return, raise, wait" + didYouMean(value, duplicateModes)
@@ -250,55 +221,9 @@ func (o *options) set(name, value string, pos token.Position) string {
 		}
 		o.onFailure = value
 	case "key", "exclude", "omit":
-		var paths []pathOpt
-		off := 0
-		for _, p := range strings.Split(value, ",") {
-			pp := pos
-			pp.Column += off
-			pp.Offset += off
-			off += len(p) + 1
-			if p == "" {
-				return name + ": empty path in " + strconv.Quote(value)
-			}
-			paths = append(paths, pathOpt{text: p, pos: pp})
-		}
-		switch name {
-		case "key":
-			o.key, o.keySet = paths, true
-		case "exclude":
-			o.exclude = paths
-		default:
-			o.omit = paths
-		}
+		return o.setPaths(name, value, pos)
 	case "order":
-		entity, at, found := strings.Cut(value, ":")
-		switch {
-		case !found || strings.Contains(at, ":"):
-			return "order: " + strconv.Quote(value) + " is not ENTITY:TIME (one entity path, a colon, one time path: order=req.UserID:req.Timestamp)"
-		case entity == "":
-			return "order: missing the entity path before ':' in " + strconv.Quote(value) + " (order=req.UserID:req.Timestamp)"
-		case at == "":
-			return "order: missing the time path after ':' in " + strconv.Quote(value) + " (order=req.UserID:req.Timestamp)"
-		case strings.Contains(entity, ","):
-			return "order: the entity is one path, not a list: " + strconv.Quote(entity) + " (key a struct or an idem.Keyer for a composite entity)"
-		}
-		tp := pos
-		tp.Column += len(entity) + 1
-		tp.Offset += len(entity) + 1
-		o.orderEntity, o.orderTime, o.orderSet = pathOpt{text: entity, pos: pos}, pathOpt{text: at, pos: tp}, true
-	case "grace":
-		d, err := time.ParseDuration(value)
-		if err != nil {
-			hint := ""
-			if _, nerr := strconv.Atoi(value); nerr == nil {
-				hint = " (write a unit: " + value + "s)"
-			}
-			return "grace: " + strconv.Quote(value) + " is not a duration" + hint
-		}
-		if d < 0 {
-			return "grace must not be negative, not " + value
-		}
-		o.grace = d
+		return o.setOrder(value, pos)
 	case "name":
 		if !nameRE.MatchString(value) {
 			return "name: " + strconv.Quote(value) + " is not a stable name (letters, digits and _ . / -, starting with a letter)"
@@ -316,6 +241,92 @@ func (o *options) set(name, value string, pos token.Position) string {
 		}
 		o.version = n
 	}
+	return ""
+}
+
+// setTTL takes a duration or a number of seconds.
+func (o *options) setTTL(value string) string {
+	d, err := time.ParseDuration(value)
+	if err != nil {
+		n, nerr := strconv.ParseInt(value, 10, 64)
+		if nerr != nil {
+			return "ttl: " + strconv.Quote(value) + " is neither a duration (24h, 90m) nor a number of seconds"
+		}
+		if n > int64((1<<63-1)/time.Second) {
+			return "ttl: " + value + " seconds is out of range"
+		}
+		d = time.Duration(n) * time.Second
+	}
+	if d <= 0 {
+		return "ttl must be positive, not " + value
+	}
+	o.ttl = d
+	return ""
+}
+
+// setDuration sets lease, wait (at least 1ms) or grace (not negative).
+func (o *options) setDuration(name, value string) string {
+	d, err := time.ParseDuration(value)
+	if err != nil {
+		hint := ""
+		if _, nerr := strconv.Atoi(value); nerr == nil {
+			hint = " (write a unit: " + value + "s)"
+		}
+		return name + ": " + strconv.Quote(value) + " is not a duration" + hint
+	}
+	switch {
+	case name == "grace" && d < 0:
+		return "grace must not be negative, not " + value
+	case name != "grace" && d < time.Millisecond:
+		return name + " must be at least 1ms, not " + value
+	}
+	*map[string]*time.Duration{"lease": &o.lease, "wait": &o.wait, "grace": &o.grace}[name] = d
+	return ""
+}
+
+// setPaths sets key=, exclude= or omit=: comma-separated paths, each with
+// its own position.
+func (o *options) setPaths(name, value string, pos token.Position) string {
+	var paths []pathOpt
+	off := 0
+	for _, p := range strings.Split(value, ",") {
+		pp := pos
+		pp.Column += off
+		pp.Offset += off
+		off += len(p) + 1
+		if p == "" {
+			return name + ": empty path in " + strconv.Quote(value)
+		}
+		paths = append(paths, pathOpt{text: p, pos: pp})
+	}
+	switch name {
+	case "key":
+		o.key, o.keySet = paths, true
+	case "exclude":
+		o.exclude = paths
+	default:
+		o.omit = paths
+	}
+	return ""
+}
+
+// setOrder sets order=ENTITY:TIME.
+func (o *options) setOrder(value string, pos token.Position) string {
+	entity, at, found := strings.Cut(value, ":")
+	switch {
+	case !found || strings.Contains(at, ":"):
+		return "order: " + strconv.Quote(value) + " is not ENTITY:TIME (one entity path, a colon, one time path: order=req.UserID:req.Timestamp)"
+	case entity == "":
+		return "order: missing the entity path before ':' in " + strconv.Quote(value) + " (order=req.UserID:req.Timestamp)"
+	case at == "":
+		return "order: missing the time path after ':' in " + strconv.Quote(value) + " (order=req.UserID:req.Timestamp)"
+	case strings.Contains(entity, ","):
+		return "order: the entity is one path, not a list: " + strconv.Quote(entity) + " (key a struct or an idem.Keyer for a composite entity)"
+	}
+	tp := pos
+	tp.Column += len(entity) + 1
+	tp.Offset += len(entity) + 1
+	o.orderEntity, o.orderTime, o.orderSet = pathOpt{text: entity, pos: pos}, pathOpt{text: at, pos: tp}, true
 	return ""
 }
 

@@ -11,11 +11,11 @@ import (
 // The drift self-check. The key code reads struct fields one by one, so a
 // field added to a keyed struct after generation would compile and be left
 // out of the key. For every struct type whose fields the generated code
-// reads, the file declares the field list it was generated for and converts
-// a value of the struct to it: a conversion between struct types needs the
-// same field names and types in the same order (tags aside), so the build
-// fails at that line — whose identifiers say run go generate — when a
-// field is gained, lost, renamed or retyped.
+// reads, the file converts a value of the struct to the field list it was
+// generated for (an unnamed struct type): a conversion between struct types
+// needs the same field names and types in the same order (tags aside), so
+// the build fails at that line — whose comment says run go generate — when
+// a field is gained, lost, renamed or retyped.
 //
 // Another package's struct with unexported fields (which the file cannot
 // name), or with fields of types the file cannot name, is checked field by
@@ -23,8 +23,8 @@ import (
 // same type. A field gained there cannot be seen by the compiler; idemgen
 // -check (CI) sees it.
 
-// staleSuffix ends the names the drift checks declare, so the compiler's
-// message itself says what to do.
+// staleSuffix ends the names the field-by-field and generic drift checks
+// declare, so the compiler's message itself says what to do.
 const staleSuffix = "_fieldsChanged_runGoGenerate"
 
 // readFields records that the key code reads the fields of n.
@@ -55,17 +55,41 @@ func (e *emitter) readPath(kp keyPath) {
 	}
 }
 
+// driftCheck is one drift self-check, sorted by name.
+type driftCheck struct {
+	name string
+	code []jen.Code
+}
+
 // driftChecks returns the declarations of the drift self-checks, sorted.
 func (e *emitter) driftChecks() []jen.Code {
-	type check struct {
-		name string
-		code []jen.Code
+	var checks []driftCheck
+	for _, n := range e.readStructs() {
+		obj := n.Obj()
+		if !e.nameable(obj) || !e.renderable(n) {
+			continue // the file cannot name it: nothing to check it with
+		}
+		if c, ok := e.wholeCheck(n); ok {
+			checks = append(checks, c)
+		} else if c, ok := e.fieldCheck(n); ok {
+			checks = append(checks, c)
+		}
 	}
-	var checks []check
-	// Names are handed out in a fixed order (two packages may both have an
-	// ext.Options): by package path, then type name.
-	// Instances of generic types are checked each (Opt[int64] and
-	// Opt[string] have different fields), after their origin's name.
+	sort.SliceStable(checks, func(i, j int) bool { return checks[i].name < checks[j].name })
+	var out []jen.Code
+	for _, c := range checks {
+		out = append(out, c.code...)
+	}
+	out = append(out, e.genericDrift()...)
+	return append(out, e.pins()...)
+}
+
+// readStructs are the struct types the generated code reads, in the order
+// their checks' names are handed out (two packages may both have an
+// ext.Options): by package path, then type name. Instances of generic
+// types are checked each (Opt[int64] and Opt[string] have different
+// fields), after their origin's name.
+func (e *emitter) readStructs() []*types.Named {
 	read := make([]*types.Named, 0, len(e.fieldsRead)+len(e.instRead))
 	for _, n := range e.fieldsRead {
 		read = append(read, n)
@@ -83,77 +107,75 @@ func (e *emitter) driftChecks() []jen.Code {
 		}
 		return instanceKey(read[i]) < instanceKey(read[j])
 	})
-	for _, n := range read {
-		obj := n.Obj()
-		if !e.nameable(obj) || !e.renderable(n) {
-			continue // the file cannot name it: nothing to check it with
+	return read
+}
+
+// driftSortKey orders the checks: by type name, the package's own types
+// before another package's of the same name.
+func (e *emitter) driftSortKey(n *types.Named) string {
+	obj, prefix := n.Obj(), ""
+	if obj.Pkg() != e.pi.pkg.Types {
+		prefix = upperFirst(obj.Pkg().Name())
+	}
+	return prefix + upperFirst(obj.Name()) + e.instanceSuffix(n) + " " + obj.Pkg().Path()
+}
+
+// wholeCheck converts a value of n to the field list it was generated
+// for; false if the file cannot spell every field.
+func (e *emitter) wholeCheck(n *types.Named) (driftCheck, bool) {
+	st := n.Underlying().(*types.Struct)
+	for i := 0; i < st.NumFields(); i++ {
+		f := st.Field(i)
+		if (!f.Exported() && f.Pkg() != e.pi.pkg.Types) || !e.renderable(f.Type()) {
+			return driftCheck{}, false
 		}
-		st := n.Underlying().(*types.Struct)
-		prefix := ""
-		if obj.Pkg() != e.pi.pkg.Types {
-			prefix = upperFirst(obj.Pkg().Name())
-		}
-		display := e.pi.typeString(n)
-		full := true
-		for i := 0; i < st.NumFields(); i++ {
-			f := st.Field(i)
-			if (!f.Exported() && f.Pkg() != e.pi.pkg.Types) || !e.renderable(f.Type()) {
-				full = false
-			}
-		}
-		if full {
-			name := e.global("idem" + prefix + upperFirst(obj.Name()) + e.instanceSuffix(n) + staleSuffix)
-			fields := make([]jen.Code, st.NumFields())
-			for i := range fields {
-				f := st.Field(i)
-				if f.Embedded() {
-					fields[i] = e.typ(f.Type())
-					if _, ok := f.Type().Underlying().(*types.Struct); ok {
-						// go vet reads the tags of an untagged embedded
-						// struct's fields as the outer struct's; the user
-						// tags theirs apart, and "-" keeps vet out.
-						fields[i].(*jen.Statement).Tag(map[string]string{"json": "-", "xml": "-"})
-					}
-				} else {
-					fields[i] = jen.Id(f.Name()).Add(e.typ(f.Type()))
-				}
-			}
-			checks = append(checks, check{name, []jen.Code{
-				jen.Commentf("%s lists the fields of %s as generated (tags aside).", name, display).Line().
-					Type().Id(name).Struct(fields...),
-				jen.Commentf("Build fails here if %s's fields changed since generation: run go generate.", display).Line().
-					Var().Id("_").Op("=").Id(name).Call(e.typ(n).(*jen.Statement).Clone().Values()),
-			}})
+	}
+	display := e.pi.typeString(n)
+	name := e.driftSortKey(n)
+	fields := make([]jen.Code, st.NumFields())
+	for i := range fields {
+		f := st.Field(i)
+		if !f.Embedded() {
+			fields[i] = jen.Id(f.Name()).Add(e.typ(f.Type()))
 			continue
 		}
-		// Field by field: what can be named must be there, with its type.
-		v := "fieldsChanged_runGoGenerate"
-		var results, refs []jen.Code
-		for i := 0; i < st.NumFields(); i++ {
-			f := st.Field(i)
-			if !f.Exported() || !e.renderable(f.Type()) {
-				continue
-			}
-			results = append(results, jen.Op("*").Add(e.typ(f.Type())))
-			refs = append(refs, jen.Op("&").Id(v).Dot(f.Name()))
+		fields[i] = e.typ(f.Type())
+		if _, ok := f.Type().Underlying().(*types.Struct); ok {
+			// go vet reads the tags of an untagged embedded struct's
+			// fields as the outer struct's; the user tags theirs apart,
+			// and "-" keeps vet out.
+			fields[i].(*jen.Statement).Tag(map[string]string{"json": "-", "xml": "-"})
 		}
-		if len(refs) == 0 {
+	}
+	return driftCheck{name, []jen.Code{
+		jen.Commentf("Build fails here if %s's fields changed since generation: run go generate.", display).Line().
+			Var().Id("_").Op("=").Struct(fields...).Call(e.typ(n).(*jen.Statement).Clone().Values()),
+	}}, true
+}
+
+// fieldCheck checks n field by field: what can be named must be there,
+// with its type; false if nothing can be named.
+func (e *emitter) fieldCheck(n *types.Named) (driftCheck, bool) {
+	st := n.Underlying().(*types.Struct)
+	v := "fieldsChanged_runGoGenerate"
+	var results, refs []jen.Code
+	for i := 0; i < st.NumFields(); i++ {
+		f := st.Field(i)
+		if !f.Exported() || !e.renderable(f.Type()) {
 			continue
 		}
-		name := "idem" + prefix + upperFirst(obj.Name()) + e.instanceSuffix(n) + staleSuffix + " " + obj.Pkg().Path() // for sorting only
-		checks = append(checks, check{name, []jen.Code{
-			jen.Commentf("Build fails here if a field of %s read here changed: run go generate.", display).Line().
-				Var().Id("_").Op("=").Func().Params(jen.Id(v).Op("*").Add(e.typ(n))).Params(results...).Block(
-				jen.Return(refs...)),
-		}})
+		results = append(results, jen.Op("*").Add(e.typ(f.Type())))
+		refs = append(refs, jen.Op("&").Id(v).Dot(f.Name()))
 	}
-	sort.SliceStable(checks, func(i, j int) bool { return checks[i].name < checks[j].name })
-	var out []jen.Code
-	for _, c := range checks {
-		out = append(out, c.code...)
+	if len(refs) == 0 {
+		return driftCheck{}, false
 	}
-	out = append(out, e.genericDrift()...)
-	return append(out, e.pins()...)
+	name := e.driftSortKey(n)
+	return driftCheck{name, []jen.Code{
+		jen.Commentf("Build fails here if a field of %s read here changed: run go generate.", e.pi.typeString(n)).Line().
+			Var().Id("_").Op("=").Func().Params(jen.Id(v).Op("*").Add(e.typ(n))).Params(results...).Block(
+			jen.Return(refs...)),
+	}}, true
 }
 
 // renderable reports whether the generated file can spell t: every named

@@ -2,7 +2,6 @@ package generator
 
 import (
 	"bytes"
-	"fmt"
 	"go/token"
 	"go/types"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/dave/jennifer/jen"
 	"golang.org/x/tools/go/packages"
+	"golang.org/x/tools/imports"
 )
 
 // emitter builds the generated file of one package.
@@ -80,9 +80,44 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 	}
 	// Functions with bad directives were left out; the others still go
 	// through key and path checks, so one run reports every problem.
+	e := newEmitter(pi, fns)
+	e.f.HeaderComment(Header)
+	e.f.PackageComment("") // keeps the header apart from the package clause
+	var decls []jen.Code
+	for _, g := range e.groups(fns) {
+		decls = append(decls, e.group(g)...)
+	}
+	if len(d.list) > n {
+		return nil
+	}
+	decls = append(decls, e.errorTypesDecl()...)
+	sort.Slice(e.helperDecls, func(i, j int) bool { return e.helperDecls[i].name < e.helperDecls[j].name })
+	for _, h := range e.helperDecls {
+		decls = append(decls, h.code)
+	}
+	decls = append(decls, e.driftChecks()...)
+	for _, c := range decls {
+		e.f.Add(c)
+		e.f.Line()
+	}
+	var buf bytes.Buffer
+	if err := e.f.Render(&buf); err != nil {
+		d.add(token.Position{Filename: out}, "internal error rendering the generated code: %v", err)
+		return nil
+	}
+	src, err := imports.Process(out, buf.Bytes(), importOptions)
+	if err != nil {
+		d.add(token.Position{Filename: out}, "internal error grouping the generated imports: %v", err)
+		return nil
+	}
+	return wrapComments(src, maxCommentWidth)
+}
+
+// newEmitter starts the generated file of fns' package.
+func newEmitter(pi *pkgInfo, fns []*fn) *emitter {
 	e := &emitter{
 		pi:            pi,
-		f:             jen.NewFilePathName(p.PkgPath, p.Name),
+		f:             jen.NewFilePathName(pi.pkg.PkgPath, pi.pkg.Name),
 		aliases:       map[string]string{},
 		aliasUsed:     map[string]bool{},
 		paramNames:    map[string]bool{},
@@ -100,8 +135,8 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 		idem:          types.NewPackage(RuntimePath, "idem"),
 		impl:          types.NewPackage(RuntimeImplPath, "idemimpl"),
 		ctxPkg:        types.NewPackage("context", "context"),
+		fns:           fns,
 	}
-	e.fns = fns
 	for k := range pi.scope {
 		e.globals[k] = true
 	}
@@ -113,68 +148,13 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 			e.paramNames[x.recvName] = true // a receiver shadows like a parameter
 		}
 	}
-	groups := e.groups(fns)
-	e.f.HeaderComment(Header)
-	e.f.PackageComment("") // keeps the header apart from the package clause
-	var decls []jen.Code
-	for _, g := range groups {
-		decls = append(decls, e.group(g)...)
-	}
-	if len(d.list) > n {
-		return nil
-	}
-	for _, c := range append(decls, e.errorTypesDecl()...) {
-		e.f.Add(c)
-		e.f.Line()
-	}
-	sort.Slice(e.helperDecls, func(i, j int) bool { return e.helperDecls[i].name < e.helperDecls[j].name })
-	for _, h := range e.helperDecls {
-		e.f.Add(h.code)
-		e.f.Line()
-	}
-	for _, c := range e.driftChecks() {
-		e.f.Add(c)
-		e.f.Line()
-	}
-	var buf bytes.Buffer
-	if err := e.f.Render(&buf); err != nil {
-		d.add(token.Position{Filename: out}, "internal error rendering the generated code: %v", err)
-		return nil
-	}
-	return wrapComments(groupImports(buf.Bytes()), maxCommentWidth) // jennifer's Render output is gofmt'd
+	return e
 }
 
-// groupImports splits the import block as goimports does: the standard
-// library, a blank line, the other imports (jennifer writes one sorted
-// block). Both groups stay sorted.
-func groupImports(src []byte) []byte {
-	start := bytes.Index(src, []byte("\nimport (\n"))
-	if start < 0 {
-		return src
-	}
-	start += len("\nimport (\n")
-	end := bytes.Index(src[start:], []byte("\n)\n"))
-	if end < 0 {
-		return src
-	}
-	end += start + 1
-	var std, other []string
-	for _, line := range strings.Split(strings.TrimSuffix(string(src[start:end]), "\n"), "\n") {
-		path := line[strings.IndexByte(line, '"')+1:]
-		if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") {
-			other = append(other, line)
-		} else {
-			std = append(std, line)
-		}
-	}
-	if len(std) == 0 || len(other) == 0 {
-		return src
-	}
-	block := strings.Join(std, "\n") + "\n\n" + strings.Join(other, "\n") + "\n"
-	out := append([]byte(nil), src[:start]...)
-	out = append(out, block...)
-	return append(out, src[end:]...)
-}
+// importOptions group the imports as goimports does (the standard library,
+// a blank line, the others); FormatOnly: the file names every import it
+// uses, and goimports need not search the module cache for one.
+var importOptions = &imports.Options{FormatOnly: true, Comments: true, TabIndent: true, TabWidth: 8}
 
 // global reserves a package-level name: base, else base2, base3...
 func (e *emitter) global(base string) string {
@@ -232,43 +212,64 @@ func (e *emitter) group(g *group) []jen.Code {
 			methods[it.Method(i).Name()] = true
 		}
 	}
-	var out []jen.Code
-	var typeName, ctor string
 	field := methods.get("g")
-	if g.recv == nil {
-		typeName, ctor = "Idempotent", "NewIdempotent"
-		out = append(out,
+	out, typeName := e.groupType(g, field, guardT, methods)
+	pick := e.picker(g, methods)
+	for _, x := range g.fns {
+		if isGeneric(x) {
+			out = append(out, e.wrapper(x, typeName, field, e.genericNames(x))...)
+			continue
+		}
+		names := helperNames{
+			begin: pick("begin"+upperFirst(x.name), "idemBegin"+upperFirst(x.name)),
+			key:   pick(x.name+"Key", x.name+"IdemKey"),
+		}
+		out = append(out, e.wrapper(x, typeName, field, names)...)
+	}
+	return out
+}
+
+// groupType emits the wrapper type of g and its constructor.
+func (e *emitter) groupType(g *group, field string, guardT jen.Code, methods namer) ([]jen.Code, string) {
+	switch {
+	case g.recv == nil:
+		typeName, ctor := "Idempotent", "NewIdempotent"
+		return []jen.Code{
 			jen.Commentf("%s runs the annotated functions of package %s at most once per key.", typeName, e.pi.pkg.Name).Line().
 				Type().Id(typeName).Struct(jen.Id(field).Add(guardT)),
 			jen.Commentf("%s returns the idempotent wrappers of package %s, guarded by g.", ctor, e.pi.pkg.Name).Line().
 				Func().Id(ctor).Params(jen.Id("g").Add(guardT)).Op("*").Id(typeName).Block(
 				jen.Return(jen.Op("&").Id(typeName).Values(jen.Dict{jen.Id(field): jen.Id("g")})),
 			),
-		)
-	} else if isInterface(g.recv) {
-		typeName, ctor = "Idempotent"+g.recv.Name(), "NewIdempotent"+g.recv.Name()
-		out = append(out, e.decorator(g, typeName, ctor, field, methods)...)
-	} else if tps := g.recv.Type().(*types.Named).TypeParams(); tps.Len() > 0 {
-		out = append(out, e.genericGroup(g, field, guardT)...) // generics.go
-		typeName = "Idempotent" + g.recv.Name()
+		}, typeName
+	case isInterface(g.recv):
+		typeName, ctor := "Idempotent"+g.recv.Name(), "NewIdempotent"+g.recv.Name()
+		return e.decorator(g, typeName, ctor, field, methods), typeName
+	case g.recv.Type().(*types.Named).TypeParams().Len() > 0:
+		out := e.genericGroup(g, field, guardT) // generics.go
 		methods[g.recv.Name()] = true
-	} else {
-		t := g.recv.Name()
-		typeName, ctor = "Idempotent"+t, "NewIdempotent"+t
-		methods[t] = true
-		recvT := e.typ(g.recv.Type()) // T, or pkg.T for another package's
-		out = append(out,
-			jen.Commentf("%s is a *%s whose annotated methods run at most once per key.", typeName, e.pi.typeString(g.recv.Type())).Line().
-				Type().Id(typeName).Struct(jen.Op("*").Add(recvT), jen.Id(field).Add(guardT)),
-			jen.Commentf("%s wraps t: its annotated methods are guarded by g, the others are t's own.", ctor).Line().
-				Func().Id(ctor).Params(jen.Id("t").Op("*").Add(recvT), jen.Id("g").Add(guardT)).Op("*").Id(typeName).Block(
-				jen.Return(jen.Op("&").Id(typeName).Values(jen.Dict{jen.Id(t): jen.Id("t"), jen.Id(field): jen.Id("g")})),
-			),
-		)
+		return out, "Idempotent" + g.recv.Name()
 	}
-	// The helpers' names must not take a name the wrapper type already
-	// has: a wrapper, the guard field, or (for a method wrapper) a field
-	// or method promoted from *T, which a helper would silently shadow.
+	t := g.recv.Name()
+	typeName, ctor := "Idempotent"+t, "NewIdempotent"+t
+	methods[t] = true
+	recvT := e.typ(g.recv.Type()) // T, or pkg.T for another package's
+	return []jen.Code{
+		jen.Commentf("%s is a *%s whose annotated methods run at most once per key.", typeName, e.pi.typeString(g.recv.Type())).Line().
+			Type().Id(typeName).Struct(jen.Op("*").Add(recvT), jen.Id(field).Add(guardT)),
+		jen.Commentf("%s wraps t: its annotated methods are guarded by g, the others are t's own.", ctor).Line().
+			Func().Id(ctor).Params(jen.Id("t").Op("*").Add(recvT), jen.Id("g").Add(guardT)).Op("*").Id(typeName).Block(
+			jen.Return(jen.Op("&").Id(typeName).Values(jen.Dict{jen.Id(t): jen.Id("t"), jen.Id(field): jen.Id("g")})),
+		),
+	}, typeName
+}
+
+// picker hands out the helpers' names. They must not take a name the
+// wrapper type already has: a wrapper, the guard field, or (for a method
+// wrapper) a field or method promoted from *T, which a helper would
+// silently shadow. pick takes the first free base, else the last one
+// numbered.
+func (e *emitter) picker(g *group, methods namer) (pick func(bases ...string) string) {
 	taken := func(name string) bool {
 		if methods[name] {
 			return true
@@ -283,7 +284,7 @@ func (e *emitter) group(g *group) []jen.Code {
 		obj, _, _ := types.LookupFieldOrMethod(t, true, e.pi.pkg.Types, name)
 		return obj != nil
 	}
-	pick := func(bases ...string) string {
+	return func(bases ...string) string {
 		for _, b := range bases {
 			if !taken(b) {
 				methods[b] = true
@@ -298,19 +299,6 @@ func (e *emitter) group(g *group) []jen.Code {
 			}
 		}
 	}
-	for _, x := range g.fns {
-		fname := x.name
-		if isGeneric(x) {
-			out = append(out, e.wrapper(x, typeName, field, e.genericNames(x))...)
-			continue
-		}
-		names := helperNames{
-			begin: pick("begin"+upperFirst(fname), "idemBegin"+upperFirst(fname)),
-			key:   pick(fname+"Key", fname+"IdemKey"),
-		}
-		out = append(out, e.wrapper(x, typeName, field, names)...)
-	}
-	return out
 }
 
 // helperNames are the names of a wrapper's helpers on the wrapper type.
@@ -320,291 +308,6 @@ type helperNames struct {
 	// wrapper is a generic function's package-level wrapper, "" for a
 	// method of the wrapper type.
 	wrapper string
-}
-
-// wrapper emits the Spec, the signature self-check, the result struct and
-// codec, the wrapper method of one function, its Key helper and the begin
-// helper both use.
-func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.Code {
-	pi := e.pi
-	fname, target := x.name, x.obj.Name() // the wrapper's name, the function's
-	display := pi.pkg.Name + "." + fname
-	specBase, specName := upperFirst(fname), pi.pkg.PkgPath+"."+fname
-	if x.recv != nil {
-		display = x.recv.Name() + "." + fname
-		specBase = upperFirst(x.recv.Name()) + upperFirst(fname)
-		specName = pi.pkg.PkgPath + "." + x.recv.Name() + "." + fname
-	}
-	if x.foreign {
-		display, specName = foreignNames(x)
-	}
-	if x.opts.name != "" {
-		specName = x.opts.name
-	}
-	ns := namer{}
-	for _, p := range x.params {
-		ns[p.name] = true
-	}
-	for i := 0; i < fnTypeParams(x).Len(); i++ {
-		ns[fnTypeParams(x).At(i).Obj().Name()] = true
-	}
-	recvBase := "x"
-	if x.recvName != "" {
-		recvBase = x.recvName // the source's receiver name
-	}
-	recv, c := ns.get(recvBase), ns.get("c")
-	x.recvVar = recv
-	e.gen.cur = x
-
-	keys, payload, ok := e.keyStatements(x, c, ns)
-	if fnTypeParams(x).Len() > 0 {
-		keys = append(e.typeArgKeys(x, c), keys...) // the type arguments are part of the key
-	}
-	order, orderOK := e.orderStatements(x, c, ns)
-	// The results are checked even when the key is refused: one run
-	// reports (and advises) both, so following its advice converges.
-	keyOK := ok && orderOK
-
-	var out []jen.Code
-	// The Spec: one field per line; a default is named, not repeated.
-	specVar := e.global("idemSpec" + specBase)
-	o := x.opts
-	kv := func(k string, v jen.Code) jen.Code { return jen.Id(k).Op(":").Add(v) }
-	dup := map[string]string{"": "DuplicateReturn", "return": "DuplicateReturn", "raise": "DuplicateRaise", "wait": "DuplicateWait"}[o.onDuplicate]
-	ttl, lease := e.qual(e.idem, "DefaultTTL"), e.qual(e.idem, "DefaultLease")
-	if o.ttl > 0 {
-		ttl = jen.Add(e.duration(o.ttl))
-	}
-	if o.lease > 0 {
-		lease = jen.Add(e.duration(o.lease))
-	}
-	fields := []jen.Code{
-		kv("Name", jen.Lit(specName)),
-		kv("Signature", jen.Lit(signature(specName, o.version, x.sig))),
-		kv("TTL", ttl),
-		kv("Lease", lease),
-		kv("OnDuplicate", e.qual(e.idem, dup)),
-	}
-	if o.onFailure == "lock" {
-		fields = append(fields, kv("OnFailure", e.qual(e.idem, "FailureLock")))
-	}
-	if o.wait > 0 {
-		fields = append(fields, kv("Wait", e.duration(o.wait)))
-	}
-	if o.version > 0 {
-		fields = append(fields, kv("Version", jen.Lit(o.version)))
-	}
-	if o.orderSet {
-		fields = append(fields, kv("Ordered", jen.True()))
-		if o.grace > 0 {
-			fields = append(fields, kv("Grace", e.duration(o.grace)))
-		}
-	}
-	codecVar := ""
-	if len(x.result) > 0 {
-		codecVar = e.global("idemCodec" + specBase)
-		fields = append(fields, kv("Codec", jen.Id(codecVar)))
-	}
-	out = append(out, jen.Var().Id(specVar).Op("=").Op("&").Add(e.qual(e.idem, "Spec")).
-		Custom(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, fields...))
-
-	// The self-check: a changed signature fails the build here, naming the function.
-	var fnRef *jen.Statement
-	checkSig := x.sig
-	if x.recv != nil {
-		recvT := recvPointer(x) // *T, or *Repo[T]
-		fnRef = jen.Parens(e.typ(recvT)).Dot(target)
-		if x.inner != "" {
-			recvT, fnRef = x.recv.Type(), jen.Id(x.recv.Name()).Dot(target) // Carrier.Book
-		}
-		recvParam := types.NewParam(token.NoPos, nil, "", recvT)
-		vars := []*types.Var{recvParam}
-		for i := 0; i < x.sig.Params().Len(); i++ {
-			vars = append(vars, x.sig.Params().At(i))
-		}
-		checkSig = types.NewSignatureType(nil, nil, nil, types.NewTuple(vars...), x.sig.Results(), x.sig.Variadic())
-	} else {
-		fnRef = e.qual(x.obj.Pkg(), target)
-	}
-	selfCheck := jen.Var().Id("_").Func().Add(e.signature(checkSig, nil)).Op("=").Add(fnRef)
-	if fnTypeParams(x).Len() > 0 {
-		selfCheck = e.genericSelfCheck(x, checkSig, fnRef)
-	}
-	out = append(out, jen.Commentf("Build fails here if %s's signature changed since generation: run go generate.", display).Line().
-		Add(selfCheck))
-
-	// Results: several travel as one struct, its fields named after the
-	// results (stored as R1, R2… whatever their names, so renaming a
-	// result changes no record).
-	var resultT jen.Code
-	var resultStruct string
-	switch len(x.result) {
-	case 0:
-		resultT = jen.Struct()
-	case 1:
-		resultT = e.typ(x.result[0])
-	default:
-		resultStruct = e.global("idemResult" + specBase)
-		x.resultFields = resultFields(x)
-		var fs []jen.Code
-		for i, t := range x.result {
-			fs = append(fs, jen.Id(x.resultFields[i]).Add(e.typ(t)))
-		}
-		out = append(out, jen.Commentf("%s holds the results of %s, stored as one value.", resultStruct, display).Line().
-			Type().Id(resultStruct).Struct(fs...))
-		resultT = jen.Id(resultStruct)
-	}
-
-	// The result codec.
-	codecDoc, codecOK := e.resultCodec(x, specBase, codecVar, resultT, &out)
-	if !codecOK || !keyOK {
-		return nil
-	}
-
-	// The wrapper: begin the call (key material), then Do.
-	names := make([]string, len(x.params))
-	args := make([]jen.Code, len(x.params))
-	var keyParams, beginParams, beginArgs []jen.Code
-	for i, p := range x.params {
-		names[i] = p.name
-		args[i] = jen.Id(p.name)
-		if p.variadic {
-			args[i] = jen.Id(p.name).Op("...")
-		}
-		if p.isCtx {
-			continue
-		}
-		t := e.typ(p.typ)
-		switch {
-		case p.variadic:
-			keyParams = append(keyParams, jen.Id(p.name).Op("...").Add(e.typ(p.typ.(*types.Slice).Elem())))
-			beginParams = append(beginParams, jen.Id(p.name).Add(t))
-			beginArgs = append(beginArgs, jen.Id(p.name))
-		case p.byPtr:
-			keyParams = append(keyParams, jen.Id(p.name).Add(t))
-			beginParams = append(beginParams, jen.Id(p.name).Op("*").Add(t))
-			beginArgs = append(beginArgs, jen.Op("&").Id(p.name))
-		default:
-			keyParams = append(keyParams, jen.Id(p.name).Add(t))
-			beginParams = append(beginParams, jen.Id(p.name).Add(t))
-			beginArgs = append(beginArgs, jen.Id(p.name))
-		}
-	}
-	var call *jen.Statement
-	beginCall := jen.Id(recv).Dot(hn.begin).Call(beginArgs...)
-	switch {
-	case x.inner != "":
-		call = jen.Id(recv).Dot(x.inner).Dot(target).Call(args...)
-	case x.recv != nil:
-		call = jen.Id(recv).Dot(x.recv.Name()).Dot(target).Call(args...)
-	case isGeneric(x):
-		call = e.qual(x.obj.Pkg(), target).Index(typeArgs(x)).Call(args...)
-		beginCall = jen.Id(hn.begin).Index(typeArgs(x)).Call(append([]jen.Code{jen.Id(recv)}, beginArgs...)...)
-	default:
-		call = e.qual(x.obj.Pkg(), target).Call(args...)
-	}
-	ctxArg := jen.Add(e.qual(e.ctxPkg, "Background")).Call()
-	closureParam := e.qual(e.ctxPkg, "Context")
-	if x.ctx >= 0 {
-		ctxArg = jen.Id(x.params[x.ctx].name)
-		closureParam = jen.Id(x.params[x.ctx].name).Add(e.qual(e.ctxPkg, "Context"))
-	}
-	body := []jen.Code{jen.Id(c).Op(":=").Add(beginCall)}
-	do := func(inner ...jen.Code) *jen.Statement {
-		return jen.Add(e.qual(e.idem, "Do")).Call(ctxArg, jen.Id(c),
-			jen.Func().Params(closureParam).Params(resultT, jen.Error()).Block(inner...))
-	}
-	switch len(x.result) {
-	case 0:
-		errName := ns.get("err")
-		body = append(body,
-			jen.List(jen.Id("_"), jen.Id(errName)).Op(":=").Add(do(jen.Return(jen.Struct().Values(), call))),
-			jen.Return(jen.Id(errName)))
-	case 1:
-		body = append(body, jen.Return(do(jen.Return(call))))
-	default:
-		r, errName := ns.get("r"), ns.get("err")
-		var lhs, rets []jen.Code
-		for _, f := range x.resultFields {
-			lhs = append(lhs, jen.Id(r).Dot(f))
-			rets = append(rets, jen.Id(r).Dot(f))
-		}
-		lhs = append(lhs, jen.Id(errName))
-		rets = append(rets, jen.Id(errName))
-		body = append(body,
-			jen.List(jen.Id(r), jen.Id(errName)).Op(":=").Add(do(
-				jen.Var().Id(r).Id(resultStruct),
-				jen.Var().Id(errName).Error(),
-				jen.List(lhs...).Op("=").Add(call),
-				jen.Return(jen.Id(r), jen.Id(errName)),
-			)),
-			jen.Return(rets...))
-	}
-	recvDecl := jen.Params(jen.Id(recv).Op("*").Id(typeName))
-	if x.recv != nil && fnTypeParams(x).Len() > 0 {
-		recvDecl = jen.Params(jen.Id(recv).Op("*").Id(typeName).Index(typeArgs(x))) // (x *IdempotentRepo[T])
-	}
-	if x.inner != "" {
-		// Every implementation of the interface shares the method's key
-		// space: the interface method is the operation.
-		codecDoc = fmt.Sprintf(" The implementation is not part of the key: every %s decorated on one Guard shares %s's keys.", x.recv.Name(), fname) + codecDoc
-	} else if x.recv != nil && !recvKeyed(x) {
-		// The receiver's state is not read: two wrappers of two values
-		// on one Guard share keys. Say so where the wrapper is read.
-		codecDoc = " The receiver is not part of the key (key= can name its fields)." + codecDoc
-	}
-	if len(x.notKeyed) > 0 {
-		codecDoc = " Not keyed: " + strings.Join(x.notKeyed, ", ") + "." + codecDoc
-	}
-	// A generic function's wrappers are package-level generic functions
-	// taking the wrapper type first (methods cannot have type parameters).
-	decl := func(name string, params ...jen.Code) *jen.Statement {
-		if hn.wrapper != "" {
-			return jen.Func().Id(name).Types(e.typeParamDecls(x)...).Params(append([]jen.Code{jen.Id(recv).Op("*").Id(typeName)}, params...)...)
-		}
-		return jen.Func().Add(recvDecl).Id(name).Params(params...)
-	}
-	wrapperName, sig := fname, e.signature(x.sig, names)
-	if hn.wrapper != "" {
-		wrapperName, sig = hn.wrapper, e.genericParams(x, recv, typeName, names)
-	}
-	if fnTypeParams(x).Len() > 0 {
-		codecDoc = " The type arguments are part of the key." + codecDoc
-	}
-	doc := fmt.Sprintf("%s is %s, run at most once per key (%s).%s", wrapperName, display, e.optionSummary(x), codecDoc)
-	if hn.wrapper != "" {
-		out = append(out, jen.Comment(doc).Line().
-			Func().Id(wrapperName).Types(e.typeParamDecls(x)...).Add(sig).Block(body...))
-	} else {
-		out = append(out, jen.Comment(doc).Line().
-			Func().Add(recvDecl).Id(fname).Add(sig).Block(body...))
-	}
-
-	// The Key helper: what an operator needs to find the call's record.
-	keyDoc := fmt.Sprintf("%s is the store key %s claims for these arguments; nothing runs.", hn.key, fname)
-	if hn.key != fname+"Key" && hn.wrapper == "" {
-		keyDoc += fmt.Sprintf(" (Not %sKey: %s already has that name.)", fname, typeName)
-	}
-	out = append(out, jen.Comment(keyDoc).Line().
-		Add(decl(hn.key, keyParams...)).Params(jen.String(), jen.Error()).Block(
-		jen.Return(jen.Add(beginCall).Dot("StoreKey").Call())))
-
-	// The begin helper: the key material, written once for both.
-	beginDoc := fmt.Sprintf("%s starts a call of %s and writes its key material.", hn.begin, fname)
-	for _, p := range x.params {
-		if p.byPtr {
-			beginDoc += " Structs and arrays come by pointer: no copies."
-			break
-		}
-	}
-	begin := []jen.Code{jen.Id(c).Op(":=").Id(recv).Dot(field).Dot("Begin").Call(jen.Id(specVar))}
-	begin = append(begin, keys...)
-	begin = append(begin, payload...)
-	begin = append(begin, order...)
-	begin = append(begin, jen.Return(jen.Id(c)))
-	out = append(out, jen.Comment(beginDoc).Line().
-		Add(decl(hn.begin, beginParams...)).Add(e.qual(e.idem, "Call")).Block(begin...))
-	return out
 }
 
 // resultFields names the fields of a result struct after the results,
@@ -690,14 +393,45 @@ func (e *emitter) optionSummary(x *fn) string {
 // keyStatements resolves key= and exclude= and writes the key (and, when
 // key= names a subset of the payload, the payload fingerprint).
 func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.Code, ok bool) {
-	pi := e.pi
-	ok = true
-	// exclude= first: it shapes the default key.
-	wholeEx := map[int]bool{}
-	trees := map[int]exTree{}
+	ex, exOK := e.resolveExcludes(x)
+	keyPaths, keyOK := e.resolveKeys(x, ex.paths)
+	if !exOK || !keyOK {
+		return nil, nil, false
+	}
+	builder := func(method string) func() *jen.Statement {
+		return func() *jen.Statement { return jen.Id(c).Dot(method).Call() }
+	}
+	if !x.opts.keySet {
+		def, ok := e.defaultKey(x, builder("Key"), ns, ex, keyPaths)
+		return def, nil, ok
+	}
+	keys, single, ok := e.keyPathStatements(x, builder("Key"), ns, keyPaths)
+	// When key= is exactly the default key, the key is the fingerprint.
+	if single || !e.isDefaultKey(x, ex, keyPaths) {
+		e.lenient = true
+		var payloadOK bool
+		payload, payloadOK = e.defaultKey(x, builder("Payload"), ns, ex, keyPaths)
+		ok = ok && payloadOK
+		e.lenient = false
+	}
+	return keys, payload, ok
+}
+
+// exclusions are a function's resolved exclude= paths: whole parameters,
+// and trees of the fields left out below the others.
+type exclusions struct {
+	whole map[int]bool
+	trees map[int]exTree
+	paths []keyPath
+}
+
+// resolveExcludes resolves exclude= first: it shapes the default key.
+func (e *emitter) resolveExcludes(x *fn) (exclusions, bool) {
+	ok := true
+	ex := exclusions{whole: map[int]bool{}, trees: map[int]exTree{}}
 	var resolved []keyPath
 	for _, p := range x.opts.exclude {
-		kp, good := pi.resolve(x, p, "exclude")
+		kp, good := e.pi.resolve(x, p, "exclude")
 		if !good {
 			ok = false
 			continue
@@ -707,20 +441,19 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 	// A path under another excluded path is excluded already: following
 	// two rounds of advice (req.Params.Context, then req.Params) must not
 	// be an error.
-	var exPaths []keyPath
 	for i, kp := range resolved {
 		if coveredByOther(i, len(resolved), func(j int) string { return resolved[j].canon(x) }) {
 			continue
 		}
-		exPaths = append(exPaths, kp)
+		ex.paths = append(ex.paths, kp)
 		if len(kp.fields) == 0 {
-			wholeEx[kp.param] = true
+			ex.whole[kp.param] = true
 			continue
 		}
-		t := trees[kp.param]
+		t := ex.trees[kp.param]
 		if t == nil {
 			t = exTree{}
-			trees[kp.param] = t
+			ex.trees[kp.param] = t
 		}
 		for _, f := range kp.fields {
 			if t[f] == nil {
@@ -729,6 +462,13 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 			t = t[f]
 		}
 	}
+	return ex, ok
+}
+
+// resolveKeys resolves key=: paths listed once, none inside another or
+// inside an excluded one.
+func (e *emitter) resolveKeys(x *fn, exPaths []keyPath) ([]keyPath, bool) {
+	pi, ok := e.pi, true
 	var keyPaths []keyPath
 	for _, p := range x.opts.key {
 		kp, good := pi.resolve(x, p, "key")
@@ -754,53 +494,53 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 		}
 		keyPaths = append(keyPaths, kp)
 	}
-	if !ok {
-		return nil, nil, false
-	}
-	builder := func(method string) func() *jen.Statement {
-		return func() *jen.Statement { return jen.Id(c).Dot(method).Call() }
-	}
-	// The default key: every parameter but the context, minus exclusions.
-	writeDefault := func(b func() *jen.Statement) []jen.Code {
-		var out []jen.Code
-		var probs []problem
-		var at []token.Position // of each problem's parameter
-		for i, p := range x.params {
-			if p.isCtx || wholeEx[i] {
-				continue
-			}
-			orig := x.sig.Params().At(i)
-			name := orig.Name()
-			if name == "" || name == "_" {
-				name = p.name // what exclude= and key= accept for it
-			}
-			if why := e.notIdentity(p); why != "" {
-				x.notKeyed = addOnce(x.notKeyed, name+" ("+why+")")
-				continue
-			}
-			w := &writer{e: e, b: b, n: ns, exPath: name, lenient: e.lenient}
-			s, good := w.write(val{e: id(p.name), ptr: p.byPtr}, p.typ, name, trees[i], p.variadic)
-			for _, sk := range w.skipped {
-				x.notKeyed = addOnce(x.notKeyed, sk)
-			}
-			if !good {
-				for range w.problems {
-					at = append(at, pi.fset.Position(x.paramPos(i)))
-				}
-				probs = append(probs, w.problems...)
-				ok = false
-				continue
-			}
-			out = append(out, s...)
+	return keyPaths, ok
+}
+
+// defaultKey writes the default key through b: every parameter but the
+// context, minus exclusions.
+func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclusions, keyPaths []keyPath) ([]jen.Code, bool) {
+	var out []jen.Code
+	var probs []problem
+	var at []token.Position // of each problem's parameter
+	ok := true
+	for i, p := range x.params {
+		if p.isCtx || ex.whole[i] {
+			continue
 		}
-		e.report(x, probs, at, keyPaths)
-		return out
+		name := x.sig.Params().At(i).Name()
+		if name == "" || name == "_" {
+			name = p.name // what exclude= and key= accept for it
+		}
+		if why := e.notIdentity(p); why != "" {
+			x.notKeyed = addOnce(x.notKeyed, name+" ("+why+")")
+			continue
+		}
+		w := &writer{e: e, b: b, n: ns, exPath: name, lenient: e.lenient}
+		s, good := w.write(val{e: id(p.name), ptr: p.byPtr}, p.typ, name, ex.trees[i], p.variadic)
+		for _, sk := range w.skipped {
+			x.notKeyed = addOnce(x.notKeyed, sk)
+		}
+		if !good {
+			for range w.problems {
+				at = append(at, e.pi.fset.Position(x.paramPos(i)))
+			}
+			probs = append(probs, w.problems...)
+			ok = false
+			continue
+		}
+		out = append(out, s...)
 	}
-	if !x.opts.keySet {
-		return writeDefault(builder("Key")), nil, ok
-	}
-	w := &writer{e: e, b: builder("Key"), n: ns, noAdvice: true}
-	single := len(keyPaths) == 1 && isString(keyPaths[0].typ)
+	e.report(x, probs, at, keyPaths)
+	return out, ok
+}
+
+// keyPathStatements writes the key from key= paths through b. A single
+// string path is the key as it is (an ID); single says so.
+func (e *emitter) keyPathStatements(x *fn, b func() *jen.Statement, ns namer, keyPaths []keyPath) (keys []jen.Code, single, ok bool) {
+	pi, ok := e.pi, true
+	w := &writer{e: e, b: b, n: ns, noAdvice: true}
+	single = len(keyPaths) == 1 && isString(keyPaths[0].typ)
 	for _, kp := range keyPaths {
 		if why := e.pathNotIdentity(x, kp); why != "" {
 			pi.d.add(kp.opt.pos, "key: %s (%s) is no part of a call's identity; it cannot be keyed", kp.opt.text, why)
@@ -845,26 +585,30 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 		}
 		keys = append(keys, s...)
 	}
-	// When key= is exactly the default key, the key is the fingerprint.
-	same := len(trees) == 0 && !single
-	if same {
-		var def []int
-		for i, p := range x.params {
-			if !p.isCtx && !wholeEx[i] && e.notIdentity(p) == "" {
-				def = append(def, i)
-			}
-		}
-		same = len(def) == len(keyPaths)
-		for i := 0; same && i < len(def); i++ {
-			same = keyPaths[i].param == def[i] && len(keyPaths[i].fields) == 0
+	return keys, single, ok
+}
+
+// isDefaultKey reports whether key= names exactly the parameters the
+// default key writes, whole and in order.
+func (e *emitter) isDefaultKey(x *fn, ex exclusions, keyPaths []keyPath) bool {
+	if len(ex.trees) > 0 {
+		return false
+	}
+	var def []int
+	for i, p := range x.params {
+		if !p.isCtx && !ex.whole[i] && e.notIdentity(p) == "" {
+			def = append(def, i)
 		}
 	}
-	if !same {
-		e.lenient = true
-		payload = writeDefault(builder("Payload"))
-		e.lenient = false
+	if len(def) != len(keyPaths) {
+		return false
 	}
-	return keys, payload, ok
+	for i := range def {
+		if keyPaths[i].param != def[i] || len(keyPaths[i].fields) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // recvKeyed reports whether key= names fields of x's receiver.

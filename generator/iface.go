@@ -157,89 +157,129 @@ func (pi *pkgInfo) collectIface(gd *ast.GenDecl, attached map[*ast.Comment]bool)
 		if !ok || it.Methods == nil {
 			continue
 		}
-		typeLines := directiveLines(ifaceDoc(gd, ts))
-		has := len(typeLines) > 0
-		for _, c := range typeLines {
-			attached[c] = true
-		}
-		for _, f := range it.Methods.List {
-			lines := directiveLines(f.Doc)
-			for _, c := range lines {
-				attached[c] = true
-			}
-			if len(lines) > 0 && len(f.Names) == 0 {
-				pi.d.add(pi.fset.Position(lines[0].Slash), "//idem: on an embedded interface (%s) annotates nothing: its methods are delegated as they are; annotate them in their own interface, or declare the method in %s with its own //idem: line", types.ExprString(f.Type), ts.Name.Name)
-			}
-			has = has || len(lines) > 0
-		}
-		if !has {
-			continue
-		}
-		tn, _ := pi.pkg.TypesInfo.Defs[ts.Name].(*types.TypeName)
-		namePos := pi.fset.Position(ts.Name.Pos())
-		if tn == nil {
-			pi.d.add(namePos, "cannot resolve %s", ts.Name.Name)
-			continue
-		}
-		if ts.TypeParams != nil {
-			pi.d.add(namePos, "interface %s: generic interfaces are not supported (declare a non-generic interface with the instantiated methods and annotate that, or annotate the methods of a concrete implementation)", ts.Name.Name)
-			continue
-		}
-		if ts.Assign.IsValid() {
-			pi.d.add(namePos, "interface %s is an alias: annotate the interface it stands for", ts.Name.Name)
-			continue
-		}
-		good := true
-		base, baseOK := options{}, true
-		if len(typeLines) > 0 {
-			base, baseOK = parseDirectives(pi.fset, typeLines, pi.d)
-			for _, n := range ifaceOnlyOnMethod {
-				if o, ok := base.given[n]; ok {
-					pi.d.add(o.pos, "option %s cannot be on interface %s: it names one method's parameters, results or key space; put it on the method's own //idem: line", n, ts.Name.Name)
-					baseOK = false
-				}
-			}
-			if o, ok := base.given["as"]; ok {
-				pi.d.add(o.pos, "%s", ifaceAs(ts.Name.Name))
-				baseOK = false
-			}
-		}
-		iface := tn.Type().Underlying().(*types.Interface)
-		if !iface.IsMethodSet() {
-			pi.d.add(namePos, "interface %s is a constraint (it has type terms), not a type a decorator can implement", ts.Name.Name)
-			continue
-		}
-		for i := 0; i < iface.NumMethods(); i++ {
-			if m := iface.Method(i); !m.Exported() && m.Pkg() != pi.pkg.Types {
-				pi.d.add(namePos, "interface %s: its method %s is unexported in package %s, so no decorator outside that package can implement %s", ts.Name.Name, m.Name(), m.Pkg().Path(), ts.Name.Name)
-				good = false
-			}
-		}
-		n := 0
-		for _, m := range annotatedIfaceMethods(pi.pkg.TypesInfo, &ast.GenDecl{Tok: token.TYPE, Specs: []ast.Spec{ts}, Doc: ifaceDoc(gd, ts)}) {
-			n++
-			opts, ok := options{}, false
-			if baseOK {
-				opts, ok = parseDirectivesOver(pi.fset, m.lines, pi.d, base)
-			} else {
-				opts, _ = parseDirectives(pi.fset, m.lines, pi.d) // the method's own problems; the interface's once
-			}
-			if o, given := opts.given["as"]; given { // the method's own: the interface's is refused above
-				pi.d.add(o.pos, "%s", ifaceAs(ts.Name.Name))
-				ok = false
-			}
-			name := m.field.Names[0]
-			x := &fn{obj: m.obj, sig: m.obj.Type().(*types.Signature), opts: opts, ctx: -1, recv: tn, name: name.Name, pos: name.Pos()}
-			if !pi.checkShape(x, "method "+ts.Name.Name+"."+name.Name) || !ok || !good {
-				continue
-			}
-			fns = append(fns, x)
-		}
-		if n == 0 && len(typeLines) > 0 {
-			pi.d.add(pi.fset.Position(typeLines[0].Slash), "//idem: on interface %s applies to no method: none of the methods declared in it returns error last", ts.Name.Name)
+		if typeLines, has := pi.attachIface(gd, ts, it, attached); has {
+			fns = append(fns, pi.ifaceFns(gd, ts, typeLines)...)
 		}
 	}
 	return fns
+}
+
+// attachIface marks the directive lines of interface ts and its methods
+// attached, returns the interface's own, and reports whether it has any.
+func (pi *pkgInfo) attachIface(gd *ast.GenDecl, ts *ast.TypeSpec, it *ast.InterfaceType, attached map[*ast.Comment]bool) ([]*ast.Comment, bool) {
+	typeLines := directiveLines(ifaceDoc(gd, ts))
+	has := len(typeLines) > 0
+	for _, c := range typeLines {
+		attached[c] = true
+	}
+	for _, f := range it.Methods.List {
+		lines := directiveLines(f.Doc)
+		for _, c := range lines {
+			attached[c] = true
+		}
+		if len(lines) > 0 && len(f.Names) == 0 {
+			pi.d.add(pi.fset.Position(lines[0].Slash), "//idem: on an embedded interface (%s) annotates nothing: its methods are delegated as they are; annotate them in their own interface, or declare the method in %s with its own //idem: line", types.ExprString(f.Type), ts.Name.Name)
+		}
+		has = has || len(lines) > 0
+	}
+	return typeLines, has
+}
+
+// ifaceFns returns the annotated methods of interface ts, each with the
+// interface's options under its own.
+func (pi *pkgInfo) ifaceFns(gd *ast.GenDecl, ts *ast.TypeSpec, typeLines []*ast.Comment) []*fn {
+	tn := pi.ifaceType(ts)
+	if tn == nil {
+		return nil
+	}
+	base, baseOK := pi.ifaceOptions(ts, typeLines)
+	good, ok := pi.ifaceMethodSet(ts, tn)
+	if !ok {
+		return nil
+	}
+	var fns []*fn
+	n := 0
+	for _, m := range annotatedIfaceMethods(pi.pkg.TypesInfo, &ast.GenDecl{Tok: token.TYPE, Specs: []ast.Spec{ts}, Doc: ifaceDoc(gd, ts)}) {
+		n++
+		opts, ok := options{}, false
+		if baseOK {
+			opts, ok = parseDirectivesOver(pi.fset, m.lines, pi.d, base)
+		} else {
+			opts, _ = parseDirectives(pi.fset, m.lines, pi.d) // the method's own problems; the interface's once
+		}
+		if o, given := opts.given["as"]; given { // the method's own: the interface's is refused above
+			pi.d.add(o.pos, "%s", ifaceAs(ts.Name.Name))
+			ok = false
+		}
+		name := m.field.Names[0]
+		x := &fn{obj: m.obj, sig: m.obj.Type().(*types.Signature), opts: opts, ctx: -1, recv: tn, name: name.Name, pos: name.Pos()}
+		if !pi.checkShape(x, "method "+ts.Name.Name+"."+name.Name) || !ok || !good {
+			continue
+		}
+		fns = append(fns, x)
+	}
+	if n == 0 && len(typeLines) > 0 {
+		pi.d.add(pi.fset.Position(typeLines[0].Slash), "//idem: on interface %s applies to no method: none of the methods declared in it returns error last", ts.Name.Name)
+	}
+	return fns
+}
+
+// ifaceType resolves interface ts; nil if it cannot be decorated.
+func (pi *pkgInfo) ifaceType(ts *ast.TypeSpec) *types.TypeName {
+	tn, _ := pi.pkg.TypesInfo.Defs[ts.Name].(*types.TypeName)
+	namePos := pi.fset.Position(ts.Name.Pos())
+	switch {
+	case tn == nil:
+		pi.d.add(namePos, "cannot resolve %s", ts.Name.Name)
+		return nil
+	case ts.TypeParams != nil:
+		pi.d.add(namePos, "interface %s: generic interfaces are not supported (declare a non-generic interface with the instantiated methods and annotate that, or annotate the methods of a concrete implementation)", ts.Name.Name)
+		return nil
+	case ts.Assign.IsValid():
+		pi.d.add(namePos, "interface %s is an alias: annotate the interface it stands for", ts.Name.Name)
+		return nil
+	}
+	return tn
+}
+
+// ifaceOptions parses the interface's own directive lines, which hold the
+// options every method shares.
+func (pi *pkgInfo) ifaceOptions(ts *ast.TypeSpec, typeLines []*ast.Comment) (options, bool) {
+	if len(typeLines) == 0 {
+		return options{}, true
+	}
+	base, ok := parseDirectives(pi.fset, typeLines, pi.d)
+	for _, n := range ifaceOnlyOnMethod {
+		if o, given := base.given[n]; given {
+			pi.d.add(o.pos, "option %s cannot be on interface %s: it names one method's parameters, results or key space; put it on the method's own //idem: line", n, ts.Name.Name)
+			ok = false
+		}
+	}
+	if o, given := base.given["as"]; given {
+		pi.d.add(o.pos, "%s", ifaceAs(ts.Name.Name))
+		ok = false
+	}
+	return base, ok
+}
+
+// ifaceMethodSet checks that a decorator can implement tn: ok is false
+// for a constraint, good false when a method cannot be implemented
+// outside its package (the methods are still checked, none wrapped).
+func (pi *pkgInfo) ifaceMethodSet(ts *ast.TypeSpec, tn *types.TypeName) (good, ok bool) {
+	namePos := pi.fset.Position(ts.Name.Pos())
+	iface := tn.Type().Underlying().(*types.Interface)
+	if !iface.IsMethodSet() {
+		pi.d.add(namePos, "interface %s is a constraint (it has type terms), not a type a decorator can implement", ts.Name.Name)
+		return false, false
+	}
+	good = true
+	for i := 0; i < iface.NumMethods(); i++ {
+		if m := iface.Method(i); !m.Exported() && m.Pkg() != pi.pkg.Types {
+			pi.d.add(namePos, "interface %s: its method %s is unexported in package %s, so no decorator outside that package can implement %s", ts.Name.Name, m.Name(), m.Pkg().Path(), ts.Name.Name)
+			good = false
+		}
+	}
+	return good, true
 }
 
 // ifaceAs refuses as= on interface iface or one of its methods: the

@@ -27,38 +27,9 @@ type keyPath struct {
 func (pi *pkgInfo) resolve(x *fn, p pathOpt, option string) (keyPath, bool) {
 	segs := strings.Split(p.text, ".")
 	kp := keyPath{opt: p, param: -1}
-	sig := x.sig
-	var names []string
-	for i := 0; i < sig.Params().Len(); i++ {
-		name := sig.Params().At(i).Name()
-		if name == "" || name == "_" {
-			name = x.params[i].name // the name diagnostics use for it (p2)
-		}
-		names = append(names, name)
-		if names[i] == segs[0] {
-			kp.param = i
-		}
-	}
-	var t types.Type
-	switch {
-	case kp.param < 0 && x.recv != nil && x.recvName != "" && segs[0] == x.recvName && option == "key":
-		// The receiver's fields may be named (key=s.TenantID): the
-		// wrapper reads them through the *T it wraps.
-		if len(segs) == 1 {
-			pi.d.add(p.pos, "key: name fields of the receiver %s (key=%s.Field), not the receiver itself", segs[0], segs[0])
-			return kp, false
-		}
-		t = recvPointer(x)
-		recvVar, field := x.recvVar, x.recv.Name()
-		kp.base = func() *jen.Statement { return jen.Id(recvVar).Dot(field) }
-	case kp.param < 0:
-		pi.d.add(p.pos, "%s: %s is not a parameter of %s%s", option, segs[0], x.name, didYouMean(segs[0], names)+ifaceHint(x, option))
+	t, ok := pi.resolveRoot(x, p, option, segs[0], &kp)
+	if !ok {
 		return kp, false
-	case x.params[kp.param].isCtx:
-		pi.d.add(p.pos, "%s: %s is the context; it cannot be part of a key", option, segs[0])
-		return kp, false
-	default:
-		t = sig.Params().At(kp.param).Type()
 	}
 	here := segs[0]
 	for _, s := range segs[1:] {
@@ -77,52 +48,96 @@ func (pi *pkgInfo) resolve(x *fn, p pathOpt, option string) (keyPath, bool) {
 			hops = []string{s} // not found: reported below, with the type's fields
 		}
 		for _, h := range hops {
-			nilable := false
-			if ptr, ok := t.Underlying().(*types.Pointer); ok {
-				t, nilable = ptr.Elem(), true
-			}
-			if ok, _ := implements(t, pi.types.keyer); ok && option == "exclude" {
-				pi.d.add(p.pos, "exclude: %s implements idem.Keyer, so its IdemKey method decides its key material", here)
+			if t, ok = pi.resolveField(p, option, here, h, t, &kp); !ok {
 				return kp, false
 			}
-			if ok, _ := implements(t, pi.types.protoMessage); ok && option == "exclude" {
-				pi.d.add(p.pos, "exclude: %s is a protobuf message, keyed by its deterministic encoding as a whole", here)
-				return kp, false
-			}
-			if tp, isTP := t.(*types.TypeParam); isTP {
-				pi.d.add(p.pos, "%s: %s has the type parameter %s as its type: a path cannot go through it (Go reads no fields through a type parameter); name %s itself with a key method in its constraint, or another parameter", option, here, tp.Obj().Name(), here)
-				return kp, false
-			}
-			st, ok := t.Underlying().(*types.Struct)
-			if !ok {
-				pi.d.add(p.pos, "%s: %s has type %s, which has no fields (paths go through structs and pointers to structs only)", option, here, pi.typeString(t))
-				return kp, false
-			}
-			var fields []string
-			var f *types.Var
-			for i := 0; i < st.NumFields(); i++ {
-				fields = append(fields, st.Field(i).Name())
-				if st.Field(i).Name() == h {
-					f = st.Field(i)
-				}
-			}
-			if f == nil {
-				pi.d.add(p.pos, "%s: %s has no field %s%s", option, here, h, didYouMean(h, fields))
-				return kp, false
-			}
-			if !f.Exported() && f.Pkg() != pi.pkg.Types {
-				pi.d.add(p.pos, "%s: field %s of %s is unexported", option, h, pi.typeString(t))
-				return kp, false
-			}
-			kp.fields = append(kp.fields, h)
-			kp.nilable = append(kp.nilable, nilable)
-			kp.structs = append(kp.structs, t)
-			t = f.Type()
 			here += "." + h
 		}
 	}
 	kp.typ = t
 	return kp, true
+}
+
+// resolveRoot finds the parameter (or, for key=, the receiver) a path
+// starts at and returns its type.
+func (pi *pkgInfo) resolveRoot(x *fn, p pathOpt, option, root string, kp *keyPath) (types.Type, bool) {
+	sig := x.sig
+	var names []string
+	for i := 0; i < sig.Params().Len(); i++ {
+		name := sig.Params().At(i).Name()
+		if name == "" || name == "_" {
+			name = x.params[i].name // the name diagnostics use for it (p2)
+		}
+		names = append(names, name)
+		if names[i] == root {
+			kp.param = i
+		}
+	}
+	switch {
+	case kp.param < 0 && x.recv != nil && x.recvName != "" && root == x.recvName && option == "key":
+		// The receiver's fields may be named (key=s.TenantID): the
+		// wrapper reads them through the *T it wraps.
+		if p.text == root {
+			pi.d.add(p.pos, "key: name fields of the receiver %s (key=%s.Field), not the receiver itself", root, root)
+			return nil, false
+		}
+		recvVar, field := x.recvVar, x.recv.Name()
+		kp.base = func() *jen.Statement { return jen.Id(recvVar).Dot(field) }
+		return recvPointer(x), true
+	case kp.param < 0:
+		pi.d.add(p.pos, "%s: %s is not a parameter of %s%s", option, root, x.name, didYouMean(root, names)+ifaceHint(x, option))
+		return nil, false
+	case x.params[kp.param].isCtx:
+		pi.d.add(p.pos, "%s: %s is the context; it cannot be part of a key", option, root)
+		return nil, false
+	}
+	return sig.Params().At(kp.param).Type(), true
+}
+
+// resolveField takes one step of a path, from here (of type t) to its
+// field h, and returns the field's type.
+func (pi *pkgInfo) resolveField(p pathOpt, option, here, h string, t types.Type, kp *keyPath) (types.Type, bool) {
+	nilable := false
+	if ptr, ok := t.Underlying().(*types.Pointer); ok {
+		t, nilable = ptr.Elem(), true
+	}
+	if ok, _ := implements(t, pi.types.keyer); ok && option == "exclude" {
+		pi.d.add(p.pos, "exclude: %s implements idem.Keyer, so its IdemKey method decides its key material", here)
+		return nil, false
+	}
+	if ok, _ := implements(t, pi.types.protoMessage); ok && option == "exclude" {
+		pi.d.add(p.pos, "exclude: %s is a protobuf message, keyed by its deterministic encoding as a whole", here)
+		return nil, false
+	}
+	if tp, isTP := t.(*types.TypeParam); isTP {
+		pi.d.add(p.pos, "%s: %s has the type parameter %s as its type: a path cannot go through it (Go reads no fields through a type parameter); name %s itself with a key method in its constraint, or another parameter", option, here, tp.Obj().Name(), here)
+		return nil, false
+	}
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok {
+		pi.d.add(p.pos, "%s: %s has type %s, which has no fields (paths go through structs and pointers to structs only)", option, here, pi.typeString(t))
+		return nil, false
+	}
+	var fields []string
+	var f *types.Var
+	for i := 0; i < st.NumFields(); i++ {
+		fields = append(fields, st.Field(i).Name())
+		if st.Field(i).Name() == h {
+			f = st.Field(i)
+		}
+	}
+	if f == nil {
+		pi.d.add(p.pos, "%s: %s has no field %s%s", option, here, h, didYouMean(h, fields))
+		return nil, false
+	}
+	if !f.Exported() && f.Pkg() != pi.pkg.Types {
+		pi.d.add(p.pos, "%s: field %s of %s is unexported", option, h, pi.typeString(t))
+		return nil, false
+	}
+	kp.fields = append(kp.fields, h)
+	kp.nilable = append(kp.nilable, nilable)
+	kp.structs = append(kp.structs, t)
+	return f.Type(), true
 }
 
 func (kp keyPath) String() string { return kp.opt.text }

@@ -20,6 +20,28 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// CreateInvoice is main.CreateInvoice, run at most once per key (ttl=24h lease=30s
+// on_duplicate=wait key=req.CustomerID,req.OrderID).
+func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (*Invoice, error) {
+	return idem.Do(ctx, x.beginCreateInvoice(&req), func(ctx context.Context) (*Invoice, error) {
+		return CreateInvoice(ctx, req)
+	})
+}
+
+// CreateInvoiceKey is the store key CreateInvoice claims for these arguments; nothing runs.
+func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
+	return x.beginCreateInvoice(&req).StoreKey()
+}
+
+// beginCreateInvoice starts a call of CreateInvoice and writes its key material.
+func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
+	c := x.g.Begin(idemSpecCreateInvoice)
+	c.Key().String(req.CustomerID)
+	c.Key().String(req.OrderID)
+	idemKeyInvoiceRequest(c.Payload(), req)
+	return c
+}
+
 var idemSpecCreateInvoice = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/examples/quickstart.CreateInvoice",
 	Signature:   "a8caba6530ec16df",
@@ -52,38 +74,33 @@ var idemCodecCreateInvoice = idemimpl.TypedCodec[*Invoice]{
 	},
 }
 
-// CreateInvoice is main.CreateInvoice, run at most once per key (ttl=24h lease=30s
-// on_duplicate=wait key=req.CustomerID,req.OrderID).
-func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (*Invoice, error) {
-	c := x.beginCreateInvoice(&req)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Invoice, error) {
-		return CreateInvoice(ctx, req)
+// HandleWebhook is main.HandleWebhook, run at most once per key (ttl=24h lease=30s
+// on_duplicate=return on_failure=lock key=eventID).
+func (x *Idempotent) HandleWebhook(ctx context.Context, eventID string, ev WebhookEvent) (string, error) {
+	return idem.Do(ctx, x.beginHandleWebhook(eventID, &ev), func(ctx context.Context) (string, error) {
+		return HandleWebhook(ctx, eventID, ev)
 	})
 }
 
-// CreateInvoiceKey is the store key CreateInvoice claims for these arguments; nothing runs.
-func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
-	return x.beginCreateInvoice(&req).StoreKey()
+// HandleWebhookKey is the store key HandleWebhook claims for these arguments; nothing runs.
+func (x *Idempotent) HandleWebhookKey(eventID string, ev WebhookEvent) (string, error) {
+	return x.beginHandleWebhook(eventID, &ev).StoreKey()
 }
 
-// beginCreateInvoice starts a call of CreateInvoice and writes its key material. Structs and arrays
-// come by pointer: no copies.
-func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
-	c := x.g.Begin(idemSpecCreateInvoice)
-	c.Key().String(req.CustomerID)
-	c.Key().String(req.OrderID)
-	idemKeyInvoiceRequest(c.Payload(), req)
+// beginHandleWebhook starts a call of HandleWebhook and writes its key material.
+func (x *Idempotent) beginHandleWebhook(eventID string, ev *WebhookEvent) idem.Call {
+	c := x.g.Begin(idemSpecHandleWebhook)
+	c.Key().ID(eventID)
+	c.Payload().String(eventID)
+	idemKeyWebhookEvent(c.Payload(), ev)
 	return c
 }
 
 var idemSpecHandleWebhook = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/examples/quickstart.HandleWebhook",
-	Signature:   "2ddfaac9e3eba155",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	OnFailure:   idem.FailureLock,
-	Codec:       idemCodecHandleWebhook,
+	Name:      "github.com/idemgen/idemgen/examples/quickstart.HandleWebhook",
+	Signature: "2ddfaac9e3eba155",
+	OnFailure: idem.FailureLock,
+	Codec:     idemCodecHandleWebhook,
 }
 
 // Build fails here if main.HandleWebhook's signature changed since generation: run go generate.
@@ -97,30 +114,6 @@ var idemCodecHandleWebhook = idemimpl.TypedCodec[string]{
 	Encode: func(e *idemimpl.Encoder, v *string) {
 		e.String(*v)
 	},
-}
-
-// HandleWebhook is main.HandleWebhook, run at most once per key (ttl=24h lease=30s
-// on_duplicate=return on_failure=lock key=eventID).
-func (x *Idempotent) HandleWebhook(ctx context.Context, eventID string, ev WebhookEvent) (string, error) {
-	c := x.beginHandleWebhook(eventID, &ev)
-	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
-		return HandleWebhook(ctx, eventID, ev)
-	})
-}
-
-// HandleWebhookKey is the store key HandleWebhook claims for these arguments; nothing runs.
-func (x *Idempotent) HandleWebhookKey(eventID string, ev WebhookEvent) (string, error) {
-	return x.beginHandleWebhook(eventID, &ev).StoreKey()
-}
-
-// beginHandleWebhook starts a call of HandleWebhook and writes its key material. Structs and arrays
-// come by pointer: no copies.
-func (x *Idempotent) beginHandleWebhook(eventID string, ev *WebhookEvent) idem.Call {
-	c := x.g.Begin(idemSpecHandleWebhook)
-	c.Key().ID(eventID)
-	c.Payload().String(eventID)
-	idemKeyWebhookEvent(c.Payload(), ev)
-	return c
 }
 
 // idemDecInvoice restores values of Invoice.
@@ -166,34 +159,23 @@ func idemKeyWebhookEvent(b *idemimpl.KeyBuilder, v *WebhookEvent) {
 	b.Int(v.Amount)
 }
 
-// idemInvoiceRequest_fieldsChanged_runGoGenerate lists the fields of InvoiceRequest as generated
-// (tags aside).
-type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
+// Build fails here if Invoice's fields changed since generation: run go generate.
+var _ = struct {
+	ID          string
+	AmountCents int64
+	IssuedAt    time.Time
+}(Invoice{})
+
+// Build fails here if InvoiceRequest's fields changed since generation: run go generate.
+var _ = struct {
 	CustomerID  string
 	OrderID     string
 	AmountCents int64
 	Email       string
-}
-
-// Build fails here if InvoiceRequest's fields changed since generation: run go generate.
-var _ = idemInvoiceRequest_fieldsChanged_runGoGenerate(InvoiceRequest{})
-
-// idemInvoice_fieldsChanged_runGoGenerate lists the fields of Invoice as generated (tags aside).
-type idemInvoice_fieldsChanged_runGoGenerate struct {
-	ID          string
-	AmountCents int64
-	IssuedAt    time.Time
-}
-
-// Build fails here if Invoice's fields changed since generation: run go generate.
-var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})
-
-// idemWebhookEvent_fieldsChanged_runGoGenerate lists the fields of WebhookEvent as generated (tags
-// aside).
-type idemWebhookEvent_fieldsChanged_runGoGenerate struct {
-	Type   string
-	Amount int64
-}
+}(InvoiceRequest{})
 
 // Build fails here if WebhookEvent's fields changed since generation: run go generate.
-var _ = idemWebhookEvent_fieldsChanged_runGoGenerate(WebhookEvent{})
+var _ = struct {
+	Type   string
+	Amount int64
+}(WebhookEvent{})

@@ -23,13 +23,30 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Record is anyvalues.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Record(ctx context.Context, e Event) (Result, error) {
+	return idem.Do(ctx, x.beginRecord(&e), func(ctx context.Context) (Result, error) {
+		return Record(ctx, e)
+	})
+}
+
+// RecordKey is the store key Record claims for these arguments; nothing runs.
+func (x *Idempotent) RecordKey(e Event) (string, error) {
+	return x.beginRecord(&e).StoreKey()
+}
+
+// beginRecord starts a call of Record and writes its key material.
+func (x *Idempotent) beginRecord(e *Event) idem.Call {
+	c := x.g.Begin(idemSpecRecord)
+	idemKeyEvent(c.Key(), e)
+	return c
+}
+
 var idemSpecRecord = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/anyvalues.Record",
-	Signature:   "d7455b22afd16447",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecRecord,
+	Name:      "github.com/idemgen/idemgen/testdata/anyvalues.Record",
+	Signature: "d7455b22afd16447",
+	TTL:       time.Hour,
+	Codec:     idemCodecRecord,
 }
 
 // Build fails here if anyvalues.Record's signature changed since generation: run go generate.
@@ -45,53 +62,9 @@ var idemCodecRecord = idemimpl.TypedCodec[Result]{
 	},
 }
 
-// Record is anyvalues.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Record(ctx context.Context, e Event) (Result, error) {
-	c := x.beginRecord(&e)
-	return idem.Do(ctx, c, func(ctx context.Context) (Result, error) {
-		return Record(ctx, e)
-	})
-}
-
-// RecordKey is the store key Record claims for these arguments; nothing runs.
-func (x *Idempotent) RecordKey(e Event) (string, error) {
-	return x.beginRecord(&e).StoreKey()
-}
-
-// beginRecord starts a call of Record and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginRecord(e *Event) idem.Call {
-	c := x.g.Begin(idemSpecRecord)
-	idemKeyEvent(c.Key(), e)
-	return c
-}
-
-var idemSpecExec = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/anyvalues.Exec",
-	Signature:   "dac505bee510b3f6",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecExec,
-}
-
-// Build fails here if anyvalues.Exec's signature changed since generation: run go generate.
-var _ func(context.Context, string, ...any) (any, error) = Exec
-
-// idemCodecExec stores the results of Exec (generated codec).
-var idemCodecExec = idemimpl.TypedCodec[any]{
-	Decode: func(d *idemimpl.Decoder, v *any) {
-		*v = d.Any()
-	},
-	Encode: func(e *idemimpl.Encoder, v *any) {
-		e.Any(*v)
-	},
-}
-
 // Exec is anyvalues.Exec, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Exec(ctx context.Context, query string, args ...any) (any, error) {
-	c := x.beginExec(query, args)
-	return idem.Do(ctx, c, func(ctx context.Context) (any, error) {
+	return idem.Do(ctx, x.beginExec(query, args), func(ctx context.Context) (any, error) {
 		return Exec(ctx, query, args...)
 	})
 }
@@ -112,32 +85,29 @@ func (x *Idempotent) beginExec(query string, args []any) idem.Call {
 	return c
 }
 
-var idemSpecConnect = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/anyvalues.Connect",
-	Signature:   "6f521753aeb5b238",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecConnect,
+var idemSpecExec = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/anyvalues.Exec",
+	Signature: "dac505bee510b3f6",
+	TTL:       time.Hour,
+	Codec:     idemCodecExec,
 }
 
-// Build fails here if anyvalues.Connect's signature changed since generation: run go generate.
-var _ func(context.Context, net.Addr) (string, error) = Connect
+// Build fails here if anyvalues.Exec's signature changed since generation: run go generate.
+var _ func(context.Context, string, ...any) (any, error) = Exec
 
-// idemCodecConnect stores the results of Connect (generated codec).
-var idemCodecConnect = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
+// idemCodecExec stores the results of Exec (generated codec).
+var idemCodecExec = idemimpl.TypedCodec[any]{
+	Decode: func(d *idemimpl.Decoder, v *any) {
+		*v = d.Any()
 	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
+	Encode: func(e *idemimpl.Encoder, v *any) {
+		e.Any(*v)
 	},
 }
 
 // Connect is anyvalues.Connect, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Connect(ctx context.Context, addr net.Addr) (string, error) {
-	c := x.beginConnect(addr)
-	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+	return idem.Do(ctx, x.beginConnect(addr), func(ctx context.Context) (string, error) {
 		return Connect(ctx, addr)
 	})
 }
@@ -157,6 +127,26 @@ func (x *Idempotent) beginConnect(addr net.Addr) idem.Call {
 		c.Key().String(addr.String())
 	}
 	return c
+}
+
+var idemSpecConnect = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/anyvalues.Connect",
+	Signature: "6f521753aeb5b238",
+	TTL:       time.Hour,
+	Codec:     idemCodecConnect,
+}
+
+// Build fails here if anyvalues.Connect's signature changed since generation: run go generate.
+var _ func(context.Context, net.Addr) (string, error) = Connect
+
+// idemCodecConnect stores the results of Connect (generated codec).
+var idemCodecConnect = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
+		*v = d.String()
+	},
+	Encode: func(e *idemimpl.Encoder, v *string) {
+		e.String(*v)
+	},
 }
 
 // idemDecResult restores values of Result.
@@ -250,22 +240,16 @@ func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	}
 }
 
-// idemEvent_fieldsChanged_runGoGenerate lists the fields of Event as generated (tags aside).
-type idemEvent_fieldsChanged_runGoGenerate struct {
+// Build fails here if Event's fields changed since generation: run go generate.
+var _ = struct {
 	ID   string
 	Data map[string]any
 	Tags []any
-}
+}(Event{})
 
-// Build fails here if Event's fields changed since generation: run go generate.
-var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
-
-// idemResult_fieldsChanged_runGoGenerate lists the fields of Result as generated (tags aside).
-type idemResult_fieldsChanged_runGoGenerate struct {
+// Build fails here if Result's fields changed since generation: run go generate.
+var _ = struct {
 	Echo  map[string]any
 	Items []any
 	V     any
-}
-
-// Build fails here if Result's fields changed since generation: run go generate.
-var _ = idemResult_fieldsChanged_runGoGenerate(Result{})
+}(Result{})

@@ -20,6 +20,28 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// CreateInvoice is basic.CreateInvoice, run at most once per key (ttl=24h lease=30s
+// on_duplicate=wait key=req.CustomerID,req.OrderID).
+func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (*Invoice, error) {
+	return idem.Do(ctx, x.beginCreateInvoice(&req), func(ctx context.Context) (*Invoice, error) {
+		return CreateInvoice(ctx, req)
+	})
+}
+
+// CreateInvoiceKey is the store key CreateInvoice claims for these arguments; nothing runs.
+func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
+	return x.beginCreateInvoice(&req).StoreKey()
+}
+
+// beginCreateInvoice starts a call of CreateInvoice and writes its key material.
+func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
+	c := x.g.Begin(idemSpecCreateInvoice)
+	c.Key().String(req.CustomerID)
+	c.Key().String(req.OrderID)
+	idemKeyInvoiceRequest(c.Payload(), req)
+	return c
+}
+
 var idemSpecCreateInvoice = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/basic.CreateInvoice",
 	Signature:   "8502062ecb06e3a6",
@@ -50,30 +72,6 @@ var idemCodecCreateInvoice = idemimpl.TypedCodec[*Invoice]{
 			idemEncInvoice(e, *v)
 		}
 	},
-}
-
-// CreateInvoice is basic.CreateInvoice, run at most once per key (ttl=24h lease=30s
-// on_duplicate=wait key=req.CustomerID,req.OrderID).
-func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (*Invoice, error) {
-	c := x.beginCreateInvoice(&req)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Invoice, error) {
-		return CreateInvoice(ctx, req)
-	})
-}
-
-// CreateInvoiceKey is the store key CreateInvoice claims for these arguments; nothing runs.
-func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
-	return x.beginCreateInvoice(&req).StoreKey()
-}
-
-// beginCreateInvoice starts a call of CreateInvoice and writes its key material. Structs and arrays
-// come by pointer: no copies.
-func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
-	c := x.g.Begin(idemSpecCreateInvoice)
-	c.Key().String(req.CustomerID)
-	c.Key().String(req.OrderID)
-	idemKeyInvoiceRequest(c.Payload(), req)
-	return c
 }
 
 // idemDecInvoice restores values of Invoice.
@@ -142,9 +140,14 @@ func idemKeyLine(b *idemimpl.KeyBuilder, v *Line) {
 	}
 }
 
-// idemInvoiceRequest_fieldsChanged_runGoGenerate lists the fields of InvoiceRequest as generated
-// (tags aside).
-type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
+// Build fails here if Invoice's fields changed since generation: run go generate.
+var _ = struct {
+	ID     string
+	Amount int64
+}(Invoice{})
+
+// Build fails here if InvoiceRequest's fields changed since generation: run go generate.
+var _ = struct {
 	CustomerID string
 	OrderID    string
 	Amount     int64
@@ -153,26 +156,11 @@ type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
 	Lines      []Line
 	Meta       map[string]string
 	Hook       func()
-}
+}(InvoiceRequest{})
 
-// Build fails here if InvoiceRequest's fields changed since generation: run go generate.
-var _ = idemInvoiceRequest_fieldsChanged_runGoGenerate(InvoiceRequest{})
-
-// idemInvoice_fieldsChanged_runGoGenerate lists the fields of Invoice as generated (tags aside).
-type idemInvoice_fieldsChanged_runGoGenerate struct {
-	ID     string
-	Amount int64
-}
-
-// Build fails here if Invoice's fields changed since generation: run go generate.
-var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})
-
-// idemLine_fieldsChanged_runGoGenerate lists the fields of Line as generated (tags aside).
-type idemLine_fieldsChanged_runGoGenerate struct {
+// Build fails here if Line's fields changed since generation: run go generate.
+var _ = struct {
 	SKU   string
 	Qty   int
 	Price *float64
-}
-
-// Build fails here if Line's fields changed since generation: run go generate.
-var _ = idemLine_fieldsChanged_runGoGenerate(Line{})
+}(Line{})

@@ -23,13 +23,31 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Put is cloudoutput.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return). Replays
+// do not restore the unexported state of sdk.Metadata.
+func (x *Idempotent) Put(ctx context.Context, key string) (*sdk.PutObjectOutput, error) {
+	return idem.Do(ctx, x.beginPut(key), func(ctx context.Context) (*sdk.PutObjectOutput, error) {
+		return Put(ctx, key)
+	})
+}
+
+// PutKey is the store key Put claims for these arguments; nothing runs.
+func (x *Idempotent) PutKey(key string) (string, error) {
+	return x.beginPut(key).StoreKey()
+}
+
+// beginPut starts a call of Put and writes its key material.
+func (x *Idempotent) beginPut(key string) idem.Call {
+	c := x.g.Begin(idemSpecPut)
+	c.Key().String(key)
+	return c
+}
+
 var idemSpecPut = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/cloudoutput.Put",
-	Signature:   "2a0e8a3ea041daaa",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPut,
+	Name:      "github.com/idemgen/idemgen/testdata/cloudoutput.Put",
+	Signature: "2a0e8a3ea041daaa",
+	TTL:       time.Hour,
+	Codec:     idemCodecPut,
 }
 
 // Build fails here if cloudoutput.Put's signature changed since generation: run go generate.
@@ -53,27 +71,6 @@ var idemCodecPut = idemimpl.TypedCodec[*sdk.PutObjectOutput]{
 			idemEncSdkPutObjectOutput(e, *v)
 		}
 	},
-}
-
-// Put is cloudoutput.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return). Replays
-// do not restore the unexported state of sdk.Metadata.
-func (x *Idempotent) Put(ctx context.Context, key string) (*sdk.PutObjectOutput, error) {
-	c := x.beginPut(key)
-	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.PutObjectOutput, error) {
-		return Put(ctx, key)
-	})
-}
-
-// PutKey is the store key Put claims for these arguments; nothing runs.
-func (x *Idempotent) PutKey(key string) (string, error) {
-	return x.beginPut(key).StoreKey()
-}
-
-// beginPut starts a call of Put and writes its key material.
-func (x *Idempotent) beginPut(key string) idem.Call {
-	c := x.g.Begin(idemSpecPut)
-	c.Key().String(key)
-	return c
 }
 
 // idemDecSdkPutObjectOutput restores values of sdk.PutObjectOutput.

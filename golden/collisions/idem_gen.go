@@ -20,32 +20,9 @@ func NewIdempotent(g *idem4.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecPay2 = &idem4.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/collisions.Pay",
-	Signature:   "786238b5990d14d4",
-	TTL:         idem4.DefaultTTL,
-	Lease:       idem4.DefaultLease,
-	OnDuplicate: idem4.DuplicateReturn,
-	Codec:       idemCodecPay,
-}
-
-// Build fails here if collisions.Pay's signature changed since generation: run go generate.
-var _ func(context3.Context, string, int, bool, []string, string, int) (int64, error) = Pay
-
-// idemCodecPay stores the results of Pay (generated codec).
-var idemCodecPay = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Pay is collisions.Pay, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x2 *Idempotent) Pay(ctx2 context3.Context, g string, c int, x bool, r []string, err string, ctx int) (int64, error) {
-	c2 := x2.beginPay(g, c, x, r, err, ctx)
-	return idem4.Do(ctx2, c2, func(ctx2 context3.Context) (int64, error) {
+	return idem4.Do(ctx2, x2.beginPay(g, c, x, r, err, ctx), func(ctx2 context3.Context) (int64, error) {
 		return Pay(ctx2, g, c, x, r, err, ctx)
 	})
 }
@@ -74,13 +51,62 @@ func (x2 *Idempotent) beginPay(g string, c int, x bool, r []string, err string, 
 	return c2
 }
 
+var idemSpecPay2 = &idem4.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/collisions.Pay",
+	Signature: "786238b5990d14d4",
+	Codec:     idemCodecPay,
+}
+
+// Build fails here if collisions.Pay's signature changed since generation: run go generate.
+var _ func(context3.Context, string, int, bool, []string, string, int) (int64, error) = Pay
+
+// idemCodecPay stores the results of Pay (generated codec).
+var idemCodecPay = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// Tick is collisions.Tick, run at most once per key (ttl=1h30m lease=30s on_duplicate=return
+// key=idem2).
+func (x *Idempotent) Tick(ctx context3.Context, idem2 string, time2 int, context2 context, b []byte) (string, int, error) {
+	r, err := idem4.Do(ctx, x.beginTick(idem2, time2, &context2, b), func(ctx context3.Context) (idemResultTick, error) {
+		var r idemResultTick
+		var err error
+		r.r1, r.r2, err = Tick(ctx, idem2, time2, context2, b)
+		return r, err
+	})
+	return r.r1, r.r2, err
+}
+
+// TickKey is the store key Tick claims for these arguments; nothing runs.
+func (x *Idempotent) TickKey(idem2 string, time2 int, context2 context, b []byte) (string, error) {
+	return x.beginTick(idem2, time2, &context2, b).StoreKey()
+}
+
+// beginTick starts a call of Tick and writes its key material.
+func (x *Idempotent) beginTick(idem2 string, time2 int, context2 *context, b []byte) idem4.Call {
+	c := x.g.Begin(idemSpecTick)
+	c.Key().ID(idem2)
+	c.Payload().String(idem2)
+	c.Payload().Int(int64(time2))
+	idemKeyContext(c.Payload(), context2)
+	if b == nil {
+		c.Payload().Nil()
+	} else {
+		c.Payload().Bytes(b)
+	}
+	return c
+}
+
 var idemSpecTick = &idem4.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/collisions.Tick",
-	Signature:   "7cf14ce16768db68",
-	TTL:         90 * time3.Minute,
-	Lease:       idem4.DefaultLease,
-	OnDuplicate: idem4.DuplicateReturn,
-	Codec:       idemCodecTick,
+	Name:      "github.com/idemgen/idemgen/testdata/collisions.Tick",
+	Signature: "7cf14ce16768db68",
+	TTL:       90 * time3.Minute,
+	Codec:     idemCodecTick,
 }
 
 // Build fails here if collisions.Tick's signature changed since generation: run go generate.
@@ -117,40 +143,6 @@ var idemCodecTick = idemimpl.TypedCodec[idemResultTick]{
 	},
 }
 
-// Tick is collisions.Tick, run at most once per key (ttl=1h30m lease=30s on_duplicate=return
-// key=idem2).
-func (x *Idempotent) Tick(ctx context3.Context, idem2 string, time2 int, context2 context, b []byte) (string, int, error) {
-	c := x.beginTick(idem2, time2, &context2, b)
-	r, err := idem4.Do(ctx, c, func(ctx context3.Context) (idemResultTick, error) {
-		var r idemResultTick
-		var err error
-		r.r1, r.r2, err = Tick(ctx, idem2, time2, context2, b)
-		return r, err
-	})
-	return r.r1, r.r2, err
-}
-
-// TickKey is the store key Tick claims for these arguments; nothing runs.
-func (x *Idempotent) TickKey(idem2 string, time2 int, context2 context, b []byte) (string, error) {
-	return x.beginTick(idem2, time2, &context2, b).StoreKey()
-}
-
-// beginTick starts a call of Tick and writes its key material. Structs and arrays come by pointer:
-// no copies.
-func (x *Idempotent) beginTick(idem2 string, time2 int, context2 *context, b []byte) idem4.Call {
-	c := x.g.Begin(idemSpecTick)
-	c.Key().ID(idem2)
-	c.Payload().String(idem2)
-	c.Payload().Int(int64(time2))
-	idemKeyContext(c.Payload(), context2)
-	if b == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Bytes(b)
-	}
-	return c
-}
-
 // IdempotentBox is a *Box whose annotated methods run at most once per key.
 type IdempotentBox struct {
 	*Box
@@ -165,33 +157,10 @@ func NewIdempotentBox(t *Box, g *idem4.Guard) *IdempotentBox {
 	}
 }
 
-var idemSpecBoxPut = &idem4.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/collisions.Box.Put",
-	Signature:   "fc5f1964890c57ed",
-	TTL:         time3.Hour,
-	Lease:       idem4.DefaultLease,
-	OnDuplicate: idem4.DuplicateReturn,
-	Codec:       idemCodecBoxPut,
-}
-
-// Build fails here if Box.Put's signature changed since generation: run go generate.
-var _ func(*Box, context3.Context, int) (int64, error) = (*Box).Put
-
-// idemCodecBoxPut stores the results of Put (generated codec).
-var idemCodecBoxPut = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Put is Box.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is
 // not part of the key (key= can name its fields).
 func (c *IdempotentBox) Put(ctx context3.Context, x int) (int64, error) {
-	c2 := c.beginPut(x)
-	return idem4.Do(ctx, c2, func(ctx context3.Context) (int64, error) {
+	return idem4.Do(ctx, c.beginPut(x), func(ctx context3.Context) (int64, error) {
 		return c.Box.Put(ctx, x)
 	})
 }
@@ -208,20 +177,18 @@ func (c *IdempotentBox) beginPut(x int) idem4.Call {
 	return c2
 }
 
-var idemSpecBoxPeek = &idem4.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/collisions.Box.Peek",
-	Signature:   "48c0b9550e9d20b9",
-	TTL:         time3.Hour,
-	Lease:       idem4.DefaultLease,
-	OnDuplicate: idem4.DuplicateReturn,
-	Codec:       idemCodecBoxPeek,
+var idemSpecBoxPut = &idem4.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/collisions.Box.Put",
+	Signature: "fc5f1964890c57ed",
+	TTL:       time3.Hour,
+	Codec:     idemCodecBoxPut,
 }
 
-// Build fails here if Box.Peek's signature changed since generation: run go generate.
-var _ func(*Box, context3.Context) (int64, error) = (*Box).Peek
+// Build fails here if Box.Put's signature changed since generation: run go generate.
+var _ func(*Box, context3.Context, int) (int64, error) = (*Box).Put
 
-// idemCodecBoxPeek stores the results of Peek (generated codec).
-var idemCodecBoxPeek = idemimpl.TypedCodec[int64]{
+// idemCodecBoxPut stores the results of Put (generated codec).
+var idemCodecBoxPut = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -233,8 +200,7 @@ var idemCodecBoxPeek = idemimpl.TypedCodec[int64]{
 // Peek is Box.Peek, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver
 // is not part of the key (key= can name its fields).
 func (context_ *IdempotentBox) Peek(ctx context3.Context) (int64, error) {
-	c := context_.beginPeek()
-	return idem4.Do(ctx, c, func(ctx context3.Context) (int64, error) {
+	return idem4.Do(ctx, context_.beginPeek(), func(ctx context3.Context) (int64, error) {
 		return context_.Box.Peek(ctx)
 	})
 }
@@ -250,22 +216,30 @@ func (context_ *IdempotentBox) beginPeek() idem4.Call {
 	return c
 }
 
-var idemSpecBoxEmpty = &idem4.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/collisions.Box.Empty",
-	Signature:   "00e5bc8183f6ae91",
-	TTL:         time3.Hour,
-	Lease:       idem4.DefaultLease,
-	OnDuplicate: idem4.DuplicateReturn,
+var idemSpecBoxPeek = &idem4.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/collisions.Box.Peek",
+	Signature: "48c0b9550e9d20b9",
+	TTL:       time3.Hour,
+	Codec:     idemCodecBoxPeek,
 }
 
-// Build fails here if Box.Empty's signature changed since generation: run go generate.
-var _ func(*Box, context3.Context) error = (*Box).Empty
+// Build fails here if Box.Peek's signature changed since generation: run go generate.
+var _ func(*Box, context3.Context) (int64, error) = (*Box).Peek
+
+// idemCodecBoxPeek stores the results of Peek (generated codec).
+var idemCodecBoxPeek = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
 
 // Empty is Box.Empty, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver
 // is not part of the key (key= can name its fields).
 func (idem3 *IdempotentBox) Empty(ctx context3.Context) error {
-	c := idem3.beginEmpty()
-	_, err := idem4.Do(ctx, c, func(ctx context3.Context) (struct{}, error) {
+	_, err := idem4.Do(ctx, idem3.beginEmpty(), func(ctx context3.Context) (struct{}, error) {
 		return struct{}{}, idem3.Box.Empty(ctx)
 	})
 	return err
@@ -282,15 +256,21 @@ func (idem3 *IdempotentBox) beginEmpty() idem4.Call {
 	return c
 }
 
+var idemSpecBoxEmpty = &idem4.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/collisions.Box.Empty",
+	Signature: "00e5bc8183f6ae91",
+	TTL:       time3.Hour,
+}
+
+// Build fails here if Box.Empty's signature changed since generation: run go generate.
+var _ func(*Box, context3.Context) error = (*Box).Empty
+
 // idemKeyContext writes the key material of context.
 func idemKeyContext(b *idemimpl.KeyBuilder, v *context) {
 	b.Time(v.deadline)
 }
 
-// idemContext_fieldsChanged_runGoGenerate lists the fields of context as generated (tags aside).
-type idemContext_fieldsChanged_runGoGenerate struct {
-	deadline time3.Time
-}
-
 // Build fails here if context's fields changed since generation: run go generate.
-var _ = idemContext_fieldsChanged_runGoGenerate(context{})
+var _ = struct {
+	deadline time3.Time
+}(context{})

@@ -20,32 +20,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecGetQuote = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/defaults.GetQuote",
-	Signature:   "2a38793fec761b01",
-	TTL:         24 * time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecGetQuote,
-}
-
-// Build fails here if defaults.GetQuote's signature changed since generation: run go generate.
-var _ func(context.Context, string, int) (Quote, error) = GetQuote
-
-// idemCodecGetQuote stores the results of GetQuote (generated codec).
-var idemCodecGetQuote = idemimpl.TypedCodec[Quote]{
-	Decode: func(d *idemimpl.Decoder, v *Quote) {
-		idemDecQuote(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Quote) {
-		idemEncQuote(e, v)
-	},
-}
-
 // GetQuote is defaults.GetQuote, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) GetQuote(ctx context.Context, symbol string, qty int) (Quote, error) {
-	c := x.beginGetQuote(symbol, qty)
-	return idem.Do(ctx, c, func(ctx context.Context) (Quote, error) {
+	return idem.Do(ctx, x.beginGetQuote(symbol, qty), func(ctx context.Context) (Quote, error) {
 		return GetQuote(ctx, symbol, qty)
 	})
 }
@@ -61,6 +38,26 @@ func (x *Idempotent) beginGetQuote(symbol string, qty int) idem.Call {
 	c.Key().String(symbol)
 	c.Key().Int(int64(qty))
 	return c
+}
+
+var idemSpecGetQuote = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/defaults.GetQuote",
+	Signature: "2a38793fec761b01",
+	TTL:       24 * time.Hour,
+	Codec:     idemCodecGetQuote,
+}
+
+// Build fails here if defaults.GetQuote's signature changed since generation: run go generate.
+var _ func(context.Context, string, int) (Quote, error) = GetQuote
+
+// idemCodecGetQuote stores the results of GetQuote (generated codec).
+var idemCodecGetQuote = idemimpl.TypedCodec[Quote]{
+	Decode: func(d *idemimpl.Decoder, v *Quote) {
+		idemDecQuote(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *Quote) {
+		idemEncQuote(e, v)
+	},
 }
 
 // idemDecQuote restores values of Quote.
@@ -111,13 +108,10 @@ func idemEncQuote(e *idemimpl.Encoder, v *Quote) {
 	e.End(at)
 }
 
-// idemQuote_fieldsChanged_runGoGenerate lists the fields of Quote as generated (tags aside).
-type idemQuote_fieldsChanged_runGoGenerate struct {
+// Build fails here if Quote's fields changed since generation: run go generate.
+var _ = struct {
 	Symbol string
 	Qty    int
 	Total  float64
 	Tags   []string
-}
-
-// Build fails here if Quote's fields changed since generation: run go generate.
-var _ = idemQuote_fieldsChanged_runGoGenerate(Quote{})
+}(Quote{})

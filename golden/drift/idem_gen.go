@@ -22,13 +22,30 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Charge is drift.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Charge(ctx context.Context, req Req) (int64, error) {
+	return idem.Do(ctx, x.beginCharge(&req), func(ctx context.Context) (int64, error) {
+		return Charge(ctx, req)
+	})
+}
+
+// ChargeKey is the store key Charge claims for these arguments; nothing runs.
+func (x *Idempotent) ChargeKey(req Req) (string, error) {
+	return x.beginCharge(&req).StoreKey()
+}
+
+// beginCharge starts a call of Charge and writes its key material.
+func (x *Idempotent) beginCharge(req *Req) idem.Call {
+	c := x.g.Begin(idemSpecCharge)
+	idemKeyReq(c.Key(), req)
+	return c
+}
+
 var idemSpecCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/drift.Charge",
-	Signature:   "b947adb3d1306acc",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCharge,
+	Name:      "github.com/idemgen/idemgen/testdata/drift.Charge",
+	Signature: "b947adb3d1306acc",
+	TTL:       time.Hour,
+	Codec:     idemCodecCharge,
 }
 
 // Build fails here if drift.Charge's signature changed since generation: run go generate.
@@ -44,53 +61,9 @@ var idemCodecCharge = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Charge is drift.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Charge(ctx context.Context, req Req) (int64, error) {
-	c := x.beginCharge(&req)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Charge(ctx, req)
-	})
-}
-
-// ChargeKey is the store key Charge claims for these arguments; nothing runs.
-func (x *Idempotent) ChargeKey(req Req) (string, error) {
-	return x.beginCharge(&req).StoreKey()
-}
-
-// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginCharge(req *Req) idem.Call {
-	c := x.g.Begin(idemSpecCharge)
-	idemKeyReq(c.Key(), req)
-	return c
-}
-
-var idemSpecQuote = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/drift.Quote",
-	Signature:   "d93478a612090bbf",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecQuote,
-}
-
-// Build fails here if drift.Quote's signature changed since generation: run go generate.
-var _ func(context.Context, Cents, Units) (Price, error) = Quote
-
-// idemCodecQuote stores the results of Quote (generated codec).
-var idemCodecQuote = idemimpl.TypedCodec[Price]{
-	Decode: func(d *idemimpl.Decoder, v *Price) {
-		idemDecPrice(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Price) {
-		idemEncPrice(e, v)
-	},
-}
-
 // Quote is drift.Quote, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Quote(ctx context.Context, amount Cents, units Units) (Price, error) {
-	c := x.beginQuote(amount, units)
-	return idem.Do(ctx, c, func(ctx context.Context) (Price, error) {
+	return idem.Do(ctx, x.beginQuote(amount, units), func(ctx context.Context) (Price, error) {
 		return Quote(ctx, amount, units)
 	})
 }
@@ -108,13 +81,50 @@ func (x *Idempotent) beginQuote(amount Cents, units Units) idem.Call {
 	return c
 }
 
+var idemSpecQuote = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/drift.Quote",
+	Signature: "d93478a612090bbf",
+	TTL:       time.Hour,
+	Codec:     idemCodecQuote,
+}
+
+// Build fails here if drift.Quote's signature changed since generation: run go generate.
+var _ func(context.Context, Cents, Units) (Price, error) = Quote
+
+// idemCodecQuote stores the results of Quote (generated codec).
+var idemCodecQuote = idemimpl.TypedCodec[Price]{
+	Decode: func(d *idemimpl.Decoder, v *Price) {
+		idemDecPrice(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *Price) {
+		idemEncPrice(e, v)
+	},
+}
+
+// Track is drift.Track, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Track(ctx context.Context, limit Opt[int64]) (int64, error) {
+	return idem.Do(ctx, x.beginTrack(&limit), func(ctx context.Context) (int64, error) {
+		return Track(ctx, limit)
+	})
+}
+
+// TrackKey is the store key Track claims for these arguments; nothing runs.
+func (x *Idempotent) TrackKey(limit Opt[int64]) (string, error) {
+	return x.beginTrack(&limit).StoreKey()
+}
+
+// beginTrack starts a call of Track and writes its key material.
+func (x *Idempotent) beginTrack(limit *Opt[int64]) idem.Call {
+	c := x.g.Begin(idemSpecTrack)
+	idemKeyOpt_int64(c.Key(), limit)
+	return c
+}
+
 var idemSpecTrack = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/drift.Track",
-	Signature:   "6bcc5d0aebd7b778",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecTrack,
+	Name:      "github.com/idemgen/idemgen/testdata/drift.Track",
+	Signature: "6bcc5d0aebd7b778",
+	TTL:       time.Hour,
+	Codec:     idemCodecTrack,
 }
 
 // Build fails here if drift.Track's signature changed since generation: run go generate.
@@ -130,34 +140,39 @@ var idemCodecTrack = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Track is drift.Track, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Track(ctx context.Context, limit Opt[int64]) (int64, error) {
-	c := x.beginTrack(&limit)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Track(ctx, limit)
+// IdempotentSave is drift.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// The type arguments are part of the key.
+func IdempotentSave[S ~string](x *Idempotent, ctx context.Context, p Page[S]) (int64, error) {
+	return idem.Do(ctx, idemBeginSave[S](x, &p), func(ctx context.Context) (int64, error) {
+		return Save[S](ctx, p)
 	})
 }
 
-// TrackKey is the store key Track claims for these arguments; nothing runs.
-func (x *Idempotent) TrackKey(limit Opt[int64]) (string, error) {
-	return x.beginTrack(&limit).StoreKey()
+// IdempotentSaveKey is the store key Save claims for these arguments; nothing runs.
+func IdempotentSaveKey[S ~string](x *Idempotent, p Page[S]) (string, error) {
+	return idemBeginSave[S](x, &p).StoreKey()
 }
 
-// beginTrack starts a call of Track and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginTrack(limit *Opt[int64]) idem.Call {
-	c := x.g.Begin(idemSpecTrack)
-	idemKeyOpt_int64(c.Key(), limit)
+// idemBeginSave starts a call of Save and writes its key material.
+func idemBeginSave[S ~string](x *Idempotent, p *Page[S]) idem.Call {
+	c := x.g.Begin(idemSpecSave)
+	c.Key().Type(reflect.TypeFor[S]())
+	if p.Items == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().List(len(p.Items))
+		for i := range p.Items {
+			c.Key().String(string(p.Items[i]))
+		}
+	}
 	return c
 }
 
 var idemSpecSave = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/drift.Save",
-	Signature:   "bfd67d824809ac28",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecSave,
+	Name:      "github.com/idemgen/idemgen/testdata/drift.Save",
+	Signature: "bfd67d824809ac28",
+	TTL:       time.Hour,
+	Codec:     idemCodecSave,
 }
 
 // Build fails here if drift.Save's signature changed since generation: run go generate.
@@ -173,36 +188,6 @@ var idemCodecSave = idemimpl.TypedCodec[int64]{
 	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
-}
-
-// IdempotentSave is drift.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-// The type arguments are part of the key.
-func IdempotentSave[S ~string](x *Idempotent, ctx context.Context, p Page[S]) (int64, error) {
-	c := idemBeginSave[S](x, &p)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Save[S](ctx, p)
-	})
-}
-
-// IdempotentSaveKey is the store key Save claims for these arguments; nothing runs.
-func IdempotentSaveKey[S ~string](x *Idempotent, p Page[S]) (string, error) {
-	return idemBeginSave[S](x, &p).StoreKey()
-}
-
-// idemBeginSave starts a call of Save and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func idemBeginSave[S ~string](x *Idempotent, p *Page[S]) idem.Call {
-	c := x.g.Begin(idemSpecSave)
-	c.Key().Type(reflect.TypeFor[S]())
-	if p.Items == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(p.Items))
-		for i := range p.Items {
-			c.Key().String(string(p.Items[i]))
-		}
-	}
-	return c
 }
 
 // idemDecPrice restores values of Price.
@@ -272,40 +257,30 @@ func idemKeyReq(b *idemimpl.KeyBuilder, v *Req) {
 	b.Int(int64(v.Level))
 }
 
-// idemBase_fieldsChanged_runGoGenerate lists the fields of Base as generated (tags aside).
-type idemBase_fieldsChanged_runGoGenerate struct {
-	Tenant string
-}
-
 // Build fails here if Base's fields changed since generation: run go generate.
-var _ = idemBase_fieldsChanged_runGoGenerate(Base{})
+var _ = struct {
+	Tenant string
+}(Base{})
 
 // Build fails here if a field of ext.Options read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *ext.Options) (*string, *int) {
 	return &fieldsChanged_runGoGenerate.Region, &fieldsChanged_runGoGenerate.Retries
 }
 
-// idemOpt_int64_fieldsChanged_runGoGenerate lists the fields of Opt[int64] as generated (tags
-// aside).
-type idemOpt_int64_fieldsChanged_runGoGenerate struct {
+// Build fails here if Opt[int64]'s fields changed since generation: run go generate.
+var _ = struct {
 	Value int64
 	Set   bool
-}
-
-// Build fails here if Opt[int64]'s fields changed since generation: run go generate.
-var _ = idemOpt_int64_fieldsChanged_runGoGenerate(Opt[int64]{})
-
-// idemPrice_fieldsChanged_runGoGenerate lists the fields of Price as generated (tags aside).
-type idemPrice_fieldsChanged_runGoGenerate struct {
-	Total Cents
-	Rate  Rate
-}
+}(Opt[int64]{})
 
 // Build fails here if Price's fields changed since generation: run go generate.
-var _ = idemPrice_fieldsChanged_runGoGenerate(Price{})
+var _ = struct {
+	Total Cents
+	Rate  Rate
+}(Price{})
 
-// idemReq_fieldsChanged_runGoGenerate lists the fields of Req as generated (tags aside).
-type idemReq_fieldsChanged_runGoGenerate struct {
+// Build fails here if Req's fields changed since generation: run go generate.
+var _ = struct {
 	Base   `json:"-" xml:"-"`
 	ID     string
 	Count  int
@@ -316,10 +291,7 @@ type idemReq_fieldsChanged_runGoGenerate struct {
 	Codes  Codes
 	Units  Units
 	Level  ext.Level
-}
-
-// Build fails here if Req's fields changed since generation: run go generate.
-var _ = idemReq_fieldsChanged_runGoGenerate(Req{})
+}(Req{})
 
 // Build fails here if a field of Page[S] read here changed: run go generate.
 func _[S ~string]() {

@@ -21,13 +21,30 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// List is p.List, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) List(ctx context.Context, q Query) (Messages, error) {
+	return idem.Do(ctx, x.beginList(&q), func(ctx context.Context) (Messages, error) {
+		return List(ctx, q)
+	})
+}
+
+// ListKey is the store key List claims for these arguments; nothing runs.
+func (x *Idempotent) ListKey(q Query) (string, error) {
+	return x.beginList(&q).StoreKey()
+}
+
+// beginList starts a call of List and writes its key material.
+func (x *Idempotent) beginList(q *Query) idem.Call {
+	c := x.g.Begin(idemSpecList)
+	idemKeyQuery(c.Key(), q)
+	return c
+}
+
 var idemSpecList = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/embeddedtags.List",
-	Signature:   "b4a93d2c068f1095",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecList,
+	Name:      "github.com/idemgen/idemgen/testdata/embeddedtags.List",
+	Signature: "b4a93d2c068f1095",
+	TTL:       time.Hour,
+	Codec:     idemCodecList,
 }
 
 // Build fails here if p.List's signature changed since generation: run go generate.
@@ -41,27 +58,6 @@ var idemCodecList = idemimpl.TypedCodec[Messages]{
 	Encode: func(e *idemimpl.Encoder, v *Messages) {
 		idemEncMessages(e, v)
 	},
-}
-
-// List is p.List, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) List(ctx context.Context, q Query) (Messages, error) {
-	c := x.beginList(&q)
-	return idem.Do(ctx, c, func(ctx context.Context) (Messages, error) {
-		return List(ctx, q)
-	})
-}
-
-// ListKey is the store key List claims for these arguments; nothing runs.
-func (x *Idempotent) ListKey(q Query) (string, error) {
-	return x.beginList(&q).StoreKey()
-}
-
-// beginList starts a call of List and writes its key material. Structs and arrays come by pointer:
-// no copies.
-func (x *Idempotent) beginList(q *Query) idem.Call {
-	c := x.g.Begin(idemSpecList)
-	idemKeyQuery(c.Key(), q)
-	return c
 }
 
 // idemDecExtMeta restores values of ext.Meta.
@@ -206,50 +202,35 @@ func idemKeyStats(b *idemimpl.KeyBuilder, v *Stats) {
 	b.Int(int64(v.Total))
 }
 
-// idemExtMeta_fieldsChanged_runGoGenerate lists the fields of ext.Meta as generated (tags aside).
-type idemExtMeta_fieldsChanged_runGoGenerate struct {
+// Build fails here if ext.Meta's fields changed since generation: run go generate.
+var _ = struct {
 	Page   int
 	Cursor string
-}
+}(ext.Meta{})
 
-// Build fails here if ext.Meta's fields changed since generation: run go generate.
-var _ = idemExtMeta_fieldsChanged_runGoGenerate(ext.Meta{})
-
-// idemMessages_fieldsChanged_runGoGenerate lists the fields of Messages as generated (tags aside).
-type idemMessages_fieldsChanged_runGoGenerate struct {
+// Build fails here if Messages's fields changed since generation: run go generate.
+var _ = struct {
 	Page     `json:"-" xml:"-"`
 	Stats    `json:"-" xml:"-"`
 	ext.Meta `json:"-" xml:"-"`
 	Items    []string
-}
-
-// Build fails here if Messages's fields changed since generation: run go generate.
-var _ = idemMessages_fieldsChanged_runGoGenerate(Messages{})
-
-// idemPage_fieldsChanged_runGoGenerate lists the fields of Page as generated (tags aside).
-type idemPage_fieldsChanged_runGoGenerate struct {
-	Page int
-	Next string
-}
+}(Messages{})
 
 // Build fails here if Page's fields changed since generation: run go generate.
-var _ = idemPage_fieldsChanged_runGoGenerate(Page{})
+var _ = struct {
+	Page int
+	Next string
+}(Page{})
 
-// idemQuery_fieldsChanged_runGoGenerate lists the fields of Query as generated (tags aside).
-type idemQuery_fieldsChanged_runGoGenerate struct {
+// Build fails here if Query's fields changed since generation: run go generate.
+var _ = struct {
 	Page    `json:"-" xml:"-"`
 	Stats   `json:"-" xml:"-"`
 	Channel string
-}
-
-// Build fails here if Query's fields changed since generation: run go generate.
-var _ = idemQuery_fieldsChanged_runGoGenerate(Query{})
-
-// idemStats_fieldsChanged_runGoGenerate lists the fields of Stats as generated (tags aside).
-type idemStats_fieldsChanged_runGoGenerate struct {
-	Page  int
-	Total int
-}
+}(Query{})
 
 // Build fails here if Stats's fields changed since generation: run go generate.
-var _ = idemStats_fieldsChanged_runGoGenerate(Stats{})
+var _ = struct {
+	Page  int
+	Total int
+}(Stats{})

@@ -22,32 +22,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecTags = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/emptyelems.Tags",
-	Signature:   "2412be3abb067d41",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecTags,
-}
-
-// Build fails here if emptyelems.Tags's signature changed since generation: run go generate.
-var _ func(context.Context, string) (Sets, error) = Tags
-
-// idemCodecTags stores the results of Tags (generated codec).
-var idemCodecTags = idemimpl.TypedCodec[Sets]{
-	Decode: func(d *idemimpl.Decoder, v *Sets) {
-		idemDecSets(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Sets) {
-		idemEncSets(e, v)
-	},
-}
-
 // Tags is emptyelems.Tags, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Tags(ctx context.Context, item string) (Sets, error) {
-	c := x.beginTags(item)
-	return idem.Do(ctx, c, func(ctx context.Context) (Sets, error) {
+	return idem.Do(ctx, x.beginTags(item), func(ctx context.Context) (Sets, error) {
 		return Tags(ctx, item)
 	})
 }
@@ -62,6 +39,26 @@ func (x *Idempotent) beginTags(item string) idem.Call {
 	c := x.g.Begin(idemSpecTags)
 	c.Key().String(item)
 	return c
+}
+
+var idemSpecTags = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/emptyelems.Tags",
+	Signature: "2412be3abb067d41",
+	TTL:       time.Hour,
+	Codec:     idemCodecTags,
+}
+
+// Build fails here if emptyelems.Tags's signature changed since generation: run go generate.
+var _ func(context.Context, string) (Sets, error) = Tags
+
+// idemCodecTags stores the results of Tags (generated codec).
+var idemCodecTags = idemimpl.TypedCodec[Sets]{
+	Decode: func(d *idemimpl.Decoder, v *Sets) {
+		idemDecSets(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *Sets) {
+		idemEncSets(e, v)
+	},
 }
 
 // idemDecMarker restores values of Marker.
@@ -196,19 +193,13 @@ func idemEncSets(e *idemimpl.Encoder, v *Sets) {
 	e.End(at)
 }
 
-// idemMarker_fieldsChanged_runGoGenerate lists the fields of Marker as generated (tags aside).
-type idemMarker_fieldsChanged_runGoGenerate struct{}
-
 // Build fails here if Marker's fields changed since generation: run go generate.
-var _ = idemMarker_fieldsChanged_runGoGenerate(Marker{})
+var _ = struct{}(Marker{})
 
-// idemSets_fieldsChanged_runGoGenerate lists the fields of Sets as generated (tags aside).
-type idemSets_fieldsChanged_runGoGenerate struct {
+// Build fails here if Sets's fields changed since generation: run go generate.
+var _ = struct {
 	Set     map[string]struct{}
 	Markers map[int]Marker
 	Slots   []struct{}
 	Fixed   [2]Marker
-}
-
-// Build fails here if Sets's fields changed since generation: run go generate.
-var _ = idemSets_fieldsChanged_runGoGenerate(Sets{})
+}(Sets{})

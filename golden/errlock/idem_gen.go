@@ -19,23 +19,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecSendEmail = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/errlock.SendEmail",
-	Signature:   "34d81b5a32de782d",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	OnFailure:   idem.FailureLock,
-}
-
-// Build fails here if errlock.SendEmail's signature changed since generation: run go generate.
-var _ func(context.Context, string, string) error = SendEmail
-
 // SendEmail is errlock.SendEmail, run at most once per key (ttl=1h lease=30s on_duplicate=return
 // on_failure=lock).
 func (x *Idempotent) SendEmail(ctx context.Context, to string, body string) error {
-	c := x.beginSendEmail(to, body)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginSendEmail(to, body), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, SendEmail(ctx, to, body)
 	})
 	return err
@@ -54,22 +41,20 @@ func (x *Idempotent) beginSendEmail(to string, body string) idem.Call {
 	return c
 }
 
-var idemSpecCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/errlock.Charge",
-	Signature:   "805c206e3a7f9d8b",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+var idemSpecSendEmail = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/errlock.SendEmail",
+	Signature: "34d81b5a32de782d",
+	TTL:       time.Hour,
+	OnFailure: idem.FailureLock,
 }
 
-// Build fails here if errlock.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, string, int64) error = Charge
+// Build fails here if errlock.SendEmail's signature changed since generation: run go generate.
+var _ func(context.Context, string, string) error = SendEmail
 
 // Charge is errlock.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // on_failure=unlock).
 func (x *Idempotent) Charge(ctx context.Context, account string, cents int64) error {
-	c := x.beginCharge(account, cents)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginCharge(account, cents), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, Charge(ctx, account, cents)
 	})
 	return err
@@ -87,3 +72,11 @@ func (x *Idempotent) beginCharge(account string, cents int64) idem.Call {
 	c.Key().Int(cents)
 	return c
 }
+
+var idemSpecCharge = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/errlock.Charge",
+	Signature: "805c206e3a7f9d8b",
+}
+
+// Build fails here if errlock.Charge's signature changed since generation: run go generate.
+var _ func(context.Context, string, int64) error = Charge

@@ -21,13 +21,38 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Lookup is errvalues.Lookup, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// Errors in results replay as their text and chain, as themselves if idemErrors lists them.
+func (x *Idempotent) Lookup(ctx context.Context, ids []string) ([]Item, error) {
+	return idem.Do(ctx, x.beginLookup(ids), func(ctx context.Context) ([]Item, error) {
+		return Lookup(ctx, ids)
+	})
+}
+
+// LookupKey is the store key Lookup claims for these arguments; nothing runs.
+func (x *Idempotent) LookupKey(ids []string) (string, error) {
+	return x.beginLookup(ids).StoreKey()
+}
+
+// beginLookup starts a call of Lookup and writes its key material.
+func (x *Idempotent) beginLookup(ids []string) idem.Call {
+	c := x.g.Begin(idemSpecLookup)
+	if ids == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().List(len(ids))
+		for i := range ids {
+			c.Key().String(ids[i])
+		}
+	}
+	return c
+}
+
 var idemSpecLookup = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/errvalues.Lookup",
-	Signature:   "0fbcc7d910365f42",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecLookup,
+	Name:      "github.com/idemgen/idemgen/testdata/errvalues.Lookup",
+	Signature: "0fbcc7d910365f42",
+	TTL:       time.Hour,
+	Codec:     idemCodecLookup,
 }
 
 // Build fails here if errvalues.Lookup's signature changed since generation: run go generate.
@@ -58,41 +83,32 @@ var idemCodecLookup = idemimpl.TypedCodec[[]Item]{
 	},
 }
 
-// Lookup is errvalues.Lookup, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// Produce is broker.Produce, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // Errors in results replay as their text and chain, as themselves if idemErrors lists them.
-func (x *Idempotent) Lookup(ctx context.Context, ids []string) ([]Item, error) {
-	c := x.beginLookup(ids)
-	return idem.Do(ctx, c, func(ctx context.Context) ([]Item, error) {
-		return Lookup(ctx, ids)
+func (x *Idempotent) Produce(ctx context.Context, topic string, partitions int) (*broker.ProduceResponse, error) {
+	return idem.Do(ctx, x.beginProduce(topic, partitions), func(ctx context.Context) (*broker.ProduceResponse, error) {
+		return broker.Produce(ctx, topic, partitions)
 	})
 }
 
-// LookupKey is the store key Lookup claims for these arguments; nothing runs.
-func (x *Idempotent) LookupKey(ids []string) (string, error) {
-	return x.beginLookup(ids).StoreKey()
+// ProduceKey is the store key Produce claims for these arguments; nothing runs.
+func (x *Idempotent) ProduceKey(topic string, partitions int) (string, error) {
+	return x.beginProduce(topic, partitions).StoreKey()
 }
 
-// beginLookup starts a call of Lookup and writes its key material.
-func (x *Idempotent) beginLookup(ids []string) idem.Call {
-	c := x.g.Begin(idemSpecLookup)
-	if ids == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(ids))
-		for i := range ids {
-			c.Key().String(ids[i])
-		}
-	}
+// beginProduce starts a call of Produce and writes its key material.
+func (x *Idempotent) beginProduce(topic string, partitions int) idem.Call {
+	c := x.g.Begin(idemSpecProduce)
+	c.Key().String(topic)
+	c.Key().Int(int64(partitions))
 	return c
 }
 
 var idemSpecProduce = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/errvalues/broker.Produce",
-	Signature:   "2e187ebecc443048",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecProduce,
+	Name:      "github.com/idemgen/idemgen/testdata/errvalues/broker.Produce",
+	Signature: "2e187ebecc443048",
+	TTL:       time.Hour,
+	Codec:     idemCodecProduce,
 }
 
 // Build fails here if broker.Produce's signature changed since generation: run go generate.
@@ -116,28 +132,6 @@ var idemCodecProduce = idemimpl.TypedCodec[*broker.ProduceResponse]{
 			idemEncBrokerProduceResponse(e, *v)
 		}
 	},
-}
-
-// Produce is broker.Produce, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-// Errors in results replay as their text and chain, as themselves if idemErrors lists them.
-func (x *Idempotent) Produce(ctx context.Context, topic string, partitions int) (*broker.ProduceResponse, error) {
-	c := x.beginProduce(topic, partitions)
-	return idem.Do(ctx, c, func(ctx context.Context) (*broker.ProduceResponse, error) {
-		return broker.Produce(ctx, topic, partitions)
-	})
-}
-
-// ProduceKey is the store key Produce claims for these arguments; nothing runs.
-func (x *Idempotent) ProduceKey(topic string, partitions int) (string, error) {
-	return x.beginProduce(topic, partitions).StoreKey()
-}
-
-// beginProduce starts a call of Produce and writes its key material.
-func (x *Idempotent) beginProduce(topic string, partitions int) idem.Call {
-	c := x.g.Begin(idemSpecProduce)
-	c.Key().String(topic)
-	c.Key().Int(int64(partitions))
-	return c
 }
 
 // idemErrors restores the errors of its cases in results as themselves; others come back as their
@@ -305,42 +299,28 @@ func idemEncNotFound(e *idemimpl.Encoder, v *NotFound) {
 	e.End(at)
 }
 
-// idemBrokerPartition_fieldsChanged_runGoGenerate lists the fields of broker.Partition as generated
-// (tags aside).
-type idemBrokerPartition_fieldsChanged_runGoGenerate struct {
+// Build fails here if broker.Partition's fields changed since generation: run go generate.
+var _ = struct {
 	ID    int
 	Error error
-}
-
-// Build fails here if broker.Partition's fields changed since generation: run go generate.
-var _ = idemBrokerPartition_fieldsChanged_runGoGenerate(broker.Partition{})
-
-// idemBrokerProduceResponse_fieldsChanged_runGoGenerate lists the fields of broker.ProduceResponse
-// as generated (tags aside).
-type idemBrokerProduceResponse_fieldsChanged_runGoGenerate struct {
-	Partitions []broker.Partition
-	Throttle   int
-}
+}(broker.Partition{})
 
 // Build fails here if broker.ProduceResponse's fields changed since generation: run go generate.
-var _ = idemBrokerProduceResponse_fieldsChanged_runGoGenerate(broker.ProduceResponse{})
-
-// idemItem_fieldsChanged_runGoGenerate lists the fields of Item as generated (tags aside).
-type idemItem_fieldsChanged_runGoGenerate struct {
-	ID  string
-	Err error
-}
+var _ = struct {
+	Partitions []broker.Partition
+	Throttle   int
+}(broker.ProduceResponse{})
 
 // Build fails here if Item's fields changed since generation: run go generate.
-var _ = idemItem_fieldsChanged_runGoGenerate(Item{})
-
-// idemNotFound_fieldsChanged_runGoGenerate lists the fields of NotFound as generated (tags aside).
-type idemNotFound_fieldsChanged_runGoGenerate struct {
-	ID string
-}
+var _ = struct {
+	ID  string
+	Err error
+}(Item{})
 
 // Build fails here if NotFound's fields changed since generation: run go generate.
-var _ = idemNotFound_fieldsChanged_runGoGenerate(NotFound{})
+var _ = struct {
+	ID string
+}(NotFound{})
 
 // Build fails here if broker.Error is no longer defined as int16: run go generate.
 var _ = (*int16)(new(broker.Error))

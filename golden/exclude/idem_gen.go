@@ -20,13 +20,37 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Fulfil is exclude.Fulfil, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=meta,order.Trace.Sent,order.Customer.UpdatedAt).
+func (x *Idempotent) Fulfil(ctx context.Context, order Order, meta Delivery) (int64, error) {
+	return idem.Do(ctx, x.beginFulfil(&order, &meta), func(ctx context.Context) (int64, error) {
+		return Fulfil(ctx, order, meta)
+	})
+}
+
+// FulfilKey is the store key Fulfil claims for these arguments; nothing runs.
+func (x *Idempotent) FulfilKey(order Order, meta Delivery) (string, error) {
+	return x.beginFulfil(&order, &meta).StoreKey()
+}
+
+// beginFulfil starts a call of Fulfil and writes its key material.
+func (x *Idempotent) beginFulfil(order *Order, meta *Delivery) idem.Call {
+	c := x.g.Begin(idemSpecFulfil)
+	c.Key().String(order.ID)
+	if order.Customer == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().Ptr()
+		c.Key().String(order.Customer.ID)
+	}
+	c.Key().String(order.Trace.SpanID)
+	return c
+}
+
 var idemSpecFulfil = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/exclude.Fulfil",
-	Signature:   "fa4afcbfe1bcfd2f",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecFulfil,
+	Name:      "github.com/idemgen/idemgen/testdata/exclude.Fulfil",
+	Signature: "fa4afcbfe1bcfd2f",
+	Codec:     idemCodecFulfil,
 }
 
 // Build fails here if exclude.Fulfil's signature changed since generation: run go generate.
@@ -42,60 +66,22 @@ var idemCodecFulfil = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Fulfil is exclude.Fulfil, run at most once per key (ttl=24h lease=30s on_duplicate=return
-// exclude=meta,order.Trace.Sent,order.Customer.UpdatedAt).
-func (x *Idempotent) Fulfil(ctx context.Context, order Order, meta Delivery) (int64, error) {
-	c := x.beginFulfil(&order, &meta)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Fulfil(ctx, order, meta)
-	})
-}
-
-// FulfilKey is the store key Fulfil claims for these arguments; nothing runs.
-func (x *Idempotent) FulfilKey(order Order, meta Delivery) (string, error) {
-	return x.beginFulfil(&order, &meta).StoreKey()
-}
-
-// beginFulfil starts a call of Fulfil and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginFulfil(order *Order, meta *Delivery) idem.Call {
-	c := x.g.Begin(idemSpecFulfil)
-	c.Key().String(order.ID)
-	if order.Customer == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		c.Key().String(order.Customer.ID)
-	}
-	c.Key().String(order.Trace.SpanID)
-	return c
-}
-
-// idemCustomer_fieldsChanged_runGoGenerate lists the fields of Customer as generated (tags aside).
-type idemCustomer_fieldsChanged_runGoGenerate struct {
+// Build fails here if Customer's fields changed since generation: run go generate.
+var _ = struct {
 	ID        string
 	UpdatedAt time.Time
-}
+}(Customer{})
 
-// Build fails here if Customer's fields changed since generation: run go generate.
-var _ = idemCustomer_fieldsChanged_runGoGenerate(Customer{})
-
-// idemOrder_fieldsChanged_runGoGenerate lists the fields of Order as generated (tags aside).
-type idemOrder_fieldsChanged_runGoGenerate struct {
+// Build fails here if Order's fields changed since generation: run go generate.
+var _ = struct {
 	ID       string
 	Customer *Customer
 	Trace    Trace
 	Attempt  int
-}
-
-// Build fails here if Order's fields changed since generation: run go generate.
-var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
-
-// idemTrace_fieldsChanged_runGoGenerate lists the fields of Trace as generated (tags aside).
-type idemTrace_fieldsChanged_runGoGenerate struct {
-	SpanID string
-	Sent   time.Time
-}
+}(Order{})
 
 // Build fails here if Trace's fields changed since generation: run go generate.
-var _ = idemTrace_fieldsChanged_runGoGenerate(Trace{})
+var _ = struct {
+	SpanID string
+	Sent   time.Time
+}(Trace{})

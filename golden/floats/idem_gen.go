@@ -22,13 +22,34 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Summarize is floats.Summarize, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Summarize(ctx context.Context, name string) (Stats, []float32, error) {
+	r, err := idem.Do(ctx, x.beginSummarize(name), func(ctx context.Context) (idemResultSummarize, error) {
+		var r idemResultSummarize
+		var err error
+		r.r1, r.r2, err = Summarize(ctx, name)
+		return r, err
+	})
+	return r.r1, r.r2, err
+}
+
+// SummarizeKey is the store key Summarize claims for these arguments; nothing runs.
+func (x *Idempotent) SummarizeKey(name string) (string, error) {
+	return x.beginSummarize(name).StoreKey()
+}
+
+// beginSummarize starts a call of Summarize and writes its key material.
+func (x *Idempotent) beginSummarize(name string) idem.Call {
+	c := x.g.Begin(idemSpecSummarize)
+	c.Key().String(name)
+	return c
+}
+
 var idemSpecSummarize = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/floats.Summarize",
-	Signature:   "c1990b1f3c016ffe",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecSummarize,
+	Name:      "github.com/idemgen/idemgen/testdata/floats.Summarize",
+	Signature: "c1990b1f3c016ffe",
+	TTL:       time.Hour,
+	Codec:     idemCodecSummarize,
 }
 
 // Build fails here if floats.Summarize's signature changed since generation: run go generate.
@@ -78,30 +99,6 @@ var idemCodecSummarize = idemimpl.TypedCodec[idemResultSummarize]{
 		}
 		e.End(at)
 	},
-}
-
-// Summarize is floats.Summarize, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Summarize(ctx context.Context, name string) (Stats, []float32, error) {
-	c := x.beginSummarize(name)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultSummarize, error) {
-		var r idemResultSummarize
-		var err error
-		r.r1, r.r2, err = Summarize(ctx, name)
-		return r, err
-	})
-	return r.r1, r.r2, err
-}
-
-// SummarizeKey is the store key Summarize claims for these arguments; nothing runs.
-func (x *Idempotent) SummarizeKey(name string) (string, error) {
-	return x.beginSummarize(name).StoreKey()
-}
-
-// beginSummarize starts a call of Summarize and writes its key material.
-func (x *Idempotent) beginSummarize(name string) idem.Call {
-	c := x.g.Begin(idemSpecSummarize)
-	c.Key().String(name)
-	return c
 }
 
 // idemDecStats restores values of Stats.
@@ -205,8 +202,8 @@ func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 	e.End(at)
 }
 
-// idemStats_fieldsChanged_runGoGenerate lists the fields of Stats as generated (tags aside).
-type idemStats_fieldsChanged_runGoGenerate struct {
+// Build fails here if Stats's fields changed since generation: run go generate.
+var _ = struct {
 	Mean    float64
 	Min     float64
 	Max     float64
@@ -216,7 +213,4 @@ type idemStats_fieldsChanged_runGoGenerate struct {
 	ByName  map[string]float64
 	Peak    *float64
 	Complex complex128
-}
-
-// Build fails here if Stats's fields changed since generation: run go generate.
-var _ = idemStats_fieldsChanged_runGoGenerate(Stats{})
+}(Stats{})

@@ -24,21 +24,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecShip = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/foreign.Ship",
-	Signature:   "84647c3192ddb26a",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-}
-
-// Build fails here if foreign.Ship's signature changed since generation: run go generate.
-var _ func(context.Context, string) error = Ship
-
 // Ship is foreign.Ship, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Ship(ctx context.Context, order string) error {
-	c := x.beginShip(order)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginShip(order), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, Ship(ctx, order)
 	})
 	return err
@@ -56,45 +44,21 @@ func (x *Idempotent) beginShip(order string) idem.Call {
 	return c
 }
 
-var idemSpecNew = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/foreign/sdk.New",
-	Signature:   "994a6f17987bf0b4",
-	TTL:         24 * time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecNew,
+var idemSpecShip = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/foreign.Ship",
+	Signature: "84647c3192ddb26a",
+	TTL:       time.Hour,
 }
 
-// Build fails here if sdk.New's signature changed since generation: run go generate.
-var _ func(context.Context, *sdk.PaymentIntentParams) (*sdk.PaymentIntent, error) = sdk.New
-
-// idemCodecNew stores the results of New (generated codec).
-var idemCodecNew = idemimpl.TypedCodec[*sdk.PaymentIntent]{
-	Decode: func(d *idemimpl.Decoder, v **sdk.PaymentIntent) {
-		if d.Ptr() {
-			*v = new(sdk.PaymentIntent)
-			idemDecSdkPaymentIntent(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **sdk.PaymentIntent) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncSdkPaymentIntent(e, *v)
-		}
-	},
-}
+// Build fails here if foreign.Ship's signature changed since generation: run go generate.
+var _ func(context.Context, string) error = Ship
 
 // New is sdk.New, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=params.Params.IdempotencyKey). Not keyed: params.Params.Context (a context),
 // params.Params.extra (unexported: not in the payload fingerprint). Not stored (tagged json:"-" by
 // their package): sdk.Error.Err.
 func (x *Idempotent) New(ctx context.Context, params *sdk.PaymentIntentParams) (*sdk.PaymentIntent, error) {
-	c := x.beginNew(params)
-	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.PaymentIntent, error) {
+	return idem.Do(ctx, x.beginNew(params), func(ctx context.Context) (*sdk.PaymentIntent, error) {
 		return sdk.New(ctx, params)
 	})
 }
@@ -127,11 +91,59 @@ func (x *Idempotent) beginNew(params *sdk.PaymentIntentParams) idem.Call {
 	return c
 }
 
+var idemSpecNew = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/foreign/sdk.New",
+	Signature: "994a6f17987bf0b4",
+	TTL:       24 * time.Hour,
+	Codec:     idemCodecNew,
+}
+
+// Build fails here if sdk.New's signature changed since generation: run go generate.
+var _ func(context.Context, *sdk.PaymentIntentParams) (*sdk.PaymentIntent, error) = sdk.New
+
+// idemCodecNew stores the results of New (generated codec).
+var idemCodecNew = idemimpl.TypedCodec[*sdk.PaymentIntent]{
+	Decode: func(d *idemimpl.Decoder, v **sdk.PaymentIntent) {
+		if d.Ptr() {
+			*v = new(sdk.PaymentIntent)
+			idemDecSdkPaymentIntent(d, *v)
+		} else {
+			*v = nil
+		}
+	},
+	Encode: func(e *idemimpl.Encoder, v **sdk.PaymentIntent) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			e.Ptr()
+			idemEncSdkPaymentIntent(e, *v)
+		}
+	},
+}
+
+// NewRefund is refund.New, run at most once per key (ttl=24h lease=30s on_duplicate=raise).
+func (x *Idempotent) NewRefund(ctx context.Context, payment string, amount int64) (*refund.Refund, error) {
+	return idem.Do(ctx, x.beginNewRefund(payment, amount), func(ctx context.Context) (*refund.Refund, error) {
+		return refund.New(ctx, payment, amount)
+	})
+}
+
+// NewRefundKey is the store key NewRefund claims for these arguments; nothing runs.
+func (x *Idempotent) NewRefundKey(payment string, amount int64) (string, error) {
+	return x.beginNewRefund(payment, amount).StoreKey()
+}
+
+// beginNewRefund starts a call of NewRefund and writes its key material.
+func (x *Idempotent) beginNewRefund(payment string, amount int64) idem.Call {
+	c := x.g.Begin(idemSpecNewRefund)
+	c.Key().String(payment)
+	c.Key().Int(amount)
+	return c
+}
+
 var idemSpecNewRefund = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/foreign/refund.New",
 	Signature:   "362d1e9c8e3af282",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateRaise,
 	Codec:       idemCodecNewRefund,
 }
@@ -159,27 +171,6 @@ var idemCodecNewRefund = idemimpl.TypedCodec[*refund.Refund]{
 	},
 }
 
-// NewRefund is refund.New, run at most once per key (ttl=24h lease=30s on_duplicate=raise).
-func (x *Idempotent) NewRefund(ctx context.Context, payment string, amount int64) (*refund.Refund, error) {
-	c := x.beginNewRefund(payment, amount)
-	return idem.Do(ctx, c, func(ctx context.Context) (*refund.Refund, error) {
-		return refund.New(ctx, payment, amount)
-	})
-}
-
-// NewRefundKey is the store key NewRefund claims for these arguments; nothing runs.
-func (x *Idempotent) NewRefundKey(payment string, amount int64) (string, error) {
-	return x.beginNewRefund(payment, amount).StoreKey()
-}
-
-// beginNewRefund starts a call of NewRefund and writes its key material.
-func (x *Idempotent) beginNewRefund(payment string, amount int64) idem.Call {
-	c := x.g.Begin(idemSpecNewRefund)
-	c.Key().String(payment)
-	c.Key().Int(amount)
-	return c
-}
-
 // IdempotentIssuesService is a *sdk.IssuesService whose annotated methods run at most once per key.
 type IdempotentIssuesService struct {
 	*sdk.IssuesService
@@ -195,13 +186,43 @@ func NewIdempotentIssuesService(t *sdk.IssuesService, g *idem.Guard) *Idempotent
 	}
 }
 
+// Create is sdk.IssuesService.Create, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return omit=r2). The receiver is not part of the key (key= can name its fields). Not
+// stored (replays return their zero value): r2.
+func (s *IdempotentIssuesService) Create(ctx context.Context, owner string, repo string, req *sdk.IssueRequest) (*sdk.Issue, *sdk.Response, error) {
+	r, err := idem.Do(ctx, s.beginCreate(owner, repo, req), func(ctx context.Context) (idemResultIssuesServiceCreate, error) {
+		var r idemResultIssuesServiceCreate
+		var err error
+		r.r1, r.r2, err = s.IssuesService.Create(ctx, owner, repo, req)
+		return r, err
+	})
+	return r.r1, r.r2, err
+}
+
+// CreateKey is the store key Create claims for these arguments; nothing runs.
+func (s *IdempotentIssuesService) CreateKey(owner string, repo string, req *sdk.IssueRequest) (string, error) {
+	return s.beginCreate(owner, repo, req).StoreKey()
+}
+
+// beginCreate starts a call of Create and writes its key material.
+func (s *IdempotentIssuesService) beginCreate(owner string, repo string, req *sdk.IssueRequest) idem.Call {
+	c := s.g.Begin(idemSpecIssuesServiceCreate)
+	c.Key().String(owner)
+	c.Key().String(repo)
+	if req == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().Ptr()
+		idemKeySdkIssueRequest(c.Key(), req)
+	}
+	return c
+}
+
 var idemSpecIssuesServiceCreate = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/foreign/sdk.IssuesService.Create",
-	Signature:   "6c6fc129396ae9ec",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecIssuesServiceCreate,
+	Name:      "github.com/idemgen/idemgen/testdata/foreign/sdk.IssuesService.Create",
+	Signature: "6c6fc129396ae9ec",
+	TTL:       time.Hour,
+	Codec:     idemCodecIssuesServiceCreate,
 }
 
 // Build fails here if sdk.IssuesService.Create's signature changed since generation: run go
@@ -245,55 +266,10 @@ var idemCodecIssuesServiceCreate = idemimpl.TypedCodec[idemResultIssuesServiceCr
 	},
 }
 
-// Create is sdk.IssuesService.Create, run at most once per key (ttl=1h lease=30s
-// on_duplicate=return omit=r2). The receiver is not part of the key (key= can name its fields). Not
-// stored (replays return their zero value): r2.
-func (s *IdempotentIssuesService) Create(ctx context.Context, owner string, repo string, req *sdk.IssueRequest) (*sdk.Issue, *sdk.Response, error) {
-	c := s.beginCreate(owner, repo, req)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultIssuesServiceCreate, error) {
-		var r idemResultIssuesServiceCreate
-		var err error
-		r.r1, r.r2, err = s.IssuesService.Create(ctx, owner, repo, req)
-		return r, err
-	})
-	return r.r1, r.r2, err
-}
-
-// CreateKey is the store key Create claims for these arguments; nothing runs.
-func (s *IdempotentIssuesService) CreateKey(owner string, repo string, req *sdk.IssueRequest) (string, error) {
-	return s.beginCreate(owner, repo, req).StoreKey()
-}
-
-// beginCreate starts a call of Create and writes its key material.
-func (s *IdempotentIssuesService) beginCreate(owner string, repo string, req *sdk.IssueRequest) idem.Call {
-	c := s.g.Begin(idemSpecIssuesServiceCreate)
-	c.Key().String(owner)
-	c.Key().String(repo)
-	if req == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeySdkIssueRequest(c.Key(), req)
-	}
-	return c
-}
-
-var idemSpecIssuesServiceLock = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/foreign/sdk.IssuesService.Lock",
-	Signature:   "f6f7c2a1c84fa045",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateRaise,
-}
-
-// Build fails here if sdk.IssuesService.Lock's signature changed since generation: run go generate.
-var _ func(*sdk.IssuesService, context.Context, string, string, int) error = (*sdk.IssuesService).Lock
-
 // Lock is sdk.IssuesService.Lock, run at most once per key (ttl=24h lease=30s on_duplicate=raise).
 // The receiver is not part of the key (key= can name its fields).
 func (s *IdempotentIssuesService) Lock(ctx context.Context, owner string, repo string, number int) error {
-	c := s.beginLock(owner, repo, number)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, s.beginLock(owner, repo, number), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, s.IssuesService.Lock(ctx, owner, repo, number)
 	})
 	return err
@@ -312,6 +288,15 @@ func (s *IdempotentIssuesService) beginLock(owner string, repo string, number in
 	c.Key().Int(int64(number))
 	return c
 }
+
+var idemSpecIssuesServiceLock = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/foreign/sdk.IssuesService.Lock",
+	Signature:   "f6f7c2a1c84fa045",
+	OnDuplicate: idem.DuplicateRaise,
+}
+
+// Build fails here if sdk.IssuesService.Lock's signature changed since generation: run go generate.
+var _ func(*sdk.IssuesService, context.Context, string, string, int) error = (*sdk.IssuesService).Lock
 
 // idemDecRefundRefund restores values of refund.Refund.
 func idemDecRefundRefund(d *idemimpl.Decoder, v *refund.Refund) {
@@ -557,74 +542,52 @@ func idemKeySdkPaymentIntentParams(b *idemimpl.KeyBuilder, v *sdk.PaymentIntentP
 	}
 }
 
-// idemRefundRefund_fieldsChanged_runGoGenerate lists the fields of refund.Refund as generated (tags
-// aside).
-type idemRefundRefund_fieldsChanged_runGoGenerate struct {
+// Build fails here if refund.Refund's fields changed since generation: run go generate.
+var _ = struct {
 	ID     string
 	Amount int64
-}
-
-// Build fails here if refund.Refund's fields changed since generation: run go generate.
-var _ = idemRefundRefund_fieldsChanged_runGoGenerate(refund.Refund{})
-
-// idemSdkError_fieldsChanged_runGoGenerate lists the fields of sdk.Error as generated (tags aside).
-type idemSdkError_fieldsChanged_runGoGenerate struct {
-	Code string
-	Err  error
-}
+}(refund.Refund{})
 
 // Build fails here if sdk.Error's fields changed since generation: run go generate.
-var _ = idemSdkError_fieldsChanged_runGoGenerate(sdk.Error{})
+var _ = struct {
+	Code string
+	Err  error
+}(sdk.Error{})
 
-// idemSdkIssueRequest_fieldsChanged_runGoGenerate lists the fields of sdk.IssueRequest as generated
-// (tags aside).
-type idemSdkIssueRequest_fieldsChanged_runGoGenerate struct {
-	Title  *string
-	Body   *string
-	Labels []string
-}
-
-// Build fails here if sdk.IssueRequest's fields changed since generation: run go generate.
-var _ = idemSdkIssueRequest_fieldsChanged_runGoGenerate(sdk.IssueRequest{})
-
-// idemSdkIssue_fieldsChanged_runGoGenerate lists the fields of sdk.Issue as generated (tags aside).
-type idemSdkIssue_fieldsChanged_runGoGenerate struct {
+// Build fails here if sdk.Issue's fields changed since generation: run go generate.
+var _ = struct {
 	Number int
 	Title  string
 	Labels []string
 	Author *string
 	URL    string
-}
+}(sdk.Issue{})
 
-// Build fails here if sdk.Issue's fields changed since generation: run go generate.
-var _ = idemSdkIssue_fieldsChanged_runGoGenerate(sdk.Issue{})
+// Build fails here if sdk.IssueRequest's fields changed since generation: run go generate.
+var _ = struct {
+	Title  *string
+	Body   *string
+	Labels []string
+}(sdk.IssueRequest{})
 
 // Build fails here if a field of sdk.Params read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.Params) (*context.Context, **string, *map[string]string) {
 	return &fieldsChanged_runGoGenerate.Context, &fieldsChanged_runGoGenerate.IdempotencyKey, &fieldsChanged_runGoGenerate.Metadata
 }
 
-// idemSdkPaymentIntentParams_fieldsChanged_runGoGenerate lists the fields of
-// sdk.PaymentIntentParams as generated (tags aside).
-type idemSdkPaymentIntentParams_fieldsChanged_runGoGenerate struct {
-	sdk.Params `json:"-" xml:"-"`
-	Amount     *int64
-	Currency   *string
-}
-
-// Build fails here if sdk.PaymentIntentParams's fields changed since generation: run go generate.
-var _ = idemSdkPaymentIntentParams_fieldsChanged_runGoGenerate(sdk.PaymentIntentParams{})
-
-// idemSdkPaymentIntent_fieldsChanged_runGoGenerate lists the fields of sdk.PaymentIntent as
-// generated (tags aside).
-type idemSdkPaymentIntent_fieldsChanged_runGoGenerate struct {
+// Build fails here if sdk.PaymentIntent's fields changed since generation: run go generate.
+var _ = struct {
 	ID        string
 	Amount    int64
 	Currency  string
 	Created   time.Time
 	Metadata  map[string]string
 	LastError *sdk.Error
-}
+}(sdk.PaymentIntent{})
 
-// Build fails here if sdk.PaymentIntent's fields changed since generation: run go generate.
-var _ = idemSdkPaymentIntent_fieldsChanged_runGoGenerate(sdk.PaymentIntent{})
+// Build fails here if sdk.PaymentIntentParams's fields changed since generation: run go generate.
+var _ = struct {
+	sdk.Params `json:"-" xml:"-"`
+	Amount     *int64
+	Currency   *string
+}(sdk.PaymentIntentParams{})

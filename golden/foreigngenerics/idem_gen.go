@@ -24,13 +24,33 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// IdempotentReprice is foreigngenerics.Reprice, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return). The type arguments are part of the key.
+func IdempotentReprice[N ~int64 | ~int32](x *Idempotent, ctx context.Context, q sdk.Query[string], by N) (sdk.Page[sdk.Item], error) {
+	return idem.Do(ctx, idemBeginReprice[N](x, &q, by), func(ctx context.Context) (sdk.Page[sdk.Item], error) {
+		return Reprice[N](ctx, q, by)
+	})
+}
+
+// IdempotentRepriceKey is the store key Reprice claims for these arguments; nothing runs.
+func IdempotentRepriceKey[N ~int64 | ~int32](x *Idempotent, q sdk.Query[string], by N) (string, error) {
+	return idemBeginReprice[N](x, &q, by).StoreKey()
+}
+
+// idemBeginReprice starts a call of Reprice and writes its key material.
+func idemBeginReprice[N ~int64 | ~int32](x *Idempotent, q *sdk.Query[string], by N) idem.Call {
+	c := x.g.Begin(idemSpecReprice)
+	c.Key().Type(reflect.TypeFor[N]())
+	idemKeySdkQuery_string(c.Key(), q)
+	c.Key().Int(int64(by))
+	return c
+}
+
 var idemSpecReprice = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/foreigngenerics.Reprice",
-	Signature:   "371f35ccb10d688c",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecReprice,
+	Name:      "github.com/idemgen/idemgen/testdata/foreigngenerics.Reprice",
+	Signature: "371f35ccb10d688c",
+	TTL:       time.Hour,
+	Codec:     idemCodecReprice,
 }
 
 // Build fails here if foreigngenerics.Reprice's signature changed since generation: run go
@@ -49,37 +69,30 @@ var idemCodecReprice = idemimpl.TypedCodec[sdk.Page[sdk.Item]]{
 	},
 }
 
-// IdempotentReprice is foreigngenerics.Reprice, run at most once per key (ttl=1h lease=30s
-// on_duplicate=return). The type arguments are part of the key.
-func IdempotentReprice[N ~int64 | ~int32](x *Idempotent, ctx context.Context, q sdk.Query[string], by N) (sdk.Page[sdk.Item], error) {
-	c := idemBeginReprice[N](x, &q, by)
-	return idem.Do(ctx, c, func(ctx context.Context) (sdk.Page[sdk.Item], error) {
-		return Reprice[N](ctx, q, by)
+// List is sdk.List, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) List(ctx context.Context, q sdk.Query[string]) (sdk.Page[sdk.Item], error) {
+	return idem.Do(ctx, x.beginList(&q), func(ctx context.Context) (sdk.Page[sdk.Item], error) {
+		return sdk.List(ctx, q)
 	})
 }
 
-// IdempotentRepriceKey is the store key Reprice claims for these arguments; nothing runs.
-func IdempotentRepriceKey[N ~int64 | ~int32](x *Idempotent, q sdk.Query[string], by N) (string, error) {
-	return idemBeginReprice[N](x, &q, by).StoreKey()
+// ListKey is the store key List claims for these arguments; nothing runs.
+func (x *Idempotent) ListKey(q sdk.Query[string]) (string, error) {
+	return x.beginList(&q).StoreKey()
 }
 
-// idemBeginReprice starts a call of Reprice and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func idemBeginReprice[N ~int64 | ~int32](x *Idempotent, q *sdk.Query[string], by N) idem.Call {
-	c := x.g.Begin(idemSpecReprice)
-	c.Key().Type(reflect.TypeFor[N]())
+// beginList starts a call of List and writes its key material.
+func (x *Idempotent) beginList(q *sdk.Query[string]) idem.Call {
+	c := x.g.Begin(idemSpecList)
 	idemKeySdkQuery_string(c.Key(), q)
-	c.Key().Int(int64(by))
 	return c
 }
 
 var idemSpecList = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/foreigngenerics/sdk.List",
-	Signature:   "83a4257fbdb239b8",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecList,
+	Name:      "github.com/idemgen/idemgen/testdata/foreigngenerics/sdk.List",
+	Signature: "83a4257fbdb239b8",
+	TTL:       time.Hour,
+	Codec:     idemCodecList,
 }
 
 // Build fails here if sdk.List's signature changed since generation: run go generate.
@@ -93,27 +106,6 @@ var idemCodecList = idemimpl.TypedCodec[sdk.Page[sdk.Item]]{
 	Encode: func(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
 		idemEncSdkPage_SdkItem(e, v)
 	},
-}
-
-// List is sdk.List, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) List(ctx context.Context, q sdk.Query[string]) (sdk.Page[sdk.Item], error) {
-	c := x.beginList(&q)
-	return idem.Do(ctx, c, func(ctx context.Context) (sdk.Page[sdk.Item], error) {
-		return sdk.List(ctx, q)
-	})
-}
-
-// ListKey is the store key List claims for these arguments; nothing runs.
-func (x *Idempotent) ListKey(q sdk.Query[string]) (string, error) {
-	return x.beginList(&q).StoreKey()
-}
-
-// beginList starts a call of List and writes its key material. Structs and arrays come by pointer:
-// no copies.
-func (x *Idempotent) beginList(q *sdk.Query[string]) idem.Call {
-	c := x.g.Begin(idemSpecList)
-	idemKeySdkQuery_string(c.Key(), q)
-	return c
 }
 
 // IdempotentCatalog is a *sdk.Catalog whose annotated methods run at most once per key.
@@ -130,13 +122,31 @@ func NewIdempotentCatalog(t *sdk.Catalog, g *idem.Guard) *IdempotentCatalog {
 	}
 }
 
+// Prices is sdk.Catalog.Prices, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// The receiver is not part of the key (key= can name its fields).
+func (c *IdempotentCatalog) Prices(ctx context.Context, ids sdk.Page[string]) (map[string]sdk.Opt[int64], error) {
+	return idem.Do(ctx, c.beginPrices(&ids), func(ctx context.Context) (map[string]sdk.Opt[int64], error) {
+		return c.Catalog.Prices(ctx, ids)
+	})
+}
+
+// PricesKey is the store key Prices claims for these arguments; nothing runs.
+func (c *IdempotentCatalog) PricesKey(ids sdk.Page[string]) (string, error) {
+	return c.beginPrices(&ids).StoreKey()
+}
+
+// beginPrices starts a call of Prices and writes its key material.
+func (c *IdempotentCatalog) beginPrices(ids *sdk.Page[string]) idem.Call {
+	c2 := c.g.Begin(idemSpecCatalogPrices)
+	idemKeySdkPage_string(c2.Key(), ids)
+	return c2
+}
+
 var idemSpecCatalogPrices = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/foreigngenerics/sdk.Catalog.Prices",
-	Signature:   "5324fbb10f93f61a",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCatalogPrices,
+	Name:      "github.com/idemgen/idemgen/testdata/foreigngenerics/sdk.Catalog.Prices",
+	Signature: "5324fbb10f93f61a",
+	TTL:       time.Hour,
+	Codec:     idemCodecCatalogPrices,
 }
 
 // Build fails here if sdk.Catalog.Prices's signature changed since generation: run go generate.
@@ -173,28 +183,6 @@ var idemCodecCatalogPrices = idemimpl.TypedCodec[map[string]sdk.Opt[int64]]{
 			e.End(at)
 		}
 	},
-}
-
-// Prices is sdk.Catalog.Prices, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-// The receiver is not part of the key (key= can name its fields).
-func (c *IdempotentCatalog) Prices(ctx context.Context, ids sdk.Page[string]) (map[string]sdk.Opt[int64], error) {
-	c2 := c.beginPrices(&ids)
-	return idem.Do(ctx, c2, func(ctx context.Context) (map[string]sdk.Opt[int64], error) {
-		return c.Catalog.Prices(ctx, ids)
-	})
-}
-
-// PricesKey is the store key Prices claims for these arguments; nothing runs.
-func (c *IdempotentCatalog) PricesKey(ids sdk.Page[string]) (string, error) {
-	return c.beginPrices(&ids).StoreKey()
-}
-
-// beginPrices starts a call of Prices and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (c *IdempotentCatalog) beginPrices(ids *sdk.Page[string]) idem.Call {
-	c2 := c.g.Begin(idemSpecCatalogPrices)
-	idemKeySdkPage_string(c2.Key(), ids)
-	return c2
 }
 
 // idemDecSdkItem restores values of sdk.Item.
@@ -281,41 +269,26 @@ func idemKeySdkQuery_string(b *idemimpl.KeyBuilder, v *sdk.Query[string]) {
 	b.Marshaled(v.Limit.MarshalText())
 }
 
-// idemSdkItem_fieldsChanged_runGoGenerate lists the fields of sdk.Item as generated (tags aside).
-type idemSdkItem_fieldsChanged_runGoGenerate struct {
+// Build fails here if sdk.Item's fields changed since generation: run go generate.
+var _ = struct {
 	ID    string
 	Price int64
-}
-
-// Build fails here if sdk.Item's fields changed since generation: run go generate.
-var _ = idemSdkItem_fieldsChanged_runGoGenerate(sdk.Item{})
-
-// idemSdkPage_SdkItem_fieldsChanged_runGoGenerate lists the fields of sdk.Page[sdk.Item] as
-// generated (tags aside).
-type idemSdkPage_SdkItem_fieldsChanged_runGoGenerate struct {
-	Items []sdk.Item
-	Next  string
-}
+}(sdk.Item{})
 
 // Build fails here if sdk.Page[sdk.Item]'s fields changed since generation: run go generate.
-var _ = idemSdkPage_SdkItem_fieldsChanged_runGoGenerate(sdk.Page[sdk.Item]{})
-
-// idemSdkPage_string_fieldsChanged_runGoGenerate lists the fields of sdk.Page[string] as generated
-// (tags aside).
-type idemSdkPage_string_fieldsChanged_runGoGenerate struct {
-	Items []string
+var _ = struct {
+	Items []sdk.Item
 	Next  string
-}
+}(sdk.Page[sdk.Item]{})
 
 // Build fails here if sdk.Page[string]'s fields changed since generation: run go generate.
-var _ = idemSdkPage_string_fieldsChanged_runGoGenerate(sdk.Page[string]{})
-
-// idemSdkQuery_string_fieldsChanged_runGoGenerate lists the fields of sdk.Query[string] as
-// generated (tags aside).
-type idemSdkQuery_string_fieldsChanged_runGoGenerate struct {
-	Filter string
-	Limit  sdk.Opt[int64]
-}
+var _ = struct {
+	Items []string
+	Next  string
+}(sdk.Page[string]{})
 
 // Build fails here if sdk.Query[string]'s fields changed since generation: run go generate.
-var _ = idemSdkQuery_string_fieldsChanged_runGoGenerate(sdk.Query[string]{})
+var _ = struct {
+	Filter string
+	Limit  sdk.Opt[int64]
+}(sdk.Query[string]{})

@@ -25,13 +25,37 @@ func NewIdempotentNotifier(t *Notifier, g *idem.Guard) *IdempotentNotifier {
 	}
 }
 
+// Send is Notifier.Send, run at most once per key (ttl=1h lease=30s on_duplicate=return
+// exclude=optFns omit=r1.ResultMetadata). The receiver is not part of the key (key= can name its
+// fields). Not stored (replays return their zero value): r1.ResultMetadata.
+func (n *IdempotentNotifier) Send(ctx context.Context, in *sdk.SendMessageInput, optFns ...func(*sdk.Options)) (*sdk.SendMessageOutput, error) {
+	return idem.Do(ctx, n.beginSend(in, optFns), func(ctx context.Context) (*sdk.SendMessageOutput, error) {
+		return n.Notifier.Send(ctx, in, optFns...)
+	})
+}
+
+// SendKey is the store key Send claims for these arguments; nothing runs.
+func (n *IdempotentNotifier) SendKey(in *sdk.SendMessageInput, optFns ...func(*sdk.Options)) (string, error) {
+	return n.beginSend(in, optFns).StoreKey()
+}
+
+// beginSend starts a call of Send and writes its key material.
+func (n *IdempotentNotifier) beginSend(in *sdk.SendMessageInput, optFns []func(*sdk.Options)) idem.Call {
+	c := n.g.Begin(idemSpecNotifierSend)
+	if in == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().Ptr()
+		idemKeySdkSendMessageInput(c.Key(), in)
+	}
+	return c
+}
+
 var idemSpecNotifierSend = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/funcoptions.Notifier.Send",
-	Signature:   "804e463f70a5e385",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecNotifierSend,
+	Name:      "github.com/idemgen/idemgen/testdata/funcoptions.Notifier.Send",
+	Signature: "804e463f70a5e385",
+	TTL:       time.Hour,
+	Codec:     idemCodecNotifierSend,
 }
 
 // Build fails here if Notifier.Send's signature changed since generation: run go generate.
@@ -55,33 +79,6 @@ var idemCodecNotifierSend = idemimpl.TypedCodec[*sdk.SendMessageOutput]{
 			idemEncSdkSendMessageOutputForNotifierSend(e, *v)
 		}
 	},
-}
-
-// Send is Notifier.Send, run at most once per key (ttl=1h lease=30s on_duplicate=return
-// exclude=optFns omit=r1.ResultMetadata). The receiver is not part of the key (key= can name its
-// fields). Not stored (replays return their zero value): r1.ResultMetadata.
-func (n *IdempotentNotifier) Send(ctx context.Context, in *sdk.SendMessageInput, optFns ...func(*sdk.Options)) (*sdk.SendMessageOutput, error) {
-	c := n.beginSend(in, optFns)
-	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.SendMessageOutput, error) {
-		return n.Notifier.Send(ctx, in, optFns...)
-	})
-}
-
-// SendKey is the store key Send claims for these arguments; nothing runs.
-func (n *IdempotentNotifier) SendKey(in *sdk.SendMessageInput, optFns ...func(*sdk.Options)) (string, error) {
-	return n.beginSend(in, optFns).StoreKey()
-}
-
-// beginSend starts a call of Send and writes its key material.
-func (n *IdempotentNotifier) beginSend(in *sdk.SendMessageInput, optFns []func(*sdk.Options)) idem.Call {
-	c := n.g.Begin(idemSpecNotifierSend)
-	if in == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeySdkSendMessageInput(c.Key(), in)
-	}
-	return c
 }
 
 // idemDecSdkSendMessageOutputForNotifierSend restores values of sdk.SendMessageOutput.

@@ -27,35 +27,10 @@ func NewIdempotentRepo[T Entity](t *Repo[T], g *idem.Guard) *IdempotentRepo[T] {
 	}
 }
 
-var idemSpecRepoSave = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/genericmethods.Repo.Save",
-	Signature:   "7e250c6b64ab51a1",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecRepoSave,
-}
-
-// Build fails here if Repo.Save's signature changed since generation: run go generate.
-func _[T Entity]() {
-	var _ func(*Repo[T], context.Context, T) (int, error) = (*Repo[T]).Save
-}
-
-// idemCodecRepoSave stores the results of Save (generated codec).
-var idemCodecRepoSave = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
-	},
-}
-
 // Save is Repo.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return). The type
 // arguments are part of the key. The receiver is not part of the key (key= can name its fields).
 func (r *IdempotentRepo[T]) Save(ctx context.Context, v T) (int, error) {
-	c := r.beginSave(v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {
+	return idem.Do(ctx, r.beginSave(v), func(ctx context.Context) (int, error) {
 		return r.Repo.Save(ctx, v)
 	})
 }
@@ -77,24 +52,32 @@ func (r *IdempotentRepo[T]) beginSave(v T) idem.Call {
 	return c
 }
 
-var idemSpecRepoRename = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/genericmethods.Repo.Rename",
-	Signature:   "e075896490020e79",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+var idemSpecRepoSave = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/genericmethods.Repo.Save",
+	Signature: "7e250c6b64ab51a1",
+	TTL:       time.Hour,
+	Codec:     idemCodecRepoSave,
 }
 
-// Build fails here if Repo.Rename's signature changed since generation: run go generate.
-func _[U Entity]() {
-	var _ func(*Repo[U], context.Context, string, string) error = (*Repo[U]).Rename
+// Build fails here if Repo.Save's signature changed since generation: run go generate.
+func _[T Entity]() {
+	var _ func(*Repo[T], context.Context, T) (int, error) = (*Repo[T]).Save
+}
+
+// idemCodecRepoSave stores the results of Save (generated codec).
+var idemCodecRepoSave = idemimpl.TypedCodec[int]{
+	Decode: func(d *idemimpl.Decoder, v *int) {
+		*v = int(d.Int(64))
+	},
+	Encode: func(e *idemimpl.Encoder, v *int) {
+		e.Int(int64(*v))
+	},
 }
 
 // Rename is Repo.Rename, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=r.Table,id). The type arguments are part of the key.
 func (r *IdempotentRepo[U]) Rename(ctx context.Context, id string, to string) error {
-	c := r.beginRename(id, to)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, r.beginRename(id, to), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, r.Repo.Rename(ctx, id, to)
 	})
 	return err
@@ -119,6 +102,16 @@ func (r *IdempotentRepo[U]) beginRename(id string, to string) idem.Call {
 	c.Payload().String(id)
 	c.Payload().String(to)
 	return c
+}
+
+var idemSpecRepoRename = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/genericmethods.Repo.Rename",
+	Signature: "e075896490020e79",
+}
+
+// Build fails here if Repo.Rename's signature changed since generation: run go generate.
+func _[U Entity]() {
+	var _ func(*Repo[U], context.Context, string, string) error = (*Repo[U]).Rename
 }
 
 // Build fails here if a field of Repo[U] read here changed: run go generate.

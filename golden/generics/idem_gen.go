@@ -24,13 +24,35 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// CreateInvoice is generics.CreateInvoice, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return).
+func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (Page[Invoice], sdk.Opt[int64], error) {
+	r, err := idem.Do(ctx, x.beginCreateInvoice(&req), func(ctx context.Context) (idemResultCreateInvoice, error) {
+		var r idemResultCreateInvoice
+		var err error
+		r.r1, r.r2, err = CreateInvoice(ctx, req)
+		return r, err
+	})
+	return r.r1, r.r2, err
+}
+
+// CreateInvoiceKey is the store key CreateInvoice claims for these arguments; nothing runs.
+func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
+	return x.beginCreateInvoice(&req).StoreKey()
+}
+
+// beginCreateInvoice starts a call of CreateInvoice and writes its key material.
+func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
+	c := x.g.Begin(idemSpecCreateInvoice)
+	idemKeyInvoiceRequest(c.Key(), req)
+	return c
+}
+
 var idemSpecCreateInvoice = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/generics.CreateInvoice",
-	Signature:   "bac60fe4f49fe518",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCreateInvoice,
+	Name:      "github.com/idemgen/idemgen/testdata/generics.CreateInvoice",
+	Signature: "bac60fe4f49fe518",
+	TTL:       time.Hour,
+	Codec:     idemCodecCreateInvoice,
 }
 
 // Build fails here if generics.CreateInvoice's signature changed since generation: run go generate.
@@ -67,61 +89,10 @@ var idemCodecCreateInvoice = idemimpl.TypedCodec[idemResultCreateInvoice]{
 	},
 }
 
-// CreateInvoice is generics.CreateInvoice, run at most once per key (ttl=1h lease=30s
-// on_duplicate=return).
-func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (Page[Invoice], sdk.Opt[int64], error) {
-	c := x.beginCreateInvoice(&req)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultCreateInvoice, error) {
-		var r idemResultCreateInvoice
-		var err error
-		r.r1, r.r2, err = CreateInvoice(ctx, req)
-		return r, err
-	})
-	return r.r1, r.r2, err
-}
-
-// CreateInvoiceKey is the store key CreateInvoice claims for these arguments; nothing runs.
-func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
-	return x.beginCreateInvoice(&req).StoreKey()
-}
-
-// beginCreateInvoice starts a call of CreateInvoice and writes its key material. Structs and arrays
-// come by pointer: no copies.
-func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
-	c := x.g.Begin(idemSpecCreateInvoice)
-	idemKeyInvoiceRequest(c.Key(), req)
-	return c
-}
-
-var idemSpecPublish = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/generics.Publish",
-	Signature:   "0983586e28b95f86",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPublish,
-}
-
-// Build fails here if generics.Publish's signature changed since generation: run go generate.
-func _[E Event]() {
-	var _ func(context.Context, E) (int64, error) = Publish[E]
-}
-
-// idemCodecPublish stores the results of Publish (generated codec).
-var idemCodecPublish = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // IdempotentPublish is generics.Publish, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return). The type arguments are part of the key.
 func IdempotentPublish[E Event](x *Idempotent, ctx context.Context, e E) (int64, error) {
-	c := idemBeginPublish[E](x, e)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, idemBeginPublish[E](x, e), func(ctx context.Context) (int64, error) {
 		return Publish[E](ctx, e)
 	})
 }
@@ -143,22 +114,20 @@ func idemBeginPublish[E Event](x *Idempotent, e E) idem.Call {
 	return c
 }
 
-var idemSpecTally = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/generics.Tally",
-	Signature:   "3bbc02bcb119d600",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecTally,
+var idemSpecPublish = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Publish",
+	Signature: "0983586e28b95f86",
+	TTL:       time.Hour,
+	Codec:     idemCodecPublish,
 }
 
-// Build fails here if generics.Tally's signature changed since generation: run go generate.
-func _[N ~int | ~int64]() {
-	var _ func(context.Context, N) (int64, error) = Tally[N]
+// Build fails here if generics.Publish's signature changed since generation: run go generate.
+func _[E Event]() {
+	var _ func(context.Context, E) (int64, error) = Publish[E]
 }
 
-// idemCodecTally stores the results of Tally (generated codec).
-var idemCodecTally = idemimpl.TypedCodec[int64]{
+// idemCodecPublish stores the results of Publish (generated codec).
+var idemCodecPublish = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -170,8 +139,7 @@ var idemCodecTally = idemimpl.TypedCodec[int64]{
 // IdempotentTally is generics.Tally, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return). The type arguments are part of the key.
 func IdempotentTally[N ~int | ~int64](x *Idempotent, ctx context.Context, n N) (int64, error) {
-	c := idemBeginTally[N](x, n)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, idemBeginTally[N](x, n), func(ctx context.Context) (int64, error) {
 		return Tally[N](ctx, n)
 	})
 }
@@ -189,22 +157,20 @@ func idemBeginTally[N ~int | ~int64](x *Idempotent, n N) idem.Call {
 	return c
 }
 
-var idemSpecSend = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/generics.Send",
-	Signature:   "c8efcd9e4f91b8bd",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecSend,
+var idemSpecTally = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Tally",
+	Signature: "3bbc02bcb119d600",
+	TTL:       time.Hour,
+	Codec:     idemCodecTally,
 }
 
-// Build fails here if generics.Send's signature changed since generation: run go generate.
-func _[M any]() {
-	var _ func(context.Context, string, M) (int64, error) = Send[M]
+// Build fails here if generics.Tally's signature changed since generation: run go generate.
+func _[N ~int | ~int64]() {
+	var _ func(context.Context, N) (int64, error) = Tally[N]
 }
 
-// idemCodecSend stores the results of Send (generated codec).
-var idemCodecSend = idemimpl.TypedCodec[int64]{
+// idemCodecTally stores the results of Tally (generated codec).
+var idemCodecTally = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -217,8 +183,7 @@ var idemCodecSend = idemimpl.TypedCodec[int64]{
 // key=id). The type arguments are part of the key. Not keyed: m (type parameter M: not in the
 // payload fingerprint).
 func IdempotentSend[M any](x *Idempotent, ctx context.Context, id string, m M) (int64, error) {
-	c := idemBeginSend[M](x, id, m)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, idemBeginSend[M](x, id, m), func(ctx context.Context) (int64, error) {
 		return Send[M](ctx, id, m)
 	})
 }
@@ -237,24 +202,31 @@ func idemBeginSend[M any](x *Idempotent, id string, m M) idem.Call {
 	return c
 }
 
-var idemSpecSave = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/generics.Save",
-	Signature:   "cd8548b019f7b394",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+var idemSpecSend = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Send",
+	Signature: "c8efcd9e4f91b8bd",
+	Codec:     idemCodecSend,
 }
 
-// Build fails here if generics.Save's signature changed since generation: run go generate.
-func _[S ~string]() {
-	var _ func(context.Context, Page[S], ...S) error = Save[S]
+// Build fails here if generics.Send's signature changed since generation: run go generate.
+func _[M any]() {
+	var _ func(context.Context, string, M) (int64, error) = Send[M]
+}
+
+// idemCodecSend stores the results of Send (generated codec).
+var idemCodecSend = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
 }
 
 // IdempotentSave is generics.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // The type arguments are part of the key.
 func IdempotentSave[S ~string](x *Idempotent, ctx context.Context, p Page[S], ps ...S) error {
-	c := idemBeginSave[S](x, &p, ps)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, idemBeginSave[S](x, &p, ps), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, Save[S](ctx, p, ps...)
 	})
 	return err
@@ -265,8 +237,7 @@ func IdempotentSaveKey[S ~string](x *Idempotent, p Page[S], ps ...S) (string, er
 	return idemBeginSave[S](x, &p, ps).StoreKey()
 }
 
-// idemBeginSave starts a call of Save and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// idemBeginSave starts a call of Save and writes its key material.
 func idemBeginSave[S ~string](x *Idempotent, p *Page[S], ps []S) idem.Call {
 	c := x.g.Begin(idemSpecSave)
 	c.Key().Type(reflect.TypeFor[S]())
@@ -291,30 +262,15 @@ func idemBeginSave[S ~string](x *Idempotent, p *Page[S], ps []S) idem.Call {
 	return c
 }
 
-var idemSpecPlace = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/generics.Place",
-	Signature:   "d75fecaf970e948c",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPlace,
+var idemSpecSave = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Save",
+	Signature: "cd8548b019f7b394",
+	TTL:       time.Hour,
 }
 
-// Build fails here if generics.Place's signature changed since generation: run go generate.
-func _[O interface {
-	Order
-}]() {
-	var _ func(context.Context, O) (int64, error) = Place[O]
-}
-
-// idemCodecPlace stores the results of Place (generated codec).
-var idemCodecPlace = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
+// Build fails here if generics.Save's signature changed since generation: run go generate.
+func _[S ~string]() {
+	var _ func(context.Context, Page[S], ...S) error = Save[S]
 }
 
 // IdempotentPlace is generics.Place, run at most once per key (ttl=1h lease=30s
@@ -322,8 +278,7 @@ var idemCodecPlace = idemimpl.TypedCodec[int64]{
 func IdempotentPlace[O interface {
 	Order
 }](x *Idempotent, ctx context.Context, o O) (int64, error) {
-	c := idemBeginPlace[O](x, o)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, idemBeginPlace[O](x, o), func(ctx context.Context) (int64, error) {
 		return Place[O](ctx, o)
 	})
 }
@@ -346,22 +301,22 @@ func idemBeginPlace[O interface {
 	return c
 }
 
-var idemSpecStock = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/generics.Stock",
-	Signature:   "a42e33eaecf5ca74",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStock,
+var idemSpecPlace = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Place",
+	Signature: "d75fecaf970e948c",
+	TTL:       time.Hour,
+	Codec:     idemCodecPlace,
 }
 
-// Build fails here if generics.Stock's signature changed since generation: run go generate.
-func _[T Texter]() {
-	var _ func(context.Context, T, float64) (int64, error) = Stock[T]
+// Build fails here if generics.Place's signature changed since generation: run go generate.
+func _[O interface {
+	Order
+}]() {
+	var _ func(context.Context, O) (int64, error) = Place[O]
 }
 
-// idemCodecStock stores the results of Stock (generated codec).
-var idemCodecStock = idemimpl.TypedCodec[int64]{
+// idemCodecPlace stores the results of Place (generated codec).
+var idemCodecPlace = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -373,8 +328,7 @@ var idemCodecStock = idemimpl.TypedCodec[int64]{
 // IdempotentStock is generics.Stock, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return). The type arguments are part of the key.
 func IdempotentStock[T Texter](x *Idempotent, ctx context.Context, item T, qty float64) (int64, error) {
-	c := idemBeginStock[T](x, item, qty)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, idemBeginStock[T](x, item, qty), func(ctx context.Context) (int64, error) {
 		return Stock[T](ctx, item, qty)
 	})
 }
@@ -397,13 +351,53 @@ func idemBeginStock[T Texter](x *Idempotent, item T, qty float64) idem.Call {
 	return c
 }
 
+var idemSpecStock = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Stock",
+	Signature: "a42e33eaecf5ca74",
+	TTL:       time.Hour,
+	Codec:     idemCodecStock,
+}
+
+// Build fails here if generics.Stock's signature changed since generation: run go generate.
+func _[T Texter]() {
+	var _ func(context.Context, T, float64) (int64, error) = Stock[T]
+}
+
+// idemCodecStock stores the results of Stock (generated codec).
+var idemCodecStock = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// Import is generics.Import, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Import(ctx context.Context, a Page[model.Invoice], b Page[model2.Invoice]) (Page[model2.Invoice], error) {
+	return idem.Do(ctx, x.beginImport(&a, &b), func(ctx context.Context) (Page[model2.Invoice], error) {
+		return Import(ctx, a, b)
+	})
+}
+
+// ImportKey is the store key Import claims for these arguments; nothing runs.
+func (x *Idempotent) ImportKey(a Page[model.Invoice], b Page[model2.Invoice]) (string, error) {
+	return x.beginImport(&a, &b).StoreKey()
+}
+
+// beginImport starts a call of Import and writes its key material.
+func (x *Idempotent) beginImport(a *Page[model.Invoice], b *Page[model2.Invoice]) idem.Call {
+	c := x.g.Begin(idemSpecImport)
+	idemKeyPage_ModelInvoice(c.Key(), a)
+	idemKeyPage_ModelInvoice2(c.Key(), b)
+	return c
+}
+
 var idemSpecImport = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/generics.Import",
-	Signature:   "e276a2ce4b8f33bd",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecImport,
+	Name:      "github.com/idemgen/idemgen/testdata/generics.Import",
+	Signature: "e276a2ce4b8f33bd",
+	TTL:       time.Hour,
+	Codec:     idemCodecImport,
 }
 
 // Build fails here if generics.Import's signature changed since generation: run go generate.
@@ -417,28 +411,6 @@ var idemCodecImport = idemimpl.TypedCodec[Page[model2.Invoice]]{
 	Encode: func(e *idemimpl.Encoder, v *Page[model2.Invoice]) {
 		idemEncPage_ModelInvoice(e, v)
 	},
-}
-
-// Import is generics.Import, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Import(ctx context.Context, a Page[model.Invoice], b Page[model2.Invoice]) (Page[model2.Invoice], error) {
-	c := x.beginImport(&a, &b)
-	return idem.Do(ctx, c, func(ctx context.Context) (Page[model2.Invoice], error) {
-		return Import(ctx, a, b)
-	})
-}
-
-// ImportKey is the store key Import claims for these arguments; nothing runs.
-func (x *Idempotent) ImportKey(a Page[model.Invoice], b Page[model2.Invoice]) (string, error) {
-	return x.beginImport(&a, &b).StoreKey()
-}
-
-// beginImport starts a call of Import and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginImport(a *Page[model.Invoice], b *Page[model2.Invoice]) idem.Call {
-	c := x.g.Begin(idemSpecImport)
-	idemKeyPage_ModelInvoice(c.Key(), a)
-	idemKeyPage_ModelInvoice2(c.Key(), b)
-	return c
 }
 
 // idemDecInvoice restores values of Invoice.
@@ -659,103 +631,65 @@ func idemKeyPage_ModelInvoice2(b *idemimpl.KeyBuilder, v *Page[model2.Invoice]) 
 	}
 }
 
-// idemInvoiceRequest_fieldsChanged_runGoGenerate lists the fields of InvoiceRequest as generated
-// (tags aside).
-type idemInvoiceRequest_fieldsChanged_runGoGenerate struct {
+// Build fails here if Invoice's fields changed since generation: run go generate.
+var _ = struct {
+	ID    string
+	Cents int64
+}(Invoice{})
+
+// Build fails here if InvoiceRequest's fields changed since generation: run go generate.
+var _ = struct {
 	Customer string
 	Amount   Opt[int64]
 	Memo     Opt[string]
 	Coupon   sdk.Opt[string]
-}
+}(InvoiceRequest{})
 
-// Build fails here if InvoiceRequest's fields changed since generation: run go generate.
-var _ = idemInvoiceRequest_fieldsChanged_runGoGenerate(InvoiceRequest{})
-
-// idemInvoice_fieldsChanged_runGoGenerate lists the fields of Invoice as generated (tags aside).
-type idemInvoice_fieldsChanged_runGoGenerate struct {
-	ID    string
-	Cents int64
-}
-
-// Build fails here if Invoice's fields changed since generation: run go generate.
-var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})
-
-// idemModelInvoice_fieldsChanged_runGoGenerate lists the fields of model.Invoice as generated (tags
-// aside).
-type idemModelInvoice_fieldsChanged_runGoGenerate struct {
+// Build fails here if model.Invoice's fields changed since generation: run go generate.
+var _ = struct {
 	Number string
-}
+}(model.Invoice{})
 
 // Build fails here if model.Invoice's fields changed since generation: run go generate.
-var _ = idemModelInvoice_fieldsChanged_runGoGenerate(model.Invoice{})
-
-// idemModelInvoice_fieldsChanged_runGoGenerate2 lists the fields of model.Invoice as generated
-// (tags aside).
-type idemModelInvoice_fieldsChanged_runGoGenerate2 struct {
+var _ = struct {
 	Cents int64
-}
-
-// Build fails here if model.Invoice's fields changed since generation: run go generate.
-var _ = idemModelInvoice_fieldsChanged_runGoGenerate2(model2.Invoice{})
-
-// idemOpt_int64_fieldsChanged_runGoGenerate lists the fields of Opt[int64] as generated (tags
-// aside).
-type idemOpt_int64_fieldsChanged_runGoGenerate struct {
-	value   int64
-	present bool
-}
+}(model2.Invoice{})
 
 // Build fails here if Opt[int64]'s fields changed since generation: run go generate.
-var _ = idemOpt_int64_fieldsChanged_runGoGenerate(Opt[int64]{})
-
-// idemOpt_string_fieldsChanged_runGoGenerate lists the fields of Opt[string] as generated (tags
-// aside).
-type idemOpt_string_fieldsChanged_runGoGenerate struct {
-	value   string
+var _ = struct {
+	value   int64
 	present bool
-}
+}(Opt[int64]{})
 
 // Build fails here if Opt[string]'s fields changed since generation: run go generate.
-var _ = idemOpt_string_fieldsChanged_runGoGenerate(Opt[string]{})
-
-// idemOrder_fieldsChanged_runGoGenerate lists the fields of Order as generated (tags aside).
-type idemOrder_fieldsChanged_runGoGenerate struct {
-	ID  string
-	Qty int
-}
+var _ = struct {
+	value   string
+	present bool
+}(Opt[string]{})
 
 // Build fails here if Order's fields changed since generation: run go generate.
-var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
-
-// idemPage_Invoice_fieldsChanged_runGoGenerate lists the fields of Page[Invoice] as generated (tags
-// aside).
-type idemPage_Invoice_fieldsChanged_runGoGenerate struct {
-	Items []Invoice
-	Next  *string
-}
+var _ = struct {
+	ID  string
+	Qty int
+}(Order{})
 
 // Build fails here if Page[Invoice]'s fields changed since generation: run go generate.
-var _ = idemPage_Invoice_fieldsChanged_runGoGenerate(Page[Invoice]{})
+var _ = struct {
+	Items []Invoice
+	Next  *string
+}(Page[Invoice]{})
 
-// idemPage_ModelInvoice_fieldsChanged_runGoGenerate lists the fields of Page[model.Invoice] as
-// generated (tags aside).
-type idemPage_ModelInvoice_fieldsChanged_runGoGenerate struct {
+// Build fails here if Page[model.Invoice]'s fields changed since generation: run go generate.
+var _ = struct {
 	Items []model.Invoice
 	Next  *string
-}
+}(Page[model.Invoice]{})
 
 // Build fails here if Page[model.Invoice]'s fields changed since generation: run go generate.
-var _ = idemPage_ModelInvoice_fieldsChanged_runGoGenerate(Page[model.Invoice]{})
-
-// idemPage_ModelInvoice_fieldsChanged_runGoGenerate2 lists the fields of Page[model.Invoice] as
-// generated (tags aside).
-type idemPage_ModelInvoice_fieldsChanged_runGoGenerate2 struct {
+var _ = struct {
 	Items []model2.Invoice
 	Next  *string
-}
-
-// Build fails here if Page[model.Invoice]'s fields changed since generation: run go generate.
-var _ = idemPage_ModelInvoice_fieldsChanged_runGoGenerate2(Page[model2.Invoice]{})
+}(Page[model2.Invoice]{})
 
 // Build fails here if a field of Page[S] read here changed: run go generate.
 func _[S ~string]() {

@@ -19,13 +19,32 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Handle is idkey.Handle, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=idempotencyKey).
+func (x *Idempotent) Handle(ctx context.Context, idempotencyKey string, ev Event) (int64, error) {
+	return idem.Do(ctx, x.beginHandle(idempotencyKey, &ev), func(ctx context.Context) (int64, error) {
+		return Handle(ctx, idempotencyKey, ev)
+	})
+}
+
+// HandleKey is the store key Handle claims for these arguments; nothing runs.
+func (x *Idempotent) HandleKey(idempotencyKey string, ev Event) (string, error) {
+	return x.beginHandle(idempotencyKey, &ev).StoreKey()
+}
+
+// beginHandle starts a call of Handle and writes its key material.
+func (x *Idempotent) beginHandle(idempotencyKey string, ev *Event) idem.Call {
+	c := x.g.Begin(idemSpecHandle)
+	c.Key().ID(idempotencyKey)
+	c.Payload().String(idempotencyKey)
+	idemKeyEvent(c.Payload(), ev)
+	return c
+}
+
 var idemSpecHandle = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/idkey.Handle",
-	Signature:   "a67544882b64e927",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecHandle,
+	Name:      "github.com/idemgen/idemgen/testdata/idkey.Handle",
+	Signature: "a67544882b64e927",
+	Codec:     idemCodecHandle,
 }
 
 // Build fails here if idkey.Handle's signature changed since generation: run go generate.
@@ -41,58 +60,10 @@ var idemCodecHandle = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Handle is idkey.Handle, run at most once per key (ttl=24h lease=30s on_duplicate=return
-// key=idempotencyKey).
-func (x *Idempotent) Handle(ctx context.Context, idempotencyKey string, ev Event) (int64, error) {
-	c := x.beginHandle(idempotencyKey, &ev)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Handle(ctx, idempotencyKey, ev)
-	})
-}
-
-// HandleKey is the store key Handle claims for these arguments; nothing runs.
-func (x *Idempotent) HandleKey(idempotencyKey string, ev Event) (string, error) {
-	return x.beginHandle(idempotencyKey, &ev).StoreKey()
-}
-
-// beginHandle starts a call of Handle and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginHandle(idempotencyKey string, ev *Event) idem.Call {
-	c := x.g.Begin(idemSpecHandle)
-	c.Key().ID(idempotencyKey)
-	c.Payload().String(idempotencyKey)
-	idemKeyEvent(c.Payload(), ev)
-	return c
-}
-
-var idemSpecHandleEvent = &idem.Spec{
-	Name:        "events.handle",
-	Signature:   "51fba2a7bfe07927",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Version:     2,
-	Codec:       idemCodecHandleEvent,
-}
-
-// Build fails here if idkey.HandleEvent's signature changed since generation: run go generate.
-var _ func(context.Context, *TypedEvent) (int64, error) = HandleEvent
-
-// idemCodecHandleEvent stores the results of HandleEvent (generated codec).
-var idemCodecHandleEvent = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // HandleEvent is idkey.HandleEvent, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=ev.ID name=events.handle version=2).
 func (x *Idempotent) HandleEvent(ctx context.Context, ev *TypedEvent) (int64, error) {
-	c := x.beginHandleEvent(ev)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginHandleEvent(ev), func(ctx context.Context) (int64, error) {
 		return HandleEvent(ctx, ev)
 	})
 }
@@ -119,6 +90,26 @@ func (x *Idempotent) beginHandleEvent(ev *TypedEvent) idem.Call {
 	return c
 }
 
+var idemSpecHandleEvent = &idem.Spec{
+	Name:      "events.handle",
+	Signature: "51fba2a7bfe07927",
+	Version:   2,
+	Codec:     idemCodecHandleEvent,
+}
+
+// Build fails here if idkey.HandleEvent's signature changed since generation: run go generate.
+var _ func(context.Context, *TypedEvent) (int64, error) = HandleEvent
+
+// idemCodecHandleEvent stores the results of HandleEvent (generated codec).
+var idemCodecHandleEvent = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
 // idemKeyEvent writes the key material of Event.
 func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	b.String(v.ID)
@@ -136,25 +127,18 @@ func idemKeyTypedEvent(b *idemimpl.KeyBuilder, v *TypedEvent) {
 	b.String(v.Body)
 }
 
-// idemEvent_fieldsChanged_runGoGenerate lists the fields of Event as generated (tags aside).
-type idemEvent_fieldsChanged_runGoGenerate struct {
+// Build fails here if Event's fields changed since generation: run go generate.
+var _ = struct {
 	ID      string
 	Kind    string
 	Payload []byte
-}
-
-// Build fails here if Event's fields changed since generation: run go generate.
-var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
-
-// idemTypedEvent_fieldsChanged_runGoGenerate lists the fields of TypedEvent as generated (tags
-// aside).
-type idemTypedEvent_fieldsChanged_runGoGenerate struct {
-	ID   EventID
-	Body string
-}
+}(Event{})
 
 // Build fails here if TypedEvent's fields changed since generation: run go generate.
-var _ = idemTypedEvent_fieldsChanged_runGoGenerate(TypedEvent{})
+var _ = struct {
+	ID   EventID
+	Body string
+}(TypedEvent{})
 
 // Build fails here if EventID is no longer defined as string: run go generate.
 var _ = (*string)(new(EventID))

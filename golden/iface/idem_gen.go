@@ -47,11 +47,31 @@ func (x *IdempotentCarrier) Track(ref string) (string, error) {
 	return x.inner.Track(ref)
 }
 
+// Book is Carrier.Book, run at most once per key (ttl=1h lease=30s on_duplicate=wait). The
+// implementation is not part of the key: every Carrier decorated on one Guard shares Book's keys.
+func (x *IdempotentCarrier) Book(p0 context.Context, p1 string, p2 Shipment) (Booking, error) {
+	return idem.Do(p0, x.beginBook(p1, &p2), func(p0 context.Context) (Booking, error) {
+		return x.inner.Book(p0, p1, p2)
+	})
+}
+
+// BookKey is the store key Book claims for these arguments; nothing runs.
+func (x *IdempotentCarrier) BookKey(p1 string, p2 Shipment) (string, error) {
+	return x.beginBook(p1, &p2).StoreKey()
+}
+
+// beginBook starts a call of Book and writes its key material.
+func (x *IdempotentCarrier) beginBook(p1 string, p2 *Shipment) idem.Call {
+	c := x.g.Begin(idemSpecCarrierBook)
+	c.Key().String(p1)
+	idemKeyShipment(c.Key(), p2)
+	return c
+}
+
 var idemSpecCarrierBook = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/iface.Carrier.Book",
 	Signature:   "052d817d83288bdc",
 	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateWait,
 	Codec:       idemCodecCarrierBook,
 }
@@ -69,36 +89,33 @@ var idemCodecCarrierBook = idemimpl.TypedCodec[Booking]{
 	},
 }
 
-// Book is Carrier.Book, run at most once per key (ttl=1h lease=30s on_duplicate=wait). The
-// implementation is not part of the key: every Carrier decorated on one Guard shares Book's keys.
-func (x *IdempotentCarrier) Book(p0 context.Context, p1 string, p2 Shipment) (Booking, error) {
-	c := x.beginBook(p1, &p2)
-	return idem.Do(p0, c, func(p0 context.Context) (Booking, error) {
-		return x.inner.Book(p0, p1, p2)
+// Quote is Carrier.Quote, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=orderID). The implementation is not part of the key: every Carrier decorated on one Guard
+// shares Quote's keys.
+func (x *IdempotentCarrier) Quote(ctx context.Context, orderID string, s Shipment) (int64, error) {
+	return idem.Do(ctx, x.beginQuote(orderID, &s), func(ctx context.Context) (int64, error) {
+		return x.inner.Quote(ctx, orderID, s)
 	})
 }
 
-// BookKey is the store key Book claims for these arguments; nothing runs.
-func (x *IdempotentCarrier) BookKey(p1 string, p2 Shipment) (string, error) {
-	return x.beginBook(p1, &p2).StoreKey()
+// QuoteKey is the store key Quote claims for these arguments; nothing runs.
+func (x *IdempotentCarrier) QuoteKey(orderID string, s Shipment) (string, error) {
+	return x.beginQuote(orderID, &s).StoreKey()
 }
 
-// beginBook starts a call of Book and writes its key material. Structs and arrays come by pointer:
-// no copies.
-func (x *IdempotentCarrier) beginBook(p1 string, p2 *Shipment) idem.Call {
-	c := x.g.Begin(idemSpecCarrierBook)
-	c.Key().String(p1)
-	idemKeyShipment(c.Key(), p2)
+// beginQuote starts a call of Quote and writes its key material.
+func (x *IdempotentCarrier) beginQuote(orderID string, s *Shipment) idem.Call {
+	c := x.g.Begin(idemSpecCarrierQuote)
+	c.Key().ID(orderID)
+	c.Payload().String(orderID)
+	idemKeyShipment(c.Payload(), s)
 	return c
 }
 
 var idemSpecCarrierQuote = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/iface.Carrier.Quote",
-	Signature:   "be69fea037166730",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCarrierQuote,
+	Name:      "github.com/idemgen/idemgen/testdata/iface.Carrier.Quote",
+	Signature: "be69fea037166730",
+	Codec:     idemCodecCarrierQuote,
 }
 
 // Build fails here if Carrier.Quote's signature changed since generation: run go generate.
@@ -112,31 +129,6 @@ var idemCodecCarrierQuote = idemimpl.TypedCodec[int64]{
 	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
-}
-
-// Quote is Carrier.Quote, run at most once per key (ttl=24h lease=30s on_duplicate=return
-// key=orderID). The implementation is not part of the key: every Carrier decorated on one Guard
-// shares Quote's keys.
-func (x *IdempotentCarrier) Quote(ctx context.Context, orderID string, s Shipment) (int64, error) {
-	c := x.beginQuote(orderID, &s)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return x.inner.Quote(ctx, orderID, s)
-	})
-}
-
-// QuoteKey is the store key Quote claims for these arguments; nothing runs.
-func (x *IdempotentCarrier) QuoteKey(orderID string, s Shipment) (string, error) {
-	return x.beginQuote(orderID, &s).StoreKey()
-}
-
-// beginQuote starts a call of Quote and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *IdempotentCarrier) beginQuote(orderID string, s *Shipment) idem.Call {
-	c := x.g.Begin(idemSpecCarrierQuote)
-	c.Key().ID(orderID)
-	c.Payload().String(orderID)
-	idemKeyShipment(c.Payload(), s)
-	return c
 }
 
 // IdempotentCanceller is a Canceller whose Cancel runs at most once per key; its other methods call
@@ -159,23 +151,11 @@ func NewIdempotentCanceller(inner Canceller, g *idem.Guard) *IdempotentCanceller
 // Build fails here if Canceller's methods changed since generation: run go generate.
 var _ Canceller = (*IdempotentCanceller)(nil)
 
-var idemSpecCancellerCancel = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/iface.Canceller.Cancel",
-	Signature:   "ec8e0bbc8695a3e6",
-	TTL:         2 * time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-}
-
-// Build fails here if Canceller.Cancel's signature changed since generation: run go generate.
-var _ func(Canceller, context.Context, string) error = Canceller.Cancel
-
 // Cancel is Canceller.Cancel, run at most once per key (ttl=2h lease=30s on_duplicate=return). The
 // implementation is not part of the key: every Canceller decorated on one Guard shares Cancel's
 // keys.
 func (x *IdempotentCanceller) Cancel(ctx context.Context, ref string) error {
-	c := x.beginCancel(ref)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginCancel(ref), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, x.inner.Cancel(ctx, ref)
 	})
 	return err
@@ -192,6 +172,15 @@ func (x *IdempotentCanceller) beginCancel(ref string) idem.Call {
 	c.Key().String(ref)
 	return c
 }
+
+var idemSpecCancellerCancel = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/iface.Canceller.Cancel",
+	Signature: "ec8e0bbc8695a3e6",
+	TTL:       2 * time.Hour,
+}
+
+// Build fails here if Canceller.Cancel's signature changed since generation: run go generate.
+var _ func(Canceller, context.Context, string) error = Canceller.Cancel
 
 // IdempotentNotifier is a Notifier whose Notify and Reset run at most once per key; its other
 // methods call the inner Notifier. Decorators of two Notifiers on one Guard share the keys of each
@@ -223,23 +212,11 @@ func (x *IdempotentNotifier) Name() string {
 	return x.inner.Name()
 }
 
-var idemSpecNotifierNotify = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/iface.Notifier.Notify",
-	Signature:   "c76a8b46d498a9b9",
-	TTL:         10 * time.Minute,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-}
-
-// Build fails here if Notifier.Notify's signature changed since generation: run go generate.
-var _ func(Notifier, context.Context, string, string) error = Notifier.Notify
-
 // Notify is Notifier.Notify, run at most once per key (ttl=10m lease=30s on_duplicate=return). The
 // implementation is not part of the key: every Notifier decorated on one Guard shares Notify's
 // keys.
 func (x *IdempotentNotifier) Notify(ctx context.Context, to string, msg string) error {
-	c := x.beginNotify(to, msg)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginNotify(to, msg), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, x.inner.Notify(ctx, to, msg)
 	})
 	return err
@@ -258,22 +235,19 @@ func (x *IdempotentNotifier) beginNotify(to string, msg string) idem.Call {
 	return c
 }
 
-var idemSpecNotifierReset = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/iface.Notifier.Reset",
-	Signature:   "8c32b2eca0158031",
-	TTL:         10 * time.Minute,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateRaise,
+var idemSpecNotifierNotify = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/iface.Notifier.Notify",
+	Signature: "c76a8b46d498a9b9",
+	TTL:       10 * time.Minute,
 }
 
-// Build fails here if Notifier.Reset's signature changed since generation: run go generate.
-var _ func(Notifier, context.Context, string) error = Notifier.Reset
+// Build fails here if Notifier.Notify's signature changed since generation: run go generate.
+var _ func(Notifier, context.Context, string, string) error = Notifier.Notify
 
 // Reset is Notifier.Reset, run at most once per key (ttl=10m lease=30s on_duplicate=raise). The
 // implementation is not part of the key: every Notifier decorated on one Guard shares Reset's keys.
 func (x *IdempotentNotifier) Reset(ctx context.Context, id string) error {
-	c := x.beginReset(id)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginReset(id), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, x.inner.Reset(ctx, id)
 	})
 	return err
@@ -290,6 +264,16 @@ func (x *IdempotentNotifier) beginReset(id string) idem.Call {
 	c.Key().String(id)
 	return c
 }
+
+var idemSpecNotifierReset = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/iface.Notifier.Reset",
+	Signature:   "8c32b2eca0158031",
+	TTL:         10 * time.Minute,
+	OnDuplicate: idem.DuplicateRaise,
+}
+
+// Build fails here if Notifier.Reset's signature changed since generation: run go generate.
+var _ func(Notifier, context.Context, string) error = Notifier.Reset
 
 // idemDecBooking restores values of Booking.
 func idemDecBooking(d *idemimpl.Decoder, v *Booking) {
@@ -323,21 +307,15 @@ func idemKeyShipment(b *idemimpl.KeyBuilder, v *Shipment) {
 	b.Int(int64(v.Kg))
 }
 
-// idemBooking_fieldsChanged_runGoGenerate lists the fields of Booking as generated (tags aside).
-type idemBooking_fieldsChanged_runGoGenerate struct {
+// Build fails here if Booking's fields changed since generation: run go generate.
+var _ = struct {
 	Ref   string
 	Cents int64
-}
+}(Booking{})
 
-// Build fails here if Booking's fields changed since generation: run go generate.
-var _ = idemBooking_fieldsChanged_runGoGenerate(Booking{})
-
-// idemShipment_fieldsChanged_runGoGenerate lists the fields of Shipment as generated (tags aside).
-type idemShipment_fieldsChanged_runGoGenerate struct {
+// Build fails here if Shipment's fields changed since generation: run go generate.
+var _ = struct {
 	From string
 	To   string
 	Kg   int
-}
-
-// Build fails here if Shipment's fields changed since generation: run go generate.
-var _ = idemShipment_fieldsChanged_runGoGenerate(Shipment{})
+}(Shipment{})

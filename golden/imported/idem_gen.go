@@ -21,13 +21,31 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Crop is imported.Crop, run at most once per key (ttl=24h lease=30s on_duplicate=return).
+func (x *Idempotent) Crop(ctx context.Context, r image.Rectangle, at image.Point, bg color.RGBA) (image.Rectangle, error) {
+	return idem.Do(ctx, x.beginCrop(&r, &at, &bg), func(ctx context.Context) (image.Rectangle, error) {
+		return Crop(ctx, r, at, bg)
+	})
+}
+
+// CropKey is the store key Crop claims for these arguments; nothing runs.
+func (x *Idempotent) CropKey(r image.Rectangle, at image.Point, bg color.RGBA) (string, error) {
+	return x.beginCrop(&r, &at, &bg).StoreKey()
+}
+
+// beginCrop starts a call of Crop and writes its key material.
+func (x *Idempotent) beginCrop(r *image.Rectangle, at *image.Point, bg *color.RGBA) idem.Call {
+	c := x.g.Begin(idemSpecCrop)
+	idemKeyImageRectangle(c.Key(), r)
+	idemKeyImagePoint(c.Key(), at)
+	idemKeyColorRGBA(c.Key(), bg)
+	return c
+}
+
 var idemSpecCrop = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/imported.Crop",
-	Signature:   "bff80db901c17edc",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCrop,
+	Name:      "github.com/idemgen/idemgen/testdata/imported.Crop",
+	Signature: "bff80db901c17edc",
+	Codec:     idemCodecCrop,
 }
 
 // Build fails here if imported.Crop's signature changed since generation: run go generate.
@@ -41,29 +59,6 @@ var idemCodecCrop = idemimpl.TypedCodec[image.Rectangle]{
 	Encode: func(e *idemimpl.Encoder, v *image.Rectangle) {
 		idemEncImageRectangle(e, v)
 	},
-}
-
-// Crop is imported.Crop, run at most once per key (ttl=24h lease=30s on_duplicate=return).
-func (x *Idempotent) Crop(ctx context.Context, r image.Rectangle, at image.Point, bg color.RGBA) (image.Rectangle, error) {
-	c := x.beginCrop(&r, &at, &bg)
-	return idem.Do(ctx, c, func(ctx context.Context) (image.Rectangle, error) {
-		return Crop(ctx, r, at, bg)
-	})
-}
-
-// CropKey is the store key Crop claims for these arguments; nothing runs.
-func (x *Idempotent) CropKey(r image.Rectangle, at image.Point, bg color.RGBA) (string, error) {
-	return x.beginCrop(&r, &at, &bg).StoreKey()
-}
-
-// beginCrop starts a call of Crop and writes its key material. Structs and arrays come by pointer:
-// no copies.
-func (x *Idempotent) beginCrop(r *image.Rectangle, at *image.Point, bg *color.RGBA) idem.Call {
-	c := x.g.Begin(idemSpecCrop)
-	idemKeyImageRectangle(c.Key(), r)
-	idemKeyImagePoint(c.Key(), at)
-	idemKeyColorRGBA(c.Key(), bg)
-	return c
 }
 
 // idemDecImagePoint restores values of image.Point.
@@ -136,34 +131,22 @@ func idemKeyImageRectangle(b *idemimpl.KeyBuilder, v *image.Rectangle) {
 	idemKeyImagePoint(b, &v.Max)
 }
 
-// idemColorRGBA_fieldsChanged_runGoGenerate lists the fields of color.RGBA as generated (tags
-// aside).
-type idemColorRGBA_fieldsChanged_runGoGenerate struct {
+// Build fails here if color.RGBA's fields changed since generation: run go generate.
+var _ = struct {
 	R uint8
 	G uint8
 	B uint8
 	A uint8
-}
-
-// Build fails here if color.RGBA's fields changed since generation: run go generate.
-var _ = idemColorRGBA_fieldsChanged_runGoGenerate(color.RGBA{})
-
-// idemImagePoint_fieldsChanged_runGoGenerate lists the fields of image.Point as generated (tags
-// aside).
-type idemImagePoint_fieldsChanged_runGoGenerate struct {
-	X int
-	Y int
-}
+}(color.RGBA{})
 
 // Build fails here if image.Point's fields changed since generation: run go generate.
-var _ = idemImagePoint_fieldsChanged_runGoGenerate(image.Point{})
-
-// idemImageRectangle_fieldsChanged_runGoGenerate lists the fields of image.Rectangle as generated
-// (tags aside).
-type idemImageRectangle_fieldsChanged_runGoGenerate struct {
-	Min image.Point
-	Max image.Point
-}
+var _ = struct {
+	X int
+	Y int
+}(image.Point{})
 
 // Build fails here if image.Rectangle's fields changed since generation: run go generate.
-var _ = idemImageRectangle_fieldsChanged_runGoGenerate(image.Rectangle{})
+var _ = struct {
+	Min image.Point
+	Max image.Point
+}(image.Rectangle{})

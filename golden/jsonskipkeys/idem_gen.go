@@ -21,33 +21,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/jsonskipkeys.Charge",
-	Signature:   "3ecfa97a2d506cc4",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCharge,
-}
-
-// Build fails here if jsonskipkeys.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, *sdk.ChargeParams) (string, error) = Charge
-
-// idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
-
 // Charge is jsonskipkeys.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // Not keyed: p.Params.Context (a context), p.Params.usage (unexported, json:"-").
 func (x *Idempotent) Charge(ctx context.Context, p *sdk.ChargeParams) (string, error) {
-	c := x.beginCharge(p)
-	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+	return idem.Do(ctx, x.beginCharge(p), func(ctx context.Context) (string, error) {
 		return Charge(ctx, p)
 	})
 }
@@ -67,6 +44,26 @@ func (x *Idempotent) beginCharge(p *sdk.ChargeParams) idem.Call {
 		idemKeySdkChargeParams(c.Key(), p)
 	}
 	return c
+}
+
+var idemSpecCharge = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/jsonskipkeys.Charge",
+	Signature: "3ecfa97a2d506cc4",
+	TTL:       time.Hour,
+	Codec:     idemCodecCharge,
+}
+
+// Build fails here if jsonskipkeys.Charge's signature changed since generation: run go generate.
+var _ func(context.Context, *sdk.ChargeParams) (string, error) = Charge
+
+// idemCodecCharge stores the results of Charge (generated codec).
+var idemCodecCharge = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
+		*v = d.String()
+	},
+	Encode: func(e *idemimpl.Encoder, v *string) {
+		e.String(*v)
+	},
 }
 
 // idemKeySdkChargeParams writes the key material of sdk.ChargeParams.
@@ -107,16 +104,12 @@ func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	}
 }
 
-// idemSdkChargeParams_fieldsChanged_runGoGenerate lists the fields of sdk.ChargeParams as generated
-// (tags aside).
-type idemSdkChargeParams_fieldsChanged_runGoGenerate struct {
+// Build fails here if sdk.ChargeParams's fields changed since generation: run go generate.
+var _ = struct {
 	sdk.Params `json:"-" xml:"-"`
 	Amount     *int64
 	Currency   *string
-}
-
-// Build fails here if sdk.ChargeParams's fields changed since generation: run go generate.
-var _ = idemSdkChargeParams_fieldsChanged_runGoGenerate(sdk.ChargeParams{})
+}(sdk.ChargeParams{})
 
 // Build fails here if a field of sdk.Params read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.Params) (*context.Context, **string, *map[string]string) {

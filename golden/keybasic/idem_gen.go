@@ -20,13 +20,34 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Record is keybasic.Record, run at most once per key (ttl=24h lease=30s on_duplicate=return).
+func (x *Idempotent) Record(ctx context.Context, b Basics, n int, f float64, c Currency, d time.Duration, at time.Time) (int64, error) {
+	return idem.Do(ctx, x.beginRecord(&b, n, f, c, d, &at), func(ctx context.Context) (int64, error) {
+		return Record(ctx, b, n, f, c, d, at)
+	})
+}
+
+// RecordKey is the store key Record claims for these arguments; nothing runs.
+func (x *Idempotent) RecordKey(b Basics, n int, f float64, c Currency, d time.Duration, at time.Time) (string, error) {
+	return x.beginRecord(&b, n, f, c, d, &at).StoreKey()
+}
+
+// beginRecord starts a call of Record and writes its key material.
+func (x *Idempotent) beginRecord(b *Basics, n int, f float64, c Currency, d time.Duration, at *time.Time) idem.Call {
+	c2 := x.g.Begin(idemSpecRecord)
+	idemKeyBasics(c2.Key(), b)
+	c2.Key().Int(int64(n))
+	c2.Key().Float(f)
+	c2.Key().String(string(c))
+	c2.Key().Int(int64(d))
+	c2.Key().Time(*at)
+	return c2
+}
+
 var idemSpecRecord = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keybasic.Record",
-	Signature:   "f4745fd971150508",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecRecord,
+	Name:      "github.com/idemgen/idemgen/testdata/keybasic.Record",
+	Signature: "f4745fd971150508",
+	Codec:     idemCodecRecord,
 }
 
 // Build fails here if keybasic.Record's signature changed since generation: run go generate.
@@ -40,32 +61,6 @@ var idemCodecRecord = idemimpl.TypedCodec[int64]{
 	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
-}
-
-// Record is keybasic.Record, run at most once per key (ttl=24h lease=30s on_duplicate=return).
-func (x *Idempotent) Record(ctx context.Context, b Basics, n int, f float64, c Currency, d time.Duration, at time.Time) (int64, error) {
-	c2 := x.beginRecord(&b, n, f, c, d, &at)
-	return idem.Do(ctx, c2, func(ctx context.Context) (int64, error) {
-		return Record(ctx, b, n, f, c, d, at)
-	})
-}
-
-// RecordKey is the store key Record claims for these arguments; nothing runs.
-func (x *Idempotent) RecordKey(b Basics, n int, f float64, c Currency, d time.Duration, at time.Time) (string, error) {
-	return x.beginRecord(&b, n, f, c, d, &at).StoreKey()
-}
-
-// beginRecord starts a call of Record and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginRecord(b *Basics, n int, f float64, c Currency, d time.Duration, at *time.Time) idem.Call {
-	c2 := x.g.Begin(idemSpecRecord)
-	idemKeyBasics(c2.Key(), b)
-	c2.Key().Int(int64(n))
-	c2.Key().Float(f)
-	c2.Key().String(string(c))
-	c2.Key().Int(int64(d))
-	c2.Key().Time(*at)
-	return c2
 }
 
 // idemKeyBasics writes the key material of Basics.
@@ -97,8 +92,8 @@ func idemKeyBasics(b *idemimpl.KeyBuilder, v *Basics) {
 	b.Float(float64(v.Rat))
 }
 
-// idemBasics_fieldsChanged_runGoGenerate lists the fields of Basics as generated (tags aside).
-type idemBasics_fieldsChanged_runGoGenerate struct {
+// Build fails here if Basics's fields changed since generation: run go generate.
+var _ = struct {
 	B    bool
 	I    int
 	I8   int8
@@ -124,10 +119,7 @@ type idemBasics_fieldsChanged_runGoGenerate struct {
 	Cur  Currency
 	Fl   Flag
 	Rat  Ratio
-}
-
-// Build fails here if Basics's fields changed since generation: run go generate.
-var _ = idemBasics_fieldsChanged_runGoGenerate(Basics{})
+}(Basics{})
 
 // Build fails here if Cents is no longer defined as int64: run go generate.
 var _ = (*int64)(new(Cents))

@@ -21,32 +21,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecPut = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keycloudsdk.Put",
-	Signature:   "00250c3d0cf72fa4",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPut,
-}
-
-// Build fails here if keycloudsdk.Put's signature changed since generation: run go generate.
-var _ func(context.Context, *sdk.PutObjectInput) (int64, error) = Put
-
-// idemCodecPut stores the results of Put (generated codec).
-var idemCodecPut = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Put is keycloudsdk.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Put(ctx context.Context, in *sdk.PutObjectInput) (int64, error) {
-	c := x.beginPut(in)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginPut(in), func(ctx context.Context) (int64, error) {
 		return Put(ctx, in)
 	})
 }
@@ -68,13 +45,50 @@ func (x *Idempotent) beginPut(in *sdk.PutObjectInput) idem.Call {
 	return c
 }
 
+var idemSpecPut = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/keycloudsdk.Put",
+	Signature: "00250c3d0cf72fa4",
+	TTL:       time.Hour,
+	Codec:     idemCodecPut,
+}
+
+// Build fails here if keycloudsdk.Put's signature changed since generation: run go generate.
+var _ func(context.Context, *sdk.PutObjectInput) (int64, error) = Put
+
+// idemCodecPut stores the results of Put (generated codec).
+var idemCodecPut = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// PutFor is keycloudsdk.PutFor, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) PutFor(ctx context.Context, u Upload) (int64, error) {
+	return idem.Do(ctx, x.beginPutFor(&u), func(ctx context.Context) (int64, error) {
+		return PutFor(ctx, u)
+	})
+}
+
+// PutForKey is the store key PutFor claims for these arguments; nothing runs.
+func (x *Idempotent) PutForKey(u Upload) (string, error) {
+	return x.beginPutFor(&u).StoreKey()
+}
+
+// beginPutFor starts a call of PutFor and writes its key material.
+func (x *Idempotent) beginPutFor(u *Upload) idem.Call {
+	c := x.g.Begin(idemSpecPutFor)
+	idemKeyUpload(c.Key(), u)
+	return c
+}
+
 var idemSpecPutFor = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keycloudsdk.PutFor",
-	Signature:   "7a90a2b71d1cd13b",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPutFor,
+	Name:      "github.com/idemgen/idemgen/testdata/keycloudsdk.PutFor",
+	Signature: "7a90a2b71d1cd13b",
+	TTL:       time.Hour,
+	Codec:     idemCodecPutFor,
 }
 
 // Build fails here if keycloudsdk.PutFor's signature changed since generation: run go generate.
@@ -88,27 +102,6 @@ var idemCodecPutFor = idemimpl.TypedCodec[int64]{
 	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
-}
-
-// PutFor is keycloudsdk.PutFor, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) PutFor(ctx context.Context, u Upload) (int64, error) {
-	c := x.beginPutFor(&u)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return PutFor(ctx, u)
-	})
-}
-
-// PutForKey is the store key PutFor claims for these arguments; nothing runs.
-func (x *Idempotent) PutForKey(u Upload) (string, error) {
-	return x.beginPutFor(&u).StoreKey()
-}
-
-// beginPutFor starts a call of PutFor and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginPutFor(u *Upload) idem.Call {
-	c := x.g.Begin(idemSpecPutFor)
-	idemKeyUpload(c.Key(), u)
-	return c
 }
 
 // idemKeySdkPutObjectInput writes the key material of sdk.PutObjectInput.
@@ -199,17 +192,14 @@ var _ = func(fieldsChanged_runGoGenerate *sdk.Tag) (**string, **string) {
 	return &fieldsChanged_runGoGenerate.Key, &fieldsChanged_runGoGenerate.Value
 }
 
-// idemUpload_fieldsChanged_runGoGenerate lists the fields of Upload as generated (tags aside).
-type idemUpload_fieldsChanged_runGoGenerate struct {
+// Build fails here if Upload's fields changed since generation: run go generate.
+var _ = struct {
 	marker  `json:"-" xml:"-"`
 	Owner   string
 	In      *sdk.PutObjectInput
 	guard   [0]func()
 	padding [0]int
-}
-
-// Build fails here if Upload's fields changed since generation: run go generate.
-var _ = idemUpload_fieldsChanged_runGoGenerate(Upload{})
+}(Upload{})
 
 // Build fails here if sdk.ObjectLockMode is no longer defined as string: run go generate.
 var _ = (*string)(new(sdk.ObjectLockMode))

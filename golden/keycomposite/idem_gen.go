@@ -19,32 +19,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecDraw = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keycomposite.Draw",
-	Signature:   "d3c4eba960003292",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecDraw,
-}
-
-// Build fails here if keycomposite.Draw's signature changed since generation: run go generate.
-var _ func(context.Context, Shape, []string, map[string]string, *Point, [2]Point) (int64, error) = Draw
-
-// idemCodecDraw stores the results of Draw (generated codec).
-var idemCodecDraw = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Draw is keycomposite.Draw, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Draw(ctx context.Context, s Shape, ids []string, tags map[string]string, p *Point, arr [2]Point) (int64, error) {
-	c := x.beginDraw(&s, ids, tags, p, &arr)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginDraw(&s, ids, tags, p, &arr), func(ctx context.Context) (int64, error) {
 		return Draw(ctx, s, ids, tags, p, arr)
 	})
 }
@@ -54,8 +31,7 @@ func (x *Idempotent) DrawKey(s Shape, ids []string, tags map[string]string, p *P
 	return x.beginDraw(&s, ids, tags, p, &arr).StoreKey()
 }
 
-// beginDraw starts a call of Draw and writes its key material. Structs and arrays come by pointer:
-// no copies.
+// beginDraw starts a call of Draw and writes its key material.
 func (x *Idempotent) beginDraw(s *Shape, ids []string, tags map[string]string, p *Point, arr *[2]Point) idem.Call {
 	c := x.g.Begin(idemSpecDraw)
 	idemKeyShape(c.Key(), s)
@@ -89,6 +65,25 @@ func (x *Idempotent) beginDraw(s *Shape, ids []string, tags map[string]string, p
 		idemKeyPoint(c.Key(), &arr[i])
 	}
 	return c
+}
+
+var idemSpecDraw = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/keycomposite.Draw",
+	Signature: "d3c4eba960003292",
+	Codec:     idemCodecDraw,
+}
+
+// Build fails here if keycomposite.Draw's signature changed since generation: run go generate.
+var _ func(context.Context, Shape, []string, map[string]string, *Point, [2]Point) (int64, error) = Draw
+
+// idemCodecDraw stores the results of Draw (generated codec).
+var idemCodecDraw = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
 }
 
 // idemKeyPoint writes the key material of Point.
@@ -203,17 +198,14 @@ func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 	}
 }
 
-// idemPoint_fieldsChanged_runGoGenerate lists the fields of Point as generated (tags aside).
-type idemPoint_fieldsChanged_runGoGenerate struct {
+// Build fails here if Point's fields changed since generation: run go generate.
+var _ = struct {
 	X int
 	Y int
-}
+}(Point{})
 
-// Build fails here if Point's fields changed since generation: run go generate.
-var _ = idemPoint_fieldsChanged_runGoGenerate(Point{})
-
-// idemShape_fieldsChanged_runGoGenerate lists the fields of Shape as generated (tags aside).
-type idemShape_fieldsChanged_runGoGenerate struct {
+// Build fails here if Shape's fields changed since generation: run go generate.
+var _ = struct {
 	Points []Point
 	Grid   [2][3]int
 	Hash   [4]byte
@@ -227,7 +219,4 @@ type idemShape_fieldsChanged_runGoGenerate struct {
 	}
 	PtrSlice []*Point
 	Keys     map[Point]bool
-}
-
-// Build fails here if Shape's fields changed since generation: run go generate.
-var _ = idemShape_fieldsChanged_runGoGenerate(Shape{})
+}(Shape{})

@@ -19,32 +19,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecNotify = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keyer.Notify",
-	Signature:   "998a82d2a2f5af2b",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecNotify,
-}
-
-// Build fails here if keyer.Notify's signature changed since generation: run go generate.
-var _ func(context.Context, Order, Identity, *Email) (int64, error) = Notify
-
-// idemCodecNotify stores the results of Notify (generated codec).
-var idemCodecNotify = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Notify is keyer.Notify, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Notify(ctx context.Context, o Order, who Identity, cc *Email) (int64, error) {
-	c := x.beginNotify(&o, who, cc)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginNotify(&o, who, cc), func(ctx context.Context) (int64, error) {
 		return Notify(ctx, o, who, cc)
 	})
 }
@@ -54,8 +31,7 @@ func (x *Idempotent) NotifyKey(o Order, who Identity, cc *Email) (string, error)
 	return x.beginNotify(&o, who, cc).StoreKey()
 }
 
-// beginNotify starts a call of Notify and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginNotify starts a call of Notify and writes its key material.
 func (x *Idempotent) beginNotify(o *Order, who Identity, cc *Email) idem.Call {
 	c := x.g.Begin(idemSpecNotify)
 	idemKeyOrder(c.Key(), o)
@@ -73,17 +49,33 @@ func (x *Idempotent) beginNotify(o *Order, who Identity, cc *Email) idem.Call {
 	return c
 }
 
+var idemSpecNotify = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/keyer.Notify",
+	Signature: "998a82d2a2f5af2b",
+	Codec:     idemCodecNotify,
+}
+
+// Build fails here if keyer.Notify's signature changed since generation: run go generate.
+var _ func(context.Context, Order, Identity, *Email) (int64, error) = Notify
+
+// idemCodecNotify stores the results of Notify (generated codec).
+var idemCodecNotify = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
 // idemKeyOrder writes the key material of Order.
 func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 	b.Key(v.To)
 	b.Key(&v.Cart)
 }
 
-// idemOrder_fieldsChanged_runGoGenerate lists the fields of Order as generated (tags aside).
-type idemOrder_fieldsChanged_runGoGenerate struct {
+// Build fails here if Order's fields changed since generation: run go generate.
+var _ = struct {
 	To   Email
 	Cart Cart
-}
-
-// Build fails here if Order's fields changed since generation: run go generate.
-var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
+}(Order{})

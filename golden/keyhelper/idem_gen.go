@@ -20,13 +20,31 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Charge is keyhelper.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=req.Tenant).
+func (x *Idempotent) Charge(ctx context.Context, req Request) (int64, error) {
+	return idem.Do(ctx, x.beginCharge(&req), func(ctx context.Context) (int64, error) {
+		return Charge(ctx, req)
+	})
+}
+
+// ChargeKey is the store key Charge claims for these arguments; nothing runs.
+func (x *Idempotent) ChargeKey(req Request) (string, error) {
+	return x.beginCharge(&req).StoreKey()
+}
+
+// beginCharge starts a call of Charge and writes its key material.
+func (x *Idempotent) beginCharge(req *Request) idem.Call {
+	c := x.g.Begin(idemSpecCharge)
+	c.Key().ID(req.Tenant)
+	idemKeyRequest(c.Payload(), req)
+	return c
+}
+
 var idemSpecCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keyhelper.Charge",
-	Signature:   "c3f07498e86d4a9e",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCharge,
+	Name:      "github.com/idemgen/idemgen/testdata/keyhelper.Charge",
+	Signature: "c3f07498e86d4a9e",
+	Codec:     idemCodecCharge,
 }
 
 // Build fails here if keyhelper.Charge's signature changed since generation: run go generate.
@@ -42,46 +60,10 @@ var idemCodecCharge = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Charge is keyhelper.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
-// key=req.Tenant).
-func (x *Idempotent) Charge(ctx context.Context, req Request) (int64, error) {
-	c := x.beginCharge(&req)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Charge(ctx, req)
-	})
-}
-
-// ChargeKey is the store key Charge claims for these arguments; nothing runs.
-func (x *Idempotent) ChargeKey(req Request) (string, error) {
-	return x.beginCharge(&req).StoreKey()
-}
-
-// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginCharge(req *Request) idem.Call {
-	c := x.g.Begin(idemSpecCharge)
-	c.Key().ID(req.Tenant)
-	idemKeyRequest(c.Payload(), req)
-	return c
-}
-
-var idemSpecApply = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keyhelper.Apply",
-	Signature:   "370e6f32191e732c",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Ordered:     true,
-}
-
-// Build fails here if keyhelper.Apply's signature changed since generation: run go generate.
-var _ func(context.Context, Event) error = Apply
-
 // Apply is keyhelper.Apply, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=ev.ID order=ev.User:ev.At).
 func (x *Idempotent) Apply(ctx context.Context, ev Event) error {
-	c := x.beginApply(&ev)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginApply(&ev), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, Apply(ctx, ev)
 	})
 	return err
@@ -92,8 +74,7 @@ func (x *Idempotent) ApplyKey(ev Event) (string, error) {
 	return x.beginApply(&ev).StoreKey()
 }
 
-// beginApply starts a call of Apply and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginApply starts a call of Apply and writes its key material.
 func (x *Idempotent) beginApply(ev *Event) idem.Call {
 	c := x.g.Begin(idemSpecApply)
 	c.Key().ID(ev.ID)
@@ -102,6 +83,15 @@ func (x *Idempotent) beginApply(ev *Event) idem.Call {
 	c.At(ev.At)
 	return c
 }
+
+var idemSpecApply = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/keyhelper.Apply",
+	Signature: "370e6f32191e732c",
+	Ordered:   true,
+}
+
+// Build fails here if keyhelper.Apply's signature changed since generation: run go generate.
+var _ func(context.Context, Event) error = Apply
 
 // IdempotentLedger is a *Ledger whose annotated methods run at most once per key.
 type IdempotentLedger struct {
@@ -117,23 +107,10 @@ func NewIdempotentLedger(t *Ledger, g *idem.Guard) *IdempotentLedger {
 	}
 }
 
-var idemSpecLedgerPost = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keyhelper.Ledger.Post",
-	Signature:   "0631943e28a0adc2",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Version:     2,
-}
-
-// Build fails here if Ledger.Post's signature changed since generation: run go generate.
-var _ func(*Ledger, context.Context, string, ...int64) error = (*Ledger).Post
-
 // Post is Ledger.Post, run at most once per key (ttl=24h lease=30s on_duplicate=return version=2).
 // The receiver is not part of the key (key= can name its fields).
 func (l *IdempotentLedger) Post(ctx context.Context, account string, entries ...int64) error {
-	c := l.beginPost(account, entries)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, l.beginPost(account, entries), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, l.Ledger.Post(ctx, account, entries...)
 	})
 	return err
@@ -155,6 +132,15 @@ func (l *IdempotentLedger) beginPost(account string, entries []int64) idem.Call 
 	return c
 }
 
+var idemSpecLedgerPost = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/keyhelper.Ledger.Post",
+	Signature: "0631943e28a0adc2",
+	Version:   2,
+}
+
+// Build fails here if Ledger.Post's signature changed since generation: run go generate.
+var _ func(*Ledger, context.Context, string, ...int64) error = (*Ledger).Post
+
 // idemKeyEvent writes the key material of Event.
 func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	b.String(v.ID)
@@ -168,21 +154,15 @@ func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Int(v.Amount)
 }
 
-// idemEvent_fieldsChanged_runGoGenerate lists the fields of Event as generated (tags aside).
-type idemEvent_fieldsChanged_runGoGenerate struct {
+// Build fails here if Event's fields changed since generation: run go generate.
+var _ = struct {
 	ID   string
 	User string
 	At   time.Time
-}
-
-// Build fails here if Event's fields changed since generation: run go generate.
-var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
-
-// idemRequest_fieldsChanged_runGoGenerate lists the fields of Request as generated (tags aside).
-type idemRequest_fieldsChanged_runGoGenerate struct {
-	Tenant string
-	Amount int64
-}
+}(Event{})
 
 // Build fails here if Request's fields changed since generation: run go generate.
-var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})
+var _ = struct {
+	Tenant string
+	Amount int64
+}(Request{})

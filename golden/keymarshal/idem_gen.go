@@ -22,13 +22,35 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Pay is keymarshal.Pay, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Pay(ctx context.Context, c Charge, label encoding.TextMarshaler) (int64, error) {
+	return idem.Do(ctx, x.beginPay(&c, label), func(ctx context.Context) (int64, error) {
+		return Pay(ctx, c, label)
+	})
+}
+
+// PayKey is the store key Pay claims for these arguments; nothing runs.
+func (x *Idempotent) PayKey(c Charge, label encoding.TextMarshaler) (string, error) {
+	return x.beginPay(&c, label).StoreKey()
+}
+
+// beginPay starts a call of Pay and writes its key material.
+func (x *Idempotent) beginPay(c *Charge, label encoding.TextMarshaler) idem.Call {
+	c2 := x.g.Begin(idemSpecPay)
+	idemKeyCharge(c2.Key(), c)
+	if label == nil {
+		c2.Key().Nil()
+	} else {
+		c2.Key().Marshaled(label.MarshalText())
+	}
+	return c2
+}
+
 var idemSpecPay = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keymarshal.Pay",
-	Signature:   "f84aea4238bd3251",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPay,
+	Name:      "github.com/idemgen/idemgen/testdata/keymarshal.Pay",
+	Signature: "f84aea4238bd3251",
+	TTL:       time.Hour,
+	Codec:     idemCodecPay,
 }
 
 // Build fails here if keymarshal.Pay's signature changed since generation: run go generate.
@@ -42,32 +64,6 @@ var idemCodecPay = idemimpl.TypedCodec[int64]{
 	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
-}
-
-// Pay is keymarshal.Pay, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Pay(ctx context.Context, c Charge, label encoding.TextMarshaler) (int64, error) {
-	c2 := x.beginPay(&c, label)
-	return idem.Do(ctx, c2, func(ctx context.Context) (int64, error) {
-		return Pay(ctx, c, label)
-	})
-}
-
-// PayKey is the store key Pay claims for these arguments; nothing runs.
-func (x *Idempotent) PayKey(c Charge, label encoding.TextMarshaler) (string, error) {
-	return x.beginPay(&c, label).StoreKey()
-}
-
-// beginPay starts a call of Pay and writes its key material. Structs and arrays come by pointer: no
-// copies.
-func (x *Idempotent) beginPay(c *Charge, label encoding.TextMarshaler) idem.Call {
-	c2 := x.g.Begin(idemSpecPay)
-	idemKeyCharge(c2.Key(), c)
-	if label == nil {
-		c2.Key().Nil()
-	} else {
-		c2.Key().Marshaled(label.MarshalText())
-	}
-	return c2
 }
 
 // idemKeyCharge writes the key material of Charge.
@@ -93,13 +89,10 @@ func idemKeyCharge(b *idemimpl.KeyBuilder, v *Charge) {
 	}
 }
 
-// idemCharge_fieldsChanged_runGoGenerate lists the fields of Charge as generated (tags aside).
-type idemCharge_fieldsChanged_runGoGenerate struct {
+// Build fails here if Charge's fields changed since generation: run go generate.
+var _ = struct {
 	Amount money.Amount
 	Token  money.Token
 	Backup *money.Token
 	Prices map[string]money.Amount
-}
-
-// Build fails here if Charge's fields changed since generation: run go generate.
-var _ = idemCharge_fieldsChanged_runGoGenerate(Charge{})
+}(Charge{})

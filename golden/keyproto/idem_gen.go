@@ -24,13 +24,30 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Record is keyproto.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Record(ctx context.Context, ev Event) (int64, error) {
+	return idem.Do(ctx, x.beginRecord(&ev), func(ctx context.Context) (int64, error) {
+		return Record(ctx, ev)
+	})
+}
+
+// RecordKey is the store key Record claims for these arguments; nothing runs.
+func (x *Idempotent) RecordKey(ev Event) (string, error) {
+	return x.beginRecord(&ev).StoreKey()
+}
+
+// beginRecord starts a call of Record and writes its key material.
+func (x *Idempotent) beginRecord(ev *Event) idem.Call {
+	c := x.g.Begin(idemSpecRecord)
+	idemKeyEvent(c.Key(), ev)
+	return c
+}
+
 var idemSpecRecord = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keyproto.Record",
-	Signature:   "fee82f0ccbee0c56",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecRecord,
+	Name:      "github.com/idemgen/idemgen/testdata/keyproto.Record",
+	Signature: "fee82f0ccbee0c56",
+	TTL:       time.Hour,
+	Codec:     idemCodecRecord,
 }
 
 // Build fails here if keyproto.Record's signature changed since generation: run go generate.
@@ -46,53 +63,9 @@ var idemCodecRecord = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Record is keyproto.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Record(ctx context.Context, ev Event) (int64, error) {
-	c := x.beginRecord(&ev)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Record(ctx, ev)
-	})
-}
-
-// RecordKey is the store key Record claims for these arguments; nothing runs.
-func (x *Idempotent) RecordKey(ev Event) (string, error) {
-	return x.beginRecord(&ev).StoreKey()
-}
-
-// beginRecord starts a call of Record and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginRecord(ev *Event) idem.Call {
-	c := x.g.Begin(idemSpecRecord)
-	idemKeyEvent(c.Key(), ev)
-	return c
-}
-
-var idemSpecApply = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keyproto.Apply",
-	Signature:   "f1316f251759112d",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecApply,
-}
-
-// Build fails here if keyproto.Apply's signature changed since generation: run go generate.
-var _ func(context.Context, proto.Message) (int64, error) = Apply
-
-// idemCodecApply stores the results of Apply (generated codec).
-var idemCodecApply = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Apply is keyproto.Apply, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Apply(ctx context.Context, m proto.Message) (int64, error) {
-	c := x.beginApply(m)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginApply(m), func(ctx context.Context) (int64, error) {
 		return Apply(ctx, m)
 	})
 }
@@ -114,13 +87,56 @@ func (x *Idempotent) beginApply(m proto.Message) idem.Call {
 	return c
 }
 
+var idemSpecApply = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/keyproto.Apply",
+	Signature: "f1316f251759112d",
+	TTL:       time.Hour,
+	Codec:     idemCodecApply,
+}
+
+// Build fails here if keyproto.Apply's signature changed since generation: run go generate.
+var _ func(context.Context, proto.Message) (int64, error) = Apply
+
+// idemCodecApply stores the results of Apply (generated codec).
+var idemCodecApply = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// Patch is keyproto.Patch, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=ev.Attrs).
+func (x *Idempotent) Patch(ctx context.Context, ev Event) (int64, error) {
+	return idem.Do(ctx, x.beginPatch(&ev), func(ctx context.Context) (int64, error) {
+		return Patch(ctx, ev)
+	})
+}
+
+// PatchKey is the store key Patch claims for these arguments; nothing runs.
+func (x *Idempotent) PatchKey(ev Event) (string, error) {
+	return x.beginPatch(&ev).StoreKey()
+}
+
+// beginPatch starts a call of Patch and writes its key material.
+func (x *Idempotent) beginPatch(ev *Event) idem.Call {
+	c := x.g.Begin(idemSpecPatch)
+	if ev.Attrs == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().Ptr()
+		c.Key().Marshaled(proto.MarshalOptions{Deterministic: true}.Marshal(ev.Attrs))
+	}
+	idemKeyEvent(c.Payload(), ev)
+	return c
+}
+
 var idemSpecPatch = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/keyproto.Patch",
-	Signature:   "f1d48e7425ad4812",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPatch,
+	Name:      "github.com/idemgen/idemgen/testdata/keyproto.Patch",
+	Signature: "f1d48e7425ad4812",
+	Codec:     idemCodecPatch,
 }
 
 // Build fails here if keyproto.Patch's signature changed since generation: run go generate.
@@ -134,34 +150,6 @@ var idemCodecPatch = idemimpl.TypedCodec[int64]{
 	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
-}
-
-// Patch is keyproto.Patch, run at most once per key (ttl=24h lease=30s on_duplicate=return
-// key=ev.Attrs).
-func (x *Idempotent) Patch(ctx context.Context, ev Event) (int64, error) {
-	c := x.beginPatch(&ev)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Patch(ctx, ev)
-	})
-}
-
-// PatchKey is the store key Patch claims for these arguments; nothing runs.
-func (x *Idempotent) PatchKey(ev Event) (string, error) {
-	return x.beginPatch(&ev).StoreKey()
-}
-
-// beginPatch starts a call of Patch and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginPatch(ev *Event) idem.Call {
-	c := x.g.Begin(idemSpecPatch)
-	if ev.Attrs == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		c.Key().Marshaled(proto.MarshalOptions{Deterministic: true}.Marshal(ev.Attrs))
-	}
-	idemKeyEvent(c.Payload(), ev)
-	return c
 }
 
 // idemKeyEvent writes the key material of Event.
@@ -187,13 +175,10 @@ func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	}
 }
 
-// idemEvent_fieldsChanged_runGoGenerate lists the fields of Event as generated (tags aside).
-type idemEvent_fieldsChanged_runGoGenerate struct {
+// Build fails here if Event's fields changed since generation: run go generate.
+var _ = struct {
 	ID    string
 	At    *timestamppb.Timestamp
 	Attrs *structpb.Struct
 	Delay *durationpb.Duration
-}
-
-// Build fails here if Event's fields changed since generation: run go generate.
-var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
+}(Event{})

@@ -20,32 +20,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecLong = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/leasettl.Long",
-	Signature:   "cdd077b63c515750",
-	TTL:         time.Hour,
-	Lease:       30 * time.Millisecond,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecLong,
-}
-
-// Build fails here if leasettl.Long's signature changed since generation: run go generate.
-var _ func(context.Context, string) (int64, error) = Long
-
-// idemCodecLong stores the results of Long (generated codec).
-var idemCodecLong = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Long is leasettl.Long, run at most once per key (ttl=1h lease=30ms on_duplicate=return).
 func (x *Idempotent) Long(ctx context.Context, id string) (int64, error) {
-	c := x.beginLong(id)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginLong(id), func(ctx context.Context) (int64, error) {
 		return Long(ctx, id)
 	})
 }
@@ -62,20 +39,19 @@ func (x *Idempotent) beginLong(id string) idem.Call {
 	return c
 }
 
-var idemSpecShort = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/leasettl.Short",
-	Signature:   "10b5b258b7ea8708",
-	TTL:         50 * time.Millisecond,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecShort,
+var idemSpecLong = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/leasettl.Long",
+	Signature: "cdd077b63c515750",
+	TTL:       time.Hour,
+	Lease:     30 * time.Millisecond,
+	Codec:     idemCodecLong,
 }
 
-// Build fails here if leasettl.Short's signature changed since generation: run go generate.
-var _ func(context.Context, string) (int64, error) = Short
+// Build fails here if leasettl.Long's signature changed since generation: run go generate.
+var _ func(context.Context, string) (int64, error) = Long
 
-// idemCodecShort stores the results of Short (generated codec).
-var idemCodecShort = idemimpl.TypedCodec[int64]{
+// idemCodecLong stores the results of Long (generated codec).
+var idemCodecLong = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -86,8 +62,7 @@ var idemCodecShort = idemimpl.TypedCodec[int64]{
 
 // Short is leasettl.Short, run at most once per key (ttl=50ms lease=30s on_duplicate=return).
 func (x *Idempotent) Short(ctx context.Context, id string) (int64, error) {
-	c := x.beginShort(id)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginShort(id), func(ctx context.Context) (int64, error) {
 		return Short(ctx, id)
 	})
 }
@@ -102,4 +77,24 @@ func (x *Idempotent) beginShort(id string) idem.Call {
 	c := x.g.Begin(idemSpecShort)
 	c.Key().String(id)
 	return c
+}
+
+var idemSpecShort = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/leasettl.Short",
+	Signature: "10b5b258b7ea8708",
+	TTL:       50 * time.Millisecond,
+	Codec:     idemCodecShort,
+}
+
+// Build fails here if leasettl.Short's signature changed since generation: run go generate.
+var _ func(context.Context, string) (int64, error) = Short
+
+// idemCodecShort stores the results of Short (generated codec).
+var idemCodecShort = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
 }

@@ -22,13 +22,30 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Allow is marshalers.Allow, run at most once per key (ttl=24h lease=30s on_duplicate=return).
+func (x *Idempotent) Allow(ctx context.Context, r Request, prefix netip.Prefix) (int64, error) {
+	return idem.Do(ctx, x.beginAllow(&r, &prefix), func(ctx context.Context) (int64, error) {
+		return Allow(ctx, r, prefix)
+	})
+}
+
+// AllowKey is the store key Allow claims for these arguments; nothing runs.
+func (x *Idempotent) AllowKey(r Request, prefix netip.Prefix) (string, error) {
+	return x.beginAllow(&r, &prefix).StoreKey()
+}
+
+// beginAllow starts a call of Allow and writes its key material.
+func (x *Idempotent) beginAllow(r *Request, prefix *netip.Prefix) idem.Call {
+	c := x.g.Begin(idemSpecAllow)
+	idemKeyRequest(c.Key(), r)
+	c.Key().Marshaled(prefix.MarshalBinary())
+	return c
+}
+
 var idemSpecAllow = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/marshalers.Allow",
-	Signature:   "6a3bea0e0233c1f9",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecAllow,
+	Name:      "github.com/idemgen/idemgen/testdata/marshalers.Allow",
+	Signature: "6a3bea0e0233c1f9",
+	Codec:     idemCodecAllow,
 }
 
 // Build fails here if marshalers.Allow's signature changed since generation: run go generate.
@@ -44,28 +61,6 @@ var idemCodecAllow = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Allow is marshalers.Allow, run at most once per key (ttl=24h lease=30s on_duplicate=return).
-func (x *Idempotent) Allow(ctx context.Context, r Request, prefix netip.Prefix) (int64, error) {
-	c := x.beginAllow(&r, &prefix)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Allow(ctx, r, prefix)
-	})
-}
-
-// AllowKey is the store key Allow claims for these arguments; nothing runs.
-func (x *Idempotent) AllowKey(r Request, prefix netip.Prefix) (string, error) {
-	return x.beginAllow(&r, &prefix).StoreKey()
-}
-
-// beginAllow starts a call of Allow and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginAllow(r *Request, prefix *netip.Prefix) idem.Call {
-	c := x.g.Begin(idemSpecAllow)
-	idemKeyRequest(c.Key(), r)
-	c.Key().Marshaled(prefix.MarshalBinary())
-	return c
-}
-
 // idemKeyRequest writes the key material of Request.
 func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Marshaled(v.From.MarshalBinary())
@@ -79,13 +74,10 @@ func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Time(v.At)
 }
 
-// idemRequest_fieldsChanged_runGoGenerate lists the fields of Request as generated (tags aside).
-type idemRequest_fieldsChanged_runGoGenerate struct {
+// Build fails here if Request's fields changed since generation: run go generate.
+var _ = struct {
 	From  netip.Addr
 	Limit *big.Int
 	Level Level
 	At    time.Time
-}
-
-// Build fails here if Request's fields changed since generation: run go generate.
-var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})
+}(Request{})

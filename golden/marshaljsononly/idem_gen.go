@@ -20,13 +20,30 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Bill is marshaljsononly.Bill, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Bill(ctx context.Context, id string) (*Invoice, error) {
+	return idem.Do(ctx, x.beginBill(id), func(ctx context.Context) (*Invoice, error) {
+		return Bill(ctx, id)
+	})
+}
+
+// BillKey is the store key Bill claims for these arguments; nothing runs.
+func (x *Idempotent) BillKey(id string) (string, error) {
+	return x.beginBill(id).StoreKey()
+}
+
+// beginBill starts a call of Bill and writes its key material.
+func (x *Idempotent) beginBill(id string) idem.Call {
+	c := x.g.Begin(idemSpecBill)
+	c.Key().String(id)
+	return c
+}
+
 var idemSpecBill = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/marshaljsononly.Bill",
-	Signature:   "2fbdd7ae268895ac",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecBill,
+	Name:      "github.com/idemgen/idemgen/testdata/marshaljsononly.Bill",
+	Signature: "2fbdd7ae268895ac",
+	TTL:       time.Hour,
+	Codec:     idemCodecBill,
 }
 
 // Build fails here if marshaljsononly.Bill's signature changed since generation: run go generate.
@@ -50,26 +67,6 @@ var idemCodecBill = idemimpl.TypedCodec[*Invoice]{
 			idemEncInvoice(e, *v)
 		}
 	},
-}
-
-// Bill is marshaljsononly.Bill, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Bill(ctx context.Context, id string) (*Invoice, error) {
-	c := x.beginBill(id)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Invoice, error) {
-		return Bill(ctx, id)
-	})
-}
-
-// BillKey is the store key Bill claims for these arguments; nothing runs.
-func (x *Idempotent) BillKey(id string) (string, error) {
-	return x.beginBill(id).StoreKey()
-}
-
-// beginBill starts a call of Bill and writes its key material.
-func (x *Idempotent) beginBill(id string) idem.Call {
-	c := x.g.Begin(idemSpecBill)
-	c.Key().String(id)
-	return c
 }
 
 // idemDecAmount restores values of Amount.
@@ -137,20 +134,14 @@ func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	e.End(at)
 }
 
-// idemAmount_fieldsChanged_runGoGenerate lists the fields of Amount as generated (tags aside).
-type idemAmount_fieldsChanged_runGoGenerate struct {
+// Build fails here if Amount's fields changed since generation: run go generate.
+var _ = struct {
 	Units    int64
 	Currency string
-}
-
-// Build fails here if Amount's fields changed since generation: run go generate.
-var _ = idemAmount_fieldsChanged_runGoGenerate(Amount{})
-
-// idemInvoice_fieldsChanged_runGoGenerate lists the fields of Invoice as generated (tags aside).
-type idemInvoice_fieldsChanged_runGoGenerate struct {
-	Total Amount
-	Lines []Amount
-}
+}(Amount{})
 
 // Build fails here if Invoice's fields changed since generation: run go generate.
-var _ = idemInvoice_fieldsChanged_runGoGenerate(Invoice{})
+var _ = struct {
+	Total Amount
+	Lines []Amount
+}(Invoice{})

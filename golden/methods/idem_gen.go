@@ -23,33 +23,10 @@ func NewIdempotentService(t *Service, g *idem.Guard) *IdempotentService {
 	}
 }
 
-var idemSpecServiceCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/methods.Service.Charge",
-	Signature:   "b640a09393b31e59",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecServiceCharge,
-}
-
-// Build fails here if Service.Charge's signature changed since generation: run go generate.
-var _ func(*Service, context.Context, string, int64) (string, error) = (*Service).Charge
-
-// idemCodecServiceCharge stores the results of Charge (generated codec).
-var idemCodecServiceCharge = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
-
 // Charge is Service.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=account,cents). The receiver is not part of the key (key= can name its fields).
 func (s *IdempotentService) Charge(ctx context.Context, account string, cents int64) (string, error) {
-	c := s.beginCharge(account, cents)
-	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+	return idem.Do(ctx, s.beginCharge(account, cents), func(ctx context.Context) (string, error) {
 		return s.Service.Charge(ctx, account, cents)
 	})
 }
@@ -67,22 +44,29 @@ func (s *IdempotentService) beginCharge(account string, cents int64) idem.Call {
 	return c
 }
 
-var idemSpecServiceRefund = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/methods.Service.Refund",
-	Signature:   "3b2dbb5a5379b9c6",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateRaise,
+var idemSpecServiceCharge = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/methods.Service.Charge",
+	Signature: "b640a09393b31e59",
+	Codec:     idemCodecServiceCharge,
 }
 
-// Build fails here if Service.Refund's signature changed since generation: run go generate.
-var _ func(*Service, context.Context, string) error = (*Service).Refund
+// Build fails here if Service.Charge's signature changed since generation: run go generate.
+var _ func(*Service, context.Context, string, int64) (string, error) = (*Service).Charge
+
+// idemCodecServiceCharge stores the results of Charge (generated codec).
+var idemCodecServiceCharge = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
+		*v = d.String()
+	},
+	Encode: func(e *idemimpl.Encoder, v *string) {
+		e.String(*v)
+	},
+}
 
 // Refund is Service.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=raise). The
 // receiver is not part of the key (key= can name its fields).
 func (s *IdempotentService) Refund(ctx context.Context, chargeID string) error {
-	c := s.beginRefund(chargeID)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, s.beginRefund(chargeID), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, s.Service.Refund(ctx, chargeID)
 	})
 	return err
@@ -100,6 +84,15 @@ func (s *IdempotentService) beginRefund(chargeID string) idem.Call {
 	return c
 }
 
+var idemSpecServiceRefund = &idem.Spec{
+	Name:        "github.com/idemgen/idemgen/testdata/methods.Service.Refund",
+	Signature:   "3b2dbb5a5379b9c6",
+	OnDuplicate: idem.DuplicateRaise,
+}
+
+// Build fails here if Service.Refund's signature changed since generation: run go generate.
+var _ func(*Service, context.Context, string) error = (*Service).Refund
+
 // IdempotentMailer is a *Mailer whose annotated methods run at most once per key.
 type IdempotentMailer struct {
 	*Mailer
@@ -114,22 +107,10 @@ func NewIdempotentMailer(t *Mailer, g *idem.Guard) *IdempotentMailer {
 	}
 }
 
-var idemSpecMailerSend = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/methods.Mailer.Send",
-	Signature:   "c19612de025e0ade",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-}
-
-// Build fails here if Mailer.Send's signature changed since generation: run go generate.
-var _ func(*Mailer, context.Context, string) error = (*Mailer).Send
-
 // Send is Mailer.Send, run at most once per key (ttl=24h lease=30s on_duplicate=return). The
 // receiver is not part of the key (key= can name its fields).
 func (m *IdempotentMailer) Send(ctx context.Context, to string) error {
-	c := m.beginSend(to)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, m.beginSend(to), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, m.Mailer.Send(ctx, to)
 	})
 	return err
@@ -146,3 +127,11 @@ func (m *IdempotentMailer) beginSend(to string) idem.Call {
 	c.Key().String(to)
 	return c
 }
+
+var idemSpecMailerSend = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/methods.Mailer.Send",
+	Signature: "c19612de025e0ade",
+}
+
+// Build fails here if Mailer.Send's signature changed since generation: run go generate.
+var _ func(*Mailer, context.Context, string) error = (*Mailer).Send

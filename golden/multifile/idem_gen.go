@@ -20,32 +20,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecPing = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/multifile.Ping",
-	Signature:   "bc8546d441f89fd6",
-	TTL:         time.Minute,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPing,
-}
-
-// Build fails here if multifile.Ping's signature changed since generation: run go generate.
-var _ func(context.Context) (string, error) = Ping
-
-// idemCodecPing stores the results of Ping (generated codec).
-var idemCodecPing = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
-
 // Ping is multifile.Ping, run at most once per key (ttl=1m lease=30s on_duplicate=return).
 func (x *Idempotent) Ping(ctx context.Context) (string, error) {
-	c := x.beginPing()
-	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+	return idem.Do(ctx, x.beginPing(), func(ctx context.Context) (string, error) {
 		return Ping(ctx)
 	})
 }
@@ -61,11 +38,49 @@ func (x *Idempotent) beginPing() idem.Call {
 	return c
 }
 
+var idemSpecPing = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/multifile.Ping",
+	Signature: "bc8546d441f89fd6",
+	TTL:       time.Minute,
+	Codec:     idemCodecPing,
+}
+
+// Build fails here if multifile.Ping's signature changed since generation: run go generate.
+var _ func(context.Context) (string, error) = Ping
+
+// idemCodecPing stores the results of Ping (generated codec).
+var idemCodecPing = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
+		*v = d.String()
+	},
+	Encode: func(e *idemimpl.Encoder, v *string) {
+		e.String(*v)
+	},
+}
+
+// unexported is multifile.unexported, run at most once per key (ttl=24h lease=30s
+// on_duplicate=wait).
+func (x *Idempotent) unexported(ctx context.Context, n uint16) (bool, error) {
+	return idem.Do(ctx, x.beginUnexported(n), func(ctx context.Context) (bool, error) {
+		return unexported(ctx, n)
+	})
+}
+
+// unexportedKey is the store key unexported claims for these arguments; nothing runs.
+func (x *Idempotent) unexportedKey(n uint16) (string, error) {
+	return x.beginUnexported(n).StoreKey()
+}
+
+// beginUnexported starts a call of unexported and writes its key material.
+func (x *Idempotent) beginUnexported(n uint16) idem.Call {
+	c := x.g.Begin(idemSpecUnexported)
+	c.Key().Uint(uint64(n))
+	return c
+}
+
 var idemSpecUnexported = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/multifile.unexported",
 	Signature:   "fde6fa64c3f4a289",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateWait,
 	Codec:       idemCodecUnexported,
 }
@@ -83,27 +98,6 @@ var idemCodecUnexported = idemimpl.TypedCodec[bool]{
 	},
 }
 
-// unexported is multifile.unexported, run at most once per key (ttl=24h lease=30s
-// on_duplicate=wait).
-func (x *Idempotent) unexported(ctx context.Context, n uint16) (bool, error) {
-	c := x.beginUnexported(n)
-	return idem.Do(ctx, c, func(ctx context.Context) (bool, error) {
-		return unexported(ctx, n)
-	})
-}
-
-// unexportedKey is the store key unexported claims for these arguments; nothing runs.
-func (x *Idempotent) unexportedKey(n uint16) (string, error) {
-	return x.beginUnexported(n).StoreKey()
-}
-
-// beginUnexported starts a call of unexported and writes its key material.
-func (x *Idempotent) beginUnexported(n uint16) idem.Call {
-	c := x.g.Begin(idemSpecUnexported)
-	c.Key().Uint(uint64(n))
-	return c
-}
-
 // IdempotentRepo is a *Repo whose annotated methods run at most once per key.
 type IdempotentRepo struct {
 	*Repo
@@ -118,22 +112,10 @@ func NewIdempotentRepo(t *Repo, g *idem.Guard) *IdempotentRepo {
 	}
 }
 
-var idemSpecRepoSave = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/multifile.Repo.Save",
-	Signature:   "63c30f3d29d49e03",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-}
-
-// Build fails here if Repo.Save's signature changed since generation: run go generate.
-var _ func(*Repo, context.Context, string, map[string]string) error = (*Repo).Save
-
 // Save is Repo.Save, run at most once per key (ttl=24h lease=30s on_duplicate=return key=id). The
 // receiver is not part of the key (key= can name its fields).
 func (r *IdempotentRepo) Save(ctx context.Context, id string, doc map[string]string) error {
-	c := r.beginSave(id, doc)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, r.beginSave(id, doc), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, r.Repo.Save(ctx, id, doc)
 	})
 	return err
@@ -163,33 +145,18 @@ func (r *IdempotentRepo) beginSave(id string, doc map[string]string) idem.Call {
 	return c
 }
 
-var idemSpecRepoLoad = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/multifile.Repo.Load",
-	Signature:   "a5a4d99f53db17a3",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecRepoLoad,
+var idemSpecRepoSave = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/multifile.Repo.Save",
+	Signature: "63c30f3d29d49e03",
 }
 
-// Build fails here if Repo.Load's signature changed since generation: run go generate.
-var _ func(*Repo, context.Context, string) ([]byte, error) = (*Repo).Load
-
-// idemCodecRepoLoad stores the results of Load (generated codec).
-var idemCodecRepoLoad = idemimpl.TypedCodec[[]byte]{
-	Decode: func(d *idemimpl.Decoder, v *[]byte) {
-		*v = d.Bytes()
-	},
-	Encode: func(e *idemimpl.Encoder, v *[]byte) {
-		e.Bytes(*v)
-	},
-}
+// Build fails here if Repo.Save's signature changed since generation: run go generate.
+var _ func(*Repo, context.Context, string, map[string]string) error = (*Repo).Save
 
 // Load is Repo.Load, run at most once per key (ttl=24h lease=30s on_duplicate=return). The receiver
 // is not part of the key (key= can name its fields).
 func (r *IdempotentRepo) Load(ctx context.Context, id string) ([]byte, error) {
-	c := r.beginLoad(id)
-	return idem.Do(ctx, c, func(ctx context.Context) ([]byte, error) {
+	return idem.Do(ctx, r.beginLoad(id), func(ctx context.Context) ([]byte, error) {
 		return r.Repo.Load(ctx, id)
 	})
 }
@@ -206,6 +173,25 @@ func (r *IdempotentRepo) beginLoad(id string) idem.Call {
 	return c
 }
 
+var idemSpecRepoLoad = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/multifile.Repo.Load",
+	Signature: "a5a4d99f53db17a3",
+	Codec:     idemCodecRepoLoad,
+}
+
+// Build fails here if Repo.Load's signature changed since generation: run go generate.
+var _ func(*Repo, context.Context, string) ([]byte, error) = (*Repo).Load
+
+// idemCodecRepoLoad stores the results of Load (generated codec).
+var idemCodecRepoLoad = idemimpl.TypedCodec[[]byte]{
+	Decode: func(d *idemimpl.Decoder, v *[]byte) {
+		*v = d.Bytes()
+	},
+	Encode: func(e *idemimpl.Encoder, v *[]byte) {
+		e.Bytes(*v)
+	},
+}
+
 // IdempotentCache is a *Cache whose annotated methods run at most once per key.
 type IdempotentCache struct {
 	*Cache
@@ -220,33 +206,10 @@ func NewIdempotentCache(t *Cache, g *idem.Guard) *IdempotentCache {
 	}
 }
 
-var idemSpecCacheFill = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/multifile.Cache.Fill",
-	Signature:   "06a382c145c0913b",
-	TTL:         idem.DefaultTTL,
-	Lease:       time.Minute,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCacheFill,
-}
-
-// Build fails here if Cache.Fill's signature changed since generation: run go generate.
-var _ func(*Cache, context.Context) (time.Duration, error) = (*Cache).Fill
-
-// idemCodecCacheFill stores the results of Fill (generated codec).
-var idemCodecCacheFill = idemimpl.TypedCodec[time.Duration]{
-	Decode: func(d *idemimpl.Decoder, v *time.Duration) {
-		*v = time.Duration(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *time.Duration) {
-		e.Int(int64(*v))
-	},
-}
-
 // Fill is Cache.Fill, run at most once per key (ttl=24h lease=1m on_duplicate=return). The receiver
 // is not part of the key (key= can name its fields).
 func (x *IdempotentCache) Fill(ctx context.Context) (time.Duration, error) {
-	c := x.beginFill()
-	return idem.Do(ctx, c, func(ctx context.Context) (time.Duration, error) {
+	return idem.Do(ctx, x.beginFill(), func(ctx context.Context) (time.Duration, error) {
 		return x.Cache.Fill(ctx)
 	})
 }
@@ -260,4 +223,24 @@ func (x *IdempotentCache) FillKey() (string, error) {
 func (x *IdempotentCache) beginFill() idem.Call {
 	c := x.g.Begin(idemSpecCacheFill)
 	return c
+}
+
+var idemSpecCacheFill = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/multifile.Cache.Fill",
+	Signature: "06a382c145c0913b",
+	Lease:     time.Minute,
+	Codec:     idemCodecCacheFill,
+}
+
+// Build fails here if Cache.Fill's signature changed since generation: run go generate.
+var _ func(*Cache, context.Context) (time.Duration, error) = (*Cache).Fill
+
+// idemCodecCacheFill stores the results of Fill (generated codec).
+var idemCodecCacheFill = idemimpl.TypedCodec[time.Duration]{
+	Decode: func(d *idemimpl.Decoder, v *time.Duration) {
+		*v = time.Duration(d.Int(64))
+	},
+	Encode: func(e *idemimpl.Encoder, v *time.Duration) {
+		e.Int(int64(*v))
+	},
 }

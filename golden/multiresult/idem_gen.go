@@ -22,11 +22,33 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Split is multiresult.Split, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
+func (x *Idempotent) Split(ctx context.Context, total int, ways int) (int, []int, *Receipt, error) {
+	r, err := idem.Do(ctx, x.beginSplit(total, ways), func(ctx context.Context) (idemResultSplit, error) {
+		var r idemResultSplit
+		var err error
+		r.r1, r.r2, r.r3, err = Split(ctx, total, ways)
+		return r, err
+	})
+	return r.r1, r.r2, r.r3, err
+}
+
+// SplitKey is the store key Split claims for these arguments; nothing runs.
+func (x *Idempotent) SplitKey(total int, ways int) (string, error) {
+	return x.beginSplit(total, ways).StoreKey()
+}
+
+// beginSplit starts a call of Split and writes its key material.
+func (x *Idempotent) beginSplit(total int, ways int) idem.Call {
+	c := x.g.Begin(idemSpecSplit)
+	c.Key().Int(int64(total))
+	c.Key().Int(int64(ways))
+	return c
+}
+
 var idemSpecSplit = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/multiresult.Split",
 	Signature:   "03d49ffb52ba45c9",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateWait,
 	Codec:       idemCodecSplit,
 }
@@ -95,38 +117,34 @@ var idemCodecSplit = idemimpl.TypedCodec[idemResultSplit]{
 	},
 }
 
-// Split is multiresult.Split, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
-func (x *Idempotent) Split(ctx context.Context, total int, ways int) (int, []int, *Receipt, error) {
-	c := x.beginSplit(total, ways)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultSplit, error) {
-		var r idemResultSplit
+// Quote is multiresult.Quote, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Quote(ctx context.Context, sku string) (int64, string, bool, error) {
+	r, err := idem.Do(ctx, x.beginQuote(sku), func(ctx context.Context) (idemResultQuote, error) {
+		var r idemResultQuote
 		var err error
-		r.r1, r.r2, r.r3, err = Split(ctx, total, ways)
+		r.price, r.currency, r.r3, err = Quote(ctx, sku)
 		return r, err
 	})
-	return r.r1, r.r2, r.r3, err
+	return r.price, r.currency, r.r3, err
 }
 
-// SplitKey is the store key Split claims for these arguments; nothing runs.
-func (x *Idempotent) SplitKey(total int, ways int) (string, error) {
-	return x.beginSplit(total, ways).StoreKey()
+// QuoteKey is the store key Quote claims for these arguments; nothing runs.
+func (x *Idempotent) QuoteKey(sku string) (string, error) {
+	return x.beginQuote(sku).StoreKey()
 }
 
-// beginSplit starts a call of Split and writes its key material.
-func (x *Idempotent) beginSplit(total int, ways int) idem.Call {
-	c := x.g.Begin(idemSpecSplit)
-	c.Key().Int(int64(total))
-	c.Key().Int(int64(ways))
+// beginQuote starts a call of Quote and writes its key material.
+func (x *Idempotent) beginQuote(sku string) idem.Call {
+	c := x.g.Begin(idemSpecQuote)
+	c.Key().String(sku)
 	return c
 }
 
 var idemSpecQuote = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/multiresult.Quote",
-	Signature:   "c466fc1d2567ce89",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecQuote,
+	Name:      "github.com/idemgen/idemgen/testdata/multiresult.Quote",
+	Signature: "c466fc1d2567ce89",
+	TTL:       time.Hour,
+	Codec:     idemCodecQuote,
 }
 
 // Build fails here if multiresult.Quote's signature changed since generation: run go generate.
@@ -166,30 +184,6 @@ var idemCodecQuote = idemimpl.TypedCodec[idemResultQuote]{
 		e.Bool(v.r3)
 		e.End(at)
 	},
-}
-
-// Quote is multiresult.Quote, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Quote(ctx context.Context, sku string) (int64, string, bool, error) {
-	c := x.beginQuote(sku)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultQuote, error) {
-		var r idemResultQuote
-		var err error
-		r.price, r.currency, r.r3, err = Quote(ctx, sku)
-		return r, err
-	})
-	return r.price, r.currency, r.r3, err
-}
-
-// QuoteKey is the store key Quote claims for these arguments; nothing runs.
-func (x *Idempotent) QuoteKey(sku string) (string, error) {
-	return x.beginQuote(sku).StoreKey()
-}
-
-// beginQuote starts a call of Quote and writes its key material.
-func (x *Idempotent) beginQuote(sku string) idem.Call {
-	c := x.g.Begin(idemSpecQuote)
-	c.Key().String(sku)
-	return c
 }
 
 // idemDecReceipt restores values of Receipt.
@@ -244,12 +238,9 @@ func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 	e.End(at)
 }
 
-// idemReceipt_fieldsChanged_runGoGenerate lists the fields of Receipt as generated (tags aside).
-type idemReceipt_fieldsChanged_runGoGenerate struct {
+// Build fails here if Receipt's fields changed since generation: run go generate.
+var _ = struct {
 	ID    string
 	Lines map[string]int
 	At    time.Time
-}
-
-// Build fails here if Receipt's fields changed since generation: run go generate.
-var _ = idemReceipt_fieldsChanged_runGoGenerate(Receipt{})
+}(Receipt{})

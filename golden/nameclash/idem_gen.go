@@ -21,23 +21,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecServiceCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/nameclash.ServiceCharge",
-	Signature:   "5d048eeab3e5d958",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-}
-
-// Build fails here if nameclash.ServiceCharge's signature changed since generation: run go
-// generate.
-var _ func(context.Context, Point) error = ServiceCharge
-
 // ServiceCharge is nameclash.ServiceCharge, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
 func (x *Idempotent) ServiceCharge(ctx context.Context, p Point) error {
-	c := x.beginServiceCharge(&p)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginServiceCharge(&p), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, ServiceCharge(ctx, p)
 	})
 	return err
@@ -48,29 +35,26 @@ func (x *Idempotent) ServiceChargeKey(p Point) (string, error) {
 	return x.beginServiceCharge(&p).StoreKey()
 }
 
-// beginServiceCharge starts a call of ServiceCharge and writes its key material. Structs and arrays
-// come by pointer: no copies.
+// beginServiceCharge starts a call of ServiceCharge and writes its key material.
 func (x *Idempotent) beginServiceCharge(p *Point) idem.Call {
 	c := x.g.Begin(idemSpecServiceCharge)
 	idemKeyPoint(c.Key(), p)
 	return c
 }
 
-var idemSpecCancel = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/nameclash.Cancel",
-	Signature:   "8f3a47163b74fba1",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+var idemSpecServiceCharge = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/nameclash.ServiceCharge",
+	Signature: "5d048eeab3e5d958",
+	TTL:       time.Hour,
 }
 
-// Build fails here if nameclash.Cancel's signature changed since generation: run go generate.
-var _ func(context.Context, string) error = Cancel
+// Build fails here if nameclash.ServiceCharge's signature changed since generation: run go
+// generate.
+var _ func(context.Context, Point) error = ServiceCharge
 
 // Cancel is nameclash.Cancel, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Cancel(ctx context.Context, id string) error {
-	c := x.beginCancel(id)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginCancel(id), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, Cancel(ctx, id)
 	})
 	return err
@@ -89,22 +73,19 @@ func (x *Idempotent) beginCancel(id string) idem.Call {
 	return c
 }
 
-var idemSpecCancelKey = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/nameclash.CancelKey",
-	Signature:   "80864b5e89fe3556",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
+var idemSpecCancel = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/nameclash.Cancel",
+	Signature: "8f3a47163b74fba1",
+	TTL:       time.Hour,
 }
 
-// Build fails here if nameclash.CancelKey's signature changed since generation: run go generate.
-var _ func(context.Context, string) error = CancelKey
+// Build fails here if nameclash.Cancel's signature changed since generation: run go generate.
+var _ func(context.Context, string) error = Cancel
 
 // CancelKey is nameclash.CancelKey, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
 func (x *Idempotent) CancelKey(ctx context.Context, id string) error {
-	c := x.beginCancelKey(id)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginCancelKey(id), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, CancelKey(ctx, id)
 	})
 	return err
@@ -122,6 +103,15 @@ func (x *Idempotent) beginCancelKey(id string) idem.Call {
 	return c
 }
 
+var idemSpecCancelKey = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/nameclash.CancelKey",
+	Signature: "80864b5e89fe3556",
+	TTL:       time.Hour,
+}
+
+// Build fails here if nameclash.CancelKey's signature changed since generation: run go generate.
+var _ func(context.Context, string) error = CancelKey
+
 // IdempotentService is a *Service whose annotated methods run at most once per key.
 type IdempotentService struct {
 	*Service
@@ -136,22 +126,10 @@ func NewIdempotentService(t *Service, g *idem.Guard) *IdempotentService {
 	}
 }
 
-var idemSpecServiceCharge2 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/nameclash.Service.Charge",
-	Signature:   "83f0868890df719c",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-}
-
-// Build fails here if Service.Charge's signature changed since generation: run go generate.
-var _ func(*Service, context.Context, image.Point) error = (*Service).Charge
-
 // Charge is Service.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return). The
 // receiver is not part of the key (key= can name its fields).
 func (s *IdempotentService) Charge(ctx context.Context, p image.Point) error {
-	c := s.beginCharge(&p)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, s.beginCharge(&p), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, s.Service.Charge(ctx, p)
 	})
 	return err
@@ -163,41 +141,26 @@ func (s *IdempotentService) ChargeIdemKey(p image.Point) (string, error) {
 	return s.beginCharge(&p).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginCharge starts a call of Charge and writes its key material.
 func (s *IdempotentService) beginCharge(p *image.Point) idem.Call {
 	c := s.g2.Begin(idemSpecServiceCharge2)
 	idemKeyImagePoint(c.Key(), p)
 	return c
 }
 
-var idemSpecServiceG = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/nameclash.Service.g",
-	Signature:   "3fd3257a07e2a482",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecServiceG,
+var idemSpecServiceCharge2 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/nameclash.Service.Charge",
+	Signature: "83f0868890df719c",
+	TTL:       time.Hour,
 }
 
-// Build fails here if Service.g's signature changed since generation: run go generate.
-var _ func(*Service, context.Context, int) (int, error) = (*Service).g
-
-// idemCodecServiceG stores the results of g (generated codec).
-var idemCodecServiceG = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
-	},
-}
+// Build fails here if Service.Charge's signature changed since generation: run go generate.
+var _ func(*Service, context.Context, image.Point) error = (*Service).Charge
 
 // g is Service.g, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is
 // not part of the key (key= can name its fields).
 func (s *IdempotentService) g(ctx context.Context, n int) (int, error) {
-	c := s.beginG(n)
-	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {
+	return idem.Do(ctx, s.beginG(n), func(ctx context.Context) (int, error) {
 		return s.Service.g(ctx, n)
 	})
 }
@@ -214,6 +177,26 @@ func (s *IdempotentService) beginG(n int) idem.Call {
 	return c
 }
 
+var idemSpecServiceG = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/nameclash.Service.g",
+	Signature: "3fd3257a07e2a482",
+	TTL:       time.Hour,
+	Codec:     idemCodecServiceG,
+}
+
+// Build fails here if Service.g's signature changed since generation: run go generate.
+var _ func(*Service, context.Context, int) (int, error) = (*Service).g
+
+// idemCodecServiceG stores the results of g (generated codec).
+var idemCodecServiceG = idemimpl.TypedCodec[int]{
+	Decode: func(d *idemimpl.Decoder, v *int) {
+		*v = int(d.Int(64))
+	},
+	Encode: func(e *idemimpl.Encoder, v *int) {
+		e.Int(int64(*v))
+	},
+}
+
 // idemKeyImagePoint writes the key material of image.Point.
 func idemKeyImagePoint(b *idemimpl.KeyBuilder, v *image.Point) {
 	b.Int(int64(v.X))
@@ -227,22 +210,15 @@ func idemKeyPoint(b *idemimpl.KeyBuilder, v *Point) {
 	b.Int(int64(v.Z))
 }
 
-// idemImagePoint_fieldsChanged_runGoGenerate lists the fields of image.Point as generated (tags
-// aside).
-type idemImagePoint_fieldsChanged_runGoGenerate struct {
+// Build fails here if image.Point's fields changed since generation: run go generate.
+var _ = struct {
 	X int
 	Y int
-}
+}(image.Point{})
 
-// Build fails here if image.Point's fields changed since generation: run go generate.
-var _ = idemImagePoint_fieldsChanged_runGoGenerate(image.Point{})
-
-// idemPoint_fieldsChanged_runGoGenerate lists the fields of Point as generated (tags aside).
-type idemPoint_fieldsChanged_runGoGenerate struct {
+// Build fails here if Point's fields changed since generation: run go generate.
+var _ = struct {
 	X int
 	Y int
 	Z int
-}
-
-// Build fails here if Point's fields changed since generation: run go generate.
-var _ = idemPoint_fieldsChanged_runGoGenerate(Point{})
+}(Point{})

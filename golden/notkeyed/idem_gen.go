@@ -21,33 +21,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/notkeyed.Charge",
-	Signature:   "ff0482bbad59658a",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCharge,
-}
-
-// Build fails here if notkeyed.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, *ChargeParams, ...func(*Options)) (int64, error) = Charge
-
-// idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Charge is notkeyed.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return). Not
 // keyed: params.Params.Context (a context), opts (functional options).
 func (x *Idempotent) Charge(ctx context.Context, params *ChargeParams, opts ...func(*Options)) (int64, error) {
-	c := x.beginCharge(params, opts)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginCharge(params, opts), func(ctx context.Context) (int64, error) {
 		return Charge(ctx, params, opts...)
 	})
 }
@@ -69,13 +46,51 @@ func (x *Idempotent) beginCharge(params *ChargeParams, opts []func(*Options)) id
 	return c
 }
 
+var idemSpecCharge = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/notkeyed.Charge",
+	Signature: "ff0482bbad59658a",
+	TTL:       time.Hour,
+	Codec:     idemCodecCharge,
+}
+
+// Build fails here if notkeyed.Charge's signature changed since generation: run go generate.
+var _ func(context.Context, *ChargeParams, ...func(*Options)) (int64, error) = Charge
+
+// idemCodecCharge stores the results of Charge (generated codec).
+var idemCodecCharge = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// Refund is notkeyed.Refund, run at most once per key (ttl=1h lease=30s on_duplicate=return). Not
+// keyed: params.Params.Context (a context), o (functional options), more (functional options).
+func (x *Idempotent) Refund(ctx context.Context, params ChargeParams, o option.RequestOption, more ...option.ClientOption) (int64, error) {
+	return idem.Do(ctx, x.beginRefund(&params, o, more), func(ctx context.Context) (int64, error) {
+		return Refund(ctx, params, o, more...)
+	})
+}
+
+// RefundKey is the store key Refund claims for these arguments; nothing runs.
+func (x *Idempotent) RefundKey(params ChargeParams, o option.RequestOption, more ...option.ClientOption) (string, error) {
+	return x.beginRefund(&params, o, more).StoreKey()
+}
+
+// beginRefund starts a call of Refund and writes its key material.
+func (x *Idempotent) beginRefund(params *ChargeParams, o option.RequestOption, more []option.ClientOption) idem.Call {
+	c := x.g.Begin(idemSpecRefund)
+	idemKeyChargeParams(c.Key(), params)
+	return c
+}
+
 var idemSpecRefund = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/notkeyed.Refund",
-	Signature:   "cca8ed3e8ce9f5c3",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecRefund,
+	Name:      "github.com/idemgen/idemgen/testdata/notkeyed.Refund",
+	Signature: "cca8ed3e8ce9f5c3",
+	TTL:       time.Hour,
+	Codec:     idemCodecRefund,
 }
 
 // Build fails here if notkeyed.Refund's signature changed since generation: run go generate.
@@ -91,35 +106,31 @@ var idemCodecRefund = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Refund is notkeyed.Refund, run at most once per key (ttl=1h lease=30s on_duplicate=return). Not
-// keyed: params.Params.Context (a context), o (functional options), more (functional options).
-func (x *Idempotent) Refund(ctx context.Context, params ChargeParams, o option.RequestOption, more ...option.ClientOption) (int64, error) {
-	c := x.beginRefund(&params, o, more)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Refund(ctx, params, o, more...)
+// Capture is notkeyed.Capture, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=params.Amount). Not keyed: params.Params.Context (a context), done (a func).
+func (x *Idempotent) Capture(ctx context.Context, params ChargeParams, done func()) (int64, error) {
+	return idem.Do(ctx, x.beginCapture(&params, done), func(ctx context.Context) (int64, error) {
+		return Capture(ctx, params, done)
 	})
 }
 
-// RefundKey is the store key Refund claims for these arguments; nothing runs.
-func (x *Idempotent) RefundKey(params ChargeParams, o option.RequestOption, more ...option.ClientOption) (string, error) {
-	return x.beginRefund(&params, o, more).StoreKey()
+// CaptureKey is the store key Capture claims for these arguments; nothing runs.
+func (x *Idempotent) CaptureKey(params ChargeParams, done func()) (string, error) {
+	return x.beginCapture(&params, done).StoreKey()
 }
 
-// beginRefund starts a call of Refund and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginRefund(params *ChargeParams, o option.RequestOption, more []option.ClientOption) idem.Call {
-	c := x.g.Begin(idemSpecRefund)
-	idemKeyChargeParams(c.Key(), params)
+// beginCapture starts a call of Capture and writes its key material.
+func (x *Idempotent) beginCapture(params *ChargeParams, done func()) idem.Call {
+	c := x.g.Begin(idemSpecCapture)
+	c.Key().Int(params.Amount)
+	idemKeyChargeParams(c.Payload(), params)
 	return c
 }
 
 var idemSpecCapture = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/notkeyed.Capture",
-	Signature:   "b9996f914b821856",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCapture,
+	Name:      "github.com/idemgen/idemgen/testdata/notkeyed.Capture",
+	Signature: "b9996f914b821856",
+	Codec:     idemCodecCapture,
 }
 
 // Build fails here if notkeyed.Capture's signature changed since generation: run go generate.
@@ -135,29 +146,6 @@ var idemCodecCapture = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Capture is notkeyed.Capture, run at most once per key (ttl=24h lease=30s on_duplicate=return
-// key=params.Amount). Not keyed: params.Params.Context (a context), done (a func).
-func (x *Idempotent) Capture(ctx context.Context, params ChargeParams, done func()) (int64, error) {
-	c := x.beginCapture(&params, done)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Capture(ctx, params, done)
-	})
-}
-
-// CaptureKey is the store key Capture claims for these arguments; nothing runs.
-func (x *Idempotent) CaptureKey(params ChargeParams, done func()) (string, error) {
-	return x.beginCapture(&params, done).StoreKey()
-}
-
-// beginCapture starts a call of Capture and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginCapture(params *ChargeParams, done func()) idem.Call {
-	c := x.g.Begin(idemSpecCapture)
-	c.Key().Int(params.Amount)
-	idemKeyChargeParams(c.Payload(), params)
-	return c
-}
-
 // idemKeyChargeParams writes the key material of ChargeParams.
 func idemKeyChargeParams(b *idemimpl.KeyBuilder, v *ChargeParams) {
 	idemKeyParams(b, &v.Params)
@@ -169,21 +157,14 @@ func idemKeyParams(b *idemimpl.KeyBuilder, v *Params) {
 	b.String(v.IdempotencyKey)
 }
 
-// idemChargeParams_fieldsChanged_runGoGenerate lists the fields of ChargeParams as generated (tags
-// aside).
-type idemChargeParams_fieldsChanged_runGoGenerate struct {
+// Build fails here if ChargeParams's fields changed since generation: run go generate.
+var _ = struct {
 	Params `json:"-" xml:"-"`
 	Amount int64
-}
-
-// Build fails here if ChargeParams's fields changed since generation: run go generate.
-var _ = idemChargeParams_fieldsChanged_runGoGenerate(ChargeParams{})
-
-// idemParams_fieldsChanged_runGoGenerate lists the fields of Params as generated (tags aside).
-type idemParams_fieldsChanged_runGoGenerate struct {
-	Context        context.Context
-	IdempotencyKey string
-}
+}(ChargeParams{})
 
 // Build fails here if Params's fields changed since generation: run go generate.
-var _ = idemParams_fieldsChanged_runGoGenerate(Params{})
+var _ = struct {
+	Context        context.Context
+	IdempotencyKey string
+}(Params{})

@@ -21,34 +21,11 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecModels = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/omitforeign.Models",
-	Signature:   "cdb645c74f599982",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecModels,
-}
-
-// Build fails here if omitforeign.Models's signature changed since generation: run go generate.
-var _ func(context.Context, string) (api.List, error) = Models
-
-// idemCodecModels stores the results of Models (generated codec).
-var idemCodecModels = idemimpl.TypedCodec[api.List]{
-	Decode: func(d *idemimpl.Decoder, v *api.List) {
-		idemDecApiListForModels(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *api.List) {
-		idemEncApiListForModels(e, v)
-	},
-}
-
 // Models is omitforeign.Models, run at most once per key (ttl=1h lease=30s on_duplicate=return
 // omit=r1.Models). Not stored (replays return their zero value): r1.Models. Replays do not restore
 // the unexported state of api.List.
 func (x *Idempotent) Models(ctx context.Context, account string) (api.List, error) {
-	c := x.beginModels(account)
-	return idem.Do(ctx, c, func(ctx context.Context) (api.List, error) {
+	return idem.Do(ctx, x.beginModels(account), func(ctx context.Context) (api.List, error) {
 		return Models(ctx, account)
 	})
 }
@@ -63,6 +40,26 @@ func (x *Idempotent) beginModels(account string) idem.Call {
 	c := x.g.Begin(idemSpecModels)
 	c.Key().String(account)
 	return c
+}
+
+var idemSpecModels = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/omitforeign.Models",
+	Signature: "cdb645c74f599982",
+	TTL:       time.Hour,
+	Codec:     idemCodecModels,
+}
+
+// Build fails here if omitforeign.Models's signature changed since generation: run go generate.
+var _ func(context.Context, string) (api.List, error) = Models
+
+// idemCodecModels stores the results of Models (generated codec).
+var idemCodecModels = idemimpl.TypedCodec[api.List]{
+	Decode: func(d *idemimpl.Decoder, v *api.List) {
+		idemDecApiListForModels(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *api.List) {
+		idemEncApiListForModels(e, v)
+	},
 }
 
 // idemDecApiListForModels restores values of api.List.

@@ -20,6 +20,27 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Slow is options.Slow, run at most once per key (ttl=1h lease=2s on_duplicate=wait wait=20ms
+// on_failure=lock key=id exclude=note name=options.slow version=3).
+func (x *Idempotent) Slow(ctx context.Context, id string, note string) (int64, error) {
+	return idem.Do(ctx, x.beginSlow(id, note), func(ctx context.Context) (int64, error) {
+		return Slow(ctx, id, note)
+	})
+}
+
+// SlowKey is the store key Slow claims for these arguments; nothing runs.
+func (x *Idempotent) SlowKey(id string, note string) (string, error) {
+	return x.beginSlow(id, note).StoreKey()
+}
+
+// beginSlow starts a call of Slow and writes its key material.
+func (x *Idempotent) beginSlow(id string, note string) idem.Call {
+	c := x.g.Begin(idemSpecSlow)
+	c.Key().ID(id)
+	c.Payload().String(id)
+	return c
+}
+
 var idemSpecSlow = &idem.Spec{
 	Name:        "options.slow",
 	Signature:   "49ccc97c4d1f8d82",
@@ -45,25 +66,22 @@ var idemCodecSlow = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Slow is options.Slow, run at most once per key (ttl=1h lease=2s on_duplicate=wait wait=20ms
-// on_failure=lock key=id exclude=note name=options.slow version=3).
-func (x *Idempotent) Slow(ctx context.Context, id string, note string) (int64, error) {
-	c := x.beginSlow(id, note)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Slow(ctx, id, note)
+// Raise is options.Raise, run at most once per key (ttl=1.5s lease=250ms on_duplicate=raise).
+func (x *Idempotent) Raise(ctx context.Context, id int) (time.Duration, error) {
+	return idem.Do(ctx, x.beginRaise(id), func(ctx context.Context) (time.Duration, error) {
+		return Raise(ctx, id)
 	})
 }
 
-// SlowKey is the store key Slow claims for these arguments; nothing runs.
-func (x *Idempotent) SlowKey(id string, note string) (string, error) {
-	return x.beginSlow(id, note).StoreKey()
+// RaiseKey is the store key Raise claims for these arguments; nothing runs.
+func (x *Idempotent) RaiseKey(id int) (string, error) {
+	return x.beginRaise(id).StoreKey()
 }
 
-// beginSlow starts a call of Slow and writes its key material.
-func (x *Idempotent) beginSlow(id string, note string) idem.Call {
-	c := x.g.Begin(idemSpecSlow)
-	c.Key().ID(id)
-	c.Payload().String(id)
+// beginRaise starts a call of Raise and writes its key material.
+func (x *Idempotent) beginRaise(id int) idem.Call {
+	c := x.g.Begin(idemSpecRaise)
+	c.Key().Int(int64(id))
 	return c
 }
 
@@ -87,24 +105,4 @@ var idemCodecRaise = idemimpl.TypedCodec[time.Duration]{
 	Encode: func(e *idemimpl.Encoder, v *time.Duration) {
 		e.Int(int64(*v))
 	},
-}
-
-// Raise is options.Raise, run at most once per key (ttl=1.5s lease=250ms on_duplicate=raise).
-func (x *Idempotent) Raise(ctx context.Context, id int) (time.Duration, error) {
-	c := x.beginRaise(id)
-	return idem.Do(ctx, c, func(ctx context.Context) (time.Duration, error) {
-		return Raise(ctx, id)
-	})
-}
-
-// RaiseKey is the store key Raise claims for these arguments; nothing runs.
-func (x *Idempotent) RaiseKey(id int) (string, error) {
-	return x.beginRaise(id).StoreKey()
-}
-
-// beginRaise starts a call of Raise and writes its key material.
-func (x *Idempotent) beginRaise(id int) idem.Call {
-	c := x.g.Begin(idemSpecRaise)
-	c.Key().Int(int64(id))
-	return c
 }

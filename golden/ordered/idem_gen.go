@@ -21,14 +21,34 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Apply is ordered.Apply, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=m.EventID order=m.UserID:m.Timestamp).
+func (x *Idempotent) Apply(ctx context.Context, m Measurement) (int64, error) {
+	return idem.Do(ctx, x.beginApply(&m), func(ctx context.Context) (int64, error) {
+		return Apply(ctx, m)
+	})
+}
+
+// ApplyKey is the store key Apply claims for these arguments; nothing runs.
+func (x *Idempotent) ApplyKey(m Measurement) (string, error) {
+	return x.beginApply(&m).StoreKey()
+}
+
+// beginApply starts a call of Apply and writes its key material.
+func (x *Idempotent) beginApply(m *Measurement) idem.Call {
+	c := x.g.Begin(idemSpecApply)
+	c.Key().ID(m.EventID)
+	idemKeyMeasurement(c.Payload(), m)
+	c.Entity().String(m.UserID)
+	c.At(m.Timestamp)
+	return c
+}
+
 var idemSpecApply = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/ordered.Apply",
-	Signature:   "f088a06e91c2ffad",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Ordered:     true,
-	Codec:       idemCodecApply,
+	Name:      "github.com/idemgen/idemgen/testdata/ordered.Apply",
+	Signature: "f088a06e91c2ffad",
+	Ordered:   true,
+	Codec:     idemCodecApply,
 }
 
 // Build fails here if ordered.Apply's signature changed since generation: run go generate.
@@ -44,24 +64,22 @@ var idemCodecApply = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Apply is ordered.Apply, run at most once per key (ttl=24h lease=30s on_duplicate=return
-// key=m.EventID order=m.UserID:m.Timestamp).
-func (x *Idempotent) Apply(ctx context.Context, m Measurement) (int64, error) {
-	c := x.beginApply(&m)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Apply(ctx, m)
+// ApplyLate is ordered.ApplyLate, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=m.EventID name=ordered.late order=m.UserID:m.Timestamp grace=5m).
+func (x *Idempotent) ApplyLate(ctx context.Context, m Measurement) (int64, error) {
+	return idem.Do(ctx, x.beginApplyLate(&m), func(ctx context.Context) (int64, error) {
+		return ApplyLate(ctx, m)
 	})
 }
 
-// ApplyKey is the store key Apply claims for these arguments; nothing runs.
-func (x *Idempotent) ApplyKey(m Measurement) (string, error) {
-	return x.beginApply(&m).StoreKey()
+// ApplyLateKey is the store key ApplyLate claims for these arguments; nothing runs.
+func (x *Idempotent) ApplyLateKey(m Measurement) (string, error) {
+	return x.beginApplyLate(&m).StoreKey()
 }
 
-// beginApply starts a call of Apply and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginApply(m *Measurement) idem.Call {
-	c := x.g.Begin(idemSpecApply)
+// beginApplyLate starts a call of ApplyLate and writes its key material.
+func (x *Idempotent) beginApplyLate(m *Measurement) idem.Call {
+	c := x.g.Begin(idemSpecApplyLate)
 	c.Key().ID(m.EventID)
 	idemKeyMeasurement(c.Payload(), m)
 	c.Entity().String(m.UserID)
@@ -70,14 +88,11 @@ func (x *Idempotent) beginApply(m *Measurement) idem.Call {
 }
 
 var idemSpecApplyLate = &idem.Spec{
-	Name:        "ordered.late",
-	Signature:   "10103e0b4f0a77a2",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Ordered:     true,
-	Grace:       5 * time.Minute,
-	Codec:       idemCodecApplyLate,
+	Name:      "ordered.late",
+	Signature: "10103e0b4f0a77a2",
+	Ordered:   true,
+	Grace:     5 * time.Minute,
+	Codec:     idemCodecApplyLate,
 }
 
 // Build fails here if ordered.ApplyLate's signature changed since generation: run go generate.
@@ -93,49 +108,10 @@ var idemCodecApplyLate = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// ApplyLate is ordered.ApplyLate, run at most once per key (ttl=24h lease=30s on_duplicate=return
-// key=m.EventID name=ordered.late order=m.UserID:m.Timestamp grace=5m).
-func (x *Idempotent) ApplyLate(ctx context.Context, m Measurement) (int64, error) {
-	c := x.beginApplyLate(&m)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return ApplyLate(ctx, m)
-	})
-}
-
-// ApplyLateKey is the store key ApplyLate claims for these arguments; nothing runs.
-func (x *Idempotent) ApplyLateKey(m Measurement) (string, error) {
-	return x.beginApplyLate(&m).StoreKey()
-}
-
-// beginApplyLate starts a call of ApplyLate and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginApplyLate(m *Measurement) idem.Call {
-	c := x.g.Begin(idemSpecApplyLate)
-	c.Key().ID(m.EventID)
-	idemKeyMeasurement(c.Payload(), m)
-	c.Entity().String(m.UserID)
-	c.At(m.Timestamp)
-	return c
-}
-
-var idemSpecRecord = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/ordered.Record",
-	Signature:   "3061fb1fef36e1af",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Ordered:     true,
-	Grace:       time.Second,
-}
-
-// Build fails here if ordered.Record's signature changed since generation: run go generate.
-var _ func(context.Context, *Reading) error = Record
-
 // Record is ordered.Record, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=r.ID order=r.Device:r.At grace=1s).
 func (x *Idempotent) Record(ctx context.Context, r *Reading) error {
-	c := x.beginRecord(r)
-	_, err := idem.Do(ctx, c, func(ctx context.Context) (struct{}, error) {
+	_, err := idem.Do(ctx, x.beginRecord(r), func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, Record(ctx, r)
 	})
 	return err
@@ -179,6 +155,16 @@ func (x *Idempotent) beginRecord(r *Reading) idem.Call {
 	return c
 }
 
+var idemSpecRecord = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/ordered.Record",
+	Signature: "3061fb1fef36e1af",
+	Ordered:   true,
+	Grace:     time.Second,
+}
+
+// Build fails here if ordered.Record's signature changed since generation: run go generate.
+var _ func(context.Context, *Reading) error = Record
+
 // idemKeyDevice writes the key material of Device.
 func idemKeyDevice(b *idemimpl.KeyBuilder, v *Device) {
 	b.String(v.Tenant)
@@ -210,33 +196,23 @@ func idemKeyReading(b *idemimpl.KeyBuilder, v *Reading) {
 	}
 }
 
-// idemDevice_fieldsChanged_runGoGenerate lists the fields of Device as generated (tags aside).
-type idemDevice_fieldsChanged_runGoGenerate struct {
+// Build fails here if Device's fields changed since generation: run go generate.
+var _ = struct {
 	Tenant string
 	Serial int64
-}
+}(Device{})
 
-// Build fails here if Device's fields changed since generation: run go generate.
-var _ = idemDevice_fieldsChanged_runGoGenerate(Device{})
-
-// idemMeasurement_fieldsChanged_runGoGenerate lists the fields of Measurement as generated (tags
-// aside).
-type idemMeasurement_fieldsChanged_runGoGenerate struct {
+// Build fails here if Measurement's fields changed since generation: run go generate.
+var _ = struct {
 	EventID   string
 	UserID    string
 	Timestamp time.Time
 	Value     float64
-}
+}(Measurement{})
 
-// Build fails here if Measurement's fields changed since generation: run go generate.
-var _ = idemMeasurement_fieldsChanged_runGoGenerate(Measurement{})
-
-// idemReading_fieldsChanged_runGoGenerate lists the fields of Reading as generated (tags aside).
-type idemReading_fieldsChanged_runGoGenerate struct {
+// Build fails here if Reading's fields changed since generation: run go generate.
+var _ = struct {
 	ID     string
 	Device *Device
 	At     *time.Time
-}
-
-// Build fails here if Reading's fields changed since generation: run go generate.
-var _ = idemReading_fieldsChanged_runGoGenerate(Reading{})
+}(Reading{})

@@ -24,11 +24,33 @@ func NewIdempotentLedger(t *Ledger, g *idem.Guard) *IdempotentLedger {
 	}
 }
 
+// Post is Ledger.Post, run at most once per key (ttl=24h lease=30s on_duplicate=raise
+// order=account:at grace=90s). The receiver is not part of the key (key= can name its fields).
+func (l *IdempotentLedger) Post(ctx context.Context, account int64, at time.Time, amount int64) (int, error) {
+	return idem.Do(ctx, l.beginPost(account, &at, amount), func(ctx context.Context) (int, error) {
+		return l.Ledger.Post(ctx, account, at, amount)
+	})
+}
+
+// PostKey is the store key Post claims for these arguments; nothing runs.
+func (l *IdempotentLedger) PostKey(account int64, at time.Time, amount int64) (string, error) {
+	return l.beginPost(account, &at, amount).StoreKey()
+}
+
+// beginPost starts a call of Post and writes its key material.
+func (l *IdempotentLedger) beginPost(account int64, at *time.Time, amount int64) idem.Call {
+	c := l.g.Begin(idemSpecLedgerPost)
+	c.Key().Int(account)
+	c.Key().Time(*at)
+	c.Key().Int(amount)
+	c.Entity().Int(account)
+	c.At(*at)
+	return c
+}
+
 var idemSpecLedgerPost = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/orderedmethod.Ledger.Post",
 	Signature:   "7cba8c841111fc41",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateRaise,
 	Ordered:     true,
 	Grace:       90 * time.Second,
@@ -46,30 +68,4 @@ var idemCodecLedgerPost = idemimpl.TypedCodec[int]{
 	Encode: func(e *idemimpl.Encoder, v *int) {
 		e.Int(int64(*v))
 	},
-}
-
-// Post is Ledger.Post, run at most once per key (ttl=24h lease=30s on_duplicate=raise
-// order=account:at grace=90s). The receiver is not part of the key (key= can name its fields).
-func (l *IdempotentLedger) Post(ctx context.Context, account int64, at time.Time, amount int64) (int, error) {
-	c := l.beginPost(account, &at, amount)
-	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {
-		return l.Ledger.Post(ctx, account, at, amount)
-	})
-}
-
-// PostKey is the store key Post claims for these arguments; nothing runs.
-func (l *IdempotentLedger) PostKey(account int64, at time.Time, amount int64) (string, error) {
-	return l.beginPost(account, &at, amount).StoreKey()
-}
-
-// beginPost starts a call of Post and writes its key material. Structs and arrays come by pointer:
-// no copies.
-func (l *IdempotentLedger) beginPost(account int64, at *time.Time, amount int64) idem.Call {
-	c := l.g.Begin(idemSpecLedgerPost)
-	c.Key().Int(account)
-	c.Key().Time(*at)
-	c.Key().Int(amount)
-	c.Entity().Int(account)
-	c.At(*at)
-	return c
 }

@@ -19,13 +19,31 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Charge is overlap.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=p.Params,p.Params.Context omit=r1.Meta,r1.Meta.Raw). Not stored (replays return their
+// zero value): r1.Meta.
+func (x *Idempotent) Charge(ctx context.Context, p ChargeParams) (*Receipt, error) {
+	return idem.Do(ctx, x.beginCharge(&p), func(ctx context.Context) (*Receipt, error) {
+		return Charge(ctx, p)
+	})
+}
+
+// ChargeKey is the store key Charge claims for these arguments; nothing runs.
+func (x *Idempotent) ChargeKey(p ChargeParams) (string, error) {
+	return x.beginCharge(&p).StoreKey()
+}
+
+// beginCharge starts a call of Charge and writes its key material.
+func (x *Idempotent) beginCharge(p *ChargeParams) idem.Call {
+	c := x.g.Begin(idemSpecCharge)
+	c.Key().Int(p.Amount)
+	return c
+}
+
 var idemSpecCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/overlap.Charge",
-	Signature:   "2a995b103fbd8d3f",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCharge,
+	Name:      "github.com/idemgen/idemgen/testdata/overlap.Charge",
+	Signature: "2a995b103fbd8d3f",
+	Codec:     idemCodecCharge,
 }
 
 // Build fails here if overlap.Charge's signature changed since generation: run go generate.
@@ -51,36 +69,31 @@ var idemCodecCharge = idemimpl.TypedCodec[*Receipt]{
 	},
 }
 
-// Charge is overlap.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
-// exclude=p.Params,p.Params.Context omit=r1.Meta,r1.Meta.Raw). Not stored (replays return their
-// zero value): r1.Meta.
-func (x *Idempotent) Charge(ctx context.Context, p ChargeParams) (*Receipt, error) {
-	c := x.beginCharge(&p)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Receipt, error) {
-		return Charge(ctx, p)
+// Refund is overlap.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=p.Context,p.Params omit=r1.Meta.Raw,r1.Meta). Not stored (replays return their zero
+// value): r1.Meta.
+func (x *Idempotent) Refund(ctx context.Context, p ChargeParams) (*Receipt, error) {
+	return idem.Do(ctx, x.beginRefund(&p), func(ctx context.Context) (*Receipt, error) {
+		return Refund(ctx, p)
 	})
 }
 
-// ChargeKey is the store key Charge claims for these arguments; nothing runs.
-func (x *Idempotent) ChargeKey(p ChargeParams) (string, error) {
-	return x.beginCharge(&p).StoreKey()
+// RefundKey is the store key Refund claims for these arguments; nothing runs.
+func (x *Idempotent) RefundKey(p ChargeParams) (string, error) {
+	return x.beginRefund(&p).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginCharge(p *ChargeParams) idem.Call {
-	c := x.g.Begin(idemSpecCharge)
+// beginRefund starts a call of Refund and writes its key material.
+func (x *Idempotent) beginRefund(p *ChargeParams) idem.Call {
+	c := x.g.Begin(idemSpecRefund)
 	c.Key().Int(p.Amount)
 	return c
 }
 
 var idemSpecRefund = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/overlap.Refund",
-	Signature:   "d0fe4910afb252dd",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecRefund,
+	Name:      "github.com/idemgen/idemgen/testdata/overlap.Refund",
+	Signature: "d0fe4910afb252dd",
+	Codec:     idemCodecRefund,
 }
 
 // Build fails here if overlap.Refund's signature changed since generation: run go generate.
@@ -104,29 +117,6 @@ var idemCodecRefund = idemimpl.TypedCodec[*Receipt]{
 			idemEncReceiptForRefund(e, *v)
 		}
 	},
-}
-
-// Refund is overlap.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=return
-// exclude=p.Context,p.Params omit=r1.Meta.Raw,r1.Meta). Not stored (replays return their zero
-// value): r1.Meta.
-func (x *Idempotent) Refund(ctx context.Context, p ChargeParams) (*Receipt, error) {
-	c := x.beginRefund(&p)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Receipt, error) {
-		return Refund(ctx, p)
-	})
-}
-
-// RefundKey is the store key Refund claims for these arguments; nothing runs.
-func (x *Idempotent) RefundKey(p ChargeParams) (string, error) {
-	return x.beginRefund(&p).StoreKey()
-}
-
-// beginRefund starts a call of Refund and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginRefund(p *ChargeParams) idem.Call {
-	c := x.g.Begin(idemSpecRefund)
-	c.Key().Int(p.Amount)
-	return c
 }
 
 // idemDecReceiptForCharge restores values of Receipt.
@@ -171,21 +161,14 @@ func idemEncReceiptForRefund(e *idemimpl.Encoder, v *Receipt) {
 	e.End(at)
 }
 
-// idemChargeParams_fieldsChanged_runGoGenerate lists the fields of ChargeParams as generated (tags
-// aside).
-type idemChargeParams_fieldsChanged_runGoGenerate struct {
+// Build fails here if ChargeParams's fields changed since generation: run go generate.
+var _ = struct {
 	Params `json:"-" xml:"-"`
 	Amount int64
-}
-
-// Build fails here if ChargeParams's fields changed since generation: run go generate.
-var _ = idemChargeParams_fieldsChanged_runGoGenerate(ChargeParams{})
-
-// idemReceipt_fieldsChanged_runGoGenerate lists the fields of Receipt as generated (tags aside).
-type idemReceipt_fieldsChanged_runGoGenerate struct {
-	ID   string
-	Meta Meta
-}
+}(ChargeParams{})
 
 // Build fails here if Receipt's fields changed since generation: run go generate.
-var _ = idemReceipt_fieldsChanged_runGoGenerate(Receipt{})
+var _ = struct {
+	ID   string
+	Meta Meta
+}(Receipt{})

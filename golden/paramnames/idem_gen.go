@@ -19,21 +19,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecStore = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/paramnames.Store",
-	Signature:   "88cb0420ff06b556",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-}
-
-// Build fails here if paramnames.Store's signature changed since generation: run go generate.
-var _ func(context.Context, string, int) error = Store
-
 // Store is paramnames.Store, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Store(p0 context.Context, p1 string, p2 int) error {
-	c := x.beginStore(p1, p2)
-	_, err := idem.Do(p0, c, func(p0 context.Context) (struct{}, error) {
+	_, err := idem.Do(p0, x.beginStore(p1, p2), func(p0 context.Context) (struct{}, error) {
 		return struct{}{}, Store(p0, p1, p2)
 	})
 	return err
@@ -52,32 +40,17 @@ func (x *Idempotent) beginStore(p1 string, p2 int) idem.Call {
 	return c
 }
 
-var idemSpecBlank = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/paramnames.Blank",
-	Signature:   "e95994e58973fd27",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecBlank,
+var idemSpecStore = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Store",
+	Signature: "88cb0420ff06b556",
 }
 
-// Build fails here if paramnames.Blank's signature changed since generation: run go generate.
-var _ func(context.Context, string, int) (int, error) = Blank
-
-// idemCodecBlank stores the results of Blank (generated codec).
-var idemCodecBlank = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
-	},
-}
+// Build fails here if paramnames.Store's signature changed since generation: run go generate.
+var _ func(context.Context, string, int) error = Store
 
 // Blank is paramnames.Blank, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Blank(p0 context.Context, p1 string, n int) (int, error) {
-	c := x.beginBlank(p1, n)
-	return idem.Do(p0, c, func(p0 context.Context) (int, error) {
+	return idem.Do(p0, x.beginBlank(p1, n), func(p0 context.Context) (int, error) {
 		return Blank(p0, p1, n)
 	})
 }
@@ -95,13 +68,59 @@ func (x *Idempotent) beginBlank(p1 string, n int) idem.Call {
 	return c
 }
 
+var idemSpecBlank = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Blank",
+	Signature: "e95994e58973fd27",
+	Codec:     idemCodecBlank,
+}
+
+// Build fails here if paramnames.Blank's signature changed since generation: run go generate.
+var _ func(context.Context, string, int) (int, error) = Blank
+
+// idemCodecBlank stores the results of Blank (generated codec).
+var idemCodecBlank = idemimpl.TypedCodec[int]{
+	Decode: func(d *idemimpl.Decoder, v *int) {
+		*v = int(d.Int(64))
+	},
+	Encode: func(e *idemimpl.Encoder, v *int) {
+		e.Int(int64(*v))
+	},
+}
+
+// Shadow is paramnames.Shadow, run at most once per key (ttl=24h lease=30s on_duplicate=return).
+func (x *Idempotent) Shadow(Shadow_ string, Item_ Item, len_ int, string_ string, int64_ []int) (*Item, error) {
+	return idem.Do(context.Background(), x.beginShadow(Shadow_, &Item_, len_, string_, int64_), func(context.Context) (*Item, error) {
+		return Shadow(Shadow_, Item_, len_, string_, int64_)
+	})
+}
+
+// ShadowKey is the store key Shadow claims for these arguments; nothing runs.
+func (x *Idempotent) ShadowKey(Shadow_ string, Item_ Item, len_ int, string_ string, int64_ []int) (string, error) {
+	return x.beginShadow(Shadow_, &Item_, len_, string_, int64_).StoreKey()
+}
+
+// beginShadow starts a call of Shadow and writes its key material.
+func (x *Idempotent) beginShadow(Shadow_ string, Item_ *Item, len_ int, string_ string, int64_ []int) idem.Call {
+	c := x.g.Begin(idemSpecShadow)
+	c.Key().String(Shadow_)
+	idemKeyItem(c.Key(), Item_)
+	c.Key().Int(int64(len_))
+	c.Key().String(string_)
+	if int64_ == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().List(len(int64_))
+		for i := range int64_ {
+			c.Key().Int(int64(int64_[i]))
+		}
+	}
+	return c
+}
+
 var idemSpecShadow = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/paramnames.Shadow",
-	Signature:   "e40752d6b67a756a",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecShadow,
+	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Shadow",
+	Signature: "e40752d6b67a756a",
+	Codec:     idemCodecShadow,
 }
 
 // Build fails here if paramnames.Shadow's signature changed since generation: run go generate.
@@ -127,65 +146,10 @@ var idemCodecShadow = idemimpl.TypedCodec[*Item]{
 	},
 }
 
-// Shadow is paramnames.Shadow, run at most once per key (ttl=24h lease=30s on_duplicate=return).
-func (x *Idempotent) Shadow(Shadow_ string, Item_ Item, len_ int, string_ string, int64_ []int) (*Item, error) {
-	c := x.beginShadow(Shadow_, &Item_, len_, string_, int64_)
-	return idem.Do(context.Background(), c, func(context.Context) (*Item, error) {
-		return Shadow(Shadow_, Item_, len_, string_, int64_)
-	})
-}
-
-// ShadowKey is the store key Shadow claims for these arguments; nothing runs.
-func (x *Idempotent) ShadowKey(Shadow_ string, Item_ Item, len_ int, string_ string, int64_ []int) (string, error) {
-	return x.beginShadow(Shadow_, &Item_, len_, string_, int64_).StoreKey()
-}
-
-// beginShadow starts a call of Shadow and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginShadow(Shadow_ string, Item_ *Item, len_ int, string_ string, int64_ []int) idem.Call {
-	c := x.g.Begin(idemSpecShadow)
-	c.Key().String(Shadow_)
-	idemKeyItem(c.Key(), Item_)
-	c.Key().Int(int64(len_))
-	c.Key().String(string_)
-	if int64_ == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(int64_))
-		for i := range int64_ {
-			c.Key().Int(int64(int64_[i]))
-		}
-	}
-	return c
-}
-
-var idemSpecLater = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/paramnames.Later",
-	Signature:   "5d5be7a55ff34443",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecLater,
-}
-
-// Build fails here if paramnames.Later's signature changed since generation: run go generate.
-var _ func(string, context.Context, int) (int, error) = Later
-
-// idemCodecLater stores the results of Later (generated codec).
-var idemCodecLater = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
-	},
-}
-
 // Later is paramnames.Later, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=id).
 func (x *Idempotent) Later(id string, ctx context.Context, n int) (int, error) {
-	c := x.beginLater(id, n)
-	return idem.Do(ctx, c, func(ctx context.Context) (int, error) {
+	return idem.Do(ctx, x.beginLater(id, n), func(ctx context.Context) (int, error) {
 		return Later(id, ctx, n)
 	})
 }
@@ -202,6 +166,25 @@ func (x *Idempotent) beginLater(id string, n int) idem.Call {
 	c.Payload().String(id)
 	c.Payload().Int(int64(n))
 	return c
+}
+
+var idemSpecLater = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Later",
+	Signature: "5d5be7a55ff34443",
+	Codec:     idemCodecLater,
+}
+
+// Build fails here if paramnames.Later's signature changed since generation: run go generate.
+var _ func(string, context.Context, int) (int, error) = Later
+
+// idemCodecLater stores the results of Later (generated codec).
+var idemCodecLater = idemimpl.TypedCodec[int]{
+	Decode: func(d *idemimpl.Decoder, v *int) {
+		*v = int(d.Int(64))
+	},
+	Encode: func(e *idemimpl.Encoder, v *int) {
+		e.Int(int64(*v))
+	},
 }
 
 // idemDecItem restores values of Item.
@@ -230,10 +213,7 @@ func idemKeyItem(b *idemimpl.KeyBuilder, v *Item) {
 	b.String(v.ID)
 }
 
-// idemItem_fieldsChanged_runGoGenerate lists the fields of Item as generated (tags aside).
-type idemItem_fieldsChanged_runGoGenerate struct {
-	ID string
-}
-
 // Build fails here if Item's fields changed since generation: run go generate.
-var _ = idemItem_fieldsChanged_runGoGenerate(Item{})
+var _ = struct {
+	ID string
+}(Item{})

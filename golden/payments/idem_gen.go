@@ -24,13 +24,31 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// CreateCharge is payments.CreateCharge, run at most once per key (ttl=24h lease=30s
+// on_duplicate=return). Replays do not restore the unexported state of sdk.APIResponse.
+func (x *Idempotent) CreateCharge(ctx context.Context, p ChargeParams) (*sdk.Charge, error) {
+	return idem.Do(ctx, x.beginCreateCharge(&p), func(ctx context.Context) (*sdk.Charge, error) {
+		return CreateCharge(ctx, p)
+	})
+}
+
+// CreateChargeKey is the store key CreateCharge claims for these arguments; nothing runs.
+func (x *Idempotent) CreateChargeKey(p ChargeParams) (string, error) {
+	return x.beginCreateCharge(&p).StoreKey()
+}
+
+// beginCreateCharge starts a call of CreateCharge and writes its key material.
+func (x *Idempotent) beginCreateCharge(p *ChargeParams) idem.Call {
+	c := x.g.Begin(idemSpecCreateCharge)
+	idemKeyChargeParams(c.Key(), p)
+	return c
+}
+
 var idemSpecCreateCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/payments.CreateCharge",
-	Signature:   "39c65caaace3abe3",
-	TTL:         24 * time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCreateCharge,
+	Name:      "github.com/idemgen/idemgen/testdata/payments.CreateCharge",
+	Signature: "39c65caaace3abe3",
+	TTL:       24 * time.Hour,
+	Codec:     idemCodecCreateCharge,
 }
 
 // Build fails here if payments.CreateCharge's signature changed since generation: run go generate.
@@ -54,28 +72,6 @@ var idemCodecCreateCharge = idemimpl.TypedCodec[*sdk.Charge]{
 			idemEncSdkCharge(e, *v)
 		}
 	},
-}
-
-// CreateCharge is payments.CreateCharge, run at most once per key (ttl=24h lease=30s
-// on_duplicate=return). Replays do not restore the unexported state of sdk.APIResponse.
-func (x *Idempotent) CreateCharge(ctx context.Context, p ChargeParams) (*sdk.Charge, error) {
-	c := x.beginCreateCharge(&p)
-	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.Charge, error) {
-		return CreateCharge(ctx, p)
-	})
-}
-
-// CreateChargeKey is the store key CreateCharge claims for these arguments; nothing runs.
-func (x *Idempotent) CreateChargeKey(p ChargeParams) (string, error) {
-	return x.beginCreateCharge(&p).StoreKey()
-}
-
-// beginCreateCharge starts a call of CreateCharge and writes its key material. Structs and arrays
-// come by pointer: no copies.
-func (x *Idempotent) beginCreateCharge(p *ChargeParams) idem.Call {
-	c := x.g.Begin(idemSpecCreateCharge)
-	idemKeyChargeParams(c.Key(), p)
-	return c
 }
 
 // idemDecHttpHeader restores values of http.Header.
@@ -350,34 +346,25 @@ func idemKeyChargeParams(b *idemimpl.KeyBuilder, v *ChargeParams) {
 	b.String(v.Currency)
 }
 
-// idemChargeParams_fieldsChanged_runGoGenerate lists the fields of ChargeParams as generated (tags
-// aside).
-type idemChargeParams_fieldsChanged_runGoGenerate struct {
+// Build fails here if ChargeParams's fields changed since generation: run go generate.
+var _ = struct {
 	Customer string
 	Amount   int64
 	Currency string
-}
-
-// Build fails here if ChargeParams's fields changed since generation: run go generate.
-var _ = idemChargeParams_fieldsChanged_runGoGenerate(ChargeParams{})
-
-// idemSdkAPIResource_fieldsChanged_runGoGenerate lists the fields of sdk.APIResource as generated
-// (tags aside).
-type idemSdkAPIResource_fieldsChanged_runGoGenerate struct {
-	LastResponse *sdk.APIResponse
-}
+}(ChargeParams{})
 
 // Build fails here if sdk.APIResource's fields changed since generation: run go generate.
-var _ = idemSdkAPIResource_fieldsChanged_runGoGenerate(sdk.APIResource{})
+var _ = struct {
+	LastResponse *sdk.APIResponse
+}(sdk.APIResource{})
 
 // Build fails here if a field of sdk.APIResponse read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.APIResponse) (*int, *http.Header, *string) {
 	return &fieldsChanged_runGoGenerate.StatusCode, &fieldsChanged_runGoGenerate.Header, &fieldsChanged_runGoGenerate.RequestID
 }
 
-// idemSdkCharge_fieldsChanged_runGoGenerate lists the fields of sdk.Charge as generated (tags
-// aside).
-type idemSdkCharge_fieldsChanged_runGoGenerate struct {
+// Build fails here if sdk.Charge's fields changed since generation: run go generate.
+var _ = struct {
 	sdk.APIResource `json:"-" xml:"-"`
 	ID              string
 	Amount          int64
@@ -386,27 +373,16 @@ type idemSdkCharge_fieldsChanged_runGoGenerate struct {
 	Refunds         []*sdk.Refund
 	Metadata        map[string]string
 	Outcome         *sdk.Outcome
-}
-
-// Build fails here if sdk.Charge's fields changed since generation: run go generate.
-var _ = idemSdkCharge_fieldsChanged_runGoGenerate(sdk.Charge{})
-
-// idemSdkOutcome_fieldsChanged_runGoGenerate lists the fields of sdk.Outcome as generated (tags
-// aside).
-type idemSdkOutcome_fieldsChanged_runGoGenerate struct {
-	Type      string
-	RiskScore float64
-}
+}(sdk.Charge{})
 
 // Build fails here if sdk.Outcome's fields changed since generation: run go generate.
-var _ = idemSdkOutcome_fieldsChanged_runGoGenerate(sdk.Outcome{})
-
-// idemSdkRefund_fieldsChanged_runGoGenerate lists the fields of sdk.Refund as generated (tags
-// aside).
-type idemSdkRefund_fieldsChanged_runGoGenerate struct {
-	ID     string
-	Amount int64
-}
+var _ = struct {
+	Type      string
+	RiskScore float64
+}(sdk.Outcome{})
 
 // Build fails here if sdk.Refund's fields changed since generation: run go generate.
-var _ = idemSdkRefund_fieldsChanged_runGoGenerate(sdk.Refund{})
+var _ = struct {
+	ID     string
+	Amount int64
+}(sdk.Refund{})

@@ -20,11 +20,29 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Lookup is idem.Lookup, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
+func (x *Idempotent) Lookup(ctx context.Context, in Input, who ID) (Pair[string, int], error) {
+	return idem.Do(ctx, x.beginLookup(&in, who), func(ctx context.Context) (Pair[string, int], error) {
+		return Lookup(ctx, in, who)
+	})
+}
+
+// LookupKey is the store key Lookup claims for these arguments; nothing runs.
+func (x *Idempotent) LookupKey(in Input, who ID) (string, error) {
+	return x.beginLookup(&in, who).StoreKey()
+}
+
+// beginLookup starts a call of Lookup and writes its key material.
+func (x *Idempotent) beginLookup(in *Input, who ID) idem.Call {
+	c := x.g.Begin(idemSpecLookup)
+	idemKeyInput(c.Key(), in)
+	c.Key().String(who)
+	return c
+}
+
 var idemSpecLookup = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/pkgidem.Lookup",
 	Signature:   "e17dc193bb6b6f3b",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateWait,
 	Codec:       idemCodecLookup,
 }
@@ -42,28 +60,6 @@ var idemCodecLookup = idemimpl.TypedCodec[Pair[string, int]]{
 	},
 }
 
-// Lookup is idem.Lookup, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
-func (x *Idempotent) Lookup(ctx context.Context, in Input, who ID) (Pair[string, int], error) {
-	c := x.beginLookup(&in, who)
-	return idem.Do(ctx, c, func(ctx context.Context) (Pair[string, int], error) {
-		return Lookup(ctx, in, who)
-	})
-}
-
-// LookupKey is the store key Lookup claims for these arguments; nothing runs.
-func (x *Idempotent) LookupKey(in Input, who ID) (string, error) {
-	return x.beginLookup(&in, who).StoreKey()
-}
-
-// beginLookup starts a call of Lookup and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginLookup(in *Input, who ID) idem.Call {
-	c := x.g.Begin(idemSpecLookup)
-	idemKeyInput(c.Key(), in)
-	c.Key().String(who)
-	return c
-}
-
 // IdempotentGuard is a *Guard whose annotated methods run at most once per key.
 type IdempotentGuard struct {
 	*Guard
@@ -78,13 +74,38 @@ func NewIdempotentGuard(t *Guard, g *idem.Guard) *IdempotentGuard {
 	}
 }
 
+// Check is Guard.Check, run at most once per key (ttl=1m lease=30s on_duplicate=return). The
+// receiver is not part of the key (key= can name its fields).
+func (g *IdempotentGuard) Check(ctx context.Context, ids []ID) ([]Pair[ID, bool], error) {
+	return idem.Do(ctx, g.beginCheck(ids), func(ctx context.Context) ([]Pair[ID, bool], error) {
+		return g.Guard.Check(ctx, ids)
+	})
+}
+
+// CheckKey is the store key Check claims for these arguments; nothing runs.
+func (g *IdempotentGuard) CheckKey(ids []ID) (string, error) {
+	return g.beginCheck(ids).StoreKey()
+}
+
+// beginCheck starts a call of Check and writes its key material.
+func (g *IdempotentGuard) beginCheck(ids []ID) idem.Call {
+	c := g.g.Begin(idemSpecGuardCheck)
+	if ids == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().List(len(ids))
+		for i := range ids {
+			c.Key().String(ids[i])
+		}
+	}
+	return c
+}
+
 var idemSpecGuardCheck = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/pkgidem.Guard.Check",
-	Signature:   "c355844a814542ee",
-	TTL:         time.Minute,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecGuardCheck,
+	Name:      "github.com/idemgen/idemgen/testdata/pkgidem.Guard.Check",
+	Signature: "c355844a814542ee",
+	TTL:       time.Minute,
+	Codec:     idemCodecGuardCheck,
 }
 
 // Build fails here if Guard.Check's signature changed since generation: run go generate.
@@ -113,34 +134,6 @@ var idemCodecGuardCheck = idemimpl.TypedCodec[[]Pair[ID, bool]]{
 			e.End(at)
 		}
 	},
-}
-
-// Check is Guard.Check, run at most once per key (ttl=1m lease=30s on_duplicate=return). The
-// receiver is not part of the key (key= can name its fields).
-func (g *IdempotentGuard) Check(ctx context.Context, ids []ID) ([]Pair[ID, bool], error) {
-	c := g.beginCheck(ids)
-	return idem.Do(ctx, c, func(ctx context.Context) ([]Pair[ID, bool], error) {
-		return g.Guard.Check(ctx, ids)
-	})
-}
-
-// CheckKey is the store key Check claims for these arguments; nothing runs.
-func (g *IdempotentGuard) CheckKey(ids []ID) (string, error) {
-	return g.beginCheck(ids).StoreKey()
-}
-
-// beginCheck starts a call of Check and writes its key material.
-func (g *IdempotentGuard) beginCheck(ids []ID) idem.Call {
-	c := g.g.Begin(idemSpecGuardCheck)
-	if ids == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(ids))
-		for i := range ids {
-			c.Key().String(ids[i])
-		}
-	}
-	return c
 }
 
 // idemDecPair_string_bool restores values of Pair[ID, bool].
@@ -198,34 +191,23 @@ func idemKeyInput(b *idemimpl.KeyBuilder, v *Input) {
 	b.String(v.Who)
 }
 
-// idemInput_fieldsChanged_runGoGenerate lists the fields of Input as generated (tags aside).
-type idemInput_fieldsChanged_runGoGenerate struct {
+// Build fails here if Input's fields changed since generation: run go generate.
+var _ = struct {
 	Who  ID
 	Pair Pair[string, int]
-}
-
-// Build fails here if Input's fields changed since generation: run go generate.
-var _ = idemInput_fieldsChanged_runGoGenerate(Input{})
-
-// idemPair_string_bool_fieldsChanged_runGoGenerate lists the fields of Pair[ID, bool] as generated
-// (tags aside).
-type idemPair_string_bool_fieldsChanged_runGoGenerate struct {
-	Key ID
-	Val bool
-}
+}(Input{})
 
 // Build fails here if Pair[ID, bool]'s fields changed since generation: run go generate.
-var _ = idemPair_string_bool_fieldsChanged_runGoGenerate(Pair[ID, bool]{})
-
-// idemPair_string_int_fieldsChanged_runGoGenerate lists the fields of Pair[string, int] as
-// generated (tags aside).
-type idemPair_string_int_fieldsChanged_runGoGenerate struct {
-	Key string
-	Val int
-}
+var _ = struct {
+	Key ID
+	Val bool
+}(Pair[ID, bool]{})
 
 // Build fails here if Pair[string, int]'s fields changed since generation: run go generate.
-var _ = idemPair_string_int_fieldsChanged_runGoGenerate(Pair[string, int]{})
+var _ = struct {
+	Key string
+	Val int
+}(Pair[string, int]{})
 
 // Build fails here if the alias ID no longer stands for string: run go generate.
 var _ *string = new(ID)

@@ -19,33 +19,10 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecTransfer = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/pointerpath.Transfer",
-	Signature:   "dbde8d58ce926511",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecTransfer,
-}
-
-// Build fails here if pointerpath.Transfer's signature changed since generation: run go generate.
-var _ func(context.Context, *Request) (int64, error) = Transfer
-
-// idemCodecTransfer stores the results of Transfer (generated codec).
-var idemCodecTransfer = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Transfer is pointerpath.Transfer, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=req.Account.Tenant,req.Account.ID,req.Account.Owner.Email,req.Account.Owner.Tags).
 func (x *Idempotent) Transfer(ctx context.Context, req *Request) (int64, error) {
-	c := x.beginTransfer(req)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginTransfer(req), func(ctx context.Context) (int64, error) {
 		return Transfer(ctx, req)
 	})
 }
@@ -98,25 +75,22 @@ func (x *Idempotent) beginTransfer(req *Request) idem.Call {
 	return c
 }
 
-var idemSpecTouch = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/pointerpath.Touch",
-	Signature:   "1b29c6caf66a5193",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecTouch,
+var idemSpecTransfer = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/pointerpath.Transfer",
+	Signature: "dbde8d58ce926511",
+	Codec:     idemCodecTransfer,
 }
 
-// Build fails here if pointerpath.Touch's signature changed since generation: run go generate.
-var _ func(context.Context, Account) (Touched, error) = Touch
+// Build fails here if pointerpath.Transfer's signature changed since generation: run go generate.
+var _ func(context.Context, *Request) (int64, error) = Transfer
 
-// idemCodecTouch stores the results of Touch (generated codec).
-var idemCodecTouch = idemimpl.TypedCodec[Touched]{
-	Decode: func(d *idemimpl.Decoder, v *Touched) {
-		idemDecTouchedForTouch(d, v)
+// idemCodecTransfer stores the results of Transfer (generated codec).
+var idemCodecTransfer = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
 	},
-	Encode: func(e *idemimpl.Encoder, v *Touched) {
-		idemEncTouchedForTouch(e, v)
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
 	},
 }
 
@@ -124,8 +98,7 @@ var idemCodecTouch = idemimpl.TypedCodec[Touched]{
 // key=acct.Tenant,acct.By exclude=acct.Trace omit=r1.Note). Not stored (replays return their zero
 // value): r1.Note.
 func (x *Idempotent) Touch(ctx context.Context, acct Account) (Touched, error) {
-	c := x.beginTouch(&acct)
-	return idem.Do(ctx, c, func(ctx context.Context) (Touched, error) {
+	return idem.Do(ctx, x.beginTouch(&acct), func(ctx context.Context) (Touched, error) {
 		return Touch(ctx, acct)
 	})
 }
@@ -135,8 +108,7 @@ func (x *Idempotent) TouchKey(acct Account) (string, error) {
 	return x.beginTouch(&acct).StoreKey()
 }
 
-// beginTouch starts a call of Touch and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginTouch starts a call of Touch and writes its key material.
 func (x *Idempotent) beginTouch(acct *Account) idem.Call {
 	c := x.g.Begin(idemSpecTouch)
 	c.Key().String(acct.Base.Tenant)
@@ -161,6 +133,25 @@ func (x *Idempotent) beginTouch(acct *Account) idem.Call {
 		idemKeyPerson(c.Payload(), acct.Owner)
 	}
 	return c
+}
+
+var idemSpecTouch = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/pointerpath.Touch",
+	Signature: "1b29c6caf66a5193",
+	Codec:     idemCodecTouch,
+}
+
+// Build fails here if pointerpath.Touch's signature changed since generation: run go generate.
+var _ func(context.Context, Account) (Touched, error) = Touch
+
+// idemCodecTouch stores the results of Touch (generated codec).
+var idemCodecTouch = idemimpl.TypedCodec[Touched]{
+	Decode: func(d *idemimpl.Decoder, v *Touched) {
+		idemDecTouchedForTouch(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *Touched) {
+		idemEncTouchedForTouch(e, v)
+	},
 }
 
 // idemDecMetaForTouch restores values of Meta.
@@ -262,66 +253,45 @@ func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Int(int64(v.Amount))
 }
 
-// idemAccount_fieldsChanged_runGoGenerate lists the fields of Account as generated (tags aside).
-type idemAccount_fieldsChanged_runGoGenerate struct {
+// Build fails here if Account's fields changed since generation: run go generate.
+var _ = struct {
 	Base `json:"-" xml:"-"`
 	*Audit
 	ID    int64
 	Owner *Person
-}
-
-// Build fails here if Account's fields changed since generation: run go generate.
-var _ = idemAccount_fieldsChanged_runGoGenerate(Account{})
-
-// idemAudit_fieldsChanged_runGoGenerate lists the fields of Audit as generated (tags aside).
-type idemAudit_fieldsChanged_runGoGenerate struct {
-	By    string
-	Trace string
-}
+}(Account{})
 
 // Build fails here if Audit's fields changed since generation: run go generate.
-var _ = idemAudit_fieldsChanged_runGoGenerate(Audit{})
-
-// idemBase_fieldsChanged_runGoGenerate lists the fields of Base as generated (tags aside).
-type idemBase_fieldsChanged_runGoGenerate struct {
-	Tenant string
-}
+var _ = struct {
+	By    string
+	Trace string
+}(Audit{})
 
 // Build fails here if Base's fields changed since generation: run go generate.
-var _ = idemBase_fieldsChanged_runGoGenerate(Base{})
-
-// idemMeta_fieldsChanged_runGoGenerate lists the fields of Meta as generated (tags aside).
-type idemMeta_fieldsChanged_runGoGenerate struct {
-	Note  string
-	Count int64
-}
+var _ = struct {
+	Tenant string
+}(Base{})
 
 // Build fails here if Meta's fields changed since generation: run go generate.
-var _ = idemMeta_fieldsChanged_runGoGenerate(Meta{})
-
-// idemPerson_fieldsChanged_runGoGenerate lists the fields of Person as generated (tags aside).
-type idemPerson_fieldsChanged_runGoGenerate struct {
-	Email string
-	Tags  []string
-}
+var _ = struct {
+	Note  string
+	Count int64
+}(Meta{})
 
 // Build fails here if Person's fields changed since generation: run go generate.
-var _ = idemPerson_fieldsChanged_runGoGenerate(Person{})
-
-// idemRequest_fieldsChanged_runGoGenerate lists the fields of Request as generated (tags aside).
-type idemRequest_fieldsChanged_runGoGenerate struct {
-	Account *Account
-	Amount  int
-}
+var _ = struct {
+	Email string
+	Tags  []string
+}(Person{})
 
 // Build fails here if Request's fields changed since generation: run go generate.
-var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})
-
-// idemTouched_fieldsChanged_runGoGenerate lists the fields of Touched as generated (tags aside).
-type idemTouched_fieldsChanged_runGoGenerate struct {
-	Meta   `json:"-" xml:"-"`
-	Tenant string
-}
+var _ = struct {
+	Account *Account
+	Amount  int
+}(Request{})
 
 // Build fails here if Touched's fields changed since generation: run go generate.
-var _ = idemTouched_fieldsChanged_runGoGenerate(Touched{})
+var _ = struct {
+	Meta   `json:"-" xml:"-"`
+	Tenant string
+}(Touched{})

@@ -22,13 +22,31 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Charge is promoted.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return).
+func (x *Idempotent) Charge(ctx context.Context, s Stamped, m Money, r Request) (Receipt, error) {
+	return idem.Do(ctx, x.beginCharge(&s, &m, &r), func(ctx context.Context) (Receipt, error) {
+		return Charge(ctx, s, m, r)
+	})
+}
+
+// ChargeKey is the store key Charge claims for these arguments; nothing runs.
+func (x *Idempotent) ChargeKey(s Stamped, m Money, r Request) (string, error) {
+	return x.beginCharge(&s, &m, &r).StoreKey()
+}
+
+// beginCharge starts a call of Charge and writes its key material.
+func (x *Idempotent) beginCharge(s *Stamped, m *Money, r *Request) idem.Call {
+	c := x.g.Begin(idemSpecCharge)
+	idemKeyStamped(c.Key(), s)
+	idemKeyMoney(c.Key(), m)
+	idemKeyRequest(c.Key(), r)
+	return c
+}
+
 var idemSpecCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/promoted.Charge",
-	Signature:   "55022e5495423c2d",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCharge,
+	Name:      "github.com/idemgen/idemgen/testdata/promoted.Charge",
+	Signature: "55022e5495423c2d",
+	Codec:     idemCodecCharge,
 }
 
 // Build fails here if promoted.Charge's signature changed since generation: run go generate.
@@ -44,36 +62,37 @@ var idemCodecCharge = idemimpl.TypedCodec[Receipt]{
 	},
 }
 
-// Charge is promoted.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return).
-func (x *Idempotent) Charge(ctx context.Context, s Stamped, m Money, r Request) (Receipt, error) {
-	c := x.beginCharge(&s, &m, &r)
-	return idem.Do(ctx, c, func(ctx context.Context) (Receipt, error) {
-		return Charge(ctx, s, m, r)
+// Place is promoted.Place, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// key=o.ID,o.Customer.ID).
+func (x *Idempotent) Place(ctx context.Context, o Order) (int64, error) {
+	return idem.Do(ctx, x.beginPlace(&o), func(ctx context.Context) (int64, error) {
+		return Place(ctx, o)
 	})
 }
 
-// ChargeKey is the store key Charge claims for these arguments; nothing runs.
-func (x *Idempotent) ChargeKey(s Stamped, m Money, r Request) (string, error) {
-	return x.beginCharge(&s, &m, &r).StoreKey()
+// PlaceKey is the store key Place claims for these arguments; nothing runs.
+func (x *Idempotent) PlaceKey(o Order) (string, error) {
+	return x.beginPlace(&o).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginCharge(s *Stamped, m *Money, r *Request) idem.Call {
-	c := x.g.Begin(idemSpecCharge)
-	idemKeyStamped(c.Key(), s)
-	idemKeyMoney(c.Key(), m)
-	idemKeyRequest(c.Key(), r)
+// beginPlace starts a call of Place and writes its key material.
+func (x *Idempotent) beginPlace(o *Order) idem.Call {
+	c := x.g.Begin(idemSpecPlace)
+	c.Key().String(o.ID)
+	if o.Customer == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().Ptr()
+		c.Key().Int(o.Customer.ID)
+	}
+	idemKeyOrder(c.Payload(), o)
 	return c
 }
 
 var idemSpecPlace = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/promoted.Place",
-	Signature:   "36c5c8ca0f9ce582",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPlace,
+	Name:      "github.com/idemgen/idemgen/testdata/promoted.Place",
+	Signature: "36c5c8ca0f9ce582",
+	Codec:     idemCodecPlace,
 }
 
 // Build fails here if promoted.Place's signature changed since generation: run go generate.
@@ -89,61 +108,9 @@ var idemCodecPlace = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Place is promoted.Place, run at most once per key (ttl=24h lease=30s on_duplicate=return
-// key=o.ID,o.Customer.ID).
-func (x *Idempotent) Place(ctx context.Context, o Order) (int64, error) {
-	c := x.beginPlace(&o)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Place(ctx, o)
-	})
-}
-
-// PlaceKey is the store key Place claims for these arguments; nothing runs.
-func (x *Idempotent) PlaceKey(o Order) (string, error) {
-	return x.beginPlace(&o).StoreKey()
-}
-
-// beginPlace starts a call of Place and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginPlace(o *Order) idem.Call {
-	c := x.g.Begin(idemSpecPlace)
-	c.Key().String(o.ID)
-	if o.Customer == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		c.Key().Int(o.Customer.ID)
-	}
-	idemKeyOrder(c.Payload(), o)
-	return c
-}
-
-var idemSpecVisit = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/promoted.Visit",
-	Signature:   "4886c9cdbe6b8706",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecVisit,
-}
-
-// Build fails here if promoted.Visit's signature changed since generation: run go generate.
-var _ func(context.Context, *Node) (string, error) = Visit
-
-// idemCodecVisit stores the results of Visit (generated codec).
-var idemCodecVisit = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
-
 // Visit is promoted.Visit, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Visit(ctx context.Context, n *Node) (string, error) {
-	c := x.beginVisit(n)
-	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+	return idem.Do(ctx, x.beginVisit(n), func(ctx context.Context) (string, error) {
 		return Visit(ctx, n)
 	})
 }
@@ -165,27 +132,22 @@ func (x *Idempotent) beginVisit(n *Node) idem.Call {
 	return c
 }
 
-var idemSpecTally = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/promoted.Tally",
-	Signature:   "f3fb9b997c3f4dd9",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecTally,
+var idemSpecVisit = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/promoted.Visit",
+	Signature: "4886c9cdbe6b8706",
+	Codec:     idemCodecVisit,
 }
 
-// Build fails here if promoted.Tally's signature changed since generation: run go generate.
-var _ func(context.Context, map[string]struct {
-	Note string `idem:"-"`
-}) (int64, error) = Tally
+// Build fails here if promoted.Visit's signature changed since generation: run go generate.
+var _ func(context.Context, *Node) (string, error) = Visit
 
-// idemCodecTally stores the results of Tally (generated codec).
-var idemCodecTally = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
+// idemCodecVisit stores the results of Visit (generated codec).
+var idemCodecVisit = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
+		*v = d.String()
 	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
+	Encode: func(e *idemimpl.Encoder, v *string) {
+		e.String(*v)
 	},
 }
 
@@ -193,8 +155,7 @@ var idemCodecTally = idemimpl.TypedCodec[int64]{
 func (x *Idempotent) Tally(ctx context.Context, m map[string]struct {
 	Note string `idem:"-"`
 }) (int64, error) {
-	c := x.beginTally(m)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginTally(m), func(ctx context.Context) (int64, error) {
 		return Tally(ctx, m)
 	})
 }
@@ -224,26 +185,19 @@ func (x *Idempotent) beginTally(m map[string]struct {
 	return c
 }
 
-var idemSpecMarks = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/promoted.Marks",
-	Signature:   "12129e43336bfc0a",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecMarks,
+var idemSpecTally = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/promoted.Tally",
+	Signature: "f3fb9b997c3f4dd9",
+	Codec:     idemCodecTally,
 }
 
-// Build fails here if promoted.Marks's signature changed since generation: run go generate.
-var _ func(context.Context, []struct {
+// Build fails here if promoted.Tally's signature changed since generation: run go generate.
+var _ func(context.Context, map[string]struct {
 	Note string `idem:"-"`
-}, [2]struct {
-	Note string `idem:"-"`
-}, [][1]struct {
-	Note string `idem:"-"`
-}) (int64, error) = Marks
+}) (int64, error) = Tally
 
-// idemCodecMarks stores the results of Marks (generated codec).
-var idemCodecMarks = idemimpl.TypedCodec[int64]{
+// idemCodecTally stores the results of Tally (generated codec).
+var idemCodecTally = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -260,8 +214,7 @@ func (x *Idempotent) Marks(ctx context.Context, m []struct {
 }, n [][1]struct {
 	Note string `idem:"-"`
 }) (int64, error) {
-	c := x.beginMarks(m, &a, n)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginMarks(m, &a, n), func(ctx context.Context) (int64, error) {
 		return Marks(ctx, m, a, n)
 	})
 }
@@ -277,8 +230,7 @@ func (x *Idempotent) MarksKey(m []struct {
 	return x.beginMarks(m, &a, n).StoreKey()
 }
 
-// beginMarks starts a call of Marks and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginMarks starts a call of Marks and writes its key material.
 func (x *Idempotent) beginMarks(m []struct {
 	Note string `idem:"-"`
 }, a *[2]struct {
@@ -304,20 +256,23 @@ func (x *Idempotent) beginMarks(m []struct {
 	return c
 }
 
-var idemSpecRoute = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/promoted.Route",
-	Signature:   "9d7972af6d40f385",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecRoute,
+var idemSpecMarks = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/promoted.Marks",
+	Signature: "12129e43336bfc0a",
+	Codec:     idemCodecMarks,
 }
 
-// Build fails here if promoted.Route's signature changed since generation: run go generate.
-var _ func(context.Context, net.IP, *big.Float) (int64, error) = Route
+// Build fails here if promoted.Marks's signature changed since generation: run go generate.
+var _ func(context.Context, []struct {
+	Note string `idem:"-"`
+}, [2]struct {
+	Note string `idem:"-"`
+}, [][1]struct {
+	Note string `idem:"-"`
+}) (int64, error) = Marks
 
-// idemCodecRoute stores the results of Route (generated codec).
-var idemCodecRoute = idemimpl.TypedCodec[int64]{
+// idemCodecMarks stores the results of Marks (generated codec).
+var idemCodecMarks = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -328,8 +283,7 @@ var idemCodecRoute = idemimpl.TypedCodec[int64]{
 
 // Route is promoted.Route, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Route(ctx context.Context, ip net.IP, amount *big.Float) (int64, error) {
-	c := x.beginRoute(ip, amount)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginRoute(ip, amount), func(ctx context.Context) (int64, error) {
 		return Route(ctx, ip, amount)
 	})
 }
@@ -354,6 +308,25 @@ func (x *Idempotent) beginRoute(ip net.IP, amount *big.Float) idem.Call {
 		c.Key().String(amount.Text('p', 0))
 	}
 	return c
+}
+
+var idemSpecRoute = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/promoted.Route",
+	Signature: "9d7972af6d40f385",
+	Codec:     idemCodecRoute,
+}
+
+// Build fails here if promoted.Route's signature changed since generation: run go generate.
+var _ func(context.Context, net.IP, *big.Float) (int64, error) = Route
+
+// idemCodecRoute stores the results of Route (generated codec).
+var idemCodecRoute = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
 }
 
 // idemDecMoney restores values of Money.
@@ -484,65 +457,44 @@ func idemKeyStamped(b *idemimpl.KeyBuilder, v *Stamped) {
 	b.String(v.Order)
 }
 
-// idemCustomer_fieldsChanged_runGoGenerate lists the fields of Customer as generated (tags aside).
-type idemCustomer_fieldsChanged_runGoGenerate struct {
-	ID int64
-}
-
 // Build fails here if Customer's fields changed since generation: run go generate.
-var _ = idemCustomer_fieldsChanged_runGoGenerate(Customer{})
-
-// idemMoney_fieldsChanged_runGoGenerate lists the fields of Money as generated (tags aside).
-type idemMoney_fieldsChanged_runGoGenerate struct {
-	Decimal  `json:"-" xml:"-"`
-	Currency string
-}
+var _ = struct {
+	ID int64
+}(Customer{})
 
 // Build fails here if Money's fields changed since generation: run go generate.
-var _ = idemMoney_fieldsChanged_runGoGenerate(Money{})
-
-// idemNode_fieldsChanged_runGoGenerate lists the fields of Node as generated (tags aside).
-type idemNode_fieldsChanged_runGoGenerate struct {
-	Name string
-	Next *Node
-}
+var _ = struct {
+	Decimal  `json:"-" xml:"-"`
+	Currency string
+}(Money{})
 
 // Build fails here if Node's fields changed since generation: run go generate.
-var _ = idemNode_fieldsChanged_runGoGenerate(Node{})
-
-// idemOrder_fieldsChanged_runGoGenerate lists the fields of Order as generated (tags aside).
-type idemOrder_fieldsChanged_runGoGenerate struct {
-	ID       string
-	Customer *Customer
-}
+var _ = struct {
+	Name string
+	Next *Node
+}(Node{})
 
 // Build fails here if Order's fields changed since generation: run go generate.
-var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
+var _ = struct {
+	ID       string
+	Customer *Customer
+}(Order{})
 
-// idemReceipt_fieldsChanged_runGoGenerate lists the fields of Receipt as generated (tags aside).
-type idemReceipt_fieldsChanged_runGoGenerate struct {
+// Build fails here if Receipt's fields changed since generation: run go generate.
+var _ = struct {
 	Stamped `json:"-" xml:"-"`
 	Total   Money
 	N       int64
-}
-
-// Build fails here if Receipt's fields changed since generation: run go generate.
-var _ = idemReceipt_fieldsChanged_runGoGenerate(Receipt{})
-
-// idemRequest_fieldsChanged_runGoGenerate lists the fields of Request as generated (tags aside).
-type idemRequest_fieldsChanged_runGoGenerate struct {
-	Tenant `json:"-" xml:"-"`
-	Item   string
-}
+}(Receipt{})
 
 // Build fails here if Request's fields changed since generation: run go generate.
-var _ = idemRequest_fieldsChanged_runGoGenerate(Request{})
-
-// idemStamped_fieldsChanged_runGoGenerate lists the fields of Stamped as generated (tags aside).
-type idemStamped_fieldsChanged_runGoGenerate struct {
-	time.Time `json:"-" xml:"-"`
-	Order     string
-}
+var _ = struct {
+	Tenant `json:"-" xml:"-"`
+	Item   string
+}(Request{})
 
 // Build fails here if Stamped's fields changed since generation: run go generate.
-var _ = idemStamped_fieldsChanged_runGoGenerate(Stamped{})
+var _ = struct {
+	time.Time `json:"-" xml:"-"`
+	Order     string
+}(Stamped{})

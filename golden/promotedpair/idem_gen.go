@@ -23,32 +23,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecGet = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/promotedpair.Get",
-	Signature:   "7dacd8607e2aa789",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecGet,
-}
-
-// Build fails here if p.Get's signature changed since generation: run go generate.
-var _ func(context.Context, string) (Res, error) = Get
-
-// idemCodecGet stores the results of Get (generated codec).
-var idemCodecGet = idemimpl.TypedCodec[Res]{
-	Decode: func(d *idemimpl.Decoder, v *Res) {
-		idemDecRes(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Res) {
-		idemEncRes(e, v)
-	},
-}
-
 // Get is p.Get, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Get(ctx context.Context, id string) (Res, error) {
-	c := x.beginGet(id)
-	return idem.Do(ctx, c, func(ctx context.Context) (Res, error) {
+	return idem.Do(ctx, x.beginGet(id), func(ctx context.Context) (Res, error) {
 		return Get(ctx, id)
 	})
 }
@@ -63,6 +40,26 @@ func (x *Idempotent) beginGet(id string) idem.Call {
 	c := x.g.Begin(idemSpecGet)
 	c.Key().String(id)
 	return c
+}
+
+var idemSpecGet = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/promotedpair.Get",
+	Signature: "7dacd8607e2aa789",
+	TTL:       time.Hour,
+	Codec:     idemCodecGet,
+}
+
+// Build fails here if p.Get's signature changed since generation: run go generate.
+var _ func(context.Context, string) (Res, error) = Get
+
+// idemCodecGet stores the results of Get (generated codec).
+var idemCodecGet = idemimpl.TypedCodec[Res]{
+	Decode: func(d *idemimpl.Decoder, v *Res) {
+		idemDecRes(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *Res) {
+		idemEncRes(e, v)
+	},
 }
 
 // idemDecAmount restores values of Amount.
@@ -218,49 +215,34 @@ func idemEncTagged(e *idemimpl.Encoder, v *Tagged) {
 	e.End(at)
 }
 
-// idemAmount_fieldsChanged_runGoGenerate lists the fields of Amount as generated (tags aside).
-type idemAmount_fieldsChanged_runGoGenerate struct {
+// Build fails here if Amount's fields changed since generation: run go generate.
+var _ = struct {
 	*big.Float
 	Currency string
-}
-
-// Build fails here if Amount's fields changed since generation: run go generate.
-var _ = idemAmount_fieldsChanged_runGoGenerate(Amount{})
-
-// idemLocated_fieldsChanged_runGoGenerate lists the fields of Located as generated (tags aside).
-type idemLocated_fieldsChanged_runGoGenerate struct {
-	netip.Addr `json:"-" xml:"-"`
-	Label      string
-}
+}(Amount{})
 
 // Build fails here if Located's fields changed since generation: run go generate.
-var _ = idemLocated_fieldsChanged_runGoGenerate(Located{})
+var _ = struct {
+	netip.Addr `json:"-" xml:"-"`
+	Label      string
+}(Located{})
 
-// idemRes_fieldsChanged_runGoGenerate lists the fields of Res as generated (tags aside).
-type idemRes_fieldsChanged_runGoGenerate struct {
+// Build fails here if Res's fields changed since generation: run go generate.
+var _ = struct {
 	Tagged  Tagged
 	Stamp   Stamp
 	Located Located
 	Amount  Amount
-}
-
-// Build fails here if Res's fields changed since generation: run go generate.
-var _ = idemRes_fieldsChanged_runGoGenerate(Res{})
-
-// idemStamp_fieldsChanged_runGoGenerate lists the fields of Stamp as generated (tags aside).
-type idemStamp_fieldsChanged_runGoGenerate struct {
-	time.Time `json:"-" xml:"-"`
-	Source    string
-}
+}(Res{})
 
 // Build fails here if Stamp's fields changed since generation: run go generate.
-var _ = idemStamp_fieldsChanged_runGoGenerate(Stamp{})
-
-// idemTagged_fieldsChanged_runGoGenerate lists the fields of Tagged as generated (tags aside).
-type idemTagged_fieldsChanged_runGoGenerate struct {
-	json.RawMessage
-	Name string
-}
+var _ = struct {
+	time.Time `json:"-" xml:"-"`
+	Source    string
+}(Stamp{})
 
 // Build fails here if Tagged's fields changed since generation: run go generate.
-var _ = idemTagged_fieldsChanged_runGoGenerate(Tagged{})
+var _ = struct {
+	json.RawMessage
+	Name string
+}(Tagged{})

@@ -23,13 +23,34 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Record is protoresult.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Record(ctx context.Context, id string) (*Event, *timestamppb.Timestamp, error) {
+	r, err := idem.Do(ctx, x.beginRecord(id), func(ctx context.Context) (idemResultRecord, error) {
+		var r idemResultRecord
+		var err error
+		r.r1, r.r2, err = Record(ctx, id)
+		return r, err
+	})
+	return r.r1, r.r2, err
+}
+
+// RecordKey is the store key Record claims for these arguments; nothing runs.
+func (x *Idempotent) RecordKey(id string) (string, error) {
+	return x.beginRecord(id).StoreKey()
+}
+
+// beginRecord starts a call of Record and writes its key material.
+func (x *Idempotent) beginRecord(id string) idem.Call {
+	c := x.g.Begin(idemSpecRecord)
+	c.Key().String(id)
+	return c
+}
+
 var idemSpecRecord = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/protoresult.Record",
-	Signature:   "c6abb03e4f8ee574",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecRecord,
+	Name:      "github.com/idemgen/idemgen/testdata/protoresult.Record",
+	Signature: "c6abb03e4f8ee574",
+	TTL:       time.Hour,
+	Codec:     idemCodecRecord,
 }
 
 // Build fails here if protoresult.Record's signature changed since generation: run go generate.
@@ -84,30 +105,6 @@ var idemCodecRecord = idemimpl.TypedCodec[idemResultRecord]{
 		}
 		e.End(at)
 	},
-}
-
-// Record is protoresult.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Record(ctx context.Context, id string) (*Event, *timestamppb.Timestamp, error) {
-	c := x.beginRecord(id)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultRecord, error) {
-		var r idemResultRecord
-		var err error
-		r.r1, r.r2, err = Record(ctx, id)
-		return r, err
-	})
-	return r.r1, r.r2, err
-}
-
-// RecordKey is the store key Record claims for these arguments; nothing runs.
-func (x *Idempotent) RecordKey(id string) (string, error) {
-	return x.beginRecord(id).StoreKey()
-}
-
-// beginRecord starts a call of Record and writes its key material.
-func (x *Idempotent) beginRecord(id string) idem.Call {
-	c := x.g.Begin(idemSpecRecord)
-	c.Key().String(id)
-	return c
 }
 
 // idemDecEvent restores values of Event.
@@ -173,13 +170,10 @@ func idemEncEvent(e *idemimpl.Encoder, v *Event) {
 	e.End(at)
 }
 
-// idemEvent_fieldsChanged_runGoGenerate lists the fields of Event as generated (tags aside).
-type idemEvent_fieldsChanged_runGoGenerate struct {
+// Build fails here if Event's fields changed since generation: run go generate.
+var _ = struct {
 	ID    string
 	At    *timestamppb.Timestamp
 	Attrs *structpb.Struct
 	None  *structpb.Struct
-}
-
-// Build fails here if Event's fields changed since generation: run go generate.
-var _ = idemEvent_fieldsChanged_runGoGenerate(Event{})
+}(Event{})

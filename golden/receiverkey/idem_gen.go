@@ -23,33 +23,10 @@ func NewIdempotentTenant(t *Tenant, g *idem.Guard) *IdempotentTenant {
 	}
 }
 
-var idemSpecTenantBill = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/receiverkey.Tenant.Bill",
-	Signature:   "43b27ee305fd5960",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecTenantBill,
-}
-
-// Build fails here if Tenant.Bill's signature changed since generation: run go generate.
-var _ func(*Tenant, context.Context, int64) (string, error) = (*Tenant).Bill
-
-// idemCodecTenantBill stores the results of Bill (generated codec).
-var idemCodecTenantBill = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
-
 // Bill is Tenant.Bill, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=t.ID,t.region,amount).
 func (t *IdempotentTenant) Bill(ctx context.Context, amount int64) (string, error) {
-	c := t.beginBill(amount)
-	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+	return idem.Do(ctx, t.beginBill(amount), func(ctx context.Context) (string, error) {
 		return t.Tenant.Bill(ctx, amount)
 	})
 }
@@ -79,20 +56,17 @@ func (t *IdempotentTenant) beginBill(amount int64) idem.Call {
 	return c
 }
 
-var idemSpecTenantNotify = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/receiverkey.Tenant.Notify",
-	Signature:   "f0620b5498923c25",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecTenantNotify,
+var idemSpecTenantBill = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/receiverkey.Tenant.Bill",
+	Signature: "43b27ee305fd5960",
+	Codec:     idemCodecTenantBill,
 }
 
-// Build fails here if Tenant.Notify's signature changed since generation: run go generate.
-var _ func(*Tenant, context.Context, string) (string, error) = (*Tenant).Notify
+// Build fails here if Tenant.Bill's signature changed since generation: run go generate.
+var _ func(*Tenant, context.Context, int64) (string, error) = (*Tenant).Bill
 
-// idemCodecTenantNotify stores the results of Notify (generated codec).
-var idemCodecTenantNotify = idemimpl.TypedCodec[string]{
+// idemCodecTenantBill stores the results of Bill (generated codec).
+var idemCodecTenantBill = idemimpl.TypedCodec[string]{
 	Decode: func(d *idemimpl.Decoder, v *string) {
 		*v = d.String()
 	},
@@ -104,8 +78,7 @@ var idemCodecTenantNotify = idemimpl.TypedCodec[string]{
 // Notify is Tenant.Notify, run at most once per key (ttl=24h lease=30s on_duplicate=return). The
 // receiver is not part of the key (key= can name its fields).
 func (t *IdempotentTenant) Notify(ctx context.Context, msg string) (string, error) {
-	c := t.beginNotify(msg)
-	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+	return idem.Do(ctx, t.beginNotify(msg), func(ctx context.Context) (string, error) {
 		return t.Tenant.Notify(ctx, msg)
 	})
 }
@@ -122,11 +95,27 @@ func (t *IdempotentTenant) beginNotify(msg string) idem.Call {
 	return c
 }
 
-// idemTenant_fieldsChanged_runGoGenerate lists the fields of Tenant as generated (tags aside).
-type idemTenant_fieldsChanged_runGoGenerate struct {
-	ID     string
-	region string
+var idemSpecTenantNotify = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/receiverkey.Tenant.Notify",
+	Signature: "f0620b5498923c25",
+	Codec:     idemCodecTenantNotify,
+}
+
+// Build fails here if Tenant.Notify's signature changed since generation: run go generate.
+var _ func(*Tenant, context.Context, string) (string, error) = (*Tenant).Notify
+
+// idemCodecTenantNotify stores the results of Notify (generated codec).
+var idemCodecTenantNotify = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
+		*v = d.String()
+	},
+	Encode: func(e *idemimpl.Encoder, v *string) {
+		e.String(*v)
+	},
 }
 
 // Build fails here if Tenant's fields changed since generation: run go generate.
-var _ = idemTenant_fieldsChanged_runGoGenerate(Tenant{})
+var _ = struct {
+	ID     string
+	region string
+}(Tenant{})

@@ -19,13 +19,36 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Walk is recursive.Walk, run at most once per key (ttl=24h lease=30s on_duplicate=return).
+func (x *Idempotent) Walk(ctx context.Context, t *Tree, l List, a A) (int64, error) {
+	return idem.Do(ctx, x.beginWalk(t, &l, &a), func(ctx context.Context) (int64, error) {
+		return Walk(ctx, t, l, a)
+	})
+}
+
+// WalkKey is the store key Walk claims for these arguments; nothing runs.
+func (x *Idempotent) WalkKey(t *Tree, l List, a A) (string, error) {
+	return x.beginWalk(t, &l, &a).StoreKey()
+}
+
+// beginWalk starts a call of Walk and writes its key material.
+func (x *Idempotent) beginWalk(t *Tree, l *List, a *A) idem.Call {
+	c := x.g.Begin(idemSpecWalk)
+	if t == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().Ptr()
+		idemKeyTree(c.Key(), t)
+	}
+	idemKeyList(c.Key(), l)
+	idemKeyA(c.Key(), a)
+	return c
+}
+
 var idemSpecWalk = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/recursive.Walk",
-	Signature:   "dde3dec5c52f8011",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecWalk,
+	Name:      "github.com/idemgen/idemgen/testdata/recursive.Walk",
+	Signature: "dde3dec5c52f8011",
+	Codec:     idemCodecWalk,
 }
 
 // Build fails here if recursive.Walk's signature changed since generation: run go generate.
@@ -39,34 +62,6 @@ var idemCodecWalk = idemimpl.TypedCodec[int64]{
 	Encode: func(e *idemimpl.Encoder, v *int64) {
 		e.Int(*v)
 	},
-}
-
-// Walk is recursive.Walk, run at most once per key (ttl=24h lease=30s on_duplicate=return).
-func (x *Idempotent) Walk(ctx context.Context, t *Tree, l List, a A) (int64, error) {
-	c := x.beginWalk(t, &l, &a)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Walk(ctx, t, l, a)
-	})
-}
-
-// WalkKey is the store key Walk claims for these arguments; nothing runs.
-func (x *Idempotent) WalkKey(t *Tree, l List, a A) (string, error) {
-	return x.beginWalk(t, &l, &a).StoreKey()
-}
-
-// beginWalk starts a call of Walk and writes its key material. Structs and arrays come by pointer:
-// no copies.
-func (x *Idempotent) beginWalk(t *Tree, l *List, a *A) idem.Call {
-	c := x.g.Begin(idemSpecWalk)
-	if t == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeyTree(c.Key(), t)
-	}
-	idemKeyList(c.Key(), l)
-	idemKeyA(c.Key(), a)
-	return c
 }
 
 // idemKeyA writes the key material of A.
@@ -147,38 +142,26 @@ func idemKeyTree(b *idemimpl.KeyBuilder, v *Tree) {
 	}
 }
 
-// idemA_fieldsChanged_runGoGenerate lists the fields of A as generated (tags aside).
-type idemA_fieldsChanged_runGoGenerate struct {
-	B *B
-}
-
 // Build fails here if A's fields changed since generation: run go generate.
-var _ = idemA_fieldsChanged_runGoGenerate(A{})
-
-// idemB_fieldsChanged_runGoGenerate lists the fields of B as generated (tags aside).
-type idemB_fieldsChanged_runGoGenerate struct {
-	A  *A
-	ID int
-}
+var _ = struct {
+	B *B
+}(A{})
 
 // Build fails here if B's fields changed since generation: run go generate.
-var _ = idemB_fieldsChanged_runGoGenerate(B{})
-
-// idemList_fieldsChanged_runGoGenerate lists the fields of List as generated (tags aside).
-type idemList_fieldsChanged_runGoGenerate struct {
-	Head int
-	Tail *List
-}
+var _ = struct {
+	A  *A
+	ID int
+}(B{})
 
 // Build fails here if List's fields changed since generation: run go generate.
-var _ = idemList_fieldsChanged_runGoGenerate(List{})
+var _ = struct {
+	Head int
+	Tail *List
+}(List{})
 
-// idemTree_fieldsChanged_runGoGenerate lists the fields of Tree as generated (tags aside).
-type idemTree_fieldsChanged_runGoGenerate struct {
+// Build fails here if Tree's fields changed since generation: run go generate.
+var _ = struct {
 	Value    string
 	Children []*Tree
 	Attrs    map[string]*Tree
-}
-
-// Build fails here if Tree's fields changed since generation: run go generate.
-var _ = idemTree_fieldsChanged_runGoGenerate(Tree{})
+}(Tree{})

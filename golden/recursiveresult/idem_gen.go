@@ -19,11 +19,30 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Chain is recursiveresult.Chain, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
+func (x *Idempotent) Chain(ctx context.Context, n int, ring bool, fan bool) (*Node, error) {
+	return idem.Do(ctx, x.beginChain(n, ring, fan), func(ctx context.Context) (*Node, error) {
+		return Chain(ctx, n, ring, fan)
+	})
+}
+
+// ChainKey is the store key Chain claims for these arguments; nothing runs.
+func (x *Idempotent) ChainKey(n int, ring bool, fan bool) (string, error) {
+	return x.beginChain(n, ring, fan).StoreKey()
+}
+
+// beginChain starts a call of Chain and writes its key material.
+func (x *Idempotent) beginChain(n int, ring bool, fan bool) idem.Call {
+	c := x.g.Begin(idemSpecChain)
+	c.Key().Int(int64(n))
+	c.Key().Bool(ring)
+	c.Key().Bool(fan)
+	return c
+}
+
 var idemSpecChain = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/recursiveresult.Chain",
 	Signature:   "2441310cb4f09b65",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateWait,
 	Codec:       idemCodecChain,
 }
@@ -49,28 +68,6 @@ var idemCodecChain = idemimpl.TypedCodec[*Node]{
 			idemEncNode(e, *v)
 		}
 	},
-}
-
-// Chain is recursiveresult.Chain, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
-func (x *Idempotent) Chain(ctx context.Context, n int, ring bool, fan bool) (*Node, error) {
-	c := x.beginChain(n, ring, fan)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Node, error) {
-		return Chain(ctx, n, ring, fan)
-	})
-}
-
-// ChainKey is the store key Chain claims for these arguments; nothing runs.
-func (x *Idempotent) ChainKey(n int, ring bool, fan bool) (string, error) {
-	return x.beginChain(n, ring, fan).StoreKey()
-}
-
-// beginChain starts a call of Chain and writes its key material.
-func (x *Idempotent) beginChain(n int, ring bool, fan bool) idem.Call {
-	c := x.g.Begin(idemSpecChain)
-	c.Key().Int(int64(n))
-	c.Key().Bool(ring)
-	c.Key().Bool(fan)
-	return c
 }
 
 // idemDecNode restores values of Node.
@@ -145,12 +142,9 @@ func idemEncNode(e *idemimpl.Encoder, v *Node) {
 	e.End(at)
 }
 
-// idemNode_fieldsChanged_runGoGenerate lists the fields of Node as generated (tags aside).
-type idemNode_fieldsChanged_runGoGenerate struct {
+// Build fails here if Node's fields changed since generation: run go generate.
+var _ = struct {
 	ID       int
 	Children []*Node
 	Next     *Node
-}
-
-// Build fails here if Node's fields changed since generation: run go generate.
-var _ = idemNode_fieldsChanged_runGoGenerate(Node{})
+}(Node{})

@@ -28,13 +28,36 @@ func NewIdempotentUsersService(t *UsersService, g *idem.Guard) *IdempotentUsersS
 	}
 }
 
+// Create is UsersService.Create, run at most once per key (ttl=1h lease=30s on_duplicate=return
+// omit=r2). The receiver is not part of the key (key= can name its fields). Not stored (replays
+// return their zero value): r2.
+func (s *IdempotentUsersService) Create(ctx context.Context, login string) (*User, *http.Response, error) {
+	r, err := idem.Do(ctx, s.beginCreate(login), func(ctx context.Context) (idemResultUsersServiceCreate, error) {
+		var r idemResultUsersServiceCreate
+		var err error
+		r.r1, r.r2, err = s.UsersService.Create(ctx, login)
+		return r, err
+	})
+	return r.r1, r.r2, err
+}
+
+// CreateKey is the store key Create claims for these arguments; nothing runs.
+func (s *IdempotentUsersService) CreateKey(login string) (string, error) {
+	return s.beginCreate(login).StoreKey()
+}
+
+// beginCreate starts a call of Create and writes its key material.
+func (s *IdempotentUsersService) beginCreate(login string) idem.Call {
+	c := s.g.Begin(idemSpecUsersServiceCreate)
+	c.Key().String(login)
+	return c
+}
+
 var idemSpecUsersServiceCreate = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/restclient.UsersService.Create",
-	Signature:   "c26e7ca70f36dd61",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecUsersServiceCreate,
+	Name:      "github.com/idemgen/idemgen/testdata/restclient.UsersService.Create",
+	Signature: "c26e7ca70f36dd61",
+	TTL:       time.Hour,
+	Codec:     idemCodecUsersServiceCreate,
 }
 
 // Build fails here if UsersService.Create's signature changed since generation: run go generate.
@@ -75,32 +98,6 @@ var idemCodecUsersServiceCreate = idemimpl.TypedCodec[idemResultUsersServiceCrea
 		}
 		e.End(at)
 	},
-}
-
-// Create is UsersService.Create, run at most once per key (ttl=1h lease=30s on_duplicate=return
-// omit=r2). The receiver is not part of the key (key= can name its fields). Not stored (replays
-// return their zero value): r2.
-func (s *IdempotentUsersService) Create(ctx context.Context, login string) (*User, *http.Response, error) {
-	c := s.beginCreate(login)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultUsersServiceCreate, error) {
-		var r idemResultUsersServiceCreate
-		var err error
-		r.r1, r.r2, err = s.UsersService.Create(ctx, login)
-		return r, err
-	})
-	return r.r1, r.r2, err
-}
-
-// CreateKey is the store key Create claims for these arguments; nothing runs.
-func (s *IdempotentUsersService) CreateKey(login string) (string, error) {
-	return s.beginCreate(login).StoreKey()
-}
-
-// beginCreate starts a call of Create and writes its key material.
-func (s *IdempotentUsersService) beginCreate(login string) idem.Call {
-	c := s.g.Begin(idemSpecUsersServiceCreate)
-	c.Key().String(login)
-	return c
 }
 
 // idemDecUser restores values of User.
@@ -192,15 +189,12 @@ func idemEncUser(e *idemimpl.Encoder, v *User) {
 	e.End(at)
 }
 
-// idemUser_fieldsChanged_runGoGenerate lists the fields of User as generated (tags aside).
-type idemUser_fieldsChanged_runGoGenerate struct {
+// Build fails here if User's fields changed since generation: run go generate.
+var _ = struct {
 	ID       int64
 	Login    string
 	Email    *string
 	Orgs     []string
 	Created  time.Time
 	Settings map[string]bool
-}
-
-// Build fails here if User's fields changed since generation: run go generate.
-var _ = idemUser_fieldsChanged_runGoGenerate(User{})
+}(User{})

@@ -26,13 +26,36 @@ func NewIdempotentReposService(t *ReposService, g *idem.Guard) *IdempotentReposS
 	}
 }
 
+// Create is ReposService.Create, run at most once per key (ttl=1h lease=30s on_duplicate=return
+// omit=r2.Response). The receiver is not part of the key (key= can name its fields). Not stored
+// (replays return their zero value): r2.Response.
+func (s *IdempotentReposService) Create(ctx context.Context, name string) (*Repo, *Response, error) {
+	r, err := idem.Do(ctx, s.beginCreate(name), func(ctx context.Context) (idemResultReposServiceCreate, error) {
+		var r idemResultReposServiceCreate
+		var err error
+		r.r1, r.r2, err = s.ReposService.Create(ctx, name)
+		return r, err
+	})
+	return r.r1, r.r2, err
+}
+
+// CreateKey is the store key Create claims for these arguments; nothing runs.
+func (s *IdempotentReposService) CreateKey(name string) (string, error) {
+	return s.beginCreate(name).StoreKey()
+}
+
+// beginCreate starts a call of Create and writes its key material.
+func (s *IdempotentReposService) beginCreate(name string) idem.Call {
+	c := s.g.Begin(idemSpecReposServiceCreate)
+	c.Key().String(name)
+	return c
+}
+
 var idemSpecReposServiceCreate = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/restembedded.ReposService.Create",
-	Signature:   "1fa11a83651f6f90",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecReposServiceCreate,
+	Name:      "github.com/idemgen/idemgen/testdata/restembedded.ReposService.Create",
+	Signature: "1fa11a83651f6f90",
+	TTL:       time.Hour,
+	Codec:     idemCodecReposServiceCreate,
 }
 
 // Build fails here if ReposService.Create's signature changed since generation: run go generate.
@@ -89,32 +112,6 @@ var idemCodecReposServiceCreate = idemimpl.TypedCodec[idemResultReposServiceCrea
 	},
 }
 
-// Create is ReposService.Create, run at most once per key (ttl=1h lease=30s on_duplicate=return
-// omit=r2.Response). The receiver is not part of the key (key= can name its fields). Not stored
-// (replays return their zero value): r2.Response.
-func (s *IdempotentReposService) Create(ctx context.Context, name string) (*Repo, *Response, error) {
-	c := s.beginCreate(name)
-	r, err := idem.Do(ctx, c, func(ctx context.Context) (idemResultReposServiceCreate, error) {
-		var r idemResultReposServiceCreate
-		var err error
-		r.r1, r.r2, err = s.ReposService.Create(ctx, name)
-		return r, err
-	})
-	return r.r1, r.r2, err
-}
-
-// CreateKey is the store key Create claims for these arguments; nothing runs.
-func (s *IdempotentReposService) CreateKey(name string) (string, error) {
-	return s.beginCreate(name).StoreKey()
-}
-
-// beginCreate starts a call of Create and writes its key material.
-func (s *IdempotentReposService) beginCreate(name string) idem.Call {
-	c := s.g.Begin(idemSpecReposServiceCreate)
-	c.Key().String(name)
-	return c
-}
-
 // idemDecRepo restores values of Repo.
 func idemDecRepo(d *idemimpl.Decoder, v *Repo) {
 	end := d.Struct()
@@ -161,20 +158,14 @@ func idemEncResponseForReposServiceCreate(e *idemimpl.Encoder, v *Response) {
 	e.End(at)
 }
 
-// idemRepo_fieldsChanged_runGoGenerate lists the fields of Repo as generated (tags aside).
-type idemRepo_fieldsChanged_runGoGenerate struct {
+// Build fails here if Repo's fields changed since generation: run go generate.
+var _ = struct {
 	ID   int64
 	Name string
-}
-
-// Build fails here if Repo's fields changed since generation: run go generate.
-var _ = idemRepo_fieldsChanged_runGoGenerate(Repo{})
-
-// idemResponse_fieldsChanged_runGoGenerate lists the fields of Response as generated (tags aside).
-type idemResponse_fieldsChanged_runGoGenerate struct {
-	*http.Response
-	Rate int
-}
+}(Repo{})
 
 // Build fails here if Response's fields changed since generation: run go generate.
-var _ = idemResponse_fieldsChanged_runGoGenerate(Response{})
+var _ = struct {
+	*http.Response
+	Rate int
+}(Response{})

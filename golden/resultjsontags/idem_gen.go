@@ -22,32 +22,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecF = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/resultjsontags.F",
-	Signature:   "6a3834e0d9bd6b9d",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecF,
-}
-
-// Build fails here if p.F's signature changed since generation: run go generate.
-var _ func(context.Context, string) (Res, error) = F
-
-// idemCodecF stores the results of F (generated codec).
-var idemCodecF = idemimpl.TypedCodec[Res]{
-	Decode: func(d *idemimpl.Decoder, v *Res) {
-		idemDecRes(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Res) {
-		idemEncRes(e, v)
-	},
-}
-
 // F is p.F, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) F(ctx context.Context, id string) (Res, error) {
-	c := x.beginF(id)
-	return idem.Do(ctx, c, func(ctx context.Context) (Res, error) {
+	return idem.Do(ctx, x.beginF(id), func(ctx context.Context) (Res, error) {
 		return F(ctx, id)
 	})
 }
@@ -62,6 +39,26 @@ func (x *Idempotent) beginF(id string) idem.Call {
 	c := x.g.Begin(idemSpecF)
 	c.Key().String(id)
 	return c
+}
+
+var idemSpecF = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/resultjsontags.F",
+	Signature: "6a3834e0d9bd6b9d",
+	TTL:       time.Hour,
+	Codec:     idemCodecF,
+}
+
+// Build fails here if p.F's signature changed since generation: run go generate.
+var _ func(context.Context, string) (Res, error) = F
+
+// idemCodecF stores the results of F (generated codec).
+var idemCodecF = idemimpl.TypedCodec[Res]{
+	Decode: func(d *idemimpl.Decoder, v *Res) {
+		idemDecRes(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *Res) {
+		idemEncRes(e, v)
+	},
 }
 
 // idemDecRes restores values of Res.
@@ -154,14 +151,11 @@ func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	e.End(at)
 }
 
-// idemRes_fieldsChanged_runGoGenerate lists the fields of Res as generated (tags aside).
-type idemRes_fieldsChanged_runGoGenerate struct {
+// Build fails here if Res's fields changed since generation: run go generate.
+var _ = struct {
 	ID    string
 	Cache string
 	Items []string
 	Tags  map[string]string
 	None  []string
-}
-
-// Build fails here if Res's fields changed since generation: run go generate.
-var _ = idemRes_fieldsChanged_runGoGenerate(Res{})
+}(Res{})

@@ -22,11 +22,28 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Build is resulttypes.Build, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
+func (x *Idempotent) Build(ctx context.Context, title string) (*Report, error) {
+	return idem.Do(ctx, x.beginBuild(title), func(ctx context.Context) (*Report, error) {
+		return Build(ctx, title)
+	})
+}
+
+// BuildKey is the store key Build claims for these arguments; nothing runs.
+func (x *Idempotent) BuildKey(title string) (string, error) {
+	return x.beginBuild(title).StoreKey()
+}
+
+// beginBuild starts a call of Build and writes its key material.
+func (x *Idempotent) beginBuild(title string) idem.Call {
+	c := x.g.Begin(idemSpecBuild)
+	c.Key().String(title)
+	return c
+}
+
 var idemSpecBuild = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/resulttypes.Build",
 	Signature:   "00199ec23f401e18",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
 	OnDuplicate: idem.DuplicateWait,
 	Codec:       idemCodecBuild,
 }
@@ -52,26 +69,6 @@ var idemCodecBuild = idemimpl.TypedCodec[*Report]{
 			idemEncReport(e, *v)
 		}
 	},
-}
-
-// Build is resulttypes.Build, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
-func (x *Idempotent) Build(ctx context.Context, title string) (*Report, error) {
-	c := x.beginBuild(title)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Report, error) {
-		return Build(ctx, title)
-	})
-}
-
-// BuildKey is the store key Build claims for these arguments; nothing runs.
-func (x *Idempotent) BuildKey(title string) (string, error) {
-	return x.beginBuild(title).StoreKey()
-}
-
-// beginBuild starts a call of Build and writes its key material.
-func (x *Idempotent) beginBuild(title string) idem.Call {
-	c := x.g.Begin(idemSpecBuild)
-	c.Key().String(title)
-	return c
 }
 
 // idemDecMeta restores values of Meta.
@@ -266,17 +263,14 @@ func idemEncReport(e *idemimpl.Encoder, v *Report) {
 	e.End(at)
 }
 
-// idemMeta_fieldsChanged_runGoGenerate lists the fields of Meta as generated (tags aside).
-type idemMeta_fieldsChanged_runGoGenerate struct {
+// Build fails here if Meta's fields changed since generation: run go generate.
+var _ = struct {
 	Created time.Time
 	Labels  map[string]string
-}
+}(Meta{})
 
-// Build fails here if Meta's fields changed since generation: run go generate.
-var _ = idemMeta_fieldsChanged_runGoGenerate(Meta{})
-
-// idemReport_fieldsChanged_runGoGenerate lists the fields of Report as generated (tags aside).
-type idemReport_fieldsChanged_runGoGenerate struct {
+// Build fails here if Report's fields changed since generation: run go generate.
+var _ = struct {
 	Meta    `json:"-" xml:"-"`
 	Title   string
 	Counts  map[int]uint8
@@ -289,7 +283,4 @@ type idemReport_fieldsChanged_runGoGenerate struct {
 	private struct{}
 	_       int
 	Upper   string
-}
-
-// Build fails here if Report's fields changed since generation: run go generate.
-var _ = idemReport_fieldsChanged_runGoGenerate(Report{})
+}(Report{})

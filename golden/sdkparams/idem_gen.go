@@ -21,44 +21,11 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecCharge = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/sdkparams.Charge",
-	Signature:   "256b6ed32171e00a",
-	TTL:         24 * time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecCharge,
-}
-
-// Build fails here if sdkparams.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, *sdk.ChargeParams) (*sdk.Charge, error) = Charge
-
-// idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[*sdk.Charge]{
-	Decode: func(d *idemimpl.Decoder, v **sdk.Charge) {
-		if d.Ptr() {
-			*v = new(sdk.Charge)
-			idemDecSdkCharge(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **sdk.Charge) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncSdkCharge(e, *v)
-		}
-	},
-}
-
 // Charge is sdkparams.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=params.Params.IdempotencyKey). Not keyed: params.Params.Context (a context),
 // params.Params.extra (unexported: not in the payload fingerprint).
 func (x *Idempotent) Charge(ctx context.Context, params *sdk.ChargeParams) (*sdk.Charge, error) {
-	c := x.beginCharge(params)
-	return idem.Do(ctx, c, func(ctx context.Context) (*sdk.Charge, error) {
+	return idem.Do(ctx, x.beginCharge(params), func(ctx context.Context) (*sdk.Charge, error) {
 		return Charge(ctx, params)
 	})
 }
@@ -89,6 +56,36 @@ func (x *Idempotent) beginCharge(params *sdk.ChargeParams) idem.Call {
 		idemKeySdkChargeParams(c.Payload(), params)
 	}
 	return c
+}
+
+var idemSpecCharge = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/sdkparams.Charge",
+	Signature: "256b6ed32171e00a",
+	TTL:       24 * time.Hour,
+	Codec:     idemCodecCharge,
+}
+
+// Build fails here if sdkparams.Charge's signature changed since generation: run go generate.
+var _ func(context.Context, *sdk.ChargeParams) (*sdk.Charge, error) = Charge
+
+// idemCodecCharge stores the results of Charge (generated codec).
+var idemCodecCharge = idemimpl.TypedCodec[*sdk.Charge]{
+	Decode: func(d *idemimpl.Decoder, v **sdk.Charge) {
+		if d.Ptr() {
+			*v = new(sdk.Charge)
+			idemDecSdkCharge(d, *v)
+		} else {
+			*v = nil
+		}
+	},
+	Encode: func(e *idemimpl.Encoder, v **sdk.Charge) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			e.Ptr()
+			idemEncSdkCharge(e, *v)
+		}
+	},
 }
 
 // idemDecSdkCharge restores values of sdk.Charge.
@@ -154,26 +151,18 @@ func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	}
 }
 
-// idemSdkChargeParams_fieldsChanged_runGoGenerate lists the fields of sdk.ChargeParams as generated
-// (tags aside).
-type idemSdkChargeParams_fieldsChanged_runGoGenerate struct {
+// Build fails here if sdk.Charge's fields changed since generation: run go generate.
+var _ = struct {
+	ID     string
+	Amount int64
+}(sdk.Charge{})
+
+// Build fails here if sdk.ChargeParams's fields changed since generation: run go generate.
+var _ = struct {
 	sdk.Params `json:"-" xml:"-"`
 	Amount     *int64
 	Currency   *string
-}
-
-// Build fails here if sdk.ChargeParams's fields changed since generation: run go generate.
-var _ = idemSdkChargeParams_fieldsChanged_runGoGenerate(sdk.ChargeParams{})
-
-// idemSdkCharge_fieldsChanged_runGoGenerate lists the fields of sdk.Charge as generated (tags
-// aside).
-type idemSdkCharge_fieldsChanged_runGoGenerate struct {
-	ID     string
-	Amount int64
-}
-
-// Build fails here if sdk.Charge's fields changed since generation: run go generate.
-var _ = idemSdkCharge_fieldsChanged_runGoGenerate(sdk.Charge{})
+}(sdk.ChargeParams{})
 
 // Build fails here if a field of sdk.Params read here changed: run go generate.
 var _ = func(fieldsChanged_runGoGenerate *sdk.Params) (*context.Context, **string, *map[string]string) {

@@ -21,13 +21,32 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// History is unions.History, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+// Values of Event are stored for the types of their package that their codec lists; others fail the
+// recording.
+func (x *Idempotent) History(ctx context.Context, id string) ([]Event, error) {
+	return idem.Do(ctx, x.beginHistory(id), func(ctx context.Context) ([]Event, error) {
+		return History(ctx, id)
+	})
+}
+
+// HistoryKey is the store key History claims for these arguments; nothing runs.
+func (x *Idempotent) HistoryKey(id string) (string, error) {
+	return x.beginHistory(id).StoreKey()
+}
+
+// beginHistory starts a call of History and writes its key material.
+func (x *Idempotent) beginHistory(id string) idem.Call {
+	c := x.g.Begin(idemSpecHistory)
+	c.Key().String(id)
+	return c
+}
+
 var idemSpecHistory = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/unions.History",
-	Signature:   "173d4e04e9ae2d7b",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecHistory,
+	Name:      "github.com/idemgen/idemgen/testdata/unions.History",
+	Signature: "173d4e04e9ae2d7b",
+	TTL:       time.Hour,
+	Codec:     idemCodecHistory,
 }
 
 // Build fails here if unions.History's signature changed since generation: run go generate.
@@ -58,54 +77,9 @@ var idemCodecHistory = idemimpl.TypedCodec[[]Event]{
 	},
 }
 
-// History is unions.History, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-// Values of Event are stored for the types of their package that their codec lists; others fail the
-// recording.
-func (x *Idempotent) History(ctx context.Context, id string) ([]Event, error) {
-	c := x.beginHistory(id)
-	return idem.Do(ctx, c, func(ctx context.Context) ([]Event, error) {
-		return History(ctx, id)
-	})
-}
-
-// HistoryKey is the store key History claims for these arguments; nothing runs.
-func (x *Idempotent) HistoryKey(id string) (string, error) {
-	return x.beginHistory(id).StoreKey()
-}
-
-// beginHistory starts a call of History and writes its key material.
-func (x *Idempotent) beginHistory(id string) idem.Call {
-	c := x.g.Begin(idemSpecHistory)
-	c.Key().String(id)
-	return c
-}
-
-var idemSpecNotify = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/unions.Notify",
-	Signature:   "cf6b0646a6c1fc12",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecNotify,
-}
-
-// Build fails here if unions.Notify's signature changed since generation: run go generate.
-var _ func(context.Context, Event) (string, error) = Notify
-
-// idemCodecNotify stores the results of Notify (generated codec).
-var idemCodecNotify = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
-
 // Notify is unions.Notify, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Notify(ctx context.Context, e Event) (string, error) {
-	c := x.beginNotify(e)
-	return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
+	return idem.Do(ctx, x.beginNotify(e), func(ctx context.Context) (string, error) {
 		return Notify(ctx, e)
 	})
 }
@@ -122,13 +96,53 @@ func (x *Idempotent) beginNotify(e Event) idem.Call {
 	return c
 }
 
+var idemSpecNotify = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/unions.Notify",
+	Signature: "cf6b0646a6c1fc12",
+	TTL:       time.Hour,
+	Codec:     idemCodecNotify,
+}
+
+// Build fails here if unions.Notify's signature changed since generation: run go generate.
+var _ func(context.Context, Event) (string, error) = Notify
+
+// idemCodecNotify stores the results of Notify (generated codec).
+var idemCodecNotify = idemimpl.TypedCodec[string]{
+	Decode: func(d *idemimpl.Decoder, v *string) {
+		*v = d.String()
+	},
+	Encode: func(e *idemimpl.Encoder, v *string) {
+		e.String(*v)
+	},
+}
+
+// Post is blocks.Post, run at most once per key (ttl=1h lease=30s on_duplicate=return). Values of
+// blocks.Block are stored for the types of their package that their codec lists; others fail the
+// recording.
+func (x *Idempotent) Post(ctx context.Context, channel string, text string) (*blocks.Message, error) {
+	return idem.Do(ctx, x.beginPost(channel, text), func(ctx context.Context) (*blocks.Message, error) {
+		return blocks.Post(ctx, channel, text)
+	})
+}
+
+// PostKey is the store key Post claims for these arguments; nothing runs.
+func (x *Idempotent) PostKey(channel string, text string) (string, error) {
+	return x.beginPost(channel, text).StoreKey()
+}
+
+// beginPost starts a call of Post and writes its key material.
+func (x *Idempotent) beginPost(channel string, text string) idem.Call {
+	c := x.g.Begin(idemSpecPost)
+	c.Key().String(channel)
+	c.Key().String(text)
+	return c
+}
+
 var idemSpecPost = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/unions/blocks.Post",
-	Signature:   "5a7d9c6b32183472",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPost,
+	Name:      "github.com/idemgen/idemgen/testdata/unions/blocks.Post",
+	Signature: "5a7d9c6b32183472",
+	TTL:       time.Hour,
+	Codec:     idemCodecPost,
 }
 
 // Build fails here if blocks.Post's signature changed since generation: run go generate.
@@ -152,29 +166,6 @@ var idemCodecPost = idemimpl.TypedCodec[*blocks.Message]{
 			idemEncBlocksMessage(e, *v)
 		}
 	},
-}
-
-// Post is blocks.Post, run at most once per key (ttl=1h lease=30s on_duplicate=return). Values of
-// blocks.Block are stored for the types of their package that their codec lists; others fail the
-// recording.
-func (x *Idempotent) Post(ctx context.Context, channel string, text string) (*blocks.Message, error) {
-	c := x.beginPost(channel, text)
-	return idem.Do(ctx, c, func(ctx context.Context) (*blocks.Message, error) {
-		return blocks.Post(ctx, channel, text)
-	})
-}
-
-// PostKey is the store key Post claims for these arguments; nothing runs.
-func (x *Idempotent) PostKey(channel string, text string) (string, error) {
-	return x.beginPost(channel, text).StoreKey()
-}
-
-// beginPost starts a call of Post and writes its key material.
-func (x *Idempotent) beginPost(channel string, text string) idem.Call {
-	c := x.g.Begin(idemSpecPost)
-	c.Key().String(channel)
-	c.Key().String(text)
-	return c
 }
 
 // idemDecBlocksBlock restores values of blocks.Block.
@@ -571,72 +562,44 @@ func idemKeyInternal(b *idemimpl.KeyBuilder, v *internal) {
 	b.Int(int64(v.n))
 }
 
-// idemBlocksDivider_fieldsChanged_runGoGenerate lists the fields of blocks.Divider as generated
-// (tags aside).
-type idemBlocksDivider_fieldsChanged_runGoGenerate struct{}
-
 // Build fails here if blocks.Divider's fields changed since generation: run go generate.
-var _ = idemBlocksDivider_fieldsChanged_runGoGenerate(blocks.Divider{})
-
-// idemBlocksImage_fieldsChanged_runGoGenerate lists the fields of blocks.Image as generated (tags
-// aside).
-type idemBlocksImage_fieldsChanged_runGoGenerate struct {
-	URL string
-	Alt *string
-}
+var _ = struct{}(blocks.Divider{})
 
 // Build fails here if blocks.Image's fields changed since generation: run go generate.
-var _ = idemBlocksImage_fieldsChanged_runGoGenerate(blocks.Image{})
-
-// idemBlocksMessage_fieldsChanged_runGoGenerate lists the fields of blocks.Message as generated
-// (tags aside).
-type idemBlocksMessage_fieldsChanged_runGoGenerate struct {
-	TS     string
-	Blocks []blocks.Block
-}
+var _ = struct {
+	URL string
+	Alt *string
+}(blocks.Image{})
 
 // Build fails here if blocks.Message's fields changed since generation: run go generate.
-var _ = idemBlocksMessage_fieldsChanged_runGoGenerate(blocks.Message{})
-
-// idemBlocksSection_fieldsChanged_runGoGenerate lists the fields of blocks.Section as generated
-// (tags aside).
-type idemBlocksSection_fieldsChanged_runGoGenerate struct {
-	Text     string
-	Elements []blocks.Block
-}
+var _ = struct {
+	TS     string
+	Blocks []blocks.Block
+}(blocks.Message{})
 
 // Build fails here if blocks.Section's fields changed since generation: run go generate.
-var _ = idemBlocksSection_fieldsChanged_runGoGenerate(blocks.Section{})
-
-// idemCreated_fieldsChanged_runGoGenerate lists the fields of Created as generated (tags aside).
-type idemCreated_fieldsChanged_runGoGenerate struct {
-	ID string
-}
+var _ = struct {
+	Text     string
+	Elements []blocks.Block
+}(blocks.Section{})
 
 // Build fails here if Created's fields changed since generation: run go generate.
-var _ = idemCreated_fieldsChanged_runGoGenerate(Created{})
-
-// idemDeleted_fieldsChanged_runGoGenerate lists the fields of Deleted as generated (tags aside).
-type idemDeleted_fieldsChanged_runGoGenerate struct {
-	ID     string
-	Reason string
-}
+var _ = struct {
+	ID string
+}(Created{})
 
 // Build fails here if Deleted's fields changed since generation: run go generate.
-var _ = idemDeleted_fieldsChanged_runGoGenerate(Deleted{})
-
-// idemHooked_fieldsChanged_runGoGenerate lists the fields of Hooked as generated (tags aside).
-type idemHooked_fieldsChanged_runGoGenerate struct {
-	Fn func()
-}
+var _ = struct {
+	ID     string
+	Reason string
+}(Deleted{})
 
 // Build fails here if Hooked's fields changed since generation: run go generate.
-var _ = idemHooked_fieldsChanged_runGoGenerate(Hooked{})
-
-// idemInternal_fieldsChanged_runGoGenerate lists the fields of internal as generated (tags aside).
-type idemInternal_fieldsChanged_runGoGenerate struct {
-	n int
-}
+var _ = struct {
+	Fn func()
+}(Hooked{})
 
 // Build fails here if internal's fields changed since generation: run go generate.
-var _ = idemInternal_fieldsChanged_runGoGenerate(internal{})
+var _ = struct {
+	n int
+}(internal{})

@@ -20,13 +20,34 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Tag is variadic.Tag, run at most once per key (ttl=5m lease=30s on_duplicate=return).
+func (x *Idempotent) Tag(item string, labels ...string) ([]string, error) {
+	return idem.Do(context.Background(), x.beginTag(item, labels), func(context.Context) ([]string, error) {
+		return Tag(item, labels...)
+	})
+}
+
+// TagKey is the store key Tag claims for these arguments; nothing runs.
+func (x *Idempotent) TagKey(item string, labels ...string) (string, error) {
+	return x.beginTag(item, labels).StoreKey()
+}
+
+// beginTag starts a call of Tag and writes its key material.
+func (x *Idempotent) beginTag(item string, labels []string) idem.Call {
+	c := x.g.Begin(idemSpecTag)
+	c.Key().String(item)
+	c.Key().List(len(labels))
+	for i := range labels {
+		c.Key().String(labels[i])
+	}
+	return c
+}
+
 var idemSpecTag = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/variadic.Tag",
-	Signature:   "654ccc2d703e3b08",
-	TTL:         5 * time.Minute,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecTag,
+	Name:      "github.com/idemgen/idemgen/testdata/variadic.Tag",
+	Signature: "654ccc2d703e3b08",
+	TTL:       5 * time.Minute,
+	Codec:     idemCodecTag,
 }
 
 // Build fails here if variadic.Tag's signature changed since generation: run go generate.
@@ -57,45 +78,9 @@ var idemCodecTag = idemimpl.TypedCodec[[]string]{
 	},
 }
 
-// Tag is variadic.Tag, run at most once per key (ttl=5m lease=30s on_duplicate=return).
-func (x *Idempotent) Tag(item string, labels ...string) ([]string, error) {
-	c := x.beginTag(item, labels)
-	return idem.Do(context.Background(), c, func(context.Context) ([]string, error) {
-		return Tag(item, labels...)
-	})
-}
-
-// TagKey is the store key Tag claims for these arguments; nothing runs.
-func (x *Idempotent) TagKey(item string, labels ...string) (string, error) {
-	return x.beginTag(item, labels).StoreKey()
-}
-
-// beginTag starts a call of Tag and writes its key material.
-func (x *Idempotent) beginTag(item string, labels []string) idem.Call {
-	c := x.g.Begin(idemSpecTag)
-	c.Key().String(item)
-	c.Key().List(len(labels))
-	for i := range labels {
-		c.Key().String(labels[i])
-	}
-	return c
-}
-
-var idemSpecLog = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/variadic.Log",
-	Signature:   "9a73b885f317e28f",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-}
-
-// Build fails here if variadic.Log's signature changed since generation: run go generate.
-var _ func(string, ...int) error = Log
-
 // Log is variadic.Log, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Log(format string, args ...int) error {
-	c := x.beginLog(format, args)
-	_, err := idem.Do(context.Background(), c, func(context.Context) (struct{}, error) {
+	_, err := idem.Do(context.Background(), x.beginLog(format, args), func(context.Context) (struct{}, error) {
 		return struct{}{}, Log(format, args...)
 	})
 	return err
@@ -116,3 +101,11 @@ func (x *Idempotent) beginLog(format string, args []int) idem.Call {
 	}
 	return c
 }
+
+var idemSpecLog = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/variadic.Log",
+	Signature: "9a73b885f317e28f",
+}
+
+// Build fails here if variadic.Log's signature changed since generation: run go generate.
+var _ func(string, ...int) error = Log

@@ -32,32 +32,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecGet = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/wellknownresults.Get",
-	Signature:   "8ef71231ac3cf197",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecGet,
-}
-
-// Build fails here if p.Get's signature changed since generation: run go generate.
-var _ func(context.Context, string) (Known, error) = Get
-
-// idemCodecGet stores the results of Get (generated codec).
-var idemCodecGet = idemimpl.TypedCodec[Known]{
-	Decode: func(d *idemimpl.Decoder, v *Known) {
-		idemDecKnown(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Known) {
-		idemEncKnown(e, v)
-	},
-}
-
 // Get is p.Get, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Get(ctx context.Context, id string) (Known, error) {
-	c := x.beginGet(id)
-	return idem.Do(ctx, c, func(ctx context.Context) (Known, error) {
+	return idem.Do(ctx, x.beginGet(id), func(ctx context.Context) (Known, error) {
 		return Get(ctx, id)
 	})
 }
@@ -74,13 +51,55 @@ func (x *Idempotent) beginGet(id string) idem.Call {
 	return c
 }
 
+var idemSpecGet = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/wellknownresults.Get",
+	Signature: "8ef71231ac3cf197",
+	TTL:       time.Hour,
+	Codec:     idemCodecGet,
+}
+
+// Build fails here if p.Get's signature changed since generation: run go generate.
+var _ func(context.Context, string) (Known, error) = Get
+
+// idemCodecGet stores the results of Get (generated codec).
+var idemCodecGet = idemimpl.TypedCodec[Known]{
+	Decode: func(d *idemimpl.Decoder, v *Known) {
+		idemDecKnown(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *Known) {
+		idemEncKnown(e, v)
+	},
+}
+
+// GetFloat is p.GetFloat, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) GetFloat(ctx context.Context, f *big.Float) (*big.Float, error) {
+	return idem.Do(ctx, x.beginGetFloat(f), func(ctx context.Context) (*big.Float, error) {
+		return GetFloat(ctx, f)
+	})
+}
+
+// GetFloatKey is the store key GetFloat claims for these arguments; nothing runs.
+func (x *Idempotent) GetFloatKey(f *big.Float) (string, error) {
+	return x.beginGetFloat(f).StoreKey()
+}
+
+// beginGetFloat starts a call of GetFloat and writes its key material.
+func (x *Idempotent) beginGetFloat(f *big.Float) idem.Call {
+	c := x.g.Begin(idemSpecGetFloat)
+	if f == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().Ptr()
+		c.Key().String(f.Text('p', 0))
+	}
+	return c
+}
+
 var idemSpecGetFloat = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/wellknownresults.GetFloat",
-	Signature:   "8e05365988052f0c",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecGetFloat,
+	Name:      "github.com/idemgen/idemgen/testdata/wellknownresults.GetFloat",
+	Signature: "8e05365988052f0c",
+	TTL:       time.Hour,
+	Codec:     idemCodecGetFloat,
 }
 
 // Build fails here if p.GetFloat's signature changed since generation: run go generate.
@@ -106,57 +125,9 @@ var idemCodecGetFloat = idemimpl.TypedCodec[*big.Float]{
 	},
 }
 
-// GetFloat is p.GetFloat, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) GetFloat(ctx context.Context, f *big.Float) (*big.Float, error) {
-	c := x.beginGetFloat(f)
-	return idem.Do(ctx, c, func(ctx context.Context) (*big.Float, error) {
-		return GetFloat(ctx, f)
-	})
-}
-
-// GetFloatKey is the store key GetFloat claims for these arguments; nothing runs.
-func (x *Idempotent) GetFloatKey(f *big.Float) (string, error) {
-	return x.beginGetFloat(f).StoreKey()
-}
-
-// beginGetFloat starts a call of GetFloat and writes its key material.
-func (x *Idempotent) beginGetFloat(f *big.Float) idem.Call {
-	c := x.g.Begin(idemSpecGetFloat)
-	if f == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		c.Key().String(f.Text('p', 0))
-	}
-	return c
-}
-
-var idemSpecGetIP = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/wellknownresults.GetIP",
-	Signature:   "a9a79b81fa54d2bb",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecGetIP,
-}
-
-// Build fails here if p.GetIP's signature changed since generation: run go generate.
-var _ func(context.Context, net.IP) (net.IP, error) = GetIP
-
-// idemCodecGetIP stores the results of GetIP (generated codec).
-var idemCodecGetIP = idemimpl.TypedCodec[net.IP]{
-	Decode: func(d *idemimpl.Decoder, v *net.IP) {
-		idemDecNetIP(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *net.IP) {
-		idemEncNetIP(e, v)
-	},
-}
-
 // GetIP is p.GetIP, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) GetIP(ctx context.Context, ip net.IP) (net.IP, error) {
-	c := x.beginGetIP(ip)
-	return idem.Do(ctx, c, func(ctx context.Context) (net.IP, error) {
+	return idem.Do(ctx, x.beginGetIP(ip), func(ctx context.Context) (net.IP, error) {
 		return GetIP(ctx, ip)
 	})
 }
@@ -177,13 +148,50 @@ func (x *Idempotent) beginGetIP(ip net.IP) idem.Call {
 	return c
 }
 
+var idemSpecGetIP = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/wellknownresults.GetIP",
+	Signature: "a9a79b81fa54d2bb",
+	TTL:       time.Hour,
+	Codec:     idemCodecGetIP,
+}
+
+// Build fails here if p.GetIP's signature changed since generation: run go generate.
+var _ func(context.Context, net.IP) (net.IP, error) = GetIP
+
+// idemCodecGetIP stores the results of GetIP (generated codec).
+var idemCodecGetIP = idemimpl.TypedCodec[net.IP]{
+	Decode: func(d *idemimpl.Decoder, v *net.IP) {
+		idemDecNetIP(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *net.IP) {
+		idemEncNetIP(e, v)
+	},
+}
+
+// GetURL is p.GetURL, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) GetURL(ctx context.Context, u string) (*url.URL, error) {
+	return idem.Do(ctx, x.beginGetURL(u), func(ctx context.Context) (*url.URL, error) {
+		return GetURL(ctx, u)
+	})
+}
+
+// GetURLKey is the store key GetURL claims for these arguments; nothing runs.
+func (x *Idempotent) GetURLKey(u string) (string, error) {
+	return x.beginGetURL(u).StoreKey()
+}
+
+// beginGetURL starts a call of GetURL and writes its key material.
+func (x *Idempotent) beginGetURL(u string) idem.Call {
+	c := x.g.Begin(idemSpecGetURL)
+	c.Key().String(u)
+	return c
+}
+
 var idemSpecGetURL = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/testdata/wellknownresults.GetURL",
-	Signature:   "d83c256c56d63c2f",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecGetURL,
+	Name:      "github.com/idemgen/idemgen/testdata/wellknownresults.GetURL",
+	Signature: "d83c256c56d63c2f",
+	TTL:       time.Hour,
+	Codec:     idemCodecGetURL,
 }
 
 // Build fails here if p.GetURL's signature changed since generation: run go generate.
@@ -207,26 +215,6 @@ var idemCodecGetURL = idemimpl.TypedCodec[*url.URL]{
 			idemEncUrlURL(e, *v)
 		}
 	},
-}
-
-// GetURL is p.GetURL, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) GetURL(ctx context.Context, u string) (*url.URL, error) {
-	c := x.beginGetURL(u)
-	return idem.Do(ctx, c, func(ctx context.Context) (*url.URL, error) {
-		return GetURL(ctx, u)
-	})
-}
-
-// GetURLKey is the store key GetURL claims for these arguments; nothing runs.
-func (x *Idempotent) GetURLKey(u string) (string, error) {
-	return x.beginGetURL(u).StoreKey()
-}
-
-// beginGetURL starts a call of GetURL and writes its key material.
-func (x *Idempotent) beginGetURL(u string) idem.Call {
-	c := x.g.Begin(idemSpecGetURL)
-	c.Key().String(u)
-	return c
 }
 
 // idemDecHttpHeader restores values of http.Header.
@@ -716,8 +704,8 @@ func idemEncUrlURL(e *idemimpl.Encoder, v *url.URL) {
 	e.End(at)
 }
 
-// idemKnown_fieldsChanged_runGoGenerate lists the fields of Known as generated (tags aside).
-type idemKnown_fieldsChanged_runGoGenerate struct {
+// Build fails here if Known's fields changed since generation: run go generate.
+var _ = struct {
 	Raw      json.RawMessage
 	IP       net.IP
 	IPNet    net.IPNet
@@ -743,62 +731,40 @@ type idemKnown_fieldsChanged_runGoGenerate struct {
 	PCG      rand.PCG
 	ChaCha8  *rand.ChaCha8
 	LevelVar *slog.LevelVar
-}
-
-// Build fails here if Known's fields changed since generation: run go generate.
-var _ = idemKnown_fieldsChanged_runGoGenerate(Known{})
-
-// idemNetIPNet_fieldsChanged_runGoGenerate lists the fields of net.IPNet as generated (tags aside).
-type idemNetIPNet_fieldsChanged_runGoGenerate struct {
-	IP   net.IP
-	Mask net.IPMask
-}
+}(Known{})
 
 // Build fails here if net.IPNet's fields changed since generation: run go generate.
-var _ = idemNetIPNet_fieldsChanged_runGoGenerate(net.IPNet{})
-
-// idemSqlNullFloat64_fieldsChanged_runGoGenerate lists the fields of sql.NullFloat64 as generated
-// (tags aside).
-type idemSqlNullFloat64_fieldsChanged_runGoGenerate struct {
-	Float64 float64
-	Valid   bool
-}
+var _ = struct {
+	IP   net.IP
+	Mask net.IPMask
+}(net.IPNet{})
 
 // Build fails here if sql.NullFloat64's fields changed since generation: run go generate.
-var _ = idemSqlNullFloat64_fieldsChanged_runGoGenerate(sql.NullFloat64{})
-
-// idemSqlNullString_fieldsChanged_runGoGenerate lists the fields of sql.NullString as generated
-// (tags aside).
-type idemSqlNullString_fieldsChanged_runGoGenerate struct {
-	String string
-	Valid  bool
-}
+var _ = struct {
+	Float64 float64
+	Valid   bool
+}(sql.NullFloat64{})
 
 // Build fails here if sql.NullString's fields changed since generation: run go generate.
-var _ = idemSqlNullString_fieldsChanged_runGoGenerate(sql.NullString{})
-
-// idemSqlNullTime_fieldsChanged_runGoGenerate lists the fields of sql.NullTime as generated (tags
-// aside).
-type idemSqlNullTime_fieldsChanged_runGoGenerate struct {
-	Time  time.Time
-	Valid bool
-}
+var _ = struct {
+	String string
+	Valid  bool
+}(sql.NullString{})
 
 // Build fails here if sql.NullTime's fields changed since generation: run go generate.
-var _ = idemSqlNullTime_fieldsChanged_runGoGenerate(sql.NullTime{})
-
-// idemSqlNull_int64_fieldsChanged_runGoGenerate lists the fields of sql.Null[int64] as generated
-// (tags aside).
-type idemSqlNull_int64_fieldsChanged_runGoGenerate struct {
-	V     int64
+var _ = struct {
+	Time  time.Time
 	Valid bool
-}
+}(sql.NullTime{})
 
 // Build fails here if sql.Null[int64]'s fields changed since generation: run go generate.
-var _ = idemSqlNull_int64_fieldsChanged_runGoGenerate(sql.Null[int64]{})
+var _ = struct {
+	V     int64
+	Valid bool
+}(sql.Null[int64]{})
 
-// idemUrlURL_fieldsChanged_runGoGenerate lists the fields of url.URL as generated (tags aside).
-type idemUrlURL_fieldsChanged_runGoGenerate struct {
+// Build fails here if url.URL's fields changed since generation: run go generate.
+var _ = struct {
 	Scheme      string
 	Opaque      string
 	User        *url.Userinfo
@@ -810,7 +776,4 @@ type idemUrlURL_fieldsChanged_runGoGenerate struct {
 	RawFragment string
 	ForceQuery  bool
 	OmitHost    bool
-}
-
-// Build fails here if url.URL's fields changed since generation: run go generate.
-var _ = idemUrlURL_fieldsChanged_runGoGenerate(url.URL{})
+}(url.URL{})

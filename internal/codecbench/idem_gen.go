@@ -22,13 +22,30 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
+// Place is codecbench.Place, run at most once per key (ttl=24h lease=30s on_duplicate=return).
+func (x *Idempotent) Place(ctx context.Context, id string) (*Order, error) {
+	return idem.Do(ctx, x.beginPlace(id), func(ctx context.Context) (*Order, error) {
+		return Place(ctx, id)
+	})
+}
+
+// PlaceKey is the store key Place claims for these arguments; nothing runs.
+func (x *Idempotent) PlaceKey(id string) (string, error) {
+	return x.beginPlace(id).StoreKey()
+}
+
+// beginPlace starts a call of Place and writes its key material.
+func (x *Idempotent) beginPlace(id string) idem.Call {
+	c := x.g.Begin(idemSpecPlace)
+	c.Key().String(id)
+	return c
+}
+
 var idemSpecPlace = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/codecbench.Place",
-	Signature:   "79adbe7eca7b3cbc",
-	TTL:         24 * time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPlace,
+	Name:      "github.com/idemgen/idemgen/internal/codecbench.Place",
+	Signature: "79adbe7eca7b3cbc",
+	TTL:       24 * time.Hour,
+	Codec:     idemCodecPlace,
 }
 
 // Build fails here if codecbench.Place's signature changed since generation: run go generate.
@@ -52,26 +69,6 @@ var idemCodecPlace = idemimpl.TypedCodec[*Order]{
 			idemEncOrder(e, *v)
 		}
 	},
-}
-
-// Place is codecbench.Place, run at most once per key (ttl=24h lease=30s on_duplicate=return).
-func (x *Idempotent) Place(ctx context.Context, id string) (*Order, error) {
-	c := x.beginPlace(id)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Order, error) {
-		return Place(ctx, id)
-	})
-}
-
-// PlaceKey is the store key Place claims for these arguments; nothing runs.
-func (x *Idempotent) PlaceKey(id string) (string, error) {
-	return x.beginPlace(id).StoreKey()
-}
-
-// beginPlace starts a call of Place and writes its key material.
-func (x *Idempotent) beginPlace(id string) idem.Call {
-	c := x.g.Begin(idemSpecPlace)
-	c.Key().String(id)
-	return c
 }
 
 // idemDecAddress restores values of Address.
@@ -332,41 +329,32 @@ func idemEncOrder(e *idemimpl.Encoder, v *Order) {
 	e.End(at)
 }
 
-// idemAddress_fieldsChanged_runGoGenerate lists the fields of Address as generated (tags aside).
-type idemAddress_fieldsChanged_runGoGenerate struct {
+// Build fails here if Address's fields changed since generation: run go generate.
+var _ = struct {
 	Street  string
 	City    string
 	Zip     string
 	Country string
-}
+}(Address{})
 
-// Build fails here if Address's fields changed since generation: run go generate.
-var _ = idemAddress_fieldsChanged_runGoGenerate(Address{})
-
-// idemCustomer_fieldsChanged_runGoGenerate lists the fields of Customer as generated (tags aside).
-type idemCustomer_fieldsChanged_runGoGenerate struct {
+// Build fails here if Customer's fields changed since generation: run go generate.
+var _ = struct {
 	ID      string
 	Name    string
 	Email   string
 	Address Address
-}
+}(Customer{})
 
-// Build fails here if Customer's fields changed since generation: run go generate.
-var _ = idemCustomer_fieldsChanged_runGoGenerate(Customer{})
-
-// idemLine_fieldsChanged_runGoGenerate lists the fields of Line as generated (tags aside).
-type idemLine_fieldsChanged_runGoGenerate struct {
+// Build fails here if Line's fields changed since generation: run go generate.
+var _ = struct {
 	SKU   string
 	Qty   int32
 	Price float64
 	Tags  map[string]string
-}
+}(Line{})
 
-// Build fails here if Line's fields changed since generation: run go generate.
-var _ = idemLine_fieldsChanged_runGoGenerate(Line{})
-
-// idemOrder_fieldsChanged_runGoGenerate lists the fields of Order as generated (tags aside).
-type idemOrder_fieldsChanged_runGoGenerate struct {
+// Build fails here if Order's fields changed since generation: run go generate.
+var _ = struct {
 	ID        string
 	Customer  Customer
 	Lines     []Line
@@ -381,7 +369,4 @@ type idemOrder_fieldsChanged_runGoGenerate struct {
 	Ref       []byte
 	Weight    float64
 	Items     int
-}
-
-// Build fails here if Order's fields changed since generation: run go generate.
-var _ = idemOrder_fieldsChanged_runGoGenerate(Order{})
+}(Order{})

@@ -24,6 +24,29 @@ func NewIdempotentService(t *Service, g *idem.Guard) *IdempotentService {
 	}
 }
 
+// CreatePayment is Service.CreatePayment, run at most once per key (ttl=24h lease=3s
+// on_duplicate=wait key=req.AccountID,req.Reference name=payments.CreatePayment). The receiver is
+// not part of the key (key= can name its fields).
+func (s *IdempotentService) CreatePayment(ctx context.Context, req PaymentRequest) (*Payment, error) {
+	return idem.Do(ctx, s.beginCreatePayment(&req), func(ctx context.Context) (*Payment, error) {
+		return s.Service.CreatePayment(ctx, req)
+	})
+}
+
+// CreatePaymentKey is the store key CreatePayment claims for these arguments; nothing runs.
+func (s *IdempotentService) CreatePaymentKey(req PaymentRequest) (string, error) {
+	return s.beginCreatePayment(&req).StoreKey()
+}
+
+// beginCreatePayment starts a call of CreatePayment and writes its key material.
+func (s *IdempotentService) beginCreatePayment(req *PaymentRequest) idem.Call {
+	c := s.g.Begin(idemSpecServiceCreatePayment)
+	c.Key().String(req.AccountID)
+	c.Key().String(req.Reference)
+	idemKeyPaymentRequest(c.Payload(), req)
+	return c
+}
+
 var idemSpecServiceCreatePayment = &idem.Spec{
 	Name:        "payments.CreatePayment",
 	Signature:   "11b8b915ff41622a",
@@ -54,31 +77,6 @@ var idemCodecServiceCreatePayment = idemimpl.TypedCodec[*Payment]{
 			idemEncPayment(e, *v)
 		}
 	},
-}
-
-// CreatePayment is Service.CreatePayment, run at most once per key (ttl=24h lease=3s
-// on_duplicate=wait key=req.AccountID,req.Reference name=payments.CreatePayment). The receiver is
-// not part of the key (key= can name its fields).
-func (s *IdempotentService) CreatePayment(ctx context.Context, req PaymentRequest) (*Payment, error) {
-	c := s.beginCreatePayment(&req)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Payment, error) {
-		return s.Service.CreatePayment(ctx, req)
-	})
-}
-
-// CreatePaymentKey is the store key CreatePayment claims for these arguments; nothing runs.
-func (s *IdempotentService) CreatePaymentKey(req PaymentRequest) (string, error) {
-	return s.beginCreatePayment(&req).StoreKey()
-}
-
-// beginCreatePayment starts a call of CreatePayment and writes its key material. Structs and arrays
-// come by pointer: no copies.
-func (s *IdempotentService) beginCreatePayment(req *PaymentRequest) idem.Call {
-	c := s.g.Begin(idemSpecServiceCreatePayment)
-	c.Key().String(req.AccountID)
-	c.Key().String(req.Reference)
-	idemKeyPaymentRequest(c.Payload(), req)
-	return c
 }
 
 // idemDecPayment restores values of Payment.
@@ -130,27 +128,20 @@ func idemKeyPaymentRequest(b *idemimpl.KeyBuilder, v *PaymentRequest) {
 	b.String(v.Currency)
 }
 
-// idemPaymentRequest_fieldsChanged_runGoGenerate lists the fields of PaymentRequest as generated
-// (tags aside).
-type idemPaymentRequest_fieldsChanged_runGoGenerate struct {
-	AccountID string
-	Reference string
-	Amount    int64
-	Currency  string
-}
-
-// Build fails here if PaymentRequest's fields changed since generation: run go generate.
-var _ = idemPaymentRequest_fieldsChanged_runGoGenerate(PaymentRequest{})
-
-// idemPayment_fieldsChanged_runGoGenerate lists the fields of Payment as generated (tags aside).
-type idemPayment_fieldsChanged_runGoGenerate struct {
+// Build fails here if Payment's fields changed since generation: run go generate.
+var _ = struct {
 	ID        string
 	AccountID string
 	Reference string
 	Amount    int64
 	Currency  string
 	CreatedAt time.Time
-}
+}(Payment{})
 
-// Build fails here if Payment's fields changed since generation: run go generate.
-var _ = idemPayment_fieldsChanged_runGoGenerate(Payment{})
+// Build fails here if PaymentRequest's fields changed since generation: run go generate.
+var _ = struct {
+	AccountID string
+	Reference string
+	Amount    int64
+	Currency  string
+}(PaymentRequest{})

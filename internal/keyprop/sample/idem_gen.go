@@ -26,38 +26,12 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 	return &Idempotent{g: g}
 }
 
-var idemSpecKeyed0 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed0",
-	Signature:   "56113875706f2b6b",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyed0,
-}
-
-// Build fails here if sample.Keyed0's signature changed since generation: run go generate.
-var _ func(context.Context, struct {
-	F0 other.Point
-	F1 map[string]S1
-}) (int64, error) = Keyed0
-
-// idemCodecKeyed0 stores the results of Keyed0 (generated codec).
-var idemCodecKeyed0 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Keyed0 is sample.Keyed0, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed0(ctx context.Context, v struct {
 	F0 other.Point
 	F1 map[string]S1
 }) (int64, error) {
-	c := x.beginKeyed0(&v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginKeyed0(&v), func(ctx context.Context) (int64, error) {
 		return Keyed0(ctx, v)
 	})
 }
@@ -70,8 +44,7 @@ func (x *Idempotent) Keyed0Key(v struct {
 	return x.beginKeyed0(&v).StoreKey()
 }
 
-// beginKeyed0 starts a call of Keyed0 and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginKeyed0 starts a call of Keyed0 and writes its key material.
 func (x *Idempotent) beginKeyed0(v *struct {
 	F0 other.Point
 	F1 map[string]S1
@@ -92,20 +65,21 @@ func (x *Idempotent) beginKeyed0(v *struct {
 	return c
 }
 
-var idemSpecKeyed1 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed1",
-	Signature:   "7db2b8bdb1a9f1e8",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyed1,
+var idemSpecKeyed0 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed0",
+	Signature: "56113875706f2b6b",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyed0,
 }
 
-// Build fails here if sample.Keyed1's signature changed since generation: run go generate.
-var _ func(context.Context, []bool) (int64, error) = Keyed1
+// Build fails here if sample.Keyed0's signature changed since generation: run go generate.
+var _ func(context.Context, struct {
+	F0 other.Point
+	F1 map[string]S1
+}) (int64, error) = Keyed0
 
-// idemCodecKeyed1 stores the results of Keyed1 (generated codec).
-var idemCodecKeyed1 = idemimpl.TypedCodec[int64]{
+// idemCodecKeyed0 stores the results of Keyed0 (generated codec).
+var idemCodecKeyed0 = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -116,8 +90,7 @@ var idemCodecKeyed1 = idemimpl.TypedCodec[int64]{
 
 // Keyed1 is sample.Keyed1, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed1(ctx context.Context, v []bool) (int64, error) {
-	c := x.beginKeyed1(v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginKeyed1(v), func(ctx context.Context) (int64, error) {
 		return Keyed1(ctx, v)
 	})
 }
@@ -141,20 +114,18 @@ func (x *Idempotent) beginKeyed1(v []bool) idem.Call {
 	return c
 }
 
-var idemSpecKeyed2 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed2",
-	Signature:   "4a9cc3e4d25a76a2",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyed2,
+var idemSpecKeyed1 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed1",
+	Signature: "7db2b8bdb1a9f1e8",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyed1,
 }
 
-// Build fails here if sample.Keyed2's signature changed since generation: run go generate.
-var _ func(context.Context, [][1][]A5) (int64, error) = Keyed2
+// Build fails here if sample.Keyed1's signature changed since generation: run go generate.
+var _ func(context.Context, []bool) (int64, error) = Keyed1
 
-// idemCodecKeyed2 stores the results of Keyed2 (generated codec).
-var idemCodecKeyed2 = idemimpl.TypedCodec[int64]{
+// idemCodecKeyed1 stores the results of Keyed1 (generated codec).
+var idemCodecKeyed1 = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -165,8 +136,7 @@ var idemCodecKeyed2 = idemimpl.TypedCodec[int64]{
 
 // Keyed2 is sample.Keyed2, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed2(ctx context.Context, v [][1][]A5) (int64, error) {
-	c := x.beginKeyed2(v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginKeyed2(v), func(ctx context.Context) (int64, error) {
 		return Keyed2(ctx, v)
 	})
 }
@@ -200,13 +170,50 @@ func (x *Idempotent) beginKeyed2(v [][1][]A5) idem.Call {
 	return c
 }
 
+var idemSpecKeyed2 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed2",
+	Signature: "4a9cc3e4d25a76a2",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyed2,
+}
+
+// Build fails here if sample.Keyed2's signature changed since generation: run go generate.
+var _ func(context.Context, [][1][]A5) (int64, error) = Keyed2
+
+// idemCodecKeyed2 stores the results of Keyed2 (generated codec).
+var idemCodecKeyed2 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// Keyed3 is sample.Keyed3, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Keyed3(ctx context.Context, v Gen[S6]) (int64, error) {
+	return idem.Do(ctx, x.beginKeyed3(&v), func(ctx context.Context) (int64, error) {
+		return Keyed3(ctx, v)
+	})
+}
+
+// Keyed3Key is the store key Keyed3 claims for these arguments; nothing runs.
+func (x *Idempotent) Keyed3Key(v Gen[S6]) (string, error) {
+	return x.beginKeyed3(&v).StoreKey()
+}
+
+// beginKeyed3 starts a call of Keyed3 and writes its key material.
+func (x *Idempotent) beginKeyed3(v *Gen[S6]) idem.Call {
+	c := x.g.Begin(idemSpecKeyed3)
+	idemKeyGen_S6(c.Key(), v)
+	return c
+}
+
 var idemSpecKeyed3 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed3",
-	Signature:   "a1118ab78dc26600",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyed3,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed3",
+	Signature: "a1118ab78dc26600",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyed3,
 }
 
 // Build fails here if sample.Keyed3's signature changed since generation: run go generate.
@@ -222,34 +229,30 @@ var idemCodecKeyed3 = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Keyed3 is sample.Keyed3, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Keyed3(ctx context.Context, v Gen[S6]) (int64, error) {
-	c := x.beginKeyed3(&v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Keyed3(ctx, v)
+// Keyed4 is sample.Keyed4, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Keyed4(ctx context.Context, v S9) (int64, error) {
+	return idem.Do(ctx, x.beginKeyed4(&v), func(ctx context.Context) (int64, error) {
+		return Keyed4(ctx, v)
 	})
 }
 
-// Keyed3Key is the store key Keyed3 claims for these arguments; nothing runs.
-func (x *Idempotent) Keyed3Key(v Gen[S6]) (string, error) {
-	return x.beginKeyed3(&v).StoreKey()
+// Keyed4Key is the store key Keyed4 claims for these arguments; nothing runs.
+func (x *Idempotent) Keyed4Key(v S9) (string, error) {
+	return x.beginKeyed4(&v).StoreKey()
 }
 
-// beginKeyed3 starts a call of Keyed3 and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginKeyed3(v *Gen[S6]) idem.Call {
-	c := x.g.Begin(idemSpecKeyed3)
-	idemKeyGen_S6(c.Key(), v)
+// beginKeyed4 starts a call of Keyed4 and writes its key material.
+func (x *Idempotent) beginKeyed4(v *S9) idem.Call {
+	c := x.g.Begin(idemSpecKeyed4)
+	idemKeyS9(c.Key(), v)
 	return c
 }
 
 var idemSpecKeyed4 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed4",
-	Signature:   "74f5c9cf6cb402c8",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyed4,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed4",
+	Signature: "74f5c9cf6cb402c8",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyed4,
 }
 
 // Build fails here if sample.Keyed4's signature changed since generation: run go generate.
@@ -265,53 +268,9 @@ var idemCodecKeyed4 = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Keyed4 is sample.Keyed4, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Keyed4(ctx context.Context, v S9) (int64, error) {
-	c := x.beginKeyed4(&v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Keyed4(ctx, v)
-	})
-}
-
-// Keyed4Key is the store key Keyed4 claims for these arguments; nothing runs.
-func (x *Idempotent) Keyed4Key(v S9) (string, error) {
-	return x.beginKeyed4(&v).StoreKey()
-}
-
-// beginKeyed4 starts a call of Keyed4 and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginKeyed4(v *S9) idem.Call {
-	c := x.g.Begin(idemSpecKeyed4)
-	idemKeyS9(c.Key(), v)
-	return c
-}
-
-var idemSpecKeyed5 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed5",
-	Signature:   "b3c71e379a116ee5",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyed5,
-}
-
-// Build fails here if sample.Keyed5's signature changed since generation: run go generate.
-var _ func(context.Context, *int64) (int64, error) = Keyed5
-
-// idemCodecKeyed5 stores the results of Keyed5 (generated codec).
-var idemCodecKeyed5 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Keyed5 is sample.Keyed5, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed5(ctx context.Context, v *int64) (int64, error) {
-	c := x.beginKeyed5(v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginKeyed5(v), func(ctx context.Context) (int64, error) {
 		return Keyed5(ctx, v)
 	})
 }
@@ -333,13 +292,50 @@ func (x *Idempotent) beginKeyed5(v *int64) idem.Call {
 	return c
 }
 
+var idemSpecKeyed5 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed5",
+	Signature: "b3c71e379a116ee5",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyed5,
+}
+
+// Build fails here if sample.Keyed5's signature changed since generation: run go generate.
+var _ func(context.Context, *int64) (int64, error) = Keyed5
+
+// idemCodecKeyed5 stores the results of Keyed5 (generated codec).
+var idemCodecKeyed5 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// Keyed6 is sample.Keyed6, run at most once per key (ttl=1h lease=30s on_duplicate=return).
+func (x *Idempotent) Keyed6(ctx context.Context, v Gen[map[MK10]Gen[int]]) (int64, error) {
+	return idem.Do(ctx, x.beginKeyed6(&v), func(ctx context.Context) (int64, error) {
+		return Keyed6(ctx, v)
+	})
+}
+
+// Keyed6Key is the store key Keyed6 claims for these arguments; nothing runs.
+func (x *Idempotent) Keyed6Key(v Gen[map[MK10]Gen[int]]) (string, error) {
+	return x.beginKeyed6(&v).StoreKey()
+}
+
+// beginKeyed6 starts a call of Keyed6 and writes its key material.
+func (x *Idempotent) beginKeyed6(v *Gen[map[MK10]Gen[int]]) idem.Call {
+	c := x.g.Begin(idemSpecKeyed6)
+	idemKeyGen_MapMK10ToGen_int(c.Key(), v)
+	return c
+}
+
 var idemSpecKeyed6 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed6",
-	Signature:   "d9ebae040ac821ce",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyed6,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed6",
+	Signature: "d9ebae040ac821ce",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyed6,
 }
 
 // Build fails here if sample.Keyed6's signature changed since generation: run go generate.
@@ -355,53 +351,9 @@ var idemCodecKeyed6 = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// Keyed6 is sample.Keyed6, run at most once per key (ttl=1h lease=30s on_duplicate=return).
-func (x *Idempotent) Keyed6(ctx context.Context, v Gen[map[MK10]Gen[int]]) (int64, error) {
-	c := x.beginKeyed6(&v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return Keyed6(ctx, v)
-	})
-}
-
-// Keyed6Key is the store key Keyed6 claims for these arguments; nothing runs.
-func (x *Idempotent) Keyed6Key(v Gen[map[MK10]Gen[int]]) (string, error) {
-	return x.beginKeyed6(&v).StoreKey()
-}
-
-// beginKeyed6 starts a call of Keyed6 and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginKeyed6(v *Gen[map[MK10]Gen[int]]) idem.Call {
-	c := x.g.Begin(idemSpecKeyed6)
-	idemKeyGen_MapMK10ToGen_int(c.Key(), v)
-	return c
-}
-
-var idemSpecKeyed7 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed7",
-	Signature:   "c48acb59cbaf71a2",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyed7,
-}
-
-// Build fails here if sample.Keyed7's signature changed since generation: run go generate.
-var _ func(context.Context, int8) (int64, error) = Keyed7
-
-// idemCodecKeyed7 stores the results of Keyed7 (generated codec).
-var idemCodecKeyed7 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // Keyed7 is sample.Keyed7, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed7(ctx context.Context, v int8) (int64, error) {
-	c := x.beginKeyed7(v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginKeyed7(v), func(ctx context.Context) (int64, error) {
 		return Keyed7(ctx, v)
 	})
 }
@@ -418,20 +370,18 @@ func (x *Idempotent) beginKeyed7(v int8) idem.Call {
 	return c
 }
 
-var idemSpecKeyed8 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed8",
-	Signature:   "a7039bf9e9b63d1d",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyed8,
+var idemSpecKeyed7 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed7",
+	Signature: "c48acb59cbaf71a2",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyed7,
 }
 
-// Build fails here if sample.Keyed8's signature changed since generation: run go generate.
-var _ func(context.Context, map[other.Point]time.Duration) (int64, error) = Keyed8
+// Build fails here if sample.Keyed7's signature changed since generation: run go generate.
+var _ func(context.Context, int8) (int64, error) = Keyed7
 
-// idemCodecKeyed8 stores the results of Keyed8 (generated codec).
-var idemCodecKeyed8 = idemimpl.TypedCodec[int64]{
+// idemCodecKeyed7 stores the results of Keyed7 (generated codec).
+var idemCodecKeyed7 = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -442,8 +392,7 @@ var idemCodecKeyed8 = idemimpl.TypedCodec[int64]{
 
 // Keyed8 is sample.Keyed8, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed8(ctx context.Context, v map[other.Point]time.Duration) (int64, error) {
-	c := x.beginKeyed8(v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginKeyed8(v), func(ctx context.Context) (int64, error) {
 		return Keyed8(ctx, v)
 	})
 }
@@ -470,20 +419,18 @@ func (x *Idempotent) beginKeyed8(v map[other.Point]time.Duration) idem.Call {
 	return c
 }
 
-var idemSpecKeyed9 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed9",
-	Signature:   "3c939b65e4d590af",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyed9,
+var idemSpecKeyed8 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed8",
+	Signature: "a7039bf9e9b63d1d",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyed8,
 }
 
-// Build fails here if sample.Keyed9's signature changed since generation: run go generate.
-var _ func(context.Context, json.RawMessage) (int64, error) = Keyed9
+// Build fails here if sample.Keyed8's signature changed since generation: run go generate.
+var _ func(context.Context, map[other.Point]time.Duration) (int64, error) = Keyed8
 
-// idemCodecKeyed9 stores the results of Keyed9 (generated codec).
-var idemCodecKeyed9 = idemimpl.TypedCodec[int64]{
+// idemCodecKeyed8 stores the results of Keyed8 (generated codec).
+var idemCodecKeyed8 = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -494,8 +441,7 @@ var idemCodecKeyed9 = idemimpl.TypedCodec[int64]{
 
 // Keyed9 is sample.Keyed9, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed9(ctx context.Context, v json.RawMessage) (int64, error) {
-	c := x.beginKeyed9(v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginKeyed9(v), func(ctx context.Context) (int64, error) {
 		return Keyed9(ctx, v)
 	})
 }
@@ -512,20 +458,18 @@ func (x *Idempotent) beginKeyed9(v json.RawMessage) idem.Call {
 	return c
 }
 
-var idemSpecKeyed10 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed10",
-	Signature:   "ddac92921157cac5",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyed10,
+var idemSpecKeyed9 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed9",
+	Signature: "3c939b65e4d590af",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyed9,
 }
 
-// Build fails here if sample.Keyed10's signature changed since generation: run go generate.
-var _ func(context.Context, any) (int64, error) = Keyed10
+// Build fails here if sample.Keyed9's signature changed since generation: run go generate.
+var _ func(context.Context, json.RawMessage) (int64, error) = Keyed9
 
-// idemCodecKeyed10 stores the results of Keyed10 (generated codec).
-var idemCodecKeyed10 = idemimpl.TypedCodec[int64]{
+// idemCodecKeyed9 stores the results of Keyed9 (generated codec).
+var idemCodecKeyed9 = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -536,8 +480,7 @@ var idemCodecKeyed10 = idemimpl.TypedCodec[int64]{
 
 // Keyed10 is sample.Keyed10, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed10(ctx context.Context, v any) (int64, error) {
-	c := x.beginKeyed10(v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginKeyed10(v), func(ctx context.Context) (int64, error) {
 		return Keyed10(ctx, v)
 	})
 }
@@ -554,20 +497,18 @@ func (x *Idempotent) beginKeyed10(v any) idem.Call {
 	return c
 }
 
-var idemSpecKeyed11 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed11",
-	Signature:   "c219504acb78d1a9",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyed11,
+var idemSpecKeyed10 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed10",
+	Signature: "ddac92921157cac5",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyed10,
 }
 
-// Build fails here if sample.Keyed11's signature changed since generation: run go generate.
-var _ func(context.Context, map[bool]Gen[A11]) (int64, error) = Keyed11
+// Build fails here if sample.Keyed10's signature changed since generation: run go generate.
+var _ func(context.Context, any) (int64, error) = Keyed10
 
-// idemCodecKeyed11 stores the results of Keyed11 (generated codec).
-var idemCodecKeyed11 = idemimpl.TypedCodec[int64]{
+// idemCodecKeyed10 stores the results of Keyed10 (generated codec).
+var idemCodecKeyed10 = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -578,8 +519,7 @@ var idemCodecKeyed11 = idemimpl.TypedCodec[int64]{
 
 // Keyed11 is sample.Keyed11, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed11(ctx context.Context, v map[bool]Gen[A11]) (int64, error) {
-	c := x.beginKeyed11(v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginKeyed11(v), func(ctx context.Context) (int64, error) {
 		return Keyed11(ctx, v)
 	})
 }
@@ -606,20 +546,18 @@ func (x *Idempotent) beginKeyed11(v map[bool]Gen[A11]) idem.Call {
 	return c
 }
 
-var idemSpecPathed0 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed0",
-	Signature:   "814c9d2aa4b69dfa",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPathed0,
+var idemSpecKeyed11 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed11",
+	Signature: "c219504acb78d1a9",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyed11,
 }
 
-// Build fails here if sample.Pathed0's signature changed since generation: run go generate.
-var _ func(context.Context, *P12) (int64, error) = Pathed0
+// Build fails here if sample.Keyed11's signature changed since generation: run go generate.
+var _ func(context.Context, map[bool]Gen[A11]) (int64, error) = Keyed11
 
-// idemCodecPathed0 stores the results of Pathed0 (generated codec).
-var idemCodecPathed0 = idemimpl.TypedCodec[int64]{
+// idemCodecKeyed11 stores the results of Keyed11 (generated codec).
+var idemCodecKeyed11 = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -631,8 +569,7 @@ var idemCodecPathed0 = idemimpl.TypedCodec[int64]{
 // Pathed0 is sample.Pathed0, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.D,v.B).
 func (x *Idempotent) Pathed0(ctx context.Context, v *P12) (int64, error) {
-	c := x.beginPathed0(v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginPathed0(v), func(ctx context.Context) (int64, error) {
 		return Pathed0(ctx, v)
 	})
 }
@@ -675,20 +612,17 @@ func (x *Idempotent) beginPathed0(v *P12) idem.Call {
 	return c
 }
 
-var idemSpecPathed1 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed1",
-	Signature:   "d092b21bb9ec7a6d",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPathed1,
+var idemSpecPathed0 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed0",
+	Signature: "814c9d2aa4b69dfa",
+	Codec:     idemCodecPathed0,
 }
 
-// Build fails here if sample.Pathed1's signature changed since generation: run go generate.
-var _ func(context.Context, *P16) (int64, error) = Pathed1
+// Build fails here if sample.Pathed0's signature changed since generation: run go generate.
+var _ func(context.Context, *P12) (int64, error) = Pathed0
 
-// idemCodecPathed1 stores the results of Pathed1 (generated codec).
-var idemCodecPathed1 = idemimpl.TypedCodec[int64]{
+// idemCodecPathed0 stores the results of Pathed0 (generated codec).
+var idemCodecPathed0 = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -700,8 +634,7 @@ var idemCodecPathed1 = idemimpl.TypedCodec[int64]{
 // Pathed1 is sample.Pathed1, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.D,v.B).
 func (x *Idempotent) Pathed1(ctx context.Context, v *P16) (int64, error) {
-	c := x.beginPathed1(v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginPathed1(v), func(ctx context.Context) (int64, error) {
 		return Pathed1(ctx, v)
 	})
 }
@@ -740,20 +673,17 @@ func (x *Idempotent) beginPathed1(v *P16) idem.Call {
 	return c
 }
 
-var idemSpecPathed2 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed2",
-	Signature:   "6bbbd82f5a9bd690",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPathed2,
+var idemSpecPathed1 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed1",
+	Signature: "d092b21bb9ec7a6d",
+	Codec:     idemCodecPathed1,
 }
 
-// Build fails here if sample.Pathed2's signature changed since generation: run go generate.
-var _ func(context.Context, P21) (int64, error) = Pathed2
+// Build fails here if sample.Pathed1's signature changed since generation: run go generate.
+var _ func(context.Context, *P16) (int64, error) = Pathed1
 
-// idemCodecPathed2 stores the results of Pathed2 (generated codec).
-var idemCodecPathed2 = idemimpl.TypedCodec[int64]{
+// idemCodecPathed1 stores the results of Pathed1 (generated codec).
+var idemCodecPathed1 = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -765,8 +695,7 @@ var idemCodecPathed2 = idemimpl.TypedCodec[int64]{
 // Pathed2 is sample.Pathed2, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.C,v.A.D,v.B).
 func (x *Idempotent) Pathed2(ctx context.Context, v P21) (int64, error) {
-	c := x.beginPathed2(&v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginPathed2(&v), func(ctx context.Context) (int64, error) {
 		return Pathed2(ctx, v)
 	})
 }
@@ -776,8 +705,7 @@ func (x *Idempotent) Pathed2Key(v P21) (string, error) {
 	return x.beginPathed2(&v).StoreKey()
 }
 
-// beginPathed2 starts a call of Pathed2 and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginPathed2 starts a call of Pathed2 and writes its key material.
 func (x *Idempotent) beginPathed2(v *P21) idem.Call {
 	c := x.g.Begin(idemSpecPathed2)
 	if v.A == nil {
@@ -802,20 +730,17 @@ func (x *Idempotent) beginPathed2(v *P21) idem.Call {
 	return c
 }
 
-var idemSpecPathed3 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed3",
-	Signature:   "44bc566e80077dae",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPathed3,
+var idemSpecPathed2 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed2",
+	Signature: "6bbbd82f5a9bd690",
+	Codec:     idemCodecPathed2,
 }
 
-// Build fails here if sample.Pathed3's signature changed since generation: run go generate.
-var _ func(context.Context, P26) (int64, error) = Pathed3
+// Build fails here if sample.Pathed2's signature changed since generation: run go generate.
+var _ func(context.Context, P21) (int64, error) = Pathed2
 
-// idemCodecPathed3 stores the results of Pathed3 (generated codec).
-var idemCodecPathed3 = idemimpl.TypedCodec[int64]{
+// idemCodecPathed2 stores the results of Pathed2 (generated codec).
+var idemCodecPathed2 = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -827,8 +752,7 @@ var idemCodecPathed3 = idemimpl.TypedCodec[int64]{
 // Pathed3 is sample.Pathed3, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.D,v.B).
 func (x *Idempotent) Pathed3(ctx context.Context, v P26) (int64, error) {
-	c := x.beginPathed3(&v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginPathed3(&v), func(ctx context.Context) (int64, error) {
 		return Pathed3(ctx, v)
 	})
 }
@@ -838,8 +762,7 @@ func (x *Idempotent) Pathed3Key(v P26) (string, error) {
 	return x.beginPathed3(&v).StoreKey()
 }
 
-// beginPathed3 starts a call of Pathed3 and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginPathed3 starts a call of Pathed3 and writes its key material.
 func (x *Idempotent) beginPathed3(v *P26) idem.Call {
 	c := x.g.Begin(idemSpecPathed3)
 	if v.A == nil {
@@ -858,20 +781,17 @@ func (x *Idempotent) beginPathed3(v *P26) idem.Call {
 	return c
 }
 
-var idemSpecPathed4 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed4",
-	Signature:   "2465e2dc4136e0c4",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPathed4,
+var idemSpecPathed3 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed3",
+	Signature: "44bc566e80077dae",
+	Codec:     idemCodecPathed3,
 }
 
-// Build fails here if sample.Pathed4's signature changed since generation: run go generate.
-var _ func(context.Context, P31) (int64, error) = Pathed4
+// Build fails here if sample.Pathed3's signature changed since generation: run go generate.
+var _ func(context.Context, P26) (int64, error) = Pathed3
 
-// idemCodecPathed4 stores the results of Pathed4 (generated codec).
-var idemCodecPathed4 = idemimpl.TypedCodec[int64]{
+// idemCodecPathed3 stores the results of Pathed3 (generated codec).
+var idemCodecPathed3 = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -883,8 +803,7 @@ var idemCodecPathed4 = idemimpl.TypedCodec[int64]{
 // Pathed4 is sample.Pathed4, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.D,v.B).
 func (x *Idempotent) Pathed4(ctx context.Context, v P31) (int64, error) {
-	c := x.beginPathed4(&v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginPathed4(&v), func(ctx context.Context) (int64, error) {
 		return Pathed4(ctx, v)
 	})
 }
@@ -894,8 +813,7 @@ func (x *Idempotent) Pathed4Key(v P31) (string, error) {
 	return x.beginPathed4(&v).StoreKey()
 }
 
-// beginPathed4 starts a call of Pathed4 and writes its key material. Structs and arrays come by
-// pointer: no copies.
+// beginPathed4 starts a call of Pathed4 and writes its key material.
 func (x *Idempotent) beginPathed4(v *P31) idem.Call {
 	c := x.g.Begin(idemSpecPathed4)
 	if v.A == nil {
@@ -921,20 +839,17 @@ func (x *Idempotent) beginPathed4(v *P31) idem.Call {
 	return c
 }
 
-var idemSpecPathed5 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed5",
-	Signature:   "a2e24d16c8893a48",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecPathed5,
+var idemSpecPathed4 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed4",
+	Signature: "2465e2dc4136e0c4",
+	Codec:     idemCodecPathed4,
 }
 
-// Build fails here if sample.Pathed5's signature changed since generation: run go generate.
-var _ func(context.Context, *P33) (int64, error) = Pathed5
+// Build fails here if sample.Pathed4's signature changed since generation: run go generate.
+var _ func(context.Context, P31) (int64, error) = Pathed4
 
-// idemCodecPathed5 stores the results of Pathed5 (generated codec).
-var idemCodecPathed5 = idemimpl.TypedCodec[int64]{
+// idemCodecPathed4 stores the results of Pathed4 (generated codec).
+var idemCodecPathed4 = idemimpl.TypedCodec[int64]{
 	Decode: func(d *idemimpl.Decoder, v *int64) {
 		*v = d.Int(64)
 	},
@@ -946,8 +861,7 @@ var idemCodecPathed5 = idemimpl.TypedCodec[int64]{
 // Pathed5 is sample.Pathed5, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.C,v.B).
 func (x *Idempotent) Pathed5(ctx context.Context, v *P33) (int64, error) {
-	c := x.beginPathed5(v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginPathed5(v), func(ctx context.Context) (int64, error) {
 		return Pathed5(ctx, v)
 	})
 }
@@ -981,33 +895,29 @@ func (x *Idempotent) beginPathed5(v *P33) idem.Call {
 	return c
 }
 
-var idemSpecStored0 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored0",
-	Signature:   "a6f8d226043d428b",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStored0,
+var idemSpecPathed5 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed5",
+	Signature: "a2e24d16c8893a48",
+	Codec:     idemCodecPathed5,
 }
 
-// Build fails here if sample.Stored0's signature changed since generation: run go generate.
-var _ func(context.Context, int64, uint) (uint, error) = Stored0
+// Build fails here if sample.Pathed5's signature changed since generation: run go generate.
+var _ func(context.Context, *P33) (int64, error) = Pathed5
 
-// idemCodecStored0 stores the results of Stored0 (generated codec).
-var idemCodecStored0 = idemimpl.TypedCodec[uint]{
-	Decode: func(d *idemimpl.Decoder, v *uint) {
-		*v = uint(d.Uint(64))
+// idemCodecPathed5 stores the results of Pathed5 (generated codec).
+var idemCodecPathed5 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
 	},
-	Encode: func(e *idemimpl.Encoder, v *uint) {
-		e.Uint(uint64(*v))
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
 	},
 }
 
 // Stored0 is sample.Stored0, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
 func (x *Idempotent) Stored0(ctx context.Context, id int64, v uint) (uint, error) {
-	c := x.beginStored0(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) (uint, error) {
+	return idem.Do(ctx, x.beginStored0(id, v), func(ctx context.Context) (uint, error) {
 		return Stored0(ctx, id, v)
 	})
 }
@@ -1024,24 +934,21 @@ func (x *Idempotent) beginStored0(id int64, v uint) idem.Call {
 	return c
 }
 
-var idemSpecStored1 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored1",
-	Signature:   "5b4e331500740e05",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStored1,
+var idemSpecStored0 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored0",
+	Signature: "a6f8d226043d428b",
+	Codec:     idemCodecStored0,
 }
 
-// Build fails here if sample.Stored1's signature changed since generation: run go generate.
-var _ func(context.Context, int64, uint16) (uint16, error) = Stored1
+// Build fails here if sample.Stored0's signature changed since generation: run go generate.
+var _ func(context.Context, int64, uint) (uint, error) = Stored0
 
-// idemCodecStored1 stores the results of Stored1 (generated codec).
-var idemCodecStored1 = idemimpl.TypedCodec[uint16]{
-	Decode: func(d *idemimpl.Decoder, v *uint16) {
-		*v = uint16(d.Uint(16))
+// idemCodecStored0 stores the results of Stored0 (generated codec).
+var idemCodecStored0 = idemimpl.TypedCodec[uint]{
+	Decode: func(d *idemimpl.Decoder, v *uint) {
+		*v = uint(d.Uint(64))
 	},
-	Encode: func(e *idemimpl.Encoder, v *uint16) {
+	Encode: func(e *idemimpl.Encoder, v *uint) {
 		e.Uint(uint64(*v))
 	},
 }
@@ -1049,8 +956,7 @@ var idemCodecStored1 = idemimpl.TypedCodec[uint16]{
 // Stored1 is sample.Stored1, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
 func (x *Idempotent) Stored1(ctx context.Context, id int64, v uint16) (uint16, error) {
-	c := x.beginStored1(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) (uint16, error) {
+	return idem.Do(ctx, x.beginStored1(id, v), func(ctx context.Context) (uint16, error) {
 		return Stored1(ctx, id, v)
 	})
 }
@@ -1067,13 +973,89 @@ func (x *Idempotent) beginStored1(id int64, v uint16) idem.Call {
 	return c
 }
 
+var idemSpecStored1 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored1",
+	Signature: "5b4e331500740e05",
+	Codec:     idemCodecStored1,
+}
+
+// Build fails here if sample.Stored1's signature changed since generation: run go generate.
+var _ func(context.Context, int64, uint16) (uint16, error) = Stored1
+
+// idemCodecStored1 stores the results of Stored1 (generated codec).
+var idemCodecStored1 = idemimpl.TypedCodec[uint16]{
+	Decode: func(d *idemimpl.Decoder, v *uint16) {
+		*v = uint16(d.Uint(16))
+	},
+	Encode: func(e *idemimpl.Encoder, v *uint16) {
+		e.Uint(uint64(*v))
+	},
+}
+
+// Stored2 is sample.Stored2, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=v).
+func (x *Idempotent) Stored2(ctx context.Context, id int64, v *struct {
+	F0 struct {
+		F0 net.IP
+		F1 other.Point
+		F2 uint
+	}
+	F1 S37
+	F2 [2]float64
+}) (*struct {
+	F0 struct {
+		F0 net.IP
+		F1 other.Point
+		F2 uint
+	}
+	F1 S37
+	F2 [2]float64
+}, error) {
+	return idem.Do(ctx, x.beginStored2(id, v), func(ctx context.Context) (*struct {
+		F0 struct {
+			F0 net.IP
+			F1 other.Point
+			F2 uint
+		}
+		F1 S37
+		F2 [2]float64
+	}, error) {
+		return Stored2(ctx, id, v)
+	})
+}
+
+// Stored2Key is the store key Stored2 claims for these arguments; nothing runs.
+func (x *Idempotent) Stored2Key(id int64, v *struct {
+	F0 struct {
+		F0 net.IP
+		F1 other.Point
+		F2 uint
+	}
+	F1 S37
+	F2 [2]float64
+}) (string, error) {
+	return x.beginStored2(id, v).StoreKey()
+}
+
+// beginStored2 starts a call of Stored2 and writes its key material.
+func (x *Idempotent) beginStored2(id int64, v *struct {
+	F0 struct {
+		F0 net.IP
+		F1 other.Point
+		F2 uint
+	}
+	F1 S37
+	F2 [2]float64
+}) idem.Call {
+	c := x.g.Begin(idemSpecStored2)
+	c.Key().Int(id)
+	return c
+}
+
 var idemSpecStored2 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored2",
-	Signature:   "9c9cd1c8c275f777",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStored2,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored2",
+	Signature: "9c9cd1c8c275f777",
+	Codec:     idemCodecStored2,
 }
 
 // Build fails here if sample.Stored2's signature changed since generation: run go generate.
@@ -1193,74 +1175,30 @@ var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 	},
 }
 
-// Stored2 is sample.Stored2, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// Stored3 is sample.Stored3, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
-func (x *Idempotent) Stored2(ctx context.Context, id int64, v *struct {
-	F0 struct {
-		F0 net.IP
-		F1 other.Point
-		F2 uint
-	}
-	F1 S37
-	F2 [2]float64
-}) (*struct {
-	F0 struct {
-		F0 net.IP
-		F1 other.Point
-		F2 uint
-	}
-	F1 S37
-	F2 [2]float64
-}, error) {
-	c := x.beginStored2(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) (*struct {
-		F0 struct {
-			F0 net.IP
-			F1 other.Point
-			F2 uint
-		}
-		F1 S37
-		F2 [2]float64
-	}, error) {
-		return Stored2(ctx, id, v)
+func (x *Idempotent) Stored3(ctx context.Context, id int64, v *Pair[other.Code, Rec39]) (*Pair[other.Code, Rec39], error) {
+	return idem.Do(ctx, x.beginStored3(id, v), func(ctx context.Context) (*Pair[other.Code, Rec39], error) {
+		return Stored3(ctx, id, v)
 	})
 }
 
-// Stored2Key is the store key Stored2 claims for these arguments; nothing runs.
-func (x *Idempotent) Stored2Key(id int64, v *struct {
-	F0 struct {
-		F0 net.IP
-		F1 other.Point
-		F2 uint
-	}
-	F1 S37
-	F2 [2]float64
-}) (string, error) {
-	return x.beginStored2(id, v).StoreKey()
+// Stored3Key is the store key Stored3 claims for these arguments; nothing runs.
+func (x *Idempotent) Stored3Key(id int64, v *Pair[other.Code, Rec39]) (string, error) {
+	return x.beginStored3(id, v).StoreKey()
 }
 
-// beginStored2 starts a call of Stored2 and writes its key material.
-func (x *Idempotent) beginStored2(id int64, v *struct {
-	F0 struct {
-		F0 net.IP
-		F1 other.Point
-		F2 uint
-	}
-	F1 S37
-	F2 [2]float64
-}) idem.Call {
-	c := x.g.Begin(idemSpecStored2)
+// beginStored3 starts a call of Stored3 and writes its key material.
+func (x *Idempotent) beginStored3(id int64, v *Pair[other.Code, Rec39]) idem.Call {
+	c := x.g.Begin(idemSpecStored3)
 	c.Key().Int(id)
 	return c
 }
 
 var idemSpecStored3 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored3",
-	Signature:   "a1e40a889d2e362c",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStored3,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored3",
+	Signature: "a1e40a889d2e362c",
+	Codec:     idemCodecStored3,
 }
 
 // Build fails here if sample.Stored3's signature changed since generation: run go generate.
@@ -1286,34 +1224,30 @@ var idemCodecStored3 = idemimpl.TypedCodec[*Pair[other.Code, Rec39]]{
 	},
 }
 
-// Stored3 is sample.Stored3, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// Stored4 is sample.Stored4, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
-func (x *Idempotent) Stored3(ctx context.Context, id int64, v *Pair[other.Code, Rec39]) (*Pair[other.Code, Rec39], error) {
-	c := x.beginStored3(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) (*Pair[other.Code, Rec39], error) {
-		return Stored3(ctx, id, v)
+func (x *Idempotent) Stored4(ctx context.Context, id int64, v S40) (S40, error) {
+	return idem.Do(ctx, x.beginStored4(id, &v), func(ctx context.Context) (S40, error) {
+		return Stored4(ctx, id, v)
 	})
 }
 
-// Stored3Key is the store key Stored3 claims for these arguments; nothing runs.
-func (x *Idempotent) Stored3Key(id int64, v *Pair[other.Code, Rec39]) (string, error) {
-	return x.beginStored3(id, v).StoreKey()
+// Stored4Key is the store key Stored4 claims for these arguments; nothing runs.
+func (x *Idempotent) Stored4Key(id int64, v S40) (string, error) {
+	return x.beginStored4(id, &v).StoreKey()
 }
 
-// beginStored3 starts a call of Stored3 and writes its key material.
-func (x *Idempotent) beginStored3(id int64, v *Pair[other.Code, Rec39]) idem.Call {
-	c := x.g.Begin(idemSpecStored3)
+// beginStored4 starts a call of Stored4 and writes its key material.
+func (x *Idempotent) beginStored4(id int64, v *S40) idem.Call {
+	c := x.g.Begin(idemSpecStored4)
 	c.Key().Int(id)
 	return c
 }
 
 var idemSpecStored4 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored4",
-	Signature:   "8c6efcabb54a84a5",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStored4,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored4",
+	Signature: "8c6efcabb54a84a5",
+	Codec:     idemCodecStored4,
 }
 
 // Build fails here if sample.Stored4's signature changed since generation: run go generate.
@@ -1329,35 +1263,30 @@ var idemCodecStored4 = idemimpl.TypedCodec[S40]{
 	},
 }
 
-// Stored4 is sample.Stored4, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// Stored5 is sample.Stored5, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
-func (x *Idempotent) Stored4(ctx context.Context, id int64, v S40) (S40, error) {
-	c := x.beginStored4(id, &v)
-	return idem.Do(ctx, c, func(ctx context.Context) (S40, error) {
-		return Stored4(ctx, id, v)
+func (x *Idempotent) Stored5(ctx context.Context, id int64, v S42) (S42, error) {
+	return idem.Do(ctx, x.beginStored5(id, &v), func(ctx context.Context) (S42, error) {
+		return Stored5(ctx, id, v)
 	})
 }
 
-// Stored4Key is the store key Stored4 claims for these arguments; nothing runs.
-func (x *Idempotent) Stored4Key(id int64, v S40) (string, error) {
-	return x.beginStored4(id, &v).StoreKey()
+// Stored5Key is the store key Stored5 claims for these arguments; nothing runs.
+func (x *Idempotent) Stored5Key(id int64, v S42) (string, error) {
+	return x.beginStored5(id, &v).StoreKey()
 }
 
-// beginStored4 starts a call of Stored4 and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginStored4(id int64, v *S40) idem.Call {
-	c := x.g.Begin(idemSpecStored4)
+// beginStored5 starts a call of Stored5 and writes its key material.
+func (x *Idempotent) beginStored5(id int64, v *S42) idem.Call {
+	c := x.g.Begin(idemSpecStored5)
 	c.Key().Int(id)
 	return c
 }
 
 var idemSpecStored5 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored5",
-	Signature:   "8228e6406b917766",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStored5,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored5",
+	Signature: "8228e6406b917766",
+	Codec:     idemCodecStored5,
 }
 
 // Build fails here if sample.Stored5's signature changed since generation: run go generate.
@@ -1373,35 +1302,30 @@ var idemCodecStored5 = idemimpl.TypedCodec[S42]{
 	},
 }
 
-// Stored5 is sample.Stored5, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// Stored6 is sample.Stored6, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
-func (x *Idempotent) Stored5(ctx context.Context, id int64, v S42) (S42, error) {
-	c := x.beginStored5(id, &v)
-	return idem.Do(ctx, c, func(ctx context.Context) (S42, error) {
-		return Stored5(ctx, id, v)
+func (x *Idempotent) Stored6(ctx context.Context, id int64, v Pair[string, S45]) (Pair[string, S45], error) {
+	return idem.Do(ctx, x.beginStored6(id, &v), func(ctx context.Context) (Pair[string, S45], error) {
+		return Stored6(ctx, id, v)
 	})
 }
 
-// Stored5Key is the store key Stored5 claims for these arguments; nothing runs.
-func (x *Idempotent) Stored5Key(id int64, v S42) (string, error) {
-	return x.beginStored5(id, &v).StoreKey()
+// Stored6Key is the store key Stored6 claims for these arguments; nothing runs.
+func (x *Idempotent) Stored6Key(id int64, v Pair[string, S45]) (string, error) {
+	return x.beginStored6(id, &v).StoreKey()
 }
 
-// beginStored5 starts a call of Stored5 and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginStored5(id int64, v *S42) idem.Call {
-	c := x.g.Begin(idemSpecStored5)
+// beginStored6 starts a call of Stored6 and writes its key material.
+func (x *Idempotent) beginStored6(id int64, v *Pair[string, S45]) idem.Call {
+	c := x.g.Begin(idemSpecStored6)
 	c.Key().Int(id)
 	return c
 }
 
 var idemSpecStored6 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored6",
-	Signature:   "ec863febefc7bcda",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStored6,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored6",
+	Signature: "ec863febefc7bcda",
+	Codec:     idemCodecStored6,
 }
 
 // Build fails here if sample.Stored6's signature changed since generation: run go generate.
@@ -1417,35 +1341,30 @@ var idemCodecStored6 = idemimpl.TypedCodec[Pair[string, S45]]{
 	},
 }
 
-// Stored6 is sample.Stored6, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// Stored7 is sample.Stored7, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
-func (x *Idempotent) Stored6(ctx context.Context, id int64, v Pair[string, S45]) (Pair[string, S45], error) {
-	c := x.beginStored6(id, &v)
-	return idem.Do(ctx, c, func(ctx context.Context) (Pair[string, S45], error) {
-		return Stored6(ctx, id, v)
+func (x *Idempotent) Stored7(ctx context.Context, id int64, v [0][0]complex64) ([0][0]complex64, error) {
+	return idem.Do(ctx, x.beginStored7(id, &v), func(ctx context.Context) ([0][0]complex64, error) {
+		return Stored7(ctx, id, v)
 	})
 }
 
-// Stored6Key is the store key Stored6 claims for these arguments; nothing runs.
-func (x *Idempotent) Stored6Key(id int64, v Pair[string, S45]) (string, error) {
-	return x.beginStored6(id, &v).StoreKey()
+// Stored7Key is the store key Stored7 claims for these arguments; nothing runs.
+func (x *Idempotent) Stored7Key(id int64, v [0][0]complex64) (string, error) {
+	return x.beginStored7(id, &v).StoreKey()
 }
 
-// beginStored6 starts a call of Stored6 and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginStored6(id int64, v *Pair[string, S45]) idem.Call {
-	c := x.g.Begin(idemSpecStored6)
+// beginStored7 starts a call of Stored7 and writes its key material.
+func (x *Idempotent) beginStored7(id int64, v *[0][0]complex64) idem.Call {
+	c := x.g.Begin(idemSpecStored7)
 	c.Key().Int(id)
 	return c
 }
 
 var idemSpecStored7 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored7",
-	Signature:   "24dc795093399fa5",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStored7,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored7",
+	Signature: "24dc795093399fa5",
+	Codec:     idemCodecStored7,
 }
 
 // Build fails here if sample.Stored7's signature changed since generation: run go generate.
@@ -1477,35 +1396,30 @@ var idemCodecStored7 = idemimpl.TypedCodec[[0][0]complex64]{
 	},
 }
 
-// Stored7 is sample.Stored7, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// Stored8 is sample.Stored8, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
-func (x *Idempotent) Stored7(ctx context.Context, id int64, v [0][0]complex64) ([0][0]complex64, error) {
-	c := x.beginStored7(id, &v)
-	return idem.Do(ctx, c, func(ctx context.Context) ([0][0]complex64, error) {
-		return Stored7(ctx, id, v)
+func (x *Idempotent) Stored8(ctx context.Context, id int64, v map[other.Code]S46) (map[other.Code]S46, error) {
+	return idem.Do(ctx, x.beginStored8(id, v), func(ctx context.Context) (map[other.Code]S46, error) {
+		return Stored8(ctx, id, v)
 	})
 }
 
-// Stored7Key is the store key Stored7 claims for these arguments; nothing runs.
-func (x *Idempotent) Stored7Key(id int64, v [0][0]complex64) (string, error) {
-	return x.beginStored7(id, &v).StoreKey()
+// Stored8Key is the store key Stored8 claims for these arguments; nothing runs.
+func (x *Idempotent) Stored8Key(id int64, v map[other.Code]S46) (string, error) {
+	return x.beginStored8(id, v).StoreKey()
 }
 
-// beginStored7 starts a call of Stored7 and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginStored7(id int64, v *[0][0]complex64) idem.Call {
-	c := x.g.Begin(idemSpecStored7)
+// beginStored8 starts a call of Stored8 and writes its key material.
+func (x *Idempotent) beginStored8(id int64, v map[other.Code]S46) idem.Call {
+	c := x.g.Begin(idemSpecStored8)
 	c.Key().Int(id)
 	return c
 }
 
 var idemSpecStored8 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored8",
-	Signature:   "9bdc474010200903",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStored8,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored8",
+	Signature: "9bdc474010200903",
+	Codec:     idemCodecStored8,
 }
 
 // Build fails here if sample.Stored8's signature changed since generation: run go generate.
@@ -1544,54 +1458,10 @@ var idemCodecStored8 = idemimpl.TypedCodec[map[other.Code]S46]{
 	},
 }
 
-// Stored8 is sample.Stored8, run at most once per key (ttl=24h lease=30s on_duplicate=return
-// exclude=v).
-func (x *Idempotent) Stored8(ctx context.Context, id int64, v map[other.Code]S46) (map[other.Code]S46, error) {
-	c := x.beginStored8(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) (map[other.Code]S46, error) {
-		return Stored8(ctx, id, v)
-	})
-}
-
-// Stored8Key is the store key Stored8 claims for these arguments; nothing runs.
-func (x *Idempotent) Stored8Key(id int64, v map[other.Code]S46) (string, error) {
-	return x.beginStored8(id, v).StoreKey()
-}
-
-// beginStored8 starts a call of Stored8 and writes its key material.
-func (x *Idempotent) beginStored8(id int64, v map[other.Code]S46) idem.Call {
-	c := x.g.Begin(idemSpecStored8)
-	c.Key().Int(id)
-	return c
-}
-
-var idemSpecStored9 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored9",
-	Signature:   "8671fd8ff8449d24",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStored9,
-}
-
-// Build fails here if sample.Stored9's signature changed since generation: run go generate.
-var _ func(context.Context, int64, uint32) (uint32, error) = Stored9
-
-// idemCodecStored9 stores the results of Stored9 (generated codec).
-var idemCodecStored9 = idemimpl.TypedCodec[uint32]{
-	Decode: func(d *idemimpl.Decoder, v *uint32) {
-		*v = uint32(d.Uint(32))
-	},
-	Encode: func(e *idemimpl.Encoder, v *uint32) {
-		e.Uint(uint64(*v))
-	},
-}
-
 // Stored9 is sample.Stored9, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
 func (x *Idempotent) Stored9(ctx context.Context, id int64, v uint32) (uint32, error) {
-	c := x.beginStored9(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) (uint32, error) {
+	return idem.Do(ctx, x.beginStored9(id, v), func(ctx context.Context) (uint32, error) {
 		return Stored9(ctx, id, v)
 	})
 }
@@ -1608,13 +1478,74 @@ func (x *Idempotent) beginStored9(id int64, v uint32) idem.Call {
 	return c
 }
 
+var idemSpecStored9 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored9",
+	Signature: "8671fd8ff8449d24",
+	Codec:     idemCodecStored9,
+}
+
+// Build fails here if sample.Stored9's signature changed since generation: run go generate.
+var _ func(context.Context, int64, uint32) (uint32, error) = Stored9
+
+// idemCodecStored9 stores the results of Stored9 (generated codec).
+var idemCodecStored9 = idemimpl.TypedCodec[uint32]{
+	Decode: func(d *idemimpl.Decoder, v *uint32) {
+		*v = uint32(d.Uint(32))
+	},
+	Encode: func(e *idemimpl.Encoder, v *uint32) {
+		e.Uint(uint64(*v))
+	},
+}
+
+// Stored10 is sample.Stored10, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// exclude=v).
+func (x *Idempotent) Stored10(ctx context.Context, id int64, v struct {
+	F0 N47
+	F1 *[1]uint
+	F2 map[string]*big.Int
+	F3 S48
+}) (struct {
+	F0 N47
+	F1 *[1]uint
+	F2 map[string]*big.Int
+	F3 S48
+}, error) {
+	return idem.Do(ctx, x.beginStored10(id, &v), func(ctx context.Context) (struct {
+		F0 N47
+		F1 *[1]uint
+		F2 map[string]*big.Int
+		F3 S48
+	}, error) {
+		return Stored10(ctx, id, v)
+	})
+}
+
+// Stored10Key is the store key Stored10 claims for these arguments; nothing runs.
+func (x *Idempotent) Stored10Key(id int64, v struct {
+	F0 N47
+	F1 *[1]uint
+	F2 map[string]*big.Int
+	F3 S48
+}) (string, error) {
+	return x.beginStored10(id, &v).StoreKey()
+}
+
+// beginStored10 starts a call of Stored10 and writes its key material.
+func (x *Idempotent) beginStored10(id int64, v *struct {
+	F0 N47
+	F1 *[1]uint
+	F2 map[string]*big.Int
+	F3 S48
+}) idem.Call {
+	c := x.g.Begin(idemSpecStored10)
+	c.Key().Int(id)
+	return c
+}
+
 var idemSpecStored10 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored10",
-	Signature:   "f575002c371dd80e",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStored10,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored10",
+	Signature: "f575002c371dd80e",
+	Codec:     idemCodecStored10,
 }
 
 // Build fails here if sample.Stored10's signature changed since generation: run go generate.
@@ -1729,60 +1660,30 @@ var idemCodecStored10 = idemimpl.TypedCodec[struct {
 	},
 }
 
-// Stored10 is sample.Stored10, run at most once per key (ttl=24h lease=30s on_duplicate=return
+// Stored11 is sample.Stored11, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
-func (x *Idempotent) Stored10(ctx context.Context, id int64, v struct {
-	F0 N47
-	F1 *[1]uint
-	F2 map[string]*big.Int
-	F3 S48
-}) (struct {
-	F0 N47
-	F1 *[1]uint
-	F2 map[string]*big.Int
-	F3 S48
-}, error) {
-	c := x.beginStored10(id, &v)
-	return idem.Do(ctx, c, func(ctx context.Context) (struct {
-		F0 N47
-		F1 *[1]uint
-		F2 map[string]*big.Int
-		F3 S48
-	}, error) {
-		return Stored10(ctx, id, v)
+func (x *Idempotent) Stored11(ctx context.Context, id int64, v S56) (S56, error) {
+	return idem.Do(ctx, x.beginStored11(id, &v), func(ctx context.Context) (S56, error) {
+		return Stored11(ctx, id, v)
 	})
 }
 
-// Stored10Key is the store key Stored10 claims for these arguments; nothing runs.
-func (x *Idempotent) Stored10Key(id int64, v struct {
-	F0 N47
-	F1 *[1]uint
-	F2 map[string]*big.Int
-	F3 S48
-}) (string, error) {
-	return x.beginStored10(id, &v).StoreKey()
+// Stored11Key is the store key Stored11 claims for these arguments; nothing runs.
+func (x *Idempotent) Stored11Key(id int64, v S56) (string, error) {
+	return x.beginStored11(id, &v).StoreKey()
 }
 
-// beginStored10 starts a call of Stored10 and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginStored10(id int64, v *struct {
-	F0 N47
-	F1 *[1]uint
-	F2 map[string]*big.Int
-	F3 S48
-}) idem.Call {
-	c := x.g.Begin(idemSpecStored10)
+// beginStored11 starts a call of Stored11 and writes its key material.
+func (x *Idempotent) beginStored11(id int64, v *S56) idem.Call {
+	c := x.g.Begin(idemSpecStored11)
 	c.Key().Int(id)
 	return c
 }
 
 var idemSpecStored11 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.Stored11",
-	Signature:   "e1d645d7f54eaa1a",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStored11,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored11",
+	Signature: "e1d645d7f54eaa1a",
+	Codec:     idemCodecStored11,
 }
 
 // Build fails here if sample.Stored11's signature changed since generation: run go generate.
@@ -1798,55 +1699,10 @@ var idemCodecStored11 = idemimpl.TypedCodec[S56]{
 	},
 }
 
-// Stored11 is sample.Stored11, run at most once per key (ttl=24h lease=30s on_duplicate=return
-// exclude=v).
-func (x *Idempotent) Stored11(ctx context.Context, id int64, v S56) (S56, error) {
-	c := x.beginStored11(id, &v)
-	return idem.Do(ctx, c, func(ctx context.Context) (S56, error) {
-		return Stored11(ctx, id, v)
-	})
-}
-
-// Stored11Key is the store key Stored11 claims for these arguments; nothing runs.
-func (x *Idempotent) Stored11Key(id int64, v S56) (string, error) {
-	return x.beginStored11(id, &v).StoreKey()
-}
-
-// beginStored11 starts a call of Stored11 and writes its key material. Structs and arrays come by
-// pointer: no copies.
-func (x *Idempotent) beginStored11(id int64, v *S56) idem.Call {
-	c := x.g.Begin(idemSpecStored11)
-	c.Key().Int(id)
-	return c
-}
-
-var idemSpecKeyedFixed0 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed0",
-	Signature:   "c6db845393bb5650",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyedFixed0,
-}
-
-// Build fails here if sample.KeyedFixed0's signature changed since generation: run go generate.
-var _ func(context.Context, map[string]struct{}) (int64, error) = KeyedFixed0
-
-// idemCodecKeyedFixed0 stores the results of KeyedFixed0 (generated codec).
-var idemCodecKeyedFixed0 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // KeyedFixed0 is sample.KeyedFixed0, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
 func (x *Idempotent) KeyedFixed0(ctx context.Context, v map[string]struct{}) (int64, error) {
-	c := x.beginKeyedFixed0(v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginKeyedFixed0(v), func(ctx context.Context) (int64, error) {
 		return KeyedFixed0(ctx, v)
 	})
 }
@@ -1872,13 +1728,50 @@ func (x *Idempotent) beginKeyedFixed0(v map[string]struct{}) idem.Call {
 	return c
 }
 
+var idemSpecKeyedFixed0 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed0",
+	Signature: "c6db845393bb5650",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyedFixed0,
+}
+
+// Build fails here if sample.KeyedFixed0's signature changed since generation: run go generate.
+var _ func(context.Context, map[string]struct{}) (int64, error) = KeyedFixed0
+
+// idemCodecKeyedFixed0 stores the results of KeyedFixed0 (generated codec).
+var idemCodecKeyedFixed0 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// StoredFixed0 is sample.StoredFixed0, run at most once per key (ttl=24h lease=30s
+// on_duplicate=return exclude=v).
+func (x *Idempotent) StoredFixed0(ctx context.Context, id int64, v map[string]struct{}) (map[string]struct{}, error) {
+	return idem.Do(ctx, x.beginStoredFixed0(id, v), func(ctx context.Context) (map[string]struct{}, error) {
+		return StoredFixed0(ctx, id, v)
+	})
+}
+
+// StoredFixed0Key is the store key StoredFixed0 claims for these arguments; nothing runs.
+func (x *Idempotent) StoredFixed0Key(id int64, v map[string]struct{}) (string, error) {
+	return x.beginStoredFixed0(id, v).StoreKey()
+}
+
+// beginStoredFixed0 starts a call of StoredFixed0 and writes its key material.
+func (x *Idempotent) beginStoredFixed0(id int64, v map[string]struct{}) idem.Call {
+	c := x.g.Begin(idemSpecStoredFixed0)
+	c.Key().Int(id)
+	return c
+}
+
 var idemSpecStoredFixed0 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed0",
-	Signature:   "6209116503da5fc6",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStoredFixed0,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed0",
+	Signature: "6209116503da5fc6",
+	Codec:     idemCodecStoredFixed0,
 }
 
 // Build fails here if sample.StoredFixed0's signature changed since generation: run go generate.
@@ -1923,54 +1816,10 @@ var idemCodecStoredFixed0 = idemimpl.TypedCodec[map[string]struct{}]{
 	},
 }
 
-// StoredFixed0 is sample.StoredFixed0, run at most once per key (ttl=24h lease=30s
-// on_duplicate=return exclude=v).
-func (x *Idempotent) StoredFixed0(ctx context.Context, id int64, v map[string]struct{}) (map[string]struct{}, error) {
-	c := x.beginStoredFixed0(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) (map[string]struct{}, error) {
-		return StoredFixed0(ctx, id, v)
-	})
-}
-
-// StoredFixed0Key is the store key StoredFixed0 claims for these arguments; nothing runs.
-func (x *Idempotent) StoredFixed0Key(id int64, v map[string]struct{}) (string, error) {
-	return x.beginStoredFixed0(id, v).StoreKey()
-}
-
-// beginStoredFixed0 starts a call of StoredFixed0 and writes its key material.
-func (x *Idempotent) beginStoredFixed0(id int64, v map[string]struct{}) idem.Call {
-	c := x.g.Begin(idemSpecStoredFixed0)
-	c.Key().Int(id)
-	return c
-}
-
-var idemSpecKeyedFixed1 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed1",
-	Signature:   "f1fb2ef66237aea0",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyedFixed1,
-}
-
-// Build fails here if sample.KeyedFixed1's signature changed since generation: run go generate.
-var _ func(context.Context, []struct{}) (int64, error) = KeyedFixed1
-
-// idemCodecKeyedFixed1 stores the results of KeyedFixed1 (generated codec).
-var idemCodecKeyedFixed1 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // KeyedFixed1 is sample.KeyedFixed1, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
 func (x *Idempotent) KeyedFixed1(ctx context.Context, v []struct{}) (int64, error) {
-	c := x.beginKeyedFixed1(v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginKeyedFixed1(v), func(ctx context.Context) (int64, error) {
 		return KeyedFixed1(ctx, v)
 	})
 }
@@ -1991,13 +1840,50 @@ func (x *Idempotent) beginKeyedFixed1(v []struct{}) idem.Call {
 	return c
 }
 
+var idemSpecKeyedFixed1 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed1",
+	Signature: "f1fb2ef66237aea0",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyedFixed1,
+}
+
+// Build fails here if sample.KeyedFixed1's signature changed since generation: run go generate.
+var _ func(context.Context, []struct{}) (int64, error) = KeyedFixed1
+
+// idemCodecKeyedFixed1 stores the results of KeyedFixed1 (generated codec).
+var idemCodecKeyedFixed1 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// StoredFixed1 is sample.StoredFixed1, run at most once per key (ttl=24h lease=30s
+// on_duplicate=return exclude=v).
+func (x *Idempotent) StoredFixed1(ctx context.Context, id int64, v []struct{}) ([]struct{}, error) {
+	return idem.Do(ctx, x.beginStoredFixed1(id, v), func(ctx context.Context) ([]struct{}, error) {
+		return StoredFixed1(ctx, id, v)
+	})
+}
+
+// StoredFixed1Key is the store key StoredFixed1 claims for these arguments; nothing runs.
+func (x *Idempotent) StoredFixed1Key(id int64, v []struct{}) (string, error) {
+	return x.beginStoredFixed1(id, v).StoreKey()
+}
+
+// beginStoredFixed1 starts a call of StoredFixed1 and writes its key material.
+func (x *Idempotent) beginStoredFixed1(id int64, v []struct{}) idem.Call {
+	c := x.g.Begin(idemSpecStoredFixed1)
+	c.Key().Int(id)
+	return c
+}
+
 var idemSpecStoredFixed1 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed1",
-	Signature:   "4bfef528c3d926ad",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStoredFixed1,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed1",
+	Signature: "4bfef528c3d926ad",
+	Codec:     idemCodecStoredFixed1,
 }
 
 // Build fails here if sample.StoredFixed1's signature changed since generation: run go generate.
@@ -2035,34 +1921,34 @@ var idemCodecStoredFixed1 = idemimpl.TypedCodec[[]struct{}]{
 	},
 }
 
-// StoredFixed1 is sample.StoredFixed1, run at most once per key (ttl=24h lease=30s
-// on_duplicate=return exclude=v).
-func (x *Idempotent) StoredFixed1(ctx context.Context, id int64, v []struct{}) ([]struct{}, error) {
-	c := x.beginStoredFixed1(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) ([]struct{}, error) {
-		return StoredFixed1(ctx, id, v)
+// KeyedFixed2 is sample.KeyedFixed2, run at most once per key (ttl=1h lease=30s
+// on_duplicate=return).
+func (x *Idempotent) KeyedFixed2(ctx context.Context, v [2]Empty) (int64, error) {
+	return idem.Do(ctx, x.beginKeyedFixed2(&v), func(ctx context.Context) (int64, error) {
+		return KeyedFixed2(ctx, v)
 	})
 }
 
-// StoredFixed1Key is the store key StoredFixed1 claims for these arguments; nothing runs.
-func (x *Idempotent) StoredFixed1Key(id int64, v []struct{}) (string, error) {
-	return x.beginStoredFixed1(id, v).StoreKey()
+// KeyedFixed2Key is the store key KeyedFixed2 claims for these arguments; nothing runs.
+func (x *Idempotent) KeyedFixed2Key(v [2]Empty) (string, error) {
+	return x.beginKeyedFixed2(&v).StoreKey()
 }
 
-// beginStoredFixed1 starts a call of StoredFixed1 and writes its key material.
-func (x *Idempotent) beginStoredFixed1(id int64, v []struct{}) idem.Call {
-	c := x.g.Begin(idemSpecStoredFixed1)
-	c.Key().Int(id)
+// beginKeyedFixed2 starts a call of KeyedFixed2 and writes its key material.
+func (x *Idempotent) beginKeyedFixed2(v *[2]Empty) idem.Call {
+	c := x.g.Begin(idemSpecKeyedFixed2)
+	c.Key().List(2)
+	for i := range v {
+		idemKeyEmpty(c.Key(), &v[i])
+	}
 	return c
 }
 
 var idemSpecKeyedFixed2 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed2",
-	Signature:   "4ad542e8ce6ba347",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyedFixed2,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed2",
+	Signature: "4ad542e8ce6ba347",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyedFixed2,
 }
 
 // Build fails here if sample.KeyedFixed2's signature changed since generation: run go generate.
@@ -2078,38 +1964,30 @@ var idemCodecKeyedFixed2 = idemimpl.TypedCodec[int64]{
 	},
 }
 
-// KeyedFixed2 is sample.KeyedFixed2, run at most once per key (ttl=1h lease=30s
-// on_duplicate=return).
-func (x *Idempotent) KeyedFixed2(ctx context.Context, v [2]Empty) (int64, error) {
-	c := x.beginKeyedFixed2(&v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
-		return KeyedFixed2(ctx, v)
+// StoredFixed2 is sample.StoredFixed2, run at most once per key (ttl=24h lease=30s
+// on_duplicate=return exclude=v).
+func (x *Idempotent) StoredFixed2(ctx context.Context, id int64, v [2]Empty) ([2]Empty, error) {
+	return idem.Do(ctx, x.beginStoredFixed2(id, &v), func(ctx context.Context) ([2]Empty, error) {
+		return StoredFixed2(ctx, id, v)
 	})
 }
 
-// KeyedFixed2Key is the store key KeyedFixed2 claims for these arguments; nothing runs.
-func (x *Idempotent) KeyedFixed2Key(v [2]Empty) (string, error) {
-	return x.beginKeyedFixed2(&v).StoreKey()
+// StoredFixed2Key is the store key StoredFixed2 claims for these arguments; nothing runs.
+func (x *Idempotent) StoredFixed2Key(id int64, v [2]Empty) (string, error) {
+	return x.beginStoredFixed2(id, &v).StoreKey()
 }
 
-// beginKeyedFixed2 starts a call of KeyedFixed2 and writes its key material. Structs and arrays
-// come by pointer: no copies.
-func (x *Idempotent) beginKeyedFixed2(v *[2]Empty) idem.Call {
-	c := x.g.Begin(idemSpecKeyedFixed2)
-	c.Key().List(2)
-	for i := range v {
-		idemKeyEmpty(c.Key(), &v[i])
-	}
+// beginStoredFixed2 starts a call of StoredFixed2 and writes its key material.
+func (x *Idempotent) beginStoredFixed2(id int64, v *[2]Empty) idem.Call {
+	c := x.g.Begin(idemSpecStoredFixed2)
+	c.Key().Int(id)
 	return c
 }
 
 var idemSpecStoredFixed2 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed2",
-	Signature:   "62aac14ab350c74c",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStoredFixed2,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed2",
+	Signature: "62aac14ab350c74c",
+	Codec:     idemCodecStoredFixed2,
 }
 
 // Build fails here if sample.StoredFixed2's signature changed since generation: run go generate.
@@ -2133,55 +2011,10 @@ var idemCodecStoredFixed2 = idemimpl.TypedCodec[[2]Empty]{
 	},
 }
 
-// StoredFixed2 is sample.StoredFixed2, run at most once per key (ttl=24h lease=30s
-// on_duplicate=return exclude=v).
-func (x *Idempotent) StoredFixed2(ctx context.Context, id int64, v [2]Empty) ([2]Empty, error) {
-	c := x.beginStoredFixed2(id, &v)
-	return idem.Do(ctx, c, func(ctx context.Context) ([2]Empty, error) {
-		return StoredFixed2(ctx, id, v)
-	})
-}
-
-// StoredFixed2Key is the store key StoredFixed2 claims for these arguments; nothing runs.
-func (x *Idempotent) StoredFixed2Key(id int64, v [2]Empty) (string, error) {
-	return x.beginStoredFixed2(id, &v).StoreKey()
-}
-
-// beginStoredFixed2 starts a call of StoredFixed2 and writes its key material. Structs and arrays
-// come by pointer: no copies.
-func (x *Idempotent) beginStoredFixed2(id int64, v *[2]Empty) idem.Call {
-	c := x.g.Begin(idemSpecStoredFixed2)
-	c.Key().Int(id)
-	return c
-}
-
-var idemSpecKeyedFixed3 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed3",
-	Signature:   "cc141e1f71dbf022",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyedFixed3,
-}
-
-// Build fails here if sample.KeyedFixed3's signature changed since generation: run go generate.
-var _ func(context.Context, map[int8]Empty) (int64, error) = KeyedFixed3
-
-// idemCodecKeyedFixed3 stores the results of KeyedFixed3 (generated codec).
-var idemCodecKeyedFixed3 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // KeyedFixed3 is sample.KeyedFixed3, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
 func (x *Idempotent) KeyedFixed3(ctx context.Context, v map[int8]Empty) (int64, error) {
-	c := x.beginKeyedFixed3(v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginKeyedFixed3(v), func(ctx context.Context) (int64, error) {
 		return KeyedFixed3(ctx, v)
 	})
 }
@@ -2208,13 +2041,50 @@ func (x *Idempotent) beginKeyedFixed3(v map[int8]Empty) idem.Call {
 	return c
 }
 
+var idemSpecKeyedFixed3 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed3",
+	Signature: "cc141e1f71dbf022",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyedFixed3,
+}
+
+// Build fails here if sample.KeyedFixed3's signature changed since generation: run go generate.
+var _ func(context.Context, map[int8]Empty) (int64, error) = KeyedFixed3
+
+// idemCodecKeyedFixed3 stores the results of KeyedFixed3 (generated codec).
+var idemCodecKeyedFixed3 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// StoredFixed3 is sample.StoredFixed3, run at most once per key (ttl=24h lease=30s
+// on_duplicate=return exclude=v).
+func (x *Idempotent) StoredFixed3(ctx context.Context, id int64, v map[int8]Empty) (map[int8]Empty, error) {
+	return idem.Do(ctx, x.beginStoredFixed3(id, v), func(ctx context.Context) (map[int8]Empty, error) {
+		return StoredFixed3(ctx, id, v)
+	})
+}
+
+// StoredFixed3Key is the store key StoredFixed3 claims for these arguments; nothing runs.
+func (x *Idempotent) StoredFixed3Key(id int64, v map[int8]Empty) (string, error) {
+	return x.beginStoredFixed3(id, v).StoreKey()
+}
+
+// beginStoredFixed3 starts a call of StoredFixed3 and writes its key material.
+func (x *Idempotent) beginStoredFixed3(id int64, v map[int8]Empty) idem.Call {
+	c := x.g.Begin(idemSpecStoredFixed3)
+	c.Key().Int(id)
+	return c
+}
+
 var idemSpecStoredFixed3 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed3",
-	Signature:   "83518a813f79b3d1",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStoredFixed3,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed3",
+	Signature: "83518a813f79b3d1",
+	Codec:     idemCodecStoredFixed3,
 }
 
 // Build fails here if sample.StoredFixed3's signature changed since generation: run go generate.
@@ -2253,53 +2123,6 @@ var idemCodecStoredFixed3 = idemimpl.TypedCodec[map[int8]Empty]{
 	},
 }
 
-// StoredFixed3 is sample.StoredFixed3, run at most once per key (ttl=24h lease=30s
-// on_duplicate=return exclude=v).
-func (x *Idempotent) StoredFixed3(ctx context.Context, id int64, v map[int8]Empty) (map[int8]Empty, error) {
-	c := x.beginStoredFixed3(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) (map[int8]Empty, error) {
-		return StoredFixed3(ctx, id, v)
-	})
-}
-
-// StoredFixed3Key is the store key StoredFixed3 claims for these arguments; nothing runs.
-func (x *Idempotent) StoredFixed3Key(id int64, v map[int8]Empty) (string, error) {
-	return x.beginStoredFixed3(id, v).StoreKey()
-}
-
-// beginStoredFixed3 starts a call of StoredFixed3 and writes its key material.
-func (x *Idempotent) beginStoredFixed3(id int64, v map[int8]Empty) idem.Call {
-	c := x.g.Begin(idemSpecStoredFixed3)
-	c.Key().Int(id)
-	return c
-}
-
-var idemSpecKeyedFixed4 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed4",
-	Signature:   "2e3da4907212f03e",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyedFixed4,
-}
-
-// Build fails here if sample.KeyedFixed4's signature changed since generation: run go generate.
-var _ func(context.Context, struct {
-	S map[uint16]struct{}
-	E []Empty
-	P *Empty
-}) (int64, error) = KeyedFixed4
-
-// idemCodecKeyedFixed4 stores the results of KeyedFixed4 (generated codec).
-var idemCodecKeyedFixed4 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // KeyedFixed4 is sample.KeyedFixed4, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
 func (x *Idempotent) KeyedFixed4(ctx context.Context, v struct {
@@ -2307,8 +2130,7 @@ func (x *Idempotent) KeyedFixed4(ctx context.Context, v struct {
 	E []Empty
 	P *Empty
 }) (int64, error) {
-	c := x.beginKeyedFixed4(&v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginKeyedFixed4(&v), func(ctx context.Context) (int64, error) {
 		return KeyedFixed4(ctx, v)
 	})
 }
@@ -2322,8 +2144,7 @@ func (x *Idempotent) KeyedFixed4Key(v struct {
 	return x.beginKeyedFixed4(&v).StoreKey()
 }
 
-// beginKeyedFixed4 starts a call of KeyedFixed4 and writes its key material. Structs and arrays
-// come by pointer: no copies.
+// beginKeyedFixed4 starts a call of KeyedFixed4 and writes its key material.
 func (x *Idempotent) beginKeyedFixed4(v *struct {
 	S map[uint16]struct{}
 	E []Empty
@@ -2357,13 +2178,74 @@ func (x *Idempotent) beginKeyedFixed4(v *struct {
 	return c
 }
 
+var idemSpecKeyedFixed4 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed4",
+	Signature: "2e3da4907212f03e",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyedFixed4,
+}
+
+// Build fails here if sample.KeyedFixed4's signature changed since generation: run go generate.
+var _ func(context.Context, struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}) (int64, error) = KeyedFixed4
+
+// idemCodecKeyedFixed4 stores the results of KeyedFixed4 (generated codec).
+var idemCodecKeyedFixed4 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// StoredFixed4 is sample.StoredFixed4, run at most once per key (ttl=24h lease=30s
+// on_duplicate=return exclude=v).
+func (x *Idempotent) StoredFixed4(ctx context.Context, id int64, v struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}) (struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}, error) {
+	return idem.Do(ctx, x.beginStoredFixed4(id, &v), func(ctx context.Context) (struct {
+		S map[uint16]struct{}
+		E []Empty
+		P *Empty
+	}, error) {
+		return StoredFixed4(ctx, id, v)
+	})
+}
+
+// StoredFixed4Key is the store key StoredFixed4 claims for these arguments; nothing runs.
+func (x *Idempotent) StoredFixed4Key(id int64, v struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}) (string, error) {
+	return x.beginStoredFixed4(id, &v).StoreKey()
+}
+
+// beginStoredFixed4 starts a call of StoredFixed4 and writes its key material.
+func (x *Idempotent) beginStoredFixed4(id int64, v *struct {
+	S map[uint16]struct{}
+	E []Empty
+	P *Empty
+}) idem.Call {
+	c := x.g.Begin(idemSpecStoredFixed4)
+	c.Key().Int(id)
+	return c
+}
+
 var idemSpecStoredFixed4 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed4",
-	Signature:   "300c0619642609ce",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStoredFixed4,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed4",
+	Signature: "300c0619642609ce",
+	Codec:     idemCodecStoredFixed4,
 }
 
 // Build fails here if sample.StoredFixed4's signature changed since generation: run go generate.
@@ -2472,75 +2354,10 @@ var idemCodecStoredFixed4 = idemimpl.TypedCodec[struct {
 	},
 }
 
-// StoredFixed4 is sample.StoredFixed4, run at most once per key (ttl=24h lease=30s
-// on_duplicate=return exclude=v).
-func (x *Idempotent) StoredFixed4(ctx context.Context, id int64, v struct {
-	S map[uint16]struct{}
-	E []Empty
-	P *Empty
-}) (struct {
-	S map[uint16]struct{}
-	E []Empty
-	P *Empty
-}, error) {
-	c := x.beginStoredFixed4(id, &v)
-	return idem.Do(ctx, c, func(ctx context.Context) (struct {
-		S map[uint16]struct{}
-		E []Empty
-		P *Empty
-	}, error) {
-		return StoredFixed4(ctx, id, v)
-	})
-}
-
-// StoredFixed4Key is the store key StoredFixed4 claims for these arguments; nothing runs.
-func (x *Idempotent) StoredFixed4Key(id int64, v struct {
-	S map[uint16]struct{}
-	E []Empty
-	P *Empty
-}) (string, error) {
-	return x.beginStoredFixed4(id, &v).StoreKey()
-}
-
-// beginStoredFixed4 starts a call of StoredFixed4 and writes its key material. Structs and arrays
-// come by pointer: no copies.
-func (x *Idempotent) beginStoredFixed4(id int64, v *struct {
-	S map[uint16]struct{}
-	E []Empty
-	P *Empty
-}) idem.Call {
-	c := x.g.Begin(idemSpecStoredFixed4)
-	c.Key().Int(id)
-	return c
-}
-
-var idemSpecKeyedFixed5 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed5",
-	Signature:   "85ce9c454a4a40f8",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyedFixed5,
-}
-
-// Build fails here if sample.KeyedFixed5's signature changed since generation: run go generate.
-var _ func(context.Context, any) (int64, error) = KeyedFixed5
-
-// idemCodecKeyedFixed5 stores the results of KeyedFixed5 (generated codec).
-var idemCodecKeyedFixed5 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
-
 // KeyedFixed5 is sample.KeyedFixed5, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
 func (x *Idempotent) KeyedFixed5(ctx context.Context, v any) (int64, error) {
-	c := x.beginKeyedFixed5(v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginKeyedFixed5(v), func(ctx context.Context) (int64, error) {
 		return KeyedFixed5(ctx, v)
 	})
 }
@@ -2557,33 +2374,30 @@ func (x *Idempotent) beginKeyedFixed5(v any) idem.Call {
 	return c
 }
 
-var idemSpecStoredFixed5 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed5",
-	Signature:   "155215a9c60ce2a5",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStoredFixed5,
+var idemSpecKeyedFixed5 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed5",
+	Signature: "85ce9c454a4a40f8",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyedFixed5,
 }
 
-// Build fails here if sample.StoredFixed5's signature changed since generation: run go generate.
-var _ func(context.Context, int64, any) (any, error) = StoredFixed5
+// Build fails here if sample.KeyedFixed5's signature changed since generation: run go generate.
+var _ func(context.Context, any) (int64, error) = KeyedFixed5
 
-// idemCodecStoredFixed5 stores the results of StoredFixed5 (generated codec).
-var idemCodecStoredFixed5 = idemimpl.TypedCodec[any]{
-	Decode: func(d *idemimpl.Decoder, v *any) {
-		*v = d.Any()
+// idemCodecKeyedFixed5 stores the results of KeyedFixed5 (generated codec).
+var idemCodecKeyedFixed5 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
 	},
-	Encode: func(e *idemimpl.Encoder, v *any) {
-		e.Any(*v)
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
 	},
 }
 
 // StoredFixed5 is sample.StoredFixed5, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return exclude=v).
 func (x *Idempotent) StoredFixed5(ctx context.Context, id int64, v any) (any, error) {
-	c := x.beginStoredFixed5(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) (any, error) {
+	return idem.Do(ctx, x.beginStoredFixed5(id, v), func(ctx context.Context) (any, error) {
 		return StoredFixed5(ctx, id, v)
 	})
 }
@@ -2600,33 +2414,29 @@ func (x *Idempotent) beginStoredFixed5(id int64, v any) idem.Call {
 	return c
 }
 
-var idemSpecKeyedFixed6 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed6",
-	Signature:   "722b51d601b589ae",
-	TTL:         time.Hour,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecKeyedFixed6,
+var idemSpecStoredFixed5 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed5",
+	Signature: "155215a9c60ce2a5",
+	Codec:     idemCodecStoredFixed5,
 }
 
-// Build fails here if sample.KeyedFixed6's signature changed since generation: run go generate.
-var _ func(context.Context, map[string]any) (int64, error) = KeyedFixed6
+// Build fails here if sample.StoredFixed5's signature changed since generation: run go generate.
+var _ func(context.Context, int64, any) (any, error) = StoredFixed5
 
-// idemCodecKeyedFixed6 stores the results of KeyedFixed6 (generated codec).
-var idemCodecKeyedFixed6 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
+// idemCodecStoredFixed5 stores the results of StoredFixed5 (generated codec).
+var idemCodecStoredFixed5 = idemimpl.TypedCodec[any]{
+	Decode: func(d *idemimpl.Decoder, v *any) {
+		*v = d.Any()
 	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
+	Encode: func(e *idemimpl.Encoder, v *any) {
+		e.Any(*v)
 	},
 }
 
 // KeyedFixed6 is sample.KeyedFixed6, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
 func (x *Idempotent) KeyedFixed6(ctx context.Context, v map[string]any) (int64, error) {
-	c := x.beginKeyedFixed6(v)
-	return idem.Do(ctx, c, func(ctx context.Context) (int64, error) {
+	return idem.Do(ctx, x.beginKeyedFixed6(v), func(ctx context.Context) (int64, error) {
 		return KeyedFixed6(ctx, v)
 	})
 }
@@ -2653,13 +2463,50 @@ func (x *Idempotent) beginKeyedFixed6(v map[string]any) idem.Call {
 	return c
 }
 
+var idemSpecKeyedFixed6 = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed6",
+	Signature: "722b51d601b589ae",
+	TTL:       time.Hour,
+	Codec:     idemCodecKeyedFixed6,
+}
+
+// Build fails here if sample.KeyedFixed6's signature changed since generation: run go generate.
+var _ func(context.Context, map[string]any) (int64, error) = KeyedFixed6
+
+// idemCodecKeyedFixed6 stores the results of KeyedFixed6 (generated codec).
+var idemCodecKeyedFixed6 = idemimpl.TypedCodec[int64]{
+	Decode: func(d *idemimpl.Decoder, v *int64) {
+		*v = d.Int(64)
+	},
+	Encode: func(e *idemimpl.Encoder, v *int64) {
+		e.Int(*v)
+	},
+}
+
+// StoredFixed6 is sample.StoredFixed6, run at most once per key (ttl=24h lease=30s
+// on_duplicate=return exclude=v).
+func (x *Idempotent) StoredFixed6(ctx context.Context, id int64, v map[string]any) (map[string]any, error) {
+	return idem.Do(ctx, x.beginStoredFixed6(id, v), func(ctx context.Context) (map[string]any, error) {
+		return StoredFixed6(ctx, id, v)
+	})
+}
+
+// StoredFixed6Key is the store key StoredFixed6 claims for these arguments; nothing runs.
+func (x *Idempotent) StoredFixed6Key(id int64, v map[string]any) (string, error) {
+	return x.beginStoredFixed6(id, v).StoreKey()
+}
+
+// beginStoredFixed6 starts a call of StoredFixed6 and writes its key material.
+func (x *Idempotent) beginStoredFixed6(id int64, v map[string]any) idem.Call {
+	c := x.g.Begin(idemSpecStoredFixed6)
+	c.Key().Int(id)
+	return c
+}
+
 var idemSpecStoredFixed6 = &idem.Spec{
-	Name:        "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed6",
-	Signature:   "64b1d49c6b66212e",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecStoredFixed6,
+	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed6",
+	Signature: "64b1d49c6b66212e",
+	Codec:     idemCodecStoredFixed6,
 }
 
 // Build fails here if sample.StoredFixed6's signature changed since generation: run go generate.
@@ -2696,27 +2543,6 @@ var idemCodecStoredFixed6 = idemimpl.TypedCodec[map[string]any]{
 			e.End(at)
 		}
 	},
-}
-
-// StoredFixed6 is sample.StoredFixed6, run at most once per key (ttl=24h lease=30s
-// on_duplicate=return exclude=v).
-func (x *Idempotent) StoredFixed6(ctx context.Context, id int64, v map[string]any) (map[string]any, error) {
-	c := x.beginStoredFixed6(id, v)
-	return idem.Do(ctx, c, func(ctx context.Context) (map[string]any, error) {
-		return StoredFixed6(ctx, id, v)
-	})
-}
-
-// StoredFixed6Key is the store key StoredFixed6 claims for these arguments; nothing runs.
-func (x *Idempotent) StoredFixed6Key(id int64, v map[string]any) (string, error) {
-	return x.beginStoredFixed6(id, v).StoreKey()
-}
-
-// beginStoredFixed6 starts a call of StoredFixed6 and writes its key material.
-func (x *Idempotent) beginStoredFixed6(id int64, v map[string]any) idem.Call {
-	c := x.g.Begin(idemSpecStoredFixed6)
-	c.Key().Int(id)
-	return c
 }
 
 // idemDecE50 restores values of E50.
@@ -3874,415 +3700,278 @@ func idemKeyS9(b *idemimpl.KeyBuilder, v *S9) {
 	idemKeyOtherPoint(b, &v.Point)
 }
 
-// idemE24_fieldsChanged_runGoGenerate lists the fields of E24 as generated (tags aside).
-type idemE24_fieldsChanged_runGoGenerate struct {
-	other.Point `json:"-" xml:"-"`
-}
-
-// Build fails here if E24's fields changed since generation: run go generate.
-var _ = idemE24_fieldsChanged_runGoGenerate(E24{})
-
-// idemE2_fieldsChanged_runGoGenerate lists the fields of E2 as generated (tags aside).
-type idemE2_fieldsChanged_runGoGenerate struct {
+// Build fails here if E2's fields changed since generation: run go generate.
+var _ = struct {
 	F0        A3
 	F1        A4
 	F2        other.Dec
 	other.Tag `json:"-" xml:"-"`
-}
+}(E2{})
 
-// Build fails here if E2's fields changed since generation: run go generate.
-var _ = idemE2_fieldsChanged_runGoGenerate(E2{})
+// Build fails here if E24's fields changed since generation: run go generate.
+var _ = struct {
+	other.Point `json:"-" xml:"-"`
+}(E24{})
 
-// idemE30_fieldsChanged_runGoGenerate lists the fields of E30 as generated (tags aside).
-type idemE30_fieldsChanged_runGoGenerate struct {
+// Build fails here if E30's fields changed since generation: run go generate.
+var _ = struct {
 	f0        int8
 	f1        int64
 	other.Tag `json:"-" xml:"-"`
 	F3        any
-}
+}(E30{})
 
-// Build fails here if E30's fields changed since generation: run go generate.
-var _ = idemE30_fieldsChanged_runGoGenerate(E30{})
-
-// idemE50_fieldsChanged_runGoGenerate lists the fields of E50 as generated (tags aside).
-type idemE50_fieldsChanged_runGoGenerate struct {
+// Build fails here if E50's fields changed since generation: run go generate.
+var _ = struct {
 	F0 N51
 	*E52
 	other.Dec `json:"-" xml:"-"`
 	F3        float64
-}
+}(E50{})
 
-// Build fails here if E50's fields changed since generation: run go generate.
-var _ = idemE50_fieldsChanged_runGoGenerate(E50{})
-
-// idemE52_fieldsChanged_runGoGenerate lists the fields of E52 as generated (tags aside).
-type idemE52_fieldsChanged_runGoGenerate struct {
+// Build fails here if E52's fields changed since generation: run go generate.
+var _ = struct {
 	F0        time.Time
 	other.Tag `json:"-" xml:"-"`
 	F2        A53
-}
-
-// Build fails here if E52's fields changed since generation: run go generate.
-var _ = idemE52_fieldsChanged_runGoGenerate(E52{})
-
-// idemE8_fieldsChanged_runGoGenerate lists the fields of E8 as generated (tags aside).
-type idemE8_fieldsChanged_runGoGenerate struct {
-	F0        complex128
-	other.Bin `json:"-" xml:"-"`
-}
+}(E52{})
 
 // Build fails here if E8's fields changed since generation: run go generate.
-var _ = idemE8_fieldsChanged_runGoGenerate(E8{})
-
-// idemEmpty_fieldsChanged_runGoGenerate lists the fields of Empty as generated (tags aside).
-type idemEmpty_fieldsChanged_runGoGenerate struct{}
+var _ = struct {
+	F0        complex128
+	other.Bin `json:"-" xml:"-"`
+}(E8{})
 
 // Build fails here if Empty's fields changed since generation: run go generate.
-var _ = idemEmpty_fieldsChanged_runGoGenerate(Empty{})
+var _ = struct{}(Empty{})
 
-// idemGen_Array1PtrBigInt_fieldsChanged_runGoGenerate lists the fields of Gen[[1]*big.Int] as
-// generated (tags aside).
-type idemGen_Array1PtrBigInt_fieldsChanged_runGoGenerate struct {
+// Build fails here if Gen[[1]*big.Int]'s fields changed since generation: run go generate.
+var _ = struct {
 	V [1]*big.Int
 	L [][1]*big.Int
 	P *[1]*big.Int
-}
+}(Gen[[1]*big.Int]{})
 
-// Build fails here if Gen[[1]*big.Int]'s fields changed since generation: run go generate.
-var _ = idemGen_Array1PtrBigInt_fieldsChanged_runGoGenerate(Gen[[1]*big.Int]{})
-
-// idemGen_MapMK10ToGen_int_fieldsChanged_runGoGenerate lists the fields of Gen[map[MK10]Gen[int]]
-// as generated (tags aside).
-type idemGen_MapMK10ToGen_int_fieldsChanged_runGoGenerate struct {
+// Build fails here if Gen[map[MK10]Gen[int]]'s fields changed since generation: run go generate.
+var _ = struct {
 	V map[MK10]Gen[int]
 	L []map[MK10]Gen[int]
 	P *map[MK10]Gen[int]
-}
+}(Gen[map[MK10]Gen[int]]{})
 
-// Build fails here if Gen[map[MK10]Gen[int]]'s fields changed since generation: run go generate.
-var _ = idemGen_MapMK10ToGen_int_fieldsChanged_runGoGenerate(Gen[map[MK10]Gen[int]]{})
-
-// idemGen_S6_fieldsChanged_runGoGenerate lists the fields of Gen[S6] as generated (tags aside).
-type idemGen_S6_fieldsChanged_runGoGenerate struct {
+// Build fails here if Gen[S6]'s fields changed since generation: run go generate.
+var _ = struct {
 	V S6
 	L []S6
 	P *S6
-}
+}(Gen[S6]{})
 
-// Build fails here if Gen[S6]'s fields changed since generation: run go generate.
-var _ = idemGen_S6_fieldsChanged_runGoGenerate(Gen[S6]{})
-
-// idemGen_Slicebyte_fieldsChanged_runGoGenerate lists the fields of Gen[[]byte] as generated (tags
-// aside).
-type idemGen_Slicebyte_fieldsChanged_runGoGenerate struct {
+// Build fails here if Gen[[]byte]'s fields changed since generation: run go generate.
+var _ = struct {
 	V []byte
 	L [][]byte
 	P *[]byte
-}
+}(Gen[[]byte]{})
 
-// Build fails here if Gen[[]byte]'s fields changed since generation: run go generate.
-var _ = idemGen_Slicebyte_fieldsChanged_runGoGenerate(Gen[[]byte]{})
-
-// idemGen_int_fieldsChanged_runGoGenerate lists the fields of Gen[int] as generated (tags aside).
-type idemGen_int_fieldsChanged_runGoGenerate struct {
+// Build fails here if Gen[int]'s fields changed since generation: run go generate.
+var _ = struct {
 	V int
 	L []int
 	P *int
-}
+}(Gen[int]{})
 
-// Build fails here if Gen[int]'s fields changed since generation: run go generate.
-var _ = idemGen_int_fieldsChanged_runGoGenerate(Gen[int]{})
-
-// idemGen_uint16_fieldsChanged_runGoGenerate lists the fields of Gen[A44] as generated (tags
-// aside).
-type idemGen_uint16_fieldsChanged_runGoGenerate struct {
+// Build fails here if Gen[A44]'s fields changed since generation: run go generate.
+var _ = struct {
 	V A44
 	L []A44
 	P *A44
-}
+}(Gen[A44]{})
 
-// Build fails here if Gen[A44]'s fields changed since generation: run go generate.
-var _ = idemGen_uint16_fieldsChanged_runGoGenerate(Gen[A44]{})
-
-// idemGen_uint64_fieldsChanged_runGoGenerate lists the fields of Gen[A11] as generated (tags
-// aside).
-type idemGen_uint64_fieldsChanged_runGoGenerate struct {
+// Build fails here if Gen[A11]'s fields changed since generation: run go generate.
+var _ = struct {
 	V A11
 	L []A11
 	P *A11
-}
-
-// Build fails here if Gen[A11]'s fields changed since generation: run go generate.
-var _ = idemGen_uint64_fieldsChanged_runGoGenerate(Gen[A11]{})
-
-// idemMK10_fieldsChanged_runGoGenerate lists the fields of MK10 as generated (tags aside).
-type idemMK10_fieldsChanged_runGoGenerate struct {
-	A string
-	B int8
-}
+}(Gen[A11]{})
 
 // Build fails here if MK10's fields changed since generation: run go generate.
-var _ = idemMK10_fieldsChanged_runGoGenerate(MK10{})
-
-// idemOtherPoint_fieldsChanged_runGoGenerate lists the fields of other.Point as generated (tags
-// aside).
-type idemOtherPoint_fieldsChanged_runGoGenerate struct {
-	X int32
-	Y int32
-}
+var _ = struct {
+	A string
+	B int8
+}(MK10{})
 
 // Build fails here if other.Point's fields changed since generation: run go generate.
-var _ = idemOtherPoint_fieldsChanged_runGoGenerate(other.Point{})
-
-// idemP12_fieldsChanged_runGoGenerate lists the fields of P12 as generated (tags aside).
-type idemP12_fieldsChanged_runGoGenerate struct {
-	A *Q13
-	B N14
-}
+var _ = struct {
+	X int32
+	Y int32
+}(other.Point{})
 
 // Build fails here if P12's fields changed since generation: run go generate.
-var _ = idemP12_fieldsChanged_runGoGenerate(P12{})
-
-// idemP16_fieldsChanged_runGoGenerate lists the fields of P16 as generated (tags aside).
-type idemP16_fieldsChanged_runGoGenerate struct {
-	A *Q17
-	B S18
-}
+var _ = struct {
+	A *Q13
+	B N14
+}(P12{})
 
 // Build fails here if P16's fields changed since generation: run go generate.
-var _ = idemP16_fieldsChanged_runGoGenerate(P16{})
-
-// idemP21_fieldsChanged_runGoGenerate lists the fields of P21 as generated (tags aside).
-type idemP21_fieldsChanged_runGoGenerate struct {
-	A *Q22
-	B Gen[[]byte]
-}
+var _ = struct {
+	A *Q17
+	B S18
+}(P16{})
 
 // Build fails here if P21's fields changed since generation: run go generate.
-var _ = idemP21_fieldsChanged_runGoGenerate(P21{})
-
-// idemP26_fieldsChanged_runGoGenerate lists the fields of P26 as generated (tags aside).
-type idemP26_fieldsChanged_runGoGenerate struct {
-	A *Q27
-	B S28
-}
+var _ = struct {
+	A *Q22
+	B Gen[[]byte]
+}(P21{})
 
 // Build fails here if P26's fields changed since generation: run go generate.
-var _ = idemP26_fieldsChanged_runGoGenerate(P26{})
-
-// idemP31_fieldsChanged_runGoGenerate lists the fields of P31 as generated (tags aside).
-type idemP31_fieldsChanged_runGoGenerate struct {
-	A *Q32
-	B [0]other.Code
-}
+var _ = struct {
+	A *Q27
+	B S28
+}(P26{})
 
 // Build fails here if P31's fields changed since generation: run go generate.
-var _ = idemP31_fieldsChanged_runGoGenerate(P31{})
-
-// idemP33_fieldsChanged_runGoGenerate lists the fields of P33 as generated (tags aside).
-type idemP33_fieldsChanged_runGoGenerate struct {
-	A *Q34
-	B uint16
-}
+var _ = struct {
+	A *Q32
+	B [0]other.Code
+}(P31{})
 
 // Build fails here if P33's fields changed since generation: run go generate.
-var _ = idemP33_fieldsChanged_runGoGenerate(P33{})
-
-// idemPair_OtherCode_Rec39_fieldsChanged_runGoGenerate lists the fields of Pair[other.Code, Rec39]
-// as generated (tags aside).
-type idemPair_OtherCode_Rec39_fieldsChanged_runGoGenerate struct {
-	K other.Code
-	V Rec39
-}
+var _ = struct {
+	A *Q34
+	B uint16
+}(P33{})
 
 // Build fails here if Pair[other.Code, Rec39]'s fields changed since generation: run go generate.
-var _ = idemPair_OtherCode_Rec39_fieldsChanged_runGoGenerate(Pair[other.Code, Rec39]{})
-
-// idemPair_string_S45_fieldsChanged_runGoGenerate lists the fields of Pair[string, S45] as
-// generated (tags aside).
-type idemPair_string_S45_fieldsChanged_runGoGenerate struct {
-	K string
-	V S45
-}
+var _ = struct {
+	K other.Code
+	V Rec39
+}(Pair[other.Code, Rec39]{})
 
 // Build fails here if Pair[string, S45]'s fields changed since generation: run go generate.
-var _ = idemPair_string_S45_fieldsChanged_runGoGenerate(Pair[string, S45]{})
-
-// idemQ13_fieldsChanged_runGoGenerate lists the fields of Q13 as generated (tags aside).
-type idemQ13_fieldsChanged_runGoGenerate struct {
-	C A15
-	D *net.IP
-}
+var _ = struct {
+	K string
+	V S45
+}(Pair[string, S45]{})
 
 // Build fails here if Q13's fields changed since generation: run go generate.
-var _ = idemQ13_fieldsChanged_runGoGenerate(Q13{})
-
-// idemQ17_fieldsChanged_runGoGenerate lists the fields of Q17 as generated (tags aside).
-type idemQ17_fieldsChanged_runGoGenerate struct {
-	C Rec20
-	D *float64
-}
+var _ = struct {
+	C A15
+	D *net.IP
+}(Q13{})
 
 // Build fails here if Q17's fields changed since generation: run go generate.
-var _ = idemQ17_fieldsChanged_runGoGenerate(Q17{})
-
-// idemQ22_fieldsChanged_runGoGenerate lists the fields of Q22 as generated (tags aside).
-type idemQ22_fieldsChanged_runGoGenerate struct {
-	C S23
-	D *complex64
-}
+var _ = struct {
+	C Rec20
+	D *float64
+}(Q17{})
 
 // Build fails here if Q22's fields changed since generation: run go generate.
-var _ = idemQ22_fieldsChanged_runGoGenerate(Q22{})
-
-// idemQ27_fieldsChanged_runGoGenerate lists the fields of Q27 as generated (tags aside).
-type idemQ27_fieldsChanged_runGoGenerate struct {
-	C map[bool]*big.Float
-	D *other.Code
-}
+var _ = struct {
+	C S23
+	D *complex64
+}(Q22{})
 
 // Build fails here if Q27's fields changed since generation: run go generate.
-var _ = idemQ27_fieldsChanged_runGoGenerate(Q27{})
-
-// idemQ32_fieldsChanged_runGoGenerate lists the fields of Q32 as generated (tags aside).
-type idemQ32_fieldsChanged_runGoGenerate struct {
-	C [1]uint64
-	D *[]byte
-}
+var _ = struct {
+	C map[bool]*big.Float
+	D *other.Code
+}(Q27{})
 
 // Build fails here if Q32's fields changed since generation: run go generate.
-var _ = idemQ32_fieldsChanged_runGoGenerate(Q32{})
-
-// idemQ34_fieldsChanged_runGoGenerate lists the fields of Q34 as generated (tags aside).
-type idemQ34_fieldsChanged_runGoGenerate struct {
-	C N35
-	D *N36
-}
+var _ = struct {
+	C [1]uint64
+	D *[]byte
+}(Q32{})
 
 // Build fails here if Q34's fields changed since generation: run go generate.
-var _ = idemQ34_fieldsChanged_runGoGenerate(Q34{})
-
-// idemRec20_fieldsChanged_runGoGenerate lists the fields of Rec20 as generated (tags aside).
-type idemRec20_fieldsChanged_runGoGenerate struct {
-	V    other.Code
-	Next []*Rec20
-}
+var _ = struct {
+	C N35
+	D *N36
+}(Q34{})
 
 // Build fails here if Rec20's fields changed since generation: run go generate.
-var _ = idemRec20_fieldsChanged_runGoGenerate(Rec20{})
-
-// idemRec39_fieldsChanged_runGoGenerate lists the fields of Rec39 as generated (tags aside).
-type idemRec39_fieldsChanged_runGoGenerate struct {
-	V    int8
-	Next map[string]Rec39
-}
+var _ = struct {
+	V    other.Code
+	Next []*Rec20
+}(Rec20{})
 
 // Build fails here if Rec39's fields changed since generation: run go generate.
-var _ = idemRec39_fieldsChanged_runGoGenerate(Rec39{})
-
-// idemS18_fieldsChanged_runGoGenerate lists the fields of S18 as generated (tags aside).
-type idemS18_fieldsChanged_runGoGenerate struct {
-	F0 A19
-	F1 uint16
-}
-
-// Build fails here if S18's fields changed since generation: run go generate.
-var _ = idemS18_fieldsChanged_runGoGenerate(S18{})
-
-// idemS1_fieldsChanged_runGoGenerate lists the fields of S1 as generated (tags aside).
-type idemS1_fieldsChanged_runGoGenerate struct {
-	*E2
-}
+var _ = struct {
+	V    int8
+	Next map[string]Rec39
+}(Rec39{})
 
 // Build fails here if S1's fields changed since generation: run go generate.
-var _ = idemS1_fieldsChanged_runGoGenerate(S1{})
+var _ = struct {
+	*E2
+}(S1{})
 
-// idemS23_fieldsChanged_runGoGenerate lists the fields of S23 as generated (tags aside).
-type idemS23_fieldsChanged_runGoGenerate struct {
+// Build fails here if S18's fields changed since generation: run go generate.
+var _ = struct {
+	F0 A19
+	F1 uint16
+}(S18{})
+
+// Build fails here if S23's fields changed since generation: run go generate.
+var _ = struct {
 	other.Tag `json:"-" xml:"-"`
 	E24       `json:"-" xml:"-"`
 	F2        A25
-}
+}(S23{})
 
-// Build fails here if S23's fields changed since generation: run go generate.
-var _ = idemS23_fieldsChanged_runGoGenerate(S23{})
-
-// idemS28_fieldsChanged_runGoGenerate lists the fields of S28 as generated (tags aside).
-type idemS28_fieldsChanged_runGoGenerate struct {
+// Build fails here if S28's fields changed since generation: run go generate.
+var _ = struct {
 	F0 N29
 	*E30
 	F2        int64
 	other.Tag `json:"-" xml:"-"`
-}
-
-// Build fails here if S28's fields changed since generation: run go generate.
-var _ = idemS28_fieldsChanged_runGoGenerate(S28{})
-
-// idemS37_fieldsChanged_runGoGenerate lists the fields of S37 as generated (tags aside).
-type idemS37_fieldsChanged_runGoGenerate struct {
-	F0 A38
-}
+}(S28{})
 
 // Build fails here if S37's fields changed since generation: run go generate.
-var _ = idemS37_fieldsChanged_runGoGenerate(S37{})
-
-// idemS40_fieldsChanged_runGoGenerate lists the fields of S40 as generated (tags aside).
-type idemS40_fieldsChanged_runGoGenerate struct {
-	F0 S41
-}
+var _ = struct {
+	F0 A38
+}(S37{})
 
 // Build fails here if S40's fields changed since generation: run go generate.
-var _ = idemS40_fieldsChanged_runGoGenerate(S40{})
+var _ = struct {
+	F0 S41
+}(S40{})
 
-// idemS41_fieldsChanged_runGoGenerate lists the fields of S41 as generated (tags aside).
-type idemS41_fieldsChanged_runGoGenerate struct {
+// Build fails here if S41's fields changed since generation: run go generate.
+var _ = struct {
 	F0 struct {
 		F0 uint
 		F1 *big.Int
 		F2 *big.Int
 	}
-}
+}(S41{})
 
-// Build fails here if S41's fields changed since generation: run go generate.
-var _ = idemS41_fieldsChanged_runGoGenerate(S41{})
-
-// idemS42_fieldsChanged_runGoGenerate lists the fields of S42 as generated (tags aside).
-type idemS42_fieldsChanged_runGoGenerate struct {
+// Build fails here if S42's fields changed since generation: run go generate.
+var _ = struct {
 	F0 S43
 	F1 [1]Gen[A44]
 	F2 Gen[[1]*big.Int]
-}
-
-// Build fails here if S42's fields changed since generation: run go generate.
-var _ = idemS42_fieldsChanged_runGoGenerate(S42{})
-
-// idemS43_fieldsChanged_runGoGenerate lists the fields of S43 as generated (tags aside).
-type idemS43_fieldsChanged_runGoGenerate struct {
-	F0 uint64
-}
+}(S42{})
 
 // Build fails here if S43's fields changed since generation: run go generate.
-var _ = idemS43_fieldsChanged_runGoGenerate(S43{})
-
-// idemS45_fieldsChanged_runGoGenerate lists the fields of S45 as generated (tags aside).
-type idemS45_fieldsChanged_runGoGenerate struct {
-	time.Time `json:"-" xml:"-"`
-	F1        *big.Int
-}
+var _ = struct {
+	F0 uint64
+}(S43{})
 
 // Build fails here if S45's fields changed since generation: run go generate.
-var _ = idemS45_fieldsChanged_runGoGenerate(S45{})
-
-// idemS46_fieldsChanged_runGoGenerate lists the fields of S46 as generated (tags aside).
-type idemS46_fieldsChanged_runGoGenerate struct {
-	F0 complex128
-}
+var _ = struct {
+	time.Time `json:"-" xml:"-"`
+	F1        *big.Int
+}(S45{})
 
 // Build fails here if S46's fields changed since generation: run go generate.
-var _ = idemS46_fieldsChanged_runGoGenerate(S46{})
+var _ = struct {
+	F0 complex128
+}(S46{})
 
-// idemS48_fieldsChanged_runGoGenerate lists the fields of S48 as generated (tags aside).
-type idemS48_fieldsChanged_runGoGenerate struct {
+// Build fails here if S48's fields changed since generation: run go generate.
+var _ = struct {
 	other.Point `json:"-" xml:"-"`
 	F1          S49
 	F2          struct {
@@ -4290,54 +3979,36 @@ type idemS48_fieldsChanged_runGoGenerate struct {
 		F1 A55
 	}
 	F3 uint16
-}
+}(S48{})
 
-// Build fails here if S48's fields changed since generation: run go generate.
-var _ = idemS48_fieldsChanged_runGoGenerate(S48{})
-
-// idemS49_fieldsChanged_runGoGenerate lists the fields of S49 as generated (tags aside).
-type idemS49_fieldsChanged_runGoGenerate struct {
+// Build fails here if S49's fields changed since generation: run go generate.
+var _ = struct {
 	F0  uint8
 	E50 `json:"-" xml:"-"`
 	F2  any
-}
-
-// Build fails here if S49's fields changed since generation: run go generate.
-var _ = idemS49_fieldsChanged_runGoGenerate(S49{})
-
-// idemS56_fieldsChanged_runGoGenerate lists the fields of S56 as generated (tags aside).
-type idemS56_fieldsChanged_runGoGenerate struct {
-	other.Dec `json:"-" xml:"-"`
-	F1        A57
-}
+}(S49{})
 
 // Build fails here if S56's fields changed since generation: run go generate.
-var _ = idemS56_fieldsChanged_runGoGenerate(S56{})
-
-// idemS6_fieldsChanged_runGoGenerate lists the fields of S6 as generated (tags aside).
-type idemS6_fieldsChanged_runGoGenerate struct {
-	F0 map[other.Point]other.Bin
-	F1 S7
-}
+var _ = struct {
+	other.Dec `json:"-" xml:"-"`
+	F1        A57
+}(S56{})
 
 // Build fails here if S6's fields changed since generation: run go generate.
-var _ = idemS6_fieldsChanged_runGoGenerate(S6{})
-
-// idemS7_fieldsChanged_runGoGenerate lists the fields of S7 as generated (tags aside).
-type idemS7_fieldsChanged_runGoGenerate struct {
-	*E8
-}
+var _ = struct {
+	F0 map[other.Point]other.Bin
+	F1 S7
+}(S6{})
 
 // Build fails here if S7's fields changed since generation: run go generate.
-var _ = idemS7_fieldsChanged_runGoGenerate(S7{})
-
-// idemS9_fieldsChanged_runGoGenerate lists the fields of S9 as generated (tags aside).
-type idemS9_fieldsChanged_runGoGenerate struct {
-	other.Point `json:"-" xml:"-"`
-}
+var _ = struct {
+	*E8
+}(S7{})
 
 // Build fails here if S9's fields changed since generation: run go generate.
-var _ = idemS9_fieldsChanged_runGoGenerate(S9{})
+var _ = struct {
+	other.Point `json:"-" xml:"-"`
+}(S9{})
 
 // Build fails here if other.Code is no longer defined as string: run go generate.
 var _ = (*string)(new(other.Code))

@@ -24,6 +24,26 @@ func NewIdempotentEffects(t *Effects, g *idem.Guard) *IdempotentEffects {
 	}
 }
 
+// Storm is Effects.Storm, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=2m
+// name=rel.storm). The receiver is not part of the key (key= can name its fields).
+func (e *IdempotentEffects) Storm(ctx context.Context, key string) (Outcome, error) {
+	return idem.Do(ctx, e.beginStorm(key), func(ctx context.Context) (Outcome, error) {
+		return e.Effects.Storm(ctx, key)
+	})
+}
+
+// StormKey is the store key Storm claims for these arguments; nothing runs.
+func (e *IdempotentEffects) StormKey(key string) (string, error) {
+	return e.beginStorm(key).StoreKey()
+}
+
+// beginStorm starts a call of Storm and writes its key material.
+func (e *IdempotentEffects) beginStorm(key string) idem.Call {
+	c := e.g.Begin(idemSpecEffectsStorm)
+	c.Key().String(key)
+	return c
+}
+
 var idemSpecEffectsStorm = &idem.Spec{
 	Name:        "rel.storm",
 	Signature:   "27bbf912c35932d1",
@@ -47,23 +67,22 @@ var idemCodecEffectsStorm = idemimpl.TypedCodec[Outcome]{
 	},
 }
 
-// Storm is Effects.Storm, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=2m
-// name=rel.storm). The receiver is not part of the key (key= can name its fields).
-func (e *IdempotentEffects) Storm(ctx context.Context, key string) (Outcome, error) {
-	c := e.beginStorm(key)
-	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
-		return e.Effects.Storm(ctx, key)
+// Crash is Effects.Crash, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
+// name=rel.crash). The receiver is not part of the key (key= can name its fields).
+func (e *IdempotentEffects) Crash(ctx context.Context, key string) (Outcome, error) {
+	return idem.Do(ctx, e.beginCrash(key), func(ctx context.Context) (Outcome, error) {
+		return e.Effects.Crash(ctx, key)
 	})
 }
 
-// StormKey is the store key Storm claims for these arguments; nothing runs.
-func (e *IdempotentEffects) StormKey(key string) (string, error) {
-	return e.beginStorm(key).StoreKey()
+// CrashKey is the store key Crash claims for these arguments; nothing runs.
+func (e *IdempotentEffects) CrashKey(key string) (string, error) {
+	return e.beginCrash(key).StoreKey()
 }
 
-// beginStorm starts a call of Storm and writes its key material.
-func (e *IdempotentEffects) beginStorm(key string) idem.Call {
-	c := e.g.Begin(idemSpecEffectsStorm)
+// beginCrash starts a call of Crash and writes its key material.
+func (e *IdempotentEffects) beginCrash(key string) idem.Call {
+	c := e.g.Begin(idemSpecEffectsCrash)
 	c.Key().String(key)
 	return c
 }
@@ -91,23 +110,22 @@ var idemCodecEffectsCrash = idemimpl.TypedCodec[Outcome]{
 	},
 }
 
-// Crash is Effects.Crash, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
-// name=rel.crash). The receiver is not part of the key (key= can name its fields).
-func (e *IdempotentEffects) Crash(ctx context.Context, key string) (Outcome, error) {
-	c := e.beginCrash(key)
-	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
-		return e.Effects.Crash(ctx, key)
+// Zombie is Effects.Zombie, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
+// name=rel.zombie). The receiver is not part of the key (key= can name its fields).
+func (e *IdempotentEffects) Zombie(ctx context.Context, key string) (Outcome, error) {
+	return idem.Do(ctx, e.beginZombie(key), func(ctx context.Context) (Outcome, error) {
+		return e.Effects.Zombie(ctx, key)
 	})
 }
 
-// CrashKey is the store key Crash claims for these arguments; nothing runs.
-func (e *IdempotentEffects) CrashKey(key string) (string, error) {
-	return e.beginCrash(key).StoreKey()
+// ZombieKey is the store key Zombie claims for these arguments; nothing runs.
+func (e *IdempotentEffects) ZombieKey(key string) (string, error) {
+	return e.beginZombie(key).StoreKey()
 }
 
-// beginCrash starts a call of Crash and writes its key material.
-func (e *IdempotentEffects) beginCrash(key string) idem.Call {
-	c := e.g.Begin(idemSpecEffectsCrash)
+// beginZombie starts a call of Zombie and writes its key material.
+func (e *IdempotentEffects) beginZombie(key string) idem.Call {
+	c := e.g.Begin(idemSpecEffectsZombie)
 	c.Key().String(key)
 	return c
 }
@@ -135,54 +153,10 @@ var idemCodecEffectsZombie = idemimpl.TypedCodec[Outcome]{
 	},
 }
 
-// Zombie is Effects.Zombie, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
-// name=rel.zombie). The receiver is not part of the key (key= can name its fields).
-func (e *IdempotentEffects) Zombie(ctx context.Context, key string) (Outcome, error) {
-	c := e.beginZombie(key)
-	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
-		return e.Effects.Zombie(ctx, key)
-	})
-}
-
-// ZombieKey is the store key Zombie claims for these arguments; nothing runs.
-func (e *IdempotentEffects) ZombieKey(key string) (string, error) {
-	return e.beginZombie(key).StoreKey()
-}
-
-// beginZombie starts a call of Zombie and writes its key material.
-func (e *IdempotentEffects) beginZombie(key string) idem.Call {
-	c := e.g.Begin(idemSpecEffectsZombie)
-	c.Key().String(key)
-	return c
-}
-
-var idemSpecEffectsContend = &idem.Spec{
-	Name:        "rel.contend",
-	Signature:   "8e08e7f390247177",
-	TTL:         time.Hour,
-	Lease:       time.Second,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecEffectsContend,
-}
-
-// Build fails here if Effects.Contend's signature changed since generation: run go generate.
-var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Contend
-
-// idemCodecEffectsContend stores the results of Contend (generated codec).
-var idemCodecEffectsContend = idemimpl.TypedCodec[Outcome]{
-	Decode: func(d *idemimpl.Decoder, v *Outcome) {
-		idemDecOutcome(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Outcome) {
-		idemEncOutcome(e, v)
-	},
-}
-
 // Contend is Effects.Contend, run at most once per key (ttl=1h lease=1s on_duplicate=return
 // name=rel.contend). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Contend(ctx context.Context, key string) (Outcome, error) {
-	c := e.beginContend(key)
-	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
+	return idem.Do(ctx, e.beginContend(key), func(ctx context.Context) (Outcome, error) {
 		return e.Effects.Contend(ctx, key)
 	})
 }
@@ -199,20 +173,19 @@ func (e *IdempotentEffects) beginContend(key string) idem.Call {
 	return c
 }
 
-var idemSpecEffectsSkew = &idem.Spec{
-	Name:        "rel.skew",
-	Signature:   "a41c8cace7e50e85",
-	TTL:         time.Hour,
-	Lease:       2 * time.Second,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecEffectsSkew,
+var idemSpecEffectsContend = &idem.Spec{
+	Name:      "rel.contend",
+	Signature: "8e08e7f390247177",
+	TTL:       time.Hour,
+	Lease:     time.Second,
+	Codec:     idemCodecEffectsContend,
 }
 
-// Build fails here if Effects.Skew's signature changed since generation: run go generate.
-var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Skew
+// Build fails here if Effects.Contend's signature changed since generation: run go generate.
+var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Contend
 
-// idemCodecEffectsSkew stores the results of Skew (generated codec).
-var idemCodecEffectsSkew = idemimpl.TypedCodec[Outcome]{
+// idemCodecEffectsContend stores the results of Contend (generated codec).
+var idemCodecEffectsContend = idemimpl.TypedCodec[Outcome]{
 	Decode: func(d *idemimpl.Decoder, v *Outcome) {
 		idemDecOutcome(d, v)
 	},
@@ -224,8 +197,7 @@ var idemCodecEffectsSkew = idemimpl.TypedCodec[Outcome]{
 // Skew is Effects.Skew, run at most once per key (ttl=1h lease=2s on_duplicate=return
 // name=rel.skew). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Skew(ctx context.Context, key string) (Outcome, error) {
-	c := e.beginSkew(key)
-	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
+	return idem.Do(ctx, e.beginSkew(key), func(ctx context.Context) (Outcome, error) {
 		return e.Effects.Skew(ctx, key)
 	})
 }
@@ -242,33 +214,31 @@ func (e *IdempotentEffects) beginSkew(key string) idem.Call {
 	return c
 }
 
-var idemSpecEffectsMeasure = &idem.Spec{
-	Name:        "rel.measure",
-	Signature:   "b589763b7cfe952e",
-	TTL:         time.Hour,
-	Lease:       10 * time.Second,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecEffectsMeasure,
+var idemSpecEffectsSkew = &idem.Spec{
+	Name:      "rel.skew",
+	Signature: "a41c8cace7e50e85",
+	TTL:       time.Hour,
+	Lease:     2 * time.Second,
+	Codec:     idemCodecEffectsSkew,
 }
 
-// Build fails here if Effects.Measure's signature changed since generation: run go generate.
-var _ func(*Effects, context.Context, string) (Reading, error) = (*Effects).Measure
+// Build fails here if Effects.Skew's signature changed since generation: run go generate.
+var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Skew
 
-// idemCodecEffectsMeasure stores the results of Measure (generated codec).
-var idemCodecEffectsMeasure = idemimpl.TypedCodec[Reading]{
-	Decode: func(d *idemimpl.Decoder, v *Reading) {
-		idemDecReading(d, v)
+// idemCodecEffectsSkew stores the results of Skew (generated codec).
+var idemCodecEffectsSkew = idemimpl.TypedCodec[Outcome]{
+	Decode: func(d *idemimpl.Decoder, v *Outcome) {
+		idemDecOutcome(d, v)
 	},
-	Encode: func(e *idemimpl.Encoder, v *Reading) {
-		idemEncReading(e, v)
+	Encode: func(e *idemimpl.Encoder, v *Outcome) {
+		idemEncOutcome(e, v)
 	},
 }
 
 // Measure is Effects.Measure, run at most once per key (ttl=1h lease=10s on_duplicate=return
 // name=rel.measure). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Measure(ctx context.Context, key string) (Reading, error) {
-	c := e.beginMeasure(key)
-	return idem.Do(ctx, c, func(ctx context.Context) (Reading, error) {
+	return idem.Do(ctx, e.beginMeasure(key), func(ctx context.Context) (Reading, error) {
 		return e.Effects.Measure(ctx, key)
 	})
 }
@@ -285,13 +255,53 @@ func (e *IdempotentEffects) beginMeasure(key string) idem.Call {
 	return c
 }
 
+var idemSpecEffectsMeasure = &idem.Spec{
+	Name:      "rel.measure",
+	Signature: "b589763b7cfe952e",
+	TTL:       time.Hour,
+	Lease:     10 * time.Second,
+	Codec:     idemCodecEffectsMeasure,
+}
+
+// Build fails here if Effects.Measure's signature changed since generation: run go generate.
+var _ func(*Effects, context.Context, string) (Reading, error) = (*Effects).Measure
+
+// idemCodecEffectsMeasure stores the results of Measure (generated codec).
+var idemCodecEffectsMeasure = idemimpl.TypedCodec[Reading]{
+	Decode: func(d *idemimpl.Decoder, v *Reading) {
+		idemDecReading(d, v)
+	},
+	Encode: func(e *idemimpl.Encoder, v *Reading) {
+		idemEncReading(e, v)
+	},
+}
+
+// Strict is Effects.Strict, run at most once per key (ttl=1h lease=10s on_duplicate=return
+// name=rel.strict). The receiver is not part of the key (key= can name its fields).
+func (e *IdempotentEffects) Strict(ctx context.Context, key string) (StrictReading, error) {
+	return idem.Do(ctx, e.beginStrict(key), func(ctx context.Context) (StrictReading, error) {
+		return e.Effects.Strict(ctx, key)
+	})
+}
+
+// StrictKey is the store key Strict claims for these arguments; nothing runs.
+func (e *IdempotentEffects) StrictKey(key string) (string, error) {
+	return e.beginStrict(key).StoreKey()
+}
+
+// beginStrict starts a call of Strict and writes its key material.
+func (e *IdempotentEffects) beginStrict(key string) idem.Call {
+	c := e.g.Begin(idemSpecEffectsStrict)
+	c.Key().String(key)
+	return c
+}
+
 var idemSpecEffectsStrict = &idem.Spec{
-	Name:        "rel.strict",
-	Signature:   "0fce9b377e9f1b70",
-	TTL:         time.Hour,
-	Lease:       10 * time.Second,
-	OnDuplicate: idem.DuplicateReturn,
-	Codec:       idemCodecEffectsStrict,
+	Name:      "rel.strict",
+	Signature: "0fce9b377e9f1b70",
+	TTL:       time.Hour,
+	Lease:     10 * time.Second,
+	Codec:     idemCodecEffectsStrict,
 }
 
 // Build fails here if Effects.Strict's signature changed since generation: run go generate.
@@ -307,23 +317,22 @@ var idemCodecEffectsStrict = idemimpl.TypedCodec[StrictReading]{
 	},
 }
 
-// Strict is Effects.Strict, run at most once per key (ttl=1h lease=10s on_duplicate=return
-// name=rel.strict). The receiver is not part of the key (key= can name its fields).
-func (e *IdempotentEffects) Strict(ctx context.Context, key string) (StrictReading, error) {
-	c := e.beginStrict(key)
-	return idem.Do(ctx, c, func(ctx context.Context) (StrictReading, error) {
-		return e.Effects.Strict(ctx, key)
+// Exit is Effects.Exit, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=20s
+// name=rel.exit). The receiver is not part of the key (key= can name its fields).
+func (e *IdempotentEffects) Exit(ctx context.Context, key string) (Outcome, error) {
+	return idem.Do(ctx, e.beginExit(key), func(ctx context.Context) (Outcome, error) {
+		return e.Effects.Exit(ctx, key)
 	})
 }
 
-// StrictKey is the store key Strict claims for these arguments; nothing runs.
-func (e *IdempotentEffects) StrictKey(key string) (string, error) {
-	return e.beginStrict(key).StoreKey()
+// ExitKey is the store key Exit claims for these arguments; nothing runs.
+func (e *IdempotentEffects) ExitKey(key string) (string, error) {
+	return e.beginExit(key).StoreKey()
 }
 
-// beginStrict starts a call of Strict and writes its key material.
-func (e *IdempotentEffects) beginStrict(key string) idem.Call {
-	c := e.g.Begin(idemSpecEffectsStrict)
+// beginExit starts a call of Exit and writes its key material.
+func (e *IdempotentEffects) beginExit(key string) idem.Call {
+	c := e.g.Begin(idemSpecEffectsExit)
 	c.Key().String(key)
 	return c
 }
@@ -351,23 +360,22 @@ var idemCodecEffectsExit = idemimpl.TypedCodec[Outcome]{
 	},
 }
 
-// Exit is Effects.Exit, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=20s
-// name=rel.exit). The receiver is not part of the key (key= can name its fields).
-func (e *IdempotentEffects) Exit(ctx context.Context, key string) (Outcome, error) {
-	c := e.beginExit(key)
-	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
-		return e.Effects.Exit(ctx, key)
+// Steps is Effects.Steps, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
+// name=rel.steps). The receiver is not part of the key (key= can name its fields).
+func (e *IdempotentEffects) Steps(ctx context.Context, key string) (Outcome, error) {
+	return idem.Do(ctx, e.beginSteps(key), func(ctx context.Context) (Outcome, error) {
+		return e.Effects.Steps(ctx, key)
 	})
 }
 
-// ExitKey is the store key Exit claims for these arguments; nothing runs.
-func (e *IdempotentEffects) ExitKey(key string) (string, error) {
-	return e.beginExit(key).StoreKey()
+// StepsKey is the store key Steps claims for these arguments; nothing runs.
+func (e *IdempotentEffects) StepsKey(key string) (string, error) {
+	return e.beginSteps(key).StoreKey()
 }
 
-// beginExit starts a call of Exit and writes its key material.
-func (e *IdempotentEffects) beginExit(key string) idem.Call {
-	c := e.g.Begin(idemSpecEffectsExit)
+// beginSteps starts a call of Steps and writes its key material.
+func (e *IdempotentEffects) beginSteps(key string) idem.Call {
+	c := e.g.Begin(idemSpecEffectsSteps)
 	c.Key().String(key)
 	return c
 }
@@ -393,27 +401,6 @@ var idemCodecEffectsSteps = idemimpl.TypedCodec[Outcome]{
 	Encode: func(e *idemimpl.Encoder, v *Outcome) {
 		idemEncOutcome(e, v)
 	},
-}
-
-// Steps is Effects.Steps, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
-// name=rel.steps). The receiver is not part of the key (key= can name its fields).
-func (e *IdempotentEffects) Steps(ctx context.Context, key string) (Outcome, error) {
-	c := e.beginSteps(key)
-	return idem.Do(ctx, c, func(ctx context.Context) (Outcome, error) {
-		return e.Effects.Steps(ctx, key)
-	})
-}
-
-// StepsKey is the store key Steps claims for these arguments; nothing runs.
-func (e *IdempotentEffects) StepsKey(key string) (string, error) {
-	return e.beginSteps(key).StoreKey()
-}
-
-// beginSteps starts a call of Steps and writes its key material.
-func (e *IdempotentEffects) beginSteps(key string) idem.Call {
-	c := e.g.Begin(idemSpecEffectsSteps)
-	c.Key().String(key)
-	return c
 }
 
 // idemDecOutcome restores values of Outcome.
@@ -503,33 +490,23 @@ func idemEncStrictReading(e *idemimpl.Encoder, v *StrictReading) {
 	e.End(at)
 }
 
-// idemOutcome_fieldsChanged_runGoGenerate lists the fields of Outcome as generated (tags aside).
-type idemOutcome_fieldsChanged_runGoGenerate struct {
+// Build fails here if Outcome's fields changed since generation: run go generate.
+var _ = struct {
 	Key         string
 	Fence       uint64
 	PID         int
 	Nonce       string
 	BizAccepted bool
-}
-
-// Build fails here if Outcome's fields changed since generation: run go generate.
-var _ = idemOutcome_fieldsChanged_runGoGenerate(Outcome{})
-
-// idemReading_fieldsChanged_runGoGenerate lists the fields of Reading as generated (tags aside).
-type idemReading_fieldsChanged_runGoGenerate struct {
-	Outcome `json:"-" xml:"-"`
-	Value   float64
-}
+}(Outcome{})
 
 // Build fails here if Reading's fields changed since generation: run go generate.
-var _ = idemReading_fieldsChanged_runGoGenerate(Reading{})
-
-// idemStrictReading_fieldsChanged_runGoGenerate lists the fields of StrictReading as generated
-// (tags aside).
-type idemStrictReading_fieldsChanged_runGoGenerate struct {
+var _ = struct {
 	Outcome `json:"-" xml:"-"`
-	Gauge   Gauge
-}
+	Value   float64
+}(Reading{})
 
 // Build fails here if StrictReading's fields changed since generation: run go generate.
-var _ = idemStrictReading_fieldsChanged_runGoGenerate(StrictReading{})
+var _ = struct {
+	Outcome `json:"-" xml:"-"`
+	Gauge   Gauge
+}(StrictReading{})

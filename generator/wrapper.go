@@ -1,0 +1,377 @@
+package generator
+
+import (
+	"fmt"
+	"go/token"
+	"go/types"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+)
+
+// wrap is what the declarations of one wrapped function share: its
+// names, the wrapper's local names and the begin helper's parameters.
+type wrap struct {
+	x               *fn
+	typeName, field string // the wrapper type and its guard field
+	hn              helperNames
+	// display names the function in comments (pkg.F, T.M); specBase ends
+	// the package-level names (idemSpecF); specName is the stored name.
+	display, specBase, specName string
+	ns                          namer
+	recv, c                     string // the wrapper's receiver, the call
+	specVar, codecVar           string
+	resultStruct                string     // "" unless several results travel as one struct
+	resultT                     jen.Code   // what Do returns besides the error
+	keyParams, beginParams      []jen.Code // Key's parameters, begin's
+	beginArgs                   []jen.Code // the wrapper's (and Key's) arguments to begin
+}
+
+// wrapper emits the declarations of one function in reading order: the
+// wrapper method, its Key helper, the begin helper both use, then what
+// they refer to: the Spec, the signature self-check, the result struct and
+// codec. The pieces are built in another order, the one their names are
+// reserved in.
+func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.Code {
+	w := e.newWrap(x, typeName, field, hn)
+	material, keyOK := e.keyMaterial(w)
+	spec := e.spec(w)
+	check := e.signatureCheck(w)
+	var codec []jen.Code
+	if s := e.resultStruct(w); s != nil {
+		codec = append(codec, s)
+	}
+	codecDoc, codecOK := e.resultCodec(x, w.specBase, w.codecVar, w.resultT, &codec)
+	if !codecOK || !keyOK {
+		return nil
+	}
+	e.beginParams(w)
+	out := []jen.Code{e.wrapperMethod(w, codecDoc), e.keyMethod(w), e.begin(w, material), spec, check}
+	return append(out, codec...)
+}
+
+// newWrap names what x's declarations share.
+func (e *emitter) newWrap(x *fn, typeName, field string, hn helperNames) *wrap {
+	pi := e.pi
+	w := &wrap{x: x, typeName: typeName, field: field, hn: hn, ns: namer{}}
+	w.display = pi.pkg.Name + "." + x.name
+	w.specBase, w.specName = upperFirst(x.name), pi.pkg.PkgPath+"."+x.name
+	if x.recv != nil {
+		w.display = x.recv.Name() + "." + x.name
+		w.specBase = upperFirst(x.recv.Name()) + upperFirst(x.name)
+		w.specName = pi.pkg.PkgPath + "." + x.recv.Name() + "." + x.name
+	}
+	if x.foreign {
+		w.display, w.specName = foreignNames(x)
+	}
+	if x.opts.name != "" {
+		w.specName = x.opts.name
+	}
+	for _, p := range x.params {
+		w.ns[p.name] = true
+	}
+	for i := 0; i < fnTypeParams(x).Len(); i++ {
+		w.ns[fnTypeParams(x).At(i).Obj().Name()] = true
+	}
+	recvBase := "x"
+	if x.recvName != "" {
+		recvBase = x.recvName // the source's receiver name
+	}
+	w.recv, w.c = w.ns.get(recvBase), w.ns.get("c")
+	x.recvVar = w.recv
+	e.gen.cur = x
+	return w
+}
+
+// keyMaterial is what begin writes after starting the call: the key, the
+// payload fingerprint, the order. The results are checked even when the
+// key is refused: one run reports (and advises) both, so following its
+// advice converges.
+func (e *emitter) keyMaterial(w *wrap) ([]jen.Code, bool) {
+	x := w.x
+	keys, payload, ok := e.keyStatements(x, w.c, w.ns)
+	if fnTypeParams(x).Len() > 0 {
+		keys = append(e.typeArgKeys(x, w.c), keys...) // the type arguments are part of the key
+	}
+	order, orderOK := e.orderStatements(x, w.c, w.ns)
+	return append(append(keys, payload...), order...), ok && orderOK
+}
+
+// spec emits the Spec, one field per line. A field the directive leaves at
+// its default is left out: the runtime reads zero as the default, and the
+// wrapper's doc line says what takes effect.
+func (e *emitter) spec(w *wrap) jen.Code {
+	x, o := w.x, w.x.opts
+	w.specVar = e.global("idemSpec" + w.specBase)
+	kv := func(k string, v jen.Code) jen.Code { return jen.Id(k).Op(":").Add(v) }
+	fields := []jen.Code{
+		kv("Name", jen.Lit(w.specName)),
+		kv("Signature", jen.Lit(signature(w.specName, o.version, x.sig))),
+	}
+	if o.ttl > 0 {
+		fields = append(fields, kv("TTL", e.duration(o.ttl)))
+	}
+	if o.lease > 0 {
+		fields = append(fields, kv("Lease", e.duration(o.lease)))
+	}
+	if dup := map[string]string{"raise": "DuplicateRaise", "wait": "DuplicateWait"}[o.onDuplicate]; dup != "" {
+		fields = append(fields, kv("OnDuplicate", e.qual(e.idem, dup)))
+	}
+	if o.onFailure == "lock" {
+		fields = append(fields, kv("OnFailure", e.qual(e.idem, "FailureLock")))
+	}
+	if o.wait > 0 {
+		fields = append(fields, kv("Wait", e.duration(o.wait)))
+	}
+	if o.version > 0 {
+		fields = append(fields, kv("Version", jen.Lit(o.version)))
+	}
+	if o.orderSet {
+		fields = append(fields, kv("Ordered", jen.True()))
+		if o.grace > 0 {
+			fields = append(fields, kv("Grace", e.duration(o.grace)))
+		}
+	}
+	if len(x.result) > 0 {
+		w.codecVar = e.global("idemCodec" + w.specBase)
+		fields = append(fields, kv("Codec", jen.Id(w.codecVar)))
+	}
+	return jen.Var().Id(w.specVar).Op("=").Op("&").Add(e.qual(e.idem, "Spec")).
+		Custom(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, fields...)
+}
+
+// signatureCheck emits the self-check: a changed signature fails the build
+// here, naming the function.
+func (e *emitter) signatureCheck(w *wrap) jen.Code {
+	x, target := w.x, w.x.obj.Name()
+	var fnRef *jen.Statement
+	checkSig := x.sig
+	if x.recv != nil {
+		recvT := recvPointer(x) // *T, or *Repo[T]
+		fnRef = jen.Parens(e.typ(recvT)).Dot(target)
+		if x.inner != "" {
+			recvT, fnRef = x.recv.Type(), jen.Id(x.recv.Name()).Dot(target) // Carrier.Book
+		}
+		vars := []*types.Var{types.NewParam(token.NoPos, nil, "", recvT)}
+		for i := 0; i < x.sig.Params().Len(); i++ {
+			vars = append(vars, x.sig.Params().At(i))
+		}
+		checkSig = types.NewSignatureType(nil, nil, nil, types.NewTuple(vars...), x.sig.Results(), x.sig.Variadic())
+	} else {
+		fnRef = e.qual(x.obj.Pkg(), target)
+	}
+	check := jen.Var().Id("_").Func().Add(e.signature(checkSig, nil)).Op("=").Add(fnRef)
+	if fnTypeParams(x).Len() > 0 {
+		check = e.genericSelfCheck(x, checkSig, fnRef)
+	}
+	return jen.Commentf("Build fails here if %s's signature changed since generation: run go generate.", w.display).Line().
+		Add(check)
+}
+
+// resultStruct sets the type Do returns besides the error. Several results
+// travel as one struct, its fields named after the results (stored as R1,
+// R2… whatever their names, so renaming a result changes no record): its
+// declaration, else nil.
+func (e *emitter) resultStruct(w *wrap) jen.Code {
+	x := w.x
+	switch len(x.result) {
+	case 0:
+		w.resultT = jen.Struct()
+		return nil
+	case 1:
+		w.resultT = e.typ(x.result[0])
+		return nil
+	}
+	w.resultStruct = e.global("idemResult" + w.specBase)
+	x.resultFields = resultFields(x)
+	var fs []jen.Code
+	for i, t := range x.result {
+		fs = append(fs, jen.Id(x.resultFields[i]).Add(e.typ(t)))
+	}
+	w.resultT = jen.Id(w.resultStruct)
+	return jen.Commentf("%s holds the results of %s, stored as one value.", w.resultStruct, w.display).Line().
+		Type().Id(w.resultStruct).Struct(fs...)
+}
+
+// beginParams sets the parameters of Key (the wrapper's, variadic still)
+// and of begin (structs and arrays by pointer, a variadic as its slice),
+// and the wrapper's arguments to begin.
+func (e *emitter) beginParams(w *wrap) {
+	for _, p := range w.x.params {
+		if p.isCtx {
+			continue
+		}
+		t := e.typ(p.typ)
+		switch {
+		case p.variadic:
+			w.keyParams = append(w.keyParams, jen.Id(p.name).Op("...").Add(e.typ(p.typ.(*types.Slice).Elem())))
+			w.beginParams = append(w.beginParams, jen.Id(p.name).Add(t))
+			w.beginArgs = append(w.beginArgs, jen.Id(p.name))
+		case p.byPtr:
+			w.keyParams = append(w.keyParams, jen.Id(p.name).Add(t))
+			w.beginParams = append(w.beginParams, jen.Id(p.name).Op("*").Add(t))
+			w.beginArgs = append(w.beginArgs, jen.Op("&").Id(p.name))
+		default:
+			w.keyParams = append(w.keyParams, jen.Id(p.name).Add(t))
+			w.beginParams = append(w.beginParams, jen.Id(p.name).Add(t))
+			w.beginArgs = append(w.beginArgs, jen.Id(p.name))
+		}
+	}
+}
+
+// decl is the head of a method of the wrapper type; a generic function's
+// helpers are package-level generic functions taking the wrapper type
+// first (methods cannot have type parameters).
+func (e *emitter) decl(w *wrap, name string, params ...jen.Code) *jen.Statement {
+	if w.hn.wrapper != "" {
+		return jen.Func().Id(name).Types(e.typeParamDecls(w.x)...).Params(append([]jen.Code{jen.Id(w.recv).Op("*").Id(w.typeName)}, params...)...)
+	}
+	return jen.Func().Add(e.recvDecl(w)).Id(name).Params(params...)
+}
+
+// recvDecl is the wrapper methods' receiver: (x *Idempotent), or
+// (x *IdempotentRepo[T]) for a generic type's.
+func (e *emitter) recvDecl(w *wrap) *jen.Statement {
+	if w.x.recv != nil && fnTypeParams(w.x).Len() > 0 {
+		return jen.Params(jen.Id(w.recv).Op("*").Id(w.typeName).Index(typeArgs(w.x)))
+	}
+	return jen.Params(jen.Id(w.recv).Op("*").Id(w.typeName))
+}
+
+// beginCall is the wrapper's (and Key's) call of begin.
+func (e *emitter) beginCall(w *wrap) *jen.Statement {
+	if isGeneric(w.x) && w.x.recv == nil {
+		return jen.Id(w.hn.begin).Index(typeArgs(w.x)).Call(append([]jen.Code{jen.Id(w.recv)}, w.beginArgs...)...)
+	}
+	return jen.Id(w.recv).Dot(w.hn.begin).Call(w.beginArgs...)
+}
+
+// wrapperMethod emits the wrapper: Do, on the call begin starts.
+func (e *emitter) wrapperMethod(w *wrap, codecDoc string) jen.Code {
+	x := w.x
+	names := make([]string, len(x.params))
+	for i, p := range x.params {
+		names[i] = p.name
+	}
+	body := e.doCall(w)
+	name := x.name
+	if w.hn.wrapper != "" {
+		name = w.hn.wrapper
+	}
+	doc := fmt.Sprintf("%s is %s, run at most once per key (%s).%s", name, w.display, e.optionSummary(x), e.wrapperDoc(w)+codecDoc)
+	if w.hn.wrapper != "" {
+		return jen.Comment(doc).Line().
+			Func().Id(w.hn.wrapper).Types(e.typeParamDecls(x)...).Add(e.genericParams(x, w.recv, w.typeName, names)).Block(body...)
+	}
+	return jen.Comment(doc).Line().
+		Func().Add(e.recvDecl(w)).Id(x.name).Add(e.signature(x.sig, names)).Block(body...)
+}
+
+// wrapperDoc says what the key leaves out.
+func (e *emitter) wrapperDoc(w *wrap) string {
+	x, doc := w.x, ""
+	if x.inner != "" {
+		// Every implementation of the interface shares the method's key
+		// space: the interface method is the operation.
+		doc = fmt.Sprintf(" The implementation is not part of the key: every %s decorated on one Guard shares %s's keys.", x.recv.Name(), x.name) + doc
+	} else if x.recv != nil && !recvKeyed(x) {
+		// The receiver's state is not read: two wrappers of two values
+		// on one Guard share keys. Say so where the wrapper is read.
+		doc = " The receiver is not part of the key (key= can name its fields)." + doc
+	}
+	if len(x.notKeyed) > 0 {
+		doc = " Not keyed: " + strings.Join(x.notKeyed, ", ") + "." + doc
+	}
+	if fnTypeParams(x).Len() > 0 {
+		doc = " The type arguments are part of the key." + doc
+	}
+	return doc
+}
+
+// doCall is the wrapper's body: Do runs the function at most once per key
+// begin writes; several results come back through the result struct.
+func (e *emitter) doCall(w *wrap) []jen.Code {
+	x, ns := w.x, w.ns
+	call := e.innerCall(w)
+	ctxArg := jen.Add(e.qual(e.ctxPkg, "Background")).Call()
+	closureParam := e.qual(e.ctxPkg, "Context")
+	if x.ctx >= 0 {
+		ctxArg = jen.Id(x.params[x.ctx].name)
+		closureParam = jen.Id(x.params[x.ctx].name).Add(e.qual(e.ctxPkg, "Context"))
+	}
+	do := func(inner ...jen.Code) *jen.Statement {
+		return jen.Add(e.qual(e.idem, "Do")).Call(ctxArg, e.beginCall(w),
+			jen.Func().Params(closureParam).Params(w.resultT, jen.Error()).Block(inner...))
+	}
+	switch len(x.result) {
+	case 0:
+		errName := ns.get("err")
+		return []jen.Code{
+			jen.List(jen.Id("_"), jen.Id(errName)).Op(":=").Add(do(jen.Return(jen.Struct().Values(), call))),
+			jen.Return(jen.Id(errName))}
+	case 1:
+		return []jen.Code{jen.Return(do(jen.Return(call)))}
+	}
+	r, errName := ns.get("r"), ns.get("err")
+	var lhs, rets []jen.Code
+	for _, f := range x.resultFields {
+		lhs = append(lhs, jen.Id(r).Dot(f))
+		rets = append(rets, jen.Id(r).Dot(f))
+	}
+	lhs = append(lhs, jen.Id(errName))
+	rets = append(rets, jen.Id(errName))
+	return []jen.Code{
+		jen.List(jen.Id(r), jen.Id(errName)).Op(":=").Add(do(
+			jen.Var().Id(r).Id(w.resultStruct),
+			jen.Var().Id(errName).Error(),
+			jen.List(lhs...).Op("=").Add(call),
+			jen.Return(jen.Id(r), jen.Id(errName)),
+		)),
+		jen.Return(rets...)}
+}
+
+// innerCall calls the wrapped function (or method) with the wrapper's
+// arguments.
+func (e *emitter) innerCall(w *wrap) *jen.Statement {
+	x, target := w.x, w.x.obj.Name()
+	args := make([]jen.Code, len(x.params))
+	for i, p := range x.params {
+		args[i] = jen.Id(p.name)
+		if p.variadic {
+			args[i] = jen.Id(p.name).Op("...")
+		}
+	}
+	switch {
+	case x.inner != "":
+		return jen.Id(w.recv).Dot(x.inner).Dot(target).Call(args...)
+	case x.recv != nil:
+		return jen.Id(w.recv).Dot(x.recv.Name()).Dot(target).Call(args...)
+	case isGeneric(x):
+		return e.qual(x.obj.Pkg(), target).Index(typeArgs(x)).Call(args...)
+	}
+	return e.qual(x.obj.Pkg(), target).Call(args...)
+}
+
+// keyMethod emits the Key helper: what an operator needs to find the
+// call's record.
+func (e *emitter) keyMethod(w *wrap) jen.Code {
+	fname := w.x.name
+	doc := fmt.Sprintf("%s is the store key %s claims for these arguments; nothing runs.", w.hn.key, fname)
+	if w.hn.key != fname+"Key" && w.hn.wrapper == "" {
+		doc += fmt.Sprintf(" (Not %sKey: %s already has that name.)", fname, w.typeName)
+	}
+	return jen.Comment(doc).Line().
+		Add(e.decl(w, w.hn.key, w.keyParams...)).Params(jen.String(), jen.Error()).Block(
+		jen.Return(e.beginCall(w).Dot("StoreKey").Call()))
+}
+
+// begin emits the begin helper: the key material, written once for the
+// wrapper and Key.
+func (e *emitter) begin(w *wrap, material []jen.Code) jen.Code {
+	doc := fmt.Sprintf("%s starts a call of %s and writes its key material.", w.hn.begin, w.x.name)
+	body := []jen.Code{jen.Id(w.c).Op(":=").Id(w.recv).Dot(w.field).Dot("Begin").Call(jen.Id(w.specVar))}
+	body = append(body, material...)
+	body = append(body, jen.Return(jen.Id(w.c)))
+	return jen.Comment(doc).Line().
+		Add(e.decl(w, w.hn.begin, w.beginParams...)).Add(e.qual(e.idem, "Call")).Block(body...)
+}
