@@ -148,6 +148,12 @@ func advicePath(path string) string {
 // type t. path names v for diagnostics; foreignAt is the path of the
 // outermost other package's value on the way, if any.
 func (g *codecGen) enc(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
+	if name, ok := g.helperName(t, path, foreignAt, omit); ok {
+		if name == "" {
+			return nil
+		}
+		return one(jen.Id("idemEnc"+name).Call(jen.Id("e"), v.addr()))
+	}
 	t, ok := g.check(t, path, foreignAt)
 	if !ok {
 		return nil
@@ -155,18 +161,17 @@ func (g *codecGen) enc(t types.Type, v vx, path, foreignAt string, omit omitTree
 	if m := g.storedBy(t); m != (storage{}) {
 		return g.encMethod(m, v, s)
 	}
-	foreignAt = g.enterNamed(t, path, foreignAt)
-	if n, ok := g.hasHelper(t); ok {
-		if name := g.helper(n, path, foreignAt, omit); name != "" {
-			return one(jen.Id("idemEnc"+name).Call(jen.Id("e"), v.addr()))
-		}
-		return nil
-	}
-	return g.encInline(t, v, path, foreignAt, omit, s)
+	return g.encInline(t, v, path, g.enterNamed(t, path, foreignAt), omit, s)
 }
 
 // dec returns the statements that decode into v, as enc encodes it.
 func (g *codecGen) dec(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
+	if name, ok := g.helperName(t, path, foreignAt, omit); ok {
+		if name == "" {
+			return nil
+		}
+		return one(jen.Id("idemDec"+name).Call(jen.Id("d"), v.addr()))
+	}
 	t, ok := g.check(t, path, foreignAt)
 	if !ok {
 		return nil
@@ -174,14 +179,23 @@ func (g *codecGen) dec(t types.Type, v vx, path, foreignAt string, omit omitTree
 	if m := g.storedBy(t); m != (storage{}) {
 		return g.decMethod(m, t, v, s)
 	}
-	foreignAt = g.enterNamed(t, path, foreignAt)
-	if n, ok := g.hasHelper(t); ok {
-		if name := g.helper(n, path, foreignAt, omit); name != "" {
-			return one(jen.Id("idemDec"+name).Call(jen.Id("d"), v.addr()))
-		}
-		return nil
+	return g.decInline(t, v, path, g.enterNamed(t, path, foreignAt), omit, s)
+}
+
+// helperName reports whether a value of t is stored by helpers of its
+// type's own (a named composite type, or a union, that the generated file
+// can name and that brings no marshaling pair), and returns their name
+// suffix: "" after recording why t cannot be stored.
+func (g *codecGen) helperName(t types.Type, path, foreignAt string, omit omitTree) (string, bool) {
+	if !g.e.renderable(t) || lossyPair(g.e.pi, types.Unalias(t)) != "" || g.storedBy(types.Unalias(t)) != (storage{}) {
+		return "", false
 	}
-	return g.decInline(t, v, path, foreignAt, omit, s)
+	n, ok := g.hasHelper(types.Unalias(t))
+	if !ok {
+		return "", false
+	}
+	g.e.pinAlias(t)
+	return g.helper(n, path, g.enterNamed(n, path, foreignAt), omit), true
 }
 
 // check refuses the types the generated file cannot name and those whose
@@ -508,6 +522,9 @@ func (g *codecGen) encInline(t types.Type, v vx, path, foreignAt string, omit om
 		m, to, _ := basicCodec(sh.basic)
 		return one(eCall(m, convert(t, to, v.val())))
 	case kindPointer:
+		if name, ok := g.helperName(sh.elem, path, foreignAt, omit); ok {
+			return g.combinator(name, "EncPtr", jen.Id("e"), v.val(), "idemEnc")
+		}
 		inner := g.enc(sh.elem, v.elem(), path, foreignAt, omit, s)
 		return one(jen.If(v.val().Op("==").Nil()).Block(eCall("Nil")).Else().Block(append(one(eCall("Ptr")), inner...)...))
 	case kindSlice:
@@ -552,6 +569,9 @@ func (g *codecGen) decInline(t types.Type, v vx, path, foreignAt string, omit om
 		}
 		return one(v.val().Op("=").Add(g.convertBack(t, from, x)))
 	case kindPointer:
+		if name, ok := g.helperName(sh.elem, path, foreignAt, omit); ok {
+			return g.combinator(name, "DecPtr", jen.Id("d"), v.addr(), "idemDec")
+		}
 		inner := g.dec(sh.elem, v.elem(), path, foreignAt, omit, s)
 		return one(jen.If(dCall("Ptr")).Block(
 			append(one(v.val().Op("=").New(g.e.typ(sh.elem))), inner...)...).Else().Block(v.val().Op("=").Nil()))
@@ -680,6 +700,9 @@ func (g *codecGen) encSlice(t, elem types.Type, v vx, path, foreignAt string, s 
 	case isByte(elem):
 		return one(eCall("Bytes", jen.Index().Byte().Call(v.val())))
 	}
+	if name, ok := g.helperName(elem, path+"[]", foreignAt, nil); ok {
+		return g.combinator(name, "EncList", jen.Id("e"), v.val(), "idemEnc")
+	}
 	i, at := s.get("i"), s.get("at")
 	inner := g.enc(elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
 	return one(jen.If(v.val().Op("==").Nil()).Block(eCall("Nil")).Else().Block(
@@ -698,11 +721,23 @@ func (g *codecGen) decSlice(t, elem types.Type, v vx, path, foreignAt string, s 
 	case isByte(elem):
 		return one(v.val().Op("=").Add(g.e.typ(t)).Call(dCall("Bytes")))
 	}
+	if name, ok := g.helperName(elem, path+"[]", foreignAt, nil); ok {
+		return g.combinator(name, "DecList", jen.Id("d"), v.addr(), "idemDec")
+	}
 	i := s.get("i")
 	inner := g.dec(elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
 	return one(jen.If(dCall("Nil")).Block(v.val().Op("=").Nil()).Else().Block(
 		v.val().Op("=").Make(g.e.typ(t), dCall("List")),
 		rangeOver(i, v.val(), inner)))
+}
+
+// combinator calls the idemimpl combinator fn over x with the helper
+// prefix+name of its elements; nothing when they cannot be stored.
+func (g *codecGen) combinator(name, fn string, coder, x jen.Code, prefix string) []jen.Code {
+	if name == "" {
+		return nil
+	}
+	return one(g.e.qual(g.e.impl, fn).Call(coder, x, jen.Id(prefix+name)))
 }
 
 // isByte: the element type of []byte, not of a named byte type's slice.
@@ -960,13 +995,49 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 		e.reportCodecProblems(x, g.problems)
 		return "", false
 	}
-	encT, decT := e.qual(e.impl, "Encoder"), e.qual(e.impl, "Decoder")
+	codec := g.oneCall(x, omits, resultT)
+	if codec == nil {
+		encT, decT := e.qual(e.impl, "Encoder"), e.qual(e.impl, "Decoder")
+		codec = e.qual(e.impl, "TypedCodec").Index(resultT).Values(jen.Dict{
+			jen.Id("Encode"): jen.Func().Params(jen.Id("e").Op("*").Add(encT), jen.Id("v").Op("*").Add(resultT)).Block(encBody...),
+			jen.Id("Decode"): jen.Func().Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(resultT)).Block(decBody...),
+		})
+	}
 	*out = append(*out, jen.Commentf("%s stores the results of %s (generated codec).", name, x.name).Line().
-		Var().Id(name).Op("=").Add(e.qual(e.impl, "TypedCodec")).Index(resultT).Values(jen.Dict{
-		jen.Id("Encode"): jen.Func().Params(jen.Id("e").Op("*").Add(encT), jen.Id("v").Op("*").Add(resultT)).Block(encBody...),
-		jen.Id("Decode"): jen.Func().Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(resultT)).Block(decBody...),
-	}))
+		Var().Id(name).Op("=").Add(codec))
 	return g.recordDoc(omitted), true
+}
+
+// oneCall is the codec of a single result as one call of idemimpl, for a
+// type stored by helpers, a pointer to one, or a basic type (the bodies
+// written for it do the same); nil for any other.
+func (g *codecGen) oneCall(x *fn, omits []omitTree, resultT jen.Code) jen.Code {
+	if len(x.result) != 1 || omits[0] != nil {
+		return nil
+	}
+	t, path := x.result[0], resultName(x, 0)
+	impl := func(fn string) *jen.Statement { return g.e.qual(g.e.impl, fn) }
+	if name, ok := g.helperName(t, path, "", nil); ok {
+		return impl("Codec").Call(jen.Id("idemEnc"+name), jen.Id("idemDec"+name))
+	}
+	u := types.Unalias(t)
+	if p, ok := u.(*types.Pointer); ok {
+		if name, ok := g.helperName(p.Elem(), path, "", nil); ok {
+			return impl("PtrCodec").Call(jen.Id("idemEnc"+name), jen.Id("idemDec"+name))
+		}
+		return nil
+	}
+	b, ok := u.Underlying().(*types.Basic)
+	if !ok || g.storedBy(u) != (storage{}) {
+		return nil
+	}
+	switch m, _, bits := basicCodec(b); m {
+	case "Int", "Uint":
+		return impl(m+"Codec").Index(resultT).Call(jen.Lit(bits))
+	case "String", "Bool", "Float64":
+		return impl(m + "Codec").Index(resultT).Call()
+	}
+	return nil
 }
 
 // resultBodies are the bodies of the codec's Encode and Decode: the

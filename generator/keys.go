@@ -168,13 +168,17 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 	raw := w.raw != nil && t == w.raw
 	w.raw = nil
 	if ex == nil && !raw {
+		if n, ok := w.keyedByHelper(t); ok {
+			name, ok := w.helperName(n, path)
+			if !ok {
+				return nil, false
+			}
+			return one(jen.Id(name).Call(w.b(), v.addr())), true
+		}
 		if code, ok := w.byMethod(v, t); ok {
 			return code, true
 		}
 		if n, ok := t.(*types.Named); ok && w.e.hasKeyHelper(n) {
-			if w.e.nameable(n.Obj()) && w.e.renderable(n) && !mentionsTypeParam(n) {
-				return w.callHelper(v, n, path)
-			}
 			// A type the generated file cannot name (unexported, or
 			// in an internal package it cannot import, or an
 			// instance of a generic type with a type parameter of
@@ -219,6 +223,21 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		return w.fail(path, "channels cannot be keyed", tagHint(path))
 	}
 	return w.fail(path, "type "+w.e.pi.typeString(t)+" cannot be keyed", "")
+}
+
+// keyedByHelper reports whether write keys a value of t (not excluded)
+// by calling the key helper of its type: a named type that no method keys
+// and that the generated file can name.
+func (w *writer) keyedByHelper(t types.Type) (*types.Named, bool) {
+	t = types.Unalias(t)
+	n, ok := t.(*types.Named)
+	if !ok || !w.e.hasKeyHelper(n) || !w.e.nameable(n.Obj()) || !w.e.renderable(n) || mentionsTypeParam(n) {
+		return nil, false
+	}
+	if shapeOf(t).kind != kindPointer && (isNamed(t, "net", "Addr") || w.e.keyedByMethod(t)) {
+		return nil, false // byMethod
+	}
+	return n, true
 }
 
 // hasKeyHelper reports whether values of n are keyed by a helper of
@@ -299,14 +318,15 @@ func (w *writer) protoMessage(v val, t types.Type, ptr bool) []jen.Code {
 	return one(marshal)
 }
 
-// callHelper calls the key helper of n, or records its problems at path.
-func (w *writer) callHelper(v val, n *types.Named, path string) ([]jen.Code, bool) {
+// helperName is the name of n's key helper, which a value at path is
+// keyed by; false after recording its problems at path.
+func (w *writer) helperName(n *types.Named, path string) (string, bool) {
 	name, probs, hk := w.e.helper(n)
 	if probs == nil {
 		for _, sk := range w.e.skipped[hk] {
 			w.skipped = addOnce(w.skipped, path+sk[len(root):])
 		}
-		return one(jen.Id(name).Call(w.b(), v.addr())), true
+		return name, true
 	}
 	recursive := w.e.keyRecursive[hk]
 	for _, p := range probs {
@@ -333,11 +353,19 @@ func (w *writer) callHelper(v val, n *types.Named, path string) ([]jen.Code, boo
 		}
 		w.problems = append(w.problems, p)
 	}
-	return nil, false
+	return "", false
 }
 
 // writePointer: Nil, or Ptr and the element.
 func (w *writer) writePointer(v val, elemT types.Type, path string, ex exTree) ([]jen.Code, bool) {
+	if n, ok := w.keyedByHelper(elemT); ok && ex == nil {
+		w.e.pinAlias(elemT)
+		name, ok := w.helperName(n, path)
+		if !ok {
+			return nil, false
+		}
+		return one(w.e.qual(w.e.impl, "KeyPtr").Call(w.b(), v.value(), jen.Id(name))), true
+	}
 	elem := val{e: v.e, ptr: true}
 	if v.ptr {
 		elem = val{e: func() *jen.Statement { return jen.Parens(v.value()) }, ptr: true, bare: v.value}
@@ -357,6 +385,14 @@ func (w *writer) writeSlice(v val, elemT types.Type, path string, variadic bool)
 			return one(b().Dot("Bytes").Call(v.value())), true
 		}
 		return w.nilCheck(v, one(b().Dot("Bytes").Call(v.value()))), true
+	}
+	if n, ok := w.keyedByHelper(elemT); ok && !variadic {
+		w.e.pinAlias(elemT)
+		name, ok := w.helperName(n, path+"[i]")
+		if !ok {
+			return nil, false
+		}
+		return one(w.e.qual(w.e.impl, "KeyList").Call(b(), v.value(), jen.Id(name))), true
 	}
 	i := w.n.get("i")
 	elem := val{e: func() *jen.Statement { return v.index(i) }}

@@ -33,24 +33,7 @@ var idemSpecCreateInvoice = &idem.Spec{
 var _ func(context.Context, InvoiceRequest) (*Invoice, error) = CreateInvoice
 
 // idemCodecCreateInvoice stores the results of CreateInvoice (generated codec).
-var idemCodecCreateInvoice = idemimpl.TypedCodec[*Invoice]{
-	Decode: func(d *idemimpl.Decoder, v **Invoice) {
-		if d.Ptr() {
-			*v = new(Invoice)
-			idemDecInvoice(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Invoice) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncInvoice(e, *v)
-		}
-	},
-}
+var idemCodecCreateInvoice = idemimpl.PtrCodec(idemEncInvoice, idemDecInvoice)
 
 // CreateInvoice is main.CreateInvoice, run at most once per key (ttl=24h lease=30s
 // on_duplicate=wait key=req.CustomerID,req.OrderID).
@@ -90,14 +73,7 @@ var idemSpecHandleWebhook = &idem.Spec{
 var _ func(context.Context, string, WebhookEvent) (string, error) = HandleWebhook
 
 // idemCodecHandleWebhook stores the results of HandleWebhook (generated codec).
-var idemCodecHandleWebhook = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
+var idemCodecHandleWebhook = idemimpl.StringCodec[string]()
 
 // HandleWebhook is main.HandleWebhook, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return on_failure=lock key=eventID).

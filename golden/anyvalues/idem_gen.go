@@ -36,14 +36,7 @@ var idemSpecRecord = &idem.Spec{
 var _ func(context.Context, Event) (Result, error) = Record
 
 // idemCodecRecord stores the results of Record (generated codec).
-var idemCodecRecord = idemimpl.TypedCodec[Result]{
-	Decode: func(d *idemimpl.Decoder, v *Result) {
-		idemDecResult(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Result) {
-		idemEncResult(e, v)
-	},
-}
+var idemCodecRecord = idemimpl.Codec(idemEncResult, idemDecResult)
 
 // Record is anyvalues.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Record(ctx context.Context, e Event) (Result, error) {
@@ -125,14 +118,7 @@ var idemSpecConnect = &idem.Spec{
 var _ func(context.Context, net.Addr) (string, error) = Connect
 
 // idemCodecConnect stores the results of Connect (generated codec).
-var idemCodecConnect = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
+var idemCodecConnect = idemimpl.StringCodec[string]()
 
 // Connect is anyvalues.Connect, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Connect(ctx context.Context, addr net.Addr) (string, error) {

@@ -33,24 +33,7 @@ var idemSpecCreateInvoice = &idem.Spec{
 var _ func(context.Context, InvoiceRequest) (*Invoice, error) = CreateInvoice
 
 // idemCodecCreateInvoice stores the results of CreateInvoice (generated codec).
-var idemCodecCreateInvoice = idemimpl.TypedCodec[*Invoice]{
-	Decode: func(d *idemimpl.Decoder, v **Invoice) {
-		if d.Ptr() {
-			*v = new(Invoice)
-			idemDecInvoice(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Invoice) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncInvoice(e, *v)
-		}
-	},
-}
+var idemCodecCreateInvoice = idemimpl.PtrCodec(idemEncInvoice, idemDecInvoice)
 
 // CreateInvoice is basic.CreateInvoice, run at most once per key (ttl=24h lease=30s
 // on_duplicate=wait key=req.CustomerID,req.OrderID).
@@ -109,14 +92,7 @@ func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 	b.Int(v.Amount)
 	b.String(v.Note)
 	b.Time(v.Due)
-	if v.Lines == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Lines))
-		for i := range v.Lines {
-			idemKeyLine(b, &v.Lines[i])
-		}
-	}
+	idemimpl.KeyList(b, v.Lines, idemKeyLine)
 	if v.Meta == nil {
 		b.Nil()
 	} else {

@@ -36,24 +36,7 @@ var idemSpecPut = &idem.Spec{
 var _ func(context.Context, string) (*sdk.PutObjectOutput, error) = Put
 
 // idemCodecPut stores the results of Put (generated codec).
-var idemCodecPut = idemimpl.TypedCodec[*sdk.PutObjectOutput]{
-	Decode: func(d *idemimpl.Decoder, v **sdk.PutObjectOutput) {
-		if d.Ptr() {
-			*v = new(sdk.PutObjectOutput)
-			idemDecSdkPutObjectOutput(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **sdk.PutObjectOutput) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncSdkPutObjectOutput(e, *v)
-		}
-	},
-}
+var idemCodecPut = idemimpl.PtrCodec(idemEncSdkPutObjectOutput, idemDecSdkPutObjectOutput)
 
 // Put is cloudoutput.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return). Replays
 // do not restore the unexported state of sdk.Metadata.

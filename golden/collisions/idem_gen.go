@@ -33,14 +33,7 @@ var idemSpecPay2 = &idem4.Spec{
 var _ func(context3.Context, string, int, bool, []string, string, int) (int64, error) = Pay
 
 // idemCodecPay stores the results of Pay (generated codec).
-var idemCodecPay = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPay = idemimpl.IntCodec[int64](64)
 
 // Pay is collisions.Pay, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x2 *Idempotent) Pay(ctx2 context3.Context, g string, c int, x bool, r []string, err string, ctx int) (int64, error) {
@@ -178,14 +171,7 @@ var idemSpecBoxPut = &idem4.Spec{
 var _ func(*Box, context3.Context, int) (int64, error) = (*Box).Put
 
 // idemCodecBoxPut stores the results of Put (generated codec).
-var idemCodecBoxPut = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecBoxPut = idemimpl.IntCodec[int64](64)
 
 // Put is Box.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is
 // not part of the key (key= can name its fields).
@@ -221,14 +207,7 @@ var idemSpecBoxPeek = &idem4.Spec{
 var _ func(*Box, context3.Context) (int64, error) = (*Box).Peek
 
 // idemCodecBoxPeek stores the results of Peek (generated codec).
-var idemCodecBoxPeek = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecBoxPeek = idemimpl.IntCodec[int64](64)
 
 // Peek is Box.Peek, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver
 // is not part of the key (key= can name its fields).

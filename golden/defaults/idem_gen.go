@@ -33,14 +33,7 @@ var idemSpecGetQuote = &idem.Spec{
 var _ func(context.Context, string, int) (Quote, error) = GetQuote
 
 // idemCodecGetQuote stores the results of GetQuote (generated codec).
-var idemCodecGetQuote = idemimpl.TypedCodec[Quote]{
-	Decode: func(d *idemimpl.Decoder, v *Quote) {
-		idemDecQuote(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Quote) {
-		idemEncQuote(e, v)
-	},
-}
+var idemCodecGetQuote = idemimpl.Codec(idemEncQuote, idemDecQuote)
 
 // GetQuote is defaults.GetQuote, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) GetQuote(ctx context.Context, symbol string, qty int) (Quote, error) {

@@ -35,14 +35,7 @@ var idemSpecCharge = &idem.Spec{
 var _ func(context.Context, Req) (int64, error) = Charge
 
 // idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecCharge = idemimpl.IntCodec[int64](64)
 
 // Charge is drift.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Charge(ctx context.Context, req Req) (int64, error) {
@@ -78,14 +71,7 @@ var idemSpecQuote = &idem.Spec{
 var _ func(context.Context, Cents, Units) (Price, error) = Quote
 
 // idemCodecQuote stores the results of Quote (generated codec).
-var idemCodecQuote = idemimpl.TypedCodec[Price]{
-	Decode: func(d *idemimpl.Decoder, v *Price) {
-		idemDecPrice(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Price) {
-		idemEncPrice(e, v)
-	},
-}
+var idemCodecQuote = idemimpl.Codec(idemEncPrice, idemDecPrice)
 
 // Quote is drift.Quote, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Quote(ctx context.Context, amount Cents, units Units) (Price, error) {
@@ -121,14 +107,7 @@ var idemSpecTrack = &idem.Spec{
 var _ func(context.Context, Opt[int64]) (int64, error) = Track
 
 // idemCodecTrack stores the results of Track (generated codec).
-var idemCodecTrack = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecTrack = idemimpl.IntCodec[int64](64)
 
 // Track is drift.Track, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Track(ctx context.Context, limit Opt[int64]) (int64, error) {
@@ -166,14 +145,7 @@ func _[S ~string]() {
 }
 
 // idemCodecSave stores the results of Save (generated codec).
-var idemCodecSave = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecSave = idemimpl.IntCodec[int64](64)
 
 // IdempotentSave is drift.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // The type arguments are part of the key.

@@ -34,14 +34,7 @@ var idemSpecList = &idem.Spec{
 var _ func(context.Context, Query) (Messages, error) = List
 
 // idemCodecList stores the results of List (generated codec).
-var idemCodecList = idemimpl.TypedCodec[Messages]{
-	Decode: func(d *idemimpl.Decoder, v *Messages) {
-		idemDecMessages(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Messages) {
-		idemEncMessages(e, v)
-	},
-}
+var idemCodecList = idemimpl.Codec(idemEncMessages, idemDecMessages)
 
 // List is p.List, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) List(ctx context.Context, q Query) (Messages, error) {

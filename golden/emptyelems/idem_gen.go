@@ -35,14 +35,7 @@ var idemSpecTags = &idem.Spec{
 var _ func(context.Context, string) (Sets, error) = Tags
 
 // idemCodecTags stores the results of Tags (generated codec).
-var idemCodecTags = idemimpl.TypedCodec[Sets]{
-	Decode: func(d *idemimpl.Decoder, v *Sets) {
-		idemDecSets(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Sets) {
-		idemEncSets(e, v)
-	},
-}
+var idemCodecTags = idemimpl.Codec(idemEncSets, idemDecSets)
 
 // Tags is emptyelems.Tags, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Tags(ctx context.Context, item string) (Sets, error) {

@@ -36,25 +36,10 @@ var _ func(context.Context, []string) ([]Item, error) = Lookup
 // idemCodecLookup stores the results of Lookup (generated codec).
 var idemCodecLookup = idemimpl.TypedCodec[[]Item]{
 	Decode: func(d *idemimpl.Decoder, v *[]Item) {
-		if d.Nil() {
-			*v = nil
-		} else {
-			*v = make([]Item, d.List())
-			for i := range *v {
-				idemDecItem(d, &(*v)[i])
-			}
-		}
+		idemimpl.DecList(d, v, idemDecItem)
 	},
 	Encode: func(e *idemimpl.Encoder, v *[]Item) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			at := e.List(len(*v))
-			for i := range *v {
-				idemEncItem(e, &(*v)[i])
-			}
-			e.End(at)
-		}
+		idemimpl.EncList(e, *v, idemEncItem)
 	},
 }
 
@@ -99,24 +84,7 @@ var idemSpecProduce = &idem.Spec{
 var _ func(context.Context, string, int) (*broker.ProduceResponse, error) = broker.Produce
 
 // idemCodecProduce stores the results of Produce (generated codec).
-var idemCodecProduce = idemimpl.TypedCodec[*broker.ProduceResponse]{
-	Decode: func(d *idemimpl.Decoder, v **broker.ProduceResponse) {
-		if d.Ptr() {
-			*v = new(broker.ProduceResponse)
-			idemDecBrokerProduceResponse(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **broker.ProduceResponse) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncBrokerProduceResponse(e, *v)
-		}
-	},
-}
+var idemCodecProduce = idemimpl.PtrCodec(idemEncBrokerProduceResponse, idemDecBrokerProduceResponse)
 
 // Produce is broker.Produce, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // Errors in results replay as their text and chain, as themselves if idemErrors lists them.
@@ -148,12 +116,7 @@ func (idemErrors) EncodeError(e *idemimpl.Encoder, err error) bool {
 	switch x := err.(type) {
 	case *NotFound:
 		e.String("*github.com/idemgen/idemgen/testdata/errvalues.NotFound")
-		if x == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncNotFound(e, x)
-		}
+		idemimpl.EncPtr(e, x, idemEncNotFound)
 		return true
 	case broker.Error:
 		e.String("github.com/idemgen/idemgen/testdata/errvalues/broker.Error")
@@ -175,12 +138,7 @@ func (idemErrors) DecodeError(d *idemimpl.Decoder, name string) error {
 	switch name {
 	case "*github.com/idemgen/idemgen/testdata/errvalues.NotFound":
 		var x *NotFound
-		if d.Ptr() {
-			x = new(NotFound)
-			idemDecNotFound(d, x)
-		} else {
-			x = nil
-		}
+		idemimpl.DecPtr(d, &x, idemDecNotFound)
 		return x
 	case "github.com/idemgen/idemgen/testdata/errvalues/broker.Error":
 		var x broker.Error
@@ -215,14 +173,7 @@ func idemDecBrokerProduceResponse(d *idemimpl.Decoder, v *broker.ProduceResponse
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "Partitions":
-			if d.Nil() {
-				v.Partitions = nil
-			} else {
-				v.Partitions = make([]broker.Partition, d.List())
-				for i := range v.Partitions {
-					idemDecBrokerPartition(d, &v.Partitions[i])
-				}
-			}
+			idemimpl.DecList(d, &v.Partitions, idemDecBrokerPartition)
 		case "Throttle":
 			v.Throttle = int(d.Int(64))
 		default:
@@ -273,15 +224,7 @@ func idemEncBrokerPartition(e *idemimpl.Encoder, v *broker.Partition) {
 func idemEncBrokerProduceResponse(e *idemimpl.Encoder, v *broker.ProduceResponse) {
 	at := e.Struct()
 	e.Field("Partitions")
-	if v.Partitions == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Partitions))
-		for i := range v.Partitions {
-			idemEncBrokerPartition(e, &v.Partitions[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Partitions, idemEncBrokerPartition)
 	e.Field("Throttle")
 	e.Int(int64(v.Throttle))
 	e.End(at)

@@ -33,14 +33,7 @@ var idemSpecFulfil = &idem.Spec{
 var _ func(context.Context, Order, Delivery) (int64, error) = Fulfil
 
 // idemCodecFulfil stores the results of Fulfil (generated codec).
-var idemCodecFulfil = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecFulfil = idemimpl.IntCodec[int64](64)
 
 // Fulfil is exclude.Fulfil, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=meta,order.Trace.Sent,order.Customer.UpdatedAt).

@@ -69,24 +69,7 @@ var idemSpecNew = &idem.Spec{
 var _ func(context.Context, *sdk.PaymentIntentParams) (*sdk.PaymentIntent, error) = sdk.New
 
 // idemCodecNew stores the results of New (generated codec).
-var idemCodecNew = idemimpl.TypedCodec[*sdk.PaymentIntent]{
-	Decode: func(d *idemimpl.Decoder, v **sdk.PaymentIntent) {
-		if d.Ptr() {
-			*v = new(sdk.PaymentIntent)
-			idemDecSdkPaymentIntent(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **sdk.PaymentIntent) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncSdkPaymentIntent(e, *v)
-		}
-	},
-}
+var idemCodecNew = idemimpl.PtrCodec(idemEncSdkPaymentIntent, idemDecSdkPaymentIntent)
 
 // New is sdk.New, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=params.Params.IdempotencyKey). Not keyed: params.Params.Context (a context),
@@ -118,12 +101,7 @@ func (x *Idempotent) beginNew(params *sdk.PaymentIntentParams) idem.Call {
 			c.Key().String(*params.Params.IdempotencyKey)
 		}
 	}
-	if params == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeySdkPaymentIntentParams(c.Payload(), params)
-	}
+	idemimpl.KeyPtr(c.Payload(), params, idemKeySdkPaymentIntentParams)
 	return c
 }
 
@@ -140,24 +118,7 @@ var idemSpecNewRefund = &idem.Spec{
 var _ func(context.Context, string, int64) (*refund.Refund, error) = refund.New
 
 // idemCodecNewRefund stores the results of NewRefund (generated codec).
-var idemCodecNewRefund = idemimpl.TypedCodec[*refund.Refund]{
-	Decode: func(d *idemimpl.Decoder, v **refund.Refund) {
-		if d.Ptr() {
-			*v = new(refund.Refund)
-			idemDecRefundRefund(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **refund.Refund) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncRefundRefund(e, *v)
-		}
-	},
-}
+var idemCodecNewRefund = idemimpl.PtrCodec(idemEncRefundRefund, idemDecRefundRefund)
 
 // NewRefund is refund.New, run at most once per key (ttl=24h lease=30s on_duplicate=raise).
 func (x *Idempotent) NewRefund(ctx context.Context, payment string, amount int64) (*refund.Refund, error) {
@@ -221,12 +182,7 @@ var idemCodecIssuesServiceCreate = idemimpl.TypedCodec[idemResultIssuesServiceCr
 		for d.More(end) {
 			switch string(d.Field()) {
 			case "R1":
-				if d.Ptr() {
-					v.r1 = new(sdk.Issue)
-					idemDecSdkIssue(d, v.r1)
-				} else {
-					v.r1 = nil
-				}
+				idemimpl.DecPtr(d, &v.r1, idemDecSdkIssue)
 			default:
 				d.Skip()
 			}
@@ -235,12 +191,7 @@ var idemCodecIssuesServiceCreate = idemimpl.TypedCodec[idemResultIssuesServiceCr
 	Encode: func(e *idemimpl.Encoder, v *idemResultIssuesServiceCreate) {
 		at := e.Struct()
 		e.Field("R1")
-		if v.r1 == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncSdkIssue(e, v.r1)
-		}
+		idemimpl.EncPtr(e, v.r1, idemEncSdkIssue)
 		e.End(at)
 	},
 }
@@ -269,12 +220,7 @@ func (s *IdempotentIssuesService) beginCreate(owner string, repo string, req *sd
 	c := s.g.Begin(idemSpecIssuesServiceCreate)
 	c.Key().String(owner)
 	c.Key().String(repo)
-	if req == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeySdkIssueRequest(c.Key(), req)
-	}
+	idemimpl.KeyPtr(c.Key(), req, idemKeySdkIssueRequest)
 	return c
 }
 
@@ -402,12 +348,7 @@ func idemDecSdkPaymentIntent(d *idemimpl.Decoder, v *sdk.PaymentIntent) {
 				}
 			}
 		case "LastError":
-			if d.Ptr() {
-				v.LastError = new(sdk.Error)
-				idemDecSdkError(d, v.LastError)
-			} else {
-				v.LastError = nil
-			}
+			idemimpl.DecPtr(d, &v.LastError, idemDecSdkError)
 		default:
 			d.Skip()
 		}
@@ -486,12 +427,7 @@ func idemEncSdkPaymentIntent(e *idemimpl.Encoder, v *sdk.PaymentIntent) {
 		e.End(at2)
 	}
 	e.Field("LastError")
-	if v.LastError == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		idemEncSdkError(e, v.LastError)
-	}
+	idemimpl.EncPtr(e, v.LastError, idemEncSdkError)
 	e.End(at)
 }
 

@@ -40,14 +40,7 @@ func _[N ~int64 | ~int32]() {
 }
 
 // idemCodecReprice stores the results of Reprice (generated codec).
-var idemCodecReprice = idemimpl.TypedCodec[sdk.Page[sdk.Item]]{
-	Decode: func(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
-		idemDecSdkPage_SdkItem(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
-		idemEncSdkPage_SdkItem(e, v)
-	},
-}
+var idemCodecReprice = idemimpl.Codec(idemEncSdkPage_SdkItem, idemDecSdkPage_SdkItem)
 
 // IdempotentReprice is foreigngenerics.Reprice, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return). The type arguments are part of the key.
@@ -86,14 +79,7 @@ var idemSpecList = &idem.Spec{
 var _ func(context.Context, sdk.Query[string]) (sdk.Page[sdk.Item], error) = sdk.List
 
 // idemCodecList stores the results of List (generated codec).
-var idemCodecList = idemimpl.TypedCodec[sdk.Page[sdk.Item]]{
-	Decode: func(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
-		idemDecSdkPage_SdkItem(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
-		idemEncSdkPage_SdkItem(e, v)
-	},
-}
+var idemCodecList = idemimpl.Codec(idemEncSdkPage_SdkItem, idemDecSdkPage_SdkItem)
 
 // List is sdk.List, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) List(ctx context.Context, q sdk.Query[string]) (sdk.Page[sdk.Item], error) {
@@ -218,14 +204,7 @@ func idemDecSdkPage_SdkItem(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "Items":
-			if d.Nil() {
-				v.Items = nil
-			} else {
-				v.Items = make([]sdk.Item, d.List())
-				for i := range v.Items {
-					idemDecSdkItem(d, &v.Items[i])
-				}
-			}
+			idemimpl.DecList(d, &v.Items, idemDecSdkItem)
 		case "Next":
 			v.Next = d.String()
 		default:
@@ -248,15 +227,7 @@ func idemEncSdkItem(e *idemimpl.Encoder, v *sdk.Item) {
 func idemEncSdkPage_SdkItem(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
 	at := e.Struct()
 	e.Field("Items")
-	if v.Items == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Items))
-		for i := range v.Items {
-			idemEncSdkItem(e, &v.Items[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Items, idemEncSdkItem)
 	e.Field("Next")
 	e.String(v.Next)
 	e.End(at)

@@ -40,20 +40,10 @@ var _ func(*Notifier, context.Context, *sdk.SendMessageInput, ...func(*sdk.Optio
 // idemCodecNotifierSend stores the results of Send (generated codec).
 var idemCodecNotifierSend = idemimpl.TypedCodec[*sdk.SendMessageOutput]{
 	Decode: func(d *idemimpl.Decoder, v **sdk.SendMessageOutput) {
-		if d.Ptr() {
-			*v = new(sdk.SendMessageOutput)
-			idemDecSdkSendMessageOutputForNotifierSend(d, *v)
-		} else {
-			*v = nil
-		}
+		idemimpl.DecPtr(d, v, idemDecSdkSendMessageOutputForNotifierSend)
 	},
 	Encode: func(e *idemimpl.Encoder, v **sdk.SendMessageOutput) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncSdkSendMessageOutputForNotifierSend(e, *v)
-		}
+		idemimpl.EncPtr(e, *v, idemEncSdkSendMessageOutputForNotifierSend)
 	},
 }
 
@@ -75,12 +65,7 @@ func (n *IdempotentNotifier) SendKey(in *sdk.SendMessageInput, optFns ...func(*s
 // beginSend starts a call of Send and writes its key material.
 func (n *IdempotentNotifier) beginSend(in *sdk.SendMessageInput, optFns []func(*sdk.Options)) idem.Call {
 	c := n.g.Begin(idemSpecNotifierSend)
-	if in == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeySdkSendMessageInput(c.Key(), in)
-	}
+	idemimpl.KeyPtr(c.Key(), in, idemKeySdkSendMessageInput)
 	return c
 }
 

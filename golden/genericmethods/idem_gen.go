@@ -42,14 +42,7 @@ func _[T Entity]() {
 }
 
 // idemCodecRepoSave stores the results of Save (generated codec).
-var idemCodecRepoSave = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
-	},
-}
+var idemCodecRepoSave = idemimpl.IntCodec[int](64)
 
 // Save is Repo.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return). The type
 // arguments are part of the key. The receiver is not part of the key (key= can name its fields).

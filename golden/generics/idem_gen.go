@@ -108,14 +108,7 @@ func _[E Event]() {
 }
 
 // idemCodecPublish stores the results of Publish (generated codec).
-var idemCodecPublish = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPublish = idemimpl.IntCodec[int64](64)
 
 // IdempotentPublish is generics.Publish, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return). The type arguments are part of the key.
@@ -158,14 +151,7 @@ func _[N ~int | ~int64]() {
 }
 
 // idemCodecTally stores the results of Tally (generated codec).
-var idemCodecTally = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecTally = idemimpl.IntCodec[int64](64)
 
 // IdempotentTally is generics.Tally, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return). The type arguments are part of the key.
@@ -204,14 +190,7 @@ func _[M any]() {
 }
 
 // idemCodecSend stores the results of Send (generated codec).
-var idemCodecSend = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecSend = idemimpl.IntCodec[int64](64)
 
 // IdempotentSend is generics.Send, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=id). The type arguments are part of the key. Not keyed: m (type parameter M: not in the
@@ -308,14 +287,7 @@ func _[O interface {
 }
 
 // idemCodecPlace stores the results of Place (generated codec).
-var idemCodecPlace = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPlace = idemimpl.IntCodec[int64](64)
 
 // IdempotentPlace is generics.Place, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return). The type arguments are part of the key.
@@ -361,14 +333,7 @@ func _[T Texter]() {
 }
 
 // idemCodecStock stores the results of Stock (generated codec).
-var idemCodecStock = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecStock = idemimpl.IntCodec[int64](64)
 
 // IdempotentStock is generics.Stock, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return). The type arguments are part of the key.
@@ -410,14 +375,7 @@ var idemSpecImport = &idem.Spec{
 var _ func(context.Context, Page[model.Invoice], Page[model2.Invoice]) (Page[model2.Invoice], error) = Import
 
 // idemCodecImport stores the results of Import (generated codec).
-var idemCodecImport = idemimpl.TypedCodec[Page[model2.Invoice]]{
-	Decode: func(d *idemimpl.Decoder, v *Page[model2.Invoice]) {
-		idemDecPage_ModelInvoice(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Page[model2.Invoice]) {
-		idemEncPage_ModelInvoice(e, v)
-	},
-}
+var idemCodecImport = idemimpl.Codec(idemEncPage_ModelInvoice, idemDecPage_ModelInvoice)
 
 // Import is generics.Import, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Import(ctx context.Context, a Page[model.Invoice], b Page[model2.Invoice]) (Page[model2.Invoice], error) {
@@ -475,14 +433,7 @@ func idemDecPage_Invoice(d *idemimpl.Decoder, v *Page[Invoice]) {
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "Items":
-			if d.Nil() {
-				v.Items = nil
-			} else {
-				v.Items = make([]Invoice, d.List())
-				for i := range v.Items {
-					idemDecInvoice(d, &v.Items[i])
-				}
-			}
+			idemimpl.DecList(d, &v.Items, idemDecInvoice)
 		case "Next":
 			if d.Ptr() {
 				v.Next = new(string)
@@ -502,14 +453,7 @@ func idemDecPage_ModelInvoice(d *idemimpl.Decoder, v *Page[model2.Invoice]) {
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "Items":
-			if d.Nil() {
-				v.Items = nil
-			} else {
-				v.Items = make([]model2.Invoice, d.List())
-				for i := range v.Items {
-					idemDecModelInvoice(d, &v.Items[i])
-				}
-			}
+			idemimpl.DecList(d, &v.Items, idemDecModelInvoice)
 		case "Next":
 			if d.Ptr() {
 				v.Next = new(string)
@@ -545,15 +489,7 @@ func idemEncModelInvoice(e *idemimpl.Encoder, v *model2.Invoice) {
 func idemEncPage_Invoice(e *idemimpl.Encoder, v *Page[Invoice]) {
 	at := e.Struct()
 	e.Field("Items")
-	if v.Items == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Items))
-		for i := range v.Items {
-			idemEncInvoice(e, &v.Items[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Items, idemEncInvoice)
 	e.Field("Next")
 	if v.Next == nil {
 		e.Nil()
@@ -568,15 +504,7 @@ func idemEncPage_Invoice(e *idemimpl.Encoder, v *Page[Invoice]) {
 func idemEncPage_ModelInvoice(e *idemimpl.Encoder, v *Page[model2.Invoice]) {
 	at := e.Struct()
 	e.Field("Items")
-	if v.Items == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Items))
-		for i := range v.Items {
-			idemEncModelInvoice(e, &v.Items[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Items, idemEncModelInvoice)
 	e.Field("Next")
 	if v.Next == nil {
 		e.Nil()
@@ -625,14 +553,7 @@ func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 
 // idemKeyPage_ModelInvoice writes the key material of Page[model.Invoice].
 func idemKeyPage_ModelInvoice(b *idemimpl.KeyBuilder, v *Page[model.Invoice]) {
-	if v.Items == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Items))
-		for i := range v.Items {
-			idemKeyModelInvoice(b, &v.Items[i])
-		}
-	}
+	idemimpl.KeyList(b, v.Items, idemKeyModelInvoice)
 	if v.Next == nil {
 		b.Nil()
 	} else {
@@ -643,14 +564,7 @@ func idemKeyPage_ModelInvoice(b *idemimpl.KeyBuilder, v *Page[model.Invoice]) {
 
 // idemKeyPage_ModelInvoice2 writes the key material of Page[model.Invoice].
 func idemKeyPage_ModelInvoice2(b *idemimpl.KeyBuilder, v *Page[model2.Invoice]) {
-	if v.Items == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Items))
-		for i := range v.Items {
-			idemKeyModelInvoice2(b, &v.Items[i])
-		}
-	}
+	idemimpl.KeyList(b, v.Items, idemKeyModelInvoice2)
 	if v.Next == nil {
 		b.Nil()
 	} else {

@@ -32,14 +32,7 @@ var idemSpecHandle = &idem.Spec{
 var _ func(context.Context, string, Event) (int64, error) = Handle
 
 // idemCodecHandle stores the results of Handle (generated codec).
-var idemCodecHandle = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecHandle = idemimpl.IntCodec[int64](64)
 
 // Handle is idkey.Handle, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=idempotencyKey).
@@ -79,14 +72,7 @@ var idemSpecHandleEvent = &idem.Spec{
 var _ func(context.Context, *TypedEvent) (int64, error) = HandleEvent
 
 // idemCodecHandleEvent stores the results of HandleEvent (generated codec).
-var idemCodecHandleEvent = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecHandleEvent = idemimpl.IntCodec[int64](64)
 
 // HandleEvent is idkey.HandleEvent, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=ev.ID name=events.handle version=2).
@@ -110,12 +96,7 @@ func (x *Idempotent) beginHandleEvent(ev *TypedEvent) idem.Call {
 	} else {
 		c.Key().ID(string(ev.ID))
 	}
-	if ev == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeyTypedEvent(c.Payload(), ev)
-	}
+	idemimpl.KeyPtr(c.Payload(), ev, idemKeyTypedEvent)
 	return c
 }
 

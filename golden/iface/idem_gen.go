@@ -60,14 +60,7 @@ var idemSpecCarrierBook = &idem.Spec{
 var _ func(Carrier, context.Context, string, Shipment) (Booking, error) = Carrier.Book
 
 // idemCodecCarrierBook stores the results of Book (generated codec).
-var idemCodecCarrierBook = idemimpl.TypedCodec[Booking]{
-	Decode: func(d *idemimpl.Decoder, v *Booking) {
-		idemDecBooking(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Booking) {
-		idemEncBooking(e, v)
-	},
-}
+var idemCodecCarrierBook = idemimpl.Codec(idemEncBooking, idemDecBooking)
 
 // Book is Carrier.Book, run at most once per key (ttl=1h lease=30s on_duplicate=wait). The
 // implementation is not part of the key: every Carrier decorated on one Guard shares Book's keys.
@@ -105,14 +98,7 @@ var idemSpecCarrierQuote = &idem.Spec{
 var _ func(Carrier, context.Context, string, Shipment) (int64, error) = Carrier.Quote
 
 // idemCodecCarrierQuote stores the results of Quote (generated codec).
-var idemCodecCarrierQuote = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecCarrierQuote = idemimpl.IntCodec[int64](64)
 
 // Quote is Carrier.Quote, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=orderID). The implementation is not part of the key: every Carrier decorated on one Guard

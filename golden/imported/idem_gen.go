@@ -34,14 +34,7 @@ var idemSpecCrop = &idem.Spec{
 var _ func(context.Context, image.Rectangle, image.Point, color.RGBA) (image.Rectangle, error) = Crop
 
 // idemCodecCrop stores the results of Crop (generated codec).
-var idemCodecCrop = idemimpl.TypedCodec[image.Rectangle]{
-	Decode: func(d *idemimpl.Decoder, v *image.Rectangle) {
-		idemDecImageRectangle(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *image.Rectangle) {
-		idemEncImageRectangle(e, v)
-	},
-}
+var idemCodecCrop = idemimpl.Codec(idemEncImageRectangle, idemDecImageRectangle)
 
 // Crop is imported.Crop, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Crop(ctx context.Context, r image.Rectangle, at image.Point, bg color.RGBA) (image.Rectangle, error) {

@@ -34,14 +34,7 @@ var idemSpecCharge = &idem.Spec{
 var _ func(context.Context, *sdk.ChargeParams) (string, error) = Charge
 
 // idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
+var idemCodecCharge = idemimpl.StringCodec[string]()
 
 // Charge is jsonskipkeys.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // Not keyed: p.Params.Context (a context), p.Params.usage (unexported, json:"-").
@@ -60,12 +53,7 @@ func (x *Idempotent) ChargeKey(p *sdk.ChargeParams) (string, error) {
 // beginCharge starts a call of Charge and writes its key material.
 func (x *Idempotent) beginCharge(p *sdk.ChargeParams) idem.Call {
 	c := x.g.Begin(idemSpecCharge)
-	if p == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeySdkChargeParams(c.Key(), p)
-	}
+	idemimpl.KeyPtr(c.Key(), p, idemKeySdkChargeParams)
 	return c
 }
 

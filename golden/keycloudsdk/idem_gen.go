@@ -34,14 +34,7 @@ var idemSpecPut = &idem.Spec{
 var _ func(context.Context, *sdk.PutObjectInput) (int64, error) = Put
 
 // idemCodecPut stores the results of Put (generated codec).
-var idemCodecPut = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPut = idemimpl.IntCodec[int64](64)
 
 // Put is keycloudsdk.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Put(ctx context.Context, in *sdk.PutObjectInput) (int64, error) {
@@ -59,12 +52,7 @@ func (x *Idempotent) PutKey(in *sdk.PutObjectInput) (string, error) {
 // beginPut starts a call of Put and writes its key material.
 func (x *Idempotent) beginPut(in *sdk.PutObjectInput) idem.Call {
 	c := x.g.Begin(idemSpecPut)
-	if in == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeySdkPutObjectInput(c.Key(), in)
-	}
+	idemimpl.KeyPtr(c.Key(), in, idemKeySdkPutObjectInput)
 	return c
 }
 
@@ -81,14 +69,7 @@ var idemSpecPutFor = &idem.Spec{
 var _ func(context.Context, Upload) (int64, error) = PutFor
 
 // idemCodecPutFor stores the results of PutFor (generated codec).
-var idemCodecPutFor = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPutFor = idemimpl.IntCodec[int64](64)
 
 // PutFor is keycloudsdk.PutFor, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) PutFor(ctx context.Context, u Upload) (int64, error) {
@@ -141,14 +122,7 @@ func idemKeySdkPutObjectInput(b *idemimpl.KeyBuilder, v *sdk.PutObjectInput) {
 		}
 		b.MapEnd()
 	}
-	if v.Tags == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Tags))
-		for i := range v.Tags {
-			idemKeySdkTag(b, &v.Tags[i])
-		}
-	}
+	idemimpl.KeyList(b, v.Tags, idemKeySdkTag)
 	b.String(string(v.Mode))
 	if v.Size == nil {
 		b.Nil()
@@ -177,12 +151,7 @@ func idemKeySdkTag(b *idemimpl.KeyBuilder, v *sdk.Tag) {
 // idemKeyUpload writes the key material of Upload.
 func idemKeyUpload(b *idemimpl.KeyBuilder, v *Upload) {
 	b.String(v.Owner)
-	if v.In == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeySdkPutObjectInput(b, v.In)
-	}
+	idemimpl.KeyPtr(b, v.In, idemKeySdkPutObjectInput)
 	b.List(0)
 	for i := range v.padding {
 		b.Int(int64(v.padding[i]))

@@ -32,14 +32,7 @@ var idemSpecDraw = &idem.Spec{
 var _ func(context.Context, Shape, []string, map[string]string, *Point, [2]Point) (int64, error) = Draw
 
 // idemCodecDraw stores the results of Draw (generated codec).
-var idemCodecDraw = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecDraw = idemimpl.IntCodec[int64](64)
 
 // Draw is keycomposite.Draw, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Draw(ctx context.Context, s Shape, ids []string, tags map[string]string, p *Point, arr [2]Point) (int64, error) {
@@ -78,12 +71,7 @@ func (x *Idempotent) beginDraw(s *Shape, ids []string, tags map[string]string, p
 		}
 		c.Key().MapEnd()
 	}
-	if p == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeyPoint(c.Key(), p)
-	}
+	idemimpl.KeyPtr(c.Key(), p, idemKeyPoint)
 	c.Key().List(2)
 	for i := range arr {
 		idemKeyPoint(c.Key(), &arr[i])
@@ -99,14 +87,7 @@ func idemKeyPoint(b *idemimpl.KeyBuilder, v *Point) {
 
 // idemKeyShape writes the key material of Shape.
 func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
-	if v.Points == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Points))
-		for i := range v.Points {
-			idemKeyPoint(b, &v.Points[i])
-		}
-	}
+	idemimpl.KeyList(b, v.Points, idemKeyPoint)
 	b.List(2)
 	for i := range v.Grid {
 		b.List(3)
@@ -152,12 +133,7 @@ func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 				for k2, e2 := range e {
 					b.MapEntry()
 					b.String(k2)
-					if e2 == nil {
-						b.Nil()
-					} else {
-						b.Ptr()
-						idemKeyPoint(b, e2)
-					}
+					idemimpl.KeyPtr(b, e2, idemKeyPoint)
 				}
 				b.MapEnd()
 			}
@@ -168,12 +144,7 @@ func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 		b.Nil()
 	} else {
 		b.Ptr()
-		if *v.PP == nil {
-			b.Nil()
-		} else {
-			b.Ptr()
-			idemKeyPoint(b, *v.PP)
-		}
+		idemimpl.KeyPtr(b, *v.PP, idemKeyPoint)
 	}
 	b.String(v.Anon.A)
 	b.String(v.Anon.B)
@@ -182,12 +153,7 @@ func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 	} else {
 		b.List(len(v.PtrSlice))
 		for i := range v.PtrSlice {
-			if v.PtrSlice[i] == nil {
-				b.Nil()
-			} else {
-				b.Ptr()
-				idemKeyPoint(b, v.PtrSlice[i])
-			}
+			idemimpl.KeyPtr(b, v.PtrSlice[i], idemKeyPoint)
 		}
 	}
 	if v.Keys == nil {

@@ -33,14 +33,7 @@ var idemSpecCharge = &idem.Spec{
 var _ func(context.Context, Request) (int64, error) = Charge
 
 // idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecCharge = idemimpl.IntCodec[int64](64)
 
 // Charge is keyhelper.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=req.Tenant).

@@ -37,14 +37,7 @@ var idemSpecRecord = &idem.Spec{
 var _ func(context.Context, Event) (int64, error) = Record
 
 // idemCodecRecord stores the results of Record (generated codec).
-var idemCodecRecord = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecRecord = idemimpl.IntCodec[int64](64)
 
 // Record is keyproto.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Record(ctx context.Context, ev Event) (int64, error) {
@@ -80,14 +73,7 @@ var idemSpecApply = &idem.Spec{
 var _ func(context.Context, proto.Message) (int64, error) = Apply
 
 // idemCodecApply stores the results of Apply (generated codec).
-var idemCodecApply = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecApply = idemimpl.IntCodec[int64](64)
 
 // Apply is keyproto.Apply, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Apply(ctx context.Context, m proto.Message) (int64, error) {
@@ -127,14 +113,7 @@ var idemSpecPatch = &idem.Spec{
 var _ func(context.Context, Event) (int64, error) = Patch
 
 // idemCodecPatch stores the results of Patch (generated codec).
-var idemCodecPatch = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPatch = idemimpl.IntCodec[int64](64)
 
 // Patch is keyproto.Patch, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=ev.Attrs).

@@ -35,14 +35,7 @@ var idemSpecAllow = &idem.Spec{
 var _ func(context.Context, Request, netip.Prefix) (int64, error) = Allow
 
 // idemCodecAllow stores the results of Allow (generated codec).
-var idemCodecAllow = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecAllow = idemimpl.IntCodec[int64](64)
 
 // Allow is marshalers.Allow, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Allow(ctx context.Context, r Request, prefix netip.Prefix) (int64, error) {

@@ -33,24 +33,7 @@ var idemSpecBill = &idem.Spec{
 var _ func(context.Context, string) (*Invoice, error) = Bill
 
 // idemCodecBill stores the results of Bill (generated codec).
-var idemCodecBill = idemimpl.TypedCodec[*Invoice]{
-	Decode: func(d *idemimpl.Decoder, v **Invoice) {
-		if d.Ptr() {
-			*v = new(Invoice)
-			idemDecInvoice(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Invoice) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncInvoice(e, *v)
-		}
-	},
-}
+var idemCodecBill = idemimpl.PtrCodec(idemEncInvoice, idemDecInvoice)
 
 // Bill is marshaljsononly.Bill, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Bill(ctx context.Context, id string) (*Invoice, error) {
@@ -95,14 +78,7 @@ func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 		case "Total":
 			idemDecAmount(d, &v.Total)
 		case "Lines":
-			if d.Nil() {
-				v.Lines = nil
-			} else {
-				v.Lines = make([]Amount, d.List())
-				for i := range v.Lines {
-					idemDecAmount(d, &v.Lines[i])
-				}
-			}
+			idemimpl.DecList(d, &v.Lines, idemDecAmount)
 		default:
 			d.Skip()
 		}
@@ -125,15 +101,7 @@ func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	e.Field("Total")
 	idemEncAmount(e, &v.Total)
 	e.Field("Lines")
-	if v.Lines == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Lines))
-		for i := range v.Lines {
-			idemEncAmount(e, &v.Lines[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Lines, idemEncAmount)
 	e.End(at)
 }
 

@@ -36,14 +36,7 @@ var idemSpecServiceCharge = &idem.Spec{
 var _ func(*Service, context.Context, string, int64) (string, error) = (*Service).Charge
 
 // idemCodecServiceCharge stores the results of Charge (generated codec).
-var idemCodecServiceCharge = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
+var idemCodecServiceCharge = idemimpl.StringCodec[string]()
 
 // Charge is Service.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=account,cents). The receiver is not part of the key (key= can name its fields).

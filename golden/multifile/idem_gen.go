@@ -33,14 +33,7 @@ var idemSpecPing = &idem.Spec{
 var _ func(context.Context) (string, error) = Ping
 
 // idemCodecPing stores the results of Ping (generated codec).
-var idemCodecPing = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
+var idemCodecPing = idemimpl.StringCodec[string]()
 
 // Ping is multifile.Ping, run at most once per key (ttl=1m lease=30s on_duplicate=return).
 func (x *Idempotent) Ping(ctx context.Context) (string, error) {
@@ -74,14 +67,7 @@ var idemSpecUnexported = &idem.Spec{
 var _ func(context.Context, uint16) (bool, error) = unexported
 
 // idemCodecUnexported stores the results of unexported (generated codec).
-var idemCodecUnexported = idemimpl.TypedCodec[bool]{
-	Decode: func(d *idemimpl.Decoder, v *bool) {
-		*v = d.Bool()
-	},
-	Encode: func(e *idemimpl.Encoder, v *bool) {
-		e.Bool(*v)
-	},
-}
+var idemCodecUnexported = idemimpl.BoolCodec[bool]()
 
 // unexported is multifile.unexported, run at most once per key (ttl=24h lease=30s
 // on_duplicate=wait).
@@ -233,14 +219,7 @@ var idemSpecCacheFill = &idem.Spec{
 var _ func(*Cache, context.Context) (time.Duration, error) = (*Cache).Fill
 
 // idemCodecCacheFill stores the results of Fill (generated codec).
-var idemCodecCacheFill = idemimpl.TypedCodec[time.Duration]{
-	Decode: func(d *idemimpl.Decoder, v *time.Duration) {
-		*v = time.Duration(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *time.Duration) {
-		e.Int(int64(*v))
-	},
-}
+var idemCodecCacheFill = idemimpl.IntCodec[time.Duration](64)
 
 // Fill is Cache.Fill, run at most once per key (ttl=24h lease=1m on_duplicate=return). The receiver
 // is not part of the key (key= can name its fields).

@@ -59,12 +59,7 @@ var idemCodecSplit = idemimpl.TypedCodec[idemResultSplit]{
 					}
 				}
 			case "R3":
-				if d.Ptr() {
-					v.r3 = new(Receipt)
-					idemDecReceipt(d, v.r3)
-				} else {
-					v.r3 = nil
-				}
+				idemimpl.DecPtr(d, &v.r3, idemDecReceipt)
 			default:
 				d.Skip()
 			}
@@ -85,12 +80,7 @@ var idemCodecSplit = idemimpl.TypedCodec[idemResultSplit]{
 			e.End(at2)
 		}
 		e.Field("R3")
-		if v.r3 == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncReceipt(e, v.r3)
-		}
+		idemimpl.EncPtr(e, v.r3, idemEncReceipt)
 		e.End(at)
 	},
 }

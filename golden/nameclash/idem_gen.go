@@ -184,14 +184,7 @@ var idemSpecServiceG = &idem.Spec{
 var _ func(*Service, context.Context, int) (int, error) = (*Service).g
 
 // idemCodecServiceG stores the results of g (generated codec).
-var idemCodecServiceG = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
-	},
-}
+var idemCodecServiceG = idemimpl.IntCodec[int](64)
 
 // g is Service.g, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is
 // not part of the key (key= can name its fields).

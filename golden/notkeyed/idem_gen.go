@@ -34,14 +34,7 @@ var idemSpecCharge = &idem.Spec{
 var _ func(context.Context, *ChargeParams, ...func(*Options)) (int64, error) = Charge
 
 // idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecCharge = idemimpl.IntCodec[int64](64)
 
 // Charge is notkeyed.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return). Not
 // keyed: params.Params.Context (a context), opts (functional options).
@@ -60,12 +53,7 @@ func (x *Idempotent) ChargeKey(params *ChargeParams, opts ...func(*Options)) (st
 // beginCharge starts a call of Charge and writes its key material.
 func (x *Idempotent) beginCharge(params *ChargeParams, opts []func(*Options)) idem.Call {
 	c := x.g.Begin(idemSpecCharge)
-	if params == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeyChargeParams(c.Key(), params)
-	}
+	idemimpl.KeyPtr(c.Key(), params, idemKeyChargeParams)
 	return c
 }
 
@@ -82,14 +70,7 @@ var idemSpecRefund = &idem.Spec{
 var _ func(context.Context, ChargeParams, option.RequestOption, ...option.ClientOption) (int64, error) = Refund
 
 // idemCodecRefund stores the results of Refund (generated codec).
-var idemCodecRefund = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecRefund = idemimpl.IntCodec[int64](64)
 
 // Refund is notkeyed.Refund, run at most once per key (ttl=1h lease=30s on_duplicate=return). Not
 // keyed: params.Params.Context (a context), o (functional options), more (functional options).
@@ -126,14 +107,7 @@ var idemSpecCapture = &idem.Spec{
 var _ func(context.Context, ChargeParams, func()) (int64, error) = Capture
 
 // idemCodecCapture stores the results of Capture (generated codec).
-var idemCodecCapture = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecCapture = idemimpl.IntCodec[int64](64)
 
 // Capture is notkeyed.Capture, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=params.Amount). Not keyed: params.Params.Context (a context), done (a func).

@@ -36,14 +36,7 @@ var idemSpecSlow = &idem.Spec{
 var _ func(context.Context, string, string) (int64, error) = Slow
 
 // idemCodecSlow stores the results of Slow (generated codec).
-var idemCodecSlow = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecSlow = idemimpl.IntCodec[int64](64)
 
 // Slow is options.Slow, run at most once per key (ttl=1h lease=2s on_duplicate=wait wait=20ms
 // on_failure=lock key=id exclude=note name=options.slow version=3).
@@ -80,14 +73,7 @@ var idemSpecRaise = &idem.Spec{
 var _ func(context.Context, int) (time.Duration, error) = Raise
 
 // idemCodecRaise stores the results of Raise (generated codec).
-var idemCodecRaise = idemimpl.TypedCodec[time.Duration]{
-	Decode: func(d *idemimpl.Decoder, v *time.Duration) {
-		*v = time.Duration(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *time.Duration) {
-		e.Int(int64(*v))
-	},
-}
+var idemCodecRaise = idemimpl.IntCodec[time.Duration](64)
 
 // Raise is options.Raise, run at most once per key (ttl=1.5s lease=250ms on_duplicate=raise).
 func (x *Idempotent) Raise(ctx context.Context, id int) (time.Duration, error) {

@@ -35,14 +35,7 @@ var idemSpecApply = &idem.Spec{
 var _ func(context.Context, Measurement) (int64, error) = Apply
 
 // idemCodecApply stores the results of Apply (generated codec).
-var idemCodecApply = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecApply = idemimpl.IntCodec[int64](64)
 
 // Apply is ordered.Apply, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=m.EventID order=m.UserID:m.Timestamp).
@@ -84,14 +77,7 @@ var idemSpecApplyLate = &idem.Spec{
 var _ func(context.Context, Measurement) (int64, error) = ApplyLate
 
 // idemCodecApplyLate stores the results of ApplyLate (generated codec).
-var idemCodecApplyLate = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecApplyLate = idemimpl.IntCodec[int64](64)
 
 // ApplyLate is ordered.ApplyLate, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=m.EventID name=ordered.late order=m.UserID:m.Timestamp grace=5m).
@@ -154,22 +140,12 @@ func (x *Idempotent) beginRecord(r *Reading) idem.Call {
 	} else {
 		c.Key().ID(r.ID)
 	}
-	if r == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeyReading(c.Payload(), r)
-	}
+	idemimpl.KeyPtr(c.Payload(), r, idemKeyReading)
 	if r == nil {
 		c.Entity().Nil()
 	} else {
 		c.Entity().Ptr()
-		if r.Device == nil {
-			c.Entity().Nil()
-		} else {
-			c.Entity().Ptr()
-			idemKeyDevice(c.Entity(), r.Device)
-		}
+		idemimpl.KeyPtr(c.Entity(), r.Device, idemKeyDevice)
 	}
 	if r == nil || r.At == nil {
 		c.Entity().Fail(errors.New("order: r.At is nil: the event has no time"))
@@ -196,12 +172,7 @@ func idemKeyMeasurement(b *idemimpl.KeyBuilder, v *Measurement) {
 // idemKeyReading writes the key material of Reading.
 func idemKeyReading(b *idemimpl.KeyBuilder, v *Reading) {
 	b.String(v.ID)
-	if v.Device == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyDevice(b, v.Device)
-	}
+	idemimpl.KeyPtr(b, v.Device, idemKeyDevice)
 	if v.At == nil {
 		b.Nil()
 	} else {

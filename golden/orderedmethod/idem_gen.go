@@ -39,14 +39,7 @@ var idemSpecLedgerPost = &idem.Spec{
 var _ func(*Ledger, context.Context, int64, time.Time, int64) (int, error) = (*Ledger).Post
 
 // idemCodecLedgerPost stores the results of Post (generated codec).
-var idemCodecLedgerPost = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
-	},
-}
+var idemCodecLedgerPost = idemimpl.IntCodec[int](64)
 
 // Post is Ledger.Post, run at most once per key (ttl=24h lease=30s on_duplicate=raise
 // order=account:at grace=90s). The receiver is not part of the key (key= can name its fields).

@@ -34,20 +34,10 @@ var _ func(context.Context, ChargeParams) (*Receipt, error) = Charge
 // idemCodecCharge stores the results of Charge (generated codec).
 var idemCodecCharge = idemimpl.TypedCodec[*Receipt]{
 	Decode: func(d *idemimpl.Decoder, v **Receipt) {
-		if d.Ptr() {
-			*v = new(Receipt)
-			idemDecReceiptForCharge(d, *v)
-		} else {
-			*v = nil
-		}
+		idemimpl.DecPtr(d, v, idemDecReceiptForCharge)
 	},
 	Encode: func(e *idemimpl.Encoder, v **Receipt) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncReceiptForCharge(e, *v)
-		}
+		idemimpl.EncPtr(e, *v, idemEncReceiptForCharge)
 	},
 }
 
@@ -89,20 +79,10 @@ var _ func(context.Context, ChargeParams) (*Receipt, error) = Refund
 // idemCodecRefund stores the results of Refund (generated codec).
 var idemCodecRefund = idemimpl.TypedCodec[*Receipt]{
 	Decode: func(d *idemimpl.Decoder, v **Receipt) {
-		if d.Ptr() {
-			*v = new(Receipt)
-			idemDecReceiptForRefund(d, *v)
-		} else {
-			*v = nil
-		}
+		idemimpl.DecPtr(d, v, idemDecReceiptForRefund)
 	},
 	Encode: func(e *idemimpl.Encoder, v **Receipt) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncReceiptForRefund(e, *v)
-		}
+		idemimpl.EncPtr(e, *v, idemEncReceiptForRefund)
 	},
 }
 

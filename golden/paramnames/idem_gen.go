@@ -65,14 +65,7 @@ var idemSpecBlank = &idem.Spec{
 var _ func(context.Context, string, int) (int, error) = Blank
 
 // idemCodecBlank stores the results of Blank (generated codec).
-var idemCodecBlank = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
-	},
-}
+var idemCodecBlank = idemimpl.IntCodec[int](64)
 
 // Blank is paramnames.Blank, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Blank(p0 context.Context, p1 string, n int) (int, error) {
@@ -108,24 +101,7 @@ var idemSpecShadow = &idem.Spec{
 var _ func(string, Item, int, string, []int) (*Item, error) = Shadow
 
 // idemCodecShadow stores the results of Shadow (generated codec).
-var idemCodecShadow = idemimpl.TypedCodec[*Item]{
-	Decode: func(d *idemimpl.Decoder, v **Item) {
-		if d.Ptr() {
-			*v = new(Item)
-			idemDecItem(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Item) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncItem(e, *v)
-		}
-	},
-}
+var idemCodecShadow = idemimpl.PtrCodec(idemEncItem, idemDecItem)
 
 // Shadow is paramnames.Shadow, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Shadow(Shadow_ string, Item_ Item, len_ int, string_ string, int64_ []int) (*Item, error) {
@@ -172,14 +148,7 @@ var idemSpecLater = &idem.Spec{
 var _ func(string, context.Context, int) (int, error) = Later
 
 // idemCodecLater stores the results of Later (generated codec).
-var idemCodecLater = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
-	},
-}
+var idemCodecLater = idemimpl.IntCodec[int](64)
 
 // Later is paramnames.Later, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=id).

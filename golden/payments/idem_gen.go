@@ -37,24 +37,7 @@ var idemSpecCreateCharge = &idem.Spec{
 var _ func(context.Context, ChargeParams) (*sdk.Charge, error) = CreateCharge
 
 // idemCodecCreateCharge stores the results of CreateCharge (generated codec).
-var idemCodecCreateCharge = idemimpl.TypedCodec[*sdk.Charge]{
-	Decode: func(d *idemimpl.Decoder, v **sdk.Charge) {
-		if d.Ptr() {
-			*v = new(sdk.Charge)
-			idemDecSdkCharge(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **sdk.Charge) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncSdkCharge(e, *v)
-		}
-	},
-}
+var idemCodecCreateCharge = idemimpl.PtrCodec(idemEncSdkCharge, idemDecSdkCharge)
 
 // CreateCharge is payments.CreateCharge, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return). Replays do not restore the unexported state of sdk.APIResponse.
@@ -108,12 +91,7 @@ func idemDecSdkAPIResource(d *idemimpl.Decoder, v *sdk.APIResource) {
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "LastResponse":
-			if d.Ptr() {
-				v.LastResponse = new(sdk.APIResponse)
-				idemDecSdkAPIResponse(d, v.LastResponse)
-			} else {
-				v.LastResponse = nil
-			}
+			idemimpl.DecPtr(d, &v.LastResponse, idemDecSdkAPIResponse)
 		default:
 			d.Skip()
 		}
@@ -158,12 +136,7 @@ func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 			} else {
 				v.Refunds = make([]*sdk.Refund, d.List())
 				for i := range v.Refunds {
-					if d.Ptr() {
-						v.Refunds[i] = new(sdk.Refund)
-						idemDecSdkRefund(d, v.Refunds[i])
-					} else {
-						v.Refunds[i] = nil
-					}
+					idemimpl.DecPtr(d, &v.Refunds[i], idemDecSdkRefund)
 				}
 			}
 		case "Metadata":
@@ -181,12 +154,7 @@ func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 				}
 			}
 		case "Outcome":
-			if d.Ptr() {
-				v.Outcome = new(sdk.Outcome)
-				idemDecSdkOutcome(d, v.Outcome)
-			} else {
-				v.Outcome = nil
-			}
+			idemimpl.DecPtr(d, &v.Outcome, idemDecSdkOutcome)
 		default:
 			d.Skip()
 		}
@@ -251,12 +219,7 @@ func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 func idemEncSdkAPIResource(e *idemimpl.Encoder, v *sdk.APIResource) {
 	at := e.Struct()
 	e.Field("LastResponse")
-	if v.LastResponse == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		idemEncSdkAPIResponse(e, v.LastResponse)
-	}
+	idemimpl.EncPtr(e, v.LastResponse, idemEncSdkAPIResponse)
 	e.End(at)
 }
 
@@ -291,12 +254,7 @@ func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 	} else {
 		at2 := e.List(len(v.Refunds))
 		for i := range v.Refunds {
-			if v.Refunds[i] == nil {
-				e.Nil()
-			} else {
-				e.Ptr()
-				idemEncSdkRefund(e, v.Refunds[i])
-			}
+			idemimpl.EncPtr(e, v.Refunds[i], idemEncSdkRefund)
 		}
 		e.End(at2)
 	}
@@ -314,12 +272,7 @@ func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 		e.End(at3)
 	}
 	e.Field("Outcome")
-	if v.Outcome == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		idemEncSdkOutcome(e, v.Outcome)
-	}
+	idemimpl.EncPtr(e, v.Outcome, idemEncSdkOutcome)
 	e.End(at)
 }
 

@@ -33,14 +33,7 @@ var idemSpecLookup = &idem.Spec{
 var _ func(context.Context, Input, ID) (Pair[string, int], error) = Lookup
 
 // idemCodecLookup stores the results of Lookup (generated codec).
-var idemCodecLookup = idemimpl.TypedCodec[Pair[string, int]]{
-	Decode: func(d *idemimpl.Decoder, v *Pair[string, int]) {
-		idemDecPair_string_int(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Pair[string, int]) {
-		idemEncPair_string_int(e, v)
-	},
-}
+var idemCodecLookup = idemimpl.Codec(idemEncPair_string_int, idemDecPair_string_int)
 
 // Lookup is idem.Lookup, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
 func (x *Idempotent) Lookup(ctx context.Context, in Input, who ID) (Pair[string, int], error) {
@@ -93,25 +86,10 @@ var _ func(*Guard, context.Context, []ID) ([]Pair[ID, bool], error) = (*Guard).C
 // idemCodecGuardCheck stores the results of Check (generated codec).
 var idemCodecGuardCheck = idemimpl.TypedCodec[[]Pair[ID, bool]]{
 	Decode: func(d *idemimpl.Decoder, v *[]Pair[ID, bool]) {
-		if d.Nil() {
-			*v = nil
-		} else {
-			*v = make([]Pair[ID, bool], d.List())
-			for i := range *v {
-				idemDecPair_string_bool(d, &(*v)[i])
-			}
-		}
+		idemimpl.DecList(d, v, idemDecPair_string_bool)
 	},
 	Encode: func(e *idemimpl.Encoder, v *[]Pair[ID, bool]) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			at := e.List(len(*v))
-			for i := range *v {
-				idemEncPair_string_bool(e, &(*v)[i])
-			}
-			e.End(at)
-		}
+		idemimpl.EncList(e, *v, idemEncPair_string_bool)
 	},
 }
 

@@ -32,14 +32,7 @@ var idemSpecTransfer = &idem.Spec{
 var _ func(context.Context, *Request) (int64, error) = Transfer
 
 // idemCodecTransfer stores the results of Transfer (generated codec).
-var idemCodecTransfer = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecTransfer = idemimpl.IntCodec[int64](64)
 
 // Transfer is pointerpath.Transfer, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=req.Account.Tenant,req.Account.ID,req.Account.Owner.Email,req.Account.Owner.Tags).
@@ -89,12 +82,7 @@ func (x *Idempotent) beginTransfer(req *Request) idem.Call {
 			}
 		}
 	}
-	if req == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeyRequest(c.Payload(), req)
-	}
+	idemimpl.KeyPtr(c.Payload(), req, idemKeyRequest)
 	return c
 }
 
@@ -154,12 +142,7 @@ func (x *Idempotent) beginTouch(acct *Account) idem.Call {
 		c.Payload().String(acct.Audit.By)
 	}
 	c.Payload().Int(acct.ID)
-	if acct.Owner == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeyPerson(c.Payload(), acct.Owner)
-	}
+	idemimpl.KeyPtr(c.Payload(), acct.Owner, idemKeyPerson)
 	return c
 }
 
@@ -212,19 +195,9 @@ func idemEncTouchedForTouch(e *idemimpl.Encoder, v *Touched) {
 // idemKeyAccount writes the key material of Account.
 func idemKeyAccount(b *idemimpl.KeyBuilder, v *Account) {
 	idemKeyBase(b, &v.Base)
-	if v.Audit == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyAudit(b, v.Audit)
-	}
+	idemimpl.KeyPtr(b, v.Audit, idemKeyAudit)
 	b.Int(v.ID)
-	if v.Owner == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyPerson(b, v.Owner)
-	}
+	idemimpl.KeyPtr(b, v.Owner, idemKeyPerson)
 }
 
 // idemKeyAudit writes the key material of Audit.
@@ -253,12 +226,7 @@ func idemKeyPerson(b *idemimpl.KeyBuilder, v *Person) {
 
 // idemKeyRequest writes the key material of Request.
 func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
-	if v.Account == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyAccount(b, v.Account)
-	}
+	idemimpl.KeyPtr(b, v.Account, idemKeyAccount)
 	b.Int(int64(v.Amount))
 }
 

@@ -35,14 +35,7 @@ var idemSpecCharge = &idem.Spec{
 var _ func(context.Context, Stamped, Money, Request) (Receipt, error) = Charge
 
 // idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[Receipt]{
-	Decode: func(d *idemimpl.Decoder, v *Receipt) {
-		idemDecReceipt(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Receipt) {
-		idemEncReceipt(e, v)
-	},
-}
+var idemCodecCharge = idemimpl.Codec(idemEncReceipt, idemDecReceipt)
 
 // Charge is promoted.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Charge(ctx context.Context, s Stamped, m Money, r Request) (Receipt, error) {
@@ -80,14 +73,7 @@ var idemSpecPlace = &idem.Spec{
 var _ func(context.Context, Order) (int64, error) = Place
 
 // idemCodecPlace stores the results of Place (generated codec).
-var idemCodecPlace = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPlace = idemimpl.IntCodec[int64](64)
 
 // Place is promoted.Place, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=o.ID,o.Customer.ID).
@@ -131,14 +117,7 @@ var idemSpecVisit = &idem.Spec{
 var _ func(context.Context, *Node) (string, error) = Visit
 
 // idemCodecVisit stores the results of Visit (generated codec).
-var idemCodecVisit = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
+var idemCodecVisit = idemimpl.StringCodec[string]()
 
 // Visit is promoted.Visit, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Visit(ctx context.Context, n *Node) (string, error) {
@@ -156,12 +135,7 @@ func (x *Idempotent) VisitKey(n *Node) (string, error) {
 // beginVisit starts a call of Visit and writes its key material.
 func (x *Idempotent) beginVisit(n *Node) idem.Call {
 	c := x.g.Begin(idemSpecVisit)
-	if n == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeyNode(c.Key(), n)
-	}
+	idemimpl.KeyPtr(c.Key(), n, idemKeyNode)
 	return c
 }
 
@@ -180,14 +154,7 @@ var _ func(context.Context, map[string]struct {
 }) (int64, error) = Tally
 
 // idemCodecTally stores the results of Tally (generated codec).
-var idemCodecTally = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecTally = idemimpl.IntCodec[int64](64)
 
 // Tally is promoted.Tally, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Tally(ctx context.Context, m map[string]struct {
@@ -243,14 +210,7 @@ var _ func(context.Context, []struct {
 }) (int64, error) = Marks
 
 // idemCodecMarks stores the results of Marks (generated codec).
-var idemCodecMarks = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecMarks = idemimpl.IntCodec[int64](64)
 
 // Marks is promoted.Marks, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Marks(ctx context.Context, m []struct {
@@ -317,14 +277,7 @@ var idemSpecRoute = &idem.Spec{
 var _ func(context.Context, net.IP, *big.Float) (int64, error) = Route
 
 // idemCodecRoute stores the results of Route (generated codec).
-var idemCodecRoute = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecRoute = idemimpl.IntCodec[int64](64)
 
 // Route is promoted.Route, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Route(ctx context.Context, ip net.IP, amount *big.Float) (int64, error) {
@@ -453,23 +406,13 @@ func idemKeyNode(b *idemimpl.KeyBuilder, v *Node) {
 	}
 	defer b.Leave()
 	b.String(v.Name)
-	if v.Next == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyNode(b, v.Next)
-	}
+	idemimpl.KeyPtr(b, v.Next, idemKeyNode)
 }
 
 // idemKeyOrder writes the key material of Order.
 func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 	b.String(v.ID)
-	if v.Customer == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyCustomer(b, v.Customer)
-	}
+	idemimpl.KeyPtr(b, v.Customer, idemKeyCustomer)
 }
 
 // idemKeyRequest writes the key material of Request.

@@ -36,14 +36,7 @@ var idemSpecGet = &idem.Spec{
 var _ func(context.Context, string) (Res, error) = Get
 
 // idemCodecGet stores the results of Get (generated codec).
-var idemCodecGet = idemimpl.TypedCodec[Res]{
-	Decode: func(d *idemimpl.Decoder, v *Res) {
-		idemDecRes(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Res) {
-		idemEncRes(e, v)
-	},
-}
+var idemCodecGet = idemimpl.Codec(idemEncRes, idemDecRes)
 
 // Get is p.Get, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Get(ctx context.Context, id string) (Res, error) {

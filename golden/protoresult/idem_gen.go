@@ -48,12 +48,7 @@ var idemCodecRecord = idemimpl.TypedCodec[idemResultRecord]{
 		for d.More(end) {
 			switch string(d.Field()) {
 			case "R1":
-				if d.Ptr() {
-					v.r1 = new(Event)
-					idemDecEvent(d, v.r1)
-				} else {
-					v.r1 = nil
-				}
+				idemimpl.DecPtr(d, &v.r1, idemDecEvent)
 			case "R2":
 				if d.Ptr() {
 					v.r2 = new(timestamppb.Timestamp)
@@ -69,12 +64,7 @@ var idemCodecRecord = idemimpl.TypedCodec[idemResultRecord]{
 	Encode: func(e *idemimpl.Encoder, v *idemResultRecord) {
 		at := e.Struct()
 		e.Field("R1")
-		if v.r1 == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncEvent(e, v.r1)
-		}
+		idemimpl.EncPtr(e, v.r1, idemEncEvent)
 		e.Field("R2")
 		if v.r2 == nil {
 			e.Nil()

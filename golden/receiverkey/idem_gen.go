@@ -36,14 +36,7 @@ var idemSpecTenantBill = &idem.Spec{
 var _ func(*Tenant, context.Context, int64) (string, error) = (*Tenant).Bill
 
 // idemCodecTenantBill stores the results of Bill (generated codec).
-var idemCodecTenantBill = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
+var idemCodecTenantBill = idemimpl.StringCodec[string]()
 
 // Bill is Tenant.Bill, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=t.ID,t.region,amount).
@@ -92,14 +85,7 @@ var idemSpecTenantNotify = &idem.Spec{
 var _ func(*Tenant, context.Context, string) (string, error) = (*Tenant).Notify
 
 // idemCodecTenantNotify stores the results of Notify (generated codec).
-var idemCodecTenantNotify = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
+var idemCodecTenantNotify = idemimpl.StringCodec[string]()
 
 // Notify is Tenant.Notify, run at most once per key (ttl=24h lease=30s on_duplicate=return). The
 // receiver is not part of the key (key= can name its fields).

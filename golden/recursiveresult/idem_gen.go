@@ -32,24 +32,7 @@ var idemSpecChain = &idem.Spec{
 var _ func(context.Context, int, bool, bool) (*Node, error) = Chain
 
 // idemCodecChain stores the results of Chain (generated codec).
-var idemCodecChain = idemimpl.TypedCodec[*Node]{
-	Decode: func(d *idemimpl.Decoder, v **Node) {
-		if d.Ptr() {
-			*v = new(Node)
-			idemDecNode(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Node) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncNode(e, *v)
-		}
-	},
-}
+var idemCodecChain = idemimpl.PtrCodec(idemEncNode, idemDecNode)
 
 // Chain is recursiveresult.Chain, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
 func (x *Idempotent) Chain(ctx context.Context, n int, ring bool, fan bool) (*Node, error) {
@@ -90,21 +73,11 @@ func idemDecNode(d *idemimpl.Decoder, v *Node) {
 			} else {
 				v.Children = make([]*Node, d.List())
 				for i := range v.Children {
-					if d.Ptr() {
-						v.Children[i] = new(Node)
-						idemDecNode(d, v.Children[i])
-					} else {
-						v.Children[i] = nil
-					}
+					idemimpl.DecPtr(d, &v.Children[i], idemDecNode)
 				}
 			}
 		case "Next":
-			if d.Ptr() {
-				v.Next = new(Node)
-				idemDecNode(d, v.Next)
-			} else {
-				v.Next = nil
-			}
+			idemimpl.DecPtr(d, &v.Next, idemDecNode)
 		default:
 			d.Skip()
 		}
@@ -126,22 +99,12 @@ func idemEncNode(e *idemimpl.Encoder, v *Node) {
 	} else {
 		at2 := e.List(len(v.Children))
 		for i := range v.Children {
-			if v.Children[i] == nil {
-				e.Nil()
-			} else {
-				e.Ptr()
-				idemEncNode(e, v.Children[i])
-			}
+			idemimpl.EncPtr(e, v.Children[i], idemEncNode)
 		}
 		e.End(at2)
 	}
 	e.Field("Next")
-	if v.Next == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		idemEncNode(e, v.Next)
-	}
+	idemimpl.EncPtr(e, v.Next, idemEncNode)
 	e.End(at)
 }
 

@@ -53,12 +53,7 @@ var idemCodecUsersServiceCreate = idemimpl.TypedCodec[idemResultUsersServiceCrea
 		for d.More(end) {
 			switch string(d.Field()) {
 			case "R1":
-				if d.Ptr() {
-					v.r1 = new(User)
-					idemDecUser(d, v.r1)
-				} else {
-					v.r1 = nil
-				}
+				idemimpl.DecPtr(d, &v.r1, idemDecUser)
 			default:
 				d.Skip()
 			}
@@ -67,12 +62,7 @@ var idemCodecUsersServiceCreate = idemimpl.TypedCodec[idemResultUsersServiceCrea
 	Encode: func(e *idemimpl.Encoder, v *idemResultUsersServiceCreate) {
 		at := e.Struct()
 		e.Field("R1")
-		if v.r1 == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncUser(e, v.r1)
-		}
+		idemimpl.EncPtr(e, v.r1, idemEncUser)
 		e.End(at)
 	},
 }

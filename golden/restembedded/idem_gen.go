@@ -51,19 +51,9 @@ var idemCodecReposServiceCreate = idemimpl.TypedCodec[idemResultReposServiceCrea
 		for d.More(end) {
 			switch string(d.Field()) {
 			case "R1":
-				if d.Ptr() {
-					v.r1 = new(Repo)
-					idemDecRepo(d, v.r1)
-				} else {
-					v.r1 = nil
-				}
+				idemimpl.DecPtr(d, &v.r1, idemDecRepo)
 			case "R2":
-				if d.Ptr() {
-					v.r2 = new(Response)
-					idemDecResponseForReposServiceCreate(d, v.r2)
-				} else {
-					v.r2 = nil
-				}
+				idemimpl.DecPtr(d, &v.r2, idemDecResponseForReposServiceCreate)
 			default:
 				d.Skip()
 			}
@@ -72,19 +62,9 @@ var idemCodecReposServiceCreate = idemimpl.TypedCodec[idemResultReposServiceCrea
 	Encode: func(e *idemimpl.Encoder, v *idemResultReposServiceCreate) {
 		at := e.Struct()
 		e.Field("R1")
-		if v.r1 == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncRepo(e, v.r1)
-		}
+		idemimpl.EncPtr(e, v.r1, idemEncRepo)
 		e.Field("R2")
-		if v.r2 == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncResponseForReposServiceCreate(e, v.r2)
-		}
+		idemimpl.EncPtr(e, v.r2, idemEncResponseForReposServiceCreate)
 		e.End(at)
 	},
 }

@@ -35,14 +35,7 @@ var idemSpecF = &idem.Spec{
 var _ func(context.Context, string) (Res, error) = F
 
 // idemCodecF stores the results of F (generated codec).
-var idemCodecF = idemimpl.TypedCodec[Res]{
-	Decode: func(d *idemimpl.Decoder, v *Res) {
-		idemDecRes(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Res) {
-		idemEncRes(e, v)
-	},
-}
+var idemCodecF = idemimpl.Codec(idemEncRes, idemDecRes)
 
 // F is p.F, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) F(ctx context.Context, id string) (Res, error) {

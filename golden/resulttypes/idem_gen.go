@@ -35,24 +35,7 @@ var idemSpecBuild = &idem.Spec{
 var _ func(context.Context, string) (*Report, error) = Build
 
 // idemCodecBuild stores the results of Build (generated codec).
-var idemCodecBuild = idemimpl.TypedCodec[*Report]{
-	Decode: func(d *idemimpl.Decoder, v **Report) {
-		if d.Ptr() {
-			*v = new(Report)
-			idemDecReport(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Report) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncReport(e, *v)
-		}
-	},
-}
+var idemCodecBuild = idemimpl.PtrCodec(idemEncReport, idemDecReport)
 
 // Build is resulttypes.Build, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
 func (x *Idempotent) Build(ctx context.Context, title string) (*Report, error) {
@@ -149,12 +132,7 @@ func idemDecReport(d *idemimpl.Decoder, v *Report) {
 				}
 			}
 		case "Child":
-			if d.Ptr() {
-				v.Child = new(Report)
-				idemDecReport(d, v.Child)
-			} else {
-				v.Child = nil
-			}
+			idemimpl.DecPtr(d, &v.Child, idemDecReport)
 		case "Total":
 			d.Unmarshaled(v.Total.UnmarshalJSON(d.Marshaled()))
 		case "Matrix":
@@ -243,12 +221,7 @@ func idemEncReport(e *idemimpl.Encoder, v *Report) {
 		e.End(at4)
 	}
 	e.Field("Child")
-	if v.Child == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		idemEncReport(e, v.Child)
-	}
+	idemimpl.EncPtr(e, v.Child, idemEncReport)
 	e.Field("Total")
 	e.Marshaled(v.Total.MarshalJSON())
 	e.Field("Matrix")

@@ -34,24 +34,7 @@ var idemSpecCharge = &idem.Spec{
 var _ func(context.Context, *sdk.ChargeParams) (*sdk.Charge, error) = Charge
 
 // idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[*sdk.Charge]{
-	Decode: func(d *idemimpl.Decoder, v **sdk.Charge) {
-		if d.Ptr() {
-			*v = new(sdk.Charge)
-			idemDecSdkCharge(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **sdk.Charge) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncSdkCharge(e, *v)
-		}
-	},
-}
+var idemCodecCharge = idemimpl.PtrCodec(idemEncSdkCharge, idemDecSdkCharge)
 
 // Charge is sdkparams.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=params.Params.IdempotencyKey). Not keyed: params.Params.Context (a context),
@@ -82,12 +65,7 @@ func (x *Idempotent) beginCharge(params *sdk.ChargeParams) idem.Call {
 			c.Key().String(*params.Params.IdempotencyKey)
 		}
 	}
-	if params == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeySdkChargeParams(c.Payload(), params)
-	}
+	idemimpl.KeyPtr(c.Payload(), params, idemKeySdkChargeParams)
 	return c
 }
 

@@ -36,25 +36,10 @@ var _ func(context.Context, string) ([]Event, error) = History
 // idemCodecHistory stores the results of History (generated codec).
 var idemCodecHistory = idemimpl.TypedCodec[[]Event]{
 	Decode: func(d *idemimpl.Decoder, v *[]Event) {
-		if d.Nil() {
-			*v = nil
-		} else {
-			*v = make([]Event, d.List())
-			for i := range *v {
-				idemDecEvent(d, &(*v)[i])
-			}
-		}
+		idemimpl.DecList(d, v, idemDecEvent)
 	},
 	Encode: func(e *idemimpl.Encoder, v *[]Event) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			at := e.List(len(*v))
-			for i := range *v {
-				idemEncEvent(e, &(*v)[i])
-			}
-			e.End(at)
-		}
+		idemimpl.EncList(e, *v, idemEncEvent)
 	},
 }
 
@@ -93,14 +78,7 @@ var idemSpecNotify = &idem.Spec{
 var _ func(context.Context, Event) (string, error) = Notify
 
 // idemCodecNotify stores the results of Notify (generated codec).
-var idemCodecNotify = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
+var idemCodecNotify = idemimpl.StringCodec[string]()
 
 // Notify is unions.Notify, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Notify(ctx context.Context, e Event) (string, error) {
@@ -135,24 +113,7 @@ var idemSpecPost = &idem.Spec{
 var _ func(context.Context, string, string) (*blocks.Message, error) = blocks.Post
 
 // idemCodecPost stores the results of Post (generated codec).
-var idemCodecPost = idemimpl.TypedCodec[*blocks.Message]{
-	Decode: func(d *idemimpl.Decoder, v **blocks.Message) {
-		if d.Ptr() {
-			*v = new(blocks.Message)
-			idemDecBlocksMessage(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **blocks.Message) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncBlocksMessage(e, *v)
-		}
-	},
-}
+var idemCodecPost = idemimpl.PtrCodec(idemEncBlocksMessage, idemDecBlocksMessage)
 
 // Post is blocks.Post, run at most once per key (ttl=1h lease=30s on_duplicate=return). Values of
 // blocks.Block are stored for the types of their package that their codec lists; others fail the
@@ -190,21 +151,11 @@ func idemDecBlocksBlock(d *idemimpl.Decoder, v *blocks.Block) {
 		switch name {
 		case "*github.com/idemgen/idemgen/testdata/unions/blocks.Divider":
 			var x *blocks.Divider
-			if d.Ptr() {
-				x = new(blocks.Divider)
-				idemDecBlocksDivider(d, x)
-			} else {
-				x = nil
-			}
+			idemimpl.DecPtr(d, &x, idemDecBlocksDivider)
 			*v = x
 		case "*github.com/idemgen/idemgen/testdata/unions/blocks.Image":
 			var x *blocks.Image
-			if d.Ptr() {
-				x = new(blocks.Image)
-				idemDecBlocksImage(d, x)
-			} else {
-				x = nil
-			}
+			idemimpl.DecPtr(d, &x, idemDecBlocksImage)
 			*v = x
 		case "github.com/idemgen/idemgen/testdata/unions/blocks.Section":
 			var x blocks.Section
@@ -212,12 +163,7 @@ func idemDecBlocksBlock(d *idemimpl.Decoder, v *blocks.Block) {
 			*v = x
 		case "*github.com/idemgen/idemgen/testdata/unions/blocks.Section":
 			var x *blocks.Section
-			if d.Ptr() {
-				x = new(blocks.Section)
-				idemDecBlocksSection(d, x)
-			} else {
-				x = nil
-			}
+			idemimpl.DecPtr(d, &x, idemDecBlocksSection)
 			*v = x
 		default:
 			d.NotVariant(name)
@@ -264,14 +210,7 @@ func idemDecBlocksMessage(d *idemimpl.Decoder, v *blocks.Message) {
 		case "TS":
 			v.TS = d.String()
 		case "Blocks":
-			if d.Nil() {
-				v.Blocks = nil
-			} else {
-				v.Blocks = make([]blocks.Block, d.List())
-				for i := range v.Blocks {
-					idemDecBlocksBlock(d, &v.Blocks[i])
-				}
-			}
+			idemimpl.DecList(d, &v.Blocks, idemDecBlocksBlock)
 		default:
 			d.Skip()
 		}
@@ -286,14 +225,7 @@ func idemDecBlocksSection(d *idemimpl.Decoder, v *blocks.Section) {
 		case "Text":
 			v.Text = d.String()
 		case "Elements":
-			if d.Nil() {
-				v.Elements = nil
-			} else {
-				v.Elements = make([]blocks.Block, d.List())
-				for i := range v.Elements {
-					idemDecBlocksBlock(d, &v.Elements[i])
-				}
-			}
+			idemimpl.DecList(d, &v.Elements, idemDecBlocksBlock)
 		default:
 			d.Skip()
 		}
@@ -341,21 +273,11 @@ func idemDecEvent(d *idemimpl.Decoder, v *Event) {
 			*v = x
 		case "*github.com/idemgen/idemgen/testdata/unions.Created":
 			var x *Created
-			if d.Ptr() {
-				x = new(Created)
-				idemDecCreated(d, x)
-			} else {
-				x = nil
-			}
+			idemimpl.DecPtr(d, &x, idemDecCreated)
 			*v = x
 		case "*github.com/idemgen/idemgen/testdata/unions.Deleted":
 			var x *Deleted
-			if d.Ptr() {
-				x = new(Deleted)
-				idemDecDeleted(d, x)
-			} else {
-				x = nil
-			}
+			idemimpl.DecPtr(d, &x, idemDecDeleted)
 			*v = x
 		default:
 			d.NotVariant(name)
@@ -374,21 +296,11 @@ func idemEncBlocksBlock(e *idemimpl.Encoder, v *blocks.Block) {
 		e.Nil()
 	case *blocks.Divider:
 		at := e.Variant("*github.com/idemgen/idemgen/testdata/unions/blocks.Divider")
-		if x == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncBlocksDivider(e, x)
-		}
+		idemimpl.EncPtr(e, x, idemEncBlocksDivider)
 		e.End(at)
 	case *blocks.Image:
 		at2 := e.Variant("*github.com/idemgen/idemgen/testdata/unions/blocks.Image")
-		if x == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncBlocksImage(e, x)
-		}
+		idemimpl.EncPtr(e, x, idemEncBlocksImage)
 		e.End(at2)
 	case blocks.Section:
 		at3 := e.Variant("github.com/idemgen/idemgen/testdata/unions/blocks.Section")
@@ -396,12 +308,7 @@ func idemEncBlocksBlock(e *idemimpl.Encoder, v *blocks.Block) {
 		e.End(at3)
 	case *blocks.Section:
 		at4 := e.Variant("*github.com/idemgen/idemgen/testdata/unions/blocks.Section")
-		if x == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncBlocksSection(e, x)
-		}
+		idemimpl.EncPtr(e, x, idemEncBlocksSection)
 		e.End(at4)
 	default:
 		e.NotVariant("blocks.Block", *v)
@@ -435,15 +342,7 @@ func idemEncBlocksMessage(e *idemimpl.Encoder, v *blocks.Message) {
 	e.Field("TS")
 	e.String(v.TS)
 	e.Field("Blocks")
-	if v.Blocks == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Blocks))
-		for i := range v.Blocks {
-			idemEncBlocksBlock(e, &v.Blocks[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Blocks, idemEncBlocksBlock)
 	e.End(at)
 }
 
@@ -453,15 +352,7 @@ func idemEncBlocksSection(e *idemimpl.Encoder, v *blocks.Section) {
 	e.Field("Text")
 	e.String(v.Text)
 	e.Field("Elements")
-	if v.Elements == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Elements))
-		for i := range v.Elements {
-			idemEncBlocksBlock(e, &v.Elements[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Elements, idemEncBlocksBlock)
 	e.End(at)
 }
 
@@ -494,21 +385,11 @@ func idemEncEvent(e *idemimpl.Encoder, v *Event) {
 		e.End(at)
 	case *Created:
 		at2 := e.Variant("*github.com/idemgen/idemgen/testdata/unions.Created")
-		if x == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncCreated(e, x)
-		}
+		idemimpl.EncPtr(e, x, idemEncCreated)
 		e.End(at2)
 	case *Deleted:
 		at3 := e.Variant("*github.com/idemgen/idemgen/testdata/unions.Deleted")
-		if x == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncDeleted(e, x)
-		}
+		idemimpl.EncPtr(e, x, idemEncDeleted)
 		e.End(at3)
 	default:
 		e.NotVariant("Event", *v)
@@ -536,31 +417,16 @@ func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 		idemKeyCreated(b, &x)
 	case *Created:
 		b.String("*github.com/idemgen/idemgen/testdata/unions.Created")
-		if x == nil {
-			b.Nil()
-		} else {
-			b.Ptr()
-			idemKeyCreated(b, x)
-		}
+		idemimpl.KeyPtr(b, x, idemKeyCreated)
 	case *Deleted:
 		b.String("*github.com/idemgen/idemgen/testdata/unions.Deleted")
-		if x == nil {
-			b.Nil()
-		} else {
-			b.Ptr()
-			idemKeyDeleted(b, x)
-		}
+		idemimpl.KeyPtr(b, x, idemKeyDeleted)
 	case internal:
 		b.String("github.com/idemgen/idemgen/testdata/unions.internal")
 		idemKeyInternal(b, &x)
 	case *internal:
 		b.String("*github.com/idemgen/idemgen/testdata/unions.internal")
-		if x == nil {
-			b.Nil()
-		} else {
-			b.Ptr()
-			idemKeyInternal(b, x)
-		}
+		idemimpl.KeyPtr(b, x, idemKeyInternal)
 	default:
 		b.NotVariant("Event", *v)
 	}

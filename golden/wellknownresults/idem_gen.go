@@ -45,14 +45,7 @@ var idemSpecGet = &idem.Spec{
 var _ func(context.Context, string) (Known, error) = Get
 
 // idemCodecGet stores the results of Get (generated codec).
-var idemCodecGet = idemimpl.TypedCodec[Known]{
-	Decode: func(d *idemimpl.Decoder, v *Known) {
-		idemDecKnown(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Known) {
-		idemEncKnown(e, v)
-	},
-}
+var idemCodecGet = idemimpl.Codec(idemEncKnown, idemDecKnown)
 
 // Get is p.Get, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Get(ctx context.Context, id string) (Known, error) {
@@ -144,14 +137,7 @@ var idemSpecGetIP = &idem.Spec{
 var _ func(context.Context, net.IP) (net.IP, error) = GetIP
 
 // idemCodecGetIP stores the results of GetIP (generated codec).
-var idemCodecGetIP = idemimpl.TypedCodec[net.IP]{
-	Decode: func(d *idemimpl.Decoder, v *net.IP) {
-		idemDecNetIP(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *net.IP) {
-		idemEncNetIP(e, v)
-	},
-}
+var idemCodecGetIP = idemimpl.Codec(idemEncNetIP, idemDecNetIP)
 
 // GetIP is p.GetIP, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) GetIP(ctx context.Context, ip net.IP) (net.IP, error) {
@@ -190,24 +176,7 @@ var idemSpecGetURL = &idem.Spec{
 var _ func(context.Context, string) (*url.URL, error) = GetURL
 
 // idemCodecGetURL stores the results of GetURL (generated codec).
-var idemCodecGetURL = idemimpl.TypedCodec[*url.URL]{
-	Decode: func(d *idemimpl.Decoder, v **url.URL) {
-		if d.Ptr() {
-			*v = new(url.URL)
-			idemDecUrlURL(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **url.URL) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncUrlURL(e, *v)
-		}
-	},
-}
+var idemCodecGetURL = idemimpl.PtrCodec(idemEncUrlURL, idemDecUrlURL)
 
 // GetURL is p.GetURL, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) GetURL(ctx context.Context, u string) (*url.URL, error) {
@@ -317,12 +286,7 @@ func idemDecKnown(d *idemimpl.Decoder, v *Known) {
 		case "Header":
 			idemDecHttpHeader(d, &v.Header)
 		case "URL":
-			if d.Ptr() {
-				v.URL = new(url.URL)
-				idemDecUrlURL(d, v.URL)
-			} else {
-				v.URL = nil
-			}
+			idemimpl.DecPtr(d, &v.URL, idemDecUrlURL)
 		case "URLV":
 			idemDecUrlURL(d, &v.URLV)
 		case "OID":
@@ -582,12 +546,7 @@ func idemEncKnown(e *idemimpl.Encoder, v *Known) {
 	e.Field("Header")
 	idemEncHttpHeader(e, &v.Header)
 	e.Field("URL")
-	if v.URL == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		idemEncUrlURL(e, v.URL)
-	}
+	idemimpl.EncPtr(e, v.URL, idemEncUrlURL)
 	e.Field("URLV")
 	idemEncUrlURL(e, &v.URLV)
 	e.Field("OID")

@@ -35,24 +35,7 @@ var idemSpecPlace = &idem.Spec{
 var _ func(context.Context, string) (*Order, error) = Place
 
 // idemCodecPlace stores the results of Place (generated codec).
-var idemCodecPlace = idemimpl.TypedCodec[*Order]{
-	Decode: func(d *idemimpl.Decoder, v **Order) {
-		if d.Ptr() {
-			*v = new(Order)
-			idemDecOrder(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Order) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncOrder(e, *v)
-		}
-	},
-}
+var idemCodecPlace = idemimpl.PtrCodec(idemEncOrder, idemDecOrder)
 
 // Place is codecbench.Place, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Place(ctx context.Context, id string) (*Order, error) {
@@ -153,14 +136,7 @@ func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 		case "Customer":
 			idemDecCustomer(d, &v.Customer)
 		case "Lines":
-			if d.Nil() {
-				v.Lines = nil
-			} else {
-				v.Lines = make([]Line, d.List())
-				for i := range v.Lines {
-					idemDecLine(d, &v.Lines[i])
-				}
-			}
+			idemimpl.DecList(d, &v.Lines, idemDecLine)
 		case "Total":
 			v.Total = d.Int(64)
 		case "Currency":
@@ -195,8 +171,8 @@ func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 				v.Discounts = nil
 			} else {
 				v.Discounts = make([]int64, d.List())
-				for i2 := range v.Discounts {
-					v.Discounts[i2] = d.Int(64)
+				for i := range v.Discounts {
+					v.Discounts[i] = d.Int(64)
 				}
 			}
 		case "Status":
@@ -274,15 +250,7 @@ func idemEncOrder(e *idemimpl.Encoder, v *Order) {
 	e.Field("Customer")
 	idemEncCustomer(e, &v.Customer)
 	e.Field("Lines")
-	if v.Lines == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Lines))
-		for i := range v.Lines {
-			idemEncLine(e, &v.Lines[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Lines, idemEncLine)
 	e.Field("Total")
 	e.Int(v.Total)
 	e.Field("Currency")
@@ -302,24 +270,24 @@ func idemEncOrder(e *idemimpl.Encoder, v *Order) {
 	if v.Meta == nil {
 		e.Nil()
 	} else {
-		at3 := e.Map(len(v.Meta))
+		at2 := e.Map(len(v.Meta))
 		// sorted: the same value always has the same bytes
 		for _, k := range slices.Sorted(maps.Keys(v.Meta)) {
 			x := v.Meta[k]
 			e.String(k)
 			e.String(x)
 		}
-		e.End(at3)
+		e.End(at2)
 	}
 	e.Field("Discounts")
 	if v.Discounts == nil {
 		e.Nil()
 	} else {
-		at4 := e.List(len(v.Discounts))
-		for i2 := range v.Discounts {
-			e.Int(v.Discounts[i2])
+		at3 := e.List(len(v.Discounts))
+		for i := range v.Discounts {
+			e.Int(v.Discounts[i])
 		}
-		e.End(at4)
+		e.End(at3)
 	}
 	e.Field("Status")
 	e.String(v.Status)

@@ -37,24 +37,7 @@ var idemSpecServiceCreatePayment = &idem.Spec{
 var _ func(*Service, context.Context, PaymentRequest) (*Payment, error) = (*Service).CreatePayment
 
 // idemCodecServiceCreatePayment stores the results of CreatePayment (generated codec).
-var idemCodecServiceCreatePayment = idemimpl.TypedCodec[*Payment]{
-	Decode: func(d *idemimpl.Decoder, v **Payment) {
-		if d.Ptr() {
-			*v = new(Payment)
-			idemDecPayment(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Payment) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncPayment(e, *v)
-		}
-	},
-}
+var idemCodecServiceCreatePayment = idemimpl.PtrCodec(idemEncPayment, idemDecPayment)
 
 // CreatePayment is Service.CreatePayment, run at most once per key (ttl=24h lease=3s
 // on_duplicate=wait key=req.AccountID,req.Reference name=payments.CreatePayment). The receiver is

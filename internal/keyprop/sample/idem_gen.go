@@ -42,14 +42,7 @@ var _ func(context.Context, struct {
 }) (int64, error) = Keyed0
 
 // idemCodecKeyed0 stores the results of Keyed0 (generated codec).
-var idemCodecKeyed0 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed0 = idemimpl.IntCodec[int64](64)
 
 // Keyed0 is sample.Keyed0, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed0(ctx context.Context, v struct {
@@ -105,14 +98,7 @@ var idemSpecKeyed1 = &idem.Spec{
 var _ func(context.Context, []bool) (int64, error) = Keyed1
 
 // idemCodecKeyed1 stores the results of Keyed1 (generated codec).
-var idemCodecKeyed1 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed1 = idemimpl.IntCodec[int64](64)
 
 // Keyed1 is sample.Keyed1, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed1(ctx context.Context, v []bool) (int64, error) {
@@ -154,14 +140,7 @@ var idemSpecKeyed2 = &idem.Spec{
 var _ func(context.Context, [][1][]A5) (int64, error) = Keyed2
 
 // idemCodecKeyed2 stores the results of Keyed2 (generated codec).
-var idemCodecKeyed2 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed2 = idemimpl.IntCodec[int64](64)
 
 // Keyed2 is sample.Keyed2, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed2(ctx context.Context, v [][1][]A5) (int64, error) {
@@ -213,14 +192,7 @@ var idemSpecKeyed3 = &idem.Spec{
 var _ func(context.Context, Gen[S6]) (int64, error) = Keyed3
 
 // idemCodecKeyed3 stores the results of Keyed3 (generated codec).
-var idemCodecKeyed3 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed3 = idemimpl.IntCodec[int64](64)
 
 // Keyed3 is sample.Keyed3, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed3(ctx context.Context, v Gen[S6]) (int64, error) {
@@ -256,14 +228,7 @@ var idemSpecKeyed4 = &idem.Spec{
 var _ func(context.Context, S9) (int64, error) = Keyed4
 
 // idemCodecKeyed4 stores the results of Keyed4 (generated codec).
-var idemCodecKeyed4 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed4 = idemimpl.IntCodec[int64](64)
 
 // Keyed4 is sample.Keyed4, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed4(ctx context.Context, v S9) (int64, error) {
@@ -299,14 +264,7 @@ var idemSpecKeyed5 = &idem.Spec{
 var _ func(context.Context, *int64) (int64, error) = Keyed5
 
 // idemCodecKeyed5 stores the results of Keyed5 (generated codec).
-var idemCodecKeyed5 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed5 = idemimpl.IntCodec[int64](64)
 
 // Keyed5 is sample.Keyed5, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed5(ctx context.Context, v *int64) (int64, error) {
@@ -346,14 +304,7 @@ var idemSpecKeyed6 = &idem.Spec{
 var _ func(context.Context, Gen[map[MK10]Gen[int]]) (int64, error) = Keyed6
 
 // idemCodecKeyed6 stores the results of Keyed6 (generated codec).
-var idemCodecKeyed6 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed6 = idemimpl.IntCodec[int64](64)
 
 // Keyed6 is sample.Keyed6, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed6(ctx context.Context, v Gen[map[MK10]Gen[int]]) (int64, error) {
@@ -389,14 +340,7 @@ var idemSpecKeyed7 = &idem.Spec{
 var _ func(context.Context, int8) (int64, error) = Keyed7
 
 // idemCodecKeyed7 stores the results of Keyed7 (generated codec).
-var idemCodecKeyed7 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed7 = idemimpl.IntCodec[int64](64)
 
 // Keyed7 is sample.Keyed7, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed7(ctx context.Context, v int8) (int64, error) {
@@ -431,14 +375,7 @@ var idemSpecKeyed8 = &idem.Spec{
 var _ func(context.Context, map[other.Point]time.Duration) (int64, error) = Keyed8
 
 // idemCodecKeyed8 stores the results of Keyed8 (generated codec).
-var idemCodecKeyed8 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed8 = idemimpl.IntCodec[int64](64)
 
 // Keyed8 is sample.Keyed8, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed8(ctx context.Context, v map[other.Point]time.Duration) (int64, error) {
@@ -483,14 +420,7 @@ var idemSpecKeyed9 = &idem.Spec{
 var _ func(context.Context, json.RawMessage) (int64, error) = Keyed9
 
 // idemCodecKeyed9 stores the results of Keyed9 (generated codec).
-var idemCodecKeyed9 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed9 = idemimpl.IntCodec[int64](64)
 
 // Keyed9 is sample.Keyed9, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed9(ctx context.Context, v json.RawMessage) (int64, error) {
@@ -525,14 +455,7 @@ var idemSpecKeyed10 = &idem.Spec{
 var _ func(context.Context, any) (int64, error) = Keyed10
 
 // idemCodecKeyed10 stores the results of Keyed10 (generated codec).
-var idemCodecKeyed10 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed10 = idemimpl.IntCodec[int64](64)
 
 // Keyed10 is sample.Keyed10, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed10(ctx context.Context, v any) (int64, error) {
@@ -567,14 +490,7 @@ var idemSpecKeyed11 = &idem.Spec{
 var _ func(context.Context, map[bool]Gen[A11]) (int64, error) = Keyed11
 
 // idemCodecKeyed11 stores the results of Keyed11 (generated codec).
-var idemCodecKeyed11 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed11 = idemimpl.IntCodec[int64](64)
 
 // Keyed11 is sample.Keyed11, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed11(ctx context.Context, v map[bool]Gen[A11]) (int64, error) {
@@ -619,14 +535,7 @@ var idemSpecPathed0 = &idem.Spec{
 var _ func(context.Context, *P12) (int64, error) = Pathed0
 
 // idemCodecPathed0 stores the results of Pathed0 (generated codec).
-var idemCodecPathed0 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPathed0 = idemimpl.IntCodec[int64](64)
 
 // Pathed0 is sample.Pathed0, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.D,v.B).
@@ -666,12 +575,7 @@ func (x *Idempotent) beginPathed0(v *P12) idem.Call {
 		c.Key().Ptr()
 		c.Key().Uint(uint64(v.B))
 	}
-	if v == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeyP12(c.Payload(), v)
-	}
+	idemimpl.KeyPtr(c.Payload(), v, idemKeyP12)
 	return c
 }
 
@@ -688,14 +592,7 @@ var idemSpecPathed1 = &idem.Spec{
 var _ func(context.Context, *P16) (int64, error) = Pathed1
 
 // idemCodecPathed1 stores the results of Pathed1 (generated codec).
-var idemCodecPathed1 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPathed1 = idemimpl.IntCodec[int64](64)
 
 // Pathed1 is sample.Pathed1, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.D,v.B).
@@ -731,12 +628,7 @@ func (x *Idempotent) beginPathed1(v *P16) idem.Call {
 		c.Key().Ptr()
 		idemKeyS18(c.Key(), &v.B)
 	}
-	if v == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeyP16(c.Payload(), v)
-	}
+	idemimpl.KeyPtr(c.Payload(), v, idemKeyP16)
 	return c
 }
 
@@ -753,14 +645,7 @@ var idemSpecPathed2 = &idem.Spec{
 var _ func(context.Context, P21) (int64, error) = Pathed2
 
 // idemCodecPathed2 stores the results of Pathed2 (generated codec).
-var idemCodecPathed2 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPathed2 = idemimpl.IntCodec[int64](64)
 
 // Pathed2 is sample.Pathed2, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.C,v.A.D,v.B).
@@ -815,14 +700,7 @@ var idemSpecPathed3 = &idem.Spec{
 var _ func(context.Context, P26) (int64, error) = Pathed3
 
 // idemCodecPathed3 stores the results of Pathed3 (generated codec).
-var idemCodecPathed3 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPathed3 = idemimpl.IntCodec[int64](64)
 
 // Pathed3 is sample.Pathed3, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.D,v.B).
@@ -871,14 +749,7 @@ var idemSpecPathed4 = &idem.Spec{
 var _ func(context.Context, P31) (int64, error) = Pathed4
 
 // idemCodecPathed4 stores the results of Pathed4 (generated codec).
-var idemCodecPathed4 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPathed4 = idemimpl.IntCodec[int64](64)
 
 // Pathed4 is sample.Pathed4, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.D,v.B).
@@ -934,14 +805,7 @@ var idemSpecPathed5 = &idem.Spec{
 var _ func(context.Context, *P33) (int64, error) = Pathed5
 
 // idemCodecPathed5 stores the results of Pathed5 (generated codec).
-var idemCodecPathed5 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPathed5 = idemimpl.IntCodec[int64](64)
 
 // Pathed5 is sample.Pathed5, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.C,v.B).
@@ -972,12 +836,7 @@ func (x *Idempotent) beginPathed5(v *P33) idem.Call {
 		c.Key().Ptr()
 		c.Key().Uint(uint64(v.B))
 	}
-	if v == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeyP33(c.Payload(), v)
-	}
+	idemimpl.KeyPtr(c.Payload(), v, idemKeyP33)
 	return c
 }
 
@@ -994,14 +853,7 @@ var idemSpecStored0 = &idem.Spec{
 var _ func(context.Context, int64, uint) (uint, error) = Stored0
 
 // idemCodecStored0 stores the results of Stored0 (generated codec).
-var idemCodecStored0 = idemimpl.TypedCodec[uint]{
-	Decode: func(d *idemimpl.Decoder, v *uint) {
-		*v = uint(d.Uint(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *uint) {
-		e.Uint(uint64(*v))
-	},
-}
+var idemCodecStored0 = idemimpl.UintCodec[uint](64)
 
 // Stored0 is sample.Stored0, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1037,14 +889,7 @@ var idemSpecStored1 = &idem.Spec{
 var _ func(context.Context, int64, uint16) (uint16, error) = Stored1
 
 // idemCodecStored1 stores the results of Stored1 (generated codec).
-var idemCodecStored1 = idemimpl.TypedCodec[uint16]{
-	Decode: func(d *idemimpl.Decoder, v *uint16) {
-		*v = uint16(d.Uint(16))
-	},
-	Encode: func(e *idemimpl.Encoder, v *uint16) {
-		e.Uint(uint64(*v))
-	},
-}
+var idemCodecStored1 = idemimpl.UintCodec[uint16](16)
 
 // Stored1 is sample.Stored1, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1267,24 +1112,7 @@ var idemSpecStored3 = &idem.Spec{
 var _ func(context.Context, int64, *Pair[other.Code, Rec39]) (*Pair[other.Code, Rec39], error) = Stored3
 
 // idemCodecStored3 stores the results of Stored3 (generated codec).
-var idemCodecStored3 = idemimpl.TypedCodec[*Pair[other.Code, Rec39]]{
-	Decode: func(d *idemimpl.Decoder, v **Pair[other.Code, Rec39]) {
-		if d.Ptr() {
-			*v = new(Pair[other.Code, Rec39])
-			idemDecPair_OtherCode_Rec39(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Pair[other.Code, Rec39]) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncPair_OtherCode_Rec39(e, *v)
-		}
-	},
-}
+var idemCodecStored3 = idemimpl.PtrCodec(idemEncPair_OtherCode_Rec39, idemDecPair_OtherCode_Rec39)
 
 // Stored3 is sample.Stored3, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1320,14 +1148,7 @@ var idemSpecStored4 = &idem.Spec{
 var _ func(context.Context, int64, S40) (S40, error) = Stored4
 
 // idemCodecStored4 stores the results of Stored4 (generated codec).
-var idemCodecStored4 = idemimpl.TypedCodec[S40]{
-	Decode: func(d *idemimpl.Decoder, v *S40) {
-		idemDecS40(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *S40) {
-		idemEncS40(e, v)
-	},
-}
+var idemCodecStored4 = idemimpl.Codec(idemEncS40, idemDecS40)
 
 // Stored4 is sample.Stored4, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1364,14 +1185,7 @@ var idemSpecStored5 = &idem.Spec{
 var _ func(context.Context, int64, S42) (S42, error) = Stored5
 
 // idemCodecStored5 stores the results of Stored5 (generated codec).
-var idemCodecStored5 = idemimpl.TypedCodec[S42]{
-	Decode: func(d *idemimpl.Decoder, v *S42) {
-		idemDecS42(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *S42) {
-		idemEncS42(e, v)
-	},
-}
+var idemCodecStored5 = idemimpl.Codec(idemEncS42, idemDecS42)
 
 // Stored5 is sample.Stored5, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1408,14 +1222,7 @@ var idemSpecStored6 = &idem.Spec{
 var _ func(context.Context, int64, Pair[string, S45]) (Pair[string, S45], error) = Stored6
 
 // idemCodecStored6 stores the results of Stored6 (generated codec).
-var idemCodecStored6 = idemimpl.TypedCodec[Pair[string, S45]]{
-	Decode: func(d *idemimpl.Decoder, v *Pair[string, S45]) {
-		idemDecPair_string_S45(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Pair[string, S45]) {
-		idemEncPair_string_S45(e, v)
-	},
-}
+var idemCodecStored6 = idemimpl.Codec(idemEncPair_string_S45, idemDecPair_string_S45)
 
 // Stored6 is sample.Stored6, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1578,14 +1385,7 @@ var idemSpecStored9 = &idem.Spec{
 var _ func(context.Context, int64, uint32) (uint32, error) = Stored9
 
 // idemCodecStored9 stores the results of Stored9 (generated codec).
-var idemCodecStored9 = idemimpl.TypedCodec[uint32]{
-	Decode: func(d *idemimpl.Decoder, v *uint32) {
-		*v = uint32(d.Uint(32))
-	},
-	Encode: func(e *idemimpl.Encoder, v *uint32) {
-		e.Uint(uint64(*v))
-	},
-}
+var idemCodecStored9 = idemimpl.UintCodec[uint32](32)
 
 // Stored9 is sample.Stored9, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1789,14 +1589,7 @@ var idemSpecStored11 = &idem.Spec{
 var _ func(context.Context, int64, S56) (S56, error) = Stored11
 
 // idemCodecStored11 stores the results of Stored11 (generated codec).
-var idemCodecStored11 = idemimpl.TypedCodec[S56]{
-	Decode: func(d *idemimpl.Decoder, v *S56) {
-		idemDecS56(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *S56) {
-		idemEncS56(e, v)
-	},
-}
+var idemCodecStored11 = idemimpl.Codec(idemEncS56, idemDecS56)
 
 // Stored11 is sample.Stored11, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1833,14 +1626,7 @@ var idemSpecKeyedFixed0 = &idem.Spec{
 var _ func(context.Context, map[string]struct{}) (int64, error) = KeyedFixed0
 
 // idemCodecKeyedFixed0 stores the results of KeyedFixed0 (generated codec).
-var idemCodecKeyedFixed0 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyedFixed0 = idemimpl.IntCodec[int64](64)
 
 // KeyedFixed0 is sample.KeyedFixed0, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
@@ -1957,14 +1743,7 @@ var idemSpecKeyedFixed1 = &idem.Spec{
 var _ func(context.Context, []struct{}) (int64, error) = KeyedFixed1
 
 // idemCodecKeyedFixed1 stores the results of KeyedFixed1 (generated codec).
-var idemCodecKeyedFixed1 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyedFixed1 = idemimpl.IntCodec[int64](64)
 
 // KeyedFixed1 is sample.KeyedFixed1, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
@@ -2069,14 +1848,7 @@ var idemSpecKeyedFixed2 = &idem.Spec{
 var _ func(context.Context, [2]Empty) (int64, error) = KeyedFixed2
 
 // idemCodecKeyedFixed2 stores the results of KeyedFixed2 (generated codec).
-var idemCodecKeyedFixed2 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyedFixed2 = idemimpl.IntCodec[int64](64)
 
 // KeyedFixed2 is sample.KeyedFixed2, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
@@ -2168,14 +1940,7 @@ var idemSpecKeyedFixed3 = &idem.Spec{
 var _ func(context.Context, map[int8]Empty) (int64, error) = KeyedFixed3
 
 // idemCodecKeyedFixed3 stores the results of KeyedFixed3 (generated codec).
-var idemCodecKeyedFixed3 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyedFixed3 = idemimpl.IntCodec[int64](64)
 
 // KeyedFixed3 is sample.KeyedFixed3, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
@@ -2291,14 +2056,7 @@ var _ func(context.Context, struct {
 }) (int64, error) = KeyedFixed4
 
 // idemCodecKeyedFixed4 stores the results of KeyedFixed4 (generated codec).
-var idemCodecKeyedFixed4 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyedFixed4 = idemimpl.IntCodec[int64](64)
 
 // KeyedFixed4 is sample.KeyedFixed4, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
@@ -2340,20 +2098,8 @@ func (x *Idempotent) beginKeyedFixed4(v *struct {
 		}
 		c.Key().MapEnd()
 	}
-	if v.E == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(v.E))
-		for i := range v.E {
-			idemKeyEmpty(c.Key(), &v.E[i])
-		}
-	}
-	if v.P == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeyEmpty(c.Key(), v.P)
-	}
+	idemimpl.KeyList(c.Key(), v.E, idemKeyEmpty)
+	idemimpl.KeyPtr(c.Key(), v.P, idemKeyEmpty)
 	return c
 }
 
@@ -2412,21 +2158,9 @@ var idemCodecStoredFixed4 = idemimpl.TypedCodec[struct {
 					}
 				}
 			case "E":
-				if d.Nil() {
-					v.E = nil
-				} else {
-					v.E = make([]Empty, d.List())
-					for i := range v.E {
-						idemDecEmpty(d, &v.E[i])
-					}
-				}
+				idemimpl.DecList(d, &v.E, idemDecEmpty)
 			case "P":
-				if d.Ptr() {
-					v.P = new(Empty)
-					idemDecEmpty(d, v.P)
-				} else {
-					v.P = nil
-				}
+				idemimpl.DecPtr(d, &v.P, idemDecEmpty)
 			default:
 				d.Skip()
 			}
@@ -2452,22 +2186,9 @@ var idemCodecStoredFixed4 = idemimpl.TypedCodec[struct {
 			e.End(at2)
 		}
 		e.Field("E")
-		if v.E == nil {
-			e.Nil()
-		} else {
-			at4 := e.List(len(v.E))
-			for i := range v.E {
-				idemEncEmpty(e, &v.E[i])
-			}
-			e.End(at4)
-		}
+		idemimpl.EncList(e, v.E, idemEncEmpty)
 		e.Field("P")
-		if v.P == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncEmpty(e, v.P)
-		}
+		idemimpl.EncPtr(e, v.P, idemEncEmpty)
 		e.End(at)
 	},
 }
@@ -2527,14 +2248,7 @@ var idemSpecKeyedFixed5 = &idem.Spec{
 var _ func(context.Context, any) (int64, error) = KeyedFixed5
 
 // idemCodecKeyedFixed5 stores the results of KeyedFixed5 (generated codec).
-var idemCodecKeyedFixed5 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyedFixed5 = idemimpl.IntCodec[int64](64)
 
 // KeyedFixed5 is sample.KeyedFixed5, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
@@ -2613,14 +2327,7 @@ var idemSpecKeyedFixed6 = &idem.Spec{
 var _ func(context.Context, map[string]any) (int64, error) = KeyedFixed6
 
 // idemCodecKeyedFixed6 stores the results of KeyedFixed6 (generated codec).
-var idemCodecKeyedFixed6 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyedFixed6 = idemimpl.IntCodec[int64](64)
 
 // KeyedFixed6 is sample.KeyedFixed6, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
@@ -2727,12 +2434,7 @@ func idemDecE50(d *idemimpl.Decoder, v *E50) {
 		case "F0":
 			v.F0 = N51(d.Float32())
 		case "E52":
-			if d.Ptr() {
-				v.E52 = new(E52)
-				idemDecE52(d, v.E52)
-			} else {
-				v.E52 = nil
-			}
+			idemimpl.DecPtr(d, &v.E52, idemDecE52)
 		case "Dec":
 			d.Unmarshaled(v.Dec.UnmarshalText(d.Marshaled()))
 		case "F3":
@@ -3136,12 +2838,7 @@ func idemEncE50(e *idemimpl.Encoder, v *E50) {
 	e.Field("F0")
 	e.Float32(float32(v.F0))
 	e.Field("E52")
-	if v.E52 == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		idemEncE52(e, v.E52)
-	}
+	idemimpl.EncPtr(e, v.E52, idemEncE52)
 	e.Field("Dec")
 	e.Marshaled(v.Dec.MarshalText())
 	e.Field("F3")
@@ -3520,20 +3217,8 @@ func idemKeyGen_MapMK10ToGen_int(b *idemimpl.KeyBuilder, v *Gen[map[MK10]Gen[int
 // idemKeyGen_S6 writes the key material of Gen[S6].
 func idemKeyGen_S6(b *idemimpl.KeyBuilder, v *Gen[S6]) {
 	idemKeyS6(b, &v.V)
-	if v.L == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.L))
-		for i := range v.L {
-			idemKeyS6(b, &v.L[i])
-		}
-	}
-	if v.P == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyS6(b, v.P)
-	}
+	idemimpl.KeyList(b, v.L, idemKeyS6)
+	idemimpl.KeyPtr(b, v.P, idemKeyS6)
 }
 
 // idemKeyGen_Slicebyte writes the key material of Gen[[]byte].
@@ -3628,56 +3313,31 @@ func idemKeyOtherPoint(b *idemimpl.KeyBuilder, v *other.Point) {
 
 // idemKeyP12 writes the key material of P12.
 func idemKeyP12(b *idemimpl.KeyBuilder, v *P12) {
-	if v.A == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyQ13(b, v.A)
-	}
+	idemimpl.KeyPtr(b, v.A, idemKeyQ13)
 	b.Uint(uint64(v.B))
 }
 
 // idemKeyP16 writes the key material of P16.
 func idemKeyP16(b *idemimpl.KeyBuilder, v *P16) {
-	if v.A == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyQ17(b, v.A)
-	}
+	idemimpl.KeyPtr(b, v.A, idemKeyQ17)
 	idemKeyS18(b, &v.B)
 }
 
 // idemKeyP21 writes the key material of P21.
 func idemKeyP21(b *idemimpl.KeyBuilder, v *P21) {
-	if v.A == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyQ22(b, v.A)
-	}
+	idemimpl.KeyPtr(b, v.A, idemKeyQ22)
 	idemKeyGen_Slicebyte(b, &v.B)
 }
 
 // idemKeyP26 writes the key material of P26.
 func idemKeyP26(b *idemimpl.KeyBuilder, v *P26) {
-	if v.A == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyQ27(b, v.A)
-	}
+	idemimpl.KeyPtr(b, v.A, idemKeyQ27)
 	idemKeyS28(b, &v.B)
 }
 
 // idemKeyP31 writes the key material of P31.
 func idemKeyP31(b *idemimpl.KeyBuilder, v *P31) {
-	if v.A == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyQ32(b, v.A)
-	}
+	idemimpl.KeyPtr(b, v.A, idemKeyQ32)
 	b.List(0)
 	for i := range v.B {
 		b.String(string(v.B[i]))
@@ -3686,12 +3346,7 @@ func idemKeyP31(b *idemimpl.KeyBuilder, v *P31) {
 
 // idemKeyP33 writes the key material of P33.
 func idemKeyP33(b *idemimpl.KeyBuilder, v *P33) {
-	if v.A == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyQ34(b, v.A)
-	}
+	idemimpl.KeyPtr(b, v.A, idemKeyQ34)
 	b.Uint(uint64(v.B))
 }
 
@@ -3799,24 +3454,14 @@ func idemKeyRec20(b *idemimpl.KeyBuilder, v *Rec20) {
 	} else {
 		b.List(len(v.Next))
 		for i := range v.Next {
-			if v.Next[i] == nil {
-				b.Nil()
-			} else {
-				b.Ptr()
-				idemKeyRec20(b, v.Next[i])
-			}
+			idemimpl.KeyPtr(b, v.Next[i], idemKeyRec20)
 		}
 	}
 }
 
 // idemKeyS1 writes the key material of S1.
 func idemKeyS1(b *idemimpl.KeyBuilder, v *S1) {
-	if v.E2 == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyE2(b, v.E2)
-	}
+	idemimpl.KeyPtr(b, v.E2, idemKeyE2)
 }
 
 // idemKeyS18 writes the key material of S18. Not keyed (tagged idem:"-"): F1.
@@ -3834,12 +3479,7 @@ func idemKeyS23(b *idemimpl.KeyBuilder, v *S23) {
 // idemKeyS28 writes the key material of S28. Not keyed (tagged idem:"-"): F2.
 func idemKeyS28(b *idemimpl.KeyBuilder, v *S28) {
 	b.Bool(bool(v.F0))
-	if v.E30 == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyE30(b, v.E30)
-	}
+	idemimpl.KeyPtr(b, v.E30, idemKeyE30)
 	b.Key(v.Tag)
 }
 
@@ -3861,12 +3501,7 @@ func idemKeyS6(b *idemimpl.KeyBuilder, v *S6) {
 
 // idemKeyS7 writes the key material of S7.
 func idemKeyS7(b *idemimpl.KeyBuilder, v *S7) {
-	if v.E8 == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyE8(b, v.E8)
-	}
+	idemimpl.KeyPtr(b, v.E8, idemKeyE8)
 }
 
 // idemKeyS9 writes the key material of S9.

@@ -38,14 +38,7 @@ var idemSpecEffectsStorm = &idem.Spec{
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Storm
 
 // idemCodecEffectsStorm stores the results of Storm (generated codec).
-var idemCodecEffectsStorm = idemimpl.TypedCodec[Outcome]{
-	Decode: func(d *idemimpl.Decoder, v *Outcome) {
-		idemDecOutcome(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Outcome) {
-		idemEncOutcome(e, v)
-	},
-}
+var idemCodecEffectsStorm = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Storm is Effects.Storm, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=2m
 // name=rel.storm). The receiver is not part of the key (key= can name its fields).
@@ -82,14 +75,7 @@ var idemSpecEffectsCrash = &idem.Spec{
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Crash
 
 // idemCodecEffectsCrash stores the results of Crash (generated codec).
-var idemCodecEffectsCrash = idemimpl.TypedCodec[Outcome]{
-	Decode: func(d *idemimpl.Decoder, v *Outcome) {
-		idemDecOutcome(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Outcome) {
-		idemEncOutcome(e, v)
-	},
-}
+var idemCodecEffectsCrash = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Crash is Effects.Crash, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
 // name=rel.crash). The receiver is not part of the key (key= can name its fields).
@@ -126,14 +112,7 @@ var idemSpecEffectsZombie = &idem.Spec{
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Zombie
 
 // idemCodecEffectsZombie stores the results of Zombie (generated codec).
-var idemCodecEffectsZombie = idemimpl.TypedCodec[Outcome]{
-	Decode: func(d *idemimpl.Decoder, v *Outcome) {
-		idemDecOutcome(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Outcome) {
-		idemEncOutcome(e, v)
-	},
-}
+var idemCodecEffectsZombie = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Zombie is Effects.Zombie, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
 // name=rel.zombie). The receiver is not part of the key (key= can name its fields).
@@ -169,14 +148,7 @@ var idemSpecEffectsContend = &idem.Spec{
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Contend
 
 // idemCodecEffectsContend stores the results of Contend (generated codec).
-var idemCodecEffectsContend = idemimpl.TypedCodec[Outcome]{
-	Decode: func(d *idemimpl.Decoder, v *Outcome) {
-		idemDecOutcome(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Outcome) {
-		idemEncOutcome(e, v)
-	},
-}
+var idemCodecEffectsContend = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Contend is Effects.Contend, run at most once per key (ttl=1h lease=1s on_duplicate=return
 // name=rel.contend). The receiver is not part of the key (key= can name its fields).
@@ -212,14 +184,7 @@ var idemSpecEffectsSkew = &idem.Spec{
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Skew
 
 // idemCodecEffectsSkew stores the results of Skew (generated codec).
-var idemCodecEffectsSkew = idemimpl.TypedCodec[Outcome]{
-	Decode: func(d *idemimpl.Decoder, v *Outcome) {
-		idemDecOutcome(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Outcome) {
-		idemEncOutcome(e, v)
-	},
-}
+var idemCodecEffectsSkew = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Skew is Effects.Skew, run at most once per key (ttl=1h lease=2s on_duplicate=return
 // name=rel.skew). The receiver is not part of the key (key= can name its fields).
@@ -255,14 +220,7 @@ var idemSpecEffectsMeasure = &idem.Spec{
 var _ func(*Effects, context.Context, string) (Reading, error) = (*Effects).Measure
 
 // idemCodecEffectsMeasure stores the results of Measure (generated codec).
-var idemCodecEffectsMeasure = idemimpl.TypedCodec[Reading]{
-	Decode: func(d *idemimpl.Decoder, v *Reading) {
-		idemDecReading(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Reading) {
-		idemEncReading(e, v)
-	},
-}
+var idemCodecEffectsMeasure = idemimpl.Codec(idemEncReading, idemDecReading)
 
 // Measure is Effects.Measure, run at most once per key (ttl=1h lease=10s on_duplicate=return
 // name=rel.measure). The receiver is not part of the key (key= can name its fields).
@@ -298,14 +256,7 @@ var idemSpecEffectsStrict = &idem.Spec{
 var _ func(*Effects, context.Context, string) (StrictReading, error) = (*Effects).Strict
 
 // idemCodecEffectsStrict stores the results of Strict (generated codec).
-var idemCodecEffectsStrict = idemimpl.TypedCodec[StrictReading]{
-	Decode: func(d *idemimpl.Decoder, v *StrictReading) {
-		idemDecStrictReading(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *StrictReading) {
-		idemEncStrictReading(e, v)
-	},
-}
+var idemCodecEffectsStrict = idemimpl.Codec(idemEncStrictReading, idemDecStrictReading)
 
 // Strict is Effects.Strict, run at most once per key (ttl=1h lease=10s on_duplicate=return
 // name=rel.strict). The receiver is not part of the key (key= can name its fields).
@@ -342,14 +293,7 @@ var idemSpecEffectsExit = &idem.Spec{
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Exit
 
 // idemCodecEffectsExit stores the results of Exit (generated codec).
-var idemCodecEffectsExit = idemimpl.TypedCodec[Outcome]{
-	Decode: func(d *idemimpl.Decoder, v *Outcome) {
-		idemDecOutcome(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Outcome) {
-		idemEncOutcome(e, v)
-	},
-}
+var idemCodecEffectsExit = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Exit is Effects.Exit, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=20s
 // name=rel.exit). The receiver is not part of the key (key= can name its fields).
