@@ -460,12 +460,10 @@ func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codec
 		decBody = append(depthGuard("d"), decBody...)
 	}
 	e.readFields(n)
-	tt, what := e.typ(n), e.pi.typeString(n)
+	tt := e.typ(n)
 	e.helperDecls = append(e.helperDecls,
-		helperDecl{name: "idemEnc" + name, code: jen.Commentf("idemEnc%s stores values of %s.", name, what).Line().
-			Func().Id("idemEnc"+name).Params(jen.Id("e").Op("*").Add(e.qual(e.impl, "Encoder")), jen.Id("v").Op("*").Add(tt)).Block(encBody...)},
-		helperDecl{name: "idemDec" + name, code: jen.Commentf("idemDec%s restores values of %s.", name, what).Line().
-			Func().Id("idemDec"+name).Params(jen.Id("d").Op("*").Add(e.qual(e.impl, "Decoder")), jen.Id("v").Op("*").Add(tt)).Block(decBody...)},
+		helperDecl{name: "idemEnc" + name, code: jen.Func().Id("idemEnc"+name).Params(jen.Id("e").Op("*").Add(e.qual(e.impl, "Encoder")), jen.Id("v").Op("*").Add(tt)).Block(encBody...)},
+		helperDecl{name: "idemDec" + name, code: jen.Func().Id("idemDec"+name).Params(jen.Id("d").Op("*").Add(e.qual(e.impl, "Decoder")), jen.Id("v").Op("*").Add(tt)).Block(decBody...)},
 	)
 	return h
 }
@@ -1003,8 +1001,7 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 			jen.Id("Decode"): jen.Func().Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(resultT)).Block(decBody...),
 		})
 	}
-	*out = append(*out, jen.Commentf("%s stores the results of %s (generated codec).", name, x.name).Line().
-		Var().Id(name).Op("=").Add(codec))
+	*out = append(*out, jen.Var().Id(name).Op("=").Add(codec))
 	return g.recordDoc(omitted), true
 }
 

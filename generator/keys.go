@@ -725,12 +725,13 @@ func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
 		return "", w.problems, hk
 	}
 	e.skipped[hk] = w.skipped
-	doc := fmt.Sprintf("%s writes the key material of %s.", name, e.pi.typeString(n))
+	// The name says what the helper does; a doc line says only what it
+	// leaves out, which a reviewer must see.
+	decl := jen.Null()
 	if len(w.tagged) > 0 {
-		doc += fmt.Sprintf(" Not keyed (tagged idem:\"-\"): %s.", strings.Join(w.tagged, ", "))
+		decl = jen.Commentf("%s writes the key material of %s. Not keyed (tagged idem:\"-\"): %s.", name, e.pi.typeString(n), strings.Join(w.tagged, ", ")).Line()
 	}
-	decl := jen.Comment(doc).Line().
-		Func().Id(name).Params(jen.Id("b").Op("*").Add(e.qual(e.impl, "KeyBuilder")), jen.Id("v").Op("*").Add(e.typ(n))).Block(body...)
+	decl.Func().Id(name).Params(jen.Id("b").Op("*").Add(e.qual(e.impl, "KeyBuilder")), jen.Id("v").Op("*").Add(e.typ(n))).Block(body...)
 	e.helperDecls = append(e.helperDecls, helperDecl{name: name, code: decl})
 	return name, nil, hk
 }

@@ -32,7 +32,6 @@ var idemSpecCreateInvoice = &idem.Spec{
 // Build fails here if main.CreateInvoice's signature changed since generation: run go generate.
 var _ func(context.Context, InvoiceRequest) (*Invoice, error) = CreateInvoice
 
-// idemCodecCreateInvoice stores the results of CreateInvoice (generated codec).
 var idemCodecCreateInvoice = idemimpl.PtrCodec(idemEncInvoice, idemDecInvoice)
 
 // CreateInvoice is main.CreateInvoice, run at most once per key (ttl=24h lease=30s
@@ -72,7 +71,6 @@ var idemSpecHandleWebhook = &idem.Spec{
 // Build fails here if main.HandleWebhook's signature changed since generation: run go generate.
 var _ func(context.Context, string, WebhookEvent) (string, error) = HandleWebhook
 
-// idemCodecHandleWebhook stores the results of HandleWebhook (generated codec).
 var idemCodecHandleWebhook = idemimpl.StringCodec[string]()
 
 // HandleWebhook is main.HandleWebhook, run at most once per key (ttl=24h lease=30s
@@ -99,7 +97,6 @@ func (x *Idempotent) beginHandleWebhook(eventID string, ev *WebhookEvent) idem.C
 	return c
 }
 
-// idemDecInvoice restores values of Invoice.
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	end := d.Struct()
 	for d.More(end) {
@@ -116,7 +113,6 @@ func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	}
 }
 
-// idemEncInvoice stores values of Invoice.
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
 	e.Field("ID")
@@ -128,7 +124,6 @@ func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	e.End(at)
 }
 
-// idemKeyInvoiceRequest writes the key material of InvoiceRequest.
 func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 	b.String(v.CustomerID)
 	b.String(v.OrderID)
@@ -136,7 +131,6 @@ func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 	b.String(v.Email)
 }
 
-// idemKeyWebhookEvent writes the key material of WebhookEvent.
 func idemKeyWebhookEvent(b *idemimpl.KeyBuilder, v *WebhookEvent) {
 	b.String(v.Type)
 	b.Int(v.Amount)

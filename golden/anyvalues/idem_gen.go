@@ -35,7 +35,6 @@ var idemSpecRecord = &idem.Spec{
 // Build fails here if anyvalues.Record's signature changed since generation: run go generate.
 var _ func(context.Context, Event) (Result, error) = Record
 
-// idemCodecRecord stores the results of Record (generated codec).
 var idemCodecRecord = idemimpl.Codec(idemEncResult, idemDecResult)
 
 // Record is anyvalues.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -71,7 +70,6 @@ var idemSpecExec = &idem.Spec{
 // Build fails here if anyvalues.Exec's signature changed since generation: run go generate.
 var _ func(context.Context, string, ...any) (any, error) = Exec
 
-// idemCodecExec stores the results of Exec (generated codec).
 var idemCodecExec = idemimpl.TypedCodec[any]{
 	Decode: func(d *idemimpl.Decoder, v *any) {
 		*v = d.Any()
@@ -117,7 +115,6 @@ var idemSpecConnect = &idem.Spec{
 // Build fails here if anyvalues.Connect's signature changed since generation: run go generate.
 var _ func(context.Context, net.Addr) (string, error) = Connect
 
-// idemCodecConnect stores the results of Connect (generated codec).
 var idemCodecConnect = idemimpl.StringCodec[string]()
 
 // Connect is anyvalues.Connect, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -145,7 +142,6 @@ func (x *Idempotent) beginConnect(addr net.Addr) idem.Call {
 	return c
 }
 
-// idemDecResult restores values of Result.
 func idemDecResult(d *idemimpl.Decoder, v *Result) {
 	end := d.Struct()
 	for d.More(end) {
@@ -181,7 +177,6 @@ func idemDecResult(d *idemimpl.Decoder, v *Result) {
 	}
 }
 
-// idemEncResult stores values of Result.
 func idemEncResult(e *idemimpl.Encoder, v *Result) {
 	at := e.Struct()
 	e.Field("Echo")
@@ -212,7 +207,6 @@ func idemEncResult(e *idemimpl.Encoder, v *Result) {
 	e.End(at)
 }
 
-// idemKeyEvent writes the key material of Event.
 func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	b.String(v.ID)
 	if v.Data == nil {

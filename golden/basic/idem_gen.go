@@ -32,7 +32,6 @@ var idemSpecCreateInvoice = &idem.Spec{
 // Build fails here if basic.CreateInvoice's signature changed since generation: run go generate.
 var _ func(context.Context, InvoiceRequest) (*Invoice, error) = CreateInvoice
 
-// idemCodecCreateInvoice stores the results of CreateInvoice (generated codec).
 var idemCodecCreateInvoice = idemimpl.PtrCodec(idemEncInvoice, idemDecInvoice)
 
 // CreateInvoice is basic.CreateInvoice, run at most once per key (ttl=24h lease=30s
@@ -59,7 +58,6 @@ func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
 	return c
 }
 
-// idemDecInvoice restores values of Invoice.
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	end := d.Struct()
 	for d.More(end) {
@@ -74,7 +72,6 @@ func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	}
 }
 
-// idemEncInvoice stores values of Invoice.
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
 	e.Field("ID")
@@ -106,7 +103,6 @@ func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 	}
 }
 
-// idemKeyLine writes the key material of Line.
 func idemKeyLine(b *idemimpl.KeyBuilder, v *Line) {
 	b.String(v.SKU)
 	b.Int(int64(v.Qty))

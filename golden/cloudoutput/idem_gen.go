@@ -35,7 +35,6 @@ var idemSpecPut = &idem.Spec{
 // Build fails here if cloudoutput.Put's signature changed since generation: run go generate.
 var _ func(context.Context, string) (*sdk.PutObjectOutput, error) = Put
 
-// idemCodecPut stores the results of Put (generated codec).
 var idemCodecPut = idemimpl.PtrCodec(idemEncSdkPutObjectOutput, idemDecSdkPutObjectOutput)
 
 // Put is cloudoutput.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return). Replays
@@ -59,7 +58,6 @@ func (x *Idempotent) beginPut(key string) idem.Call {
 	return c
 }
 
-// idemDecSdkPutObjectOutput restores values of sdk.PutObjectOutput.
 func idemDecSdkPutObjectOutput(d *idemimpl.Decoder, v *sdk.PutObjectOutput) {
 	end := d.Struct()
 	for d.More(end) {
@@ -105,7 +103,6 @@ func idemDecSdkPutObjectOutput(d *idemimpl.Decoder, v *sdk.PutObjectOutput) {
 	}
 }
 
-// idemEncSdkPutObjectOutput stores values of sdk.PutObjectOutput.
 func idemEncSdkPutObjectOutput(e *idemimpl.Encoder, v *sdk.PutObjectOutput) {
 	at := e.Struct()
 	e.Field("ETag")

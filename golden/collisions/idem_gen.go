@@ -32,7 +32,6 @@ var idemSpecPay2 = &idem4.Spec{
 // Build fails here if collisions.Pay's signature changed since generation: run go generate.
 var _ func(context3.Context, string, int, bool, []string, string, int) (int64, error) = Pay
 
-// idemCodecPay stores the results of Pay (generated codec).
 var idemCodecPay = idemimpl.IntCodec[int64](64)
 
 // Pay is collisions.Pay, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -85,7 +84,6 @@ type idemResultTick struct {
 	r2 int
 }
 
-// idemCodecTick stores the results of Tick (generated codec).
 var idemCodecTick = idemimpl.TypedCodec[idemResultTick]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultTick) {
 		end := d.Struct()
@@ -170,7 +168,6 @@ var idemSpecBoxPut = &idem4.Spec{
 // Build fails here if Box.Put's signature changed since generation: run go generate.
 var _ func(*Box, context3.Context, int) (int64, error) = (*Box).Put
 
-// idemCodecBoxPut stores the results of Put (generated codec).
 var idemCodecBoxPut = idemimpl.IntCodec[int64](64)
 
 // Put is Box.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is
@@ -206,7 +203,6 @@ var idemSpecBoxPeek = &idem4.Spec{
 // Build fails here if Box.Peek's signature changed since generation: run go generate.
 var _ func(*Box, context3.Context) (int64, error) = (*Box).Peek
 
-// idemCodecBoxPeek stores the results of Peek (generated codec).
 var idemCodecBoxPeek = idemimpl.IntCodec[int64](64)
 
 // Peek is Box.Peek, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver
@@ -261,7 +257,6 @@ func (idem3 *IdempotentBox) beginEmpty() idem4.Call {
 	return c
 }
 
-// idemKeyContext writes the key material of context.
 func idemKeyContext(b *idemimpl.KeyBuilder, v *context) {
 	b.Time(v.deadline)
 }

@@ -32,7 +32,6 @@ var idemSpecGetQuote = &idem.Spec{
 // Build fails here if defaults.GetQuote's signature changed since generation: run go generate.
 var _ func(context.Context, string, int) (Quote, error) = GetQuote
 
-// idemCodecGetQuote stores the results of GetQuote (generated codec).
 var idemCodecGetQuote = idemimpl.Codec(idemEncQuote, idemDecQuote)
 
 // GetQuote is defaults.GetQuote, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -56,7 +55,6 @@ func (x *Idempotent) beginGetQuote(symbol string, qty int) idem.Call {
 	return c
 }
 
-// idemDecQuote restores values of Quote.
 func idemDecQuote(d *idemimpl.Decoder, v *Quote) {
 	end := d.Struct()
 	for d.More(end) {
@@ -82,7 +80,6 @@ func idemDecQuote(d *idemimpl.Decoder, v *Quote) {
 	}
 }
 
-// idemEncQuote stores values of Quote.
 func idemEncQuote(e *idemimpl.Encoder, v *Quote) {
 	at := e.Struct()
 	e.Field("Symbol")

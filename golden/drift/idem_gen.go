@@ -34,7 +34,6 @@ var idemSpecCharge = &idem.Spec{
 // Build fails here if drift.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, Req) (int64, error) = Charge
 
-// idemCodecCharge stores the results of Charge (generated codec).
 var idemCodecCharge = idemimpl.IntCodec[int64](64)
 
 // Charge is drift.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -70,7 +69,6 @@ var idemSpecQuote = &idem.Spec{
 // Build fails here if drift.Quote's signature changed since generation: run go generate.
 var _ func(context.Context, Cents, Units) (Price, error) = Quote
 
-// idemCodecQuote stores the results of Quote (generated codec).
 var idemCodecQuote = idemimpl.Codec(idemEncPrice, idemDecPrice)
 
 // Quote is drift.Quote, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -106,7 +104,6 @@ var idemSpecTrack = &idem.Spec{
 // Build fails here if drift.Track's signature changed since generation: run go generate.
 var _ func(context.Context, Opt[int64]) (int64, error) = Track
 
-// idemCodecTrack stores the results of Track (generated codec).
 var idemCodecTrack = idemimpl.IntCodec[int64](64)
 
 // Track is drift.Track, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -144,7 +141,6 @@ func _[S ~string]() {
 	var _ func(context.Context, Page[S]) (int64, error) = Save[S]
 }
 
-// idemCodecSave stores the results of Save (generated codec).
 var idemCodecSave = idemimpl.IntCodec[int64](64)
 
 // IdempotentSave is drift.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -177,7 +173,6 @@ func idemBeginSave[S ~string](x *Idempotent, p *Page[S]) idem.Call {
 	return c
 }
 
-// idemDecPrice restores values of Price.
 func idemDecPrice(d *idemimpl.Decoder, v *Price) {
 	end := d.Struct()
 	for d.More(end) {
@@ -192,7 +187,6 @@ func idemDecPrice(d *idemimpl.Decoder, v *Price) {
 	}
 }
 
-// idemEncPrice stores values of Price.
 func idemEncPrice(e *idemimpl.Encoder, v *Price) {
 	at := e.Struct()
 	e.Field("Total")
@@ -202,12 +196,10 @@ func idemEncPrice(e *idemimpl.Encoder, v *Price) {
 	e.End(at)
 }
 
-// idemKeyBase writes the key material of Base.
 func idemKeyBase(b *idemimpl.KeyBuilder, v *Base) {
 	b.String(v.Tenant)
 }
 
-// idemKeyCodes writes the key material of Codes.
 func idemKeyCodes(b *idemimpl.KeyBuilder, v *Codes) {
 	if *v == nil {
 		b.Nil()
@@ -219,13 +211,11 @@ func idemKeyCodes(b *idemimpl.KeyBuilder, v *Codes) {
 	}
 }
 
-// idemKeyExtOptions writes the key material of ext.Options.
 func idemKeyExtOptions(b *idemimpl.KeyBuilder, v *ext.Options) {
 	b.String(v.Region)
 	b.Int(int64(v.Retries))
 }
 
-// idemKeyOpt_int64 writes the key material of Opt[int64].
 func idemKeyOpt_int64(b *idemimpl.KeyBuilder, v *Opt[int64]) {
 	b.Int(v.Value)
 	b.Bool(v.Set)

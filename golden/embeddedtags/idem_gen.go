@@ -33,7 +33,6 @@ var idemSpecList = &idem.Spec{
 // Build fails here if p.List's signature changed since generation: run go generate.
 var _ func(context.Context, Query) (Messages, error) = List
 
-// idemCodecList stores the results of List (generated codec).
 var idemCodecList = idemimpl.Codec(idemEncMessages, idemDecMessages)
 
 // List is p.List, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -57,7 +56,6 @@ func (x *Idempotent) beginList(q *Query) idem.Call {
 	return c
 }
 
-// idemDecExtMeta restores values of ext.Meta.
 func idemDecExtMeta(d *idemimpl.Decoder, v *ext.Meta) {
 	end := d.Struct()
 	for d.More(end) {
@@ -72,7 +70,6 @@ func idemDecExtMeta(d *idemimpl.Decoder, v *ext.Meta) {
 	}
 }
 
-// idemDecMessages restores values of Messages.
 func idemDecMessages(d *idemimpl.Decoder, v *Messages) {
 	end := d.Struct()
 	for d.More(end) {
@@ -98,7 +95,6 @@ func idemDecMessages(d *idemimpl.Decoder, v *Messages) {
 	}
 }
 
-// idemDecPage restores values of Page.
 func idemDecPage(d *idemimpl.Decoder, v *Page) {
 	end := d.Struct()
 	for d.More(end) {
@@ -113,7 +109,6 @@ func idemDecPage(d *idemimpl.Decoder, v *Page) {
 	}
 }
 
-// idemDecStats restores values of Stats.
 func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 	end := d.Struct()
 	for d.More(end) {
@@ -128,7 +123,6 @@ func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 	}
 }
 
-// idemEncExtMeta stores values of ext.Meta.
 func idemEncExtMeta(e *idemimpl.Encoder, v *ext.Meta) {
 	at := e.Struct()
 	e.Field("Page")
@@ -138,7 +132,6 @@ func idemEncExtMeta(e *idemimpl.Encoder, v *ext.Meta) {
 	e.End(at)
 }
 
-// idemEncMessages stores values of Messages.
 func idemEncMessages(e *idemimpl.Encoder, v *Messages) {
 	at := e.Struct()
 	e.Field("Page")
@@ -160,7 +153,6 @@ func idemEncMessages(e *idemimpl.Encoder, v *Messages) {
 	e.End(at)
 }
 
-// idemEncPage stores values of Page.
 func idemEncPage(e *idemimpl.Encoder, v *Page) {
 	at := e.Struct()
 	e.Field("Page")
@@ -170,7 +162,6 @@ func idemEncPage(e *idemimpl.Encoder, v *Page) {
 	e.End(at)
 }
 
-// idemEncStats stores values of Stats.
 func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 	at := e.Struct()
 	e.Field("Page")
@@ -180,20 +171,17 @@ func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 	e.End(at)
 }
 
-// idemKeyPage writes the key material of Page.
 func idemKeyPage(b *idemimpl.KeyBuilder, v *Page) {
 	b.Int(int64(v.Page))
 	b.String(v.Next)
 }
 
-// idemKeyQuery writes the key material of Query.
 func idemKeyQuery(b *idemimpl.KeyBuilder, v *Query) {
 	idemKeyPage(b, &v.Page)
 	idemKeyStats(b, &v.Stats)
 	b.String(v.Channel)
 }
 
-// idemKeyStats writes the key material of Stats.
 func idemKeyStats(b *idemimpl.KeyBuilder, v *Stats) {
 	b.Int(int64(v.Page))
 	b.Int(int64(v.Total))

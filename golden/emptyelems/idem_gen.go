@@ -34,7 +34,6 @@ var idemSpecTags = &idem.Spec{
 // Build fails here if emptyelems.Tags's signature changed since generation: run go generate.
 var _ func(context.Context, string) (Sets, error) = Tags
 
-// idemCodecTags stores the results of Tags (generated codec).
 var idemCodecTags = idemimpl.Codec(idemEncSets, idemDecSets)
 
 // Tags is emptyelems.Tags, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -57,7 +56,6 @@ func (x *Idempotent) beginTags(item string) idem.Call {
 	return c
 }
 
-// idemDecMarker restores values of Marker.
 func idemDecMarker(d *idemimpl.Decoder, v *Marker) {
 	end := d.Struct()
 	for d.More(end) {
@@ -68,7 +66,6 @@ func idemDecMarker(d *idemimpl.Decoder, v *Marker) {
 	}
 }
 
-// idemDecSets restores values of Sets.
 func idemDecSets(d *idemimpl.Decoder, v *Sets) {
 	end := d.Struct()
 	for d.More(end) {
@@ -134,13 +131,11 @@ func idemDecSets(d *idemimpl.Decoder, v *Sets) {
 	}
 }
 
-// idemEncMarker stores values of Marker.
 func idemEncMarker(e *idemimpl.Encoder, v *Marker) {
 	at := e.Struct()
 	e.End(at)
 }
 
-// idemEncSets stores values of Sets.
 func idemEncSets(e *idemimpl.Encoder, v *Sets) {
 	at := e.Struct()
 	e.Field("Set")

@@ -33,7 +33,6 @@ var idemSpecLookup = &idem.Spec{
 // Build fails here if errvalues.Lookup's signature changed since generation: run go generate.
 var _ func(context.Context, []string) ([]Item, error) = Lookup
 
-// idemCodecLookup stores the results of Lookup (generated codec).
 var idemCodecLookup = idemimpl.TypedCodec[[]Item]{
 	Decode: func(d *idemimpl.Decoder, v *[]Item) {
 		idemimpl.DecList(d, v, idemDecItem)
@@ -83,7 +82,6 @@ var idemSpecProduce = &idem.Spec{
 // Build fails here if broker.Produce's signature changed since generation: run go generate.
 var _ func(context.Context, string, int) (*broker.ProduceResponse, error) = broker.Produce
 
-// idemCodecProduce stores the results of Produce (generated codec).
 var idemCodecProduce = idemimpl.PtrCodec(idemEncBrokerProduceResponse, idemDecBrokerProduceResponse)
 
 // Produce is broker.Produce, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -152,7 +150,6 @@ func (idemErrors) DecodeError(d *idemimpl.Decoder, name string) error {
 	return nil
 }
 
-// idemDecBrokerPartition restores values of broker.Partition.
 func idemDecBrokerPartition(d *idemimpl.Decoder, v *broker.Partition) {
 	end := d.Struct()
 	for d.More(end) {
@@ -167,7 +164,6 @@ func idemDecBrokerPartition(d *idemimpl.Decoder, v *broker.Partition) {
 	}
 }
 
-// idemDecBrokerProduceResponse restores values of broker.ProduceResponse.
 func idemDecBrokerProduceResponse(d *idemimpl.Decoder, v *broker.ProduceResponse) {
 	end := d.Struct()
 	for d.More(end) {
@@ -182,7 +178,6 @@ func idemDecBrokerProduceResponse(d *idemimpl.Decoder, v *broker.ProduceResponse
 	}
 }
 
-// idemDecItem restores values of Item.
 func idemDecItem(d *idemimpl.Decoder, v *Item) {
 	end := d.Struct()
 	for d.More(end) {
@@ -197,7 +192,6 @@ func idemDecItem(d *idemimpl.Decoder, v *Item) {
 	}
 }
 
-// idemDecNotFound restores values of NotFound.
 func idemDecNotFound(d *idemimpl.Decoder, v *NotFound) {
 	end := d.Struct()
 	for d.More(end) {
@@ -210,7 +204,6 @@ func idemDecNotFound(d *idemimpl.Decoder, v *NotFound) {
 	}
 }
 
-// idemEncBrokerPartition stores values of broker.Partition.
 func idemEncBrokerPartition(e *idemimpl.Encoder, v *broker.Partition) {
 	at := e.Struct()
 	e.Field("ID")
@@ -220,7 +213,6 @@ func idemEncBrokerPartition(e *idemimpl.Encoder, v *broker.Partition) {
 	e.End(at)
 }
 
-// idemEncBrokerProduceResponse stores values of broker.ProduceResponse.
 func idemEncBrokerProduceResponse(e *idemimpl.Encoder, v *broker.ProduceResponse) {
 	at := e.Struct()
 	e.Field("Partitions")
@@ -230,7 +222,6 @@ func idemEncBrokerProduceResponse(e *idemimpl.Encoder, v *broker.ProduceResponse
 	e.End(at)
 }
 
-// idemEncItem stores values of Item.
 func idemEncItem(e *idemimpl.Encoder, v *Item) {
 	at := e.Struct()
 	e.Field("ID")
@@ -240,7 +231,6 @@ func idemEncItem(e *idemimpl.Encoder, v *Item) {
 	e.End(at)
 }
 
-// idemEncNotFound stores values of NotFound.
 func idemEncNotFound(e *idemimpl.Encoder, v *NotFound) {
 	at := e.Struct()
 	e.Field("ID")

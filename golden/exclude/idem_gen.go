@@ -32,7 +32,6 @@ var idemSpecFulfil = &idem.Spec{
 // Build fails here if exclude.Fulfil's signature changed since generation: run go generate.
 var _ func(context.Context, Order, Delivery) (int64, error) = Fulfil
 
-// idemCodecFulfil stores the results of Fulfil (generated codec).
 var idemCodecFulfil = idemimpl.IntCodec[int64](64)
 
 // Fulfil is exclude.Fulfil, run at most once per key (ttl=24h lease=30s on_duplicate=return

@@ -40,7 +40,6 @@ type idemResultSummarize struct {
 	r2 []float32
 }
 
-// idemCodecSummarize stores the results of Summarize (generated codec).
 var idemCodecSummarize = idemimpl.TypedCodec[idemResultSummarize]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultSummarize) {
 		end := d.Struct()
@@ -104,7 +103,6 @@ func (x *Idempotent) beginSummarize(name string) idem.Call {
 	return c
 }
 
-// idemDecStats restores values of Stats.
 func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 	end := d.Struct()
 	for d.More(end) {
@@ -157,7 +155,6 @@ func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 	}
 }
 
-// idemEncStats stores values of Stats.
 func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 	at := e.Struct()
 	e.Field("Mean")

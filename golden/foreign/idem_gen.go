@@ -68,7 +68,6 @@ var idemSpecNew = &idem.Spec{
 // Build fails here if sdk.New's signature changed since generation: run go generate.
 var _ func(context.Context, *sdk.PaymentIntentParams) (*sdk.PaymentIntent, error) = sdk.New
 
-// idemCodecNew stores the results of New (generated codec).
 var idemCodecNew = idemimpl.PtrCodec(idemEncSdkPaymentIntent, idemDecSdkPaymentIntent)
 
 // New is sdk.New, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -117,7 +116,6 @@ var idemSpecNewRefund = &idem.Spec{
 // Build fails here if refund.New's signature changed since generation: run go generate.
 var _ func(context.Context, string, int64) (*refund.Refund, error) = refund.New
 
-// idemCodecNewRefund stores the results of NewRefund (generated codec).
 var idemCodecNewRefund = idemimpl.PtrCodec(idemEncRefundRefund, idemDecRefundRefund)
 
 // NewRefund is refund.New, run at most once per key (ttl=24h lease=30s on_duplicate=raise).
@@ -175,7 +173,6 @@ type idemResultIssuesServiceCreate struct {
 	r2 *sdk.Response
 }
 
-// idemCodecIssuesServiceCreate stores the results of Create (generated codec).
 var idemCodecIssuesServiceCreate = idemimpl.TypedCodec[idemResultIssuesServiceCreate]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultIssuesServiceCreate) {
 		end := d.Struct()
@@ -259,7 +256,6 @@ func (s *IdempotentIssuesService) beginLock(owner string, repo string, number in
 	return c
 }
 
-// idemDecRefundRefund restores values of refund.Refund.
 func idemDecRefundRefund(d *idemimpl.Decoder, v *refund.Refund) {
 	end := d.Struct()
 	for d.More(end) {
@@ -274,7 +270,6 @@ func idemDecRefundRefund(d *idemimpl.Decoder, v *refund.Refund) {
 	}
 }
 
-// idemDecSdkError restores values of sdk.Error.
 func idemDecSdkError(d *idemimpl.Decoder, v *sdk.Error) {
 	end := d.Struct()
 	for d.More(end) {
@@ -287,7 +282,6 @@ func idemDecSdkError(d *idemimpl.Decoder, v *sdk.Error) {
 	}
 }
 
-// idemDecSdkIssue restores values of sdk.Issue.
 func idemDecSdkIssue(d *idemimpl.Decoder, v *sdk.Issue) {
 	end := d.Struct()
 	for d.More(end) {
@@ -320,7 +314,6 @@ func idemDecSdkIssue(d *idemimpl.Decoder, v *sdk.Issue) {
 	}
 }
 
-// idemDecSdkPaymentIntent restores values of sdk.PaymentIntent.
 func idemDecSdkPaymentIntent(d *idemimpl.Decoder, v *sdk.PaymentIntent) {
 	end := d.Struct()
 	for d.More(end) {
@@ -355,7 +348,6 @@ func idemDecSdkPaymentIntent(d *idemimpl.Decoder, v *sdk.PaymentIntent) {
 	}
 }
 
-// idemEncRefundRefund stores values of refund.Refund.
 func idemEncRefundRefund(e *idemimpl.Encoder, v *refund.Refund) {
 	at := e.Struct()
 	e.Field("ID")
@@ -365,7 +357,6 @@ func idemEncRefundRefund(e *idemimpl.Encoder, v *refund.Refund) {
 	e.End(at)
 }
 
-// idemEncSdkError stores values of sdk.Error.
 func idemEncSdkError(e *idemimpl.Encoder, v *sdk.Error) {
 	at := e.Struct()
 	e.Field("Code")
@@ -373,7 +364,6 @@ func idemEncSdkError(e *idemimpl.Encoder, v *sdk.Error) {
 	e.End(at)
 }
 
-// idemEncSdkIssue stores values of sdk.Issue.
 func idemEncSdkIssue(e *idemimpl.Encoder, v *sdk.Issue) {
 	at := e.Struct()
 	e.Field("Number")
@@ -402,7 +392,6 @@ func idemEncSdkIssue(e *idemimpl.Encoder, v *sdk.Issue) {
 	e.End(at)
 }
 
-// idemEncSdkPaymentIntent stores values of sdk.PaymentIntent.
 func idemEncSdkPaymentIntent(e *idemimpl.Encoder, v *sdk.PaymentIntent) {
 	at := e.Struct()
 	e.Field("ID")
@@ -431,7 +420,6 @@ func idemEncSdkPaymentIntent(e *idemimpl.Encoder, v *sdk.PaymentIntent) {
 	e.End(at)
 }
 
-// idemKeySdkIssueRequest writes the key material of sdk.IssueRequest.
 func idemKeySdkIssueRequest(b *idemimpl.KeyBuilder, v *sdk.IssueRequest) {
 	if v.Title == nil {
 		b.Nil()
@@ -455,7 +443,6 @@ func idemKeySdkIssueRequest(b *idemimpl.KeyBuilder, v *sdk.IssueRequest) {
 	}
 }
 
-// idemKeySdkParams writes the key material of sdk.Params.
 func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	if v.IdempotencyKey == nil {
 		b.Nil()
@@ -476,7 +463,6 @@ func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	}
 }
 
-// idemKeySdkPaymentIntentParams writes the key material of sdk.PaymentIntentParams.
 func idemKeySdkPaymentIntentParams(b *idemimpl.KeyBuilder, v *sdk.PaymentIntentParams) {
 	idemKeySdkParams(b, &v.Params)
 	if v.Amount == nil {

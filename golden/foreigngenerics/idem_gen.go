@@ -39,7 +39,6 @@ func _[N ~int64 | ~int32]() {
 	var _ func(context.Context, sdk.Query[string], N) (sdk.Page[sdk.Item], error) = Reprice[N]
 }
 
-// idemCodecReprice stores the results of Reprice (generated codec).
 var idemCodecReprice = idemimpl.Codec(idemEncSdkPage_SdkItem, idemDecSdkPage_SdkItem)
 
 // IdempotentReprice is foreigngenerics.Reprice, run at most once per key (ttl=1h lease=30s
@@ -78,7 +77,6 @@ var idemSpecList = &idem.Spec{
 // Build fails here if sdk.List's signature changed since generation: run go generate.
 var _ func(context.Context, sdk.Query[string]) (sdk.Page[sdk.Item], error) = sdk.List
 
-// idemCodecList stores the results of List (generated codec).
 var idemCodecList = idemimpl.Codec(idemEncSdkPage_SdkItem, idemDecSdkPage_SdkItem)
 
 // List is sdk.List, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -128,7 +126,6 @@ var idemSpecCatalogPrices = &idem.Spec{
 // Build fails here if sdk.Catalog.Prices's signature changed since generation: run go generate.
 var _ func(*sdk.Catalog, context.Context, sdk.Page[string]) (map[string]sdk.Opt[int64], error) = (*sdk.Catalog).Prices
 
-// idemCodecCatalogPrices stores the results of Prices (generated codec).
 var idemCodecCatalogPrices = idemimpl.TypedCodec[map[string]sdk.Opt[int64]]{
 	Decode: func(d *idemimpl.Decoder, v *map[string]sdk.Opt[int64]) {
 		if d.Nil() {
@@ -183,7 +180,6 @@ func (c *IdempotentCatalog) beginPrices(ids *sdk.Page[string]) idem.Call {
 	return c2
 }
 
-// idemDecSdkItem restores values of sdk.Item.
 func idemDecSdkItem(d *idemimpl.Decoder, v *sdk.Item) {
 	end := d.Struct()
 	for d.More(end) {
@@ -198,7 +194,6 @@ func idemDecSdkItem(d *idemimpl.Decoder, v *sdk.Item) {
 	}
 }
 
-// idemDecSdkPage_SdkItem restores values of sdk.Page[sdk.Item].
 func idemDecSdkPage_SdkItem(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -213,7 +208,6 @@ func idemDecSdkPage_SdkItem(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
 	}
 }
 
-// idemEncSdkItem stores values of sdk.Item.
 func idemEncSdkItem(e *idemimpl.Encoder, v *sdk.Item) {
 	at := e.Struct()
 	e.Field("ID")
@@ -223,7 +217,6 @@ func idemEncSdkItem(e *idemimpl.Encoder, v *sdk.Item) {
 	e.End(at)
 }
 
-// idemEncSdkPage_SdkItem stores values of sdk.Page[sdk.Item].
 func idemEncSdkPage_SdkItem(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
 	at := e.Struct()
 	e.Field("Items")
@@ -233,7 +226,6 @@ func idemEncSdkPage_SdkItem(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
 	e.End(at)
 }
 
-// idemKeySdkPage_string writes the key material of sdk.Page[string].
 func idemKeySdkPage_string(b *idemimpl.KeyBuilder, v *sdk.Page[string]) {
 	if v.Items == nil {
 		b.Nil()
@@ -246,7 +238,6 @@ func idemKeySdkPage_string(b *idemimpl.KeyBuilder, v *sdk.Page[string]) {
 	b.String(v.Next)
 }
 
-// idemKeySdkQuery_string writes the key material of sdk.Query[string].
 func idemKeySdkQuery_string(b *idemimpl.KeyBuilder, v *sdk.Query[string]) {
 	b.String(v.Filter)
 	b.Marshaled(v.Limit.MarshalText())

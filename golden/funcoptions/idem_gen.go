@@ -37,7 +37,6 @@ var idemSpecNotifierSend = &idem.Spec{
 // Build fails here if Notifier.Send's signature changed since generation: run go generate.
 var _ func(*Notifier, context.Context, *sdk.SendMessageInput, ...func(*sdk.Options)) (*sdk.SendMessageOutput, error) = (*Notifier).Send
 
-// idemCodecNotifierSend stores the results of Send (generated codec).
 var idemCodecNotifierSend = idemimpl.TypedCodec[*sdk.SendMessageOutput]{
 	Decode: func(d *idemimpl.Decoder, v **sdk.SendMessageOutput) {
 		idemimpl.DecPtr(d, v, idemDecSdkSendMessageOutputForNotifierSend)
@@ -69,7 +68,6 @@ func (n *IdempotentNotifier) beginSend(in *sdk.SendMessageInput, optFns []func(*
 	return c
 }
 
-// idemDecSdkSendMessageOutputForNotifierSend restores values of sdk.SendMessageOutput.
 func idemDecSdkSendMessageOutputForNotifierSend(d *idemimpl.Decoder, v *sdk.SendMessageOutput) {
 	end := d.Struct()
 	for d.More(end) {
@@ -94,7 +92,6 @@ func idemDecSdkSendMessageOutputForNotifierSend(d *idemimpl.Decoder, v *sdk.Send
 	}
 }
 
-// idemEncSdkSendMessageOutputForNotifierSend stores values of sdk.SendMessageOutput.
 func idemEncSdkSendMessageOutputForNotifierSend(e *idemimpl.Encoder, v *sdk.SendMessageOutput) {
 	at := e.Struct()
 	e.Field("MessageId")
@@ -114,7 +111,6 @@ func idemEncSdkSendMessageOutputForNotifierSend(e *idemimpl.Encoder, v *sdk.Send
 	e.End(at)
 }
 
-// idemKeySdkSendMessageInput writes the key material of sdk.SendMessageInput.
 func idemKeySdkSendMessageInput(b *idemimpl.KeyBuilder, v *sdk.SendMessageInput) {
 	if v.QueueURL == nil {
 		b.Nil()

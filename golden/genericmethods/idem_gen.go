@@ -41,7 +41,6 @@ func _[T Entity]() {
 	var _ func(*Repo[T], context.Context, T) (int, error) = (*Repo[T]).Save
 }
 
-// idemCodecRepoSave stores the results of Save (generated codec).
 var idemCodecRepoSave = idemimpl.IntCodec[int](64)
 
 // Save is Repo.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return). The type

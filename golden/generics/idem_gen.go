@@ -42,7 +42,6 @@ type idemResultCreateInvoice struct {
 	r2 sdk.Opt[int64]
 }
 
-// idemCodecCreateInvoice stores the results of CreateInvoice (generated codec).
 var idemCodecCreateInvoice = idemimpl.TypedCodec[idemResultCreateInvoice]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultCreateInvoice) {
 		end := d.Struct()
@@ -107,7 +106,6 @@ func _[E Event]() {
 	var _ func(context.Context, E) (int64, error) = Publish[E]
 }
 
-// idemCodecPublish stores the results of Publish (generated codec).
 var idemCodecPublish = idemimpl.IntCodec[int64](64)
 
 // IdempotentPublish is generics.Publish, run at most once per key (ttl=1h lease=30s
@@ -150,7 +148,6 @@ func _[N ~int | ~int64]() {
 	var _ func(context.Context, N) (int64, error) = Tally[N]
 }
 
-// idemCodecTally stores the results of Tally (generated codec).
 var idemCodecTally = idemimpl.IntCodec[int64](64)
 
 // IdempotentTally is generics.Tally, run at most once per key (ttl=1h lease=30s
@@ -189,7 +186,6 @@ func _[M any]() {
 	var _ func(context.Context, string, M) (int64, error) = Send[M]
 }
 
-// idemCodecSend stores the results of Send (generated codec).
 var idemCodecSend = idemimpl.IntCodec[int64](64)
 
 // IdempotentSend is generics.Send, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -286,7 +282,6 @@ func _[O interface {
 	var _ func(context.Context, O) (int64, error) = Place[O]
 }
 
-// idemCodecPlace stores the results of Place (generated codec).
 var idemCodecPlace = idemimpl.IntCodec[int64](64)
 
 // IdempotentPlace is generics.Place, run at most once per key (ttl=1h lease=30s
@@ -332,7 +327,6 @@ func _[T Texter]() {
 	var _ func(context.Context, T, float64) (int64, error) = Stock[T]
 }
 
-// idemCodecStock stores the results of Stock (generated codec).
 var idemCodecStock = idemimpl.IntCodec[int64](64)
 
 // IdempotentStock is generics.Stock, run at most once per key (ttl=1h lease=30s
@@ -374,7 +368,6 @@ var idemSpecImport = &idem.Spec{
 // Build fails here if generics.Import's signature changed since generation: run go generate.
 var _ func(context.Context, Page[model.Invoice], Page[model2.Invoice]) (Page[model2.Invoice], error) = Import
 
-// idemCodecImport stores the results of Import (generated codec).
 var idemCodecImport = idemimpl.Codec(idemEncPage_ModelInvoice, idemDecPage_ModelInvoice)
 
 // Import is generics.Import, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -399,7 +392,6 @@ func (x *Idempotent) beginImport(a *Page[model.Invoice], b *Page[model2.Invoice]
 	return c
 }
 
-// idemDecInvoice restores values of Invoice.
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	end := d.Struct()
 	for d.More(end) {
@@ -414,7 +406,6 @@ func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	}
 }
 
-// idemDecModelInvoice restores values of model.Invoice.
 func idemDecModelInvoice(d *idemimpl.Decoder, v *model2.Invoice) {
 	end := d.Struct()
 	for d.More(end) {
@@ -427,7 +418,6 @@ func idemDecModelInvoice(d *idemimpl.Decoder, v *model2.Invoice) {
 	}
 }
 
-// idemDecPage_Invoice restores values of Page[Invoice].
 func idemDecPage_Invoice(d *idemimpl.Decoder, v *Page[Invoice]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -447,7 +437,6 @@ func idemDecPage_Invoice(d *idemimpl.Decoder, v *Page[Invoice]) {
 	}
 }
 
-// idemDecPage_ModelInvoice restores values of Page[model.Invoice].
 func idemDecPage_ModelInvoice(d *idemimpl.Decoder, v *Page[model2.Invoice]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -467,7 +456,6 @@ func idemDecPage_ModelInvoice(d *idemimpl.Decoder, v *Page[model2.Invoice]) {
 	}
 }
 
-// idemEncInvoice stores values of Invoice.
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
 	e.Field("ID")
@@ -477,7 +465,6 @@ func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	e.End(at)
 }
 
-// idemEncModelInvoice stores values of model.Invoice.
 func idemEncModelInvoice(e *idemimpl.Encoder, v *model2.Invoice) {
 	at := e.Struct()
 	e.Field("Cents")
@@ -485,7 +472,6 @@ func idemEncModelInvoice(e *idemimpl.Encoder, v *model2.Invoice) {
 	e.End(at)
 }
 
-// idemEncPage_Invoice stores values of Page[Invoice].
 func idemEncPage_Invoice(e *idemimpl.Encoder, v *Page[Invoice]) {
 	at := e.Struct()
 	e.Field("Items")
@@ -500,7 +486,6 @@ func idemEncPage_Invoice(e *idemimpl.Encoder, v *Page[Invoice]) {
 	e.End(at)
 }
 
-// idemEncPage_ModelInvoice stores values of Page[model.Invoice].
 func idemEncPage_ModelInvoice(e *idemimpl.Encoder, v *Page[model2.Invoice]) {
 	at := e.Struct()
 	e.Field("Items")
@@ -515,7 +500,6 @@ func idemEncPage_ModelInvoice(e *idemimpl.Encoder, v *Page[model2.Invoice]) {
 	e.End(at)
 }
 
-// idemKeyInvoiceRequest writes the key material of InvoiceRequest.
 func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 	b.String(v.Customer)
 	idemKeyOpt_int64(b, &v.Amount)
@@ -523,35 +507,29 @@ func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 	b.Marshaled(v.Coupon.MarshalText())
 }
 
-// idemKeyModelInvoice writes the key material of model.Invoice.
 func idemKeyModelInvoice(b *idemimpl.KeyBuilder, v *model.Invoice) {
 	b.String(v.Number)
 }
 
-// idemKeyModelInvoice2 writes the key material of model.Invoice.
 func idemKeyModelInvoice2(b *idemimpl.KeyBuilder, v *model2.Invoice) {
 	b.Int(v.Cents)
 }
 
-// idemKeyOpt_int64 writes the key material of Opt[int64].
 func idemKeyOpt_int64(b *idemimpl.KeyBuilder, v *Opt[int64]) {
 	b.Int(v.value)
 	b.Bool(v.present)
 }
 
-// idemKeyOpt_string writes the key material of Opt[string].
 func idemKeyOpt_string(b *idemimpl.KeyBuilder, v *Opt[string]) {
 	b.String(v.value)
 	b.Bool(v.present)
 }
 
-// idemKeyOrder writes the key material of Order.
 func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 	b.String(v.ID)
 	b.Int(int64(v.Qty))
 }
 
-// idemKeyPage_ModelInvoice writes the key material of Page[model.Invoice].
 func idemKeyPage_ModelInvoice(b *idemimpl.KeyBuilder, v *Page[model.Invoice]) {
 	idemimpl.KeyList(b, v.Items, idemKeyModelInvoice)
 	if v.Next == nil {
@@ -562,7 +540,6 @@ func idemKeyPage_ModelInvoice(b *idemimpl.KeyBuilder, v *Page[model.Invoice]) {
 	}
 }
 
-// idemKeyPage_ModelInvoice2 writes the key material of Page[model.Invoice].
 func idemKeyPage_ModelInvoice2(b *idemimpl.KeyBuilder, v *Page[model2.Invoice]) {
 	idemimpl.KeyList(b, v.Items, idemKeyModelInvoice2)
 	if v.Next == nil {

@@ -31,7 +31,6 @@ var idemSpecHandle = &idem.Spec{
 // Build fails here if idkey.Handle's signature changed since generation: run go generate.
 var _ func(context.Context, string, Event) (int64, error) = Handle
 
-// idemCodecHandle stores the results of Handle (generated codec).
 var idemCodecHandle = idemimpl.IntCodec[int64](64)
 
 // Handle is idkey.Handle, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -71,7 +70,6 @@ var idemSpecHandleEvent = &idem.Spec{
 // Build fails here if idkey.HandleEvent's signature changed since generation: run go generate.
 var _ func(context.Context, *TypedEvent) (int64, error) = HandleEvent
 
-// idemCodecHandleEvent stores the results of HandleEvent (generated codec).
 var idemCodecHandleEvent = idemimpl.IntCodec[int64](64)
 
 // HandleEvent is idkey.HandleEvent, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -100,7 +98,6 @@ func (x *Idempotent) beginHandleEvent(ev *TypedEvent) idem.Call {
 	return c
 }
 
-// idemKeyEvent writes the key material of Event.
 func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	b.String(v.ID)
 	b.String(v.Kind)
@@ -111,7 +108,6 @@ func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	}
 }
 
-// idemKeyTypedEvent writes the key material of TypedEvent.
 func idemKeyTypedEvent(b *idemimpl.KeyBuilder, v *TypedEvent) {
 	b.String(string(v.ID))
 	b.String(v.Body)

@@ -59,7 +59,6 @@ var idemSpecCarrierBook = &idem.Spec{
 // Build fails here if Carrier.Book's signature changed since generation: run go generate.
 var _ func(Carrier, context.Context, string, Shipment) (Booking, error) = Carrier.Book
 
-// idemCodecCarrierBook stores the results of Book (generated codec).
 var idemCodecCarrierBook = idemimpl.Codec(idemEncBooking, idemDecBooking)
 
 // Book is Carrier.Book, run at most once per key (ttl=1h lease=30s on_duplicate=wait). The
@@ -97,7 +96,6 @@ var idemSpecCarrierQuote = &idem.Spec{
 // Build fails here if Carrier.Quote's signature changed since generation: run go generate.
 var _ func(Carrier, context.Context, string, Shipment) (int64, error) = Carrier.Quote
 
-// idemCodecCarrierQuote stores the results of Quote (generated codec).
 var idemCodecCarrierQuote = idemimpl.IntCodec[int64](64)
 
 // Quote is Carrier.Quote, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -277,7 +275,6 @@ func (x *IdempotentNotifier) beginReset(id string) idem.Call {
 	return c
 }
 
-// idemDecBooking restores values of Booking.
 func idemDecBooking(d *idemimpl.Decoder, v *Booking) {
 	end := d.Struct()
 	for d.More(end) {
@@ -292,7 +289,6 @@ func idemDecBooking(d *idemimpl.Decoder, v *Booking) {
 	}
 }
 
-// idemEncBooking stores values of Booking.
 func idemEncBooking(e *idemimpl.Encoder, v *Booking) {
 	at := e.Struct()
 	e.Field("Ref")
@@ -302,7 +298,6 @@ func idemEncBooking(e *idemimpl.Encoder, v *Booking) {
 	e.End(at)
 }
 
-// idemKeyShipment writes the key material of Shipment.
 func idemKeyShipment(b *idemimpl.KeyBuilder, v *Shipment) {
 	b.String(v.From)
 	b.String(v.To)

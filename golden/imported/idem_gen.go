@@ -33,7 +33,6 @@ var idemSpecCrop = &idem.Spec{
 // Build fails here if imported.Crop's signature changed since generation: run go generate.
 var _ func(context.Context, image.Rectangle, image.Point, color.RGBA) (image.Rectangle, error) = Crop
 
-// idemCodecCrop stores the results of Crop (generated codec).
 var idemCodecCrop = idemimpl.Codec(idemEncImageRectangle, idemDecImageRectangle)
 
 // Crop is imported.Crop, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -59,7 +58,6 @@ func (x *Idempotent) beginCrop(r *image.Rectangle, at *image.Point, bg *color.RG
 	return c
 }
 
-// idemDecImagePoint restores values of image.Point.
 func idemDecImagePoint(d *idemimpl.Decoder, v *image.Point) {
 	end := d.Struct()
 	for d.More(end) {
@@ -74,7 +72,6 @@ func idemDecImagePoint(d *idemimpl.Decoder, v *image.Point) {
 	}
 }
 
-// idemDecImageRectangle restores values of image.Rectangle.
 func idemDecImageRectangle(d *idemimpl.Decoder, v *image.Rectangle) {
 	end := d.Struct()
 	for d.More(end) {
@@ -89,7 +86,6 @@ func idemDecImageRectangle(d *idemimpl.Decoder, v *image.Rectangle) {
 	}
 }
 
-// idemEncImagePoint stores values of image.Point.
 func idemEncImagePoint(e *idemimpl.Encoder, v *image.Point) {
 	at := e.Struct()
 	e.Field("X")
@@ -99,7 +95,6 @@ func idemEncImagePoint(e *idemimpl.Encoder, v *image.Point) {
 	e.End(at)
 }
 
-// idemEncImageRectangle stores values of image.Rectangle.
 func idemEncImageRectangle(e *idemimpl.Encoder, v *image.Rectangle) {
 	at := e.Struct()
 	e.Field("Min")
@@ -109,7 +104,6 @@ func idemEncImageRectangle(e *idemimpl.Encoder, v *image.Rectangle) {
 	e.End(at)
 }
 
-// idemKeyColorRGBA writes the key material of color.RGBA.
 func idemKeyColorRGBA(b *idemimpl.KeyBuilder, v *color.RGBA) {
 	b.Uint(uint64(v.R))
 	b.Uint(uint64(v.G))
@@ -117,13 +111,11 @@ func idemKeyColorRGBA(b *idemimpl.KeyBuilder, v *color.RGBA) {
 	b.Uint(uint64(v.A))
 }
 
-// idemKeyImagePoint writes the key material of image.Point.
 func idemKeyImagePoint(b *idemimpl.KeyBuilder, v *image.Point) {
 	b.Int(int64(v.X))
 	b.Int(int64(v.Y))
 }
 
-// idemKeyImageRectangle writes the key material of image.Rectangle.
 func idemKeyImageRectangle(b *idemimpl.KeyBuilder, v *image.Rectangle) {
 	idemKeyImagePoint(b, &v.Min)
 	idemKeyImagePoint(b, &v.Max)

@@ -33,7 +33,6 @@ var idemSpecCharge = &idem.Spec{
 // Build fails here if jsonskipkeys.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, *sdk.ChargeParams) (string, error) = Charge
 
-// idemCodecCharge stores the results of Charge (generated codec).
 var idemCodecCharge = idemimpl.StringCodec[string]()
 
 // Charge is jsonskipkeys.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -57,7 +56,6 @@ func (x *Idempotent) beginCharge(p *sdk.ChargeParams) idem.Call {
 	return c
 }
 
-// idemKeySdkChargeParams writes the key material of sdk.ChargeParams.
 func idemKeySdkChargeParams(b *idemimpl.KeyBuilder, v *sdk.ChargeParams) {
 	idemKeySdkParams(b, &v.Params)
 	if v.Amount == nil {
@@ -74,7 +72,6 @@ func idemKeySdkChargeParams(b *idemimpl.KeyBuilder, v *sdk.ChargeParams) {
 	}
 }
 
-// idemKeySdkParams writes the key material of sdk.Params.
 func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	if v.IdempotencyKey == nil {
 		b.Nil()

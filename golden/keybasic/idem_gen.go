@@ -32,7 +32,6 @@ var idemSpecRecord = &idem.Spec{
 // Build fails here if keybasic.Record's signature changed since generation: run go generate.
 var _ func(context.Context, Basics, int, float64, Currency, time.Duration, time.Time) (int64, error) = Record
 
-// idemCodecRecord stores the results of Record (generated codec).
 var idemCodecRecord = idemimpl.IntCodec[int64](64)
 
 // Record is keybasic.Record, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -61,7 +60,6 @@ func (x *Idempotent) beginRecord(b *Basics, n int, f float64, c Currency, d time
 	return c2
 }
 
-// idemKeyBasics writes the key material of Basics.
 func idemKeyBasics(b *idemimpl.KeyBuilder, v *Basics) {
 	b.Bool(v.B)
 	b.Int(int64(v.I))

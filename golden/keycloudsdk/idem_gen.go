@@ -33,7 +33,6 @@ var idemSpecPut = &idem.Spec{
 // Build fails here if keycloudsdk.Put's signature changed since generation: run go generate.
 var _ func(context.Context, *sdk.PutObjectInput) (int64, error) = Put
 
-// idemCodecPut stores the results of Put (generated codec).
 var idemCodecPut = idemimpl.IntCodec[int64](64)
 
 // Put is keycloudsdk.Put, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -68,7 +67,6 @@ var idemSpecPutFor = &idem.Spec{
 // Build fails here if keycloudsdk.PutFor's signature changed since generation: run go generate.
 var _ func(context.Context, Upload) (int64, error) = PutFor
 
-// idemCodecPutFor stores the results of PutFor (generated codec).
 var idemCodecPutFor = idemimpl.IntCodec[int64](64)
 
 // PutFor is keycloudsdk.PutFor, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -92,7 +90,6 @@ func (x *Idempotent) beginPutFor(u *Upload) idem.Call {
 	return c
 }
 
-// idemKeySdkPutObjectInput writes the key material of sdk.PutObjectInput.
 func idemKeySdkPutObjectInput(b *idemimpl.KeyBuilder, v *sdk.PutObjectInput) {
 	if v.Bucket == nil {
 		b.Nil()
@@ -132,7 +129,6 @@ func idemKeySdkPutObjectInput(b *idemimpl.KeyBuilder, v *sdk.PutObjectInput) {
 	}
 }
 
-// idemKeySdkTag writes the key material of sdk.Tag.
 func idemKeySdkTag(b *idemimpl.KeyBuilder, v *sdk.Tag) {
 	if v.Key == nil {
 		b.Nil()
@@ -148,7 +144,6 @@ func idemKeySdkTag(b *idemimpl.KeyBuilder, v *sdk.Tag) {
 	}
 }
 
-// idemKeyUpload writes the key material of Upload.
 func idemKeyUpload(b *idemimpl.KeyBuilder, v *Upload) {
 	b.String(v.Owner)
 	idemimpl.KeyPtr(b, v.In, idemKeySdkPutObjectInput)

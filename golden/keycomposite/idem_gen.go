@@ -31,7 +31,6 @@ var idemSpecDraw = &idem.Spec{
 // Build fails here if keycomposite.Draw's signature changed since generation: run go generate.
 var _ func(context.Context, Shape, []string, map[string]string, *Point, [2]Point) (int64, error) = Draw
 
-// idemCodecDraw stores the results of Draw (generated codec).
 var idemCodecDraw = idemimpl.IntCodec[int64](64)
 
 // Draw is keycomposite.Draw, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -79,13 +78,11 @@ func (x *Idempotent) beginDraw(s *Shape, ids []string, tags map[string]string, p
 	return c
 }
 
-// idemKeyPoint writes the key material of Point.
 func idemKeyPoint(b *idemimpl.KeyBuilder, v *Point) {
 	b.Int(int64(v.X))
 	b.Int(int64(v.Y))
 }
 
-// idemKeyShape writes the key material of Shape.
 func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 	idemimpl.KeyList(b, v.Points, idemKeyPoint)
 	b.List(2)

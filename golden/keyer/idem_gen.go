@@ -31,7 +31,6 @@ var idemSpecNotify = &idem.Spec{
 // Build fails here if keyer.Notify's signature changed since generation: run go generate.
 var _ func(context.Context, Order, Identity, *Email) (int64, error) = Notify
 
-// idemCodecNotify stores the results of Notify (generated codec).
 var idemCodecNotify = idemimpl.IntCodec[int64](64)
 
 // Notify is keyer.Notify, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -66,7 +65,6 @@ func (x *Idempotent) beginNotify(o *Order, who Identity, cc *Email) idem.Call {
 	return c
 }
 
-// idemKeyOrder writes the key material of Order.
 func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 	b.Key(v.To)
 	b.Key(&v.Cart)

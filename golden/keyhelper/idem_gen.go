@@ -32,7 +32,6 @@ var idemSpecCharge = &idem.Spec{
 // Build fails here if keyhelper.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, Request) (int64, error) = Charge
 
-// idemCodecCharge stores the results of Charge (generated codec).
 var idemCodecCharge = idemimpl.IntCodec[int64](64)
 
 // Charge is keyhelper.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -148,14 +147,12 @@ func (l *IdempotentLedger) beginPost(account string, entries []int64) idem.Call 
 	return c
 }
 
-// idemKeyEvent writes the key material of Event.
 func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	b.String(v.ID)
 	b.String(v.User)
 	b.Time(v.At)
 }
 
-// idemKeyRequest writes the key material of Request.
 func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.String(v.Tenant)
 	b.Int(v.Amount)

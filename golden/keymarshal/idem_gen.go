@@ -34,7 +34,6 @@ var idemSpecPay = &idem.Spec{
 // Build fails here if keymarshal.Pay's signature changed since generation: run go generate.
 var _ func(context.Context, Charge, encoding.TextMarshaler) (int64, error) = Pay
 
-// idemCodecPay stores the results of Pay (generated codec).
 var idemCodecPay = idemimpl.IntCodec[int64](64)
 
 // Pay is keymarshal.Pay, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -63,7 +62,6 @@ func (x *Idempotent) beginPay(c *Charge, label encoding.TextMarshaler) idem.Call
 	return c2
 }
 
-// idemKeyCharge writes the key material of Charge.
 func idemKeyCharge(b *idemimpl.KeyBuilder, v *Charge) {
 	b.Marshaled(v.Amount.MarshalText())
 	b.Marshaled(v.Token.MarshalBinary())

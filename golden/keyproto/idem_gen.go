@@ -36,7 +36,6 @@ var idemSpecRecord = &idem.Spec{
 // Build fails here if keyproto.Record's signature changed since generation: run go generate.
 var _ func(context.Context, Event) (int64, error) = Record
 
-// idemCodecRecord stores the results of Record (generated codec).
 var idemCodecRecord = idemimpl.IntCodec[int64](64)
 
 // Record is keyproto.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -72,7 +71,6 @@ var idemSpecApply = &idem.Spec{
 // Build fails here if keyproto.Apply's signature changed since generation: run go generate.
 var _ func(context.Context, proto.Message) (int64, error) = Apply
 
-// idemCodecApply stores the results of Apply (generated codec).
 var idemCodecApply = idemimpl.IntCodec[int64](64)
 
 // Apply is keyproto.Apply, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -112,7 +110,6 @@ var idemSpecPatch = &idem.Spec{
 // Build fails here if keyproto.Patch's signature changed since generation: run go generate.
 var _ func(context.Context, Event) (int64, error) = Patch
 
-// idemCodecPatch stores the results of Patch (generated codec).
 var idemCodecPatch = idemimpl.IntCodec[int64](64)
 
 // Patch is keyproto.Patch, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -143,7 +140,6 @@ func (x *Idempotent) beginPatch(ev *Event) idem.Call {
 	return c
 }
 
-// idemKeyEvent writes the key material of Event.
 func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	b.String(v.ID)
 	if v.At == nil {

@@ -32,7 +32,6 @@ var idemSpecLong = &idem.Spec{
 // Build fails here if leasettl.Long's signature changed since generation: run go generate.
 var _ func(context.Context, string) (int64, error) = Long
 
-// idemCodecLong stores the results of Long (generated codec).
 var idemCodecLong = idemimpl.IntCodec[int64](64)
 
 // Long is leasettl.Long, run at most once per key (ttl=1h lease=30ms on_duplicate=return).
@@ -67,7 +66,6 @@ var idemSpecShort = &idem.Spec{
 // Build fails here if leasettl.Short's signature changed since generation: run go generate.
 var _ func(context.Context, string) (int64, error) = Short
 
-// idemCodecShort stores the results of Short (generated codec).
 var idemCodecShort = idemimpl.IntCodec[int64](64)
 
 // Short is leasettl.Short, run at most once per key (ttl=50ms lease=30s on_duplicate=return).

@@ -34,7 +34,6 @@ var idemSpecAllow = &idem.Spec{
 // Build fails here if marshalers.Allow's signature changed since generation: run go generate.
 var _ func(context.Context, Request, netip.Prefix) (int64, error) = Allow
 
-// idemCodecAllow stores the results of Allow (generated codec).
 var idemCodecAllow = idemimpl.IntCodec[int64](64)
 
 // Allow is marshalers.Allow, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -59,7 +58,6 @@ func (x *Idempotent) beginAllow(r *Request, prefix *netip.Prefix) idem.Call {
 	return c
 }
 
-// idemKeyRequest writes the key material of Request.
 func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Marshaled(v.From.MarshalBinary())
 	if v.Limit == nil {

@@ -32,7 +32,6 @@ var idemSpecBill = &idem.Spec{
 // Build fails here if marshaljsononly.Bill's signature changed since generation: run go generate.
 var _ func(context.Context, string) (*Invoice, error) = Bill
 
-// idemCodecBill stores the results of Bill (generated codec).
 var idemCodecBill = idemimpl.PtrCodec(idemEncInvoice, idemDecInvoice)
 
 // Bill is marshaljsononly.Bill, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -55,7 +54,6 @@ func (x *Idempotent) beginBill(id string) idem.Call {
 	return c
 }
 
-// idemDecAmount restores values of Amount.
 func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
 	end := d.Struct()
 	for d.More(end) {
@@ -70,7 +68,6 @@ func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
 	}
 }
 
-// idemDecInvoice restores values of Invoice.
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	end := d.Struct()
 	for d.More(end) {
@@ -85,7 +82,6 @@ func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	}
 }
 
-// idemEncAmount stores values of Amount.
 func idemEncAmount(e *idemimpl.Encoder, v *Amount) {
 	at := e.Struct()
 	e.Field("Units")
@@ -95,7 +91,6 @@ func idemEncAmount(e *idemimpl.Encoder, v *Amount) {
 	e.End(at)
 }
 
-// idemEncInvoice stores values of Invoice.
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
 	e.Field("Total")

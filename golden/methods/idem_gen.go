@@ -35,7 +35,6 @@ var idemSpecServiceCharge = &idem.Spec{
 // Build fails here if Service.Charge's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, string, int64) (string, error) = (*Service).Charge
 
-// idemCodecServiceCharge stores the results of Charge (generated codec).
 var idemCodecServiceCharge = idemimpl.StringCodec[string]()
 
 // Charge is Service.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return

@@ -32,7 +32,6 @@ var idemSpecPing = &idem.Spec{
 // Build fails here if multifile.Ping's signature changed since generation: run go generate.
 var _ func(context.Context) (string, error) = Ping
 
-// idemCodecPing stores the results of Ping (generated codec).
 var idemCodecPing = idemimpl.StringCodec[string]()
 
 // Ping is multifile.Ping, run at most once per key (ttl=1m lease=30s on_duplicate=return).
@@ -66,7 +65,6 @@ var idemSpecUnexported = &idem.Spec{
 // Build fails here if multifile.unexported's signature changed since generation: run go generate.
 var _ func(context.Context, uint16) (bool, error) = unexported
 
-// idemCodecUnexported stores the results of unexported (generated codec).
 var idemCodecUnexported = idemimpl.BoolCodec[bool]()
 
 // unexported is multifile.unexported, run at most once per key (ttl=24h lease=30s
@@ -161,7 +159,6 @@ var idemSpecRepoLoad = &idem.Spec{
 // Build fails here if Repo.Load's signature changed since generation: run go generate.
 var _ func(*Repo, context.Context, string) ([]byte, error) = (*Repo).Load
 
-// idemCodecRepoLoad stores the results of Load (generated codec).
 var idemCodecRepoLoad = idemimpl.TypedCodec[[]byte]{
 	Decode: func(d *idemimpl.Decoder, v *[]byte) {
 		*v = d.Bytes()
@@ -218,7 +215,6 @@ var idemSpecCacheFill = &idem.Spec{
 // Build fails here if Cache.Fill's signature changed since generation: run go generate.
 var _ func(*Cache, context.Context) (time.Duration, error) = (*Cache).Fill
 
-// idemCodecCacheFill stores the results of Fill (generated codec).
 var idemCodecCacheFill = idemimpl.IntCodec[time.Duration](64)
 
 // Fill is Cache.Fill, run at most once per key (ttl=24h lease=1m on_duplicate=return). The receiver

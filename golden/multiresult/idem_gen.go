@@ -41,7 +41,6 @@ type idemResultSplit struct {
 	r3 *Receipt
 }
 
-// idemCodecSplit stores the results of Split (generated codec).
 var idemCodecSplit = idemimpl.TypedCodec[idemResultSplit]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultSplit) {
 		end := d.Struct()
@@ -129,7 +128,6 @@ type idemResultQuote struct {
 	r3       bool
 }
 
-// idemCodecQuote stores the results of Quote (generated codec).
 var idemCodecQuote = idemimpl.TypedCodec[idemResultQuote]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultQuote) {
 		end := d.Struct()
@@ -182,7 +180,6 @@ func (x *Idempotent) beginQuote(sku string) idem.Call {
 	return c
 }
 
-// idemDecReceipt restores values of Receipt.
 func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
 	end := d.Struct()
 	for d.More(end) {
@@ -211,7 +208,6 @@ func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
 	}
 }
 
-// idemEncReceipt stores values of Receipt.
 func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
 	e.Field("ID")

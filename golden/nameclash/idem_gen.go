@@ -183,7 +183,6 @@ var idemSpecServiceG = &idem.Spec{
 // Build fails here if Service.g's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, int) (int, error) = (*Service).g
 
-// idemCodecServiceG stores the results of g (generated codec).
 var idemCodecServiceG = idemimpl.IntCodec[int](64)
 
 // g is Service.g, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is
@@ -207,13 +206,11 @@ func (s *IdempotentService) beginG(n int) idem.Call {
 	return c
 }
 
-// idemKeyImagePoint writes the key material of image.Point.
 func idemKeyImagePoint(b *idemimpl.KeyBuilder, v *image.Point) {
 	b.Int(int64(v.X))
 	b.Int(int64(v.Y))
 }
 
-// idemKeyPoint writes the key material of Point.
 func idemKeyPoint(b *idemimpl.KeyBuilder, v *Point) {
 	b.Int(int64(v.X))
 	b.Int(int64(v.Y))

@@ -33,7 +33,6 @@ var idemSpecCharge = &idem.Spec{
 // Build fails here if notkeyed.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, *ChargeParams, ...func(*Options)) (int64, error) = Charge
 
-// idemCodecCharge stores the results of Charge (generated codec).
 var idemCodecCharge = idemimpl.IntCodec[int64](64)
 
 // Charge is notkeyed.Charge, run at most once per key (ttl=1h lease=30s on_duplicate=return). Not
@@ -69,7 +68,6 @@ var idemSpecRefund = &idem.Spec{
 // Build fails here if notkeyed.Refund's signature changed since generation: run go generate.
 var _ func(context.Context, ChargeParams, option.RequestOption, ...option.ClientOption) (int64, error) = Refund
 
-// idemCodecRefund stores the results of Refund (generated codec).
 var idemCodecRefund = idemimpl.IntCodec[int64](64)
 
 // Refund is notkeyed.Refund, run at most once per key (ttl=1h lease=30s on_duplicate=return). Not
@@ -106,7 +104,6 @@ var idemSpecCapture = &idem.Spec{
 // Build fails here if notkeyed.Capture's signature changed since generation: run go generate.
 var _ func(context.Context, ChargeParams, func()) (int64, error) = Capture
 
-// idemCodecCapture stores the results of Capture (generated codec).
 var idemCodecCapture = idemimpl.IntCodec[int64](64)
 
 // Capture is notkeyed.Capture, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -132,13 +129,11 @@ func (x *Idempotent) beginCapture(params *ChargeParams, done func()) idem.Call {
 	return c
 }
 
-// idemKeyChargeParams writes the key material of ChargeParams.
 func idemKeyChargeParams(b *idemimpl.KeyBuilder, v *ChargeParams) {
 	idemKeyParams(b, &v.Params)
 	b.Int(v.Amount)
 }
 
-// idemKeyParams writes the key material of Params.
 func idemKeyParams(b *idemimpl.KeyBuilder, v *Params) {
 	b.String(v.IdempotencyKey)
 }

@@ -35,7 +35,6 @@ var idemSpecSlow = &idem.Spec{
 // Build fails here if options.Slow's signature changed since generation: run go generate.
 var _ func(context.Context, string, string) (int64, error) = Slow
 
-// idemCodecSlow stores the results of Slow (generated codec).
 var idemCodecSlow = idemimpl.IntCodec[int64](64)
 
 // Slow is options.Slow, run at most once per key (ttl=1h lease=2s on_duplicate=wait wait=20ms
@@ -72,7 +71,6 @@ var idemSpecRaise = &idem.Spec{
 // Build fails here if options.Raise's signature changed since generation: run go generate.
 var _ func(context.Context, int) (time.Duration, error) = Raise
 
-// idemCodecRaise stores the results of Raise (generated codec).
 var idemCodecRaise = idemimpl.IntCodec[time.Duration](64)
 
 // Raise is options.Raise, run at most once per key (ttl=1.5s lease=250ms on_duplicate=raise).

@@ -34,7 +34,6 @@ var idemSpecApply = &idem.Spec{
 // Build fails here if ordered.Apply's signature changed since generation: run go generate.
 var _ func(context.Context, Measurement) (int64, error) = Apply
 
-// idemCodecApply stores the results of Apply (generated codec).
 var idemCodecApply = idemimpl.IntCodec[int64](64)
 
 // Apply is ordered.Apply, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -76,7 +75,6 @@ var idemSpecApplyLate = &idem.Spec{
 // Build fails here if ordered.ApplyLate's signature changed since generation: run go generate.
 var _ func(context.Context, Measurement) (int64, error) = ApplyLate
 
-// idemCodecApplyLate stores the results of ApplyLate (generated codec).
 var idemCodecApplyLate = idemimpl.IntCodec[int64](64)
 
 // ApplyLate is ordered.ApplyLate, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -155,13 +153,11 @@ func (x *Idempotent) beginRecord(r *Reading) idem.Call {
 	return c
 }
 
-// idemKeyDevice writes the key material of Device.
 func idemKeyDevice(b *idemimpl.KeyBuilder, v *Device) {
 	b.String(v.Tenant)
 	b.Int(v.Serial)
 }
 
-// idemKeyMeasurement writes the key material of Measurement.
 func idemKeyMeasurement(b *idemimpl.KeyBuilder, v *Measurement) {
 	b.String(v.EventID)
 	b.String(v.UserID)
@@ -169,7 +165,6 @@ func idemKeyMeasurement(b *idemimpl.KeyBuilder, v *Measurement) {
 	b.Float(v.Value)
 }
 
-// idemKeyReading writes the key material of Reading.
 func idemKeyReading(b *idemimpl.KeyBuilder, v *Reading) {
 	b.String(v.ID)
 	idemimpl.KeyPtr(b, v.Device, idemKeyDevice)

@@ -38,7 +38,6 @@ var idemSpecLedgerPost = &idem.Spec{
 // Build fails here if Ledger.Post's signature changed since generation: run go generate.
 var _ func(*Ledger, context.Context, int64, time.Time, int64) (int, error) = (*Ledger).Post
 
-// idemCodecLedgerPost stores the results of Post (generated codec).
 var idemCodecLedgerPost = idemimpl.IntCodec[int](64)
 
 // Post is Ledger.Post, run at most once per key (ttl=24h lease=30s on_duplicate=raise

@@ -31,7 +31,6 @@ var idemSpecCharge = &idem.Spec{
 // Build fails here if overlap.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, ChargeParams) (*Receipt, error) = Charge
 
-// idemCodecCharge stores the results of Charge (generated codec).
 var idemCodecCharge = idemimpl.TypedCodec[*Receipt]{
 	Decode: func(d *idemimpl.Decoder, v **Receipt) {
 		idemimpl.DecPtr(d, v, idemDecReceiptForCharge)
@@ -76,7 +75,6 @@ var idemSpecRefund = &idem.Spec{
 // Build fails here if overlap.Refund's signature changed since generation: run go generate.
 var _ func(context.Context, ChargeParams) (*Receipt, error) = Refund
 
-// idemCodecRefund stores the results of Refund (generated codec).
 var idemCodecRefund = idemimpl.TypedCodec[*Receipt]{
 	Decode: func(d *idemimpl.Decoder, v **Receipt) {
 		idemimpl.DecPtr(d, v, idemDecReceiptForRefund)
@@ -109,7 +107,6 @@ func (x *Idempotent) beginRefund(p *ChargeParams) idem.Call {
 	return c
 }
 
-// idemDecReceiptForCharge restores values of Receipt.
 func idemDecReceiptForCharge(d *idemimpl.Decoder, v *Receipt) {
 	end := d.Struct()
 	for d.More(end) {
@@ -122,7 +119,6 @@ func idemDecReceiptForCharge(d *idemimpl.Decoder, v *Receipt) {
 	}
 }
 
-// idemDecReceiptForRefund restores values of Receipt.
 func idemDecReceiptForRefund(d *idemimpl.Decoder, v *Receipt) {
 	end := d.Struct()
 	for d.More(end) {
@@ -135,7 +131,6 @@ func idemDecReceiptForRefund(d *idemimpl.Decoder, v *Receipt) {
 	}
 }
 
-// idemEncReceiptForCharge stores values of Receipt.
 func idemEncReceiptForCharge(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
 	e.Field("ID")
@@ -143,7 +138,6 @@ func idemEncReceiptForCharge(e *idemimpl.Encoder, v *Receipt) {
 	e.End(at)
 }
 
-// idemEncReceiptForRefund stores values of Receipt.
 func idemEncReceiptForRefund(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
 	e.Field("ID")

@@ -64,7 +64,6 @@ var idemSpecBlank = &idem.Spec{
 // Build fails here if paramnames.Blank's signature changed since generation: run go generate.
 var _ func(context.Context, string, int) (int, error) = Blank
 
-// idemCodecBlank stores the results of Blank (generated codec).
 var idemCodecBlank = idemimpl.IntCodec[int](64)
 
 // Blank is paramnames.Blank, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -100,7 +99,6 @@ var idemSpecShadow = &idem.Spec{
 // Build fails here if paramnames.Shadow's signature changed since generation: run go generate.
 var _ func(string, Item, int, string, []int) (*Item, error) = Shadow
 
-// idemCodecShadow stores the results of Shadow (generated codec).
 var idemCodecShadow = idemimpl.PtrCodec(idemEncItem, idemDecItem)
 
 // Shadow is paramnames.Shadow, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -147,7 +145,6 @@ var idemSpecLater = &idem.Spec{
 // Build fails here if paramnames.Later's signature changed since generation: run go generate.
 var _ func(string, context.Context, int) (int, error) = Later
 
-// idemCodecLater stores the results of Later (generated codec).
 var idemCodecLater = idemimpl.IntCodec[int](64)
 
 // Later is paramnames.Later, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -173,7 +170,6 @@ func (x *Idempotent) beginLater(id string, n int) idem.Call {
 	return c
 }
 
-// idemDecItem restores values of Item.
 func idemDecItem(d *idemimpl.Decoder, v *Item) {
 	end := d.Struct()
 	for d.More(end) {
@@ -186,7 +182,6 @@ func idemDecItem(d *idemimpl.Decoder, v *Item) {
 	}
 }
 
-// idemEncItem stores values of Item.
 func idemEncItem(e *idemimpl.Encoder, v *Item) {
 	at := e.Struct()
 	e.Field("ID")
@@ -194,7 +189,6 @@ func idemEncItem(e *idemimpl.Encoder, v *Item) {
 	e.End(at)
 }
 
-// idemKeyItem writes the key material of Item.
 func idemKeyItem(b *idemimpl.KeyBuilder, v *Item) {
 	b.String(v.ID)
 }

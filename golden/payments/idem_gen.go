@@ -36,7 +36,6 @@ var idemSpecCreateCharge = &idem.Spec{
 // Build fails here if payments.CreateCharge's signature changed since generation: run go generate.
 var _ func(context.Context, ChargeParams) (*sdk.Charge, error) = CreateCharge
 
-// idemCodecCreateCharge stores the results of CreateCharge (generated codec).
 var idemCodecCreateCharge = idemimpl.PtrCodec(idemEncSdkCharge, idemDecSdkCharge)
 
 // CreateCharge is payments.CreateCharge, run at most once per key (ttl=24h lease=30s
@@ -61,7 +60,6 @@ func (x *Idempotent) beginCreateCharge(p *ChargeParams) idem.Call {
 	return c
 }
 
-// idemDecHttpHeader restores values of http.Header.
 func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 	if d.Nil() {
 		*v = nil
@@ -85,7 +83,6 @@ func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 	}
 }
 
-// idemDecSdkAPIResource restores values of sdk.APIResource.
 func idemDecSdkAPIResource(d *idemimpl.Decoder, v *sdk.APIResource) {
 	end := d.Struct()
 	for d.More(end) {
@@ -98,7 +95,6 @@ func idemDecSdkAPIResource(d *idemimpl.Decoder, v *sdk.APIResource) {
 	}
 }
 
-// idemDecSdkAPIResponse restores values of sdk.APIResponse.
 func idemDecSdkAPIResponse(d *idemimpl.Decoder, v *sdk.APIResponse) {
 	end := d.Struct()
 	for d.More(end) {
@@ -115,7 +111,6 @@ func idemDecSdkAPIResponse(d *idemimpl.Decoder, v *sdk.APIResponse) {
 	}
 }
 
-// idemDecSdkCharge restores values of sdk.Charge.
 func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 	end := d.Struct()
 	for d.More(end) {
@@ -161,7 +156,6 @@ func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 	}
 }
 
-// idemDecSdkOutcome restores values of sdk.Outcome.
 func idemDecSdkOutcome(d *idemimpl.Decoder, v *sdk.Outcome) {
 	end := d.Struct()
 	for d.More(end) {
@@ -176,7 +170,6 @@ func idemDecSdkOutcome(d *idemimpl.Decoder, v *sdk.Outcome) {
 	}
 }
 
-// idemDecSdkRefund restores values of sdk.Refund.
 func idemDecSdkRefund(d *idemimpl.Decoder, v *sdk.Refund) {
 	end := d.Struct()
 	for d.More(end) {
@@ -191,7 +184,6 @@ func idemDecSdkRefund(d *idemimpl.Decoder, v *sdk.Refund) {
 	}
 }
 
-// idemEncHttpHeader stores values of http.Header.
 func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 	if *v == nil {
 		e.Nil()
@@ -215,7 +207,6 @@ func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 	}
 }
 
-// idemEncSdkAPIResource stores values of sdk.APIResource.
 func idemEncSdkAPIResource(e *idemimpl.Encoder, v *sdk.APIResource) {
 	at := e.Struct()
 	e.Field("LastResponse")
@@ -223,7 +214,6 @@ func idemEncSdkAPIResource(e *idemimpl.Encoder, v *sdk.APIResource) {
 	e.End(at)
 }
 
-// idemEncSdkAPIResponse stores values of sdk.APIResponse.
 func idemEncSdkAPIResponse(e *idemimpl.Encoder, v *sdk.APIResponse) {
 	at := e.Struct()
 	e.Field("StatusCode")
@@ -235,7 +225,6 @@ func idemEncSdkAPIResponse(e *idemimpl.Encoder, v *sdk.APIResponse) {
 	e.End(at)
 }
 
-// idemEncSdkCharge stores values of sdk.Charge.
 func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 	at := e.Struct()
 	e.Field("APIResource")
@@ -276,7 +265,6 @@ func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 	e.End(at)
 }
 
-// idemEncSdkOutcome stores values of sdk.Outcome.
 func idemEncSdkOutcome(e *idemimpl.Encoder, v *sdk.Outcome) {
 	at := e.Struct()
 	e.Field("Type")
@@ -286,7 +274,6 @@ func idemEncSdkOutcome(e *idemimpl.Encoder, v *sdk.Outcome) {
 	e.End(at)
 }
 
-// idemEncSdkRefund stores values of sdk.Refund.
 func idemEncSdkRefund(e *idemimpl.Encoder, v *sdk.Refund) {
 	at := e.Struct()
 	e.Field("ID")
@@ -296,7 +283,6 @@ func idemEncSdkRefund(e *idemimpl.Encoder, v *sdk.Refund) {
 	e.End(at)
 }
 
-// idemKeyChargeParams writes the key material of ChargeParams.
 func idemKeyChargeParams(b *idemimpl.KeyBuilder, v *ChargeParams) {
 	b.String(v.Customer)
 	b.Int(v.Amount)

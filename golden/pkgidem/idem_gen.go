@@ -32,7 +32,6 @@ var idemSpecLookup = &idem.Spec{
 // Build fails here if idem.Lookup's signature changed since generation: run go generate.
 var _ func(context.Context, Input, ID) (Pair[string, int], error) = Lookup
 
-// idemCodecLookup stores the results of Lookup (generated codec).
 var idemCodecLookup = idemimpl.Codec(idemEncPair_string_int, idemDecPair_string_int)
 
 // Lookup is idem.Lookup, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
@@ -83,7 +82,6 @@ var idemSpecGuardCheck = &idem.Spec{
 // Build fails here if Guard.Check's signature changed since generation: run go generate.
 var _ func(*Guard, context.Context, []ID) ([]Pair[ID, bool], error) = (*Guard).Check
 
-// idemCodecGuardCheck stores the results of Check (generated codec).
 var idemCodecGuardCheck = idemimpl.TypedCodec[[]Pair[ID, bool]]{
 	Decode: func(d *idemimpl.Decoder, v *[]Pair[ID, bool]) {
 		idemimpl.DecList(d, v, idemDecPair_string_bool)
@@ -121,7 +119,6 @@ func (g *IdempotentGuard) beginCheck(ids []ID) idem.Call {
 	return c
 }
 
-// idemDecPair_string_bool restores values of Pair[ID, bool].
 func idemDecPair_string_bool(d *idemimpl.Decoder, v *Pair[ID, bool]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -136,7 +133,6 @@ func idemDecPair_string_bool(d *idemimpl.Decoder, v *Pair[ID, bool]) {
 	}
 }
 
-// idemDecPair_string_int restores values of Pair[string, int].
 func idemDecPair_string_int(d *idemimpl.Decoder, v *Pair[string, int]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -151,7 +147,6 @@ func idemDecPair_string_int(d *idemimpl.Decoder, v *Pair[string, int]) {
 	}
 }
 
-// idemEncPair_string_bool stores values of Pair[ID, bool].
 func idemEncPair_string_bool(e *idemimpl.Encoder, v *Pair[ID, bool]) {
 	at := e.Struct()
 	e.Field("Key")
@@ -161,7 +156,6 @@ func idemEncPair_string_bool(e *idemimpl.Encoder, v *Pair[ID, bool]) {
 	e.End(at)
 }
 
-// idemEncPair_string_int stores values of Pair[string, int].
 func idemEncPair_string_int(e *idemimpl.Encoder, v *Pair[string, int]) {
 	at := e.Struct()
 	e.Field("Key")

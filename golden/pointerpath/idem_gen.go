@@ -31,7 +31,6 @@ var idemSpecTransfer = &idem.Spec{
 // Build fails here if pointerpath.Transfer's signature changed since generation: run go generate.
 var _ func(context.Context, *Request) (int64, error) = Transfer
 
-// idemCodecTransfer stores the results of Transfer (generated codec).
 var idemCodecTransfer = idemimpl.IntCodec[int64](64)
 
 // Transfer is pointerpath.Transfer, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -98,7 +97,6 @@ var idemSpecTouch = &idem.Spec{
 // Build fails here if pointerpath.Touch's signature changed since generation: run go generate.
 var _ func(context.Context, Account) (Touched, error) = Touch
 
-// idemCodecTouch stores the results of Touch (generated codec).
 var idemCodecTouch = idemimpl.TypedCodec[Touched]{
 	Decode: func(d *idemimpl.Decoder, v *Touched) {
 		idemDecTouchedForTouch(d, v)
@@ -146,7 +144,6 @@ func (x *Idempotent) beginTouch(acct *Account) idem.Call {
 	return c
 }
 
-// idemDecMetaForTouch restores values of Meta.
 func idemDecMetaForTouch(d *idemimpl.Decoder, v *Meta) {
 	end := d.Struct()
 	for d.More(end) {
@@ -159,7 +156,6 @@ func idemDecMetaForTouch(d *idemimpl.Decoder, v *Meta) {
 	}
 }
 
-// idemDecTouchedForTouch restores values of Touched.
 func idemDecTouchedForTouch(d *idemimpl.Decoder, v *Touched) {
 	end := d.Struct()
 	for d.More(end) {
@@ -174,7 +170,6 @@ func idemDecTouchedForTouch(d *idemimpl.Decoder, v *Touched) {
 	}
 }
 
-// idemEncMetaForTouch stores values of Meta.
 func idemEncMetaForTouch(e *idemimpl.Encoder, v *Meta) {
 	at := e.Struct()
 	e.Field("Count")
@@ -182,7 +177,6 @@ func idemEncMetaForTouch(e *idemimpl.Encoder, v *Meta) {
 	e.End(at)
 }
 
-// idemEncTouchedForTouch stores values of Touched.
 func idemEncTouchedForTouch(e *idemimpl.Encoder, v *Touched) {
 	at := e.Struct()
 	e.Field("Meta")
@@ -192,7 +186,6 @@ func idemEncTouchedForTouch(e *idemimpl.Encoder, v *Touched) {
 	e.End(at)
 }
 
-// idemKeyAccount writes the key material of Account.
 func idemKeyAccount(b *idemimpl.KeyBuilder, v *Account) {
 	idemKeyBase(b, &v.Base)
 	idemimpl.KeyPtr(b, v.Audit, idemKeyAudit)
@@ -200,18 +193,15 @@ func idemKeyAccount(b *idemimpl.KeyBuilder, v *Account) {
 	idemimpl.KeyPtr(b, v.Owner, idemKeyPerson)
 }
 
-// idemKeyAudit writes the key material of Audit.
 func idemKeyAudit(b *idemimpl.KeyBuilder, v *Audit) {
 	b.String(v.By)
 	b.String(v.Trace)
 }
 
-// idemKeyBase writes the key material of Base.
 func idemKeyBase(b *idemimpl.KeyBuilder, v *Base) {
 	b.String(v.Tenant)
 }
 
-// idemKeyPerson writes the key material of Person.
 func idemKeyPerson(b *idemimpl.KeyBuilder, v *Person) {
 	b.String(v.Email)
 	if v.Tags == nil {
@@ -224,7 +214,6 @@ func idemKeyPerson(b *idemimpl.KeyBuilder, v *Person) {
 	}
 }
 
-// idemKeyRequest writes the key material of Request.
 func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	idemimpl.KeyPtr(b, v.Account, idemKeyAccount)
 	b.Int(int64(v.Amount))

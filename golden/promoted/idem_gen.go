@@ -34,7 +34,6 @@ var idemSpecCharge = &idem.Spec{
 // Build fails here if promoted.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, Stamped, Money, Request) (Receipt, error) = Charge
 
-// idemCodecCharge stores the results of Charge (generated codec).
 var idemCodecCharge = idemimpl.Codec(idemEncReceipt, idemDecReceipt)
 
 // Charge is promoted.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -72,7 +71,6 @@ var idemSpecPlace = &idem.Spec{
 // Build fails here if promoted.Place's signature changed since generation: run go generate.
 var _ func(context.Context, Order) (int64, error) = Place
 
-// idemCodecPlace stores the results of Place (generated codec).
 var idemCodecPlace = idemimpl.IntCodec[int64](64)
 
 // Place is promoted.Place, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -116,7 +114,6 @@ var idemSpecVisit = &idem.Spec{
 // Build fails here if promoted.Visit's signature changed since generation: run go generate.
 var _ func(context.Context, *Node) (string, error) = Visit
 
-// idemCodecVisit stores the results of Visit (generated codec).
 var idemCodecVisit = idemimpl.StringCodec[string]()
 
 // Visit is promoted.Visit, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -153,7 +150,6 @@ var _ func(context.Context, map[string]struct {
 	Note string `idem:"-"`
 }) (int64, error) = Tally
 
-// idemCodecTally stores the results of Tally (generated codec).
 var idemCodecTally = idemimpl.IntCodec[int64](64)
 
 // Tally is promoted.Tally, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -209,7 +205,6 @@ var _ func(context.Context, []struct {
 	Note string `idem:"-"`
 }) (int64, error) = Marks
 
-// idemCodecMarks stores the results of Marks (generated codec).
 var idemCodecMarks = idemimpl.IntCodec[int64](64)
 
 // Marks is promoted.Marks, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -276,7 +271,6 @@ var idemSpecRoute = &idem.Spec{
 // Build fails here if promoted.Route's signature changed since generation: run go generate.
 var _ func(context.Context, net.IP, *big.Float) (int64, error) = Route
 
-// idemCodecRoute stores the results of Route (generated codec).
 var idemCodecRoute = idemimpl.IntCodec[int64](64)
 
 // Route is promoted.Route, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -309,7 +303,6 @@ func (x *Idempotent) beginRoute(ip net.IP, amount *big.Float) idem.Call {
 	return c
 }
 
-// idemDecMoney restores values of Money.
 func idemDecMoney(d *idemimpl.Decoder, v *Money) {
 	end := d.Struct()
 	for d.More(end) {
@@ -324,7 +317,6 @@ func idemDecMoney(d *idemimpl.Decoder, v *Money) {
 	}
 }
 
-// idemDecReceipt restores values of Receipt.
 func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
 	end := d.Struct()
 	for d.More(end) {
@@ -341,7 +333,6 @@ func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
 	}
 }
 
-// idemDecStamped restores values of Stamped.
 func idemDecStamped(d *idemimpl.Decoder, v *Stamped) {
 	end := d.Struct()
 	for d.More(end) {
@@ -356,7 +347,6 @@ func idemDecStamped(d *idemimpl.Decoder, v *Stamped) {
 	}
 }
 
-// idemEncMoney stores values of Money.
 func idemEncMoney(e *idemimpl.Encoder, v *Money) {
 	at := e.Struct()
 	e.Field("Decimal")
@@ -366,7 +356,6 @@ func idemEncMoney(e *idemimpl.Encoder, v *Money) {
 	e.End(at)
 }
 
-// idemEncReceipt stores values of Receipt.
 func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
 	e.Field("Stamped")
@@ -378,7 +367,6 @@ func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 	e.End(at)
 }
 
-// idemEncStamped stores values of Stamped.
 func idemEncStamped(e *idemimpl.Encoder, v *Stamped) {
 	at := e.Struct()
 	e.Field("Time")
@@ -388,18 +376,15 @@ func idemEncStamped(e *idemimpl.Encoder, v *Stamped) {
 	e.End(at)
 }
 
-// idemKeyCustomer writes the key material of Customer.
 func idemKeyCustomer(b *idemimpl.KeyBuilder, v *Customer) {
 	b.Int(v.ID)
 }
 
-// idemKeyMoney writes the key material of Money.
 func idemKeyMoney(b *idemimpl.KeyBuilder, v *Money) {
 	b.Marshaled(v.Decimal.MarshalText())
 	b.String(v.Currency)
 }
 
-// idemKeyNode writes the key material of Node.
 func idemKeyNode(b *idemimpl.KeyBuilder, v *Node) {
 	if !b.Enter() {
 		return
@@ -409,19 +394,16 @@ func idemKeyNode(b *idemimpl.KeyBuilder, v *Node) {
 	idemimpl.KeyPtr(b, v.Next, idemKeyNode)
 }
 
-// idemKeyOrder writes the key material of Order.
 func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 	b.String(v.ID)
 	idemimpl.KeyPtr(b, v.Customer, idemKeyCustomer)
 }
 
-// idemKeyRequest writes the key material of Request.
 func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Key(v.Tenant)
 	b.String(v.Item)
 }
 
-// idemKeyStamped writes the key material of Stamped.
 func idemKeyStamped(b *idemimpl.KeyBuilder, v *Stamped) {
 	b.Time(v.Time)
 	b.String(v.Order)

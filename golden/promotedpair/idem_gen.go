@@ -35,7 +35,6 @@ var idemSpecGet = &idem.Spec{
 // Build fails here if p.Get's signature changed since generation: run go generate.
 var _ func(context.Context, string) (Res, error) = Get
 
-// idemCodecGet stores the results of Get (generated codec).
 var idemCodecGet = idemimpl.Codec(idemEncRes, idemDecRes)
 
 // Get is p.Get, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -58,7 +57,6 @@ func (x *Idempotent) beginGet(id string) idem.Call {
 	return c
 }
 
-// idemDecAmount restores values of Amount.
 func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
 	end := d.Struct()
 	for d.More(end) {
@@ -78,12 +76,10 @@ func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
 	}
 }
 
-// idemDecJsonRawMessage restores values of json.RawMessage.
 func idemDecJsonRawMessage(d *idemimpl.Decoder, v *json.RawMessage) {
 	*v = json.RawMessage(d.Bytes())
 }
 
-// idemDecLocated restores values of Located.
 func idemDecLocated(d *idemimpl.Decoder, v *Located) {
 	end := d.Struct()
 	for d.More(end) {
@@ -98,7 +94,6 @@ func idemDecLocated(d *idemimpl.Decoder, v *Located) {
 	}
 }
 
-// idemDecRes restores values of Res.
 func idemDecRes(d *idemimpl.Decoder, v *Res) {
 	end := d.Struct()
 	for d.More(end) {
@@ -117,7 +112,6 @@ func idemDecRes(d *idemimpl.Decoder, v *Res) {
 	}
 }
 
-// idemDecStamp restores values of Stamp.
 func idemDecStamp(d *idemimpl.Decoder, v *Stamp) {
 	end := d.Struct()
 	for d.More(end) {
@@ -132,7 +126,6 @@ func idemDecStamp(d *idemimpl.Decoder, v *Stamp) {
 	}
 }
 
-// idemDecTagged restores values of Tagged.
 func idemDecTagged(d *idemimpl.Decoder, v *Tagged) {
 	end := d.Struct()
 	for d.More(end) {
@@ -147,7 +140,6 @@ func idemDecTagged(d *idemimpl.Decoder, v *Tagged) {
 	}
 }
 
-// idemEncAmount stores values of Amount.
 func idemEncAmount(e *idemimpl.Encoder, v *Amount) {
 	at := e.Struct()
 	e.Field("Float")
@@ -162,12 +154,10 @@ func idemEncAmount(e *idemimpl.Encoder, v *Amount) {
 	e.End(at)
 }
 
-// idemEncJsonRawMessage stores values of json.RawMessage.
 func idemEncJsonRawMessage(e *idemimpl.Encoder, v *json.RawMessage) {
 	e.Bytes([]byte(*v))
 }
 
-// idemEncLocated stores values of Located.
 func idemEncLocated(e *idemimpl.Encoder, v *Located) {
 	at := e.Struct()
 	e.Field("Addr")
@@ -177,7 +167,6 @@ func idemEncLocated(e *idemimpl.Encoder, v *Located) {
 	e.End(at)
 }
 
-// idemEncRes stores values of Res.
 func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	at := e.Struct()
 	e.Field("Tagged")
@@ -191,7 +180,6 @@ func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	e.End(at)
 }
 
-// idemEncStamp stores values of Stamp.
 func idemEncStamp(e *idemimpl.Encoder, v *Stamp) {
 	at := e.Struct()
 	e.Field("Time")
@@ -201,7 +189,6 @@ func idemEncStamp(e *idemimpl.Encoder, v *Stamp) {
 	e.End(at)
 }
 
-// idemEncTagged stores values of Tagged.
 func idemEncTagged(e *idemimpl.Encoder, v *Tagged) {
 	at := e.Struct()
 	e.Field("RawMessage")

@@ -41,7 +41,6 @@ type idemResultRecord struct {
 	r2 *timestamppb.Timestamp
 }
 
-// idemCodecRecord stores the results of Record (generated codec).
 var idemCodecRecord = idemimpl.TypedCodec[idemResultRecord]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultRecord) {
 		end := d.Struct()
@@ -100,7 +99,6 @@ func (x *Idempotent) beginRecord(id string) idem.Call {
 	return c
 }
 
-// idemDecEvent restores values of Event.
 func idemDecEvent(d *idemimpl.Decoder, v *Event) {
 	end := d.Struct()
 	for d.More(end) {
@@ -134,7 +132,6 @@ func idemDecEvent(d *idemimpl.Decoder, v *Event) {
 	}
 }
 
-// idemEncEvent stores values of Event.
 func idemEncEvent(e *idemimpl.Encoder, v *Event) {
 	at := e.Struct()
 	e.Field("ID")

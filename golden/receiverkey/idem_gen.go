@@ -35,7 +35,6 @@ var idemSpecTenantBill = &idem.Spec{
 // Build fails here if Tenant.Bill's signature changed since generation: run go generate.
 var _ func(*Tenant, context.Context, int64) (string, error) = (*Tenant).Bill
 
-// idemCodecTenantBill stores the results of Bill (generated codec).
 var idemCodecTenantBill = idemimpl.StringCodec[string]()
 
 // Bill is Tenant.Bill, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -84,7 +83,6 @@ var idemSpecTenantNotify = &idem.Spec{
 // Build fails here if Tenant.Notify's signature changed since generation: run go generate.
 var _ func(*Tenant, context.Context, string) (string, error) = (*Tenant).Notify
 
-// idemCodecTenantNotify stores the results of Notify (generated codec).
 var idemCodecTenantNotify = idemimpl.StringCodec[string]()
 
 // Notify is Tenant.Notify, run at most once per key (ttl=24h lease=30s on_duplicate=return). The

@@ -31,7 +31,6 @@ var idemSpecWalk = &idem.Spec{
 // Build fails here if recursive.Walk's signature changed since generation: run go generate.
 var _ func(context.Context, *Tree, List, A) (int64, error) = Walk
 
-// idemCodecWalk stores the results of Walk (generated codec).
 var idemCodecWalk = idemimpl.IntCodec[int64](64)
 
 // Walk is recursive.Walk, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -57,7 +56,6 @@ func (x *Idempotent) beginWalk(t *Tree, l *List, a *A) idem.Call {
 	return c
 }
 
-// idemKeyA writes the key material of A.
 func idemKeyA(b *idemimpl.KeyBuilder, v *A) {
 	if !b.Enter() {
 		return
@@ -66,13 +64,11 @@ func idemKeyA(b *idemimpl.KeyBuilder, v *A) {
 	idemimpl.KeyPtr(b, v.B, idemKeyB)
 }
 
-// idemKeyB writes the key material of B.
 func idemKeyB(b *idemimpl.KeyBuilder, v *B) {
 	idemimpl.KeyPtr(b, v.A, idemKeyA)
 	b.Int(int64(v.ID))
 }
 
-// idemKeyList writes the key material of List.
 func idemKeyList(b *idemimpl.KeyBuilder, v *List) {
 	if !b.Enter() {
 		return
@@ -82,7 +78,6 @@ func idemKeyList(b *idemimpl.KeyBuilder, v *List) {
 	idemimpl.KeyPtr(b, v.Tail, idemKeyList)
 }
 
-// idemKeyTree writes the key material of Tree.
 func idemKeyTree(b *idemimpl.KeyBuilder, v *Tree) {
 	if !b.Enter() {
 		return

@@ -31,7 +31,6 @@ var idemSpecChain = &idem.Spec{
 // Build fails here if recursiveresult.Chain's signature changed since generation: run go generate.
 var _ func(context.Context, int, bool, bool) (*Node, error) = Chain
 
-// idemCodecChain stores the results of Chain (generated codec).
 var idemCodecChain = idemimpl.PtrCodec(idemEncNode, idemDecNode)
 
 // Chain is recursiveresult.Chain, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
@@ -56,7 +55,6 @@ func (x *Idempotent) beginChain(n int, ring bool, fan bool) idem.Call {
 	return c
 }
 
-// idemDecNode restores values of Node.
 func idemDecNode(d *idemimpl.Decoder, v *Node) {
 	if !d.Enter() {
 		return
@@ -84,7 +82,6 @@ func idemDecNode(d *idemimpl.Decoder, v *Node) {
 	}
 }
 
-// idemEncNode stores values of Node.
 func idemEncNode(e *idemimpl.Encoder, v *Node) {
 	if !e.Enter() {
 		return

@@ -46,7 +46,6 @@ type idemResultUsersServiceCreate struct {
 	r2 *http.Response
 }
 
-// idemCodecUsersServiceCreate stores the results of Create (generated codec).
 var idemCodecUsersServiceCreate = idemimpl.TypedCodec[idemResultUsersServiceCreate]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultUsersServiceCreate) {
 		end := d.Struct()
@@ -93,7 +92,6 @@ func (s *IdempotentUsersService) beginCreate(login string) idem.Call {
 	return c
 }
 
-// idemDecUser restores values of User.
 func idemDecUser(d *idemimpl.Decoder, v *User) {
 	end := d.Struct()
 	for d.More(end) {
@@ -140,7 +138,6 @@ func idemDecUser(d *idemimpl.Decoder, v *User) {
 	}
 }
 
-// idemEncUser stores values of User.
 func idemEncUser(e *idemimpl.Encoder, v *User) {
 	at := e.Struct()
 	e.Field("ID")

@@ -44,7 +44,6 @@ type idemResultReposServiceCreate struct {
 	r2 *Response
 }
 
-// idemCodecReposServiceCreate stores the results of Create (generated codec).
 var idemCodecReposServiceCreate = idemimpl.TypedCodec[idemResultReposServiceCreate]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultReposServiceCreate) {
 		end := d.Struct()
@@ -95,7 +94,6 @@ func (s *IdempotentReposService) beginCreate(name string) idem.Call {
 	return c
 }
 
-// idemDecRepo restores values of Repo.
 func idemDecRepo(d *idemimpl.Decoder, v *Repo) {
 	end := d.Struct()
 	for d.More(end) {
@@ -110,7 +108,6 @@ func idemDecRepo(d *idemimpl.Decoder, v *Repo) {
 	}
 }
 
-// idemDecResponseForReposServiceCreate restores values of Response.
 func idemDecResponseForReposServiceCreate(d *idemimpl.Decoder, v *Response) {
 	end := d.Struct()
 	for d.More(end) {
@@ -123,7 +120,6 @@ func idemDecResponseForReposServiceCreate(d *idemimpl.Decoder, v *Response) {
 	}
 }
 
-// idemEncRepo stores values of Repo.
 func idemEncRepo(e *idemimpl.Encoder, v *Repo) {
 	at := e.Struct()
 	e.Field("ID")
@@ -133,7 +129,6 @@ func idemEncRepo(e *idemimpl.Encoder, v *Repo) {
 	e.End(at)
 }
 
-// idemEncResponseForReposServiceCreate stores values of Response.
 func idemEncResponseForReposServiceCreate(e *idemimpl.Encoder, v *Response) {
 	at := e.Struct()
 	e.Field("Rate")

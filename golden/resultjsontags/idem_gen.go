@@ -34,7 +34,6 @@ var idemSpecF = &idem.Spec{
 // Build fails here if p.F's signature changed since generation: run go generate.
 var _ func(context.Context, string) (Res, error) = F
 
-// idemCodecF stores the results of F (generated codec).
 var idemCodecF = idemimpl.Codec(idemEncRes, idemDecRes)
 
 // F is p.F, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -57,7 +56,6 @@ func (x *Idempotent) beginF(id string) idem.Call {
 	return c
 }
 
-// idemDecRes restores values of Res.
 func idemDecRes(d *idemimpl.Decoder, v *Res) {
 	end := d.Struct()
 	for d.More(end) {
@@ -104,7 +102,6 @@ func idemDecRes(d *idemimpl.Decoder, v *Res) {
 	}
 }
 
-// idemEncRes stores values of Res.
 func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	at := e.Struct()
 	e.Field("ID")

@@ -34,7 +34,6 @@ var idemSpecBuild = &idem.Spec{
 // Build fails here if resulttypes.Build's signature changed since generation: run go generate.
 var _ func(context.Context, string) (*Report, error) = Build
 
-// idemCodecBuild stores the results of Build (generated codec).
 var idemCodecBuild = idemimpl.PtrCodec(idemEncReport, idemDecReport)
 
 // Build is resulttypes.Build, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
@@ -57,7 +56,6 @@ func (x *Idempotent) beginBuild(title string) idem.Call {
 	return c
 }
 
-// idemDecMeta restores values of Meta.
 func idemDecMeta(d *idemimpl.Decoder, v *Meta) {
 	end := d.Struct()
 	for d.More(end) {
@@ -84,7 +82,6 @@ func idemDecMeta(d *idemimpl.Decoder, v *Meta) {
 	}
 }
 
-// idemDecReport restores values of Report.
 func idemDecReport(d *idemimpl.Decoder, v *Report) {
 	if !d.Enter() {
 		return
@@ -153,7 +150,6 @@ func idemDecReport(d *idemimpl.Decoder, v *Report) {
 	}
 }
 
-// idemEncMeta stores values of Meta.
 func idemEncMeta(e *idemimpl.Encoder, v *Meta) {
 	at := e.Struct()
 	e.Field("Created")
@@ -174,7 +170,6 @@ func idemEncMeta(e *idemimpl.Encoder, v *Meta) {
 	e.End(at)
 }
 
-// idemEncReport stores values of Report.
 func idemEncReport(e *idemimpl.Encoder, v *Report) {
 	if !e.Enter() {
 		return

@@ -33,7 +33,6 @@ var idemSpecCharge = &idem.Spec{
 // Build fails here if sdkparams.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, *sdk.ChargeParams) (*sdk.Charge, error) = Charge
 
-// idemCodecCharge stores the results of Charge (generated codec).
 var idemCodecCharge = idemimpl.PtrCodec(idemEncSdkCharge, idemDecSdkCharge)
 
 // Charge is sdkparams.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -69,7 +68,6 @@ func (x *Idempotent) beginCharge(params *sdk.ChargeParams) idem.Call {
 	return c
 }
 
-// idemDecSdkCharge restores values of sdk.Charge.
 func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 	end := d.Struct()
 	for d.More(end) {
@@ -84,7 +82,6 @@ func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 	}
 }
 
-// idemEncSdkCharge stores values of sdk.Charge.
 func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 	at := e.Struct()
 	e.Field("ID")
@@ -94,7 +91,6 @@ func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 	e.End(at)
 }
 
-// idemKeySdkChargeParams writes the key material of sdk.ChargeParams.
 func idemKeySdkChargeParams(b *idemimpl.KeyBuilder, v *sdk.ChargeParams) {
 	idemKeySdkParams(b, &v.Params)
 	if v.Amount == nil {
@@ -111,7 +107,6 @@ func idemKeySdkChargeParams(b *idemimpl.KeyBuilder, v *sdk.ChargeParams) {
 	}
 }
 
-// idemKeySdkParams writes the key material of sdk.Params.
 func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	if v.IdempotencyKey == nil {
 		b.Nil()

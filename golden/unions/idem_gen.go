@@ -33,7 +33,6 @@ var idemSpecHistory = &idem.Spec{
 // Build fails here if unions.History's signature changed since generation: run go generate.
 var _ func(context.Context, string) ([]Event, error) = History
 
-// idemCodecHistory stores the results of History (generated codec).
 var idemCodecHistory = idemimpl.TypedCodec[[]Event]{
 	Decode: func(d *idemimpl.Decoder, v *[]Event) {
 		idemimpl.DecList(d, v, idemDecEvent)
@@ -77,7 +76,6 @@ var idemSpecNotify = &idem.Spec{
 // Build fails here if unions.Notify's signature changed since generation: run go generate.
 var _ func(context.Context, Event) (string, error) = Notify
 
-// idemCodecNotify stores the results of Notify (generated codec).
 var idemCodecNotify = idemimpl.StringCodec[string]()
 
 // Notify is unions.Notify, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -112,7 +110,6 @@ var idemSpecPost = &idem.Spec{
 // Build fails here if blocks.Post's signature changed since generation: run go generate.
 var _ func(context.Context, string, string) (*blocks.Message, error) = blocks.Post
 
-// idemCodecPost stores the results of Post (generated codec).
 var idemCodecPost = idemimpl.PtrCodec(idemEncBlocksMessage, idemDecBlocksMessage)
 
 // Post is blocks.Post, run at most once per key (ttl=1h lease=30s on_duplicate=return). Values of
@@ -138,7 +135,6 @@ func (x *Idempotent) beginPost(channel string, text string) idem.Call {
 	return c
 }
 
-// idemDecBlocksBlock restores values of blocks.Block.
 func idemDecBlocksBlock(d *idemimpl.Decoder, v *blocks.Block) {
 	if !d.Enter() {
 		return
@@ -171,7 +167,6 @@ func idemDecBlocksBlock(d *idemimpl.Decoder, v *blocks.Block) {
 	}
 }
 
-// idemDecBlocksDivider restores values of blocks.Divider.
 func idemDecBlocksDivider(d *idemimpl.Decoder, v *blocks.Divider) {
 	end := d.Struct()
 	for d.More(end) {
@@ -182,7 +177,6 @@ func idemDecBlocksDivider(d *idemimpl.Decoder, v *blocks.Divider) {
 	}
 }
 
-// idemDecBlocksImage restores values of blocks.Image.
 func idemDecBlocksImage(d *idemimpl.Decoder, v *blocks.Image) {
 	end := d.Struct()
 	for d.More(end) {
@@ -202,7 +196,6 @@ func idemDecBlocksImage(d *idemimpl.Decoder, v *blocks.Image) {
 	}
 }
 
-// idemDecBlocksMessage restores values of blocks.Message.
 func idemDecBlocksMessage(d *idemimpl.Decoder, v *blocks.Message) {
 	end := d.Struct()
 	for d.More(end) {
@@ -217,7 +210,6 @@ func idemDecBlocksMessage(d *idemimpl.Decoder, v *blocks.Message) {
 	}
 }
 
-// idemDecBlocksSection restores values of blocks.Section.
 func idemDecBlocksSection(d *idemimpl.Decoder, v *blocks.Section) {
 	end := d.Struct()
 	for d.More(end) {
@@ -232,7 +224,6 @@ func idemDecBlocksSection(d *idemimpl.Decoder, v *blocks.Section) {
 	}
 }
 
-// idemDecCreated restores values of Created.
 func idemDecCreated(d *idemimpl.Decoder, v *Created) {
 	end := d.Struct()
 	for d.More(end) {
@@ -245,7 +236,6 @@ func idemDecCreated(d *idemimpl.Decoder, v *Created) {
 	}
 }
 
-// idemDecDeleted restores values of Deleted.
 func idemDecDeleted(d *idemimpl.Decoder, v *Deleted) {
 	end := d.Struct()
 	for d.More(end) {
@@ -260,7 +250,6 @@ func idemDecDeleted(d *idemimpl.Decoder, v *Deleted) {
 	}
 }
 
-// idemDecEvent restores values of Event.
 func idemDecEvent(d *idemimpl.Decoder, v *Event) {
 	if d.Nil() {
 		*v = nil
@@ -285,7 +274,6 @@ func idemDecEvent(d *idemimpl.Decoder, v *Event) {
 	}
 }
 
-// idemEncBlocksBlock stores values of blocks.Block.
 func idemEncBlocksBlock(e *idemimpl.Encoder, v *blocks.Block) {
 	if !e.Enter() {
 		return
@@ -315,13 +303,11 @@ func idemEncBlocksBlock(e *idemimpl.Encoder, v *blocks.Block) {
 	}
 }
 
-// idemEncBlocksDivider stores values of blocks.Divider.
 func idemEncBlocksDivider(e *idemimpl.Encoder, v *blocks.Divider) {
 	at := e.Struct()
 	e.End(at)
 }
 
-// idemEncBlocksImage stores values of blocks.Image.
 func idemEncBlocksImage(e *idemimpl.Encoder, v *blocks.Image) {
 	at := e.Struct()
 	e.Field("URL")
@@ -336,7 +322,6 @@ func idemEncBlocksImage(e *idemimpl.Encoder, v *blocks.Image) {
 	e.End(at)
 }
 
-// idemEncBlocksMessage stores values of blocks.Message.
 func idemEncBlocksMessage(e *idemimpl.Encoder, v *blocks.Message) {
 	at := e.Struct()
 	e.Field("TS")
@@ -346,7 +331,6 @@ func idemEncBlocksMessage(e *idemimpl.Encoder, v *blocks.Message) {
 	e.End(at)
 }
 
-// idemEncBlocksSection stores values of blocks.Section.
 func idemEncBlocksSection(e *idemimpl.Encoder, v *blocks.Section) {
 	at := e.Struct()
 	e.Field("Text")
@@ -356,7 +340,6 @@ func idemEncBlocksSection(e *idemimpl.Encoder, v *blocks.Section) {
 	e.End(at)
 }
 
-// idemEncCreated stores values of Created.
 func idemEncCreated(e *idemimpl.Encoder, v *Created) {
 	at := e.Struct()
 	e.Field("ID")
@@ -364,7 +347,6 @@ func idemEncCreated(e *idemimpl.Encoder, v *Created) {
 	e.End(at)
 }
 
-// idemEncDeleted stores values of Deleted.
 func idemEncDeleted(e *idemimpl.Encoder, v *Deleted) {
 	at := e.Struct()
 	e.Field("ID")
@@ -374,7 +356,6 @@ func idemEncDeleted(e *idemimpl.Encoder, v *Deleted) {
 	e.End(at)
 }
 
-// idemEncEvent stores values of Event.
 func idemEncEvent(e *idemimpl.Encoder, v *Event) {
 	switch x := (*v).(type) {
 	case nil:
@@ -396,18 +377,15 @@ func idemEncEvent(e *idemimpl.Encoder, v *Event) {
 	}
 }
 
-// idemKeyCreated writes the key material of Created.
 func idemKeyCreated(b *idemimpl.KeyBuilder, v *Created) {
 	b.String(v.ID)
 }
 
-// idemKeyDeleted writes the key material of Deleted.
 func idemKeyDeleted(b *idemimpl.KeyBuilder, v *Deleted) {
 	b.String(v.ID)
 	b.String(v.Reason)
 }
 
-// idemKeyEvent writes the key material of Event.
 func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	switch x := (*v).(type) {
 	case nil:
@@ -432,7 +410,6 @@ func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	}
 }
 
-// idemKeyInternal writes the key material of internal.
 func idemKeyInternal(b *idemimpl.KeyBuilder, v *internal) {
 	b.Int(int64(v.n))
 }

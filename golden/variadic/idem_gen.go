@@ -32,7 +32,6 @@ var idemSpecTag = &idem.Spec{
 // Build fails here if variadic.Tag's signature changed since generation: run go generate.
 var _ func(string, ...string) ([]string, error) = Tag
 
-// idemCodecTag stores the results of Tag (generated codec).
 var idemCodecTag = idemimpl.TypedCodec[[]string]{
 	Decode: func(d *idemimpl.Decoder, v *[]string) {
 		if d.Nil() {

@@ -44,7 +44,6 @@ var idemSpecGet = &idem.Spec{
 // Build fails here if p.Get's signature changed since generation: run go generate.
 var _ func(context.Context, string) (Known, error) = Get
 
-// idemCodecGet stores the results of Get (generated codec).
 var idemCodecGet = idemimpl.Codec(idemEncKnown, idemDecKnown)
 
 // Get is p.Get, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -79,7 +78,6 @@ var idemSpecGetFloat = &idem.Spec{
 // Build fails here if p.GetFloat's signature changed since generation: run go generate.
 var _ func(context.Context, *big.Float) (*big.Float, error) = GetFloat
 
-// idemCodecGetFloat stores the results of GetFloat (generated codec).
 var idemCodecGetFloat = idemimpl.TypedCodec[*big.Float]{
 	Decode: func(d *idemimpl.Decoder, v **big.Float) {
 		if d.Ptr() {
@@ -136,7 +134,6 @@ var idemSpecGetIP = &idem.Spec{
 // Build fails here if p.GetIP's signature changed since generation: run go generate.
 var _ func(context.Context, net.IP) (net.IP, error) = GetIP
 
-// idemCodecGetIP stores the results of GetIP (generated codec).
 var idemCodecGetIP = idemimpl.Codec(idemEncNetIP, idemDecNetIP)
 
 // GetIP is p.GetIP, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -175,7 +172,6 @@ var idemSpecGetURL = &idem.Spec{
 // Build fails here if p.GetURL's signature changed since generation: run go generate.
 var _ func(context.Context, string) (*url.URL, error) = GetURL
 
-// idemCodecGetURL stores the results of GetURL (generated codec).
 var idemCodecGetURL = idemimpl.PtrCodec(idemEncUrlURL, idemDecUrlURL)
 
 // GetURL is p.GetURL, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -198,7 +194,6 @@ func (x *Idempotent) beginGetURL(u string) idem.Call {
 	return c
 }
 
-// idemDecHttpHeader restores values of http.Header.
 func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 	if d.Nil() {
 		*v = nil
@@ -222,12 +217,10 @@ func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 	}
 }
 
-// idemDecJsonRawMessage restores values of json.RawMessage.
 func idemDecJsonRawMessage(d *idemimpl.Decoder, v *json.RawMessage) {
 	*v = json.RawMessage(d.Bytes())
 }
 
-// idemDecKnown restores values of Known.
 func idemDecKnown(d *idemimpl.Decoder, v *Known) {
 	end := d.Struct()
 	for d.More(end) {
@@ -315,7 +308,6 @@ func idemDecKnown(d *idemimpl.Decoder, v *Known) {
 	}
 }
 
-// idemDecNetIP restores values of net.IP.
 func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
 	if d.Ptr() {
 		*v = d.Bytes()
@@ -324,12 +316,10 @@ func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
 	}
 }
 
-// idemDecNetIPMask restores values of net.IPMask.
 func idemDecNetIPMask(d *idemimpl.Decoder, v *net.IPMask) {
 	*v = net.IPMask(d.Bytes())
 }
 
-// idemDecNetIPNet restores values of net.IPNet.
 func idemDecNetIPNet(d *idemimpl.Decoder, v *net.IPNet) {
 	end := d.Struct()
 	for d.More(end) {
@@ -344,7 +334,6 @@ func idemDecNetIPNet(d *idemimpl.Decoder, v *net.IPNet) {
 	}
 }
 
-// idemDecSqlNullFloat64 restores values of sql.NullFloat64.
 func idemDecSqlNullFloat64(d *idemimpl.Decoder, v *sql.NullFloat64) {
 	end := d.Struct()
 	for d.More(end) {
@@ -359,7 +348,6 @@ func idemDecSqlNullFloat64(d *idemimpl.Decoder, v *sql.NullFloat64) {
 	}
 }
 
-// idemDecSqlNullString restores values of sql.NullString.
 func idemDecSqlNullString(d *idemimpl.Decoder, v *sql.NullString) {
 	end := d.Struct()
 	for d.More(end) {
@@ -374,7 +362,6 @@ func idemDecSqlNullString(d *idemimpl.Decoder, v *sql.NullString) {
 	}
 }
 
-// idemDecSqlNullTime restores values of sql.NullTime.
 func idemDecSqlNullTime(d *idemimpl.Decoder, v *sql.NullTime) {
 	end := d.Struct()
 	for d.More(end) {
@@ -389,7 +376,6 @@ func idemDecSqlNullTime(d *idemimpl.Decoder, v *sql.NullTime) {
 	}
 }
 
-// idemDecSqlNull_int64 restores values of sql.Null[int64].
 func idemDecSqlNull_int64(d *idemimpl.Decoder, v *sql.Null[int64]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -404,7 +390,6 @@ func idemDecSqlNull_int64(d *idemimpl.Decoder, v *sql.Null[int64]) {
 	}
 }
 
-// idemDecUrlURL restores values of url.URL.
 func idemDecUrlURL(d *idemimpl.Decoder, v *url.URL) {
 	end := d.Struct()
 	for d.More(end) {
@@ -460,7 +445,6 @@ func idemDecUrlURL(d *idemimpl.Decoder, v *url.URL) {
 	}
 }
 
-// idemEncHttpHeader stores values of http.Header.
 func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 	if *v == nil {
 		e.Nil()
@@ -484,12 +468,10 @@ func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 	}
 }
 
-// idemEncJsonRawMessage stores values of json.RawMessage.
 func idemEncJsonRawMessage(e *idemimpl.Encoder, v *json.RawMessage) {
 	e.Bytes([]byte(*v))
 }
 
-// idemEncKnown stores values of Known.
 func idemEncKnown(e *idemimpl.Encoder, v *Known) {
 	at := e.Struct()
 	e.Field("Raw")
@@ -570,7 +552,6 @@ func idemEncKnown(e *idemimpl.Encoder, v *Known) {
 	e.End(at)
 }
 
-// idemEncNetIP stores values of net.IP.
 func idemEncNetIP(e *idemimpl.Encoder, v *net.IP) {
 	if *v == nil {
 		e.Nil()
@@ -580,12 +561,10 @@ func idemEncNetIP(e *idemimpl.Encoder, v *net.IP) {
 	}
 }
 
-// idemEncNetIPMask stores values of net.IPMask.
 func idemEncNetIPMask(e *idemimpl.Encoder, v *net.IPMask) {
 	e.Bytes([]byte(*v))
 }
 
-// idemEncNetIPNet stores values of net.IPNet.
 func idemEncNetIPNet(e *idemimpl.Encoder, v *net.IPNet) {
 	at := e.Struct()
 	e.Field("IP")
@@ -595,7 +574,6 @@ func idemEncNetIPNet(e *idemimpl.Encoder, v *net.IPNet) {
 	e.End(at)
 }
 
-// idemEncSqlNullFloat64 stores values of sql.NullFloat64.
 func idemEncSqlNullFloat64(e *idemimpl.Encoder, v *sql.NullFloat64) {
 	at := e.Struct()
 	e.Field("Float64")
@@ -605,7 +583,6 @@ func idemEncSqlNullFloat64(e *idemimpl.Encoder, v *sql.NullFloat64) {
 	e.End(at)
 }
 
-// idemEncSqlNullString stores values of sql.NullString.
 func idemEncSqlNullString(e *idemimpl.Encoder, v *sql.NullString) {
 	at := e.Struct()
 	e.Field("String")
@@ -615,7 +592,6 @@ func idemEncSqlNullString(e *idemimpl.Encoder, v *sql.NullString) {
 	e.End(at)
 }
 
-// idemEncSqlNullTime stores values of sql.NullTime.
 func idemEncSqlNullTime(e *idemimpl.Encoder, v *sql.NullTime) {
 	at := e.Struct()
 	e.Field("Time")
@@ -625,7 +601,6 @@ func idemEncSqlNullTime(e *idemimpl.Encoder, v *sql.NullTime) {
 	e.End(at)
 }
 
-// idemEncSqlNull_int64 stores values of sql.Null[int64].
 func idemEncSqlNull_int64(e *idemimpl.Encoder, v *sql.Null[int64]) {
 	at := e.Struct()
 	e.Field("V")
@@ -635,7 +610,6 @@ func idemEncSqlNull_int64(e *idemimpl.Encoder, v *sql.Null[int64]) {
 	e.End(at)
 }
 
-// idemEncUrlURL stores values of url.URL.
 func idemEncUrlURL(e *idemimpl.Encoder, v *url.URL) {
 	at := e.Struct()
 	e.Field("Scheme")

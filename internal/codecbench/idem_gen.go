@@ -34,7 +34,6 @@ var idemSpecPlace = &idem.Spec{
 // Build fails here if codecbench.Place's signature changed since generation: run go generate.
 var _ func(context.Context, string) (*Order, error) = Place
 
-// idemCodecPlace stores the results of Place (generated codec).
 var idemCodecPlace = idemimpl.PtrCodec(idemEncOrder, idemDecOrder)
 
 // Place is codecbench.Place, run at most once per key (ttl=24h lease=30s on_duplicate=return).
@@ -57,7 +56,6 @@ func (x *Idempotent) beginPlace(id string) idem.Call {
 	return c
 }
 
-// idemDecAddress restores values of Address.
 func idemDecAddress(d *idemimpl.Decoder, v *Address) {
 	end := d.Struct()
 	for d.More(end) {
@@ -76,7 +74,6 @@ func idemDecAddress(d *idemimpl.Decoder, v *Address) {
 	}
 }
 
-// idemDecCustomer restores values of Customer.
 func idemDecCustomer(d *idemimpl.Decoder, v *Customer) {
 	end := d.Struct()
 	for d.More(end) {
@@ -95,7 +92,6 @@ func idemDecCustomer(d *idemimpl.Decoder, v *Customer) {
 	}
 }
 
-// idemDecLine restores values of Line.
 func idemDecLine(d *idemimpl.Decoder, v *Line) {
 	end := d.Struct()
 	for d.More(end) {
@@ -126,7 +122,6 @@ func idemDecLine(d *idemimpl.Decoder, v *Line) {
 	}
 }
 
-// idemDecOrder restores values of Order.
 func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 	end := d.Struct()
 	for d.More(end) {
@@ -189,7 +184,6 @@ func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 	}
 }
 
-// idemEncAddress stores values of Address.
 func idemEncAddress(e *idemimpl.Encoder, v *Address) {
 	at := e.Struct()
 	e.Field("Street")
@@ -203,7 +197,6 @@ func idemEncAddress(e *idemimpl.Encoder, v *Address) {
 	e.End(at)
 }
 
-// idemEncCustomer stores values of Customer.
 func idemEncCustomer(e *idemimpl.Encoder, v *Customer) {
 	at := e.Struct()
 	e.Field("ID")
@@ -217,7 +210,6 @@ func idemEncCustomer(e *idemimpl.Encoder, v *Customer) {
 	e.End(at)
 }
 
-// idemEncLine stores values of Line.
 func idemEncLine(e *idemimpl.Encoder, v *Line) {
 	at := e.Struct()
 	e.Field("SKU")
@@ -242,7 +234,6 @@ func idemEncLine(e *idemimpl.Encoder, v *Line) {
 	e.End(at)
 }
 
-// idemEncOrder stores values of Order.
 func idemEncOrder(e *idemimpl.Encoder, v *Order) {
 	at := e.Struct()
 	e.Field("ID")

@@ -36,7 +36,6 @@ var idemSpecServiceCreatePayment = &idem.Spec{
 // Build fails here if Service.CreatePayment's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, PaymentRequest) (*Payment, error) = (*Service).CreatePayment
 
-// idemCodecServiceCreatePayment stores the results of CreatePayment (generated codec).
 var idemCodecServiceCreatePayment = idemimpl.PtrCodec(idemEncPayment, idemDecPayment)
 
 // CreatePayment is Service.CreatePayment, run at most once per key (ttl=24h lease=3s
@@ -64,7 +63,6 @@ func (s *IdempotentService) beginCreatePayment(req *PaymentRequest) idem.Call {
 	return c
 }
 
-// idemDecPayment restores values of Payment.
 func idemDecPayment(d *idemimpl.Decoder, v *Payment) {
 	end := d.Struct()
 	for d.More(end) {
@@ -87,7 +85,6 @@ func idemDecPayment(d *idemimpl.Decoder, v *Payment) {
 	}
 }
 
-// idemEncPayment stores values of Payment.
 func idemEncPayment(e *idemimpl.Encoder, v *Payment) {
 	at := e.Struct()
 	e.Field("ID")
@@ -105,7 +102,6 @@ func idemEncPayment(e *idemimpl.Encoder, v *Payment) {
 	e.End(at)
 }
 
-// idemKeyPaymentRequest writes the key material of PaymentRequest.
 func idemKeyPaymentRequest(b *idemimpl.KeyBuilder, v *PaymentRequest) {
 	b.String(v.AccountID)
 	b.String(v.Reference)

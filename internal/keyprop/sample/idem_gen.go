@@ -41,7 +41,6 @@ var _ func(context.Context, struct {
 	F1 map[string]S1
 }) (int64, error) = Keyed0
 
-// idemCodecKeyed0 stores the results of Keyed0 (generated codec).
 var idemCodecKeyed0 = idemimpl.IntCodec[int64](64)
 
 // Keyed0 is sample.Keyed0, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -97,7 +96,6 @@ var idemSpecKeyed1 = &idem.Spec{
 // Build fails here if sample.Keyed1's signature changed since generation: run go generate.
 var _ func(context.Context, []bool) (int64, error) = Keyed1
 
-// idemCodecKeyed1 stores the results of Keyed1 (generated codec).
 var idemCodecKeyed1 = idemimpl.IntCodec[int64](64)
 
 // Keyed1 is sample.Keyed1, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -139,7 +137,6 @@ var idemSpecKeyed2 = &idem.Spec{
 // Build fails here if sample.Keyed2's signature changed since generation: run go generate.
 var _ func(context.Context, [][1][]A5) (int64, error) = Keyed2
 
-// idemCodecKeyed2 stores the results of Keyed2 (generated codec).
 var idemCodecKeyed2 = idemimpl.IntCodec[int64](64)
 
 // Keyed2 is sample.Keyed2, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -191,7 +188,6 @@ var idemSpecKeyed3 = &idem.Spec{
 // Build fails here if sample.Keyed3's signature changed since generation: run go generate.
 var _ func(context.Context, Gen[S6]) (int64, error) = Keyed3
 
-// idemCodecKeyed3 stores the results of Keyed3 (generated codec).
 var idemCodecKeyed3 = idemimpl.IntCodec[int64](64)
 
 // Keyed3 is sample.Keyed3, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -227,7 +223,6 @@ var idemSpecKeyed4 = &idem.Spec{
 // Build fails here if sample.Keyed4's signature changed since generation: run go generate.
 var _ func(context.Context, S9) (int64, error) = Keyed4
 
-// idemCodecKeyed4 stores the results of Keyed4 (generated codec).
 var idemCodecKeyed4 = idemimpl.IntCodec[int64](64)
 
 // Keyed4 is sample.Keyed4, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -263,7 +258,6 @@ var idemSpecKeyed5 = &idem.Spec{
 // Build fails here if sample.Keyed5's signature changed since generation: run go generate.
 var _ func(context.Context, *int64) (int64, error) = Keyed5
 
-// idemCodecKeyed5 stores the results of Keyed5 (generated codec).
 var idemCodecKeyed5 = idemimpl.IntCodec[int64](64)
 
 // Keyed5 is sample.Keyed5, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -303,7 +297,6 @@ var idemSpecKeyed6 = &idem.Spec{
 // Build fails here if sample.Keyed6's signature changed since generation: run go generate.
 var _ func(context.Context, Gen[map[MK10]Gen[int]]) (int64, error) = Keyed6
 
-// idemCodecKeyed6 stores the results of Keyed6 (generated codec).
 var idemCodecKeyed6 = idemimpl.IntCodec[int64](64)
 
 // Keyed6 is sample.Keyed6, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -339,7 +332,6 @@ var idemSpecKeyed7 = &idem.Spec{
 // Build fails here if sample.Keyed7's signature changed since generation: run go generate.
 var _ func(context.Context, int8) (int64, error) = Keyed7
 
-// idemCodecKeyed7 stores the results of Keyed7 (generated codec).
 var idemCodecKeyed7 = idemimpl.IntCodec[int64](64)
 
 // Keyed7 is sample.Keyed7, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -374,7 +366,6 @@ var idemSpecKeyed8 = &idem.Spec{
 // Build fails here if sample.Keyed8's signature changed since generation: run go generate.
 var _ func(context.Context, map[other.Point]time.Duration) (int64, error) = Keyed8
 
-// idemCodecKeyed8 stores the results of Keyed8 (generated codec).
 var idemCodecKeyed8 = idemimpl.IntCodec[int64](64)
 
 // Keyed8 is sample.Keyed8, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -419,7 +410,6 @@ var idemSpecKeyed9 = &idem.Spec{
 // Build fails here if sample.Keyed9's signature changed since generation: run go generate.
 var _ func(context.Context, json.RawMessage) (int64, error) = Keyed9
 
-// idemCodecKeyed9 stores the results of Keyed9 (generated codec).
 var idemCodecKeyed9 = idemimpl.IntCodec[int64](64)
 
 // Keyed9 is sample.Keyed9, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -454,7 +444,6 @@ var idemSpecKeyed10 = &idem.Spec{
 // Build fails here if sample.Keyed10's signature changed since generation: run go generate.
 var _ func(context.Context, any) (int64, error) = Keyed10
 
-// idemCodecKeyed10 stores the results of Keyed10 (generated codec).
 var idemCodecKeyed10 = idemimpl.IntCodec[int64](64)
 
 // Keyed10 is sample.Keyed10, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -489,7 +478,6 @@ var idemSpecKeyed11 = &idem.Spec{
 // Build fails here if sample.Keyed11's signature changed since generation: run go generate.
 var _ func(context.Context, map[bool]Gen[A11]) (int64, error) = Keyed11
 
-// idemCodecKeyed11 stores the results of Keyed11 (generated codec).
 var idemCodecKeyed11 = idemimpl.IntCodec[int64](64)
 
 // Keyed11 is sample.Keyed11, run at most once per key (ttl=1h lease=30s on_duplicate=return).
@@ -534,7 +522,6 @@ var idemSpecPathed0 = &idem.Spec{
 // Build fails here if sample.Pathed0's signature changed since generation: run go generate.
 var _ func(context.Context, *P12) (int64, error) = Pathed0
 
-// idemCodecPathed0 stores the results of Pathed0 (generated codec).
 var idemCodecPathed0 = idemimpl.IntCodec[int64](64)
 
 // Pathed0 is sample.Pathed0, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -591,7 +578,6 @@ var idemSpecPathed1 = &idem.Spec{
 // Build fails here if sample.Pathed1's signature changed since generation: run go generate.
 var _ func(context.Context, *P16) (int64, error) = Pathed1
 
-// idemCodecPathed1 stores the results of Pathed1 (generated codec).
 var idemCodecPathed1 = idemimpl.IntCodec[int64](64)
 
 // Pathed1 is sample.Pathed1, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -644,7 +630,6 @@ var idemSpecPathed2 = &idem.Spec{
 // Build fails here if sample.Pathed2's signature changed since generation: run go generate.
 var _ func(context.Context, P21) (int64, error) = Pathed2
 
-// idemCodecPathed2 stores the results of Pathed2 (generated codec).
 var idemCodecPathed2 = idemimpl.IntCodec[int64](64)
 
 // Pathed2 is sample.Pathed2, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -699,7 +684,6 @@ var idemSpecPathed3 = &idem.Spec{
 // Build fails here if sample.Pathed3's signature changed since generation: run go generate.
 var _ func(context.Context, P26) (int64, error) = Pathed3
 
-// idemCodecPathed3 stores the results of Pathed3 (generated codec).
 var idemCodecPathed3 = idemimpl.IntCodec[int64](64)
 
 // Pathed3 is sample.Pathed3, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -748,7 +732,6 @@ var idemSpecPathed4 = &idem.Spec{
 // Build fails here if sample.Pathed4's signature changed since generation: run go generate.
 var _ func(context.Context, P31) (int64, error) = Pathed4
 
-// idemCodecPathed4 stores the results of Pathed4 (generated codec).
 var idemCodecPathed4 = idemimpl.IntCodec[int64](64)
 
 // Pathed4 is sample.Pathed4, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -804,7 +787,6 @@ var idemSpecPathed5 = &idem.Spec{
 // Build fails here if sample.Pathed5's signature changed since generation: run go generate.
 var _ func(context.Context, *P33) (int64, error) = Pathed5
 
-// idemCodecPathed5 stores the results of Pathed5 (generated codec).
 var idemCodecPathed5 = idemimpl.IntCodec[int64](64)
 
 // Pathed5 is sample.Pathed5, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -852,7 +834,6 @@ var idemSpecStored0 = &idem.Spec{
 // Build fails here if sample.Stored0's signature changed since generation: run go generate.
 var _ func(context.Context, int64, uint) (uint, error) = Stored0
 
-// idemCodecStored0 stores the results of Stored0 (generated codec).
 var idemCodecStored0 = idemimpl.UintCodec[uint](64)
 
 // Stored0 is sample.Stored0, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -888,7 +869,6 @@ var idemSpecStored1 = &idem.Spec{
 // Build fails here if sample.Stored1's signature changed since generation: run go generate.
 var _ func(context.Context, int64, uint16) (uint16, error) = Stored1
 
-// idemCodecStored1 stores the results of Stored1 (generated codec).
 var idemCodecStored1 = idemimpl.UintCodec[uint16](16)
 
 // Stored1 is sample.Stored1, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -940,7 +920,6 @@ var _ func(context.Context, int64, *struct {
 	F2 [2]float64
 }, error) = Stored2
 
-// idemCodecStored2 stores the results of Stored2 (generated codec).
 var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 	F0 struct {
 		F0 net.IP
@@ -1111,7 +1090,6 @@ var idemSpecStored3 = &idem.Spec{
 // Build fails here if sample.Stored3's signature changed since generation: run go generate.
 var _ func(context.Context, int64, *Pair[other.Code, Rec39]) (*Pair[other.Code, Rec39], error) = Stored3
 
-// idemCodecStored3 stores the results of Stored3 (generated codec).
 var idemCodecStored3 = idemimpl.PtrCodec(idemEncPair_OtherCode_Rec39, idemDecPair_OtherCode_Rec39)
 
 // Stored3 is sample.Stored3, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -1147,7 +1125,6 @@ var idemSpecStored4 = &idem.Spec{
 // Build fails here if sample.Stored4's signature changed since generation: run go generate.
 var _ func(context.Context, int64, S40) (S40, error) = Stored4
 
-// idemCodecStored4 stores the results of Stored4 (generated codec).
 var idemCodecStored4 = idemimpl.Codec(idemEncS40, idemDecS40)
 
 // Stored4 is sample.Stored4, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -1184,7 +1161,6 @@ var idemSpecStored5 = &idem.Spec{
 // Build fails here if sample.Stored5's signature changed since generation: run go generate.
 var _ func(context.Context, int64, S42) (S42, error) = Stored5
 
-// idemCodecStored5 stores the results of Stored5 (generated codec).
 var idemCodecStored5 = idemimpl.Codec(idemEncS42, idemDecS42)
 
 // Stored5 is sample.Stored5, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -1221,7 +1197,6 @@ var idemSpecStored6 = &idem.Spec{
 // Build fails here if sample.Stored6's signature changed since generation: run go generate.
 var _ func(context.Context, int64, Pair[string, S45]) (Pair[string, S45], error) = Stored6
 
-// idemCodecStored6 stores the results of Stored6 (generated codec).
 var idemCodecStored6 = idemimpl.Codec(idemEncPair_string_S45, idemDecPair_string_S45)
 
 // Stored6 is sample.Stored6, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -1258,7 +1233,6 @@ var idemSpecStored7 = &idem.Spec{
 // Build fails here if sample.Stored7's signature changed since generation: run go generate.
 var _ func(context.Context, int64, [0][0]complex64) ([0][0]complex64, error) = Stored7
 
-// idemCodecStored7 stores the results of Stored7 (generated codec).
 var idemCodecStored7 = idemimpl.TypedCodec[[0][0]complex64]{
 	Decode: func(d *idemimpl.Decoder, v *[0][0]complex64) {
 		if d.Array(len(*v)) {
@@ -1318,7 +1292,6 @@ var idemSpecStored8 = &idem.Spec{
 // Build fails here if sample.Stored8's signature changed since generation: run go generate.
 var _ func(context.Context, int64, map[other.Code]S46) (map[other.Code]S46, error) = Stored8
 
-// idemCodecStored8 stores the results of Stored8 (generated codec).
 var idemCodecStored8 = idemimpl.TypedCodec[map[other.Code]S46]{
 	Decode: func(d *idemimpl.Decoder, v *map[other.Code]S46) {
 		if d.Nil() {
@@ -1384,7 +1357,6 @@ var idemSpecStored9 = &idem.Spec{
 // Build fails here if sample.Stored9's signature changed since generation: run go generate.
 var _ func(context.Context, int64, uint32) (uint32, error) = Stored9
 
-// idemCodecStored9 stores the results of Stored9 (generated codec).
 var idemCodecStored9 = idemimpl.UintCodec[uint32](32)
 
 // Stored9 is sample.Stored9, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -1430,7 +1402,6 @@ var _ func(context.Context, int64, struct {
 	F3 S48
 }, error) = Stored10
 
-// idemCodecStored10 stores the results of Stored10 (generated codec).
 var idemCodecStored10 = idemimpl.TypedCodec[struct {
 	F0 N47
 	F1 *[1]uint
@@ -1588,7 +1559,6 @@ var idemSpecStored11 = &idem.Spec{
 // Build fails here if sample.Stored11's signature changed since generation: run go generate.
 var _ func(context.Context, int64, S56) (S56, error) = Stored11
 
-// idemCodecStored11 stores the results of Stored11 (generated codec).
 var idemCodecStored11 = idemimpl.Codec(idemEncS56, idemDecS56)
 
 // Stored11 is sample.Stored11, run at most once per key (ttl=24h lease=30s on_duplicate=return
@@ -1625,7 +1595,6 @@ var idemSpecKeyedFixed0 = &idem.Spec{
 // Build fails here if sample.KeyedFixed0's signature changed since generation: run go generate.
 var _ func(context.Context, map[string]struct{}) (int64, error) = KeyedFixed0
 
-// idemCodecKeyedFixed0 stores the results of KeyedFixed0 (generated codec).
 var idemCodecKeyedFixed0 = idemimpl.IntCodec[int64](64)
 
 // KeyedFixed0 is sample.KeyedFixed0, run at most once per key (ttl=1h lease=30s
@@ -1670,7 +1639,6 @@ var idemSpecStoredFixed0 = &idem.Spec{
 // Build fails here if sample.StoredFixed0's signature changed since generation: run go generate.
 var _ func(context.Context, int64, map[string]struct{}) (map[string]struct{}, error) = StoredFixed0
 
-// idemCodecStoredFixed0 stores the results of StoredFixed0 (generated codec).
 var idemCodecStoredFixed0 = idemimpl.TypedCodec[map[string]struct{}]{
 	Decode: func(d *idemimpl.Decoder, v *map[string]struct{}) {
 		if d.Nil() {
@@ -1742,7 +1710,6 @@ var idemSpecKeyedFixed1 = &idem.Spec{
 // Build fails here if sample.KeyedFixed1's signature changed since generation: run go generate.
 var _ func(context.Context, []struct{}) (int64, error) = KeyedFixed1
 
-// idemCodecKeyedFixed1 stores the results of KeyedFixed1 (generated codec).
 var idemCodecKeyedFixed1 = idemimpl.IntCodec[int64](64)
 
 // KeyedFixed1 is sample.KeyedFixed1, run at most once per key (ttl=1h lease=30s
@@ -1782,7 +1749,6 @@ var idemSpecStoredFixed1 = &idem.Spec{
 // Build fails here if sample.StoredFixed1's signature changed since generation: run go generate.
 var _ func(context.Context, int64, []struct{}) ([]struct{}, error) = StoredFixed1
 
-// idemCodecStoredFixed1 stores the results of StoredFixed1 (generated codec).
 var idemCodecStoredFixed1 = idemimpl.TypedCodec[[]struct{}]{
 	Decode: func(d *idemimpl.Decoder, v *[]struct{}) {
 		if d.Nil() {
@@ -1847,7 +1813,6 @@ var idemSpecKeyedFixed2 = &idem.Spec{
 // Build fails here if sample.KeyedFixed2's signature changed since generation: run go generate.
 var _ func(context.Context, [2]Empty) (int64, error) = KeyedFixed2
 
-// idemCodecKeyedFixed2 stores the results of KeyedFixed2 (generated codec).
 var idemCodecKeyedFixed2 = idemimpl.IntCodec[int64](64)
 
 // KeyedFixed2 is sample.KeyedFixed2, run at most once per key (ttl=1h lease=30s
@@ -1887,7 +1852,6 @@ var idemSpecStoredFixed2 = &idem.Spec{
 // Build fails here if sample.StoredFixed2's signature changed since generation: run go generate.
 var _ func(context.Context, int64, [2]Empty) ([2]Empty, error) = StoredFixed2
 
-// idemCodecStoredFixed2 stores the results of StoredFixed2 (generated codec).
 var idemCodecStoredFixed2 = idemimpl.TypedCodec[[2]Empty]{
 	Decode: func(d *idemimpl.Decoder, v *[2]Empty) {
 		if d.Array(len(*v)) {
@@ -1939,7 +1903,6 @@ var idemSpecKeyedFixed3 = &idem.Spec{
 // Build fails here if sample.KeyedFixed3's signature changed since generation: run go generate.
 var _ func(context.Context, map[int8]Empty) (int64, error) = KeyedFixed3
 
-// idemCodecKeyedFixed3 stores the results of KeyedFixed3 (generated codec).
 var idemCodecKeyedFixed3 = idemimpl.IntCodec[int64](64)
 
 // KeyedFixed3 is sample.KeyedFixed3, run at most once per key (ttl=1h lease=30s
@@ -1985,7 +1948,6 @@ var idemSpecStoredFixed3 = &idem.Spec{
 // Build fails here if sample.StoredFixed3's signature changed since generation: run go generate.
 var _ func(context.Context, int64, map[int8]Empty) (map[int8]Empty, error) = StoredFixed3
 
-// idemCodecStoredFixed3 stores the results of StoredFixed3 (generated codec).
 var idemCodecStoredFixed3 = idemimpl.TypedCodec[map[int8]Empty]{
 	Decode: func(d *idemimpl.Decoder, v *map[int8]Empty) {
 		if d.Nil() {
@@ -2055,7 +2017,6 @@ var _ func(context.Context, struct {
 	P *Empty
 }) (int64, error) = KeyedFixed4
 
-// idemCodecKeyedFixed4 stores the results of KeyedFixed4 (generated codec).
 var idemCodecKeyedFixed4 = idemimpl.IntCodec[int64](64)
 
 // KeyedFixed4 is sample.KeyedFixed4, run at most once per key (ttl=1h lease=30s
@@ -2123,7 +2084,6 @@ var _ func(context.Context, int64, struct {
 	P *Empty
 }, error) = StoredFixed4
 
-// idemCodecStoredFixed4 stores the results of StoredFixed4 (generated codec).
 var idemCodecStoredFixed4 = idemimpl.TypedCodec[struct {
 	S map[uint16]struct{}
 	E []Empty
@@ -2247,7 +2207,6 @@ var idemSpecKeyedFixed5 = &idem.Spec{
 // Build fails here if sample.KeyedFixed5's signature changed since generation: run go generate.
 var _ func(context.Context, any) (int64, error) = KeyedFixed5
 
-// idemCodecKeyedFixed5 stores the results of KeyedFixed5 (generated codec).
 var idemCodecKeyedFixed5 = idemimpl.IntCodec[int64](64)
 
 // KeyedFixed5 is sample.KeyedFixed5, run at most once per key (ttl=1h lease=30s
@@ -2283,7 +2242,6 @@ var idemSpecStoredFixed5 = &idem.Spec{
 // Build fails here if sample.StoredFixed5's signature changed since generation: run go generate.
 var _ func(context.Context, int64, any) (any, error) = StoredFixed5
 
-// idemCodecStoredFixed5 stores the results of StoredFixed5 (generated codec).
 var idemCodecStoredFixed5 = idemimpl.TypedCodec[any]{
 	Decode: func(d *idemimpl.Decoder, v *any) {
 		*v = d.Any()
@@ -2326,7 +2284,6 @@ var idemSpecKeyedFixed6 = &idem.Spec{
 // Build fails here if sample.KeyedFixed6's signature changed since generation: run go generate.
 var _ func(context.Context, map[string]any) (int64, error) = KeyedFixed6
 
-// idemCodecKeyedFixed6 stores the results of KeyedFixed6 (generated codec).
 var idemCodecKeyedFixed6 = idemimpl.IntCodec[int64](64)
 
 // KeyedFixed6 is sample.KeyedFixed6, run at most once per key (ttl=1h lease=30s
@@ -2372,7 +2329,6 @@ var idemSpecStoredFixed6 = &idem.Spec{
 // Build fails here if sample.StoredFixed6's signature changed since generation: run go generate.
 var _ func(context.Context, int64, map[string]any) (map[string]any, error) = StoredFixed6
 
-// idemCodecStoredFixed6 stores the results of StoredFixed6 (generated codec).
 var idemCodecStoredFixed6 = idemimpl.TypedCodec[map[string]any]{
 	Decode: func(d *idemimpl.Decoder, v *map[string]any) {
 		if d.Nil() {
@@ -2426,7 +2382,6 @@ func (x *Idempotent) beginStoredFixed6(id int64, v map[string]any) idem.Call {
 	return c
 }
 
-// idemDecE50 restores values of E50.
 func idemDecE50(d *idemimpl.Decoder, v *E50) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2445,7 +2400,6 @@ func idemDecE50(d *idemimpl.Decoder, v *E50) {
 	}
 }
 
-// idemDecE52 restores values of E52.
 func idemDecE52(d *idemimpl.Decoder, v *E52) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2462,7 +2416,6 @@ func idemDecE52(d *idemimpl.Decoder, v *E52) {
 	}
 }
 
-// idemDecEmpty restores values of Empty.
 func idemDecEmpty(d *idemimpl.Decoder, v *Empty) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2473,7 +2426,6 @@ func idemDecEmpty(d *idemimpl.Decoder, v *Empty) {
 	}
 }
 
-// idemDecGen_Array1PtrBigInt restores values of Gen[[1]*big.Int].
 func idemDecGen_Array1PtrBigInt(d *idemimpl.Decoder, v *Gen[[1]*big.Int]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2529,7 +2481,6 @@ func idemDecGen_Array1PtrBigInt(d *idemimpl.Decoder, v *Gen[[1]*big.Int]) {
 	}
 }
 
-// idemDecGen_uint16 restores values of Gen[A44].
 func idemDecGen_uint16(d *idemimpl.Decoder, v *Gen[A44]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2558,7 +2509,6 @@ func idemDecGen_uint16(d *idemimpl.Decoder, v *Gen[A44]) {
 	}
 }
 
-// idemDecNetIP restores values of net.IP.
 func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
 	if d.Ptr() {
 		*v = d.Bytes()
@@ -2567,7 +2517,6 @@ func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
 	}
 }
 
-// idemDecOtherPoint restores values of other.Point.
 func idemDecOtherPoint(d *idemimpl.Decoder, v *other.Point) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2582,7 +2531,6 @@ func idemDecOtherPoint(d *idemimpl.Decoder, v *other.Point) {
 	}
 }
 
-// idemDecPair_OtherCode_Rec39 restores values of Pair[other.Code, Rec39].
 func idemDecPair_OtherCode_Rec39(d *idemimpl.Decoder, v *Pair[other.Code, Rec39]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2597,7 +2545,6 @@ func idemDecPair_OtherCode_Rec39(d *idemimpl.Decoder, v *Pair[other.Code, Rec39]
 	}
 }
 
-// idemDecPair_string_S45 restores values of Pair[string, S45].
 func idemDecPair_string_S45(d *idemimpl.Decoder, v *Pair[string, S45]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2612,7 +2559,6 @@ func idemDecPair_string_S45(d *idemimpl.Decoder, v *Pair[string, S45]) {
 	}
 }
 
-// idemDecRec39 restores values of Rec39.
 func idemDecRec39(d *idemimpl.Decoder, v *Rec39) {
 	if !d.Enter() {
 		return
@@ -2643,7 +2589,6 @@ func idemDecRec39(d *idemimpl.Decoder, v *Rec39) {
 	}
 }
 
-// idemDecS37 restores values of S37.
 func idemDecS37(d *idemimpl.Decoder, v *S37) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2656,7 +2601,6 @@ func idemDecS37(d *idemimpl.Decoder, v *S37) {
 	}
 }
 
-// idemDecS40 restores values of S40.
 func idemDecS40(d *idemimpl.Decoder, v *S40) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2669,7 +2613,6 @@ func idemDecS40(d *idemimpl.Decoder, v *S40) {
 	}
 }
 
-// idemDecS41 restores values of S41.
 func idemDecS41(d *idemimpl.Decoder, v *S41) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2704,7 +2647,6 @@ func idemDecS41(d *idemimpl.Decoder, v *S41) {
 	}
 }
 
-// idemDecS42 restores values of S42.
 func idemDecS42(d *idemimpl.Decoder, v *S42) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2725,7 +2667,6 @@ func idemDecS42(d *idemimpl.Decoder, v *S42) {
 	}
 }
 
-// idemDecS43 restores values of S43.
 func idemDecS43(d *idemimpl.Decoder, v *S43) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2738,7 +2679,6 @@ func idemDecS43(d *idemimpl.Decoder, v *S43) {
 	}
 }
 
-// idemDecS45 restores values of S45.
 func idemDecS45(d *idemimpl.Decoder, v *S45) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2758,7 +2698,6 @@ func idemDecS45(d *idemimpl.Decoder, v *S45) {
 	}
 }
 
-// idemDecS46 restores values of S46.
 func idemDecS46(d *idemimpl.Decoder, v *S46) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2771,7 +2710,6 @@ func idemDecS46(d *idemimpl.Decoder, v *S46) {
 	}
 }
 
-// idemDecS48 restores values of S48.
 func idemDecS48(d *idemimpl.Decoder, v *S48) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2800,7 +2738,6 @@ func idemDecS48(d *idemimpl.Decoder, v *S48) {
 	}
 }
 
-// idemDecS49 restores values of S49.
 func idemDecS49(d *idemimpl.Decoder, v *S49) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2817,7 +2754,6 @@ func idemDecS49(d *idemimpl.Decoder, v *S49) {
 	}
 }
 
-// idemDecS56 restores values of S56.
 func idemDecS56(d *idemimpl.Decoder, v *S56) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2832,7 +2768,6 @@ func idemDecS56(d *idemimpl.Decoder, v *S56) {
 	}
 }
 
-// idemEncE50 stores values of E50.
 func idemEncE50(e *idemimpl.Encoder, v *E50) {
 	at := e.Struct()
 	e.Field("F0")
@@ -2846,7 +2781,6 @@ func idemEncE50(e *idemimpl.Encoder, v *E50) {
 	e.End(at)
 }
 
-// idemEncE52 stores values of E52.
 func idemEncE52(e *idemimpl.Encoder, v *E52) {
 	at := e.Struct()
 	e.Field("F0")
@@ -2858,13 +2792,11 @@ func idemEncE52(e *idemimpl.Encoder, v *E52) {
 	e.End(at)
 }
 
-// idemEncEmpty stores values of Empty.
 func idemEncEmpty(e *idemimpl.Encoder, v *Empty) {
 	at := e.Struct()
 	e.End(at)
 }
 
-// idemEncGen_Array1PtrBigInt stores values of Gen[[1]*big.Int].
 func idemEncGen_Array1PtrBigInt(e *idemimpl.Encoder, v *Gen[[1]*big.Int]) {
 	at := e.Struct()
 	e.Field("V")
@@ -2916,7 +2848,6 @@ func idemEncGen_Array1PtrBigInt(e *idemimpl.Encoder, v *Gen[[1]*big.Int]) {
 	e.End(at)
 }
 
-// idemEncGen_uint16 stores values of Gen[A44].
 func idemEncGen_uint16(e *idemimpl.Encoder, v *Gen[A44]) {
 	at := e.Struct()
 	e.Field("V")
@@ -2941,7 +2872,6 @@ func idemEncGen_uint16(e *idemimpl.Encoder, v *Gen[A44]) {
 	e.End(at)
 }
 
-// idemEncNetIP stores values of net.IP.
 func idemEncNetIP(e *idemimpl.Encoder, v *net.IP) {
 	if *v == nil {
 		e.Nil()
@@ -2951,7 +2881,6 @@ func idemEncNetIP(e *idemimpl.Encoder, v *net.IP) {
 	}
 }
 
-// idemEncOtherPoint stores values of other.Point.
 func idemEncOtherPoint(e *idemimpl.Encoder, v *other.Point) {
 	at := e.Struct()
 	e.Field("X")
@@ -2961,7 +2890,6 @@ func idemEncOtherPoint(e *idemimpl.Encoder, v *other.Point) {
 	e.End(at)
 }
 
-// idemEncPair_OtherCode_Rec39 stores values of Pair[other.Code, Rec39].
 func idemEncPair_OtherCode_Rec39(e *idemimpl.Encoder, v *Pair[other.Code, Rec39]) {
 	at := e.Struct()
 	e.Field("K")
@@ -2971,7 +2899,6 @@ func idemEncPair_OtherCode_Rec39(e *idemimpl.Encoder, v *Pair[other.Code, Rec39]
 	e.End(at)
 }
 
-// idemEncPair_string_S45 stores values of Pair[string, S45].
 func idemEncPair_string_S45(e *idemimpl.Encoder, v *Pair[string, S45]) {
 	at := e.Struct()
 	e.Field("K")
@@ -2981,7 +2908,6 @@ func idemEncPair_string_S45(e *idemimpl.Encoder, v *Pair[string, S45]) {
 	e.End(at)
 }
 
-// idemEncRec39 stores values of Rec39.
 func idemEncRec39(e *idemimpl.Encoder, v *Rec39) {
 	if !e.Enter() {
 		return
@@ -3006,7 +2932,6 @@ func idemEncRec39(e *idemimpl.Encoder, v *Rec39) {
 	e.End(at)
 }
 
-// idemEncS37 stores values of S37.
 func idemEncS37(e *idemimpl.Encoder, v *S37) {
 	at := e.Struct()
 	e.Field("F0")
@@ -3014,7 +2939,6 @@ func idemEncS37(e *idemimpl.Encoder, v *S37) {
 	e.End(at)
 }
 
-// idemEncS40 stores values of S40.
 func idemEncS40(e *idemimpl.Encoder, v *S40) {
 	at := e.Struct()
 	e.Field("F0")
@@ -3022,7 +2946,6 @@ func idemEncS40(e *idemimpl.Encoder, v *S40) {
 	e.End(at)
 }
 
-// idemEncS41 stores values of S41.
 func idemEncS41(e *idemimpl.Encoder, v *S41) {
 	at := e.Struct()
 	e.Field("F0")
@@ -3047,7 +2970,6 @@ func idemEncS41(e *idemimpl.Encoder, v *S41) {
 	e.End(at)
 }
 
-// idemEncS42 stores values of S42.
 func idemEncS42(e *idemimpl.Encoder, v *S42) {
 	at := e.Struct()
 	e.Field("F0")
@@ -3063,7 +2985,6 @@ func idemEncS42(e *idemimpl.Encoder, v *S42) {
 	e.End(at)
 }
 
-// idemEncS43 stores values of S43.
 func idemEncS43(e *idemimpl.Encoder, v *S43) {
 	at := e.Struct()
 	e.Field("F0")
@@ -3071,7 +2992,6 @@ func idemEncS43(e *idemimpl.Encoder, v *S43) {
 	e.End(at)
 }
 
-// idemEncS45 stores values of S45.
 func idemEncS45(e *idemimpl.Encoder, v *S45) {
 	at := e.Struct()
 	e.Field("Time")
@@ -3086,7 +3006,6 @@ func idemEncS45(e *idemimpl.Encoder, v *S45) {
 	e.End(at)
 }
 
-// idemEncS46 stores values of S46.
 func idemEncS46(e *idemimpl.Encoder, v *S46) {
 	at := e.Struct()
 	e.Field("F0")
@@ -3094,7 +3013,6 @@ func idemEncS46(e *idemimpl.Encoder, v *S46) {
 	e.End(at)
 }
 
-// idemEncS48 stores values of S48.
 func idemEncS48(e *idemimpl.Encoder, v *S48) {
 	at := e.Struct()
 	e.Field("Point")
@@ -3113,7 +3031,6 @@ func idemEncS48(e *idemimpl.Encoder, v *S48) {
 	e.End(at)
 }
 
-// idemEncS49 stores values of S49.
 func idemEncS49(e *idemimpl.Encoder, v *S49) {
 	at := e.Struct()
 	e.Field("F0")
@@ -3125,7 +3042,6 @@ func idemEncS49(e *idemimpl.Encoder, v *S49) {
 	e.End(at)
 }
 
-// idemEncS56 stores values of S56.
 func idemEncS56(e *idemimpl.Encoder, v *S56) {
 	at := e.Struct()
 	e.Field("Dec")
@@ -3135,7 +3051,6 @@ func idemEncS56(e *idemimpl.Encoder, v *S56) {
 	e.End(at)
 }
 
-// idemKeyE2 writes the key material of E2.
 func idemKeyE2(b *idemimpl.KeyBuilder, v *E2) {
 	b.Int(int64(v.F0))
 	b.Int(v.F1)
@@ -3143,12 +3058,10 @@ func idemKeyE2(b *idemimpl.KeyBuilder, v *E2) {
 	b.Key(v.Tag)
 }
 
-// idemKeyE24 writes the key material of E24.
 func idemKeyE24(b *idemimpl.KeyBuilder, v *E24) {
 	idemKeyOtherPoint(b, &v.Point)
 }
 
-// idemKeyE30 writes the key material of E30.
 func idemKeyE30(b *idemimpl.KeyBuilder, v *E30) {
 	b.Int(int64(v.f0))
 	b.Int(v.f1)
@@ -3156,16 +3069,13 @@ func idemKeyE30(b *idemimpl.KeyBuilder, v *E30) {
 	b.Any(v.F3)
 }
 
-// idemKeyE8 writes the key material of E8.
 func idemKeyE8(b *idemimpl.KeyBuilder, v *E8) {
 	b.Complex(v.F0)
 	b.Marshaled(v.Bin.MarshalBinary())
 }
 
-// idemKeyEmpty writes the key material of Empty.
 func idemKeyEmpty(b *idemimpl.KeyBuilder, v *Empty) {}
 
-// idemKeyGen_MapMK10ToGen_int writes the key material of Gen[map[MK10]Gen[int]].
 func idemKeyGen_MapMK10ToGen_int(b *idemimpl.KeyBuilder, v *Gen[map[MK10]Gen[int]]) {
 	if v.V == nil {
 		b.Nil()
@@ -3214,14 +3124,12 @@ func idemKeyGen_MapMK10ToGen_int(b *idemimpl.KeyBuilder, v *Gen[map[MK10]Gen[int
 	}
 }
 
-// idemKeyGen_S6 writes the key material of Gen[S6].
 func idemKeyGen_S6(b *idemimpl.KeyBuilder, v *Gen[S6]) {
 	idemKeyS6(b, &v.V)
 	idemimpl.KeyList(b, v.L, idemKeyS6)
 	idemimpl.KeyPtr(b, v.P, idemKeyS6)
 }
 
-// idemKeyGen_Slicebyte writes the key material of Gen[[]byte].
 func idemKeyGen_Slicebyte(b *idemimpl.KeyBuilder, v *Gen[[]byte]) {
 	if v.V == nil {
 		b.Nil()
@@ -3252,7 +3160,6 @@ func idemKeyGen_Slicebyte(b *idemimpl.KeyBuilder, v *Gen[[]byte]) {
 	}
 }
 
-// idemKeyGen_int writes the key material of Gen[int].
 func idemKeyGen_int(b *idemimpl.KeyBuilder, v *Gen[int]) {
 	b.Int(int64(v.V))
 	if v.L == nil {
@@ -3271,7 +3178,6 @@ func idemKeyGen_int(b *idemimpl.KeyBuilder, v *Gen[int]) {
 	}
 }
 
-// idemKeyGen_uint64 writes the key material of Gen[A11].
 func idemKeyGen_uint64(b *idemimpl.KeyBuilder, v *Gen[A11]) {
 	b.Uint(v.V)
 	if v.L == nil {
@@ -3290,7 +3196,6 @@ func idemKeyGen_uint64(b *idemimpl.KeyBuilder, v *Gen[A11]) {
 	}
 }
 
-// idemKeyJsonRawMessage writes the key material of json.RawMessage.
 func idemKeyJsonRawMessage(b *idemimpl.KeyBuilder, v *json.RawMessage) {
 	if *v == nil {
 		b.Nil()
@@ -3299,43 +3204,36 @@ func idemKeyJsonRawMessage(b *idemimpl.KeyBuilder, v *json.RawMessage) {
 	}
 }
 
-// idemKeyMK10 writes the key material of MK10.
 func idemKeyMK10(b *idemimpl.KeyBuilder, v *MK10) {
 	b.String(v.A)
 	b.Int(int64(v.B))
 }
 
-// idemKeyOtherPoint writes the key material of other.Point.
 func idemKeyOtherPoint(b *idemimpl.KeyBuilder, v *other.Point) {
 	b.Int(int64(v.X))
 	b.Int(int64(v.Y))
 }
 
-// idemKeyP12 writes the key material of P12.
 func idemKeyP12(b *idemimpl.KeyBuilder, v *P12) {
 	idemimpl.KeyPtr(b, v.A, idemKeyQ13)
 	b.Uint(uint64(v.B))
 }
 
-// idemKeyP16 writes the key material of P16.
 func idemKeyP16(b *idemimpl.KeyBuilder, v *P16) {
 	idemimpl.KeyPtr(b, v.A, idemKeyQ17)
 	idemKeyS18(b, &v.B)
 }
 
-// idemKeyP21 writes the key material of P21.
 func idemKeyP21(b *idemimpl.KeyBuilder, v *P21) {
 	idemimpl.KeyPtr(b, v.A, idemKeyQ22)
 	idemKeyGen_Slicebyte(b, &v.B)
 }
 
-// idemKeyP26 writes the key material of P26.
 func idemKeyP26(b *idemimpl.KeyBuilder, v *P26) {
 	idemimpl.KeyPtr(b, v.A, idemKeyQ27)
 	idemKeyS28(b, &v.B)
 }
 
-// idemKeyP31 writes the key material of P31.
 func idemKeyP31(b *idemimpl.KeyBuilder, v *P31) {
 	idemimpl.KeyPtr(b, v.A, idemKeyQ32)
 	b.List(0)
@@ -3344,13 +3242,11 @@ func idemKeyP31(b *idemimpl.KeyBuilder, v *P31) {
 	}
 }
 
-// idemKeyP33 writes the key material of P33.
 func idemKeyP33(b *idemimpl.KeyBuilder, v *P33) {
 	idemimpl.KeyPtr(b, v.A, idemKeyQ34)
 	b.Uint(uint64(v.B))
 }
 
-// idemKeyQ13 writes the key material of Q13.
 func idemKeyQ13(b *idemimpl.KeyBuilder, v *Q13) {
 	b.Float(float64(v.C))
 	if v.D == nil {
@@ -3365,7 +3261,6 @@ func idemKeyQ13(b *idemimpl.KeyBuilder, v *Q13) {
 	}
 }
 
-// idemKeyQ17 writes the key material of Q17.
 func idemKeyQ17(b *idemimpl.KeyBuilder, v *Q17) {
 	idemKeyRec20(b, &v.C)
 	if v.D == nil {
@@ -3376,7 +3271,6 @@ func idemKeyQ17(b *idemimpl.KeyBuilder, v *Q17) {
 	}
 }
 
-// idemKeyQ22 writes the key material of Q22.
 func idemKeyQ22(b *idemimpl.KeyBuilder, v *Q22) {
 	idemKeyS23(b, &v.C)
 	if v.D == nil {
@@ -3387,7 +3281,6 @@ func idemKeyQ22(b *idemimpl.KeyBuilder, v *Q22) {
 	}
 }
 
-// idemKeyQ27 writes the key material of Q27.
 func idemKeyQ27(b *idemimpl.KeyBuilder, v *Q27) {
 	if v.C == nil {
 		b.Nil()
@@ -3413,7 +3306,6 @@ func idemKeyQ27(b *idemimpl.KeyBuilder, v *Q27) {
 	}
 }
 
-// idemKeyQ32 writes the key material of Q32.
 func idemKeyQ32(b *idemimpl.KeyBuilder, v *Q32) {
 	b.List(1)
 	for i := range v.C {
@@ -3431,7 +3323,6 @@ func idemKeyQ32(b *idemimpl.KeyBuilder, v *Q32) {
 	}
 }
 
-// idemKeyQ34 writes the key material of Q34.
 func idemKeyQ34(b *idemimpl.KeyBuilder, v *Q34) {
 	b.Int(int64(v.C))
 	if v.D == nil {
@@ -3442,7 +3333,6 @@ func idemKeyQ34(b *idemimpl.KeyBuilder, v *Q34) {
 	}
 }
 
-// idemKeyRec20 writes the key material of Rec20.
 func idemKeyRec20(b *idemimpl.KeyBuilder, v *Rec20) {
 	if !b.Enter() {
 		return
@@ -3459,7 +3349,6 @@ func idemKeyRec20(b *idemimpl.KeyBuilder, v *Rec20) {
 	}
 }
 
-// idemKeyS1 writes the key material of S1.
 func idemKeyS1(b *idemimpl.KeyBuilder, v *S1) {
 	idemimpl.KeyPtr(b, v.E2, idemKeyE2)
 }
@@ -3469,7 +3358,6 @@ func idemKeyS18(b *idemimpl.KeyBuilder, v *S18) {
 	b.Int(int64(v.F0))
 }
 
-// idemKeyS23 writes the key material of S23.
 func idemKeyS23(b *idemimpl.KeyBuilder, v *S23) {
 	b.Key(v.Tag)
 	idemKeyE24(b, &v.E24)
@@ -3483,7 +3371,6 @@ func idemKeyS28(b *idemimpl.KeyBuilder, v *S28) {
 	b.Key(v.Tag)
 }
 
-// idemKeyS6 writes the key material of S6.
 func idemKeyS6(b *idemimpl.KeyBuilder, v *S6) {
 	if v.F0 == nil {
 		b.Nil()
@@ -3499,12 +3386,10 @@ func idemKeyS6(b *idemimpl.KeyBuilder, v *S6) {
 	idemKeyS7(b, &v.F1)
 }
 
-// idemKeyS7 writes the key material of S7.
 func idemKeyS7(b *idemimpl.KeyBuilder, v *S7) {
 	idemimpl.KeyPtr(b, v.E8, idemKeyE8)
 }
 
-// idemKeyS9 writes the key material of S9.
 func idemKeyS9(b *idemimpl.KeyBuilder, v *S9) {
 	idemKeyOtherPoint(b, &v.Point)
 }

@@ -37,7 +37,6 @@ var idemSpecEffectsStorm = &idem.Spec{
 // Build fails here if Effects.Storm's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Storm
 
-// idemCodecEffectsStorm stores the results of Storm (generated codec).
 var idemCodecEffectsStorm = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Storm is Effects.Storm, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=2m
@@ -74,7 +73,6 @@ var idemSpecEffectsCrash = &idem.Spec{
 // Build fails here if Effects.Crash's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Crash
 
-// idemCodecEffectsCrash stores the results of Crash (generated codec).
 var idemCodecEffectsCrash = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Crash is Effects.Crash, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
@@ -111,7 +109,6 @@ var idemSpecEffectsZombie = &idem.Spec{
 // Build fails here if Effects.Zombie's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Zombie
 
-// idemCodecEffectsZombie stores the results of Zombie (generated codec).
 var idemCodecEffectsZombie = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Zombie is Effects.Zombie, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
@@ -147,7 +144,6 @@ var idemSpecEffectsContend = &idem.Spec{
 // Build fails here if Effects.Contend's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Contend
 
-// idemCodecEffectsContend stores the results of Contend (generated codec).
 var idemCodecEffectsContend = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Contend is Effects.Contend, run at most once per key (ttl=1h lease=1s on_duplicate=return
@@ -183,7 +179,6 @@ var idemSpecEffectsSkew = &idem.Spec{
 // Build fails here if Effects.Skew's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Skew
 
-// idemCodecEffectsSkew stores the results of Skew (generated codec).
 var idemCodecEffectsSkew = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Skew is Effects.Skew, run at most once per key (ttl=1h lease=2s on_duplicate=return
@@ -219,7 +214,6 @@ var idemSpecEffectsMeasure = &idem.Spec{
 // Build fails here if Effects.Measure's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Reading, error) = (*Effects).Measure
 
-// idemCodecEffectsMeasure stores the results of Measure (generated codec).
 var idemCodecEffectsMeasure = idemimpl.Codec(idemEncReading, idemDecReading)
 
 // Measure is Effects.Measure, run at most once per key (ttl=1h lease=10s on_duplicate=return
@@ -255,7 +249,6 @@ var idemSpecEffectsStrict = &idem.Spec{
 // Build fails here if Effects.Strict's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (StrictReading, error) = (*Effects).Strict
 
-// idemCodecEffectsStrict stores the results of Strict (generated codec).
 var idemCodecEffectsStrict = idemimpl.Codec(idemEncStrictReading, idemDecStrictReading)
 
 // Strict is Effects.Strict, run at most once per key (ttl=1h lease=10s on_duplicate=return
@@ -292,7 +285,6 @@ var idemSpecEffectsExit = &idem.Spec{
 // Build fails here if Effects.Exit's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Exit
 
-// idemCodecEffectsExit stores the results of Exit (generated codec).
 var idemCodecEffectsExit = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Exit is Effects.Exit, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=20s
@@ -316,7 +308,6 @@ func (e *IdempotentEffects) beginExit(key string) idem.Call {
 	return c
 }
 
-// idemDecOutcome restores values of Outcome.
 func idemDecOutcome(d *idemimpl.Decoder, v *Outcome) {
 	end := d.Struct()
 	for d.More(end) {
@@ -337,7 +328,6 @@ func idemDecOutcome(d *idemimpl.Decoder, v *Outcome) {
 	}
 }
 
-// idemDecReading restores values of Reading.
 func idemDecReading(d *idemimpl.Decoder, v *Reading) {
 	end := d.Struct()
 	for d.More(end) {
@@ -352,7 +342,6 @@ func idemDecReading(d *idemimpl.Decoder, v *Reading) {
 	}
 }
 
-// idemDecStrictReading restores values of StrictReading.
 func idemDecStrictReading(d *idemimpl.Decoder, v *StrictReading) {
 	end := d.Struct()
 	for d.More(end) {
@@ -367,7 +356,6 @@ func idemDecStrictReading(d *idemimpl.Decoder, v *StrictReading) {
 	}
 }
 
-// idemEncOutcome stores values of Outcome.
 func idemEncOutcome(e *idemimpl.Encoder, v *Outcome) {
 	at := e.Struct()
 	e.Field("Key")
@@ -383,7 +371,6 @@ func idemEncOutcome(e *idemimpl.Encoder, v *Outcome) {
 	e.End(at)
 }
 
-// idemEncReading stores values of Reading.
 func idemEncReading(e *idemimpl.Encoder, v *Reading) {
 	at := e.Struct()
 	e.Field("Outcome")
@@ -393,7 +380,6 @@ func idemEncReading(e *idemimpl.Encoder, v *Reading) {
 	e.End(at)
 }
 
-// idemEncStrictReading stores values of StrictReading.
 func idemEncStrictReading(e *idemimpl.Encoder, v *StrictReading) {
 	at := e.Struct()
 	e.Field("Outcome")
