@@ -52,6 +52,7 @@ type codecGen struct {
 	spec    string          // the Spec's base name, for helpers specialised by omit=
 	errs    bool            // a value of type error is stored (its type may not be)
 	unions  map[string]bool // interfaces stored as unions of their package's types (unions.go)
+	last    encoderCall     // for fieldEnc
 }
 
 var (
@@ -289,9 +290,9 @@ func (g *codecGen) encMethod(m storage, v vx, s fnScope) []jen.Code {
 		return g.encUserinfo(v, s)
 	case m.proto:
 		opts := g.e.qual(protoPkg, "MarshalOptions").Values(jen.Dict{jen.Id("Deterministic"): jen.True()})
-		return one(eCall("Marshaled", opts.Dot("Marshal").Call(v.addr())))
+		return g.encCall("Marshaled", opts.Dot("Marshal").Call(v.addr()))
 	}
-	return one(eCall("Marshaled", v.sel(true).Dot(m.marshal).Call()))
+	return g.encCall("Marshaled", v.sel(true).Dot(m.marshal).Call())
 }
 
 func (g *codecGen) decMethod(m storage, t types.Type, v vx, s fnScope) []jen.Code {
@@ -308,6 +309,29 @@ func (g *codecGen) decMethod(m storage, t types.Type, v vx, s fnScope) []jen.Cod
 			dCall("Unmarshaled", v.sel(true).Dot(m.unmarshal).Call(jen.Id(b)))))
 	}
 	return one(dCall("Unmarshaled", v.sel(true).Dot(m.unmarshal).Call(dCall("Marshaled"))))
+}
+
+// encCall is a value encoded by one Encoder call, e.m(args...): a struct
+// field's name chains onto it (fieldEnc).
+func (g *codecGen) encCall(m string, args ...jen.Code) []jen.Code {
+	g.last = encoderCall{stmt: eCall(m, args...), method: m, args: args}
+	return one(g.last.stmt)
+}
+
+// encoderCall is the statement encCall wrote last, and its parts.
+type encoderCall struct {
+	stmt   *jen.Statement
+	method string
+	args   []jen.Code
+}
+
+// fieldEnc is a struct field's name, then the code of its value: one line
+// when that is one Encoder call, e.Field("ID").String(v.ID).
+func (g *codecGen) fieldEnc(name string, code []jen.Code) []jen.Code {
+	if len(code) == 1 && g.last.stmt != nil && code[0] == jen.Code(g.last.stmt) {
+		return one(eCall("Field", jen.Lit(name)).Dot(g.last.method).Call(g.last.args...))
+	}
+	return append(one(eCall("Field", jen.Lit(name))), code...)
 }
 
 // eCall and dCall call a method of the Encoder e and the Decoder d.
@@ -518,10 +542,13 @@ func (g *codecGen) encInline(t types.Type, v vx, path, foreignAt string, omit om
 	switch sh.kind {
 	case kindBasic:
 		m, to, _ := basicCodec(sh.basic)
-		return one(eCall(m, convert(t, to, v.val())))
+		return g.encCall(m, convert(t, to, v.val()))
 	case kindPointer:
 		if name, ok := g.helperName(sh.elem, path, foreignAt, omit); ok {
 			return g.combinator(name, "EncPtr", jen.Id("e"), v.val(), "idemEnc")
+		}
+		if bc := basicCoder(sh.elem); bc != "" {
+			return one(g.e.qual(g.e.impl, "EncPtr").Call(jen.Id("e"), v.val(), g.e.qual(g.e.impl, "Enc"+bc)))
 		}
 		inner := g.enc(sh.elem, v.elem(), path, foreignAt, omit, s)
 		return one(jen.If(v.val().Op("==").Nil()).Block(eCall("Nil")).Else().Block(append(one(eCall("Ptr")), inner...)...))
@@ -542,12 +569,12 @@ func (g *codecGen) encInline(t types.Type, v vx, path, foreignAt string, omit om
 	case kindInterface:
 		if types.Identical(t, errorType) {
 			g.errs = true
-			return one(eCall("Error", v.val(), g.e.errorTypes()))
+			return g.encCall("Error", v.val(), g.e.errorTypes())
 		}
 		if n, ok := t.(*types.Named); ok && len(g.e.variants(n)) > 0 {
 			return g.encUnion(n, g.e.variants(n), v, path, foreignAt, s)
 		}
-		return one(eCall("Any", v.val()))
+		return g.encCall("Any", v.val())
 	}
 	return nil
 }
@@ -569,6 +596,9 @@ func (g *codecGen) decInline(t types.Type, v vx, path, foreignAt string, omit om
 	case kindPointer:
 		if name, ok := g.helperName(sh.elem, path, foreignAt, omit); ok {
 			return g.combinator(name, "DecPtr", jen.Id("d"), v.addr(), "idemDec")
+		}
+		if bc := basicCoder(sh.elem); bc != "" {
+			return one(g.e.qual(g.e.impl, "DecPtr").Call(jen.Id("d"), v.addr(), g.e.qual(g.e.impl, "Dec"+bc)))
 		}
 		inner := g.dec(sh.elem, v.elem(), path, foreignAt, omit, s)
 		return one(jen.If(dCall("Ptr")).Block(
@@ -694,12 +724,15 @@ func (g *codecGen) encSlice(t, elem types.Type, v vx, path, foreignAt string, s 
 		// address.
 		return one(jen.If(v.val().Op("==").Nil()).Block(eCall("Nil")).Else().Block(eCall("Ptr"), eCall("Bytes", v.val())))
 	case isByte(elem) && types.Identical(t, byteSlice):
-		return one(eCall("Bytes", v.val()))
+		return g.encCall("Bytes", v.val())
 	case isByte(elem):
-		return one(eCall("Bytes", jen.Index().Byte().Call(v.val())))
+		return g.encCall("Bytes", jen.Index().Byte().Call(v.val()))
 	}
 	if name, ok := g.helperName(elem, path+"[]", foreignAt, nil); ok {
 		return g.combinator(name, "EncList", jen.Id("e"), v.val(), "idemEnc")
+	}
+	if bc := basicCoder(elem); bc != "" {
+		return one(g.e.qual(g.e.impl, "EncList").Call(jen.Id("e"), v.val(), g.e.qual(g.e.impl, "Enc"+bc)))
 	}
 	i, at := s.get("i"), s.get("at")
 	inner := g.enc(elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
@@ -722,6 +755,9 @@ func (g *codecGen) decSlice(t, elem types.Type, v vx, path, foreignAt string, s 
 	if name, ok := g.helperName(elem, path+"[]", foreignAt, nil); ok {
 		return g.combinator(name, "DecList", jen.Id("d"), v.addr(), "idemDec")
 	}
+	if bc := basicCoder(elem); bc != "" {
+		return one(g.e.qual(g.e.impl, "DecList").Call(jen.Id("d"), v.addr(), g.e.qual(g.e.impl, "Dec"+bc)))
+	}
 	i := s.get("i")
 	inner := g.dec(elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
 	return one(jen.If(dCall("Nil")).Block(v.val().Op("=").Nil()).Else().Block(
@@ -736,6 +772,22 @@ func (g *codecGen) combinator(name, fn string, coder, x jen.Code, prefix string)
 		return nil
 	}
 	return one(g.e.qual(g.e.impl, fn).Call(coder, x, jen.Id(prefix+name)))
+}
+
+// basicCoder names the idemimpl encoder and decoder (EncString and
+// DecString…) of the values of a predeclared basic type, for EncPtr and
+// EncList; "" for other types, and for integers, whose decoders take the
+// bits a number must fit in.
+func basicCoder(t types.Type) string {
+	b, ok := types.Unalias(t).(*types.Basic)
+	if !ok {
+		return ""
+	}
+	switch m, _, _ := basicCodec(b); m {
+	case "String", "Bool", "Float64":
+		return m
+	}
+	return ""
 }
 
 // isByte: the element type of []byte, not of a named byte type's slice.
@@ -782,8 +834,7 @@ func (g *codecGen) encStruct(t types.Type, u *types.Struct, v vx, path, foreignA
 	at := s.get("at")
 	out := one(jen.Id(at).Op(":=").Add(eCall("Struct")))
 	ok := g.eachField(t, u, path, foreignAt, omit, func(f *types.Var, fp string, sub omitTree) {
-		out = append(out, eCall("Field", jen.Lit(f.Name())))
-		out = append(out, g.enc(f.Type(), expr(v.sel(true).Dot(f.Name())), fp, foreignAt, sub, s)...)
+		out = append(out, g.fieldEnc(f.Name(), g.enc(f.Type(), expr(v.sel(true).Dot(f.Name())), fp, foreignAt, sub, s))...)
 	})
 	if !ok {
 		return nil
@@ -1030,7 +1081,7 @@ func (g *codecGen) oneCall(x *fn, omits []omitTree, resultT jen.Code) jen.Code {
 	}
 	switch m, _, bits := basicCodec(b); m {
 	case "Int", "Uint":
-		return impl(m+"Codec").Index(resultT).Call(jen.Lit(bits))
+		return impl(m + "Codec").Index(resultT).Call(jen.Lit(bits))
 	case "String", "Bool", "Float64":
 		return impl(m + "Codec").Index(resultT).Call()
 	}
@@ -1058,8 +1109,7 @@ func (g *codecGen) resultBodies(x *fn, omits []omitTree) (encBody, decBody []jen
 		}
 		f := "R" + strconv.Itoa(i+1) // stored by position, whatever the field's name
 		fv := expr(jen.Id("v").Dot(x.resultFields[i]))
-		encBody = append(encBody, eCall("Field", jen.Lit(f)))
-		encBody = append(encBody, g.enc(t, fv, resultName(x, i), "", omits[i], se)...)
+		encBody = append(encBody, g.fieldEnc(f, g.enc(t, fv, resultName(x, i), "", omits[i], se))...)
 		cases = append(cases, jen.Case(jen.Lit(f)).Block(g.dec(t, fv, resultName(x, i), "", omits[i], sd)...))
 	}
 	encBody = append(encBody, eCall("End", jen.Id(at)))

@@ -358,6 +358,10 @@ func (w *writer) helperName(n *types.Named, path string) (string, bool) {
 
 // writePointer: Nil, or Ptr and the element.
 func (w *writer) writePointer(v val, elemT types.Type, path string, ex exTree) ([]jen.Code, bool) {
+	if bw := basicWriter(elemT); bw != "" {
+		w.e.pinAlias(elemT)
+		return one(w.e.qual(w.e.impl, "KeyPtr").Call(w.b(), v.value(), w.e.qual(w.e.impl, bw))), true
+	}
 	if n, ok := w.keyedByHelper(elemT); ok && ex == nil {
 		w.e.pinAlias(elemT)
 		name, ok := w.helperName(n, path)
@@ -385,6 +389,10 @@ func (w *writer) writeSlice(v val, elemT types.Type, path string, variadic bool)
 			return one(b().Dot("Bytes").Call(v.value())), true
 		}
 		return w.nilCheck(v, one(b().Dot("Bytes").Call(v.value()))), true
+	}
+	if bw := basicWriter(elemT); bw != "" && !variadic {
+		w.e.pinAlias(elemT)
+		return one(w.e.qual(w.e.impl, "KeyList").Call(b(), v.value(), w.e.qual(w.e.impl, bw))), true
 	}
 	if n, ok := w.keyedByHelper(elemT); ok && !variadic {
 		w.e.pinAlias(elemT)
@@ -651,23 +659,8 @@ func (w *writer) nilIface(t types.Type, v val, call jen.Code) []jen.Code {
 }
 
 func (w *writer) basic(v val, t types.Type, u *types.Basic, path string) ([]jen.Code, bool) {
-	var method string
-	var target types.Type
-	info := u.Info()
-	switch {
-	case info&types.IsBoolean != 0:
-		method, target = "Bool", types.Typ[types.Bool]
-	case info&types.IsInteger != 0 && info&types.IsUnsigned != 0:
-		method, target = "Uint", types.Typ[types.Uint64]
-	case info&types.IsInteger != 0:
-		method, target = "Int", types.Typ[types.Int64]
-	case info&types.IsFloat != 0:
-		method, target = "Float", types.Typ[types.Float64]
-	case info&types.IsComplex != 0:
-		method, target = "Complex", types.Typ[types.Complex128]
-	case info&types.IsString != 0:
-		method, target = "String", types.Typ[types.String]
-	default:
+	method, target := keyMethod(u)
+	if method == "" {
 		return w.fail(path, w.e.pi.typeString(t)+" cannot be keyed", "")
 	}
 	x := v.value()
@@ -675,6 +668,41 @@ func (w *writer) basic(v val, t types.Type, u *types.Basic, path string) ([]jen.
 		x = jen.Id(target.(*types.Basic).Name()).Call(x)
 	}
 	return one(w.b().Dot(method).Call(x)), true
+}
+
+// keyMethod is the KeyBuilder method that writes values of a basic type,
+// and the type it takes; "" for a type that cannot be keyed.
+func keyMethod(u *types.Basic) (string, types.Type) {
+	info := u.Info()
+	switch {
+	case info&types.IsBoolean != 0:
+		return "Bool", types.Typ[types.Bool]
+	case info&types.IsInteger != 0 && info&types.IsUnsigned != 0:
+		return "Uint", types.Typ[types.Uint64]
+	case info&types.IsInteger != 0:
+		return "Int", types.Typ[types.Int64]
+	case info&types.IsFloat != 0:
+		return "Float", types.Typ[types.Float64]
+	case info&types.IsComplex != 0:
+		return "Complex", types.Typ[types.Complex128]
+	case info&types.IsString != 0:
+		return "String", types.Typ[types.String]
+	}
+	return "", nil
+}
+
+// basicWriter is the idemimpl writer (KeyString…) of the values of a
+// predeclared basic type, for KeyPtr and KeyList; "" for other types.
+func basicWriter(t types.Type) string {
+	b, ok := types.Unalias(t).(*types.Basic)
+	if !ok {
+		return ""
+	}
+	switch m, _ := keyMethod(b); m {
+	case "Bool", "Uint", "Int", "Float", "String":
+		return "Key" + m
+	}
+	return ""
 }
 
 // helper returns the name of the key function of named type n, emitting it

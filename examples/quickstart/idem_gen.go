@@ -115,12 +115,9 @@ func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("AmountCents")
-	e.Int(v.AmountCents)
-	e.Field("IssuedAt")
-	e.Marshaled(v.IssuedAt.MarshalBinary())
+	e.Field("ID").String(v.ID)
+	e.Field("AmountCents").Int(v.AmountCents)
+	e.Field("IssuedAt").Marshaled(v.IssuedAt.MarshalBinary())
 	e.End(at)
 }
 

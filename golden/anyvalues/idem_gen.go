@@ -202,8 +202,7 @@ func idemEncResult(e *idemimpl.Encoder, v *Result) {
 		}
 		e.End(at3)
 	}
-	e.Field("V")
-	e.Any(v.V)
+	e.Field("V").Any(v.V)
 	e.End(at)
 }
 

@@ -74,10 +74,8 @@ func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Amount")
-	e.Int(v.Amount)
+	e.Field("ID").String(v.ID)
+	e.Field("Amount").Int(v.Amount)
 	e.End(at)
 }
 
@@ -106,12 +104,7 @@ func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 func idemKeyLine(b *idemimpl.KeyBuilder, v *Line) {
 	b.String(v.SKU)
 	b.Int(int64(v.Qty))
-	if v.Price == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Float(*v.Price)
-	}
+	idemimpl.KeyPtr(b, v.Price, idemimpl.KeyFloat)
 }
 
 // idemInvoiceRequest_fieldsChanged_runGoGenerate lists the fields of InvoiceRequest as generated

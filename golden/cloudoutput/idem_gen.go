@@ -63,19 +63,9 @@ func idemDecSdkPutObjectOutput(d *idemimpl.Decoder, v *sdk.PutObjectOutput) {
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "ETag":
-			if d.Ptr() {
-				v.ETag = new(string)
-				*v.ETag = d.String()
-			} else {
-				v.ETag = nil
-			}
+			idemimpl.DecPtr(d, &v.ETag, idemimpl.DecString)
 		case "VersionId":
-			if d.Ptr() {
-				v.VersionId = new(string)
-				*v.VersionId = d.String()
-			} else {
-				v.VersionId = nil
-			}
+			idemimpl.DecPtr(d, &v.VersionId, idemimpl.DecString)
 		case "Size":
 			if d.Ptr() {
 				v.Size = new(int64)
@@ -106,19 +96,9 @@ func idemDecSdkPutObjectOutput(d *idemimpl.Decoder, v *sdk.PutObjectOutput) {
 func idemEncSdkPutObjectOutput(e *idemimpl.Encoder, v *sdk.PutObjectOutput) {
 	at := e.Struct()
 	e.Field("ETag")
-	if v.ETag == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.ETag)
-	}
+	idemimpl.EncPtr(e, v.ETag, idemimpl.EncString)
 	e.Field("VersionId")
-	if v.VersionId == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.VersionId)
-	}
+	idemimpl.EncPtr(e, v.VersionId, idemimpl.EncString)
 	e.Field("Size")
 	if v.Size == nil {
 		e.Nil()

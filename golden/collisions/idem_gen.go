@@ -53,14 +53,7 @@ func (x2 *Idempotent) beginPay(g string, c int, x bool, r []string, err string, 
 	c2.Key().String(g)
 	c2.Key().Int(int64(c))
 	c2.Key().Bool(x)
-	if r == nil {
-		c2.Key().Nil()
-	} else {
-		c2.Key().List(len(r))
-		for i := range r {
-			c2.Key().String(r[i])
-		}
-	}
+	idemimpl.KeyList(c2.Key(), r, idemimpl.KeyString)
 	c2.Key().String(err)
 	c2.Key().Int(int64(ctx))
 	return c2
@@ -100,10 +93,8 @@ var idemCodecTick = idemimpl.TypedCodec[idemResultTick]{
 	},
 	Encode: func(e *idemimpl.Encoder, v *idemResultTick) {
 		at := e.Struct()
-		e.Field("R1")
-		e.String(v.r1)
-		e.Field("R2")
-		e.Int(int64(v.r2))
+		e.Field("R1").String(v.r1)
+		e.Field("R2").Int(int64(v.r2))
 		e.End(at)
 	},
 }

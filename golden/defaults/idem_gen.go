@@ -66,14 +66,7 @@ func idemDecQuote(d *idemimpl.Decoder, v *Quote) {
 		case "Total":
 			v.Total = d.Float64()
 		case "Tags":
-			if d.Nil() {
-				v.Tags = nil
-			} else {
-				v.Tags = make([]string, d.List())
-				for i := range v.Tags {
-					v.Tags[i] = d.String()
-				}
-			}
+			idemimpl.DecList(d, &v.Tags, idemimpl.DecString)
 		default:
 			d.Skip()
 		}
@@ -82,22 +75,11 @@ func idemDecQuote(d *idemimpl.Decoder, v *Quote) {
 
 func idemEncQuote(e *idemimpl.Encoder, v *Quote) {
 	at := e.Struct()
-	e.Field("Symbol")
-	e.String(v.Symbol)
-	e.Field("Qty")
-	e.Int(int64(v.Qty))
-	e.Field("Total")
-	e.Float64(v.Total)
+	e.Field("Symbol").String(v.Symbol)
+	e.Field("Qty").Int(int64(v.Qty))
+	e.Field("Total").Float64(v.Total)
 	e.Field("Tags")
-	if v.Tags == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Tags))
-		for i := range v.Tags {
-			e.String(v.Tags[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Tags, idemimpl.EncString)
 	e.End(at)
 }
 

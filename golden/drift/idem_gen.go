@@ -189,10 +189,8 @@ func idemDecPrice(d *idemimpl.Decoder, v *Price) {
 
 func idemEncPrice(e *idemimpl.Encoder, v *Price) {
 	at := e.Struct()
-	e.Field("Total")
-	e.Int(int64(v.Total))
-	e.Field("Rate")
-	e.Float32(float32(v.Rate))
+	e.Field("Total").Int(int64(v.Total))
+	e.Field("Rate").Float32(float32(v.Rate))
 	e.End(at)
 }
 
@@ -201,14 +199,7 @@ func idemKeyBase(b *idemimpl.KeyBuilder, v *Base) {
 }
 
 func idemKeyCodes(b *idemimpl.KeyBuilder, v *Codes) {
-	if *v == nil {
-		b.Nil()
-	} else {
-		b.List(len(*v))
-		for i := range *v {
-			b.Int(int64((*v)[i]))
-		}
-	}
+	idemimpl.KeyList(b, *v, idemimpl.KeyInt)
 }
 
 func idemKeyExtOptions(b *idemimpl.KeyBuilder, v *ext.Options) {

@@ -81,14 +81,7 @@ func idemDecMessages(d *idemimpl.Decoder, v *Messages) {
 		case "Meta":
 			idemDecExtMeta(d, &v.Meta)
 		case "Items":
-			if d.Nil() {
-				v.Items = nil
-			} else {
-				v.Items = make([]string, d.List())
-				for i := range v.Items {
-					v.Items[i] = d.String()
-				}
-			}
+			idemimpl.DecList(d, &v.Items, idemimpl.DecString)
 		default:
 			d.Skip()
 		}
@@ -125,10 +118,8 @@ func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 
 func idemEncExtMeta(e *idemimpl.Encoder, v *ext.Meta) {
 	at := e.Struct()
-	e.Field("Page")
-	e.Int(int64(v.Page))
-	e.Field("Cursor")
-	e.String(v.Cursor)
+	e.Field("Page").Int(int64(v.Page))
+	e.Field("Cursor").String(v.Cursor)
 	e.End(at)
 }
 
@@ -141,33 +132,21 @@ func idemEncMessages(e *idemimpl.Encoder, v *Messages) {
 	e.Field("Meta")
 	idemEncExtMeta(e, &v.Meta)
 	e.Field("Items")
-	if v.Items == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Items))
-		for i := range v.Items {
-			e.String(v.Items[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Items, idemimpl.EncString)
 	e.End(at)
 }
 
 func idemEncPage(e *idemimpl.Encoder, v *Page) {
 	at := e.Struct()
-	e.Field("Page")
-	e.Int(int64(v.Page))
-	e.Field("Next")
-	e.String(v.Next)
+	e.Field("Page").Int(int64(v.Page))
+	e.Field("Next").String(v.Next)
 	e.End(at)
 }
 
 func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 	at := e.Struct()
-	e.Field("Page")
-	e.Int(int64(v.Page))
-	e.Field("Total")
-	e.Int(int64(v.Total))
+	e.Field("Page").Int(int64(v.Page))
+	e.Field("Total").Int(int64(v.Total))
 	e.End(at)
 }
 

@@ -59,14 +59,7 @@ func (x *Idempotent) LookupKey(ids []string) (string, error) {
 // beginLookup starts a call of Lookup and writes its key material.
 func (x *Idempotent) beginLookup(ids []string) idem.Call {
 	c := x.g.Begin(idemSpecLookup)
-	if ids == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(ids))
-		for i := range ids {
-			c.Key().String(ids[i])
-		}
-	}
+	idemimpl.KeyList(c.Key(), ids, idemimpl.KeyString)
 	return c
 }
 
@@ -206,10 +199,8 @@ func idemDecNotFound(d *idemimpl.Decoder, v *NotFound) {
 
 func idemEncBrokerPartition(e *idemimpl.Encoder, v *broker.Partition) {
 	at := e.Struct()
-	e.Field("ID")
-	e.Int(int64(v.ID))
-	e.Field("Error")
-	e.Error(v.Error, idemErrors{})
+	e.Field("ID").Int(int64(v.ID))
+	e.Field("Error").Error(v.Error, idemErrors{})
 	e.End(at)
 }
 
@@ -217,24 +208,20 @@ func idemEncBrokerProduceResponse(e *idemimpl.Encoder, v *broker.ProduceResponse
 	at := e.Struct()
 	e.Field("Partitions")
 	idemimpl.EncList(e, v.Partitions, idemEncBrokerPartition)
-	e.Field("Throttle")
-	e.Int(int64(v.Throttle))
+	e.Field("Throttle").Int(int64(v.Throttle))
 	e.End(at)
 }
 
 func idemEncItem(e *idemimpl.Encoder, v *Item) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Err")
-	e.Error(v.Err, idemErrors{})
+	e.Field("ID").String(v.ID)
+	e.Field("Err").Error(v.Err, idemErrors{})
 	e.End(at)
 }
 
 func idemEncNotFound(e *idemimpl.Encoder, v *NotFound) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
+	e.Field("ID").String(v.ID)
 	e.End(at)
 }
 

@@ -118,14 +118,7 @@ func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 		case "Ratio":
 			v.Ratio = d.Float32()
 		case "Samples":
-			if d.Nil() {
-				v.Samples = nil
-			} else {
-				v.Samples = make([]float64, d.List())
-				for i := range v.Samples {
-					v.Samples[i] = d.Float64()
-				}
-			}
+			idemimpl.DecList(d, &v.Samples, idemimpl.DecFloat64)
 		case "ByName":
 			if d.Nil() {
 				v.ByName = nil
@@ -141,12 +134,7 @@ func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 				}
 			}
 		case "Peak":
-			if d.Ptr() {
-				v.Peak = new(float64)
-				*v.Peak = d.Float64()
-			} else {
-				v.Peak = nil
-			}
+			idemimpl.DecPtr(d, &v.Peak, idemimpl.DecFloat64)
 		case "Complex":
 			v.Complex = d.Complex()
 		default:
@@ -157,48 +145,29 @@ func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 
 func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 	at := e.Struct()
-	e.Field("Mean")
-	e.Float64(v.Mean)
-	e.Field("Min")
-	e.Float64(v.Min)
-	e.Field("Max")
-	e.Float64(v.Max)
-	e.Field("Zero")
-	e.Float64(v.Zero)
-	e.Field("Ratio")
-	e.Float32(v.Ratio)
+	e.Field("Mean").Float64(v.Mean)
+	e.Field("Min").Float64(v.Min)
+	e.Field("Max").Float64(v.Max)
+	e.Field("Zero").Float64(v.Zero)
+	e.Field("Ratio").Float32(v.Ratio)
 	e.Field("Samples")
-	if v.Samples == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Samples))
-		for i := range v.Samples {
-			e.Float64(v.Samples[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Samples, idemimpl.EncFloat64)
 	e.Field("ByName")
 	if v.ByName == nil {
 		e.Nil()
 	} else {
-		at3 := e.Map(len(v.ByName))
+		at2 := e.Map(len(v.ByName))
 		// sorted: the same value always has the same bytes
 		for _, k := range slices.Sorted(maps.Keys(v.ByName)) {
 			x := v.ByName[k]
 			e.String(k)
 			e.Float64(x)
 		}
-		e.End(at3)
+		e.End(at2)
 	}
 	e.Field("Peak")
-	if v.Peak == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.Float64(*v.Peak)
-	}
-	e.Field("Complex")
-	e.Complex(v.Complex)
+	idemimpl.EncPtr(e, v.Peak, idemimpl.EncFloat64)
+	e.Field("Complex").Complex(v.Complex)
 	e.End(at)
 }
 

@@ -93,12 +93,7 @@ func (x *Idempotent) beginNew(params *sdk.PaymentIntentParams) idem.Call {
 		c.Key().Nil()
 	} else {
 		c.Key().Ptr()
-		if params.Params.IdempotencyKey == nil {
-			c.Key().Nil()
-		} else {
-			c.Key().Ptr()
-			c.Key().String(*params.Params.IdempotencyKey)
-		}
+		idemimpl.KeyPtr(c.Key(), params.Params.IdempotencyKey, idemimpl.KeyString)
 	}
 	idemimpl.KeyPtr(c.Payload(), params, idemKeySdkPaymentIntentParams)
 	return c
@@ -291,21 +286,9 @@ func idemDecSdkIssue(d *idemimpl.Decoder, v *sdk.Issue) {
 		case "Title":
 			v.Title = d.String()
 		case "Labels":
-			if d.Nil() {
-				v.Labels = nil
-			} else {
-				v.Labels = make([]string, d.List())
-				for i := range v.Labels {
-					v.Labels[i] = d.String()
-				}
-			}
+			idemimpl.DecList(d, &v.Labels, idemimpl.DecString)
 		case "Author":
-			if d.Ptr() {
-				v.Author = new(string)
-				*v.Author = d.String()
-			} else {
-				v.Author = nil
-			}
+			idemimpl.DecPtr(d, &v.Author, idemimpl.DecString)
 		case "URL":
 			v.URL = d.String()
 		default:
@@ -350,58 +333,35 @@ func idemDecSdkPaymentIntent(d *idemimpl.Decoder, v *sdk.PaymentIntent) {
 
 func idemEncRefundRefund(e *idemimpl.Encoder, v *refund.Refund) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Amount")
-	e.Int(v.Amount)
+	e.Field("ID").String(v.ID)
+	e.Field("Amount").Int(v.Amount)
 	e.End(at)
 }
 
 func idemEncSdkError(e *idemimpl.Encoder, v *sdk.Error) {
 	at := e.Struct()
-	e.Field("Code")
-	e.String(v.Code)
+	e.Field("Code").String(v.Code)
 	e.End(at)
 }
 
 func idemEncSdkIssue(e *idemimpl.Encoder, v *sdk.Issue) {
 	at := e.Struct()
-	e.Field("Number")
-	e.Int(int64(v.Number))
-	e.Field("Title")
-	e.String(v.Title)
+	e.Field("Number").Int(int64(v.Number))
+	e.Field("Title").String(v.Title)
 	e.Field("Labels")
-	if v.Labels == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Labels))
-		for i := range v.Labels {
-			e.String(v.Labels[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Labels, idemimpl.EncString)
 	e.Field("Author")
-	if v.Author == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.Author)
-	}
-	e.Field("URL")
-	e.String(v.URL)
+	idemimpl.EncPtr(e, v.Author, idemimpl.EncString)
+	e.Field("URL").String(v.URL)
 	e.End(at)
 }
 
 func idemEncSdkPaymentIntent(e *idemimpl.Encoder, v *sdk.PaymentIntent) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Amount")
-	e.Int(v.Amount)
-	e.Field("Currency")
-	e.String(v.Currency)
-	e.Field("Created")
-	e.Marshaled(v.Created.MarshalBinary())
+	e.Field("ID").String(v.ID)
+	e.Field("Amount").Int(v.Amount)
+	e.Field("Currency").String(v.Currency)
+	e.Field("Created").Marshaled(v.Created.MarshalBinary())
 	e.Field("Metadata")
 	if v.Metadata == nil {
 		e.Nil()
@@ -421,35 +381,13 @@ func idemEncSdkPaymentIntent(e *idemimpl.Encoder, v *sdk.PaymentIntent) {
 }
 
 func idemKeySdkIssueRequest(b *idemimpl.KeyBuilder, v *sdk.IssueRequest) {
-	if v.Title == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Title)
-	}
-	if v.Body == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Body)
-	}
-	if v.Labels == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Labels))
-		for i := range v.Labels {
-			b.String(v.Labels[i])
-		}
-	}
+	idemimpl.KeyPtr(b, v.Title, idemimpl.KeyString)
+	idemimpl.KeyPtr(b, v.Body, idemimpl.KeyString)
+	idemimpl.KeyList(b, v.Labels, idemimpl.KeyString)
 }
 
 func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
-	if v.IdempotencyKey == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.IdempotencyKey)
-	}
+	idemimpl.KeyPtr(b, v.IdempotencyKey, idemimpl.KeyString)
 	if v.Metadata == nil {
 		b.Nil()
 	} else {
@@ -465,18 +403,8 @@ func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 
 func idemKeySdkPaymentIntentParams(b *idemimpl.KeyBuilder, v *sdk.PaymentIntentParams) {
 	idemKeySdkParams(b, &v.Params)
-	if v.Amount == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Int(*v.Amount)
-	}
-	if v.Currency == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Currency)
-	}
+	idemimpl.KeyPtr(b, v.Amount, idemimpl.KeyInt)
+	idemimpl.KeyPtr(b, v.Currency, idemimpl.KeyString)
 }
 
 // idemRefundRefund_fieldsChanged_runGoGenerate lists the fields of refund.Refund as generated (tags

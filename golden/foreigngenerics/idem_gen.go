@@ -210,10 +210,8 @@ func idemDecSdkPage_SdkItem(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
 
 func idemEncSdkItem(e *idemimpl.Encoder, v *sdk.Item) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Price")
-	e.Int(v.Price)
+	e.Field("ID").String(v.ID)
+	e.Field("Price").Int(v.Price)
 	e.End(at)
 }
 
@@ -221,20 +219,12 @@ func idemEncSdkPage_SdkItem(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
 	at := e.Struct()
 	e.Field("Items")
 	idemimpl.EncList(e, v.Items, idemEncSdkItem)
-	e.Field("Next")
-	e.String(v.Next)
+	e.Field("Next").String(v.Next)
 	e.End(at)
 }
 
 func idemKeySdkPage_string(b *idemimpl.KeyBuilder, v *sdk.Page[string]) {
-	if v.Items == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Items))
-		for i := range v.Items {
-			b.String(v.Items[i])
-		}
-	}
+	idemimpl.KeyList(b, v.Items, idemimpl.KeyString)
 	b.String(v.Next)
 }
 

@@ -73,19 +73,9 @@ func idemDecSdkSendMessageOutputForNotifierSend(d *idemimpl.Decoder, v *sdk.Send
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "MessageId":
-			if d.Ptr() {
-				v.MessageId = new(string)
-				*v.MessageId = d.String()
-			} else {
-				v.MessageId = nil
-			}
+			idemimpl.DecPtr(d, &v.MessageId, idemimpl.DecString)
 		case "SequenceNumber":
-			if d.Ptr() {
-				v.SequenceNumber = new(string)
-				*v.SequenceNumber = d.String()
-			} else {
-				v.SequenceNumber = nil
-			}
+			idemimpl.DecPtr(d, &v.SequenceNumber, idemimpl.DecString)
 		default:
 			d.Skip()
 		}
@@ -95,35 +85,15 @@ func idemDecSdkSendMessageOutputForNotifierSend(d *idemimpl.Decoder, v *sdk.Send
 func idemEncSdkSendMessageOutputForNotifierSend(e *idemimpl.Encoder, v *sdk.SendMessageOutput) {
 	at := e.Struct()
 	e.Field("MessageId")
-	if v.MessageId == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.MessageId)
-	}
+	idemimpl.EncPtr(e, v.MessageId, idemimpl.EncString)
 	e.Field("SequenceNumber")
-	if v.SequenceNumber == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.SequenceNumber)
-	}
+	idemimpl.EncPtr(e, v.SequenceNumber, idemimpl.EncString)
 	e.End(at)
 }
 
 func idemKeySdkSendMessageInput(b *idemimpl.KeyBuilder, v *sdk.SendMessageInput) {
-	if v.QueueURL == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.QueueURL)
-	}
-	if v.Body == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Body)
-	}
+	idemimpl.KeyPtr(b, v.QueueURL, idemimpl.KeyString)
+	idemimpl.KeyPtr(b, v.Body, idemimpl.KeyString)
 	if v.Attributes == nil {
 		b.Nil()
 	} else {

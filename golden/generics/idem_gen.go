@@ -60,8 +60,7 @@ var idemCodecCreateInvoice = idemimpl.TypedCodec[idemResultCreateInvoice]{
 		at := e.Struct()
 		e.Field("R1")
 		idemEncPage_Invoice(e, &v.r1)
-		e.Field("R2")
-		e.Marshaled(v.r2.MarshalJSON())
+		e.Field("R2").Marshaled(v.r2.MarshalJSON())
 		e.End(at)
 	},
 }
@@ -253,12 +252,7 @@ func idemBeginSave[S ~string](x *Idempotent, p *Page[S], ps []S) idem.Call {
 			c.Key().String(string(p.Items[i]))
 		}
 	}
-	if p.Next == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		c.Key().String(*p.Next)
-	}
+	idemimpl.KeyPtr(c.Key(), p.Next, idemimpl.KeyString)
 	c.Key().List(len(ps))
 	for i := range ps {
 		c.Key().String(string(ps[i]))
@@ -425,12 +419,7 @@ func idemDecPage_Invoice(d *idemimpl.Decoder, v *Page[Invoice]) {
 		case "Items":
 			idemimpl.DecList(d, &v.Items, idemDecInvoice)
 		case "Next":
-			if d.Ptr() {
-				v.Next = new(string)
-				*v.Next = d.String()
-			} else {
-				v.Next = nil
-			}
+			idemimpl.DecPtr(d, &v.Next, idemimpl.DecString)
 		default:
 			d.Skip()
 		}
@@ -444,12 +433,7 @@ func idemDecPage_ModelInvoice(d *idemimpl.Decoder, v *Page[model2.Invoice]) {
 		case "Items":
 			idemimpl.DecList(d, &v.Items, idemDecModelInvoice)
 		case "Next":
-			if d.Ptr() {
-				v.Next = new(string)
-				*v.Next = d.String()
-			} else {
-				v.Next = nil
-			}
+			idemimpl.DecPtr(d, &v.Next, idemimpl.DecString)
 		default:
 			d.Skip()
 		}
@@ -458,17 +442,14 @@ func idemDecPage_ModelInvoice(d *idemimpl.Decoder, v *Page[model2.Invoice]) {
 
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Cents")
-	e.Int(v.Cents)
+	e.Field("ID").String(v.ID)
+	e.Field("Cents").Int(v.Cents)
 	e.End(at)
 }
 
 func idemEncModelInvoice(e *idemimpl.Encoder, v *model2.Invoice) {
 	at := e.Struct()
-	e.Field("Cents")
-	e.Int(v.Cents)
+	e.Field("Cents").Int(v.Cents)
 	e.End(at)
 }
 
@@ -477,12 +458,7 @@ func idemEncPage_Invoice(e *idemimpl.Encoder, v *Page[Invoice]) {
 	e.Field("Items")
 	idemimpl.EncList(e, v.Items, idemEncInvoice)
 	e.Field("Next")
-	if v.Next == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.Next)
-	}
+	idemimpl.EncPtr(e, v.Next, idemimpl.EncString)
 	e.End(at)
 }
 
@@ -491,12 +467,7 @@ func idemEncPage_ModelInvoice(e *idemimpl.Encoder, v *Page[model2.Invoice]) {
 	e.Field("Items")
 	idemimpl.EncList(e, v.Items, idemEncModelInvoice)
 	e.Field("Next")
-	if v.Next == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.Next)
-	}
+	idemimpl.EncPtr(e, v.Next, idemimpl.EncString)
 	e.End(at)
 }
 
@@ -532,22 +503,12 @@ func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 
 func idemKeyPage_ModelInvoice(b *idemimpl.KeyBuilder, v *Page[model.Invoice]) {
 	idemimpl.KeyList(b, v.Items, idemKeyModelInvoice)
-	if v.Next == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Next)
-	}
+	idemimpl.KeyPtr(b, v.Next, idemimpl.KeyString)
 }
 
 func idemKeyPage_ModelInvoice2(b *idemimpl.KeyBuilder, v *Page[model2.Invoice]) {
 	idemimpl.KeyList(b, v.Items, idemKeyModelInvoice2)
-	if v.Next == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Next)
-	}
+	idemimpl.KeyPtr(b, v.Next, idemimpl.KeyString)
 }
 
 // idemInvoiceRequest_fieldsChanged_runGoGenerate lists the fields of InvoiceRequest as generated

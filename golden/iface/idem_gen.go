@@ -291,10 +291,8 @@ func idemDecBooking(d *idemimpl.Decoder, v *Booking) {
 
 func idemEncBooking(e *idemimpl.Encoder, v *Booking) {
 	at := e.Struct()
-	e.Field("Ref")
-	e.String(v.Ref)
-	e.Field("Cents")
-	e.Int(v.Cents)
+	e.Field("Ref").String(v.Ref)
+	e.Field("Cents").Int(v.Cents)
 	e.End(at)
 }
 

@@ -88,10 +88,8 @@ func idemDecImageRectangle(d *idemimpl.Decoder, v *image.Rectangle) {
 
 func idemEncImagePoint(e *idemimpl.Encoder, v *image.Point) {
 	at := e.Struct()
-	e.Field("X")
-	e.Int(int64(v.X))
-	e.Field("Y")
-	e.Int(int64(v.Y))
+	e.Field("X").Int(int64(v.X))
+	e.Field("Y").Int(int64(v.Y))
 	e.End(at)
 }
 

@@ -58,27 +58,12 @@ func (x *Idempotent) beginCharge(p *sdk.ChargeParams) idem.Call {
 
 func idemKeySdkChargeParams(b *idemimpl.KeyBuilder, v *sdk.ChargeParams) {
 	idemKeySdkParams(b, &v.Params)
-	if v.Amount == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Int(*v.Amount)
-	}
-	if v.Currency == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Currency)
-	}
+	idemimpl.KeyPtr(b, v.Amount, idemimpl.KeyInt)
+	idemimpl.KeyPtr(b, v.Currency, idemimpl.KeyString)
 }
 
 func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
-	if v.IdempotencyKey == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.IdempotencyKey)
-	}
+	idemimpl.KeyPtr(b, v.IdempotencyKey, idemimpl.KeyString)
 	if v.Metadata == nil {
 		b.Nil()
 	} else {

@@ -91,18 +91,8 @@ func (x *Idempotent) beginPutFor(u *Upload) idem.Call {
 }
 
 func idemKeySdkPutObjectInput(b *idemimpl.KeyBuilder, v *sdk.PutObjectInput) {
-	if v.Bucket == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Bucket)
-	}
-	if v.Key == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Key)
-	}
+	idemimpl.KeyPtr(b, v.Bucket, idemimpl.KeyString)
+	idemimpl.KeyPtr(b, v.Key, idemimpl.KeyString)
 	if v.Body == nil {
 		b.Nil()
 	} else {
@@ -121,27 +111,12 @@ func idemKeySdkPutObjectInput(b *idemimpl.KeyBuilder, v *sdk.PutObjectInput) {
 	}
 	idemimpl.KeyList(b, v.Tags, idemKeySdkTag)
 	b.String(string(v.Mode))
-	if v.Size == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Int(*v.Size)
-	}
+	idemimpl.KeyPtr(b, v.Size, idemimpl.KeyInt)
 }
 
 func idemKeySdkTag(b *idemimpl.KeyBuilder, v *sdk.Tag) {
-	if v.Key == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Key)
-	}
-	if v.Value == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Value)
-	}
+	idemimpl.KeyPtr(b, v.Key, idemimpl.KeyString)
+	idemimpl.KeyPtr(b, v.Value, idemimpl.KeyString)
 }
 
 func idemKeyUpload(b *idemimpl.KeyBuilder, v *Upload) {

@@ -51,14 +51,7 @@ func (x *Idempotent) DrawKey(s Shape, ids []string, tags map[string]string, p *P
 func (x *Idempotent) beginDraw(s *Shape, ids []string, tags map[string]string, p *Point, arr *[2]Point) idem.Call {
 	c := x.g.Begin(idemSpecDraw)
 	idemKeyShape(c.Key(), s)
-	if ids == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(ids))
-		for i := range ids {
-			c.Key().String(ids[i])
-		}
-	}
+	idemimpl.KeyList(c.Key(), ids, idemimpl.KeyString)
 	if tags == nil {
 		c.Key().Nil()
 	} else {
@@ -105,14 +98,7 @@ func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 		for k, e := range v.Index {
 			b.MapEntry()
 			b.String(k)
-			if e == nil {
-				b.Nil()
-			} else {
-				b.List(len(e))
-				for i := range e {
-					b.Int(int64(e[i]))
-				}
-			}
+			idemimpl.KeyList(b, e, idemimpl.KeyInt)
 		}
 		b.MapEnd()
 	}

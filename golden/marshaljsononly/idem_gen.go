@@ -84,10 +84,8 @@ func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 
 func idemEncAmount(e *idemimpl.Encoder, v *Amount) {
 	at := e.Struct()
-	e.Field("Units")
-	e.Int(v.Units)
-	e.Field("Currency")
-	e.String(v.Currency)
+	e.Field("Units").Int(v.Units)
+	e.Field("Currency").String(v.Currency)
 	e.End(at)
 }
 

@@ -66,8 +66,7 @@ var idemCodecSplit = idemimpl.TypedCodec[idemResultSplit]{
 	},
 	Encode: func(e *idemimpl.Encoder, v *idemResultSplit) {
 		at := e.Struct()
-		e.Field("R1")
-		e.Int(int64(v.r1))
+		e.Field("R1").Int(int64(v.r1))
 		e.Field("R2")
 		if v.r2 == nil {
 			e.Nil()
@@ -146,12 +145,9 @@ var idemCodecQuote = idemimpl.TypedCodec[idemResultQuote]{
 	},
 	Encode: func(e *idemimpl.Encoder, v *idemResultQuote) {
 		at := e.Struct()
-		e.Field("R1")
-		e.Int(v.price)
-		e.Field("R2")
-		e.String(v.currency)
-		e.Field("R3")
-		e.Bool(v.r3)
+		e.Field("R1").Int(v.price)
+		e.Field("R2").String(v.currency)
+		e.Field("R3").Bool(v.r3)
 		e.End(at)
 	},
 }
@@ -210,8 +206,7 @@ func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
 
 func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
+	e.Field("ID").String(v.ID)
 	e.Field("Lines")
 	if v.Lines == nil {
 		e.Nil()
@@ -225,8 +220,7 @@ func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 		}
 		e.End(at2)
 	}
-	e.Field("At")
-	e.Marshaled(v.At.MarshalBinary())
+	e.Field("At").Marshaled(v.At.MarshalBinary())
 	e.End(at)
 }
 

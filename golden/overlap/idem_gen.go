@@ -133,15 +133,13 @@ func idemDecReceiptForRefund(d *idemimpl.Decoder, v *Receipt) {
 
 func idemEncReceiptForCharge(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
+	e.Field("ID").String(v.ID)
 	e.End(at)
 }
 
 func idemEncReceiptForRefund(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
+	e.Field("ID").String(v.ID)
 	e.End(at)
 }
 

@@ -122,14 +122,7 @@ func (x *Idempotent) beginShadow(Shadow_ string, Item_ *Item, len_ int, string_ 
 	idemKeyItem(c.Key(), Item_)
 	c.Key().Int(int64(len_))
 	c.Key().String(string_)
-	if int64_ == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(int64_))
-		for i := range int64_ {
-			c.Key().Int(int64(int64_[i]))
-		}
-	}
+	idemimpl.KeyList(c.Key(), int64_, idemimpl.KeyInt)
 	return c
 }
 
@@ -184,8 +177,7 @@ func idemDecItem(d *idemimpl.Decoder, v *Item) {
 
 func idemEncItem(e *idemimpl.Encoder, v *Item) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
+	e.Field("ID").String(v.ID)
 	e.End(at)
 }
 

@@ -70,14 +70,7 @@ func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 			var k string
 			var x []string
 			k = d.String()
-			if d.Nil() {
-				x = nil
-			} else {
-				x = make([]string, d.List())
-				for i := range x {
-					x[i] = d.String()
-				}
-			}
+			idemimpl.DecList(d, &x, idemimpl.DecString)
 			(*v)[k] = x
 		}
 	}
@@ -193,15 +186,7 @@ func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 		for _, k := range slices.Sorted(maps.Keys(*v)) {
 			x := (*v)[k]
 			e.String(k)
-			if x == nil {
-				e.Nil()
-			} else {
-				at2 := e.List(len(x))
-				for i := range x {
-					e.String(x[i])
-				}
-				e.End(at2)
-			}
+			idemimpl.EncList(e, x, idemimpl.EncString)
 		}
 		e.End(at)
 	}
@@ -216,12 +201,10 @@ func idemEncSdkAPIResource(e *idemimpl.Encoder, v *sdk.APIResource) {
 
 func idemEncSdkAPIResponse(e *idemimpl.Encoder, v *sdk.APIResponse) {
 	at := e.Struct()
-	e.Field("StatusCode")
-	e.Int(int64(v.StatusCode))
+	e.Field("StatusCode").Int(int64(v.StatusCode))
 	e.Field("Header")
 	idemEncHttpHeader(e, &v.Header)
-	e.Field("RequestID")
-	e.String(v.RequestID)
+	e.Field("RequestID").String(v.RequestID)
 	e.End(at)
 }
 
@@ -229,14 +212,10 @@ func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 	at := e.Struct()
 	e.Field("APIResource")
 	idemEncSdkAPIResource(e, &v.APIResource)
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Amount")
-	e.Int(v.Amount)
-	e.Field("Currency")
-	e.String(v.Currency)
-	e.Field("Captured")
-	e.Bool(v.Captured)
+	e.Field("ID").String(v.ID)
+	e.Field("Amount").Int(v.Amount)
+	e.Field("Currency").String(v.Currency)
+	e.Field("Captured").Bool(v.Captured)
 	e.Field("Refunds")
 	if v.Refunds == nil {
 		e.Nil()
@@ -267,19 +246,15 @@ func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 
 func idemEncSdkOutcome(e *idemimpl.Encoder, v *sdk.Outcome) {
 	at := e.Struct()
-	e.Field("Type")
-	e.String(v.Type)
-	e.Field("RiskScore")
-	e.Float64(v.RiskScore)
+	e.Field("Type").String(v.Type)
+	e.Field("RiskScore").Float64(v.RiskScore)
 	e.End(at)
 }
 
 func idemEncSdkRefund(e *idemimpl.Encoder, v *sdk.Refund) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Amount")
-	e.Int(v.Amount)
+	e.Field("ID").String(v.ID)
+	e.Field("Amount").Int(v.Amount)
 	e.End(at)
 }
 

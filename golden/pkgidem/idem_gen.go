@@ -108,14 +108,7 @@ func (g *IdempotentGuard) CheckKey(ids []ID) (string, error) {
 // beginCheck starts a call of Check and writes its key material.
 func (g *IdempotentGuard) beginCheck(ids []ID) idem.Call {
 	c := g.g.Begin(idemSpecGuardCheck)
-	if ids == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(ids))
-		for i := range ids {
-			c.Key().String(ids[i])
-		}
-	}
+	idemimpl.KeyList(c.Key(), ids, idemimpl.KeyString)
 	return c
 }
 
@@ -149,19 +142,15 @@ func idemDecPair_string_int(d *idemimpl.Decoder, v *Pair[string, int]) {
 
 func idemEncPair_string_bool(e *idemimpl.Encoder, v *Pair[ID, bool]) {
 	at := e.Struct()
-	e.Field("Key")
-	e.String(v.Key)
-	e.Field("Val")
-	e.Bool(v.Val)
+	e.Field("Key").String(v.Key)
+	e.Field("Val").Bool(v.Val)
 	e.End(at)
 }
 
 func idemEncPair_string_int(e *idemimpl.Encoder, v *Pair[string, int]) {
 	at := e.Struct()
-	e.Field("Key")
-	e.String(v.Key)
-	e.Field("Val")
-	e.Int(int64(v.Val))
+	e.Field("Key").String(v.Key)
+	e.Field("Val").Int(int64(v.Val))
 	e.End(at)
 }
 

@@ -72,14 +72,7 @@ func (x *Idempotent) beginTransfer(req *Request) idem.Call {
 		c.Key().Nil()
 	} else {
 		c.Key().Ptr()
-		if req.Account.Owner.Tags == nil {
-			c.Key().Nil()
-		} else {
-			c.Key().List(len(req.Account.Owner.Tags))
-			for i := range req.Account.Owner.Tags {
-				c.Key().String(req.Account.Owner.Tags[i])
-			}
-		}
+		idemimpl.KeyList(c.Key(), req.Account.Owner.Tags, idemimpl.KeyString)
 	}
 	idemimpl.KeyPtr(c.Payload(), req, idemKeyRequest)
 	return c
@@ -172,8 +165,7 @@ func idemDecTouchedForTouch(d *idemimpl.Decoder, v *Touched) {
 
 func idemEncMetaForTouch(e *idemimpl.Encoder, v *Meta) {
 	at := e.Struct()
-	e.Field("Count")
-	e.Int(v.Count)
+	e.Field("Count").Int(v.Count)
 	e.End(at)
 }
 
@@ -181,8 +173,7 @@ func idemEncTouchedForTouch(e *idemimpl.Encoder, v *Touched) {
 	at := e.Struct()
 	e.Field("Meta")
 	idemEncMetaForTouch(e, &v.Meta)
-	e.Field("Tenant")
-	e.String(v.Tenant)
+	e.Field("Tenant").String(v.Tenant)
 	e.End(at)
 }
 
@@ -204,14 +195,7 @@ func idemKeyBase(b *idemimpl.KeyBuilder, v *Base) {
 
 func idemKeyPerson(b *idemimpl.KeyBuilder, v *Person) {
 	b.String(v.Email)
-	if v.Tags == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Tags))
-		for i := range v.Tags {
-			b.String(v.Tags[i])
-		}
-	}
+	idemimpl.KeyList(b, v.Tags, idemimpl.KeyString)
 }
 
 func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {

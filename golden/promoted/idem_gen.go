@@ -349,10 +349,8 @@ func idemDecStamped(d *idemimpl.Decoder, v *Stamped) {
 
 func idemEncMoney(e *idemimpl.Encoder, v *Money) {
 	at := e.Struct()
-	e.Field("Decimal")
-	e.Marshaled(v.Decimal.MarshalText())
-	e.Field("Currency")
-	e.String(v.Currency)
+	e.Field("Decimal").Marshaled(v.Decimal.MarshalText())
+	e.Field("Currency").String(v.Currency)
 	e.End(at)
 }
 
@@ -362,17 +360,14 @@ func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 	idemEncStamped(e, &v.Stamped)
 	e.Field("Total")
 	idemEncMoney(e, &v.Total)
-	e.Field("N")
-	e.Int(v.N)
+	e.Field("N").Int(v.N)
 	e.End(at)
 }
 
 func idemEncStamped(e *idemimpl.Encoder, v *Stamped) {
 	at := e.Struct()
-	e.Field("Time")
-	e.Marshaled(v.Time.MarshalBinary())
-	e.Field("Order")
-	e.String(v.Order)
+	e.Field("Time").Marshaled(v.Time.MarshalBinary())
+	e.Field("Order").String(v.Order)
 	e.End(at)
 }
 

@@ -149,8 +149,7 @@ func idemEncAmount(e *idemimpl.Encoder, v *Amount) {
 		e.Ptr()
 		e.Marshaled(v.Float.GobEncode())
 	}
-	e.Field("Currency")
-	e.String(v.Currency)
+	e.Field("Currency").String(v.Currency)
 	e.End(at)
 }
 
@@ -160,10 +159,8 @@ func idemEncJsonRawMessage(e *idemimpl.Encoder, v *json.RawMessage) {
 
 func idemEncLocated(e *idemimpl.Encoder, v *Located) {
 	at := e.Struct()
-	e.Field("Addr")
-	e.Marshaled(v.Addr.MarshalBinary())
-	e.Field("Label")
-	e.String(v.Label)
+	e.Field("Addr").Marshaled(v.Addr.MarshalBinary())
+	e.Field("Label").String(v.Label)
 	e.End(at)
 }
 
@@ -182,10 +179,8 @@ func idemEncRes(e *idemimpl.Encoder, v *Res) {
 
 func idemEncStamp(e *idemimpl.Encoder, v *Stamp) {
 	at := e.Struct()
-	e.Field("Time")
-	e.Marshaled(v.Time.MarshalBinary())
-	e.Field("Source")
-	e.String(v.Source)
+	e.Field("Time").Marshaled(v.Time.MarshalBinary())
+	e.Field("Source").String(v.Source)
 	e.End(at)
 }
 
@@ -193,8 +188,7 @@ func idemEncTagged(e *idemimpl.Encoder, v *Tagged) {
 	at := e.Struct()
 	e.Field("RawMessage")
 	idemEncJsonRawMessage(e, &v.RawMessage)
-	e.Field("Name")
-	e.String(v.Name)
+	e.Field("Name").String(v.Name)
 	e.End(at)
 }
 

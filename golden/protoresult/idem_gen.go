@@ -134,8 +134,7 @@ func idemDecEvent(d *idemimpl.Decoder, v *Event) {
 
 func idemEncEvent(e *idemimpl.Encoder, v *Event) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
+	e.Field("ID").String(v.ID)
 	e.Field("At")
 	if v.At == nil {
 		e.Nil()

@@ -88,8 +88,7 @@ func idemEncNode(e *idemimpl.Encoder, v *Node) {
 	}
 	defer e.Leave()
 	at := e.Struct()
-	e.Field("ID")
-	e.Int(int64(v.ID))
+	e.Field("ID").Int(int64(v.ID))
 	e.Field("Children")
 	if v.Children == nil {
 		e.Nil()

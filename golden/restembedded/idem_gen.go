@@ -122,17 +122,14 @@ func idemDecResponseForReposServiceCreate(d *idemimpl.Decoder, v *Response) {
 
 func idemEncRepo(e *idemimpl.Encoder, v *Repo) {
 	at := e.Struct()
-	e.Field("ID")
-	e.Int(v.ID)
-	e.Field("Name")
-	e.String(v.Name)
+	e.Field("ID").Int(v.ID)
+	e.Field("Name").String(v.Name)
 	e.End(at)
 }
 
 func idemEncResponseForReposServiceCreate(e *idemimpl.Encoder, v *Response) {
 	at := e.Struct()
-	e.Field("Rate")
-	e.Int(int64(v.Rate))
+	e.Field("Rate").Int(int64(v.Rate))
 	e.End(at)
 }
 

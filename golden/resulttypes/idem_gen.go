@@ -111,33 +111,19 @@ func idemDecReport(d *idemimpl.Decoder, v *Report) {
 		case "Blob":
 			v.Blob = d.Bytes()
 		case "Empty":
-			if d.Nil() {
-				v.Empty = nil
-			} else {
-				v.Empty = make([]string, d.List())
-				for i := range v.Empty {
-					v.Empty[i] = d.String()
-				}
-			}
+			idemimpl.DecList(d, &v.Empty, idemimpl.DecString)
 		case "Nil":
-			if d.Nil() {
-				v.Nil = nil
-			} else {
-				v.Nil = make([]string, d.List())
-				for i2 := range v.Nil {
-					v.Nil[i2] = d.String()
-				}
-			}
+			idemimpl.DecList(d, &v.Nil, idemimpl.DecString)
 		case "Child":
 			idemimpl.DecPtr(d, &v.Child, idemDecReport)
 		case "Total":
 			d.Unmarshaled(v.Total.UnmarshalJSON(d.Marshaled()))
 		case "Matrix":
 			if d.Array(len(v.Matrix)) {
-				for i3 := range v.Matrix {
-					if d.Array(len(v.Matrix[i3])) {
-						for i4 := range v.Matrix[i3] {
-							v.Matrix[i3][i4] = d.Float64()
+				for i := range v.Matrix {
+					if d.Array(len(v.Matrix[i])) {
+						for i2 := range v.Matrix[i] {
+							v.Matrix[i][i2] = d.Float64()
 						}
 					}
 				}
@@ -152,8 +138,7 @@ func idemDecReport(d *idemimpl.Decoder, v *Report) {
 
 func idemEncMeta(e *idemimpl.Encoder, v *Meta) {
 	at := e.Struct()
-	e.Field("Created")
-	e.Marshaled(v.Created.MarshalBinary())
+	e.Field("Created").Marshaled(v.Created.MarshalBinary())
 	e.Field("Labels")
 	if v.Labels == nil {
 		e.Nil()
@@ -178,8 +163,7 @@ func idemEncReport(e *idemimpl.Encoder, v *Report) {
 	at := e.Struct()
 	e.Field("Meta")
 	idemEncMeta(e, &v.Meta)
-	e.Field("Title")
-	e.String(v.Title)
+	e.Field("Title").String(v.Title)
 	e.Field("Counts")
 	if v.Counts == nil {
 		e.Nil()
@@ -193,44 +177,25 @@ func idemEncReport(e *idemimpl.Encoder, v *Report) {
 		}
 		e.End(at2)
 	}
-	e.Field("Blob")
-	e.Bytes(v.Blob)
+	e.Field("Blob").Bytes(v.Blob)
 	e.Field("Empty")
-	if v.Empty == nil {
-		e.Nil()
-	} else {
-		at3 := e.List(len(v.Empty))
-		for i := range v.Empty {
-			e.String(v.Empty[i])
-		}
-		e.End(at3)
-	}
+	idemimpl.EncList(e, v.Empty, idemimpl.EncString)
 	e.Field("Nil")
-	if v.Nil == nil {
-		e.Nil()
-	} else {
-		at4 := e.List(len(v.Nil))
-		for i2 := range v.Nil {
-			e.String(v.Nil[i2])
+	idemimpl.EncList(e, v.Nil, idemimpl.EncString)
+	e.Field("Child")
+	idemimpl.EncPtr(e, v.Child, idemEncReport)
+	e.Field("Total").Marshaled(v.Total.MarshalJSON())
+	e.Field("Matrix")
+	at3 := e.List(len(v.Matrix))
+	for i := range v.Matrix {
+		at4 := e.List(len(v.Matrix[i]))
+		for i2 := range v.Matrix[i] {
+			e.Float64(v.Matrix[i][i2])
 		}
 		e.End(at4)
 	}
-	e.Field("Child")
-	idemimpl.EncPtr(e, v.Child, idemEncReport)
-	e.Field("Total")
-	e.Marshaled(v.Total.MarshalJSON())
-	e.Field("Matrix")
-	at5 := e.List(len(v.Matrix))
-	for i3 := range v.Matrix {
-		at6 := e.List(len(v.Matrix[i3]))
-		for i4 := range v.Matrix[i3] {
-			e.Float64(v.Matrix[i3][i4])
-		}
-		e.End(at6)
-	}
-	e.End(at5)
-	e.Field("Upper")
-	e.String(v.Upper)
+	e.End(at3)
+	e.Field("Upper").String(v.Upper)
 	e.End(at)
 }
 

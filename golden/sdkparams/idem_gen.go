@@ -57,12 +57,7 @@ func (x *Idempotent) beginCharge(params *sdk.ChargeParams) idem.Call {
 		c.Key().Nil()
 	} else {
 		c.Key().Ptr()
-		if params.Params.IdempotencyKey == nil {
-			c.Key().Nil()
-		} else {
-			c.Key().Ptr()
-			c.Key().String(*params.Params.IdempotencyKey)
-		}
+		idemimpl.KeyPtr(c.Key(), params.Params.IdempotencyKey, idemimpl.KeyString)
 	}
 	idemimpl.KeyPtr(c.Payload(), params, idemKeySdkChargeParams)
 	return c
@@ -84,36 +79,19 @@ func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 
 func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Amount")
-	e.Int(v.Amount)
+	e.Field("ID").String(v.ID)
+	e.Field("Amount").Int(v.Amount)
 	e.End(at)
 }
 
 func idemKeySdkChargeParams(b *idemimpl.KeyBuilder, v *sdk.ChargeParams) {
 	idemKeySdkParams(b, &v.Params)
-	if v.Amount == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Int(*v.Amount)
-	}
-	if v.Currency == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Currency)
-	}
+	idemimpl.KeyPtr(b, v.Amount, idemimpl.KeyInt)
+	idemimpl.KeyPtr(b, v.Currency, idemimpl.KeyString)
 }
 
 func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
-	if v.IdempotencyKey == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.IdempotencyKey)
-	}
+	idemimpl.KeyPtr(b, v.IdempotencyKey, idemimpl.KeyString)
 	if v.Metadata == nil {
 		b.Nil()
 	} else {

@@ -184,12 +184,7 @@ func idemDecBlocksImage(d *idemimpl.Decoder, v *blocks.Image) {
 		case "URL":
 			v.URL = d.String()
 		case "Alt":
-			if d.Ptr() {
-				v.Alt = new(string)
-				*v.Alt = d.String()
-			} else {
-				v.Alt = nil
-			}
+			idemimpl.DecPtr(d, &v.Alt, idemimpl.DecString)
 		default:
 			d.Skip()
 		}
@@ -310,22 +305,15 @@ func idemEncBlocksDivider(e *idemimpl.Encoder, v *blocks.Divider) {
 
 func idemEncBlocksImage(e *idemimpl.Encoder, v *blocks.Image) {
 	at := e.Struct()
-	e.Field("URL")
-	e.String(v.URL)
+	e.Field("URL").String(v.URL)
 	e.Field("Alt")
-	if v.Alt == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.Alt)
-	}
+	idemimpl.EncPtr(e, v.Alt, idemimpl.EncString)
 	e.End(at)
 }
 
 func idemEncBlocksMessage(e *idemimpl.Encoder, v *blocks.Message) {
 	at := e.Struct()
-	e.Field("TS")
-	e.String(v.TS)
+	e.Field("TS").String(v.TS)
 	e.Field("Blocks")
 	idemimpl.EncList(e, v.Blocks, idemEncBlocksBlock)
 	e.End(at)
@@ -333,8 +321,7 @@ func idemEncBlocksMessage(e *idemimpl.Encoder, v *blocks.Message) {
 
 func idemEncBlocksSection(e *idemimpl.Encoder, v *blocks.Section) {
 	at := e.Struct()
-	e.Field("Text")
-	e.String(v.Text)
+	e.Field("Text").String(v.Text)
 	e.Field("Elements")
 	idemimpl.EncList(e, v.Elements, idemEncBlocksBlock)
 	e.End(at)
@@ -342,17 +329,14 @@ func idemEncBlocksSection(e *idemimpl.Encoder, v *blocks.Section) {
 
 func idemEncCreated(e *idemimpl.Encoder, v *Created) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
+	e.Field("ID").String(v.ID)
 	e.End(at)
 }
 
 func idemEncDeleted(e *idemimpl.Encoder, v *Deleted) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Reason")
-	e.String(v.Reason)
+	e.Field("ID").String(v.ID)
+	e.Field("Reason").String(v.Reason)
 	e.End(at)
 }
 

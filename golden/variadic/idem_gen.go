@@ -34,25 +34,10 @@ var _ func(string, ...string) ([]string, error) = Tag
 
 var idemCodecTag = idemimpl.TypedCodec[[]string]{
 	Decode: func(d *idemimpl.Decoder, v *[]string) {
-		if d.Nil() {
-			*v = nil
-		} else {
-			*v = make([]string, d.List())
-			for i := range *v {
-				(*v)[i] = d.String()
-			}
-		}
+		idemimpl.DecList(d, v, idemimpl.DecString)
 	},
 	Encode: func(e *idemimpl.Encoder, v *[]string) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			at := e.List(len(*v))
-			for i := range *v {
-				e.String((*v)[i])
-			}
-			e.End(at)
-		}
+		idemimpl.EncList(e, *v, idemimpl.EncString)
 	},
 }
 

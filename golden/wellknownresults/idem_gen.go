@@ -204,14 +204,7 @@ func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 			var k string
 			var x []string
 			k = d.String()
-			if d.Nil() {
-				x = nil
-			} else {
-				x = make([]string, d.List())
-				for i := range x {
-					x[i] = d.String()
-				}
-			}
+			idemimpl.DecList(d, &x, idemimpl.DecString)
 			(*v)[k] = x
 		}
 	}
@@ -454,15 +447,7 @@ func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 		for _, k := range slices.Sorted(maps.Keys(*v)) {
 			x := (*v)[k]
 			e.String(k)
-			if x == nil {
-				e.Nil()
-			} else {
-				at2 := e.List(len(x))
-				for i := range x {
-					e.String(x[i])
-				}
-				e.End(at2)
-			}
+			idemimpl.EncList(e, x, idemimpl.EncString)
 		}
 		e.End(at)
 	}
@@ -487,8 +472,7 @@ func idemEncKnown(e *idemimpl.Encoder, v *Known) {
 		e.Ptr()
 		e.Marshaled(v.Float.GobEncode())
 	}
-	e.Field("FloatV")
-	e.Marshaled(v.FloatV.GobEncode())
+	e.Field("FloatV").Marshaled(v.FloatV.GobEncode())
 	e.Field("Int")
 	if v.Int == nil {
 		e.Nil()
@@ -503,18 +487,12 @@ func idemEncKnown(e *idemimpl.Encoder, v *Known) {
 		e.Ptr()
 		e.Marshaled(v.Rat.MarshalText())
 	}
-	e.Field("Addr")
-	e.Marshaled(v.Addr.MarshalBinary())
-	e.Field("Prefix")
-	e.Marshaled(v.Prefix.MarshalBinary())
-	e.Field("AddrPort")
-	e.Marshaled(v.AddrPort.MarshalBinary())
-	e.Field("Time")
-	e.Marshaled(v.Time.MarshalBinary())
-	e.Field("Dur")
-	e.Int(int64(v.Dur))
-	e.Field("Number")
-	e.String(string(v.Number))
+	e.Field("Addr").Marshaled(v.Addr.MarshalBinary())
+	e.Field("Prefix").Marshaled(v.Prefix.MarshalBinary())
+	e.Field("AddrPort").Marshaled(v.AddrPort.MarshalBinary())
+	e.Field("Time").Marshaled(v.Time.MarshalBinary())
+	e.Field("Dur").Int(int64(v.Dur))
+	e.Field("Number").String(string(v.Number))
 	e.Field("NullS")
 	idemEncSqlNullString(e, &v.NullS)
 	e.Field("NullT")
@@ -523,18 +501,15 @@ func idemEncKnown(e *idemimpl.Encoder, v *Known) {
 	idemEncSqlNullFloat64(e, &v.NullF)
 	e.Field("Null")
 	idemEncSqlNull_int64(e, &v.Null)
-	e.Field("Level")
-	e.Marshaled(v.Level.MarshalJSON())
+	e.Field("Level").Marshaled(v.Level.MarshalJSON())
 	e.Field("Header")
 	idemEncHttpHeader(e, &v.Header)
 	e.Field("URL")
 	idemimpl.EncPtr(e, v.URL, idemEncUrlURL)
 	e.Field("URLV")
 	idemEncUrlURL(e, &v.URLV)
-	e.Field("OID")
-	e.Marshaled(v.OID.MarshalBinary())
-	e.Field("PCG")
-	e.Marshaled(v.PCG.MarshalBinary())
+	e.Field("OID").Marshaled(v.OID.MarshalBinary())
+	e.Field("PCG").Marshaled(v.PCG.MarshalBinary())
 	e.Field("ChaCha8")
 	if v.ChaCha8 == nil {
 		e.Nil()
@@ -576,46 +551,36 @@ func idemEncNetIPNet(e *idemimpl.Encoder, v *net.IPNet) {
 
 func idemEncSqlNullFloat64(e *idemimpl.Encoder, v *sql.NullFloat64) {
 	at := e.Struct()
-	e.Field("Float64")
-	e.Float64(v.Float64)
-	e.Field("Valid")
-	e.Bool(v.Valid)
+	e.Field("Float64").Float64(v.Float64)
+	e.Field("Valid").Bool(v.Valid)
 	e.End(at)
 }
 
 func idemEncSqlNullString(e *idemimpl.Encoder, v *sql.NullString) {
 	at := e.Struct()
-	e.Field("String")
-	e.String(v.String)
-	e.Field("Valid")
-	e.Bool(v.Valid)
+	e.Field("String").String(v.String)
+	e.Field("Valid").Bool(v.Valid)
 	e.End(at)
 }
 
 func idemEncSqlNullTime(e *idemimpl.Encoder, v *sql.NullTime) {
 	at := e.Struct()
-	e.Field("Time")
-	e.Marshaled(v.Time.MarshalBinary())
-	e.Field("Valid")
-	e.Bool(v.Valid)
+	e.Field("Time").Marshaled(v.Time.MarshalBinary())
+	e.Field("Valid").Bool(v.Valid)
 	e.End(at)
 }
 
 func idemEncSqlNull_int64(e *idemimpl.Encoder, v *sql.Null[int64]) {
 	at := e.Struct()
-	e.Field("V")
-	e.Int(v.V)
-	e.Field("Valid")
-	e.Bool(v.Valid)
+	e.Field("V").Int(v.V)
+	e.Field("Valid").Bool(v.Valid)
 	e.End(at)
 }
 
 func idemEncUrlURL(e *idemimpl.Encoder, v *url.URL) {
 	at := e.Struct()
-	e.Field("Scheme")
-	e.String(v.Scheme)
-	e.Field("Opaque")
-	e.String(v.Opaque)
+	e.Field("Scheme").String(v.Scheme)
+	e.Field("Opaque").String(v.Opaque)
 	e.Field("User")
 	if v.User == nil {
 		e.Nil()
@@ -630,22 +595,14 @@ func idemEncUrlURL(e *idemimpl.Encoder, v *url.URL) {
 		}
 		e.End(at2)
 	}
-	e.Field("Host")
-	e.String(v.Host)
-	e.Field("Path")
-	e.String(v.Path)
-	e.Field("Fragment")
-	e.String(v.Fragment)
-	e.Field("RawQuery")
-	e.String(v.RawQuery)
-	e.Field("RawPath")
-	e.String(v.RawPath)
-	e.Field("RawFragment")
-	e.String(v.RawFragment)
-	e.Field("ForceQuery")
-	e.Bool(v.ForceQuery)
-	e.Field("OmitHost")
-	e.Bool(v.OmitHost)
+	e.Field("Host").String(v.Host)
+	e.Field("Path").String(v.Path)
+	e.Field("Fragment").String(v.Fragment)
+	e.Field("RawQuery").String(v.RawQuery)
+	e.Field("RawPath").String(v.RawPath)
+	e.Field("RawFragment").String(v.RawFragment)
+	e.Field("ForceQuery").Bool(v.ForceQuery)
+	e.Field("OmitHost").Bool(v.OmitHost)
 	e.End(at)
 }
 

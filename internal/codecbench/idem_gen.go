@@ -141,12 +141,7 @@ func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 		case "CreatedAt":
 			d.Unmarshaled(v.CreatedAt.UnmarshalBinary(d.Marshaled()))
 		case "Notes":
-			if d.Ptr() {
-				v.Notes = new(string)
-				*v.Notes = d.String()
-			} else {
-				v.Notes = nil
-			}
+			idemimpl.DecPtr(d, &v.Notes, idemimpl.DecString)
 		case "Meta":
 			if d.Nil() {
 				v.Meta = nil
@@ -186,25 +181,18 @@ func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 
 func idemEncAddress(e *idemimpl.Encoder, v *Address) {
 	at := e.Struct()
-	e.Field("Street")
-	e.String(v.Street)
-	e.Field("City")
-	e.String(v.City)
-	e.Field("Zip")
-	e.String(v.Zip)
-	e.Field("Country")
-	e.String(v.Country)
+	e.Field("Street").String(v.Street)
+	e.Field("City").String(v.City)
+	e.Field("Zip").String(v.Zip)
+	e.Field("Country").String(v.Country)
 	e.End(at)
 }
 
 func idemEncCustomer(e *idemimpl.Encoder, v *Customer) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Name")
-	e.String(v.Name)
-	e.Field("Email")
-	e.String(v.Email)
+	e.Field("ID").String(v.ID)
+	e.Field("Name").String(v.Name)
+	e.Field("Email").String(v.Email)
 	e.Field("Address")
 	idemEncAddress(e, &v.Address)
 	e.End(at)
@@ -212,12 +200,9 @@ func idemEncCustomer(e *idemimpl.Encoder, v *Customer) {
 
 func idemEncLine(e *idemimpl.Encoder, v *Line) {
 	at := e.Struct()
-	e.Field("SKU")
-	e.String(v.SKU)
-	e.Field("Qty")
-	e.Int(int64(v.Qty))
-	e.Field("Price")
-	e.Float64(v.Price)
+	e.Field("SKU").String(v.SKU)
+	e.Field("Qty").Int(int64(v.Qty))
+	e.Field("Price").Float64(v.Price)
 	e.Field("Tags")
 	if v.Tags == nil {
 		e.Nil()
@@ -236,27 +221,17 @@ func idemEncLine(e *idemimpl.Encoder, v *Line) {
 
 func idemEncOrder(e *idemimpl.Encoder, v *Order) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
+	e.Field("ID").String(v.ID)
 	e.Field("Customer")
 	idemEncCustomer(e, &v.Customer)
 	e.Field("Lines")
 	idemimpl.EncList(e, v.Lines, idemEncLine)
-	e.Field("Total")
-	e.Int(v.Total)
-	e.Field("Currency")
-	e.String(v.Currency)
-	e.Field("Paid")
-	e.Bool(v.Paid)
-	e.Field("CreatedAt")
-	e.Marshaled(v.CreatedAt.MarshalBinary())
+	e.Field("Total").Int(v.Total)
+	e.Field("Currency").String(v.Currency)
+	e.Field("Paid").Bool(v.Paid)
+	e.Field("CreatedAt").Marshaled(v.CreatedAt.MarshalBinary())
 	e.Field("Notes")
-	if v.Notes == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.Notes)
-	}
+	idemimpl.EncPtr(e, v.Notes, idemimpl.EncString)
 	e.Field("Meta")
 	if v.Meta == nil {
 		e.Nil()
@@ -280,14 +255,10 @@ func idemEncOrder(e *idemimpl.Encoder, v *Order) {
 		}
 		e.End(at3)
 	}
-	e.Field("Status")
-	e.String(v.Status)
-	e.Field("Ref")
-	e.Bytes(v.Ref)
-	e.Field("Weight")
-	e.Float64(v.Weight)
-	e.Field("Items")
-	e.Int(int64(v.Items))
+	e.Field("Status").String(v.Status)
+	e.Field("Ref").Bytes(v.Ref)
+	e.Field("Weight").Float64(v.Weight)
+	e.Field("Items").Int(int64(v.Items))
 	e.End(at)
 }
 

@@ -129,3 +129,24 @@ func Float64Codec[T ~float64]() TypedCodec[T] {
 		Decode: func(d *Decoder, v *T) { *v = T(d.Float64()) },
 	}
 }
+
+// Writers of one value of a basic type, for the combinators above:
+// idemimpl.KeyList(b, v.Tags, idemimpl.KeyString). Each writes what the
+// builder's, encoder's or decoder's method of its kind does.
+
+func KeyString[T ~string](b *KeyBuilder, v *T) { b.String(string(*v)) }
+func KeyBool[T ~bool](b *KeyBuilder, v *T)     { b.Bool(bool(*v)) }
+func KeyInt[T ~int | ~int8 | ~int16 | ~int32 | ~int64](b *KeyBuilder, v *T) {
+	b.Int(int64(*v))
+}
+func KeyUint[T ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](b *KeyBuilder, v *T) {
+	b.Uint(uint64(*v))
+}
+func KeyFloat[T ~float32 | ~float64](b *KeyBuilder, v *T) { b.Float(float64(*v)) }
+
+func EncString[T ~string](e *Encoder, v *T)   { e.String(string(*v)) }
+func DecString[T ~string](d *Decoder, v *T)   { *v = T(d.String()) }
+func EncBool[T ~bool](e *Encoder, v *T)       { e.Bool(bool(*v)) }
+func DecBool[T ~bool](d *Decoder, v *T)       { *v = T(d.Bool()) }
+func EncFloat64[T ~float64](e *Encoder, v *T) { e.Float64(float64(*v)) }
+func DecFloat64[T ~float64](d *Decoder, v *T) { *v = T(d.Float64()) }

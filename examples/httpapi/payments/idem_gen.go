@@ -87,18 +87,12 @@ func idemDecPayment(d *idemimpl.Decoder, v *Payment) {
 
 func idemEncPayment(e *idemimpl.Encoder, v *Payment) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("AccountID")
-	e.String(v.AccountID)
-	e.Field("Reference")
-	e.String(v.Reference)
-	e.Field("Amount")
-	e.Int(v.Amount)
-	e.Field("Currency")
-	e.String(v.Currency)
-	e.Field("CreatedAt")
-	e.Marshaled(v.CreatedAt.MarshalBinary())
+	e.Field("ID").String(v.ID)
+	e.Field("AccountID").String(v.AccountID)
+	e.Field("Reference").String(v.Reference)
+	e.Field("Amount").Int(v.Amount)
+	e.Field("Currency").String(v.Currency)
+	e.Field("CreatedAt").Marshaled(v.CreatedAt.MarshalBinary())
 	e.End(at)
 }
 

@@ -114,14 +114,7 @@ func (x *Idempotent) Keyed1Key(v []bool) (string, error) {
 // beginKeyed1 starts a call of Keyed1 and writes its key material.
 func (x *Idempotent) beginKeyed1(v []bool) idem.Call {
 	c := x.g.Begin(idemSpecKeyed1)
-	if v == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(v))
-		for i := range v {
-			c.Key().Bool(v[i])
-		}
-	}
+	idemimpl.KeyList(c.Key(), v, idemimpl.KeyBool)
 	return c
 }
 
@@ -162,14 +155,7 @@ func (x *Idempotent) beginKeyed2(v [][1][]A5) idem.Call {
 		for i := range v {
 			c.Key().List(1)
 			for i2 := range v[i] {
-				if v[i][i2] == nil {
-					c.Key().Nil()
-				} else {
-					c.Key().List(len(v[i][i2]))
-					for i3 := range v[i][i2] {
-						c.Key().Uint(v[i][i2][i3])
-					}
-				}
+				idemimpl.KeyList(c.Key(), v[i][i2], idemimpl.KeyUint)
 			}
 		}
 	}
@@ -276,12 +262,7 @@ func (x *Idempotent) Keyed5Key(v *int64) (string, error) {
 // beginKeyed5 starts a call of Keyed5 and writes its key material.
 func (x *Idempotent) beginKeyed5(v *int64) idem.Call {
 	c := x.g.Begin(idemSpecKeyed5)
-	if v == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		c.Key().Int(*v)
-	}
+	idemimpl.KeyPtr(c.Key(), v, idemimpl.KeyInt)
 	return c
 }
 
@@ -601,12 +582,7 @@ func (x *Idempotent) beginPathed1(v *P16) idem.Call {
 		c.Key().Nil()
 	} else {
 		c.Key().Ptr()
-		if v.A.D == nil {
-			c.Key().Nil()
-		} else {
-			c.Key().Ptr()
-			c.Key().Float(*v.A.D)
-		}
+		idemimpl.KeyPtr(c.Key(), v.A.D, idemimpl.KeyFloat)
 	}
 	if v == nil {
 		c.Key().Nil()
@@ -1001,8 +977,7 @@ var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 			idemEncNetIP(e, &(*v).F0.F0)
 			e.Field("F1")
 			idemEncOtherPoint(e, &(*v).F0.F1)
-			e.Field("F2")
-			e.Uint(uint64((*v).F0.F2))
+			e.Field("F2").Uint(uint64((*v).F0.F2))
 			e.End(at2)
 			e.Field("F1")
 			idemEncS37(e, &(*v).F1)
@@ -1463,8 +1438,7 @@ var idemCodecStored10 = idemimpl.TypedCodec[struct {
 		F3 S48
 	}) {
 		at := e.Struct()
-		e.Field("F0")
-		e.Uint(uint64(v.F0))
+		e.Field("F0").Uint(uint64(v.F0))
 		e.Field("F1")
 		if v.F1 == nil {
 			e.Nil()
@@ -2770,25 +2744,19 @@ func idemDecS56(d *idemimpl.Decoder, v *S56) {
 
 func idemEncE50(e *idemimpl.Encoder, v *E50) {
 	at := e.Struct()
-	e.Field("F0")
-	e.Float32(float32(v.F0))
+	e.Field("F0").Float32(float32(v.F0))
 	e.Field("E52")
 	idemimpl.EncPtr(e, v.E52, idemEncE52)
-	e.Field("Dec")
-	e.Marshaled(v.Dec.MarshalText())
-	e.Field("F3")
-	e.Float64(v.F3)
+	e.Field("Dec").Marshaled(v.Dec.MarshalText())
+	e.Field("F3").Float64(v.F3)
 	e.End(at)
 }
 
 func idemEncE52(e *idemimpl.Encoder, v *E52) {
 	at := e.Struct()
-	e.Field("F0")
-	e.Marshaled(v.F0.MarshalBinary())
-	e.Field("Tag")
-	e.Marshaled(v.Tag.MarshalText())
-	e.Field("F2")
-	e.Uint(v.F2)
+	e.Field("F0").Marshaled(v.F0.MarshalBinary())
+	e.Field("Tag").Marshaled(v.Tag.MarshalText())
+	e.Field("F2").Uint(v.F2)
 	e.End(at)
 }
 
@@ -2850,8 +2818,7 @@ func idemEncGen_Array1PtrBigInt(e *idemimpl.Encoder, v *Gen[[1]*big.Int]) {
 
 func idemEncGen_uint16(e *idemimpl.Encoder, v *Gen[A44]) {
 	at := e.Struct()
-	e.Field("V")
-	e.Uint(uint64(v.V))
+	e.Field("V").Uint(uint64(v.V))
 	e.Field("L")
 	if v.L == nil {
 		e.Nil()
@@ -2883,17 +2850,14 @@ func idemEncNetIP(e *idemimpl.Encoder, v *net.IP) {
 
 func idemEncOtherPoint(e *idemimpl.Encoder, v *other.Point) {
 	at := e.Struct()
-	e.Field("X")
-	e.Int(int64(v.X))
-	e.Field("Y")
-	e.Int(int64(v.Y))
+	e.Field("X").Int(int64(v.X))
+	e.Field("Y").Int(int64(v.Y))
 	e.End(at)
 }
 
 func idemEncPair_OtherCode_Rec39(e *idemimpl.Encoder, v *Pair[other.Code, Rec39]) {
 	at := e.Struct()
-	e.Field("K")
-	e.String(string(v.K))
+	e.Field("K").String(string(v.K))
 	e.Field("V")
 	idemEncRec39(e, &v.V)
 	e.End(at)
@@ -2901,8 +2865,7 @@ func idemEncPair_OtherCode_Rec39(e *idemimpl.Encoder, v *Pair[other.Code, Rec39]
 
 func idemEncPair_string_S45(e *idemimpl.Encoder, v *Pair[string, S45]) {
 	at := e.Struct()
-	e.Field("K")
-	e.String(v.K)
+	e.Field("K").String(v.K)
 	e.Field("V")
 	idemEncS45(e, &v.V)
 	e.End(at)
@@ -2914,8 +2877,7 @@ func idemEncRec39(e *idemimpl.Encoder, v *Rec39) {
 	}
 	defer e.Leave()
 	at := e.Struct()
-	e.Field("V")
-	e.Int(int64(v.V))
+	e.Field("V").Int(int64(v.V))
 	e.Field("Next")
 	if v.Next == nil {
 		e.Nil()
@@ -2934,8 +2896,7 @@ func idemEncRec39(e *idemimpl.Encoder, v *Rec39) {
 
 func idemEncS37(e *idemimpl.Encoder, v *S37) {
 	at := e.Struct()
-	e.Field("F0")
-	e.Float64(v.F0)
+	e.Field("F0").Float64(v.F0)
 	e.End(at)
 }
 
@@ -2950,8 +2911,7 @@ func idemEncS41(e *idemimpl.Encoder, v *S41) {
 	at := e.Struct()
 	e.Field("F0")
 	at2 := e.Struct()
-	e.Field("F0")
-	e.Uint(uint64(v.F0.F0))
+	e.Field("F0").Uint(uint64(v.F0.F0))
 	e.Field("F1")
 	if v.F0.F1 == nil {
 		e.Nil()
@@ -2987,15 +2947,13 @@ func idemEncS42(e *idemimpl.Encoder, v *S42) {
 
 func idemEncS43(e *idemimpl.Encoder, v *S43) {
 	at := e.Struct()
-	e.Field("F0")
-	e.Uint(v.F0)
+	e.Field("F0").Uint(v.F0)
 	e.End(at)
 }
 
 func idemEncS45(e *idemimpl.Encoder, v *S45) {
 	at := e.Struct()
-	e.Field("Time")
-	e.Marshaled(v.Time.MarshalBinary())
+	e.Field("Time").Marshaled(v.Time.MarshalBinary())
 	e.Field("F1")
 	if v.F1 == nil {
 		e.Nil()
@@ -3008,8 +2966,7 @@ func idemEncS45(e *idemimpl.Encoder, v *S45) {
 
 func idemEncS46(e *idemimpl.Encoder, v *S46) {
 	at := e.Struct()
-	e.Field("F0")
-	e.Complex(v.F0)
+	e.Field("F0").Complex(v.F0)
 	e.End(at)
 }
 
@@ -3021,33 +2978,26 @@ func idemEncS48(e *idemimpl.Encoder, v *S48) {
 	idemEncS49(e, &v.F1)
 	e.Field("F2")
 	at2 := e.Struct()
-	e.Field("F0")
-	e.String(string(v.F2.F0))
-	e.Field("F1")
-	e.Uint(uint64(v.F2.F1))
+	e.Field("F0").String(string(v.F2.F0))
+	e.Field("F1").Uint(uint64(v.F2.F1))
 	e.End(at2)
-	e.Field("F3")
-	e.Uint(uint64(v.F3))
+	e.Field("F3").Uint(uint64(v.F3))
 	e.End(at)
 }
 
 func idemEncS49(e *idemimpl.Encoder, v *S49) {
 	at := e.Struct()
-	e.Field("F0")
-	e.Uint(uint64(v.F0))
+	e.Field("F0").Uint(uint64(v.F0))
 	e.Field("E50")
 	idemEncE50(e, &v.E50)
-	e.Field("F2")
-	e.Any(v.F2)
+	e.Field("F2").Any(v.F2)
 	e.End(at)
 }
 
 func idemEncS56(e *idemimpl.Encoder, v *S56) {
 	at := e.Struct()
-	e.Field("Dec")
-	e.Marshaled(v.Dec.MarshalText())
-	e.Field("F1")
-	e.Float64(v.F1)
+	e.Field("Dec").Marshaled(v.Dec.MarshalText())
+	e.Field("F1").Float64(v.F1)
 	e.End(at)
 }
 
@@ -3162,38 +3112,14 @@ func idemKeyGen_Slicebyte(b *idemimpl.KeyBuilder, v *Gen[[]byte]) {
 
 func idemKeyGen_int(b *idemimpl.KeyBuilder, v *Gen[int]) {
 	b.Int(int64(v.V))
-	if v.L == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.L))
-		for i := range v.L {
-			b.Int(int64(v.L[i]))
-		}
-	}
-	if v.P == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Int(int64(*v.P))
-	}
+	idemimpl.KeyList(b, v.L, idemimpl.KeyInt)
+	idemimpl.KeyPtr(b, v.P, idemimpl.KeyInt)
 }
 
 func idemKeyGen_uint64(b *idemimpl.KeyBuilder, v *Gen[A11]) {
 	b.Uint(v.V)
-	if v.L == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.L))
-		for i := range v.L {
-			b.Uint(v.L[i])
-		}
-	}
-	if v.P == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Uint(*v.P)
-	}
+	idemimpl.KeyList(b, v.L, idemimpl.KeyUint)
+	idemimpl.KeyPtr(b, v.P, idemimpl.KeyUint)
 }
 
 func idemKeyJsonRawMessage(b *idemimpl.KeyBuilder, v *json.RawMessage) {
@@ -3263,12 +3189,7 @@ func idemKeyQ13(b *idemimpl.KeyBuilder, v *Q13) {
 
 func idemKeyQ17(b *idemimpl.KeyBuilder, v *Q17) {
 	idemKeyRec20(b, &v.C)
-	if v.D == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Float(*v.D)
-	}
+	idemimpl.KeyPtr(b, v.D, idemimpl.KeyFloat)
 }
 
 func idemKeyQ22(b *idemimpl.KeyBuilder, v *Q22) {

@@ -358,16 +358,11 @@ func idemDecStrictReading(d *idemimpl.Decoder, v *StrictReading) {
 
 func idemEncOutcome(e *idemimpl.Encoder, v *Outcome) {
 	at := e.Struct()
-	e.Field("Key")
-	e.String(v.Key)
-	e.Field("Fence")
-	e.Uint(v.Fence)
-	e.Field("PID")
-	e.Int(int64(v.PID))
-	e.Field("Nonce")
-	e.String(v.Nonce)
-	e.Field("BizAccepted")
-	e.Bool(v.BizAccepted)
+	e.Field("Key").String(v.Key)
+	e.Field("Fence").Uint(v.Fence)
+	e.Field("PID").Int(int64(v.PID))
+	e.Field("Nonce").String(v.Nonce)
+	e.Field("BizAccepted").Bool(v.BizAccepted)
 	e.End(at)
 }
 
@@ -375,8 +370,7 @@ func idemEncReading(e *idemimpl.Encoder, v *Reading) {
 	at := e.Struct()
 	e.Field("Outcome")
 	idemEncOutcome(e, &v.Outcome)
-	e.Field("Value")
-	e.Float64(v.Value)
+	e.Field("Value").Float64(v.Value)
 	e.End(at)
 }
 
@@ -384,8 +378,7 @@ func idemEncStrictReading(e *idemimpl.Encoder, v *StrictReading) {
 	at := e.Struct()
 	e.Field("Outcome")
 	idemEncOutcome(e, &v.Outcome)
-	e.Field("Gauge")
-	e.Marshaled(v.Gauge.MarshalJSON())
+	e.Field("Gauge").Marshaled(v.Gauge.MarshalJSON())
 	e.End(at)
 }
 
