@@ -1057,33 +1057,51 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 }
 
 // oneCall is the codec of a single result as one call of idemimpl, for a
-// type stored by helpers, a pointer to one, or a basic type (the bodies
-// written for it do the same); nil for any other.
+// type stored by helpers, a pointer to or a slice of one, or a basic type
+// (the bodies written for it do the same); nil for any other.
 func (g *codecGen) oneCall(x *fn, omits []omitTree, resultT jen.Code) jen.Code {
-	if len(x.result) != 1 || omits[0] != nil {
+	if len(x.result) != 1 {
 		return nil
 	}
-	t, path := x.result[0], resultName(x, 0)
+	t, path, omit := x.result[0], resultName(x, 0), omits[0]
+	if _, whole := omit[""]; whole {
+		return nil
+	}
 	impl := func(fn string) *jen.Statement { return g.e.qual(g.e.impl, fn) }
-	if name, ok := g.helperName(t, path, "", nil); ok {
+	if name, ok := g.helperName(t, path, "", omit); ok {
 		return impl("Codec").Call(jen.Id("idemEnc"+name), jen.Id("idemDec"+name))
 	}
 	u := types.Unalias(t)
-	if p, ok := u.(*types.Pointer); ok {
-		if name, ok := g.helperName(p.Elem(), path, "", nil); ok {
-			return impl("PtrCodec").Call(jen.Id("idemEnc"+name), jen.Id("idemDec"+name))
-		}
+	if b, ok := u.Underlying().(*types.Basic); ok && g.storedBy(u) == (storage{}) {
+		return g.basicResultCodec(b, resultT)
+	}
+	var fn string
+	var elem types.Type
+	switch u := u.(type) {
+	case *types.Pointer:
+		fn, elem = "PtrCodec", u.Elem()
+	case *types.Slice:
+		fn, elem = "ListCodec", u.Elem()
+	default:
 		return nil
 	}
-	b, ok := u.Underlying().(*types.Basic)
-	if !ok || g.storedBy(u) != (storage{}) {
-		return nil
+	if name, ok := g.helperName(elem, path, "", omit); ok {
+		return impl(fn).Call(jen.Id("idemEnc"+name), jen.Id("idemDec"+name))
 	}
+	if bc := basicCoder(elem); bc != "" {
+		return impl(fn).Index(g.e.typ(elem)).Call(impl("Enc"+bc), impl("Dec"+bc))
+	}
+	return nil
+}
+
+// basicResultCodec is the idemimpl codec of results of a basic type
+// (IntCodec[T](64)…), nil for the kinds it has none of.
+func (g *codecGen) basicResultCodec(b *types.Basic, resultT jen.Code) jen.Code {
 	switch m, _, bits := basicCodec(b); m {
 	case "Int", "Uint":
-		return impl(m + "Codec").Index(resultT).Call(jen.Lit(bits))
+		return g.e.qual(g.e.impl, m+"Codec").Index(resultT).Call(jen.Lit(bits))
 	case "String", "Bool", "Float64":
-		return impl(m + "Codec").Index(resultT).Call()
+		return g.e.qual(g.e.impl, m+"Codec").Index(resultT).Call()
 	}
 	return nil
 }

@@ -33,14 +33,7 @@ var idemSpecLookup = &idem.Spec{
 // Build fails here if errvalues.Lookup's signature changed since generation: run go generate.
 var _ func(context.Context, []string) ([]Item, error) = Lookup
 
-var idemCodecLookup = idemimpl.TypedCodec[[]Item]{
-	Decode: func(d *idemimpl.Decoder, v *[]Item) {
-		idemimpl.DecList(d, v, idemDecItem)
-	},
-	Encode: func(e *idemimpl.Encoder, v *[]Item) {
-		idemimpl.EncList(e, *v, idemEncItem)
-	},
-}
+var idemCodecLookup = idemimpl.ListCodec(idemEncItem, idemDecItem)
 
 // Lookup is errvalues.Lookup, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // Errors in results replay as their text and chain, as themselves if idemErrors lists them.

@@ -37,14 +37,7 @@ var idemSpecNotifierSend = &idem.Spec{
 // Build fails here if Notifier.Send's signature changed since generation: run go generate.
 var _ func(*Notifier, context.Context, *sdk.SendMessageInput, ...func(*sdk.Options)) (*sdk.SendMessageOutput, error) = (*Notifier).Send
 
-var idemCodecNotifierSend = idemimpl.TypedCodec[*sdk.SendMessageOutput]{
-	Decode: func(d *idemimpl.Decoder, v **sdk.SendMessageOutput) {
-		idemimpl.DecPtr(d, v, idemDecSdkSendMessageOutputForNotifierSend)
-	},
-	Encode: func(e *idemimpl.Encoder, v **sdk.SendMessageOutput) {
-		idemimpl.EncPtr(e, *v, idemEncSdkSendMessageOutputForNotifierSend)
-	},
-}
+var idemCodecNotifierSend = idemimpl.PtrCodec(idemEncSdkSendMessageOutputForNotifierSend, idemDecSdkSendMessageOutputForNotifierSend)
 
 // Send is Notifier.Send, run at most once per key (ttl=1h lease=30s on_duplicate=return
 // exclude=optFns omit=r1.ResultMetadata). The receiver is not part of the key (key= can name its

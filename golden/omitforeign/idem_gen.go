@@ -33,14 +33,7 @@ var idemSpecModels = &idem.Spec{
 // Build fails here if omitforeign.Models's signature changed since generation: run go generate.
 var _ func(context.Context, string) (api.List, error) = Models
 
-var idemCodecModels = idemimpl.TypedCodec[api.List]{
-	Decode: func(d *idemimpl.Decoder, v *api.List) {
-		idemDecApiListForModels(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *api.List) {
-		idemEncApiListForModels(e, v)
-	},
-}
+var idemCodecModels = idemimpl.Codec(idemEncApiListForModels, idemDecApiListForModels)
 
 // Models is omitforeign.Models, run at most once per key (ttl=1h lease=30s on_duplicate=return
 // omit=r1.Models). Not stored (replays return their zero value): r1.Models. Replays do not restore

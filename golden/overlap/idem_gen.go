@@ -31,14 +31,7 @@ var idemSpecCharge = &idem.Spec{
 // Build fails here if overlap.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, ChargeParams) (*Receipt, error) = Charge
 
-var idemCodecCharge = idemimpl.TypedCodec[*Receipt]{
-	Decode: func(d *idemimpl.Decoder, v **Receipt) {
-		idemimpl.DecPtr(d, v, idemDecReceiptForCharge)
-	},
-	Encode: func(e *idemimpl.Encoder, v **Receipt) {
-		idemimpl.EncPtr(e, *v, idemEncReceiptForCharge)
-	},
-}
+var idemCodecCharge = idemimpl.PtrCodec(idemEncReceiptForCharge, idemDecReceiptForCharge)
 
 // Charge is overlap.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=p.Params,p.Params.Context omit=r1.Meta,r1.Meta.Raw). Not stored (replays return their
@@ -75,14 +68,7 @@ var idemSpecRefund = &idem.Spec{
 // Build fails here if overlap.Refund's signature changed since generation: run go generate.
 var _ func(context.Context, ChargeParams) (*Receipt, error) = Refund
 
-var idemCodecRefund = idemimpl.TypedCodec[*Receipt]{
-	Decode: func(d *idemimpl.Decoder, v **Receipt) {
-		idemimpl.DecPtr(d, v, idemDecReceiptForRefund)
-	},
-	Encode: func(e *idemimpl.Encoder, v **Receipt) {
-		idemimpl.EncPtr(e, *v, idemEncReceiptForRefund)
-	},
-}
+var idemCodecRefund = idemimpl.PtrCodec(idemEncReceiptForRefund, idemDecReceiptForRefund)
 
 // Refund is overlap.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=p.Context,p.Params omit=r1.Meta.Raw,r1.Meta). Not stored (replays return their zero

@@ -82,14 +82,7 @@ var idemSpecGuardCheck = &idem.Spec{
 // Build fails here if Guard.Check's signature changed since generation: run go generate.
 var _ func(*Guard, context.Context, []ID) ([]Pair[ID, bool], error) = (*Guard).Check
 
-var idemCodecGuardCheck = idemimpl.TypedCodec[[]Pair[ID, bool]]{
-	Decode: func(d *idemimpl.Decoder, v *[]Pair[ID, bool]) {
-		idemimpl.DecList(d, v, idemDecPair_string_bool)
-	},
-	Encode: func(e *idemimpl.Encoder, v *[]Pair[ID, bool]) {
-		idemimpl.EncList(e, *v, idemEncPair_string_bool)
-	},
-}
+var idemCodecGuardCheck = idemimpl.ListCodec(idemEncPair_string_bool, idemDecPair_string_bool)
 
 // Check is Guard.Check, run at most once per key (ttl=1m lease=30s on_duplicate=return). The
 // receiver is not part of the key (key= can name its fields).

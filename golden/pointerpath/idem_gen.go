@@ -90,14 +90,7 @@ var idemSpecTouch = &idem.Spec{
 // Build fails here if pointerpath.Touch's signature changed since generation: run go generate.
 var _ func(context.Context, Account) (Touched, error) = Touch
 
-var idemCodecTouch = idemimpl.TypedCodec[Touched]{
-	Decode: func(d *idemimpl.Decoder, v *Touched) {
-		idemDecTouchedForTouch(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Touched) {
-		idemEncTouchedForTouch(e, v)
-	},
-}
+var idemCodecTouch = idemimpl.Codec(idemEncTouchedForTouch, idemDecTouchedForTouch)
 
 // Touch is pointerpath.Touch, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=acct.Tenant,acct.By exclude=acct.Trace omit=r1.Note). Not stored (replays return their zero

@@ -33,14 +33,7 @@ var idemSpecHistory = &idem.Spec{
 // Build fails here if unions.History's signature changed since generation: run go generate.
 var _ func(context.Context, string) ([]Event, error) = History
 
-var idemCodecHistory = idemimpl.TypedCodec[[]Event]{
-	Decode: func(d *idemimpl.Decoder, v *[]Event) {
-		idemimpl.DecList(d, v, idemDecEvent)
-	},
-	Encode: func(e *idemimpl.Encoder, v *[]Event) {
-		idemimpl.EncList(e, *v, idemEncEvent)
-	},
-}
+var idemCodecHistory = idemimpl.ListCodec(idemEncEvent, idemDecEvent)
 
 // History is unions.History, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // Values of Event are stored for the types of their package that their codec lists; others fail the

@@ -32,14 +32,7 @@ var idemSpecTag = &idem.Spec{
 // Build fails here if variadic.Tag's signature changed since generation: run go generate.
 var _ func(string, ...string) ([]string, error) = Tag
 
-var idemCodecTag = idemimpl.TypedCodec[[]string]{
-	Decode: func(d *idemimpl.Decoder, v *[]string) {
-		idemimpl.DecList(d, v, idemimpl.DecString)
-	},
-	Encode: func(e *idemimpl.Encoder, v *[]string) {
-		idemimpl.EncList(e, *v, idemimpl.EncString)
-	},
-}
+var idemCodecTag = idemimpl.ListCodec[string](idemimpl.EncString, idemimpl.DecString)
 
 // Tag is variadic.Tag, run at most once per key (ttl=5m lease=30s on_duplicate=return).
 func (x *Idempotent) Tag(item string, labels ...string) ([]string, error) {

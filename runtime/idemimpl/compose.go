@@ -88,6 +88,14 @@ func PtrCodec[T any](enc func(*Encoder, *T), dec func(*Decoder, *T)) TypedCodec[
 	}
 }
 
+// ListCodec is the codec of results of type []E, for E's enc and dec.
+func ListCodec[E any](enc func(*Encoder, *E), dec func(*Decoder, *E)) TypedCodec[[]E] {
+	return TypedCodec[[]E]{
+		Encode: func(e *Encoder, v *[]E) { EncList(e, *v, enc) },
+		Decode: func(d *Decoder, v *[]E) { DecList(d, v, dec) },
+	}
+}
+
 // IntCodec is the codec of results of a signed integer type; the decoder
 // refuses a stored number that does not fit in bits.
 func IntCodec[T ~int | ~int8 | ~int16 | ~int32 | ~int64](bits int) TypedCodec[T] {

@@ -131,6 +131,11 @@ func TestComposedKeys(t *testing.T) {
 		{"list", func(b *KeyBuilder) { keyListInline(b, two) }, func(b *KeyBuilder) { KeyList(b, two, keyLine) }},
 		{"nil pointer", func(b *KeyBuilder) { keyPtrInline(b, nil) }, func(b *KeyBuilder) { KeyPtr(b, nil, keyLine) }},
 		{"pointer", func(b *KeyBuilder) { keyPtrInline(b, &two[1]) }, func(b *KeyBuilder) { KeyPtr(b, &two[1], keyLine) }},
+		{"strings", func(b *KeyBuilder) { b.List(2); b.String("a"); b.String("") }, func(b *KeyBuilder) { KeyList(b, []string{"a", ""}, KeyString) }},
+		{"ints", func(b *KeyBuilder) { b.List(2); b.Int(-1); b.Int(7) }, func(b *KeyBuilder) { KeyList(b, []int8{-1, 7}, KeyInt) }},
+		{"uint", func(b *KeyBuilder) { b.Ptr(); b.Uint(9) }, func(b *KeyBuilder) { u := uint16(9); KeyPtr(b, &u, KeyUint) }},
+		{"bool", func(b *KeyBuilder) { b.Ptr(); b.Bool(true) }, func(b *KeyBuilder) { t := true; KeyPtr(b, &t, KeyBool) }},
+		{"float32", func(b *KeyBuilder) { b.Ptr(); b.Float(float64(float32(0.1))) }, func(b *KeyBuilder) { f := float32(0.1); KeyPtr(b, &f, KeyFloat) }},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(material(tt.inline), material(tt.composed)); diff != "" {
@@ -160,6 +165,29 @@ func TestComposedCodecs(t *testing.T) {
 	}{
 		{"list", codecs{listInline, listComposed}, []any{lines(nil), lines{}, lines{{"a", 1}, {"b", 2}}}},
 		{"pointer", codecs{ptrInline, PtrCodec(encLine, decLine)}, []any{(*line)(nil), &one}},
+		{"strings", codecs{TypedCodec[[]string]{
+			Encode: func(e *Encoder, v *[]string) {
+				if *v == nil {
+					e.Nil()
+				} else {
+					at := e.List(len(*v))
+					for i := range *v {
+						e.String((*v)[i])
+					}
+					e.End(at)
+				}
+			},
+			Decode: func(d *Decoder, v *[]string) {
+				if d.Nil() {
+					*v = nil
+				} else {
+					*v = make([]string, d.List())
+					for i := range *v {
+						(*v)[i] = d.String()
+					}
+				}
+			},
+		}, ListCodec[string](EncString, DecString)}, []any{[]string(nil), []string{}, []string{"a", ""}}},
 		{"value", codecs{TypedCodec[line]{Encode: encLine, Decode: decLine}, Codec(encLine, decLine)}, []any{one}},
 		{"int", codecs{TypedCodec[int64]{Encode: func(e *Encoder, v *int64) { e.Int(*v) }, Decode: func(d *Decoder, v *int64) { *v = d.Int(64) }}, IntCodec[int64](64)}, []any{i64}},
 		{"uint", codecs{TypedCodec[uint16]{Encode: func(e *Encoder, v *uint16) { e.Uint(uint64(*v)) }, Decode: func(d *Decoder, v *uint16) { *v = uint16(d.Uint(16)) }}, UintCodec[uint16](16)}, []any{u16}},
@@ -200,6 +228,7 @@ func BenchmarkComposed(b *testing.B) {
 		ls[i] = line{"sku", int64(i)}
 	}
 	rec, _ := listInline.Marshal(ls)
+	tags := []string{"a", "bb", "ccc", "dddd"}
 	var kb KeyBuilder
 	benches := []struct {
 		name string
@@ -207,6 +236,14 @@ func BenchmarkComposed(b *testing.B) {
 	}{
 		{"key/list/inline", func() { kb.Reset(); keyListInline(&kb, ls) }},
 		{"key/list/composed", func() { kb.Reset(); KeyList(&kb, ls, keyLine) }},
+		{"key/strings/inline", func() {
+			kb.Reset()
+			kb.List(len(tags))
+			for i := range tags {
+				kb.String(tags[i])
+			}
+		}},
+		{"key/strings/composed", func() { kb.Reset(); KeyList(&kb, tags, KeyString) }},
 		{"encode/list/inline", func() { _, _ = listInline.Marshal(&ls) }},
 		{"encode/list/composed", func() { _, _ = listComposed.Marshal(&ls) }},
 		{"decode/list/inline", func() { var v lines; _ = listInline.Unmarshal(rec, &v) }},
