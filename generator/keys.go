@@ -381,7 +381,10 @@ func (w *writer) writePointer(v val, elemT types.Type, path string, ex exTree) (
 	return one(jen.If(v.value().Op("==").Nil()).Block(w.b().Dot("Nil").Call()).Else().Block(append(one(w.b().Dot("Ptr").Call()), inner...)...)), true
 }
 
-// writeSlice: Nil, or the length and the elements (bytes at once).
+// writeSlice: Nil, or the length and the elements (bytes at once). The
+// loop is written out, not a combinator's: one that hands each element to
+// a writer by pointer through a func value is not inlined, so a slice the
+// caller holds on its stack would move to the heap (KeyPtr is inlined).
 func (w *writer) writeSlice(v val, elemT types.Type, path string, variadic bool) ([]jen.Code, bool) {
 	b := w.b
 	if types.Identical(elemT, types.Typ[types.Byte]) {
@@ -389,18 +392,6 @@ func (w *writer) writeSlice(v val, elemT types.Type, path string, variadic bool)
 			return one(b().Dot("Bytes").Call(v.value())), true
 		}
 		return w.nilCheck(v, one(b().Dot("Bytes").Call(v.value()))), true
-	}
-	if bw := basicWriter(elemT); bw != "" && !variadic {
-		w.e.pinAlias(elemT)
-		return one(w.e.qual(w.e.impl, "KeyList").Call(b(), v.value(), w.e.qual(w.e.impl, bw))), true
-	}
-	if n, ok := w.keyedByHelper(elemT); ok && !variadic {
-		w.e.pinAlias(elemT)
-		name, ok := w.helperName(n, path+"[i]")
-		if !ok {
-			return nil, false
-		}
-		return one(w.e.qual(w.e.impl, "KeyList").Call(b(), v.value(), jen.Id(name))), true
 	}
 	i := w.n.get("i")
 	elem := val{e: func() *jen.Statement { return v.index(i) }}
@@ -692,7 +683,7 @@ func keyMethod(u *types.Basic) (string, types.Type) {
 }
 
 // basicWriter is the idemimpl writer (KeyString…) of the values of a
-// predeclared basic type, for KeyPtr and KeyList; "" for other types.
+// predeclared basic type, for KeyPtr; "" for other types.
 func basicWriter(t types.Type) string {
 	b, ok := types.Unalias(t).(*types.Basic)
 	if !ok {

@@ -87,7 +87,14 @@ func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 	b.Int(v.Amount)
 	b.String(v.Note)
 	b.Time(v.Due)
-	idemimpl.KeyList(b, v.Lines, idemKeyLine)
+	if v.Lines == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.Lines))
+		for i := range v.Lines {
+			idemKeyLine(b, &v.Lines[i])
+		}
+	}
 	if v.Meta == nil {
 		b.Nil()
 	} else {

@@ -199,7 +199,14 @@ func idemKeyBase(b *idemimpl.KeyBuilder, v *Base) {
 }
 
 func idemKeyCodes(b *idemimpl.KeyBuilder, v *Codes) {
-	idemimpl.KeyList(b, *v, idemimpl.KeyInt)
+	if *v == nil {
+		b.Nil()
+	} else {
+		b.List(len(*v))
+		for i := range *v {
+			b.Int(int64((*v)[i]))
+		}
+	}
 }
 
 func idemKeyExtOptions(b *idemimpl.KeyBuilder, v *ext.Options) {

@@ -383,7 +383,14 @@ func idemEncSdkPaymentIntent(e *idemimpl.Encoder, v *sdk.PaymentIntent) {
 func idemKeySdkIssueRequest(b *idemimpl.KeyBuilder, v *sdk.IssueRequest) {
 	idemimpl.KeyPtr(b, v.Title, idemimpl.KeyString)
 	idemimpl.KeyPtr(b, v.Body, idemimpl.KeyString)
-	idemimpl.KeyList(b, v.Labels, idemimpl.KeyString)
+	if v.Labels == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.Labels))
+		for i := range v.Labels {
+			b.String(v.Labels[i])
+		}
+	}
 }
 
 func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {

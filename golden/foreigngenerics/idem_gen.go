@@ -224,7 +224,14 @@ func idemEncSdkPage_SdkItem(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
 }
 
 func idemKeySdkPage_string(b *idemimpl.KeyBuilder, v *sdk.Page[string]) {
-	idemimpl.KeyList(b, v.Items, idemimpl.KeyString)
+	if v.Items == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.Items))
+		for i := range v.Items {
+			b.String(v.Items[i])
+		}
+	}
 	b.String(v.Next)
 }
 

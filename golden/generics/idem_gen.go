@@ -502,12 +502,26 @@ func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 }
 
 func idemKeyPage_ModelInvoice(b *idemimpl.KeyBuilder, v *Page[model.Invoice]) {
-	idemimpl.KeyList(b, v.Items, idemKeyModelInvoice)
+	if v.Items == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.Items))
+		for i := range v.Items {
+			idemKeyModelInvoice(b, &v.Items[i])
+		}
+	}
 	idemimpl.KeyPtr(b, v.Next, idemimpl.KeyString)
 }
 
 func idemKeyPage_ModelInvoice2(b *idemimpl.KeyBuilder, v *Page[model2.Invoice]) {
-	idemimpl.KeyList(b, v.Items, idemKeyModelInvoice2)
+	if v.Items == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.Items))
+		for i := range v.Items {
+			idemKeyModelInvoice2(b, &v.Items[i])
+		}
+	}
 	idemimpl.KeyPtr(b, v.Next, idemimpl.KeyString)
 }
 

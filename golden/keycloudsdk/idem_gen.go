@@ -109,7 +109,14 @@ func idemKeySdkPutObjectInput(b *idemimpl.KeyBuilder, v *sdk.PutObjectInput) {
 		}
 		b.MapEnd()
 	}
-	idemimpl.KeyList(b, v.Tags, idemKeySdkTag)
+	if v.Tags == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.Tags))
+		for i := range v.Tags {
+			idemKeySdkTag(b, &v.Tags[i])
+		}
+	}
 	b.String(string(v.Mode))
 	idemimpl.KeyPtr(b, v.Size, idemimpl.KeyInt)
 }

@@ -51,7 +51,14 @@ func (x *Idempotent) DrawKey(s Shape, ids []string, tags map[string]string, p *P
 func (x *Idempotent) beginDraw(s *Shape, ids []string, tags map[string]string, p *Point, arr *[2]Point) idem.Call {
 	c := x.g.Begin(idemSpecDraw)
 	idemKeyShape(c.Key(), s)
-	idemimpl.KeyList(c.Key(), ids, idemimpl.KeyString)
+	if ids == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().List(len(ids))
+		for i := range ids {
+			c.Key().String(ids[i])
+		}
+	}
 	if tags == nil {
 		c.Key().Nil()
 	} else {
@@ -77,7 +84,14 @@ func idemKeyPoint(b *idemimpl.KeyBuilder, v *Point) {
 }
 
 func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
-	idemimpl.KeyList(b, v.Points, idemKeyPoint)
+	if v.Points == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.Points))
+		for i := range v.Points {
+			idemKeyPoint(b, &v.Points[i])
+		}
+	}
 	b.List(2)
 	for i := range v.Grid {
 		b.List(3)
@@ -98,7 +112,14 @@ func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 		for k, e := range v.Index {
 			b.MapEntry()
 			b.String(k)
-			idemimpl.KeyList(b, e, idemimpl.KeyInt)
+			if e == nil {
+				b.Nil()
+			} else {
+				b.List(len(e))
+				for i := range e {
+					b.Int(int64(e[i]))
+				}
+			}
 		}
 		b.MapEnd()
 	}

@@ -122,7 +122,14 @@ func (x *Idempotent) beginShadow(Shadow_ string, Item_ *Item, len_ int, string_ 
 	idemKeyItem(c.Key(), Item_)
 	c.Key().Int(int64(len_))
 	c.Key().String(string_)
-	idemimpl.KeyList(c.Key(), int64_, idemimpl.KeyInt)
+	if int64_ == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().List(len(int64_))
+		for i := range int64_ {
+			c.Key().Int(int64(int64_[i]))
+		}
+	}
 	return c
 }
 

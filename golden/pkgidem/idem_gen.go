@@ -101,7 +101,14 @@ func (g *IdempotentGuard) CheckKey(ids []ID) (string, error) {
 // beginCheck starts a call of Check and writes its key material.
 func (g *IdempotentGuard) beginCheck(ids []ID) idem.Call {
 	c := g.g.Begin(idemSpecGuardCheck)
-	idemimpl.KeyList(c.Key(), ids, idemimpl.KeyString)
+	if ids == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().List(len(ids))
+		for i := range ids {
+			c.Key().String(ids[i])
+		}
+	}
 	return c
 }
 

@@ -72,7 +72,14 @@ func (x *Idempotent) beginTransfer(req *Request) idem.Call {
 		c.Key().Nil()
 	} else {
 		c.Key().Ptr()
-		idemimpl.KeyList(c.Key(), req.Account.Owner.Tags, idemimpl.KeyString)
+		if req.Account.Owner.Tags == nil {
+			c.Key().Nil()
+		} else {
+			c.Key().List(len(req.Account.Owner.Tags))
+			for i := range req.Account.Owner.Tags {
+				c.Key().String(req.Account.Owner.Tags[i])
+			}
+		}
 	}
 	idemimpl.KeyPtr(c.Payload(), req, idemKeyRequest)
 	return c
@@ -188,7 +195,14 @@ func idemKeyBase(b *idemimpl.KeyBuilder, v *Base) {
 
 func idemKeyPerson(b *idemimpl.KeyBuilder, v *Person) {
 	b.String(v.Email)
-	idemimpl.KeyList(b, v.Tags, idemimpl.KeyString)
+	if v.Tags == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.Tags))
+		for i := range v.Tags {
+			b.String(v.Tags[i])
+		}
+	}
 }
 
 func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {

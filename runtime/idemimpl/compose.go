@@ -5,6 +5,11 @@ package idemimpl
 // the codecs of results of one basic type, as one call each. Each writes
 // and reads exactly the bytes of the inline code it stands for, so keys
 // and records do not depend on which form a build generated.
+//
+// Keys have KeyPtr but no slice combinator: a loop that hands elements to
+// a func value is not inlined, so the slice would escape, and a caller's
+// slice kept on its stack would cost an allocation. The codecs' EncList
+// and DecList see only results, which are on the heap already.
 
 // KeyPtr writes a pointer: Nil, or Ptr and the value key writes.
 func KeyPtr[T any](b *KeyBuilder, p *T, key func(*KeyBuilder, *T)) {
@@ -14,19 +19,6 @@ func KeyPtr[T any](b *KeyBuilder, p *T, key func(*KeyBuilder, *T)) {
 	}
 	b.Ptr()
 	key(b, p)
-}
-
-// KeyList writes a slice: Nil, or its length and each element as key
-// writes it.
-func KeyList[S ~[]E, E any](b *KeyBuilder, s S, key func(*KeyBuilder, *E)) {
-	if s == nil {
-		b.Nil()
-		return
-	}
-	b.List(len(s))
-	for i := range s {
-		key(b, &s[i])
-	}
 }
 
 // EncPtr stores a pointer: nil, or the value enc stores.
@@ -139,7 +131,7 @@ func Float64Codec[T ~float64]() TypedCodec[T] {
 }
 
 // Writers of one value of a basic type, for the combinators above:
-// idemimpl.KeyList(b, v.Tags, idemimpl.KeyString). Each writes what the
+// idemimpl.KeyPtr(b, v.Note, idemimpl.KeyString). Each writes what the
 // builder's, encoder's or decoder's method of its kind does.
 
 func KeyString[T ~string](b *KeyBuilder, v *T) { b.String(string(*v)) }

@@ -45,17 +45,6 @@ func decLine(d *Decoder, v *line) {
 
 // The inline forms the combinators stand for, as idemgen generated them.
 
-func keyListInline(b *KeyBuilder, s lines) {
-	if s == nil {
-		b.Nil()
-	} else {
-		b.List(len(s))
-		for i := range s {
-			keyLine(b, &s[i])
-		}
-	}
-}
-
 func keyPtrInline(b *KeyBuilder, p *line) {
 	if p == nil {
 		b.Nil()
@@ -126,13 +115,10 @@ func TestComposedKeys(t *testing.T) {
 		name             string
 		inline, composed func(b *KeyBuilder)
 	}{
-		{"nil list", func(b *KeyBuilder) { keyListInline(b, nil) }, func(b *KeyBuilder) { KeyList(b, lines(nil), keyLine) }},
-		{"empty list", func(b *KeyBuilder) { keyListInline(b, lines{}) }, func(b *KeyBuilder) { KeyList(b, lines{}, keyLine) }},
-		{"list", func(b *KeyBuilder) { keyListInline(b, two) }, func(b *KeyBuilder) { KeyList(b, two, keyLine) }},
 		{"nil pointer", func(b *KeyBuilder) { keyPtrInline(b, nil) }, func(b *KeyBuilder) { KeyPtr(b, nil, keyLine) }},
 		{"pointer", func(b *KeyBuilder) { keyPtrInline(b, &two[1]) }, func(b *KeyBuilder) { KeyPtr(b, &two[1], keyLine) }},
-		{"strings", func(b *KeyBuilder) { b.List(2); b.String("a"); b.String("") }, func(b *KeyBuilder) { KeyList(b, []string{"a", ""}, KeyString) }},
-		{"ints", func(b *KeyBuilder) { b.List(2); b.Int(-1); b.Int(7) }, func(b *KeyBuilder) { KeyList(b, []int8{-1, 7}, KeyInt) }},
+		{"string", func(b *KeyBuilder) { b.Ptr(); b.String("a") }, func(b *KeyBuilder) { x := "a"; KeyPtr(b, &x, KeyString) }},
+		{"int", func(b *KeyBuilder) { b.Ptr(); b.Int(-1) }, func(b *KeyBuilder) { i := int8(-1); KeyPtr(b, &i, KeyInt) }},
 		{"uint", func(b *KeyBuilder) { b.Ptr(); b.Uint(9) }, func(b *KeyBuilder) { u := uint16(9); KeyPtr(b, &u, KeyUint) }},
 		{"bool", func(b *KeyBuilder) { b.Ptr(); b.Bool(true) }, func(b *KeyBuilder) { t := true; KeyPtr(b, &t, KeyBool) }},
 		{"float32", func(b *KeyBuilder) { b.Ptr(); b.Float(float64(float32(0.1))) }, func(b *KeyBuilder) { f := float32(0.1); KeyPtr(b, &f, KeyFloat) }},
@@ -228,22 +214,13 @@ func BenchmarkComposed(b *testing.B) {
 		ls[i] = line{"sku", int64(i)}
 	}
 	rec, _ := listInline.Marshal(ls)
-	tags := []string{"a", "bb", "ccc", "dddd"}
 	var kb KeyBuilder
 	benches := []struct {
 		name string
 		run  func()
 	}{
-		{"key/list/inline", func() { kb.Reset(); keyListInline(&kb, ls) }},
-		{"key/list/composed", func() { kb.Reset(); KeyList(&kb, ls, keyLine) }},
-		{"key/strings/inline", func() {
-			kb.Reset()
-			kb.List(len(tags))
-			for i := range tags {
-				kb.String(tags[i])
-			}
-		}},
-		{"key/strings/composed", func() { kb.Reset(); KeyList(&kb, tags, KeyString) }},
+		{"key/pointer/inline", func() { kb.Reset(); keyPtrInline(&kb, &ls[1]) }},
+		{"key/pointer/composed", func() { kb.Reset(); KeyPtr(&kb, &ls[1], keyLine) }},
 		{"encode/list/inline", func() { _, _ = listInline.Marshal(&ls) }},
 		{"encode/list/composed", func() { _, _ = listComposed.Marshal(&ls) }},
 		{"decode/list/inline", func() { var v lines; _ = listInline.Unmarshal(rec, &v) }},

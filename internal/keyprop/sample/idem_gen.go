@@ -114,7 +114,14 @@ func (x *Idempotent) Keyed1Key(v []bool) (string, error) {
 // beginKeyed1 starts a call of Keyed1 and writes its key material.
 func (x *Idempotent) beginKeyed1(v []bool) idem.Call {
 	c := x.g.Begin(idemSpecKeyed1)
-	idemimpl.KeyList(c.Key(), v, idemimpl.KeyBool)
+	if v == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().List(len(v))
+		for i := range v {
+			c.Key().Bool(v[i])
+		}
+	}
 	return c
 }
 
@@ -155,7 +162,14 @@ func (x *Idempotent) beginKeyed2(v [][1][]A5) idem.Call {
 		for i := range v {
 			c.Key().List(1)
 			for i2 := range v[i] {
-				idemimpl.KeyList(c.Key(), v[i][i2], idemimpl.KeyUint)
+				if v[i][i2] == nil {
+					c.Key().Nil()
+				} else {
+					c.Key().List(len(v[i][i2]))
+					for i3 := range v[i][i2] {
+						c.Key().Uint(v[i][i2][i3])
+					}
+				}
 			}
 		}
 	}
@@ -2033,7 +2047,14 @@ func (x *Idempotent) beginKeyedFixed4(v *struct {
 		}
 		c.Key().MapEnd()
 	}
-	idemimpl.KeyList(c.Key(), v.E, idemKeyEmpty)
+	if v.E == nil {
+		c.Key().Nil()
+	} else {
+		c.Key().List(len(v.E))
+		for i := range v.E {
+			idemKeyEmpty(c.Key(), &v.E[i])
+		}
+	}
 	idemimpl.KeyPtr(c.Key(), v.P, idemKeyEmpty)
 	return c
 }
@@ -3076,7 +3097,14 @@ func idemKeyGen_MapMK10ToGen_int(b *idemimpl.KeyBuilder, v *Gen[map[MK10]Gen[int
 
 func idemKeyGen_S6(b *idemimpl.KeyBuilder, v *Gen[S6]) {
 	idemKeyS6(b, &v.V)
-	idemimpl.KeyList(b, v.L, idemKeyS6)
+	if v.L == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.L))
+		for i := range v.L {
+			idemKeyS6(b, &v.L[i])
+		}
+	}
 	idemimpl.KeyPtr(b, v.P, idemKeyS6)
 }
 
@@ -3112,13 +3140,27 @@ func idemKeyGen_Slicebyte(b *idemimpl.KeyBuilder, v *Gen[[]byte]) {
 
 func idemKeyGen_int(b *idemimpl.KeyBuilder, v *Gen[int]) {
 	b.Int(int64(v.V))
-	idemimpl.KeyList(b, v.L, idemimpl.KeyInt)
+	if v.L == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.L))
+		for i := range v.L {
+			b.Int(int64(v.L[i]))
+		}
+	}
 	idemimpl.KeyPtr(b, v.P, idemimpl.KeyInt)
 }
 
 func idemKeyGen_uint64(b *idemimpl.KeyBuilder, v *Gen[A11]) {
 	b.Uint(v.V)
-	idemimpl.KeyList(b, v.L, idemimpl.KeyUint)
+	if v.L == nil {
+		b.Nil()
+	} else {
+		b.List(len(v.L))
+		for i := range v.L {
+			b.Uint(v.L[i])
+		}
+	}
 	idemimpl.KeyPtr(b, v.P, idemimpl.KeyUint)
 }
 
