@@ -145,6 +145,314 @@ func advicePath(path string) string {
 	return path
 }
 
+// resultName is how diagnostics and omit= call result i: its declared
+// name, else rN.
+func resultName(x *fn, i int) string {
+	if n := x.sig.Results().At(i).Name(); n != "" && n != "_" {
+		return n
+	}
+	return "r" + strconv.Itoa(i+1)
+}
+
+// resultCodec emits the codec of x's result value and sets the Spec's
+// Codec field (the Spec is out's first declaration). It returns what the
+// wrapper's doc comment says about the record; false after a diagnostic.
+func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, out *[]jen.Code) (string, bool) {
+	if !e.typeParamResults(x, x.what()) {
+		return "", false // generics.go
+	}
+	omits, omitted, ok := e.omitTrees(x)
+	if !ok {
+		return "", false
+	}
+	if len(x.result) == 0 {
+		return "", true
+	}
+	g := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: specBase}
+	encBody, decBody := g.resultBodies(x, omits)
+	if len(g.problems) > 0 {
+		e.reportCodecProblems(x, g.problems)
+		return "", false
+	}
+	codec := g.oneCall(x, omits, resultT)
+	if codec == nil {
+		encT, decT := e.qual(e.impl, "Encoder"), e.qual(e.impl, "Decoder")
+		codec = e.qual(e.impl, "TypedCodec").Index(resultT).Values(jen.Dict{
+			jen.Id("Encode"): jen.Func().Params(jen.Id("e").Op("*").Add(encT), jen.Id("v").Op("*").Add(resultT)).Block(encBody...),
+			jen.Id("Decode"): jen.Func().Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(resultT)).Block(decBody...),
+		})
+	}
+	*out = append(*out, jen.Var().Id(name).Op("=").Add(codec))
+	return g.recordDoc(omitted), true
+}
+
+// oneCall is the codec of a single result as one call of idemimpl, for a
+// type stored by helpers, a pointer to or a slice of one, or a basic type
+// (the bodies written for it do the same); nil for any other.
+func (g *codecGen) oneCall(x *fn, omits []omitTree, resultT jen.Code) jen.Code {
+	if len(x.result) != 1 {
+		return nil
+	}
+	t, path, omit := x.result[0], resultName(x, 0), omits[0]
+	if _, whole := omit[""]; whole {
+		return nil
+	}
+	impl := func(fn string) *jen.Statement { return g.e.qual(g.e.impl, fn) }
+	if name, ok := g.helperName(t, path, "", omit); ok {
+		return impl("Codec").Call(jen.Id("idemEnc"+name), jen.Id("idemDec"+name))
+	}
+	u := types.Unalias(t)
+	if b, ok := u.Underlying().(*types.Basic); ok && g.storedBy(u) == (storage{}) {
+		return g.basicResultCodec(b, resultT)
+	}
+	var fn string
+	var elem types.Type
+	switch u := u.(type) {
+	case *types.Pointer:
+		fn, elem = "PtrCodec", u.Elem()
+	case *types.Slice:
+		fn, elem = "ListCodec", u.Elem()
+	default:
+		return nil
+	}
+	if name, ok := g.helperName(elem, path, "", omit); ok {
+		return impl(fn).Call(jen.Id("idemEnc"+name), jen.Id("idemDec"+name))
+	}
+	if bc := basicCoder(elem); bc != "" {
+		return impl(fn).Index(g.e.typ(elem)).Call(impl("Enc"+bc), impl("Dec"+bc))
+	}
+	return nil
+}
+
+// basicResultCodec is the idemimpl codec of results of a basic type
+// (IntCodec[T](64)…), nil for the kinds it has none of.
+func (g *codecGen) basicResultCodec(b *types.Basic, resultT jen.Code) jen.Code {
+	switch m, _, bits := basicCodec(b); m {
+	case "Int", "Uint":
+		return g.e.qual(g.e.impl, m+"Codec").Index(resultT).Call(jen.Lit(bits))
+	case "String", "Bool", "Float64":
+		return g.e.qual(g.e.impl, m+"Codec").Index(resultT).Call()
+	}
+	return nil
+}
+
+// resultBodies are the bodies of the codec's Encode and Decode: the
+// result itself, or the idemResult struct's fields by position.
+func (g *codecGen) resultBodies(x *fn, omits []omitTree) (encBody, decBody []jen.Code) {
+	whole := func(i int) bool { _, w := omits[i][""]; return w }
+	se, sd := fnScope{"e": 1, "d": 1, "v": 1}, fnScope{"e": 1, "d": 1, "v": 1}
+	if len(x.result) == 1 {
+		if whole(0) {
+			return nil, nil
+		}
+		v := deref(jen.Id("v"))
+		return g.enc(x.result[0], v, resultName(x, 0), "", omits[0], se), g.dec(x.result[0], v, resultName(x, 0), "", omits[0], sd)
+	}
+	at, end := se.get("at"), sd.get("end")
+	encBody = one(jen.Id(at).Op(":=").Add(eCall("Struct")))
+	var cases []jen.Code
+	for i, t := range x.result {
+		if whole(i) {
+			continue
+		}
+		f := "R" + strconv.Itoa(i+1) // stored by position, whatever the field's name
+		fv := expr(jen.Id("v").Dot(x.resultFields[i]))
+		encBody = append(encBody, g.fieldEnc(f, g.enc(t, fv, resultName(x, i), "", omits[i], se))...)
+		cases = append(cases, jen.Case(jen.Lit(f)).Block(g.dec(t, fv, resultName(x, i), "", omits[i], sd)...))
+	}
+	encBody = append(encBody, eCall("End", jen.Id(at)))
+	cases = append(cases, jen.Default().Block(dCall("Skip")))
+	decBody = []jen.Code{
+		jen.Id(end).Op(":=").Add(dCall("Struct")),
+		jen.For(dCall("More", jen.Id(end))).Block(jen.Switch(jen.String().Call(dCall("Field"))).Block(cases...)),
+	}
+	return encBody, decBody
+}
+
+// recordDoc is what the wrapper's doc comment says about the record:
+// what it leaves out and how errors and unions replay.
+func (g *codecGen) recordDoc(omitted []string) string {
+	var doc string
+	if len(omitted) > 0 {
+		doc += " Not stored (replays return their zero value): " + strings.Join(omitted, ", ") + "."
+	}
+	if l := g.lossyList(); len(l) > 0 {
+		doc += " Replays do not restore the unexported state of " + strings.Join(l, ", ") + "."
+	}
+	if len(g.skipped) > 0 {
+		doc += " Not stored (tagged json:\"-\" by their package): " + strings.Join(slices.Sorted(maps.Keys(g.skipped)), ", ") + "."
+	}
+	if len(g.unions) > 0 {
+		doc += " Values of " + strings.Join(slices.Sorted(maps.Keys(g.unions)), ", ") + " are stored for the types of their package that their codec lists; others fail the recording."
+	}
+	if g.errs {
+		doc += " Errors in results replay as their text and chain, as themselves if " + g.e.errs.name + " lists them."
+	}
+	return doc
+}
+
+// reportCodecProblems reports the problems of x's result codec, one line
+// per omit= that would lift them.
+func (e *emitter) reportCodecProblems(x *fn, problems []codecProblem) {
+	type line struct {
+		idx  int
+		msgs []string
+	}
+	byOmit := map[string]*line{}
+	var order []string
+	inRoot := map[string]int{}
+	for _, p := range problems {
+		inRoot[p.root]++
+	}
+	for _, p := range problems {
+		// Several problems inside one other package's value (an
+		// *http.Response): omit that value. Else the problem's own path.
+		omit := advicePath(p.path)
+		if p.root != "" && (inRoot[p.root] > 1 || p.cycle) {
+			omit = advicePath(p.root)
+		}
+		root := strings.SplitN(strings.SplitN(p.path, ".", 2)[0], "[", 2)[0]
+		idx := 0
+		for i := range x.result {
+			if resultName(x, i) == root {
+				idx = i
+			}
+		}
+		l := byOmit[omit]
+		if l == nil {
+			l = &line{idx: idx}
+			byOmit[omit] = l
+			order = append(order, omit)
+		}
+		l.msgs = append(l.msgs, p.path+": "+p.msg)
+	}
+	pi := e.pi
+	for _, o := range order {
+		l := byOmit[o]
+		msg := l.msgs[0]
+		if len(l.msgs) > 1 {
+			msg += " (and " + strconv.Itoa(len(l.msgs)-1) + " more)"
+		}
+		pi.d.add(pi.fset.Position(x.pos), "%s: result %d (%s) cannot be stored faithfully: %s (add `omit=%s`)", x.what(), l.idx+1, pi.typeString(x.result[l.idx]), msg, o)
+	}
+}
+
+// omitPath is one omit= path: the result, then the fields, promoted ones
+// through their embeddings.
+type omitPath struct {
+	idx  int
+	hops []string
+}
+
+// omitTrees resolves x's omit= paths into a tree per result, and lists
+// the paths a doc line names (those no other one covers); false after a
+// diagnostic.
+func (e *emitter) omitTrees(x *fn) (omits []omitTree, omitted []string, ok bool) {
+	var paths []omitPath
+	ok = true
+	for _, p := range x.opts.omit {
+		if op, good := e.resolveOmit(x, p); good {
+			paths = append(paths, op)
+		} else {
+			ok = false
+		}
+	}
+	if !ok {
+		return nil, nil, false
+	}
+	// A path under another omitted path is omitted already (r2.Body under
+	// r2): it is dropped, or its subtree would stand for the whole.
+	canon := func(j int) string {
+		return strings.Join(append([]string{"r" + strconv.Itoa(paths[j].idx+1)}, paths[j].hops...), ".")
+	}
+	omits = make([]omitTree, len(x.result))
+	for i, p := range paths {
+		if coveredByOther(i, len(paths), canon) {
+			continue
+		}
+		omitted = append(omitted, x.opts.omit[i].text)
+		if len(p.hops) == 0 {
+			omits[p.idx] = omitTree{"": nil} // the whole result
+			continue
+		}
+		if omits[p.idx] == nil {
+			omits[p.idx] = omitTree{}
+		}
+		tree := omits[p.idx]
+		for _, f := range p.hops {
+			if tree[f] == nil {
+				tree[f] = omitTree{}
+			}
+			tree = tree[f]
+		}
+	}
+	return omits, omitted, true
+}
+
+// resolveOmit resolves one omit= path of x; false after a diagnostic.
+func (e *emitter) resolveOmit(x *fn, p pathOpt) (omitPath, bool) {
+	pi := e.pi
+	segs := strings.Split(p.text, ".")
+	idx := -1
+	var names []string
+	for i := range x.result {
+		n := resultName(x, i)
+		names = append(names, n)
+		if segs[0] == n || segs[0] == "r"+strconv.Itoa(i+1) {
+			idx = i
+		}
+	}
+	switch {
+	case idx < 0 && len(names) == 0:
+		pi.d.add(p.pos, "omit: %s has no result to omit (it returns only an error)", x.name)
+		return omitPath{}, false
+	case idx < 0:
+		pi.d.add(p.pos, "omit: %s names no result of %s (its results: %s)", p.text, x.name, strings.Join(names, ", "))
+		return omitPath{}, false
+	}
+	t := x.result[idx]
+	// Promoted fields go through the embedded fields that hold them,
+	// which the codec stores by name: the tree names them all.
+	var hops []string
+	for _, f := range segs[1:] {
+		path, amb := fieldPath(t, f)
+		if len(amb) > 0 {
+			here := strings.Join(append([]string{segs[0]}, hops...), ".")
+			pi.d.add(p.pos, "omit: %s.%s is ambiguous: %s is promoted from %s at the same depth (name one: %s)", here, f, f, strings.Join(amb, " and "), fullPaths(here, amb, f))
+			return omitPath{}, false
+		}
+		if path == nil {
+			path = []string{f}
+		}
+		for _, h := range path {
+			if pt, isPtr := t.Underlying().(*types.Pointer); isPtr {
+				t = pt.Elem()
+			}
+			found := structField(t, h)
+			if found == nil {
+				pi.d.add(p.pos, "omit: %s: %s has no field %s", p.text, pi.typeString(t), h)
+				return omitPath{}, false
+			}
+			t = found.Type()
+		}
+		hops = append(hops, path...)
+	}
+	return omitPath{idx, hops}, true
+}
+
+// structField is the field of t's struct named name (the last of that
+// name), nil if t is no struct or has none.
+func structField(t types.Type, name string) *types.Var {
+	st, isStruct := t.Underlying().(*types.Struct)
+	var found *types.Var
+	for i := 0; isStruct && i < st.NumFields(); i++ {
+		if st.Field(i).Name() == name {
+			found = st.Field(i)
+		}
+	}
+	return found
+}
+
 // enc returns the statements that encode v (an addressable expression) of
 // type t. path names v for diagnostics; foreignAt is the path of the
 // outermost other package's value on the way, if any.
@@ -1013,312 +1321,4 @@ func relJoin(path, rel string) string {
 		return path + rel
 	}
 	return path + "." + rel
-}
-
-// resultName is how diagnostics and omit= call result i: its declared
-// name, else rN.
-func resultName(x *fn, i int) string {
-	if n := x.sig.Results().At(i).Name(); n != "" && n != "_" {
-		return n
-	}
-	return "r" + strconv.Itoa(i+1)
-}
-
-// resultCodec emits the codec of x's result value and sets the Spec's
-// Codec field (the Spec is out's first declaration). It returns what the
-// wrapper's doc comment says about the record; false after a diagnostic.
-func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, out *[]jen.Code) (string, bool) {
-	if !e.typeParamResults(x, x.what()) {
-		return "", false // generics.go
-	}
-	omits, omitted, ok := e.omitTrees(x)
-	if !ok {
-		return "", false
-	}
-	if len(x.result) == 0 {
-		return "", true
-	}
-	g := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: specBase}
-	encBody, decBody := g.resultBodies(x, omits)
-	if len(g.problems) > 0 {
-		e.reportCodecProblems(x, g.problems)
-		return "", false
-	}
-	codec := g.oneCall(x, omits, resultT)
-	if codec == nil {
-		encT, decT := e.qual(e.impl, "Encoder"), e.qual(e.impl, "Decoder")
-		codec = e.qual(e.impl, "TypedCodec").Index(resultT).Values(jen.Dict{
-			jen.Id("Encode"): jen.Func().Params(jen.Id("e").Op("*").Add(encT), jen.Id("v").Op("*").Add(resultT)).Block(encBody...),
-			jen.Id("Decode"): jen.Func().Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(resultT)).Block(decBody...),
-		})
-	}
-	*out = append(*out, jen.Var().Id(name).Op("=").Add(codec))
-	return g.recordDoc(omitted), true
-}
-
-// oneCall is the codec of a single result as one call of idemimpl, for a
-// type stored by helpers, a pointer to or a slice of one, or a basic type
-// (the bodies written for it do the same); nil for any other.
-func (g *codecGen) oneCall(x *fn, omits []omitTree, resultT jen.Code) jen.Code {
-	if len(x.result) != 1 {
-		return nil
-	}
-	t, path, omit := x.result[0], resultName(x, 0), omits[0]
-	if _, whole := omit[""]; whole {
-		return nil
-	}
-	impl := func(fn string) *jen.Statement { return g.e.qual(g.e.impl, fn) }
-	if name, ok := g.helperName(t, path, "", omit); ok {
-		return impl("Codec").Call(jen.Id("idemEnc"+name), jen.Id("idemDec"+name))
-	}
-	u := types.Unalias(t)
-	if b, ok := u.Underlying().(*types.Basic); ok && g.storedBy(u) == (storage{}) {
-		return g.basicResultCodec(b, resultT)
-	}
-	var fn string
-	var elem types.Type
-	switch u := u.(type) {
-	case *types.Pointer:
-		fn, elem = "PtrCodec", u.Elem()
-	case *types.Slice:
-		fn, elem = "ListCodec", u.Elem()
-	default:
-		return nil
-	}
-	if name, ok := g.helperName(elem, path, "", omit); ok {
-		return impl(fn).Call(jen.Id("idemEnc"+name), jen.Id("idemDec"+name))
-	}
-	if bc := basicCoder(elem); bc != "" {
-		return impl(fn).Index(g.e.typ(elem)).Call(impl("Enc"+bc), impl("Dec"+bc))
-	}
-	return nil
-}
-
-// basicResultCodec is the idemimpl codec of results of a basic type
-// (IntCodec[T](64)…), nil for the kinds it has none of.
-func (g *codecGen) basicResultCodec(b *types.Basic, resultT jen.Code) jen.Code {
-	switch m, _, bits := basicCodec(b); m {
-	case "Int", "Uint":
-		return g.e.qual(g.e.impl, m+"Codec").Index(resultT).Call(jen.Lit(bits))
-	case "String", "Bool", "Float64":
-		return g.e.qual(g.e.impl, m+"Codec").Index(resultT).Call()
-	}
-	return nil
-}
-
-// resultBodies are the bodies of the codec's Encode and Decode: the
-// result itself, or the idemResult struct's fields by position.
-func (g *codecGen) resultBodies(x *fn, omits []omitTree) (encBody, decBody []jen.Code) {
-	whole := func(i int) bool { _, w := omits[i][""]; return w }
-	se, sd := fnScope{"e": 1, "d": 1, "v": 1}, fnScope{"e": 1, "d": 1, "v": 1}
-	if len(x.result) == 1 {
-		if whole(0) {
-			return nil, nil
-		}
-		v := deref(jen.Id("v"))
-		return g.enc(x.result[0], v, resultName(x, 0), "", omits[0], se), g.dec(x.result[0], v, resultName(x, 0), "", omits[0], sd)
-	}
-	at, end := se.get("at"), sd.get("end")
-	encBody = one(jen.Id(at).Op(":=").Add(eCall("Struct")))
-	var cases []jen.Code
-	for i, t := range x.result {
-		if whole(i) {
-			continue
-		}
-		f := "R" + strconv.Itoa(i+1) // stored by position, whatever the field's name
-		fv := expr(jen.Id("v").Dot(x.resultFields[i]))
-		encBody = append(encBody, g.fieldEnc(f, g.enc(t, fv, resultName(x, i), "", omits[i], se))...)
-		cases = append(cases, jen.Case(jen.Lit(f)).Block(g.dec(t, fv, resultName(x, i), "", omits[i], sd)...))
-	}
-	encBody = append(encBody, eCall("End", jen.Id(at)))
-	cases = append(cases, jen.Default().Block(dCall("Skip")))
-	decBody = []jen.Code{
-		jen.Id(end).Op(":=").Add(dCall("Struct")),
-		jen.For(dCall("More", jen.Id(end))).Block(jen.Switch(jen.String().Call(dCall("Field"))).Block(cases...)),
-	}
-	return encBody, decBody
-}
-
-// recordDoc is what the wrapper's doc comment says about the record:
-// what it leaves out and how errors and unions replay.
-func (g *codecGen) recordDoc(omitted []string) string {
-	var doc string
-	if len(omitted) > 0 {
-		doc += " Not stored (replays return their zero value): " + strings.Join(omitted, ", ") + "."
-	}
-	if l := g.lossyList(); len(l) > 0 {
-		doc += " Replays do not restore the unexported state of " + strings.Join(l, ", ") + "."
-	}
-	if len(g.skipped) > 0 {
-		doc += " Not stored (tagged json:\"-\" by their package): " + strings.Join(slices.Sorted(maps.Keys(g.skipped)), ", ") + "."
-	}
-	if len(g.unions) > 0 {
-		doc += " Values of " + strings.Join(slices.Sorted(maps.Keys(g.unions)), ", ") + " are stored for the types of their package that their codec lists; others fail the recording."
-	}
-	if g.errs {
-		doc += " Errors in results replay as their text and chain, as themselves if " + g.e.errs.name + " lists them."
-	}
-	return doc
-}
-
-// reportCodecProblems reports the problems of x's result codec, one line
-// per omit= that would lift them.
-func (e *emitter) reportCodecProblems(x *fn, problems []codecProblem) {
-	type line struct {
-		idx  int
-		msgs []string
-	}
-	byOmit := map[string]*line{}
-	var order []string
-	inRoot := map[string]int{}
-	for _, p := range problems {
-		inRoot[p.root]++
-	}
-	for _, p := range problems {
-		// Several problems inside one other package's value (an
-		// *http.Response): omit that value. Else the problem's own path.
-		omit := advicePath(p.path)
-		if p.root != "" && (inRoot[p.root] > 1 || p.cycle) {
-			omit = advicePath(p.root)
-		}
-		root := strings.SplitN(strings.SplitN(p.path, ".", 2)[0], "[", 2)[0]
-		idx := 0
-		for i := range x.result {
-			if resultName(x, i) == root {
-				idx = i
-			}
-		}
-		l := byOmit[omit]
-		if l == nil {
-			l = &line{idx: idx}
-			byOmit[omit] = l
-			order = append(order, omit)
-		}
-		l.msgs = append(l.msgs, p.path+": "+p.msg)
-	}
-	pi := e.pi
-	for _, o := range order {
-		l := byOmit[o]
-		msg := l.msgs[0]
-		if len(l.msgs) > 1 {
-			msg += " (and " + strconv.Itoa(len(l.msgs)-1) + " more)"
-		}
-		pi.d.add(pi.fset.Position(x.pos), "%s: result %d (%s) cannot be stored faithfully: %s (add `omit=%s`)", x.what(), l.idx+1, pi.typeString(x.result[l.idx]), msg, o)
-	}
-}
-
-// omitPath is one omit= path: the result, then the fields, promoted ones
-// through their embeddings.
-type omitPath struct {
-	idx  int
-	hops []string
-}
-
-// omitTrees resolves x's omit= paths into a tree per result, and lists
-// the paths a doc line names (those no other one covers); false after a
-// diagnostic.
-func (e *emitter) omitTrees(x *fn) (omits []omitTree, omitted []string, ok bool) {
-	var paths []omitPath
-	ok = true
-	for _, p := range x.opts.omit {
-		if op, good := e.resolveOmit(x, p); good {
-			paths = append(paths, op)
-		} else {
-			ok = false
-		}
-	}
-	if !ok {
-		return nil, nil, false
-	}
-	// A path under another omitted path is omitted already (r2.Body under
-	// r2): it is dropped, or its subtree would stand for the whole.
-	canon := func(j int) string {
-		return strings.Join(append([]string{"r" + strconv.Itoa(paths[j].idx+1)}, paths[j].hops...), ".")
-	}
-	omits = make([]omitTree, len(x.result))
-	for i, p := range paths {
-		if coveredByOther(i, len(paths), canon) {
-			continue
-		}
-		omitted = append(omitted, x.opts.omit[i].text)
-		if len(p.hops) == 0 {
-			omits[p.idx] = omitTree{"": nil} // the whole result
-			continue
-		}
-		if omits[p.idx] == nil {
-			omits[p.idx] = omitTree{}
-		}
-		tree := omits[p.idx]
-		for _, f := range p.hops {
-			if tree[f] == nil {
-				tree[f] = omitTree{}
-			}
-			tree = tree[f]
-		}
-	}
-	return omits, omitted, true
-}
-
-// resolveOmit resolves one omit= path of x; false after a diagnostic.
-func (e *emitter) resolveOmit(x *fn, p pathOpt) (omitPath, bool) {
-	pi := e.pi
-	segs := strings.Split(p.text, ".")
-	idx := -1
-	var names []string
-	for i := range x.result {
-		n := resultName(x, i)
-		names = append(names, n)
-		if segs[0] == n || segs[0] == "r"+strconv.Itoa(i+1) {
-			idx = i
-		}
-	}
-	switch {
-	case idx < 0 && len(names) == 0:
-		pi.d.add(p.pos, "omit: %s has no result to omit (it returns only an error)", x.name)
-		return omitPath{}, false
-	case idx < 0:
-		pi.d.add(p.pos, "omit: %s names no result of %s (its results: %s)", p.text, x.name, strings.Join(names, ", "))
-		return omitPath{}, false
-	}
-	t := x.result[idx]
-	// Promoted fields go through the embedded fields that hold them,
-	// which the codec stores by name: the tree names them all.
-	var hops []string
-	for _, f := range segs[1:] {
-		path, amb := fieldPath(t, f)
-		if len(amb) > 0 {
-			here := strings.Join(append([]string{segs[0]}, hops...), ".")
-			pi.d.add(p.pos, "omit: %s.%s is ambiguous: %s is promoted from %s at the same depth (name one: %s)", here, f, f, strings.Join(amb, " and "), fullPaths(here, amb, f))
-			return omitPath{}, false
-		}
-		if path == nil {
-			path = []string{f}
-		}
-		for _, h := range path {
-			if pt, isPtr := t.Underlying().(*types.Pointer); isPtr {
-				t = pt.Elem()
-			}
-			found := structField(t, h)
-			if found == nil {
-				pi.d.add(p.pos, "omit: %s: %s has no field %s", p.text, pi.typeString(t), h)
-				return omitPath{}, false
-			}
-			t = found.Type()
-		}
-		hops = append(hops, path...)
-	}
-	return omitPath{idx, hops}, true
-}
-
-// structField is the field of t's struct named name (the last of that
-// name), nil if t is no struct or has none.
-func structField(t types.Type, name string) *types.Var {
-	st, isStruct := t.Underlying().(*types.Struct)
-	var found *types.Var
-	for i := 0; isStruct && i < st.NumFields(); i++ {
-		if st.Field(i).Name() == name {
-			found = st.Field(i)
-		}
-	}
-	return found
 }

@@ -102,6 +102,8 @@ var ptrInline = TypedCodec[*line]{
 	},
 }
 
+var ptrComposed = PtrCodec(encLine, decLine)
+
 func material(write func(b *KeyBuilder)) []byte {
 	var b KeyBuilder
 	write(&b)
@@ -214,6 +216,7 @@ func BenchmarkComposed(b *testing.B) {
 		ls[i] = line{"sku", int64(i)}
 	}
 	rec, _ := listInline.Marshal(ls)
+	ptrRec, _ := ptrInline.Marshal(&ls[1])
 	var kb KeyBuilder
 	benches := []struct {
 		name string
@@ -223,6 +226,10 @@ func BenchmarkComposed(b *testing.B) {
 		{"key/pointer/composed", func() { kb.Reset(); KeyPtr(&kb, &ls[1], keyLine) }},
 		{"encode/list/inline", func() { _, _ = listInline.Marshal(&ls) }},
 		{"encode/list/composed", func() { _, _ = listComposed.Marshal(&ls) }},
+		{"encode/pointer/inline", func() { _, _ = ptrInline.Marshal(&ls[1]) }},
+		{"encode/pointer/composed", func() { _, _ = ptrComposed.Marshal(&ls[1]) }},
+		{"decode/pointer/inline", func() { var v *line; _ = ptrInline.Unmarshal(ptrRec, &v) }},
+		{"decode/pointer/composed", func() { var v *line; _ = ptrComposed.Unmarshal(ptrRec, &v) }},
 		{"decode/list/inline", func() { var v lines; _ = listInline.Unmarshal(rec, &v) }},
 		{"decode/list/composed", func() { var v lines; _ = listComposed.Unmarshal(rec, &v) }},
 	}
