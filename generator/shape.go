@@ -67,13 +67,3 @@ func shapeOf(t types.Type) shape {
 	}
 	return shape{}
 }
-
-// composite reports whether values of the kind hold other values, so that
-// a named type of it gets helper functions of its own.
-func (k kind) composite() bool {
-	switch k {
-	case kindPointer, kindSlice, kindArray, kindMap, kindStruct:
-		return true
-	}
-	return false
-}
