@@ -52,6 +52,7 @@ type codecGen struct {
 	spec    string          // the Spec's base name, for helpers specialised by omit=
 	errs    bool            // a value of type error is stored (its type may not be)
 	unions  map[string]bool // interfaces stored as unions of their package's types (unions.go)
+	last    encoderCall     // for fieldEnc
 }
 
 var (
@@ -144,15 +145,413 @@ func advicePath(path string) string {
 	return path
 }
 
+// resultName is how diagnostics and omit= call result i: its declared
+// name, else rN.
+func resultName(x *fn, i int) string {
+	if n := x.sig.Results().At(i).Name(); n != "" && n != "_" {
+		return n
+	}
+	return "r" + strconv.Itoa(i+1)
+}
+
+// resultCodec emits the codec of x's result value and sets the Spec's
+// Codec field (the Spec is out's first declaration). It returns what the
+// wrapper's doc comment says about the record; false after a diagnostic.
+func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, out *[]jen.Code) (string, bool) {
+	if !e.typeParamResults(x, x.what()) {
+		return "", false // generics.go
+	}
+	omits, omitted, ok := e.omitTrees(x)
+	if !ok {
+		return "", false
+	}
+	if len(x.result) == 0 {
+		return "", true
+	}
+	g := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: specBase}
+	encBody, decBody := g.resultBodies(x, omits)
+	if len(g.problems) > 0 {
+		e.reportCodecProblems(x, g.problems)
+		return "", false
+	}
+	codec := g.oneCall(x, omits, resultT)
+	if codec == nil {
+		encT, decT := e.qual(e.impl, "Encoder"), e.qual(e.impl, "Decoder")
+		codec = e.qual(e.impl, "TypedCodec").Index(resultT).Values(jen.Dict{
+			jen.Id("Encode"): jen.Func().Params(jen.Id("e").Op("*").Add(encT), jen.Id("v").Op("*").Add(resultT)).Block(encBody...),
+			jen.Id("Decode"): jen.Func().Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(resultT)).Block(decBody...),
+		})
+	}
+	*out = append(*out, jen.Var().Id(name).Op("=").Add(codec))
+	return g.recordDoc(omitted), true
+}
+
+// oneCall is the codec of a single result as one call of idemimpl, for a
+// type stored by helpers, a pointer to or a slice of one, or a basic type
+// (the bodies written for it do the same); nil for any other.
+func (g *codecGen) oneCall(x *fn, omits []omitTree, resultT jen.Code) jen.Code {
+	if len(x.result) != 1 {
+		return nil
+	}
+	t, path, omit := x.result[0], resultName(x, 0), omits[0]
+	if _, whole := omit[""]; whole {
+		return nil
+	}
+	impl := func(fn string) *jen.Statement { return g.e.qual(g.e.impl, fn) }
+	if name, ok := g.helperName(t, path, "", omit); ok {
+		return impl("Codec").Call(jen.Id("idemEnc"+name), jen.Id("idemDec"+name))
+	}
+	u := types.Unalias(t)
+	if b, ok := u.Underlying().(*types.Basic); ok && g.storedBy(u) == (storage{}) {
+		return g.basicResultCodec(b, resultT)
+	}
+	var fn string
+	var elem types.Type
+	switch u := u.(type) {
+	case *types.Pointer:
+		fn, elem = "PtrCodec", u.Elem()
+	case *types.Slice:
+		fn, elem = "ListCodec", u.Elem()
+	default:
+		return nil
+	}
+	if name, ok := g.helperName(elem, path, "", omit); ok {
+		return impl(fn).Call(jen.Id("idemEnc"+name), jen.Id("idemDec"+name))
+	}
+	if bc := basicCoder(elem); bc != "" {
+		return impl(fn).Index(g.e.typ(elem)).Call(impl("Enc"+bc), impl("Dec"+bc))
+	}
+	return nil
+}
+
+// basicResultCodec is the idemimpl codec of results of a basic type
+// (IntCodec[T](64)…), nil for the kinds it has none of.
+func (g *codecGen) basicResultCodec(b *types.Basic, resultT jen.Code) jen.Code {
+	switch m, _, bits := basicCodec(b); m {
+	case "Int", "Uint":
+		return g.e.qual(g.e.impl, m+"Codec").Index(resultT).Call(jen.Lit(bits))
+	case "String", "Bool", "Float64":
+		return g.e.qual(g.e.impl, m+"Codec").Index(resultT).Call()
+	}
+	return nil
+}
+
+// resultBodies are the bodies of the codec's Encode and Decode: the
+// result itself, or the idemResult struct's fields by position.
+func (g *codecGen) resultBodies(x *fn, omits []omitTree) (encBody, decBody []jen.Code) {
+	whole := func(i int) bool { _, w := omits[i][""]; return w }
+	se, sd := fnScope{"e": 1, "d": 1, "v": 1}, fnScope{"e": 1, "d": 1, "v": 1}
+	if len(x.result) == 1 {
+		if whole(0) {
+			return nil, nil
+		}
+		v := deref(jen.Id("v"))
+		return g.enc(x.result[0], v, resultName(x, 0), "", omits[0], se), g.dec(x.result[0], v, resultName(x, 0), "", omits[0], sd)
+	}
+	at, end := se.get("at"), sd.get("end")
+	encBody = one(jen.Id(at).Op(":=").Add(eCall("Struct")))
+	var cases []jen.Code
+	for i, t := range x.result {
+		if whole(i) {
+			continue
+		}
+		f := "R" + strconv.Itoa(i+1) // stored by position, whatever the field's name
+		fv := expr(jen.Id("v").Dot(x.resultFields[i]))
+		encBody = append(encBody, g.fieldEnc(f, g.enc(t, fv, resultName(x, i), "", omits[i], se))...)
+		cases = append(cases, jen.Case(jen.Lit(f)).Block(g.dec(t, fv, resultName(x, i), "", omits[i], sd)...))
+	}
+	encBody = append(encBody, eCall("End", jen.Id(at)))
+	cases = append(cases, jen.Default().Block(dCall("Skip")))
+	decBody = []jen.Code{
+		jen.Id(end).Op(":=").Add(dCall("Struct")),
+		jen.For(dCall("More", jen.Id(end))).Block(jen.Switch(jen.String().Call(dCall("Field"))).Block(cases...)),
+	}
+	return encBody, decBody
+}
+
+// recordDoc is what the wrapper's doc comment says about the record:
+// what it leaves out and how errors and unions replay.
+func (g *codecGen) recordDoc(omitted []string) string {
+	var doc string
+	if len(omitted) > 0 {
+		doc += " Not stored (replays return their zero value): " + strings.Join(omitted, ", ") + "."
+	}
+	if l := g.lossyList(); len(l) > 0 {
+		doc += " Replays do not restore the unexported state of " + strings.Join(l, ", ") + "."
+	}
+	if len(g.skipped) > 0 {
+		doc += " Not stored (tagged json:\"-\" by their package): " + strings.Join(slices.Sorted(maps.Keys(g.skipped)), ", ") + "."
+	}
+	if len(g.unions) > 0 {
+		doc += " Values of " + strings.Join(slices.Sorted(maps.Keys(g.unions)), ", ") + " are stored for the types of their package that their codec lists; others fail the recording."
+	}
+	if g.errs {
+		doc += " Errors in results replay as their text and chain, as themselves if " + g.e.errs.name + " lists them."
+	}
+	return doc
+}
+
+// reportCodecProblems reports the problems of x's result codec, one line
+// per omit= that would lift them.
+func (e *emitter) reportCodecProblems(x *fn, problems []codecProblem) {
+	type line struct {
+		idx  int
+		msgs []string
+	}
+	byOmit := map[string]*line{}
+	var order []string
+	inRoot := map[string]int{}
+	for _, p := range problems {
+		inRoot[p.root]++
+	}
+	for _, p := range problems {
+		// Several problems inside one other package's value (an
+		// *http.Response): omit that value. Else the problem's own path.
+		omit := advicePath(p.path)
+		if p.root != "" && (inRoot[p.root] > 1 || p.cycle) {
+			omit = advicePath(p.root)
+		}
+		root := strings.SplitN(strings.SplitN(p.path, ".", 2)[0], "[", 2)[0]
+		idx := 0
+		for i := range x.result {
+			if resultName(x, i) == root {
+				idx = i
+			}
+		}
+		l := byOmit[omit]
+		if l == nil {
+			l = &line{idx: idx}
+			byOmit[omit] = l
+			order = append(order, omit)
+		}
+		l.msgs = append(l.msgs, p.path+": "+p.msg)
+	}
+	pi := e.pi
+	for _, o := range order {
+		l := byOmit[o]
+		msg := l.msgs[0]
+		if len(l.msgs) > 1 {
+			msg += " (and " + strconv.Itoa(len(l.msgs)-1) + " more)"
+		}
+		pi.d.add(pi.fset.Position(x.pos), "%s: result %d (%s) cannot be stored faithfully: %s (add `omit=%s`)", x.what(), l.idx+1, pi.typeString(x.result[l.idx]), msg, o)
+	}
+}
+
+// omitPath is one omit= path: the result, then the fields, promoted ones
+// through their embeddings.
+type omitPath struct {
+	idx  int
+	hops []string
+}
+
+// omitTrees resolves x's omit= paths into a tree per result, and lists
+// the paths a doc line names (those no other one covers); false after a
+// diagnostic.
+func (e *emitter) omitTrees(x *fn) (omits []omitTree, omitted []string, ok bool) {
+	var paths []omitPath
+	ok = true
+	for _, p := range x.opts.omit {
+		if op, good := e.resolveOmit(x, p); good {
+			paths = append(paths, op)
+		} else {
+			ok = false
+		}
+	}
+	if !ok {
+		return nil, nil, false
+	}
+	// A path under another omitted path is omitted already (r2.Body under
+	// r2): it is dropped, or its subtree would stand for the whole.
+	canon := func(j int) string {
+		return strings.Join(append([]string{"r" + strconv.Itoa(paths[j].idx+1)}, paths[j].hops...), ".")
+	}
+	omits = make([]omitTree, len(x.result))
+	for i, p := range paths {
+		if coveredByOther(i, len(paths), canon) {
+			continue
+		}
+		omitted = append(omitted, x.opts.omit[i].text)
+		if len(p.hops) == 0 {
+			omits[p.idx] = omitTree{"": nil} // the whole result
+			continue
+		}
+		if omits[p.idx] == nil {
+			omits[p.idx] = omitTree{}
+		}
+		tree := omits[p.idx]
+		for _, f := range p.hops {
+			if tree[f] == nil {
+				tree[f] = omitTree{}
+			}
+			tree = tree[f]
+		}
+	}
+	return omits, omitted, true
+}
+
+// resolveOmit resolves one omit= path of x; false after a diagnostic.
+func (e *emitter) resolveOmit(x *fn, p pathOpt) (omitPath, bool) {
+	pi := e.pi
+	segs := strings.Split(p.text, ".")
+	idx := -1
+	var names []string
+	for i := range x.result {
+		n := resultName(x, i)
+		names = append(names, n)
+		if segs[0] == n || segs[0] == "r"+strconv.Itoa(i+1) {
+			idx = i
+		}
+	}
+	switch {
+	case idx < 0 && len(names) == 0:
+		pi.d.add(p.pos, "omit: %s has no result to omit (it returns only an error)", x.name)
+		return omitPath{}, false
+	case idx < 0:
+		pi.d.add(p.pos, "omit: %s names no result of %s (its results: %s)", p.text, x.name, strings.Join(names, ", "))
+		return omitPath{}, false
+	}
+	t := x.result[idx]
+	// Promoted fields go through the embedded fields that hold them,
+	// which the codec stores by name: the tree names them all.
+	var hops []string
+	for _, f := range segs[1:] {
+		path, amb := fieldPath(t, f)
+		if len(amb) > 0 {
+			here := strings.Join(append([]string{segs[0]}, hops...), ".")
+			pi.d.add(p.pos, "omit: %s.%s is ambiguous: %s is promoted from %s at the same depth (name one: %s)", here, f, f, strings.Join(amb, " and "), fullPaths(here, amb, f))
+			return omitPath{}, false
+		}
+		if path == nil {
+			path = []string{f}
+		}
+		for _, h := range path {
+			if pt, isPtr := t.Underlying().(*types.Pointer); isPtr {
+				t = pt.Elem()
+			}
+			found := structField(t, h)
+			if found == nil {
+				pi.d.add(p.pos, "omit: %s: %s has no field %s", p.text, pi.typeString(t), h)
+				return omitPath{}, false
+			}
+			t = found.Type()
+		}
+		hops = append(hops, path...)
+	}
+	return omitPath{idx, hops}, true
+}
+
+// structField is the field of t's struct named name (the last of that
+// name), nil if t is no struct or has none.
+func structField(t types.Type, name string) *types.Var {
+	st, isStruct := t.Underlying().(*types.Struct)
+	var found *types.Var
+	for i := 0; isStruct && i < st.NumFields(); i++ {
+		if st.Field(i).Name() == name {
+			found = st.Field(i)
+		}
+	}
+	return found
+}
+
 // enc returns the statements that encode v (an addressable expression) of
 // type t. path names v for diagnostics; foreignAt is the path of the
 // outermost other package's value on the way, if any.
 func (g *codecGen) enc(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
-	return g.code(t, v, path, foreignAt, omit, s, true)
+	if name, ok := g.helperName(t, path, foreignAt, omit); ok {
+		if name == "" {
+			return nil
+		}
+		return one(jen.Id("idemEnc"+name).Call(jen.Id("e"), v.addr()))
+	}
+	t, ok := g.check(t, path, foreignAt)
+	if !ok {
+		return nil
+	}
+	if m := g.storedBy(t); m != (storage{}) {
+		return g.encMethod(m, v, s)
+	}
+	return g.encInline(t, v, path, g.enterNamed(t, path, foreignAt), omit, s)
 }
 
+// dec returns the statements that decode into v, as enc encodes it.
 func (g *codecGen) dec(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
-	return g.code(t, v, path, foreignAt, omit, s, false)
+	if name, ok := g.helperName(t, path, foreignAt, omit); ok {
+		if name == "" {
+			return nil
+		}
+		return one(jen.Id("idemDec"+name).Call(jen.Id("d"), v.addr()))
+	}
+	t, ok := g.check(t, path, foreignAt)
+	if !ok {
+		return nil
+	}
+	if m := g.storedBy(t); m != (storage{}) {
+		return g.decMethod(m, t, v, s)
+	}
+	return g.decInline(t, v, path, g.enterNamed(t, path, foreignAt), omit, s)
+}
+
+// helperName reports whether a value of t is stored by helpers of its
+// type's own (a named composite type, or a union, that the generated file
+// can name and that brings no marshaling pair), and returns their name
+// suffix: "" after recording why t cannot be stored.
+func (g *codecGen) helperName(t types.Type, path, foreignAt string, omit omitTree) (string, bool) {
+	if !g.e.renderable(t) || lossyPair(g.e.pi, types.Unalias(t)) != "" || g.storedBy(types.Unalias(t)) != (storage{}) {
+		return "", false
+	}
+	n, ok := g.hasHelper(types.Unalias(t))
+	if !ok {
+		return "", false
+	}
+	g.e.pinAlias(t)
+	return g.helper(n, path, g.enterNamed(n, path, foreignAt), omit), true
+}
+
+// check refuses the types the generated file cannot name and those whose
+// only marshaling pair is lossy; it returns t without its aliases.
+func (g *codecGen) check(t types.Type, path, foreignAt string) (types.Type, bool) {
+	e, pi := g.e, g.e.pi
+	if !e.renderable(t) {
+		g.fail(path, "type "+pi.typeString(t)+" cannot be named in the generated file (unexported, or internal to another module)", foreignAt)
+		return nil, false
+	}
+	e.pinAlias(t)
+	t = types.Unalias(t)
+	if why := lossyPair(pi, t); why != "" {
+		g.fail(path, why, foreignAt)
+		return nil, false
+	}
+	return t, true
+}
+
+// enterNamed pins a named type's underlying type and returns the path of
+// the outermost other package's value, path if t starts one.
+func (g *codecGen) enterNamed(t types.Type, path, foreignAt string) string {
+	named, ok := t.(*types.Named)
+	if !ok {
+		return foreignAt
+	}
+	g.e.pinNamed(named)
+	if named.Obj().Pkg() != nil && named.Obj().Pkg() != g.e.pi.pkg.Types && foreignAt == "" {
+		return path
+	}
+	return foreignAt
+}
+
+// hasHelper reports whether t is stored by helpers of its own: a named
+// composite type, or an interface stored as a union.
+func (g *codecGen) hasHelper(t types.Type) (*types.Named, bool) {
+	named, ok := t.(*types.Named)
+	if !ok {
+		return nil, false
+	}
+	switch shapeOf(t).kind {
+	case kindStruct, kindSlice, kindMap, kindArray, kindPointer:
+		return named, true
+	case kindInterface:
+		return named, len(g.e.variants(named)) > 0
+	}
+	return nil, false
 }
 
 // lossyPair says why t is refused: a standard library type whose only way
@@ -168,33 +567,113 @@ func lossyPair(pi *pkgInfo, t types.Type) string {
 	return ""
 }
 
-// userinfo stores a url.Userinfo (no exported fields) by what its
-// accessors return, and rebuilds it with url.User or url.UserPassword: a
-// password set to "" stays set, an unset one stays unset.
-func (g *codecGen) userinfo(v vx, s fnScope, encode bool) []jen.Code {
-	if encode {
-		at, pw, set := s.get("at"), s.get("pw"), s.get("set")
-		return []jen.Code{
-			jen.Id(at).Op(":=").Id("e").Dot("Struct").Call(),
-			jen.Id("e").Dot("Field").Call(jen.Lit("Username")),
-			jen.Id("e").Dot("String").Call(v.sel(true).Dot("Username").Call()),
-			jen.If(jen.List(jen.Id(pw), jen.Id(set)).Op(":=").Add(v.sel(true)).Dot("Password").Call(), jen.Id(set)).Block(
-				jen.Id("e").Dot("Field").Call(jen.Lit("Password")),
-				jen.Id("e").Dot("String").Call(jen.Id(pw))),
-			jen.Id("e").Dot("End").Call(jen.Id(at)),
-		}
+// storage is how a value is stored by methods rather than by its shape:
+// a url.Userinfo by its accessors, a protobuf message, a marshaling pair.
+type storage struct {
+	userinfo, proto    bool
+	marshal, unmarshal string
+}
+
+// storedBy is how t is stored by methods; zero if it is not.
+func (g *codecGen) storedBy(t types.Type) storage {
+	if isNamed(t, "net/url", "Userinfo") {
+		return storage{userinfo: true}
 	}
+	if shapeOf(t).kind == kindPointer || types.IsInterface(t) {
+		return storage{}
+	}
+	// protobuf messages: *M has ProtoReflect.
+	if pm, ptr := implements(t, g.e.pi.types.protoMessage); pm && ptr {
+		return storage{proto: true}
+	}
+	if m, u, ok := g.pair(t); ok {
+		return storage{marshal: m, unmarshal: u}
+	}
+	return storage{}
+}
+
+func (g *codecGen) encMethod(m storage, v vx, s fnScope) []jen.Code {
+	switch {
+	case m.userinfo:
+		return g.encUserinfo(v, s)
+	case m.proto:
+		opts := g.e.qual(protoPkg, "MarshalOptions").Values(jen.Dict{jen.Id("Deterministic"): jen.True()})
+		return g.encCall("Marshaled", opts.Dot("Marshal").Call(v.addr()))
+	}
+	return g.encCall("Marshaled", v.sel(true).Dot(m.marshal).Call())
+}
+
+func (g *codecGen) decMethod(m storage, t types.Type, v vx, s fnScope) []jen.Code {
+	switch {
+	case m.userinfo:
+		return g.decUserinfo(v, s)
+	case m.proto:
+		return one(dCall("Unmarshaled", g.e.qual(protoPkg, "Unmarshal").Call(dCall("Marshaled"), v.addr())))
+	case isNamed(t, "crypto/x509", "OID"):
+		// The zero OID marshals to no bytes, which UnmarshalBinary
+		// refuses: no bytes stay the zero OID.
+		b := s.get("b")
+		return one(jen.If(jen.Id(b).Op(":=").Add(dCall("Marshaled")), jen.Len(jen.Id(b)).Op(">").Lit(0)).Block(
+			dCall("Unmarshaled", v.sel(true).Dot(m.unmarshal).Call(jen.Id(b)))))
+	}
+	return one(dCall("Unmarshaled", v.sel(true).Dot(m.unmarshal).Call(dCall("Marshaled"))))
+}
+
+// encCall is a value encoded by one Encoder call, e.m(args...): a struct
+// field's name chains onto it (fieldEnc).
+func (g *codecGen) encCall(m string, args ...jen.Code) []jen.Code {
+	g.last = encoderCall{stmt: eCall(m, args...), method: m, args: args}
+	return one(g.last.stmt)
+}
+
+// encoderCall is the statement encCall wrote last, and its parts.
+type encoderCall struct {
+	stmt   *jen.Statement
+	method string
+	args   []jen.Code
+}
+
+// fieldEnc is a struct field's name, then the code of its value: one line
+// when that is one Encoder call, e.Field("ID").String(v.ID).
+func (g *codecGen) fieldEnc(name string, code []jen.Code) []jen.Code {
+	if len(code) == 1 && g.last.stmt != nil && code[0] == jen.Code(g.last.stmt) {
+		return one(eCall("Field", jen.Lit(name)).Dot(g.last.method).Call(g.last.args...))
+	}
+	return append(one(eCall("Field", jen.Lit(name))), code...)
+}
+
+// eCall and dCall call a method of the Encoder e and the Decoder d.
+func eCall(m string, args ...jen.Code) *jen.Statement { return jen.Id("e").Dot(m).Call(args...) }
+func dCall(m string, args ...jen.Code) *jen.Statement { return jen.Id("d").Dot(m).Call(args...) }
+
+// encUserinfo stores a url.Userinfo (no exported fields) by what its
+// accessors return.
+func (g *codecGen) encUserinfo(v vx, s fnScope) []jen.Code {
+	at, pw, set := s.get("at"), s.get("pw"), s.get("set")
+	return []jen.Code{
+		jen.Id(at).Op(":=").Add(eCall("Struct")),
+		eCall("Field", jen.Lit("Username")),
+		eCall("String", v.sel(true).Dot("Username").Call()),
+		jen.If(jen.List(jen.Id(pw), jen.Id(set)).Op(":=").Add(v.sel(true)).Dot("Password").Call(), jen.Id(set)).Block(
+			eCall("Field", jen.Lit("Password")),
+			eCall("String", jen.Id(pw))),
+		eCall("End", jen.Id(at)),
+	}
+}
+
+// decUserinfo rebuilds a url.Userinfo with url.User or url.UserPassword:
+// a password set to "" stays set, an unset one stays unset.
+func (g *codecGen) decUserinfo(v vx, s fnScope) []jen.Code {
 	end, name, pw := s.get("end"), s.get("name"), s.get("pw")
-	read := func(m string) *jen.Statement { return jen.Id("d").Dot(m).Call() }
 	return []jen.Code{
 		jen.Var().Id(name).String(),
 		jen.Var().Id(pw).Op("*").String(),
-		jen.Id(end).Op(":=").Add(read("Struct")),
-		jen.For(jen.Id("d").Dot("More").Call(jen.Id(end))).Block(
-			jen.Switch(jen.String().Call(read("Field"))).Block(
-				jen.Case(jen.Lit("Username")).Block(jen.Id(name).Op("=").Add(read("String"))),
-				jen.Case(jen.Lit("Password")).Block(jen.Id(pw).Op("=").New(jen.String()), jen.Op("*").Id(pw).Op("=").Add(read("String"))),
-				jen.Default().Block(read("Skip")))),
+		jen.Id(end).Op(":=").Add(dCall("Struct")),
+		jen.For(dCall("More", jen.Id(end))).Block(
+			jen.Switch(jen.String().Call(dCall("Field"))).Block(
+				jen.Case(jen.Lit("Username")).Block(jen.Id(name).Op("=").Add(dCall("String"))),
+				jen.Case(jen.Lit("Password")).Block(jen.Id(pw).Op("=").New(jen.String()), jen.Op("*").Id(pw).Op("=").Add(dCall("String"))),
+				jen.Default().Block(dCall("Skip")))),
 		jen.If(jen.Id(pw).Op("!=").Nil()).Block(
 			v.val().Op("=").Op("*").Add(g.e.qual(urlPkg, "UserPassword")).Call(jen.Id(name), jen.Op("*").Id(pw)),
 		).Else().Block(
@@ -246,104 +725,44 @@ func (g *codecGen) pair(t types.Type) (marshal, unmarshal string, ok bool) {
 	return "", "", false
 }
 
-func (g *codecGen) code(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope, encode bool) []jen.Code {
-	e, pi := g.e, g.e.pi
-	if !e.renderable(t) {
-		g.fail(path, "type "+pi.typeString(t)+" cannot be named in the generated file (unexported, or internal to another module)", foreignAt)
-		return nil
-	}
-	e.pinAlias(t)
-	t = types.Unalias(t)
-	if why := lossyPair(pi, t); why != "" {
-		g.fail(path, why, foreignAt)
-		return nil
-	}
-	if isNamed(t, "net/url", "Userinfo") {
-		return g.userinfo(v, s, encode)
-	}
-	if _, isPtr := t.Underlying().(*types.Pointer); !isPtr && !types.IsInterface(t) {
-		// protobuf messages: *M has ProtoReflect.
-		if pm, ptr := implements(t, pi.types.protoMessage); pm && ptr {
-			if encode {
-				return one(jen.Id("e").Dot("Marshaled").Call(e.qual(protoPkg, "MarshalOptions").Values(jen.Dict{jen.Id("Deterministic"): jen.True()}).Dot("Marshal").Call(v.addr())))
-			}
-			return one(jen.Id("d").Dot("Unmarshaled").Call(e.qual(protoPkg, "Unmarshal").Call(jen.Id("d").Dot("Marshaled").Call(), v.addr())))
-		}
-		if m, u, ok := g.pair(t); ok {
-			if encode {
-				return one(jen.Id("e").Dot("Marshaled").Call(v.sel(true).Dot(m).Call()))
-			}
-			if isNamed(t, "crypto/x509", "OID") {
-				// The zero OID marshals to no bytes, which UnmarshalBinary
-				// refuses: no bytes stay the zero OID.
-				b := s.get("b")
-				return one(jen.If(jen.Id(b).Op(":=").Id("d").Dot("Marshaled").Call(), jen.Len(jen.Id(b)).Op(">").Lit(0)).Block(
-					jen.Id("d").Dot("Unmarshaled").Call(v.sel(true).Dot(u).Call(jen.Id(b)))))
-			}
-			return one(jen.Id("d").Dot("Unmarshaled").Call(v.sel(true).Dot(u).Call(jen.Id("d").Dot("Marshaled").Call())))
-		}
-	}
-	named, isNamed := t.(*types.Named)
-	if isNamed {
-		e.pinNamed(named)
-	}
-	if isNamed && named.Obj().Pkg() != nil && named.Obj().Pkg() != pi.pkg.Types && foreignAt == "" {
-		foreignAt = path
-	}
-	if isNamed {
-		union := types.IsInterface(named) && len(e.variants(named)) > 0
-		switch t.Underlying().(type) {
-		case *types.Struct, *types.Slice, *types.Map, *types.Array, *types.Pointer, *types.Interface:
-			if _, iface := t.Underlying().(*types.Interface); iface && !union {
-				break
-			}
-			name := g.helper(named, path, foreignAt, omit)
-			if name == "" {
-				return nil
-			}
-			if encode {
-				return one(jen.Id("idemEnc"+name).Call(jen.Id("e"), v.addr()))
-			}
-			return one(jen.Id("idemDec"+name).Call(jen.Id("d"), v.addr()))
-		}
-	}
-	return g.inline(t, v, path, foreignAt, omit, s, encode)
-}
-
 // helper makes (once) the helpers of a named type and returns their name
 // suffix; "" if the type cannot be stored (problems are recorded).
 func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree) string {
-	e := g.e
 	key := types.TypeString(n, nil) // instances of a generic type differ
-	specialised := len(omit) > 0
-	if specialised {
+	if len(omit) > 0 {
 		key += " for " + g.spec + " omitting " + fmt.Sprint(omit) // fmt sorts map keys
 	}
-	{
-		if h, ok := e.codecHelpers[key]; ok {
-			if h.building {
-				h.recursive = true // the type reaches itself
-			}
-			if h.problems != nil {
-				g.lift(h, path, foreignAt)
-				return ""
-			}
-			for l := range h.lossy {
-				g.lossy[l] = true
-			}
-			for f := range h.skipped {
-				g.skipped[f] = true
-			}
-			g.errs = g.errs || h.errs
-			g.addUnions(h.unions)
-			return h.name
-		}
+	h, ok := g.e.codecHelpers[key]
+	switch {
+	case !ok:
+		h = g.buildHelper(n, key, omit)
+	case h.building:
+		h.recursive = true // the type reaches itself
 	}
+	if h.problems != nil {
+		g.lift(h, path, foreignAt)
+		return ""
+	}
+	for l := range h.lossy {
+		g.lossy[l] = true
+	}
+	for f := range h.skipped {
+		g.skipped[f] = true
+	}
+	g.errs = g.errs || h.errs
+	g.addUnions(h.unions)
+	return h.name
+}
+
+// buildHelper writes idemEncN and idemDecN, or records in the helper
+// returned why n cannot be stored.
+func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codecHelper {
+	e := g.e
 	base := n.Obj().Name() + e.instanceSuffix(n)
 	if n.Obj().Pkg() != e.pi.pkg.Types {
 		base = upperFirst(n.Obj().Pkg().Name()) + base
 	}
-	if specialised {
+	if len(omit) > 0 {
 		base += "For" + g.spec
 	}
 	name := e.global("idemEnc" + base)[len("idemEnc"):]
@@ -357,52 +776,37 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 	if n.Obj().Pkg() != e.pi.pkg.Types {
 		root = "\x00" // inside another package's type: advise omitting its root
 	}
-	se, sd := fnScope{}, fnScope{}
-	for _, l := range []string{"e", "d", "v"} {
-		se[l], sd[l] = 1, 1
-	}
 	self := deref(jen.Id("v"))
-	encBody := sub.inline(n, self, "", root, omit, se, true)
-	decBody := sub.inline(n, self, "", root, omit, sd, false)
+	encBody := sub.encInline(n, self, "", root, omit, fnScope{"e": 1, "d": 1, "v": 1})
+	decBody := sub.decInline(n, self, "", root, omit, fnScope{"e": 1, "d": 1, "v": 1})
 	h.building = false
+	if len(sub.problems) > 0 {
+		h.problems = sub.problems
+		return h
+	}
+	h.lossy, h.skipped, h.errs, h.unions = sub.lossy, sub.skipped, sub.errs, sub.unions
 	if h.recursive {
 		// A value of a recursive type can nest without end (a cycle) or,
 		// in a corrupt record, deeper than the stack holds: bound it.
-		guard := func(x string) []jen.Code {
-			return []jen.Code{
-				jen.If(jen.Op("!").Id(x).Dot("Enter").Call()).Block(jen.Return()),
-				jen.Defer().Id(x).Dot("Leave").Call(),
-			}
-		}
-		encBody = append(guard("e"), encBody...)
-		decBody = append(guard("d"), decBody...)
+		encBody = append(depthGuard("e"), encBody...)
+		decBody = append(depthGuard("d"), decBody...)
 	}
-	if len(sub.problems) > 0 {
-		h.problems = sub.problems
-		g.lift(h, path, foreignAt)
-		return ""
-	}
-	h.lossy, h.skipped, h.errs, h.unions = sub.lossy, sub.skipped, sub.errs, sub.unions
-	g.errs = g.errs || sub.errs
-	g.addUnions(sub.unions)
-	for l := range sub.lossy {
-		g.lossy[l] = true
-	}
-	for f := range sub.skipped {
-		g.skipped[f] = true
-	}
-	if _, ok := n.Underlying().(*types.Struct); ok {
-		e.readFields(n)
-	}
+	e.readFields(n)
 	tt := e.typ(n)
-	encT, decT := e.qual(e.impl, "Encoder"), e.qual(e.impl, "Decoder")
 	e.helperDecls = append(e.helperDecls,
-		helperDecl{name: "idemEnc" + name, code: jen.Commentf("idemEnc%s stores values of %s.", name, e.pi.typeString(n)).Line().
-			Func().Id("idemEnc"+name).Params(jen.Id("e").Op("*").Add(encT), jen.Id("v").Op("*").Add(tt)).Block(encBody...)},
-		helperDecl{name: "idemDec" + name, code: jen.Commentf("idemDec%s restores values of %s.", name, e.pi.typeString(n)).Line().
-			Func().Id("idemDec"+name).Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(tt)).Block(decBody...)},
+		helperDecl{name: "idemEnc" + name, code: jen.Func().Id("idemEnc"+name).Params(jen.Id("e").Op("*").Add(e.qual(e.impl, "Encoder")), jen.Id("v").Op("*").Add(tt)).Block(encBody...)},
+		helperDecl{name: "idemDec" + name, code: jen.Func().Id("idemDec"+name).Params(jen.Id("d").Op("*").Add(e.qual(e.impl, "Decoder")), jen.Id("v").Op("*").Add(tt)).Block(decBody...)},
 	)
-	return name
+	return h
+}
+
+// depthGuard bounds the nesting of a recursive type's values in the
+// helper of builder, encoder or decoder x.
+func depthGuard(x string) []jen.Code {
+	return []jen.Code{
+		jen.If(jen.Op("!").Id(x).Dot("Enter").Call()).Block(jen.Return()),
+		jen.Defer().Id(x).Dot("Leave").Call(),
+	}
 }
 
 // lift records the problems of helper h, reached at path, as problems of
@@ -437,269 +841,393 @@ type codecHelper struct {
 	unions              map[string]bool
 }
 
-func (g *codecGen) inline(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope, encode bool) []jen.Code {
-	e, pi := g.e, g.e.pi
-	adv := func() string { return foreignAt }
-	// conv converts v to the basic type the Encoder takes, unless it is one.
-	conv := func(to string) jen.Code {
-		if b, ok := t.(*types.Basic); ok && b.Name() == to {
-			return v.val()
-		}
-		return jen.Id(to).Call(v.val())
-	}
-	// set assigns what the Decoder returned (of basic type from), converted.
-	set := func(from string, x jen.Code) []jen.Code {
-		if b, ok := t.(*types.Basic); ok && b.Name() == from {
-			return one(v.val().Op("=").Add(x))
-		}
-		return one(v.val().Op("=").Add(e.typ(t)).Call(x))
-	}
-	call := func(m string, args ...jen.Code) []jen.Code { return one(jen.Id("e").Dot(m).Call(args...)) }
-	read := func(m string, args ...jen.Code) *jen.Statement { return jen.Id("d").Dot(m).Call(args...) }
-	switch u := t.Underlying().(type) {
-	case *types.Basic:
-		info := u.Info()
-		bits := 64
-		switch u.Kind() {
-		case types.Int8, types.Uint8:
-			bits = 8
-		case types.Int16, types.Uint16:
-			bits = 16
-		case types.Int32, types.Uint32:
-			bits = 32
-		}
-		switch {
-		case u.Kind() == types.Bool:
-			if encode {
-				return call("Bool", conv("bool"))
-			}
-			return set("bool", read("Bool"))
-		case info&types.IsString != 0:
-			if encode {
-				return call("String", conv("string"))
-			}
-			return set("string", read("String"))
-		case info&types.IsUnsigned != 0:
-			if encode {
-				return call("Uint", conv("uint64"))
-			}
-			return set("uint64", read("Uint", jen.Lit(bits)))
-		case info&types.IsInteger != 0:
-			if encode {
-				return call("Int", conv("int64"))
-			}
-			return set("int64", read("Int", jen.Lit(bits)))
-		case u.Kind() == types.Float32:
-			if encode {
-				return call("Float32", conv("float32"))
-			}
-			return set("float32", read("Float32"))
-		case info&types.IsFloat != 0:
-			if encode {
-				return call("Float64", conv("float64"))
-			}
-			return set("float64", read("Float64"))
-		case info&types.IsComplex != 0:
-			if encode {
-				return call("Complex", conv("complex128"))
-			}
-			return set("complex128", read("Complex"))
-		}
-		g.fail(path, u.String()+" cannot be stored", adv())
+// encInline encodes v by its type's shape (a named type's helper body).
+func (g *codecGen) encInline(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
+	sh := shapeOf(t)
+	if !g.storableShape(t, sh, path, foreignAt) {
 		return nil
-	case *types.Pointer:
-		elem := u.Elem()
-		if encode {
-			inner := g.enc(elem, v.elem(), path, foreignAt, omit, s)
-			return one(jen.If(v.val().Op("==").Nil()).Block(jen.Id("e").Dot("Nil").Call()).Else().Block(
-				append([]jen.Code{jen.Id("e").Dot("Ptr").Call()}, inner...)...))
+	}
+	switch sh.kind {
+	case kindBasic:
+		m, to, _ := basicCodec(sh.basic)
+		return g.encCall(m, convert(t, to, v.val()))
+	case kindPointer:
+		if name, ok := g.helperName(sh.elem, path, foreignAt, omit); ok {
+			return g.combinator(name, "EncPtr", jen.Id("e"), v.val(), "idemEnc")
 		}
-		inner := g.dec(elem, v.elem(), path, foreignAt, omit, s)
-		return one(jen.If(read("Ptr")).Block(
-			append([]jen.Code{v.val().Op("=").New(e.typ(elem))}, inner...)...).Else().Block(v.val().Op("=").Nil()))
-	case *types.Slice:
-		if isNamed(t, "net", "IP") {
-			// Builds before stored a net.IP by its MarshalText, as bytes
-			// too: a non-nil one goes behind a pointer marker, so such a
-			// record is ErrResultIncompatible, never text read as an
-			// address.
-			if encode {
-				return one(jen.If(v.val().Op("==").Nil()).Block(jen.Id("e").Dot("Nil").Call()).Else().Block(
-					jen.Id("e").Dot("Ptr").Call(), jen.Id("e").Dot("Bytes").Call(v.val())))
-			}
-			return one(jen.If(read("Ptr")).Block(v.val().Op("=").Add(read("Bytes"))).Else().Block(v.val().Op("=").Nil()))
+		if bc := basicCoder(sh.elem); bc != "" {
+			return one(g.e.qual(g.e.impl, "EncPtr").Call(jen.Id("e"), v.val(), g.e.qual(g.e.impl, "Enc"+bc)))
 		}
-		if b, ok := u.Elem().(*types.Basic); ok && b.Kind() == types.Byte {
-			if encode {
-				if types.Identical(t, byteSlice) {
-					return call("Bytes", v.val())
-				}
-				return call("Bytes", jen.Index().Byte().Call(v.val()))
-			}
-			if types.Identical(t, byteSlice) {
-				return one(v.val().Op("=").Add(read("Bytes")))
-			}
-			return one(v.val().Op("=").Add(e.typ(t)).Call(read("Bytes")))
-		}
-		i := s.get("i")
-		if encode {
-			at := s.get("at")
-			inner := g.enc(u.Elem(), expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
-			return one(jen.If(v.val().Op("==").Nil()).Block(jen.Id("e").Dot("Nil").Call()).Else().Block(
-				jen.Id(at).Op(":=").Id("e").Dot("List").Call(jen.Len(v.val())),
-				rangeOver(i, v.val(), inner),
-				jen.Id("e").Dot("End").Call(jen.Id(at))))
-		}
-		inner := g.dec(u.Elem(), expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
-		return one(jen.If(read("Nil")).Block(v.val().Op("=").Nil()).Else().Block(
-			v.val().Op("=").Make(e.typ(t), read("List")),
-			rangeOver(i, v.val(), inner)))
-	case *types.Array:
-		i := s.get("i")
-		if encode {
-			at := s.get("at")
-			inner := g.enc(u.Elem(), expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
-			return []jen.Code{
-				jen.Id(at).Op(":=").Id("e").Dot("List").Call(jen.Len(v.val())),
-				rangeOver(i, v.val(), inner),
-				jen.Id("e").Dot("End").Call(jen.Id(at)),
-			}
-		}
-		inner := g.dec(u.Elem(), expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
-		return one(jen.If(read("Array", jen.Len(v.val()))).Block(rangeOver(i, v.val(), inner)))
-	case *types.Map:
-		kb, ok := u.Key().Underlying().(*types.Basic)
-		if !ok || kb.Info()&types.IsOrdered == 0 {
-			g.fail(path, "map key "+pi.typeString(u.Key())+" is not a string or a number (only those keys are stored, in sorted order)", adv())
-			return nil
-		}
-		k, x := s.get("k"), s.get("x")
-		if encode {
-			at := s.get("at")
-			kc := g.enc(u.Key(), expr(jen.Id(k)), path+"[]", foreignAt, nil, s)
-			xc := g.enc(u.Elem(), expr(jen.Id(x)), path+"[]", foreignAt, nil, s)
-			body := kc
-			if uses(xc, x) { // an element of an empty struct writes nothing of it
-				body = append([]jen.Code{jen.Id(x).Op(":=").Add(v.sel(false)).Index(jen.Id(k))}, kc...)
-			}
-			body = append(body, xc...)
-			return one(jen.If(v.val().Op("==").Nil()).Block(jen.Id("e").Dot("Nil").Call()).Else().Block(
-				jen.Id(at).Op(":=").Id("e").Dot("Map").Call(jen.Len(v.val())),
-				jen.Commentf("sorted: the same value always has the same bytes"),
-				jen.For(jen.List(jen.Id("_"), jen.Id(k)).Op(":=").Range().Add(e.qual(slicesPkg, "Sorted")).Call(e.qual(mapsPkg, "Keys").Call(v.val()))).Block(body...),
-				jen.Id("e").Dot("End").Call(jen.Id(at))))
-		}
-		n := s.get("n")
-		kc := g.dec(u.Key(), expr(jen.Id(k)), path+"[]", foreignAt, nil, s)
-		xc := g.dec(u.Elem(), expr(jen.Id(x)), path+"[]", foreignAt, nil, s)
-		body := []jen.Code{jen.Var().Id(k).Add(e.typ(u.Key())), jen.Var().Id(x).Add(e.typ(u.Elem()))}
-		body = append(body, kc...)
-		body = append(body, xc...)
-		body = append(body, v.sel(false).Index(jen.Id(k)).Op("=").Id(x))
-		return one(jen.If(read("Nil")).Block(v.val().Op("=").Nil()).Else().Block(
-			jen.Id(n).Op(":=").Add(read("Map")),
-			v.val().Op("=").Make(e.typ(t), jen.Id(n)),
-			jen.For(jen.Range().Id(n)).Block(body...)))
-	case *types.Struct:
-		own := true
-		if nt, ok := t.(*types.Named); ok && nt.Obj().Pkg() != pi.pkg.Types {
-			own = false
-		}
-		at, end := s.get("at"), s.get("end")
-		var encs, cases []jen.Code
-		exported := 0
-		for i := 0; i < u.NumFields(); i++ {
-			f := u.Field(i)
-			fp := joinPath(path, f.Name())
-			sub, omitted := omit[f.Name()]
-			if omitted && len(sub) == 0 {
-				if f.Exported() {
-					exported++ // left out by name, on the doc line: not lost silently
-				}
-				continue
-			}
-			if f.Exported() && g.opaque(f.Type()) && len(sub) == 0 {
-				// Another package's state held by value, none of it
-				// exported (an AWS output's ResultMetadata): replays hold
-				// its zero value, which is usable, and the doc line names
-				// the type. A result that is such a value is still refused.
-				g.lossy[pi.typeString(f.Type())] = true
-				continue
-			}
-			if !own && f.Exported() && jsonSkipped(u.Tag(i)) && !storable(f.Type()) {
-				g.skipped[pi.typeString(t)+"."+f.Name()] = true
-				continue
-			}
-			if !f.Exported() {
-				if f.Name() == "_" || zeroSize(f.Type()) {
-					continue
-				}
-				if !own {
-					g.lossy[pi.typeString(t)] = true
-					continue
-				}
-				if !(f.Embedded() && isStruct(f.Type())) {
-					g.fail(fp, "unexported field (export it, or give the type a marshaling pair)", "")
-					continue
-				}
-			}
-			exported++
-			fv := expr(v.sel(true).Dot(f.Name()))
-			if encode {
-				encs = append(encs, jen.Id("e").Dot("Field").Call(jen.Lit(f.Name())))
-				encs = append(encs, g.enc(f.Type(), fv, fp, foreignAt, sub, s)...)
-			} else {
-				cases = append(cases, jen.Case(jen.Lit(f.Name())).Block(g.dec(f.Type(), fv, fp, foreignAt, sub, s)...))
-			}
-		}
-		if !own && exported == 0 && g.lossy[pi.typeString(t)] {
-			g.fail(path, pi.typeString(t)+" has no exported fields: all its state would be lost on replay", adv())
-			return nil
-		}
-		if encode {
-			out := []jen.Code{jen.Id(at).Op(":=").Id("e").Dot("Struct").Call()}
-			out = append(out, encs...)
-			return append(out, jen.Id("e").Dot("End").Call(jen.Id(at)))
-		}
-		cases = append(cases, jen.Default().Block(jen.Id("d").Dot("Skip").Call()))
+		inner := g.enc(sh.elem, v.elem(), path, foreignAt, omit, s)
+		return one(jen.If(v.val().Op("==").Nil()).Block(eCall("Nil")).Else().Block(append(one(eCall("Ptr")), inner...)...))
+	case kindSlice:
+		return g.encSlice(t, sh.elem, v, path, foreignAt, s)
+	case kindArray:
+		i, at := s.get("i"), s.get("at")
+		inner := g.enc(sh.elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
 		return []jen.Code{
-			jen.Id(end).Op(":=").Add(read("Struct")),
-			jen.For(jen.Id("d").Dot("More").Call(jen.Id(end))).Block(
-				jen.Switch(jen.String().Call(read("Field"))).Block(cases...)),
+			jen.Id(at).Op(":=").Add(eCall("List", jen.Len(v.val()))),
+			rangeOver(i, v.val(), inner),
+			eCall("End", jen.Id(at)),
 		}
-	case *types.Interface:
+	case kindMap:
+		return g.encMap(sh, v, path, foreignAt, s)
+	case kindStruct:
+		return g.encStruct(t, sh.strct, v, path, foreignAt, omit, s)
+	case kindInterface:
 		if types.Identical(t, errorType) {
-			// Its text and chain, and the known error types as
-			// themselves (errtypes.go).
 			g.errs = true
-			if encode {
-				return call("Error", v.val(), e.errorTypes())
-			}
-			return one(v.val().Op("=").Add(read("Error", e.errorTypes())))
+			return g.encCall("Error", v.val(), g.e.errorTypes())
 		}
-		if n, ok := t.(*types.Named); ok {
-			if vs := e.variants(n); len(vs) > 0 {
-				return g.union(n, vs, v, path, foreignAt, s, encode)
-			}
+		if n, ok := t.(*types.Named); ok && len(g.e.variants(n)) > 0 {
+			return g.encUnion(n, g.e.variants(n), v, path, foreignAt, s)
 		}
-		if u.Empty() {
-			// any: stored with its dynamic type where that is one the
-			// runtime restores exactly (what encoding/json decodes into
-			// an any, basic types); any other is ErrResultNotEncodable.
-			if encode {
-				return call("Any", v.val())
-			}
-			return one(v.val().Op("=").Add(read("Any")))
-		}
-		g.fail(path, "interface "+pi.typeString(t)+" cannot be decoded to its dynamic type", adv())
-	case *types.Signature:
-		g.fail(path, "func values cannot be stored", adv())
-	case *types.Chan:
-		g.fail(path, "channels cannot be stored", adv())
-	default:
-		g.fail(path, "type "+pi.typeString(t)+" cannot be stored", adv())
+		return g.encCall("Any", v.val())
 	}
 	return nil
+}
+
+// decInline decodes into v as encInline encodes it.
+func (g *codecGen) decInline(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
+	sh := shapeOf(t)
+	if !g.storableShape(t, sh, path, foreignAt) {
+		return nil
+	}
+	switch sh.kind {
+	case kindBasic:
+		m, from, bits := basicCodec(sh.basic)
+		var x jen.Code = dCall(m)
+		if bits > 0 {
+			x = dCall(m, jen.Lit(bits))
+		}
+		return one(v.val().Op("=").Add(g.convertBack(t, from, x)))
+	case kindPointer:
+		if name, ok := g.helperName(sh.elem, path, foreignAt, omit); ok {
+			return g.combinator(name, "DecPtr", jen.Id("d"), v.addr(), "idemDec")
+		}
+		if bc := basicCoder(sh.elem); bc != "" {
+			return one(g.e.qual(g.e.impl, "DecPtr").Call(jen.Id("d"), v.addr(), g.e.qual(g.e.impl, "Dec"+bc)))
+		}
+		inner := g.dec(sh.elem, v.elem(), path, foreignAt, omit, s)
+		return one(jen.If(dCall("Ptr")).Block(
+			append(one(v.val().Op("=").New(g.e.typ(sh.elem))), inner...)...).Else().Block(v.val().Op("=").Nil()))
+	case kindSlice:
+		return g.decSlice(t, sh.elem, v, path, foreignAt, s)
+	case kindArray:
+		i := s.get("i")
+		inner := g.dec(sh.elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
+		return one(jen.If(dCall("Array", jen.Len(v.val()))).Block(rangeOver(i, v.val(), inner)))
+	case kindMap:
+		return g.decMap(t, sh, v, path, foreignAt, s)
+	case kindStruct:
+		return g.decStruct(t, sh.strct, v, path, foreignAt, omit, s)
+	case kindInterface:
+		if types.Identical(t, errorType) {
+			g.errs = true
+			return one(v.val().Op("=").Add(dCall("Error", g.e.errorTypes())))
+		}
+		if n, ok := t.(*types.Named); ok && len(g.e.variants(n)) > 0 {
+			return g.decUnion(n, g.e.variants(n), v, path, foreignAt, s)
+		}
+		return one(v.val().Op("=").Add(dCall("Any")))
+	}
+	return nil
+}
+
+// storableShape refuses, with a problem at path, the shapes no codec
+// stores: funcs, channels, maps of other keys than strings and numbers,
+// interfaces other than error, any and unions. Errors are stored by their
+// text and chain, and the known error types as themselves (errtypes.go);
+// an any with its dynamic type where that is one the runtime restores
+// exactly (what encoding/json decodes into an any, basic types).
+func (g *codecGen) storableShape(t types.Type, sh shape, path, foreignAt string) bool {
+	pi := g.e.pi
+	switch sh.kind {
+	case kindBasic:
+		if m, _, _ := basicCodec(sh.basic); m == "" {
+			g.fail(path, sh.basic.String()+" cannot be stored", foreignAt)
+			return false
+		}
+	case kindPointer, kindSlice, kindArray, kindStruct:
+	case kindMap:
+		if kb, ok := sh.key.Underlying().(*types.Basic); !ok || kb.Info()&types.IsOrdered == 0 {
+			g.fail(path, "map key "+pi.typeString(sh.key)+" is not a string or a number (only those keys are stored, in sorted order)", foreignAt)
+			return false
+		}
+	case kindInterface:
+		n, named := t.(*types.Named)
+		if !types.Identical(t, errorType) && !(named && len(g.e.variants(n)) > 0) && !sh.iface.Empty() {
+			g.fail(path, "interface "+pi.typeString(t)+" cannot be decoded to its dynamic type", foreignAt)
+			return false
+		}
+	case kindFunc:
+		g.fail(path, "func values cannot be stored", foreignAt)
+		return false
+	case kindChan:
+		g.fail(path, "channels cannot be stored", foreignAt)
+		return false
+	default:
+		g.fail(path, "type "+pi.typeString(t)+" cannot be stored", foreignAt)
+		return false
+	}
+	return true
+}
+
+// basicCodec is the Encoder and Decoder method of a basic type, the type
+// they take and return, and the bits the Decoder checks a number against
+// (0: none); "" for a type that is not stored.
+func basicCodec(u *types.Basic) (method, typ string, bits int) {
+	bits = 64
+	switch u.Kind() {
+	case types.Int8, types.Uint8:
+		bits = 8
+	case types.Int16, types.Uint16:
+		bits = 16
+	case types.Int32, types.Uint32:
+		bits = 32
+	}
+	info := u.Info()
+	switch {
+	case u.Kind() == types.Bool:
+		return "Bool", "bool", 0
+	case info&types.IsString != 0:
+		return "String", "string", 0
+	case info&types.IsUnsigned != 0:
+		return "Uint", "uint64", bits
+	case info&types.IsInteger != 0:
+		return "Int", "int64", bits
+	case u.Kind() == types.Float32:
+		return "Float32", "float32", 0
+	case info&types.IsFloat != 0:
+		return "Float64", "float64", 0
+	case info&types.IsComplex != 0:
+		return "Complex", "complex128", 0
+	}
+	return "", "", 0
+}
+
+// convert converts x of type t to the basic type to, unless it is one.
+func convert(t types.Type, to string, x *jen.Statement) jen.Code {
+	if b, ok := t.(*types.Basic); ok && b.Name() == to {
+		return x
+	}
+	return jen.Id(to).Call(x)
+}
+
+// convertBack converts x of the basic type from to t, unless it is one.
+func (g *codecGen) convertBack(t types.Type, from string, x jen.Code) jen.Code {
+	if b, ok := t.(*types.Basic); ok && b.Name() == from {
+		return x
+	}
+	return jen.Add(g.e.typ(t)).Call(x)
+}
+
+// encSlice: Nil, or the elements (bytes at once).
+func (g *codecGen) encSlice(t, elem types.Type, v vx, path, foreignAt string, s fnScope) []jen.Code {
+	switch {
+	case isNamed(t, "net", "IP"):
+		// Builds before stored a net.IP by its MarshalText, as bytes
+		// too: a non-nil one goes behind a pointer marker, so such a
+		// record is ErrResultIncompatible, never text read as an
+		// address.
+		return one(jen.If(v.val().Op("==").Nil()).Block(eCall("Nil")).Else().Block(eCall("Ptr"), eCall("Bytes", v.val())))
+	case isByte(elem) && types.Identical(t, byteSlice):
+		return g.encCall("Bytes", v.val())
+	case isByte(elem):
+		return g.encCall("Bytes", jen.Index().Byte().Call(v.val()))
+	}
+	if name, ok := g.helperName(elem, path+"[]", foreignAt, nil); ok {
+		return g.combinator(name, "EncList", jen.Id("e"), v.val(), "idemEnc")
+	}
+	if bc := basicCoder(elem); bc != "" {
+		return one(g.e.qual(g.e.impl, "EncList").Call(jen.Id("e"), v.val(), g.e.qual(g.e.impl, "Enc"+bc)))
+	}
+	i, at := s.get("i"), s.get("at")
+	inner := g.enc(elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
+	return one(jen.If(v.val().Op("==").Nil()).Block(eCall("Nil")).Else().Block(
+		jen.Id(at).Op(":=").Add(eCall("List", jen.Len(v.val()))),
+		rangeOver(i, v.val(), inner),
+		eCall("End", jen.Id(at))))
+}
+
+// decSlice decodes as encSlice encodes.
+func (g *codecGen) decSlice(t, elem types.Type, v vx, path, foreignAt string, s fnScope) []jen.Code {
+	switch {
+	case isNamed(t, "net", "IP"):
+		return one(jen.If(dCall("Ptr")).Block(v.val().Op("=").Add(dCall("Bytes"))).Else().Block(v.val().Op("=").Nil()))
+	case isByte(elem) && types.Identical(t, byteSlice):
+		return one(v.val().Op("=").Add(dCall("Bytes")))
+	case isByte(elem):
+		return one(v.val().Op("=").Add(g.e.typ(t)).Call(dCall("Bytes")))
+	}
+	if name, ok := g.helperName(elem, path+"[]", foreignAt, nil); ok {
+		return g.combinator(name, "DecList", jen.Id("d"), v.addr(), "idemDec")
+	}
+	if bc := basicCoder(elem); bc != "" {
+		return one(g.e.qual(g.e.impl, "DecList").Call(jen.Id("d"), v.addr(), g.e.qual(g.e.impl, "Dec"+bc)))
+	}
+	i := s.get("i")
+	inner := g.dec(elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
+	return one(jen.If(dCall("Nil")).Block(v.val().Op("=").Nil()).Else().Block(
+		v.val().Op("=").Make(g.e.typ(t), dCall("List")),
+		rangeOver(i, v.val(), inner)))
+}
+
+// combinator calls the idemimpl combinator fn over x with the helper
+// prefix+name of its elements; nothing when they cannot be stored.
+func (g *codecGen) combinator(name, fn string, coder, x jen.Code, prefix string) []jen.Code {
+	if name == "" {
+		return nil
+	}
+	return one(g.e.qual(g.e.impl, fn).Call(coder, x, jen.Id(prefix+name)))
+}
+
+// basicCoder names the idemimpl encoder and decoder (EncString and
+// DecString…) of the values of a predeclared basic type, for EncPtr and
+// EncList; "" for other types, and for integers, whose decoders take the
+// bits a number must fit in.
+func basicCoder(t types.Type) string {
+	b, ok := types.Unalias(t).(*types.Basic)
+	if !ok {
+		return ""
+	}
+	switch m, _, _ := basicCodec(b); m {
+	case "String", "Bool", "Float64":
+		return m
+	}
+	return ""
+}
+
+// isByte: the element type of []byte, not of a named byte type's slice.
+func isByte(t types.Type) bool {
+	b, ok := t.(*types.Basic)
+	return ok && b.Kind() == types.Byte
+}
+
+// encMap: Nil, or the entries in key order.
+func (g *codecGen) encMap(sh shape, v vx, path, foreignAt string, s fnScope) []jen.Code {
+	k, x, at := s.get("k"), s.get("x"), s.get("at")
+	kc := g.enc(sh.key, expr(jen.Id(k)), path+"[]", foreignAt, nil, s)
+	xc := g.enc(sh.elem, expr(jen.Id(x)), path+"[]", foreignAt, nil, s)
+	body := kc
+	if uses(xc, x) { // an element of an empty struct writes nothing of it
+		body = append([]jen.Code{jen.Id(x).Op(":=").Add(v.sel(false)).Index(jen.Id(k))}, kc...)
+	}
+	body = append(body, xc...)
+	e := g.e
+	return one(jen.If(v.val().Op("==").Nil()).Block(eCall("Nil")).Else().Block(
+		jen.Id(at).Op(":=").Add(eCall("Map", jen.Len(v.val()))),
+		jen.Commentf("sorted: the same value always has the same bytes"),
+		jen.For(jen.List(jen.Id("_"), jen.Id(k)).Op(":=").Range().Add(e.qual(slicesPkg, "Sorted")).Call(e.qual(mapsPkg, "Keys").Call(v.val()))).Block(body...),
+		eCall("End", jen.Id(at))))
+}
+
+// decMap decodes as encMap encodes.
+func (g *codecGen) decMap(t types.Type, sh shape, v vx, path, foreignAt string, s fnScope) []jen.Code {
+	k, x, n := s.get("k"), s.get("x"), s.get("n")
+	kc := g.dec(sh.key, expr(jen.Id(k)), path+"[]", foreignAt, nil, s)
+	xc := g.dec(sh.elem, expr(jen.Id(x)), path+"[]", foreignAt, nil, s)
+	body := []jen.Code{jen.Var().Id(k).Add(g.e.typ(sh.key)), jen.Var().Id(x).Add(g.e.typ(sh.elem))}
+	body = append(body, kc...)
+	body = append(body, xc...)
+	body = append(body, v.sel(false).Index(jen.Id(k)).Op("=").Id(x))
+	return one(jen.If(dCall("Nil")).Block(v.val().Op("=").Nil()).Else().Block(
+		jen.Id(n).Op(":=").Add(dCall("Map")),
+		v.val().Op("=").Make(g.e.typ(t), jen.Id(n)),
+		jen.For(jen.Range().Id(n)).Block(body...)))
+}
+
+// encStruct: the stored fields, each by name.
+func (g *codecGen) encStruct(t types.Type, u *types.Struct, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
+	at := s.get("at")
+	out := one(jen.Id(at).Op(":=").Add(eCall("Struct")))
+	ok := g.eachField(t, u, path, foreignAt, omit, func(f *types.Var, fp string, sub omitTree) {
+		out = append(out, g.fieldEnc(f.Name(), g.enc(f.Type(), expr(v.sel(true).Dot(f.Name())), fp, foreignAt, sub, s))...)
+	})
+	if !ok {
+		return nil
+	}
+	return append(out, eCall("End", jen.Id(at)))
+}
+
+// decStruct decodes the fields by name: an unknown one (removed since
+// the record was written) is skipped, a missing one stays zero.
+func (g *codecGen) decStruct(t types.Type, u *types.Struct, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
+	end := s.get("end")
+	var cases []jen.Code
+	ok := g.eachField(t, u, path, foreignAt, omit, func(f *types.Var, fp string, sub omitTree) {
+		cases = append(cases, jen.Case(jen.Lit(f.Name())).Block(g.dec(f.Type(), expr(v.sel(true).Dot(f.Name())), fp, foreignAt, sub, s)...))
+	})
+	if !ok {
+		return nil
+	}
+	cases = append(cases, jen.Default().Block(dCall("Skip")))
+	return []jen.Code{
+		jen.Id(end).Op(":=").Add(dCall("Struct")),
+		jen.For(dCall("More", jen.Id(end))).Block(jen.Switch(jen.String().Call(dCall("Field"))).Block(cases...)),
+	}
+}
+
+// eachField calls store for each field of struct u (of type t) that is
+// stored, and records why the others are not; false if the struct cannot
+// be stored at all.
+func (g *codecGen) eachField(t types.Type, u *types.Struct, path, foreignAt string, omit omitTree, store func(f *types.Var, fp string, sub omitTree)) bool {
+	pi := g.e.pi
+	own := true
+	if nt, ok := t.(*types.Named); ok && nt.Obj().Pkg() != pi.pkg.Types {
+		own = false
+	}
+	exported := 0
+	for i := 0; i < u.NumFields(); i++ {
+		f := u.Field(i)
+		sub, omitted := omit[f.Name()]
+		if omitted && len(sub) == 0 {
+			if f.Exported() {
+				exported++ // left out by name, on the doc line: not lost silently
+			}
+			continue
+		}
+		if g.unstored(t, u, i, own, path, sub) {
+			continue
+		}
+		exported++
+		store(f, joinPath(path, f.Name()), sub)
+	}
+	if !own && exported == 0 && g.lossy[pi.typeString(t)] {
+		g.fail(path, pi.typeString(t)+" has no exported fields: all its state would be lost on replay", foreignAt)
+		return false
+	}
+	return true
+}
+
+// unstored reports whether field i of struct u is left out of the
+// record (recording why) or refused (recording a problem).
+func (g *codecGen) unstored(t types.Type, u *types.Struct, i int, own bool, path string, sub omitTree) bool {
+	pi := g.e.pi
+	f := u.Field(i)
+	switch {
+	case f.Exported() && g.opaque(f.Type()) && len(sub) == 0:
+		// Another package's state held by value, none of it
+		// exported (an AWS output's ResultMetadata): replays hold
+		// its zero value, which is usable, and the doc line names
+		// the type. A result that is such a value is still refused.
+		g.lossy[pi.typeString(f.Type())] = true
+		return true
+	case !own && f.Exported() && jsonSkipped(u.Tag(i)) && !storable(f.Type()):
+		g.skipped[pi.typeString(t)+"."+f.Name()] = true
+		return true
+	case f.Exported():
+		return false
+	case f.Name() == "_" || zeroSize(f.Type()):
+		return true
+	case !own:
+		g.lossy[pi.typeString(t)] = true
+		return true
+	case !(f.Embedded() && isStruct(f.Type())):
+		g.fail(joinPath(path, f.Name()), "unexported field (export it, or give the type a marshaling pair)", "")
+		return true
+	}
+	return false
 }
 
 // lossyList is the sorted list of types that lose unexported state.
@@ -793,232 +1321,4 @@ func relJoin(path, rel string) string {
 		return path + rel
 	}
 	return path + "." + rel
-}
-
-// resultName is how diagnostics and omit= call result i: its declared
-// name, else rN.
-func resultName(x *fn, i int) string {
-	if n := x.sig.Results().At(i).Name(); n != "" && n != "_" {
-		return n
-	}
-	return "r" + strconv.Itoa(i+1)
-}
-
-// resultCodec emits the codec of x's result value and sets the Spec's
-// Codec field (the Spec is out's first declaration). It returns what the
-// wrapper's doc comment says about the record; false after a diagnostic.
-func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, out *[]jen.Code) (string, bool) {
-	pi := e.pi
-	namePos := pi.fset.Position(x.pos)
-	what := x.what()
-	if !e.typeParamResults(x, what) {
-		return "", false // generics.go
-	}
-	// omit=: by result, then a tree of field names.
-	omits := make([]omitTree, len(x.result))
-	type omitPath struct {
-		idx  int
-		hops []string // the fields, promoted ones through their embeddings
-	}
-	var paths []omitPath
-	ok := true
-	for _, p := range x.opts.omit {
-		segs := strings.Split(p.text, ".")
-		idx := -1
-		var names []string
-		for i := range x.result {
-			n := resultName(x, i)
-			names = append(names, n)
-			if segs[0] == n || segs[0] == "r"+strconv.Itoa(i+1) {
-				idx = i
-			}
-		}
-		if idx < 0 && len(names) == 0 {
-			pi.d.add(p.pos, "omit: %s has no result to omit (it returns only an error)", x.name)
-			ok = false
-			continue
-		}
-		if idx < 0 {
-			pi.d.add(p.pos, "omit: %s names no result of %s (its results: %s)", p.text, x.name, strings.Join(names, ", "))
-			ok = false
-			continue
-		}
-		t := x.result[idx]
-		// Promoted fields go through the embedded fields that hold them,
-		// which the codec stores by name: the tree names them all.
-		var hops []string
-		for _, f := range segs[1:] {
-			path, amb := fieldPath(t, f)
-			if len(amb) > 0 {
-				here := strings.Join(append([]string{segs[0]}, hops...), ".")
-				pi.d.add(p.pos, "omit: %s.%s is ambiguous: %s is promoted from %s at the same depth (name one: %s)", here, f, f, strings.Join(amb, " and "), fullPaths(here, amb, f))
-				ok = false
-				break
-			}
-			if path == nil {
-				path = []string{f}
-			}
-			var found *types.Var
-			for _, h := range path {
-				if pt, isPtr := t.Underlying().(*types.Pointer); isPtr {
-					t = pt.Elem()
-				}
-				st, isStruct := t.Underlying().(*types.Struct)
-				found = nil
-				for i := 0; isStruct && i < st.NumFields(); i++ {
-					if st.Field(i).Name() == h {
-						found = st.Field(i)
-					}
-				}
-				if found == nil {
-					pi.d.add(p.pos, "omit: %s: %s has no field %s", p.text, pi.typeString(t), h)
-					break
-				}
-				t = found.Type()
-			}
-			if found == nil {
-				ok = false
-				break
-			}
-			hops = append(hops, path...)
-		}
-		if !ok {
-			continue
-		}
-		paths = append(paths, omitPath{idx, hops})
-	}
-	if !ok {
-		return "", false
-	}
-	// A path under another omitted path is omitted already (r2.Body under
-	// r2): it is dropped, or its subtree would stand for the whole.
-	canon := func(j int) string {
-		return strings.Join(append([]string{"r" + strconv.Itoa(paths[j].idx+1)}, paths[j].hops...), ".")
-	}
-	for i, p := range paths {
-		if coveredByOther(i, len(paths), canon) {
-			continue
-		}
-		if len(p.hops) == 0 {
-			omits[p.idx] = omitTree{"": nil} // the whole result
-			continue
-		}
-		if omits[p.idx] == nil {
-			omits[p.idx] = omitTree{}
-		}
-		tree := omits[p.idx]
-		for _, f := range p.hops {
-			if tree[f] == nil {
-				tree[f] = omitTree{}
-			}
-			tree = tree[f]
-		}
-	}
-	if len(x.result) == 0 {
-		return "", true
-	}
-	g := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: specBase}
-	whole := func(i int) bool { _, w := omits[i][""]; return w }
-	se, sd := fnScope{"e": 1, "d": 1, "v": 1}, fnScope{"e": 1, "d": 1, "v": 1}
-	var encBody, decBody []jen.Code
-	if len(x.result) == 1 {
-		if !whole(0) {
-			v := deref(jen.Id("v"))
-			encBody = g.enc(x.result[0], v, resultName(x, 0), "", omits[0], se)
-			decBody = g.dec(x.result[0], v, resultName(x, 0), "", omits[0], sd)
-		}
-	} else {
-		at, end := se.get("at"), sd.get("end")
-		encBody = append(encBody, jen.Id(at).Op(":=").Id("e").Dot("Struct").Call())
-		var cases []jen.Code
-		for i, t := range x.result {
-			if whole(i) {
-				continue
-			}
-			f := "R" + strconv.Itoa(i+1) // stored by position, whatever the field's name
-			fv := expr(jen.Id("v").Dot(x.resultFields[i]))
-			encBody = append(encBody, jen.Id("e").Dot("Field").Call(jen.Lit(f)))
-			encBody = append(encBody, g.enc(t, fv, resultName(x, i), "", omits[i], se)...)
-			cases = append(cases, jen.Case(jen.Lit(f)).Block(g.dec(t, fv, resultName(x, i), "", omits[i], sd)...))
-		}
-		encBody = append(encBody, jen.Id("e").Dot("End").Call(jen.Id(at)))
-		cases = append(cases, jen.Default().Block(jen.Id("d").Dot("Skip").Call()))
-		decBody = []jen.Code{
-			jen.Id(end).Op(":=").Id("d").Dot("Struct").Call(),
-			jen.For(jen.Id("d").Dot("More").Call(jen.Id(end))).Block(jen.Switch(jen.String().Call(jen.Id("d").Dot("Field").Call())).Block(cases...)),
-		}
-	}
-	if len(g.problems) > 0 {
-		// One line per omit= that would lift them.
-		type line struct {
-			idx  int
-			msgs []string
-		}
-		byOmit := map[string]*line{}
-		var order []string
-		inRoot := map[string]int{}
-		for _, p := range g.problems {
-			inRoot[p.root]++
-		}
-		for _, p := range g.problems {
-			// Several problems inside one other package's value (an
-			// *http.Response): omit that value. Else the problem's own path.
-			omit := advicePath(p.path)
-			if p.root != "" && (inRoot[p.root] > 1 || p.cycle) {
-				omit = advicePath(p.root)
-			}
-			root := strings.SplitN(strings.SplitN(p.path, ".", 2)[0], "[", 2)[0]
-			idx := 0
-			for i := range x.result {
-				if resultName(x, i) == root {
-					idx = i
-				}
-			}
-			l := byOmit[omit]
-			if l == nil {
-				l = &line{idx: idx}
-				byOmit[omit] = l
-				order = append(order, omit)
-			}
-			l.msgs = append(l.msgs, p.path+": "+p.msg)
-		}
-		for _, o := range order {
-			l := byOmit[o]
-			msg := l.msgs[0]
-			if len(l.msgs) > 1 {
-				msg += " (and " + strconv.Itoa(len(l.msgs)-1) + " more)"
-			}
-			pi.d.add(namePos, "%s: result %d (%s) cannot be stored faithfully: %s (add `omit=%s`)", what, l.idx+1, pi.typeString(x.result[l.idx]), msg, o)
-		}
-		return "", false
-	}
-	encT, decT := e.qual(e.impl, "Encoder"), e.qual(e.impl, "Decoder")
-	*out = append(*out, jen.Commentf("%s stores the results of %s (generated codec).", name, x.name).Line().
-		Var().Id(name).Op("=").Add(e.qual(e.impl, "TypedCodec")).Index(resultT).Values(jen.Dict{
-		jen.Id("Encode"): jen.Func().Params(jen.Id("e").Op("*").Add(encT), jen.Id("v").Op("*").Add(resultT)).Block(encBody...),
-		jen.Id("Decode"): jen.Func().Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(resultT)).Block(decBody...),
-	}))
-	var doc string
-	var omitted []string
-	for i, p := range x.opts.omit {
-		if !coveredByOther(i, len(paths), canon) {
-			omitted = append(omitted, p.text)
-		}
-	}
-	if len(omitted) > 0 {
-		doc += " Not stored (replays return their zero value): " + strings.Join(omitted, ", ") + "."
-	}
-	if l := g.lossyList(); len(l) > 0 {
-		doc += " Replays do not restore the unexported state of " + strings.Join(l, ", ") + "."
-	}
-	if len(g.skipped) > 0 {
-		doc += " Not stored (tagged json:\"-\" by their package): " + strings.Join(slices.Sorted(maps.Keys(g.skipped)), ", ") + "."
-	}
-	if len(g.unions) > 0 {
-		doc += " Values of " + strings.Join(slices.Sorted(maps.Keys(g.unions)), ", ") + " are stored for the types of their package that their codec lists; others fail the recording."
-	}
-	if g.errs {
-		doc += " Errors in results replay as their text and chain, as themselves if " + e.errs.name + " lists them."
-	}
-	return doc, true
 }

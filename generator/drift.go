@@ -202,18 +202,14 @@ func (e *emitter) renderable(t types.Type) bool {
 			}
 		}
 		return true
-	case *types.Pointer:
-		return e.renderable(t.Elem())
-	case *types.Slice:
-		return e.renderable(t.Elem())
-	case *types.Array:
-		return e.renderable(t.Elem())
-	case *types.Chan:
-		return e.renderable(t.Elem())
-	case *types.Map:
-		return e.renderable(t.Key()) && e.renderable(t.Elem())
-	case *types.Signature:
-		for _, tup := range []*types.Tuple{t.Params(), t.Results()} {
+	}
+	switch s := shapeOf(t); s.kind {
+	case kindPointer, kindSlice, kindArray, kindChan:
+		return e.renderable(s.elem)
+	case kindMap:
+		return e.renderable(s.key) && e.renderable(s.elem)
+	case kindFunc:
+		for _, tup := range []*types.Tuple{s.signature.Params(), s.signature.Results()} {
 			for i := 0; i < tup.Len(); i++ {
 				if !e.renderable(tup.At(i).Type()) {
 					return false
@@ -221,17 +217,17 @@ func (e *emitter) renderable(t types.Type) bool {
 			}
 		}
 		return true
-	case *types.Struct:
-		for i := 0; i < t.NumFields(); i++ {
-			f := t.Field(i)
+	case kindStruct:
+		for i := 0; i < s.strct.NumFields(); i++ {
+			f := s.strct.Field(i)
 			if (!f.Exported() && f.Pkg() != e.pi.pkg.Types) || !e.renderable(f.Type()) {
 				return false
 			}
 		}
 		return true
-	case *types.Interface:
-		for i := 0; i < t.NumMethods(); i++ {
-			m := t.Method(i)
+	case kindInterface:
+		for i := 0; i < s.iface.NumMethods(); i++ {
+			m := s.iface.Method(i)
 			if (!m.Exported() && m.Pkg() != e.pi.pkg.Types) || !e.renderable(m.Type()) {
 				return false
 			}

@@ -86,30 +86,30 @@ func writeSkeleton(b *strings.Builder, t types.Type, seen map[*types.Named]bool)
 		seen[n] = true
 		defer delete(seen, n)
 	}
-	switch u := t.Underlying().(type) {
-	case *types.Basic:
-		b.WriteString(basicSkeleton(u))
-	case *types.Pointer:
+	switch s := shapeOf(t); s.kind {
+	case kindBasic:
+		b.WriteString(basicSkeleton(s.basic))
+	case kindPointer:
 		b.WriteByte('*')
-		writeSkeleton(b, u.Elem(), seen)
-	case *types.Slice:
+		writeSkeleton(b, s.elem, seen)
+	case kindSlice:
 		b.WriteString("[]")
-		writeSkeleton(b, u.Elem(), seen)
-	case *types.Array:
-		b.WriteString("[" + strconv.FormatInt(u.Len(), 10) + "]")
-		writeSkeleton(b, u.Elem(), seen)
-	case *types.Map:
+		writeSkeleton(b, s.elem, seen)
+	case kindArray:
+		b.WriteString("[" + strconv.FormatInt(s.len, 10) + "]")
+		writeSkeleton(b, s.elem, seen)
+	case kindMap:
 		b.WriteString("map[")
-		writeSkeleton(b, u.Key(), seen)
+		writeSkeleton(b, s.key, seen)
 		b.WriteByte(']')
-		writeSkeleton(b, u.Elem(), seen)
-	case *types.Struct:
+		writeSkeleton(b, s.elem, seen)
+	case kindStruct:
 		b.WriteString("struct")
-	case *types.Interface:
+	case kindInterface:
 		b.WriteString("interface")
-	case *types.Signature:
+	case kindFunc:
 		b.WriteString("func")
-	case *types.Chan:
+	case kindChan:
 		b.WriteString("chan")
 	default:
 		b.WriteString("?")

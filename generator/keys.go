@@ -165,114 +165,33 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 	if tp, ok := t.(*types.TypeParam); ok {
 		return w.typeParam(v, tp, path) // generics.go
 	}
-	wk := w.e.pi.types
-	b := w.b
 	raw := w.raw != nil && t == w.raw
 	w.raw = nil
 	if ex == nil && !raw {
-		if _, isPtr := t.Underlying().(*types.Pointer); !isPtr {
-			if isNamed(t, "time", "Time") {
-				return one(b().Dot("Time").Call(v.value())), true
+		if n, ok := w.keyedByHelper(t); ok {
+			name, ok := w.helperName(n, path)
+			if !ok {
+				return nil, false
 			}
-			if isNamed(t, "net", "Addr") {
-				// An address is its network and its string form
-				// ("tcp", "192.0.2.1:25"), as net.Addr defines it.
-				recv := v.e
-				if v.ptr { // a *net.Addr: its methods are the interface's
-					recv = func() *jen.Statement { return jen.Parens(v.value()) }
-				}
-				return w.nilCheck(v, []jen.Code{b().Dot("String").Call(recv().Dot("Network").Call()), b().Dot("String").Call(recv().Dot("String").Call())}), true
-			}
-			if ok, ptr := implements(t, wk.keyer); ok {
-				if ptr {
-					return one(b().Dot("Key").Call(v.addr())), true
-				}
-				return w.nilIface(t, v, b().Dot("Key").Call(v.value())), true
-			}
-			if ok, ptr := implements(t, wk.protoMessage); ok {
-				// Deterministic: map entries sorted, so equal messages of
-				// one binary marshal to equal bytes.
-				opts := w.e.qual(protoPkg, "MarshalOptions").Values(jen.Dict{jen.Id("Deterministic"): jen.True()})
-				arg := v.value()
-				if ptr {
-					arg = v.addr()
-				}
-				marshal := b().Dot("Marshaled").Call(opts.Dot("Marshal").Call(arg))
-				if types.IsInterface(t) {
-					// The static type does not fix the message type: the
-					// full name goes first, or two types with the same
-					// bytes would share a key.
-					name := b().Dot("String").Call(jen.String().Call(v.value().Dot("ProtoReflect").Call().Dot("Descriptor").Call().Dot("FullName").Call()))
-					return w.nilCheck(v, []jen.Code{name, marshal}), true
-				}
-				return one(marshal), true
-			}
-			if isNamed(t, "math/big", "Float") {
-				// Its MarshalText is the shortest decimal at its own
-				// precision: 0.1 at 53 and at 64 bits would share a key.
-				// The 'p' text is the exact value.
-				return one(b().Dot("String").Call(v.e().Dot("Text").Call(jen.LitRune('p'), jen.Lit(0)))), true
-			}
-			if ok, _ := implements(t, wk.binaryMarshaler); ok {
-				return w.nilIface(t, v, b().Dot("Marshaled").Call(v.e().Dot("MarshalBinary").Call())), true
-			}
-			if ok, _ := implements(t, wk.textMarshaler); ok {
-				return w.nilIface(t, v, b().Dot("Marshaled").Call(v.e().Dot("MarshalText").Call())), true
-			}
+			return one(jen.Id(name).Call(w.b(), v.addr())), true
 		}
-		if n, ok := t.(*types.Named); ok {
-			if _, basic := n.Underlying().(*types.Basic); !basic {
-				if _, isIface := n.Underlying().(*types.Interface); !isIface || len(w.e.variants(n)) > 0 {
-					if w.e.nameable(n.Obj()) && w.e.renderable(n) && !mentionsTypeParam(n) {
-						name, probs, hk := w.e.helper(n)
-						if probs != nil {
-							recursive := w.e.keyRecursive[hk]
-							for _, p := range probs {
-								p.path = path + p.path[len(root):]
-								p.cycle = p.cycle || recursive
-								switch {
-								case w.noAdvice:
-									p.exclude, p.root, p.idemKey = "", "", ""
-								case w.exPath == path:
-									p.exclude = path + p.exclude[len(root):]
-									if strings.HasPrefix(p.idemKey, root) {
-										p.idemKey = path + p.idemKey[len(root):]
-									}
-									if strings.HasPrefix(p.root, root) {
-										p.root = path + p.root[len(root):]
-									}
-									// The outermost recursive value wins:
-									// the advice names one path above it.
-									if recursive {
-										p.root = path
-									}
-								default:
-									p.exclude, p.root, p.idemKey = w.exPath, "", ""
-								}
-								w.problems = append(w.problems, p)
-							}
-							return nil, false
-						}
-						for _, sk := range w.e.skipped[hk] {
-							w.skipped = addOnce(w.skipped, path+sk[len(root):])
-						}
-						return one(jen.Id(name).Call(b(), v.addr())), true
-					}
-					// A type the generated file cannot name (unexported, or
-					// in an internal package it cannot import, or an
-					// instance of a generic type with a type parameter of
-					// the function as an argument) is written inline,
-					// which cannot recurse.
-					if w.inlining[n.Origin()] {
-						return w.fail(path, "recursive type "+w.e.pi.typeString(t)+" cannot be named here", "implement idem.Keyer")
-					}
-					if w.inlining == nil {
-						w.inlining = map[*types.Named]bool{}
-					}
-					w.inlining[n.Origin()] = true
-					defer delete(w.inlining, n.Origin())
-				}
+		if code, ok := w.byMethod(v, t); ok {
+			return code, true
+		}
+		if n, ok := t.(*types.Named); ok && w.e.hasKeyHelper(n) {
+			// A type the generated file cannot name (unexported, or
+			// in an internal package it cannot import, or an
+			// instance of a generic type with a type parameter of
+			// the function as an argument) is written inline,
+			// which cannot recurse.
+			if w.inlining[n.Origin()] {
+				return w.fail(path, "recursive type "+w.e.pi.typeString(t)+" cannot be named here", "implement idem.Keyer")
 			}
+			if w.inlining == nil {
+				w.inlining = map[*types.Named]bool{}
+			}
+			w.inlining[n.Origin()] = true
+			defer delete(w.inlining, n.Origin())
 		}
 	}
 	if n, ok := t.(*types.Named); ok {
@@ -282,184 +201,382 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 			w.e.pinNamed(n)
 		}
 	}
-	switch u := t.Underlying().(type) {
-	case *types.Basic:
-		return w.basic(v, t, u, path)
-	case *types.Pointer:
-		elem := val{e: v.e, ptr: true}
-		if v.ptr {
-			elem = val{e: func() *jen.Statement { return jen.Parens(v.value()) }, ptr: true, bare: v.value}
-		}
-		inner, ok := w.write(elem, u.Elem(), path, ex, false)
-		if !ok {
-			return nil, false
-		}
-		return one(jen.If(v.value().Op("==").Nil()).Block(b().Dot("Nil").Call()).Else().Block(append(one(b().Dot("Ptr").Call()), inner...)...)), true
-	case *types.Slice:
-		if types.Identical(u.Elem(), types.Typ[types.Byte]) {
-			if variadic {
-				return one(b().Dot("Bytes").Call(v.value())), true
-			}
-			return w.nilCheck(v, one(b().Dot("Bytes").Call(v.value()))), true
-		}
-		i := w.n.get("i")
-		elem := val{e: func() *jen.Statement { return v.index(i) }}
-		inner, ok := w.write(elem, u.Elem(), path+"[i]", nil, false)
-		delete(w.n, i) // a sibling loop may use the name again
-		if !ok {
-			return nil, false
-		}
-		body := []jen.Code{b().Dot("List").Call(jen.Len(v.value()))}
-		if len(inner) > 0 { // elements that write nothing need no loop
-			body = append(body, jen.For(loopVar(inner, i).Range().Add(v.value())).Block(inner...))
-		}
-		if variadic {
-			return body, true // nil and empty variadic arguments are the same call
-		}
-		return w.nilCheck(v, body), true
-	case *types.Array:
-		if types.Identical(u.Elem(), types.Typ[types.Byte]) {
-			return one(b().Dot("Bytes").Call(v.e().Index(jen.Op(":")))), true
-		}
-		i := w.n.get("i")
-		elem := val{e: func() *jen.Statement { return v.e().Index(jen.Id(i)) }}
-		inner, ok := w.write(elem, u.Elem(), path+"[i]", nil, false)
-		delete(w.n, i)
-		if !ok {
-			return nil, false
-		}
-		body := []jen.Code{b().Dot("List").Call(jen.Lit(int(u.Len())))}
-		if len(inner) > 0 {
-			body = append(body, jen.For(loopVar(inner, i).Range().Add(v.e())).Block(inner...))
-		}
-		return body, true
-	case *types.Map:
-		k, x := w.n.get("k"), w.n.get("e")
-		ks, kok := w.write(val{e: id(k)}, u.Key(), path+"[key]", nil, false)
-		xs, xok := w.write(val{e: id(x)}, u.Elem(), path+"[value]", nil, false)
-		delete(w.n, k)
-		delete(w.n, x)
-		if !kok || !xok {
-			return nil, false
-		}
-		loop := append(append(one(b().Dot("MapEntry").Call()), ks...), xs...)
-		// A key or value that writes nothing (all its fields idem:"-")
-		// declares no variable: Go rejects an unused one.
-		kv, xv := jen.Id(k), jen.Id(x)
-		if len(ks) == 0 {
-			kv = jen.Id("_")
-		}
-		var vars jen.Code = jen.List(kv, xv).Op(":=")
-		switch {
-		case len(xs) == 0 && len(ks) == 0:
-			vars = jen.Null()
-		case len(xs) == 0:
-			vars = jen.Add(kv).Op(":=")
-		}
-		return w.nilCheck(v, []jen.Code{
-			b().Dot("MapStart").Call(jen.Len(v.value())),
-			jen.For(jen.Add(vars).Range().Add(v.value())).Block(loop...),
-			b().Dot("MapEnd").Call(),
-		}), true
-	case *types.Struct:
-		var out []jen.Code
-		good := true
-		exHere := !w.noAdvice && w.exPath == path
-		for i := 0; i < u.NumFields(); i++ {
-			f := u.Field(i)
-			if f.Name() == "_" {
-				continue
-			}
-			if reflect.StructTag(u.Tag(i)).Get("idem") == "-" {
-				w.tagged = append(w.tagged, f.Name())
-				continue
-			}
-			sub, inEx := ex[f.Name()]
-			if inEx && len(sub) == 0 {
-				continue // excluded
-			}
-			fp := joinPath(path, f.Name())
-			if w.e.pi.types.isContext(f.Type()) {
-				// A request's context (an SDK's Params.Context) says how
-				// long to wait, not which call this is.
-				w.skipped = addOnce(w.skipped, fp+" (a context)")
-				continue
-			}
-			foreign := !f.Exported() && f.Pkg() != w.e.pi.pkg.Types
-			if zeroSize(f.Type()) {
-				// No data: it cannot tell two calls apart, so it needs no
-				// key material and is skipped, never refused. An empty
-				// struct wrote nothing before either; a [0]T of a keyable
-				// T, and a type with a key method, are written as before
-				// (an empty list, the method's bytes) so keys do not
-				// change for code that generated before.
-				if _, isStruct := f.Type().Underlying().(*types.Struct); foreign || (isStruct && !w.e.keyedByMethod(f.Type())) {
-					continue
-				}
-				try := &writer{e: w.e, b: w.b, n: w.n, noAdvice: true, inlining: w.inlining}
-				s, ok := try.write(v.field(f.Name()), f.Type(), fp, sub, false)
-				if ok {
-					out = append(out, s...)
-				}
-				continue
-			}
-			if foreign && w.lenient && idemKeyField(path, u) != "" {
-				// An SDK's common params: its own IdempotencyKey sits
-				// next to them, and key= names the identity.
-				w.skipped = addOnce(w.skipped, fp+" (unexported: not in the payload fingerprint)")
-				continue
-			}
-			if n, named := t.(*types.Named); foreign && named && jsonSkipped(u.Tag(i)) && !w.e.pi.jsonWritten(n) {
-				// Another package's unexported field that the package keeps
-				// out of its JSON (stripe's Params.usage, json:"-"), and no
-				// MarshalJSON of its package could write: not part of the
-				// request the package sends.
-				w.skipped = addOnce(w.skipped, fp+` (unexported, json:"-")`)
-				continue
-			}
-			if foreign {
-				w.fail(fp, "unexported field of "+w.e.pi.typeString(t), "implement idem.Keyer, encoding.BinaryMarshaler or encoding.TextMarshaler on it")
-				w.problems[len(w.problems)-1].idemKey = idemKeyField(path, u)
-				good = false
-				continue
-			}
-			saved := w.exPath
-			if exHere {
-				w.exPath = fp
-			}
-			s, ok := w.write(v.field(f.Name()), f.Type(), fp, sub, false)
-			w.exPath = saved
-			if !ok {
-				good = false
-				continue
-			}
-			out = append(out, s...)
-		}
-		if !good {
-			return nil, false
-		}
-		return out, true
-	case *types.Interface:
-		if n, ok := t.(*types.Named); ok {
-			if vs := w.e.variants(n); len(vs) > 0 {
-				if code, ok := w.keyUnion(n, vs, v); ok { // unions.go
-					return code, true
-				}
-				return w.fail(path, "interface "+w.e.pi.typeString(t)+" cannot be keyed (no type of its package that implements it can be)", "key on concrete fields, make it embed idem.Keyer")
-			}
-		}
-		if u.Empty() {
-			// any: keyed by its dynamic type and value at run time; a
-			// dynamic type that cannot be keyed is ErrInvalidKey then.
-			return one(b().Dot("Any").Call(v.value())), true
-		}
-		return w.fail(path, "interface "+w.e.pi.typeString(t)+" cannot be keyed", "key on concrete fields, make it embed idem.Keyer")
-	case *types.Signature:
+	s := shapeOf(t)
+	switch s.kind {
+	case kindBasic:
+		return w.basic(v, t, s.basic, path)
+	case kindPointer:
+		return w.writePointer(v, s.elem, path, ex)
+	case kindSlice:
+		return w.writeSlice(v, s.elem, path, variadic)
+	case kindArray:
+		return w.writeArray(v, s, path)
+	case kindMap:
+		return w.writeMap(v, s, path)
+	case kindStruct:
+		return w.writeStruct(v, t, s.strct, path, ex)
+	case kindInterface:
+		return w.writeInterface(v, t, s.iface, path)
+	case kindFunc:
 		return w.fail(path, "func values cannot be keyed", tagHint(path))
-	case *types.Chan:
+	case kindChan:
 		return w.fail(path, "channels cannot be keyed", tagHint(path))
 	}
 	return w.fail(path, "type "+w.e.pi.typeString(t)+" cannot be keyed", "")
+}
+
+// keyedByHelper reports whether write keys a value of t (not excluded)
+// by calling the key helper of its type: a named type that no method keys
+// and that the generated file can name.
+func (w *writer) keyedByHelper(t types.Type) (*types.Named, bool) {
+	t = types.Unalias(t)
+	n, ok := t.(*types.Named)
+	if !ok || !w.e.hasKeyHelper(n) || !w.e.nameable(n.Obj()) || !w.e.renderable(n) || mentionsTypeParam(n) {
+		return nil, false
+	}
+	if shapeOf(t).kind != kindPointer && (isNamed(t, "net", "Addr") || w.e.keyedByMethod(t)) {
+		return nil, false // byMethod
+	}
+	return n, true
+}
+
+// hasKeyHelper reports whether values of n are keyed by a helper of
+// their own (idemKeyN): named composites, funcs, channels (refused once
+// for all their uses) and interfaces keyed as unions.
+func (e *emitter) hasKeyHelper(n *types.Named) bool {
+	switch shapeOf(n).kind {
+	case kindBasic:
+		return false
+	case kindInterface:
+		return len(e.variants(n)) > 0
+	}
+	return true
+}
+
+// byMethod writes the well-known types and those whose key material a
+// method writes (idem.Keyer, protobuf messages, marshalers); false for
+// any other type.
+func (w *writer) byMethod(v val, t types.Type) ([]jen.Code, bool) {
+	if shapeOf(t).kind == kindPointer {
+		return nil, false
+	}
+	wk, b := w.e.pi.types, w.b
+	switch {
+	case isNamed(t, "time", "Time"):
+		return one(b().Dot("Time").Call(v.value())), true
+	case isNamed(t, "net", "Addr"):
+		// An address is its network and its string form
+		// ("tcp", "192.0.2.1:25"), as net.Addr defines it.
+		recv := v.e
+		if v.ptr { // a *net.Addr: its methods are the interface's
+			recv = func() *jen.Statement { return jen.Parens(v.value()) }
+		}
+		return w.nilCheck(v, []jen.Code{b().Dot("String").Call(recv().Dot("Network").Call()), b().Dot("String").Call(recv().Dot("String").Call())}), true
+	}
+	if ok, ptr := implements(t, wk.keyer); ok {
+		if ptr {
+			return one(b().Dot("Key").Call(v.addr())), true
+		}
+		return w.nilIface(t, v, b().Dot("Key").Call(v.value())), true
+	}
+	if ok, ptr := implements(t, wk.protoMessage); ok {
+		return w.protoMessage(v, t, ptr), true
+	}
+	if isNamed(t, "math/big", "Float") {
+		// Its MarshalText is the shortest decimal at its own
+		// precision: 0.1 at 53 and at 64 bits would share a key.
+		// The 'p' text is the exact value.
+		return one(b().Dot("String").Call(v.e().Dot("Text").Call(jen.LitRune('p'), jen.Lit(0)))), true
+	}
+	if ok, _ := implements(t, wk.binaryMarshaler); ok {
+		return w.nilIface(t, v, b().Dot("Marshaled").Call(v.e().Dot("MarshalBinary").Call())), true
+	}
+	if ok, _ := implements(t, wk.textMarshaler); ok {
+		return w.nilIface(t, v, b().Dot("Marshaled").Call(v.e().Dot("MarshalText").Call())), true
+	}
+	return nil, false
+}
+
+// protoMessage writes a protobuf message (of pointer type if ptr) by its
+// deterministic encoding: map entries sorted, so equal messages of one
+// binary marshal to equal bytes.
+func (w *writer) protoMessage(v val, t types.Type, ptr bool) []jen.Code {
+	b := w.b
+	opts := w.e.qual(protoPkg, "MarshalOptions").Values(jen.Dict{jen.Id("Deterministic"): jen.True()})
+	arg := v.value()
+	if ptr {
+		arg = v.addr()
+	}
+	marshal := b().Dot("Marshaled").Call(opts.Dot("Marshal").Call(arg))
+	if types.IsInterface(t) {
+		// The static type does not fix the message type: the
+		// full name goes first, or two types with the same
+		// bytes would share a key.
+		name := b().Dot("String").Call(jen.String().Call(v.value().Dot("ProtoReflect").Call().Dot("Descriptor").Call().Dot("FullName").Call()))
+		return w.nilCheck(v, []jen.Code{name, marshal})
+	}
+	return one(marshal)
+}
+
+// helperName is the name of n's key helper, which a value at path is
+// keyed by; false after recording its problems at path.
+func (w *writer) helperName(n *types.Named, path string) (string, bool) {
+	name, probs, hk := w.e.helper(n)
+	if probs == nil {
+		for _, sk := range w.e.skipped[hk] {
+			w.skipped = addOnce(w.skipped, path+sk[len(root):])
+		}
+		return name, true
+	}
+	recursive := w.e.keyRecursive[hk]
+	for _, p := range probs {
+		p.path = path + p.path[len(root):]
+		p.cycle = p.cycle || recursive
+		switch {
+		case w.noAdvice:
+			p.exclude, p.root, p.idemKey = "", "", ""
+		case w.exPath == path:
+			p.exclude = path + p.exclude[len(root):]
+			if strings.HasPrefix(p.idemKey, root) {
+				p.idemKey = path + p.idemKey[len(root):]
+			}
+			if strings.HasPrefix(p.root, root) {
+				p.root = path + p.root[len(root):]
+			}
+			// The outermost recursive value wins:
+			// the advice names one path above it.
+			if recursive {
+				p.root = path
+			}
+		default:
+			p.exclude, p.root, p.idemKey = w.exPath, "", ""
+		}
+		w.problems = append(w.problems, p)
+	}
+	return "", false
+}
+
+// writePointer: Nil, or Ptr and the element.
+func (w *writer) writePointer(v val, elemT types.Type, path string, ex exTree) ([]jen.Code, bool) {
+	if bw := basicWriter(elemT); bw != "" {
+		w.e.pinAlias(elemT)
+		return one(w.e.qual(w.e.impl, "KeyPtr").Call(w.b(), v.value(), w.e.qual(w.e.impl, bw))), true
+	}
+	if n, ok := w.keyedByHelper(elemT); ok && ex == nil {
+		w.e.pinAlias(elemT)
+		name, ok := w.helperName(n, path)
+		if !ok {
+			return nil, false
+		}
+		return one(w.e.qual(w.e.impl, "KeyPtr").Call(w.b(), v.value(), jen.Id(name))), true
+	}
+	elem := val{e: v.e, ptr: true}
+	if v.ptr {
+		elem = val{e: func() *jen.Statement { return jen.Parens(v.value()) }, ptr: true, bare: v.value}
+	}
+	inner, ok := w.write(elem, elemT, path, ex, false)
+	if !ok {
+		return nil, false
+	}
+	return one(jen.If(v.value().Op("==").Nil()).Block(w.b().Dot("Nil").Call()).Else().Block(append(one(w.b().Dot("Ptr").Call()), inner...)...)), true
+}
+
+// writeSlice: Nil, or the length and the elements (bytes at once). The
+// loop is written out, not a combinator's: one that hands each element to
+// a writer by pointer through a func value is not inlined, so a slice the
+// caller holds on its stack would move to the heap (KeyPtr is inlined).
+func (w *writer) writeSlice(v val, elemT types.Type, path string, variadic bool) ([]jen.Code, bool) {
+	b := w.b
+	if types.Identical(elemT, types.Typ[types.Byte]) {
+		if variadic {
+			return one(b().Dot("Bytes").Call(v.value())), true
+		}
+		return w.nilCheck(v, one(b().Dot("Bytes").Call(v.value()))), true
+	}
+	i := w.n.get("i")
+	elem := val{e: func() *jen.Statement { return v.index(i) }}
+	inner, ok := w.write(elem, elemT, path+"[i]", nil, false)
+	delete(w.n, i) // a sibling loop may use the name again
+	if !ok {
+		return nil, false
+	}
+	body := []jen.Code{b().Dot("List").Call(jen.Len(v.value()))}
+	if len(inner) > 0 { // elements that write nothing need no loop
+		body = append(body, jen.For(loopVar(inner, i).Range().Add(v.value())).Block(inner...))
+	}
+	if variadic {
+		return body, true // nil and empty variadic arguments are the same call
+	}
+	return w.nilCheck(v, body), true
+}
+
+// writeArray: the length and the elements (bytes at once).
+func (w *writer) writeArray(v val, s shape, path string) ([]jen.Code, bool) {
+	b := w.b
+	if types.Identical(s.elem, types.Typ[types.Byte]) {
+		return one(b().Dot("Bytes").Call(v.e().Index(jen.Op(":")))), true
+	}
+	i := w.n.get("i")
+	elem := val{e: func() *jen.Statement { return v.e().Index(jen.Id(i)) }}
+	inner, ok := w.write(elem, s.elem, path+"[i]", nil, false)
+	delete(w.n, i)
+	if !ok {
+		return nil, false
+	}
+	body := []jen.Code{b().Dot("List").Call(jen.Lit(int(s.len)))}
+	if len(inner) > 0 {
+		body = append(body, jen.For(loopVar(inner, i).Range().Add(v.e())).Block(inner...))
+	}
+	return body, true
+}
+
+// writeMap: Nil, or the entries, which the builder sorts.
+func (w *writer) writeMap(v val, s shape, path string) ([]jen.Code, bool) {
+	b := w.b
+	k, x := w.n.get("k"), w.n.get("e")
+	ks, kok := w.write(val{e: id(k)}, s.key, path+"[key]", nil, false)
+	xs, xok := w.write(val{e: id(x)}, s.elem, path+"[value]", nil, false)
+	delete(w.n, k)
+	delete(w.n, x)
+	if !kok || !xok {
+		return nil, false
+	}
+	loop := append(append(one(b().Dot("MapEntry").Call()), ks...), xs...)
+	// A key or value that writes nothing (all its fields idem:"-")
+	// declares no variable: Go rejects an unused one.
+	kv, xv := jen.Id(k), jen.Id(x)
+	if len(ks) == 0 {
+		kv = jen.Id("_")
+	}
+	var vars jen.Code = jen.List(kv, xv).Op(":=")
+	switch {
+	case len(xs) == 0 && len(ks) == 0:
+		vars = jen.Null()
+	case len(xs) == 0:
+		vars = jen.Add(kv).Op(":=")
+	}
+	return w.nilCheck(v, []jen.Code{
+		b().Dot("MapStart").Call(jen.Len(v.value())),
+		jen.For(jen.Add(vars).Range().Add(v.value())).Block(loop...),
+		b().Dot("MapEnd").Call(),
+	}), true
+}
+
+// writeStruct writes the fields in order, going on past unkeyable ones
+// so one run reports them all.
+func (w *writer) writeStruct(v val, t types.Type, u *types.Struct, path string, ex exTree) ([]jen.Code, bool) {
+	var out []jen.Code
+	good := true
+	exHere := !w.noAdvice && w.exPath == path
+	for i := 0; i < u.NumFields(); i++ {
+		f := u.Field(i)
+		if f.Name() == "_" {
+			continue
+		}
+		if reflect.StructTag(u.Tag(i)).Get("idem") == "-" {
+			w.tagged = append(w.tagged, f.Name())
+			continue
+		}
+		sub, inEx := ex[f.Name()]
+		if inEx && len(sub) == 0 {
+			continue // excluded
+		}
+		fp := joinPath(path, f.Name())
+		if w.e.pi.types.isContext(f.Type()) {
+			// A request's context (an SDK's Params.Context) says how
+			// long to wait, not which call this is.
+			w.skipped = addOnce(w.skipped, fp+" (a context)")
+			continue
+		}
+		if !f.Exported() && f.Pkg() != w.e.pi.pkg.Types {
+			if !w.foreignField(t, u, i, path) {
+				good = false
+			}
+			continue
+		}
+		if zeroSize(f.Type()) {
+			out = append(out, w.zeroSizeField(v, f, fp, sub)...)
+			continue
+		}
+		saved := w.exPath
+		if exHere {
+			w.exPath = fp
+		}
+		s, ok := w.write(v.field(f.Name()), f.Type(), fp, sub, false)
+		w.exPath = saved
+		if !ok {
+			good = false
+			continue
+		}
+		out = append(out, s...)
+	}
+	if !good {
+		return nil, false
+	}
+	return out, true
+}
+
+// zeroSizeField writes a field with no data. It cannot tell two calls
+// apart, so it needs no key material and is skipped, never refused. An
+// empty struct wrote nothing before either; a [0]T of a keyable T, and a
+// type with a key method, are written as before (an empty list, the
+// method's bytes) so keys do not change for code that generated before.
+func (w *writer) zeroSizeField(v val, f *types.Var, fp string, sub exTree) []jen.Code {
+	if _, isStruct := f.Type().Underlying().(*types.Struct); isStruct && !w.e.keyedByMethod(f.Type()) {
+		return nil
+	}
+	try := &writer{e: w.e, b: w.b, n: w.n, noAdvice: true, inlining: w.inlining}
+	s, ok := try.write(v.field(f.Name()), f.Type(), fp, sub, false)
+	if !ok {
+		return nil
+	}
+	return s
+}
+
+// foreignField handles field i of struct u, an unexported field of
+// another package's type t, which the generated code cannot read: false
+// when it refuses it.
+func (w *writer) foreignField(t types.Type, u *types.Struct, i int, path string) bool {
+	f := u.Field(i)
+	fp := joinPath(path, f.Name())
+	switch n, named := t.(*types.Named); {
+	case zeroSize(f.Type()):
+		return true // no data (zeroSizeField)
+	case w.lenient && idemKeyField(path, u) != "":
+		// An SDK's common params: its own IdempotencyKey sits
+		// next to them, and key= names the identity.
+		w.skipped = addOnce(w.skipped, fp+" (unexported: not in the payload fingerprint)")
+		return true
+	case named && jsonSkipped(u.Tag(i)) && !w.e.pi.jsonWritten(n):
+		// Another package's unexported field that the package keeps
+		// out of its JSON (stripe's Params.usage, json:"-"), and no
+		// MarshalJSON of its package could write: not part of the
+		// request the package sends.
+		w.skipped = addOnce(w.skipped, fp+` (unexported, json:"-")`)
+		return true
+	}
+	w.fail(fp, "unexported field of "+w.e.pi.typeString(t), "implement idem.Keyer, encoding.BinaryMarshaler or encoding.TextMarshaler on it")
+	w.problems[len(w.problems)-1].idemKey = idemKeyField(path, u)
+	return false
+}
+
+// writeInterface writes a union's variant, or an any's dynamic type and
+// value; other interfaces are refused.
+func (w *writer) writeInterface(v val, t types.Type, u *types.Interface, path string) ([]jen.Code, bool) {
+	if n, ok := t.(*types.Named); ok {
+		if vs := w.e.variants(n); len(vs) > 0 {
+			if code, ok := w.keyUnion(n, vs, v); ok { // unions.go
+				return code, true
+			}
+			return w.fail(path, "interface "+w.e.pi.typeString(t)+" cannot be keyed (no type of its package that implements it can be)", "key on concrete fields, make it embed idem.Keyer")
+		}
+	}
+	if u.Empty() {
+		// any: keyed by its dynamic type and value at run time; a
+		// dynamic type that cannot be keyed is ErrInvalidKey then.
+		return one(w.b().Dot("Any").Call(v.value())), true
+	}
+	return w.fail(path, "interface "+w.e.pi.typeString(t)+" cannot be keyed", "key on concrete fields, make it embed idem.Keyer")
 }
 
 // tagHint suggests the struct tag for a field (not for a parameter or an
@@ -533,23 +650,8 @@ func (w *writer) nilIface(t types.Type, v val, call jen.Code) []jen.Code {
 }
 
 func (w *writer) basic(v val, t types.Type, u *types.Basic, path string) ([]jen.Code, bool) {
-	var method string
-	var target types.Type
-	info := u.Info()
-	switch {
-	case info&types.IsBoolean != 0:
-		method, target = "Bool", types.Typ[types.Bool]
-	case info&types.IsInteger != 0 && info&types.IsUnsigned != 0:
-		method, target = "Uint", types.Typ[types.Uint64]
-	case info&types.IsInteger != 0:
-		method, target = "Int", types.Typ[types.Int64]
-	case info&types.IsFloat != 0:
-		method, target = "Float", types.Typ[types.Float64]
-	case info&types.IsComplex != 0:
-		method, target = "Complex", types.Typ[types.Complex128]
-	case info&types.IsString != 0:
-		method, target = "String", types.Typ[types.String]
-	default:
+	method, target := keyMethod(u)
+	if method == "" {
 		return w.fail(path, w.e.pi.typeString(t)+" cannot be keyed", "")
 	}
 	x := v.value()
@@ -557,6 +659,41 @@ func (w *writer) basic(v val, t types.Type, u *types.Basic, path string) ([]jen.
 		x = jen.Id(target.(*types.Basic).Name()).Call(x)
 	}
 	return one(w.b().Dot(method).Call(x)), true
+}
+
+// keyMethod is the KeyBuilder method that writes values of a basic type,
+// and the type it takes; "" for a type that cannot be keyed.
+func keyMethod(u *types.Basic) (string, types.Type) {
+	info := u.Info()
+	switch {
+	case info&types.IsBoolean != 0:
+		return "Bool", types.Typ[types.Bool]
+	case info&types.IsInteger != 0 && info&types.IsUnsigned != 0:
+		return "Uint", types.Typ[types.Uint64]
+	case info&types.IsInteger != 0:
+		return "Int", types.Typ[types.Int64]
+	case info&types.IsFloat != 0:
+		return "Float", types.Typ[types.Float64]
+	case info&types.IsComplex != 0:
+		return "Complex", types.Typ[types.Complex128]
+	case info&types.IsString != 0:
+		return "String", types.Typ[types.String]
+	}
+	return "", nil
+}
+
+// basicWriter is the idemimpl writer (KeyString…) of the values of a
+// predeclared basic type, for KeyPtr; "" for other types.
+func basicWriter(t types.Type) string {
+	b, ok := types.Unalias(t).(*types.Basic)
+	if !ok {
+		return ""
+	}
+	switch m, _ := keyMethod(b); m {
+	case "Bool", "Uint", "Int", "Float", "String":
+		return "Key" + m
+	}
+	return ""
 }
 
 // helper returns the name of the key function of named type n, emitting it
@@ -598,10 +735,7 @@ func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
 	if ok && e.keyRecursive[hk] {
 		// A value of a recursive type can nest without end (a cycle):
 		// bound it, so a cycle is ErrInvalidKey, not a stack overflow.
-		body = append([]jen.Code{
-			jen.If(jen.Op("!").Id("b").Dot("Enter").Call()).Block(jen.Return()),
-			jen.Defer().Id("b").Dot("Leave").Call(),
-		}, body...)
+		body = append(depthGuard("b"), body...)
 	}
 	if !ok {
 		delete(e.helpers, hk)
@@ -610,12 +744,13 @@ func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
 		return "", w.problems, hk
 	}
 	e.skipped[hk] = w.skipped
-	doc := fmt.Sprintf("%s writes the key material of %s.", name, e.pi.typeString(n))
+	// The name says what the helper does; a doc line says only what it
+	// leaves out, which a reviewer must see.
+	decl := jen.Null()
 	if len(w.tagged) > 0 {
-		doc += fmt.Sprintf(" Not keyed (tagged idem:\"-\"): %s.", strings.Join(w.tagged, ", "))
+		decl = jen.Commentf("%s writes the key material of %s. Not keyed (tagged idem:\"-\"): %s.", name, e.pi.typeString(n), strings.Join(w.tagged, ", ")).Line()
 	}
-	decl := jen.Comment(doc).Line().
-		Func().Id(name).Params(jen.Id("b").Op("*").Add(e.qual(e.impl, "KeyBuilder")), jen.Id("v").Op("*").Add(e.typ(n))).Block(body...)
+	decl.Func().Id(name).Params(jen.Id("b").Op("*").Add(e.qual(e.impl, "KeyBuilder")), jen.Id("v").Op("*").Add(e.typ(n))).Block(body...)
 	e.helperDecls = append(e.helperDecls, helperDecl{name: name, code: decl})
 	return name, nil, hk
 }

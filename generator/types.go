@@ -78,65 +78,82 @@ func (e *emitter) typ(t types.Type) jen.Code {
 		}
 		return jen.Id(t.Name())
 	case *types.Named:
-		obj := t.Obj()
-		if obj.Pkg() == nil {
-			return jen.Id(obj.Name()) // error
-		}
-		q := e.qual(obj.Pkg(), obj.Name())
-		if args := t.TypeArgs(); args.Len() > 0 {
-			list := make([]jen.Code, args.Len())
-			for i := range list {
-				list[i] = e.typ(args.At(i))
-			}
-			q.Index(jen.List(list...))
-		}
-		return q
-	case *types.Pointer:
-		return jen.Op("*").Add(e.typ(t.Elem()))
-	case *types.Slice:
-		return jen.Index().Add(e.typ(t.Elem()))
-	case *types.Array:
-		return jen.Index(jen.Lit(int(t.Len()))).Add(e.typ(t.Elem()))
-	case *types.Map:
-		return jen.Map(e.typ(t.Key())).Add(e.typ(t.Elem()))
-	case *types.Chan:
-		switch t.Dir() {
+		return e.namedType(t)
+	}
+	switch s := shapeOf(t); s.kind {
+	case kindPointer:
+		return jen.Op("*").Add(e.typ(s.elem))
+	case kindSlice:
+		return jen.Index().Add(e.typ(s.elem))
+	case kindArray:
+		return jen.Index(jen.Lit(int(s.len))).Add(e.typ(s.elem))
+	case kindMap:
+		return jen.Map(e.typ(s.key)).Add(e.typ(s.elem))
+	case kindChan:
+		switch s.dir {
 		case types.SendOnly:
-			return jen.Chan().Op("<-").Add(e.typ(t.Elem()))
+			return jen.Chan().Op("<-").Add(e.typ(s.elem))
 		case types.RecvOnly:
-			return jen.Op("<-").Chan().Add(e.typ(t.Elem()))
+			return jen.Op("<-").Chan().Add(e.typ(s.elem))
 		}
-		return jen.Chan().Add(e.typ(t.Elem()))
-	case *types.Signature:
-		return jen.Func().Add(e.signature(t, nil))
-	case *types.Struct:
-		fields := make([]jen.Code, t.NumFields())
-		for i := range fields {
-			f := t.Field(i)
-			var s *jen.Statement
-			if f.Embedded() {
-				s = jen.Add(e.typ(f.Type()))
-			} else {
-				s = jen.Id(f.Name()).Add(e.typ(f.Type()))
-			}
-			if tag := t.Tag(i); tag != "" {
-				s.Tag(parseTag(tag))
-			}
-			fields[i] = s
-		}
-		return jen.Struct(fields...)
-	case *types.Interface:
-		if t.NumMethods() == 0 && t.NumEmbeddeds() == 0 {
-			return jen.Id("any")
-		}
-		ms := make([]jen.Code, t.NumMethods())
-		for i := range ms {
-			m := t.Method(i)
-			ms[i] = jen.Id(m.Name()).Add(e.signature(m.Type().(*types.Signature), nil))
-		}
-		return jen.Interface(ms...)
+		return jen.Chan().Add(e.typ(s.elem))
+	case kindFunc:
+		return jen.Func().Add(e.signature(s.signature, nil))
+	case kindStruct:
+		return e.structType(s.strct)
+	case kindInterface:
+		return e.interfaceType(s.iface)
 	}
 	return jen.Id(types.TypeString(t, nil))
+}
+
+// namedType renders a named type, with its type arguments.
+func (e *emitter) namedType(t *types.Named) jen.Code {
+	obj := t.Obj()
+	if obj.Pkg() == nil {
+		return jen.Id(obj.Name()) // error
+	}
+	q := e.qual(obj.Pkg(), obj.Name())
+	if args := t.TypeArgs(); args.Len() > 0 {
+		list := make([]jen.Code, args.Len())
+		for i := range list {
+			list[i] = e.typ(args.At(i))
+		}
+		q.Index(jen.List(list...))
+	}
+	return q
+}
+
+// structType renders a struct type literal, tags included.
+func (e *emitter) structType(t *types.Struct) jen.Code {
+	fields := make([]jen.Code, t.NumFields())
+	for i := range fields {
+		f := t.Field(i)
+		var s *jen.Statement
+		if f.Embedded() {
+			s = jen.Add(e.typ(f.Type()))
+		} else {
+			s = jen.Id(f.Name()).Add(e.typ(f.Type()))
+		}
+		if tag := t.Tag(i); tag != "" {
+			s.Tag(parseTag(tag))
+		}
+		fields[i] = s
+	}
+	return jen.Struct(fields...)
+}
+
+// interfaceType renders an interface type literal by its methods.
+func (e *emitter) interfaceType(t *types.Interface) jen.Code {
+	if t.NumMethods() == 0 && t.NumEmbeddeds() == 0 {
+		return jen.Id("any")
+	}
+	ms := make([]jen.Code, t.NumMethods())
+	for i := range ms {
+		m := t.Method(i)
+		ms[i] = jen.Id(m.Name()).Add(e.signature(m.Type().(*types.Signature), nil))
+	}
+	return jen.Interface(ms...)
 }
 
 // signature renders (params) (results); names are the parameter names or nil.

@@ -77,66 +77,91 @@ func isStd(path string) bool {
 	return !strings.Contains(strings.SplitN(path, "/", 2)[0], ".")
 }
 
-// union writes the code that stores (encode) or restores v, a value of
-// the union n, by a switch over the variants a codec can store.
-func (g *codecGen) union(n *types.Named, vs []types.Type, v vx, path, foreignAt string, s fnScope, encode bool) []jen.Code {
+// encUnion writes the code that stores v, a value of the union n, by a
+// type switch over the variants a codec can store.
+func (g *codecGen) encUnion(n *types.Named, vs []types.Type, v vx, path, foreignAt string, s fnScope) []jen.Code {
 	e, pi := g.e, g.e.pi
 	x := s.get("x")
 	var cases []jen.Code
 	usesX := false
 	for _, vt := range vs {
-		tg := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec}
-		var code []jen.Code
-		if encode {
-			code = tg.enc(vt, expr(jen.Id(x)), path, foreignAt, nil, s)
-		} else {
-			code = tg.dec(vt, expr(jen.Id(x)), path, foreignAt, nil, s)
+		code, ok := g.variant(func(tg *codecGen) []jen.Code { return tg.enc(vt, expr(jen.Id(x)), path, foreignAt, nil, s) })
+		if !ok {
+			continue
 		}
-		if len(tg.problems) > 0 {
-			continue // not restorable: a value of it fails the recording
-		}
-		for l := range tg.lossy {
-			g.lossy[l] = true
-		}
-		for f := range tg.skipped {
-			g.skipped[f] = true
-		}
-		g.errs = g.errs || tg.errs
-		g.addUnions(tg.unions)
-		name := typeName(vt)
-		if encode {
-			usesX = usesX || uses(code, x)
-			at := s.get("at")
-			body := append([]jen.Code{jen.Id(at).Op(":=").Id("e").Dot("Variant").Call(jen.Lit(name))}, code...)
-			cases = append(cases, jen.Case(e.typ(vt)).Block(append(body, jen.Id("e").Dot("End").Call(jen.Id(at)))...))
-		} else {
-			body := append([]jen.Code{jen.Var().Id(x).Add(e.typ(vt))}, code...)
-			cases = append(cases, jen.Case(jen.Lit(name)).Block(append(body, v.val().Op("=").Id(x))...))
-		}
+		usesX = usesX || uses(code, x)
+		at := s.get("at")
+		body := append(one(jen.Id(at).Op(":=").Add(eCall("Variant", jen.Lit(typeName(vt))))), code...)
+		cases = append(cases, jen.Case(e.typ(vt)).Block(append(body, eCall("End", jen.Id(at)))...))
 	}
-	if len(cases) == 0 {
-		g.fail(path, "interface "+pi.typeString(n)+" cannot be decoded to its dynamic type (no type of its package that implements it can be stored)", foreignAt)
+	if !g.unionStored(n, cases, path, foreignAt) {
 		return nil
 	}
-	g.addUnions(map[string]bool{pi.typeString(n): true})
-	if encode {
-		operand := v.val()
-		if v.ptr != nil {
-			operand = jen.Parens(operand) // (*v).(type)
+	operand := v.val()
+	if v.ptr != nil {
+		operand = jen.Parens(operand) // (*v).(type)
+	}
+	sw := jen.Switch(operand.Clone().Assert(jen.Type()))
+	if usesX {
+		sw = jen.Switch(jen.Id(x).Op(":=").Add(operand).Assert(jen.Type()))
+	}
+	cases = append(one(jen.Case(jen.Nil()).Block(eCall("Nil"))), cases...)
+	cases = append(cases, jen.Default().Block(eCall("NotVariant", jen.Lit(pi.typeString(n)), v.val())))
+	return one(sw.Block(cases...))
+}
+
+// decUnion restores v, a value of the union n, by its variant's name.
+func (g *codecGen) decUnion(n *types.Named, vs []types.Type, v vx, path, foreignAt string, s fnScope) []jen.Code {
+	x := s.get("x")
+	var cases []jen.Code
+	for _, vt := range vs {
+		code, ok := g.variant(func(tg *codecGen) []jen.Code { return tg.dec(vt, expr(jen.Id(x)), path, foreignAt, nil, s) })
+		if !ok {
+			continue
 		}
-		sw := jen.Switch(operand.Clone().Assert(jen.Type()))
-		if usesX {
-			sw = jen.Switch(jen.Id(x).Op(":=").Add(operand).Assert(jen.Type()))
-		}
-		cases = append([]jen.Code{jen.Case(jen.Nil()).Block(jen.Id("e").Dot("Nil").Call())}, cases...)
-		cases = append(cases, jen.Default().Block(jen.Id("e").Dot("NotVariant").Call(jen.Lit(pi.typeString(n)), v.val())))
-		return one(sw.Block(cases...))
+		body := append(one(jen.Var().Id(x).Add(g.e.typ(vt))), code...)
+		cases = append(cases, jen.Case(jen.Lit(typeName(vt))).Block(append(body, v.val().Op("=").Id(x))...))
+	}
+	if !g.unionStored(n, cases, path, foreignAt) {
+		return nil
 	}
 	name := s.get("name")
-	cases = append(cases, jen.Default().Block(jen.Id("d").Dot("NotVariant").Call(jen.Id(name))))
-	return one(jen.If(jen.Id("d").Dot("Nil").Call()).Block(v.val().Op("=").Nil()).Else().Block(
-		jen.Id(name).Op(":=").Id("d").Dot("Variant").Call(),
+	cases = append(cases, jen.Default().Block(dCall("NotVariant", jen.Id(name))))
+	return one(jen.If(dCall("Nil")).Block(v.val().Op("=").Nil()).Else().Block(
+		jen.Id(name).Op(":=").Add(dCall("Variant")),
 		jen.Switch(jen.Id(name)).Block(cases...)))
+}
+
+// variant returns the code code writes for one variant of a union, and
+// merges what it stores into g; false if the variant cannot be stored (a
+// value of it fails the recording).
+func (g *codecGen) variant(code func(tg *codecGen) []jen.Code) ([]jen.Code, bool) {
+	tg := &codecGen{e: g.e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec}
+	c := code(tg)
+	if len(tg.problems) > 0 {
+		return nil, false
+	}
+	for l := range tg.lossy {
+		g.lossy[l] = true
+	}
+	for f := range tg.skipped {
+		g.skipped[f] = true
+	}
+	g.errs = g.errs || tg.errs
+	g.addUnions(tg.unions)
+	return c, true
+}
+
+// unionStored records that values of n are stored as a union, or a
+// problem when none of its variants can be.
+func (g *codecGen) unionStored(n *types.Named, cases []jen.Code, path, foreignAt string) bool {
+	pi := g.e.pi
+	if len(cases) == 0 {
+		g.fail(path, "interface "+pi.typeString(n)+" cannot be decoded to its dynamic type (no type of its package that implements it can be stored)", foreignAt)
+		return false
+	}
+	g.addUnions(map[string]bool{pi.typeString(n): true})
+	return true
 }
 
 // typeName is t's stable name in a record: its package path and name, a

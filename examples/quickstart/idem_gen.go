@@ -54,25 +54,7 @@ var idemSpecCreateInvoice = &idem.Spec{
 // Build fails here if main.CreateInvoice's signature changed since generation: run go generate.
 var _ func(context.Context, InvoiceRequest) (*Invoice, error) = CreateInvoice
 
-// idemCodecCreateInvoice stores the results of CreateInvoice (generated codec).
-var idemCodecCreateInvoice = idemimpl.TypedCodec[*Invoice]{
-	Decode: func(d *idemimpl.Decoder, v **Invoice) {
-		if d.Ptr() {
-			*v = new(Invoice)
-			idemDecInvoice(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Invoice) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncInvoice(e, *v)
-		}
-	},
-}
+var idemCodecCreateInvoice = idemimpl.PtrCodec(idemEncInvoice, idemDecInvoice)
 
 // HandleWebhook is main.HandleWebhook, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return on_failure=lock key=eventID).
@@ -106,17 +88,8 @@ var idemSpecHandleWebhook = &idem.Spec{
 // Build fails here if main.HandleWebhook's signature changed since generation: run go generate.
 var _ func(context.Context, string, WebhookEvent) (string, error) = HandleWebhook
 
-// idemCodecHandleWebhook stores the results of HandleWebhook (generated codec).
-var idemCodecHandleWebhook = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
+var idemCodecHandleWebhook = idemimpl.StringCodec[string]()
 
-// idemDecInvoice restores values of Invoice.
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	end := d.Struct()
 	for d.More(end) {
@@ -133,19 +106,14 @@ func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	}
 }
 
-// idemEncInvoice stores values of Invoice.
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("AmountCents")
-	e.Int(v.AmountCents)
-	e.Field("IssuedAt")
-	e.Marshaled(v.IssuedAt.MarshalBinary())
+	e.Field("ID").String(v.ID)
+	e.Field("AmountCents").Int(v.AmountCents)
+	e.Field("IssuedAt").Marshaled(v.IssuedAt.MarshalBinary())
 	e.End(at)
 }
 
-// idemKeyInvoiceRequest writes the key material of InvoiceRequest.
 func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 	b.String(v.CustomerID)
 	b.String(v.OrderID)
@@ -153,7 +121,6 @@ func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 	b.String(v.Email)
 }
 
-// idemKeyWebhookEvent writes the key material of WebhookEvent.
 func idemKeyWebhookEvent(b *idemimpl.KeyBuilder, v *WebhookEvent) {
 	b.String(v.Type)
 	b.Int(v.Amount)

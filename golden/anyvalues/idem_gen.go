@@ -52,15 +52,7 @@ var idemSpecRecord = &idem.Spec{
 // Build fails here if anyvalues.Record's signature changed since generation: run go generate.
 var _ func(context.Context, Event) (Result, error) = Record
 
-// idemCodecRecord stores the results of Record (generated codec).
-var idemCodecRecord = idemimpl.TypedCodec[Result]{
-	Decode: func(d *idemimpl.Decoder, v *Result) {
-		idemDecResult(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Result) {
-		idemEncResult(e, v)
-	},
-}
+var idemCodecRecord = idemimpl.Codec(idemEncResult, idemDecResult)
 
 // Exec is anyvalues.Exec, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Exec(ctx context.Context, query string, args ...any) (any, error) {
@@ -95,7 +87,6 @@ var idemSpecExec = &idem.Spec{
 // Build fails here if anyvalues.Exec's signature changed since generation: run go generate.
 var _ func(context.Context, string, ...any) (any, error) = Exec
 
-// idemCodecExec stores the results of Exec (generated codec).
 var idemCodecExec = idemimpl.TypedCodec[any]{
 	Decode: func(d *idemimpl.Decoder, v *any) {
 		*v = d.Any()
@@ -139,17 +130,8 @@ var idemSpecConnect = &idem.Spec{
 // Build fails here if anyvalues.Connect's signature changed since generation: run go generate.
 var _ func(context.Context, net.Addr) (string, error) = Connect
 
-// idemCodecConnect stores the results of Connect (generated codec).
-var idemCodecConnect = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
+var idemCodecConnect = idemimpl.StringCodec[string]()
 
-// idemDecResult restores values of Result.
 func idemDecResult(d *idemimpl.Decoder, v *Result) {
 	end := d.Struct()
 	for d.More(end) {
@@ -185,7 +167,6 @@ func idemDecResult(d *idemimpl.Decoder, v *Result) {
 	}
 }
 
-// idemEncResult stores values of Result.
 func idemEncResult(e *idemimpl.Encoder, v *Result) {
 	at := e.Struct()
 	e.Field("Echo")
@@ -211,12 +192,10 @@ func idemEncResult(e *idemimpl.Encoder, v *Result) {
 		}
 		e.End(at3)
 	}
-	e.Field("V")
-	e.Any(v.V)
+	e.Field("V").Any(v.V)
 	e.End(at)
 }
 
-// idemKeyEvent writes the key material of Event.
 func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	b.String(v.ID)
 	if v.Data == nil {

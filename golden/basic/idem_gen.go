@@ -54,27 +54,8 @@ var idemSpecCreateInvoice = &idem.Spec{
 // Build fails here if basic.CreateInvoice's signature changed since generation: run go generate.
 var _ func(context.Context, InvoiceRequest) (*Invoice, error) = CreateInvoice
 
-// idemCodecCreateInvoice stores the results of CreateInvoice (generated codec).
-var idemCodecCreateInvoice = idemimpl.TypedCodec[*Invoice]{
-	Decode: func(d *idemimpl.Decoder, v **Invoice) {
-		if d.Ptr() {
-			*v = new(Invoice)
-			idemDecInvoice(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Invoice) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncInvoice(e, *v)
-		}
-	},
-}
+var idemCodecCreateInvoice = idemimpl.PtrCodec(idemEncInvoice, idemDecInvoice)
 
-// idemDecInvoice restores values of Invoice.
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	end := d.Struct()
 	for d.More(end) {
@@ -89,13 +70,10 @@ func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	}
 }
 
-// idemEncInvoice stores values of Invoice.
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Amount")
-	e.Int(v.Amount)
+	e.Field("ID").String(v.ID)
+	e.Field("Amount").Int(v.Amount)
 	e.End(at)
 }
 
@@ -128,16 +106,10 @@ func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 	}
 }
 
-// idemKeyLine writes the key material of Line.
 func idemKeyLine(b *idemimpl.KeyBuilder, v *Line) {
 	b.String(v.SKU)
 	b.Int(int64(v.Qty))
-	if v.Price == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Float(*v.Price)
-	}
+	idemimpl.KeyPtr(b, v.Price, idemimpl.KeyFloat)
 }
 
 // Build fails here if Invoice's fields changed since generation: run go generate.

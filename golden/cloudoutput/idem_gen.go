@@ -53,45 +53,16 @@ var idemSpecPut = &idem.Spec{
 // Build fails here if cloudoutput.Put's signature changed since generation: run go generate.
 var _ func(context.Context, string) (*sdk.PutObjectOutput, error) = Put
 
-// idemCodecPut stores the results of Put (generated codec).
-var idemCodecPut = idemimpl.TypedCodec[*sdk.PutObjectOutput]{
-	Decode: func(d *idemimpl.Decoder, v **sdk.PutObjectOutput) {
-		if d.Ptr() {
-			*v = new(sdk.PutObjectOutput)
-			idemDecSdkPutObjectOutput(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **sdk.PutObjectOutput) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncSdkPutObjectOutput(e, *v)
-		}
-	},
-}
+var idemCodecPut = idemimpl.PtrCodec(idemEncSdkPutObjectOutput, idemDecSdkPutObjectOutput)
 
-// idemDecSdkPutObjectOutput restores values of sdk.PutObjectOutput.
 func idemDecSdkPutObjectOutput(d *idemimpl.Decoder, v *sdk.PutObjectOutput) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "ETag":
-			if d.Ptr() {
-				v.ETag = new(string)
-				*v.ETag = d.String()
-			} else {
-				v.ETag = nil
-			}
+			idemimpl.DecPtr(d, &v.ETag, idemimpl.DecString)
 		case "VersionId":
-			if d.Ptr() {
-				v.VersionId = new(string)
-				*v.VersionId = d.String()
-			} else {
-				v.VersionId = nil
-			}
+			idemimpl.DecPtr(d, &v.VersionId, idemimpl.DecString)
 		case "Size":
 			if d.Ptr() {
 				v.Size = new(int64)
@@ -119,23 +90,12 @@ func idemDecSdkPutObjectOutput(d *idemimpl.Decoder, v *sdk.PutObjectOutput) {
 	}
 }
 
-// idemEncSdkPutObjectOutput stores values of sdk.PutObjectOutput.
 func idemEncSdkPutObjectOutput(e *idemimpl.Encoder, v *sdk.PutObjectOutput) {
 	at := e.Struct()
 	e.Field("ETag")
-	if v.ETag == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.ETag)
-	}
+	idemimpl.EncPtr(e, v.ETag, idemimpl.EncString)
 	e.Field("VersionId")
-	if v.VersionId == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.VersionId)
-	}
+	idemimpl.EncPtr(e, v.VersionId, idemimpl.EncString)
 	e.Field("Size")
 	if v.Size == nil {
 		e.Nil()

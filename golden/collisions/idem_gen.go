@@ -60,15 +60,7 @@ var idemSpecPay2 = &idem4.Spec{
 // Build fails here if collisions.Pay's signature changed since generation: run go generate.
 var _ func(context3.Context, string, int, bool, []string, string, int) (int64, error) = Pay
 
-// idemCodecPay stores the results of Pay (generated codec).
-var idemCodecPay = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPay = idemimpl.IntCodec[int64](64)
 
 // Tick is collisions.Tick, run at most once per key (ttl=1h30m lease=30s on_duplicate=return
 // key=idem2).
@@ -118,7 +110,6 @@ type idemResultTick struct {
 	r2 int
 }
 
-// idemCodecTick stores the results of Tick (generated codec).
 var idemCodecTick = idemimpl.TypedCodec[idemResultTick]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultTick) {
 		end := d.Struct()
@@ -135,10 +126,8 @@ var idemCodecTick = idemimpl.TypedCodec[idemResultTick]{
 	},
 	Encode: func(e *idemimpl.Encoder, v *idemResultTick) {
 		at := e.Struct()
-		e.Field("R1")
-		e.String(v.r1)
-		e.Field("R2")
-		e.Int(int64(v.r2))
+		e.Field("R1").String(v.r1)
+		e.Field("R2").Int(int64(v.r2))
 		e.End(at)
 	},
 }
@@ -187,15 +176,7 @@ var idemSpecBoxPut = &idem4.Spec{
 // Build fails here if Box.Put's signature changed since generation: run go generate.
 var _ func(*Box, context3.Context, int) (int64, error) = (*Box).Put
 
-// idemCodecBoxPut stores the results of Put (generated codec).
-var idemCodecBoxPut = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecBoxPut = idemimpl.IntCodec[int64](64)
 
 // Peek is Box.Peek, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver
 // is not part of the key (key= can name its fields).
@@ -226,15 +207,7 @@ var idemSpecBoxPeek = &idem4.Spec{
 // Build fails here if Box.Peek's signature changed since generation: run go generate.
 var _ func(*Box, context3.Context) (int64, error) = (*Box).Peek
 
-// idemCodecBoxPeek stores the results of Peek (generated codec).
-var idemCodecBoxPeek = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecBoxPeek = idemimpl.IntCodec[int64](64)
 
 // Empty is Box.Empty, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver
 // is not part of the key (key= can name its fields).
@@ -265,7 +238,6 @@ var idemSpecBoxEmpty = &idem4.Spec{
 // Build fails here if Box.Empty's signature changed since generation: run go generate.
 var _ func(*Box, context3.Context) error = (*Box).Empty
 
-// idemKeyContext writes the key material of context.
 func idemKeyContext(b *idemimpl.KeyBuilder, v *context) {
 	b.Time(v.deadline)
 }

@@ -50,17 +50,8 @@ var idemSpecGetQuote = &idem.Spec{
 // Build fails here if defaults.GetQuote's signature changed since generation: run go generate.
 var _ func(context.Context, string, int) (Quote, error) = GetQuote
 
-// idemCodecGetQuote stores the results of GetQuote (generated codec).
-var idemCodecGetQuote = idemimpl.TypedCodec[Quote]{
-	Decode: func(d *idemimpl.Decoder, v *Quote) {
-		idemDecQuote(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Quote) {
-		idemEncQuote(e, v)
-	},
-}
+var idemCodecGetQuote = idemimpl.Codec(idemEncQuote, idemDecQuote)
 
-// idemDecQuote restores values of Quote.
 func idemDecQuote(d *idemimpl.Decoder, v *Quote) {
 	end := d.Struct()
 	for d.More(end) {
@@ -72,39 +63,20 @@ func idemDecQuote(d *idemimpl.Decoder, v *Quote) {
 		case "Total":
 			v.Total = d.Float64()
 		case "Tags":
-			if d.Nil() {
-				v.Tags = nil
-			} else {
-				v.Tags = make([]string, d.List())
-				for i := range v.Tags {
-					v.Tags[i] = d.String()
-				}
-			}
+			idemimpl.DecList(d, &v.Tags, idemimpl.DecString)
 		default:
 			d.Skip()
 		}
 	}
 }
 
-// idemEncQuote stores values of Quote.
 func idemEncQuote(e *idemimpl.Encoder, v *Quote) {
 	at := e.Struct()
-	e.Field("Symbol")
-	e.String(v.Symbol)
-	e.Field("Qty")
-	e.Int(int64(v.Qty))
-	e.Field("Total")
-	e.Float64(v.Total)
+	e.Field("Symbol").String(v.Symbol)
+	e.Field("Qty").Int(int64(v.Qty))
+	e.Field("Total").Float64(v.Total)
 	e.Field("Tags")
-	if v.Tags == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Tags))
-		for i := range v.Tags {
-			e.String(v.Tags[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Tags, idemimpl.EncString)
 	e.End(at)
 }
 

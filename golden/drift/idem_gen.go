@@ -51,15 +51,7 @@ var idemSpecCharge = &idem.Spec{
 // Build fails here if drift.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, Req) (int64, error) = Charge
 
-// idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecCharge = idemimpl.IntCodec[int64](64)
 
 // Quote is drift.Quote, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Quote(ctx context.Context, amount Cents, units Units) (Price, error) {
@@ -91,15 +83,7 @@ var idemSpecQuote = &idem.Spec{
 // Build fails here if drift.Quote's signature changed since generation: run go generate.
 var _ func(context.Context, Cents, Units) (Price, error) = Quote
 
-// idemCodecQuote stores the results of Quote (generated codec).
-var idemCodecQuote = idemimpl.TypedCodec[Price]{
-	Decode: func(d *idemimpl.Decoder, v *Price) {
-		idemDecPrice(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Price) {
-		idemEncPrice(e, v)
-	},
-}
+var idemCodecQuote = idemimpl.Codec(idemEncPrice, idemDecPrice)
 
 // Track is drift.Track, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Track(ctx context.Context, limit Opt[int64]) (int64, error) {
@@ -130,15 +114,7 @@ var idemSpecTrack = &idem.Spec{
 // Build fails here if drift.Track's signature changed since generation: run go generate.
 var _ func(context.Context, Opt[int64]) (int64, error) = Track
 
-// idemCodecTrack stores the results of Track (generated codec).
-var idemCodecTrack = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecTrack = idemimpl.IntCodec[int64](64)
 
 // IdempotentSave is drift.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // The type arguments are part of the key.
@@ -180,17 +156,8 @@ func _[S ~string]() {
 	var _ func(context.Context, Page[S]) (int64, error) = Save[S]
 }
 
-// idemCodecSave stores the results of Save (generated codec).
-var idemCodecSave = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecSave = idemimpl.IntCodec[int64](64)
 
-// idemDecPrice restores values of Price.
 func idemDecPrice(d *idemimpl.Decoder, v *Price) {
 	end := d.Struct()
 	for d.More(end) {
@@ -205,22 +172,17 @@ func idemDecPrice(d *idemimpl.Decoder, v *Price) {
 	}
 }
 
-// idemEncPrice stores values of Price.
 func idemEncPrice(e *idemimpl.Encoder, v *Price) {
 	at := e.Struct()
-	e.Field("Total")
-	e.Int(int64(v.Total))
-	e.Field("Rate")
-	e.Float32(float32(v.Rate))
+	e.Field("Total").Int(int64(v.Total))
+	e.Field("Rate").Float32(float32(v.Rate))
 	e.End(at)
 }
 
-// idemKeyBase writes the key material of Base.
 func idemKeyBase(b *idemimpl.KeyBuilder, v *Base) {
 	b.String(v.Tenant)
 }
 
-// idemKeyCodes writes the key material of Codes.
 func idemKeyCodes(b *idemimpl.KeyBuilder, v *Codes) {
 	if *v == nil {
 		b.Nil()
@@ -232,13 +194,11 @@ func idemKeyCodes(b *idemimpl.KeyBuilder, v *Codes) {
 	}
 }
 
-// idemKeyExtOptions writes the key material of ext.Options.
 func idemKeyExtOptions(b *idemimpl.KeyBuilder, v *ext.Options) {
 	b.String(v.Region)
 	b.Int(int64(v.Retries))
 }
 
-// idemKeyOpt_int64 writes the key material of Opt[int64].
 func idemKeyOpt_int64(b *idemimpl.KeyBuilder, v *Opt[int64]) {
 	b.Int(v.Value)
 	b.Bool(v.Set)

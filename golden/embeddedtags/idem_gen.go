@@ -50,17 +50,8 @@ var idemSpecList = &idem.Spec{
 // Build fails here if p.List's signature changed since generation: run go generate.
 var _ func(context.Context, Query) (Messages, error) = List
 
-// idemCodecList stores the results of List (generated codec).
-var idemCodecList = idemimpl.TypedCodec[Messages]{
-	Decode: func(d *idemimpl.Decoder, v *Messages) {
-		idemDecMessages(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Messages) {
-		idemEncMessages(e, v)
-	},
-}
+var idemCodecList = idemimpl.Codec(idemEncMessages, idemDecMessages)
 
-// idemDecExtMeta restores values of ext.Meta.
 func idemDecExtMeta(d *idemimpl.Decoder, v *ext.Meta) {
 	end := d.Struct()
 	for d.More(end) {
@@ -75,7 +66,6 @@ func idemDecExtMeta(d *idemimpl.Decoder, v *ext.Meta) {
 	}
 }
 
-// idemDecMessages restores values of Messages.
 func idemDecMessages(d *idemimpl.Decoder, v *Messages) {
 	end := d.Struct()
 	for d.More(end) {
@@ -87,21 +77,13 @@ func idemDecMessages(d *idemimpl.Decoder, v *Messages) {
 		case "Meta":
 			idemDecExtMeta(d, &v.Meta)
 		case "Items":
-			if d.Nil() {
-				v.Items = nil
-			} else {
-				v.Items = make([]string, d.List())
-				for i := range v.Items {
-					v.Items[i] = d.String()
-				}
-			}
+			idemimpl.DecList(d, &v.Items, idemimpl.DecString)
 		default:
 			d.Skip()
 		}
 	}
 }
 
-// idemDecPage restores values of Page.
 func idemDecPage(d *idemimpl.Decoder, v *Page) {
 	end := d.Struct()
 	for d.More(end) {
@@ -116,7 +98,6 @@ func idemDecPage(d *idemimpl.Decoder, v *Page) {
 	}
 }
 
-// idemDecStats restores values of Stats.
 func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 	end := d.Struct()
 	for d.More(end) {
@@ -131,17 +112,13 @@ func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 	}
 }
 
-// idemEncExtMeta stores values of ext.Meta.
 func idemEncExtMeta(e *idemimpl.Encoder, v *ext.Meta) {
 	at := e.Struct()
-	e.Field("Page")
-	e.Int(int64(v.Page))
-	e.Field("Cursor")
-	e.String(v.Cursor)
+	e.Field("Page").Int(int64(v.Page))
+	e.Field("Cursor").String(v.Cursor)
 	e.End(at)
 }
 
-// idemEncMessages stores values of Messages.
 func idemEncMessages(e *idemimpl.Encoder, v *Messages) {
 	at := e.Struct()
 	e.Field("Page")
@@ -151,52 +128,35 @@ func idemEncMessages(e *idemimpl.Encoder, v *Messages) {
 	e.Field("Meta")
 	idemEncExtMeta(e, &v.Meta)
 	e.Field("Items")
-	if v.Items == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Items))
-		for i := range v.Items {
-			e.String(v.Items[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Items, idemimpl.EncString)
 	e.End(at)
 }
 
-// idemEncPage stores values of Page.
 func idemEncPage(e *idemimpl.Encoder, v *Page) {
 	at := e.Struct()
-	e.Field("Page")
-	e.Int(int64(v.Page))
-	e.Field("Next")
-	e.String(v.Next)
+	e.Field("Page").Int(int64(v.Page))
+	e.Field("Next").String(v.Next)
 	e.End(at)
 }
 
-// idemEncStats stores values of Stats.
 func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 	at := e.Struct()
-	e.Field("Page")
-	e.Int(int64(v.Page))
-	e.Field("Total")
-	e.Int(int64(v.Total))
+	e.Field("Page").Int(int64(v.Page))
+	e.Field("Total").Int(int64(v.Total))
 	e.End(at)
 }
 
-// idemKeyPage writes the key material of Page.
 func idemKeyPage(b *idemimpl.KeyBuilder, v *Page) {
 	b.Int(int64(v.Page))
 	b.String(v.Next)
 }
 
-// idemKeyQuery writes the key material of Query.
 func idemKeyQuery(b *idemimpl.KeyBuilder, v *Query) {
 	idemKeyPage(b, &v.Page)
 	idemKeyStats(b, &v.Stats)
 	b.String(v.Channel)
 }
 
-// idemKeyStats writes the key material of Stats.
 func idemKeyStats(b *idemimpl.KeyBuilder, v *Stats) {
 	b.Int(int64(v.Page))
 	b.Int(int64(v.Total))

@@ -51,17 +51,8 @@ var idemSpecTags = &idem.Spec{
 // Build fails here if emptyelems.Tags's signature changed since generation: run go generate.
 var _ func(context.Context, string) (Sets, error) = Tags
 
-// idemCodecTags stores the results of Tags (generated codec).
-var idemCodecTags = idemimpl.TypedCodec[Sets]{
-	Decode: func(d *idemimpl.Decoder, v *Sets) {
-		idemDecSets(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Sets) {
-		idemEncSets(e, v)
-	},
-}
+var idemCodecTags = idemimpl.Codec(idemEncSets, idemDecSets)
 
-// idemDecMarker restores values of Marker.
 func idemDecMarker(d *idemimpl.Decoder, v *Marker) {
 	end := d.Struct()
 	for d.More(end) {
@@ -72,7 +63,6 @@ func idemDecMarker(d *idemimpl.Decoder, v *Marker) {
 	}
 }
 
-// idemDecSets restores values of Sets.
 func idemDecSets(d *idemimpl.Decoder, v *Sets) {
 	end := d.Struct()
 	for d.More(end) {
@@ -138,13 +128,11 @@ func idemDecSets(d *idemimpl.Decoder, v *Sets) {
 	}
 }
 
-// idemEncMarker stores values of Marker.
 func idemEncMarker(e *idemimpl.Encoder, v *Marker) {
 	at := e.Struct()
 	e.End(at)
 }
 
-// idemEncSets stores values of Sets.
 func idemEncSets(e *idemimpl.Encoder, v *Sets) {
 	at := e.Struct()
 	e.Field("Set")

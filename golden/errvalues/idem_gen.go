@@ -58,30 +58,7 @@ var idemSpecLookup = &idem.Spec{
 // Build fails here if errvalues.Lookup's signature changed since generation: run go generate.
 var _ func(context.Context, []string) ([]Item, error) = Lookup
 
-// idemCodecLookup stores the results of Lookup (generated codec).
-var idemCodecLookup = idemimpl.TypedCodec[[]Item]{
-	Decode: func(d *idemimpl.Decoder, v *[]Item) {
-		if d.Nil() {
-			*v = nil
-		} else {
-			*v = make([]Item, d.List())
-			for i := range *v {
-				idemDecItem(d, &(*v)[i])
-			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *[]Item) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			at := e.List(len(*v))
-			for i := range *v {
-				idemEncItem(e, &(*v)[i])
-			}
-			e.End(at)
-		}
-	},
-}
+var idemCodecLookup = idemimpl.ListCodec(idemEncItem, idemDecItem)
 
 // Produce is broker.Produce, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // Errors in results replay as their text and chain, as themselves if idemErrors lists them.
@@ -114,25 +91,7 @@ var idemSpecProduce = &idem.Spec{
 // Build fails here if broker.Produce's signature changed since generation: run go generate.
 var _ func(context.Context, string, int) (*broker.ProduceResponse, error) = broker.Produce
 
-// idemCodecProduce stores the results of Produce (generated codec).
-var idemCodecProduce = idemimpl.TypedCodec[*broker.ProduceResponse]{
-	Decode: func(d *idemimpl.Decoder, v **broker.ProduceResponse) {
-		if d.Ptr() {
-			*v = new(broker.ProduceResponse)
-			idemDecBrokerProduceResponse(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **broker.ProduceResponse) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncBrokerProduceResponse(e, *v)
-		}
-	},
-}
+var idemCodecProduce = idemimpl.PtrCodec(idemEncBrokerProduceResponse, idemDecBrokerProduceResponse)
 
 // idemErrors restores the errors of its cases in results as themselves; others come back as their
 // text and chain.
@@ -142,12 +101,7 @@ func (idemErrors) EncodeError(e *idemimpl.Encoder, err error) bool {
 	switch x := err.(type) {
 	case *NotFound:
 		e.String("*github.com/idemgen/idemgen/testdata/errvalues.NotFound")
-		if x == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncNotFound(e, x)
-		}
+		idemimpl.EncPtr(e, x, idemEncNotFound)
 		return true
 	case broker.Error:
 		e.String("github.com/idemgen/idemgen/testdata/errvalues/broker.Error")
@@ -169,12 +123,7 @@ func (idemErrors) DecodeError(d *idemimpl.Decoder, name string) error {
 	switch name {
 	case "*github.com/idemgen/idemgen/testdata/errvalues.NotFound":
 		var x *NotFound
-		if d.Ptr() {
-			x = new(NotFound)
-			idemDecNotFound(d, x)
-		} else {
-			x = nil
-		}
+		idemimpl.DecPtr(d, &x, idemDecNotFound)
 		return x
 	case "github.com/idemgen/idemgen/testdata/errvalues/broker.Error":
 		var x broker.Error
@@ -188,7 +137,6 @@ func (idemErrors) DecodeError(d *idemimpl.Decoder, name string) error {
 	return nil
 }
 
-// idemDecBrokerPartition restores values of broker.Partition.
 func idemDecBrokerPartition(d *idemimpl.Decoder, v *broker.Partition) {
 	end := d.Struct()
 	for d.More(end) {
@@ -203,20 +151,12 @@ func idemDecBrokerPartition(d *idemimpl.Decoder, v *broker.Partition) {
 	}
 }
 
-// idemDecBrokerProduceResponse restores values of broker.ProduceResponse.
 func idemDecBrokerProduceResponse(d *idemimpl.Decoder, v *broker.ProduceResponse) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "Partitions":
-			if d.Nil() {
-				v.Partitions = nil
-			} else {
-				v.Partitions = make([]broker.Partition, d.List())
-				for i := range v.Partitions {
-					idemDecBrokerPartition(d, &v.Partitions[i])
-				}
-			}
+			idemimpl.DecList(d, &v.Partitions, idemDecBrokerPartition)
 		case "Throttle":
 			v.Throttle = int(d.Int(64))
 		default:
@@ -225,7 +165,6 @@ func idemDecBrokerProduceResponse(d *idemimpl.Decoder, v *broker.ProduceResponse
 	}
 }
 
-// idemDecItem restores values of Item.
 func idemDecItem(d *idemimpl.Decoder, v *Item) {
 	end := d.Struct()
 	for d.More(end) {
@@ -240,7 +179,6 @@ func idemDecItem(d *idemimpl.Decoder, v *Item) {
 	}
 }
 
-// idemDecNotFound restores values of NotFound.
 func idemDecNotFound(d *idemimpl.Decoder, v *NotFound) {
 	end := d.Struct()
 	for d.More(end) {
@@ -253,49 +191,31 @@ func idemDecNotFound(d *idemimpl.Decoder, v *NotFound) {
 	}
 }
 
-// idemEncBrokerPartition stores values of broker.Partition.
 func idemEncBrokerPartition(e *idemimpl.Encoder, v *broker.Partition) {
 	at := e.Struct()
-	e.Field("ID")
-	e.Int(int64(v.ID))
-	e.Field("Error")
-	e.Error(v.Error, idemErrors{})
+	e.Field("ID").Int(int64(v.ID))
+	e.Field("Error").Error(v.Error, idemErrors{})
 	e.End(at)
 }
 
-// idemEncBrokerProduceResponse stores values of broker.ProduceResponse.
 func idemEncBrokerProduceResponse(e *idemimpl.Encoder, v *broker.ProduceResponse) {
 	at := e.Struct()
 	e.Field("Partitions")
-	if v.Partitions == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Partitions))
-		for i := range v.Partitions {
-			idemEncBrokerPartition(e, &v.Partitions[i])
-		}
-		e.End(at2)
-	}
-	e.Field("Throttle")
-	e.Int(int64(v.Throttle))
+	idemimpl.EncList(e, v.Partitions, idemEncBrokerPartition)
+	e.Field("Throttle").Int(int64(v.Throttle))
 	e.End(at)
 }
 
-// idemEncItem stores values of Item.
 func idemEncItem(e *idemimpl.Encoder, v *Item) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Err")
-	e.Error(v.Err, idemErrors{})
+	e.Field("ID").String(v.ID)
+	e.Field("Err").Error(v.Err, idemErrors{})
 	e.End(at)
 }
 
-// idemEncNotFound stores values of NotFound.
 func idemEncNotFound(e *idemimpl.Encoder, v *NotFound) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
+	e.Field("ID").String(v.ID)
 	e.End(at)
 }
 

@@ -56,15 +56,7 @@ var idemSpecFulfil = &idem.Spec{
 // Build fails here if exclude.Fulfil's signature changed since generation: run go generate.
 var _ func(context.Context, Order, Delivery) (int64, error) = Fulfil
 
-// idemCodecFulfil stores the results of Fulfil (generated codec).
-var idemCodecFulfil = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecFulfil = idemimpl.IntCodec[int64](64)
 
 // Build fails here if Customer's fields changed since generation: run go generate.
 var _ = struct {

@@ -61,7 +61,6 @@ type idemResultSummarize struct {
 	r2 []float32
 }
 
-// idemCodecSummarize stores the results of Summarize (generated codec).
 var idemCodecSummarize = idemimpl.TypedCodec[idemResultSummarize]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultSummarize) {
 		end := d.Struct()
@@ -101,7 +100,6 @@ var idemCodecSummarize = idemimpl.TypedCodec[idemResultSummarize]{
 	},
 }
 
-// idemDecStats restores values of Stats.
 func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 	end := d.Struct()
 	for d.More(end) {
@@ -117,14 +115,7 @@ func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 		case "Ratio":
 			v.Ratio = d.Float32()
 		case "Samples":
-			if d.Nil() {
-				v.Samples = nil
-			} else {
-				v.Samples = make([]float64, d.List())
-				for i := range v.Samples {
-					v.Samples[i] = d.Float64()
-				}
-			}
+			idemimpl.DecList(d, &v.Samples, idemimpl.DecFloat64)
 		case "ByName":
 			if d.Nil() {
 				v.ByName = nil
@@ -140,12 +131,7 @@ func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 				}
 			}
 		case "Peak":
-			if d.Ptr() {
-				v.Peak = new(float64)
-				*v.Peak = d.Float64()
-			} else {
-				v.Peak = nil
-			}
+			idemimpl.DecPtr(d, &v.Peak, idemimpl.DecFloat64)
 		case "Complex":
 			v.Complex = d.Complex()
 		default:
@@ -154,51 +140,31 @@ func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 	}
 }
 
-// idemEncStats stores values of Stats.
 func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 	at := e.Struct()
-	e.Field("Mean")
-	e.Float64(v.Mean)
-	e.Field("Min")
-	e.Float64(v.Min)
-	e.Field("Max")
-	e.Float64(v.Max)
-	e.Field("Zero")
-	e.Float64(v.Zero)
-	e.Field("Ratio")
-	e.Float32(v.Ratio)
+	e.Field("Mean").Float64(v.Mean)
+	e.Field("Min").Float64(v.Min)
+	e.Field("Max").Float64(v.Max)
+	e.Field("Zero").Float64(v.Zero)
+	e.Field("Ratio").Float32(v.Ratio)
 	e.Field("Samples")
-	if v.Samples == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Samples))
-		for i := range v.Samples {
-			e.Float64(v.Samples[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Samples, idemimpl.EncFloat64)
 	e.Field("ByName")
 	if v.ByName == nil {
 		e.Nil()
 	} else {
-		at3 := e.Map(len(v.ByName))
+		at2 := e.Map(len(v.ByName))
 		// sorted: the same value always has the same bytes
 		for _, k := range slices.Sorted(maps.Keys(v.ByName)) {
 			x := v.ByName[k]
 			e.String(k)
 			e.Float64(x)
 		}
-		e.End(at3)
+		e.End(at2)
 	}
 	e.Field("Peak")
-	if v.Peak == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.Float64(*v.Peak)
-	}
-	e.Field("Complex")
-	e.Complex(v.Complex)
+	idemimpl.EncPtr(e, v.Peak, idemimpl.EncFloat64)
+	e.Field("Complex").Complex(v.Complex)
 	e.End(at)
 }
 

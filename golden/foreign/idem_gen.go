@@ -75,19 +75,9 @@ func (x *Idempotent) beginNew(params *sdk.PaymentIntentParams) idem.Call {
 		c.Key().Nil()
 	} else {
 		c.Key().Ptr()
-		if params.Params.IdempotencyKey == nil {
-			c.Key().Nil()
-		} else {
-			c.Key().Ptr()
-			c.Key().String(*params.Params.IdempotencyKey)
-		}
+		idemimpl.KeyPtr(c.Key(), params.Params.IdempotencyKey, idemimpl.KeyString)
 	}
-	if params == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeySdkPaymentIntentParams(c.Payload(), params)
-	}
+	idemimpl.KeyPtr(c.Payload(), params, idemKeySdkPaymentIntentParams)
 	return c
 }
 
@@ -101,25 +91,7 @@ var idemSpecNew = &idem.Spec{
 // Build fails here if sdk.New's signature changed since generation: run go generate.
 var _ func(context.Context, *sdk.PaymentIntentParams) (*sdk.PaymentIntent, error) = sdk.New
 
-// idemCodecNew stores the results of New (generated codec).
-var idemCodecNew = idemimpl.TypedCodec[*sdk.PaymentIntent]{
-	Decode: func(d *idemimpl.Decoder, v **sdk.PaymentIntent) {
-		if d.Ptr() {
-			*v = new(sdk.PaymentIntent)
-			idemDecSdkPaymentIntent(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **sdk.PaymentIntent) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncSdkPaymentIntent(e, *v)
-		}
-	},
-}
+var idemCodecNew = idemimpl.PtrCodec(idemEncSdkPaymentIntent, idemDecSdkPaymentIntent)
 
 // NewRefund is refund.New, run at most once per key (ttl=24h lease=30s on_duplicate=raise).
 func (x *Idempotent) NewRefund(ctx context.Context, payment string, amount int64) (*refund.Refund, error) {
@@ -151,25 +123,7 @@ var idemSpecNewRefund = &idem.Spec{
 // Build fails here if refund.New's signature changed since generation: run go generate.
 var _ func(context.Context, string, int64) (*refund.Refund, error) = refund.New
 
-// idemCodecNewRefund stores the results of NewRefund (generated codec).
-var idemCodecNewRefund = idemimpl.TypedCodec[*refund.Refund]{
-	Decode: func(d *idemimpl.Decoder, v **refund.Refund) {
-		if d.Ptr() {
-			*v = new(refund.Refund)
-			idemDecRefundRefund(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **refund.Refund) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncRefundRefund(e, *v)
-		}
-	},
-}
+var idemCodecNewRefund = idemimpl.PtrCodec(idemEncRefundRefund, idemDecRefundRefund)
 
 // IdempotentIssuesService is a *sdk.IssuesService whose annotated methods run at most once per key.
 type IdempotentIssuesService struct {
@@ -209,12 +163,7 @@ func (s *IdempotentIssuesService) beginCreate(owner string, repo string, req *sd
 	c := s.g.Begin(idemSpecIssuesServiceCreate)
 	c.Key().String(owner)
 	c.Key().String(repo)
-	if req == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeySdkIssueRequest(c.Key(), req)
-	}
+	idemimpl.KeyPtr(c.Key(), req, idemKeySdkIssueRequest)
 	return c
 }
 
@@ -235,19 +184,13 @@ type idemResultIssuesServiceCreate struct {
 	r2 *sdk.Response
 }
 
-// idemCodecIssuesServiceCreate stores the results of Create (generated codec).
 var idemCodecIssuesServiceCreate = idemimpl.TypedCodec[idemResultIssuesServiceCreate]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultIssuesServiceCreate) {
 		end := d.Struct()
 		for d.More(end) {
 			switch string(d.Field()) {
 			case "R1":
-				if d.Ptr() {
-					v.r1 = new(sdk.Issue)
-					idemDecSdkIssue(d, v.r1)
-				} else {
-					v.r1 = nil
-				}
+				idemimpl.DecPtr(d, &v.r1, idemDecSdkIssue)
 			default:
 				d.Skip()
 			}
@@ -256,12 +199,7 @@ var idemCodecIssuesServiceCreate = idemimpl.TypedCodec[idemResultIssuesServiceCr
 	Encode: func(e *idemimpl.Encoder, v *idemResultIssuesServiceCreate) {
 		at := e.Struct()
 		e.Field("R1")
-		if v.r1 == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncSdkIssue(e, v.r1)
-		}
+		idemimpl.EncPtr(e, v.r1, idemEncSdkIssue)
 		e.End(at)
 	},
 }
@@ -298,7 +236,6 @@ var idemSpecIssuesServiceLock = &idem.Spec{
 // Build fails here if sdk.IssuesService.Lock's signature changed since generation: run go generate.
 var _ func(*sdk.IssuesService, context.Context, string, string, int) error = (*sdk.IssuesService).Lock
 
-// idemDecRefundRefund restores values of refund.Refund.
 func idemDecRefundRefund(d *idemimpl.Decoder, v *refund.Refund) {
 	end := d.Struct()
 	for d.More(end) {
@@ -313,7 +250,6 @@ func idemDecRefundRefund(d *idemimpl.Decoder, v *refund.Refund) {
 	}
 }
 
-// idemDecSdkError restores values of sdk.Error.
 func idemDecSdkError(d *idemimpl.Decoder, v *sdk.Error) {
 	end := d.Struct()
 	for d.More(end) {
@@ -326,7 +262,6 @@ func idemDecSdkError(d *idemimpl.Decoder, v *sdk.Error) {
 	}
 }
 
-// idemDecSdkIssue restores values of sdk.Issue.
 func idemDecSdkIssue(d *idemimpl.Decoder, v *sdk.Issue) {
 	end := d.Struct()
 	for d.More(end) {
@@ -336,21 +271,9 @@ func idemDecSdkIssue(d *idemimpl.Decoder, v *sdk.Issue) {
 		case "Title":
 			v.Title = d.String()
 		case "Labels":
-			if d.Nil() {
-				v.Labels = nil
-			} else {
-				v.Labels = make([]string, d.List())
-				for i := range v.Labels {
-					v.Labels[i] = d.String()
-				}
-			}
+			idemimpl.DecList(d, &v.Labels, idemimpl.DecString)
 		case "Author":
-			if d.Ptr() {
-				v.Author = new(string)
-				*v.Author = d.String()
-			} else {
-				v.Author = nil
-			}
+			idemimpl.DecPtr(d, &v.Author, idemimpl.DecString)
 		case "URL":
 			v.URL = d.String()
 		default:
@@ -359,7 +282,6 @@ func idemDecSdkIssue(d *idemimpl.Decoder, v *sdk.Issue) {
 	}
 }
 
-// idemDecSdkPaymentIntent restores values of sdk.PaymentIntent.
 func idemDecSdkPaymentIntent(d *idemimpl.Decoder, v *sdk.PaymentIntent) {
 	end := d.Struct()
 	for d.More(end) {
@@ -387,76 +309,44 @@ func idemDecSdkPaymentIntent(d *idemimpl.Decoder, v *sdk.PaymentIntent) {
 				}
 			}
 		case "LastError":
-			if d.Ptr() {
-				v.LastError = new(sdk.Error)
-				idemDecSdkError(d, v.LastError)
-			} else {
-				v.LastError = nil
-			}
+			idemimpl.DecPtr(d, &v.LastError, idemDecSdkError)
 		default:
 			d.Skip()
 		}
 	}
 }
 
-// idemEncRefundRefund stores values of refund.Refund.
 func idemEncRefundRefund(e *idemimpl.Encoder, v *refund.Refund) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Amount")
-	e.Int(v.Amount)
+	e.Field("ID").String(v.ID)
+	e.Field("Amount").Int(v.Amount)
 	e.End(at)
 }
 
-// idemEncSdkError stores values of sdk.Error.
 func idemEncSdkError(e *idemimpl.Encoder, v *sdk.Error) {
 	at := e.Struct()
-	e.Field("Code")
-	e.String(v.Code)
+	e.Field("Code").String(v.Code)
 	e.End(at)
 }
 
-// idemEncSdkIssue stores values of sdk.Issue.
 func idemEncSdkIssue(e *idemimpl.Encoder, v *sdk.Issue) {
 	at := e.Struct()
-	e.Field("Number")
-	e.Int(int64(v.Number))
-	e.Field("Title")
-	e.String(v.Title)
+	e.Field("Number").Int(int64(v.Number))
+	e.Field("Title").String(v.Title)
 	e.Field("Labels")
-	if v.Labels == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Labels))
-		for i := range v.Labels {
-			e.String(v.Labels[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Labels, idemimpl.EncString)
 	e.Field("Author")
-	if v.Author == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.Author)
-	}
-	e.Field("URL")
-	e.String(v.URL)
+	idemimpl.EncPtr(e, v.Author, idemimpl.EncString)
+	e.Field("URL").String(v.URL)
 	e.End(at)
 }
 
-// idemEncSdkPaymentIntent stores values of sdk.PaymentIntent.
 func idemEncSdkPaymentIntent(e *idemimpl.Encoder, v *sdk.PaymentIntent) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Amount")
-	e.Int(v.Amount)
-	e.Field("Currency")
-	e.String(v.Currency)
-	e.Field("Created")
-	e.Marshaled(v.Created.MarshalBinary())
+	e.Field("ID").String(v.ID)
+	e.Field("Amount").Int(v.Amount)
+	e.Field("Currency").String(v.Currency)
+	e.Field("Created").Marshaled(v.Created.MarshalBinary())
 	e.Field("Metadata")
 	if v.Metadata == nil {
 		e.Nil()
@@ -471,29 +361,13 @@ func idemEncSdkPaymentIntent(e *idemimpl.Encoder, v *sdk.PaymentIntent) {
 		e.End(at2)
 	}
 	e.Field("LastError")
-	if v.LastError == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		idemEncSdkError(e, v.LastError)
-	}
+	idemimpl.EncPtr(e, v.LastError, idemEncSdkError)
 	e.End(at)
 }
 
-// idemKeySdkIssueRequest writes the key material of sdk.IssueRequest.
 func idemKeySdkIssueRequest(b *idemimpl.KeyBuilder, v *sdk.IssueRequest) {
-	if v.Title == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Title)
-	}
-	if v.Body == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Body)
-	}
+	idemimpl.KeyPtr(b, v.Title, idemimpl.KeyString)
+	idemimpl.KeyPtr(b, v.Body, idemimpl.KeyString)
 	if v.Labels == nil {
 		b.Nil()
 	} else {
@@ -504,14 +378,8 @@ func idemKeySdkIssueRequest(b *idemimpl.KeyBuilder, v *sdk.IssueRequest) {
 	}
 }
 
-// idemKeySdkParams writes the key material of sdk.Params.
 func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
-	if v.IdempotencyKey == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.IdempotencyKey)
-	}
+	idemimpl.KeyPtr(b, v.IdempotencyKey, idemimpl.KeyString)
 	if v.Metadata == nil {
 		b.Nil()
 	} else {
@@ -525,21 +393,10 @@ func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	}
 }
 
-// idemKeySdkPaymentIntentParams writes the key material of sdk.PaymentIntentParams.
 func idemKeySdkPaymentIntentParams(b *idemimpl.KeyBuilder, v *sdk.PaymentIntentParams) {
 	idemKeySdkParams(b, &v.Params)
-	if v.Amount == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Int(*v.Amount)
-	}
-	if v.Currency == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Currency)
-	}
+	idemimpl.KeyPtr(b, v.Amount, idemimpl.KeyInt)
+	idemimpl.KeyPtr(b, v.Currency, idemimpl.KeyString)
 }
 
 // Build fails here if refund.Refund's fields changed since generation: run go generate.

@@ -59,15 +59,7 @@ func _[N ~int64 | ~int32]() {
 	var _ func(context.Context, sdk.Query[string], N) (sdk.Page[sdk.Item], error) = Reprice[N]
 }
 
-// idemCodecReprice stores the results of Reprice (generated codec).
-var idemCodecReprice = idemimpl.TypedCodec[sdk.Page[sdk.Item]]{
-	Decode: func(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
-		idemDecSdkPage_SdkItem(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
-		idemEncSdkPage_SdkItem(e, v)
-	},
-}
+var idemCodecReprice = idemimpl.Codec(idemEncSdkPage_SdkItem, idemDecSdkPage_SdkItem)
 
 // List is sdk.List, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) List(ctx context.Context, q sdk.Query[string]) (sdk.Page[sdk.Item], error) {
@@ -98,15 +90,7 @@ var idemSpecList = &idem.Spec{
 // Build fails here if sdk.List's signature changed since generation: run go generate.
 var _ func(context.Context, sdk.Query[string]) (sdk.Page[sdk.Item], error) = sdk.List
 
-// idemCodecList stores the results of List (generated codec).
-var idemCodecList = idemimpl.TypedCodec[sdk.Page[sdk.Item]]{
-	Decode: func(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
-		idemDecSdkPage_SdkItem(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
-		idemEncSdkPage_SdkItem(e, v)
-	},
-}
+var idemCodecList = idemimpl.Codec(idemEncSdkPage_SdkItem, idemDecSdkPage_SdkItem)
 
 // IdempotentCatalog is a *sdk.Catalog whose annotated methods run at most once per key.
 type IdempotentCatalog struct {
@@ -152,7 +136,6 @@ var idemSpecCatalogPrices = &idem.Spec{
 // Build fails here if sdk.Catalog.Prices's signature changed since generation: run go generate.
 var _ func(*sdk.Catalog, context.Context, sdk.Page[string]) (map[string]sdk.Opt[int64], error) = (*sdk.Catalog).Prices
 
-// idemCodecCatalogPrices stores the results of Prices (generated codec).
 var idemCodecCatalogPrices = idemimpl.TypedCodec[map[string]sdk.Opt[int64]]{
 	Decode: func(d *idemimpl.Decoder, v *map[string]sdk.Opt[int64]) {
 		if d.Nil() {
@@ -185,7 +168,6 @@ var idemCodecCatalogPrices = idemimpl.TypedCodec[map[string]sdk.Opt[int64]]{
 	},
 }
 
-// idemDecSdkItem restores values of sdk.Item.
 func idemDecSdkItem(d *idemimpl.Decoder, v *sdk.Item) {
 	end := d.Struct()
 	for d.More(end) {
@@ -200,20 +182,12 @@ func idemDecSdkItem(d *idemimpl.Decoder, v *sdk.Item) {
 	}
 }
 
-// idemDecSdkPage_SdkItem restores values of sdk.Page[sdk.Item].
 func idemDecSdkPage_SdkItem(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "Items":
-			if d.Nil() {
-				v.Items = nil
-			} else {
-				v.Items = make([]sdk.Item, d.List())
-				for i := range v.Items {
-					idemDecSdkItem(d, &v.Items[i])
-				}
-			}
+			idemimpl.DecList(d, &v.Items, idemDecSdkItem)
 		case "Next":
 			v.Next = d.String()
 		default:
@@ -222,35 +196,21 @@ func idemDecSdkPage_SdkItem(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
 	}
 }
 
-// idemEncSdkItem stores values of sdk.Item.
 func idemEncSdkItem(e *idemimpl.Encoder, v *sdk.Item) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Price")
-	e.Int(v.Price)
+	e.Field("ID").String(v.ID)
+	e.Field("Price").Int(v.Price)
 	e.End(at)
 }
 
-// idemEncSdkPage_SdkItem stores values of sdk.Page[sdk.Item].
 func idemEncSdkPage_SdkItem(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
 	at := e.Struct()
 	e.Field("Items")
-	if v.Items == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Items))
-		for i := range v.Items {
-			idemEncSdkItem(e, &v.Items[i])
-		}
-		e.End(at2)
-	}
-	e.Field("Next")
-	e.String(v.Next)
+	idemimpl.EncList(e, v.Items, idemEncSdkItem)
+	e.Field("Next").String(v.Next)
 	e.End(at)
 }
 
-// idemKeySdkPage_string writes the key material of sdk.Page[string].
 func idemKeySdkPage_string(b *idemimpl.KeyBuilder, v *sdk.Page[string]) {
 	if v.Items == nil {
 		b.Nil()
@@ -263,7 +223,6 @@ func idemKeySdkPage_string(b *idemimpl.KeyBuilder, v *sdk.Page[string]) {
 	b.String(v.Next)
 }
 
-// idemKeySdkQuery_string writes the key material of sdk.Query[string].
 func idemKeySdkQuery_string(b *idemimpl.KeyBuilder, v *sdk.Query[string]) {
 	b.String(v.Filter)
 	b.Marshaled(v.Limit.MarshalText())

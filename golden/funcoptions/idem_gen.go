@@ -42,12 +42,7 @@ func (n *IdempotentNotifier) SendKey(in *sdk.SendMessageInput, optFns ...func(*s
 // beginSend starts a call of Send and writes its key material.
 func (n *IdempotentNotifier) beginSend(in *sdk.SendMessageInput, optFns []func(*sdk.Options)) idem.Call {
 	c := n.g.Begin(idemSpecNotifierSend)
-	if in == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeySdkSendMessageInput(c.Key(), in)
-	}
+	idemimpl.KeyPtr(c.Key(), in, idemKeySdkSendMessageInput)
 	return c
 }
 
@@ -61,85 +56,34 @@ var idemSpecNotifierSend = &idem.Spec{
 // Build fails here if Notifier.Send's signature changed since generation: run go generate.
 var _ func(*Notifier, context.Context, *sdk.SendMessageInput, ...func(*sdk.Options)) (*sdk.SendMessageOutput, error) = (*Notifier).Send
 
-// idemCodecNotifierSend stores the results of Send (generated codec).
-var idemCodecNotifierSend = idemimpl.TypedCodec[*sdk.SendMessageOutput]{
-	Decode: func(d *idemimpl.Decoder, v **sdk.SendMessageOutput) {
-		if d.Ptr() {
-			*v = new(sdk.SendMessageOutput)
-			idemDecSdkSendMessageOutputForNotifierSend(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **sdk.SendMessageOutput) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncSdkSendMessageOutputForNotifierSend(e, *v)
-		}
-	},
-}
+var idemCodecNotifierSend = idemimpl.PtrCodec(idemEncSdkSendMessageOutputForNotifierSend, idemDecSdkSendMessageOutputForNotifierSend)
 
-// idemDecSdkSendMessageOutputForNotifierSend restores values of sdk.SendMessageOutput.
 func idemDecSdkSendMessageOutputForNotifierSend(d *idemimpl.Decoder, v *sdk.SendMessageOutput) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "MessageId":
-			if d.Ptr() {
-				v.MessageId = new(string)
-				*v.MessageId = d.String()
-			} else {
-				v.MessageId = nil
-			}
+			idemimpl.DecPtr(d, &v.MessageId, idemimpl.DecString)
 		case "SequenceNumber":
-			if d.Ptr() {
-				v.SequenceNumber = new(string)
-				*v.SequenceNumber = d.String()
-			} else {
-				v.SequenceNumber = nil
-			}
+			idemimpl.DecPtr(d, &v.SequenceNumber, idemimpl.DecString)
 		default:
 			d.Skip()
 		}
 	}
 }
 
-// idemEncSdkSendMessageOutputForNotifierSend stores values of sdk.SendMessageOutput.
 func idemEncSdkSendMessageOutputForNotifierSend(e *idemimpl.Encoder, v *sdk.SendMessageOutput) {
 	at := e.Struct()
 	e.Field("MessageId")
-	if v.MessageId == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.MessageId)
-	}
+	idemimpl.EncPtr(e, v.MessageId, idemimpl.EncString)
 	e.Field("SequenceNumber")
-	if v.SequenceNumber == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.SequenceNumber)
-	}
+	idemimpl.EncPtr(e, v.SequenceNumber, idemimpl.EncString)
 	e.End(at)
 }
 
-// idemKeySdkSendMessageInput writes the key material of sdk.SendMessageInput.
 func idemKeySdkSendMessageInput(b *idemimpl.KeyBuilder, v *sdk.SendMessageInput) {
-	if v.QueueURL == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.QueueURL)
-	}
-	if v.Body == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Body)
-	}
+	idemimpl.KeyPtr(b, v.QueueURL, idemimpl.KeyString)
+	idemimpl.KeyPtr(b, v.Body, idemimpl.KeyString)
 	if v.Attributes == nil {
 		b.Nil()
 	} else {

@@ -64,15 +64,7 @@ func _[T Entity]() {
 	var _ func(*Repo[T], context.Context, T) (int, error) = (*Repo[T]).Save
 }
 
-// idemCodecRepoSave stores the results of Save (generated codec).
-var idemCodecRepoSave = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
-	},
-}
+var idemCodecRepoSave = idemimpl.IntCodec[int](64)
 
 // Rename is Repo.Rename, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=r.Table,id). The type arguments are part of the key.

@@ -64,7 +64,6 @@ type idemResultCreateInvoice struct {
 	r2 sdk.Opt[int64]
 }
 
-// idemCodecCreateInvoice stores the results of CreateInvoice (generated codec).
 var idemCodecCreateInvoice = idemimpl.TypedCodec[idemResultCreateInvoice]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultCreateInvoice) {
 		end := d.Struct()
@@ -83,8 +82,7 @@ var idemCodecCreateInvoice = idemimpl.TypedCodec[idemResultCreateInvoice]{
 		at := e.Struct()
 		e.Field("R1")
 		idemEncPage_Invoice(e, &v.r1)
-		e.Field("R2")
-		e.Marshaled(v.r2.MarshalJSON())
+		e.Field("R2").Marshaled(v.r2.MarshalJSON())
 		e.End(at)
 	},
 }
@@ -126,15 +124,7 @@ func _[E Event]() {
 	var _ func(context.Context, E) (int64, error) = Publish[E]
 }
 
-// idemCodecPublish stores the results of Publish (generated codec).
-var idemCodecPublish = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPublish = idemimpl.IntCodec[int64](64)
 
 // IdempotentTally is generics.Tally, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return). The type arguments are part of the key.
@@ -169,15 +159,7 @@ func _[N ~int | ~int64]() {
 	var _ func(context.Context, N) (int64, error) = Tally[N]
 }
 
-// idemCodecTally stores the results of Tally (generated codec).
-var idemCodecTally = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecTally = idemimpl.IntCodec[int64](64)
 
 // IdempotentSend is generics.Send, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=id). The type arguments are part of the key. Not keyed: m (type parameter M: not in the
@@ -213,15 +195,7 @@ func _[M any]() {
 	var _ func(context.Context, string, M) (int64, error) = Send[M]
 }
 
-// idemCodecSend stores the results of Send (generated codec).
-var idemCodecSend = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecSend = idemimpl.IntCodec[int64](64)
 
 // IdempotentSave is generics.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // The type arguments are part of the key.
@@ -249,12 +223,7 @@ func idemBeginSave[S ~string](x *Idempotent, p *Page[S], ps []S) idem.Call {
 			c.Key().String(string(p.Items[i]))
 		}
 	}
-	if p.Next == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		c.Key().String(*p.Next)
-	}
+	idemimpl.KeyPtr(c.Key(), p.Next, idemimpl.KeyString)
 	c.Key().List(len(ps))
 	for i := range ps {
 		c.Key().String(string(ps[i]))
@@ -315,15 +284,7 @@ func _[O interface {
 	var _ func(context.Context, O) (int64, error) = Place[O]
 }
 
-// idemCodecPlace stores the results of Place (generated codec).
-var idemCodecPlace = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPlace = idemimpl.IntCodec[int64](64)
 
 // IdempotentStock is generics.Stock, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return). The type arguments are part of the key.
@@ -363,15 +324,7 @@ func _[T Texter]() {
 	var _ func(context.Context, T, float64) (int64, error) = Stock[T]
 }
 
-// idemCodecStock stores the results of Stock (generated codec).
-var idemCodecStock = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecStock = idemimpl.IntCodec[int64](64)
 
 // Import is generics.Import, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Import(ctx context.Context, a Page[model.Invoice], b Page[model2.Invoice]) (Page[model2.Invoice], error) {
@@ -403,17 +356,8 @@ var idemSpecImport = &idem.Spec{
 // Build fails here if generics.Import's signature changed since generation: run go generate.
 var _ func(context.Context, Page[model.Invoice], Page[model2.Invoice]) (Page[model2.Invoice], error) = Import
 
-// idemCodecImport stores the results of Import (generated codec).
-var idemCodecImport = idemimpl.TypedCodec[Page[model2.Invoice]]{
-	Decode: func(d *idemimpl.Decoder, v *Page[model2.Invoice]) {
-		idemDecPage_ModelInvoice(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Page[model2.Invoice]) {
-		idemEncPage_ModelInvoice(e, v)
-	},
-}
+var idemCodecImport = idemimpl.Codec(idemEncPage_ModelInvoice, idemDecPage_ModelInvoice)
 
-// idemDecInvoice restores values of Invoice.
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	end := d.Struct()
 	for d.More(end) {
@@ -428,7 +372,6 @@ func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	}
 }
 
-// idemDecModelInvoice restores values of model.Invoice.
 func idemDecModelInvoice(d *idemimpl.Decoder, v *model2.Invoice) {
 	end := d.Struct()
 	for d.More(end) {
@@ -441,125 +384,65 @@ func idemDecModelInvoice(d *idemimpl.Decoder, v *model2.Invoice) {
 	}
 }
 
-// idemDecPage_Invoice restores values of Page[Invoice].
 func idemDecPage_Invoice(d *idemimpl.Decoder, v *Page[Invoice]) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "Items":
-			if d.Nil() {
-				v.Items = nil
-			} else {
-				v.Items = make([]Invoice, d.List())
-				for i := range v.Items {
-					idemDecInvoice(d, &v.Items[i])
-				}
-			}
+			idemimpl.DecList(d, &v.Items, idemDecInvoice)
 		case "Next":
-			if d.Ptr() {
-				v.Next = new(string)
-				*v.Next = d.String()
-			} else {
-				v.Next = nil
-			}
+			idemimpl.DecPtr(d, &v.Next, idemimpl.DecString)
 		default:
 			d.Skip()
 		}
 	}
 }
 
-// idemDecPage_ModelInvoice restores values of Page[model.Invoice].
 func idemDecPage_ModelInvoice(d *idemimpl.Decoder, v *Page[model2.Invoice]) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "Items":
-			if d.Nil() {
-				v.Items = nil
-			} else {
-				v.Items = make([]model2.Invoice, d.List())
-				for i := range v.Items {
-					idemDecModelInvoice(d, &v.Items[i])
-				}
-			}
+			idemimpl.DecList(d, &v.Items, idemDecModelInvoice)
 		case "Next":
-			if d.Ptr() {
-				v.Next = new(string)
-				*v.Next = d.String()
-			} else {
-				v.Next = nil
-			}
+			idemimpl.DecPtr(d, &v.Next, idemimpl.DecString)
 		default:
 			d.Skip()
 		}
 	}
 }
 
-// idemEncInvoice stores values of Invoice.
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Cents")
-	e.Int(v.Cents)
+	e.Field("ID").String(v.ID)
+	e.Field("Cents").Int(v.Cents)
 	e.End(at)
 }
 
-// idemEncModelInvoice stores values of model.Invoice.
 func idemEncModelInvoice(e *idemimpl.Encoder, v *model2.Invoice) {
 	at := e.Struct()
-	e.Field("Cents")
-	e.Int(v.Cents)
+	e.Field("Cents").Int(v.Cents)
 	e.End(at)
 }
 
-// idemEncPage_Invoice stores values of Page[Invoice].
 func idemEncPage_Invoice(e *idemimpl.Encoder, v *Page[Invoice]) {
 	at := e.Struct()
 	e.Field("Items")
-	if v.Items == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Items))
-		for i := range v.Items {
-			idemEncInvoice(e, &v.Items[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Items, idemEncInvoice)
 	e.Field("Next")
-	if v.Next == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.Next)
-	}
+	idemimpl.EncPtr(e, v.Next, idemimpl.EncString)
 	e.End(at)
 }
 
-// idemEncPage_ModelInvoice stores values of Page[model.Invoice].
 func idemEncPage_ModelInvoice(e *idemimpl.Encoder, v *Page[model2.Invoice]) {
 	at := e.Struct()
 	e.Field("Items")
-	if v.Items == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Items))
-		for i := range v.Items {
-			idemEncModelInvoice(e, &v.Items[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Items, idemEncModelInvoice)
 	e.Field("Next")
-	if v.Next == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.Next)
-	}
+	idemimpl.EncPtr(e, v.Next, idemimpl.EncString)
 	e.End(at)
 }
 
-// idemKeyInvoiceRequest writes the key material of InvoiceRequest.
 func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 	b.String(v.Customer)
 	idemKeyOpt_int64(b, &v.Amount)
@@ -567,35 +450,29 @@ func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 	b.Marshaled(v.Coupon.MarshalText())
 }
 
-// idemKeyModelInvoice writes the key material of model.Invoice.
 func idemKeyModelInvoice(b *idemimpl.KeyBuilder, v *model.Invoice) {
 	b.String(v.Number)
 }
 
-// idemKeyModelInvoice2 writes the key material of model.Invoice.
 func idemKeyModelInvoice2(b *idemimpl.KeyBuilder, v *model2.Invoice) {
 	b.Int(v.Cents)
 }
 
-// idemKeyOpt_int64 writes the key material of Opt[int64].
 func idemKeyOpt_int64(b *idemimpl.KeyBuilder, v *Opt[int64]) {
 	b.Int(v.value)
 	b.Bool(v.present)
 }
 
-// idemKeyOpt_string writes the key material of Opt[string].
 func idemKeyOpt_string(b *idemimpl.KeyBuilder, v *Opt[string]) {
 	b.String(v.value)
 	b.Bool(v.present)
 }
 
-// idemKeyOrder writes the key material of Order.
 func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 	b.String(v.ID)
 	b.Int(int64(v.Qty))
 }
 
-// idemKeyPage_ModelInvoice writes the key material of Page[model.Invoice].
 func idemKeyPage_ModelInvoice(b *idemimpl.KeyBuilder, v *Page[model.Invoice]) {
 	if v.Items == nil {
 		b.Nil()
@@ -605,15 +482,9 @@ func idemKeyPage_ModelInvoice(b *idemimpl.KeyBuilder, v *Page[model.Invoice]) {
 			idemKeyModelInvoice(b, &v.Items[i])
 		}
 	}
-	if v.Next == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Next)
-	}
+	idemimpl.KeyPtr(b, v.Next, idemimpl.KeyString)
 }
 
-// idemKeyPage_ModelInvoice2 writes the key material of Page[model.Invoice].
 func idemKeyPage_ModelInvoice2(b *idemimpl.KeyBuilder, v *Page[model2.Invoice]) {
 	if v.Items == nil {
 		b.Nil()
@@ -623,12 +494,7 @@ func idemKeyPage_ModelInvoice2(b *idemimpl.KeyBuilder, v *Page[model2.Invoice]) 
 			idemKeyModelInvoice2(b, &v.Items[i])
 		}
 	}
-	if v.Next == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Next)
-	}
+	idemimpl.KeyPtr(b, v.Next, idemimpl.KeyString)
 }
 
 // Build fails here if Invoice's fields changed since generation: run go generate.

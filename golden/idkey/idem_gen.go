@@ -50,15 +50,7 @@ var idemSpecHandle = &idem.Spec{
 // Build fails here if idkey.Handle's signature changed since generation: run go generate.
 var _ func(context.Context, string, Event) (int64, error) = Handle
 
-// idemCodecHandle stores the results of Handle (generated codec).
-var idemCodecHandle = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecHandle = idemimpl.IntCodec[int64](64)
 
 // HandleEvent is idkey.HandleEvent, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=ev.ID name=events.handle version=2).
@@ -81,12 +73,7 @@ func (x *Idempotent) beginHandleEvent(ev *TypedEvent) idem.Call {
 	} else {
 		c.Key().ID(string(ev.ID))
 	}
-	if ev == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeyTypedEvent(c.Payload(), ev)
-	}
+	idemimpl.KeyPtr(c.Payload(), ev, idemKeyTypedEvent)
 	return c
 }
 
@@ -100,17 +87,8 @@ var idemSpecHandleEvent = &idem.Spec{
 // Build fails here if idkey.HandleEvent's signature changed since generation: run go generate.
 var _ func(context.Context, *TypedEvent) (int64, error) = HandleEvent
 
-// idemCodecHandleEvent stores the results of HandleEvent (generated codec).
-var idemCodecHandleEvent = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecHandleEvent = idemimpl.IntCodec[int64](64)
 
-// idemKeyEvent writes the key material of Event.
 func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	b.String(v.ID)
 	b.String(v.Kind)
@@ -121,7 +99,6 @@ func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	}
 }
 
-// idemKeyTypedEvent writes the key material of TypedEvent.
 func idemKeyTypedEvent(b *idemimpl.KeyBuilder, v *TypedEvent) {
 	b.String(string(v.ID))
 	b.String(v.Body)

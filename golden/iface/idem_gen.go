@@ -79,15 +79,7 @@ var idemSpecCarrierBook = &idem.Spec{
 // Build fails here if Carrier.Book's signature changed since generation: run go generate.
 var _ func(Carrier, context.Context, string, Shipment) (Booking, error) = Carrier.Book
 
-// idemCodecCarrierBook stores the results of Book (generated codec).
-var idemCodecCarrierBook = idemimpl.TypedCodec[Booking]{
-	Decode: func(d *idemimpl.Decoder, v *Booking) {
-		idemDecBooking(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Booking) {
-		idemEncBooking(e, v)
-	},
-}
+var idemCodecCarrierBook = idemimpl.Codec(idemEncBooking, idemDecBooking)
 
 // Quote is Carrier.Quote, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=orderID). The implementation is not part of the key: every Carrier decorated on one Guard
@@ -121,15 +113,7 @@ var idemSpecCarrierQuote = &idem.Spec{
 // Build fails here if Carrier.Quote's signature changed since generation: run go generate.
 var _ func(Carrier, context.Context, string, Shipment) (int64, error) = Carrier.Quote
 
-// idemCodecCarrierQuote stores the results of Quote (generated codec).
-var idemCodecCarrierQuote = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecCarrierQuote = idemimpl.IntCodec[int64](64)
 
 // IdempotentCanceller is a Canceller whose Cancel runs at most once per key; its other methods call
 // the inner Canceller. Decorators of two Cancellers on one Guard share the keys of each annotated
@@ -275,7 +259,6 @@ var idemSpecNotifierReset = &idem.Spec{
 // Build fails here if Notifier.Reset's signature changed since generation: run go generate.
 var _ func(Notifier, context.Context, string) error = Notifier.Reset
 
-// idemDecBooking restores values of Booking.
 func idemDecBooking(d *idemimpl.Decoder, v *Booking) {
 	end := d.Struct()
 	for d.More(end) {
@@ -290,17 +273,13 @@ func idemDecBooking(d *idemimpl.Decoder, v *Booking) {
 	}
 }
 
-// idemEncBooking stores values of Booking.
 func idemEncBooking(e *idemimpl.Encoder, v *Booking) {
 	at := e.Struct()
-	e.Field("Ref")
-	e.String(v.Ref)
-	e.Field("Cents")
-	e.Int(v.Cents)
+	e.Field("Ref").String(v.Ref)
+	e.Field("Cents").Int(v.Cents)
 	e.End(at)
 }
 
-// idemKeyShipment writes the key material of Shipment.
 func idemKeyShipment(b *idemimpl.KeyBuilder, v *Shipment) {
 	b.String(v.From)
 	b.String(v.To)

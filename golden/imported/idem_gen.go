@@ -51,17 +51,8 @@ var idemSpecCrop = &idem.Spec{
 // Build fails here if imported.Crop's signature changed since generation: run go generate.
 var _ func(context.Context, image.Rectangle, image.Point, color.RGBA) (image.Rectangle, error) = Crop
 
-// idemCodecCrop stores the results of Crop (generated codec).
-var idemCodecCrop = idemimpl.TypedCodec[image.Rectangle]{
-	Decode: func(d *idemimpl.Decoder, v *image.Rectangle) {
-		idemDecImageRectangle(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *image.Rectangle) {
-		idemEncImageRectangle(e, v)
-	},
-}
+var idemCodecCrop = idemimpl.Codec(idemEncImageRectangle, idemDecImageRectangle)
 
-// idemDecImagePoint restores values of image.Point.
 func idemDecImagePoint(d *idemimpl.Decoder, v *image.Point) {
 	end := d.Struct()
 	for d.More(end) {
@@ -76,7 +67,6 @@ func idemDecImagePoint(d *idemimpl.Decoder, v *image.Point) {
 	}
 }
 
-// idemDecImageRectangle restores values of image.Rectangle.
 func idemDecImageRectangle(d *idemimpl.Decoder, v *image.Rectangle) {
 	end := d.Struct()
 	for d.More(end) {
@@ -91,17 +81,13 @@ func idemDecImageRectangle(d *idemimpl.Decoder, v *image.Rectangle) {
 	}
 }
 
-// idemEncImagePoint stores values of image.Point.
 func idemEncImagePoint(e *idemimpl.Encoder, v *image.Point) {
 	at := e.Struct()
-	e.Field("X")
-	e.Int(int64(v.X))
-	e.Field("Y")
-	e.Int(int64(v.Y))
+	e.Field("X").Int(int64(v.X))
+	e.Field("Y").Int(int64(v.Y))
 	e.End(at)
 }
 
-// idemEncImageRectangle stores values of image.Rectangle.
 func idemEncImageRectangle(e *idemimpl.Encoder, v *image.Rectangle) {
 	at := e.Struct()
 	e.Field("Min")
@@ -111,7 +97,6 @@ func idemEncImageRectangle(e *idemimpl.Encoder, v *image.Rectangle) {
 	e.End(at)
 }
 
-// idemKeyColorRGBA writes the key material of color.RGBA.
 func idemKeyColorRGBA(b *idemimpl.KeyBuilder, v *color.RGBA) {
 	b.Uint(uint64(v.R))
 	b.Uint(uint64(v.G))
@@ -119,13 +104,11 @@ func idemKeyColorRGBA(b *idemimpl.KeyBuilder, v *color.RGBA) {
 	b.Uint(uint64(v.A))
 }
 
-// idemKeyImagePoint writes the key material of image.Point.
 func idemKeyImagePoint(b *idemimpl.KeyBuilder, v *image.Point) {
 	b.Int(int64(v.X))
 	b.Int(int64(v.Y))
 }
 
-// idemKeyImageRectangle writes the key material of image.Rectangle.
 func idemKeyImageRectangle(b *idemimpl.KeyBuilder, v *image.Rectangle) {
 	idemKeyImagePoint(b, &v.Min)
 	idemKeyImagePoint(b, &v.Max)

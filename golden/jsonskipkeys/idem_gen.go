@@ -37,12 +37,7 @@ func (x *Idempotent) ChargeKey(p *sdk.ChargeParams) (string, error) {
 // beginCharge starts a call of Charge and writes its key material.
 func (x *Idempotent) beginCharge(p *sdk.ChargeParams) idem.Call {
 	c := x.g.Begin(idemSpecCharge)
-	if p == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeySdkChargeParams(c.Key(), p)
-	}
+	idemimpl.KeyPtr(c.Key(), p, idemKeySdkChargeParams)
 	return c
 }
 
@@ -56,41 +51,16 @@ var idemSpecCharge = &idem.Spec{
 // Build fails here if jsonskipkeys.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, *sdk.ChargeParams) (string, error) = Charge
 
-// idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
+var idemCodecCharge = idemimpl.StringCodec[string]()
 
-// idemKeySdkChargeParams writes the key material of sdk.ChargeParams.
 func idemKeySdkChargeParams(b *idemimpl.KeyBuilder, v *sdk.ChargeParams) {
 	idemKeySdkParams(b, &v.Params)
-	if v.Amount == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Int(*v.Amount)
-	}
-	if v.Currency == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Currency)
-	}
+	idemimpl.KeyPtr(b, v.Amount, idemimpl.KeyInt)
+	idemimpl.KeyPtr(b, v.Currency, idemimpl.KeyString)
 }
 
-// idemKeySdkParams writes the key material of sdk.Params.
 func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
-	if v.IdempotencyKey == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.IdempotencyKey)
-	}
+	idemimpl.KeyPtr(b, v.IdempotencyKey, idemimpl.KeyString)
 	if v.Metadata == nil {
 		b.Nil()
 	} else {

@@ -53,17 +53,8 @@ var idemSpecRecord = &idem.Spec{
 // Build fails here if keybasic.Record's signature changed since generation: run go generate.
 var _ func(context.Context, Basics, int, float64, Currency, time.Duration, time.Time) (int64, error) = Record
 
-// idemCodecRecord stores the results of Record (generated codec).
-var idemCodecRecord = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecRecord = idemimpl.IntCodec[int64](64)
 
-// idemKeyBasics writes the key material of Basics.
 func idemKeyBasics(b *idemimpl.KeyBuilder, v *Basics) {
 	b.Bool(v.B)
 	b.Int(int64(v.I))

@@ -36,12 +36,7 @@ func (x *Idempotent) PutKey(in *sdk.PutObjectInput) (string, error) {
 // beginPut starts a call of Put and writes its key material.
 func (x *Idempotent) beginPut(in *sdk.PutObjectInput) idem.Call {
 	c := x.g.Begin(idemSpecPut)
-	if in == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeySdkPutObjectInput(c.Key(), in)
-	}
+	idemimpl.KeyPtr(c.Key(), in, idemKeySdkPutObjectInput)
 	return c
 }
 
@@ -55,15 +50,7 @@ var idemSpecPut = &idem.Spec{
 // Build fails here if keycloudsdk.Put's signature changed since generation: run go generate.
 var _ func(context.Context, *sdk.PutObjectInput) (int64, error) = Put
 
-// idemCodecPut stores the results of Put (generated codec).
-var idemCodecPut = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPut = idemimpl.IntCodec[int64](64)
 
 // PutFor is keycloudsdk.PutFor, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) PutFor(ctx context.Context, u Upload) (int64, error) {
@@ -94,30 +81,11 @@ var idemSpecPutFor = &idem.Spec{
 // Build fails here if keycloudsdk.PutFor's signature changed since generation: run go generate.
 var _ func(context.Context, Upload) (int64, error) = PutFor
 
-// idemCodecPutFor stores the results of PutFor (generated codec).
-var idemCodecPutFor = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPutFor = idemimpl.IntCodec[int64](64)
 
-// idemKeySdkPutObjectInput writes the key material of sdk.PutObjectInput.
 func idemKeySdkPutObjectInput(b *idemimpl.KeyBuilder, v *sdk.PutObjectInput) {
-	if v.Bucket == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Bucket)
-	}
-	if v.Key == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Key)
-	}
+	idemimpl.KeyPtr(b, v.Bucket, idemimpl.KeyString)
+	idemimpl.KeyPtr(b, v.Key, idemimpl.KeyString)
 	if v.Body == nil {
 		b.Nil()
 	} else {
@@ -143,39 +111,17 @@ func idemKeySdkPutObjectInput(b *idemimpl.KeyBuilder, v *sdk.PutObjectInput) {
 		}
 	}
 	b.String(string(v.Mode))
-	if v.Size == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Int(*v.Size)
-	}
+	idemimpl.KeyPtr(b, v.Size, idemimpl.KeyInt)
 }
 
-// idemKeySdkTag writes the key material of sdk.Tag.
 func idemKeySdkTag(b *idemimpl.KeyBuilder, v *sdk.Tag) {
-	if v.Key == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Key)
-	}
-	if v.Value == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Value)
-	}
+	idemimpl.KeyPtr(b, v.Key, idemimpl.KeyString)
+	idemimpl.KeyPtr(b, v.Value, idemimpl.KeyString)
 }
 
-// idemKeyUpload writes the key material of Upload.
 func idemKeyUpload(b *idemimpl.KeyBuilder, v *Upload) {
 	b.String(v.Owner)
-	if v.In == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeySdkPutObjectInput(b, v.In)
-	}
+	idemimpl.KeyPtr(b, v.In, idemKeySdkPutObjectInput)
 	b.List(0)
 	for i := range v.padding {
 		b.Int(int64(v.padding[i]))

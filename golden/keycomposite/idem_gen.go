@@ -54,12 +54,7 @@ func (x *Idempotent) beginDraw(s *Shape, ids []string, tags map[string]string, p
 		}
 		c.Key().MapEnd()
 	}
-	if p == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeyPoint(c.Key(), p)
-	}
+	idemimpl.KeyPtr(c.Key(), p, idemKeyPoint)
 	c.Key().List(2)
 	for i := range arr {
 		idemKeyPoint(c.Key(), &arr[i])
@@ -76,23 +71,13 @@ var idemSpecDraw = &idem.Spec{
 // Build fails here if keycomposite.Draw's signature changed since generation: run go generate.
 var _ func(context.Context, Shape, []string, map[string]string, *Point, [2]Point) (int64, error) = Draw
 
-// idemCodecDraw stores the results of Draw (generated codec).
-var idemCodecDraw = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecDraw = idemimpl.IntCodec[int64](64)
 
-// idemKeyPoint writes the key material of Point.
 func idemKeyPoint(b *idemimpl.KeyBuilder, v *Point) {
 	b.Int(int64(v.X))
 	b.Int(int64(v.Y))
 }
 
-// idemKeyShape writes the key material of Shape.
 func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 	if v.Points == nil {
 		b.Nil()
@@ -147,12 +132,7 @@ func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 				for k2, e2 := range e {
 					b.MapEntry()
 					b.String(k2)
-					if e2 == nil {
-						b.Nil()
-					} else {
-						b.Ptr()
-						idemKeyPoint(b, e2)
-					}
+					idemimpl.KeyPtr(b, e2, idemKeyPoint)
 				}
 				b.MapEnd()
 			}
@@ -163,12 +143,7 @@ func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 		b.Nil()
 	} else {
 		b.Ptr()
-		if *v.PP == nil {
-			b.Nil()
-		} else {
-			b.Ptr()
-			idemKeyPoint(b, *v.PP)
-		}
+		idemimpl.KeyPtr(b, *v.PP, idemKeyPoint)
 	}
 	b.String(v.Anon.A)
 	b.String(v.Anon.B)
@@ -177,12 +152,7 @@ func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 	} else {
 		b.List(len(v.PtrSlice))
 		for i := range v.PtrSlice {
-			if v.PtrSlice[i] == nil {
-				b.Nil()
-			} else {
-				b.Ptr()
-				idemKeyPoint(b, v.PtrSlice[i])
-			}
+			idemimpl.KeyPtr(b, v.PtrSlice[i], idemKeyPoint)
 		}
 	}
 	if v.Keys == nil {

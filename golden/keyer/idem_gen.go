@@ -58,17 +58,8 @@ var idemSpecNotify = &idem.Spec{
 // Build fails here if keyer.Notify's signature changed since generation: run go generate.
 var _ func(context.Context, Order, Identity, *Email) (int64, error) = Notify
 
-// idemCodecNotify stores the results of Notify (generated codec).
-var idemCodecNotify = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecNotify = idemimpl.IntCodec[int64](64)
 
-// idemKeyOrder writes the key material of Order.
 func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 	b.Key(v.To)
 	b.Key(&v.Cart)

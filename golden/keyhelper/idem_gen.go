@@ -50,15 +50,7 @@ var idemSpecCharge = &idem.Spec{
 // Build fails here if keyhelper.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, Request) (int64, error) = Charge
 
-// idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecCharge = idemimpl.IntCodec[int64](64)
 
 // Apply is keyhelper.Apply, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=ev.ID order=ev.User:ev.At).
@@ -141,14 +133,12 @@ var idemSpecLedgerPost = &idem.Spec{
 // Build fails here if Ledger.Post's signature changed since generation: run go generate.
 var _ func(*Ledger, context.Context, string, ...int64) error = (*Ledger).Post
 
-// idemKeyEvent writes the key material of Event.
 func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	b.String(v.ID)
 	b.String(v.User)
 	b.Time(v.At)
 }
 
-// idemKeyRequest writes the key material of Request.
 func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.String(v.Tenant)
 	b.Int(v.Amount)

@@ -56,17 +56,8 @@ var idemSpecPay = &idem.Spec{
 // Build fails here if keymarshal.Pay's signature changed since generation: run go generate.
 var _ func(context.Context, Charge, encoding.TextMarshaler) (int64, error) = Pay
 
-// idemCodecPay stores the results of Pay (generated codec).
-var idemCodecPay = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPay = idemimpl.IntCodec[int64](64)
 
-// idemKeyCharge writes the key material of Charge.
 func idemKeyCharge(b *idemimpl.KeyBuilder, v *Charge) {
 	b.Marshaled(v.Amount.MarshalText())
 	b.Marshaled(v.Token.MarshalBinary())

@@ -53,15 +53,7 @@ var idemSpecRecord = &idem.Spec{
 // Build fails here if keyproto.Record's signature changed since generation: run go generate.
 var _ func(context.Context, Event) (int64, error) = Record
 
-// idemCodecRecord stores the results of Record (generated codec).
-var idemCodecRecord = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecRecord = idemimpl.IntCodec[int64](64)
 
 // Apply is keyproto.Apply, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Apply(ctx context.Context, m proto.Message) (int64, error) {
@@ -97,15 +89,7 @@ var idemSpecApply = &idem.Spec{
 // Build fails here if keyproto.Apply's signature changed since generation: run go generate.
 var _ func(context.Context, proto.Message) (int64, error) = Apply
 
-// idemCodecApply stores the results of Apply (generated codec).
-var idemCodecApply = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecApply = idemimpl.IntCodec[int64](64)
 
 // Patch is keyproto.Patch, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=ev.Attrs).
@@ -142,17 +126,8 @@ var idemSpecPatch = &idem.Spec{
 // Build fails here if keyproto.Patch's signature changed since generation: run go generate.
 var _ func(context.Context, Event) (int64, error) = Patch
 
-// idemCodecPatch stores the results of Patch (generated codec).
-var idemCodecPatch = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPatch = idemimpl.IntCodec[int64](64)
 
-// idemKeyEvent writes the key material of Event.
 func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	b.String(v.ID)
 	if v.At == nil {

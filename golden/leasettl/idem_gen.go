@@ -50,15 +50,7 @@ var idemSpecLong = &idem.Spec{
 // Build fails here if leasettl.Long's signature changed since generation: run go generate.
 var _ func(context.Context, string) (int64, error) = Long
 
-// idemCodecLong stores the results of Long (generated codec).
-var idemCodecLong = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecLong = idemimpl.IntCodec[int64](64)
 
 // Short is leasettl.Short, run at most once per key (ttl=50ms lease=30s on_duplicate=return).
 func (x *Idempotent) Short(ctx context.Context, id string) (int64, error) {
@@ -89,12 +81,4 @@ var idemSpecShort = &idem.Spec{
 // Build fails here if leasettl.Short's signature changed since generation: run go generate.
 var _ func(context.Context, string) (int64, error) = Short
 
-// idemCodecShort stores the results of Short (generated codec).
-var idemCodecShort = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecShort = idemimpl.IntCodec[int64](64)

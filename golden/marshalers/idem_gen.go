@@ -51,17 +51,8 @@ var idemSpecAllow = &idem.Spec{
 // Build fails here if marshalers.Allow's signature changed since generation: run go generate.
 var _ func(context.Context, Request, netip.Prefix) (int64, error) = Allow
 
-// idemCodecAllow stores the results of Allow (generated codec).
-var idemCodecAllow = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecAllow = idemimpl.IntCodec[int64](64)
 
-// idemKeyRequest writes the key material of Request.
 func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Marshaled(v.From.MarshalBinary())
 	if v.Limit == nil {

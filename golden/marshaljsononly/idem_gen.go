@@ -49,27 +49,8 @@ var idemSpecBill = &idem.Spec{
 // Build fails here if marshaljsononly.Bill's signature changed since generation: run go generate.
 var _ func(context.Context, string) (*Invoice, error) = Bill
 
-// idemCodecBill stores the results of Bill (generated codec).
-var idemCodecBill = idemimpl.TypedCodec[*Invoice]{
-	Decode: func(d *idemimpl.Decoder, v **Invoice) {
-		if d.Ptr() {
-			*v = new(Invoice)
-			idemDecInvoice(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Invoice) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncInvoice(e, *v)
-		}
-	},
-}
+var idemCodecBill = idemimpl.PtrCodec(idemEncInvoice, idemDecInvoice)
 
-// idemDecAmount restores values of Amount.
 func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
 	end := d.Struct()
 	for d.More(end) {
@@ -84,7 +65,6 @@ func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
 	}
 }
 
-// idemDecInvoice restores values of Invoice.
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	end := d.Struct()
 	for d.More(end) {
@@ -92,45 +72,26 @@ func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 		case "Total":
 			idemDecAmount(d, &v.Total)
 		case "Lines":
-			if d.Nil() {
-				v.Lines = nil
-			} else {
-				v.Lines = make([]Amount, d.List())
-				for i := range v.Lines {
-					idemDecAmount(d, &v.Lines[i])
-				}
-			}
+			idemimpl.DecList(d, &v.Lines, idemDecAmount)
 		default:
 			d.Skip()
 		}
 	}
 }
 
-// idemEncAmount stores values of Amount.
 func idemEncAmount(e *idemimpl.Encoder, v *Amount) {
 	at := e.Struct()
-	e.Field("Units")
-	e.Int(v.Units)
-	e.Field("Currency")
-	e.String(v.Currency)
+	e.Field("Units").Int(v.Units)
+	e.Field("Currency").String(v.Currency)
 	e.End(at)
 }
 
-// idemEncInvoice stores values of Invoice.
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
 	e.Field("Total")
 	idemEncAmount(e, &v.Total)
 	e.Field("Lines")
-	if v.Lines == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Lines))
-		for i := range v.Lines {
-			idemEncAmount(e, &v.Lines[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Lines, idemEncAmount)
 	e.End(at)
 }
 

@@ -53,15 +53,7 @@ var idemSpecServiceCharge = &idem.Spec{
 // Build fails here if Service.Charge's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, string, int64) (string, error) = (*Service).Charge
 
-// idemCodecServiceCharge stores the results of Charge (generated codec).
-var idemCodecServiceCharge = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
+var idemCodecServiceCharge = idemimpl.StringCodec[string]()
 
 // Refund is Service.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=raise). The
 // receiver is not part of the key (key= can name its fields).

@@ -48,15 +48,7 @@ var idemSpecPing = &idem.Spec{
 // Build fails here if multifile.Ping's signature changed since generation: run go generate.
 var _ func(context.Context) (string, error) = Ping
 
-// idemCodecPing stores the results of Ping (generated codec).
-var idemCodecPing = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
+var idemCodecPing = idemimpl.StringCodec[string]()
 
 // unexported is multifile.unexported, run at most once per key (ttl=24h lease=30s
 // on_duplicate=wait).
@@ -88,15 +80,7 @@ var idemSpecUnexported = &idem.Spec{
 // Build fails here if multifile.unexported's signature changed since generation: run go generate.
 var _ func(context.Context, uint16) (bool, error) = unexported
 
-// idemCodecUnexported stores the results of unexported (generated codec).
-var idemCodecUnexported = idemimpl.TypedCodec[bool]{
-	Decode: func(d *idemimpl.Decoder, v *bool) {
-		*v = d.Bool()
-	},
-	Encode: func(e *idemimpl.Encoder, v *bool) {
-		e.Bool(*v)
-	},
-}
+var idemCodecUnexported = idemimpl.BoolCodec[bool]()
 
 // IdempotentRepo is a *Repo whose annotated methods run at most once per key.
 type IdempotentRepo struct {
@@ -182,7 +166,6 @@ var idemSpecRepoLoad = &idem.Spec{
 // Build fails here if Repo.Load's signature changed since generation: run go generate.
 var _ func(*Repo, context.Context, string) ([]byte, error) = (*Repo).Load
 
-// idemCodecRepoLoad stores the results of Load (generated codec).
 var idemCodecRepoLoad = idemimpl.TypedCodec[[]byte]{
 	Decode: func(d *idemimpl.Decoder, v *[]byte) {
 		*v = d.Bytes()
@@ -235,12 +218,4 @@ var idemSpecCacheFill = &idem.Spec{
 // Build fails here if Cache.Fill's signature changed since generation: run go generate.
 var _ func(*Cache, context.Context) (time.Duration, error) = (*Cache).Fill
 
-// idemCodecCacheFill stores the results of Fill (generated codec).
-var idemCodecCacheFill = idemimpl.TypedCodec[time.Duration]{
-	Decode: func(d *idemimpl.Decoder, v *time.Duration) {
-		*v = time.Duration(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *time.Duration) {
-		e.Int(int64(*v))
-	},
-}
+var idemCodecCacheFill = idemimpl.IntCodec[time.Duration](64)

@@ -63,7 +63,6 @@ type idemResultSplit struct {
 	r3 *Receipt
 }
 
-// idemCodecSplit stores the results of Split (generated codec).
 var idemCodecSplit = idemimpl.TypedCodec[idemResultSplit]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultSplit) {
 		end := d.Struct()
@@ -81,12 +80,7 @@ var idemCodecSplit = idemimpl.TypedCodec[idemResultSplit]{
 					}
 				}
 			case "R3":
-				if d.Ptr() {
-					v.r3 = new(Receipt)
-					idemDecReceipt(d, v.r3)
-				} else {
-					v.r3 = nil
-				}
+				idemimpl.DecPtr(d, &v.r3, idemDecReceipt)
 			default:
 				d.Skip()
 			}
@@ -94,8 +88,7 @@ var idemCodecSplit = idemimpl.TypedCodec[idemResultSplit]{
 	},
 	Encode: func(e *idemimpl.Encoder, v *idemResultSplit) {
 		at := e.Struct()
-		e.Field("R1")
-		e.Int(int64(v.r1))
+		e.Field("R1").Int(int64(v.r1))
 		e.Field("R2")
 		if v.r2 == nil {
 			e.Nil()
@@ -107,12 +100,7 @@ var idemCodecSplit = idemimpl.TypedCodec[idemResultSplit]{
 			e.End(at2)
 		}
 		e.Field("R3")
-		if v.r3 == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncReceipt(e, v.r3)
-		}
+		idemimpl.EncPtr(e, v.r3, idemEncReceipt)
 		e.End(at)
 	},
 }
@@ -157,7 +145,6 @@ type idemResultQuote struct {
 	r3       bool
 }
 
-// idemCodecQuote stores the results of Quote (generated codec).
 var idemCodecQuote = idemimpl.TypedCodec[idemResultQuote]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultQuote) {
 		end := d.Struct()
@@ -176,17 +163,13 @@ var idemCodecQuote = idemimpl.TypedCodec[idemResultQuote]{
 	},
 	Encode: func(e *idemimpl.Encoder, v *idemResultQuote) {
 		at := e.Struct()
-		e.Field("R1")
-		e.Int(v.price)
-		e.Field("R2")
-		e.String(v.currency)
-		e.Field("R3")
-		e.Bool(v.r3)
+		e.Field("R1").Int(v.price)
+		e.Field("R2").String(v.currency)
+		e.Field("R3").Bool(v.r3)
 		e.End(at)
 	},
 }
 
-// idemDecReceipt restores values of Receipt.
 func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
 	end := d.Struct()
 	for d.More(end) {
@@ -215,11 +198,9 @@ func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
 	}
 }
 
-// idemEncReceipt stores values of Receipt.
 func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
+	e.Field("ID").String(v.ID)
 	e.Field("Lines")
 	if v.Lines == nil {
 		e.Nil()
@@ -233,8 +214,7 @@ func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 		}
 		e.End(at2)
 	}
-	e.Field("At")
-	e.Marshaled(v.At.MarshalBinary())
+	e.Field("At").Marshaled(v.At.MarshalBinary())
 	e.End(at)
 }
 

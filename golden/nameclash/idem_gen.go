@@ -187,23 +187,13 @@ var idemSpecServiceG = &idem.Spec{
 // Build fails here if Service.g's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, int) (int, error) = (*Service).g
 
-// idemCodecServiceG stores the results of g (generated codec).
-var idemCodecServiceG = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
-	},
-}
+var idemCodecServiceG = idemimpl.IntCodec[int](64)
 
-// idemKeyImagePoint writes the key material of image.Point.
 func idemKeyImagePoint(b *idemimpl.KeyBuilder, v *image.Point) {
 	b.Int(int64(v.X))
 	b.Int(int64(v.Y))
 }
 
-// idemKeyPoint writes the key material of Point.
 func idemKeyPoint(b *idemimpl.KeyBuilder, v *Point) {
 	b.Int(int64(v.X))
 	b.Int(int64(v.Y))

@@ -37,12 +37,7 @@ func (x *Idempotent) ChargeKey(params *ChargeParams, opts ...func(*Options)) (st
 // beginCharge starts a call of Charge and writes its key material.
 func (x *Idempotent) beginCharge(params *ChargeParams, opts []func(*Options)) idem.Call {
 	c := x.g.Begin(idemSpecCharge)
-	if params == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeyChargeParams(c.Key(), params)
-	}
+	idemimpl.KeyPtr(c.Key(), params, idemKeyChargeParams)
 	return c
 }
 
@@ -56,15 +51,7 @@ var idemSpecCharge = &idem.Spec{
 // Build fails here if notkeyed.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, *ChargeParams, ...func(*Options)) (int64, error) = Charge
 
-// idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecCharge = idemimpl.IntCodec[int64](64)
 
 // Refund is notkeyed.Refund, run at most once per key (ttl=1h lease=30s on_duplicate=return). Not
 // keyed: params.Params.Context (a context), o (functional options), more (functional options).
@@ -96,15 +83,7 @@ var idemSpecRefund = &idem.Spec{
 // Build fails here if notkeyed.Refund's signature changed since generation: run go generate.
 var _ func(context.Context, ChargeParams, option.RequestOption, ...option.ClientOption) (int64, error) = Refund
 
-// idemCodecRefund stores the results of Refund (generated codec).
-var idemCodecRefund = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecRefund = idemimpl.IntCodec[int64](64)
 
 // Capture is notkeyed.Capture, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=params.Amount). Not keyed: params.Params.Context (a context), done (a func).
@@ -136,23 +115,13 @@ var idemSpecCapture = &idem.Spec{
 // Build fails here if notkeyed.Capture's signature changed since generation: run go generate.
 var _ func(context.Context, ChargeParams, func()) (int64, error) = Capture
 
-// idemCodecCapture stores the results of Capture (generated codec).
-var idemCodecCapture = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecCapture = idemimpl.IntCodec[int64](64)
 
-// idemKeyChargeParams writes the key material of ChargeParams.
 func idemKeyChargeParams(b *idemimpl.KeyBuilder, v *ChargeParams) {
 	idemKeyParams(b, &v.Params)
 	b.Int(v.Amount)
 }
 
-// idemKeyParams writes the key material of Params.
 func idemKeyParams(b *idemimpl.KeyBuilder, v *Params) {
 	b.String(v.IdempotencyKey)
 }

@@ -52,17 +52,8 @@ var idemSpecModels = &idem.Spec{
 // Build fails here if omitforeign.Models's signature changed since generation: run go generate.
 var _ func(context.Context, string) (api.List, error) = Models
 
-// idemCodecModels stores the results of Models (generated codec).
-var idemCodecModels = idemimpl.TypedCodec[api.List]{
-	Decode: func(d *idemimpl.Decoder, v *api.List) {
-		idemDecApiListForModels(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *api.List) {
-		idemEncApiListForModels(e, v)
-	},
-}
+var idemCodecModels = idemimpl.Codec(idemEncApiListForModels, idemDecApiListForModels)
 
-// idemDecApiListForModels restores values of api.List.
 func idemDecApiListForModels(d *idemimpl.Decoder, v *api.List) {
 	end := d.Struct()
 	for d.More(end) {
@@ -73,7 +64,6 @@ func idemDecApiListForModels(d *idemimpl.Decoder, v *api.List) {
 	}
 }
 
-// idemEncApiListForModels stores values of api.List.
 func idemEncApiListForModels(e *idemimpl.Encoder, v *api.List) {
 	at := e.Struct()
 	e.End(at)

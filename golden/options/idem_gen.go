@@ -56,15 +56,7 @@ var idemSpecSlow = &idem.Spec{
 // Build fails here if options.Slow's signature changed since generation: run go generate.
 var _ func(context.Context, string, string) (int64, error) = Slow
 
-// idemCodecSlow stores the results of Slow (generated codec).
-var idemCodecSlow = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecSlow = idemimpl.IntCodec[int64](64)
 
 // Raise is options.Raise, run at most once per key (ttl=1.5s lease=250ms on_duplicate=raise).
 func (x *Idempotent) Raise(ctx context.Context, id int) (time.Duration, error) {
@@ -97,12 +89,4 @@ var idemSpecRaise = &idem.Spec{
 // Build fails here if options.Raise's signature changed since generation: run go generate.
 var _ func(context.Context, int) (time.Duration, error) = Raise
 
-// idemCodecRaise stores the results of Raise (generated codec).
-var idemCodecRaise = idemimpl.TypedCodec[time.Duration]{
-	Decode: func(d *idemimpl.Decoder, v *time.Duration) {
-		*v = time.Duration(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *time.Duration) {
-		e.Int(int64(*v))
-	},
-}
+var idemCodecRaise = idemimpl.IntCodec[time.Duration](64)

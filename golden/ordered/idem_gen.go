@@ -54,15 +54,7 @@ var idemSpecApply = &idem.Spec{
 // Build fails here if ordered.Apply's signature changed since generation: run go generate.
 var _ func(context.Context, Measurement) (int64, error) = Apply
 
-// idemCodecApply stores the results of Apply (generated codec).
-var idemCodecApply = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecApply = idemimpl.IntCodec[int64](64)
 
 // ApplyLate is ordered.ApplyLate, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=m.EventID name=ordered.late order=m.UserID:m.Timestamp grace=5m).
@@ -98,15 +90,7 @@ var idemSpecApplyLate = &idem.Spec{
 // Build fails here if ordered.ApplyLate's signature changed since generation: run go generate.
 var _ func(context.Context, Measurement) (int64, error) = ApplyLate
 
-// idemCodecApplyLate stores the results of ApplyLate (generated codec).
-var idemCodecApplyLate = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecApplyLate = idemimpl.IntCodec[int64](64)
 
 // Record is ordered.Record, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=r.ID order=r.Device:r.At grace=1s).
@@ -130,22 +114,12 @@ func (x *Idempotent) beginRecord(r *Reading) idem.Call {
 	} else {
 		c.Key().ID(r.ID)
 	}
-	if r == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeyReading(c.Payload(), r)
-	}
+	idemimpl.KeyPtr(c.Payload(), r, idemKeyReading)
 	if r == nil {
 		c.Entity().Nil()
 	} else {
 		c.Entity().Ptr()
-		if r.Device == nil {
-			c.Entity().Nil()
-		} else {
-			c.Entity().Ptr()
-			idemKeyDevice(c.Entity(), r.Device)
-		}
+		idemimpl.KeyPtr(c.Entity(), r.Device, idemKeyDevice)
 	}
 	if r == nil || r.At == nil {
 		c.Entity().Fail(errors.New("order: r.At is nil: the event has no time"))
@@ -165,13 +139,11 @@ var idemSpecRecord = &idem.Spec{
 // Build fails here if ordered.Record's signature changed since generation: run go generate.
 var _ func(context.Context, *Reading) error = Record
 
-// idemKeyDevice writes the key material of Device.
 func idemKeyDevice(b *idemimpl.KeyBuilder, v *Device) {
 	b.String(v.Tenant)
 	b.Int(v.Serial)
 }
 
-// idemKeyMeasurement writes the key material of Measurement.
 func idemKeyMeasurement(b *idemimpl.KeyBuilder, v *Measurement) {
 	b.String(v.EventID)
 	b.String(v.UserID)
@@ -179,15 +151,9 @@ func idemKeyMeasurement(b *idemimpl.KeyBuilder, v *Measurement) {
 	b.Float(v.Value)
 }
 
-// idemKeyReading writes the key material of Reading.
 func idemKeyReading(b *idemimpl.KeyBuilder, v *Reading) {
 	b.String(v.ID)
-	if v.Device == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyDevice(b, v.Device)
-	}
+	idemimpl.KeyPtr(b, v.Device, idemKeyDevice)
 	if v.At == nil {
 		b.Nil()
 	} else {

@@ -60,12 +60,4 @@ var idemSpecLedgerPost = &idem.Spec{
 // Build fails here if Ledger.Post's signature changed since generation: run go generate.
 var _ func(*Ledger, context.Context, int64, time.Time, int64) (int, error) = (*Ledger).Post
 
-// idemCodecLedgerPost stores the results of Post (generated codec).
-var idemCodecLedgerPost = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
-	},
-}
+var idemCodecLedgerPost = idemimpl.IntCodec[int](64)

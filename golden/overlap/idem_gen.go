@@ -49,25 +49,7 @@ var idemSpecCharge = &idem.Spec{
 // Build fails here if overlap.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, ChargeParams) (*Receipt, error) = Charge
 
-// idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[*Receipt]{
-	Decode: func(d *idemimpl.Decoder, v **Receipt) {
-		if d.Ptr() {
-			*v = new(Receipt)
-			idemDecReceiptForCharge(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Receipt) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncReceiptForCharge(e, *v)
-		}
-	},
-}
+var idemCodecCharge = idemimpl.PtrCodec(idemEncReceiptForCharge, idemDecReceiptForCharge)
 
 // Refund is overlap.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=p.Context,p.Params omit=r1.Meta.Raw,r1.Meta). Not stored (replays return their zero
@@ -99,27 +81,8 @@ var idemSpecRefund = &idem.Spec{
 // Build fails here if overlap.Refund's signature changed since generation: run go generate.
 var _ func(context.Context, ChargeParams) (*Receipt, error) = Refund
 
-// idemCodecRefund stores the results of Refund (generated codec).
-var idemCodecRefund = idemimpl.TypedCodec[*Receipt]{
-	Decode: func(d *idemimpl.Decoder, v **Receipt) {
-		if d.Ptr() {
-			*v = new(Receipt)
-			idemDecReceiptForRefund(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Receipt) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncReceiptForRefund(e, *v)
-		}
-	},
-}
+var idemCodecRefund = idemimpl.PtrCodec(idemEncReceiptForRefund, idemDecReceiptForRefund)
 
-// idemDecReceiptForCharge restores values of Receipt.
 func idemDecReceiptForCharge(d *idemimpl.Decoder, v *Receipt) {
 	end := d.Struct()
 	for d.More(end) {
@@ -132,7 +95,6 @@ func idemDecReceiptForCharge(d *idemimpl.Decoder, v *Receipt) {
 	}
 }
 
-// idemDecReceiptForRefund restores values of Receipt.
 func idemDecReceiptForRefund(d *idemimpl.Decoder, v *Receipt) {
 	end := d.Struct()
 	for d.More(end) {
@@ -145,19 +107,15 @@ func idemDecReceiptForRefund(d *idemimpl.Decoder, v *Receipt) {
 	}
 }
 
-// idemEncReceiptForCharge stores values of Receipt.
 func idemEncReceiptForCharge(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
+	e.Field("ID").String(v.ID)
 	e.End(at)
 }
 
-// idemEncReceiptForRefund stores values of Receipt.
 func idemEncReceiptForRefund(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
+	e.Field("ID").String(v.ID)
 	e.End(at)
 }
 

@@ -77,15 +77,7 @@ var idemSpecBlank = &idem.Spec{
 // Build fails here if paramnames.Blank's signature changed since generation: run go generate.
 var _ func(context.Context, string, int) (int, error) = Blank
 
-// idemCodecBlank stores the results of Blank (generated codec).
-var idemCodecBlank = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
-	},
-}
+var idemCodecBlank = idemimpl.IntCodec[int](64)
 
 // Shadow is paramnames.Shadow, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Shadow(Shadow_ string, Item_ Item, len_ int, string_ string, int64_ []int) (*Item, error) {
@@ -126,25 +118,7 @@ var idemSpecShadow = &idem.Spec{
 // Build fails here if paramnames.Shadow's signature changed since generation: run go generate.
 var _ func(string, Item, int, string, []int) (*Item, error) = Shadow
 
-// idemCodecShadow stores the results of Shadow (generated codec).
-var idemCodecShadow = idemimpl.TypedCodec[*Item]{
-	Decode: func(d *idemimpl.Decoder, v **Item) {
-		if d.Ptr() {
-			*v = new(Item)
-			idemDecItem(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Item) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncItem(e, *v)
-		}
-	},
-}
+var idemCodecShadow = idemimpl.PtrCodec(idemEncItem, idemDecItem)
 
 // Later is paramnames.Later, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=id).
@@ -177,17 +151,8 @@ var idemSpecLater = &idem.Spec{
 // Build fails here if paramnames.Later's signature changed since generation: run go generate.
 var _ func(string, context.Context, int) (int, error) = Later
 
-// idemCodecLater stores the results of Later (generated codec).
-var idemCodecLater = idemimpl.TypedCodec[int]{
-	Decode: func(d *idemimpl.Decoder, v *int) {
-		*v = int(d.Int(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *int) {
-		e.Int(int64(*v))
-	},
-}
+var idemCodecLater = idemimpl.IntCodec[int](64)
 
-// idemDecItem restores values of Item.
 func idemDecItem(d *idemimpl.Decoder, v *Item) {
 	end := d.Struct()
 	for d.More(end) {
@@ -200,15 +165,12 @@ func idemDecItem(d *idemimpl.Decoder, v *Item) {
 	}
 }
 
-// idemEncItem stores values of Item.
 func idemEncItem(e *idemimpl.Encoder, v *Item) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
+	e.Field("ID").String(v.ID)
 	e.End(at)
 }
 
-// idemKeyItem writes the key material of Item.
 func idemKeyItem(b *idemimpl.KeyBuilder, v *Item) {
 	b.String(v.ID)
 }

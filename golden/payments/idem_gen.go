@@ -54,27 +54,8 @@ var idemSpecCreateCharge = &idem.Spec{
 // Build fails here if payments.CreateCharge's signature changed since generation: run go generate.
 var _ func(context.Context, ChargeParams) (*sdk.Charge, error) = CreateCharge
 
-// idemCodecCreateCharge stores the results of CreateCharge (generated codec).
-var idemCodecCreateCharge = idemimpl.TypedCodec[*sdk.Charge]{
-	Decode: func(d *idemimpl.Decoder, v **sdk.Charge) {
-		if d.Ptr() {
-			*v = new(sdk.Charge)
-			idemDecSdkCharge(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **sdk.Charge) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncSdkCharge(e, *v)
-		}
-	},
-}
+var idemCodecCreateCharge = idemimpl.PtrCodec(idemEncSdkCharge, idemDecSdkCharge)
 
-// idemDecHttpHeader restores values of http.Header.
 func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 	if d.Nil() {
 		*v = nil
@@ -85,38 +66,24 @@ func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 			var k string
 			var x []string
 			k = d.String()
-			if d.Nil() {
-				x = nil
-			} else {
-				x = make([]string, d.List())
-				for i := range x {
-					x[i] = d.String()
-				}
-			}
+			idemimpl.DecList(d, &x, idemimpl.DecString)
 			(*v)[k] = x
 		}
 	}
 }
 
-// idemDecSdkAPIResource restores values of sdk.APIResource.
 func idemDecSdkAPIResource(d *idemimpl.Decoder, v *sdk.APIResource) {
 	end := d.Struct()
 	for d.More(end) {
 		switch string(d.Field()) {
 		case "LastResponse":
-			if d.Ptr() {
-				v.LastResponse = new(sdk.APIResponse)
-				idemDecSdkAPIResponse(d, v.LastResponse)
-			} else {
-				v.LastResponse = nil
-			}
+			idemimpl.DecPtr(d, &v.LastResponse, idemDecSdkAPIResponse)
 		default:
 			d.Skip()
 		}
 	}
 }
 
-// idemDecSdkAPIResponse restores values of sdk.APIResponse.
 func idemDecSdkAPIResponse(d *idemimpl.Decoder, v *sdk.APIResponse) {
 	end := d.Struct()
 	for d.More(end) {
@@ -133,7 +100,6 @@ func idemDecSdkAPIResponse(d *idemimpl.Decoder, v *sdk.APIResponse) {
 	}
 }
 
-// idemDecSdkCharge restores values of sdk.Charge.
 func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 	end := d.Struct()
 	for d.More(end) {
@@ -154,12 +120,7 @@ func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 			} else {
 				v.Refunds = make([]*sdk.Refund, d.List())
 				for i := range v.Refunds {
-					if d.Ptr() {
-						v.Refunds[i] = new(sdk.Refund)
-						idemDecSdkRefund(d, v.Refunds[i])
-					} else {
-						v.Refunds[i] = nil
-					}
+					idemimpl.DecPtr(d, &v.Refunds[i], idemDecSdkRefund)
 				}
 			}
 		case "Metadata":
@@ -177,19 +138,13 @@ func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 				}
 			}
 		case "Outcome":
-			if d.Ptr() {
-				v.Outcome = new(sdk.Outcome)
-				idemDecSdkOutcome(d, v.Outcome)
-			} else {
-				v.Outcome = nil
-			}
+			idemimpl.DecPtr(d, &v.Outcome, idemDecSdkOutcome)
 		default:
 			d.Skip()
 		}
 	}
 }
 
-// idemDecSdkOutcome restores values of sdk.Outcome.
 func idemDecSdkOutcome(d *idemimpl.Decoder, v *sdk.Outcome) {
 	end := d.Struct()
 	for d.More(end) {
@@ -204,7 +159,6 @@ func idemDecSdkOutcome(d *idemimpl.Decoder, v *sdk.Outcome) {
 	}
 }
 
-// idemDecSdkRefund restores values of sdk.Refund.
 func idemDecSdkRefund(d *idemimpl.Decoder, v *sdk.Refund) {
 	end := d.Struct()
 	for d.More(end) {
@@ -219,7 +173,6 @@ func idemDecSdkRefund(d *idemimpl.Decoder, v *sdk.Refund) {
 	}
 }
 
-// idemEncHttpHeader stores values of http.Header.
 func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 	if *v == nil {
 		e.Nil()
@@ -229,70 +182,43 @@ func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 		for _, k := range slices.Sorted(maps.Keys(*v)) {
 			x := (*v)[k]
 			e.String(k)
-			if x == nil {
-				e.Nil()
-			} else {
-				at2 := e.List(len(x))
-				for i := range x {
-					e.String(x[i])
-				}
-				e.End(at2)
-			}
+			idemimpl.EncList(e, x, idemimpl.EncString)
 		}
 		e.End(at)
 	}
 }
 
-// idemEncSdkAPIResource stores values of sdk.APIResource.
 func idemEncSdkAPIResource(e *idemimpl.Encoder, v *sdk.APIResource) {
 	at := e.Struct()
 	e.Field("LastResponse")
-	if v.LastResponse == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		idemEncSdkAPIResponse(e, v.LastResponse)
-	}
+	idemimpl.EncPtr(e, v.LastResponse, idemEncSdkAPIResponse)
 	e.End(at)
 }
 
-// idemEncSdkAPIResponse stores values of sdk.APIResponse.
 func idemEncSdkAPIResponse(e *idemimpl.Encoder, v *sdk.APIResponse) {
 	at := e.Struct()
-	e.Field("StatusCode")
-	e.Int(int64(v.StatusCode))
+	e.Field("StatusCode").Int(int64(v.StatusCode))
 	e.Field("Header")
 	idemEncHttpHeader(e, &v.Header)
-	e.Field("RequestID")
-	e.String(v.RequestID)
+	e.Field("RequestID").String(v.RequestID)
 	e.End(at)
 }
 
-// idemEncSdkCharge stores values of sdk.Charge.
 func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 	at := e.Struct()
 	e.Field("APIResource")
 	idemEncSdkAPIResource(e, &v.APIResource)
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Amount")
-	e.Int(v.Amount)
-	e.Field("Currency")
-	e.String(v.Currency)
-	e.Field("Captured")
-	e.Bool(v.Captured)
+	e.Field("ID").String(v.ID)
+	e.Field("Amount").Int(v.Amount)
+	e.Field("Currency").String(v.Currency)
+	e.Field("Captured").Bool(v.Captured)
 	e.Field("Refunds")
 	if v.Refunds == nil {
 		e.Nil()
 	} else {
 		at2 := e.List(len(v.Refunds))
 		for i := range v.Refunds {
-			if v.Refunds[i] == nil {
-				e.Nil()
-			} else {
-				e.Ptr()
-				idemEncSdkRefund(e, v.Refunds[i])
-			}
+			idemimpl.EncPtr(e, v.Refunds[i], idemEncSdkRefund)
 		}
 		e.End(at2)
 	}
@@ -310,36 +236,24 @@ func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 		e.End(at3)
 	}
 	e.Field("Outcome")
-	if v.Outcome == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		idemEncSdkOutcome(e, v.Outcome)
-	}
+	idemimpl.EncPtr(e, v.Outcome, idemEncSdkOutcome)
 	e.End(at)
 }
 
-// idemEncSdkOutcome stores values of sdk.Outcome.
 func idemEncSdkOutcome(e *idemimpl.Encoder, v *sdk.Outcome) {
 	at := e.Struct()
-	e.Field("Type")
-	e.String(v.Type)
-	e.Field("RiskScore")
-	e.Float64(v.RiskScore)
+	e.Field("Type").String(v.Type)
+	e.Field("RiskScore").Float64(v.RiskScore)
 	e.End(at)
 }
 
-// idemEncSdkRefund stores values of sdk.Refund.
 func idemEncSdkRefund(e *idemimpl.Encoder, v *sdk.Refund) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Amount")
-	e.Int(v.Amount)
+	e.Field("ID").String(v.ID)
+	e.Field("Amount").Int(v.Amount)
 	e.End(at)
 }
 
-// idemKeyChargeParams writes the key material of ChargeParams.
 func idemKeyChargeParams(b *idemimpl.KeyBuilder, v *ChargeParams) {
 	b.String(v.Customer)
 	b.Int(v.Amount)

@@ -50,15 +50,7 @@ var idemSpecLookup = &idem.Spec{
 // Build fails here if idem.Lookup's signature changed since generation: run go generate.
 var _ func(context.Context, Input, ID) (Pair[string, int], error) = Lookup
 
-// idemCodecLookup stores the results of Lookup (generated codec).
-var idemCodecLookup = idemimpl.TypedCodec[Pair[string, int]]{
-	Decode: func(d *idemimpl.Decoder, v *Pair[string, int]) {
-		idemDecPair_string_int(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Pair[string, int]) {
-		idemEncPair_string_int(e, v)
-	},
-}
+var idemCodecLookup = idemimpl.Codec(idemEncPair_string_int, idemDecPair_string_int)
 
 // IdempotentGuard is a *Guard whose annotated methods run at most once per key.
 type IdempotentGuard struct {
@@ -111,32 +103,8 @@ var idemSpecGuardCheck = &idem.Spec{
 // Build fails here if Guard.Check's signature changed since generation: run go generate.
 var _ func(*Guard, context.Context, []ID) ([]Pair[ID, bool], error) = (*Guard).Check
 
-// idemCodecGuardCheck stores the results of Check (generated codec).
-var idemCodecGuardCheck = idemimpl.TypedCodec[[]Pair[ID, bool]]{
-	Decode: func(d *idemimpl.Decoder, v *[]Pair[ID, bool]) {
-		if d.Nil() {
-			*v = nil
-		} else {
-			*v = make([]Pair[ID, bool], d.List())
-			for i := range *v {
-				idemDecPair_string_bool(d, &(*v)[i])
-			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *[]Pair[ID, bool]) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			at := e.List(len(*v))
-			for i := range *v {
-				idemEncPair_string_bool(e, &(*v)[i])
-			}
-			e.End(at)
-		}
-	},
-}
+var idemCodecGuardCheck = idemimpl.ListCodec(idemEncPair_string_bool, idemDecPair_string_bool)
 
-// idemDecPair_string_bool restores values of Pair[ID, bool].
 func idemDecPair_string_bool(d *idemimpl.Decoder, v *Pair[ID, bool]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -151,7 +119,6 @@ func idemDecPair_string_bool(d *idemimpl.Decoder, v *Pair[ID, bool]) {
 	}
 }
 
-// idemDecPair_string_int restores values of Pair[string, int].
 func idemDecPair_string_int(d *idemimpl.Decoder, v *Pair[string, int]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -166,23 +133,17 @@ func idemDecPair_string_int(d *idemimpl.Decoder, v *Pair[string, int]) {
 	}
 }
 
-// idemEncPair_string_bool stores values of Pair[ID, bool].
 func idemEncPair_string_bool(e *idemimpl.Encoder, v *Pair[ID, bool]) {
 	at := e.Struct()
-	e.Field("Key")
-	e.String(v.Key)
-	e.Field("Val")
-	e.Bool(v.Val)
+	e.Field("Key").String(v.Key)
+	e.Field("Val").Bool(v.Val)
 	e.End(at)
 }
 
-// idemEncPair_string_int stores values of Pair[string, int].
 func idemEncPair_string_int(e *idemimpl.Encoder, v *Pair[string, int]) {
 	at := e.Struct()
-	e.Field("Key")
-	e.String(v.Key)
-	e.Field("Val")
-	e.Int(int64(v.Val))
+	e.Field("Key").String(v.Key)
+	e.Field("Val").Int(int64(v.Val))
 	e.End(at)
 }
 

@@ -66,12 +66,7 @@ func (x *Idempotent) beginTransfer(req *Request) idem.Call {
 			}
 		}
 	}
-	if req == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeyRequest(c.Payload(), req)
-	}
+	idemimpl.KeyPtr(c.Payload(), req, idemKeyRequest)
 	return c
 }
 
@@ -84,15 +79,7 @@ var idemSpecTransfer = &idem.Spec{
 // Build fails here if pointerpath.Transfer's signature changed since generation: run go generate.
 var _ func(context.Context, *Request) (int64, error) = Transfer
 
-// idemCodecTransfer stores the results of Transfer (generated codec).
-var idemCodecTransfer = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecTransfer = idemimpl.IntCodec[int64](64)
 
 // Touch is pointerpath.Touch, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=acct.Tenant,acct.By exclude=acct.Trace omit=r1.Note). Not stored (replays return their zero
@@ -126,12 +113,7 @@ func (x *Idempotent) beginTouch(acct *Account) idem.Call {
 		c.Payload().String(acct.Audit.By)
 	}
 	c.Payload().Int(acct.ID)
-	if acct.Owner == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeyPerson(c.Payload(), acct.Owner)
-	}
+	idemimpl.KeyPtr(c.Payload(), acct.Owner, idemKeyPerson)
 	return c
 }
 
@@ -144,17 +126,8 @@ var idemSpecTouch = &idem.Spec{
 // Build fails here if pointerpath.Touch's signature changed since generation: run go generate.
 var _ func(context.Context, Account) (Touched, error) = Touch
 
-// idemCodecTouch stores the results of Touch (generated codec).
-var idemCodecTouch = idemimpl.TypedCodec[Touched]{
-	Decode: func(d *idemimpl.Decoder, v *Touched) {
-		idemDecTouchedForTouch(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Touched) {
-		idemEncTouchedForTouch(e, v)
-	},
-}
+var idemCodecTouch = idemimpl.Codec(idemEncTouchedForTouch, idemDecTouchedForTouch)
 
-// idemDecMetaForTouch restores values of Meta.
 func idemDecMetaForTouch(d *idemimpl.Decoder, v *Meta) {
 	end := d.Struct()
 	for d.More(end) {
@@ -167,7 +140,6 @@ func idemDecMetaForTouch(d *idemimpl.Decoder, v *Meta) {
 	}
 }
 
-// idemDecTouchedForTouch restores values of Touched.
 func idemDecTouchedForTouch(d *idemimpl.Decoder, v *Touched) {
 	end := d.Struct()
 	for d.More(end) {
@@ -182,54 +154,36 @@ func idemDecTouchedForTouch(d *idemimpl.Decoder, v *Touched) {
 	}
 }
 
-// idemEncMetaForTouch stores values of Meta.
 func idemEncMetaForTouch(e *idemimpl.Encoder, v *Meta) {
 	at := e.Struct()
-	e.Field("Count")
-	e.Int(v.Count)
+	e.Field("Count").Int(v.Count)
 	e.End(at)
 }
 
-// idemEncTouchedForTouch stores values of Touched.
 func idemEncTouchedForTouch(e *idemimpl.Encoder, v *Touched) {
 	at := e.Struct()
 	e.Field("Meta")
 	idemEncMetaForTouch(e, &v.Meta)
-	e.Field("Tenant")
-	e.String(v.Tenant)
+	e.Field("Tenant").String(v.Tenant)
 	e.End(at)
 }
 
-// idemKeyAccount writes the key material of Account.
 func idemKeyAccount(b *idemimpl.KeyBuilder, v *Account) {
 	idemKeyBase(b, &v.Base)
-	if v.Audit == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyAudit(b, v.Audit)
-	}
+	idemimpl.KeyPtr(b, v.Audit, idemKeyAudit)
 	b.Int(v.ID)
-	if v.Owner == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyPerson(b, v.Owner)
-	}
+	idemimpl.KeyPtr(b, v.Owner, idemKeyPerson)
 }
 
-// idemKeyAudit writes the key material of Audit.
 func idemKeyAudit(b *idemimpl.KeyBuilder, v *Audit) {
 	b.String(v.By)
 	b.String(v.Trace)
 }
 
-// idemKeyBase writes the key material of Base.
 func idemKeyBase(b *idemimpl.KeyBuilder, v *Base) {
 	b.String(v.Tenant)
 }
 
-// idemKeyPerson writes the key material of Person.
 func idemKeyPerson(b *idemimpl.KeyBuilder, v *Person) {
 	b.String(v.Email)
 	if v.Tags == nil {
@@ -242,14 +196,8 @@ func idemKeyPerson(b *idemimpl.KeyBuilder, v *Person) {
 	}
 }
 
-// idemKeyRequest writes the key material of Request.
 func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
-	if v.Account == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyAccount(b, v.Account)
-	}
+	idemimpl.KeyPtr(b, v.Account, idemKeyAccount)
 	b.Int(int64(v.Amount))
 }
 

@@ -52,15 +52,7 @@ var idemSpecCharge = &idem.Spec{
 // Build fails here if promoted.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, Stamped, Money, Request) (Receipt, error) = Charge
 
-// idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[Receipt]{
-	Decode: func(d *idemimpl.Decoder, v *Receipt) {
-		idemDecReceipt(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Receipt) {
-		idemEncReceipt(e, v)
-	},
-}
+var idemCodecCharge = idemimpl.Codec(idemEncReceipt, idemDecReceipt)
 
 // Place is promoted.Place, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=o.ID,o.Customer.ID).
@@ -98,15 +90,7 @@ var idemSpecPlace = &idem.Spec{
 // Build fails here if promoted.Place's signature changed since generation: run go generate.
 var _ func(context.Context, Order) (int64, error) = Place
 
-// idemCodecPlace stores the results of Place (generated codec).
-var idemCodecPlace = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPlace = idemimpl.IntCodec[int64](64)
 
 // Visit is promoted.Visit, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Visit(ctx context.Context, n *Node) (string, error) {
@@ -123,12 +107,7 @@ func (x *Idempotent) VisitKey(n *Node) (string, error) {
 // beginVisit starts a call of Visit and writes its key material.
 func (x *Idempotent) beginVisit(n *Node) idem.Call {
 	c := x.g.Begin(idemSpecVisit)
-	if n == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeyNode(c.Key(), n)
-	}
+	idemimpl.KeyPtr(c.Key(), n, idemKeyNode)
 	return c
 }
 
@@ -141,15 +120,7 @@ var idemSpecVisit = &idem.Spec{
 // Build fails here if promoted.Visit's signature changed since generation: run go generate.
 var _ func(context.Context, *Node) (string, error) = Visit
 
-// idemCodecVisit stores the results of Visit (generated codec).
-var idemCodecVisit = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
+var idemCodecVisit = idemimpl.StringCodec[string]()
 
 // Tally is promoted.Tally, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Tally(ctx context.Context, m map[string]struct {
@@ -196,15 +167,7 @@ var _ func(context.Context, map[string]struct {
 	Note string `idem:"-"`
 }) (int64, error) = Tally
 
-// idemCodecTally stores the results of Tally (generated codec).
-var idemCodecTally = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecTally = idemimpl.IntCodec[int64](64)
 
 // Marks is promoted.Marks, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Marks(ctx context.Context, m []struct {
@@ -271,15 +234,7 @@ var _ func(context.Context, []struct {
 	Note string `idem:"-"`
 }) (int64, error) = Marks
 
-// idemCodecMarks stores the results of Marks (generated codec).
-var idemCodecMarks = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecMarks = idemimpl.IntCodec[int64](64)
 
 // Route is promoted.Route, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Route(ctx context.Context, ip net.IP, amount *big.Float) (int64, error) {
@@ -319,17 +274,8 @@ var idemSpecRoute = &idem.Spec{
 // Build fails here if promoted.Route's signature changed since generation: run go generate.
 var _ func(context.Context, net.IP, *big.Float) (int64, error) = Route
 
-// idemCodecRoute stores the results of Route (generated codec).
-var idemCodecRoute = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecRoute = idemimpl.IntCodec[int64](64)
 
-// idemDecMoney restores values of Money.
 func idemDecMoney(d *idemimpl.Decoder, v *Money) {
 	end := d.Struct()
 	for d.More(end) {
@@ -344,7 +290,6 @@ func idemDecMoney(d *idemimpl.Decoder, v *Money) {
 	}
 }
 
-// idemDecReceipt restores values of Receipt.
 func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
 	end := d.Struct()
 	for d.More(end) {
@@ -361,7 +306,6 @@ func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
 	}
 }
 
-// idemDecStamped restores values of Stamped.
 func idemDecStamped(d *idemimpl.Decoder, v *Stamped) {
 	end := d.Struct()
 	for d.More(end) {
@@ -376,82 +320,58 @@ func idemDecStamped(d *idemimpl.Decoder, v *Stamped) {
 	}
 }
 
-// idemEncMoney stores values of Money.
 func idemEncMoney(e *idemimpl.Encoder, v *Money) {
 	at := e.Struct()
-	e.Field("Decimal")
-	e.Marshaled(v.Decimal.MarshalText())
-	e.Field("Currency")
-	e.String(v.Currency)
+	e.Field("Decimal").Marshaled(v.Decimal.MarshalText())
+	e.Field("Currency").String(v.Currency)
 	e.End(at)
 }
 
-// idemEncReceipt stores values of Receipt.
 func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
 	e.Field("Stamped")
 	idemEncStamped(e, &v.Stamped)
 	e.Field("Total")
 	idemEncMoney(e, &v.Total)
-	e.Field("N")
-	e.Int(v.N)
+	e.Field("N").Int(v.N)
 	e.End(at)
 }
 
-// idemEncStamped stores values of Stamped.
 func idemEncStamped(e *idemimpl.Encoder, v *Stamped) {
 	at := e.Struct()
-	e.Field("Time")
-	e.Marshaled(v.Time.MarshalBinary())
-	e.Field("Order")
-	e.String(v.Order)
+	e.Field("Time").Marshaled(v.Time.MarshalBinary())
+	e.Field("Order").String(v.Order)
 	e.End(at)
 }
 
-// idemKeyCustomer writes the key material of Customer.
 func idemKeyCustomer(b *idemimpl.KeyBuilder, v *Customer) {
 	b.Int(v.ID)
 }
 
-// idemKeyMoney writes the key material of Money.
 func idemKeyMoney(b *idemimpl.KeyBuilder, v *Money) {
 	b.Marshaled(v.Decimal.MarshalText())
 	b.String(v.Currency)
 }
 
-// idemKeyNode writes the key material of Node.
 func idemKeyNode(b *idemimpl.KeyBuilder, v *Node) {
 	if !b.Enter() {
 		return
 	}
 	defer b.Leave()
 	b.String(v.Name)
-	if v.Next == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyNode(b, v.Next)
-	}
+	idemimpl.KeyPtr(b, v.Next, idemKeyNode)
 }
 
-// idemKeyOrder writes the key material of Order.
 func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 	b.String(v.ID)
-	if v.Customer == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyCustomer(b, v.Customer)
-	}
+	idemimpl.KeyPtr(b, v.Customer, idemKeyCustomer)
 }
 
-// idemKeyRequest writes the key material of Request.
 func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Key(v.Tenant)
 	b.String(v.Item)
 }
 
-// idemKeyStamped writes the key material of Stamped.
 func idemKeyStamped(b *idemimpl.KeyBuilder, v *Stamped) {
 	b.Time(v.Time)
 	b.String(v.Order)

@@ -52,17 +52,8 @@ var idemSpecGet = &idem.Spec{
 // Build fails here if p.Get's signature changed since generation: run go generate.
 var _ func(context.Context, string) (Res, error) = Get
 
-// idemCodecGet stores the results of Get (generated codec).
-var idemCodecGet = idemimpl.TypedCodec[Res]{
-	Decode: func(d *idemimpl.Decoder, v *Res) {
-		idemDecRes(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Res) {
-		idemEncRes(e, v)
-	},
-}
+var idemCodecGet = idemimpl.Codec(idemEncRes, idemDecRes)
 
-// idemDecAmount restores values of Amount.
 func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
 	end := d.Struct()
 	for d.More(end) {
@@ -82,12 +73,10 @@ func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
 	}
 }
 
-// idemDecJsonRawMessage restores values of json.RawMessage.
 func idemDecJsonRawMessage(d *idemimpl.Decoder, v *json.RawMessage) {
 	*v = json.RawMessage(d.Bytes())
 }
 
-// idemDecLocated restores values of Located.
 func idemDecLocated(d *idemimpl.Decoder, v *Located) {
 	end := d.Struct()
 	for d.More(end) {
@@ -102,7 +91,6 @@ func idemDecLocated(d *idemimpl.Decoder, v *Located) {
 	}
 }
 
-// idemDecRes restores values of Res.
 func idemDecRes(d *idemimpl.Decoder, v *Res) {
 	end := d.Struct()
 	for d.More(end) {
@@ -121,7 +109,6 @@ func idemDecRes(d *idemimpl.Decoder, v *Res) {
 	}
 }
 
-// idemDecStamp restores values of Stamp.
 func idemDecStamp(d *idemimpl.Decoder, v *Stamp) {
 	end := d.Struct()
 	for d.More(end) {
@@ -136,7 +123,6 @@ func idemDecStamp(d *idemimpl.Decoder, v *Stamp) {
 	}
 }
 
-// idemDecTagged restores values of Tagged.
 func idemDecTagged(d *idemimpl.Decoder, v *Tagged) {
 	end := d.Struct()
 	for d.More(end) {
@@ -151,7 +137,6 @@ func idemDecTagged(d *idemimpl.Decoder, v *Tagged) {
 	}
 }
 
-// idemEncAmount stores values of Amount.
 func idemEncAmount(e *idemimpl.Encoder, v *Amount) {
 	at := e.Struct()
 	e.Field("Float")
@@ -161,27 +146,21 @@ func idemEncAmount(e *idemimpl.Encoder, v *Amount) {
 		e.Ptr()
 		e.Marshaled(v.Float.GobEncode())
 	}
-	e.Field("Currency")
-	e.String(v.Currency)
+	e.Field("Currency").String(v.Currency)
 	e.End(at)
 }
 
-// idemEncJsonRawMessage stores values of json.RawMessage.
 func idemEncJsonRawMessage(e *idemimpl.Encoder, v *json.RawMessage) {
 	e.Bytes([]byte(*v))
 }
 
-// idemEncLocated stores values of Located.
 func idemEncLocated(e *idemimpl.Encoder, v *Located) {
 	at := e.Struct()
-	e.Field("Addr")
-	e.Marshaled(v.Addr.MarshalBinary())
-	e.Field("Label")
-	e.String(v.Label)
+	e.Field("Addr").Marshaled(v.Addr.MarshalBinary())
+	e.Field("Label").String(v.Label)
 	e.End(at)
 }
 
-// idemEncRes stores values of Res.
 func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	at := e.Struct()
 	e.Field("Tagged")
@@ -195,23 +174,18 @@ func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	e.End(at)
 }
 
-// idemEncStamp stores values of Stamp.
 func idemEncStamp(e *idemimpl.Encoder, v *Stamp) {
 	at := e.Struct()
-	e.Field("Time")
-	e.Marshaled(v.Time.MarshalBinary())
-	e.Field("Source")
-	e.String(v.Source)
+	e.Field("Time").Marshaled(v.Time.MarshalBinary())
+	e.Field("Source").String(v.Source)
 	e.End(at)
 }
 
-// idemEncTagged stores values of Tagged.
 func idemEncTagged(e *idemimpl.Encoder, v *Tagged) {
 	at := e.Struct()
 	e.Field("RawMessage")
 	idemEncJsonRawMessage(e, &v.RawMessage)
-	e.Field("Name")
-	e.String(v.Name)
+	e.Field("Name").String(v.Name)
 	e.End(at)
 }
 

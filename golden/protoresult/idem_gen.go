@@ -62,19 +62,13 @@ type idemResultRecord struct {
 	r2 *timestamppb.Timestamp
 }
 
-// idemCodecRecord stores the results of Record (generated codec).
 var idemCodecRecord = idemimpl.TypedCodec[idemResultRecord]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultRecord) {
 		end := d.Struct()
 		for d.More(end) {
 			switch string(d.Field()) {
 			case "R1":
-				if d.Ptr() {
-					v.r1 = new(Event)
-					idemDecEvent(d, v.r1)
-				} else {
-					v.r1 = nil
-				}
+				idemimpl.DecPtr(d, &v.r1, idemDecEvent)
 			case "R2":
 				if d.Ptr() {
 					v.r2 = new(timestamppb.Timestamp)
@@ -90,12 +84,7 @@ var idemCodecRecord = idemimpl.TypedCodec[idemResultRecord]{
 	Encode: func(e *idemimpl.Encoder, v *idemResultRecord) {
 		at := e.Struct()
 		e.Field("R1")
-		if v.r1 == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncEvent(e, v.r1)
-		}
+		idemimpl.EncPtr(e, v.r1, idemEncEvent)
 		e.Field("R2")
 		if v.r2 == nil {
 			e.Nil()
@@ -107,7 +96,6 @@ var idemCodecRecord = idemimpl.TypedCodec[idemResultRecord]{
 	},
 }
 
-// idemDecEvent restores values of Event.
 func idemDecEvent(d *idemimpl.Decoder, v *Event) {
 	end := d.Struct()
 	for d.More(end) {
@@ -141,11 +129,9 @@ func idemDecEvent(d *idemimpl.Decoder, v *Event) {
 	}
 }
 
-// idemEncEvent stores values of Event.
 func idemEncEvent(e *idemimpl.Encoder, v *Event) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
+	e.Field("ID").String(v.ID)
 	e.Field("At")
 	if v.At == nil {
 		e.Nil()

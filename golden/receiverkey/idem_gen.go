@@ -65,15 +65,7 @@ var idemSpecTenantBill = &idem.Spec{
 // Build fails here if Tenant.Bill's signature changed since generation: run go generate.
 var _ func(*Tenant, context.Context, int64) (string, error) = (*Tenant).Bill
 
-// idemCodecTenantBill stores the results of Bill (generated codec).
-var idemCodecTenantBill = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
+var idemCodecTenantBill = idemimpl.StringCodec[string]()
 
 // Notify is Tenant.Notify, run at most once per key (ttl=24h lease=30s on_duplicate=return). The
 // receiver is not part of the key (key= can name its fields).
@@ -104,15 +96,7 @@ var idemSpecTenantNotify = &idem.Spec{
 // Build fails here if Tenant.Notify's signature changed since generation: run go generate.
 var _ func(*Tenant, context.Context, string) (string, error) = (*Tenant).Notify
 
-// idemCodecTenantNotify stores the results of Notify (generated codec).
-var idemCodecTenantNotify = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
+var idemCodecTenantNotify = idemimpl.StringCodec[string]()
 
 // Build fails here if Tenant's fields changed since generation: run go generate.
 var _ = struct {

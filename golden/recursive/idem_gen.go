@@ -34,12 +34,7 @@ func (x *Idempotent) WalkKey(t *Tree, l List, a A) (string, error) {
 // beginWalk starts a call of Walk and writes its key material.
 func (x *Idempotent) beginWalk(t *Tree, l *List, a *A) idem.Call {
 	c := x.g.Begin(idemSpecWalk)
-	if t == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeyTree(c.Key(), t)
-	}
+	idemimpl.KeyPtr(c.Key(), t, idemKeyTree)
 	idemKeyList(c.Key(), l)
 	idemKeyA(c.Key(), a)
 	return c
@@ -54,57 +49,30 @@ var idemSpecWalk = &idem.Spec{
 // Build fails here if recursive.Walk's signature changed since generation: run go generate.
 var _ func(context.Context, *Tree, List, A) (int64, error) = Walk
 
-// idemCodecWalk stores the results of Walk (generated codec).
-var idemCodecWalk = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecWalk = idemimpl.IntCodec[int64](64)
 
-// idemKeyA writes the key material of A.
 func idemKeyA(b *idemimpl.KeyBuilder, v *A) {
 	if !b.Enter() {
 		return
 	}
 	defer b.Leave()
-	if v.B == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyB(b, v.B)
-	}
+	idemimpl.KeyPtr(b, v.B, idemKeyB)
 }
 
-// idemKeyB writes the key material of B.
 func idemKeyB(b *idemimpl.KeyBuilder, v *B) {
-	if v.A == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyA(b, v.A)
-	}
+	idemimpl.KeyPtr(b, v.A, idemKeyA)
 	b.Int(int64(v.ID))
 }
 
-// idemKeyList writes the key material of List.
 func idemKeyList(b *idemimpl.KeyBuilder, v *List) {
 	if !b.Enter() {
 		return
 	}
 	defer b.Leave()
 	b.Int(int64(v.Head))
-	if v.Tail == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyList(b, v.Tail)
-	}
+	idemimpl.KeyPtr(b, v.Tail, idemKeyList)
 }
 
-// idemKeyTree writes the key material of Tree.
 func idemKeyTree(b *idemimpl.KeyBuilder, v *Tree) {
 	if !b.Enter() {
 		return
@@ -116,12 +84,7 @@ func idemKeyTree(b *idemimpl.KeyBuilder, v *Tree) {
 	} else {
 		b.List(len(v.Children))
 		for i := range v.Children {
-			if v.Children[i] == nil {
-				b.Nil()
-			} else {
-				b.Ptr()
-				idemKeyTree(b, v.Children[i])
-			}
+			idemimpl.KeyPtr(b, v.Children[i], idemKeyTree)
 		}
 	}
 	if v.Attrs == nil {
@@ -131,12 +94,7 @@ func idemKeyTree(b *idemimpl.KeyBuilder, v *Tree) {
 		for k, e := range v.Attrs {
 			b.MapEntry()
 			b.String(k)
-			if e == nil {
-				b.Nil()
-			} else {
-				b.Ptr()
-				idemKeyTree(b, e)
-			}
+			idemimpl.KeyPtr(b, e, idemKeyTree)
 		}
 		b.MapEnd()
 	}

@@ -50,27 +50,8 @@ var idemSpecChain = &idem.Spec{
 // Build fails here if recursiveresult.Chain's signature changed since generation: run go generate.
 var _ func(context.Context, int, bool, bool) (*Node, error) = Chain
 
-// idemCodecChain stores the results of Chain (generated codec).
-var idemCodecChain = idemimpl.TypedCodec[*Node]{
-	Decode: func(d *idemimpl.Decoder, v **Node) {
-		if d.Ptr() {
-			*v = new(Node)
-			idemDecNode(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Node) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncNode(e, *v)
-		}
-	},
-}
+var idemCodecChain = idemimpl.PtrCodec(idemEncNode, idemDecNode)
 
-// idemDecNode restores values of Node.
 func idemDecNode(d *idemimpl.Decoder, v *Node) {
 	if !d.Enter() {
 		return
@@ -87,58 +68,36 @@ func idemDecNode(d *idemimpl.Decoder, v *Node) {
 			} else {
 				v.Children = make([]*Node, d.List())
 				for i := range v.Children {
-					if d.Ptr() {
-						v.Children[i] = new(Node)
-						idemDecNode(d, v.Children[i])
-					} else {
-						v.Children[i] = nil
-					}
+					idemimpl.DecPtr(d, &v.Children[i], idemDecNode)
 				}
 			}
 		case "Next":
-			if d.Ptr() {
-				v.Next = new(Node)
-				idemDecNode(d, v.Next)
-			} else {
-				v.Next = nil
-			}
+			idemimpl.DecPtr(d, &v.Next, idemDecNode)
 		default:
 			d.Skip()
 		}
 	}
 }
 
-// idemEncNode stores values of Node.
 func idemEncNode(e *idemimpl.Encoder, v *Node) {
 	if !e.Enter() {
 		return
 	}
 	defer e.Leave()
 	at := e.Struct()
-	e.Field("ID")
-	e.Int(int64(v.ID))
+	e.Field("ID").Int(int64(v.ID))
 	e.Field("Children")
 	if v.Children == nil {
 		e.Nil()
 	} else {
 		at2 := e.List(len(v.Children))
 		for i := range v.Children {
-			if v.Children[i] == nil {
-				e.Nil()
-			} else {
-				e.Ptr()
-				idemEncNode(e, v.Children[i])
-			}
+			idemimpl.EncPtr(e, v.Children[i], idemEncNode)
 		}
 		e.End(at2)
 	}
 	e.Field("Next")
-	if v.Next == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		idemEncNode(e, v.Next)
-	}
+	idemimpl.EncPtr(e, v.Next, idemEncNode)
 	e.End(at)
 }
 

@@ -69,19 +69,13 @@ type idemResultUsersServiceCreate struct {
 	r2 *http.Response
 }
 
-// idemCodecUsersServiceCreate stores the results of Create (generated codec).
 var idemCodecUsersServiceCreate = idemimpl.TypedCodec[idemResultUsersServiceCreate]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultUsersServiceCreate) {
 		end := d.Struct()
 		for d.More(end) {
 			switch string(d.Field()) {
 			case "R1":
-				if d.Ptr() {
-					v.r1 = new(User)
-					idemDecUser(d, v.r1)
-				} else {
-					v.r1 = nil
-				}
+				idemimpl.DecPtr(d, &v.r1, idemDecUser)
 			default:
 				d.Skip()
 			}
@@ -90,17 +84,11 @@ var idemCodecUsersServiceCreate = idemimpl.TypedCodec[idemResultUsersServiceCrea
 	Encode: func(e *idemimpl.Encoder, v *idemResultUsersServiceCreate) {
 		at := e.Struct()
 		e.Field("R1")
-		if v.r1 == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncUser(e, v.r1)
-		}
+		idemimpl.EncPtr(e, v.r1, idemEncUser)
 		e.End(at)
 	},
 }
 
-// idemDecUser restores values of User.
 func idemDecUser(d *idemimpl.Decoder, v *User) {
 	end := d.Struct()
 	for d.More(end) {
@@ -110,21 +98,9 @@ func idemDecUser(d *idemimpl.Decoder, v *User) {
 		case "Login":
 			v.Login = d.String()
 		case "Email":
-			if d.Ptr() {
-				v.Email = new(string)
-				*v.Email = d.String()
-			} else {
-				v.Email = nil
-			}
+			idemimpl.DecPtr(d, &v.Email, idemimpl.DecString)
 		case "Orgs":
-			if d.Nil() {
-				v.Orgs = nil
-			} else {
-				v.Orgs = make([]string, d.List())
-				for i := range v.Orgs {
-					v.Orgs[i] = d.String()
-				}
-			}
+			idemimpl.DecList(d, &v.Orgs, idemimpl.DecString)
 		case "Created":
 			d.Unmarshaled(v.Created.UnmarshalBinary(d.Marshaled()))
 		case "Settings":
@@ -147,44 +123,27 @@ func idemDecUser(d *idemimpl.Decoder, v *User) {
 	}
 }
 
-// idemEncUser stores values of User.
 func idemEncUser(e *idemimpl.Encoder, v *User) {
 	at := e.Struct()
-	e.Field("ID")
-	e.Int(v.ID)
-	e.Field("Login")
-	e.String(v.Login)
+	e.Field("ID").Int(v.ID)
+	e.Field("Login").String(v.Login)
 	e.Field("Email")
-	if v.Email == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.Email)
-	}
+	idemimpl.EncPtr(e, v.Email, idemimpl.EncString)
 	e.Field("Orgs")
-	if v.Orgs == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Orgs))
-		for i := range v.Orgs {
-			e.String(v.Orgs[i])
-		}
-		e.End(at2)
-	}
-	e.Field("Created")
-	e.Marshaled(v.Created.MarshalBinary())
+	idemimpl.EncList(e, v.Orgs, idemimpl.EncString)
+	e.Field("Created").Marshaled(v.Created.MarshalBinary())
 	e.Field("Settings")
 	if v.Settings == nil {
 		e.Nil()
 	} else {
-		at3 := e.Map(len(v.Settings))
+		at2 := e.Map(len(v.Settings))
 		// sorted: the same value always has the same bytes
 		for _, k := range slices.Sorted(maps.Keys(v.Settings)) {
 			x := v.Settings[k]
 			e.String(k)
 			e.Bool(x)
 		}
-		e.End(at3)
+		e.End(at2)
 	}
 	e.End(at)
 }

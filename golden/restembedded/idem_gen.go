@@ -67,26 +67,15 @@ type idemResultReposServiceCreate struct {
 	r2 *Response
 }
 
-// idemCodecReposServiceCreate stores the results of Create (generated codec).
 var idemCodecReposServiceCreate = idemimpl.TypedCodec[idemResultReposServiceCreate]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultReposServiceCreate) {
 		end := d.Struct()
 		for d.More(end) {
 			switch string(d.Field()) {
 			case "R1":
-				if d.Ptr() {
-					v.r1 = new(Repo)
-					idemDecRepo(d, v.r1)
-				} else {
-					v.r1 = nil
-				}
+				idemimpl.DecPtr(d, &v.r1, idemDecRepo)
 			case "R2":
-				if d.Ptr() {
-					v.r2 = new(Response)
-					idemDecResponseForReposServiceCreate(d, v.r2)
-				} else {
-					v.r2 = nil
-				}
+				idemimpl.DecPtr(d, &v.r2, idemDecResponseForReposServiceCreate)
 			default:
 				d.Skip()
 			}
@@ -95,24 +84,13 @@ var idemCodecReposServiceCreate = idemimpl.TypedCodec[idemResultReposServiceCrea
 	Encode: func(e *idemimpl.Encoder, v *idemResultReposServiceCreate) {
 		at := e.Struct()
 		e.Field("R1")
-		if v.r1 == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncRepo(e, v.r1)
-		}
+		idemimpl.EncPtr(e, v.r1, idemEncRepo)
 		e.Field("R2")
-		if v.r2 == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncResponseForReposServiceCreate(e, v.r2)
-		}
+		idemimpl.EncPtr(e, v.r2, idemEncResponseForReposServiceCreate)
 		e.End(at)
 	},
 }
 
-// idemDecRepo restores values of Repo.
 func idemDecRepo(d *idemimpl.Decoder, v *Repo) {
 	end := d.Struct()
 	for d.More(end) {
@@ -127,7 +105,6 @@ func idemDecRepo(d *idemimpl.Decoder, v *Repo) {
 	}
 }
 
-// idemDecResponseForReposServiceCreate restores values of Response.
 func idemDecResponseForReposServiceCreate(d *idemimpl.Decoder, v *Response) {
 	end := d.Struct()
 	for d.More(end) {
@@ -140,21 +117,16 @@ func idemDecResponseForReposServiceCreate(d *idemimpl.Decoder, v *Response) {
 	}
 }
 
-// idemEncRepo stores values of Repo.
 func idemEncRepo(e *idemimpl.Encoder, v *Repo) {
 	at := e.Struct()
-	e.Field("ID")
-	e.Int(v.ID)
-	e.Field("Name")
-	e.String(v.Name)
+	e.Field("ID").Int(v.ID)
+	e.Field("Name").String(v.Name)
 	e.End(at)
 }
 
-// idemEncResponseForReposServiceCreate stores values of Response.
 func idemEncResponseForReposServiceCreate(e *idemimpl.Encoder, v *Response) {
 	at := e.Struct()
-	e.Field("Rate")
-	e.Int(int64(v.Rate))
+	e.Field("Rate").Int(int64(v.Rate))
 	e.End(at)
 }
 

@@ -51,17 +51,8 @@ var idemSpecF = &idem.Spec{
 // Build fails here if p.F's signature changed since generation: run go generate.
 var _ func(context.Context, string) (Res, error) = F
 
-// idemCodecF stores the results of F (generated codec).
-var idemCodecF = idemimpl.TypedCodec[Res]{
-	Decode: func(d *idemimpl.Decoder, v *Res) {
-		idemDecRes(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Res) {
-		idemEncRes(e, v)
-	},
-}
+var idemCodecF = idemimpl.Codec(idemEncRes, idemDecRes)
 
-// idemDecRes restores values of Res.
 func idemDecRes(d *idemimpl.Decoder, v *Res) {
 	end := d.Struct()
 	for d.More(end) {
@@ -71,14 +62,7 @@ func idemDecRes(d *idemimpl.Decoder, v *Res) {
 		case "Cache":
 			v.Cache = d.String()
 		case "Items":
-			if d.Nil() {
-				v.Items = nil
-			} else {
-				v.Items = make([]string, d.List())
-				for i := range v.Items {
-					v.Items[i] = d.String()
-				}
-			}
+			idemimpl.DecList(d, &v.Items, idemimpl.DecString)
 		case "Tags":
 			if d.Nil() {
 				v.Tags = nil
@@ -94,60 +78,34 @@ func idemDecRes(d *idemimpl.Decoder, v *Res) {
 				}
 			}
 		case "None":
-			if d.Nil() {
-				v.None = nil
-			} else {
-				v.None = make([]string, d.List())
-				for i2 := range v.None {
-					v.None[i2] = d.String()
-				}
-			}
+			idemimpl.DecList(d, &v.None, idemimpl.DecString)
 		default:
 			d.Skip()
 		}
 	}
 }
 
-// idemEncRes stores values of Res.
 func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Cache")
-	e.String(v.Cache)
+	e.Field("ID").String(v.ID)
+	e.Field("Cache").String(v.Cache)
 	e.Field("Items")
-	if v.Items == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Items))
-		for i := range v.Items {
-			e.String(v.Items[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Items, idemimpl.EncString)
 	e.Field("Tags")
 	if v.Tags == nil {
 		e.Nil()
 	} else {
-		at3 := e.Map(len(v.Tags))
+		at2 := e.Map(len(v.Tags))
 		// sorted: the same value always has the same bytes
 		for _, k := range slices.Sorted(maps.Keys(v.Tags)) {
 			x := v.Tags[k]
 			e.String(k)
 			e.String(x)
 		}
-		e.End(at3)
+		e.End(at2)
 	}
 	e.Field("None")
-	if v.None == nil {
-		e.Nil()
-	} else {
-		at4 := e.List(len(v.None))
-		for i2 := range v.None {
-			e.String(v.None[i2])
-		}
-		e.End(at4)
-	}
+	idemimpl.EncList(e, v.None, idemimpl.EncString)
 	e.End(at)
 }
 

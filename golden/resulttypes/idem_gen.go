@@ -51,27 +51,8 @@ var idemSpecBuild = &idem.Spec{
 // Build fails here if resulttypes.Build's signature changed since generation: run go generate.
 var _ func(context.Context, string) (*Report, error) = Build
 
-// idemCodecBuild stores the results of Build (generated codec).
-var idemCodecBuild = idemimpl.TypedCodec[*Report]{
-	Decode: func(d *idemimpl.Decoder, v **Report) {
-		if d.Ptr() {
-			*v = new(Report)
-			idemDecReport(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Report) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncReport(e, *v)
-		}
-	},
-}
+var idemCodecBuild = idemimpl.PtrCodec(idemEncReport, idemDecReport)
 
-// idemDecMeta restores values of Meta.
 func idemDecMeta(d *idemimpl.Decoder, v *Meta) {
 	end := d.Struct()
 	for d.More(end) {
@@ -98,7 +79,6 @@ func idemDecMeta(d *idemimpl.Decoder, v *Meta) {
 	}
 }
 
-// idemDecReport restores values of Report.
 func idemDecReport(d *idemimpl.Decoder, v *Report) {
 	if !d.Enter() {
 		return
@@ -128,38 +108,19 @@ func idemDecReport(d *idemimpl.Decoder, v *Report) {
 		case "Blob":
 			v.Blob = d.Bytes()
 		case "Empty":
-			if d.Nil() {
-				v.Empty = nil
-			} else {
-				v.Empty = make([]string, d.List())
-				for i := range v.Empty {
-					v.Empty[i] = d.String()
-				}
-			}
+			idemimpl.DecList(d, &v.Empty, idemimpl.DecString)
 		case "Nil":
-			if d.Nil() {
-				v.Nil = nil
-			} else {
-				v.Nil = make([]string, d.List())
-				for i2 := range v.Nil {
-					v.Nil[i2] = d.String()
-				}
-			}
+			idemimpl.DecList(d, &v.Nil, idemimpl.DecString)
 		case "Child":
-			if d.Ptr() {
-				v.Child = new(Report)
-				idemDecReport(d, v.Child)
-			} else {
-				v.Child = nil
-			}
+			idemimpl.DecPtr(d, &v.Child, idemDecReport)
 		case "Total":
 			d.Unmarshaled(v.Total.UnmarshalJSON(d.Marshaled()))
 		case "Matrix":
 			if d.Array(len(v.Matrix)) {
-				for i3 := range v.Matrix {
-					if d.Array(len(v.Matrix[i3])) {
-						for i4 := range v.Matrix[i3] {
-							v.Matrix[i3][i4] = d.Float64()
+				for i := range v.Matrix {
+					if d.Array(len(v.Matrix[i])) {
+						for i2 := range v.Matrix[i] {
+							v.Matrix[i][i2] = d.Float64()
 						}
 					}
 				}
@@ -172,11 +133,9 @@ func idemDecReport(d *idemimpl.Decoder, v *Report) {
 	}
 }
 
-// idemEncMeta stores values of Meta.
 func idemEncMeta(e *idemimpl.Encoder, v *Meta) {
 	at := e.Struct()
-	e.Field("Created")
-	e.Marshaled(v.Created.MarshalBinary())
+	e.Field("Created").Marshaled(v.Created.MarshalBinary())
 	e.Field("Labels")
 	if v.Labels == nil {
 		e.Nil()
@@ -193,7 +152,6 @@ func idemEncMeta(e *idemimpl.Encoder, v *Meta) {
 	e.End(at)
 }
 
-// idemEncReport stores values of Report.
 func idemEncReport(e *idemimpl.Encoder, v *Report) {
 	if !e.Enter() {
 		return
@@ -202,8 +160,7 @@ func idemEncReport(e *idemimpl.Encoder, v *Report) {
 	at := e.Struct()
 	e.Field("Meta")
 	idemEncMeta(e, &v.Meta)
-	e.Field("Title")
-	e.String(v.Title)
+	e.Field("Title").String(v.Title)
 	e.Field("Counts")
 	if v.Counts == nil {
 		e.Nil()
@@ -217,49 +174,25 @@ func idemEncReport(e *idemimpl.Encoder, v *Report) {
 		}
 		e.End(at2)
 	}
-	e.Field("Blob")
-	e.Bytes(v.Blob)
+	e.Field("Blob").Bytes(v.Blob)
 	e.Field("Empty")
-	if v.Empty == nil {
-		e.Nil()
-	} else {
-		at3 := e.List(len(v.Empty))
-		for i := range v.Empty {
-			e.String(v.Empty[i])
-		}
-		e.End(at3)
-	}
+	idemimpl.EncList(e, v.Empty, idemimpl.EncString)
 	e.Field("Nil")
-	if v.Nil == nil {
-		e.Nil()
-	} else {
-		at4 := e.List(len(v.Nil))
-		for i2 := range v.Nil {
-			e.String(v.Nil[i2])
+	idemimpl.EncList(e, v.Nil, idemimpl.EncString)
+	e.Field("Child")
+	idemimpl.EncPtr(e, v.Child, idemEncReport)
+	e.Field("Total").Marshaled(v.Total.MarshalJSON())
+	e.Field("Matrix")
+	at3 := e.List(len(v.Matrix))
+	for i := range v.Matrix {
+		at4 := e.List(len(v.Matrix[i]))
+		for i2 := range v.Matrix[i] {
+			e.Float64(v.Matrix[i][i2])
 		}
 		e.End(at4)
 	}
-	e.Field("Child")
-	if v.Child == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		idemEncReport(e, v.Child)
-	}
-	e.Field("Total")
-	e.Marshaled(v.Total.MarshalJSON())
-	e.Field("Matrix")
-	at5 := e.List(len(v.Matrix))
-	for i3 := range v.Matrix {
-		at6 := e.List(len(v.Matrix[i3]))
-		for i4 := range v.Matrix[i3] {
-			e.Float64(v.Matrix[i3][i4])
-		}
-		e.End(at6)
-	}
-	e.End(at5)
-	e.Field("Upper")
-	e.String(v.Upper)
+	e.End(at3)
+	e.Field("Upper").String(v.Upper)
 	e.End(at)
 }
 

@@ -42,19 +42,9 @@ func (x *Idempotent) beginCharge(params *sdk.ChargeParams) idem.Call {
 		c.Key().Nil()
 	} else {
 		c.Key().Ptr()
-		if params.Params.IdempotencyKey == nil {
-			c.Key().Nil()
-		} else {
-			c.Key().Ptr()
-			c.Key().String(*params.Params.IdempotencyKey)
-		}
+		idemimpl.KeyPtr(c.Key(), params.Params.IdempotencyKey, idemimpl.KeyString)
 	}
-	if params == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeySdkChargeParams(c.Payload(), params)
-	}
+	idemimpl.KeyPtr(c.Payload(), params, idemKeySdkChargeParams)
 	return c
 }
 
@@ -68,27 +58,8 @@ var idemSpecCharge = &idem.Spec{
 // Build fails here if sdkparams.Charge's signature changed since generation: run go generate.
 var _ func(context.Context, *sdk.ChargeParams) (*sdk.Charge, error) = Charge
 
-// idemCodecCharge stores the results of Charge (generated codec).
-var idemCodecCharge = idemimpl.TypedCodec[*sdk.Charge]{
-	Decode: func(d *idemimpl.Decoder, v **sdk.Charge) {
-		if d.Ptr() {
-			*v = new(sdk.Charge)
-			idemDecSdkCharge(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **sdk.Charge) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncSdkCharge(e, *v)
-		}
-	},
-}
+var idemCodecCharge = idemimpl.PtrCodec(idemEncSdkCharge, idemDecSdkCharge)
 
-// idemDecSdkCharge restores values of sdk.Charge.
 func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 	end := d.Struct()
 	for d.More(end) {
@@ -103,41 +74,21 @@ func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 	}
 }
 
-// idemEncSdkCharge stores values of sdk.Charge.
 func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Amount")
-	e.Int(v.Amount)
+	e.Field("ID").String(v.ID)
+	e.Field("Amount").Int(v.Amount)
 	e.End(at)
 }
 
-// idemKeySdkChargeParams writes the key material of sdk.ChargeParams.
 func idemKeySdkChargeParams(b *idemimpl.KeyBuilder, v *sdk.ChargeParams) {
 	idemKeySdkParams(b, &v.Params)
-	if v.Amount == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Int(*v.Amount)
-	}
-	if v.Currency == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.Currency)
-	}
+	idemimpl.KeyPtr(b, v.Amount, idemimpl.KeyInt)
+	idemimpl.KeyPtr(b, v.Currency, idemimpl.KeyString)
 }
 
-// idemKeySdkParams writes the key material of sdk.Params.
 func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
-	if v.IdempotencyKey == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.String(*v.IdempotencyKey)
-	}
+	idemimpl.KeyPtr(b, v.IdempotencyKey, idemimpl.KeyString)
 	if v.Metadata == nil {
 		b.Nil()
 	} else {

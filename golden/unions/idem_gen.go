@@ -52,30 +52,7 @@ var idemSpecHistory = &idem.Spec{
 // Build fails here if unions.History's signature changed since generation: run go generate.
 var _ func(context.Context, string) ([]Event, error) = History
 
-// idemCodecHistory stores the results of History (generated codec).
-var idemCodecHistory = idemimpl.TypedCodec[[]Event]{
-	Decode: func(d *idemimpl.Decoder, v *[]Event) {
-		if d.Nil() {
-			*v = nil
-		} else {
-			*v = make([]Event, d.List())
-			for i := range *v {
-				idemDecEvent(d, &(*v)[i])
-			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *[]Event) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			at := e.List(len(*v))
-			for i := range *v {
-				idemEncEvent(e, &(*v)[i])
-			}
-			e.End(at)
-		}
-	},
-}
+var idemCodecHistory = idemimpl.ListCodec(idemEncEvent, idemDecEvent)
 
 // Notify is unions.Notify, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Notify(ctx context.Context, e Event) (string, error) {
@@ -106,15 +83,7 @@ var idemSpecNotify = &idem.Spec{
 // Build fails here if unions.Notify's signature changed since generation: run go generate.
 var _ func(context.Context, Event) (string, error) = Notify
 
-// idemCodecNotify stores the results of Notify (generated codec).
-var idemCodecNotify = idemimpl.TypedCodec[string]{
-	Decode: func(d *idemimpl.Decoder, v *string) {
-		*v = d.String()
-	},
-	Encode: func(e *idemimpl.Encoder, v *string) {
-		e.String(*v)
-	},
-}
+var idemCodecNotify = idemimpl.StringCodec[string]()
 
 // Post is blocks.Post, run at most once per key (ttl=1h lease=30s on_duplicate=return). Values of
 // blocks.Block are stored for the types of their package that their codec lists; others fail the
@@ -148,27 +117,8 @@ var idemSpecPost = &idem.Spec{
 // Build fails here if blocks.Post's signature changed since generation: run go generate.
 var _ func(context.Context, string, string) (*blocks.Message, error) = blocks.Post
 
-// idemCodecPost stores the results of Post (generated codec).
-var idemCodecPost = idemimpl.TypedCodec[*blocks.Message]{
-	Decode: func(d *idemimpl.Decoder, v **blocks.Message) {
-		if d.Ptr() {
-			*v = new(blocks.Message)
-			idemDecBlocksMessage(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **blocks.Message) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncBlocksMessage(e, *v)
-		}
-	},
-}
+var idemCodecPost = idemimpl.PtrCodec(idemEncBlocksMessage, idemDecBlocksMessage)
 
-// idemDecBlocksBlock restores values of blocks.Block.
 func idemDecBlocksBlock(d *idemimpl.Decoder, v *blocks.Block) {
 	if !d.Enter() {
 		return
@@ -181,21 +131,11 @@ func idemDecBlocksBlock(d *idemimpl.Decoder, v *blocks.Block) {
 		switch name {
 		case "*github.com/idemgen/idemgen/testdata/unions/blocks.Divider":
 			var x *blocks.Divider
-			if d.Ptr() {
-				x = new(blocks.Divider)
-				idemDecBlocksDivider(d, x)
-			} else {
-				x = nil
-			}
+			idemimpl.DecPtr(d, &x, idemDecBlocksDivider)
 			*v = x
 		case "*github.com/idemgen/idemgen/testdata/unions/blocks.Image":
 			var x *blocks.Image
-			if d.Ptr() {
-				x = new(blocks.Image)
-				idemDecBlocksImage(d, x)
-			} else {
-				x = nil
-			}
+			idemimpl.DecPtr(d, &x, idemDecBlocksImage)
 			*v = x
 		case "github.com/idemgen/idemgen/testdata/unions/blocks.Section":
 			var x blocks.Section
@@ -203,12 +143,7 @@ func idemDecBlocksBlock(d *idemimpl.Decoder, v *blocks.Block) {
 			*v = x
 		case "*github.com/idemgen/idemgen/testdata/unions/blocks.Section":
 			var x *blocks.Section
-			if d.Ptr() {
-				x = new(blocks.Section)
-				idemDecBlocksSection(d, x)
-			} else {
-				x = nil
-			}
+			idemimpl.DecPtr(d, &x, idemDecBlocksSection)
 			*v = x
 		default:
 			d.NotVariant(name)
@@ -216,7 +151,6 @@ func idemDecBlocksBlock(d *idemimpl.Decoder, v *blocks.Block) {
 	}
 }
 
-// idemDecBlocksDivider restores values of blocks.Divider.
 func idemDecBlocksDivider(d *idemimpl.Decoder, v *blocks.Divider) {
 	end := d.Struct()
 	for d.More(end) {
@@ -227,7 +161,6 @@ func idemDecBlocksDivider(d *idemimpl.Decoder, v *blocks.Divider) {
 	}
 }
 
-// idemDecBlocksImage restores values of blocks.Image.
 func idemDecBlocksImage(d *idemimpl.Decoder, v *blocks.Image) {
 	end := d.Struct()
 	for d.More(end) {
@@ -235,19 +168,13 @@ func idemDecBlocksImage(d *idemimpl.Decoder, v *blocks.Image) {
 		case "URL":
 			v.URL = d.String()
 		case "Alt":
-			if d.Ptr() {
-				v.Alt = new(string)
-				*v.Alt = d.String()
-			} else {
-				v.Alt = nil
-			}
+			idemimpl.DecPtr(d, &v.Alt, idemimpl.DecString)
 		default:
 			d.Skip()
 		}
 	}
 }
 
-// idemDecBlocksMessage restores values of blocks.Message.
 func idemDecBlocksMessage(d *idemimpl.Decoder, v *blocks.Message) {
 	end := d.Struct()
 	for d.More(end) {
@@ -255,21 +182,13 @@ func idemDecBlocksMessage(d *idemimpl.Decoder, v *blocks.Message) {
 		case "TS":
 			v.TS = d.String()
 		case "Blocks":
-			if d.Nil() {
-				v.Blocks = nil
-			} else {
-				v.Blocks = make([]blocks.Block, d.List())
-				for i := range v.Blocks {
-					idemDecBlocksBlock(d, &v.Blocks[i])
-				}
-			}
+			idemimpl.DecList(d, &v.Blocks, idemDecBlocksBlock)
 		default:
 			d.Skip()
 		}
 	}
 }
 
-// idemDecBlocksSection restores values of blocks.Section.
 func idemDecBlocksSection(d *idemimpl.Decoder, v *blocks.Section) {
 	end := d.Struct()
 	for d.More(end) {
@@ -277,21 +196,13 @@ func idemDecBlocksSection(d *idemimpl.Decoder, v *blocks.Section) {
 		case "Text":
 			v.Text = d.String()
 		case "Elements":
-			if d.Nil() {
-				v.Elements = nil
-			} else {
-				v.Elements = make([]blocks.Block, d.List())
-				for i := range v.Elements {
-					idemDecBlocksBlock(d, &v.Elements[i])
-				}
-			}
+			idemimpl.DecList(d, &v.Elements, idemDecBlocksBlock)
 		default:
 			d.Skip()
 		}
 	}
 }
 
-// idemDecCreated restores values of Created.
 func idemDecCreated(d *idemimpl.Decoder, v *Created) {
 	end := d.Struct()
 	for d.More(end) {
@@ -304,7 +215,6 @@ func idemDecCreated(d *idemimpl.Decoder, v *Created) {
 	}
 }
 
-// idemDecDeleted restores values of Deleted.
 func idemDecDeleted(d *idemimpl.Decoder, v *Deleted) {
 	end := d.Struct()
 	for d.More(end) {
@@ -319,7 +229,6 @@ func idemDecDeleted(d *idemimpl.Decoder, v *Deleted) {
 	}
 }
 
-// idemDecEvent restores values of Event.
 func idemDecEvent(d *idemimpl.Decoder, v *Event) {
 	if d.Nil() {
 		*v = nil
@@ -332,21 +241,11 @@ func idemDecEvent(d *idemimpl.Decoder, v *Event) {
 			*v = x
 		case "*github.com/idemgen/idemgen/testdata/unions.Created":
 			var x *Created
-			if d.Ptr() {
-				x = new(Created)
-				idemDecCreated(d, x)
-			} else {
-				x = nil
-			}
+			idemimpl.DecPtr(d, &x, idemDecCreated)
 			*v = x
 		case "*github.com/idemgen/idemgen/testdata/unions.Deleted":
 			var x *Deleted
-			if d.Ptr() {
-				x = new(Deleted)
-				idemDecDeleted(d, x)
-			} else {
-				x = nil
-			}
+			idemimpl.DecPtr(d, &x, idemDecDeleted)
 			*v = x
 		default:
 			d.NotVariant(name)
@@ -354,7 +253,6 @@ func idemDecEvent(d *idemimpl.Decoder, v *Event) {
 	}
 }
 
-// idemEncBlocksBlock stores values of blocks.Block.
 func idemEncBlocksBlock(e *idemimpl.Encoder, v *blocks.Block) {
 	if !e.Enter() {
 		return
@@ -365,21 +263,11 @@ func idemEncBlocksBlock(e *idemimpl.Encoder, v *blocks.Block) {
 		e.Nil()
 	case *blocks.Divider:
 		at := e.Variant("*github.com/idemgen/idemgen/testdata/unions/blocks.Divider")
-		if x == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncBlocksDivider(e, x)
-		}
+		idemimpl.EncPtr(e, x, idemEncBlocksDivider)
 		e.End(at)
 	case *blocks.Image:
 		at2 := e.Variant("*github.com/idemgen/idemgen/testdata/unions/blocks.Image")
-		if x == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncBlocksImage(e, x)
-		}
+		idemimpl.EncPtr(e, x, idemEncBlocksImage)
 		e.End(at2)
 	case blocks.Section:
 		at3 := e.Variant("github.com/idemgen/idemgen/testdata/unions/blocks.Section")
@@ -387,94 +275,55 @@ func idemEncBlocksBlock(e *idemimpl.Encoder, v *blocks.Block) {
 		e.End(at3)
 	case *blocks.Section:
 		at4 := e.Variant("*github.com/idemgen/idemgen/testdata/unions/blocks.Section")
-		if x == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncBlocksSection(e, x)
-		}
+		idemimpl.EncPtr(e, x, idemEncBlocksSection)
 		e.End(at4)
 	default:
 		e.NotVariant("blocks.Block", *v)
 	}
 }
 
-// idemEncBlocksDivider stores values of blocks.Divider.
 func idemEncBlocksDivider(e *idemimpl.Encoder, v *blocks.Divider) {
 	at := e.Struct()
 	e.End(at)
 }
 
-// idemEncBlocksImage stores values of blocks.Image.
 func idemEncBlocksImage(e *idemimpl.Encoder, v *blocks.Image) {
 	at := e.Struct()
-	e.Field("URL")
-	e.String(v.URL)
+	e.Field("URL").String(v.URL)
 	e.Field("Alt")
-	if v.Alt == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.Alt)
-	}
+	idemimpl.EncPtr(e, v.Alt, idemimpl.EncString)
 	e.End(at)
 }
 
-// idemEncBlocksMessage stores values of blocks.Message.
 func idemEncBlocksMessage(e *idemimpl.Encoder, v *blocks.Message) {
 	at := e.Struct()
-	e.Field("TS")
-	e.String(v.TS)
+	e.Field("TS").String(v.TS)
 	e.Field("Blocks")
-	if v.Blocks == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Blocks))
-		for i := range v.Blocks {
-			idemEncBlocksBlock(e, &v.Blocks[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Blocks, idemEncBlocksBlock)
 	e.End(at)
 }
 
-// idemEncBlocksSection stores values of blocks.Section.
 func idemEncBlocksSection(e *idemimpl.Encoder, v *blocks.Section) {
 	at := e.Struct()
-	e.Field("Text")
-	e.String(v.Text)
+	e.Field("Text").String(v.Text)
 	e.Field("Elements")
-	if v.Elements == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Elements))
-		for i := range v.Elements {
-			idemEncBlocksBlock(e, &v.Elements[i])
-		}
-		e.End(at2)
-	}
+	idemimpl.EncList(e, v.Elements, idemEncBlocksBlock)
 	e.End(at)
 }
 
-// idemEncCreated stores values of Created.
 func idemEncCreated(e *idemimpl.Encoder, v *Created) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
+	e.Field("ID").String(v.ID)
 	e.End(at)
 }
 
-// idemEncDeleted stores values of Deleted.
 func idemEncDeleted(e *idemimpl.Encoder, v *Deleted) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Reason")
-	e.String(v.Reason)
+	e.Field("ID").String(v.ID)
+	e.Field("Reason").String(v.Reason)
 	e.End(at)
 }
 
-// idemEncEvent stores values of Event.
 func idemEncEvent(e *idemimpl.Encoder, v *Event) {
 	switch x := (*v).(type) {
 	case nil:
@@ -485,39 +334,26 @@ func idemEncEvent(e *idemimpl.Encoder, v *Event) {
 		e.End(at)
 	case *Created:
 		at2 := e.Variant("*github.com/idemgen/idemgen/testdata/unions.Created")
-		if x == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncCreated(e, x)
-		}
+		idemimpl.EncPtr(e, x, idemEncCreated)
 		e.End(at2)
 	case *Deleted:
 		at3 := e.Variant("*github.com/idemgen/idemgen/testdata/unions.Deleted")
-		if x == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncDeleted(e, x)
-		}
+		idemimpl.EncPtr(e, x, idemEncDeleted)
 		e.End(at3)
 	default:
 		e.NotVariant("Event", *v)
 	}
 }
 
-// idemKeyCreated writes the key material of Created.
 func idemKeyCreated(b *idemimpl.KeyBuilder, v *Created) {
 	b.String(v.ID)
 }
 
-// idemKeyDeleted writes the key material of Deleted.
 func idemKeyDeleted(b *idemimpl.KeyBuilder, v *Deleted) {
 	b.String(v.ID)
 	b.String(v.Reason)
 }
 
-// idemKeyEvent writes the key material of Event.
 func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	switch x := (*v).(type) {
 	case nil:
@@ -527,37 +363,21 @@ func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 		idemKeyCreated(b, &x)
 	case *Created:
 		b.String("*github.com/idemgen/idemgen/testdata/unions.Created")
-		if x == nil {
-			b.Nil()
-		} else {
-			b.Ptr()
-			idemKeyCreated(b, x)
-		}
+		idemimpl.KeyPtr(b, x, idemKeyCreated)
 	case *Deleted:
 		b.String("*github.com/idemgen/idemgen/testdata/unions.Deleted")
-		if x == nil {
-			b.Nil()
-		} else {
-			b.Ptr()
-			idemKeyDeleted(b, x)
-		}
+		idemimpl.KeyPtr(b, x, idemKeyDeleted)
 	case internal:
 		b.String("github.com/idemgen/idemgen/testdata/unions.internal")
 		idemKeyInternal(b, &x)
 	case *internal:
 		b.String("*github.com/idemgen/idemgen/testdata/unions.internal")
-		if x == nil {
-			b.Nil()
-		} else {
-			b.Ptr()
-			idemKeyInternal(b, x)
-		}
+		idemimpl.KeyPtr(b, x, idemKeyInternal)
 	default:
 		b.NotVariant("Event", *v)
 	}
 }
 
-// idemKeyInternal writes the key material of internal.
 func idemKeyInternal(b *idemimpl.KeyBuilder, v *internal) {
 	b.Int(int64(v.n))
 }

@@ -53,30 +53,7 @@ var idemSpecTag = &idem.Spec{
 // Build fails here if variadic.Tag's signature changed since generation: run go generate.
 var _ func(string, ...string) ([]string, error) = Tag
 
-// idemCodecTag stores the results of Tag (generated codec).
-var idemCodecTag = idemimpl.TypedCodec[[]string]{
-	Decode: func(d *idemimpl.Decoder, v *[]string) {
-		if d.Nil() {
-			*v = nil
-		} else {
-			*v = make([]string, d.List())
-			for i := range *v {
-				(*v)[i] = d.String()
-			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *[]string) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			at := e.List(len(*v))
-			for i := range *v {
-				e.String((*v)[i])
-			}
-			e.End(at)
-		}
-	},
-}
+var idemCodecTag = idemimpl.ListCodec[string](idemimpl.EncString, idemimpl.DecString)
 
 // Log is variadic.Log, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Log(format string, args ...int) error {

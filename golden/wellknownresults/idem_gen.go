@@ -61,15 +61,7 @@ var idemSpecGet = &idem.Spec{
 // Build fails here if p.Get's signature changed since generation: run go generate.
 var _ func(context.Context, string) (Known, error) = Get
 
-// idemCodecGet stores the results of Get (generated codec).
-var idemCodecGet = idemimpl.TypedCodec[Known]{
-	Decode: func(d *idemimpl.Decoder, v *Known) {
-		idemDecKnown(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Known) {
-		idemEncKnown(e, v)
-	},
-}
+var idemCodecGet = idemimpl.Codec(idemEncKnown, idemDecKnown)
 
 // GetFloat is p.GetFloat, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) GetFloat(ctx context.Context, f *big.Float) (*big.Float, error) {
@@ -105,7 +97,6 @@ var idemSpecGetFloat = &idem.Spec{
 // Build fails here if p.GetFloat's signature changed since generation: run go generate.
 var _ func(context.Context, *big.Float) (*big.Float, error) = GetFloat
 
-// idemCodecGetFloat stores the results of GetFloat (generated codec).
 var idemCodecGetFloat = idemimpl.TypedCodec[*big.Float]{
 	Decode: func(d *idemimpl.Decoder, v **big.Float) {
 		if d.Ptr() {
@@ -158,15 +149,7 @@ var idemSpecGetIP = &idem.Spec{
 // Build fails here if p.GetIP's signature changed since generation: run go generate.
 var _ func(context.Context, net.IP) (net.IP, error) = GetIP
 
-// idemCodecGetIP stores the results of GetIP (generated codec).
-var idemCodecGetIP = idemimpl.TypedCodec[net.IP]{
-	Decode: func(d *idemimpl.Decoder, v *net.IP) {
-		idemDecNetIP(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *net.IP) {
-		idemEncNetIP(e, v)
-	},
-}
+var idemCodecGetIP = idemimpl.Codec(idemEncNetIP, idemDecNetIP)
 
 // GetURL is p.GetURL, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) GetURL(ctx context.Context, u string) (*url.URL, error) {
@@ -197,27 +180,8 @@ var idemSpecGetURL = &idem.Spec{
 // Build fails here if p.GetURL's signature changed since generation: run go generate.
 var _ func(context.Context, string) (*url.URL, error) = GetURL
 
-// idemCodecGetURL stores the results of GetURL (generated codec).
-var idemCodecGetURL = idemimpl.TypedCodec[*url.URL]{
-	Decode: func(d *idemimpl.Decoder, v **url.URL) {
-		if d.Ptr() {
-			*v = new(url.URL)
-			idemDecUrlURL(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **url.URL) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncUrlURL(e, *v)
-		}
-	},
-}
+var idemCodecGetURL = idemimpl.PtrCodec(idemEncUrlURL, idemDecUrlURL)
 
-// idemDecHttpHeader restores values of http.Header.
 func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 	if d.Nil() {
 		*v = nil
@@ -228,25 +192,16 @@ func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 			var k string
 			var x []string
 			k = d.String()
-			if d.Nil() {
-				x = nil
-			} else {
-				x = make([]string, d.List())
-				for i := range x {
-					x[i] = d.String()
-				}
-			}
+			idemimpl.DecList(d, &x, idemimpl.DecString)
 			(*v)[k] = x
 		}
 	}
 }
 
-// idemDecJsonRawMessage restores values of json.RawMessage.
 func idemDecJsonRawMessage(d *idemimpl.Decoder, v *json.RawMessage) {
 	*v = json.RawMessage(d.Bytes())
 }
 
-// idemDecKnown restores values of Known.
 func idemDecKnown(d *idemimpl.Decoder, v *Known) {
 	end := d.Struct()
 	for d.More(end) {
@@ -305,12 +260,7 @@ func idemDecKnown(d *idemimpl.Decoder, v *Known) {
 		case "Header":
 			idemDecHttpHeader(d, &v.Header)
 		case "URL":
-			if d.Ptr() {
-				v.URL = new(url.URL)
-				idemDecUrlURL(d, v.URL)
-			} else {
-				v.URL = nil
-			}
+			idemimpl.DecPtr(d, &v.URL, idemDecUrlURL)
 		case "URLV":
 			idemDecUrlURL(d, &v.URLV)
 		case "OID":
@@ -339,7 +289,6 @@ func idemDecKnown(d *idemimpl.Decoder, v *Known) {
 	}
 }
 
-// idemDecNetIP restores values of net.IP.
 func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
 	if d.Ptr() {
 		*v = d.Bytes()
@@ -348,12 +297,10 @@ func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
 	}
 }
 
-// idemDecNetIPMask restores values of net.IPMask.
 func idemDecNetIPMask(d *idemimpl.Decoder, v *net.IPMask) {
 	*v = net.IPMask(d.Bytes())
 }
 
-// idemDecNetIPNet restores values of net.IPNet.
 func idemDecNetIPNet(d *idemimpl.Decoder, v *net.IPNet) {
 	end := d.Struct()
 	for d.More(end) {
@@ -368,7 +315,6 @@ func idemDecNetIPNet(d *idemimpl.Decoder, v *net.IPNet) {
 	}
 }
 
-// idemDecSqlNullFloat64 restores values of sql.NullFloat64.
 func idemDecSqlNullFloat64(d *idemimpl.Decoder, v *sql.NullFloat64) {
 	end := d.Struct()
 	for d.More(end) {
@@ -383,7 +329,6 @@ func idemDecSqlNullFloat64(d *idemimpl.Decoder, v *sql.NullFloat64) {
 	}
 }
 
-// idemDecSqlNullString restores values of sql.NullString.
 func idemDecSqlNullString(d *idemimpl.Decoder, v *sql.NullString) {
 	end := d.Struct()
 	for d.More(end) {
@@ -398,7 +343,6 @@ func idemDecSqlNullString(d *idemimpl.Decoder, v *sql.NullString) {
 	}
 }
 
-// idemDecSqlNullTime restores values of sql.NullTime.
 func idemDecSqlNullTime(d *idemimpl.Decoder, v *sql.NullTime) {
 	end := d.Struct()
 	for d.More(end) {
@@ -413,7 +357,6 @@ func idemDecSqlNullTime(d *idemimpl.Decoder, v *sql.NullTime) {
 	}
 }
 
-// idemDecSqlNull_int64 restores values of sql.Null[int64].
 func idemDecSqlNull_int64(d *idemimpl.Decoder, v *sql.Null[int64]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -428,7 +371,6 @@ func idemDecSqlNull_int64(d *idemimpl.Decoder, v *sql.Null[int64]) {
 	}
 }
 
-// idemDecUrlURL restores values of url.URL.
 func idemDecUrlURL(d *idemimpl.Decoder, v *url.URL) {
 	end := d.Struct()
 	for d.More(end) {
@@ -484,7 +426,6 @@ func idemDecUrlURL(d *idemimpl.Decoder, v *url.URL) {
 	}
 }
 
-// idemEncHttpHeader stores values of http.Header.
 func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 	if *v == nil {
 		e.Nil()
@@ -494,26 +435,16 @@ func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 		for _, k := range slices.Sorted(maps.Keys(*v)) {
 			x := (*v)[k]
 			e.String(k)
-			if x == nil {
-				e.Nil()
-			} else {
-				at2 := e.List(len(x))
-				for i := range x {
-					e.String(x[i])
-				}
-				e.End(at2)
-			}
+			idemimpl.EncList(e, x, idemimpl.EncString)
 		}
 		e.End(at)
 	}
 }
 
-// idemEncJsonRawMessage stores values of json.RawMessage.
 func idemEncJsonRawMessage(e *idemimpl.Encoder, v *json.RawMessage) {
 	e.Bytes([]byte(*v))
 }
 
-// idemEncKnown stores values of Known.
 func idemEncKnown(e *idemimpl.Encoder, v *Known) {
 	at := e.Struct()
 	e.Field("Raw")
@@ -529,8 +460,7 @@ func idemEncKnown(e *idemimpl.Encoder, v *Known) {
 		e.Ptr()
 		e.Marshaled(v.Float.GobEncode())
 	}
-	e.Field("FloatV")
-	e.Marshaled(v.FloatV.GobEncode())
+	e.Field("FloatV").Marshaled(v.FloatV.GobEncode())
 	e.Field("Int")
 	if v.Int == nil {
 		e.Nil()
@@ -545,18 +475,12 @@ func idemEncKnown(e *idemimpl.Encoder, v *Known) {
 		e.Ptr()
 		e.Marshaled(v.Rat.MarshalText())
 	}
-	e.Field("Addr")
-	e.Marshaled(v.Addr.MarshalBinary())
-	e.Field("Prefix")
-	e.Marshaled(v.Prefix.MarshalBinary())
-	e.Field("AddrPort")
-	e.Marshaled(v.AddrPort.MarshalBinary())
-	e.Field("Time")
-	e.Marshaled(v.Time.MarshalBinary())
-	e.Field("Dur")
-	e.Int(int64(v.Dur))
-	e.Field("Number")
-	e.String(string(v.Number))
+	e.Field("Addr").Marshaled(v.Addr.MarshalBinary())
+	e.Field("Prefix").Marshaled(v.Prefix.MarshalBinary())
+	e.Field("AddrPort").Marshaled(v.AddrPort.MarshalBinary())
+	e.Field("Time").Marshaled(v.Time.MarshalBinary())
+	e.Field("Dur").Int(int64(v.Dur))
+	e.Field("Number").String(string(v.Number))
 	e.Field("NullS")
 	idemEncSqlNullString(e, &v.NullS)
 	e.Field("NullT")
@@ -565,23 +489,15 @@ func idemEncKnown(e *idemimpl.Encoder, v *Known) {
 	idemEncSqlNullFloat64(e, &v.NullF)
 	e.Field("Null")
 	idemEncSqlNull_int64(e, &v.Null)
-	e.Field("Level")
-	e.Marshaled(v.Level.MarshalJSON())
+	e.Field("Level").Marshaled(v.Level.MarshalJSON())
 	e.Field("Header")
 	idemEncHttpHeader(e, &v.Header)
 	e.Field("URL")
-	if v.URL == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		idemEncUrlURL(e, v.URL)
-	}
+	idemimpl.EncPtr(e, v.URL, idemEncUrlURL)
 	e.Field("URLV")
 	idemEncUrlURL(e, &v.URLV)
-	e.Field("OID")
-	e.Marshaled(v.OID.MarshalBinary())
-	e.Field("PCG")
-	e.Marshaled(v.PCG.MarshalBinary())
+	e.Field("OID").Marshaled(v.OID.MarshalBinary())
+	e.Field("PCG").Marshaled(v.PCG.MarshalBinary())
 	e.Field("ChaCha8")
 	if v.ChaCha8 == nil {
 		e.Nil()
@@ -599,7 +515,6 @@ func idemEncKnown(e *idemimpl.Encoder, v *Known) {
 	e.End(at)
 }
 
-// idemEncNetIP stores values of net.IP.
 func idemEncNetIP(e *idemimpl.Encoder, v *net.IP) {
 	if *v == nil {
 		e.Nil()
@@ -609,12 +524,10 @@ func idemEncNetIP(e *idemimpl.Encoder, v *net.IP) {
 	}
 }
 
-// idemEncNetIPMask stores values of net.IPMask.
 func idemEncNetIPMask(e *idemimpl.Encoder, v *net.IPMask) {
 	e.Bytes([]byte(*v))
 }
 
-// idemEncNetIPNet stores values of net.IPNet.
 func idemEncNetIPNet(e *idemimpl.Encoder, v *net.IPNet) {
 	at := e.Struct()
 	e.Field("IP")
@@ -624,53 +537,38 @@ func idemEncNetIPNet(e *idemimpl.Encoder, v *net.IPNet) {
 	e.End(at)
 }
 
-// idemEncSqlNullFloat64 stores values of sql.NullFloat64.
 func idemEncSqlNullFloat64(e *idemimpl.Encoder, v *sql.NullFloat64) {
 	at := e.Struct()
-	e.Field("Float64")
-	e.Float64(v.Float64)
-	e.Field("Valid")
-	e.Bool(v.Valid)
+	e.Field("Float64").Float64(v.Float64)
+	e.Field("Valid").Bool(v.Valid)
 	e.End(at)
 }
 
-// idemEncSqlNullString stores values of sql.NullString.
 func idemEncSqlNullString(e *idemimpl.Encoder, v *sql.NullString) {
 	at := e.Struct()
-	e.Field("String")
-	e.String(v.String)
-	e.Field("Valid")
-	e.Bool(v.Valid)
+	e.Field("String").String(v.String)
+	e.Field("Valid").Bool(v.Valid)
 	e.End(at)
 }
 
-// idemEncSqlNullTime stores values of sql.NullTime.
 func idemEncSqlNullTime(e *idemimpl.Encoder, v *sql.NullTime) {
 	at := e.Struct()
-	e.Field("Time")
-	e.Marshaled(v.Time.MarshalBinary())
-	e.Field("Valid")
-	e.Bool(v.Valid)
+	e.Field("Time").Marshaled(v.Time.MarshalBinary())
+	e.Field("Valid").Bool(v.Valid)
 	e.End(at)
 }
 
-// idemEncSqlNull_int64 stores values of sql.Null[int64].
 func idemEncSqlNull_int64(e *idemimpl.Encoder, v *sql.Null[int64]) {
 	at := e.Struct()
-	e.Field("V")
-	e.Int(v.V)
-	e.Field("Valid")
-	e.Bool(v.Valid)
+	e.Field("V").Int(v.V)
+	e.Field("Valid").Bool(v.Valid)
 	e.End(at)
 }
 
-// idemEncUrlURL stores values of url.URL.
 func idemEncUrlURL(e *idemimpl.Encoder, v *url.URL) {
 	at := e.Struct()
-	e.Field("Scheme")
-	e.String(v.Scheme)
-	e.Field("Opaque")
-	e.String(v.Opaque)
+	e.Field("Scheme").String(v.Scheme)
+	e.Field("Opaque").String(v.Opaque)
 	e.Field("User")
 	if v.User == nil {
 		e.Nil()
@@ -685,22 +583,14 @@ func idemEncUrlURL(e *idemimpl.Encoder, v *url.URL) {
 		}
 		e.End(at2)
 	}
-	e.Field("Host")
-	e.String(v.Host)
-	e.Field("Path")
-	e.String(v.Path)
-	e.Field("Fragment")
-	e.String(v.Fragment)
-	e.Field("RawQuery")
-	e.String(v.RawQuery)
-	e.Field("RawPath")
-	e.String(v.RawPath)
-	e.Field("RawFragment")
-	e.String(v.RawFragment)
-	e.Field("ForceQuery")
-	e.Bool(v.ForceQuery)
-	e.Field("OmitHost")
-	e.Bool(v.OmitHost)
+	e.Field("Host").String(v.Host)
+	e.Field("Path").String(v.Path)
+	e.Field("Fragment").String(v.Fragment)
+	e.Field("RawQuery").String(v.RawQuery)
+	e.Field("RawPath").String(v.RawPath)
+	e.Field("RawFragment").String(v.RawFragment)
+	e.Field("ForceQuery").Bool(v.ForceQuery)
+	e.Field("OmitHost").Bool(v.OmitHost)
 	e.End(at)
 }
 

@@ -51,27 +51,8 @@ var idemSpecPlace = &idem.Spec{
 // Build fails here if codecbench.Place's signature changed since generation: run go generate.
 var _ func(context.Context, string) (*Order, error) = Place
 
-// idemCodecPlace stores the results of Place (generated codec).
-var idemCodecPlace = idemimpl.TypedCodec[*Order]{
-	Decode: func(d *idemimpl.Decoder, v **Order) {
-		if d.Ptr() {
-			*v = new(Order)
-			idemDecOrder(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Order) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncOrder(e, *v)
-		}
-	},
-}
+var idemCodecPlace = idemimpl.PtrCodec(idemEncOrder, idemDecOrder)
 
-// idemDecAddress restores values of Address.
 func idemDecAddress(d *idemimpl.Decoder, v *Address) {
 	end := d.Struct()
 	for d.More(end) {
@@ -90,7 +71,6 @@ func idemDecAddress(d *idemimpl.Decoder, v *Address) {
 	}
 }
 
-// idemDecCustomer restores values of Customer.
 func idemDecCustomer(d *idemimpl.Decoder, v *Customer) {
 	end := d.Struct()
 	for d.More(end) {
@@ -109,7 +89,6 @@ func idemDecCustomer(d *idemimpl.Decoder, v *Customer) {
 	}
 }
 
-// idemDecLine restores values of Line.
 func idemDecLine(d *idemimpl.Decoder, v *Line) {
 	end := d.Struct()
 	for d.More(end) {
@@ -140,7 +119,6 @@ func idemDecLine(d *idemimpl.Decoder, v *Line) {
 	}
 }
 
-// idemDecOrder restores values of Order.
 func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 	end := d.Struct()
 	for d.More(end) {
@@ -150,14 +128,7 @@ func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 		case "Customer":
 			idemDecCustomer(d, &v.Customer)
 		case "Lines":
-			if d.Nil() {
-				v.Lines = nil
-			} else {
-				v.Lines = make([]Line, d.List())
-				for i := range v.Lines {
-					idemDecLine(d, &v.Lines[i])
-				}
-			}
+			idemimpl.DecList(d, &v.Lines, idemDecLine)
 		case "Total":
 			v.Total = d.Int(64)
 		case "Currency":
@@ -167,12 +138,7 @@ func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 		case "CreatedAt":
 			d.Unmarshaled(v.CreatedAt.UnmarshalBinary(d.Marshaled()))
 		case "Notes":
-			if d.Ptr() {
-				v.Notes = new(string)
-				*v.Notes = d.String()
-			} else {
-				v.Notes = nil
-			}
+			idemimpl.DecPtr(d, &v.Notes, idemimpl.DecString)
 		case "Meta":
 			if d.Nil() {
 				v.Meta = nil
@@ -192,8 +158,8 @@ func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 				v.Discounts = nil
 			} else {
 				v.Discounts = make([]int64, d.List())
-				for i2 := range v.Discounts {
-					v.Discounts[i2] = d.Int(64)
+				for i := range v.Discounts {
+					v.Discounts[i] = d.Int(64)
 				}
 			}
 		case "Status":
@@ -210,43 +176,30 @@ func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 	}
 }
 
-// idemEncAddress stores values of Address.
 func idemEncAddress(e *idemimpl.Encoder, v *Address) {
 	at := e.Struct()
-	e.Field("Street")
-	e.String(v.Street)
-	e.Field("City")
-	e.String(v.City)
-	e.Field("Zip")
-	e.String(v.Zip)
-	e.Field("Country")
-	e.String(v.Country)
+	e.Field("Street").String(v.Street)
+	e.Field("City").String(v.City)
+	e.Field("Zip").String(v.Zip)
+	e.Field("Country").String(v.Country)
 	e.End(at)
 }
 
-// idemEncCustomer stores values of Customer.
 func idemEncCustomer(e *idemimpl.Encoder, v *Customer) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("Name")
-	e.String(v.Name)
-	e.Field("Email")
-	e.String(v.Email)
+	e.Field("ID").String(v.ID)
+	e.Field("Name").String(v.Name)
+	e.Field("Email").String(v.Email)
 	e.Field("Address")
 	idemEncAddress(e, &v.Address)
 	e.End(at)
 }
 
-// idemEncLine stores values of Line.
 func idemEncLine(e *idemimpl.Encoder, v *Line) {
 	at := e.Struct()
-	e.Field("SKU")
-	e.String(v.SKU)
-	e.Field("Qty")
-	e.Int(int64(v.Qty))
-	e.Field("Price")
-	e.Float64(v.Price)
+	e.Field("SKU").String(v.SKU)
+	e.Field("Qty").Int(int64(v.Qty))
+	e.Field("Price").Float64(v.Price)
 	e.Field("Tags")
 	if v.Tags == nil {
 		e.Nil()
@@ -263,69 +216,46 @@ func idemEncLine(e *idemimpl.Encoder, v *Line) {
 	e.End(at)
 }
 
-// idemEncOrder stores values of Order.
 func idemEncOrder(e *idemimpl.Encoder, v *Order) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
+	e.Field("ID").String(v.ID)
 	e.Field("Customer")
 	idemEncCustomer(e, &v.Customer)
 	e.Field("Lines")
-	if v.Lines == nil {
-		e.Nil()
-	} else {
-		at2 := e.List(len(v.Lines))
-		for i := range v.Lines {
-			idemEncLine(e, &v.Lines[i])
-		}
-		e.End(at2)
-	}
-	e.Field("Total")
-	e.Int(v.Total)
-	e.Field("Currency")
-	e.String(v.Currency)
-	e.Field("Paid")
-	e.Bool(v.Paid)
-	e.Field("CreatedAt")
-	e.Marshaled(v.CreatedAt.MarshalBinary())
+	idemimpl.EncList(e, v.Lines, idemEncLine)
+	e.Field("Total").Int(v.Total)
+	e.Field("Currency").String(v.Currency)
+	e.Field("Paid").Bool(v.Paid)
+	e.Field("CreatedAt").Marshaled(v.CreatedAt.MarshalBinary())
 	e.Field("Notes")
-	if v.Notes == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		e.String(*v.Notes)
-	}
+	idemimpl.EncPtr(e, v.Notes, idemimpl.EncString)
 	e.Field("Meta")
 	if v.Meta == nil {
 		e.Nil()
 	} else {
-		at3 := e.Map(len(v.Meta))
+		at2 := e.Map(len(v.Meta))
 		// sorted: the same value always has the same bytes
 		for _, k := range slices.Sorted(maps.Keys(v.Meta)) {
 			x := v.Meta[k]
 			e.String(k)
 			e.String(x)
 		}
-		e.End(at3)
+		e.End(at2)
 	}
 	e.Field("Discounts")
 	if v.Discounts == nil {
 		e.Nil()
 	} else {
-		at4 := e.List(len(v.Discounts))
-		for i2 := range v.Discounts {
-			e.Int(v.Discounts[i2])
+		at3 := e.List(len(v.Discounts))
+		for i := range v.Discounts {
+			e.Int(v.Discounts[i])
 		}
-		e.End(at4)
+		e.End(at3)
 	}
-	e.Field("Status")
-	e.String(v.Status)
-	e.Field("Ref")
-	e.Bytes(v.Ref)
-	e.Field("Weight")
-	e.Float64(v.Weight)
-	e.Field("Items")
-	e.Int(int64(v.Items))
+	e.Field("Status").String(v.Status)
+	e.Field("Ref").Bytes(v.Ref)
+	e.Field("Weight").Float64(v.Weight)
+	e.Field("Items").Int(int64(v.Items))
 	e.End(at)
 }
 

@@ -205,10 +205,12 @@ func (e *Encoder) Map(n int) int {
 // Struct starts a struct; write Field and a value per field, then End.
 func (e *Encoder) Struct() int { return e.begin(kStruct) }
 
-// Field names the struct field whose value follows.
-func (e *Encoder) Field(name string) {
+// Field names the struct field whose value follows, and returns e for
+// the value's call: e.Field("ID").String(v.ID).
+func (e *Encoder) Field(name string) *Encoder {
 	e.buf = binary.AppendUvarint(e.buf, uint64(len(name)))
 	e.buf = append(e.buf, name...)
+	return e
 }
 
 // End closes the list, map or struct List, Map or Struct started at at.

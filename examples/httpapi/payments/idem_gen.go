@@ -59,27 +59,8 @@ var idemSpecServiceCreatePayment = &idem.Spec{
 // Build fails here if Service.CreatePayment's signature changed since generation: run go generate.
 var _ func(*Service, context.Context, PaymentRequest) (*Payment, error) = (*Service).CreatePayment
 
-// idemCodecServiceCreatePayment stores the results of CreatePayment (generated codec).
-var idemCodecServiceCreatePayment = idemimpl.TypedCodec[*Payment]{
-	Decode: func(d *idemimpl.Decoder, v **Payment) {
-		if d.Ptr() {
-			*v = new(Payment)
-			idemDecPayment(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Payment) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncPayment(e, *v)
-		}
-	},
-}
+var idemCodecServiceCreatePayment = idemimpl.PtrCodec(idemEncPayment, idemDecPayment)
 
-// idemDecPayment restores values of Payment.
 func idemDecPayment(d *idemimpl.Decoder, v *Payment) {
 	end := d.Struct()
 	for d.More(end) {
@@ -102,25 +83,17 @@ func idemDecPayment(d *idemimpl.Decoder, v *Payment) {
 	}
 }
 
-// idemEncPayment stores values of Payment.
 func idemEncPayment(e *idemimpl.Encoder, v *Payment) {
 	at := e.Struct()
-	e.Field("ID")
-	e.String(v.ID)
-	e.Field("AccountID")
-	e.String(v.AccountID)
-	e.Field("Reference")
-	e.String(v.Reference)
-	e.Field("Amount")
-	e.Int(v.Amount)
-	e.Field("Currency")
-	e.String(v.Currency)
-	e.Field("CreatedAt")
-	e.Marshaled(v.CreatedAt.MarshalBinary())
+	e.Field("ID").String(v.ID)
+	e.Field("AccountID").String(v.AccountID)
+	e.Field("Reference").String(v.Reference)
+	e.Field("Amount").Int(v.Amount)
+	e.Field("Currency").String(v.Currency)
+	e.Field("CreatedAt").Marshaled(v.CreatedAt.MarshalBinary())
 	e.End(at)
 }
 
-// idemKeyPaymentRequest writes the key material of PaymentRequest.
 func idemKeyPaymentRequest(b *idemimpl.KeyBuilder, v *PaymentRequest) {
 	b.String(v.AccountID)
 	b.String(v.Reference)

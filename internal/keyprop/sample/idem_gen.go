@@ -78,15 +78,7 @@ var _ func(context.Context, struct {
 	F1 map[string]S1
 }) (int64, error) = Keyed0
 
-// idemCodecKeyed0 stores the results of Keyed0 (generated codec).
-var idemCodecKeyed0 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed0 = idemimpl.IntCodec[int64](64)
 
 // Keyed1 is sample.Keyed1, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed1(ctx context.Context, v []bool) (int64, error) {
@@ -124,15 +116,7 @@ var idemSpecKeyed1 = &idem.Spec{
 // Build fails here if sample.Keyed1's signature changed since generation: run go generate.
 var _ func(context.Context, []bool) (int64, error) = Keyed1
 
-// idemCodecKeyed1 stores the results of Keyed1 (generated codec).
-var idemCodecKeyed1 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed1 = idemimpl.IntCodec[int64](64)
 
 // Keyed2 is sample.Keyed2, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed2(ctx context.Context, v [][1][]A5) (int64, error) {
@@ -180,15 +164,7 @@ var idemSpecKeyed2 = &idem.Spec{
 // Build fails here if sample.Keyed2's signature changed since generation: run go generate.
 var _ func(context.Context, [][1][]A5) (int64, error) = Keyed2
 
-// idemCodecKeyed2 stores the results of Keyed2 (generated codec).
-var idemCodecKeyed2 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed2 = idemimpl.IntCodec[int64](64)
 
 // Keyed3 is sample.Keyed3, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed3(ctx context.Context, v Gen[S6]) (int64, error) {
@@ -219,15 +195,7 @@ var idemSpecKeyed3 = &idem.Spec{
 // Build fails here if sample.Keyed3's signature changed since generation: run go generate.
 var _ func(context.Context, Gen[S6]) (int64, error) = Keyed3
 
-// idemCodecKeyed3 stores the results of Keyed3 (generated codec).
-var idemCodecKeyed3 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed3 = idemimpl.IntCodec[int64](64)
 
 // Keyed4 is sample.Keyed4, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed4(ctx context.Context, v S9) (int64, error) {
@@ -258,15 +226,7 @@ var idemSpecKeyed4 = &idem.Spec{
 // Build fails here if sample.Keyed4's signature changed since generation: run go generate.
 var _ func(context.Context, S9) (int64, error) = Keyed4
 
-// idemCodecKeyed4 stores the results of Keyed4 (generated codec).
-var idemCodecKeyed4 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed4 = idemimpl.IntCodec[int64](64)
 
 // Keyed5 is sample.Keyed5, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed5(ctx context.Context, v *int64) (int64, error) {
@@ -283,12 +243,7 @@ func (x *Idempotent) Keyed5Key(v *int64) (string, error) {
 // beginKeyed5 starts a call of Keyed5 and writes its key material.
 func (x *Idempotent) beginKeyed5(v *int64) idem.Call {
 	c := x.g.Begin(idemSpecKeyed5)
-	if v == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		c.Key().Int(*v)
-	}
+	idemimpl.KeyPtr(c.Key(), v, idemimpl.KeyInt)
 	return c
 }
 
@@ -302,15 +257,7 @@ var idemSpecKeyed5 = &idem.Spec{
 // Build fails here if sample.Keyed5's signature changed since generation: run go generate.
 var _ func(context.Context, *int64) (int64, error) = Keyed5
 
-// idemCodecKeyed5 stores the results of Keyed5 (generated codec).
-var idemCodecKeyed5 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed5 = idemimpl.IntCodec[int64](64)
 
 // Keyed6 is sample.Keyed6, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed6(ctx context.Context, v Gen[map[MK10]Gen[int]]) (int64, error) {
@@ -341,15 +288,7 @@ var idemSpecKeyed6 = &idem.Spec{
 // Build fails here if sample.Keyed6's signature changed since generation: run go generate.
 var _ func(context.Context, Gen[map[MK10]Gen[int]]) (int64, error) = Keyed6
 
-// idemCodecKeyed6 stores the results of Keyed6 (generated codec).
-var idemCodecKeyed6 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed6 = idemimpl.IntCodec[int64](64)
 
 // Keyed7 is sample.Keyed7, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed7(ctx context.Context, v int8) (int64, error) {
@@ -380,15 +319,7 @@ var idemSpecKeyed7 = &idem.Spec{
 // Build fails here if sample.Keyed7's signature changed since generation: run go generate.
 var _ func(context.Context, int8) (int64, error) = Keyed7
 
-// idemCodecKeyed7 stores the results of Keyed7 (generated codec).
-var idemCodecKeyed7 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed7 = idemimpl.IntCodec[int64](64)
 
 // Keyed8 is sample.Keyed8, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed8(ctx context.Context, v map[other.Point]time.Duration) (int64, error) {
@@ -429,15 +360,7 @@ var idemSpecKeyed8 = &idem.Spec{
 // Build fails here if sample.Keyed8's signature changed since generation: run go generate.
 var _ func(context.Context, map[other.Point]time.Duration) (int64, error) = Keyed8
 
-// idemCodecKeyed8 stores the results of Keyed8 (generated codec).
-var idemCodecKeyed8 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed8 = idemimpl.IntCodec[int64](64)
 
 // Keyed9 is sample.Keyed9, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed9(ctx context.Context, v json.RawMessage) (int64, error) {
@@ -468,15 +391,7 @@ var idemSpecKeyed9 = &idem.Spec{
 // Build fails here if sample.Keyed9's signature changed since generation: run go generate.
 var _ func(context.Context, json.RawMessage) (int64, error) = Keyed9
 
-// idemCodecKeyed9 stores the results of Keyed9 (generated codec).
-var idemCodecKeyed9 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed9 = idemimpl.IntCodec[int64](64)
 
 // Keyed10 is sample.Keyed10, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed10(ctx context.Context, v any) (int64, error) {
@@ -507,15 +422,7 @@ var idemSpecKeyed10 = &idem.Spec{
 // Build fails here if sample.Keyed10's signature changed since generation: run go generate.
 var _ func(context.Context, any) (int64, error) = Keyed10
 
-// idemCodecKeyed10 stores the results of Keyed10 (generated codec).
-var idemCodecKeyed10 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed10 = idemimpl.IntCodec[int64](64)
 
 // Keyed11 is sample.Keyed11, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed11(ctx context.Context, v map[bool]Gen[A11]) (int64, error) {
@@ -556,15 +463,7 @@ var idemSpecKeyed11 = &idem.Spec{
 // Build fails here if sample.Keyed11's signature changed since generation: run go generate.
 var _ func(context.Context, map[bool]Gen[A11]) (int64, error) = Keyed11
 
-// idemCodecKeyed11 stores the results of Keyed11 (generated codec).
-var idemCodecKeyed11 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyed11 = idemimpl.IntCodec[int64](64)
 
 // Pathed0 is sample.Pathed0, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.D,v.B).
@@ -603,12 +502,7 @@ func (x *Idempotent) beginPathed0(v *P12) idem.Call {
 		c.Key().Ptr()
 		c.Key().Uint(uint64(v.B))
 	}
-	if v == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeyP12(c.Payload(), v)
-	}
+	idemimpl.KeyPtr(c.Payload(), v, idemKeyP12)
 	return c
 }
 
@@ -621,15 +515,7 @@ var idemSpecPathed0 = &idem.Spec{
 // Build fails here if sample.Pathed0's signature changed since generation: run go generate.
 var _ func(context.Context, *P12) (int64, error) = Pathed0
 
-// idemCodecPathed0 stores the results of Pathed0 (generated codec).
-var idemCodecPathed0 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPathed0 = idemimpl.IntCodec[int64](64)
 
 // Pathed1 is sample.Pathed1, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.D,v.B).
@@ -651,12 +537,7 @@ func (x *Idempotent) beginPathed1(v *P16) idem.Call {
 		c.Key().Nil()
 	} else {
 		c.Key().Ptr()
-		if v.A.D == nil {
-			c.Key().Nil()
-		} else {
-			c.Key().Ptr()
-			c.Key().Float(*v.A.D)
-		}
+		idemimpl.KeyPtr(c.Key(), v.A.D, idemimpl.KeyFloat)
 	}
 	if v == nil {
 		c.Key().Nil()
@@ -664,12 +545,7 @@ func (x *Idempotent) beginPathed1(v *P16) idem.Call {
 		c.Key().Ptr()
 		idemKeyS18(c.Key(), &v.B)
 	}
-	if v == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeyP16(c.Payload(), v)
-	}
+	idemimpl.KeyPtr(c.Payload(), v, idemKeyP16)
 	return c
 }
 
@@ -682,15 +558,7 @@ var idemSpecPathed1 = &idem.Spec{
 // Build fails here if sample.Pathed1's signature changed since generation: run go generate.
 var _ func(context.Context, *P16) (int64, error) = Pathed1
 
-// idemCodecPathed1 stores the results of Pathed1 (generated codec).
-var idemCodecPathed1 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPathed1 = idemimpl.IntCodec[int64](64)
 
 // Pathed2 is sample.Pathed2, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.C,v.A.D,v.B).
@@ -739,15 +607,7 @@ var idemSpecPathed2 = &idem.Spec{
 // Build fails here if sample.Pathed2's signature changed since generation: run go generate.
 var _ func(context.Context, P21) (int64, error) = Pathed2
 
-// idemCodecPathed2 stores the results of Pathed2 (generated codec).
-var idemCodecPathed2 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPathed2 = idemimpl.IntCodec[int64](64)
 
 // Pathed3 is sample.Pathed3, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.D,v.B).
@@ -790,15 +650,7 @@ var idemSpecPathed3 = &idem.Spec{
 // Build fails here if sample.Pathed3's signature changed since generation: run go generate.
 var _ func(context.Context, P26) (int64, error) = Pathed3
 
-// idemCodecPathed3 stores the results of Pathed3 (generated codec).
-var idemCodecPathed3 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPathed3 = idemimpl.IntCodec[int64](64)
 
 // Pathed4 is sample.Pathed4, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.D,v.B).
@@ -848,15 +700,7 @@ var idemSpecPathed4 = &idem.Spec{
 // Build fails here if sample.Pathed4's signature changed since generation: run go generate.
 var _ func(context.Context, P31) (int64, error) = Pathed4
 
-// idemCodecPathed4 stores the results of Pathed4 (generated codec).
-var idemCodecPathed4 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPathed4 = idemimpl.IntCodec[int64](64)
 
 // Pathed5 is sample.Pathed5, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.C,v.B).
@@ -886,12 +730,7 @@ func (x *Idempotent) beginPathed5(v *P33) idem.Call {
 		c.Key().Ptr()
 		c.Key().Uint(uint64(v.B))
 	}
-	if v == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().Ptr()
-		idemKeyP33(c.Payload(), v)
-	}
+	idemimpl.KeyPtr(c.Payload(), v, idemKeyP33)
 	return c
 }
 
@@ -904,15 +743,7 @@ var idemSpecPathed5 = &idem.Spec{
 // Build fails here if sample.Pathed5's signature changed since generation: run go generate.
 var _ func(context.Context, *P33) (int64, error) = Pathed5
 
-// idemCodecPathed5 stores the results of Pathed5 (generated codec).
-var idemCodecPathed5 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecPathed5 = idemimpl.IntCodec[int64](64)
 
 // Stored0 is sample.Stored0, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -943,15 +774,7 @@ var idemSpecStored0 = &idem.Spec{
 // Build fails here if sample.Stored0's signature changed since generation: run go generate.
 var _ func(context.Context, int64, uint) (uint, error) = Stored0
 
-// idemCodecStored0 stores the results of Stored0 (generated codec).
-var idemCodecStored0 = idemimpl.TypedCodec[uint]{
-	Decode: func(d *idemimpl.Decoder, v *uint) {
-		*v = uint(d.Uint(64))
-	},
-	Encode: func(e *idemimpl.Encoder, v *uint) {
-		e.Uint(uint64(*v))
-	},
-}
+var idemCodecStored0 = idemimpl.UintCodec[uint](64)
 
 // Stored1 is sample.Stored1, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -982,15 +805,7 @@ var idemSpecStored1 = &idem.Spec{
 // Build fails here if sample.Stored1's signature changed since generation: run go generate.
 var _ func(context.Context, int64, uint16) (uint16, error) = Stored1
 
-// idemCodecStored1 stores the results of Stored1 (generated codec).
-var idemCodecStored1 = idemimpl.TypedCodec[uint16]{
-	Decode: func(d *idemimpl.Decoder, v *uint16) {
-		*v = uint16(d.Uint(16))
-	},
-	Encode: func(e *idemimpl.Encoder, v *uint16) {
-		e.Uint(uint64(*v))
-	},
-}
+var idemCodecStored1 = idemimpl.UintCodec[uint16](16)
 
 // Stored2 is sample.Stored2, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1077,7 +892,6 @@ var _ func(context.Context, int64, *struct {
 	F2 [2]float64
 }, error) = Stored2
 
-// idemCodecStored2 stores the results of Stored2 (generated codec).
 var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 	F0 struct {
 		F0 net.IP
@@ -1159,8 +973,7 @@ var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 			idemEncNetIP(e, &(*v).F0.F0)
 			e.Field("F1")
 			idemEncOtherPoint(e, &(*v).F0.F1)
-			e.Field("F2")
-			e.Uint(uint64((*v).F0.F2))
+			e.Field("F2").Uint(uint64((*v).F0.F2))
 			e.End(at2)
 			e.Field("F1")
 			idemEncS37(e, &(*v).F1)
@@ -1204,25 +1017,7 @@ var idemSpecStored3 = &idem.Spec{
 // Build fails here if sample.Stored3's signature changed since generation: run go generate.
 var _ func(context.Context, int64, *Pair[other.Code, Rec39]) (*Pair[other.Code, Rec39], error) = Stored3
 
-// idemCodecStored3 stores the results of Stored3 (generated codec).
-var idemCodecStored3 = idemimpl.TypedCodec[*Pair[other.Code, Rec39]]{
-	Decode: func(d *idemimpl.Decoder, v **Pair[other.Code, Rec39]) {
-		if d.Ptr() {
-			*v = new(Pair[other.Code, Rec39])
-			idemDecPair_OtherCode_Rec39(d, *v)
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **Pair[other.Code, Rec39]) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncPair_OtherCode_Rec39(e, *v)
-		}
-	},
-}
+var idemCodecStored3 = idemimpl.PtrCodec(idemEncPair_OtherCode_Rec39, idemDecPair_OtherCode_Rec39)
 
 // Stored4 is sample.Stored4, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1253,15 +1048,7 @@ var idemSpecStored4 = &idem.Spec{
 // Build fails here if sample.Stored4's signature changed since generation: run go generate.
 var _ func(context.Context, int64, S40) (S40, error) = Stored4
 
-// idemCodecStored4 stores the results of Stored4 (generated codec).
-var idemCodecStored4 = idemimpl.TypedCodec[S40]{
-	Decode: func(d *idemimpl.Decoder, v *S40) {
-		idemDecS40(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *S40) {
-		idemEncS40(e, v)
-	},
-}
+var idemCodecStored4 = idemimpl.Codec(idemEncS40, idemDecS40)
 
 // Stored5 is sample.Stored5, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1292,15 +1079,7 @@ var idemSpecStored5 = &idem.Spec{
 // Build fails here if sample.Stored5's signature changed since generation: run go generate.
 var _ func(context.Context, int64, S42) (S42, error) = Stored5
 
-// idemCodecStored5 stores the results of Stored5 (generated codec).
-var idemCodecStored5 = idemimpl.TypedCodec[S42]{
-	Decode: func(d *idemimpl.Decoder, v *S42) {
-		idemDecS42(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *S42) {
-		idemEncS42(e, v)
-	},
-}
+var idemCodecStored5 = idemimpl.Codec(idemEncS42, idemDecS42)
 
 // Stored6 is sample.Stored6, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1331,15 +1110,7 @@ var idemSpecStored6 = &idem.Spec{
 // Build fails here if sample.Stored6's signature changed since generation: run go generate.
 var _ func(context.Context, int64, Pair[string, S45]) (Pair[string, S45], error) = Stored6
 
-// idemCodecStored6 stores the results of Stored6 (generated codec).
-var idemCodecStored6 = idemimpl.TypedCodec[Pair[string, S45]]{
-	Decode: func(d *idemimpl.Decoder, v *Pair[string, S45]) {
-		idemDecPair_string_S45(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Pair[string, S45]) {
-		idemEncPair_string_S45(e, v)
-	},
-}
+var idemCodecStored6 = idemimpl.Codec(idemEncPair_string_S45, idemDecPair_string_S45)
 
 // Stored7 is sample.Stored7, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1370,7 +1141,6 @@ var idemSpecStored7 = &idem.Spec{
 // Build fails here if sample.Stored7's signature changed since generation: run go generate.
 var _ func(context.Context, int64, [0][0]complex64) ([0][0]complex64, error) = Stored7
 
-// idemCodecStored7 stores the results of Stored7 (generated codec).
 var idemCodecStored7 = idemimpl.TypedCodec[[0][0]complex64]{
 	Decode: func(d *idemimpl.Decoder, v *[0][0]complex64) {
 		if d.Array(len(*v)) {
@@ -1425,7 +1195,6 @@ var idemSpecStored8 = &idem.Spec{
 // Build fails here if sample.Stored8's signature changed since generation: run go generate.
 var _ func(context.Context, int64, map[other.Code]S46) (map[other.Code]S46, error) = Stored8
 
-// idemCodecStored8 stores the results of Stored8 (generated codec).
 var idemCodecStored8 = idemimpl.TypedCodec[map[other.Code]S46]{
 	Decode: func(d *idemimpl.Decoder, v *map[other.Code]S46) {
 		if d.Nil() {
@@ -1487,15 +1256,7 @@ var idemSpecStored9 = &idem.Spec{
 // Build fails here if sample.Stored9's signature changed since generation: run go generate.
 var _ func(context.Context, int64, uint32) (uint32, error) = Stored9
 
-// idemCodecStored9 stores the results of Stored9 (generated codec).
-var idemCodecStored9 = idemimpl.TypedCodec[uint32]{
-	Decode: func(d *idemimpl.Decoder, v *uint32) {
-		*v = uint32(d.Uint(32))
-	},
-	Encode: func(e *idemimpl.Encoder, v *uint32) {
-		e.Uint(uint64(*v))
-	},
-}
+var idemCodecStored9 = idemimpl.UintCodec[uint32](32)
 
 // Stored10 is sample.Stored10, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1561,7 +1322,6 @@ var _ func(context.Context, int64, struct {
 	F3 S48
 }, error) = Stored10
 
-// idemCodecStored10 stores the results of Stored10 (generated codec).
 var idemCodecStored10 = idemimpl.TypedCodec[struct {
 	F0 N47
 	F1 *[1]uint
@@ -1623,8 +1383,7 @@ var idemCodecStored10 = idemimpl.TypedCodec[struct {
 		F3 S48
 	}) {
 		at := e.Struct()
-		e.Field("F0")
-		e.Uint(uint64(v.F0))
+		e.Field("F0").Uint(uint64(v.F0))
 		e.Field("F1")
 		if v.F1 == nil {
 			e.Nil()
@@ -1689,15 +1448,7 @@ var idemSpecStored11 = &idem.Spec{
 // Build fails here if sample.Stored11's signature changed since generation: run go generate.
 var _ func(context.Context, int64, S56) (S56, error) = Stored11
 
-// idemCodecStored11 stores the results of Stored11 (generated codec).
-var idemCodecStored11 = idemimpl.TypedCodec[S56]{
-	Decode: func(d *idemimpl.Decoder, v *S56) {
-		idemDecS56(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *S56) {
-		idemEncS56(e, v)
-	},
-}
+var idemCodecStored11 = idemimpl.Codec(idemEncS56, idemDecS56)
 
 // KeyedFixed0 is sample.KeyedFixed0, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
@@ -1738,15 +1489,7 @@ var idemSpecKeyedFixed0 = &idem.Spec{
 // Build fails here if sample.KeyedFixed0's signature changed since generation: run go generate.
 var _ func(context.Context, map[string]struct{}) (int64, error) = KeyedFixed0
 
-// idemCodecKeyedFixed0 stores the results of KeyedFixed0 (generated codec).
-var idemCodecKeyedFixed0 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyedFixed0 = idemimpl.IntCodec[int64](64)
 
 // StoredFixed0 is sample.StoredFixed0, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return exclude=v).
@@ -1777,7 +1520,6 @@ var idemSpecStoredFixed0 = &idem.Spec{
 // Build fails here if sample.StoredFixed0's signature changed since generation: run go generate.
 var _ func(context.Context, int64, map[string]struct{}) (map[string]struct{}, error) = StoredFixed0
 
-// idemCodecStoredFixed0 stores the results of StoredFixed0 (generated codec).
 var idemCodecStoredFixed0 = idemimpl.TypedCodec[map[string]struct{}]{
 	Decode: func(d *idemimpl.Decoder, v *map[string]struct{}) {
 		if d.Nil() {
@@ -1850,15 +1592,7 @@ var idemSpecKeyedFixed1 = &idem.Spec{
 // Build fails here if sample.KeyedFixed1's signature changed since generation: run go generate.
 var _ func(context.Context, []struct{}) (int64, error) = KeyedFixed1
 
-// idemCodecKeyedFixed1 stores the results of KeyedFixed1 (generated codec).
-var idemCodecKeyedFixed1 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyedFixed1 = idemimpl.IntCodec[int64](64)
 
 // StoredFixed1 is sample.StoredFixed1, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return exclude=v).
@@ -1889,7 +1623,6 @@ var idemSpecStoredFixed1 = &idem.Spec{
 // Build fails here if sample.StoredFixed1's signature changed since generation: run go generate.
 var _ func(context.Context, int64, []struct{}) ([]struct{}, error) = StoredFixed1
 
-// idemCodecStoredFixed1 stores the results of StoredFixed1 (generated codec).
 var idemCodecStoredFixed1 = idemimpl.TypedCodec[[]struct{}]{
 	Decode: func(d *idemimpl.Decoder, v *[]struct{}) {
 		if d.Nil() {
@@ -1954,15 +1687,7 @@ var idemSpecKeyedFixed2 = &idem.Spec{
 // Build fails here if sample.KeyedFixed2's signature changed since generation: run go generate.
 var _ func(context.Context, [2]Empty) (int64, error) = KeyedFixed2
 
-// idemCodecKeyedFixed2 stores the results of KeyedFixed2 (generated codec).
-var idemCodecKeyedFixed2 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyedFixed2 = idemimpl.IntCodec[int64](64)
 
 // StoredFixed2 is sample.StoredFixed2, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return exclude=v).
@@ -1993,7 +1718,6 @@ var idemSpecStoredFixed2 = &idem.Spec{
 // Build fails here if sample.StoredFixed2's signature changed since generation: run go generate.
 var _ func(context.Context, int64, [2]Empty) ([2]Empty, error) = StoredFixed2
 
-// idemCodecStoredFixed2 stores the results of StoredFixed2 (generated codec).
 var idemCodecStoredFixed2 = idemimpl.TypedCodec[[2]Empty]{
 	Decode: func(d *idemimpl.Decoder, v *[2]Empty) {
 		if d.Array(len(*v)) {
@@ -2051,15 +1775,7 @@ var idemSpecKeyedFixed3 = &idem.Spec{
 // Build fails here if sample.KeyedFixed3's signature changed since generation: run go generate.
 var _ func(context.Context, map[int8]Empty) (int64, error) = KeyedFixed3
 
-// idemCodecKeyedFixed3 stores the results of KeyedFixed3 (generated codec).
-var idemCodecKeyedFixed3 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyedFixed3 = idemimpl.IntCodec[int64](64)
 
 // StoredFixed3 is sample.StoredFixed3, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return exclude=v).
@@ -2090,7 +1806,6 @@ var idemSpecStoredFixed3 = &idem.Spec{
 // Build fails here if sample.StoredFixed3's signature changed since generation: run go generate.
 var _ func(context.Context, int64, map[int8]Empty) (map[int8]Empty, error) = StoredFixed3
 
-// idemCodecStoredFixed3 stores the results of StoredFixed3 (generated codec).
 var idemCodecStoredFixed3 = idemimpl.TypedCodec[map[int8]Empty]{
 	Decode: func(d *idemimpl.Decoder, v *map[int8]Empty) {
 		if d.Nil() {
@@ -2169,12 +1884,7 @@ func (x *Idempotent) beginKeyedFixed4(v *struct {
 			idemKeyEmpty(c.Key(), &v.E[i])
 		}
 	}
-	if v.P == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().Ptr()
-		idemKeyEmpty(c.Key(), v.P)
-	}
+	idemimpl.KeyPtr(c.Key(), v.P, idemKeyEmpty)
 	return c
 }
 
@@ -2192,15 +1902,7 @@ var _ func(context.Context, struct {
 	P *Empty
 }) (int64, error) = KeyedFixed4
 
-// idemCodecKeyedFixed4 stores the results of KeyedFixed4 (generated codec).
-var idemCodecKeyedFixed4 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyedFixed4 = idemimpl.IntCodec[int64](64)
 
 // StoredFixed4 is sample.StoredFixed4, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return exclude=v).
@@ -2259,7 +1961,6 @@ var _ func(context.Context, int64, struct {
 	P *Empty
 }, error) = StoredFixed4
 
-// idemCodecStoredFixed4 stores the results of StoredFixed4 (generated codec).
 var idemCodecStoredFixed4 = idemimpl.TypedCodec[struct {
 	S map[uint16]struct{}
 	E []Empty
@@ -2294,21 +1995,9 @@ var idemCodecStoredFixed4 = idemimpl.TypedCodec[struct {
 					}
 				}
 			case "E":
-				if d.Nil() {
-					v.E = nil
-				} else {
-					v.E = make([]Empty, d.List())
-					for i := range v.E {
-						idemDecEmpty(d, &v.E[i])
-					}
-				}
+				idemimpl.DecList(d, &v.E, idemDecEmpty)
 			case "P":
-				if d.Ptr() {
-					v.P = new(Empty)
-					idemDecEmpty(d, v.P)
-				} else {
-					v.P = nil
-				}
+				idemimpl.DecPtr(d, &v.P, idemDecEmpty)
 			default:
 				d.Skip()
 			}
@@ -2334,22 +2023,9 @@ var idemCodecStoredFixed4 = idemimpl.TypedCodec[struct {
 			e.End(at2)
 		}
 		e.Field("E")
-		if v.E == nil {
-			e.Nil()
-		} else {
-			at4 := e.List(len(v.E))
-			for i := range v.E {
-				idemEncEmpty(e, &v.E[i])
-			}
-			e.End(at4)
-		}
+		idemimpl.EncList(e, v.E, idemEncEmpty)
 		e.Field("P")
-		if v.P == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			idemEncEmpty(e, v.P)
-		}
+		idemimpl.EncPtr(e, v.P, idemEncEmpty)
 		e.End(at)
 	},
 }
@@ -2384,15 +2060,7 @@ var idemSpecKeyedFixed5 = &idem.Spec{
 // Build fails here if sample.KeyedFixed5's signature changed since generation: run go generate.
 var _ func(context.Context, any) (int64, error) = KeyedFixed5
 
-// idemCodecKeyedFixed5 stores the results of KeyedFixed5 (generated codec).
-var idemCodecKeyedFixed5 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyedFixed5 = idemimpl.IntCodec[int64](64)
 
 // StoredFixed5 is sample.StoredFixed5, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return exclude=v).
@@ -2423,7 +2091,6 @@ var idemSpecStoredFixed5 = &idem.Spec{
 // Build fails here if sample.StoredFixed5's signature changed since generation: run go generate.
 var _ func(context.Context, int64, any) (any, error) = StoredFixed5
 
-// idemCodecStoredFixed5 stores the results of StoredFixed5 (generated codec).
 var idemCodecStoredFixed5 = idemimpl.TypedCodec[any]{
 	Decode: func(d *idemimpl.Decoder, v *any) {
 		*v = d.Any()
@@ -2473,15 +2140,7 @@ var idemSpecKeyedFixed6 = &idem.Spec{
 // Build fails here if sample.KeyedFixed6's signature changed since generation: run go generate.
 var _ func(context.Context, map[string]any) (int64, error) = KeyedFixed6
 
-// idemCodecKeyedFixed6 stores the results of KeyedFixed6 (generated codec).
-var idemCodecKeyedFixed6 = idemimpl.TypedCodec[int64]{
-	Decode: func(d *idemimpl.Decoder, v *int64) {
-		*v = d.Int(64)
-	},
-	Encode: func(e *idemimpl.Encoder, v *int64) {
-		e.Int(*v)
-	},
-}
+var idemCodecKeyedFixed6 = idemimpl.IntCodec[int64](64)
 
 // StoredFixed6 is sample.StoredFixed6, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return exclude=v).
@@ -2512,7 +2171,6 @@ var idemSpecStoredFixed6 = &idem.Spec{
 // Build fails here if sample.StoredFixed6's signature changed since generation: run go generate.
 var _ func(context.Context, int64, map[string]any) (map[string]any, error) = StoredFixed6
 
-// idemCodecStoredFixed6 stores the results of StoredFixed6 (generated codec).
 var idemCodecStoredFixed6 = idemimpl.TypedCodec[map[string]any]{
 	Decode: func(d *idemimpl.Decoder, v *map[string]any) {
 		if d.Nil() {
@@ -2545,7 +2203,6 @@ var idemCodecStoredFixed6 = idemimpl.TypedCodec[map[string]any]{
 	},
 }
 
-// idemDecE50 restores values of E50.
 func idemDecE50(d *idemimpl.Decoder, v *E50) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2553,12 +2210,7 @@ func idemDecE50(d *idemimpl.Decoder, v *E50) {
 		case "F0":
 			v.F0 = N51(d.Float32())
 		case "E52":
-			if d.Ptr() {
-				v.E52 = new(E52)
-				idemDecE52(d, v.E52)
-			} else {
-				v.E52 = nil
-			}
+			idemimpl.DecPtr(d, &v.E52, idemDecE52)
 		case "Dec":
 			d.Unmarshaled(v.Dec.UnmarshalText(d.Marshaled()))
 		case "F3":
@@ -2569,7 +2221,6 @@ func idemDecE50(d *idemimpl.Decoder, v *E50) {
 	}
 }
 
-// idemDecE52 restores values of E52.
 func idemDecE52(d *idemimpl.Decoder, v *E52) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2586,7 +2237,6 @@ func idemDecE52(d *idemimpl.Decoder, v *E52) {
 	}
 }
 
-// idemDecEmpty restores values of Empty.
 func idemDecEmpty(d *idemimpl.Decoder, v *Empty) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2597,7 +2247,6 @@ func idemDecEmpty(d *idemimpl.Decoder, v *Empty) {
 	}
 }
 
-// idemDecGen_Array1PtrBigInt restores values of Gen[[1]*big.Int].
 func idemDecGen_Array1PtrBigInt(d *idemimpl.Decoder, v *Gen[[1]*big.Int]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2653,7 +2302,6 @@ func idemDecGen_Array1PtrBigInt(d *idemimpl.Decoder, v *Gen[[1]*big.Int]) {
 	}
 }
 
-// idemDecGen_uint16 restores values of Gen[A44].
 func idemDecGen_uint16(d *idemimpl.Decoder, v *Gen[A44]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2682,7 +2330,6 @@ func idemDecGen_uint16(d *idemimpl.Decoder, v *Gen[A44]) {
 	}
 }
 
-// idemDecNetIP restores values of net.IP.
 func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
 	if d.Ptr() {
 		*v = d.Bytes()
@@ -2691,7 +2338,6 @@ func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
 	}
 }
 
-// idemDecOtherPoint restores values of other.Point.
 func idemDecOtherPoint(d *idemimpl.Decoder, v *other.Point) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2706,7 +2352,6 @@ func idemDecOtherPoint(d *idemimpl.Decoder, v *other.Point) {
 	}
 }
 
-// idemDecPair_OtherCode_Rec39 restores values of Pair[other.Code, Rec39].
 func idemDecPair_OtherCode_Rec39(d *idemimpl.Decoder, v *Pair[other.Code, Rec39]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2721,7 +2366,6 @@ func idemDecPair_OtherCode_Rec39(d *idemimpl.Decoder, v *Pair[other.Code, Rec39]
 	}
 }
 
-// idemDecPair_string_S45 restores values of Pair[string, S45].
 func idemDecPair_string_S45(d *idemimpl.Decoder, v *Pair[string, S45]) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2736,7 +2380,6 @@ func idemDecPair_string_S45(d *idemimpl.Decoder, v *Pair[string, S45]) {
 	}
 }
 
-// idemDecRec39 restores values of Rec39.
 func idemDecRec39(d *idemimpl.Decoder, v *Rec39) {
 	if !d.Enter() {
 		return
@@ -2767,7 +2410,6 @@ func idemDecRec39(d *idemimpl.Decoder, v *Rec39) {
 	}
 }
 
-// idemDecS37 restores values of S37.
 func idemDecS37(d *idemimpl.Decoder, v *S37) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2780,7 +2422,6 @@ func idemDecS37(d *idemimpl.Decoder, v *S37) {
 	}
 }
 
-// idemDecS40 restores values of S40.
 func idemDecS40(d *idemimpl.Decoder, v *S40) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2793,7 +2434,6 @@ func idemDecS40(d *idemimpl.Decoder, v *S40) {
 	}
 }
 
-// idemDecS41 restores values of S41.
 func idemDecS41(d *idemimpl.Decoder, v *S41) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2828,7 +2468,6 @@ func idemDecS41(d *idemimpl.Decoder, v *S41) {
 	}
 }
 
-// idemDecS42 restores values of S42.
 func idemDecS42(d *idemimpl.Decoder, v *S42) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2849,7 +2488,6 @@ func idemDecS42(d *idemimpl.Decoder, v *S42) {
 	}
 }
 
-// idemDecS43 restores values of S43.
 func idemDecS43(d *idemimpl.Decoder, v *S43) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2862,7 +2500,6 @@ func idemDecS43(d *idemimpl.Decoder, v *S43) {
 	}
 }
 
-// idemDecS45 restores values of S45.
 func idemDecS45(d *idemimpl.Decoder, v *S45) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2882,7 +2519,6 @@ func idemDecS45(d *idemimpl.Decoder, v *S45) {
 	}
 }
 
-// idemDecS46 restores values of S46.
 func idemDecS46(d *idemimpl.Decoder, v *S46) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2895,7 +2531,6 @@ func idemDecS46(d *idemimpl.Decoder, v *S46) {
 	}
 }
 
-// idemDecS48 restores values of S48.
 func idemDecS48(d *idemimpl.Decoder, v *S48) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2924,7 +2559,6 @@ func idemDecS48(d *idemimpl.Decoder, v *S48) {
 	}
 }
 
-// idemDecS49 restores values of S49.
 func idemDecS49(d *idemimpl.Decoder, v *S49) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2941,7 +2575,6 @@ func idemDecS49(d *idemimpl.Decoder, v *S49) {
 	}
 }
 
-// idemDecS56 restores values of S56.
 func idemDecS56(d *idemimpl.Decoder, v *S56) {
 	end := d.Struct()
 	for d.More(end) {
@@ -2956,44 +2589,29 @@ func idemDecS56(d *idemimpl.Decoder, v *S56) {
 	}
 }
 
-// idemEncE50 stores values of E50.
 func idemEncE50(e *idemimpl.Encoder, v *E50) {
 	at := e.Struct()
-	e.Field("F0")
-	e.Float32(float32(v.F0))
+	e.Field("F0").Float32(float32(v.F0))
 	e.Field("E52")
-	if v.E52 == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		idemEncE52(e, v.E52)
-	}
-	e.Field("Dec")
-	e.Marshaled(v.Dec.MarshalText())
-	e.Field("F3")
-	e.Float64(v.F3)
+	idemimpl.EncPtr(e, v.E52, idemEncE52)
+	e.Field("Dec").Marshaled(v.Dec.MarshalText())
+	e.Field("F3").Float64(v.F3)
 	e.End(at)
 }
 
-// idemEncE52 stores values of E52.
 func idemEncE52(e *idemimpl.Encoder, v *E52) {
 	at := e.Struct()
-	e.Field("F0")
-	e.Marshaled(v.F0.MarshalBinary())
-	e.Field("Tag")
-	e.Marshaled(v.Tag.MarshalText())
-	e.Field("F2")
-	e.Uint(v.F2)
+	e.Field("F0").Marshaled(v.F0.MarshalBinary())
+	e.Field("Tag").Marshaled(v.Tag.MarshalText())
+	e.Field("F2").Uint(v.F2)
 	e.End(at)
 }
 
-// idemEncEmpty stores values of Empty.
 func idemEncEmpty(e *idemimpl.Encoder, v *Empty) {
 	at := e.Struct()
 	e.End(at)
 }
 
-// idemEncGen_Array1PtrBigInt stores values of Gen[[1]*big.Int].
 func idemEncGen_Array1PtrBigInt(e *idemimpl.Encoder, v *Gen[[1]*big.Int]) {
 	at := e.Struct()
 	e.Field("V")
@@ -3045,11 +2663,9 @@ func idemEncGen_Array1PtrBigInt(e *idemimpl.Encoder, v *Gen[[1]*big.Int]) {
 	e.End(at)
 }
 
-// idemEncGen_uint16 stores values of Gen[A44].
 func idemEncGen_uint16(e *idemimpl.Encoder, v *Gen[A44]) {
 	at := e.Struct()
-	e.Field("V")
-	e.Uint(uint64(v.V))
+	e.Field("V").Uint(uint64(v.V))
 	e.Field("L")
 	if v.L == nil {
 		e.Nil()
@@ -3070,7 +2686,6 @@ func idemEncGen_uint16(e *idemimpl.Encoder, v *Gen[A44]) {
 	e.End(at)
 }
 
-// idemEncNetIP stores values of net.IP.
 func idemEncNetIP(e *idemimpl.Encoder, v *net.IP) {
 	if *v == nil {
 		e.Nil()
@@ -3080,45 +2695,36 @@ func idemEncNetIP(e *idemimpl.Encoder, v *net.IP) {
 	}
 }
 
-// idemEncOtherPoint stores values of other.Point.
 func idemEncOtherPoint(e *idemimpl.Encoder, v *other.Point) {
 	at := e.Struct()
-	e.Field("X")
-	e.Int(int64(v.X))
-	e.Field("Y")
-	e.Int(int64(v.Y))
+	e.Field("X").Int(int64(v.X))
+	e.Field("Y").Int(int64(v.Y))
 	e.End(at)
 }
 
-// idemEncPair_OtherCode_Rec39 stores values of Pair[other.Code, Rec39].
 func idemEncPair_OtherCode_Rec39(e *idemimpl.Encoder, v *Pair[other.Code, Rec39]) {
 	at := e.Struct()
-	e.Field("K")
-	e.String(string(v.K))
+	e.Field("K").String(string(v.K))
 	e.Field("V")
 	idemEncRec39(e, &v.V)
 	e.End(at)
 }
 
-// idemEncPair_string_S45 stores values of Pair[string, S45].
 func idemEncPair_string_S45(e *idemimpl.Encoder, v *Pair[string, S45]) {
 	at := e.Struct()
-	e.Field("K")
-	e.String(v.K)
+	e.Field("K").String(v.K)
 	e.Field("V")
 	idemEncS45(e, &v.V)
 	e.End(at)
 }
 
-// idemEncRec39 stores values of Rec39.
 func idemEncRec39(e *idemimpl.Encoder, v *Rec39) {
 	if !e.Enter() {
 		return
 	}
 	defer e.Leave()
 	at := e.Struct()
-	e.Field("V")
-	e.Int(int64(v.V))
+	e.Field("V").Int(int64(v.V))
 	e.Field("Next")
 	if v.Next == nil {
 		e.Nil()
@@ -3135,15 +2741,12 @@ func idemEncRec39(e *idemimpl.Encoder, v *Rec39) {
 	e.End(at)
 }
 
-// idemEncS37 stores values of S37.
 func idemEncS37(e *idemimpl.Encoder, v *S37) {
 	at := e.Struct()
-	e.Field("F0")
-	e.Float64(v.F0)
+	e.Field("F0").Float64(v.F0)
 	e.End(at)
 }
 
-// idemEncS40 stores values of S40.
 func idemEncS40(e *idemimpl.Encoder, v *S40) {
 	at := e.Struct()
 	e.Field("F0")
@@ -3151,13 +2754,11 @@ func idemEncS40(e *idemimpl.Encoder, v *S40) {
 	e.End(at)
 }
 
-// idemEncS41 stores values of S41.
 func idemEncS41(e *idemimpl.Encoder, v *S41) {
 	at := e.Struct()
 	e.Field("F0")
 	at2 := e.Struct()
-	e.Field("F0")
-	e.Uint(uint64(v.F0.F0))
+	e.Field("F0").Uint(uint64(v.F0.F0))
 	e.Field("F1")
 	if v.F0.F1 == nil {
 		e.Nil()
@@ -3176,7 +2777,6 @@ func idemEncS41(e *idemimpl.Encoder, v *S41) {
 	e.End(at)
 }
 
-// idemEncS42 stores values of S42.
 func idemEncS42(e *idemimpl.Encoder, v *S42) {
 	at := e.Struct()
 	e.Field("F0")
@@ -3192,19 +2792,15 @@ func idemEncS42(e *idemimpl.Encoder, v *S42) {
 	e.End(at)
 }
 
-// idemEncS43 stores values of S43.
 func idemEncS43(e *idemimpl.Encoder, v *S43) {
 	at := e.Struct()
-	e.Field("F0")
-	e.Uint(v.F0)
+	e.Field("F0").Uint(v.F0)
 	e.End(at)
 }
 
-// idemEncS45 stores values of S45.
 func idemEncS45(e *idemimpl.Encoder, v *S45) {
 	at := e.Struct()
-	e.Field("Time")
-	e.Marshaled(v.Time.MarshalBinary())
+	e.Field("Time").Marshaled(v.Time.MarshalBinary())
 	e.Field("F1")
 	if v.F1 == nil {
 		e.Nil()
@@ -3215,15 +2811,12 @@ func idemEncS45(e *idemimpl.Encoder, v *S45) {
 	e.End(at)
 }
 
-// idemEncS46 stores values of S46.
 func idemEncS46(e *idemimpl.Encoder, v *S46) {
 	at := e.Struct()
-	e.Field("F0")
-	e.Complex(v.F0)
+	e.Field("F0").Complex(v.F0)
 	e.End(at)
 }
 
-// idemEncS48 stores values of S48.
 func idemEncS48(e *idemimpl.Encoder, v *S48) {
 	at := e.Struct()
 	e.Field("Point")
@@ -3232,39 +2825,29 @@ func idemEncS48(e *idemimpl.Encoder, v *S48) {
 	idemEncS49(e, &v.F1)
 	e.Field("F2")
 	at2 := e.Struct()
-	e.Field("F0")
-	e.String(string(v.F2.F0))
-	e.Field("F1")
-	e.Uint(uint64(v.F2.F1))
+	e.Field("F0").String(string(v.F2.F0))
+	e.Field("F1").Uint(uint64(v.F2.F1))
 	e.End(at2)
-	e.Field("F3")
-	e.Uint(uint64(v.F3))
+	e.Field("F3").Uint(uint64(v.F3))
 	e.End(at)
 }
 
-// idemEncS49 stores values of S49.
 func idemEncS49(e *idemimpl.Encoder, v *S49) {
 	at := e.Struct()
-	e.Field("F0")
-	e.Uint(uint64(v.F0))
+	e.Field("F0").Uint(uint64(v.F0))
 	e.Field("E50")
 	idemEncE50(e, &v.E50)
-	e.Field("F2")
-	e.Any(v.F2)
+	e.Field("F2").Any(v.F2)
 	e.End(at)
 }
 
-// idemEncS56 stores values of S56.
 func idemEncS56(e *idemimpl.Encoder, v *S56) {
 	at := e.Struct()
-	e.Field("Dec")
-	e.Marshaled(v.Dec.MarshalText())
-	e.Field("F1")
-	e.Float64(v.F1)
+	e.Field("Dec").Marshaled(v.Dec.MarshalText())
+	e.Field("F1").Float64(v.F1)
 	e.End(at)
 }
 
-// idemKeyE2 writes the key material of E2.
 func idemKeyE2(b *idemimpl.KeyBuilder, v *E2) {
 	b.Int(int64(v.F0))
 	b.Int(v.F1)
@@ -3272,12 +2855,10 @@ func idemKeyE2(b *idemimpl.KeyBuilder, v *E2) {
 	b.Key(v.Tag)
 }
 
-// idemKeyE24 writes the key material of E24.
 func idemKeyE24(b *idemimpl.KeyBuilder, v *E24) {
 	idemKeyOtherPoint(b, &v.Point)
 }
 
-// idemKeyE30 writes the key material of E30.
 func idemKeyE30(b *idemimpl.KeyBuilder, v *E30) {
 	b.Int(int64(v.f0))
 	b.Int(v.f1)
@@ -3285,16 +2866,13 @@ func idemKeyE30(b *idemimpl.KeyBuilder, v *E30) {
 	b.Any(v.F3)
 }
 
-// idemKeyE8 writes the key material of E8.
 func idemKeyE8(b *idemimpl.KeyBuilder, v *E8) {
 	b.Complex(v.F0)
 	b.Marshaled(v.Bin.MarshalBinary())
 }
 
-// idemKeyEmpty writes the key material of Empty.
 func idemKeyEmpty(b *idemimpl.KeyBuilder, v *Empty) {}
 
-// idemKeyGen_MapMK10ToGen_int writes the key material of Gen[map[MK10]Gen[int]].
 func idemKeyGen_MapMK10ToGen_int(b *idemimpl.KeyBuilder, v *Gen[map[MK10]Gen[int]]) {
 	if v.V == nil {
 		b.Nil()
@@ -3343,7 +2921,6 @@ func idemKeyGen_MapMK10ToGen_int(b *idemimpl.KeyBuilder, v *Gen[map[MK10]Gen[int
 	}
 }
 
-// idemKeyGen_S6 writes the key material of Gen[S6].
 func idemKeyGen_S6(b *idemimpl.KeyBuilder, v *Gen[S6]) {
 	idemKeyS6(b, &v.V)
 	if v.L == nil {
@@ -3354,15 +2931,9 @@ func idemKeyGen_S6(b *idemimpl.KeyBuilder, v *Gen[S6]) {
 			idemKeyS6(b, &v.L[i])
 		}
 	}
-	if v.P == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyS6(b, v.P)
-	}
+	idemimpl.KeyPtr(b, v.P, idemKeyS6)
 }
 
-// idemKeyGen_Slicebyte writes the key material of Gen[[]byte].
 func idemKeyGen_Slicebyte(b *idemimpl.KeyBuilder, v *Gen[[]byte]) {
 	if v.V == nil {
 		b.Nil()
@@ -3393,7 +2964,6 @@ func idemKeyGen_Slicebyte(b *idemimpl.KeyBuilder, v *Gen[[]byte]) {
 	}
 }
 
-// idemKeyGen_int writes the key material of Gen[int].
 func idemKeyGen_int(b *idemimpl.KeyBuilder, v *Gen[int]) {
 	b.Int(int64(v.V))
 	if v.L == nil {
@@ -3404,15 +2974,9 @@ func idemKeyGen_int(b *idemimpl.KeyBuilder, v *Gen[int]) {
 			b.Int(int64(v.L[i]))
 		}
 	}
-	if v.P == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Int(int64(*v.P))
-	}
+	idemimpl.KeyPtr(b, v.P, idemimpl.KeyInt)
 }
 
-// idemKeyGen_uint64 writes the key material of Gen[A11].
 func idemKeyGen_uint64(b *idemimpl.KeyBuilder, v *Gen[A11]) {
 	b.Uint(v.V)
 	if v.L == nil {
@@ -3423,15 +2987,9 @@ func idemKeyGen_uint64(b *idemimpl.KeyBuilder, v *Gen[A11]) {
 			b.Uint(v.L[i])
 		}
 	}
-	if v.P == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Uint(*v.P)
-	}
+	idemimpl.KeyPtr(b, v.P, idemimpl.KeyUint)
 }
 
-// idemKeyJsonRawMessage writes the key material of json.RawMessage.
 func idemKeyJsonRawMessage(b *idemimpl.KeyBuilder, v *json.RawMessage) {
 	if *v == nil {
 		b.Nil()
@@ -3440,88 +2998,49 @@ func idemKeyJsonRawMessage(b *idemimpl.KeyBuilder, v *json.RawMessage) {
 	}
 }
 
-// idemKeyMK10 writes the key material of MK10.
 func idemKeyMK10(b *idemimpl.KeyBuilder, v *MK10) {
 	b.String(v.A)
 	b.Int(int64(v.B))
 }
 
-// idemKeyOtherPoint writes the key material of other.Point.
 func idemKeyOtherPoint(b *idemimpl.KeyBuilder, v *other.Point) {
 	b.Int(int64(v.X))
 	b.Int(int64(v.Y))
 }
 
-// idemKeyP12 writes the key material of P12.
 func idemKeyP12(b *idemimpl.KeyBuilder, v *P12) {
-	if v.A == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyQ13(b, v.A)
-	}
+	idemimpl.KeyPtr(b, v.A, idemKeyQ13)
 	b.Uint(uint64(v.B))
 }
 
-// idemKeyP16 writes the key material of P16.
 func idemKeyP16(b *idemimpl.KeyBuilder, v *P16) {
-	if v.A == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyQ17(b, v.A)
-	}
+	idemimpl.KeyPtr(b, v.A, idemKeyQ17)
 	idemKeyS18(b, &v.B)
 }
 
-// idemKeyP21 writes the key material of P21.
 func idemKeyP21(b *idemimpl.KeyBuilder, v *P21) {
-	if v.A == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyQ22(b, v.A)
-	}
+	idemimpl.KeyPtr(b, v.A, idemKeyQ22)
 	idemKeyGen_Slicebyte(b, &v.B)
 }
 
-// idemKeyP26 writes the key material of P26.
 func idemKeyP26(b *idemimpl.KeyBuilder, v *P26) {
-	if v.A == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyQ27(b, v.A)
-	}
+	idemimpl.KeyPtr(b, v.A, idemKeyQ27)
 	idemKeyS28(b, &v.B)
 }
 
-// idemKeyP31 writes the key material of P31.
 func idemKeyP31(b *idemimpl.KeyBuilder, v *P31) {
-	if v.A == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyQ32(b, v.A)
-	}
+	idemimpl.KeyPtr(b, v.A, idemKeyQ32)
 	b.List(0)
 	for i := range v.B {
 		b.String(string(v.B[i]))
 	}
 }
 
-// idemKeyP33 writes the key material of P33.
 func idemKeyP33(b *idemimpl.KeyBuilder, v *P33) {
-	if v.A == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyQ34(b, v.A)
-	}
+	idemimpl.KeyPtr(b, v.A, idemKeyQ34)
 	b.Uint(uint64(v.B))
 }
 
-// idemKeyQ13 writes the key material of Q13.
 func idemKeyQ13(b *idemimpl.KeyBuilder, v *Q13) {
 	b.Float(float64(v.C))
 	if v.D == nil {
@@ -3536,18 +3055,11 @@ func idemKeyQ13(b *idemimpl.KeyBuilder, v *Q13) {
 	}
 }
 
-// idemKeyQ17 writes the key material of Q17.
 func idemKeyQ17(b *idemimpl.KeyBuilder, v *Q17) {
 	idemKeyRec20(b, &v.C)
-	if v.D == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		b.Float(*v.D)
-	}
+	idemimpl.KeyPtr(b, v.D, idemimpl.KeyFloat)
 }
 
-// idemKeyQ22 writes the key material of Q22.
 func idemKeyQ22(b *idemimpl.KeyBuilder, v *Q22) {
 	idemKeyS23(b, &v.C)
 	if v.D == nil {
@@ -3558,7 +3070,6 @@ func idemKeyQ22(b *idemimpl.KeyBuilder, v *Q22) {
 	}
 }
 
-// idemKeyQ27 writes the key material of Q27.
 func idemKeyQ27(b *idemimpl.KeyBuilder, v *Q27) {
 	if v.C == nil {
 		b.Nil()
@@ -3584,7 +3095,6 @@ func idemKeyQ27(b *idemimpl.KeyBuilder, v *Q27) {
 	}
 }
 
-// idemKeyQ32 writes the key material of Q32.
 func idemKeyQ32(b *idemimpl.KeyBuilder, v *Q32) {
 	b.List(1)
 	for i := range v.C {
@@ -3602,7 +3112,6 @@ func idemKeyQ32(b *idemimpl.KeyBuilder, v *Q32) {
 	}
 }
 
-// idemKeyQ34 writes the key material of Q34.
 func idemKeyQ34(b *idemimpl.KeyBuilder, v *Q34) {
 	b.Int(int64(v.C))
 	if v.D == nil {
@@ -3613,7 +3122,6 @@ func idemKeyQ34(b *idemimpl.KeyBuilder, v *Q34) {
 	}
 }
 
-// idemKeyRec20 writes the key material of Rec20.
 func idemKeyRec20(b *idemimpl.KeyBuilder, v *Rec20) {
 	if !b.Enter() {
 		return
@@ -3625,24 +3133,13 @@ func idemKeyRec20(b *idemimpl.KeyBuilder, v *Rec20) {
 	} else {
 		b.List(len(v.Next))
 		for i := range v.Next {
-			if v.Next[i] == nil {
-				b.Nil()
-			} else {
-				b.Ptr()
-				idemKeyRec20(b, v.Next[i])
-			}
+			idemimpl.KeyPtr(b, v.Next[i], idemKeyRec20)
 		}
 	}
 }
 
-// idemKeyS1 writes the key material of S1.
 func idemKeyS1(b *idemimpl.KeyBuilder, v *S1) {
-	if v.E2 == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyE2(b, v.E2)
-	}
+	idemimpl.KeyPtr(b, v.E2, idemKeyE2)
 }
 
 // idemKeyS18 writes the key material of S18. Not keyed (tagged idem:"-"): F1.
@@ -3650,7 +3147,6 @@ func idemKeyS18(b *idemimpl.KeyBuilder, v *S18) {
 	b.Int(int64(v.F0))
 }
 
-// idemKeyS23 writes the key material of S23.
 func idemKeyS23(b *idemimpl.KeyBuilder, v *S23) {
 	b.Key(v.Tag)
 	idemKeyE24(b, &v.E24)
@@ -3660,16 +3156,10 @@ func idemKeyS23(b *idemimpl.KeyBuilder, v *S23) {
 // idemKeyS28 writes the key material of S28. Not keyed (tagged idem:"-"): F2.
 func idemKeyS28(b *idemimpl.KeyBuilder, v *S28) {
 	b.Bool(bool(v.F0))
-	if v.E30 == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyE30(b, v.E30)
-	}
+	idemimpl.KeyPtr(b, v.E30, idemKeyE30)
 	b.Key(v.Tag)
 }
 
-// idemKeyS6 writes the key material of S6.
 func idemKeyS6(b *idemimpl.KeyBuilder, v *S6) {
 	if v.F0 == nil {
 		b.Nil()
@@ -3685,17 +3175,10 @@ func idemKeyS6(b *idemimpl.KeyBuilder, v *S6) {
 	idemKeyS7(b, &v.F1)
 }
 
-// idemKeyS7 writes the key material of S7.
 func idemKeyS7(b *idemimpl.KeyBuilder, v *S7) {
-	if v.E8 == nil {
-		b.Nil()
-	} else {
-		b.Ptr()
-		idemKeyE8(b, v.E8)
-	}
+	idemimpl.KeyPtr(b, v.E8, idemKeyE8)
 }
 
-// idemKeyS9 writes the key material of S9.
 func idemKeyS9(b *idemimpl.KeyBuilder, v *S9) {
 	idemKeyOtherPoint(b, &v.Point)
 }

@@ -57,15 +57,7 @@ var idemSpecEffectsStorm = &idem.Spec{
 // Build fails here if Effects.Storm's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Storm
 
-// idemCodecEffectsStorm stores the results of Storm (generated codec).
-var idemCodecEffectsStorm = idemimpl.TypedCodec[Outcome]{
-	Decode: func(d *idemimpl.Decoder, v *Outcome) {
-		idemDecOutcome(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Outcome) {
-		idemEncOutcome(e, v)
-	},
-}
+var idemCodecEffectsStorm = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Crash is Effects.Crash, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
 // name=rel.crash). The receiver is not part of the key (key= can name its fields).
@@ -100,15 +92,7 @@ var idemSpecEffectsCrash = &idem.Spec{
 // Build fails here if Effects.Crash's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Crash
 
-// idemCodecEffectsCrash stores the results of Crash (generated codec).
-var idemCodecEffectsCrash = idemimpl.TypedCodec[Outcome]{
-	Decode: func(d *idemimpl.Decoder, v *Outcome) {
-		idemDecOutcome(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Outcome) {
-		idemEncOutcome(e, v)
-	},
-}
+var idemCodecEffectsCrash = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Zombie is Effects.Zombie, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
 // name=rel.zombie). The receiver is not part of the key (key= can name its fields).
@@ -143,15 +127,7 @@ var idemSpecEffectsZombie = &idem.Spec{
 // Build fails here if Effects.Zombie's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Zombie
 
-// idemCodecEffectsZombie stores the results of Zombie (generated codec).
-var idemCodecEffectsZombie = idemimpl.TypedCodec[Outcome]{
-	Decode: func(d *idemimpl.Decoder, v *Outcome) {
-		idemDecOutcome(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Outcome) {
-		idemEncOutcome(e, v)
-	},
-}
+var idemCodecEffectsZombie = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Contend is Effects.Contend, run at most once per key (ttl=1h lease=1s on_duplicate=return
 // name=rel.contend). The receiver is not part of the key (key= can name its fields).
@@ -184,15 +160,7 @@ var idemSpecEffectsContend = &idem.Spec{
 // Build fails here if Effects.Contend's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Contend
 
-// idemCodecEffectsContend stores the results of Contend (generated codec).
-var idemCodecEffectsContend = idemimpl.TypedCodec[Outcome]{
-	Decode: func(d *idemimpl.Decoder, v *Outcome) {
-		idemDecOutcome(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Outcome) {
-		idemEncOutcome(e, v)
-	},
-}
+var idemCodecEffectsContend = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Skew is Effects.Skew, run at most once per key (ttl=1h lease=2s on_duplicate=return
 // name=rel.skew). The receiver is not part of the key (key= can name its fields).
@@ -225,15 +193,7 @@ var idemSpecEffectsSkew = &idem.Spec{
 // Build fails here if Effects.Skew's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Skew
 
-// idemCodecEffectsSkew stores the results of Skew (generated codec).
-var idemCodecEffectsSkew = idemimpl.TypedCodec[Outcome]{
-	Decode: func(d *idemimpl.Decoder, v *Outcome) {
-		idemDecOutcome(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Outcome) {
-		idemEncOutcome(e, v)
-	},
-}
+var idemCodecEffectsSkew = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Measure is Effects.Measure, run at most once per key (ttl=1h lease=10s on_duplicate=return
 // name=rel.measure). The receiver is not part of the key (key= can name its fields).
@@ -266,15 +226,7 @@ var idemSpecEffectsMeasure = &idem.Spec{
 // Build fails here if Effects.Measure's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Reading, error) = (*Effects).Measure
 
-// idemCodecEffectsMeasure stores the results of Measure (generated codec).
-var idemCodecEffectsMeasure = idemimpl.TypedCodec[Reading]{
-	Decode: func(d *idemimpl.Decoder, v *Reading) {
-		idemDecReading(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Reading) {
-		idemEncReading(e, v)
-	},
-}
+var idemCodecEffectsMeasure = idemimpl.Codec(idemEncReading, idemDecReading)
 
 // Strict is Effects.Strict, run at most once per key (ttl=1h lease=10s on_duplicate=return
 // name=rel.strict). The receiver is not part of the key (key= can name its fields).
@@ -307,15 +259,7 @@ var idemSpecEffectsStrict = &idem.Spec{
 // Build fails here if Effects.Strict's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (StrictReading, error) = (*Effects).Strict
 
-// idemCodecEffectsStrict stores the results of Strict (generated codec).
-var idemCodecEffectsStrict = idemimpl.TypedCodec[StrictReading]{
-	Decode: func(d *idemimpl.Decoder, v *StrictReading) {
-		idemDecStrictReading(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *StrictReading) {
-		idemEncStrictReading(e, v)
-	},
-}
+var idemCodecEffectsStrict = idemimpl.Codec(idemEncStrictReading, idemDecStrictReading)
 
 // Exit is Effects.Exit, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=20s
 // name=rel.exit). The receiver is not part of the key (key= can name its fields).
@@ -350,15 +294,7 @@ var idemSpecEffectsExit = &idem.Spec{
 // Build fails here if Effects.Exit's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Exit
 
-// idemCodecEffectsExit stores the results of Exit (generated codec).
-var idemCodecEffectsExit = idemimpl.TypedCodec[Outcome]{
-	Decode: func(d *idemimpl.Decoder, v *Outcome) {
-		idemDecOutcome(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Outcome) {
-		idemEncOutcome(e, v)
-	},
-}
+var idemCodecEffectsExit = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Steps is Effects.Steps, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
 // name=rel.steps). The receiver is not part of the key (key= can name its fields).
@@ -393,17 +329,8 @@ var idemSpecEffectsSteps = &idem.Spec{
 // Build fails here if Effects.Steps's signature changed since generation: run go generate.
 var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Steps
 
-// idemCodecEffectsSteps stores the results of Steps (generated codec).
-var idemCodecEffectsSteps = idemimpl.TypedCodec[Outcome]{
-	Decode: func(d *idemimpl.Decoder, v *Outcome) {
-		idemDecOutcome(d, v)
-	},
-	Encode: func(e *idemimpl.Encoder, v *Outcome) {
-		idemEncOutcome(e, v)
-	},
-}
+var idemCodecEffectsSteps = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
-// idemDecOutcome restores values of Outcome.
 func idemDecOutcome(d *idemimpl.Decoder, v *Outcome) {
 	end := d.Struct()
 	for d.More(end) {
@@ -424,7 +351,6 @@ func idemDecOutcome(d *idemimpl.Decoder, v *Outcome) {
 	}
 }
 
-// idemDecReading restores values of Reading.
 func idemDecReading(d *idemimpl.Decoder, v *Reading) {
 	end := d.Struct()
 	for d.More(end) {
@@ -439,7 +365,6 @@ func idemDecReading(d *idemimpl.Decoder, v *Reading) {
 	}
 }
 
-// idemDecStrictReading restores values of StrictReading.
 func idemDecStrictReading(d *idemimpl.Decoder, v *StrictReading) {
 	end := d.Struct()
 	for d.More(end) {
@@ -454,39 +379,29 @@ func idemDecStrictReading(d *idemimpl.Decoder, v *StrictReading) {
 	}
 }
 
-// idemEncOutcome stores values of Outcome.
 func idemEncOutcome(e *idemimpl.Encoder, v *Outcome) {
 	at := e.Struct()
-	e.Field("Key")
-	e.String(v.Key)
-	e.Field("Fence")
-	e.Uint(v.Fence)
-	e.Field("PID")
-	e.Int(int64(v.PID))
-	e.Field("Nonce")
-	e.String(v.Nonce)
-	e.Field("BizAccepted")
-	e.Bool(v.BizAccepted)
+	e.Field("Key").String(v.Key)
+	e.Field("Fence").Uint(v.Fence)
+	e.Field("PID").Int(int64(v.PID))
+	e.Field("Nonce").String(v.Nonce)
+	e.Field("BizAccepted").Bool(v.BizAccepted)
 	e.End(at)
 }
 
-// idemEncReading stores values of Reading.
 func idemEncReading(e *idemimpl.Encoder, v *Reading) {
 	at := e.Struct()
 	e.Field("Outcome")
 	idemEncOutcome(e, &v.Outcome)
-	e.Field("Value")
-	e.Float64(v.Value)
+	e.Field("Value").Float64(v.Value)
 	e.End(at)
 }
 
-// idemEncStrictReading stores values of StrictReading.
 func idemEncStrictReading(e *idemimpl.Encoder, v *StrictReading) {
 	at := e.Struct()
 	e.Field("Outcome")
 	idemEncOutcome(e, &v.Outcome)
-	e.Field("Gauge")
-	e.Marshaled(v.Gauge.MarshalJSON())
+	e.Field("Gauge").Marshaled(v.Gauge.MarshalJSON())
 	e.End(at)
 }
 

@@ -1,0 +1,152 @@
+package idemimpl
+
+// Combinators: the shapes generated code repeats around a value that
+// another generated function writes (a pointer to it, a slice of it), and
+// the codecs of results of one basic type, as one call each. Each writes
+// and reads exactly the bytes of the inline code it stands for, so keys
+// and records do not depend on which form a build generated.
+//
+// Keys have KeyPtr but no slice combinator: a loop that hands elements to
+// a func value is not inlined, so the slice would escape, and a caller's
+// slice kept on its stack would cost an allocation. The codecs' EncList
+// and DecList see only results, which are on the heap already.
+
+// KeyPtr writes a pointer: Nil, or Ptr and the value key writes.
+func KeyPtr[T any](b *KeyBuilder, p *T, key func(*KeyBuilder, *T)) {
+	if p == nil {
+		b.Nil()
+		return
+	}
+	b.Ptr()
+	key(b, p)
+}
+
+// EncPtr stores a pointer: nil, or the value enc stores.
+func EncPtr[T any](e *Encoder, p *T, enc func(*Encoder, *T)) {
+	if p == nil {
+		e.Nil()
+		return
+	}
+	e.Ptr()
+	enc(e, p)
+}
+
+// DecPtr restores a pointer EncPtr stored into *p.
+func DecPtr[T any](d *Decoder, p **T, dec func(*Decoder, *T)) {
+	if !d.Ptr() {
+		*p = nil
+		return
+	}
+	*p = new(T)
+	dec(d, *p)
+}
+
+// EncList stores a slice: nil, or a list of the values enc stores.
+func EncList[S ~[]E, E any](e *Encoder, s S, enc func(*Encoder, *E)) {
+	if s == nil {
+		e.Nil()
+		return
+	}
+	at := e.List(len(s))
+	for i := range s {
+		enc(e, &s[i])
+	}
+	e.End(at)
+}
+
+// DecList restores a slice EncList stored into *s.
+func DecList[S ~[]E, E any](d *Decoder, s *S, dec func(*Decoder, *E)) {
+	if d.Nil() {
+		*s = nil
+		return
+	}
+	*s = make(S, d.List())
+	for i := range *s {
+		dec(d, &(*s)[i])
+	}
+}
+
+// Codec is the codec of results of a type whose values enc and dec store
+// and restore.
+func Codec[T any](enc func(*Encoder, *T), dec func(*Decoder, *T)) TypedCodec[T] {
+	return TypedCodec[T]{Encode: enc, Decode: dec}
+}
+
+// PtrCodec is the codec of results of type *T, for T's enc and dec.
+func PtrCodec[T any](enc func(*Encoder, *T), dec func(*Decoder, *T)) TypedCodec[*T] {
+	return TypedCodec[*T]{
+		Encode: func(e *Encoder, v **T) { EncPtr(e, *v, enc) },
+		Decode: func(d *Decoder, v **T) { DecPtr(d, v, dec) },
+	}
+}
+
+// ListCodec is the codec of results of type []E, for E's enc and dec.
+func ListCodec[E any](enc func(*Encoder, *E), dec func(*Decoder, *E)) TypedCodec[[]E] {
+	return TypedCodec[[]E]{
+		Encode: func(e *Encoder, v *[]E) { EncList(e, *v, enc) },
+		Decode: func(d *Decoder, v *[]E) { DecList(d, v, dec) },
+	}
+}
+
+// IntCodec is the codec of results of a signed integer type; the decoder
+// refuses a stored number that does not fit in bits.
+func IntCodec[T ~int | ~int8 | ~int16 | ~int32 | ~int64](bits int) TypedCodec[T] {
+	return TypedCodec[T]{
+		Encode: func(e *Encoder, v *T) { e.Int(int64(*v)) },
+		Decode: func(d *Decoder, v *T) { *v = T(d.Int(bits)) },
+	}
+}
+
+// UintCodec is the codec of results of an unsigned integer type; the
+// decoder refuses a stored number that does not fit in bits.
+func UintCodec[T ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](bits int) TypedCodec[T] {
+	return TypedCodec[T]{
+		Encode: func(e *Encoder, v *T) { e.Uint(uint64(*v)) },
+		Decode: func(d *Decoder, v *T) { *v = T(d.Uint(bits)) },
+	}
+}
+
+// StringCodec is the codec of results of a string type.
+func StringCodec[T ~string]() TypedCodec[T] {
+	return TypedCodec[T]{
+		Encode: func(e *Encoder, v *T) { e.String(string(*v)) },
+		Decode: func(d *Decoder, v *T) { *v = T(d.String()) },
+	}
+}
+
+// BoolCodec is the codec of results of a boolean type.
+func BoolCodec[T ~bool]() TypedCodec[T] {
+	return TypedCodec[T]{
+		Encode: func(e *Encoder, v *T) { e.Bool(bool(*v)) },
+		Decode: func(d *Decoder, v *T) { *v = T(d.Bool()) },
+	}
+}
+
+// Float64Codec is the codec of results of a float64 type.
+func Float64Codec[T ~float64]() TypedCodec[T] {
+	return TypedCodec[T]{
+		Encode: func(e *Encoder, v *T) { e.Float64(float64(*v)) },
+		Decode: func(d *Decoder, v *T) { *v = T(d.Float64()) },
+	}
+}
+
+// Writers of one value of a basic type, for the combinators above:
+// idemimpl.KeyPtr(b, v.Note, idemimpl.KeyString). Each writes what the
+// builder's, encoder's or decoder's method of its kind does.
+
+func KeyString[T ~string](b *KeyBuilder, v *T) { b.String(string(*v)) }
+func KeyBool[T ~bool](b *KeyBuilder, v *T)     { b.Bool(bool(*v)) }
+func KeyInt[T ~int | ~int8 | ~int16 | ~int32 | ~int64](b *KeyBuilder, v *T) {
+	b.Int(int64(*v))
+}
+func KeyUint[T ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](b *KeyBuilder, v *T) {
+	b.Uint(uint64(*v))
+}
+func KeyFloat[T ~float32 | ~float64](b *KeyBuilder, v *T) { b.Float(float64(*v)) }
+
+func EncString[T ~string](e *Encoder, v *T)   { e.String(string(*v)) }
+func DecString[T ~string](d *Decoder, v *T)   { *v = T(d.String()) }
+func EncBool[T ~bool](e *Encoder, v *T)       { e.Bool(bool(*v)) }
+func DecBool[T ~bool](d *Decoder, v *T)       { *v = T(d.Bool()) }
+func EncFloat64[T ~float64](e *Encoder, v *T) { e.Float64(float64(*v)) }
+func DecFloat64[T ~float64](d *Decoder, v *T) { *v = T(d.Float64()) }

@@ -1,0 +1,244 @@
+package idemimpl
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// line is a struct with helpers written as idemgen writes them.
+type line struct {
+	SKU string
+	Qty int64
+}
+
+type lines []line
+
+func keyLine(b *KeyBuilder, v *line) {
+	b.String(v.SKU)
+	b.Int(v.Qty)
+}
+
+func encLine(e *Encoder, v *line) {
+	at := e.Struct()
+	e.Field("SKU")
+	e.String(v.SKU)
+	e.Field("Qty")
+	e.Int(v.Qty)
+	e.End(at)
+}
+
+func decLine(d *Decoder, v *line) {
+	end := d.Struct()
+	for d.More(end) {
+		switch string(d.Field()) {
+		case "SKU":
+			v.SKU = d.String()
+		case "Qty":
+			v.Qty = d.Int(64)
+		default:
+			d.Skip()
+		}
+	}
+}
+
+// The inline forms the combinators stand for, as idemgen generated them.
+
+func keyPtrInline(b *KeyBuilder, p *line) {
+	if p == nil {
+		b.Nil()
+	} else {
+		b.Ptr()
+		keyLine(b, p)
+	}
+}
+
+var listInline = TypedCodec[lines]{
+	Encode: func(e *Encoder, v *lines) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			at := e.List(len(*v))
+			for i := range *v {
+				encLine(e, &(*v)[i])
+			}
+			e.End(at)
+		}
+	},
+	Decode: func(d *Decoder, v *lines) {
+		if d.Nil() {
+			*v = nil
+		} else {
+			*v = make(lines, d.List())
+			for i := range *v {
+				decLine(d, &(*v)[i])
+			}
+		}
+	},
+}
+
+var listComposed = TypedCodec[lines]{
+	Encode: func(e *Encoder, v *lines) { EncList(e, *v, encLine) },
+	Decode: func(d *Decoder, v *lines) { DecList(d, v, decLine) },
+}
+
+var ptrInline = TypedCodec[*line]{
+	Encode: func(e *Encoder, v **line) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			e.Ptr()
+			encLine(e, *v)
+		}
+	},
+	Decode: func(d *Decoder, v **line) {
+		if d.Ptr() {
+			*v = new(line)
+			decLine(d, *v)
+		} else {
+			*v = nil
+		}
+	},
+}
+
+var ptrComposed = PtrCodec(encLine, decLine)
+
+func material(write func(b *KeyBuilder)) []byte {
+	var b KeyBuilder
+	write(&b)
+	m, _ := b.Material()
+	return m
+}
+
+func TestComposedKeys(t *testing.T) {
+	two := lines{{"a", 1}, {"b", -2}}
+	tests := []struct {
+		name             string
+		inline, composed func(b *KeyBuilder)
+	}{
+		{"nil pointer", func(b *KeyBuilder) { keyPtrInline(b, nil) }, func(b *KeyBuilder) { KeyPtr(b, nil, keyLine) }},
+		{"pointer", func(b *KeyBuilder) { keyPtrInline(b, &two[1]) }, func(b *KeyBuilder) { KeyPtr(b, &two[1], keyLine) }},
+		{"string", func(b *KeyBuilder) { b.Ptr(); b.String("a") }, func(b *KeyBuilder) { x := "a"; KeyPtr(b, &x, KeyString) }},
+		{"int", func(b *KeyBuilder) { b.Ptr(); b.Int(-1) }, func(b *KeyBuilder) { i := int8(-1); KeyPtr(b, &i, KeyInt) }},
+		{"uint", func(b *KeyBuilder) { b.Ptr(); b.Uint(9) }, func(b *KeyBuilder) { u := uint16(9); KeyPtr(b, &u, KeyUint) }},
+		{"bool", func(b *KeyBuilder) { b.Ptr(); b.Bool(true) }, func(b *KeyBuilder) { t := true; KeyPtr(b, &t, KeyBool) }},
+		{"float32", func(b *KeyBuilder) { b.Ptr(); b.Float(float64(float32(0.1))) }, func(b *KeyBuilder) { f := float32(0.1); KeyPtr(b, &f, KeyFloat) }},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(material(tt.inline), material(tt.composed)); diff != "" {
+			t.Errorf("%s: key material differs (-inline +composed):\n%s", tt.name, diff)
+		}
+	}
+}
+
+func TestComposedCodecs(t *testing.T) {
+	type recordCodec interface {
+		Marshal(v any) ([]byte, error)
+		Unmarshal(data []byte, v any) error
+	}
+	type codecs struct{ inline, composed recordCodec }
+	var (
+		i64 int64  = -1 << 40
+		u16 uint16 = 65535
+		s          = "idem"
+		yes        = true
+		f          = 0.1
+		one        = line{"x", 3}
+	)
+	tests := []struct {
+		name string
+		c    codecs
+		vals []any
+	}{
+		{"list", codecs{listInline, listComposed}, []any{lines(nil), lines{}, lines{{"a", 1}, {"b", 2}}}},
+		{"pointer", codecs{ptrInline, PtrCodec(encLine, decLine)}, []any{(*line)(nil), &one}},
+		{"strings", codecs{TypedCodec[[]string]{
+			Encode: func(e *Encoder, v *[]string) {
+				if *v == nil {
+					e.Nil()
+				} else {
+					at := e.List(len(*v))
+					for i := range *v {
+						e.String((*v)[i])
+					}
+					e.End(at)
+				}
+			},
+			Decode: func(d *Decoder, v *[]string) {
+				if d.Nil() {
+					*v = nil
+				} else {
+					*v = make([]string, d.List())
+					for i := range *v {
+						(*v)[i] = d.String()
+					}
+				}
+			},
+		}, ListCodec[string](EncString, DecString)}, []any{[]string(nil), []string{}, []string{"a", ""}}},
+		{"value", codecs{TypedCodec[line]{Encode: encLine, Decode: decLine}, Codec(encLine, decLine)}, []any{one}},
+		{"int", codecs{TypedCodec[int64]{Encode: func(e *Encoder, v *int64) { e.Int(*v) }, Decode: func(d *Decoder, v *int64) { *v = d.Int(64) }}, IntCodec[int64](64)}, []any{i64}},
+		{"uint", codecs{TypedCodec[uint16]{Encode: func(e *Encoder, v *uint16) { e.Uint(uint64(*v)) }, Decode: func(d *Decoder, v *uint16) { *v = uint16(d.Uint(16)) }}, UintCodec[uint16](16)}, []any{u16}},
+		{"string", codecs{TypedCodec[string]{Encode: func(e *Encoder, v *string) { e.String(*v) }, Decode: func(d *Decoder, v *string) { *v = d.String() }}, StringCodec[string]()}, []any{s}},
+		{"bool", codecs{TypedCodec[bool]{Encode: func(e *Encoder, v *bool) { e.Bool(*v) }, Decode: func(d *Decoder, v *bool) { *v = d.Bool() }}, BoolCodec[bool]()}, []any{yes}},
+		{"float64", codecs{TypedCodec[float64]{Encode: func(e *Encoder, v *float64) { e.Float64(*v) }, Decode: func(d *Decoder, v *float64) { *v = d.Float64() }}, Float64Codec[float64]()}, []any{f}},
+	}
+	for _, tt := range tests {
+		for _, v := range tt.vals {
+			want, err := tt.c.inline.Marshal(v)
+			if err != nil {
+				t.Fatalf("%s: inline Marshal(%v): %v", tt.name, v, err)
+			}
+			got, err := tt.c.composed.Marshal(v)
+			if err != nil {
+				t.Fatalf("%s: composed Marshal(%v): %v", tt.name, v, err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: record of %v differs (-inline +composed):\n%s", tt.name, v, diff)
+			}
+			back := reflect.New(reflect.TypeOf(v))
+			if err := tt.c.composed.Unmarshal(got, back.Interface()); err != nil {
+				t.Fatalf("%s: composed Unmarshal of %v: %v", tt.name, v, err)
+			}
+			if diff := cmp.Diff(v, back.Elem().Interface()); diff != "" {
+				t.Errorf("%s: round trip of %v (-want +got):\n%s", tt.name, v, diff)
+			}
+		}
+	}
+}
+
+// The combinators against the inline code they stand for, in one run:
+//
+//	go test -run '^$' -bench 'Composed' -count 5 ./runtime/idemimpl
+func BenchmarkComposed(b *testing.B) {
+	ls := make(lines, 8)
+	for i := range ls {
+		ls[i] = line{"sku", int64(i)}
+	}
+	rec, _ := listInline.Marshal(ls)
+	ptrRec, _ := ptrInline.Marshal(&ls[1])
+	var kb KeyBuilder
+	benches := []struct {
+		name string
+		run  func()
+	}{
+		{"key/pointer/inline", func() { kb.Reset(); keyPtrInline(&kb, &ls[1]) }},
+		{"key/pointer/composed", func() { kb.Reset(); KeyPtr(&kb, &ls[1], keyLine) }},
+		{"encode/list/inline", func() { _, _ = listInline.Marshal(&ls) }},
+		{"encode/list/composed", func() { _, _ = listComposed.Marshal(&ls) }},
+		{"encode/pointer/inline", func() { _, _ = ptrInline.Marshal(&ls[1]) }},
+		{"encode/pointer/composed", func() { _, _ = ptrComposed.Marshal(&ls[1]) }},
+		{"decode/pointer/inline", func() { var v *line; _ = ptrInline.Unmarshal(ptrRec, &v) }},
+		{"decode/pointer/composed", func() { var v *line; _ = ptrComposed.Unmarshal(ptrRec, &v) }},
+		{"decode/list/inline", func() { var v lines; _ = listInline.Unmarshal(rec, &v) }},
+		{"decode/list/composed", func() { var v lines; _ = listComposed.Unmarshal(rec, &v) }},
+	}
+	for _, bb := range benches {
+		b.Run(bb.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				bb.run()
+			}
+		})
+	}
+}
