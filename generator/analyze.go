@@ -42,6 +42,10 @@ type fn struct {
 	// inner is the decorator's field holding the wrapped implementation
 	// of an interface method (recv is then the interface; iface.go).
 	inner string
+	// step: x is a step (//idem:step, steps.go), recorded under stepName
+	// ("" for its own name) by its step wrapper.
+	step     bool
+	stepName string
 }
 
 // param is one parameter of the wrapped function as the wrapper declares it.
@@ -66,6 +70,8 @@ type pkgInfo struct {
 	// jsonReach caches, per package, the types a MarshalJSON of that
 	// package may write (jsonWritten).
 	jsonReach map[*types.Package]map[*types.TypeName]bool
+	// steps are the package's step-annotated functions (collect).
+	steps []*fn
 }
 
 // collect finds the annotated functions of p, reporting directives that
@@ -103,6 +109,12 @@ func (pi *pkgInfo) collect() []*fn {
 			obj, _ := pi.pkg.TypesInfo.Defs[fd.Name].(*types.Func)
 			if obj == nil {
 				pi.d.add(pi.fset.Position(fd.Name.Pos()), "cannot resolve %s", fd.Name.Name)
+				continue
+			}
+			if isStep(lines) {
+				if x := pi.checkStep(obj, fd.Name.Pos(), lines); x != nil {
+					pi.steps = append(pi.steps, x)
+				}
 				continue
 			}
 			if x := pi.check(obj, fd.Name.Pos(), lines, false); x != nil {

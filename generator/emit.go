@@ -75,7 +75,7 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 	pi := &pkgInfo{pkg: p, fset: fset, out: out, scope: packageScope(p, fset, out), d: d, types: newWellKnown(p.Types)}
 	n := len(d.list)
 	fns := pi.collect()
-	if len(fns) == 0 {
+	if len(fns) == 0 && len(pi.steps) == 0 {
 		return nil
 	}
 	// Functions with bad directives were left out; the others still go
@@ -86,6 +86,9 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 	var decls []jen.Code
 	for _, g := range e.groups(fns) {
 		decls = append(decls, e.group(g)...)
+	}
+	for _, x := range pi.steps {
+		decls = append(decls, e.stepWrapper(x)...)
 	}
 	if len(d.list) > n {
 		return nil
@@ -140,7 +143,7 @@ func newEmitter(pi *pkgInfo, fns []*fn) *emitter {
 	for k := range pi.scope {
 		e.globals[k] = true
 	}
-	for _, x := range fns {
+	for _, x := range append(fns, pi.steps...) {
 		for _, prm := range x.params {
 			e.paramNames[prm.name] = true
 		}

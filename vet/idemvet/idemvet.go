@@ -11,6 +11,10 @@
 //     purpose with "//idem:direct <reason>" on the line itself, on the line
 //     above, or in the doc comment of the enclosing function; the reason is
 //     required.
+//   - step bypass: a direct call of a step-annotated function (//idem:step)
+//     inside a function idemgen wraps: it runs again whenever the call
+//     resumes; its step wrapper (FStep) records it. Elsewhere a step is an
+//     ordinary function.
 //   - stale: the package's generated file differs from what the generator
 //     writes now (GenerateChecked on the pass's own files and types, byte
 //     for byte), or is missing: "run go generate".
@@ -78,10 +82,16 @@ type annotated struct {
 	// exported as a fact: the object is not this package's): the
 	// wrapper's method, its name or as=.
 	Method string
+	// Step: the function is a step (//idem:step) and Wrapper its step
+	// wrapper (FStep, or the method T.FStep).
+	Step bool
 }
 
 func (*annotated) AFact() {}
 func (f *annotated) String() string {
+	if f.Step {
+		return "step(" + f.Wrapper + ")"
+	}
 	if f.Interface {
 		return "annotated(" + f.Wrapper + ", interface)"
 	}
@@ -193,6 +203,12 @@ func exportFacts(pass *analysis.Pass, files []*file) map[*types.Func]*annotated 
 			if f.generated || fd.Doc == nil || !hasDirective(fd.Doc) {
 				continue
 			}
+			if isStepDoc(fd.Doc) {
+				fact := &annotated{Step: true, Wrapper: generator.StepWrapperName(obj.Name())}
+				local[obj] = fact
+				pass.ExportObjectFact(obj, fact)
+				continue
+			}
 			fact := &annotated{Wrapper: "Idempotent"}
 			if recv := recvNamed(obj); recv != nil {
 				fact.Wrapper += recv.Obj().Name()
@@ -224,6 +240,23 @@ func exportFacts(pass *analysis.Pass, files []*file) map[*types.Func]*annotated 
 		}
 	}
 	return local
+}
+
+// isStepDoc reports whether doc holds a step directive (//idem:step).
+func isStepDoc(doc *ast.CommentGroup) bool {
+	for _, c := range doc.List {
+		if generator.IsStepDirective(c.Text) {
+			return true
+		}
+	}
+	return false
+}
+
+// guarded reports whether fd is a function idemgen wraps (an //idem:
+// directive other than a step's): what it calls runs again when a
+// successor takes its call over.
+func guarded(fd *ast.FuncDecl) bool {
+	return fd != nil && fd.Doc != nil && hasDirective(fd.Doc) && !isStepDoc(fd.Doc)
 }
 
 func hasDirective(doc *ast.CommentGroup) bool {
@@ -481,6 +514,12 @@ func checkCalls(pass *analysis.Pass, f *file, local map[*types.Func]*annotated, 
 			if escaped(f, n, enclosing) {
 				return true
 			}
+			if fact.Step {
+				if guarded(enclosing) && enclosing.Pos() <= n.Pos() && n.Pos() < enclosing.End() {
+					reportStepBypass(pass, n, fn, fact, enclosing)
+				}
+				return true
+			}
 			if fact.Interface {
 				reportInterfaceBypass(pass, n, fn, fact, stack)
 				return true
@@ -510,6 +549,17 @@ func escaped(f *file, id *ast.Ident, enclosing *ast.FuncDecl) bool {
 		}
 	}
 	return false
+}
+
+// reportStepBypass reports a step called directly inside a guarded
+// function: it runs again whenever the call is resumed.
+func reportStepBypass(pass *analysis.Pass, id *ast.Ident, fn *types.Func, fact *annotated, enclosing *ast.FuncDecl) {
+	name := fn.Name()
+	if recv := recvNamed(fn); recv != nil {
+		name = recv.Obj().Name() + "." + name
+	}
+	pass.Reportf(id.Pos(), "%s is a step (//idem:step) called directly inside the guarded %s: it runs again when the call resumes after a takeover or a retry; call %s, or mark a deliberate bypass with //idem:direct <reason>",
+		name, enclosing.Name.Name, fact.Wrapper)
 }
 
 func reportBypass(pass *analysis.Pass, id *ast.Ident, fn *types.Func, fact *annotated, stack []ast.Node) {
