@@ -57,7 +57,33 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
+		Corrupt: func(t *testing.T, s idem.Store, key string) {
+			prefix, _ := prefixes.Load(s)
+			corruptItem(t, client, table, map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: prefix.(string) + key}})
+		},
 	})
+}
+
+// corruptItem damages the record item at key the way a foreign writer
+// would: its owner token becomes 3 bytes (the store writes 16) and its
+// fence a string. The item keeps its state and retention, so a claim's
+// condition fails on it and the store has to decode it.
+func corruptItem(t *testing.T, client *dynamodb.Client, table string, key map[string]types.AttributeValue) {
+	t.Helper()
+	_, err := client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName:                aws.String(table),
+		Key:                      key,
+		UpdateExpression:         aws.String("SET #ow = :ow, #fe = :fe"),
+		ConditionExpression:      aws.String("attribute_exists(#ow)"),
+		ExpressionAttributeNames: map[string]string{"#ow": "owner", "#fe": "fence"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":ow": &types.AttributeValueMemberB{Value: []byte{1, 2, 3}},
+			":fe": &types.AttributeValueMemberS{Value: "seven"},
+		},
+	})
+	if err != nil {
+		t.Fatalf("corrupting %v: %v", key, err)
+	}
 }
 
 // A single-table layout: custom partition key, static sort key, key
@@ -69,11 +95,22 @@ func TestConformanceSingleTable(t *testing.T) {
 		dynamostore.WithTTLAttribute("expires")}
 	table := "idemgen_single_" + time.Now().Format("150405.000000")
 	makeTable(t, client, table, layout...)
+	var prefixes sync.Map // store -> its key prefix
 	idemtest.RunStoreSuite(t, idemtest.Harness{
 		New: func(t *testing.T, now func() time.Time) idem.Store {
-			return newStore(t, client, table, append(layout, dynamostore.WithClock(now))...)
+			prefix := uniquePrefix(t)
+			s := newStore(t, client, table, append(layout, dynamostore.WithClock(now), dynamostore.WithKeyPrefix(prefix))...)
+			prefixes.Store(s, prefix)
+			return s
 		},
 		ManualClock: true,
+		Corrupt: func(t *testing.T, s idem.Store, key string) {
+			prefix, _ := prefixes.Load(s)
+			corruptItem(t, client, table, map[string]types.AttributeValue{
+				"PK": &types.AttributeValueMemberS{Value: prefix.(string) + key},
+				"SK": &types.AttributeValueMemberS{Value: "IDEM"},
+			})
+		},
 	})
 }
 
@@ -83,10 +120,18 @@ func TestConformanceWithoutReturnOnFailure(t *testing.T) {
 	t.Parallel() // the three runs overlap: the server, not the test, is the bottleneck
 	_, table := dynamo(t)
 	client := newClient(endpoint(), withoutReturnOnFailure)
+	var prefixes sync.Map // store -> its key prefix
 	idemtest.RunStoreSuite(t, idemtest.Harness{
 		New: func(t *testing.T, now func() time.Time) idem.Store {
-			return newStore(t, client, table, dynamostore.WithClock(now))
+			prefix := uniquePrefix(t)
+			s := newStore(t, client, table, dynamostore.WithClock(now), dynamostore.WithKeyPrefix(prefix))
+			prefixes.Store(s, prefix)
+			return s
 		},
 		ManualClock: true,
+		Corrupt: func(t *testing.T, s idem.Store, key string) {
+			prefix, _ := prefixes.Load(s)
+			corruptItem(t, client, table, map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: prefix.(string) + key}})
+		},
 	})
 }
