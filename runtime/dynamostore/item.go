@@ -36,6 +36,9 @@ const (
 	stateCompleted  = "completed"
 	stateFailed     = "failed"
 	stateReleased   = "released"
+	// stateOrder marks an entity's order record (see Claim), which is no
+	// idem record: decode refuses it.
+	stateOrder = "order"
 )
 
 func stateAV(s idem.State) types.AttributeValue {

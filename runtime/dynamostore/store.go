@@ -47,6 +47,7 @@ type Store struct {
 	skew   time.Duration
 	// Wait's polling: first interval, cap.
 	pollMin, pollMax time.Duration
+	cleanupLimit     int
 
 	// Expression attribute names per operation: DynamoDB rejects names an
 	// expression does not use, so each operation has its own map. They are
@@ -67,6 +68,8 @@ type config struct {
 	skew    time.Duration
 	pollMin time.Duration
 	pollMax time.Duration
+	// cleanupLimit bounds the items one Cleanup deletes.
+	cleanupLimit int
 }
 
 // WithPartitionKey names the table's partition key attribute (type S;
@@ -114,6 +117,8 @@ func newConfig(opts []Option) (config, error) {
 		skew:    DefaultSkewMargin,
 		pollMin: 20 * time.Millisecond,
 		pollMax: 500 * time.Millisecond,
+
+		cleanupLimit: DefaultCleanupLimit,
 	}
 	for _, o := range opts {
 		o(&c)
@@ -134,6 +139,8 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("dynamostore: poll interval %v..%v is not a positive range", c.pollMin, c.pollMax)
 	case c.now == nil:
 		return c, errors.New("dynamostore: nil clock")
+	case c.cleanupLimit <= 0:
+		return c, fmt.Errorf("dynamostore: cleanup limit %d is not positive", c.cleanupLimit)
 	}
 	for _, name := range []string{l.pk, l.sk, l.ttl} {
 		if name == "" {
@@ -191,7 +198,7 @@ func build(api API, table string, opts []Option) (*Store, error) {
 	}
 	s := &Store{
 		api: api, table: aws.String(table), layout: c.layout, now: c.now, skew: c.skew,
-		pollMin: c.pollMin, pollMax: c.pollMax,
+		pollMin: c.pollMin, pollMax: c.pollMax, cleanupLimit: c.cleanupLimit,
 	}
 	l := c.layout
 	s.claimNames = map[string]string{"#pk": l.pk, "#st": aState, "#ow": aOwner, "#fe": aFence, "#fp": aFP,

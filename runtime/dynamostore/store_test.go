@@ -480,6 +480,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"ttl_is_a_key", "t", []dynamostore.Option{dynamostore.WithTTLAttribute("pk")}},
 		{"negative_margin", "t", []dynamostore.Option{dynamostore.WithSkewMargin(-time.Second)}},
 		{"bad_poll_range", "t", []dynamostore.Option{dynamostore.WithPollInterval(time.Second, time.Millisecond)}},
+		{"zero_cleanup_limit", "t", []dynamostore.Option{dynamostore.WithCleanupLimit(0)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := dynamostore.New(context.Background(), client, tc.table, tc.opts...); err == nil {

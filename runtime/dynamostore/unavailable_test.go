@@ -94,3 +94,7 @@ func (s *switchable) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInpu
 func (s *switchable) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	return s.api().DeleteItem(ctx, in, optFns...)
 }
+
+func (s *switchable) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return s.api().(dynamostore.ScanAPI).Scan(ctx, in, optFns...)
+}

@@ -49,7 +49,7 @@ var errNotFound = errors.New("not found")
 const usageText = `usage: idemctl [flags] <command> [flags] [args]
 
 Inspect and repair idempotency records (runtime/redisstore, pgstore, filestore,
-firestorestore).
+firestorestore, dynamostore).
 
 commands:
   list                 records, sorted by key (-func, -state, -older, -stale, -limit)
@@ -76,6 +76,8 @@ store URLs (-store, or $IDEMCTL_STORE):
   postgres://user@host:5432/db[?schema=S&table=T]
   file:///var/lib/myapp/idem
   firestore://PROJECT/COLLECTION[?database=D&emulator=HOST:PORT]
+  dynamodb://TABLE[?region=R&endpoint=URL&key_prefix=P&partition_key=PK
+                   &sort_key=SK&sort_value=V&ttl_attribute=T]
   (redis_prefix is the store's redisstore.WithPrefix; -prefix is the
   Guard's idem.WithKeyPrefix)
 

@@ -112,6 +112,8 @@ var backends = []testBackend{
 		return u.String(), st
 	}},
 	{name: "firestore", expiredLingers: true, open: openFirestoreBackend}, // firestore_test.go
+	{name: "dynamodb", expiredLingers: true, open: openDynamoBackend},     // dynamodb_test.go
+	{name: "dynamodb-single-table", expiredLingers: true, open: openDynamoSingleTable},
 	{name: "file", expiredLingers: true, open: func(t *testing.T) (string, idem.Store) {
 		dir := t.TempDir()
 		st, err := filestore.New(dir, filestore.WithoutSync())

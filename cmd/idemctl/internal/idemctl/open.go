@@ -42,6 +42,7 @@ var errUsage = errors.New("usage")
 //	postgres://user@host:port/db[?schema=S&table=T&<libpq/pgx options>]
 //	file:///path/to/store/dir
 //	firestore://PROJECT/COLLECTION[?database=D&emulator=HOST:PORT]
+//	dynamodb://TABLE[?region=R&endpoint=URL&partition_key=PK&sort_key=SK&sort_value=V&key_prefix=P&ttl_attribute=T]
 //
 // redis_prefix is the redisstore.WithPrefix of the application's store
 // (the Redis key namespace, default empty), not the Guard's key prefix.
@@ -62,10 +63,12 @@ func open(ctx context.Context, rawURL string) (*backend, error) {
 		return openFile(rawURL)
 	case "firestore":
 		return openFirestore(ctx, rawURL) // open_firestore.go
+	case "dynamodb":
+		return openDynamo(ctx, rawURL) // open_dynamodb.go
 	case "memory", "mem":
-		return nil, fmt.Errorf("%w: a memory store lives inside one process; idemctl can only reach Redis, Postgres and file stores", errUsage)
+		return nil, fmt.Errorf("%w: a memory store lives inside one process; idemctl can only reach Redis, Postgres, Firestore, DynamoDB and file stores", errUsage)
 	}
-	return nil, fmt.Errorf("%w: unknown store scheme %q (want redis, rediss, redis+cluster, redis+sentinel, postgres, firestore or file)", errUsage, scheme)
+	return nil, fmt.Errorf("%w: unknown store scheme %q (want redis, rediss, redis+cluster, redis+sentinel, postgres, firestore, dynamodb or file)", errUsage, scheme)
 }
 
 // redact hides a URL's password in messages.
