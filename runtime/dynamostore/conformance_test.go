@@ -35,11 +35,12 @@ func newStore(t testing.TB, api dynamostore.API, table string, opts ...dynamosto
 func TestConformance(t *testing.T) {
 	t.Parallel() // the three runs overlap: the server, not the test, is the bottleneck
 	client, table := dynamo(t)
+	tx := transactions(t, client, table)
 	var prefixes sync.Map // store -> its key prefix
 	idemtest.RunStoreSuite(t, idemtest.Harness{
 		New: func(t *testing.T, now func() time.Time) idem.Store {
 			prefix := uniquePrefix(t)
-			s := newStore(t, client, table, dynamostore.WithClock(now), dynamostore.WithKeyPrefix(prefix))
+			s := maybeOrdering(tx, newStore(t, client, table, dynamostore.WithClock(now), dynamostore.WithKeyPrefix(prefix)))
 			prefixes.Store(s, prefix)
 			return s
 		},
@@ -95,11 +96,12 @@ func TestConformanceSingleTable(t *testing.T) {
 		dynamostore.WithTTLAttribute("expires")}
 	table := "idemgen_single_" + time.Now().Format("150405.000000")
 	makeTable(t, client, table, layout...)
+	tx := transactions(t, client, shared.table)
 	var prefixes sync.Map // store -> its key prefix
 	idemtest.RunStoreSuite(t, idemtest.Harness{
 		New: func(t *testing.T, now func() time.Time) idem.Store {
 			prefix := uniquePrefix(t)
-			s := newStore(t, client, table, append(layout, dynamostore.WithClock(now), dynamostore.WithKeyPrefix(prefix))...)
+			s := maybeOrdering(tx, newStore(t, client, table, append(layout, dynamostore.WithClock(now), dynamostore.WithKeyPrefix(prefix))...))
 			prefixes.Store(s, prefix)
 			return s
 		},
@@ -120,11 +122,12 @@ func TestConformanceWithoutReturnOnFailure(t *testing.T) {
 	t.Parallel() // the three runs overlap: the server, not the test, is the bottleneck
 	_, table := dynamo(t)
 	client := newClient(endpoint(), withoutReturnOnFailure)
+	tx := transactions(t, client, table)
 	var prefixes sync.Map // store -> its key prefix
 	idemtest.RunStoreSuite(t, idemtest.Harness{
 		New: func(t *testing.T, now func() time.Time) idem.Store {
 			prefix := uniquePrefix(t)
-			s := newStore(t, client, table, dynamostore.WithClock(now), dynamostore.WithKeyPrefix(prefix))
+			s := maybeOrdering(tx, newStore(t, client, table, dynamostore.WithClock(now), dynamostore.WithKeyPrefix(prefix)))
 			prefixes.Store(s, prefix)
 			return s
 		},
@@ -134,4 +137,13 @@ func TestConformanceWithoutReturnOnFailure(t *testing.T) {
 			corruptItem(t, client, table, map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: prefix.(string) + key}})
 		},
 	})
+}
+
+// maybeOrdering is s, without ordering when the server has no
+// TransactWriteItems (see transactions).
+func maybeOrdering(tx bool, s *dynamostore.Store) idem.Store {
+	if tx {
+		return s
+	}
+	return noOrdering{s}
 }

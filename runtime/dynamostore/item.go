@@ -29,7 +29,8 @@ const (
 	aSteps = "steps"
 )
 
-var dataAttrs = []string{aState, aOwner, aFence, aFP, aResult, aLeaseUntil, aExpiresAt, aUpdatedAt, aClaimedAt, aSteps}
+var dataAttrs = []string{aState, aOwner, aFence, aFP, aResult, aLeaseUntil, aExpiresAt, aUpdatedAt, aClaimedAt, aSteps,
+	aLastAt, aVersion}
 
 const (
 	stateInProgress = "in_progress"

@@ -354,6 +354,9 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 	if err := s.checkKey(req.Key); err != nil {
 		return idem.ClaimResult{}, err
 	}
+	if req.Order.Key != "" {
+		return s.claimOrdered(ctx, req) // order.go
+	}
 	key := s.itemKey(req.Key)
 	// anew: the last round found the item past its retention with steps
 	// (see claimCond): claim it with claimAnewCond, dropping them.

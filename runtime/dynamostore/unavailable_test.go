@@ -98,3 +98,7 @@ func (s *switchable) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInpu
 func (s *switchable) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
 	return s.api().(dynamostore.ScanAPI).Scan(ctx, in, optFns...)
 }
+
+func (s *switchable) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return s.api().(dynamostore.TransactAPI).TransactWriteItems(ctx, in, optFns...)
+}

@@ -1,0 +1,92 @@
+package dynamostore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemgen/idemgen/runtime/dynamostore"
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// interposer runs before once, just before the next TransactWriteItems:
+// after an ordered claim has read both items and decided, before it
+// writes them.
+type interposer struct {
+	*dynamodb.Client
+	before func()
+}
+
+func (i *interposer) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if f := i.before; f != nil {
+		i.before = nil
+		f()
+	}
+	return i.Client.TransactWriteItems(ctx, in, optFns...)
+}
+
+// An ordered claim's transaction is conditioned on both items as it read
+// them: a write to either in between cancels it, and the claim decides
+// again on what is there now.
+func TestOrderedClaimPinsBothItems(t *testing.T) {
+	client, table := dynamo(t)
+	if !transactions(t, client, table) {
+		t.SkipNow()
+	}
+	base := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	prefix := uniquePrefix(t)
+	api := &interposer{Client: client}
+	s := newStore(t, api, table, dynamostore.WithKeyPrefix(prefix))
+	other := newStore(t, client, table, dynamostore.WithKeyPrefix(prefix))
+	req := func(s *dynamostore.Store, key, f string, at time.Time) (idem.ClaimResult, error) {
+		return s.Claim(bg, idem.ClaimRequest{Key: "e:{x}:" + key, Fingerprint: fingerprint(f), Owner: token(t),
+			Lease: time.Minute, TTL: time.Hour, Order: idem.OrderClaim{Key: "e:{x}", At: at}})
+	}
+	must := func(res idem.ClaimResult, err error) idem.ClaimResult {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := must(req(s, "a", "a", base)); res.Status != idem.ClaimAcquired {
+		t.Fatalf("first event = %v", res.Status)
+	}
+
+	// The entity moves on between the read and the write: the claim's
+	// event is now out of order, and nothing of it is written.
+	api.before = func() {
+		if res := must(req(other, "late", "late", base.Add(time.Hour))); res.Status != idem.ClaimAcquired {
+			t.Errorf("racing event = %v", res.Status)
+		}
+	}
+	res := must(req(s, "b", "b", base.Add(30*time.Minute)))
+	if res.Status != idem.ClaimOutOfOrder || !res.LastAccepted.Equal(base.Add(time.Hour)) {
+		t.Fatalf("claim overtaken by a later event = %v (last %v), want out_of_order at %v", res.Status, res.LastAccepted, base.Add(time.Hour))
+	}
+	if _, err := s.Get(bg, "e:{x}:b"); !errors.Is(err, idem.ErrNotFound) {
+		t.Fatalf("the refused event has a record: %v", err)
+	}
+
+	// The call's record is claimed in between: the claim finds it
+	// running, and the entity does not move to the claim's time.
+	api.before = func() {
+		if res := must(req(other, "c", "c", base.Add(2*time.Hour))); res.Status != idem.ClaimAcquired {
+			t.Errorf("racing claim = %v", res.Status)
+		}
+	}
+	if res := must(req(s, "c", "c", base.Add(5*time.Hour))); res.Status != idem.ClaimInProgress {
+		t.Fatalf("claim of a key claimed in between = %v, want in_progress", res.Status)
+	}
+	if res := must(req(s, "d", "d", base.Add(3*time.Hour))); res.Status != idem.ClaimAcquired {
+		t.Fatalf("an event after the racing claim's = %v, want acquired (the lost claim must not have moved the entity)", res.Status)
+	}
+	// The entity's order record is no record: List skips it.
+	var keys []string
+	if err := s.List(bg, "", func(r idem.Record) error { keys = append(keys, r.Key); return nil }); err != nil || len(keys) != 4 {
+		t.Fatalf("List = %v, %v; want the 4 events' records and no order record", keys, err)
+	}
+}
