@@ -15,7 +15,8 @@
 // Each key is one item. Every Store method is one request: Claim is one
 // conditional UpdateItem, so a replay costs one round trip and a first
 // execution two (Claim, Complete); heartbeats are UpdateItems off the
-// caller's path.
+// caller's path. An ordered claim (see Ordering) is one round trip of two
+// concurrent reads, then one TransactWriteItems when it executes.
 //
 // # Table schema
 //
@@ -76,10 +77,22 @@
 //	steps        M  recovery points of an in-progress or released record:
 //	                step name -> B, its encoded result (see Recovery points)
 //
+// An entity's order record (see Ordering) is an item of its own, keyed
+// like a record by the order key the Guard builds, with
+//
+//	state        S  order (never a record's state: Get and Claim of its key
+//	                say idem.ErrCorruptRecord, List skips it)
+//	last_at      N  the entity's last accepted event time, Unix nanoseconds
+//	expires_at   N  when it stops counting, Unix nanoseconds
+//	version      N  +1 on every write
+//	ttl          N  as on records
+//
 // The IAM policy needs dynamodb:GetItem, dynamodb:UpdateItem and
-// dynamodb:DeleteItem on the table (CreateTable also needs
-// dynamodb:CreateTable, dynamodb:DescribeTable, dynamodb:DescribeTimeToLive
-// and dynamodb:UpdateTimeToLive).
+// dynamodb:DeleteItem on the table, dynamodb:Scan for List and Cleanup
+// (operators: idemctl, idemobs.StaleScanner), and for ordered functions
+// the same UpdateItem permission, which TransactWriteItems is authorized
+// by (CreateTable also needs dynamodb:CreateTable, dynamodb:DescribeTable,
+// dynamodb:DescribeTimeToLive and dynamodb:UpdateTimeToLive).
 //
 // # Expiry and fences
 //
@@ -156,6 +169,52 @@
 // name. Callers of an older version of this package claim without looking
 // at steps: upgrade every caller before using steps on a table.
 //
+// # Ordering
+//
+// The store implements idem.Orderer (when the client has
+// TransactWriteItems, as *dynamodb.Client does; TransactAPI). A claim
+// with an idem.OrderClaim reads the call's item and the entity's order
+// item with two consistent GetItems, concurrently, and decides in code
+// as the memory store does: a retained record in progress, completed,
+// failed or with another payload answers the claim without the order
+// being looked at (a replay stays a replay); otherwise an event older
+// than the entity's last accepted time minus the grace is
+// idem.ClaimOutOfOrder (nothing is written), and an accepted one is
+// written in one TransactWriteItems of two updates: the claim's update of
+// the call's item, conditioned on the item being as read (absent, or
+// the same state, fence, lease, expiry and number of steps: every write
+// to a record changes one of them), and the order item's update
+// (created with last_at = At where there is none; last_at set to At when
+// At is not older than it or the order item has expired; for an accepted
+// event older than last_at, within the grace or by an operator's
+// override, only its expiry renewed: last_at only moves forward),
+// conditioned on the order item being as read (absent, or at the version
+// read). Either both writes
+// apply or neither: if another claim, heartbeat or event wrote either
+// item in between, the transaction is canceled and the claim reads and
+// decides again (up to 16 rounds; a hot entity's events serialize on its
+// order item). The order item lives max(TTL, lease) after its last
+// accepted event, judged by the callers' clocks like leases. A replay
+// costs one round trip (the reads), an ordered first execution three
+// (reads, transaction, Complete); a transaction costs twice the write
+// capacity of the writes.
+//
+// # Operators
+//
+// The store implements idem.Admin, which idemctl (dynamodb://TABLE
+// store URLs) and idemobs.StaleScanner use. List and Cleanup Scan the
+// table (consistent reads; the key prefix and sort key value are a filter,
+// so a Scan reads the whole table: they are for operators, not a
+// service's hot path; they need ScanAPI, which *dynamodb.Client has).
+// ForceRelease reads the item and releases it with an UpdateItem
+// conditioned on the item being as read (state, fence, last write,
+// expiry), clearing the owner and bumping the fence. DynamoDB's time to
+// live deletes dead items on its own, eventually; Cleanup deletes the
+// items past their retention by the store's clock that it has not removed
+// yet (all of them on emulators, which have no time to live), each with a
+// DeleteItem conditioned on its still being past its retention, at most
+// WithCleanupLimit items per call.
+//
 // # Item size
 //
 // DynamoDB rejects items over 400 KB. Complete and Fail compute the
@@ -182,7 +241,11 @@
 // pinned in tools/package.json and started by `make services`
 // (scripts/dynalite.sh, 127.0.0.1:4567; IDEM_DYNAMO_ENDPOINT points them
 // elsewhere). tools/dynalite-server.js adds ReturnValuesOnConditionCheckFailure
-// to it, as DynamoDB has it; the conformance suite also runs with the
+// and TransactWriteItems (tools/dynalite-transact.js) to it, as DynamoDB
+// has them (a server started from an older checkout lacks
+// TransactWriteItems: the conformance runs then say so and check the
+// store without ordering, and fail under CI=true); the conformance suite
+// also runs with the
 // parameter stripped to cover the fallback read, and the fault tests run
 // a dynalite of their own without the addition (--plain).
 //
