@@ -49,20 +49,27 @@ func TestConformance(t *testing.T) {
 		// claimed_at attribute.
 		Legacy: func(t *testing.T, s idem.Store, key string) {
 			prefix, _ := prefixes.Load(s)
-			_, err := client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-				TableName:        aws.String(table),
-				Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: prefix.(string) + key}},
-				UpdateExpression: aws.String("REMOVE claimed_at"),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			legacyItem(t, client, table, map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: prefix.(string) + key}})
 		},
 		Corrupt: func(t *testing.T, s idem.Store, key string) {
 			prefix, _ := prefixes.Load(s)
 			corruptItem(t, client, table, map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: prefix.(string) + key}})
 		},
 	})
+}
+
+// legacyItem rewrites the record item at key as the store wrote it before
+// records carried ClaimedAt: without claimed_at.
+func legacyItem(t *testing.T, client *dynamodb.Client, table string, key map[string]types.AttributeValue) {
+	t.Helper()
+	_, err := client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName:        aws.String(table),
+		Key:              key,
+		UpdateExpression: aws.String("REMOVE claimed_at"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // corruptItem damages the record item at key the way a foreign writer
@@ -113,6 +120,13 @@ func TestConformanceSingleTable(t *testing.T) {
 				"SK": &types.AttributeValueMemberS{Value: "IDEM"},
 			})
 		},
+		Legacy: func(t *testing.T, s idem.Store, key string) {
+			prefix, _ := prefixes.Load(s)
+			legacyItem(t, client, table, map[string]types.AttributeValue{
+				"PK": &types.AttributeValueMemberS{Value: prefix.(string) + key},
+				"SK": &types.AttributeValueMemberS{Value: "IDEM"},
+			})
+		},
 	})
 }
 
@@ -135,6 +149,10 @@ func TestConformanceWithoutReturnOnFailure(t *testing.T) {
 		Corrupt: func(t *testing.T, s idem.Store, key string) {
 			prefix, _ := prefixes.Load(s)
 			corruptItem(t, client, table, map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: prefix.(string) + key}})
+		},
+		Legacy: func(t *testing.T, s idem.Store, key string) {
+			prefix, _ := prefixes.Load(s)
+			legacyItem(t, client, table, map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: prefix.(string) + key}})
 		},
 	})
 }
