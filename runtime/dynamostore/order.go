@@ -156,8 +156,11 @@ func (s *Store) claimOrdered(ctx context.Context, req idem.ClaimRequest) (idem.C
 				return idem.ClaimResult{}, err
 			}
 			// The record decides first: a replay, a running call or a
-			// mismatch is answered without looking at the order.
-			if res, ok := s.found(req, &old, now, false); ok {
+			// mismatch is answered without looking at the order. From the
+			// second round on, the item may hold this claim's own
+			// transaction, applied on a try whose response was lost
+			// (owner tokens are unique per attempt): found says acquired.
+			if res, ok := s.found(req, &old, now, round > 1); ok {
 				return res, nil
 			}
 			retained = s.retained(&old, now)
@@ -227,7 +230,7 @@ func (s *Store) claimOrdered(ctx context.Context, req idem.ClaimRequest) (idem.C
 			return s.acquiredFrom(req, item, &old, retained, now, lu), nil
 		}
 		var tce *types.TransactionCanceledException
-		if !errors.As(err, &tce) {
+		if !errors.As(err, &tce) || !retryable(tce) {
 			return idem.ClaimResult{}, s.opError(ctx, "claim", req.Key, err)
 		}
 		// One of the items changed after the read (or the transaction met
@@ -235,6 +238,21 @@ func (s *Store) claimOrdered(ctx context.Context, req idem.ClaimRequest) (idem.C
 	}
 	return idem.ClaimResult{}, fmt.Errorf("%w: dynamostore: ordered claim %q: the items kept changing under %d attempts",
 		idem.ErrStoreUnavailable, req.Key, maxOrderRounds)
+}
+
+// retryable reports whether a canceled transaction failed only on its
+// conditions or on a conflict with another transaction: the items
+// changed, and reading them again decides anew. Anything else (throttling,
+// validation) is the store's error.
+func retryable(tce *types.TransactionCanceledException) bool {
+	for _, r := range tce.CancellationReasons {
+		switch aws.ToString(r.Code) {
+		case "", "None", "ConditionalCheckFailed", "TransactionConflict":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // usedNames drops the names neither expression uses (DynamoDB refuses
