@@ -49,9 +49,32 @@ install() {
 	npm ci --prefix "$root/tools" --no-audit --no-fund --loglevel=error >&2
 }
 
+# transacts: the server on the port runs TransactWriteItems, which
+# tools/dynalite-server.js adds to dynalite (the ordering tests need it).
+# A plain dynalite, or one this script started from an older checkout,
+# answers UnknownOperationException.
+transacts() {
+	[ "${DYNALITE_PLAIN:-}" = 1 ] && return 0
+	command -v curl >/dev/null 2>&1 || return 0
+	! curl -s -m 5 -X POST "http://$host:$port/" \
+		-H 'Content-Type: application/x-amz-json-1.0' \
+		-H 'X-Amz-Target: DynamoDB_20120810.TransactWriteItems' \
+		-H 'X-Amz-Date: 20260101T000000Z' \
+		-H 'Authorization: AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=x' \
+		-d '{"TransactItems":[]}' | grep -q UnknownOperation
+}
+
 start() {
 	if answers; then
-		return 0
+		if transacts; then
+			return 0
+		fi
+		if [ ! -f "$pidfile" ]; then
+			log "a server on $host:$port lacks TransactWriteItems and was not started by this script: stop it, or set DYNALITE_PORT"
+			return 1
+		fi
+		log "the dynalite on $host:$port lacks TransactWriteItems (an older checkout's): restarting it"
+		stop
 	fi
 	install
 	mkdir -p "$rundir"
