@@ -248,7 +248,7 @@ func (g *codecGen) resultBodies(x *fn, omits []omitTree) (encBody, decBody []jen
 		v := deref(jen.Id("v"))
 		return g.enc(x.result[0], v, resultName(x, 0), "", omits[0], se), g.dec(x.result[0], v, resultName(x, 0), "", omits[0], sd)
 	}
-	at, end := se.get("at"), sd.get("end")
+	at, f := se.get("at"), sd.get("f")
 	encBody = one(jen.Id(at).Op(":=").Add(eCall("Struct")))
 	var cases []jen.Code
 	for i, t := range x.result {
@@ -261,12 +261,7 @@ func (g *codecGen) resultBodies(x *fn, omits []omitTree) (encBody, decBody []jen
 		cases = append(cases, jen.Case(jen.Lit(f)).Block(g.dec(t, fv, resultName(x, i), "", omits[i], sd)...))
 	}
 	encBody = append(encBody, eCall("End", jen.Id(at)))
-	cases = append(cases, jen.Default().Block(dCall("Skip")))
-	decBody = []jen.Code{
-		jen.Id(end).Op(":=").Add(dCall("Struct")),
-		jen.For(dCall("More", jen.Id(end))).Block(jen.Switch(jen.String().Call(dCall("Field"))).Block(cases...)),
-	}
-	return encBody, decBody
+	return encBody, one(fieldLoop(f, cases...))
 }
 
 // recordDoc is what the wrapper's doc comment says about the record:
@@ -664,16 +659,13 @@ func (g *codecGen) encUserinfo(v vx, s fnScope) []jen.Code {
 // decUserinfo rebuilds a url.Userinfo with url.User or url.UserPassword:
 // a password set to "" stays set, an unset one stays unset.
 func (g *codecGen) decUserinfo(v vx, s fnScope) []jen.Code {
-	end, name, pw := s.get("end"), s.get("name"), s.get("pw")
+	f, name, pw := s.get("f"), s.get("name"), s.get("pw")
 	return []jen.Code{
 		jen.Var().Id(name).String(),
 		jen.Var().Id(pw).Op("*").String(),
-		jen.Id(end).Op(":=").Add(dCall("Struct")),
-		jen.For(dCall("More", jen.Id(end))).Block(
-			jen.Switch(jen.String().Call(dCall("Field"))).Block(
-				jen.Case(jen.Lit("Username")).Block(jen.Id(name).Op("=").Add(dCall("String"))),
-				jen.Case(jen.Lit("Password")).Block(jen.Id(pw).Op("=").New(jen.String()), jen.Op("*").Id(pw).Op("=").Add(dCall("String"))),
-				jen.Default().Block(dCall("Skip")))),
+		fieldLoop(f,
+			jen.Case(jen.Lit("Username")).Block(jen.Id(name).Op("=").Add(dCall("String"))),
+			jen.Case(jen.Lit("Password")).Block(jen.Id(pw).Op("=").New(jen.String()), jen.Op("*").Id(pw).Op("=").Add(dCall("String")))),
 		jen.If(jen.Id(pw).Op("!=").Nil()).Block(
 			v.val().Op("=").Op("*").Add(g.e.qual(urlPkg, "UserPassword")).Call(jen.Id(name), jen.Op("*").Id(pw)),
 		).Else().Block(
@@ -1153,7 +1145,7 @@ func (g *codecGen) encStruct(t types.Type, u *types.Struct, v vx, path, foreignA
 // decStruct decodes the fields by name: an unknown one (removed since
 // the record was written) is skipped, a missing one stays zero.
 func (g *codecGen) decStruct(t types.Type, u *types.Struct, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
-	end := s.get("end")
+	name := s.get("f") // before the fields' decoders name theirs
 	var cases []jen.Code
 	ok := g.eachField(t, u, path, foreignAt, omit, func(f *types.Var, fp string, sub omitTree) {
 		cases = append(cases, jen.Case(jen.Lit(f.Name())).Block(g.dec(f.Type(), expr(v.sel(true).Dot(f.Name())), fp, foreignAt, sub, s)...))
@@ -1161,11 +1153,16 @@ func (g *codecGen) decStruct(t types.Type, u *types.Struct, v vx, path, foreignA
 	if !ok {
 		return nil
 	}
-	cases = append(cases, jen.Default().Block(dCall("Skip")))
-	return []jen.Code{
-		jen.Id(end).Op(":=").Add(dCall("Struct")),
-		jen.For(dCall("More", jen.Id(end))).Block(jen.Switch(jen.String().Call(dCall("Field"))).Block(cases...)),
+	return one(fieldLoop(name, cases...))
+}
+
+// fieldLoop reads a struct's fields by name, a case per stored field;
+// Fields skips a field no case reads.
+func fieldLoop(f string, cases ...jen.Code) jen.Code {
+	if len(cases) == 0 {
+		return jen.For(jen.Range().Add(dCall("Fields"))).Block()
 	}
+	return jen.For(jen.Id(f).Op(":=").Range().Add(dCall("Fields"))).Block(jen.Switch(jen.String().Call(jen.Id(f))).Block(cases...))
 }
 
 // eachField calls store for each field of struct u (of type t) that is

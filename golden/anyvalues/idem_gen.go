@@ -133,9 +133,8 @@ var _ func(context.Context, net.Addr) (string, error) = Connect
 var idemCodecConnect = idemimpl.StringCodec[string]()
 
 func idemDecResult(d *idemimpl.Decoder, v *Result) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Echo":
 			if d.Nil() {
 				v.Echo = nil
@@ -161,8 +160,6 @@ func idemDecResult(d *idemimpl.Decoder, v *Result) {
 			}
 		case "V":
 			v.V = d.Any()
-		default:
-			d.Skip()
 		}
 	}
 }

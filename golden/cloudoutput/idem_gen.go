@@ -56,9 +56,8 @@ var _ func(context.Context, string) (*sdk.PutObjectOutput, error) = Put
 var idemCodecPut = idemimpl.PtrCodec(idemEncSdkPutObjectOutput, idemDecSdkPutObjectOutput)
 
 func idemDecSdkPutObjectOutput(d *idemimpl.Decoder, v *sdk.PutObjectOutput) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ETag":
 			idemimpl.DecPtr(d, &v.ETag, idemimpl.DecString)
 		case "VersionId":
@@ -84,8 +83,6 @@ func idemDecSdkPutObjectOutput(d *idemimpl.Decoder, v *sdk.PutObjectOutput) {
 					v.Checksums[k] = x
 				}
 			}
-		default:
-			d.Skip()
 		}
 	}
 }

@@ -112,15 +112,12 @@ type idemResultTick struct {
 
 var idemCodecTick = idemimpl.TypedCodec[idemResultTick]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultTick) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "R1":
 				v.r1 = d.String()
 			case "R2":
 				v.r2 = int(d.Int(64))
-			default:
-				d.Skip()
 			}
 		}
 	},

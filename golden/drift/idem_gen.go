@@ -159,15 +159,12 @@ func _[S ~string]() {
 var idemCodecSave = idemimpl.IntCodec[int64](64)
 
 func idemDecPrice(d *idemimpl.Decoder, v *Price) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Total":
 			v.Total = Cents(d.Int(64))
 		case "Rate":
 			v.Rate = Rate(d.Float32())
-		default:
-			d.Skip()
 		}
 	}
 }

@@ -138,55 +138,43 @@ func (idemErrors) DecodeError(d *idemimpl.Decoder, name string) error {
 }
 
 func idemDecBrokerPartition(d *idemimpl.Decoder, v *broker.Partition) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = int(d.Int(64))
 		case "Error":
 			v.Error = d.Error(idemErrors{})
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecBrokerProduceResponse(d *idemimpl.Decoder, v *broker.ProduceResponse) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Partitions":
 			idemimpl.DecList(d, &v.Partitions, idemDecBrokerPartition)
 		case "Throttle":
 			v.Throttle = int(d.Int(64))
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecItem(d *idemimpl.Decoder, v *Item) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Err":
 			v.Err = d.Error(idemErrors{})
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecNotFound(d *idemimpl.Decoder, v *NotFound) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }

@@ -63,9 +63,8 @@ type idemResultSummarize struct {
 
 var idemCodecSummarize = idemimpl.TypedCodec[idemResultSummarize]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultSummarize) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "R1":
 				idemDecStats(d, &v.r1)
 			case "R2":
@@ -77,8 +76,6 @@ var idemCodecSummarize = idemimpl.TypedCodec[idemResultSummarize]{
 						v.r2[i] = d.Float32()
 					}
 				}
-			default:
-				d.Skip()
 			}
 		}
 	},
@@ -101,9 +98,8 @@ var idemCodecSummarize = idemimpl.TypedCodec[idemResultSummarize]{
 }
 
 func idemDecStats(d *idemimpl.Decoder, v *Stats) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Mean":
 			v.Mean = d.Float64()
 		case "Min":
@@ -134,8 +130,6 @@ func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 			idemimpl.DecPtr(d, &v.Peak, idemimpl.DecFloat64)
 		case "Complex":
 			v.Complex = d.Complex()
-		default:
-			d.Skip()
 		}
 	}
 }

@@ -186,13 +186,10 @@ type idemResultIssuesServiceCreate struct {
 
 var idemCodecIssuesServiceCreate = idemimpl.TypedCodec[idemResultIssuesServiceCreate]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultIssuesServiceCreate) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "R1":
 				idemimpl.DecPtr(d, &v.r1, idemDecSdkIssue)
-			default:
-				d.Skip()
 			}
 		}
 	},
@@ -237,35 +234,28 @@ var idemSpecIssuesServiceLock = &idem.Spec{
 var _ func(*sdk.IssuesService, context.Context, string, string, int) error = (*sdk.IssuesService).Lock
 
 func idemDecRefundRefund(d *idemimpl.Decoder, v *refund.Refund) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Amount":
 			v.Amount = d.Int(64)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSdkError(d *idemimpl.Decoder, v *sdk.Error) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Code":
 			v.Code = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSdkIssue(d *idemimpl.Decoder, v *sdk.Issue) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Number":
 			v.Number = int(d.Int(64))
 		case "Title":
@@ -276,16 +266,13 @@ func idemDecSdkIssue(d *idemimpl.Decoder, v *sdk.Issue) {
 			idemimpl.DecPtr(d, &v.Author, idemimpl.DecString)
 		case "URL":
 			v.URL = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSdkPaymentIntent(d *idemimpl.Decoder, v *sdk.PaymentIntent) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Amount":
@@ -310,8 +297,6 @@ func idemDecSdkPaymentIntent(d *idemimpl.Decoder, v *sdk.PaymentIntent) {
 			}
 		case "LastError":
 			idemimpl.DecPtr(d, &v.LastError, idemDecSdkError)
-		default:
-			d.Skip()
 		}
 	}
 }

@@ -169,29 +169,23 @@ var idemCodecCatalogPrices = idemimpl.TypedCodec[map[string]sdk.Opt[int64]]{
 }
 
 func idemDecSdkItem(d *idemimpl.Decoder, v *sdk.Item) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Price":
 			v.Price = d.Int(64)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSdkPage_SdkItem(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Items":
 			idemimpl.DecList(d, &v.Items, idemDecSdkItem)
 		case "Next":
 			v.Next = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }

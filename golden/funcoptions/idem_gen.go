@@ -59,15 +59,12 @@ var _ func(*Notifier, context.Context, *sdk.SendMessageInput, ...func(*sdk.Optio
 var idemCodecNotifierSend = idemimpl.PtrCodec(idemEncSdkSendMessageOutputForNotifierSend, idemDecSdkSendMessageOutputForNotifierSend)
 
 func idemDecSdkSendMessageOutputForNotifierSend(d *idemimpl.Decoder, v *sdk.SendMessageOutput) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "MessageId":
 			idemimpl.DecPtr(d, &v.MessageId, idemimpl.DecString)
 		case "SequenceNumber":
 			idemimpl.DecPtr(d, &v.SequenceNumber, idemimpl.DecString)
-		default:
-			d.Skip()
 		}
 	}
 }

@@ -66,15 +66,12 @@ type idemResultCreateInvoice struct {
 
 var idemCodecCreateInvoice = idemimpl.TypedCodec[idemResultCreateInvoice]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultCreateInvoice) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "R1":
 				idemDecPage_Invoice(d, &v.r1)
 			case "R2":
 				d.Unmarshaled(v.r2.UnmarshalJSON(d.Marshaled()))
-			default:
-				d.Skip()
 			}
 		}
 	},
@@ -359,55 +356,43 @@ var _ func(context.Context, Page[model.Invoice], Page[model2.Invoice]) (Page[mod
 var idemCodecImport = idemimpl.Codec(idemEncPage_ModelInvoice, idemDecPage_ModelInvoice)
 
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Cents":
 			v.Cents = d.Int(64)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecModelInvoice(d *idemimpl.Decoder, v *model2.Invoice) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Cents":
 			v.Cents = d.Int(64)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecPage_Invoice(d *idemimpl.Decoder, v *Page[Invoice]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Items":
 			idemimpl.DecList(d, &v.Items, idemDecInvoice)
 		case "Next":
 			idemimpl.DecPtr(d, &v.Next, idemimpl.DecString)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecPage_ModelInvoice(d *idemimpl.Decoder, v *Page[model2.Invoice]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Items":
 			idemimpl.DecList(d, &v.Items, idemDecModelInvoice)
 		case "Next":
 			idemimpl.DecPtr(d, &v.Next, idemimpl.DecString)
-		default:
-			d.Skip()
 		}
 	}
 }

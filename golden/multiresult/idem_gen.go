@@ -65,9 +65,8 @@ type idemResultSplit struct {
 
 var idemCodecSplit = idemimpl.TypedCodec[idemResultSplit]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultSplit) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "R1":
 				v.r1 = int(d.Int(64))
 			case "R2":
@@ -81,8 +80,6 @@ var idemCodecSplit = idemimpl.TypedCodec[idemResultSplit]{
 				}
 			case "R3":
 				idemimpl.DecPtr(d, &v.r3, idemDecReceipt)
-			default:
-				d.Skip()
 			}
 		}
 	},
@@ -147,17 +144,14 @@ type idemResultQuote struct {
 
 var idemCodecQuote = idemimpl.TypedCodec[idemResultQuote]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultQuote) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "R1":
 				v.price = d.Int(64)
 			case "R2":
 				v.currency = d.String()
 			case "R3":
 				v.r3 = d.Bool()
-			default:
-				d.Skip()
 			}
 		}
 	},
@@ -171,9 +165,8 @@ var idemCodecQuote = idemimpl.TypedCodec[idemResultQuote]{
 }
 
 func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Lines":
@@ -192,8 +185,6 @@ func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
 			}
 		case "At":
 			d.Unmarshaled(v.At.UnmarshalBinary(d.Marshaled()))
-		default:
-			d.Skip()
 		}
 	}
 }

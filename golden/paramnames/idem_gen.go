@@ -154,13 +154,10 @@ var _ func(string, context.Context, int) (int, error) = Later
 var idemCodecLater = idemimpl.IntCodec[int](64)
 
 func idemDecItem(d *idemimpl.Decoder, v *Item) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }

@@ -73,37 +73,30 @@ func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 }
 
 func idemDecSdkAPIResource(d *idemimpl.Decoder, v *sdk.APIResource) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "LastResponse":
 			idemimpl.DecPtr(d, &v.LastResponse, idemDecSdkAPIResponse)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSdkAPIResponse(d *idemimpl.Decoder, v *sdk.APIResponse) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "StatusCode":
 			v.StatusCode = int(d.Int(64))
 		case "Header":
 			idemDecHttpHeader(d, &v.Header)
 		case "RequestID":
 			v.RequestID = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "APIResource":
 			idemDecSdkAPIResource(d, &v.APIResource)
 		case "ID":
@@ -139,36 +132,28 @@ func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 			}
 		case "Outcome":
 			idemimpl.DecPtr(d, &v.Outcome, idemDecSdkOutcome)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSdkOutcome(d *idemimpl.Decoder, v *sdk.Outcome) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Type":
 			v.Type = d.String()
 		case "RiskScore":
 			v.RiskScore = d.Float64()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSdkRefund(d *idemimpl.Decoder, v *sdk.Refund) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Amount":
 			v.Amount = d.Int(64)
-		default:
-			d.Skip()
 		}
 	}
 }

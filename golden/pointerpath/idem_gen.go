@@ -129,27 +129,21 @@ var _ func(context.Context, Account) (Touched, error) = Touch
 var idemCodecTouch = idemimpl.Codec(idemEncTouchedForTouch, idemDecTouchedForTouch)
 
 func idemDecMetaForTouch(d *idemimpl.Decoder, v *Meta) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Count":
 			v.Count = d.Int(64)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecTouchedForTouch(d *idemimpl.Decoder, v *Touched) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Meta":
 			idemDecMetaForTouch(d, &v.Meta)
 		case "Tenant":
 			v.Tenant = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }

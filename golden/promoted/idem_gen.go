@@ -277,45 +277,36 @@ var _ func(context.Context, net.IP, *big.Float) (int64, error) = Route
 var idemCodecRoute = idemimpl.IntCodec[int64](64)
 
 func idemDecMoney(d *idemimpl.Decoder, v *Money) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Decimal":
 			d.Unmarshaled(v.Decimal.UnmarshalText(d.Marshaled()))
 		case "Currency":
 			v.Currency = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Stamped":
 			idemDecStamped(d, &v.Stamped)
 		case "Total":
 			idemDecMoney(d, &v.Total)
 		case "N":
 			v.N = d.Int(64)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecStamped(d *idemimpl.Decoder, v *Stamped) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Time":
 			d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
 		case "Order":
 			v.Order = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }

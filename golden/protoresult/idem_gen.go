@@ -64,9 +64,8 @@ type idemResultRecord struct {
 
 var idemCodecRecord = idemimpl.TypedCodec[idemResultRecord]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultRecord) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "R1":
 				idemimpl.DecPtr(d, &v.r1, idemDecEvent)
 			case "R2":
@@ -76,8 +75,6 @@ var idemCodecRecord = idemimpl.TypedCodec[idemResultRecord]{
 				} else {
 					v.r2 = nil
 				}
-			default:
-				d.Skip()
 			}
 		}
 	},
@@ -97,9 +94,8 @@ var idemCodecRecord = idemimpl.TypedCodec[idemResultRecord]{
 }
 
 func idemDecEvent(d *idemimpl.Decoder, v *Event) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "At":
@@ -123,8 +119,6 @@ func idemDecEvent(d *idemimpl.Decoder, v *Event) {
 			} else {
 				v.None = nil
 			}
-		default:
-			d.Skip()
 		}
 	}
 }

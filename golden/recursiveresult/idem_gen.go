@@ -57,9 +57,8 @@ func idemDecNode(d *idemimpl.Decoder, v *Node) {
 		return
 	}
 	defer d.Leave()
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = int(d.Int(64))
 		case "Children":
@@ -73,8 +72,6 @@ func idemDecNode(d *idemimpl.Decoder, v *Node) {
 			}
 		case "Next":
 			idemimpl.DecPtr(d, &v.Next, idemDecNode)
-		default:
-			d.Skip()
 		}
 	}
 }

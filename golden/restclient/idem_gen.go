@@ -71,13 +71,10 @@ type idemResultUsersServiceCreate struct {
 
 var idemCodecUsersServiceCreate = idemimpl.TypedCodec[idemResultUsersServiceCreate]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultUsersServiceCreate) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "R1":
 				idemimpl.DecPtr(d, &v.r1, idemDecUser)
-			default:
-				d.Skip()
 			}
 		}
 	},
@@ -90,9 +87,8 @@ var idemCodecUsersServiceCreate = idemimpl.TypedCodec[idemResultUsersServiceCrea
 }
 
 func idemDecUser(d *idemimpl.Decoder, v *User) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.Int(64)
 		case "Login":
@@ -117,8 +113,6 @@ func idemDecUser(d *idemimpl.Decoder, v *User) {
 					v.Settings[k] = x
 				}
 			}
-		default:
-			d.Skip()
 		}
 	}
 }

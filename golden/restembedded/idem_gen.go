@@ -69,15 +69,12 @@ type idemResultReposServiceCreate struct {
 
 var idemCodecReposServiceCreate = idemimpl.TypedCodec[idemResultReposServiceCreate]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultReposServiceCreate) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "R1":
 				idemimpl.DecPtr(d, &v.r1, idemDecRepo)
 			case "R2":
 				idemimpl.DecPtr(d, &v.r2, idemDecResponseForReposServiceCreate)
-			default:
-				d.Skip()
 			}
 		}
 	},
@@ -92,27 +89,21 @@ var idemCodecReposServiceCreate = idemimpl.TypedCodec[idemResultReposServiceCrea
 }
 
 func idemDecRepo(d *idemimpl.Decoder, v *Repo) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.Int(64)
 		case "Name":
 			v.Name = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecResponseForReposServiceCreate(d *idemimpl.Decoder, v *Response) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Rate":
 			v.Rate = int(d.Int(64))
-		default:
-			d.Skip()
 		}
 	}
 }

@@ -54,9 +54,8 @@ var _ func(context.Context, string) (Res, error) = F
 var idemCodecF = idemimpl.Codec(idemEncRes, idemDecRes)
 
 func idemDecRes(d *idemimpl.Decoder, v *Res) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Cache":
@@ -79,8 +78,6 @@ func idemDecRes(d *idemimpl.Decoder, v *Res) {
 			}
 		case "None":
 			idemimpl.DecList(d, &v.None, idemimpl.DecString)
-		default:
-			d.Skip()
 		}
 	}
 }

@@ -54,9 +54,8 @@ var _ func(context.Context, string) (*Report, error) = Build
 var idemCodecBuild = idemimpl.PtrCodec(idemEncReport, idemDecReport)
 
 func idemDecMeta(d *idemimpl.Decoder, v *Meta) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Created":
 			d.Unmarshaled(v.Created.UnmarshalBinary(d.Marshaled()))
 		case "Labels":
@@ -73,8 +72,6 @@ func idemDecMeta(d *idemimpl.Decoder, v *Meta) {
 					v.Labels[k] = x
 				}
 			}
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -84,9 +81,8 @@ func idemDecReport(d *idemimpl.Decoder, v *Report) {
 		return
 	}
 	defer d.Leave()
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Meta":
 			idemDecMeta(d, &v.Meta)
 		case "Title":
@@ -127,8 +123,6 @@ func idemDecReport(d *idemimpl.Decoder, v *Report) {
 			}
 		case "Upper":
 			v.Upper = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }

@@ -61,15 +61,12 @@ var _ func(context.Context, *sdk.ChargeParams) (*sdk.Charge, error) = Charge
 var idemCodecCharge = idemimpl.PtrCodec(idemEncSdkCharge, idemDecSdkCharge)
 
 func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Amount":
 			v.Amount = d.Int(64)
-		default:
-			d.Skip()
 		}
 	}
 }

@@ -203,9 +203,8 @@ func idemDecJsonRawMessage(d *idemimpl.Decoder, v *json.RawMessage) {
 }
 
 func idemDecKnown(d *idemimpl.Decoder, v *Known) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Raw":
 			idemDecJsonRawMessage(d, &v.Raw)
 		case "IP":
@@ -283,8 +282,6 @@ func idemDecKnown(d *idemimpl.Decoder, v *Known) {
 			} else {
 				v.LevelVar = nil
 			}
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -302,79 +299,63 @@ func idemDecNetIPMask(d *idemimpl.Decoder, v *net.IPMask) {
 }
 
 func idemDecNetIPNet(d *idemimpl.Decoder, v *net.IPNet) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "IP":
 			idemDecNetIP(d, &v.IP)
 		case "Mask":
 			idemDecNetIPMask(d, &v.Mask)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSqlNullFloat64(d *idemimpl.Decoder, v *sql.NullFloat64) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Float64":
 			v.Float64 = d.Float64()
 		case "Valid":
 			v.Valid = d.Bool()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSqlNullString(d *idemimpl.Decoder, v *sql.NullString) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "String":
 			v.String = d.String()
 		case "Valid":
 			v.Valid = d.Bool()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSqlNullTime(d *idemimpl.Decoder, v *sql.NullTime) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Time":
 			d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
 		case "Valid":
 			v.Valid = d.Bool()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSqlNull_int64(d *idemimpl.Decoder, v *sql.Null[int64]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "V":
 			v.V = d.Int(64)
 		case "Valid":
 			v.Valid = d.Bool()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecUrlURL(d *idemimpl.Decoder, v *url.URL) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Scheme":
 			v.Scheme = d.String()
 		case "Opaque":
@@ -384,16 +365,13 @@ func idemDecUrlURL(d *idemimpl.Decoder, v *url.URL) {
 				v.User = new(url.Userinfo)
 				var name string
 				var pw *string
-				end2 := d.Struct()
-				for d.More(end2) {
-					switch string(d.Field()) {
+				for f2 := range d.Fields() {
+					switch string(f2) {
 					case "Username":
 						name = d.String()
 					case "Password":
 						pw = new(string)
 						*pw = d.String()
-					default:
-						d.Skip()
 					}
 				}
 				if pw != nil {
@@ -420,8 +398,6 @@ func idemDecUrlURL(d *idemimpl.Decoder, v *url.URL) {
 			v.ForceQuery = d.Bool()
 		case "OmitHost":
 			v.OmitHost = d.Bool()
-		default:
-			d.Skip()
 		}
 	}
 }

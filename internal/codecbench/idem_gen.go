@@ -54,9 +54,8 @@ var _ func(context.Context, string) (*Order, error) = Place
 var idemCodecPlace = idemimpl.PtrCodec(idemEncOrder, idemDecOrder)
 
 func idemDecAddress(d *idemimpl.Decoder, v *Address) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Street":
 			v.Street = d.String()
 		case "City":
@@ -65,16 +64,13 @@ func idemDecAddress(d *idemimpl.Decoder, v *Address) {
 			v.Zip = d.String()
 		case "Country":
 			v.Country = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecCustomer(d *idemimpl.Decoder, v *Customer) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Name":
@@ -83,16 +79,13 @@ func idemDecCustomer(d *idemimpl.Decoder, v *Customer) {
 			v.Email = d.String()
 		case "Address":
 			idemDecAddress(d, &v.Address)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecLine(d *idemimpl.Decoder, v *Line) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "SKU":
 			v.SKU = d.String()
 		case "Qty":
@@ -113,16 +106,13 @@ func idemDecLine(d *idemimpl.Decoder, v *Line) {
 					v.Tags[k] = x
 				}
 			}
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecOrder(d *idemimpl.Decoder, v *Order) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Customer":
@@ -170,8 +160,6 @@ func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 			v.Weight = d.Float64()
 		case "Items":
 			v.Items = int(d.Int(64))
-		default:
-			d.Skip()
 		}
 	}
 }

@@ -920,21 +920,17 @@ var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 				F1 S37
 				F2 [2]float64
 			})
-			end := d.Struct()
-			for d.More(end) {
-				switch string(d.Field()) {
+			for f := range d.Fields() {
+				switch string(f) {
 				case "F0":
-					end2 := d.Struct()
-					for d.More(end2) {
-						switch string(d.Field()) {
+					for f2 := range d.Fields() {
+						switch string(f2) {
 						case "F0":
 							idemDecNetIP(d, &(*v).F0.F0)
 						case "F1":
 							idemDecOtherPoint(d, &(*v).F0.F1)
 						case "F2":
 							(*v).F0.F2 = uint(d.Uint(64))
-						default:
-							d.Skip()
 						}
 					}
 				case "F1":
@@ -945,8 +941,6 @@ var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 							(*v).F2[i] = d.Float64()
 						}
 					}
-				default:
-					d.Skip()
 				}
 			}
 		} else {
@@ -1334,9 +1328,8 @@ var idemCodecStored10 = idemimpl.TypedCodec[struct {
 		F2 map[string]*big.Int
 		F3 S48
 	}) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "F0":
 				v.F0 = N47(d.Uint(16))
 			case "F1":
@@ -1371,8 +1364,6 @@ var idemCodecStored10 = idemimpl.TypedCodec[struct {
 				}
 			case "F3":
 				idemDecS48(d, &v.F3)
-			default:
-				d.Skip()
 			}
 		}
 	},
@@ -1531,12 +1522,7 @@ var idemCodecStoredFixed0 = idemimpl.TypedCodec[map[string]struct{}]{
 				var k string
 				var x struct{}
 				k = d.String()
-				end := d.Struct()
-				for d.More(end) {
-					switch string(d.Field()) {
-					default:
-						d.Skip()
-					}
+				for range d.Fields() {
 				}
 				(*v)[k] = x
 			}
@@ -1630,12 +1616,7 @@ var idemCodecStoredFixed1 = idemimpl.TypedCodec[[]struct{}]{
 		} else {
 			*v = make([]struct{}, d.List())
 			for range *v {
-				end := d.Struct()
-				for d.More(end) {
-					switch string(d.Field()) {
-					default:
-						d.Skip()
-					}
+				for range d.Fields() {
 				}
 			}
 		}
@@ -1971,9 +1952,8 @@ var idemCodecStoredFixed4 = idemimpl.TypedCodec[struct {
 		E []Empty
 		P *Empty
 	}) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "S":
 				if d.Nil() {
 					v.S = nil
@@ -1984,12 +1964,7 @@ var idemCodecStoredFixed4 = idemimpl.TypedCodec[struct {
 						var k uint16
 						var x struct{}
 						k = uint16(d.Uint(16))
-						end2 := d.Struct()
-						for d.More(end2) {
-							switch string(d.Field()) {
-							default:
-								d.Skip()
-							}
+						for range d.Fields() {
 						}
 						v.S[k] = x
 					}
@@ -1998,8 +1973,6 @@ var idemCodecStoredFixed4 = idemimpl.TypedCodec[struct {
 				idemimpl.DecList(d, &v.E, idemDecEmpty)
 			case "P":
 				idemimpl.DecPtr(d, &v.P, idemDecEmpty)
-			default:
-				d.Skip()
 			}
 		}
 	},
@@ -2204,9 +2177,8 @@ var idemCodecStoredFixed6 = idemimpl.TypedCodec[map[string]any]{
 }
 
 func idemDecE50(d *idemimpl.Decoder, v *E50) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "F0":
 			v.F0 = N51(d.Float32())
 		case "E52":
@@ -2215,42 +2187,31 @@ func idemDecE50(d *idemimpl.Decoder, v *E50) {
 			d.Unmarshaled(v.Dec.UnmarshalText(d.Marshaled()))
 		case "F3":
 			v.F3 = d.Float64()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecE52(d *idemimpl.Decoder, v *E52) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "F0":
 			d.Unmarshaled(v.F0.UnmarshalBinary(d.Marshaled()))
 		case "Tag":
 			d.Unmarshaled(v.Tag.UnmarshalText(d.Marshaled()))
 		case "F2":
 			v.F2 = d.Uint(64)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecEmpty(d *idemimpl.Decoder, v *Empty) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
-		default:
-			d.Skip()
-		}
+	for range d.Fields() {
 	}
 }
 
 func idemDecGen_Array1PtrBigInt(d *idemimpl.Decoder, v *Gen[[1]*big.Int]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "V":
 			if d.Array(len(v.V)) {
 				for i := range v.V {
@@ -2296,16 +2257,13 @@ func idemDecGen_Array1PtrBigInt(d *idemimpl.Decoder, v *Gen[[1]*big.Int]) {
 			} else {
 				v.P = nil
 			}
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecGen_uint16(d *idemimpl.Decoder, v *Gen[A44]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "V":
 			v.V = uint16(d.Uint(16))
 		case "L":
@@ -2324,8 +2282,6 @@ func idemDecGen_uint16(d *idemimpl.Decoder, v *Gen[A44]) {
 			} else {
 				v.P = nil
 			}
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -2339,43 +2295,34 @@ func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
 }
 
 func idemDecOtherPoint(d *idemimpl.Decoder, v *other.Point) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "X":
 			v.X = int32(d.Int(32))
 		case "Y":
 			v.Y = int32(d.Int(32))
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecPair_OtherCode_Rec39(d *idemimpl.Decoder, v *Pair[other.Code, Rec39]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "K":
 			v.K = other.Code(d.String())
 		case "V":
 			idemDecRec39(d, &v.V)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecPair_string_S45(d *idemimpl.Decoder, v *Pair[string, S45]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "K":
 			v.K = d.String()
 		case "V":
 			idemDecS45(d, &v.V)
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -2385,9 +2332,8 @@ func idemDecRec39(d *idemimpl.Decoder, v *Rec39) {
 		return
 	}
 	defer d.Leave()
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "V":
 			v.V = int8(d.Int(8))
 		case "Next":
@@ -2404,44 +2350,34 @@ func idemDecRec39(d *idemimpl.Decoder, v *Rec39) {
 					v.Next[k] = x
 				}
 			}
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS37(d *idemimpl.Decoder, v *S37) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "F0":
 			v.F0 = d.Float64()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS40(d *idemimpl.Decoder, v *S40) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "F0":
 			idemDecS41(d, &v.F0)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS41(d *idemimpl.Decoder, v *S41) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "F0":
-			end2 := d.Struct()
-			for d.More(end2) {
-				switch string(d.Field()) {
+			for f2 := range d.Fields() {
+				switch string(f2) {
 				case "F0":
 					v.F0.F0 = uint(d.Uint(64))
 				case "F1":
@@ -2458,20 +2394,15 @@ func idemDecS41(d *idemimpl.Decoder, v *S41) {
 					} else {
 						v.F0.F2 = nil
 					}
-				default:
-					d.Skip()
 				}
 			}
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS42(d *idemimpl.Decoder, v *S42) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "F0":
 			idemDecS43(d, &v.F0)
 		case "F1":
@@ -2482,28 +2413,22 @@ func idemDecS42(d *idemimpl.Decoder, v *S42) {
 			}
 		case "F2":
 			idemDecGen_Array1PtrBigInt(d, &v.F2)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS43(d *idemimpl.Decoder, v *S43) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "F0":
 			v.F0 = d.Uint(64)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS45(d *idemimpl.Decoder, v *S45) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Time":
 			d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
 		case "F1":
@@ -2513,78 +2438,61 @@ func idemDecS45(d *idemimpl.Decoder, v *S45) {
 			} else {
 				v.F1 = nil
 			}
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS46(d *idemimpl.Decoder, v *S46) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "F0":
 			v.F0 = d.Complex()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS48(d *idemimpl.Decoder, v *S48) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Point":
 			idemDecOtherPoint(d, &v.Point)
 		case "F1":
 			idemDecS49(d, &v.F1)
 		case "F2":
-			end2 := d.Struct()
-			for d.More(end2) {
-				switch string(d.Field()) {
+			for f2 := range d.Fields() {
+				switch string(f2) {
 				case "F0":
 					v.F2.F0 = N54(d.String())
 				case "F1":
 					v.F2.F1 = uint16(d.Uint(16))
-				default:
-					d.Skip()
 				}
 			}
 		case "F3":
 			v.F3 = uint16(d.Uint(16))
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS49(d *idemimpl.Decoder, v *S49) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "F0":
 			v.F0 = uint8(d.Uint(8))
 		case "E50":
 			idemDecE50(d, &v.E50)
 		case "F2":
 			v.F2 = d.Any()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS56(d *idemimpl.Decoder, v *S56) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Dec":
 			d.Unmarshaled(v.Dec.UnmarshalText(d.Marshaled()))
 		case "F1":
 			v.F1 = d.Float64()
-		default:
-			d.Skip()
 		}
 	}
 }
