@@ -90,17 +90,7 @@ func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 			idemKeyLine(b, &v.Lines[i])
 		}
 	}
-	if v.Meta == nil {
-		b.Nil()
-	} else {
-		b.MapStart(len(v.Meta))
-		for k, e := range v.Meta {
-			b.MapEntry()
-			b.String(k)
-			b.String(e)
-		}
-		b.MapEnd()
-	}
+	idemimpl.KeyMap(b, v.Meta, idemimpl.StringKey, idemimpl.StringKey)
 }
 
 func idemKeyLine(b *idemimpl.KeyBuilder, v *Line) {

@@ -181,14 +181,7 @@ func idemKeyBase(b *idemimpl.KeyBuilder, v *Base) {
 }
 
 func idemKeyCodes(b *idemimpl.KeyBuilder, v *Codes) {
-	if *v == nil {
-		b.Nil()
-	} else {
-		b.List(len(*v))
-		for i := range *v {
-			b.Int(int64((*v)[i]))
-		}
-	}
+	idemimpl.KeyList(b, *v, idemimpl.IntKey)
 }
 
 func idemKeyExtOptions(b *idemimpl.KeyBuilder, v *ext.Options) {

@@ -37,14 +37,7 @@ func (x *Idempotent) LookupKey(ids []string) (string, error) {
 // beginLookup starts a call of Lookup and writes its key material.
 func (x *Idempotent) beginLookup(ids []string) idem.Call {
 	c := x.g.Begin(idemSpecLookup)
-	if ids == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(ids))
-		for i := range ids {
-			c.Key().String(ids[i])
-		}
-	}
+	idemimpl.KeyList(c.Key(), ids, idemimpl.StringKey)
 	return c
 }
 

@@ -353,29 +353,12 @@ func idemEncSdkPaymentIntent(e *idemimpl.Encoder, v *sdk.PaymentIntent) {
 func idemKeySdkIssueRequest(b *idemimpl.KeyBuilder, v *sdk.IssueRequest) {
 	idemimpl.KeyPtr(b, v.Title, idemimpl.KeyString)
 	idemimpl.KeyPtr(b, v.Body, idemimpl.KeyString)
-	if v.Labels == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Labels))
-		for i := range v.Labels {
-			b.String(v.Labels[i])
-		}
-	}
+	idemimpl.KeyList(b, v.Labels, idemimpl.StringKey)
 }
 
 func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	idemimpl.KeyPtr(b, v.IdempotencyKey, idemimpl.KeyString)
-	if v.Metadata == nil {
-		b.Nil()
-	} else {
-		b.MapStart(len(v.Metadata))
-		for k, e := range v.Metadata {
-			b.MapEntry()
-			b.String(k)
-			b.String(e)
-		}
-		b.MapEnd()
-	}
+	idemimpl.KeyMap(b, v.Metadata, idemimpl.StringKey, idemimpl.StringKey)
 }
 
 func idemKeySdkPaymentIntentParams(b *idemimpl.KeyBuilder, v *sdk.PaymentIntentParams) {

@@ -206,14 +206,7 @@ func idemEncSdkPage_SdkItem(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
 }
 
 func idemKeySdkPage_string(b *idemimpl.KeyBuilder, v *sdk.Page[string]) {
-	if v.Items == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Items))
-		for i := range v.Items {
-			b.String(v.Items[i])
-		}
-	}
+	idemimpl.KeyList(b, v.Items, idemimpl.StringKey)
 	b.String(v.Next)
 }
 

@@ -81,17 +81,7 @@ func idemEncSdkSendMessageOutputForNotifierSend(e *idemimpl.Encoder, v *sdk.Send
 func idemKeySdkSendMessageInput(b *idemimpl.KeyBuilder, v *sdk.SendMessageInput) {
 	idemimpl.KeyPtr(b, v.QueueURL, idemimpl.KeyString)
 	idemimpl.KeyPtr(b, v.Body, idemimpl.KeyString)
-	if v.Attributes == nil {
-		b.Nil()
-	} else {
-		b.MapStart(len(v.Attributes))
-		for k, e := range v.Attributes {
-			b.MapEntry()
-			b.String(k)
-			b.String(e)
-		}
-		b.MapEnd()
-	}
+	idemimpl.KeyMap(b, v.Attributes, idemimpl.StringKey, idemimpl.StringKey)
 }
 
 // Build fails here if a field of sdk.SendMessageInput read here changed: run go generate.

@@ -91,17 +91,7 @@ func idemKeySdkPutObjectInput(b *idemimpl.KeyBuilder, v *sdk.PutObjectInput) {
 	} else {
 		b.Bytes(v.Body)
 	}
-	if v.Metadata == nil {
-		b.Nil()
-	} else {
-		b.MapStart(len(v.Metadata))
-		for k, e := range v.Metadata {
-			b.MapEntry()
-			b.String(k)
-			b.String(e)
-		}
-		b.MapEnd()
-	}
+	idemimpl.KeyMap(b, v.Metadata, idemimpl.StringKey, idemimpl.StringKey)
 	if v.Tags == nil {
 		b.Nil()
 	} else {

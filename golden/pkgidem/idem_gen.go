@@ -82,14 +82,7 @@ func (g *IdempotentGuard) CheckKey(ids []ID) (string, error) {
 // beginCheck starts a call of Check and writes its key material.
 func (g *IdempotentGuard) beginCheck(ids []ID) idem.Call {
 	c := g.g.Begin(idemSpecGuardCheck)
-	if ids == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(ids))
-		for i := range ids {
-			c.Key().String(ids[i])
-		}
-	}
+	idemimpl.KeyList(c.Key(), ids, idemimpl.StringKey)
 	return c
 }
 

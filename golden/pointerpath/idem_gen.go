@@ -57,14 +57,7 @@ func (x *Idempotent) beginTransfer(req *Request) idem.Call {
 		c.Key().Nil()
 	} else {
 		c.Key().Ptr()
-		if req.Account.Owner.Tags == nil {
-			c.Key().Nil()
-		} else {
-			c.Key().List(len(req.Account.Owner.Tags))
-			for i := range req.Account.Owner.Tags {
-				c.Key().String(req.Account.Owner.Tags[i])
-			}
-		}
+		idemimpl.KeyList(c.Key(), req.Account.Owner.Tags, idemimpl.StringKey)
 	}
 	idemimpl.KeyPtr(c.Payload(), req, idemKeyRequest)
 	return c
@@ -180,14 +173,7 @@ func idemKeyBase(b *idemimpl.KeyBuilder, v *Base) {
 
 func idemKeyPerson(b *idemimpl.KeyBuilder, v *Person) {
 	b.String(v.Email)
-	if v.Tags == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Tags))
-		for i := range v.Tags {
-			b.String(v.Tags[i])
-		}
-	}
+	idemimpl.KeyList(b, v.Tags, idemimpl.StringKey)
 }
 
 func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {

@@ -6,10 +6,12 @@ package idemimpl
 // and reads exactly the bytes of the inline code it stands for, so keys
 // and records do not depend on which form a build generated.
 //
-// Keys have KeyPtr but no slice combinator: a loop that hands elements to
-// a func value is not inlined, so the slice would escape, and a caller's
-// slice kept on its stack would cost an allocation. The codecs' EncList
-// and DecList see only results, which are on the heap already.
+// Keys have KeyPtr, and KeyList and KeyMap for elements of a basic type
+// only: they hand each element to its writer by value, so a slice or map
+// the caller keeps on its stack stays there, inlined or not. Handing
+// elements by pointer to a func value would make them escape, at an
+// allocation a call. The codecs' EncList and DecList see only results,
+// which are on the heap already.
 
 // KeyPtr writes a pointer: Nil, or Ptr and the value key writes.
 func KeyPtr[T any](b *KeyBuilder, p *T, key func(*KeyBuilder, *T)) {
@@ -19,6 +21,34 @@ func KeyPtr[T any](b *KeyBuilder, p *T, key func(*KeyBuilder, *T)) {
 	}
 	b.Ptr()
 	key(b, p)
+}
+
+// KeyList writes a slice: Nil, or List and each element, by value.
+func KeyList[S ~[]E, E any](b *KeyBuilder, s S, key func(*KeyBuilder, E)) {
+	if s == nil {
+		b.Nil()
+		return
+	}
+	b.List(len(s))
+	for _, x := range s {
+		key(b, x)
+	}
+}
+
+// KeyMap writes a map: Nil, or MapStart, an entry per key and value (the
+// builder sorts them), MapEnd.
+func KeyMap[M ~map[K]V, K comparable, V any](b *KeyBuilder, m M, key func(*KeyBuilder, K), val func(*KeyBuilder, V)) {
+	if m == nil {
+		b.Nil()
+		return
+	}
+	b.MapStart(len(m))
+	for k, v := range m {
+		b.MapEntry()
+		key(b, k)
+		val(b, v)
+	}
+	b.MapEnd()
 }
 
 // EncPtr stores a pointer: nil, or the value enc stores.
@@ -143,6 +173,19 @@ func KeyUint[T ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](b *KeyBu
 	b.Uint(uint64(*v))
 }
 func KeyFloat[T ~float32 | ~float64](b *KeyBuilder, v *T) { b.Float(float64(*v)) }
+
+// The same writers by value, for KeyList and KeyMap:
+// idemimpl.KeyMap(b, v.Meta, idemimpl.StringKey, idemimpl.IntKey).
+
+func StringKey[T ~string](b *KeyBuilder, v T) { b.String(string(v)) }
+func BoolKey[T ~bool](b *KeyBuilder, v T)     { b.Bool(bool(v)) }
+func IntKey[T ~int | ~int8 | ~int16 | ~int32 | ~int64](b *KeyBuilder, v T) {
+	b.Int(int64(v))
+}
+func UintKey[T ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](b *KeyBuilder, v T) {
+	b.Uint(uint64(v))
+}
+func FloatKey[T ~float32 | ~float64](b *KeyBuilder, v T) { b.Float(float64(v)) }
 
 func EncString[T ~string](e *Encoder, v *T)   { e.String(string(*v)) }
 func DecString[T ~string](d *Decoder, v *T)   { *v = T(d.String()) }

@@ -2,6 +2,7 @@ package idemimpl
 
 import (
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -53,6 +54,40 @@ func keyPtrInline(b *KeyBuilder, p *line) {
 		keyLine(b, p)
 	}
 }
+
+func keyListInline(b *KeyBuilder, s []string) {
+	if s == nil {
+		b.Nil()
+	} else {
+		b.List(len(s))
+		for i := range s {
+			b.String(s[i])
+		}
+	}
+}
+
+func keyMapInline(b *KeyBuilder, m map[string]int) {
+	if m == nil {
+		b.Nil()
+	} else {
+		b.MapStart(len(m))
+		for k, e := range m {
+			b.MapEntry()
+			b.String(k)
+			b.Int(int64(e))
+		}
+		b.MapEnd()
+	}
+}
+
+// bigMap has entries enough that its iteration order varies.
+var bigMap = func() map[string]int {
+	m := map[string]int{}
+	for i := range 64 {
+		m[string(rune('a'+i%26))+strconv.Itoa(i)] = i
+	}
+	return m
+}()
 
 var listInline = TypedCodec[lines]{
 	Encode: func(e *Encoder, v *lines) {
@@ -124,11 +159,42 @@ func TestComposedKeys(t *testing.T) {
 		{"uint", func(b *KeyBuilder) { b.Ptr(); b.Uint(9) }, func(b *KeyBuilder) { u := uint16(9); KeyPtr(b, &u, KeyUint) }},
 		{"bool", func(b *KeyBuilder) { b.Ptr(); b.Bool(true) }, func(b *KeyBuilder) { t := true; KeyPtr(b, &t, KeyBool) }},
 		{"float32", func(b *KeyBuilder) { b.Ptr(); b.Float(float64(float32(0.1))) }, func(b *KeyBuilder) { f := float32(0.1); KeyPtr(b, &f, KeyFloat) }},
+		{"nil list", func(b *KeyBuilder) { keyListInline(b, nil) }, func(b *KeyBuilder) { KeyList(b, []string(nil), StringKey) }},
+		{"empty list", func(b *KeyBuilder) { keyListInline(b, []string{}) }, func(b *KeyBuilder) { KeyList(b, []string{}, StringKey) }},
+		{"list", func(b *KeyBuilder) { keyListInline(b, []string{"a", ""}) }, func(b *KeyBuilder) { KeyList(b, []string{"a", ""}, StringKey) }},
+		{"int list", func(b *KeyBuilder) { b.List(2); b.Int(-1); b.Int(7) }, func(b *KeyBuilder) { KeyList(b, []int8{-1, 7}, IntKey) }},
+		{"uint list", func(b *KeyBuilder) { b.List(1); b.Uint(9) }, func(b *KeyBuilder) { KeyList(b, []uint32{9}, UintKey) }},
+		{"bool list", func(b *KeyBuilder) { b.List(1); b.Bool(true) }, func(b *KeyBuilder) { KeyList(b, []bool{true}, BoolKey) }},
+		{"float list", func(b *KeyBuilder) { b.List(1); b.Float(float64(float32(0.1))) }, func(b *KeyBuilder) { KeyList(b, []float32{0.1}, FloatKey) }},
+		{"nil map", func(b *KeyBuilder) { keyMapInline(b, nil) }, func(b *KeyBuilder) { KeyMap(b, map[string]int(nil), StringKey, IntKey) }},
+		{"empty map", func(b *KeyBuilder) { keyMapInline(b, map[string]int{}) }, func(b *KeyBuilder) { KeyMap(b, map[string]int{}, StringKey, IntKey) }},
+		{"map", func(b *KeyBuilder) { keyMapInline(b, bigMap) }, func(b *KeyBuilder) { KeyMap(b, bigMap, StringKey, IntKey) }},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(material(tt.inline), material(tt.composed)); diff != "" {
 			t.Errorf("%s: key material differs (-inline +composed):\n%s", tt.name, diff)
 		}
+	}
+}
+
+// keyOnStack keys a slice and a map it keeps on its stack: KeyList and
+// KeyMap, inlined or not, must not move them to the heap.
+//
+//go:noinline
+func keyOnStack(b *KeyBuilder, a string, n int) {
+	s := []string{a, "x"}
+	KeyList(b, s, StringKey)
+	ns := []int{n, 2}
+	KeyList(b, ns, IntKey)
+	m := map[string]int{a: n, "y": 1}
+	KeyMap(b, m, StringKey, IntKey)
+}
+
+func TestComposedKeysAllocations(t *testing.T) {
+	var b KeyBuilder
+	keyOnStack(&b, "a", 1) // the builder's buffers grow once
+	if n := testing.AllocsPerRun(100, func() { b.Reset(); keyOnStack(&b, "a", 1) }); n != 0 {
+		t.Errorf("KeyList and KeyMap over a caller's stack: %v allocations, want 0", n)
 	}
 }
 
@@ -218,12 +284,18 @@ func BenchmarkComposed(b *testing.B) {
 	rec, _ := listInline.Marshal(ls)
 	ptrRec, _ := ptrInline.Marshal(&ls[1])
 	var kb KeyBuilder
+	strs := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	small := map[string]int{"a": 1, "b": 2, "c": 3, "d": 4}
 	benches := []struct {
 		name string
 		run  func()
 	}{
 		{"key/pointer/inline", func() { kb.Reset(); keyPtrInline(&kb, &ls[1]) }},
 		{"key/pointer/composed", func() { kb.Reset(); KeyPtr(&kb, &ls[1], keyLine) }},
+		{"key/list/inline", func() { kb.Reset(); keyListInline(&kb, strs) }},
+		{"key/list/composed", func() { kb.Reset(); KeyList(&kb, strs, StringKey) }},
+		{"key/map/inline", func() { kb.Reset(); keyMapInline(&kb, small) }},
+		{"key/map/composed", func() { kb.Reset(); KeyMap(&kb, small, StringKey, IntKey) }},
 		{"encode/list/inline", func() { _, _ = listInline.Marshal(&ls) }},
 		{"encode/list/composed", func() { _, _ = listComposed.Marshal(&ls) }},
 		{"encode/pointer/inline", func() { _, _ = ptrInline.Marshal(&ls[1]) }},

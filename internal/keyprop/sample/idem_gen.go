@@ -95,14 +95,7 @@ func (x *Idempotent) Keyed1Key(v []bool) (string, error) {
 // beginKeyed1 starts a call of Keyed1 and writes its key material.
 func (x *Idempotent) beginKeyed1(v []bool) idem.Call {
 	c := x.g.Begin(idemSpecKeyed1)
-	if v == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(v))
-		for i := range v {
-			c.Key().Bool(v[i])
-		}
-	}
+	idemimpl.KeyList(c.Key(), v, idemimpl.BoolKey)
 	return c
 }
 
@@ -140,14 +133,7 @@ func (x *Idempotent) beginKeyed2(v [][1][]A5) idem.Call {
 		for i := range v {
 			c.Key().List(1)
 			for i2 := range v[i] {
-				if v[i][i2] == nil {
-					c.Key().Nil()
-				} else {
-					c.Key().List(len(v[i][i2]))
-					for i3 := range v[i][i2] {
-						c.Key().Uint(v[i][i2][i3])
-					}
-				}
+				idemimpl.KeyList(c.Key(), v[i][i2], idemimpl.UintKey)
 			}
 		}
 	}
@@ -2874,27 +2860,13 @@ func idemKeyGen_Slicebyte(b *idemimpl.KeyBuilder, v *Gen[[]byte]) {
 
 func idemKeyGen_int(b *idemimpl.KeyBuilder, v *Gen[int]) {
 	b.Int(int64(v.V))
-	if v.L == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.L))
-		for i := range v.L {
-			b.Int(int64(v.L[i]))
-		}
-	}
+	idemimpl.KeyList(b, v.L, idemimpl.IntKey)
 	idemimpl.KeyPtr(b, v.P, idemimpl.KeyInt)
 }
 
 func idemKeyGen_uint64(b *idemimpl.KeyBuilder, v *Gen[A11]) {
 	b.Uint(v.V)
-	if v.L == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.L))
-		for i := range v.L {
-			b.Uint(v.L[i])
-		}
-	}
+	idemimpl.KeyList(b, v.L, idemimpl.UintKey)
 	idemimpl.KeyPtr(b, v.P, idemimpl.KeyUint)
 }
 
