@@ -456,7 +456,7 @@ func (g *codecGen) enc(t types.Type, v vx, path, foreignAt string, omit omitTree
 		if name == "" {
 			return nil
 		}
-		return one(jen.Id("idemEnc"+name).Call(jen.Id("e"), v.addr()))
+		return g.encBy(func(e *jen.Statement) *jen.Statement { return jen.Id("idemEnc"+name).Call(e, v.addr()) })
 	}
 	t, ok := g.check(t, path, foreignAt)
 	if !ok {
@@ -617,22 +617,29 @@ func (g *codecGen) decMethod(m storage, t types.Type, v vx, s fnScope) []jen.Cod
 // encCall is a value encoded by one Encoder call, e.m(args...): a struct
 // field's name chains onto it (fieldEnc).
 func (g *codecGen) encCall(m string, args ...jen.Code) []jen.Code {
-	g.last = encoderCall{stmt: eCall(m, args...), method: m, args: args}
+	return g.encBy(func(e *jen.Statement) *jen.Statement { return e.Dot(m).Call(args...) })
+}
+
+// encBy is a value encoded by one call on the Encoder: call(e). Field
+// returns the Encoder, so a struct field's name takes e's place (fieldEnc).
+func (g *codecGen) encBy(call func(e *jen.Statement) *jen.Statement) []jen.Code {
+	g.last = encoderCall{stmt: call(jen.Id("e")), call: call}
 	return one(g.last.stmt)
 }
 
-// encoderCall is the statement encCall wrote last, and its parts.
+// encoderCall is the statement encBy wrote last, and how to write it on
+// another Encoder expression.
 type encoderCall struct {
-	stmt   *jen.Statement
-	method string
-	args   []jen.Code
+	stmt *jen.Statement
+	call func(e *jen.Statement) *jen.Statement
 }
 
 // fieldEnc is a struct field's name, then the code of its value: one line
-// when that is one Encoder call, e.Field("ID").String(v.ID).
+// when that is one call on the Encoder, e.Field("ID").String(v.ID) or
+// idemEncMoney(e.Field("Total"), &v.Total).
 func (g *codecGen) fieldEnc(name string, code []jen.Code) []jen.Code {
 	if len(code) == 1 && g.last.stmt != nil && code[0] == jen.Code(g.last.stmt) {
-		return one(eCall("Field", jen.Lit(name)).Dot(g.last.method).Call(g.last.args...))
+		return one(g.last.call(eCall("Field", jen.Lit(name))))
 	}
 	return append(one(eCall("Field", jen.Lit(name))), code...)
 }
@@ -647,11 +654,9 @@ func (g *codecGen) encUserinfo(v vx, s fnScope) []jen.Code {
 	at, pw, set := s.get("at"), s.get("pw"), s.get("set")
 	return []jen.Code{
 		jen.Id(at).Op(":=").Add(eCall("Struct")),
-		eCall("Field", jen.Lit("Username")),
-		eCall("String", v.sel(true).Dot("Username").Call()),
+		eCall("Field", jen.Lit("Username")).Dot("String").Call(v.sel(true).Dot("Username").Call()),
 		jen.If(jen.List(jen.Id(pw), jen.Id(set)).Op(":=").Add(v.sel(true)).Dot("Password").Call(), jen.Id(set)).Block(
-			eCall("Field", jen.Lit("Password")),
-			eCall("String", jen.Id(pw))),
+			eCall("Field", jen.Lit("Password")).Dot("String").Call(jen.Id(pw))),
 		eCall("End", jen.Id(at)),
 	}
 }
@@ -845,10 +850,10 @@ func (g *codecGen) encInline(t types.Type, v vx, path, foreignAt string, omit om
 		return g.encCall(m, convert(t, to, v.val()))
 	case kindPointer:
 		if name, ok := g.helperName(sh.elem, path, foreignAt, omit); ok {
-			return g.combinator(name, "EncPtr", jen.Id("e"), v.val(), "idemEnc")
+			return g.encCombinator("EncPtr", v, jen.Id("idemEnc"+name), name != "")
 		}
 		if bc := basicCoder(sh.elem); bc != "" {
-			return one(g.e.qual(g.e.impl, "EncPtr").Call(jen.Id("e"), v.val(), g.e.qual(g.e.impl, "Enc"+bc)))
+			return g.encCombinator("EncPtr", v, g.e.qual(g.e.impl, "Enc"+bc), true)
 		}
 		inner := g.enc(sh.elem, v.elem(), path, foreignAt, omit, s)
 		return one(jen.If(v.val().Op("==").Nil()).Block(eCall("Nil")).Else().Block(append(one(eCall("Ptr")), inner...)...))
@@ -1029,10 +1034,10 @@ func (g *codecGen) encSlice(t, elem types.Type, v vx, path, foreignAt string, s 
 		return g.encCall("Bytes", jen.Index().Byte().Call(v.val()))
 	}
 	if name, ok := g.helperName(elem, path+"[]", foreignAt, nil); ok {
-		return g.combinator(name, "EncList", jen.Id("e"), v.val(), "idemEnc")
+		return g.encCombinator("EncList", v, jen.Id("idemEnc"+name), name != "")
 	}
 	if bc := basicCoder(elem); bc != "" {
-		return one(g.e.qual(g.e.impl, "EncList").Call(jen.Id("e"), v.val(), g.e.qual(g.e.impl, "Enc"+bc)))
+		return g.encCombinator("EncList", v, g.e.qual(g.e.impl, "Enc"+bc), true)
 	}
 	i, at := s.get("i"), s.get("at")
 	inner := g.enc(elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
@@ -1072,6 +1077,16 @@ func (g *codecGen) combinator(name, fn string, coder, x jen.Code, prefix string)
 		return nil
 	}
 	return one(g.e.qual(g.e.impl, fn).Call(coder, x, jen.Id(prefix+name)))
+}
+
+// encCombinator encodes v with idemimpl's fn (EncPtr, EncList) and the
+// elements' encoder enc; nothing if there is none (ok false: the element
+// type cannot be stored, which is reported).
+func (g *codecGen) encCombinator(fn string, v vx, enc jen.Code, ok bool) []jen.Code {
+	if !ok {
+		return nil
+	}
+	return g.encBy(func(e *jen.Statement) *jen.Statement { return g.e.qual(g.e.impl, fn).Call(e, v.val(), enc) })
 }
 
 // basicCoder names the idemimpl encoder and decoder (EncString and

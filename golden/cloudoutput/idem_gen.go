@@ -89,10 +89,8 @@ func idemDecSdkPutObjectOutput(d *idemimpl.Decoder, v *sdk.PutObjectOutput) {
 
 func idemEncSdkPutObjectOutput(e *idemimpl.Encoder, v *sdk.PutObjectOutput) {
 	at := e.Struct()
-	e.Field("ETag")
-	idemimpl.EncPtr(e, v.ETag, idemimpl.EncString)
-	e.Field("VersionId")
-	idemimpl.EncPtr(e, v.VersionId, idemimpl.EncString)
+	idemimpl.EncPtr(e.Field("ETag"), v.ETag, idemimpl.EncString)
+	idemimpl.EncPtr(e.Field("VersionId"), v.VersionId, idemimpl.EncString)
 	e.Field("Size")
 	if v.Size == nil {
 		e.Nil()

@@ -72,8 +72,7 @@ func idemEncQuote(e *idemimpl.Encoder, v *Quote) {
 	e.Field("Symbol").String(v.Symbol)
 	e.Field("Qty").Int(int64(v.Qty))
 	e.Field("Total").Float64(v.Total)
-	e.Field("Tags")
-	idemimpl.EncList(e, v.Tags, idemimpl.EncString)
+	idemimpl.EncList(e.Field("Tags"), v.Tags, idemimpl.EncString)
 	e.End(at)
 }
 

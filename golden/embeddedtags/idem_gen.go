@@ -109,14 +109,10 @@ func idemEncExtMeta(e *idemimpl.Encoder, v *ext.Meta) {
 
 func idemEncMessages(e *idemimpl.Encoder, v *Messages) {
 	at := e.Struct()
-	e.Field("Page")
-	idemEncPage(e, &v.Page)
-	e.Field("Stats")
-	idemEncStats(e, &v.Stats)
-	e.Field("Meta")
-	idemEncExtMeta(e, &v.Meta)
-	e.Field("Items")
-	idemimpl.EncList(e, v.Items, idemimpl.EncString)
+	idemEncPage(e.Field("Page"), &v.Page)
+	idemEncStats(e.Field("Stats"), &v.Stats)
+	idemEncExtMeta(e.Field("Meta"), &v.Meta)
+	idemimpl.EncList(e.Field("Items"), v.Items, idemimpl.EncString)
 	e.End(at)
 }
 

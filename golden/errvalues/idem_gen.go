@@ -181,8 +181,7 @@ func idemEncBrokerPartition(e *idemimpl.Encoder, v *broker.Partition) {
 
 func idemEncBrokerProduceResponse(e *idemimpl.Encoder, v *broker.ProduceResponse) {
 	at := e.Struct()
-	e.Field("Partitions")
-	idemimpl.EncList(e, v.Partitions, idemEncBrokerPartition)
+	idemimpl.EncList(e.Field("Partitions"), v.Partitions, idemEncBrokerPartition)
 	e.Field("Throttle").Int(int64(v.Throttle))
 	e.End(at)
 }

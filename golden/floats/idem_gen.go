@@ -81,8 +81,7 @@ var idemCodecSummarize = idemimpl.TypedCodec[idemResultSummarize]{
 	},
 	Encode: func(e *idemimpl.Encoder, v *idemResultSummarize) {
 		at := e.Struct()
-		e.Field("R1")
-		idemEncStats(e, &v.r1)
+		idemEncStats(e.Field("R1"), &v.r1)
 		e.Field("R2")
 		if v.r2 == nil {
 			e.Nil()
@@ -141,8 +140,7 @@ func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 	e.Field("Max").Float64(v.Max)
 	e.Field("Zero").Float64(v.Zero)
 	e.Field("Ratio").Float32(v.Ratio)
-	e.Field("Samples")
-	idemimpl.EncList(e, v.Samples, idemimpl.EncFloat64)
+	idemimpl.EncList(e.Field("Samples"), v.Samples, idemimpl.EncFloat64)
 	e.Field("ByName")
 	if v.ByName == nil {
 		e.Nil()
@@ -156,8 +154,7 @@ func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 		}
 		e.End(at2)
 	}
-	e.Field("Peak")
-	idemimpl.EncPtr(e, v.Peak, idemimpl.EncFloat64)
+	idemimpl.EncPtr(e.Field("Peak"), v.Peak, idemimpl.EncFloat64)
 	e.Field("Complex").Complex(v.Complex)
 	e.End(at)
 }

@@ -195,8 +195,7 @@ var idemCodecIssuesServiceCreate = idemimpl.TypedCodec[idemResultIssuesServiceCr
 	},
 	Encode: func(e *idemimpl.Encoder, v *idemResultIssuesServiceCreate) {
 		at := e.Struct()
-		e.Field("R1")
-		idemimpl.EncPtr(e, v.r1, idemEncSdkIssue)
+		idemimpl.EncPtr(e.Field("R1"), v.r1, idemEncSdkIssue)
 		e.End(at)
 	},
 }
@@ -318,10 +317,8 @@ func idemEncSdkIssue(e *idemimpl.Encoder, v *sdk.Issue) {
 	at := e.Struct()
 	e.Field("Number").Int(int64(v.Number))
 	e.Field("Title").String(v.Title)
-	e.Field("Labels")
-	idemimpl.EncList(e, v.Labels, idemimpl.EncString)
-	e.Field("Author")
-	idemimpl.EncPtr(e, v.Author, idemimpl.EncString)
+	idemimpl.EncList(e.Field("Labels"), v.Labels, idemimpl.EncString)
+	idemimpl.EncPtr(e.Field("Author"), v.Author, idemimpl.EncString)
 	e.Field("URL").String(v.URL)
 	e.End(at)
 }
@@ -345,8 +342,7 @@ func idemEncSdkPaymentIntent(e *idemimpl.Encoder, v *sdk.PaymentIntent) {
 		}
 		e.End(at2)
 	}
-	e.Field("LastError")
-	idemimpl.EncPtr(e, v.LastError, idemEncSdkError)
+	idemimpl.EncPtr(e.Field("LastError"), v.LastError, idemEncSdkError)
 	e.End(at)
 }
 

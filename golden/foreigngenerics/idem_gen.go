@@ -199,8 +199,7 @@ func idemEncSdkItem(e *idemimpl.Encoder, v *sdk.Item) {
 
 func idemEncSdkPage_SdkItem(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
 	at := e.Struct()
-	e.Field("Items")
-	idemimpl.EncList(e, v.Items, idemEncSdkItem)
+	idemimpl.EncList(e.Field("Items"), v.Items, idemEncSdkItem)
 	e.Field("Next").String(v.Next)
 	e.End(at)
 }

@@ -71,10 +71,8 @@ func idemDecSdkSendMessageOutputForNotifierSend(d *idemimpl.Decoder, v *sdk.Send
 
 func idemEncSdkSendMessageOutputForNotifierSend(e *idemimpl.Encoder, v *sdk.SendMessageOutput) {
 	at := e.Struct()
-	e.Field("MessageId")
-	idemimpl.EncPtr(e, v.MessageId, idemimpl.EncString)
-	e.Field("SequenceNumber")
-	idemimpl.EncPtr(e, v.SequenceNumber, idemimpl.EncString)
+	idemimpl.EncPtr(e.Field("MessageId"), v.MessageId, idemimpl.EncString)
+	idemimpl.EncPtr(e.Field("SequenceNumber"), v.SequenceNumber, idemimpl.EncString)
 	e.End(at)
 }
 

@@ -77,8 +77,7 @@ var idemCodecCreateInvoice = idemimpl.TypedCodec[idemResultCreateInvoice]{
 	},
 	Encode: func(e *idemimpl.Encoder, v *idemResultCreateInvoice) {
 		at := e.Struct()
-		e.Field("R1")
-		idemEncPage_Invoice(e, &v.r1)
+		idemEncPage_Invoice(e.Field("R1"), &v.r1)
 		e.Field("R2").Marshaled(v.r2.MarshalJSON())
 		e.End(at)
 	},
@@ -412,19 +411,15 @@ func idemEncModelInvoice(e *idemimpl.Encoder, v *model2.Invoice) {
 
 func idemEncPage_Invoice(e *idemimpl.Encoder, v *Page[Invoice]) {
 	at := e.Struct()
-	e.Field("Items")
-	idemimpl.EncList(e, v.Items, idemEncInvoice)
-	e.Field("Next")
-	idemimpl.EncPtr(e, v.Next, idemimpl.EncString)
+	idemimpl.EncList(e.Field("Items"), v.Items, idemEncInvoice)
+	idemimpl.EncPtr(e.Field("Next"), v.Next, idemimpl.EncString)
 	e.End(at)
 }
 
 func idemEncPage_ModelInvoice(e *idemimpl.Encoder, v *Page[model2.Invoice]) {
 	at := e.Struct()
-	e.Field("Items")
-	idemimpl.EncList(e, v.Items, idemEncModelInvoice)
-	e.Field("Next")
-	idemimpl.EncPtr(e, v.Next, idemimpl.EncString)
+	idemimpl.EncList(e.Field("Items"), v.Items, idemEncModelInvoice)
+	idemimpl.EncPtr(e.Field("Next"), v.Next, idemimpl.EncString)
 	e.End(at)
 }
 

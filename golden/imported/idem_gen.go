@@ -84,10 +84,8 @@ func idemEncImagePoint(e *idemimpl.Encoder, v *image.Point) {
 
 func idemEncImageRectangle(e *idemimpl.Encoder, v *image.Rectangle) {
 	at := e.Struct()
-	e.Field("Min")
-	idemEncImagePoint(e, &v.Min)
-	e.Field("Max")
-	idemEncImagePoint(e, &v.Max)
+	idemEncImagePoint(e.Field("Min"), &v.Min)
+	idemEncImagePoint(e.Field("Max"), &v.Max)
 	e.End(at)
 }
 

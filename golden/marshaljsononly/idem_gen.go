@@ -82,10 +82,8 @@ func idemEncAmount(e *idemimpl.Encoder, v *Amount) {
 
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
-	e.Field("Total")
-	idemEncAmount(e, &v.Total)
-	e.Field("Lines")
-	idemimpl.EncList(e, v.Lines, idemEncAmount)
+	idemEncAmount(e.Field("Total"), &v.Total)
+	idemimpl.EncList(e.Field("Lines"), v.Lines, idemEncAmount)
 	e.End(at)
 }
 

@@ -96,8 +96,7 @@ var idemCodecSplit = idemimpl.TypedCodec[idemResultSplit]{
 			}
 			e.End(at2)
 		}
-		e.Field("R3")
-		idemimpl.EncPtr(e, v.r3, idemEncReceipt)
+		idemimpl.EncPtr(e.Field("R3"), v.r3, idemEncReceipt)
 		e.End(at)
 	},
 }

@@ -175,24 +175,21 @@ func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 
 func idemEncSdkAPIResource(e *idemimpl.Encoder, v *sdk.APIResource) {
 	at := e.Struct()
-	e.Field("LastResponse")
-	idemimpl.EncPtr(e, v.LastResponse, idemEncSdkAPIResponse)
+	idemimpl.EncPtr(e.Field("LastResponse"), v.LastResponse, idemEncSdkAPIResponse)
 	e.End(at)
 }
 
 func idemEncSdkAPIResponse(e *idemimpl.Encoder, v *sdk.APIResponse) {
 	at := e.Struct()
 	e.Field("StatusCode").Int(int64(v.StatusCode))
-	e.Field("Header")
-	idemEncHttpHeader(e, &v.Header)
+	idemEncHttpHeader(e.Field("Header"), &v.Header)
 	e.Field("RequestID").String(v.RequestID)
 	e.End(at)
 }
 
 func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 	at := e.Struct()
-	e.Field("APIResource")
-	idemEncSdkAPIResource(e, &v.APIResource)
+	idemEncSdkAPIResource(e.Field("APIResource"), &v.APIResource)
 	e.Field("ID").String(v.ID)
 	e.Field("Amount").Int(v.Amount)
 	e.Field("Currency").String(v.Currency)
@@ -220,8 +217,7 @@ func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 		}
 		e.End(at3)
 	}
-	e.Field("Outcome")
-	idemimpl.EncPtr(e, v.Outcome, idemEncSdkOutcome)
+	idemimpl.EncPtr(e.Field("Outcome"), v.Outcome, idemEncSdkOutcome)
 	e.End(at)
 }
 

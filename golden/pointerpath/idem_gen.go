@@ -149,8 +149,7 @@ func idemEncMetaForTouch(e *idemimpl.Encoder, v *Meta) {
 
 func idemEncTouchedForTouch(e *idemimpl.Encoder, v *Touched) {
 	at := e.Struct()
-	e.Field("Meta")
-	idemEncMetaForTouch(e, &v.Meta)
+	idemEncMetaForTouch(e.Field("Meta"), &v.Meta)
 	e.Field("Tenant").String(v.Tenant)
 	e.End(at)
 }

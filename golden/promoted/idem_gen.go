@@ -320,10 +320,8 @@ func idemEncMoney(e *idemimpl.Encoder, v *Money) {
 
 func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
-	e.Field("Stamped")
-	idemEncStamped(e, &v.Stamped)
-	e.Field("Total")
-	idemEncMoney(e, &v.Total)
+	idemEncStamped(e.Field("Stamped"), &v.Stamped)
+	idemEncMoney(e.Field("Total"), &v.Total)
 	e.Field("N").Int(v.N)
 	e.End(at)
 }

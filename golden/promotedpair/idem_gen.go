@@ -148,14 +148,10 @@ func idemEncLocated(e *idemimpl.Encoder, v *Located) {
 
 func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	at := e.Struct()
-	e.Field("Tagged")
-	idemEncTagged(e, &v.Tagged)
-	e.Field("Stamp")
-	idemEncStamp(e, &v.Stamp)
-	e.Field("Located")
-	idemEncLocated(e, &v.Located)
-	e.Field("Amount")
-	idemEncAmount(e, &v.Amount)
+	idemEncTagged(e.Field("Tagged"), &v.Tagged)
+	idemEncStamp(e.Field("Stamp"), &v.Stamp)
+	idemEncLocated(e.Field("Located"), &v.Located)
+	idemEncAmount(e.Field("Amount"), &v.Amount)
 	e.End(at)
 }
 
@@ -168,8 +164,7 @@ func idemEncStamp(e *idemimpl.Encoder, v *Stamp) {
 
 func idemEncTagged(e *idemimpl.Encoder, v *Tagged) {
 	at := e.Struct()
-	e.Field("RawMessage")
-	idemEncJsonRawMessage(e, &v.RawMessage)
+	idemEncJsonRawMessage(e.Field("RawMessage"), &v.RawMessage)
 	e.Field("Name").String(v.Name)
 	e.End(at)
 }

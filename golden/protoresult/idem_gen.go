@@ -80,8 +80,7 @@ var idemCodecRecord = idemimpl.TypedCodec[idemResultRecord]{
 	},
 	Encode: func(e *idemimpl.Encoder, v *idemResultRecord) {
 		at := e.Struct()
-		e.Field("R1")
-		idemimpl.EncPtr(e, v.r1, idemEncEvent)
+		idemimpl.EncPtr(e.Field("R1"), v.r1, idemEncEvent)
 		e.Field("R2")
 		if v.r2 == nil {
 			e.Nil()

@@ -93,8 +93,7 @@ func idemEncNode(e *idemimpl.Encoder, v *Node) {
 		}
 		e.End(at2)
 	}
-	e.Field("Next")
-	idemimpl.EncPtr(e, v.Next, idemEncNode)
+	idemimpl.EncPtr(e.Field("Next"), v.Next, idemEncNode)
 	e.End(at)
 }
 

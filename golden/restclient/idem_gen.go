@@ -80,8 +80,7 @@ var idemCodecUsersServiceCreate = idemimpl.TypedCodec[idemResultUsersServiceCrea
 	},
 	Encode: func(e *idemimpl.Encoder, v *idemResultUsersServiceCreate) {
 		at := e.Struct()
-		e.Field("R1")
-		idemimpl.EncPtr(e, v.r1, idemEncUser)
+		idemimpl.EncPtr(e.Field("R1"), v.r1, idemEncUser)
 		e.End(at)
 	},
 }
@@ -121,10 +120,8 @@ func idemEncUser(e *idemimpl.Encoder, v *User) {
 	at := e.Struct()
 	e.Field("ID").Int(v.ID)
 	e.Field("Login").String(v.Login)
-	e.Field("Email")
-	idemimpl.EncPtr(e, v.Email, idemimpl.EncString)
-	e.Field("Orgs")
-	idemimpl.EncList(e, v.Orgs, idemimpl.EncString)
+	idemimpl.EncPtr(e.Field("Email"), v.Email, idemimpl.EncString)
+	idemimpl.EncList(e.Field("Orgs"), v.Orgs, idemimpl.EncString)
 	e.Field("Created").Marshaled(v.Created.MarshalBinary())
 	e.Field("Settings")
 	if v.Settings == nil {

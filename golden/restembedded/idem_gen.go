@@ -80,10 +80,8 @@ var idemCodecReposServiceCreate = idemimpl.TypedCodec[idemResultReposServiceCrea
 	},
 	Encode: func(e *idemimpl.Encoder, v *idemResultReposServiceCreate) {
 		at := e.Struct()
-		e.Field("R1")
-		idemimpl.EncPtr(e, v.r1, idemEncRepo)
-		e.Field("R2")
-		idemimpl.EncPtr(e, v.r2, idemEncResponseForReposServiceCreate)
+		idemimpl.EncPtr(e.Field("R1"), v.r1, idemEncRepo)
+		idemimpl.EncPtr(e.Field("R2"), v.r2, idemEncResponseForReposServiceCreate)
 		e.End(at)
 	},
 }

@@ -86,8 +86,7 @@ func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	at := e.Struct()
 	e.Field("ID").String(v.ID)
 	e.Field("Cache").String(v.Cache)
-	e.Field("Items")
-	idemimpl.EncList(e, v.Items, idemimpl.EncString)
+	idemimpl.EncList(e.Field("Items"), v.Items, idemimpl.EncString)
 	e.Field("Tags")
 	if v.Tags == nil {
 		e.Nil()
@@ -101,8 +100,7 @@ func idemEncRes(e *idemimpl.Encoder, v *Res) {
 		}
 		e.End(at2)
 	}
-	e.Field("None")
-	idemimpl.EncList(e, v.None, idemimpl.EncString)
+	idemimpl.EncList(e.Field("None"), v.None, idemimpl.EncString)
 	e.End(at)
 }
 

@@ -152,8 +152,7 @@ func idemEncReport(e *idemimpl.Encoder, v *Report) {
 	}
 	defer e.Leave()
 	at := e.Struct()
-	e.Field("Meta")
-	idemEncMeta(e, &v.Meta)
+	idemEncMeta(e.Field("Meta"), &v.Meta)
 	e.Field("Title").String(v.Title)
 	e.Field("Counts")
 	if v.Counts == nil {
@@ -169,12 +168,9 @@ func idemEncReport(e *idemimpl.Encoder, v *Report) {
 		e.End(at2)
 	}
 	e.Field("Blob").Bytes(v.Blob)
-	e.Field("Empty")
-	idemimpl.EncList(e, v.Empty, idemimpl.EncString)
-	e.Field("Nil")
-	idemimpl.EncList(e, v.Nil, idemimpl.EncString)
-	e.Field("Child")
-	idemimpl.EncPtr(e, v.Child, idemEncReport)
+	idemimpl.EncList(e.Field("Empty"), v.Empty, idemimpl.EncString)
+	idemimpl.EncList(e.Field("Nil"), v.Nil, idemimpl.EncString)
+	idemimpl.EncPtr(e.Field("Child"), v.Child, idemEncReport)
 	e.Field("Total").Marshaled(v.Total.MarshalJSON())
 	e.Field("Matrix")
 	at3 := e.List(len(v.Matrix))

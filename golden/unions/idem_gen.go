@@ -270,24 +270,21 @@ func idemEncBlocksDivider(e *idemimpl.Encoder, v *blocks.Divider) {
 func idemEncBlocksImage(e *idemimpl.Encoder, v *blocks.Image) {
 	at := e.Struct()
 	e.Field("URL").String(v.URL)
-	e.Field("Alt")
-	idemimpl.EncPtr(e, v.Alt, idemimpl.EncString)
+	idemimpl.EncPtr(e.Field("Alt"), v.Alt, idemimpl.EncString)
 	e.End(at)
 }
 
 func idemEncBlocksMessage(e *idemimpl.Encoder, v *blocks.Message) {
 	at := e.Struct()
 	e.Field("TS").String(v.TS)
-	e.Field("Blocks")
-	idemimpl.EncList(e, v.Blocks, idemEncBlocksBlock)
+	idemimpl.EncList(e.Field("Blocks"), v.Blocks, idemEncBlocksBlock)
 	e.End(at)
 }
 
 func idemEncBlocksSection(e *idemimpl.Encoder, v *blocks.Section) {
 	at := e.Struct()
 	e.Field("Text").String(v.Text)
-	e.Field("Elements")
-	idemimpl.EncList(e, v.Elements, idemEncBlocksBlock)
+	idemimpl.EncList(e.Field("Elements"), v.Elements, idemEncBlocksBlock)
 	e.End(at)
 }
 

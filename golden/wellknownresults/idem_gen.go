@@ -423,12 +423,9 @@ func idemEncJsonRawMessage(e *idemimpl.Encoder, v *json.RawMessage) {
 
 func idemEncKnown(e *idemimpl.Encoder, v *Known) {
 	at := e.Struct()
-	e.Field("Raw")
-	idemEncJsonRawMessage(e, &v.Raw)
-	e.Field("IP")
-	idemEncNetIP(e, &v.IP)
-	e.Field("IPNet")
-	idemEncNetIPNet(e, &v.IPNet)
+	idemEncJsonRawMessage(e.Field("Raw"), &v.Raw)
+	idemEncNetIP(e.Field("IP"), &v.IP)
+	idemEncNetIPNet(e.Field("IPNet"), &v.IPNet)
 	e.Field("Float")
 	if v.Float == nil {
 		e.Nil()
@@ -457,21 +454,14 @@ func idemEncKnown(e *idemimpl.Encoder, v *Known) {
 	e.Field("Time").Marshaled(v.Time.MarshalBinary())
 	e.Field("Dur").Int(int64(v.Dur))
 	e.Field("Number").String(string(v.Number))
-	e.Field("NullS")
-	idemEncSqlNullString(e, &v.NullS)
-	e.Field("NullT")
-	idemEncSqlNullTime(e, &v.NullT)
-	e.Field("NullF")
-	idemEncSqlNullFloat64(e, &v.NullF)
-	e.Field("Null")
-	idemEncSqlNull_int64(e, &v.Null)
+	idemEncSqlNullString(e.Field("NullS"), &v.NullS)
+	idemEncSqlNullTime(e.Field("NullT"), &v.NullT)
+	idemEncSqlNullFloat64(e.Field("NullF"), &v.NullF)
+	idemEncSqlNull_int64(e.Field("Null"), &v.Null)
 	e.Field("Level").Marshaled(v.Level.MarshalJSON())
-	e.Field("Header")
-	idemEncHttpHeader(e, &v.Header)
-	e.Field("URL")
-	idemimpl.EncPtr(e, v.URL, idemEncUrlURL)
-	e.Field("URLV")
-	idemEncUrlURL(e, &v.URLV)
+	idemEncHttpHeader(e.Field("Header"), &v.Header)
+	idemimpl.EncPtr(e.Field("URL"), v.URL, idemEncUrlURL)
+	idemEncUrlURL(e.Field("URLV"), &v.URLV)
 	e.Field("OID").Marshaled(v.OID.MarshalBinary())
 	e.Field("PCG").Marshaled(v.PCG.MarshalBinary())
 	e.Field("ChaCha8")
@@ -506,10 +496,8 @@ func idemEncNetIPMask(e *idemimpl.Encoder, v *net.IPMask) {
 
 func idemEncNetIPNet(e *idemimpl.Encoder, v *net.IPNet) {
 	at := e.Struct()
-	e.Field("IP")
-	idemEncNetIP(e, &v.IP)
-	e.Field("Mask")
-	idemEncNetIPMask(e, &v.Mask)
+	idemEncNetIP(e.Field("IP"), &v.IP)
+	idemEncNetIPMask(e.Field("Mask"), &v.Mask)
 	e.End(at)
 }
 
@@ -551,11 +539,9 @@ func idemEncUrlURL(e *idemimpl.Encoder, v *url.URL) {
 	} else {
 		e.Ptr()
 		at2 := e.Struct()
-		e.Field("Username")
-		e.String(v.User.Username())
+		e.Field("Username").String(v.User.Username())
 		if pw, set := v.User.Password(); set {
-			e.Field("Password")
-			e.String(pw)
+			e.Field("Password").String(pw)
 		}
 		e.End(at2)
 	}

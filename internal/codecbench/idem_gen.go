@@ -178,8 +178,7 @@ func idemEncCustomer(e *idemimpl.Encoder, v *Customer) {
 	e.Field("ID").String(v.ID)
 	e.Field("Name").String(v.Name)
 	e.Field("Email").String(v.Email)
-	e.Field("Address")
-	idemEncAddress(e, &v.Address)
+	idemEncAddress(e.Field("Address"), &v.Address)
 	e.End(at)
 }
 
@@ -207,16 +206,13 @@ func idemEncLine(e *idemimpl.Encoder, v *Line) {
 func idemEncOrder(e *idemimpl.Encoder, v *Order) {
 	at := e.Struct()
 	e.Field("ID").String(v.ID)
-	e.Field("Customer")
-	idemEncCustomer(e, &v.Customer)
-	e.Field("Lines")
-	idemimpl.EncList(e, v.Lines, idemEncLine)
+	idemEncCustomer(e.Field("Customer"), &v.Customer)
+	idemimpl.EncList(e.Field("Lines"), v.Lines, idemEncLine)
 	e.Field("Total").Int(v.Total)
 	e.Field("Currency").String(v.Currency)
 	e.Field("Paid").Bool(v.Paid)
 	e.Field("CreatedAt").Marshaled(v.CreatedAt.MarshalBinary())
-	e.Field("Notes")
-	idemimpl.EncPtr(e, v.Notes, idemimpl.EncString)
+	idemimpl.EncPtr(e.Field("Notes"), v.Notes, idemimpl.EncString)
 	e.Field("Meta")
 	if v.Meta == nil {
 		e.Nil()

@@ -949,14 +949,11 @@ var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 			at := e.Struct()
 			e.Field("F0")
 			at2 := e.Struct()
-			e.Field("F0")
-			idemEncNetIP(e, &(*v).F0.F0)
-			e.Field("F1")
-			idemEncOtherPoint(e, &(*v).F0.F1)
+			idemEncNetIP(e.Field("F0"), &(*v).F0.F0)
+			idemEncOtherPoint(e.Field("F1"), &(*v).F0.F1)
 			e.Field("F2").Uint(uint64((*v).F0.F2))
 			e.End(at2)
-			e.Field("F1")
-			idemEncS37(e, &(*v).F1)
+			idemEncS37(e.Field("F1"), &(*v).F1)
 			e.Field("F2")
 			at3 := e.List(len((*v).F2))
 			for i := range (*v).F2 {
@@ -1390,8 +1387,7 @@ var idemCodecStored10 = idemimpl.TypedCodec[struct {
 			}
 			e.End(at3)
 		}
-		e.Field("F3")
-		idemEncS48(e, &v.F3)
+		idemEncS48(e.Field("F3"), &v.F3)
 		e.End(at)
 	},
 }
@@ -1981,10 +1977,8 @@ var idemCodecStoredFixed4 = idemimpl.TypedCodec[struct {
 			}
 			e.End(at2)
 		}
-		e.Field("E")
-		idemimpl.EncList(e, v.E, idemEncEmpty)
-		e.Field("P")
-		idemimpl.EncPtr(e, v.P, idemEncEmpty)
+		idemimpl.EncList(e.Field("E"), v.E, idemEncEmpty)
+		idemimpl.EncPtr(e.Field("P"), v.P, idemEncEmpty)
 		e.End(at)
 	},
 }
@@ -2486,8 +2480,7 @@ func idemDecS56(d *idemimpl.Decoder, v *S56) {
 func idemEncE50(e *idemimpl.Encoder, v *E50) {
 	at := e.Struct()
 	e.Field("F0").Float32(float32(v.F0))
-	e.Field("E52")
-	idemimpl.EncPtr(e, v.E52, idemEncE52)
+	idemimpl.EncPtr(e.Field("E52"), v.E52, idemEncE52)
 	e.Field("Dec").Marshaled(v.Dec.MarshalText())
 	e.Field("F3").Float64(v.F3)
 	e.End(at)
@@ -2599,16 +2592,14 @@ func idemEncOtherPoint(e *idemimpl.Encoder, v *other.Point) {
 func idemEncPair_OtherCode_Rec39(e *idemimpl.Encoder, v *Pair[other.Code, Rec39]) {
 	at := e.Struct()
 	e.Field("K").String(string(v.K))
-	e.Field("V")
-	idemEncRec39(e, &v.V)
+	idemEncRec39(e.Field("V"), &v.V)
 	e.End(at)
 }
 
 func idemEncPair_string_S45(e *idemimpl.Encoder, v *Pair[string, S45]) {
 	at := e.Struct()
 	e.Field("K").String(v.K)
-	e.Field("V")
-	idemEncS45(e, &v.V)
+	idemEncS45(e.Field("V"), &v.V)
 	e.End(at)
 }
 
@@ -2643,8 +2634,7 @@ func idemEncS37(e *idemimpl.Encoder, v *S37) {
 
 func idemEncS40(e *idemimpl.Encoder, v *S40) {
 	at := e.Struct()
-	e.Field("F0")
-	idemEncS41(e, &v.F0)
+	idemEncS41(e.Field("F0"), &v.F0)
 	e.End(at)
 }
 
@@ -2673,16 +2663,14 @@ func idemEncS41(e *idemimpl.Encoder, v *S41) {
 
 func idemEncS42(e *idemimpl.Encoder, v *S42) {
 	at := e.Struct()
-	e.Field("F0")
-	idemEncS43(e, &v.F0)
+	idemEncS43(e.Field("F0"), &v.F0)
 	e.Field("F1")
 	at2 := e.List(len(v.F1))
 	for i := range v.F1 {
 		idemEncGen_uint16(e, &v.F1[i])
 	}
 	e.End(at2)
-	e.Field("F2")
-	idemEncGen_Array1PtrBigInt(e, &v.F2)
+	idemEncGen_Array1PtrBigInt(e.Field("F2"), &v.F2)
 	e.End(at)
 }
 
@@ -2713,10 +2701,8 @@ func idemEncS46(e *idemimpl.Encoder, v *S46) {
 
 func idemEncS48(e *idemimpl.Encoder, v *S48) {
 	at := e.Struct()
-	e.Field("Point")
-	idemEncOtherPoint(e, &v.Point)
-	e.Field("F1")
-	idemEncS49(e, &v.F1)
+	idemEncOtherPoint(e.Field("Point"), &v.Point)
+	idemEncS49(e.Field("F1"), &v.F1)
 	e.Field("F2")
 	at2 := e.Struct()
 	e.Field("F0").String(string(v.F2.F0))
@@ -2729,8 +2715,7 @@ func idemEncS48(e *idemimpl.Encoder, v *S48) {
 func idemEncS49(e *idemimpl.Encoder, v *S49) {
 	at := e.Struct()
 	e.Field("F0").Uint(uint64(v.F0))
-	e.Field("E50")
-	idemEncE50(e, &v.E50)
+	idemEncE50(e.Field("E50"), &v.E50)
 	e.Field("F2").Any(v.F2)
 	e.End(at)
 }

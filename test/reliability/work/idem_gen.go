@@ -382,16 +382,14 @@ func idemEncOutcome(e *idemimpl.Encoder, v *Outcome) {
 
 func idemEncReading(e *idemimpl.Encoder, v *Reading) {
 	at := e.Struct()
-	e.Field("Outcome")
-	idemEncOutcome(e, &v.Outcome)
+	idemEncOutcome(e.Field("Outcome"), &v.Outcome)
 	e.Field("Value").Float64(v.Value)
 	e.End(at)
 }
 
 func idemEncStrictReading(e *idemimpl.Encoder, v *StrictReading) {
 	at := e.Struct()
-	e.Field("Outcome")
-	idemEncOutcome(e, &v.Outcome)
+	idemEncOutcome(e.Field("Outcome"), &v.Outcome)
 	e.Field("Gauge").Marshaled(v.Gauge.MarshalJSON())
 	e.End(at)
 }
