@@ -1089,6 +1089,15 @@ func (g *codecGen) encCombinator(fn string, v vx, enc jen.Code, ok bool) []jen.C
 	return g.encBy(func(e *jen.Statement) *jen.Statement { return g.e.qual(g.e.impl, fn).Call(e, v.val(), enc) })
 }
 
+// orderedCoder is basicCoder for the keys of EncMap, which sorts them:
+// strings and float64s.
+func orderedCoder(t types.Type) string {
+	if c := basicCoder(t); c != "Bool" {
+		return c
+	}
+	return ""
+}
+
 // basicCoder names the idemimpl encoder and decoder (EncString and
 // DecString…) of the values of a predeclared basic type, for EncPtr and
 // EncList; "" for other types, and for integers, whose decoders take the
@@ -1113,6 +1122,12 @@ func isByte(t types.Type) bool {
 
 // encMap: Nil, or the entries in key order.
 func (g *codecGen) encMap(sh shape, v vx, path, foreignAt string, s fnScope) []jen.Code {
+	if kc, xc := orderedCoder(sh.key), basicCoder(sh.elem); kc != "" && xc != "" {
+		enc := func(m string) jen.Code { return jen.Parens(jen.Op("*").Add(g.e.qual(g.e.impl, "Encoder"))).Dot(m) }
+		return g.encBy(func(e *jen.Statement) *jen.Statement {
+			return g.e.qual(g.e.impl, "EncMap").Call(e, v.val(), enc(kc), enc(xc))
+		})
+	}
 	k, x, at := s.get("k"), s.get("x"), s.get("at")
 	kc := g.enc(sh.key, expr(jen.Id(k)), path+"[]", foreignAt, nil, s)
 	xc := g.enc(sh.elem, expr(jen.Id(x)), path+"[]", foreignAt, nil, s)
@@ -1131,6 +1146,10 @@ func (g *codecGen) encMap(sh shape, v vx, path, foreignAt string, s fnScope) []j
 
 // decMap decodes as encMap encodes.
 func (g *codecGen) decMap(t types.Type, sh shape, v vx, path, foreignAt string, s fnScope) []jen.Code {
+	if kc, xc := orderedCoder(sh.key), basicCoder(sh.elem); kc != "" && xc != "" {
+		dec := func(m string) jen.Code { return jen.Parens(jen.Op("*").Add(g.e.qual(g.e.impl, "Decoder"))).Dot(m) }
+		return one(g.e.qual(g.e.impl, "DecMap").Call(jen.Id("d"), v.addr(), dec(kc), dec(xc)))
+	}
 	k, x, n := s.get("k"), s.get("x"), s.get("n")
 	kc := g.dec(sh.key, expr(jen.Id(k)), path+"[]", foreignAt, nil, s)
 	xc := g.dec(sh.elem, expr(jen.Id(x)), path+"[]", foreignAt, nil, s)

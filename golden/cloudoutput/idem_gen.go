@@ -4,8 +4,6 @@ package cloudoutput
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -70,19 +68,7 @@ func idemDecSdkPutObjectOutput(d *idemimpl.Decoder, v *sdk.PutObjectOutput) {
 				v.Size = nil
 			}
 		case "Checksums":
-			if d.Nil() {
-				v.Checksums = nil
-			} else {
-				n := d.Map()
-				v.Checksums = make(map[string]string, n)
-				for range n {
-					var k string
-					var x string
-					k = d.String()
-					x = d.String()
-					v.Checksums[k] = x
-				}
-			}
+			idemimpl.DecMap(d, &v.Checksums, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
 		}
 	}
 }
@@ -98,19 +84,7 @@ func idemEncSdkPutObjectOutput(e *idemimpl.Encoder, v *sdk.PutObjectOutput) {
 		e.Ptr()
 		e.Int(*v.Size)
 	}
-	e.Field("Checksums")
-	if v.Checksums == nil {
-		e.Nil()
-	} else {
-		at2 := e.Map(len(v.Checksums))
-		// sorted: the same value always has the same bytes
-		for _, k := range slices.Sorted(maps.Keys(v.Checksums)) {
-			x := v.Checksums[k]
-			e.String(k)
-			e.String(x)
-		}
-		e.End(at2)
-	}
+	idemimpl.EncMap(e.Field("Checksums"), v.Checksums, (*idemimpl.Encoder).String, (*idemimpl.Encoder).String)
 	e.End(at)
 }
 

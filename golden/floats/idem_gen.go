@@ -4,8 +4,6 @@ package floats
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -112,19 +110,7 @@ func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 		case "Samples":
 			idemimpl.DecList(d, &v.Samples, idemimpl.DecFloat64)
 		case "ByName":
-			if d.Nil() {
-				v.ByName = nil
-			} else {
-				n := d.Map()
-				v.ByName = make(map[string]float64, n)
-				for range n {
-					var k string
-					var x float64
-					k = d.String()
-					x = d.Float64()
-					v.ByName[k] = x
-				}
-			}
+			idemimpl.DecMap(d, &v.ByName, (*idemimpl.Decoder).String, (*idemimpl.Decoder).Float64)
 		case "Peak":
 			idemimpl.DecPtr(d, &v.Peak, idemimpl.DecFloat64)
 		case "Complex":
@@ -141,19 +127,7 @@ func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 	e.Field("Zero").Float64(v.Zero)
 	e.Field("Ratio").Float32(v.Ratio)
 	idemimpl.EncList(e.Field("Samples"), v.Samples, idemimpl.EncFloat64)
-	e.Field("ByName")
-	if v.ByName == nil {
-		e.Nil()
-	} else {
-		at2 := e.Map(len(v.ByName))
-		// sorted: the same value always has the same bytes
-		for _, k := range slices.Sorted(maps.Keys(v.ByName)) {
-			x := v.ByName[k]
-			e.String(k)
-			e.Float64(x)
-		}
-		e.End(at2)
-	}
+	idemimpl.EncMap(e.Field("ByName"), v.ByName, (*idemimpl.Encoder).String, (*idemimpl.Encoder).Float64)
 	idemimpl.EncPtr(e.Field("Peak"), v.Peak, idemimpl.EncFloat64)
 	e.Field("Complex").Complex(v.Complex)
 	e.End(at)

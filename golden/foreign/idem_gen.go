@@ -4,8 +4,6 @@ package foreign
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -281,19 +279,7 @@ func idemDecSdkPaymentIntent(d *idemimpl.Decoder, v *sdk.PaymentIntent) {
 		case "Created":
 			d.Unmarshaled(v.Created.UnmarshalBinary(d.Marshaled()))
 		case "Metadata":
-			if d.Nil() {
-				v.Metadata = nil
-			} else {
-				n := d.Map()
-				v.Metadata = make(map[string]string, n)
-				for range n {
-					var k string
-					var x string
-					k = d.String()
-					x = d.String()
-					v.Metadata[k] = x
-				}
-			}
+			idemimpl.DecMap(d, &v.Metadata, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
 		case "LastError":
 			idemimpl.DecPtr(d, &v.LastError, idemDecSdkError)
 		}
@@ -329,19 +315,7 @@ func idemEncSdkPaymentIntent(e *idemimpl.Encoder, v *sdk.PaymentIntent) {
 	e.Field("Amount").Int(v.Amount)
 	e.Field("Currency").String(v.Currency)
 	e.Field("Created").Marshaled(v.Created.MarshalBinary())
-	e.Field("Metadata")
-	if v.Metadata == nil {
-		e.Nil()
-	} else {
-		at2 := e.Map(len(v.Metadata))
-		// sorted: the same value always has the same bytes
-		for _, k := range slices.Sorted(maps.Keys(v.Metadata)) {
-			x := v.Metadata[k]
-			e.String(k)
-			e.String(x)
-		}
-		e.End(at2)
-	}
+	idemimpl.EncMap(e.Field("Metadata"), v.Metadata, (*idemimpl.Encoder).String, (*idemimpl.Encoder).String)
 	idemimpl.EncPtr(e.Field("LastError"), v.LastError, idemEncSdkError)
 	e.End(at)
 }

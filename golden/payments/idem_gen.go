@@ -117,19 +117,7 @@ func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 				}
 			}
 		case "Metadata":
-			if d.Nil() {
-				v.Metadata = nil
-			} else {
-				n := d.Map()
-				v.Metadata = make(map[string]string, n)
-				for range n {
-					var k string
-					var x string
-					k = d.String()
-					x = d.String()
-					v.Metadata[k] = x
-				}
-			}
+			idemimpl.DecMap(d, &v.Metadata, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
 		case "Outcome":
 			idemimpl.DecPtr(d, &v.Outcome, idemDecSdkOutcome)
 		}
@@ -204,19 +192,7 @@ func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 		}
 		e.End(at2)
 	}
-	e.Field("Metadata")
-	if v.Metadata == nil {
-		e.Nil()
-	} else {
-		at3 := e.Map(len(v.Metadata))
-		// sorted: the same value always has the same bytes
-		for _, k := range slices.Sorted(maps.Keys(v.Metadata)) {
-			x := v.Metadata[k]
-			e.String(k)
-			e.String(x)
-		}
-		e.End(at3)
-	}
+	idemimpl.EncMap(e.Field("Metadata"), v.Metadata, (*idemimpl.Encoder).String, (*idemimpl.Encoder).String)
 	idemimpl.EncPtr(e.Field("Outcome"), v.Outcome, idemEncSdkOutcome)
 	e.End(at)
 }

@@ -4,9 +4,7 @@ package restclient
 
 import (
 	"context"
-	"maps"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -99,19 +97,7 @@ func idemDecUser(d *idemimpl.Decoder, v *User) {
 		case "Created":
 			d.Unmarshaled(v.Created.UnmarshalBinary(d.Marshaled()))
 		case "Settings":
-			if d.Nil() {
-				v.Settings = nil
-			} else {
-				n := d.Map()
-				v.Settings = make(map[string]bool, n)
-				for range n {
-					var k string
-					var x bool
-					k = d.String()
-					x = d.Bool()
-					v.Settings[k] = x
-				}
-			}
+			idemimpl.DecMap(d, &v.Settings, (*idemimpl.Decoder).String, (*idemimpl.Decoder).Bool)
 		}
 	}
 }
@@ -123,19 +109,7 @@ func idemEncUser(e *idemimpl.Encoder, v *User) {
 	idemimpl.EncPtr(e.Field("Email"), v.Email, idemimpl.EncString)
 	idemimpl.EncList(e.Field("Orgs"), v.Orgs, idemimpl.EncString)
 	e.Field("Created").Marshaled(v.Created.MarshalBinary())
-	e.Field("Settings")
-	if v.Settings == nil {
-		e.Nil()
-	} else {
-		at2 := e.Map(len(v.Settings))
-		// sorted: the same value always has the same bytes
-		for _, k := range slices.Sorted(maps.Keys(v.Settings)) {
-			x := v.Settings[k]
-			e.String(k)
-			e.Bool(x)
-		}
-		e.End(at2)
-	}
+	idemimpl.EncMap(e.Field("Settings"), v.Settings, (*idemimpl.Encoder).String, (*idemimpl.Encoder).Bool)
 	e.End(at)
 }
 

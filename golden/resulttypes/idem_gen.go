@@ -59,19 +59,7 @@ func idemDecMeta(d *idemimpl.Decoder, v *Meta) {
 		case "Created":
 			d.Unmarshaled(v.Created.UnmarshalBinary(d.Marshaled()))
 		case "Labels":
-			if d.Nil() {
-				v.Labels = nil
-			} else {
-				n := d.Map()
-				v.Labels = make(map[string]string, n)
-				for range n {
-					var k string
-					var x string
-					k = d.String()
-					x = d.String()
-					v.Labels[k] = x
-				}
-			}
+			idemimpl.DecMap(d, &v.Labels, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
 		}
 	}
 }
@@ -130,19 +118,7 @@ func idemDecReport(d *idemimpl.Decoder, v *Report) {
 func idemEncMeta(e *idemimpl.Encoder, v *Meta) {
 	at := e.Struct()
 	e.Field("Created").Marshaled(v.Created.MarshalBinary())
-	e.Field("Labels")
-	if v.Labels == nil {
-		e.Nil()
-	} else {
-		at2 := e.Map(len(v.Labels))
-		// sorted: the same value always has the same bytes
-		for _, k := range slices.Sorted(maps.Keys(v.Labels)) {
-			x := v.Labels[k]
-			e.String(k)
-			e.String(x)
-		}
-		e.End(at2)
-	}
+	idemimpl.EncMap(e.Field("Labels"), v.Labels, (*idemimpl.Encoder).String, (*idemimpl.Encoder).String)
 	e.End(at)
 }
 

@@ -4,8 +4,6 @@ package codecbench
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -93,19 +91,7 @@ func idemDecLine(d *idemimpl.Decoder, v *Line) {
 		case "Price":
 			v.Price = d.Float64()
 		case "Tags":
-			if d.Nil() {
-				v.Tags = nil
-			} else {
-				n := d.Map()
-				v.Tags = make(map[string]string, n)
-				for range n {
-					var k string
-					var x string
-					k = d.String()
-					x = d.String()
-					v.Tags[k] = x
-				}
-			}
+			idemimpl.DecMap(d, &v.Tags, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
 		}
 	}
 }
@@ -130,19 +116,7 @@ func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 		case "Notes":
 			idemimpl.DecPtr(d, &v.Notes, idemimpl.DecString)
 		case "Meta":
-			if d.Nil() {
-				v.Meta = nil
-			} else {
-				n := d.Map()
-				v.Meta = make(map[string]string, n)
-				for range n {
-					var k string
-					var x string
-					k = d.String()
-					x = d.String()
-					v.Meta[k] = x
-				}
-			}
+			idemimpl.DecMap(d, &v.Meta, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
 		case "Discounts":
 			if d.Nil() {
 				v.Discounts = nil
@@ -187,19 +161,7 @@ func idemEncLine(e *idemimpl.Encoder, v *Line) {
 	e.Field("SKU").String(v.SKU)
 	e.Field("Qty").Int(int64(v.Qty))
 	e.Field("Price").Float64(v.Price)
-	e.Field("Tags")
-	if v.Tags == nil {
-		e.Nil()
-	} else {
-		at2 := e.Map(len(v.Tags))
-		// sorted: the same value always has the same bytes
-		for _, k := range slices.Sorted(maps.Keys(v.Tags)) {
-			x := v.Tags[k]
-			e.String(k)
-			e.String(x)
-		}
-		e.End(at2)
-	}
+	idemimpl.EncMap(e.Field("Tags"), v.Tags, (*idemimpl.Encoder).String, (*idemimpl.Encoder).String)
 	e.End(at)
 }
 
@@ -213,28 +175,16 @@ func idemEncOrder(e *idemimpl.Encoder, v *Order) {
 	e.Field("Paid").Bool(v.Paid)
 	e.Field("CreatedAt").Marshaled(v.CreatedAt.MarshalBinary())
 	idemimpl.EncPtr(e.Field("Notes"), v.Notes, idemimpl.EncString)
-	e.Field("Meta")
-	if v.Meta == nil {
-		e.Nil()
-	} else {
-		at2 := e.Map(len(v.Meta))
-		// sorted: the same value always has the same bytes
-		for _, k := range slices.Sorted(maps.Keys(v.Meta)) {
-			x := v.Meta[k]
-			e.String(k)
-			e.String(x)
-		}
-		e.End(at2)
-	}
+	idemimpl.EncMap(e.Field("Meta"), v.Meta, (*idemimpl.Encoder).String, (*idemimpl.Encoder).String)
 	e.Field("Discounts")
 	if v.Discounts == nil {
 		e.Nil()
 	} else {
-		at3 := e.List(len(v.Discounts))
+		at2 := e.List(len(v.Discounts))
 		for i := range v.Discounts {
 			e.Int(v.Discounts[i])
 		}
-		e.End(at3)
+		e.End(at2)
 	}
 	e.Field("Status").String(v.Status)
 	e.Field("Ref").Bytes(v.Ref)

@@ -1,5 +1,11 @@
 package idemimpl
 
+import (
+	"cmp"
+	"maps"
+	"slices"
+)
+
 // Combinators: the shapes generated code repeats around a value that
 // another generated function writes (a pointer to it, a slice of it), and
 // the codecs of results of one basic type, as one call each. Each writes
@@ -11,7 +17,9 @@ package idemimpl
 // the caller keeps on its stack stays there, inlined or not. Handing
 // elements by pointer to a func value would make them escape, at an
 // allocation a call. The codecs' EncList and DecList see only results,
-// which are on the heap already.
+// which are on the heap already; EncMap and DecMap take keys and values by
+// value too, as a map's cannot be addressed and a copy handed by pointer
+// to a func value would be allocated.
 
 // KeyPtr writes a pointer: Nil, or Ptr and the value key writes.
 func KeyPtr[T any](b *KeyBuilder, p *T, key func(*KeyBuilder, *T)) {
@@ -93,6 +101,37 @@ func DecList[S ~[]E, E any](d *Decoder, s *S, dec func(*Decoder, *E)) {
 	*s = make(S, d.List())
 	for i := range *s {
 		dec(d, &(*s)[i])
+	}
+}
+
+// EncMap stores a map: nil, or its entries in the order of their keys, so
+// the same value always has the same bytes. key and val store a key and
+// a value by value: (*Encoder).String…
+func EncMap[M ~map[K]V, K cmp.Ordered, V any](e *Encoder, m M, key func(*Encoder, K), val func(*Encoder, V)) {
+	if m == nil {
+		e.Nil()
+		return
+	}
+	at := e.Map(len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		key(e, k)
+		val(e, m[k])
+	}
+	e.End(at)
+}
+
+// DecMap restores a map EncMap stored into *m; key and val return a
+// key and a value: (*Decoder).String…
+func DecMap[M ~map[K]V, K comparable, V any](d *Decoder, m *M, key func(*Decoder) K, val func(*Decoder) V) {
+	if d.Nil() {
+		*m = nil
+		return
+	}
+	n := d.Map()
+	*m = make(M, n)
+	for range n {
+		k := key(d)
+		(*m)[k] = val(d)
 	}
 }
 

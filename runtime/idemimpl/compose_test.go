@@ -1,7 +1,10 @@
 package idemimpl
 
 import (
+	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -113,6 +116,51 @@ var listInline = TypedCodec[lines]{
 	},
 }
 
+var mapInline = TypedCodec[map[string]float64]{
+	Encode: func(e *Encoder, v *map[string]float64) {
+		if *v == nil {
+			e.Nil()
+		} else {
+			at := e.Map(len(*v))
+			for _, k := range slices.Sorted(maps.Keys(*v)) {
+				x := (*v)[k]
+				e.String(k)
+				e.Float64(x)
+			}
+			e.End(at)
+		}
+	},
+	Decode: func(d *Decoder, v *map[string]float64) {
+		if d.Nil() {
+			*v = nil
+		} else {
+			n := d.Map()
+			*v = make(map[string]float64, n)
+			for range n {
+				var k string
+				var x float64
+				k = d.String()
+				x = d.Float64()
+				(*v)[k] = x
+			}
+		}
+	},
+}
+
+var mapComposed = TypedCodec[map[string]float64]{
+	Encode: func(e *Encoder, v *map[string]float64) { EncMap(e, *v, (*Encoder).String, (*Encoder).Float64) },
+	Decode: func(d *Decoder, v *map[string]float64) { DecMap(d, v, (*Decoder).String, (*Decoder).Float64) },
+}
+
+// floatMap has entries enough that its iteration order varies.
+var floatMap = func() map[string]float64 {
+	m := map[string]float64{}
+	for i := range 64 {
+		m[strconv.Itoa(i)] = float64(i) / 3
+	}
+	return m
+}()
+
 var listComposed = TypedCodec[lines]{
 	Encode: func(e *Encoder, v *lines) { EncList(e, *v, encLine) },
 	Decode: func(d *Decoder, v *lines) { DecList(d, v, decLine) },
@@ -173,6 +221,25 @@ func TestComposedKeys(t *testing.T) {
 	for _, tt := range tests {
 		if diff := cmp.Diff(material(tt.inline), material(tt.composed)); diff != "" {
 			t.Errorf("%s: key material differs (-inline +composed):\n%s", tt.name, diff)
+		}
+	}
+}
+
+// DecMap reads what the inline loop reads from every prefix of a record:
+// the same value, the same error.
+func TestDecMapPrefixes(t *testing.T) {
+	rec, err := mapInline.Marshal(&floatMap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range len(rec) + 1 {
+		var want, got map[string]float64
+		errW, errG := mapInline.Unmarshal(rec[:n], &want), mapComposed.Unmarshal(rec[:n], &got)
+		if fmt.Sprint(errW) != fmt.Sprint(errG) {
+			t.Errorf("prefix %d: error %v, inline %v", n, errG, errW)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("prefix %d: (-inline +composed):\n%s", n, diff)
 		}
 	}
 }
@@ -242,6 +309,7 @@ func TestComposedCodecs(t *testing.T) {
 				}
 			},
 		}, ListCodec[string](EncString, DecString)}, []any{[]string(nil), []string{}, []string{"a", ""}}},
+		{"map", codecs{mapInline, mapComposed}, []any{map[string]float64(nil), map[string]float64{}, floatMap}},
 		{"value", codecs{TypedCodec[line]{Encode: encLine, Decode: decLine}, Codec(encLine, decLine)}, []any{one}},
 		{"int", codecs{TypedCodec[int64]{Encode: func(e *Encoder, v *int64) { e.Int(*v) }, Decode: func(d *Decoder, v *int64) { *v = d.Int(64) }}, IntCodec[int64](64)}, []any{i64}},
 		{"uint", codecs{TypedCodec[uint16]{Encode: func(e *Encoder, v *uint16) { e.Uint(uint64(*v)) }, Decode: func(d *Decoder, v *uint16) { *v = uint16(d.Uint(16)) }}, UintCodec[uint16](16)}, []any{u16}},
@@ -283,6 +351,8 @@ func BenchmarkComposed(b *testing.B) {
 	}
 	rec, _ := listInline.Marshal(ls)
 	ptrRec, _ := ptrInline.Marshal(&ls[1])
+	fm := map[string]float64{"a": 1, "b": 2, "c": 3, "d": 4}
+	mapRec, _ := mapInline.Marshal(&fm)
 	var kb KeyBuilder
 	strs := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
 	small := map[string]int{"a": 1, "b": 2, "c": 3, "d": 4}
@@ -302,6 +372,10 @@ func BenchmarkComposed(b *testing.B) {
 		{"encode/pointer/composed", func() { _, _ = ptrComposed.Marshal(&ls[1]) }},
 		{"decode/pointer/inline", func() { var v *line; _ = ptrInline.Unmarshal(ptrRec, &v) }},
 		{"decode/pointer/composed", func() { var v *line; _ = ptrComposed.Unmarshal(ptrRec, &v) }},
+		{"encode/map/inline", func() { _, _ = mapInline.Marshal(&fm) }},
+		{"encode/map/composed", func() { _, _ = mapComposed.Marshal(&fm) }},
+		{"decode/map/inline", func() { var v map[string]float64; _ = mapInline.Unmarshal(mapRec, &v) }},
+		{"decode/map/composed", func() { var v map[string]float64; _ = mapComposed.Unmarshal(mapRec, &v) }},
 		{"decode/list/inline", func() { var v lines; _ = listInline.Unmarshal(rec, &v) }},
 		{"decode/list/composed", func() { var v lines; _ = listComposed.Unmarshal(rec, &v) }},
 	}
