@@ -384,7 +384,8 @@ func (w *writer) writePointer(v val, elemT types.Type, path string, ex exTree) (
 // writeSlice: Nil, or the length and the elements (bytes at once). Other
 // loops than KeyList's are written out: a combinator that hands each
 // element to a writer by pointer through a func value is not inlined, so
-// a slice the caller holds on its stack would move to the heap.
+// a slice the caller holds on its stack would move to the heap. KeyListHead
+// reads only the slice's length, which moves nothing.
 func (w *writer) writeSlice(v val, elemT types.Type, path string, variadic bool) ([]jen.Code, bool) {
 	b := w.b
 	if types.Identical(elemT, types.Typ[types.Byte]) {
@@ -404,14 +405,18 @@ func (w *writer) writeSlice(v val, elemT types.Type, path string, variadic bool)
 	if !ok {
 		return nil, false
 	}
-	body := []jen.Code{b().Dot("List").Call(jen.Len(v.value()))}
+	// A nil slice is Nil, other slices List and the length (nil and empty
+	// variadic arguments are the same call: List); the loop writes no
+	// element of a nil slice.
+	head := w.e.qual(w.e.impl, "KeyListHead").Call(b(), v.value())
+	if variadic {
+		head = b().Dot("List").Call(jen.Len(v.value()))
+	}
+	body := one(head)
 	if len(inner) > 0 { // elements that write nothing need no loop
 		body = append(body, jen.For(loopVar(inner, i).Range().Add(v.value())).Block(inner...))
 	}
-	if variadic {
-		return body, true // nil and empty variadic arguments are the same call
-	}
-	return w.nilCheck(v, body), true
+	return body, true
 }
 
 // writeArray: the length and the elements (bytes at once).

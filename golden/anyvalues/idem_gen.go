@@ -206,13 +206,9 @@ func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 		}
 		b.MapEnd()
 	}
-	if v.Tags == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Tags))
-		for i := range v.Tags {
-			b.Any(v.Tags[i])
-		}
+	idemimpl.KeyListHead(b, v.Tags)
+	for i := range v.Tags {
+		b.Any(v.Tags[i])
 	}
 }
 

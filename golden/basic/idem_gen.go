@@ -82,13 +82,9 @@ func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 	b.Int(v.Amount)
 	b.String(v.Note)
 	b.Time(v.Due)
-	if v.Lines == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Lines))
-		for i := range v.Lines {
-			idemKeyLine(b, &v.Lines[i])
-		}
+	idemimpl.KeyListHead(b, v.Lines)
+	for i := range v.Lines {
+		idemKeyLine(b, &v.Lines[i])
 	}
 	idemimpl.KeyMap(b, v.Meta, idemimpl.StringKey, idemimpl.StringKey)
 }

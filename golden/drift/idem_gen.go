@@ -133,13 +133,9 @@ func IdempotentSaveKey[S ~string](x *Idempotent, p Page[S]) (string, error) {
 func idemBeginSave[S ~string](x *Idempotent, p *Page[S]) idem.Call {
 	c := x.g.Begin(idemSpecSave)
 	c.Key().Type(reflect.TypeFor[S]())
-	if p.Items == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(p.Items))
-		for i := range p.Items {
-			c.Key().String(string(p.Items[i]))
-		}
+	idemimpl.KeyListHead(c.Key(), p.Items)
+	for i := range p.Items {
+		c.Key().String(string(p.Items[i]))
 	}
 	return c
 }

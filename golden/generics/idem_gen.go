@@ -211,13 +211,9 @@ func IdempotentSaveKey[S ~string](x *Idempotent, p Page[S], ps ...S) (string, er
 func idemBeginSave[S ~string](x *Idempotent, p *Page[S], ps []S) idem.Call {
 	c := x.g.Begin(idemSpecSave)
 	c.Key().Type(reflect.TypeFor[S]())
-	if p.Items == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(p.Items))
-		for i := range p.Items {
-			c.Key().String(string(p.Items[i]))
-		}
+	idemimpl.KeyListHead(c.Key(), p.Items)
+	for i := range p.Items {
+		c.Key().String(string(p.Items[i]))
 	}
 	idemimpl.KeyPtr(c.Key(), p.Next, idemimpl.KeyString)
 	c.Key().List(len(ps))
@@ -454,25 +450,17 @@ func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 }
 
 func idemKeyPage_ModelInvoice(b *idemimpl.KeyBuilder, v *Page[model.Invoice]) {
-	if v.Items == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Items))
-		for i := range v.Items {
-			idemKeyModelInvoice(b, &v.Items[i])
-		}
+	idemimpl.KeyListHead(b, v.Items)
+	for i := range v.Items {
+		idemKeyModelInvoice(b, &v.Items[i])
 	}
 	idemimpl.KeyPtr(b, v.Next, idemimpl.KeyString)
 }
 
 func idemKeyPage_ModelInvoice2(b *idemimpl.KeyBuilder, v *Page[model2.Invoice]) {
-	if v.Items == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Items))
-		for i := range v.Items {
-			idemKeyModelInvoice2(b, &v.Items[i])
-		}
+	idemimpl.KeyListHead(b, v.Items)
+	for i := range v.Items {
+		idemKeyModelInvoice2(b, &v.Items[i])
 	}
 	idemimpl.KeyPtr(b, v.Next, idemimpl.KeyString)
 }

@@ -92,13 +92,9 @@ func idemKeySdkPutObjectInput(b *idemimpl.KeyBuilder, v *sdk.PutObjectInput) {
 		b.Bytes(v.Body)
 	}
 	idemimpl.KeyMap(b, v.Metadata, idemimpl.StringKey, idemimpl.StringKey)
-	if v.Tags == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Tags))
-		for i := range v.Tags {
-			idemKeySdkTag(b, &v.Tags[i])
-		}
+	idemimpl.KeyListHead(b, v.Tags)
+	for i := range v.Tags {
+		idemKeySdkTag(b, &v.Tags[i])
 	}
 	b.String(string(v.Mode))
 	idemimpl.KeyPtr(b, v.Size, idemimpl.KeyInt)

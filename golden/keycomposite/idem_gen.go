@@ -62,13 +62,9 @@ func idemKeyPoint(b *idemimpl.KeyBuilder, v *Point) {
 }
 
 func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
-	if v.Points == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Points))
-		for i := range v.Points {
-			idemKeyPoint(b, &v.Points[i])
-		}
+	idemimpl.KeyListHead(b, v.Points)
+	for i := range v.Points {
+		idemKeyPoint(b, &v.Points[i])
 	}
 	b.List(2)
 	for i := range v.Grid {
@@ -123,13 +119,9 @@ func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 	}
 	b.String(v.Anon.A)
 	b.String(v.Anon.B)
-	if v.PtrSlice == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.PtrSlice))
-		for i := range v.PtrSlice {
-			idemimpl.KeyPtr(b, v.PtrSlice[i], idemKeyPoint)
-		}
+	idemimpl.KeyListHead(b, v.PtrSlice)
+	for i := range v.PtrSlice {
+		idemimpl.KeyPtr(b, v.PtrSlice[i], idemKeyPoint)
 	}
 	if v.Keys == nil {
 		b.Nil()

@@ -202,19 +202,11 @@ func (x *Idempotent) beginMarks(m []struct {
 	Note string `idem:"-"`
 }) idem.Call {
 	c := x.g.Begin(idemSpecMarks)
-	if m == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(m))
-	}
+	idemimpl.KeyListHead(c.Key(), m)
 	c.Key().List(2)
-	if n == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(n))
-		for range n {
-			c.Key().List(1)
-		}
+	idemimpl.KeyListHead(c.Key(), n)
+	for range n {
+		c.Key().List(1)
 	}
 	return c
 }

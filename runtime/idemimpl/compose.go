@@ -43,6 +43,17 @@ func KeyList[S ~[]E, E any](b *KeyBuilder, s S, key func(*KeyBuilder, E)) {
 	}
 }
 
+// KeyListHead writes a slice's head: Nil for a nil slice, else List and
+// its length. The caller writes the elements after it (a nil slice has
+// none); only the length is read, so the slice stays where it is.
+func KeyListHead[S ~[]E, E any](b *KeyBuilder, s S) {
+	if s == nil {
+		b.Nil()
+		return
+	}
+	b.List(len(s))
+}
+
 // KeyMap writes a map: Nil, or MapStart, an entry per key and value (the
 // builder sorts them), MapEnd.
 func KeyMap[M ~map[K]V, K comparable, V any](b *KeyBuilder, m M, key func(*KeyBuilder, K), val func(*KeyBuilder, V)) {

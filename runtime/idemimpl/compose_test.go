@@ -69,6 +69,24 @@ func keyListInline(b *KeyBuilder, s []string) {
 	}
 }
 
+func keyPointsInline(b *KeyBuilder, s lines) {
+	if s == nil {
+		b.Nil()
+	} else {
+		b.List(len(s))
+		for i := range s {
+			keyLine(b, &s[i])
+		}
+	}
+}
+
+func keyPointsHead(b *KeyBuilder, s lines) {
+	KeyListHead(b, s)
+	for i := range s {
+		keyLine(b, &s[i])
+	}
+}
+
 func keyMapInline(b *KeyBuilder, m map[string]int) {
 	if m == nil {
 		b.Nil()
@@ -214,6 +232,9 @@ func TestComposedKeys(t *testing.T) {
 		{"uint list", func(b *KeyBuilder) { b.List(1); b.Uint(9) }, func(b *KeyBuilder) { KeyList(b, []uint32{9}, UintKey) }},
 		{"bool list", func(b *KeyBuilder) { b.List(1); b.Bool(true) }, func(b *KeyBuilder) { KeyList(b, []bool{true}, BoolKey) }},
 		{"float list", func(b *KeyBuilder) { b.List(1); b.Float(float64(float32(0.1))) }, func(b *KeyBuilder) { KeyList(b, []float32{0.1}, FloatKey) }},
+		{"nil list head", func(b *KeyBuilder) { keyPointsInline(b, nil) }, func(b *KeyBuilder) { keyPointsHead(b, nil) }},
+		{"empty list head", func(b *KeyBuilder) { keyPointsInline(b, lines{}) }, func(b *KeyBuilder) { keyPointsHead(b, lines{}) }},
+		{"list head", func(b *KeyBuilder) { keyPointsInline(b, two) }, func(b *KeyBuilder) { keyPointsHead(b, two) }},
 		{"nil map", func(b *KeyBuilder) { keyMapInline(b, nil) }, func(b *KeyBuilder) { KeyMap(b, map[string]int(nil), StringKey, IntKey) }},
 		{"empty map", func(b *KeyBuilder) { keyMapInline(b, map[string]int{}) }, func(b *KeyBuilder) { KeyMap(b, map[string]int{}, StringKey, IntKey) }},
 		{"map", func(b *KeyBuilder) { keyMapInline(b, bigMap) }, func(b *KeyBuilder) { KeyMap(b, bigMap, StringKey, IntKey) }},
@@ -244,8 +265,8 @@ func TestDecMapPrefixes(t *testing.T) {
 	}
 }
 
-// keyOnStack keys a slice and a map it keeps on its stack: KeyList and
-// KeyMap, inlined or not, must not move them to the heap.
+// keyOnStack keys slices and a map it keeps on its stack: KeyList, KeyMap
+// and KeyListHead, inlined or not, must not move them to the heap.
 //
 //go:noinline
 func keyOnStack(b *KeyBuilder, a string, n int) {
@@ -255,13 +276,18 @@ func keyOnStack(b *KeyBuilder, a string, n int) {
 	KeyList(b, ns, IntKey)
 	m := map[string]int{a: n, "y": 1}
 	KeyMap(b, m, StringKey, IntKey)
+	ls := lines{{a, int64(n)}}
+	KeyListHead(b, ls)
+	for i := range ls {
+		keyLine(b, &ls[i])
+	}
 }
 
 func TestComposedKeysAllocations(t *testing.T) {
 	var b KeyBuilder
 	keyOnStack(&b, "a", 1) // the builder's buffers grow once
 	if n := testing.AllocsPerRun(100, func() { b.Reset(); keyOnStack(&b, "a", 1) }); n != 0 {
-		t.Errorf("KeyList and KeyMap over a caller's stack: %v allocations, want 0", n)
+		t.Errorf("KeyList, KeyMap and KeyListHead over a caller's stack: %v allocations, want 0", n)
 	}
 }
 

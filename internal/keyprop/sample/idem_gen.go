@@ -126,15 +126,11 @@ func (x *Idempotent) Keyed2Key(v [][1][]A5) (string, error) {
 // beginKeyed2 starts a call of Keyed2 and writes its key material.
 func (x *Idempotent) beginKeyed2(v [][1][]A5) idem.Call {
 	c := x.g.Begin(idemSpecKeyed2)
-	if v == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(v))
-		for i := range v {
-			c.Key().List(1)
-			for i2 := range v[i] {
-				idemimpl.KeyList(c.Key(), v[i][i2], idemimpl.UintKey)
-			}
+	idemimpl.KeyListHead(c.Key(), v)
+	for i := range v {
+		c.Key().List(1)
+		for i2 := range v[i] {
+			idemimpl.KeyList(c.Key(), v[i][i2], idemimpl.UintKey)
 		}
 	}
 	return c
@@ -1542,11 +1538,7 @@ func (x *Idempotent) KeyedFixed1Key(v []struct{}) (string, error) {
 // beginKeyedFixed1 starts a call of KeyedFixed1 and writes its key material.
 func (x *Idempotent) beginKeyedFixed1(v []struct{}) idem.Call {
 	c := x.g.Begin(idemSpecKeyedFixed1)
-	if v == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(v))
-	}
+	idemimpl.KeyListHead(c.Key(), v)
 	return c
 }
 
@@ -1839,13 +1831,9 @@ func (x *Idempotent) beginKeyedFixed4(v *struct {
 		}
 		c.Key().MapEnd()
 	}
-	if v.E == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(v.E))
-		for i := range v.E {
-			idemKeyEmpty(c.Key(), &v.E[i])
-		}
+	idemimpl.KeyListHead(c.Key(), v.E)
+	for i := range v.E {
+		idemKeyEmpty(c.Key(), &v.E[i])
 	}
 	idemimpl.KeyPtr(c.Key(), v.P, idemKeyEmpty)
 	return c
@@ -2764,22 +2752,18 @@ func idemKeyGen_MapMK10ToGen_int(b *idemimpl.KeyBuilder, v *Gen[map[MK10]Gen[int
 		}
 		b.MapEnd()
 	}
-	if v.L == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.L))
-		for i := range v.L {
-			if v.L[i] == nil {
-				b.Nil()
-			} else {
-				b.MapStart(len(v.L[i]))
-				for k, e := range v.L[i] {
-					b.MapEntry()
-					idemKeyMK10(b, &k)
-					idemKeyGen_int(b, &e)
-				}
-				b.MapEnd()
+	idemimpl.KeyListHead(b, v.L)
+	for i := range v.L {
+		if v.L[i] == nil {
+			b.Nil()
+		} else {
+			b.MapStart(len(v.L[i]))
+			for k, e := range v.L[i] {
+				b.MapEntry()
+				idemKeyMK10(b, &k)
+				idemKeyGen_int(b, &e)
 			}
+			b.MapEnd()
 		}
 	}
 	if v.P == nil {
@@ -2802,13 +2786,9 @@ func idemKeyGen_MapMK10ToGen_int(b *idemimpl.KeyBuilder, v *Gen[map[MK10]Gen[int
 
 func idemKeyGen_S6(b *idemimpl.KeyBuilder, v *Gen[S6]) {
 	idemKeyS6(b, &v.V)
-	if v.L == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.L))
-		for i := range v.L {
-			idemKeyS6(b, &v.L[i])
-		}
+	idemimpl.KeyListHead(b, v.L)
+	for i := range v.L {
+		idemKeyS6(b, &v.L[i])
 	}
 	idemimpl.KeyPtr(b, v.P, idemKeyS6)
 }
@@ -2819,16 +2799,12 @@ func idemKeyGen_Slicebyte(b *idemimpl.KeyBuilder, v *Gen[[]byte]) {
 	} else {
 		b.Bytes(v.V)
 	}
-	if v.L == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.L))
-		for i := range v.L {
-			if v.L[i] == nil {
-				b.Nil()
-			} else {
-				b.Bytes(v.L[i])
-			}
+	idemimpl.KeyListHead(b, v.L)
+	for i := range v.L {
+		if v.L[i] == nil {
+			b.Nil()
+		} else {
+			b.Bytes(v.L[i])
 		}
 	}
 	if v.P == nil {
@@ -2993,13 +2969,9 @@ func idemKeyRec20(b *idemimpl.KeyBuilder, v *Rec20) {
 	}
 	defer b.Leave()
 	b.String(string(v.V))
-	if v.Next == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Next))
-		for i := range v.Next {
-			idemimpl.KeyPtr(b, v.Next[i], idemKeyRec20)
-		}
+	idemimpl.KeyListHead(b, v.Next)
+	for i := range v.Next {
+		idemimpl.KeyPtr(b, v.Next[i], idemKeyRec20)
 	}
 }
 
