@@ -1065,9 +1065,7 @@ func (g *codecGen) decSlice(t, elem types.Type, v vx, path, foreignAt string, s 
 	}
 	i := s.get("i")
 	inner := g.dec(elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
-	return one(jen.If(dCall("Nil")).Block(v.val().Op("=").Nil()).Else().Block(
-		v.val().Op("=").Make(g.e.typ(t), dCall("List")),
-		rangeOver(i, v.val(), inner)))
+	return []jen.Code{g.e.qual(g.e.impl, "DecListHead").Call(jen.Id("d"), v.addr()), rangeOver(i, v.val(), inner)}
 }
 
 // combinator calls the idemimpl combinator fn over x with the helper

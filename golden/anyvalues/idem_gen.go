@@ -150,13 +150,9 @@ func idemDecResult(d *idemimpl.Decoder, v *Result) {
 				}
 			}
 		case "Items":
-			if d.Nil() {
-				v.Items = nil
-			} else {
-				v.Items = make([]any, d.List())
-				for i := range v.Items {
-					v.Items[i] = d.Any()
-				}
+			idemimpl.DecListHead(d, &v.Items)
+			for i := range v.Items {
+				v.Items[i] = d.Any()
 			}
 		case "V":
 			v.V = d.Any()

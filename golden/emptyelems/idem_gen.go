@@ -91,13 +91,9 @@ func idemDecSets(d *idemimpl.Decoder, v *Sets) {
 				}
 			}
 		case "Slots":
-			if d.Nil() {
-				v.Slots = nil
-			} else {
-				v.Slots = make([]struct{}, d.List())
-				for range v.Slots {
-					for range d.Fields() {
-					}
+			idemimpl.DecListHead(d, &v.Slots)
+			for range v.Slots {
+				for range d.Fields() {
 				}
 			}
 		case "Fixed":

@@ -66,13 +66,9 @@ var idemCodecSummarize = idemimpl.TypedCodec[idemResultSummarize]{
 			case "R1":
 				idemDecStats(d, &v.r1)
 			case "R2":
-				if d.Nil() {
-					v.r2 = nil
-				} else {
-					v.r2 = make([]float32, d.List())
-					for i := range v.r2 {
-						v.r2[i] = d.Float32()
-					}
+				idemimpl.DecListHead(d, &v.r2)
+				for i := range v.r2 {
+					v.r2[i] = d.Float32()
 				}
 			}
 		}

@@ -70,13 +70,9 @@ var idemCodecSplit = idemimpl.TypedCodec[idemResultSplit]{
 			case "R1":
 				v.r1 = int(d.Int(64))
 			case "R2":
-				if d.Nil() {
-					v.r2 = nil
-				} else {
-					v.r2 = make([]int, d.List())
-					for i := range v.r2 {
-						v.r2[i] = int(d.Int(64))
-					}
+				idemimpl.DecListHead(d, &v.r2)
+				for i := range v.r2 {
+					v.r2[i] = int(d.Int(64))
 				}
 			case "R3":
 				idemimpl.DecPtr(d, &v.r3, idemDecReceipt)

@@ -108,13 +108,9 @@ func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 		case "Captured":
 			v.Captured = d.Bool()
 		case "Refunds":
-			if d.Nil() {
-				v.Refunds = nil
-			} else {
-				v.Refunds = make([]*sdk.Refund, d.List())
-				for i := range v.Refunds {
-					idemimpl.DecPtr(d, &v.Refunds[i], idemDecSdkRefund)
-				}
+			idemimpl.DecListHead(d, &v.Refunds)
+			for i := range v.Refunds {
+				idemimpl.DecPtr(d, &v.Refunds[i], idemDecSdkRefund)
 			}
 		case "Metadata":
 			idemimpl.DecMap(d, &v.Metadata, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)

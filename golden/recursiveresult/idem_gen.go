@@ -62,13 +62,9 @@ func idemDecNode(d *idemimpl.Decoder, v *Node) {
 		case "ID":
 			v.ID = int(d.Int(64))
 		case "Children":
-			if d.Nil() {
-				v.Children = nil
-			} else {
-				v.Children = make([]*Node, d.List())
-				for i := range v.Children {
-					idemimpl.DecPtr(d, &v.Children[i], idemDecNode)
-				}
+			idemimpl.DecListHead(d, &v.Children)
+			for i := range v.Children {
+				idemimpl.DecPtr(d, &v.Children[i], idemDecNode)
 			}
 		case "Next":
 			idemimpl.DecPtr(d, &v.Next, idemDecNode)

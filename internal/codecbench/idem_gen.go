@@ -118,13 +118,9 @@ func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 		case "Meta":
 			idemimpl.DecMap(d, &v.Meta, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
 		case "Discounts":
-			if d.Nil() {
-				v.Discounts = nil
-			} else {
-				v.Discounts = make([]int64, d.List())
-				for i := range v.Discounts {
-					v.Discounts[i] = d.Int(64)
-				}
+			idemimpl.DecListHead(d, &v.Discounts)
+			for i := range v.Discounts {
+				v.Discounts[i] = d.Int(64)
 			}
 		case "Status":
 			v.Status = d.String()

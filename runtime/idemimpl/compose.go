@@ -146,6 +146,17 @@ func DecMap[M ~map[K]V, K comparable, V any](d *Decoder, m *M, key func(*Decoder
 	}
 }
 
+// DecListHead restores the head of a slice EncList or an inline loop
+// stored: nil, or a slice of the stored length, whose elements the caller
+// reads after it (a nil slice has none).
+func DecListHead[S ~[]E, E any](d *Decoder, s *S) {
+	if d.Nil() {
+		*s = nil
+		return
+	}
+	*s = make(S, d.List())
+}
+
 // Codec is the codec of results of a type whose values enc and dec store
 // and restore.
 func Codec[T any](enc func(*Encoder, *T), dec func(*Decoder, *T)) TypedCodec[T] {

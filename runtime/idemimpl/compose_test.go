@@ -134,6 +134,16 @@ var listInline = TypedCodec[lines]{
 	},
 }
 
+var listHead = TypedCodec[lines]{
+	Encode: listInline.Encode,
+	Decode: func(d *Decoder, v *lines) {
+		DecListHead(d, v)
+		for i := range *v {
+			decLine(d, &(*v)[i])
+		}
+	},
+}
+
 var mapInline = TypedCodec[map[string]float64]{
 	Encode: func(e *Encoder, v *map[string]float64) {
 		if *v == nil {
@@ -335,6 +345,7 @@ func TestComposedCodecs(t *testing.T) {
 				}
 			},
 		}, ListCodec[string](EncString, DecString)}, []any{[]string(nil), []string{}, []string{"a", ""}}},
+		{"list head", codecs{listInline, listHead}, []any{lines(nil), lines{}, lines{{"a", 1}, {"b", 2}}}},
 		{"map", codecs{mapInline, mapComposed}, []any{map[string]float64(nil), map[string]float64{}, floatMap}},
 		{"value", codecs{TypedCodec[line]{Encode: encLine, Decode: decLine}, Codec(encLine, decLine)}, []any{one}},
 		{"int", codecs{TypedCodec[int64]{Encode: func(e *Encoder, v *int64) { e.Int(*v) }, Decode: func(d *Decoder, v *int64) { *v = d.Int(64) }}, IntCodec[int64](64)}, []any{i64}},

@@ -1585,13 +1585,9 @@ var _ func(context.Context, int64, []struct{}) ([]struct{}, error) = StoredFixed
 
 var idemCodecStoredFixed1 = idemimpl.TypedCodec[[]struct{}]{
 	Decode: func(d *idemimpl.Decoder, v *[]struct{}) {
-		if d.Nil() {
-			*v = nil
-		} else {
-			*v = make([]struct{}, d.List())
-			for range *v {
-				for range d.Fields() {
-				}
+		idemimpl.DecListHead(d, v)
+		for range *v {
+			for range d.Fields() {
 			}
 		}
 	},
@@ -2192,19 +2188,15 @@ func idemDecGen_Array1PtrBigInt(d *idemimpl.Decoder, v *Gen[[1]*big.Int]) {
 				}
 			}
 		case "L":
-			if d.Nil() {
-				v.L = nil
-			} else {
-				v.L = make([][1]*big.Int, d.List())
-				for i2 := range v.L {
-					if d.Array(len(v.L[i2])) {
-						for i3 := range v.L[i2] {
-							if d.Ptr() {
-								v.L[i2][i3] = new(big.Int)
-								d.Unmarshaled(v.L[i2][i3].UnmarshalJSON(d.Marshaled()))
-							} else {
-								v.L[i2][i3] = nil
-							}
+			idemimpl.DecListHead(d, &v.L)
+			for i2 := range v.L {
+				if d.Array(len(v.L[i2])) {
+					for i3 := range v.L[i2] {
+						if d.Ptr() {
+							v.L[i2][i3] = new(big.Int)
+							d.Unmarshaled(v.L[i2][i3].UnmarshalJSON(d.Marshaled()))
+						} else {
+							v.L[i2][i3] = nil
 						}
 					}
 				}
@@ -2235,13 +2227,9 @@ func idemDecGen_uint16(d *idemimpl.Decoder, v *Gen[A44]) {
 		case "V":
 			v.V = uint16(d.Uint(16))
 		case "L":
-			if d.Nil() {
-				v.L = nil
-			} else {
-				v.L = make([]A44, d.List())
-				for i := range v.L {
-					v.L[i] = uint16(d.Uint(16))
-				}
+			idemimpl.DecListHead(d, &v.L)
+			for i := range v.L {
+				v.L[i] = uint16(d.Uint(16))
 			}
 		case "P":
 			if d.Ptr() {
