@@ -248,7 +248,7 @@ func (g *codecGen) resultBodies(x *fn, omits []omitTree) (encBody, decBody []jen
 		v := deref(jen.Id("v"))
 		return g.enc(x.result[0], v, resultName(x, 0), "", omits[0], se), g.dec(x.result[0], v, resultName(x, 0), "", omits[0], sd)
 	}
-	at, end := se.get("at"), sd.get("end")
+	at, f := se.get("at"), sd.get("f")
 	encBody = one(jen.Id(at).Op(":=").Add(eCall("Struct")))
 	var cases []jen.Code
 	for i, t := range x.result {
@@ -261,12 +261,7 @@ func (g *codecGen) resultBodies(x *fn, omits []omitTree) (encBody, decBody []jen
 		cases = append(cases, jen.Case(jen.Lit(f)).Block(g.dec(t, fv, resultName(x, i), "", omits[i], sd)...))
 	}
 	encBody = append(encBody, eCall("End", jen.Id(at)))
-	cases = append(cases, jen.Default().Block(dCall("Skip")))
-	decBody = []jen.Code{
-		jen.Id(end).Op(":=").Add(dCall("Struct")),
-		jen.For(dCall("More", jen.Id(end))).Block(jen.Switch(jen.String().Call(dCall("Field"))).Block(cases...)),
-	}
-	return encBody, decBody
+	return encBody, one(fieldLoop(f, cases...))
 }
 
 // recordDoc is what the wrapper's doc comment says about the record:
@@ -461,7 +456,7 @@ func (g *codecGen) enc(t types.Type, v vx, path, foreignAt string, omit omitTree
 		if name == "" {
 			return nil
 		}
-		return one(jen.Id("idemEnc"+name).Call(jen.Id("e"), v.addr()))
+		return g.encBy(func(e *jen.Statement) *jen.Statement { return jen.Id("idemEnc"+name).Call(e, v.addr()) })
 	}
 	t, ok := g.check(t, path, foreignAt)
 	if !ok {
@@ -622,22 +617,29 @@ func (g *codecGen) decMethod(m storage, t types.Type, v vx, s fnScope) []jen.Cod
 // encCall is a value encoded by one Encoder call, e.m(args...): a struct
 // field's name chains onto it (fieldEnc).
 func (g *codecGen) encCall(m string, args ...jen.Code) []jen.Code {
-	g.last = encoderCall{stmt: eCall(m, args...), method: m, args: args}
+	return g.encBy(func(e *jen.Statement) *jen.Statement { return e.Dot(m).Call(args...) })
+}
+
+// encBy is a value encoded by one call on the Encoder: call(e). Field
+// returns the Encoder, so a struct field's name takes e's place (fieldEnc).
+func (g *codecGen) encBy(call func(e *jen.Statement) *jen.Statement) []jen.Code {
+	g.last = encoderCall{stmt: call(jen.Id("e")), call: call}
 	return one(g.last.stmt)
 }
 
-// encoderCall is the statement encCall wrote last, and its parts.
+// encoderCall is the statement encBy wrote last, and how to write it on
+// another Encoder expression.
 type encoderCall struct {
-	stmt   *jen.Statement
-	method string
-	args   []jen.Code
+	stmt *jen.Statement
+	call func(e *jen.Statement) *jen.Statement
 }
 
 // fieldEnc is a struct field's name, then the code of its value: one line
-// when that is one Encoder call, e.Field("ID").String(v.ID).
+// when that is one call on the Encoder, e.Field("ID").String(v.ID) or
+// idemEncMoney(e.Field("Total"), &v.Total).
 func (g *codecGen) fieldEnc(name string, code []jen.Code) []jen.Code {
 	if len(code) == 1 && g.last.stmt != nil && code[0] == jen.Code(g.last.stmt) {
-		return one(eCall("Field", jen.Lit(name)).Dot(g.last.method).Call(g.last.args...))
+		return one(g.last.call(eCall("Field", jen.Lit(name))))
 	}
 	return append(one(eCall("Field", jen.Lit(name))), code...)
 }
@@ -652,11 +654,9 @@ func (g *codecGen) encUserinfo(v vx, s fnScope) []jen.Code {
 	at, pw, set := s.get("at"), s.get("pw"), s.get("set")
 	return []jen.Code{
 		jen.Id(at).Op(":=").Add(eCall("Struct")),
-		eCall("Field", jen.Lit("Username")),
-		eCall("String", v.sel(true).Dot("Username").Call()),
+		eCall("Field", jen.Lit("Username")).Dot("String").Call(v.sel(true).Dot("Username").Call()),
 		jen.If(jen.List(jen.Id(pw), jen.Id(set)).Op(":=").Add(v.sel(true)).Dot("Password").Call(), jen.Id(set)).Block(
-			eCall("Field", jen.Lit("Password")),
-			eCall("String", jen.Id(pw))),
+			eCall("Field", jen.Lit("Password")).Dot("String").Call(jen.Id(pw))),
 		eCall("End", jen.Id(at)),
 	}
 }
@@ -664,16 +664,13 @@ func (g *codecGen) encUserinfo(v vx, s fnScope) []jen.Code {
 // decUserinfo rebuilds a url.Userinfo with url.User or url.UserPassword:
 // a password set to "" stays set, an unset one stays unset.
 func (g *codecGen) decUserinfo(v vx, s fnScope) []jen.Code {
-	end, name, pw := s.get("end"), s.get("name"), s.get("pw")
+	f, name, pw := s.get("f"), s.get("name"), s.get("pw")
 	return []jen.Code{
 		jen.Var().Id(name).String(),
 		jen.Var().Id(pw).Op("*").String(),
-		jen.Id(end).Op(":=").Add(dCall("Struct")),
-		jen.For(dCall("More", jen.Id(end))).Block(
-			jen.Switch(jen.String().Call(dCall("Field"))).Block(
-				jen.Case(jen.Lit("Username")).Block(jen.Id(name).Op("=").Add(dCall("String"))),
-				jen.Case(jen.Lit("Password")).Block(jen.Id(pw).Op("=").New(jen.String()), jen.Op("*").Id(pw).Op("=").Add(dCall("String"))),
-				jen.Default().Block(dCall("Skip")))),
+		fieldLoop(f,
+			jen.Case(jen.Lit("Username")).Block(jen.Id(name).Op("=").Add(dCall("String"))),
+			jen.Case(jen.Lit("Password")).Block(jen.Id(pw).Op("=").New(jen.String()), jen.Op("*").Id(pw).Op("=").Add(dCall("String")))),
 		jen.If(jen.Id(pw).Op("!=").Nil()).Block(
 			v.val().Op("=").Op("*").Add(g.e.qual(urlPkg, "UserPassword")).Call(jen.Id(name), jen.Op("*").Id(pw)),
 		).Else().Block(
@@ -853,10 +850,10 @@ func (g *codecGen) encInline(t types.Type, v vx, path, foreignAt string, omit om
 		return g.encCall(m, convert(t, to, v.val()))
 	case kindPointer:
 		if name, ok := g.helperName(sh.elem, path, foreignAt, omit); ok {
-			return g.combinator(name, "EncPtr", jen.Id("e"), v.val(), "idemEnc")
+			return g.encCombinator("EncPtr", v, jen.Id("idemEnc"+name), name != "")
 		}
 		if bc := basicCoder(sh.elem); bc != "" {
-			return one(g.e.qual(g.e.impl, "EncPtr").Call(jen.Id("e"), v.val(), g.e.qual(g.e.impl, "Enc"+bc)))
+			return g.encCombinator("EncPtr", v, g.e.qual(g.e.impl, "Enc"+bc), true)
 		}
 		inner := g.enc(sh.elem, v.elem(), path, foreignAt, omit, s)
 		return one(jen.If(v.val().Op("==").Nil()).Block(eCall("Nil")).Else().Block(append(one(eCall("Ptr")), inner...)...))
@@ -1037,10 +1034,10 @@ func (g *codecGen) encSlice(t, elem types.Type, v vx, path, foreignAt string, s 
 		return g.encCall("Bytes", jen.Index().Byte().Call(v.val()))
 	}
 	if name, ok := g.helperName(elem, path+"[]", foreignAt, nil); ok {
-		return g.combinator(name, "EncList", jen.Id("e"), v.val(), "idemEnc")
+		return g.encCombinator("EncList", v, jen.Id("idemEnc"+name), name != "")
 	}
 	if bc := basicCoder(elem); bc != "" {
-		return one(g.e.qual(g.e.impl, "EncList").Call(jen.Id("e"), v.val(), g.e.qual(g.e.impl, "Enc"+bc)))
+		return g.encCombinator("EncList", v, g.e.qual(g.e.impl, "Enc"+bc), true)
 	}
 	i, at := s.get("i"), s.get("at")
 	inner := g.enc(elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
@@ -1068,9 +1065,7 @@ func (g *codecGen) decSlice(t, elem types.Type, v vx, path, foreignAt string, s 
 	}
 	i := s.get("i")
 	inner := g.dec(elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
-	return one(jen.If(dCall("Nil")).Block(v.val().Op("=").Nil()).Else().Block(
-		v.val().Op("=").Make(g.e.typ(t), dCall("List")),
-		rangeOver(i, v.val(), inner)))
+	return []jen.Code{g.e.qual(g.e.impl, "DecListHead").Call(jen.Id("d"), v.addr()), rangeOver(i, v.val(), inner)}
 }
 
 // combinator calls the idemimpl combinator fn over x with the helper
@@ -1080,6 +1075,25 @@ func (g *codecGen) combinator(name, fn string, coder, x jen.Code, prefix string)
 		return nil
 	}
 	return one(g.e.qual(g.e.impl, fn).Call(coder, x, jen.Id(prefix+name)))
+}
+
+// encCombinator encodes v with idemimpl's fn (EncPtr, EncList) and the
+// elements' encoder enc; nothing if there is none (ok false: the element
+// type cannot be stored, which is reported).
+func (g *codecGen) encCombinator(fn string, v vx, enc jen.Code, ok bool) []jen.Code {
+	if !ok {
+		return nil
+	}
+	return g.encBy(func(e *jen.Statement) *jen.Statement { return g.e.qual(g.e.impl, fn).Call(e, v.val(), enc) })
+}
+
+// orderedCoder is basicCoder for the keys of EncMap, which sorts them:
+// strings and float64s.
+func orderedCoder(t types.Type) string {
+	if c := basicCoder(t); c != "Bool" {
+		return c
+	}
+	return ""
 }
 
 // basicCoder names the idemimpl encoder and decoder (EncString and
@@ -1106,6 +1120,12 @@ func isByte(t types.Type) bool {
 
 // encMap: Nil, or the entries in key order.
 func (g *codecGen) encMap(sh shape, v vx, path, foreignAt string, s fnScope) []jen.Code {
+	if kc, xc := orderedCoder(sh.key), basicCoder(sh.elem); kc != "" && xc != "" {
+		enc := func(m string) jen.Code { return jen.Parens(jen.Op("*").Add(g.e.qual(g.e.impl, "Encoder"))).Dot(m) }
+		return g.encBy(func(e *jen.Statement) *jen.Statement {
+			return g.e.qual(g.e.impl, "EncMap").Call(e, v.val(), enc(kc), enc(xc))
+		})
+	}
 	k, x, at := s.get("k"), s.get("x"), s.get("at")
 	kc := g.enc(sh.key, expr(jen.Id(k)), path+"[]", foreignAt, nil, s)
 	xc := g.enc(sh.elem, expr(jen.Id(x)), path+"[]", foreignAt, nil, s)
@@ -1124,6 +1144,10 @@ func (g *codecGen) encMap(sh shape, v vx, path, foreignAt string, s fnScope) []j
 
 // decMap decodes as encMap encodes.
 func (g *codecGen) decMap(t types.Type, sh shape, v vx, path, foreignAt string, s fnScope) []jen.Code {
+	if kc, xc := orderedCoder(sh.key), basicCoder(sh.elem); kc != "" && xc != "" {
+		dec := func(m string) jen.Code { return jen.Parens(jen.Op("*").Add(g.e.qual(g.e.impl, "Decoder"))).Dot(m) }
+		return one(g.e.qual(g.e.impl, "DecMap").Call(jen.Id("d"), v.addr(), dec(kc), dec(xc)))
+	}
 	k, x, n := s.get("k"), s.get("x"), s.get("n")
 	kc := g.dec(sh.key, expr(jen.Id(k)), path+"[]", foreignAt, nil, s)
 	xc := g.dec(sh.elem, expr(jen.Id(x)), path+"[]", foreignAt, nil, s)
@@ -1153,7 +1177,7 @@ func (g *codecGen) encStruct(t types.Type, u *types.Struct, v vx, path, foreignA
 // decStruct decodes the fields by name: an unknown one (removed since
 // the record was written) is skipped, a missing one stays zero.
 func (g *codecGen) decStruct(t types.Type, u *types.Struct, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
-	end := s.get("end")
+	name := s.get("f") // before the fields' decoders name theirs
 	var cases []jen.Code
 	ok := g.eachField(t, u, path, foreignAt, omit, func(f *types.Var, fp string, sub omitTree) {
 		cases = append(cases, jen.Case(jen.Lit(f.Name())).Block(g.dec(f.Type(), expr(v.sel(true).Dot(f.Name())), fp, foreignAt, sub, s)...))
@@ -1161,11 +1185,16 @@ func (g *codecGen) decStruct(t types.Type, u *types.Struct, v vx, path, foreignA
 	if !ok {
 		return nil
 	}
-	cases = append(cases, jen.Default().Block(dCall("Skip")))
-	return []jen.Code{
-		jen.Id(end).Op(":=").Add(dCall("Struct")),
-		jen.For(dCall("More", jen.Id(end))).Block(jen.Switch(jen.String().Call(dCall("Field"))).Block(cases...)),
+	return one(fieldLoop(name, cases...))
+}
+
+// fieldLoop reads a struct's fields by name, a case per stored field;
+// Fields skips a field no case reads.
+func fieldLoop(f string, cases ...jen.Code) jen.Code {
+	if len(cases) == 0 {
+		return jen.For(jen.Range().Add(dCall("Fields"))).Block()
 	}
+	return jen.For(jen.Id(f).Op(":=").Range().Add(dCall("Fields"))).Block(jen.Switch(jen.String().Call(jen.Id(f))).Block(cases...))
 }
 
 // eachField calls store for each field of struct u (of type t) that is

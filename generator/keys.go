@@ -381,10 +381,11 @@ func (w *writer) writePointer(v val, elemT types.Type, path string, ex exTree) (
 	return one(jen.If(v.value().Op("==").Nil()).Block(w.b().Dot("Nil").Call()).Else().Block(append(one(w.b().Dot("Ptr").Call()), inner...)...)), true
 }
 
-// writeSlice: Nil, or the length and the elements (bytes at once). The
-// loop is written out, not a combinator's: one that hands each element to
-// a writer by pointer through a func value is not inlined, so a slice the
-// caller holds on its stack would move to the heap (KeyPtr is inlined).
+// writeSlice: Nil, or the length and the elements (bytes at once). Other
+// loops than KeyList's are written out: a combinator that hands each
+// element to a writer by pointer through a func value is not inlined, so
+// a slice the caller holds on its stack would move to the heap. KeyListHead
+// reads only the slice's length, which moves nothing.
 func (w *writer) writeSlice(v val, elemT types.Type, path string, variadic bool) ([]jen.Code, bool) {
 	b := w.b
 	if types.Identical(elemT, types.Typ[types.Byte]) {
@@ -393,6 +394,10 @@ func (w *writer) writeSlice(v val, elemT types.Type, path string, variadic bool)
 		}
 		return w.nilCheck(v, one(b().Dot("Bytes").Call(v.value()))), true
 	}
+	if vw := w.valueWriter(elemT); vw != nil && !variadic { // a variadic one has no Nil
+		w.e.pinAlias(elemT)
+		return one(w.e.qual(w.e.impl, "KeyList").Call(b(), v.value(), vw)), true
+	}
 	i := w.n.get("i")
 	elem := val{e: func() *jen.Statement { return v.index(i) }}
 	inner, ok := w.write(elem, elemT, path+"[i]", nil, false)
@@ -400,14 +405,18 @@ func (w *writer) writeSlice(v val, elemT types.Type, path string, variadic bool)
 	if !ok {
 		return nil, false
 	}
-	body := []jen.Code{b().Dot("List").Call(jen.Len(v.value()))}
+	// A nil slice is Nil, other slices List and the length (nil and empty
+	// variadic arguments are the same call: List); the loop writes no
+	// element of a nil slice.
+	head := w.e.qual(w.e.impl, "KeyListHead").Call(b(), v.value())
+	if variadic {
+		head = b().Dot("List").Call(jen.Len(v.value()))
+	}
+	body := one(head)
 	if len(inner) > 0 { // elements that write nothing need no loop
 		body = append(body, jen.For(loopVar(inner, i).Range().Add(v.value())).Block(inner...))
 	}
-	if variadic {
-		return body, true // nil and empty variadic arguments are the same call
-	}
-	return w.nilCheck(v, body), true
+	return body, true
 }
 
 // writeArray: the length and the elements (bytes at once).
@@ -433,6 +442,11 @@ func (w *writer) writeArray(v val, s shape, path string) ([]jen.Code, bool) {
 // writeMap: Nil, or the entries, which the builder sorts.
 func (w *writer) writeMap(v val, s shape, path string) ([]jen.Code, bool) {
 	b := w.b
+	if kw, vw := w.valueWriter(s.key), w.valueWriter(s.elem); kw != nil && vw != nil {
+		w.e.pinAlias(s.key)
+		w.e.pinAlias(s.elem)
+		return one(w.e.qual(w.e.impl, "KeyMap").Call(b(), v.value(), kw, vw)), true
+	}
 	k, x := w.n.get("k"), w.n.get("e")
 	ks, kok := w.write(val{e: id(k)}, s.key, path+"[key]", nil, false)
 	xs, xok := w.write(val{e: id(x)}, s.elem, path+"[value]", nil, false)
@@ -694,6 +708,17 @@ func basicWriter(t types.Type) string {
 		return "Key" + m
 	}
 	return ""
+}
+
+// valueWriter is the idemimpl writer by value (StringKey…) of the values
+// of a predeclared basic type, for KeyList and KeyMap; nil for other
+// types. A caller that uses it pins t if t is an alias, as KeyPtr's do.
+func (w *writer) valueWriter(t types.Type) jen.Code {
+	bw := basicWriter(t)
+	if bw == "" {
+		return nil
+	}
+	return w.e.qual(w.e.impl, strings.TrimPrefix(bw, "Key")+"Key")
 }
 
 // helper returns the name of the key function of named type n, emitting it

@@ -91,17 +91,14 @@ var _ func(context.Context, string, WebhookEvent) (string, error) = HandleWebhoo
 var idemCodecHandleWebhook = idemimpl.StringCodec[string]()
 
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "AmountCents":
 			v.AmountCents = d.Int(64)
 		case "IssuedAt":
 			d.Unmarshaled(v.IssuedAt.UnmarshalBinary(d.Marshaled()))
-		default:
-			d.Skip()
 		}
 	}
 }

@@ -133,9 +133,8 @@ var _ func(context.Context, net.Addr) (string, error) = Connect
 var idemCodecConnect = idemimpl.StringCodec[string]()
 
 func idemDecResult(d *idemimpl.Decoder, v *Result) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Echo":
 			if d.Nil() {
 				v.Echo = nil
@@ -151,18 +150,12 @@ func idemDecResult(d *idemimpl.Decoder, v *Result) {
 				}
 			}
 		case "Items":
-			if d.Nil() {
-				v.Items = nil
-			} else {
-				v.Items = make([]any, d.List())
-				for i := range v.Items {
-					v.Items[i] = d.Any()
-				}
+			idemimpl.DecListHead(d, &v.Items)
+			for i := range v.Items {
+				v.Items[i] = d.Any()
 			}
 		case "V":
 			v.V = d.Any()
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -209,13 +202,9 @@ func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 		}
 		b.MapEnd()
 	}
-	if v.Tags == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Tags))
-		for i := range v.Tags {
-			b.Any(v.Tags[i])
-		}
+	idemimpl.KeyListHead(b, v.Tags)
+	for i := range v.Tags {
+		b.Any(v.Tags[i])
 	}
 }
 

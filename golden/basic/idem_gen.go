@@ -57,15 +57,12 @@ var _ func(context.Context, InvoiceRequest) (*Invoice, error) = CreateInvoice
 var idemCodecCreateInvoice = idemimpl.PtrCodec(idemEncInvoice, idemDecInvoice)
 
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Amount":
 			v.Amount = d.Int(64)
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -85,25 +82,11 @@ func idemKeyInvoiceRequest(b *idemimpl.KeyBuilder, v *InvoiceRequest) {
 	b.Int(v.Amount)
 	b.String(v.Note)
 	b.Time(v.Due)
-	if v.Lines == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Lines))
-		for i := range v.Lines {
-			idemKeyLine(b, &v.Lines[i])
-		}
+	idemimpl.KeyListHead(b, v.Lines)
+	for i := range v.Lines {
+		idemKeyLine(b, &v.Lines[i])
 	}
-	if v.Meta == nil {
-		b.Nil()
-	} else {
-		b.MapStart(len(v.Meta))
-		for k, e := range v.Meta {
-			b.MapEntry()
-			b.String(k)
-			b.String(e)
-		}
-		b.MapEnd()
-	}
+	idemimpl.KeyMap(b, v.Meta, idemimpl.StringKey, idemimpl.StringKey)
 }
 
 func idemKeyLine(b *idemimpl.KeyBuilder, v *Line) {

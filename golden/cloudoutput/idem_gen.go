@@ -4,8 +4,6 @@ package cloudoutput
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -56,9 +54,8 @@ var _ func(context.Context, string) (*sdk.PutObjectOutput, error) = Put
 var idemCodecPut = idemimpl.PtrCodec(idemEncSdkPutObjectOutput, idemDecSdkPutObjectOutput)
 
 func idemDecSdkPutObjectOutput(d *idemimpl.Decoder, v *sdk.PutObjectOutput) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ETag":
 			idemimpl.DecPtr(d, &v.ETag, idemimpl.DecString)
 		case "VersionId":
@@ -71,31 +68,15 @@ func idemDecSdkPutObjectOutput(d *idemimpl.Decoder, v *sdk.PutObjectOutput) {
 				v.Size = nil
 			}
 		case "Checksums":
-			if d.Nil() {
-				v.Checksums = nil
-			} else {
-				n := d.Map()
-				v.Checksums = make(map[string]string, n)
-				for range n {
-					var k string
-					var x string
-					k = d.String()
-					x = d.String()
-					v.Checksums[k] = x
-				}
-			}
-		default:
-			d.Skip()
+			idemimpl.DecMap(d, &v.Checksums, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
 		}
 	}
 }
 
 func idemEncSdkPutObjectOutput(e *idemimpl.Encoder, v *sdk.PutObjectOutput) {
 	at := e.Struct()
-	e.Field("ETag")
-	idemimpl.EncPtr(e, v.ETag, idemimpl.EncString)
-	e.Field("VersionId")
-	idemimpl.EncPtr(e, v.VersionId, idemimpl.EncString)
+	idemimpl.EncPtr(e.Field("ETag"), v.ETag, idemimpl.EncString)
+	idemimpl.EncPtr(e.Field("VersionId"), v.VersionId, idemimpl.EncString)
 	e.Field("Size")
 	if v.Size == nil {
 		e.Nil()
@@ -103,19 +84,7 @@ func idemEncSdkPutObjectOutput(e *idemimpl.Encoder, v *sdk.PutObjectOutput) {
 		e.Ptr()
 		e.Int(*v.Size)
 	}
-	e.Field("Checksums")
-	if v.Checksums == nil {
-		e.Nil()
-	} else {
-		at2 := e.Map(len(v.Checksums))
-		// sorted: the same value always has the same bytes
-		for _, k := range slices.Sorted(maps.Keys(v.Checksums)) {
-			x := v.Checksums[k]
-			e.String(k)
-			e.String(x)
-		}
-		e.End(at2)
-	}
+	idemimpl.EncMap(e.Field("Checksums"), v.Checksums, (*idemimpl.Encoder).String, (*idemimpl.Encoder).String)
 	e.End(at)
 }
 

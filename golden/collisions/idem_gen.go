@@ -38,14 +38,7 @@ func (x2 *Idempotent) beginPay(g string, c int, x bool, r []string, err string, 
 	c2.Key().String(g)
 	c2.Key().Int(int64(c))
 	c2.Key().Bool(x)
-	if r == nil {
-		c2.Key().Nil()
-	} else {
-		c2.Key().List(len(r))
-		for i := range r {
-			c2.Key().String(r[i])
-		}
-	}
+	idemimpl.KeyList(c2.Key(), r, idemimpl.StringKey)
 	c2.Key().String(err)
 	c2.Key().Int(int64(ctx))
 	return c2
@@ -112,15 +105,12 @@ type idemResultTick struct {
 
 var idemCodecTick = idemimpl.TypedCodec[idemResultTick]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultTick) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "R1":
 				v.r1 = d.String()
 			case "R2":
 				v.r2 = int(d.Int(64))
-			default:
-				d.Skip()
 			}
 		}
 	},

@@ -53,9 +53,8 @@ var _ func(context.Context, string, int) (Quote, error) = GetQuote
 var idemCodecGetQuote = idemimpl.Codec(idemEncQuote, idemDecQuote)
 
 func idemDecQuote(d *idemimpl.Decoder, v *Quote) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Symbol":
 			v.Symbol = d.String()
 		case "Qty":
@@ -64,8 +63,6 @@ func idemDecQuote(d *idemimpl.Decoder, v *Quote) {
 			v.Total = d.Float64()
 		case "Tags":
 			idemimpl.DecList(d, &v.Tags, idemimpl.DecString)
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -75,8 +72,7 @@ func idemEncQuote(e *idemimpl.Encoder, v *Quote) {
 	e.Field("Symbol").String(v.Symbol)
 	e.Field("Qty").Int(int64(v.Qty))
 	e.Field("Total").Float64(v.Total)
-	e.Field("Tags")
-	idemimpl.EncList(e, v.Tags, idemimpl.EncString)
+	idemimpl.EncList(e.Field("Tags"), v.Tags, idemimpl.EncString)
 	e.End(at)
 }
 

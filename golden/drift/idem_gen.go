@@ -133,13 +133,9 @@ func IdempotentSaveKey[S ~string](x *Idempotent, p Page[S]) (string, error) {
 func idemBeginSave[S ~string](x *Idempotent, p *Page[S]) idem.Call {
 	c := x.g.Begin(idemSpecSave)
 	c.Key().Type(reflect.TypeFor[S]())
-	if p.Items == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(p.Items))
-		for i := range p.Items {
-			c.Key().String(string(p.Items[i]))
-		}
+	idemimpl.KeyListHead(c.Key(), p.Items)
+	for i := range p.Items {
+		c.Key().String(string(p.Items[i]))
 	}
 	return c
 }
@@ -159,15 +155,12 @@ func _[S ~string]() {
 var idemCodecSave = idemimpl.IntCodec[int64](64)
 
 func idemDecPrice(d *idemimpl.Decoder, v *Price) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Total":
 			v.Total = Cents(d.Int(64))
 		case "Rate":
 			v.Rate = Rate(d.Float32())
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -184,14 +177,7 @@ func idemKeyBase(b *idemimpl.KeyBuilder, v *Base) {
 }
 
 func idemKeyCodes(b *idemimpl.KeyBuilder, v *Codes) {
-	if *v == nil {
-		b.Nil()
-	} else {
-		b.List(len(*v))
-		for i := range *v {
-			b.Int(int64((*v)[i]))
-		}
-	}
+	idemimpl.KeyList(b, *v, idemimpl.IntKey)
 }
 
 func idemKeyExtOptions(b *idemimpl.KeyBuilder, v *ext.Options) {

@@ -53,23 +53,19 @@ var _ func(context.Context, Query) (Messages, error) = List
 var idemCodecList = idemimpl.Codec(idemEncMessages, idemDecMessages)
 
 func idemDecExtMeta(d *idemimpl.Decoder, v *ext.Meta) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Page":
 			v.Page = int(d.Int(64))
 		case "Cursor":
 			v.Cursor = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecMessages(d *idemimpl.Decoder, v *Messages) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Page":
 			idemDecPage(d, &v.Page)
 		case "Stats":
@@ -78,36 +74,28 @@ func idemDecMessages(d *idemimpl.Decoder, v *Messages) {
 			idemDecExtMeta(d, &v.Meta)
 		case "Items":
 			idemimpl.DecList(d, &v.Items, idemimpl.DecString)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecPage(d *idemimpl.Decoder, v *Page) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Page":
 			v.Page = int(d.Int(64))
 		case "Next":
 			v.Next = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecStats(d *idemimpl.Decoder, v *Stats) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Page":
 			v.Page = int(d.Int(64))
 		case "Total":
 			v.Total = int(d.Int(64))
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -121,14 +109,10 @@ func idemEncExtMeta(e *idemimpl.Encoder, v *ext.Meta) {
 
 func idemEncMessages(e *idemimpl.Encoder, v *Messages) {
 	at := e.Struct()
-	e.Field("Page")
-	idemEncPage(e, &v.Page)
-	e.Field("Stats")
-	idemEncStats(e, &v.Stats)
-	e.Field("Meta")
-	idemEncExtMeta(e, &v.Meta)
-	e.Field("Items")
-	idemimpl.EncList(e, v.Items, idemimpl.EncString)
+	idemEncPage(e.Field("Page"), &v.Page)
+	idemEncStats(e.Field("Stats"), &v.Stats)
+	idemEncExtMeta(e.Field("Meta"), &v.Meta)
+	idemimpl.EncList(e.Field("Items"), v.Items, idemimpl.EncString)
 	e.End(at)
 }
 

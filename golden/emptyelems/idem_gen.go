@@ -54,19 +54,13 @@ var _ func(context.Context, string) (Sets, error) = Tags
 var idemCodecTags = idemimpl.Codec(idemEncSets, idemDecSets)
 
 func idemDecMarker(d *idemimpl.Decoder, v *Marker) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
-		default:
-			d.Skip()
-		}
+	for range d.Fields() {
 	}
 }
 
 func idemDecSets(d *idemimpl.Decoder, v *Sets) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Set":
 			if d.Nil() {
 				v.Set = nil
@@ -77,12 +71,7 @@ func idemDecSets(d *idemimpl.Decoder, v *Sets) {
 					var k string
 					var x struct{}
 					k = d.String()
-					end2 := d.Struct()
-					for d.More(end2) {
-						switch string(d.Field()) {
-						default:
-							d.Skip()
-						}
+					for range d.Fields() {
 					}
 					v.Set[k] = x
 				}
@@ -102,18 +91,9 @@ func idemDecSets(d *idemimpl.Decoder, v *Sets) {
 				}
 			}
 		case "Slots":
-			if d.Nil() {
-				v.Slots = nil
-			} else {
-				v.Slots = make([]struct{}, d.List())
-				for range v.Slots {
-					end3 := d.Struct()
-					for d.More(end3) {
-						switch string(d.Field()) {
-						default:
-							d.Skip()
-						}
-					}
+			idemimpl.DecListHead(d, &v.Slots)
+			for range v.Slots {
+				for range d.Fields() {
 				}
 			}
 		case "Fixed":
@@ -122,8 +102,6 @@ func idemDecSets(d *idemimpl.Decoder, v *Sets) {
 					idemDecMarker(d, &v.Fixed[i2])
 				}
 			}
-		default:
-			d.Skip()
 		}
 	}
 }

@@ -37,14 +37,7 @@ func (x *Idempotent) LookupKey(ids []string) (string, error) {
 // beginLookup starts a call of Lookup and writes its key material.
 func (x *Idempotent) beginLookup(ids []string) idem.Call {
 	c := x.g.Begin(idemSpecLookup)
-	if ids == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(ids))
-		for i := range ids {
-			c.Key().String(ids[i])
-		}
-	}
+	idemimpl.KeyList(c.Key(), ids, idemimpl.StringKey)
 	return c
 }
 
@@ -138,55 +131,43 @@ func (idemErrors) DecodeError(d *idemimpl.Decoder, name string) error {
 }
 
 func idemDecBrokerPartition(d *idemimpl.Decoder, v *broker.Partition) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = int(d.Int(64))
 		case "Error":
 			v.Error = d.Error(idemErrors{})
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecBrokerProduceResponse(d *idemimpl.Decoder, v *broker.ProduceResponse) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Partitions":
 			idemimpl.DecList(d, &v.Partitions, idemDecBrokerPartition)
 		case "Throttle":
 			v.Throttle = int(d.Int(64))
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecItem(d *idemimpl.Decoder, v *Item) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Err":
 			v.Err = d.Error(idemErrors{})
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecNotFound(d *idemimpl.Decoder, v *NotFound) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -200,8 +181,7 @@ func idemEncBrokerPartition(e *idemimpl.Encoder, v *broker.Partition) {
 
 func idemEncBrokerProduceResponse(e *idemimpl.Encoder, v *broker.ProduceResponse) {
 	at := e.Struct()
-	e.Field("Partitions")
-	idemimpl.EncList(e, v.Partitions, idemEncBrokerPartition)
+	idemimpl.EncList(e.Field("Partitions"), v.Partitions, idemEncBrokerPartition)
 	e.Field("Throttle").Int(int64(v.Throttle))
 	e.End(at)
 }

@@ -4,8 +4,6 @@ package floats
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -63,29 +61,21 @@ type idemResultSummarize struct {
 
 var idemCodecSummarize = idemimpl.TypedCodec[idemResultSummarize]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultSummarize) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "R1":
 				idemDecStats(d, &v.r1)
 			case "R2":
-				if d.Nil() {
-					v.r2 = nil
-				} else {
-					v.r2 = make([]float32, d.List())
-					for i := range v.r2 {
-						v.r2[i] = d.Float32()
-					}
+				idemimpl.DecListHead(d, &v.r2)
+				for i := range v.r2 {
+					v.r2[i] = d.Float32()
 				}
-			default:
-				d.Skip()
 			}
 		}
 	},
 	Encode: func(e *idemimpl.Encoder, v *idemResultSummarize) {
 		at := e.Struct()
-		e.Field("R1")
-		idemEncStats(e, &v.r1)
+		idemEncStats(e.Field("R1"), &v.r1)
 		e.Field("R2")
 		if v.r2 == nil {
 			e.Nil()
@@ -101,9 +91,8 @@ var idemCodecSummarize = idemimpl.TypedCodec[idemResultSummarize]{
 }
 
 func idemDecStats(d *idemimpl.Decoder, v *Stats) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Mean":
 			v.Mean = d.Float64()
 		case "Min":
@@ -117,25 +106,11 @@ func idemDecStats(d *idemimpl.Decoder, v *Stats) {
 		case "Samples":
 			idemimpl.DecList(d, &v.Samples, idemimpl.DecFloat64)
 		case "ByName":
-			if d.Nil() {
-				v.ByName = nil
-			} else {
-				n := d.Map()
-				v.ByName = make(map[string]float64, n)
-				for range n {
-					var k string
-					var x float64
-					k = d.String()
-					x = d.Float64()
-					v.ByName[k] = x
-				}
-			}
+			idemimpl.DecMap(d, &v.ByName, (*idemimpl.Decoder).String, (*idemimpl.Decoder).Float64)
 		case "Peak":
 			idemimpl.DecPtr(d, &v.Peak, idemimpl.DecFloat64)
 		case "Complex":
 			v.Complex = d.Complex()
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -147,23 +122,9 @@ func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 	e.Field("Max").Float64(v.Max)
 	e.Field("Zero").Float64(v.Zero)
 	e.Field("Ratio").Float32(v.Ratio)
-	e.Field("Samples")
-	idemimpl.EncList(e, v.Samples, idemimpl.EncFloat64)
-	e.Field("ByName")
-	if v.ByName == nil {
-		e.Nil()
-	} else {
-		at2 := e.Map(len(v.ByName))
-		// sorted: the same value always has the same bytes
-		for _, k := range slices.Sorted(maps.Keys(v.ByName)) {
-			x := v.ByName[k]
-			e.String(k)
-			e.Float64(x)
-		}
-		e.End(at2)
-	}
-	e.Field("Peak")
-	idemimpl.EncPtr(e, v.Peak, idemimpl.EncFloat64)
+	idemimpl.EncList(e.Field("Samples"), v.Samples, idemimpl.EncFloat64)
+	idemimpl.EncMap(e.Field("ByName"), v.ByName, (*idemimpl.Encoder).String, (*idemimpl.Encoder).Float64)
+	idemimpl.EncPtr(e.Field("Peak"), v.Peak, idemimpl.EncFloat64)
 	e.Field("Complex").Complex(v.Complex)
 	e.End(at)
 }

@@ -4,8 +4,6 @@ package foreign
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -186,20 +184,16 @@ type idemResultIssuesServiceCreate struct {
 
 var idemCodecIssuesServiceCreate = idemimpl.TypedCodec[idemResultIssuesServiceCreate]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultIssuesServiceCreate) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "R1":
 				idemimpl.DecPtr(d, &v.r1, idemDecSdkIssue)
-			default:
-				d.Skip()
 			}
 		}
 	},
 	Encode: func(e *idemimpl.Encoder, v *idemResultIssuesServiceCreate) {
 		at := e.Struct()
-		e.Field("R1")
-		idemimpl.EncPtr(e, v.r1, idemEncSdkIssue)
+		idemimpl.EncPtr(e.Field("R1"), v.r1, idemEncSdkIssue)
 		e.End(at)
 	},
 }
@@ -237,35 +231,28 @@ var idemSpecIssuesServiceLock = &idem.Spec{
 var _ func(*sdk.IssuesService, context.Context, string, string, int) error = (*sdk.IssuesService).Lock
 
 func idemDecRefundRefund(d *idemimpl.Decoder, v *refund.Refund) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Amount":
 			v.Amount = d.Int(64)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSdkError(d *idemimpl.Decoder, v *sdk.Error) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Code":
 			v.Code = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSdkIssue(d *idemimpl.Decoder, v *sdk.Issue) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Number":
 			v.Number = int(d.Int(64))
 		case "Title":
@@ -276,16 +263,13 @@ func idemDecSdkIssue(d *idemimpl.Decoder, v *sdk.Issue) {
 			idemimpl.DecPtr(d, &v.Author, idemimpl.DecString)
 		case "URL":
 			v.URL = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSdkPaymentIntent(d *idemimpl.Decoder, v *sdk.PaymentIntent) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Amount":
@@ -295,23 +279,9 @@ func idemDecSdkPaymentIntent(d *idemimpl.Decoder, v *sdk.PaymentIntent) {
 		case "Created":
 			d.Unmarshaled(v.Created.UnmarshalBinary(d.Marshaled()))
 		case "Metadata":
-			if d.Nil() {
-				v.Metadata = nil
-			} else {
-				n := d.Map()
-				v.Metadata = make(map[string]string, n)
-				for range n {
-					var k string
-					var x string
-					k = d.String()
-					x = d.String()
-					v.Metadata[k] = x
-				}
-			}
+			idemimpl.DecMap(d, &v.Metadata, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
 		case "LastError":
 			idemimpl.DecPtr(d, &v.LastError, idemDecSdkError)
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -333,10 +303,8 @@ func idemEncSdkIssue(e *idemimpl.Encoder, v *sdk.Issue) {
 	at := e.Struct()
 	e.Field("Number").Int(int64(v.Number))
 	e.Field("Title").String(v.Title)
-	e.Field("Labels")
-	idemimpl.EncList(e, v.Labels, idemimpl.EncString)
-	e.Field("Author")
-	idemimpl.EncPtr(e, v.Author, idemimpl.EncString)
+	idemimpl.EncList(e.Field("Labels"), v.Labels, idemimpl.EncString)
+	idemimpl.EncPtr(e.Field("Author"), v.Author, idemimpl.EncString)
 	e.Field("URL").String(v.URL)
 	e.End(at)
 }
@@ -347,50 +315,20 @@ func idemEncSdkPaymentIntent(e *idemimpl.Encoder, v *sdk.PaymentIntent) {
 	e.Field("Amount").Int(v.Amount)
 	e.Field("Currency").String(v.Currency)
 	e.Field("Created").Marshaled(v.Created.MarshalBinary())
-	e.Field("Metadata")
-	if v.Metadata == nil {
-		e.Nil()
-	} else {
-		at2 := e.Map(len(v.Metadata))
-		// sorted: the same value always has the same bytes
-		for _, k := range slices.Sorted(maps.Keys(v.Metadata)) {
-			x := v.Metadata[k]
-			e.String(k)
-			e.String(x)
-		}
-		e.End(at2)
-	}
-	e.Field("LastError")
-	idemimpl.EncPtr(e, v.LastError, idemEncSdkError)
+	idemimpl.EncMap(e.Field("Metadata"), v.Metadata, (*idemimpl.Encoder).String, (*idemimpl.Encoder).String)
+	idemimpl.EncPtr(e.Field("LastError"), v.LastError, idemEncSdkError)
 	e.End(at)
 }
 
 func idemKeySdkIssueRequest(b *idemimpl.KeyBuilder, v *sdk.IssueRequest) {
 	idemimpl.KeyPtr(b, v.Title, idemimpl.KeyString)
 	idemimpl.KeyPtr(b, v.Body, idemimpl.KeyString)
-	if v.Labels == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Labels))
-		for i := range v.Labels {
-			b.String(v.Labels[i])
-		}
-	}
+	idemimpl.KeyList(b, v.Labels, idemimpl.StringKey)
 }
 
 func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	idemimpl.KeyPtr(b, v.IdempotencyKey, idemimpl.KeyString)
-	if v.Metadata == nil {
-		b.Nil()
-	} else {
-		b.MapStart(len(v.Metadata))
-		for k, e := range v.Metadata {
-			b.MapEntry()
-			b.String(k)
-			b.String(e)
-		}
-		b.MapEnd()
-	}
+	idemimpl.KeyMap(b, v.Metadata, idemimpl.StringKey, idemimpl.StringKey)
 }
 
 func idemKeySdkPaymentIntentParams(b *idemimpl.KeyBuilder, v *sdk.PaymentIntentParams) {

@@ -169,29 +169,23 @@ var idemCodecCatalogPrices = idemimpl.TypedCodec[map[string]sdk.Opt[int64]]{
 }
 
 func idemDecSdkItem(d *idemimpl.Decoder, v *sdk.Item) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Price":
 			v.Price = d.Int(64)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSdkPage_SdkItem(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Items":
 			idemimpl.DecList(d, &v.Items, idemDecSdkItem)
 		case "Next":
 			v.Next = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -205,21 +199,13 @@ func idemEncSdkItem(e *idemimpl.Encoder, v *sdk.Item) {
 
 func idemEncSdkPage_SdkItem(e *idemimpl.Encoder, v *sdk.Page[sdk.Item]) {
 	at := e.Struct()
-	e.Field("Items")
-	idemimpl.EncList(e, v.Items, idemEncSdkItem)
+	idemimpl.EncList(e.Field("Items"), v.Items, idemEncSdkItem)
 	e.Field("Next").String(v.Next)
 	e.End(at)
 }
 
 func idemKeySdkPage_string(b *idemimpl.KeyBuilder, v *sdk.Page[string]) {
-	if v.Items == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Items))
-		for i := range v.Items {
-			b.String(v.Items[i])
-		}
-	}
+	idemimpl.KeyList(b, v.Items, idemimpl.StringKey)
 	b.String(v.Next)
 }
 

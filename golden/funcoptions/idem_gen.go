@@ -59,42 +59,27 @@ var _ func(*Notifier, context.Context, *sdk.SendMessageInput, ...func(*sdk.Optio
 var idemCodecNotifierSend = idemimpl.PtrCodec(idemEncSdkSendMessageOutputForNotifierSend, idemDecSdkSendMessageOutputForNotifierSend)
 
 func idemDecSdkSendMessageOutputForNotifierSend(d *idemimpl.Decoder, v *sdk.SendMessageOutput) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "MessageId":
 			idemimpl.DecPtr(d, &v.MessageId, idemimpl.DecString)
 		case "SequenceNumber":
 			idemimpl.DecPtr(d, &v.SequenceNumber, idemimpl.DecString)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemEncSdkSendMessageOutputForNotifierSend(e *idemimpl.Encoder, v *sdk.SendMessageOutput) {
 	at := e.Struct()
-	e.Field("MessageId")
-	idemimpl.EncPtr(e, v.MessageId, idemimpl.EncString)
-	e.Field("SequenceNumber")
-	idemimpl.EncPtr(e, v.SequenceNumber, idemimpl.EncString)
+	idemimpl.EncPtr(e.Field("MessageId"), v.MessageId, idemimpl.EncString)
+	idemimpl.EncPtr(e.Field("SequenceNumber"), v.SequenceNumber, idemimpl.EncString)
 	e.End(at)
 }
 
 func idemKeySdkSendMessageInput(b *idemimpl.KeyBuilder, v *sdk.SendMessageInput) {
 	idemimpl.KeyPtr(b, v.QueueURL, idemimpl.KeyString)
 	idemimpl.KeyPtr(b, v.Body, idemimpl.KeyString)
-	if v.Attributes == nil {
-		b.Nil()
-	} else {
-		b.MapStart(len(v.Attributes))
-		for k, e := range v.Attributes {
-			b.MapEntry()
-			b.String(k)
-			b.String(e)
-		}
-		b.MapEnd()
-	}
+	idemimpl.KeyMap(b, v.Attributes, idemimpl.StringKey, idemimpl.StringKey)
 }
 
 // Build fails here if a field of sdk.SendMessageInput read here changed: run go generate.

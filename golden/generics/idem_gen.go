@@ -66,22 +66,18 @@ type idemResultCreateInvoice struct {
 
 var idemCodecCreateInvoice = idemimpl.TypedCodec[idemResultCreateInvoice]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultCreateInvoice) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "R1":
 				idemDecPage_Invoice(d, &v.r1)
 			case "R2":
 				d.Unmarshaled(v.r2.UnmarshalJSON(d.Marshaled()))
-			default:
-				d.Skip()
 			}
 		}
 	},
 	Encode: func(e *idemimpl.Encoder, v *idemResultCreateInvoice) {
 		at := e.Struct()
-		e.Field("R1")
-		idemEncPage_Invoice(e, &v.r1)
+		idemEncPage_Invoice(e.Field("R1"), &v.r1)
 		e.Field("R2").Marshaled(v.r2.MarshalJSON())
 		e.End(at)
 	},
@@ -215,13 +211,9 @@ func IdempotentSaveKey[S ~string](x *Idempotent, p Page[S], ps ...S) (string, er
 func idemBeginSave[S ~string](x *Idempotent, p *Page[S], ps []S) idem.Call {
 	c := x.g.Begin(idemSpecSave)
 	c.Key().Type(reflect.TypeFor[S]())
-	if p.Items == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(p.Items))
-		for i := range p.Items {
-			c.Key().String(string(p.Items[i]))
-		}
+	idemimpl.KeyListHead(c.Key(), p.Items)
+	for i := range p.Items {
+		c.Key().String(string(p.Items[i]))
 	}
 	idemimpl.KeyPtr(c.Key(), p.Next, idemimpl.KeyString)
 	c.Key().List(len(ps))
@@ -359,55 +351,43 @@ var _ func(context.Context, Page[model.Invoice], Page[model2.Invoice]) (Page[mod
 var idemCodecImport = idemimpl.Codec(idemEncPage_ModelInvoice, idemDecPage_ModelInvoice)
 
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Cents":
 			v.Cents = d.Int(64)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecModelInvoice(d *idemimpl.Decoder, v *model2.Invoice) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Cents":
 			v.Cents = d.Int(64)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecPage_Invoice(d *idemimpl.Decoder, v *Page[Invoice]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Items":
 			idemimpl.DecList(d, &v.Items, idemDecInvoice)
 		case "Next":
 			idemimpl.DecPtr(d, &v.Next, idemimpl.DecString)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecPage_ModelInvoice(d *idemimpl.Decoder, v *Page[model2.Invoice]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Items":
 			idemimpl.DecList(d, &v.Items, idemDecModelInvoice)
 		case "Next":
 			idemimpl.DecPtr(d, &v.Next, idemimpl.DecString)
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -427,19 +407,15 @@ func idemEncModelInvoice(e *idemimpl.Encoder, v *model2.Invoice) {
 
 func idemEncPage_Invoice(e *idemimpl.Encoder, v *Page[Invoice]) {
 	at := e.Struct()
-	e.Field("Items")
-	idemimpl.EncList(e, v.Items, idemEncInvoice)
-	e.Field("Next")
-	idemimpl.EncPtr(e, v.Next, idemimpl.EncString)
+	idemimpl.EncList(e.Field("Items"), v.Items, idemEncInvoice)
+	idemimpl.EncPtr(e.Field("Next"), v.Next, idemimpl.EncString)
 	e.End(at)
 }
 
 func idemEncPage_ModelInvoice(e *idemimpl.Encoder, v *Page[model2.Invoice]) {
 	at := e.Struct()
-	e.Field("Items")
-	idemimpl.EncList(e, v.Items, idemEncModelInvoice)
-	e.Field("Next")
-	idemimpl.EncPtr(e, v.Next, idemimpl.EncString)
+	idemimpl.EncList(e.Field("Items"), v.Items, idemEncModelInvoice)
+	idemimpl.EncPtr(e.Field("Next"), v.Next, idemimpl.EncString)
 	e.End(at)
 }
 
@@ -474,25 +450,17 @@ func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 }
 
 func idemKeyPage_ModelInvoice(b *idemimpl.KeyBuilder, v *Page[model.Invoice]) {
-	if v.Items == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Items))
-		for i := range v.Items {
-			idemKeyModelInvoice(b, &v.Items[i])
-		}
+	idemimpl.KeyListHead(b, v.Items)
+	for i := range v.Items {
+		idemKeyModelInvoice(b, &v.Items[i])
 	}
 	idemimpl.KeyPtr(b, v.Next, idemimpl.KeyString)
 }
 
 func idemKeyPage_ModelInvoice2(b *idemimpl.KeyBuilder, v *Page[model2.Invoice]) {
-	if v.Items == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Items))
-		for i := range v.Items {
-			idemKeyModelInvoice2(b, &v.Items[i])
-		}
+	idemimpl.KeyListHead(b, v.Items)
+	for i := range v.Items {
+		idemKeyModelInvoice2(b, &v.Items[i])
 	}
 	idemimpl.KeyPtr(b, v.Next, idemimpl.KeyString)
 }

@@ -260,15 +260,12 @@ var idemSpecNotifierReset = &idem.Spec{
 var _ func(Notifier, context.Context, string) error = Notifier.Reset
 
 func idemDecBooking(d *idemimpl.Decoder, v *Booking) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Ref":
 			v.Ref = d.String()
 		case "Cents":
 			v.Cents = d.Int(64)
-		default:
-			d.Skip()
 		}
 	}
 }

@@ -54,29 +54,23 @@ var _ func(context.Context, image.Rectangle, image.Point, color.RGBA) (image.Rec
 var idemCodecCrop = idemimpl.Codec(idemEncImageRectangle, idemDecImageRectangle)
 
 func idemDecImagePoint(d *idemimpl.Decoder, v *image.Point) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "X":
 			v.X = int(d.Int(64))
 		case "Y":
 			v.Y = int(d.Int(64))
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecImageRectangle(d *idemimpl.Decoder, v *image.Rectangle) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Min":
 			idemDecImagePoint(d, &v.Min)
 		case "Max":
 			idemDecImagePoint(d, &v.Max)
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -90,10 +84,8 @@ func idemEncImagePoint(e *idemimpl.Encoder, v *image.Point) {
 
 func idemEncImageRectangle(e *idemimpl.Encoder, v *image.Rectangle) {
 	at := e.Struct()
-	e.Field("Min")
-	idemEncImagePoint(e, &v.Min)
-	e.Field("Max")
-	idemEncImagePoint(e, &v.Max)
+	idemEncImagePoint(e.Field("Min"), &v.Min)
+	idemEncImagePoint(e.Field("Max"), &v.Max)
 	e.End(at)
 }
 

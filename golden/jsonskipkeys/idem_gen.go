@@ -61,17 +61,7 @@ func idemKeySdkChargeParams(b *idemimpl.KeyBuilder, v *sdk.ChargeParams) {
 
 func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	idemimpl.KeyPtr(b, v.IdempotencyKey, idemimpl.KeyString)
-	if v.Metadata == nil {
-		b.Nil()
-	} else {
-		b.MapStart(len(v.Metadata))
-		for k, e := range v.Metadata {
-			b.MapEntry()
-			b.String(k)
-			b.String(e)
-		}
-		b.MapEnd()
-	}
+	idemimpl.KeyMap(b, v.Metadata, idemimpl.StringKey, idemimpl.StringKey)
 }
 
 // Build fails here if sdk.ChargeParams's fields changed since generation: run go generate.

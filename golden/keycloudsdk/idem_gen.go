@@ -91,24 +91,10 @@ func idemKeySdkPutObjectInput(b *idemimpl.KeyBuilder, v *sdk.PutObjectInput) {
 	} else {
 		b.Bytes(v.Body)
 	}
-	if v.Metadata == nil {
-		b.Nil()
-	} else {
-		b.MapStart(len(v.Metadata))
-		for k, e := range v.Metadata {
-			b.MapEntry()
-			b.String(k)
-			b.String(e)
-		}
-		b.MapEnd()
-	}
-	if v.Tags == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Tags))
-		for i := range v.Tags {
-			idemKeySdkTag(b, &v.Tags[i])
-		}
+	idemimpl.KeyMap(b, v.Metadata, idemimpl.StringKey, idemimpl.StringKey)
+	idemimpl.KeyListHead(b, v.Tags)
+	for i := range v.Tags {
+		idemKeySdkTag(b, &v.Tags[i])
 	}
 	b.String(string(v.Mode))
 	idemimpl.KeyPtr(b, v.Size, idemimpl.KeyInt)

@@ -35,25 +35,8 @@ func (x *Idempotent) DrawKey(s Shape, ids []string, tags map[string]string, p *P
 func (x *Idempotent) beginDraw(s *Shape, ids []string, tags map[string]string, p *Point, arr *[2]Point) idem.Call {
 	c := x.g.Begin(idemSpecDraw)
 	idemKeyShape(c.Key(), s)
-	if ids == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(ids))
-		for i := range ids {
-			c.Key().String(ids[i])
-		}
-	}
-	if tags == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().MapStart(len(tags))
-		for k, e := range tags {
-			c.Key().MapEntry()
-			c.Key().String(k)
-			c.Key().String(e)
-		}
-		c.Key().MapEnd()
-	}
+	idemimpl.KeyList(c.Key(), ids, idemimpl.StringKey)
+	idemimpl.KeyMap(c.Key(), tags, idemimpl.StringKey, idemimpl.StringKey)
 	idemimpl.KeyPtr(c.Key(), p, idemKeyPoint)
 	c.Key().List(2)
 	for i := range arr {
@@ -79,13 +62,9 @@ func idemKeyPoint(b *idemimpl.KeyBuilder, v *Point) {
 }
 
 func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
-	if v.Points == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Points))
-		for i := range v.Points {
-			idemKeyPoint(b, &v.Points[i])
-		}
+	idemimpl.KeyListHead(b, v.Points)
+	for i := range v.Points {
+		idemKeyPoint(b, &v.Points[i])
 	}
 	b.List(2)
 	for i := range v.Grid {
@@ -107,14 +86,7 @@ func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 		for k, e := range v.Index {
 			b.MapEntry()
 			b.String(k)
-			if e == nil {
-				b.Nil()
-			} else {
-				b.List(len(e))
-				for i := range e {
-					b.Int(int64(e[i]))
-				}
-			}
+			idemimpl.KeyList(b, e, idemimpl.IntKey)
 		}
 		b.MapEnd()
 	}
@@ -147,13 +119,9 @@ func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 	}
 	b.String(v.Anon.A)
 	b.String(v.Anon.B)
-	if v.PtrSlice == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.PtrSlice))
-		for i := range v.PtrSlice {
-			idemimpl.KeyPtr(b, v.PtrSlice[i], idemKeyPoint)
-		}
+	idemimpl.KeyListHead(b, v.PtrSlice)
+	for i := range v.PtrSlice {
+		idemimpl.KeyPtr(b, v.PtrSlice[i], idemKeyPoint)
 	}
 	if v.Keys == nil {
 		b.Nil()

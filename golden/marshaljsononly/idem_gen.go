@@ -52,29 +52,23 @@ var _ func(context.Context, string) (*Invoice, error) = Bill
 var idemCodecBill = idemimpl.PtrCodec(idemEncInvoice, idemDecInvoice)
 
 func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Units":
 			v.Units = d.Int(64)
 		case "Currency":
 			v.Currency = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Total":
 			idemDecAmount(d, &v.Total)
 		case "Lines":
 			idemimpl.DecList(d, &v.Lines, idemDecAmount)
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -88,10 +82,8 @@ func idemEncAmount(e *idemimpl.Encoder, v *Amount) {
 
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	at := e.Struct()
-	e.Field("Total")
-	idemEncAmount(e, &v.Total)
-	e.Field("Lines")
-	idemimpl.EncList(e, v.Lines, idemEncAmount)
+	idemEncAmount(e.Field("Total"), &v.Total)
+	idemimpl.EncList(e.Field("Lines"), v.Lines, idemEncAmount)
 	e.End(at)
 }
 

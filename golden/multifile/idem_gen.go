@@ -115,17 +115,7 @@ func (r *IdempotentRepo) beginSave(id string, doc map[string]string) idem.Call {
 	c := r.g.Begin(idemSpecRepoSave)
 	c.Key().ID(id)
 	c.Payload().String(id)
-	if doc == nil {
-		c.Payload().Nil()
-	} else {
-		c.Payload().MapStart(len(doc))
-		for k, e := range doc {
-			c.Payload().MapEntry()
-			c.Payload().String(k)
-			c.Payload().String(e)
-		}
-		c.Payload().MapEnd()
-	}
+	idemimpl.KeyMap(c.Payload(), doc, idemimpl.StringKey, idemimpl.StringKey)
 	return c
 }
 

@@ -65,24 +65,17 @@ type idemResultSplit struct {
 
 var idemCodecSplit = idemimpl.TypedCodec[idemResultSplit]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultSplit) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "R1":
 				v.r1 = int(d.Int(64))
 			case "R2":
-				if d.Nil() {
-					v.r2 = nil
-				} else {
-					v.r2 = make([]int, d.List())
-					for i := range v.r2 {
-						v.r2[i] = int(d.Int(64))
-					}
+				idemimpl.DecListHead(d, &v.r2)
+				for i := range v.r2 {
+					v.r2[i] = int(d.Int(64))
 				}
 			case "R3":
 				idemimpl.DecPtr(d, &v.r3, idemDecReceipt)
-			default:
-				d.Skip()
 			}
 		}
 	},
@@ -99,8 +92,7 @@ var idemCodecSplit = idemimpl.TypedCodec[idemResultSplit]{
 			}
 			e.End(at2)
 		}
-		e.Field("R3")
-		idemimpl.EncPtr(e, v.r3, idemEncReceipt)
+		idemimpl.EncPtr(e.Field("R3"), v.r3, idemEncReceipt)
 		e.End(at)
 	},
 }
@@ -147,17 +139,14 @@ type idemResultQuote struct {
 
 var idemCodecQuote = idemimpl.TypedCodec[idemResultQuote]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultQuote) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "R1":
 				v.price = d.Int(64)
 			case "R2":
 				v.currency = d.String()
 			case "R3":
 				v.r3 = d.Bool()
-			default:
-				d.Skip()
 			}
 		}
 	},
@@ -171,9 +160,8 @@ var idemCodecQuote = idemimpl.TypedCodec[idemResultQuote]{
 }
 
 func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Lines":
@@ -192,8 +180,6 @@ func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
 			}
 		case "At":
 			d.Unmarshaled(v.At.UnmarshalBinary(d.Marshaled()))
-		default:
-			d.Skip()
 		}
 	}
 }

@@ -55,12 +55,7 @@ var _ func(context.Context, string) (api.List, error) = Models
 var idemCodecModels = idemimpl.Codec(idemEncApiListForModels, idemDecApiListForModels)
 
 func idemDecApiListForModels(d *idemimpl.Decoder, v *api.List) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
-		default:
-			d.Skip()
-		}
+	for range d.Fields() {
 	}
 }
 

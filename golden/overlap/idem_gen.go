@@ -84,25 +84,19 @@ var _ func(context.Context, ChargeParams) (*Receipt, error) = Refund
 var idemCodecRefund = idemimpl.PtrCodec(idemEncReceiptForRefund, idemDecReceiptForRefund)
 
 func idemDecReceiptForCharge(d *idemimpl.Decoder, v *Receipt) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecReceiptForRefund(d *idemimpl.Decoder, v *Receipt) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }

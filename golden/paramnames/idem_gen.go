@@ -98,14 +98,7 @@ func (x *Idempotent) beginShadow(Shadow_ string, Item_ *Item, len_ int, string_ 
 	idemKeyItem(c.Key(), Item_)
 	c.Key().Int(int64(len_))
 	c.Key().String(string_)
-	if int64_ == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(int64_))
-		for i := range int64_ {
-			c.Key().Int(int64(int64_[i]))
-		}
-	}
+	idemimpl.KeyList(c.Key(), int64_, idemimpl.IntKey)
 	return c
 }
 
@@ -154,13 +147,10 @@ var _ func(string, context.Context, int) (int, error) = Later
 var idemCodecLater = idemimpl.IntCodec[int](64)
 
 func idemDecItem(d *idemimpl.Decoder, v *Item) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }

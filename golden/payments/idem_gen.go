@@ -73,37 +73,30 @@ func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 }
 
 func idemDecSdkAPIResource(d *idemimpl.Decoder, v *sdk.APIResource) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "LastResponse":
 			idemimpl.DecPtr(d, &v.LastResponse, idemDecSdkAPIResponse)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSdkAPIResponse(d *idemimpl.Decoder, v *sdk.APIResponse) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "StatusCode":
 			v.StatusCode = int(d.Int(64))
 		case "Header":
 			idemDecHttpHeader(d, &v.Header)
 		case "RequestID":
 			v.RequestID = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "APIResource":
 			idemDecSdkAPIResource(d, &v.APIResource)
 		case "ID":
@@ -115,60 +108,36 @@ func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 		case "Captured":
 			v.Captured = d.Bool()
 		case "Refunds":
-			if d.Nil() {
-				v.Refunds = nil
-			} else {
-				v.Refunds = make([]*sdk.Refund, d.List())
-				for i := range v.Refunds {
-					idemimpl.DecPtr(d, &v.Refunds[i], idemDecSdkRefund)
-				}
+			idemimpl.DecListHead(d, &v.Refunds)
+			for i := range v.Refunds {
+				idemimpl.DecPtr(d, &v.Refunds[i], idemDecSdkRefund)
 			}
 		case "Metadata":
-			if d.Nil() {
-				v.Metadata = nil
-			} else {
-				n := d.Map()
-				v.Metadata = make(map[string]string, n)
-				for range n {
-					var k string
-					var x string
-					k = d.String()
-					x = d.String()
-					v.Metadata[k] = x
-				}
-			}
+			idemimpl.DecMap(d, &v.Metadata, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
 		case "Outcome":
 			idemimpl.DecPtr(d, &v.Outcome, idemDecSdkOutcome)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSdkOutcome(d *idemimpl.Decoder, v *sdk.Outcome) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Type":
 			v.Type = d.String()
 		case "RiskScore":
 			v.RiskScore = d.Float64()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSdkRefund(d *idemimpl.Decoder, v *sdk.Refund) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Amount":
 			v.Amount = d.Int(64)
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -190,24 +159,21 @@ func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {
 
 func idemEncSdkAPIResource(e *idemimpl.Encoder, v *sdk.APIResource) {
 	at := e.Struct()
-	e.Field("LastResponse")
-	idemimpl.EncPtr(e, v.LastResponse, idemEncSdkAPIResponse)
+	idemimpl.EncPtr(e.Field("LastResponse"), v.LastResponse, idemEncSdkAPIResponse)
 	e.End(at)
 }
 
 func idemEncSdkAPIResponse(e *idemimpl.Encoder, v *sdk.APIResponse) {
 	at := e.Struct()
 	e.Field("StatusCode").Int(int64(v.StatusCode))
-	e.Field("Header")
-	idemEncHttpHeader(e, &v.Header)
+	idemEncHttpHeader(e.Field("Header"), &v.Header)
 	e.Field("RequestID").String(v.RequestID)
 	e.End(at)
 }
 
 func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 	at := e.Struct()
-	e.Field("APIResource")
-	idemEncSdkAPIResource(e, &v.APIResource)
+	idemEncSdkAPIResource(e.Field("APIResource"), &v.APIResource)
 	e.Field("ID").String(v.ID)
 	e.Field("Amount").Int(v.Amount)
 	e.Field("Currency").String(v.Currency)
@@ -222,21 +188,8 @@ func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {
 		}
 		e.End(at2)
 	}
-	e.Field("Metadata")
-	if v.Metadata == nil {
-		e.Nil()
-	} else {
-		at3 := e.Map(len(v.Metadata))
-		// sorted: the same value always has the same bytes
-		for _, k := range slices.Sorted(maps.Keys(v.Metadata)) {
-			x := v.Metadata[k]
-			e.String(k)
-			e.String(x)
-		}
-		e.End(at3)
-	}
-	e.Field("Outcome")
-	idemimpl.EncPtr(e, v.Outcome, idemEncSdkOutcome)
+	idemimpl.EncMap(e.Field("Metadata"), v.Metadata, (*idemimpl.Encoder).String, (*idemimpl.Encoder).String)
+	idemimpl.EncPtr(e.Field("Outcome"), v.Outcome, idemEncSdkOutcome)
 	e.End(at)
 }
 

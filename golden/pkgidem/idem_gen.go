@@ -82,14 +82,7 @@ func (g *IdempotentGuard) CheckKey(ids []ID) (string, error) {
 // beginCheck starts a call of Check and writes its key material.
 func (g *IdempotentGuard) beginCheck(ids []ID) idem.Call {
 	c := g.g.Begin(idemSpecGuardCheck)
-	if ids == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(ids))
-		for i := range ids {
-			c.Key().String(ids[i])
-		}
-	}
+	idemimpl.KeyList(c.Key(), ids, idemimpl.StringKey)
 	return c
 }
 
@@ -106,29 +99,23 @@ var _ func(*Guard, context.Context, []ID) ([]Pair[ID, bool], error) = (*Guard).C
 var idemCodecGuardCheck = idemimpl.ListCodec(idemEncPair_string_bool, idemDecPair_string_bool)
 
 func idemDecPair_string_bool(d *idemimpl.Decoder, v *Pair[ID, bool]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Key":
 			v.Key = d.String()
 		case "Val":
 			v.Val = d.Bool()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecPair_string_int(d *idemimpl.Decoder, v *Pair[string, int]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Key":
 			v.Key = d.String()
 		case "Val":
 			v.Val = int(d.Int(64))
-		default:
-			d.Skip()
 		}
 	}
 }

@@ -57,14 +57,7 @@ func (x *Idempotent) beginTransfer(req *Request) idem.Call {
 		c.Key().Nil()
 	} else {
 		c.Key().Ptr()
-		if req.Account.Owner.Tags == nil {
-			c.Key().Nil()
-		} else {
-			c.Key().List(len(req.Account.Owner.Tags))
-			for i := range req.Account.Owner.Tags {
-				c.Key().String(req.Account.Owner.Tags[i])
-			}
-		}
+		idemimpl.KeyList(c.Key(), req.Account.Owner.Tags, idemimpl.StringKey)
 	}
 	idemimpl.KeyPtr(c.Payload(), req, idemKeyRequest)
 	return c
@@ -129,27 +122,21 @@ var _ func(context.Context, Account) (Touched, error) = Touch
 var idemCodecTouch = idemimpl.Codec(idemEncTouchedForTouch, idemDecTouchedForTouch)
 
 func idemDecMetaForTouch(d *idemimpl.Decoder, v *Meta) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Count":
 			v.Count = d.Int(64)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecTouchedForTouch(d *idemimpl.Decoder, v *Touched) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Meta":
 			idemDecMetaForTouch(d, &v.Meta)
 		case "Tenant":
 			v.Tenant = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -162,8 +149,7 @@ func idemEncMetaForTouch(e *idemimpl.Encoder, v *Meta) {
 
 func idemEncTouchedForTouch(e *idemimpl.Encoder, v *Touched) {
 	at := e.Struct()
-	e.Field("Meta")
-	idemEncMetaForTouch(e, &v.Meta)
+	idemEncMetaForTouch(e.Field("Meta"), &v.Meta)
 	e.Field("Tenant").String(v.Tenant)
 	e.End(at)
 }
@@ -186,14 +172,7 @@ func idemKeyBase(b *idemimpl.KeyBuilder, v *Base) {
 
 func idemKeyPerson(b *idemimpl.KeyBuilder, v *Person) {
 	b.String(v.Email)
-	if v.Tags == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Tags))
-		for i := range v.Tags {
-			b.String(v.Tags[i])
-		}
-	}
+	idemimpl.KeyList(b, v.Tags, idemimpl.StringKey)
 }
 
 func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {

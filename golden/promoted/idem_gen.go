@@ -202,19 +202,11 @@ func (x *Idempotent) beginMarks(m []struct {
 	Note string `idem:"-"`
 }) idem.Call {
 	c := x.g.Begin(idemSpecMarks)
-	if m == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(m))
-	}
+	idemimpl.KeyListHead(c.Key(), m)
 	c.Key().List(2)
-	if n == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(n))
-		for range n {
-			c.Key().List(1)
-		}
+	idemimpl.KeyListHead(c.Key(), n)
+	for range n {
+		c.Key().List(1)
 	}
 	return c
 }
@@ -277,45 +269,36 @@ var _ func(context.Context, net.IP, *big.Float) (int64, error) = Route
 var idemCodecRoute = idemimpl.IntCodec[int64](64)
 
 func idemDecMoney(d *idemimpl.Decoder, v *Money) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Decimal":
 			d.Unmarshaled(v.Decimal.UnmarshalText(d.Marshaled()))
 		case "Currency":
 			v.Currency = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Stamped":
 			idemDecStamped(d, &v.Stamped)
 		case "Total":
 			idemDecMoney(d, &v.Total)
 		case "N":
 			v.N = d.Int(64)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecStamped(d *idemimpl.Decoder, v *Stamped) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Time":
 			d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
 		case "Order":
 			v.Order = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -329,10 +312,8 @@ func idemEncMoney(e *idemimpl.Encoder, v *Money) {
 
 func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 	at := e.Struct()
-	e.Field("Stamped")
-	idemEncStamped(e, &v.Stamped)
-	e.Field("Total")
-	idemEncMoney(e, &v.Total)
+	idemEncStamped(e.Field("Stamped"), &v.Stamped)
+	idemEncMoney(e.Field("Total"), &v.Total)
 	e.Field("N").Int(v.N)
 	e.End(at)
 }

@@ -55,9 +55,8 @@ var _ func(context.Context, string) (Res, error) = Get
 var idemCodecGet = idemimpl.Codec(idemEncRes, idemDecRes)
 
 func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Float":
 			if d.Ptr() {
 				v.Float = new(big.Float)
@@ -67,8 +66,6 @@ func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
 			}
 		case "Currency":
 			v.Currency = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -78,23 +75,19 @@ func idemDecJsonRawMessage(d *idemimpl.Decoder, v *json.RawMessage) {
 }
 
 func idemDecLocated(d *idemimpl.Decoder, v *Located) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Addr":
 			d.Unmarshaled(v.Addr.UnmarshalBinary(d.Marshaled()))
 		case "Label":
 			v.Label = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecRes(d *idemimpl.Decoder, v *Res) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Tagged":
 			idemDecTagged(d, &v.Tagged)
 		case "Stamp":
@@ -103,36 +96,28 @@ func idemDecRes(d *idemimpl.Decoder, v *Res) {
 			idemDecLocated(d, &v.Located)
 		case "Amount":
 			idemDecAmount(d, &v.Amount)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecStamp(d *idemimpl.Decoder, v *Stamp) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Time":
 			d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
 		case "Source":
 			v.Source = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecTagged(d *idemimpl.Decoder, v *Tagged) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "RawMessage":
 			idemDecJsonRawMessage(d, &v.RawMessage)
 		case "Name":
 			v.Name = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -163,14 +148,10 @@ func idemEncLocated(e *idemimpl.Encoder, v *Located) {
 
 func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	at := e.Struct()
-	e.Field("Tagged")
-	idemEncTagged(e, &v.Tagged)
-	e.Field("Stamp")
-	idemEncStamp(e, &v.Stamp)
-	e.Field("Located")
-	idemEncLocated(e, &v.Located)
-	e.Field("Amount")
-	idemEncAmount(e, &v.Amount)
+	idemEncTagged(e.Field("Tagged"), &v.Tagged)
+	idemEncStamp(e.Field("Stamp"), &v.Stamp)
+	idemEncLocated(e.Field("Located"), &v.Located)
+	idemEncAmount(e.Field("Amount"), &v.Amount)
 	e.End(at)
 }
 
@@ -183,8 +164,7 @@ func idemEncStamp(e *idemimpl.Encoder, v *Stamp) {
 
 func idemEncTagged(e *idemimpl.Encoder, v *Tagged) {
 	at := e.Struct()
-	e.Field("RawMessage")
-	idemEncJsonRawMessage(e, &v.RawMessage)
+	idemEncJsonRawMessage(e.Field("RawMessage"), &v.RawMessage)
 	e.Field("Name").String(v.Name)
 	e.End(at)
 }

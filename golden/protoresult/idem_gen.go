@@ -64,9 +64,8 @@ type idemResultRecord struct {
 
 var idemCodecRecord = idemimpl.TypedCodec[idemResultRecord]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultRecord) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "R1":
 				idemimpl.DecPtr(d, &v.r1, idemDecEvent)
 			case "R2":
@@ -76,15 +75,12 @@ var idemCodecRecord = idemimpl.TypedCodec[idemResultRecord]{
 				} else {
 					v.r2 = nil
 				}
-			default:
-				d.Skip()
 			}
 		}
 	},
 	Encode: func(e *idemimpl.Encoder, v *idemResultRecord) {
 		at := e.Struct()
-		e.Field("R1")
-		idemimpl.EncPtr(e, v.r1, idemEncEvent)
+		idemimpl.EncPtr(e.Field("R1"), v.r1, idemEncEvent)
 		e.Field("R2")
 		if v.r2 == nil {
 			e.Nil()
@@ -97,9 +93,8 @@ var idemCodecRecord = idemimpl.TypedCodec[idemResultRecord]{
 }
 
 func idemDecEvent(d *idemimpl.Decoder, v *Event) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "At":
@@ -123,8 +118,6 @@ func idemDecEvent(d *idemimpl.Decoder, v *Event) {
 			} else {
 				v.None = nil
 			}
-		default:
-			d.Skip()
 		}
 	}
 }

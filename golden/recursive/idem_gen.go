@@ -79,13 +79,9 @@ func idemKeyTree(b *idemimpl.KeyBuilder, v *Tree) {
 	}
 	defer b.Leave()
 	b.String(v.Value)
-	if v.Children == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Children))
-		for i := range v.Children {
-			idemimpl.KeyPtr(b, v.Children[i], idemKeyTree)
-		}
+	idemimpl.KeyListHead(b, v.Children)
+	for i := range v.Children {
+		idemimpl.KeyPtr(b, v.Children[i], idemKeyTree)
 	}
 	if v.Attrs == nil {
 		b.Nil()

@@ -57,24 +57,17 @@ func idemDecNode(d *idemimpl.Decoder, v *Node) {
 		return
 	}
 	defer d.Leave()
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = int(d.Int(64))
 		case "Children":
-			if d.Nil() {
-				v.Children = nil
-			} else {
-				v.Children = make([]*Node, d.List())
-				for i := range v.Children {
-					idemimpl.DecPtr(d, &v.Children[i], idemDecNode)
-				}
+			idemimpl.DecListHead(d, &v.Children)
+			for i := range v.Children {
+				idemimpl.DecPtr(d, &v.Children[i], idemDecNode)
 			}
 		case "Next":
 			idemimpl.DecPtr(d, &v.Next, idemDecNode)
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -96,8 +89,7 @@ func idemEncNode(e *idemimpl.Encoder, v *Node) {
 		}
 		e.End(at2)
 	}
-	e.Field("Next")
-	idemimpl.EncPtr(e, v.Next, idemEncNode)
+	idemimpl.EncPtr(e.Field("Next"), v.Next, idemEncNode)
 	e.End(at)
 }
 

@@ -4,9 +4,7 @@ package restclient
 
 import (
 	"context"
-	"maps"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -71,28 +69,23 @@ type idemResultUsersServiceCreate struct {
 
 var idemCodecUsersServiceCreate = idemimpl.TypedCodec[idemResultUsersServiceCreate]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultUsersServiceCreate) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "R1":
 				idemimpl.DecPtr(d, &v.r1, idemDecUser)
-			default:
-				d.Skip()
 			}
 		}
 	},
 	Encode: func(e *idemimpl.Encoder, v *idemResultUsersServiceCreate) {
 		at := e.Struct()
-		e.Field("R1")
-		idemimpl.EncPtr(e, v.r1, idemEncUser)
+		idemimpl.EncPtr(e.Field("R1"), v.r1, idemEncUser)
 		e.End(at)
 	},
 }
 
 func idemDecUser(d *idemimpl.Decoder, v *User) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.Int(64)
 		case "Login":
@@ -104,21 +97,7 @@ func idemDecUser(d *idemimpl.Decoder, v *User) {
 		case "Created":
 			d.Unmarshaled(v.Created.UnmarshalBinary(d.Marshaled()))
 		case "Settings":
-			if d.Nil() {
-				v.Settings = nil
-			} else {
-				n := d.Map()
-				v.Settings = make(map[string]bool, n)
-				for range n {
-					var k string
-					var x bool
-					k = d.String()
-					x = d.Bool()
-					v.Settings[k] = x
-				}
-			}
-		default:
-			d.Skip()
+			idemimpl.DecMap(d, &v.Settings, (*idemimpl.Decoder).String, (*idemimpl.Decoder).Bool)
 		}
 	}
 }
@@ -127,24 +106,10 @@ func idemEncUser(e *idemimpl.Encoder, v *User) {
 	at := e.Struct()
 	e.Field("ID").Int(v.ID)
 	e.Field("Login").String(v.Login)
-	e.Field("Email")
-	idemimpl.EncPtr(e, v.Email, idemimpl.EncString)
-	e.Field("Orgs")
-	idemimpl.EncList(e, v.Orgs, idemimpl.EncString)
+	idemimpl.EncPtr(e.Field("Email"), v.Email, idemimpl.EncString)
+	idemimpl.EncList(e.Field("Orgs"), v.Orgs, idemimpl.EncString)
 	e.Field("Created").Marshaled(v.Created.MarshalBinary())
-	e.Field("Settings")
-	if v.Settings == nil {
-		e.Nil()
-	} else {
-		at2 := e.Map(len(v.Settings))
-		// sorted: the same value always has the same bytes
-		for _, k := range slices.Sorted(maps.Keys(v.Settings)) {
-			x := v.Settings[k]
-			e.String(k)
-			e.Bool(x)
-		}
-		e.End(at2)
-	}
+	idemimpl.EncMap(e.Field("Settings"), v.Settings, (*idemimpl.Encoder).String, (*idemimpl.Encoder).Bool)
 	e.End(at)
 }
 

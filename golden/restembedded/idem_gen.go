@@ -69,50 +69,39 @@ type idemResultReposServiceCreate struct {
 
 var idemCodecReposServiceCreate = idemimpl.TypedCodec[idemResultReposServiceCreate]{
 	Decode: func(d *idemimpl.Decoder, v *idemResultReposServiceCreate) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "R1":
 				idemimpl.DecPtr(d, &v.r1, idemDecRepo)
 			case "R2":
 				idemimpl.DecPtr(d, &v.r2, idemDecResponseForReposServiceCreate)
-			default:
-				d.Skip()
 			}
 		}
 	},
 	Encode: func(e *idemimpl.Encoder, v *idemResultReposServiceCreate) {
 		at := e.Struct()
-		e.Field("R1")
-		idemimpl.EncPtr(e, v.r1, idemEncRepo)
-		e.Field("R2")
-		idemimpl.EncPtr(e, v.r2, idemEncResponseForReposServiceCreate)
+		idemimpl.EncPtr(e.Field("R1"), v.r1, idemEncRepo)
+		idemimpl.EncPtr(e.Field("R2"), v.r2, idemEncResponseForReposServiceCreate)
 		e.End(at)
 	},
 }
 
 func idemDecRepo(d *idemimpl.Decoder, v *Repo) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.Int(64)
 		case "Name":
 			v.Name = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecResponseForReposServiceCreate(d *idemimpl.Decoder, v *Response) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Rate":
 			v.Rate = int(d.Int(64))
-		default:
-			d.Skip()
 		}
 	}
 }

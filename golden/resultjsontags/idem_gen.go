@@ -4,8 +4,6 @@ package p
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -54,9 +52,8 @@ var _ func(context.Context, string) (Res, error) = F
 var idemCodecF = idemimpl.Codec(idemEncRes, idemDecRes)
 
 func idemDecRes(d *idemimpl.Decoder, v *Res) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Cache":
@@ -64,23 +61,9 @@ func idemDecRes(d *idemimpl.Decoder, v *Res) {
 		case "Items":
 			idemimpl.DecList(d, &v.Items, idemimpl.DecString)
 		case "Tags":
-			if d.Nil() {
-				v.Tags = nil
-			} else {
-				n := d.Map()
-				v.Tags = make(map[string]string, n)
-				for range n {
-					var k string
-					var x string
-					k = d.String()
-					x = d.String()
-					v.Tags[k] = x
-				}
-			}
+			idemimpl.DecMap(d, &v.Tags, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
 		case "None":
 			idemimpl.DecList(d, &v.None, idemimpl.DecString)
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -89,23 +72,9 @@ func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	at := e.Struct()
 	e.Field("ID").String(v.ID)
 	e.Field("Cache").String(v.Cache)
-	e.Field("Items")
-	idemimpl.EncList(e, v.Items, idemimpl.EncString)
-	e.Field("Tags")
-	if v.Tags == nil {
-		e.Nil()
-	} else {
-		at2 := e.Map(len(v.Tags))
-		// sorted: the same value always has the same bytes
-		for _, k := range slices.Sorted(maps.Keys(v.Tags)) {
-			x := v.Tags[k]
-			e.String(k)
-			e.String(x)
-		}
-		e.End(at2)
-	}
-	e.Field("None")
-	idemimpl.EncList(e, v.None, idemimpl.EncString)
+	idemimpl.EncList(e.Field("Items"), v.Items, idemimpl.EncString)
+	idemimpl.EncMap(e.Field("Tags"), v.Tags, (*idemimpl.Encoder).String, (*idemimpl.Encoder).String)
+	idemimpl.EncList(e.Field("None"), v.None, idemimpl.EncString)
 	e.End(at)
 }
 

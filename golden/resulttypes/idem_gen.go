@@ -54,27 +54,12 @@ var _ func(context.Context, string) (*Report, error) = Build
 var idemCodecBuild = idemimpl.PtrCodec(idemEncReport, idemDecReport)
 
 func idemDecMeta(d *idemimpl.Decoder, v *Meta) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Created":
 			d.Unmarshaled(v.Created.UnmarshalBinary(d.Marshaled()))
 		case "Labels":
-			if d.Nil() {
-				v.Labels = nil
-			} else {
-				n := d.Map()
-				v.Labels = make(map[string]string, n)
-				for range n {
-					var k string
-					var x string
-					k = d.String()
-					x = d.String()
-					v.Labels[k] = x
-				}
-			}
-		default:
-			d.Skip()
+			idemimpl.DecMap(d, &v.Labels, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
 		}
 	}
 }
@@ -84,9 +69,8 @@ func idemDecReport(d *idemimpl.Decoder, v *Report) {
 		return
 	}
 	defer d.Leave()
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Meta":
 			idemDecMeta(d, &v.Meta)
 		case "Title":
@@ -127,8 +111,6 @@ func idemDecReport(d *idemimpl.Decoder, v *Report) {
 			}
 		case "Upper":
 			v.Upper = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -136,19 +118,7 @@ func idemDecReport(d *idemimpl.Decoder, v *Report) {
 func idemEncMeta(e *idemimpl.Encoder, v *Meta) {
 	at := e.Struct()
 	e.Field("Created").Marshaled(v.Created.MarshalBinary())
-	e.Field("Labels")
-	if v.Labels == nil {
-		e.Nil()
-	} else {
-		at2 := e.Map(len(v.Labels))
-		// sorted: the same value always has the same bytes
-		for _, k := range slices.Sorted(maps.Keys(v.Labels)) {
-			x := v.Labels[k]
-			e.String(k)
-			e.String(x)
-		}
-		e.End(at2)
-	}
+	idemimpl.EncMap(e.Field("Labels"), v.Labels, (*idemimpl.Encoder).String, (*idemimpl.Encoder).String)
 	e.End(at)
 }
 
@@ -158,8 +128,7 @@ func idemEncReport(e *idemimpl.Encoder, v *Report) {
 	}
 	defer e.Leave()
 	at := e.Struct()
-	e.Field("Meta")
-	idemEncMeta(e, &v.Meta)
+	idemEncMeta(e.Field("Meta"), &v.Meta)
 	e.Field("Title").String(v.Title)
 	e.Field("Counts")
 	if v.Counts == nil {
@@ -175,12 +144,9 @@ func idemEncReport(e *idemimpl.Encoder, v *Report) {
 		e.End(at2)
 	}
 	e.Field("Blob").Bytes(v.Blob)
-	e.Field("Empty")
-	idemimpl.EncList(e, v.Empty, idemimpl.EncString)
-	e.Field("Nil")
-	idemimpl.EncList(e, v.Nil, idemimpl.EncString)
-	e.Field("Child")
-	idemimpl.EncPtr(e, v.Child, idemEncReport)
+	idemimpl.EncList(e.Field("Empty"), v.Empty, idemimpl.EncString)
+	idemimpl.EncList(e.Field("Nil"), v.Nil, idemimpl.EncString)
+	idemimpl.EncPtr(e.Field("Child"), v.Child, idemEncReport)
 	e.Field("Total").Marshaled(v.Total.MarshalJSON())
 	e.Field("Matrix")
 	at3 := e.List(len(v.Matrix))

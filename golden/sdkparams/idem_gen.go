@@ -61,15 +61,12 @@ var _ func(context.Context, *sdk.ChargeParams) (*sdk.Charge, error) = Charge
 var idemCodecCharge = idemimpl.PtrCodec(idemEncSdkCharge, idemDecSdkCharge)
 
 func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Amount":
 			v.Amount = d.Int(64)
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -89,17 +86,7 @@ func idemKeySdkChargeParams(b *idemimpl.KeyBuilder, v *sdk.ChargeParams) {
 
 func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	idemimpl.KeyPtr(b, v.IdempotencyKey, idemimpl.KeyString)
-	if v.Metadata == nil {
-		b.Nil()
-	} else {
-		b.MapStart(len(v.Metadata))
-		for k, e := range v.Metadata {
-			b.MapEntry()
-			b.String(k)
-			b.String(e)
-		}
-		b.MapEnd()
-	}
+	idemimpl.KeyMap(b, v.Metadata, idemimpl.StringKey, idemimpl.StringKey)
 }
 
 // Build fails here if sdk.Charge's fields changed since generation: run go generate.

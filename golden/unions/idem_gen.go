@@ -152,79 +152,59 @@ func idemDecBlocksBlock(d *idemimpl.Decoder, v *blocks.Block) {
 }
 
 func idemDecBlocksDivider(d *idemimpl.Decoder, v *blocks.Divider) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
-		default:
-			d.Skip()
-		}
+	for range d.Fields() {
 	}
 }
 
 func idemDecBlocksImage(d *idemimpl.Decoder, v *blocks.Image) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "URL":
 			v.URL = d.String()
 		case "Alt":
 			idemimpl.DecPtr(d, &v.Alt, idemimpl.DecString)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecBlocksMessage(d *idemimpl.Decoder, v *blocks.Message) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "TS":
 			v.TS = d.String()
 		case "Blocks":
 			idemimpl.DecList(d, &v.Blocks, idemDecBlocksBlock)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecBlocksSection(d *idemimpl.Decoder, v *blocks.Section) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Text":
 			v.Text = d.String()
 		case "Elements":
 			idemimpl.DecList(d, &v.Elements, idemDecBlocksBlock)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecCreated(d *idemimpl.Decoder, v *Created) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecDeleted(d *idemimpl.Decoder, v *Deleted) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Reason":
 			v.Reason = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -290,24 +270,21 @@ func idemEncBlocksDivider(e *idemimpl.Encoder, v *blocks.Divider) {
 func idemEncBlocksImage(e *idemimpl.Encoder, v *blocks.Image) {
 	at := e.Struct()
 	e.Field("URL").String(v.URL)
-	e.Field("Alt")
-	idemimpl.EncPtr(e, v.Alt, idemimpl.EncString)
+	idemimpl.EncPtr(e.Field("Alt"), v.Alt, idemimpl.EncString)
 	e.End(at)
 }
 
 func idemEncBlocksMessage(e *idemimpl.Encoder, v *blocks.Message) {
 	at := e.Struct()
 	e.Field("TS").String(v.TS)
-	e.Field("Blocks")
-	idemimpl.EncList(e, v.Blocks, idemEncBlocksBlock)
+	idemimpl.EncList(e.Field("Blocks"), v.Blocks, idemEncBlocksBlock)
 	e.End(at)
 }
 
 func idemEncBlocksSection(e *idemimpl.Encoder, v *blocks.Section) {
 	at := e.Struct()
 	e.Field("Text").String(v.Text)
-	e.Field("Elements")
-	idemimpl.EncList(e, v.Elements, idemEncBlocksBlock)
+	idemimpl.EncList(e.Field("Elements"), v.Elements, idemEncBlocksBlock)
 	e.End(at)
 }
 

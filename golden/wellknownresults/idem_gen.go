@@ -203,9 +203,8 @@ func idemDecJsonRawMessage(d *idemimpl.Decoder, v *json.RawMessage) {
 }
 
 func idemDecKnown(d *idemimpl.Decoder, v *Known) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Raw":
 			idemDecJsonRawMessage(d, &v.Raw)
 		case "IP":
@@ -283,8 +282,6 @@ func idemDecKnown(d *idemimpl.Decoder, v *Known) {
 			} else {
 				v.LevelVar = nil
 			}
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -302,79 +299,63 @@ func idemDecNetIPMask(d *idemimpl.Decoder, v *net.IPMask) {
 }
 
 func idemDecNetIPNet(d *idemimpl.Decoder, v *net.IPNet) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "IP":
 			idemDecNetIP(d, &v.IP)
 		case "Mask":
 			idemDecNetIPMask(d, &v.Mask)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSqlNullFloat64(d *idemimpl.Decoder, v *sql.NullFloat64) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Float64":
 			v.Float64 = d.Float64()
 		case "Valid":
 			v.Valid = d.Bool()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSqlNullString(d *idemimpl.Decoder, v *sql.NullString) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "String":
 			v.String = d.String()
 		case "Valid":
 			v.Valid = d.Bool()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSqlNullTime(d *idemimpl.Decoder, v *sql.NullTime) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Time":
 			d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
 		case "Valid":
 			v.Valid = d.Bool()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecSqlNull_int64(d *idemimpl.Decoder, v *sql.Null[int64]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "V":
 			v.V = d.Int(64)
 		case "Valid":
 			v.Valid = d.Bool()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecUrlURL(d *idemimpl.Decoder, v *url.URL) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Scheme":
 			v.Scheme = d.String()
 		case "Opaque":
@@ -384,16 +365,13 @@ func idemDecUrlURL(d *idemimpl.Decoder, v *url.URL) {
 				v.User = new(url.Userinfo)
 				var name string
 				var pw *string
-				end2 := d.Struct()
-				for d.More(end2) {
-					switch string(d.Field()) {
+				for f2 := range d.Fields() {
+					switch string(f2) {
 					case "Username":
 						name = d.String()
 					case "Password":
 						pw = new(string)
 						*pw = d.String()
-					default:
-						d.Skip()
 					}
 				}
 				if pw != nil {
@@ -420,8 +398,6 @@ func idemDecUrlURL(d *idemimpl.Decoder, v *url.URL) {
 			v.ForceQuery = d.Bool()
 		case "OmitHost":
 			v.OmitHost = d.Bool()
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -447,12 +423,9 @@ func idemEncJsonRawMessage(e *idemimpl.Encoder, v *json.RawMessage) {
 
 func idemEncKnown(e *idemimpl.Encoder, v *Known) {
 	at := e.Struct()
-	e.Field("Raw")
-	idemEncJsonRawMessage(e, &v.Raw)
-	e.Field("IP")
-	idemEncNetIP(e, &v.IP)
-	e.Field("IPNet")
-	idemEncNetIPNet(e, &v.IPNet)
+	idemEncJsonRawMessage(e.Field("Raw"), &v.Raw)
+	idemEncNetIP(e.Field("IP"), &v.IP)
+	idemEncNetIPNet(e.Field("IPNet"), &v.IPNet)
 	e.Field("Float")
 	if v.Float == nil {
 		e.Nil()
@@ -481,21 +454,14 @@ func idemEncKnown(e *idemimpl.Encoder, v *Known) {
 	e.Field("Time").Marshaled(v.Time.MarshalBinary())
 	e.Field("Dur").Int(int64(v.Dur))
 	e.Field("Number").String(string(v.Number))
-	e.Field("NullS")
-	idemEncSqlNullString(e, &v.NullS)
-	e.Field("NullT")
-	idemEncSqlNullTime(e, &v.NullT)
-	e.Field("NullF")
-	idemEncSqlNullFloat64(e, &v.NullF)
-	e.Field("Null")
-	idemEncSqlNull_int64(e, &v.Null)
+	idemEncSqlNullString(e.Field("NullS"), &v.NullS)
+	idemEncSqlNullTime(e.Field("NullT"), &v.NullT)
+	idemEncSqlNullFloat64(e.Field("NullF"), &v.NullF)
+	idemEncSqlNull_int64(e.Field("Null"), &v.Null)
 	e.Field("Level").Marshaled(v.Level.MarshalJSON())
-	e.Field("Header")
-	idemEncHttpHeader(e, &v.Header)
-	e.Field("URL")
-	idemimpl.EncPtr(e, v.URL, idemEncUrlURL)
-	e.Field("URLV")
-	idemEncUrlURL(e, &v.URLV)
+	idemEncHttpHeader(e.Field("Header"), &v.Header)
+	idemimpl.EncPtr(e.Field("URL"), v.URL, idemEncUrlURL)
+	idemEncUrlURL(e.Field("URLV"), &v.URLV)
 	e.Field("OID").Marshaled(v.OID.MarshalBinary())
 	e.Field("PCG").Marshaled(v.PCG.MarshalBinary())
 	e.Field("ChaCha8")
@@ -530,10 +496,8 @@ func idemEncNetIPMask(e *idemimpl.Encoder, v *net.IPMask) {
 
 func idemEncNetIPNet(e *idemimpl.Encoder, v *net.IPNet) {
 	at := e.Struct()
-	e.Field("IP")
-	idemEncNetIP(e, &v.IP)
-	e.Field("Mask")
-	idemEncNetIPMask(e, &v.Mask)
+	idemEncNetIP(e.Field("IP"), &v.IP)
+	idemEncNetIPMask(e.Field("Mask"), &v.Mask)
 	e.End(at)
 }
 
@@ -575,11 +539,9 @@ func idemEncUrlURL(e *idemimpl.Encoder, v *url.URL) {
 	} else {
 		e.Ptr()
 		at2 := e.Struct()
-		e.Field("Username")
-		e.String(v.User.Username())
+		e.Field("Username").String(v.User.Username())
 		if pw, set := v.User.Password(); set {
-			e.Field("Password")
-			e.String(pw)
+			e.Field("Password").String(pw)
 		}
 		e.End(at2)
 	}

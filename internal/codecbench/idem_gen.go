@@ -4,8 +4,6 @@ package codecbench
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -54,9 +52,8 @@ var _ func(context.Context, string) (*Order, error) = Place
 var idemCodecPlace = idemimpl.PtrCodec(idemEncOrder, idemDecOrder)
 
 func idemDecAddress(d *idemimpl.Decoder, v *Address) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Street":
 			v.Street = d.String()
 		case "City":
@@ -65,16 +62,13 @@ func idemDecAddress(d *idemimpl.Decoder, v *Address) {
 			v.Zip = d.String()
 		case "Country":
 			v.Country = d.String()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecCustomer(d *idemimpl.Decoder, v *Customer) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Name":
@@ -83,16 +77,13 @@ func idemDecCustomer(d *idemimpl.Decoder, v *Customer) {
 			v.Email = d.String()
 		case "Address":
 			idemDecAddress(d, &v.Address)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecLine(d *idemimpl.Decoder, v *Line) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "SKU":
 			v.SKU = d.String()
 		case "Qty":
@@ -100,29 +91,14 @@ func idemDecLine(d *idemimpl.Decoder, v *Line) {
 		case "Price":
 			v.Price = d.Float64()
 		case "Tags":
-			if d.Nil() {
-				v.Tags = nil
-			} else {
-				n := d.Map()
-				v.Tags = make(map[string]string, n)
-				for range n {
-					var k string
-					var x string
-					k = d.String()
-					x = d.String()
-					v.Tags[k] = x
-				}
-			}
-		default:
-			d.Skip()
+			idemimpl.DecMap(d, &v.Tags, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
 		}
 	}
 }
 
 func idemDecOrder(d *idemimpl.Decoder, v *Order) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Customer":
@@ -140,27 +116,11 @@ func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 		case "Notes":
 			idemimpl.DecPtr(d, &v.Notes, idemimpl.DecString)
 		case "Meta":
-			if d.Nil() {
-				v.Meta = nil
-			} else {
-				n := d.Map()
-				v.Meta = make(map[string]string, n)
-				for range n {
-					var k string
-					var x string
-					k = d.String()
-					x = d.String()
-					v.Meta[k] = x
-				}
-			}
+			idemimpl.DecMap(d, &v.Meta, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
 		case "Discounts":
-			if d.Nil() {
-				v.Discounts = nil
-			} else {
-				v.Discounts = make([]int64, d.List())
-				for i := range v.Discounts {
-					v.Discounts[i] = d.Int(64)
-				}
+			idemimpl.DecListHead(d, &v.Discounts)
+			for i := range v.Discounts {
+				v.Discounts[i] = d.Int(64)
 			}
 		case "Status":
 			v.Status = d.String()
@@ -170,8 +130,6 @@ func idemDecOrder(d *idemimpl.Decoder, v *Order) {
 			v.Weight = d.Float64()
 		case "Items":
 			v.Items = int(d.Int(64))
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -190,8 +148,7 @@ func idemEncCustomer(e *idemimpl.Encoder, v *Customer) {
 	e.Field("ID").String(v.ID)
 	e.Field("Name").String(v.Name)
 	e.Field("Email").String(v.Email)
-	e.Field("Address")
-	idemEncAddress(e, &v.Address)
+	idemEncAddress(e.Field("Address"), &v.Address)
 	e.End(at)
 }
 
@@ -200,57 +157,30 @@ func idemEncLine(e *idemimpl.Encoder, v *Line) {
 	e.Field("SKU").String(v.SKU)
 	e.Field("Qty").Int(int64(v.Qty))
 	e.Field("Price").Float64(v.Price)
-	e.Field("Tags")
-	if v.Tags == nil {
-		e.Nil()
-	} else {
-		at2 := e.Map(len(v.Tags))
-		// sorted: the same value always has the same bytes
-		for _, k := range slices.Sorted(maps.Keys(v.Tags)) {
-			x := v.Tags[k]
-			e.String(k)
-			e.String(x)
-		}
-		e.End(at2)
-	}
+	idemimpl.EncMap(e.Field("Tags"), v.Tags, (*idemimpl.Encoder).String, (*idemimpl.Encoder).String)
 	e.End(at)
 }
 
 func idemEncOrder(e *idemimpl.Encoder, v *Order) {
 	at := e.Struct()
 	e.Field("ID").String(v.ID)
-	e.Field("Customer")
-	idemEncCustomer(e, &v.Customer)
-	e.Field("Lines")
-	idemimpl.EncList(e, v.Lines, idemEncLine)
+	idemEncCustomer(e.Field("Customer"), &v.Customer)
+	idemimpl.EncList(e.Field("Lines"), v.Lines, idemEncLine)
 	e.Field("Total").Int(v.Total)
 	e.Field("Currency").String(v.Currency)
 	e.Field("Paid").Bool(v.Paid)
 	e.Field("CreatedAt").Marshaled(v.CreatedAt.MarshalBinary())
-	e.Field("Notes")
-	idemimpl.EncPtr(e, v.Notes, idemimpl.EncString)
-	e.Field("Meta")
-	if v.Meta == nil {
-		e.Nil()
-	} else {
-		at2 := e.Map(len(v.Meta))
-		// sorted: the same value always has the same bytes
-		for _, k := range slices.Sorted(maps.Keys(v.Meta)) {
-			x := v.Meta[k]
-			e.String(k)
-			e.String(x)
-		}
-		e.End(at2)
-	}
+	idemimpl.EncPtr(e.Field("Notes"), v.Notes, idemimpl.EncString)
+	idemimpl.EncMap(e.Field("Meta"), v.Meta, (*idemimpl.Encoder).String, (*idemimpl.Encoder).String)
 	e.Field("Discounts")
 	if v.Discounts == nil {
 		e.Nil()
 	} else {
-		at3 := e.List(len(v.Discounts))
+		at2 := e.List(len(v.Discounts))
 		for i := range v.Discounts {
 			e.Int(v.Discounts[i])
 		}
-		e.End(at3)
+		e.End(at2)
 	}
 	e.Field("Status").String(v.Status)
 	e.Field("Ref").Bytes(v.Ref)

@@ -1,15 +1,25 @@
 package idemimpl
 
+import (
+	"cmp"
+	"maps"
+	"slices"
+)
+
 // Combinators: the shapes generated code repeats around a value that
 // another generated function writes (a pointer to it, a slice of it), and
 // the codecs of results of one basic type, as one call each. Each writes
 // and reads exactly the bytes of the inline code it stands for, so keys
 // and records do not depend on which form a build generated.
 //
-// Keys have KeyPtr but no slice combinator: a loop that hands elements to
-// a func value is not inlined, so the slice would escape, and a caller's
-// slice kept on its stack would cost an allocation. The codecs' EncList
-// and DecList see only results, which are on the heap already.
+// Keys have KeyPtr, and KeyList and KeyMap for elements of a basic type
+// only: they hand each element to its writer by value, so a slice or map
+// the caller keeps on its stack stays there, inlined or not. Handing
+// elements by pointer to a func value would make them escape, at an
+// allocation a call. The codecs' EncList and DecList see only results,
+// which are on the heap already; EncMap and DecMap take keys and values by
+// value too, as a map's cannot be addressed and a copy handed by pointer
+// to a func value would be allocated.
 
 // KeyPtr writes a pointer: Nil, or Ptr and the value key writes.
 func KeyPtr[T any](b *KeyBuilder, p *T, key func(*KeyBuilder, *T)) {
@@ -19,6 +29,45 @@ func KeyPtr[T any](b *KeyBuilder, p *T, key func(*KeyBuilder, *T)) {
 	}
 	b.Ptr()
 	key(b, p)
+}
+
+// KeyList writes a slice: Nil, or List and each element, by value.
+func KeyList[S ~[]E, E any](b *KeyBuilder, s S, key func(*KeyBuilder, E)) {
+	if s == nil {
+		b.Nil()
+		return
+	}
+	b.List(len(s))
+	for _, x := range s {
+		key(b, x)
+	}
+}
+
+// KeyListHead writes a slice's head: Nil for a nil slice, else List and
+// its length. The caller writes the elements after it (a nil slice has
+// none); only the length is read, so the slice stays where it is.
+func KeyListHead[S ~[]E, E any](b *KeyBuilder, s S) {
+	if s == nil {
+		b.Nil()
+		return
+	}
+	b.List(len(s))
+}
+
+// KeyMap writes a map: Nil, or MapStart, an entry per key and value (the
+// builder sorts them), MapEnd.
+func KeyMap[M ~map[K]V, K comparable, V any](b *KeyBuilder, m M, key func(*KeyBuilder, K), val func(*KeyBuilder, V)) {
+	if m == nil {
+		b.Nil()
+		return
+	}
+	b.MapStart(len(m))
+	for k, v := range m {
+		b.MapEntry()
+		key(b, k)
+		val(b, v)
+	}
+	b.MapEnd()
 }
 
 // EncPtr stores a pointer: nil, or the value enc stores.
@@ -64,6 +113,48 @@ func DecList[S ~[]E, E any](d *Decoder, s *S, dec func(*Decoder, *E)) {
 	for i := range *s {
 		dec(d, &(*s)[i])
 	}
+}
+
+// EncMap stores a map: nil, or its entries in the order of their keys, so
+// the same value always has the same bytes. key and val store a key and
+// a value by value: (*Encoder).String…
+func EncMap[M ~map[K]V, K cmp.Ordered, V any](e *Encoder, m M, key func(*Encoder, K), val func(*Encoder, V)) {
+	if m == nil {
+		e.Nil()
+		return
+	}
+	at := e.Map(len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		key(e, k)
+		val(e, m[k])
+	}
+	e.End(at)
+}
+
+// DecMap restores a map EncMap stored into *m; key and val return a
+// key and a value: (*Decoder).String…
+func DecMap[M ~map[K]V, K comparable, V any](d *Decoder, m *M, key func(*Decoder) K, val func(*Decoder) V) {
+	if d.Nil() {
+		*m = nil
+		return
+	}
+	n := d.Map()
+	*m = make(M, n)
+	for range n {
+		k := key(d)
+		(*m)[k] = val(d)
+	}
+}
+
+// DecListHead restores the head of a slice EncList or an inline loop
+// stored: nil, or a slice of the stored length, whose elements the caller
+// reads after it (a nil slice has none).
+func DecListHead[S ~[]E, E any](d *Decoder, s *S) {
+	if d.Nil() {
+		*s = nil
+		return
+	}
+	*s = make(S, d.List())
 }
 
 // Codec is the codec of results of a type whose values enc and dec store
@@ -143,6 +234,19 @@ func KeyUint[T ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](b *KeyBu
 	b.Uint(uint64(*v))
 }
 func KeyFloat[T ~float32 | ~float64](b *KeyBuilder, v *T) { b.Float(float64(*v)) }
+
+// The same writers by value, for KeyList and KeyMap:
+// idemimpl.KeyMap(b, v.Meta, idemimpl.StringKey, idemimpl.IntKey).
+
+func StringKey[T ~string](b *KeyBuilder, v T) { b.String(string(v)) }
+func BoolKey[T ~bool](b *KeyBuilder, v T)     { b.Bool(bool(v)) }
+func IntKey[T ~int | ~int8 | ~int16 | ~int32 | ~int64](b *KeyBuilder, v T) {
+	b.Int(int64(v))
+}
+func UintKey[T ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](b *KeyBuilder, v T) {
+	b.Uint(uint64(v))
+}
+func FloatKey[T ~float32 | ~float64](b *KeyBuilder, v T) { b.Float(float64(v)) }
 
 func EncString[T ~string](e *Encoder, v *T)   { e.String(string(*v)) }
 func DecString[T ~string](d *Decoder, v *T)   { *v = T(d.String()) }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"sync"
 )
@@ -592,6 +593,27 @@ func (d *Decoder) Field() []byte {
 	b := d.b[d.off : d.off+int(n)]
 	d.off += int(n)
 	return b
+}
+
+// Fields reads a struct: it yields each field's name, the field's value
+// following it. A value the loop body left unread (a field the type no
+// longer has) is skipped. Generated code switches on string(name), which
+// does not allocate; the loop inlines, so it costs what the loop over
+// Struct, More, Field and Skip it stands for does.
+func (d *Decoder) Fields() iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		end := d.Struct()
+		for d.More(end) {
+			name := d.Field()
+			at := d.off
+			if !yield(name) {
+				return
+			}
+			if d.off == at {
+				d.Skip()
+			}
+		}
+	}
 }
 
 // Skip reads over one value of any kind: a field the result type no

@@ -62,9 +62,8 @@ var _ func(*Service, context.Context, PaymentRequest) (*Payment, error) = (*Serv
 var idemCodecServiceCreatePayment = idemimpl.PtrCodec(idemEncPayment, idemDecPayment)
 
 func idemDecPayment(d *idemimpl.Decoder, v *Payment) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "AccountID":
@@ -77,8 +76,6 @@ func idemDecPayment(d *idemimpl.Decoder, v *Payment) {
 			v.Currency = d.String()
 		case "CreatedAt":
 			d.Unmarshaled(v.CreatedAt.UnmarshalBinary(d.Marshaled()))
-		default:
-			d.Skip()
 		}
 	}
 }

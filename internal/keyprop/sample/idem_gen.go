@@ -95,14 +95,7 @@ func (x *Idempotent) Keyed1Key(v []bool) (string, error) {
 // beginKeyed1 starts a call of Keyed1 and writes its key material.
 func (x *Idempotent) beginKeyed1(v []bool) idem.Call {
 	c := x.g.Begin(idemSpecKeyed1)
-	if v == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(v))
-		for i := range v {
-			c.Key().Bool(v[i])
-		}
-	}
+	idemimpl.KeyList(c.Key(), v, idemimpl.BoolKey)
 	return c
 }
 
@@ -133,22 +126,11 @@ func (x *Idempotent) Keyed2Key(v [][1][]A5) (string, error) {
 // beginKeyed2 starts a call of Keyed2 and writes its key material.
 func (x *Idempotent) beginKeyed2(v [][1][]A5) idem.Call {
 	c := x.g.Begin(idemSpecKeyed2)
-	if v == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(v))
-		for i := range v {
-			c.Key().List(1)
-			for i2 := range v[i] {
-				if v[i][i2] == nil {
-					c.Key().Nil()
-				} else {
-					c.Key().List(len(v[i][i2]))
-					for i3 := range v[i][i2] {
-						c.Key().Uint(v[i][i2][i3])
-					}
-				}
-			}
+	idemimpl.KeyListHead(c.Key(), v)
+	for i := range v {
+		c.Key().List(1)
+		for i2 := range v[i] {
+			idemimpl.KeyList(c.Key(), v[i][i2], idemimpl.UintKey)
 		}
 	}
 	return c
@@ -920,21 +902,17 @@ var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 				F1 S37
 				F2 [2]float64
 			})
-			end := d.Struct()
-			for d.More(end) {
-				switch string(d.Field()) {
+			for f := range d.Fields() {
+				switch string(f) {
 				case "F0":
-					end2 := d.Struct()
-					for d.More(end2) {
-						switch string(d.Field()) {
+					for f2 := range d.Fields() {
+						switch string(f2) {
 						case "F0":
 							idemDecNetIP(d, &(*v).F0.F0)
 						case "F1":
 							idemDecOtherPoint(d, &(*v).F0.F1)
 						case "F2":
 							(*v).F0.F2 = uint(d.Uint(64))
-						default:
-							d.Skip()
 						}
 					}
 				case "F1":
@@ -945,8 +923,6 @@ var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 							(*v).F2[i] = d.Float64()
 						}
 					}
-				default:
-					d.Skip()
 				}
 			}
 		} else {
@@ -969,14 +945,11 @@ var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 			at := e.Struct()
 			e.Field("F0")
 			at2 := e.Struct()
-			e.Field("F0")
-			idemEncNetIP(e, &(*v).F0.F0)
-			e.Field("F1")
-			idemEncOtherPoint(e, &(*v).F0.F1)
+			idemEncNetIP(e.Field("F0"), &(*v).F0.F0)
+			idemEncOtherPoint(e.Field("F1"), &(*v).F0.F1)
 			e.Field("F2").Uint(uint64((*v).F0.F2))
 			e.End(at2)
-			e.Field("F1")
-			idemEncS37(e, &(*v).F1)
+			idemEncS37(e.Field("F1"), &(*v).F1)
 			e.Field("F2")
 			at3 := e.List(len((*v).F2))
 			for i := range (*v).F2 {
@@ -1334,9 +1307,8 @@ var idemCodecStored10 = idemimpl.TypedCodec[struct {
 		F2 map[string]*big.Int
 		F3 S48
 	}) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "F0":
 				v.F0 = N47(d.Uint(16))
 			case "F1":
@@ -1371,8 +1343,6 @@ var idemCodecStored10 = idemimpl.TypedCodec[struct {
 				}
 			case "F3":
 				idemDecS48(d, &v.F3)
-			default:
-				d.Skip()
 			}
 		}
 	},
@@ -1413,8 +1383,7 @@ var idemCodecStored10 = idemimpl.TypedCodec[struct {
 			}
 			e.End(at3)
 		}
-		e.Field("F3")
-		idemEncS48(e, &v.F3)
+		idemEncS48(e.Field("F3"), &v.F3)
 		e.End(at)
 	},
 }
@@ -1531,12 +1500,7 @@ var idemCodecStoredFixed0 = idemimpl.TypedCodec[map[string]struct{}]{
 				var k string
 				var x struct{}
 				k = d.String()
-				end := d.Struct()
-				for d.More(end) {
-					switch string(d.Field()) {
-					default:
-						d.Skip()
-					}
+				for range d.Fields() {
 				}
 				(*v)[k] = x
 			}
@@ -1574,11 +1538,7 @@ func (x *Idempotent) KeyedFixed1Key(v []struct{}) (string, error) {
 // beginKeyedFixed1 starts a call of KeyedFixed1 and writes its key material.
 func (x *Idempotent) beginKeyedFixed1(v []struct{}) idem.Call {
 	c := x.g.Begin(idemSpecKeyedFixed1)
-	if v == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(v))
-	}
+	idemimpl.KeyListHead(c.Key(), v)
 	return c
 }
 
@@ -1625,18 +1585,9 @@ var _ func(context.Context, int64, []struct{}) ([]struct{}, error) = StoredFixed
 
 var idemCodecStoredFixed1 = idemimpl.TypedCodec[[]struct{}]{
 	Decode: func(d *idemimpl.Decoder, v *[]struct{}) {
-		if d.Nil() {
-			*v = nil
-		} else {
-			*v = make([]struct{}, d.List())
-			for range *v {
-				end := d.Struct()
-				for d.More(end) {
-					switch string(d.Field()) {
-					default:
-						d.Skip()
-					}
-				}
+		idemimpl.DecListHead(d, v)
+		for range *v {
+			for range d.Fields() {
 			}
 		}
 	},
@@ -1876,13 +1827,9 @@ func (x *Idempotent) beginKeyedFixed4(v *struct {
 		}
 		c.Key().MapEnd()
 	}
-	if v.E == nil {
-		c.Key().Nil()
-	} else {
-		c.Key().List(len(v.E))
-		for i := range v.E {
-			idemKeyEmpty(c.Key(), &v.E[i])
-		}
+	idemimpl.KeyListHead(c.Key(), v.E)
+	for i := range v.E {
+		idemKeyEmpty(c.Key(), &v.E[i])
 	}
 	idemimpl.KeyPtr(c.Key(), v.P, idemKeyEmpty)
 	return c
@@ -1971,9 +1918,8 @@ var idemCodecStoredFixed4 = idemimpl.TypedCodec[struct {
 		E []Empty
 		P *Empty
 	}) {
-		end := d.Struct()
-		for d.More(end) {
-			switch string(d.Field()) {
+		for f := range d.Fields() {
+			switch string(f) {
 			case "S":
 				if d.Nil() {
 					v.S = nil
@@ -1984,12 +1930,7 @@ var idemCodecStoredFixed4 = idemimpl.TypedCodec[struct {
 						var k uint16
 						var x struct{}
 						k = uint16(d.Uint(16))
-						end2 := d.Struct()
-						for d.More(end2) {
-							switch string(d.Field()) {
-							default:
-								d.Skip()
-							}
+						for range d.Fields() {
 						}
 						v.S[k] = x
 					}
@@ -1998,8 +1939,6 @@ var idemCodecStoredFixed4 = idemimpl.TypedCodec[struct {
 				idemimpl.DecList(d, &v.E, idemDecEmpty)
 			case "P":
 				idemimpl.DecPtr(d, &v.P, idemDecEmpty)
-			default:
-				d.Skip()
 			}
 		}
 	},
@@ -2022,10 +1961,8 @@ var idemCodecStoredFixed4 = idemimpl.TypedCodec[struct {
 			}
 			e.End(at2)
 		}
-		e.Field("E")
-		idemimpl.EncList(e, v.E, idemEncEmpty)
-		e.Field("P")
-		idemimpl.EncPtr(e, v.P, idemEncEmpty)
+		idemimpl.EncList(e.Field("E"), v.E, idemEncEmpty)
+		idemimpl.EncPtr(e.Field("P"), v.P, idemEncEmpty)
 		e.End(at)
 	},
 }
@@ -2204,9 +2141,8 @@ var idemCodecStoredFixed6 = idemimpl.TypedCodec[map[string]any]{
 }
 
 func idemDecE50(d *idemimpl.Decoder, v *E50) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "F0":
 			v.F0 = N51(d.Float32())
 		case "E52":
@@ -2215,42 +2151,31 @@ func idemDecE50(d *idemimpl.Decoder, v *E50) {
 			d.Unmarshaled(v.Dec.UnmarshalText(d.Marshaled()))
 		case "F3":
 			v.F3 = d.Float64()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecE52(d *idemimpl.Decoder, v *E52) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "F0":
 			d.Unmarshaled(v.F0.UnmarshalBinary(d.Marshaled()))
 		case "Tag":
 			d.Unmarshaled(v.Tag.UnmarshalText(d.Marshaled()))
 		case "F2":
 			v.F2 = d.Uint(64)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecEmpty(d *idemimpl.Decoder, v *Empty) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
-		default:
-			d.Skip()
-		}
+	for range d.Fields() {
 	}
 }
 
 func idemDecGen_Array1PtrBigInt(d *idemimpl.Decoder, v *Gen[[1]*big.Int]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "V":
 			if d.Array(len(v.V)) {
 				for i := range v.V {
@@ -2263,19 +2188,15 @@ func idemDecGen_Array1PtrBigInt(d *idemimpl.Decoder, v *Gen[[1]*big.Int]) {
 				}
 			}
 		case "L":
-			if d.Nil() {
-				v.L = nil
-			} else {
-				v.L = make([][1]*big.Int, d.List())
-				for i2 := range v.L {
-					if d.Array(len(v.L[i2])) {
-						for i3 := range v.L[i2] {
-							if d.Ptr() {
-								v.L[i2][i3] = new(big.Int)
-								d.Unmarshaled(v.L[i2][i3].UnmarshalJSON(d.Marshaled()))
-							} else {
-								v.L[i2][i3] = nil
-							}
+			idemimpl.DecListHead(d, &v.L)
+			for i2 := range v.L {
+				if d.Array(len(v.L[i2])) {
+					for i3 := range v.L[i2] {
+						if d.Ptr() {
+							v.L[i2][i3] = new(big.Int)
+							d.Unmarshaled(v.L[i2][i3].UnmarshalJSON(d.Marshaled()))
+						} else {
+							v.L[i2][i3] = nil
 						}
 					}
 				}
@@ -2296,26 +2217,19 @@ func idemDecGen_Array1PtrBigInt(d *idemimpl.Decoder, v *Gen[[1]*big.Int]) {
 			} else {
 				v.P = nil
 			}
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecGen_uint16(d *idemimpl.Decoder, v *Gen[A44]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "V":
 			v.V = uint16(d.Uint(16))
 		case "L":
-			if d.Nil() {
-				v.L = nil
-			} else {
-				v.L = make([]A44, d.List())
-				for i := range v.L {
-					v.L[i] = uint16(d.Uint(16))
-				}
+			idemimpl.DecListHead(d, &v.L)
+			for i := range v.L {
+				v.L[i] = uint16(d.Uint(16))
 			}
 		case "P":
 			if d.Ptr() {
@@ -2324,8 +2238,6 @@ func idemDecGen_uint16(d *idemimpl.Decoder, v *Gen[A44]) {
 			} else {
 				v.P = nil
 			}
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -2339,43 +2251,34 @@ func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
 }
 
 func idemDecOtherPoint(d *idemimpl.Decoder, v *other.Point) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "X":
 			v.X = int32(d.Int(32))
 		case "Y":
 			v.Y = int32(d.Int(32))
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecPair_OtherCode_Rec39(d *idemimpl.Decoder, v *Pair[other.Code, Rec39]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "K":
 			v.K = other.Code(d.String())
 		case "V":
 			idemDecRec39(d, &v.V)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecPair_string_S45(d *idemimpl.Decoder, v *Pair[string, S45]) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "K":
 			v.K = d.String()
 		case "V":
 			idemDecS45(d, &v.V)
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -2385,9 +2288,8 @@ func idemDecRec39(d *idemimpl.Decoder, v *Rec39) {
 		return
 	}
 	defer d.Leave()
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "V":
 			v.V = int8(d.Int(8))
 		case "Next":
@@ -2404,44 +2306,34 @@ func idemDecRec39(d *idemimpl.Decoder, v *Rec39) {
 					v.Next[k] = x
 				}
 			}
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS37(d *idemimpl.Decoder, v *S37) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "F0":
 			v.F0 = d.Float64()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS40(d *idemimpl.Decoder, v *S40) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "F0":
 			idemDecS41(d, &v.F0)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS41(d *idemimpl.Decoder, v *S41) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "F0":
-			end2 := d.Struct()
-			for d.More(end2) {
-				switch string(d.Field()) {
+			for f2 := range d.Fields() {
+				switch string(f2) {
 				case "F0":
 					v.F0.F0 = uint(d.Uint(64))
 				case "F1":
@@ -2458,20 +2350,15 @@ func idemDecS41(d *idemimpl.Decoder, v *S41) {
 					} else {
 						v.F0.F2 = nil
 					}
-				default:
-					d.Skip()
 				}
 			}
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS42(d *idemimpl.Decoder, v *S42) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "F0":
 			idemDecS43(d, &v.F0)
 		case "F1":
@@ -2482,28 +2369,22 @@ func idemDecS42(d *idemimpl.Decoder, v *S42) {
 			}
 		case "F2":
 			idemDecGen_Array1PtrBigInt(d, &v.F2)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS43(d *idemimpl.Decoder, v *S43) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "F0":
 			v.F0 = d.Uint(64)
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS45(d *idemimpl.Decoder, v *S45) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Time":
 			d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
 		case "F1":
@@ -2513,78 +2394,61 @@ func idemDecS45(d *idemimpl.Decoder, v *S45) {
 			} else {
 				v.F1 = nil
 			}
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS46(d *idemimpl.Decoder, v *S46) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "F0":
 			v.F0 = d.Complex()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS48(d *idemimpl.Decoder, v *S48) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Point":
 			idemDecOtherPoint(d, &v.Point)
 		case "F1":
 			idemDecS49(d, &v.F1)
 		case "F2":
-			end2 := d.Struct()
-			for d.More(end2) {
-				switch string(d.Field()) {
+			for f2 := range d.Fields() {
+				switch string(f2) {
 				case "F0":
 					v.F2.F0 = N54(d.String())
 				case "F1":
 					v.F2.F1 = uint16(d.Uint(16))
-				default:
-					d.Skip()
 				}
 			}
 		case "F3":
 			v.F3 = uint16(d.Uint(16))
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS49(d *idemimpl.Decoder, v *S49) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "F0":
 			v.F0 = uint8(d.Uint(8))
 		case "E50":
 			idemDecE50(d, &v.E50)
 		case "F2":
 			v.F2 = d.Any()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecS56(d *idemimpl.Decoder, v *S56) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Dec":
 			d.Unmarshaled(v.Dec.UnmarshalText(d.Marshaled()))
 		case "F1":
 			v.F1 = d.Float64()
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -2592,8 +2456,7 @@ func idemDecS56(d *idemimpl.Decoder, v *S56) {
 func idemEncE50(e *idemimpl.Encoder, v *E50) {
 	at := e.Struct()
 	e.Field("F0").Float32(float32(v.F0))
-	e.Field("E52")
-	idemimpl.EncPtr(e, v.E52, idemEncE52)
+	idemimpl.EncPtr(e.Field("E52"), v.E52, idemEncE52)
 	e.Field("Dec").Marshaled(v.Dec.MarshalText())
 	e.Field("F3").Float64(v.F3)
 	e.End(at)
@@ -2705,16 +2568,14 @@ func idemEncOtherPoint(e *idemimpl.Encoder, v *other.Point) {
 func idemEncPair_OtherCode_Rec39(e *idemimpl.Encoder, v *Pair[other.Code, Rec39]) {
 	at := e.Struct()
 	e.Field("K").String(string(v.K))
-	e.Field("V")
-	idemEncRec39(e, &v.V)
+	idemEncRec39(e.Field("V"), &v.V)
 	e.End(at)
 }
 
 func idemEncPair_string_S45(e *idemimpl.Encoder, v *Pair[string, S45]) {
 	at := e.Struct()
 	e.Field("K").String(v.K)
-	e.Field("V")
-	idemEncS45(e, &v.V)
+	idemEncS45(e.Field("V"), &v.V)
 	e.End(at)
 }
 
@@ -2749,8 +2610,7 @@ func idemEncS37(e *idemimpl.Encoder, v *S37) {
 
 func idemEncS40(e *idemimpl.Encoder, v *S40) {
 	at := e.Struct()
-	e.Field("F0")
-	idemEncS41(e, &v.F0)
+	idemEncS41(e.Field("F0"), &v.F0)
 	e.End(at)
 }
 
@@ -2779,16 +2639,14 @@ func idemEncS41(e *idemimpl.Encoder, v *S41) {
 
 func idemEncS42(e *idemimpl.Encoder, v *S42) {
 	at := e.Struct()
-	e.Field("F0")
-	idemEncS43(e, &v.F0)
+	idemEncS43(e.Field("F0"), &v.F0)
 	e.Field("F1")
 	at2 := e.List(len(v.F1))
 	for i := range v.F1 {
 		idemEncGen_uint16(e, &v.F1[i])
 	}
 	e.End(at2)
-	e.Field("F2")
-	idemEncGen_Array1PtrBigInt(e, &v.F2)
+	idemEncGen_Array1PtrBigInt(e.Field("F2"), &v.F2)
 	e.End(at)
 }
 
@@ -2819,10 +2677,8 @@ func idemEncS46(e *idemimpl.Encoder, v *S46) {
 
 func idemEncS48(e *idemimpl.Encoder, v *S48) {
 	at := e.Struct()
-	e.Field("Point")
-	idemEncOtherPoint(e, &v.Point)
-	e.Field("F1")
-	idemEncS49(e, &v.F1)
+	idemEncOtherPoint(e.Field("Point"), &v.Point)
+	idemEncS49(e.Field("F1"), &v.F1)
 	e.Field("F2")
 	at2 := e.Struct()
 	e.Field("F0").String(string(v.F2.F0))
@@ -2835,8 +2691,7 @@ func idemEncS48(e *idemimpl.Encoder, v *S48) {
 func idemEncS49(e *idemimpl.Encoder, v *S49) {
 	at := e.Struct()
 	e.Field("F0").Uint(uint64(v.F0))
-	e.Field("E50")
-	idemEncE50(e, &v.E50)
+	idemEncE50(e.Field("E50"), &v.E50)
 	e.Field("F2").Any(v.F2)
 	e.End(at)
 }
@@ -2885,22 +2740,18 @@ func idemKeyGen_MapMK10ToGen_int(b *idemimpl.KeyBuilder, v *Gen[map[MK10]Gen[int
 		}
 		b.MapEnd()
 	}
-	if v.L == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.L))
-		for i := range v.L {
-			if v.L[i] == nil {
-				b.Nil()
-			} else {
-				b.MapStart(len(v.L[i]))
-				for k, e := range v.L[i] {
-					b.MapEntry()
-					idemKeyMK10(b, &k)
-					idemKeyGen_int(b, &e)
-				}
-				b.MapEnd()
+	idemimpl.KeyListHead(b, v.L)
+	for i := range v.L {
+		if v.L[i] == nil {
+			b.Nil()
+		} else {
+			b.MapStart(len(v.L[i]))
+			for k, e := range v.L[i] {
+				b.MapEntry()
+				idemKeyMK10(b, &k)
+				idemKeyGen_int(b, &e)
 			}
+			b.MapEnd()
 		}
 	}
 	if v.P == nil {
@@ -2923,13 +2774,9 @@ func idemKeyGen_MapMK10ToGen_int(b *idemimpl.KeyBuilder, v *Gen[map[MK10]Gen[int
 
 func idemKeyGen_S6(b *idemimpl.KeyBuilder, v *Gen[S6]) {
 	idemKeyS6(b, &v.V)
-	if v.L == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.L))
-		for i := range v.L {
-			idemKeyS6(b, &v.L[i])
-		}
+	idemimpl.KeyListHead(b, v.L)
+	for i := range v.L {
+		idemKeyS6(b, &v.L[i])
 	}
 	idemimpl.KeyPtr(b, v.P, idemKeyS6)
 }
@@ -2940,16 +2787,12 @@ func idemKeyGen_Slicebyte(b *idemimpl.KeyBuilder, v *Gen[[]byte]) {
 	} else {
 		b.Bytes(v.V)
 	}
-	if v.L == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.L))
-		for i := range v.L {
-			if v.L[i] == nil {
-				b.Nil()
-			} else {
-				b.Bytes(v.L[i])
-			}
+	idemimpl.KeyListHead(b, v.L)
+	for i := range v.L {
+		if v.L[i] == nil {
+			b.Nil()
+		} else {
+			b.Bytes(v.L[i])
 		}
 	}
 	if v.P == nil {
@@ -2966,27 +2809,13 @@ func idemKeyGen_Slicebyte(b *idemimpl.KeyBuilder, v *Gen[[]byte]) {
 
 func idemKeyGen_int(b *idemimpl.KeyBuilder, v *Gen[int]) {
 	b.Int(int64(v.V))
-	if v.L == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.L))
-		for i := range v.L {
-			b.Int(int64(v.L[i]))
-		}
-	}
+	idemimpl.KeyList(b, v.L, idemimpl.IntKey)
 	idemimpl.KeyPtr(b, v.P, idemimpl.KeyInt)
 }
 
 func idemKeyGen_uint64(b *idemimpl.KeyBuilder, v *Gen[A11]) {
 	b.Uint(v.V)
-	if v.L == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.L))
-		for i := range v.L {
-			b.Uint(v.L[i])
-		}
-	}
+	idemimpl.KeyList(b, v.L, idemimpl.UintKey)
 	idemimpl.KeyPtr(b, v.P, idemimpl.KeyUint)
 }
 
@@ -3128,13 +2957,9 @@ func idemKeyRec20(b *idemimpl.KeyBuilder, v *Rec20) {
 	}
 	defer b.Leave()
 	b.String(string(v.V))
-	if v.Next == nil {
-		b.Nil()
-	} else {
-		b.List(len(v.Next))
-		for i := range v.Next {
-			idemimpl.KeyPtr(b, v.Next[i], idemKeyRec20)
-		}
+	idemimpl.KeyListHead(b, v.Next)
+	for i := range v.Next {
+		idemimpl.KeyPtr(b, v.Next[i], idemKeyRec20)
 	}
 }
 

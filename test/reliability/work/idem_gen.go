@@ -332,9 +332,8 @@ var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Step
 var idemCodecEffectsSteps = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 func idemDecOutcome(d *idemimpl.Decoder, v *Outcome) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Key":
 			v.Key = d.String()
 		case "Fence":
@@ -345,36 +344,28 @@ func idemDecOutcome(d *idemimpl.Decoder, v *Outcome) {
 			v.Nonce = d.String()
 		case "BizAccepted":
 			v.BizAccepted = d.Bool()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecReading(d *idemimpl.Decoder, v *Reading) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Outcome":
 			idemDecOutcome(d, &v.Outcome)
 		case "Value":
 			v.Value = d.Float64()
-		default:
-			d.Skip()
 		}
 	}
 }
 
 func idemDecStrictReading(d *idemimpl.Decoder, v *StrictReading) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "Outcome":
 			idemDecOutcome(d, &v.Outcome)
 		case "Gauge":
 			d.Unmarshaled(v.Gauge.UnmarshalJSON(d.Marshaled()))
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -391,16 +382,14 @@ func idemEncOutcome(e *idemimpl.Encoder, v *Outcome) {
 
 func idemEncReading(e *idemimpl.Encoder, v *Reading) {
 	at := e.Struct()
-	e.Field("Outcome")
-	idemEncOutcome(e, &v.Outcome)
+	idemEncOutcome(e.Field("Outcome"), &v.Outcome)
 	e.Field("Value").Float64(v.Value)
 	e.End(at)
 }
 
 func idemEncStrictReading(e *idemimpl.Encoder, v *StrictReading) {
 	at := e.Struct()
-	e.Field("Outcome")
-	idemEncOutcome(e, &v.Outcome)
+	idemEncOutcome(e.Field("Outcome"), &v.Outcome)
 	e.Field("Gauge").Marshaled(v.Gauge.MarshalJSON())
 	e.End(at)
 }
