@@ -73,17 +73,14 @@ func (m *Mailer) SendStep(ctx context.Context, to string, ch Charge) error {
 }
 
 func idemDecCharge(d *idemimpl.Decoder, v *Charge) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
+	for f := range d.Fields() {
+		switch string(f) {
 		case "ID":
 			v.ID = d.String()
 		case "Cents":
 			v.Cents = d.Int(64)
 		case "Tags":
 			idemimpl.DecList(d, &v.Tags, idemimpl.DecString)
-		default:
-			d.Skip()
 		}
 	}
 }
@@ -92,8 +89,7 @@ func idemEncCharge(e *idemimpl.Encoder, v *Charge) {
 	at := e.Struct()
 	e.Field("ID").String(v.ID)
 	e.Field("Cents").Int(v.Cents)
-	e.Field("Tags")
-	idemimpl.EncList(e, v.Tags, idemimpl.EncString)
+	idemimpl.EncList(e.Field("Tags"), v.Tags, idemimpl.EncString)
 	e.End(at)
 }
 
