@@ -23,8 +23,7 @@
 //     at a random moment, right after a step was recorded, or inside a
 //     step; the harness reads which steps each record holds, and a fresh
 //     process retries every key: a step the record held never runs again,
-//     and only the step in flight at the kill may, once. Stores that do not
-//     implement idem.Stepper skip it.
+//     and only the step in flight at the kill may, once.
 //   - network (Redis, Postgres, DynamoDB, Firestore): the store is reached through FaultProxy,
 //     which injects resets, blackholes and latency spikes: callers get typed
 //     errors, a key is completed once, stale fences never write, and every

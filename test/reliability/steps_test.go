@@ -35,7 +35,7 @@ func (h *harness) recovery(t *testing.T, store string, sz sizes) row {
 	}
 	defer closeReader()
 	if _, ok := reader.(idem.Stepper); !ok {
-		t.Skipf("%s does not keep recovery points (idem.Stepper)", store)
+		t.Fatalf("%s does not keep recovery points (idem.Stepper): every store must", store)
 	}
 	keyOf := work.NewIdempotentEffects(&work.Effects{}, idem.NewGuard(reader)).StepsKey
 	var (
