@@ -15,7 +15,7 @@ const directivePrefix = "//idem:"
 
 // optionNames lists the options of a //idem: directive, in the order the
 // generated doc comment shows them.
-var optionNames = []string{"ttl", "lease", "on_duplicate", "on_failure", "key", "exclude", "name", "version", "wait", "order", "grace", "omit", "as"}
+var optionNames = []string{"ttl", "lease", "on_duplicate", "on_failure", "key", "exclude", "name", "version", "wait", "order", "grace", "omit", "as", "max_result"}
 
 var (
 	duplicateModes = []string{"return", "raise", "wait"}
@@ -46,6 +46,7 @@ type options struct {
 	orderTime   pathOpt
 	orderSet    bool
 	grace       time.Duration
+	maxResult   int               // bytes; 0: the Guard's budget
 	given       map[string]option // by option name, for positions
 	order       []string          // option names as written, for the doc comment
 }
@@ -199,6 +200,8 @@ func example(name string) string {
 		return "req.UserID:req.Timestamp"
 	case "grace":
 		return "5m"
+	case "max_result":
+		return "256KiB"
 	}
 	return "..."
 }
@@ -240,8 +243,36 @@ func (o *options) set(name, value string, pos token.Position) string {
 			return "version: " + strconv.Quote(value) + " is not a non-negative integer"
 		}
 		o.version = n
+	case "max_result":
+		n, ok := parseSize(value)
+		if !ok {
+			return "max_result: " + strconv.Quote(value) + " is not a positive size (4096, 512KB, 256KiB, 1MiB)"
+		}
+		o.maxResult = n
 	}
 	return ""
+}
+
+// sizeUnits are the units max_result= takes, longest first.
+var sizeUnits = []struct {
+	suffix string
+	n      int
+}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"B", 1}}
+
+// parseSize reads a positive byte count with an optional unit.
+func parseSize(s string) (int, bool) {
+	unit := 1
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			s, unit = strings.TrimSuffix(s, u.suffix), u.n
+			break
+		}
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 || n > (1<<31-1)/unit {
+		return 0, false
+	}
+	return n * unit, true
 }
 
 // setTTL takes a duration or a number of seconds.

@@ -385,7 +385,7 @@ func (e *emitter) optionSummary(x *fn) string {
 	if o.onFailure != "" {
 		parts = append(parts, "on_failure="+o.onFailure)
 	}
-	for _, n := range []string{"key", "exclude", "name", "version", "order", "grace", "omit"} {
+	for _, n := range []string{"key", "exclude", "name", "version", "order", "grace", "omit", "max_result"} {
 		if opt, ok := o.given[n]; ok {
 			parts = append(parts, n+"="+opt.value)
 		}

@@ -132,6 +132,9 @@ func (e *emitter) spec(w *wrap) jen.Code {
 			fields = append(fields, kv("Grace", e.duration(o.grace)))
 		}
 	}
+	if o.maxResult > 0 {
+		fields = append(fields, kv("MaxResult", jen.Lit(o.maxResult)))
+	}
 	if len(x.result) > 0 {
 		w.codecVar = e.global("idemCodec" + w.specBase)
 		fields = append(fields, kv("Codec", jen.Id(w.codecVar)))

@@ -511,6 +511,9 @@ func record[R any](ctx context.Context, st *state, lease Lease, x *execution, r 
 		// fn ran: releasing the key would let the next call run it again.
 		return r, g.unstorable(wctx, st, lease, f, fmt.Errorf("%w: %w", ErrResultNotEncodable, merr))
 	}
+	if berr := g.overBudget(spec, len(data)); berr != nil {
+		return r, g.unstorable(wctx, st, lease, f, berr)
+	}
 	if cerr := g.store.Complete(wctx, lease, Result{Data: data, Value: v}); cerr != nil {
 		if errors.Is(cerr, ErrResultTooLarge) {
 			return r, g.unstorable(wctx, st, lease, f, cerr)

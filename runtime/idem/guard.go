@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,7 @@ type Guard struct {
 	inProcess bool
 	hmacKey   []byte
 	now       func() time.Time
+	maxResult int // WithMaxResult
 
 	tokenPrefix [8]byte
 	counter     atomic.Uint64
@@ -47,7 +49,7 @@ func NewGuard(store Store, opts ...Option) *Guard {
 	for _, o := range opts {
 		o(&c)
 	}
-	g := &Guard{store: store, codec: c.codec, obs: c.obs, prefix: c.prefix, failOpen: c.failOpen, hmacKey: c.hmacKey, now: c.now,
+	g := &Guard{store: store, codec: c.codec, obs: c.obs, prefix: c.prefix, failOpen: c.failOpen, hmacKey: c.hmacKey, now: c.now, maxResult: c.maxRes,
 		memo: newKeyMemo(c.memo), results: newResultMemo(c.memo / 4)}
 	g.cobs, _ = g.obs.(ContextObserver)
 	if ip, ok := store.(inProcess); ok {
@@ -78,4 +80,17 @@ func (g *Guard) observe(ctx context.Context, e Event) {
 	} else if g.obs != nil {
 		g.obs.Observe(e)
 	}
+}
+
+// overBudget is ErrResultTooLarge for a record of n bytes over spec's
+// budget (Spec.MaxResult, else WithMaxResult), nil within it.
+func (g *Guard) overBudget(spec *Spec, n int) error {
+	budget := spec.MaxResult
+	if budget <= 0 {
+		budget = g.maxResult
+	}
+	if budget > 0 && n > budget {
+		return fmt.Errorf("%w: %s: %d bytes, over its budget of %d (max_result)", ErrResultTooLarge, spec.Name, n, budget)
+	}
+	return nil
 }

@@ -16,6 +16,7 @@ type config struct {
 	hmacKey  []byte
 	now      func() time.Time
 	memo     int // entries of the key memo (a quarter for results); 0: none
+	maxRes   int
 }
 
 // WithCodec replaces the default JSON codec for results. It encodes the
@@ -47,6 +48,12 @@ func WithFailOpen() Option { return func(c *config) { c.failOpen = true } }
 func WithHMAC(secret []byte) Option {
 	return func(c *config) { c.hmacKey = append([]byte(nil), secret...) }
 }
+
+// WithMaxResult is the largest record, in bytes, that a function whose Spec
+// sets no MaxResult may store (Spec.MaxResult says what happens over it).
+// Default: no budget but the store's own limit (docs/RUNTIME.md lists
+// them).
+func WithMaxResult(bytes int) Option { return func(c *config) { c.maxRes = bytes } }
 
 // WithClock replaces the Guard's clock, which it uses only to time calls
 // for observers. Leases are judged by the store's clock (for the memory

@@ -138,6 +138,11 @@ func saveStep(ctx context.Context, r *running, stepper Stepper, name string, cod
 		return err
 	}
 	data := append(appendHeader(make([]byte, 0, len(body)+64), spec), body...)
+	if err := g.overBudget(spec, len(data)); err != nil {
+		err = fmt.Errorf("step %q: %w", name, err)
+		r.event(ctx, OutcomeStoreError, name, err)
+		return err
+	}
 	wctx, cancel := g.writeCtx(ctx, r.lease)
 	defer cancel()
 	err = stepper.SaveStep(wctx, r.lease, name, data)
