@@ -282,7 +282,7 @@ func replay[R any](st *state, res *ClaimResult) (R, error) {
 	var zero R
 	spec := st.spec
 	if spec.OnDuplicate == DuplicateRaise {
-		if _, err := checkRecord(spec, res.Result.Data); err != nil {
+		if _, err := st.g.openRecord(spec, st.key, res.Result.Data); err != nil {
 			// Another function's record: this call is no duplicate.
 			st.ev(OutcomeStoreError, res.Fence, err)
 			return zero, fmt.Errorf("%s: %w", spec.Name, err)
@@ -302,7 +302,7 @@ func replay[R any](st *state, res *ClaimResult) (R, error) {
 // replayFailure answers a duplicate of a call whose failure was recorded.
 func replayFailure(st *state, res *ClaimResult) error {
 	spec := st.spec
-	rerr := decodeFailure(spec, res.Result)
+	rerr := decodeFailure(st.g, spec, st.key, res.Result)
 	if _, ok := rerr.(*RecordedError); !ok {
 		// Not this function's failure to replay (another function's, or
 		// a damaged header): fail closed.
@@ -440,7 +440,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 // callers in process wait on it), fn's ctx and its heartbeat.
 func start(ctx context.Context, st *state, lease Lease) *execution {
 	g, spec := st.g, st.spec
-	x := &execution{run: running{lease: lease, codec: recordCodec{g: g, spec: spec}}}
+	x := &execution{run: running{lease: lease, codec: recordCodec{g: g, spec: spec, key: lease.Key}}}
 	if st.steps != nil {
 		x.run.steps.Store(&steps{recorded: st.steps})
 	}
@@ -493,7 +493,7 @@ func record[R any](ctx context.Context, st *state, lease Lease, x *execution, r 
 		var recorded error
 		if spec.OnFailure == FailureLock {
 			rec := &RecordedError{Func: spec.Name, Message: err.Error()}
-			if ferr := g.store.Fail(wctx, lease, failureResult(spec, rec)); ferr != nil {
+			if ferr := g.fail(wctx, spec, lease, rec); ferr != nil {
 				st.note(OutcomeStoreError, lease.Fence, ferr)
 			} else {
 				shared, recorded = true, rec
@@ -541,7 +541,7 @@ func (g *Guard) unstorable(wctx context.Context, st *state, lease Lease, f *flig
 	spec := st.spec
 	rec := &RecordedError{Func: spec.Name, Message: cause.Error(), Cause: causeOf(causeCode(cause))}
 	shared := false
-	if ferr := g.store.Fail(wctx, lease, failureResult(spec, rec)); ferr != nil {
+	if ferr := g.fail(wctx, spec, lease, rec); ferr != nil {
 		st.note(OutcomeStoreError, lease.Fence, ferr)
 	} else {
 		shared = true
@@ -551,13 +551,20 @@ func (g *Guard) unstorable(wctx context.Context, st *state, lease Lease, f *flig
 	return fmt.Errorf("%s ran but its result was not recorded: %w", spec.Name, cause)
 }
 
-// failureResult is a recorded failure's record: spec's identity header,
-// then the failure as JSON.
-func failureResult(spec *Spec, rec *RecordedError) Result {
+// fail records rec as the failure of the call lease owns: spec's identity
+// header, then the failure as JSON, sealed as the Guard seals. A record
+// that cannot be sealed is not written in the clear: the key is released.
+func (g *Guard) fail(wctx context.Context, spec *Spec, lease Lease, rec *RecordedError) error {
 	body, _ := json.Marshal(failureRecord{Message: rec.Message, Cause: causeCode(rec.Cause)})
 	data := make([]byte, 0, idemimpl.HeaderLen(spec.Signature)+len(body))
-	data = append(appendHeader(data, spec), body...)
-	return Result{Data: data, Value: rec}
+	data, err := g.sealRecord(spec, lease.Key, append(appendHeader(data, spec), body...))
+	if err != nil {
+		if rerr := g.store.Release(wctx, lease); rerr != nil {
+			return fmt.Errorf("%w (and releasing the key: %w)", err, rerr)
+		}
+		return err
+	}
+	return g.store.Fail(wctx, lease, Result{Data: data, Value: rec})
 }
 
 // unavailable wraps a store error in ErrStoreUnavailable, once: a store
@@ -578,8 +585,8 @@ type failureRecord struct {
 // decodeFailure returns the recorded failure in r: a *RecordedError, or
 // an error matching ErrFunctionMismatch or ErrCorruptRecord when the
 // record is not this function's to replay.
-func decodeFailure(spec *Spec, r Result) error {
-	body, err := checkRecord(spec, r.Data)
+func decodeFailure(g *Guard, spec *Spec, key string, r Result) error {
+	body, err := g.openRecord(spec, key, r.Data)
 	if err != nil {
 		return fmt.Errorf("%s: recorded failure: %w", spec.Name, err)
 	}
@@ -594,7 +601,7 @@ func decodeFailure(spec *Spec, r Result) error {
 }
 
 func decodeResult[R any](g *Guard, spec *Spec, key string, r Result) (R, error) {
-	body, err := checkRecord(spec, r.Data)
+	body, err := g.openRecord(spec, key, r.Data)
 	if err != nil {
 		var zero R
 		return zero, fmt.Errorf("idem: %s: decoding stored result: %w", spec.Name, err)

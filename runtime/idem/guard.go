@@ -27,6 +27,9 @@ type Guard struct {
 	hmacKey   []byte
 	now       func() time.Time
 	maxResult int // WithMaxResult
+	// sealer and compressMin transform stored records (seal.go).
+	sealer      Sealer
+	compressMin int
 
 	tokenPrefix [8]byte
 	counter     atomic.Uint64
@@ -49,7 +52,7 @@ func NewGuard(store Store, opts ...Option) *Guard {
 	for _, o := range opts {
 		o(&c)
 	}
-	g := &Guard{store: store, codec: c.codec, obs: c.obs, prefix: c.prefix, failOpen: c.failOpen, hmacKey: c.hmacKey, now: c.now, maxResult: c.maxRes,
+	g := &Guard{store: store, codec: c.codec, obs: c.obs, prefix: c.prefix, failOpen: c.failOpen, hmacKey: c.hmacKey, now: c.now, maxResult: c.maxRes, sealer: c.sealer, compressMin: c.compressMin,
 		memo: newKeyMemo(c.memo), results: newResultMemo(c.memo / 4)}
 	g.cobs, _ = g.obs.(ContextObserver)
 	if ip, ok := store.(inProcess); ok {
@@ -85,12 +88,17 @@ func (g *Guard) observe(ctx context.Context, e Event) {
 // overBudget is ErrResultTooLarge for a record of n bytes over spec's
 // budget (Spec.MaxResult, else WithMaxResult), nil within it.
 func (g *Guard) overBudget(spec *Spec, n int) error {
-	budget := spec.MaxResult
-	if budget <= 0 {
-		budget = g.maxResult
-	}
-	if budget > 0 && n > budget {
+	if budget := g.budget(spec); budget > 0 && n > budget {
 		return fmt.Errorf("%w: %s: %d bytes, over its budget of %d (max_result)", ErrResultTooLarge, spec.Name, n, budget)
 	}
 	return nil
+}
+
+// budget is spec's largest stored record (Spec.MaxResult, else
+// WithMaxResult); 0: none.
+func (g *Guard) budget(spec *Spec) int {
+	if spec.MaxResult > 0 {
+		return spec.MaxResult
+	}
+	return g.maxResult
 }

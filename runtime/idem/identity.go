@@ -71,25 +71,31 @@ type headedMarshaler interface {
 type recordCodec struct {
 	g    *Guard
 	spec *Spec
+	key  string // the call's store key: sealed records are bound to it
 }
 
 // Marshal encodes v behind the call's identity header.
 func (c *recordCodec) Marshal(v any) ([]byte, error) {
 	inner := c.g.codecOf(c.spec)
+	var rec []byte
 	if h, ok := inner.(headedMarshaler); ok {
-		return h.MarshalRecord(c.spec.Signature, v)
+		var err error
+		if rec, err = h.MarshalRecord(c.spec.Signature, v); err != nil {
+			return nil, err
+		}
+	} else {
+		data, err := inner.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		rec = append(appendHeader(make([]byte, 0, idemimpl.HeaderLen(c.spec.Signature)+len(data)), c.spec), data...)
 	}
-	data, err := inner.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, 0, idemimpl.HeaderLen(c.spec.Signature)+len(data))
-	return append(appendHeader(out, c.spec), data...), nil
+	return c.g.sealRecord(c.spec, c.key, rec)
 }
 
 // Unmarshal decodes a record of the call's function into v (a *R).
 func (c *recordCodec) Unmarshal(data []byte, v any) error {
-	body, err := checkRecord(c.spec, data)
+	body, err := c.g.openRecord(c.spec, c.key, data)
 	if err != nil {
 		return err
 	}

@@ -9,14 +9,16 @@ type Option func(*config)
 
 // config is what the Options of NewGuard set.
 type config struct {
-	codec    Codec
-	obs      Observer
-	prefix   string
-	failOpen bool
-	hmacKey  []byte
-	now      func() time.Time
-	memo     int // entries of the key memo (a quarter for results); 0: none
-	maxRes   int
+	codec       Codec
+	obs         Observer
+	prefix      string
+	failOpen    bool
+	hmacKey     []byte
+	now         func() time.Time
+	memo        int // entries of the key memo (a quarter for results); 0: none
+	maxRes      int
+	sealer      Sealer
+	compressMin int
 }
 
 // WithCodec replaces the default JSON codec for results. It encodes the

@@ -115,7 +115,7 @@ func StepWith[T any](ctx context.Context, name string, codec Codec, fn func(cont
 func replayStep[T any](ctx context.Context, r *running, name string, codec Codec, data []byte) (T, error) {
 	var v T
 	spec := r.codec.spec
-	body, err := checkRecord(spec, data)
+	body, err := r.codec.g.openRecord(spec, r.lease.Key, data)
 	if err == nil {
 		err = codec.Unmarshal(body, &v)
 	}
@@ -137,7 +137,11 @@ func saveStep(ctx context.Context, r *running, stepper Stepper, name string, cod
 		r.event(ctx, OutcomeStoreError, name, err)
 		return err
 	}
-	data := append(appendHeader(make([]byte, 0, len(body)+64), spec), body...)
+	data, err := g.sealRecord(spec, r.lease.Key, append(appendHeader(make([]byte, 0, len(body)+64), spec), body...))
+	if err != nil {
+		r.event(ctx, OutcomeStoreError, name, err)
+		return err
+	}
 	if err := g.overBudget(spec, len(data)); err != nil {
 		err = fmt.Errorf("step %q: %w", name, err)
 		r.event(ctx, OutcomeStoreError, name, err)

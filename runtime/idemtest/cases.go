@@ -132,6 +132,9 @@ func runSuite(t *testing.T, h Harness) {
 	for _, c := range claimedAtCases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, h)) })
 	}
+	for _, c := range sealCases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, h)) })
+	}
 	// Optional capabilities, checked on a store of their own.
 	probe := newEnv(t, h).s
 	if o, ok := probe.(idem.Orderer); ok && o.SupportsOrdering() {

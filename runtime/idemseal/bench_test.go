@@ -1,0 +1,91 @@
+package idemseal_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemseal"
+	"github.com/idemgen/idemgen/runtime/memstore"
+)
+
+// BenchmarkSealed is the cost of sealing (and of compressing) on the
+// memory store answering with stored bytes, as networked stores do, as a
+// ratio to the same calls without it (x-plain: time with / time without),
+// interleaved in one run: a first execution and a replay of a small
+// result, and of a realistic 15 KB JSON one (TestCompression checks
+// what compression saves of it).
+func BenchmarkSealed(b *testing.B) {
+	ring, err := idemseal.New(key("k1", 1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	type line struct {
+		SKU, Name string
+		Qty       int
+		Cents     int64
+	}
+	var big []line
+	for i := range 200 {
+		big = append(big, line{fmt.Sprintf("SKU-%05d", i), "Widget, blue, large " + strings.Repeat("x", i%7), i % 5, int64(i * 199)})
+	}
+	small := []line{{"SKU-1", "Widget", 1, 199}}
+	for _, bc := range []struct {
+		name   string
+		result []line
+		opts   []idem.Option
+	}{
+		{"small/sealed", small, []idem.Option{idem.WithSealer(ring)}},
+		{"15KB/sealed", big, []idem.Option{idem.WithSealer(ring)}},
+		{"15KB/compressed", big, []idem.Option{idem.WithCompression(1024)}},
+		{"15KB/compressed+sealed", big, []idem.Option{idem.WithCompression(1024), idem.WithSealer(ring)}},
+	} {
+		for _, mode := range []string{"first", "replay"} {
+			b.Run(bc.name+"/"+mode, func(b *testing.B) {
+				spec := &idem.Spec{Name: "bench.Sealed", TTL: time.Hour}
+				ctx := context.Background()
+				guard := func(opts []idem.Option) func(n int) {
+					var g *idem.Guard
+					next := 0
+					return func(n int) {
+						for range n {
+							if next%1_000 == 0 {
+								g = idem.NewGuard(bytesOnly{memstore.New()}, opts...)
+							}
+							if mode == "first" {
+								next++
+							} else if next == 0 {
+								next = 1
+							}
+							c := g.Begin(spec)
+							c.Key().Int(int64(next))
+							if _, err := idem.Do(ctx, c, func(context.Context) ([]line, error) { return bc.result, nil }); err != nil {
+								b.Fatal(err)
+							}
+						}
+					}
+				}
+				with, without := guard(bc.opts), guard(nil)
+				const chunk = 64
+				var tWith, tWithout time.Duration
+				b.ResetTimer()
+				for done := 0; done < b.N; done += chunk {
+					n := min(chunk, b.N-done)
+					t0 := time.Now()
+					without(n)
+					t1 := time.Now()
+					with(n)
+					tWith += time.Since(t1)
+					tWithout += t1.Sub(t0)
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(tWith.Nanoseconds())/float64(b.N), "ns/op")
+				b.ReportMetric(float64(tWithout.Nanoseconds())/float64(b.N), "plain-ns/op")
+				b.ReportMetric(float64(tWith)/float64(tWithout), "x-plain")
+			})
+		}
+	}
+}
