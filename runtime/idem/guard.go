@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Guard runs functions at most once per key against a Store. It is safe for
@@ -26,10 +28,8 @@ type Guard struct {
 	inProcess bool
 	hmacKey   []byte
 	now       func() time.Time
-	maxResult int // WithMaxResult
-	// sealer and compressMin transform stored records (seal.go).
-	sealer      Sealer
-	compressMin int
+	maxResult int                // WithMaxResult
+	transform idemimpl.Transform // how records are stored (seal.go)
 
 	tokenPrefix [8]byte
 	counter     atomic.Uint64
@@ -52,8 +52,9 @@ func NewGuard(store Store, opts ...Option) *Guard {
 	for _, o := range opts {
 		o(&c)
 	}
-	g := &Guard{store: store, codec: c.codec, obs: c.obs, prefix: c.prefix, failOpen: c.failOpen, hmacKey: c.hmacKey, now: c.now, maxResult: c.maxRes, sealer: c.sealer, compressMin: c.compressMin,
-		memo: newKeyMemo(c.memo), results: newResultMemo(c.memo / 4)}
+	g := &Guard{store: store, codec: c.codec, obs: c.obs, prefix: c.prefix, failOpen: c.failOpen, hmacKey: c.hmacKey, now: c.now, maxResult: c.maxRes,
+		transform: idemimpl.Transform{Sealer: c.sealer, CompressMin: c.compressMin},
+		memo:      newKeyMemo(c.memo), results: newResultMemo(c.memo / 4)}
 	g.cobs, _ = g.obs.(ContextObserver)
 	if ip, ok := store.(inProcess); ok {
 		g.inProcess = ip.InProcess()

@@ -34,6 +34,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemseal"
 )
 
 // Exit statuses.
@@ -90,6 +91,11 @@ flags:
 type options struct {
 	store    string // -store; envStore when not given
 	envStore string
+	// keyringFile (-keyring-file) or envKeyring ($IDEMCTL_KEYRING) holds
+	// the keyring that opens sealed records; never a flag's value, which
+	// the process list would show.
+	keyringFile string
+	envKeyring  string
 	prefix   string
 	json     bool
 	timeout  time.Duration
@@ -104,6 +110,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.prefix, "prefix", o.prefix, "the Guard's key prefix (idem.WithKeyPrefix)")
 	fs.BoolVar(&o.json, "json", o.json, "print JSON instead of aligned text")
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, "give up after this long (0: no limit)")
+	fs.StringVar(&o.keyringFile, "keyring-file", o.keyringFile, "a file holding the keyring that opens sealed records (idemseal.Parse's form; default $IDEMCTL_KEYRING)")
 }
 
 // stringFlag is a string flag that takes no default of its own.
@@ -127,7 +134,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	o := &options{envStore: getenv("IDEMCTL_STORE"), prefix: "idem:", timeout: 30 * time.Second}
+	o := &options{envStore: getenv("IDEMCTL_STORE"), envKeyring: getenv("IDEMCTL_KEYRING"), prefix: "idem:", timeout: 30 * time.Second}
 	fs := flag.NewFlagSet("idemctl", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o.register(fs)
@@ -307,6 +314,9 @@ type view struct {
 	// Result is the stored result (show -result): JSON as is, other bytes
 	// as a string.
 	Result json.RawMessage `json:"result,omitempty"`
+	// Sealed: the result is sealed (idem.WithSealer) and no keyring was
+	// given to open it (show only).
+	Sealed bool `json:"sealed,omitempty"`
 	// Steps are the call's completed recovery points (idem.Step), by name
 	// (show only). Steps that were running when an owner died are not
 	// recorded: they run again.
@@ -342,6 +352,50 @@ func rawResult(body []byte) json.RawMessage {
 	}
 	q, _ := json.Marshal(resultText(body))
 	return q
+}
+
+// openRecords replaces r's sealed or compressed records (result and
+// steps) with the records they hold, opened with the keyring given. sealed
+// reports records left sealed for want of one (they are dropped from r).
+func (c *cmdCtx) openRecords(r *idem.Record) (sealed bool, err error) {
+	var ring *idemseal.Keyring
+	if c.opts.keyringFile != "" || c.opts.envKeyring != "" {
+		text := c.opts.envKeyring
+		if c.opts.keyringFile != "" {
+			b, err := os.ReadFile(c.opts.keyringFile)
+			if err != nil {
+				return false, err
+			}
+			text = string(b)
+		}
+		if ring, err = idemseal.Parse(text); err != nil {
+			return false, err
+		}
+	}
+	name, _, _ := splitKey(c.opts.prefix, r.Key)
+	open := func(data []byte) ([]byte, error) {
+		if len(data) == 0 || data[0] != idemimpl.EnvelopeMarker {
+			return data, nil
+		}
+		t := idemimpl.Transform{}
+		if idemimpl.Sealed(data) {
+			if ring == nil {
+				sealed = true
+				return nil, nil
+			}
+			t.Sealer = ring
+		}
+		return t.Open(name, r.Key, data, 0)
+	}
+	if r.Result, err = open(r.Result); err != nil {
+		return false, err
+	}
+	for step, data := range r.Steps {
+		if r.Steps[step], err = open(data); err != nil {
+			return false, err
+		}
+	}
+	return sealed, nil
 }
 
 // recordBody is what the function stored (its result or recorded error),
@@ -650,7 +704,12 @@ func showCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 		if err != nil {
 			return err
 		}
+		sealed, err := c.openRecords(&r)
+		if err != nil {
+			return err
+		}
 		v := c.view(r)
+		v.Sealed = sealed
 		body := recordBody(r.Result)
 		if r.State == idem.StateFailed {
 			var fr struct {
@@ -684,7 +743,9 @@ func showCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 		if v.Error != "" {
 			row("error", v.Error)
 		}
-		if *withResult && len(body) > 0 {
+		if v.Sealed {
+			row("result", "sealed (give its keyring: $IDEMCTL_KEYRING or -keyring-file)")
+		} else if *withResult && len(body) > 0 {
 			row("result", resultText(body))
 		}
 		for _, s := range v.Steps {

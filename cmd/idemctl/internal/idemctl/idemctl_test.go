@@ -3,11 +3,14 @@ package idemctl
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
 	"io"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -24,6 +27,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/filestore"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemseal"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 )
@@ -844,5 +848,56 @@ func TestShowSteps(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"step book (2 bytes)", "step label (7 bytes)"}, rows); diff != "" {
 		t.Errorf("show text steps (-want +got):\n%s", diff)
+	}
+}
+
+// show opens sealed records with the keyring of $IDEMCTL_KEYRING or
+// -keyring-file, and says "sealed" without one.
+func TestShowSealed(t *testing.T) {
+	dir := t.TempDir()
+	st, err := filestore.New(dir, filestore.WithoutSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyring := "k1:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	ring, err := idemseal.Parse(keyring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := idem.NewGuard(st, idem.WithSealer(ring))
+	if _, err := call(g, specShip, "sealed", func(ctx context.Context) (string, error) {
+		return "label LBL-7", nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	key := keyOf(t, g, specShip, "sealed")
+	storeURL := "file://" + dir
+	run := func(env string, args ...string) view {
+		t.Helper()
+		var o, e bytes.Buffer
+		full := append([]string{"-store", storeURL, "show", "-json", "-result"}, args...)
+		if code := Run(context.Background(), append(full, key), &o, &e, func(k string) string {
+			return map[string]string{"IDEMCTL_KEYRING": env}[k]
+		}); code != 0 {
+			t.Fatalf("show: exit %d: %s", code, e.String())
+		}
+		var v view
+		if err := json.Unmarshal(o.Bytes(), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if v := run(""); !v.Sealed || v.Result != nil {
+		t.Errorf("without a keyring: sealed=%v result %s; want sealed and no result", v.Sealed, v.Result)
+	}
+	if v := run(keyring); v.Sealed || string(v.Result) != `"label LBL-7"` {
+		t.Errorf("with $IDEMCTL_KEYRING: sealed=%v result %s; want the result", v.Sealed, v.Result)
+	}
+	file := filepath.Join(t.TempDir(), "ring")
+	if err := os.WriteFile(file, []byte(keyring+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if v := run("", "-keyring-file", file); v.Sealed || string(v.Result) != `"label LBL-7"` {
+		t.Errorf("with -keyring-file: sealed=%v result %s; want the result", v.Sealed, v.Result)
 	}
 }
