@@ -96,9 +96,9 @@ type options struct {
 	// the process list would show.
 	keyringFile string
 	envKeyring  string
-	prefix   string
-	json     bool
-	timeout  time.Duration
+	prefix      string
+	json        bool
+	timeout     time.Duration
 }
 
 func (o *options) register(fs *flag.FlagSet) {
