@@ -15,7 +15,7 @@ import (
 // sealed record planted at another key fails closed.
 var sealCases = []suiteCase{
 	{"SealedRecordsHoldNoPlaintext", testSealedNoPlaintext},
-	{"SealedRecordMovedFailsClosed", testSealedMoved},
+	{"SealedRecordsFailClosed", testSealedFailsClosed},
 }
 
 const sealMarker = "idemtest-secret-4242"
@@ -73,8 +73,20 @@ func testSealedNoPlaintext(t *testing.T, e *env) {
 	}
 }
 
-func testSealedMoved(t *testing.T, e *env) {
-	g := e.sealedGuard(t)
+// testSealedFailsClosed plants sealed bytes where they do not belong, or reads
+// them with a keyring that does not open them: ErrCorruptRecord, and the
+// function does not run. A rotated keyring still opens them.
+func testSealedFailsClosed(t *testing.T, e *env) {
+	k1 := idemseal.Key{ID: "t1", Secret: bytes.Repeat([]byte{7}, 32)}
+	k2 := idemseal.Key{ID: "t2", Secret: bytes.Repeat([]byte{8}, 32)}
+	ringOf := func(keys ...idemseal.Key) *idem.Guard {
+		r, err := idemseal.New(keys[0], keys[1:]...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return idem.NewGuard(e.s, idem.WithSealer(r))
+	}
+	g := ringOf(k1)
 	spec := e.spec("sealed")
 	runs := 0
 	if _, err := e.sealedCall(g, spec, "a", &runs); err != nil {
@@ -87,31 +99,48 @@ func testSealedMoved(t *testing.T, e *env) {
 		k, _ := c.StoreKey()
 		return k
 	}
-	src := e.get(keyOf("a"))
-	// Plant a's sealed bytes as the completed record of b, under b's own
-	// fingerprint (the one the Guard claims b with: a's record gives the
-	// form, a probe claim of b through the Guard would run it).
-	probe := idem.NewGuard(e.s)
-	if _, err := e.guardCall(ctx, probe, e.spec("probe"), "b", func(context.Context) (any, error) { return nil, nil }); err != nil {
-		t.Fatal(err)
+	src := e.get(keyOf("a")).Result
+	// Plant bytes as the completed record of id, under id's own
+	// fingerprint (a probe Guard's claim of id gives it).
+	plant := func(id string, data []byte) {
+		probe := idem.NewGuard(e.s)
+		if _, err := e.guardCall(ctx, probe, e.spec("probe"), id, func(context.Context) (any, error) { return nil, nil }); err != nil {
+			t.Fatal(err)
+		}
+		pc := probe.Begin(e.spec("probe"))
+		pc.Key().String(e.key)
+		pc.Key().String(id)
+		pk, _ := pc.StoreKey()
+		l, res := e.claim(keyOf(id), e.get(pk).Fingerprint)
+		if !res.Status.Owns() {
+			t.Fatalf("planting %s: claim %v", id, res.Status)
+		}
+		if err := e.s.Complete(ctx, l, idem.Result{Data: data}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	pc := probe.Begin(e.spec("probe"))
-	pc.Key().String(e.key)
-	pc.Key().String("b")
-	pk, _ := pc.StoreKey()
-	fp := e.get(pk).Fingerprint
-	dst := keyOf("b")
-	l, res := e.claim(dst, fp)
-	if !res.Status.Owns() {
-		t.Fatalf("planting b: claim %v", res.Status)
-	}
-	if err := e.s.Complete(ctx, l, idem.Result{Data: src.Result}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.sealedCall(g, spec, "b", &runs); !errors.Is(err, idem.ErrCorruptRecord) {
-		t.Errorf("a's sealed record at b's key: %v, want ErrCorruptRecord", err)
-	}
-	if runs != 1 {
-		t.Errorf("ran %d times, want 1: a record that does not open fails closed", runs)
+	plant("moved", src)
+	plant("truncated", src[:len(src)-5])
+	for _, tc := range []struct {
+		name, id string
+		reader   *idem.Guard
+		opens    bool
+	}{
+		{"moved to another key", "moved", g, false},
+		{"truncated", "truncated", g, false},
+		{"read with another key", "a", ringOf(k2), false},
+		{"read with a rotated keyring", "a", ringOf(k2, k1), true},
+	} {
+		before := runs
+		_, err := e.sealedCall(tc.reader, spec, tc.id, &runs)
+		if tc.opens && err != nil {
+			t.Errorf("%s: %v, want the replay", tc.name, err)
+		}
+		if !tc.opens && !errors.Is(err, idem.ErrCorruptRecord) {
+			t.Errorf("%s: %v, want ErrCorruptRecord", tc.name, err)
+		}
+		if runs != before {
+			t.Errorf("%s: the function ran: a record that does not open fails closed", tc.name)
+		}
 	}
 }
