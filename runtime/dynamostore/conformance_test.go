@@ -55,6 +55,7 @@ func TestConformance(t *testing.T) {
 			prefix, _ := prefixes.Load(s)
 			corruptItem(t, client, table, map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: prefix.(string) + key}})
 		},
+		Raw: rawItems(client, table),
 	})
 }
 

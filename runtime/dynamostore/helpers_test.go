@@ -19,6 +19,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/idemgen/idemgen/runtime/dynamostore"
+	"github.com/idemgen/idemgen/runtime/idem"
 
 	"github.com/idemgen/idemgen/internal/testenv"
 )
@@ -200,3 +201,48 @@ func transactions(t testing.TB, client *dynamodb.Client, table string) bool {
 type noOrdering struct{ *dynamostore.Store }
 
 func (noOrdering) SupportsOrdering() bool { return false }
+
+// rawItems reads every item of table, every attribute's bytes or text, as
+// a reader of the table (or its exports) would.
+func rawItems(client *dynamodb.Client, table string) func(t *testing.T, s idem.Store) [][]byte {
+	return func(t *testing.T, _ idem.Store) [][]byte {
+		var out [][]byte
+		var walk func(v types.AttributeValue)
+		walk = func(v types.AttributeValue) {
+			switch v := v.(type) {
+			case *types.AttributeValueMemberB:
+				out = append(out, v.Value)
+			case *types.AttributeValueMemberS:
+				out = append(out, []byte(v.Value))
+			case *types.AttributeValueMemberN:
+				out = append(out, []byte(v.Value))
+			case *types.AttributeValueMemberBS:
+				out = append(out, v.Value...)
+			case *types.AttributeValueMemberSS:
+				for _, s := range v.Value {
+					out = append(out, []byte(s))
+				}
+			case *types.AttributeValueMemberM:
+				for k, e := range v.Value {
+					out = append(out, []byte(k))
+					walk(e)
+				}
+			case *types.AttributeValueMemberL:
+				for _, e := range v.Value {
+					walk(e)
+				}
+			}
+		}
+		p := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+		for p.HasMorePages() {
+			page, err := p.NextPage(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, item := range page.Items {
+				walk(&types.AttributeValueMemberM{Value: item})
+			}
+		}
+		return out
+	}
+}

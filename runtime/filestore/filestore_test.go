@@ -52,6 +52,7 @@ func TestConformance(t *testing.T) {
 			}
 		},
 		Legacy: legacyRecord,
+		Raw:    rawFiles,
 	})
 }
 
@@ -734,4 +735,22 @@ func TestUnavailableErrorsSayItOnce(t *testing.T) {
 			t.Errorf("%s = %q: says %q twice", op.name, err, p)
 		}
 	}
+}
+
+// rawFiles reads every file under the store's root, as a reader of its
+// directory (or a backup of it) would.
+func rawFiles(t *testing.T, s idem.Store) [][]byte {
+	var out [][]byte
+	err := filepath.WalkDir(s.(*Store).Root(), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		out = append(out, b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

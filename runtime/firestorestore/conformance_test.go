@@ -2,6 +2,7 @@ package firestorestore_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -62,7 +63,43 @@ func TestConformance(t *testing.T) {
 				},
 				Lease:   time.Second,
 				Corrupt: corrupt,
+				Raw:     raw,
 			})
 		})
 	}
+}
+
+// raw reads every document of the store's collection, every field's bytes
+// or text, as a reader of the database (or its exports) would.
+func raw(t *testing.T, s idem.Store) [][]byte {
+	var out [][]byte
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case []byte:
+			out = append(out, v)
+		case string:
+			out = append(out, []byte(v))
+		case map[string]any:
+			for k, e := range v {
+				out = append(out, []byte(k))
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		default:
+			out = append(out, []byte(fmt.Sprint(v)))
+		}
+	}
+	docs, err := s.(*firestorestore.Store).Collection().Documents(context.Background()).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		out = append(out, []byte(d.Ref.ID))
+		walk(d.Data())
+	}
+	return out
 }

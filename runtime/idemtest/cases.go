@@ -24,6 +24,7 @@ type env struct {
 	s       idem.Store
 	corrupt func(t *testing.T, s idem.Store, key string)
 	legacy  func(t *testing.T, s idem.Store, key string)
+	raw     func(t *testing.T, s idem.Store) [][]byte
 	clock   *Clock // nil: real time
 	lease   time.Duration
 	ttl     time.Duration
@@ -33,7 +34,7 @@ type env struct {
 
 func newEnv(t *testing.T, h Harness) *env {
 	t.Helper()
-	e := &env{t: t, key: "idemtest:" + strings.ReplaceAll(t.Name(), "/", ":"), corrupt: h.Corrupt, legacy: h.Legacy}
+	e := &env{t: t, key: "idemtest:" + strings.ReplaceAll(t.Name(), "/", ":"), corrupt: h.Corrupt, legacy: h.Legacy, raw: h.Raw}
 	now := time.Now
 	if h.ManualClock {
 		e.clock = NewClock(time.Now().Truncate(time.Millisecond))

@@ -3,6 +3,7 @@ package idemtest
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"testing"
 
@@ -70,6 +71,31 @@ func testSealedNoPlaintext(t *testing.T, e *env) {
 		if bytes.Contains(data, []byte(sealMarker)) {
 			t.Errorf("step %s is stored in the clear", name)
 		}
+	}
+	if e.raw == nil {
+		t.Logf("%T: no Harness.Raw, the store's raw values not read", e.s)
+		return
+	}
+	holds := func(marker string) bool {
+		clear := []byte(marker)
+		hexed := []byte(hex.EncodeToString(clear))
+		for _, v := range e.raw(t, e.s) {
+			if bytes.Contains(v, clear) || bytes.Contains(bytes.ToLower(v), hexed) {
+				return true
+			}
+		}
+		return false
+	}
+	if holds(sealMarker) {
+		t.Error("a raw value of the store holds the sealed result's marker in the clear")
+	}
+	// The reader's own check: an unsealed result's marker is found.
+	const plain = "idemtest-plain-7373"
+	if _, err := e.guardCall(ctx, idem.NewGuard(e.s), e.spec("unsealed"), "p", func(context.Context) (any, error) { return plain, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !holds(plain) {
+		t.Error("Harness.Raw does not find an unsealed result's marker: it reads nothing useful")
 	}
 }
 

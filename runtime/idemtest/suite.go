@@ -35,6 +35,11 @@ type Harness struct {
 	// zero, or no later than UpdatedAt; never idem.ErrCorruptRecord), and
 	// that its owner can heartbeat and complete it and duplicates replay it.
 	Legacy func(t *testing.T, s idem.Store, key string)
+	// Raw, if set, returns every value s holds (all its keys, rows,
+	// items or files), read beside the store as a hidden reader of the
+	// server or its backups would. The sealing cases then check that no
+	// plaintext of a sealed result is anywhere in it.
+	Raw func(t *testing.T, s idem.Store) [][]byte
 }
 
 // RunStoreSuite runs the conformance suite against the stores h makes.

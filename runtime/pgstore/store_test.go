@@ -31,6 +31,7 @@ func TestConformance(t *testing.T) {
 		Lease:   time.Second,
 		Corrupt: corruptRow,
 		Legacy:  legacyRow,
+		Raw:     rawRows,
 	})
 }
 
@@ -576,4 +577,32 @@ func TestWaitSurvivesListenerLoss(t *testing.T) {
 	if listenerErrs.Load() == 0 {
 		t.Error("the lost listener connection was not reported to the error handler")
 	}
+}
+
+// rawRows reads every row of the store's tables, each column as pgx
+// received it (bytea in binary form), as a reader of the database or its
+// dumps would.
+func rawRows(t *testing.T, s idem.Store) [][]byte {
+	st := s.(*Store)
+	var out [][]byte
+	tables := []string{st.n.qTable}
+	if st.n.qOrder != "" {
+		tables = append(tables, st.n.qOrder)
+	}
+	for _, table := range tables {
+		rows, err := st.pool.Query(context.Background(), `SELECT * FROM `+table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			for _, v := range rows.RawValues() {
+				out = append(out, append([]byte(nil), v...))
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }

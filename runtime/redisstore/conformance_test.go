@@ -26,6 +26,7 @@ func TestConformanceStandalone(t *testing.T) {
 		},
 		Corrupt: corruptWith(rdb),
 		Legacy:  legacyWith(rdb),
+		Raw:     rawWith(rdb),
 	})
 }
 
@@ -72,6 +73,7 @@ func TestConformanceCluster(t *testing.T) {
 		},
 		Corrupt: corruptWith(rdb),
 		Legacy:  legacyWith(rdb),
+		Raw:     rawWith(rdb),
 	})
 }
 

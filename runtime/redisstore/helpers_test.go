@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -117,4 +118,60 @@ func encodeRecordV1(r idem.Record, op uint64) []byte {
 	v1 := append(v3[:headerLen:headerLen], v3[headerLenV3:]...)
 	v1[1] = legacyVersion
 	return v1
+}
+
+// rawWith reads every value under the store's prefix, whatever its type,
+// as a reader of the server (or its RDB files) would.
+func rawWith(rdb redis.UniversalClient) func(t *testing.T, s idem.Store) [][]byte {
+	return func(t *testing.T, s idem.Store) [][]byte {
+		ctx := context.Background()
+		var mu sync.Mutex
+		var out [][]byte
+		add := func(vs ...string) {
+			mu.Lock()
+			for _, v := range vs {
+				out = append(out, []byte(v))
+			}
+			mu.Unlock()
+		}
+		read := func(ctx context.Context, c *redis.Client) error {
+			iter := c.Scan(ctx, 0, s.(*Store).prefix+"*", 1000).Iterator()
+			for iter.Next(ctx) {
+				k := iter.Val()
+				add(k)
+				switch typ, _ := c.Type(ctx, k).Result(); typ {
+				case "string":
+					add(c.Get(ctx, k).Val())
+				case "hash":
+					for f, v := range c.HGetAll(ctx, k).Val() {
+						add(f, v)
+					}
+				case "list":
+					add(c.LRange(ctx, k, 0, -1).Val()...)
+				case "set":
+					add(c.SMembers(ctx, k).Val()...)
+				case "zset":
+					add(c.ZRange(ctx, k, 0, -1).Val()...)
+				case "stream":
+					for _, m := range c.XRange(ctx, k, "-", "+").Val() {
+						for f, v := range m.Values {
+							add(f, fmt.Sprint(v))
+						}
+					}
+				}
+			}
+			return iter.Err()
+		}
+		var err error
+		switch c := rdb.(type) {
+		case *redis.ClusterClient:
+			err = c.ForEachMaster(ctx, read)
+		case *redis.Client:
+			err = read(ctx, c)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
 }
