@@ -126,7 +126,7 @@ func Sealed(data []byte) bool {
 }
 
 // deflaters and inflaters keep DEFLATE's state between records: a new
-// writer allocates its ~1 MB of tables, more than compressing a 15 KB
+// writer allocates its ~1 MB of tables, more than compressing a 20 KB
 // record costs.
 var (
 	deflaters = sync.Pool{New: func() any { w, _ := flate.NewWriter(nil, flate.BestSpeed); return w }}

@@ -16,7 +16,7 @@ import (
 // memory store answering with stored bytes, as networked stores do, as a
 // ratio to the same calls without it (x-plain: time with / time without),
 // interleaved in one run: a first execution and a replay of a small
-// result, and of a realistic 15 KB JSON one (TestCompression checks
+// result, and of a realistic 20 KB JSON one (TestCompression checks
 // what compression saves of it).
 func BenchmarkSealed(b *testing.B) {
 	ring, err := idemseal.New(key("k1", 1))
@@ -29,7 +29,7 @@ func BenchmarkSealed(b *testing.B) {
 		Cents     int64
 	}
 	var big []line
-	for i := range 200 {
+	for i := range 270 {
 		big = append(big, line{fmt.Sprintf("SKU-%05d", i), "Widget, blue, large " + strings.Repeat("x", i%7), i % 5, int64(i * 199)})
 	}
 	small := []line{{"SKU-1", "Widget", 1, 199}}
@@ -39,9 +39,9 @@ func BenchmarkSealed(b *testing.B) {
 		opts   []idem.Option
 	}{
 		{"small/sealed", small, []idem.Option{idem.WithSealer(ring)}},
-		{"15KB/sealed", big, []idem.Option{idem.WithSealer(ring)}},
-		{"15KB/compressed", big, []idem.Option{idem.WithCompression(1024)}},
-		{"15KB/compressed+sealed", big, []idem.Option{idem.WithCompression(1024), idem.WithSealer(ring)}},
+		{"20KB/sealed", big, []idem.Option{idem.WithSealer(ring)}},
+		{"20KB/compressed", big, []idem.Option{idem.WithCompression(1024)}},
+		{"20KB/compressed+sealed", big, []idem.Option{idem.WithCompression(1024), idem.WithSealer(ring)}},
 	} {
 		for _, mode := range []string{"first", "replay"} {
 			b.Run(bc.name+"/"+mode, func(b *testing.B) {

@@ -188,7 +188,7 @@ func fingerprintOf(t *testing.T, st *memstore.Store, g *idem.Guard, id string) i
 	return rec.Fingerprint
 }
 
-// Compression shrinks a realistic 15 KB JSON result, below the seal
+// Compression shrinks a realistic 20 KB JSON result, below the seal
 // too, and the result replays unchanged.
 func TestCompression(t *testing.T) {
 	ctx := context.Background()
@@ -198,7 +198,7 @@ func TestCompression(t *testing.T) {
 		Cents     int64
 	}
 	var lines []line
-	for i := range 200 {
+	for i := range 270 {
 		lines = append(lines, line{fmt.Sprintf("SKU-%05d", i), "Widget, blue, large " + strings.Repeat("x", i%7), i % 5, int64(i * 199)})
 	}
 	for _, opts := range [][]idem.Option{
