@@ -44,7 +44,7 @@ func (i *interposer) TransactWriteItems(ctx context.Context, in *dynamodb.Transa
 func TestOrderedClaimPinsBothItems(t *testing.T) {
 	client, table := dynamo(t)
 	if !transactions(t, client, table) {
-		t.SkipNow()
+		t.SkipNow() // transactions fails the test instead under CI=true
 	}
 	base := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	prefix := uniquePrefix(t)
