@@ -157,24 +157,24 @@ func resultName(x *fn, i int) string {
 // resultCodec emits the codec of x's result value and sets the Spec's
 // Codec field (the Spec is out's first declaration). It returns what the
 // wrapper's doc comment says about the record; false after a diagnostic.
-func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, out *[]jen.Code) (string, bool) {
+func (e *emitter) resultCodec(x *fn, specBase string, resultT jen.Code) (codec jen.Code, doc string, ok bool) {
 	if !e.typeParamResults(x, x.what()) {
-		return "", false // generics.go
+		return nil, "", false // generics.go
 	}
 	omits, omitted, ok := e.omitTrees(x)
 	if !ok {
-		return "", false
+		return nil, "", false
 	}
 	if len(x.result) == 0 {
-		return "", true
+		return nil, "", true
 	}
 	g := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: specBase}
 	encBody, decBody := g.resultBodies(x, omits)
 	if len(g.problems) > 0 {
 		e.reportCodecProblems(x, g.problems)
-		return "", false
+		return nil, "", false
 	}
-	codec := g.oneCall(x, omits, resultT)
+	codec = g.oneCall(x, omits, resultT)
 	if codec == nil {
 		encT, decT := e.qual(e.impl, "Encoder"), e.qual(e.impl, "Decoder")
 		codec = e.qual(e.impl, "TypedCodec").Index(resultT).Values(jen.Dict{
@@ -182,8 +182,7 @@ func (e *emitter) resultCodec(x *fn, specBase, name string, resultT jen.Code, ou
 			jen.Id("Decode"): jen.Func().Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(resultT)).Block(decBody...),
 		})
 	}
-	*out = append(*out, jen.Var().Id(name).Op("=").Add(codec))
-	return g.recordDoc(omitted), true
+	return codec, g.recordDoc(omitted), true
 }
 
 // oneCall is the codec of a single result as one call of idemimpl, for a

@@ -61,8 +61,8 @@ type driftCheck struct {
 	code []jen.Code
 }
 
-// driftChecks returns the declarations of the drift self-checks, sorted.
-func (e *emitter) driftChecks() []jen.Code {
+// driftChecks adds the drift self-checks to the file's checks, sorted.
+func (e *emitter) driftChecks() {
 	var checks []driftCheck
 	for _, n := range e.readStructs() {
 		obj := n.Obj()
@@ -76,12 +76,11 @@ func (e *emitter) driftChecks() []jen.Code {
 		}
 	}
 	sort.SliceStable(checks, func(i, j int) bool { return checks[i].name < checks[j].name })
-	var out []jen.Code
 	for _, c := range checks {
-		out = append(out, c.code...)
+		e.checks = append(e.checks, c.code...)
 	}
-	out = append(out, e.genericDrift()...)
-	return append(out, e.pins()...)
+	e.checkFuncs = append(e.checkFuncs, e.genericDrift()...)
+	e.pins()
 }
 
 // readStructs are the struct types the generated code reads, in the order
@@ -130,7 +129,6 @@ func (e *emitter) wholeCheck(n *types.Named) (driftCheck, bool) {
 			return driftCheck{}, false
 		}
 	}
-	display := e.pi.typeString(n)
 	name := e.driftSortKey(n)
 	fields := make([]jen.Code, st.NumFields())
 	for i := range fields {
@@ -148,8 +146,7 @@ func (e *emitter) wholeCheck(n *types.Named) (driftCheck, bool) {
 		}
 	}
 	return driftCheck{name, []jen.Code{
-		jen.Commentf("Build fails here if %s's fields changed since generation: run go generate.", display).Line().
-			Var().Id("_").Op("=").Struct(fields...).Call(e.typ(n).(*jen.Statement).Clone().Values()),
+		jen.Id("_").Op("=").Struct(fields...).Call(e.typ(n).(*jen.Statement).Clone().Values()),
 	}}, true
 }
 
@@ -172,8 +169,7 @@ func (e *emitter) fieldCheck(n *types.Named) (driftCheck, bool) {
 	}
 	name := e.driftSortKey(n)
 	return driftCheck{name, []jen.Code{
-		jen.Commentf("Build fails here if a field of %s read here changed: run go generate.", e.pi.typeString(n)).Line().
-			Var().Id("_").Op("=").Func().Params(jen.Id(v).Op("*").Add(e.typ(n))).Params(results...).Block(
+		jen.Id("_").Op("=").Func().Params(jen.Id(v).Op("*").Add(e.typ(n))).Params(results...).Block(
 			jen.Return(refs...)),
 	}}, true
 }
@@ -288,8 +284,9 @@ func pinnable(obj *types.TypeName) bool {
 	return strings.Contains(first, ".")
 }
 
-// pins returns the declarations pinning e.pinned, sorted as driftChecks.
-func (e *emitter) pins() []jen.Code {
+// pins adds the checks pinning e.pinned to the file's, sorted as
+// driftChecks.
+func (e *emitter) pins() {
 	objs := make([]*types.TypeName, 0, len(e.pinned))
 	for obj := range e.pinned {
 		objs = append(objs, obj)
@@ -300,25 +297,20 @@ func (e *emitter) pins() []jen.Code {
 		}
 		return objs[i].Name() < objs[j].Name()
 	})
-	var out []jen.Code
 	for _, obj := range objs {
 		t := e.pinned[obj]
-		display := e.pi.typeString(t)
 		if a, ok := t.(*types.Alias); ok {
 			to := types.Unalias(a)
 			if !e.renderable(to) {
 				continue
 			}
-			out = append(out, jen.Commentf("Build fails here if the alias %s no longer stands for %s: run go generate.", display, e.pi.typeString(to)).Line().
-				Var().Id("_").Op("*").Add(e.typ(to)).Op("=").New(e.typ(a)))
+			e.typedChecks = append(e.typedChecks, jen.Id("_").Op("*").Add(e.typ(to)).Op("=").New(e.typ(a)))
 			continue
 		}
 		u := t.Underlying()
 		if !e.renderable(u) {
 			continue
 		}
-		out = append(out, jen.Commentf("Build fails here if %s is no longer defined as %s: run go generate.", display, e.pi.typeString(u)).Line().
-			Var().Id("_").Op("=").Parens(jen.Op("*").Add(e.typ(u))).Call(jen.New(e.typ(t))))
+		e.checks = append(e.checks, jen.Id("_").Op("=").Parens(jen.Op("*").Add(e.typ(u))).Call(jen.New(e.typ(t))))
 	}
-	return out
 }

@@ -48,6 +48,12 @@ type emitter struct {
 	// generated code converts (drift.go).
 	pinned      map[*types.TypeName]types.Type
 	helperDecls []helperDecl
+	// checks are the file's compile-time checks (signatures, the fields
+	// and definitions of the types it reads), one var block at its end;
+	// typedChecks those that must be assignments, not conversions
+	// (aliases, interfaces), after them; checkFuncs the checks of generic
+	// code, which need a function each.
+	checks, typedChecks, checkFuncs []jen.Code
 	// fns are the package's annotated functions; errs the file's
 	// idemErrors, once a result holds an error value (errtypes.go).
 	fns  []*fn
@@ -98,7 +104,7 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 	for _, h := range e.helperDecls {
 		decls = append(decls, h.code)
 	}
-	decls = append(decls, e.driftChecks()...)
+	decls = append(decls, e.checkDecls()...)
 	for _, c := range decls {
 		e.f.Add(c)
 		e.f.Line()
@@ -239,7 +245,7 @@ func (e *emitter) groupType(g *group, field string, guardT jen.Code, methods nam
 		typeName, ctor := "Idempotent", "NewIdempotent"
 		return []jen.Code{
 			jen.Commentf("%s runs the annotated functions of package %s at most once per key.", typeName, e.pi.pkg.Name).Line().
-				Type().Id(typeName).Struct(jen.Id(field).Add(guardT)),
+				Type().Id(typeName).Custom(jen.Options{Open: "struct{", Close: "}"}, jen.Id(field).Add(guardT)),
 			jen.Commentf("%s returns the idempotent wrappers of package %s, guarded by g.", ctor, e.pi.pkg.Name).Line().
 				Func().Id(ctor).Params(jen.Id("g").Add(guardT)).Op("*").Id(typeName).Block(
 				jen.Return(jen.Op("&").Id(typeName).Values(jen.Dict{jen.Id(field): jen.Id("g")})),
@@ -784,4 +790,25 @@ func wrapComments(src []byte, width int) []byte {
 		out.WriteString(cur + "\n")
 	}
 	return out.Bytes()
+}
+
+// checkDecls declares the file's checks, with one comment for them all,
+// as stringer does: a compile error below means the code above is stale.
+func (e *emitter) checkDecls() []jen.Code {
+	e.driftChecks()
+	var out []jen.Code
+	defs := e.checks
+	if len(defs) > 0 && len(e.typedChecks) > 0 {
+		defs = append(defs, jen.Line()) // apart, or gofmt aligns the conversions with the types
+	}
+	if defs = append(defs, e.typedChecks...); len(defs) > 0 {
+		out = append(out, jen.Var().Defs(defs...))
+	}
+	out = append(out, e.checkFuncs...)
+	if len(out) == 0 {
+		return nil
+	}
+	out[0] = jen.Comment("Build fails below if a wrapped signature or a type read above changed: run go generate.").
+		Line().Add(out[0])
+	return out
 }

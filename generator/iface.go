@@ -327,9 +327,8 @@ func (e *emitter) decorator(g *group, typeName, ctor, field string, methods name
 			Func().Id(ctor).Params(jen.Id("inner").Id(t), jen.Id("g").Add(guardT)).Op("*").Id(typeName).Block(
 			jen.Return(jen.Op("&").Id(typeName).Values(jen.Dict{jen.Id(inner): jen.Id("inner"), jen.Id(field): jen.Id("g")})),
 		),
-		jen.Commentf("Build fails here if %s's methods changed since generation: run go generate.", t).Line().
-			Var().Id("_").Id(t).Op("=").Parens(jen.Op("*").Id(typeName)).Parens(jen.Nil()),
 	}
+	e.typedChecks = append(e.typedChecks, jen.Id("_").Id(t).Op("=").Parens(jen.Op("*").Id(typeName)).Parens(jen.Nil()))
 	for i := 0; i < iface.NumMethods(); i++ {
 		m := iface.Method(i)
 		if annotated[m.Name()] {

@@ -154,10 +154,11 @@ func (e *emitter) stepWrapper(x *fn) []jen.Code {
 	if len(x.result) == 1 {
 		resultT = e.typ(x.result[0])
 		codecVar := e.global("idemStepCodec" + base)
-		d, ok := e.resultCodec(x, base, codecVar, resultT, &out)
+		c, d, ok := e.resultCodec(x, base, resultT)
 		if !ok {
 			return nil
 		}
+		out = append(out, jen.Var().Id(codecVar).Op("=").Add(c))
 		codec, codecDoc = jen.Id(codecVar), d
 	}
 	ns := namer{}

@@ -19,8 +19,8 @@ type wrap struct {
 	// the package-level names (idemSpecF); specName is the stored name.
 	display, specBase, specName string
 	ns                          namer
-	recv, c                     string // the wrapper's receiver, the call
-	specVar, codecVar           string
+	recv, c, k                  string // the wrapper's receiver, the call, its key material
+	specVar                     string
 	resultStruct                string     // "" unless several results travel as one struct
 	resultT                     jen.Code   // what Do returns besides the error
 	keyParams, beginParams      []jen.Code // Key's parameters, begin's
@@ -35,19 +35,19 @@ type wrap struct {
 func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.Code {
 	w := e.newWrap(x, typeName, field, hn)
 	material, keyOK := e.keyMaterial(w)
-	spec := e.spec(w)
-	check := e.signatureCheck(w)
-	var codec []jen.Code
-	if s := e.resultStruct(w); s != nil {
-		codec = append(codec, s)
-	}
-	codecDoc, codecOK := e.resultCodec(x, w.specBase, w.codecVar, w.resultT, &codec)
+	fields := e.specFields(w)
+	result := e.resultStruct(w)
+	codec, codecDoc, codecOK := e.resultCodec(x, w.specBase, w.resultT)
 	if !codecOK || !keyOK {
 		return nil
 	}
+	e.signatureCheck(w)
 	e.beginParams(w)
-	out := []jen.Code{e.wrapperMethod(w, codecDoc), e.keyMethod(w), e.begin(w, material), spec, check}
-	return append(out, codec...)
+	out := []jen.Code{e.wrapperMethod(w, codecDoc), e.keyMethod(w), e.begin(w, material), e.spec(w, fields, codec)}
+	if result != nil {
+		out = append(out, result)
+	}
+	return out
 }
 
 // newWrap names what x's declarations share.
@@ -77,7 +77,7 @@ func (e *emitter) newWrap(x *fn, typeName, field string, hn helperNames) *wrap {
 	if x.recvName != "" {
 		recvBase = x.recvName // the source's receiver name
 	}
-	w.recv, w.c = w.ns.get(recvBase), w.ns.get("c")
+	w.recv, w.c, w.k = w.ns.get(recvBase), w.ns.get("c"), w.ns.get("k")
 	x.recvVar = w.recv
 	e.gen.cur = x
 	return w
@@ -89,18 +89,18 @@ func (e *emitter) newWrap(x *fn, typeName, field string, hn helperNames) *wrap {
 // advice converges.
 func (e *emitter) keyMaterial(w *wrap) ([]jen.Code, bool) {
 	x := w.x
-	keys, payload, ok := e.keyStatements(x, w.c, w.ns)
+	keys, payload, ok := e.keyStatements(x, w.k, w.ns)
 	if fnTypeParams(x).Len() > 0 {
-		keys = append(e.typeArgKeys(x, w.c), keys...) // the type arguments are part of the key
+		keys = append(e.typeArgKeys(x, w.k), keys...) // the type arguments are part of the key
 	}
-	order, orderOK := e.orderStatements(x, w.c, w.ns)
+	order, orderOK := e.orderStatements(x, w.k, w.ns)
 	return append(append(keys, payload...), order...), ok && orderOK
 }
 
-// spec emits the Spec, one field per line. A field the directive leaves at
-// its default is left out: the runtime reads zero as the default, and the
-// wrapper's doc line says what takes effect.
-func (e *emitter) spec(w *wrap) jen.Code {
+// specFields are the fields of the Spec, but its codec. A field the
+// directive leaves at its default is left out: the runtime reads zero as
+// the default, and the wrapper's doc line says what takes effect.
+func (e *emitter) specFields(w *wrap) []jen.Code {
 	x, o := w.x, w.x.opts
 	w.specVar = e.global("idemSpec" + w.specBase)
 	kv := func(k string, v jen.Code) jen.Code { return jen.Id(k).Op(":").Add(v) }
@@ -135,17 +135,21 @@ func (e *emitter) spec(w *wrap) jen.Code {
 	if o.maxResult > 0 {
 		fields = append(fields, kv("MaxResult", jen.Lit(o.maxResult)))
 	}
-	if len(x.result) > 0 {
-		w.codecVar = e.global("idemCodec" + w.specBase)
-		fields = append(fields, kv("Codec", jen.Id(w.codecVar)))
+	return fields
+}
+
+// spec emits the Spec, one field per line, its result codec last.
+func (e *emitter) spec(w *wrap, fields []jen.Code, codec jen.Code) jen.Code {
+	if codec != nil {
+		fields = append(fields, jen.Id("Codec").Op(":").Add(codec))
 	}
 	return jen.Var().Id(w.specVar).Op("=").Op("&").Add(e.qual(e.idem, "Spec")).
 		Custom(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, fields...)
 }
 
-// signatureCheck emits the self-check: a changed signature fails the build
-// here, naming the function.
-func (e *emitter) signatureCheck(w *wrap) jen.Code {
+// signatureCheck adds the self-check to the file's checks: a changed
+// signature fails the build there, naming the function.
+func (e *emitter) signatureCheck(w *wrap) {
 	x, target := w.x, w.x.obj.Name()
 	var fnRef *jen.Statement
 	checkSig := x.sig
@@ -163,12 +167,11 @@ func (e *emitter) signatureCheck(w *wrap) jen.Code {
 	} else {
 		fnRef = e.qual(x.obj.Pkg(), target)
 	}
-	check := jen.Var().Id("_").Func().Add(e.signature(checkSig, nil)).Op("=").Add(fnRef)
 	if fnTypeParams(x).Len() > 0 {
-		check = e.genericSelfCheck(x, checkSig, fnRef)
+		e.checkFuncs = append(e.checkFuncs, e.genericSelfCheck(x, checkSig, fnRef))
+		return
 	}
-	return jen.Commentf("Build fails here if %s's signature changed since generation: run go generate.", w.display).Line().
-		Add(check)
+	e.checks = append(e.checks, jen.Id("_").Op("=").Parens(jen.Func().Add(e.signature(checkSig, nil))).Call(fnRef))
 }
 
 // resultStruct sets the type Do returns besides the error. Several results
@@ -302,9 +305,10 @@ func (e *emitter) doCall(w *wrap) []jen.Code {
 		ctxArg = jen.Id(x.params[x.ctx].name)
 		closureParam = jen.Id(x.params[x.ctx].name).Add(e.qual(e.ctxPkg, "Context"))
 	}
+	results := []jen.Code{w.resultT, jen.Error()}
 	do := func(inner ...jen.Code) *jen.Statement {
 		return jen.Add(e.qual(e.idem, "Do")).Call(ctxArg, e.beginCall(w),
-			jen.Func().Params(closureParam).Params(w.resultT, jen.Error()).Block(inner...))
+			jen.Func().Params(closureParam).Params(results...).Block(inner...))
 	}
 	switch len(x.result) {
 	case 0:
@@ -323,12 +327,11 @@ func (e *emitter) doCall(w *wrap) []jen.Code {
 	}
 	lhs = append(lhs, jen.Id(errName))
 	rets = append(rets, jen.Id(errName))
+	results = []jen.Code{jen.Id(r).Id(w.resultStruct), jen.Id(errName).Error()}
 	return []jen.Code{
 		jen.List(jen.Id(r), jen.Id(errName)).Op(":=").Add(do(
-			jen.Var().Id(r).Id(w.resultStruct),
-			jen.Var().Id(errName).Error(),
 			jen.List(lhs...).Op("=").Add(call),
-			jen.Return(jen.Id(r), jen.Id(errName)),
+			jen.Return(),
 		)),
 		jen.Return(rets...)}
 }
@@ -371,10 +374,12 @@ func (e *emitter) keyMethod(w *wrap) jen.Code {
 // begin emits the begin helper: the key material, written once for the
 // wrapper and Key.
 func (e *emitter) begin(w *wrap, material []jen.Code) jen.Code {
-	doc := fmt.Sprintf("%s starts a call of %s and writes its key material.", w.hn.begin, w.x.name)
-	body := []jen.Code{jen.Id(w.c).Op(":=").Id(w.recv).Dot(w.field).Dot("Begin").Call(jen.Id(w.specVar))}
+	k := w.k
+	if len(material) == 0 {
+		k = "_"
+	}
+	body := []jen.Code{jen.List(jen.Id(w.c), jen.Id(k)).Op(":=").Id(w.recv).Dot(w.field).Dot("Begin").Call(jen.Id(w.specVar))}
 	body = append(body, material...)
 	body = append(body, jen.Return(jen.Id(w.c)))
-	return jen.Comment(doc).Line().
-		Add(e.decl(w, w.hn.begin, w.beginParams...)).Add(e.qual(e.idem, "Call")).Block(body...)
+	return e.decl(w, w.hn.begin, w.beginParams...).Add(e.qual(e.idem, "Call")).Block(body...)
 }

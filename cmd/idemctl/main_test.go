@@ -39,8 +39,8 @@ func seed(dir string) int {
 	}
 	g := idem.NewGuard(st)
 	do := func(spec *idem.Spec, fn func(context.Context) (string, error)) error {
-		c := g.Begin(spec)
-		c.Key().String("a")
+		c, k := g.Begin(spec)
+		k.Key().String("a")
 		_, err := idem.Do(context.Background(), c, fn)
 		return err
 	}

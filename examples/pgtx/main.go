@@ -60,9 +60,9 @@ type Shop struct {
 // the same code): key = OrderID, the whole request fingerprinted so a
 // reused OrderID with another payload is refused.
 func (s *Shop) PlaceOrder(ctx context.Context, req OrderRequest) (Receipt, error) {
-	c := s.g.Begin(&placeOrderSpec)
-	c.Key().ID(req.OrderID)
-	p := c.Payload()
+	c, k := s.g.Begin(&placeOrderSpec)
+	k.Key().ID(req.OrderID)
+	p := k.Payload()
 	p.String(req.OrderID)
 	p.String(req.Customer)
 	p.Int(req.AmountCent)

@@ -11,9 +11,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package main at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package main, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -33,12 +31,11 @@ func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
 	return x.beginCreateInvoice(&req).StoreKey()
 }
 
-// beginCreateInvoice starts a call of CreateInvoice and writes its key material.
 func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
-	c := x.g.Begin(idemSpecCreateInvoice)
-	c.Key().String(req.CustomerID)
-	c.Key().String(req.OrderID)
-	idemKeyInvoiceRequest(c.Payload(), req)
+	c, k := x.g.Begin(idemSpecCreateInvoice)
+	k.Key().String(req.CustomerID)
+	k.Key().String(req.OrderID)
+	idemKeyInvoiceRequest(k.Payload(), req)
 	return c
 }
 
@@ -48,13 +45,8 @@ var idemSpecCreateInvoice = &idem.Spec{
 	TTL:         24 * time.Hour,
 	Lease:       30 * time.Second,
 	OnDuplicate: idem.DuplicateWait,
-	Codec:       idemCodecCreateInvoice,
+	Codec:       idemimpl.PtrCodec(idemEncInvoice, idemDecInvoice),
 }
-
-// Build fails here if main.CreateInvoice's signature changed since generation: run go generate.
-var _ func(context.Context, InvoiceRequest) (*Invoice, error) = CreateInvoice
-
-var idemCodecCreateInvoice = idemimpl.PtrCodec(idemEncInvoice, idemDecInvoice)
 
 // HandleWebhook is main.HandleWebhook, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return on_failure=lock key=eventID).
@@ -69,12 +61,11 @@ func (x *Idempotent) HandleWebhookKey(eventID string, ev WebhookEvent) (string, 
 	return x.beginHandleWebhook(eventID, &ev).StoreKey()
 }
 
-// beginHandleWebhook starts a call of HandleWebhook and writes its key material.
 func (x *Idempotent) beginHandleWebhook(eventID string, ev *WebhookEvent) idem.Call {
-	c := x.g.Begin(idemSpecHandleWebhook)
-	c.Key().ID(eventID)
-	c.Payload().String(eventID)
-	idemKeyWebhookEvent(c.Payload(), ev)
+	c, k := x.g.Begin(idemSpecHandleWebhook)
+	k.Key().ID(eventID)
+	k.Payload().String(eventID)
+	idemKeyWebhookEvent(k.Payload(), ev)
 	return c
 }
 
@@ -82,13 +73,8 @@ var idemSpecHandleWebhook = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/examples/quickstart.HandleWebhook",
 	Signature: "2ddfaac9e3eba155",
 	OnFailure: idem.FailureLock,
-	Codec:     idemCodecHandleWebhook,
+	Codec:     idemimpl.StringCodec[string](),
 }
-
-// Build fails here if main.HandleWebhook's signature changed since generation: run go generate.
-var _ func(context.Context, string, WebhookEvent) (string, error) = HandleWebhook
-
-var idemCodecHandleWebhook = idemimpl.StringCodec[string]()
 
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	for f := range d.Fields() {
@@ -123,23 +109,23 @@ func idemKeyWebhookEvent(b *idemimpl.KeyBuilder, v *WebhookEvent) {
 	b.Int(v.Amount)
 }
 
-// Build fails here if Invoice's fields changed since generation: run go generate.
-var _ = struct {
-	ID          string
-	AmountCents int64
-	IssuedAt    time.Time
-}(Invoice{})
-
-// Build fails here if InvoiceRequest's fields changed since generation: run go generate.
-var _ = struct {
-	CustomerID  string
-	OrderID     string
-	AmountCents int64
-	Email       string
-}(InvoiceRequest{})
-
-// Build fails here if WebhookEvent's fields changed since generation: run go generate.
-var _ = struct {
-	Type   string
-	Amount int64
-}(WebhookEvent{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, InvoiceRequest) (*Invoice, error))(CreateInvoice)
+	_ = (func(context.Context, string, WebhookEvent) (string, error))(HandleWebhook)
+	_ = struct {
+		ID          string
+		AmountCents int64
+		IssuedAt    time.Time
+	}(Invoice{})
+	_ = struct {
+		CustomerID  string
+		OrderID     string
+		AmountCents int64
+		Email       string
+	}(InvoiceRequest{})
+	_ = struct {
+		Type   string
+		Amount int64
+	}(WebhookEvent{})
+)

@@ -14,9 +14,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package anyvalues at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package anyvalues, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -35,10 +33,9 @@ func (x *Idempotent) RecordKey(e Event) (string, error) {
 	return x.beginRecord(&e).StoreKey()
 }
 
-// beginRecord starts a call of Record and writes its key material.
 func (x *Idempotent) beginRecord(e *Event) idem.Call {
-	c := x.g.Begin(idemSpecRecord)
-	idemKeyEvent(c.Key(), e)
+	c, k := x.g.Begin(idemSpecRecord)
+	idemKeyEvent(k.Key(), e)
 	return c
 }
 
@@ -46,13 +43,8 @@ var idemSpecRecord = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/anyvalues.Record",
 	Signature: "d7455b22afd16447",
 	TTL:       time.Hour,
-	Codec:     idemCodecRecord,
+	Codec:     idemimpl.Codec(idemEncResult, idemDecResult),
 }
-
-// Build fails here if anyvalues.Record's signature changed since generation: run go generate.
-var _ func(context.Context, Event) (Result, error) = Record
-
-var idemCodecRecord = idemimpl.Codec(idemEncResult, idemDecResult)
 
 // Exec is anyvalues.Exec, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Exec(ctx context.Context, query string, args ...any) (any, error) {
@@ -66,13 +58,12 @@ func (x *Idempotent) ExecKey(query string, args ...any) (string, error) {
 	return x.beginExec(query, args).StoreKey()
 }
 
-// beginExec starts a call of Exec and writes its key material.
 func (x *Idempotent) beginExec(query string, args []any) idem.Call {
-	c := x.g.Begin(idemSpecExec)
-	c.Key().String(query)
-	c.Key().List(len(args))
+	c, k := x.g.Begin(idemSpecExec)
+	k.Key().String(query)
+	k.Key().List(len(args))
 	for i := range args {
-		c.Key().Any(args[i])
+		k.Key().Any(args[i])
 	}
 	return c
 }
@@ -81,18 +72,13 @@ var idemSpecExec = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/anyvalues.Exec",
 	Signature: "dac505bee510b3f6",
 	TTL:       time.Hour,
-	Codec:     idemCodecExec,
-}
-
-// Build fails here if anyvalues.Exec's signature changed since generation: run go generate.
-var _ func(context.Context, string, ...any) (any, error) = Exec
-
-var idemCodecExec = idemimpl.TypedCodec[any]{
-	Decode: func(d *idemimpl.Decoder, v *any) {
-		*v = d.Any()
-	},
-	Encode: func(e *idemimpl.Encoder, v *any) {
-		e.Any(*v)
+	Codec: idemimpl.TypedCodec[any]{
+		Decode: func(d *idemimpl.Decoder, v *any) {
+			*v = d.Any()
+		},
+		Encode: func(e *idemimpl.Encoder, v *any) {
+			e.Any(*v)
+		},
 	},
 }
 
@@ -108,14 +94,13 @@ func (x *Idempotent) ConnectKey(addr net.Addr) (string, error) {
 	return x.beginConnect(addr).StoreKey()
 }
 
-// beginConnect starts a call of Connect and writes its key material.
 func (x *Idempotent) beginConnect(addr net.Addr) idem.Call {
-	c := x.g.Begin(idemSpecConnect)
+	c, k := x.g.Begin(idemSpecConnect)
 	if addr == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().String(addr.Network())
-		c.Key().String(addr.String())
+		k.Key().String(addr.Network())
+		k.Key().String(addr.String())
 	}
 	return c
 }
@@ -124,13 +109,8 @@ var idemSpecConnect = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/anyvalues.Connect",
 	Signature: "6f521753aeb5b238",
 	TTL:       time.Hour,
-	Codec:     idemCodecConnect,
+	Codec:     idemimpl.StringCodec[string](),
 }
-
-// Build fails here if anyvalues.Connect's signature changed since generation: run go generate.
-var _ func(context.Context, net.Addr) (string, error) = Connect
-
-var idemCodecConnect = idemimpl.StringCodec[string]()
 
 func idemDecResult(d *idemimpl.Decoder, v *Result) {
 	for f := range d.Fields() {
@@ -208,16 +188,19 @@ func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	}
 }
 
-// Build fails here if Event's fields changed since generation: run go generate.
-var _ = struct {
-	ID   string
-	Data map[string]any
-	Tags []any
-}(Event{})
-
-// Build fails here if Result's fields changed since generation: run go generate.
-var _ = struct {
-	Echo  map[string]any
-	Items []any
-	V     any
-}(Result{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, Event) (Result, error))(Record)
+	_ = (func(context.Context, string, ...any) (any, error))(Exec)
+	_ = (func(context.Context, net.Addr) (string, error))(Connect)
+	_ = struct {
+		ID   string
+		Data map[string]any
+		Tags []any
+	}(Event{})
+	_ = struct {
+		Echo  map[string]any
+		Items []any
+		V     any
+	}(Result{})
+)

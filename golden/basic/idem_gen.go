@@ -11,9 +11,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package basic at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package basic, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -33,12 +31,11 @@ func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
 	return x.beginCreateInvoice(&req).StoreKey()
 }
 
-// beginCreateInvoice starts a call of CreateInvoice and writes its key material.
 func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
-	c := x.g.Begin(idemSpecCreateInvoice)
-	c.Key().String(req.CustomerID)
-	c.Key().String(req.OrderID)
-	idemKeyInvoiceRequest(c.Payload(), req)
+	c, k := x.g.Begin(idemSpecCreateInvoice)
+	k.Key().String(req.CustomerID)
+	k.Key().String(req.OrderID)
+	idemKeyInvoiceRequest(k.Payload(), req)
 	return c
 }
 
@@ -48,13 +45,8 @@ var idemSpecCreateInvoice = &idem.Spec{
 	TTL:         24 * time.Hour,
 	Lease:       30 * time.Second,
 	OnDuplicate: idem.DuplicateWait,
-	Codec:       idemCodecCreateInvoice,
+	Codec:       idemimpl.PtrCodec(idemEncInvoice, idemDecInvoice),
 }
-
-// Build fails here if basic.CreateInvoice's signature changed since generation: run go generate.
-var _ func(context.Context, InvoiceRequest) (*Invoice, error) = CreateInvoice
-
-var idemCodecCreateInvoice = idemimpl.PtrCodec(idemEncInvoice, idemDecInvoice)
 
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	for f := range d.Fields() {
@@ -95,27 +87,26 @@ func idemKeyLine(b *idemimpl.KeyBuilder, v *Line) {
 	idemimpl.KeyPtr(b, v.Price, idemimpl.KeyFloat)
 }
 
-// Build fails here if Invoice's fields changed since generation: run go generate.
-var _ = struct {
-	ID     string
-	Amount int64
-}(Invoice{})
-
-// Build fails here if InvoiceRequest's fields changed since generation: run go generate.
-var _ = struct {
-	CustomerID string
-	OrderID    string
-	Amount     int64
-	Note       string
-	Due        time.Time
-	Lines      []Line
-	Meta       map[string]string
-	Hook       func()
-}(InvoiceRequest{})
-
-// Build fails here if Line's fields changed since generation: run go generate.
-var _ = struct {
-	SKU   string
-	Qty   int
-	Price *float64
-}(Line{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, InvoiceRequest) (*Invoice, error))(CreateInvoice)
+	_ = struct {
+		ID     string
+		Amount int64
+	}(Invoice{})
+	_ = struct {
+		CustomerID string
+		OrderID    string
+		Amount     int64
+		Note       string
+		Due        time.Time
+		Lines      []Line
+		Meta       map[string]string
+		Hook       func()
+	}(InvoiceRequest{})
+	_ = struct {
+		SKU   string
+		Qty   int
+		Price *float64
+	}(Line{})
+)

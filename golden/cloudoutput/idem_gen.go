@@ -12,9 +12,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package cloudoutput at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package cloudoutput, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -34,10 +32,9 @@ func (x *Idempotent) PutKey(key string) (string, error) {
 	return x.beginPut(key).StoreKey()
 }
 
-// beginPut starts a call of Put and writes its key material.
 func (x *Idempotent) beginPut(key string) idem.Call {
-	c := x.g.Begin(idemSpecPut)
-	c.Key().String(key)
+	c, k := x.g.Begin(idemSpecPut)
+	k.Key().String(key)
 	return c
 }
 
@@ -45,13 +42,8 @@ var idemSpecPut = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/cloudoutput.Put",
 	Signature: "2a0e8a3ea041daaa",
 	TTL:       time.Hour,
-	Codec:     idemCodecPut,
+	Codec:     idemimpl.PtrCodec(idemEncSdkPutObjectOutput, idemDecSdkPutObjectOutput),
 }
-
-// Build fails here if cloudoutput.Put's signature changed since generation: run go generate.
-var _ func(context.Context, string) (*sdk.PutObjectOutput, error) = Put
-
-var idemCodecPut = idemimpl.PtrCodec(idemEncSdkPutObjectOutput, idemDecSdkPutObjectOutput)
 
 func idemDecSdkPutObjectOutput(d *idemimpl.Decoder, v *sdk.PutObjectOutput) {
 	for f := range d.Fields() {
@@ -88,7 +80,10 @@ func idemEncSdkPutObjectOutput(e *idemimpl.Encoder, v *sdk.PutObjectOutput) {
 	e.End(at)
 }
 
-// Build fails here if a field of sdk.PutObjectOutput read here changed: run go generate.
-var _ = func(fieldsChanged_runGoGenerate *sdk.PutObjectOutput) (**string, **string, **int64, *map[string]string, *sdk.Metadata) {
-	return &fieldsChanged_runGoGenerate.ETag, &fieldsChanged_runGoGenerate.VersionId, &fieldsChanged_runGoGenerate.Size, &fieldsChanged_runGoGenerate.Checksums, &fieldsChanged_runGoGenerate.ResultMetadata
-}
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string) (*sdk.PutObjectOutput, error))(Put)
+	_ = func(fieldsChanged_runGoGenerate *sdk.PutObjectOutput) (**string, **string, **int64, *map[string]string, *sdk.Metadata) {
+		return &fieldsChanged_runGoGenerate.ETag, &fieldsChanged_runGoGenerate.VersionId, &fieldsChanged_runGoGenerate.Size, &fieldsChanged_runGoGenerate.Checksums, &fieldsChanged_runGoGenerate.ResultMetadata
+	}
+)

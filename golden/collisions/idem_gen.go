@@ -11,9 +11,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package collisions at most once per key.
-type Idempotent struct {
-	g *idem4.Guard
-}
+type Idempotent struct{ g *idem4.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package collisions, guarded by g.
 func NewIdempotent(g *idem4.Guard) *Idempotent {
@@ -32,37 +30,29 @@ func (x2 *Idempotent) PayKey(g string, c int, x bool, r []string, err string, ct
 	return x2.beginPay(g, c, x, r, err, ctx).StoreKey()
 }
 
-// beginPay starts a call of Pay and writes its key material.
 func (x2 *Idempotent) beginPay(g string, c int, x bool, r []string, err string, ctx int) idem4.Call {
-	c2 := x2.g.Begin(idemSpecPay2)
-	c2.Key().String(g)
-	c2.Key().Int(int64(c))
-	c2.Key().Bool(x)
-	idemimpl.KeyList(c2.Key(), r, idemimpl.StringKey)
-	c2.Key().String(err)
-	c2.Key().Int(int64(ctx))
+	c2, k := x2.g.Begin(idemSpecPay2)
+	k.Key().String(g)
+	k.Key().Int(int64(c))
+	k.Key().Bool(x)
+	idemimpl.KeyList(k.Key(), r, idemimpl.StringKey)
+	k.Key().String(err)
+	k.Key().Int(int64(ctx))
 	return c2
 }
 
 var idemSpecPay2 = &idem4.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/collisions.Pay",
 	Signature: "786238b5990d14d4",
-	Codec:     idemCodecPay,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if collisions.Pay's signature changed since generation: run go generate.
-var _ func(context3.Context, string, int, bool, []string, string, int) (int64, error) = Pay
-
-var idemCodecPay = idemimpl.IntCodec[int64](64)
 
 // Tick is collisions.Tick, run at most once per key (ttl=1h30m lease=30s on_duplicate=return
 // key=idem2).
 func (x *Idempotent) Tick(ctx context3.Context, idem2 string, time2 int, context2 context, b []byte) (string, int, error) {
-	r, err := idem4.Do(ctx, x.beginTick(idem2, time2, &context2, b), func(ctx context3.Context) (idemResultTick, error) {
-		var r idemResultTick
-		var err error
+	r, err := idem4.Do(ctx, x.beginTick(idem2, time2, &context2, b), func(ctx context3.Context) (r idemResultTick, err error) {
 		r.r1, r.r2, err = Tick(ctx, idem2, time2, context2, b)
-		return r, err
+		return
 	})
 	return r.r1, r.r2, err
 }
@@ -72,17 +62,16 @@ func (x *Idempotent) TickKey(idem2 string, time2 int, context2 context, b []byte
 	return x.beginTick(idem2, time2, &context2, b).StoreKey()
 }
 
-// beginTick starts a call of Tick and writes its key material.
 func (x *Idempotent) beginTick(idem2 string, time2 int, context2 *context, b []byte) idem4.Call {
-	c := x.g.Begin(idemSpecTick)
-	c.Key().ID(idem2)
-	c.Payload().String(idem2)
-	c.Payload().Int(int64(time2))
-	idemKeyContext(c.Payload(), context2)
+	c, k := x.g.Begin(idemSpecTick)
+	k.Key().ID(idem2)
+	k.Payload().String(idem2)
+	k.Payload().Int(int64(time2))
+	idemKeyContext(k.Payload(), context2)
 	if b == nil {
-		c.Payload().Nil()
+		k.Payload().Nil()
 	} else {
-		c.Payload().Bytes(b)
+		k.Payload().Bytes(b)
 	}
 	return c
 }
@@ -91,35 +80,30 @@ var idemSpecTick = &idem4.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/collisions.Tick",
 	Signature: "7cf14ce16768db68",
 	TTL:       90 * time3.Minute,
-	Codec:     idemCodecTick,
+	Codec: idemimpl.TypedCodec[idemResultTick]{
+		Decode: func(d *idemimpl.Decoder, v *idemResultTick) {
+			for f := range d.Fields() {
+				switch string(f) {
+				case "R1":
+					v.r1 = d.String()
+				case "R2":
+					v.r2 = int(d.Int(64))
+				}
+			}
+		},
+		Encode: func(e *idemimpl.Encoder, v *idemResultTick) {
+			at := e.Struct()
+			e.Field("R1").String(v.r1)
+			e.Field("R2").Int(int64(v.r2))
+			e.End(at)
+		},
+	},
 }
-
-// Build fails here if collisions.Tick's signature changed since generation: run go generate.
-var _ func(context3.Context, string, int, context, []byte) (string, int, error) = Tick
 
 // idemResultTick holds the results of collisions.Tick, stored as one value.
 type idemResultTick struct {
 	r1 string
 	r2 int
-}
-
-var idemCodecTick = idemimpl.TypedCodec[idemResultTick]{
-	Decode: func(d *idemimpl.Decoder, v *idemResultTick) {
-		for f := range d.Fields() {
-			switch string(f) {
-			case "R1":
-				v.r1 = d.String()
-			case "R2":
-				v.r2 = int(d.Int(64))
-			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *idemResultTick) {
-		at := e.Struct()
-		e.Field("R1").String(v.r1)
-		e.Field("R2").Int(int64(v.r2))
-		e.End(at)
-	},
 }
 
 // IdempotentBox is a *Box whose annotated methods run at most once per key.
@@ -149,10 +133,9 @@ func (c *IdempotentBox) PutKey(x int) (string, error) {
 	return c.beginPut(x).StoreKey()
 }
 
-// beginPut starts a call of Put and writes its key material.
 func (c *IdempotentBox) beginPut(x int) idem4.Call {
-	c2 := c.g.Begin(idemSpecBoxPut)
-	c2.Key().Int(int64(x))
+	c2, k := c.g.Begin(idemSpecBoxPut)
+	k.Key().Int(int64(x))
 	return c2
 }
 
@@ -160,13 +143,8 @@ var idemSpecBoxPut = &idem4.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/collisions.Box.Put",
 	Signature: "fc5f1964890c57ed",
 	TTL:       time3.Hour,
-	Codec:     idemCodecBoxPut,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if Box.Put's signature changed since generation: run go generate.
-var _ func(*Box, context3.Context, int) (int64, error) = (*Box).Put
-
-var idemCodecBoxPut = idemimpl.IntCodec[int64](64)
 
 // Peek is Box.Peek, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver
 // is not part of the key (key= can name its fields).
@@ -181,9 +159,8 @@ func (context_ *IdempotentBox) PeekKey() (string, error) {
 	return context_.beginPeek().StoreKey()
 }
 
-// beginPeek starts a call of Peek and writes its key material.
 func (context_ *IdempotentBox) beginPeek() idem4.Call {
-	c := context_.g.Begin(idemSpecBoxPeek)
+	c, _ := context_.g.Begin(idemSpecBoxPeek)
 	return c
 }
 
@@ -191,13 +168,8 @@ var idemSpecBoxPeek = &idem4.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/collisions.Box.Peek",
 	Signature: "48c0b9550e9d20b9",
 	TTL:       time3.Hour,
-	Codec:     idemCodecBoxPeek,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if Box.Peek's signature changed since generation: run go generate.
-var _ func(*Box, context3.Context) (int64, error) = (*Box).Peek
-
-var idemCodecBoxPeek = idemimpl.IntCodec[int64](64)
 
 // Empty is Box.Empty, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver
 // is not part of the key (key= can name its fields).
@@ -213,9 +185,8 @@ func (idem3 *IdempotentBox) EmptyKey() (string, error) {
 	return idem3.beginEmpty().StoreKey()
 }
 
-// beginEmpty starts a call of Empty and writes its key material.
 func (idem3 *IdempotentBox) beginEmpty() idem4.Call {
-	c := idem3.g.Begin(idemSpecBoxEmpty)
+	c, _ := idem3.g.Begin(idemSpecBoxEmpty)
 	return c
 }
 
@@ -225,14 +196,18 @@ var idemSpecBoxEmpty = &idem4.Spec{
 	TTL:       time3.Hour,
 }
 
-// Build fails here if Box.Empty's signature changed since generation: run go generate.
-var _ func(*Box, context3.Context) error = (*Box).Empty
-
 func idemKeyContext(b *idemimpl.KeyBuilder, v *context) {
 	b.Time(v.deadline)
 }
 
-// Build fails here if context's fields changed since generation: run go generate.
-var _ = struct {
-	deadline time3.Time
-}(context{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context3.Context, string, int, bool, []string, string, int) (int64, error))(Pay)
+	_ = (func(context3.Context, string, int, context, []byte) (string, int, error))(Tick)
+	_ = (func(*Box, context3.Context, int) (int64, error))((*Box).Put)
+	_ = (func(*Box, context3.Context) (int64, error))((*Box).Peek)
+	_ = (func(*Box, context3.Context) error)((*Box).Empty)
+	_ = struct {
+		deadline time3.Time
+	}(context{})
+)

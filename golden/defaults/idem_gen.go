@@ -11,9 +11,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package defaults at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package defaults, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -32,11 +30,10 @@ func (x *Idempotent) GetQuoteKey(symbol string, qty int) (string, error) {
 	return x.beginGetQuote(symbol, qty).StoreKey()
 }
 
-// beginGetQuote starts a call of GetQuote and writes its key material.
 func (x *Idempotent) beginGetQuote(symbol string, qty int) idem.Call {
-	c := x.g.Begin(idemSpecGetQuote)
-	c.Key().String(symbol)
-	c.Key().Int(int64(qty))
+	c, k := x.g.Begin(idemSpecGetQuote)
+	k.Key().String(symbol)
+	k.Key().Int(int64(qty))
 	return c
 }
 
@@ -44,13 +41,8 @@ var idemSpecGetQuote = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/defaults.GetQuote",
 	Signature: "2a38793fec761b01",
 	TTL:       24 * time.Hour,
-	Codec:     idemCodecGetQuote,
+	Codec:     idemimpl.Codec(idemEncQuote, idemDecQuote),
 }
-
-// Build fails here if defaults.GetQuote's signature changed since generation: run go generate.
-var _ func(context.Context, string, int) (Quote, error) = GetQuote
-
-var idemCodecGetQuote = idemimpl.Codec(idemEncQuote, idemDecQuote)
 
 func idemDecQuote(d *idemimpl.Decoder, v *Quote) {
 	for f := range d.Fields() {
@@ -76,10 +68,13 @@ func idemEncQuote(e *idemimpl.Encoder, v *Quote) {
 	e.End(at)
 }
 
-// Build fails here if Quote's fields changed since generation: run go generate.
-var _ = struct {
-	Symbol string
-	Qty    int
-	Total  float64
-	Tags   []string
-}(Quote{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string, int) (Quote, error))(GetQuote)
+	_ = struct {
+		Symbol string
+		Qty    int
+		Total  float64
+		Tags   []string
+	}(Quote{})
+)

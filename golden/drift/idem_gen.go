@@ -13,9 +13,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package drift at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package drift, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -34,10 +32,9 @@ func (x *Idempotent) ChargeKey(req Req) (string, error) {
 	return x.beginCharge(&req).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material.
 func (x *Idempotent) beginCharge(req *Req) idem.Call {
-	c := x.g.Begin(idemSpecCharge)
-	idemKeyReq(c.Key(), req)
+	c, k := x.g.Begin(idemSpecCharge)
+	idemKeyReq(k.Key(), req)
 	return c
 }
 
@@ -45,13 +42,8 @@ var idemSpecCharge = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/drift.Charge",
 	Signature: "b947adb3d1306acc",
 	TTL:       time.Hour,
-	Codec:     idemCodecCharge,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if drift.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, Req) (int64, error) = Charge
-
-var idemCodecCharge = idemimpl.IntCodec[int64](64)
 
 // Quote is drift.Quote, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Quote(ctx context.Context, amount Cents, units Units) (Price, error) {
@@ -65,11 +57,10 @@ func (x *Idempotent) QuoteKey(amount Cents, units Units) (string, error) {
 	return x.beginQuote(amount, units).StoreKey()
 }
 
-// beginQuote starts a call of Quote and writes its key material.
 func (x *Idempotent) beginQuote(amount Cents, units Units) idem.Call {
-	c := x.g.Begin(idemSpecQuote)
-	c.Key().Int(int64(amount))
-	c.Key().Int(int64(units))
+	c, k := x.g.Begin(idemSpecQuote)
+	k.Key().Int(int64(amount))
+	k.Key().Int(int64(units))
 	return c
 }
 
@@ -77,13 +68,8 @@ var idemSpecQuote = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/drift.Quote",
 	Signature: "d93478a612090bbf",
 	TTL:       time.Hour,
-	Codec:     idemCodecQuote,
+	Codec:     idemimpl.Codec(idemEncPrice, idemDecPrice),
 }
-
-// Build fails here if drift.Quote's signature changed since generation: run go generate.
-var _ func(context.Context, Cents, Units) (Price, error) = Quote
-
-var idemCodecQuote = idemimpl.Codec(idemEncPrice, idemDecPrice)
 
 // Track is drift.Track, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Track(ctx context.Context, limit Opt[int64]) (int64, error) {
@@ -97,10 +83,9 @@ func (x *Idempotent) TrackKey(limit Opt[int64]) (string, error) {
 	return x.beginTrack(&limit).StoreKey()
 }
 
-// beginTrack starts a call of Track and writes its key material.
 func (x *Idempotent) beginTrack(limit *Opt[int64]) idem.Call {
-	c := x.g.Begin(idemSpecTrack)
-	idemKeyOpt_int64(c.Key(), limit)
+	c, k := x.g.Begin(idemSpecTrack)
+	idemKeyOpt_int64(k.Key(), limit)
 	return c
 }
 
@@ -108,13 +93,8 @@ var idemSpecTrack = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/drift.Track",
 	Signature: "6bcc5d0aebd7b778",
 	TTL:       time.Hour,
-	Codec:     idemCodecTrack,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if drift.Track's signature changed since generation: run go generate.
-var _ func(context.Context, Opt[int64]) (int64, error) = Track
-
-var idemCodecTrack = idemimpl.IntCodec[int64](64)
 
 // IdempotentSave is drift.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // The type arguments are part of the key.
@@ -129,13 +109,12 @@ func IdempotentSaveKey[S ~string](x *Idempotent, p Page[S]) (string, error) {
 	return idemBeginSave[S](x, &p).StoreKey()
 }
 
-// idemBeginSave starts a call of Save and writes its key material.
 func idemBeginSave[S ~string](x *Idempotent, p *Page[S]) idem.Call {
-	c := x.g.Begin(idemSpecSave)
-	c.Key().Type(reflect.TypeFor[S]())
-	idemimpl.KeyListHead(c.Key(), p.Items)
+	c, k := x.g.Begin(idemSpecSave)
+	k.Key().Type(reflect.TypeFor[S]())
+	idemimpl.KeyListHead(k.Key(), p.Items)
 	for i := range p.Items {
-		c.Key().String(string(p.Items[i]))
+		k.Key().String(string(p.Items[i]))
 	}
 	return c
 }
@@ -144,15 +123,8 @@ var idemSpecSave = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/drift.Save",
 	Signature: "bfd67d824809ac28",
 	TTL:       time.Hour,
-	Codec:     idemCodecSave,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if drift.Save's signature changed since generation: run go generate.
-func _[S ~string]() {
-	var _ func(context.Context, Page[S]) (int64, error) = Save[S]
-}
-
-var idemCodecSave = idemimpl.IntCodec[int64](64)
 
 func idemDecPrice(d *idemimpl.Decoder, v *Price) {
 	for f := range d.Fields() {
@@ -203,64 +175,53 @@ func idemKeyReq(b *idemimpl.KeyBuilder, v *Req) {
 	b.Int(int64(v.Level))
 }
 
-// Build fails here if Base's fields changed since generation: run go generate.
-var _ = struct {
-	Tenant string
-}(Base{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, Req) (int64, error))(Charge)
+	_ = (func(context.Context, Cents, Units) (Price, error))(Quote)
+	_ = (func(context.Context, Opt[int64]) (int64, error))(Track)
+	_ = struct {
+		Tenant string
+	}(Base{})
+	_ = func(fieldsChanged_runGoGenerate *ext.Options) (*string, *int) {
+		return &fieldsChanged_runGoGenerate.Region, &fieldsChanged_runGoGenerate.Retries
+	}
+	_ = struct {
+		Value int64
+		Set   bool
+	}(Opt[int64]{})
+	_ = struct {
+		Total Cents
+		Rate  Rate
+	}(Price{})
+	_ = struct {
+		Base   `json:"-" xml:"-"`
+		ID     string
+		Count  int
+		Opts   ext.Options
+		Note   string
+		Amount Cents
+		Code   Code
+		Codes  Codes
+		Units  Units
+		Level  ext.Level
+	}(Req{})
+	_ = (*int64)(new(Cents))
+	_ = (*string)(new(Code))
+	_ = (*[]int32)(new(Codes))
+	_ = (*float32)(new(Rate))
+	_ = (*int8)(new(ext.Level))
 
-// Build fails here if a field of ext.Options read here changed: run go generate.
-var _ = func(fieldsChanged_runGoGenerate *ext.Options) (*string, *int) {
-	return &fieldsChanged_runGoGenerate.Region, &fieldsChanged_runGoGenerate.Retries
+	_ *int32 = new(Units)
+)
+
+func _[S ~string]() {
+	var _ func(context.Context, Page[S]) (int64, error) = Save[S]
 }
 
-// Build fails here if Opt[int64]'s fields changed since generation: run go generate.
-var _ = struct {
-	Value int64
-	Set   bool
-}(Opt[int64]{})
-
-// Build fails here if Price's fields changed since generation: run go generate.
-var _ = struct {
-	Total Cents
-	Rate  Rate
-}(Price{})
-
-// Build fails here if Req's fields changed since generation: run go generate.
-var _ = struct {
-	Base   `json:"-" xml:"-"`
-	ID     string
-	Count  int
-	Opts   ext.Options
-	Note   string
-	Amount Cents
-	Code   Code
-	Codes  Codes
-	Units  Units
-	Level  ext.Level
-}(Req{})
-
-// Build fails here if a field of Page[S] read here changed: run go generate.
 func _[S ~string]() {
 	type idemPage_fieldsChanged_runGoGenerate struct {
 		Items []S
 	}
 	_ = idemPage_fieldsChanged_runGoGenerate(Page[S]{})
 }
-
-// Build fails here if Cents is no longer defined as int64: run go generate.
-var _ = (*int64)(new(Cents))
-
-// Build fails here if Code is no longer defined as string: run go generate.
-var _ = (*string)(new(Code))
-
-// Build fails here if Codes is no longer defined as []int32: run go generate.
-var _ = (*[]int32)(new(Codes))
-
-// Build fails here if Rate is no longer defined as float32: run go generate.
-var _ = (*float32)(new(Rate))
-
-// Build fails here if the alias Units no longer stands for int32: run go generate.
-var _ *int32 = new(Units)
-
-// Build fails here if ext.Level is no longer defined as int8: run go generate.
-var _ = (*int8)(new(ext.Level))

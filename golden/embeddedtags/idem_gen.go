@@ -12,9 +12,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package p at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package p, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -33,10 +31,9 @@ func (x *Idempotent) ListKey(q Query) (string, error) {
 	return x.beginList(&q).StoreKey()
 }
 
-// beginList starts a call of List and writes its key material.
 func (x *Idempotent) beginList(q *Query) idem.Call {
-	c := x.g.Begin(idemSpecList)
-	idemKeyQuery(c.Key(), q)
+	c, k := x.g.Begin(idemSpecList)
+	idemKeyQuery(k.Key(), q)
 	return c
 }
 
@@ -44,13 +41,8 @@ var idemSpecList = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/embeddedtags.List",
 	Signature: "b4a93d2c068f1095",
 	TTL:       time.Hour,
-	Codec:     idemCodecList,
+	Codec:     idemimpl.Codec(idemEncMessages, idemDecMessages),
 }
-
-// Build fails here if p.List's signature changed since generation: run go generate.
-var _ func(context.Context, Query) (Messages, error) = List
-
-var idemCodecList = idemimpl.Codec(idemEncMessages, idemDecMessages)
 
 func idemDecExtMeta(d *idemimpl.Decoder, v *ext.Meta) {
 	for f := range d.Fields() {
@@ -146,35 +138,30 @@ func idemKeyStats(b *idemimpl.KeyBuilder, v *Stats) {
 	b.Int(int64(v.Total))
 }
 
-// Build fails here if ext.Meta's fields changed since generation: run go generate.
-var _ = struct {
-	Page   int
-	Cursor string
-}(ext.Meta{})
-
-// Build fails here if Messages's fields changed since generation: run go generate.
-var _ = struct {
-	Page     `json:"-" xml:"-"`
-	Stats    `json:"-" xml:"-"`
-	ext.Meta `json:"-" xml:"-"`
-	Items    []string
-}(Messages{})
-
-// Build fails here if Page's fields changed since generation: run go generate.
-var _ = struct {
-	Page int
-	Next string
-}(Page{})
-
-// Build fails here if Query's fields changed since generation: run go generate.
-var _ = struct {
-	Page    `json:"-" xml:"-"`
-	Stats   `json:"-" xml:"-"`
-	Channel string
-}(Query{})
-
-// Build fails here if Stats's fields changed since generation: run go generate.
-var _ = struct {
-	Page  int
-	Total int
-}(Stats{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, Query) (Messages, error))(List)
+	_ = struct {
+		Page   int
+		Cursor string
+	}(ext.Meta{})
+	_ = struct {
+		Page     `json:"-" xml:"-"`
+		Stats    `json:"-" xml:"-"`
+		ext.Meta `json:"-" xml:"-"`
+		Items    []string
+	}(Messages{})
+	_ = struct {
+		Page int
+		Next string
+	}(Page{})
+	_ = struct {
+		Page    `json:"-" xml:"-"`
+		Stats   `json:"-" xml:"-"`
+		Channel string
+	}(Query{})
+	_ = struct {
+		Page  int
+		Total int
+	}(Stats{})
+)

@@ -13,9 +13,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package emptyelems at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package emptyelems, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -34,10 +32,9 @@ func (x *Idempotent) TagsKey(item string) (string, error) {
 	return x.beginTags(item).StoreKey()
 }
 
-// beginTags starts a call of Tags and writes its key material.
 func (x *Idempotent) beginTags(item string) idem.Call {
-	c := x.g.Begin(idemSpecTags)
-	c.Key().String(item)
+	c, k := x.g.Begin(idemSpecTags)
+	k.Key().String(item)
 	return c
 }
 
@@ -45,13 +42,8 @@ var idemSpecTags = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/emptyelems.Tags",
 	Signature: "2412be3abb067d41",
 	TTL:       time.Hour,
-	Codec:     idemCodecTags,
+	Codec:     idemimpl.Codec(idemEncSets, idemDecSets),
 }
-
-// Build fails here if emptyelems.Tags's signature changed since generation: run go generate.
-var _ func(context.Context, string) (Sets, error) = Tags
-
-var idemCodecTags = idemimpl.Codec(idemEncSets, idemDecSets)
 
 func idemDecMarker(d *idemimpl.Decoder, v *Marker) {
 	for range d.Fields() {
@@ -159,13 +151,14 @@ func idemEncSets(e *idemimpl.Encoder, v *Sets) {
 	e.End(at)
 }
 
-// Build fails here if Marker's fields changed since generation: run go generate.
-var _ = struct{}(Marker{})
-
-// Build fails here if Sets's fields changed since generation: run go generate.
-var _ = struct {
-	Set     map[string]struct{}
-	Markers map[int]Marker
-	Slots   []struct{}
-	Fixed   [2]Marker
-}(Sets{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string) (Sets, error))(Tags)
+	_ = struct{}(Marker{})
+	_ = struct {
+		Set     map[string]struct{}
+		Markers map[int]Marker
+		Slots   []struct{}
+		Fixed   [2]Marker
+	}(Sets{})
+)

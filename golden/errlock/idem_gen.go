@@ -10,9 +10,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package errlock at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package errlock, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -33,11 +31,10 @@ func (x *Idempotent) SendEmailKey(to string, body string) (string, error) {
 	return x.beginSendEmail(to, body).StoreKey()
 }
 
-// beginSendEmail starts a call of SendEmail and writes its key material.
 func (x *Idempotent) beginSendEmail(to string, body string) idem.Call {
-	c := x.g.Begin(idemSpecSendEmail)
-	c.Key().String(to)
-	c.Key().String(body)
+	c, k := x.g.Begin(idemSpecSendEmail)
+	k.Key().String(to)
+	k.Key().String(body)
 	return c
 }
 
@@ -47,9 +44,6 @@ var idemSpecSendEmail = &idem.Spec{
 	TTL:       time.Hour,
 	OnFailure: idem.FailureLock,
 }
-
-// Build fails here if errlock.SendEmail's signature changed since generation: run go generate.
-var _ func(context.Context, string, string) error = SendEmail
 
 // Charge is errlock.Charge, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // on_failure=unlock).
@@ -65,11 +59,10 @@ func (x *Idempotent) ChargeKey(account string, cents int64) (string, error) {
 	return x.beginCharge(account, cents).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material.
 func (x *Idempotent) beginCharge(account string, cents int64) idem.Call {
-	c := x.g.Begin(idemSpecCharge)
-	c.Key().String(account)
-	c.Key().Int(cents)
+	c, k := x.g.Begin(idemSpecCharge)
+	k.Key().String(account)
+	k.Key().Int(cents)
 	return c
 }
 
@@ -78,5 +71,8 @@ var idemSpecCharge = &idem.Spec{
 	Signature: "805c206e3a7f9d8b",
 }
 
-// Build fails here if errlock.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, string, int64) error = Charge
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string, string) error)(SendEmail)
+	_ = (func(context.Context, string, int64) error)(Charge)
+)

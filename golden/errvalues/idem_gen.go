@@ -12,9 +12,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package errvalues at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package errvalues, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -34,10 +32,9 @@ func (x *Idempotent) LookupKey(ids []string) (string, error) {
 	return x.beginLookup(ids).StoreKey()
 }
 
-// beginLookup starts a call of Lookup and writes its key material.
 func (x *Idempotent) beginLookup(ids []string) idem.Call {
-	c := x.g.Begin(idemSpecLookup)
-	idemimpl.KeyList(c.Key(), ids, idemimpl.StringKey)
+	c, k := x.g.Begin(idemSpecLookup)
+	idemimpl.KeyList(k.Key(), ids, idemimpl.StringKey)
 	return c
 }
 
@@ -45,13 +42,8 @@ var idemSpecLookup = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/errvalues.Lookup",
 	Signature: "0fbcc7d910365f42",
 	TTL:       time.Hour,
-	Codec:     idemCodecLookup,
+	Codec:     idemimpl.ListCodec(idemEncItem, idemDecItem),
 }
-
-// Build fails here if errvalues.Lookup's signature changed since generation: run go generate.
-var _ func(context.Context, []string) ([]Item, error) = Lookup
-
-var idemCodecLookup = idemimpl.ListCodec(idemEncItem, idemDecItem)
 
 // Produce is broker.Produce, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // Errors in results replay as their text and chain, as themselves if idemErrors lists them.
@@ -66,11 +58,10 @@ func (x *Idempotent) ProduceKey(topic string, partitions int) (string, error) {
 	return x.beginProduce(topic, partitions).StoreKey()
 }
 
-// beginProduce starts a call of Produce and writes its key material.
 func (x *Idempotent) beginProduce(topic string, partitions int) idem.Call {
-	c := x.g.Begin(idemSpecProduce)
-	c.Key().String(topic)
-	c.Key().Int(int64(partitions))
+	c, k := x.g.Begin(idemSpecProduce)
+	k.Key().String(topic)
+	k.Key().Int(int64(partitions))
 	return c
 }
 
@@ -78,13 +69,8 @@ var idemSpecProduce = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/errvalues/broker.Produce",
 	Signature: "2e187ebecc443048",
 	TTL:       time.Hour,
-	Codec:     idemCodecProduce,
+	Codec:     idemimpl.PtrCodec(idemEncBrokerProduceResponse, idemDecBrokerProduceResponse),
 }
-
-// Build fails here if broker.Produce's signature changed since generation: run go generate.
-var _ func(context.Context, string, int) (*broker.ProduceResponse, error) = broker.Produce
-
-var idemCodecProduce = idemimpl.PtrCodec(idemEncBrokerProduceResponse, idemDecBrokerProduceResponse)
 
 // idemErrors restores the errors of its cases in results as themselves; others come back as their
 // text and chain.
@@ -199,28 +185,24 @@ func idemEncNotFound(e *idemimpl.Encoder, v *NotFound) {
 	e.End(at)
 }
 
-// Build fails here if broker.Partition's fields changed since generation: run go generate.
-var _ = struct {
-	ID    int
-	Error error
-}(broker.Partition{})
-
-// Build fails here if broker.ProduceResponse's fields changed since generation: run go generate.
-var _ = struct {
-	Partitions []broker.Partition
-	Throttle   int
-}(broker.ProduceResponse{})
-
-// Build fails here if Item's fields changed since generation: run go generate.
-var _ = struct {
-	ID  string
-	Err error
-}(Item{})
-
-// Build fails here if NotFound's fields changed since generation: run go generate.
-var _ = struct {
-	ID string
-}(NotFound{})
-
-// Build fails here if broker.Error is no longer defined as int16: run go generate.
-var _ = (*int16)(new(broker.Error))
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, []string) ([]Item, error))(Lookup)
+	_ = (func(context.Context, string, int) (*broker.ProduceResponse, error))(broker.Produce)
+	_ = struct {
+		ID    int
+		Error error
+	}(broker.Partition{})
+	_ = struct {
+		Partitions []broker.Partition
+		Throttle   int
+	}(broker.ProduceResponse{})
+	_ = struct {
+		ID  string
+		Err error
+	}(Item{})
+	_ = struct {
+		ID string
+	}(NotFound{})
+	_ = (*int16)(new(broker.Error))
+)

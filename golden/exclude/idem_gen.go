@@ -11,9 +11,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package exclude at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package exclude, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -33,47 +31,40 @@ func (x *Idempotent) FulfilKey(order Order, meta Delivery) (string, error) {
 	return x.beginFulfil(&order, &meta).StoreKey()
 }
 
-// beginFulfil starts a call of Fulfil and writes its key material.
 func (x *Idempotent) beginFulfil(order *Order, meta *Delivery) idem.Call {
-	c := x.g.Begin(idemSpecFulfil)
-	c.Key().String(order.ID)
+	c, k := x.g.Begin(idemSpecFulfil)
+	k.Key().String(order.ID)
 	if order.Customer == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		c.Key().String(order.Customer.ID)
+		k.Key().Ptr()
+		k.Key().String(order.Customer.ID)
 	}
-	c.Key().String(order.Trace.SpanID)
+	k.Key().String(order.Trace.SpanID)
 	return c
 }
 
 var idemSpecFulfil = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/exclude.Fulfil",
 	Signature: "fa4afcbfe1bcfd2f",
-	Codec:     idemCodecFulfil,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
 
-// Build fails here if exclude.Fulfil's signature changed since generation: run go generate.
-var _ func(context.Context, Order, Delivery) (int64, error) = Fulfil
-
-var idemCodecFulfil = idemimpl.IntCodec[int64](64)
-
-// Build fails here if Customer's fields changed since generation: run go generate.
-var _ = struct {
-	ID        string
-	UpdatedAt time.Time
-}(Customer{})
-
-// Build fails here if Order's fields changed since generation: run go generate.
-var _ = struct {
-	ID       string
-	Customer *Customer
-	Trace    Trace
-	Attempt  int
-}(Order{})
-
-// Build fails here if Trace's fields changed since generation: run go generate.
-var _ = struct {
-	SpanID string
-	Sent   time.Time
-}(Trace{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, Order, Delivery) (int64, error))(Fulfil)
+	_ = struct {
+		ID        string
+		UpdatedAt time.Time
+	}(Customer{})
+	_ = struct {
+		ID       string
+		Customer *Customer
+		Trace    Trace
+		Attempt  int
+	}(Order{})
+	_ = struct {
+		SpanID string
+		Sent   time.Time
+	}(Trace{})
+)

@@ -11,9 +11,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package floats at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package floats, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -22,11 +20,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Summarize is floats.Summarize, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Summarize(ctx context.Context, name string) (Stats, []float32, error) {
-	r, err := idem.Do(ctx, x.beginSummarize(name), func(ctx context.Context) (idemResultSummarize, error) {
-		var r idemResultSummarize
-		var err error
+	r, err := idem.Do(ctx, x.beginSummarize(name), func(ctx context.Context) (r idemResultSummarize, err error) {
 		r.r1, r.r2, err = Summarize(ctx, name)
-		return r, err
+		return
 	})
 	return r.r1, r.r2, err
 }
@@ -36,10 +32,9 @@ func (x *Idempotent) SummarizeKey(name string) (string, error) {
 	return x.beginSummarize(name).StoreKey()
 }
 
-// beginSummarize starts a call of Summarize and writes its key material.
 func (x *Idempotent) beginSummarize(name string) idem.Call {
-	c := x.g.Begin(idemSpecSummarize)
-	c.Key().String(name)
+	c, k := x.g.Begin(idemSpecSummarize)
+	k.Key().String(name)
 	return c
 }
 
@@ -47,47 +42,42 @@ var idemSpecSummarize = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/floats.Summarize",
 	Signature: "c1990b1f3c016ffe",
 	TTL:       time.Hour,
-	Codec:     idemCodecSummarize,
+	Codec: idemimpl.TypedCodec[idemResultSummarize]{
+		Decode: func(d *idemimpl.Decoder, v *idemResultSummarize) {
+			for f := range d.Fields() {
+				switch string(f) {
+				case "R1":
+					idemDecStats(d, &v.r1)
+				case "R2":
+					idemimpl.DecListHead(d, &v.r2)
+					for i := range v.r2 {
+						v.r2[i] = d.Float32()
+					}
+				}
+			}
+		},
+		Encode: func(e *idemimpl.Encoder, v *idemResultSummarize) {
+			at := e.Struct()
+			idemEncStats(e.Field("R1"), &v.r1)
+			e.Field("R2")
+			if v.r2 == nil {
+				e.Nil()
+			} else {
+				at2 := e.List(len(v.r2))
+				for i := range v.r2 {
+					e.Float32(v.r2[i])
+				}
+				e.End(at2)
+			}
+			e.End(at)
+		},
+	},
 }
-
-// Build fails here if floats.Summarize's signature changed since generation: run go generate.
-var _ func(context.Context, string) (Stats, []float32, error) = Summarize
 
 // idemResultSummarize holds the results of floats.Summarize, stored as one value.
 type idemResultSummarize struct {
 	r1 Stats
 	r2 []float32
-}
-
-var idemCodecSummarize = idemimpl.TypedCodec[idemResultSummarize]{
-	Decode: func(d *idemimpl.Decoder, v *idemResultSummarize) {
-		for f := range d.Fields() {
-			switch string(f) {
-			case "R1":
-				idemDecStats(d, &v.r1)
-			case "R2":
-				idemimpl.DecListHead(d, &v.r2)
-				for i := range v.r2 {
-					v.r2[i] = d.Float32()
-				}
-			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *idemResultSummarize) {
-		at := e.Struct()
-		idemEncStats(e.Field("R1"), &v.r1)
-		e.Field("R2")
-		if v.r2 == nil {
-			e.Nil()
-		} else {
-			at2 := e.List(len(v.r2))
-			for i := range v.r2 {
-				e.Float32(v.r2[i])
-			}
-			e.End(at2)
-		}
-		e.End(at)
-	},
 }
 
 func idemDecStats(d *idemimpl.Decoder, v *Stats) {
@@ -129,15 +119,18 @@ func idemEncStats(e *idemimpl.Encoder, v *Stats) {
 	e.End(at)
 }
 
-// Build fails here if Stats's fields changed since generation: run go generate.
-var _ = struct {
-	Mean    float64
-	Min     float64
-	Max     float64
-	Zero    float64
-	Ratio   float32
-	Samples []float64
-	ByName  map[string]float64
-	Peak    *float64
-	Complex complex128
-}(Stats{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string) (Stats, []float32, error))(Summarize)
+	_ = struct {
+		Mean    float64
+		Min     float64
+		Max     float64
+		Zero    float64
+		Ratio   float32
+		Samples []float64
+		ByName  map[string]float64
+		Peak    *float64
+		Complex complex128
+	}(Stats{})
+)

@@ -13,9 +13,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package foreign at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package foreign, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -35,10 +33,9 @@ func (x *Idempotent) ShipKey(order string) (string, error) {
 	return x.beginShip(order).StoreKey()
 }
 
-// beginShip starts a call of Ship and writes its key material.
 func (x *Idempotent) beginShip(order string) idem.Call {
-	c := x.g.Begin(idemSpecShip)
-	c.Key().String(order)
+	c, k := x.g.Begin(idemSpecShip)
+	k.Key().String(order)
 	return c
 }
 
@@ -47,9 +44,6 @@ var idemSpecShip = &idem.Spec{
 	Signature: "84647c3192ddb26a",
 	TTL:       time.Hour,
 }
-
-// Build fails here if foreign.Ship's signature changed since generation: run go generate.
-var _ func(context.Context, string) error = Ship
 
 // New is sdk.New, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=params.Params.IdempotencyKey). Not keyed: params.Params.Context (a context),
@@ -66,16 +60,15 @@ func (x *Idempotent) NewKey(params *sdk.PaymentIntentParams) (string, error) {
 	return x.beginNew(params).StoreKey()
 }
 
-// beginNew starts a call of New and writes its key material.
 func (x *Idempotent) beginNew(params *sdk.PaymentIntentParams) idem.Call {
-	c := x.g.Begin(idemSpecNew)
+	c, k := x.g.Begin(idemSpecNew)
 	if params == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		idemimpl.KeyPtr(c.Key(), params.Params.IdempotencyKey, idemimpl.KeyString)
+		k.Key().Ptr()
+		idemimpl.KeyPtr(k.Key(), params.Params.IdempotencyKey, idemimpl.KeyString)
 	}
-	idemimpl.KeyPtr(c.Payload(), params, idemKeySdkPaymentIntentParams)
+	idemimpl.KeyPtr(k.Payload(), params, idemKeySdkPaymentIntentParams)
 	return c
 }
 
@@ -83,13 +76,8 @@ var idemSpecNew = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/foreign/sdk.New",
 	Signature: "994a6f17987bf0b4",
 	TTL:       24 * time.Hour,
-	Codec:     idemCodecNew,
+	Codec:     idemimpl.PtrCodec(idemEncSdkPaymentIntent, idemDecSdkPaymentIntent),
 }
-
-// Build fails here if sdk.New's signature changed since generation: run go generate.
-var _ func(context.Context, *sdk.PaymentIntentParams) (*sdk.PaymentIntent, error) = sdk.New
-
-var idemCodecNew = idemimpl.PtrCodec(idemEncSdkPaymentIntent, idemDecSdkPaymentIntent)
 
 // NewRefund is refund.New, run at most once per key (ttl=24h lease=30s on_duplicate=raise).
 func (x *Idempotent) NewRefund(ctx context.Context, payment string, amount int64) (*refund.Refund, error) {
@@ -103,11 +91,10 @@ func (x *Idempotent) NewRefundKey(payment string, amount int64) (string, error) 
 	return x.beginNewRefund(payment, amount).StoreKey()
 }
 
-// beginNewRefund starts a call of NewRefund and writes its key material.
 func (x *Idempotent) beginNewRefund(payment string, amount int64) idem.Call {
-	c := x.g.Begin(idemSpecNewRefund)
-	c.Key().String(payment)
-	c.Key().Int(amount)
+	c, k := x.g.Begin(idemSpecNewRefund)
+	k.Key().String(payment)
+	k.Key().Int(amount)
 	return c
 }
 
@@ -115,13 +102,8 @@ var idemSpecNewRefund = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/foreign/refund.New",
 	Signature:   "362d1e9c8e3af282",
 	OnDuplicate: idem.DuplicateRaise,
-	Codec:       idemCodecNewRefund,
+	Codec:       idemimpl.PtrCodec(idemEncRefundRefund, idemDecRefundRefund),
 }
-
-// Build fails here if refund.New's signature changed since generation: run go generate.
-var _ func(context.Context, string, int64) (*refund.Refund, error) = refund.New
-
-var idemCodecNewRefund = idemimpl.PtrCodec(idemEncRefundRefund, idemDecRefundRefund)
 
 // IdempotentIssuesService is a *sdk.IssuesService whose annotated methods run at most once per key.
 type IdempotentIssuesService struct {
@@ -142,11 +124,9 @@ func NewIdempotentIssuesService(t *sdk.IssuesService, g *idem.Guard) *Idempotent
 // on_duplicate=return omit=r2). The receiver is not part of the key (key= can name its fields). Not
 // stored (replays return their zero value): r2.
 func (s *IdempotentIssuesService) Create(ctx context.Context, owner string, repo string, req *sdk.IssueRequest) (*sdk.Issue, *sdk.Response, error) {
-	r, err := idem.Do(ctx, s.beginCreate(owner, repo, req), func(ctx context.Context) (idemResultIssuesServiceCreate, error) {
-		var r idemResultIssuesServiceCreate
-		var err error
+	r, err := idem.Do(ctx, s.beginCreate(owner, repo, req), func(ctx context.Context) (r idemResultIssuesServiceCreate, err error) {
 		r.r1, r.r2, err = s.IssuesService.Create(ctx, owner, repo, req)
-		return r, err
+		return
 	})
 	return r.r1, r.r2, err
 }
@@ -156,12 +136,11 @@ func (s *IdempotentIssuesService) CreateKey(owner string, repo string, req *sdk.
 	return s.beginCreate(owner, repo, req).StoreKey()
 }
 
-// beginCreate starts a call of Create and writes its key material.
 func (s *IdempotentIssuesService) beginCreate(owner string, repo string, req *sdk.IssueRequest) idem.Call {
-	c := s.g.Begin(idemSpecIssuesServiceCreate)
-	c.Key().String(owner)
-	c.Key().String(repo)
-	idemimpl.KeyPtr(c.Key(), req, idemKeySdkIssueRequest)
+	c, k := s.g.Begin(idemSpecIssuesServiceCreate)
+	k.Key().String(owner)
+	k.Key().String(repo)
+	idemimpl.KeyPtr(k.Key(), req, idemKeySdkIssueRequest)
 	return c
 }
 
@@ -169,33 +148,27 @@ var idemSpecIssuesServiceCreate = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/foreign/sdk.IssuesService.Create",
 	Signature: "6c6fc129396ae9ec",
 	TTL:       time.Hour,
-	Codec:     idemCodecIssuesServiceCreate,
+	Codec: idemimpl.TypedCodec[idemResultIssuesServiceCreate]{
+		Decode: func(d *idemimpl.Decoder, v *idemResultIssuesServiceCreate) {
+			for f := range d.Fields() {
+				switch string(f) {
+				case "R1":
+					idemimpl.DecPtr(d, &v.r1, idemDecSdkIssue)
+				}
+			}
+		},
+		Encode: func(e *idemimpl.Encoder, v *idemResultIssuesServiceCreate) {
+			at := e.Struct()
+			idemimpl.EncPtr(e.Field("R1"), v.r1, idemEncSdkIssue)
+			e.End(at)
+		},
+	},
 }
-
-// Build fails here if sdk.IssuesService.Create's signature changed since generation: run go
-// generate.
-var _ func(*sdk.IssuesService, context.Context, string, string, *sdk.IssueRequest) (*sdk.Issue, *sdk.Response, error) = (*sdk.IssuesService).Create
 
 // idemResultIssuesServiceCreate holds the results of sdk.IssuesService.Create, stored as one value.
 type idemResultIssuesServiceCreate struct {
 	r1 *sdk.Issue
 	r2 *sdk.Response
-}
-
-var idemCodecIssuesServiceCreate = idemimpl.TypedCodec[idemResultIssuesServiceCreate]{
-	Decode: func(d *idemimpl.Decoder, v *idemResultIssuesServiceCreate) {
-		for f := range d.Fields() {
-			switch string(f) {
-			case "R1":
-				idemimpl.DecPtr(d, &v.r1, idemDecSdkIssue)
-			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *idemResultIssuesServiceCreate) {
-		at := e.Struct()
-		idemimpl.EncPtr(e.Field("R1"), v.r1, idemEncSdkIssue)
-		e.End(at)
-	},
 }
 
 // Lock is sdk.IssuesService.Lock, run at most once per key (ttl=24h lease=30s on_duplicate=raise).
@@ -212,12 +185,11 @@ func (s *IdempotentIssuesService) LockKey(owner string, repo string, number int)
 	return s.beginLock(owner, repo, number).StoreKey()
 }
 
-// beginLock starts a call of Lock and writes its key material.
 func (s *IdempotentIssuesService) beginLock(owner string, repo string, number int) idem.Call {
-	c := s.g.Begin(idemSpecIssuesServiceLock)
-	c.Key().String(owner)
-	c.Key().String(repo)
-	c.Key().Int(int64(number))
+	c, k := s.g.Begin(idemSpecIssuesServiceLock)
+	k.Key().String(owner)
+	k.Key().String(repo)
+	k.Key().Int(int64(number))
 	return c
 }
 
@@ -226,9 +198,6 @@ var idemSpecIssuesServiceLock = &idem.Spec{
 	Signature:   "f6f7c2a1c84fa045",
 	OnDuplicate: idem.DuplicateRaise,
 }
-
-// Build fails here if sdk.IssuesService.Lock's signature changed since generation: run go generate.
-var _ func(*sdk.IssuesService, context.Context, string, string, int) error = (*sdk.IssuesService).Lock
 
 func idemDecRefundRefund(d *idemimpl.Decoder, v *refund.Refund) {
 	for f := range d.Fields() {
@@ -337,52 +306,47 @@ func idemKeySdkPaymentIntentParams(b *idemimpl.KeyBuilder, v *sdk.PaymentIntentP
 	idemimpl.KeyPtr(b, v.Currency, idemimpl.KeyString)
 }
 
-// Build fails here if refund.Refund's fields changed since generation: run go generate.
-var _ = struct {
-	ID     string
-	Amount int64
-}(refund.Refund{})
-
-// Build fails here if sdk.Error's fields changed since generation: run go generate.
-var _ = struct {
-	Code string
-	Err  error
-}(sdk.Error{})
-
-// Build fails here if sdk.Issue's fields changed since generation: run go generate.
-var _ = struct {
-	Number int
-	Title  string
-	Labels []string
-	Author *string
-	URL    string
-}(sdk.Issue{})
-
-// Build fails here if sdk.IssueRequest's fields changed since generation: run go generate.
-var _ = struct {
-	Title  *string
-	Body   *string
-	Labels []string
-}(sdk.IssueRequest{})
-
-// Build fails here if a field of sdk.Params read here changed: run go generate.
-var _ = func(fieldsChanged_runGoGenerate *sdk.Params) (*context.Context, **string, *map[string]string) {
-	return &fieldsChanged_runGoGenerate.Context, &fieldsChanged_runGoGenerate.IdempotencyKey, &fieldsChanged_runGoGenerate.Metadata
-}
-
-// Build fails here if sdk.PaymentIntent's fields changed since generation: run go generate.
-var _ = struct {
-	ID        string
-	Amount    int64
-	Currency  string
-	Created   time.Time
-	Metadata  map[string]string
-	LastError *sdk.Error
-}(sdk.PaymentIntent{})
-
-// Build fails here if sdk.PaymentIntentParams's fields changed since generation: run go generate.
-var _ = struct {
-	sdk.Params `json:"-" xml:"-"`
-	Amount     *int64
-	Currency   *string
-}(sdk.PaymentIntentParams{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string) error)(Ship)
+	_ = (func(context.Context, *sdk.PaymentIntentParams) (*sdk.PaymentIntent, error))(sdk.New)
+	_ = (func(context.Context, string, int64) (*refund.Refund, error))(refund.New)
+	_ = (func(*sdk.IssuesService, context.Context, string, string, *sdk.IssueRequest) (*sdk.Issue, *sdk.Response, error))((*sdk.IssuesService).Create)
+	_ = (func(*sdk.IssuesService, context.Context, string, string, int) error)((*sdk.IssuesService).Lock)
+	_ = struct {
+		ID     string
+		Amount int64
+	}(refund.Refund{})
+	_ = struct {
+		Code string
+		Err  error
+	}(sdk.Error{})
+	_ = struct {
+		Number int
+		Title  string
+		Labels []string
+		Author *string
+		URL    string
+	}(sdk.Issue{})
+	_ = struct {
+		Title  *string
+		Body   *string
+		Labels []string
+	}(sdk.IssueRequest{})
+	_ = func(fieldsChanged_runGoGenerate *sdk.Params) (*context.Context, **string, *map[string]string) {
+		return &fieldsChanged_runGoGenerate.Context, &fieldsChanged_runGoGenerate.IdempotencyKey, &fieldsChanged_runGoGenerate.Metadata
+	}
+	_ = struct {
+		ID        string
+		Amount    int64
+		Currency  string
+		Created   time.Time
+		Metadata  map[string]string
+		LastError *sdk.Error
+	}(sdk.PaymentIntent{})
+	_ = struct {
+		sdk.Params `json:"-" xml:"-"`
+		Amount     *int64
+		Currency   *string
+	}(sdk.PaymentIntentParams{})
+)

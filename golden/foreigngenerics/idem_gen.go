@@ -15,9 +15,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package foreigngenerics at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package foreigngenerics, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -37,12 +35,11 @@ func IdempotentRepriceKey[N ~int64 | ~int32](x *Idempotent, q sdk.Query[string],
 	return idemBeginReprice[N](x, &q, by).StoreKey()
 }
 
-// idemBeginReprice starts a call of Reprice and writes its key material.
 func idemBeginReprice[N ~int64 | ~int32](x *Idempotent, q *sdk.Query[string], by N) idem.Call {
-	c := x.g.Begin(idemSpecReprice)
-	c.Key().Type(reflect.TypeFor[N]())
-	idemKeySdkQuery_string(c.Key(), q)
-	c.Key().Int(int64(by))
+	c, k := x.g.Begin(idemSpecReprice)
+	k.Key().Type(reflect.TypeFor[N]())
+	idemKeySdkQuery_string(k.Key(), q)
+	k.Key().Int(int64(by))
 	return c
 }
 
@@ -50,16 +47,8 @@ var idemSpecReprice = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/foreigngenerics.Reprice",
 	Signature: "371f35ccb10d688c",
 	TTL:       time.Hour,
-	Codec:     idemCodecReprice,
+	Codec:     idemimpl.Codec(idemEncSdkPage_SdkItem, idemDecSdkPage_SdkItem),
 }
-
-// Build fails here if foreigngenerics.Reprice's signature changed since generation: run go
-// generate.
-func _[N ~int64 | ~int32]() {
-	var _ func(context.Context, sdk.Query[string], N) (sdk.Page[sdk.Item], error) = Reprice[N]
-}
-
-var idemCodecReprice = idemimpl.Codec(idemEncSdkPage_SdkItem, idemDecSdkPage_SdkItem)
 
 // List is sdk.List, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) List(ctx context.Context, q sdk.Query[string]) (sdk.Page[sdk.Item], error) {
@@ -73,10 +62,9 @@ func (x *Idempotent) ListKey(q sdk.Query[string]) (string, error) {
 	return x.beginList(&q).StoreKey()
 }
 
-// beginList starts a call of List and writes its key material.
 func (x *Idempotent) beginList(q *sdk.Query[string]) idem.Call {
-	c := x.g.Begin(idemSpecList)
-	idemKeySdkQuery_string(c.Key(), q)
+	c, k := x.g.Begin(idemSpecList)
+	idemKeySdkQuery_string(k.Key(), q)
 	return c
 }
 
@@ -84,13 +72,8 @@ var idemSpecList = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/foreigngenerics/sdk.List",
 	Signature: "83a4257fbdb239b8",
 	TTL:       time.Hour,
-	Codec:     idemCodecList,
+	Codec:     idemimpl.Codec(idemEncSdkPage_SdkItem, idemDecSdkPage_SdkItem),
 }
-
-// Build fails here if sdk.List's signature changed since generation: run go generate.
-var _ func(context.Context, sdk.Query[string]) (sdk.Page[sdk.Item], error) = sdk.List
-
-var idemCodecList = idemimpl.Codec(idemEncSdkPage_SdkItem, idemDecSdkPage_SdkItem)
 
 // IdempotentCatalog is a *sdk.Catalog whose annotated methods run at most once per key.
 type IdempotentCatalog struct {
@@ -119,10 +102,9 @@ func (c *IdempotentCatalog) PricesKey(ids sdk.Page[string]) (string, error) {
 	return c.beginPrices(&ids).StoreKey()
 }
 
-// beginPrices starts a call of Prices and writes its key material.
 func (c *IdempotentCatalog) beginPrices(ids *sdk.Page[string]) idem.Call {
-	c2 := c.g.Begin(idemSpecCatalogPrices)
-	idemKeySdkPage_string(c2.Key(), ids)
+	c2, k := c.g.Begin(idemSpecCatalogPrices)
+	idemKeySdkPage_string(k.Key(), ids)
 	return c2
 }
 
@@ -130,41 +112,36 @@ var idemSpecCatalogPrices = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/foreigngenerics/sdk.Catalog.Prices",
 	Signature: "5324fbb10f93f61a",
 	TTL:       time.Hour,
-	Codec:     idemCodecCatalogPrices,
-}
-
-// Build fails here if sdk.Catalog.Prices's signature changed since generation: run go generate.
-var _ func(*sdk.Catalog, context.Context, sdk.Page[string]) (map[string]sdk.Opt[int64], error) = (*sdk.Catalog).Prices
-
-var idemCodecCatalogPrices = idemimpl.TypedCodec[map[string]sdk.Opt[int64]]{
-	Decode: func(d *idemimpl.Decoder, v *map[string]sdk.Opt[int64]) {
-		if d.Nil() {
-			*v = nil
-		} else {
-			n := d.Map()
-			*v = make(map[string]sdk.Opt[int64], n)
-			for range n {
-				var k string
-				var x sdk.Opt[int64]
-				k = d.String()
-				d.Unmarshaled(x.UnmarshalJSON(d.Marshaled()))
-				(*v)[k] = x
+	Codec: idemimpl.TypedCodec[map[string]sdk.Opt[int64]]{
+		Decode: func(d *idemimpl.Decoder, v *map[string]sdk.Opt[int64]) {
+			if d.Nil() {
+				*v = nil
+			} else {
+				n := d.Map()
+				*v = make(map[string]sdk.Opt[int64], n)
+				for range n {
+					var k string
+					var x sdk.Opt[int64]
+					k = d.String()
+					d.Unmarshaled(x.UnmarshalJSON(d.Marshaled()))
+					(*v)[k] = x
+				}
 			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *map[string]sdk.Opt[int64]) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			at := e.Map(len(*v))
-			// sorted: the same value always has the same bytes
-			for _, k := range slices.Sorted(maps.Keys(*v)) {
-				x := (*v)[k]
-				e.String(k)
-				e.Marshaled(x.MarshalJSON())
+		},
+		Encode: func(e *idemimpl.Encoder, v *map[string]sdk.Opt[int64]) {
+			if *v == nil {
+				e.Nil()
+			} else {
+				at := e.Map(len(*v))
+				// sorted: the same value always has the same bytes
+				for _, k := range slices.Sorted(maps.Keys(*v)) {
+					x := (*v)[k]
+					e.String(k)
+					e.Marshaled(x.MarshalJSON())
+				}
+				e.End(at)
 			}
-			e.End(at)
-		}
+		},
 	},
 }
 
@@ -214,26 +191,28 @@ func idemKeySdkQuery_string(b *idemimpl.KeyBuilder, v *sdk.Query[string]) {
 	b.Marshaled(v.Limit.MarshalText())
 }
 
-// Build fails here if sdk.Item's fields changed since generation: run go generate.
-var _ = struct {
-	ID    string
-	Price int64
-}(sdk.Item{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, sdk.Query[string]) (sdk.Page[sdk.Item], error))(sdk.List)
+	_ = (func(*sdk.Catalog, context.Context, sdk.Page[string]) (map[string]sdk.Opt[int64], error))((*sdk.Catalog).Prices)
+	_ = struct {
+		ID    string
+		Price int64
+	}(sdk.Item{})
+	_ = struct {
+		Items []sdk.Item
+		Next  string
+	}(sdk.Page[sdk.Item]{})
+	_ = struct {
+		Items []string
+		Next  string
+	}(sdk.Page[string]{})
+	_ = struct {
+		Filter string
+		Limit  sdk.Opt[int64]
+	}(sdk.Query[string]{})
+)
 
-// Build fails here if sdk.Page[sdk.Item]'s fields changed since generation: run go generate.
-var _ = struct {
-	Items []sdk.Item
-	Next  string
-}(sdk.Page[sdk.Item]{})
-
-// Build fails here if sdk.Page[string]'s fields changed since generation: run go generate.
-var _ = struct {
-	Items []string
-	Next  string
-}(sdk.Page[string]{})
-
-// Build fails here if sdk.Query[string]'s fields changed since generation: run go generate.
-var _ = struct {
-	Filter string
-	Limit  sdk.Opt[int64]
-}(sdk.Query[string]{})
+func _[N ~int64 | ~int32]() {
+	var _ func(context.Context, sdk.Query[string], N) (sdk.Page[sdk.Item], error) = Reprice[N]
+}

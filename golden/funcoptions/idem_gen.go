@@ -39,10 +39,9 @@ func (n *IdempotentNotifier) SendKey(in *sdk.SendMessageInput, optFns ...func(*s
 	return n.beginSend(in, optFns).StoreKey()
 }
 
-// beginSend starts a call of Send and writes its key material.
 func (n *IdempotentNotifier) beginSend(in *sdk.SendMessageInput, optFns []func(*sdk.Options)) idem.Call {
-	c := n.g.Begin(idemSpecNotifierSend)
-	idemimpl.KeyPtr(c.Key(), in, idemKeySdkSendMessageInput)
+	c, k := n.g.Begin(idemSpecNotifierSend)
+	idemimpl.KeyPtr(k.Key(), in, idemKeySdkSendMessageInput)
 	return c
 }
 
@@ -50,13 +49,8 @@ var idemSpecNotifierSend = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/funcoptions.Notifier.Send",
 	Signature: "804e463f70a5e385",
 	TTL:       time.Hour,
-	Codec:     idemCodecNotifierSend,
+	Codec:     idemimpl.PtrCodec(idemEncSdkSendMessageOutputForNotifierSend, idemDecSdkSendMessageOutputForNotifierSend),
 }
-
-// Build fails here if Notifier.Send's signature changed since generation: run go generate.
-var _ func(*Notifier, context.Context, *sdk.SendMessageInput, ...func(*sdk.Options)) (*sdk.SendMessageOutput, error) = (*Notifier).Send
-
-var idemCodecNotifierSend = idemimpl.PtrCodec(idemEncSdkSendMessageOutputForNotifierSend, idemDecSdkSendMessageOutputForNotifierSend)
 
 func idemDecSdkSendMessageOutputForNotifierSend(d *idemimpl.Decoder, v *sdk.SendMessageOutput) {
 	for f := range d.Fields() {
@@ -82,12 +76,13 @@ func idemKeySdkSendMessageInput(b *idemimpl.KeyBuilder, v *sdk.SendMessageInput)
 	idemimpl.KeyMap(b, v.Attributes, idemimpl.StringKey, idemimpl.StringKey)
 }
 
-// Build fails here if a field of sdk.SendMessageInput read here changed: run go generate.
-var _ = func(fieldsChanged_runGoGenerate *sdk.SendMessageInput) (**string, **string, *map[string]string) {
-	return &fieldsChanged_runGoGenerate.QueueURL, &fieldsChanged_runGoGenerate.Body, &fieldsChanged_runGoGenerate.Attributes
-}
-
-// Build fails here if a field of sdk.SendMessageOutput read here changed: run go generate.
-var _ = func(fieldsChanged_runGoGenerate *sdk.SendMessageOutput) (**string, **string, *sdk.Metadata) {
-	return &fieldsChanged_runGoGenerate.MessageId, &fieldsChanged_runGoGenerate.SequenceNumber, &fieldsChanged_runGoGenerate.ResultMetadata
-}
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(*Notifier, context.Context, *sdk.SendMessageInput, ...func(*sdk.Options)) (*sdk.SendMessageOutput, error))((*Notifier).Send)
+	_ = func(fieldsChanged_runGoGenerate *sdk.SendMessageInput) (**string, **string, *map[string]string) {
+		return &fieldsChanged_runGoGenerate.QueueURL, &fieldsChanged_runGoGenerate.Body, &fieldsChanged_runGoGenerate.Attributes
+	}
+	_ = func(fieldsChanged_runGoGenerate *sdk.SendMessageOutput) (**string, **string, *sdk.Metadata) {
+		return &fieldsChanged_runGoGenerate.MessageId, &fieldsChanged_runGoGenerate.SequenceNumber, &fieldsChanged_runGoGenerate.ResultMetadata
+	}
+)

@@ -40,14 +40,13 @@ func (r *IdempotentRepo[T]) SaveKey(v T) (string, error) {
 	return r.beginSave(v).StoreKey()
 }
 
-// beginSave starts a call of Save and writes its key material.
 func (r *IdempotentRepo[T]) beginSave(v T) idem.Call {
-	c := r.g.Begin(idemSpecRepoSave)
-	c.Key().Type(reflect.TypeFor[T]())
+	c, k := r.g.Begin(idemSpecRepoSave)
+	k.Key().Type(reflect.TypeFor[T]())
 	if idemimpl.IsNil(v) {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Key(v)
+		k.Key().Key(v)
 	}
 	return c
 }
@@ -56,15 +55,8 @@ var idemSpecRepoSave = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/genericmethods.Repo.Save",
 	Signature: "7e250c6b64ab51a1",
 	TTL:       time.Hour,
-	Codec:     idemCodecRepoSave,
+	Codec:     idemimpl.IntCodec[int](64),
 }
-
-// Build fails here if Repo.Save's signature changed since generation: run go generate.
-func _[T Entity]() {
-	var _ func(*Repo[T], context.Context, T) (int, error) = (*Repo[T]).Save
-}
-
-var idemCodecRepoSave = idemimpl.IntCodec[int](64)
 
 // Rename is Repo.Rename, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=r.Table,id). The type arguments are part of the key.
@@ -80,19 +72,18 @@ func (r *IdempotentRepo[U]) RenameKey(id string, to string) (string, error) {
 	return r.beginRename(id, to).StoreKey()
 }
 
-// beginRename starts a call of Rename and writes its key material.
 func (r *IdempotentRepo[U]) beginRename(id string, to string) idem.Call {
-	c := r.g.Begin(idemSpecRepoRename)
-	c.Key().Type(reflect.TypeFor[U]())
+	c, k := r.g.Begin(idemSpecRepoRename)
+	k.Key().Type(reflect.TypeFor[U]())
 	if r.Repo == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		c.Key().String(r.Repo.Table)
+		k.Key().Ptr()
+		k.Key().String(r.Repo.Table)
 	}
-	c.Key().String(id)
-	c.Payload().String(id)
-	c.Payload().String(to)
+	k.Key().String(id)
+	k.Payload().String(id)
+	k.Payload().String(to)
 	return c
 }
 
@@ -101,12 +92,15 @@ var idemSpecRepoRename = &idem.Spec{
 	Signature: "e075896490020e79",
 }
 
-// Build fails here if Repo.Rename's signature changed since generation: run go generate.
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+func _[T Entity]() {
+	var _ func(*Repo[T], context.Context, T) (int, error) = (*Repo[T]).Save
+}
+
 func _[U Entity]() {
 	var _ func(*Repo[U], context.Context, string, string) error = (*Repo[U]).Rename
 }
 
-// Build fails here if a field of Repo[U] read here changed: run go generate.
 func _[U Entity]() {
 	type idemRepo_fieldsChanged_runGoGenerate struct {
 		Table string

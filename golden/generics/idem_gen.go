@@ -15,9 +15,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package generics at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package generics, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -27,11 +25,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 // CreateInvoice is generics.CreateInvoice, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
 func (x *Idempotent) CreateInvoice(ctx context.Context, req InvoiceRequest) (Page[Invoice], sdk.Opt[int64], error) {
-	r, err := idem.Do(ctx, x.beginCreateInvoice(&req), func(ctx context.Context) (idemResultCreateInvoice, error) {
-		var r idemResultCreateInvoice
-		var err error
+	r, err := idem.Do(ctx, x.beginCreateInvoice(&req), func(ctx context.Context) (r idemResultCreateInvoice, err error) {
 		r.r1, r.r2, err = CreateInvoice(ctx, req)
-		return r, err
+		return
 	})
 	return r.r1, r.r2, err
 }
@@ -41,10 +37,9 @@ func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
 	return x.beginCreateInvoice(&req).StoreKey()
 }
 
-// beginCreateInvoice starts a call of CreateInvoice and writes its key material.
 func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
-	c := x.g.Begin(idemSpecCreateInvoice)
-	idemKeyInvoiceRequest(c.Key(), req)
+	c, k := x.g.Begin(idemSpecCreateInvoice)
+	idemKeyInvoiceRequest(k.Key(), req)
 	return c
 }
 
@@ -52,35 +47,30 @@ var idemSpecCreateInvoice = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/generics.CreateInvoice",
 	Signature: "bac60fe4f49fe518",
 	TTL:       time.Hour,
-	Codec:     idemCodecCreateInvoice,
+	Codec: idemimpl.TypedCodec[idemResultCreateInvoice]{
+		Decode: func(d *idemimpl.Decoder, v *idemResultCreateInvoice) {
+			for f := range d.Fields() {
+				switch string(f) {
+				case "R1":
+					idemDecPage_Invoice(d, &v.r1)
+				case "R2":
+					d.Unmarshaled(v.r2.UnmarshalJSON(d.Marshaled()))
+				}
+			}
+		},
+		Encode: func(e *idemimpl.Encoder, v *idemResultCreateInvoice) {
+			at := e.Struct()
+			idemEncPage_Invoice(e.Field("R1"), &v.r1)
+			e.Field("R2").Marshaled(v.r2.MarshalJSON())
+			e.End(at)
+		},
+	},
 }
-
-// Build fails here if generics.CreateInvoice's signature changed since generation: run go generate.
-var _ func(context.Context, InvoiceRequest) (Page[Invoice], sdk.Opt[int64], error) = CreateInvoice
 
 // idemResultCreateInvoice holds the results of generics.CreateInvoice, stored as one value.
 type idemResultCreateInvoice struct {
 	r1 Page[Invoice]
 	r2 sdk.Opt[int64]
-}
-
-var idemCodecCreateInvoice = idemimpl.TypedCodec[idemResultCreateInvoice]{
-	Decode: func(d *idemimpl.Decoder, v *idemResultCreateInvoice) {
-		for f := range d.Fields() {
-			switch string(f) {
-			case "R1":
-				idemDecPage_Invoice(d, &v.r1)
-			case "R2":
-				d.Unmarshaled(v.r2.UnmarshalJSON(d.Marshaled()))
-			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *idemResultCreateInvoice) {
-		at := e.Struct()
-		idemEncPage_Invoice(e.Field("R1"), &v.r1)
-		e.Field("R2").Marshaled(v.r2.MarshalJSON())
-		e.End(at)
-	},
 }
 
 // IdempotentPublish is generics.Publish, run at most once per key (ttl=1h lease=30s
@@ -96,14 +86,13 @@ func IdempotentPublishKey[E Event](x *Idempotent, e E) (string, error) {
 	return idemBeginPublish[E](x, e).StoreKey()
 }
 
-// idemBeginPublish starts a call of Publish and writes its key material.
 func idemBeginPublish[E Event](x *Idempotent, e E) idem.Call {
-	c := x.g.Begin(idemSpecPublish)
-	c.Key().Type(reflect.TypeFor[E]())
+	c, k := x.g.Begin(idemSpecPublish)
+	k.Key().Type(reflect.TypeFor[E]())
 	if idemimpl.IsNil(e) {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Key(e)
+		k.Key().Key(e)
 	}
 	return c
 }
@@ -112,15 +101,8 @@ var idemSpecPublish = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/generics.Publish",
 	Signature: "0983586e28b95f86",
 	TTL:       time.Hour,
-	Codec:     idemCodecPublish,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if generics.Publish's signature changed since generation: run go generate.
-func _[E Event]() {
-	var _ func(context.Context, E) (int64, error) = Publish[E]
-}
-
-var idemCodecPublish = idemimpl.IntCodec[int64](64)
 
 // IdempotentTally is generics.Tally, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return). The type arguments are part of the key.
@@ -135,11 +117,10 @@ func IdempotentTallyKey[N ~int | ~int64](x *Idempotent, n N) (string, error) {
 	return idemBeginTally[N](x, n).StoreKey()
 }
 
-// idemBeginTally starts a call of Tally and writes its key material.
 func idemBeginTally[N ~int | ~int64](x *Idempotent, n N) idem.Call {
-	c := x.g.Begin(idemSpecTally)
-	c.Key().Type(reflect.TypeFor[N]())
-	c.Key().Int(int64(n))
+	c, k := x.g.Begin(idemSpecTally)
+	k.Key().Type(reflect.TypeFor[N]())
+	k.Key().Int(int64(n))
 	return c
 }
 
@@ -147,15 +128,8 @@ var idemSpecTally = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/generics.Tally",
 	Signature: "3bbc02bcb119d600",
 	TTL:       time.Hour,
-	Codec:     idemCodecTally,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if generics.Tally's signature changed since generation: run go generate.
-func _[N ~int | ~int64]() {
-	var _ func(context.Context, N) (int64, error) = Tally[N]
-}
-
-var idemCodecTally = idemimpl.IntCodec[int64](64)
 
 // IdempotentSend is generics.Send, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=id). The type arguments are part of the key. Not keyed: m (type parameter M: not in the
@@ -171,27 +145,19 @@ func IdempotentSendKey[M any](x *Idempotent, id string, m M) (string, error) {
 	return idemBeginSend[M](x, id, m).StoreKey()
 }
 
-// idemBeginSend starts a call of Send and writes its key material.
 func idemBeginSend[M any](x *Idempotent, id string, m M) idem.Call {
-	c := x.g.Begin(idemSpecSend)
-	c.Key().Type(reflect.TypeFor[M]())
-	c.Key().ID(id)
-	c.Payload().String(id)
+	c, k := x.g.Begin(idemSpecSend)
+	k.Key().Type(reflect.TypeFor[M]())
+	k.Key().ID(id)
+	k.Payload().String(id)
 	return c
 }
 
 var idemSpecSend = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/generics.Send",
 	Signature: "c8efcd9e4f91b8bd",
-	Codec:     idemCodecSend,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if generics.Send's signature changed since generation: run go generate.
-func _[M any]() {
-	var _ func(context.Context, string, M) (int64, error) = Send[M]
-}
-
-var idemCodecSend = idemimpl.IntCodec[int64](64)
 
 // IdempotentSave is generics.Save, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 // The type arguments are part of the key.
@@ -207,18 +173,17 @@ func IdempotentSaveKey[S ~string](x *Idempotent, p Page[S], ps ...S) (string, er
 	return idemBeginSave[S](x, &p, ps).StoreKey()
 }
 
-// idemBeginSave starts a call of Save and writes its key material.
 func idemBeginSave[S ~string](x *Idempotent, p *Page[S], ps []S) idem.Call {
-	c := x.g.Begin(idemSpecSave)
-	c.Key().Type(reflect.TypeFor[S]())
-	idemimpl.KeyListHead(c.Key(), p.Items)
+	c, k := x.g.Begin(idemSpecSave)
+	k.Key().Type(reflect.TypeFor[S]())
+	idemimpl.KeyListHead(k.Key(), p.Items)
 	for i := range p.Items {
-		c.Key().String(string(p.Items[i]))
+		k.Key().String(string(p.Items[i]))
 	}
-	idemimpl.KeyPtr(c.Key(), p.Next, idemimpl.KeyString)
-	c.Key().List(len(ps))
+	idemimpl.KeyPtr(k.Key(), p.Next, idemimpl.KeyString)
+	k.Key().List(len(ps))
 	for i := range ps {
-		c.Key().String(string(ps[i]))
+		k.Key().String(string(ps[i]))
 	}
 	return c
 }
@@ -227,11 +192,6 @@ var idemSpecSave = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/generics.Save",
 	Signature: "cd8548b019f7b394",
 	TTL:       time.Hour,
-}
-
-// Build fails here if generics.Save's signature changed since generation: run go generate.
-func _[S ~string]() {
-	var _ func(context.Context, Page[S], ...S) error = Save[S]
 }
 
 // IdempotentPlace is generics.Place, run at most once per key (ttl=1h lease=30s
@@ -251,14 +211,13 @@ func IdempotentPlaceKey[O interface {
 	return idemBeginPlace[O](x, o).StoreKey()
 }
 
-// idemBeginPlace starts a call of Place and writes its key material.
 func idemBeginPlace[O interface {
 	Order
 }](x *Idempotent, o O) idem.Call {
-	c := x.g.Begin(idemSpecPlace)
-	c.Key().Type(reflect.TypeFor[O]())
+	c, k := x.g.Begin(idemSpecPlace)
+	k.Key().Type(reflect.TypeFor[O]())
 	tv := Order(o)
-	idemKeyOrder(c.Key(), &tv)
+	idemKeyOrder(k.Key(), &tv)
 	return c
 }
 
@@ -266,17 +225,8 @@ var idemSpecPlace = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/generics.Place",
 	Signature: "d75fecaf970e948c",
 	TTL:       time.Hour,
-	Codec:     idemCodecPlace,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if generics.Place's signature changed since generation: run go generate.
-func _[O interface {
-	Order
-}]() {
-	var _ func(context.Context, O) (int64, error) = Place[O]
-}
-
-var idemCodecPlace = idemimpl.IntCodec[int64](64)
 
 // IdempotentStock is generics.Stock, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return). The type arguments are part of the key.
@@ -291,16 +241,15 @@ func IdempotentStockKey[T Texter](x *Idempotent, item T, qty float64) (string, e
 	return idemBeginStock[T](x, item, qty).StoreKey()
 }
 
-// idemBeginStock starts a call of Stock and writes its key material.
 func idemBeginStock[T Texter](x *Idempotent, item T, qty float64) idem.Call {
-	c := x.g.Begin(idemSpecStock)
-	c.Key().Type(reflect.TypeFor[T]())
+	c, k := x.g.Begin(idemSpecStock)
+	k.Key().Type(reflect.TypeFor[T]())
 	if idemimpl.IsNil(item) {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Marshaled(item.MarshalText())
+		k.Key().Marshaled(item.MarshalText())
 	}
-	c.Key().Float(qty)
+	k.Key().Float(qty)
 	return c
 }
 
@@ -308,15 +257,8 @@ var idemSpecStock = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/generics.Stock",
 	Signature: "a42e33eaecf5ca74",
 	TTL:       time.Hour,
-	Codec:     idemCodecStock,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if generics.Stock's signature changed since generation: run go generate.
-func _[T Texter]() {
-	var _ func(context.Context, T, float64) (int64, error) = Stock[T]
-}
-
-var idemCodecStock = idemimpl.IntCodec[int64](64)
 
 // Import is generics.Import, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Import(ctx context.Context, a Page[model.Invoice], b Page[model2.Invoice]) (Page[model2.Invoice], error) {
@@ -330,11 +272,10 @@ func (x *Idempotent) ImportKey(a Page[model.Invoice], b Page[model2.Invoice]) (s
 	return x.beginImport(&a, &b).StoreKey()
 }
 
-// beginImport starts a call of Import and writes its key material.
 func (x *Idempotent) beginImport(a *Page[model.Invoice], b *Page[model2.Invoice]) idem.Call {
-	c := x.g.Begin(idemSpecImport)
-	idemKeyPage_ModelInvoice(c.Key(), a)
-	idemKeyPage_ModelInvoice2(c.Key(), b)
+	c, k := x.g.Begin(idemSpecImport)
+	idemKeyPage_ModelInvoice(k.Key(), a)
+	idemKeyPage_ModelInvoice2(k.Key(), b)
 	return c
 }
 
@@ -342,13 +283,8 @@ var idemSpecImport = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/generics.Import",
 	Signature: "e276a2ce4b8f33bd",
 	TTL:       time.Hour,
-	Codec:     idemCodecImport,
+	Codec:     idemimpl.Codec(idemEncPage_ModelInvoice, idemDecPage_ModelInvoice),
 }
-
-// Build fails here if generics.Import's signature changed since generation: run go generate.
-var _ func(context.Context, Page[model.Invoice], Page[model2.Invoice]) (Page[model2.Invoice], error) = Import
-
-var idemCodecImport = idemimpl.Codec(idemEncPage_ModelInvoice, idemDecPage_ModelInvoice)
 
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
 	for f := range d.Fields() {
@@ -465,67 +401,78 @@ func idemKeyPage_ModelInvoice2(b *idemimpl.KeyBuilder, v *Page[model2.Invoice]) 
 	idemimpl.KeyPtr(b, v.Next, idemimpl.KeyString)
 }
 
-// Build fails here if Invoice's fields changed since generation: run go generate.
-var _ = struct {
-	ID    string
-	Cents int64
-}(Invoice{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, InvoiceRequest) (Page[Invoice], sdk.Opt[int64], error))(CreateInvoice)
+	_ = (func(context.Context, Page[model.Invoice], Page[model2.Invoice]) (Page[model2.Invoice], error))(Import)
+	_ = struct {
+		ID    string
+		Cents int64
+	}(Invoice{})
+	_ = struct {
+		Customer string
+		Amount   Opt[int64]
+		Memo     Opt[string]
+		Coupon   sdk.Opt[string]
+	}(InvoiceRequest{})
+	_ = struct {
+		Number string
+	}(model.Invoice{})
+	_ = struct {
+		Cents int64
+	}(model2.Invoice{})
+	_ = struct {
+		value   int64
+		present bool
+	}(Opt[int64]{})
+	_ = struct {
+		value   string
+		present bool
+	}(Opt[string]{})
+	_ = struct {
+		ID  string
+		Qty int
+	}(Order{})
+	_ = struct {
+		Items []Invoice
+		Next  *string
+	}(Page[Invoice]{})
+	_ = struct {
+		Items []model.Invoice
+		Next  *string
+	}(Page[model.Invoice]{})
+	_ = struct {
+		Items []model2.Invoice
+		Next  *string
+	}(Page[model2.Invoice]{})
+)
 
-// Build fails here if InvoiceRequest's fields changed since generation: run go generate.
-var _ = struct {
-	Customer string
-	Amount   Opt[int64]
-	Memo     Opt[string]
-	Coupon   sdk.Opt[string]
-}(InvoiceRequest{})
+func _[E Event]() {
+	var _ func(context.Context, E) (int64, error) = Publish[E]
+}
 
-// Build fails here if model.Invoice's fields changed since generation: run go generate.
-var _ = struct {
-	Number string
-}(model.Invoice{})
+func _[N ~int | ~int64]() {
+	var _ func(context.Context, N) (int64, error) = Tally[N]
+}
 
-// Build fails here if model.Invoice's fields changed since generation: run go generate.
-var _ = struct {
-	Cents int64
-}(model2.Invoice{})
+func _[M any]() {
+	var _ func(context.Context, string, M) (int64, error) = Send[M]
+}
 
-// Build fails here if Opt[int64]'s fields changed since generation: run go generate.
-var _ = struct {
-	value   int64
-	present bool
-}(Opt[int64]{})
+func _[S ~string]() {
+	var _ func(context.Context, Page[S], ...S) error = Save[S]
+}
 
-// Build fails here if Opt[string]'s fields changed since generation: run go generate.
-var _ = struct {
-	value   string
-	present bool
-}(Opt[string]{})
+func _[O interface {
+	Order
+}]() {
+	var _ func(context.Context, O) (int64, error) = Place[O]
+}
 
-// Build fails here if Order's fields changed since generation: run go generate.
-var _ = struct {
-	ID  string
-	Qty int
-}(Order{})
+func _[T Texter]() {
+	var _ func(context.Context, T, float64) (int64, error) = Stock[T]
+}
 
-// Build fails here if Page[Invoice]'s fields changed since generation: run go generate.
-var _ = struct {
-	Items []Invoice
-	Next  *string
-}(Page[Invoice]{})
-
-// Build fails here if Page[model.Invoice]'s fields changed since generation: run go generate.
-var _ = struct {
-	Items []model.Invoice
-	Next  *string
-}(Page[model.Invoice]{})
-
-// Build fails here if Page[model.Invoice]'s fields changed since generation: run go generate.
-var _ = struct {
-	Items []model2.Invoice
-	Next  *string
-}(Page[model2.Invoice]{})
-
-// Build fails here if a field of Page[S] read here changed: run go generate.
 func _[S ~string]() {
 	type idemPage_fieldsChanged_runGoGenerate struct {
 		Items []S

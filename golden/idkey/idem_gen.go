@@ -10,9 +10,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package idkey at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package idkey, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -32,25 +30,19 @@ func (x *Idempotent) HandleKey(idempotencyKey string, ev Event) (string, error) 
 	return x.beginHandle(idempotencyKey, &ev).StoreKey()
 }
 
-// beginHandle starts a call of Handle and writes its key material.
 func (x *Idempotent) beginHandle(idempotencyKey string, ev *Event) idem.Call {
-	c := x.g.Begin(idemSpecHandle)
-	c.Key().ID(idempotencyKey)
-	c.Payload().String(idempotencyKey)
-	idemKeyEvent(c.Payload(), ev)
+	c, k := x.g.Begin(idemSpecHandle)
+	k.Key().ID(idempotencyKey)
+	k.Payload().String(idempotencyKey)
+	idemKeyEvent(k.Payload(), ev)
 	return c
 }
 
 var idemSpecHandle = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/idkey.Handle",
 	Signature: "a67544882b64e927",
-	Codec:     idemCodecHandle,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if idkey.Handle's signature changed since generation: run go generate.
-var _ func(context.Context, string, Event) (int64, error) = Handle
-
-var idemCodecHandle = idemimpl.IntCodec[int64](64)
 
 // HandleEvent is idkey.HandleEvent, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=ev.ID name=events.handle version=2).
@@ -65,15 +57,14 @@ func (x *Idempotent) HandleEventKey(ev *TypedEvent) (string, error) {
 	return x.beginHandleEvent(ev).StoreKey()
 }
 
-// beginHandleEvent starts a call of HandleEvent and writes its key material.
 func (x *Idempotent) beginHandleEvent(ev *TypedEvent) idem.Call {
-	c := x.g.Begin(idemSpecHandleEvent)
+	c, k := x.g.Begin(idemSpecHandleEvent)
 	if ev == nil {
-		c.Key().ID("")
+		k.Key().ID("")
 	} else {
-		c.Key().ID(string(ev.ID))
+		k.Key().ID(string(ev.ID))
 	}
-	idemimpl.KeyPtr(c.Payload(), ev, idemKeyTypedEvent)
+	idemimpl.KeyPtr(k.Payload(), ev, idemKeyTypedEvent)
 	return c
 }
 
@@ -81,13 +72,8 @@ var idemSpecHandleEvent = &idem.Spec{
 	Name:      "events.handle",
 	Signature: "51fba2a7bfe07927",
 	Version:   2,
-	Codec:     idemCodecHandleEvent,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if idkey.HandleEvent's signature changed since generation: run go generate.
-var _ func(context.Context, *TypedEvent) (int64, error) = HandleEvent
-
-var idemCodecHandleEvent = idemimpl.IntCodec[int64](64)
 
 func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	b.String(v.ID)
@@ -104,18 +90,18 @@ func idemKeyTypedEvent(b *idemimpl.KeyBuilder, v *TypedEvent) {
 	b.String(v.Body)
 }
 
-// Build fails here if Event's fields changed since generation: run go generate.
-var _ = struct {
-	ID      string
-	Kind    string
-	Payload []byte
-}(Event{})
-
-// Build fails here if TypedEvent's fields changed since generation: run go generate.
-var _ = struct {
-	ID   EventID
-	Body string
-}(TypedEvent{})
-
-// Build fails here if EventID is no longer defined as string: run go generate.
-var _ = (*string)(new(EventID))
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string, Event) (int64, error))(Handle)
+	_ = (func(context.Context, *TypedEvent) (int64, error))(HandleEvent)
+	_ = struct {
+		ID      string
+		Kind    string
+		Payload []byte
+	}(Event{})
+	_ = struct {
+		ID   EventID
+		Body string
+	}(TypedEvent{})
+	_ = (*string)(new(EventID))
+)

@@ -28,9 +28,6 @@ func NewIdempotentCarrier(inner Carrier, g *idem.Guard) *IdempotentCarrier {
 	}
 }
 
-// Build fails here if Carrier's methods changed since generation: run go generate.
-var _ Carrier = (*IdempotentCarrier)(nil)
-
 // Cancel is Canceller.Cancel, guarded by Canceller's decorator: one key space with
 // IdempotentCanceller.
 func (x *IdempotentCarrier) Cancel(ctx context.Context, ref string) error {
@@ -60,11 +57,10 @@ func (x *IdempotentCarrier) BookKey(p1 string, p2 Shipment) (string, error) {
 	return x.beginBook(p1, &p2).StoreKey()
 }
 
-// beginBook starts a call of Book and writes its key material.
 func (x *IdempotentCarrier) beginBook(p1 string, p2 *Shipment) idem.Call {
-	c := x.g.Begin(idemSpecCarrierBook)
-	c.Key().String(p1)
-	idemKeyShipment(c.Key(), p2)
+	c, k := x.g.Begin(idemSpecCarrierBook)
+	k.Key().String(p1)
+	idemKeyShipment(k.Key(), p2)
 	return c
 }
 
@@ -73,13 +69,8 @@ var idemSpecCarrierBook = &idem.Spec{
 	Signature:   "052d817d83288bdc",
 	TTL:         time.Hour,
 	OnDuplicate: idem.DuplicateWait,
-	Codec:       idemCodecCarrierBook,
+	Codec:       idemimpl.Codec(idemEncBooking, idemDecBooking),
 }
-
-// Build fails here if Carrier.Book's signature changed since generation: run go generate.
-var _ func(Carrier, context.Context, string, Shipment) (Booking, error) = Carrier.Book
-
-var idemCodecCarrierBook = idemimpl.Codec(idemEncBooking, idemDecBooking)
 
 // Quote is Carrier.Quote, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=orderID). The implementation is not part of the key: every Carrier decorated on one Guard
@@ -95,25 +86,19 @@ func (x *IdempotentCarrier) QuoteKey(orderID string, s Shipment) (string, error)
 	return x.beginQuote(orderID, &s).StoreKey()
 }
 
-// beginQuote starts a call of Quote and writes its key material.
 func (x *IdempotentCarrier) beginQuote(orderID string, s *Shipment) idem.Call {
-	c := x.g.Begin(idemSpecCarrierQuote)
-	c.Key().ID(orderID)
-	c.Payload().String(orderID)
-	idemKeyShipment(c.Payload(), s)
+	c, k := x.g.Begin(idemSpecCarrierQuote)
+	k.Key().ID(orderID)
+	k.Payload().String(orderID)
+	idemKeyShipment(k.Payload(), s)
 	return c
 }
 
 var idemSpecCarrierQuote = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/iface.Carrier.Quote",
 	Signature: "be69fea037166730",
-	Codec:     idemCodecCarrierQuote,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if Carrier.Quote's signature changed since generation: run go generate.
-var _ func(Carrier, context.Context, string, Shipment) (int64, error) = Carrier.Quote
-
-var idemCodecCarrierQuote = idemimpl.IntCodec[int64](64)
 
 // IdempotentCanceller is a Canceller whose Cancel runs at most once per key; its other methods call
 // the inner Canceller. Decorators of two Cancellers on one Guard share the keys of each annotated
@@ -132,9 +117,6 @@ func NewIdempotentCanceller(inner Canceller, g *idem.Guard) *IdempotentCanceller
 	}
 }
 
-// Build fails here if Canceller's methods changed since generation: run go generate.
-var _ Canceller = (*IdempotentCanceller)(nil)
-
 // Cancel is Canceller.Cancel, run at most once per key (ttl=2h lease=30s on_duplicate=return). The
 // implementation is not part of the key: every Canceller decorated on one Guard shares Cancel's
 // keys.
@@ -150,10 +132,9 @@ func (x *IdempotentCanceller) CancelKey(ref string) (string, error) {
 	return x.beginCancel(ref).StoreKey()
 }
 
-// beginCancel starts a call of Cancel and writes its key material.
 func (x *IdempotentCanceller) beginCancel(ref string) idem.Call {
-	c := x.g.Begin(idemSpecCancellerCancel)
-	c.Key().String(ref)
+	c, k := x.g.Begin(idemSpecCancellerCancel)
+	k.Key().String(ref)
 	return c
 }
 
@@ -162,9 +143,6 @@ var idemSpecCancellerCancel = &idem.Spec{
 	Signature: "ec8e0bbc8695a3e6",
 	TTL:       2 * time.Hour,
 }
-
-// Build fails here if Canceller.Cancel's signature changed since generation: run go generate.
-var _ func(Canceller, context.Context, string) error = Canceller.Cancel
 
 // IdempotentNotifier is a Notifier whose Notify and Reset run at most once per key; its other
 // methods call the inner Notifier. Decorators of two Notifiers on one Guard share the keys of each
@@ -182,9 +160,6 @@ func NewIdempotentNotifier(inner Notifier, g *idem.Guard) *IdempotentNotifier {
 		inner: inner,
 	}
 }
-
-// Build fails here if Notifier's methods changed since generation: run go generate.
-var _ Notifier = (*IdempotentNotifier)(nil)
 
 // Logf calls the inner Notifier's Logf (no directive here: not guarded).
 func (x *IdempotentNotifier) Logf(format string, args ...any) {
@@ -211,11 +186,10 @@ func (x *IdempotentNotifier) NotifyKey(to string, msg string) (string, error) {
 	return x.beginNotify(to, msg).StoreKey()
 }
 
-// beginNotify starts a call of Notify and writes its key material.
 func (x *IdempotentNotifier) beginNotify(to string, msg string) idem.Call {
-	c := x.g.Begin(idemSpecNotifierNotify)
-	c.Key().String(to)
-	c.Key().String(msg)
+	c, k := x.g.Begin(idemSpecNotifierNotify)
+	k.Key().String(to)
+	k.Key().String(msg)
 	return c
 }
 
@@ -224,9 +198,6 @@ var idemSpecNotifierNotify = &idem.Spec{
 	Signature: "c76a8b46d498a9b9",
 	TTL:       10 * time.Minute,
 }
-
-// Build fails here if Notifier.Notify's signature changed since generation: run go generate.
-var _ func(Notifier, context.Context, string, string) error = Notifier.Notify
 
 // Reset is Notifier.Reset, run at most once per key (ttl=10m lease=30s on_duplicate=raise). The
 // implementation is not part of the key: every Notifier decorated on one Guard shares Reset's keys.
@@ -242,10 +213,9 @@ func (x *IdempotentNotifier) ResetKey(id string) (string, error) {
 	return x.beginReset(id).StoreKey()
 }
 
-// beginReset starts a call of Reset and writes its key material.
 func (x *IdempotentNotifier) beginReset(id string) idem.Call {
-	c := x.g.Begin(idemSpecNotifierReset)
-	c.Key().String(id)
+	c, k := x.g.Begin(idemSpecNotifierReset)
+	k.Key().String(id)
 	return c
 }
 
@@ -255,9 +225,6 @@ var idemSpecNotifierReset = &idem.Spec{
 	TTL:         10 * time.Minute,
 	OnDuplicate: idem.DuplicateRaise,
 }
-
-// Build fails here if Notifier.Reset's signature changed since generation: run go generate.
-var _ func(Notifier, context.Context, string) error = Notifier.Reset
 
 func idemDecBooking(d *idemimpl.Decoder, v *Booking) {
 	for f := range d.Fields() {
@@ -283,15 +250,24 @@ func idemKeyShipment(b *idemimpl.KeyBuilder, v *Shipment) {
 	b.Int(int64(v.Kg))
 }
 
-// Build fails here if Booking's fields changed since generation: run go generate.
-var _ = struct {
-	Ref   string
-	Cents int64
-}(Booking{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(Carrier, context.Context, string, Shipment) (Booking, error))(Carrier.Book)
+	_ = (func(Carrier, context.Context, string, Shipment) (int64, error))(Carrier.Quote)
+	_ = (func(Canceller, context.Context, string) error)(Canceller.Cancel)
+	_ = (func(Notifier, context.Context, string, string) error)(Notifier.Notify)
+	_ = (func(Notifier, context.Context, string) error)(Notifier.Reset)
+	_ = struct {
+		Ref   string
+		Cents int64
+	}(Booking{})
+	_ = struct {
+		From string
+		To   string
+		Kg   int
+	}(Shipment{})
 
-// Build fails here if Shipment's fields changed since generation: run go generate.
-var _ = struct {
-	From string
-	To   string
-	Kg   int
-}(Shipment{})
+	_ Carrier   = (*IdempotentCarrier)(nil)
+	_ Canceller = (*IdempotentCanceller)(nil)
+	_ Notifier  = (*IdempotentNotifier)(nil)
+)

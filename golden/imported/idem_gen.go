@@ -12,9 +12,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package imported at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package imported, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -33,25 +31,19 @@ func (x *Idempotent) CropKey(r image.Rectangle, at image.Point, bg color.RGBA) (
 	return x.beginCrop(&r, &at, &bg).StoreKey()
 }
 
-// beginCrop starts a call of Crop and writes its key material.
 func (x *Idempotent) beginCrop(r *image.Rectangle, at *image.Point, bg *color.RGBA) idem.Call {
-	c := x.g.Begin(idemSpecCrop)
-	idemKeyImageRectangle(c.Key(), r)
-	idemKeyImagePoint(c.Key(), at)
-	idemKeyColorRGBA(c.Key(), bg)
+	c, k := x.g.Begin(idemSpecCrop)
+	idemKeyImageRectangle(k.Key(), r)
+	idemKeyImagePoint(k.Key(), at)
+	idemKeyColorRGBA(k.Key(), bg)
 	return c
 }
 
 var idemSpecCrop = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/imported.Crop",
 	Signature: "bff80db901c17edc",
-	Codec:     idemCodecCrop,
+	Codec:     idemimpl.Codec(idemEncImageRectangle, idemDecImageRectangle),
 }
-
-// Build fails here if imported.Crop's signature changed since generation: run go generate.
-var _ func(context.Context, image.Rectangle, image.Point, color.RGBA) (image.Rectangle, error) = Crop
-
-var idemCodecCrop = idemimpl.Codec(idemEncImageRectangle, idemDecImageRectangle)
 
 func idemDecImagePoint(d *idemimpl.Decoder, v *image.Point) {
 	for f := range d.Fields() {
@@ -106,22 +98,21 @@ func idemKeyImageRectangle(b *idemimpl.KeyBuilder, v *image.Rectangle) {
 	idemKeyImagePoint(b, &v.Max)
 }
 
-// Build fails here if color.RGBA's fields changed since generation: run go generate.
-var _ = struct {
-	R uint8
-	G uint8
-	B uint8
-	A uint8
-}(color.RGBA{})
-
-// Build fails here if image.Point's fields changed since generation: run go generate.
-var _ = struct {
-	X int
-	Y int
-}(image.Point{})
-
-// Build fails here if image.Rectangle's fields changed since generation: run go generate.
-var _ = struct {
-	Min image.Point
-	Max image.Point
-}(image.Rectangle{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, image.Rectangle, image.Point, color.RGBA) (image.Rectangle, error))(Crop)
+	_ = struct {
+		R uint8
+		G uint8
+		B uint8
+		A uint8
+	}(color.RGBA{})
+	_ = struct {
+		X int
+		Y int
+	}(image.Point{})
+	_ = struct {
+		Min image.Point
+		Max image.Point
+	}(image.Rectangle{})
+)

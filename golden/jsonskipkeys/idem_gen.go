@@ -12,9 +12,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package jsonskipkeys at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package jsonskipkeys, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -34,10 +32,9 @@ func (x *Idempotent) ChargeKey(p *sdk.ChargeParams) (string, error) {
 	return x.beginCharge(p).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material.
 func (x *Idempotent) beginCharge(p *sdk.ChargeParams) idem.Call {
-	c := x.g.Begin(idemSpecCharge)
-	idemimpl.KeyPtr(c.Key(), p, idemKeySdkChargeParams)
+	c, k := x.g.Begin(idemSpecCharge)
+	idemimpl.KeyPtr(k.Key(), p, idemKeySdkChargeParams)
 	return c
 }
 
@@ -45,13 +42,8 @@ var idemSpecCharge = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/jsonskipkeys.Charge",
 	Signature: "3ecfa97a2d506cc4",
 	TTL:       time.Hour,
-	Codec:     idemCodecCharge,
+	Codec:     idemimpl.StringCodec[string](),
 }
-
-// Build fails here if jsonskipkeys.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, *sdk.ChargeParams) (string, error) = Charge
-
-var idemCodecCharge = idemimpl.StringCodec[string]()
 
 func idemKeySdkChargeParams(b *idemimpl.KeyBuilder, v *sdk.ChargeParams) {
 	idemKeySdkParams(b, &v.Params)
@@ -64,14 +56,15 @@ func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	idemimpl.KeyMap(b, v.Metadata, idemimpl.StringKey, idemimpl.StringKey)
 }
 
-// Build fails here if sdk.ChargeParams's fields changed since generation: run go generate.
-var _ = struct {
-	sdk.Params `json:"-" xml:"-"`
-	Amount     *int64
-	Currency   *string
-}(sdk.ChargeParams{})
-
-// Build fails here if a field of sdk.Params read here changed: run go generate.
-var _ = func(fieldsChanged_runGoGenerate *sdk.Params) (*context.Context, **string, *map[string]string) {
-	return &fieldsChanged_runGoGenerate.Context, &fieldsChanged_runGoGenerate.IdempotencyKey, &fieldsChanged_runGoGenerate.Metadata
-}
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, *sdk.ChargeParams) (string, error))(Charge)
+	_ = struct {
+		sdk.Params `json:"-" xml:"-"`
+		Amount     *int64
+		Currency   *string
+	}(sdk.ChargeParams{})
+	_ = func(fieldsChanged_runGoGenerate *sdk.Params) (*context.Context, **string, *map[string]string) {
+		return &fieldsChanged_runGoGenerate.Context, &fieldsChanged_runGoGenerate.IdempotencyKey, &fieldsChanged_runGoGenerate.Metadata
+	}
+)

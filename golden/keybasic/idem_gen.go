@@ -11,9 +11,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package keybasic at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package keybasic, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -32,28 +30,22 @@ func (x *Idempotent) RecordKey(b Basics, n int, f float64, c Currency, d time.Du
 	return x.beginRecord(&b, n, f, c, d, &at).StoreKey()
 }
 
-// beginRecord starts a call of Record and writes its key material.
 func (x *Idempotent) beginRecord(b *Basics, n int, f float64, c Currency, d time.Duration, at *time.Time) idem.Call {
-	c2 := x.g.Begin(idemSpecRecord)
-	idemKeyBasics(c2.Key(), b)
-	c2.Key().Int(int64(n))
-	c2.Key().Float(f)
-	c2.Key().String(string(c))
-	c2.Key().Int(int64(d))
-	c2.Key().Time(*at)
+	c2, k := x.g.Begin(idemSpecRecord)
+	idemKeyBasics(k.Key(), b)
+	k.Key().Int(int64(n))
+	k.Key().Float(f)
+	k.Key().String(string(c))
+	k.Key().Int(int64(d))
+	k.Key().Time(*at)
 	return c2
 }
 
 var idemSpecRecord = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/keybasic.Record",
 	Signature: "f4745fd971150508",
-	Codec:     idemCodecRecord,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if keybasic.Record's signature changed since generation: run go generate.
-var _ func(context.Context, Basics, int, float64, Currency, time.Duration, time.Time) (int64, error) = Record
-
-var idemCodecRecord = idemimpl.IntCodec[int64](64)
 
 func idemKeyBasics(b *idemimpl.KeyBuilder, v *Basics) {
 	b.Bool(v.B)
@@ -83,43 +75,38 @@ func idemKeyBasics(b *idemimpl.KeyBuilder, v *Basics) {
 	b.Float(float64(v.Rat))
 }
 
-// Build fails here if Basics's fields changed since generation: run go generate.
-var _ = struct {
-	B    bool
-	I    int
-	I8   int8
-	I16  int16
-	I32  int32
-	I64  int64
-	U    uint
-	U8   uint8
-	U16  uint16
-	U32  uint32
-	U64  uint64
-	UP   uintptr
-	F32  float32
-	F64  float64
-	C64  complex64
-	C128 complex128
-	S    string
-	R    rune
-	By   byte
-	D    time.Duration
-	T    time.Time
-	Amt  Cents
-	Cur  Currency
-	Fl   Flag
-	Rat  Ratio
-}(Basics{})
-
-// Build fails here if Cents is no longer defined as int64: run go generate.
-var _ = (*int64)(new(Cents))
-
-// Build fails here if Currency is no longer defined as string: run go generate.
-var _ = (*string)(new(Currency))
-
-// Build fails here if Flag is no longer defined as bool: run go generate.
-var _ = (*bool)(new(Flag))
-
-// Build fails here if Ratio is no longer defined as float32: run go generate.
-var _ = (*float32)(new(Ratio))
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, Basics, int, float64, Currency, time.Duration, time.Time) (int64, error))(Record)
+	_ = struct {
+		B    bool
+		I    int
+		I8   int8
+		I16  int16
+		I32  int32
+		I64  int64
+		U    uint
+		U8   uint8
+		U16  uint16
+		U32  uint32
+		U64  uint64
+		UP   uintptr
+		F32  float32
+		F64  float64
+		C64  complex64
+		C128 complex128
+		S    string
+		R    rune
+		By   byte
+		D    time.Duration
+		T    time.Time
+		Amt  Cents
+		Cur  Currency
+		Fl   Flag
+		Rat  Ratio
+	}(Basics{})
+	_ = (*int64)(new(Cents))
+	_ = (*string)(new(Currency))
+	_ = (*bool)(new(Flag))
+	_ = (*float32)(new(Ratio))
+)

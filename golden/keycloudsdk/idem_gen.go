@@ -12,9 +12,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package keycloudsdk at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package keycloudsdk, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -33,10 +31,9 @@ func (x *Idempotent) PutKey(in *sdk.PutObjectInput) (string, error) {
 	return x.beginPut(in).StoreKey()
 }
 
-// beginPut starts a call of Put and writes its key material.
 func (x *Idempotent) beginPut(in *sdk.PutObjectInput) idem.Call {
-	c := x.g.Begin(idemSpecPut)
-	idemimpl.KeyPtr(c.Key(), in, idemKeySdkPutObjectInput)
+	c, k := x.g.Begin(idemSpecPut)
+	idemimpl.KeyPtr(k.Key(), in, idemKeySdkPutObjectInput)
 	return c
 }
 
@@ -44,13 +41,8 @@ var idemSpecPut = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/keycloudsdk.Put",
 	Signature: "00250c3d0cf72fa4",
 	TTL:       time.Hour,
-	Codec:     idemCodecPut,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if keycloudsdk.Put's signature changed since generation: run go generate.
-var _ func(context.Context, *sdk.PutObjectInput) (int64, error) = Put
-
-var idemCodecPut = idemimpl.IntCodec[int64](64)
 
 // PutFor is keycloudsdk.PutFor, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) PutFor(ctx context.Context, u Upload) (int64, error) {
@@ -64,10 +56,9 @@ func (x *Idempotent) PutForKey(u Upload) (string, error) {
 	return x.beginPutFor(&u).StoreKey()
 }
 
-// beginPutFor starts a call of PutFor and writes its key material.
 func (x *Idempotent) beginPutFor(u *Upload) idem.Call {
-	c := x.g.Begin(idemSpecPutFor)
-	idemKeyUpload(c.Key(), u)
+	c, k := x.g.Begin(idemSpecPutFor)
+	idemKeyUpload(k.Key(), u)
 	return c
 }
 
@@ -75,13 +66,8 @@ var idemSpecPutFor = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/keycloudsdk.PutFor",
 	Signature: "7a90a2b71d1cd13b",
 	TTL:       time.Hour,
-	Codec:     idemCodecPutFor,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if keycloudsdk.PutFor's signature changed since generation: run go generate.
-var _ func(context.Context, Upload) (int64, error) = PutFor
-
-var idemCodecPutFor = idemimpl.IntCodec[int64](64)
 
 func idemKeySdkPutObjectInput(b *idemimpl.KeyBuilder, v *sdk.PutObjectInput) {
 	idemimpl.KeyPtr(b, v.Bucket, idemimpl.KeyString)
@@ -114,24 +100,22 @@ func idemKeyUpload(b *idemimpl.KeyBuilder, v *Upload) {
 	}
 }
 
-// Build fails here if a field of sdk.PutObjectInput read here changed: run go generate.
-var _ = func(fieldsChanged_runGoGenerate *sdk.PutObjectInput) (**string, **string, *[]byte, *map[string]string, *[]sdk.Tag, *sdk.ObjectLockMode, **int64) {
-	return &fieldsChanged_runGoGenerate.Bucket, &fieldsChanged_runGoGenerate.Key, &fieldsChanged_runGoGenerate.Body, &fieldsChanged_runGoGenerate.Metadata, &fieldsChanged_runGoGenerate.Tags, &fieldsChanged_runGoGenerate.Mode, &fieldsChanged_runGoGenerate.Size
-}
-
-// Build fails here if a field of sdk.Tag read here changed: run go generate.
-var _ = func(fieldsChanged_runGoGenerate *sdk.Tag) (**string, **string) {
-	return &fieldsChanged_runGoGenerate.Key, &fieldsChanged_runGoGenerate.Value
-}
-
-// Build fails here if Upload's fields changed since generation: run go generate.
-var _ = struct {
-	marker  `json:"-" xml:"-"`
-	Owner   string
-	In      *sdk.PutObjectInput
-	guard   [0]func()
-	padding [0]int
-}(Upload{})
-
-// Build fails here if sdk.ObjectLockMode is no longer defined as string: run go generate.
-var _ = (*string)(new(sdk.ObjectLockMode))
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, *sdk.PutObjectInput) (int64, error))(Put)
+	_ = (func(context.Context, Upload) (int64, error))(PutFor)
+	_ = func(fieldsChanged_runGoGenerate *sdk.PutObjectInput) (**string, **string, *[]byte, *map[string]string, *[]sdk.Tag, *sdk.ObjectLockMode, **int64) {
+		return &fieldsChanged_runGoGenerate.Bucket, &fieldsChanged_runGoGenerate.Key, &fieldsChanged_runGoGenerate.Body, &fieldsChanged_runGoGenerate.Metadata, &fieldsChanged_runGoGenerate.Tags, &fieldsChanged_runGoGenerate.Mode, &fieldsChanged_runGoGenerate.Size
+	}
+	_ = func(fieldsChanged_runGoGenerate *sdk.Tag) (**string, **string) {
+		return &fieldsChanged_runGoGenerate.Key, &fieldsChanged_runGoGenerate.Value
+	}
+	_ = struct {
+		marker  `json:"-" xml:"-"`
+		Owner   string
+		In      *sdk.PutObjectInput
+		guard   [0]func()
+		padding [0]int
+	}(Upload{})
+	_ = (*string)(new(sdk.ObjectLockMode))
+)

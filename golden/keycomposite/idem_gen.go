@@ -10,9 +10,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package keycomposite at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package keycomposite, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -31,16 +29,15 @@ func (x *Idempotent) DrawKey(s Shape, ids []string, tags map[string]string, p *P
 	return x.beginDraw(&s, ids, tags, p, &arr).StoreKey()
 }
 
-// beginDraw starts a call of Draw and writes its key material.
 func (x *Idempotent) beginDraw(s *Shape, ids []string, tags map[string]string, p *Point, arr *[2]Point) idem.Call {
-	c := x.g.Begin(idemSpecDraw)
-	idemKeyShape(c.Key(), s)
-	idemimpl.KeyList(c.Key(), ids, idemimpl.StringKey)
-	idemimpl.KeyMap(c.Key(), tags, idemimpl.StringKey, idemimpl.StringKey)
-	idemimpl.KeyPtr(c.Key(), p, idemKeyPoint)
-	c.Key().List(2)
+	c, k := x.g.Begin(idemSpecDraw)
+	idemKeyShape(k.Key(), s)
+	idemimpl.KeyList(k.Key(), ids, idemimpl.StringKey)
+	idemimpl.KeyMap(k.Key(), tags, idemimpl.StringKey, idemimpl.StringKey)
+	idemimpl.KeyPtr(k.Key(), p, idemKeyPoint)
+	k.Key().List(2)
 	for i := range arr {
-		idemKeyPoint(c.Key(), &arr[i])
+		idemKeyPoint(k.Key(), &arr[i])
 	}
 	return c
 }
@@ -48,13 +45,8 @@ func (x *Idempotent) beginDraw(s *Shape, ids []string, tags map[string]string, p
 var idemSpecDraw = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/keycomposite.Draw",
 	Signature: "d3c4eba960003292",
-	Codec:     idemCodecDraw,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if keycomposite.Draw's signature changed since generation: run go generate.
-var _ func(context.Context, Shape, []string, map[string]string, *Point, [2]Point) (int64, error) = Draw
-
-var idemCodecDraw = idemimpl.IntCodec[int64](64)
 
 func idemKeyPoint(b *idemimpl.KeyBuilder, v *Point) {
 	b.Int(int64(v.X))
@@ -136,25 +128,26 @@ func idemKeyShape(b *idemimpl.KeyBuilder, v *Shape) {
 	}
 }
 
-// Build fails here if Point's fields changed since generation: run go generate.
-var _ = struct {
-	X int
-	Y int
-}(Point{})
-
-// Build fails here if Shape's fields changed since generation: run go generate.
-var _ = struct {
-	Points []Point
-	Grid   [2][3]int
-	Hash   [4]byte
-	Raw    []byte
-	Index  map[string][]int
-	Nested map[int]map[string]*Point
-	PP     **Point
-	Anon   struct {
-		A string
-		B string
-	}
-	PtrSlice []*Point
-	Keys     map[Point]bool
-}(Shape{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, Shape, []string, map[string]string, *Point, [2]Point) (int64, error))(Draw)
+	_ = struct {
+		X int
+		Y int
+	}(Point{})
+	_ = struct {
+		Points []Point
+		Grid   [2][3]int
+		Hash   [4]byte
+		Raw    []byte
+		Index  map[string][]int
+		Nested map[int]map[string]*Point
+		PP     **Point
+		Anon   struct {
+			A string
+			B string
+		}
+		PtrSlice []*Point
+		Keys     map[Point]bool
+	}(Shape{})
+)

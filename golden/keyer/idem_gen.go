@@ -10,9 +10,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package keyer at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package keyer, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -31,20 +29,19 @@ func (x *Idempotent) NotifyKey(o Order, who Identity, cc *Email) (string, error)
 	return x.beginNotify(&o, who, cc).StoreKey()
 }
 
-// beginNotify starts a call of Notify and writes its key material.
 func (x *Idempotent) beginNotify(o *Order, who Identity, cc *Email) idem.Call {
-	c := x.g.Begin(idemSpecNotify)
-	idemKeyOrder(c.Key(), o)
+	c, k := x.g.Begin(idemSpecNotify)
+	idemKeyOrder(k.Key(), o)
 	if who == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Key(who)
+		k.Key().Key(who)
 	}
 	if cc == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		c.Key().Key(*cc)
+		k.Key().Ptr()
+		k.Key().Key(*cc)
 	}
 	return c
 }
@@ -52,21 +49,19 @@ func (x *Idempotent) beginNotify(o *Order, who Identity, cc *Email) idem.Call {
 var idemSpecNotify = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/keyer.Notify",
 	Signature: "998a82d2a2f5af2b",
-	Codec:     idemCodecNotify,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if keyer.Notify's signature changed since generation: run go generate.
-var _ func(context.Context, Order, Identity, *Email) (int64, error) = Notify
-
-var idemCodecNotify = idemimpl.IntCodec[int64](64)
 
 func idemKeyOrder(b *idemimpl.KeyBuilder, v *Order) {
 	b.Key(v.To)
 	b.Key(&v.Cart)
 }
 
-// Build fails here if Order's fields changed since generation: run go generate.
-var _ = struct {
-	To   Email
-	Cart Cart
-}(Order{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, Order, Identity, *Email) (int64, error))(Notify)
+	_ = struct {
+		To   Email
+		Cart Cart
+	}(Order{})
+)

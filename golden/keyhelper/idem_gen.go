@@ -11,9 +11,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package keyhelper at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package keyhelper, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -33,24 +31,18 @@ func (x *Idempotent) ChargeKey(req Request) (string, error) {
 	return x.beginCharge(&req).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material.
 func (x *Idempotent) beginCharge(req *Request) idem.Call {
-	c := x.g.Begin(idemSpecCharge)
-	c.Key().ID(req.Tenant)
-	idemKeyRequest(c.Payload(), req)
+	c, k := x.g.Begin(idemSpecCharge)
+	k.Key().ID(req.Tenant)
+	idemKeyRequest(k.Payload(), req)
 	return c
 }
 
 var idemSpecCharge = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/keyhelper.Charge",
 	Signature: "c3f07498e86d4a9e",
-	Codec:     idemCodecCharge,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if keyhelper.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, Request) (int64, error) = Charge
-
-var idemCodecCharge = idemimpl.IntCodec[int64](64)
 
 // Apply is keyhelper.Apply, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=ev.ID order=ev.User:ev.At).
@@ -66,13 +58,12 @@ func (x *Idempotent) ApplyKey(ev Event) (string, error) {
 	return x.beginApply(&ev).StoreKey()
 }
 
-// beginApply starts a call of Apply and writes its key material.
 func (x *Idempotent) beginApply(ev *Event) idem.Call {
-	c := x.g.Begin(idemSpecApply)
-	c.Key().ID(ev.ID)
-	idemKeyEvent(c.Payload(), ev)
-	c.Entity().String(ev.User)
-	c.At(ev.At)
+	c, k := x.g.Begin(idemSpecApply)
+	k.Key().ID(ev.ID)
+	idemKeyEvent(k.Payload(), ev)
+	k.Entity().String(ev.User)
+	k.At(ev.At)
 	return c
 }
 
@@ -81,9 +72,6 @@ var idemSpecApply = &idem.Spec{
 	Signature: "370e6f32191e732c",
 	Ordered:   true,
 }
-
-// Build fails here if keyhelper.Apply's signature changed since generation: run go generate.
-var _ func(context.Context, Event) error = Apply
 
 // IdempotentLedger is a *Ledger whose annotated methods run at most once per key.
 type IdempotentLedger struct {
@@ -113,13 +101,12 @@ func (l *IdempotentLedger) PostKey(account string, entries ...int64) (string, er
 	return l.beginPost(account, entries).StoreKey()
 }
 
-// beginPost starts a call of Post and writes its key material.
 func (l *IdempotentLedger) beginPost(account string, entries []int64) idem.Call {
-	c := l.g.Begin(idemSpecLedgerPost)
-	c.Key().String(account)
-	c.Key().List(len(entries))
+	c, k := l.g.Begin(idemSpecLedgerPost)
+	k.Key().String(account)
+	k.Key().List(len(entries))
 	for i := range entries {
-		c.Key().Int(entries[i])
+		k.Key().Int(entries[i])
 	}
 	return c
 }
@@ -129,9 +116,6 @@ var idemSpecLedgerPost = &idem.Spec{
 	Signature: "0631943e28a0adc2",
 	Version:   2,
 }
-
-// Build fails here if Ledger.Post's signature changed since generation: run go generate.
-var _ func(*Ledger, context.Context, string, ...int64) error = (*Ledger).Post
 
 func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	b.String(v.ID)
@@ -144,15 +128,18 @@ func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Int(v.Amount)
 }
 
-// Build fails here if Event's fields changed since generation: run go generate.
-var _ = struct {
-	ID   string
-	User string
-	At   time.Time
-}(Event{})
-
-// Build fails here if Request's fields changed since generation: run go generate.
-var _ = struct {
-	Tenant string
-	Amount int64
-}(Request{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, Request) (int64, error))(Charge)
+	_ = (func(context.Context, Event) error)(Apply)
+	_ = (func(*Ledger, context.Context, string, ...int64) error)((*Ledger).Post)
+	_ = struct {
+		ID   string
+		User string
+		At   time.Time
+	}(Event{})
+	_ = struct {
+		Tenant string
+		Amount int64
+	}(Request{})
+)

@@ -13,9 +13,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package keymarshal at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package keymarshal, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -34,14 +32,13 @@ func (x *Idempotent) PayKey(c Charge, label encoding.TextMarshaler) (string, err
 	return x.beginPay(&c, label).StoreKey()
 }
 
-// beginPay starts a call of Pay and writes its key material.
 func (x *Idempotent) beginPay(c *Charge, label encoding.TextMarshaler) idem.Call {
-	c2 := x.g.Begin(idemSpecPay)
-	idemKeyCharge(c2.Key(), c)
+	c2, k := x.g.Begin(idemSpecPay)
+	idemKeyCharge(k.Key(), c)
 	if label == nil {
-		c2.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c2.Key().Marshaled(label.MarshalText())
+		k.Key().Marshaled(label.MarshalText())
 	}
 	return c2
 }
@@ -50,13 +47,8 @@ var idemSpecPay = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/keymarshal.Pay",
 	Signature: "f84aea4238bd3251",
 	TTL:       time.Hour,
-	Codec:     idemCodecPay,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if keymarshal.Pay's signature changed since generation: run go generate.
-var _ func(context.Context, Charge, encoding.TextMarshaler) (int64, error) = Pay
-
-var idemCodecPay = idemimpl.IntCodec[int64](64)
 
 func idemKeyCharge(b *idemimpl.KeyBuilder, v *Charge) {
 	b.Marshaled(v.Amount.MarshalText())
@@ -80,10 +72,13 @@ func idemKeyCharge(b *idemimpl.KeyBuilder, v *Charge) {
 	}
 }
 
-// Build fails here if Charge's fields changed since generation: run go generate.
-var _ = struct {
-	Amount money.Amount
-	Token  money.Token
-	Backup *money.Token
-	Prices map[string]money.Amount
-}(Charge{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, Charge, encoding.TextMarshaler) (int64, error))(Pay)
+	_ = struct {
+		Amount money.Amount
+		Token  money.Token
+		Backup *money.Token
+		Prices map[string]money.Amount
+	}(Charge{})
+)

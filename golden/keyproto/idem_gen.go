@@ -15,9 +15,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package keyproto at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package keyproto, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -36,10 +34,9 @@ func (x *Idempotent) RecordKey(ev Event) (string, error) {
 	return x.beginRecord(&ev).StoreKey()
 }
 
-// beginRecord starts a call of Record and writes its key material.
 func (x *Idempotent) beginRecord(ev *Event) idem.Call {
-	c := x.g.Begin(idemSpecRecord)
-	idemKeyEvent(c.Key(), ev)
+	c, k := x.g.Begin(idemSpecRecord)
+	idemKeyEvent(k.Key(), ev)
 	return c
 }
 
@@ -47,13 +44,8 @@ var idemSpecRecord = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/keyproto.Record",
 	Signature: "fee82f0ccbee0c56",
 	TTL:       time.Hour,
-	Codec:     idemCodecRecord,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if keyproto.Record's signature changed since generation: run go generate.
-var _ func(context.Context, Event) (int64, error) = Record
-
-var idemCodecRecord = idemimpl.IntCodec[int64](64)
 
 // Apply is keyproto.Apply, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Apply(ctx context.Context, m proto.Message) (int64, error) {
@@ -67,14 +59,13 @@ func (x *Idempotent) ApplyKey(m proto.Message) (string, error) {
 	return x.beginApply(m).StoreKey()
 }
 
-// beginApply starts a call of Apply and writes its key material.
 func (x *Idempotent) beginApply(m proto.Message) idem.Call {
-	c := x.g.Begin(idemSpecApply)
+	c, k := x.g.Begin(idemSpecApply)
 	if m == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().String(string(m.ProtoReflect().Descriptor().FullName()))
-		c.Key().Marshaled(proto.MarshalOptions{Deterministic: true}.Marshal(m))
+		k.Key().String(string(m.ProtoReflect().Descriptor().FullName()))
+		k.Key().Marshaled(proto.MarshalOptions{Deterministic: true}.Marshal(m))
 	}
 	return c
 }
@@ -83,13 +74,8 @@ var idemSpecApply = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/keyproto.Apply",
 	Signature: "f1316f251759112d",
 	TTL:       time.Hour,
-	Codec:     idemCodecApply,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if keyproto.Apply's signature changed since generation: run go generate.
-var _ func(context.Context, proto.Message) (int64, error) = Apply
-
-var idemCodecApply = idemimpl.IntCodec[int64](64)
 
 // Patch is keyproto.Patch, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=ev.Attrs).
@@ -104,29 +90,23 @@ func (x *Idempotent) PatchKey(ev Event) (string, error) {
 	return x.beginPatch(&ev).StoreKey()
 }
 
-// beginPatch starts a call of Patch and writes its key material.
 func (x *Idempotent) beginPatch(ev *Event) idem.Call {
-	c := x.g.Begin(idemSpecPatch)
+	c, k := x.g.Begin(idemSpecPatch)
 	if ev.Attrs == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		c.Key().Marshaled(proto.MarshalOptions{Deterministic: true}.Marshal(ev.Attrs))
+		k.Key().Ptr()
+		k.Key().Marshaled(proto.MarshalOptions{Deterministic: true}.Marshal(ev.Attrs))
 	}
-	idemKeyEvent(c.Payload(), ev)
+	idemKeyEvent(k.Payload(), ev)
 	return c
 }
 
 var idemSpecPatch = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/keyproto.Patch",
 	Signature: "f1d48e7425ad4812",
-	Codec:     idemCodecPatch,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if keyproto.Patch's signature changed since generation: run go generate.
-var _ func(context.Context, Event) (int64, error) = Patch
-
-var idemCodecPatch = idemimpl.IntCodec[int64](64)
 
 func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	b.String(v.ID)
@@ -150,10 +130,15 @@ func idemKeyEvent(b *idemimpl.KeyBuilder, v *Event) {
 	}
 }
 
-// Build fails here if Event's fields changed since generation: run go generate.
-var _ = struct {
-	ID    string
-	At    *timestamppb.Timestamp
-	Attrs *structpb.Struct
-	Delay *durationpb.Duration
-}(Event{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, Event) (int64, error))(Record)
+	_ = (func(context.Context, proto.Message) (int64, error))(Apply)
+	_ = (func(context.Context, Event) (int64, error))(Patch)
+	_ = struct {
+		ID    string
+		At    *timestamppb.Timestamp
+		Attrs *structpb.Struct
+		Delay *durationpb.Duration
+	}(Event{})
+)

@@ -11,9 +11,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package leasettl at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package leasettl, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -32,10 +30,9 @@ func (x *Idempotent) LongKey(id string) (string, error) {
 	return x.beginLong(id).StoreKey()
 }
 
-// beginLong starts a call of Long and writes its key material.
 func (x *Idempotent) beginLong(id string) idem.Call {
-	c := x.g.Begin(idemSpecLong)
-	c.Key().String(id)
+	c, k := x.g.Begin(idemSpecLong)
+	k.Key().String(id)
 	return c
 }
 
@@ -44,13 +41,8 @@ var idemSpecLong = &idem.Spec{
 	Signature: "cdd077b63c515750",
 	TTL:       time.Hour,
 	Lease:     30 * time.Millisecond,
-	Codec:     idemCodecLong,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if leasettl.Long's signature changed since generation: run go generate.
-var _ func(context.Context, string) (int64, error) = Long
-
-var idemCodecLong = idemimpl.IntCodec[int64](64)
 
 // Short is leasettl.Short, run at most once per key (ttl=50ms lease=30s on_duplicate=return).
 func (x *Idempotent) Short(ctx context.Context, id string) (int64, error) {
@@ -64,10 +56,9 @@ func (x *Idempotent) ShortKey(id string) (string, error) {
 	return x.beginShort(id).StoreKey()
 }
 
-// beginShort starts a call of Short and writes its key material.
 func (x *Idempotent) beginShort(id string) idem.Call {
-	c := x.g.Begin(idemSpecShort)
-	c.Key().String(id)
+	c, k := x.g.Begin(idemSpecShort)
+	k.Key().String(id)
 	return c
 }
 
@@ -75,10 +66,11 @@ var idemSpecShort = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/leasettl.Short",
 	Signature: "10b5b258b7ea8708",
 	TTL:       50 * time.Millisecond,
-	Codec:     idemCodecShort,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
 
-// Build fails here if leasettl.Short's signature changed since generation: run go generate.
-var _ func(context.Context, string) (int64, error) = Short
-
-var idemCodecShort = idemimpl.IntCodec[int64](64)
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string) (int64, error))(Long)
+	_ = (func(context.Context, string) (int64, error))(Short)
+)

@@ -13,9 +13,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package marshalers at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package marshalers, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -34,24 +32,18 @@ func (x *Idempotent) AllowKey(r Request, prefix netip.Prefix) (string, error) {
 	return x.beginAllow(&r, &prefix).StoreKey()
 }
 
-// beginAllow starts a call of Allow and writes its key material.
 func (x *Idempotent) beginAllow(r *Request, prefix *netip.Prefix) idem.Call {
-	c := x.g.Begin(idemSpecAllow)
-	idemKeyRequest(c.Key(), r)
-	c.Key().Marshaled(prefix.MarshalBinary())
+	c, k := x.g.Begin(idemSpecAllow)
+	idemKeyRequest(k.Key(), r)
+	k.Key().Marshaled(prefix.MarshalBinary())
 	return c
 }
 
 var idemSpecAllow = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/marshalers.Allow",
 	Signature: "6a3bea0e0233c1f9",
-	Codec:     idemCodecAllow,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if marshalers.Allow's signature changed since generation: run go generate.
-var _ func(context.Context, Request, netip.Prefix) (int64, error) = Allow
-
-var idemCodecAllow = idemimpl.IntCodec[int64](64)
 
 func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Marshaled(v.From.MarshalBinary())
@@ -65,10 +57,13 @@ func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Time(v.At)
 }
 
-// Build fails here if Request's fields changed since generation: run go generate.
-var _ = struct {
-	From  netip.Addr
-	Limit *big.Int
-	Level Level
-	At    time.Time
-}(Request{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, Request, netip.Prefix) (int64, error))(Allow)
+	_ = struct {
+		From  netip.Addr
+		Limit *big.Int
+		Level Level
+		At    time.Time
+	}(Request{})
+)

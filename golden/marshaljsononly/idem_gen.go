@@ -11,9 +11,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package marshaljsononly at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package marshaljsononly, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -32,10 +30,9 @@ func (x *Idempotent) BillKey(id string) (string, error) {
 	return x.beginBill(id).StoreKey()
 }
 
-// beginBill starts a call of Bill and writes its key material.
 func (x *Idempotent) beginBill(id string) idem.Call {
-	c := x.g.Begin(idemSpecBill)
-	c.Key().String(id)
+	c, k := x.g.Begin(idemSpecBill)
+	k.Key().String(id)
 	return c
 }
 
@@ -43,13 +40,8 @@ var idemSpecBill = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/marshaljsononly.Bill",
 	Signature: "2fbdd7ae268895ac",
 	TTL:       time.Hour,
-	Codec:     idemCodecBill,
+	Codec:     idemimpl.PtrCodec(idemEncInvoice, idemDecInvoice),
 }
-
-// Build fails here if marshaljsononly.Bill's signature changed since generation: run go generate.
-var _ func(context.Context, string) (*Invoice, error) = Bill
-
-var idemCodecBill = idemimpl.PtrCodec(idemEncInvoice, idemDecInvoice)
 
 func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
 	for f := range d.Fields() {
@@ -87,14 +79,15 @@ func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {
 	e.End(at)
 }
 
-// Build fails here if Amount's fields changed since generation: run go generate.
-var _ = struct {
-	Units    int64
-	Currency string
-}(Amount{})
-
-// Build fails here if Invoice's fields changed since generation: run go generate.
-var _ = struct {
-	Total Amount
-	Lines []Amount
-}(Invoice{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string) (*Invoice, error))(Bill)
+	_ = struct {
+		Units    int64
+		Currency string
+	}(Amount{})
+	_ = struct {
+		Total Amount
+		Lines []Amount
+	}(Invoice{})
+)

@@ -10,9 +10,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package maxresult at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package maxresult, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -32,11 +30,10 @@ func (x *Idempotent) BuildKey(id string, size int) (string, error) {
 	return x.beginBuild(id, size).StoreKey()
 }
 
-// beginBuild starts a call of Build and writes its key material.
 func (x *Idempotent) beginBuild(id string, size int) idem.Call {
-	c := x.g.Begin(idemSpecBuild)
-	c.Key().String(id)
-	c.Key().Int(int64(size))
+	c, k := x.g.Begin(idemSpecBuild)
+	k.Key().String(id)
+	k.Key().Int(int64(size))
 	return c
 }
 
@@ -44,13 +41,8 @@ var idemSpecBuild = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/maxresult.Build",
 	Signature: "8dfc7842739db041",
 	MaxResult: 1024,
-	Codec:     idemCodecBuild,
+	Codec:     idemimpl.Codec(idemEncReport, idemDecReport),
 }
-
-// Build fails here if maxresult.Build's signature changed since generation: run go generate.
-var _ func(context.Context, string, int) (Report, error) = Build
-
-var idemCodecBuild = idemimpl.Codec(idemEncReport, idemDecReport)
 
 func idemDecReport(d *idemimpl.Decoder, v *Report) {
 	for f := range d.Fields() {
@@ -70,8 +62,11 @@ func idemEncReport(e *idemimpl.Encoder, v *Report) {
 	e.End(at)
 }
 
-// Build fails here if Report's fields changed since generation: run go generate.
-var _ = struct {
-	ID   string
-	Body string
-}(Report{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string, int) (Report, error))(Build)
+	_ = struct {
+		ID   string
+		Body string
+	}(Report{})
+)

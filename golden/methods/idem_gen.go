@@ -36,24 +36,18 @@ func (s *IdempotentService) ChargeKey(account string, cents int64) (string, erro
 	return s.beginCharge(account, cents).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material.
 func (s *IdempotentService) beginCharge(account string, cents int64) idem.Call {
-	c := s.g.Begin(idemSpecServiceCharge)
-	c.Key().String(account)
-	c.Key().Int(cents)
+	c, k := s.g.Begin(idemSpecServiceCharge)
+	k.Key().String(account)
+	k.Key().Int(cents)
 	return c
 }
 
 var idemSpecServiceCharge = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/methods.Service.Charge",
 	Signature: "b640a09393b31e59",
-	Codec:     idemCodecServiceCharge,
+	Codec:     idemimpl.StringCodec[string](),
 }
-
-// Build fails here if Service.Charge's signature changed since generation: run go generate.
-var _ func(*Service, context.Context, string, int64) (string, error) = (*Service).Charge
-
-var idemCodecServiceCharge = idemimpl.StringCodec[string]()
 
 // Refund is Service.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=raise). The
 // receiver is not part of the key (key= can name its fields).
@@ -69,10 +63,9 @@ func (s *IdempotentService) RefundKey(chargeID string) (string, error) {
 	return s.beginRefund(chargeID).StoreKey()
 }
 
-// beginRefund starts a call of Refund and writes its key material.
 func (s *IdempotentService) beginRefund(chargeID string) idem.Call {
-	c := s.g.Begin(idemSpecServiceRefund)
-	c.Key().String(chargeID)
+	c, k := s.g.Begin(idemSpecServiceRefund)
+	k.Key().String(chargeID)
 	return c
 }
 
@@ -81,9 +74,6 @@ var idemSpecServiceRefund = &idem.Spec{
 	Signature:   "3b2dbb5a5379b9c6",
 	OnDuplicate: idem.DuplicateRaise,
 }
-
-// Build fails here if Service.Refund's signature changed since generation: run go generate.
-var _ func(*Service, context.Context, string) error = (*Service).Refund
 
 // IdempotentMailer is a *Mailer whose annotated methods run at most once per key.
 type IdempotentMailer struct {
@@ -113,10 +103,9 @@ func (m *IdempotentMailer) SendKey(to string) (string, error) {
 	return m.beginSend(to).StoreKey()
 }
 
-// beginSend starts a call of Send and writes its key material.
 func (m *IdempotentMailer) beginSend(to string) idem.Call {
-	c := m.g.Begin(idemSpecMailerSend)
-	c.Key().String(to)
+	c, k := m.g.Begin(idemSpecMailerSend)
+	k.Key().String(to)
 	return c
 }
 
@@ -125,5 +114,9 @@ var idemSpecMailerSend = &idem.Spec{
 	Signature: "c19612de025e0ade",
 }
 
-// Build fails here if Mailer.Send's signature changed since generation: run go generate.
-var _ func(*Mailer, context.Context, string) error = (*Mailer).Send
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(*Service, context.Context, string, int64) (string, error))((*Service).Charge)
+	_ = (func(*Service, context.Context, string) error)((*Service).Refund)
+	_ = (func(*Mailer, context.Context, string) error)((*Mailer).Send)
+)

@@ -11,9 +11,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package multifile at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package multifile, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -32,9 +30,8 @@ func (x *Idempotent) PingKey() (string, error) {
 	return x.beginPing().StoreKey()
 }
 
-// beginPing starts a call of Ping and writes its key material.
 func (x *Idempotent) beginPing() idem.Call {
-	c := x.g.Begin(idemSpecPing)
+	c, _ := x.g.Begin(idemSpecPing)
 	return c
 }
 
@@ -42,13 +39,8 @@ var idemSpecPing = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/multifile.Ping",
 	Signature: "bc8546d441f89fd6",
 	TTL:       time.Minute,
-	Codec:     idemCodecPing,
+	Codec:     idemimpl.StringCodec[string](),
 }
-
-// Build fails here if multifile.Ping's signature changed since generation: run go generate.
-var _ func(context.Context) (string, error) = Ping
-
-var idemCodecPing = idemimpl.StringCodec[string]()
 
 // unexported is multifile.unexported, run at most once per key (ttl=24h lease=30s
 // on_duplicate=wait).
@@ -63,10 +55,9 @@ func (x *Idempotent) unexportedKey(n uint16) (string, error) {
 	return x.beginUnexported(n).StoreKey()
 }
 
-// beginUnexported starts a call of unexported and writes its key material.
 func (x *Idempotent) beginUnexported(n uint16) idem.Call {
-	c := x.g.Begin(idemSpecUnexported)
-	c.Key().Uint(uint64(n))
+	c, k := x.g.Begin(idemSpecUnexported)
+	k.Key().Uint(uint64(n))
 	return c
 }
 
@@ -74,13 +65,8 @@ var idemSpecUnexported = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/multifile.unexported",
 	Signature:   "fde6fa64c3f4a289",
 	OnDuplicate: idem.DuplicateWait,
-	Codec:       idemCodecUnexported,
+	Codec:       idemimpl.BoolCodec[bool](),
 }
-
-// Build fails here if multifile.unexported's signature changed since generation: run go generate.
-var _ func(context.Context, uint16) (bool, error) = unexported
-
-var idemCodecUnexported = idemimpl.BoolCodec[bool]()
 
 // IdempotentRepo is a *Repo whose annotated methods run at most once per key.
 type IdempotentRepo struct {
@@ -110,12 +96,11 @@ func (r *IdempotentRepo) SaveKey(id string, doc map[string]string) (string, erro
 	return r.beginSave(id, doc).StoreKey()
 }
 
-// beginSave starts a call of Save and writes its key material.
 func (r *IdempotentRepo) beginSave(id string, doc map[string]string) idem.Call {
-	c := r.g.Begin(idemSpecRepoSave)
-	c.Key().ID(id)
-	c.Payload().String(id)
-	idemimpl.KeyMap(c.Payload(), doc, idemimpl.StringKey, idemimpl.StringKey)
+	c, k := r.g.Begin(idemSpecRepoSave)
+	k.Key().ID(id)
+	k.Payload().String(id)
+	idemimpl.KeyMap(k.Payload(), doc, idemimpl.StringKey, idemimpl.StringKey)
 	return c
 }
 
@@ -123,9 +108,6 @@ var idemSpecRepoSave = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/multifile.Repo.Save",
 	Signature: "63c30f3d29d49e03",
 }
-
-// Build fails here if Repo.Save's signature changed since generation: run go generate.
-var _ func(*Repo, context.Context, string, map[string]string) error = (*Repo).Save
 
 // Load is Repo.Load, run at most once per key (ttl=24h lease=30s on_duplicate=return). The receiver
 // is not part of the key (key= can name its fields).
@@ -140,28 +122,22 @@ func (r *IdempotentRepo) LoadKey(id string) (string, error) {
 	return r.beginLoad(id).StoreKey()
 }
 
-// beginLoad starts a call of Load and writes its key material.
 func (r *IdempotentRepo) beginLoad(id string) idem.Call {
-	c := r.g.Begin(idemSpecRepoLoad)
-	c.Key().String(id)
+	c, k := r.g.Begin(idemSpecRepoLoad)
+	k.Key().String(id)
 	return c
 }
 
 var idemSpecRepoLoad = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/multifile.Repo.Load",
 	Signature: "a5a4d99f53db17a3",
-	Codec:     idemCodecRepoLoad,
-}
-
-// Build fails here if Repo.Load's signature changed since generation: run go generate.
-var _ func(*Repo, context.Context, string) ([]byte, error) = (*Repo).Load
-
-var idemCodecRepoLoad = idemimpl.TypedCodec[[]byte]{
-	Decode: func(d *idemimpl.Decoder, v *[]byte) {
-		*v = d.Bytes()
-	},
-	Encode: func(e *idemimpl.Encoder, v *[]byte) {
-		e.Bytes(*v)
+	Codec: idemimpl.TypedCodec[[]byte]{
+		Decode: func(d *idemimpl.Decoder, v *[]byte) {
+			*v = d.Bytes()
+		},
+		Encode: func(e *idemimpl.Encoder, v *[]byte) {
+			e.Bytes(*v)
+		},
 	},
 }
 
@@ -192,9 +168,8 @@ func (x *IdempotentCache) FillKey() (string, error) {
 	return x.beginFill().StoreKey()
 }
 
-// beginFill starts a call of Fill and writes its key material.
 func (x *IdempotentCache) beginFill() idem.Call {
-	c := x.g.Begin(idemSpecCacheFill)
+	c, _ := x.g.Begin(idemSpecCacheFill)
 	return c
 }
 
@@ -202,10 +177,14 @@ var idemSpecCacheFill = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/multifile.Cache.Fill",
 	Signature: "06a382c145c0913b",
 	Lease:     time.Minute,
-	Codec:     idemCodecCacheFill,
+	Codec:     idemimpl.IntCodec[time.Duration](64),
 }
 
-// Build fails here if Cache.Fill's signature changed since generation: run go generate.
-var _ func(*Cache, context.Context) (time.Duration, error) = (*Cache).Fill
-
-var idemCodecCacheFill = idemimpl.IntCodec[time.Duration](64)
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context) (string, error))(Ping)
+	_ = (func(context.Context, uint16) (bool, error))(unexported)
+	_ = (func(*Repo, context.Context, string, map[string]string) error)((*Repo).Save)
+	_ = (func(*Repo, context.Context, string) ([]byte, error))((*Repo).Load)
+	_ = (func(*Cache, context.Context) (time.Duration, error))((*Cache).Fill)
+)

@@ -13,9 +13,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package multiresult at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package multiresult, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -24,11 +22,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Split is multiresult.Split, run at most once per key (ttl=24h lease=30s on_duplicate=wait).
 func (x *Idempotent) Split(ctx context.Context, total int, ways int) (int, []int, *Receipt, error) {
-	r, err := idem.Do(ctx, x.beginSplit(total, ways), func(ctx context.Context) (idemResultSplit, error) {
-		var r idemResultSplit
-		var err error
+	r, err := idem.Do(ctx, x.beginSplit(total, ways), func(ctx context.Context) (r idemResultSplit, err error) {
 		r.r1, r.r2, r.r3, err = Split(ctx, total, ways)
-		return r, err
+		return
 	})
 	return r.r1, r.r2, r.r3, err
 }
@@ -38,11 +34,10 @@ func (x *Idempotent) SplitKey(total int, ways int) (string, error) {
 	return x.beginSplit(total, ways).StoreKey()
 }
 
-// beginSplit starts a call of Split and writes its key material.
 func (x *Idempotent) beginSplit(total int, ways int) idem.Call {
-	c := x.g.Begin(idemSpecSplit)
-	c.Key().Int(int64(total))
-	c.Key().Int(int64(ways))
+	c, k := x.g.Begin(idemSpecSplit)
+	k.Key().Int(int64(total))
+	k.Key().Int(int64(ways))
 	return c
 }
 
@@ -50,11 +45,40 @@ var idemSpecSplit = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/multiresult.Split",
 	Signature:   "03d49ffb52ba45c9",
 	OnDuplicate: idem.DuplicateWait,
-	Codec:       idemCodecSplit,
+	Codec: idemimpl.TypedCodec[idemResultSplit]{
+		Decode: func(d *idemimpl.Decoder, v *idemResultSplit) {
+			for f := range d.Fields() {
+				switch string(f) {
+				case "R1":
+					v.r1 = int(d.Int(64))
+				case "R2":
+					idemimpl.DecListHead(d, &v.r2)
+					for i := range v.r2 {
+						v.r2[i] = int(d.Int(64))
+					}
+				case "R3":
+					idemimpl.DecPtr(d, &v.r3, idemDecReceipt)
+				}
+			}
+		},
+		Encode: func(e *idemimpl.Encoder, v *idemResultSplit) {
+			at := e.Struct()
+			e.Field("R1").Int(int64(v.r1))
+			e.Field("R2")
+			if v.r2 == nil {
+				e.Nil()
+			} else {
+				at2 := e.List(len(v.r2))
+				for i := range v.r2 {
+					e.Int(int64(v.r2[i]))
+				}
+				e.End(at2)
+			}
+			idemimpl.EncPtr(e.Field("R3"), v.r3, idemEncReceipt)
+			e.End(at)
+		},
+	},
 }
-
-// Build fails here if multiresult.Split's signature changed since generation: run go generate.
-var _ func(context.Context, int, int) (int, []int, *Receipt, error) = Split
 
 // idemResultSplit holds the results of multiresult.Split, stored as one value.
 type idemResultSplit struct {
@@ -63,47 +87,11 @@ type idemResultSplit struct {
 	r3 *Receipt
 }
 
-var idemCodecSplit = idemimpl.TypedCodec[idemResultSplit]{
-	Decode: func(d *idemimpl.Decoder, v *idemResultSplit) {
-		for f := range d.Fields() {
-			switch string(f) {
-			case "R1":
-				v.r1 = int(d.Int(64))
-			case "R2":
-				idemimpl.DecListHead(d, &v.r2)
-				for i := range v.r2 {
-					v.r2[i] = int(d.Int(64))
-				}
-			case "R3":
-				idemimpl.DecPtr(d, &v.r3, idemDecReceipt)
-			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *idemResultSplit) {
-		at := e.Struct()
-		e.Field("R1").Int(int64(v.r1))
-		e.Field("R2")
-		if v.r2 == nil {
-			e.Nil()
-		} else {
-			at2 := e.List(len(v.r2))
-			for i := range v.r2 {
-				e.Int(int64(v.r2[i]))
-			}
-			e.End(at2)
-		}
-		idemimpl.EncPtr(e.Field("R3"), v.r3, idemEncReceipt)
-		e.End(at)
-	},
-}
-
 // Quote is multiresult.Quote, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Quote(ctx context.Context, sku string) (int64, string, bool, error) {
-	r, err := idem.Do(ctx, x.beginQuote(sku), func(ctx context.Context) (idemResultQuote, error) {
-		var r idemResultQuote
-		var err error
+	r, err := idem.Do(ctx, x.beginQuote(sku), func(ctx context.Context) (r idemResultQuote, err error) {
 		r.price, r.currency, r.r3, err = Quote(ctx, sku)
-		return r, err
+		return
 	})
 	return r.price, r.currency, r.r3, err
 }
@@ -113,10 +101,9 @@ func (x *Idempotent) QuoteKey(sku string) (string, error) {
 	return x.beginQuote(sku).StoreKey()
 }
 
-// beginQuote starts a call of Quote and writes its key material.
 func (x *Idempotent) beginQuote(sku string) idem.Call {
-	c := x.g.Begin(idemSpecQuote)
-	c.Key().String(sku)
+	c, k := x.g.Begin(idemSpecQuote)
+	k.Key().String(sku)
 	return c
 }
 
@@ -124,39 +111,34 @@ var idemSpecQuote = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/multiresult.Quote",
 	Signature: "c466fc1d2567ce89",
 	TTL:       time.Hour,
-	Codec:     idemCodecQuote,
+	Codec: idemimpl.TypedCodec[idemResultQuote]{
+		Decode: func(d *idemimpl.Decoder, v *idemResultQuote) {
+			for f := range d.Fields() {
+				switch string(f) {
+				case "R1":
+					v.price = d.Int(64)
+				case "R2":
+					v.currency = d.String()
+				case "R3":
+					v.r3 = d.Bool()
+				}
+			}
+		},
+		Encode: func(e *idemimpl.Encoder, v *idemResultQuote) {
+			at := e.Struct()
+			e.Field("R1").Int(v.price)
+			e.Field("R2").String(v.currency)
+			e.Field("R3").Bool(v.r3)
+			e.End(at)
+		},
+	},
 }
-
-// Build fails here if multiresult.Quote's signature changed since generation: run go generate.
-var _ func(context.Context, string) (int64, string, bool, error) = Quote
 
 // idemResultQuote holds the results of multiresult.Quote, stored as one value.
 type idemResultQuote struct {
 	price    int64
 	currency string
 	r3       bool
-}
-
-var idemCodecQuote = idemimpl.TypedCodec[idemResultQuote]{
-	Decode: func(d *idemimpl.Decoder, v *idemResultQuote) {
-		for f := range d.Fields() {
-			switch string(f) {
-			case "R1":
-				v.price = d.Int(64)
-			case "R2":
-				v.currency = d.String()
-			case "R3":
-				v.r3 = d.Bool()
-			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *idemResultQuote) {
-		at := e.Struct()
-		e.Field("R1").Int(v.price)
-		e.Field("R2").String(v.currency)
-		e.Field("R3").Bool(v.r3)
-		e.End(at)
-	},
 }
 
 func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
@@ -204,9 +186,13 @@ func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {
 	e.End(at)
 }
 
-// Build fails here if Receipt's fields changed since generation: run go generate.
-var _ = struct {
-	ID    string
-	Lines map[string]int
-	At    time.Time
-}(Receipt{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, int, int) (int, []int, *Receipt, error))(Split)
+	_ = (func(context.Context, string) (int64, string, bool, error))(Quote)
+	_ = struct {
+		ID    string
+		Lines map[string]int
+		At    time.Time
+	}(Receipt{})
+)

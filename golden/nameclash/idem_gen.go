@@ -12,9 +12,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package nameclash at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package nameclash, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -35,10 +33,9 @@ func (x *Idempotent) ServiceChargeKey(p Point) (string, error) {
 	return x.beginServiceCharge(&p).StoreKey()
 }
 
-// beginServiceCharge starts a call of ServiceCharge and writes its key material.
 func (x *Idempotent) beginServiceCharge(p *Point) idem.Call {
-	c := x.g.Begin(idemSpecServiceCharge)
-	idemKeyPoint(c.Key(), p)
+	c, k := x.g.Begin(idemSpecServiceCharge)
+	idemKeyPoint(k.Key(), p)
 	return c
 }
 
@@ -47,10 +44,6 @@ var idemSpecServiceCharge = &idem.Spec{
 	Signature: "5d048eeab3e5d958",
 	TTL:       time.Hour,
 }
-
-// Build fails here if nameclash.ServiceCharge's signature changed since generation: run go
-// generate.
-var _ func(context.Context, Point) error = ServiceCharge
 
 // Cancel is nameclash.Cancel, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Cancel(ctx context.Context, id string) error {
@@ -66,10 +59,9 @@ func (x *Idempotent) CancelIdemKey(id string) (string, error) {
 	return x.beginCancel(id).StoreKey()
 }
 
-// beginCancel starts a call of Cancel and writes its key material.
 func (x *Idempotent) beginCancel(id string) idem.Call {
-	c := x.g.Begin(idemSpecCancel)
-	c.Key().String(id)
+	c, k := x.g.Begin(idemSpecCancel)
+	k.Key().String(id)
 	return c
 }
 
@@ -78,9 +70,6 @@ var idemSpecCancel = &idem.Spec{
 	Signature: "8f3a47163b74fba1",
 	TTL:       time.Hour,
 }
-
-// Build fails here if nameclash.Cancel's signature changed since generation: run go generate.
-var _ func(context.Context, string) error = Cancel
 
 // CancelKey is nameclash.CancelKey, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
@@ -96,10 +85,9 @@ func (x *Idempotent) CancelKeyKey(id string) (string, error) {
 	return x.beginCancelKey(id).StoreKey()
 }
 
-// beginCancelKey starts a call of CancelKey and writes its key material.
 func (x *Idempotent) beginCancelKey(id string) idem.Call {
-	c := x.g.Begin(idemSpecCancelKey)
-	c.Key().String(id)
+	c, k := x.g.Begin(idemSpecCancelKey)
+	k.Key().String(id)
 	return c
 }
 
@@ -108,9 +96,6 @@ var idemSpecCancelKey = &idem.Spec{
 	Signature: "80864b5e89fe3556",
 	TTL:       time.Hour,
 }
-
-// Build fails here if nameclash.CancelKey's signature changed since generation: run go generate.
-var _ func(context.Context, string) error = CancelKey
 
 // IdempotentService is a *Service whose annotated methods run at most once per key.
 type IdempotentService struct {
@@ -141,10 +126,9 @@ func (s *IdempotentService) ChargeIdemKey(p image.Point) (string, error) {
 	return s.beginCharge(&p).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material.
 func (s *IdempotentService) beginCharge(p *image.Point) idem.Call {
-	c := s.g2.Begin(idemSpecServiceCharge2)
-	idemKeyImagePoint(c.Key(), p)
+	c, k := s.g2.Begin(idemSpecServiceCharge2)
+	idemKeyImagePoint(k.Key(), p)
 	return c
 }
 
@@ -153,9 +137,6 @@ var idemSpecServiceCharge2 = &idem.Spec{
 	Signature: "83f0868890df719c",
 	TTL:       time.Hour,
 }
-
-// Build fails here if Service.Charge's signature changed since generation: run go generate.
-var _ func(*Service, context.Context, image.Point) error = (*Service).Charge
 
 // g is Service.g, run at most once per key (ttl=1h lease=30s on_duplicate=return). The receiver is
 // not part of the key (key= can name its fields).
@@ -170,10 +151,9 @@ func (s *IdempotentService) gKey(n int) (string, error) {
 	return s.beginG(n).StoreKey()
 }
 
-// beginG starts a call of g and writes its key material.
 func (s *IdempotentService) beginG(n int) idem.Call {
-	c := s.g2.Begin(idemSpecServiceG)
-	c.Key().Int(int64(n))
+	c, k := s.g2.Begin(idemSpecServiceG)
+	k.Key().Int(int64(n))
 	return c
 }
 
@@ -181,13 +161,8 @@ var idemSpecServiceG = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/nameclash.Service.g",
 	Signature: "3fd3257a07e2a482",
 	TTL:       time.Hour,
-	Codec:     idemCodecServiceG,
+	Codec:     idemimpl.IntCodec[int](64),
 }
-
-// Build fails here if Service.g's signature changed since generation: run go generate.
-var _ func(*Service, context.Context, int) (int, error) = (*Service).g
-
-var idemCodecServiceG = idemimpl.IntCodec[int](64)
 
 func idemKeyImagePoint(b *idemimpl.KeyBuilder, v *image.Point) {
 	b.Int(int64(v.X))
@@ -200,15 +175,20 @@ func idemKeyPoint(b *idemimpl.KeyBuilder, v *Point) {
 	b.Int(int64(v.Z))
 }
 
-// Build fails here if image.Point's fields changed since generation: run go generate.
-var _ = struct {
-	X int
-	Y int
-}(image.Point{})
-
-// Build fails here if Point's fields changed since generation: run go generate.
-var _ = struct {
-	X int
-	Y int
-	Z int
-}(Point{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, Point) error)(ServiceCharge)
+	_ = (func(context.Context, string) error)(Cancel)
+	_ = (func(context.Context, string) error)(CancelKey)
+	_ = (func(*Service, context.Context, image.Point) error)((*Service).Charge)
+	_ = (func(*Service, context.Context, int) (int, error))((*Service).g)
+	_ = struct {
+		X int
+		Y int
+	}(image.Point{})
+	_ = struct {
+		X int
+		Y int
+		Z int
+	}(Point{})
+)

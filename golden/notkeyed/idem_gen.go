@@ -12,9 +12,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package notkeyed at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package notkeyed, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -34,10 +32,9 @@ func (x *Idempotent) ChargeKey(params *ChargeParams, opts ...func(*Options)) (st
 	return x.beginCharge(params, opts).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material.
 func (x *Idempotent) beginCharge(params *ChargeParams, opts []func(*Options)) idem.Call {
-	c := x.g.Begin(idemSpecCharge)
-	idemimpl.KeyPtr(c.Key(), params, idemKeyChargeParams)
+	c, k := x.g.Begin(idemSpecCharge)
+	idemimpl.KeyPtr(k.Key(), params, idemKeyChargeParams)
 	return c
 }
 
@@ -45,13 +42,8 @@ var idemSpecCharge = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/notkeyed.Charge",
 	Signature: "ff0482bbad59658a",
 	TTL:       time.Hour,
-	Codec:     idemCodecCharge,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if notkeyed.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, *ChargeParams, ...func(*Options)) (int64, error) = Charge
-
-var idemCodecCharge = idemimpl.IntCodec[int64](64)
 
 // Refund is notkeyed.Refund, run at most once per key (ttl=1h lease=30s on_duplicate=return). Not
 // keyed: params.Params.Context (a context), o (functional options), more (functional options).
@@ -66,10 +58,9 @@ func (x *Idempotent) RefundKey(params ChargeParams, o option.RequestOption, more
 	return x.beginRefund(&params, o, more).StoreKey()
 }
 
-// beginRefund starts a call of Refund and writes its key material.
 func (x *Idempotent) beginRefund(params *ChargeParams, o option.RequestOption, more []option.ClientOption) idem.Call {
-	c := x.g.Begin(idemSpecRefund)
-	idemKeyChargeParams(c.Key(), params)
+	c, k := x.g.Begin(idemSpecRefund)
+	idemKeyChargeParams(k.Key(), params)
 	return c
 }
 
@@ -77,13 +68,8 @@ var idemSpecRefund = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/notkeyed.Refund",
 	Signature: "cca8ed3e8ce9f5c3",
 	TTL:       time.Hour,
-	Codec:     idemCodecRefund,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if notkeyed.Refund's signature changed since generation: run go generate.
-var _ func(context.Context, ChargeParams, option.RequestOption, ...option.ClientOption) (int64, error) = Refund
-
-var idemCodecRefund = idemimpl.IntCodec[int64](64)
 
 // Capture is notkeyed.Capture, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=params.Amount). Not keyed: params.Params.Context (a context), done (a func).
@@ -98,24 +84,18 @@ func (x *Idempotent) CaptureKey(params ChargeParams, done func()) (string, error
 	return x.beginCapture(&params, done).StoreKey()
 }
 
-// beginCapture starts a call of Capture and writes its key material.
 func (x *Idempotent) beginCapture(params *ChargeParams, done func()) idem.Call {
-	c := x.g.Begin(idemSpecCapture)
-	c.Key().Int(params.Amount)
-	idemKeyChargeParams(c.Payload(), params)
+	c, k := x.g.Begin(idemSpecCapture)
+	k.Key().Int(params.Amount)
+	idemKeyChargeParams(k.Payload(), params)
 	return c
 }
 
 var idemSpecCapture = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/notkeyed.Capture",
 	Signature: "b9996f914b821856",
-	Codec:     idemCodecCapture,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if notkeyed.Capture's signature changed since generation: run go generate.
-var _ func(context.Context, ChargeParams, func()) (int64, error) = Capture
-
-var idemCodecCapture = idemimpl.IntCodec[int64](64)
 
 func idemKeyChargeParams(b *idemimpl.KeyBuilder, v *ChargeParams) {
 	idemKeyParams(b, &v.Params)
@@ -126,14 +106,17 @@ func idemKeyParams(b *idemimpl.KeyBuilder, v *Params) {
 	b.String(v.IdempotencyKey)
 }
 
-// Build fails here if ChargeParams's fields changed since generation: run go generate.
-var _ = struct {
-	Params `json:"-" xml:"-"`
-	Amount int64
-}(ChargeParams{})
-
-// Build fails here if Params's fields changed since generation: run go generate.
-var _ = struct {
-	Context        context.Context
-	IdempotencyKey string
-}(Params{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, *ChargeParams, ...func(*Options)) (int64, error))(Charge)
+	_ = (func(context.Context, ChargeParams, option.RequestOption, ...option.ClientOption) (int64, error))(Refund)
+	_ = (func(context.Context, ChargeParams, func()) (int64, error))(Capture)
+	_ = struct {
+		Params `json:"-" xml:"-"`
+		Amount int64
+	}(ChargeParams{})
+	_ = struct {
+		Context        context.Context
+		IdempotencyKey string
+	}(Params{})
+)

@@ -12,9 +12,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package omitforeign at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package omitforeign, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -35,10 +33,9 @@ func (x *Idempotent) ModelsKey(account string) (string, error) {
 	return x.beginModels(account).StoreKey()
 }
 
-// beginModels starts a call of Models and writes its key material.
 func (x *Idempotent) beginModels(account string) idem.Call {
-	c := x.g.Begin(idemSpecModels)
-	c.Key().String(account)
+	c, k := x.g.Begin(idemSpecModels)
+	k.Key().String(account)
 	return c
 }
 
@@ -46,13 +43,8 @@ var idemSpecModels = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/omitforeign.Models",
 	Signature: "cdb645c74f599982",
 	TTL:       time.Hour,
-	Codec:     idemCodecModels,
+	Codec:     idemimpl.Codec(idemEncApiListForModels, idemDecApiListForModels),
 }
-
-// Build fails here if omitforeign.Models's signature changed since generation: run go generate.
-var _ func(context.Context, string) (api.List, error) = Models
-
-var idemCodecModels = idemimpl.Codec(idemEncApiListForModels, idemDecApiListForModels)
 
 func idemDecApiListForModels(d *idemimpl.Decoder, v *api.List) {
 	for range d.Fields() {
@@ -64,7 +56,10 @@ func idemEncApiListForModels(e *idemimpl.Encoder, v *api.List) {
 	e.End(at)
 }
 
-// Build fails here if a field of api.List read here changed: run go generate.
-var _ = func(fieldsChanged_runGoGenerate *api.List) *[]api.Model {
-	return &fieldsChanged_runGoGenerate.Models
-}
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string) (api.List, error))(Models)
+	_ = func(fieldsChanged_runGoGenerate *api.List) *[]api.Model {
+		return &fieldsChanged_runGoGenerate.Models
+	}
+)

@@ -11,9 +11,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package options at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package options, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -33,11 +31,10 @@ func (x *Idempotent) SlowKey(id string, note string) (string, error) {
 	return x.beginSlow(id, note).StoreKey()
 }
 
-// beginSlow starts a call of Slow and writes its key material.
 func (x *Idempotent) beginSlow(id string, note string) idem.Call {
-	c := x.g.Begin(idemSpecSlow)
-	c.Key().ID(id)
-	c.Payload().String(id)
+	c, k := x.g.Begin(idemSpecSlow)
+	k.Key().ID(id)
+	k.Payload().String(id)
 	return c
 }
 
@@ -50,13 +47,8 @@ var idemSpecSlow = &idem.Spec{
 	OnFailure:   idem.FailureLock,
 	Wait:        20 * time.Millisecond,
 	Version:     3,
-	Codec:       idemCodecSlow,
+	Codec:       idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if options.Slow's signature changed since generation: run go generate.
-var _ func(context.Context, string, string) (int64, error) = Slow
-
-var idemCodecSlow = idemimpl.IntCodec[int64](64)
 
 // Raise is options.Raise, run at most once per key (ttl=1.5s lease=250ms on_duplicate=raise).
 func (x *Idempotent) Raise(ctx context.Context, id int) (time.Duration, error) {
@@ -70,10 +62,9 @@ func (x *Idempotent) RaiseKey(id int) (string, error) {
 	return x.beginRaise(id).StoreKey()
 }
 
-// beginRaise starts a call of Raise and writes its key material.
 func (x *Idempotent) beginRaise(id int) idem.Call {
-	c := x.g.Begin(idemSpecRaise)
-	c.Key().Int(int64(id))
+	c, k := x.g.Begin(idemSpecRaise)
+	k.Key().Int(int64(id))
 	return c
 }
 
@@ -83,10 +74,11 @@ var idemSpecRaise = &idem.Spec{
 	TTL:         1500 * time.Millisecond,
 	Lease:       250 * time.Millisecond,
 	OnDuplicate: idem.DuplicateRaise,
-	Codec:       idemCodecRaise,
+	Codec:       idemimpl.IntCodec[time.Duration](64),
 }
 
-// Build fails here if options.Raise's signature changed since generation: run go generate.
-var _ func(context.Context, int) (time.Duration, error) = Raise
-
-var idemCodecRaise = idemimpl.IntCodec[time.Duration](64)
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string, string) (int64, error))(Slow)
+	_ = (func(context.Context, int) (time.Duration, error))(Raise)
+)

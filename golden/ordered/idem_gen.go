@@ -12,9 +12,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package ordered at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package ordered, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -34,13 +32,12 @@ func (x *Idempotent) ApplyKey(m Measurement) (string, error) {
 	return x.beginApply(&m).StoreKey()
 }
 
-// beginApply starts a call of Apply and writes its key material.
 func (x *Idempotent) beginApply(m *Measurement) idem.Call {
-	c := x.g.Begin(idemSpecApply)
-	c.Key().ID(m.EventID)
-	idemKeyMeasurement(c.Payload(), m)
-	c.Entity().String(m.UserID)
-	c.At(m.Timestamp)
+	c, k := x.g.Begin(idemSpecApply)
+	k.Key().ID(m.EventID)
+	idemKeyMeasurement(k.Payload(), m)
+	k.Entity().String(m.UserID)
+	k.At(m.Timestamp)
 	return c
 }
 
@@ -48,13 +45,8 @@ var idemSpecApply = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/ordered.Apply",
 	Signature: "f088a06e91c2ffad",
 	Ordered:   true,
-	Codec:     idemCodecApply,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if ordered.Apply's signature changed since generation: run go generate.
-var _ func(context.Context, Measurement) (int64, error) = Apply
-
-var idemCodecApply = idemimpl.IntCodec[int64](64)
 
 // ApplyLate is ordered.ApplyLate, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=m.EventID name=ordered.late order=m.UserID:m.Timestamp grace=5m).
@@ -69,13 +61,12 @@ func (x *Idempotent) ApplyLateKey(m Measurement) (string, error) {
 	return x.beginApplyLate(&m).StoreKey()
 }
 
-// beginApplyLate starts a call of ApplyLate and writes its key material.
 func (x *Idempotent) beginApplyLate(m *Measurement) idem.Call {
-	c := x.g.Begin(idemSpecApplyLate)
-	c.Key().ID(m.EventID)
-	idemKeyMeasurement(c.Payload(), m)
-	c.Entity().String(m.UserID)
-	c.At(m.Timestamp)
+	c, k := x.g.Begin(idemSpecApplyLate)
+	k.Key().ID(m.EventID)
+	idemKeyMeasurement(k.Payload(), m)
+	k.Entity().String(m.UserID)
+	k.At(m.Timestamp)
 	return c
 }
 
@@ -84,13 +75,8 @@ var idemSpecApplyLate = &idem.Spec{
 	Signature: "10103e0b4f0a77a2",
 	Ordered:   true,
 	Grace:     5 * time.Minute,
-	Codec:     idemCodecApplyLate,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if ordered.ApplyLate's signature changed since generation: run go generate.
-var _ func(context.Context, Measurement) (int64, error) = ApplyLate
-
-var idemCodecApplyLate = idemimpl.IntCodec[int64](64)
 
 // Record is ordered.Record, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=r.ID order=r.Device:r.At grace=1s).
@@ -106,25 +92,24 @@ func (x *Idempotent) RecordKey(r *Reading) (string, error) {
 	return x.beginRecord(r).StoreKey()
 }
 
-// beginRecord starts a call of Record and writes its key material.
 func (x *Idempotent) beginRecord(r *Reading) idem.Call {
-	c := x.g.Begin(idemSpecRecord)
+	c, k := x.g.Begin(idemSpecRecord)
 	if r == nil {
-		c.Key().ID("")
+		k.Key().ID("")
 	} else {
-		c.Key().ID(r.ID)
+		k.Key().ID(r.ID)
 	}
-	idemimpl.KeyPtr(c.Payload(), r, idemKeyReading)
+	idemimpl.KeyPtr(k.Payload(), r, idemKeyReading)
 	if r == nil {
-		c.Entity().Nil()
+		k.Entity().Nil()
 	} else {
-		c.Entity().Ptr()
-		idemimpl.KeyPtr(c.Entity(), r.Device, idemKeyDevice)
+		k.Entity().Ptr()
+		idemimpl.KeyPtr(k.Entity(), r.Device, idemKeyDevice)
 	}
 	if r == nil || r.At == nil {
-		c.Entity().Fail(errors.New("order: r.At is nil: the event has no time"))
+		k.Entity().Fail(errors.New("order: r.At is nil: the event has no time"))
 	} else {
-		c.At(*r.At)
+		k.At(*r.At)
 	}
 	return c
 }
@@ -135,9 +120,6 @@ var idemSpecRecord = &idem.Spec{
 	Ordered:   true,
 	Grace:     time.Second,
 }
-
-// Build fails here if ordered.Record's signature changed since generation: run go generate.
-var _ func(context.Context, *Reading) error = Record
 
 func idemKeyDevice(b *idemimpl.KeyBuilder, v *Device) {
 	b.String(v.Tenant)
@@ -162,23 +144,24 @@ func idemKeyReading(b *idemimpl.KeyBuilder, v *Reading) {
 	}
 }
 
-// Build fails here if Device's fields changed since generation: run go generate.
-var _ = struct {
-	Tenant string
-	Serial int64
-}(Device{})
-
-// Build fails here if Measurement's fields changed since generation: run go generate.
-var _ = struct {
-	EventID   string
-	UserID    string
-	Timestamp time.Time
-	Value     float64
-}(Measurement{})
-
-// Build fails here if Reading's fields changed since generation: run go generate.
-var _ = struct {
-	ID     string
-	Device *Device
-	At     *time.Time
-}(Reading{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, Measurement) (int64, error))(Apply)
+	_ = (func(context.Context, Measurement) (int64, error))(ApplyLate)
+	_ = (func(context.Context, *Reading) error)(Record)
+	_ = struct {
+		Tenant string
+		Serial int64
+	}(Device{})
+	_ = struct {
+		EventID   string
+		UserID    string
+		Timestamp time.Time
+		Value     float64
+	}(Measurement{})
+	_ = struct {
+		ID     string
+		Device *Device
+		At     *time.Time
+	}(Reading{})
+)

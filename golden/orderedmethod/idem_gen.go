@@ -37,14 +37,13 @@ func (l *IdempotentLedger) PostKey(account int64, at time.Time, amount int64) (s
 	return l.beginPost(account, &at, amount).StoreKey()
 }
 
-// beginPost starts a call of Post and writes its key material.
 func (l *IdempotentLedger) beginPost(account int64, at *time.Time, amount int64) idem.Call {
-	c := l.g.Begin(idemSpecLedgerPost)
-	c.Key().Int(account)
-	c.Key().Time(*at)
-	c.Key().Int(amount)
-	c.Entity().Int(account)
-	c.At(*at)
+	c, k := l.g.Begin(idemSpecLedgerPost)
+	k.Key().Int(account)
+	k.Key().Time(*at)
+	k.Key().Int(amount)
+	k.Entity().Int(account)
+	k.At(*at)
 	return c
 }
 
@@ -54,10 +53,10 @@ var idemSpecLedgerPost = &idem.Spec{
 	OnDuplicate: idem.DuplicateRaise,
 	Ordered:     true,
 	Grace:       90 * time.Second,
-	Codec:       idemCodecLedgerPost,
+	Codec:       idemimpl.IntCodec[int](64),
 }
 
-// Build fails here if Ledger.Post's signature changed since generation: run go generate.
-var _ func(*Ledger, context.Context, int64, time.Time, int64) (int, error) = (*Ledger).Post
-
-var idemCodecLedgerPost = idemimpl.IntCodec[int](64)
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(*Ledger, context.Context, int64, time.Time, int64) (int, error))((*Ledger).Post)
+)

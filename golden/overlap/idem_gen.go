@@ -10,9 +10,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package overlap at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package overlap, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -33,23 +31,17 @@ func (x *Idempotent) ChargeKey(p ChargeParams) (string, error) {
 	return x.beginCharge(&p).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material.
 func (x *Idempotent) beginCharge(p *ChargeParams) idem.Call {
-	c := x.g.Begin(idemSpecCharge)
-	c.Key().Int(p.Amount)
+	c, k := x.g.Begin(idemSpecCharge)
+	k.Key().Int(p.Amount)
 	return c
 }
 
 var idemSpecCharge = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/overlap.Charge",
 	Signature: "2a995b103fbd8d3f",
-	Codec:     idemCodecCharge,
+	Codec:     idemimpl.PtrCodec(idemEncReceiptForCharge, idemDecReceiptForCharge),
 }
-
-// Build fails here if overlap.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, ChargeParams) (*Receipt, error) = Charge
-
-var idemCodecCharge = idemimpl.PtrCodec(idemEncReceiptForCharge, idemDecReceiptForCharge)
 
 // Refund is overlap.Refund, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=p.Context,p.Params omit=r1.Meta.Raw,r1.Meta). Not stored (replays return their zero
@@ -65,23 +57,17 @@ func (x *Idempotent) RefundKey(p ChargeParams) (string, error) {
 	return x.beginRefund(&p).StoreKey()
 }
 
-// beginRefund starts a call of Refund and writes its key material.
 func (x *Idempotent) beginRefund(p *ChargeParams) idem.Call {
-	c := x.g.Begin(idemSpecRefund)
-	c.Key().Int(p.Amount)
+	c, k := x.g.Begin(idemSpecRefund)
+	k.Key().Int(p.Amount)
 	return c
 }
 
 var idemSpecRefund = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/overlap.Refund",
 	Signature: "d0fe4910afb252dd",
-	Codec:     idemCodecRefund,
+	Codec:     idemimpl.PtrCodec(idemEncReceiptForRefund, idemDecReceiptForRefund),
 }
-
-// Build fails here if overlap.Refund's signature changed since generation: run go generate.
-var _ func(context.Context, ChargeParams) (*Receipt, error) = Refund
-
-var idemCodecRefund = idemimpl.PtrCodec(idemEncReceiptForRefund, idemDecReceiptForRefund)
 
 func idemDecReceiptForCharge(d *idemimpl.Decoder, v *Receipt) {
 	for f := range d.Fields() {
@@ -113,14 +99,16 @@ func idemEncReceiptForRefund(e *idemimpl.Encoder, v *Receipt) {
 	e.End(at)
 }
 
-// Build fails here if ChargeParams's fields changed since generation: run go generate.
-var _ = struct {
-	Params `json:"-" xml:"-"`
-	Amount int64
-}(ChargeParams{})
-
-// Build fails here if Receipt's fields changed since generation: run go generate.
-var _ = struct {
-	ID   string
-	Meta Meta
-}(Receipt{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, ChargeParams) (*Receipt, error))(Charge)
+	_ = (func(context.Context, ChargeParams) (*Receipt, error))(Refund)
+	_ = struct {
+		Params `json:"-" xml:"-"`
+		Amount int64
+	}(ChargeParams{})
+	_ = struct {
+		ID   string
+		Meta Meta
+	}(Receipt{})
+)

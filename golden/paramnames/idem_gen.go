@@ -10,9 +10,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package paramnames at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package paramnames, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -32,11 +30,10 @@ func (x *Idempotent) StoreKey(p1 string, p2 int) (string, error) {
 	return x.beginStore(p1, p2).StoreKey()
 }
 
-// beginStore starts a call of Store and writes its key material.
 func (x *Idempotent) beginStore(p1 string, p2 int) idem.Call {
-	c := x.g.Begin(idemSpecStore)
-	c.Key().String(p1)
-	c.Key().Int(int64(p2))
+	c, k := x.g.Begin(idemSpecStore)
+	k.Key().String(p1)
+	k.Key().Int(int64(p2))
 	return c
 }
 
@@ -44,9 +41,6 @@ var idemSpecStore = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Store",
 	Signature: "88cb0420ff06b556",
 }
-
-// Build fails here if paramnames.Store's signature changed since generation: run go generate.
-var _ func(context.Context, string, int) error = Store
 
 // Blank is paramnames.Blank, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Blank(p0 context.Context, p1 string, n int) (int, error) {
@@ -60,24 +54,18 @@ func (x *Idempotent) BlankKey(p1 string, n int) (string, error) {
 	return x.beginBlank(p1, n).StoreKey()
 }
 
-// beginBlank starts a call of Blank and writes its key material.
 func (x *Idempotent) beginBlank(p1 string, n int) idem.Call {
-	c := x.g.Begin(idemSpecBlank)
-	c.Key().String(p1)
-	c.Key().Int(int64(n))
+	c, k := x.g.Begin(idemSpecBlank)
+	k.Key().String(p1)
+	k.Key().Int(int64(n))
 	return c
 }
 
 var idemSpecBlank = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Blank",
 	Signature: "e95994e58973fd27",
-	Codec:     idemCodecBlank,
+	Codec:     idemimpl.IntCodec[int](64),
 }
-
-// Build fails here if paramnames.Blank's signature changed since generation: run go generate.
-var _ func(context.Context, string, int) (int, error) = Blank
-
-var idemCodecBlank = idemimpl.IntCodec[int](64)
 
 // Shadow is paramnames.Shadow, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Shadow(Shadow_ string, Item_ Item, len_ int, string_ string, int64_ []int) (*Item, error) {
@@ -91,27 +79,21 @@ func (x *Idempotent) ShadowKey(Shadow_ string, Item_ Item, len_ int, string_ str
 	return x.beginShadow(Shadow_, &Item_, len_, string_, int64_).StoreKey()
 }
 
-// beginShadow starts a call of Shadow and writes its key material.
 func (x *Idempotent) beginShadow(Shadow_ string, Item_ *Item, len_ int, string_ string, int64_ []int) idem.Call {
-	c := x.g.Begin(idemSpecShadow)
-	c.Key().String(Shadow_)
-	idemKeyItem(c.Key(), Item_)
-	c.Key().Int(int64(len_))
-	c.Key().String(string_)
-	idemimpl.KeyList(c.Key(), int64_, idemimpl.IntKey)
+	c, k := x.g.Begin(idemSpecShadow)
+	k.Key().String(Shadow_)
+	idemKeyItem(k.Key(), Item_)
+	k.Key().Int(int64(len_))
+	k.Key().String(string_)
+	idemimpl.KeyList(k.Key(), int64_, idemimpl.IntKey)
 	return c
 }
 
 var idemSpecShadow = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Shadow",
 	Signature: "e40752d6b67a756a",
-	Codec:     idemCodecShadow,
+	Codec:     idemimpl.PtrCodec(idemEncItem, idemDecItem),
 }
-
-// Build fails here if paramnames.Shadow's signature changed since generation: run go generate.
-var _ func(string, Item, int, string, []int) (*Item, error) = Shadow
-
-var idemCodecShadow = idemimpl.PtrCodec(idemEncItem, idemDecItem)
 
 // Later is paramnames.Later, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=id).
@@ -126,25 +108,19 @@ func (x *Idempotent) LaterKey(id string, n int) (string, error) {
 	return x.beginLater(id, n).StoreKey()
 }
 
-// beginLater starts a call of Later and writes its key material.
 func (x *Idempotent) beginLater(id string, n int) idem.Call {
-	c := x.g.Begin(idemSpecLater)
-	c.Key().ID(id)
-	c.Payload().String(id)
-	c.Payload().Int(int64(n))
+	c, k := x.g.Begin(idemSpecLater)
+	k.Key().ID(id)
+	k.Payload().String(id)
+	k.Payload().Int(int64(n))
 	return c
 }
 
 var idemSpecLater = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/paramnames.Later",
 	Signature: "5d5be7a55ff34443",
-	Codec:     idemCodecLater,
+	Codec:     idemimpl.IntCodec[int](64),
 }
-
-// Build fails here if paramnames.Later's signature changed since generation: run go generate.
-var _ func(string, context.Context, int) (int, error) = Later
-
-var idemCodecLater = idemimpl.IntCodec[int](64)
 
 func idemDecItem(d *idemimpl.Decoder, v *Item) {
 	for f := range d.Fields() {
@@ -165,7 +141,13 @@ func idemKeyItem(b *idemimpl.KeyBuilder, v *Item) {
 	b.String(v.ID)
 }
 
-// Build fails here if Item's fields changed since generation: run go generate.
-var _ = struct {
-	ID string
-}(Item{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string, int) error)(Store)
+	_ = (func(context.Context, string, int) (int, error))(Blank)
+	_ = (func(string, Item, int, string, []int) (*Item, error))(Shadow)
+	_ = (func(string, context.Context, int) (int, error))(Later)
+	_ = struct {
+		ID string
+	}(Item{})
+)

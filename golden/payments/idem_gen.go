@@ -15,9 +15,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package payments at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package payments, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -37,10 +35,9 @@ func (x *Idempotent) CreateChargeKey(p ChargeParams) (string, error) {
 	return x.beginCreateCharge(&p).StoreKey()
 }
 
-// beginCreateCharge starts a call of CreateCharge and writes its key material.
 func (x *Idempotent) beginCreateCharge(p *ChargeParams) idem.Call {
-	c := x.g.Begin(idemSpecCreateCharge)
-	idemKeyChargeParams(c.Key(), p)
+	c, k := x.g.Begin(idemSpecCreateCharge)
+	idemKeyChargeParams(k.Key(), p)
 	return c
 }
 
@@ -48,13 +45,8 @@ var idemSpecCreateCharge = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/payments.CreateCharge",
 	Signature: "39c65caaace3abe3",
 	TTL:       24 * time.Hour,
-	Codec:     idemCodecCreateCharge,
+	Codec:     idemimpl.PtrCodec(idemEncSdkCharge, idemDecSdkCharge),
 }
-
-// Build fails here if payments.CreateCharge's signature changed since generation: run go generate.
-var _ func(context.Context, ChargeParams) (*sdk.Charge, error) = CreateCharge
-
-var idemCodecCreateCharge = idemimpl.PtrCodec(idemEncSdkCharge, idemDecSdkCharge)
 
 func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 	if d.Nil() {
@@ -213,43 +205,36 @@ func idemKeyChargeParams(b *idemimpl.KeyBuilder, v *ChargeParams) {
 	b.String(v.Currency)
 }
 
-// Build fails here if ChargeParams's fields changed since generation: run go generate.
-var _ = struct {
-	Customer string
-	Amount   int64
-	Currency string
-}(ChargeParams{})
-
-// Build fails here if sdk.APIResource's fields changed since generation: run go generate.
-var _ = struct {
-	LastResponse *sdk.APIResponse
-}(sdk.APIResource{})
-
-// Build fails here if a field of sdk.APIResponse read here changed: run go generate.
-var _ = func(fieldsChanged_runGoGenerate *sdk.APIResponse) (*int, *http.Header, *string) {
-	return &fieldsChanged_runGoGenerate.StatusCode, &fieldsChanged_runGoGenerate.Header, &fieldsChanged_runGoGenerate.RequestID
-}
-
-// Build fails here if sdk.Charge's fields changed since generation: run go generate.
-var _ = struct {
-	sdk.APIResource `json:"-" xml:"-"`
-	ID              string
-	Amount          int64
-	Currency        string
-	Captured        bool
-	Refunds         []*sdk.Refund
-	Metadata        map[string]string
-	Outcome         *sdk.Outcome
-}(sdk.Charge{})
-
-// Build fails here if sdk.Outcome's fields changed since generation: run go generate.
-var _ = struct {
-	Type      string
-	RiskScore float64
-}(sdk.Outcome{})
-
-// Build fails here if sdk.Refund's fields changed since generation: run go generate.
-var _ = struct {
-	ID     string
-	Amount int64
-}(sdk.Refund{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, ChargeParams) (*sdk.Charge, error))(CreateCharge)
+	_ = struct {
+		Customer string
+		Amount   int64
+		Currency string
+	}(ChargeParams{})
+	_ = struct {
+		LastResponse *sdk.APIResponse
+	}(sdk.APIResource{})
+	_ = func(fieldsChanged_runGoGenerate *sdk.APIResponse) (*int, *http.Header, *string) {
+		return &fieldsChanged_runGoGenerate.StatusCode, &fieldsChanged_runGoGenerate.Header, &fieldsChanged_runGoGenerate.RequestID
+	}
+	_ = struct {
+		sdk.APIResource `json:"-" xml:"-"`
+		ID              string
+		Amount          int64
+		Currency        string
+		Captured        bool
+		Refunds         []*sdk.Refund
+		Metadata        map[string]string
+		Outcome         *sdk.Outcome
+	}(sdk.Charge{})
+	_ = struct {
+		Type      string
+		RiskScore float64
+	}(sdk.Outcome{})
+	_ = struct {
+		ID     string
+		Amount int64
+	}(sdk.Refund{})
+)

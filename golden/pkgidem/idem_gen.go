@@ -11,9 +11,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package idem at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package idem, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -32,11 +30,10 @@ func (x *Idempotent) LookupKey(in Input, who ID) (string, error) {
 	return x.beginLookup(&in, who).StoreKey()
 }
 
-// beginLookup starts a call of Lookup and writes its key material.
 func (x *Idempotent) beginLookup(in *Input, who ID) idem.Call {
-	c := x.g.Begin(idemSpecLookup)
-	idemKeyInput(c.Key(), in)
-	c.Key().String(who)
+	c, k := x.g.Begin(idemSpecLookup)
+	idemKeyInput(k.Key(), in)
+	k.Key().String(who)
 	return c
 }
 
@@ -44,13 +41,8 @@ var idemSpecLookup = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/pkgidem.Lookup",
 	Signature:   "e17dc193bb6b6f3b",
 	OnDuplicate: idem.DuplicateWait,
-	Codec:       idemCodecLookup,
+	Codec:       idemimpl.Codec(idemEncPair_string_int, idemDecPair_string_int),
 }
-
-// Build fails here if idem.Lookup's signature changed since generation: run go generate.
-var _ func(context.Context, Input, ID) (Pair[string, int], error) = Lookup
-
-var idemCodecLookup = idemimpl.Codec(idemEncPair_string_int, idemDecPair_string_int)
 
 // IdempotentGuard is a *Guard whose annotated methods run at most once per key.
 type IdempotentGuard struct {
@@ -79,10 +71,9 @@ func (g *IdempotentGuard) CheckKey(ids []ID) (string, error) {
 	return g.beginCheck(ids).StoreKey()
 }
 
-// beginCheck starts a call of Check and writes its key material.
 func (g *IdempotentGuard) beginCheck(ids []ID) idem.Call {
-	c := g.g.Begin(idemSpecGuardCheck)
-	idemimpl.KeyList(c.Key(), ids, idemimpl.StringKey)
+	c, k := g.g.Begin(idemSpecGuardCheck)
+	idemimpl.KeyList(k.Key(), ids, idemimpl.StringKey)
 	return c
 }
 
@@ -90,13 +81,8 @@ var idemSpecGuardCheck = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/pkgidem.Guard.Check",
 	Signature: "c355844a814542ee",
 	TTL:       time.Minute,
-	Codec:     idemCodecGuardCheck,
+	Codec:     idemimpl.ListCodec(idemEncPair_string_bool, idemDecPair_string_bool),
 }
-
-// Build fails here if Guard.Check's signature changed since generation: run go generate.
-var _ func(*Guard, context.Context, []ID) ([]Pair[ID, bool], error) = (*Guard).Check
-
-var idemCodecGuardCheck = idemimpl.ListCodec(idemEncPair_string_bool, idemDecPair_string_bool)
 
 func idemDecPair_string_bool(d *idemimpl.Decoder, v *Pair[ID, bool]) {
 	for f := range d.Fields() {
@@ -139,23 +125,22 @@ func idemKeyInput(b *idemimpl.KeyBuilder, v *Input) {
 	b.String(v.Who)
 }
 
-// Build fails here if Input's fields changed since generation: run go generate.
-var _ = struct {
-	Who  ID
-	Pair Pair[string, int]
-}(Input{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, Input, ID) (Pair[string, int], error))(Lookup)
+	_ = (func(*Guard, context.Context, []ID) ([]Pair[ID, bool], error))((*Guard).Check)
+	_ = struct {
+		Who  ID
+		Pair Pair[string, int]
+	}(Input{})
+	_ = struct {
+		Key ID
+		Val bool
+	}(Pair[ID, bool]{})
+	_ = struct {
+		Key string
+		Val int
+	}(Pair[string, int]{})
 
-// Build fails here if Pair[ID, bool]'s fields changed since generation: run go generate.
-var _ = struct {
-	Key ID
-	Val bool
-}(Pair[ID, bool]{})
-
-// Build fails here if Pair[string, int]'s fields changed since generation: run go generate.
-var _ = struct {
-	Key string
-	Val int
-}(Pair[string, int]{})
-
-// Build fails here if the alias ID no longer stands for string: run go generate.
-var _ *string = new(ID)
+	_ *string = new(ID)
+)

@@ -10,9 +10,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package pointerpath at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package pointerpath, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -32,47 +30,41 @@ func (x *Idempotent) TransferKey(req *Request) (string, error) {
 	return x.beginTransfer(req).StoreKey()
 }
 
-// beginTransfer starts a call of Transfer and writes its key material.
 func (x *Idempotent) beginTransfer(req *Request) idem.Call {
-	c := x.g.Begin(idemSpecTransfer)
+	c, k := x.g.Begin(idemSpecTransfer)
 	if req == nil || req.Account == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		c.Key().String(req.Account.Base.Tenant)
+		k.Key().Ptr()
+		k.Key().String(req.Account.Base.Tenant)
 	}
 	if req == nil || req.Account == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		c.Key().Int(req.Account.ID)
+		k.Key().Ptr()
+		k.Key().Int(req.Account.ID)
 	}
 	if req == nil || req.Account == nil || req.Account.Owner == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		c.Key().String(req.Account.Owner.Email)
+		k.Key().Ptr()
+		k.Key().String(req.Account.Owner.Email)
 	}
 	if req == nil || req.Account == nil || req.Account.Owner == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		idemimpl.KeyList(c.Key(), req.Account.Owner.Tags, idemimpl.StringKey)
+		k.Key().Ptr()
+		idemimpl.KeyList(k.Key(), req.Account.Owner.Tags, idemimpl.StringKey)
 	}
-	idemimpl.KeyPtr(c.Payload(), req, idemKeyRequest)
+	idemimpl.KeyPtr(k.Payload(), req, idemKeyRequest)
 	return c
 }
 
 var idemSpecTransfer = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/pointerpath.Transfer",
 	Signature: "dbde8d58ce926511",
-	Codec:     idemCodecTransfer,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if pointerpath.Transfer's signature changed since generation: run go generate.
-var _ func(context.Context, *Request) (int64, error) = Transfer
-
-var idemCodecTransfer = idemimpl.IntCodec[int64](64)
 
 // Touch is pointerpath.Touch, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=acct.Tenant,acct.By exclude=acct.Trace omit=r1.Note). Not stored (replays return their zero
@@ -88,38 +80,32 @@ func (x *Idempotent) TouchKey(acct Account) (string, error) {
 	return x.beginTouch(&acct).StoreKey()
 }
 
-// beginTouch starts a call of Touch and writes its key material.
 func (x *Idempotent) beginTouch(acct *Account) idem.Call {
-	c := x.g.Begin(idemSpecTouch)
-	c.Key().String(acct.Base.Tenant)
+	c, k := x.g.Begin(idemSpecTouch)
+	k.Key().String(acct.Base.Tenant)
 	if acct.Audit == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		c.Key().String(acct.Audit.By)
+		k.Key().Ptr()
+		k.Key().String(acct.Audit.By)
 	}
-	idemKeyBase(c.Payload(), &acct.Base)
+	idemKeyBase(k.Payload(), &acct.Base)
 	if acct.Audit == nil {
-		c.Payload().Nil()
+		k.Payload().Nil()
 	} else {
-		c.Payload().Ptr()
-		c.Payload().String(acct.Audit.By)
+		k.Payload().Ptr()
+		k.Payload().String(acct.Audit.By)
 	}
-	c.Payload().Int(acct.ID)
-	idemimpl.KeyPtr(c.Payload(), acct.Owner, idemKeyPerson)
+	k.Payload().Int(acct.ID)
+	idemimpl.KeyPtr(k.Payload(), acct.Owner, idemKeyPerson)
 	return c
 }
 
 var idemSpecTouch = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/pointerpath.Touch",
 	Signature: "1b29c6caf66a5193",
-	Codec:     idemCodecTouch,
+	Codec:     idemimpl.Codec(idemEncTouchedForTouch, idemDecTouchedForTouch),
 }
-
-// Build fails here if pointerpath.Touch's signature changed since generation: run go generate.
-var _ func(context.Context, Account) (Touched, error) = Touch
-
-var idemCodecTouch = idemimpl.Codec(idemEncTouchedForTouch, idemDecTouchedForTouch)
 
 func idemDecMetaForTouch(d *idemimpl.Decoder, v *Meta) {
 	for f := range d.Fields() {
@@ -180,45 +166,37 @@ func idemKeyRequest(b *idemimpl.KeyBuilder, v *Request) {
 	b.Int(int64(v.Amount))
 }
 
-// Build fails here if Account's fields changed since generation: run go generate.
-var _ = struct {
-	Base `json:"-" xml:"-"`
-	*Audit
-	ID    int64
-	Owner *Person
-}(Account{})
-
-// Build fails here if Audit's fields changed since generation: run go generate.
-var _ = struct {
-	By    string
-	Trace string
-}(Audit{})
-
-// Build fails here if Base's fields changed since generation: run go generate.
-var _ = struct {
-	Tenant string
-}(Base{})
-
-// Build fails here if Meta's fields changed since generation: run go generate.
-var _ = struct {
-	Note  string
-	Count int64
-}(Meta{})
-
-// Build fails here if Person's fields changed since generation: run go generate.
-var _ = struct {
-	Email string
-	Tags  []string
-}(Person{})
-
-// Build fails here if Request's fields changed since generation: run go generate.
-var _ = struct {
-	Account *Account
-	Amount  int
-}(Request{})
-
-// Build fails here if Touched's fields changed since generation: run go generate.
-var _ = struct {
-	Meta   `json:"-" xml:"-"`
-	Tenant string
-}(Touched{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, *Request) (int64, error))(Transfer)
+	_ = (func(context.Context, Account) (Touched, error))(Touch)
+	_ = struct {
+		Base `json:"-" xml:"-"`
+		*Audit
+		ID    int64
+		Owner *Person
+	}(Account{})
+	_ = struct {
+		By    string
+		Trace string
+	}(Audit{})
+	_ = struct {
+		Tenant string
+	}(Base{})
+	_ = struct {
+		Note  string
+		Count int64
+	}(Meta{})
+	_ = struct {
+		Email string
+		Tags  []string
+	}(Person{})
+	_ = struct {
+		Account *Account
+		Amount  int
+	}(Request{})
+	_ = struct {
+		Meta   `json:"-" xml:"-"`
+		Tenant string
+	}(Touched{})
+)

@@ -13,9 +13,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package promoted at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package promoted, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -34,25 +32,19 @@ func (x *Idempotent) ChargeKey(s Stamped, m Money, r Request) (string, error) {
 	return x.beginCharge(&s, &m, &r).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material.
 func (x *Idempotent) beginCharge(s *Stamped, m *Money, r *Request) idem.Call {
-	c := x.g.Begin(idemSpecCharge)
-	idemKeyStamped(c.Key(), s)
-	idemKeyMoney(c.Key(), m)
-	idemKeyRequest(c.Key(), r)
+	c, k := x.g.Begin(idemSpecCharge)
+	idemKeyStamped(k.Key(), s)
+	idemKeyMoney(k.Key(), m)
+	idemKeyRequest(k.Key(), r)
 	return c
 }
 
 var idemSpecCharge = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/promoted.Charge",
 	Signature: "55022e5495423c2d",
-	Codec:     idemCodecCharge,
+	Codec:     idemimpl.Codec(idemEncReceipt, idemDecReceipt),
 }
-
-// Build fails here if promoted.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, Stamped, Money, Request) (Receipt, error) = Charge
-
-var idemCodecCharge = idemimpl.Codec(idemEncReceipt, idemDecReceipt)
 
 // Place is promoted.Place, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=o.ID,o.Customer.ID).
@@ -67,30 +59,24 @@ func (x *Idempotent) PlaceKey(o Order) (string, error) {
 	return x.beginPlace(&o).StoreKey()
 }
 
-// beginPlace starts a call of Place and writes its key material.
 func (x *Idempotent) beginPlace(o *Order) idem.Call {
-	c := x.g.Begin(idemSpecPlace)
-	c.Key().String(o.ID)
+	c, k := x.g.Begin(idemSpecPlace)
+	k.Key().String(o.ID)
 	if o.Customer == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		c.Key().Int(o.Customer.ID)
+		k.Key().Ptr()
+		k.Key().Int(o.Customer.ID)
 	}
-	idemKeyOrder(c.Payload(), o)
+	idemKeyOrder(k.Payload(), o)
 	return c
 }
 
 var idemSpecPlace = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/promoted.Place",
 	Signature: "36c5c8ca0f9ce582",
-	Codec:     idemCodecPlace,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if promoted.Place's signature changed since generation: run go generate.
-var _ func(context.Context, Order) (int64, error) = Place
-
-var idemCodecPlace = idemimpl.IntCodec[int64](64)
 
 // Visit is promoted.Visit, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Visit(ctx context.Context, n *Node) (string, error) {
@@ -104,23 +90,17 @@ func (x *Idempotent) VisitKey(n *Node) (string, error) {
 	return x.beginVisit(n).StoreKey()
 }
 
-// beginVisit starts a call of Visit and writes its key material.
 func (x *Idempotent) beginVisit(n *Node) idem.Call {
-	c := x.g.Begin(idemSpecVisit)
-	idemimpl.KeyPtr(c.Key(), n, idemKeyNode)
+	c, k := x.g.Begin(idemSpecVisit)
+	idemimpl.KeyPtr(k.Key(), n, idemKeyNode)
 	return c
 }
 
 var idemSpecVisit = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/promoted.Visit",
 	Signature: "4886c9cdbe6b8706",
-	Codec:     idemCodecVisit,
+	Codec:     idemimpl.StringCodec[string](),
 }
-
-// Build fails here if promoted.Visit's signature changed since generation: run go generate.
-var _ func(context.Context, *Node) (string, error) = Visit
-
-var idemCodecVisit = idemimpl.StringCodec[string]()
 
 // Tally is promoted.Tally, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Tally(ctx context.Context, m map[string]struct {
@@ -138,20 +118,19 @@ func (x *Idempotent) TallyKey(m map[string]struct {
 	return x.beginTally(m).StoreKey()
 }
 
-// beginTally starts a call of Tally and writes its key material.
 func (x *Idempotent) beginTally(m map[string]struct {
 	Note string `idem:"-"`
 }) idem.Call {
-	c := x.g.Begin(idemSpecTally)
+	c, k := x.g.Begin(idemSpecTally)
 	if m == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().MapStart(len(m))
-		for k := range m {
-			c.Key().MapEntry()
-			c.Key().String(k)
+		k.Key().MapStart(len(m))
+		for k2 := range m {
+			k.Key().MapEntry()
+			k.Key().String(k2)
 		}
-		c.Key().MapEnd()
+		k.Key().MapEnd()
 	}
 	return c
 }
@@ -159,15 +138,8 @@ func (x *Idempotent) beginTally(m map[string]struct {
 var idemSpecTally = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/promoted.Tally",
 	Signature: "f3fb9b997c3f4dd9",
-	Codec:     idemCodecTally,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if promoted.Tally's signature changed since generation: run go generate.
-var _ func(context.Context, map[string]struct {
-	Note string `idem:"-"`
-}) (int64, error) = Tally
-
-var idemCodecTally = idemimpl.IntCodec[int64](64)
 
 // Marks is promoted.Marks, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Marks(ctx context.Context, m []struct {
@@ -193,7 +165,6 @@ func (x *Idempotent) MarksKey(m []struct {
 	return x.beginMarks(m, &a, n).StoreKey()
 }
 
-// beginMarks starts a call of Marks and writes its key material.
 func (x *Idempotent) beginMarks(m []struct {
 	Note string `idem:"-"`
 }, a *[2]struct {
@@ -201,12 +172,12 @@ func (x *Idempotent) beginMarks(m []struct {
 }, n [][1]struct {
 	Note string `idem:"-"`
 }) idem.Call {
-	c := x.g.Begin(idemSpecMarks)
-	idemimpl.KeyListHead(c.Key(), m)
-	c.Key().List(2)
-	idemimpl.KeyListHead(c.Key(), n)
+	c, k := x.g.Begin(idemSpecMarks)
+	idemimpl.KeyListHead(k.Key(), m)
+	k.Key().List(2)
+	idemimpl.KeyListHead(k.Key(), n)
 	for range n {
-		c.Key().List(1)
+		k.Key().List(1)
 	}
 	return c
 }
@@ -214,19 +185,8 @@ func (x *Idempotent) beginMarks(m []struct {
 var idemSpecMarks = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/promoted.Marks",
 	Signature: "12129e43336bfc0a",
-	Codec:     idemCodecMarks,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if promoted.Marks's signature changed since generation: run go generate.
-var _ func(context.Context, []struct {
-	Note string `idem:"-"`
-}, [2]struct {
-	Note string `idem:"-"`
-}, [][1]struct {
-	Note string `idem:"-"`
-}) (int64, error) = Marks
-
-var idemCodecMarks = idemimpl.IntCodec[int64](64)
 
 // Route is promoted.Route, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Route(ctx context.Context, ip net.IP, amount *big.Float) (int64, error) {
@@ -240,19 +200,18 @@ func (x *Idempotent) RouteKey(ip net.IP, amount *big.Float) (string, error) {
 	return x.beginRoute(ip, amount).StoreKey()
 }
 
-// beginRoute starts a call of Route and writes its key material.
 func (x *Idempotent) beginRoute(ip net.IP, amount *big.Float) idem.Call {
-	c := x.g.Begin(idemSpecRoute)
+	c, k := x.g.Begin(idemSpecRoute)
 	if ip == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Marshaled(ip.MarshalText())
+		k.Key().Marshaled(ip.MarshalText())
 	}
 	if amount == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		c.Key().String(amount.Text('p', 0))
+		k.Key().Ptr()
+		k.Key().String(amount.Text('p', 0))
 	}
 	return c
 }
@@ -260,13 +219,8 @@ func (x *Idempotent) beginRoute(ip net.IP, amount *big.Float) idem.Call {
 var idemSpecRoute = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/promoted.Route",
 	Signature: "9d7972af6d40f385",
-	Codec:     idemCodecRoute,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if promoted.Route's signature changed since generation: run go generate.
-var _ func(context.Context, net.IP, *big.Float) (int64, error) = Route
-
-var idemCodecRoute = idemimpl.IntCodec[int64](64)
 
 func idemDecMoney(d *idemimpl.Decoder, v *Money) {
 	for f := range d.Fields() {
@@ -358,44 +312,48 @@ func idemKeyStamped(b *idemimpl.KeyBuilder, v *Stamped) {
 	b.String(v.Order)
 }
 
-// Build fails here if Customer's fields changed since generation: run go generate.
-var _ = struct {
-	ID int64
-}(Customer{})
-
-// Build fails here if Money's fields changed since generation: run go generate.
-var _ = struct {
-	Decimal  `json:"-" xml:"-"`
-	Currency string
-}(Money{})
-
-// Build fails here if Node's fields changed since generation: run go generate.
-var _ = struct {
-	Name string
-	Next *Node
-}(Node{})
-
-// Build fails here if Order's fields changed since generation: run go generate.
-var _ = struct {
-	ID       string
-	Customer *Customer
-}(Order{})
-
-// Build fails here if Receipt's fields changed since generation: run go generate.
-var _ = struct {
-	Stamped `json:"-" xml:"-"`
-	Total   Money
-	N       int64
-}(Receipt{})
-
-// Build fails here if Request's fields changed since generation: run go generate.
-var _ = struct {
-	Tenant `json:"-" xml:"-"`
-	Item   string
-}(Request{})
-
-// Build fails here if Stamped's fields changed since generation: run go generate.
-var _ = struct {
-	time.Time `json:"-" xml:"-"`
-	Order     string
-}(Stamped{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, Stamped, Money, Request) (Receipt, error))(Charge)
+	_ = (func(context.Context, Order) (int64, error))(Place)
+	_ = (func(context.Context, *Node) (string, error))(Visit)
+	_ = (func(context.Context, map[string]struct {
+		Note string `idem:"-"`
+	}) (int64, error))(Tally)
+	_ = (func(context.Context, []struct {
+		Note string `idem:"-"`
+	}, [2]struct {
+		Note string `idem:"-"`
+	}, [][1]struct {
+		Note string `idem:"-"`
+	}) (int64, error))(Marks)
+	_ = (func(context.Context, net.IP, *big.Float) (int64, error))(Route)
+	_ = struct {
+		ID int64
+	}(Customer{})
+	_ = struct {
+		Decimal  `json:"-" xml:"-"`
+		Currency string
+	}(Money{})
+	_ = struct {
+		Name string
+		Next *Node
+	}(Node{})
+	_ = struct {
+		ID       string
+		Customer *Customer
+	}(Order{})
+	_ = struct {
+		Stamped `json:"-" xml:"-"`
+		Total   Money
+		N       int64
+	}(Receipt{})
+	_ = struct {
+		Tenant `json:"-" xml:"-"`
+		Item   string
+	}(Request{})
+	_ = struct {
+		time.Time `json:"-" xml:"-"`
+		Order     string
+	}(Stamped{})
+)

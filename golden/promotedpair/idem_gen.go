@@ -14,9 +14,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package p at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package p, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -35,10 +33,9 @@ func (x *Idempotent) GetKey(id string) (string, error) {
 	return x.beginGet(id).StoreKey()
 }
 
-// beginGet starts a call of Get and writes its key material.
 func (x *Idempotent) beginGet(id string) idem.Call {
-	c := x.g.Begin(idemSpecGet)
-	c.Key().String(id)
+	c, k := x.g.Begin(idemSpecGet)
+	k.Key().String(id)
 	return c
 }
 
@@ -46,13 +43,8 @@ var idemSpecGet = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/promotedpair.Get",
 	Signature: "7dacd8607e2aa789",
 	TTL:       time.Hour,
-	Codec:     idemCodecGet,
+	Codec:     idemimpl.Codec(idemEncRes, idemDecRes),
 }
-
-// Build fails here if p.Get's signature changed since generation: run go generate.
-var _ func(context.Context, string) (Res, error) = Get
-
-var idemCodecGet = idemimpl.Codec(idemEncRes, idemDecRes)
 
 func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
 	for f := range d.Fields() {
@@ -169,34 +161,29 @@ func idemEncTagged(e *idemimpl.Encoder, v *Tagged) {
 	e.End(at)
 }
 
-// Build fails here if Amount's fields changed since generation: run go generate.
-var _ = struct {
-	*big.Float
-	Currency string
-}(Amount{})
-
-// Build fails here if Located's fields changed since generation: run go generate.
-var _ = struct {
-	netip.Addr `json:"-" xml:"-"`
-	Label      string
-}(Located{})
-
-// Build fails here if Res's fields changed since generation: run go generate.
-var _ = struct {
-	Tagged  Tagged
-	Stamp   Stamp
-	Located Located
-	Amount  Amount
-}(Res{})
-
-// Build fails here if Stamp's fields changed since generation: run go generate.
-var _ = struct {
-	time.Time `json:"-" xml:"-"`
-	Source    string
-}(Stamp{})
-
-// Build fails here if Tagged's fields changed since generation: run go generate.
-var _ = struct {
-	json.RawMessage
-	Name string
-}(Tagged{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string) (Res, error))(Get)
+	_ = struct {
+		*big.Float
+		Currency string
+	}(Amount{})
+	_ = struct {
+		netip.Addr `json:"-" xml:"-"`
+		Label      string
+	}(Located{})
+	_ = struct {
+		Tagged  Tagged
+		Stamp   Stamp
+		Located Located
+		Amount  Amount
+	}(Res{})
+	_ = struct {
+		time.Time `json:"-" xml:"-"`
+		Source    string
+	}(Stamp{})
+	_ = struct {
+		json.RawMessage
+		Name string
+	}(Tagged{})
+)

@@ -14,9 +14,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package protoresult at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package protoresult, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -25,11 +23,9 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Record is protoresult.Record, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Record(ctx context.Context, id string) (*Event, *timestamppb.Timestamp, error) {
-	r, err := idem.Do(ctx, x.beginRecord(id), func(ctx context.Context) (idemResultRecord, error) {
-		var r idemResultRecord
-		var err error
+	r, err := idem.Do(ctx, x.beginRecord(id), func(ctx context.Context) (r idemResultRecord, err error) {
 		r.r1, r.r2, err = Record(ctx, id)
-		return r, err
+		return
 	})
 	return r.r1, r.r2, err
 }
@@ -39,10 +35,9 @@ func (x *Idempotent) RecordKey(id string) (string, error) {
 	return x.beginRecord(id).StoreKey()
 }
 
-// beginRecord starts a call of Record and writes its key material.
 func (x *Idempotent) beginRecord(id string) idem.Call {
-	c := x.g.Begin(idemSpecRecord)
-	c.Key().String(id)
+	c, k := x.g.Begin(idemSpecRecord)
+	k.Key().String(id)
 	return c
 }
 
@@ -50,46 +45,41 @@ var idemSpecRecord = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/protoresult.Record",
 	Signature: "c6abb03e4f8ee574",
 	TTL:       time.Hour,
-	Codec:     idemCodecRecord,
+	Codec: idemimpl.TypedCodec[idemResultRecord]{
+		Decode: func(d *idemimpl.Decoder, v *idemResultRecord) {
+			for f := range d.Fields() {
+				switch string(f) {
+				case "R1":
+					idemimpl.DecPtr(d, &v.r1, idemDecEvent)
+				case "R2":
+					if d.Ptr() {
+						v.r2 = new(timestamppb.Timestamp)
+						d.Unmarshaled(proto.Unmarshal(d.Marshaled(), v.r2))
+					} else {
+						v.r2 = nil
+					}
+				}
+			}
+		},
+		Encode: func(e *idemimpl.Encoder, v *idemResultRecord) {
+			at := e.Struct()
+			idemimpl.EncPtr(e.Field("R1"), v.r1, idemEncEvent)
+			e.Field("R2")
+			if v.r2 == nil {
+				e.Nil()
+			} else {
+				e.Ptr()
+				e.Marshaled(proto.MarshalOptions{Deterministic: true}.Marshal(v.r2))
+			}
+			e.End(at)
+		},
+	},
 }
-
-// Build fails here if protoresult.Record's signature changed since generation: run go generate.
-var _ func(context.Context, string) (*Event, *timestamppb.Timestamp, error) = Record
 
 // idemResultRecord holds the results of protoresult.Record, stored as one value.
 type idemResultRecord struct {
 	r1 *Event
 	r2 *timestamppb.Timestamp
-}
-
-var idemCodecRecord = idemimpl.TypedCodec[idemResultRecord]{
-	Decode: func(d *idemimpl.Decoder, v *idemResultRecord) {
-		for f := range d.Fields() {
-			switch string(f) {
-			case "R1":
-				idemimpl.DecPtr(d, &v.r1, idemDecEvent)
-			case "R2":
-				if d.Ptr() {
-					v.r2 = new(timestamppb.Timestamp)
-					d.Unmarshaled(proto.Unmarshal(d.Marshaled(), v.r2))
-				} else {
-					v.r2 = nil
-				}
-			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *idemResultRecord) {
-		at := e.Struct()
-		idemimpl.EncPtr(e.Field("R1"), v.r1, idemEncEvent)
-		e.Field("R2")
-		if v.r2 == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			e.Marshaled(proto.MarshalOptions{Deterministic: true}.Marshal(v.r2))
-		}
-		e.End(at)
-	},
 }
 
 func idemDecEvent(d *idemimpl.Decoder, v *Event) {
@@ -149,10 +139,13 @@ func idemEncEvent(e *idemimpl.Encoder, v *Event) {
 	e.End(at)
 }
 
-// Build fails here if Event's fields changed since generation: run go generate.
-var _ = struct {
-	ID    string
-	At    *timestamppb.Timestamp
-	Attrs *structpb.Struct
-	None  *structpb.Struct
-}(Event{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string) (*Event, *timestamppb.Timestamp, error))(Record)
+	_ = struct {
+		ID    string
+		At    *timestamppb.Timestamp
+		Attrs *structpb.Struct
+		None  *structpb.Struct
+	}(Event{})
+)

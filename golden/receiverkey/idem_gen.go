@@ -36,36 +36,30 @@ func (t *IdempotentTenant) BillKey(amount int64) (string, error) {
 	return t.beginBill(amount).StoreKey()
 }
 
-// beginBill starts a call of Bill and writes its key material.
 func (t *IdempotentTenant) beginBill(amount int64) idem.Call {
-	c := t.g.Begin(idemSpecTenantBill)
+	c, k := t.g.Begin(idemSpecTenantBill)
 	if t.Tenant == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		c.Key().String(t.Tenant.ID)
+		k.Key().Ptr()
+		k.Key().String(t.Tenant.ID)
 	}
 	if t.Tenant == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		c.Key().String(t.Tenant.region)
+		k.Key().Ptr()
+		k.Key().String(t.Tenant.region)
 	}
-	c.Key().Int(amount)
-	c.Payload().Int(amount)
+	k.Key().Int(amount)
+	k.Payload().Int(amount)
 	return c
 }
 
 var idemSpecTenantBill = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/receiverkey.Tenant.Bill",
 	Signature: "43b27ee305fd5960",
-	Codec:     idemCodecTenantBill,
+	Codec:     idemimpl.StringCodec[string](),
 }
-
-// Build fails here if Tenant.Bill's signature changed since generation: run go generate.
-var _ func(*Tenant, context.Context, int64) (string, error) = (*Tenant).Bill
-
-var idemCodecTenantBill = idemimpl.StringCodec[string]()
 
 // Notify is Tenant.Notify, run at most once per key (ttl=24h lease=30s on_duplicate=return). The
 // receiver is not part of the key (key= can name its fields).
@@ -80,26 +74,24 @@ func (t *IdempotentTenant) NotifyKey(msg string) (string, error) {
 	return t.beginNotify(msg).StoreKey()
 }
 
-// beginNotify starts a call of Notify and writes its key material.
 func (t *IdempotentTenant) beginNotify(msg string) idem.Call {
-	c := t.g.Begin(idemSpecTenantNotify)
-	c.Key().String(msg)
+	c, k := t.g.Begin(idemSpecTenantNotify)
+	k.Key().String(msg)
 	return c
 }
 
 var idemSpecTenantNotify = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/receiverkey.Tenant.Notify",
 	Signature: "f0620b5498923c25",
-	Codec:     idemCodecTenantNotify,
+	Codec:     idemimpl.StringCodec[string](),
 }
 
-// Build fails here if Tenant.Notify's signature changed since generation: run go generate.
-var _ func(*Tenant, context.Context, string) (string, error) = (*Tenant).Notify
-
-var idemCodecTenantNotify = idemimpl.StringCodec[string]()
-
-// Build fails here if Tenant's fields changed since generation: run go generate.
-var _ = struct {
-	ID     string
-	region string
-}(Tenant{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(*Tenant, context.Context, int64) (string, error))((*Tenant).Bill)
+	_ = (func(*Tenant, context.Context, string) (string, error))((*Tenant).Notify)
+	_ = struct {
+		ID     string
+		region string
+	}(Tenant{})
+)

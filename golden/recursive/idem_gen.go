@@ -10,9 +10,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package recursive at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package recursive, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -31,25 +29,19 @@ func (x *Idempotent) WalkKey(t *Tree, l List, a A) (string, error) {
 	return x.beginWalk(t, &l, &a).StoreKey()
 }
 
-// beginWalk starts a call of Walk and writes its key material.
 func (x *Idempotent) beginWalk(t *Tree, l *List, a *A) idem.Call {
-	c := x.g.Begin(idemSpecWalk)
-	idemimpl.KeyPtr(c.Key(), t, idemKeyTree)
-	idemKeyList(c.Key(), l)
-	idemKeyA(c.Key(), a)
+	c, k := x.g.Begin(idemSpecWalk)
+	idemimpl.KeyPtr(k.Key(), t, idemKeyTree)
+	idemKeyList(k.Key(), l)
+	idemKeyA(k.Key(), a)
 	return c
 }
 
 var idemSpecWalk = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/recursive.Walk",
 	Signature: "dde3dec5c52f8011",
-	Codec:     idemCodecWalk,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if recursive.Walk's signature changed since generation: run go generate.
-var _ func(context.Context, *Tree, List, A) (int64, error) = Walk
-
-var idemCodecWalk = idemimpl.IntCodec[int64](64)
 
 func idemKeyA(b *idemimpl.KeyBuilder, v *A) {
 	if !b.Enter() {
@@ -96,26 +88,23 @@ func idemKeyTree(b *idemimpl.KeyBuilder, v *Tree) {
 	}
 }
 
-// Build fails here if A's fields changed since generation: run go generate.
-var _ = struct {
-	B *B
-}(A{})
-
-// Build fails here if B's fields changed since generation: run go generate.
-var _ = struct {
-	A  *A
-	ID int
-}(B{})
-
-// Build fails here if List's fields changed since generation: run go generate.
-var _ = struct {
-	Head int
-	Tail *List
-}(List{})
-
-// Build fails here if Tree's fields changed since generation: run go generate.
-var _ = struct {
-	Value    string
-	Children []*Tree
-	Attrs    map[string]*Tree
-}(Tree{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, *Tree, List, A) (int64, error))(Walk)
+	_ = struct {
+		B *B
+	}(A{})
+	_ = struct {
+		A  *A
+		ID int
+	}(B{})
+	_ = struct {
+		Head int
+		Tail *List
+	}(List{})
+	_ = struct {
+		Value    string
+		Children []*Tree
+		Attrs    map[string]*Tree
+	}(Tree{})
+)

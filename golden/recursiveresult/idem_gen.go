@@ -10,9 +10,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package recursiveresult at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package recursiveresult, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -31,12 +29,11 @@ func (x *Idempotent) ChainKey(n int, ring bool, fan bool) (string, error) {
 	return x.beginChain(n, ring, fan).StoreKey()
 }
 
-// beginChain starts a call of Chain and writes its key material.
 func (x *Idempotent) beginChain(n int, ring bool, fan bool) idem.Call {
-	c := x.g.Begin(idemSpecChain)
-	c.Key().Int(int64(n))
-	c.Key().Bool(ring)
-	c.Key().Bool(fan)
+	c, k := x.g.Begin(idemSpecChain)
+	k.Key().Int(int64(n))
+	k.Key().Bool(ring)
+	k.Key().Bool(fan)
 	return c
 }
 
@@ -44,13 +41,8 @@ var idemSpecChain = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/recursiveresult.Chain",
 	Signature:   "2441310cb4f09b65",
 	OnDuplicate: idem.DuplicateWait,
-	Codec:       idemCodecChain,
+	Codec:       idemimpl.PtrCodec(idemEncNode, idemDecNode),
 }
-
-// Build fails here if recursiveresult.Chain's signature changed since generation: run go generate.
-var _ func(context.Context, int, bool, bool) (*Node, error) = Chain
-
-var idemCodecChain = idemimpl.PtrCodec(idemEncNode, idemDecNode)
 
 func idemDecNode(d *idemimpl.Decoder, v *Node) {
 	if !d.Enter() {
@@ -93,9 +85,12 @@ func idemEncNode(e *idemimpl.Encoder, v *Node) {
 	e.End(at)
 }
 
-// Build fails here if Node's fields changed since generation: run go generate.
-var _ = struct {
-	ID       int
-	Children []*Node
-	Next     *Node
-}(Node{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, int, bool, bool) (*Node, error))(Chain)
+	_ = struct {
+		ID       int
+		Children []*Node
+		Next     *Node
+	}(Node{})
+)

@@ -30,11 +30,9 @@ func NewIdempotentUsersService(t *UsersService, g *idem.Guard) *IdempotentUsersS
 // omit=r2). The receiver is not part of the key (key= can name its fields). Not stored (replays
 // return their zero value): r2.
 func (s *IdempotentUsersService) Create(ctx context.Context, login string) (*User, *http.Response, error) {
-	r, err := idem.Do(ctx, s.beginCreate(login), func(ctx context.Context) (idemResultUsersServiceCreate, error) {
-		var r idemResultUsersServiceCreate
-		var err error
+	r, err := idem.Do(ctx, s.beginCreate(login), func(ctx context.Context) (r idemResultUsersServiceCreate, err error) {
 		r.r1, r.r2, err = s.UsersService.Create(ctx, login)
-		return r, err
+		return
 	})
 	return r.r1, r.r2, err
 }
@@ -44,10 +42,9 @@ func (s *IdempotentUsersService) CreateKey(login string) (string, error) {
 	return s.beginCreate(login).StoreKey()
 }
 
-// beginCreate starts a call of Create and writes its key material.
 func (s *IdempotentUsersService) beginCreate(login string) idem.Call {
-	c := s.g.Begin(idemSpecUsersServiceCreate)
-	c.Key().String(login)
+	c, k := s.g.Begin(idemSpecUsersServiceCreate)
+	k.Key().String(login)
 	return c
 }
 
@@ -55,32 +52,27 @@ var idemSpecUsersServiceCreate = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/restclient.UsersService.Create",
 	Signature: "c26e7ca70f36dd61",
 	TTL:       time.Hour,
-	Codec:     idemCodecUsersServiceCreate,
+	Codec: idemimpl.TypedCodec[idemResultUsersServiceCreate]{
+		Decode: func(d *idemimpl.Decoder, v *idemResultUsersServiceCreate) {
+			for f := range d.Fields() {
+				switch string(f) {
+				case "R1":
+					idemimpl.DecPtr(d, &v.r1, idemDecUser)
+				}
+			}
+		},
+		Encode: func(e *idemimpl.Encoder, v *idemResultUsersServiceCreate) {
+			at := e.Struct()
+			idemimpl.EncPtr(e.Field("R1"), v.r1, idemEncUser)
+			e.End(at)
+		},
+	},
 }
-
-// Build fails here if UsersService.Create's signature changed since generation: run go generate.
-var _ func(*UsersService, context.Context, string) (*User, *http.Response, error) = (*UsersService).Create
 
 // idemResultUsersServiceCreate holds the results of UsersService.Create, stored as one value.
 type idemResultUsersServiceCreate struct {
 	r1 *User
 	r2 *http.Response
-}
-
-var idemCodecUsersServiceCreate = idemimpl.TypedCodec[idemResultUsersServiceCreate]{
-	Decode: func(d *idemimpl.Decoder, v *idemResultUsersServiceCreate) {
-		for f := range d.Fields() {
-			switch string(f) {
-			case "R1":
-				idemimpl.DecPtr(d, &v.r1, idemDecUser)
-			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *idemResultUsersServiceCreate) {
-		at := e.Struct()
-		idemimpl.EncPtr(e.Field("R1"), v.r1, idemEncUser)
-		e.End(at)
-	},
 }
 
 func idemDecUser(d *idemimpl.Decoder, v *User) {
@@ -113,12 +105,15 @@ func idemEncUser(e *idemimpl.Encoder, v *User) {
 	e.End(at)
 }
 
-// Build fails here if User's fields changed since generation: run go generate.
-var _ = struct {
-	ID       int64
-	Login    string
-	Email    *string
-	Orgs     []string
-	Created  time.Time
-	Settings map[string]bool
-}(User{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(*UsersService, context.Context, string) (*User, *http.Response, error))((*UsersService).Create)
+	_ = struct {
+		ID       int64
+		Login    string
+		Email    *string
+		Orgs     []string
+		Created  time.Time
+		Settings map[string]bool
+	}(User{})
+)

@@ -30,11 +30,9 @@ func NewIdempotentReposService(t *ReposService, g *idem.Guard) *IdempotentReposS
 // omit=r2.Response). The receiver is not part of the key (key= can name its fields). Not stored
 // (replays return their zero value): r2.Response.
 func (s *IdempotentReposService) Create(ctx context.Context, name string) (*Repo, *Response, error) {
-	r, err := idem.Do(ctx, s.beginCreate(name), func(ctx context.Context) (idemResultReposServiceCreate, error) {
-		var r idemResultReposServiceCreate
-		var err error
+	r, err := idem.Do(ctx, s.beginCreate(name), func(ctx context.Context) (r idemResultReposServiceCreate, err error) {
 		r.r1, r.r2, err = s.ReposService.Create(ctx, name)
-		return r, err
+		return
 	})
 	return r.r1, r.r2, err
 }
@@ -44,10 +42,9 @@ func (s *IdempotentReposService) CreateKey(name string) (string, error) {
 	return s.beginCreate(name).StoreKey()
 }
 
-// beginCreate starts a call of Create and writes its key material.
 func (s *IdempotentReposService) beginCreate(name string) idem.Call {
-	c := s.g.Begin(idemSpecReposServiceCreate)
-	c.Key().String(name)
+	c, k := s.g.Begin(idemSpecReposServiceCreate)
+	k.Key().String(name)
 	return c
 }
 
@@ -55,35 +52,30 @@ var idemSpecReposServiceCreate = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/restembedded.ReposService.Create",
 	Signature: "1fa11a83651f6f90",
 	TTL:       time.Hour,
-	Codec:     idemCodecReposServiceCreate,
+	Codec: idemimpl.TypedCodec[idemResultReposServiceCreate]{
+		Decode: func(d *idemimpl.Decoder, v *idemResultReposServiceCreate) {
+			for f := range d.Fields() {
+				switch string(f) {
+				case "R1":
+					idemimpl.DecPtr(d, &v.r1, idemDecRepo)
+				case "R2":
+					idemimpl.DecPtr(d, &v.r2, idemDecResponseForReposServiceCreate)
+				}
+			}
+		},
+		Encode: func(e *idemimpl.Encoder, v *idemResultReposServiceCreate) {
+			at := e.Struct()
+			idemimpl.EncPtr(e.Field("R1"), v.r1, idemEncRepo)
+			idemimpl.EncPtr(e.Field("R2"), v.r2, idemEncResponseForReposServiceCreate)
+			e.End(at)
+		},
+	},
 }
-
-// Build fails here if ReposService.Create's signature changed since generation: run go generate.
-var _ func(*ReposService, context.Context, string) (*Repo, *Response, error) = (*ReposService).Create
 
 // idemResultReposServiceCreate holds the results of ReposService.Create, stored as one value.
 type idemResultReposServiceCreate struct {
 	r1 *Repo
 	r2 *Response
-}
-
-var idemCodecReposServiceCreate = idemimpl.TypedCodec[idemResultReposServiceCreate]{
-	Decode: func(d *idemimpl.Decoder, v *idemResultReposServiceCreate) {
-		for f := range d.Fields() {
-			switch string(f) {
-			case "R1":
-				idemimpl.DecPtr(d, &v.r1, idemDecRepo)
-			case "R2":
-				idemimpl.DecPtr(d, &v.r2, idemDecResponseForReposServiceCreate)
-			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *idemResultReposServiceCreate) {
-		at := e.Struct()
-		idemimpl.EncPtr(e.Field("R1"), v.r1, idemEncRepo)
-		idemimpl.EncPtr(e.Field("R2"), v.r2, idemEncResponseForReposServiceCreate)
-		e.End(at)
-	},
 }
 
 func idemDecRepo(d *idemimpl.Decoder, v *Repo) {
@@ -119,14 +111,15 @@ func idemEncResponseForReposServiceCreate(e *idemimpl.Encoder, v *Response) {
 	e.End(at)
 }
 
-// Build fails here if Repo's fields changed since generation: run go generate.
-var _ = struct {
-	ID   int64
-	Name string
-}(Repo{})
-
-// Build fails here if Response's fields changed since generation: run go generate.
-var _ = struct {
-	*http.Response
-	Rate int
-}(Response{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(*ReposService, context.Context, string) (*Repo, *Response, error))((*ReposService).Create)
+	_ = struct {
+		ID   int64
+		Name string
+	}(Repo{})
+	_ = struct {
+		*http.Response
+		Rate int
+	}(Response{})
+)

@@ -11,9 +11,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package p at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package p, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -32,10 +30,9 @@ func (x *Idempotent) FKey(id string) (string, error) {
 	return x.beginF(id).StoreKey()
 }
 
-// beginF starts a call of F and writes its key material.
 func (x *Idempotent) beginF(id string) idem.Call {
-	c := x.g.Begin(idemSpecF)
-	c.Key().String(id)
+	c, k := x.g.Begin(idemSpecF)
+	k.Key().String(id)
 	return c
 }
 
@@ -43,13 +40,8 @@ var idemSpecF = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/resultjsontags.F",
 	Signature: "6a3834e0d9bd6b9d",
 	TTL:       time.Hour,
-	Codec:     idemCodecF,
+	Codec:     idemimpl.Codec(idemEncRes, idemDecRes),
 }
-
-// Build fails here if p.F's signature changed since generation: run go generate.
-var _ func(context.Context, string) (Res, error) = F
-
-var idemCodecF = idemimpl.Codec(idemEncRes, idemDecRes)
 
 func idemDecRes(d *idemimpl.Decoder, v *Res) {
 	for f := range d.Fields() {
@@ -78,11 +70,14 @@ func idemEncRes(e *idemimpl.Encoder, v *Res) {
 	e.End(at)
 }
 
-// Build fails here if Res's fields changed since generation: run go generate.
-var _ = struct {
-	ID    string
-	Cache string
-	Items []string
-	Tags  map[string]string
-	None  []string
-}(Res{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string) (Res, error))(F)
+	_ = struct {
+		ID    string
+		Cache string
+		Items []string
+		Tags  map[string]string
+		None  []string
+	}(Res{})
+)

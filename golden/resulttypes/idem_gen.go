@@ -13,9 +13,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package resulttypes at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package resulttypes, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -34,10 +32,9 @@ func (x *Idempotent) BuildKey(title string) (string, error) {
 	return x.beginBuild(title).StoreKey()
 }
 
-// beginBuild starts a call of Build and writes its key material.
 func (x *Idempotent) beginBuild(title string) idem.Call {
-	c := x.g.Begin(idemSpecBuild)
-	c.Key().String(title)
+	c, k := x.g.Begin(idemSpecBuild)
+	k.Key().String(title)
 	return c
 }
 
@@ -45,13 +42,8 @@ var idemSpecBuild = &idem.Spec{
 	Name:        "github.com/idemgen/idemgen/testdata/resulttypes.Build",
 	Signature:   "00199ec23f401e18",
 	OnDuplicate: idem.DuplicateWait,
-	Codec:       idemCodecBuild,
+	Codec:       idemimpl.PtrCodec(idemEncReport, idemDecReport),
 }
-
-// Build fails here if resulttypes.Build's signature changed since generation: run go generate.
-var _ func(context.Context, string) (*Report, error) = Build
-
-var idemCodecBuild = idemimpl.PtrCodec(idemEncReport, idemDecReport)
 
 func idemDecMeta(d *idemimpl.Decoder, v *Meta) {
 	for f := range d.Fields() {
@@ -162,24 +154,25 @@ func idemEncReport(e *idemimpl.Encoder, v *Report) {
 	e.End(at)
 }
 
-// Build fails here if Meta's fields changed since generation: run go generate.
-var _ = struct {
-	Created time.Time
-	Labels  map[string]string
-}(Meta{})
-
-// Build fails here if Report's fields changed since generation: run go generate.
-var _ = struct {
-	Meta    `json:"-" xml:"-"`
-	Title   string
-	Counts  map[int]uint8
-	Blob    []byte
-	Empty   []string
-	Nil     []string
-	Child   *Report
-	Total   Money
-	Matrix  [2][2]float64
-	private struct{}
-	_       int
-	Upper   string
-}(Report{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string) (*Report, error))(Build)
+	_ = struct {
+		Created time.Time
+		Labels  map[string]string
+	}(Meta{})
+	_ = struct {
+		Meta    `json:"-" xml:"-"`
+		Title   string
+		Counts  map[int]uint8
+		Blob    []byte
+		Empty   []string
+		Nil     []string
+		Child   *Report
+		Total   Money
+		Matrix  [2][2]float64
+		private struct{}
+		_       int
+		Upper   string
+	}(Report{})
+)

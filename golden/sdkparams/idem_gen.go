@@ -12,9 +12,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package sdkparams at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package sdkparams, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -35,16 +33,15 @@ func (x *Idempotent) ChargeKey(params *sdk.ChargeParams) (string, error) {
 	return x.beginCharge(params).StoreKey()
 }
 
-// beginCharge starts a call of Charge and writes its key material.
 func (x *Idempotent) beginCharge(params *sdk.ChargeParams) idem.Call {
-	c := x.g.Begin(idemSpecCharge)
+	c, k := x.g.Begin(idemSpecCharge)
 	if params == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		idemimpl.KeyPtr(c.Key(), params.Params.IdempotencyKey, idemimpl.KeyString)
+		k.Key().Ptr()
+		idemimpl.KeyPtr(k.Key(), params.Params.IdempotencyKey, idemimpl.KeyString)
 	}
-	idemimpl.KeyPtr(c.Payload(), params, idemKeySdkChargeParams)
+	idemimpl.KeyPtr(k.Payload(), params, idemKeySdkChargeParams)
 	return c
 }
 
@@ -52,13 +49,8 @@ var idemSpecCharge = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/sdkparams.Charge",
 	Signature: "256b6ed32171e00a",
 	TTL:       24 * time.Hour,
-	Codec:     idemCodecCharge,
+	Codec:     idemimpl.PtrCodec(idemEncSdkCharge, idemDecSdkCharge),
 }
-
-// Build fails here if sdkparams.Charge's signature changed since generation: run go generate.
-var _ func(context.Context, *sdk.ChargeParams) (*sdk.Charge, error) = Charge
-
-var idemCodecCharge = idemimpl.PtrCodec(idemEncSdkCharge, idemDecSdkCharge)
 
 func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
 	for f := range d.Fields() {
@@ -89,20 +81,19 @@ func idemKeySdkParams(b *idemimpl.KeyBuilder, v *sdk.Params) {
 	idemimpl.KeyMap(b, v.Metadata, idemimpl.StringKey, idemimpl.StringKey)
 }
 
-// Build fails here if sdk.Charge's fields changed since generation: run go generate.
-var _ = struct {
-	ID     string
-	Amount int64
-}(sdk.Charge{})
-
-// Build fails here if sdk.ChargeParams's fields changed since generation: run go generate.
-var _ = struct {
-	sdk.Params `json:"-" xml:"-"`
-	Amount     *int64
-	Currency   *string
-}(sdk.ChargeParams{})
-
-// Build fails here if a field of sdk.Params read here changed: run go generate.
-var _ = func(fieldsChanged_runGoGenerate *sdk.Params) (*context.Context, **string, *map[string]string) {
-	return &fieldsChanged_runGoGenerate.Context, &fieldsChanged_runGoGenerate.IdempotencyKey, &fieldsChanged_runGoGenerate.Metadata
-}
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, *sdk.ChargeParams) (*sdk.Charge, error))(Charge)
+	_ = struct {
+		ID     string
+		Amount int64
+	}(sdk.Charge{})
+	_ = struct {
+		sdk.Params `json:"-" xml:"-"`
+		Amount     *int64
+		Currency   *string
+	}(sdk.ChargeParams{})
+	_ = func(fieldsChanged_runGoGenerate *sdk.Params) (*context.Context, **string, *map[string]string) {
+		return &fieldsChanged_runGoGenerate.Context, &fieldsChanged_runGoGenerate.IdempotencyKey, &fieldsChanged_runGoGenerate.Metadata
+	}
+)

@@ -10,9 +10,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package steps at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package steps, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -32,26 +30,20 @@ func (x *Idempotent) CheckoutKey(order string, card string, cents int64) (string
 	return x.beginCheckout(order, card, cents).StoreKey()
 }
 
-// beginCheckout starts a call of Checkout and writes its key material.
 func (x *Idempotent) beginCheckout(order string, card string, cents int64) idem.Call {
-	c := x.g.Begin(idemSpecCheckout)
-	c.Key().ID(order)
-	c.Payload().String(order)
-	c.Payload().String(card)
-	c.Payload().Int(cents)
+	c, k := x.g.Begin(idemSpecCheckout)
+	k.Key().ID(order)
+	k.Payload().String(order)
+	k.Payload().String(card)
+	k.Payload().Int(cents)
 	return c
 }
 
 var idemSpecCheckout = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/steps.Checkout",
 	Signature: "04f0f6be4bb6218b",
-	Codec:     idemCodecCheckout,
+	Codec:     idemimpl.Codec(idemEncCharge, idemDecCharge),
 }
-
-// Build fails here if steps.Checkout's signature changed since generation: run go generate.
-var _ func(context.Context, string, string, int64) (Charge, error) = Checkout
-
-var idemCodecCheckout = idemimpl.Codec(idemEncCharge, idemDecCharge)
 
 // ChargeCardStep is ChargeCard run as the step "charge" of the guarded call running with ctx
 // (idem.Step): once that call recorded the step, it returns the recorded result without running.
@@ -93,9 +85,12 @@ func idemEncCharge(e *idemimpl.Encoder, v *Charge) {
 	e.End(at)
 }
 
-// Build fails here if Charge's fields changed since generation: run go generate.
-var _ = struct {
-	ID    string
-	Cents int64
-	Tags  []string
-}(Charge{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string, string, int64) (Charge, error))(Checkout)
+	_ = struct {
+		ID    string
+		Cents int64
+		Tags  []string
+	}(Charge{})
+)

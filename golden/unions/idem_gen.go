@@ -12,9 +12,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package unions at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package unions, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -35,10 +33,9 @@ func (x *Idempotent) HistoryKey(id string) (string, error) {
 	return x.beginHistory(id).StoreKey()
 }
 
-// beginHistory starts a call of History and writes its key material.
 func (x *Idempotent) beginHistory(id string) idem.Call {
-	c := x.g.Begin(idemSpecHistory)
-	c.Key().String(id)
+	c, k := x.g.Begin(idemSpecHistory)
+	k.Key().String(id)
 	return c
 }
 
@@ -46,13 +43,8 @@ var idemSpecHistory = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/unions.History",
 	Signature: "173d4e04e9ae2d7b",
 	TTL:       time.Hour,
-	Codec:     idemCodecHistory,
+	Codec:     idemimpl.ListCodec(idemEncEvent, idemDecEvent),
 }
-
-// Build fails here if unions.History's signature changed since generation: run go generate.
-var _ func(context.Context, string) ([]Event, error) = History
-
-var idemCodecHistory = idemimpl.ListCodec(idemEncEvent, idemDecEvent)
 
 // Notify is unions.Notify, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Notify(ctx context.Context, e Event) (string, error) {
@@ -66,10 +58,9 @@ func (x *Idempotent) NotifyKey(e Event) (string, error) {
 	return x.beginNotify(e).StoreKey()
 }
 
-// beginNotify starts a call of Notify and writes its key material.
 func (x *Idempotent) beginNotify(e Event) idem.Call {
-	c := x.g.Begin(idemSpecNotify)
-	idemKeyEvent(c.Key(), &e)
+	c, k := x.g.Begin(idemSpecNotify)
+	idemKeyEvent(k.Key(), &e)
 	return c
 }
 
@@ -77,13 +68,8 @@ var idemSpecNotify = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/unions.Notify",
 	Signature: "cf6b0646a6c1fc12",
 	TTL:       time.Hour,
-	Codec:     idemCodecNotify,
+	Codec:     idemimpl.StringCodec[string](),
 }
-
-// Build fails here if unions.Notify's signature changed since generation: run go generate.
-var _ func(context.Context, Event) (string, error) = Notify
-
-var idemCodecNotify = idemimpl.StringCodec[string]()
 
 // Post is blocks.Post, run at most once per key (ttl=1h lease=30s on_duplicate=return). Values of
 // blocks.Block are stored for the types of their package that their codec lists; others fail the
@@ -99,11 +85,10 @@ func (x *Idempotent) PostKey(channel string, text string) (string, error) {
 	return x.beginPost(channel, text).StoreKey()
 }
 
-// beginPost starts a call of Post and writes its key material.
 func (x *Idempotent) beginPost(channel string, text string) idem.Call {
-	c := x.g.Begin(idemSpecPost)
-	c.Key().String(channel)
-	c.Key().String(text)
+	c, k := x.g.Begin(idemSpecPost)
+	k.Key().String(channel)
+	k.Key().String(text)
 	return c
 }
 
@@ -111,13 +96,8 @@ var idemSpecPost = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/unions/blocks.Post",
 	Signature: "5a7d9c6b32183472",
 	TTL:       time.Hour,
-	Codec:     idemCodecPost,
+	Codec:     idemimpl.PtrCodec(idemEncBlocksMessage, idemDecBlocksMessage),
 }
-
-// Build fails here if blocks.Post's signature changed since generation: run go generate.
-var _ func(context.Context, string, string) (*blocks.Message, error) = blocks.Post
-
-var idemCodecPost = idemimpl.PtrCodec(idemEncBlocksMessage, idemDecBlocksMessage)
 
 func idemDecBlocksBlock(d *idemimpl.Decoder, v *blocks.Block) {
 	if !d.Enter() {
@@ -359,44 +339,35 @@ func idemKeyInternal(b *idemimpl.KeyBuilder, v *internal) {
 	b.Int(int64(v.n))
 }
 
-// Build fails here if blocks.Divider's fields changed since generation: run go generate.
-var _ = struct{}(blocks.Divider{})
-
-// Build fails here if blocks.Image's fields changed since generation: run go generate.
-var _ = struct {
-	URL string
-	Alt *string
-}(blocks.Image{})
-
-// Build fails here if blocks.Message's fields changed since generation: run go generate.
-var _ = struct {
-	TS     string
-	Blocks []blocks.Block
-}(blocks.Message{})
-
-// Build fails here if blocks.Section's fields changed since generation: run go generate.
-var _ = struct {
-	Text     string
-	Elements []blocks.Block
-}(blocks.Section{})
-
-// Build fails here if Created's fields changed since generation: run go generate.
-var _ = struct {
-	ID string
-}(Created{})
-
-// Build fails here if Deleted's fields changed since generation: run go generate.
-var _ = struct {
-	ID     string
-	Reason string
-}(Deleted{})
-
-// Build fails here if Hooked's fields changed since generation: run go generate.
-var _ = struct {
-	Fn func()
-}(Hooked{})
-
-// Build fails here if internal's fields changed since generation: run go generate.
-var _ = struct {
-	n int
-}(internal{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string) ([]Event, error))(History)
+	_ = (func(context.Context, Event) (string, error))(Notify)
+	_ = (func(context.Context, string, string) (*blocks.Message, error))(blocks.Post)
+	_ = struct{}(blocks.Divider{})
+	_ = struct {
+		URL string
+		Alt *string
+	}(blocks.Image{})
+	_ = struct {
+		TS     string
+		Blocks []blocks.Block
+	}(blocks.Message{})
+	_ = struct {
+		Text     string
+		Elements []blocks.Block
+	}(blocks.Section{})
+	_ = struct {
+		ID string
+	}(Created{})
+	_ = struct {
+		ID     string
+		Reason string
+	}(Deleted{})
+	_ = struct {
+		Fn func()
+	}(Hooked{})
+	_ = struct {
+		n int
+	}(internal{})
+)

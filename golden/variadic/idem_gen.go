@@ -11,9 +11,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package variadic at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package variadic, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -32,13 +30,12 @@ func (x *Idempotent) TagKey(item string, labels ...string) (string, error) {
 	return x.beginTag(item, labels).StoreKey()
 }
 
-// beginTag starts a call of Tag and writes its key material.
 func (x *Idempotent) beginTag(item string, labels []string) idem.Call {
-	c := x.g.Begin(idemSpecTag)
-	c.Key().String(item)
-	c.Key().List(len(labels))
+	c, k := x.g.Begin(idemSpecTag)
+	k.Key().String(item)
+	k.Key().List(len(labels))
 	for i := range labels {
-		c.Key().String(labels[i])
+		k.Key().String(labels[i])
 	}
 	return c
 }
@@ -47,13 +44,8 @@ var idemSpecTag = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/variadic.Tag",
 	Signature: "654ccc2d703e3b08",
 	TTL:       5 * time.Minute,
-	Codec:     idemCodecTag,
+	Codec:     idemimpl.ListCodec[string](idemimpl.EncString, idemimpl.DecString),
 }
-
-// Build fails here if variadic.Tag's signature changed since generation: run go generate.
-var _ func(string, ...string) ([]string, error) = Tag
-
-var idemCodecTag = idemimpl.ListCodec[string](idemimpl.EncString, idemimpl.DecString)
 
 // Log is variadic.Log, run at most once per key (ttl=24h lease=30s on_duplicate=return).
 func (x *Idempotent) Log(format string, args ...int) error {
@@ -68,13 +60,12 @@ func (x *Idempotent) LogKey(format string, args ...int) (string, error) {
 	return x.beginLog(format, args).StoreKey()
 }
 
-// beginLog starts a call of Log and writes its key material.
 func (x *Idempotent) beginLog(format string, args []int) idem.Call {
-	c := x.g.Begin(idemSpecLog)
-	c.Key().String(format)
-	c.Key().List(len(args))
+	c, k := x.g.Begin(idemSpecLog)
+	k.Key().String(format)
+	k.Key().List(len(args))
 	for i := range args {
-		c.Key().Int(int64(args[i]))
+		k.Key().Int(int64(args[i]))
 	}
 	return c
 }
@@ -84,5 +75,8 @@ var idemSpecLog = &idem.Spec{
 	Signature: "9a73b885f317e28f",
 }
 
-// Build fails here if variadic.Log's signature changed since generation: run go generate.
-var _ func(string, ...int) error = Log
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(string, ...string) ([]string, error))(Tag)
+	_ = (func(string, ...int) error)(Log)
+)

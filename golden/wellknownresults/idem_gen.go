@@ -23,9 +23,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package p at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package p, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -44,10 +42,9 @@ func (x *Idempotent) GetKey(id string) (string, error) {
 	return x.beginGet(id).StoreKey()
 }
 
-// beginGet starts a call of Get and writes its key material.
 func (x *Idempotent) beginGet(id string) idem.Call {
-	c := x.g.Begin(idemSpecGet)
-	c.Key().String(id)
+	c, k := x.g.Begin(idemSpecGet)
+	k.Key().String(id)
 	return c
 }
 
@@ -55,13 +52,8 @@ var idemSpecGet = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/wellknownresults.Get",
 	Signature: "8ef71231ac3cf197",
 	TTL:       time.Hour,
-	Codec:     idemCodecGet,
+	Codec:     idemimpl.Codec(idemEncKnown, idemDecKnown),
 }
-
-// Build fails here if p.Get's signature changed since generation: run go generate.
-var _ func(context.Context, string) (Known, error) = Get
-
-var idemCodecGet = idemimpl.Codec(idemEncKnown, idemDecKnown)
 
 // GetFloat is p.GetFloat, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) GetFloat(ctx context.Context, f *big.Float) (*big.Float, error) {
@@ -75,14 +67,13 @@ func (x *Idempotent) GetFloatKey(f *big.Float) (string, error) {
 	return x.beginGetFloat(f).StoreKey()
 }
 
-// beginGetFloat starts a call of GetFloat and writes its key material.
 func (x *Idempotent) beginGetFloat(f *big.Float) idem.Call {
-	c := x.g.Begin(idemSpecGetFloat)
+	c, k := x.g.Begin(idemSpecGetFloat)
 	if f == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		c.Key().String(f.Text('p', 0))
+		k.Key().Ptr()
+		k.Key().String(f.Text('p', 0))
 	}
 	return c
 }
@@ -91,28 +82,23 @@ var idemSpecGetFloat = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/wellknownresults.GetFloat",
 	Signature: "8e05365988052f0c",
 	TTL:       time.Hour,
-	Codec:     idemCodecGetFloat,
-}
-
-// Build fails here if p.GetFloat's signature changed since generation: run go generate.
-var _ func(context.Context, *big.Float) (*big.Float, error) = GetFloat
-
-var idemCodecGetFloat = idemimpl.TypedCodec[*big.Float]{
-	Decode: func(d *idemimpl.Decoder, v **big.Float) {
-		if d.Ptr() {
-			*v = new(big.Float)
-			d.Unmarshaled((*v).GobDecode(d.Marshaled()))
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **big.Float) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			e.Marshaled((*v).GobEncode())
-		}
+	Codec: idemimpl.TypedCodec[*big.Float]{
+		Decode: func(d *idemimpl.Decoder, v **big.Float) {
+			if d.Ptr() {
+				*v = new(big.Float)
+				d.Unmarshaled((*v).GobDecode(d.Marshaled()))
+			} else {
+				*v = nil
+			}
+		},
+		Encode: func(e *idemimpl.Encoder, v **big.Float) {
+			if *v == nil {
+				e.Nil()
+			} else {
+				e.Ptr()
+				e.Marshaled((*v).GobEncode())
+			}
+		},
 	},
 }
 
@@ -128,13 +114,12 @@ func (x *Idempotent) GetIPKey(ip net.IP) (string, error) {
 	return x.beginGetIP(ip).StoreKey()
 }
 
-// beginGetIP starts a call of GetIP and writes its key material.
 func (x *Idempotent) beginGetIP(ip net.IP) idem.Call {
-	c := x.g.Begin(idemSpecGetIP)
+	c, k := x.g.Begin(idemSpecGetIP)
 	if ip == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Marshaled(ip.MarshalText())
+		k.Key().Marshaled(ip.MarshalText())
 	}
 	return c
 }
@@ -143,13 +128,8 @@ var idemSpecGetIP = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/wellknownresults.GetIP",
 	Signature: "a9a79b81fa54d2bb",
 	TTL:       time.Hour,
-	Codec:     idemCodecGetIP,
+	Codec:     idemimpl.Codec(idemEncNetIP, idemDecNetIP),
 }
-
-// Build fails here if p.GetIP's signature changed since generation: run go generate.
-var _ func(context.Context, net.IP) (net.IP, error) = GetIP
-
-var idemCodecGetIP = idemimpl.Codec(idemEncNetIP, idemDecNetIP)
 
 // GetURL is p.GetURL, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) GetURL(ctx context.Context, u string) (*url.URL, error) {
@@ -163,10 +143,9 @@ func (x *Idempotent) GetURLKey(u string) (string, error) {
 	return x.beginGetURL(u).StoreKey()
 }
 
-// beginGetURL starts a call of GetURL and writes its key material.
 func (x *Idempotent) beginGetURL(u string) idem.Call {
-	c := x.g.Begin(idemSpecGetURL)
-	c.Key().String(u)
+	c, k := x.g.Begin(idemSpecGetURL)
+	k.Key().String(u)
 	return c
 }
 
@@ -174,13 +153,8 @@ var idemSpecGetURL = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/testdata/wellknownresults.GetURL",
 	Signature: "d83c256c56d63c2f",
 	TTL:       time.Hour,
-	Codec:     idemCodecGetURL,
+	Codec:     idemimpl.PtrCodec(idemEncUrlURL, idemDecUrlURL),
 }
-
-// Build fails here if p.GetURL's signature changed since generation: run go generate.
-var _ func(context.Context, string) (*url.URL, error) = GetURL
-
-var idemCodecGetURL = idemimpl.PtrCodec(idemEncUrlURL, idemDecUrlURL)
 
 func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 	if d.Nil() {
@@ -556,76 +530,70 @@ func idemEncUrlURL(e *idemimpl.Encoder, v *url.URL) {
 	e.End(at)
 }
 
-// Build fails here if Known's fields changed since generation: run go generate.
-var _ = struct {
-	Raw      json.RawMessage
-	IP       net.IP
-	IPNet    net.IPNet
-	Float    *big.Float
-	FloatV   big.Float
-	Int      *big.Int
-	Rat      *big.Rat
-	Addr     netip.Addr
-	Prefix   netip.Prefix
-	AddrPort netip.AddrPort
-	Time     time.Time
-	Dur      time.Duration
-	Number   json.Number
-	NullS    sql.NullString
-	NullT    sql.NullTime
-	NullF    sql.NullFloat64
-	Null     sql.Null[int64]
-	Level    slog.Level
-	Header   http.Header
-	URL      *url.URL
-	URLV     url.URL
-	OID      x509.OID
-	PCG      rand.PCG
-	ChaCha8  *rand.ChaCha8
-	LevelVar *slog.LevelVar
-}(Known{})
-
-// Build fails here if net.IPNet's fields changed since generation: run go generate.
-var _ = struct {
-	IP   net.IP
-	Mask net.IPMask
-}(net.IPNet{})
-
-// Build fails here if sql.NullFloat64's fields changed since generation: run go generate.
-var _ = struct {
-	Float64 float64
-	Valid   bool
-}(sql.NullFloat64{})
-
-// Build fails here if sql.NullString's fields changed since generation: run go generate.
-var _ = struct {
-	String string
-	Valid  bool
-}(sql.NullString{})
-
-// Build fails here if sql.NullTime's fields changed since generation: run go generate.
-var _ = struct {
-	Time  time.Time
-	Valid bool
-}(sql.NullTime{})
-
-// Build fails here if sql.Null[int64]'s fields changed since generation: run go generate.
-var _ = struct {
-	V     int64
-	Valid bool
-}(sql.Null[int64]{})
-
-// Build fails here if url.URL's fields changed since generation: run go generate.
-var _ = struct {
-	Scheme      string
-	Opaque      string
-	User        *url.Userinfo
-	Host        string
-	Path        string
-	Fragment    string
-	RawQuery    string
-	RawPath     string
-	RawFragment string
-	ForceQuery  bool
-	OmitHost    bool
-}(url.URL{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string) (Known, error))(Get)
+	_ = (func(context.Context, *big.Float) (*big.Float, error))(GetFloat)
+	_ = (func(context.Context, net.IP) (net.IP, error))(GetIP)
+	_ = (func(context.Context, string) (*url.URL, error))(GetURL)
+	_ = struct {
+		Raw      json.RawMessage
+		IP       net.IP
+		IPNet    net.IPNet
+		Float    *big.Float
+		FloatV   big.Float
+		Int      *big.Int
+		Rat      *big.Rat
+		Addr     netip.Addr
+		Prefix   netip.Prefix
+		AddrPort netip.AddrPort
+		Time     time.Time
+		Dur      time.Duration
+		Number   json.Number
+		NullS    sql.NullString
+		NullT    sql.NullTime
+		NullF    sql.NullFloat64
+		Null     sql.Null[int64]
+		Level    slog.Level
+		Header   http.Header
+		URL      *url.URL
+		URLV     url.URL
+		OID      x509.OID
+		PCG      rand.PCG
+		ChaCha8  *rand.ChaCha8
+		LevelVar *slog.LevelVar
+	}(Known{})
+	_ = struct {
+		IP   net.IP
+		Mask net.IPMask
+	}(net.IPNet{})
+	_ = struct {
+		Float64 float64
+		Valid   bool
+	}(sql.NullFloat64{})
+	_ = struct {
+		String string
+		Valid  bool
+	}(sql.NullString{})
+	_ = struct {
+		Time  time.Time
+		Valid bool
+	}(sql.NullTime{})
+	_ = struct {
+		V     int64
+		Valid bool
+	}(sql.Null[int64]{})
+	_ = struct {
+		Scheme      string
+		Opaque      string
+		User        *url.Userinfo
+		Host        string
+		Path        string
+		Fragment    string
+		RawQuery    string
+		RawPath     string
+		RawFragment string
+		ForceQuery  bool
+		OmitHost    bool
+	}(url.URL{})
+)

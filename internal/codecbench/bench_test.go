@@ -9,12 +9,12 @@ import (
 
 func TestGeneratedCodecRoundTrip(t *testing.T) {
 	v := Sample("o1")
-	data, err := idemCodecPlace.Marshal(v)
+	data, err := idemSpecPlace.Codec.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got *Order
-	if err := idemCodecPlace.Unmarshal(data, &got); err != nil {
+	if err := idemSpecPlace.Codec.Unmarshal(data, &got); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(v, got); diff != "" {
@@ -29,7 +29,7 @@ func TestGeneratedCodecRoundTrip(t *testing.T) {
 //	go test ./internal/codecbench -run '^$' -bench ReplayDecode -benchmem
 func BenchmarkReplayDecode(b *testing.B) {
 	v := Sample("o1")
-	gen, err := idemCodecPlace.Marshal(v)
+	gen, err := idemSpecPlace.Codec.Marshal(v)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func BenchmarkReplayDecode(b *testing.B) {
 		b.SetBytes(int64(len(gen)))
 		for b.Loop() {
 			var o *Order
-			if err := idemCodecPlace.Unmarshal(gen, &o); err != nil {
+			if err := idemSpecPlace.Codec.Unmarshal(gen, &o); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -19,7 +19,7 @@ import (
 //	go test ./internal/codecbench -run '^$' -fuzz FuzzGeneratedDecode -fuzztime 1m
 func FuzzGeneratedDecode(f *testing.F) {
 	for _, o := range []*Order{Sample("o1"), {}, nil, {Lines: []Line{}, Meta: map[string]string{}, Ref: []byte{}}} {
-		data, err := idemCodecPlace.Marshal(o)
+		data, err := idemSpecPlace.Codec.Marshal(o)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -28,18 +28,18 @@ func FuzzGeneratedDecode(f *testing.F) {
 	f.Add([]byte{idemimpl.CodecMarker, idemimpl.CodecVersion})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var o *Order
-		if err := idemCodecPlace.Unmarshal(data, &o); err != nil {
+		if err := idemSpecPlace.Codec.Unmarshal(data, &o); err != nil {
 			if !errors.Is(err, idem.ErrCorruptRecord) && !errors.Is(err, idem.ErrResultIncompatible) {
 				t.Fatalf("error %v is neither ErrCorruptRecord nor ErrResultIncompatible", err)
 			}
 			return
 		}
-		again, err := idemCodecPlace.Marshal(o)
+		again, err := idemSpecPlace.Codec.Marshal(o)
 		if err != nil {
 			return // a decoded time.Time can hold an offset MarshalBinary refuses
 		}
 		var p *Order
-		if err := idemCodecPlace.Unmarshal(again, &p); err != nil {
+		if err := idemSpecPlace.Codec.Unmarshal(again, &p); err != nil {
 			t.Fatalf("re-encoded record does not decode: %v", err)
 		}
 		bits := cmp.Comparer(func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) })

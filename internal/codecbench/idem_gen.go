@@ -11,9 +11,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package codecbench at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package codecbench, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -32,10 +30,9 @@ func (x *Idempotent) PlaceKey(id string) (string, error) {
 	return x.beginPlace(id).StoreKey()
 }
 
-// beginPlace starts a call of Place and writes its key material.
 func (x *Idempotent) beginPlace(id string) idem.Call {
-	c := x.g.Begin(idemSpecPlace)
-	c.Key().String(id)
+	c, k := x.g.Begin(idemSpecPlace)
+	k.Key().String(id)
 	return c
 }
 
@@ -43,13 +40,8 @@ var idemSpecPlace = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/codecbench.Place",
 	Signature: "79adbe7eca7b3cbc",
 	TTL:       24 * time.Hour,
-	Codec:     idemCodecPlace,
+	Codec:     idemimpl.PtrCodec(idemEncOrder, idemDecOrder),
 }
-
-// Build fails here if codecbench.Place's signature changed since generation: run go generate.
-var _ func(context.Context, string) (*Order, error) = Place
-
-var idemCodecPlace = idemimpl.PtrCodec(idemEncOrder, idemDecOrder)
 
 func idemDecAddress(d *idemimpl.Decoder, v *Address) {
 	for f := range d.Fields() {
@@ -189,44 +181,41 @@ func idemEncOrder(e *idemimpl.Encoder, v *Order) {
 	e.End(at)
 }
 
-// Build fails here if Address's fields changed since generation: run go generate.
-var _ = struct {
-	Street  string
-	City    string
-	Zip     string
-	Country string
-}(Address{})
-
-// Build fails here if Customer's fields changed since generation: run go generate.
-var _ = struct {
-	ID      string
-	Name    string
-	Email   string
-	Address Address
-}(Customer{})
-
-// Build fails here if Line's fields changed since generation: run go generate.
-var _ = struct {
-	SKU   string
-	Qty   int32
-	Price float64
-	Tags  map[string]string
-}(Line{})
-
-// Build fails here if Order's fields changed since generation: run go generate.
-var _ = struct {
-	ID        string
-	Customer  Customer
-	Lines     []Line
-	Total     int64
-	Currency  string
-	Paid      bool
-	CreatedAt time.Time
-	Notes     *string
-	Meta      map[string]string
-	Discounts []int64
-	Status    string
-	Ref       []byte
-	Weight    float64
-	Items     int
-}(Order{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, string) (*Order, error))(Place)
+	_ = struct {
+		Street  string
+		City    string
+		Zip     string
+		Country string
+	}(Address{})
+	_ = struct {
+		ID      string
+		Name    string
+		Email   string
+		Address Address
+	}(Customer{})
+	_ = struct {
+		SKU   string
+		Qty   int32
+		Price float64
+		Tags  map[string]string
+	}(Line{})
+	_ = struct {
+		ID        string
+		Customer  Customer
+		Lines     []Line
+		Total     int64
+		Currency  string
+		Paid      bool
+		CreatedAt time.Time
+		Notes     *string
+		Meta      map[string]string
+		Discounts []int64
+		Status    string
+		Ref       []byte
+		Weight    float64
+		Items     int
+	}(Order{})
+)

@@ -47,7 +47,7 @@ func TestGeneratedCodecUpgrades(t *testing.T) {
 		e.Uint(3)
 	})
 	var got *Order
-	if err := idemCodecPlace.Unmarshal(data, &got); err != nil {
+	if err := idemSpecPlace.Codec.Unmarshal(data, &got); err != nil {
 		t.Fatal(err)
 	}
 	want := &Order{ID: "o1", Customer: Customer{Name: "Ada"}, Items: 3}
@@ -59,7 +59,7 @@ func TestGeneratedCodecUpgrades(t *testing.T) {
 		e.Field("Total")
 		e.String("50.73") // Total is an int64 now
 	})
-	if err := idemCodecPlace.Unmarshal(retyped, &got); !errors.Is(err, idem.ErrResultIncompatible) {
+	if err := idemSpecPlace.Codec.Unmarshal(retyped, &got); !errors.Is(err, idem.ErrResultIncompatible) {
 		t.Errorf("retyped field: %v, want ErrResultIncompatible", err)
 	}
 	narrowed := record(t, func(e *idemimpl.Encoder) {
@@ -71,10 +71,10 @@ func TestGeneratedCodecUpgrades(t *testing.T) {
 		e.End(l)
 		e.End(at)
 	})
-	if err := idemCodecPlace.Unmarshal(narrowed, &got); !errors.Is(err, idem.ErrResultIncompatible) {
+	if err := idemSpecPlace.Codec.Unmarshal(narrowed, &got); !errors.Is(err, idem.ErrResultIncompatible) {
 		t.Errorf("value that no longer fits: %v, want ErrResultIncompatible", err)
 	}
-	if err := idemCodecPlace.Unmarshal(append(data[:len(data):len(data)], 0), &got); !errors.Is(err, idem.ErrCorruptRecord) {
+	if err := idemSpecPlace.Codec.Unmarshal(append(data[:len(data):len(data)], 0), &got); !errors.Is(err, idem.ErrCorruptRecord) {
 		t.Errorf("trailing byte: %v, want ErrCorruptRecord", err)
 	}
 }

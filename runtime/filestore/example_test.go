@@ -27,8 +27,8 @@ func Example() {
 	g := idem.NewGuard(st)
 
 	send := func(orderID string) (string, error) {
-		c := g.Begin(&specSend)
-		c.Key().String(orderID)
+		c, k := g.Begin(&specSend)
+		k.Key().String(orderID)
 		return idem.Do(context.Background(), c, func(ctx context.Context) (string, error) {
 			fmt.Println("sending receipt for", orderID)
 			return "receipt-" + orderID, nil

@@ -195,7 +195,7 @@ func TestDifferential(t *testing.T) {
 					if d := cmp.Diff(mr, fr, cmpOpts...); d != "" {
 						t.Fatalf("%s: claim %q (-mem +file):\n%s", where, key, d)
 					}
-					if mr.Status.Owns() {
+					if mr.Status == idem.ClaimAcquired || mr.Status == idem.ClaimTakenOver {
 						leases = append(leases, idem.Lease{Key: key, Owner: req.Owner, Fence: mr.Fence,
 							Duration: time.Duration(1+rng.IntN(10)) * time.Second, TTL: time.Duration(rng.IntN(30)) * time.Second})
 					}
@@ -379,7 +379,7 @@ func finished(t testing.TB, s idem.Store, key, data string) {
 	t.Helper()
 	ctx := context.Background()
 	res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: tok(1), Lease: time.Minute, TTL: time.Hour})
-	if err != nil || !res.Status.Owns() {
+	if err != nil || !(res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) {
 		t.Fatalf("claim %q: %+v %v", key, res, err)
 	}
 	l := idem.Lease{Key: key, Owner: tok(1), Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
@@ -456,8 +456,8 @@ func TestDiskFull(t *testing.T) {
 	}
 	// Through a Guard it is ErrStoreUnavailable wrapping ErrStoreFull.
 	g := idem.NewGuard(s)
-	c := g.Begin(&idem.Spec{Name: "test.Full"})
-	c.Key().String("x")
+	c, k := g.Begin(&idem.Spec{Name: "test.Full"})
+	k.Key().String("x")
 	ran := false
 	_, err = idem.Do(ctx, c, func(context.Context) (int, error) { ran = true; return 1, nil })
 	if ran || !errors.Is(err, idem.ErrStoreUnavailable) || !errors.Is(err, idem.ErrStoreFull) {
@@ -540,7 +540,7 @@ func TestCleanup(t *testing.T) {
 	claim := func(key string, lease, ttl time.Duration) idem.Lease {
 		t.Helper()
 		res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: tok(1), Lease: lease, TTL: ttl})
-		if err != nil || !res.Status.Owns() {
+		if err != nil || !(res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) {
 			t.Fatalf("claim %q: %+v %v", key, res, err)
 		}
 		return idem.Lease{Key: key, Owner: tok(1), Fence: res.Fence, Duration: lease, TTL: ttl}
@@ -716,8 +716,8 @@ func TestUnavailableErrorsSayItOnce(t *testing.T) {
 		{"force release", func() error { _, err := s.ForceRelease(ctx, "k"); return err }},
 		{"cleanup", func() error { _, err := s.Cleanup(ctx); return err }},
 		{"guard", func() error {
-			c := g.Begin(&idem.Spec{Name: "test.Unavailable"})
-			c.Key().String("k")
+			c, k := g.Begin(&idem.Spec{Name: "test.Unavailable"})
+			k.Key().String("k")
 			_, err := idem.Do(ctx, c, func(context.Context) (int, error) { return 1, nil })
 			if !errors.Is(err, idem.ErrStoreUnavailable) {
 				t.Errorf("guard = %v, want idem.ErrStoreUnavailable", err)

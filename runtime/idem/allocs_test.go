@@ -32,8 +32,8 @@ func TestWrapperAllocations(t *testing.T) {
 		}}
 	fn := func(context.Context) (int64, error) { return 1 << 40, nil }
 	call := func(n int64) {
-		c := g.Begin(spec)
-		c.Key().Int(n)
+		c, k := g.Begin(spec)
+		k.Key().Int(n)
 		if _, err := idem.Do(ctx, c, fn); err != nil {
 			t.Fatal(err)
 		}

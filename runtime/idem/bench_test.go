@@ -107,8 +107,8 @@ func BenchmarkKeyDerivation(b *testing.B) {
 	spec := &idem.Spec{Name: "bench.Key"}
 	derive := func(n int) {
 		for i := 0; i < n; i++ {
-			c := g.Begin(spec)
-			keyOrder(c.Key(), &benchOrder)
+			c, k := g.Begin(spec)
+			keyOrder(k.Key(), &benchOrder)
 			if _, err := c.StoreKey(); err != nil {
 				panic(err)
 			}
@@ -169,9 +169,9 @@ func BenchmarkReplay(b *testing.B) {
 	ctx := context.Background()
 	replays := func(n int) {
 		for i := 0; i < n; i++ {
-			c := g.Begin(spec)
-			c.Key().String(req.CustomerID)
-			c.Key().String(req.OrderID)
+			c, k := g.Begin(spec)
+			k.Key().String(req.CustomerID)
+			k.Key().String(req.OrderID)
 			if _, err := idem.Do(ctx, c, charge); err != nil {
 				panic(err)
 			}
@@ -195,8 +195,8 @@ func BenchmarkFirstExecution(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		c := g.Begin(spec)
-		c.Key().Int(n.Add(1))
+		c, k := g.Begin(spec)
+		k.Key().Int(n.Add(1))
 		if _, err := idem.Do(ctx, c, fn); err != nil {
 			b.Fatal(err)
 		}
@@ -210,8 +210,8 @@ func BenchmarkReplayParallel(b *testing.B) {
 	fn := func(ctx context.Context) (*receipt, error) { return &receipt{ID: "r"}, nil }
 	ctx := context.Background()
 	replay := func() error {
-		c := g.Begin(spec)
-		c.Key().String("cus_8f2a91")
+		c, k := g.Begin(spec)
+		k.Key().String("cus_8f2a91")
 		_, err := idem.Do(ctx, c, fn)
 		return err
 	}
@@ -240,9 +240,9 @@ type chargeWrappers struct{ g *idem.Guard }
 var specWrapped = &idem.Spec{Name: "bench.Wrapped"}
 
 func (x *chargeWrappers) beginCharge(req *order) idem.Call {
-	c := x.g.Begin(specWrapped)
-	c.Key().String(req.CustomerID)
-	c.Key().String(req.OrderID)
+	c, k := x.g.Begin(specWrapped)
+	k.Key().String(req.CustomerID)
+	k.Key().String(req.OrderID)
 	return c
 }
 
@@ -256,9 +256,9 @@ func (x *chargeWrappers) Charge(ctx context.Context, req order) (*receipt, error
 // chargeInline is the same wrapper with the key code written inline, as
 // idemgen wrote it before #20.
 func (x *chargeWrappers) chargeInline(ctx context.Context, req order) (*receipt, error) {
-	c := x.g.Begin(specWrapped)
-	c.Key().String(req.CustomerID)
-	c.Key().String(req.OrderID)
+	c, k := x.g.Begin(specWrapped)
+	k.Key().String(req.CustomerID)
+	k.Key().String(req.OrderID)
 	return idem.Do(ctx, c, func(ctx context.Context) (*receipt, error) {
 		return &receipt{ID: "r", Amount: req.Amount}, nil
 	})
@@ -345,8 +345,8 @@ var specCount = &idem.Spec{
 func count(_ context.Context, n int) (int64, error) { return int64(n) * 2, nil }
 
 func (x *firstWrappers) beginCount(n int) idem.Call {
-	c := x.g.Begin(specCount)
-	c.Key().Int(int64(n))
+	c, k := x.g.Begin(specCount)
+	k.Key().Int(int64(n))
 	return c
 }
 
@@ -469,8 +469,8 @@ func BenchmarkFlightsParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := n.Add(1)
-			c := g.Begin(spec)
-			c.Key().String(strconv.FormatInt(i%64, 10))
+			c, k := g.Begin(spec)
+			k.Key().String(strconv.FormatInt(i%64, 10))
 			if _, err := idem.Do(ctx, c, func(context.Context) (int, error) { return 1, nil }); err != nil {
 				b.Fatal(err)
 			}
@@ -500,8 +500,8 @@ func BenchmarkResultMemo(b *testing.B) {
 				g.DropResultMemo()
 			}
 			call := func() {
-				c := g.Begin(spec)
-				c.Key().String("order-1")
+				c, k := g.Begin(spec)
+				k.Key().String("order-1")
 				if _, err := idem.Do(ctx, c, func(context.Context) (receipt, error) { return receipt{"rcpt_1", 4200, true}, nil }); err != nil {
 					b.Fatal(err)
 				}

@@ -9,19 +9,18 @@ import (
 	"hash"
 	"strconv"
 	"sync/atomic"
-	"time"
 
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Call is one guarded call while generated code writes its key material:
-// get one from Guard.Begin, write the key, and hand it to Do (or StoreKey),
-// which finishes it. A Call is a small value and is used once:
-// once it is finished, its builders (and those of any copy) write nowhere,
-// and Do and StoreKey return an error for it. The memory its
-// key material is written into is the Guard's, pooled; a finished Call
-// can no longer reach it, so keeping one cannot touch another call's key.
-// The zero Call is finished. A Call is not safe for concurrent use.
+// Guard.Begin returns it with the material to write, and Do (or StoreKey)
+// finishes it. A Call is a small value and is used once: once it is
+// finished, Do and StoreKey return an error for it (and for any copy). The
+// memory its key material is written into is the Guard's, pooled; a
+// finished Call can no longer reach it, so keeping one cannot touch
+// another call's key. The zero Call is finished. A Call is not safe for
+// concurrent use.
 type Call struct {
 	s   *callState
 	gen uint64 // s's generation when this Call began
@@ -35,27 +34,25 @@ type Call struct {
 // gen is read by a Call that may be finished, atomically, so a stale Call
 // never races with the state's new user.
 type callState struct {
-	gen        atomic.Uint64
-	g          *Guard
-	spec       *Spec
-	key        idemimpl.KeyBuilder
-	payload    idemimpl.KeyBuilder
-	hasPayload bool
-	entity     idemimpl.KeyBuilder
-	at         time.Time
-	scratch    []byte
-	raw        []byte // memo lookup key
+	gen     atomic.Uint64
+	g       *Guard
+	spec    *Spec
+	m       idemimpl.Material
+	scratch []byte
+	raw     []byte // memo lookup key
 }
 
 // errCallFinished is returned for a Call handed to Do or StoreKey after
 // it was finished (a second time, or a copy of a finished one).
 var errCallFinished = errors.New("idem: call already finished (a Call is used once)")
 
-// Begin starts a call of the function described by spec.
-func (g *Guard) Begin(spec *Spec) Call {
+// Begin starts a call of the function described by spec. The caller
+// (generated code) writes the call's key into the returned Material, then
+// hands the Call to Do or StoreKey; the Material is not written after that.
+func (g *Guard) Begin(spec *Spec) (Call, *idemimpl.Material) {
 	s := g.calls.Get().(*callState)
 	s.spec = spec
-	return Call{s: s, gen: s.gen.Load()}
+	return Call{s: s, gen: s.gen.Load()}, &s.m
 }
 
 // live returns c's state, or nil once c is finished.
@@ -64,48 +61,6 @@ func (c Call) live() *callState {
 		return nil
 	}
 	return c.s
-}
-
-// spent is the builder a finished Call hands out: writes to it go nowhere.
-func spent() *idemimpl.KeyBuilder { return new(idemimpl.KeyBuilder) }
-
-// Key is the builder for the idempotency key: the key= paths, or every
-// parameter but the context when key= is not given.
-func (c Call) Key() *idemimpl.KeyBuilder {
-	s := c.live()
-	if s == nil {
-		return spent()
-	}
-	return &s.key
-}
-
-// Payload is the builder for the full payload when key= names a subset of
-// it. A later call with the same key and another payload gets
-// ErrPayloadMismatch. Without it the key is the fingerprint.
-func (c Call) Payload() *idemimpl.KeyBuilder {
-	s := c.live()
-	if s == nil {
-		return spent()
-	}
-	s.hasPayload = true
-	return &s.payload
-}
-
-// Entity is the builder for the entity of an ordered function (order=):
-// events of one entity are accepted in time order.
-func (c Call) Entity() *idemimpl.KeyBuilder {
-	s := c.live()
-	if s == nil {
-		return spent()
-	}
-	return &s.entity
-}
-
-// At sets the event time of an ordered function's call.
-func (c Call) At(t time.Time) {
-	if s := c.live(); s != nil {
-		s.at = t
-	}
 }
 
 // finish is callState.finish for a Call that is still live.
@@ -124,14 +79,15 @@ func (c Call) finish(st *state) error {
 func (c *callState) finish(st *state) (err error) {
 	g, spec := c.g, c.spec
 	st.g, st.spec = g, spec
-	if err = c.key.Err(); err == nil && c.hasPayload {
-		err = c.payload.Err()
+	key, payload, entity, hasPayload, _ := c.m.Parts()
+	if err = key.Err(); err == nil && hasPayload {
+		err = payload.Err()
 	}
 	if err == nil && spec.Ordered {
-		err = c.entity.Err()
+		err = entity.Err()
 	}
-	_, keyWhole := c.key.Material()
-	_, payloadWhole := c.payload.Material()
+	_, keyWhole := key.Material()
+	_, payloadWhole := payload.Material()
 	if err == nil && g.memo != nil && !spec.Ordered && keyWhole && payloadWhole {
 		// A replay repeats its key material: look the derived key up
 		// instead of hashing again.
@@ -148,11 +104,7 @@ func (c *callState) finish(st *state) (err error) {
 	} else if err == nil {
 		st.key, st.fp = c.derive(&st.order)
 	}
-	c.key.Reset()
-	c.payload.Reset()
-	c.entity.Reset()
-	c.hasPayload = false
-	c.at = time.Time{}
+	c.m.Reset()
 	c.spec = nil
 	c.gen.Add(1) // every Call of this use is finished now
 	if st.unmemoized != c {
@@ -183,11 +135,12 @@ func (c *callState) memoRaw() []byte {
 	b := binary.AppendUvarint(c.raw[:0], uint64(len(c.spec.Name)))
 	b = append(b, c.spec.Name...)
 	b = binary.AppendVarint(b, int64(c.spec.Version))
-	key, _ := c.key.Material()
+	kb, pb, _, hasPayload, _ := c.m.Parts()
+	key, _ := kb.Material()
 	b = binary.AppendUvarint(b, uint64(len(key)))
 	b = append(b, key...)
-	if c.hasPayload {
-		payload, _ := c.payload.Material()
+	if hasPayload {
+		payload, _ := pb.Material()
 		b = append(b, 1)
 		b = append(b, payload...)
 	}
@@ -205,10 +158,11 @@ func (c *callState) derive(order *OrderClaim) (key string, fp Fingerprint) {
 // until c's next use.
 func (c *callState) deriveBytes(order *OrderClaim) (key []byte, fp Fingerprint) {
 	g, spec := c.g, c.spec
-	kh := g.mac(c.key.Sum())
+	kb, pb, eb, hasPayload, at := c.m.Parts()
+	kh := g.mac(kb.Sum())
 	fp = Fingerprint(kh)
-	if c.hasPayload {
-		fp = Fingerprint(g.mac(c.payload.Sum()))
+	if hasPayload {
+		fp = Fingerprint(g.mac(pb.Sum()))
 	}
 	b := append(c.scratch[:0], g.prefix...)
 	b = append(b, spec.Name...)
@@ -218,11 +172,11 @@ func (c *callState) deriveBytes(order *OrderClaim) (key []byte, fp Fingerprint) 
 	if spec.Ordered {
 		// "{entity}" is a hash tag: the call's record and its
 		// entity's order record land in one Redis Cluster slot.
-		eh := g.mac(c.entity.Sum())
+		eh := g.mac(eb.Sum())
 		b = append(b, '{')
 		b = hex.AppendEncode(b, eh[:])
 		b = append(b, '}')
-		*order = OrderClaim{Key: string(b), At: c.at, Grace: spec.Grace}
+		*order = OrderClaim{Key: string(b), At: at, Grace: spec.Grace}
 		b = append(b, ':')
 	}
 	b = hex.AppendEncode(b, kh[:])

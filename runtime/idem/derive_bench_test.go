@@ -39,9 +39,9 @@ func BenchmarkDerivationParts(b *testing.B) {
 		k.Float(0.21)
 	}
 	g := idem.NewGuard(memstore.New(), idem.WithKeyMemo(0))
-	c := g.Begin(&idem.Spec{Name: "bench.Key"})
-	encode(c.Key())
-	material, _ := c.Key().Material()
+	c, k := g.Begin(&idem.Spec{Name: "bench.Key"})
+	encode(k.Key())
+	material, _ := k.Key().Material()
 	b.Run("encode", func(b *testing.B) {
 		var k idemimpl.KeyBuilder
 		for range b.N {

@@ -42,8 +42,8 @@ func (g *Guard) writeCtx(ctx context.Context, lease Lease) (context.Context, con
 // Do runs fn at most once for the key written into c, following c's Spec.
 // Generated wrappers call it; hand-written ones can too:
 //
-//	c := g.Begin(&specCharge)
-//	c.Key().String(req.OrderID)
+//	c, k := g.Begin(&specCharge)
+//	k.Key().String(req.OrderID)
 //	return idem.Do(ctx, c, func(ctx context.Context) (*Receipt, error) { return charge(ctx, req) })
 //
 // fn receives a ctx that carries the call's fence (FenceFrom) and is
@@ -116,7 +116,7 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 			}
 			return zero, err
 		}
-		st.repeat = !res.Status.Owns()
+		st.repeat = !owns(res.Status)
 		switch res.Status {
 		case ClaimAcquired, ClaimTakenOver:
 			return own(ctx, st, &res, owner, overrideReason, fn)
@@ -201,7 +201,7 @@ func claim(ctx context.Context, st *state, owner Token) (ClaimResult, error) {
 	req := ClaimRequest{Key: st.key, Fingerprint: st.fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: st.order}
 	res, err := g.store.Claim(ctx, req)
 	if err == nil {
-		if g.inProcess && res.Status.Owns() {
+		if g.inProcess && owns(res.Status) {
 			st.claimSent = leaseStart(res.LeaseUntil, req.Lease)
 		}
 		return res, nil

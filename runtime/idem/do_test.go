@@ -50,8 +50,8 @@ func (r *recorder) outcomes() []string {
 
 // call runs one guarded call of spec keyed by key, the shape idemgen emits.
 func call[R any](ctx context.Context, g *idem.Guard, spec *idem.Spec, key string, fn func(context.Context) (R, error)) (R, error) {
-	c := g.Begin(spec)
-	c.Key().String(key)
+	c, k := g.Begin(spec)
+	k.Key().String(key)
 	return idem.Do(ctx, c, fn)
 }
 
@@ -404,9 +404,9 @@ func TestPayloadMismatch(t *testing.T) {
 	g := idem.NewGuard(memstore.New())
 	spec := &idem.Spec{Name: "test.Event"}
 	run := func(id string, amount int64) (int64, error) {
-		c := g.Begin(spec)
-		c.Key().ID(id)
-		p := c.Payload()
+		c, k := g.Begin(spec)
+		k.Key().ID(id)
+		p := k.Payload()
 		p.String(id)
 		p.Int(amount)
 		return idem.Do(context.Background(), c, func(ctx context.Context) (int64, error) { return amount, nil })
@@ -483,8 +483,8 @@ func TestStoreFull(t *testing.T) {
 func TestStoreKeys(t *testing.T) {
 	keyOf := func(g *idem.Guard, spec *idem.Spec, k string) string {
 		var got string
-		c := g.Begin(spec)
-		c.Key().String(k)
+		c, m := g.Begin(spec)
+		m.Key().String(k)
 		idem.Do(context.Background(), c, func(ctx context.Context) (int, error) {
 			l, _, _ := idem.LeaseFrom(ctx)
 			got = l.Key
@@ -570,8 +570,8 @@ func TestOneFinalEventPerCall(t *testing.T) {
 	do(g, "a", ok)  // executed
 	do(g, "a", ok)  // replayed
 	do(g, "b", bad) // failed
-	c := g.Begin(spec)
-	c.Key().ID("")
+	c, k := g.Begin(spec)
+	k.Key().ID("")
 	calls++
 	idem.Do(ctx, c, ok) // invalid key
 	open := idem.NewGuard(failing{store}, idem.WithObserver(rec), idem.WithFailOpen())
@@ -628,9 +628,9 @@ func TestKeyMemoIsTransparent(t *testing.T) {
 	keysWith := func(g *idem.Guard) []string {
 		var out []string
 		for _, k := range calls {
-			c := g.Begin(k.spec)
-			c.Key().String(k.id)
-			c.Payload().Int(k.payload)
+			c, m := g.Begin(k.spec)
+			m.Key().String(k.id)
+			m.Payload().Int(k.payload)
 			key, err := c.StoreKey()
 			if err != nil {
 				t.Fatal(err)
@@ -649,9 +649,9 @@ func TestKeyMemoIsTransparent(t *testing.T) {
 	// Same key, other payload: the memo must not hide the mismatch.
 	g := idem.NewGuard(memstore.New(), idem.WithKeyMemo(2))
 	run := func(amount int64) error {
-		c := g.Begin(specA)
-		c.Key().ID("evt")
-		c.Payload().Int(amount)
+		c, k := g.Begin(specA)
+		k.Key().ID("evt")
+		k.Payload().Int(amount)
 		_, err := idem.Do(context.Background(), c, func(context.Context) (int64, error) { return amount, nil })
 		return err
 	}
@@ -722,32 +722,30 @@ func TestStoreUnavailableSaidOnce(t *testing.T) {
 	}
 }
 
-// A Call is used once: a finished Call's builders write nowhere and Do
-// refuses it, while a call begun meanwhile keeps its own key.
+// A Call is used once: Do and StoreKey refuse a finished Call (a Call has
+// no way left to write key material), while a call begun meanwhile,
+// which may reuse its pooled memory, keeps its own key.
 func TestCallUsedTwice(t *testing.T) {
 	g := idem.NewGuard(memstore.New())
 	spec := &idem.Spec{Name: "test.Twice"}
 	ctx := context.Background()
 	ran := 0
 	fn := func(context.Context) (int, error) { ran++; return ran, nil }
-	c := g.Begin(spec)
-	c.Key().String("a")
+	c, k := g.Begin(spec)
+	k.Key().String("a")
 	if _, err := idem.Do(ctx, c, fn); err != nil {
 		t.Fatal(err)
 	}
-	other := g.Begin(spec)
-	other.Key().String("b")
-	c.Key().String("written after Do") // goes nowhere
-	c.Payload().String("x")
-	c.Entity().String("y")
+	other, k := g.Begin(spec)
+	k.Key().String("b")
 	if _, err := idem.Do(ctx, c, fn); err == nil {
 		t.Fatalf("Do of a finished call: %v, want an error", err)
 	}
 	if _, err := c.StoreKey(); err == nil {
 		t.Fatalf("StoreKey of a finished call: %v, want an error", err)
 	}
-	want := g.Begin(spec)
-	want.Key().String("b")
+	want, k := g.Begin(spec)
+	k.Key().String("b")
 	wantKey, _ := want.StoreKey()
 	if got, err := other.StoreKey(); err != nil || got != wantKey {
 		t.Fatalf("key of the call begun meanwhile = %q, %v; want %q", got, err, wantKey)

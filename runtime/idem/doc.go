@@ -13,8 +13,8 @@
 // Generated code builds the key with an idemimpl.KeyBuilder (a canonical,
 // length-prefixed encoding hashed with SHA-256) and calls Do:
 //
-//	c := g.Begin(&specCharge)
-//	c.Key().String(req.OrderID)
+//	c, k := g.Begin(&specCharge)
+//	k.Key().String(req.OrderID)
 //	return idem.Do(ctx, c, func(ctx context.Context) (*Receipt, error) { return Charge(ctx, req) })
 //
 // The package depends on the standard library and runtime/idemimpl (the

@@ -36,8 +36,8 @@ func ExampleStep() {
 	mailerUp := false
 
 	checkout := func(ctx context.Context, orderID string) (string, error) {
-		c := g.Begin(spec)
-		c.Key().String(orderID)
+		c, k := g.Begin(spec)
+		k.Key().String(orderID)
 		return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
 			charge, err := idem.Step(ctx, "charge", func(ctx context.Context) (string, error) {
 				key, err := idem.StepKey(ctx, "charge")

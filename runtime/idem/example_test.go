@@ -38,10 +38,10 @@ var idemSpecCharge = &idem.Spec{Name: "example.com/billing.Charge", OnDuplicate:
 type Idempotent struct{ g *idem.Guard }
 
 func (x *Idempotent) Charge(ctx context.Context, req ChargeRequest) (*Receipt, error) {
-	c := x.g.Begin(idemSpecCharge)
-	c.Key().String(req.CustomerID)
-	c.Key().String(req.OrderID)
-	p := c.Payload() // key= names a subset: fingerprint the whole request
+	c, k := x.g.Begin(idemSpecCharge)
+	k.Key().String(req.CustomerID)
+	k.Key().String(req.OrderID)
+	p := k.Payload() // key= names a subset: fingerprint the whole request
 	p.String(req.CustomerID)
 	p.String(req.OrderID)
 	p.Int(req.Cents)
@@ -74,8 +74,8 @@ func ExampleFenceFrom() {
 	spec := &idem.Spec{Name: "example.com/ledger.Post"}
 	lastFence := uint64(0) // in real code: a column next to the business row
 
-	c := g.Begin(spec)
-	c.Key().String("entry_42")
+	c, k := g.Begin(spec)
+	k.Key().String("entry_42")
 	_, err := idem.Do(context.Background(), c, func(ctx context.Context) (struct{}, error) {
 		fence, _ := idem.FenceFrom(ctx)
 		if fence <= lastFence {
@@ -104,10 +104,10 @@ func ExampleKeyer() {
 	g := idem.NewGuard(memstore.New())
 	spec := &idem.Spec{Name: "example.com/pay.Refund"}
 	key := func(m Money) string {
-		c := g.Begin(spec)
-		c.Key().Key(m)
-		k, _ := c.StoreKey()
-		return k
+		c, k := g.Begin(spec)
+		k.Key().Key(m)
+		key, _ := c.StoreKey()
+		return key
 	}
 	a := key(Money{Cents: 500, Currency: "EUR", display: "€5.00"})
 	b := key(Money{Cents: 500, Currency: "EUR", display: "5,00 €"})

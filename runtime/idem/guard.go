@@ -20,7 +20,7 @@ type Guard struct {
 	store    Store
 	codec    Codec
 	obs      Observer
-	cobs     ContextObserver // obs, when it takes a ctx
+	cobs     contextObserver // obs, when it takes a ctx
 	prefix   string
 	failOpen bool
 	// inProcess: the store never waits on I/O (see the inProcess
@@ -55,7 +55,7 @@ func NewGuard(store Store, opts ...Option) *Guard {
 	g := &Guard{store: store, codec: c.codec, obs: c.obs, prefix: c.prefix, failOpen: c.failOpen, hmacKey: c.hmacKey, now: c.now, maxResult: c.maxRes,
 		transform: idemimpl.Transform{Sealer: c.sealer, CompressMin: c.compressMin},
 		memo:      newKeyMemo(c.memo), results: newResultMemo(c.memo / 4)}
-	g.cobs, _ = g.obs.(ContextObserver)
+	g.cobs, _ = g.obs.(contextObserver)
 	if ip, ok := store.(inProcess); ok {
 		g.inProcess = ip.InProcess()
 	}
@@ -67,9 +67,6 @@ func NewGuard(store Store, opts ...Option) *Guard {
 	g.alarms = new(alarms)
 	return g
 }
-
-// Store returns the guard's store.
-func (g *Guard) Store() Store { return g.store }
 
 // token mints a unique owner token without allocating.
 func (g *Guard) token() (t Token) {

@@ -158,8 +158,8 @@ func TestRecordHeader(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			store := memstore.New()
 			g := idem.NewGuard(store)
-			c := g.Begin(spec)
-			c.Key().String("k")
+			c, k := g.Begin(spec)
+			k.Key().String("k")
 			key, err := c.StoreKey()
 			if err != nil {
 				t.Fatal(err)

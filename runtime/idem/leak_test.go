@@ -27,8 +27,8 @@ func TestEventsCarryNoPayload(t *testing.T) {
 	spec := &idem.Spec{Name: "leak.Charge", OnFailure: idem.FailureLock}
 	ctx := context.Background()
 	for _, fail := range []bool{false, true, true} {
-		c := g.Begin(spec)
-		c.Key().String(secret)
+		c, k := g.Begin(spec)
+		k.Key().String(secret)
 		_, _ = idem.Do(ctx, c, func(ctx context.Context) (string, error) {
 			if _, err := idem.Step(ctx, "card", func(context.Context) (string, error) { return "card " + secret, nil }); err != nil {
 				return "", err

@@ -57,16 +57,6 @@ var outcomeNames = [...]string{"", "executed", "failed", "replayed", "in_progres
 	"mismatch", "takeover", "heartbeat_failed", "lease_lost", "store_error", "invalid_key", "fail_open",
 	"out_of_order", "override", "step_ran", "step_replayed"}
 
-// Outcomes returns every outcome the runtime reports, in order, so that
-// adapters can set up their series without keeping a list of their own.
-func Outcomes() []Outcome {
-	out := make([]Outcome, 0, len(outcomeNames)-1)
-	for o := 1; o < len(outcomeNames); o++ {
-		out = append(out, Outcome(o))
-	}
-	return out
-}
-
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) && o != 0 {
 		return outcomeNames[o]
@@ -100,16 +90,20 @@ type Event struct {
 // Observer receives every outcome. It is called synchronously on the
 // caller's goroutine (on the heartbeat's for heartbeat outcomes): keep it
 // fast and safe for concurrent use.
+//
+// An observer that also has the method
+//
+//	ObserveContext(ctx context.Context, e Event)
+//
+// gets that called instead, with the caller's ctx (for heartbeat outcomes,
+// the running function's), so that it can make the call's span a child of
+// the caller's, log with the caller's trace ID, or attach exemplars.
 type Observer interface {
 	Observe(Event)
 }
 
-// ContextObserver is an Observer that also takes the call's context. A
-// Guard whose observer implements it calls ObserveContext instead of
-// Observe, with the caller's ctx (for heartbeat outcomes, the running
-// function's), so that an observer can make the call's span a child of
-// the caller's, log with the caller's trace ID, or attach exemplars.
-type ContextObserver interface {
+// contextObserver is an Observer with ObserveContext.
+type contextObserver interface {
 	Observer
 	ObserveContext(ctx context.Context, e Event)
 }

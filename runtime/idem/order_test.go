@@ -22,10 +22,10 @@ func TestOrderedCalls(t *testing.T) {
 	spec := &idem.Spec{Name: "test.Measure", Ordered: true, Grace: time.Minute}
 	t0 := time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
 	apply := func(ctx context.Context, user, event string, at time.Time) (string, error) {
-		c := g.Begin(spec)
-		c.Key().ID(event)
-		c.Entity().String(user)
-		c.At(at)
+		c, k := g.Begin(spec)
+		k.Key().ID(event)
+		k.Entity().String(user)
+		k.At(at)
 		return idem.Do(ctx, c, func(ctx context.Context) (string, error) { return event, nil })
 	}
 	steps := []struct {
@@ -75,10 +75,10 @@ func TestOrderedCalls(t *testing.T) {
 	}
 
 	g2 := idem.NewGuard(noOrdering{memstore.New()})
-	c := g2.Begin(spec)
-	c.Key().ID("e1")
-	c.Entity().String("u1")
-	c.At(t0)
+	c, k := g2.Begin(spec)
+	k.Key().ID("e1")
+	k.Entity().String("u1")
+	k.At(t0)
 	if _, err := idem.Do(context.Background(), c, func(ctx context.Context) (int, error) { return 1, nil }); err == nil || !strings.Contains(err.Error(), "does not support ordering") {
 		t.Fatalf("ordered call on a store without ordering = %v", err)
 	}

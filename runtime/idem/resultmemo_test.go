@@ -116,8 +116,8 @@ func TestResultMemoFollowsStoredBytes(t *testing.T) {
 				t.Fatalf("amount %d, call %d: got %+v, %v", amount, i, got, err)
 			}
 		}
-		c0 := g.Begin(spec)
-		c0.Key().String("k")
+		c0, k := g.Begin(spec)
+		k.Key().String("k")
 		key, _ := c0.StoreKey()
 		if err := store.Delete(ctx, key); err != nil {
 			t.Fatal(err)

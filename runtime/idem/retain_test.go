@@ -31,8 +31,8 @@ func TestDroppedGuardIsCollected(t *testing.T) {
 			w := weak.Make(store)
 			g := idem.NewGuard(store)
 			spec := &idem.Spec{Name: "retain." + tc.name, TTL: time.Hour, Lease: time.Hour}
-			c := g.Begin(spec)
-			c.Key().Int(1)
+			c, k := g.Begin(spec)
+			k.Key().Int(1)
 			_, _ = idem.Do(context.Background(), c, tc.fn)
 			g, store = nil, nil
 			_, _ = g, store

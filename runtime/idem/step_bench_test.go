@@ -47,8 +47,8 @@ func BenchmarkSteps(b *testing.B) {
 	}
 	spec := &idem.Spec{Name: "bench.Steps", Lease: time.Minute, TTL: time.Hour}
 	call := func(g *idem.Guard, key int, fn func(ctx context.Context) (int, error)) error {
-		c := g.Begin(spec)
-		c.Key().Int(int64(key))
+		c, k := g.Begin(spec)
+		k.Key().Int(int64(key))
 		_, err := idem.Do(ctx, c, fn)
 		return err
 	}

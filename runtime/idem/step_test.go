@@ -18,8 +18,8 @@ import (
 var stepSpec = &idem.Spec{Name: "steps.Order", Lease: 30 * time.Second, TTL: time.Hour}
 
 func doOrder(ctx context.Context, g *idem.Guard, id string, fn func(ctx context.Context) (string, error)) (string, error) {
-	c := g.Begin(stepSpec)
-	c.Key().String(id)
+	c, k := g.Begin(stepSpec)
+	k.Key().String(id)
 	return idem.Do(ctx, c, fn)
 }
 

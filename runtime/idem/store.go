@@ -153,8 +153,8 @@ func (s ClaimStatus) String() string {
 	return "claim(" + strconv.Itoa(int(s)) + ")"
 }
 
-// Owns reports whether the claim made the caller the owner.
-func (s ClaimStatus) Owns() bool { return s == ClaimAcquired || s == ClaimTakenOver }
+// owns reports whether the claim made the caller the owner.
+func owns(s ClaimStatus) bool { return s == ClaimAcquired || s == ClaimTakenOver }
 
 // Result is what a finished call leaves behind.
 type Result struct {

@@ -43,12 +43,12 @@ func TestStoreKeyIsTheClaimedKey(t *testing.T) {
 			store := memstore.New()
 			g := idem.NewGuard(store, tc.opts...)
 			begin := func() idem.Call {
-				c := g.Begin(tc.spec)
-				c.Key().ID("evt-1")
-				c.Payload().Int(42)
+				c, k := g.Begin(tc.spec)
+				k.Key().ID("evt-1")
+				k.Payload().Int(42)
 				if tc.spec.Ordered {
-					c.Entity().String("user-7")
-					c.At(time.Unix(100, 0))
+					k.Entity().String("user-7")
+					k.At(time.Unix(100, 0))
 				}
 				return c
 			}
@@ -82,13 +82,13 @@ func TestStoreKeyIsTheClaimedKey(t *testing.T) {
 func TestStoreKeyInvalid(t *testing.T) {
 	g := idem.NewGuard(memstore.New())
 	spec := &idem.Spec{Name: "test.Bad"}
-	c := g.Begin(spec)
-	c.Key().ID("")
+	c, k := g.Begin(spec)
+	k.Key().ID("")
 	if _, err := c.StoreKey(); !errors.Is(err, idem.ErrInvalidKey) || !strings.HasPrefix(err.Error(), "test.Bad: ") {
 		t.Fatalf("empty ID: %v, want test.Bad: …ErrInvalidKey", err)
 	}
-	c = g.Begin(spec)
-	c.Key().ID("ok")
+	c, k = g.Begin(spec)
+	k.Key().ID("ok")
 	if _, err := c.StoreKey(); err != nil {
 		t.Fatalf("after an invalid key, a valid one: %v", err)
 	}

@@ -26,8 +26,8 @@ func TestWriteTimeoutCountsFromReturn(t *testing.T) {
 	// A lease long enough that scheduling delays under -race on a loaded
 	// 2-core machine do not look like failed heartbeats (30ms flaked).
 	spec := &Spec{Name: "test.LongRun", Lease: 150 * time.Millisecond}
-	c := g.Begin(spec)
-	c.Key().String("long")
+	c, k := g.Begin(spec)
+	k.Key().String("long")
 	got, err := Do(context.Background(), c, func(ctx context.Context) (string, error) {
 		select {
 		case <-time.After(600 * time.Millisecond): // 4 leases, 4 write timeouts
@@ -39,8 +39,8 @@ func TestWriteTimeoutCountsFromReturn(t *testing.T) {
 	if err != nil || got != "done" {
 		t.Fatalf("long call = %q, %v; want done, nil", got, err)
 	}
-	c = g.Begin(spec)
-	c.Key().String("long")
+	c, k = g.Begin(spec)
+	k.Key().String("long")
 	key, _ := c.StoreKey()
 	r, err := store.Get(context.Background(), key)
 	if err != nil || r.State != StateCompleted {
@@ -136,8 +136,8 @@ func (s *deriving) Complete(ctx context.Context, l Lease, r Result) error {
 func TestWriteCtxChildrenStartNoGoroutines(t *testing.T) {
 	s := &deriving{Store: memstore.New(), children: 100}
 	g := NewGuard(s)
-	c := g.Begin(&Spec{Name: "test.Derive"})
-	c.Key().String("k")
+	c, k := g.Begin(&Spec{Name: "test.Derive"})
+	k.Key().String("k")
 	if _, err := Do(context.Background(), c, func(context.Context) (int, error) { return 1, nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -158,8 +158,8 @@ func (refusedStore) Claim(context.Context, ClaimRequest) (ClaimResult, error) {
 func TestRefusedClaimIsNoOrphan(t *testing.T) {
 	g := NewGuard(refusedStore{memstore.New()})
 	for i := range 10 {
-		c := g.Begin(&Spec{Name: "test.Refused"})
-		c.Key().Int(int64(i))
+		c, k := g.Begin(&Spec{Name: "test.Refused"})
+		k.Key().Int(int64(i))
 		if _, err := Do(context.Background(), c, func(context.Context) (int, error) { return 1, nil }); !errors.Is(err, ErrStoreUnavailable) {
 			t.Fatalf("err = %v, want ErrStoreUnavailable", err)
 		}

@@ -202,5 +202,8 @@ func hashOf(orderKey string) string {
 }
 
 var (
-	_ idem.ContextObserver = (*Observer)(nil)
+	_ interface {
+		idem.Observer
+		ObserveContext(context.Context, idem.Event)
+	} = (*Observer)(nil)
 )

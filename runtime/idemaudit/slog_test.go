@@ -38,10 +38,10 @@ func TestSlogSink(t *testing.T) {
 	ctx := context.Background()
 	boom := errors.New("card declined")
 	call := func(ctx context.Context, id string, at time.Duration, fail bool) error {
-		c := g.Begin(spec)
-		c.Key().ID(id)
-		c.Entity().String("user-1")
-		c.At(fixed.Add(at))
+		c, k := g.Begin(spec)
+		k.Key().ID(id)
+		k.Entity().String("user-1")
+		k.At(fixed.Add(at))
 		_, err := idem.Do(ctx, c, func(context.Context) (int, error) {
 			if fail {
 				return 0, boom

@@ -27,10 +27,10 @@ func TestApplyBatch(t *testing.T) {
 		g := idem.NewGuard(memstore.New())
 		spec := &idem.Spec{Name: "test.Record", Ordered: true, OnDuplicate: idem.DuplicateReturn}
 		apply := func(ctx context.Context, m measurement) error {
-			c := g.Begin(spec)
-			c.Key().ID(m.Event)
-			c.Entity().String(m.User)
-			c.At(t0.Add(m.At))
+			c, k := g.Begin(spec)
+			k.Key().ID(m.Event)
+			k.Entity().String(m.User)
+			k.At(t0.Add(m.At))
 			_, err := idem.Do(ctx, c, func(ctx context.Context) (int, error) {
 				if m.Value < 0 {
 					return 0, boom

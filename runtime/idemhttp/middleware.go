@@ -126,11 +126,11 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 
-	c := m.g.Begin(&m.spec)
-	kb := c.Key()
+	c, k := m.g.Begin(&m.spec)
+	kb := k.Key()
 	kb.String(principal)
 	kb.ID(key)
-	m.fingerprint(c.Payload(), r, body)
+	m.fingerprint(k.Payload(), r, body)
 
 	ctx := r.Context()
 	if !m.cfg.clientCancel {

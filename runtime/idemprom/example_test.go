@@ -21,8 +21,8 @@ func ExampleNew() {
 
 	spec := &idem.Spec{Name: "shop.Charge"}
 	for range 3 {
-		c := g.Begin(spec)
-		c.Key().ID("order-1")
+		c, k := g.Begin(spec)
+		k.Key().ID("order-1")
 		_, _ = idem.Do(context.Background(), c, func(context.Context) (string, error) { return "receipt-1", nil })
 	}
 

@@ -181,10 +181,10 @@ func (c *Consumer) processSpec(ctx context.Context, spec *idem.Spec, eventID str
 	if handler == nil {
 		return Failed, errors.New("idemqueue: nil handler")
 	}
-	call := c.g.Begin(spec)
-	call.Key().ID(eventID)
+	call, k := c.g.Begin(spec)
+	k.Key().ID(eventID)
 	if withPayload {
-		p := call.Payload()
+		p := k.Payload()
 		p.String(eventID)
 		if payload == nil {
 			p.Nil()

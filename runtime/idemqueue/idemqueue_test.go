@@ -182,8 +182,8 @@ func TestCrashedConsumerTakenOver(t *testing.T) {
 	g := idem.NewGuard(store)
 
 	// The dead consumer's claim, made directly in the store.
-	call := g.Begin(&idem.Spec{Name: "test.crash"})
-	call.Key().ID("evt-crash")
+	call, k := g.Begin(&idem.Spec{Name: "test.crash"})
+	k.Key().ID("evt-crash")
 	key, err := call.StoreKey()
 	if err != nil {
 		t.Fatal(err)

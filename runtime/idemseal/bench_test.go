@@ -60,8 +60,8 @@ func BenchmarkSealed(b *testing.B) {
 							} else if next == 0 {
 								next = 1
 							}
-							c := g.Begin(spec)
-							c.Key().Int(int64(next))
+							c, k := g.Begin(spec)
+							k.Key().Int(int64(next))
 							if _, err := idem.Do(ctx, c, func(context.Context) ([]line, error) { return bc.result, nil }); err != nil {
 								b.Fatal(err)
 							}

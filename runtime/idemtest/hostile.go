@@ -31,9 +31,9 @@ var hostileCases = []suiteCase{
 // guardCall runs fn through g with a spec of its own and the env's key
 // plus id as the key material, counting runs in n.
 func (e *env) guardCall(ctx context.Context, g *idem.Guard, spec *idem.Spec, id string, fn func(context.Context) (any, error)) (any, error) {
-	c := g.Begin(spec)
-	c.Key().String(e.key)
-	c.Key().String(id)
+	c, k := g.Begin(spec)
+	k.Key().String(e.key)
+	k.Key().String(id)
 	return idem.Do(ctx, c, fn)
 }
 
@@ -134,7 +134,7 @@ var errReplyLost = errors.New("idemtest: connection reset before the claim's rep
 
 func (s *lostReply) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
 	res, err := s.Store.Claim(ctx, req)
-	if err == nil && res.Status.Owns() && s.lost.Add(1) == 1 {
+	if err == nil && (res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) && s.lost.Add(1) == 1 {
 		return idem.ClaimResult{}, errReplyLost
 	}
 	return res, err
@@ -246,9 +246,9 @@ func testCorruptNeverFailsOpen(t *testing.T, e *env) {
 	// A real malformed record, planted by the store's own harness at the
 	// key a call uses: the store itself must say corrupt, in Claim and in
 	// Get alike (one decoder, one verdict), and fail-open must not run.
-	c := g.Begin(spec)
-	c.Key().String(e.key)
-	c.Key().String("planted")
+	c, k := g.Begin(spec)
+	k.Key().String(e.key)
+	k.Key().String("planted")
 	key, err := c.StoreKey()
 	if err != nil {
 		t.Fatal(err)

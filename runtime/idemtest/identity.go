@@ -43,9 +43,9 @@ func testFunctionIdentity(t *testing.T, e *env) {
 			second := *first
 			second.Signature, second.OnDuplicate = "second", tc.mode
 			call := func(g *idem.Guard, spec *idem.Spec, fn func(context.Context) (string, error)) (string, error) {
-				c := g.Begin(spec)
-				c.Key().String(e.key)
-				c.Key().String("k")
+				c, k := g.Begin(spec)
+				k.Key().String(e.key)
+				k.Key().String("k")
 				return idem.Do(ctx, c, fn)
 			}
 			g := idem.NewGuard(e.s)

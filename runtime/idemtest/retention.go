@@ -254,9 +254,9 @@ func testRetentionGuard(t *testing.T, e *env) {
 	var runs [2]atomic.Int64 // per payload: A, B
 	fail := errors.New("card declined")
 	do := func(g *idem.Guard, key string, payload int, err error) (string, error) {
-		c := g.Begin(spec)
-		c.Key().String(key)
-		c.Payload().String(string(rune('A' + payload)))
+		c, k := g.Begin(spec)
+		k.Key().String(key)
+		k.Payload().String(string(rune('A' + payload)))
 		return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
 			n := runs[payload].Add(1)
 			return fmt.Sprintf("%c run %d", 'A'+payload, n), err

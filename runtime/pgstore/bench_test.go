@@ -96,8 +96,8 @@ func rawTable(b testing.TB, s *Store) string {
 var benchSpec = idem.Spec{Name: "bench.Charge", TTL: time.Hour, Lease: 30 * time.Second}
 
 func benchCall(ctx context.Context, g *idem.Guard, key string) (string, error) {
-	c := g.Begin(&benchSpec)
-	c.Key().String(key)
+	c, k := g.Begin(&benchSpec)
+	k.Key().String(key)
 	return idem.Do(ctx, c, func(context.Context) (string, error) { return "receipt-0001", nil })
 }
 

@@ -82,7 +82,7 @@ func TestDifferentialAgainstMemory(t *testing.T) {
 					if diff := cmp.Diff(mr, pr, timeEqual); diff != "" {
 						t.Fatalf("%s: result (-memory +pg):\n%s", step, diff)
 					}
-					if mr.Status.Owns() {
+					if mr.Status == idem.ClaimAcquired || mr.Status == idem.ClaimTakenOver {
 						leases = append(leases, idem.Lease{Key: req.Key, Owner: req.Owner, Fence: mr.Fence, Duration: req.Lease, TTL: req.TTL})
 					}
 				case op < 8 && len(leases) > 0:

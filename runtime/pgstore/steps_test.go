@@ -230,8 +230,8 @@ func TestStepInTx(t *testing.T) {
 		})
 	}
 	call := func(g *idem.Guard, id string, fn func(ctx context.Context) (string, error)) (string, error) {
-		c := g.Begin(spec)
-		c.Key().String(id)
+		c, k := g.Begin(spec)
+		k.Key().String(id)
 		return idem.Do(ctx, c, fn)
 	}
 

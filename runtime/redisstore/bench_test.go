@@ -135,8 +135,8 @@ func BenchmarkReplay(b *testing.B) {
 			}
 			first := invoice{ID: "inv-1", Amount: 4200, Note: "first call"}
 			do := func() (invoice, error) {
-				c := g.Begin(spec)
-				c.Key().String("order-1")
+				c, k := g.Begin(spec)
+				k.Key().String("order-1")
 				if tc.pointer {
 					v, err := idem.Do(ctx, c, func(context.Context) (*invoice, error) { return &first, nil })
 					if v == nil {
@@ -149,8 +149,8 @@ func BenchmarkReplay(b *testing.B) {
 			if _, err := do(); err != nil {
 				b.Fatal(err)
 			}
-			c := g.Begin(spec)
-			c.Key().String("order-1")
+			c, k := g.Begin(spec)
+			k.Key().String("order-1")
 			key, _ := c.StoreKey()
 			rk := s.RecordKey(key)
 			b.ResetTimer()
@@ -190,8 +190,8 @@ func BenchmarkFirstExecution(b *testing.B) {
 			spec := &idem.Spec{Name: "bench.first", TTL: time.Minute}
 			ctx := context.Background()
 			do := func(id string) (invoice, error) {
-				c := g.Begin(spec)
-				c.Key().String(id)
+				c, k := g.Begin(spec)
+				k.Key().String(id)
 				return idem.Do(ctx, c, func(context.Context) (invoice, error) {
 					return invoice{ID: id, Amount: 4200, Note: "first call"}, nil
 				})
@@ -325,8 +325,8 @@ func BenchmarkFirstExecutionSteps(b *testing.B) {
 				return s.Complete(ctx, l, idem.Result{Data: data})
 			},
 			func() error {
-				c := g.Begin(spec)
-				c.Key().String(k)
+				c, m := g.Begin(spec)
+				m.Key().String(k)
 				_, err := idem.Do(ctx, c, func(context.Context) (invoice, error) {
 					return invoice{ID: k, Amount: 4200, Note: "first call"}, nil
 				})

@@ -45,8 +45,8 @@ func BenchmarkFirstExecutionCPU(b *testing.B) {
 						}
 						return
 					}
-					c := g.Begin(spec)
-					c.Key().String(key)
+					c, k := g.Begin(spec)
+					k.Key().String(key)
 					if _, err := idem.Do(ctx, c, func(context.Context) (invoice, error) {
 						return invoice{ID: key, Amount: 4200, Note: "first call"}, nil
 					}); err != nil {

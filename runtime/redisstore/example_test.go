@@ -27,8 +27,8 @@ func Example() {
 	g := idem.NewGuard(store)
 
 	spec := &idem.Spec{Name: "billing.ChargeOrder", OnDuplicate: idem.DuplicateWait}
-	c := g.Begin(spec)
-	c.Key().String("order-42")
+	c, k := g.Begin(spec)
+	k.Key().String("order-42")
 	receipt, err := idem.Do(context.Background(), c, func(ctx context.Context) (string, error) {
 		return "charged order-42", nil // runs once; duplicates get this result
 	})

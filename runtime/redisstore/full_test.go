@@ -28,8 +28,8 @@ func TestMaxmemoryIsStoreFull(t *testing.T) {
 	g := idem.NewGuard(s)
 	spec := &idem.Spec{Name: "test.Full", TTL: time.Hour}
 	call := func(key string) (string, error) {
-		c := g.Begin(spec)
-		c.Key().String(key)
+		c, k := g.Begin(spec)
+		k.Key().String(key)
 		return idem.Do(ctx, c, func(context.Context) (string, error) { return "done " + key, nil })
 	}
 	if _, err := call("stored"); err != nil {

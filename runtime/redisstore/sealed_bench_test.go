@@ -33,8 +33,8 @@ func BenchmarkSealed(b *testing.B) {
 					if mode == "replay" {
 						i = 0
 					}
-					c := g.Begin(spec)
-					c.Key().String(run + ":" + name + ":" + strconv.Itoa(i))
+					c, k := g.Begin(spec)
+					k.Key().String(run + ":" + name + ":" + strconv.Itoa(i))
 					if _, err := idem.Do(ctx, c, func(context.Context) (invoice, error) {
 						return invoice{ID: "inv-1", Amount: 4200, Note: "first call"}, nil
 					}); err != nil {

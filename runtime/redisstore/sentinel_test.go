@@ -76,8 +76,8 @@ func TestSentinel(t *testing.T) {
 	var runs atomic.Int64
 	release := make(chan struct{})
 	do := func(g *idem.Guard) (string, error) {
-		c := g.Begin(spec)
-		c.Key().String("k")
+		c, k := g.Begin(spec)
+		k.Key().String("k")
 		return idem.Do(context.Background(), c, func(context.Context) (string, error) {
 			runs.Add(1)
 			<-release

@@ -46,8 +46,8 @@ func BenchmarkSteps(b *testing.B) {
 			spec := &idem.Spec{Name: "bench.steps", Lease: time.Minute, TTL: time.Minute}
 			run := strconv.FormatInt(time.Now().UnixNano(), 36)
 			call := func(key string, steps bool) {
-				c := g.Begin(spec)
-				c.Key().String(key)
+				c, k := g.Begin(spec)
+				k.Key().String(key)
 				var fail error
 				if mode == "resumed" {
 					fail = again

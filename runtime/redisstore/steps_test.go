@@ -194,8 +194,8 @@ func TestStepStaleOwnerCluster(t *testing.T) {
 		}
 	}
 	call := func(g *idem.Guard, first bool) (string, error) {
-		c := g.Begin(spec)
-		c.Key().String("order-1")
+		c, k := g.Begin(spec)
+		k.Key().String("order-1")
 		return idem.Do(ctx, c, body(first))
 	}
 	// The first owner's heartbeats do not reach the store: it stands for
@@ -325,8 +325,8 @@ func TestStepsConcurrentPipelined(t *testing.T) {
 								errs <- fmt.Errorf("call %d panicked: %v", i, p)
 							}
 						}()
-						c := g.Begin(spec)
-						c.Key().String(fmt.Sprint("k", i))
+						c, k := g.Begin(spec)
+						k.Key().String(fmt.Sprint("k", i))
 						got, err := idem.Do(context.Background(), c, func(ctx context.Context) (int, error) {
 							sum := 0
 							for j := range 3 {

@@ -91,8 +91,8 @@ func TestRoundTrips(t *testing.T) {
 	ctx := context.Background()
 
 	call := func(spec *idem.Spec, id string, d time.Duration) (string, error) {
-		c := g.Begin(spec)
-		c.Key().String(id)
+		c, k := g.Begin(spec)
+		k.Key().String(id)
 		return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
 			time.Sleep(d)
 			return "r-" + id, nil

@@ -230,8 +230,8 @@ var fuzzSpec = &idem.Spec{Name: "reliability.keyfuzz"}
 
 func storeKey(t *testing.T, g *idem.Guard, in *keyInput, mapOrder int) (string, error) {
 	t.Helper()
-	c := g.Begin(fuzzSpec)
-	in.write(c.Key(), mapOrder)
+	c, k := g.Begin(fuzzSpec)
+	in.write(k.Key(), mapOrder)
 	return c.StoreKey()
 }
 

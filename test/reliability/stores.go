@@ -30,7 +30,7 @@ type BrokenStore struct {
 // Claim hides the real fence when FlatFence is set.
 func (b *BrokenStore) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
 	res, err := b.Store.Claim(ctx, req)
-	if err == nil && b.FlatFence && res.Status.Owns() {
+	if err == nil && b.FlatFence && (res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) {
 		b.mu.Lock()
 		if b.fences == nil {
 			b.fences = map[idem.Token]uint64{}
@@ -85,7 +85,7 @@ func (b *BrokenStore) Complete(ctx context.Context, l idem.Lease, r idem.Result)
 		return err
 	}
 	res, cerr := b.Store.Claim(ctx, idem.ClaimRequest{Key: l.Key, Fingerprint: rec.Fingerprint, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
-	if cerr != nil || !res.Status.Owns() {
+	if cerr != nil || !(res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) {
 		return err
 	}
 	l.Fence = res.Fence

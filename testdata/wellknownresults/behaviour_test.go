@@ -162,12 +162,12 @@ func TestWellKnownRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			data, err := idemCodecGet.Marshal(&tt.v)
+			data, err := idemSpecGet.Codec.Marshal(&tt.v)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var got Known
-			if err := idemCodecGet.Unmarshal(data, &got); err != nil {
+			if err := idemSpecGet.Codec.Unmarshal(data, &got); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.v, got, exact); diff != "" {
@@ -233,10 +233,10 @@ func TestOldTextRecordsFailClosed(t *testing.T) {
 		decode func([]byte) error
 		want   error
 	}{
-		{"net.IP", text(nil, "1.2.3.4"), func(b []byte) error { var ip net.IP; return idemCodecGetIP.Unmarshal(b, &ip) }, idem.ErrResultIncompatible},
-		{"empty net.IP", text(nil, ""), func(b []byte) error { var ip net.IP; return idemCodecGetIP.Unmarshal(b, &ip) }, idem.ErrResultIncompatible},
-		{"*big.Float", text([]byte{0x01}, "0.6666666666666666667"), func(b []byte) error { var f *big.Float; return idemCodecGetFloat.Unmarshal(b, &f) }, idem.ErrCorruptRecord},
-		{"*url.URL", text([]byte{0x01}, "https://h/p"), func(b []byte) error { var u *url.URL; return idemCodecGetURL.Unmarshal(b, &u) }, idem.ErrResultIncompatible},
+		{"net.IP", text(nil, "1.2.3.4"), func(b []byte) error { var ip net.IP; return idemSpecGetIP.Codec.Unmarshal(b, &ip) }, idem.ErrResultIncompatible},
+		{"empty net.IP", text(nil, ""), func(b []byte) error { var ip net.IP; return idemSpecGetIP.Codec.Unmarshal(b, &ip) }, idem.ErrResultIncompatible},
+		{"*big.Float", text([]byte{0x01}, "0.6666666666666666667"), func(b []byte) error { var f *big.Float; return idemSpecGetFloat.Codec.Unmarshal(b, &f) }, idem.ErrCorruptRecord},
+		{"*url.URL", text([]byte{0x01}, "https://h/p"), func(b []byte) error { var u *url.URL; return idemSpecGetURL.Codec.Unmarshal(b, &u) }, idem.ErrResultIncompatible},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -38,12 +38,11 @@ func (s *IdempotentService) CreatePaymentKey(req PaymentRequest) (string, error)
 	return s.beginCreatePayment(&req).StoreKey()
 }
 
-// beginCreatePayment starts a call of CreatePayment and writes its key material.
 func (s *IdempotentService) beginCreatePayment(req *PaymentRequest) idem.Call {
-	c := s.g.Begin(idemSpecServiceCreatePayment)
-	c.Key().String(req.AccountID)
-	c.Key().String(req.Reference)
-	idemKeyPaymentRequest(c.Payload(), req)
+	c, k := s.g.Begin(idemSpecServiceCreatePayment)
+	k.Key().String(req.AccountID)
+	k.Key().String(req.Reference)
+	idemKeyPaymentRequest(k.Payload(), req)
 	return c
 }
 
@@ -53,13 +52,8 @@ var idemSpecServiceCreatePayment = &idem.Spec{
 	TTL:         24 * time.Hour,
 	Lease:       3 * time.Second,
 	OnDuplicate: idem.DuplicateWait,
-	Codec:       idemCodecServiceCreatePayment,
+	Codec:       idemimpl.PtrCodec(idemEncPayment, idemDecPayment),
 }
-
-// Build fails here if Service.CreatePayment's signature changed since generation: run go generate.
-var _ func(*Service, context.Context, PaymentRequest) (*Payment, error) = (*Service).CreatePayment
-
-var idemCodecServiceCreatePayment = idemimpl.PtrCodec(idemEncPayment, idemDecPayment)
 
 func idemDecPayment(d *idemimpl.Decoder, v *Payment) {
 	for f := range d.Fields() {
@@ -98,20 +92,21 @@ func idemKeyPaymentRequest(b *idemimpl.KeyBuilder, v *PaymentRequest) {
 	b.String(v.Currency)
 }
 
-// Build fails here if Payment's fields changed since generation: run go generate.
-var _ = struct {
-	ID        string
-	AccountID string
-	Reference string
-	Amount    int64
-	Currency  string
-	CreatedAt time.Time
-}(Payment{})
-
-// Build fails here if PaymentRequest's fields changed since generation: run go generate.
-var _ = struct {
-	AccountID string
-	Reference string
-	Amount    int64
-	Currency  string
-}(PaymentRequest{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(*Service, context.Context, PaymentRequest) (*Payment, error))((*Service).CreatePayment)
+	_ = struct {
+		ID        string
+		AccountID string
+		Reference string
+		Amount    int64
+		Currency  string
+		CreatedAt time.Time
+	}(Payment{})
+	_ = struct {
+		AccountID string
+		Reference string
+		Amount    int64
+		Currency  string
+	}(PaymentRequest{})
+)

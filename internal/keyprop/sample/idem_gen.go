@@ -17,9 +17,7 @@ import (
 )
 
 // Idempotent runs the annotated functions of package sample at most once per key.
-type Idempotent struct {
-	g *idem.Guard
-}
+type Idempotent struct{ g *idem.Guard }
 
 // NewIdempotent returns the idempotent wrappers of package sample, guarded by g.
 func NewIdempotent(g *idem.Guard) *Idempotent {
@@ -44,23 +42,22 @@ func (x *Idempotent) Keyed0Key(v struct {
 	return x.beginKeyed0(&v).StoreKey()
 }
 
-// beginKeyed0 starts a call of Keyed0 and writes its key material.
 func (x *Idempotent) beginKeyed0(v *struct {
 	F0 other.Point
 	F1 map[string]S1
 }) idem.Call {
-	c := x.g.Begin(idemSpecKeyed0)
-	idemKeyOtherPoint(c.Key(), &v.F0)
+	c, k := x.g.Begin(idemSpecKeyed0)
+	idemKeyOtherPoint(k.Key(), &v.F0)
 	if v.F1 == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().MapStart(len(v.F1))
-		for k, e := range v.F1 {
-			c.Key().MapEntry()
-			c.Key().String(k)
-			idemKeyS1(c.Key(), &e)
+		k.Key().MapStart(len(v.F1))
+		for k2, e := range v.F1 {
+			k.Key().MapEntry()
+			k.Key().String(k2)
+			idemKeyS1(k.Key(), &e)
 		}
-		c.Key().MapEnd()
+		k.Key().MapEnd()
 	}
 	return c
 }
@@ -69,16 +66,8 @@ var idemSpecKeyed0 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed0",
 	Signature: "56113875706f2b6b",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyed0,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.Keyed0's signature changed since generation: run go generate.
-var _ func(context.Context, struct {
-	F0 other.Point
-	F1 map[string]S1
-}) (int64, error) = Keyed0
-
-var idemCodecKeyed0 = idemimpl.IntCodec[int64](64)
 
 // Keyed1 is sample.Keyed1, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed1(ctx context.Context, v []bool) (int64, error) {
@@ -92,10 +81,9 @@ func (x *Idempotent) Keyed1Key(v []bool) (string, error) {
 	return x.beginKeyed1(v).StoreKey()
 }
 
-// beginKeyed1 starts a call of Keyed1 and writes its key material.
 func (x *Idempotent) beginKeyed1(v []bool) idem.Call {
-	c := x.g.Begin(idemSpecKeyed1)
-	idemimpl.KeyList(c.Key(), v, idemimpl.BoolKey)
+	c, k := x.g.Begin(idemSpecKeyed1)
+	idemimpl.KeyList(k.Key(), v, idemimpl.BoolKey)
 	return c
 }
 
@@ -103,13 +91,8 @@ var idemSpecKeyed1 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed1",
 	Signature: "7db2b8bdb1a9f1e8",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyed1,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.Keyed1's signature changed since generation: run go generate.
-var _ func(context.Context, []bool) (int64, error) = Keyed1
-
-var idemCodecKeyed1 = idemimpl.IntCodec[int64](64)
 
 // Keyed2 is sample.Keyed2, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed2(ctx context.Context, v [][1][]A5) (int64, error) {
@@ -123,14 +106,13 @@ func (x *Idempotent) Keyed2Key(v [][1][]A5) (string, error) {
 	return x.beginKeyed2(v).StoreKey()
 }
 
-// beginKeyed2 starts a call of Keyed2 and writes its key material.
 func (x *Idempotent) beginKeyed2(v [][1][]A5) idem.Call {
-	c := x.g.Begin(idemSpecKeyed2)
-	idemimpl.KeyListHead(c.Key(), v)
+	c, k := x.g.Begin(idemSpecKeyed2)
+	idemimpl.KeyListHead(k.Key(), v)
 	for i := range v {
-		c.Key().List(1)
+		k.Key().List(1)
 		for i2 := range v[i] {
-			idemimpl.KeyList(c.Key(), v[i][i2], idemimpl.UintKey)
+			idemimpl.KeyList(k.Key(), v[i][i2], idemimpl.UintKey)
 		}
 	}
 	return c
@@ -140,13 +122,8 @@ var idemSpecKeyed2 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed2",
 	Signature: "4a9cc3e4d25a76a2",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyed2,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.Keyed2's signature changed since generation: run go generate.
-var _ func(context.Context, [][1][]A5) (int64, error) = Keyed2
-
-var idemCodecKeyed2 = idemimpl.IntCodec[int64](64)
 
 // Keyed3 is sample.Keyed3, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed3(ctx context.Context, v Gen[S6]) (int64, error) {
@@ -160,10 +137,9 @@ func (x *Idempotent) Keyed3Key(v Gen[S6]) (string, error) {
 	return x.beginKeyed3(&v).StoreKey()
 }
 
-// beginKeyed3 starts a call of Keyed3 and writes its key material.
 func (x *Idempotent) beginKeyed3(v *Gen[S6]) idem.Call {
-	c := x.g.Begin(idemSpecKeyed3)
-	idemKeyGen_S6(c.Key(), v)
+	c, k := x.g.Begin(idemSpecKeyed3)
+	idemKeyGen_S6(k.Key(), v)
 	return c
 }
 
@@ -171,13 +147,8 @@ var idemSpecKeyed3 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed3",
 	Signature: "a1118ab78dc26600",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyed3,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.Keyed3's signature changed since generation: run go generate.
-var _ func(context.Context, Gen[S6]) (int64, error) = Keyed3
-
-var idemCodecKeyed3 = idemimpl.IntCodec[int64](64)
 
 // Keyed4 is sample.Keyed4, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed4(ctx context.Context, v S9) (int64, error) {
@@ -191,10 +162,9 @@ func (x *Idempotent) Keyed4Key(v S9) (string, error) {
 	return x.beginKeyed4(&v).StoreKey()
 }
 
-// beginKeyed4 starts a call of Keyed4 and writes its key material.
 func (x *Idempotent) beginKeyed4(v *S9) idem.Call {
-	c := x.g.Begin(idemSpecKeyed4)
-	idemKeyS9(c.Key(), v)
+	c, k := x.g.Begin(idemSpecKeyed4)
+	idemKeyS9(k.Key(), v)
 	return c
 }
 
@@ -202,13 +172,8 @@ var idemSpecKeyed4 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed4",
 	Signature: "74f5c9cf6cb402c8",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyed4,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.Keyed4's signature changed since generation: run go generate.
-var _ func(context.Context, S9) (int64, error) = Keyed4
-
-var idemCodecKeyed4 = idemimpl.IntCodec[int64](64)
 
 // Keyed5 is sample.Keyed5, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed5(ctx context.Context, v *int64) (int64, error) {
@@ -222,10 +187,9 @@ func (x *Idempotent) Keyed5Key(v *int64) (string, error) {
 	return x.beginKeyed5(v).StoreKey()
 }
 
-// beginKeyed5 starts a call of Keyed5 and writes its key material.
 func (x *Idempotent) beginKeyed5(v *int64) idem.Call {
-	c := x.g.Begin(idemSpecKeyed5)
-	idemimpl.KeyPtr(c.Key(), v, idemimpl.KeyInt)
+	c, k := x.g.Begin(idemSpecKeyed5)
+	idemimpl.KeyPtr(k.Key(), v, idemimpl.KeyInt)
 	return c
 }
 
@@ -233,13 +197,8 @@ var idemSpecKeyed5 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed5",
 	Signature: "b3c71e379a116ee5",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyed5,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.Keyed5's signature changed since generation: run go generate.
-var _ func(context.Context, *int64) (int64, error) = Keyed5
-
-var idemCodecKeyed5 = idemimpl.IntCodec[int64](64)
 
 // Keyed6 is sample.Keyed6, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed6(ctx context.Context, v Gen[map[MK10]Gen[int]]) (int64, error) {
@@ -253,10 +212,9 @@ func (x *Idempotent) Keyed6Key(v Gen[map[MK10]Gen[int]]) (string, error) {
 	return x.beginKeyed6(&v).StoreKey()
 }
 
-// beginKeyed6 starts a call of Keyed6 and writes its key material.
 func (x *Idempotent) beginKeyed6(v *Gen[map[MK10]Gen[int]]) idem.Call {
-	c := x.g.Begin(idemSpecKeyed6)
-	idemKeyGen_MapMK10ToGen_int(c.Key(), v)
+	c, k := x.g.Begin(idemSpecKeyed6)
+	idemKeyGen_MapMK10ToGen_int(k.Key(), v)
 	return c
 }
 
@@ -264,13 +222,8 @@ var idemSpecKeyed6 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed6",
 	Signature: "d9ebae040ac821ce",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyed6,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.Keyed6's signature changed since generation: run go generate.
-var _ func(context.Context, Gen[map[MK10]Gen[int]]) (int64, error) = Keyed6
-
-var idemCodecKeyed6 = idemimpl.IntCodec[int64](64)
 
 // Keyed7 is sample.Keyed7, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed7(ctx context.Context, v int8) (int64, error) {
@@ -284,10 +237,9 @@ func (x *Idempotent) Keyed7Key(v int8) (string, error) {
 	return x.beginKeyed7(v).StoreKey()
 }
 
-// beginKeyed7 starts a call of Keyed7 and writes its key material.
 func (x *Idempotent) beginKeyed7(v int8) idem.Call {
-	c := x.g.Begin(idemSpecKeyed7)
-	c.Key().Int(int64(v))
+	c, k := x.g.Begin(idemSpecKeyed7)
+	k.Key().Int(int64(v))
 	return c
 }
 
@@ -295,13 +247,8 @@ var idemSpecKeyed7 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed7",
 	Signature: "c48acb59cbaf71a2",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyed7,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.Keyed7's signature changed since generation: run go generate.
-var _ func(context.Context, int8) (int64, error) = Keyed7
-
-var idemCodecKeyed7 = idemimpl.IntCodec[int64](64)
 
 // Keyed8 is sample.Keyed8, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed8(ctx context.Context, v map[other.Point]time.Duration) (int64, error) {
@@ -315,19 +262,18 @@ func (x *Idempotent) Keyed8Key(v map[other.Point]time.Duration) (string, error) 
 	return x.beginKeyed8(v).StoreKey()
 }
 
-// beginKeyed8 starts a call of Keyed8 and writes its key material.
 func (x *Idempotent) beginKeyed8(v map[other.Point]time.Duration) idem.Call {
-	c := x.g.Begin(idemSpecKeyed8)
+	c, k := x.g.Begin(idemSpecKeyed8)
 	if v == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().MapStart(len(v))
-		for k, e := range v {
-			c.Key().MapEntry()
-			idemKeyOtherPoint(c.Key(), &k)
-			c.Key().Int(int64(e))
+		k.Key().MapStart(len(v))
+		for k2, e := range v {
+			k.Key().MapEntry()
+			idemKeyOtherPoint(k.Key(), &k2)
+			k.Key().Int(int64(e))
 		}
-		c.Key().MapEnd()
+		k.Key().MapEnd()
 	}
 	return c
 }
@@ -336,13 +282,8 @@ var idemSpecKeyed8 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed8",
 	Signature: "a7039bf9e9b63d1d",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyed8,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.Keyed8's signature changed since generation: run go generate.
-var _ func(context.Context, map[other.Point]time.Duration) (int64, error) = Keyed8
-
-var idemCodecKeyed8 = idemimpl.IntCodec[int64](64)
 
 // Keyed9 is sample.Keyed9, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed9(ctx context.Context, v json.RawMessage) (int64, error) {
@@ -356,10 +297,9 @@ func (x *Idempotent) Keyed9Key(v json.RawMessage) (string, error) {
 	return x.beginKeyed9(v).StoreKey()
 }
 
-// beginKeyed9 starts a call of Keyed9 and writes its key material.
 func (x *Idempotent) beginKeyed9(v json.RawMessage) idem.Call {
-	c := x.g.Begin(idemSpecKeyed9)
-	idemKeyJsonRawMessage(c.Key(), &v)
+	c, k := x.g.Begin(idemSpecKeyed9)
+	idemKeyJsonRawMessage(k.Key(), &v)
 	return c
 }
 
@@ -367,13 +307,8 @@ var idemSpecKeyed9 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed9",
 	Signature: "3c939b65e4d590af",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyed9,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.Keyed9's signature changed since generation: run go generate.
-var _ func(context.Context, json.RawMessage) (int64, error) = Keyed9
-
-var idemCodecKeyed9 = idemimpl.IntCodec[int64](64)
 
 // Keyed10 is sample.Keyed10, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed10(ctx context.Context, v any) (int64, error) {
@@ -387,10 +322,9 @@ func (x *Idempotent) Keyed10Key(v any) (string, error) {
 	return x.beginKeyed10(v).StoreKey()
 }
 
-// beginKeyed10 starts a call of Keyed10 and writes its key material.
 func (x *Idempotent) beginKeyed10(v any) idem.Call {
-	c := x.g.Begin(idemSpecKeyed10)
-	c.Key().Any(v)
+	c, k := x.g.Begin(idemSpecKeyed10)
+	k.Key().Any(v)
 	return c
 }
 
@@ -398,13 +332,8 @@ var idemSpecKeyed10 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed10",
 	Signature: "ddac92921157cac5",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyed10,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.Keyed10's signature changed since generation: run go generate.
-var _ func(context.Context, any) (int64, error) = Keyed10
-
-var idemCodecKeyed10 = idemimpl.IntCodec[int64](64)
 
 // Keyed11 is sample.Keyed11, run at most once per key (ttl=1h lease=30s on_duplicate=return).
 func (x *Idempotent) Keyed11(ctx context.Context, v map[bool]Gen[A11]) (int64, error) {
@@ -418,19 +347,18 @@ func (x *Idempotent) Keyed11Key(v map[bool]Gen[A11]) (string, error) {
 	return x.beginKeyed11(v).StoreKey()
 }
 
-// beginKeyed11 starts a call of Keyed11 and writes its key material.
 func (x *Idempotent) beginKeyed11(v map[bool]Gen[A11]) idem.Call {
-	c := x.g.Begin(idemSpecKeyed11)
+	c, k := x.g.Begin(idemSpecKeyed11)
 	if v == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().MapStart(len(v))
-		for k, e := range v {
-			c.Key().MapEntry()
-			c.Key().Bool(k)
-			idemKeyGen_uint64(c.Key(), &e)
+		k.Key().MapStart(len(v))
+		for k2, e := range v {
+			k.Key().MapEntry()
+			k.Key().Bool(k2)
+			idemKeyGen_uint64(k.Key(), &e)
 		}
-		c.Key().MapEnd()
+		k.Key().MapEnd()
 	}
 	return c
 }
@@ -439,13 +367,8 @@ var idemSpecKeyed11 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Keyed11",
 	Signature: "c219504acb78d1a9",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyed11,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.Keyed11's signature changed since generation: run go generate.
-var _ func(context.Context, map[bool]Gen[A11]) (int64, error) = Keyed11
-
-var idemCodecKeyed11 = idemimpl.IntCodec[int64](64)
 
 // Pathed0 is sample.Pathed0, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.D,v.B).
@@ -460,44 +383,38 @@ func (x *Idempotent) Pathed0Key(v *P12) (string, error) {
 	return x.beginPathed0(v).StoreKey()
 }
 
-// beginPathed0 starts a call of Pathed0 and writes its key material.
 func (x *Idempotent) beginPathed0(v *P12) idem.Call {
-	c := x.g.Begin(idemSpecPathed0)
+	c, k := x.g.Begin(idemSpecPathed0)
 	if v == nil || v.A == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
+		k.Key().Ptr()
 		if v.A.D == nil {
-			c.Key().Nil()
+			k.Key().Nil()
 		} else {
-			c.Key().Ptr()
+			k.Key().Ptr()
 			if *v.A.D == nil {
-				c.Key().Nil()
+				k.Key().Nil()
 			} else {
-				c.Key().Marshaled(v.A.D.MarshalText())
+				k.Key().Marshaled(v.A.D.MarshalText())
 			}
 		}
 	}
 	if v == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		c.Key().Uint(uint64(v.B))
+		k.Key().Ptr()
+		k.Key().Uint(uint64(v.B))
 	}
-	idemimpl.KeyPtr(c.Payload(), v, idemKeyP12)
+	idemimpl.KeyPtr(k.Payload(), v, idemKeyP12)
 	return c
 }
 
 var idemSpecPathed0 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed0",
 	Signature: "814c9d2aa4b69dfa",
-	Codec:     idemCodecPathed0,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.Pathed0's signature changed since generation: run go generate.
-var _ func(context.Context, *P12) (int64, error) = Pathed0
-
-var idemCodecPathed0 = idemimpl.IntCodec[int64](64)
 
 // Pathed1 is sample.Pathed1, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.D,v.B).
@@ -512,35 +429,29 @@ func (x *Idempotent) Pathed1Key(v *P16) (string, error) {
 	return x.beginPathed1(v).StoreKey()
 }
 
-// beginPathed1 starts a call of Pathed1 and writes its key material.
 func (x *Idempotent) beginPathed1(v *P16) idem.Call {
-	c := x.g.Begin(idemSpecPathed1)
+	c, k := x.g.Begin(idemSpecPathed1)
 	if v == nil || v.A == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		idemimpl.KeyPtr(c.Key(), v.A.D, idemimpl.KeyFloat)
+		k.Key().Ptr()
+		idemimpl.KeyPtr(k.Key(), v.A.D, idemimpl.KeyFloat)
 	}
 	if v == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		idemKeyS18(c.Key(), &v.B)
+		k.Key().Ptr()
+		idemKeyS18(k.Key(), &v.B)
 	}
-	idemimpl.KeyPtr(c.Payload(), v, idemKeyP16)
+	idemimpl.KeyPtr(k.Payload(), v, idemKeyP16)
 	return c
 }
 
 var idemSpecPathed1 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed1",
 	Signature: "d092b21bb9ec7a6d",
-	Codec:     idemCodecPathed1,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.Pathed1's signature changed since generation: run go generate.
-var _ func(context.Context, *P16) (int64, error) = Pathed1
-
-var idemCodecPathed1 = idemimpl.IntCodec[int64](64)
 
 // Pathed2 is sample.Pathed2, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.C,v.A.D,v.B).
@@ -555,41 +466,35 @@ func (x *Idempotent) Pathed2Key(v P21) (string, error) {
 	return x.beginPathed2(&v).StoreKey()
 }
 
-// beginPathed2 starts a call of Pathed2 and writes its key material.
 func (x *Idempotent) beginPathed2(v *P21) idem.Call {
-	c := x.g.Begin(idemSpecPathed2)
+	c, k := x.g.Begin(idemSpecPathed2)
 	if v.A == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		idemKeyS23(c.Key(), &v.A.C)
+		k.Key().Ptr()
+		idemKeyS23(k.Key(), &v.A.C)
 	}
 	if v.A == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
+		k.Key().Ptr()
 		if v.A.D == nil {
-			c.Key().Nil()
+			k.Key().Nil()
 		} else {
-			c.Key().Ptr()
-			c.Key().Complex(complex128(*v.A.D))
+			k.Key().Ptr()
+			k.Key().Complex(complex128(*v.A.D))
 		}
 	}
-	idemKeyGen_Slicebyte(c.Key(), &v.B)
-	idemKeyP21(c.Payload(), v)
+	idemKeyGen_Slicebyte(k.Key(), &v.B)
+	idemKeyP21(k.Payload(), v)
 	return c
 }
 
 var idemSpecPathed2 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed2",
 	Signature: "6bbbd82f5a9bd690",
-	Codec:     idemCodecPathed2,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.Pathed2's signature changed since generation: run go generate.
-var _ func(context.Context, P21) (int64, error) = Pathed2
-
-var idemCodecPathed2 = idemimpl.IntCodec[int64](64)
 
 // Pathed3 is sample.Pathed3, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.D,v.B).
@@ -604,35 +509,29 @@ func (x *Idempotent) Pathed3Key(v P26) (string, error) {
 	return x.beginPathed3(&v).StoreKey()
 }
 
-// beginPathed3 starts a call of Pathed3 and writes its key material.
 func (x *Idempotent) beginPathed3(v *P26) idem.Call {
-	c := x.g.Begin(idemSpecPathed3)
+	c, k := x.g.Begin(idemSpecPathed3)
 	if v.A == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
+		k.Key().Ptr()
 		if v.A.D == nil {
-			c.Key().Nil()
+			k.Key().Nil()
 		} else {
-			c.Key().Ptr()
-			c.Key().String(string(*v.A.D))
+			k.Key().Ptr()
+			k.Key().String(string(*v.A.D))
 		}
 	}
-	idemKeyS28(c.Key(), &v.B)
-	idemKeyP26(c.Payload(), v)
+	idemKeyS28(k.Key(), &v.B)
+	idemKeyP26(k.Payload(), v)
 	return c
 }
 
 var idemSpecPathed3 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed3",
 	Signature: "44bc566e80077dae",
-	Codec:     idemCodecPathed3,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.Pathed3's signature changed since generation: run go generate.
-var _ func(context.Context, P26) (int64, error) = Pathed3
-
-var idemCodecPathed3 = idemimpl.IntCodec[int64](64)
 
 // Pathed4 is sample.Pathed4, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.D,v.B).
@@ -647,42 +546,36 @@ func (x *Idempotent) Pathed4Key(v P31) (string, error) {
 	return x.beginPathed4(&v).StoreKey()
 }
 
-// beginPathed4 starts a call of Pathed4 and writes its key material.
 func (x *Idempotent) beginPathed4(v *P31) idem.Call {
-	c := x.g.Begin(idemSpecPathed4)
+	c, k := x.g.Begin(idemSpecPathed4)
 	if v.A == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
+		k.Key().Ptr()
 		if v.A.D == nil {
-			c.Key().Nil()
+			k.Key().Nil()
 		} else {
-			c.Key().Ptr()
+			k.Key().Ptr()
 			if *v.A.D == nil {
-				c.Key().Nil()
+				k.Key().Nil()
 			} else {
-				c.Key().Bytes(*v.A.D)
+				k.Key().Bytes(*v.A.D)
 			}
 		}
 	}
-	c.Key().List(0)
+	k.Key().List(0)
 	for i := range v.B {
-		c.Key().String(string(v.B[i]))
+		k.Key().String(string(v.B[i]))
 	}
-	idemKeyP31(c.Payload(), v)
+	idemKeyP31(k.Payload(), v)
 	return c
 }
 
 var idemSpecPathed4 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed4",
 	Signature: "2465e2dc4136e0c4",
-	Codec:     idemCodecPathed4,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.Pathed4's signature changed since generation: run go generate.
-var _ func(context.Context, P31) (int64, error) = Pathed4
-
-var idemCodecPathed4 = idemimpl.IntCodec[int64](64)
 
 // Pathed5 is sample.Pathed5, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // key=v.A.C,v.B).
@@ -697,35 +590,29 @@ func (x *Idempotent) Pathed5Key(v *P33) (string, error) {
 	return x.beginPathed5(v).StoreKey()
 }
 
-// beginPathed5 starts a call of Pathed5 and writes its key material.
 func (x *Idempotent) beginPathed5(v *P33) idem.Call {
-	c := x.g.Begin(idemSpecPathed5)
+	c, k := x.g.Begin(idemSpecPathed5)
 	if v == nil || v.A == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		c.Key().Int(int64(v.A.C))
+		k.Key().Ptr()
+		k.Key().Int(int64(v.A.C))
 	}
 	if v == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().Ptr()
-		c.Key().Uint(uint64(v.B))
+		k.Key().Ptr()
+		k.Key().Uint(uint64(v.B))
 	}
-	idemimpl.KeyPtr(c.Payload(), v, idemKeyP33)
+	idemimpl.KeyPtr(k.Payload(), v, idemKeyP33)
 	return c
 }
 
 var idemSpecPathed5 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Pathed5",
 	Signature: "a2e24d16c8893a48",
-	Codec:     idemCodecPathed5,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.Pathed5's signature changed since generation: run go generate.
-var _ func(context.Context, *P33) (int64, error) = Pathed5
-
-var idemCodecPathed5 = idemimpl.IntCodec[int64](64)
 
 // Stored0 is sample.Stored0, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -740,23 +627,17 @@ func (x *Idempotent) Stored0Key(id int64, v uint) (string, error) {
 	return x.beginStored0(id, v).StoreKey()
 }
 
-// beginStored0 starts a call of Stored0 and writes its key material.
 func (x *Idempotent) beginStored0(id int64, v uint) idem.Call {
-	c := x.g.Begin(idemSpecStored0)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStored0)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStored0 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored0",
 	Signature: "a6f8d226043d428b",
-	Codec:     idemCodecStored0,
+	Codec:     idemimpl.UintCodec[uint](64),
 }
-
-// Build fails here if sample.Stored0's signature changed since generation: run go generate.
-var _ func(context.Context, int64, uint) (uint, error) = Stored0
-
-var idemCodecStored0 = idemimpl.UintCodec[uint](64)
 
 // Stored1 is sample.Stored1, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -771,23 +652,17 @@ func (x *Idempotent) Stored1Key(id int64, v uint16) (string, error) {
 	return x.beginStored1(id, v).StoreKey()
 }
 
-// beginStored1 starts a call of Stored1 and writes its key material.
 func (x *Idempotent) beginStored1(id int64, v uint16) idem.Call {
-	c := x.g.Begin(idemSpecStored1)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStored1)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStored1 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored1",
 	Signature: "5b4e331500740e05",
-	Codec:     idemCodecStored1,
+	Codec:     idemimpl.UintCodec[uint16](16),
 }
-
-// Build fails here if sample.Stored1's signature changed since generation: run go generate.
-var _ func(context.Context, int64, uint16) (uint16, error) = Stored1
-
-var idemCodecStored1 = idemimpl.UintCodec[uint16](16)
 
 // Stored2 is sample.Stored2, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -834,7 +709,6 @@ func (x *Idempotent) Stored2Key(id int64, v *struct {
 	return x.beginStored2(id, v).StoreKey()
 }
 
-// beginStored2 starts a call of Stored2 and writes its key material.
 func (x *Idempotent) beginStored2(id int64, v *struct {
 	F0 struct {
 		F0 net.IP
@@ -844,46 +718,15 @@ func (x *Idempotent) beginStored2(id int64, v *struct {
 	F1 S37
 	F2 [2]float64
 }) idem.Call {
-	c := x.g.Begin(idemSpecStored2)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStored2)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStored2 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored2",
 	Signature: "9c9cd1c8c275f777",
-	Codec:     idemCodecStored2,
-}
-
-// Build fails here if sample.Stored2's signature changed since generation: run go generate.
-var _ func(context.Context, int64, *struct {
-	F0 struct {
-		F0 net.IP
-		F1 other.Point
-		F2 uint
-	}
-	F1 S37
-	F2 [2]float64
-}) (*struct {
-	F0 struct {
-		F0 net.IP
-		F1 other.Point
-		F2 uint
-	}
-	F1 S37
-	F2 [2]float64
-}, error) = Stored2
-
-var idemCodecStored2 = idemimpl.TypedCodec[*struct {
-	F0 struct {
-		F0 net.IP
-		F1 other.Point
-		F2 uint
-	}
-	F1 S37
-	F2 [2]float64
-}]{
-	Decode: func(d *idemimpl.Decoder, v **struct {
+	Codec: idemimpl.TypedCodec[*struct {
 		F0 struct {
 			F0 net.IP
 			F1 other.Point
@@ -891,73 +734,83 @@ var idemCodecStored2 = idemimpl.TypedCodec[*struct {
 		}
 		F1 S37
 		F2 [2]float64
-	}) {
-		if d.Ptr() {
-			*v = new(struct {
-				F0 struct {
-					F0 net.IP
-					F1 other.Point
-					F2 uint
-				}
-				F1 S37
-				F2 [2]float64
-			})
-			for f := range d.Fields() {
-				switch string(f) {
-				case "F0":
-					for f2 := range d.Fields() {
-						switch string(f2) {
-						case "F0":
-							idemDecNetIP(d, &(*v).F0.F0)
-						case "F1":
-							idemDecOtherPoint(d, &(*v).F0.F1)
-						case "F2":
-							(*v).F0.F2 = uint(d.Uint(64))
+	}]{
+		Decode: func(d *idemimpl.Decoder, v **struct {
+			F0 struct {
+				F0 net.IP
+				F1 other.Point
+				F2 uint
+			}
+			F1 S37
+			F2 [2]float64
+		}) {
+			if d.Ptr() {
+				*v = new(struct {
+					F0 struct {
+						F0 net.IP
+						F1 other.Point
+						F2 uint
+					}
+					F1 S37
+					F2 [2]float64
+				})
+				for f := range d.Fields() {
+					switch string(f) {
+					case "F0":
+						for f2 := range d.Fields() {
+							switch string(f2) {
+							case "F0":
+								idemDecNetIP(d, &(*v).F0.F0)
+							case "F1":
+								idemDecOtherPoint(d, &(*v).F0.F1)
+							case "F2":
+								(*v).F0.F2 = uint(d.Uint(64))
+							}
+						}
+					case "F1":
+						idemDecS37(d, &(*v).F1)
+					case "F2":
+						if d.Array(len((*v).F2)) {
+							for i := range (*v).F2 {
+								(*v).F2[i] = d.Float64()
+							}
 						}
 					}
-				case "F1":
-					idemDecS37(d, &(*v).F1)
-				case "F2":
-					if d.Array(len((*v).F2)) {
-						for i := range (*v).F2 {
-							(*v).F2[i] = d.Float64()
-						}
-					}
 				}
+			} else {
+				*v = nil
 			}
-		} else {
-			*v = nil
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v **struct {
-		F0 struct {
-			F0 net.IP
-			F1 other.Point
-			F2 uint
-		}
-		F1 S37
-		F2 [2]float64
-	}) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			at := e.Struct()
-			e.Field("F0")
-			at2 := e.Struct()
-			idemEncNetIP(e.Field("F0"), &(*v).F0.F0)
-			idemEncOtherPoint(e.Field("F1"), &(*v).F0.F1)
-			e.Field("F2").Uint(uint64((*v).F0.F2))
-			e.End(at2)
-			idemEncS37(e.Field("F1"), &(*v).F1)
-			e.Field("F2")
-			at3 := e.List(len((*v).F2))
-			for i := range (*v).F2 {
-				e.Float64((*v).F2[i])
+		},
+		Encode: func(e *idemimpl.Encoder, v **struct {
+			F0 struct {
+				F0 net.IP
+				F1 other.Point
+				F2 uint
 			}
-			e.End(at3)
-			e.End(at)
-		}
+			F1 S37
+			F2 [2]float64
+		}) {
+			if *v == nil {
+				e.Nil()
+			} else {
+				e.Ptr()
+				at := e.Struct()
+				e.Field("F0")
+				at2 := e.Struct()
+				idemEncNetIP(e.Field("F0"), &(*v).F0.F0)
+				idemEncOtherPoint(e.Field("F1"), &(*v).F0.F1)
+				e.Field("F2").Uint(uint64((*v).F0.F2))
+				e.End(at2)
+				idemEncS37(e.Field("F1"), &(*v).F1)
+				e.Field("F2")
+				at3 := e.List(len((*v).F2))
+				for i := range (*v).F2 {
+					e.Float64((*v).F2[i])
+				}
+				e.End(at3)
+				e.End(at)
+			}
+		},
 	},
 }
 
@@ -974,23 +827,17 @@ func (x *Idempotent) Stored3Key(id int64, v *Pair[other.Code, Rec39]) (string, e
 	return x.beginStored3(id, v).StoreKey()
 }
 
-// beginStored3 starts a call of Stored3 and writes its key material.
 func (x *Idempotent) beginStored3(id int64, v *Pair[other.Code, Rec39]) idem.Call {
-	c := x.g.Begin(idemSpecStored3)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStored3)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStored3 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored3",
 	Signature: "a1e40a889d2e362c",
-	Codec:     idemCodecStored3,
+	Codec:     idemimpl.PtrCodec(idemEncPair_OtherCode_Rec39, idemDecPair_OtherCode_Rec39),
 }
-
-// Build fails here if sample.Stored3's signature changed since generation: run go generate.
-var _ func(context.Context, int64, *Pair[other.Code, Rec39]) (*Pair[other.Code, Rec39], error) = Stored3
-
-var idemCodecStored3 = idemimpl.PtrCodec(idemEncPair_OtherCode_Rec39, idemDecPair_OtherCode_Rec39)
 
 // Stored4 is sample.Stored4, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1005,23 +852,17 @@ func (x *Idempotent) Stored4Key(id int64, v S40) (string, error) {
 	return x.beginStored4(id, &v).StoreKey()
 }
 
-// beginStored4 starts a call of Stored4 and writes its key material.
 func (x *Idempotent) beginStored4(id int64, v *S40) idem.Call {
-	c := x.g.Begin(idemSpecStored4)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStored4)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStored4 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored4",
 	Signature: "8c6efcabb54a84a5",
-	Codec:     idemCodecStored4,
+	Codec:     idemimpl.Codec(idemEncS40, idemDecS40),
 }
-
-// Build fails here if sample.Stored4's signature changed since generation: run go generate.
-var _ func(context.Context, int64, S40) (S40, error) = Stored4
-
-var idemCodecStored4 = idemimpl.Codec(idemEncS40, idemDecS40)
 
 // Stored5 is sample.Stored5, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1036,23 +877,17 @@ func (x *Idempotent) Stored5Key(id int64, v S42) (string, error) {
 	return x.beginStored5(id, &v).StoreKey()
 }
 
-// beginStored5 starts a call of Stored5 and writes its key material.
 func (x *Idempotent) beginStored5(id int64, v *S42) idem.Call {
-	c := x.g.Begin(idemSpecStored5)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStored5)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStored5 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored5",
 	Signature: "8228e6406b917766",
-	Codec:     idemCodecStored5,
+	Codec:     idemimpl.Codec(idemEncS42, idemDecS42),
 }
-
-// Build fails here if sample.Stored5's signature changed since generation: run go generate.
-var _ func(context.Context, int64, S42) (S42, error) = Stored5
-
-var idemCodecStored5 = idemimpl.Codec(idemEncS42, idemDecS42)
 
 // Stored6 is sample.Stored6, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1067,23 +902,17 @@ func (x *Idempotent) Stored6Key(id int64, v Pair[string, S45]) (string, error) {
 	return x.beginStored6(id, &v).StoreKey()
 }
 
-// beginStored6 starts a call of Stored6 and writes its key material.
 func (x *Idempotent) beginStored6(id int64, v *Pair[string, S45]) idem.Call {
-	c := x.g.Begin(idemSpecStored6)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStored6)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStored6 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored6",
 	Signature: "ec863febefc7bcda",
-	Codec:     idemCodecStored6,
+	Codec:     idemimpl.Codec(idemEncPair_string_S45, idemDecPair_string_S45),
 }
-
-// Build fails here if sample.Stored6's signature changed since generation: run go generate.
-var _ func(context.Context, int64, Pair[string, S45]) (Pair[string, S45], error) = Stored6
-
-var idemCodecStored6 = idemimpl.Codec(idemEncPair_string_S45, idemDecPair_string_S45)
 
 // Stored7 is sample.Stored7, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1098,44 +927,38 @@ func (x *Idempotent) Stored7Key(id int64, v [0][0]complex64) (string, error) {
 	return x.beginStored7(id, &v).StoreKey()
 }
 
-// beginStored7 starts a call of Stored7 and writes its key material.
 func (x *Idempotent) beginStored7(id int64, v *[0][0]complex64) idem.Call {
-	c := x.g.Begin(idemSpecStored7)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStored7)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStored7 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored7",
 	Signature: "24dc795093399fa5",
-	Codec:     idemCodecStored7,
-}
-
-// Build fails here if sample.Stored7's signature changed since generation: run go generate.
-var _ func(context.Context, int64, [0][0]complex64) ([0][0]complex64, error) = Stored7
-
-var idemCodecStored7 = idemimpl.TypedCodec[[0][0]complex64]{
-	Decode: func(d *idemimpl.Decoder, v *[0][0]complex64) {
-		if d.Array(len(*v)) {
-			for i := range *v {
-				if d.Array(len((*v)[i])) {
-					for i2 := range (*v)[i] {
-						(*v)[i][i2] = complex64(d.Complex())
+	Codec: idemimpl.TypedCodec[[0][0]complex64]{
+		Decode: func(d *idemimpl.Decoder, v *[0][0]complex64) {
+			if d.Array(len(*v)) {
+				for i := range *v {
+					if d.Array(len((*v)[i])) {
+						for i2 := range (*v)[i] {
+							(*v)[i][i2] = complex64(d.Complex())
+						}
 					}
 				}
 			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *[0][0]complex64) {
-		at := e.List(len(*v))
-		for i := range *v {
-			at2 := e.List(len((*v)[i]))
-			for i2 := range (*v)[i] {
-				e.Complex(complex128((*v)[i][i2]))
+		},
+		Encode: func(e *idemimpl.Encoder, v *[0][0]complex64) {
+			at := e.List(len(*v))
+			for i := range *v {
+				at2 := e.List(len((*v)[i]))
+				for i2 := range (*v)[i] {
+					e.Complex(complex128((*v)[i][i2]))
+				}
+				e.End(at2)
 			}
-			e.End(at2)
-		}
-		e.End(at)
+			e.End(at)
+		},
 	},
 }
 
@@ -1152,51 +975,45 @@ func (x *Idempotent) Stored8Key(id int64, v map[other.Code]S46) (string, error) 
 	return x.beginStored8(id, v).StoreKey()
 }
 
-// beginStored8 starts a call of Stored8 and writes its key material.
 func (x *Idempotent) beginStored8(id int64, v map[other.Code]S46) idem.Call {
-	c := x.g.Begin(idemSpecStored8)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStored8)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStored8 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored8",
 	Signature: "9bdc474010200903",
-	Codec:     idemCodecStored8,
-}
-
-// Build fails here if sample.Stored8's signature changed since generation: run go generate.
-var _ func(context.Context, int64, map[other.Code]S46) (map[other.Code]S46, error) = Stored8
-
-var idemCodecStored8 = idemimpl.TypedCodec[map[other.Code]S46]{
-	Decode: func(d *idemimpl.Decoder, v *map[other.Code]S46) {
-		if d.Nil() {
-			*v = nil
-		} else {
-			n := d.Map()
-			*v = make(map[other.Code]S46, n)
-			for range n {
-				var k other.Code
-				var x S46
-				k = other.Code(d.String())
-				idemDecS46(d, &x)
-				(*v)[k] = x
+	Codec: idemimpl.TypedCodec[map[other.Code]S46]{
+		Decode: func(d *idemimpl.Decoder, v *map[other.Code]S46) {
+			if d.Nil() {
+				*v = nil
+			} else {
+				n := d.Map()
+				*v = make(map[other.Code]S46, n)
+				for range n {
+					var k other.Code
+					var x S46
+					k = other.Code(d.String())
+					idemDecS46(d, &x)
+					(*v)[k] = x
+				}
 			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *map[other.Code]S46) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			at := e.Map(len(*v))
-			// sorted: the same value always has the same bytes
-			for _, k := range slices.Sorted(maps.Keys(*v)) {
-				x := (*v)[k]
-				e.String(string(k))
-				idemEncS46(e, &x)
+		},
+		Encode: func(e *idemimpl.Encoder, v *map[other.Code]S46) {
+			if *v == nil {
+				e.Nil()
+			} else {
+				at := e.Map(len(*v))
+				// sorted: the same value always has the same bytes
+				for _, k := range slices.Sorted(maps.Keys(*v)) {
+					x := (*v)[k]
+					e.String(string(k))
+					idemEncS46(e, &x)
+				}
+				e.End(at)
 			}
-			e.End(at)
-		}
+		},
 	},
 }
 
@@ -1213,23 +1030,17 @@ func (x *Idempotent) Stored9Key(id int64, v uint32) (string, error) {
 	return x.beginStored9(id, v).StoreKey()
 }
 
-// beginStored9 starts a call of Stored9 and writes its key material.
 func (x *Idempotent) beginStored9(id int64, v uint32) idem.Call {
-	c := x.g.Begin(idemSpecStored9)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStored9)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStored9 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored9",
 	Signature: "8671fd8ff8449d24",
-	Codec:     idemCodecStored9,
+	Codec:     idemimpl.UintCodec[uint32](32),
 }
-
-// Build fails here if sample.Stored9's signature changed since generation: run go generate.
-var _ func(context.Context, int64, uint32) (uint32, error) = Stored9
-
-var idemCodecStored9 = idemimpl.UintCodec[uint32](32)
 
 // Stored10 is sample.Stored10, run at most once per key (ttl=24h lease=30s on_duplicate=return
 // exclude=v).
@@ -1264,127 +1075,111 @@ func (x *Idempotent) Stored10Key(id int64, v struct {
 	return x.beginStored10(id, &v).StoreKey()
 }
 
-// beginStored10 starts a call of Stored10 and writes its key material.
 func (x *Idempotent) beginStored10(id int64, v *struct {
 	F0 N47
 	F1 *[1]uint
 	F2 map[string]*big.Int
 	F3 S48
 }) idem.Call {
-	c := x.g.Begin(idemSpecStored10)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStored10)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStored10 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored10",
 	Signature: "f575002c371dd80e",
-	Codec:     idemCodecStored10,
-}
-
-// Build fails here if sample.Stored10's signature changed since generation: run go generate.
-var _ func(context.Context, int64, struct {
-	F0 N47
-	F1 *[1]uint
-	F2 map[string]*big.Int
-	F3 S48
-}) (struct {
-	F0 N47
-	F1 *[1]uint
-	F2 map[string]*big.Int
-	F3 S48
-}, error) = Stored10
-
-var idemCodecStored10 = idemimpl.TypedCodec[struct {
-	F0 N47
-	F1 *[1]uint
-	F2 map[string]*big.Int
-	F3 S48
-}]{
-	Decode: func(d *idemimpl.Decoder, v *struct {
+	Codec: idemimpl.TypedCodec[struct {
 		F0 N47
 		F1 *[1]uint
 		F2 map[string]*big.Int
 		F3 S48
-	}) {
-		for f := range d.Fields() {
-			switch string(f) {
-			case "F0":
-				v.F0 = N47(d.Uint(16))
-			case "F1":
-				if d.Ptr() {
-					v.F1 = new([1]uint)
-					if d.Array(len(*v.F1)) {
-						for i := range *v.F1 {
-							(*v.F1)[i] = uint(d.Uint(64))
+	}]{
+		Decode: func(d *idemimpl.Decoder, v *struct {
+			F0 N47
+			F1 *[1]uint
+			F2 map[string]*big.Int
+			F3 S48
+		}) {
+			for f := range d.Fields() {
+				switch string(f) {
+				case "F0":
+					v.F0 = N47(d.Uint(16))
+				case "F1":
+					if d.Ptr() {
+						v.F1 = new([1]uint)
+						if d.Array(len(*v.F1)) {
+							for i := range *v.F1 {
+								(*v.F1)[i] = uint(d.Uint(64))
+							}
+						}
+					} else {
+						v.F1 = nil
+					}
+				case "F2":
+					if d.Nil() {
+						v.F2 = nil
+					} else {
+						n := d.Map()
+						v.F2 = make(map[string]*big.Int, n)
+						for range n {
+							var k string
+							var x *big.Int
+							k = d.String()
+							if d.Ptr() {
+								x = new(big.Int)
+								d.Unmarshaled(x.UnmarshalJSON(d.Marshaled()))
+							} else {
+								x = nil
+							}
+							v.F2[k] = x
 						}
 					}
-				} else {
-					v.F1 = nil
+				case "F3":
+					idemDecS48(d, &v.F3)
 				}
-			case "F2":
-				if d.Nil() {
-					v.F2 = nil
-				} else {
-					n := d.Map()
-					v.F2 = make(map[string]*big.Int, n)
-					for range n {
-						var k string
-						var x *big.Int
-						k = d.String()
-						if d.Ptr() {
-							x = new(big.Int)
-							d.Unmarshaled(x.UnmarshalJSON(d.Marshaled()))
-						} else {
-							x = nil
-						}
-						v.F2[k] = x
+			}
+		},
+		Encode: func(e *idemimpl.Encoder, v *struct {
+			F0 N47
+			F1 *[1]uint
+			F2 map[string]*big.Int
+			F3 S48
+		}) {
+			at := e.Struct()
+			e.Field("F0").Uint(uint64(v.F0))
+			e.Field("F1")
+			if v.F1 == nil {
+				e.Nil()
+			} else {
+				e.Ptr()
+				at2 := e.List(len(*v.F1))
+				for i := range *v.F1 {
+					e.Uint(uint64((*v.F1)[i]))
+				}
+				e.End(at2)
+			}
+			e.Field("F2")
+			if v.F2 == nil {
+				e.Nil()
+			} else {
+				at3 := e.Map(len(v.F2))
+				// sorted: the same value always has the same bytes
+				for _, k := range slices.Sorted(maps.Keys(v.F2)) {
+					x := v.F2[k]
+					e.String(k)
+					if x == nil {
+						e.Nil()
+					} else {
+						e.Ptr()
+						e.Marshaled(x.MarshalJSON())
 					}
 				}
-			case "F3":
-				idemDecS48(d, &v.F3)
+				e.End(at3)
 			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *struct {
-		F0 N47
-		F1 *[1]uint
-		F2 map[string]*big.Int
-		F3 S48
-	}) {
-		at := e.Struct()
-		e.Field("F0").Uint(uint64(v.F0))
-		e.Field("F1")
-		if v.F1 == nil {
-			e.Nil()
-		} else {
-			e.Ptr()
-			at2 := e.List(len(*v.F1))
-			for i := range *v.F1 {
-				e.Uint(uint64((*v.F1)[i]))
-			}
-			e.End(at2)
-		}
-		e.Field("F2")
-		if v.F2 == nil {
-			e.Nil()
-		} else {
-			at3 := e.Map(len(v.F2))
-			// sorted: the same value always has the same bytes
-			for _, k := range slices.Sorted(maps.Keys(v.F2)) {
-				x := v.F2[k]
-				e.String(k)
-				if x == nil {
-					e.Nil()
-				} else {
-					e.Ptr()
-					e.Marshaled(x.MarshalJSON())
-				}
-			}
-			e.End(at3)
-		}
-		idemEncS48(e.Field("F3"), &v.F3)
-		e.End(at)
+			idemEncS48(e.Field("F3"), &v.F3)
+			e.End(at)
+		},
 	},
 }
 
@@ -1401,23 +1196,17 @@ func (x *Idempotent) Stored11Key(id int64, v S56) (string, error) {
 	return x.beginStored11(id, &v).StoreKey()
 }
 
-// beginStored11 starts a call of Stored11 and writes its key material.
 func (x *Idempotent) beginStored11(id int64, v *S56) idem.Call {
-	c := x.g.Begin(idemSpecStored11)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStored11)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStored11 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.Stored11",
 	Signature: "e1d645d7f54eaa1a",
-	Codec:     idemCodecStored11,
+	Codec:     idemimpl.Codec(idemEncS56, idemDecS56),
 }
-
-// Build fails here if sample.Stored11's signature changed since generation: run go generate.
-var _ func(context.Context, int64, S56) (S56, error) = Stored11
-
-var idemCodecStored11 = idemimpl.Codec(idemEncS56, idemDecS56)
 
 // KeyedFixed0 is sample.KeyedFixed0, run at most once per key (ttl=1h lease=30s
 // on_duplicate=return).
@@ -1432,18 +1221,17 @@ func (x *Idempotent) KeyedFixed0Key(v map[string]struct{}) (string, error) {
 	return x.beginKeyedFixed0(v).StoreKey()
 }
 
-// beginKeyedFixed0 starts a call of KeyedFixed0 and writes its key material.
 func (x *Idempotent) beginKeyedFixed0(v map[string]struct{}) idem.Call {
-	c := x.g.Begin(idemSpecKeyedFixed0)
+	c, k := x.g.Begin(idemSpecKeyedFixed0)
 	if v == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().MapStart(len(v))
-		for k := range v {
-			c.Key().MapEntry()
-			c.Key().String(k)
+		k.Key().MapStart(len(v))
+		for k2 := range v {
+			k.Key().MapEntry()
+			k.Key().String(k2)
 		}
-		c.Key().MapEnd()
+		k.Key().MapEnd()
 	}
 	return c
 }
@@ -1452,13 +1240,8 @@ var idemSpecKeyedFixed0 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed0",
 	Signature: "c6db845393bb5650",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyedFixed0,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.KeyedFixed0's signature changed since generation: run go generate.
-var _ func(context.Context, map[string]struct{}) (int64, error) = KeyedFixed0
-
-var idemCodecKeyedFixed0 = idemimpl.IntCodec[int64](64)
 
 // StoredFixed0 is sample.StoredFixed0, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return exclude=v).
@@ -1473,52 +1256,46 @@ func (x *Idempotent) StoredFixed0Key(id int64, v map[string]struct{}) (string, e
 	return x.beginStoredFixed0(id, v).StoreKey()
 }
 
-// beginStoredFixed0 starts a call of StoredFixed0 and writes its key material.
 func (x *Idempotent) beginStoredFixed0(id int64, v map[string]struct{}) idem.Call {
-	c := x.g.Begin(idemSpecStoredFixed0)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStoredFixed0)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStoredFixed0 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed0",
 	Signature: "6209116503da5fc6",
-	Codec:     idemCodecStoredFixed0,
-}
-
-// Build fails here if sample.StoredFixed0's signature changed since generation: run go generate.
-var _ func(context.Context, int64, map[string]struct{}) (map[string]struct{}, error) = StoredFixed0
-
-var idemCodecStoredFixed0 = idemimpl.TypedCodec[map[string]struct{}]{
-	Decode: func(d *idemimpl.Decoder, v *map[string]struct{}) {
-		if d.Nil() {
-			*v = nil
-		} else {
-			n := d.Map()
-			*v = make(map[string]struct{}, n)
-			for range n {
-				var k string
-				var x struct{}
-				k = d.String()
-				for range d.Fields() {
+	Codec: idemimpl.TypedCodec[map[string]struct{}]{
+		Decode: func(d *idemimpl.Decoder, v *map[string]struct{}) {
+			if d.Nil() {
+				*v = nil
+			} else {
+				n := d.Map()
+				*v = make(map[string]struct{}, n)
+				for range n {
+					var k string
+					var x struct{}
+					k = d.String()
+					for range d.Fields() {
+					}
+					(*v)[k] = x
 				}
-				(*v)[k] = x
 			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *map[string]struct{}) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			at := e.Map(len(*v))
-			// sorted: the same value always has the same bytes
-			for _, k := range slices.Sorted(maps.Keys(*v)) {
-				e.String(k)
-				at2 := e.Struct()
-				e.End(at2)
+		},
+		Encode: func(e *idemimpl.Encoder, v *map[string]struct{}) {
+			if *v == nil {
+				e.Nil()
+			} else {
+				at := e.Map(len(*v))
+				// sorted: the same value always has the same bytes
+				for _, k := range slices.Sorted(maps.Keys(*v)) {
+					e.String(k)
+					at2 := e.Struct()
+					e.End(at2)
+				}
+				e.End(at)
 			}
-			e.End(at)
-		}
+		},
 	},
 }
 
@@ -1535,10 +1312,9 @@ func (x *Idempotent) KeyedFixed1Key(v []struct{}) (string, error) {
 	return x.beginKeyedFixed1(v).StoreKey()
 }
 
-// beginKeyedFixed1 starts a call of KeyedFixed1 and writes its key material.
 func (x *Idempotent) beginKeyedFixed1(v []struct{}) idem.Call {
-	c := x.g.Begin(idemSpecKeyedFixed1)
-	idemimpl.KeyListHead(c.Key(), v)
+	c, k := x.g.Begin(idemSpecKeyedFixed1)
+	idemimpl.KeyListHead(k.Key(), v)
 	return c
 }
 
@@ -1546,13 +1322,8 @@ var idemSpecKeyedFixed1 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed1",
 	Signature: "f1fb2ef66237aea0",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyedFixed1,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.KeyedFixed1's signature changed since generation: run go generate.
-var _ func(context.Context, []struct{}) (int64, error) = KeyedFixed1
-
-var idemCodecKeyedFixed1 = idemimpl.IntCodec[int64](64)
 
 // StoredFixed1 is sample.StoredFixed1, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return exclude=v).
@@ -1567,41 +1338,35 @@ func (x *Idempotent) StoredFixed1Key(id int64, v []struct{}) (string, error) {
 	return x.beginStoredFixed1(id, v).StoreKey()
 }
 
-// beginStoredFixed1 starts a call of StoredFixed1 and writes its key material.
 func (x *Idempotent) beginStoredFixed1(id int64, v []struct{}) idem.Call {
-	c := x.g.Begin(idemSpecStoredFixed1)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStoredFixed1)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStoredFixed1 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed1",
 	Signature: "4bfef528c3d926ad",
-	Codec:     idemCodecStoredFixed1,
-}
-
-// Build fails here if sample.StoredFixed1's signature changed since generation: run go generate.
-var _ func(context.Context, int64, []struct{}) ([]struct{}, error) = StoredFixed1
-
-var idemCodecStoredFixed1 = idemimpl.TypedCodec[[]struct{}]{
-	Decode: func(d *idemimpl.Decoder, v *[]struct{}) {
-		idemimpl.DecListHead(d, v)
-		for range *v {
-			for range d.Fields() {
-			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *[]struct{}) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			at := e.List(len(*v))
+	Codec: idemimpl.TypedCodec[[]struct{}]{
+		Decode: func(d *idemimpl.Decoder, v *[]struct{}) {
+			idemimpl.DecListHead(d, v)
 			for range *v {
-				at2 := e.Struct()
-				e.End(at2)
+				for range d.Fields() {
+				}
 			}
-			e.End(at)
-		}
+		},
+		Encode: func(e *idemimpl.Encoder, v *[]struct{}) {
+			if *v == nil {
+				e.Nil()
+			} else {
+				at := e.List(len(*v))
+				for range *v {
+					at2 := e.Struct()
+					e.End(at2)
+				}
+				e.End(at)
+			}
+		},
 	},
 }
 
@@ -1618,12 +1383,11 @@ func (x *Idempotent) KeyedFixed2Key(v [2]Empty) (string, error) {
 	return x.beginKeyedFixed2(&v).StoreKey()
 }
 
-// beginKeyedFixed2 starts a call of KeyedFixed2 and writes its key material.
 func (x *Idempotent) beginKeyedFixed2(v *[2]Empty) idem.Call {
-	c := x.g.Begin(idemSpecKeyedFixed2)
-	c.Key().List(2)
+	c, k := x.g.Begin(idemSpecKeyedFixed2)
+	k.Key().List(2)
 	for i := range v {
-		idemKeyEmpty(c.Key(), &v[i])
+		idemKeyEmpty(k.Key(), &v[i])
 	}
 	return c
 }
@@ -1632,13 +1396,8 @@ var idemSpecKeyedFixed2 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed2",
 	Signature: "4ad542e8ce6ba347",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyedFixed2,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.KeyedFixed2's signature changed since generation: run go generate.
-var _ func(context.Context, [2]Empty) (int64, error) = KeyedFixed2
-
-var idemCodecKeyedFixed2 = idemimpl.IntCodec[int64](64)
 
 // StoredFixed2 is sample.StoredFixed2, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return exclude=v).
@@ -1653,36 +1412,30 @@ func (x *Idempotent) StoredFixed2Key(id int64, v [2]Empty) (string, error) {
 	return x.beginStoredFixed2(id, &v).StoreKey()
 }
 
-// beginStoredFixed2 starts a call of StoredFixed2 and writes its key material.
 func (x *Idempotent) beginStoredFixed2(id int64, v *[2]Empty) idem.Call {
-	c := x.g.Begin(idemSpecStoredFixed2)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStoredFixed2)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStoredFixed2 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed2",
 	Signature: "62aac14ab350c74c",
-	Codec:     idemCodecStoredFixed2,
-}
-
-// Build fails here if sample.StoredFixed2's signature changed since generation: run go generate.
-var _ func(context.Context, int64, [2]Empty) ([2]Empty, error) = StoredFixed2
-
-var idemCodecStoredFixed2 = idemimpl.TypedCodec[[2]Empty]{
-	Decode: func(d *idemimpl.Decoder, v *[2]Empty) {
-		if d.Array(len(*v)) {
-			for i := range *v {
-				idemDecEmpty(d, &(*v)[i])
+	Codec: idemimpl.TypedCodec[[2]Empty]{
+		Decode: func(d *idemimpl.Decoder, v *[2]Empty) {
+			if d.Array(len(*v)) {
+				for i := range *v {
+					idemDecEmpty(d, &(*v)[i])
+				}
 			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *[2]Empty) {
-		at := e.List(len(*v))
-		for i := range *v {
-			idemEncEmpty(e, &(*v)[i])
-		}
-		e.End(at)
+		},
+		Encode: func(e *idemimpl.Encoder, v *[2]Empty) {
+			at := e.List(len(*v))
+			for i := range *v {
+				idemEncEmpty(e, &(*v)[i])
+			}
+			e.End(at)
+		},
 	},
 }
 
@@ -1699,19 +1452,18 @@ func (x *Idempotent) KeyedFixed3Key(v map[int8]Empty) (string, error) {
 	return x.beginKeyedFixed3(v).StoreKey()
 }
 
-// beginKeyedFixed3 starts a call of KeyedFixed3 and writes its key material.
 func (x *Idempotent) beginKeyedFixed3(v map[int8]Empty) idem.Call {
-	c := x.g.Begin(idemSpecKeyedFixed3)
+	c, k := x.g.Begin(idemSpecKeyedFixed3)
 	if v == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().MapStart(len(v))
-		for k, e := range v {
-			c.Key().MapEntry()
-			c.Key().Int(int64(k))
-			idemKeyEmpty(c.Key(), &e)
+		k.Key().MapStart(len(v))
+		for k2, e := range v {
+			k.Key().MapEntry()
+			k.Key().Int(int64(k2))
+			idemKeyEmpty(k.Key(), &e)
 		}
-		c.Key().MapEnd()
+		k.Key().MapEnd()
 	}
 	return c
 }
@@ -1720,13 +1472,8 @@ var idemSpecKeyedFixed3 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed3",
 	Signature: "cc141e1f71dbf022",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyedFixed3,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.KeyedFixed3's signature changed since generation: run go generate.
-var _ func(context.Context, map[int8]Empty) (int64, error) = KeyedFixed3
-
-var idemCodecKeyedFixed3 = idemimpl.IntCodec[int64](64)
 
 // StoredFixed3 is sample.StoredFixed3, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return exclude=v).
@@ -1741,51 +1488,45 @@ func (x *Idempotent) StoredFixed3Key(id int64, v map[int8]Empty) (string, error)
 	return x.beginStoredFixed3(id, v).StoreKey()
 }
 
-// beginStoredFixed3 starts a call of StoredFixed3 and writes its key material.
 func (x *Idempotent) beginStoredFixed3(id int64, v map[int8]Empty) idem.Call {
-	c := x.g.Begin(idemSpecStoredFixed3)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStoredFixed3)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStoredFixed3 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed3",
 	Signature: "83518a813f79b3d1",
-	Codec:     idemCodecStoredFixed3,
-}
-
-// Build fails here if sample.StoredFixed3's signature changed since generation: run go generate.
-var _ func(context.Context, int64, map[int8]Empty) (map[int8]Empty, error) = StoredFixed3
-
-var idemCodecStoredFixed3 = idemimpl.TypedCodec[map[int8]Empty]{
-	Decode: func(d *idemimpl.Decoder, v *map[int8]Empty) {
-		if d.Nil() {
-			*v = nil
-		} else {
-			n := d.Map()
-			*v = make(map[int8]Empty, n)
-			for range n {
-				var k int8
-				var x Empty
-				k = int8(d.Int(8))
-				idemDecEmpty(d, &x)
-				(*v)[k] = x
+	Codec: idemimpl.TypedCodec[map[int8]Empty]{
+		Decode: func(d *idemimpl.Decoder, v *map[int8]Empty) {
+			if d.Nil() {
+				*v = nil
+			} else {
+				n := d.Map()
+				*v = make(map[int8]Empty, n)
+				for range n {
+					var k int8
+					var x Empty
+					k = int8(d.Int(8))
+					idemDecEmpty(d, &x)
+					(*v)[k] = x
+				}
 			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *map[int8]Empty) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			at := e.Map(len(*v))
-			// sorted: the same value always has the same bytes
-			for _, k := range slices.Sorted(maps.Keys(*v)) {
-				x := (*v)[k]
-				e.Int(int64(k))
-				idemEncEmpty(e, &x)
+		},
+		Encode: func(e *idemimpl.Encoder, v *map[int8]Empty) {
+			if *v == nil {
+				e.Nil()
+			} else {
+				at := e.Map(len(*v))
+				// sorted: the same value always has the same bytes
+				for _, k := range slices.Sorted(maps.Keys(*v)) {
+					x := (*v)[k]
+					e.Int(int64(k))
+					idemEncEmpty(e, &x)
+				}
+				e.End(at)
 			}
-			e.End(at)
-		}
+		},
 	},
 }
 
@@ -1810,28 +1551,27 @@ func (x *Idempotent) KeyedFixed4Key(v struct {
 	return x.beginKeyedFixed4(&v).StoreKey()
 }
 
-// beginKeyedFixed4 starts a call of KeyedFixed4 and writes its key material.
 func (x *Idempotent) beginKeyedFixed4(v *struct {
 	S map[uint16]struct{}
 	E []Empty
 	P *Empty
 }) idem.Call {
-	c := x.g.Begin(idemSpecKeyedFixed4)
+	c, k := x.g.Begin(idemSpecKeyedFixed4)
 	if v.S == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().MapStart(len(v.S))
-		for k := range v.S {
-			c.Key().MapEntry()
-			c.Key().Uint(uint64(k))
+		k.Key().MapStart(len(v.S))
+		for k2 := range v.S {
+			k.Key().MapEntry()
+			k.Key().Uint(uint64(k2))
 		}
-		c.Key().MapEnd()
+		k.Key().MapEnd()
 	}
-	idemimpl.KeyListHead(c.Key(), v.E)
+	idemimpl.KeyListHead(k.Key(), v.E)
 	for i := range v.E {
-		idemKeyEmpty(c.Key(), &v.E[i])
+		idemKeyEmpty(k.Key(), &v.E[i])
 	}
-	idemimpl.KeyPtr(c.Key(), v.P, idemKeyEmpty)
+	idemimpl.KeyPtr(k.Key(), v.P, idemKeyEmpty)
 	return c
 }
 
@@ -1839,17 +1579,8 @@ var idemSpecKeyedFixed4 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed4",
 	Signature: "2e3da4907212f03e",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyedFixed4,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.KeyedFixed4's signature changed since generation: run go generate.
-var _ func(context.Context, struct {
-	S map[uint16]struct{}
-	E []Empty
-	P *Empty
-}) (int64, error) = KeyedFixed4
-
-var idemCodecKeyedFixed4 = idemimpl.IntCodec[int64](64)
 
 // StoredFixed4 is sample.StoredFixed4, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return exclude=v).
@@ -1880,90 +1611,76 @@ func (x *Idempotent) StoredFixed4Key(id int64, v struct {
 	return x.beginStoredFixed4(id, &v).StoreKey()
 }
 
-// beginStoredFixed4 starts a call of StoredFixed4 and writes its key material.
 func (x *Idempotent) beginStoredFixed4(id int64, v *struct {
 	S map[uint16]struct{}
 	E []Empty
 	P *Empty
 }) idem.Call {
-	c := x.g.Begin(idemSpecStoredFixed4)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStoredFixed4)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStoredFixed4 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed4",
 	Signature: "300c0619642609ce",
-	Codec:     idemCodecStoredFixed4,
-}
-
-// Build fails here if sample.StoredFixed4's signature changed since generation: run go generate.
-var _ func(context.Context, int64, struct {
-	S map[uint16]struct{}
-	E []Empty
-	P *Empty
-}) (struct {
-	S map[uint16]struct{}
-	E []Empty
-	P *Empty
-}, error) = StoredFixed4
-
-var idemCodecStoredFixed4 = idemimpl.TypedCodec[struct {
-	S map[uint16]struct{}
-	E []Empty
-	P *Empty
-}]{
-	Decode: func(d *idemimpl.Decoder, v *struct {
+	Codec: idemimpl.TypedCodec[struct {
 		S map[uint16]struct{}
 		E []Empty
 		P *Empty
-	}) {
-		for f := range d.Fields() {
-			switch string(f) {
-			case "S":
-				if d.Nil() {
-					v.S = nil
-				} else {
-					n := d.Map()
-					v.S = make(map[uint16]struct{}, n)
-					for range n {
-						var k uint16
-						var x struct{}
-						k = uint16(d.Uint(16))
-						for range d.Fields() {
+	}]{
+		Decode: func(d *idemimpl.Decoder, v *struct {
+			S map[uint16]struct{}
+			E []Empty
+			P *Empty
+		}) {
+			for f := range d.Fields() {
+				switch string(f) {
+				case "S":
+					if d.Nil() {
+						v.S = nil
+					} else {
+						n := d.Map()
+						v.S = make(map[uint16]struct{}, n)
+						for range n {
+							var k uint16
+							var x struct{}
+							k = uint16(d.Uint(16))
+							for range d.Fields() {
+							}
+							v.S[k] = x
 						}
-						v.S[k] = x
 					}
+				case "E":
+					idemimpl.DecList(d, &v.E, idemDecEmpty)
+				case "P":
+					idemimpl.DecPtr(d, &v.P, idemDecEmpty)
 				}
-			case "E":
-				idemimpl.DecList(d, &v.E, idemDecEmpty)
-			case "P":
-				idemimpl.DecPtr(d, &v.P, idemDecEmpty)
 			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *struct {
-		S map[uint16]struct{}
-		E []Empty
-		P *Empty
-	}) {
-		at := e.Struct()
-		e.Field("S")
-		if v.S == nil {
-			e.Nil()
-		} else {
-			at2 := e.Map(len(v.S))
-			// sorted: the same value always has the same bytes
-			for _, k := range slices.Sorted(maps.Keys(v.S)) {
-				e.Uint(uint64(k))
-				at3 := e.Struct()
-				e.End(at3)
+		},
+		Encode: func(e *idemimpl.Encoder, v *struct {
+			S map[uint16]struct{}
+			E []Empty
+			P *Empty
+		}) {
+			at := e.Struct()
+			e.Field("S")
+			if v.S == nil {
+				e.Nil()
+			} else {
+				at2 := e.Map(len(v.S))
+				// sorted: the same value always has the same bytes
+				for _, k := range slices.Sorted(maps.Keys(v.S)) {
+					e.Uint(uint64(k))
+					at3 := e.Struct()
+					e.End(at3)
+				}
+				e.End(at2)
 			}
-			e.End(at2)
-		}
-		idemimpl.EncList(e.Field("E"), v.E, idemEncEmpty)
-		idemimpl.EncPtr(e.Field("P"), v.P, idemEncEmpty)
-		e.End(at)
+			idemimpl.EncList(e.Field("E"), v.E, idemEncEmpty)
+			idemimpl.EncPtr(e.Field("P"), v.P, idemEncEmpty)
+			e.End(at)
+		},
 	},
 }
 
@@ -1980,10 +1697,9 @@ func (x *Idempotent) KeyedFixed5Key(v any) (string, error) {
 	return x.beginKeyedFixed5(v).StoreKey()
 }
 
-// beginKeyedFixed5 starts a call of KeyedFixed5 and writes its key material.
 func (x *Idempotent) beginKeyedFixed5(v any) idem.Call {
-	c := x.g.Begin(idemSpecKeyedFixed5)
-	c.Key().Any(v)
+	c, k := x.g.Begin(idemSpecKeyedFixed5)
+	k.Key().Any(v)
 	return c
 }
 
@@ -1991,13 +1707,8 @@ var idemSpecKeyedFixed5 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed5",
 	Signature: "85ce9c454a4a40f8",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyedFixed5,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.KeyedFixed5's signature changed since generation: run go generate.
-var _ func(context.Context, any) (int64, error) = KeyedFixed5
-
-var idemCodecKeyedFixed5 = idemimpl.IntCodec[int64](64)
 
 // StoredFixed5 is sample.StoredFixed5, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return exclude=v).
@@ -2012,28 +1723,22 @@ func (x *Idempotent) StoredFixed5Key(id int64, v any) (string, error) {
 	return x.beginStoredFixed5(id, v).StoreKey()
 }
 
-// beginStoredFixed5 starts a call of StoredFixed5 and writes its key material.
 func (x *Idempotent) beginStoredFixed5(id int64, v any) idem.Call {
-	c := x.g.Begin(idemSpecStoredFixed5)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStoredFixed5)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStoredFixed5 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed5",
 	Signature: "155215a9c60ce2a5",
-	Codec:     idemCodecStoredFixed5,
-}
-
-// Build fails here if sample.StoredFixed5's signature changed since generation: run go generate.
-var _ func(context.Context, int64, any) (any, error) = StoredFixed5
-
-var idemCodecStoredFixed5 = idemimpl.TypedCodec[any]{
-	Decode: func(d *idemimpl.Decoder, v *any) {
-		*v = d.Any()
-	},
-	Encode: func(e *idemimpl.Encoder, v *any) {
-		e.Any(*v)
+	Codec: idemimpl.TypedCodec[any]{
+		Decode: func(d *idemimpl.Decoder, v *any) {
+			*v = d.Any()
+		},
+		Encode: func(e *idemimpl.Encoder, v *any) {
+			e.Any(*v)
+		},
 	},
 }
 
@@ -2050,19 +1755,18 @@ func (x *Idempotent) KeyedFixed6Key(v map[string]any) (string, error) {
 	return x.beginKeyedFixed6(v).StoreKey()
 }
 
-// beginKeyedFixed6 starts a call of KeyedFixed6 and writes its key material.
 func (x *Idempotent) beginKeyedFixed6(v map[string]any) idem.Call {
-	c := x.g.Begin(idemSpecKeyedFixed6)
+	c, k := x.g.Begin(idemSpecKeyedFixed6)
 	if v == nil {
-		c.Key().Nil()
+		k.Key().Nil()
 	} else {
-		c.Key().MapStart(len(v))
-		for k, e := range v {
-			c.Key().MapEntry()
-			c.Key().String(k)
-			c.Key().Any(e)
+		k.Key().MapStart(len(v))
+		for k2, e := range v {
+			k.Key().MapEntry()
+			k.Key().String(k2)
+			k.Key().Any(e)
 		}
-		c.Key().MapEnd()
+		k.Key().MapEnd()
 	}
 	return c
 }
@@ -2071,13 +1775,8 @@ var idemSpecKeyedFixed6 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.KeyedFixed6",
 	Signature: "722b51d601b589ae",
 	TTL:       time.Hour,
-	Codec:     idemCodecKeyedFixed6,
+	Codec:     idemimpl.IntCodec[int64](64),
 }
-
-// Build fails here if sample.KeyedFixed6's signature changed since generation: run go generate.
-var _ func(context.Context, map[string]any) (int64, error) = KeyedFixed6
-
-var idemCodecKeyedFixed6 = idemimpl.IntCodec[int64](64)
 
 // StoredFixed6 is sample.StoredFixed6, run at most once per key (ttl=24h lease=30s
 // on_duplicate=return exclude=v).
@@ -2092,51 +1791,45 @@ func (x *Idempotent) StoredFixed6Key(id int64, v map[string]any) (string, error)
 	return x.beginStoredFixed6(id, v).StoreKey()
 }
 
-// beginStoredFixed6 starts a call of StoredFixed6 and writes its key material.
 func (x *Idempotent) beginStoredFixed6(id int64, v map[string]any) idem.Call {
-	c := x.g.Begin(idemSpecStoredFixed6)
-	c.Key().Int(id)
+	c, k := x.g.Begin(idemSpecStoredFixed6)
+	k.Key().Int(id)
 	return c
 }
 
 var idemSpecStoredFixed6 = &idem.Spec{
 	Name:      "github.com/idemgen/idemgen/internal/keyprop/sample.StoredFixed6",
 	Signature: "64b1d49c6b66212e",
-	Codec:     idemCodecStoredFixed6,
-}
-
-// Build fails here if sample.StoredFixed6's signature changed since generation: run go generate.
-var _ func(context.Context, int64, map[string]any) (map[string]any, error) = StoredFixed6
-
-var idemCodecStoredFixed6 = idemimpl.TypedCodec[map[string]any]{
-	Decode: func(d *idemimpl.Decoder, v *map[string]any) {
-		if d.Nil() {
-			*v = nil
-		} else {
-			n := d.Map()
-			*v = make(map[string]any, n)
-			for range n {
-				var k string
-				var x any
-				k = d.String()
-				x = d.Any()
-				(*v)[k] = x
+	Codec: idemimpl.TypedCodec[map[string]any]{
+		Decode: func(d *idemimpl.Decoder, v *map[string]any) {
+			if d.Nil() {
+				*v = nil
+			} else {
+				n := d.Map()
+				*v = make(map[string]any, n)
+				for range n {
+					var k string
+					var x any
+					k = d.String()
+					x = d.Any()
+					(*v)[k] = x
+				}
 			}
-		}
-	},
-	Encode: func(e *idemimpl.Encoder, v *map[string]any) {
-		if *v == nil {
-			e.Nil()
-		} else {
-			at := e.Map(len(*v))
-			// sorted: the same value always has the same bytes
-			for _, k := range slices.Sorted(maps.Keys(*v)) {
-				x := (*v)[k]
-				e.String(k)
-				e.Any(x)
+		},
+		Encode: func(e *idemimpl.Encoder, v *map[string]any) {
+			if *v == nil {
+				e.Nil()
+			} else {
+				at := e.Map(len(*v))
+				// sorted: the same value always has the same bytes
+				for _, k := range slices.Sorted(maps.Keys(*v)) {
+					x := (*v)[k]
+					e.String(k)
+					e.Any(x)
+				}
+				e.End(at)
 			}
-			e.End(at)
-		}
+		},
 	},
 }
 
@@ -3008,372 +2701,324 @@ func idemKeyS9(b *idemimpl.KeyBuilder, v *S9) {
 	idemKeyOtherPoint(b, &v.Point)
 }
 
-// Build fails here if E2's fields changed since generation: run go generate.
-var _ = struct {
-	F0        A3
-	F1        A4
-	F2        other.Dec
-	other.Tag `json:"-" xml:"-"`
-}(E2{})
-
-// Build fails here if E24's fields changed since generation: run go generate.
-var _ = struct {
-	other.Point `json:"-" xml:"-"`
-}(E24{})
-
-// Build fails here if E30's fields changed since generation: run go generate.
-var _ = struct {
-	f0        int8
-	f1        int64
-	other.Tag `json:"-" xml:"-"`
-	F3        any
-}(E30{})
-
-// Build fails here if E50's fields changed since generation: run go generate.
-var _ = struct {
-	F0 N51
-	*E52
-	other.Dec `json:"-" xml:"-"`
-	F3        float64
-}(E50{})
-
-// Build fails here if E52's fields changed since generation: run go generate.
-var _ = struct {
-	F0        time.Time
-	other.Tag `json:"-" xml:"-"`
-	F2        A53
-}(E52{})
-
-// Build fails here if E8's fields changed since generation: run go generate.
-var _ = struct {
-	F0        complex128
-	other.Bin `json:"-" xml:"-"`
-}(E8{})
-
-// Build fails here if Empty's fields changed since generation: run go generate.
-var _ = struct{}(Empty{})
-
-// Build fails here if Gen[[1]*big.Int]'s fields changed since generation: run go generate.
-var _ = struct {
-	V [1]*big.Int
-	L [][1]*big.Int
-	P *[1]*big.Int
-}(Gen[[1]*big.Int]{})
-
-// Build fails here if Gen[map[MK10]Gen[int]]'s fields changed since generation: run go generate.
-var _ = struct {
-	V map[MK10]Gen[int]
-	L []map[MK10]Gen[int]
-	P *map[MK10]Gen[int]
-}(Gen[map[MK10]Gen[int]]{})
-
-// Build fails here if Gen[S6]'s fields changed since generation: run go generate.
-var _ = struct {
-	V S6
-	L []S6
-	P *S6
-}(Gen[S6]{})
-
-// Build fails here if Gen[[]byte]'s fields changed since generation: run go generate.
-var _ = struct {
-	V []byte
-	L [][]byte
-	P *[]byte
-}(Gen[[]byte]{})
-
-// Build fails here if Gen[int]'s fields changed since generation: run go generate.
-var _ = struct {
-	V int
-	L []int
-	P *int
-}(Gen[int]{})
-
-// Build fails here if Gen[A44]'s fields changed since generation: run go generate.
-var _ = struct {
-	V A44
-	L []A44
-	P *A44
-}(Gen[A44]{})
-
-// Build fails here if Gen[A11]'s fields changed since generation: run go generate.
-var _ = struct {
-	V A11
-	L []A11
-	P *A11
-}(Gen[A11]{})
-
-// Build fails here if MK10's fields changed since generation: run go generate.
-var _ = struct {
-	A string
-	B int8
-}(MK10{})
-
-// Build fails here if other.Point's fields changed since generation: run go generate.
-var _ = struct {
-	X int32
-	Y int32
-}(other.Point{})
-
-// Build fails here if P12's fields changed since generation: run go generate.
-var _ = struct {
-	A *Q13
-	B N14
-}(P12{})
-
-// Build fails here if P16's fields changed since generation: run go generate.
-var _ = struct {
-	A *Q17
-	B S18
-}(P16{})
-
-// Build fails here if P21's fields changed since generation: run go generate.
-var _ = struct {
-	A *Q22
-	B Gen[[]byte]
-}(P21{})
-
-// Build fails here if P26's fields changed since generation: run go generate.
-var _ = struct {
-	A *Q27
-	B S28
-}(P26{})
-
-// Build fails here if P31's fields changed since generation: run go generate.
-var _ = struct {
-	A *Q32
-	B [0]other.Code
-}(P31{})
-
-// Build fails here if P33's fields changed since generation: run go generate.
-var _ = struct {
-	A *Q34
-	B uint16
-}(P33{})
-
-// Build fails here if Pair[other.Code, Rec39]'s fields changed since generation: run go generate.
-var _ = struct {
-	K other.Code
-	V Rec39
-}(Pair[other.Code, Rec39]{})
-
-// Build fails here if Pair[string, S45]'s fields changed since generation: run go generate.
-var _ = struct {
-	K string
-	V S45
-}(Pair[string, S45]{})
-
-// Build fails here if Q13's fields changed since generation: run go generate.
-var _ = struct {
-	C A15
-	D *net.IP
-}(Q13{})
-
-// Build fails here if Q17's fields changed since generation: run go generate.
-var _ = struct {
-	C Rec20
-	D *float64
-}(Q17{})
-
-// Build fails here if Q22's fields changed since generation: run go generate.
-var _ = struct {
-	C S23
-	D *complex64
-}(Q22{})
-
-// Build fails here if Q27's fields changed since generation: run go generate.
-var _ = struct {
-	C map[bool]*big.Float
-	D *other.Code
-}(Q27{})
-
-// Build fails here if Q32's fields changed since generation: run go generate.
-var _ = struct {
-	C [1]uint64
-	D *[]byte
-}(Q32{})
-
-// Build fails here if Q34's fields changed since generation: run go generate.
-var _ = struct {
-	C N35
-	D *N36
-}(Q34{})
-
-// Build fails here if Rec20's fields changed since generation: run go generate.
-var _ = struct {
-	V    other.Code
-	Next []*Rec20
-}(Rec20{})
-
-// Build fails here if Rec39's fields changed since generation: run go generate.
-var _ = struct {
-	V    int8
-	Next map[string]Rec39
-}(Rec39{})
-
-// Build fails here if S1's fields changed since generation: run go generate.
-var _ = struct {
-	*E2
-}(S1{})
-
-// Build fails here if S18's fields changed since generation: run go generate.
-var _ = struct {
-	F0 A19
-	F1 uint16
-}(S18{})
-
-// Build fails here if S23's fields changed since generation: run go generate.
-var _ = struct {
-	other.Tag `json:"-" xml:"-"`
-	E24       `json:"-" xml:"-"`
-	F2        A25
-}(S23{})
-
-// Build fails here if S28's fields changed since generation: run go generate.
-var _ = struct {
-	F0 N29
-	*E30
-	F2        int64
-	other.Tag `json:"-" xml:"-"`
-}(S28{})
-
-// Build fails here if S37's fields changed since generation: run go generate.
-var _ = struct {
-	F0 A38
-}(S37{})
-
-// Build fails here if S40's fields changed since generation: run go generate.
-var _ = struct {
-	F0 S41
-}(S40{})
-
-// Build fails here if S41's fields changed since generation: run go generate.
-var _ = struct {
-	F0 struct {
-		F0 uint
-		F1 *big.Int
-		F2 *big.Int
-	}
-}(S41{})
-
-// Build fails here if S42's fields changed since generation: run go generate.
-var _ = struct {
-	F0 S43
-	F1 [1]Gen[A44]
-	F2 Gen[[1]*big.Int]
-}(S42{})
-
-// Build fails here if S43's fields changed since generation: run go generate.
-var _ = struct {
-	F0 uint64
-}(S43{})
-
-// Build fails here if S45's fields changed since generation: run go generate.
-var _ = struct {
-	time.Time `json:"-" xml:"-"`
-	F1        *big.Int
-}(S45{})
-
-// Build fails here if S46's fields changed since generation: run go generate.
-var _ = struct {
-	F0 complex128
-}(S46{})
-
-// Build fails here if S48's fields changed since generation: run go generate.
-var _ = struct {
-	other.Point `json:"-" xml:"-"`
-	F1          S49
-	F2          struct {
-		F0 N54
-		F1 A55
-	}
-	F3 uint16
-}(S48{})
-
-// Build fails here if S49's fields changed since generation: run go generate.
-var _ = struct {
-	F0  uint8
-	E50 `json:"-" xml:"-"`
-	F2  any
-}(S49{})
-
-// Build fails here if S56's fields changed since generation: run go generate.
-var _ = struct {
-	other.Dec `json:"-" xml:"-"`
-	F1        A57
-}(S56{})
-
-// Build fails here if S6's fields changed since generation: run go generate.
-var _ = struct {
-	F0 map[other.Point]other.Bin
-	F1 S7
-}(S6{})
-
-// Build fails here if S7's fields changed since generation: run go generate.
-var _ = struct {
-	*E8
-}(S7{})
-
-// Build fails here if S9's fields changed since generation: run go generate.
-var _ = struct {
-	other.Point `json:"-" xml:"-"`
-}(S9{})
-
-// Build fails here if other.Code is no longer defined as string: run go generate.
-var _ = (*string)(new(other.Code))
-
-// Build fails here if the alias A11 no longer stands for uint64: run go generate.
-var _ *uint64 = new(A11)
-
-// Build fails here if the alias A15 no longer stands for float32: run go generate.
-var _ *float32 = new(A15)
-
-// Build fails here if the alias A19 no longer stands for int8: run go generate.
-var _ *int8 = new(A19)
-
-// Build fails here if the alias A25 no longer stands for bool: run go generate.
-var _ *bool = new(A25)
-
-// Build fails here if the alias A3 no longer stands for int8: run go generate.
-var _ *int8 = new(A3)
-
-// Build fails here if the alias A38 no longer stands for float64: run go generate.
-var _ *float64 = new(A38)
-
-// Build fails here if the alias A4 no longer stands for int64: run go generate.
-var _ *int64 = new(A4)
-
-// Build fails here if the alias A44 no longer stands for uint16: run go generate.
-var _ *uint16 = new(A44)
-
-// Build fails here if the alias A5 no longer stands for uint64: run go generate.
-var _ *uint64 = new(A5)
-
-// Build fails here if the alias A53 no longer stands for uint64: run go generate.
-var _ *uint64 = new(A53)
-
-// Build fails here if the alias A55 no longer stands for uint16: run go generate.
-var _ *uint16 = new(A55)
-
-// Build fails here if the alias A57 no longer stands for float64: run go generate.
-var _ *float64 = new(A57)
-
-// Build fails here if N14 is no longer defined as uint16: run go generate.
-var _ = (*uint16)(new(N14))
-
-// Build fails here if N29 is no longer defined as bool: run go generate.
-var _ = (*bool)(new(N29))
-
-// Build fails here if N35 is no longer defined as int8: run go generate.
-var _ = (*int8)(new(N35))
-
-// Build fails here if N36 is no longer defined as int32: run go generate.
-var _ = (*int32)(new(N36))
-
-// Build fails here if N47 is no longer defined as uint16: run go generate.
-var _ = (*uint16)(new(N47))
-
-// Build fails here if N51 is no longer defined as float32: run go generate.
-var _ = (*float32)(new(N51))
-
-// Build fails here if N54 is no longer defined as string: run go generate.
-var _ = (*string)(new(N54))
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(context.Context, struct {
+		F0 other.Point
+		F1 map[string]S1
+	}) (int64, error))(Keyed0)
+	_ = (func(context.Context, []bool) (int64, error))(Keyed1)
+	_ = (func(context.Context, [][1][]A5) (int64, error))(Keyed2)
+	_ = (func(context.Context, Gen[S6]) (int64, error))(Keyed3)
+	_ = (func(context.Context, S9) (int64, error))(Keyed4)
+	_ = (func(context.Context, *int64) (int64, error))(Keyed5)
+	_ = (func(context.Context, Gen[map[MK10]Gen[int]]) (int64, error))(Keyed6)
+	_ = (func(context.Context, int8) (int64, error))(Keyed7)
+	_ = (func(context.Context, map[other.Point]time.Duration) (int64, error))(Keyed8)
+	_ = (func(context.Context, json.RawMessage) (int64, error))(Keyed9)
+	_ = (func(context.Context, any) (int64, error))(Keyed10)
+	_ = (func(context.Context, map[bool]Gen[A11]) (int64, error))(Keyed11)
+	_ = (func(context.Context, *P12) (int64, error))(Pathed0)
+	_ = (func(context.Context, *P16) (int64, error))(Pathed1)
+	_ = (func(context.Context, P21) (int64, error))(Pathed2)
+	_ = (func(context.Context, P26) (int64, error))(Pathed3)
+	_ = (func(context.Context, P31) (int64, error))(Pathed4)
+	_ = (func(context.Context, *P33) (int64, error))(Pathed5)
+	_ = (func(context.Context, int64, uint) (uint, error))(Stored0)
+	_ = (func(context.Context, int64, uint16) (uint16, error))(Stored1)
+	_ = (func(context.Context, int64, *struct {
+		F0 struct {
+			F0 net.IP
+			F1 other.Point
+			F2 uint
+		}
+		F1 S37
+		F2 [2]float64
+	}) (*struct {
+		F0 struct {
+			F0 net.IP
+			F1 other.Point
+			F2 uint
+		}
+		F1 S37
+		F2 [2]float64
+	}, error))(Stored2)
+	_ = (func(context.Context, int64, *Pair[other.Code, Rec39]) (*Pair[other.Code, Rec39], error))(Stored3)
+	_ = (func(context.Context, int64, S40) (S40, error))(Stored4)
+	_ = (func(context.Context, int64, S42) (S42, error))(Stored5)
+	_ = (func(context.Context, int64, Pair[string, S45]) (Pair[string, S45], error))(Stored6)
+	_ = (func(context.Context, int64, [0][0]complex64) ([0][0]complex64, error))(Stored7)
+	_ = (func(context.Context, int64, map[other.Code]S46) (map[other.Code]S46, error))(Stored8)
+	_ = (func(context.Context, int64, uint32) (uint32, error))(Stored9)
+	_ = (func(context.Context, int64, struct {
+		F0 N47
+		F1 *[1]uint
+		F2 map[string]*big.Int
+		F3 S48
+	}) (struct {
+		F0 N47
+		F1 *[1]uint
+		F2 map[string]*big.Int
+		F3 S48
+	}, error))(Stored10)
+	_ = (func(context.Context, int64, S56) (S56, error))(Stored11)
+	_ = (func(context.Context, map[string]struct{}) (int64, error))(KeyedFixed0)
+	_ = (func(context.Context, int64, map[string]struct{}) (map[string]struct{}, error))(StoredFixed0)
+	_ = (func(context.Context, []struct{}) (int64, error))(KeyedFixed1)
+	_ = (func(context.Context, int64, []struct{}) ([]struct{}, error))(StoredFixed1)
+	_ = (func(context.Context, [2]Empty) (int64, error))(KeyedFixed2)
+	_ = (func(context.Context, int64, [2]Empty) ([2]Empty, error))(StoredFixed2)
+	_ = (func(context.Context, map[int8]Empty) (int64, error))(KeyedFixed3)
+	_ = (func(context.Context, int64, map[int8]Empty) (map[int8]Empty, error))(StoredFixed3)
+	_ = (func(context.Context, struct {
+		S map[uint16]struct{}
+		E []Empty
+		P *Empty
+	}) (int64, error))(KeyedFixed4)
+	_ = (func(context.Context, int64, struct {
+		S map[uint16]struct{}
+		E []Empty
+		P *Empty
+	}) (struct {
+		S map[uint16]struct{}
+		E []Empty
+		P *Empty
+	}, error))(StoredFixed4)
+	_ = (func(context.Context, any) (int64, error))(KeyedFixed5)
+	_ = (func(context.Context, int64, any) (any, error))(StoredFixed5)
+	_ = (func(context.Context, map[string]any) (int64, error))(KeyedFixed6)
+	_ = (func(context.Context, int64, map[string]any) (map[string]any, error))(StoredFixed6)
+	_ = struct {
+		F0        A3
+		F1        A4
+		F2        other.Dec
+		other.Tag `json:"-" xml:"-"`
+	}(E2{})
+	_ = struct {
+		other.Point `json:"-" xml:"-"`
+	}(E24{})
+	_ = struct {
+		f0        int8
+		f1        int64
+		other.Tag `json:"-" xml:"-"`
+		F3        any
+	}(E30{})
+	_ = struct {
+		F0 N51
+		*E52
+		other.Dec `json:"-" xml:"-"`
+		F3        float64
+	}(E50{})
+	_ = struct {
+		F0        time.Time
+		other.Tag `json:"-" xml:"-"`
+		F2        A53
+	}(E52{})
+	_ = struct {
+		F0        complex128
+		other.Bin `json:"-" xml:"-"`
+	}(E8{})
+	_ = struct{}(Empty{})
+	_ = struct {
+		V [1]*big.Int
+		L [][1]*big.Int
+		P *[1]*big.Int
+	}(Gen[[1]*big.Int]{})
+	_ = struct {
+		V map[MK10]Gen[int]
+		L []map[MK10]Gen[int]
+		P *map[MK10]Gen[int]
+	}(Gen[map[MK10]Gen[int]]{})
+	_ = struct {
+		V S6
+		L []S6
+		P *S6
+	}(Gen[S6]{})
+	_ = struct {
+		V []byte
+		L [][]byte
+		P *[]byte
+	}(Gen[[]byte]{})
+	_ = struct {
+		V int
+		L []int
+		P *int
+	}(Gen[int]{})
+	_ = struct {
+		V A44
+		L []A44
+		P *A44
+	}(Gen[A44]{})
+	_ = struct {
+		V A11
+		L []A11
+		P *A11
+	}(Gen[A11]{})
+	_ = struct {
+		A string
+		B int8
+	}(MK10{})
+	_ = struct {
+		X int32
+		Y int32
+	}(other.Point{})
+	_ = struct {
+		A *Q13
+		B N14
+	}(P12{})
+	_ = struct {
+		A *Q17
+		B S18
+	}(P16{})
+	_ = struct {
+		A *Q22
+		B Gen[[]byte]
+	}(P21{})
+	_ = struct {
+		A *Q27
+		B S28
+	}(P26{})
+	_ = struct {
+		A *Q32
+		B [0]other.Code
+	}(P31{})
+	_ = struct {
+		A *Q34
+		B uint16
+	}(P33{})
+	_ = struct {
+		K other.Code
+		V Rec39
+	}(Pair[other.Code, Rec39]{})
+	_ = struct {
+		K string
+		V S45
+	}(Pair[string, S45]{})
+	_ = struct {
+		C A15
+		D *net.IP
+	}(Q13{})
+	_ = struct {
+		C Rec20
+		D *float64
+	}(Q17{})
+	_ = struct {
+		C S23
+		D *complex64
+	}(Q22{})
+	_ = struct {
+		C map[bool]*big.Float
+		D *other.Code
+	}(Q27{})
+	_ = struct {
+		C [1]uint64
+		D *[]byte
+	}(Q32{})
+	_ = struct {
+		C N35
+		D *N36
+	}(Q34{})
+	_ = struct {
+		V    other.Code
+		Next []*Rec20
+	}(Rec20{})
+	_ = struct {
+		V    int8
+		Next map[string]Rec39
+	}(Rec39{})
+	_ = struct {
+		*E2
+	}(S1{})
+	_ = struct {
+		F0 A19
+		F1 uint16
+	}(S18{})
+	_ = struct {
+		other.Tag `json:"-" xml:"-"`
+		E24       `json:"-" xml:"-"`
+		F2        A25
+	}(S23{})
+	_ = struct {
+		F0 N29
+		*E30
+		F2        int64
+		other.Tag `json:"-" xml:"-"`
+	}(S28{})
+	_ = struct {
+		F0 A38
+	}(S37{})
+	_ = struct {
+		F0 S41
+	}(S40{})
+	_ = struct {
+		F0 struct {
+			F0 uint
+			F1 *big.Int
+			F2 *big.Int
+		}
+	}(S41{})
+	_ = struct {
+		F0 S43
+		F1 [1]Gen[A44]
+		F2 Gen[[1]*big.Int]
+	}(S42{})
+	_ = struct {
+		F0 uint64
+	}(S43{})
+	_ = struct {
+		time.Time `json:"-" xml:"-"`
+		F1        *big.Int
+	}(S45{})
+	_ = struct {
+		F0 complex128
+	}(S46{})
+	_ = struct {
+		other.Point `json:"-" xml:"-"`
+		F1          S49
+		F2          struct {
+			F0 N54
+			F1 A55
+		}
+		F3 uint16
+	}(S48{})
+	_ = struct {
+		F0  uint8
+		E50 `json:"-" xml:"-"`
+		F2  any
+	}(S49{})
+	_ = struct {
+		other.Dec `json:"-" xml:"-"`
+		F1        A57
+	}(S56{})
+	_ = struct {
+		F0 map[other.Point]other.Bin
+		F1 S7
+	}(S6{})
+	_ = struct {
+		*E8
+	}(S7{})
+	_ = struct {
+		other.Point `json:"-" xml:"-"`
+	}(S9{})
+	_ = (*string)(new(other.Code))
+	_ = (*uint16)(new(N14))
+	_ = (*bool)(new(N29))
+	_ = (*int8)(new(N35))
+	_ = (*int32)(new(N36))
+	_ = (*uint16)(new(N47))
+	_ = (*float32)(new(N51))
+	_ = (*string)(new(N54))
+
+	_ *uint64  = new(A11)
+	_ *float32 = new(A15)
+	_ *int8    = new(A19)
+	_ *bool    = new(A25)
+	_ *int8    = new(A3)
+	_ *float64 = new(A38)
+	_ *int64   = new(A4)
+	_ *uint16  = new(A44)
+	_ *uint64  = new(A5)
+	_ *uint64  = new(A53)
+	_ *uint16  = new(A55)
+	_ *float64 = new(A57)
+)

@@ -32,9 +32,9 @@ func newReplayer(tb testing.TB, obs idem.Observer) *replayer {
 var benchResult = &receipt{ID: "r"}
 
 func (r *replayer) call() (*receipt, error) {
-	c := r.g.Begin(r.spec)
-	c.Key().String("cus_8f2a91")
-	c.Key().String("ord_1029384756")
+	c, k := r.g.Begin(r.spec)
+	k.Key().String("cus_8f2a91")
+	k.Key().String("ord_1029384756")
 	return idem.Do(context.Background(), c, func(context.Context) (*receipt, error) { return benchResult, nil })
 }
 

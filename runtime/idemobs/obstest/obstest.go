@@ -165,10 +165,10 @@ func Run(t testing.TB, obs idem.Observer) []idem.Event {
 	sync := &idem.Spec{Name: Sync, Lease: 900 * time.Millisecond}
 
 	call := func(g *idem.Guard, spec *idem.Spec, id, payload string, fn func(context.Context) (receipt, error)) (receipt, error) {
-		c := g.Begin(spec)
-		c.Key().ID(id)
-		c.Payload().String(id)
-		c.Payload().String(payload)
+		c, k := g.Begin(spec)
+		k.Key().ID(id)
+		k.Payload().String(id)
+		k.Payload().String(payload)
 		return idem.Do(ctx, c, fn)
 	}
 	ok := func(context.Context) (receipt, error) { return receipt{ID: "r"}, nil }
@@ -265,10 +265,10 @@ func Run(t testing.TB, obs idem.Observer) []idem.Event {
 	// then an older one an operator lets through.
 	track := &idem.Spec{Name: Track, Lease: time.Hour, Ordered: true}
 	event := func(ctx context.Context, id string, at time.Time) error {
-		c := g.Begin(track)
-		c.Key().ID(id)
-		c.Entity().String("device-1")
-		c.At(at)
+		c, k := g.Begin(track)
+		k.Key().ID(id)
+		k.Entity().String("device-1")
+		k.At(at)
 		_, err := idem.Do(ctx, c, ok)
 		return err
 	}

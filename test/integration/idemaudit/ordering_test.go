@@ -25,10 +25,10 @@ var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 //
 // writes, by hand: the key, the entity, the time.
 func apply(ctx context.Context, g *idem.Guard, spec *idem.Spec, id, user string, at time.Time, fn func() int) (int, error) {
-	c := g.Begin(spec)
-	c.Key().ID(id)
-	c.Entity().String(user)
-	c.At(at)
+	c, k := g.Begin(spec)
+	k.Key().ID(id)
+	k.Entity().String(user)
+	k.At(at)
 	return idem.Do(ctx, c, func(context.Context) (int, error) { return fn(), nil })
 }
 
@@ -267,10 +267,10 @@ func TestBatch(t *testing.T) {
 			spec := &idem.Spec{Name: "audit.Batch", Ordered: true}
 			boom := errors.New("sensor offline")
 			applyM := func(ctx context.Context, m measurement) error {
-				c := e.g.Begin(spec)
-				c.Key().ID(m.Event)
-				c.Entity().String(m.User)
-				c.At(t0.Add(m.At))
+				c, k := e.g.Begin(spec)
+				k.Key().ID(m.Event)
+				k.Entity().String(m.User)
+				k.At(t0.Add(m.At))
 				_, err := idem.Do(ctx, c, func(context.Context) (int, error) {
 					if m.Fail {
 						return 0, boom

@@ -37,10 +37,9 @@ func (e *IdempotentEffects) StormKey(key string) (string, error) {
 	return e.beginStorm(key).StoreKey()
 }
 
-// beginStorm starts a call of Storm and writes its key material.
 func (e *IdempotentEffects) beginStorm(key string) idem.Call {
-	c := e.g.Begin(idemSpecEffectsStorm)
-	c.Key().String(key)
+	c, k := e.g.Begin(idemSpecEffectsStorm)
+	k.Key().String(key)
 	return c
 }
 
@@ -51,13 +50,8 @@ var idemSpecEffectsStorm = &idem.Spec{
 	Lease:       10 * time.Second,
 	OnDuplicate: idem.DuplicateWait,
 	Wait:        2 * time.Minute,
-	Codec:       idemCodecEffectsStorm,
+	Codec:       idemimpl.Codec(idemEncOutcome, idemDecOutcome),
 }
-
-// Build fails here if Effects.Storm's signature changed since generation: run go generate.
-var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Storm
-
-var idemCodecEffectsStorm = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Crash is Effects.Crash, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
 // name=rel.crash). The receiver is not part of the key (key= can name its fields).
@@ -72,10 +66,9 @@ func (e *IdempotentEffects) CrashKey(key string) (string, error) {
 	return e.beginCrash(key).StoreKey()
 }
 
-// beginCrash starts a call of Crash and writes its key material.
 func (e *IdempotentEffects) beginCrash(key string) idem.Call {
-	c := e.g.Begin(idemSpecEffectsCrash)
-	c.Key().String(key)
+	c, k := e.g.Begin(idemSpecEffectsCrash)
+	k.Key().String(key)
 	return c
 }
 
@@ -86,13 +79,8 @@ var idemSpecEffectsCrash = &idem.Spec{
 	Lease:       time.Second,
 	OnDuplicate: idem.DuplicateWait,
 	Wait:        20 * time.Second,
-	Codec:       idemCodecEffectsCrash,
+	Codec:       idemimpl.Codec(idemEncOutcome, idemDecOutcome),
 }
-
-// Build fails here if Effects.Crash's signature changed since generation: run go generate.
-var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Crash
-
-var idemCodecEffectsCrash = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Zombie is Effects.Zombie, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
 // name=rel.zombie). The receiver is not part of the key (key= can name its fields).
@@ -107,10 +95,9 @@ func (e *IdempotentEffects) ZombieKey(key string) (string, error) {
 	return e.beginZombie(key).StoreKey()
 }
 
-// beginZombie starts a call of Zombie and writes its key material.
 func (e *IdempotentEffects) beginZombie(key string) idem.Call {
-	c := e.g.Begin(idemSpecEffectsZombie)
-	c.Key().String(key)
+	c, k := e.g.Begin(idemSpecEffectsZombie)
+	k.Key().String(key)
 	return c
 }
 
@@ -121,13 +108,8 @@ var idemSpecEffectsZombie = &idem.Spec{
 	Lease:       time.Second,
 	OnDuplicate: idem.DuplicateWait,
 	Wait:        20 * time.Second,
-	Codec:       idemCodecEffectsZombie,
+	Codec:       idemimpl.Codec(idemEncOutcome, idemDecOutcome),
 }
-
-// Build fails here if Effects.Zombie's signature changed since generation: run go generate.
-var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Zombie
-
-var idemCodecEffectsZombie = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Contend is Effects.Contend, run at most once per key (ttl=1h lease=1s on_duplicate=return
 // name=rel.contend). The receiver is not part of the key (key= can name its fields).
@@ -142,10 +124,9 @@ func (e *IdempotentEffects) ContendKey(key string) (string, error) {
 	return e.beginContend(key).StoreKey()
 }
 
-// beginContend starts a call of Contend and writes its key material.
 func (e *IdempotentEffects) beginContend(key string) idem.Call {
-	c := e.g.Begin(idemSpecEffectsContend)
-	c.Key().String(key)
+	c, k := e.g.Begin(idemSpecEffectsContend)
+	k.Key().String(key)
 	return c
 }
 
@@ -154,13 +135,8 @@ var idemSpecEffectsContend = &idem.Spec{
 	Signature: "8e08e7f390247177",
 	TTL:       time.Hour,
 	Lease:     time.Second,
-	Codec:     idemCodecEffectsContend,
+	Codec:     idemimpl.Codec(idemEncOutcome, idemDecOutcome),
 }
-
-// Build fails here if Effects.Contend's signature changed since generation: run go generate.
-var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Contend
-
-var idemCodecEffectsContend = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Skew is Effects.Skew, run at most once per key (ttl=1h lease=2s on_duplicate=return
 // name=rel.skew). The receiver is not part of the key (key= can name its fields).
@@ -175,10 +151,9 @@ func (e *IdempotentEffects) SkewKey(key string) (string, error) {
 	return e.beginSkew(key).StoreKey()
 }
 
-// beginSkew starts a call of Skew and writes its key material.
 func (e *IdempotentEffects) beginSkew(key string) idem.Call {
-	c := e.g.Begin(idemSpecEffectsSkew)
-	c.Key().String(key)
+	c, k := e.g.Begin(idemSpecEffectsSkew)
+	k.Key().String(key)
 	return c
 }
 
@@ -187,13 +162,8 @@ var idemSpecEffectsSkew = &idem.Spec{
 	Signature: "a41c8cace7e50e85",
 	TTL:       time.Hour,
 	Lease:     2 * time.Second,
-	Codec:     idemCodecEffectsSkew,
+	Codec:     idemimpl.Codec(idemEncOutcome, idemDecOutcome),
 }
-
-// Build fails here if Effects.Skew's signature changed since generation: run go generate.
-var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Skew
-
-var idemCodecEffectsSkew = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Measure is Effects.Measure, run at most once per key (ttl=1h lease=10s on_duplicate=return
 // name=rel.measure). The receiver is not part of the key (key= can name its fields).
@@ -208,10 +178,9 @@ func (e *IdempotentEffects) MeasureKey(key string) (string, error) {
 	return e.beginMeasure(key).StoreKey()
 }
 
-// beginMeasure starts a call of Measure and writes its key material.
 func (e *IdempotentEffects) beginMeasure(key string) idem.Call {
-	c := e.g.Begin(idemSpecEffectsMeasure)
-	c.Key().String(key)
+	c, k := e.g.Begin(idemSpecEffectsMeasure)
+	k.Key().String(key)
 	return c
 }
 
@@ -220,13 +189,8 @@ var idemSpecEffectsMeasure = &idem.Spec{
 	Signature: "b589763b7cfe952e",
 	TTL:       time.Hour,
 	Lease:     10 * time.Second,
-	Codec:     idemCodecEffectsMeasure,
+	Codec:     idemimpl.Codec(idemEncReading, idemDecReading),
 }
-
-// Build fails here if Effects.Measure's signature changed since generation: run go generate.
-var _ func(*Effects, context.Context, string) (Reading, error) = (*Effects).Measure
-
-var idemCodecEffectsMeasure = idemimpl.Codec(idemEncReading, idemDecReading)
 
 // Strict is Effects.Strict, run at most once per key (ttl=1h lease=10s on_duplicate=return
 // name=rel.strict). The receiver is not part of the key (key= can name its fields).
@@ -241,10 +205,9 @@ func (e *IdempotentEffects) StrictKey(key string) (string, error) {
 	return e.beginStrict(key).StoreKey()
 }
 
-// beginStrict starts a call of Strict and writes its key material.
 func (e *IdempotentEffects) beginStrict(key string) idem.Call {
-	c := e.g.Begin(idemSpecEffectsStrict)
-	c.Key().String(key)
+	c, k := e.g.Begin(idemSpecEffectsStrict)
+	k.Key().String(key)
 	return c
 }
 
@@ -253,13 +216,8 @@ var idemSpecEffectsStrict = &idem.Spec{
 	Signature: "0fce9b377e9f1b70",
 	TTL:       time.Hour,
 	Lease:     10 * time.Second,
-	Codec:     idemCodecEffectsStrict,
+	Codec:     idemimpl.Codec(idemEncStrictReading, idemDecStrictReading),
 }
-
-// Build fails here if Effects.Strict's signature changed since generation: run go generate.
-var _ func(*Effects, context.Context, string) (StrictReading, error) = (*Effects).Strict
-
-var idemCodecEffectsStrict = idemimpl.Codec(idemEncStrictReading, idemDecStrictReading)
 
 // Exit is Effects.Exit, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=20s
 // name=rel.exit). The receiver is not part of the key (key= can name its fields).
@@ -274,10 +232,9 @@ func (e *IdempotentEffects) ExitKey(key string) (string, error) {
 	return e.beginExit(key).StoreKey()
 }
 
-// beginExit starts a call of Exit and writes its key material.
 func (e *IdempotentEffects) beginExit(key string) idem.Call {
-	c := e.g.Begin(idemSpecEffectsExit)
-	c.Key().String(key)
+	c, k := e.g.Begin(idemSpecEffectsExit)
+	k.Key().String(key)
 	return c
 }
 
@@ -288,13 +245,8 @@ var idemSpecEffectsExit = &idem.Spec{
 	Lease:       10 * time.Second,
 	OnDuplicate: idem.DuplicateWait,
 	Wait:        20 * time.Second,
-	Codec:       idemCodecEffectsExit,
+	Codec:       idemimpl.Codec(idemEncOutcome, idemDecOutcome),
 }
-
-// Build fails here if Effects.Exit's signature changed since generation: run go generate.
-var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Exit
-
-var idemCodecEffectsExit = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 // Steps is Effects.Steps, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
 // name=rel.steps). The receiver is not part of the key (key= can name its fields).
@@ -309,10 +261,9 @@ func (e *IdempotentEffects) StepsKey(key string) (string, error) {
 	return e.beginSteps(key).StoreKey()
 }
 
-// beginSteps starts a call of Steps and writes its key material.
 func (e *IdempotentEffects) beginSteps(key string) idem.Call {
-	c := e.g.Begin(idemSpecEffectsSteps)
-	c.Key().String(key)
+	c, k := e.g.Begin(idemSpecEffectsSteps)
+	k.Key().String(key)
 	return c
 }
 
@@ -323,13 +274,8 @@ var idemSpecEffectsSteps = &idem.Spec{
 	Lease:       time.Second,
 	OnDuplicate: idem.DuplicateWait,
 	Wait:        20 * time.Second,
-	Codec:       idemCodecEffectsSteps,
+	Codec:       idemimpl.Codec(idemEncOutcome, idemDecOutcome),
 }
-
-// Build fails here if Effects.Steps's signature changed since generation: run go generate.
-var _ func(*Effects, context.Context, string) (Outcome, error) = (*Effects).Steps
-
-var idemCodecEffectsSteps = idemimpl.Codec(idemEncOutcome, idemDecOutcome)
 
 func idemDecOutcome(d *idemimpl.Decoder, v *Outcome) {
 	for f := range d.Fields() {
@@ -394,23 +340,30 @@ func idemEncStrictReading(e *idemimpl.Encoder, v *StrictReading) {
 	e.End(at)
 }
 
-// Build fails here if Outcome's fields changed since generation: run go generate.
-var _ = struct {
-	Key         string
-	Fence       uint64
-	PID         int
-	Nonce       string
-	BizAccepted bool
-}(Outcome{})
-
-// Build fails here if Reading's fields changed since generation: run go generate.
-var _ = struct {
-	Outcome `json:"-" xml:"-"`
-	Value   float64
-}(Reading{})
-
-// Build fails here if StrictReading's fields changed since generation: run go generate.
-var _ = struct {
-	Outcome `json:"-" xml:"-"`
-	Gauge   Gauge
-}(StrictReading{})
+// Build fails below if a wrapped signature or a type read above changed: run go generate.
+var (
+	_ = (func(*Effects, context.Context, string) (Outcome, error))((*Effects).Storm)
+	_ = (func(*Effects, context.Context, string) (Outcome, error))((*Effects).Crash)
+	_ = (func(*Effects, context.Context, string) (Outcome, error))((*Effects).Zombie)
+	_ = (func(*Effects, context.Context, string) (Outcome, error))((*Effects).Contend)
+	_ = (func(*Effects, context.Context, string) (Outcome, error))((*Effects).Skew)
+	_ = (func(*Effects, context.Context, string) (Reading, error))((*Effects).Measure)
+	_ = (func(*Effects, context.Context, string) (StrictReading, error))((*Effects).Strict)
+	_ = (func(*Effects, context.Context, string) (Outcome, error))((*Effects).Exit)
+	_ = (func(*Effects, context.Context, string) (Outcome, error))((*Effects).Steps)
+	_ = struct {
+		Key         string
+		Fence       uint64
+		PID         int
+		Nonce       string
+		BizAccepted bool
+	}(Outcome{})
+	_ = struct {
+		Outcome `json:"-" xml:"-"`
+		Value   float64
+	}(Reading{})
+	_ = struct {
+		Outcome `json:"-" xml:"-"`
+		Gauge   Gauge
+	}(StrictReading{})
+)
