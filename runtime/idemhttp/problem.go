@@ -1,9 +1,7 @@
 package idemhttp
 
 import (
-	"crypto/rand"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -105,13 +103,7 @@ type problemBody struct {
 
 // newInstance returns a fresh urn:uuid: URI (a random, version 4 UUID)
 // that identifies one occurrence of a problem.
-func newInstance() string {
-	var u [16]byte
-	rand.Read(u[:]) //nolint:errcheck // crypto/rand.Read never fails (Go 1.24+)
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	return fmt.Sprintf("urn:uuid:%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
-}
+func newInstance() string { return "urn:uuid:" + NewKey() }
 
 // problemType is the type URI of code: WithProblemType's, else
 // WithProblemTypeBase + code, else the default.
