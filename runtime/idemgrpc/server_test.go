@@ -189,7 +189,12 @@ type result struct {
 
 func invoke(t *testing.T, conn *grpc.ClientConn, c call) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	return invokeCtx(t, context.Background(), conn, c)
+}
+
+func invokeCtx(t *testing.T, ctx context.Context, conn *grpc.ClientConn, c call) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for _, k := range c.key {
 		ctx = metadata.AppendToOutgoingContext(ctx, idemgrpc.MetadataKey, k)
