@@ -8,6 +8,8 @@ require github.com/idemgen/idemgen/runtime/redisstore v0.0.0-00010101000000-0000
 
 require github.com/idemgen/idemgen/runtime/pgstore v0.0.0-00010101000000-000000000000
 
+require github.com/idemgen/idemgen/runtime/idemgrpc v0.0.0-00010101000000-000000000000
+
 require (
 	github.com/idemgen/idemgen/runtime/dynamostore v0.0.0-00010101000000-000000000000
 	github.com/idemgen/idemgen/runtime/firestorestore v0.0.0-00010101000000-000000000000
@@ -25,7 +27,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/rogpeppe/go-internal v1.16.0
 	google.golang.org/api v0.304.0
-	google.golang.org/grpc v1.84.0
+	google.golang.org/grpc v1.85.0
 )
 
 require (
@@ -83,3 +85,5 @@ replace github.com/idemgen/idemgen/runtime/pgaudit => ../runtime/pgaudit
 replace github.com/idemgen/idemgen/runtime/dynamostore => ../runtime/dynamostore
 
 replace github.com/idemgen/idemgen/runtime/firestorestore => ../runtime/firestorestore
+
+replace github.com/idemgen/idemgen/runtime/idemgrpc => ../runtime/idemgrpc
