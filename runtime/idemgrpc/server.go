@@ -190,7 +190,7 @@ func (s *Server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 		runCtx = context.WithoutCancel(ctx)
 	}
 	ran := false
-	var live any     // the handler's own response value, for the first caller
+	var live any      // the handler's own response value, for the first caller
 	var liveErr error // the handler's error, returned as is
 	out, err := idem.Do(runCtx, c, func(ctx context.Context) (*outcome, error) {
 		ran = true

@@ -114,4 +114,3 @@ func TestTwoServersShareRedis(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
-
