@@ -6,12 +6,15 @@ require github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000
 
 require github.com/idemgen/idemgen/runtime/redisstore v0.0.0-00010101000000-000000000000
 
+require github.com/idemgen/idemgen/runtime/idemgrpc v0.0.0-00010101000000-000000000000
+
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/idemgen/idemgen/runtime/pgstore v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/nats-io/nats.go v1.55.0
 	github.com/redis/go-redis/v9 v9.23.0
+	google.golang.org/grpc v1.85.0
 )
 
 require (
@@ -24,12 +27,15 @@ require (
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/crypto v0.57.0 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/mod v0.42.0 // indirect
+	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.42.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 )
 
 replace github.com/idemgen/idemgen => ..
@@ -39,3 +45,5 @@ replace github.com/idemgen/idemgen/runtime/redisstore => ../runtime/redisstore
 replace github.com/idemgen/idemgen/runtime/pgstore => ../runtime/pgstore
 
 tool github.com/idemgen/idemgen/cmd/idemgen
+
+replace github.com/idemgen/idemgen/runtime/idemgrpc => ../runtime/idemgrpc

@@ -8,6 +8,8 @@ require github.com/idemgen/idemgen/runtime/redisstore v0.0.0-00010101000000-0000
 
 require github.com/idemgen/idemgen/runtime/pgstore v0.0.0-00010101000000-000000000000
 
+require github.com/idemgen/idemgen/runtime/idemgrpc v0.0.0-00010101000000-000000000000
+
 require (
 	github.com/idemgen/idemgen/runtime/dynamostore v0.0.0-00010101000000-000000000000
 	github.com/idemgen/idemgen/runtime/firestorestore v0.0.0-00010101000000-000000000000
@@ -19,12 +21,13 @@ require (
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.15
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.73.1
 	github.com/google/go-cmp v0.7.0
+	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/idemgen/idemgen/runtime/pgaudit v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/rogpeppe/go-internal v1.16.0
 	google.golang.org/api v0.304.0
-	google.golang.org/grpc v1.84.0
+	google.golang.org/grpc v1.85.0
 )
 
 require (
@@ -45,6 +48,7 @@ require (
 	github.com/google/s2a-go v0.1.11 // indirect
 	github.com/googleapis/enterprise-certificate-proxy v0.3.23 // indirect
 	github.com/googleapis/gax-go/v2 v2.27.0 // indirect
+	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
@@ -81,3 +85,5 @@ replace github.com/idemgen/idemgen/runtime/pgaudit => ../runtime/pgaudit
 replace github.com/idemgen/idemgen/runtime/dynamostore => ../runtime/dynamostore
 
 replace github.com/idemgen/idemgen/runtime/firestorestore => ../runtime/firestorestore
+
+replace github.com/idemgen/idemgen/runtime/idemgrpc => ../runtime/idemgrpc

@@ -42,7 +42,7 @@ func goCmd(t *testing.T, dir string, args ...string) string {
 }
 
 // TestCoreModuleWeight builds a user's module that imports only
-// runtime/idem (through a replace of this checkout, as an unreleased
+// runtime/idem, memstore and idemhttp (middleware and Transport; through a replace of this checkout, as an unreleased
 // version is used) and counts the modules it selects.
 func TestCoreModuleWeight(t *testing.T) {
 	if testing.Short() {
@@ -56,11 +56,17 @@ func TestCoreModuleWeight(t *testing.T) {
 		"main.go": `package main
 
 import (
+	"net/http"
+
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemhttp"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
-func main() { _ = idem.NewGuard(memstore.New()) }
+func main() {
+	_, _ = idemhttp.New(idem.NewGuard(memstore.New()), idemhttp.WithoutPrincipal())
+	_ = &http.Client{Transport: &idemhttp.Transport{}} // the HTTP client side stays in the core
+}
 `,
 	}
 	for name, text := range files {

@@ -1,6 +1,7 @@
 package idemhttp_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -38,6 +39,16 @@ func Example() {
 		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
+		if w.Header().Get("Content-Type") == "application/problem+json" {
+			// RFC 9457 problem details; "instance" differs every time.
+			var p struct {
+				Type, Title, Code string
+				Retryable         bool
+			}
+			json.Unmarshal(w.Body.Bytes(), &p) //nolint:errcheck // printed below
+			fmt.Println(w.Code, p.Code, p.Retryable, p.Title, p.Type)
+			return
+		}
 		fmt.Println(w.Code, w.Header().Get("Idempotent-Replayed"), strings.TrimSpace(w.Body.String()))
 	}
 	post(`"k-1"`, `{"amount":5}`) // runs
@@ -48,7 +59,7 @@ func Example() {
 	// Output:
 	// 201  {"charge":1}
 	// 201 true {"charge":1}
-	// 422  {"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"this Idempotency-Key was used with a different request (method, path, body or headers)","code":"idempotency-key-reused"}
-	// 400  {"type":"about:blank","title":"Bad Request","status":400,"detail":"this operation requires an Idempotency-Key header","code":"idempotency-key-missing"}
+	// 422 idempotency-key-reused false Idempotency-Key is already used https://www.ietf.org/archive/id/draft-ietf-httpapi-idempotency-key-header-07.html#section-2.7
+	// 400 idempotency-key-missing false Idempotency-Key is missing https://www.ietf.org/archive/id/draft-ietf-httpapi-idempotency-key-header-07.html#section-2.7
 	// charges: 1
 }

@@ -92,14 +92,13 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			next.ServeHTTP(w, r)
 			return
 		}
-		m.problem(w, http.StatusBadRequest, "idempotency-key-missing",
-			"Idempotency-Key is missing", "this operation requires an Idempotency-Key header")
+		m.problem(w, http.StatusBadRequest, CodeKeyMissing,
+			"this operation requires an Idempotency-Key header", "")
 		return
 	}
 	key, err := ParseKey(vals)
 	if err != nil {
-		m.problem(w, http.StatusBadRequest, "idempotency-key-malformed",
-			"Idempotency-Key is malformed", err.Error())
+		m.problem(w, http.StatusBadRequest, CodeKeyMalformed, err.Error(), echoRawKey(vals))
 		return
 	}
 	var principal string
@@ -109,8 +108,8 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			err = errors.New("empty principal")
 		}
 		if err != nil {
-			m.problem(w, http.StatusUnauthorized, "principal-unknown",
-				"Client not identified", "the client of this request could not be identified: "+err.Error())
+			m.problem(w, http.StatusUnauthorized, CodePrincipalUnknown,
+				"the client of this request could not be identified: "+err.Error(), key)
 			return
 		}
 	}
@@ -118,11 +117,11 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	defer putBodyBuffer(buf)
 	body, status, err := m.readBody(r, buf)
 	if err != nil {
-		code, title := "request-body-unreadable", "Request body unreadable"
+		code := CodeBodyUnreadable
 		if status == http.StatusRequestEntityTooLarge {
-			code, title = "request-too-large", "Request body too large"
+			code = CodeRequestTooLarge
 		}
-		m.problem(w, status, code, title, err.Error())
+		m.problem(w, status, code, err.Error(), key)
 		return
 	}
 
@@ -154,16 +153,14 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			// net/http would panic on it (or, for 101, needs a hijacked
 			// connection the buffer cannot give): the handler failed, so
 			// nothing is recorded and the key is released.
-			return m.problemResponse(http.StatusInternalServerError, "invalid-status",
-				"Invalid response status",
-				fmt.Sprintf("the handler answered with status %d, which cannot be sent or replayed", rec.status)), errUnrecorded
+			return m.problemResponse(http.StatusInternalServerError, CodeInvalidStatus,
+				fmt.Sprintf("the handler answered with status %d, which cannot be sent or replayed", rec.status), key), errUnrecorded
 		}
 		if rec.overflow {
 			// The handler's effects happened: record a 500 so that a
 			// retry does not run it again.
-			return m.problemResponse(http.StatusInternalServerError, "response-too-large",
-				"Response too large to record",
-				fmt.Sprintf("the response exceeded the %d bytes the idempotency layer records", m.cfg.maxResponse)), nil
+			return m.problemResponse(http.StatusInternalServerError, CodeResponseTooLarge,
+				fmt.Sprintf("the response exceeded the %d bytes the idempotency layer records", m.cfg.maxResponse), key), nil
 		}
 		var resp *response
 		resp, live = rec.response(m.cfg.replayed)
@@ -187,33 +184,29 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		writeResponse(w, resp, false, "")
 	case errors.Is(err, idem.ErrInProgress):
 		m.retryAfter(w)
-		m.problem(w, http.StatusConflict, "request-in-progress",
-			"A request with this key is in progress",
-			"a request with the same Idempotency-Key is being processed; retry later")
+		m.problem(w, http.StatusConflict, CodeInProgress,
+			"a request with the same Idempotency-Key is being processed; retry later with the same key", key)
 	case errors.Is(err, idem.ErrPayloadMismatch):
-		m.problem(w, http.StatusUnprocessableEntity, "idempotency-key-reused",
-			"Idempotency-Key reused",
-			"this Idempotency-Key was used with a different request (method, path, body or headers)")
+		m.problem(w, http.StatusUnprocessableEntity, CodeKeyReused,
+			"this Idempotency-Key was used with a different request (method, path, body or headers); send a new key for a new request", key)
 	case errors.Is(err, idem.ErrInvalidKey):
-		m.problem(w, http.StatusBadRequest, "idempotency-key-malformed",
-			"Idempotency-Key is malformed", err.Error())
+		m.problem(w, http.StatusBadRequest, CodeKeyMalformed, err.Error(), key)
 	case errors.Is(err, idem.ErrLeaseLost):
 		m.retryAfter(w)
-		m.problem(w, http.StatusServiceUnavailable, "lease-lost",
-			"Request outcome not recorded",
-			"the request's claim on its key was lost while it ran; retry with the same key")
+		m.problem(w, http.StatusServiceUnavailable, CodeLeaseLost,
+			"the request's claim on its key was lost while it ran; retry with the same key", key)
 	case errors.Is(err, idem.ErrStoreUnavailable):
 		m.retryAfter(w)
-		m.problem(w, http.StatusServiceUnavailable, "idempotency-store-unavailable",
-			"Idempotency store unavailable", "the request was not processed; retry with the same key")
+		m.problem(w, http.StatusServiceUnavailable, CodeStoreUnavailable,
+			"the request was not processed; retry with the same key", key)
 	case r.Context().Err() != nil:
 		// The client is gone; nobody reads this.
-		m.problem(w, http.StatusServiceUnavailable, "request-canceled", "Request canceled", err.Error())
+		m.problem(w, http.StatusServiceUnavailable, CodeRequestCanceled, "the client canceled the request", key)
 	default:
 		// Store and codec errors stay server-side (the Guard's observer
 		// sees them): their text can name hosts and internals.
-		m.problem(w, http.StatusInternalServerError, "idempotency-error", "Idempotency error",
-			"the request could not be checked for duplicates")
+		m.problem(w, http.StatusInternalServerError, CodeIdempotencyError,
+			"the request could not be checked for duplicates", key)
 	}
 }
 
@@ -347,43 +340,6 @@ func (m *Middleware) retryAfter(w http.ResponseWriter) {
 	w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
 }
 
-// problem writes an RFC 9457 problem-details response.
-func (m *Middleware) problem(w http.ResponseWriter, status int, code, title, detail string) {
-	writeResponse(w, m.problemResponse(status, code, title, detail), false, "")
-}
-
-func (m *Middleware) problemResponse(status int, code, title, detail string) *response {
-	// RFC 9457: with type about:blank the title is the status phrase; a
-	// problem type of one's own gets its own title.
-	typ := "about:blank"
-	if m.cfg.problemPrefix != "" {
-		typ = m.cfg.problemPrefix + code
-	} else {
-		title = http.StatusText(status)
-	}
-	var b bytes.Buffer
-	b.WriteString(`{"type":`)
-	b.WriteString(jsonString(typ))
-	b.WriteString(`,"title":`)
-	b.WriteString(jsonString(title))
-	b.WriteString(`,"status":`)
-	b.WriteString(strconv.Itoa(status))
-	b.WriteString(`,"detail":`)
-	b.WriteString(jsonString(detail))
-	b.WriteString(`,"code":`)
-	b.WriteString(jsonString(code))
-	b.WriteString("}\n")
-	return &response{
-		Status: status,
-		Header: http.Header{
-			"Content-Type":           {"application/problem+json"},
-			"Content-Length":         {strconv.Itoa(b.Len())},
-			"X-Content-Type-Options": {"nosniff"},
-		},
-		Body: b.Bytes(),
-	}
-}
-
 // recorder buffers what the handler writes.
 type recorder struct {
 	header      http.Header
@@ -496,23 +452,4 @@ func (rec *recorder) response(replayed map[string]bool) (resp *response, live ht
 		h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	}
 	return &response{Status: rec.status, Header: h, Body: body}, live
-}
-
-// jsonString quotes s as a JSON string.
-func jsonString(s string) string {
-	var b bytes.Buffer
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }

@@ -857,13 +857,11 @@ func TestRoundTrips(t *testing.T) {
 func TestProblemTypeBase(t *testing.T) {
 	h := newMW(t, idem.NewGuard(memstore.New()), idemhttp.WithProblemTypeBase("https://api.example.com/problems/")).Handler(&app{})
 	_, w := send(t, h, req{client: "a"})
-	var got map[string]any
-	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
-		t.Fatal(err)
-	}
+	got := problemOf(t, w.Header(), w.Body.Bytes())
 	want := map[string]any{
 		"type": "https://api.example.com/problems/idempotency-key-missing", "title": "Idempotency-Key is missing",
 		"status": 400.0, "detail": "this operation requires an Idempotency-Key header", "code": "idempotency-key-missing",
+		"retryable": false,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problem (-want +got):\n%s", diff)

@@ -57,13 +57,15 @@ type config struct {
 	retryAfter    time.Duration
 	replayHeader  string
 	problemPrefix string
-	replayed      map[string]bool // per-client headers recorded anyway (WithReplayedHeaders)
+	problemTypes  map[string]string // WithProblemType, by code
+	replayed      map[string]bool   // per-client headers recorded anyway (WithReplayedHeaders)
 
 	// The options' arguments as given, for check.
-	set           map[string]bool // the options given, by name: "WithTTL" etc.
-	methodList    []string
-	fpNames       []string
-	replayedNames []string
+	set              map[string]bool // the options given, by name: "WithTTL" etc.
+	methodList       []string
+	fpNames          []string
+	replayedNames    []string
+	problemTypeCodes []string
 }
 
 func defaultConfig() config {
@@ -116,6 +118,14 @@ func (c *config) check() error {
 				return fmt.Errorf("WithMethods: %q is not an upper-case HTTP method", m)
 			}
 			c.methods[m] = true
+		}
+	}
+	for _, code := range c.problemTypeCodes {
+		if _, ok := problemKinds[code]; !ok {
+			return fmt.Errorf("WithProblemType: %q is not a problem code of this package", code)
+		}
+		if c.problemTypes[code] == "" {
+			return fmt.Errorf("WithProblemType(%q): empty type", code)
 		}
 	}
 	for _, n := range c.fpNames {
@@ -267,7 +277,8 @@ func WithRetryAfter(d time.Duration) Option {
 }
 
 // WithReplayHeader renames the header that marks replays (default
-// Idempotent-Replayed).
+// Idempotent-Replayed, Stripe's name; other APIs use Idempotency-Replayed
+// or X-Idempotency-Replayed).
 func WithReplayHeader(name string) Option {
 	return func(c *config) { c.replayHeader = name }
 }
@@ -275,9 +286,25 @@ func WithReplayHeader(name string) Option {
 // WithProblemTypeBase sets the base of the "type" member of problem
 // responses: type = base + code (for example
 // "https://api.example.com/problems/" + "idempotency-key-missing"). By
-// default type is "about:blank" and the code is in the "code" member only.
+// default type points to the section of the IETF draft that defines the
+// error (DraftURL), or for errors outside the draft to the status code's
+// definition in RFC 9110.
 func WithProblemTypeBase(base string) Option {
 	return func(c *config) { c.problemPrefix = base }
+}
+
+// WithProblemType sets the "type" member of the problems with one code
+// (CodeKeyMissing…), over WithProblemTypeBase and the default. The
+// type "about:blank" makes the title the status phrase (RFC 9457, section
+// 4.2.1).
+func WithProblemType(code, uri string) Option {
+	return func(c *config) {
+		if c.problemTypes == nil {
+			c.problemTypes = map[string]string{}
+		}
+		c.problemTypes[code] = uri
+		c.problemTypeCodes = append(c.problemTypeCodes, code)
+	}
 }
 
 // WithReplayedHeaders records and replays the named per-client response

@@ -1,0 +1,265 @@
+package idemhttp_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemhttp"
+	"github.com/idemgen/idemgen/runtime/memstore"
+)
+
+// instancePattern is a urn:uuid: of a random (version 4, RFC 9562 variant) UUID.
+var instancePattern = regexp.MustCompile(`^urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+// problemOf decodes a problem response and checks what cannot be compared
+// as is: the headers, and the instance (by pattern, then removed).
+func problemOf(t *testing.T, h http.Header, body []byte) map[string]any {
+	t.Helper()
+	if ct := h.Get("Content-Type"); ct != "application/problem+json" {
+		t.Errorf("Content-Type %q, want application/problem+json", ct)
+	}
+	if cl := h.Get("Content-Language"); cl != "en" {
+		t.Errorf("Content-Language %q, want en", cl)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatalf("problem body %q: %v", body, err)
+	}
+	inst, _ := got["instance"].(string)
+	if !instancePattern.MatchString(inst) {
+		t.Errorf("instance %q does not match %s", inst, instancePattern)
+	}
+	delete(got, "instance")
+	return got
+}
+
+const (
+	draft07     = "https://www.ietf.org/archive/id/draft-ietf-httpapi-idempotency-key-header-07.html"
+	errorsType  = draft07 + "#section-2.7"
+	syntaxType  = draft07 + "#section-2.1"
+	rfc9110Base = "https://www.rfc-editor.org/rfc/rfc9110.html"
+)
+
+// TestProblemDetails: every problem the middleware answers with is a
+// complete RFC 9457 object: type (the draft's section for the error, or
+// RFC 9110's for the status), title, status (the response's own), detail,
+// instance, and the extension members code, retryable and idempotency_key
+// (bounded for a malformed key, absent when none was sent).
+func TestProblemDetails(t *testing.T) {
+	long := strings.Repeat("k", 300)
+	tests := []struct {
+		name  string
+		setup func(t *testing.T) (http.Handler, func()) // optional: returns the handler and a cleanup
+		opts  []idemhttp.Option
+		q     req
+		want  map[string]any
+	}{
+		{
+			name: "400 missing key",
+			q:    req{client: "a"},
+			want: map[string]any{
+				"type": errorsType, "title": "Idempotency-Key is missing", "status": 400.0,
+				"detail": "this operation requires an Idempotency-Key header",
+				"code":   "idempotency-key-missing", "retryable": false,
+			},
+		},
+		{
+			name: "400 malformed key: too long, echoed bounded",
+			q:    req{client: "a", key: []string{long}},
+			want: map[string]any{
+				"type": syntaxType, "title": "Idempotency-Key is malformed", "status": 400.0,
+				"detail": "the key is 300 bytes long; the limit is 255",
+				"code":   "idempotency-key-malformed", "retryable": false,
+				"idempotency_key": strings.Repeat("k", idemhttp.MaxEchoedKeyLen) + "...",
+			},
+		},
+		{
+			name: "400 malformed key: control bytes are not echoed",
+			q:    req{client: "a", key: []string{"\"a\tb\""}},
+			want: map[string]any{
+				"type": syntaxType, "title": "Idempotency-Key is malformed", "status": 400.0,
+				"detail": "byte 0x09 at offset 2 is not printable ASCII",
+				"code":   "idempotency-key-malformed", "retryable": false,
+				"idempotency_key": `"a?b"`,
+			},
+		},
+		{
+			name: "400 two key headers",
+			q:    req{client: "a", key: []string{"k1", "k2"}},
+			want: map[string]any{
+				"type": syntaxType, "title": "Idempotency-Key is malformed", "status": 400.0,
+				"detail": "2 Idempotency-Key headers; send exactly one",
+				"code":   "idempotency-key-malformed", "retryable": false,
+				"idempotency_key": "k1",
+			},
+		},
+		{
+			name: "401 principal unknown",
+			q:    req{key: []string{"k"}},
+			want: map[string]any{
+				"type": rfc9110Base + "#section-15.5.2", "title": "Client not identified", "status": 401.0,
+				"detail": "the client of this request could not be identified: no X-Client header",
+				"code":   "principal-unknown", "retryable": false, "idempotency_key": "k",
+			},
+		},
+		{
+			name: "413 request too large",
+			opts: []idemhttp.Option{idemhttp.WithMaxRequestBytes(4)},
+			q:    req{client: "a", key: []string{"k"}, body: "12345"},
+			want: map[string]any{
+				"type": rfc9110Base + "#section-15.5.14", "title": "Request body too large", "status": 413.0,
+				"detail": "the request body of 5 bytes exceeds the limit of 4 bytes",
+				"code":   "request-too-large", "retryable": false, "idempotency_key": "k",
+			},
+		},
+		{
+			name: "422 key reused with another payload",
+			setup: func(t *testing.T) (http.Handler, func()) {
+				h := newMW(t, idem.NewGuard(memstore.New())).Handler(&app{})
+				send(t, h, req{client: "a", key: []string{`"k-1"`}, body: "first"})
+				return h, func() {}
+			},
+			q: req{client: "a", key: []string{`"k-1"`}, body: "second"},
+			want: map[string]any{
+				"type": errorsType, "title": "Idempotency-Key is already used", "status": 422.0,
+				"detail": "this Idempotency-Key was used with a different request (method, path, body or headers); send a new key for a new request",
+				"code":   "idempotency-key-reused", "retryable": false, "idempotency_key": "k-1",
+			},
+		},
+		{
+			name: "409 in flight",
+			setup: func(t *testing.T) (http.Handler, func()) {
+				started, release := make(chan struct{}), make(chan struct{})
+				a := &app{hook: func(http.ResponseWriter, *http.Request) {
+					close(started)
+					<-release
+				}}
+				h := newMW(t, idem.NewGuard(memstore.New())).Handler(a)
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					send(t, h, req{client: "a", key: []string{"k"}})
+				}()
+				<-started
+				return h, func() { close(release); <-done }
+			},
+			q: req{client: "a", key: []string{"k"}},
+			want: map[string]any{
+				"type": errorsType, "title": "A request is outstanding for this Idempotency-Key", "status": 409.0,
+				"detail": "a request with the same Idempotency-Key is being processed; retry later with the same key",
+				"code":   "request-in-progress", "retryable": true, "idempotency_key": "k",
+			},
+		},
+		{
+			name: "503 store unavailable",
+			setup: func(t *testing.T) (http.Handler, func()) {
+				s := &failingStore{Store: memstore.New()}
+				s.down.Store(true)
+				return newMW(t, idem.NewGuard(s)).Handler(&app{}), func() {}
+			},
+			q: req{client: "a", key: []string{"k"}},
+			want: map[string]any{
+				"type": rfc9110Base + "#section-15.6.4", "title": "Idempotency store unavailable", "status": 503.0,
+				"detail": "the request was not processed; retry with the same key",
+				"code":   "idempotency-store-unavailable", "retryable": true, "idempotency_key": "k",
+			},
+		},
+		{
+			name: "503 lease lost",
+			setup: func(t *testing.T) (http.Handler, func()) {
+				a := &app{hook: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }}
+				return newMW(t, idem.NewGuard(lostStore{memstore.New()}), idemhttp.WithLease(30*time.Millisecond)).Handler(a), func() {}
+			},
+			q: req{client: "a", key: []string{"k"}},
+			want: map[string]any{
+				"type": rfc9110Base + "#section-15.6.4", "title": "Request outcome not recorded", "status": 503.0,
+				"detail": "the request's claim on its key was lost while it ran; retry with the same key",
+				"code":   "lease-lost", "retryable": true, "idempotency_key": "k",
+			},
+		},
+		{
+			name: "WithProblemType overrides one code",
+			opts: []idemhttp.Option{idemhttp.WithProblemType(idemhttp.CodeKeyMissing, "https://api.example.com/problems/key")},
+			q:    req{client: "a"},
+			want: map[string]any{
+				"type": "https://api.example.com/problems/key", "title": "Idempotency-Key is missing", "status": 400.0,
+				"detail": "this operation requires an Idempotency-Key header",
+				"code":   "idempotency-key-missing", "retryable": false,
+			},
+		},
+		{
+			name: "about:blank takes the status phrase as title",
+			opts: []idemhttp.Option{idemhttp.WithProblemType(idemhttp.CodeKeyMissing, "about:blank")},
+			q:    req{client: "a"},
+			want: map[string]any{
+				"type": "about:blank", "title": "Bad Request", "status": 400.0,
+				"detail": "this operation requires an Idempotency-Key header",
+				"code":   "idempotency-key-missing", "retryable": false,
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var h http.Handler
+			if tc.setup != nil {
+				var cleanup func()
+				h, cleanup = tc.setup(t)
+				defer cleanup()
+			} else {
+				h = newMW(t, idem.NewGuard(memstore.New()), tc.opts...).Handler(&app{})
+			}
+			_, w := send(t, h, tc.q)
+			got := problemOf(t, w.Header(), w.Body.Bytes())
+			if int(got["status"].(float64)) != w.Code {
+				t.Errorf("status member %v, response status %d: RFC 9457 wants them equal", got["status"], w.Code)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("problem (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestProblemInstanceIsPerOccurrence: two occurrences of the same problem
+// share type and title but not instance.
+func TestProblemInstanceIsPerOccurrence(t *testing.T) {
+	h := newMW(t, idem.NewGuard(memstore.New())).Handler(&app{})
+	seen := map[string]bool{}
+	for range 3 {
+		_, w := send(t, h, req{client: "a"})
+		var p struct{ Type, Title, Instance string }
+		if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
+			t.Fatal(err)
+		}
+		if seen[p.Instance] {
+			t.Errorf("instance %s repeated", p.Instance)
+		}
+		seen[p.Instance] = true
+		if p.Type != errorsType || p.Title != "Idempotency-Key is missing" {
+			t.Errorf("type %q title %q", p.Type, p.Title)
+		}
+	}
+}
+
+// TestWithProblemTypeRefusesUnknownCodes: a typo in a code is an error
+// from New, not a silently ignored option.
+func TestWithProblemTypeRefusesUnknownCodes(t *testing.T) {
+	for _, tc := range []struct {
+		code, uri, want string
+	}{
+		{"idempotency-key-mising", "https://x", `"idempotency-key-mising" is not a problem code`},
+		{idemhttp.CodeKeyMissing, "", "empty type"},
+	} {
+		_, err := idemhttp.New(idem.NewGuard(memstore.New()), idemhttp.WithoutPrincipal(), idemhttp.WithProblemType(tc.code, tc.uri))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("WithProblemType(%q, %q): %v, want an error containing %q", tc.code, tc.uri, err, tc.want)
+		}
+	}
+}
