@@ -14,13 +14,15 @@ EACH_MODULE = failed=; for m in $(MODULES); do echo "== module $$m"; (cd $$m && 
 
 # Start the extra servers tests need (the Redis Cluster, the Redis
 # Sentinel set and Cluster with replicas the failover tests kill, dynalite,
-# the Firestore emulator: about 20 s before it answers). The
+# the Firestore emulator: about 20 s before it answers; kfake, the
+# Kafka-protocol broker of runtime/idemkafka). The
 # machine's PostgreSQL, Redis and NATS are expected to be running already.
 services:
 	scripts/base-services.sh
 	scripts/tools.sh
 	scripts/dynalite.sh
 	scripts/firestore.sh
+	scripts/kafka.sh
 	bash scripts/redis-cluster.sh start
 	bash scripts/redis-failover.sh start
 
