@@ -109,8 +109,8 @@ check: idemgen
 # The variables go on the go command, after the cd: assigned before cd
 # they were cd's alone, and go test ran the short version and wrote no
 # report.
-.PHONY: reliability
-reliability:
+.PHONY: reliability reliability-brokers
+reliability: reliability-brokers
 	scripts/base-services.sh
 	scripts/dynalite.sh
 	scripts/firestore.sh
@@ -118,3 +118,15 @@ reliability:
 	IDEM_RELIABILITY_APPENDIX=$(CURDIR)/test/reliability/FUZZING.md \
 	IDEM_RELIABILITY_CMD="make reliability  (= IDEM_RELIABILITY=full go test -count=1 -timeout 75m -run 'TestReliability|TestHarness|TestHostile' ./test/reliability)" \
 	$(GO) test -count=1 -timeout 75m -run 'TestReliability|TestHarness|TestHostile' -v ./reliability
+	cat test/reliability/BROKERS.md >> docs/RELIABILITY.md
+
+# Broker redelivery storms, full size: consumer processes in one group
+# SIGKILLed inside handlers, leaving and joining, over one Redis store;
+# each storm appends its row to test/reliability/BROKERS.md, which make
+# reliability appends to docs/RELIABILITY.md (the short versions run in
+# make test).
+reliability-brokers:
+	scripts/base-services.sh
+	scripts/kafka.sh
+	cd runtime/idemkafka && GOWORK=off IDEM_RELIABILITY=full IDEM_RELIABILITY_REPORT_BROKERS=$(CURDIR)/test/reliability/BROKERS.md \
+	$(GO) test -count=1 -timeout 30m -run '^TestRedeliveryStorm$$' -v .

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,8 @@ const (
 	kafkaHint = "Start the Kafka-protocol broker: scripts/kafka.sh (make services), or set IDEM_KAFKA_BROKERS."
 	redisHint = "Start Redis: redis-server --port 6379, or set IDEM_REDIS_ADDR."
 	workerEnv = "IDEMKAFKA_STORM_WORKER"
+	// kfakeVersion is the broker tools/kfake builds, for the report.
+	kfakeVersion = "v0.0.0-20260918054303-01f206a7e32c"
 )
 
 // brokers is IDEM_KAFKA_BROKERS (comma-separated), by default the kfake
@@ -101,6 +104,10 @@ type workerConfig struct {
 	// prints BLOCKED and never returns (the storm SIGKILLs the process
 	// there: mid-handler, lease held, before the side effect).
 	BlockAfter int
+	// PositionIDs keys messages by idemkafka.PositionID instead of the
+	// idempotency-key header (the self-test: duplicate sends then run
+	// twice).
+	PositionIDs bool
 }
 
 // runWorker is one consumer process: idemkafka over redisstore; the side
@@ -150,6 +157,10 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 		})
 		return err
 	}
+	idOpt := idemkafka.WithID(idemkafka.HeaderID(idemkafka.DefaultIDHeaders...))
+	if cfg.PositionIDs {
+		idOpt = idemkafka.WithID(idemkafka.PositionID)
+	}
 	c, err := idemkafka.New(q, h, idemkafka.Config{
 		Brokers: cfg.Brokers, Group: cfg.Group, Topics: []string{cfg.Topic},
 		ClientOpts: []kgo.Opt{
@@ -158,6 +169,7 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		},
 	},
+		idOpt,
 		idemkafka.WithCommitInterval(200*time.Millisecond),
 		idemkafka.WithRevokeWait(time.Second),
 		idemkafka.WithRetryBackoff(50*time.Millisecond, time.Second),
@@ -211,9 +223,59 @@ type event struct {
 // once, and that the group's committed offsets reach the end of every
 // partition.
 func TestRedeliveryStorm(t *testing.T) {
+	size := sizeFromEnv()
+	res := storm(t, size, false)
+	if diff := cmp.Diff(stormSummary{Effects: size.Messages}, res.summary); diff != "" {
+		t.Errorf("side effects per message ID (-want +got):\n%s\nduplicated: %v\nlost: %v", diff, res.dupIDs, res.lostIDs)
+	}
+	if res.dupStatus < size.DupSends {
+		t.Errorf("%d Duplicate outcomes, want at least the %d duplicate sends", res.dupStatus, size.DupSends)
+	}
+	if res.kills > 0 && res.redeliveries <= 0 {
+		t.Errorf("%d kills but no redelivery observed: the storm did not force any", res.kills)
+	}
+	if f := os.Getenv("IDEM_RELIABILITY_REPORT_BROKERS"); f != "" && !t.Failed() {
+		row := fmt.Sprintf("| Kafka protocol (kfake %s, franz-go kgo) | %d | %d | %d kills, %d leaves/joins (%d consumer processes) | %d | %d | %d | %d | %s, %s |\n",
+			kfakeVersion, size.Messages, size.DupSends, res.kills, res.leaves, res.starts, res.redeliveries, res.summary.Effects,
+			res.summary.Duplicates, res.summary.Lost, time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.Version())
+		fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		if _, err := fh.WriteString(row); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRedeliveryStormPositionID is the storm's self-test: keyed by
+// PositionID, a producer's duplicate send is a new message, so the ledger
+// must show exactly the duplicate sends as duplicated side effects (and
+// the storm's check is shown able to fail).
+func TestRedeliveryStormPositionID(t *testing.T) {
+	size := stormSize{Messages: 100, DupSends: 10, Workers: 2, Leaves: 1,
+		HoldMin: time.Millisecond, HoldMax: 5 * time.Millisecond, Timeout: 2 * time.Minute}
+	res := storm(t, size, true)
+	want := stormSummary{Effects: size.Messages + size.DupSends, Duplicates: size.DupSends}
+	if diff := cmp.Diff(want, res.summary); diff != "" {
+		t.Errorf("PositionID storm (-want +got):\n%s", diff)
+	}
+}
+
+type stormSummary struct{ Effects, Duplicates, Lost int }
+
+type stormResult struct {
+	summary                         stormSummary
+	dupIDs, lostIDs                 []string
+	kills, leaves                   int
+	redeliveries, dupStatus, starts int
+}
+
+func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
+	t.Helper()
 	needKafka(t)
 	rdb := needRedis(t)
-	size := sizeFromEnv()
 	ctx, cancel := context.WithTimeout(context.Background(), size.Timeout)
 	defer cancel()
 
@@ -273,7 +335,7 @@ func TestRedeliveryStorm(t *testing.T) {
 	var wg sync.WaitGroup
 	start := func(blockAfter int) *proc {
 		cfg := workerConfig{Brokers: brokers(), Topic: topic, Group: group, RedisAddr: testenv.RedisAddr(), Prefix: prefix,
-			HoldMin: size.HoldMin, HoldMax: size.HoldMax, Lease: 2 * time.Second, BlockAfter: blockAfter}
+			HoldMin: size.HoldMin, HoldMax: size.HoldMax, Lease: 2 * time.Second, BlockAfter: blockAfter, PositionIDs: positionIDs}
 		raw, _ := json.Marshal(cfg)
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
@@ -338,7 +400,12 @@ func TestRedeliveryStorm(t *testing.T) {
 		}
 		return 0
 	}
-	victim := start(blockAfter())
+	var victim *proc
+	if ba := blockAfter(); ba > 0 {
+		victim = start(ba)
+	} else {
+		start(0)
+	}
 	for range size.Workers - 1 {
 		start(0)
 	}
@@ -459,7 +526,9 @@ drain:
 		case c > 1:
 			dupIDs = append(dupIDs, id)
 			log, _ := rdb.LRange(context.Background(), prefix+"log:"+id, 0, -1).Result()
-			t.Logf("%s applied %d times: %s", id, c, strings.Join(log, "; "))
+			if !positionIDs {
+				t.Logf("%s applied %d times: %s", id, c, strings.Join(log, "; "))
+			}
 		}
 	}
 	deliveries, dupStatus := 0, 0
@@ -474,28 +543,8 @@ drain:
 	redeliveries := deliveries - len(sends)
 	t.Logf("storm: %d messages, %d duplicate sends, %d workers started, %d kills, %d leaves/joins; %d deliveries processed (%d beyond the sends: redeliveries), %d Duplicate outcomes, %d side effects",
 		size.Messages, size.DupSends, len(procs), kills, leaves, deliveries, redeliveries, dupStatus, effects)
-	type summary struct{ Effects, Duplicates, Lost int }
-	if diff := cmp.Diff(summary{Effects: size.Messages}, summary{effects, len(dupIDs), len(lostIDs)}); diff != "" {
-		t.Errorf("side effects per message ID (-want +got):\n%s\nduplicated: %v\nlost: %v", diff, dupIDs, lostIDs)
-	}
-	if dupStatus < size.DupSends {
-		t.Errorf("%d Duplicate outcomes, want at least the %d duplicate sends", dupStatus, size.DupSends)
-	}
-	if kills > 0 && redeliveries <= 0 {
-		t.Errorf("%d kills but no redelivery observed: the storm did not force any", kills)
-	}
-	if f := os.Getenv("IDEM_RELIABILITY_REPORT_BROKERS"); f != "" && !t.Failed() {
-		row := fmt.Sprintf("| Kafka protocol (kfake, franz-go kgo) | %d | %d | %d kills, %d leaves/joins | %d | %d | %d | %d |\n",
-			size.Messages, size.DupSends, kills, leaves, redeliveries, effects, len(dupIDs), len(lostIDs))
-		fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer fh.Close()
-		if _, err := fh.WriteString(row); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return stormResult{summary: stormSummary{effects, len(dupIDs), len(lostIDs)}, dupIDs: dupIDs, lostIDs: lostIDs,
+		kills: kills, leaves: leaves, redeliveries: redeliveries, dupStatus: dupStatus, starts: len(procs)}
 }
 
 // commitLag is how many records of topic lie beyond group's committed
