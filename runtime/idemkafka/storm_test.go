@@ -129,7 +129,18 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 		out.Flush()
 		mu.Unlock()
 	}
-	var handled int
+	// A SIGKILL between a side effect and the store's record of it is
+	// the window idemqueue documents as unclosable from outside (the
+	// effect is not in the store's transaction): the victim freezes new
+	// effects and waits until none is between its effect and its
+	// outcome before it reports BLOCKED, so every kill lands inside
+	// handlers and before their effects.
+	var (
+		handled  int
+		freeze   bool
+		inWindow = map[string]bool{}
+	)
+	pos := func(r *kgo.Record) string { return fmt.Sprintf("%d/%d", r.Partition, r.Offset) }
 	h := func(ctx context.Context, r *kgo.Record) error {
 		id := string(r.Key)
 		mu.Lock()
@@ -137,6 +148,18 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 		n := handled
 		mu.Unlock()
 		if cfg.BlockAfter > 0 && n == cfg.BlockAfter {
+			mu.Lock()
+			freeze = true
+			mu.Unlock()
+			for {
+				mu.Lock()
+				open := len(inWindow)
+				mu.Unlock()
+				if open == 0 {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
 			printf("BLOCKED %s\n", id)
 			<-make(chan struct{}) // until SIGKILL
 		}
@@ -149,6 +172,13 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
+		mu.Lock()
+		if freeze {
+			mu.Unlock()
+			<-make(chan struct{}) // until SIGKILL, before the effect
+		}
+		inWindow[pos(r)] = true
+		mu.Unlock()
 		fence, _ := idem.FenceFrom(ctx)
 		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.HIncrBy(ctx, cfg.Prefix+"ledger", id, 1)
@@ -175,6 +205,9 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 		idemkafka.WithRetryBackoff(50*time.Millisecond, time.Second),
 		idemkafka.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))),
 		idemkafka.WithOutcome(func(o idemkafka.Outcome) {
+			mu.Lock()
+			delete(inWindow, pos(o.Record))
+			mu.Unlock()
 			printf("OUT %s %s %d %d %d\n", o.ID, o.Status, o.Attempt, o.Record.Partition, o.Record.Offset)
 		}))
 	if err != nil {
