@@ -14,6 +14,8 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 )
 
+require github.com/twmb/franz-go/pkg/kadm v1.20.0
+
 require (
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/twmb/franz-go v1.22.3
