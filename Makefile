@@ -14,13 +14,15 @@ EACH_MODULE = failed=; for m in $(MODULES); do echo "== module $$m"; (cd $$m && 
 
 # Start the extra servers tests need (the Redis Cluster, the Redis
 # Sentinel set and Cluster with replicas the failover tests kill, dynalite,
-# the Firestore emulator: about 20 s before it answers). The
+# the Firestore emulator: about 20 s before it answers; kfake, the
+# Kafka-protocol broker of runtime/idemkafka). The
 # machine's PostgreSQL, Redis and NATS are expected to be running already.
 services:
 	scripts/base-services.sh
 	scripts/tools.sh
 	scripts/dynalite.sh
 	scripts/firestore.sh
+	scripts/kafka.sh
 	bash scripts/redis-cluster.sh start
 	bash scripts/redis-failover.sh start
 
@@ -107,8 +109,8 @@ check: idemgen
 # The variables go on the go command, after the cd: assigned before cd
 # they were cd's alone, and go test ran the short version and wrote no
 # report.
-.PHONY: reliability
-reliability:
+.PHONY: reliability reliability-brokers
+reliability: reliability-brokers
 	scripts/base-services.sh
 	scripts/dynalite.sh
 	scripts/firestore.sh
@@ -116,3 +118,15 @@ reliability:
 	IDEM_RELIABILITY_APPENDIX=$(CURDIR)/test/reliability/FUZZING.md \
 	IDEM_RELIABILITY_CMD="make reliability  (= IDEM_RELIABILITY=full go test -count=1 -timeout 75m -run 'TestReliability|TestHarness|TestHostile' ./test/reliability)" \
 	$(GO) test -count=1 -timeout 75m -run 'TestReliability|TestHarness|TestHostile' -v ./reliability
+	cat test/reliability/BROKERS.md >> docs/RELIABILITY.md
+
+# Broker redelivery storms, full size: consumer processes in one group
+# SIGKILLed inside handlers, leaving and joining, over one Redis store;
+# each storm appends its row to test/reliability/BROKERS.md, which make
+# reliability appends to docs/RELIABILITY.md (the short versions run in
+# make test).
+reliability-brokers:
+	scripts/base-services.sh
+	scripts/kafka.sh
+	cd runtime/idemkafka && GOWORK=off IDEM_RELIABILITY=full IDEM_RELIABILITY_REPORT_BROKERS=$(CURDIR)/test/reliability/BROKERS.md \
+	$(GO) test -count=1 -timeout 30m -run '^TestRedeliveryStorm$$' -v .

@@ -17,13 +17,22 @@ require (
 	google.golang.org/grpc v1.85.0
 )
 
+require github.com/twmb/franz-go/pkg/kadm v1.20.0
+
+require (
+	github.com/pierrec/lz4/v4 v4.1.33 // indirect
+	github.com/twmb/franz-go v1.22.3
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
+)
+
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dave/jennifer v1.7.1 // indirect
+	github.com/idemgen/idemgen/runtime/idemkafka v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
-	github.com/klauspost/compress v1.20.1 // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
@@ -47,3 +56,4 @@ replace github.com/idemgen/idemgen/runtime/pgstore => ../runtime/pgstore
 tool github.com/idemgen/idemgen/cmd/idemgen
 
 replace github.com/idemgen/idemgen/runtime/idemgrpc => ../runtime/idemgrpc
+replace github.com/idemgen/idemgen/runtime/idemkafka => ../runtime/idemkafka

@@ -25,7 +25,7 @@ const maxCoreModules = 8
 var heavy = []string{
 	"github.com/redis/", "github.com/jackc/", "github.com/aws/",
 	"go.opentelemetry.io/", "github.com/prometheus/", "github.com/nats-io/",
-	"cloud.google.com/", "google.golang.org/grpc",
+	"cloud.google.com/", "google.golang.org/grpc", "github.com/twmb/",
 }
 
 // goCmd runs go in dir outside any workspace, as a user's build runs.

@@ -169,12 +169,12 @@ func (s *Server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 		return nil, s.statusError(codes.Internal, ReasonInternal, "the request could not be fingerprinted", 0)
 	}
 
-	c := s.g.Begin(&s.spec)
-	kb := c.Key()
+	c, m := s.g.Begin(&s.spec)
+	kb := m.Key()
 	kb.String(principal)
 	kb.String(info.FullMethod)
 	kb.ID(key)
-	pb := c.Payload()
+	pb := m.Payload()
 	pb.String(info.FullMethod)
 	if len(reqBytes) <= inlineRequest {
 		pb.Bool(false)

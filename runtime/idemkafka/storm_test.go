@@ -1,0 +1,609 @@
+package idemkafka_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/idemgen/idemgen/internal/testenv"
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemkafka"
+	"github.com/idemgen/idemgen/runtime/idemqueue"
+	"github.com/idemgen/idemgen/runtime/redisstore"
+)
+
+const (
+	kafkaHint = "Start the Kafka-protocol broker: scripts/kafka.sh (make services), or set IDEM_KAFKA_BROKERS."
+	redisHint = "Start Redis: redis-server --port 6379, or set IDEM_REDIS_ADDR."
+	workerEnv = "IDEMKAFKA_STORM_WORKER"
+	// kfakeVersion is the broker tools/kfake builds, for the report.
+	kfakeVersion = "v0.0.0-20260918054303-01f206a7e32c"
+)
+
+// brokers is IDEM_KAFKA_BROKERS (comma-separated), by default the kfake
+// cluster scripts/kafka.sh starts.
+func brokers() []string {
+	return strings.Split(testenv.Env("IDEM_KAFKA_BROKERS", "127.0.0.1:9092"), ",")
+}
+
+// needKafka dials the first broker: skip (or fail under CI=true) when none
+// answers.
+func needKafka(t testing.TB) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", brokers()[0], 2*time.Second)
+	if err == nil {
+		conn.Close()
+	}
+	testenv.Need(t, "the Kafka broker at "+brokers()[0], kafkaHint, err)
+}
+
+func needRedis(t testing.TB) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr()})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := rdb.Ping(ctx).Err()
+	if err != nil {
+		rdb.Close()
+	}
+	testenv.Need(t, "Redis at "+testenv.RedisAddr(), redisHint, err)
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// TestMain lets the test binary double as a storm worker process.
+func TestMain(m *testing.M) {
+	if raw := os.Getenv(workerEnv); raw != "" {
+		var cfg workerConfig
+		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+			fmt.Fprintln(os.Stderr, "worker config:", err)
+			os.Exit(2)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		if err := runWorker(ctx, cfg); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// workerConfig is what the storm tells one consumer process.
+type workerConfig struct {
+	Brokers   []string
+	Topic     string
+	Group     string
+	RedisAddr string
+	Prefix    string // Redis key prefix of the run: the store's records and the ledger
+	HoldMin   time.Duration
+	HoldMax   time.Duration
+	Lease     time.Duration
+	// BlockAfter > 0: the handler of this process's BlockAfter-th record
+	// prints BLOCKED and never returns (the storm SIGKILLs the process
+	// there: mid-handler, lease held, before the side effect).
+	BlockAfter int
+	// PositionIDs keys messages by idemkafka.PositionID instead of the
+	// idempotency-key header (the self-test: duplicate sends then run
+	// twice).
+	PositionIDs bool
+}
+
+// runWorker is one consumer process: idemkafka over redisstore; the side
+// effect counts the message ID in the ledger hash.
+func runWorker(ctx context.Context, cfg workerConfig) error {
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr})
+	defer rdb.Close()
+	st, err := redisstore.New(ctx, rdb, redisstore.WithPrefix(cfg.Prefix+"store:"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	q := idemqueue.New(idem.NewGuard(st), idemqueue.WithName("storm"), idemqueue.WithLease(cfg.Lease))
+	var mu sync.Mutex
+	out := bufio.NewWriter(os.Stdout)
+	printf := func(format string, args ...any) {
+		mu.Lock()
+		fmt.Fprintf(out, format, args...)
+		out.Flush()
+		mu.Unlock()
+	}
+	// A SIGKILL between a side effect and the store's record of it is
+	// the window idemqueue documents as unclosable from outside (the
+	// effect is not in the store's transaction): the victim freezes new
+	// effects and waits until none is between its effect and its
+	// outcome before it reports BLOCKED, so every kill lands inside
+	// handlers and before their effects.
+	var (
+		handled  int
+		freeze   bool
+		inWindow = map[string]bool{}
+	)
+	pos := func(r *kgo.Record) string { return fmt.Sprintf("%d/%d", r.Partition, r.Offset) }
+	h := func(ctx context.Context, r *kgo.Record) error {
+		id := string(r.Key)
+		mu.Lock()
+		handled++
+		n := handled
+		mu.Unlock()
+		if cfg.BlockAfter > 0 && n == cfg.BlockAfter {
+			mu.Lock()
+			freeze = true
+			mu.Unlock()
+			for {
+				mu.Lock()
+				open := len(inWindow)
+				mu.Unlock()
+				if open == 0 {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			printf("BLOCKED %s\n", id)
+			<-make(chan struct{}) // until SIGKILL
+		}
+		d := cfg.HoldMin
+		if cfg.HoldMax > cfg.HoldMin {
+			d += rand.N(cfg.HoldMax - cfg.HoldMin)
+		}
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		mu.Lock()
+		if freeze {
+			mu.Unlock()
+			<-make(chan struct{}) // until SIGKILL, before the effect
+		}
+		inWindow[pos(r)] = true
+		mu.Unlock()
+		fence, _ := idem.FenceFrom(ctx)
+		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.HIncrBy(ctx, cfg.Prefix+"ledger", id, 1)
+			p.RPush(ctx, cfg.Prefix+"log:"+id, fmt.Sprintf("pid=%d fence=%d partition=%d offset=%d", os.Getpid(), fence, r.Partition, r.Offset))
+			return nil
+		})
+		return err
+	}
+	idOpt := idemkafka.WithID(idemkafka.HeaderID(idemkafka.DefaultIDHeaders...))
+	if cfg.PositionIDs {
+		idOpt = idemkafka.WithID(idemkafka.PositionID)
+	}
+	c, err := idemkafka.New(q, h, idemkafka.Config{
+		Brokers: cfg.Brokers, Group: cfg.Group, Topics: []string{cfg.Topic},
+		ClientOpts: []kgo.Opt{
+			kgo.SessionTimeout(3 * time.Second), kgo.HeartbeatInterval(300 * time.Millisecond),
+			kgo.RebalanceTimeout(10 * time.Second), kgo.FetchMaxWait(200 * time.Millisecond),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		},
+	},
+		idOpt,
+		idemkafka.WithCommitInterval(200*time.Millisecond),
+		idemkafka.WithRevokeWait(time.Second),
+		idemkafka.WithRetryBackoff(50*time.Millisecond, time.Second),
+		idemkafka.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))),
+		idemkafka.WithOutcome(func(o idemkafka.Outcome) {
+			mu.Lock()
+			delete(inWindow, pos(o.Record))
+			mu.Unlock()
+			printf("OUT %s %s %d %d %d\n", o.ID, o.Status, o.Attempt, o.Record.Partition, o.Record.Offset)
+		}))
+	if err != nil {
+		return err
+	}
+	printf("READY %d\n", os.Getpid())
+	return c.Run(ctx)
+}
+
+// stormSize is the storm's shape: short in make test, bigger with
+// IDEM_RELIABILITY=full.
+type stormSize struct {
+	Messages, DupSends, Workers, Kills, Leaves int
+	HoldMin, HoldMax                           time.Duration
+	Timeout                                    time.Duration
+}
+
+func sizeFromEnv() stormSize {
+	if os.Getenv("IDEM_RELIABILITY") == "full" {
+		return stormSize{Messages: 5000, DupSends: 500, Workers: 4, Kills: 4, Leaves: 4,
+			HoldMin: time.Millisecond, HoldMax: 10 * time.Millisecond, Timeout: 10 * time.Minute}
+	}
+	return stormSize{Messages: 300, DupSends: 30, Workers: 3, Kills: 1, Leaves: 1,
+		HoldMin: 2 * time.Millisecond, HoldMax: 20 * time.Millisecond, Timeout: 3 * time.Minute}
+}
+
+type proc struct {
+	n    int
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+type event struct {
+	proc    int
+	kind    string // READY, BLOCKED, OUT
+	id      string
+	status  string
+	attempt int
+}
+
+// TestRedeliveryStorm produces messages with stable IDs (and duplicate
+// sends of some), consumes them with several consumer processes in one
+// group over one Redis store, SIGKILLs consumers inside a handler and
+// makes others leave and join, and checks in the ledger (written by the
+// handler as its side effect) that every message ID was applied exactly
+// once, and that the group's committed offsets reach the end of every
+// partition.
+func TestRedeliveryStorm(t *testing.T) {
+	size := sizeFromEnv()
+	res := storm(t, size, false)
+	if diff := cmp.Diff(stormSummary{Effects: size.Messages}, res.summary); diff != "" {
+		t.Errorf("side effects per message ID (-want +got):\n%s\nduplicated: %v\nlost: %v", diff, res.dupIDs, res.lostIDs)
+	}
+	if res.dupStatus < size.DupSends {
+		t.Errorf("%d Duplicate outcomes, want at least the %d duplicate sends", res.dupStatus, size.DupSends)
+	}
+	if res.kills > 0 && res.redeliveries <= 0 {
+		t.Errorf("%d kills but no redelivery observed: the storm did not force any", res.kills)
+	}
+	if f := os.Getenv("IDEM_RELIABILITY_REPORT_BROKERS"); f != "" && !t.Failed() {
+		row := fmt.Sprintf("| Kafka protocol (kfake %s, franz-go kgo) | %d | %d | %d kills, %d leaves/joins (%d consumer processes) | %d | %d | %d | %d | %s, %s |\n",
+			kfakeVersion, size.Messages, size.DupSends, res.kills, res.leaves, res.starts, res.redeliveries, res.summary.Effects,
+			res.summary.Duplicates, res.summary.Lost, time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.Version())
+		fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		if _, err := fh.WriteString(row); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRedeliveryStormPositionID is the storm's self-test: keyed by
+// PositionID, a producer's duplicate send is a new message, so the ledger
+// must show exactly the duplicate sends as duplicated side effects (and
+// the storm's check is shown able to fail).
+func TestRedeliveryStormPositionID(t *testing.T) {
+	size := stormSize{Messages: 100, DupSends: 10, Workers: 2, Leaves: 1,
+		HoldMin: time.Millisecond, HoldMax: 5 * time.Millisecond, Timeout: 2 * time.Minute}
+	res := storm(t, size, true)
+	want := stormSummary{Effects: size.Messages + size.DupSends, Duplicates: size.DupSends}
+	if diff := cmp.Diff(want, res.summary); diff != "" {
+		t.Errorf("PositionID storm (-want +got):\n%s", diff)
+	}
+}
+
+type stormSummary struct{ Effects, Duplicates, Lost int }
+
+type stormResult struct {
+	summary                         stormSummary
+	dupIDs, lostIDs                 []string
+	kills, leaves                   int
+	redeliveries, dupStatus, starts int
+}
+
+func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
+	t.Helper()
+	needKafka(t)
+	rdb := needRedis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), size.Timeout)
+	defer cancel()
+
+	run := testenv.RandName()
+	topic, group, prefix := "idemkafka-storm-"+run, "storm-"+run, "idemkafka-storm:"+run+":"
+	t.Cleanup(func() {
+		keys, _ := rdb.Keys(context.Background(), prefix+"*").Result()
+		for i := 0; i < len(keys); i += 500 {
+			rdb.Del(context.Background(), keys[i:min(i+500, len(keys))]...)
+		}
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers()...), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+
+	// The producer: every message once, DupSends of them twice (a
+	// producer retry: same key, ID header and value, a new offset), at a
+	// pace that keeps records arriving through the rebalances.
+	ids := make([]string, size.Messages)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("msg-%05d", i)
+	}
+	var sends []string
+	sends = append(sends, ids...)
+	for _, i := range rand.Perm(size.Messages)[:size.DupSends] {
+		sends = append(sends, ids[i])
+	}
+	rand.Shuffle(len(sends)-size.Messages/2, func(i, j int) {
+		sends[size.Messages/2+i], sends[size.Messages/2+j] = sends[size.Messages/2+j], sends[size.Messages/2+i]
+	})
+	produced := make(chan error, 1)
+	go func() {
+		const batch = 25
+		for i := 0; i < len(sends); i += batch {
+			var rs []*kgo.Record
+			for _, id := range sends[i:min(i+batch, len(sends))] {
+				rs = append(rs, &kgo.Record{Topic: topic, Key: []byte(id), Value: []byte(`{"credit":` + strings.TrimPrefix(id, "msg-") + `}`),
+					Headers: []kgo.RecordHeader{{Key: "idempotency-key", Value: []byte(id)}}})
+			}
+			if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+				produced <- err
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		produced <- nil
+	}()
+
+	events := make(chan event, 1024)
+	var procs []*proc
+	var wg sync.WaitGroup
+	start := func(blockAfter int) *proc {
+		cfg := workerConfig{Brokers: brokers(), Topic: topic, Group: group, RedisAddr: testenv.RedisAddr(), Prefix: prefix,
+			HoldMin: size.HoldMin, HoldMax: size.HoldMax, Lease: 2 * time.Second, BlockAfter: blockAfter, PositionIDs: positionIDs}
+		raw, _ := json.Marshal(cfg)
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
+		cmd.Stderr = os.Stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		p := &proc{n: len(procs), cmd: cmd, done: make(chan struct{})}
+		procs = append(procs, p)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(p.done)
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				f := strings.Fields(sc.Text())
+				if len(f) == 0 {
+					continue
+				}
+				e := event{proc: p.n, kind: f[0]}
+				switch {
+				case f[0] == "BLOCKED" && len(f) == 2:
+					e.id = f[1]
+				case f[0] == "OUT" && len(f) == 6:
+					e.id, e.status = f[1], f[2]
+					e.attempt, _ = strconv.Atoi(f[3])
+				case f[0] == "READY":
+				default:
+					continue
+				}
+				select {
+				case events <- e:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+		return p
+	}
+	defer func() {
+		cancel() // unblocks the readers
+		for _, p := range procs {
+			p.cmd.Process.Kill()
+		}
+		for _, p := range procs {
+			<-p.done
+			p.cmd.Wait()
+		}
+		wg.Wait()
+	}()
+
+	// The first worker is a victim: it blocks in a handler early and is
+	// killed there; every kill brings a new victim until Kills is reached.
+	kills, leaves := 0, 0
+	blockAfter := func() int {
+		if kills < size.Kills {
+			return 20 + rand.IntN(size.Messages/(4*size.Workers)+1)
+		}
+		return 0
+	}
+	var victim *proc
+	if ba := blockAfter(); ba > 0 {
+		victim = start(ba)
+	} else {
+		start(0)
+	}
+	for range size.Workers - 1 {
+		start(0)
+	}
+
+	var outs []event
+	alive := func() []*proc {
+		var ps []*proc
+		for _, p := range procs {
+			select {
+			case <-p.done:
+			default:
+				ps = append(ps, p)
+			}
+		}
+		return ps
+	}
+	leaveTick := time.NewTicker(700 * time.Millisecond)
+	defer leaveTick.Stop()
+	check := time.NewTicker(250 * time.Millisecond)
+	defer check.Stop()
+	prodDone := false
+	for {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("storm did not finish in %v: %d outcome lines, kills %d, leaves %d", size.Timeout, len(outs), kills, leaves)
+		case err := <-produced:
+			prodDone = true
+			if err != nil {
+				t.Fatalf("produce: %v", err)
+			}
+		case e := <-events:
+			switch e.kind {
+			case "OUT":
+				outs = append(outs, e)
+			case "BLOCKED":
+				if victim != nil && e.proc == victim.n {
+					victim.cmd.Process.Signal(syscall.SIGKILL)
+					kills++
+					victim = nil
+					if ba := blockAfter(); ba > 0 {
+						victim = start(ba)
+					} else {
+						start(0)
+					}
+				}
+			}
+			continue
+		case <-leaveTick.C:
+			// A consumer leaves (SIGTERM: revoke, commit, leave the
+			// group) and another joins, while records flow.
+			if leaves < size.Leaves {
+				for _, p := range alive() {
+					if p != victim {
+						p.cmd.Process.Signal(syscall.SIGTERM)
+						leaves++
+						start(0)
+						break
+					}
+				}
+			}
+			continue
+		case <-check.C:
+		}
+		if !prodDone || kills < size.Kills || leaves < size.Leaves {
+			continue
+		}
+		n, err := rdb.HLen(ctx, prefix+"ledger").Result()
+		if err != nil || int(n) < size.Messages {
+			continue
+		}
+		if lag := commitLag(ctx, adm, group, topic); lag == 0 {
+			break
+		}
+	}
+	for _, p := range alive() {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	allDone := make(chan struct{})
+	go func() {
+		for _, p := range procs {
+			<-p.done
+		}
+		close(allDone)
+	}()
+drain:
+	for {
+		select {
+		case e := <-events:
+			if e.kind == "OUT" {
+				outs = append(outs, e)
+			}
+		case <-allDone:
+			for {
+				select {
+				case e := <-events:
+					if e.kind == "OUT" {
+						outs = append(outs, e)
+					}
+				default:
+					break drain
+				}
+			}
+		}
+	}
+
+	ledger, err := rdb.HGetAll(context.Background(), prefix+"ledger").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dupIDs, lostIDs []string
+	effects := 0
+	for _, id := range ids {
+		c, _ := strconv.Atoi(ledger[id])
+		effects += c
+		switch {
+		case c == 0:
+			lostIDs = append(lostIDs, id)
+		case c > 1:
+			dupIDs = append(dupIDs, id)
+			log, _ := rdb.LRange(context.Background(), prefix+"log:"+id, 0, -1).Result()
+			if !positionIDs {
+				t.Logf("%s applied %d times: %s", id, c, strings.Join(log, "; "))
+			}
+		}
+	}
+	deliveries, dupStatus := 0, 0
+	for _, e := range outs {
+		if e.attempt == 1 {
+			deliveries++
+		}
+		if e.status == "duplicate" {
+			dupStatus++
+		}
+	}
+	redeliveries := deliveries - len(sends)
+	t.Logf("storm: %d messages, %d duplicate sends, %d workers started, %d kills, %d leaves/joins; %d deliveries processed (%d beyond the sends: redeliveries), %d Duplicate outcomes, %d side effects",
+		size.Messages, size.DupSends, len(procs), kills, leaves, deliveries, redeliveries, dupStatus, effects)
+	return stormResult{summary: stormSummary{effects, len(dupIDs), len(lostIDs)}, dupIDs: dupIDs, lostIDs: lostIDs,
+		kills: kills, leaves: leaves, redeliveries: redeliveries, dupStatus: dupStatus, starts: len(procs)}
+}
+
+// commitLag is how many records of topic lie beyond group's committed
+// offsets (-1 when it cannot be read).
+func commitLag(ctx context.Context, adm *kadm.Client, group, topic string) int64 {
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return -1
+	}
+	committed, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return -1
+	}
+	var lag int64
+	var missing error
+	ends.Each(func(o kadm.ListedOffset) {
+		c, ok := committed.Lookup(o.Topic, o.Partition)
+		switch {
+		case !ok && o.Offset > 0:
+			missing = errors.New("uncommitted partition")
+		case ok:
+			lag += max(0, o.Offset-c.At)
+		}
+	})
+	if missing != nil {
+		return -1
+	}
+	return lag
+}
