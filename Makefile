@@ -14,13 +14,15 @@ EACH_MODULE = failed=; for m in $(MODULES); do echo "== module $$m"; (cd $$m && 
 
 # Start the extra servers tests need (the Redis Cluster, the Redis
 # Sentinel set and Cluster with replicas the failover tests kill, dynalite,
-# the Firestore emulator: about 20 s before it answers). The
-# machine's PostgreSQL, Redis and NATS are expected to be running already.
+# the Firestore emulator: about 20 s before it answers; sqsemu, the SQS
+# server of runtime/idemsqs). The machine's PostgreSQL, Redis, RabbitMQ and
+# NATS are expected to be running already (base-services.sh restarts them).
 services:
 	scripts/base-services.sh
 	scripts/tools.sh
 	scripts/dynalite.sh
 	scripts/firestore.sh
+	scripts/sqs.sh
 	bash scripts/redis-cluster.sh start
 	bash scripts/redis-failover.sh start
 
@@ -112,7 +114,26 @@ reliability:
 	scripts/base-services.sh
 	scripts/dynalite.sh
 	scripts/firestore.sh
+	$(MAKE) reliability-brokers
 	cd test && IDEM_RELIABILITY=full IDEM_RELIABILITY_REPORT=$(CURDIR)/docs/RELIABILITY.md \
-	IDEM_RELIABILITY_APPENDIX=$(CURDIR)/test/reliability/FUZZING.md \
+	IDEM_RELIABILITY_APPENDIX=$(CURDIR)/test/reliability/BROKERS.md$(PATHSEP)$(CURDIR)/test/reliability/FUZZING.md \
 	IDEM_RELIABILITY_CMD="make reliability  (= IDEM_RELIABILITY=full go test -count=1 -timeout 75m -run 'TestReliability|TestHarness|TestHostile' ./test/reliability)" \
 	$(GO) test -count=1 -timeout 75m -run 'TestReliability|TestHarness|TestHostile' -v ./reliability
+
+# Broker redelivery storms (runtime/idemamqp, runtime/idemsqs), full size:
+# worker processes consume through the adapter on one PostgreSQL store
+# while the test SIGKILLs them mid-handler, nacks and lets visibility
+# timeouts expire; the ledger must show one side effect per message ID.
+# Rewrites test/reliability/BROKERS.md, the "Broker redelivery storms"
+# section that `make reliability` appends to docs/RELIABILITY.md.
+.PHONY: reliability-brokers
+PATHSEP := :
+BROKERS_REPORT := $(CURDIR)/test/reliability/BROKERS.md
+reliability-brokers:
+	scripts/base-services.sh
+	scripts/sqs.sh
+	printf '%s\n\n%s\n\n' '## Broker redelivery storms' \
+	  'Command: `make reliability-brokers` (= `IDEM_RELIABILITY=full go test -count=1 -timeout 20m -run TestRedeliveryStorm .` in runtime/idemamqp and runtime/idemsqs, GOWORK=off). Worker processes (the test binary re-executed) consume through the adapter on one PostgreSQL store; the side effect is a ledger row inserted in the transaction that completes the idempotency record (pgstore.InTx); duplicates and lost are counted from the ledger per message ID.' >$(BROKERS_REPORT)
+	cd runtime/idemamqp && GOWORK=off IDEM_RELIABILITY=full IDEM_RELIABILITY_REPORT_BROKERS=$(BROKERS_REPORT) $(GO) test -count=1 -timeout 20m -run '^TestRedeliveryStorm$$' -v .
+	cd runtime/idemsqs && GOWORK=off IDEM_RELIABILITY=full IDEM_RELIABILITY_REPORT_BROKERS=$(BROKERS_REPORT) $(GO) test -count=1 -timeout 20m -run '^TestRedeliveryStorm$$' -v .
+	printf '\n' >>$(BROKERS_REPORT)
