@@ -6,6 +6,7 @@ require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.0
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
+	github.com/google/go-cmp v0.7.0
 	github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000
 	github.com/idemgen/idemgen/runtime/pgstore v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.12.0
