@@ -3,6 +3,7 @@ module github.com/idemgen/idemgen/runtime/idemamqp
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000
 	github.com/idemgen/idemgen/runtime/pgstore v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.12.0
