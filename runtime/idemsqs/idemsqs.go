@@ -116,7 +116,6 @@ type Consumer struct {
 	queueURL   string
 	q          *idemqueue.Consumer
 	id         func(types.Message) string
-	attrNames  []string
 	payload    bool
 	visibility time.Duration
 	retryVis   time.Duration
