@@ -40,6 +40,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/Admiral-Piett/goaws/app"
@@ -70,8 +71,14 @@ func main() {
 }
 
 // front answers JSON-protocol requests itself (through goaws) and passes
-// everything else to goaws.
-type front struct{ goaws http.Handler }
+// everything else to goaws. mu keeps DeleteQueue from running during any
+// other call: goaws's ReceiveMessage dereferences its queue after a long
+// poll without checking it still exists, and its panic then leaves goaws's
+// queue lock held, which hangs every later request.
+type front struct {
+	goaws http.Handler
+	mu    sync.RWMutex
+}
 
 func newFront(goaws http.Handler) http.Handler { return &front{goaws: goaws} }
 
@@ -91,7 +98,17 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		jsonError(w, http.StatusBadRequest, "InvalidParameterValue", "AWS.SimpleQueueService.InvalidParameterValue", err.Error())
 		return
 	}
+	if op == "DeleteQueue" {
+		f.mu.Lock()
+	} else {
+		f.mu.RLock()
+	}
 	out, status, err := f.call(op, in)
+	if op == "DeleteQueue" {
+		f.mu.Unlock()
+	} else {
+		f.mu.RUnlock()
+	}
 	if err != nil {
 		jsonError(w, status, "InvalidAction", "AWS.SimpleQueueService.InvalidAction", err.Error())
 		return
