@@ -15,14 +15,16 @@ EACH_MODULE = failed=; for m in $(MODULES); do echo "== module $$m"; (cd $$m && 
 # Start the extra servers tests need (the Redis Cluster, the Redis
 # Sentinel set and Cluster with replicas the failover tests kill, dynalite,
 # the Firestore emulator: about 20 s before it answers; kfake, the
-# Kafka-protocol broker of runtime/idemkafka). The
-# machine's PostgreSQL, Redis and NATS are expected to be running already.
+# Kafka-protocol broker of runtime/idemkafka; sqsemu, the SQS server of
+# runtime/idemsqs). The machine's PostgreSQL, Redis, RabbitMQ and NATS are
+# expected to be running already (base-services.sh restarts them).
 services:
 	scripts/base-services.sh
 	scripts/tools.sh
 	scripts/dynalite.sh
 	scripts/firestore.sh
 	scripts/kafka.sh
+	scripts/sqs.sh
 	bash scripts/redis-cluster.sh start
 	bash scripts/redis-failover.sh start
 
@@ -109,24 +111,34 @@ check: idemgen
 # The variables go on the go command, after the cd: assigned before cd
 # they were cd's alone, and go test ran the short version and wrote no
 # report.
-.PHONY: reliability reliability-brokers
-reliability: reliability-brokers
+.PHONY: reliability
+reliability:
 	scripts/base-services.sh
 	scripts/dynalite.sh
 	scripts/firestore.sh
+	$(MAKE) reliability-brokers
 	cd test && IDEM_RELIABILITY=full IDEM_RELIABILITY_REPORT=$(CURDIR)/docs/RELIABILITY.md \
-	IDEM_RELIABILITY_APPENDIX=$(CURDIR)/test/reliability/FUZZING.md \
+	IDEM_RELIABILITY_APPENDIX=$(CURDIR)/test/reliability/BROKERS.md$(PATHSEP)$(CURDIR)/test/reliability/FUZZING.md \
 	IDEM_RELIABILITY_CMD="make reliability  (= IDEM_RELIABILITY=full go test -count=1 -timeout 75m -run 'TestReliability|TestHarness|TestHostile' ./test/reliability)" \
 	$(GO) test -count=1 -timeout 75m -run 'TestReliability|TestHarness|TestHostile' -v ./reliability
-	cat test/reliability/BROKERS.md >> docs/RELIABILITY.md
 
-# Broker redelivery storms, full size: consumer processes in one group
-# SIGKILLed inside handlers, leaving and joining, over one Redis store;
-# each storm appends its row to test/reliability/BROKERS.md, which make
-# reliability appends to docs/RELIABILITY.md (the short versions run in
-# make test).
+# Broker redelivery storms (runtime/idemkafka, runtime/idemamqp,
+# runtime/idemsqs), full size: worker processes consume through the adapter
+# on one shared store while the test SIGKILLs them mid-handler, nacks, lets
+# visibility timeouts expire and makes consumers leave and join; the ledger
+# must show one side effect per message ID. Rewrites
+# test/reliability/BROKERS.md, the "Broker redelivery storms" section that
+# `make reliability` appends to docs/RELIABILITY.md.
+.PHONY: reliability-brokers
+PATHSEP := :
+BROKERS_REPORT := $(CURDIR)/test/reliability/BROKERS.md
 reliability-brokers:
 	scripts/base-services.sh
 	scripts/kafka.sh
-	cd runtime/idemkafka && GOWORK=off IDEM_RELIABILITY=full IDEM_RELIABILITY_REPORT_BROKERS=$(CURDIR)/test/reliability/BROKERS.md \
-	$(GO) test -count=1 -timeout 30m -run '^TestRedeliveryStorm$$' -v .
+	scripts/sqs.sh
+	printf '%s\n\n%s\n\n' '## Broker redelivery storms' \
+	  'Command: `make reliability-brokers` (= `IDEM_RELIABILITY=full go test -count=1 -timeout 30m -run ^TestRedeliveryStorm$$ .` in runtime/idemkafka, runtime/idemamqp and runtime/idemsqs, GOWORK=off). Worker processes (the test binary re-executed) consume through the adapter and share one store (Redis for Kafka, PostgreSQL for RabbitMQ and SQS); the handler writes the side effect to a ledger (for PostgreSQL, in the transaction that completes the idempotency record), and duplicates and lost messages are counted from the ledger per message ID. Kafka runs against kfake, an in-memory Kafka-protocol broker, not Apache Kafka (docs/KAFKA.md).' >$(BROKERS_REPORT)
+	cd runtime/idemkafka && GOWORK=off IDEM_RELIABILITY=full IDEM_RELIABILITY_REPORT_BROKERS=$(BROKERS_REPORT) $(GO) test -count=1 -timeout 30m -run '^TestRedeliveryStorm$$' -v .
+	cd runtime/idemamqp && GOWORK=off IDEM_RELIABILITY=full IDEM_RELIABILITY_REPORT_BROKERS=$(BROKERS_REPORT) $(GO) test -count=1 -timeout 20m -run '^TestRedeliveryStorm$$' -v .
+	cd runtime/idemsqs && GOWORK=off IDEM_RELIABILITY=full IDEM_RELIABILITY_REPORT_BROKERS=$(BROKERS_REPORT) $(GO) test -count=1 -timeout 20m -run '^TestRedeliveryStorm$$' -v .
+	printf '\n' >>$(BROKERS_REPORT)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes sure the machine's own services (PostgreSQL, Redis, NATS JetStream)
+# Makes sure the machine's own services (PostgreSQL, Redis, RabbitMQ, NATS JetStream)
 # answer on their standard loopback ports, starting any that stopped with the
 # commands this machine kind documents. Idempotent: running services are left
 # alone. A service that cannot be started is reported; the tests that need it
@@ -27,6 +27,9 @@ if command -v pg_ctlcluster >/dev/null 2>&1; then
 fi
 if command -v redis-server >/dev/null 2>&1; then
 	ensure redis 6379 redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no --dir /var/lib/redis --logfile /var/log/redis/ci.log
+fi
+if command -v rabbitmq-server >/dev/null 2>&1; then
+	ensure rabbitmq 5672 rabbitmq-server -detached
 fi
 if command -v nats-server >/dev/null 2>&1; then
 	ensure nats 4222 start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log

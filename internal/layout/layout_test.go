@@ -23,7 +23,7 @@ const maxCoreModules = 8
 
 // heavy are module path prefixes that belong in nested modules only.
 var heavy = []string{
-	"github.com/redis/", "github.com/jackc/", "github.com/aws/",
+	"github.com/redis/", "github.com/jackc/", "github.com/aws/", "github.com/rabbitmq/",
 	"go.opentelemetry.io/", "github.com/prometheus/", "github.com/nats-io/",
 	"cloud.google.com/", "google.golang.org/grpc", "github.com/twmb/",
 }

@@ -3,6 +3,7 @@ package reliability
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -217,7 +218,9 @@ conformance suite, runtime/idemtest). Executions are counted by the ledger.
 		}
 		b.WriteString("\n")
 	}
-	if extra := os.Getenv("IDEM_RELIABILITY_APPENDIX"); extra != "" {
+	// IDEM_RELIABILITY_APPENDIX: files appended as they are, in order
+	// (a list like PATH: the broker storms' section, the fuzzing one).
+	for _, extra := range filepath.SplitList(os.Getenv("IDEM_RELIABILITY_APPENDIX")) {
 		if data, err := os.ReadFile(extra); err == nil {
 			b.Write(data)
 		}
