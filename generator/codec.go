@@ -53,6 +53,8 @@ type codecGen struct {
 	errs    bool            // a value of type error is stored (its type may not be)
 	unions  map[string]bool // interfaces stored as unions of their package's types (unions.go)
 	last    encoderCall     // for fieldEnc
+	// decoders are the uses of d since fieldDec began counting them.
+	decoders []*jen.Statement
 }
 
 var (
@@ -247,9 +249,9 @@ func (g *codecGen) resultBodies(x *fn, omits []omitTree) (encBody, decBody []jen
 		v := deref(jen.Id("v"))
 		return g.enc(x.result[0], v, resultName(x, 0), "", omits[0], se), g.dec(x.result[0], v, resultName(x, 0), "", omits[0], sd)
 	}
-	at, f := se.get("at"), sd.get("f")
+	at, st := se.get("at"), sd.get("s")
 	encBody = one(jen.Id(at).Op(":=").Add(eCall("Struct")))
-	var cases []jen.Code
+	decBody = one(jen.Id(st).Op(":=").Add(g.dCall("Struct")))
 	for i, t := range x.result {
 		if whole(i) {
 			continue
@@ -257,10 +259,10 @@ func (g *codecGen) resultBodies(x *fn, omits []omitTree) (encBody, decBody []jen
 		f := "R" + strconv.Itoa(i+1) // stored by position, whatever the field's name
 		fv := expr(jen.Id("v").Dot(x.resultFields[i]))
 		encBody = append(encBody, g.fieldEnc(f, g.enc(t, fv, resultName(x, i), "", omits[i], se))...)
-		cases = append(cases, jen.Case(jen.Lit(f)).Block(g.dec(t, fv, resultName(x, i), "", omits[i], sd)...))
+		decBody = append(decBody, g.fieldDec(st, f, func() []jen.Code { return g.dec(t, fv, resultName(x, i), "", omits[i], sd) })...)
 	}
 	encBody = append(encBody, eCall("End", jen.Id(at)))
-	return encBody, one(fieldLoop(f, cases...))
+	return encBody, append(decBody, g.dCall("End", jen.Id(st)))
 }
 
 // recordDoc is what the wrapper's doc comment says about the record:
@@ -473,7 +475,7 @@ func (g *codecGen) dec(t types.Type, v vx, path, foreignAt string, omit omitTree
 		if name == "" {
 			return nil
 		}
-		return one(jen.Id("idemDec"+name).Call(jen.Id("d"), v.addr()))
+		return one(jen.Id("idemDec"+name).Call(g.d(), v.addr()))
 	}
 	t, ok := g.check(t, path, foreignAt)
 	if !ok {
@@ -602,15 +604,15 @@ func (g *codecGen) decMethod(m storage, t types.Type, v vx, s fnScope) []jen.Cod
 	case m.userinfo:
 		return g.decUserinfo(v, s)
 	case m.proto:
-		return one(dCall("Unmarshaled", g.e.qual(protoPkg, "Unmarshal").Call(dCall("Marshaled"), v.addr())))
+		return one(g.dCall("Unmarshaled", g.e.qual(protoPkg, "Unmarshal").Call(g.dCall("Marshaled"), v.addr())))
 	case isNamed(t, "crypto/x509", "OID"):
 		// The zero OID marshals to no bytes, which UnmarshalBinary
 		// refuses: no bytes stay the zero OID.
 		b := s.get("b")
-		return one(jen.If(jen.Id(b).Op(":=").Add(dCall("Marshaled")), jen.Len(jen.Id(b)).Op(">").Lit(0)).Block(
-			dCall("Unmarshaled", v.sel(true).Dot(m.unmarshal).Call(jen.Id(b)))))
+		return one(jen.If(jen.Id(b).Op(":=").Add(g.dCall("Marshaled")), jen.Len(jen.Id(b)).Op(">").Lit(0)).Block(
+			g.dCall("Unmarshaled", v.sel(true).Dot(m.unmarshal).Call(jen.Id(b)))))
 	}
-	return one(dCall("Unmarshaled", v.sel(true).Dot(m.unmarshal).Call(dCall("Marshaled"))))
+	return one(g.dCall("Unmarshaled", v.sel(true).Dot(m.unmarshal).Call(g.dCall("Marshaled"))))
 }
 
 // encCall is a value encoded by one Encoder call, e.m(args...): a struct
@@ -645,7 +647,16 @@ func (g *codecGen) fieldEnc(name string, code []jen.Code) []jen.Code {
 
 // eCall and dCall call a method of the Encoder e and the Decoder d.
 func eCall(m string, args ...jen.Code) *jen.Statement { return jen.Id("e").Dot(m).Call(args...) }
-func dCall(m string, args ...jen.Code) *jen.Statement { return jen.Id("d").Dot(m).Call(args...) }
+func (g *codecGen) dCall(m string, args ...jen.Code) *jen.Statement { return g.d().Dot(m).Call(args...) }
+
+// d is the Decoder d, as the code that reads a value names it. Each use
+// is remembered, so that a struct field read by one statement that uses d
+// once can look its field up in place of d (fieldDec).
+func (g *codecGen) d() *jen.Statement {
+	d := jen.Id("d")
+	g.decoders = append(g.decoders, d)
+	return d
+}
 
 // encUserinfo stores a url.Userinfo (no exported fields) by what its
 // accessors return.
@@ -663,13 +674,14 @@ func (g *codecGen) encUserinfo(v vx, s fnScope) []jen.Code {
 // decUserinfo rebuilds a url.Userinfo with url.User or url.UserPassword:
 // a password set to "" stays set, an unset one stays unset.
 func (g *codecGen) decUserinfo(v vx, s fnScope) []jen.Code {
-	f, name, pw := s.get("f"), s.get("name"), s.get("pw")
+	st, name, pw := s.get("s"), s.get("name"), s.get("pw")
 	return []jen.Code{
-		jen.Var().Id(name).String(),
+		jen.Id(st).Op(":=").Add(g.dCall("Struct")),
+		jen.Id(name).Op(":=").Add(g.dCall("Field", jen.Id(st), jen.Lit("Username"))).Dot("String").Call(),
 		jen.Var().Id(pw).Op("*").String(),
-		fieldLoop(f,
-			jen.Case(jen.Lit("Username")).Block(jen.Id(name).Op("=").Add(dCall("String"))),
-			jen.Case(jen.Lit("Password")).Block(jen.Id(pw).Op("=").New(jen.String()), jen.Op("*").Id(pw).Op("=").Add(dCall("String")))),
+		jen.If(g.dCall("Field", jen.Id(st), jen.Lit("Password")).Dot("Present").Call()).Block(
+			jen.Id(pw).Op("=").New(jen.String()), jen.Op("*").Id(pw).Op("=").Add(g.dCall("String"))),
+		g.dCall("End", jen.Id(st)),
 		jen.If(jen.Id(pw).Op("!=").Nil()).Block(
 			v.val().Op("=").Op("*").Add(g.e.qual(urlPkg, "UserPassword")).Call(jen.Id(name), jen.Op("*").Id(pw)),
 		).Else().Block(
@@ -892,27 +904,27 @@ func (g *codecGen) decInline(t types.Type, v vx, path, foreignAt string, omit om
 	switch sh.kind {
 	case kindBasic:
 		m, from, bits := basicCodec(sh.basic)
-		var x jen.Code = dCall(m)
+		var args []jen.Code
 		if bits > 0 {
-			x = dCall(m, jen.Lit(bits))
+			args = one(jen.Lit(bits))
 		}
-		return one(v.val().Op("=").Add(g.convertBack(t, from, x)))
+		return one(v.val().Op("=").Add(g.convertBack(t, from, g.dCall(m, args...))))
 	case kindPointer:
 		if name, ok := g.helperName(sh.elem, path, foreignAt, omit); ok {
-			return g.combinator(name, "DecPtr", jen.Id("d"), v.addr(), "idemDec")
+			return g.combinator(name, "DecPtr", g.d(), v.addr(), "idemDec")
 		}
 		if bc := basicCoder(sh.elem); bc != "" {
-			return one(g.e.qual(g.e.impl, "DecPtr").Call(jen.Id("d"), v.addr(), g.e.qual(g.e.impl, "Dec"+bc)))
+			return one(g.e.qual(g.e.impl, "DecPtr").Call(g.d(), v.addr(), g.e.qual(g.e.impl, "Dec"+bc)))
 		}
 		inner := g.dec(sh.elem, v.elem(), path, foreignAt, omit, s)
-		return one(jen.If(dCall("Ptr")).Block(
+		return one(jen.If(g.dCall("Ptr")).Block(
 			append(one(v.val().Op("=").New(g.e.typ(sh.elem))), inner...)...).Else().Block(v.val().Op("=").Nil()))
 	case kindSlice:
 		return g.decSlice(t, sh.elem, v, path, foreignAt, s)
 	case kindArray:
 		i := s.get("i")
 		inner := g.dec(sh.elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
-		return one(jen.If(dCall("Array", jen.Len(v.val()))).Block(rangeOver(i, v.val(), inner)))
+		return one(jen.If(g.dCall("Array", jen.Len(v.val()))).Block(rangeOver(i, v.val(), inner)))
 	case kindMap:
 		return g.decMap(t, sh, v, path, foreignAt, s)
 	case kindStruct:
@@ -920,12 +932,12 @@ func (g *codecGen) decInline(t types.Type, v vx, path, foreignAt string, omit om
 	case kindInterface:
 		if types.Identical(t, errorType) {
 			g.errs = true
-			return one(v.val().Op("=").Add(dCall("Error", g.e.errorTypes())))
+			return one(v.val().Op("=").Add(g.dCall("Error", g.e.errorTypes())))
 		}
 		if n, ok := t.(*types.Named); ok && len(g.e.variants(n)) > 0 {
 			return g.decUnion(n, g.e.variants(n), v, path, foreignAt, s)
 		}
-		return one(v.val().Op("=").Add(dCall("Any")))
+		return one(v.val().Op("=").Add(g.dCall("Any")))
 	}
 	return nil
 }
@@ -1050,21 +1062,21 @@ func (g *codecGen) encSlice(t, elem types.Type, v vx, path, foreignAt string, s 
 func (g *codecGen) decSlice(t, elem types.Type, v vx, path, foreignAt string, s fnScope) []jen.Code {
 	switch {
 	case isNamed(t, "net", "IP"):
-		return one(jen.If(dCall("Ptr")).Block(v.val().Op("=").Add(dCall("Bytes"))).Else().Block(v.val().Op("=").Nil()))
+		return one(jen.If(g.dCall("Ptr")).Block(v.val().Op("=").Add(g.dCall("Bytes"))).Else().Block(v.val().Op("=").Nil()))
 	case isByte(elem) && types.Identical(t, byteSlice):
-		return one(v.val().Op("=").Add(dCall("Bytes")))
+		return one(v.val().Op("=").Add(g.dCall("Bytes")))
 	case isByte(elem):
-		return one(v.val().Op("=").Add(g.e.typ(t)).Call(dCall("Bytes")))
+		return one(v.val().Op("=").Add(g.e.typ(t)).Call(g.dCall("Bytes")))
 	}
 	if name, ok := g.helperName(elem, path+"[]", foreignAt, nil); ok {
-		return g.combinator(name, "DecList", jen.Id("d"), v.addr(), "idemDec")
+		return g.combinator(name, "DecList", g.d(), v.addr(), "idemDec")
 	}
 	if bc := basicCoder(elem); bc != "" {
-		return one(g.e.qual(g.e.impl, "DecList").Call(jen.Id("d"), v.addr(), g.e.qual(g.e.impl, "Dec"+bc)))
+		return one(g.e.qual(g.e.impl, "DecList").Call(g.d(), v.addr(), g.e.qual(g.e.impl, "Dec"+bc)))
 	}
 	i := s.get("i")
 	inner := g.dec(elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
-	return []jen.Code{g.e.qual(g.e.impl, "DecListHead").Call(jen.Id("d"), v.addr()), rangeOver(i, v.val(), inner)}
+	return []jen.Code{g.e.qual(g.e.impl, "DecListHead").Call(g.d(), v.addr()), rangeOver(i, v.val(), inner)}
 }
 
 // combinator calls the idemimpl combinator fn over x with the helper
@@ -1145,7 +1157,7 @@ func (g *codecGen) encMap(sh shape, v vx, path, foreignAt string, s fnScope) []j
 func (g *codecGen) decMap(t types.Type, sh shape, v vx, path, foreignAt string, s fnScope) []jen.Code {
 	if kc, xc := orderedCoder(sh.key), basicCoder(sh.elem); kc != "" && xc != "" {
 		dec := func(m string) jen.Code { return jen.Parens(jen.Op("*").Add(g.e.qual(g.e.impl, "Decoder"))).Dot(m) }
-		return one(g.e.qual(g.e.impl, "DecMap").Call(jen.Id("d"), v.addr(), dec(kc), dec(xc)))
+		return one(g.e.qual(g.e.impl, "DecMap").Call(g.d(), v.addr(), dec(kc), dec(xc)))
 	}
 	k, x, n := s.get("k"), s.get("x"), s.get("n")
 	kc := g.dec(sh.key, expr(jen.Id(k)), path+"[]", foreignAt, nil, s)
@@ -1154,8 +1166,8 @@ func (g *codecGen) decMap(t types.Type, sh shape, v vx, path, foreignAt string, 
 	body = append(body, kc...)
 	body = append(body, xc...)
 	body = append(body, v.sel(false).Index(jen.Id(k)).Op("=").Id(x))
-	return one(jen.If(dCall("Nil")).Block(v.val().Op("=").Nil()).Else().Block(
-		jen.Id(n).Op(":=").Add(dCall("Map")),
+	return one(jen.If(g.dCall("Nil")).Block(v.val().Op("=").Nil()).Else().Block(
+		jen.Id(n).Op(":=").Add(g.dCall("Map")),
 		v.val().Op("=").Make(g.e.typ(t), jen.Id(n)),
 		jen.For(jen.Range().Id(n)).Block(body...)))
 }
@@ -1173,27 +1185,40 @@ func (g *codecGen) encStruct(t types.Type, u *types.Struct, v vx, path, foreignA
 	return append(out, eCall("End", jen.Id(at)))
 }
 
-// decStruct decodes the fields by name: an unknown one (removed since
-// the record was written) is skipped, a missing one stays zero.
+// decStruct decodes the fields by name: a missing one (added since the
+// record was written) stays zero, an unknown one (removed since) is
+// skipped.
 func (g *codecGen) decStruct(t types.Type, u *types.Struct, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
-	name := s.get("f") // before the fields' decoders name theirs
-	var cases []jen.Code
+	st := s.get("s") // before the fields' decoders name theirs
+	out := one(jen.Id(st).Op(":=").Add(g.dCall("Struct")))
 	ok := g.eachField(t, u, path, foreignAt, omit, func(f *types.Var, fp string, sub omitTree) {
-		cases = append(cases, jen.Case(jen.Lit(f.Name())).Block(g.dec(f.Type(), expr(v.sel(true).Dot(f.Name())), fp, foreignAt, sub, s)...))
+		out = append(out, g.fieldDec(st, f.Name(), func() []jen.Code {
+			return g.dec(f.Type(), expr(v.sel(true).Dot(f.Name())), fp, foreignAt, sub, s)
+		})...)
 	})
 	if !ok {
 		return nil
 	}
-	return one(fieldLoop(name, cases...))
+	return append(out, g.dCall("End", jen.Id(st)))
 }
 
-// fieldLoop reads a struct's fields by name, a case per stored field;
-// Fields skips a field no case reads.
-func fieldLoop(f string, cases ...jen.Code) jen.Code {
-	if len(cases) == 0 {
-		return jen.For(jen.Range().Add(dCall("Fields"))).Block()
+// fieldDec is the lookup of the field name of the struct st, then the
+// code of its value: one line when that is one statement using d once,
+// which the lookup takes the place of: v.ID = d.Field(s, "ID").String()
+// or idemDecMoney(d.Field(s, "Total"), &v.Total).
+func (g *codecGen) fieldDec(st, name string, value func() []jen.Code) []jen.Code {
+	outer := g.decoders
+	g.decoders = nil
+	code := value()
+	uses := g.decoders
+	g.decoders = outer
+	lookup := g.dCall("Field", jen.Id(st), jen.Lit(name))
+	g.decoders = append(g.decoders, uses...)
+	if len(code) == 1 && len(uses) == 1 {
+		(*uses[0])[0] = lookup // d itself, the first token of its statement
+		return code
 	}
-	return jen.For(jen.Id(f).Op(":=").Range().Add(dCall("Fields"))).Block(jen.Switch(jen.String().Call(jen.Id(f))).Block(cases...))
+	return append(one(lookup), code...)
 }
 
 // eachField calls store for each field of struct u (of type t) that is

@@ -126,9 +126,9 @@ func (g *codecGen) decUnion(n *types.Named, vs []types.Type, v vx, path, foreign
 		return nil
 	}
 	name := s.get("name")
-	cases = append(cases, jen.Default().Block(dCall("NotVariant", jen.Id(name))))
-	return one(jen.If(dCall("Nil")).Block(v.val().Op("=").Nil()).Else().Block(
-		jen.Id(name).Op(":=").Add(dCall("Variant")),
+	cases = append(cases, jen.Default().Block(g.dCall("NotVariant", jen.Id(name))))
+	return one(jen.If(g.dCall("Nil")).Block(v.val().Op("=").Nil()).Else().Block(
+		jen.Id(name).Op(":=").Add(g.dCall("Variant")),
 		jen.Switch(jen.Id(name)).Block(cases...)))
 }
 

@@ -77,16 +77,12 @@ var idemSpecHandleWebhook = &idem.Spec{
 }
 
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		case "AmountCents":
-			v.AmountCents = d.Int(64)
-		case "IssuedAt":
-			d.Unmarshaled(v.IssuedAt.UnmarshalBinary(d.Marshaled()))
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	v.AmountCents = d.Field(s, "AmountCents").Int(64)
+	d.Field(s, "IssuedAt")
+	d.Unmarshaled(v.IssuedAt.UnmarshalBinary(d.Marshaled()))
+	d.End(s)
 }
 
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {

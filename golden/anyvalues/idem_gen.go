@@ -113,31 +113,28 @@ var idemSpecConnect = &idem.Spec{
 }
 
 func idemDecResult(d *idemimpl.Decoder, v *Result) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Echo":
-			if d.Nil() {
-				v.Echo = nil
-			} else {
-				n := d.Map()
-				v.Echo = make(map[string]any, n)
-				for range n {
-					var k string
-					var x any
-					k = d.String()
-					x = d.Any()
-					v.Echo[k] = x
-				}
-			}
-		case "Items":
-			idemimpl.DecListHead(d, &v.Items)
-			for i := range v.Items {
-				v.Items[i] = d.Any()
-			}
-		case "V":
-			v.V = d.Any()
+	s := d.Struct()
+	d.Field(s, "Echo")
+	if d.Nil() {
+		v.Echo = nil
+	} else {
+		n := d.Map()
+		v.Echo = make(map[string]any, n)
+		for range n {
+			var k string
+			var x any
+			k = d.String()
+			x = d.Any()
+			v.Echo[k] = x
 		}
 	}
+	d.Field(s, "Items")
+	idemimpl.DecListHead(d, &v.Items)
+	for i := range v.Items {
+		v.Items[i] = d.Any()
+	}
+	v.V = d.Field(s, "V").Any()
+	d.End(s)
 }
 
 func idemEncResult(e *idemimpl.Encoder, v *Result) {

@@ -49,14 +49,10 @@ var idemSpecCreateInvoice = &idem.Spec{
 }
 
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		case "Amount":
-			v.Amount = d.Int(64)
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	v.Amount = d.Field(s, "Amount").Int(64)
+	d.End(s)
 }
 
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {

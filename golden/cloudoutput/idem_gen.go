@@ -46,23 +46,18 @@ var idemSpecPut = &idem.Spec{
 }
 
 func idemDecSdkPutObjectOutput(d *idemimpl.Decoder, v *sdk.PutObjectOutput) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ETag":
-			idemimpl.DecPtr(d, &v.ETag, idemimpl.DecString)
-		case "VersionId":
-			idemimpl.DecPtr(d, &v.VersionId, idemimpl.DecString)
-		case "Size":
-			if d.Ptr() {
-				v.Size = new(int64)
-				*v.Size = d.Int(64)
-			} else {
-				v.Size = nil
-			}
-		case "Checksums":
-			idemimpl.DecMap(d, &v.Checksums, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
-		}
+	s := d.Struct()
+	idemimpl.DecPtr(d.Field(s, "ETag"), &v.ETag, idemimpl.DecString)
+	idemimpl.DecPtr(d.Field(s, "VersionId"), &v.VersionId, idemimpl.DecString)
+	d.Field(s, "Size")
+	if d.Ptr() {
+		v.Size = new(int64)
+		*v.Size = d.Int(64)
+	} else {
+		v.Size = nil
 	}
+	idemimpl.DecMap(d.Field(s, "Checksums"), &v.Checksums, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
+	d.End(s)
 }
 
 func idemEncSdkPutObjectOutput(e *idemimpl.Encoder, v *sdk.PutObjectOutput) {

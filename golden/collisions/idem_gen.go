@@ -82,14 +82,10 @@ var idemSpecTick = &idem4.Spec{
 	TTL:       90 * time3.Minute,
 	Codec: idemimpl.TypedCodec[idemResultTick]{
 		Decode: func(d *idemimpl.Decoder, v *idemResultTick) {
-			for f := range d.Fields() {
-				switch string(f) {
-				case "R1":
-					v.r1 = d.String()
-				case "R2":
-					v.r2 = int(d.Int(64))
-				}
-			}
+			s := d.Struct()
+			v.r1 = d.Field(s, "R1").String()
+			v.r2 = int(d.Field(s, "R2").Int(64))
+			d.End(s)
 		},
 		Encode: func(e *idemimpl.Encoder, v *idemResultTick) {
 			at := e.Struct()

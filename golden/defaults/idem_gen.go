@@ -45,18 +45,12 @@ var idemSpecGetQuote = &idem.Spec{
 }
 
 func idemDecQuote(d *idemimpl.Decoder, v *Quote) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Symbol":
-			v.Symbol = d.String()
-		case "Qty":
-			v.Qty = int(d.Int(64))
-		case "Total":
-			v.Total = d.Float64()
-		case "Tags":
-			idemimpl.DecList(d, &v.Tags, idemimpl.DecString)
-		}
-	}
+	s := d.Struct()
+	v.Symbol = d.Field(s, "Symbol").String()
+	v.Qty = int(d.Field(s, "Qty").Int(64))
+	v.Total = d.Field(s, "Total").Float64()
+	idemimpl.DecList(d.Field(s, "Tags"), &v.Tags, idemimpl.DecString)
+	d.End(s)
 }
 
 func idemEncQuote(e *idemimpl.Encoder, v *Quote) {

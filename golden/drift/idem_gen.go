@@ -127,14 +127,10 @@ var idemSpecSave = &idem.Spec{
 }
 
 func idemDecPrice(d *idemimpl.Decoder, v *Price) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Total":
-			v.Total = Cents(d.Int(64))
-		case "Rate":
-			v.Rate = Rate(d.Float32())
-		}
-	}
+	s := d.Struct()
+	v.Total = Cents(d.Field(s, "Total").Int(64))
+	v.Rate = Rate(d.Field(s, "Rate").Float32())
+	d.End(s)
 }
 
 func idemEncPrice(e *idemimpl.Encoder, v *Price) {

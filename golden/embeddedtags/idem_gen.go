@@ -45,51 +45,33 @@ var idemSpecList = &idem.Spec{
 }
 
 func idemDecExtMeta(d *idemimpl.Decoder, v *ext.Meta) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Page":
-			v.Page = int(d.Int(64))
-		case "Cursor":
-			v.Cursor = d.String()
-		}
-	}
+	s := d.Struct()
+	v.Page = int(d.Field(s, "Page").Int(64))
+	v.Cursor = d.Field(s, "Cursor").String()
+	d.End(s)
 }
 
 func idemDecMessages(d *idemimpl.Decoder, v *Messages) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Page":
-			idemDecPage(d, &v.Page)
-		case "Stats":
-			idemDecStats(d, &v.Stats)
-		case "Meta":
-			idemDecExtMeta(d, &v.Meta)
-		case "Items":
-			idemimpl.DecList(d, &v.Items, idemimpl.DecString)
-		}
-	}
+	s := d.Struct()
+	idemDecPage(d.Field(s, "Page"), &v.Page)
+	idemDecStats(d.Field(s, "Stats"), &v.Stats)
+	idemDecExtMeta(d.Field(s, "Meta"), &v.Meta)
+	idemimpl.DecList(d.Field(s, "Items"), &v.Items, idemimpl.DecString)
+	d.End(s)
 }
 
 func idemDecPage(d *idemimpl.Decoder, v *Page) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Page":
-			v.Page = int(d.Int(64))
-		case "Next":
-			v.Next = d.String()
-		}
-	}
+	s := d.Struct()
+	v.Page = int(d.Field(s, "Page").Int(64))
+	v.Next = d.Field(s, "Next").String()
+	d.End(s)
 }
 
 func idemDecStats(d *idemimpl.Decoder, v *Stats) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Page":
-			v.Page = int(d.Int(64))
-		case "Total":
-			v.Total = int(d.Int(64))
-		}
-	}
+	s := d.Struct()
+	v.Page = int(d.Field(s, "Page").Int(64))
+	v.Total = int(d.Field(s, "Total").Int(64))
+	d.End(s)
 }
 
 func idemEncExtMeta(e *idemimpl.Encoder, v *ext.Meta) {

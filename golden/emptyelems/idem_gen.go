@@ -46,56 +46,54 @@ var idemSpecTags = &idem.Spec{
 }
 
 func idemDecMarker(d *idemimpl.Decoder, v *Marker) {
-	for range d.Fields() {
-	}
+	s := d.Struct()
+	d.End(s)
 }
 
 func idemDecSets(d *idemimpl.Decoder, v *Sets) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Set":
-			if d.Nil() {
-				v.Set = nil
-			} else {
-				n := d.Map()
-				v.Set = make(map[string]struct{}, n)
-				for range n {
-					var k string
-					var x struct{}
-					k = d.String()
-					for range d.Fields() {
-					}
-					v.Set[k] = x
-				}
-			}
-		case "Markers":
-			if d.Nil() {
-				v.Markers = nil
-			} else {
-				n2 := d.Map()
-				v.Markers = make(map[int]Marker, n2)
-				for range n2 {
-					var k2 int
-					var x2 Marker
-					k2 = int(d.Int(64))
-					idemDecMarker(d, &x2)
-					v.Markers[k2] = x2
-				}
-			}
-		case "Slots":
-			idemimpl.DecListHead(d, &v.Slots)
-			for range v.Slots {
-				for range d.Fields() {
-				}
-			}
-		case "Fixed":
-			if d.Array(len(v.Fixed)) {
-				for i2 := range v.Fixed {
-					idemDecMarker(d, &v.Fixed[i2])
-				}
-			}
+	s := d.Struct()
+	d.Field(s, "Set")
+	if d.Nil() {
+		v.Set = nil
+	} else {
+		n := d.Map()
+		v.Set = make(map[string]struct{}, n)
+		for range n {
+			var k string
+			var x struct{}
+			k = d.String()
+			s2 := d.Struct()
+			d.End(s2)
+			v.Set[k] = x
 		}
 	}
+	d.Field(s, "Markers")
+	if d.Nil() {
+		v.Markers = nil
+	} else {
+		n2 := d.Map()
+		v.Markers = make(map[int]Marker, n2)
+		for range n2 {
+			var k2 int
+			var x2 Marker
+			k2 = int(d.Int(64))
+			idemDecMarker(d, &x2)
+			v.Markers[k2] = x2
+		}
+	}
+	d.Field(s, "Slots")
+	idemimpl.DecListHead(d, &v.Slots)
+	for range v.Slots {
+		s3 := d.Struct()
+		d.End(s3)
+	}
+	d.Field(s, "Fixed")
+	if d.Array(len(v.Fixed)) {
+		for i2 := range v.Fixed {
+			idemDecMarker(d, &v.Fixed[i2])
+		}
+	}
+	d.End(s)
 }
 
 func idemEncMarker(e *idemimpl.Encoder, v *Marker) {

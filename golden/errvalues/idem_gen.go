@@ -117,45 +117,30 @@ func (idemErrors) DecodeError(d *idemimpl.Decoder, name string) error {
 }
 
 func idemDecBrokerPartition(d *idemimpl.Decoder, v *broker.Partition) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = int(d.Int(64))
-		case "Error":
-			v.Error = d.Error(idemErrors{})
-		}
-	}
+	s := d.Struct()
+	v.ID = int(d.Field(s, "ID").Int(64))
+	v.Error = d.Field(s, "Error").Error(idemErrors{})
+	d.End(s)
 }
 
 func idemDecBrokerProduceResponse(d *idemimpl.Decoder, v *broker.ProduceResponse) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Partitions":
-			idemimpl.DecList(d, &v.Partitions, idemDecBrokerPartition)
-		case "Throttle":
-			v.Throttle = int(d.Int(64))
-		}
-	}
+	s := d.Struct()
+	idemimpl.DecList(d.Field(s, "Partitions"), &v.Partitions, idemDecBrokerPartition)
+	v.Throttle = int(d.Field(s, "Throttle").Int(64))
+	d.End(s)
 }
 
 func idemDecItem(d *idemimpl.Decoder, v *Item) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		case "Err":
-			v.Err = d.Error(idemErrors{})
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	v.Err = d.Field(s, "Err").Error(idemErrors{})
+	d.End(s)
 }
 
 func idemDecNotFound(d *idemimpl.Decoder, v *NotFound) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	d.End(s)
 }
 
 func idemEncBrokerPartition(e *idemimpl.Encoder, v *broker.Partition) {

@@ -44,17 +44,14 @@ var idemSpecSummarize = &idem.Spec{
 	TTL:       time.Hour,
 	Codec: idemimpl.TypedCodec[idemResultSummarize]{
 		Decode: func(d *idemimpl.Decoder, v *idemResultSummarize) {
-			for f := range d.Fields() {
-				switch string(f) {
-				case "R1":
-					idemDecStats(d, &v.r1)
-				case "R2":
-					idemimpl.DecListHead(d, &v.r2)
-					for i := range v.r2 {
-						v.r2[i] = d.Float32()
-					}
-				}
+			s := d.Struct()
+			idemDecStats(d.Field(s, "R1"), &v.r1)
+			d.Field(s, "R2")
+			idemimpl.DecListHead(d, &v.r2)
+			for i := range v.r2 {
+				v.r2[i] = d.Float32()
 			}
+			d.End(s)
 		},
 		Encode: func(e *idemimpl.Encoder, v *idemResultSummarize) {
 			at := e.Struct()
@@ -81,28 +78,17 @@ type idemResultSummarize struct {
 }
 
 func idemDecStats(d *idemimpl.Decoder, v *Stats) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Mean":
-			v.Mean = d.Float64()
-		case "Min":
-			v.Min = d.Float64()
-		case "Max":
-			v.Max = d.Float64()
-		case "Zero":
-			v.Zero = d.Float64()
-		case "Ratio":
-			v.Ratio = d.Float32()
-		case "Samples":
-			idemimpl.DecList(d, &v.Samples, idemimpl.DecFloat64)
-		case "ByName":
-			idemimpl.DecMap(d, &v.ByName, (*idemimpl.Decoder).String, (*idemimpl.Decoder).Float64)
-		case "Peak":
-			idemimpl.DecPtr(d, &v.Peak, idemimpl.DecFloat64)
-		case "Complex":
-			v.Complex = d.Complex()
-		}
-	}
+	s := d.Struct()
+	v.Mean = d.Field(s, "Mean").Float64()
+	v.Min = d.Field(s, "Min").Float64()
+	v.Max = d.Field(s, "Max").Float64()
+	v.Zero = d.Field(s, "Zero").Float64()
+	v.Ratio = d.Field(s, "Ratio").Float32()
+	idemimpl.DecList(d.Field(s, "Samples"), &v.Samples, idemimpl.DecFloat64)
+	idemimpl.DecMap(d.Field(s, "ByName"), &v.ByName, (*idemimpl.Decoder).String, (*idemimpl.Decoder).Float64)
+	idemimpl.DecPtr(d.Field(s, "Peak"), &v.Peak, idemimpl.DecFloat64)
+	v.Complex = d.Field(s, "Complex").Complex()
+	d.End(s)
 }
 
 func idemEncStats(e *idemimpl.Encoder, v *Stats) {

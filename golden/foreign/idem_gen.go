@@ -150,12 +150,9 @@ var idemSpecIssuesServiceCreate = &idem.Spec{
 	TTL:       time.Hour,
 	Codec: idemimpl.TypedCodec[idemResultIssuesServiceCreate]{
 		Decode: func(d *idemimpl.Decoder, v *idemResultIssuesServiceCreate) {
-			for f := range d.Fields() {
-				switch string(f) {
-				case "R1":
-					idemimpl.DecPtr(d, &v.r1, idemDecSdkIssue)
-				}
-			}
+			s := d.Struct()
+			idemimpl.DecPtr(d.Field(s, "R1"), &v.r1, idemDecSdkIssue)
+			d.End(s)
 		},
 		Encode: func(e *idemimpl.Encoder, v *idemResultIssuesServiceCreate) {
 			at := e.Struct()
@@ -200,59 +197,38 @@ var idemSpecIssuesServiceLock = &idem.Spec{
 }
 
 func idemDecRefundRefund(d *idemimpl.Decoder, v *refund.Refund) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		case "Amount":
-			v.Amount = d.Int(64)
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	v.Amount = d.Field(s, "Amount").Int(64)
+	d.End(s)
 }
 
 func idemDecSdkError(d *idemimpl.Decoder, v *sdk.Error) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Code":
-			v.Code = d.String()
-		}
-	}
+	s := d.Struct()
+	v.Code = d.Field(s, "Code").String()
+	d.End(s)
 }
 
 func idemDecSdkIssue(d *idemimpl.Decoder, v *sdk.Issue) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Number":
-			v.Number = int(d.Int(64))
-		case "Title":
-			v.Title = d.String()
-		case "Labels":
-			idemimpl.DecList(d, &v.Labels, idemimpl.DecString)
-		case "Author":
-			idemimpl.DecPtr(d, &v.Author, idemimpl.DecString)
-		case "URL":
-			v.URL = d.String()
-		}
-	}
+	s := d.Struct()
+	v.Number = int(d.Field(s, "Number").Int(64))
+	v.Title = d.Field(s, "Title").String()
+	idemimpl.DecList(d.Field(s, "Labels"), &v.Labels, idemimpl.DecString)
+	idemimpl.DecPtr(d.Field(s, "Author"), &v.Author, idemimpl.DecString)
+	v.URL = d.Field(s, "URL").String()
+	d.End(s)
 }
 
 func idemDecSdkPaymentIntent(d *idemimpl.Decoder, v *sdk.PaymentIntent) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		case "Amount":
-			v.Amount = d.Int(64)
-		case "Currency":
-			v.Currency = d.String()
-		case "Created":
-			d.Unmarshaled(v.Created.UnmarshalBinary(d.Marshaled()))
-		case "Metadata":
-			idemimpl.DecMap(d, &v.Metadata, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
-		case "LastError":
-			idemimpl.DecPtr(d, &v.LastError, idemDecSdkError)
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	v.Amount = d.Field(s, "Amount").Int(64)
+	v.Currency = d.Field(s, "Currency").String()
+	d.Field(s, "Created")
+	d.Unmarshaled(v.Created.UnmarshalBinary(d.Marshaled()))
+	idemimpl.DecMap(d.Field(s, "Metadata"), &v.Metadata, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
+	idemimpl.DecPtr(d.Field(s, "LastError"), &v.LastError, idemDecSdkError)
+	d.End(s)
 }
 
 func idemEncRefundRefund(e *idemimpl.Encoder, v *refund.Refund) {

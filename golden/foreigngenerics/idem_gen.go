@@ -146,25 +146,17 @@ var idemSpecCatalogPrices = &idem.Spec{
 }
 
 func idemDecSdkItem(d *idemimpl.Decoder, v *sdk.Item) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		case "Price":
-			v.Price = d.Int(64)
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	v.Price = d.Field(s, "Price").Int(64)
+	d.End(s)
 }
 
 func idemDecSdkPage_SdkItem(d *idemimpl.Decoder, v *sdk.Page[sdk.Item]) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Items":
-			idemimpl.DecList(d, &v.Items, idemDecSdkItem)
-		case "Next":
-			v.Next = d.String()
-		}
-	}
+	s := d.Struct()
+	idemimpl.DecList(d.Field(s, "Items"), &v.Items, idemDecSdkItem)
+	v.Next = d.Field(s, "Next").String()
+	d.End(s)
 }
 
 func idemEncSdkItem(e *idemimpl.Encoder, v *sdk.Item) {

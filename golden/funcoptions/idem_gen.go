@@ -53,14 +53,10 @@ var idemSpecNotifierSend = &idem.Spec{
 }
 
 func idemDecSdkSendMessageOutputForNotifierSend(d *idemimpl.Decoder, v *sdk.SendMessageOutput) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "MessageId":
-			idemimpl.DecPtr(d, &v.MessageId, idemimpl.DecString)
-		case "SequenceNumber":
-			idemimpl.DecPtr(d, &v.SequenceNumber, idemimpl.DecString)
-		}
-	}
+	s := d.Struct()
+	idemimpl.DecPtr(d.Field(s, "MessageId"), &v.MessageId, idemimpl.DecString)
+	idemimpl.DecPtr(d.Field(s, "SequenceNumber"), &v.SequenceNumber, idemimpl.DecString)
+	d.End(s)
 }
 
 func idemEncSdkSendMessageOutputForNotifierSend(e *idemimpl.Encoder, v *sdk.SendMessageOutput) {

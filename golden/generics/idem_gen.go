@@ -49,14 +49,11 @@ var idemSpecCreateInvoice = &idem.Spec{
 	TTL:       time.Hour,
 	Codec: idemimpl.TypedCodec[idemResultCreateInvoice]{
 		Decode: func(d *idemimpl.Decoder, v *idemResultCreateInvoice) {
-			for f := range d.Fields() {
-				switch string(f) {
-				case "R1":
-					idemDecPage_Invoice(d, &v.r1)
-				case "R2":
-					d.Unmarshaled(v.r2.UnmarshalJSON(d.Marshaled()))
-				}
-			}
+			s := d.Struct()
+			idemDecPage_Invoice(d.Field(s, "R1"), &v.r1)
+			d.Field(s, "R2")
+			d.Unmarshaled(v.r2.UnmarshalJSON(d.Marshaled()))
+			d.End(s)
 		},
 		Encode: func(e *idemimpl.Encoder, v *idemResultCreateInvoice) {
 			at := e.Struct()
@@ -287,45 +284,30 @@ var idemSpecImport = &idem.Spec{
 }
 
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		case "Cents":
-			v.Cents = d.Int(64)
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	v.Cents = d.Field(s, "Cents").Int(64)
+	d.End(s)
 }
 
 func idemDecModelInvoice(d *idemimpl.Decoder, v *model2.Invoice) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Cents":
-			v.Cents = d.Int(64)
-		}
-	}
+	s := d.Struct()
+	v.Cents = d.Field(s, "Cents").Int(64)
+	d.End(s)
 }
 
 func idemDecPage_Invoice(d *idemimpl.Decoder, v *Page[Invoice]) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Items":
-			idemimpl.DecList(d, &v.Items, idemDecInvoice)
-		case "Next":
-			idemimpl.DecPtr(d, &v.Next, idemimpl.DecString)
-		}
-	}
+	s := d.Struct()
+	idemimpl.DecList(d.Field(s, "Items"), &v.Items, idemDecInvoice)
+	idemimpl.DecPtr(d.Field(s, "Next"), &v.Next, idemimpl.DecString)
+	d.End(s)
 }
 
 func idemDecPage_ModelInvoice(d *idemimpl.Decoder, v *Page[model2.Invoice]) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Items":
-			idemimpl.DecList(d, &v.Items, idemDecModelInvoice)
-		case "Next":
-			idemimpl.DecPtr(d, &v.Next, idemimpl.DecString)
-		}
-	}
+	s := d.Struct()
+	idemimpl.DecList(d.Field(s, "Items"), &v.Items, idemDecModelInvoice)
+	idemimpl.DecPtr(d.Field(s, "Next"), &v.Next, idemimpl.DecString)
+	d.End(s)
 }
 
 func idemEncInvoice(e *idemimpl.Encoder, v *Invoice) {

@@ -227,14 +227,10 @@ var idemSpecNotifierReset = &idem.Spec{
 }
 
 func idemDecBooking(d *idemimpl.Decoder, v *Booking) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Ref":
-			v.Ref = d.String()
-		case "Cents":
-			v.Cents = d.Int(64)
-		}
-	}
+	s := d.Struct()
+	v.Ref = d.Field(s, "Ref").String()
+	v.Cents = d.Field(s, "Cents").Int(64)
+	d.End(s)
 }
 
 func idemEncBooking(e *idemimpl.Encoder, v *Booking) {

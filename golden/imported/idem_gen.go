@@ -46,25 +46,17 @@ var idemSpecCrop = &idem.Spec{
 }
 
 func idemDecImagePoint(d *idemimpl.Decoder, v *image.Point) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "X":
-			v.X = int(d.Int(64))
-		case "Y":
-			v.Y = int(d.Int(64))
-		}
-	}
+	s := d.Struct()
+	v.X = int(d.Field(s, "X").Int(64))
+	v.Y = int(d.Field(s, "Y").Int(64))
+	d.End(s)
 }
 
 func idemDecImageRectangle(d *idemimpl.Decoder, v *image.Rectangle) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Min":
-			idemDecImagePoint(d, &v.Min)
-		case "Max":
-			idemDecImagePoint(d, &v.Max)
-		}
-	}
+	s := d.Struct()
+	idemDecImagePoint(d.Field(s, "Min"), &v.Min)
+	idemDecImagePoint(d.Field(s, "Max"), &v.Max)
+	d.End(s)
 }
 
 func idemEncImagePoint(e *idemimpl.Encoder, v *image.Point) {

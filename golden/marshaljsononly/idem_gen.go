@@ -44,25 +44,17 @@ var idemSpecBill = &idem.Spec{
 }
 
 func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Units":
-			v.Units = d.Int(64)
-		case "Currency":
-			v.Currency = d.String()
-		}
-	}
+	s := d.Struct()
+	v.Units = d.Field(s, "Units").Int(64)
+	v.Currency = d.Field(s, "Currency").String()
+	d.End(s)
 }
 
 func idemDecInvoice(d *idemimpl.Decoder, v *Invoice) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Total":
-			idemDecAmount(d, &v.Total)
-		case "Lines":
-			idemimpl.DecList(d, &v.Lines, idemDecAmount)
-		}
-	}
+	s := d.Struct()
+	idemDecAmount(d.Field(s, "Total"), &v.Total)
+	idemimpl.DecList(d.Field(s, "Lines"), &v.Lines, idemDecAmount)
+	d.End(s)
 }
 
 func idemEncAmount(e *idemimpl.Encoder, v *Amount) {

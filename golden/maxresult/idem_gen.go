@@ -45,14 +45,10 @@ var idemSpecBuild = &idem.Spec{
 }
 
 func idemDecReport(d *idemimpl.Decoder, v *Report) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		case "Body":
-			v.Body = d.String()
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	v.Body = d.Field(s, "Body").String()
+	d.End(s)
 }
 
 func idemEncReport(e *idemimpl.Encoder, v *Report) {

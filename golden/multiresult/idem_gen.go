@@ -47,19 +47,15 @@ var idemSpecSplit = &idem.Spec{
 	OnDuplicate: idem.DuplicateWait,
 	Codec: idemimpl.TypedCodec[idemResultSplit]{
 		Decode: func(d *idemimpl.Decoder, v *idemResultSplit) {
-			for f := range d.Fields() {
-				switch string(f) {
-				case "R1":
-					v.r1 = int(d.Int(64))
-				case "R2":
-					idemimpl.DecListHead(d, &v.r2)
-					for i := range v.r2 {
-						v.r2[i] = int(d.Int(64))
-					}
-				case "R3":
-					idemimpl.DecPtr(d, &v.r3, idemDecReceipt)
-				}
+			s := d.Struct()
+			v.r1 = int(d.Field(s, "R1").Int(64))
+			d.Field(s, "R2")
+			idemimpl.DecListHead(d, &v.r2)
+			for i := range v.r2 {
+				v.r2[i] = int(d.Int(64))
 			}
+			idemimpl.DecPtr(d.Field(s, "R3"), &v.r3, idemDecReceipt)
+			d.End(s)
 		},
 		Encode: func(e *idemimpl.Encoder, v *idemResultSplit) {
 			at := e.Struct()
@@ -113,16 +109,11 @@ var idemSpecQuote = &idem.Spec{
 	TTL:       time.Hour,
 	Codec: idemimpl.TypedCodec[idemResultQuote]{
 		Decode: func(d *idemimpl.Decoder, v *idemResultQuote) {
-			for f := range d.Fields() {
-				switch string(f) {
-				case "R1":
-					v.price = d.Int(64)
-				case "R2":
-					v.currency = d.String()
-				case "R3":
-					v.r3 = d.Bool()
-				}
-			}
+			s := d.Struct()
+			v.price = d.Field(s, "R1").Int(64)
+			v.currency = d.Field(s, "R2").String()
+			v.r3 = d.Field(s, "R3").Bool()
+			d.End(s)
 		},
 		Encode: func(e *idemimpl.Encoder, v *idemResultQuote) {
 			at := e.Struct()
@@ -142,28 +133,25 @@ type idemResultQuote struct {
 }
 
 func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		case "Lines":
-			if d.Nil() {
-				v.Lines = nil
-			} else {
-				n := d.Map()
-				v.Lines = make(map[string]int, n)
-				for range n {
-					var k string
-					var x int
-					k = d.String()
-					x = int(d.Int(64))
-					v.Lines[k] = x
-				}
-			}
-		case "At":
-			d.Unmarshaled(v.At.UnmarshalBinary(d.Marshaled()))
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	d.Field(s, "Lines")
+	if d.Nil() {
+		v.Lines = nil
+	} else {
+		n := d.Map()
+		v.Lines = make(map[string]int, n)
+		for range n {
+			var k string
+			var x int
+			k = d.String()
+			x = int(d.Int(64))
+			v.Lines[k] = x
 		}
 	}
+	d.Field(s, "At")
+	d.Unmarshaled(v.At.UnmarshalBinary(d.Marshaled()))
+	d.End(s)
 }
 
 func idemEncReceipt(e *idemimpl.Encoder, v *Receipt) {

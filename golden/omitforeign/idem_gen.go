@@ -47,8 +47,8 @@ var idemSpecModels = &idem.Spec{
 }
 
 func idemDecApiListForModels(d *idemimpl.Decoder, v *api.List) {
-	for range d.Fields() {
-	}
+	s := d.Struct()
+	d.End(s)
 }
 
 func idemEncApiListForModels(e *idemimpl.Encoder, v *api.List) {

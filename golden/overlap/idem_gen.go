@@ -70,21 +70,15 @@ var idemSpecRefund = &idem.Spec{
 }
 
 func idemDecReceiptForCharge(d *idemimpl.Decoder, v *Receipt) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	d.End(s)
 }
 
 func idemDecReceiptForRefund(d *idemimpl.Decoder, v *Receipt) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	d.End(s)
 }
 
 func idemEncReceiptForCharge(e *idemimpl.Encoder, v *Receipt) {

@@ -123,12 +123,9 @@ var idemSpecLater = &idem.Spec{
 }
 
 func idemDecItem(d *idemimpl.Decoder, v *Item) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	d.End(s)
 }
 
 func idemEncItem(e *idemimpl.Encoder, v *Item) {

@@ -65,73 +65,48 @@ func idemDecHttpHeader(d *idemimpl.Decoder, v *http.Header) {
 }
 
 func idemDecSdkAPIResource(d *idemimpl.Decoder, v *sdk.APIResource) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "LastResponse":
-			idemimpl.DecPtr(d, &v.LastResponse, idemDecSdkAPIResponse)
-		}
-	}
+	s := d.Struct()
+	idemimpl.DecPtr(d.Field(s, "LastResponse"), &v.LastResponse, idemDecSdkAPIResponse)
+	d.End(s)
 }
 
 func idemDecSdkAPIResponse(d *idemimpl.Decoder, v *sdk.APIResponse) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "StatusCode":
-			v.StatusCode = int(d.Int(64))
-		case "Header":
-			idemDecHttpHeader(d, &v.Header)
-		case "RequestID":
-			v.RequestID = d.String()
-		}
-	}
+	s := d.Struct()
+	v.StatusCode = int(d.Field(s, "StatusCode").Int(64))
+	idemDecHttpHeader(d.Field(s, "Header"), &v.Header)
+	v.RequestID = d.Field(s, "RequestID").String()
+	d.End(s)
 }
 
 func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "APIResource":
-			idemDecSdkAPIResource(d, &v.APIResource)
-		case "ID":
-			v.ID = d.String()
-		case "Amount":
-			v.Amount = d.Int(64)
-		case "Currency":
-			v.Currency = d.String()
-		case "Captured":
-			v.Captured = d.Bool()
-		case "Refunds":
-			idemimpl.DecListHead(d, &v.Refunds)
-			for i := range v.Refunds {
-				idemimpl.DecPtr(d, &v.Refunds[i], idemDecSdkRefund)
-			}
-		case "Metadata":
-			idemimpl.DecMap(d, &v.Metadata, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
-		case "Outcome":
-			idemimpl.DecPtr(d, &v.Outcome, idemDecSdkOutcome)
-		}
+	s := d.Struct()
+	idemDecSdkAPIResource(d.Field(s, "APIResource"), &v.APIResource)
+	v.ID = d.Field(s, "ID").String()
+	v.Amount = d.Field(s, "Amount").Int(64)
+	v.Currency = d.Field(s, "Currency").String()
+	v.Captured = d.Field(s, "Captured").Bool()
+	d.Field(s, "Refunds")
+	idemimpl.DecListHead(d, &v.Refunds)
+	for i := range v.Refunds {
+		idemimpl.DecPtr(d, &v.Refunds[i], idemDecSdkRefund)
 	}
+	idemimpl.DecMap(d.Field(s, "Metadata"), &v.Metadata, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
+	idemimpl.DecPtr(d.Field(s, "Outcome"), &v.Outcome, idemDecSdkOutcome)
+	d.End(s)
 }
 
 func idemDecSdkOutcome(d *idemimpl.Decoder, v *sdk.Outcome) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Type":
-			v.Type = d.String()
-		case "RiskScore":
-			v.RiskScore = d.Float64()
-		}
-	}
+	s := d.Struct()
+	v.Type = d.Field(s, "Type").String()
+	v.RiskScore = d.Field(s, "RiskScore").Float64()
+	d.End(s)
 }
 
 func idemDecSdkRefund(d *idemimpl.Decoder, v *sdk.Refund) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		case "Amount":
-			v.Amount = d.Int(64)
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	v.Amount = d.Field(s, "Amount").Int(64)
+	d.End(s)
 }
 
 func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {

@@ -85,25 +85,17 @@ var idemSpecGuardCheck = &idem.Spec{
 }
 
 func idemDecPair_string_bool(d *idemimpl.Decoder, v *Pair[ID, bool]) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Key":
-			v.Key = d.String()
-		case "Val":
-			v.Val = d.Bool()
-		}
-	}
+	s := d.Struct()
+	v.Key = d.Field(s, "Key").String()
+	v.Val = d.Field(s, "Val").Bool()
+	d.End(s)
 }
 
 func idemDecPair_string_int(d *idemimpl.Decoder, v *Pair[string, int]) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Key":
-			v.Key = d.String()
-		case "Val":
-			v.Val = int(d.Int(64))
-		}
-	}
+	s := d.Struct()
+	v.Key = d.Field(s, "Key").String()
+	v.Val = int(d.Field(s, "Val").Int(64))
+	d.End(s)
 }
 
 func idemEncPair_string_bool(e *idemimpl.Encoder, v *Pair[ID, bool]) {

@@ -108,23 +108,16 @@ var idemSpecTouch = &idem.Spec{
 }
 
 func idemDecMetaForTouch(d *idemimpl.Decoder, v *Meta) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Count":
-			v.Count = d.Int(64)
-		}
-	}
+	s := d.Struct()
+	v.Count = d.Field(s, "Count").Int(64)
+	d.End(s)
 }
 
 func idemDecTouchedForTouch(d *idemimpl.Decoder, v *Touched) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Meta":
-			idemDecMetaForTouch(d, &v.Meta)
-		case "Tenant":
-			v.Tenant = d.String()
-		}
-	}
+	s := d.Struct()
+	idemDecMetaForTouch(d.Field(s, "Meta"), &v.Meta)
+	v.Tenant = d.Field(s, "Tenant").String()
+	d.End(s)
 }
 
 func idemEncMetaForTouch(e *idemimpl.Encoder, v *Meta) {

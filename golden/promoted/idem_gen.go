@@ -223,38 +223,27 @@ var idemSpecRoute = &idem.Spec{
 }
 
 func idemDecMoney(d *idemimpl.Decoder, v *Money) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Decimal":
-			d.Unmarshaled(v.Decimal.UnmarshalText(d.Marshaled()))
-		case "Currency":
-			v.Currency = d.String()
-		}
-	}
+	s := d.Struct()
+	d.Field(s, "Decimal")
+	d.Unmarshaled(v.Decimal.UnmarshalText(d.Marshaled()))
+	v.Currency = d.Field(s, "Currency").String()
+	d.End(s)
 }
 
 func idemDecReceipt(d *idemimpl.Decoder, v *Receipt) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Stamped":
-			idemDecStamped(d, &v.Stamped)
-		case "Total":
-			idemDecMoney(d, &v.Total)
-		case "N":
-			v.N = d.Int(64)
-		}
-	}
+	s := d.Struct()
+	idemDecStamped(d.Field(s, "Stamped"), &v.Stamped)
+	idemDecMoney(d.Field(s, "Total"), &v.Total)
+	v.N = d.Field(s, "N").Int(64)
+	d.End(s)
 }
 
 func idemDecStamped(d *idemimpl.Decoder, v *Stamped) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Time":
-			d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
-		case "Order":
-			v.Order = d.String()
-		}
-	}
+	s := d.Struct()
+	d.Field(s, "Time")
+	d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
+	v.Order = d.Field(s, "Order").String()
+	d.End(s)
 }
 
 func idemEncMoney(e *idemimpl.Encoder, v *Money) {

@@ -47,19 +47,16 @@ var idemSpecGet = &idem.Spec{
 }
 
 func idemDecAmount(d *idemimpl.Decoder, v *Amount) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Float":
-			if d.Ptr() {
-				v.Float = new(big.Float)
-				d.Unmarshaled(v.Float.GobDecode(d.Marshaled()))
-			} else {
-				v.Float = nil
-			}
-		case "Currency":
-			v.Currency = d.String()
-		}
+	s := d.Struct()
+	d.Field(s, "Float")
+	if d.Ptr() {
+		v.Float = new(big.Float)
+		d.Unmarshaled(v.Float.GobDecode(d.Marshaled()))
+	} else {
+		v.Float = nil
 	}
+	v.Currency = d.Field(s, "Currency").String()
+	d.End(s)
 }
 
 func idemDecJsonRawMessage(d *idemimpl.Decoder, v *json.RawMessage) {
@@ -67,51 +64,35 @@ func idemDecJsonRawMessage(d *idemimpl.Decoder, v *json.RawMessage) {
 }
 
 func idemDecLocated(d *idemimpl.Decoder, v *Located) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Addr":
-			d.Unmarshaled(v.Addr.UnmarshalBinary(d.Marshaled()))
-		case "Label":
-			v.Label = d.String()
-		}
-	}
+	s := d.Struct()
+	d.Field(s, "Addr")
+	d.Unmarshaled(v.Addr.UnmarshalBinary(d.Marshaled()))
+	v.Label = d.Field(s, "Label").String()
+	d.End(s)
 }
 
 func idemDecRes(d *idemimpl.Decoder, v *Res) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Tagged":
-			idemDecTagged(d, &v.Tagged)
-		case "Stamp":
-			idemDecStamp(d, &v.Stamp)
-		case "Located":
-			idemDecLocated(d, &v.Located)
-		case "Amount":
-			idemDecAmount(d, &v.Amount)
-		}
-	}
+	s := d.Struct()
+	idemDecTagged(d.Field(s, "Tagged"), &v.Tagged)
+	idemDecStamp(d.Field(s, "Stamp"), &v.Stamp)
+	idemDecLocated(d.Field(s, "Located"), &v.Located)
+	idemDecAmount(d.Field(s, "Amount"), &v.Amount)
+	d.End(s)
 }
 
 func idemDecStamp(d *idemimpl.Decoder, v *Stamp) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Time":
-			d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
-		case "Source":
-			v.Source = d.String()
-		}
-	}
+	s := d.Struct()
+	d.Field(s, "Time")
+	d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
+	v.Source = d.Field(s, "Source").String()
+	d.End(s)
 }
 
 func idemDecTagged(d *idemimpl.Decoder, v *Tagged) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "RawMessage":
-			idemDecJsonRawMessage(d, &v.RawMessage)
-		case "Name":
-			v.Name = d.String()
-		}
-	}
+	s := d.Struct()
+	idemDecJsonRawMessage(d.Field(s, "RawMessage"), &v.RawMessage)
+	v.Name = d.Field(s, "Name").String()
+	d.End(s)
 }
 
 func idemEncAmount(e *idemimpl.Encoder, v *Amount) {

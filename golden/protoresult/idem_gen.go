@@ -47,19 +47,16 @@ var idemSpecRecord = &idem.Spec{
 	TTL:       time.Hour,
 	Codec: idemimpl.TypedCodec[idemResultRecord]{
 		Decode: func(d *idemimpl.Decoder, v *idemResultRecord) {
-			for f := range d.Fields() {
-				switch string(f) {
-				case "R1":
-					idemimpl.DecPtr(d, &v.r1, idemDecEvent)
-				case "R2":
-					if d.Ptr() {
-						v.r2 = new(timestamppb.Timestamp)
-						d.Unmarshaled(proto.Unmarshal(d.Marshaled(), v.r2))
-					} else {
-						v.r2 = nil
-					}
-				}
+			s := d.Struct()
+			idemimpl.DecPtr(d.Field(s, "R1"), &v.r1, idemDecEvent)
+			d.Field(s, "R2")
+			if d.Ptr() {
+				v.r2 = new(timestamppb.Timestamp)
+				d.Unmarshaled(proto.Unmarshal(d.Marshaled(), v.r2))
+			} else {
+				v.r2 = nil
 			}
+			d.End(s)
 		},
 		Encode: func(e *idemimpl.Encoder, v *idemResultRecord) {
 			at := e.Struct()
@@ -83,33 +80,30 @@ type idemResultRecord struct {
 }
 
 func idemDecEvent(d *idemimpl.Decoder, v *Event) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		case "At":
-			if d.Ptr() {
-				v.At = new(timestamppb.Timestamp)
-				d.Unmarshaled(proto.Unmarshal(d.Marshaled(), v.At))
-			} else {
-				v.At = nil
-			}
-		case "Attrs":
-			if d.Ptr() {
-				v.Attrs = new(structpb.Struct)
-				d.Unmarshaled(proto.Unmarshal(d.Marshaled(), v.Attrs))
-			} else {
-				v.Attrs = nil
-			}
-		case "None":
-			if d.Ptr() {
-				v.None = new(structpb.Struct)
-				d.Unmarshaled(proto.Unmarshal(d.Marshaled(), v.None))
-			} else {
-				v.None = nil
-			}
-		}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	d.Field(s, "At")
+	if d.Ptr() {
+		v.At = new(timestamppb.Timestamp)
+		d.Unmarshaled(proto.Unmarshal(d.Marshaled(), v.At))
+	} else {
+		v.At = nil
 	}
+	d.Field(s, "Attrs")
+	if d.Ptr() {
+		v.Attrs = new(structpb.Struct)
+		d.Unmarshaled(proto.Unmarshal(d.Marshaled(), v.Attrs))
+	} else {
+		v.Attrs = nil
+	}
+	d.Field(s, "None")
+	if d.Ptr() {
+		v.None = new(structpb.Struct)
+		d.Unmarshaled(proto.Unmarshal(d.Marshaled(), v.None))
+	} else {
+		v.None = nil
+	}
+	d.End(s)
 }
 
 func idemEncEvent(e *idemimpl.Encoder, v *Event) {

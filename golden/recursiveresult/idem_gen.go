@@ -49,19 +49,15 @@ func idemDecNode(d *idemimpl.Decoder, v *Node) {
 		return
 	}
 	defer d.Leave()
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = int(d.Int(64))
-		case "Children":
-			idemimpl.DecListHead(d, &v.Children)
-			for i := range v.Children {
-				idemimpl.DecPtr(d, &v.Children[i], idemDecNode)
-			}
-		case "Next":
-			idemimpl.DecPtr(d, &v.Next, idemDecNode)
-		}
+	s := d.Struct()
+	v.ID = int(d.Field(s, "ID").Int(64))
+	d.Field(s, "Children")
+	idemimpl.DecListHead(d, &v.Children)
+	for i := range v.Children {
+		idemimpl.DecPtr(d, &v.Children[i], idemDecNode)
 	}
+	idemimpl.DecPtr(d.Field(s, "Next"), &v.Next, idemDecNode)
+	d.End(s)
 }
 
 func idemEncNode(e *idemimpl.Encoder, v *Node) {

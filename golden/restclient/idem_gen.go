@@ -54,12 +54,9 @@ var idemSpecUsersServiceCreate = &idem.Spec{
 	TTL:       time.Hour,
 	Codec: idemimpl.TypedCodec[idemResultUsersServiceCreate]{
 		Decode: func(d *idemimpl.Decoder, v *idemResultUsersServiceCreate) {
-			for f := range d.Fields() {
-				switch string(f) {
-				case "R1":
-					idemimpl.DecPtr(d, &v.r1, idemDecUser)
-				}
-			}
+			s := d.Struct()
+			idemimpl.DecPtr(d.Field(s, "R1"), &v.r1, idemDecUser)
+			d.End(s)
 		},
 		Encode: func(e *idemimpl.Encoder, v *idemResultUsersServiceCreate) {
 			at := e.Struct()
@@ -76,22 +73,15 @@ type idemResultUsersServiceCreate struct {
 }
 
 func idemDecUser(d *idemimpl.Decoder, v *User) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.Int(64)
-		case "Login":
-			v.Login = d.String()
-		case "Email":
-			idemimpl.DecPtr(d, &v.Email, idemimpl.DecString)
-		case "Orgs":
-			idemimpl.DecList(d, &v.Orgs, idemimpl.DecString)
-		case "Created":
-			d.Unmarshaled(v.Created.UnmarshalBinary(d.Marshaled()))
-		case "Settings":
-			idemimpl.DecMap(d, &v.Settings, (*idemimpl.Decoder).String, (*idemimpl.Decoder).Bool)
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").Int(64)
+	v.Login = d.Field(s, "Login").String()
+	idemimpl.DecPtr(d.Field(s, "Email"), &v.Email, idemimpl.DecString)
+	idemimpl.DecList(d.Field(s, "Orgs"), &v.Orgs, idemimpl.DecString)
+	d.Field(s, "Created")
+	d.Unmarshaled(v.Created.UnmarshalBinary(d.Marshaled()))
+	idemimpl.DecMap(d.Field(s, "Settings"), &v.Settings, (*idemimpl.Decoder).String, (*idemimpl.Decoder).Bool)
+	d.End(s)
 }
 
 func idemEncUser(e *idemimpl.Encoder, v *User) {

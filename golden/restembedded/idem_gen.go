@@ -54,14 +54,10 @@ var idemSpecReposServiceCreate = &idem.Spec{
 	TTL:       time.Hour,
 	Codec: idemimpl.TypedCodec[idemResultReposServiceCreate]{
 		Decode: func(d *idemimpl.Decoder, v *idemResultReposServiceCreate) {
-			for f := range d.Fields() {
-				switch string(f) {
-				case "R1":
-					idemimpl.DecPtr(d, &v.r1, idemDecRepo)
-				case "R2":
-					idemimpl.DecPtr(d, &v.r2, idemDecResponseForReposServiceCreate)
-				}
-			}
+			s := d.Struct()
+			idemimpl.DecPtr(d.Field(s, "R1"), &v.r1, idemDecRepo)
+			idemimpl.DecPtr(d.Field(s, "R2"), &v.r2, idemDecResponseForReposServiceCreate)
+			d.End(s)
 		},
 		Encode: func(e *idemimpl.Encoder, v *idemResultReposServiceCreate) {
 			at := e.Struct()
@@ -79,23 +75,16 @@ type idemResultReposServiceCreate struct {
 }
 
 func idemDecRepo(d *idemimpl.Decoder, v *Repo) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.Int(64)
-		case "Name":
-			v.Name = d.String()
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").Int(64)
+	v.Name = d.Field(s, "Name").String()
+	d.End(s)
 }
 
 func idemDecResponseForReposServiceCreate(d *idemimpl.Decoder, v *Response) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Rate":
-			v.Rate = int(d.Int(64))
-		}
-	}
+	s := d.Struct()
+	v.Rate = int(d.Field(s, "Rate").Int(64))
+	d.End(s)
 }
 
 func idemEncRepo(e *idemimpl.Encoder, v *Repo) {

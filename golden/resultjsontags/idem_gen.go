@@ -44,20 +44,13 @@ var idemSpecF = &idem.Spec{
 }
 
 func idemDecRes(d *idemimpl.Decoder, v *Res) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		case "Cache":
-			v.Cache = d.String()
-		case "Items":
-			idemimpl.DecList(d, &v.Items, idemimpl.DecString)
-		case "Tags":
-			idemimpl.DecMap(d, &v.Tags, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
-		case "None":
-			idemimpl.DecList(d, &v.None, idemimpl.DecString)
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	v.Cache = d.Field(s, "Cache").String()
+	idemimpl.DecList(d.Field(s, "Items"), &v.Items, idemimpl.DecString)
+	idemimpl.DecMap(d.Field(s, "Tags"), &v.Tags, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
+	idemimpl.DecList(d.Field(s, "None"), &v.None, idemimpl.DecString)
+	d.End(s)
 }
 
 func idemEncRes(e *idemimpl.Encoder, v *Res) {

@@ -46,14 +46,11 @@ var idemSpecBuild = &idem.Spec{
 }
 
 func idemDecMeta(d *idemimpl.Decoder, v *Meta) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Created":
-			d.Unmarshaled(v.Created.UnmarshalBinary(d.Marshaled()))
-		case "Labels":
-			idemimpl.DecMap(d, &v.Labels, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
-		}
-	}
+	s := d.Struct()
+	d.Field(s, "Created")
+	d.Unmarshaled(v.Created.UnmarshalBinary(d.Marshaled()))
+	idemimpl.DecMap(d.Field(s, "Labels"), &v.Labels, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
+	d.End(s)
 }
 
 func idemDecReport(d *idemimpl.Decoder, v *Report) {
@@ -61,50 +58,41 @@ func idemDecReport(d *idemimpl.Decoder, v *Report) {
 		return
 	}
 	defer d.Leave()
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Meta":
-			idemDecMeta(d, &v.Meta)
-		case "Title":
-			v.Title = d.String()
-		case "Counts":
-			if d.Nil() {
-				v.Counts = nil
-			} else {
-				n := d.Map()
-				v.Counts = make(map[int]uint8, n)
-				for range n {
-					var k int
-					var x uint8
-					k = int(d.Int(64))
-					x = uint8(d.Uint(8))
-					v.Counts[k] = x
-				}
-			}
-		case "Blob":
-			v.Blob = d.Bytes()
-		case "Empty":
-			idemimpl.DecList(d, &v.Empty, idemimpl.DecString)
-		case "Nil":
-			idemimpl.DecList(d, &v.Nil, idemimpl.DecString)
-		case "Child":
-			idemimpl.DecPtr(d, &v.Child, idemDecReport)
-		case "Total":
-			d.Unmarshaled(v.Total.UnmarshalJSON(d.Marshaled()))
-		case "Matrix":
-			if d.Array(len(v.Matrix)) {
-				for i := range v.Matrix {
-					if d.Array(len(v.Matrix[i])) {
-						for i2 := range v.Matrix[i] {
-							v.Matrix[i][i2] = d.Float64()
-						}
-					}
-				}
-			}
-		case "Upper":
-			v.Upper = d.String()
+	s := d.Struct()
+	idemDecMeta(d.Field(s, "Meta"), &v.Meta)
+	v.Title = d.Field(s, "Title").String()
+	d.Field(s, "Counts")
+	if d.Nil() {
+		v.Counts = nil
+	} else {
+		n := d.Map()
+		v.Counts = make(map[int]uint8, n)
+		for range n {
+			var k int
+			var x uint8
+			k = int(d.Int(64))
+			x = uint8(d.Uint(8))
+			v.Counts[k] = x
 		}
 	}
+	v.Blob = d.Field(s, "Blob").Bytes()
+	idemimpl.DecList(d.Field(s, "Empty"), &v.Empty, idemimpl.DecString)
+	idemimpl.DecList(d.Field(s, "Nil"), &v.Nil, idemimpl.DecString)
+	idemimpl.DecPtr(d.Field(s, "Child"), &v.Child, idemDecReport)
+	d.Field(s, "Total")
+	d.Unmarshaled(v.Total.UnmarshalJSON(d.Marshaled()))
+	d.Field(s, "Matrix")
+	if d.Array(len(v.Matrix)) {
+		for i := range v.Matrix {
+			if d.Array(len(v.Matrix[i])) {
+				for i2 := range v.Matrix[i] {
+					v.Matrix[i][i2] = d.Float64()
+				}
+			}
+		}
+	}
+	v.Upper = d.Field(s, "Upper").String()
+	d.End(s)
 }
 
 func idemEncMeta(e *idemimpl.Encoder, v *Meta) {

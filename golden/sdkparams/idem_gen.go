@@ -53,14 +53,10 @@ var idemSpecCharge = &idem.Spec{
 }
 
 func idemDecSdkCharge(d *idemimpl.Decoder, v *sdk.Charge) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		case "Amount":
-			v.Amount = d.Int(64)
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	v.Amount = d.Field(s, "Amount").Int(64)
+	d.End(s)
 }
 
 func idemEncSdkCharge(e *idemimpl.Encoder, v *sdk.Charge) {

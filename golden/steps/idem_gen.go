@@ -65,16 +65,11 @@ func (m *Mailer) SendStep(ctx context.Context, to string, ch Charge) error {
 }
 
 func idemDecCharge(d *idemimpl.Decoder, v *Charge) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		case "Cents":
-			v.Cents = d.Int(64)
-		case "Tags":
-			idemimpl.DecList(d, &v.Tags, idemimpl.DecString)
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	v.Cents = d.Field(s, "Cents").Int(64)
+	idemimpl.DecList(d.Field(s, "Tags"), &v.Tags, idemimpl.DecString)
+	d.End(s)
 }
 
 func idemEncCharge(e *idemimpl.Encoder, v *Charge) {

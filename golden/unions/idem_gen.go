@@ -132,61 +132,42 @@ func idemDecBlocksBlock(d *idemimpl.Decoder, v *blocks.Block) {
 }
 
 func idemDecBlocksDivider(d *idemimpl.Decoder, v *blocks.Divider) {
-	for range d.Fields() {
-	}
+	s := d.Struct()
+	d.End(s)
 }
 
 func idemDecBlocksImage(d *idemimpl.Decoder, v *blocks.Image) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "URL":
-			v.URL = d.String()
-		case "Alt":
-			idemimpl.DecPtr(d, &v.Alt, idemimpl.DecString)
-		}
-	}
+	s := d.Struct()
+	v.URL = d.Field(s, "URL").String()
+	idemimpl.DecPtr(d.Field(s, "Alt"), &v.Alt, idemimpl.DecString)
+	d.End(s)
 }
 
 func idemDecBlocksMessage(d *idemimpl.Decoder, v *blocks.Message) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "TS":
-			v.TS = d.String()
-		case "Blocks":
-			idemimpl.DecList(d, &v.Blocks, idemDecBlocksBlock)
-		}
-	}
+	s := d.Struct()
+	v.TS = d.Field(s, "TS").String()
+	idemimpl.DecList(d.Field(s, "Blocks"), &v.Blocks, idemDecBlocksBlock)
+	d.End(s)
 }
 
 func idemDecBlocksSection(d *idemimpl.Decoder, v *blocks.Section) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Text":
-			v.Text = d.String()
-		case "Elements":
-			idemimpl.DecList(d, &v.Elements, idemDecBlocksBlock)
-		}
-	}
+	s := d.Struct()
+	v.Text = d.Field(s, "Text").String()
+	idemimpl.DecList(d.Field(s, "Elements"), &v.Elements, idemDecBlocksBlock)
+	d.End(s)
 }
 
 func idemDecCreated(d *idemimpl.Decoder, v *Created) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	d.End(s)
 }
 
 func idemDecDeleted(d *idemimpl.Decoder, v *Deleted) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		case "Reason":
-			v.Reason = d.String()
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	v.Reason = d.Field(s, "Reason").String()
+	d.End(s)
 }
 
 func idemDecEvent(d *idemimpl.Decoder, v *Event) {

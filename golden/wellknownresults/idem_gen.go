@@ -177,87 +177,73 @@ func idemDecJsonRawMessage(d *idemimpl.Decoder, v *json.RawMessage) {
 }
 
 func idemDecKnown(d *idemimpl.Decoder, v *Known) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Raw":
-			idemDecJsonRawMessage(d, &v.Raw)
-		case "IP":
-			idemDecNetIP(d, &v.IP)
-		case "IPNet":
-			idemDecNetIPNet(d, &v.IPNet)
-		case "Float":
-			if d.Ptr() {
-				v.Float = new(big.Float)
-				d.Unmarshaled(v.Float.GobDecode(d.Marshaled()))
-			} else {
-				v.Float = nil
-			}
-		case "FloatV":
-			d.Unmarshaled(v.FloatV.GobDecode(d.Marshaled()))
-		case "Int":
-			if d.Ptr() {
-				v.Int = new(big.Int)
-				d.Unmarshaled(v.Int.UnmarshalJSON(d.Marshaled()))
-			} else {
-				v.Int = nil
-			}
-		case "Rat":
-			if d.Ptr() {
-				v.Rat = new(big.Rat)
-				d.Unmarshaled(v.Rat.UnmarshalText(d.Marshaled()))
-			} else {
-				v.Rat = nil
-			}
-		case "Addr":
-			d.Unmarshaled(v.Addr.UnmarshalBinary(d.Marshaled()))
-		case "Prefix":
-			d.Unmarshaled(v.Prefix.UnmarshalBinary(d.Marshaled()))
-		case "AddrPort":
-			d.Unmarshaled(v.AddrPort.UnmarshalBinary(d.Marshaled()))
-		case "Time":
-			d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
-		case "Dur":
-			v.Dur = time.Duration(d.Int(64))
-		case "Number":
-			v.Number = json.Number(d.String())
-		case "NullS":
-			idemDecSqlNullString(d, &v.NullS)
-		case "NullT":
-			idemDecSqlNullTime(d, &v.NullT)
-		case "NullF":
-			idemDecSqlNullFloat64(d, &v.NullF)
-		case "Null":
-			idemDecSqlNull_int64(d, &v.Null)
-		case "Level":
-			d.Unmarshaled(v.Level.UnmarshalJSON(d.Marshaled()))
-		case "Header":
-			idemDecHttpHeader(d, &v.Header)
-		case "URL":
-			idemimpl.DecPtr(d, &v.URL, idemDecUrlURL)
-		case "URLV":
-			idemDecUrlURL(d, &v.URLV)
-		case "OID":
-			if b := d.Marshaled(); len(b) > 0 {
-				d.Unmarshaled(v.OID.UnmarshalBinary(b))
-			}
-		case "PCG":
-			d.Unmarshaled(v.PCG.UnmarshalBinary(d.Marshaled()))
-		case "ChaCha8":
-			if d.Ptr() {
-				v.ChaCha8 = new(rand.ChaCha8)
-				d.Unmarshaled(v.ChaCha8.UnmarshalBinary(d.Marshaled()))
-			} else {
-				v.ChaCha8 = nil
-			}
-		case "LevelVar":
-			if d.Ptr() {
-				v.LevelVar = new(slog.LevelVar)
-				d.Unmarshaled(v.LevelVar.UnmarshalText(d.Marshaled()))
-			} else {
-				v.LevelVar = nil
-			}
-		}
+	s := d.Struct()
+	idemDecJsonRawMessage(d.Field(s, "Raw"), &v.Raw)
+	idemDecNetIP(d.Field(s, "IP"), &v.IP)
+	idemDecNetIPNet(d.Field(s, "IPNet"), &v.IPNet)
+	d.Field(s, "Float")
+	if d.Ptr() {
+		v.Float = new(big.Float)
+		d.Unmarshaled(v.Float.GobDecode(d.Marshaled()))
+	} else {
+		v.Float = nil
 	}
+	d.Field(s, "FloatV")
+	d.Unmarshaled(v.FloatV.GobDecode(d.Marshaled()))
+	d.Field(s, "Int")
+	if d.Ptr() {
+		v.Int = new(big.Int)
+		d.Unmarshaled(v.Int.UnmarshalJSON(d.Marshaled()))
+	} else {
+		v.Int = nil
+	}
+	d.Field(s, "Rat")
+	if d.Ptr() {
+		v.Rat = new(big.Rat)
+		d.Unmarshaled(v.Rat.UnmarshalText(d.Marshaled()))
+	} else {
+		v.Rat = nil
+	}
+	d.Field(s, "Addr")
+	d.Unmarshaled(v.Addr.UnmarshalBinary(d.Marshaled()))
+	d.Field(s, "Prefix")
+	d.Unmarshaled(v.Prefix.UnmarshalBinary(d.Marshaled()))
+	d.Field(s, "AddrPort")
+	d.Unmarshaled(v.AddrPort.UnmarshalBinary(d.Marshaled()))
+	d.Field(s, "Time")
+	d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
+	v.Dur = time.Duration(d.Field(s, "Dur").Int(64))
+	v.Number = json.Number(d.Field(s, "Number").String())
+	idemDecSqlNullString(d.Field(s, "NullS"), &v.NullS)
+	idemDecSqlNullTime(d.Field(s, "NullT"), &v.NullT)
+	idemDecSqlNullFloat64(d.Field(s, "NullF"), &v.NullF)
+	idemDecSqlNull_int64(d.Field(s, "Null"), &v.Null)
+	d.Field(s, "Level")
+	d.Unmarshaled(v.Level.UnmarshalJSON(d.Marshaled()))
+	idemDecHttpHeader(d.Field(s, "Header"), &v.Header)
+	idemimpl.DecPtr(d.Field(s, "URL"), &v.URL, idemDecUrlURL)
+	idemDecUrlURL(d.Field(s, "URLV"), &v.URLV)
+	d.Field(s, "OID")
+	if b := d.Marshaled(); len(b) > 0 {
+		d.Unmarshaled(v.OID.UnmarshalBinary(b))
+	}
+	d.Field(s, "PCG")
+	d.Unmarshaled(v.PCG.UnmarshalBinary(d.Marshaled()))
+	d.Field(s, "ChaCha8")
+	if d.Ptr() {
+		v.ChaCha8 = new(rand.ChaCha8)
+		d.Unmarshaled(v.ChaCha8.UnmarshalBinary(d.Marshaled()))
+	} else {
+		v.ChaCha8 = nil
+	}
+	d.Field(s, "LevelVar")
+	if d.Ptr() {
+		v.LevelVar = new(slog.LevelVar)
+		d.Unmarshaled(v.LevelVar.UnmarshalText(d.Marshaled()))
+	} else {
+		v.LevelVar = nil
+	}
+	d.End(s)
 }
 
 func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
@@ -273,107 +259,73 @@ func idemDecNetIPMask(d *idemimpl.Decoder, v *net.IPMask) {
 }
 
 func idemDecNetIPNet(d *idemimpl.Decoder, v *net.IPNet) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "IP":
-			idemDecNetIP(d, &v.IP)
-		case "Mask":
-			idemDecNetIPMask(d, &v.Mask)
-		}
-	}
+	s := d.Struct()
+	idemDecNetIP(d.Field(s, "IP"), &v.IP)
+	idemDecNetIPMask(d.Field(s, "Mask"), &v.Mask)
+	d.End(s)
 }
 
 func idemDecSqlNullFloat64(d *idemimpl.Decoder, v *sql.NullFloat64) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Float64":
-			v.Float64 = d.Float64()
-		case "Valid":
-			v.Valid = d.Bool()
-		}
-	}
+	s := d.Struct()
+	v.Float64 = d.Field(s, "Float64").Float64()
+	v.Valid = d.Field(s, "Valid").Bool()
+	d.End(s)
 }
 
 func idemDecSqlNullString(d *idemimpl.Decoder, v *sql.NullString) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "String":
-			v.String = d.String()
-		case "Valid":
-			v.Valid = d.Bool()
-		}
-	}
+	s := d.Struct()
+	v.String = d.Field(s, "String").String()
+	v.Valid = d.Field(s, "Valid").Bool()
+	d.End(s)
 }
 
 func idemDecSqlNullTime(d *idemimpl.Decoder, v *sql.NullTime) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Time":
-			d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
-		case "Valid":
-			v.Valid = d.Bool()
-		}
-	}
+	s := d.Struct()
+	d.Field(s, "Time")
+	d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
+	v.Valid = d.Field(s, "Valid").Bool()
+	d.End(s)
 }
 
 func idemDecSqlNull_int64(d *idemimpl.Decoder, v *sql.Null[int64]) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "V":
-			v.V = d.Int(64)
-		case "Valid":
-			v.Valid = d.Bool()
-		}
-	}
+	s := d.Struct()
+	v.V = d.Field(s, "V").Int(64)
+	v.Valid = d.Field(s, "Valid").Bool()
+	d.End(s)
 }
 
 func idemDecUrlURL(d *idemimpl.Decoder, v *url.URL) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Scheme":
-			v.Scheme = d.String()
-		case "Opaque":
-			v.Opaque = d.String()
-		case "User":
-			if d.Ptr() {
-				v.User = new(url.Userinfo)
-				var name string
-				var pw *string
-				for f2 := range d.Fields() {
-					switch string(f2) {
-					case "Username":
-						name = d.String()
-					case "Password":
-						pw = new(string)
-						*pw = d.String()
-					}
-				}
-				if pw != nil {
-					*v.User = *url.UserPassword(name, *pw)
-				} else {
-					*v.User = *url.User(name)
-				}
-			} else {
-				v.User = nil
-			}
-		case "Host":
-			v.Host = d.String()
-		case "Path":
-			v.Path = d.String()
-		case "Fragment":
-			v.Fragment = d.String()
-		case "RawQuery":
-			v.RawQuery = d.String()
-		case "RawPath":
-			v.RawPath = d.String()
-		case "RawFragment":
-			v.RawFragment = d.String()
-		case "ForceQuery":
-			v.ForceQuery = d.Bool()
-		case "OmitHost":
-			v.OmitHost = d.Bool()
+	s := d.Struct()
+	v.Scheme = d.Field(s, "Scheme").String()
+	v.Opaque = d.Field(s, "Opaque").String()
+	d.Field(s, "User")
+	if d.Ptr() {
+		v.User = new(url.Userinfo)
+		s2 := d.Struct()
+		name := d.Field(s2, "Username").String()
+		var pw *string
+		if d.Field(s2, "Password").Present() {
+			pw = new(string)
+			*pw = d.String()
 		}
+		d.End(s2)
+		if pw != nil {
+			*v.User = *url.UserPassword(name, *pw)
+		} else {
+			*v.User = *url.User(name)
+		}
+	} else {
+		v.User = nil
 	}
+	v.Host = d.Field(s, "Host").String()
+	v.Path = d.Field(s, "Path").String()
+	v.Fragment = d.Field(s, "Fragment").String()
+	v.RawQuery = d.Field(s, "RawQuery").String()
+	v.RawPath = d.Field(s, "RawPath").String()
+	v.RawFragment = d.Field(s, "RawFragment").String()
+	v.ForceQuery = d.Field(s, "ForceQuery").Bool()
+	v.OmitHost = d.Field(s, "OmitHost").Bool()
+	d.End(s)
 }
 
 func idemEncHttpHeader(e *idemimpl.Encoder, v *http.Header) {

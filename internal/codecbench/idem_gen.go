@@ -44,86 +44,54 @@ var idemSpecPlace = &idem.Spec{
 }
 
 func idemDecAddress(d *idemimpl.Decoder, v *Address) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Street":
-			v.Street = d.String()
-		case "City":
-			v.City = d.String()
-		case "Zip":
-			v.Zip = d.String()
-		case "Country":
-			v.Country = d.String()
-		}
-	}
+	s := d.Struct()
+	v.Street = d.Field(s, "Street").String()
+	v.City = d.Field(s, "City").String()
+	v.Zip = d.Field(s, "Zip").String()
+	v.Country = d.Field(s, "Country").String()
+	d.End(s)
 }
 
 func idemDecCustomer(d *idemimpl.Decoder, v *Customer) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		case "Name":
-			v.Name = d.String()
-		case "Email":
-			v.Email = d.String()
-		case "Address":
-			idemDecAddress(d, &v.Address)
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	v.Name = d.Field(s, "Name").String()
+	v.Email = d.Field(s, "Email").String()
+	idemDecAddress(d.Field(s, "Address"), &v.Address)
+	d.End(s)
 }
 
 func idemDecLine(d *idemimpl.Decoder, v *Line) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "SKU":
-			v.SKU = d.String()
-		case "Qty":
-			v.Qty = int32(d.Int(32))
-		case "Price":
-			v.Price = d.Float64()
-		case "Tags":
-			idemimpl.DecMap(d, &v.Tags, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
-		}
-	}
+	s := d.Struct()
+	v.SKU = d.Field(s, "SKU").String()
+	v.Qty = int32(d.Field(s, "Qty").Int(32))
+	v.Price = d.Field(s, "Price").Float64()
+	idemimpl.DecMap(d.Field(s, "Tags"), &v.Tags, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
+	d.End(s)
 }
 
 func idemDecOrder(d *idemimpl.Decoder, v *Order) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		case "Customer":
-			idemDecCustomer(d, &v.Customer)
-		case "Lines":
-			idemimpl.DecList(d, &v.Lines, idemDecLine)
-		case "Total":
-			v.Total = d.Int(64)
-		case "Currency":
-			v.Currency = d.String()
-		case "Paid":
-			v.Paid = d.Bool()
-		case "CreatedAt":
-			d.Unmarshaled(v.CreatedAt.UnmarshalBinary(d.Marshaled()))
-		case "Notes":
-			idemimpl.DecPtr(d, &v.Notes, idemimpl.DecString)
-		case "Meta":
-			idemimpl.DecMap(d, &v.Meta, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
-		case "Discounts":
-			idemimpl.DecListHead(d, &v.Discounts)
-			for i := range v.Discounts {
-				v.Discounts[i] = d.Int(64)
-			}
-		case "Status":
-			v.Status = d.String()
-		case "Ref":
-			v.Ref = d.Bytes()
-		case "Weight":
-			v.Weight = d.Float64()
-		case "Items":
-			v.Items = int(d.Int(64))
-		}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	idemDecCustomer(d.Field(s, "Customer"), &v.Customer)
+	idemimpl.DecList(d.Field(s, "Lines"), &v.Lines, idemDecLine)
+	v.Total = d.Field(s, "Total").Int(64)
+	v.Currency = d.Field(s, "Currency").String()
+	v.Paid = d.Field(s, "Paid").Bool()
+	d.Field(s, "CreatedAt")
+	d.Unmarshaled(v.CreatedAt.UnmarshalBinary(d.Marshaled()))
+	idemimpl.DecPtr(d.Field(s, "Notes"), &v.Notes, idemimpl.DecString)
+	idemimpl.DecMap(d.Field(s, "Meta"), &v.Meta, (*idemimpl.Decoder).String, (*idemimpl.Decoder).String)
+	d.Field(s, "Discounts")
+	idemimpl.DecListHead(d, &v.Discounts)
+	for i := range v.Discounts {
+		v.Discounts[i] = d.Int(64)
 	}
+	v.Status = d.Field(s, "Status").String()
+	v.Ref = d.Field(s, "Ref").Bytes()
+	v.Weight = d.Field(s, "Weight").Float64()
+	v.Items = int(d.Field(s, "Items").Int(64))
+	d.End(s)
 }
 
 func idemEncAddress(e *idemimpl.Encoder, v *Address) {

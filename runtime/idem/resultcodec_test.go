@@ -55,26 +55,16 @@ func encV1(e *idemimpl.Encoder, v *shapeV1) {
 }
 
 func decV1(d *idemimpl.Decoder, v *shapeV1) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
-		case "A":
-			v.A = d.String()
-		case "B":
-			v.B = d.Int(64)
-		case "F":
-			v.F = decFloats(d)
-		case "M":
-			v.M = decMap(d)
-		case "P":
-			if d.Ptr() {
-				v.P = new(shapeV1)
-				decV1(d, v.P)
-			}
-		default:
-			d.Skip()
-		}
+	s := d.Struct()
+	v.A = d.Field(s, "A").String()
+	v.B = d.Field(s, "B").Int(64)
+	v.F = decFloats(d.Field(s, "F"))
+	v.M = decMap(d.Field(s, "M"))
+	if d.Field(s, "P").Ptr() {
+		v.P = new(shapeV1)
+		decV1(d, v.P)
 	}
+	d.End(s)
 }
 
 func encV2(e *idemimpl.Encoder, v *shapeV2) {
@@ -98,26 +88,16 @@ func encV2(e *idemimpl.Encoder, v *shapeV2) {
 }
 
 func decV2(d *idemimpl.Decoder, v *shapeV2) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
-		case "A":
-			v.A = d.String()
-		case "C":
-			v.C = uint32(d.Uint(32))
-		case "F":
-			v.F = decFloats(d)
-		case "M":
-			v.M = decMap(d)
-		case "P":
-			if d.Ptr() {
-				v.P = new(shapeV2)
-				decV2(d, v.P)
-			}
-		default:
-			d.Skip()
-		}
+	s := d.Struct()
+	v.A = d.Field(s, "A").String()
+	v.C = uint32(d.Field(s, "C").Uint(32))
+	v.F = decFloats(d.Field(s, "F"))
+	v.M = decMap(d.Field(s, "M"))
+	if d.Field(s, "P").Ptr() {
+		v.P = new(shapeV2)
+		decV2(d, v.P)
 	}
+	d.End(s)
 }
 
 func encFloats(e *idemimpl.Encoder, v []float64) {
@@ -300,15 +280,9 @@ func TestSpecCodecIncompatibleFailsClosed(t *testing.T) {
 	retyped := &idem.Spec{Name: "test.Retyped", Codec: idemimpl.TypedCodec[shapeRetyped]{
 		Encode: func(e *idemimpl.Encoder, v *shapeRetyped) { at := e.Struct(); e.Field("B"); e.String(v.B); e.End(at) },
 		Decode: func(d *idemimpl.Decoder, v *shapeRetyped) {
-			end := d.Struct()
-			for d.More(end) {
-				switch string(d.Field()) {
-				case "B":
-					v.B = d.String()
-				default:
-					d.Skip()
-				}
-			}
+			s := d.Struct()
+			v.B = d.Field(s, "B").String()
+			d.End(s)
 		},
 	}}
 	for range 2 {

@@ -34,17 +34,10 @@ func encLine(e *Encoder, v *line) {
 }
 
 func decLine(d *Decoder, v *line) {
-	end := d.Struct()
-	for d.More(end) {
-		switch string(d.Field()) {
-		case "SKU":
-			v.SKU = d.String()
-		case "Qty":
-			v.Qty = d.Int(64)
-		default:
-			d.Skip()
-		}
-	}
+	s := d.Struct()
+	v.SKU = d.Field(s, "SKU").String()
+	v.Qty = d.Field(s, "Qty").Int(64)
+	d.End(s)
 }
 
 // The inline forms the combinators stand for, as idemgen generated them.

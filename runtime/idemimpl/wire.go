@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"iter"
 	"math"
 	"sync"
 )
@@ -234,6 +233,10 @@ type Decoder struct {
 	off   int
 	err   error
 	depth int // Enter's count of nested recursive values
+	// absent: the field Field looked up is not in the record, and the
+	// reads of its value return the zero value (nil, false, 0, "", no
+	// elements) until the next Field or End.
+	absent bool
 }
 
 // Enter is called by the generated decoder of a recursive type before it
@@ -276,7 +279,7 @@ func (d *Decoder) mismatch(got byte, want string) {
 }
 
 func (d *Decoder) peek() (byte, bool) {
-	if d.err != nil {
+	if d.err != nil || d.absent {
 		return 0, false
 	}
 	if d.off >= len(d.b) {
@@ -336,6 +339,9 @@ func (d *Decoder) fixed(n int) []byte {
 
 // Nil reports whether a nil slice, map or []byte is next, and reads it.
 func (d *Decoder) Nil() bool {
+	if d.absent {
+		return true
+	}
 	k, ok := d.peek()
 	if ok && k == kNil {
 		d.off++
@@ -505,9 +511,12 @@ func (d *Decoder) Marshaled() []byte {
 	return b
 }
 
-// Unmarshaled records the error of an unmarshaling method as a corrupt record.
+// Unmarshaled records the error of an unmarshaling method as a corrupt
+// record. The value of a field the record does not hold is given no bytes,
+// and the method's error is ignored: the field keeps what the method left,
+// its zero value for the standard library's types.
 func (d *Decoder) Unmarshaled(err error) {
-	if err != nil {
+	if err != nil && !d.absent {
 		d.Fail(fmt.Errorf("%w: %w", ErrCorruptRecord, err))
 	}
 }
@@ -529,7 +538,7 @@ func (d *Decoder) open(k byte) int {
 }
 
 func (d *Decoder) count(end int, perItem int) int {
-	if d.err != nil {
+	if d.err != nil || d.absent {
 		return 0
 	}
 	n := d.uvarint()
@@ -546,8 +555,12 @@ func (d *Decoder) List() int {
 	return d.count(end, 1)
 }
 
-// Array reads an array's header; the stored length must be n.
+// Array reads an array's header; the stored length must be n. It is false
+// for an array the record does not hold, whose elements stay zero.
 func (d *Decoder) Array(n int) bool {
+	if d.absent {
+		return false
+	}
 	at := d.off
 	got := d.List()
 	if d.err == nil && got != n {
@@ -564,56 +577,87 @@ func (d *Decoder) Map() int {
 	return d.count(end, 2)
 }
 
-// Struct reads a struct's header; read fields while More(end).
-func (d *Decoder) Struct() int { return d.open(kStruct) }
+// A Struct is a struct value being read: Decoder.Struct begins it,
+// Decoder.Field finds its fields by name, Decoder.End finishes it.
+type Struct struct{ start, end int }
 
-// More reports whether the struct ending at end has another field.
-func (d *Decoder) More(end int) bool {
-	if d.err != nil {
-		return false
+// Struct reads a struct's header: read its fields with Field, then End.
+func (d *Decoder) Struct() Struct {
+	if d.absent {
+		return Struct{d.off, d.off} // a struct the record does not hold: no fields
 	}
-	if d.off > end {
+	end := d.open(kStruct)
+	return Struct{d.off, end}
+}
+
+// Field finds the field name of s and returns d, at its value, for the
+// read that follows: d.Field(s, "ID").String(). Fields are usually read in
+// the order they were written, and the next one is looked at first; any
+// other is searched for. A field s does not hold (the record was written
+// before the field was added) reads as its zero value; a field the type no
+// longer has is never looked up, and End skips it.
+func (d *Decoder) Field(s Struct, name string) *Decoder {
+	d.absent = false
+	if d.err != nil {
+		return d
+	}
+	if d.off < s.start || d.off > s.end {
 		d.corrupt("field past the end of its struct")
-		return false
+		return d
 	}
-	return d.off < end
-}
-
-// Field reads the next field's name (its value follows). Generated code
-// switches on string(name), which does not allocate.
-func (d *Decoder) Field() []byte {
-	n := d.uvarint()
-	if d.err != nil {
-		return nil
+	at := d.off
+	if v, ok := d.fieldAt(s, at, name); ok {
+		d.off = v
+		return d
 	}
-	if n > uint64(len(d.b)-d.off) {
-		d.corrupt("length past the end")
-		return nil
-	}
-	b := d.b[d.off : d.off+int(n)]
-	d.off += int(n)
-	return b
-}
-
-// Fields reads a struct: it yields each field's name, the field's value
-// following it. A value the loop body left unread (a field the type no
-// longer has) is skipped. Generated code switches on string(name), which
-// does not allocate; the loop inlines, so it costs what the loop over
-// Struct, More, Field and Skip it stands for does.
-func (d *Decoder) Fields() iter.Seq[[]byte] {
-	return func(yield func([]byte) bool) {
-		end := d.Struct()
-		for d.More(end) {
-			name := d.Field()
-			at := d.off
-			if !yield(name) {
-				return
-			}
-			if d.off == at {
-				d.Skip()
-			}
+	for off := s.start; off < s.end && d.err == nil; {
+		v, ok := d.fieldAt(s, off, name)
+		if ok {
+			d.off = v
+			return d
 		}
+		d.off = v
+		d.Skip() // the value of another field
+		off = d.off
 	}
+	if d.err == nil && d.off > s.end {
+		d.corrupt("field past the end of its struct")
+	}
+	if d.err == nil {
+		d.off, d.absent = at, true
+	}
+	return d
+}
+
+// Present reports whether the field Field looked up last is in the record.
+func (d *Decoder) Present() bool { return !d.absent && d.err == nil }
+
+// fieldAt reads the name of the field at off in s: where its value
+// starts, and whether the name is name. At the end of s, it is false.
+func (d *Decoder) fieldAt(s Struct, off int, name string) (int, bool) {
+	if off >= s.end {
+		return off, false
+	}
+	n, w := binary.Uvarint(d.b[off:s.end])
+	if w <= 0 || n > uint64(s.end-off-w) {
+		d.corrupt("bad field name")
+		return off, false
+	}
+	start := off + w
+	return start + int(n), string(d.b[start:start+int(n)]) == name
+}
+
+// End finishes reading s: the fields no Field call read are skipped.
+func (d *Decoder) End(s Struct) {
+	d.absent = false
+	if d.err != nil {
+		return
+	}
+	if d.off > s.end {
+		d.corrupt("field past the end of its struct")
+		return
+	}
+	d.off = s.end
 }
 
 // Skip reads over one value of any kind: a field the result type no

@@ -56,22 +56,15 @@ var idemSpecServiceCreatePayment = &idem.Spec{
 }
 
 func idemDecPayment(d *idemimpl.Decoder, v *Payment) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "ID":
-			v.ID = d.String()
-		case "AccountID":
-			v.AccountID = d.String()
-		case "Reference":
-			v.Reference = d.String()
-		case "Amount":
-			v.Amount = d.Int(64)
-		case "Currency":
-			v.Currency = d.String()
-		case "CreatedAt":
-			d.Unmarshaled(v.CreatedAt.UnmarshalBinary(d.Marshaled()))
-		}
-	}
+	s := d.Struct()
+	v.ID = d.Field(s, "ID").String()
+	v.AccountID = d.Field(s, "AccountID").String()
+	v.Reference = d.Field(s, "Reference").String()
+	v.Amount = d.Field(s, "Amount").Int(64)
+	v.Currency = d.Field(s, "Currency").String()
+	d.Field(s, "CreatedAt")
+	d.Unmarshaled(v.CreatedAt.UnmarshalBinary(d.Marshaled()))
+	d.End(s)
 }
 
 func idemEncPayment(e *idemimpl.Encoder, v *Payment) {

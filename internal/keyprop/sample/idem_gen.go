@@ -754,29 +754,21 @@ var idemSpecStored2 = &idem.Spec{
 					F1 S37
 					F2 [2]float64
 				})
-				for f := range d.Fields() {
-					switch string(f) {
-					case "F0":
-						for f2 := range d.Fields() {
-							switch string(f2) {
-							case "F0":
-								idemDecNetIP(d, &(*v).F0.F0)
-							case "F1":
-								idemDecOtherPoint(d, &(*v).F0.F1)
-							case "F2":
-								(*v).F0.F2 = uint(d.Uint(64))
-							}
-						}
-					case "F1":
-						idemDecS37(d, &(*v).F1)
-					case "F2":
-						if d.Array(len((*v).F2)) {
-							for i := range (*v).F2 {
-								(*v).F2[i] = d.Float64()
-							}
-						}
+				s := d.Struct()
+				d.Field(s, "F0")
+				s2 := d.Struct()
+				idemDecNetIP(d.Field(s2, "F0"), &(*v).F0.F0)
+				idemDecOtherPoint(d.Field(s2, "F1"), &(*v).F0.F1)
+				(*v).F0.F2 = uint(d.Field(s2, "F2").Uint(64))
+				d.End(s2)
+				idemDecS37(d.Field(s, "F1"), &(*v).F1)
+				d.Field(s, "F2")
+				if d.Array(len((*v).F2)) {
+					for i := range (*v).F2 {
+						(*v).F2[i] = d.Float64()
 					}
 				}
+				d.End(s)
 			} else {
 				*v = nil
 			}
@@ -1101,44 +1093,40 @@ var idemSpecStored10 = &idem.Spec{
 			F2 map[string]*big.Int
 			F3 S48
 		}) {
-			for f := range d.Fields() {
-				switch string(f) {
-				case "F0":
-					v.F0 = N47(d.Uint(16))
-				case "F1":
+			s := d.Struct()
+			v.F0 = N47(d.Field(s, "F0").Uint(16))
+			d.Field(s, "F1")
+			if d.Ptr() {
+				v.F1 = new([1]uint)
+				if d.Array(len(*v.F1)) {
+					for i := range *v.F1 {
+						(*v.F1)[i] = uint(d.Uint(64))
+					}
+				}
+			} else {
+				v.F1 = nil
+			}
+			d.Field(s, "F2")
+			if d.Nil() {
+				v.F2 = nil
+			} else {
+				n := d.Map()
+				v.F2 = make(map[string]*big.Int, n)
+				for range n {
+					var k string
+					var x *big.Int
+					k = d.String()
 					if d.Ptr() {
-						v.F1 = new([1]uint)
-						if d.Array(len(*v.F1)) {
-							for i := range *v.F1 {
-								(*v.F1)[i] = uint(d.Uint(64))
-							}
-						}
+						x = new(big.Int)
+						d.Unmarshaled(x.UnmarshalJSON(d.Marshaled()))
 					} else {
-						v.F1 = nil
+						x = nil
 					}
-				case "F2":
-					if d.Nil() {
-						v.F2 = nil
-					} else {
-						n := d.Map()
-						v.F2 = make(map[string]*big.Int, n)
-						for range n {
-							var k string
-							var x *big.Int
-							k = d.String()
-							if d.Ptr() {
-								x = new(big.Int)
-								d.Unmarshaled(x.UnmarshalJSON(d.Marshaled()))
-							} else {
-								x = nil
-							}
-							v.F2[k] = x
-						}
-					}
-				case "F3":
-					idemDecS48(d, &v.F3)
+					v.F2[k] = x
 				}
 			}
+			idemDecS48(d.Field(s, "F3"), &v.F3)
+			d.End(s)
 		},
 		Encode: func(e *idemimpl.Encoder, v *struct {
 			F0 N47
@@ -1276,8 +1264,8 @@ var idemSpecStoredFixed0 = &idem.Spec{
 					var k string
 					var x struct{}
 					k = d.String()
-					for range d.Fields() {
-					}
+					s := d.Struct()
+					d.End(s)
 					(*v)[k] = x
 				}
 			}
@@ -1351,8 +1339,8 @@ var idemSpecStoredFixed1 = &idem.Spec{
 		Decode: func(d *idemimpl.Decoder, v *[]struct{}) {
 			idemimpl.DecListHead(d, v)
 			for range *v {
-				for range d.Fields() {
-				}
+				s := d.Struct()
+				d.End(s)
 			}
 		},
 		Encode: func(e *idemimpl.Encoder, v *[]struct{}) {
@@ -1634,29 +1622,25 @@ var idemSpecStoredFixed4 = &idem.Spec{
 			E []Empty
 			P *Empty
 		}) {
-			for f := range d.Fields() {
-				switch string(f) {
-				case "S":
-					if d.Nil() {
-						v.S = nil
-					} else {
-						n := d.Map()
-						v.S = make(map[uint16]struct{}, n)
-						for range n {
-							var k uint16
-							var x struct{}
-							k = uint16(d.Uint(16))
-							for range d.Fields() {
-							}
-							v.S[k] = x
-						}
-					}
-				case "E":
-					idemimpl.DecList(d, &v.E, idemDecEmpty)
-				case "P":
-					idemimpl.DecPtr(d, &v.P, idemDecEmpty)
+			s := d.Struct()
+			d.Field(s, "S")
+			if d.Nil() {
+				v.S = nil
+			} else {
+				n := d.Map()
+				v.S = make(map[uint16]struct{}, n)
+				for range n {
+					var k uint16
+					var x struct{}
+					k = uint16(d.Uint(16))
+					s2 := d.Struct()
+					d.End(s2)
+					v.S[k] = x
 				}
 			}
+			idemimpl.DecList(d.Field(s, "E"), &v.E, idemDecEmpty)
+			idemimpl.DecPtr(d.Field(s, "P"), &v.P, idemDecEmpty)
+			d.End(s)
 		},
 		Encode: func(e *idemimpl.Encoder, v *struct {
 			S map[uint16]struct{}
@@ -1834,105 +1818,92 @@ var idemSpecStoredFixed6 = &idem.Spec{
 }
 
 func idemDecE50(d *idemimpl.Decoder, v *E50) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "F0":
-			v.F0 = N51(d.Float32())
-		case "E52":
-			idemimpl.DecPtr(d, &v.E52, idemDecE52)
-		case "Dec":
-			d.Unmarshaled(v.Dec.UnmarshalText(d.Marshaled()))
-		case "F3":
-			v.F3 = d.Float64()
-		}
-	}
+	s := d.Struct()
+	v.F0 = N51(d.Field(s, "F0").Float32())
+	idemimpl.DecPtr(d.Field(s, "E52"), &v.E52, idemDecE52)
+	d.Field(s, "Dec")
+	d.Unmarshaled(v.Dec.UnmarshalText(d.Marshaled()))
+	v.F3 = d.Field(s, "F3").Float64()
+	d.End(s)
 }
 
 func idemDecE52(d *idemimpl.Decoder, v *E52) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "F0":
-			d.Unmarshaled(v.F0.UnmarshalBinary(d.Marshaled()))
-		case "Tag":
-			d.Unmarshaled(v.Tag.UnmarshalText(d.Marshaled()))
-		case "F2":
-			v.F2 = d.Uint(64)
-		}
-	}
+	s := d.Struct()
+	d.Field(s, "F0")
+	d.Unmarshaled(v.F0.UnmarshalBinary(d.Marshaled()))
+	d.Field(s, "Tag")
+	d.Unmarshaled(v.Tag.UnmarshalText(d.Marshaled()))
+	v.F2 = d.Field(s, "F2").Uint(64)
+	d.End(s)
 }
 
 func idemDecEmpty(d *idemimpl.Decoder, v *Empty) {
-	for range d.Fields() {
-	}
+	s := d.Struct()
+	d.End(s)
 }
 
 func idemDecGen_Array1PtrBigInt(d *idemimpl.Decoder, v *Gen[[1]*big.Int]) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "V":
-			if d.Array(len(v.V)) {
-				for i := range v.V {
-					if d.Ptr() {
-						v.V[i] = new(big.Int)
-						d.Unmarshaled(v.V[i].UnmarshalJSON(d.Marshaled()))
-					} else {
-						v.V[i] = nil
-					}
-				}
-			}
-		case "L":
-			idemimpl.DecListHead(d, &v.L)
-			for i2 := range v.L {
-				if d.Array(len(v.L[i2])) {
-					for i3 := range v.L[i2] {
-						if d.Ptr() {
-							v.L[i2][i3] = new(big.Int)
-							d.Unmarshaled(v.L[i2][i3].UnmarshalJSON(d.Marshaled()))
-						} else {
-							v.L[i2][i3] = nil
-						}
-					}
-				}
-			}
-		case "P":
+	s := d.Struct()
+	d.Field(s, "V")
+	if d.Array(len(v.V)) {
+		for i := range v.V {
 			if d.Ptr() {
-				v.P = new([1]*big.Int)
-				if d.Array(len(*v.P)) {
-					for i4 := range *v.P {
-						if d.Ptr() {
-							(*v.P)[i4] = new(big.Int)
-							d.Unmarshaled((*v.P)[i4].UnmarshalJSON(d.Marshaled()))
-						} else {
-							(*v.P)[i4] = nil
-						}
-					}
-				}
+				v.V[i] = new(big.Int)
+				d.Unmarshaled(v.V[i].UnmarshalJSON(d.Marshaled()))
 			} else {
-				v.P = nil
+				v.V[i] = nil
 			}
 		}
 	}
+	d.Field(s, "L")
+	idemimpl.DecListHead(d, &v.L)
+	for i2 := range v.L {
+		if d.Array(len(v.L[i2])) {
+			for i3 := range v.L[i2] {
+				if d.Ptr() {
+					v.L[i2][i3] = new(big.Int)
+					d.Unmarshaled(v.L[i2][i3].UnmarshalJSON(d.Marshaled()))
+				} else {
+					v.L[i2][i3] = nil
+				}
+			}
+		}
+	}
+	d.Field(s, "P")
+	if d.Ptr() {
+		v.P = new([1]*big.Int)
+		if d.Array(len(*v.P)) {
+			for i4 := range *v.P {
+				if d.Ptr() {
+					(*v.P)[i4] = new(big.Int)
+					d.Unmarshaled((*v.P)[i4].UnmarshalJSON(d.Marshaled()))
+				} else {
+					(*v.P)[i4] = nil
+				}
+			}
+		}
+	} else {
+		v.P = nil
+	}
+	d.End(s)
 }
 
 func idemDecGen_uint16(d *idemimpl.Decoder, v *Gen[A44]) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "V":
-			v.V = uint16(d.Uint(16))
-		case "L":
-			idemimpl.DecListHead(d, &v.L)
-			for i := range v.L {
-				v.L[i] = uint16(d.Uint(16))
-			}
-		case "P":
-			if d.Ptr() {
-				v.P = new(A44)
-				*v.P = uint16(d.Uint(16))
-			} else {
-				v.P = nil
-			}
-		}
+	s := d.Struct()
+	v.V = uint16(d.Field(s, "V").Uint(16))
+	d.Field(s, "L")
+	idemimpl.DecListHead(d, &v.L)
+	for i := range v.L {
+		v.L[i] = uint16(d.Uint(16))
 	}
+	d.Field(s, "P")
+	if d.Ptr() {
+		v.P = new(A44)
+		*v.P = uint16(d.Uint(16))
+	} else {
+		v.P = nil
+	}
+	d.End(s)
 }
 
 func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
@@ -1944,36 +1915,24 @@ func idemDecNetIP(d *idemimpl.Decoder, v *net.IP) {
 }
 
 func idemDecOtherPoint(d *idemimpl.Decoder, v *other.Point) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "X":
-			v.X = int32(d.Int(32))
-		case "Y":
-			v.Y = int32(d.Int(32))
-		}
-	}
+	s := d.Struct()
+	v.X = int32(d.Field(s, "X").Int(32))
+	v.Y = int32(d.Field(s, "Y").Int(32))
+	d.End(s)
 }
 
 func idemDecPair_OtherCode_Rec39(d *idemimpl.Decoder, v *Pair[other.Code, Rec39]) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "K":
-			v.K = other.Code(d.String())
-		case "V":
-			idemDecRec39(d, &v.V)
-		}
-	}
+	s := d.Struct()
+	v.K = other.Code(d.Field(s, "K").String())
+	idemDecRec39(d.Field(s, "V"), &v.V)
+	d.End(s)
 }
 
 func idemDecPair_string_S45(d *idemimpl.Decoder, v *Pair[string, S45]) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "K":
-			v.K = d.String()
-		case "V":
-			idemDecS45(d, &v.V)
-		}
-	}
+	s := d.Struct()
+	v.K = d.Field(s, "K").String()
+	idemDecS45(d.Field(s, "V"), &v.V)
+	d.End(s)
 }
 
 func idemDecRec39(d *idemimpl.Decoder, v *Rec39) {
@@ -1981,169 +1940,126 @@ func idemDecRec39(d *idemimpl.Decoder, v *Rec39) {
 		return
 	}
 	defer d.Leave()
-	for f := range d.Fields() {
-		switch string(f) {
-		case "V":
-			v.V = int8(d.Int(8))
-		case "Next":
-			if d.Nil() {
-				v.Next = nil
-			} else {
-				n := d.Map()
-				v.Next = make(map[string]Rec39, n)
-				for range n {
-					var k string
-					var x Rec39
-					k = d.String()
-					idemDecRec39(d, &x)
-					v.Next[k] = x
-				}
-			}
+	s := d.Struct()
+	v.V = int8(d.Field(s, "V").Int(8))
+	d.Field(s, "Next")
+	if d.Nil() {
+		v.Next = nil
+	} else {
+		n := d.Map()
+		v.Next = make(map[string]Rec39, n)
+		for range n {
+			var k string
+			var x Rec39
+			k = d.String()
+			idemDecRec39(d, &x)
+			v.Next[k] = x
 		}
 	}
+	d.End(s)
 }
 
 func idemDecS37(d *idemimpl.Decoder, v *S37) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "F0":
-			v.F0 = d.Float64()
-		}
-	}
+	s := d.Struct()
+	v.F0 = d.Field(s, "F0").Float64()
+	d.End(s)
 }
 
 func idemDecS40(d *idemimpl.Decoder, v *S40) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "F0":
-			idemDecS41(d, &v.F0)
-		}
-	}
+	s := d.Struct()
+	idemDecS41(d.Field(s, "F0"), &v.F0)
+	d.End(s)
 }
 
 func idemDecS41(d *idemimpl.Decoder, v *S41) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "F0":
-			for f2 := range d.Fields() {
-				switch string(f2) {
-				case "F0":
-					v.F0.F0 = uint(d.Uint(64))
-				case "F1":
-					if d.Ptr() {
-						v.F0.F1 = new(big.Int)
-						d.Unmarshaled(v.F0.F1.UnmarshalJSON(d.Marshaled()))
-					} else {
-						v.F0.F1 = nil
-					}
-				case "F2":
-					if d.Ptr() {
-						v.F0.F2 = new(big.Int)
-						d.Unmarshaled(v.F0.F2.UnmarshalJSON(d.Marshaled()))
-					} else {
-						v.F0.F2 = nil
-					}
-				}
-			}
-		}
+	s := d.Struct()
+	d.Field(s, "F0")
+	s2 := d.Struct()
+	v.F0.F0 = uint(d.Field(s2, "F0").Uint(64))
+	d.Field(s2, "F1")
+	if d.Ptr() {
+		v.F0.F1 = new(big.Int)
+		d.Unmarshaled(v.F0.F1.UnmarshalJSON(d.Marshaled()))
+	} else {
+		v.F0.F1 = nil
 	}
+	d.Field(s2, "F2")
+	if d.Ptr() {
+		v.F0.F2 = new(big.Int)
+		d.Unmarshaled(v.F0.F2.UnmarshalJSON(d.Marshaled()))
+	} else {
+		v.F0.F2 = nil
+	}
+	d.End(s2)
+	d.End(s)
 }
 
 func idemDecS42(d *idemimpl.Decoder, v *S42) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "F0":
-			idemDecS43(d, &v.F0)
-		case "F1":
-			if d.Array(len(v.F1)) {
-				for i := range v.F1 {
-					idemDecGen_uint16(d, &v.F1[i])
-				}
-			}
-		case "F2":
-			idemDecGen_Array1PtrBigInt(d, &v.F2)
+	s := d.Struct()
+	idemDecS43(d.Field(s, "F0"), &v.F0)
+	d.Field(s, "F1")
+	if d.Array(len(v.F1)) {
+		for i := range v.F1 {
+			idemDecGen_uint16(d, &v.F1[i])
 		}
 	}
+	idemDecGen_Array1PtrBigInt(d.Field(s, "F2"), &v.F2)
+	d.End(s)
 }
 
 func idemDecS43(d *idemimpl.Decoder, v *S43) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "F0":
-			v.F0 = d.Uint(64)
-		}
-	}
+	s := d.Struct()
+	v.F0 = d.Field(s, "F0").Uint(64)
+	d.End(s)
 }
 
 func idemDecS45(d *idemimpl.Decoder, v *S45) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Time":
-			d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
-		case "F1":
-			if d.Ptr() {
-				v.F1 = new(big.Int)
-				d.Unmarshaled(v.F1.UnmarshalJSON(d.Marshaled()))
-			} else {
-				v.F1 = nil
-			}
-		}
+	s := d.Struct()
+	d.Field(s, "Time")
+	d.Unmarshaled(v.Time.UnmarshalBinary(d.Marshaled()))
+	d.Field(s, "F1")
+	if d.Ptr() {
+		v.F1 = new(big.Int)
+		d.Unmarshaled(v.F1.UnmarshalJSON(d.Marshaled()))
+	} else {
+		v.F1 = nil
 	}
+	d.End(s)
 }
 
 func idemDecS46(d *idemimpl.Decoder, v *S46) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "F0":
-			v.F0 = d.Complex()
-		}
-	}
+	s := d.Struct()
+	v.F0 = d.Field(s, "F0").Complex()
+	d.End(s)
 }
 
 func idemDecS48(d *idemimpl.Decoder, v *S48) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Point":
-			idemDecOtherPoint(d, &v.Point)
-		case "F1":
-			idemDecS49(d, &v.F1)
-		case "F2":
-			for f2 := range d.Fields() {
-				switch string(f2) {
-				case "F0":
-					v.F2.F0 = N54(d.String())
-				case "F1":
-					v.F2.F1 = uint16(d.Uint(16))
-				}
-			}
-		case "F3":
-			v.F3 = uint16(d.Uint(16))
-		}
-	}
+	s := d.Struct()
+	idemDecOtherPoint(d.Field(s, "Point"), &v.Point)
+	idemDecS49(d.Field(s, "F1"), &v.F1)
+	d.Field(s, "F2")
+	s2 := d.Struct()
+	v.F2.F0 = N54(d.Field(s2, "F0").String())
+	v.F2.F1 = uint16(d.Field(s2, "F1").Uint(16))
+	d.End(s2)
+	v.F3 = uint16(d.Field(s, "F3").Uint(16))
+	d.End(s)
 }
 
 func idemDecS49(d *idemimpl.Decoder, v *S49) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "F0":
-			v.F0 = uint8(d.Uint(8))
-		case "E50":
-			idemDecE50(d, &v.E50)
-		case "F2":
-			v.F2 = d.Any()
-		}
-	}
+	s := d.Struct()
+	v.F0 = uint8(d.Field(s, "F0").Uint(8))
+	idemDecE50(d.Field(s, "E50"), &v.E50)
+	v.F2 = d.Field(s, "F2").Any()
+	d.End(s)
 }
 
 func idemDecS56(d *idemimpl.Decoder, v *S56) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Dec":
-			d.Unmarshaled(v.Dec.UnmarshalText(d.Marshaled()))
-		case "F1":
-			v.F1 = d.Float64()
-		}
-	}
+	s := d.Struct()
+	d.Field(s, "Dec")
+	d.Unmarshaled(v.Dec.UnmarshalText(d.Marshaled()))
+	v.F1 = d.Field(s, "F1").Float64()
+	d.End(s)
 }
 
 func idemEncE50(e *idemimpl.Encoder, v *E50) {

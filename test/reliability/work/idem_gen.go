@@ -278,42 +278,28 @@ var idemSpecEffectsSteps = &idem.Spec{
 }
 
 func idemDecOutcome(d *idemimpl.Decoder, v *Outcome) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Key":
-			v.Key = d.String()
-		case "Fence":
-			v.Fence = d.Uint(64)
-		case "PID":
-			v.PID = int(d.Int(64))
-		case "Nonce":
-			v.Nonce = d.String()
-		case "BizAccepted":
-			v.BizAccepted = d.Bool()
-		}
-	}
+	s := d.Struct()
+	v.Key = d.Field(s, "Key").String()
+	v.Fence = d.Field(s, "Fence").Uint(64)
+	v.PID = int(d.Field(s, "PID").Int(64))
+	v.Nonce = d.Field(s, "Nonce").String()
+	v.BizAccepted = d.Field(s, "BizAccepted").Bool()
+	d.End(s)
 }
 
 func idemDecReading(d *idemimpl.Decoder, v *Reading) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Outcome":
-			idemDecOutcome(d, &v.Outcome)
-		case "Value":
-			v.Value = d.Float64()
-		}
-	}
+	s := d.Struct()
+	idemDecOutcome(d.Field(s, "Outcome"), &v.Outcome)
+	v.Value = d.Field(s, "Value").Float64()
+	d.End(s)
 }
 
 func idemDecStrictReading(d *idemimpl.Decoder, v *StrictReading) {
-	for f := range d.Fields() {
-		switch string(f) {
-		case "Outcome":
-			idemDecOutcome(d, &v.Outcome)
-		case "Gauge":
-			d.Unmarshaled(v.Gauge.UnmarshalJSON(d.Marshaled()))
-		}
-	}
+	s := d.Struct()
+	idemDecOutcome(d.Field(s, "Outcome"), &v.Outcome)
+	d.Field(s, "Gauge")
+	d.Unmarshaled(v.Gauge.UnmarshalJSON(d.Marshaled()))
+	d.End(s)
 }
 
 func idemEncOutcome(e *idemimpl.Encoder, v *Outcome) {
