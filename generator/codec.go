@@ -647,7 +647,9 @@ func (g *codecGen) fieldEnc(name string, code []jen.Code) []jen.Code {
 
 // eCall and dCall call a method of the Encoder e and the Decoder d.
 func eCall(m string, args ...jen.Code) *jen.Statement { return jen.Id("e").Dot(m).Call(args...) }
-func (g *codecGen) dCall(m string, args ...jen.Code) *jen.Statement { return g.d().Dot(m).Call(args...) }
+func (g *codecGen) dCall(m string, args ...jen.Code) *jen.Statement {
+	return g.d().Dot(m).Call(args...)
+}
 
 // d is the Decoder d, as the code that reads a value names it. Each use
 // is remembered, so that a struct field read by one statement that uses d
