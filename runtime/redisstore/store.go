@@ -338,10 +338,23 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		args = append(args, o.At.UnixMicro(), micro(o.Grace), override)
 	}
 	var res []any
-	err := s.piped(ctx, func(c redis.Scripter) (err error) {
+	run := func(c redis.Scripter) (err error) {
 		res, err = s.claimScript().Run(ctx, c, keys, args...).Slice()
 		return err
-	})
+	}
+	var err error
+	if len(keys) > 1 {
+		// An ordered claim (two keys) goes alone, never in a pipeline: it
+		// is the command a Cluster refuses with TRYAGAIN while its slot
+		// migrates, and when the first command go-redis's Cluster
+		// pipeline sent to a node gets TRYAGAIN, go-redis sends every
+		// command of that node again, also those it has already queued
+		// for an ASK target, so one command runs on two nodes at once and
+		// two goroutines write its reply.
+		err = s.untilSlotSettled(ctx, func() error { return s.bounded(ctx, func() error { return run(s.rdb) }) })
+	} else {
+		err = s.piped(ctx, run)
+	}
 	if err != nil {
 		return idem.ClaimResult{}, s.wrap(ctx, "claim", req.Key, err)
 	}
