@@ -424,22 +424,26 @@ func (r *resharder) close() {
 	}
 }
 
-// readSlots reads which master owns every slot (CLUSTER SLOTS).
+// readSlots reads which master owns every slot (CLUSTER SHARDS).
 func (r *resharder) readSlots(ctx context.Context) error {
-	ranges, err := r.masters[0].c.ClusterSlots(ctx).Result()
+	shards, err := r.masters[0].c.ClusterShards(ctx).Result()
 	if err != nil {
 		return err
 	}
-	for _, s := range ranges {
-		if len(s.Nodes) == 0 {
-			continue
+	for _, sh := range shards {
+		var n *rnode
+		for _, nd := range sh.Nodes {
+			if nd.Role == "master" {
+				n = r.byAddr(net.JoinHostPort(nd.IP, strconv.FormatInt(nd.Port, 10)))
+			}
 		}
-		n := r.byAddr(s.Nodes[0].Addr)
-		if n == nil {
-			return fmt.Errorf("slots %d-%d are served by %s, not a known master", s.Start, s.End, s.Nodes[0].Addr)
+		if n == nil && len(sh.Slots) > 0 {
+			return fmt.Errorf("slots %v are served by no known master: %+v", sh.Slots, sh.Nodes)
 		}
-		for slot := s.Start; slot <= s.End; slot++ {
-			r.owner[int(slot)] = n
+		for _, sr := range sh.Slots {
+			for slot := sr.Start; slot <= sr.End; slot++ {
+				r.owner[int(slot)] = n
+			}
 		}
 	}
 	return nil
