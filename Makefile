@@ -13,7 +13,9 @@ EACH_MODULE = failed=; for m in $(MODULES); do echo "== module $$m"; (cd $$m && 
 	test -z "$$failed" || { echo "FAILED in module(s):$$failed"; exit 1; }
 
 # Start the extra servers tests need (the Redis Cluster, the Redis
-# Sentinel set and Cluster with replicas the failover tests kill, dynalite,
+# Sentinel set and Cluster with replicas the failover tests kill, the
+# Cluster the resharding rows move slots of (which they restart afresh
+# and stop), dynalite,
 # the Firestore emulator: about 20 s before it answers; kfake, the
 # Kafka-protocol broker of runtime/idemkafka; sqsemu, the SQS server of
 # runtime/idemsqs). The machine's PostgreSQL, Redis, RabbitMQ and NATS are
@@ -27,6 +29,7 @@ services:
 	scripts/sqs.sh
 	bash scripts/redis-cluster.sh start
 	bash scripts/redis-failover.sh start
+	bash scripts/redis-reshard.sh start
 
 # Every module's dependencies in the module cache: tests that build
 # scratch modules offline (GOPROXY=off, generator/behaviour_test.go) need

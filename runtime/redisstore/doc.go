@@ -161,6 +161,30 @@
 // prefix may not contain braces. A call's steps are inside its record's
 // value, so they are in its slot too.
 //
+// While a slot migrates (resharding: CLUSTER SETSLOT MIGRATING/IMPORTING
+// and MIGRATE, as redis-cli --cluster reshard or rebalance does it) every
+// command of the store names one record key, which the source serves
+// while it holds the key and the target (ASK, which go-redis follows)
+// once it has moved; a claim, a heartbeat, a completion, a step record or
+// a wait's read therefore lands on whichever node holds the record. An
+// ordered claim names two keys (the call's and its entity's order
+// record), and Redis refuses such a command with TRYAGAIN while the node
+// it reaches does not hold both, that is for most of the migration;
+// go-redis tries it again only MaxRedirects times, within tens of
+// milliseconds, and a pipelined command not at all, and a command whose
+// redirect budget ran out returns the MOVED or ASK it got last. The
+// store tries a command refused in any of these ways again (the server
+// did not run it) for up to 10s, never past the call's ctx, and then
+// fails it with idem.ErrStoreUnavailable. It sends ordered claims alone,
+// outside its pipeline: when the first command go-redis's Cluster
+// pipeline sent to a node gets TRYAGAIN, go-redis sends every command of
+// that node again, also those it has already queued for an ASK target,
+// and one command then runs on two nodes at once. Notifications published on
+// the target while the slot's shard subscriptions are still on the
+// source are lost; waiters read the record at their poll interval (see
+// Waiting). test/reliability's resharding rows run duplicate storms
+// through slot migrations and a rebalance that adds a master.
+//
 // # Eviction: use maxmemory-policy noeviction
 //
 // An evicted record is a forgotten call: a duplicate would run again, and a

@@ -60,22 +60,28 @@ func WithPipelining(on bool) Option {
 
 // piped runs call, which runs a script through c, bounded by ctx: through
 // the pipe, which bounds each command by its ctx itself, or, with
-// pipelining off, on the client under Store.bounded.
+// pipelining off, on the client under Store.bounded. A Cluster's refusal
+// while the key's slot moves is tried again (Store.untilSlotSettled).
 func (s *Store) piped(ctx context.Context, call func(c redis.Scripter) error) error {
-	if s.pipe == nil {
-		return s.bounded(ctx, func() error { return call(s.rdb) })
-	}
-	return call(s.pipe)
+	return s.untilSlotSettled(ctx, func() error {
+		if s.pipe == nil {
+			return s.bounded(ctx, func() error { return call(s.rdb) })
+		}
+		return call(s.pipe)
+	})
 }
 
 // process sends cmd through the pipe (or directly when pipelining is off)
 // and returns its error, or ctx's error as soon as ctx is done; cmd may be
-// read only when the error is nil or a reply's.
+// read only when the error is nil or a reply's. Like piped, it tries a
+// command again that a Cluster refused while its slot moves.
 func (s *Store) process(ctx context.Context, cmd redis.Cmder) error {
-	if s.pipe == nil {
-		return s.bounded(ctx, func() error { return s.rdb.Process(ctx, cmd) })
-	}
-	return s.pipe.process(ctx, cmd)
+	return s.untilSlotSettled(ctx, func() error {
+		if s.pipe == nil {
+			return s.bounded(ctx, func() error { return s.rdb.Process(ctx, cmd) })
+		}
+		return s.pipe.process(ctx, cmd)
+	})
 }
 
 func (p *pipe) process(ctx context.Context, cmd redis.Cmder) error {

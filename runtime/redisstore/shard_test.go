@@ -199,34 +199,71 @@ func clusterMasters(t *testing.T, rdb *redis.ClusterClient) map[string]*master {
 // redis-cli --cluster reshard does, and tells every master.
 func moveSlot(t *testing.T, nodes map[string]*master, slot int, src, dst *master) {
 	t.Helper()
+	openSlotMigration(t, slot, src, dst)
+	migrateSlotKeys(t, slot, src, dst, nil)
+	closeSlotMigration(t, nodes, slot, dst)
+}
+
+// openSlotMigration puts slot in migration from src to dst: IMPORTING on
+// dst, MIGRATING on src. Until closeSlotMigration the slot's keys are
+// split between the two as migrateSlotKeys moves them.
+func openSlotMigration(t *testing.T, slot int, src, dst *master) {
+	t.Helper()
 	ctx := context.Background()
-	must := func(err error) {
-		t.Helper()
+	for _, err := range []error{
+		dst.c.Do(ctx, "cluster", "setslot", slot, "importing", src.id).Err(),
+		src.c.Do(ctx, "cluster", "setslot", slot, "migrating", dst.id).Err(),
+	} {
 		if err != nil {
-			t.Fatalf("moving slot %d from %s to %s: %v", slot, src.addr, dst.addr, err)
+			t.Fatalf("opening the migration of slot %d from %s to %s: %v", slot, src.addr, dst.addr, err)
 		}
 	}
-	must(dst.c.Do(ctx, "cluster", "setslot", slot, "importing", src.id).Err())
-	must(src.c.Do(ctx, "cluster", "setslot", slot, "migrating", dst.id).Err())
+}
+
+// migrateSlotKeys MIGRATEs keys (all of the slot's keys on src when nil)
+// from src to dst.
+func migrateSlotKeys(t *testing.T, slot int, src, dst *master, keys []string) {
+	t.Helper()
+	ctx := context.Background()
 	host, port, err := net.SplitHostPort(dst.addr)
-	must(err)
-	for {
-		keys, err := src.c.ClusterGetKeysInSlot(ctx, slot, 100).Result()
-		must(err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for all := keys == nil; ; {
+		if all {
+			if keys, err = src.c.ClusterGetKeysInSlot(ctx, slot, 100).Result(); err != nil {
+				t.Fatalf("keys of slot %d on %s: %v", slot, src.addr, err)
+			}
+		}
 		if len(keys) == 0 {
-			break
+			return
 		}
 		args := []any{"migrate", host, port, "", 0, 5000, "keys"}
 		for _, k := range keys {
 			args = append(args, k)
 		}
-		must(src.c.Do(ctx, args...).Err())
+		if err := src.c.Do(ctx, args...).Err(); err != nil {
+			t.Fatalf("migrating %d keys of slot %d from %s to %s: %v", len(keys), slot, src.addr, dst.addr, err)
+		}
+		if !all {
+			return
+		}
 	}
-	must(dst.c.Do(ctx, "cluster", "setslot", slot, "node", dst.id).Err())
-	must(src.c.Do(ctx, "cluster", "setslot", slot, "node", dst.id).Err())
+}
+
+// closeSlotMigration gives slot to dst on every master (dst first, then
+// the others, as redis-cli --cluster reshard does).
+func closeSlotMigration(t *testing.T, nodes map[string]*master, slot int, dst *master) {
+	t.Helper()
+	ctx := context.Background()
+	if err := dst.c.Do(ctx, "cluster", "setslot", slot, "node", dst.id).Err(); err != nil {
+		t.Fatalf("giving slot %d to %s: %v", slot, dst.addr, err)
+	}
 	for _, n := range nodes {
-		if n != src && n != dst {
-			must(n.c.Do(ctx, "cluster", "setslot", slot, "node", dst.id).Err())
+		if n != dst {
+			if err := n.c.Do(ctx, "cluster", "setslot", slot, "node", dst.id).Err(); err != nil {
+				t.Fatalf("telling %s slot %d is %s's: %v", n.addr, slot, dst.addr, err)
+			}
 		}
 	}
 }

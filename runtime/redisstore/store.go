@@ -338,10 +338,23 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		args = append(args, o.At.UnixMicro(), micro(o.Grace), override)
 	}
 	var res []any
-	err := s.piped(ctx, func(c redis.Scripter) (err error) {
+	run := func(c redis.Scripter) (err error) {
 		res, err = s.claimScript().Run(ctx, c, keys, args...).Slice()
 		return err
-	})
+	}
+	var err error
+	if len(keys) > 1 {
+		// An ordered claim (two keys) goes alone, never in a pipeline: it
+		// is the command a Cluster refuses with TRYAGAIN while its slot
+		// migrates, and when the first command go-redis's Cluster
+		// pipeline sent to a node gets TRYAGAIN, go-redis sends every
+		// command of that node again, also those it has already queued
+		// for an ASK target, so one command runs on two nodes at once and
+		// two goroutines write its reply.
+		err = s.untilSlotSettled(ctx, func() error { return s.bounded(ctx, func() error { return run(s.rdb) }) })
+	} else {
+		err = s.piped(ctx, run)
+	}
 	if err != nil {
 		return idem.ClaimResult{}, s.wrap(ctx, "claim", req.Key, err)
 	}
@@ -383,6 +396,67 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		out.LastAccepted = time.UnixMicro(lease)
 	}
 	return s.ackClaim(ctx, req, rk, op, out, nil) // acks.go
+}
+
+// slotSettleWait bounds how long untilSlotSettled tries a command again
+// that a Cluster refused because its slot is moving: longer than a slot's
+// migration normally takes (its keys MIGRATEd in batches), short enough
+// that a migration left half-done (a resharding tool that died between
+// SETSLOT MIGRATING and SETSLOT NODE) surfaces as an error instead of a
+// hang.
+var slotSettleWait = 10 * time.Second
+
+// untilSlotSettled runs call, and again while it fails with a refusal
+// that says the key's slot is moving (slotRefused), with a growing pause
+// (5ms to 100ms), for up to slotSettleWait and never past ctx.
+//
+// A Cluster answers TRYAGAIN to a command on several keys of a slot in
+// migration when the node does not hold all of them (the source once one
+// has moved or does not exist, the target until every one has arrived):
+// an ordered claim's script (the call's record and its entity's order
+// record) gets it for as long as the migration lasts. go-redis retries
+// TRYAGAIN only MaxRedirects times (3 by default), within tens of
+// milliseconds, and a pipelined command not at all. And those retries
+// share go-redis's budget with MOVED and ASK redirections, so a command
+// that used it up on TRYAGAIN while the slot was handed over returns the
+// MOVED (or ASK) it got last instead of following it. Each of these is
+// the server's refusal before it runs the command: nothing happened, so
+// trying again is safe.
+func (s *Store) untilSlotSettled(ctx context.Context, call func() error) error {
+	var deadline time.Time
+	pause := 5 * time.Millisecond
+	for {
+		err := call()
+		if err == nil || !slotRefused(err) {
+			return err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(slotSettleWait)
+		}
+		if time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		timer := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return err // wrap reports ctx's error with it
+		case <-timer.C:
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+// slotRefused reports whether err is a Cluster's refusal of a command
+// because of where its slot is (TRYAGAIN, or a MOVED or ASK that go-redis
+// did not follow): the command did not run.
+func slotRefused(err error) bool {
+	if redis.IsTryAgainError(err) {
+		return true
+	}
+	_, moved := redis.IsMovedError(err)
+	_, ask := redis.IsAskError(err)
+	return moved || ask
 }
 
 // claimFresh is the SET NX GET step of Claim; ok is false when the claim
@@ -522,9 +596,11 @@ func (s *Store) read(ctx context.Context, op, key string) (now time.Time, r idem
 		return now, r, false, err
 	}
 	var res []any
-	err = s.bounded(ctx, func() (err error) {
-		res, err = readScript.Run(ctx, s.rdb, []string{s.RecordKey(key)}).Slice()
-		return err
+	err = s.untilSlotSettled(ctx, func() error {
+		return s.bounded(ctx, func() (err error) {
+			res, err = readScript.Run(ctx, s.rdb, []string{s.RecordKey(key)}).Slice()
+			return err
+		})
 	})
 	if err != nil {
 		return now, r, false, s.wrap(ctx, op, key, err)

@@ -47,6 +47,15 @@
 //     intended. The short version runs only the Sentinel with-acks row,
 //     small. The deployments are scripts/redis-failover.sh's, which the
 //     test starts.
+//   - resharding storm (Redis Cluster, reshard_test.go): a duplicate storm
+//     of waiting, heartbeating and three-step calls while the slots that
+//     hold its keys migrate between masters (SETSLOT MIGRATING/IMPORTING,
+//     MIGRATE in small batches, SETSLOT NODE), and while a fourth master
+//     joins and slots move to it; claims, heartbeats, completions, step
+//     records and waits follow ASK, MOVED and TRYAGAIN: every key runs
+//     once, every caller gets the same result, no call fails or hangs.
+//     The Cluster is scripts/redis-reshard.sh's, which the test restarts
+//     afresh and stops.
 //
 // `go test ./test/reliability` runs a short version (seconds);
 // IDEM_RELIABILITY=full runs the full one and, with

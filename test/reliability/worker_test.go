@@ -26,7 +26,8 @@ const workerEnv = "IDEM_REL_WORKER"
 
 // workerConfig is what the harness tells one worker process to do.
 type workerConfig struct {
-	// Role: storm, crash, recover, zombie, contend, skew.
+	// Role: storm, crash, recover, zombie, contend, skew, steps,
+	// steps-recover, reshard (reshard_test.go).
 	Role string
 	// Store: redis, postgres, file. StoreAddr is the Redis address or the
 	// Postgres URL (possibly a FaultProxy's), FileDir the file store's
@@ -82,6 +83,9 @@ type workerConfig struct {
 	FailoverAddrs []string
 	ReplicaAcks   bool
 	RetryErrors   bool
+
+	// ClusterAddrs: the resharding rows' Cluster (reshard_test.go).
+	ClusterAddrs []string
 }
 
 // callRecord is one call as the worker saw it.
@@ -129,6 +133,9 @@ func mark(phase, key string, fence uint64) {
 
 func openStore(ctx context.Context, cfg workerConfig) (idem.Store, func(), error) {
 	if st, closeFn, ok, err := openFailoverStore(ctx, cfg); ok {
+		return st, closeFn, err
+	}
+	if st, closeFn, ok, err := openReshardStore(ctx, cfg); ok {
 		return st, closeFn, err
 	}
 	switch cfg.Store {
@@ -236,6 +243,9 @@ func runWorker(cfg workerConfig) error {
 		}
 		return cfg.HoldMin + rand.N(cfg.HoldMax-cfg.HoldMin)
 	}
+	if cfg.Role == "reshard" {
+		hold = reshardHold
+	}
 	fx := work.NewIdempotentEffects(&work.Effects{
 		Ledger: &work.Ledger{Pool: lpool, Schema: cfg.LedgerSchema},
 		Hooks:  work.Hooks{Hold: hold, Mark: mark},
@@ -254,6 +264,8 @@ func runWorker(cfg workerConfig) error {
 		call = fx.Contend
 	case "skew":
 		call = fx.Skew
+	case "reshard":
+		call = reshardCall(fx)
 	default:
 		return fmt.Errorf("unknown role %q", cfg.Role)
 	}
@@ -328,6 +340,9 @@ func runWorker(cfg workerConfig) error {
 	wg.Wait()
 
 	evMu.Lock()
+	for k, n := range storeCounts.snapshot() {
+		events[k] += n
+	}
 	rep := workerReport{PID: os.Getpid(), Calls: calls, Events: events}
 	b, err := json.Marshal(rep)
 	evMu.Unlock()

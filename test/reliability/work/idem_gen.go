@@ -248,6 +248,43 @@ var idemSpecEffectsExit = &idem.Spec{
 	Codec:       idemimpl.Codec(idemEncOutcome, idemDecOutcome),
 }
 
+// Ordered is Effects.Ordered, run at most once per key (ttl=1h lease=10s on_duplicate=wait wait=2m
+// key=key name=rel.ordered order=entity:at grace=24h). The receiver is not part of the key (key=
+// can name its fields).
+func (e *IdempotentEffects) Ordered(ctx context.Context, key string, entity string, at time.Time) (Outcome, error) {
+	return idem.Do(ctx, e.beginOrdered(key, entity, &at), func(ctx context.Context) (Outcome, error) {
+		return e.Effects.Ordered(ctx, key, entity, at)
+	})
+}
+
+// OrderedKey is the store key Ordered claims for these arguments; nothing runs.
+func (e *IdempotentEffects) OrderedKey(key string, entity string, at time.Time) (string, error) {
+	return e.beginOrdered(key, entity, &at).StoreKey()
+}
+
+func (e *IdempotentEffects) beginOrdered(key string, entity string, at *time.Time) idem.Call {
+	c, k := e.g.Begin(idemSpecEffectsOrdered)
+	k.Key().ID(key)
+	k.Payload().String(key)
+	k.Payload().String(entity)
+	k.Payload().Time(*at)
+	k.Entity().String(entity)
+	k.At(*at)
+	return c
+}
+
+var idemSpecEffectsOrdered = &idem.Spec{
+	Name:        "rel.ordered",
+	Signature:   "d75f831bee5c9d65",
+	TTL:         time.Hour,
+	Lease:       10 * time.Second,
+	OnDuplicate: idem.DuplicateWait,
+	Wait:        2 * time.Minute,
+	Ordered:     true,
+	Grace:       24 * time.Hour,
+	Codec:       idemimpl.Codec(idemEncOutcome, idemDecOutcome),
+}
+
 // Steps is Effects.Steps, run at most once per key (ttl=1h lease=1s on_duplicate=wait wait=20s
 // name=rel.steps). The receiver is not part of the key (key= can name its fields).
 func (e *IdempotentEffects) Steps(ctx context.Context, key string) (Outcome, error) {
@@ -336,6 +373,7 @@ var (
 	_ = (func(*Effects, context.Context, string) (Reading, error))((*Effects).Measure)
 	_ = (func(*Effects, context.Context, string) (StrictReading, error))((*Effects).Strict)
 	_ = (func(*Effects, context.Context, string) (Outcome, error))((*Effects).Exit)
+	_ = (func(*Effects, context.Context, string, string, time.Time) (Outcome, error))((*Effects).Ordered)
 	_ = (func(*Effects, context.Context, string) (Outcome, error))((*Effects).Steps)
 	_ = struct {
 		Key         string

@@ -151,6 +151,16 @@ func (e *Effects) Exit(ctx context.Context, key string) (Outcome, error) {
 	return out, err
 }
 
+// Ordered records one execution of an event of entity at time at (order=
+// entity:at): its claim reads and advances the entity's order record in
+// the same script as the call's record, two keys of one Cluster slot. The
+// grace accepts any order the harness delivers events in.
+//
+//idem:name=rel.ordered key=key order=entity:at grace=24h lease=10s on_duplicate=wait wait=2m ttl=1h
+func (e *Effects) Ordered(ctx context.Context, key, entity string, at time.Time) (Outcome, error) {
+	return e.run(ctx, "ordered", key, false)
+}
+
 // StepNames are Steps' recovery points, in the order it runs them.
 var StepNames = []string{"charge", "email", "invoice"}
 
