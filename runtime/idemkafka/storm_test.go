@@ -238,6 +238,15 @@ type proc struct {
 	n    int
 	cmd  *exec.Cmd
 	done chan struct{}
+
+	// For the storm's diagnostics; touched by the storm's goroutine only.
+	blockAfter int       // > 0: a victim
+	started    time.Time // when the process was started
+	signal     string    // "KILL" or "TERM" once the storm signalled it
+	signalled  time.Time
+	outs, ran  int       // outcome lines, and of them status ran
+	last       time.Time // its last line
+	blocked    bool      // it printed BLOCKED
 }
 
 type event struct {
@@ -385,7 +394,7 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		p := &proc{n: len(procs), cmd: cmd, done: make(chan struct{})}
+		p := &proc{n: len(procs), cmd: cmd, done: make(chan struct{}), blockAfter: blockAfter, started: time.Now()}
 		procs = append(procs, p)
 		wg.Add(1)
 		go func() {
@@ -460,26 +469,72 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 		}
 		return ps
 	}
+	began, prodDone := time.Now(), false
+	// status describes the storm for a stall report: what the loop still
+	// waits for, and each worker's last sign of life.
+	status := func() string {
+		var b strings.Builder
+		n, _ := rdb.HLen(context.Background(), prefix+"ledger").Result()
+		lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		lag := commitLag(lctx, adm, group, topic)
+		lcancel()
+		fmt.Fprintf(&b, "after %v: produced all: %v; kills %d/%d, leaves %d/%d; ledger %d/%d IDs; commit lag %d; %d outcome lines",
+			time.Since(began).Round(time.Millisecond), prodDone, kills, size.Kills, leaves, size.Leaves, n, size.Messages, lag, len(outs))
+		for _, p := range procs {
+			state := "running"
+			select {
+			case <-p.done:
+				state = "exited"
+			default:
+			}
+			role := "worker"
+			if p.blockAfter > 0 {
+				role = fmt.Sprintf("victim (blocks at handler run %d)", p.blockAfter)
+			}
+			last := "never"
+			if !p.last.IsZero() {
+				last = time.Since(p.last).Round(time.Millisecond).String() + " ago"
+			}
+			fmt.Fprintf(&b, "\n  worker %d pid %d, %s, started %v in, %s; %d outcomes (%d ran), last line %s",
+				p.n, p.cmd.Process.Pid, role, p.started.Sub(began).Round(time.Millisecond), state, p.outs, p.ran, last)
+			if p.blocked {
+				b.WriteString(", BLOCKED")
+			}
+			if p.signal != "" {
+				fmt.Fprintf(&b, ", SIG%s %v ago", p.signal, time.Since(p.signalled).Round(time.Millisecond))
+			}
+		}
+		return b.String()
+	}
+	const stallAfter = 15 * time.Second
+	progress, stallLogged := time.Now(), false
 	leaveTick := time.NewTicker(700 * time.Millisecond)
 	defer leaveTick.Stop()
 	check := time.NewTicker(250 * time.Millisecond)
 	defer check.Stop()
-	prodDone := false
 	for {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("storm did not finish in %v: %d outcome lines, kills %d, leaves %d", size.Timeout, len(outs), kills, leaves)
+			t.Fatalf("storm did not finish in %v: %s", size.Timeout, status())
 		case err := <-produced:
 			prodDone = true
 			if err != nil {
 				t.Fatalf("produce: %v", err)
 			}
 		case e := <-events:
+			p := procs[e.proc]
+			p.last, progress, stallLogged = time.Now(), time.Now(), false
 			switch e.kind {
 			case "OUT":
 				outs = append(outs, e)
+				p.outs++
+				if e.status == "ran" {
+					p.ran++
+				}
 			case "BLOCKED":
+				p.blocked = true
 				if victim != nil && e.proc == victim.n {
+					victim.signal, victim.signalled = "KILL", time.Now()
 					victim.cmd.Process.Signal(syscall.SIGKILL)
 					kills++
 					victim = nil
@@ -497,6 +552,7 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 			if leaves < size.Leaves {
 				for _, p := range alive() {
 					if p != victim {
+						p.signal, p.signalled = "TERM", time.Now()
 						p.cmd.Process.Signal(syscall.SIGTERM)
 						leaves++
 						start(0)
@@ -506,6 +562,10 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 			}
 			continue
 		case <-check.C:
+		}
+		if !stallLogged && time.Since(progress) > stallAfter {
+			t.Logf("storm: no outcome for %v: %s", stallAfter, status())
+			stallLogged = true
 		}
 		if !prodDone || kills < size.Kills || leaves < size.Leaves {
 			continue
