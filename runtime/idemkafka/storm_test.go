@@ -160,7 +160,7 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 				}
 				time.Sleep(time.Millisecond)
 			}
-			printf("BLOCKED %s\n", id)
+			printf("BLOCKED %s %d %d\n", id, r.Partition, r.Offset)
 			<-make(chan struct{}) // until SIGKILL
 		}
 		d := cfg.HoldMin
@@ -238,6 +238,16 @@ type proc struct {
 	n    int
 	cmd  *exec.Cmd
 	done chan struct{}
+
+	// For the storm's diagnostics; touched by the storm's goroutine only.
+	blockAfter int       // > 0: a victim
+	started    time.Time // when the process was started
+	signal     string    // "KILL" or "TERM" once the storm signalled it
+	signalled  time.Time
+	outs, ran  int       // outcome lines, and of them status ran
+	last       time.Time // its last line
+	ready      bool      // it printed READY
+	blocked    bool      // it printed BLOCKED
 }
 
 type event struct {
@@ -246,6 +256,7 @@ type event struct {
 	id      string
 	status  string
 	attempt int
+	pos     string // partition/offset of the record (OUT, BLOCKED)
 }
 
 // TestRedeliveryStorm produces messages with stable IDs (and duplicate
@@ -258,7 +269,7 @@ type event struct {
 func TestRedeliveryStorm(t *testing.T) {
 	size := sizeFromEnv()
 	res := storm(t, size, false)
-	if diff := cmp.Diff(stormSummary{Effects: size.Messages}, res.summary); diff != "" {
+	if diff := cmp.Diff(stormSummary{Effects: size.Messages + res.fills}, res.summary); diff != "" {
 		t.Errorf("side effects per message ID (-want +got):\n%s\nduplicated: %v\nlost: %v", diff, res.dupIDs, res.lostIDs)
 	}
 	if res.dupStatus < size.DupSends {
@@ -281,9 +292,9 @@ func TestRedeliveryStorm(t *testing.T) {
 		if !strings.Contains(string(prev), "| broker |") {
 			fmt.Fprintf(fh, "| broker | size | messages | duplicate sends | forced redeliveries | redeliveries observed | side effects | duplicates | lost | notes |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		}
-		fmt.Fprintf(fh, "| Kafka protocol (kfake %s, franz-go kgo) | %s | %d | %d | %d SIGKILLs mid-handler, %d leaves/joins (rebalances) | %d | %d | %d | %d | %d consumer processes; %s (%s) |\n",
-			kfakeVersion, level, size.Messages, size.DupSends, res.kills, res.leaves, res.redeliveries, res.summary.Effects,
-			res.summary.Duplicates, res.summary.Lost, res.starts, runtime.Version(), time.Now().UTC().Format("2006-01-02 15:04 MST"))
+		fmt.Fprintf(fh, "| Kafka protocol (kfake %s, franz-go kgo) | %s | %d | %d | %d SIGKILLs mid-handler, %d leaves/joins (rebalances) | %d | %d | %d | %d | %d consumer processes; %d filler messages for the last victims; %s (%s) |\n",
+			kfakeVersion, level, size.Messages+res.fills, size.DupSends, res.kills, res.leaves, res.redeliveries, res.summary.Effects,
+			res.summary.Duplicates, res.summary.Lost, res.starts, res.fills, runtime.Version(), time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	}
 }
 
@@ -308,6 +319,18 @@ type stormResult struct {
 	dupIDs, lostIDs                 []string
 	kills, leaves                   int
 	redeliveries, dupStatus, starts int
+	fills                           int // filler messages (messages beyond size.Messages)
+}
+
+// fillBatch is how many filler messages the producer sends every 50ms
+// while a kill is due after the sends; maxFills bounds them.
+const fillBatch = 6
+
+func maxFills(size stormSize) int { return max(size.Messages, 2000) }
+
+type produceResult struct {
+	fills []string // the filler message IDs sent after the sends
+	err   error
 }
 
 func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
@@ -350,22 +373,61 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 	rand.Shuffle(len(sends)-size.Messages/2, func(i, j int) {
 		sends[size.Messages/2+i], sends[size.Messages/2+j] = sends[size.Messages/2+j], sends[size.Messages/2+i]
 	})
-	produced := make(chan error, 1)
+	// A victim is killed inside its BlockAfter-th handler run, so it needs
+	// records that nobody has processed yet: while a kill is still due
+	// after the sends, the producer goes on with filler messages (new IDs,
+	// sent once, checked in the ledger like the others) until the
+	// victims have blocked. Without them a victim that joins once the
+	// backlog is consumed waits for ever and the storm never ends.
+	killsDone := make(chan struct{})
+	if size.Kills == 0 {
+		close(killsDone)
+	}
+	produced := make(chan produceResult, 1)
 	go func() {
 		const batch = 25
-		for i := 0; i < len(sends); i += batch {
+		send := func(ids []string) error {
 			var rs []*kgo.Record
-			for _, id := range sends[i:min(i+batch, len(sends))] {
-				rs = append(rs, &kgo.Record{Topic: topic, Key: []byte(id), Value: []byte(`{"credit":` + strings.TrimPrefix(id, "msg-") + `}`),
+			for _, id := range ids {
+				credit := strings.TrimPrefix(strings.TrimPrefix(id, "msg-"), "fill-")
+				rs = append(rs, &kgo.Record{Topic: topic, Key: []byte(id), Value: []byte(`{"credit":` + credit + `}`),
 					Headers: []kgo.RecordHeader{{Key: "idempotency-key", Value: []byte(id)}}})
 			}
-			if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
-				produced <- err
+			return cl.ProduceSync(ctx, rs...).FirstErr()
+		}
+		for i := 0; i < len(sends); i += batch {
+			if err := send(sends[i:min(i+batch, len(sends))]); err != nil {
+				produced <- produceResult{err: err}
 				return
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		produced <- nil
+		var fills []string
+		for {
+			select {
+			case <-killsDone:
+				produced <- produceResult{fills: fills}
+				return
+			case <-ctx.Done():
+				produced <- produceResult{fills: fills, err: context.Cause(ctx)}
+				return
+			default:
+			}
+			if len(fills) >= maxFills(size) {
+				produced <- produceResult{fills: fills, err: fmt.Errorf("%d filler messages and the victims have not all blocked", len(fills))}
+				return
+			}
+			var b []string
+			for range fillBatch {
+				b = append(b, fmt.Sprintf("fill-%05d", len(fills)+len(b)))
+			}
+			if err := send(b); err != nil {
+				produced <- produceResult{fills: fills, err: err}
+				return
+			}
+			fills = append(fills, b...)
+			time.Sleep(50 * time.Millisecond)
+		}
 	}()
 
 	events := make(chan event, 1024)
@@ -385,7 +447,7 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		p := &proc{n: len(procs), cmd: cmd, done: make(chan struct{})}
+		p := &proc{n: len(procs), cmd: cmd, done: make(chan struct{}), blockAfter: blockAfter, started: time.Now()}
 		procs = append(procs, p)
 		wg.Add(1)
 		go func() {
@@ -399,11 +461,12 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 				}
 				e := event{proc: p.n, kind: f[0]}
 				switch {
-				case f[0] == "BLOCKED" && len(f) == 2:
-					e.id = f[1]
+				case f[0] == "BLOCKED" && len(f) == 4:
+					e.id, e.pos = f[1], f[2]+"/"+f[3]
 				case f[0] == "OUT" && len(f) == 6:
 					e.id, e.status = f[1], f[2]
 					e.attempt, _ = strconv.Atoi(f[3])
+					e.pos = f[4] + "/" + f[5]
 				case f[0] == "READY":
 				default:
 					continue
@@ -460,28 +523,83 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 		}
 		return ps
 	}
+	began, prodDone := time.Now(), false
+	var fills []string // set when the producer is done
+	var cut []string   // positions of the records whose handler a kill interrupted
+	// status describes the storm for a stall report: what the loop still
+	// waits for, and each worker's last sign of life.
+	status := func() string {
+		var b strings.Builder
+		n, _ := rdb.HLen(context.Background(), prefix+"ledger").Result()
+		lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		lag := commitLag(lctx, adm, group, topic)
+		lcancel()
+		fmt.Fprintf(&b, "after %v: produced all: %v (%d filler messages); kills %d/%d, leaves %d/%d; ledger %d IDs of %d messages; commit lag %d; %d outcome lines",
+			time.Since(began).Round(time.Millisecond), prodDone, len(fills), kills, size.Kills, leaves, size.Leaves, n, size.Messages, lag, len(outs))
+		for _, p := range procs {
+			state := "running"
+			select {
+			case <-p.done:
+				state = "exited"
+			default:
+			}
+			role := "worker"
+			if p.blockAfter > 0 {
+				role = fmt.Sprintf("victim (blocks at handler run %d)", p.blockAfter)
+			}
+			last := "never"
+			if !p.last.IsZero() {
+				last = time.Since(p.last).Round(time.Millisecond).String() + " ago"
+			}
+			fmt.Fprintf(&b, "\n  worker %d pid %d, %s, started %v in, %s; %d outcomes (%d ran), last line %s",
+				p.n, p.cmd.Process.Pid, role, p.started.Sub(began).Round(time.Millisecond), state, p.outs, p.ran, last)
+			if p.blocked {
+				b.WriteString(", BLOCKED")
+			}
+			if p.signal != "" {
+				fmt.Fprintf(&b, ", SIG%s %v ago", p.signal, time.Since(p.signalled).Round(time.Millisecond))
+			}
+		}
+		return b.String()
+	}
+	const stallAfter = 15 * time.Second
+	progress, stallLogged := time.Now(), false
 	leaveTick := time.NewTicker(700 * time.Millisecond)
 	defer leaveTick.Stop()
 	check := time.NewTicker(250 * time.Millisecond)
 	defer check.Stop()
-	prodDone := false
 	for {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("storm did not finish in %v: %d outcome lines, kills %d, leaves %d", size.Timeout, len(outs), kills, leaves)
-		case err := <-produced:
+			t.Fatalf("storm did not finish in %v: %s", size.Timeout, status())
+		case pr := <-produced:
 			prodDone = true
-			if err != nil {
-				t.Fatalf("produce: %v", err)
+			fills = pr.fills
+			if pr.err != nil {
+				t.Fatalf("produce: %v\n%s", pr.err, status())
 			}
 		case e := <-events:
+			p := procs[e.proc]
+			p.last, progress, stallLogged = time.Now(), time.Now(), false
 			switch e.kind {
 			case "OUT":
 				outs = append(outs, e)
+				p.outs++
+				if e.status == "ran" {
+					p.ran++
+				}
+			case "READY":
+				p.ready = true
 			case "BLOCKED":
+				p.blocked = true
 				if victim != nil && e.proc == victim.n {
+					victim.signal, victim.signalled = "KILL", time.Now()
 					victim.cmd.Process.Signal(syscall.SIGKILL)
 					kills++
+					cut = append(cut, e.pos)
+					if kills == size.Kills {
+						close(killsDone)
+					}
 					victim = nil
 					if ba := blockAfter(); ba > 0 {
 						victim = start(ba)
@@ -493,10 +611,15 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 			continue
 		case <-leaveTick.C:
 			// A consumer leaves (SIGTERM: revoke, commit, leave the
-			// group) and another joins, while records flow.
+			// group) and another joins, while records flow. Only a
+			// consumer that is running (READY) and was not signalled
+			// yet: one still shutting down after its SIGTERM is alive
+			// until it exits, and signalling it again would count a
+			// leave that never happens and add a member.
 			if leaves < size.Leaves {
 				for _, p := range alive() {
-					if p != victim {
+					if p != victim && p.ready && p.signal == "" {
+						p.signal, p.signalled = "TERM", time.Now()
 						p.cmd.Process.Signal(syscall.SIGTERM)
 						leaves++
 						start(0)
@@ -507,11 +630,15 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 			continue
 		case <-check.C:
 		}
+		if !stallLogged && time.Since(progress) > stallAfter {
+			t.Logf("storm: no outcome for %v: %s", stallAfter, status())
+			stallLogged = true
+		}
 		if !prodDone || kills < size.Kills || leaves < size.Leaves {
 			continue
 		}
 		n, err := rdb.HLen(ctx, prefix+"ledger").Result()
-		if err != nil || int(n) < size.Messages {
+		if err != nil || int(n) < size.Messages+len(fills) {
 			continue
 		}
 		if lag := commitLag(ctx, adm, group, topic); lag == 0 {
@@ -555,7 +682,7 @@ drain:
 	}
 	var dupIDs, lostIDs []string
 	effects := 0
-	for _, id := range ids {
+	for _, id := range append(ids, fills...) {
 		c, _ := strconv.Atoi(ledger[id])
 		effects += c
 		switch {
@@ -569,20 +696,31 @@ drain:
 			}
 		}
 	}
-	deliveries, dupStatus := 0, 0
+	// A redelivery is a delivery of a record position that had been
+	// delivered before: processed to an outcome, or interrupted by a kill
+	// (the victim's blocked handler prints no outcome, so counting
+	// deliveries beyond the sends would miss exactly the forced ones).
+	deliveries, dupStatus, redeliveries := 0, 0, 0
+	seen := map[string]bool{}
+	for _, pos := range cut {
+		seen[pos] = true
+	}
 	for _, e := range outs {
 		if e.attempt == 1 {
 			deliveries++
+			if seen[e.pos] {
+				redeliveries++
+			}
+			seen[e.pos] = true
 		}
 		if e.status == "duplicate" {
 			dupStatus++
 		}
 	}
-	redeliveries := deliveries - len(sends)
-	t.Logf("storm: %d messages, %d duplicate sends, %d workers started, %d kills, %d leaves/joins; %d deliveries processed (%d beyond the sends: redeliveries), %d Duplicate outcomes, %d side effects",
-		size.Messages, size.DupSends, len(procs), kills, leaves, deliveries, redeliveries, dupStatus, effects)
+	t.Logf("storm: %d messages (+%d fillers), %d duplicate sends, %d workers started, %d kills, %d leaves/joins; %d deliveries processed (%d of records delivered before: redeliveries), %d Duplicate outcomes, %d side effects; %v",
+		size.Messages, len(fills), size.DupSends, len(procs), kills, leaves, deliveries, redeliveries, dupStatus, effects, time.Since(began).Round(time.Millisecond))
 	return stormResult{summary: stormSummary{effects, len(dupIDs), len(lostIDs)}, dupIDs: dupIDs, lostIDs: lostIDs,
-		kills: kills, leaves: leaves, redeliveries: redeliveries, dupStatus: dupStatus, starts: len(procs)}
+		kills: kills, leaves: leaves, redeliveries: redeliveries, dupStatus: dupStatus, starts: len(procs), fills: len(fills)}
 }
 
 // commitLag is how many records of topic lie beyond group's committed
