@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -223,6 +224,44 @@ func TestDeterministic(t *testing.T) {
 	for _, n := range names {
 		if !bytes.Equal(a[n].output, b[n].output) || !cmp.Equal(a[n].diags, b[n].diags) {
 			t.Errorf("%s: two runs differ", n)
+		}
+	}
+}
+
+// A generated decoder looks a struct field up once, in the block that
+// began the struct: a lookup inside a loop or a condition would run again
+// for each element, after the field's value was read, and read the field
+// anew instead of the next value. fieldDec puts the lookup in place of the
+// only use of d in a one-statement value; this checks, over the golden
+// corpus, that no such statement repeats it (Present is the one lookup a
+// condition asks, once).
+func TestFieldLookupsAtStructLevel(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "golden", "*", "idem_gen.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden files: %v", err)
+	}
+	begin := regexp.MustCompile(`^(\t*)(s\d*) := d\.Struct\(\)`)
+	lookup := regexp.MustCompile(`d\.Field\((s\d*), "[^"]*"\)(\.Present\(\))?`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		level := map[string]int{}
+		for i, line := range strings.Split(string(b), "\n") {
+			if m := begin.FindStringSubmatch(line); m != nil {
+				level[m[2]] = len(m[1])
+			}
+			indent := len(line) - len(strings.TrimLeft(line, "\t"))
+			for _, m := range lookup.FindAllStringSubmatch(line, -1) {
+				want, ok := level[m[1]]
+				stmt := strings.TrimSpace(line)
+				nested := strings.HasPrefix(stmt, "for ") || strings.HasPrefix(stmt, "} else") ||
+					strings.HasPrefix(stmt, "if ") && m[2] == ""
+				if !ok || indent != want || nested {
+					t.Errorf("%s:%d: %s: a field lookup outside its struct's block", f, i+1, stmt)
+				}
+			}
 		}
 	}
 }
