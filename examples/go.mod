@@ -18,8 +18,18 @@ require (
 )
 
 require (
+	github.com/aws/aws-sdk-go-v2 v1.48.0
+	github.com/aws/aws-sdk-go-v2/credentials v1.21.0
+	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
+	github.com/idemgen/idemgen/runtime/idemsqs v0.0.0-00010101000000-000000000000
 	github.com/rabbitmq/amqp091-go v1.16.0
 	github.com/twmb/franz-go/pkg/kadm v1.20.0
+)
+
+require (
+	github.com/aws/aws-sdk-go-v2/internal/configsources v1.5.12 // indirect
+	github.com/aws/aws-sdk-go-v2/internal/endpoints/v2 v2.8.12 // indirect
+	github.com/aws/smithy-go v1.28.9 // indirect
 )
 
 require (

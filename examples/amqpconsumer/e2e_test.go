@@ -99,7 +99,7 @@ func (p *consumerProc) exited() bool {
 }
 
 // outcomes returns the consumer's outcome lines so far, each as its
-// key=value fields.
+// key=value fields (err, last, is the rest of the line, quoted).
 func (p *consumerProc) outcomes() []map[string]string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -108,7 +108,8 @@ func (p *consumerProc) outcomes() []map[string]string {
 		if !strings.HasPrefix(l, "outcome ") {
 			continue
 		}
-		f := map[string]string{}
+		l, errText, _ := strings.Cut(l, " err=")
+		f := map[string]string{"err": errText}
 		for _, kv := range strings.Fields(l)[1:] {
 			k, v, _ := strings.Cut(kv, "=")
 			f[k] = v
