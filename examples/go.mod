@@ -17,7 +17,20 @@ require (
 	google.golang.org/grpc v1.85.0
 )
 
-require github.com/twmb/franz-go/pkg/kadm v1.20.0
+require (
+	github.com/aws/aws-sdk-go-v2 v1.48.0
+	github.com/aws/aws-sdk-go-v2/credentials v1.21.0
+	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
+	github.com/idemgen/idemgen/runtime/idemsqs v0.0.0-00010101000000-000000000000
+	github.com/rabbitmq/amqp091-go v1.16.0
+	github.com/twmb/franz-go/pkg/kadm v1.20.0
+)
+
+require (
+	github.com/aws/aws-sdk-go-v2/internal/configsources v1.5.12 // indirect
+	github.com/aws/aws-sdk-go-v2/internal/endpoints/v2 v2.8.12 // indirect
+	github.com/aws/smithy-go v1.28.9 // indirect
+)
 
 require (
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
@@ -28,6 +41,7 @@ require (
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dave/jennifer v1.7.1 // indirect
+	github.com/idemgen/idemgen/runtime/idemamqp v0.0.0-00010101000000-000000000000
 	github.com/idemgen/idemgen/runtime/idemkafka v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
@@ -56,4 +70,9 @@ replace github.com/idemgen/idemgen/runtime/pgstore => ../runtime/pgstore
 tool github.com/idemgen/idemgen/cmd/idemgen
 
 replace github.com/idemgen/idemgen/runtime/idemgrpc => ../runtime/idemgrpc
+
 replace github.com/idemgen/idemgen/runtime/idemkafka => ../runtime/idemkafka
+
+replace github.com/idemgen/idemgen/runtime/idemamqp => ../runtime/idemamqp
+
+replace github.com/idemgen/idemgen/runtime/idemsqs => ../runtime/idemsqs
