@@ -273,7 +273,7 @@ func writePG(b *strings.Builder, pg *pgSizeRow) {
 	w(`**Time-partitioned retention.** Deleting rows costs a DELETE, a dead
 tuple and later vacuum work per record; dropping a whole partition costs
 one statement per partition. It does not fit pgstore's table as it is:
-the primary key is the key alone and ` + "`ON CONFLICT (key)`" + ` needs every unique
+the primary key is the key alone and `+"`ON CONFLICT (key)`"+` needs every unique
 index to contain the partition column, so a range partition on time
 would have to join the key (two claims of one key in different periods
 would then both succeed), and a record's expiry moves when it is claimed
@@ -286,7 +286,7 @@ above say when to reach for it: cleanup removes the order of
 approaches that needs more cleaners (they run in parallel, SKIP LOCKED)
 or partitions to vacuum in parallel. For data that really is dropped
 wholesale, give functions with one TTL a store of their own
-(` + "`WithTable`" + `) and TRUNCATE it when every record in it has expired.
+(`+"`WithTable`"+`) and TRUNCATE it when every record in it has expired.
 
 `, num(rate))
 }
@@ -331,7 +331,7 @@ func writeMemory(b *strings.Builder) {
 	if small > 0 && smallEst > 0 {
 		n := float64(256<<20) / smallEst
 		w("\n**The memory store's defaults.** A record is counted against `WithMaxBytes` at the store's estimate (key + result + kept value + a fixed overhead, which these measurements set at 320 bytes: the measured overhead beyond key and result is 275-294 bytes, with the shards' maps at any point of their growth). The default byte bound, 256 MiB, therefore holds about %s small records (%s estimated bytes each), which take %s of heap measured (%s bytes each): the bound is what limits the store, and it holds, with the estimate above the heap. The default record bound, 1,000,000, is reached first only by records whose estimate is under 268 bytes, which the 320-byte overhead rules out: it is a backstop for a raised `WithMaxBytes`. At a rate R of new keys per second and a TTL T, a memory store holds R × T records: 256 MiB of small records lasts a TTL of %s at 100 new keys/s, %s at 1,000/s; beyond that claims of new keys fail with `ErrStoreFull` (replays still served), and a larger bound or a networked store is the answer.\n",
-			num(n), num(smallEst), bytesH(n*small), num(small), (time.Duration(n/100)*time.Second).Round(time.Minute), (time.Duration(n/1000)*time.Second).Round(time.Second))
+			num(n), num(smallEst), bytesH(n*small), num(small), (time.Duration(n/100) * time.Second).Round(time.Minute), (time.Duration(n/1000) * time.Second).Round(time.Second))
 	}
 	if heap > 0 {
 		w("\n**In-flight calls.** A call whose function is running holds its goroutine's stack (%s bytes here: the Guard's frames grow the stack from 2 KiB to 8 KiB) and %s bytes of heap (the call's state, its execution and heartbeat alarm, the store's in-progress record). 10,000 concurrent calls: about %s. The Guard starts no goroutine per call (heartbeats run on its alarms).\n",
