@@ -263,7 +263,9 @@ func newTarget(t *testing.T, name string, sz sizes) *target {
 		}
 		tg.cleanup = func(ctx context.Context, n int, window time.Duration) (int, time.Duration, string, error) {
 			removed, took, share, err := redisExpire(ctx, rdb, prefix, n, window)
-			note := fmt.Sprintf("Redis's own expiry; the expired keys were %.0f %% of the server's keys with a TTL", 100*share)
+			cfgs, _ := rdb.ConfigGet(ctx, "*").Result()
+			note := fmt.Sprintf("Redis's own expiry (hz %s, active-expire-effort %s); the expired keys were %.0f %% of the server's keys with a TTL",
+				cfgs["hz"], cfgs["active-expire-effort"], 100*share)
 			if removed < n {
 				note += fmt.Sprintf("; %d of %d still held when the %v window ended", n-removed, n, window)
 			}

@@ -41,12 +41,11 @@ type pgSizeRow struct {
 }
 
 type avStats struct {
-	Live, Dead    int64
-	AutoVacuums   int64
-	LastAutovac   *time.Time
-	ScaleFactor   string
-	Threshold     int64 // dead tuples that trigger autovacuum
-	VacuumedPages int64
+	Live, Dead  int64
+	AutoVacuums int64
+	LastAutovac *time.Time
+	ScaleFactor string
+	Threshold   int64 // dead tuples that trigger autovacuum
 }
 
 var pgOps = []string{opClaim, opClaimOld, opClaimMiss}
