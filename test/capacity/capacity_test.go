@@ -45,9 +45,9 @@ func runSizes() sizes {
 			fill:       map[string]int{"redis": 100_000, "postgres": 50_000, "dynamo": 1_000, "firestore": 2_000, "file": 10_000},
 			cleanupWin: 30 * time.Second}
 	}
-	return sizes{window: 1500 * time.Millisecond, workers: 2, goroutines: 8, replayKeys: 100,
+	return sizes{window: time.Second, workers: 2, goroutines: 8, replayKeys: 100,
 		fill:       map[string]int{"redis": 2_000, "postgres": 1_000, "dynamo": 100, "firestore": 100, "file": 300},
-		cleanupWin: 10 * time.Second}
+		cleanupWin: 6 * time.Second}
 }
 
 // target is one store under test: how workers reach it and how the

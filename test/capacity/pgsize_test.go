@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -16,9 +17,14 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
-// expiredEvery: every expiredEvery-th row of the large table is past its
-// retention when filled, for the cleanup measurement (5 %).
+// expiredEvery: one row in expiredEvery of each table is past its
+// retention when filled, for the cleanup measurement (5 %): the first
+// ones inserted, as with one TTL for all records, where rows expire in
+// about the order they were written (and so lie together in the heap).
 const expiredEvery = 20
+
+// expiredRows is how many of n filled rows are expired: rows 1..that.
+func expiredRows(n int) int { return n / expiredEvery }
 
 // pgSizeRow is TestPostgresAtSize's results.
 type pgSizeRow struct {
@@ -38,6 +44,20 @@ type pgSizeRow struct {
 	AutoRan  bool
 	After2   map[string]measurement // the large table after cleanup and vacuum
 	Load     string
+	// CheckpointErr: why the CHECKPOINT after the load failed, if it did.
+	CheckpointErr string
+	// Autovacuum is the server's autovacuum setting; ManualVacuum the
+	// time a VACUUM of the large table took after the cleanup.
+	Autovacuum   string
+	ManualVacuum time.Duration
+	VacuumCPU    time.Duration
+	AfterVacuum  avStats
+	// The second cleanup, expired rows scattered over the heap.
+	ScatterPrep    time.Duration
+	ScatterBefore  avStats
+	ScatterCleanup measurement
+	ScatterWriters measurement
+	ScatterAfter   map[string]measurement
 }
 
 type avStats struct {
@@ -51,9 +71,9 @@ type avStats struct {
 var pgOps = []string{opClaim, opClaimOld, opClaimMiss}
 
 // pgRows is the large table's size: IDEM_CAPACITY_PG_ROWS, by default 20
-// million in the full run and 200,000 in the short one.
+// million in the full run and 100,000 in the short one.
 func pgRows(t *testing.T) int {
-	def := 200_000
+	def := 100_000
 	if full() {
 		def = 20_000_000
 	}
@@ -66,13 +86,13 @@ func pgRows(t *testing.T) int {
 
 // fillSQL inserts rows $1..$2 of the large-table key space: completed
 // records with a 32-byte result, the key's SHA-256 as fingerprint (what
-// the workers' claims send), every expiredEvery-th one already past its
-// retention, the others expiring over the next 24 hours.
+// the workers' claims send), rows up to $4 already past their retention,
+// the others expiring 1 to 24 hours later.
 var fillSQL = `INSERT INTO %s (key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at,
 	took_over, waiters, completed_in_tx, format)
 SELECT k, 2, substr(sha256(int8send(i)), 1, 16), 1, sha256(convert_to(k, 'UTF8')), $3::bytea,
 	now() - interval '1 hour',
-	CASE WHEN i %% ` + strconv.Itoa(expiredEvery) + ` = 0 THEN now() - interval '1 minute' ELSE now() + interval '1 hour' + (i %% 82800) * interval '1 second' END,
+	CASE WHEN i <= $4 THEN now() - interval '1 minute' ELSE now() + interval '1 hour' + (i %% 82800) * interval '1 second' END,
 	now() - interval '1 hour', now() - interval '1 hour', false, false, false, 1
 FROM (SELECT i, 'capfn/1/' || md5(i::text) AS k FROM generate_series($1::bigint, $2::bigint) i) s`
 
@@ -116,7 +136,7 @@ func TestPostgresAtSize(t *testing.T) {
 	res := &pgSizeRow{Rows: rows, SmallRows: 1000, Load: loadAvg()}
 	result := []byte(resultValue)
 	qs, ql := pgx.Identifier{small, "idem_records"}.Sanitize(), pgx.Identifier{large, "idem_records"}.Sanitize()
-	if _, err := pool.Exec(ctx, fmt.Sprintf(fillSQL, qs), 1, res.SmallRows, result); err != nil {
+	if _, err := pool.Exec(ctx, fmt.Sprintf(fillSQL, qs), 1, res.SmallRows, result, expiredRows(res.SmallRows)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `VACUUM (ANALYZE) `+qs); err != nil {
@@ -133,7 +153,7 @@ func TestPostgresAtSize(t *testing.T) {
 	const chunk = 1_000_000
 	for lo := 1; lo <= rows; lo += chunk {
 		hi := min(rows, lo+chunk-1)
-		if _, err := pool.Exec(ctx, fmt.Sprintf(fillSQL, ql), lo, hi, result); err != nil {
+		if _, err := pool.Exec(ctx, fmt.Sprintf(fillSQL, ql), lo, hi, result, expiredRows(rows)); err != nil {
 			t.Fatalf("fill %d-%d: %v", lo, hi, err)
 		}
 	}
@@ -156,6 +176,13 @@ func TestPostgresAtSize(t *testing.T) {
 		_, err = conn.Exec(ctx, `VACUUM (ANALYZE) `+ql)
 	}
 	res.Vacuum = time.Since(t0)
+	if err == nil {
+		// The load's WAL checkpointed now rather than during the windows
+		// (it needs pg_checkpoint or superuser; without, the note says so).
+		if _, cerr := conn.Exec(ctx, `CHECKPOINT`); cerr != nil {
+			res.CheckpointErr = cerr.Error()
+		}
+	}
 	conn.Release()
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +194,7 @@ func TestPostgresAtSize(t *testing.T) {
 		rows, res.Fill.Round(time.Second), res.Index.Round(time.Second), res.Vacuum.Round(time.Second), res.TableBytes>>20, res.IndexBytes>>20)
 
 	dir := t.TempDir()
-	window := 2 * time.Second
+	window := 1500 * time.Millisecond
 	res.Rate = 200
 	if full() {
 		window, res.Rate = 8*time.Second, 400
@@ -183,9 +210,9 @@ func TestPostgresAtSize(t *testing.T) {
 		checkErrors(t, schema+" "+op, m)
 		return m
 	}
-	// Two rounds, the tables alternated, so drift on a shared machine
+	// Three rounds, the tables alternated, so drift on a shared machine
 	// hits both.
-	for round := range 2 {
+	for round := range 3 {
 		lat := map[string]map[string]measurement{"small": {}, "large": {}}
 		for _, op := range pgOps {
 			lat["small"][op] = measure(small, op, res.SmallRows, 10*round+1)
@@ -229,16 +256,20 @@ func TestPostgresAtSize(t *testing.T) {
 		cm.Removed, cm.Wall.Round(time.Millisecond), float64(cm.Removed)/cm.Wall.Seconds(), res.Writers.Rate, res.Writers.P99, res.After.Dead, res.After.Threshold)
 
 	// Autovacuum: lower the table's scale factor as docs/POSTGRES.md
-	// advises and wait (bounded) for autovacuum to take the dead rows.
+	// advises and wait (bounded) for autovacuum to take the dead rows,
+	// when the server runs it at all.
+	if err := pool.QueryRow(ctx, `SHOW autovacuum`).Scan(&res.Autovacuum); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := pool.Exec(ctx, `ALTER TABLE `+ql+` SET (autovacuum_vacuum_scale_factor = 0.02)`); err != nil {
 		t.Fatal(err)
 	}
-	wait := 30 * time.Second
+	wait := 10 * time.Second
 	if full() {
 		wait = 2 * time.Minute
 	}
 	t0 = time.Now()
-	for time.Since(t0) < wait {
+	for res.Autovacuum == "on" && time.Since(t0) < wait {
 		res.Auto = tableStats(ctx, t, pool, large)
 		if res.Auto.AutoVacuums > res.After.AutoVacuums {
 			res.AutoRan = true
@@ -247,24 +278,108 @@ func TestPostgresAtSize(t *testing.T) {
 		time.Sleep(2 * time.Second)
 	}
 	res.AutoWait = time.Since(t0)
-	t.Logf("autovacuum after lowering the scale factor: ran %v after %v (dead %d → %d)", res.AutoRan, res.AutoWait.Round(time.Second), res.After.Dead, res.Auto.Dead)
+	t.Logf("autovacuum %s; after lowering the scale factor: ran %v after %v", res.Autovacuum, res.AutoRan, res.AutoWait.Round(time.Second))
+	// The vacuum load: a VACUUM of the large table after the cleanup, as
+	// autovacuum would run it (without its cost delay), timed with its
+	// backend's CPU.
+	if !res.AutoRan {
+		vc, err := pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pid int
+		if err := vc.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		c0, _ := procCPU(pid)
+		t0 = time.Now()
+		_, err = vc.Exec(ctx, `VACUUM `+ql)
+		res.ManualVacuum = time.Since(t0)
+		c1, _ := procCPU(pid)
+		res.VacuumCPU = c1 - c0
+		vc.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("VACUUM after the cleanup: %v (backend CPU %v)", res.ManualVacuum.Round(time.Millisecond), res.VacuumCPU)
+	}
+	res.AfterVacuum = tableStats(ctx, t, pool, large)
 	res.After2 = map[string]measurement{}
 	for _, op := range pgOps {
 		res.After2[op] = measure(large, op, rows, 60)
+		t.Logf("after cleanup and vacuum, %s: p50 %v p99 %v", op, res.After2[op].P50, res.After2[op].P99)
 	}
+
+	// The same cleanup once more, with the expired rows scattered over
+	// the heap instead (one row in expiredEvery of the live ones made
+	// expired, as mixed TTLs leave them): the rows' expiry set, the
+	// table vacuumed and checkpointed, then the cleanup under claims and
+	// the latency right after it, before any vacuum.
+	t0 = time.Now()
+	if _, err := pool.Exec(ctx, `UPDATE `+ql+` SET expires_at = now() - interval '1 minute'
+		WHERE key IN (SELECT 'capfn/1/' || md5(i::text) FROM generate_series($1::bigint, $2::bigint) i WHERE i % $3 = 0)`,
+		expiredRows(rows)+1, rows, expiredEvery); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `VACUUM `+ql); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = pool.Exec(ctx, `CHECKPOINT`)
+	res.ScatterPrep = time.Since(t0)
+	res.ScatterBefore = tableStats(ctx, t, pool, large)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		cfg := workerConfig{Store: "postgres", Addr: url, Name: large, App: app + "-w", Op: opClaim, Worker: 70,
+			Goroutines: 8, Duration: 3 * window, Rate: res.Rate}
+		m, err := runWorkers(t, dir, cfg, 1, nil)
+		if err != nil {
+			t.Errorf("writers: %v", err)
+		}
+		res.ScatterWriters = m
+	}()
+	time.Sleep(window / 2)
+	cm, err = runWorkers(t, dir, workerConfig{Store: "postgres", Addr: url, Name: large, App: app, Op: opCleanup, Worker: 80, Goroutines: 1},
+		1, func() []int { return pgBackends(pool, app) })
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("scattered cleanup: %v", err)
+	}
+	if cm.Errors > 0 {
+		t.Fatalf("scattered cleanup: %s", cm.FirstErr)
+	}
+	res.ScatterCleanup = cm
+	t.Logf("scattered cleanup: %d rows in %v (%.0f rows/s) while claims ran at %.0f/s (p99 %v)",
+		cm.Removed, cm.Wall.Round(time.Millisecond), float64(cm.Removed)/cm.Wall.Seconds(), res.ScatterWriters.Rate, res.ScatterWriters.P99)
+	res.ScatterAfter = map[string]measurement{}
+	for _, op := range pgOps {
+		res.ScatterAfter[op] = measure(large, op, rows, 90)
+		t.Logf("after the scattered cleanup, %s: p50 %v p99 %v", op, res.ScatterAfter[op].P50, res.ScatterAfter[op].P99)
+	}
+
 	report.Lock()
 	report.pg = res
 	report.Unlock()
 
 	// The acceptance check: claim p99 at size within 2x of near-empty,
-	// judged on the better of the two rounds (the machine is shared).
-	best := 1e9
-	for _, r := range res.Rounds {
-		best = min(best, ratio(r["large"][opClaim].P99, r["small"][opClaim].P99))
+	// judged on the median of the rounds' ratios (the machine is shared).
+	if med := medianRatio(res.Rounds, opClaim); med > 2 {
+		t.Errorf("claim p99 at %d rows is %.2fx the near-empty table's (median of %d rounds; want <= 2)", rows, med, len(res.Rounds))
 	}
-	if best > 2 {
-		t.Errorf("claim p99 at %d rows is %.2fx the near-empty table's in the better round (want <= 2)", rows, best)
+}
+
+// medianRatio is the median over rounds of op's p99 on the large table
+// over the near-empty one.
+func medianRatio(rounds []map[string]map[string]measurement, op string) float64 {
+	var rs []float64
+	for _, r := range rounds {
+		rs = append(rs, ratio(r["large"][op].P99, r["small"][op].P99))
 	}
+	if len(rs) == 0 {
+		return 0
+	}
+	slices.Sort(rs)
+	return rs[len(rs)/2]
 }
 
 func ratio(a, b time.Duration) float64 {

@@ -201,11 +201,14 @@ func runWorker(cfg workerConfig) error {
 		case opClaimOld:
 			var owner idem.Token
 			fillRand(rng, owner[:])
-			i := 1 + rng.IntN(cfg.BigRows)
+			// A live row: the expired ones (1..expiredRows, and later every
+			// expiredEvery-th) are cleanup's.
+			exp := expiredRows(cfg.BigRows)
+			i := exp + 1 + rng.IntN(cfg.BigRows-exp)
 			if i%expiredEvery == 0 {
-				i-- // a live row: the expired share is cleanup's
+				i--
 			}
-			key := bigKey(max(i, 1))
+			key := bigKey(max(i, exp+1))
 			res, err := b.store.Claim(ctx, idem.ClaimRequest{Key: key, Fingerprint: bigFingerprint(key), Owner: owner, Lease: 30 * time.Second, TTL: time.Hour})
 			if err == nil && res.Status != idem.ClaimCompleted && res.Status != idem.ClaimAcquired {
 				// ClaimAcquired: a row of the expired share, claimed afresh.
