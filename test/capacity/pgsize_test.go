@@ -382,6 +382,19 @@ func medianRatio(rounds []map[string]map[string]measurement, op string) float64 
 	return rs[len(rs)/2]
 }
 
+// medianP50Ratio is medianRatio for the p50s.
+func medianP50Ratio(rounds []map[string]map[string]measurement, op string) float64 {
+	var rs []float64
+	for _, r := range rounds {
+		rs = append(rs, ratio(r["large"][op].P50, r["small"][op].P50))
+	}
+	if len(rs) == 0 {
+		return 0
+	}
+	slices.Sort(rs)
+	return rs[len(rs)/2]
+}
+
 func ratio(a, b time.Duration) float64 {
 	if b == 0 {
 		return 0
