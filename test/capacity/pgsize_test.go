@@ -363,8 +363,18 @@ func TestPostgresAtSize(t *testing.T) {
 
 	// The acceptance check: claim p99 at size within 2x of near-empty,
 	// judged on the median of the rounds' ratios (the machine is shared).
-	if med := medianRatio(res.Rounds, opClaim); med > 2 {
-		t.Errorf("claim p99 at %d rows is %.2fx the near-empty table's (median of %d rounds; want <= 2)", rows, med, len(res.Rounds))
+	// The short run's windows hold a few hundred calls, whose p99 is the
+	// third-slowest call and as noisy as that: it checks the p50s, which a
+	// real regression (a plan gone to a sequential scan, bloat) moves too.
+	if full() {
+		if med := medianRatio(res.Rounds, opClaim); med > 2 {
+			t.Errorf("claim p99 at %d rows is %.2fx the near-empty table's (median of %d rounds; want <= 2)", rows, med, len(res.Rounds))
+		}
+	}
+	for _, op := range pgOps {
+		if med := medianP50Ratio(res.Rounds, op); med > 2 {
+			t.Errorf("%s p50 at %d rows is %.2fx the near-empty table's (median of %d rounds; want <= 2)", op, rows, med, len(res.Rounds))
+		}
 	}
 }
 
