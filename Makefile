@@ -106,6 +106,25 @@ generate: idemgen
 check: idemgen
 	bin/idemgen -check $(addsuffix /...,$(MODULES))
 
+# Capacity model, measured (test/capacity): throughput at saturation with
+# the CPU each side used, latency at half load, bytes per record and
+# cleanup under writes for every networked store against a raw client
+# baseline of the same run; PostgreSQL at 20 million rows (filled with
+# SQL, dropped at the end; IDEM_CAPACITY_PG_ROWS=N for a smaller table);
+# the memory store's and the Guard's heap. Writes docs/CAPACITY.md. About
+# 25 minutes on 2 cores. The short version runs in `make test`.
+.PHONY: capacity
+capacity:
+	scripts/base-services.sh
+	scripts/dynalite.sh
+	scripts/firestore.sh
+	mem=$$(mktemp) && trap 'rm -f $$mem' EXIT && \
+	GOWORK=off $(GO) test -count=1 -v -run '^TestRetainedRecordHeap$$' ./runtime/memstore >$$mem && \
+	GOWORK=off $(GO) test -count=1 -v -run '^TestGuardMemory$$' ./runtime/idem >>$$mem && \
+	cd test && IDEM_CAPACITY=full IDEM_CAPACITY_REPORT=$(CURDIR)/docs/CAPACITY.md IDEM_CAPACITY_MEMORY=$$mem \
+	IDEM_CAPACITY_CMD="make capacity  (= IDEM_CAPACITY=full go test -count=1 -timeout 40m -run 'TestCapacity|TestPostgresAtSize' ./test/capacity, after the memory tests of runtime/memstore and runtime/idem)" \
+	$(GO) test -count=1 -timeout 40m -run 'TestCapacity|TestPostgresAtSize' -v ./capacity
+
 # Reliability evidence: duplicate storms, SIGKILL crashes, SIGSTOP zombies,
 # network faults and clock skew against Redis, PostgreSQL, the file store,
 # DynamoDB (dynalite) and Firestore (the emulator), full size, from real
