@@ -432,7 +432,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 	r, err = fn(x.rctx)
 	panicked = false
 	x.hb.stop()
-	x.run.cancel(nil)
+	x.ctx.end()
 	return record(ctx, st, lease, x, r, err)
 }
 
@@ -446,10 +446,9 @@ func start(ctx context.Context, st *state, lease Lease) *execution {
 	}
 	x.fp, x.spec = st.fp, spec
 	g.startFlight(lease.Key, &x.flight)
-	cctx, cancel := context.WithCancelCause(ctx)
-	x.ctx = runCtx{Context: cctx, run: &x.run}
-	x.rctx, x.run.cancel = &x.ctx, cancel
-	x.hb.start(g, &x.ctx, cancel, &x.run.lease, st)
+	x.ctx.parent, x.ctx.run = ctx, &x.run
+	x.rctx, x.run.ctx = &x.ctx, &x.ctx
+	x.hb.start(g, &x.ctx, &x.run.lease, st)
 	return x
 }
 
@@ -458,7 +457,7 @@ func start(ctx context.Context, st *state, lease Lease) *execution {
 func (x *execution) abandon(ctx context.Context, st *state, lease Lease, p any) {
 	g, spec := st.g, st.spec
 	x.hb.stop()
-	x.run.cancel(nil)
+	x.ctx.end()
 	wctx, wcancel := g.writeCtx(ctx, lease)
 	defer wcancel()
 	if rerr := g.store.Release(wctx, lease); rerr != nil {

@@ -58,7 +58,7 @@ type execution struct {
 	flight
 	hb   heartbeat
 	run  running
-	ctx  runCtx          // fn's
+	ctx  fnCtx           // fn's
 	rctx context.Context // &ctx, boxed once
 }
 

@@ -18,11 +18,10 @@ type heartbeat struct {
 	// st is a copy of the call's state for the heartbeat's notes to the
 	// observer; nil without one (notes are then no-ops), which keeps the
 	// execution that holds the heartbeat small.
-	st     *state
-	lease  *Lease  // the execution's
-	rctx   *runCtx // fn's ctx
-	cancel context.CancelCauseFunc
-	mu     sync.Mutex // serializes beats with stop
+	st    *state
+	lease *Lease     // the execution's
+	ctx   *fnCtx     // fn's
+	mu    sync.Mutex // serializes beats with stop
 	// stopped is set by stop, lost when the store said the key has
 	// another owner.
 	stopped, lost atomic.Bool
@@ -48,8 +47,8 @@ type (
 func (r *beatRing) ring() { (*heartbeat)(r).renew() }
 func (r *deadRing) ring() { (*heartbeat)(r).expire() }
 
-func (hb *heartbeat) start(g *Guard, rctx *runCtx, cancel context.CancelCauseFunc, lease *Lease, st *state) {
-	hb.g, hb.rctx, hb.cancel, hb.lease = g, rctx, cancel, lease
+func (hb *heartbeat) start(g *Guard, ctx *fnCtx, lease *Lease, st *state) {
+	hb.g, hb.ctx, hb.lease = g, ctx, lease
 	if g.obs != nil {
 		cp := *st
 		hb.st = &cp
@@ -75,7 +74,7 @@ func (hb *heartbeat) expire() {
 	}
 	err := fmt.Errorf("%w: no heartbeat succeeded within the %s lease", ErrLeaseLost, hb.lease.Duration)
 	hb.note(OutcomeLeaseLost, err)
-	hb.cancel(err)
+	hb.ctx.cancel(err)
 }
 
 func (hb *heartbeat) renew() {
@@ -92,7 +91,7 @@ func (hb *heartbeat) renew() {
 		g.alarms.set(&hb.dead, hb.okSent+lease.Duration, (*deadRing)(hb))
 	}
 	sent := time.Since(monoBase)
-	hctx, hcancel := context.WithTimeout(context.WithoutCancel(hb.rctx), interval)
+	hctx, hcancel := context.WithTimeout(context.WithoutCancel(hb.ctx), interval)
 	err := g.store.Heartbeat(hctx, lease)
 	hcancel()
 	switch {
@@ -102,7 +101,7 @@ func (hb *heartbeat) renew() {
 	case errors.Is(err, ErrLeaseLost):
 		hb.lost.Store(true)
 		hb.note(OutcomeLeaseLost, err)
-		hb.cancel(ErrLeaseLost)
+		hb.ctx.cancel(ErrLeaseLost)
 		return
 	default:
 		// The dead alarm stops the function if this goes on for the rest

@@ -157,7 +157,7 @@ func saveStep(ctx context.Context, r *running, stepper Stepper, name string, cod
 	case errors.Is(err, ErrLeaseLost):
 		err = fmt.Errorf("%s: step %q ran, %w (fence %d): its result is not recorded", spec.Name, name, ErrLeaseLost, r.lease.Fence)
 		r.event(ctx, OutcomeLeaseLost, name, err)
-		r.cancel(ErrLeaseLost)
+		r.ctx.cancel(ErrLeaseLost)
 		return err
 	case errors.Is(err, ErrResultTooLarge):
 		err = fmt.Errorf("%s: step %q: %w", spec.Name, name, err)
