@@ -176,3 +176,76 @@ func call[R any](ctx context.Context, g *idem.Guard, spec *idem.Spec, key string
 	k.Key().String(key)
 	return idem.Do(ctx, c, fn)
 }
+
+// The store keeps its times as instants: a record read back gives the
+// injected clock's times, and a retention too long to add saturates
+// instead of wrapping into the past (which would drop the record at once).
+func TestMemoryStoreTimes(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name       string
+		lease, ttl time.Duration
+		later      time.Duration // how much later the record is read
+		wantFound  bool
+	}{
+		{"within the lease", time.Minute, time.Hour, time.Second, true},
+		{"after the lease, within the ttl", time.Minute, time.Hour, 30 * time.Minute, true},
+		{"past lease and ttl", time.Minute, time.Hour, 2 * time.Hour, false},
+		{"ttl too long to add", time.Minute, 1<<63 - 1, 200 * 365 * 24 * time.Hour, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			now := t0
+			s := memstore.New(memstore.WithClock(func() time.Time { return now }))
+			ctx := context.Background()
+			res, err := s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: tt.lease, TTL: tt.ttl})
+			if err != nil || res.Status != idem.ClaimAcquired {
+				t.Fatalf("claim: %v, %v", res.Status, err)
+			}
+			if !res.LeaseUntil.Equal(t0.Add(tt.lease)) {
+				t.Errorf("claim's LeaseUntil %v, want %v", res.LeaseUntil, t0.Add(tt.lease))
+			}
+			now = t0.Add(tt.later)
+			rec, err := s.Get(ctx, "k")
+			if found := err == nil; found != tt.wantFound {
+				t.Fatalf("Get after %v: %v, want found %v", tt.later, err, tt.wantFound)
+			}
+			if err != nil {
+				return
+			}
+			for _, c := range []struct {
+				name      string
+				got, want time.Time
+			}{
+				{"LeaseUntil", rec.LeaseUntil, t0.Add(tt.lease)},
+				{"UpdatedAt", rec.UpdatedAt, t0},
+				{"ClaimedAt", rec.ClaimedAt, t0},
+			} {
+				if !c.got.Equal(c.want) {
+					t.Errorf("%s %v, want %v", c.name, c.got, c.want)
+				}
+			}
+			if !rec.ExpiresAt.After(now) {
+				t.Errorf("ExpiresAt %v is not after the read at %v", rec.ExpiresAt, now)
+			}
+		})
+	}
+}
+
+// On the default clock the lease a claim returns carries a monotonic
+// reading, from which the Guard counts the lease without reading its own
+// clock.
+func TestMemoryStoreMonotonicLease(t *testing.T) {
+	s := memstore.New()
+	before := time.Now()
+	res, err := s.Claim(context.Background(), idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LeaseUntil == res.LeaseUntil.Round(0) {
+		t.Fatalf("LeaseUntil %v has no monotonic reading", res.LeaseUntil)
+	}
+	if d := res.LeaseUntil.Sub(before); d < time.Minute || d > time.Minute+time.Second {
+		t.Fatalf("LeaseUntil %v after the claim started, want a minute", d)
+	}
+}
