@@ -429,7 +429,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 			}
 		}
 	}()
-	r, err = fn(x.rctx)
+	r, err = fn(&x.ctx)
 	panicked = false
 	x.hb.stop()
 	x.ctx.end()
@@ -444,10 +444,12 @@ func start(ctx context.Context, st *state, lease Lease) *execution {
 	if st.steps != nil {
 		x.run.steps.Store(&steps{recorded: st.steps})
 	}
-	x.fp, x.spec = st.fp, spec
-	g.startFlight(lease.Key, &x.flight)
+	if !g.inProcess {
+		x.flight = &flight{fp: st.fp, spec: spec}
+		g.startFlight(lease.Key, x.flight)
+	}
 	x.ctx.parent, x.ctx.run = ctx, &x.run
-	x.rctx, x.run.ctx = &x.ctx, &x.ctx
+	x.run.ctx = &x.ctx
 	x.hb.start(g, &x.ctx, &x.run.lease, st)
 	return x
 }
@@ -463,7 +465,7 @@ func (x *execution) abandon(ctx context.Context, st *state, lease Lease, p any) 
 	if rerr := g.store.Release(wctx, lease); rerr != nil {
 		st.note(OutcomeStoreError, lease.Fence, rerr)
 	}
-	g.endFlight(lease.Key, &x.flight, false, nil, nil)
+	g.endFlight(lease.Key, x.flight, false, nil, nil)
 	if p == nil {
 		st.ev(OutcomeFailed, lease.Fence, fmt.Errorf("idem: %s called runtime.Goexit", spec.Name))
 		return
@@ -475,7 +477,7 @@ func (x *execution) abandon(ctx context.Context, st *state, lease Lease, p any) 
 // recorded failure (on_failure=lock) or a release.
 func record[R any](ctx context.Context, st *state, lease Lease, x *execution, r R, err error) (R, error) {
 	var zero R
-	g, spec, f := st.g, st.spec, &x.flight
+	g, spec, f := st.g, st.spec, x.flight
 	wctx, wcancel := g.writeCtx(ctx, lease)
 	defer wcancel()
 	// The store said another caller owns the key now: store nothing. (A

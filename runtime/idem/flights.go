@@ -1,9 +1,6 @@
 package idem
 
-import (
-	"context"
-	"sync"
-)
+import "sync"
 
 // flightTable tracks the calls this process is executing, so same-key
 // callers in the process are answered without asking the store: one
@@ -53,13 +50,14 @@ func (f *flight) wait() <-chan struct{} {
 }
 
 // execution is what one owned call keeps in process while fn runs, in a
-// single allocation: its flight, its heartbeat and what fn's ctx carries.
+// single allocation: its heartbeat and fn's ctx with what it carries. Its
+// flight, which same-key callers in process wait on, is made only by a
+// Guard that keeps flights (see flightTable).
 type execution struct {
-	flight
-	hb   heartbeat
-	run  running
-	ctx  fnCtx           // fn's
-	rctx context.Context // &ctx, boxed once
+	flight *flight
+	hb     heartbeat
+	run    running
+	ctx    fnCtx // fn's
 }
 
 // flight returns the key's flight, or nil.
