@@ -200,36 +200,42 @@ func claim(ctx context.Context, st *state, owner Token) (ClaimResult, error) {
 	}
 	req := ClaimRequest{Key: st.key, Fingerprint: st.fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: st.order}
 	res, err := g.store.Claim(ctx, req)
-	if err == nil {
-		if g.inProcess && owns(res.Status) {
-			st.claimSent = leaseStart(res.LeaseUntil, req.Lease)
-		}
-		return res, nil
+	if err != nil {
+		return res, claimFailed(ctx, st, &req, err)
 	}
+	if g.inProcess && owns(res.Status) {
+		st.claimSent = leaseStart(res.LeaseUntil, req.Lease)
+	}
+	return res, nil
+}
+
+// claimFailed is claim's error for a claim the store did not answer.
+func claimFailed(ctx context.Context, st *state, req *ClaimRequest, err error) error {
+	g, spec := st.g, st.spec
 	// The claim may have reached the store although its reply did not
 	// reach us (a timeout, a cut connection): find it and give it up, so
 	// the key is not stranded for a whole lease.
-	g.orphans.adopt(ctx, g, req, err)
+	g.orphans.adopt(ctx, g, *req, err)
 	if ctx.Err() != nil {
-		return res, fmt.Errorf("%s: %w", spec.Name, err)
+		return fmt.Errorf("%s: %w", spec.Name, err)
 	}
 	if errors.Is(err, ErrInvalidKey) {
 		// A key the store can never hold (too long for its key limit): no
 		// outage to ride out, so never a reason to run fn unguarded.
 		st.ev(OutcomeInvalidKey, 0, err)
-		return res, fmt.Errorf("%s: %w", spec.Name, err)
+		return fmt.Errorf("%s: %w", spec.Name, err)
 	}
 	st.note(OutcomeStoreError, 0, err)
 	if errors.Is(err, ErrCorruptRecord) {
 		// The store answered, and what it holds is not ours to overwrite
 		// or ignore: failing open would run fn unguarded on every call.
-		return res, fmt.Errorf("%s: %w", spec.Name, err)
+		return fmt.Errorf("%s: %w", spec.Name, err)
 	}
 	if g.failOpen {
 		st.ev(OutcomeFailOpen, 0, err)
-		return res, errFailOpen
+		return errFailOpen
 	}
-	return res, unavailable(spec.Name+": ", err)
+	return unavailable(spec.Name+": ", err)
 }
 
 // leaseStart is when an in-process store began the lease it granted, as
