@@ -247,7 +247,7 @@ func (r *memRecord) ttlAfterLease() time.Duration { return time.Duration(r.Expir
 // its writes after the function the caller's ctx without a timer.
 func (s *Store) InProcess() bool { return true }
 
-func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (res idem.ClaimResult, err error) {
 	if err := ctx.Err(); err != nil {
 		return idem.ClaimResult{}, err
 	}
@@ -260,7 +260,7 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 	}
 	sh := s.shard(req.Key)
 	sh.mu.Lock()
-	res, err := s.claimLocked(sh, order, req, now)
+	err = s.claimLocked(sh, order, &req, now, &res)
 	sh.mu.Unlock()
 	if order != nil {
 		order.mu.Unlock()
@@ -271,7 +271,7 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 // claimLocked is Claim with the record's shard (and the entity's, for an
 // ordered claim) locked. Unlocking in the caller instead of deferring
 // keeps the many returns here cheap.
-func (s *Store) claimLocked(sh *memShard, order *orderShard, req idem.ClaimRequest, now instant) (idem.ClaimResult, error) {
+func (s *Store) claimLocked(sh *memShard, order *orderShard, req *idem.ClaimRequest, now instant, res *idem.ClaimResult) error {
 	r := sh.m[req.Key]
 	// A record past its retention is gone: it answers nothing and forgets
 	// its fingerprint, and only its fence carries over to an acquiring
@@ -284,7 +284,8 @@ func (s *Store) claimLocked(sh *memShard, order *orderShard, req idem.ClaimReque
 		// A retained record keeps its first claim's fingerprint in every
 		// state, an expired lease and a release included: a crashed A may
 		// have had its effect, so B must not run under A's key.
-		return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: r.Fence}, nil
+		*res = idem.ClaimResult{Status: idem.ClaimMismatch, Fence: r.Fence}
+		return nil
 	}
 	if retained {
 		switch r.State {
@@ -293,22 +294,24 @@ func (s *Store) claimLocked(sh *memShard, order *orderShard, req idem.ClaimReque
 				status = idem.ClaimTakenOver
 				break
 			}
-			return idem.ClaimResult{Status: idem.ClaimInProgress, Fence: r.Fence, LeaseUntil: s.time(r.LeaseUntil)}, nil
+			*res = idem.ClaimResult{Status: idem.ClaimInProgress, Fence: r.Fence, LeaseUntil: s.time(r.LeaseUntil)}
+			return nil
 		case idem.StateCompleted, idem.StateFailed:
 			st := idem.ClaimCompleted
 			if r.State == idem.StateFailed {
 				st = idem.ClaimFailed
 			}
-			return idem.ClaimResult{Status: st, Fence: r.Fence, Result: idem.Result{Data: r.Result, Value: r.value}}, nil
+			*res = idem.ClaimResult{Status: st, Fence: r.Fence, Result: idem.Result{Data: r.Result, Value: r.value}}
+			return nil
 		}
 	}
 	if r == nil && (s.count.Load() >= s.max || s.bytes.Load() >= s.maxBytes) {
 		s.sweep(sh, now, "")
 		if s.count.Load() >= s.max {
-			return idem.ClaimResult{}, fmt.Errorf("%w: %d records", idem.ErrStoreFull, s.max)
+			return fmt.Errorf("%w: %d records", idem.ErrStoreFull, s.max)
 		}
 		if b := s.bytes.Load(); b >= s.maxBytes {
-			return idem.ClaimResult{}, fmt.Errorf("%w: %d of %d bytes", idem.ErrStoreFull, b, s.maxBytes)
+			return fmt.Errorf("%w: %d of %d bytes", idem.ErrStoreFull, b, s.maxBytes)
 		}
 	}
 	// Sweep this shard every so often, so expired records do not pile up
@@ -334,7 +337,8 @@ func (s *Store) claimLocked(sh *memShard, order *orderShard, req idem.ClaimReque
 				if r != nil {
 					fence = r.Fence
 				}
-				return idem.ClaimResult{Status: idem.ClaimOutOfOrder, Fence: fence, LastAccepted: o.last}, nil
+				*res = idem.ClaimResult{Status: idem.ClaimOutOfOrder, Fence: fence, LastAccepted: o.last}
+				return nil
 			}
 			if o.last.After(req.Order.At) {
 				req.Order.At = o.last // only ever forward
@@ -367,7 +371,8 @@ func (s *Store) claimLocked(sh *memShard, order *orderShard, req idem.ClaimReque
 	sh.expires(r.ExpiresAt)
 	r.UpdatedAt = now
 	r.ClaimedAt = now
-	return idem.ClaimResult{Status: status, Fence: r.Fence, LeaseUntil: s.time(r.LeaseUntil), Steps: steps}, nil
+	*res = idem.ClaimResult{Status: status, Fence: r.Fence, LeaseUntil: s.time(r.LeaseUntil), Steps: steps}
+	return nil
 }
 
 // expires notes that a record of sh now expires at t (see sweepAt).
