@@ -108,7 +108,7 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 			}
 			continue
 		}
-		owner := g.token()
+		owner := st.nextOwner()
 		res, err := claim(ctx, st, owner)
 		if err != nil {
 			if errors.Is(err, errFailOpen) {
@@ -369,6 +369,7 @@ type state struct {
 	// repeat: the key was found claimed (a duplicate, in process or in
 	// the store), so it is worth remembering in the key memo.
 	repeat bool
+	owner  Token // the first claim's owner token, minted with the key
 	// unmemoized is the call state whose key the memo missed, held until
 	// release (nil otherwise).
 	unmemoized *callState
@@ -376,6 +377,16 @@ type state struct {
 	steps      map[string][]byte // the owned record's recovery points
 	wait       context.Context   // bounds all waiting of this call; made on first need
 	cancel     context.CancelFunc
+}
+
+// nextOwner is the token of st's next claim: the one minted with its key
+// (callState.mint), then a new one for each claim after a wait.
+func (st *state) nextOwner() Token {
+	if o := st.owner; o != (Token{}) {
+		st.owner = Token{}
+		return o
+	}
+	return st.g.token()
 }
 
 // ev reports an outcome that ends the call (takeover and override, which

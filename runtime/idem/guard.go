@@ -69,9 +69,12 @@ func NewGuard(store Store, opts ...Option) *Guard {
 }
 
 // token mints a unique owner token without allocating.
-func (g *Guard) token() (t Token) {
+func (g *Guard) token() Token { return g.tokenOf(g.counter.Add(1)) }
+
+// tokenOf is the owner token numbered n.
+func (g *Guard) tokenOf(n uint64) (t Token) {
 	copy(t[:8], g.tokenPrefix[:])
-	binary.BigEndian.PutUint64(t[8:], g.counter.Add(1))
+	binary.BigEndian.PutUint64(t[8:], n)
 	return t
 }
 
