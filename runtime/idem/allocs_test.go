@@ -18,7 +18,7 @@ import (
 
 // TestWrapperAllocations holds the costs docs/BENCHMARKS.md reports for a
 // call through a generated wrapper's shape on the memory store: a first
-// execution at most 10 allocations (issue 21's bound; 8 today), and a
+// execution at most 6 allocations (the goal is 10), and a
 // replay none once its key has repeated (the key memo takes a key when a
 // call finds it claimed, so the first replay derives it and the next ones
 // do not).
@@ -43,8 +43,8 @@ func TestWrapperAllocations(t *testing.T) {
 	call(1)
 	call(1) // the first replay: the key enters the memo
 	replay := testing.AllocsPerRun(2000, func() { call(1) })
-	if first > 10 || replay != 0 {
-		t.Fatalf("allocations: first execution %.1f (want ≤ 10), replay %.1f (want 0)", first, replay)
+	if first > 6 || replay != 0 {
+		t.Fatalf("allocations: first execution %.1f (want ≤ 6), replay %.1f (want 0)", first, replay)
 	}
 	t.Logf("allocations: first execution %.1f, replay %.1f", first, replay)
 }

@@ -93,11 +93,11 @@ func Do[R any](ctx context.Context, c Call, fn func(context.Context) (R, error))
 // another owner ends in another turn.
 func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, error)) (R, error) {
 	var zero R
-	g, spec := st.g, st.spec
+	g := st.g
 	var overrideReason string
-	if spec.Ordered {
-		if o, ok := g.store.(Orderer); !ok || !o.SupportsOrdering() {
-			return zero, fmt.Errorf("idem: %s is ordered (order=) but the store %T does not support ordering", spec.Name, g.store)
+	if st.spec.Ordered {
+		if err := orderable(st); err != nil {
+			return zero, err
 		}
 		overrideReason, st.order.Override = overrideFrom(ctx)
 	}
@@ -122,26 +122,45 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 			return own(ctx, st, &res, owner, overrideReason, fn)
 		case ClaimCompleted:
 			return replay[R](st, &res)
-		case ClaimFailed:
-			return zero, replayFailure(st, &res)
-		case ClaimMismatch:
-			st.ev(OutcomeMismatch, res.Fence, nil)
-			return zero, fmt.Errorf("%s: %w", spec.Name, ErrPayloadMismatch)
-		case ClaimOutOfOrder:
-			oerr := &OutOfOrderError{Func: spec.Name, LastAccepted: res.LastAccepted, Submitted: st.order.At, Grace: st.order.Grace}
-			st.reason = oerr.Error()
-			st.ev(OutcomeOutOfOrder, res.Fence, oerr)
-			return zero, oerr
 		case ClaimInProgress:
 			if err := awaitOwner(ctx, st, &res); err != nil {
 				return zero, err
 			}
 		default:
-			err := fmt.Errorf("idem: %s: store returned unknown claim status %d", spec.Name, res.Status)
-			st.ev(OutcomeStoreError, 0, err)
-			return zero, err
+			return zero, refused(st, &res)
 		}
 	}
+}
+
+// orderable is nil if st's store supports ordering, as its ordered
+// function needs.
+func orderable(st *state) error {
+	if o, ok := st.g.store.(Orderer); !ok || !o.SupportsOrdering() {
+		return fmt.Errorf("idem: %s is ordered (order=) but the store %T does not support ordering", st.spec.Name, st.g.store)
+	}
+	return nil
+}
+
+// refused is the error of a claim that neither acquired, replayed nor
+// found an owner running: a recorded failure, a payload mismatch, an
+// event out of order.
+func refused(st *state, res *ClaimResult) error {
+	spec := st.spec
+	switch res.Status {
+	case ClaimFailed:
+		return replayFailure(st, res)
+	case ClaimMismatch:
+		st.ev(OutcomeMismatch, res.Fence, nil)
+		return fmt.Errorf("%s: %w", spec.Name, ErrPayloadMismatch)
+	case ClaimOutOfOrder:
+		oerr := &OutOfOrderError{Func: spec.Name, LastAccepted: res.LastAccepted, Submitted: st.order.At, Grace: st.order.Grace}
+		st.reason = oerr.Error()
+		st.ev(OutcomeOutOfOrder, res.Fence, oerr)
+		return oerr
+	}
+	err := fmt.Errorf("idem: %s: store returned unknown claim status %d", spec.Name, res.Status)
+	st.ev(OutcomeStoreError, 0, err)
+	return err
 }
 
 // joinFlight answers a caller whose key this process is running (f):
