@@ -480,10 +480,7 @@ func start(ctx context.Context, st *state, lease Lease) *execution {
 	if st.steps != nil {
 		x.run.steps.Store(&steps{recorded: st.steps})
 	}
-	if !g.inProcess {
-		x.flight = &flight{fp: st.fp, spec: spec}
-		g.startFlight(lease.Key, x.flight)
-	}
+	x.flight = g.startFlight(lease.Key, st.fp, spec)
 	x.ctx.parent, x.ctx.run = ctx, &x.run
 	x.run.ctx = &x.ctx
 	x.hb.start(g, &x.ctx, &x.run.lease, st)

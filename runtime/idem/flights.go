@@ -72,11 +72,13 @@ func (g *Guard) flight(key string) *flight {
 	return f
 }
 
-// startFlight makes f the key's flight if the Guard keeps flights.
-func (g *Guard) startFlight(key string, f *flight) {
+// startFlight makes and returns the key's flight for a call of spec with
+// payload fp, if the Guard keeps flights; nil if it does not.
+func (g *Guard) startFlight(key string, fp Fingerprint, spec *Spec) *flight {
 	if g.inProcess {
-		return
+		return nil
 	}
+	f := &flight{fp: fp, spec: spec}
 	t := &g.flights
 	t.mu.Lock()
 	if t.m == nil {
@@ -84,6 +86,7 @@ func (g *Guard) startFlight(key string, f *flight) {
 	}
 	t.m[key] = f
 	t.mu.Unlock()
+	return f
 }
 
 // endFlight ends f, the key's flight if the Guard keeps flights.
