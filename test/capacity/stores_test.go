@@ -22,10 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
-	"google.golang.org/api/option"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/idemgen/idemgen/internal/testenv"
@@ -35,6 +32,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
+	"github.com/idemgen/idemgen/test/internal/emulator"
 )
 
 // rawValue is what the raw baselines write: about a record's size (a
@@ -228,20 +226,8 @@ func dynamoClient(endpoint string) *dynamodb.Client {
 	})
 }
 
-// firestoreClient is a client of the emulator at addr, configured as
-// FIRESTORE_EMULATOR_HOST would (plaintext, the emulator's owner token).
+// firestoreClient is a client of the harness's project on the emulator
+// at addr.
 func firestoreClient(ctx context.Context, addr string) (*firestore.Client, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(emulatorOwner{}))
-	if err != nil {
-		return nil, err
-	}
-	return firestore.NewClient(ctx, firestoreProject, option.WithGRPCConn(conn))
+	return emulator.Firestore(ctx, addr, firestoreProject)
 }
-
-type emulatorOwner struct{}
-
-func (emulatorOwner) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer owner"}, nil
-}
-func (emulatorOwner) RequireTransportSecurity() bool { return false }

@@ -19,16 +19,14 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"google.golang.org/api/option"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/dynamostore"
 	"github.com/idemgen/idemgen/runtime/firestorestore"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/test/internal/emulator"
 )
 
 const (
@@ -82,23 +80,11 @@ func dynamoClient(endpoint string, faultTolerant bool) *dynamodb.Client {
 	})
 }
 
-// firestoreClient is a client of the emulator at addr, configured as
-// FIRESTORE_EMULATOR_HOST would (plaintext, the emulator's owner token).
+// firestoreClient is a client of the harness's project on the emulator
+// at addr.
 func firestoreClient(ctx context.Context, addr string) (*firestore.Client, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(emulatorOwner{}))
-	if err != nil {
-		return nil, err
-	}
-	return firestore.NewClient(ctx, firestoreProject, option.WithGRPCConn(conn))
+	return emulator.Firestore(ctx, addr, firestoreProject)
 }
-
-type emulatorOwner struct{}
-
-func (emulatorOwner) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer owner"}, nil
-}
-func (emulatorOwner) RequireTransportSecurity() bool { return false }
 
 // openDocStore is openStore for "dynamo" and "firestore". A skewed worker
 // (ClockOffset) gives its clock to the DynamoDB store, which judges
