@@ -3,7 +3,7 @@
 # protocol, tools/kfake) for the runtime/idemkafka tests and
 # examples/kafkaconsumer: three brokers on loopback ports, in the
 # background. Idempotent: when the first port already answers, it does
-# nothing. It is not Apache Kafka; docs/KAFKA.md says what that means.
+# nothing. It is not Apache Kafka; docs/QUEUES.md says what that means.
 #
 #   scripts/kafka.sh [start]   build tools/kfake and start it on $KAFKA_PORTS
 #   scripts/kafka.sh stop      stop the instance this script started

@@ -198,7 +198,7 @@ func testRedelivery(t *testing.T, flags string, exactlyOnce bool) {
 	// Consumer A handles one delivery at a time, so its crash lands inside
 	// evt-7's handler and in no other handler's window between its side
 	// effect and the store's record of it (the window idemqueue documents:
-	// docs/HTTP.md, "Crashes and redelivery"); its prefetch holds more.
+	// docs/QUEUES.md, "Crashes and redelivery"); its prefetch holds more.
 	a := startConsumer(t, common+" -workers 1 -prefetch 4 -chaos-crash-on evt-7 -chaos-handler-delay 10ms")
 	if code := a.wait(); code != 3 {
 		t.Fatalf("consumer A exited with %d, want 3 (the crash inside evt-7's handler)", code)

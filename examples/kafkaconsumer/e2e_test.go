@@ -120,7 +120,7 @@ func TestExactlyOnceUnderRedelivery(t *testing.T) {
 	// One partition: consumer A handles one record at a time, so its
 	// crash lands inside evt-7's handler and in no other handler's
 	// window between its side effect and the store's record of it (the
-	// window idemqueue documents: see docs/KAFKA.md).
+	// window idemqueue documents: see docs/QUEUES.md).
 	{
 		cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
 		if err != nil {

@@ -200,7 +200,7 @@ func testRedelivery(t *testing.T, flags string, exactlyOnce bool) {
 	// Consumer A handles one message at a time, so its crash lands inside
 	// evt-7's handler and in no other handler's window between its side
 	// effect and the store's record of it (the window idemqueue documents:
-	// docs/HTTP.md, "Crashes and redelivery").
+	// docs/QUEUES.md, "Crashes and redelivery").
 	a := startConsumer(t, common+" -workers 1 -chaos-crash-on evt-7")
 	if code := a.wait(); code != 3 {
 		t.Fatalf("consumer A exited with %d, want 3 (the crash inside evt-7's handler)", code)

@@ -3,7 +3,7 @@
 // the broker the runtime/idemkafka tests and examples/kafkaconsumer talk to:
 // Apache Kafka (a JVM, ZooKeeper or KRaft) cannot be installed on the
 // project's machines, and kfake is what franz-go tests its own client
-// against. It is not Apache Kafka: see docs/KAFKA.md for what a test
+// against. It is not Apache Kafka: see docs/QUEUES.md for what a test
 // against it does and does not show.
 //
 //	go run . -ports 9092,9093,9094
