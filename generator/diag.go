@@ -14,6 +14,7 @@ type Diagnostic struct {
 	Msg string
 }
 
+// String formats d as file:line:col: message, or the message alone without a position.
 func (d Diagnostic) String() string {
 	if !d.Pos.IsValid() {
 		return d.Msg
@@ -28,6 +29,7 @@ type Error struct {
 	Diagnostics []Diagnostic
 }
 
+// Error lists every diagnostic, one a line.
 func (e *Error) Error() string {
 	lines := make([]string, len(e.Diagnostics))
 	for i, d := range e.Diagnostics {

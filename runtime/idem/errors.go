@@ -82,6 +82,7 @@ type RecordedError struct {
 	Cause error
 }
 
+// Error names the function and the recorded message.
 func (e *RecordedError) Error() string {
 	return fmt.Sprintf("idem: %s failed earlier: %s", e.Func, e.Message)
 }
@@ -125,7 +126,10 @@ type InProgressError struct {
 	LeaseUntil time.Time // the owner's lease expiry, by the store's clock
 }
 
-func (e *InProgressError) Error() string        { return ErrInProgress.Error() }
+// Error is ErrInProgress's message.
+func (e *InProgressError) Error() string { return ErrInProgress.Error() }
+
+// Is reports whether target is ErrInProgress, so errors.Is matches the sentinel.
 func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
 
 // OutOfOrderError is returned for an event older than its entity's last
@@ -137,9 +141,11 @@ type OutOfOrderError struct {
 	Grace        time.Duration
 }
 
+// Error names the function, the event's time, the last accepted time and the grace.
 func (e *OutOfOrderError) Error() string {
 	return fmt.Sprintf("idem: %s: event out of order: submitted %s, last accepted %s (grace %s)",
 		e.Func, e.Submitted.Format(time.RFC3339Nano), e.LastAccepted.Format(time.RFC3339Nano), e.Grace)
 }
 
+// Is reports whether target is ErrOutOfOrder, so errors.Is matches the sentinel.
 func (e *OutOfOrderError) Is(target error) bool { return target == ErrOutOfOrder }

@@ -57,6 +57,7 @@ var outcomeNames = [...]string{"", "executed", "failed", "replayed", "in_progres
 	"mismatch", "takeover", "heartbeat_failed", "lease_lost", "store_error", "invalid_key", "fail_open",
 	"out_of_order", "override", "step_ran", "step_replayed"}
 
+// String is the outcome's name as metrics and logs label it (executed, replayed, …).
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) && o != 0 {
 		return outcomeNames[o]

@@ -28,6 +28,7 @@ const (
 
 var stateNames = [...]string{"absent", "in_progress", "completed", "failed", "released"}
 
+// String is the state's name, as idemctl shows it.
 func (s State) String() string {
 	if int(s) < len(stateNames) {
 		return stateNames[s]
@@ -146,6 +147,7 @@ const (
 
 var claimNames = [...]string{"", "acquired", "taken_over", "in_progress", "completed", "failed", "mismatch", "out_of_order"}
 
+// String is the status's name, for logs and test failures.
 func (s ClaimStatus) String() string {
 	if int(s) < len(claimNames) && s != 0 {
 		return claimNames[s]

@@ -92,6 +92,7 @@ const (
 
 var actionNames = [...]string{"", "ack", "requeue", "reject"}
 
+// String is the action's name (ack, nack, reject), for logs.
 func (a Action) String() string {
 	if a > 0 && int(a) < len(actionNames) {
 		return actionNames[a]

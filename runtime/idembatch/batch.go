@@ -37,6 +37,7 @@ const (
 
 var statusNames = [...]string{"", "applied", "replayed", "duplicate", "out_of_order", "failed", "skipped"}
 
+// String is the status's name, for logs.
 func (s Status) String() string {
 	if int(s) < len(statusNames) && s != 0 {
 		return statusNames[s]

@@ -225,32 +225,61 @@ func Float64Codec[T ~float64]() TypedCodec[T] {
 // idemimpl.KeyPtr(b, v.Note, idemimpl.KeyString). Each writes what the
 // builder's, encoder's or decoder's method of its kind does.
 
+// KeyString writes *v as KeyBuilder.String does.
 func KeyString[T ~string](b *KeyBuilder, v *T) { b.String(string(*v)) }
-func KeyBool[T ~bool](b *KeyBuilder, v *T)     { b.Bool(bool(*v)) }
+
+// KeyBool writes *v as KeyBuilder.Bool does.
+func KeyBool[T ~bool](b *KeyBuilder, v *T) { b.Bool(bool(*v)) }
+
+// KeyInt writes *v as KeyBuilder.Int does.
 func KeyInt[T ~int | ~int8 | ~int16 | ~int32 | ~int64](b *KeyBuilder, v *T) {
 	b.Int(int64(*v))
 }
+
+// KeyUint writes *v as KeyBuilder.Uint does.
 func KeyUint[T ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](b *KeyBuilder, v *T) {
 	b.Uint(uint64(*v))
 }
+
+// KeyFloat writes *v as KeyBuilder.Float does.
 func KeyFloat[T ~float32 | ~float64](b *KeyBuilder, v *T) { b.Float(float64(*v)) }
 
 // The same writers by value, for KeyList and KeyMap:
 // idemimpl.KeyMap(b, v.Meta, idemimpl.StringKey, idemimpl.IntKey).
 
+// StringKey writes v as KeyBuilder.String does.
 func StringKey[T ~string](b *KeyBuilder, v T) { b.String(string(v)) }
-func BoolKey[T ~bool](b *KeyBuilder, v T)     { b.Bool(bool(v)) }
+
+// BoolKey writes v as KeyBuilder.Bool does.
+func BoolKey[T ~bool](b *KeyBuilder, v T) { b.Bool(bool(v)) }
+
+// IntKey writes v as KeyBuilder.Int does.
 func IntKey[T ~int | ~int8 | ~int16 | ~int32 | ~int64](b *KeyBuilder, v T) {
 	b.Int(int64(v))
 }
+
+// UintKey writes v as KeyBuilder.Uint does.
 func UintKey[T ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](b *KeyBuilder, v T) {
 	b.Uint(uint64(v))
 }
+
+// FloatKey writes v as KeyBuilder.Float does.
 func FloatKey[T ~float32 | ~float64](b *KeyBuilder, v T) { b.Float(float64(v)) }
 
-func EncString[T ~string](e *Encoder, v *T)   { e.String(string(*v)) }
-func DecString[T ~string](d *Decoder, v *T)   { *v = T(d.String()) }
-func EncBool[T ~bool](e *Encoder, v *T)       { e.Bool(bool(*v)) }
-func DecBool[T ~bool](d *Decoder, v *T)       { *v = T(d.Bool()) }
+// EncString encodes *v as Encoder.String does.
+func EncString[T ~string](e *Encoder, v *T) { e.String(string(*v)) }
+
+// DecString decodes what EncString wrote into *v.
+func DecString[T ~string](d *Decoder, v *T) { *v = T(d.String()) }
+
+// EncBool encodes *v as Encoder.Bool does.
+func EncBool[T ~bool](e *Encoder, v *T) { e.Bool(bool(*v)) }
+
+// DecBool decodes what EncBool wrote into *v.
+func DecBool[T ~bool](d *Decoder, v *T) { *v = T(d.Bool()) }
+
+// EncFloat64 encodes *v as Encoder.Float64 does.
 func EncFloat64[T ~float64](e *Encoder, v *T) { e.Float64(float64(*v)) }
+
+// DecFloat64 decodes what EncFloat64 wrote into *v.
 func DecFloat64[T ~float64](d *Decoder, v *T) { *v = T(d.Float64()) }

@@ -77,6 +77,7 @@ const (
 
 var statusNames = [...]string{"", "ran", "duplicate", "failed"}
 
+// String is the status's name (ran, duplicate, failed), for logs.
 func (s Status) String() string {
 	if s > 0 && int(s) < len(statusNames) {
 		return statusNames[s]
@@ -228,6 +229,7 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error says the handler panicked, with the panic's value.
 func (e *PanicError) Error() string { return fmt.Sprintf("handler panicked: %v", e.Value) }
 
 // doRecover calls idem.Do and turns the panic it re-raises into an error.

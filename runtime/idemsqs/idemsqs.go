@@ -94,6 +94,7 @@ const (
 
 var actionNames = [...]string{"", "delete", "leave", "dead-letter", "release"}
 
+// String is the action's name, for logs.
 func (a Action) String() string {
 	if a > 0 && int(a) < len(actionNames) {
 		return actionNames[a]

@@ -250,6 +250,7 @@ func (r *memRecord) ttlAfterLease() time.Duration { return time.Duration(r.Expir
 // its writes after the function the caller's ctx without a timer.
 func (s *Store) InProcess() bool { return true }
 
+// Claim implements idem.Store under the key's shard lock.
 func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (res idem.ClaimResult, err error) {
 	if err := ctx.Err(); err != nil {
 		return idem.ClaimResult{}, err
@@ -503,6 +504,7 @@ func (s *Store) owned(sh *memShard, l idem.Lease) (*memRecord, error) {
 	return r, nil
 }
 
+// Heartbeat implements idem.Store.
 func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -560,10 +562,12 @@ func (s *Store) finish(ctx context.Context, l idem.Lease, state idem.State, res 
 	return nil
 }
 
+// Complete implements idem.Store.
 func (s *Store) Complete(ctx context.Context, l idem.Lease, res idem.Result) error {
 	return s.finish(ctx, l, idem.StateCompleted, res)
 }
 
+// Fail implements idem.Store.
 func (s *Store) Fail(ctx context.Context, l idem.Lease, res idem.Result) error {
 	return s.finish(ctx, l, idem.StateFailed, res)
 }
@@ -597,10 +601,12 @@ func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []
 	return nil
 }
 
+// Release implements idem.Store.
 func (s *Store) Release(ctx context.Context, l idem.Lease) error {
 	return s.finish(ctx, l, idem.StateReleased, idem.Result{})
 }
 
+// Get implements idem.Store.
 func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return idem.Record{}, err
@@ -619,6 +625,7 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 	return out, nil
 }
 
+// Delete implements idem.Store.
 func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -637,6 +644,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// Wait implements idem.Store.
 func (s *Store) Wait(ctx context.Context, key string) error {
 	for {
 		if err := ctx.Err(); err != nil {

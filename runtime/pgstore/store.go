@@ -184,6 +184,7 @@ var _ idem.Orderer = (*Store)(nil)
 // call's steps).
 func (s *Store) SupportsOrdering() bool { return true }
 
+// Claim implements idem.Store.
 func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
 	c, err := s.acquire(ctx, "claim")
 	if err != nil {
@@ -280,6 +281,7 @@ func (s *Store) claimOrdered(ctx context.Context, c *pgxpool.Conn, req idem.Clai
 	return r.busyResult(req.Fingerprint), nil
 }
 
+// Heartbeat implements idem.Store.
 func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
 	c, err := s.acquire(ctx, "heartbeat")
 	if err != nil {
@@ -307,14 +309,17 @@ func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
 	return fmt.Errorf("%w: %s fence %d", idem.ErrLeaseLost, l.Key, l.Fence)
 }
 
+// Complete implements idem.Store.
 func (s *Store) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
 	return s.finish(ctx, "complete", l, stCompleted, r.Data)
 }
 
+// Fail implements idem.Store.
 func (s *Store) Fail(ctx context.Context, l idem.Lease, r idem.Result) error {
 	return s.finish(ctx, "fail", l, stFailed, r.Data)
 }
 
+// Release implements idem.Store.
 func (s *Store) Release(ctx context.Context, l idem.Lease) error {
 	return s.finish(ctx, "release", l, stReleased, nil)
 }
@@ -360,6 +365,7 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state int16
 	return nil
 }
 
+// Get implements idem.Store.
 func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 	c, err := s.acquire(ctx, "get")
 	if err != nil {
@@ -394,6 +400,7 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 	return rec, nil
 }
 
+// Delete implements idem.Store.
 func (s *Store) Delete(ctx context.Context, key string) error {
 	c, err := s.acquire(ctx, "delete")
 	if err != nil {

@@ -23,6 +23,7 @@ const (
 	Refuse
 )
 
+// String is the mode's name, as the report shows it.
 func (m FaultMode) String() string {
 	return [...]string{"pass", "blackhole", "latency", "refuse"}[m]
 }

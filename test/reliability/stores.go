@@ -57,6 +57,7 @@ func (b *BrokenStore) Release(ctx context.Context, l idem.Lease) error {
 	return b.Store.Release(ctx, b.real(l))
 }
 
+// Fail passes the real fence on, as Release does.
 func (b *BrokenStore) Fail(ctx context.Context, l idem.Lease, r idem.Result) error {
 	return b.Store.Fail(ctx, b.real(l), r)
 }

@@ -53,6 +53,7 @@ type Stats struct {
 	Types, Values, Pairs, Replays int
 }
 
+// Add adds o's counts to s.
 func (s *Stats) Add(o Stats) {
 	s.Types += o.Types
 	s.Values += o.Values
@@ -60,6 +61,7 @@ func (s *Stats) Add(o Stats) {
 	s.Replays += o.Replays
 }
 
+// String summarises the counts for a test log.
 func (s Stats) String() string {
 	return fmt.Sprintf("%d types, %d values, %d key pairs, %d replays", s.Types, s.Values, s.Pairs, s.Replays)
 }

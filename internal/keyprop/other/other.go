@@ -31,8 +31,10 @@ type Dec struct {
 // NewDec returns units × 10^-scale.
 func NewDec(units int64, scale uint8) Dec { return Dec{units, scale} }
 
+// MarshalText writes units/scale, so 1/1 and 10/2 are different texts.
 func (d Dec) MarshalText() ([]byte, error) { return fmt.Appendf(nil, "%d/%d", d.units, d.scale), nil }
 
+// UnmarshalText reads what MarshalText writes.
 func (d *Dec) UnmarshalText(p []byte) error {
 	_, err := fmt.Sscanf(string(p), "%d/%d", &d.units, &d.scale)
 	return err
@@ -44,10 +46,13 @@ type Tag struct{ name string }
 // NewTag returns a Tag.
 func NewTag(name string) Tag { return Tag{name} }
 
+// IdemKey keys a Tag by its name.
 func (t Tag) IdemKey(b *idemimpl.KeyBuilder) { b.String(t.name) }
 
+// MarshalText writes the name.
 func (t Tag) MarshalText() ([]byte, error) { return []byte(t.name), nil }
 
+// UnmarshalText reads what MarshalText writes.
 func (t *Tag) UnmarshalText(p []byte) error {
 	t.name = string(p)
 	return nil
@@ -59,10 +64,12 @@ type Bin struct{ hi, lo uint16 }
 // NewBin returns a Bin.
 func NewBin(hi, lo uint16) Bin { return Bin{hi, lo} }
 
+// MarshalBinary packs both halves into four big-endian bytes.
 func (b Bin) MarshalBinary() ([]byte, error) {
 	return binary.BigEndian.AppendUint32(nil, uint32(b.hi)<<16|uint32(b.lo)), nil
 }
 
+// UnmarshalBinary reads what MarshalBinary writes.
 func (b *Bin) UnmarshalBinary(p []byte) error {
 	if len(p) != 4 {
 		return errors.New("other.Bin: want 4 bytes")
