@@ -1,6 +1,9 @@
 package idem
 
-import "time"
+import (
+	"time"
+	"unsafe"
+)
 
 // OnDuplicate says what a duplicate call gets.
 type OnDuplicate uint8
@@ -76,6 +79,10 @@ type Spec struct {
 	// Guard's codec (an older build) and is decoded by that. See
 	// resultcodec.go.
 	Codec Codec
+
+	// claimed is the Spec itself once it has claimed its name and
+	// version in the process (claimName): a copy of a Spec claims anew.
+	claimed unsafe.Pointer
 }
 
 func (s *Spec) ttl() time.Duration {
