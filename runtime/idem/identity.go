@@ -29,7 +29,8 @@ import (
 //
 // ErrFunctionMismatch: a stored record was written by another function
 // that shares this one's name= and version= (another package, a
-// hand-written idem.Do, or a signature that changed since). It matches
+// hand-written idem.Do, or a signature that changed since), or another
+// Spec of the process already has its name and version. It matches
 // ErrResultIncompatible and fails closed the same way: the function does
 // not run for that key, and no other function's result is returned. Give
 // one of the functions its own name=, or bump version=.
