@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/idemgen/idemgen/generator"
 	"github.com/idemgen/idemgen/internal/testenv"
 )
@@ -72,10 +74,26 @@ func TestRandomTypes(t *testing.T) {
 	// In this module, and in one whose path has no dot (go mod init
 	// myapp): its paths are spelt like the standard library's, and its
 	// types must be keyed, pinned and stored as any module's.
+	// Both pin the same types against drift.
+	pins := map[string]map[string][]string{}
 	for _, tc := range []struct{ name, module string }{{"repo", ""}, {"dotless", "myapp"}} {
-		t.Run(tc.name, func(t *testing.T) { randomTypes(t, tc.module, seeds) })
+		t.Run(tc.name, func(t *testing.T) { pins[tc.name] = randomTypes(t, tc.module, seeds) })
+	}
+	n := 0
+	for _, p := range pins["repo"] {
+		n += len(p)
+	}
+	if n == 0 && !t.Failed() {
+		t.Error("no drift pin found in the generated files: pinLine is out of date")
+	}
+	if diff := cmp.Diff(pins["repo"], pins["dotless"]); diff != "" && !t.Failed() {
+		t.Errorf("the types pinned against drift, by package (-in this module +in module myapp):\n%s", diff)
 	}
 }
+
+// pinLine matches a drift pin of the generated code: a named type's
+// conversion to its underlying type, or an alias's assignment.
+var pinLine = regexp.MustCompile(`(?m)^\t_ (?:= \(\*[^)]+\)\(new\([^)]+\)\)|\*\S+\s+= new\([^)]+\))$`)
 
 // keypropPath is the import path the packages of random types import
 // check and other under, in this module.
@@ -83,8 +101,9 @@ const keypropPath = "github.com/idemgen/idemgen/internal/keyprop/"
 
 // randomTypes generates the packages of seeds and runs their property
 // tests: in this module if module is "", else in a scratch module of
-// that path, with copies of check and other.
-func randomTypes(t *testing.T, module string, seeds []uint64) {
+// that path, with copies of check and other. It returns the drift pins of
+// each package's generated file.
+func randomTypes(t *testing.T, module string, seeds []uint64) map[string][]string {
 	dir, env, from, to := ".", []string(nil), keypropPath, keypropPath
 	var pkgs []string
 	if module == "" {
@@ -130,8 +149,10 @@ func randomTypes(t *testing.T, module string, seeds []uint64) {
 	if err != nil {
 		t.Fatalf("idemgen refused random types it must accept (seeds %v): %v", seeds, err)
 	}
+	pins := map[string][]string{}
 	for _, f := range files {
 		write(t, f.Path, f.Content)
+		pins[filepath.Base(filepath.Dir(f.Path))] = pinLine.FindAllString(string(f.Content), -1)
 	}
 	for _, args := range [][]string{{"vet"}, {"test", "-count=1", "-v", "-run", "TestKeyProperty"}} {
 		args = append(args, pkgs...)
@@ -153,6 +174,7 @@ func randomTypes(t *testing.T, module string, seeds []uint64) {
 			t.Logf("seeds %v: %d types, %d values, %d key pairs, %d replays checked", seeds, total[0], total[1], total[2], total[3])
 		}
 	}
+	return pins
 }
 
 func write(t *testing.T, path string, data []byte) {
