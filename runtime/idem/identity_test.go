@@ -20,7 +20,8 @@ import (
 // space, and a call of one must never be answered with the other's
 // record: not its result, not its recorded failure, not ErrDuplicate.
 // It gets ErrFunctionMismatch (an ErrResultIncompatible) and does not
-// run. The same function under another Spec value replays as before.
+// run. The same function under another process's Spec value replays as
+// before.
 func TestFunctionIdentity(t *testing.T) {
 	first := idem.Spec{Name: "test.Shared", Signature: "sig-a", TTL: time.Hour}
 	other := func(mod func(*idem.Spec)) idem.Spec {
