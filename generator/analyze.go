@@ -67,6 +67,7 @@ type pkgInfo struct {
 	scope map[string]bool // package-scope names declared outside the generated file
 	d     *diags
 	types *wellKnown
+	std   *stdLib
 	// jsonReach caches, per package, the types a MarshalJSON of that
 	// package may write (jsonWritten).
 	jsonReach map[*types.Package]map[*types.TypeName]bool

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"path/filepath"
 	"strings"
 
 	"golang.org/x/tools/go/packages"
@@ -55,10 +56,14 @@ func GenerateChecked(c Checked) (content []byte, problems []Diagnostic) {
 		return nil, nil
 	}
 	d := &diags{}
+	std, err := newStdLib(filepath.Dir(c.Output), nil)
+	if err != nil {
+		return nil, []Diagnostic{{Pos: token.Position{Filename: c.Output}, Msg: err.Error()}}
+	}
 	// Only this package's names can be compared here; Generate compares
 	// those of every package of its run.
 	dupNames := checkNames([]*packages.Package{p}, c.Fset, map[*packages.Package]string{p: c.Output}, d)
-	content = generatePackage(p, c.Fset, c.Output, d)
+	content = generatePackage(p, c.Fset, c.Output, std, d)
 	if dupNames[p] {
 		content = nil
 	}

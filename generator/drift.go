@@ -3,7 +3,6 @@ package generator
 import (
 	"go/types"
 	"sort"
-	"strings"
 
 	"github.com/dave/jennifer/jen"
 )
@@ -258,7 +257,7 @@ func (e *emitter) pinAlias(t types.Type) {
 	case *types.Struct, *types.Interface:
 		return
 	}
-	if obj := a.Obj(); pinnable(obj) && (obj.Exported() || obj.Pkg() == e.pi.pkg.Types) && e.nameable(obj) {
+	if obj := a.Obj(); e.pinnable(obj) && (obj.Exported() || obj.Pkg() == e.pi.pkg.Types) && e.nameable(obj) {
 		e.pinned[obj] = a
 	}
 }
@@ -270,18 +269,15 @@ func (e *emitter) pinNamed(n *types.Named) {
 	case *types.Struct, *types.Interface:
 		return
 	}
-	if obj := n.Obj(); pinnable(obj) && n.TypeArgs().Len() == 0 && e.nameable(obj) {
+	if obj := n.Obj(); e.pinnable(obj) && n.TypeArgs().Len() == 0 && e.nameable(obj) {
 		e.pinned[obj] = n
 	}
 }
 
-// pinnable: declared in a package, and not the standard library's.
-func pinnable(obj *types.TypeName) bool {
-	if obj.Pkg() == nil {
-		return false // byte, rune, any, error
-	}
-	first, _, _ := strings.Cut(obj.Pkg().Path(), "/")
-	return strings.Contains(first, ".")
+// pinnable: declared in a package (not byte, rune, any, error), and not
+// the standard library's.
+func (e *emitter) pinnable(obj *types.TypeName) bool {
+	return obj.Pkg() != nil && !e.pi.std.has(obj.Pkg())
 }
 
 // pins adds the checks pinning e.pinned to the file's, sorted as

@@ -18,22 +18,14 @@ func TestDrift(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: generates and builds in a scratch module")
 	}
-	type edit struct{ file, old, new string }
+	type edit = driftEdit
 	// A check that spells every field converts a value to its field list;
 	// the others name fieldsChanged_runGoGenerate.
 	const fields = `fieldsChanged_runGoGenerate`
 	converts := func(t string) string {
 		return `cannot convert ` + regexp.QuoteMeta(t+"{}") + ` \(value of struct type ` + regexp.QuoteMeta(t) + `\) to type struct\{`
 	}
-	variants := []struct {
-		name  string
-		edits []edit
-		// want matches the compiler's message at a line of idem_gen.go;
-		// "" when the build is expected to pass (a field gained by
-		// another package's struct with unexported fields: only idemgen
-		// -check sees it).
-		want string
-	}{
+	variants := []driftVariant{
 		{"add", []edit{{"drift.go", "\tNote   string `idem:\"-\"`\n", "\tNote   string `idem:\"-\"`\n\tExtra  string\n"}}, converts("Req")},
 		{"retype", []edit{{"drift.go", "\tCount  int\n", "\tCount  int16\n"}}, converts("Req")},
 		{"remove", []edit{{"drift.go", "\tID     string\n", ""}}, converts("Req")},
@@ -56,7 +48,28 @@ func TestDrift(t *testing.T) {
 		{"instance", []edit{{"generic.go", "\tSet   bool\n", "\tSet   bool\n\tExtra int\n"}}, converts("Opt[int64]")},
 		{"typeparaminstance", []edit{{"generic.go", "\tItems []T\n", "\tItems []T\n\tMore  []T\n"}}, fields},
 	}
-	mod, env := scratchModule(t, "idemgen.test/drift")
+	// A module path without a dot (go mod init myapp) is spelt like the
+	// standard library's, whose types are not pinned; the module's are.
+	for _, modPath := range []string{"idemgen.test/drift", "myapp"} {
+		t.Run(modPath, func(t *testing.T) { testDrift(t, modPath, variants) })
+	}
+}
+
+// driftVariant is one change TestDrift makes without regenerating.
+type driftVariant struct {
+	name  string
+	edits []driftEdit
+	// want matches the compiler's message at a line of idem_gen.go;
+	// "" when the build is expected to pass (a field gained by
+	// another package's struct with unexported fields: only idemgen
+	// -check sees it).
+	want string
+}
+
+type driftEdit struct{ file, old, new string }
+
+func testDrift(t *testing.T, modPath string, variants []driftVariant) {
+	mod, env := scratchModule(t, modPath)
 	src := filepath.Join("..", "testdata", "drift")
 	for _, v := range variants {
 		for _, f := range []string{"drift.go", "generic.go", "ext/ext.go"} {
@@ -64,7 +77,7 @@ func TestDrift(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			data = []byte(strings.ReplaceAll(string(data), "github.com/idemgen/idemgen/testdata/drift/ext", "idemgen.test/drift/"+v.name+"/ext"))
+			data = []byte(strings.ReplaceAll(string(data), "github.com/idemgen/idemgen/testdata/drift/ext", modPath+"/"+v.name+"/ext"))
 			write(t, filepath.Join(mod, v.name, f), data)
 		}
 	}
@@ -110,7 +123,7 @@ func TestDrift(t *testing.T) {
 	failed := map[string]string{}
 	for _, sec := range regexp.MustCompile(`(?m)^# `).Split(out, -1)[1:] {
 		pkg, body, _ := strings.Cut(sec, "\n")
-		failed[strings.TrimPrefix(pkg, "idemgen.test/drift/")] = body
+		failed[strings.TrimPrefix(pkg, modPath+"/")] = body
 	}
 	for _, v := range variants {
 		body, fails := failed[v.name]

@@ -77,8 +77,8 @@ type group struct {
 	fns  []*fn
 }
 
-func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *diags) []byte {
-	pi := &pkgInfo{pkg: p, fset: fset, out: out, scope: packageScope(p, fset, out), d: d, types: newWellKnown(p.Types)}
+func generatePackage(p *packages.Package, fset *token.FileSet, out string, std *stdLib, d *diags) []byte {
+	pi := &pkgInfo{pkg: p, fset: fset, out: out, scope: packageScope(p, fset, out), d: d, types: newWellKnown(p.Types), std: std}
 	n := len(d.list)
 	fns := pi.collect()
 	if len(fns) == 0 && len(pi.steps) == 0 {

@@ -111,8 +111,8 @@ var _ = sdk.Charge
 	write(t, filepath.Join(mod, "b", "b.go"), user("b", "key=id"))
 	_, diags := generateIn(t, mod, env)
 	want := []string{
-		`a/a.go:6:9: name "idemgen.test/foreignnames/sdk.Charge" is also the name of sdk.Charge (wrapped in b) (at b/b.go:6:9): two functions with one name share a key space and would answer each other's calls; give each its own name=`,
-		`b/b.go:6:9: name "idemgen.test/foreignnames/sdk.Charge" is also the name of sdk.Charge (wrapped in a) (at a/a.go:6:9): two functions with one name share a key space and would answer each other's calls; give each its own name=`,
+		`a/a.go:6:9: name "idemgen.test/foreignnames/sdk.Charge" of sdk.Charge (wrapped in a) is also the name of sdk.Charge (wrapped in b) (at b/b.go:6:9): two functions with one name share a key space and would answer each other's calls; give each its own name=`,
+		`b/b.go:6:9: name "idemgen.test/foreignnames/sdk.Charge" of sdk.Charge (wrapped in b) is also the name of sdk.Charge (wrapped in a) (at a/a.go:6:9): two functions with one name share a key space and would answer each other's calls; give each its own name=`,
 	}
 	if diff := cmp.Diff(want, diags); diff != "" {
 		t.Fatalf("diagnostics (-want +got):\n%s", diff)

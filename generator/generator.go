@@ -92,6 +92,10 @@ func Generate(cfg Config) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
+	std, err := newStdLib(dir, cfg.Env)
+	if err != nil {
+		return nil, err
+	}
 	sort.Slice(pkgs, func(i, j int) bool { return pkgs[i].PkgPath < pkgs[j].PkgPath })
 	outputs := map[*packages.Package]string{}
 	for _, p := range pkgs {
@@ -116,7 +120,7 @@ func Generate(cfg Config) ([]File, error) {
 		if !loadErrors(p, out, d) {
 			continue
 		}
-		src := generatePackage(p, fset, out, d)
+		src := generatePackage(p, fset, out, std, d)
 		if len(d.list) > n || dupNames[p] {
 			continue
 		}

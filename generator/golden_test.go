@@ -39,6 +39,13 @@ func runCases(t *testing.T) (map[string]*caseResult, []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runCasesIn(t, root, nil)
+}
+
+// runCasesIn generates every case of root/testdata, running the go
+// command with env.
+func runCasesIn(t *testing.T, root string, env []string) (map[string]*caseResult, []string) {
+	t.Helper()
 	entries, err := os.ReadDir(filepath.Join(root, "testdata"))
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +60,7 @@ func runCases(t *testing.T) (map[string]*caseResult, []string) {
 		patterns = append(patterns, "./testdata/"+e.Name())
 		results[e.Name()] = &caseResult{}
 	}
-	files, err := Generate(Config{Dir: root, Patterns: patterns})
+	files, err := Generate(Config{Dir: root, Patterns: patterns, Env: env})
 	var gerr *Error
 	if err != nil && !errors.As(err, &gerr) {
 		t.Fatalf("Generate: %v", err)

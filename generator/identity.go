@@ -194,8 +194,8 @@ func checkNames(pkgs []*packages.Package, fset *token.FileSet, outputs map[*pack
 			if i > 0 {
 				other = fs[0]
 			}
-			d.add(f.pos, "name %q is also the name of %s (at %s): two functions with one name share a key space and would answer each other's calls; give each its own name=",
-				name, other.display, d.relative(other.pos, f.pos))
+			d.add(f.pos, "name %q of %s is also the name of %s (at %s): two functions with one name share a key space and would answer each other's calls; give each its own name=",
+				name, f.display, other.display, d.relative(other.pos, f.pos))
 			bad[f.pkg] = true
 		}
 	}

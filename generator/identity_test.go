@@ -74,8 +74,8 @@ func Ship(ctx context.Context, id string) error { return nil }
 	}
 	const tail = ": two functions with one name share a key space and would answer each other's calls; give each its own name="
 	want := []string{
-		`a/a.go:7:8: name "billing.charge" is also the name of b.Refund (at b/b.go:7:15)` + tail,
-		`b/b.go:7:15: name "billing.charge" is also the name of a.Charge (at a/a.go:7:8)` + tail,
+		`a/a.go:7:8: name "billing.charge" of a.Charge is also the name of b.Refund (at b/b.go:7:15)` + tail,
+		`b/b.go:7:15: name "billing.charge" of b.Refund is also the name of a.Charge (at a/a.go:7:8)` + tail,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("diagnostics (-want +got):\n%s", diff)

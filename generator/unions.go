@@ -2,7 +2,6 @@ package generator
 
 import (
 	"go/types"
-	"strings"
 
 	"github.com/dave/jennifer/jen"
 )
@@ -31,7 +30,7 @@ func (e *emitter) variants(n *types.Named) []types.Type {
 	var vs []types.Type
 	iface, _ := n.Underlying().(*types.Interface)
 	p := n.Obj().Pkg()
-	if iface != nil && !iface.Empty() && p != nil && !isStd(p.Path()) && n.TypeArgs().Len() == 0 {
+	if iface != nil && !iface.Empty() && p != nil && !e.pi.std.has(p) && n.TypeArgs().Len() == 0 {
 		for _, name := range p.Scope().Names() {
 			t, ok := e.implementer(p.Scope().Lookup(name), iface)
 			if !ok {
@@ -70,11 +69,6 @@ func (e *emitter) implementer(obj types.Object, iface *types.Interface) (types.T
 		return types.NewPointer(n), true
 	}
 	return nil, false
-}
-
-// isStd reports whether path is a standard library package's.
-func isStd(path string) bool {
-	return !strings.Contains(strings.SplitN(path, "/", 2)[0], ".")
 }
 
 // encUnion writes the code that stores v, a value of the union n, by a

@@ -102,7 +102,10 @@ func (c *callState) finish(st *state) (err error) {
 	st.g, st.spec = g, spec
 	st.owner = c.mint()
 	key, payload, entity, hasPayload, _ := c.m.Parts()
-	if err = key.Err(); err == nil && hasPayload {
+	if err = spec.claimName(); err == nil {
+		err = key.Err()
+	}
+	if err == nil && hasPayload {
 		err = payload.Err()
 	}
 	if err == nil && spec.Ordered {

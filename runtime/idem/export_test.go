@@ -32,3 +32,8 @@ func WithKeyMemo(entries int) Option { return func(c *config) { c.memo = entries
 
 // DropResultMemo turns the Guard's result memo off (its benchmark).
 func (g *Guard) DropResultMemo() { g.results = nil }
+
+// ForgetSpecs forgets which Spec claimed each name and version, as
+// another process would not know: tests of records that two functions
+// share use it.
+func ForgetSpecs() { specs.Clear() }

@@ -2,6 +2,9 @@ package idem
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
@@ -26,7 +29,8 @@ import (
 //
 // ErrFunctionMismatch: a stored record was written by another function
 // that shares this one's name= and version= (another package, a
-// hand-written idem.Do, or a signature that changed since). It matches
+// hand-written idem.Do, or a signature that changed since), or another
+// Spec of the process already has its name and version. It matches
 // ErrResultIncompatible and fails closed the same way: the function does
 // not run for that key, and no other function's result is returned. Give
 // one of the functions its own name=, or bump version=.
@@ -100,4 +104,42 @@ func (c *recordCodec) Unmarshal(data []byte, v any) error {
 		return err
 	}
 	return c.g.decodeRecord(c.spec, body, v)
+}
+
+// Function identity in the process. The signature leaves type and field
+// names out, so that renaming a type keeps its records; two functions of
+// one shape given one name= (Charge(ChargeReq) (Receipt, error) and
+// MakeRefund(RefundReq) (Refund, error)) therefore have one signature, and
+// records cannot tell them apart. In one process they are told apart by
+// their Specs: idemgen writes one Spec per function, so a second Spec with
+// a signature and the name and version of one already used is another
+// function. Its calls fail with ErrFunctionMismatch before anything runs.
+// Specs without a signature (hand-written) claim nothing and are not
+// checked.
+
+// specID is a Spec's key space in the process.
+type specID struct {
+	name    string
+	version int
+}
+
+// specs holds, by name and version, the first Spec with a signature used
+// in the process.
+var specs sync.Map // specID → *Spec
+
+// claimName checks spec against the Specs of the process, once per Spec
+// when it passes.
+func (s *Spec) claimName() error {
+	if atomic.LoadPointer(&s.claimed) == unsafe.Pointer(s) {
+		return nil
+	}
+	if s.Signature != "" {
+		first, _ := specs.LoadOrStore(specID{s.Name, s.Version}, s)
+		if f := first.(*Spec); f != s {
+			return fmt.Errorf("%w: %s v%d is the name and version of another function in this process "+
+				"(signatures %q and %q): give one of them its own name=", ErrFunctionMismatch, s.Name, s.Version, f.Signature, s.Signature)
+		}
+	}
+	atomic.StorePointer(&s.claimed, unsafe.Pointer(s))
+	return nil
 }

@@ -20,7 +20,8 @@ import (
 // space, and a call of one must never be answered with the other's
 // record: not its result, not its recorded failure, not ErrDuplicate.
 // It gets ErrFunctionMismatch (an ErrResultIncompatible) and does not
-// run. The same function under another Spec value replays as before.
+// run. The same function under another process's Spec value replays as
+// before.
 func TestFunctionIdentity(t *testing.T) {
 	first := idem.Spec{Name: "test.Shared", Signature: "sig-a", TTL: time.Hour}
 	other := func(mod func(*idem.Spec)) idem.Spec {
@@ -64,7 +65,11 @@ func TestFunctionIdentity(t *testing.T) {
 			t.Run(sc.name+"/"+tc.name, func(t *testing.T) {
 				g := idem.NewGuard(sc.new())
 				ctx := context.Background()
-				writer, reader := tc.writer, tc.reader // distinct Spec values, as two packages' would be
+				// Distinct Spec values, as two packages' would be, in two
+				// processes: in one, the second is refused before it reads
+				// (TestSpecNameInProcess).
+				writer, reader := tc.writer, tc.reader
+				idem.ForgetSpecs()
 				_, err := call(ctx, g, &writer, "k", func(context.Context) (string, error) {
 					if tc.fails {
 						return "", errors.New("declined")
@@ -75,6 +80,7 @@ func TestFunctionIdentity(t *testing.T) {
 					t.Fatalf("writer: %v", err)
 				}
 				var runs atomic.Int64
+				idem.ForgetSpecs()
 				got, err := call(ctx, g, &reader, "k", func(context.Context) (string, error) { runs.Add(1); return "read", nil })
 				if n := runs.Load(); n != 0 {
 					t.Errorf("reader ran %d times over an existing record, want 0", n)
@@ -99,7 +105,7 @@ func TestFunctionIdentity(t *testing.T) {
 
 // TestFunctionIdentityInProcess: a waiting caller of another function
 // that shares the running one's name and key is not handed its value in
-// process either.
+// process either (were the name check of the process passed).
 func TestFunctionIdentityInProcess(t *testing.T) {
 	g := idem.NewGuard(networked{memstore.New()}) // keeps flights
 	ctx := context.Background()
@@ -116,6 +122,7 @@ func TestFunctionIdentityInProcess(t *testing.T) {
 		done <- err
 	}()
 	<-started
+	idem.ForgetSpecs() // b is refused in process otherwise, before it waits
 	got := make(chan error)
 	go func() {
 		v, err := call(ctx, g, b, "k", func(context.Context) (string, error) { return "b ran", nil })
@@ -131,6 +138,90 @@ func TestFunctionIdentityInProcess(t *testing.T) {
 	}
 	if err := <-got; !errors.Is(err, idem.ErrFunctionMismatch) {
 		t.Errorf("b: %v, want ErrFunctionMismatch", err)
+	}
+}
+
+// claimCounter counts the claims that reach the store.
+type claimCounter struct {
+	idem.Store
+	n atomic.Int64
+}
+
+func (s *claimCounter) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+	s.n.Add(1)
+	return s.Store.Claim(ctx, req)
+}
+
+// TestSpecNameInProcess: the signature leaves type and field names out,
+// so two functions of one shape given one name= (Charge(ChargeReq)
+// (Receipt, error) and MakeRefund(RefundReq) (Refund, error)) write the
+// same identity header, and records cannot tell them apart. In one
+// process, the second Spec with a signature that uses a name and version
+// is refused at its first call, whatever its key: ErrFunctionMismatch,
+// before the store is asked or fn runs. The first keeps working.
+func TestSpecNameInProcess(t *testing.T) {
+	cases := []struct {
+		name    string
+		second  func(first *idem.Spec) *idem.Spec
+		refused bool
+	}{
+		{"SameShape", func(f *idem.Spec) *idem.Spec {
+			return &idem.Spec{Name: f.Name, Signature: f.Signature, TTL: time.Hour}
+		}, true},
+		{"OtherSignature", func(f *idem.Spec) *idem.Spec { return &idem.Spec{Name: f.Name, Signature: "sig-b"} }, true},
+		{"Copy", func(f *idem.Spec) *idem.Spec { c := *f; return &c }, true},
+		{"HandWrittenBeside", func(f *idem.Spec) *idem.Spec { return &idem.Spec{Name: f.Name} }, false},
+		{"OtherVersion", func(f *idem.Spec) *idem.Spec { return &idem.Spec{Name: f.Name, Version: 2, Signature: f.Signature} }, false},
+		{"SameSpec", func(f *idem.Spec) *idem.Spec { return f }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := &claimCounter{Store: memstore.New()}
+			g := idem.NewGuard(st)
+			first := &idem.Spec{Name: "test.InProcess" + tc.name, Signature: "sig-a"}
+			if v, err := call(ctx, g, first, "charge", func(context.Context) (string, error) { return "receipt", nil }); err != nil || v != "receipt" {
+				t.Fatalf("first = %q, %v", v, err)
+			}
+			second := tc.second(first)
+			for i := range 2 { // refused at every call, not only the first
+				claims := st.n.Load()
+				var runs atomic.Int64
+				v, err := call(ctx, g, second, "refund", func(context.Context) (string, error) { runs.Add(1); return "refund", nil })
+				got := []any{v, errors.Is(err, idem.ErrFunctionMismatch), errors.Is(err, idem.ErrResultIncompatible), runs.Load(), st.n.Load() - claims}
+				want := []any{"refund", false, false, int64(1), int64(1)}
+				if i > 0 && !tc.refused {
+					want = []any{"refund", false, false, int64(0), int64(1)} // a replay
+				}
+				if tc.refused {
+					want = []any{"", true, true, int64(0), int64(0)}
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("call %d of the second Spec (%v): [value, ErrFunctionMismatch, ErrResultIncompatible, runs, claims] (-want +got):\n%s", i+1, err, diff)
+				}
+			}
+			if v, err := call(ctx, g, first, "charge", func(context.Context) (string, error) { return "ran again", nil }); err != nil || v != "receipt" {
+				t.Errorf("first's replay = %q, %v; want its receipt", v, err)
+			}
+		})
+	}
+}
+
+// A Spec's first calls may come at once: each claims its own name.
+func TestSpecNameFirstCallsAtOnce(t *testing.T) {
+	g := idem.NewGuard(memstore.New())
+	spec := &idem.Spec{Name: "test.AtOnce", Signature: "sig-a"}
+	errs := make(chan error, 16)
+	for i := range cap(errs) {
+		go func() {
+			_, err := call(context.Background(), g, spec, fmt.Sprint(i), func(context.Context) (int, error) { return i, nil })
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }
 

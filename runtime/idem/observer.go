@@ -35,7 +35,9 @@ const (
 	OutcomeLeaseLost
 	// OutcomeStoreError: a store operation failed.
 	OutcomeStoreError
-	// OutcomeInvalidKey: the key could not be built (ErrInvalidKey).
+	// OutcomeInvalidKey: the key could not be built (ErrInvalidKey), or
+	// another function of the process has the name and version
+	// (ErrFunctionMismatch).
 	OutcomeInvalidKey
 	// OutcomeFailOpen: the store was unavailable and the Guard, configured
 	// to fail open, ran the function unguarded.

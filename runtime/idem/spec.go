@@ -1,6 +1,9 @@
 package idem
 
-import "time"
+import (
+	"time"
+	"unsafe"
+)
 
 // OnDuplicate says what a duplicate call gets.
 type OnDuplicate uint8
@@ -46,9 +49,12 @@ type Spec struct {
 	// types (kinds, not field sets or type names, so added fields and
 	// renamed types keep it). Every record carries Name, Version and
 	// Signature, and a record whose three differ from the reader's is
-	// ErrFunctionMismatch, never a replay: two functions that share a
-	// name cannot answer each other's calls. Hand-written Specs may leave
-	// it empty.
+	// ErrFunctionMismatch, never a replay. Two functions of one shape
+	// have one signature, so in one process a second Spec with a
+	// signature that takes a name and version already in use fails every
+	// call with ErrFunctionMismatch; across processes they are told apart
+	// by their names only (docs/SECURITY.md). Hand-written Specs may
+	// leave it empty; they are not checked in process.
 	Signature string
 	// TTL is how long a finished record is kept and replayed (default 24h).
 	TTL time.Duration
@@ -76,6 +82,10 @@ type Spec struct {
 	// Guard's codec (an older build) and is decoded by that. See
 	// resultcodec.go.
 	Codec Codec
+
+	// claimed is the Spec itself once it has claimed its name and
+	// version in the process (claimName): a copy of a Spec claims anew.
+	claimed unsafe.Pointer
 }
 
 func (s *Spec) ttl() time.Duration {

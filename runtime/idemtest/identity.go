@@ -3,6 +3,7 @@ package idemtest
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -16,6 +17,9 @@ var stringCodec = idemimpl.TypedCodec[string]{
 	Encode: func(e *idemimpl.Encoder, v *string) { e.String(*v) },
 	Decode: func(d *idemimpl.Decoder, v *string) { *v = d.String() },
 }
+
+// sharedRuns numbers the runs of testFunctionIdentity's cases.
+var sharedRuns atomic.Uint64
 
 // testFunctionIdentity: two functions that share a name (and so a key
 // space) but differ in signature. A call of the second over the first's
@@ -38,7 +42,9 @@ func testFunctionIdentity(t *testing.T, e *env) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			first := e.spec("Shared" + tc.name)
+			// A name of its own each run: in one process, a second Spec
+			// with a signature cannot take a name another Spec has used.
+			first := e.spec("Shared" + tc.name + strconv.FormatUint(sharedRuns.Add(1), 10))
 			first.Signature, first.Codec, first.OnFailure = "first", tc.codec, idem.FailureLock
 			second := *first
 			second.Signature, second.OnDuplicate = "second", tc.mode
@@ -58,9 +64,17 @@ func testFunctionIdentity(t *testing.T, e *env) {
 			if tc.fails != (err != nil) {
 				t.Fatalf("first: %v", err)
 			}
+			// In this process, second is refused by its name before it
+			// reads; a Spec without a signature is not checked in process
+			// and reads the record as another process's function would.
+			unsigned := second
+			unsigned.Signature = ""
 			var runs atomic.Int64
-			for _, dup := range []*idem.Guard{g, idem.NewGuard(e.s)} { // this process, another
-				v, err := call(dup, &second, func(context.Context) (string, error) { runs.Add(1); return "second ran", nil })
+			for _, dup := range []struct {
+				g    *idem.Guard
+				spec *idem.Spec
+			}{{g, &second}, {idem.NewGuard(e.s), &unsigned}} {
+				v, err := call(dup.g, dup.spec, func(context.Context) (string, error) { runs.Add(1); return "second ran", nil })
 				if !errors.Is(err, idem.ErrFunctionMismatch) || !errors.Is(err, idem.ErrResultIncompatible) {
 					t.Errorf("second: %q, %v; want ErrFunctionMismatch", v, err)
 				}

@@ -46,9 +46,11 @@ func TestRecordIdentity(t *testing.T) {
 	}
 
 	// The same record as another function with this name would have
-	// written it: same key and payload, another signature.
+	// written it: same key and payload, another signature. The header
+	// holds only the signature; its scratch Spec has a name of its own,
+	// since in one process a second Spec cannot take spec's.
 	other := *spec
-	other.Signature = "another-function"
+	other.Name, other.Signature = spec.Name+".other", "another-function"
 	forged := append(headerOf(&other), body...)
 	if err := st.Delete(ctx, key); err != nil {
 		t.Fatal(err)
