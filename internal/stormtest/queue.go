@@ -39,8 +39,7 @@ func QueueSizeFromEnv() QueueSize {
 // adapter's own format) as deliveries settle.
 type Queue struct {
 	Size   QueueSize
-	Env    string // the environment variable of the worker configuration
-	Worker any    // the configuration every worker process gets
+	Worker any // the configuration every worker process gets
 	// Publish sends message n with the stable message ID id.
 	Publish func(ctx context.Context, id string, n int) error
 	// Pending counts the messages still in the queue.
@@ -73,7 +72,7 @@ type queueProc struct {
 
 func startQueueWorker(t *testing.T, q Queue) *queueProc {
 	p := &queueProc{runs: make(chan string, 1)}
-	p.Proc = Start(t, q.Env, q.Worker, func(line string) {
+	p.Proc = Start(t, q.Worker, func(line string) {
 		switch {
 		case strings.HasPrefix(line, "run "):
 			select {

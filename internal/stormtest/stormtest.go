@@ -15,6 +15,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -28,11 +29,15 @@ import (
 	"time"
 )
 
-// Main lets the test binary double as a storm worker process: when env
-// holds a JSON configuration, it runs run with it until SIGTERM or
-// interrupt and exits; otherwise it runs the tests.
-func Main[C any](m *testing.M, env string, run func(context.Context, C) error) {
-	raw := os.Getenv(env)
+// workerEnv carries a worker process's JSON configuration.
+const workerEnv = "IDEM_STORM_WORKER"
+
+// Main lets the test binary double as a storm worker process: when the
+// environment holds a JSON configuration, it runs run with it until SIGTERM or
+// interrupt and exits; otherwise it runs the tests. A worker whose run
+// ends with its context's cancellation exits 0.
+func Main[C any](m *testing.M, run func(context.Context, C) error) {
+	raw := os.Getenv(workerEnv)
 	if raw == "" {
 		os.Exit(m.Run())
 	}
@@ -44,11 +49,18 @@ func Main[C any](m *testing.M, env string, run func(context.Context, C) error) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	err := run(ctx, cfg)
 	stop()
-	if err != nil {
+	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
 	os.Exit(0)
+}
+
+// Context is the storm's context: it ends after d, or with the test.
+func Context(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 var sayMu sync.Mutex
@@ -95,17 +107,17 @@ type Proc struct {
 	done chan struct{}
 }
 
-// Start starts a worker process with cfg (as JSON) in env and calls line
+// Start starts a worker process with cfg (as JSON) and calls line
 // with every line it prints, from one goroutine, until its stdout closes.
 // The test's cleanup kills it if it is still running.
-func Start(t testing.TB, env string, cfg any, line func(string)) *Proc {
+func Start(t testing.TB, cfg any, line func(string)) *Proc {
 	t.Helper()
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), env+"="+string(raw))
+	cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -138,12 +150,15 @@ func (p *Proc) Done() <-chan struct{} { return p.done }
 // Pid is the process's ID.
 func (p *Proc) Pid() int { return p.Cmd.Process.Pid }
 
-// Signal sends sig without waiting.
-func (p *Proc) Signal(sig syscall.Signal) { p.Cmd.Process.Signal(sig) } //nolint:errcheck
+// Kill sends SIGKILL without waiting.
+func (p *Proc) Kill() { p.Cmd.Process.Signal(syscall.SIGKILL) } //nolint:errcheck
+
+// Term sends SIGTERM without waiting.
+func (p *Proc) Term() { p.Cmd.Process.Signal(syscall.SIGTERM) } //nolint:errcheck
 
 // Stop sends sig (SIGTERM, or SIGKILL) and waits for the process to exit.
 func (p *Proc) Stop(sig syscall.Signal) {
-	p.Signal(sig)
+	p.Cmd.Process.Signal(sig) //nolint:errcheck
 	<-p.done
 	p.Cmd.Wait() //nolint:errcheck
 }

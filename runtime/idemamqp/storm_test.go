@@ -9,35 +9,24 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/idemgen/idemgen/internal/stormtest"
 	"github.com/idemgen/idemgen/internal/testenv"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemamqp"
-	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
-const (
-	pgHint = "Start PostgreSQL on 127.0.0.1:5432 with a database test (scripts/base-services.sh), or set IDEM_POSTGRES_URL."
-	// workerEnv carries a storm worker's JSON configuration.
-	workerEnv = "IDEMAMQP_STORM_WORKER"
-)
-
 // TestMain lets the test binary double as a storm worker process.
-func TestMain(m *testing.M) { stormtest.Main(m, workerEnv, runWorker) }
+func TestMain(m *testing.M) { stormtest.Main(m, runWorker) }
 
 // workerConfig is what the storm tells one worker process.
 type workerConfig struct {
-	AMQPURL, Queue   string
-	PGURL, Schema    string
-	Goroutines       int
-	Prefetch         int
-	Lease            time.Duration
-	HoldMin, HoldMax time.Duration
-	NackEvery        uint32 // fail the first delivery of 1 in NackEvery IDs
+	stormtest.PGWorker
+	AMQPURL, Queue string
+	Prefetch       int
 }
 
 // runWorker consumes the queue with idemamqp on pgstore until ctx is done.
@@ -45,18 +34,14 @@ type workerConfig struct {
 // that completes the idempotency record (pgstore.InTx): a SIGKILL anywhere
 // leaves both or neither.
 func runWorker(ctx context.Context, cfg workerConfig) error {
-	pool, err := pgxpool.New(ctx, cfg.PGURL)
+	store, q, done, err := stormtest.OpenPG(cfg.PGWorker, func(url string) (*pgxpool.Pool, error) { return pgxpool.New(ctx, url) },
+		func(p *pgxpool.Pool, schema string) (*pgstore.Store, error) {
+			return pgstore.New(ctx, p, pgstore.WithSchema(schema))
+		})
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	store, err := pgstore.New(ctx, pool, pgstore.WithSchema(cfg.Schema))
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	q := idemqueue.New(idem.NewGuard(store), idemqueue.WithName("storm"),
-		idemqueue.WithLease(cfg.Lease), idemqueue.WithWait(3*cfg.Lease))
+	defer done()
 	conn, err := amqp.Dial(cfg.AMQPURL)
 	if err != nil {
 		return err
@@ -78,68 +63,19 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 			stormtest.Say("outcome id=%s status=%s action=%s redelivered=%t err=%q", o.ID, o.Status, o.Action, d.Redelivered, fmt.Sprint(err))
 		}))
 	stormtest.Say("ready pid=%d", os.Getpid())
-	err = c.Run(ctx, deliveries, cfg.Goroutines, func(ctx context.Context, d amqp.Delivery) error {
+	return c.Run(ctx, deliveries, cfg.Goroutines, func(ctx context.Context, d amqp.Delivery) error {
 		stormtest.Say("run id=%s", d.MessageId)
 		time.Sleep(stormtest.Hold(cfg.HoldMin, cfg.HoldMax))
 		if cfg.NackEvery > 0 && !d.Redelivered && stormtest.Hash(d.MessageId)%cfg.NackEvery == 0 {
 			return errors.New("chaos: first delivery fails")
 		}
-		return insertLedger(ctx, store, cfg.Schema, d.MessageId)
+		// The side effect: a ledger row, in the transaction that completes
+		// the idempotency record.
+		_, err := pgstore.InTx(ctx, store, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) (pgconn.CommandTag, error) {
+			return tx.Exec(ctx, stormtest.LedgerInsert(cfg.Schema), stormtest.LedgerArgs(ctx, d.MessageId)...)
+		})
+		return err
 	})
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
-}
-
-// insertLedger writes the side effect: a ledger row, in the transaction
-// that completes the idempotency record.
-func insertLedger(ctx context.Context, store *pgstore.Store, schema, id string) error {
-	fence, _ := idem.FenceFrom(ctx)
-	_, err := pgstore.InTx(ctx, store, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) (struct{}, error) {
-		_, err := tx.Exec(ctx, `INSERT INTO `+pgx.Identifier{schema, "ledger"}.Sanitize()+` (id, fence, pid) VALUES ($1, $2, $3)`, id, int64(fence), os.Getpid())
-		return struct{}{}, err
-	})
-	return err
-}
-
-// needLedger migrates a store schema with a ledger table in PostgreSQL
-// (dropped at cleanup) and returns the schema and the ledger's count of
-// rows per message ID.
-func needLedger(ctx context.Context, t *testing.T, run string) (string, func() map[string]int) {
-	pool, err := pgxpool.New(ctx, testenv.PostgresURL())
-	if err == nil {
-		err = pool.Ping(ctx)
-	}
-	testenv.Need(t, "PostgreSQL at "+testenv.PostgresURL(), pgHint, err)
-	t.Cleanup(pool.Close)
-	schema := "idemamqp_storm_" + run
-	table := pgx.Identifier{schema, "ledger"}.Sanitize()
-	if err := pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		pool.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`) //nolint:errcheck
-	})
-	if _, err := pool.Exec(ctx, `CREATE TABLE `+table+` (id text NOT NULL, fence bigint NOT NULL, pid int NOT NULL, at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	return schema, func() map[string]int {
-		rows, err := pool.Query(ctx, `SELECT id, count(*) FROM `+table+` GROUP BY id`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]int{}
-		for rows.Next() {
-			var id string
-			var n int
-			if err := rows.Scan(&id, &n); err != nil {
-				t.Fatal(err)
-			}
-			m[id] = n
-		}
-		return m
-	}
 }
 
 // TestRedeliveryStorm: a producer publishes N messages with stable
@@ -152,8 +88,7 @@ func needLedger(ctx context.Context, t *testing.T, run string) (string, func() m
 // message ID, and the queue must end empty with nothing unacked.
 func TestRedeliveryStorm(t *testing.T) {
 	sz := stormtest.QueueSizeFromEnv()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := stormtest.Context(t, 10*time.Minute)
 	url := amqpURL()
 	conn, err := amqp.Dial(url)
 	testenv.Need(t, "RabbitMQ at "+url, amqpHint, err)
@@ -167,16 +102,20 @@ func TestRedeliveryStorm(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := testenv.RandName()
-	schema, ledger := needLedger(ctx, t, run)
+	schema := "idemamqp_storm_" + run
+	pool, err := pgxpool.New(ctx, testenv.PostgresURL())
+	ledger := stormtest.NeedLedger(ctx, t, pool, err, schema, func(ctx context.Context) error {
+		return pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema))
+	})
 	queue := "idemtest.storm." + run
 	if _, err := ch.QueueDeclare(queue, false, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ch.QueueDelete(queue, false, false, false) }) //nolint:errcheck
 
-	cfg := workerConfig{AMQPURL: url, Queue: queue, PGURL: testenv.PostgresURL(), Schema: schema, Goroutines: sz.Goroutines,
-		Prefetch: 2 * sz.Goroutines, Lease: time.Second, HoldMin: sz.Hold / 2, HoldMax: 2 * sz.Hold, NackEvery: sz.NackEvery}
-	res := stormtest.RunQueue(ctx, t, stormtest.Queue{Size: sz, Env: workerEnv, Worker: cfg,
+	// The first delivery (not Redelivered) of 1 in NackEvery IDs fails.
+	cfg := workerConfig{PGWorker: stormtest.PGWorkerOf(sz, schema), AMQPURL: url, Queue: queue, Prefetch: 2 * sz.Goroutines}
+	res := stormtest.RunQueue(ctx, t, stormtest.Queue{Size: sz, Worker: cfg,
 		Publish: func(ctx context.Context, id string, n int) error {
 			return pubCh.PublishWithContext(ctx, "", queue, false, false, amqp.Publishing{
 				MessageId: id, ContentType: "application/json", Body: fmt.Appendf(nil, `{"n":%d}`, n)})

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,7 +31,6 @@ import (
 const (
 	kafkaHint = "Start the Kafka-protocol broker: scripts/kafka.sh (make services), or set IDEM_KAFKA_BROKERS."
 	redisHint = "Start Redis: redis-server --port 6379, or set IDEM_REDIS_ADDR."
-	workerEnv = "IDEMKAFKA_STORM_WORKER"
 	// kfakeVersion is the broker tools/kfake builds, for the report.
 	kfakeVersion = "v0.0.0-20260918054303-01f206a7e32c"
 )
@@ -69,7 +67,7 @@ func needRedis(t testing.TB) *redis.Client {
 }
 
 // TestMain lets the test binary double as a storm worker process.
-func TestMain(m *testing.M) { stormtest.Main(m, workerEnv, runWorker) }
+func TestMain(m *testing.M) { stormtest.Main(m, runWorker) }
 
 // workerConfig is what the storm tells one consumer process.
 type workerConfig struct {
@@ -390,7 +388,7 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 			HoldMin: size.HoldMin, HoldMax: size.HoldMax, Lease: 2 * time.Second, BlockAfter: blockAfter, PositionIDs: positionIDs}
 		p := &proc{n: len(procs), blockAfter: blockAfter, started: time.Now()}
 		procs = append(procs, p)
-		p.Proc = stormtest.Start(t, workerEnv, cfg, func(line string) {
+		p.Proc = stormtest.Start(t, cfg, func(line string) {
 			f := strings.Fields(line)
 			if len(f) == 0 {
 				return
@@ -517,7 +515,7 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 				p.blocked = true
 				if victim != nil && e.proc == victim.n {
 					victim.signal, victim.signalled = "KILL", time.Now()
-					victim.Signal(syscall.SIGKILL)
+					victim.Kill()
 					kills++
 					cut = append(cut, e.pos)
 					if kills == size.Kills {
@@ -543,7 +541,7 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 				for _, p := range alive() {
 					if p != victim && p.ready && p.signal == "" {
 						p.signal, p.signalled = "TERM", time.Now()
-						p.Signal(syscall.SIGTERM)
+						p.Term()
 						leaves++
 						start(0)
 						break
@@ -569,7 +567,7 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 		}
 	}
 	for _, p := range alive() {
-		p.Signal(syscall.SIGTERM)
+		p.Term()
 	}
 	allDone := make(chan struct{})
 	go func() {

@@ -13,33 +13,25 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/internal/stormtest"
 	"github.com/idemgen/idemgen/internal/testenv"
-	"github.com/idemgen/idemgen/runtime/idem"
-	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/idemsqs"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
-// workerEnv carries a storm worker's JSON configuration.
-const workerEnv = "IDEMSQS_STORM_WORKER"
-
 // TestMain lets the test binary double as a storm worker process.
-func TestMain(m *testing.M) { stormtest.Main(m, workerEnv, runWorker) }
+func TestMain(m *testing.M) { stormtest.Main(m, runWorker) }
 
 // workerConfig is what the storm tells one worker process.
 type workerConfig struct {
-	Endpoint, Queue  string
-	Visibility       time.Duration
-	PGURL, Schema    string
-	Goroutines       int
-	Lease            time.Duration
-	HoldMin, HoldMax time.Duration
-	NackEvery        uint32 // fail the first run (in a process) of 1 in NackEvery IDs
-	LongEvery        uint32 // 1 in LongEvery IDs holds Long, past the queue's visibility timeout
-	Long             time.Duration
+	stormtest.PGWorker
+	Endpoint, Queue string
+	Visibility      time.Duration
+	LongEvery       uint32 // 1 in LongEvery IDs holds Long, past the queue's visibility timeout
+	Long            time.Duration
 }
 
 // runWorker consumes the queue with idemsqs on pgstore until ctx is done.
@@ -47,18 +39,14 @@ type workerConfig struct {
 // that completes the idempotency record (pgstore.InTx): a SIGKILL anywhere
 // leaves both or neither.
 func runWorker(ctx context.Context, cfg workerConfig) error {
-	pool, err := pgxpool.New(ctx, cfg.PGURL)
+	store, q, done, err := stormtest.OpenPG(cfg.PGWorker, func(url string) (*pgxpool.Pool, error) { return pgxpool.New(ctx, url) },
+		func(p *pgxpool.Pool, schema string) (*pgstore.Store, error) {
+			return pgstore.New(ctx, p, pgstore.WithSchema(schema))
+		})
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	store, err := pgstore.New(ctx, pool, pgstore.WithSchema(cfg.Schema))
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	q := idemqueue.New(idem.NewGuard(store), idemqueue.WithName("storm"),
-		idemqueue.WithLease(cfg.Lease), idemqueue.WithWait(3*cfg.Lease))
+	defer done()
 	c := idemsqs.New(newClient(cfg.Endpoint), cfg.Queue, q, idemsqs.WithAttributeID("event-id"),
 		idemsqs.WithVisibility(cfg.Visibility), idemsqs.WithRetryVisibility(0), idemsqs.WithReceive(1, 10),
 		idemsqs.WithOutcome(func(m types.Message, o idemsqs.Outcome, err error) {
@@ -66,7 +54,7 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 		}))
 	stormtest.Say("ready pid=%d", os.Getpid())
 	var failedOnce sync.Map // IDs whose first handler run failed (chaos), in this process
-	err = c.Run(ctx, cfg.Goroutines, func(ctx context.Context, m types.Message) error {
+	return c.Run(ctx, cfg.Goroutines, func(ctx context.Context, m types.Message) error {
 		id := *m.MessageAttributes["event-id"].StringValue
 		stormtest.Say("run id=%s", id)
 		hold := stormtest.Hold(cfg.HoldMin, cfg.HoldMax)
@@ -77,62 +65,13 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 		if _, failed := failedOnce.LoadOrStore(id, true); cfg.NackEvery > 0 && !failed && stormtest.Hash(id)%cfg.NackEvery == 0 {
 			return errors.New("chaos: first run fails")
 		}
-		return insertLedger(ctx, store, cfg.Schema, id)
+		// The side effect: a ledger row, in the transaction that completes
+		// the idempotency record.
+		_, err := pgstore.InTx(ctx, store, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) (pgconn.CommandTag, error) {
+			return tx.Exec(ctx, stormtest.LedgerInsert(cfg.Schema), stormtest.LedgerArgs(ctx, id)...)
+		})
+		return err
 	})
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
-}
-
-// insertLedger writes the side effect: a ledger row, in the transaction
-// that completes the idempotency record.
-func insertLedger(ctx context.Context, store *pgstore.Store, schema, id string) error {
-	fence, _ := idem.FenceFrom(ctx)
-	_, err := pgstore.InTx(ctx, store, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) (struct{}, error) {
-		_, err := tx.Exec(ctx, `INSERT INTO `+pgx.Identifier{schema, "ledger"}.Sanitize()+` (id, fence, pid) VALUES ($1, $2, $3)`, id, int64(fence), os.Getpid())
-		return struct{}{}, err
-	})
-	return err
-}
-
-// needLedger migrates a store schema with a ledger table in PostgreSQL
-// (dropped at cleanup) and returns the schema and the ledger's count of
-// rows per message ID.
-func needLedger(ctx context.Context, t *testing.T, run string) (string, func() map[string]int) {
-	pool, err := pgxpool.New(ctx, testenv.PostgresURL())
-	if err == nil {
-		err = pool.Ping(ctx)
-	}
-	testenv.Need(t, "PostgreSQL at "+testenv.PostgresURL(), pgHint, err)
-	t.Cleanup(pool.Close)
-	schema := "idemsqs_storm_" + run
-	table := pgx.Identifier{schema, "ledger"}.Sanitize()
-	if err := pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		pool.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`) //nolint:errcheck
-	})
-	if _, err := pool.Exec(ctx, `CREATE TABLE `+table+` (id text NOT NULL, fence bigint NOT NULL, pid int NOT NULL, at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
-	return schema, func() map[string]int {
-		rows, err := pool.Query(ctx, `SELECT id, count(*) FROM `+table+` GROUP BY id`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]int{}
-		for rows.Next() {
-			var id string
-			var n int
-			if err := rows.Scan(&id, &n); err != nil {
-				t.Fatal(err)
-			}
-			m[id] = n
-		}
-		return m
-	}
 }
 
 // TestRedeliveryStorm: a producer sends N messages, each with a stable
@@ -151,17 +90,20 @@ func TestRedeliveryStorm(t *testing.T) {
 	if stormtest.Full() {
 		longEvery = 50
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := stormtest.Context(t, 10*time.Minute)
 	client := newClient(sqsEndpoint())
 	run := testenv.RandName()
 	queue := needQueue(t, client, "idemtest-storm-"+run, map[string]string{"VisibilityTimeout": "2"})
-	schema, ledger := needLedger(ctx, t, run)
+	schema := "idemsqs_storm_" + run
+	pool, err := pgxpool.New(ctx, testenv.PostgresURL())
+	ledger := stormtest.NeedLedger(ctx, t, pool, err, schema, func(ctx context.Context) error {
+		return pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema))
+	})
 
-	cfg := workerConfig{Endpoint: sqsEndpoint(), Queue: queue, PGURL: testenv.PostgresURL(), Schema: schema, Goroutines: sz.Goroutines,
-		Visibility: 3 * time.Second, Lease: time.Second, HoldMin: sz.Hold / 2, HoldMax: 2 * sz.Hold, NackEvery: sz.NackEvery,
-		LongEvery: longEvery, Long: 4 * time.Second}
-	res := stormtest.RunQueue(ctx, t, stormtest.Queue{Size: sz, Env: workerEnv, Worker: cfg,
+	// The first run in a process of 1 in NackEvery IDs fails.
+	cfg := workerConfig{PGWorker: stormtest.PGWorkerOf(sz, schema), Endpoint: sqsEndpoint(), Queue: queue,
+		Visibility: 3 * time.Second, LongEvery: longEvery, Long: 4 * time.Second}
+	res := stormtest.RunQueue(ctx, t, stormtest.Queue{Size: sz, Worker: cfg,
 		Publish: func(ctx context.Context, id string, n int) error {
 			_, err := client.SendMessage(ctx, &sqs.SendMessageInput{
 				QueueUrl: aws.String(queue), MessageBody: aws.String(fmt.Sprintf(`{"n":%d}`, n)),
