@@ -47,17 +47,19 @@ func PGWorkerOf(sz QueueSize, schema string) PGWorker {
 		HoldMin: sz.Hold / 2, HoldMax: 2 * sz.Hold, NackEvery: sz.NackEvery}
 }
 
-// OpenPG opens a worker's pool on w.PGURL, its store on the pool in
-// w.Schema, and the idemqueue consumer over the store; done closes them.
+// OpenPG opens a worker's pool on w.PGURL (pool: pgxpool.New), its store
+// on the pool (store: pgstore.New, with opts), and the idemqueue consumer
+// over the store; done closes them.
 func OpenPG[P interface{ Close() }, S interface {
 	idem.Store
 	Close() error
-}](w PGWorker, pool func(url string) (P, error), store func(p P, schema string) (S, error)) (s S, q *idemqueue.Consumer, done func(), err error) {
-	p, err := pool(w.PGURL)
+}, O any](ctx context.Context, w PGWorker, pool func(context.Context, string) (P, error),
+	store func(context.Context, P, ...O) (S, error), opts ...O) (s S, q *idemqueue.Consumer, done func(), err error) {
+	p, err := pool(ctx, w.PGURL)
 	if err != nil {
 		return s, nil, nil, err
 	}
-	if s, err = store(p, w.Schema); err != nil {
+	if s, err = store(ctx, p, opts...); err != nil {
 		p.Close()
 		return s, nil, nil, err
 	}

@@ -39,10 +39,7 @@ type workerConfig struct {
 // that completes the idempotency record (pgstore.InTx): a SIGKILL anywhere
 // leaves both or neither.
 func runWorker(ctx context.Context, cfg workerConfig) error {
-	store, q, done, err := stormtest.OpenPG(cfg.PGWorker, func(url string) (*pgxpool.Pool, error) { return pgxpool.New(ctx, url) },
-		func(p *pgxpool.Pool, schema string) (*pgstore.Store, error) {
-			return pgstore.New(ctx, p, pgstore.WithSchema(schema))
-		})
+	store, q, done, err := stormtest.OpenPG(ctx, cfg.PGWorker, pgxpool.New, pgstore.New, pgstore.WithSchema(cfg.Schema))
 	if err != nil {
 		return err
 	}
