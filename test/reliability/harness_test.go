@@ -3,6 +3,7 @@ package reliability
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -250,6 +251,114 @@ func (p *proc) wait(timeout time.Duration) (workerReport, error) {
 }
 
 func (p *proc) stderrTail() string { return p.StderrTail(4000) }
+
+// shuffled is every key per times, in random order: the deliveries of a
+// storm.
+func shuffled(keys []string, per int) []string {
+	var d []string
+	for _, k := range keys {
+		for range per {
+			d = append(d, k)
+		}
+	}
+	rand.Shuffle(len(d), func(i, j int) { d[i], d[j] = d[j], d[i] })
+	return d
+}
+
+// numbered is n keys prefix0000 to prefix(n-1).
+func numbered(prefix string, n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%s%04d", prefix, i)
+	}
+	return keys
+}
+
+// startSpread starts n workers of cfg, the deliveries dealt out among
+// them in turn.
+func (h *harness) startSpread(t *testing.T, n int, deliveries []string, cfg func() workerConfig) []*proc {
+	procs := make([]*proc, n)
+	for i := range procs {
+		c := cfg()
+		for j := i; j < len(deliveries); j += n {
+			c.Keys = append(c.Keys, deliveries[j])
+		}
+		procs[i] = h.start(t, c)
+	}
+	return procs
+}
+
+// waitReady waits for every worker's set-up.
+func waitReady(v *violations, procs []*proc) {
+	for _, p := range procs {
+		if _, ok := p.waitMark("ready", "", time.Minute); !ok {
+			v.add("worker never became ready: %s", p.stderrTail())
+		}
+	}
+}
+
+// collect waits for the workers and merges their calls and events; each
+// (when not nil) sees every worker's report.
+func collect(v *violations, procs []*proc, each func(workerReport)) ([]callRecord, map[string]int) {
+	var calls []callRecord
+	events := map[string]int{}
+	for _, p := range procs {
+		rep, err := p.wait(5 * time.Minute)
+		if err != nil {
+			v.add("%v", err)
+			continue
+		}
+		calls = append(calls, rep.Calls...)
+		for k, n := range rep.Events {
+			events[k] += n
+		}
+		if each != nil {
+			each(rep)
+		}
+	}
+	return calls, events
+}
+
+// trials runs crashTrials trials, crashParallel at a time, each on its
+// own crashKeys keys under prefix.
+func trials(sz sizes, prefix string, trial func(n int, keys []string)) {
+	sem := make(chan struct{}, sz.crashParallel)
+	var wg sync.WaitGroup
+	for n := range sz.crashTrials {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			var keys []string
+			for j := range sz.crashKeys {
+				keys = append(keys, fmt.Sprintf("%s%03d/%d", prefix, n, j))
+			}
+			trial(n, keys)
+		}()
+	}
+	wg.Wait()
+}
+
+// retry runs a fresh worker of role that calls every key once, all at
+// once, and returns its report.
+func (h *harness) retry(t *testing.T, store, role string, keys []string) (workerReport, error) {
+	cfg := h.base(store, role, "")
+	cfg.Keys, cfg.Goroutines = keys, len(keys)
+	return h.start(t, cfg).wait(2 * time.Minute)
+}
+
+// detected records a negative control's row, which must hold
+// violations: without them, the scenario it controls cannot fail.
+func detected(t *testing.T, r row, cannot string) {
+	t.Helper()
+	record(t, r)
+	if r.v.n() == 0 {
+		t.Fatal(cannot)
+	}
+	for _, s := range r.v.list {
+		t.Logf("detected (as it should be): %s", s)
+	}
+}
 
 // execRow is one ledger row.
 type execRow struct {
