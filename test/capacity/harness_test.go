@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -82,7 +81,7 @@ func (p *proc) finished(timeout time.Duration) error {
 func (p *proc) wait(timeout time.Duration) (workerResult, error) {
 	p.Send("EXIT")
 	var res workerResult
-	return res, p.Result(timeout, syscall.SIGKILL, 3000, &res)
+	return res, p.Result(timeout, workerproc.Kill, 3000, &res)
 }
 
 // clockTick is the kernel's USER_HZ, the unit of /proc/<pid>/stat times.

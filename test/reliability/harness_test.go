@@ -244,10 +244,10 @@ func (p *proc) lastPhase(key string) string {
 func (p *proc) signal(s syscall.Signal) { p.Signal(s) }
 
 // wait waits for the worker to exit and returns its report (on a timeout,
-// SIGQUIT: a goroutine dump on stderr tells where it hung).
+// with a goroutine dump).
 func (p *proc) wait(timeout time.Duration) (workerReport, error) {
 	var rep workerReport
-	return rep, p.Result(timeout, syscall.SIGQUIT, 4000, &rep)
+	return rep, p.Result(timeout, workerproc.Dump, 4000, &rep)
 }
 
 func (p *proc) stderrTail() string { return p.StderrTail(4000) }
@@ -319,24 +319,31 @@ func collect(v *violations, procs []*proc, each func(workerReport)) ([]callRecor
 	return calls, events
 }
 
-// trials runs crashTrials trials, crashParallel at a time, each on its
-// own crashKeys keys under prefix.
-func trials(sz sizes, prefix string, trial func(n int, keys []string)) {
-	sem := make(chan struct{}, sz.crashParallel)
+// parallel runs trial for 0 to n-1, at most par at a time.
+func parallel(n, par int, trial func(i int)) {
+	sem := make(chan struct{}, par)
 	var wg sync.WaitGroup
-	for n := range sz.crashTrials {
+	for i := range n {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			var keys []string
-			for j := range sz.crashKeys {
-				keys = append(keys, fmt.Sprintf("%s%03d/%d", prefix, n, j))
-			}
-			trial(n, keys)
+			trial(i)
 		}()
 	}
 	wg.Wait()
+}
+
+// trials runs crashTrials trials, crashParallel at a time, each on its
+// own crashKeys keys under prefix.
+func trials(sz sizes, prefix string, trial func(n int, keys []string)) {
+	parallel(sz.crashTrials, sz.crashParallel, func(n int) {
+		var keys []string
+		for j := range sz.crashKeys {
+			keys = append(keys, fmt.Sprintf("%s%03d/%d", prefix, n, j))
+		}
+		trial(n, keys)
+	})
 }
 
 // retry runs a fresh worker of role that calls every key once, all at

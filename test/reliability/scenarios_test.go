@@ -214,61 +214,53 @@ func (h *harness) zombie(t *testing.T, store string, sz sizes, broken string) ro
 		rejected int
 		final    = map[string]outcomeView{}
 	)
-	sem := make(chan struct{}, sz.zombieParallel)
-	var wg sync.WaitGroup
-	for trial := range sz.zombieTrials {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			key := fmt.Sprintf("%s%03d", prefix, trial)
-			cfg := func(hold time.Duration) workerConfig {
-				c := h.base(store, "zombie", "")
-				c.Keys, c.HoldMin, c.HoldMax, c.Broken = []string{key}, hold, hold, broken
-				return c
-			}
-			a := h.start(t, cfg(600*time.Millisecond))
-			m, ok := a.waitMark("running", key, time.Minute)
-			if !ok {
-				v.add("%s: the first owner never ran: %s", key, a.stderrTail())
-				return
-			}
-			a.signal(syscall.SIGSTOP)
-			time.Sleep(zombieLease + 300*time.Millisecond)
-			repB, err := h.start(t, cfg(0)).wait(time.Minute)
-			a.signal(syscall.SIGCONT)
-			if err != nil {
-				v.add("%s: successor: %v", key, err)
-				return
-			}
-			repA, errA := a.wait(time.Minute)
-			repC, errC := h.start(t, cfg(0)).wait(time.Minute)
-			if errA != nil || errC != nil {
-				v.add("%s: zombie: %v; replay: %v", key, errA, errC)
-				return
-			}
-			b, ca, cc := repB.Calls[0], repA.Calls[0], repC.Calls[0]
-			mu.Lock()
-			defer mu.Unlock()
-			if b.Class != "ok" {
-				v.add("%s: successor failed: %s", key, b.Err)
-				return
-			}
-			final[key] = view(b.Out)
-			if b.Out.Fence <= m.fence {
-				v.add("%s: successor's fence %d is not above the zombie's %d", key, b.Out.Fence, m.fence)
-			}
-			if ca.Class != "lease_lost" {
-				v.add("%s: zombie's completion was not rejected with ErrLeaseLost (got %s %s)", key, ca.Class, ca.Err)
-			} else {
-				rejected++
-			}
-			if cc.Class != "ok" || view(cc.Out) != view(b.Out) {
-				v.add("%s: stored result is not the successor's: replay got %+v (%s), successor %+v", key, view(cc.Out), cc.Class, view(b.Out))
-			}
-		}()
-	}
-	wg.Wait()
+	parallel(sz.zombieTrials, sz.zombieParallel, func(trial int) {
+		key := fmt.Sprintf("%s%03d", prefix, trial)
+		cfg := func(hold time.Duration) workerConfig {
+			c := h.base(store, "zombie", "")
+			c.Keys, c.HoldMin, c.HoldMax, c.Broken = []string{key}, hold, hold, broken
+			return c
+		}
+		a := h.start(t, cfg(600*time.Millisecond))
+		m, ok := a.waitMark("running", key, time.Minute)
+		if !ok {
+			v.add("%s: the first owner never ran: %s", key, a.stderrTail())
+			return
+		}
+		a.signal(syscall.SIGSTOP)
+		time.Sleep(zombieLease + 300*time.Millisecond)
+		repB, err := h.start(t, cfg(0)).wait(time.Minute)
+		a.signal(syscall.SIGCONT)
+		if err != nil {
+			v.add("%s: successor: %v", key, err)
+			return
+		}
+		repA, errA := a.wait(time.Minute)
+		repC, errC := h.start(t, cfg(0)).wait(time.Minute)
+		if errA != nil || errC != nil {
+			v.add("%s: zombie: %v; replay: %v", key, errA, errC)
+			return
+		}
+		b, ca, cc := repB.Calls[0], repA.Calls[0], repC.Calls[0]
+		mu.Lock()
+		defer mu.Unlock()
+		if b.Class != "ok" {
+			v.add("%s: successor failed: %s", key, b.Err)
+			return
+		}
+		final[key] = view(b.Out)
+		if b.Out.Fence <= m.fence {
+			v.add("%s: successor's fence %d is not above the zombie's %d", key, b.Out.Fence, m.fence)
+		}
+		if ca.Class != "lease_lost" {
+			v.add("%s: zombie's completion was not rejected with ErrLeaseLost (got %s %s)", key, ca.Class, ca.Err)
+		} else {
+			rejected++
+		}
+		if cc.Class != "ok" || view(cc.Out) != view(b.Out) {
+			v.add("%s: stored result is not the successor's: replay got %+v (%s), successor %+v", key, view(cc.Out), cc.Class, view(b.Out))
+		}
+	})
 	rows := h.executions(t, prefix)
 	execs, _ := checkLedger(v, rows, final)
 	bz := h.biz(t, prefix)

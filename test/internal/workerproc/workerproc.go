@@ -159,15 +159,25 @@ func (p *Proc) StderrTail(n int) string {
 	return s
 }
 
+// OnTimeout is what Result does to a worker that outlives its timeout.
+type OnTimeout syscall.Signal
+
+const (
+	// Kill ends it (SIGKILL).
+	Kill = OnTimeout(syscall.SIGKILL)
+	// Dump ends it with a goroutine dump on its stderr (SIGQUIT), which
+	// the error then shows: where it hung.
+	Dump = OnTimeout(syscall.SIGQUIT)
+)
+
 // Result waits up to timeout for the worker to exit and reads its JSON
-// result into v. On timeout it sends stop (SIGKILL, or SIGQUIT for a
-// goroutine dump) and says where the worker was from its stderr.
-func (p *Proc) Result(timeout time.Duration, stop syscall.Signal, tail int, v any) error {
+// result into v; tail is how much of its stderr an error shows.
+func (p *Proc) Result(timeout time.Duration, stop OnTimeout, tail int, v any) error {
 	select {
 	case <-p.done:
 	case <-time.After(timeout):
 		p.Signal(syscall.SIGCONT)
-		p.Signal(stop)
+		p.Signal(syscall.Signal(stop))
 		<-p.done
 		return fmt.Errorf("worker %d did not finish within %s; stderr:\n%s", p.Pid(), timeout, p.StderrTail(tail))
 	}
