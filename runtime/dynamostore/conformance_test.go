@@ -3,6 +3,7 @@ package dynamostore_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -36,27 +37,40 @@ func TestConformance(t *testing.T) {
 	t.Parallel() // the three runs overlap: the server, not the test, is the bottleneck
 	client, table := dynamo(t)
 	tx := transactions(t, client, table)
+	h := suiteHarness(client, table, tx, nil, pkItem)
+	h.Raw = rawItems(client, table)
+	idemtest.RunStoreSuite(t, h)
+}
+
+// suiteHarness is the suite's Harness on table, on the caller's clock
+// moved by hand: each store has a key prefix of its own and the layout
+// options; item is a record item's key from the record's prefixed key.
+func suiteHarness(client *dynamodb.Client, table string, tx bool, layout []dynamostore.Option,
+	item func(key string) map[string]types.AttributeValue) idemtest.Harness {
 	var prefixes sync.Map // store -> its key prefix
-	idemtest.RunStoreSuite(t, idemtest.Harness{
+	itemOf := func(s idem.Store, key string) map[string]types.AttributeValue {
+		prefix, _ := prefixes.Load(s)
+		return item(prefix.(string) + key)
+	}
+	return idemtest.Harness{
 		New: func(t *testing.T, now func() time.Time) idem.Store {
 			prefix := uniquePrefix(t)
-			s := maybeOrdering(tx, newStore(t, client, table, dynamostore.WithClock(now), dynamostore.WithKeyPrefix(prefix)))
+			opts := append(slices.Clone(layout), dynamostore.WithClock(now), dynamostore.WithKeyPrefix(prefix))
+			s := maybeOrdering(tx, newStore(t, client, table, opts...))
 			prefixes.Store(s, prefix)
 			return s
 		},
 		ManualClock: true,
 		// An item written before records carried ClaimedAt has no
 		// claimed_at attribute.
-		Legacy: func(t *testing.T, s idem.Store, key string) {
-			prefix, _ := prefixes.Load(s)
-			legacyItem(t, client, table, map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: prefix.(string) + key}})
-		},
-		Corrupt: func(t *testing.T, s idem.Store, key string) {
-			prefix, _ := prefixes.Load(s)
-			corruptItem(t, client, table, map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: prefix.(string) + key}})
-		},
-		Raw: rawItems(client, table),
-	})
+		Legacy:  func(t *testing.T, s idem.Store, key string) { legacyItem(t, client, table, itemOf(s, key)) },
+		Corrupt: func(t *testing.T, s idem.Store, key string) { corruptItem(t, client, table, itemOf(s, key)) },
+	}
+}
+
+// pkItem is the default layout's item key.
+func pkItem(key string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}}
 }
 
 // legacyItem rewrites the record item at key as the store wrote it before
@@ -105,30 +119,9 @@ func TestConformanceSingleTable(t *testing.T) {
 	table := "idemgen_single_" + time.Now().Format("150405.000000")
 	makeTable(t, client, table, layout...)
 	tx := transactions(t, client, shared.table)
-	var prefixes sync.Map // store -> its key prefix
-	idemtest.RunStoreSuite(t, idemtest.Harness{
-		New: func(t *testing.T, now func() time.Time) idem.Store {
-			prefix := uniquePrefix(t)
-			s := maybeOrdering(tx, newStore(t, client, table, append(layout, dynamostore.WithClock(now), dynamostore.WithKeyPrefix(prefix))...))
-			prefixes.Store(s, prefix)
-			return s
-		},
-		ManualClock: true,
-		Corrupt: func(t *testing.T, s idem.Store, key string) {
-			prefix, _ := prefixes.Load(s)
-			corruptItem(t, client, table, map[string]types.AttributeValue{
-				"PK": &types.AttributeValueMemberS{Value: prefix.(string) + key},
-				"SK": &types.AttributeValueMemberS{Value: "IDEM"},
-			})
-		},
-		Legacy: func(t *testing.T, s idem.Store, key string) {
-			prefix, _ := prefixes.Load(s)
-			legacyItem(t, client, table, map[string]types.AttributeValue{
-				"PK": &types.AttributeValueMemberS{Value: prefix.(string) + key},
-				"SK": &types.AttributeValueMemberS{Value: "IDEM"},
-			})
-		},
-	})
+	idemtest.RunStoreSuite(t, suiteHarness(client, table, tx, layout, func(key string) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: key}, "SK": &types.AttributeValueMemberS{Value: "IDEM"}}
+	}))
 }
 
 // The suite through the fallback read: the server answers failed
@@ -138,24 +131,7 @@ func TestConformanceWithoutReturnOnFailure(t *testing.T) {
 	_, table := dynamo(t)
 	client := newClient(endpoint(), withoutReturnOnFailure)
 	tx := transactions(t, client, table)
-	var prefixes sync.Map // store -> its key prefix
-	idemtest.RunStoreSuite(t, idemtest.Harness{
-		New: func(t *testing.T, now func() time.Time) idem.Store {
-			prefix := uniquePrefix(t)
-			s := maybeOrdering(tx, newStore(t, client, table, dynamostore.WithClock(now), dynamostore.WithKeyPrefix(prefix)))
-			prefixes.Store(s, prefix)
-			return s
-		},
-		ManualClock: true,
-		Corrupt: func(t *testing.T, s idem.Store, key string) {
-			prefix, _ := prefixes.Load(s)
-			corruptItem(t, client, table, map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: prefix.(string) + key}})
-		},
-		Legacy: func(t *testing.T, s idem.Store, key string) {
-			prefix, _ := prefixes.Load(s)
-			legacyItem(t, client, table, map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: prefix.(string) + key}})
-		},
-	})
+	idemtest.RunStoreSuite(t, suiteHarness(client, table, tx, nil, pkItem))
 }
 
 // maybeOrdering is s, without ordering when the server has no

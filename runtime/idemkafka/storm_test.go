@@ -1,22 +1,17 @@
 package idemkafka_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/idemgen/idemgen/internal/stormtest"
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemkafka"
@@ -35,7 +31,6 @@ import (
 const (
 	kafkaHint = "Start the Kafka-protocol broker: scripts/kafka.sh (make services), or set IDEM_KAFKA_BROKERS."
 	redisHint = "Start Redis: redis-server --port 6379, or set IDEM_REDIS_ADDR."
-	workerEnv = "IDEMKAFKA_STORM_WORKER"
 	// kfakeVersion is the broker tools/kfake builds, for the report.
 	kfakeVersion = "v0.0.0-20260918054303-01f206a7e32c"
 )
@@ -72,23 +67,7 @@ func needRedis(t testing.TB) *redis.Client {
 }
 
 // TestMain lets the test binary double as a storm worker process.
-func TestMain(m *testing.M) {
-	if raw := os.Getenv(workerEnv); raw != "" {
-		var cfg workerConfig
-		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
-			fmt.Fprintln(os.Stderr, "worker config:", err)
-			os.Exit(2)
-		}
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-		defer stop()
-		if err := runWorker(ctx, cfg); err != nil {
-			fmt.Fprintln(os.Stderr, "worker:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { stormtest.Main(m, runWorker) }
 
 // workerConfig is what the storm tells one consumer process.
 type workerConfig struct {
@@ -122,13 +101,6 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 	defer st.Close()
 	q := idemqueue.New(idem.NewGuard(st), idemqueue.WithName("storm"), idemqueue.WithLease(cfg.Lease))
 	var mu sync.Mutex
-	out := bufio.NewWriter(os.Stdout)
-	printf := func(format string, args ...any) {
-		mu.Lock()
-		fmt.Fprintf(out, format, args...)
-		out.Flush()
-		mu.Unlock()
-	}
 	// A SIGKILL between a side effect and the store's record of it is
 	// the window idemqueue documents as unclosable from outside (the
 	// effect is not in the store's transaction): the victim freezes new
@@ -160,15 +132,11 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 				}
 				time.Sleep(time.Millisecond)
 			}
-			printf("BLOCKED %s %d %d\n", id, r.Partition, r.Offset)
+			stormtest.Say("BLOCKED %s %d %d", id, r.Partition, r.Offset)
 			<-make(chan struct{}) // until SIGKILL
 		}
-		d := cfg.HoldMin
-		if cfg.HoldMax > cfg.HoldMin {
-			d += rand.N(cfg.HoldMax - cfg.HoldMin)
-		}
 		select {
-		case <-time.After(d):
+		case <-time.After(stormtest.Hold(cfg.HoldMin, cfg.HoldMax)):
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
@@ -208,12 +176,12 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 			mu.Lock()
 			delete(inWindow, pos(o.Record))
 			mu.Unlock()
-			printf("OUT %s %s %d %d %d\n", o.ID, o.Status, o.Attempt, o.Record.Partition, o.Record.Offset)
+			stormtest.Say("OUT %s %s %d %d %d", o.ID, o.Status, o.Attempt, o.Record.Partition, o.Record.Offset)
 		}))
 	if err != nil {
 		return err
 	}
-	printf("READY %d\n", os.Getpid())
+	stormtest.Say("READY %d", os.Getpid())
 	return c.Run(ctx)
 }
 
@@ -226,7 +194,7 @@ type stormSize struct {
 }
 
 func sizeFromEnv() stormSize {
-	if os.Getenv("IDEM_RELIABILITY") == "full" {
+	if stormtest.Full() {
 		return stormSize{Messages: 5000, DupSends: 500, Workers: 4, Kills: 4, Leaves: 4,
 			HoldMin: time.Millisecond, HoldMax: 10 * time.Millisecond, Timeout: 10 * time.Minute}
 	}
@@ -235,9 +203,8 @@ func sizeFromEnv() stormSize {
 }
 
 type proc struct {
-	n    int
-	cmd  *exec.Cmd
-	done chan struct{}
+	*stormtest.Proc
+	n int
 
 	// For the storm's diagnostics; touched by the storm's goroutine only.
 	blockAfter int       // > 0: a victim
@@ -269,7 +236,7 @@ type event struct {
 func TestRedeliveryStorm(t *testing.T) {
 	size := sizeFromEnv()
 	res := storm(t, size, false)
-	if diff := cmp.Diff(stormSummary{Effects: size.Messages + res.fills}, res.summary); diff != "" {
+	if diff := cmp.Diff(stormtest.Summary{Effects: size.Messages + res.fills}, res.summary); diff != "" {
 		t.Errorf("side effects per message ID (-want +got):\n%s\nduplicated: %v\nlost: %v", diff, res.dupIDs, res.lostIDs)
 	}
 	if res.dupStatus < size.DupSends {
@@ -278,24 +245,10 @@ func TestRedeliveryStorm(t *testing.T) {
 	if res.kills > 0 && res.redeliveries <= 0 {
 		t.Errorf("%d kills but no redelivery observed: the storm did not force any", res.kills)
 	}
-	if f := os.Getenv("IDEM_RELIABILITY_REPORT_BROKERS"); f != "" {
-		level := "short"
-		if os.Getenv("IDEM_RELIABILITY") == "full" {
-			level = "full"
-		}
-		prev, _ := os.ReadFile(f)
-		fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer fh.Close()
-		if !strings.Contains(string(prev), "| broker |") {
-			fmt.Fprintf(fh, "| broker | size | messages | duplicate sends | forced redeliveries | redeliveries observed | side effects | duplicates | lost | notes |\n|---|---|---|---|---|---|---|---|---|---|\n")
-		}
-		fmt.Fprintf(fh, "| Kafka protocol (kfake %s, franz-go kgo) | %s | %d | %d | %d SIGKILLs mid-handler, %d leaves/joins (rebalances) | %d | %d | %d | %d | %d consumer processes; %d filler messages for the last victims; %s (%s) |\n",
-			kfakeVersion, level, size.Messages+res.fills, size.DupSends, res.kills, res.leaves, res.redeliveries, res.summary.Effects,
-			res.summary.Duplicates, res.summary.Lost, res.starts, res.fills, runtime.Version(), time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	}
+	stormtest.Report(t, stormtest.Row{Broker: "Kafka protocol (kfake " + kfakeVersion + ", franz-go kgo)", Messages: size.Messages + res.fills,
+		DupSends: size.DupSends, Forced: fmt.Sprintf("%d SIGKILLs mid-handler, %d leaves/joins (rebalances)", res.kills, res.leaves),
+		Redelivered: res.redeliveries, Effects: res.summary.Effects, Dups: res.summary.Duplicates, Lost: res.summary.Lost,
+		Notes: fmt.Sprintf("%d consumer processes; %d filler messages for the last victims; %s", res.starts, res.fills, runtime.Version())})
 }
 
 // TestRedeliveryStormPositionID is the storm's self-test: keyed by
@@ -306,16 +259,14 @@ func TestRedeliveryStormPositionID(t *testing.T) {
 	size := stormSize{Messages: 100, DupSends: 10, Workers: 2, Leaves: 1,
 		HoldMin: time.Millisecond, HoldMax: 5 * time.Millisecond, Timeout: 2 * time.Minute}
 	res := storm(t, size, true)
-	want := stormSummary{Effects: size.Messages + size.DupSends, Duplicates: size.DupSends}
+	want := stormtest.Summary{Effects: size.Messages + size.DupSends, Duplicates: size.DupSends}
 	if diff := cmp.Diff(want, res.summary); diff != "" {
 		t.Errorf("PositionID storm (-want +got):\n%s", diff)
 	}
 }
 
-type stormSummary struct{ Effects, Duplicates, Lost int }
-
 type stormResult struct {
-	summary                         stormSummary
+	summary                         stormtest.Summary
 	dupIDs, lostIDs                 []string
 	kills, leaves                   int
 	redeliveries, dupStatus, starts int
@@ -432,65 +383,35 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 
 	events := make(chan event, 1024)
 	var procs []*proc
-	var wg sync.WaitGroup
 	start := func(blockAfter int) *proc {
 		cfg := workerConfig{Brokers: brokers(), Topic: topic, Group: group, RedisAddr: testenv.RedisAddr(), Prefix: prefix,
 			HoldMin: size.HoldMin, HoldMax: size.HoldMax, Lease: 2 * time.Second, BlockAfter: blockAfter, PositionIDs: positionIDs}
-		raw, _ := json.Marshal(cfg)
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
-		cmd.Stderr = os.Stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		p := &proc{n: len(procs), cmd: cmd, done: make(chan struct{}), blockAfter: blockAfter, started: time.Now()}
+		p := &proc{n: len(procs), blockAfter: blockAfter, started: time.Now()}
 		procs = append(procs, p)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer close(p.done)
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				f := strings.Fields(sc.Text())
-				if len(f) == 0 {
-					continue
-				}
-				e := event{proc: p.n, kind: f[0]}
-				switch {
-				case f[0] == "BLOCKED" && len(f) == 4:
-					e.id, e.pos = f[1], f[2]+"/"+f[3]
-				case f[0] == "OUT" && len(f) == 6:
-					e.id, e.status = f[1], f[2]
-					e.attempt, _ = strconv.Atoi(f[3])
-					e.pos = f[4] + "/" + f[5]
-				case f[0] == "READY":
-				default:
-					continue
-				}
-				select {
-				case events <- e:
-				case <-ctx.Done():
-					return
-				}
+		p.Proc = stormtest.Start(t, cfg, func(line string) {
+			f := strings.Fields(line)
+			if len(f) == 0 {
+				return
 			}
-		}()
+			e := event{proc: p.n, kind: f[0]}
+			switch {
+			case f[0] == "BLOCKED" && len(f) == 4:
+				e.id, e.pos = f[1], f[2]+"/"+f[3]
+			case f[0] == "OUT" && len(f) == 6:
+				e.id, e.status = f[1], f[2]
+				e.attempt, _ = strconv.Atoi(f[3])
+				e.pos = f[4] + "/" + f[5]
+			case f[0] == "READY":
+			default:
+				return
+			}
+			select {
+			case events <- e:
+			case <-ctx.Done():
+			}
+		})
 		return p
 	}
-	defer func() {
-		cancel() // unblocks the readers
-		for _, p := range procs {
-			p.cmd.Process.Kill()
-		}
-		for _, p := range procs {
-			<-p.done
-			p.cmd.Wait()
-		}
-		wg.Wait()
-	}()
 
 	// The first worker is a victim: it blocks in a handler early and is
 	// killed there; every kill brings a new victim until Kills is reached.
@@ -516,7 +437,7 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 		var ps []*proc
 		for _, p := range procs {
 			select {
-			case <-p.done:
+			case <-p.Done():
 			default:
 				ps = append(ps, p)
 			}
@@ -539,7 +460,7 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 		for _, p := range procs {
 			state := "running"
 			select {
-			case <-p.done:
+			case <-p.Done():
 				state = "exited"
 			default:
 			}
@@ -552,7 +473,7 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 				last = time.Since(p.last).Round(time.Millisecond).String() + " ago"
 			}
 			fmt.Fprintf(&b, "\n  worker %d pid %d, %s, started %v in, %s; %d outcomes (%d ran), last line %s",
-				p.n, p.cmd.Process.Pid, role, p.started.Sub(began).Round(time.Millisecond), state, p.outs, p.ran, last)
+				p.n, p.Pid(), role, p.started.Sub(began).Round(time.Millisecond), state, p.outs, p.ran, last)
 			if p.blocked {
 				b.WriteString(", BLOCKED")
 			}
@@ -594,7 +515,7 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 				p.blocked = true
 				if victim != nil && e.proc == victim.n {
 					victim.signal, victim.signalled = "KILL", time.Now()
-					victim.cmd.Process.Signal(syscall.SIGKILL)
+					victim.Kill()
 					kills++
 					cut = append(cut, e.pos)
 					if kills == size.Kills {
@@ -620,7 +541,7 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 				for _, p := range alive() {
 					if p != victim && p.ready && p.signal == "" {
 						p.signal, p.signalled = "TERM", time.Now()
-						p.cmd.Process.Signal(syscall.SIGTERM)
+						p.Term()
 						leaves++
 						start(0)
 						break
@@ -646,12 +567,12 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 		}
 	}
 	for _, p := range alive() {
-		p.cmd.Process.Signal(syscall.SIGTERM)
+		p.Term()
 	}
 	allDone := make(chan struct{})
 	go func() {
 		for _, p := range procs {
-			<-p.done
+			<-p.Done()
 		}
 		close(allDone)
 	}()
@@ -680,20 +601,15 @@ drain:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dupIDs, lostIDs []string
-	effects := 0
-	for _, id := range append(ids, fills...) {
-		c, _ := strconv.Atoi(ledger[id])
-		effects += c
-		switch {
-		case c == 0:
-			lostIDs = append(lostIDs, id)
-		case c > 1:
-			dupIDs = append(dupIDs, id)
-			log, _ := rdb.LRange(context.Background(), prefix+"log:"+id, 0, -1).Result()
-			if !positionIDs {
-				t.Logf("%s applied %d times: %s", id, c, strings.Join(log, "; "))
-			}
+	counts := map[string]int{}
+	for id, c := range ledger {
+		counts[id], _ = strconv.Atoi(c)
+	}
+	tally := stormtest.Count(append(ids, fills...), counts)
+	for _, id := range tally.DupIDs {
+		log, _ := rdb.LRange(context.Background(), prefix+"log:"+id, 0, -1).Result()
+		if !positionIDs {
+			t.Logf("%s applied %d times: %s", id, counts[id], strings.Join(log, "; "))
 		}
 	}
 	// A redelivery is a delivery of a record position that had been
@@ -718,8 +634,8 @@ drain:
 		}
 	}
 	t.Logf("storm: %d messages (+%d fillers), %d duplicate sends, %d workers started, %d kills, %d leaves/joins; %d deliveries processed (%d of records delivered before: redeliveries), %d Duplicate outcomes, %d side effects; %v",
-		size.Messages, len(fills), size.DupSends, len(procs), kills, leaves, deliveries, redeliveries, dupStatus, effects, time.Since(began).Round(time.Millisecond))
-	return stormResult{summary: stormSummary{effects, len(dupIDs), len(lostIDs)}, dupIDs: dupIDs, lostIDs: lostIDs,
+		size.Messages, len(fills), size.DupSends, len(procs), kills, leaves, deliveries, redeliveries, dupStatus, tally.Effects, time.Since(began).Round(time.Millisecond))
+	return stormResult{summary: tally.Summary, dupIDs: tally.DupIDs, lostIDs: tally.LostIDs,
 		kills: kills, leaves: leaves, redeliveries: redeliveries, dupStatus: dupStatus, starts: len(procs), fills: len(fills)}
 }
 

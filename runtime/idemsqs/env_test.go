@@ -11,10 +11,7 @@ import (
 	"github.com/idemgen/idemgen/internal/testenv"
 )
 
-const (
-	sqsHint = "Start the SQS server: scripts/sqs.sh (make services does it), or set IDEM_SQS_ENDPOINT."
-	pgHint  = "Start PostgreSQL on 127.0.0.1:5432 with a database test (scripts/base-services.sh), or set IDEM_POSTGRES_URL."
-)
+const sqsHint = "Start the SQS server: scripts/sqs.sh (make services does it), or set IDEM_SQS_ENDPOINT."
 
 func sqsEndpoint() string { return testenv.Env("IDEM_SQS_ENDPOINT", "http://127.0.0.1:4100") }
 

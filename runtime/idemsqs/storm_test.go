@@ -1,19 +1,11 @@
 package idemsqs_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"math/rand/v2"
 	"os"
-	"os/exec"
-	"os/signal"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,209 +13,62 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemgen/idemgen/internal/stormtest"
 	"github.com/idemgen/idemgen/internal/testenv"
-	"github.com/idemgen/idemgen/runtime/idem"
-	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/idemsqs"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
-// workerEnv carries a storm worker's JSON configuration.
-const workerEnv = "IDEMSQS_STORM_WORKER"
-
 // TestMain lets the test binary double as a storm worker process.
-func TestMain(m *testing.M) {
-	if raw := os.Getenv(workerEnv); raw != "" {
-		var cfg workerConfig
-		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
-			fmt.Fprintln(os.Stderr, "worker config:", err)
-			os.Exit(2)
-		}
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-		defer stop()
-		if err := runWorker(ctx, cfg); err != nil {
-			fmt.Fprintln(os.Stderr, "worker:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { stormtest.Main(m, runWorker) }
 
 // workerConfig is what the storm tells one worker process.
 type workerConfig struct {
-	Endpoint, Queue  string
-	Visibility       time.Duration
-	PGURL, Schema    string
-	Goroutines       int
-	Lease            time.Duration
-	HoldMin, HoldMax time.Duration
-	NackEvery        uint32 // fail the first run (in a process) of 1 in NackEvery IDs
-	LongEvery        uint32 // 1 in LongEvery IDs holds Long, past the queue's visibility timeout
-	Long             time.Duration
+	stormtest.PGWorker
+	Endpoint, Queue string
+	Visibility      time.Duration
+	LongEvery       uint32 // 1 in LongEvery IDs holds Long, past the queue's visibility timeout
+	Long            time.Duration
 }
 
-// runWorker consumes the queue with idemamqp on pgstore until ctx is done.
+// runWorker consumes the queue with idemsqs on pgstore until ctx is done.
 // The handler's side effect is a ledger row, inserted in the transaction
 // that completes the idempotency record (pgstore.InTx): a SIGKILL anywhere
 // leaves both or neither.
 func runWorker(ctx context.Context, cfg workerConfig) error {
-	pool, err := pgxpool.New(ctx, cfg.PGURL)
+	store, q, done, err := stormtest.OpenPG(ctx, cfg.PGWorker, pgxpool.New, pgstore.New, pgstore.WithSchema(cfg.Schema))
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	store, err := pgstore.New(ctx, pool, pgstore.WithSchema(cfg.Schema))
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	q := idemqueue.New(idem.NewGuard(store), idemqueue.WithName("storm"),
-		idemqueue.WithLease(cfg.Lease), idemqueue.WithWait(3*cfg.Lease))
-	var mu sync.Mutex
-	say := func(format string, a ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(os.Stdout, format+"\n", a...)
-	}
+	defer done()
 	c := idemsqs.New(newClient(cfg.Endpoint), cfg.Queue, q, idemsqs.WithAttributeID("event-id"),
 		idemsqs.WithVisibility(cfg.Visibility), idemsqs.WithRetryVisibility(0), idemsqs.WithReceive(1, 10),
 		idemsqs.WithOutcome(func(m types.Message, o idemsqs.Outcome, err error) {
-			say("outcome id=%s status=%s action=%s mid=%s beats=%d err=%q", o.ID, o.Status, o.Action, aws.ToString(m.MessageId), o.Heartbeats, errString(err))
+			stormtest.Say("outcome id=%s status=%s action=%s mid=%s beats=%d err=%q", o.ID, o.Status, o.Action, aws.ToString(m.MessageId), o.Heartbeats, fmt.Sprint(err))
 		}))
-	say("ready pid=%d", os.Getpid())
-	pid := os.Getpid()
+	stormtest.Say("ready pid=%d", os.Getpid())
 	var failedOnce sync.Map // IDs whose first handler run failed (chaos), in this process
-	return ignoreCanceled(c.Run(ctx, cfg.Goroutines, func(ctx context.Context, m types.Message) error {
+	return c.Run(ctx, cfg.Goroutines, func(ctx context.Context, m types.Message) error {
 		id := *m.MessageAttributes["event-id"].StringValue
-		say("run id=%s", id)
-		hold := cfg.HoldMin
-		if cfg.HoldMax > cfg.HoldMin {
-			hold += rand.N(cfg.HoldMax - cfg.HoldMin)
-		}
-		if cfg.LongEvery > 0 && hashOf("long:"+id)%cfg.LongEvery == 0 {
+		stormtest.Say("run id=%s", id)
+		hold := stormtest.Hold(cfg.HoldMin, cfg.HoldMax)
+		if cfg.LongEvery > 0 && stormtest.Hash("long:"+id)%cfg.LongEvery == 0 {
 			hold = cfg.Long
 		}
 		time.Sleep(hold)
-		if _, failed := failedOnce.LoadOrStore(id, true); cfg.NackEvery > 0 && !failed && hashOf(id)%cfg.NackEvery == 0 {
+		if _, failed := failedOnce.LoadOrStore(id, true); cfg.NackEvery > 0 && !failed && stormtest.Hash(id)%cfg.NackEvery == 0 {
 			return errors.New("chaos: first run fails")
 		}
-		fence, _ := idem.FenceFrom(ctx)
-		_, err := pgstore.InTx(ctx, store, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) (struct{}, error) {
-			_, err := tx.Exec(ctx, `INSERT INTO `+pgx.Identifier{cfg.Schema, "ledger"}.Sanitize()+` (id, fence, pid) VALUES ($1, $2, $3)`, id, int64(fence), pid)
-			return struct{}{}, err
+		// The side effect: a ledger row, in the transaction that completes
+		// the idempotency record.
+		_, err := pgstore.InTx(ctx, store, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) (pgconn.CommandTag, error) {
+			return tx.Exec(ctx, stormtest.LedgerInsert(cfg.Schema), stormtest.LedgerArgs(ctx, id)...)
 		})
 		return err
-	}))
-}
-
-func ignoreCanceled(err error) error {
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}
-
-func hashOf(s string) uint32 {
-	h := fnv.New32a()
-	h.Write([]byte(s))
-	return h.Sum32()
-}
-
-// proc is one worker process and what it printed.
-type proc struct {
-	cmd  *exec.Cmd
-	runs chan string // "run" lines, dropped when nobody reads
-	done chan struct{}
-	mu   sync.Mutex
-	outs []outcomeLine
-}
-
-type outcomeLine struct {
-	ID, Status, Action, MID string
-	Beats                   int
-}
-
-func startWorker(t *testing.T, cfg workerConfig) *proc {
-	t.Helper()
-	raw, _ := json.Marshal(cfg)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, runs: make(chan string, 1), done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "run "):
-				select {
-				case p.runs <- line:
-				default:
-				}
-			case strings.HasPrefix(line, "outcome "):
-				var o outcomeLine
-				var errq string
-				if _, err := fmt.Sscanf(line, "outcome id=%s status=%s action=%s mid=%s beats=%d err=%q", &o.ID, &o.Status, &o.Action, &o.MID, &o.Beats, &errq); err == nil {
-					p.mu.Lock()
-					p.outs = append(p.outs, o)
-					p.mu.Unlock()
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			p.cmd.Process.Kill() //nolint:errcheck
-			<-p.done
-			p.cmd.Wait() //nolint:errcheck
-		}
 	})
-	return p
-}
-
-func (p *proc) outcomes() []outcomeLine {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]outcomeLine(nil), p.outs...)
-}
-
-// stop ends the process (SIGTERM, or SIGKILL) and waits for it.
-func (p *proc) stop(sig syscall.Signal) {
-	p.cmd.Process.Signal(sig) //nolint:errcheck
-	<-p.done
-	p.cmd.Wait() //nolint:errcheck
-}
-
-type stormSize struct {
-	messages, dupEvery, procs, goroutines, kills int
-	nackEvery                                    uint32
-	hold, publishFor                             time.Duration
-	longEvery                                    uint32
-}
-
-func sizeOf() (stormSize, string) {
-	if os.Getenv("IDEM_RELIABILITY") == "full" {
-		return stormSize{messages: 2000, dupEvery: 4, procs: 4, goroutines: 4, kills: 12, nackEvery: 10, hold: 20 * time.Millisecond, publishFor: 20 * time.Second, longEvery: 50}, "full"
-	}
-	return stormSize{messages: 120, dupEvery: 4, procs: 3, goroutines: 3, kills: 3, nackEvery: 10, hold: 20 * time.Millisecond, publishFor: 2 * time.Second, longEvery: 40}, "short"
 }
 
 // TestRedeliveryStorm: a producer sends N messages, each with a stable
@@ -237,173 +82,65 @@ func sizeOf() (stormSize, string) {
 // written in the transaction that completes the record, must hold exactly
 // one row per event ID, and the queue must end empty.
 func TestRedeliveryStorm(t *testing.T) {
-	sz, level := sizeOf()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	sz := stormtest.QueueSizeFromEnv()
+	longEvery := uint32(40)
+	if stormtest.Full() {
+		longEvery = 50
+	}
+	ctx := stormtest.Context(t, 10*time.Minute)
 	client := newClient(sqsEndpoint())
 	run := testenv.RandName()
 	queue := needQueue(t, client, "idemtest-storm-"+run, map[string]string{"VisibilityTimeout": "2"})
-	pgURL := testenv.PostgresURL()
-	pool, err := pgxpool.New(ctx, pgURL)
-	if err == nil {
-		err = pool.Ping(ctx)
-	}
-	testenv.Need(t, "PostgreSQL at "+pgURL, pgHint, err)
-	defer pool.Close()
-
 	schema := "idemsqs_storm_" + run
-	if err := pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		pool.Exec(context.Background(), `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`) //nolint:errcheck
+	pool, err := pgxpool.New(ctx, testenv.PostgresURL())
+	ledger := stormtest.NeedLedger(ctx, t, pool, err, schema, func(ctx context.Context) error {
+		return pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema))
 	})
-	if _, err := pool.Exec(ctx, `CREATE TABLE `+pgx.Identifier{schema, "ledger"}.Sanitize()+` (id text NOT NULL, fence bigint NOT NULL, pid int NOT NULL, at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatal(err)
-	}
 
-	cfg := workerConfig{Endpoint: sqsEndpoint(), Queue: queue, PGURL: pgURL, Schema: schema, Goroutines: sz.goroutines,
-		Visibility: 3 * time.Second, Lease: time.Second, HoldMin: sz.hold / 2, HoldMax: 2 * sz.hold, NackEvery: sz.nackEvery,
-		LongEvery: sz.longEvery, Long: 4 * time.Second}
-	var procs, retired []*proc
-	for range sz.procs {
-		procs = append(procs, startWorker(t, cfg))
-	}
-	start := time.Now()
-
-	// Publish over publishFor: every message once, and every
-	// dupEvery-th again, half right after the original and half at the
-	// end. The kills spread over the same time.
-	dupSends := 0
-	var order []int
-	var late []int
-	for i := range sz.messages {
-		order = append(order, i)
-		if i%sz.dupEvery == 0 {
-			dupSends++
-			if i%(2*sz.dupEvery) == 0 {
-				order = append(order, i)
-			} else {
-				late = append(late, i)
-			}
-		}
-	}
-	order = append(order, late...)
-	pubErr := make(chan error, 1)
-	go func() {
-		defer close(pubErr)
-		pause := sz.publishFor / time.Duration(len(order)/10+1)
-		for k, i := range order {
+	// The first run in a process of 1 in NackEvery IDs fails.
+	cfg := workerConfig{PGWorker: stormtest.PGWorkerOf(sz, schema), Endpoint: sqsEndpoint(), Queue: queue,
+		Visibility: 3 * time.Second, LongEvery: longEvery, Long: 4 * time.Second}
+	res := stormtest.RunQueue(ctx, t, stormtest.Queue{Size: sz, Worker: cfg,
+		Publish: func(ctx context.Context, id string, n int) error {
 			_, err := client.SendMessage(ctx, &sqs.SendMessageInput{
-				QueueUrl: aws.String(queue), MessageBody: aws.String(fmt.Sprintf(`{"n":%d}`, i)),
+				QueueUrl: aws.String(queue), MessageBody: aws.String(fmt.Sprintf(`{"n":%d}`, n)),
 				MessageAttributes: map[string]types.MessageAttributeValue{
-					"event-id": {DataType: aws.String("String"), StringValue: aws.String(fmt.Sprintf("evt-%d", i))}},
+					"event-id": {DataType: aws.String("String"), StringValue: aws.String(id)}},
 			})
+			return err
+		},
+		// The messages still in the queue, visible or in flight.
+		Pending: func() int {
+			out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queue),
+				AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
 			if err != nil {
-				pubErr <- err
-				return
-			}
-			if k%10 == 9 {
-				time.Sleep(pause)
-			}
-		}
-	}()
-
-	// Kill workers inside a handler: wait for a "run" line, SIGKILL at
-	// once, start a replacement.
-	kills := 0
-	for kills < sz.kills && ctx.Err() == nil {
-		time.Sleep(sz.publishFor / time.Duration(sz.kills+1))
-		victim := rand.N(len(procs))
-		p := procs[victim]
-		select {
-		case <-p.runs:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("worker %d ran no handler for 10s (after %d kills)", p.cmd.Process.Pid, kills)
-		}
-		p.stop(syscall.SIGKILL)
-		kills++
-		procs[victim] = startWorker(t, cfg)
-		retired = append(retired, p)
-	}
-	if err := <-pubErr; err != nil {
-		t.Fatalf("publish: %v", err)
-	}
-
-	ledger := func() map[string]int {
-		rows, err := pool.Query(ctx, `SELECT id, count(*) FROM `+pgx.Identifier{schema, "ledger"}.Sanitize()+` GROUP BY id`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]int{}
-		for rows.Next() {
-			var id string
-			var n int
-			if err := rows.Scan(&id, &n); err != nil {
 				t.Fatal(err)
 			}
-			m[id] = n
-		}
-		return m
-	}
-	// ready counts the messages still in the queue, visible or in flight.
-	ready := func() int {
-		out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queue),
-			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var a, b int
-		fmt.Sscan(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)], &a)
-		fmt.Sscan(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)], &b)
-		return a + b
-	}
-	for len(ledger()) < sz.messages || ready() > 0 {
-		if ctx.Err() != nil {
-			t.Fatalf("not settled: %d of %d messages in the ledger, %d ready in the queue", len(ledger()), sz.messages, ready())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	// A stray redelivery would land within a visibility timeout.
-	time.Sleep(2 * cfg.Visibility)
-	for _, p := range procs {
-		p.stop(syscall.SIGTERM)
-	}
-	took := time.Since(start)
-	left := ready()
+			var a, b int
+			fmt.Sscan(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)], &a)
+			fmt.Sscan(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)], &b)
+			return a + b
+		},
+		Ledger: ledger,
+		// A stray redelivery would land within a visibility timeout.
+		Quiet: 2 * cfg.Visibility,
+	})
 
-	got := ledger()
-	dups, lost, effects := 0, 0, 0
-	for i := range sz.messages {
-		n := got[fmt.Sprintf("evt-%d", i)]
-		effects += n
-		switch {
-		case n == 0:
-			lost++
-			t.Errorf("evt-%d: no side effect", i)
-		case n > 1:
-			dups += n - 1
-			t.Errorf("evt-%d: %d side effects", i, n)
-		}
-	}
-	if len(got) != sz.messages {
-		t.Errorf("ledger has %d IDs, want %d", len(got), sz.messages)
-	}
-	if left != 0 {
-		t.Errorf("%d messages left in the queue after every worker stopped (unacked or never consumed)", left)
-	}
 	count := map[string]int{}
 	perMID := map[string]int{}
-	beats := 0
-	longSettled := 0
-	for _, p := range append(retired, procs...) {
-		for _, o := range p.outcomes() {
-			count[o.Status+"/"+o.Action]++
-			perMID[o.MID]++
-			beats += o.Beats
-			if o.Status == "ran" && hashOf("long:"+o.ID)%sz.longEvery == 0 {
-				longSettled++
-			}
+	beats, longSettled := 0, 0
+	for _, line := range res.Outcomes {
+		var id, status, action, mid, errq string
+		var n int
+		if _, err := fmt.Sscanf(line, "outcome id=%s status=%s action=%s mid=%s beats=%d err=%q", &id, &status, &action, &mid, &n, &errq); err != nil {
+			t.Errorf("outcome line %q: %v", line, err)
+			continue
+		}
+		count[status+"/"+action]++
+		perMID[mid]++
+		beats += n
+		if status == "ran" && stormtest.Hash("long:"+id)%longEvery == 0 {
+			longSettled++
 		}
 	}
 	// A redelivery observed: a settled delivery of an SQS MessageId that
@@ -414,33 +151,13 @@ func TestRedeliveryStorm(t *testing.T) {
 		redelivered += n - 1
 	}
 	t.Logf("%s storm: %d messages + %d duplicate sends, %d kills, outcomes %v, %d redeliveries, %d heartbeats, %d long handlers ran, %v",
-		level, sz.messages, dupSends, kills, count, redelivered, beats, longSettled, took.Round(100*time.Millisecond))
+		stormtest.Level(), sz.Messages, res.DupSends, res.Kills, count, redelivered, beats, longSettled, res.Took.Round(100*time.Millisecond))
 	if count["failed/leave"] == 0 || redelivered == 0 || count["duplicate/delete"] == 0 || beats == 0 {
 		t.Errorf("the storm did not exercise failures, redeliveries, duplicates and heartbeats: %v, %d redeliveries, %d heartbeats", count, redelivered, beats)
 	}
-	reportRow(t, "SQS (aws-sdk-go-v2, sqsemu = goaws v0.4.5)", level, sz.messages, dupSends,
-		fmt.Sprintf("%d SIGKILLs mid-handler (visibility expiry), %d failed runs (visibility 0)", kills, count["failed/leave"]),
-		redelivered, effects, dups, lost, fmt.Sprintf("%d processes × %d goroutines, queue visibility 2s, heartbeat to %v every %v, %d handlers of 4s kept invisible by %d heartbeats, lease %v; %v",
-			sz.procs, sz.goroutines, cfg.Visibility, cfg.Visibility/3, longSettled, beats, cfg.Lease, took.Round(100*time.Millisecond)))
-}
-
-// reportRow appends the storm's row to IDEM_RELIABILITY_REPORT_BROKERS,
-// with the table's header when the file has none yet.
-func reportRow(t *testing.T, broker, level string, messages, dupSends int, forced string, redelivered, effects, dups, lost int, notes string) {
-	path := os.Getenv("IDEM_RELIABILITY_REPORT_BROKERS")
-	if path == "" || t.Failed() && dups == 0 && lost == 0 {
-		return
-	}
-	prev, _ := os.ReadFile(path)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Errorf("broker report: %v", err)
-		return
-	}
-	defer f.Close()
-	if !strings.Contains(string(prev), "| broker |") {
-		fmt.Fprintf(f, "| broker | size | messages | duplicate sends | forced redeliveries | redeliveries observed | side effects | duplicates | lost | notes |\n|---|---|---|---|---|---|---|---|---|---|\n")
-	}
-	fmt.Fprintf(f, "| %s | %s | %d | %d | %s | %d | %d | %d | %d | %s (%s) |\n", broker, level, messages, dupSends, forced, redelivered, effects, dups, lost,
-		notes, time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	stormtest.Report(t, stormtest.Row{Broker: "SQS (aws-sdk-go-v2, sqsemu = goaws v0.4.5)", Messages: sz.Messages, DupSends: res.DupSends,
+		Forced:      fmt.Sprintf("%d SIGKILLs mid-handler (visibility expiry), %d failed runs (visibility 0)", res.Kills, count["failed/leave"]),
+		Redelivered: redelivered, Effects: res.Effects, Dups: res.Duplicates, Lost: res.Lost,
+		Notes: fmt.Sprintf("%d processes × %d goroutines, queue visibility 2s, heartbeat to %v every %v, %d handlers of 4s kept invisible by %d heartbeats, lease %v; %v",
+			sz.Procs, sz.Goroutines, cfg.Visibility, cfg.Visibility/3, longSettled, beats, cfg.Lease, res.Took.Round(100*time.Millisecond))})
 }

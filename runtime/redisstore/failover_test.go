@@ -526,18 +526,7 @@ func TestFailoverCluster(t *testing.T) {
 	syscall.Kill(rPid, syscall.SIGCONT)
 	rc := redis.NewClient(&redis.Options{Addr: replica, DialTimeout: time.Second})
 	defer rc.Close()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		info, err := rc.Info(ctx, "replication").Result()
-		if err == nil && strings.Contains(info, "role:master") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s was not promoted: %v", replica, err)
-		}
-		_ = rc.Do(ctx, "cluster", "failover", "force").Err()
-		time.Sleep(300 * time.Millisecond)
-	}
+	forceFailover(ctx, t, rc, replica)
 	if err := failoverScript("start", "cluster"); err != nil {
 		t.Fatalf("bringing %s back as a replica: %v", m, err)
 	}
@@ -586,4 +575,22 @@ func clusterReplicaOf(t *testing.T, ctx context.Context, master string) string {
 	}
 	t.Fatalf("%s has no replica:\n%s", master, info)
 	return ""
+}
+
+// forceFailover forces a Cluster failover on replica (rc) until it is a master,
+// for a minute at most.
+func forceFailover(ctx context.Context, t *testing.T, rc *redis.Client, replica string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		info, err := rc.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "role:master") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was not promoted: %v", replica, err)
+		}
+		_ = rc.Do(ctx, "cluster", "failover", "force").Err()
+		time.Sleep(300 * time.Millisecond)
+	}
 }

@@ -26,6 +26,52 @@ import (
 // all), so the claim failed with idem.ErrStoreUnavailable although
 // nothing was wrong. The store must retry it (TRYAGAIN means the script
 // did not run) until the slot is settled, within its ctx.
+// slotMigration is the migration of a key's slot from its master to
+// another one.
+type slotMigration struct {
+	t        *testing.T
+	nodes    map[string]*master
+	slot     int
+	src, dst *master
+	settled  bool
+}
+
+// openMigration opens the migration of key's slot; the test's cleanup
+// gives the slot back to its master, whatever happened.
+func openMigration(t *testing.T, rdb *redis.ClusterClient, nodes map[string]*master, key string) *slotMigration {
+	t.Helper()
+	owner, err := rdb.MasterForKey(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &slotMigration{t: t, nodes: nodes, slot: keySlot(key), src: nodes[owner.Options().Addr]}
+	for _, n := range nodes {
+		if n != m.src {
+			m.dst = n
+			break
+		}
+	}
+	openSlotMigration(t, m.slot, m.src, m.dst)
+	t.Cleanup(func() {
+		if !m.settled {
+			m.settle()
+		}
+		moveSlot(t, nodes, m.slot, m.dst, m.src)
+	})
+	return m
+}
+
+// move migrates keys of the slot to the target.
+func (m *slotMigration) move(keys ...string) { migrateSlotKeys(m.t, m.slot, m.src, m.dst, keys) }
+
+// settle migrates the slot's remaining keys and closes the migration: the
+// slot is the target's.
+func (m *slotMigration) settle() {
+	migrateSlotKeys(m.t, m.slot, m.src, m.dst, nil)
+	closeSlotMigration(m.t, m.nodes, m.slot, m.dst)
+	m.settled = true
+}
+
 func TestOrderedClaimDuringSlotMigration(t *testing.T) {
 	rdb := cluster(t)
 	ctx := context.Background()
@@ -58,29 +104,9 @@ func TestOrderedClaimDuringSlotMigration(t *testing.T) {
 			if res, err := claim(ctx, first, t0); err != nil || res.Status != idem.ClaimAcquired {
 				t.Fatalf("first claim: %+v, %v", res, err)
 			}
-			owner, err := rdb.MasterForKey(ctx, s.RecordKey(entity))
-			if err != nil {
-				t.Fatal(err)
-			}
-			src := nodes[owner.Options().Addr]
-			var dst *master
-			for _, n := range nodes {
-				if n != src {
-					dst = n
-					break
-				}
-			}
-			openSlotMigration(t, slot, src, dst)
-			settled := false
-			t.Cleanup(func() {
-				if !settled { // give the slot back whatever happened
-					migrateSlotKeys(t, slot, src, dst, nil)
-					closeSlotMigration(t, nodes, slot, dst)
-				}
-				moveSlot(t, nodes, slot, dst, src)
-			})
+			m := openMigration(t, rdb, nodes, s.RecordKey(entity))
 			if tc.moved == "order" {
-				migrateSlotKeys(t, slot, src, dst, []string{s.RecordKey(entity)})
+				m.move(s.RecordKey(entity))
 			}
 			// The migration stays open for a second: longer than go-redis's
 			// own retries of TRYAGAIN last.
@@ -108,9 +134,7 @@ func TestOrderedClaimDuringSlotMigration(t *testing.T) {
 				t.Fatalf("the claim failed during the migration (after %v): %v", r.took.Round(time.Millisecond), r.err)
 			case <-time.After(open):
 			}
-			migrateSlotKeys(t, slot, src, dst, nil)
-			closeSlotMigration(t, nodes, slot, dst)
-			settled = true
+			m.settle()
 			r := <-done
 			if r.err != nil {
 				t.Fatalf("the claim failed: %v (after %v)", r.err, r.took.Round(time.Millisecond))
@@ -150,26 +174,7 @@ func TestOrderedClaimSlotNeverSettles(t *testing.T) {
 	if err := claim(ctx, "call:"+tag+":1"); err != nil {
 		t.Fatal(err)
 	}
-	slot := keySlot(s.RecordKey(entity))
-	owner, err := rdb.MasterForKey(ctx, s.RecordKey(entity))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := nodes[owner.Options().Addr]
-	var dst *master
-	for _, n := range nodes {
-		if n != src {
-			dst = n
-			break
-		}
-	}
-	openSlotMigration(t, slot, src, dst)
-	t.Cleanup(func() {
-		migrateSlotKeys(t, slot, src, dst, nil)
-		closeSlotMigration(t, nodes, slot, dst)
-		moveSlot(t, nodes, slot, dst, src)
-	})
-	migrateSlotKeys(t, slot, src, dst, []string{s.RecordKey(entity)})
+	openMigration(t, rdb, nodes, s.RecordKey(entity)).move(s.RecordKey(entity))
 	for _, tc := range []struct {
 		name    string
 		timeout time.Duration
@@ -229,29 +234,8 @@ func TestOrderedClaimsBesideRedirectedWritesDuringMigration(t *testing.T) {
 		moved = append(moved, idem.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Minute})
 		movedKeys = append(movedKeys, s.RecordKey(key))
 	}
-	slot := keySlot(s.RecordKey(entity))
-	o, err := rdb.MasterForKey(ctx, s.RecordKey(entity))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := nodes[o.Options().Addr]
-	var dst *master
-	for _, n := range nodes {
-		if n != src {
-			dst = n
-			break
-		}
-	}
-	openSlotMigration(t, slot, src, dst)
-	settled := false
-	t.Cleanup(func() {
-		if !settled {
-			migrateSlotKeys(t, slot, src, dst, nil)
-			closeSlotMigration(t, nodes, slot, dst)
-		}
-		moveSlot(t, nodes, slot, dst, src)
-	})
-	migrateSlotKeys(t, slot, src, dst, movedKeys)
+	m := openMigration(t, rdb, nodes, s.RecordKey(entity))
+	m.move(movedKeys...)
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	stop := time.Now().Add(time.Second)
@@ -281,9 +265,7 @@ func TestOrderedClaimsBesideRedirectedWritesDuringMigration(t *testing.T) {
 		}()
 	}
 	time.Sleep(time.Until(stop) + 100*time.Millisecond)
-	migrateSlotKeys(t, slot, src, dst, nil)
-	closeSlotMigration(t, nodes, slot, dst)
-	settled = true
+	m.settle()
 	wg.Wait()
 	close(errs)
 	for err := range errs {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -318,20 +317,9 @@ func TestShardWaitAcrossFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		info, err := rc.Info(ctx, "replication").Result()
-		if err == nil && strings.Contains(info, "role:master") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s was not promoted: %v", replica, err)
-		}
-		_ = rc.Do(ctx, "cluster", "failover", "force").Err()
-		time.Sleep(300 * time.Millisecond)
-	}
+	forceFailover(ctx, t, rc, replica)
 	t.Logf("%s promoted %v after %s was killed", replica, time.Since(start), m)
-	deadline = time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for shardSubscribers(t, replica, ch) != 1 {
 		if time.Now().After(deadline) {
 			t.Fatalf("no shard subscription of %s on the promoted replica %s", ch, replica)

@@ -1,13 +1,8 @@
 package capacity
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,124 +11,58 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/internal/testenv"
+	"github.com/idemgen/idemgen/test/internal/workerproc"
 )
 
 // full reports whether this is the full run (make capacity).
 func full() bool { return os.Getenv("IDEM_CAPACITY") == "full" }
 
-// proc is a running worker process.
+// proc is a running worker process: it runs its set-up, prints READY,
+// waits for GO, runs its window, prints DONE and waits for EXIT.
 type proc struct {
-	cmd    *exec.Cmd
-	output string
-	stdin  *os.File
-	ready  chan struct{}
-	fin    chan struct{} // the window is over (DONE)
-	done   chan struct{}
-	err    error
-	stderr bytes.Buffer
-	mu     sync.Mutex
-}
-
-var procSeq struct {
-	sync.Mutex
-	n int
+	*workerproc.Proc
+	ready chan struct{}
+	fin   chan struct{} // the window is over (DONE)
 }
 
 // start re-executes the test binary as a worker with cfg; it runs its
 // set-up and waits for go.
 func start(t *testing.T, dir string, cfg workerConfig) *proc {
 	t.Helper()
-	procSeq.Lock()
-	procSeq.n++
-	n := procSeq.n
-	procSeq.Unlock()
-	cfg.Output = filepath.Join(dir, fmt.Sprintf("worker-%d.json", n))
-	raw, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCapacityWorker$", "-test.count=1", "-test.timeout=20m")
-	cmd.Env = append(os.Environ(), workerEnv+"="+string(raw))
-	p := &proc{cmd: cmd, output: cfg.Output, ready: make(chan struct{}), fin: make(chan struct{}), done: make(chan struct{})}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdin = r
-	p.stdin = w
-	cmd.Stderr = &lockedWriter{mu: &p.mu, w: &p.stderr}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start worker: %v", err)
-	}
-	r.Close()
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		var once, onceFin sync.Once
-		for sc.Scan() {
-			switch strings.TrimSpace(sc.Text()) {
+	cfg.Output = workerproc.Output(dir)
+	p := &proc{ready: make(chan struct{}), fin: make(chan struct{})}
+	var once, onceFin sync.Once
+	p.Proc = workerproc.Start(t, workerproc.Spec{Env: workerEnv, Config: cfg, Run: "TestCapacityWorker", Timeout: "20m",
+		Output: cfg.Output, Stdin: true,
+		Line: func(line string) bool {
+			switch strings.TrimSpace(line) {
 			case "READY":
 				once.Do(func() { close(p.ready) })
 			case "DONE":
 				onceFin.Do(func() { close(p.fin) })
-			default: // go test's own output: a failing worker's message
-				p.mu.Lock()
-				p.stderr.WriteString(sc.Text() + "\n")
-				p.mu.Unlock()
+			default:
+				return false
 			}
-		}
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-		w.Close()
-	})
+			return true
+		}})
 	return p
 }
 
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
-func (p *proc) stderrTail() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s := p.stderr.String()
-	if len(s) > 3000 {
-		s = "…" + s[len(s)-3000:]
-	}
-	return s
-}
+func (p *proc) stderrTail() string { return p.StderrTail(3000) }
 
 // waitReady waits for the worker's set-up to end.
 func (p *proc) waitReady(timeout time.Duration) error {
 	select {
 	case <-p.ready:
 		return nil
-	case <-p.done:
-		return fmt.Errorf("worker %d exited in set-up: %v\n%s", p.cmd.Process.Pid, p.err, p.stderrTail())
+	case <-p.Done():
+		return fmt.Errorf("worker %d exited in set-up: %v\n%s", p.Pid(), p.Err(), p.stderrTail())
 	case <-time.After(timeout):
-		return fmt.Errorf("worker %d not ready within %s\n%s", p.cmd.Process.Pid, timeout, p.stderrTail())
+		return fmt.Errorf("worker %d not ready within %s\n%s", p.Pid(), timeout, p.stderrTail())
 	}
 }
 
-func (p *proc) goAhead() { _, _ = p.stdin.Write([]byte("GO\n")) }
+func (p *proc) goAhead() { p.Send("GO") }
 
 // finished waits for the worker's window to end (it then waits for
 // release before it exits).
@@ -141,35 +70,18 @@ func (p *proc) finished(timeout time.Duration) error {
 	select {
 	case <-p.fin:
 		return nil
-	case <-p.done:
+	case <-p.Done():
 		return nil
 	case <-time.After(timeout):
-		return fmt.Errorf("worker %d did not finish within %s\n%s", p.cmd.Process.Pid, timeout, p.stderrTail())
+		return fmt.Errorf("worker %d did not finish within %s\n%s", p.Pid(), timeout, p.stderrTail())
 	}
 }
 
-// release lets a finished worker exit.
-func (p *proc) release() { _, _ = p.stdin.Write([]byte("EXIT\n")) }
-
-// wait waits for the worker to exit and returns its result.
+// wait lets the worker exit, waits for it and returns its result.
 func (p *proc) wait(timeout time.Duration) (workerResult, error) {
-	p.release()
-	select {
-	case <-p.done:
-	case <-time.After(timeout):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		return workerResult{}, fmt.Errorf("worker %d did not finish within %s\n%s", p.cmd.Process.Pid, timeout, p.stderrTail())
-	}
-	if p.err != nil {
-		return workerResult{}, fmt.Errorf("worker %d: %v\n%s", p.cmd.Process.Pid, p.err, p.stderrTail())
-	}
-	b, err := os.ReadFile(p.output)
-	if err != nil {
-		return workerResult{}, fmt.Errorf("worker %d left no result: %v\n%s", p.cmd.Process.Pid, err, p.stderrTail())
-	}
+	p.Send("EXIT")
 	var res workerResult
-	return res, json.Unmarshal(b, &res)
+	return res, p.Result(timeout, workerproc.Kill, 3000, &res)
 }
 
 // clockTick is the kernel's USER_HZ, the unit of /proc/<pid>/stat times.

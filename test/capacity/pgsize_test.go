@@ -225,28 +225,8 @@ func TestPostgresAtSize(t *testing.T) {
 
 	// Cleanup of the expired 5 % while claims continue at the same rate.
 	res.Before = tableStats(ctx, t, pool, large)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		cfg := workerConfig{Store: "postgres", Addr: url, Name: large, App: app + "-w", Op: opClaim, Worker: 40,
-			Goroutines: 8, Duration: 3 * window, Rate: res.Rate}
-		m, err := runWorkers(t, dir, cfg, 1, nil)
-		if err != nil {
-			t.Errorf("writers: %v", err)
-		}
-		res.Writers = m
-	}()
-	time.Sleep(window / 2)
-	cm, err := runWorkers(t, dir, workerConfig{Store: "postgres", Addr: url, Name: large, App: app, Op: opCleanup, Worker: 50, Goroutines: 1},
-		1, func() []int { return pgBackends(pool, app) })
-	wg.Wait()
-	if err != nil {
-		t.Fatalf("cleanup: %v", err)
-	}
-	if cm.Errors > 0 {
-		t.Fatalf("cleanup: %s", cm.FirstErr)
-	}
+	var cm measurement
+	res.Writers, cm = cleanupWhileClaiming(t, dir, pool, url, large, app, window, res.Rate, 40, "cleanup")
 	res.Cleanup = cm
 	if want := rows / expiredEvery; cm.Removed < want {
 		t.Errorf("cleanup removed %d rows, want the %d expired ones", cm.Removed, want)
@@ -327,27 +307,7 @@ func TestPostgresAtSize(t *testing.T) {
 	_, _ = pool.Exec(ctx, `CHECKPOINT`)
 	res.ScatterPrep = time.Since(t0)
 	res.ScatterBefore = tableStats(ctx, t, pool, large)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		cfg := workerConfig{Store: "postgres", Addr: url, Name: large, App: app + "-w", Op: opClaim, Worker: 70,
-			Goroutines: 8, Duration: 3 * window, Rate: res.Rate}
-		m, err := runWorkers(t, dir, cfg, 1, nil)
-		if err != nil {
-			t.Errorf("writers: %v", err)
-		}
-		res.ScatterWriters = m
-	}()
-	time.Sleep(window / 2)
-	cm, err = runWorkers(t, dir, workerConfig{Store: "postgres", Addr: url, Name: large, App: app, Op: opCleanup, Worker: 80, Goroutines: 1},
-		1, func() []int { return pgBackends(pool, app) })
-	wg.Wait()
-	if err != nil {
-		t.Fatalf("scattered cleanup: %v", err)
-	}
-	if cm.Errors > 0 {
-		t.Fatalf("scattered cleanup: %s", cm.FirstErr)
-	}
+	res.ScatterWriters, cm = cleanupWhileClaiming(t, dir, pool, url, large, app, window, res.Rate, 70, "scattered cleanup")
 	res.ScatterCleanup = cm
 	t.Logf("scattered cleanup: %d rows in %v (%.0f rows/s) while claims ran at %.0f/s (p99 %v)",
 		cm.Removed, cm.Wall.Round(time.Millisecond), float64(cm.Removed)/cm.Wall.Seconds(), res.ScatterWriters.Rate, res.ScatterWriters.P99)
@@ -415,6 +375,38 @@ func ratio(a, b time.Duration) float64 {
 		return 0
 	}
 	return float64(a) / float64(b)
+}
+
+// cleanupWhileClaiming runs a cleanup worker on table name while a writer
+// claims at rate for three windows (the cleanup starts half a window in),
+// and returns both measurements; writer numbers the writer, writer+10 the
+// cleaner, and what names the cleanup in a failure.
+func cleanupWhileClaiming(t *testing.T, dir string, pool *pgxpool.Pool, url, name, app string, window time.Duration, rate float64,
+	writer int, what string) (writers, cleanup measurement) {
+	t.Helper()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		cfg := workerConfig{Store: "postgres", Addr: url, Name: name, App: app + "-w", Op: opClaim, Worker: writer,
+			Goroutines: 8, Duration: 3 * window, Rate: rate}
+		m, err := runWorkers(t, dir, cfg, 1, nil)
+		if err != nil {
+			t.Errorf("writers: %v", err)
+		}
+		writers = m
+	}()
+	time.Sleep(window / 2)
+	cleanup, err := runWorkers(t, dir, workerConfig{Store: "postgres", Addr: url, Name: name, App: app, Op: opCleanup, Worker: writer + 10, Goroutines: 1},
+		1, func() []int { return pgBackends(pool, app) })
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if cleanup.Errors > 0 {
+		t.Fatalf("%s: %s", what, cleanup.FirstErr)
+	}
+	return writers, cleanup
 }
 
 func tableStats(ctx context.Context, t *testing.T, pool *pgxpool.Pool, schema string) avStats {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/test/internal/workerproc"
 )
 
 // workerEnv carries a worker's JSON configuration.
@@ -83,14 +84,8 @@ type workerResult struct {
 // TestCapacityWorker is the entry point of a worker process; without the
 // worker environment variable it does nothing.
 func TestCapacityWorker(t *testing.T) {
-	raw := os.Getenv(workerEnv)
-	if raw == "" {
-		t.Skip("not a worker process (the capacity harness starts these; no CI dependency)")
-	}
 	var cfg workerConfig
-	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
-		t.Fatalf("worker config: %v", err)
-	}
+	workerproc.Load(t, workerEnv, &cfg)
 	if err := runWorker(cfg); err != nil {
 		t.Fatalf("worker %s/%s: %v", cfg.Store, cfg.Op, err)
 	}

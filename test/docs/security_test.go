@@ -2,7 +2,6 @@
 package docs
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,27 +18,7 @@ func TestSecurityRowsNameTheirTests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tests strings.Builder
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != root {
-			return filepath.SkipDir
-		}
-		if strings.HasSuffix(path, ".go") {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			tests.Write(b)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := tests.String()
+	src := goSource(t, root)
 	rows := 0
 	inTable := false
 	name := regexp.MustCompile("`([A-Za-z0-9_/*]+)`")

@@ -208,16 +208,9 @@ func failoverScript(hold bool, args ...string) error {
 func (h *harness) failoverStorm(t *testing.T, dep string, mode failoverMode, sz failoverSizes) row {
 	acks := mode != noAcks
 	prefix := fmt.Sprintf("redis-%s-%s/failover/", dep, map[failoverMode]string{noAcks: "without", acksInModel: "with", acksBeyond: "beyond"}[mode])
-	var deliveries []string
-	for i := range sz.keys {
-		for range sz.deliveries {
-			deliveries = append(deliveries, fmt.Sprintf("%s%04d", prefix, i))
-		}
-	}
-	rand.Shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
+	deliveries := shuffled(numbered(prefix, sz.keys), sz.deliveries)
 	start := time.Now()
-	procs := make([]*proc, sz.procs)
-	for i := range procs {
+	procs := h.startSpread(t, sz.procs, deliveries, func() workerConfig {
 		cfg := h.base("redis", "storm", "")
 		cfg.Store, cfg.StoreAddr = "redis-sentinel", ""
 		cfg.FailoverAddrs = failoverSentinels
@@ -228,17 +221,10 @@ func (h *harness) failoverStorm(t *testing.T, dep string, mode failoverMode, sz 
 		cfg.Goroutines, cfg.Spread = sz.goroutines, sz.spread
 		cfg.HoldMin, cfg.HoldMax = 20*time.Millisecond, 150*time.Millisecond
 		cfg.Deadline, cfg.CallTimeout = sz.spread+2*time.Minute, time.Minute
-		for j := i; j < len(deliveries); j += sz.procs {
-			cfg.Keys = append(cfg.Keys, deliveries[j])
-		}
-		procs[i] = h.start(t, cfg)
-	}
+		return cfg
+	})
 	v := &violations{}
-	for _, p := range procs {
-		if _, ok := p.waitMark("ready", "", time.Minute); !ok {
-			v.add("worker never became ready: %s", p.stderrTail())
-		}
-	}
+	waitReady(v, procs)
 	// The promotions, spread over the storm.
 	ctx := context.Background()
 	promoted, lastAt := 0, time.Duration(0)
@@ -259,19 +245,7 @@ func (h *harness) failoverStorm(t *testing.T, dep string, mode failoverMode, sz 
 		promoted++
 		lastAt = time.Since(start)
 	}
-	var calls []callRecord
-	events := map[string]int{}
-	for _, p := range procs {
-		rep, err := p.wait(5 * time.Minute)
-		if err != nil {
-			v.add("%v", err)
-			continue
-		}
-		calls = append(calls, rep.Calls...)
-		for k, n := range rep.Events {
-			events[k] += n
-		}
-	}
+	calls, events := collect(v, procs, nil)
 	answered, retried := map[string]int{}, 0
 	for _, c := range calls {
 		if c.Class == "ok" {

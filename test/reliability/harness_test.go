@@ -1,15 +1,12 @@
 package reliability
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +21,7 @@ import (
 	"github.com/idemgen/idemgen/test/reliability/work"
 
 	"github.com/idemgen/idemgen/internal/testenv"
+	"github.com/idemgen/idemgen/test/internal/workerproc"
 )
 
 // harness is one test run's shared state: the ledger, the services, and a
@@ -168,53 +166,26 @@ type marker struct {
 	at         time.Time
 }
 
-// proc is a running worker process.
+// proc is a running worker process and the progress markers it printed.
 type proc struct {
-	cmd    *exec.Cmd
-	output string
-
+	*workerproc.Proc
 	mu     sync.Mutex
 	marks  []marker
 	notify chan struct{}
-	stderr bytes.Buffer
-	done   chan struct{}
-	err    error
-}
-
-var procSeq struct {
-	sync.Mutex
-	n int
+	done   <-chan struct{}
 }
 
 // start re-executes the test binary as a worker with cfg.
 func (h *harness) start(t *testing.T, cfg workerConfig) *proc {
 	t.Helper()
-	procSeq.Lock()
-	procSeq.n++
-	n := procSeq.n
-	procSeq.Unlock()
-	cfg.Output = fmt.Sprintf("%s/worker-%d.json", h.fileDir, n)
-	raw, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWorkerProcess$", "-test.count=1", "-test.timeout=10m")
-	cmd.Env = append(os.Environ(), workerEnv+"="+string(raw), "GOMAXPROCS=2")
-	p := &proc{cmd: cmd, output: cfg.Output, notify: make(chan struct{}, 1), done: make(chan struct{})}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = &lockedWriter{mu: &p.mu, w: &p.stderr}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start worker: %v", err)
-	}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
+	cfg.Output = workerproc.Output(h.fileDir)
+	p := &proc{notify: make(chan struct{}, 1)}
+	p.Proc = workerproc.Start(t, workerproc.Spec{Env: workerEnv, Config: cfg, Run: "TestWorkerProcess", Timeout: "10m",
+		Output: cfg.Output, Extra: []string{"GOMAXPROCS=2"},
+		Line: func(line string) bool {
+			f := strings.Fields(line)
 			if len(f) != 4 || f[0] != "IDEMREL" {
-				continue
+				return true
 			}
 			fence, _ := strconv.ParseUint(f[3], 10, 64)
 			p.mu.Lock()
@@ -224,58 +195,33 @@ func (h *harness) start(t *testing.T, cfg workerConfig) *proc {
 			case p.notify <- struct{}{}:
 			default:
 			}
-		}
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Process.Signal(syscall.SIGCONT)
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-	})
+			return true
+		}})
+	p.done = p.Done()
 	return p
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }
 
 // waitMark waits for the first marker of phase (any key when key is "").
 func (p *proc) waitMark(phase, key string, timeout time.Duration) (marker, bool) {
-	deadline := time.After(timeout)
-	for {
+	find := func() (marker, bool) {
 		p.mu.Lock()
+		defer p.mu.Unlock()
 		for _, m := range p.marks {
 			if m.phase == phase && (key == "" || m.key == key) {
-				p.mu.Unlock()
 				return m, true
 			}
 		}
-		p.mu.Unlock()
+		return marker{}, false
+	}
+	deadline := time.After(timeout)
+	for {
+		if m, ok := find(); ok {
+			return m, true
+		}
 		select {
 		case <-p.notify:
 		case <-p.done:
-			// Drain what the reader saw before the exit.
-			p.mu.Lock()
-			for _, m := range p.marks {
-				if m.phase == phase && (key == "" || m.key == key) {
-					p.mu.Unlock()
-					return m, true
-				}
-			}
-			p.mu.Unlock()
-			return marker{}, false
+			return find() // what the reader saw before the exit
 		case <-deadline:
 			return marker{}, false
 		}
@@ -295,40 +241,130 @@ func (p *proc) lastPhase(key string) string {
 	return last
 }
 
-func (p *proc) signal(s syscall.Signal) { _ = p.cmd.Process.Signal(s) }
+func (p *proc) signal(s syscall.Signal) { p.Signal(s) }
 
-// wait waits for the worker to exit and returns its report.
+// wait waits for the worker to exit and returns its report (on a timeout,
+// with a goroutine dump).
 func (p *proc) wait(timeout time.Duration) (workerReport, error) {
-	select {
-	case <-p.done:
-	case <-time.After(timeout):
-		p.signal(syscall.SIGCONT)
-		p.signal(syscall.SIGQUIT) // a goroutine dump on stderr tells where it hung
-		<-p.done
-		return workerReport{}, fmt.Errorf("worker %d did not finish within %s; stderr:\n%s", p.cmd.Process.Pid, timeout, p.stderrTail())
-	}
-	if p.err != nil {
-		return workerReport{}, fmt.Errorf("worker %d: %v; stderr:\n%s", p.cmd.Process.Pid, p.err, p.stderrTail())
-	}
-	b, err := os.ReadFile(p.output)
-	if err != nil {
-		return workerReport{}, fmt.Errorf("worker %d left no report: %v; stderr:\n%s", p.cmd.Process.Pid, err, p.stderrTail())
-	}
 	var rep workerReport
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return workerReport{}, fmt.Errorf("worker %d report: %v", p.cmd.Process.Pid, err)
-	}
-	return rep, nil
+	return rep, p.Result(timeout, workerproc.Dump, 4000, &rep)
 }
 
-func (p *proc) stderrTail() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s := p.stderr.String()
-	if len(s) > 4000 {
-		s = "…" + s[len(s)-4000:]
+func (p *proc) stderrTail() string { return p.StderrTail(4000) }
+
+// shuffled is every key per times, in random order: the deliveries of a
+// storm.
+func shuffled(keys []string, per int) []string {
+	var d []string
+	for _, k := range keys {
+		for range per {
+			d = append(d, k)
+		}
 	}
-	return s
+	rand.Shuffle(len(d), func(i, j int) { d[i], d[j] = d[j], d[i] })
+	return d
+}
+
+// numbered is n keys prefix0000 to prefix(n-1).
+func numbered(prefix string, n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%s%04d", prefix, i)
+	}
+	return keys
+}
+
+// startSpread starts n workers of cfg, the deliveries dealt out among
+// them in turn.
+func (h *harness) startSpread(t *testing.T, n int, deliveries []string, cfg func() workerConfig) []*proc {
+	procs := make([]*proc, n)
+	for i := range procs {
+		c := cfg()
+		for j := i; j < len(deliveries); j += n {
+			c.Keys = append(c.Keys, deliveries[j])
+		}
+		procs[i] = h.start(t, c)
+	}
+	return procs
+}
+
+// waitReady waits for every worker's set-up.
+func waitReady(v *violations, procs []*proc) {
+	for _, p := range procs {
+		if _, ok := p.waitMark("ready", "", time.Minute); !ok {
+			v.add("worker never became ready: %s", p.stderrTail())
+		}
+	}
+}
+
+// collect waits for the workers and merges their calls and events; each
+// (when not nil) sees every worker's report.
+func collect(v *violations, procs []*proc, each func(workerReport)) ([]callRecord, map[string]int) {
+	var calls []callRecord
+	events := map[string]int{}
+	for _, p := range procs {
+		rep, err := p.wait(5 * time.Minute)
+		if err != nil {
+			v.add("%v", err)
+			continue
+		}
+		calls = append(calls, rep.Calls...)
+		for k, n := range rep.Events {
+			events[k] += n
+		}
+		if each != nil {
+			each(rep)
+		}
+	}
+	return calls, events
+}
+
+// parallel runs trial for 0 to n-1, at most par at a time.
+func parallel(n, par int, trial func(i int)) {
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			trial(i)
+		}()
+	}
+	wg.Wait()
+}
+
+// trials runs crashTrials trials, crashParallel at a time, each on its
+// own crashKeys keys under prefix.
+func trials(sz sizes, prefix string, trial func(n int, keys []string)) {
+	parallel(sz.crashTrials, sz.crashParallel, func(n int) {
+		var keys []string
+		for j := range sz.crashKeys {
+			keys = append(keys, fmt.Sprintf("%s%03d/%d", prefix, n, j))
+		}
+		trial(n, keys)
+	})
+}
+
+// retry runs a fresh worker of role that calls every key once, all at
+// once, and returns its report.
+func (h *harness) retry(t *testing.T, store, role string, keys []string) (workerReport, error) {
+	cfg := h.base(store, role, "")
+	cfg.Keys, cfg.Goroutines = keys, len(keys)
+	return h.start(t, cfg).wait(2 * time.Minute)
+}
+
+// detected records a negative control's row, which must hold
+// violations: without them, the scenario it controls cannot fail.
+func detected(t *testing.T, r row, cannot string) {
+	t.Helper()
+	record(t, r)
+	if r.v.n() == 0 {
+		t.Fatal(cannot)
+	}
+	for _, s := range r.v.list {
+		t.Logf("detected (as it should be): %s", s)
+	}
 }
 
 // execRow is one ledger row.

@@ -547,13 +547,7 @@ func (h *harness) reshardStorm(t *testing.T, variant string, sz reshardSizes) ro
 	ctx := context.Background()
 	prefix := fmt.Sprintf("redis-reshard/%s/", variant)
 	keys, slots := h.reshardKeys(t, prefix, sz)
-	var deliveries []string
-	for _, k := range keys {
-		for range sz.deliveries {
-			deliveries = append(deliveries, k)
-		}
-	}
-	rand.Shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
+	deliveries := shuffled(keys, sz.deliveries)
 	rs, err := newResharder(ctx, reshardMasters, sz.batch)
 	if err != nil {
 		t.Fatalf("the resharding Cluster: %v", err)
@@ -569,20 +563,9 @@ func (h *harness) reshardStorm(t *testing.T, variant string, sz reshardSizes) ro
 		c.Deadline, c.CallTimeout = sz.spread+3*time.Minute, time.Minute
 		return c
 	}
-	procs := make([]*proc, sz.procs)
-	for i := range procs {
-		c := cfg()
-		for j := i; j < len(deliveries); j += sz.procs {
-			c.Keys = append(c.Keys, deliveries[j])
-		}
-		procs[i] = h.start(t, c)
-	}
+	procs := h.startSpread(t, sz.procs, deliveries, cfg)
 	v := &violations{}
-	for _, p := range procs {
-		if _, ok := p.waitMark("ready", "", time.Minute); !ok {
-			v.add("worker never became ready: %s", p.stderrTail())
-		}
-	}
+	waitReady(v, procs)
 	// The resharding, while the workers run.
 	done := make(chan struct{})
 	go func() {
@@ -656,19 +639,7 @@ func (h *harness) reshardStorm(t *testing.T, variant string, sz reshardSizes) ro
 		what = fmt.Sprintf("a 4th master joined at %v (CLUSTER MEET), then %d slots moved to it (the storm's %d among them) by %v",
 			joined.Round(100*time.Millisecond), rs.moves, len(slots), time.Since(start).Round(100*time.Millisecond))
 	}
-	var calls []callRecord
-	events := map[string]int{}
-	for _, p := range procs {
-		rep, err := p.wait(5 * time.Minute)
-		if err != nil {
-			v.add("%v", err)
-			continue
-		}
-		calls = append(calls, rep.Calls...)
-		for k, n := range rep.Events {
-			events[k] += n
-		}
-	}
+	calls, events := collect(v, procs, nil)
 	stormCalls := len(calls)
 	redirected := redirections(ctx, nodes)
 	for k, n := range before {

@@ -72,33 +72,15 @@ const (
 
 func (h *harness) storm(t *testing.T, store string, sz sizes) row {
 	prefix := fmt.Sprintf("%s/storm/", store)
-	var deliveries []string
-	for i := range sz.stormKeys {
-		for range sz.stormDeliveries {
-			deliveries = append(deliveries, fmt.Sprintf("%s%04d", prefix, i))
-		}
-	}
-	rand.Shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
+	deliveries := shuffled(numbered(prefix, sz.stormKeys), sz.stormDeliveries)
 	start := time.Now()
-	procs := make([]*proc, sz.stormProcs)
-	for i := range procs {
+	procs := h.startSpread(t, sz.stormProcs, deliveries, func() workerConfig {
 		cfg := h.base(store, "storm", "")
 		cfg.Goroutines = sz.stormGoroutines
-		for j := i; j < len(deliveries); j += sz.stormProcs {
-			cfg.Keys = append(cfg.Keys, deliveries[j])
-		}
-		procs[i] = h.start(t, cfg)
-	}
+		return cfg
+	})
 	v := &violations{}
-	var calls []callRecord
-	for _, p := range procs {
-		rep, err := p.wait(5 * time.Minute)
-		if err != nil {
-			v.add("%v", err)
-			continue
-		}
-		calls = append(calls, rep.Calls...)
-	}
+	calls, _ := collect(v, procs, nil)
 	for _, c := range calls {
 		if c.Class != "ok" {
 			v.add("%s: caller got an error: %s", c.Key, c.Err)
@@ -138,77 +120,63 @@ func (h *harness) crash(t *testing.T, store string, sz sizes) row {
 		slowest  time.Duration
 		recovers int
 	)
-	sem := make(chan struct{}, sz.crashParallel)
-	var wg sync.WaitGroup
-	for trial := range sz.crashTrials {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			var keys []string
-			for j := range sz.crashKeys {
-				keys = append(keys, fmt.Sprintf("%s%03d/%d", prefix, trial, j))
+	trials(sz, prefix, func(trial int, keys []string) {
+		cfg := h.base(store, "crash", "")
+		cfg.Keys, cfg.Goroutines = keys, len(keys)
+		cfg.PreClaimMax, cfg.HoldMax, cfg.CompleteDelayMax = 150*time.Millisecond, 400*time.Millisecond, 200*time.Millisecond
+		p := h.start(t, cfg)
+		if _, ok := p.waitMark("ready", "", time.Minute); !ok {
+			v.add("trial %d: worker never became ready: %s", trial, p.stderrTail())
+			return
+		}
+		time.Sleep(rand.N(800 * time.Millisecond))
+		p.signal(syscall.SIGKILL)
+		<-p.done
+		mu.Lock()
+		for _, k := range keys {
+			ph := p.lastPhase(k)
+			switch ph {
+			case "", "claiming":
+				ph = "before claim / in claim"
+			case "running":
+				ph = "while running"
+			case "ran", "completing":
+				ph = "between run and complete"
+			case "done":
+				ph = "after complete"
 			}
-			cfg := h.base(store, "crash", "")
-			cfg.Keys, cfg.Goroutines = keys, len(keys)
-			cfg.PreClaimMax, cfg.HoldMax, cfg.CompleteDelayMax = 150*time.Millisecond, 400*time.Millisecond, 200*time.Millisecond
-			p := h.start(t, cfg)
-			if _, ok := p.waitMark("ready", "", time.Minute); !ok {
-				v.add("trial %d: worker never became ready: %s", trial, p.stderrTail())
-				return
+			phases[ph]++
+		}
+		mu.Unlock()
+		// A fresh process retries every key at once.
+		rep, err := h.retry(t, store, "recover", keys)
+		if err != nil {
+			v.add("trial %d: retry worker: %v", trial, err)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		recovers++
+		done := map[string]bool{}
+		for _, c := range rep.Calls {
+			d := c.End.Sub(c.Start)
+			slowest = max(slowest, d)
+			if c.Class != "ok" {
+				v.add("%s: retry after the crash failed: %s", c.Key, c.Err)
+				continue
 			}
-			time.Sleep(rand.N(800 * time.Millisecond))
-			p.signal(syscall.SIGKILL)
-			<-p.done
-			mu.Lock()
-			for _, k := range keys {
-				ph := p.lastPhase(k)
-				switch ph {
-				case "", "claiming":
-					ph = "before claim / in claim"
-				case "running":
-					ph = "while running"
-				case "ran", "completing":
-					ph = "between run and complete"
-				case "done":
-					ph = "after complete"
-				}
-				phases[ph]++
+			done[c.Key] = true
+			final[c.Key] = view(c.Out)
+			if d > crashLease+takeoverMargin(store)+stuckSlack {
+				v.add("%s: stuck: the retry took %s, more than the lease (%s) + %s", c.Key, d.Round(time.Millisecond), crashLease+takeoverMargin(store), stuckSlack)
 			}
-			mu.Unlock()
-			// A fresh process retries every key at once.
-			rcfg := h.base(store, "recover", "")
-			rcfg.Keys, rcfg.Goroutines = keys, len(keys)
-			rep, err := h.start(t, rcfg).wait(2 * time.Minute)
-			if err != nil {
-				v.add("trial %d: retry worker: %v", trial, err)
-				return
+		}
+		for _, k := range keys {
+			if !done[k] {
+				v.add("%s: never completed", k)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			recovers++
-			done := map[string]bool{}
-			for _, c := range rep.Calls {
-				d := c.End.Sub(c.Start)
-				slowest = max(slowest, d)
-				if c.Class != "ok" {
-					v.add("%s: retry after the crash failed: %s", c.Key, c.Err)
-					continue
-				}
-				done[c.Key] = true
-				final[c.Key] = view(c.Out)
-				if d > crashLease+takeoverMargin(store)+stuckSlack {
-					v.add("%s: stuck: the retry took %s, more than the lease (%s) + %s", c.Key, d.Round(time.Millisecond), crashLease+takeoverMargin(store), stuckSlack)
-				}
-			}
-			for _, k := range keys {
-				if !done[k] {
-					v.add("%s: never completed", k)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	rows := h.executions(t, prefix)
 	execs, re := checkLedger(v, rows, final)
 	fences := 0
@@ -246,61 +214,53 @@ func (h *harness) zombie(t *testing.T, store string, sz sizes, broken string) ro
 		rejected int
 		final    = map[string]outcomeView{}
 	)
-	sem := make(chan struct{}, sz.zombieParallel)
-	var wg sync.WaitGroup
-	for trial := range sz.zombieTrials {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			key := fmt.Sprintf("%s%03d", prefix, trial)
-			cfg := func(hold time.Duration) workerConfig {
-				c := h.base(store, "zombie", "")
-				c.Keys, c.HoldMin, c.HoldMax, c.Broken = []string{key}, hold, hold, broken
-				return c
-			}
-			a := h.start(t, cfg(600*time.Millisecond))
-			m, ok := a.waitMark("running", key, time.Minute)
-			if !ok {
-				v.add("%s: the first owner never ran: %s", key, a.stderrTail())
-				return
-			}
-			a.signal(syscall.SIGSTOP)
-			time.Sleep(zombieLease + 300*time.Millisecond)
-			repB, err := h.start(t, cfg(0)).wait(time.Minute)
-			a.signal(syscall.SIGCONT)
-			if err != nil {
-				v.add("%s: successor: %v", key, err)
-				return
-			}
-			repA, errA := a.wait(time.Minute)
-			repC, errC := h.start(t, cfg(0)).wait(time.Minute)
-			if errA != nil || errC != nil {
-				v.add("%s: zombie: %v; replay: %v", key, errA, errC)
-				return
-			}
-			b, ca, cc := repB.Calls[0], repA.Calls[0], repC.Calls[0]
-			mu.Lock()
-			defer mu.Unlock()
-			if b.Class != "ok" {
-				v.add("%s: successor failed: %s", key, b.Err)
-				return
-			}
-			final[key] = view(b.Out)
-			if b.Out.Fence <= m.fence {
-				v.add("%s: successor's fence %d is not above the zombie's %d", key, b.Out.Fence, m.fence)
-			}
-			if ca.Class != "lease_lost" {
-				v.add("%s: zombie's completion was not rejected with ErrLeaseLost (got %s %s)", key, ca.Class, ca.Err)
-			} else {
-				rejected++
-			}
-			if cc.Class != "ok" || view(cc.Out) != view(b.Out) {
-				v.add("%s: stored result is not the successor's: replay got %+v (%s), successor %+v", key, view(cc.Out), cc.Class, view(b.Out))
-			}
-		}()
-	}
-	wg.Wait()
+	parallel(sz.zombieTrials, sz.zombieParallel, func(trial int) {
+		key := fmt.Sprintf("%s%03d", prefix, trial)
+		cfg := func(hold time.Duration) workerConfig {
+			c := h.base(store, "zombie", "")
+			c.Keys, c.HoldMin, c.HoldMax, c.Broken = []string{key}, hold, hold, broken
+			return c
+		}
+		a := h.start(t, cfg(600*time.Millisecond))
+		m, ok := a.waitMark("running", key, time.Minute)
+		if !ok {
+			v.add("%s: the first owner never ran: %s", key, a.stderrTail())
+			return
+		}
+		a.signal(syscall.SIGSTOP)
+		time.Sleep(zombieLease + 300*time.Millisecond)
+		repB, err := h.start(t, cfg(0)).wait(time.Minute)
+		a.signal(syscall.SIGCONT)
+		if err != nil {
+			v.add("%s: successor: %v", key, err)
+			return
+		}
+		repA, errA := a.wait(time.Minute)
+		repC, errC := h.start(t, cfg(0)).wait(time.Minute)
+		if errA != nil || errC != nil {
+			v.add("%s: zombie: %v; replay: %v", key, errA, errC)
+			return
+		}
+		b, ca, cc := repB.Calls[0], repA.Calls[0], repC.Calls[0]
+		mu.Lock()
+		defer mu.Unlock()
+		if b.Class != "ok" {
+			v.add("%s: successor failed: %s", key, b.Err)
+			return
+		}
+		final[key] = view(b.Out)
+		if b.Out.Fence <= m.fence {
+			v.add("%s: successor's fence %d is not above the zombie's %d", key, b.Out.Fence, m.fence)
+		}
+		if ca.Class != "lease_lost" {
+			v.add("%s: zombie's completion was not rejected with ErrLeaseLost (got %s %s)", key, ca.Class, ca.Err)
+		} else {
+			rejected++
+		}
+		if cc.Class != "ok" || view(cc.Out) != view(b.Out) {
+			v.add("%s: stored result is not the successor's: replay got %+v (%s), successor %+v", key, view(cc.Out), cc.Class, view(b.Out))
+		}
+	})
 	rows := h.executions(t, prefix)
 	execs, _ := checkLedger(v, rows, final)
 	bz := h.biz(t, prefix)
@@ -355,11 +315,7 @@ func (h *harness) contention(t *testing.T, store, scenario string, cfgs []worker
 		cfg.Keys = k
 		procs[i] = h.start(t, cfg)
 	}
-	for _, p := range procs {
-		if _, ok := p.waitMark("ready", "", time.Minute); !ok {
-			v.add("worker never became ready: %s", p.stderrTail())
-		}
-	}
+	waitReady(v, procs)
 	healAt = time.Now()
 	if proxy != nil {
 		end := time.Now().Add(faults)
@@ -385,17 +341,7 @@ func (h *harness) contention(t *testing.T, store, scenario string, cfgs []worker
 		proxy.Heal()
 		healAt = time.Now()
 	}
-	events = map[string]int{}
-	for _, p := range procs {
-		rep, err := p.wait(5 * time.Minute)
-		if err != nil {
-			v.add("%v", err)
-			continue
-		}
-		calls = append(calls, rep.Calls...)
-		for k, n := range rep.Events {
-			events[k] += n
-		}
+	calls, events = collect(v, procs, func(rep workerReport) {
 		got := map[string]bool{}
 		for _, c := range rep.Calls {
 			if c.Class == "ok" {
@@ -407,7 +353,7 @@ func (h *harness) contention(t *testing.T, store, scenario string, cfgs []worker
 				v.add("%s: worker %d never completed it", k, rep.PID)
 			}
 		}
-	}
+	})
 	final := agree(v, calls)
 	prefix := fmt.Sprintf("%s/%s/", store, scenario)
 	rows := h.executions(t, prefix)

@@ -45,82 +45,68 @@ func (h *harness) recovery(t *testing.T, store string, sz sizes) row {
 		kills     = map[string]int{}
 		completed = 0
 	)
-	sem := make(chan struct{}, sz.crashParallel)
-	var wg sync.WaitGroup
-	for trial := range sz.crashTrials {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			var keys []string
-			for j := range sz.crashKeys {
-				keys = append(keys, fmt.Sprintf("%s%03d/%d", prefix, trial, j))
-			}
-			cfg := h.base(store, "steps", "")
-			cfg.Keys, cfg.Goroutines = keys, len(keys)
-			cfg.HoldMin, cfg.HoldMax = 50*time.Millisecond, 250*time.Millisecond
-			p := h.start(t, cfg)
-			if _, ok := p.waitMark("ready", "", time.Minute); !ok {
-				v.add("trial %d: worker never became ready: %s", trial, p.stderrTail())
-				return
-			}
-			how := stepKills[trial%len(stepKills)]
-			step := work.StepNames[rand.N(len(work.StepNames)-1)]
-			switch how {
-			case "random":
-				time.Sleep(rand.N(900 * time.Millisecond))
-			case "between steps":
-				p.waitMark("stepped:"+step, keys[0], 30*time.Second)
-			case "inside a step":
-				p.waitMark("step:"+step, keys[0], 30*time.Second)
-				time.Sleep(20 * time.Millisecond)
-			}
-			p.signal(syscall.SIGKILL)
-			<-p.done
-			held := map[string]map[string]bool{}
-			for _, k := range keys {
-				sk, err := keyOf(k)
-				if err != nil {
-					v.add("%s: store key: %v", k, err)
-					return
-				}
-				rec, err := reader.Get(context.Background(), sk)
-				held[k] = map[string]bool{}
-				if err != nil && !errors.Is(err, idem.ErrNotFound) {
-					v.add("%s: reading its record after the kill: %v", k, err)
-				}
-				for name := range rec.Steps {
-					held[k][name] = true
-				}
-			}
-			mu.Lock()
-			kills[how]++
-			for _, k := range keys {
-				recorded[k] = held[k]
-				if ph := p.lastPhase(k); strings.HasPrefix(ph, "step:") {
-					inFlight[k] = strings.TrimPrefix(ph, "step:")
-				}
-			}
-			mu.Unlock()
-			rcfg := h.base(store, "steps-recover", "")
-			rcfg.Keys, rcfg.Goroutines = keys, len(keys)
-			rep, err := h.start(t, rcfg).wait(2 * time.Minute)
+	trials(sz, prefix, func(trial int, keys []string) {
+		cfg := h.base(store, "steps", "")
+		cfg.Keys, cfg.Goroutines = keys, len(keys)
+		cfg.HoldMin, cfg.HoldMax = 50*time.Millisecond, 250*time.Millisecond
+		p := h.start(t, cfg)
+		if _, ok := p.waitMark("ready", "", time.Minute); !ok {
+			v.add("trial %d: worker never became ready: %s", trial, p.stderrTail())
+			return
+		}
+		how := stepKills[trial%len(stepKills)]
+		step := work.StepNames[rand.N(len(work.StepNames)-1)]
+		switch how {
+		case "random":
+			time.Sleep(rand.N(900 * time.Millisecond))
+		case "between steps":
+			p.waitMark("stepped:"+step, keys[0], 30*time.Second)
+		case "inside a step":
+			p.waitMark("step:"+step, keys[0], 30*time.Second)
+			time.Sleep(20 * time.Millisecond)
+		}
+		p.signal(syscall.SIGKILL)
+		<-p.done
+		held := map[string]map[string]bool{}
+		for _, k := range keys {
+			sk, err := keyOf(k)
 			if err != nil {
-				v.add("trial %d: retry worker: %v", trial, err)
+				v.add("%s: store key: %v", k, err)
 				return
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, c := range rep.Calls {
-				if c.Class != "ok" {
-					v.add("%s: retry after the kill failed: %s", c.Key, c.Err)
-					continue
-				}
-				completed++
+			rec, err := reader.Get(context.Background(), sk)
+			held[k] = map[string]bool{}
+			if err != nil && !errors.Is(err, idem.ErrNotFound) {
+				v.add("%s: reading its record after the kill: %v", k, err)
 			}
-		}()
-	}
-	wg.Wait()
+			for name := range rec.Steps {
+				held[k][name] = true
+			}
+		}
+		mu.Lock()
+		kills[how]++
+		for _, k := range keys {
+			recorded[k] = held[k]
+			if ph := p.lastPhase(k); strings.HasPrefix(ph, "step:") {
+				inFlight[k] = strings.TrimPrefix(ph, "step:")
+			}
+		}
+		mu.Unlock()
+		rep, err := h.retry(t, store, "steps-recover", keys)
+		if err != nil {
+			v.add("trial %d: retry worker: %v", trial, err)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range rep.Calls {
+			if c.Class != "ok" {
+				v.add("%s: retry after the kill failed: %s", c.Key, c.Err)
+				continue
+			}
+			completed++
+		}
+	})
 	rows := h.executions(t, prefix)
 	completedAgain, inFlightAgain, inFlightKills := 0, 0, len(inFlight)
 	for k, held := range recorded {

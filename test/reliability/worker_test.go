@@ -18,6 +18,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
+	"github.com/idemgen/idemgen/test/internal/workerproc"
 	"github.com/idemgen/idemgen/test/reliability/work"
 )
 
@@ -108,14 +109,8 @@ type workerReport struct {
 // TestWorkerProcess is the entry point of a worker process; without the
 // worker environment variable it does nothing.
 func TestWorkerProcess(t *testing.T) {
-	raw := os.Getenv(workerEnv)
-	if raw == "" {
-		t.Skip("not a worker process (the reliability harness starts these; no CI dependency)")
-	}
 	var cfg workerConfig
-	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
-		t.Fatalf("worker config: %v", err)
-	}
+	workerproc.Load(t, workerEnv, &cfg)
 	if err := runWorker(cfg); err != nil {
 		t.Fatalf("worker %s: %v", cfg.Role, err)
 	}
