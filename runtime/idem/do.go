@@ -540,7 +540,7 @@ func record[R any](ctx context.Context, st *state, lease Lease, x *execution, r 
 		return r, err
 	}
 	var v any = r // boxed once: the codec, the store and the flight share it
-	data, merr := x.run.codec.Marshal(v)
+	data, merr := x.run.codec.result(v)
 	if merr != nil {
 		// fn ran: releasing the key would let the next call run it again.
 		return r, g.unstorable(wctx, st, lease, f, fmt.Errorf("%w: %w", ErrResultNotEncodable, merr))
