@@ -235,8 +235,14 @@ func claimFailed(ctx context.Context, st *state, req *ClaimRequest, err error) e
 	// reach us (a timeout, a cut connection): find it and give it up, so
 	// the key is not stranded for a whole lease.
 	g.orphans.adopt(ctx, g, *req, err)
-	if ctx.Err() != nil {
-		return fmt.Errorf("%s: %w", spec.Name, err)
+	if cerr := idemimpl.CtxErr(ctx, err); cerr != nil {
+		// The caller's ctx ended, or the store's client timed out at its
+		// deadline before the ctx's timer fired: not an outage to ride
+		// out, and the error says so whatever the store called it.
+		if errors.Is(err, cerr) {
+			return fmt.Errorf("%s: %w", spec.Name, err)
+		}
+		return fmt.Errorf("%s: %w (%v)", spec.Name, cerr, err)
 	}
 	if errors.Is(err, ErrInvalidKey) {
 		// A key the store can never hold (too long for its key limit): no
