@@ -64,3 +64,43 @@ func TestCallerDeadlineNeverFailsOpen(t *testing.T) {
 		})
 	}
 }
+
+// timedOutWait is a store whose key is always held by another owner and
+// whose Wait fails as a client that noticed its ctx's deadline first.
+type timedOutWait struct{ idem.Store }
+
+func (timedOutWait) Claim(context.Context, idem.ClaimRequest) (idem.ClaimResult, error) {
+	return idem.ClaimResult{Status: idem.ClaimInProgress, Fence: 1, LeaseUntil: time.Now().Add(time.Minute)}, nil
+}
+
+func (timedOutWait) Wait(context.Context, string) error {
+	return fmt.Errorf("%w: wait: %w", idem.ErrStoreUnavailable, os.ErrDeadlineExceeded)
+}
+
+// TestCallerDeadlineDuringWait: a wait caller whose store's Wait timed
+// out at the caller's deadline, before the ctx's timer fired, gets
+// context.DeadlineExceeded, not ErrStoreUnavailable; with its deadline far
+// off, the same store error is an outage.
+func TestCallerDeadlineDuringWait(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration
+		want     string
+	}{
+		{"deadline passed", -time.Millisecond, "deadline"},
+		{"deadline an hour away", time.Hour, "unavailable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := idem.NewGuard(timedOutWait{memstore.New()})
+			spec := &idem.Spec{Name: "test.W", OnDuplicate: idem.DuplicateWait, Wait: 2 * time.Hour}
+			_, err := call(dueCtx{context.Background(), time.Now().Add(tc.deadline)}, g, spec, "k",
+				func(context.Context) (int, error) { return 1, nil })
+			type outcome struct{ Deadline, Unavailable bool }
+			want := outcome{Deadline: tc.want == "deadline", Unavailable: tc.want == "unavailable"}
+			got := outcome{errors.Is(err, context.DeadlineExceeded), errors.Is(err, idem.ErrStoreUnavailable)}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("err %v (-want +got):\n%s", err, diff)
+			}
+		})
+	}
+}

@@ -365,10 +365,15 @@ func awaitOwner(ctx context.Context, st *state, res *ClaimResult) error {
 	}
 	wctx := st.waitCtx(ctx)
 	if err := g.store.Wait(wctx, st.key); err != nil {
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
+		// A store's client can notice a deadline before the ctx's timer
+		// fires (idemimpl.CtxErr): the caller's, or the wait's bound.
+		if cerr := idemimpl.CtxErr(ctx, err); cerr != nil {
+			if cause := context.Cause(ctx); cause != nil {
+				return cause
+			}
+			return fmt.Errorf("%s: %w (%v)", spec.Name, cerr, err)
 		}
-		if wctx.Err() != nil {
+		if idemimpl.CtxErr(wctx, err) != nil {
 			return st.inProgress(res.LeaseUntil, res.Fence)
 		}
 		st.ev(OutcomeStoreError, res.Fence, err)
