@@ -193,6 +193,20 @@ func stepKey(name string) string {
 	return name
 }
 
+// maxAttrName is DynamoDB's limit on an attribute name, a map key
+// included: 64 KB.
+const maxAttrName = 64 << 10
+
+// CheckStepName refuses a step name DynamoDB could not take as a key of
+// the steps map. The Guard calls it before the step's function runs (see
+// idem.Stepper), so such a step never runs only to fail to be recorded.
+func (s *Store) CheckStepName(name string) error {
+	if n := len(stepKey(name)); n > maxAttrName {
+		return fmt.Errorf("dynamostore: a %d-byte step name makes a %d-byte map key (DynamoDB allows %d)", len(name), n, maxAttrName)
+	}
+	return nil
+}
+
 // stepName inverts stepKey.
 func stepName(key string) (string, bool) {
 	if strings.HasPrefix(key, "~") {

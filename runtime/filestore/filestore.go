@@ -568,6 +568,16 @@ func stepsSize(steps map[string][]byte) int {
 	return n
 }
 
+// CheckStepName refuses a step name that alone makes a record larger
+// than a record file holds. The Guard calls it before the step's function
+// runs (see idem.Stepper).
+func (s *Store) CheckStepName(name string) error {
+	if n := len(name) + 8; n > maxResult {
+		return fmt.Errorf("filestore: a %d-byte step name takes %d bytes of a record, over the %d-byte limit", len(name), n, maxResult)
+	}
+	return nil
+}
+
 // SaveStep implements idem.Stepper: the step goes into the record's file,
 // in the same fenced, atomic rewrite as a Complete.
 func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []byte) error {

@@ -216,6 +216,22 @@ func stepKey(name string) string {
 	return name
 }
 
+// maxFieldPath bounds a field path: Firestore allows 1,500 bytes, and
+// its emulator refuses a path of exactly 1,500, so a step's path stays
+// under it.
+const maxFieldPath = 1500
+
+// CheckStepName refuses a step name whose field path (sp.<name>, the
+// name escaped as stepKey does) Firestore could not take. The Guard calls
+// it before the step's function runs (see idem.Stepper), so such a step
+// never runs only to fail to be recorded.
+func (s *Store) CheckStepName(name string) error {
+	if n := len(fSteps) + 1 + len(stepKey(name)); n >= maxFieldPath {
+		return fmt.Errorf("firestorestore: a %d-byte step name makes a %d-byte field path (Firestore allows fewer than %d)", len(name), n, maxFieldPath)
+	}
+	return nil
+}
+
 // stepName inverts stepKey.
 func stepName(key string) (string, bool) {
 	if strings.HasPrefix(key, "~") {

@@ -9,6 +9,7 @@ import (
 	"hash"
 	"strconv"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
@@ -119,7 +120,7 @@ func (c *callState) finish(st *state) (err error) {
 		raw := c.memoRaw()
 		if e, ok := g.memo.get(raw); ok {
 			st.key, st.fp = e.key, e.fp
-		} else {
+		} else if err = checkNames(g, spec); err == nil {
 			// Remembered only if the key turns out to repeat (see
 			// state.release): most first executions' keys never do, and
 			// the entry would cost each of them an allocation.
@@ -127,7 +128,9 @@ func (c *callState) finish(st *state) (err error) {
 			st.unmemoized = c
 		}
 	} else if err == nil {
-		st.key, st.fp = c.derive(&st.order)
+		if err = checkNames(g, spec); err == nil {
+			st.key, st.fp = c.derive(&st.order)
+		}
 	}
 	c.m.Reset()
 	c.spec = nil
@@ -136,6 +139,21 @@ func (c *callState) finish(st *state) (err error) {
 		g.calls.Put(c)
 	} // else st.release hands c back, once it has read c.raw
 	return err
+}
+
+// checkNames refuses a function name or key prefix that is not valid
+// UTF-8: stores that keep keys as text would turn the bytes into U+FFFD
+// (DynamoDB) or refuse them (PostgreSQL), so two names could share one
+// key space. Checked when a key is derived; a memoized key was checked
+// when it was derived.
+func checkNames(g *Guard, spec *Spec) error {
+	if !utf8.ValidString(spec.Name) {
+		return fmt.Errorf("%w: the function name %.64q is not valid UTF-8", ErrInvalidKey, spec.Name)
+	}
+	if !utf8.ValidString(g.prefix) {
+		return fmt.Errorf("%w: the key prefix %.64q is not valid UTF-8", ErrInvalidKey, g.prefix)
+	}
+	return nil
 }
 
 // release ends st's hold on the call state whose key the memo missed:

@@ -235,8 +235,14 @@ func claimFailed(ctx context.Context, st *state, req *ClaimRequest, err error) e
 	// reach us (a timeout, a cut connection): find it and give it up, so
 	// the key is not stranded for a whole lease.
 	g.orphans.adopt(ctx, g, *req, err)
-	if ctx.Err() != nil {
-		return fmt.Errorf("%s: %w", spec.Name, err)
+	if cerr := idemimpl.CtxErr(ctx, err); cerr != nil {
+		// The caller's ctx ended, or the store's client timed out at its
+		// deadline before the ctx's timer fired: not an outage to ride
+		// out, and the error says so whatever the store called it.
+		if errors.Is(err, cerr) {
+			return fmt.Errorf("%s: %w", spec.Name, err)
+		}
+		return fmt.Errorf("%s: %w (%v)", spec.Name, cerr, err)
 	}
 	if errors.Is(err, ErrInvalidKey) {
 		// A key the store can never hold (too long for its key limit): no
@@ -359,10 +365,15 @@ func awaitOwner(ctx context.Context, st *state, res *ClaimResult) error {
 	}
 	wctx := st.waitCtx(ctx)
 	if err := g.store.Wait(wctx, st.key); err != nil {
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
+		// A store's client can notice a deadline before the ctx's timer
+		// fires (idemimpl.CtxErr): the caller's, or the wait's bound.
+		if cerr := idemimpl.CtxErr(ctx, err); cerr != nil {
+			if cause := context.Cause(ctx); cause != nil {
+				return cause
+			}
+			return fmt.Errorf("%s: %w (%v)", spec.Name, cerr, err)
 		}
-		if wctx.Err() != nil {
+		if idemimpl.CtxErr(wctx, err) != nil {
 			return st.inProgress(res.LeaseUntil, res.Fence)
 		}
 		st.ev(OutcomeStoreError, res.Fence, err)
@@ -540,7 +551,7 @@ func record[R any](ctx context.Context, st *state, lease Lease, x *execution, r 
 		return r, err
 	}
 	var v any = r // boxed once: the codec, the store and the flight share it
-	data, merr := x.run.codec.Marshal(v)
+	data, merr := x.run.codec.result(v)
 	if merr != nil {
 		// fn ran: releasing the key would let the next call run it again.
 		return r, g.unstorable(wctx, st, lease, f, fmt.Errorf("%w: %w", ErrResultNotEncodable, merr))

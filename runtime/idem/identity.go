@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"bytes"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -76,25 +77,55 @@ type recordCodec struct {
 	g    *Guard
 	spec *Spec
 	key  string // the call's store key: sealed records are bound to it
+	// sealed is the last record Marshal sealed under a Sealer.
+	sealed atomic.Pointer[sealedRecord]
 }
 
-// Marshal encodes v behind the call's identity header.
+// Marshal encodes v behind the call's identity header, in its stored
+// form (sealed, compressed). A store that completes the record itself
+// (pgstore's CompleteInTx) calls it; the Guard's own completion then
+// presents the same bytes for the same record (see result), where a new
+// seal would draw a new nonce and no longer match what the store wrote.
 func (c *recordCodec) Marshal(v any) ([]byte, error) {
-	inner := c.g.codecOf(c.spec)
-	var rec []byte
-	if h, ok := inner.(headedMarshaler); ok {
-		var err error
-		if rec, err = h.MarshalRecord(c.spec.Signature, v); err != nil {
-			return nil, err
-		}
-	} else {
-		data, err := inner.Marshal(v)
-		if err != nil {
-			return nil, err
-		}
-		rec = append(appendHeader(make([]byte, 0, idemimpl.HeaderLen(c.spec.Signature)+len(data)), c.spec), data...)
+	rec, err := c.encode(v)
+	if err != nil {
+		return nil, err
+	}
+	data, err := c.g.sealRecord(c.spec, c.key, rec)
+	if err == nil && c.g.transform.Sealer != nil {
+		c.sealed.Store(&sealedRecord{rec: rec, data: data})
+	}
+	return data, err
+}
+
+// result is the stored form of the call's result v for the Guard's
+// completion: Marshal's, or the bytes a store sealed for this same record
+// already.
+func (c *recordCodec) result(v any) ([]byte, error) {
+	rec, err := c.encode(v)
+	if err != nil {
+		return nil, err
+	}
+	if m := c.sealed.Load(); m != nil && bytes.Equal(m.rec, rec) {
+		return m.data, nil
 	}
 	return c.g.sealRecord(c.spec, c.key, rec)
+}
+
+// sealedRecord is a record as encoded (rec) and as sealed (data).
+type sealedRecord struct{ rec, data []byte }
+
+// encode is v behind the call's identity header.
+func (c *recordCodec) encode(v any) ([]byte, error) {
+	inner := c.g.codecOf(c.spec)
+	if h, ok := inner.(headedMarshaler); ok {
+		return h.MarshalRecord(c.spec.Signature, v)
+	}
+	data, err := inner.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(appendHeader(make([]byte, 0, idemimpl.HeaderLen(c.spec.Signature)+len(data)), c.spec), data...), nil
 }
 
 // Unmarshal decodes a record of the call's function into v (a *R).

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"unicode/utf8"
 )
 
 // Stepper is implemented by stores that keep recovery points: the results
@@ -26,10 +27,41 @@ type Stepper interface {
 	SaveStep(ctx context.Context, l Lease, name string, data []byte) error
 }
 
+// A Stepper that cannot hold every step name (a length limit on field
+// paths or map keys) also has a method CheckStepName(name string) error,
+// saying why it could not record a step of that name: the Guard calls it
+// before the step's function runs, and the step fails with ErrStep
+// without running. Names that are not valid UTF-8 are refused on every
+// store.
+
 // ErrStep is wrapped by the errors of a Step that cannot run as a
 // recovery point: outside a guarded call, a name used twice in one call,
-// or a store that keeps no steps. The step's function does not run.
+// a name the store cannot hold (not valid UTF-8, or past the store's
+// limit), or a store that keeps no steps. The step's function does not
+// run.
 var ErrStep = errors.New("idem: step")
+
+// stepNamer is implemented by stores that cannot hold every step name: a
+// field path or map key with a length limit. CheckStepName returns why
+// the store cannot record a step of that name, or nil.
+type stepNamer interface {
+	CheckStepName(name string) error
+}
+
+// checkStepName refuses, before the step's function runs, a name the
+// store could not record: so the step never runs only to fail to be
+// recorded, and then runs again on every retry. Names must be valid
+// UTF-8 on every store: stores that send names as text (DynamoDB,
+// Firestore) would turn invalid bytes into U+FFFD, making two names one.
+func checkStepName(store Store, name string) error {
+	if !utf8.ValidString(name) {
+		return errors.New("the name is not valid UTF-8")
+	}
+	if n, ok := store.(stepNamer); ok {
+		return n.CheckStepName(name)
+	}
+	return nil
+}
 
 // steps is a running call's recovery points: the steps its record held
 // when it was claimed, and the names used so far in this execution.
@@ -93,6 +125,9 @@ func StepWith[T any](ctx context.Context, name string, codec Codec, fn func(cont
 	stepper, ok := g.store.(Stepper)
 	if !ok {
 		return zero, fmt.Errorf("%w %q of %s: the store %T keeps no steps", ErrStep, name, spec.Name, g.store)
+	}
+	if err := checkStepName(g.store, name); err != nil {
+		return zero, fmt.Errorf("%w %.64q of %s: %w", ErrStep, name, spec.Name, err)
 	}
 	data, recorded, again := r.stepState().use(name)
 	if again {

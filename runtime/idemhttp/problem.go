@@ -98,7 +98,9 @@ type problemBody struct {
 	Instance  string `json:"instance"`
 	Code      string `json:"code"`
 	Retryable bool   `json:"retryable"`
-	Key       string `json:"idempotency_key,omitempty"`
+	// Key is absent when no key was sent, and present (empty too) for
+	// every key that was: a malformed key's problem always names it.
+	Key *string `json:"idempotency_key,omitempty"`
 }
 
 // newInstance returns a fresh urn:uuid: URI (a random, version 4 UUID)
@@ -118,7 +120,8 @@ func (m *Middleware) problemType(code string) string {
 }
 
 // problem writes an RFC 9457 problem-details response. key is the
-// Idempotency-Key to echo (already bounded), or "".
+// Idempotency-Key to echo (already bounded): "" is no key, except under
+// CodeKeyMalformed, whose header was sent and may be empty.
 func (m *Middleware) problem(w http.ResponseWriter, status int, code, detail, key string) {
 	writeResponse(w, m.problemResponse(status, code, detail, key), false, "")
 }
@@ -133,7 +136,9 @@ func (m *Middleware) problemResponse(status int, code, detail, key string) *resp
 		Instance:  newInstance(),
 		Code:      code,
 		Retryable: kind.retryable,
-		Key:       key,
+	}
+	if key != "" || code == CodeKeyMalformed {
+		p.Key = &key
 	}
 	if p.Type == "about:blank" {
 		// RFC 9457 section 4.2.1: the title of about:blank is the status phrase.

@@ -51,7 +51,8 @@ const (
 // complete RFC 9457 object: type (the draft's section for the error, or
 // RFC 9110's for the status), title, status (the response's own), detail,
 // instance, and the extension members code, retryable and idempotency_key
-// (bounded for a malformed key, absent when none was sent).
+// (bounded for a malformed key, empty ones included; absent when none
+// was sent).
 func TestProblemDetails(t *testing.T) {
 	long := strings.Repeat("k", 300)
 	tests := []struct {
@@ -88,6 +89,26 @@ func TestProblemDetails(t *testing.T) {
 				"detail": "byte 0x09 at offset 2 is not printable ASCII",
 				"code":   "idempotency-key-malformed", "retryable": false,
 				"idempotency_key": `"a?b"`,
+			},
+		},
+		{
+			name: "400 malformed key: empty, echoed empty",
+			q:    req{client: "a", key: []string{""}},
+			want: map[string]any{
+				"type": syntaxType, "title": "Idempotency-Key is malformed", "status": 400.0,
+				"detail": "the key is empty",
+				"code":   "idempotency-key-malformed", "retryable": false,
+				"idempotency_key": "",
+			},
+		},
+		{
+			name: "400 malformed key: empty quoted string, echoed as sent",
+			q:    req{client: "a", key: []string{`""`}},
+			want: map[string]any{
+				"type": syntaxType, "title": "Idempotency-Key is malformed", "status": 400.0,
+				"detail": "the key is empty",
+				"code":   "idempotency-key-malformed", "retryable": false,
+				"idempotency_key": `""`,
 			},
 		},
 		{

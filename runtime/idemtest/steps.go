@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -22,6 +23,7 @@ var stepCases = []suiteCase{
 	{"StepKeepsFirstRecord", testStepKeepsFirst},
 	{"StepsDroppedWithTheirRecord", testStepsExpire},
 	{"GuardResumesAfterTakeover", testGuardResumes},
+	{"StepNamesTheStoreCannotHold", testStepNames},
 }
 
 func (e *env) stepper() idem.Stepper { return e.s.(idem.Stepper) }
@@ -171,5 +173,76 @@ func testGuardResumes(t *testing.T, e *env) {
 		if ran[i].Load() != n {
 			t.Errorf("step %d ran %d times, want %d", i, ran[i].Load(), n)
 		}
+	}
+}
+
+// testStepNames: a step name the store cannot hold is refused before the
+// step runs (idem.ErrStep), on the first run and the retry alike; any
+// other name runs once and replays on the retry. Never a step that runs
+// and then fails to be recorded, so that it runs again on every retry.
+// Invalid UTF-8 is refused everywhere: DynamoDB and Firestore would store
+// "\xff" as "\uFFFD", making two names one.
+func testStepNames(t *testing.T, e *env) {
+	g := idem.NewGuard(e.s)
+	spec := e.spec("stepnames")
+	cases := []struct {
+		name, step string
+		refused    bool // else: either outcome, consistently
+	}{
+		{"InvalidUTF8", "\xff", true},
+		{"InvalidUTF8Inside", "charge\xc3(", true},
+		{"ReplacementCharacter", "\uFFFD", false},
+		{"Empty", "", false},
+		{"Long1600", strings.Repeat("s", 1600), false},
+		{"Long1600Quoted", strings.Repeat("`", 1600), false},
+		{"Long70000", strings.Repeat("s", 70000), false},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var runs atomic.Int32
+			crash := errors.New("crash")
+			var stepErrs []error
+			body := func(die bool) func(ctx context.Context) (any, error) {
+				return func(ctx context.Context) (any, error) {
+					_, err := idem.Step(ctx, tc.step, func(context.Context) (int, error) { return int(runs.Add(1)), nil })
+					stepErrs = append(stepErrs, err)
+					if die {
+						panic(crash)
+					}
+					return nil, err
+				}
+			}
+			id := fmt.Sprintf("step-%d", i)
+			func() {
+				defer func() {
+					if p := recover(); p != crash {
+						t.Fatalf("first run: recovered %v, want the crash", p)
+					}
+				}()
+				_, _ = e.guardCall(ctx, g, spec, id, body(true))
+			}()
+			_, _ = e.guardCall(ctx, g, spec, id, body(false))
+			type outcome struct {
+				Refused  []bool // errors.Is(err, idem.ErrStep) per run
+				Failed   []bool // err != nil per run
+				StepRuns int32
+			}
+			got := outcome{StepRuns: runs.Load()}
+			for _, err := range stepErrs {
+				got.Refused = append(got.Refused, errors.Is(err, idem.ErrStep))
+				got.Failed = append(got.Failed, err != nil)
+			}
+			refused := outcome{Refused: []bool{true, true}, Failed: []bool{true, true}}
+			held := outcome{Refused: []bool{false, false}, Failed: []bool{false, false}, StepRuns: 1}
+			switch {
+			case cmp.Equal(got, refused):
+				t.Logf("%T refuses a %d-byte step name: %.300v", e.s, len(tc.step), stepErrs[0])
+			case tc.refused:
+				t.Errorf("step %.20q: %+v, errors %.300v; want %+v", tc.step, got, stepErrs, refused)
+			case !cmp.Equal(got, held):
+				t.Errorf("step of %d bytes: %+v, errors %.300v; want %+v (held) or %+v (refused before it runs)",
+					len(tc.step), got, stepErrs, held, refused)
+			}
+		})
 	}
 }

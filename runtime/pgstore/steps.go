@@ -27,6 +27,16 @@ var _ idem.Stepper = (*Store)(nil)
 // A step that would pass it is refused with idem.ErrResultTooLarge.
 const MaxStepBytes = 512 << 20
 
+// CheckStepName refuses a step name that alone takes more than the steps
+// of a call may. The Guard calls it before the step's function runs (see
+// idem.Stepper).
+func (s *Store) CheckStepName(name string) error {
+	if len(name) > s.maxStep {
+		return fmt.Errorf("pgstore: a %d-byte step name: the steps of a call may take %d bytes in all", len(name), s.maxStep)
+	}
+	return nil
+}
+
 // SaveStep implements idem.Stepper: one UPDATE, a compare-and-set on
 // owner, fence and state like Complete, that appends the step to the row.
 // A step the call recorded already keeps its first data. StepInTx records

@@ -59,6 +59,16 @@ redis.call('SET', KEYS[1], enc(1, r.fence, r.lease, r.exp, now_us(), string.sub(
 return {1}
 `)
 
+// CheckStepName refuses a step name that alone makes a record larger
+// than the store writes. The Guard calls it before the step's function
+// runs (see idem.Stepper).
+func (s *Store) CheckStepName(name string) error {
+	if n := headerLenV3 + 8 + len(name); n > s.maxRecord {
+		return fmt.Errorf("redisstore: a %d-byte step name makes a record of %d bytes, the store writes records of %d at most", len(name), n, s.maxRecord)
+	}
+	return nil
+}
+
 // SaveStep implements idem.Stepper: one script, a compare-and-set on
 // owner and fence like Complete, that appends the step to the record in
 // progress. With WithReplicaAcks it returns only once n replicas have the

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -673,10 +674,12 @@ func (s *Store) ready(ctx context.Context, op, key string) error {
 	return nil
 }
 
-// wrap classifies a client error: the ctx's own error when it is done,
-// otherwise idem.ErrStoreUnavailable around the cause.
+// wrap classifies a client error: the ctx's own error when it is done or
+// the client timed out at its deadline (idemimpl.CtxErr: with
+// ContextTimeoutEnabled the socket deadline can fire before the ctx's
+// timer), otherwise idem.ErrStoreUnavailable around the cause.
 func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
+	if cerr := idemimpl.CtxErr(ctx, err); cerr != nil {
 		if errors.Is(err, cerr) {
 			return fmt.Errorf("redisstore: %s %s: %w", op, key, err)
 		}
