@@ -27,8 +27,9 @@ type Stepper interface {
 }
 
 // ErrStep is wrapped by the errors of a Step that cannot run as a
-// recovery point: outside a guarded call, a name used twice in one call,
-// or a store that keeps no steps. The step's function does not run.
+// recovery point: outside a guarded call (with the ctx of a call that has
+// returned, too), a name used twice in one call, or a store that keeps no
+// steps. The step's function does not run.
 var ErrStep = errors.New("idem: step")
 
 // steps is a running call's recovery points: the steps its record held
@@ -90,6 +91,11 @@ func StepWith[T any](ctx context.Context, name string, codec Codec, fn func(cont
 		return zero, fmt.Errorf("%w %q: not inside a guarded call (call it from the function a wrapper or Do runs, with its ctx)", ErrStep, name)
 	}
 	g, spec := r.codec.g, r.codec.spec
+	if r.ctx.ended.Load() {
+		// A goroutine the function left running: its call returned, and
+		// whatever the step did would be recorded under no lease.
+		return zero, fmt.Errorf("%w %q of %s: not inside a guarded call: the call returned", ErrStep, name, spec.Name)
+	}
 	stepper, ok := g.store.(Stepper)
 	if !ok {
 		return zero, fmt.Errorf("%w %q of %s: the store %T keeps no steps", ErrStep, name, spec.Name, g.store)
