@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idemimpl"
@@ -543,10 +544,10 @@ func record[R any](ctx context.Context, st *state, lease Lease, x *execution, r 
 	data, merr := x.run.codec.Marshal(v)
 	if merr != nil {
 		// fn ran: releasing the key would let the next call run it again.
-		return r, g.unstorable(wctx, st, lease, f, fmt.Errorf("%w: %w", ErrResultNotEncodable, merr))
-	}
-	if berr := g.overBudget(spec, len(data)); berr != nil {
-		return r, g.unstorable(wctx, st, lease, f, berr)
+		if !errors.Is(merr, ErrResultTooLarge) {
+			merr = fmt.Errorf("%w: %w", ErrResultNotEncodable, merr)
+		}
+		return r, g.unstorable(wctx, st, lease, f, merr)
 	}
 	if cerr := g.store.Complete(wctx, lease, Result{Data: data, Value: v}); cerr != nil {
 		if errors.Is(cerr, ErrResultTooLarge) {
@@ -589,7 +590,7 @@ func (g *Guard) unstorable(wctx context.Context, st *state, lease Lease, f *flig
 // header, then the failure as JSON, sealed as the Guard seals. A record
 // that cannot be sealed is not written in the clear: the key is released.
 func (g *Guard) fail(wctx context.Context, spec *Spec, lease Lease, rec *RecordedError) error {
-	body, _ := json.Marshal(failureRecord{Message: rec.Message, Cause: causeCode(rec.Cause)})
+	body := g.failureBody(spec, rec)
 	data := make([]byte, 0, idemimpl.HeaderLen(spec.Signature)+len(body))
 	data, err := g.sealRecord(spec, lease.Key, append(appendHeader(data, spec), body...))
 	if err != nil {
@@ -608,6 +609,29 @@ func unavailable(context string, err error) error {
 		return fmt.Errorf("%s%w", context, err)
 	}
 	return fmt.Errorf("%w: %s%w", ErrStoreUnavailable, context, err)
+}
+
+// failureBody is rec as JSON, its message cut to fit what a reader
+// inflates (readLimit), so that the failure replays however long the
+// function's error text was.
+func (g *Guard) failureBody(spec *Spec, rec *RecordedError) []byte {
+	fr := failureRecord{Message: rec.Message, Cause: causeCode(rec.Cause)}
+	limit := g.readLimit(spec) - idemimpl.HeaderLen(spec.Signature)
+	for {
+		body, _ := json.Marshal(fr)
+		over := len(body) - limit
+		if limit <= 0 || over <= 0 || fr.Message == "" {
+			return body
+		}
+		// Escaping can make the JSON several times the message: keep the
+		// share of it that fits, which shortens it on every turn.
+		cut := strings.TrimSuffix(fr.Message, "…")
+		if cut = cut[:max(len(cut)*limit/len(body)-len("…"), 0)]; cut == "" {
+			fr.Message = ""
+			continue
+		}
+		fr.Message = strings.ToValidUTF8(cut, "") + "…"
+	}
 }
 
 type failureRecord struct {

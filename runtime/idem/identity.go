@@ -74,7 +74,9 @@ type recordCodec struct {
 	key  string // the call's store key: sealed records are bound to it
 }
 
-// Marshal encodes v behind the call's identity header.
+// Marshal encodes v behind the call's identity header, then compresses
+// and seals it as the Guard does. A record over the function's budget is
+// an error wrapping ErrResultTooLarge.
 func (c *recordCodec) Marshal(v any) ([]byte, error) {
 	inner := c.g.codecOf(c.spec)
 	var rec []byte
@@ -89,6 +91,11 @@ func (c *recordCodec) Marshal(v any) ([]byte, error) {
 			return nil, err
 		}
 		rec = append(appendHeader(make([]byte, 0, idemimpl.HeaderLen(c.spec.Signature)+len(data)), c.spec), data...)
+	}
+	// The budget counts the record before compression and sealing, as the
+	// reader bounds its inflation (openRecord): what is accepted replays.
+	if err := c.g.overBudget(c.spec, len(rec)); err != nil {
+		return nil, err
 	}
 	return c.g.sealRecord(c.spec, c.key, rec)
 }

@@ -143,13 +143,14 @@ func saveStep(ctx context.Context, r *running, stepper Stepper, name string, cod
 		r.event(ctx, OutcomeStoreError, name, err)
 		return err
 	}
-	data, err := g.sealRecord(spec, r.lease.Key, append(appendHeader(make([]byte, 0, len(body)+64), spec), body...))
-	if err != nil {
+	rec := append(appendHeader(make([]byte, 0, len(body)+64), spec), body...)
+	if err := g.overBudget(spec, len(rec)); err != nil {
+		err = fmt.Errorf("step %q: %w", name, err)
 		r.event(ctx, OutcomeStoreError, name, err)
 		return err
 	}
-	if err := g.overBudget(spec, len(data)); err != nil {
-		err = fmt.Errorf("step %q: %w", name, err)
+	data, err := g.sealRecord(spec, r.lease.Key, rec)
+	if err != nil {
 		r.event(ctx, OutcomeStoreError, name, err)
 		return err
 	}
