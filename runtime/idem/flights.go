@@ -58,6 +58,9 @@ type execution struct {
 	hb     heartbeat
 	run    running
 	ctx    fnCtx // fn's
+	// settled: the outcome is recorded (or never will be) and the
+	// flight ended; a panic from then on releases nothing.
+	settled bool
 }
 
 // flight returns the key's flight, or nil.
@@ -103,6 +106,10 @@ func (t *flightTable) finish(key string, f *flight, shared bool, value any, err 
 	}
 	t.mu.Unlock()
 	f.mu.Lock()
+	if f.ended {
+		f.mu.Unlock()
+		return
+	}
 	f.shared, f.value, f.err, f.ended = shared, value, err, true
 	if f.done != nil {
 		close(f.done)

@@ -35,6 +35,10 @@ type heartbeat struct {
 	dead    alarm
 	okSent  time.Duration
 	deadSet bool // under mu
+	// panicked holds a panic of a beat (the store's Heartbeat, an
+	// observer's note): recovered in the alarm's goroutine, where it would
+	// end the process, and panicked again in the caller's once fn returns.
+	panicked atomic.Pointer[panicValue]
 }
 
 // beatRing and deadRing are a heartbeat's two alarms: the same pointer,
@@ -68,7 +72,17 @@ func (hb *heartbeat) note(o Outcome, err error) {
 	}
 }
 
+// recoverPanic is deferred by the beats: a panic stops the beats, ends
+// fn's ctx, and is kept for the caller (execute).
+func (hb *heartbeat) recoverPanic() {
+	if p := recover(); p != nil {
+		hb.panicked.CompareAndSwap(nil, &panicValue{p})
+		hb.ctx.cancel(fmt.Errorf("idem: the heartbeat panicked: %v", p))
+	}
+}
+
 func (hb *heartbeat) expire() {
+	defer hb.recoverPanic()
 	if hb.stopped.Load() {
 		return
 	}
@@ -80,6 +94,7 @@ func (hb *heartbeat) expire() {
 func (hb *heartbeat) renew() {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
+	defer hb.recoverPanic() // under mu: stop returns after it is kept
 	if hb.stopped.Load() {
 		return
 	}
