@@ -510,8 +510,9 @@ func execute[R any](ctx context.Context, st *state, lease Lease, status ClaimSta
 	r, err = fn(&x.ctx)
 	x.hb.stop()
 	x.ctx.end()
-	if p := x.hb.panicked.Load(); p != nil {
-		panic(p.v) // in the heartbeat's goroutine it would end the process
+	if x.hb.panicked.Load() {
+		p, _ := beatPanics.LoadAndDelete(&x.hb)
+		panic(p) // in the heartbeat's goroutine it would end the process
 	}
 	r, err = record(ctx, st, lease, x, r, err)
 	done = true
@@ -542,7 +543,10 @@ func (x *execution) abandon(ctx context.Context, st *state, lease Lease, p any) 
 	g, spec := st.g, st.spec
 	x.hb.stop()
 	x.ctx.end()
-	if x.settled {
+	if x.hb.panicked.Load() {
+		beatPanics.Delete(&x.hb) // fn panicked, or exited, too
+	}
+	if x.hb.settled {
 		return // the outcome is recorded and reported but for this panic
 	}
 	quietly(func() {
@@ -565,7 +569,7 @@ func (x *execution) abandon(ctx context.Context, st *state, lease Lease, p any) 
 // settle ends x's flight once its outcome is recorded (or never will be):
 // a panic after it (an observer's) has nothing to release.
 func (x *execution) settle(g *Guard, key string, shared bool, value any, err error) {
-	x.settled = true
+	x.hb.settled = true
 	g.endFlight(key, x.flight, shared, value, err)
 }
 

@@ -58,9 +58,6 @@ type execution struct {
 	hb     heartbeat
 	run    running
 	ctx    fnCtx // fn's
-	// settled: the outcome is recorded (or never will be) and the
-	// flight ended; a panic from then on releases nothing.
-	settled bool
 }
 
 // flight returns the key's flight, or nil.

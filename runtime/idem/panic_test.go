@@ -315,3 +315,57 @@ func hold(t *testing.T, store *panicStore, g *idem.Guard, spec *idem.Spec, in *i
 	}
 	time.AfterFunc(100*time.Millisecond, func() { _ = store.Store.Release(ctx, l) })
 }
+
+// lostReplyStore applies a claim and then loses its reply (a timeout, as
+// a network store's), and its Get panics once: the Guard's background
+// search for the orphaned claim meets the panic off the caller's
+// goroutine.
+type lostReplyStore struct {
+	idem.Store
+	in   *injector
+	lost atomic.Bool
+}
+
+func (s *lostReplyStore) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+	res, err := s.Store.Claim(ctx, req)
+	if err == nil && s.lost.CompareAndSwap(true, false) {
+		return idem.ClaimResult{}, errors.New("read tcp: i/o timeout")
+	}
+	return res, err
+}
+
+func (s *lostReplyStore) Get(ctx context.Context, key string) (idem.Record, error) {
+	s.in.at("store.Get")
+	return s.Store.Get(ctx, key)
+}
+
+// A panic in the store while the Guard gives back a claim whose reply was
+// lost, in the background, neither ends the process nor strands the key:
+// the next call gives the claim back and runs.
+func TestOrphanSearchPanic(t *testing.T) {
+	leaks := goleak.IgnoreCurrent()
+	in := &injector{site: "store.Get"}
+	store := &lostReplyStore{Store: memstore.New(), in: in}
+	g := idem.NewGuard(store)
+	spec := &idem.Spec{Name: "panics.Orphan", Lease: time.Minute, TTL: time.Hour}
+	runs := 0
+	call := func() error {
+		c, k := g.Begin(spec)
+		k.Key().String("k")
+		_, err := idem.Do(context.Background(), c, func(context.Context) (string, error) { runs++; return "v", nil })
+		return err
+	}
+	in.armed.Store(true)
+	store.lost.Store(true)
+	if err := call(); !errors.Is(err, idem.ErrStoreUnavailable) {
+		t.Fatalf("the call whose claim reply was lost: %v, want ErrStoreUnavailable", err)
+	}
+	// The background search has met the panic.
+	for deadline := time.Now().Add(2 * time.Second); in.armed.Load() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if err := call(); err != nil || runs != 1 {
+		t.Fatalf("the next call: %v after %d runs, want it to run", err, runs)
+	}
+	goleak.VerifyNone(t, leaks)
+}
