@@ -75,7 +75,8 @@ func (s *steps) use(name string) (data []byte, recorded, again bool) {
 // fn's error is returned as it is and nothing is recorded: the step runs
 // again when the call does. A result that cannot be recorded because the
 // lease was lost is returned with an error wrapping ErrLeaseLost, and the
-// call's ctx is canceled with that cause. Results are encoded by the
+// call's ctx is canceled with that cause; once it is, a step does not run
+// and returns that error. Results are encoded by the
 // Guard's codec (WithCodec, JSON by default). Step is safe for concurrent
 // use by the goroutines of one call, with distinct names.
 func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, error)) (T, error) {
@@ -95,6 +96,10 @@ func StepWith[T any](ctx context.Context, name string, codec Codec, fn func(cont
 		// A goroutine the function left running: its call returned, and
 		// whatever the step did would be recorded under no lease.
 		return zero, fmt.Errorf("%w %q of %s: not inside a guarded call: the call returned", ErrStep, name, spec.Name)
+	}
+	if k := r.ctx.cancelable(false); k != nil && errors.Is(context.Cause(k.ctx), ErrLeaseLost) {
+		// Another owner may be running the call, and this step, now.
+		return zero, fmt.Errorf("%s: step %q not run: %w (fence %d)", spec.Name, name, ErrLeaseLost, r.lease.Fence)
 	}
 	stepper, ok := g.store.(Stepper)
 	if !ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -54,5 +55,36 @@ func TestStepAfterReturn(t *testing.T) {
 				t.Errorf("StepKey after return: %v (the key names the step, whether or not it can run)", err)
 			}
 		})
+	}
+}
+
+// lostBeats answers every heartbeat with ErrLeaseLost: another owner took
+// the key over.
+type lostBeats struct{ idem.Store }
+
+func (lostBeats) Heartbeat(context.Context, idem.Lease) error { return idem.ErrLeaseLost }
+
+func (s lostBeats) SaveStep(ctx context.Context, l idem.Lease, name string, data []byte) error {
+	return s.Store.(idem.Stepper).SaveStep(ctx, l, name, data)
+}
+
+// A step called once the call's lease is lost does not run: another owner
+// may be running the call, and its steps, now. It returns ErrLeaseLost.
+func TestStepAfterLeaseLost(t *testing.T) {
+	g := idem.NewGuard(lostBeats{memstore.New()})
+	spec := &idem.Spec{Name: "steps.Lost", Lease: 30 * time.Millisecond, TTL: time.Hour}
+	c, k := g.Begin(spec)
+	k.Key().String("o1")
+	ran := 0
+	var serr error
+	_, err := idem.Do(context.Background(), c, func(ctx context.Context) (string, error) {
+		<-ctx.Done() // the first heartbeat finds the lease lost
+		_, serr = idem.Step(ctx, "charge", func(context.Context) (string, error) { ran++; return "ch_1", nil })
+		return "done", nil
+	})
+	type outcome struct{ Ran, StepLeaseLost, CallLeaseLost bool }
+	got := outcome{ran > 0, errors.Is(serr, idem.ErrLeaseLost), errors.Is(err, idem.ErrLeaseLost)}
+	if diff := cmp.Diff(outcome{StepLeaseLost: true, CallLeaseLost: true}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s\nstep: %v\ncall: %v", diff, serr, err)
 	}
 }
