@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idemimpl"
@@ -82,10 +83,8 @@ func Do[R any](ctx context.Context, c Call, fn func(context.Context) (R, error))
 	if g.obs != nil {
 		st.start = g.now() // only observers read durations
 	}
-	r, err := run(ctx, &st, fn)
-	st.stopWaiting()
-	st.release()
-	return r, err
+	defer st.end() // deferred: a panic on the way (a store's, a codec's, an observer's) ends the call too
+	return run(ctx, &st, fn)
 }
 
 // run is Do past the key: in process, claim, replay, wait or execute.
@@ -218,7 +217,9 @@ func claim(ctx context.Context, st *state, owner Token) (ClaimResult, error) {
 		st.claimSent = time.Since(monoBase)
 	}
 	req := ClaimRequest{Key: st.key, Fingerprint: st.fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: st.order}
+	st.claiming = owner
 	res, err := g.store.Claim(ctx, req)
+	st.claiming = Token{}
 	if err != nil {
 		return res, claimFailed(ctx, st, &req, err)
 	}
@@ -284,27 +285,34 @@ func leaseStart(until time.Time, lease time.Duration) time.Duration {
 func own[R any](ctx context.Context, st *state, res *ClaimResult, owner Token, overrideReason string, fn func(context.Context) (R, error)) (R, error) {
 	var zero R
 	g, spec := st.g, st.spec
-	if res.Status == ClaimTakenOver {
-		st.ev(OutcomeTakeover, res.Fence, nil)
-	}
-	if st.order.Override {
-		st.reason = overrideReason
-		st.ev(OutcomeOverride, res.Fence, nil)
-		st.reason = ""
-	}
 	lease := Lease{Key: st.key, Owner: owner, Fence: res.Fence, Duration: spec.lease(), TTL: spec.ttl()}
 	st.steps = res.Steps
 	if ctx.Err() == nil {
-		return execute(ctx, st, lease, fn)
+		return execute(ctx, st, lease, res.Status, overrideReason, fn)
 	}
 	wctx, wcancel := g.writeCtx(ctx, lease)
-	if rerr := g.store.Release(wctx, lease); rerr != nil {
+	rerr := g.store.Release(wctx, lease)
+	wcancel()
+	st.announce(res.Status, lease.Fence, overrideReason)
+	if rerr != nil {
 		st.note(OutcomeStoreError, lease.Fence, rerr)
 	}
-	wcancel()
 	cerr := fmt.Errorf("%s: not run, the ctx ended during the claim: %w", spec.Name, ctx.Err())
 	st.ev(OutcomeStoreError, lease.Fence, cerr)
 	return zero, cerr
+}
+
+// announce reports how an owned call came to run: a takeover, an ordered
+// event accepted out of order.
+func (st *state) announce(status ClaimStatus, fence uint64, overrideReason string) {
+	if status == ClaimTakenOver {
+		st.ev(OutcomeTakeover, fence, nil)
+	}
+	if st.order.Override {
+		st.reason = overrideReason
+		st.ev(OutcomeOverride, fence, nil)
+		st.reason = ""
+	}
 }
 
 // replay answers a duplicate of a completed call: its stored result, or
@@ -407,6 +415,36 @@ type state struct {
 	steps      map[string][]byte // the owned record's recovery points
 	wait       context.Context   // bounds all waiting of this call; made on first need
 	cancel     context.CancelFunc
+	// claiming is the owner of the claim on its way to the store: still
+	// set when Do ends, the store's Claim panicked, and the claim may have
+	// landed.
+	claiming Token
+}
+
+// end is Do's last word, deferred: it stops the call's waiting and hands
+// its key's working memory back, and gives back a claim whose store call
+// panicked, which a store may have applied before panicking: unreturned,
+// it would hold the key for a whole lease. The panic goes on.
+func (st *state) end() {
+	if owner := st.claiming; owner != (Token{}) {
+		st.claiming = Token{}
+		g, l := st.g, Lease{Key: st.key, Owner: owner, Duration: st.spec.lease(), TTL: st.spec.ttl()}
+		quietly(func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(st.ctx), max(l.Duration, writeTimeoutFloor))
+			defer cancel()
+			_, _ = g.orphans.giveBack(ctx, g, l)
+		})
+	}
+	st.stopWaiting()
+	st.release()
+}
+
+// quietly runs f, which cleans up after a panic that is on its way to the
+// caller: a panic of f's own (the same faulty store, observer) must not
+// replace it.
+func quietly(f func()) {
+	defer func() { _ = recover() }()
+	f()
 }
 
 // nextOwner is the token of st's next claim: the one minted with its key
@@ -460,15 +498,18 @@ func (st *state) inProgress(leaseUntil time.Time, fence uint64) error {
 
 // execute runs fn as the key's owner: heartbeats, panics, lease loss and
 // recording the outcome.
-func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context.Context) (R, error)) (r R, err error) {
+func execute[R any](ctx context.Context, st *state, lease Lease, status ClaimStatus, overrideReason string, fn func(context.Context) (R, error)) (r R, err error) {
 	x := start(ctx, st, lease)
-	panicked := true
+	done := false
 	defer func() {
-		if panicked {
-			// recover returns nil only for runtime.Goexit (t.Fatal in a
-			// test): panic(nil) arrives as a *runtime.PanicNilError.
-			// Either way fn did not return: the key is released as after
-			// an error, and a Goexit goes on unwinding the goroutine.
+		if !done {
+			// A panic from the claim on: fn's, its heartbeat's, or one in
+			// the Guard's own work (an observer, the codec, the sealer, the
+			// store). recover returns nil only for runtime.Goexit (t.Fatal
+			// in a test): panic(nil) arrives as a *runtime.PanicNilError.
+			// Either way the key is released as after an error, unless the
+			// outcome was already recorded, and a Goexit goes on unwinding
+			// the goroutine.
 			p := recover()
 			x.abandon(ctx, st, lease, p)
 			if p != nil {
@@ -476,11 +517,17 @@ func execute[R any](ctx context.Context, st *state, lease Lease, fn func(context
 			}
 		}
 	}()
+	st.announce(status, lease.Fence, overrideReason)
 	r, err = fn(&x.ctx)
-	panicked = false
 	x.hb.stop()
 	x.ctx.end()
-	return record(ctx, st, lease, x, r, err)
+	if x.hb.panicked.Load() {
+		p, _ := beatPanics.LoadAndDelete(&x.hb)
+		panic(p) // in the heartbeat's goroutine it would end the process
+	}
+	r, err = record(ctx, st, lease, x, r, err)
+	done = true
+	return r, err
 }
 
 // start makes the execution of an owned call: its flight (same-key
@@ -498,37 +545,74 @@ func start(ctx context.Context, st *state, lease Lease) *execution {
 	return x
 }
 
-// abandon gives the key back after fn panicked (p) or called
-// runtime.Goexit (p == nil).
+// abandon gives the key back after a panic (p) or runtime.Goexit (p ==
+// nil) between the claim and the end of recording: it stops the
+// heartbeat, releases the key unless the outcome was recorded (settled)
+// and ends the flight. What it calls may panic again (the same faulty
+// store or observer): that is swallowed, the caller gets p.
 func (x *execution) abandon(ctx context.Context, st *state, lease Lease, p any) {
 	g, spec := st.g, st.spec
 	x.hb.stop()
 	x.ctx.end()
-	wctx, wcancel := g.writeCtx(ctx, lease)
-	defer wcancel()
-	if rerr := g.store.Release(wctx, lease); rerr != nil {
-		st.note(OutcomeStoreError, lease.Fence, rerr)
+	if x.hb.panicked.Load() {
+		beatPanics.Delete(&x.hb) // fn panicked, or exited, too
 	}
-	g.endFlight(lease.Key, x.flight, false, nil, nil)
-	if p == nil {
-		st.ev(OutcomeFailed, lease.Fence, fmt.Errorf("idem: %s called runtime.Goexit", spec.Name))
-		return
+	if x.hb.settled {
+		return // the outcome is recorded and reported but for this panic
 	}
-	st.ev(OutcomeFailed, lease.Fence, fmt.Errorf("idem: %s panicked: %v", spec.Name, p))
+	quietly(func() {
+		wctx, wcancel := g.writeCtx(ctx, lease)
+		defer wcancel()
+		if rerr := g.store.Release(wctx, lease); rerr != nil {
+			st.note(OutcomeStoreError, lease.Fence, rerr)
+		}
+	})
+	x.settle(g, lease.Key, false, nil, nil)
+	quietly(func() {
+		if p == nil {
+			st.ev(OutcomeFailed, lease.Fence, fmt.Errorf("idem: %s called runtime.Goexit", spec.Name))
+			return
+		}
+		st.ev(OutcomeFailed, lease.Fence, fmt.Errorf("idem: %s panicked: %v", spec.Name, p))
+	})
 }
+
+// settle ends x's flight once its outcome is recorded (or never will be):
+// a panic after it (an observer's) has nothing to release.
+func (x *execution) settle(g *Guard, key string, shared bool, value any, err error) {
+	x.hb.settled = true
+	g.endFlight(key, x.flight, shared, value, err)
+}
+
+// marshalResult is c.result(v), and the value of a panic in it (the
+// codec's, the sealer's, a result method's), which it turns into an
+// unencodable result.
+func marshalResult(c *recordCodec, v any) (data []byte, p *panicValue, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p = &panicValue{r}
+			err = fmt.Errorf("%w: encoding it panicked: %v", ErrResultNotEncodable, r)
+		}
+	}()
+	data, err = c.result(v)
+	return data, nil, err
+}
+
+// panicValue is a recovered panic's value, to panic with again.
+type panicValue struct{ v any }
 
 // record stores what fn returned (r, err) under lease: the result, a
 // recorded failure (on_failure=lock) or a release.
 func record[R any](ctx context.Context, st *state, lease Lease, x *execution, r R, err error) (R, error) {
 	var zero R
-	g, spec, f := st.g, st.spec, x.flight
+	g, spec := st.g, st.spec
 	wctx, wcancel := g.writeCtx(ctx, lease)
 	defer wcancel()
 	// The store said another caller owns the key now: store nothing. (A
 	// lease that only ran out without heartbeats canceled fn's ctx too;
 	// if fn still succeeded, Complete's compare-and-set decides.)
 	if x.hb.lost.Load() {
-		g.endFlight(lease.Key, f, false, nil, nil)
+		x.settle(g, lease.Key, false, nil, nil)
 		lerr := fmt.Errorf("%s: %w (fence %d): result not stored", spec.Name, ErrLeaseLost, lease.Fence)
 		st.ev(OutcomeLeaseLost, lease.Fence, lerr)
 		return zero, lerr
@@ -546,24 +630,28 @@ func record[R any](ctx context.Context, st *state, lease Lease, x *execution, r 
 		} else if rerr := g.store.Release(wctx, lease); rerr != nil {
 			st.note(OutcomeStoreError, lease.Fence, rerr)
 		}
-		g.endFlight(lease.Key, f, shared, nil, recorded)
+		x.settle(g, lease.Key, shared, nil, recorded)
 		st.ev(OutcomeFailed, lease.Fence, err)
 		return r, err
 	}
 	var v any = r // boxed once: the codec, the store and the flight share it
-	data, merr := x.run.codec.result(v)
+	data, p, merr := marshalResult(&x.run.codec, v)
 	if merr != nil {
 		// fn ran: releasing the key would let the next call run it again.
-		return r, g.unstorable(wctx, st, lease, f, fmt.Errorf("%w: %w", ErrResultNotEncodable, merr))
-	}
-	if berr := g.overBudget(spec, len(data)); berr != nil {
-		return r, g.unstorable(wctx, st, lease, f, berr)
+		if p == nil && !errors.Is(merr, ErrResultTooLarge) {
+			merr = fmt.Errorf("%w: %w", ErrResultNotEncodable, merr)
+		}
+		uerr := g.unstorable(wctx, st, lease, x, merr)
+		if p != nil {
+			panic(p.v)
+		}
+		return r, uerr
 	}
 	if cerr := g.store.Complete(wctx, lease, Result{Data: data, Value: v}); cerr != nil {
 		if errors.Is(cerr, ErrResultTooLarge) {
-			return r, g.unstorable(wctx, st, lease, f, cerr)
+			return r, g.unstorable(wctx, st, lease, x, cerr)
 		}
-		g.endFlight(lease.Key, f, false, nil, nil)
+		x.settle(g, lease.Key, false, nil, nil)
 		if errors.Is(cerr, ErrLeaseLost) {
 			st.ev(OutcomeLeaseLost, lease.Fence, cerr)
 			return zero, fmt.Errorf("%s: %w (fence %d): result not stored", spec.Name, ErrLeaseLost, lease.Fence)
@@ -572,7 +660,7 @@ func record[R any](ctx context.Context, st *state, lease Lease, x *execution, r 
 		// The function ran: hand its result back, and say it is not recorded.
 		return r, unavailable(spec.Name+" ran but its result was not recorded: ", cerr)
 	}
-	g.endFlight(lease.Key, f, true, v, nil)
+	x.settle(g, lease.Key, true, v, nil)
 	st.ev(OutcomeExecuted, lease.Fence, nil)
 	return r, nil
 }
@@ -582,7 +670,7 @@ func record[R any](ctx context.Context, st *state, lease Lease, x *execution, r 
 // ErrResultNotEncodable): the effect happened, so duplicates get the
 // recorded failure instead of running it again. It returns the error for
 // the first caller, which also gets fn's own value.
-func (g *Guard) unstorable(wctx context.Context, st *state, lease Lease, f *flight, cause error) error {
+func (g *Guard) unstorable(wctx context.Context, st *state, lease Lease, x *execution, cause error) error {
 	spec := st.spec
 	rec := &RecordedError{Func: spec.Name, Message: cause.Error(), Cause: causeOf(causeCode(cause))}
 	shared := false
@@ -591,7 +679,7 @@ func (g *Guard) unstorable(wctx context.Context, st *state, lease Lease, f *flig
 	} else {
 		shared = true
 	}
-	g.endFlight(lease.Key, f, shared, nil, rec)
+	x.settle(g, lease.Key, shared, nil, rec)
 	st.ev(OutcomeFailed, lease.Fence, cause)
 	return fmt.Errorf("%s ran but its result was not recorded: %w", spec.Name, cause)
 }
@@ -600,7 +688,7 @@ func (g *Guard) unstorable(wctx context.Context, st *state, lease Lease, f *flig
 // header, then the failure as JSON, sealed as the Guard seals. A record
 // that cannot be sealed is not written in the clear: the key is released.
 func (g *Guard) fail(wctx context.Context, spec *Spec, lease Lease, rec *RecordedError) error {
-	body, _ := json.Marshal(failureRecord{Message: rec.Message, Cause: causeCode(rec.Cause)})
+	body := g.failureBody(spec, rec)
 	data := make([]byte, 0, idemimpl.HeaderLen(spec.Signature)+len(body))
 	data, err := g.sealRecord(spec, lease.Key, append(appendHeader(data, spec), body...))
 	if err != nil {
@@ -619,6 +707,29 @@ func unavailable(context string, err error) error {
 		return fmt.Errorf("%s%w", context, err)
 	}
 	return fmt.Errorf("%w: %s%w", ErrStoreUnavailable, context, err)
+}
+
+// failureBody is rec as JSON, its message cut to fit what a reader
+// inflates (readLimit), so that the failure replays however long the
+// function's error text was.
+func (g *Guard) failureBody(spec *Spec, rec *RecordedError) []byte {
+	fr := failureRecord{Message: rec.Message, Cause: causeCode(rec.Cause)}
+	limit := g.readLimit(spec) - idemimpl.HeaderLen(spec.Signature)
+	for {
+		body, _ := json.Marshal(fr)
+		over := len(body) - limit
+		if limit <= 0 || over <= 0 || fr.Message == "" {
+			return body
+		}
+		// Escaping can make the JSON several times the message: keep the
+		// share of it that fits, which shortens it on every turn.
+		cut := strings.TrimSuffix(fr.Message, "…")
+		if cut = cut[:max(len(cut)*limit/len(body)-len("…"), 0)]; cut == "" {
+			fr.Message = ""
+			continue
+		}
+		fr.Message = strings.ToValidUTF8(cut, "") + "…"
+	}
 }
 
 type failureRecord struct {

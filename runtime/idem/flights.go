@@ -103,6 +103,10 @@ func (t *flightTable) finish(key string, f *flight, shared bool, value any, err 
 	}
 	t.mu.Unlock()
 	f.mu.Lock()
+	if f.ended {
+		f.mu.Unlock()
+		return
+	}
 	f.shared, f.value, f.err, f.ended = shared, value, err, true
 	if f.done != nil {
 		close(f.done)

@@ -87,7 +87,9 @@ func (g *Guard) observe(ctx context.Context, e Event) {
 }
 
 // overBudget is ErrResultTooLarge for a record of n bytes over spec's
-// budget (Spec.MaxResult, else WithMaxResult), nil within it.
+// budget (Spec.MaxResult, else WithMaxResult), nil within it. n is the
+// record before compression and sealing (identity header and encoded
+// result), which is what readLimit bounds on the way back.
 func (g *Guard) overBudget(spec *Spec, n int) error {
 	if budget := g.budget(spec); budget > 0 && n > budget {
 		return fmt.Errorf("%w: %s: %d bytes, over its budget of %d (max_result)", ErrResultTooLarge, spec.Name, n, budget)
@@ -102,4 +104,19 @@ func (g *Guard) budget(spec *Spec) int {
 		return spec.MaxResult
 	}
 	return g.maxResult
+}
+
+// failureFloor is the least that a recorded failure may take, whatever
+// the budget: room for its message.
+const failureFloor = 4096
+
+// readLimit bounds what a stored record of spec's function may inflate to
+// (0: idemimpl.MaxInflated): its budget, which every result and step was
+// checked against before compression and sealing, and at least
+// failureFloor, which recorded failures are cut to fit (fail).
+func (g *Guard) readLimit(spec *Spec) int {
+	if b := g.budget(spec); b > 0 {
+		return max(b, failureFloor)
+	}
+	return 0
 }

@@ -35,7 +35,20 @@ type heartbeat struct {
 	dead    alarm
 	okSent  time.Duration
 	deadSet bool // under mu
+	// settled is the execution's (execution.settle), kept here in what
+	// would be padding: the execution stays in its allocation size class.
+	settled bool
+	// panicked: a beat panicked (the store's Heartbeat, an observer's
+	// note). The panic is recovered in the alarm's goroutine, where it
+	// would end the process, kept in beatPanics, and panicked again in
+	// the caller's goroutine once fn returns.
+	panicked atomic.Bool
 }
+
+// beatPanics holds the panics of beats, by *heartbeat, until their calls
+// take them (execution.beatPanic): rare enough not to take a word of
+// every execution.
+var beatPanics sync.Map
 
 // beatRing and deadRing are a heartbeat's two alarms: the same pointer,
 // two ring methods.
@@ -68,7 +81,19 @@ func (hb *heartbeat) note(o Outcome, err error) {
 	}
 }
 
+// recoverPanic is deferred by the beats: a panic stops the beats, ends
+// fn's ctx, and is kept for the caller (execute).
+func (hb *heartbeat) recoverPanic() {
+	if p := recover(); p != nil {
+		if _, had := beatPanics.LoadOrStore(hb, p); !had {
+			hb.panicked.Store(true)
+		}
+		hb.ctx.cancel(fmt.Errorf("idem: the heartbeat panicked: %v", p))
+	}
+}
+
 func (hb *heartbeat) expire() {
+	defer hb.recoverPanic()
 	if hb.stopped.Load() {
 		return
 	}
@@ -80,6 +105,7 @@ func (hb *heartbeat) expire() {
 func (hb *heartbeat) renew() {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
+	defer hb.recoverPanic() // under mu: stop returns after it is kept
 	if hb.stopped.Load() {
 		return
 	}

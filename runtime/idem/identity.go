@@ -82,7 +82,8 @@ type recordCodec struct {
 }
 
 // Marshal encodes v behind the call's identity header, in its stored
-// form (sealed, compressed). A store that completes the record itself
+// form (sealed, compressed). A record over the function's budget is an
+// error wrapping ErrResultTooLarge. A store that completes the record itself
 // (pgstore's CompleteInTx) calls it; the Guard's own completion then
 // presents the same bytes for the same record (see result), where a new
 // seal would draw a new nonce and no longer match what the store wrote.
@@ -118,14 +119,25 @@ type sealedRecord struct{ rec, data []byte }
 // encode is v behind the call's identity header.
 func (c *recordCodec) encode(v any) ([]byte, error) {
 	inner := c.g.codecOf(c.spec)
+	var rec []byte
 	if h, ok := inner.(headedMarshaler); ok {
-		return h.MarshalRecord(c.spec.Signature, v)
+		var err error
+		if rec, err = h.MarshalRecord(c.spec.Signature, v); err != nil {
+			return nil, err
+		}
+	} else {
+		data, err := inner.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		rec = append(appendHeader(make([]byte, 0, idemimpl.HeaderLen(c.spec.Signature)+len(data)), c.spec), data...)
 	}
-	data, err := inner.Marshal(v)
-	if err != nil {
+	// The budget counts the record before compression and sealing, as the
+	// reader bounds its inflation (openRecord): what is accepted replays.
+	if err := c.g.overBudget(c.spec, len(rec)); err != nil {
 		return nil, err
 	}
-	return append(appendHeader(make([]byte, 0, idemimpl.HeaderLen(c.spec.Signature)+len(data)), c.spec), data...), nil
+	return rec, nil
 }
 
 // Unmarshal decodes a record of the call's function into v (a *R).

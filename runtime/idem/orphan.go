@@ -68,10 +68,18 @@ func (o *orphans) adopt(ctx context.Context, g *Guard, req ClaimRequest, err err
 // least writeTimeoutFloor). Not finding the record settles nothing: the
 // claim's request may still be in flight (a slow link delivers it after
 // the caller gave up), so the search goes on with backoff up to a second.
+//
+// A panic in the store here has no caller to reach, and would end the
+// process: the search stops and leaves the claim remembered, for the
+// next claim of its key to give back on its caller's goroutine (settle).
 func (o *orphans) search(ctx context.Context, g *Guard, l Lease) {
 	ctx, cancel := context.WithTimeout(ctx, max(l.Duration, writeTimeoutFloor))
 	defer cancel()
-	defer o.forget(l.Key, l.Owner)
+	defer func() {
+		if recover() == nil {
+			o.forget(l.Key, l.Owner)
+		}
+	}()
 	delay := 10 * time.Millisecond
 	for {
 		if settled, _ := o.giveBack(ctx, g, l); settled {

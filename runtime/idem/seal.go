@@ -31,9 +31,9 @@ func (g *Guard) sealRecord(spec *Spec, key string, rec []byte) ([]byte, error) {
 
 // openRecord returns the body of data, a stored record of key read for
 // spec's function: opened and inflated as its envelope says (at most to
-// the function's budget), then checked as checkRecord does.
+// readLimit), then checked as checkRecord does.
 func (g *Guard) openRecord(spec *Spec, key string, data []byte) ([]byte, error) {
-	rec, err := g.transform.Open(spec.Name, key, data, int64(g.budget(spec)))
+	rec, err := g.transform.Open(spec.Name, key, data, int64(g.readLimit(spec)))
 	if err != nil {
 		return nil, err
 	}

@@ -70,10 +70,11 @@ type Spec struct {
 	Ordered bool
 	Grace   time.Duration
 	// MaxResult is the largest record, in bytes, a result or a step may
-	// take as stored, identity header included (max_result= in the
-	// directive; 0: the Guard's WithMaxResult, if any). A result over it
-	// is recorded as failed with ErrResultTooLarge and never run again; a
-	// step over it is not recorded (Step returns ErrResultTooLarge).
+	// take as encoded, identity header included, before compression and
+	// sealing (max_result= in the directive; 0: the Guard's
+	// WithMaxResult, if any). A result over it is recorded as failed with
+	// ErrResultTooLarge and never run again; a step over it is not
+	// recorded (Step returns ErrResultTooLarge).
 	MaxResult int
 	// Codec, if set, encodes this function's results in place of the
 	// Guard's codec (idemgen sets it to the result type's generated

@@ -35,10 +35,10 @@ type Stepper interface {
 // store.
 
 // ErrStep is wrapped by the errors of a Step that cannot run as a
-// recovery point: outside a guarded call, a name used twice in one call,
-// a name the store cannot hold (not valid UTF-8, or past the store's
-// limit), or a store that keeps no steps. The step's function does not
-// run.
+// recovery point: outside a guarded call (with the ctx of a call that has
+// returned, too), a name used twice in one call, a name the store cannot
+// hold (not valid UTF-8, or past the store's limit), or a store that keeps
+// no steps. The step's function does not run.
 var ErrStep = errors.New("idem: step")
 
 // stepNamer is implemented by stores that cannot hold every step name: a
@@ -106,7 +106,8 @@ func (s *steps) use(name string) (data []byte, recorded, again bool) {
 // fn's error is returned as it is and nothing is recorded: the step runs
 // again when the call does. A result that cannot be recorded because the
 // lease was lost is returned with an error wrapping ErrLeaseLost, and the
-// call's ctx is canceled with that cause. Results are encoded by the
+// call's ctx is canceled with that cause; once it is, a step does not run
+// and returns that error. Results are encoded by the
 // Guard's codec (WithCodec, JSON by default). Step is safe for concurrent
 // use by the goroutines of one call, with distinct names.
 func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, error)) (T, error) {
@@ -122,6 +123,15 @@ func StepWith[T any](ctx context.Context, name string, codec Codec, fn func(cont
 		return zero, fmt.Errorf("%w %q: not inside a guarded call (call it from the function a wrapper or Do runs, with its ctx)", ErrStep, name)
 	}
 	g, spec := r.codec.g, r.codec.spec
+	if r.ctx.ended.Load() {
+		// A goroutine the function left running: its call returned, and
+		// whatever the step did would be recorded under no lease.
+		return zero, fmt.Errorf("%w %q of %s: not inside a guarded call: the call returned", ErrStep, name, spec.Name)
+	}
+	if k := r.ctx.cancelable(false); k != nil && errors.Is(context.Cause(k.ctx), ErrLeaseLost) {
+		// Another owner may be running the call, and this step, now.
+		return zero, fmt.Errorf("%s: step %q not run: %w (fence %d)", spec.Name, name, ErrLeaseLost, r.lease.Fence)
+	}
 	stepper, ok := g.store.(Stepper)
 	if !ok {
 		return zero, fmt.Errorf("%w %q of %s: the store %T keeps no steps", ErrStep, name, spec.Name, g.store)
@@ -172,13 +182,14 @@ func saveStep(ctx context.Context, r *running, stepper Stepper, name string, cod
 		r.event(ctx, OutcomeStoreError, name, err)
 		return err
 	}
-	data, err := g.sealRecord(spec, r.lease.Key, append(appendHeader(make([]byte, 0, len(body)+64), spec), body...))
-	if err != nil {
+	rec := append(appendHeader(make([]byte, 0, len(body)+64), spec), body...)
+	if err := g.overBudget(spec, len(rec)); err != nil {
+		err = fmt.Errorf("step %q: %w", name, err)
 		r.event(ctx, OutcomeStoreError, name, err)
 		return err
 	}
-	if err := g.overBudget(spec, len(data)); err != nil {
-		err = fmt.Errorf("step %q: %w", name, err)
+	data, err := g.sealRecord(spec, r.lease.Key, rec)
+	if err != nil {
 		r.event(ctx, OutcomeStoreError, name, err)
 		return err
 	}

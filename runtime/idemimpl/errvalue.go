@@ -1,6 +1,9 @@
 package idemimpl
 
-import "fmt"
+import (
+	"fmt"
+	"reflect"
+)
 
 // ErrorTypes are the error types and sentinel errors that a generated
 // codec restores as themselves when a result holds them in a value of
@@ -39,9 +42,10 @@ func (e *Encoder) Error(err error, known ErrorTypes) {
 	defer e.Leave()
 	e.buf = append(e.buf, kDynamic, dynError)
 	mark := len(e.buf)
+	text, typedNil := errorText(err)
 	if known != nil {
 		at := e.List(4) // text, errKnown, name, value
-		e.String(err.Error())
+		e.String(text)
 		e.Uint(errKnown)
 		if encodeKnown(e, known, err) {
 			e.End(at)
@@ -52,18 +56,24 @@ func (e *Encoder) Error(err error, known ErrorTypes) {
 	}
 	switch x := err.(type) {
 	case interface{ Unwrap() error }:
+		if typedNil {
+			break // its Unwrap would read through the nil pointer too
+		}
 		if next := x.Unwrap(); next != nil {
 			at := e.List(3)
-			e.String(err.Error())
+			e.String(text)
 			e.Uint(errWraps)
 			e.Error(next, known)
 			e.End(at)
 			return
 		}
 	case interface{ Unwrap() []error }:
+		if typedNil {
+			break
+		}
 		errs := x.Unwrap()
 		at := e.List(3)
-		e.String(err.Error())
+		e.String(text)
 		e.Uint(errJoins)
 		l := e.List(len(errs))
 		for _, next := range errs {
@@ -74,9 +84,25 @@ func (e *Encoder) Error(err error, known ErrorTypes) {
 		return
 	}
 	at := e.List(2)
-	e.String(err.Error())
+	e.String(text)
 	e.Uint(errText)
 	e.End(at)
+}
+
+// errorText is err's text. A nil pointer in err (a typed nil error) whose
+// Error method panics on it reads as fmt prints it, "<nil>", and typedNil
+// says err is one: a result may hold one (Err: (*NotFound)(nil)), and
+// encoding it must neither panic nor store it as another error.
+func errorText(err error) (text string, typedNil bool) {
+	if v := reflect.ValueOf(err); v.Kind() == reflect.Pointer && v.IsNil() {
+		typedNil = true
+		defer func() {
+			if recover() != nil {
+				text = "<nil>"
+			}
+		}()
+	}
+	return err.Error(), typedNil
 }
 
 // Error reads an error value Encoder.Error wrote.

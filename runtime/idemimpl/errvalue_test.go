@@ -137,3 +137,87 @@ func TestErrorValueEdges(t *testing.T) {
 		t.Error("a string read as an error")
 	}
 }
+
+// notFound's Error reads its receiver: a nil *notFound panics in it.
+type notFound struct{ ID string }
+
+func (e *notFound) Error() string { return "not found: " + e.ID }
+
+// valueErr has a value receiver: a nil *valueErr panics when Go
+// dereferences it to call Error.
+type valueErr struct{ code int }
+
+func (e valueErr) Error() string { return fmt.Sprint("code ", e.code) }
+
+// wrapNil's Unwrap reads its receiver too.
+type wrapNil struct{ next error }
+
+func (e *wrapNil) Error() string { return "wrap: " + e.next.Error() }
+func (e *wrapNil) Unwrap() error { return e.next }
+
+type knownNotFound struct{}
+
+func (knownNotFound) EncodeError(e *Encoder, err error) bool {
+	if x, ok := err.(*notFound); ok {
+		e.String("*notFound")
+		EncPtr(e, x, func(e *Encoder, v *notFound) { e.String(v.ID) })
+		return true
+	}
+	return false
+}
+
+func (knownNotFound) DecodeError(d *Decoder, name string) error {
+	if name != "*notFound" {
+		return nil
+	}
+	var x *notFound
+	DecPtr(d, &x, func(d *Decoder, v *notFound) { v.ID = d.String() })
+	return x
+}
+
+// A result holding a typed nil error (a nil *T in an error) is stored
+// without calling the Error method that would panic on it: a known type
+// comes back as the same typed nil, an unknown one as the text fmt
+// prints for it, "<nil>".
+func TestTypedNilErrors(t *testing.T) {
+	type replayed struct {
+		Text     string
+		TypedNil bool // the replayed error is a nil *notFound
+	}
+	for _, tc := range []struct {
+		name  string
+		err   error
+		known ErrorTypes
+		want  replayed
+	}{
+		{"known pointer type", (*notFound)(nil), knownNotFound{}, replayed{Text: "<nil>", TypedNil: true}},
+		{"unknown pointer type", (*notFound)(nil), nil, replayed{Text: "<nil>"}},
+		{"unknown, other types known", (*notFound)(nil), knownErrs, replayed{Text: "<nil>"}},
+		{"value receiver", (*valueErr)(nil), knownErrs, replayed{Text: "<nil>"}},
+		{"wrapper", (*wrapNil)(nil), nil, replayed{Text: "<nil>"}},
+		{"wrapping a typed nil", fmt.Errorf("lookup: %w", (*notFound)(nil)), knownNotFound{}, replayed{Text: "lookup: <nil>"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var e Encoder
+			e.Error(tc.err, tc.known)
+			if e.err != nil {
+				t.Fatal(e.err)
+			}
+			d := Decoder{b: e.buf}
+			got := d.Error(tc.known)
+			if d.err != nil || got == nil {
+				t.Fatalf("read %v, err %v", got, d.err)
+			}
+			nf, ok := got.(*notFound)
+			r := replayed{TypedNil: ok && nf == nil}
+			if r.TypedNil {
+				r.Text = "<nil>"
+			} else {
+				r.Text = got.Error()
+			}
+			if diff := cmp.Diff(tc.want, r); diff != "" {
+				t.Errorf("replayed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -26,6 +26,26 @@ var hostileCases = []suiteCase{
 	{"HostileCorruptRecordNeverFailsOpen", testCorruptNeverFailsOpen},
 	{"HostileOverlongKeyNeverFailsOpen", testOverlongKeyNeverFailsOpen},
 	{"HostileSharedNameNeverCrossReplays", testFunctionIdentity},
+	{"HostileStepAfterReturnDoesNotRun", testStepAfterReturn},
+}
+
+// testStepAfterReturn: a step called with the ctx of a call that returned
+// (a goroutine the function left running) is idem.ErrStep, on every
+// store, and its function does not run.
+func testStepAfterReturn(t *testing.T, e *env) {
+	g := idem.NewGuard(e.s)
+	var late context.Context
+	if _, err := e.guardCall(ctx, g, e.spec("late"), "a", func(ctx context.Context) (any, error) {
+		late = ctx
+		return "done", nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ran := false
+	_, err := idem.Step(late, "charge", func(context.Context) (string, error) { ran = true; return "ch_1", nil })
+	if !errors.Is(err, idem.ErrStep) || ran {
+		t.Fatalf("a step after its call returned: ran %v, err %v; want not run, ErrStep", ran, err)
+	}
 }
 
 // guardCall runs fn through g with a spec of its own and the env's key

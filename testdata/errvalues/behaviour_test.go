@@ -100,3 +100,29 @@ func TestReplayedOwnErrors(t *testing.T) {
 		})
 	}
 }
+
+// A result holding a typed nil error (a nil *NotFound, whose Error method
+// panics) is recorded, and replays as that same typed nil.
+func TestReplayedTypedNilError(t *testing.T) {
+	for _, ng := range guards(t) {
+		t.Run(ng.store, func(t *testing.T) {
+			ctx := context.Background()
+			api := NewIdempotent(ng.g)
+			ids := []string{"nil:" + t.Name()}
+			before := runs.Load()
+			for i := 0; i < 2; i++ {
+				got, err := api.Lookup(ctx, ids)
+				if err != nil {
+					t.Fatalf("call %d: %v", i, err)
+				}
+				nf, ok := got[0].Err.(*NotFound)
+				if !ok || nf != nil {
+					t.Errorf("call %d: Err = %#v, want (*NotFound)(nil)", i, got[0].Err)
+				}
+			}
+			if n := runs.Load() - before; n != 1 {
+				t.Errorf("ran %d times, want 1", n)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ package errvalues
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 
 	"github.com/idemgen/idemgen/testdata/errvalues/broker"
@@ -30,7 +31,7 @@ type Item struct {
 var runs atomic.Int64
 
 // Lookup reports, per item, a NotFound, the sentinel, an error of no
-// known type, or none.
+// known type, or none; a nil *NotFound for an ID that starts with "nil:".
 //
 //idem:ttl=1h
 func Lookup(ctx context.Context, ids []string) ([]Item, error) {
@@ -38,6 +39,10 @@ func Lookup(ctx context.Context, ids []string) ([]Item, error) {
 	out := make([]Item, len(ids))
 	for i, id := range ids {
 		out[i].ID = id
+		if strings.HasPrefix(id, "nil:") {
+			out[i].Err = (*NotFound)(nil) // a typed nil: its Error method panics
+			continue
+		}
 		switch i % 4 {
 		case 1:
 			out[i].Err = &NotFound{ID: id}
