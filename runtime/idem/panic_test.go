@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
-	"github.com/idemgen/idemgen/runtime/filestore"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemseal"
@@ -175,19 +174,7 @@ func TestPanicAtEverySite(t *testing.T) {
 		{site: "observer:takeover", takeover: true, want: "ran"},
 		{site: "store.Wait", waiting: true, want: "ran"},
 	}
-	stores := []struct {
-		name string
-		new  func(t *testing.T) idem.Store
-	}{
-		{"memory", func(*testing.T) idem.Store { return memstore.New() }},
-		{"file", func(t *testing.T) idem.Store {
-			s, err := filestore.New(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}},
-	}
+	stores := inModuleStores
 	for _, sc := range stores {
 		for i, tt := range tests {
 			name := fmt.Sprintf("%s/%s/fails=%v,lock=%v", sc.name, tt.site, tt.fails, tt.lock)

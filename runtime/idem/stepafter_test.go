@@ -17,19 +17,7 @@ import (
 // the function left running) is outside a guarded call: ErrStep, and its
 // function does not run.
 func TestStepAfterReturn(t *testing.T) {
-	stores := []struct {
-		name string
-		new  func(t *testing.T) idem.Store
-	}{
-		{"memory", func(*testing.T) idem.Store { return memstore.New() }},
-		{"file", func(t *testing.T) idem.Store {
-			s, err := filestore.New(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}},
-	}
+	stores := inModuleStores
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
 			g := idem.NewGuard(st.new(t))
@@ -87,4 +75,20 @@ func TestStepAfterLeaseLost(t *testing.T) {
 	if diff := cmp.Diff(outcome{StepLeaseLost: true, CallLeaseLost: true}, got); diff != "" {
 		t.Errorf("(-want +got):\n%s\nstep: %v\ncall: %v", diff, serr, err)
 	}
+}
+
+// inModuleStores are the stores of this module, for tests that must hold
+// on a store in process and on one that keeps records outside it.
+var inModuleStores = []struct {
+	name string
+	new  func(t *testing.T) idem.Store
+}{
+	{"memory", func(*testing.T) idem.Store { return memstore.New() }},
+	{"file", func(t *testing.T) idem.Store {
+		s, err := filestore.New(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}},
 }
