@@ -26,9 +26,13 @@ type stdLib struct {
 }
 
 // newStdLib asks the go command (run in dir with env, as the loader runs
-// it) for its GOROOT.
+// it) for its GOROOT. A dir that does not exist (a caller that type-checked
+// files of its own, such as idemvet's tests) runs it where the process is.
 func newStdLib(dir string, env []string) (*stdLib, error) {
 	cmd := exec.Command("go", "env", "GOROOT")
+	if fi, err := os.Stat(dir); dir != "" && (err != nil || !fi.IsDir()) {
+		dir = ""
+	}
 	cmd.Dir, cmd.Env = dir, env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
