@@ -77,15 +77,40 @@ type group struct {
 	fns  []*fn
 }
 
-func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *diags) []byte {
-	pi := &pkgInfo{pkg: p, fset: fset, out: out, scope: packageScope(p, fset, out), d: d, types: newWellKnown(p.Types)}
+// generatePackage returns the generated file of p, nil when p has no
+// annotated functions or after a diagnostic. The file is type-checked
+// before it is returned (precheck.go): a function whose code does not
+// compile is refused, and the file is generated again without it.
+func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *diags, extra map[string]*types.Package) []byte {
+	pi := &pkgInfo{pkg: p, fset: fset, out: out, scope: packageScope(p, fset, out), d: d, types: newWellKnown(p.Types), extra: extra}
 	n := len(d.list)
 	fns := pi.collect()
 	if len(fns) == 0 && len(pi.steps) == 0 {
 		return nil
 	}
-	// Functions with bad directives were left out; the others still go
-	// through key and path checks, so one run reports every problem.
+	for round := 1; ; round++ {
+		src := pi.emitFile(fns)
+		if src == nil || len(d.list) > n {
+			return nil
+		}
+		refused := pi.precheck(src, append(append([]*fn(nil), fns...), pi.steps...))
+		if len(refused) == 0 {
+			return src
+		}
+		fns, pi.steps = without(fns, refused), without(pi.steps, refused)
+		n = len(d.list)
+		if (len(fns) == 0 && len(pi.steps) == 0) || round == maxCheckRounds {
+			return nil
+		}
+	}
+}
+
+// emitFile emits the file of fns and the package's steps; nil after a
+// diagnostic. Functions with bad directives were left out by collect; the
+// others still go through key and path checks, so one run reports every
+// problem.
+func (pi *pkgInfo) emitFile(fns []*fn) []byte {
+	d, out, n := pi.d, pi.out, len(pi.d.list)
 	e := newEmitter(pi, fns)
 	e.f.HeaderComment(Header)
 	e.f.PackageComment("") // keeps the header apart from the package clause
@@ -101,6 +126,9 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 	}
 	decls = append(decls, e.errorTypesDecl()...)
 	sort.Slice(e.helperDecls, func(i, j int) bool { return e.helperDecls[i].name < e.helperDecls[j].name })
+	if breakHelpers != nil {
+		e.helperDecls = breakHelpers(e.helperDecls)
+	}
 	for _, h := range e.helperDecls {
 		decls = append(decls, h.code)
 	}
