@@ -77,6 +77,9 @@ type pkgInfo struct {
 	// package's files as the pre-write check reads them (precheck.go).
 	extra      map[string]*types.Package
 	checkFiles []*ast.File
+	// aliases index the aliases of the packages the package reaches by
+	// the named type each stands for (types.go).
+	aliases map[*types.TypeName][]*types.TypeName
 }
 
 // collect finds the annotated functions of p, reporting directives that

@@ -779,6 +779,7 @@ func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codec
 	e.globals["idemDec"+name] = true
 	h := &codecHelper{name: name, building: true}
 	e.codecHelpers[key] = h // recursion finds it
+	mark := len(e.helperDecls)
 	sub := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec}
 	// Paths inside the helper are relative; foreignAt "" at the root of an
 	// own type, or the root itself of another package's.
@@ -792,6 +793,7 @@ func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codec
 	h.building = false
 	if len(sub.problems) > 0 {
 		h.problems = sub.problems
+		e.rollback(mark) // as for key helpers
 		return h
 	}
 	h.lossy, h.skipped, h.errs, h.unions = sub.lossy, sub.skipped, sub.errs, sub.unions
