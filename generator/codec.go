@@ -322,6 +322,9 @@ func (e *emitter) reportCodecProblems(x *fn, problems []codecProblem) {
 		}
 		l.msgs = append(l.msgs, p.path+": "+p.msg)
 	}
+	order = mergeCovered(order, func(from, into string) {
+		byOmit[into].msgs = append(byOmit[into].msgs, byOmit[from].msgs...)
+	})
 	pi := e.pi
 	for _, o := range order {
 		l := byOmit[o]
@@ -331,6 +334,27 @@ func (e *emitter) reportCodecProblems(x *fn, problems []codecProblem) {
 		}
 		pi.d.add(pi.fset.Position(x.pos), "%s: result %d (%s) cannot be stored faithfully: %s (add `omit=%s`)", x.what(), l.idx+1, pi.typeString(x.result[l.idx]), msg, o)
 	}
+}
+
+// mergeCovered drops from paths those another path covers, handing each
+// to merge with the outermost path that covers it: following every line of
+// one run at once then names no path twice and none under another.
+func mergeCovered(paths []string, merge func(from, into string)) []string {
+	var out []string
+	for _, p := range paths {
+		outer := p // the shortest path covering p: covered by none
+		for _, q := range paths {
+			if covers(q, outer) && len(q) < len(outer) {
+				outer = q
+			}
+		}
+		if outer == p {
+			out = append(out, p)
+		} else {
+			merge(p, outer)
+		}
+	}
+	return out
 }
 
 // omitPath is one omit= path: the result, then the fields, promoted ones
