@@ -77,6 +77,8 @@ type pkgInfo struct {
 	// package's files as the pre-write check reads them (precheck.go).
 	extra      map[string]*types.Package
 	checkFiles []*ast.File
+	// emitted are the functions whose wrapper the last emitFile wrote.
+	emitted map[*fn]bool
 	// aliases index the aliases of the packages the package reaches by
 	// the named type each stands for (types.go).
 	aliases map[*types.TypeName][]*types.TypeName

@@ -84,6 +84,7 @@ type group struct {
 func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *diags, extra map[string]*types.Package) []byte {
 	pi := &pkgInfo{pkg: p, fset: fset, out: out, scope: packageScope(p, fset, out), d: d, types: newWellKnown(p.Types), extra: extra}
 	n := len(d.list)
+	defer pi.account(n)
 	fns := pi.collect()
 	if len(fns) == 0 && len(pi.steps) == 0 {
 		return nil
@@ -111,6 +112,7 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 // problem.
 func (pi *pkgInfo) emitFile(fns []*fn) []byte {
 	d, out, n := pi.d, pi.out, len(pi.d.list)
+	pi.emitted = map[*fn]bool{}
 	e := newEmitter(pi, fns)
 	e.f.HeaderComment(Header)
 	e.f.PackageComment("") // keeps the header apart from the package clause
