@@ -29,9 +29,9 @@ import (
 
 // graphGen writes one random package and its sub-package.
 type graphGen struct {
-	r        *rand.Rand
-	sub, own []string // declarations
-	n        int
+	r   *rand.Rand
+	own []string // declarations
+	n   int
 }
 
 // subTypes are the sub-package's type expressions as the package names
