@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"go/types"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -201,7 +202,12 @@ func (pi *pkgInfo) checkImporter() types.Importer {
 		if path == "unsafe" {
 			return types.Unsafe, nil
 		}
-		if p := byPath[path]; p != nil {
+		// A package only reached through another's export data holds
+		// what that one names: enough for the types the file spells,
+		// not for the runtime's and standard functions and constants
+		// the emitter calls on its own (time.Hour), which are then not
+		// checked rather than reported missing.
+		if p := byPath[path]; p != nil && (p.Complete() || !slices.Contains(outputImports, path) && path != protoPkg.Path()) {
 			return p, nil
 		}
 		return nil, errNotLoaded
