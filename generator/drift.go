@@ -189,8 +189,10 @@ func (e *emitter) renderable(t types.Type) bool {
 		if t.Obj().Pkg() == nil {
 			return true // error
 		}
-		if a, _ := e.pi.aliasFor(e, t); !e.nameable(t.Obj()) && a == nil {
-			return false
+		if !e.nameable(t.Obj()) {
+			if a, _ := e.pi.aliasFor(e, t); a == nil {
+				return false
+			}
 		}
 		for i := 0; i < t.TypeArgs().Len(); i++ {
 			if !e.renderable(t.TypeArgs().At(i)) {
