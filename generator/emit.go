@@ -90,9 +90,12 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 		return nil
 	}
 	for round := 1; ; round++ {
-		src := pi.emitFile(fns)
+		src, clean := pi.emitFile(fns)
 		if src == nil || len(d.list) > n {
 			return nil
+		}
+		if clean {
+			return src
 		}
 		refused := pi.precheck(src, append(append([]*fn(nil), fns...), pi.steps...))
 		if len(refused) == 0 {
@@ -109,8 +112,9 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, d *di
 // emitFile emits the file of fns and the package's steps; nil after a
 // diagnostic. Functions with bad directives were left out by collect; the
 // others still go through key and path checks, so one run reports every
-// problem.
-func (pi *pkgInfo) emitFile(fns []*fn) []byte {
+// problem. clean says the file type-checks: checked as rendered, while
+// its imports are grouped (the same code; precheck reads the final one).
+func (pi *pkgInfo) emitFile(fns []*fn) (src []byte, clean bool) {
 	d, out, n := pi.d, pi.out, len(pi.d.list)
 	pi.emitted = map[*fn]bool{}
 	e := newEmitter(pi, fns)
@@ -124,7 +128,7 @@ func (pi *pkgInfo) emitFile(fns []*fn) []byte {
 		decls = append(decls, e.stepWrapper(x)...)
 	}
 	if len(d.list) > n {
-		return nil
+		return nil, false
 	}
 	decls = append(decls, e.errorTypesDecl()...)
 	sort.Slice(e.helperDecls, func(i, j int) bool { return e.helperDecls[i].name < e.helperDecls[j].name })
@@ -142,14 +146,17 @@ func (pi *pkgInfo) emitFile(fns []*fn) []byte {
 	var buf bytes.Buffer
 	if err := e.f.Render(&buf); err != nil {
 		d.add(token.Position{Filename: out}, "internal error rendering the generated code: %v", err)
-		return nil
+		return nil, false
 	}
+	checked := make(chan bool, 1)
+	go func() { checked <- pi.compiles(buf.Bytes()) }()
 	src, err := imports.Process(out, buf.Bytes(), importOptions)
+	clean = <-checked
 	if err != nil {
 		d.add(token.Position{Filename: out}, "internal error grouping the generated imports: %v", err)
-		return nil
+		return nil, false
 	}
-	return wrapComments(src, maxCommentWidth)
+	return wrapComments(src, maxCommentWidth), clean
 }
 
 // newEmitter starts the generated file of fns' package.

@@ -47,6 +47,14 @@ func without(fns []*fn, refused map[*fn]bool) []*fn {
 	return out
 }
 
+// compiles reports whether src type-checks: the happy path, which needs
+// no attribution.
+func (pi *pkgInfo) compiles(src []byte) bool {
+	defer func(start time.Time) { precheckTime.Add(int64(time.Since(start))) }(time.Now())
+	f, err := parser.ParseFile(pi.fset, pi.out, src, parser.SkipObjectResolution)
+	return err == nil && len(pi.typecheck(f, nil)) == 0
+}
+
 // precheck type-checks src, the file generated for fns, and returns the
 // functions its type errors are in, after reporting each; nil when the
 // file compiles.
