@@ -54,9 +54,11 @@ fuzz-short:
 	GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzKeyEncodingSelfDelimiting$$' -fuzztime 15s ./runtime/idemimpl
 
 # The long key property run: 100 packages of fresh random types through
-# idemgen, then ten minutes of fuzzing the committed sample.
+# idemgen, 100 random type graphs whose every generated file must
+# type-check, then ten minutes of fuzzing the committed sample.
 keyprop:
 	IDEM_KEYPROP_SEEDS=100 GOWORK=off $(GO) test -count=1 -timeout 60m -v -run '^TestRandomTypes$$' ./internal/keyprop
+	IDEM_TYPEGRAPH_SEEDS=100 GOWORK=off $(GO) test -count=1 -timeout 60m -v -run '^TestRandomTypeGraphs$$' ./generator
 	GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzKeyProperty$$' -fuzztime 10m ./internal/keyprop/sample
 
 # Reach on real code: every exported function and method of the SDK

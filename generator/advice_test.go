@@ -330,3 +330,71 @@ func copyTree(t *testing.T, dir, to string) {
 		t.Fatal(err)
 	}
 }
+
+// adviceOpt is one option a diagnostic advises: `exclude=a,b`, `omit=r2`.
+var adviceOpt = regexp.MustCompile("`(exclude|omit|key)=([^`]+)`")
+
+// nonMinimalAdvice returns what is wrong with the advice of diags: a path
+// named twice, or under another path it names, in one option or across
+// the lines of one function (following every line at once must name each
+// path once).
+func nonMinimalAdvice(diags []string) []string {
+	type fnOpt struct{ file, fn, opt string }
+	all := map[fnOpt][]string{}
+	var bad []string
+	for _, d := range diags {
+		for _, m := range adviceOpt.FindAllStringSubmatch(d, -1) {
+			paths := strings.Split(m[2], ",")
+			if m[1] != "key" {
+				if got := mergePaths(paths); len(got) != len(paths) {
+					bad = append(bad, "advises "+m[1]+"="+m[2]+", not minimal: "+d)
+				}
+			}
+			file, fn, _, _, _, ok := advised(d)
+			if ok && m[1] == "omit" {
+				k := fnOpt{file, fn, m[1]}
+				all[k] = append(all[k], paths...)
+			}
+		}
+	}
+	for k, paths := range all {
+		if got := mergePaths(paths); len(got) != len(paths) {
+			bad = append(bad, k.file+": "+k.fn+": the lines advise "+k.opt+"="+strings.Join(paths, ",")+" together, not minimal")
+		}
+	}
+	return bad
+}
+
+// TestAdviceMinimal: no advice in the diagnostics corpus names a path
+// twice or a path under another it names.
+func TestAdviceMinimal(t *testing.T) {
+	goldens, _ := filepath.Glob(filepath.Join("..", "golden", "*", goldenDiags))
+	var diags []string
+	for _, g := range goldens {
+		data, err := os.ReadFile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Base(filepath.Dir(g))
+		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			diags = append(diags, name+"/"+l)
+		}
+	}
+	for _, b := range nonMinimalAdvice(diags) {
+		t.Error(b)
+	}
+	for _, tc := range []struct {
+		diags []string
+		bad   int
+	}{
+		{[]string{"x.go:1:1: F: cannot key a.b: why (add `exclude=a.b,a.c,a.b`)"}, 1},
+		{[]string{"x.go:1:1: F: cannot key a.b: why (add `exclude=a,a.c`)"}, 1},
+		{[]string{"x.go:1:1: function F: result 1 (T) cannot be stored faithfully: r1.X: why (add `omit=r1`)",
+			"x.go:1:1: function F: result 1 (T) cannot be stored faithfully: r1.Y: why (add `omit=r1.Y`)"}, 1},
+		{[]string{"x.go:1:1: F: cannot key a.b: why (add `exclude=a.b,a.c`)"}, 0},
+	} {
+		if got := nonMinimalAdvice(tc.diags); len(got) != tc.bad {
+			t.Errorf("nonMinimalAdvice(%q) = %q, want %d problems", tc.diags, got, tc.bad)
+		}
+	}
+}

@@ -73,6 +73,16 @@ type pkgInfo struct {
 	jsonReach map[*types.Package]map[*types.TypeName]bool
 	// steps are the package's step-annotated functions (collect).
 	steps []*fn
+	// extra are packages the generated code may import beyond the
+	// package's own imports (the runtime), by path; checkFiles caches the
+	// package's files as the pre-write check reads them (precheck.go).
+	extra      map[string]*types.Package
+	checkFiles []*ast.File
+	// emitted are the functions whose wrapper the last emitFile wrote.
+	emitted map[*fn]bool
+	// aliases index the aliases of the packages the package reaches by
+	// the named type each stands for (types.go).
+	aliases map[*types.TypeName][]*types.TypeName
 }
 
 // collect finds the annotated functions of p, reporting directives that

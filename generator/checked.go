@@ -63,7 +63,7 @@ func GenerateChecked(c Checked) (content []byte, problems []Diagnostic) {
 	// Only this package's names can be compared here; Generate compares
 	// those of every package of its run.
 	dupNames := checkNames([]*packages.Package{p}, c.Fset, map[*packages.Package]string{p: c.Output}, d)
-	content = generatePackage(p, c.Fset, c.Output, std, d)
+	content = generatePackage(p, c.Fset, c.Output, std, d, nil)
 	if dupNames[p] {
 		content = nil
 	}

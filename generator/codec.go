@@ -322,6 +322,9 @@ func (e *emitter) reportCodecProblems(x *fn, problems []codecProblem) {
 		}
 		l.msgs = append(l.msgs, p.path+": "+p.msg)
 	}
+	order = mergeCovered(order, func(from, into string) {
+		byOmit[into].msgs = append(byOmit[into].msgs, byOmit[from].msgs...)
+	})
 	pi := e.pi
 	for _, o := range order {
 		l := byOmit[o]
@@ -331,6 +334,27 @@ func (e *emitter) reportCodecProblems(x *fn, problems []codecProblem) {
 		}
 		pi.d.add(pi.fset.Position(x.pos), "%s: result %d (%s) cannot be stored faithfully: %s (add `omit=%s`)", x.what(), l.idx+1, pi.typeString(x.result[l.idx]), msg, o)
 	}
+}
+
+// mergeCovered drops from paths those another path covers, handing each
+// to merge with the outermost path that covers it: following every line of
+// one run at once then names no path twice and none under another.
+func mergeCovered(paths []string, merge func(from, into string)) []string {
+	var out []string
+	for _, p := range paths {
+		outer := p // the shortest path covering p: covered by none
+		for _, q := range paths {
+			if covers(q, outer) && len(q) < len(outer) {
+				outer = q
+			}
+		}
+		if outer == p {
+			out = append(out, p)
+		} else {
+			merge(p, outer)
+		}
+	}
+	return out
 }
 
 // omitPath is one omit= path: the result, then the fields, promoted ones
@@ -779,6 +803,7 @@ func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codec
 	e.globals["idemDec"+name] = true
 	h := &codecHelper{name: name, building: true}
 	e.codecHelpers[key] = h // recursion finds it
+	mark := len(e.helperDecls)
 	sub := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec}
 	// Paths inside the helper are relative; foreignAt "" at the root of an
 	// own type, or the root itself of another package's.
@@ -792,6 +817,7 @@ func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codec
 	h.building = false
 	if len(sub.problems) > 0 {
 		h.problems = sub.problems
+		e.rollback(mark) // as for key helpers
 		return h
 	}
 	h.lossy, h.skipped, h.errs, h.unions = sub.lossy, sub.skipped, sub.errs, sub.unions

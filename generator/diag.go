@@ -43,9 +43,12 @@ func (e *Error) Error() string {
 type diags struct {
 	base string
 	list []Diagnostic
+	// at are the positions of list as given (absolute file names).
+	at []token.Position
 }
 
 func (d *diags) add(pos token.Position, format string, args ...any) {
+	d.at = append(d.at, pos)
 	if pos.Filename != "" && d.base != "" {
 		if rel, err := filepath.Rel(d.base, pos.Filename); err == nil && !strings.HasPrefix(rel, "..") {
 			pos.Filename = filepath.ToSlash(rel)

@@ -189,7 +189,9 @@ func (e *emitter) renderable(t types.Type) bool {
 			return true // error
 		}
 		if !e.nameable(t.Obj()) {
-			return false
+			if a, _ := e.pi.aliasFor(e, t); a == nil {
+				return false
+			}
 		}
 		for i := 0; i < t.TypeArgs().Len(); i++ {
 			if !e.renderable(t.TypeArgs().At(i)) {

@@ -77,15 +77,46 @@ type group struct {
 	fns  []*fn
 }
 
-func generatePackage(p *packages.Package, fset *token.FileSet, out string, std *stdLib, d *diags) []byte {
-	pi := &pkgInfo{pkg: p, fset: fset, out: out, scope: packageScope(p, fset, out), d: d, types: newWellKnown(p.Types), std: std}
+// generatePackage returns the generated file of p, nil when p has no
+// annotated functions or after a diagnostic. The file is type-checked
+// before it is returned (precheck.go): a function whose code does not
+// compile is refused, and the file is generated again without it.
+func generatePackage(p *packages.Package, fset *token.FileSet, out string, std *stdLib, d *diags, extra map[string]*types.Package) []byte {
+	pi := &pkgInfo{pkg: p, fset: fset, out: out, scope: packageScope(p, fset, out), d: d, types: newWellKnown(p.Types), std: std, extra: extra}
 	n := len(d.list)
+	defer pi.account(n)
 	fns := pi.collect()
 	if len(fns) == 0 && len(pi.steps) == 0 {
 		return nil
 	}
-	// Functions with bad directives were left out; the others still go
-	// through key and path checks, so one run reports every problem.
+	for round := 1; ; round++ {
+		src, clean := pi.emitFile(fns)
+		if src == nil || len(d.list) > n {
+			return nil
+		}
+		if clean {
+			return src
+		}
+		refused := pi.precheck(src, append(append([]*fn(nil), fns...), pi.steps...))
+		if len(refused) == 0 {
+			return src
+		}
+		fns, pi.steps = without(fns, refused), without(pi.steps, refused)
+		n = len(d.list)
+		if (len(fns) == 0 && len(pi.steps) == 0) || round == maxCheckRounds {
+			return nil
+		}
+	}
+}
+
+// emitFile emits the file of fns and the package's steps; nil after a
+// diagnostic. Functions with bad directives were left out by collect; the
+// others still go through key and path checks, so one run reports every
+// problem. clean says the file type-checks: checked as rendered, while
+// its imports are grouped (the same code; precheck reads the final one).
+func (pi *pkgInfo) emitFile(fns []*fn) (src []byte, clean bool) {
+	d, out, n := pi.d, pi.out, len(pi.d.list)
+	pi.emitted = map[*fn]bool{}
 	e := newEmitter(pi, fns)
 	e.f.HeaderComment(Header)
 	e.f.PackageComment("") // keeps the header apart from the package clause
@@ -97,10 +128,13 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, std *
 		decls = append(decls, e.stepWrapper(x)...)
 	}
 	if len(d.list) > n {
-		return nil
+		return nil, false
 	}
 	decls = append(decls, e.errorTypesDecl()...)
 	sort.Slice(e.helperDecls, func(i, j int) bool { return e.helperDecls[i].name < e.helperDecls[j].name })
+	if breakHelpers != nil {
+		e.helperDecls = breakHelpers(e.helperDecls)
+	}
 	for _, h := range e.helperDecls {
 		decls = append(decls, h.code)
 	}
@@ -112,14 +146,17 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, std *
 	var buf bytes.Buffer
 	if err := e.f.Render(&buf); err != nil {
 		d.add(token.Position{Filename: out}, "internal error rendering the generated code: %v", err)
-		return nil
+		return nil, false
 	}
+	checked := make(chan bool, 1)
+	go func() { checked <- pi.compiles(buf.Bytes()) }()
 	src, err := imports.Process(out, buf.Bytes(), importOptions)
+	clean = <-checked
 	if err != nil {
 		d.add(token.Position{Filename: out}, "internal error grouping the generated imports: %v", err)
-		return nil
+		return nil, false
 	}
-	return wrapComments(src, maxCommentWidth)
+	return wrapComments(src, maxCommentWidth), clean
 }
 
 // newEmitter starts the generated file of fns' package.

@@ -236,7 +236,9 @@ func unnameable(e *emitter, t types.Type, seen map[types.Type]bool) *types.TypeN
 		return unnameable(e, types.Unalias(t), seen)
 	case *types.Named:
 		if t.Obj().Pkg() != nil && !e.nameable(t.Obj()) {
-			return t.Obj()
+			if a, _ := e.pi.aliasFor(e, t); a == nil {
+				return t.Obj()
+			}
 		}
 		for i := 0; i < t.TypeArgs().Len(); i++ {
 			if o := unnameable(e, t.TypeArgs().At(i), seen); o != nil {

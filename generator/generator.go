@@ -88,7 +88,7 @@ func Generate(cfg Config) ([]File, error) {
 	}
 	d := &diags{base: dir}
 	fset := token.NewFileSet()
-	pkgs, err := load(dir, cfg, fset, d)
+	pkgs, extra, err := load(dir, cfg, fset, d)
 	if err != nil {
 		return nil, err
 	}
@@ -120,8 +120,10 @@ func Generate(cfg Config) ([]File, error) {
 		if !loadErrors(p, out, d) {
 			continue
 		}
-		src := generatePackage(p, fset, out, std, d)
-		if len(d.list) > n || dupNames[p] {
+		src := generatePackage(p, fset, out, std, d, extra)
+		// A package with diagnostics gets no file, unless they are only
+		// of functions the pre-write check refused: the rest is written.
+		if (src == nil && len(d.list) > n) || dupNames[p] {
 			continue
 		}
 		files = append(files, File{PkgPath: p.PkgPath, Path: out, Content: src})

@@ -753,6 +753,7 @@ func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
 	}
 	name := e.global("idemKey" + prefix + upperFirst(obj.Name()) + e.instanceSuffix(n))
 	e.helpers[hk] = name
+	mark := len(e.helperDecls)
 	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, exPath: root, lenient: e.lenient}
 	e.keyBuilding[hk] = true
 	body, ok := w.write(val{e: id("v"), ptr: true}, n, root, nil, false)
@@ -766,6 +767,7 @@ func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
 		delete(e.helpers, hk)
 		delete(e.globals, name)
 		e.failed[hk] = w.problems
+		e.rollback(mark)
 		return "", w.problems, hk
 	}
 	e.skipped[hk] = w.skipped
@@ -778,6 +780,36 @@ func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
 	decl.Func().Id(name).Params(jen.Id("b").Op("*").Add(e.qual(e.impl, "KeyBuilder")), jen.Id("v").Op("*").Add(e.typ(n))).Block(body...)
 	e.helperDecls = append(e.helperDecls, helperDecl{name: name, code: decl})
 	return name, nil, hk
+}
+
+// rollback drops the helpers written since mark, when the helper whose
+// body was being written meanwhile turned out to be unwritable: they may
+// name it (a recursive type: its name was handed out while its body was
+// being written), and a call of a helper that is never written does not
+// compile. Dropped, they are written again on their next use, which now
+// finds the failure.
+func (e *emitter) rollback(mark int) {
+	if mark >= len(e.helperDecls) {
+		return
+	}
+	dropped := map[string]bool{}
+	for _, h := range e.helperDecls[mark:] {
+		dropped[h.name] = true
+		delete(e.globals, h.name)
+	}
+	e.helperDecls = e.helperDecls[:mark]
+	for hk, name := range e.helpers {
+		if dropped[name] {
+			delete(e.helpers, hk)
+			delete(e.skipped, hk)
+			delete(e.keyRecursive, hk)
+		}
+	}
+	for key, h := range e.codecHelpers {
+		if dropped["idemEnc"+h.name] {
+			delete(e.codecHelpers, key)
+		}
+	}
 }
 
 // helperKey names a key helper: of a type, for a key (strict: every

@@ -29,7 +29,12 @@ import (
 //     without function bodies (only declarations matter to the generator).
 //     go/packages would compile them for export data too, which for a
 //     large package costs as much as a build.
-func load(dir string, cfg Config, fset *token.FileSet, d *diags) ([]*packages.Package, error) {
+//
+// The dependency load also brings the packages the generated code imports
+// on its own (the runtime, and the standard packages the emitter names),
+// which the pre-write check (precheck.go) type-checks the output against;
+// they come back by path.
+func load(dir string, cfg Config, fset *token.FileSet, d *diags) ([]*packages.Package, map[string]*types.Package, error) {
 	listed, err := packages.Load(&packages.Config{
 		Mode:       packages.NeedName | packages.NeedFiles | packages.NeedImports,
 		Dir:        dir,
@@ -37,7 +42,7 @@ func load(dir string, cfg Config, fset *token.FileSet, d *diags) ([]*packages.Pa
 		Env:        cfg.Env,
 	}, cfg.Patterns...)
 	if err != nil {
-		return nil, fmt.Errorf("idemgen: listing packages: %w", err)
+		return nil, nil, fmt.Errorf("idemgen: listing packages: %w", err)
 	}
 	var roots []*packages.Package
 	depSet := map[string]bool{}
@@ -60,7 +65,11 @@ func load(dir string, cfg Config, fset *token.FileSet, d *diags) ([]*packages.Pa
 	}
 	sort.Slice(roots, func(i, j int) bool { return roots[i].PkgPath < roots[j].PkgPath })
 	deps := map[string]*types.Package{}
-	if len(depSet) > 0 {
+	extra := map[string]*types.Package{}
+	if len(roots) > 0 {
+		for _, path := range outputImports {
+			depSet[path] = true
+		}
 		ids := make([]string, 0, len(depSet))
 		for id := range depSet {
 			ids = append(ids, id)
@@ -73,19 +82,26 @@ func load(dir string, cfg Config, fset *token.FileSet, d *diags) ([]*packages.Pa
 			Env:        cfg.Env,
 		}, ids...)
 		if err != nil {
-			return nil, fmt.Errorf("idemgen: loading dependencies: %w", err)
+			return nil, nil, fmt.Errorf("idemgen: loading dependencies: %w", err)
 		}
 		for _, p := range loaded {
 			if p.Types != nil {
 				deps[p.ID] = p.Types
+				extra[p.PkgPath] = p.Types
 			}
 		}
 	}
 	for _, p := range roots {
 		check(p, fset, filepath.Join(filepath.Dir(p.GoFiles[0]), cfg.Output), deps)
 	}
-	return roots, nil
+	return roots, extra, nil
 }
+
+// outputImports are the packages generated code may import whatever the
+// package imports: the runtime, and the standard packages the emitter
+// names itself. Listed with the dependencies (one go list), they cost
+// nothing when cached.
+var outputImports = []string{RuntimePath, RuntimeImplPath, "context", "errors", "maps", "net/url", "reflect", "slices", "time"}
 
 // check parses and type-checks p's files, except the generated one, into p.
 func check(p *packages.Package, fset *token.FileSet, out string, deps map[string]*types.Package) {

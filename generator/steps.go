@@ -203,5 +203,6 @@ func (e *emitter) stepWrapper(x *fn) []jen.Code {
 	doc := StepWrapperName(x.name) + " is " + display + " run as the step " + strconv.Quote(name) +
 		" of the guarded call running with " + ctx + " (idem.Step): once that call recorded the step, " + replays + "." + codecDoc
 	fnDecl := jen.Comment(doc).Line().Add(head).Id(StepWrapperName(x.name)).Add(e.signature(x.sig, names)).Block(body...)
+	e.pi.emitted[x] = true
 	return append([]jen.Code{fnDecl}, out...)
 }

@@ -38,7 +38,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	fields := e.specFields(w)
 	result := e.resultStruct(w)
 	codec, codecDoc, codecOK := e.resultCodec(x, w.specBase, w.resultT)
-	if !codecOK || !keyOK {
+	if !codecOK || !keyOK || (dropWrapper != nil && dropWrapper(x)) {
 		return nil
 	}
 	e.signatureCheck(w)
@@ -47,6 +47,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	if result != nil {
 		out = append(out, result)
 	}
+	e.pi.emitted[x] = true
 	return out
 }
 
