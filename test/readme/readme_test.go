@@ -135,6 +135,36 @@ func twice(ctx context.Context, g *idem.Guard) error {
 `, strings.Join(imports, "\n\t"), snippet, orderID)
 }
 
+// The first screen takes a newcomer from nothing to a wrapped function that
+// runs: every block up to the first output (the function's file, main.go,
+// the shell commands, what they print) ends within firstScreen lines, before
+// the first section heading.
+const firstScreen = 60
+
+func TestFirstScreen(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(testenv.Root(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(readme), "\n")
+	var end int // the line of the first output block's closing fence
+	for _, b := range parse(t, string(readme)) {
+		if b.kind == "output" {
+			end = b.line + strings.Count(b.text, "\n") + 1
+			break
+		}
+	}
+	heading := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "## ") }) + 1
+	switch {
+	case end == 0:
+		t.Fatal("README.md has no output block: the first screen never runs the wrapper")
+	case end > firstScreen:
+		t.Errorf("README.md: the first screen runs the wrapper at line %d, want <= %d", end, firstScreen)
+	case heading > 0 && heading < end:
+		t.Errorf("README.md:%d: a section heading comes before the wrapper runs (line %d)", heading, end)
+	}
+}
+
 func TestReadme(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds a module")
