@@ -329,26 +329,26 @@ func TestPostgresAtSize(t *testing.T) {
 	if !full() {
 		for _, op := range pgOps {
 			t.Logf("%s at %d rows: p50 %.2fx, p99 %.2fx the near-empty table's (median of %d rounds)",
-				op, rows, medianP50Ratio(res.Rounds, op), medianRatio(res.Rounds, op), len(res.Rounds))
+				op, rows, medianRatio(res.Rounds, op, p50), medianRatio(res.Rounds, op, p99), len(res.Rounds))
 		}
 		return
 	}
-	if med := medianRatio(res.Rounds, opClaim); med > 2 {
+	if med := medianRatio(res.Rounds, opClaim, p99); med > 2 {
 		t.Errorf("claim p99 at %d rows is %.2fx the near-empty table's (median of %d rounds; want <= 2)", rows, med, len(res.Rounds))
 	}
 	for _, op := range pgOps {
-		if med := medianP50Ratio(res.Rounds, op); med > 2 {
+		if med := medianRatio(res.Rounds, op, p50); med > 2 {
 			t.Errorf("%s p50 at %d rows is %.2fx the near-empty table's (median of %d rounds; want <= 2)", op, rows, med, len(res.Rounds))
 		}
 	}
 }
 
-// medianRatio is the median over rounds of op's p99 on the large table
-// over the near-empty one.
-func medianRatio(rounds []map[string]map[string]measurement, op string) float64 {
+// medianRatio is the median over rounds of op's quantile (what picks it
+// from a measurement) on the large table over the near-empty one.
+func medianRatio(rounds []map[string]map[string]measurement, op string, q func(measurement) time.Duration) float64 {
 	var rs []float64
 	for _, r := range rounds {
-		rs = append(rs, ratio(r["large"][op].P99, r["small"][op].P99))
+		rs = append(rs, ratio(q(r["large"][op]), q(r["small"][op])))
 	}
 	if len(rs) == 0 {
 		return 0
@@ -357,18 +357,8 @@ func medianRatio(rounds []map[string]map[string]measurement, op string) float64 
 	return rs[len(rs)/2]
 }
 
-// medianP50Ratio is medianRatio for the p50s.
-func medianP50Ratio(rounds []map[string]map[string]measurement, op string) float64 {
-	var rs []float64
-	for _, r := range rounds {
-		rs = append(rs, ratio(r["large"][op].P50, r["small"][op].P50))
-	}
-	if len(rs) == 0 {
-		return 0
-	}
-	slices.Sort(rs)
-	return rs[len(rs)/2]
-}
+func p99(m measurement) time.Duration { return m.P99 }
+func p50(m measurement) time.Duration { return m.P50 }
 
 func ratio(a, b time.Duration) float64 {
 	if b == 0 {

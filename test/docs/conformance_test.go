@@ -35,45 +35,55 @@ func goSource(t *testing.T, root string) string {
 	return src.String()
 }
 
-// checkTableTests reads the table of doc whose header row starts with
-// header: its last column must name at least one Go test (`TestX` or
-// `TestX/sub case`), and each test it names must exist.
-func checkTableTests(t *testing.T, root, doc, header string, minRows int, src string) {
+// row is one row of a Markdown table: its first cell (what it is about)
+// and its last (what checks it).
+type row struct{ first, last string }
+
+// tableRows returns the rows of doc's table whose header row starts with
+// header, failing unless there are at least minRows.
+func tableRows(t *testing.T, root, doc, header string, minRows int) []row {
 	t.Helper()
 	text, err := os.ReadFile(filepath.Join(root, doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := regexp.MustCompile("`(Test[A-Za-z0-9_]+)(/[^`]*)?`")
-	rows, inTable := 0, false
+	var rows []row
+	inTable := false
 	for _, line := range strings.Split(string(text), "\n") {
-		if strings.HasPrefix(line, header) {
+		switch {
+		case strings.HasPrefix(line, header):
 			inTable = true
-			continue
-		}
-		if !inTable || strings.HasPrefix(line, "|---") {
-			continue
-		}
-		if !strings.HasPrefix(line, "|") {
+		case !inTable || strings.HasPrefix(line, "|---"):
+		case !strings.HasPrefix(line, "|"):
 			inTable = false
-			continue
+		default:
+			cells := strings.Split(line, "|")
+			rows = append(rows, row{strings.TrimSpace(cells[1]), cells[len(cells)-2]})
 		}
-		cells := strings.Split(line, "|")
-		checked := cells[len(cells)-2]
-		rows++
+	}
+	if len(rows) < minRows {
+		t.Fatalf("read %d rows from the table %q of %s, want at least %d", len(rows), header, doc, minRows)
+	}
+	return rows
+}
+
+// checkTableTests reads the table of doc whose header row starts with
+// header: its last column must name at least one Go test (`TestX` or
+// `TestX/sub case`), and each test it names must exist.
+func checkTableTests(t *testing.T, root, doc, header string, minRows int, src string) {
+	t.Helper()
+	name := regexp.MustCompile("`(Test[A-Za-z0-9_]+)(/[^`]*)?`")
+	for _, r := range tableRows(t, root, doc, header, minRows) {
 		found := 0
-		for _, m := range name.FindAllStringSubmatch(checked, -1) {
+		for _, m := range name.FindAllStringSubmatch(r.last, -1) {
 			if !strings.Contains(src, "func "+m[1]+"(") {
 				t.Errorf("%s names %s, which no test defines", doc, m[1])
 			}
 			found++
 		}
 		if found == 0 {
-			t.Errorf("%s: a row names no test: %s", doc, strings.TrimSpace(cells[1]))
+			t.Errorf("%s: a row names no test: %s", doc, r.first)
 		}
-	}
-	if rows < minRows {
-		t.Fatalf("read %d rows from the table %q of %s, want at least %d", rows, header, doc, minRows)
 	}
 }
 

@@ -193,10 +193,7 @@ func TestReliabilityDocumentStores(t *testing.T) {
 			if !h.full {
 				t.Parallel()
 			}
-			t.Run("storm", func(t *testing.T) { record(t, h.storm(t, store, sz)) })
-			t.Run("crash", func(t *testing.T) { record(t, h.crash(t, store, sz)) })
-			t.Run("zombie", func(t *testing.T) { record(t, h.zombie(t, store, sz, "")) })
-			t.Run("steps", func(t *testing.T) { record(t, h.recovery(t, store, sz)) })
+			h.everyStoreScenario(t, store, sz)
 			t.Run("network", func(t *testing.T) { record(t, h.network(t, store, sz)) })
 			if store == "dynamo" {
 				t.Run("skew", func(t *testing.T) { record(t, h.callerClockSkew(t, store, sz, false)) })

@@ -62,10 +62,7 @@ func TestReliability(t *testing.T) {
 				// fault windows, process start-up), so overlap them.
 				t.Parallel()
 			}
-			t.Run("storm", func(t *testing.T) { record(t, h.storm(t, store, sz)) })
-			t.Run("crash", func(t *testing.T) { record(t, h.crash(t, store, sz)) })
-			t.Run("zombie", func(t *testing.T) { record(t, h.zombie(t, store, sz, "")) })
-			t.Run("steps", func(t *testing.T) { record(t, h.recovery(t, store, sz)) })
+			h.everyStoreScenario(t, store, sz)
 			if store == "file" {
 				return // one host, one clock, no network
 			}
@@ -73,6 +70,16 @@ func TestReliability(t *testing.T) {
 			t.Run("skew", func(t *testing.T) { record(t, h.skew(t, store, sz, false)) })
 		})
 	}
+}
+
+// everyStoreScenario runs the scenarios that hold for every store: a
+// duplicate storm, SIGKILL crashes, a zombie past its lease, and recovery
+// points (steps).
+func (h *harness) everyStoreScenario(t *testing.T, store string, sz sizes) {
+	t.Run("storm", func(t *testing.T) { record(t, h.storm(t, store, sz)) })
+	t.Run("crash", func(t *testing.T) { record(t, h.crash(t, store, sz)) })
+	t.Run("zombie", func(t *testing.T) { record(t, h.zombie(t, store, sz, "")) })
+	t.Run("steps", func(t *testing.T) { record(t, h.recovery(t, store, sz)) })
 }
 
 // TestHarnessDetectsBrokenStore is the harness's test of itself: with
