@@ -82,43 +82,23 @@ func TestRetryableHTTPRetryAfterDroppedResponseIsReplayed(t *testing.T) {
 		},
 		{
 			name: "Transport below the retry layer, key in the request's context",
-			do: func(t *testing.T, url string) (*http.Response, error) {
-				rc := retryClient(&idemhttp.Transport{Base: freshConns()})
+			do: belowRetry(func(req *retryablehttp.Request) *retryablehttp.Request {
 				ctx, _ := idemhttp.ContextWithNewKey(context.Background())
-				req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"amount":5}`))
-				if err != nil {
-					t.Fatal(err)
-				}
-				req.Header.Set("X-Client", "a")
-				return rc.Do(req)
-			},
+				return req.WithContext(ctx)
+			}),
 			wantRuns: 1, wantReplayed: "true",
 		},
 		{
 			name: "Transport below the retry layer, key header set by the caller",
-			do: func(t *testing.T, url string) (*http.Response, error) {
-				rc := retryClient(&idemhttp.Transport{Base: freshConns()})
-				req, err := retryablehttp.NewRequest(http.MethodPost, url, strings.NewReader(`{"amount":5}`))
-				if err != nil {
-					t.Fatal(err)
-				}
-				req.Header.Set("X-Client", "a")
+			do: belowRetry(func(req *retryablehttp.Request) *retryablehttp.Request {
 				req.Header.Set(idemhttp.KeyHeader, idemhttp.FormatKey(idemhttp.NewKey()))
-				return rc.Do(req)
-			},
+				return req
+			}),
 			wantRuns: 1, wantReplayed: "true",
 		},
 		{
-			name: "Transport below the retry layer with no key fixed: a key per attempt, two runs",
-			do: func(t *testing.T, url string) (*http.Response, error) {
-				rc := retryClient(&idemhttp.Transport{Base: freshConns()})
-				req, err := retryablehttp.NewRequest(http.MethodPost, url, strings.NewReader(`{"amount":5}`))
-				if err != nil {
-					t.Fatal(err)
-				}
-				req.Header.Set("X-Client", "a")
-				return rc.Do(req)
-			},
+			name:     "Transport below the retry layer with no key fixed: a key per attempt, two runs",
+			do:       belowRetry(func(req *retryablehttp.Request) *retryablehttp.Request { return req }),
 			wantRuns: 2, wantReplayed: "",
 		},
 	}
@@ -168,6 +148,20 @@ func TestRetryableHTTPRetryAfterDroppedResponseIsReplayed(t *testing.T) {
 				t.Errorf("keys of the two attempts: %q", srv.keys)
 			}
 		})
+	}
+}
+
+// belowRetry sends one request through retryablehttp over idemhttp's
+// Transport, after fix has fixed (or not) the request's key.
+func belowRetry(fix func(*retryablehttp.Request) *retryablehttp.Request) func(*testing.T, string) (*http.Response, error) {
+	return func(t *testing.T, url string) (*http.Response, error) {
+		rc := retryClient(&idemhttp.Transport{Base: freshConns()})
+		req, err := retryablehttp.NewRequest(http.MethodPost, url, strings.NewReader(`{"amount":5}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Client", "a")
+		return rc.Do(fix(req))
 	}
 }
 
