@@ -325,3 +325,28 @@ func TestNewRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestWaiterRunsWhenFirstFails: a duplicate waiting on a run that fails
+// (and releases the ID) runs the delivery itself and answers 200, so the
+// sender's concurrent retry is not lost with the first run.
+func TestWaiterRunsWhenFirstFails(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	var runs atomic.Int64
+	h := newReceiver(t, memstore.New(), func(context.Context, event) error {
+		if runs.Add(1) == 1 {
+			close(started)
+			<-release
+			return errors.New("downstream unavailable")
+		}
+		return nil
+	})
+	done := make(chan int)
+	go func() { done <- serve(h, delivery(swKey, "m1", time.Now(), `{"n":1}`)).Code }()
+	<-started
+	time.AfterFunc(50*time.Millisecond, func() { close(release) })
+	dup := serve(h, delivery(swKey, "m1", time.Now(), `{"n":1}`))
+	first := <-done
+	if diff := cmp.Diff([]int64{500, 200, 2}, []int64{int64(first), int64(dup.Code), runs.Load()}); diff != "" {
+		t.Errorf("first, duplicate, runs (-want +got):\n%s", diff)
+	}
+}
