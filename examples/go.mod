@@ -23,6 +23,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
 	github.com/idemgen/idemgen/runtime/idemsqs v0.0.0-00010101000000-000000000000
 	github.com/rabbitmq/amqp091-go v1.16.0
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/twmb/franz-go/pkg/kadm v1.20.0
 )
 
