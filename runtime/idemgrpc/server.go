@@ -44,7 +44,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/idemgen/idemgen/runtime/idem"
-	"github.com/idemgen/idemgen/runtime/idemhttp"
+	"github.com/idemgen/idemgen/runtime/idemkey"
 )
 
 // MetadataKey is the metadata entry that carries the idempotency key.
@@ -143,7 +143,7 @@ func (s *Server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 		}
 		return handler(ctx, req)
 	}
-	key, err := idemhttp.ParseKey(vals)
+	key, err := idemkey.Parse(vals)
 	if err != nil {
 		return nil, s.statusError(codes.InvalidArgument, ReasonKeyMalformed,
 			"malformed "+MetadataKey+": "+err.Error(), 0)

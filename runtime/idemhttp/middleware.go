@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemkey"
 )
 
 // Middleware guards non-idempotent requests with the Idempotency-Key
@@ -96,7 +97,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			"this operation requires an Idempotency-Key header", "")
 		return
 	}
-	key, err := ParseKey(vals)
+	key, err := idemkey.Parse(vals)
 	if err != nil {
 		m.problem(w, http.StatusBadRequest, CodeKeyMalformed, err.Error(), echoRawKey(vals))
 		return

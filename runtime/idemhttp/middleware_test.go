@@ -685,38 +685,6 @@ func TestNew(t *testing.T) {
 	}
 }
 
-func TestParseKey(t *testing.T) {
-	tests := []struct {
-		in   []string
-		want string
-		ok   bool
-	}{
-		{[]string{"abc"}, "abc", true},
-		{[]string{`"abc"`}, "abc", true},
-		{[]string{` "abc" `}, "abc", true},
-		{[]string{`"a b"`}, "a b", true},
-		{[]string{`"a\"b\\c"`}, `a"b\c`, true},
-		{[]string{"8e03978e-40d5-43e8-bc93-6894a57f9324"}, "8e03978e-40d5-43e8-bc93-6894a57f9324", true},
-		{nil, "", false},
-		{[]string{"a", "b"}, "", false},
-		{[]string{""}, "", false},
-		{[]string{`""`}, "", false},
-		{[]string{`"abc`}, "", false},
-		{[]string{`"abc"x`}, "", false},
-		{[]string{`"a\nb"`}, "", false},
-		{[]string{"a,b"}, "", false},
-		{[]string{"a\tb"}, "", false},
-		{[]string{`"` + strings.Repeat("x", 255) + `"`}, strings.Repeat("x", 255), true},
-		{[]string{strings.Repeat("x", 256)}, "", false},
-	}
-	for _, tc := range tests {
-		got, err := idemhttp.ParseKey(tc.in)
-		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("ParseKey(%q) = %q, %v; want %q, ok=%v", tc.in, got, err, tc.want, tc.ok)
-		}
-	}
-}
-
 // TestHandlerSeesFenceAndBody: the handler reads the full body and runs
 // with the claim's fence in its context.
 func TestHandlerSeesFenceAndBody(t *testing.T) {

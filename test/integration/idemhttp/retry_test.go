@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemhttp"
+	"github.com/idemgen/idemgen/runtime/idemkey"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -103,7 +104,7 @@ func TestRetryableHTTPRetryAfterDroppedResponseIsReplayed(t *testing.T) {
 					t.Fatal(err)
 				}
 				req.Header.Set("X-Client", "a")
-				req.Header.Set(idemhttp.KeyHeader, idemhttp.FormatKey(idemhttp.NewKey()))
+				req.Header.Set(idemhttp.KeyHeader, idemkey.Format(idemkey.New()))
 				return rc.Do(req)
 			},
 			wantRuns: 1, wantReplayed: "true",
