@@ -31,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemkafka"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/redisstore"
@@ -103,7 +104,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	q := idemqueue.New(idem.NewGuard(st), idemqueue.WithName("credits"), idemqueue.WithLease(cfg.lease))
+	q := idemqueue.New(idem.NewGuard(st), idemcall.WithName("credits"), idemcall.WithLease(cfg.lease))
 
 	var mu sync.Mutex // serializes output lines
 	printf := func(format string, a ...any) {

@@ -2,7 +2,7 @@
 // message ID, through idemqueue, and settles each delivery by idemqueue's
 // ack rules:
 //
-//	q := idemqueue.New(idem.NewGuard(store), idemqueue.WithName("billing.credits"), idemqueue.WithLease(10*time.Second))
+//	q := idemqueue.New(idem.NewGuard(store), idemcall.WithName("billing.credits"), idemcall.WithLease(10*time.Second))
 //	c := idemamqp.New(q)
 //	ch.Qos(8, 0, false)                                   // prefetch: at most 8 unacked deliveries
 //	deliveries, _ := ch.Consume("credits", "", false, false, false, false, nil) // autoAck false
@@ -40,10 +40,10 @@
 // long closes the channel with PRECONDITION_FAILED, which requeues all of
 // its deliveries.
 //
-// So the idempotency lease (idemqueue.WithLease) only matters after a
+// So the idempotency lease (idemcall.WithLease) only matters after a
 // crash: the crashed consumer's connection drops, RabbitMQ redelivers at
 // once, and the redelivery waits for the dead owner's lease to expire
-// (idemqueue.WithWait, default the lease) before taking the event over.
+// (idemcall.WithWait, default the lease) before taking the event over.
 // Keep the lease short (seconds: it is heartbeated while the handler runs,
 // so a long handler does not need a long lease) and the wait at least the
 // lease, so a redelivery after a crash takes over instead of spinning

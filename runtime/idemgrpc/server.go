@@ -44,6 +44,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemkey"
 )
 
@@ -94,19 +95,12 @@ func NewServer(g *idem.Guard, opts ...Option) (*Server, error) {
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("idemgrpc: %w", err)
 	}
-	s := &Server{g: g, cfg: cfg}
-	s.spec = idem.Spec{
-		Name:      cfg.name,
-		Version:   cfg.version,
-		TTL:       cfg.ttl,
-		Lease:     cfg.lease,
-		OnFailure: idem.FailureUnlock,
+	spec, err := idemcall.Spec(idem.Spec{Name: DefaultName}, cfg.call...)
+	if err != nil {
+		return nil, fmt.Errorf("idemgrpc: %w", err)
 	}
-	if cfg.wait > 0 {
-		s.spec.OnDuplicate = idem.DuplicateWait
-		s.spec.Wait = cfg.wait
-	}
-	return s, nil
+	spec.OnFailure = idem.FailureUnlock
+	return &Server{g: g, spec: spec, cfg: cfg}, nil
 }
 
 // outcome is what is recorded for a key: the response message (as an

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemkey"
 )
@@ -53,19 +54,12 @@ func New(g *idem.Guard, opts ...Option) (*Middleware, error) {
 	case cfg.principal != nil && cfg.noPrincipal:
 		return nil, errors.New("idemhttp: New: WithPrincipal and WithoutPrincipal are exclusive")
 	}
-	m := &Middleware{g: g, cfg: cfg}
-	m.spec = idem.Spec{
-		Name:      cfg.name,
-		Version:   cfg.version,
-		TTL:       cfg.ttl,
-		Lease:     cfg.lease,
-		OnFailure: idem.FailureUnlock,
+	spec, err := idemcall.Spec(idem.Spec{Name: DefaultName}, cfg.call...)
+	if err != nil {
+		return nil, fmt.Errorf("idemhttp: %w", err)
 	}
-	if cfg.wait > 0 {
-		m.spec.OnDuplicate = idem.DuplicateWait
-		m.spec.Wait = cfg.wait
-	}
-	return m, nil
+	spec.OnFailure = idem.FailureUnlock
+	return &Middleware{g: g, spec: spec, cfg: cfg}, nil
 }
 
 // Handler wraps next.

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemhttp"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
@@ -476,14 +477,14 @@ func TestInFlight(t *testing.T) {
 	}
 }
 
-// TestWaitInFlight: with WithWaitInFlight a duplicate waits and replays.
+// TestWaitInFlight: with idemcall.WithWait a duplicate waits and replays.
 func TestWaitInFlight(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	a := &app{hook: func(http.ResponseWriter, *http.Request) {
 		close(started)
 		<-release
 	}}
-	h := newMW(t, idem.NewGuard(memstore.New()), idemhttp.WithWaitInFlight(5*time.Second)).Handler(a)
+	h := newMW(t, idem.NewGuard(memstore.New()), idemhttp.WithCall(idemcall.WithWait(5*time.Second))).Handler(a)
 	q := req{key: []string{"k"}, client: "a"}
 	go send(t, h, q)
 	<-started
@@ -663,13 +664,13 @@ func TestNew(t *testing.T) {
 		{"bad method", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithMethods("post")}, "upper-case"},
 		{"bad limit", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithMaxRequestBytes(0)}, "positive"},
 		{"nil record", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithRecordIf(nil)}, "WithRecordIf(nil)"},
-		{"empty name", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithName("")}, "WithName: empty name"},
-		{"zero ttl", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithTTL(0)}, "WithTTL(0s): must be positive"},
+		{"empty name", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithCall(idemcall.WithName(""))}, "WithName: empty name"},
+		{"zero ttl", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithCall(idemcall.WithTTL(0))}, "WithTTL(0s): must be positive"},
 		{"no methods", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithMethods()}, "WithMethods: no methods"},
 		{"empty fingerprint header", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithFingerprintHeaders("")}, "empty header name"},
 		{"hop-by-hop replayed header", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithReplayedHeaders("connection")}, "hop-by-hop"},
 		{"opt out", g, []idemhttp.Option{idemhttp.WithoutPrincipal()}, ""},
-		{"principal", g, []idemhttp.Option{idemhttp.WithPrincipal(principal), idemhttp.WithTTL(time.Hour), idemhttp.WithLease(time.Second)}, ""},
+		{"principal", g, []idemhttp.Option{idemhttp.WithPrincipal(principal), idemhttp.WithCall(idemcall.WithTTL(time.Hour)), idemhttp.WithCall(idemcall.WithLease(time.Second))}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -761,7 +762,7 @@ func TestLeaseLost(t *testing.T) {
 		<-r.Context().Done()
 		cause = context.Cause(r.Context())
 	}}
-	h := newMW(t, idem.NewGuard(lostStore{memstore.New()}), idemhttp.WithLease(30*time.Millisecond)).Handler(a)
+	h := newMW(t, idem.NewGuard(lostStore{memstore.New()}), idemhttp.WithCall(idemcall.WithLease(30*time.Millisecond))).Handler(a)
 	got, _ := send(t, h, req{key: []string{"k"}, client: "a"})
 	want := resp{Status: 503, CType: problemCT, Code: "lease-lost", RetryAfter: "1"}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -862,14 +863,14 @@ func TestKeyReusedAfterCrashOrRelease(t *testing.T) {
 		want  resp
 	}{
 		{"crashed instance", func(t *testing.T, clock *idemtest.Clock, store *memstore.Store, app *app) resp {
-			got, _ := send(t, newMW(t, idem.NewGuard(deadStore{store}), idemhttp.WithLease(time.Second)).Handler(app), a)
+			got, _ := send(t, newMW(t, idem.NewGuard(deadStore{store}), idemhttp.WithCall(idemcall.WithLease(time.Second))).Handler(app), a)
 			clock.Advance(2 * time.Second) // past the dead instance's lease
 			return got
 		}, resp{Status: 201, CType: jsonCT, Run: 1}},
 		{"handler failed", func(t *testing.T, clock *idemtest.Clock, store *memstore.Store, app *app) resp {
 			app.status = http.StatusServiceUnavailable // a 5xx releases the key
 			defer func() { app.status = 0 }()
-			got, _ := send(t, newMW(t, idem.NewGuard(store), idemhttp.WithLease(time.Second)).Handler(app), a)
+			got, _ := send(t, newMW(t, idem.NewGuard(store), idemhttp.WithCall(idemcall.WithLease(time.Second))).Handler(app), a)
 			return got
 		}, resp{Status: 503, CType: jsonCT, Run: 1}},
 	}
@@ -881,7 +882,7 @@ func TestKeyReusedAfterCrashOrRelease(t *testing.T) {
 			if diff := cmp.Diff(tt.want, tt.first(t, clock, store, app)); diff != "" {
 				t.Fatalf("first request (-want +got):\n%s", diff)
 			}
-			h := newMW(t, idem.NewGuard(store), idemhttp.WithLease(time.Second)).Handler(app)
+			h := newMW(t, idem.NewGuard(store), idemhttp.WithCall(idemcall.WithLease(time.Second))).Handler(app)
 			var got []resp
 			for _, q := range []req{b, a, b, a} {
 				r, _ := send(t, h, q)

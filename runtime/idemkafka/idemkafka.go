@@ -3,7 +3,7 @@
 // commits a partition's offset only past records whose status was Ran or
 // Duplicate (or that were dead-lettered).
 //
-//	q := idemqueue.New(idem.NewGuard(store), idemqueue.WithName("billing.credits"))
+//	q := idemqueue.New(idem.NewGuard(store), idemcall.WithName("billing.credits"))
 //	c, err := idemkafka.New(q, func(ctx context.Context, r *kgo.Record) error {
 //		return apply(ctx, r.Value) // the side effect
 //	}, idemkafka.Config{Brokers: brokers, Group: "billing", Topics: []string{"credits"}},
@@ -40,7 +40,7 @@
 // committed and the partitions are released. A handler still running
 // afterwards is not canceled: it goes on under its idemqueue lease, which
 // is heartbeated while it runs, and the partition's new owner re-reads from
-// the committed offset, waits for that lease (idemqueue.WithWait), and finds
+// the committed offset, waits for that lease (idemcall.WithWait), and finds
 // the message Duplicate. Its outcome is not committed by this consumer (the
 // partition is no longer its own). On lost partitions (a fatal group error)
 // the same happens without the commit.

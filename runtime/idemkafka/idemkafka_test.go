@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemkafka"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/memstore"
@@ -165,7 +166,7 @@ func TestCommitRules(t *testing.T) {
 			if !tc.noDLQ {
 				opts = append(opts, idemkafka.WithDeadLetterTopic(dlq))
 			}
-			q := idemqueue.New(idem.NewGuard(memstore.New()), idemqueue.WithName("rules"))
+			q := idemqueue.New(idem.NewGuard(memstore.New()), idemcall.WithName("rules"))
 			c, err := idemkafka.New(q, h, idemkafka.Config{Brokers: brokers(), Group: group, Topics: []string{topic},
 				ClientOpts: []kgo.Opt{kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond)}}, opts...)
 			if err != nil {

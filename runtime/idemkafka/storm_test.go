@@ -23,6 +23,7 @@ import (
 	"github.com/idemgen/idemgen/internal/stormtest"
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemkafka"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/redisstore"
@@ -99,7 +100,7 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 		return err
 	}
 	defer st.Close()
-	q := idemqueue.New(idem.NewGuard(st), idemqueue.WithName("storm"), idemqueue.WithLease(cfg.Lease))
+	q := idemqueue.New(idem.NewGuard(st), idemcall.WithName("storm"), idemcall.WithLease(cfg.Lease))
 	var mu sync.Mutex
 	// A SIGKILL between a side effect and the store's record of it is
 	// the window idemqueue documents as unclosable from outside (the

@@ -1,7 +1,7 @@
 // Package idemsqs runs an Amazon SQS consumer's handler once per message
 // ID, through idemqueue, with the AWS SDK for Go v2:
 //
-//	q := idemqueue.New(idem.NewGuard(store), idemqueue.WithName("billing.credits"), idemqueue.WithLease(10*time.Second))
+//	q := idemqueue.New(idem.NewGuard(store), idemcall.WithName("billing.credits"), idemcall.WithLease(10*time.Second))
 //	c := idemsqs.New(sqs.NewFromConfig(cfg), queueURL, q, idemsqs.WithAttributeID("event-id"))
 //	err := c.Run(ctx, 4, func(ctx context.Context, m types.Message) error {
 //		return apply(ctx, *m.Body) // the side effect
@@ -31,7 +31,7 @@
 // The default ID is the MessageId; prefer an ID the producer sets once per
 // event: a message attribute (WithAttributeID), or a body field
 // (WithMessageID). On FIFO queues, MessageDeduplicationId dedups sends
-// within 5 minutes only; the idempotency record (idemqueue.WithTTL) covers
+// within 5 minutes only; the idempotency record (idemcall.WithTTL) covers
 // longer.
 //
 // # Visibility timeout and the heartbeat
@@ -43,7 +43,7 @@
 // 30s) every third of it, with ChangeMessageVisibility, so a long handler
 // is not redelivered under it. If the consumer dies, the heartbeat stops
 // and the message is redelivered within WithVisibility; the redelivery
-// waits for the dead owner's idempotency lease (idemqueue.WithLease) and
+// waits for the dead owner's idempotency lease (idemcall.WithLease) and
 // takes the event over. Keep the queue's own VisibilityTimeout at least
 // the time to the first heartbeat (WithVisibility/3) plus a receive, and
 // the idemqueue wait (WithWait) below WithVisibility.
