@@ -167,8 +167,8 @@ func TestCommitRules(t *testing.T) {
 				opts = append(opts, idemkafka.WithDeadLetterTopic(dlq))
 			}
 			q := idemqueue.New(idem.NewGuard(memstore.New()), idemcall.WithName("rules"))
-			c, err := idemkafka.New(q, h, idemkafka.Config{Brokers: brokers(), Group: group, Topics: []string{topic},
-				ClientOpts: []kgo.Opt{kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond)}}, opts...)
+			c, err := idemkafka.New(q, h, append([]idemkafka.Option{idemkafka.WithBrokers(brokers()...), idemkafka.WithGroup(group), idemkafka.WithTopics(topic),
+				idemkafka.WithClientOptions(kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))}, opts...)...)
 			if err != nil {
 				t.Fatal(err)
 			}

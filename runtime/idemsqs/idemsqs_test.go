@@ -82,7 +82,7 @@ func TestSettle(t *testing.T) {
 			settleOut{Status: idemqueue.Failed, Action: idemsqs.DeadLettered, Permanent: true, DLQ: []string{"b1"}}},
 		{"no ID, no dead-letter queue: released for the redrive policy", "", "b1", false, nil, false, nil,
 			settleOut{Status: idemqueue.Failed, Action: idemsqs.Released, Permanent: true, Source: []string{"b1"}}},
-		{"payload mismatch: permanent", "e1", "other", true, nil, true, []idemsqs.Option{idemsqs.WithPayload()},
+		{"payload mismatch: permanent", "e1", "other", true, nil, true, []idemsqs.Option{idemsqs.WithPayload(true)},
 			settleOut{Status: idemqueue.Failed, Action: idemsqs.DeadLettered, Permanent: true, DLQ: []string{"other"}}},
 	}
 	for _, tt := range tests {
