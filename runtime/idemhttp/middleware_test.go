@@ -725,7 +725,9 @@ func TestClientDisconnect(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var canceled atomic.Bool
+			started := make(chan struct{})
 			a := &app{hook: func(w http.ResponseWriter, r *http.Request) {
+				close(started)
 				select {
 				case <-r.Context().Done():
 					canceled.Store(true)
@@ -737,7 +739,7 @@ func TestClientDisconnect(t *testing.T) {
 			r := httptest.NewRequest("POST", "/p", nil).WithContext(ctx)
 			r.Header.Set("Idempotency-Key", "k")
 			r.Header.Set("X-Client", "a")
-			time.AfterFunc(5*time.Millisecond, cancel) // the client gives up
+			go func() { <-started; cancel() }() // the client gives up while the handler runs
 			h.ServeHTTP(httptest.NewRecorder(), r)
 			if canceled.Load() != tc.wantCanceled {
 				t.Errorf("handler saw cancellation: %v, want %v", canceled.Load(), tc.wantCanceled)

@@ -60,7 +60,7 @@ type config struct {
 	replayed      map[string]bool   // per-client headers recorded anyway (WithReplayedHeaders)
 
 	// The options' arguments as given, for check.
-	set              map[string]bool // the options given, by name: "WithTTL" etc.
+	set              map[string]bool // the options given, by name: "WithRecordIf" etc.
 	methodList       []string
 	fpNames          []string
 	replayedNames    []string
@@ -82,12 +82,6 @@ func defaultConfig() config {
 // check validates the options' arguments and derives the method set and
 // the canonical header names.
 func (c *config) check() error {
-	positive := func(name string, d time.Duration) error {
-		if c.set[name] && d <= 0 {
-			return fmt.Errorf("%s(%v): must be positive", name, d)
-		}
-		return nil
-	}
 	switch {
 	case c.set["WithPrincipal"] && c.principal == nil:
 		return errors.New("WithPrincipal(nil)")
@@ -99,9 +93,8 @@ func (c *config) check() error {
 		return fmt.Errorf("WithMaxRequestBytes(%d): must be positive", c.maxRequest)
 	case c.maxResponse <= 0:
 		return fmt.Errorf("WithMaxResponseBytes(%d): must be positive", c.maxResponse)
-	}
-	if err := positive("WithRetryAfter", c.retryAfter); err != nil {
-		return err
+	case c.set["WithRetryAfter"] && c.retryAfter <= 0:
+		return fmt.Errorf("WithRetryAfter(%v): must be positive", c.retryAfter)
 	}
 	if c.set["WithMethods"] {
 		if len(c.methodList) == 0 {

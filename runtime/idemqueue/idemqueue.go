@@ -95,7 +95,7 @@ func IsPermanent(err error) bool {
 	return errors.Is(err, idem.ErrInvalidKey) || errors.Is(err, idem.ErrPayloadMismatch)
 }
 
-// DefaultName is the key space of a Consumer without WithName.
+// DefaultName is the key space of a Consumer without idemcall.WithName.
 const DefaultName = "idemqueue"
 
 // Consumer processes events once per event ID. It is safe for concurrent

@@ -46,7 +46,7 @@
 // waits for the dead owner's idempotency lease (idemcall.WithLease) and
 // takes the event over. Keep the queue's own VisibilityTimeout at least
 // the time to the first heartbeat (WithVisibility/3) plus a receive, and
-// the idemqueue wait (WithWait) below WithVisibility.
+// the idemqueue wait (idemcall.WithWait) below WithVisibility.
 package idemsqs
 
 import (
