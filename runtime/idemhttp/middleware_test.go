@@ -649,6 +649,11 @@ func TestStoreUnavailable(t *testing.T) {
 	}
 }
 
+// withLease and withTTL set the middleware's call options.
+func withLease(d time.Duration) idemhttp.Option { return idemhttp.WithCall(idemcall.WithLease(d)) }
+
+func withTTL(d time.Duration) idemhttp.Option { return idemhttp.WithCall(idemcall.WithTTL(d)) }
+
 func TestNew(t *testing.T) {
 	g := idem.NewGuard(memstore.New())
 	tests := []struct {
@@ -665,12 +670,12 @@ func TestNew(t *testing.T) {
 		{"bad limit", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithMaxRequestBytes(0)}, "positive"},
 		{"nil record", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithRecordIf(nil)}, "WithRecordIf(nil)"},
 		{"empty name", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithCall(idemcall.WithName(""))}, "WithName: empty name"},
-		{"zero ttl", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithCall(idemcall.WithTTL(0))}, "WithTTL(0s): must be positive"},
+		{"zero ttl", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), withTTL(0)}, "WithTTL(0s): must be positive"},
 		{"no methods", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithMethods()}, "WithMethods: no methods"},
 		{"empty fingerprint header", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithFingerprintHeaders("")}, "empty header name"},
 		{"hop-by-hop replayed header", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithReplayedHeaders("connection")}, "hop-by-hop"},
 		{"opt out", g, []idemhttp.Option{idemhttp.WithoutPrincipal()}, ""},
-		{"principal", g, []idemhttp.Option{idemhttp.WithPrincipal(principal), idemhttp.WithCall(idemcall.WithTTL(time.Hour)), idemhttp.WithCall(idemcall.WithLease(time.Second))}, ""},
+		{"principal", g, []idemhttp.Option{idemhttp.WithPrincipal(principal), withTTL(time.Hour), withLease(time.Second)}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -764,7 +769,7 @@ func TestLeaseLost(t *testing.T) {
 		<-r.Context().Done()
 		cause = context.Cause(r.Context())
 	}}
-	h := newMW(t, idem.NewGuard(lostStore{memstore.New()}), idemhttp.WithCall(idemcall.WithLease(30*time.Millisecond))).Handler(a)
+	h := newMW(t, idem.NewGuard(lostStore{memstore.New()}), withLease(30*time.Millisecond)).Handler(a)
 	got, _ := send(t, h, req{key: []string{"k"}, client: "a"})
 	want := resp{Status: 503, CType: problemCT, Code: "lease-lost", RetryAfter: "1"}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -865,14 +870,14 @@ func TestKeyReusedAfterCrashOrRelease(t *testing.T) {
 		want  resp
 	}{
 		{"crashed instance", func(t *testing.T, clock *idemtest.Clock, store *memstore.Store, app *app) resp {
-			got, _ := send(t, newMW(t, idem.NewGuard(deadStore{store}), idemhttp.WithCall(idemcall.WithLease(time.Second))).Handler(app), a)
+			got, _ := send(t, newMW(t, idem.NewGuard(deadStore{store}), withLease(time.Second)).Handler(app), a)
 			clock.Advance(2 * time.Second) // past the dead instance's lease
 			return got
 		}, resp{Status: 201, CType: jsonCT, Run: 1}},
 		{"handler failed", func(t *testing.T, clock *idemtest.Clock, store *memstore.Store, app *app) resp {
 			app.status = http.StatusServiceUnavailable // a 5xx releases the key
 			defer func() { app.status = 0 }()
-			got, _ := send(t, newMW(t, idem.NewGuard(store), idemhttp.WithCall(idemcall.WithLease(time.Second))).Handler(app), a)
+			got, _ := send(t, newMW(t, idem.NewGuard(store), withLease(time.Second)).Handler(app), a)
 			return got
 		}, resp{Status: 503, CType: jsonCT, Run: 1}},
 	}
@@ -884,7 +889,7 @@ func TestKeyReusedAfterCrashOrRelease(t *testing.T) {
 			if diff := cmp.Diff(tt.want, tt.first(t, clock, store, app)); diff != "" {
 				t.Fatalf("first request (-want +got):\n%s", diff)
 			}
-			h := newMW(t, idem.NewGuard(store), idemhttp.WithCall(idemcall.WithLease(time.Second))).Handler(app)
+			h := newMW(t, idem.NewGuard(store), withLease(time.Second)).Handler(app)
 			var got []resp
 			for _, q := range []req{b, a, b, a} {
 				r, _ := send(t, h, q)
