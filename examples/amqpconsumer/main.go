@@ -30,6 +30,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemamqp"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 )
@@ -179,7 +180,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return serr
 		}
 		defer st.Close()
-		q := idemqueue.New(idem.NewGuard(st), idemqueue.WithName("credits"), idemqueue.WithLease(cfg.lease))
+		q := idemqueue.New(idem.NewGuard(st), idemcall.WithName("credits"), idemcall.WithLease(cfg.lease))
 		c := idemamqp.New(q, idemamqp.WithOutcome(func(d amqp.Delivery, o idemamqp.Outcome, err error) {
 			line := fmt.Sprintf("outcome event=%s status=%s action=%s redelivered=%t", o.ID, o.Status, o.Action, d.Redelivered)
 			if err != nil {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/idemgen/idemgen/examples/httpapi/payments"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemhttp"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
@@ -87,8 +88,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	mw, err := idemhttp.New(g,
 		idemhttp.WithPrincipal(payments.Authenticate),
-		idemhttp.WithName("httpapi.requests"),
-		idemhttp.WithLease(*lease),
+		idemhttp.WithCall(idemcall.WithName("httpapi.requests")),
+		idemhttp.WithCall(idemcall.WithLease(*lease)),
 		idemhttp.WithFingerprintHeaders("Content-Type"),
 		idemhttp.WithMaxRequestBytes(64<<10),
 	)

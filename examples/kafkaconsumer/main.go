@@ -31,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemkafka"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/redisstore"
@@ -103,7 +104,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	q := idemqueue.New(idem.NewGuard(st), idemqueue.WithName("credits"), idemqueue.WithLease(cfg.lease))
+	q := idemqueue.New(idem.NewGuard(st), idemcall.WithName("credits"), idemcall.WithLease(cfg.lease))
 
 	var mu sync.Mutex // serializes output lines
 	printf := func(format string, a ...any) {
@@ -134,16 +135,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		})
 		return err
 	}
-	c, err := idemkafka.New(q, apply, idemkafka.Config{
-		Brokers: brokers, Group: cfg.group, Topics: []string{cfg.topic},
-		ClientOpts: []kgo.Opt{
+	c, err := idemkafka.New(q, apply,
+		idemkafka.WithBrokers(brokers...), idemkafka.WithGroup(cfg.group), idemkafka.WithTopics(cfg.topic),
+		idemkafka.WithClientOptions(
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			kgo.AllowAutoTopicCreation(), // the dead-letter topic
 			kgo.SessionTimeout(cfg.sessionTimeout),
-			kgo.HeartbeatInterval(cfg.sessionTimeout / 10),
-			kgo.FetchMaxWait(500 * time.Millisecond),
-		},
-	},
+			kgo.HeartbeatInterval(cfg.sessionTimeout/10),
+			kgo.FetchMaxWait(500*time.Millisecond),
+		),
 		idemkafka.WithDeadLetterTopic(cfg.dlq),
 		idemkafka.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 		idemkafka.WithOutcome(func(o idemkafka.Outcome) {

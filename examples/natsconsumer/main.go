@@ -26,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 )
@@ -113,12 +114,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		rdb: rdb,
 		out: stdout,
 		consumer: idemqueue.New(g,
-			idemqueue.WithName("natsconsumer.credits"),
-			idemqueue.WithLease(cfg.lease),
-			idemqueue.WithTTL(cfg.ttl),
+			idemcall.WithName("natsconsumer.credits"),
+			idemcall.WithLease(cfg.lease),
+			idemcall.WithTTL(cfg.ttl),
 			// Wait for a concurrent delivery of the same event at most
 			// a little less than the ack wait, then nak.
-			idemqueue.WithWait(max(cfg.ackWait*3/4, 100*time.Millisecond))),
+			idemcall.WithWait(max(cfg.ackWait*3/4, 100*time.Millisecond))),
 	}
 	return w.consume(ctx, js, stream)
 }

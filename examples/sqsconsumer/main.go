@@ -35,6 +35,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/idemsqs"
 	"github.com/idemgen/idemgen/runtime/redisstore"
@@ -206,7 +207,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return serr
 		}
 		defer st.Close()
-		q := idemqueue.New(idem.NewGuard(st), idemqueue.WithName("credits"), idemqueue.WithLease(cfg.lease))
+		q := idemqueue.New(idem.NewGuard(st), idemcall.WithName("credits"), idemcall.WithLease(cfg.lease))
 		c := idemsqs.New(client, url, q,
 			idemsqs.WithAttributeID(idAttribute),
 			idemsqs.WithVisibility(cfg.visibility),

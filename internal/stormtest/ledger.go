@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
 )
 
@@ -63,7 +64,7 @@ func OpenPG[P interface{ Close() }, S interface {
 		p.Close()
 		return s, nil, nil, err
 	}
-	q = idemqueue.New(idem.NewGuard(s), idemqueue.WithName("storm"), idemqueue.WithLease(w.Lease), idemqueue.WithWait(3*w.Lease))
+	q = idemqueue.New(idem.NewGuard(s), idemcall.WithName("storm"), idemcall.WithLease(w.Lease), idemcall.WithWait(3*w.Lease))
 	return s, q, func() { s.Close(); p.Close() }, nil
 }
 

@@ -2,7 +2,7 @@
 // message ID, through idemqueue, and settles each delivery by idemqueue's
 // ack rules:
 //
-//	q := idemqueue.New(idem.NewGuard(store), idemqueue.WithName("billing.credits"), idemqueue.WithLease(10*time.Second))
+//	q := idemqueue.New(idem.NewGuard(store), idemcall.WithName("billing.credits"), idemcall.WithLease(10*time.Second))
 //	c := idemamqp.New(q)
 //	ch.Qos(8, 0, false)                                   // prefetch: at most 8 unacked deliveries
 //	deliveries, _ := ch.Consume("credits", "", false, false, false, false, nil) // autoAck false
@@ -40,10 +40,10 @@
 // long closes the channel with PRECONDITION_FAILED, which requeues all of
 // its deliveries.
 //
-// So the idempotency lease (idemqueue.WithLease) only matters after a
+// So the idempotency lease (idemcall.WithLease) only matters after a
 // crash: the crashed consumer's connection drops, RabbitMQ redelivers at
 // once, and the redelivery waits for the dead owner's lease to expire
-// (idemqueue.WithWait, default the lease) before taking the event over.
+// (idemcall.WithWait, default the lease) before taking the event over.
 // Keep the lease short (seconds: it is heartbeated while the handler runs,
 // so a long handler does not need a long lease) and the wait at least the
 // lease, so a redelivery after a crash takes over instead of spinning
@@ -110,7 +110,15 @@ type Outcome struct {
 // Consumer settles RabbitMQ deliveries by idemqueue's rules. It is safe
 // for concurrent use.
 type Consumer struct {
-	q            *idemqueue.Consumer
+	config
+	q *idemqueue.Consumer
+}
+
+// Option configures New.
+type Option func(*config)
+
+// config is what the options set.
+type config struct {
 	id           func(amqp.Delivery) string
 	payload      bool
 	requeueDelay time.Duration
@@ -118,15 +126,12 @@ type Consumer struct {
 	onOutcome    func(amqp.Delivery, Outcome, error)
 }
 
-// Option configures New.
-type Option func(*Consumer)
-
 // WithMessageID sets how the message ID is read from a delivery (default:
 // the MessageId property). An ID that the producer sets once per logical
 // event and repeats when it republishes is what makes a duplicate send a
 // Duplicate.
 func WithMessageID(f func(amqp.Delivery) string) Option {
-	return func(c *Consumer) { c.id = f }
+	return func(c *config) { c.id = f }
 }
 
 // WithHeaderID reads the message ID from a string header.
@@ -137,17 +142,18 @@ func WithHeaderID(name string) Option {
 	})
 }
 
-// WithPayload fingerprints the body too (idemqueue.ProcessPayload): a
-// message with a processed ID and another body is rejected as permanent
-// (idem.ErrPayloadMismatch) instead of acked as a Duplicate.
-func WithPayload() Option { return func(c *Consumer) { c.payload = true } }
+// WithPayload sets whether the body is fingerprinted too
+// (idemqueue.ProcessPayload; off by default): a message with a processed
+// ID and another body is rejected as permanent (idem.ErrPayloadMismatch)
+// instead of acked as a Duplicate.
+func WithPayload(on bool) Option { return func(c *config) { c.payload = on } }
 
 // WithRequeueDelay waits this long before Nack(requeue=true) of a
 // transient failure (default 100ms; 0 requeues at once), so a failing
 // message does not spin. The wait holds the delivery, and so a prefetch
 // slot; it ends early when the context is canceled.
 func WithRequeueDelay(d time.Duration) Option {
-	return func(c *Consumer) { c.requeueDelay = max(d, 0) }
+	return func(c *config) { c.requeueDelay = max(d, 0) }
 }
 
 // WithMaxDeliveries rejects (dead-letters) instead of requeueing a
@@ -155,21 +161,21 @@ func WithRequeueDelay(d time.Duration) Option {
 // quorum queues: 0 on the first delivery) shows it was delivered n times.
 // Classic queues do not count deliveries; there it has no effect. Zero
 // (the default) never gives up.
-func WithMaxDeliveries(n int) Option { return func(c *Consumer) { c.maxDeliv = int64(n) } }
+func WithMaxDeliveries(n int) Option { return func(c *config) { c.maxDeliv = int64(n) } }
 
 // WithOutcome calls f after each delivery is settled (or failed to be):
 // for logs and metrics. f runs on the worker's goroutine.
 func WithOutcome(f func(d amqp.Delivery, o Outcome, err error)) Option {
-	return func(c *Consumer) { c.onOutcome = f }
+	return func(c *config) { c.onOutcome = f }
 }
 
 // New returns a Consumer over q.
 func New(q *idemqueue.Consumer, opts ...Option) *Consumer {
-	c := &Consumer{q: q, id: func(d amqp.Delivery) string { return d.MessageId }, requeueDelay: 100 * time.Millisecond}
+	cfg := config{id: func(d amqp.Delivery) string { return d.MessageId }, requeueDelay: 100 * time.Millisecond}
 	for _, o := range opts {
-		o(c)
+		o(&cfg)
 	}
-	return c
+	return &Consumer{config: cfg, q: q}
 }
 
 // Handle processes one delivery and settles it. The error is the

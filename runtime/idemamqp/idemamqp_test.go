@@ -72,7 +72,7 @@ func TestSettle(t *testing.T) {
 			settleOut{Status: idemqueue.Failed, Action: idemamqp.Requeued, Requeued: []string{"b1"}}},
 		{"no message ID: dead-lettered", "", "b1", false, nil, nil,
 			settleOut{Status: idemqueue.Failed, Action: idemamqp.Rejected, Permanent: true, DeadLetter: []string{"b1"}}},
-		{"payload mismatch: dead-lettered", "e1", "other", true, nil, []idemamqp.Option{idemamqp.WithPayload()},
+		{"payload mismatch: dead-lettered", "e1", "other", true, nil, []idemamqp.Option{idemamqp.WithPayload(true)},
 			settleOut{Status: idemqueue.Failed, Action: idemamqp.Rejected, Permanent: true, DeadLetter: []string{"other"}}},
 		{"header ID", "", "b1", false, nil, []idemamqp.Option{idemamqp.WithHeaderID("event-id")},
 			settleOut{Status: idemqueue.Ran, Action: idemamqp.Acked}},

@@ -6,7 +6,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/idemgen/idemgen/runtime/idemhttp"
+	"github.com/idemgen/idemgen/runtime/idemkey"
 )
 
 // ClientOption configures UnaryClientInterceptor.
@@ -23,7 +23,7 @@ func WithClientMethods(f func(fullMethod string) bool) ClientOption {
 	return func(c *clientConfig) { c.methods = f }
 }
 
-// WithNewKey sets the key generator (default idemhttp.NewKey: a random
+// WithNewKey sets the key generator (default idemkey.New: a random
 // version 4 UUID).
 func WithNewKey(f func() string) ClientOption {
 	return func(c *clientConfig) { c.newKey = f }
@@ -48,7 +48,7 @@ func WithKey(ctx context.Context, key string) context.Context {
 // would otherwise call it once per attempt with a fresh key each time;
 // or fix the key with WithKey before such an interceptor.
 func UnaryClientInterceptor(opts ...ClientOption) grpc.UnaryClientInterceptor {
-	cfg := clientConfig{methods: func(string) bool { return true }, newKey: idemhttp.NewKey}
+	cfg := clientConfig{methods: func(string) bool { return true }, newKey: idemkey.New}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/idemgen/idemgen/runtime/idemcall"
 )
 
 // Defaults.
 const (
-	// DefaultName is the Spec name of a Server without WithName.
+	// DefaultName is the Spec name of a Server without idemcall.WithName.
 	DefaultName = "idemgrpc"
 	// DefaultRetryAfter is the RetryInfo delay of Aborted and Unavailable
 	// answers.
@@ -28,11 +30,7 @@ type PrincipalFunc func(ctx context.Context) (string, error)
 type Option func(*config)
 
 type config struct {
-	name         string
-	version      int
-	ttl          time.Duration
-	lease        time.Duration
-	wait         time.Duration
+	call         []idemcall.Option
 	principal    PrincipalFunc
 	noPrincipal  bool
 	guarded      func(fullMethod string) bool
@@ -45,7 +43,6 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		name:       DefaultName,
 		guarded:    func(string) bool { return true },
 		required:   func(string) bool { return false },
 		record:     func(codes.Code) bool { return false },
@@ -62,14 +59,9 @@ func (c *config) check() error {
 			return fmt.Errorf("%s(nil)", name)
 		}
 	}
-	for name, d := range map[string]time.Duration{"WithTTL": c.ttl, "WithLease": c.lease, "WithWaitInFlight": c.wait, "WithRetryAfter": c.retryAfter} {
-		if c.set[name] && d <= 0 {
-			return fmt.Errorf("%s(%v): must be positive", name, d)
-		}
-	}
 	switch {
-	case c.name == "":
-		return errors.New("WithName: empty name")
+	case c.set["WithRetryAfter"] && c.retryAfter <= 0:
+		return fmt.Errorf("WithRetryAfter(%v): must be positive", c.retryAfter)
 	case c.principal == nil && !c.noPrincipal:
 		return errors.New("NewServer needs WithPrincipal, so that one client cannot replay another's responses (or WithoutPrincipal to share one key space deliberately)")
 	case c.principal != nil && c.noPrincipal:
@@ -123,29 +115,13 @@ func WithRecordCodes(cs ...codes.Code) Option {
 	return func(c *config) { c.record = func(code codes.Code) bool { return set[code] } }
 }
 
-// WithName sets the Spec name, the key space in the store (default
-// "idemgrpc").
-func WithName(name string) Option { return func(c *config) { c.name = name } }
-
-// WithVersion sets the Spec version: bump it to start a fresh key space.
-func WithVersion(v int) Option { return func(c *config) { c.version = v } }
-
-// WithTTL sets how long a recorded response is replayed (default 24h).
-func WithTTL(d time.Duration) Option {
-	return func(c *config) { c.ttl, c.set["WithTTL"] = d, true }
-}
-
-// WithLease sets the in-progress lease (default 30s), heartbeated every
-// lease/3 while the method runs.
-func WithLease(d time.Duration) Option {
-	return func(c *config) { c.lease, c.set["WithLease"] = d, true }
-}
-
-// WithWaitInFlight makes a call that arrives while the first call with its
-// key runs wait for it (up to d) and get its outcome, instead of an
-// immediate codes.Aborted.
-func WithWaitInFlight(d time.Duration) Option {
-	return func(c *config) { c.wait, c.set["WithWaitInFlight"] = d, true }
+// WithCall sets the guarded call's options (idemcall.WithName, the key
+// space in the store, default "idemgrpc"; WithVersion, WithTTL,
+// WithLease; WithWait makes a call that arrives while the first call with
+// its key runs wait for it and get its outcome, instead of an immediate
+// codes.Aborted).
+func WithCall(opts ...idemcall.Option) Option {
+	return func(c *config) { c.call = append(c.call, opts...) }
 }
 
 // WithClientCancel passes the client's cancellation and deadline to the

@@ -44,7 +44,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/idemgen/idemgen/runtime/idem"
-	"github.com/idemgen/idemgen/runtime/idemhttp"
+	"github.com/idemgen/idemgen/runtime/idemcall"
+	"github.com/idemgen/idemgen/runtime/idemkey"
 )
 
 // MetadataKey is the metadata entry that carries the idempotency key.
@@ -94,19 +95,12 @@ func NewServer(g *idem.Guard, opts ...Option) (*Server, error) {
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("idemgrpc: %w", err)
 	}
-	s := &Server{g: g, cfg: cfg}
-	s.spec = idem.Spec{
-		Name:      cfg.name,
-		Version:   cfg.version,
-		TTL:       cfg.ttl,
-		Lease:     cfg.lease,
-		OnFailure: idem.FailureUnlock,
+	spec, err := idemcall.Spec(idem.Spec{Name: DefaultName}, cfg.call...)
+	if err != nil {
+		return nil, fmt.Errorf("idemgrpc: %w", err)
 	}
-	if cfg.wait > 0 {
-		s.spec.OnDuplicate = idem.DuplicateWait
-		s.spec.Wait = cfg.wait
-	}
-	return s, nil
+	spec.OnFailure = idem.FailureUnlock
+	return &Server{g: g, spec: spec, cfg: cfg}, nil
 }
 
 // outcome is what is recorded for a key: the response message (as an
@@ -136,28 +130,12 @@ func (s *Server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
 	vals := md.Get(MetadataKey)
-	if len(vals) == 0 {
-		if s.cfg.required(info.FullMethod) {
-			return nil, s.statusError(codes.InvalidArgument, ReasonKeyMissing,
-				"this method requires an "+MetadataKey+" metadata entry", 0)
-		}
+	if len(vals) == 0 && !s.cfg.required(info.FullMethod) {
 		return handler(ctx, req)
 	}
-	key, err := idemhttp.ParseKey(vals)
+	key, principal, err := s.identify(ctx, vals)
 	if err != nil {
-		return nil, s.statusError(codes.InvalidArgument, ReasonKeyMalformed,
-			"malformed "+MetadataKey+": "+err.Error(), 0)
-	}
-	var principal string
-	if s.cfg.principal != nil {
-		principal, err = s.cfg.principal(ctx)
-		if err == nil && principal == "" {
-			err = errors.New("empty principal")
-		}
-		if err != nil {
-			return nil, s.statusError(codes.Unauthenticated, ReasonPrincipalUnknown,
-				"the client of this call could not be identified: "+err.Error(), 0)
-		}
+		return nil, err
 	}
 	msg, ok := req.(proto.Message)
 	if !ok {
@@ -194,61 +172,100 @@ func (s *Server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	var liveErr error // the handler's error, returned as is
 	out, err := idem.Do(runCtx, c, func(ctx context.Context) (*outcome, error) {
 		ran = true
-		resp, herr := handler(ctx, req)
-		live, liveErr = resp, herr
-		if herr != nil {
-			st := status.Convert(herr)
-			if !s.cfg.record(st.Code()) {
-				return nil, errUnrecorded
-			}
-			b, err := proto.Marshal(st.Proto())
-			if err != nil {
-				return nil, errUnrecorded
-			}
-			return &outcome{Status: b}, nil
-		}
-		m, ok := resp.(proto.Message)
-		if !ok {
-			return nil, errUnrecorded
-		}
-		a, err := anypb.New(m)
-		if err != nil {
-			return nil, errUnrecorded
-		}
-		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(a)
-		if err != nil {
-			return nil, errUnrecorded
-		}
-		return &outcome{Response: b}, nil
+		live, liveErr = handler(ctx, req)
+		return s.record(live, liveErr)
 	})
-	switch {
-	case ran && (err == nil || errors.Is(err, errUnrecorded) || errors.Is(err, idem.ErrStoreUnavailable)):
+	if ran && (err == nil || errors.Is(err, errUnrecorded) || errors.Is(err, idem.ErrStoreUnavailable)) {
 		// This call ran the handler: its caller gets what the handler
 		// said, recorded or not (an unrecorded error, or a record the
 		// store could not take).
 		return live, liveErr
-	case err == nil:
+	}
+	if err == nil {
 		return s.replay(ctx, out)
+	}
+	return nil, s.refusal(ctx, err)
+}
+
+// identify reads the call's key and its client's principal; the error is
+// the status that refuses the call when either is missing or wrong.
+func (s *Server) identify(ctx context.Context, vals []string) (key, principal string, err error) {
+	if len(vals) == 0 {
+		return "", "", s.statusError(codes.InvalidArgument, ReasonKeyMissing,
+			"this method requires an "+MetadataKey+" metadata entry", 0)
+	}
+	key, err = idemkey.Parse(vals)
+	if err != nil {
+		return "", "", s.statusError(codes.InvalidArgument, ReasonKeyMalformed,
+			"malformed "+MetadataKey+": "+err.Error(), 0)
+	}
+	if s.cfg.principal == nil {
+		return key, "", nil
+	}
+	principal, err = s.cfg.principal(ctx)
+	if err == nil && principal == "" {
+		err = errors.New("empty principal")
+	}
+	if err != nil {
+		return "", "", s.statusError(codes.Unauthenticated, ReasonPrincipalUnknown,
+			"the client of this call could not be identified: "+err.Error(), 0)
+	}
+	return key, principal, nil
+}
+
+// record is what is recorded of the handler's answer: its response, or
+// the status of an error WithRecordCodes accepts; errUnrecorded for the
+// rest, which releases the key.
+func (s *Server) record(resp any, herr error) (*outcome, error) {
+	if herr != nil {
+		st := status.Convert(herr)
+		if !s.cfg.record(st.Code()) {
+			return nil, errUnrecorded
+		}
+		b, err := proto.Marshal(st.Proto())
+		if err != nil {
+			return nil, errUnrecorded
+		}
+		return &outcome{Status: b}, nil
+	}
+	m, ok := resp.(proto.Message)
+	if !ok {
+		return nil, errUnrecorded
+	}
+	a, err := anypb.New(m)
+	if err != nil {
+		return nil, errUnrecorded
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(a)
+	if err != nil {
+		return nil, errUnrecorded
+	}
+	return &outcome{Response: b}, nil
+}
+
+// refusal is the status of a call idem.Do did not run nor replay.
+func (s *Server) refusal(ctx context.Context, err error) error {
+	switch {
 	case errors.Is(err, idem.ErrInProgress):
-		return nil, s.statusError(codes.Aborted, ReasonInProgress,
+		return s.statusError(codes.Aborted, ReasonInProgress,
 			"a call with the same "+MetadataKey+" is in progress; retry later with the same key", s.cfg.retryAfter)
 	case errors.Is(err, idem.ErrPayloadMismatch):
-		return nil, s.statusError(codes.FailedPrecondition, ReasonKeyReused,
+		return s.statusError(codes.FailedPrecondition, ReasonKeyReused,
 			"this "+MetadataKey+" was used with a different request (method or message); send a new key for a new request", 0)
 	case errors.Is(err, idem.ErrInvalidKey):
-		return nil, s.statusError(codes.InvalidArgument, ReasonKeyMalformed, err.Error(), 0)
+		return s.statusError(codes.InvalidArgument, ReasonKeyMalformed, err.Error(), 0)
 	case errors.Is(err, idem.ErrLeaseLost):
-		return nil, s.statusError(codes.Unavailable, ReasonLeaseLost,
+		return s.statusError(codes.Unavailable, ReasonLeaseLost,
 			"the call's claim on its key was lost while it ran; retry with the same key", s.cfg.retryAfter)
 	case errors.Is(err, idem.ErrStoreUnavailable):
-		return nil, s.statusError(codes.Unavailable, ReasonStoreUnavailable,
+		return s.statusError(codes.Unavailable, ReasonStoreUnavailable,
 			"the call was not processed; retry with the same key", s.cfg.retryAfter)
 	case ctx.Err() != nil:
-		return nil, status.FromContextError(ctx.Err()).Err()
+		return status.FromContextError(ctx.Err()).Err()
 	default:
 		// Store and codec errors stay server-side (the Guard's observer
 		// sees them): their text can name hosts and internals.
-		return nil, s.statusError(codes.Internal, ReasonInternal, "the call could not be checked for duplicates", 0)
+		return s.statusError(codes.Internal, ReasonInternal, "the call could not be checked for duplicates", 0)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemgrpc"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
@@ -436,8 +437,8 @@ func TestNewServer(t *testing.T) {
 		{"without principal", []idemgrpc.Option{idemgrpc.WithoutPrincipal()}, ""},
 		{"both", []idemgrpc.Option{idemgrpc.WithoutPrincipal(), idemgrpc.WithPrincipal(principal)}, "exclusive"},
 		{"nil principal", []idemgrpc.Option{idemgrpc.WithPrincipal(nil)}, "WithPrincipal(nil)"},
-		{"bad lease", []idemgrpc.Option{idemgrpc.WithoutPrincipal(), idemgrpc.WithLease(0)}, "WithLease(0s)"},
-		{"empty name", []idemgrpc.Option{idemgrpc.WithoutPrincipal(), idemgrpc.WithName("")}, "empty name"},
+		{"bad lease", []idemgrpc.Option{idemgrpc.WithoutPrincipal(), idemgrpc.WithCall(idemcall.WithLease(0))}, "WithLease(0s)"},
+		{"empty name", []idemgrpc.Option{idemgrpc.WithoutPrincipal(), idemgrpc.WithCall(idemcall.WithName(""))}, "empty name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := idemgrpc.NewServer(g, tc.opts...)

@@ -60,7 +60,7 @@
 // middleware; route them around it.
 //
 // The middleware is built on idem.Guard and idem.Do: one idem.Spec per
-// middleware (WithName, WithTTL, WithLease), the key = principal +
+// middleware (WithCall: idemcall.WithName, WithTTL, WithLease), the key = principal +
 // Idempotency-Key, the payload fingerprint = the request fingerprint, and
 // the result = the recorded response, encoded by the Guard's codec.
 package idemhttp

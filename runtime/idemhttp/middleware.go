@@ -14,7 +14,9 @@ import (
 	"sync"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemkey"
 )
 
 // Middleware guards non-idempotent requests with the Idempotency-Key
@@ -52,19 +54,12 @@ func New(g *idem.Guard, opts ...Option) (*Middleware, error) {
 	case cfg.principal != nil && cfg.noPrincipal:
 		return nil, errors.New("idemhttp: New: WithPrincipal and WithoutPrincipal are exclusive")
 	}
-	m := &Middleware{g: g, cfg: cfg}
-	m.spec = idem.Spec{
-		Name:      cfg.name,
-		Version:   cfg.version,
-		TTL:       cfg.ttl,
-		Lease:     cfg.lease,
-		OnFailure: idem.FailureUnlock,
+	spec, err := idemcall.Spec(idem.Spec{Name: DefaultName}, cfg.call...)
+	if err != nil {
+		return nil, fmt.Errorf("idemhttp: %w", err)
 	}
-	if cfg.wait > 0 {
-		m.spec.OnDuplicate = idem.DuplicateWait
-		m.spec.Wait = cfg.wait
-	}
-	return m, nil
+	spec.OnFailure = idem.FailureUnlock
+	return &Middleware{g: g, spec: spec, cfg: cfg}, nil
 }
 
 // Handler wraps next.
@@ -82,36 +77,14 @@ type response struct {
 }
 
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	if !m.cfg.methods[r.Method] {
+	vals := r.Header.Values(KeyHeader)
+	if !m.cfg.methods[r.Method] || len(vals) == 0 && m.cfg.optional {
 		next.ServeHTTP(w, r)
 		return
 	}
-	vals := r.Header.Values(KeyHeader)
-	if len(vals) == 0 {
-		if m.cfg.optional {
-			next.ServeHTTP(w, r)
-			return
-		}
-		m.problem(w, http.StatusBadRequest, CodeKeyMissing,
-			"this operation requires an Idempotency-Key header", "")
+	key, principal, ok := m.identify(w, r, vals)
+	if !ok {
 		return
-	}
-	key, err := ParseKey(vals)
-	if err != nil {
-		m.problem(w, http.StatusBadRequest, CodeKeyMalformed, err.Error(), echoRawKey(vals))
-		return
-	}
-	var principal string
-	if m.cfg.principal != nil {
-		principal, err = m.cfg.principal(r)
-		if err == nil && principal == "" {
-			err = errors.New("empty principal")
-		}
-		if err != nil {
-			m.problem(w, http.StatusUnauthorized, CodePrincipalUnknown,
-				"the client of this request could not be identified: "+err.Error(), key)
-			return
-		}
 	}
 	buf := bodyBuffers.Get().(*bytes.Buffer)
 	defer putBodyBuffer(buf)
@@ -143,32 +116,74 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	var live http.Header
 	resp, err := idem.Do(ctx, c, func(ctx context.Context) (*response, error) {
 		ran = true
-		r2 := r.WithContext(ctx)
-		r2.Body = io.NopCloser(bytes.NewReader(body))
-		r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		rec := getRecorder(m.cfg.maxResponse)
-		defer putRecorder(rec)
-		next.ServeHTTP(rec, r2)
-		if rec.invalid {
-			// net/http would panic on it (or, for 101, needs a hijacked
-			// connection the buffer cannot give): the handler failed, so
-			// nothing is recorded and the key is released.
-			return m.problemResponse(http.StatusInternalServerError, CodeInvalidStatus,
-				fmt.Sprintf("the handler answered with status %d, which cannot be sent or replayed", rec.status), key), errUnrecorded
-		}
-		if rec.overflow {
-			// The handler's effects happened: record a 500 so that a
-			// retry does not run it again.
-			return m.problemResponse(http.StatusInternalServerError, CodeResponseTooLarge,
-				fmt.Sprintf("the response exceeded the %d bytes the idempotency layer records", m.cfg.maxResponse), key), nil
-		}
-		var resp *response
-		resp, live = rec.response(m.cfg.replayed)
-		if !m.cfg.record(resp.Status) {
-			return resp, errUnrecorded
-		}
-		return resp, nil
+		return m.handle(ctx, r, body, key, next, &live)
 	})
+	m.answer(w, r, key, resp, live, ran, err)
+}
+
+// identify reads the request's key and its client's principal. When
+// either is missing or wrong it answers the request and returns false.
+func (m *Middleware) identify(w http.ResponseWriter, r *http.Request, vals []string) (key, principal string, ok bool) {
+	if len(vals) == 0 {
+		m.problem(w, http.StatusBadRequest, CodeKeyMissing,
+			"this operation requires an Idempotency-Key header", "")
+		return "", "", false
+	}
+	key, err := idemkey.Parse(vals)
+	if err != nil {
+		m.problem(w, http.StatusBadRequest, CodeKeyMalformed, err.Error(), echoRawKey(vals))
+		return "", "", false
+	}
+	if m.cfg.principal == nil {
+		return key, "", true
+	}
+	principal, err = m.cfg.principal(r)
+	if err == nil && principal == "" {
+		err = errors.New("empty principal")
+	}
+	if err != nil {
+		m.problem(w, http.StatusUnauthorized, CodePrincipalUnknown,
+			"the client of this request could not be identified: "+err.Error(), key)
+		return "", "", false
+	}
+	return key, principal, true
+}
+
+// handle runs next on the buffered request: the guarded function. It
+// returns the response to record (errUnrecorded: to send only), and puts
+// the per-client headers, which are not recorded, in live.
+func (m *Middleware) handle(ctx context.Context, r *http.Request, body []byte, key string, next http.Handler, live *http.Header) (*response, error) {
+	r2 := r.WithContext(ctx)
+	r2.Body = io.NopCloser(bytes.NewReader(body))
+	r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	rec := getRecorder(m.cfg.maxResponse)
+	defer putRecorder(rec)
+	next.ServeHTTP(rec, r2)
+	if rec.invalid {
+		// net/http would panic on it (or, for 101, needs a hijacked
+		// connection the buffer cannot give): the handler failed, so
+		// nothing is recorded and the key is released.
+		return m.problemResponse(http.StatusInternalServerError, CodeInvalidStatus,
+			fmt.Sprintf("the handler answered with status %d, which cannot be sent or replayed", rec.status), key), errUnrecorded
+	}
+	if rec.overflow {
+		// The handler's effects happened: record a 500 so that a
+		// retry does not run it again.
+		return m.problemResponse(http.StatusInternalServerError, CodeResponseTooLarge,
+			fmt.Sprintf("the response exceeded the %d bytes the idempotency layer records", m.cfg.maxResponse), key), nil
+	}
+	var resp *response
+	resp, *live = rec.response(m.cfg.replayed)
+	if !m.cfg.record(resp.Status) {
+		return resp, errUnrecorded
+	}
+	return resp, nil
+}
+
+// answer sends the outcome of idem.Do: the response (recorded or not,
+// with the per-client headers live when this request ran the handler), a
+// replay, or the problem that err is.
+func (m *Middleware) answer(w http.ResponseWriter, r *http.Request, key string, resp *response, live http.Header, ran bool, err error) {
 	switch {
 	case err == nil:
 		if ran {

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemhttp"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
@@ -476,14 +477,14 @@ func TestInFlight(t *testing.T) {
 	}
 }
 
-// TestWaitInFlight: with WithWaitInFlight a duplicate waits and replays.
+// TestWaitInFlight: with idemcall.WithWait a duplicate waits and replays.
 func TestWaitInFlight(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	a := &app{hook: func(http.ResponseWriter, *http.Request) {
 		close(started)
 		<-release
 	}}
-	h := newMW(t, idem.NewGuard(memstore.New()), idemhttp.WithWaitInFlight(5*time.Second)).Handler(a)
+	h := newMW(t, idem.NewGuard(memstore.New()), idemhttp.WithCall(idemcall.WithWait(5*time.Second))).Handler(a)
 	q := req{key: []string{"k"}, client: "a"}
 	go send(t, h, q)
 	<-started
@@ -648,6 +649,11 @@ func TestStoreUnavailable(t *testing.T) {
 	}
 }
 
+// withLease and withTTL set the middleware's call options.
+func withLease(d time.Duration) idemhttp.Option { return idemhttp.WithCall(idemcall.WithLease(d)) }
+
+func withTTL(d time.Duration) idemhttp.Option { return idemhttp.WithCall(idemcall.WithTTL(d)) }
+
 func TestNew(t *testing.T) {
 	g := idem.NewGuard(memstore.New())
 	tests := []struct {
@@ -663,13 +669,13 @@ func TestNew(t *testing.T) {
 		{"bad method", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithMethods("post")}, "upper-case"},
 		{"bad limit", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithMaxRequestBytes(0)}, "positive"},
 		{"nil record", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithRecordIf(nil)}, "WithRecordIf(nil)"},
-		{"empty name", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithName("")}, "WithName: empty name"},
-		{"zero ttl", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithTTL(0)}, "WithTTL(0s): must be positive"},
+		{"empty name", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithCall(idemcall.WithName(""))}, "WithName: empty name"},
+		{"zero ttl", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), withTTL(0)}, "WithTTL(0s): must be positive"},
 		{"no methods", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithMethods()}, "WithMethods: no methods"},
 		{"empty fingerprint header", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithFingerprintHeaders("")}, "empty header name"},
 		{"hop-by-hop replayed header", g, []idemhttp.Option{idemhttp.WithoutPrincipal(), idemhttp.WithReplayedHeaders("connection")}, "hop-by-hop"},
 		{"opt out", g, []idemhttp.Option{idemhttp.WithoutPrincipal()}, ""},
-		{"principal", g, []idemhttp.Option{idemhttp.WithPrincipal(principal), idemhttp.WithTTL(time.Hour), idemhttp.WithLease(time.Second)}, ""},
+		{"principal", g, []idemhttp.Option{idemhttp.WithPrincipal(principal), withTTL(time.Hour), withLease(time.Second)}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -682,38 +688,6 @@ func TestNew(t *testing.T) {
 				t.Errorf("New error %q, want containing %q", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestParseKey(t *testing.T) {
-	tests := []struct {
-		in   []string
-		want string
-		ok   bool
-	}{
-		{[]string{"abc"}, "abc", true},
-		{[]string{`"abc"`}, "abc", true},
-		{[]string{` "abc" `}, "abc", true},
-		{[]string{`"a b"`}, "a b", true},
-		{[]string{`"a\"b\\c"`}, `a"b\c`, true},
-		{[]string{"8e03978e-40d5-43e8-bc93-6894a57f9324"}, "8e03978e-40d5-43e8-bc93-6894a57f9324", true},
-		{nil, "", false},
-		{[]string{"a", "b"}, "", false},
-		{[]string{""}, "", false},
-		{[]string{`""`}, "", false},
-		{[]string{`"abc`}, "", false},
-		{[]string{`"abc"x`}, "", false},
-		{[]string{`"a\nb"`}, "", false},
-		{[]string{"a,b"}, "", false},
-		{[]string{"a\tb"}, "", false},
-		{[]string{`"` + strings.Repeat("x", 255) + `"`}, strings.Repeat("x", 255), true},
-		{[]string{strings.Repeat("x", 256)}, "", false},
-	}
-	for _, tc := range tests {
-		got, err := idemhttp.ParseKey(tc.in)
-		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("ParseKey(%q) = %q, %v; want %q, ok=%v", tc.in, got, err, tc.want, tc.ok)
-		}
 	}
 }
 
@@ -756,7 +730,9 @@ func TestClientDisconnect(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var canceled atomic.Bool
+			started := make(chan struct{})
 			a := &app{hook: func(w http.ResponseWriter, r *http.Request) {
+				close(started)
 				select {
 				case <-r.Context().Done():
 					canceled.Store(true)
@@ -768,7 +744,7 @@ func TestClientDisconnect(t *testing.T) {
 			r := httptest.NewRequest("POST", "/p", nil).WithContext(ctx)
 			r.Header.Set("Idempotency-Key", "k")
 			r.Header.Set("X-Client", "a")
-			time.AfterFunc(5*time.Millisecond, cancel) // the client gives up
+			go func() { <-started; cancel() }() // the client gives up while the handler runs
 			h.ServeHTTP(httptest.NewRecorder(), r)
 			if canceled.Load() != tc.wantCanceled {
 				t.Errorf("handler saw cancellation: %v, want %v", canceled.Load(), tc.wantCanceled)
@@ -793,7 +769,7 @@ func TestLeaseLost(t *testing.T) {
 		<-r.Context().Done()
 		cause = context.Cause(r.Context())
 	}}
-	h := newMW(t, idem.NewGuard(lostStore{memstore.New()}), idemhttp.WithLease(30*time.Millisecond)).Handler(a)
+	h := newMW(t, idem.NewGuard(lostStore{memstore.New()}), withLease(30*time.Millisecond)).Handler(a)
 	got, _ := send(t, h, req{key: []string{"k"}, client: "a"})
 	want := resp{Status: 503, CType: problemCT, Code: "lease-lost", RetryAfter: "1"}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -894,14 +870,14 @@ func TestKeyReusedAfterCrashOrRelease(t *testing.T) {
 		want  resp
 	}{
 		{"crashed instance", func(t *testing.T, clock *idemtest.Clock, store *memstore.Store, app *app) resp {
-			got, _ := send(t, newMW(t, idem.NewGuard(deadStore{store}), idemhttp.WithLease(time.Second)).Handler(app), a)
+			got, _ := send(t, newMW(t, idem.NewGuard(deadStore{store}), withLease(time.Second)).Handler(app), a)
 			clock.Advance(2 * time.Second) // past the dead instance's lease
 			return got
 		}, resp{Status: 201, CType: jsonCT, Run: 1}},
 		{"handler failed", func(t *testing.T, clock *idemtest.Clock, store *memstore.Store, app *app) resp {
 			app.status = http.StatusServiceUnavailable // a 5xx releases the key
 			defer func() { app.status = 0 }()
-			got, _ := send(t, newMW(t, idem.NewGuard(store), idemhttp.WithLease(time.Second)).Handler(app), a)
+			got, _ := send(t, newMW(t, idem.NewGuard(store), withLease(time.Second)).Handler(app), a)
 			return got
 		}, resp{Status: 503, CType: jsonCT, Run: 1}},
 	}
@@ -913,7 +889,7 @@ func TestKeyReusedAfterCrashOrRelease(t *testing.T) {
 			if diff := cmp.Diff(tt.want, tt.first(t, clock, store, app)); diff != "" {
 				t.Fatalf("first request (-want +got):\n%s", diff)
 			}
-			h := newMW(t, idem.NewGuard(store), idemhttp.WithLease(time.Second)).Handler(app)
+			h := newMW(t, idem.NewGuard(store), withLease(time.Second)).Handler(app)
 			var got []resp
 			for _, q := range []req{b, a, b, a} {
 				r, _ := send(t, h, q)

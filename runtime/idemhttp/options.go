@@ -7,6 +7,8 @@ import (
 	"net/textproto"
 	"strings"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idemcall"
 )
 
 // Defaults of a Middleware's limits.
@@ -18,7 +20,8 @@ const (
 	DefaultMaxResponseBytes = 1 << 20
 	// DefaultRetryAfter is the Retry-After of 409 and 503 responses.
 	DefaultRetryAfter = time.Second
-	// DefaultName is the Spec name of a middleware without WithName.
+	// DefaultName is the Spec name of a middleware without
+	// idemcall.WithName.
 	DefaultName = "idemhttp"
 	// ReplayHeader marks a replayed response.
 	ReplayHeader = "Idempotent-Replayed"
@@ -40,11 +43,7 @@ type Option func(*config)
 // config is what the options set; check validates it and derives the
 // fields the middleware reads (methods, fpHeaders, replayed).
 type config struct {
-	name          string
-	version       int
-	ttl           time.Duration
-	lease         time.Duration
-	wait          time.Duration // > 0: duplicates of a running request wait for it
+	call          []idemcall.Option
 	principal     PrincipalFunc
 	noPrincipal   bool
 	methods       map[string]bool
@@ -61,7 +60,7 @@ type config struct {
 	replayed      map[string]bool   // per-client headers recorded anyway (WithReplayedHeaders)
 
 	// The options' arguments as given, for check.
-	set              map[string]bool // the options given, by name: "WithTTL" etc.
+	set              map[string]bool // the options given, by name: "WithRecordIf" etc.
 	methodList       []string
 	fpNames          []string
 	replayedNames    []string
@@ -70,7 +69,6 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		name:         DefaultName,
 		methods:      map[string]bool{http.MethodPost: true, http.MethodPatch: true},
 		maxRequest:   DefaultMaxRequestBytes,
 		maxResponse:  DefaultMaxResponseBytes,
@@ -84,29 +82,19 @@ func defaultConfig() config {
 // check validates the options' arguments and derives the method set and
 // the canonical header names.
 func (c *config) check() error {
-	positive := func(name string, d time.Duration) error {
-		if c.set[name] && d <= 0 {
-			return fmt.Errorf("%s(%v): must be positive", name, d)
-		}
-		return nil
-	}
 	switch {
 	case c.set["WithPrincipal"] && c.principal == nil:
 		return errors.New("WithPrincipal(nil)")
 	case c.set["WithRecordIf"] && c.record == nil:
 		return errors.New("WithRecordIf(nil)")
-	case c.name == "":
-		return errors.New("WithName: empty name")
 	case c.replayHeader == "":
 		return errors.New("WithReplayHeader: empty name")
 	case c.maxRequest <= 0:
 		return fmt.Errorf("WithMaxRequestBytes(%d): must be positive", c.maxRequest)
 	case c.maxResponse <= 0:
 		return fmt.Errorf("WithMaxResponseBytes(%d): must be positive", c.maxResponse)
-	}
-	if err := errors.Join(positive("WithTTL", c.ttl), positive("WithLease", c.lease),
-		positive("WithWaitInFlight", c.wait), positive("WithRetryAfter", c.retryAfter)); err != nil {
-		return err
+	case c.set["WithRetryAfter"] && c.retryAfter <= 0:
+		return fmt.Errorf("WithRetryAfter(%v): must be positive", c.retryAfter)
 	}
 	if c.set["WithMethods"] {
 		if len(c.methodList) == 0 {
@@ -228,35 +216,13 @@ func WithRecordIf(f func(status int) bool) Option {
 	return func(c *config) { c.record, c.set["WithRecordIf"] = f, true }
 }
 
-// WithName sets the Spec name, the middleware's key space in the store
-// (default "idemhttp"). Give each middleware sharing a store its own name
-// unless they should share keys.
-func WithName(name string) Option {
-	return func(c *config) { c.name = name }
-}
-
-// WithVersion sets the Spec version: bump it to start a fresh key space.
-func WithVersion(v int) Option {
-	return func(c *config) { c.version = v }
-}
-
-// WithTTL sets how long a recorded response is replayed (default 24h).
-func WithTTL(d time.Duration) Option {
-	return func(c *config) { c.ttl, c.set["WithTTL"] = d, true }
-}
-
-// WithLease sets the in-progress lease (default 30s), heartbeated every
-// lease/3 while the handler runs. After a crash, the key is free again
-// once the lease expires.
-func WithLease(d time.Duration) Option {
-	return func(c *config) { c.lease, c.set["WithLease"] = d, true }
-}
-
-// WithWaitInFlight makes a request that arrives while the first request
-// with its key is running wait for it (up to d) and get its response,
-// instead of an immediate 409. A wait that times out is still a 409.
-func WithWaitInFlight(d time.Duration) Option {
-	return func(c *config) { c.wait, c.set["WithWaitInFlight"] = d, true }
+// WithCall sets the guarded call's options (idemcall.WithName, the
+// middleware's key space in the store, default "idemhttp"; WithVersion,
+// WithTTL, WithLease; WithWait makes a request that arrives while the
+// first request with its key runs wait for it and get its response,
+// instead of an immediate 409).
+func WithCall(opts ...idemcall.Option) Option {
+	return func(c *config) { c.call = append(c.call, opts...) }
 }
 
 // WithClientCancel passes the client's cancellation through to the

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/idemgen/idemgen/runtime/idemkey"
 )
 
 // DraftURL is the newest revision of the IETF draft "The Idempotency-Key
@@ -62,7 +64,7 @@ var problemKinds = map[string]problemKind{
 // MaxEchoedKeyLen bounds the idempotency_key member of a problem that
 // answers a malformed key: the first MaxEchoedKeyLen bytes of the header
 // value, every byte outside printable ASCII replaced by '?', then "..."
-// when it was cut. A well-formed key (at most MaxKeyLen printable ASCII
+// when it was cut. A well-formed key (at most idemkey.MaxLen printable ASCII
 // bytes) is echoed whole.
 const MaxEchoedKeyLen = 64
 
@@ -105,7 +107,7 @@ type problemBody struct {
 
 // newInstance returns a fresh urn:uuid: URI (a random, version 4 UUID)
 // that identifies one occurrence of a problem.
-func newInstance() string { return "urn:uuid:" + NewKey() }
+func newInstance() string { return "urn:uuid:" + idemkey.New() }
 
 // problemType is the type URI of code: WithProblemType's, else
 // WithProblemTypeBase + code, else the default.

@@ -196,7 +196,7 @@ func TestProblemDetails(t *testing.T) {
 			name: "503 lease lost",
 			setup: func(t *testing.T) (http.Handler, func()) {
 				a := &app{hook: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }}
-				return newMW(t, idem.NewGuard(lostStore{memstore.New()}), idemhttp.WithLease(30*time.Millisecond)).Handler(a), func() {}
+				return newMW(t, idem.NewGuard(lostStore{memstore.New()}), withLease(30*time.Millisecond)).Handler(a), func() {}
 			},
 			q: req{client: "a", key: []string{"k"}},
 			want: map[string]any{

@@ -57,8 +57,8 @@ func TestStores(t *testing.T) {
 			// Two instances of the service: separate Guards and stores
 			// over the same records. The cookies carry no session here, so
 			// they are replayed: a multi-valued header through each store.
-			h1 := newMW(t, idem.NewGuard(open()), idemhttp.WithLease(5*time.Second), idemhttp.WithReplayedHeaders("Set-Cookie")).Handler(a)
-			h2 := newMW(t, idem.NewGuard(open()), idemhttp.WithLease(5*time.Second), idemhttp.WithReplayedHeaders("Set-Cookie")).Handler(a)
+			h1 := newMW(t, idem.NewGuard(open()), withLease(5*time.Second), idemhttp.WithReplayedHeaders("Set-Cookie")).Handler(a)
+			h2 := newMW(t, idem.NewGuard(open()), withLease(5*time.Second), idemhttp.WithReplayedHeaders("Set-Cookie")).Handler(a)
 
 			q := req{key: []string{"k1"}, client: "a", body: `{"amount":5}`}
 			r1, w1 := send(t, h1, q)

@@ -2,10 +2,10 @@ package idemhttp
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"net/http"
-	"strconv"
+
+	"github.com/idemgen/idemgen/runtime/idemkey"
 )
 
 // Transport is the client side of the Idempotency-Key header: an
@@ -17,7 +17,7 @@ import (
 //
 //  1. an Idempotency-Key header the caller set: kept as is;
 //  2. a key in the request's context (ContextWithKey): sent as the header;
-//  3. otherwise a fresh key (NewKey, or the NewKey field).
+//  3. otherwise a fresh key (idemkey.New, or the NewKey field).
 //
 // A retry must carry the key of the attempt it repeats, and Transport
 // cannot tell a retry from a new request: it runs once per RoundTrip.
@@ -48,7 +48,7 @@ type Transport struct {
 	// if the server guards them too. GET, HEAD, OPTIONS and TRACE are
 	// safe and never get one, even if listed.
 	Methods []string
-	// NewKey mints a key; nil means NewKey (a random UUID).
+	// NewKey mints a key; nil means idemkey.New (a random UUID).
 	NewKey func() string
 }
 
@@ -86,10 +86,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if t.NewKey != nil {
 			key = t.NewKey()
 		} else {
-			key = NewKey()
+			key = idemkey.New()
 		}
 	}
-	if _, err := ParseKey([]string{FormatKey(key)}); err != nil {
+	if _, err := idemkey.Parse([]string{idemkey.Format(key)}); err != nil {
 		if req.Body != nil {
 			req.Body.Close() //nolint:errcheck // RoundTrip must close the body, even on errors
 		}
@@ -100,24 +100,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if r2.Header == nil {
 		r2.Header = http.Header{}
 	}
-	r2.Header.Set(KeyHeader, FormatKey(key))
+	r2.Header.Set(KeyHeader, idemkey.Format(key))
 	return base.RoundTrip(&r2)
-}
-
-// NewKey returns a fresh random key: a version 4 UUID (122 random bits),
-// as the draft recommends.
-func NewKey() string {
-	var u [16]byte
-	rand.Read(u[:]) //nolint:errcheck // crypto/rand.Read never fails (Go 1.24+)
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
-}
-
-// FormatKey returns key as the header's value: an RFC 8941 sf-string
-// (quoted, with \ and " escaped), the draft's syntax.
-func FormatKey(key string) string {
-	return strconv.Quote(key) // printable ASCII keys quote the same in Go and RFC 8941
 }
 
 type keyContextKey struct{}
@@ -129,10 +113,10 @@ func ContextWithKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, keyContextKey{}, key)
 }
 
-// ContextWithNewKey is ContextWithKey with a fresh key (NewKey), which it
+// ContextWithNewKey is ContextWithKey with a fresh key (idemkey.New), which it
 // also returns.
 func ContextWithNewKey(ctx context.Context) (context.Context, string) {
-	k := NewKey()
+	k := idemkey.New()
 	return ContextWithKey(ctx, k), k
 }
 

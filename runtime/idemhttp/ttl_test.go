@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
-	"github.com/idemgen/idemgen/runtime/idemhttp"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -21,7 +20,7 @@ func TestKeyExpiresAfterTTL(t *testing.T) {
 	advance := func(d time.Duration) { mu.Lock(); at = at.Add(d); mu.Unlock() }
 	g := idem.NewGuard(memstore.New(memstore.WithClock(now)), idem.WithClock(now))
 	a := &app{}
-	h := newMW(t, g, idemhttp.WithTTL(time.Hour)).Handler(a)
+	h := newMW(t, g, withTTL(time.Hour)).Handler(a)
 	q := req{key: []string{"k"}, client: "a", body: "x"}
 	var got []resp
 	got = append(got, first(send(t, h, q)))

@@ -3,10 +3,10 @@
 // commits a partition's offset only past records whose status was Ran or
 // Duplicate (or that were dead-lettered).
 //
-//	q := idemqueue.New(idem.NewGuard(store), idemqueue.WithName("billing.credits"))
+//	q := idemqueue.New(idem.NewGuard(store), idemcall.WithName("billing.credits"))
 //	c, err := idemkafka.New(q, func(ctx context.Context, r *kgo.Record) error {
 //		return apply(ctx, r.Value) // the side effect
-//	}, idemkafka.Config{Brokers: brokers, Group: "billing", Topics: []string{"credits"}},
+//	}, idemkafka.WithBrokers(brokers...), idemkafka.WithGroup("billing"), idemkafka.WithTopics("credits"),
 //		idemkafka.WithDeadLetterTopic("credits.dlq"))
 //	...
 //	err = c.Run(ctx) // until ctx is canceled
@@ -14,7 +14,7 @@
 // # Message IDs
 //
 // The idempotency key is a producer-set header, by default
-// "idempotency-key" and then "message-id" (WithID to change it): a producer
+// "idempotency-key" and then "message-id" (WithMessageID to change it): a producer
 // that retries a send writes a second record with a new offset, and only
 // the ID it set itself makes the two the same message. PositionID
 // (topic/partition/offset) is available but deduplicates broker redeliveries
@@ -40,7 +40,7 @@
 // committed and the partitions are released. A handler still running
 // afterwards is not canceled: it goes on under its idemqueue lease, which
 // is heartbeated while it runs, and the partition's new owner re-reads from
-// the committed offset, waits for that lease (idemqueue.WithWait), and finds
+// the committed offset, waits for that lease (idemcall.WithWait), and finds
 // the message Duplicate. Its outcome is not committed by this consumer (the
 // partition is no longer its own). On lost partitions (a fatal group error)
 // the same happens without the commit.
@@ -116,97 +116,123 @@ type Outcome struct {
 	Dead    bool // the record went to the dead-letter hook, which accepted it
 }
 
-// Config is where to consume from.
-type Config struct {
-	Brokers []string
-	Group   string
-	Topics  []string
-	// ClientOpts are added to the kgo client's options (TLS, SASL,
-	// SessionTimeout, Balancers...). The consumer sets the seed brokers,
-	// group, topics, DisableAutoCommit and the partition callbacks; do not
-	// set those here.
-	ClientOpts []kgo.Opt
+// Option configures New.
+type Option func(*config)
+
+// config is what the options set.
+type config struct {
+	brokers    []string
+	group      string
+	topics     []string
+	clientOpts []kgo.Opt
+
+	id       IDFunc
+	payload  bool
+	dead     DeadLetterFunc
+	dlqTopic string // WithDeadLetterTopic: dead is built over the client in New
+	outcome  func(Outcome)
+	log      *slog.Logger
+
+	backoffMin, backoffMax time.Duration
+	commitEvery            time.Duration
+	revokeWait             time.Duration
+	maxBuffered            int
 }
 
-// Option configures New.
-type Option func(*Consumer)
+// WithBrokers sets the seed brokers ("host:port"). New needs them.
+func WithBrokers(addrs ...string) Option {
+	return func(c *config) { c.brokers = append(c.brokers, addrs...) }
+}
 
-// WithID sets how the message ID is read (default HeaderID(DefaultIDHeaders...)).
-func WithID(f IDFunc) Option { return func(c *Consumer) { c.id = f } }
+// WithGroup sets the consumer group. New needs it.
+func WithGroup(group string) Option { return func(c *config) { c.group = group } }
 
-// WithPayloadCheck sets whether the record value is fingerprinted with the
-// ID (idemqueue.ProcessPayload, the default): a second record with the same
-// ID and another value fails permanently (idem.ErrPayloadMismatch) instead
-// of being a Duplicate.
-func WithPayloadCheck(on bool) Option { return func(c *Consumer) { c.payload = on } }
+// WithTopics sets the topics to consume. New needs at least one.
+func WithTopics(topics ...string) Option {
+	return func(c *config) { c.topics = append(c.topics, topics...) }
+}
+
+// WithClientOptions adds to the kgo client's options (TLS, SASL,
+// SessionTimeout, Balancers...). The consumer sets the seed brokers,
+// group, topics, DisableAutoCommit and the partition callbacks; do not
+// set those here.
+func WithClientOptions(opts ...kgo.Opt) Option {
+	return func(c *config) { c.clientOpts = append(c.clientOpts, opts...) }
+}
+
+// WithMessageID sets how the message ID is read (default
+// HeaderID(DefaultIDHeaders...)).
+func WithMessageID(f IDFunc) Option { return func(c *config) { c.id = f } }
+
+// WithPayload sets whether the record value is fingerprinted with the ID
+// (idemqueue.ProcessPayload; on by default): a second record with the
+// same ID and another value fails permanently (idem.ErrPayloadMismatch)
+// instead of being a Duplicate.
+func WithPayload(on bool) Option { return func(c *config) { c.payload = on } }
 
 // WithDeadLetter sets the hook for permanently failing records. Without
 // one, such a record is logged at error level and committed (skipped): a
 // record without an ID would otherwise block its partition for ever.
-func WithDeadLetter(f DeadLetterFunc) Option { return func(c *Consumer) { c.dead = f } }
+func WithDeadLetter(f DeadLetterFunc) Option {
+	return func(c *config) { c.dead, c.dlqTopic = f, "" }
+}
 
 // WithDeadLetterTopic dead-letters to topic, through the consumer's own
 // client: the record's key, value and headers, plus headers
 // "idemkafka-error", "idemkafka-topic", "idemkafka-partition" and
 // "idemkafka-offset".
 func WithDeadLetterTopic(topic string) Option {
-	return func(c *Consumer) {
-		c.dead = func(ctx context.Context, r *kgo.Record, cause error) error {
-			hs := append(append([]kgo.RecordHeader(nil), r.Headers...),
-				kgo.RecordHeader{Key: "idemkafka-error", Value: []byte(cause.Error())},
-				kgo.RecordHeader{Key: "idemkafka-topic", Value: []byte(r.Topic)},
-				kgo.RecordHeader{Key: "idemkafka-partition", Value: []byte(strconv.FormatInt(int64(r.Partition), 10))},
-				kgo.RecordHeader{Key: "idemkafka-offset", Value: []byte(strconv.FormatInt(r.Offset, 10))})
-			dl := &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: hs}
-			if err := c.cl.ProduceSync(ctx, dl).FirstErr(); err != nil {
-				return fmt.Errorf("idemkafka: dead-letter to %s: %w", topic, err)
-			}
-			return nil
+	return func(c *config) { c.dead, c.dlqTopic = nil, topic }
+}
+
+// deadLetterTo is WithDeadLetterTopic's hook.
+func (c *Consumer) deadLetterTo(topic string) DeadLetterFunc {
+	return func(ctx context.Context, r *kgo.Record, cause error) error {
+		hs := append(append([]kgo.RecordHeader(nil), r.Headers...),
+			kgo.RecordHeader{Key: "idemkafka-error", Value: []byte(cause.Error())},
+			kgo.RecordHeader{Key: "idemkafka-topic", Value: []byte(r.Topic)},
+			kgo.RecordHeader{Key: "idemkafka-partition", Value: []byte(strconv.FormatInt(int64(r.Partition), 10))},
+			kgo.RecordHeader{Key: "idemkafka-offset", Value: []byte(strconv.FormatInt(r.Offset, 10))})
+		dl := &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: hs}
+		if err := c.cl.ProduceSync(ctx, dl).FirstErr(); err != nil {
+			return fmt.Errorf("idemkafka: dead-letter to %s: %w", topic, err)
 		}
+		return nil
 	}
 }
 
 // WithRetryBackoff sets the first and the longest pause between retries of
 // a Failed record (default 100ms, 5s; doubled after each failure).
 func WithRetryBackoff(first, max time.Duration) Option {
-	return func(c *Consumer) { c.backoffMin, c.backoffMax = first, max }
+	return func(c *config) { c.backoffMin, c.backoffMax = first, max }
 }
 
 // WithCommitInterval sets how often done offsets are committed (default 1s).
-func WithCommitInterval(d time.Duration) Option { return func(c *Consumer) { c.commitEvery = d } }
+func WithCommitInterval(d time.Duration) Option { return func(c *config) { c.commitEvery = d } }
 
 // WithRevokeWait bounds how long revoking partitions (and Run's return)
 // waits for their in-flight records (default 5s). Keep it well below the
 // group's rebalance timeout (kgo default 60s): the rebalance waits for it.
-func WithRevokeWait(d time.Duration) Option { return func(c *Consumer) { c.revokeWait = d } }
+func WithRevokeWait(d time.Duration) Option { return func(c *config) { c.revokeWait = d } }
 
 // WithMaxBuffered sets how many fetched records a partition's worker holds
 // before its partition's fetching is paused (default 500).
-func WithMaxBuffered(n int) Option { return func(c *Consumer) { c.maxBuffered = n } }
+func WithMaxBuffered(n int) Option { return func(c *config) { c.maxBuffered = n } }
 
 // WithOutcome calls f after every processing attempt (from the partition's
 // worker goroutine; keep it quick).
-func WithOutcome(f func(Outcome)) Option { return func(c *Consumer) { c.outcome = f } }
+func WithOutcome(f func(Outcome)) Option { return func(c *config) { c.outcome = f } }
 
 // WithLogger sets the logger (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(c *Consumer) { c.log = l } }
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
 
-// Consumer is a group consumer of Config.Topics. Make it with New and call
-// Run once.
+// Consumer is a group consumer of the WithTopics topics. Make it with New
+// and call Run once.
 type Consumer struct {
-	q       *idemqueue.Consumer
-	h       Handler
-	cl      *kgo.Client
-	id      IDFunc
-	payload bool
-	dead    DeadLetterFunc
-	outcome func(Outcome)
-	log     *slog.Logger
-
-	backoffMin, backoffMax time.Duration
-	commitEvery            time.Duration
-	revokeWait             time.Duration
-	maxBuffered            int
+	config
+	q  *idemqueue.Consumer
+	h  Handler
+	cl *kgo.Client
 
 	// hctx is the handlers' context: Run's context without its
 	// cancellation, canceled by hardStop once Run's shutdown has waited
@@ -226,15 +252,8 @@ type tp struct {
 }
 
 // New makes a Consumer and its kgo client; nothing is consumed before Run.
-func New(q *idemqueue.Consumer, h Handler, cfg Config, opts ...Option) (*Consumer, error) {
-	switch {
-	case q == nil || h == nil:
-		return nil, errors.New("idemkafka: nil idemqueue.Consumer or handler")
-	case len(cfg.Brokers) == 0 || cfg.Group == "" || len(cfg.Topics) == 0:
-		return nil, errors.New("idemkafka: Config needs Brokers, Group and Topics")
-	}
-	c := &Consumer{
-		q: q, h: h,
+func New(q *idemqueue.Consumer, h Handler, opts ...Option) (*Consumer, error) {
+	cfg := config{
 		id:          HeaderID(DefaultIDHeaders...),
 		payload:     true,
 		log:         slog.Default(),
@@ -243,27 +262,32 @@ func New(q *idemqueue.Consumer, h Handler, cfg Config, opts ...Option) (*Consume
 		commitEvery: time.Second,
 		revokeWait:  5 * time.Second,
 		maxBuffered: 500,
-		workers:     map[tp]*worker{},
 	}
 	for _, o := range opts {
-		o(c)
+		o(&cfg)
 	}
-	if c.backoffMin <= 0 {
-		c.backoffMin = time.Millisecond
+	switch {
+	case q == nil || h == nil:
+		return nil, errors.New("idemkafka: nil idemqueue.Consumer or handler")
+	case len(cfg.brokers) == 0 || cfg.group == "" || len(cfg.topics) == 0:
+		return nil, errors.New("idemkafka: New needs WithBrokers, WithGroup and WithTopics")
 	}
-	if c.backoffMax < c.backoffMin {
-		c.backoffMax = c.backoffMin
+	if cfg.backoffMin <= 0 {
+		cfg.backoffMin = time.Millisecond
 	}
-	if c.commitEvery <= 0 {
-		c.commitEvery = time.Second
+	cfg.backoffMax = max(cfg.backoffMax, cfg.backoffMin)
+	if cfg.commitEvery <= 0 {
+		cfg.commitEvery = time.Second
 	}
-	if c.maxBuffered <= 0 {
-		c.maxBuffered = 1
+	cfg.maxBuffered = max(cfg.maxBuffered, 1)
+	c := &Consumer{config: cfg, q: q, h: h, workers: map[tp]*worker{}}
+	if cfg.dlqTopic != "" {
+		c.dead = c.deadLetterTo(cfg.dlqTopic)
 	}
-	kopts := append(append([]kgo.Opt(nil), cfg.ClientOpts...),
-		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.ConsumerGroup(cfg.Group),
-		kgo.ConsumeTopics(cfg.Topics...),
+	kopts := append(append([]kgo.Opt(nil), cfg.clientOpts...),
+		kgo.SeedBrokers(cfg.brokers...),
+		kgo.ConsumerGroup(cfg.group),
+		kgo.ConsumeTopics(cfg.topics...),
 		kgo.DisableAutoCommit(),
 		kgo.OnPartitionsAssigned(c.assigned),
 		kgo.OnPartitionsRevoked(c.revoked),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemkafka"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/memstore"
@@ -62,6 +63,35 @@ type rec struct {
 // mix of records, the order the handler ran in, what was dead-lettered,
 // that the committed offset never passed a record that was not done, and
 // that it reaches the end.
+// TestNewNeedsWhereToConsumeFrom: New refuses to build without brokers,
+// a group and topics (no broker is contacted).
+func TestNewNeedsWhereToConsumeFrom(t *testing.T) {
+	q := idemqueue.New(idem.NewGuard(memstore.New()))
+	h := func(context.Context, *kgo.Record) error { return nil }
+	all := []idemkafka.Option{idemkafka.WithBrokers("127.0.0.1:1"), idemkafka.WithGroup("g"), idemkafka.WithTopics("t")}
+	tests := []struct {
+		name    string
+		opts    []idemkafka.Option
+		wantErr bool
+	}{
+		{"all three", all, false},
+		{"no brokers", all[1:], true},
+		{"no group", []idemkafka.Option{all[0], all[2]}, true},
+		{"no topics", all[:2], true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := idemkafka.New(q, h, tc.opts...)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("New: %v, want error: %v", err, tc.wantErr)
+			}
+			if c != nil {
+				c.Close()
+			}
+		})
+	}
+}
+
 func TestCommitRules(t *testing.T) {
 	needKafka(t)
 	tests := []struct {
@@ -165,9 +195,9 @@ func TestCommitRules(t *testing.T) {
 			if !tc.noDLQ {
 				opts = append(opts, idemkafka.WithDeadLetterTopic(dlq))
 			}
-			q := idemqueue.New(idem.NewGuard(memstore.New()), idemqueue.WithName("rules"))
-			c, err := idemkafka.New(q, h, idemkafka.Config{Brokers: brokers(), Group: group, Topics: []string{topic},
-				ClientOpts: []kgo.Opt{kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond)}}, opts...)
+			q := idemqueue.New(idem.NewGuard(memstore.New()), idemcall.WithName("rules"))
+			c, err := idemkafka.New(q, h, append([]idemkafka.Option{idemkafka.WithBrokers(brokers()...), idemkafka.WithGroup(group), idemkafka.WithTopics(topic),
+				idemkafka.WithClientOptions(kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))}, opts...)...)
 			if err != nil {
 				t.Fatal(err)
 			}

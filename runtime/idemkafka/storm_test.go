@@ -23,6 +23,7 @@ import (
 	"github.com/idemgen/idemgen/internal/stormtest"
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemkafka"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/redisstore"
@@ -99,7 +100,7 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 		return err
 	}
 	defer st.Close()
-	q := idemqueue.New(idem.NewGuard(st), idemqueue.WithName("storm"), idemqueue.WithLease(cfg.Lease))
+	q := idemqueue.New(idem.NewGuard(st), idemcall.WithName("storm"), idemcall.WithLease(cfg.Lease))
 	var mu sync.Mutex
 	// A SIGKILL between a side effect and the store's record of it is
 	// the window idemqueue documents as unclosable from outside (the
@@ -155,18 +156,17 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 		})
 		return err
 	}
-	idOpt := idemkafka.WithID(idemkafka.HeaderID(idemkafka.DefaultIDHeaders...))
+	idOpt := idemkafka.WithMessageID(idemkafka.HeaderID(idemkafka.DefaultIDHeaders...))
 	if cfg.PositionIDs {
-		idOpt = idemkafka.WithID(idemkafka.PositionID)
+		idOpt = idemkafka.WithMessageID(idemkafka.PositionID)
 	}
-	c, err := idemkafka.New(q, h, idemkafka.Config{
-		Brokers: cfg.Brokers, Group: cfg.Group, Topics: []string{cfg.Topic},
-		ClientOpts: []kgo.Opt{
-			kgo.SessionTimeout(3 * time.Second), kgo.HeartbeatInterval(300 * time.Millisecond),
-			kgo.RebalanceTimeout(10 * time.Second), kgo.FetchMaxWait(200 * time.Millisecond),
+	c, err := idemkafka.New(q, h,
+		idemkafka.WithBrokers(cfg.Brokers...), idemkafka.WithGroup(cfg.Group), idemkafka.WithTopics(cfg.Topic),
+		idemkafka.WithClientOptions(
+			kgo.SessionTimeout(3*time.Second), kgo.HeartbeatInterval(300*time.Millisecond),
+			kgo.RebalanceTimeout(10*time.Second), kgo.FetchMaxWait(200*time.Millisecond),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		},
-	},
+		),
 		idOpt,
 		idemkafka.WithCommitInterval(200*time.Millisecond),
 		idemkafka.WithRevokeWait(time.Second),

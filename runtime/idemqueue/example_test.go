@@ -6,12 +6,13 @@ import (
 	"fmt"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 func Example() {
-	c := idemqueue.New(idem.NewGuard(memstore.New()), idemqueue.WithName("billing.credits"))
+	c := idemqueue.New(idem.NewGuard(memstore.New()), idemcall.WithName("billing.credits"))
 	balance := 0
 	failNext := true
 	deliveries := []string{"evt-1", "evt-2", "evt-1", "evt-2", ""} // at least once, and one bad message

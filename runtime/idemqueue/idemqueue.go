@@ -2,7 +2,7 @@
 // event ID: the consumer side of a queue (Kafka, NATS JetStream, SQS,
 // RabbitMQ) whose broker redelivers a message until it is acknowledged.
 //
-//	c := idemqueue.New(idem.NewGuard(store), idemqueue.WithName("billing.events"))
+//	c := idemqueue.New(idem.NewGuard(store), idemcall.WithName("billing.events"))
 //	for msg := range messages {
 //		status, err := c.Process(ctx, msg.ID, func(ctx context.Context) error {
 //			return apply(ctx, msg) // the side effect
@@ -41,8 +41,8 @@
 // # Crashes
 //
 // A consumer that dies while its handler runs holds the event's lease
-// until it expires (WithLease, default 30s): a redelivery that arrives
-// earlier waits (up to WithWait) and then takes the event over, with a
+// until it expires (idemcall.WithLease, default 30s): a redelivery that arrives
+// earlier waits (up to idemcall.WithWait) and then takes the event over, with a
 // higher fence (idem.FenceFrom(ctx) in the handler). A consumer that dies
 // after the handler and before the ack leaves a recorded event: its
 // redelivery is a Duplicate and is acked. A consumer that dies between the
@@ -58,9 +58,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 )
 
 // Status is what Process did with an event.
@@ -95,7 +95,7 @@ func IsPermanent(err error) bool {
 	return errors.Is(err, idem.ErrInvalidKey) || errors.Is(err, idem.ErrPayloadMismatch)
 }
 
-// DefaultName is the key space of a Consumer without WithName.
+// DefaultName is the key space of a Consumer without idemcall.WithName.
 const DefaultName = "idemqueue"
 
 // Consumer processes events once per event ID. It is safe for concurrent
@@ -105,58 +105,19 @@ type Consumer struct {
 	spec idem.Spec
 }
 
-// Option configures New.
-type Option func(*config)
-
-// config is what the options set: the Spec every event is processed under.
-type config struct {
-	spec idem.Spec
-}
-
-// WithName sets the consumer's key space (default "idemqueue"). Two
-// consumers that must each process every event (two subscribers of one
-// topic) need different names.
-func WithName(name string) Option { return func(c *config) { c.spec.Name = name } }
-
-// WithVersion sets the key space version: bump it to process every event
-// afresh.
-func WithVersion(v int) Option { return func(c *config) { c.spec.Version = v } }
-
-// WithTTL sets how long a processed event is remembered (default 24h).
-// Make it longer than the broker's redelivery horizon (retention, max
-// redelivery age); a redelivery after the TTL runs the handler again.
-func WithTTL(d time.Duration) Option { return func(c *config) { c.spec.TTL = d } }
-
-// WithLease sets the in-progress lease (default 30s), heartbeated every
-// lease/3 while the handler runs: after a crash, the event can be taken
-// over once it expires.
-func WithLease(d time.Duration) Option { return func(c *config) { c.spec.Lease = d } }
-
-// WithWait bounds how long a delivery waits for a concurrent delivery of
-// the same event to finish (default: the lease). Zero or less disables
-// waiting: such a delivery is Failed with idem.ErrInProgress at once.
-func WithWait(d time.Duration) Option {
-	return func(c *config) {
-		if d <= 0 {
-			c.spec.OnDuplicate = idem.DuplicateReturn
-			c.spec.Wait = 0
-			return
-		}
-		c.spec.OnDuplicate = idem.DuplicateWait
-		c.spec.Wait = d
+// New returns a Consumer over g. The options set the key space and the
+// timing of every event's call (idemcall.WithName, WithVersion, WithTTL,
+// WithLease, WithWait); by default a delivery waits up to the lease for a
+// concurrent delivery of its event. An argument the options cannot use (a
+// TTL or lease that is not positive, an empty name) leaves that setting at
+// its default.
+func New(g *idem.Guard, opts ...idemcall.Option) *Consumer {
+	spec, _ := idemcall.Spec(idem.Spec{Name: DefaultName, OnDuplicate: idem.DuplicateWait}, opts...)
+	spec.OnFailure = idem.FailureUnlock
+	if spec.Name == "" {
+		spec.Name = DefaultName
 	}
-}
-
-// New returns a Consumer over g.
-func New(g *idem.Guard, opts ...Option) *Consumer {
-	c := config{spec: idem.Spec{Name: DefaultName, OnDuplicate: idem.DuplicateWait, OnFailure: idem.FailureUnlock}}
-	for _, o := range opts {
-		o(&c)
-	}
-	if c.spec.Name == "" {
-		c.spec.Name = DefaultName
-	}
-	return &Consumer{g: g, spec: c.spec}
+	return &Consumer{g: g, spec: spec}
 }
 
 // done is the recorded value of a processed event.

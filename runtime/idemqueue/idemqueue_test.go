@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
@@ -82,7 +83,7 @@ func TestProcess(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := idemqueue.New(idem.NewGuard(memstore.New()), idemqueue.WithName("test.events"))
+			c := idemqueue.New(idem.NewGuard(memstore.New()), idemcall.WithName("test.events"))
 			var handled atomic.Int64
 			var got []outcome
 			for _, d := range tc.in {
@@ -125,7 +126,7 @@ func TestConcurrentDeliveries(t *testing.T) {
 	store := memstore.New()
 	var consumers []*idemqueue.Consumer
 	for range 4 {
-		consumers = append(consumers, idemqueue.New(idem.NewGuard(store), idemqueue.WithWait(5*time.Second)))
+		consumers = append(consumers, idemqueue.New(idem.NewGuard(store), idemcall.WithWait(5*time.Second)))
 	}
 	var handled atomic.Int64
 	const n = 40
@@ -163,7 +164,7 @@ func TestConcurrentDeliveries(t *testing.T) {
 }
 
 func TestNoWait(t *testing.T) {
-	c := idemqueue.New(idem.NewGuard(memstore.New()), idemqueue.WithWait(0))
+	c := idemqueue.New(idem.NewGuard(memstore.New()), idemcall.WithWait(0))
 	started, release := make(chan struct{}), make(chan struct{})
 	go c.Process(context.Background(), "e", func(context.Context) error { close(started); <-release; return nil })
 	<-started
@@ -199,7 +200,7 @@ func TestCrashedConsumerTakenOver(t *testing.T) {
 		t.Fatalf("dead consumer's claim: %+v %v", res, err)
 	}
 
-	c := idemqueue.New(g, idemqueue.WithName("test.crash"), idemqueue.WithWait(5*time.Second))
+	c := idemqueue.New(g, idemcall.WithName("test.crash"), idemcall.WithWait(5*time.Second))
 	var fence uint64
 	start := time.Now()
 	st, err := c.Process(context.Background(), "evt-crash", func(ctx context.Context) error {
@@ -283,7 +284,7 @@ func TestPackageProcess(t *testing.T) {
 		t.Error(diff)
 	}
 	// A differently named consumer is its own key space.
-	st, _ := idemqueue.New(g, idemqueue.WithName("other")).Process(context.Background(), "e", func(context.Context) error { return nil })
+	st, _ := idemqueue.New(g, idemcall.WithName("other")).Process(context.Background(), "e", func(context.Context) error { return nil })
 	if st != idemqueue.Ran {
 		t.Errorf("other key space: %v", st)
 	}

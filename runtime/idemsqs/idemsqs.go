@@ -1,7 +1,7 @@
 // Package idemsqs runs an Amazon SQS consumer's handler once per message
 // ID, through idemqueue, with the AWS SDK for Go v2:
 //
-//	q := idemqueue.New(idem.NewGuard(store), idemqueue.WithName("billing.credits"), idemqueue.WithLease(10*time.Second))
+//	q := idemqueue.New(idem.NewGuard(store), idemcall.WithName("billing.credits"), idemcall.WithLease(10*time.Second))
 //	c := idemsqs.New(sqs.NewFromConfig(cfg), queueURL, q, idemsqs.WithAttributeID("event-id"))
 //	err := c.Run(ctx, 4, func(ctx context.Context, m types.Message) error {
 //		return apply(ctx, *m.Body) // the side effect
@@ -31,7 +31,7 @@
 // The default ID is the MessageId; prefer an ID the producer sets once per
 // event: a message attribute (WithAttributeID), or a body field
 // (WithMessageID). On FIFO queues, MessageDeduplicationId dedups sends
-// within 5 minutes only; the idempotency record (idemqueue.WithTTL) covers
+// within 5 minutes only; the idempotency record (idemcall.WithTTL) covers
 // longer.
 //
 // # Visibility timeout and the heartbeat
@@ -43,10 +43,10 @@
 // 30s) every third of it, with ChangeMessageVisibility, so a long handler
 // is not redelivered under it. If the consumer dies, the heartbeat stops
 // and the message is redelivered within WithVisibility; the redelivery
-// waits for the dead owner's idempotency lease (idemqueue.WithLease) and
+// waits for the dead owner's idempotency lease (idemcall.WithLease) and
 // takes the event over. Keep the queue's own VisibilityTimeout at least
 // the time to the first heartbeat (WithVisibility/3) plus a receive, and
-// the idemqueue wait (WithWait) below WithVisibility.
+// the idemqueue wait (idemcall.WithWait) below WithVisibility.
 package idemsqs
 
 import (
@@ -113,9 +113,17 @@ type Outcome struct {
 // Consumer receives and settles SQS messages by idemqueue's rules. It is
 // safe for concurrent use.
 type Consumer struct {
-	api        API
-	queueURL   string
-	q          *idemqueue.Consumer
+	config
+	api      API
+	queueURL string
+	q        *idemqueue.Consumer
+}
+
+// Option configures New.
+type Option func(*config)
+
+// config is what the options set.
+type config struct {
 	id         func(types.Message) string
 	payload    bool
 	visibility time.Duration
@@ -127,16 +135,13 @@ type Consumer struct {
 	onError    func(error)
 }
 
-// Option configures New.
-type Option func(*Consumer)
-
 // WithMessageID sets how the message ID is read (default: the MessageId).
-func WithMessageID(f func(types.Message) string) Option { return func(c *Consumer) { c.id = f } }
+func WithMessageID(f func(types.Message) string) Option { return func(c *config) { c.id = f } }
 
 // WithAttributeID reads the message ID from a String message attribute the
 // producer sets once per logical event (the recommended ID).
 func WithAttributeID(name string) Option {
-	return func(c *Consumer) {
+	return func(c *config) {
 		c.id = func(m types.Message) string {
 			if v, ok := m.MessageAttributes[name]; ok && v.StringValue != nil {
 				return *v.StringValue
@@ -146,32 +151,33 @@ func WithAttributeID(name string) Option {
 	}
 }
 
-// WithPayload fingerprints the body too (idemqueue.ProcessPayload): a
-// message with a processed ID and another body is a permanent failure.
-func WithPayload() Option { return func(c *Consumer) { c.payload = true } }
+// WithPayload sets whether the body is fingerprinted too
+// (idemqueue.ProcessPayload; off by default): a message with a processed
+// ID and another body is a permanent failure.
+func WithPayload(on bool) Option { return func(c *config) { c.payload = on } }
 
 // WithVisibility sets the visibility timeout the heartbeat keeps
 // extending while a message is processed (default 30s, whole seconds, at
 // most 12h), every third of it. Zero or less turns the heartbeat off: the
 // queue's own timeout then bounds a handler.
-func WithVisibility(d time.Duration) Option { return func(c *Consumer) { c.visibility = d } }
+func WithVisibility(d time.Duration) Option { return func(c *config) { c.visibility = d } }
 
 // WithRetryVisibility sets the visibility timeout of a transiently failed
 // message: the delay before its redelivery (0: at once). Default: left as
 // the last heartbeat (or the receive) set it.
 func WithRetryVisibility(d time.Duration) Option {
-	return func(c *Consumer) { c.retryVis = max(d, 0) }
+	return func(c *config) { c.retryVis = max(d, 0) }
 }
 
 // WithDeadLetterQueue sends a permanently failed message (body and
 // message attributes) to this queue URL and deletes it.
-func WithDeadLetterQueue(url string) Option { return func(c *Consumer) { c.dlq = url } }
+func WithDeadLetterQueue(url string) Option { return func(c *config) { c.dlq = url } }
 
 // WithReceive sets Run's long-poll wait (seconds, default 20) and the most
 // messages one ReceiveMessage returns (1 to 10, default 10; Run never asks
 // for more than it has free workers).
 func WithReceive(waitSeconds, maxMessages int) Option {
-	return func(c *Consumer) {
+	return func(c *config) {
 		c.waitTime = int32(min(max(waitSeconds, 0), 20))
 		c.batch = int32(min(max(maxMessages, 1), 10))
 	}
@@ -179,21 +185,21 @@ func WithReceive(waitSeconds, maxMessages int) Option {
 
 // WithOutcome calls f after each message is settled (or failed to be).
 func WithOutcome(f func(m types.Message, o Outcome, err error)) Option {
-	return func(c *Consumer) { c.onOutcome = f }
+	return func(c *config) { c.onOutcome = f }
 }
 
 // WithErrorHandler receives Run's ReceiveMessage errors (Run retries after
 // a second).
-func WithErrorHandler(f func(error)) Option { return func(c *Consumer) { c.onError = f } }
+func WithErrorHandler(f func(error)) Option { return func(c *config) { c.onError = f } }
 
 // New returns a Consumer of the queue at queueURL over q.
 func New(api API, queueURL string, q *idemqueue.Consumer, opts ...Option) *Consumer {
-	c := &Consumer{api: api, queueURL: queueURL, q: q, visibility: 30 * time.Second, retryVis: -1, waitTime: 20, batch: 10,
+	cfg := config{visibility: 30 * time.Second, retryVis: -1, waitTime: 20, batch: 10,
 		id: func(m types.Message) string { return aws.ToString(m.MessageId) }}
 	for _, o := range opts {
-		o(c)
+		o(&cfg)
 	}
-	return c
+	return &Consumer{config: cfg, api: api, queueURL: queueURL, q: q}
 }
 
 func seconds(d time.Duration) int32 {

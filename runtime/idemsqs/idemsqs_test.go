@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/idemsqs"
 	"github.com/idemgen/idemgen/runtime/memstore"
@@ -81,7 +82,7 @@ func TestSettle(t *testing.T) {
 			settleOut{Status: idemqueue.Failed, Action: idemsqs.DeadLettered, Permanent: true, DLQ: []string{"b1"}}},
 		{"no ID, no dead-letter queue: released for the redrive policy", "", "b1", false, nil, false, nil,
 			settleOut{Status: idemqueue.Failed, Action: idemsqs.Released, Permanent: true, Source: []string{"b1"}}},
-		{"payload mismatch: permanent", "e1", "other", true, nil, true, []idemsqs.Option{idemsqs.WithPayload()},
+		{"payload mismatch: permanent", "e1", "other", true, nil, true, []idemsqs.Option{idemsqs.WithPayload(true)},
 			settleOut{Status: idemqueue.Failed, Action: idemsqs.DeadLettered, Permanent: true, DLQ: []string{"other"}}},
 	}
 	for _, tt := range tests {
@@ -143,7 +144,7 @@ func TestHeartbeat(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src := needQueue(t, client, "idemtest-hb-"+testenv.RandName(), map[string]string{"VisibilityTimeout": "2"})
-			q := idemqueue.New(idem.NewGuard(memstore.New()), idemqueue.WithWait(0))
+			q := idemqueue.New(idem.NewGuard(memstore.New()), idemcall.WithWait(0))
 			c := idemsqs.New(client, src, q, idemsqs.WithAttributeID("event-id"), idemsqs.WithVisibility(tt.visibility))
 			send(t, client, src, "e1", "b1")
 			ms := receive(t, client, src, 1)

@@ -143,143 +143,26 @@ type receipt struct{ ID string }
 // reporting changed, not the adapter under test.
 func Run(t testing.TB, obs idem.Observer) []idem.Event {
 	t.Helper()
-	ctx := context.Background()
 	clock := idemtest.NewClock(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
 	mem := memstore.New(memstore.WithClock(clock.Now))
-	store := &faultyStore{Store: mem}
-	rec := &recorder{}
+	r := &run{t: t, ctx: context.Background(), clock: clock, mem: mem, store: &faultyStore{Store: mem}, rec: &recorder{}}
 	both := idem.ObserverFunc(func(e idem.Event) {
-		rec.Observe(e)
+		r.rec.Observe(e)
 		obs.Observe(e)
 	})
-	g := idem.NewGuard(store, idem.WithObserver(both))
-	gOpen := idem.NewGuard(store, idem.WithObserver(both), idem.WithFailOpen())
+	r.g = idem.NewGuard(r.store, idem.WithObserver(both))
+	r.gOpen = idem.NewGuard(r.store, idem.WithObserver(both), idem.WithFailOpen())
+	r.newSpecs()
 
-	charge := &idem.Spec{Name: Charge, Lease: time.Hour}
-	refund := &idem.Spec{Name: Refund, Lease: time.Hour}
-	notify := &idem.Spec{Name: Notify, Lease: time.Hour, OnDuplicate: idem.DuplicateRaise}
-	// The first heartbeat comes after a third of the lease (real time), and
-	// its failure would only turn into lease loss if it ran a whole lease
-	// after the call started: 600ms of slack for a late timer on a loaded
-	// machine under -race.
-	sync := &idem.Spec{Name: Sync, Lease: 900 * time.Millisecond}
+	r.firstCalls()
+	r.leaseLoss()
+	r.heartbeatFailure()
+	r.storeDown()
+	r.ordered()
 
-	call := func(g *idem.Guard, spec *idem.Spec, id, payload string, fn func(context.Context) (receipt, error)) (receipt, error) {
-		c, k := g.Begin(spec)
-		k.Key().ID(id)
-		k.Payload().String(id)
-		k.Payload().String(payload)
-		return idem.Do(ctx, c, fn)
-	}
-	ok := func(context.Context) (receipt, error) { return receipt{ID: "r"}, nil }
-	want := func(step string, err error, target error) {
-		t.Helper()
-		if target == nil && err != nil {
-			t.Fatalf("obstest: %s: unexpected error %v", step, err)
-		}
-		if target != nil && !errors.Is(err, target) {
-			t.Fatalf("obstest: %s: got error %v, want %v", step, err, target)
-		}
-	}
-
-	_, err := call(g, charge, "k1", "p1", ok)
-	want("execute k1", err, nil)
-	_, err = call(g, charge, "k1", "p1", ok)
-	want("replay k1", err, nil)
-	_, err = call(g, charge, "k1", "p2", ok)
-	want("mismatch k1", err, idem.ErrPayloadMismatch)
-
-	// k2: a duplicate arrives while the first call runs.
-	started, release := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		_, err := call(g, charge, "k2", "p", func(context.Context) (receipt, error) {
-			close(started)
-			<-release
-			return receipt{ID: "r2"}, nil
-		})
-		done <- err
-	}()
-	<-started
-	_, err = call(g, charge, "k2", "p", ok)
-	want("duplicate of running k2", err, idem.ErrInProgress)
-	close(release)
-	want("execute k2", <-done, nil)
-
-	_, err = call(g, refund, "k3", "p", func(context.Context) (receipt, error) { return receipt{}, ErrDeclined })
-	want("failing k3", err, ErrDeclined)
-
-	_, err = call(g, notify, "k4", "p", ok)
-	want("execute k4", err, nil)
-	_, err = call(g, notify, "k4", "p", ok)
-	want("raise k4", err, idem.ErrDuplicate)
-
-	// k5: while the function runs its lease expires and another owner
-	// (another process, here a direct claim) takes the key over, so the
-	// first owner's Complete is rejected.
-	_, err = call(g, charge, "k5", "p", func(ctx context.Context) (receipt, error) {
-		store.mu.Lock()
-		req := store.lastClaim // this call's own claim: same key and fingerprint
-		store.mu.Unlock()
-		clock.Advance(2 * time.Hour)
-		req.Owner = idem.Token{0xee}
-		res, err := mem.Claim(ctx, req)
-		if err != nil || res.Status != idem.ClaimTakenOver {
-			t.Errorf("obstest: interloper's claim of k5: %v, %v", res.Status, err)
-		}
-		return receipt{ID: "r5"}, nil
-	})
-	want("lease lost k5", err, idem.ErrLeaseLost)
-	// The interloper dies without finishing; its lease expires too.
-	clock.Advance(2 * time.Hour)
-	_, err = call(g, charge, "k5", "p", ok)
-	want("take over k5", err, nil)
-
-	// k6: the first heartbeat fails, the function waits for that, and the
-	// call then completes normally.
-	beatFailed := make(chan struct{})
-	store.mu.Lock()
-	store.failBeats, store.beatFail = 1, beatFailed
-	store.mu.Unlock()
-	_, err = call(g, sync, "k6", "p", func(context.Context) (receipt, error) {
-		<-beatFailed
-		return receipt{ID: "r6"}, nil
-	})
-	want("heartbeat k6", err, nil)
-
-	store.mu.Lock()
-	store.failClaim = true
-	store.mu.Unlock()
-	_, err = call(g, charge, "k7", "p", ok)
-	want("store down, fail closed", err, idem.ErrStoreUnavailable)
-	_, err = call(gOpen, charge, "k7", "p", ok)
-	want("store down, fail open", err, nil)
-	store.mu.Lock()
-	store.failClaim = false
-	store.mu.Unlock()
-
-	_, err = call(g, charge, "", "p", ok)
-	want("empty ID", err, idem.ErrInvalidKey)
-
-	// Ordered events of one entity: newest first, then an older one,
-	// then an older one an operator lets through.
-	track := &idem.Spec{Name: Track, Lease: time.Hour, Ordered: true}
-	event := func(ctx context.Context, id string, at time.Time) error {
-		c, k := g.Begin(track)
-		k.Key().ID(id)
-		k.Entity().String("device-1")
-		k.At(at)
-		_, err := idem.Do(ctx, c, ok)
-		return err
-	}
-	t0 := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
-	want("newest event", event(ctx, "ev-3", t0.Add(2*time.Minute)), nil)
-	want("older event", event(ctx, "ev-2", t0.Add(time.Minute)), idem.ErrOutOfOrder)
-	want("older event, overridden", event(idem.AllowOutOfOrder(ctx, OverrideReason), "ev-1", t0), nil)
-
-	rec.mu.Lock()
-	events := append([]idem.Event(nil), rec.events...)
-	rec.mu.Unlock()
+	r.rec.mu.Lock()
+	events := append([]idem.Event(nil), r.rec.events...)
+	r.rec.mu.Unlock()
 	got := make([]Step, len(events))
 	for i, e := range events {
 		got[i] = Step{Func: e.Func, Outcome: e.Outcome, Fence: e.Fence, Err: e.Err != nil}
@@ -288,4 +171,161 @@ func Run(t testing.TB, obs idem.Observer) []idem.Event {
 		t.Fatalf("obstest: the Guard reported another sequence than Script (-want +got):\n%s", diff)
 	}
 	return events
+}
+
+// run is one run of the script: the Guards over the faulty store, the
+// Specs of the script's functions, and what the Guards report.
+type run struct {
+	t        testing.TB
+	ctx      context.Context
+	clock    *idemtest.Clock
+	mem      *memstore.Store
+	store    *faultyStore
+	rec      *recorder
+	g, gOpen *idem.Guard
+
+	charge, refund, notify, sync, track *idem.Spec
+}
+
+// newSpecs sets the run's Specs, one per function.
+func (r *run) newSpecs() {
+	r.charge = &idem.Spec{Name: Charge, Lease: time.Hour}
+	r.refund = &idem.Spec{Name: Refund, Lease: time.Hour}
+	r.notify = &idem.Spec{Name: Notify, Lease: time.Hour, OnDuplicate: idem.DuplicateRaise}
+	// The first heartbeat comes after a third of the lease (real time), and
+	// its failure would only turn into lease loss if it ran a whole lease
+	// after the call started: 600ms of slack for a late timer on a loaded
+	// machine under -race.
+	r.sync = &idem.Spec{Name: Sync, Lease: 900 * time.Millisecond}
+	r.track = &idem.Spec{Name: Track, Lease: time.Hour, Ordered: true}
+}
+
+func (r *run) call(g *idem.Guard, spec *idem.Spec, id, payload string, fn func(context.Context) (receipt, error)) (receipt, error) {
+	c, k := g.Begin(spec)
+	k.Key().ID(id)
+	k.Payload().String(id)
+	k.Payload().String(payload)
+	return idem.Do(r.ctx, c, fn)
+}
+
+func ok(context.Context) (receipt, error) { return receipt{ID: "r"}, nil }
+
+// want fails the run unless err is target (nil: no error).
+func (r *run) want(step string, err error, target error) {
+	r.t.Helper()
+	if target == nil && err != nil {
+		r.t.Fatalf("obstest: %s: unexpected error %v", step, err)
+	}
+	if target != nil && !errors.Is(err, target) {
+		r.t.Fatalf("obstest: %s: got error %v, want %v", step, err, target)
+	}
+}
+
+// firstCalls: an execution, a replay, a mismatch, a duplicate of a
+// running call, a failure, and a duplicate under on_duplicate=raise.
+func (r *run) firstCalls() {
+	g := r.g
+	_, err := r.call(g, r.charge, "k1", "p1", ok)
+	r.want("execute k1", err, nil)
+	_, err = r.call(g, r.charge, "k1", "p1", ok)
+	r.want("replay k1", err, nil)
+	_, err = r.call(g, r.charge, "k1", "p2", ok)
+	r.want("mismatch k1", err, idem.ErrPayloadMismatch)
+
+	// k2: a duplicate arrives while the first call runs.
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.call(g, r.charge, "k2", "p", func(context.Context) (receipt, error) {
+			close(started)
+			<-release
+			return receipt{ID: "r2"}, nil
+		})
+		done <- err
+	}()
+	<-started
+	_, err = r.call(g, r.charge, "k2", "p", ok)
+	r.want("duplicate of running k2", err, idem.ErrInProgress)
+	close(release)
+	r.want("execute k2", <-done, nil)
+
+	_, err = r.call(g, r.refund, "k3", "p", func(context.Context) (receipt, error) { return receipt{}, ErrDeclined })
+	r.want("failing k3", err, ErrDeclined)
+
+	_, err = r.call(g, r.notify, "k4", "p", ok)
+	r.want("execute k4", err, nil)
+	_, err = r.call(g, r.notify, "k4", "p", ok)
+	r.want("raise k4", err, idem.ErrDuplicate)
+}
+
+// leaseLoss: k5's lease expires while the function runs and another owner
+// (another process, here a direct claim) takes the key over, so the first
+// owner's Complete is rejected; then that owner's lease expires too.
+func (r *run) leaseLoss() {
+	_, err := r.call(r.g, r.charge, "k5", "p", func(ctx context.Context) (receipt, error) {
+		r.store.mu.Lock()
+		req := r.store.lastClaim // this call's own claim: same key and fingerprint
+		r.store.mu.Unlock()
+		r.clock.Advance(2 * time.Hour)
+		req.Owner = idem.Token{0xee}
+		res, err := r.mem.Claim(ctx, req)
+		if err != nil || res.Status != idem.ClaimTakenOver {
+			r.t.Errorf("obstest: interloper's claim of k5: %v, %v", res.Status, err)
+		}
+		return receipt{ID: "r5"}, nil
+	})
+	r.want("lease lost k5", err, idem.ErrLeaseLost)
+	// The interloper dies without finishing; its lease expires too.
+	r.clock.Advance(2 * time.Hour)
+	_, err = r.call(r.g, r.charge, "k5", "p", ok)
+	r.want("take over k5", err, nil)
+}
+
+// heartbeatFailure: k6's first heartbeat fails, the function waits for
+// that, and the call then completes normally.
+func (r *run) heartbeatFailure() {
+	beatFailed := make(chan struct{})
+	r.store.mu.Lock()
+	r.store.failBeats, r.store.beatFail = 1, beatFailed
+	r.store.mu.Unlock()
+	_, err := r.call(r.g, r.sync, "k6", "p", func(context.Context) (receipt, error) {
+		<-beatFailed
+		return receipt{ID: "r6"}, nil
+	})
+	r.want("heartbeat k6", err, nil)
+}
+
+// storeDown: claims fail on a fail-closed and a fail-open Guard; then an
+// empty ID.
+func (r *run) storeDown() {
+	r.store.mu.Lock()
+	r.store.failClaim = true
+	r.store.mu.Unlock()
+	_, err := r.call(r.g, r.charge, "k7", "p", ok)
+	r.want("store down, fail closed", err, idem.ErrStoreUnavailable)
+	_, err = r.call(r.gOpen, r.charge, "k7", "p", ok)
+	r.want("store down, fail open", err, nil)
+	r.store.mu.Lock()
+	r.store.failClaim = false
+	r.store.mu.Unlock()
+
+	_, err = r.call(r.g, r.charge, "", "p", ok)
+	r.want("empty ID", err, idem.ErrInvalidKey)
+}
+
+// ordered: events of one entity, newest first, then an older one, then an
+// older one an operator lets through.
+func (r *run) ordered() {
+	event := func(ctx context.Context, id string, at time.Time) error {
+		c, k := r.g.Begin(r.track)
+		k.Key().ID(id)
+		k.Entity().String("device-1")
+		k.At(at)
+		_, err := idem.Do(ctx, c, ok)
+		return err
+	}
+	t0 := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	r.want("newest event", event(r.ctx, "ev-3", t0.Add(2*time.Minute)), nil)
+	r.want("older event", event(r.ctx, "ev-2", t0.Add(time.Minute)), idem.ErrOutOfOrder)
+	r.want("older event, overridden", event(idem.AllowOutOfOrder(r.ctx, OverrideReason), "ev-1", t0), nil)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemhttp"
+	"github.com/idemgen/idemgen/runtime/idemkey"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -91,7 +92,7 @@ func TestRetryableHTTPRetryAfterDroppedResponseIsReplayed(t *testing.T) {
 		{
 			name: "Transport below the retry layer, key header set by the caller",
 			do: belowRetry(func(req *retryablehttp.Request) *retryablehttp.Request {
-				req.Header.Set(idemhttp.KeyHeader, idemhttp.FormatKey(idemhttp.NewKey()))
+				req.Header.Set(idemhttp.KeyHeader, idemkey.Format(idemkey.New()))
 				return req
 			}),
 			wantRuns: 1, wantReplayed: "true",

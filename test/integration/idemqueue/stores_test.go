@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/memstore"
 	"github.com/idemgen/idemgen/runtime/pgstore"
@@ -84,8 +85,8 @@ func TestStores(t *testing.T) {
 			open := openers(t)[kind]
 			var consumers []*idemqueue.Consumer
 			for range 3 {
-				consumers = append(consumers, idemqueue.New(idem.NewGuard(open()), idemqueue.WithName("test.stores"),
-					idemqueue.WithLease(5*time.Second), idemqueue.WithWait(10*time.Second)))
+				consumers = append(consumers, idemqueue.New(idem.NewGuard(open()), idemcall.WithName("test.stores"),
+					idemcall.WithLease(5*time.Second), idemcall.WithWait(10*time.Second)))
 			}
 			const events, copies = 8, 6
 			var handled [events]atomic.Int64
