@@ -477,39 +477,3 @@ func BenchmarkFlightsParallel(b *testing.B) {
 	})
 }
 
-// BenchmarkResultMemo is what the result memo saves on a replay of a small
-// JSON-coded result (a hand-written Do with the Guard's codec) from a
-// store that returns bytes alone, as networked stores do (bytesOnly: the
-// memory store hands back the value itself, which needs no decoding).
-func BenchmarkResultMemo(b *testing.B) {
-	type receipt struct {
-		ID    string
-		Cents int64
-		Paid  bool
-	}
-	spec := &idem.Spec{Name: "bench.Memo"}
-	ctx := context.Background()
-	for _, bc := range []struct {
-		name string
-		memo bool
-	}{{"memo_off", false}, {"memo_on", true}} {
-		b.Run(bc.name, func(b *testing.B) {
-			g := idem.NewGuard(bytesOnly{memstore.New()})
-			if !bc.memo {
-				g.DropResultMemo()
-			}
-			call := func() {
-				c, k := g.Begin(spec)
-				k.Key().String("order-1")
-				if _, err := idem.Do(ctx, c, func(context.Context) (receipt, error) { return receipt{"rcpt_1", 4200, true}, nil }); err != nil {
-					b.Fatal(err)
-				}
-			}
-			call()
-			b.ReportAllocs()
-			for b.Loop() {
-				call()
-			}
-		})
-	}
-}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"time"
 
@@ -767,20 +766,9 @@ func decodeResult[R any](g *Guard, spec *Spec, key string, r Result) (R, error) 
 			return v, nil
 		}
 	}
-	memo := g.results != nil && copyIsolates(reflect.TypeFor[R]())
-	if memo {
-		if m, ok := g.results.get(key, r.Data); ok {
-			if v, ok := m.(R); ok {
-				return v, nil
-			}
-		}
-	}
 	var v R
 	if err := g.decodeRecord(spec, body, &v); err != nil {
 		return v, fmt.Errorf("idem: %s: decoding stored result: %w", spec.Name, err)
-	}
-	if memo {
-		g.results.put(key, r.Data, v)
 	}
 	return v, nil
 }
