@@ -117,7 +117,7 @@ func (hb *heartbeat) renew() {
 		g.alarms.set(&hb.dead, hb.okSent+lease.Duration, (*deadRing)(hb))
 	}
 	sent := time.Since(monoBase)
-	hctx, hcancel := context.WithTimeout(context.WithoutCancel(hb.ctx), interval)
+	hctx, hcancel := context.WithTimeout(context.WithoutCancel(hb.ctx.ctx), interval)
 	err := g.store.Heartbeat(hctx, lease)
 	hcancel()
 	switch {
