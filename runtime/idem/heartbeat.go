@@ -9,10 +9,8 @@ import (
 	"time"
 )
 
-// heartbeat renews a lease every Duration/3 off the caller's path. It uses
-// the Guard's alarms rather than a goroutine, so a short function never
-// starts one; it lives inside its call's execution, so starting it
-// allocates nothing.
+// heartbeat renews a lease every Duration/3 off the caller's path, on a
+// timer, so a short function never starts a goroutine.
 type heartbeat struct {
 	g *Guard
 	// st is a copy of the call's state for the heartbeat's notes to the
@@ -25,14 +23,14 @@ type heartbeat struct {
 	// stopped is set by stop, lost when the store said the key has
 	// another owner.
 	stopped, lost atomic.Bool
-	beat          alarm // the next beat
+	beat          *time.Timer // the next beat
 	// dead fires when the lease has run out, counted from when the last
 	// successful heartbeat (or the claim) was sent (okSent), so the
 	// function is stopped no later than the store can hand the key on.
 	// It is set by the first beat, not at the start: the first beat is
 	// due well before the lease ends, and most calls end before it, so
 	// they schedule one alarm instead of two.
-	dead    alarm
+	dead    *time.Timer
 	okSent  time.Duration
 	deadSet bool // under mu
 	// settled is the execution's (execution.settle), kept here in what
@@ -50,16 +48,6 @@ type heartbeat struct {
 // every execution.
 var beatPanics sync.Map
 
-// beatRing and deadRing are a heartbeat's two alarms: the same pointer,
-// two ring methods.
-type (
-	beatRing heartbeat
-	deadRing heartbeat
-)
-
-func (r *beatRing) ring() { (*heartbeat)(r).renew() }
-func (r *deadRing) ring() { (*heartbeat)(r).expire() }
-
 func (hb *heartbeat) start(g *Guard, ctx *fnCtx, lease *Lease, st *state) {
 	hb.g, hb.ctx, hb.lease = g, ctx, lease
 	if g.obs != nil {
@@ -69,7 +57,7 @@ func (hb *heartbeat) start(g *Guard, ctx *fnCtx, lease *Lease, st *state) {
 	hb.okSent = st.claimSent
 	hb.mu.Lock()
 	// Counted from the claim, like the lease: no clock reading needed.
-	g.alarms.set(&hb.beat, st.claimSent+hb.interval(), (*beatRing)(hb))
+	hb.beat = time.AfterFunc(st.claimSent+hb.interval()-time.Since(monoBase), hb.renew)
 	hb.mu.Unlock()
 }
 
@@ -114,7 +102,7 @@ func (hb *heartbeat) renew() {
 		// The first beat: from now on a beat may hang on the store, and
 		// the lease must still end on time.
 		hb.deadSet = true
-		g.alarms.set(&hb.dead, hb.okSent+lease.Duration, (*deadRing)(hb))
+		hb.dead = time.AfterFunc(hb.okSent+lease.Duration-time.Since(monoBase), hb.expire)
 	}
 	sent := time.Since(monoBase)
 	hctx, hcancel := context.WithTimeout(context.WithoutCancel(hb.ctx.ctx), interval)
@@ -123,7 +111,7 @@ func (hb *heartbeat) renew() {
 	switch {
 	case err == nil:
 		hb.okSent = sent
-		g.alarms.set(&hb.dead, sent+lease.Duration, (*deadRing)(hb))
+		hb.dead.Reset(sent + lease.Duration - time.Since(monoBase))
 	case errors.Is(err, ErrLeaseLost):
 		hb.lost.Store(true)
 		hb.note(OutcomeLeaseLost, err)
@@ -134,7 +122,7 @@ func (hb *heartbeat) renew() {
 		// of the lease.
 		hb.note(OutcomeHeartbeatFailed, err)
 	}
-	g.alarms.set(&hb.beat, time.Since(monoBase)+interval, (*beatRing)(hb))
+	hb.beat.Reset(interval)
 }
 
 // stop cancels future beats and waits for one in flight.
@@ -142,8 +130,8 @@ func (hb *heartbeat) stop() {
 	hb.stopped.Store(true)
 	hb.mu.Lock()
 	if hb.deadSet {
-		hb.g.alarms.stop(&hb.dead)
+		hb.dead.Stop()
 	}
-	hb.g.alarms.stop(&hb.beat)
+	hb.beat.Stop()
 	hb.mu.Unlock()
 }
