@@ -517,7 +517,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, status ClaimSta
 		}
 	}()
 	st.announce(status, lease.Fence, overrideReason)
-	r, err = fn(x.ctx.ctx)
+	r, err = fn(&x.ctx)
 	x.hb.stop()
 	x.ctx.end()
 	if x.hb.panicked.Load() {
@@ -538,7 +538,7 @@ func start(ctx context.Context, st *state, lease Lease) *execution {
 		x.run.steps.Store(&steps{recorded: st.steps})
 	}
 	x.flight = g.startFlight(lease.Key, st.fp, spec)
-	x.ctx.init(ctx, &x.run)
+	x.ctx.parent, x.ctx.run = ctx, &x.run
 	x.run.ctx = &x.ctx
 	x.hb.start(g, &x.ctx, &x.run.lease, st)
 	return x

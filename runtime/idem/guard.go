@@ -34,6 +34,10 @@ type Guard struct {
 	flights     flightTable
 	calls       sync.Pool // *callState, the working memory of Calls
 	memo        *keyMemo
+	// alarms: heartbeats and lease expiries of running calls. A
+	// separate object: its timer stays armed after the calls that set it
+	// end, and must not keep the Guard (and its store) reachable.
+	alarms *alarms
 
 	orphans orphans // claims whose reply was lost, to give back
 }
@@ -55,6 +59,7 @@ func NewGuard(store Store, opts ...Option) *Guard {
 		panic("idem: no randomness for owner tokens: " + err.Error())
 	}
 	g.calls.New = func() any { return &callState{g: g} }
+	g.alarms = new(alarms)
 	return g
 }
 

@@ -9,8 +9,10 @@ import (
 	"time"
 )
 
-// heartbeat renews a lease every Duration/3 off the caller's path, on a
-// timer, so a short function never starts a goroutine.
+// heartbeat renews a lease every Duration/3 off the caller's path. It uses
+// the Guard's alarms rather than a goroutine, so a short function never
+// starts one; it lives inside its call's execution, so starting it
+// allocates nothing.
 type heartbeat struct {
 	g *Guard
 	// st is a copy of the call's state for the heartbeat's notes to the
@@ -23,14 +25,14 @@ type heartbeat struct {
 	// stopped is set by stop, lost when the store said the key has
 	// another owner.
 	stopped, lost atomic.Bool
-	beat          *time.Timer // the next beat
+	beat          alarm // the next beat
 	// dead fires when the lease has run out, counted from when the last
 	// successful heartbeat (or the claim) was sent (okSent), so the
 	// function is stopped no later than the store can hand the key on.
 	// It is set by the first beat, not at the start: the first beat is
 	// due well before the lease ends, and most calls end before it, so
 	// they schedule one alarm instead of two.
-	dead    *time.Timer
+	dead    alarm
 	okSent  time.Duration
 	deadSet bool // under mu
 	// settled is the execution's (execution.settle), kept here in what
@@ -48,6 +50,16 @@ type heartbeat struct {
 // every execution.
 var beatPanics sync.Map
 
+// beatRing and deadRing are a heartbeat's two alarms: the same pointer,
+// two ring methods.
+type (
+	beatRing heartbeat
+	deadRing heartbeat
+)
+
+func (r *beatRing) ring() { (*heartbeat)(r).renew() }
+func (r *deadRing) ring() { (*heartbeat)(r).expire() }
+
 func (hb *heartbeat) start(g *Guard, ctx *fnCtx, lease *Lease, st *state) {
 	hb.g, hb.ctx, hb.lease = g, ctx, lease
 	if g.obs != nil {
@@ -57,7 +69,7 @@ func (hb *heartbeat) start(g *Guard, ctx *fnCtx, lease *Lease, st *state) {
 	hb.okSent = st.claimSent
 	hb.mu.Lock()
 	// Counted from the claim, like the lease: no clock reading needed.
-	hb.beat = time.AfterFunc(st.claimSent+hb.interval()-time.Since(monoBase), hb.renew)
+	g.alarms.set(&hb.beat, st.claimSent+hb.interval(), (*beatRing)(hb))
 	hb.mu.Unlock()
 }
 
@@ -102,16 +114,16 @@ func (hb *heartbeat) renew() {
 		// The first beat: from now on a beat may hang on the store, and
 		// the lease must still end on time.
 		hb.deadSet = true
-		hb.dead = time.AfterFunc(hb.okSent+lease.Duration-time.Since(monoBase), hb.expire)
+		g.alarms.set(&hb.dead, hb.okSent+lease.Duration, (*deadRing)(hb))
 	}
 	sent := time.Since(monoBase)
-	hctx, hcancel := context.WithTimeout(context.WithoutCancel(hb.ctx.ctx), interval)
+	hctx, hcancel := context.WithTimeout(context.WithoutCancel(hb.ctx), interval)
 	err := g.store.Heartbeat(hctx, lease)
 	hcancel()
 	switch {
 	case err == nil:
 		hb.okSent = sent
-		hb.dead.Reset(sent + lease.Duration - time.Since(monoBase))
+		g.alarms.set(&hb.dead, sent+lease.Duration, (*deadRing)(hb))
 	case errors.Is(err, ErrLeaseLost):
 		hb.lost.Store(true)
 		hb.note(OutcomeLeaseLost, err)
@@ -122,7 +134,7 @@ func (hb *heartbeat) renew() {
 		// of the lease.
 		hb.note(OutcomeHeartbeatFailed, err)
 	}
-	hb.beat.Reset(interval)
+	g.alarms.set(&hb.beat, time.Since(monoBase)+interval, (*beatRing)(hb))
 }
 
 // stop cancels future beats and waits for one in flight.
@@ -130,8 +142,8 @@ func (hb *heartbeat) stop() {
 	hb.stopped.Store(true)
 	hb.mu.Lock()
 	if hb.deadSet {
-		hb.dead.Stop()
+		hb.g.alarms.stop(&hb.dead)
 	}
-	hb.beat.Stop()
+	hb.g.alarms.stop(&hb.beat)
 	hb.mu.Unlock()
 }

@@ -128,7 +128,7 @@ func StepWith[T any](ctx context.Context, name string, codec Codec, fn func(cont
 		// whatever the step did would be recorded under no lease.
 		return zero, fmt.Errorf("%w %q of %s: not inside a guarded call: the call returned", ErrStep, name, spec.Name)
 	}
-	if errors.Is(context.Cause(r.ctx.ctx), ErrLeaseLost) {
+	if k := r.ctx.cancelable(false); k != nil && errors.Is(context.Cause(k.ctx), ErrLeaseLost) {
 		// Another owner may be running the call, and this step, now.
 		return zero, fmt.Errorf("%s: step %q not run: %w (fence %d)", spec.Name, name, ErrLeaseLost, r.lease.Fence)
 	}
