@@ -9,10 +9,8 @@ import (
 // alarms runs functions at given monotonic instants for one Guard, on a
 // single runtime timer set for the earliest of them. Every owned call
 // needs two (its next heartbeat, and the moment its lease runs out without
-// one). What it saves, measured against a time.AfterFunc per heartbeat
-// (BenchmarkFirstExecutionWrapper/idem_memory, CPU time per call, median
-// of 7 alternating runs): 3,050 ns against 3,550 ns, and 8 allocations
-// against 10. Arming a runtime timer earlier than any the runtime waits
+// one). It is kept for speed against a time.AfterFunc per heartbeat
+// (docs/BENCHMARKS.md, "What each speed mechanism earns"). Arming a runtime timer earlier than any the runtime waits
 // for wakes its network poller, and a stopped runtime timer can linger in
 // the runtime's heap holding its function (and through it the Guard).
 // Calls start in time order, so a new alarm is rarely the earliest and

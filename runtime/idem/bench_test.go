@@ -476,4 +476,3 @@ func BenchmarkFlightsParallel(b *testing.B) {
 		}
 	})
 }
-

@@ -2,12 +2,12 @@ package idem
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"crypto/hmac"
-	"crypto/sha256"
 	"strconv"
 	"sync/atomic"
 	"unicode/utf8"
@@ -28,10 +28,8 @@ type Call struct {
 	gen uint64 // s's generation when this Call began
 }
 
-// callState is the pooled working memory of calls. What the pool saves,
-// measured against a callState allocated per Begin: a replay through a
-// generated wrapper costs 0 allocations instead of 7 (305 ns against 750
-// ns of CPU time), a first execution 8 instead of 17. gen counts its uses:
+// callState is the pooled working memory of calls, pooled for speed
+// (docs/BENCHMARKS.md, "What each speed mechanism earns"). gen counts its uses:
 // a Call whose gen differs began in an earlier use and is finished. Only
 // gen is read by a Call that may be finished, atomically, so a stale Call
 // never races with the state's new user.

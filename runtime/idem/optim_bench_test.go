@@ -34,4 +34,3 @@ func BenchmarkFnCtx(b *testing.B) {
 		}
 	})
 }
-
