@@ -40,12 +40,7 @@ func TestCallerDeadlineNeverFailsOpen(t *testing.T) {
 			g := idem.NewGuard(rejecting{memstore.New(), tc.storeErr})
 			_, err := call(idemtest.DueCtx(context.Background(), time.Now().Add(tc.deadline)), g, &idem.Spec{Name: "test.F"}, "k",
 				func(context.Context) (int, error) { return 1, nil })
-			type outcome struct{ Deadline, Unavailable bool }
-			want := outcome{Deadline: tc.want == "deadline", Unavailable: tc.want == "unavailable"}
-			got := outcome{errors.Is(err, context.DeadlineExceeded), errors.Is(err, idem.ErrStoreUnavailable)}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("err %v (-want +got):\n%s", err, diff)
-			}
+			wantDeadlineOrOutage(t, err, tc.want)
 			runs := 0
 			fo := idem.NewGuard(rejecting{memstore.New(), tc.storeErr}, idem.WithFailOpen())
 			_, _ = call(idemtest.DueCtx(context.Background(), time.Now().Add(tc.deadline)), fo, &idem.Spec{Name: "test.F"}, "k",
@@ -87,12 +82,19 @@ func TestCallerDeadlineDuringWait(t *testing.T) {
 			spec := &idem.Spec{Name: "test.W", OnDuplicate: idem.DuplicateWait, Wait: 2 * time.Hour}
 			_, err := call(idemtest.DueCtx(context.Background(), time.Now().Add(tc.deadline)), g, spec, "k",
 				func(context.Context) (int, error) { return 1, nil })
-			type outcome struct{ Deadline, Unavailable bool }
-			want := outcome{Deadline: tc.want == "deadline", Unavailable: tc.want == "unavailable"}
-			got := outcome{errors.Is(err, context.DeadlineExceeded), errors.Is(err, idem.ErrStoreUnavailable)}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("err %v (-want +got):\n%s", err, diff)
-			}
+			wantDeadlineOrOutage(t, err, tc.want)
 		})
+	}
+}
+
+// wantDeadlineOrOutage checks that err says the caller's deadline (want
+// "deadline") or an outage ("unavailable"), and not the other.
+func wantDeadlineOrOutage(t *testing.T, err error, want string) {
+	t.Helper()
+	type outcome struct{ Deadline, Unavailable bool }
+	w := outcome{Deadline: want == "deadline", Unavailable: want == "unavailable"}
+	got := outcome{errors.Is(err, context.DeadlineExceeded), errors.Is(err, idem.ErrStoreUnavailable)}
+	if diff := cmp.Diff(w, got); diff != "" {
+		t.Errorf("err %v (-want +got):\n%s", err, diff)
 	}
 }
