@@ -71,8 +71,16 @@ func keyOrder(b *idemimpl.KeyBuilder, v *order) {
 // base/ours ("how many times faster than the baseline"). Alternating
 // keeps a machine whose load swings from favouring either side.
 func interleave(b *testing.B, unit string, ours, base func(n int)) {
+	tOurs, tBase := alternate(b, ours, base)
+	b.ReportMetric(float64(tOurs.Nanoseconds())/float64(b.N), "idem-ns/op")
+	b.ReportMetric(float64(tBase.Nanoseconds())/float64(b.N), "base-ns/op")
+	b.ReportMetric(float64(tBase)/float64(tOurs), unit)
+}
+
+// alternate runs base and ours in turn, 64 operations at a time, until
+// b.N of each are done, and returns the time each took.
+func alternate(b *testing.B, ours, base func(n int)) (tOurs, tBase time.Duration) {
 	const chunk = 64
-	var tOurs, tBase time.Duration
 	b.ResetTimer()
 	for done := 0; done < b.N; done += chunk {
 		n := min(chunk, b.N-done)
@@ -84,9 +92,7 @@ func interleave(b *testing.B, unit string, ours, base func(n int)) {
 		tBase += t1.Sub(t0)
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(tOurs.Nanoseconds())/float64(b.N), "idem-ns/op")
-	b.ReportMetric(float64(tBase.Nanoseconds())/float64(b.N), "base-ns/op")
-	b.ReportMetric(float64(tBase)/float64(tOurs), unit)
+	return tOurs, tBase
 }
 
 func jsonKeys(n int) {
@@ -475,41 +481,4 @@ func BenchmarkFlightsParallel(b *testing.B) {
 			}
 		}
 	})
-}
-
-// BenchmarkResultMemo is what the result memo saves on a replay of a small
-// JSON-coded result (a hand-written Do with the Guard's codec) from a
-// store that returns bytes alone, as networked stores do (bytesOnly: the
-// memory store hands back the value itself, which needs no decoding).
-func BenchmarkResultMemo(b *testing.B) {
-	type receipt struct {
-		ID    string
-		Cents int64
-		Paid  bool
-	}
-	spec := &idem.Spec{Name: "bench.Memo"}
-	ctx := context.Background()
-	for _, bc := range []struct {
-		name string
-		memo bool
-	}{{"memo_off", false}, {"memo_on", true}} {
-		b.Run(bc.name, func(b *testing.B) {
-			g := idem.NewGuard(bytesOnly{memstore.New()})
-			if !bc.memo {
-				g.DropResultMemo()
-			}
-			call := func() {
-				c, k := g.Begin(spec)
-				k.Key().String("order-1")
-				if _, err := idem.Do(ctx, c, func(context.Context) (receipt, error) { return receipt{"rcpt_1", 4200, true}, nil }); err != nil {
-					b.Fatal(err)
-				}
-			}
-			call()
-			b.ReportAllocs()
-			for b.Loop() {
-				call()
-			}
-		})
-	}
 }

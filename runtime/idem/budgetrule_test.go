@@ -57,14 +57,7 @@ func TestBudgetAcceptedReplays(t *testing.T) {
 					}
 					name := fmt.Sprintf("compress=%v/seal=%v/record=%d/%s", compress, seal, size, content)
 					t.Run(name, func(t *testing.T) {
-						var opts []idem.Option
-						if compress {
-							opts = append(opts, idem.WithCompression(64))
-						}
-						if seal {
-							opts = append(opts, idem.WithSealer(ring))
-						}
-						g := idem.NewGuard(bytesOnly{memstore.New()}, opts...)
+						g := budgetGuard(compress, seal, ring)
 						runs := 0
 						call := func() (string, error) {
 							c, k := g.Begin(spec)
@@ -90,14 +83,7 @@ func TestBudgetAcceptedReplays(t *testing.T) {
 			}
 			for _, fill := range []string{"x", "<", "é"} {
 				t.Run(fmt.Sprintf("compress=%v/seal=%v/failure-%s", compress, seal, fill), func(t *testing.T) {
-					var opts []idem.Option
-					if compress {
-						opts = append(opts, idem.WithCompression(64))
-					}
-					if seal {
-						opts = append(opts, idem.WithSealer(ring))
-					}
-					g := idem.NewGuard(bytesOnly{memstore.New()}, opts...)
+					g := budgetGuard(compress, seal, ring)
 					msg := "declined: " + strings.Repeat(fill, 6000)
 					runs := 0
 					call := func() error {
@@ -119,4 +105,17 @@ func TestBudgetAcceptedReplays(t *testing.T) {
 			}
 		}
 	}
+}
+
+// budgetGuard is a Guard over a store that returns bytes alone, with
+// compression and sealing (by ring) as asked.
+func budgetGuard(compress, seal bool, ring idem.Sealer) *idem.Guard {
+	var opts []idem.Option
+	if compress {
+		opts = append(opts, idem.WithCompression(64))
+	}
+	if seal {
+		opts = append(opts, idem.WithSealer(ring))
+	}
+	return idem.NewGuard(bytesOnly{memstore.New()}, opts...)
 }

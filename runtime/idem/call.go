@@ -2,11 +2,12 @@ package idem
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"strconv"
 	"sync/atomic"
 	"unicode/utf8"
@@ -27,10 +28,8 @@ type Call struct {
 	gen uint64 // s's generation when this Call began
 }
 
-// callState is the pooled working memory of calls. What the pool saves,
-// measured against a callState allocated per Begin: a replay through a
-// generated wrapper costs 0 allocations instead of 7 (305 ns against 750
-// ns of CPU time), a first execution 8 instead of 17. gen counts its uses:
+// callState is the pooled working memory of calls, pooled for speed
+// (docs/BENCHMARKS.md, "What each speed mechanism earns"). gen counts its uses:
 // a Call whose gen differs began in an earlier use and is finished. Only
 // gen is read by a Call that may be finished, atomically, so a stale Call
 // never races with the state's new user.
@@ -41,27 +40,6 @@ type callState struct {
 	m       idemimpl.Material
 	scratch []byte
 	raw     []byte // memo lookup key
-	// next and end bound the owner token numbers this state has reserved
-	// and not yet handed out (see mint).
-	next, end uint64
-}
-
-// tokenBlock is how many owner token numbers a callState reserves from
-// its Guard's counter at a time. Each call's first token is minted from
-// its state's block: the counter takes one atomic add per block instead of
-// one per call, which is 7 ns of a 190 ns replay (BenchmarkTokenMint).
-// Numbers stay unique: blocks never overlap, and a state is used by one
-// call at a time.
-const tokenBlock = 256
-
-// mint returns a new owner token.
-func (c *callState) mint() Token {
-	if c.next == c.end {
-		c.end = c.g.counter.Add(tokenBlock)
-		c.next = c.end - tokenBlock
-	}
-	c.next++
-	return c.g.tokenOf(c.next)
 }
 
 // errCallFinished is returned for a Call handed to Do or StoreKey after
@@ -101,7 +79,7 @@ func (c Call) finish(st *state) error {
 func (c *callState) finish(st *state) (err error) {
 	g, spec := c.g, c.spec
 	st.g, st.spec = g, spec
-	st.owner = c.mint()
+	st.owner = g.token()
 	key, payload, entity, hasPayload, _ := c.m.Parts()
 	if err = spec.claimName(); err == nil {
 		err = key.Err()
@@ -227,26 +205,20 @@ func (c *callState) deriveBytes(order *OrderClaim) (key []byte, fp Fingerprint) 
 	return b, fp
 }
 
+// mac is sum keyed with the Guard's HMAC secret, sum itself without one.
 func (g *Guard) mac(sum [32]byte) [32]byte {
 	if g.hmacKey == nil {
 		return sum
 	}
-	m := g.macs.Get().(*keyedHash)
-	m.in = sum // hashing a field, not the parameter, keeps sum off the heap
-	m.h.Reset()
-	m.h.Write(m.in[:])
-	m.h.Sum(m.out[:0])
-	sum = m.out
-	g.macs.Put(m)
-	return sum
+	return keyed(g.hmacKey, sum)
 }
 
-// keyedHash is a pooled HMAC with its output buffer: keyed hashing costs
-// a derived key 136 ns and no allocation, against 634 ns and 6
-// allocations for an HMAC made per key (BenchmarkKeyedHash).
-type keyedHash struct {
-	h       hash.Hash
-	in, out [32]byte
+// keyed is HMAC-SHA-256(secret, sum). Apart from mac, so that only keyed
+// sums are moved to the heap.
+func keyed(secret []byte, sum [32]byte) [32]byte {
+	h := hmac.New(sha256.New, secret)
+	h.Write(sum[:])
+	return [32]byte(h.Sum(nil))
 }
 
 // StoreKey finishes c without running anything and returns the store key

@@ -11,17 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
-
-// dueCtx is a ctx at the instant a client's socket deadline fires: its
-// deadline is due by the clock, but its timer has not fired (Err nil).
-type dueCtx struct {
-	context.Context
-	deadline time.Time
-}
-
-func (c dueCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
 // TestCallerDeadlineNeverFailsOpen: a claim that timed out at the
 // caller's deadline is the caller's deadline, however the store phrased
@@ -46,17 +38,12 @@ func TestCallerDeadlineNeverFailsOpen(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := idem.NewGuard(rejecting{memstore.New(), tc.storeErr})
-			_, err := call(dueCtx{context.Background(), time.Now().Add(tc.deadline)}, g, &idem.Spec{Name: "test.F"}, "k",
+			_, err := call(idemtest.DueCtx(context.Background(), time.Now().Add(tc.deadline)), g, &idem.Spec{Name: "test.F"}, "k",
 				func(context.Context) (int, error) { return 1, nil })
-			type outcome struct{ Deadline, Unavailable bool }
-			want := outcome{Deadline: tc.want == "deadline", Unavailable: tc.want == "unavailable"}
-			got := outcome{errors.Is(err, context.DeadlineExceeded), errors.Is(err, idem.ErrStoreUnavailable)}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("err %v (-want +got):\n%s", err, diff)
-			}
+			wantDeadlineOrOutage(t, err, tc.want)
 			runs := 0
 			fo := idem.NewGuard(rejecting{memstore.New(), tc.storeErr}, idem.WithFailOpen())
-			_, _ = call(dueCtx{context.Background(), time.Now().Add(tc.deadline)}, fo, &idem.Spec{Name: "test.F"}, "k",
+			_, _ = call(idemtest.DueCtx(context.Background(), time.Now().Add(tc.deadline)), fo, &idem.Spec{Name: "test.F"}, "k",
 				func(context.Context) (int, error) { runs++; return 1, nil })
 			if wantRuns := map[string]int{"deadline": 0, "unavailable": 1}[tc.want]; runs != wantRuns {
 				t.Errorf("fail-open Guard ran fn %d times, want %d", runs, wantRuns)
@@ -93,14 +80,21 @@ func TestCallerDeadlineDuringWait(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := idem.NewGuard(timedOutWait{memstore.New()})
 			spec := &idem.Spec{Name: "test.W", OnDuplicate: idem.DuplicateWait, Wait: 2 * time.Hour}
-			_, err := call(dueCtx{context.Background(), time.Now().Add(tc.deadline)}, g, spec, "k",
+			_, err := call(idemtest.DueCtx(context.Background(), time.Now().Add(tc.deadline)), g, spec, "k",
 				func(context.Context) (int, error) { return 1, nil })
-			type outcome struct{ Deadline, Unavailable bool }
-			want := outcome{Deadline: tc.want == "deadline", Unavailable: tc.want == "unavailable"}
-			got := outcome{errors.Is(err, context.DeadlineExceeded), errors.Is(err, idem.ErrStoreUnavailable)}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("err %v (-want +got):\n%s", err, diff)
-			}
+			wantDeadlineOrOutage(t, err, tc.want)
 		})
+	}
+}
+
+// wantDeadlineOrOutage checks that err says the caller's deadline (want
+// "deadline") or an outage ("unavailable"), and not the other.
+func wantDeadlineOrOutage(t *testing.T, err error, want string) {
+	t.Helper()
+	type outcome struct{ Deadline, Unavailable bool }
+	w := outcome{Deadline: want == "deadline", Unavailable: want == "unavailable"}
+	got := outcome{errors.Is(err, context.DeadlineExceeded), errors.Is(err, idem.ErrStoreUnavailable)}
+	if diff := cmp.Diff(w, got); diff != "" {
+		t.Errorf("err %v (-want +got):\n%s", err, diff)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
-	"strings"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idemimpl"
@@ -269,9 +267,8 @@ func claimFailed(ctx context.Context, st *state, req *ClaimRequest, err error) e
 // store's clock is this process's monotonic clock (the memory store's
 // default clock, whose times carry a monotonic reading); else now, for
 // an injected store clock, which is later than the store's reading by
-// the claim's own run time. What it saves: the Guard's clock read on
-// every replay on such a store, 310 ns against 293 ns of CPU time per
-// replay (BenchmarkReplayWrapper/begin_helper, median of 5).
+// the claim's own run time. It spares the Guard's clock read on every
+// claim on such a store.
 func leaseStart(until time.Time, lease time.Duration) time.Duration {
 	if until != until.Round(0) {
 		return until.Sub(monoBase) - lease
@@ -496,248 +493,6 @@ func (st *state) inProgress(leaseUntil time.Time, fence uint64) error {
 	return &InProgressError{Key: st.key, LeaseUntil: leaseUntil}
 }
 
-// execute runs fn as the key's owner: heartbeats, panics, lease loss and
-// recording the outcome.
-func execute[R any](ctx context.Context, st *state, lease Lease, status ClaimStatus, overrideReason string, fn func(context.Context) (R, error)) (r R, err error) {
-	x := start(ctx, st, lease)
-	done := false
-	defer func() {
-		if !done {
-			// A panic from the claim on: fn's, its heartbeat's, or one in
-			// the Guard's own work (an observer, the codec, the sealer, the
-			// store). recover returns nil only for runtime.Goexit (t.Fatal
-			// in a test): panic(nil) arrives as a *runtime.PanicNilError.
-			// Either way the key is released as after an error, unless the
-			// outcome was already recorded, and a Goexit goes on unwinding
-			// the goroutine.
-			p := recover()
-			x.abandon(ctx, st, lease, p)
-			if p != nil {
-				panic(p)
-			}
-		}
-	}()
-	st.announce(status, lease.Fence, overrideReason)
-	r, err = fn(&x.ctx)
-	x.hb.stop()
-	x.ctx.end()
-	if x.hb.panicked.Load() {
-		p, _ := beatPanics.LoadAndDelete(&x.hb)
-		panic(p) // in the heartbeat's goroutine it would end the process
-	}
-	r, err = record(ctx, st, lease, x, r, err)
-	done = true
-	return r, err
-}
-
-// start makes the execution of an owned call: its flight (same-key
-// callers in process wait on it), fn's ctx and its heartbeat.
-func start(ctx context.Context, st *state, lease Lease) *execution {
-	g, spec := st.g, st.spec
-	x := &execution{run: running{lease: lease, codec: recordCodec{g: g, spec: spec, key: lease.Key}}}
-	if st.steps != nil {
-		x.run.steps.Store(&steps{recorded: st.steps})
-	}
-	x.flight = g.startFlight(lease.Key, st.fp, spec)
-	x.ctx.parent, x.ctx.run = ctx, &x.run
-	x.run.ctx = &x.ctx
-	x.hb.start(g, &x.ctx, &x.run.lease, st)
-	return x
-}
-
-// abandon gives the key back after a panic (p) or runtime.Goexit (p ==
-// nil) between the claim and the end of recording: it stops the
-// heartbeat, releases the key unless the outcome was recorded (settled)
-// and ends the flight. What it calls may panic again (the same faulty
-// store or observer): that is swallowed, the caller gets p.
-func (x *execution) abandon(ctx context.Context, st *state, lease Lease, p any) {
-	g, spec := st.g, st.spec
-	x.hb.stop()
-	x.ctx.end()
-	if x.hb.panicked.Load() {
-		beatPanics.Delete(&x.hb) // fn panicked, or exited, too
-	}
-	if x.hb.settled {
-		return // the outcome is recorded and reported but for this panic
-	}
-	quietly(func() {
-		wctx, wcancel := g.writeCtx(ctx, lease)
-		defer wcancel()
-		if rerr := g.store.Release(wctx, lease); rerr != nil {
-			st.note(OutcomeStoreError, lease.Fence, rerr)
-		}
-	})
-	x.settle(g, lease.Key, false, nil, nil)
-	quietly(func() {
-		if p == nil {
-			st.ev(OutcomeFailed, lease.Fence, fmt.Errorf("idem: %s called runtime.Goexit", spec.Name))
-			return
-		}
-		st.ev(OutcomeFailed, lease.Fence, fmt.Errorf("idem: %s panicked: %v", spec.Name, p))
-	})
-}
-
-// settle ends x's flight once its outcome is recorded (or never will be):
-// a panic after it (an observer's) has nothing to release.
-func (x *execution) settle(g *Guard, key string, shared bool, value any, err error) {
-	x.hb.settled = true
-	g.endFlight(key, x.flight, shared, value, err)
-}
-
-// marshalResult is c.result(v), and the value of a panic in it (the
-// codec's, the sealer's, a result method's), which it turns into an
-// unencodable result.
-func marshalResult(c *recordCodec, v any) (data []byte, p *panicValue, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			p = &panicValue{r}
-			err = fmt.Errorf("%w: encoding it panicked: %v", ErrResultNotEncodable, r)
-		}
-	}()
-	data, err = c.result(v)
-	return data, nil, err
-}
-
-// panicValue is a recovered panic's value, to panic with again.
-type panicValue struct{ v any }
-
-// record stores what fn returned (r, err) under lease: the result, a
-// recorded failure (on_failure=lock) or a release.
-func record[R any](ctx context.Context, st *state, lease Lease, x *execution, r R, err error) (R, error) {
-	var zero R
-	g, spec := st.g, st.spec
-	wctx, wcancel := g.writeCtx(ctx, lease)
-	defer wcancel()
-	// The store said another caller owns the key now: store nothing. (A
-	// lease that only ran out without heartbeats canceled fn's ctx too;
-	// if fn still succeeded, Complete's compare-and-set decides.)
-	if x.hb.lost.Load() {
-		x.settle(g, lease.Key, false, nil, nil)
-		lerr := fmt.Errorf("%s: %w (fence %d): result not stored", spec.Name, ErrLeaseLost, lease.Fence)
-		st.ev(OutcomeLeaseLost, lease.Fence, lerr)
-		return zero, lerr
-	}
-	if err != nil {
-		shared := false
-		var recorded error
-		if spec.OnFailure == FailureLock {
-			rec := &RecordedError{Func: spec.Name, Message: err.Error()}
-			if ferr := g.fail(wctx, spec, lease, rec); ferr != nil {
-				st.note(OutcomeStoreError, lease.Fence, ferr)
-			} else {
-				shared, recorded = true, rec
-			}
-		} else if rerr := g.store.Release(wctx, lease); rerr != nil {
-			st.note(OutcomeStoreError, lease.Fence, rerr)
-		}
-		x.settle(g, lease.Key, shared, nil, recorded)
-		st.ev(OutcomeFailed, lease.Fence, err)
-		return r, err
-	}
-	var v any = r // boxed once: the codec, the store and the flight share it
-	data, p, merr := marshalResult(&x.run.codec, v)
-	if merr != nil {
-		// fn ran: releasing the key would let the next call run it again.
-		if p == nil && !errors.Is(merr, ErrResultTooLarge) {
-			merr = fmt.Errorf("%w: %w", ErrResultNotEncodable, merr)
-		}
-		uerr := g.unstorable(wctx, st, lease, x, merr)
-		if p != nil {
-			panic(p.v)
-		}
-		return r, uerr
-	}
-	if cerr := g.store.Complete(wctx, lease, Result{Data: data, Value: v}); cerr != nil {
-		if errors.Is(cerr, ErrResultTooLarge) {
-			return r, g.unstorable(wctx, st, lease, x, cerr)
-		}
-		x.settle(g, lease.Key, false, nil, nil)
-		if errors.Is(cerr, ErrLeaseLost) {
-			st.ev(OutcomeLeaseLost, lease.Fence, cerr)
-			return zero, fmt.Errorf("%s: %w (fence %d): result not stored", spec.Name, ErrLeaseLost, lease.Fence)
-		}
-		st.ev(OutcomeStoreError, lease.Fence, cerr)
-		// The function ran: hand its result back, and say it is not recorded.
-		return r, unavailable(spec.Name+" ran but its result was not recorded: ", cerr)
-	}
-	x.settle(g, lease.Key, true, v, nil)
-	st.ev(OutcomeExecuted, lease.Fence, nil)
-	return r, nil
-}
-
-// unstorable records a failure for a call whose function ran but whose
-// result cannot be stored (cause wraps ErrResultTooLarge or
-// ErrResultNotEncodable): the effect happened, so duplicates get the
-// recorded failure instead of running it again. It returns the error for
-// the first caller, which also gets fn's own value.
-func (g *Guard) unstorable(wctx context.Context, st *state, lease Lease, x *execution, cause error) error {
-	spec := st.spec
-	rec := &RecordedError{Func: spec.Name, Message: cause.Error(), Cause: causeOf(causeCode(cause))}
-	shared := false
-	if ferr := g.fail(wctx, spec, lease, rec); ferr != nil {
-		st.note(OutcomeStoreError, lease.Fence, ferr)
-	} else {
-		shared = true
-	}
-	x.settle(g, lease.Key, shared, nil, rec)
-	st.ev(OutcomeFailed, lease.Fence, cause)
-	return fmt.Errorf("%s ran but its result was not recorded: %w", spec.Name, cause)
-}
-
-// fail records rec as the failure of the call lease owns: spec's identity
-// header, then the failure as JSON, sealed as the Guard seals. A record
-// that cannot be sealed is not written in the clear: the key is released.
-func (g *Guard) fail(wctx context.Context, spec *Spec, lease Lease, rec *RecordedError) error {
-	body := g.failureBody(spec, rec)
-	data := make([]byte, 0, idemimpl.HeaderLen(spec.Signature)+len(body))
-	data, err := g.sealRecord(spec, lease.Key, append(appendHeader(data, spec), body...))
-	if err != nil {
-		if rerr := g.store.Release(wctx, lease); rerr != nil {
-			return fmt.Errorf("%w (and releasing the key: %w)", err, rerr)
-		}
-		return err
-	}
-	return g.store.Fail(wctx, lease, Result{Data: data, Value: rec})
-}
-
-// unavailable wraps a store error in ErrStoreUnavailable, once: a store
-// that already says so is not made to say it twice.
-func unavailable(context string, err error) error {
-	if errors.Is(err, ErrStoreUnavailable) {
-		return fmt.Errorf("%s%w", context, err)
-	}
-	return fmt.Errorf("%w: %s%w", ErrStoreUnavailable, context, err)
-}
-
-// failureBody is rec as JSON, its message cut to fit what a reader
-// inflates (readLimit), so that the failure replays however long the
-// function's error text was.
-func (g *Guard) failureBody(spec *Spec, rec *RecordedError) []byte {
-	fr := failureRecord{Message: rec.Message, Cause: causeCode(rec.Cause)}
-	limit := g.readLimit(spec) - idemimpl.HeaderLen(spec.Signature)
-	for {
-		body, _ := json.Marshal(fr)
-		over := len(body) - limit
-		if limit <= 0 || over <= 0 || fr.Message == "" {
-			return body
-		}
-		// Escaping can make the JSON several times the message: keep the
-		// share of it that fits, which shortens it on every turn.
-		cut := strings.TrimSuffix(fr.Message, "…")
-		if cut = cut[:max(len(cut)*limit/len(body)-len("…"), 0)]; cut == "" {
-			fr.Message = ""
-			continue
-		}
-		fr.Message = strings.ToValidUTF8(cut, "") + "…"
-	}
-}
-
-type failureRecord struct {
-	Message string `json:"message"`
-	// Cause names the runtime's own failure (see recordedCauses).
-	Cause string `json:"cause,omitempty"`
-}
-
 // decodeFailure returns the recorded failure in r: a *RecordedError, or
 // an error matching ErrFunctionMismatch or ErrCorruptRecord when the
 // record is not this function's to replay.
@@ -767,20 +522,9 @@ func decodeResult[R any](g *Guard, spec *Spec, key string, r Result) (R, error) 
 			return v, nil
 		}
 	}
-	memo := g.results != nil && copyIsolates(reflect.TypeFor[R]())
-	if memo {
-		if m, ok := g.results.get(key, r.Data); ok {
-			if v, ok := m.(R); ok {
-				return v, nil
-			}
-		}
-	}
 	var v R
 	if err := g.decodeRecord(spec, body, &v); err != nil {
 		return v, fmt.Errorf("idem: %s: decoding stored result: %w", spec.Name, err)
-	}
-	if memo {
-		g.results.put(key, r.Data, v)
 	}
 	return v, nil
 }

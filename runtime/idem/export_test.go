@@ -26,12 +26,8 @@ func (c Call) Derive() {
 	c.s.derive(&o)
 }
 
-// WithKeyMemo sizes the Guard's key memo (and a quarter of it, its
-// result memo); 0 turns both off.
+// WithKeyMemo sizes the Guard's key memo; 0 turns it off.
 func WithKeyMemo(entries int) Option { return func(c *config) { c.memo = entries } }
-
-// DropResultMemo turns the Guard's result memo off (its benchmark).
-func (g *Guard) DropResultMemo() { g.results = nil }
 
 // ForgetSpecs forgets which Spec claimed each name and version, as
 // another process would not know: tests of records that two functions

@@ -2,9 +2,7 @@ package idem
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"sync"
@@ -35,9 +33,7 @@ type Guard struct {
 	counter     atomic.Uint64
 	flights     flightTable
 	calls       sync.Pool // *callState, the working memory of Calls
-	macs        sync.Pool // *keyedHash (HMAC-SHA-256)
 	memo        *keyMemo
-	results     *resultMemo
 	// alarms: heartbeats and lease expiries of running calls. A
 	// separate object: its timer stays armed after the calls that set it
 	// end, and must not keep the Guard (and its store) reachable.
@@ -54,7 +50,7 @@ func NewGuard(store Store, opts ...Option) *Guard {
 	}
 	g := &Guard{store: store, codec: c.codec, obs: c.obs, prefix: c.prefix, failOpen: c.failOpen, hmacKey: c.hmacKey, now: c.now, maxResult: c.maxRes,
 		transform: idemimpl.Transform{Sealer: c.sealer, CompressMin: c.compressMin},
-		memo:      newKeyMemo(c.memo), results: newResultMemo(c.memo / 4)}
+		memo:      newKeyMemo(c.memo)}
 	g.cobs, _ = g.obs.(contextObserver)
 	if ip, ok := store.(inProcess); ok {
 		g.inProcess = ip.InProcess()
@@ -63,7 +59,6 @@ func NewGuard(store Store, opts ...Option) *Guard {
 		panic("idem: no randomness for owner tokens: " + err.Error())
 	}
 	g.calls.New = func() any { return &callState{g: g} }
-	g.macs.New = func() any { return &keyedHash{h: hmac.New(sha256.New, g.hmacKey)} }
 	g.alarms = new(alarms)
 	return g
 }

@@ -8,12 +8,13 @@ import (
 // keyMemo is a direct-mapped cache from key material to derived keys: a
 // power-of-two array of slots, each holding an immutable entry behind an
 // atomic pointer. A lookup is one hash and one load, with no lock; a new
-// entry replaces whatever shared its slot. Bounded by construction. What
-// it saves: a replay through a generated wrapper costs 0 allocations
-// instead of 1 (the store key) and 300 ns instead of 535 ns of CPU time
-// (BenchmarkReplayWrapper/begin_helper, the memo off by default against
-// on, median of 5).
-type keyMemo struct{ directMap[memoEntry] }
+// entry replaces whatever shared its slot. Bounded by construction. It
+// spares a replay hashing its key material and allocating its store key
+// (docs/BENCHMARKS.md, "What each speed mechanism earns").
+type keyMemo struct {
+	mask  uint64
+	slots []atomic.Pointer[memoEntry]
+}
 
 type memoEntry struct {
 	raw string // the key material, compared on lookup
@@ -28,28 +29,15 @@ func newKeyMemo(entries int) *keyMemo {
 	if entries <= 0 {
 		return nil
 	}
-	return &keyMemo{newDirectMap[memoEntry](entries)}
-}
-
-// directMap is the slot array of a direct-mapped memo: a power of two of
-// atomic pointers to immutable entries, indexed by a hash.
-type directMap[E any] struct {
-	mask  uint64
-	slots []atomic.Pointer[E]
-}
-
-func newDirectMap[E any](entries int) directMap[E] {
 	n := 1
 	for n < entries {
 		n <<= 1
 	}
-	return directMap[E]{mask: uint64(n - 1), slots: make([]atomic.Pointer[E], n)}
+	return &keyMemo{mask: uint64(n - 1), slots: make([]atomic.Pointer[memoEntry], n)}
 }
 
-func (d *directMap[E]) at(h uint64) *atomic.Pointer[E] { return &d.slots[h&d.mask] }
-
 func (m *keyMemo) slot(raw []byte) *atomic.Pointer[memoEntry] {
-	return m.at(maphash.Bytes(memoSeed, raw))
+	return &m.slots[maphash.Bytes(memoSeed, raw)&m.mask]
 }
 
 func (m *keyMemo) get(raw []byte) (*memoEntry, bool) {
@@ -69,5 +57,5 @@ func (m *keyMemo) put(raw []byte, key string, fp Fingerprint) {
 	m.slot(raw).Store(e)
 }
 
-// memoSeed seeds the memos' slot hashes: per process, never stored.
+// memoSeed seeds the memo's slot hashes: per process, never stored.
 var memoSeed = maphash.MakeSeed()

@@ -15,7 +15,7 @@ type config struct {
 	failOpen    bool
 	hmacKey     []byte
 	now         func() time.Time
-	memo        int // entries of the key memo (a quarter for results); 0: none
+	memo        int // entries of the key memo; 0: none
 	maxRes      int
 	sealer      Sealer
 	compressMin int

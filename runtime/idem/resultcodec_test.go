@@ -40,17 +40,7 @@ func encV1(e *idemimpl.Encoder, v *shapeV1) {
 	e.String(v.A)
 	e.Field("B")
 	e.Int(v.B)
-	e.Field("F")
-	encFloats(e, v.F)
-	e.Field("M")
-	encMap(e, v.M)
-	e.Field("P")
-	if v.P == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		encV1(e, v.P)
-	}
+	encTail(e, v.F, v.M, v.P, encV1)
 	e.End(at)
 }
 
@@ -58,12 +48,7 @@ func decV1(d *idemimpl.Decoder, v *shapeV1) {
 	s := d.Struct()
 	v.A = d.Field(s, "A").String()
 	v.B = d.Field(s, "B").Int(64)
-	v.F = decFloats(d.Field(s, "F"))
-	v.M = decMap(d.Field(s, "M"))
-	if d.Field(s, "P").Ptr() {
-		v.P = new(shapeV1)
-		decV1(d, v.P)
-	}
+	v.P = decTail(d, s, &v.F, &v.M, decV1)
 	d.End(s)
 }
 
@@ -73,17 +58,7 @@ func encV2(e *idemimpl.Encoder, v *shapeV2) {
 	e.String(v.A)
 	e.Field("C")
 	e.Uint(uint64(v.C))
-	e.Field("F")
-	encFloats(e, v.F)
-	e.Field("M")
-	encMap(e, v.M)
-	e.Field("P")
-	if v.P == nil {
-		e.Nil()
-	} else {
-		e.Ptr()
-		encV2(e, v.P)
-	}
+	encTail(e, v.F, v.M, v.P, encV2)
 	e.End(at)
 }
 
@@ -91,13 +66,35 @@ func decV2(d *idemimpl.Decoder, v *shapeV2) {
 	s := d.Struct()
 	v.A = d.Field(s, "A").String()
 	v.C = uint32(d.Field(s, "C").Uint(32))
-	v.F = decFloats(d.Field(s, "F"))
-	v.M = decMap(d.Field(s, "M"))
-	if d.Field(s, "P").Ptr() {
-		v.P = new(shapeV2)
-		decV2(d, v.P)
-	}
+	v.P = decTail(d, s, &v.F, &v.M, decV2)
 	d.End(s)
+}
+
+// encTail writes the fields both shapes end with: F, M and P.
+func encTail[T any](e *idemimpl.Encoder, f []float64, m map[string][]byte, p *T, enc func(*idemimpl.Encoder, *T)) {
+	e.Field("F")
+	encFloats(e, f)
+	e.Field("M")
+	encMap(e, m)
+	e.Field("P")
+	if p == nil {
+		e.Nil()
+		return
+	}
+	e.Ptr()
+	enc(e, p)
+}
+
+// decTail reads what encTail wrote into f and m, and returns P.
+func decTail[T any](d *idemimpl.Decoder, s idemimpl.Struct, f *[]float64, m *map[string][]byte, dec func(*idemimpl.Decoder, *T)) *T {
+	*f = decFloats(d.Field(s, "F"))
+	*m = decMap(d.Field(s, "M"))
+	if !d.Field(s, "P").Ptr() {
+		return nil
+	}
+	p := new(T)
+	dec(d, p)
+	return p
 }
 
 func encFloats(e *idemimpl.Encoder, v []float64) {

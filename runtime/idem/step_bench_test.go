@@ -87,19 +87,7 @@ func BenchmarkSteps(b *testing.B) {
 // ratio runs ours and base alternately in chunks and reports ours' time
 // over base's.
 func ratio(b *testing.B, unit string, ours, base func(n int)) {
-	const chunk = 64
-	var tOurs, tBase time.Duration
-	b.ResetTimer()
-	for done := 0; done < b.N; done += chunk {
-		n := min(chunk, b.N-done)
-		t0 := time.Now()
-		base(n)
-		t1 := time.Now()
-		ours(n)
-		tOurs += time.Since(t1)
-		tBase += t1.Sub(t0)
-	}
-	b.StopTimer()
+	tOurs, tBase := alternate(b, ours, base)
 	b.ReportMetric(float64(tOurs.Nanoseconds())/float64(b.N), "steps-ns/op")
 	b.ReportMetric(float64(tBase.Nanoseconds())/float64(b.N), "base-ns/op")
 	b.ReportMetric(float64(tOurs)/float64(tBase), unit)

@@ -10,14 +10,8 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 )
-
-type dueCtx struct {
-	context.Context
-	deadline time.Time
-}
-
-func (c dueCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
 // TestCtxErr: a timeout at (or within DeadlineSlack of) the ctx's
 // deadline is the ctx's, before its timer fired too; a timeout well
@@ -34,10 +28,10 @@ func TestCtxErr(t *testing.T) {
 		want error
 	}{
 		{"done ctx, any error", canceled, errors.New("x"), context.Canceled},
-		{"net timeout, deadline passed", dueCtx{bg, time.Now().Add(-time.Millisecond)}, netTimeout, context.DeadlineExceeded},
-		{"wrapped timeout, deadline within the slack", dueCtx{bg, time.Now().Add(idemimpl.DeadlineSlack / 2)}, fmt.Errorf("x: %w", netTimeout), context.DeadlineExceeded},
-		{"net timeout, deadline a second away", dueCtx{bg, time.Now().Add(time.Second)}, netTimeout, nil},
-		{"refused, deadline passed", dueCtx{bg, time.Now().Add(-time.Millisecond)}, errors.New("connection refused"), nil},
+		{"net timeout, deadline passed", idemtest.DueCtx(bg, time.Now().Add(-time.Millisecond)), netTimeout, context.DeadlineExceeded},
+		{"wrapped timeout, deadline within the slack", idemtest.DueCtx(bg, time.Now().Add(idemimpl.DeadlineSlack/2)), fmt.Errorf("x: %w", netTimeout), context.DeadlineExceeded},
+		{"net timeout, deadline a second away", idemtest.DueCtx(bg, time.Now().Add(time.Second)), netTimeout, nil},
+		{"refused, deadline passed", idemtest.DueCtx(bg, time.Now().Add(-time.Millisecond)), errors.New("connection refused"), nil},
 		{"net timeout, no deadline", bg, netTimeout, nil},
 	}
 	for _, tc := range tests {

@@ -167,6 +167,40 @@ func (e *Encoder) Any(v any) {
 	case string:
 		dyn(dynString)
 		e.String(x)
+	case []byte:
+		dyn(dynBytes)
+		e.Bytes(x)
+	case json.Number:
+		dyn(dynNumber)
+		e.String(string(x))
+	case json.RawMessage:
+		dyn(dynRaw)
+		e.Bytes(x)
+	case time.Duration:
+		dyn(dynDuration)
+		e.Int(int64(x))
+	case time.Time:
+		dyn(dynTime)
+		e.Marshaled(x.MarshalBinary())
+	case []any:
+		dyn(dynList)
+		e.anyList(x)
+	case map[string]any:
+		dyn(dynMap)
+		e.anyMap(x)
+	default:
+		if e.anyNumber(v) {
+			return
+		}
+		e.Fail(fmt.Errorf("a %T held in an interface cannot be stored: only nil, basic types, []byte, []any, map[string]any, json.Number, json.RawMessage, time.Time and time.Duration are restored exactly", v))
+	}
+}
+
+// anyNumber writes v if its dynamic type is a predeclared integer,
+// float or complex type, and reports whether it was.
+func (e *Encoder) anyNumber(v any) bool {
+	dyn := func(code byte) { e.buf = append(e.buf, kDynamic, code) }
+	switch x := v.(type) {
 	case int:
 		dyn(dynInt)
 		e.Int(int64(x))
@@ -212,47 +246,35 @@ func (e *Encoder) Any(v any) {
 	case complex128:
 		dyn(dynComplex128)
 		e.Complex(x)
-	case []byte:
-		dyn(dynBytes)
-		e.Bytes(x)
-	case json.Number:
-		dyn(dynNumber)
-		e.String(string(x))
-	case json.RawMessage:
-		dyn(dynRaw)
-		e.Bytes(x)
-	case time.Duration:
-		dyn(dynDuration)
-		e.Int(int64(x))
-	case time.Time:
-		dyn(dynTime)
-		e.Marshaled(x.MarshalBinary())
-	case []any:
-		dyn(dynList)
-		if x == nil {
-			e.Nil()
-			return
-		}
-		at := e.List(len(x))
-		for _, el := range x {
-			e.Any(el)
-		}
-		e.End(at)
-	case map[string]any:
-		dyn(dynMap)
-		if x == nil {
-			e.Nil()
-			return
-		}
-		at := e.Map(len(x))
-		for _, k := range slices.Sorted(maps.Keys(x)) { // the same value always has the same bytes
-			e.String(k)
-			e.Any(x[k])
-		}
-		e.End(at)
 	default:
-		e.Fail(fmt.Errorf("a %T held in an interface cannot be stored: only nil, basic types, []byte, []any, map[string]any, json.Number, json.RawMessage, time.Time and time.Duration are restored exactly", v))
+		return false
 	}
+	return true
+}
+
+func (e *Encoder) anyList(x []any) {
+	if x == nil {
+		e.Nil()
+		return
+	}
+	at := e.List(len(x))
+	for _, el := range x {
+		e.Any(el)
+	}
+	e.End(at)
+}
+
+func (e *Encoder) anyMap(x map[string]any) {
+	if x == nil {
+		e.Nil()
+		return
+	}
+	at := e.Map(len(x))
+	for _, k := range slices.Sorted(maps.Keys(x)) { // the same value always has the same bytes
+		e.String(k)
+		e.Any(x[k])
+	}
+	e.End(at)
 }
 
 // Any reads a value Encoder.Any wrote, as the dynamic type it had.
@@ -273,36 +295,6 @@ func (d *Decoder) Any() any {
 		return d.Bool()
 	case dynString:
 		return d.String()
-	case dynInt:
-		return int(d.Int(strconvIntSize))
-	case dynInt8:
-		return int8(d.Int(8))
-	case dynInt16:
-		return int16(d.Int(16))
-	case dynInt32:
-		return int32(d.Int(32))
-	case dynInt64:
-		return d.Int(64)
-	case dynUint:
-		return uint(d.Uint(strconvIntSize))
-	case dynUint8:
-		return uint8(d.Uint(8))
-	case dynUint16:
-		return uint16(d.Uint(16))
-	case dynUint32:
-		return uint32(d.Uint(32))
-	case dynUint64:
-		return d.Uint(64)
-	case dynUintptr:
-		return uintptr(d.Uint(64))
-	case dynFloat32:
-		return d.Float32()
-	case dynFloat64:
-		return d.Float64()
-	case dynComplex64:
-		return complex64(d.Complex())
-	case dynComplex128:
-		return d.Complex()
 	case dynBytes:
 		return d.Bytes()
 	case dynNumber:
@@ -316,29 +308,77 @@ func (d *Decoder) Any() any {
 		d.Unmarshaled(t.UnmarshalBinary(d.Marshaled()))
 		return t
 	case dynList:
-		if d.Nil() {
-			return []any(nil)
-		}
-		n := d.List()
-		l := make([]any, n)
-		for i := range l {
-			l[i] = d.Any()
-		}
-		return l
+		return d.anyList()
 	case dynMap:
-		if d.Nil() {
-			return map[string]any(nil)
-		}
-		n := d.Map()
-		m := make(map[string]any, n)
-		for range n {
-			k := d.String()
-			m[k] = d.Any()
-		}
-		return m
+		return d.anyMap()
+	}
+	if v, ok := d.anyNumber(code[0]); ok {
+		return v
 	}
 	d.corrupt("unknown dynamic type")
 	return nil
+}
+
+// anyNumber reads a predeclared integer, float or complex value of the
+// dynamic type code names; ok is false for any other code.
+func (d *Decoder) anyNumber(code byte) (v any, ok bool) {
+	switch code {
+	case dynInt:
+		return int(d.Int(strconvIntSize)), true
+	case dynInt8:
+		return int8(d.Int(8)), true
+	case dynInt16:
+		return int16(d.Int(16)), true
+	case dynInt32:
+		return int32(d.Int(32)), true
+	case dynInt64:
+		return d.Int(64), true
+	case dynUint:
+		return uint(d.Uint(strconvIntSize)), true
+	case dynUint8:
+		return uint8(d.Uint(8)), true
+	case dynUint16:
+		return uint16(d.Uint(16)), true
+	case dynUint32:
+		return uint32(d.Uint(32)), true
+	case dynUint64:
+		return d.Uint(64), true
+	case dynUintptr:
+		return uintptr(d.Uint(64)), true
+	case dynFloat32:
+		return d.Float32(), true
+	case dynFloat64:
+		return d.Float64(), true
+	case dynComplex64:
+		return complex64(d.Complex()), true
+	case dynComplex128:
+		return d.Complex(), true
+	}
+	return nil, false
+}
+
+func (d *Decoder) anyList() any {
+	if d.Nil() {
+		return []any(nil)
+	}
+	l := make([]any, d.List())
+	for i := range l {
+		l[i] = d.Any()
+	}
+	return l
+}
+
+func (d *Decoder) anyMap() any {
+	if d.Nil() {
+		return map[string]any(nil)
+	}
+	n := d.Map()
+	m := make(map[string]any, n)
+	for range n {
+		k := d.String()
+		m[k] = d.Any()
+	}
+	return m
 }
 
 // strconvIntSize is the size of int and uint: a record written on a

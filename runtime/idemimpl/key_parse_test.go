@@ -198,13 +198,7 @@ func parseKey(p []byte) (kv, []byte, error) {
 		}
 		v.Float, p = binary.BigEndian.Uint64(p), p[8:]
 	case tagComplex:
-		for range 2 {
-			var k kv
-			if k, p, err = parseKey(p); err != nil {
-				return v, nil, err
-			}
-			v.Kids = append(v.Kids, k)
-		}
+		p, err = parseN(&v, p, 2)
 	case tagString, tagBytes:
 		var n uint64
 		if n, err = uv(); err == nil {
@@ -221,23 +215,15 @@ func parseKey(p []byte) (kv, []byte, error) {
 		v.Int, p = x, p[n:]
 		v.Uint, err = uv()
 	case tagPtr:
-		var k kv
-		k, p, err = parseKey(p)
-		v.Kids = []kv{k}
+		p, err = parseN(&v, p, 1)
 	case tagAny:
-		var k kv
-		if k, p, err = parseKey(p); err != nil {
-			return v, nil, err
-		}
-		v.Kids = []kv{k}
-		if k.Kind == tagNil {
+		if p, err = parseN(&v, p, 1); err != nil || v.Kids[0].Kind == tagNil {
 			break
 		}
-		if k.Kind != tagString {
-			return v, nil, fmt.Errorf("a dynamic value's type is a %q", k.Kind)
+		if k := v.Kids[0].Kind; k != tagString {
+			return v, nil, fmt.Errorf("a dynamic value's type is a %q", k)
 		}
-		k, p, err = parseKey(p)
-		v.Kids = append(v.Kids, k)
+		p, err = parseN(&v, p, 1)
 	case tagList, tagMap:
 		var n uint64
 		if n, err = uv(); err != nil {
@@ -246,29 +232,39 @@ func parseKey(p []byte) (kv, []byte, error) {
 		if v.Kind == tagMap {
 			n *= 2
 		}
-		for range n {
-			var k kv
-			if k, p, err = parseKey(p); err != nil {
-				return v, nil, err
-			}
-			v.Kids = append(v.Kids, k)
-		}
+		p, err = parseN(&v, p, n)
 	case tagOpen:
-		for len(p) > 0 && p[0] != tagClose {
-			var k kv
-			if k, p, err = parseKey(p); err != nil {
-				return v, nil, err
-			}
-			v.Kids = append(v.Kids, k)
-		}
-		if len(p) == 0 {
-			return v, nil, fmt.Errorf("unclosed keyer")
-		}
-		p = p[1:]
+		p, err = parseOpen(&v, p)
 	default:
 		return v, nil, fmt.Errorf("unknown tag %q", v.Kind)
 	}
 	return v, p, err
+}
+
+// parseN parses n keys off p into v's Kids.
+func parseN(v *kv, p []byte, n uint64) ([]byte, error) {
+	for range n {
+		k, rest, err := parseKey(p)
+		if err != nil {
+			return nil, err
+		}
+		v.Kids, p = append(v.Kids, k), rest
+	}
+	return p, nil
+}
+
+// parseOpen parses a Keyer's keys into v's Kids, up to and past its close.
+func parseOpen(v *kv, p []byte) ([]byte, error) {
+	for len(p) > 0 && p[0] != tagClose {
+		var err error
+		if p, err = parseN(v, p, 1); err != nil {
+			return nil, err
+		}
+	}
+	if len(p) == 0 {
+		return nil, fmt.Errorf("unclosed keyer")
+	}
+	return p[1:], nil
 }
 
 func checkKeyParse(t *testing.T, r *rand.Rand) {

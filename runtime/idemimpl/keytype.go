@@ -92,65 +92,83 @@ func writeTypeIdentity(b *strings.Builder, t reflect.Type) {
 		}
 		writeTypeIdentity(b, t.Elem())
 	case reflect.Struct:
-		b.WriteString("struct{")
-		for i := 0; i < t.NumField(); i++ {
-			if i > 0 {
-				b.WriteByte(';')
-			}
-			f := t.Field(i)
-			if f.Anonymous {
-				b.WriteString("embedded ")
-			}
-			if f.PkgPath != "" {
-				b.WriteString(strconv.Quote(f.PkgPath))
-				b.WriteByte('.')
-			}
-			b.WriteString(f.Name)
-			b.WriteByte(' ')
-			writeTypeIdentity(b, f.Type)
-			if f.Tag != "" {
-				b.WriteByte(' ')
-				b.WriteString(strconv.Quote(string(f.Tag)))
-			}
-		}
-		b.WriteByte('}')
+		writeStructIdentity(b, t)
 	case reflect.Func:
-		b.WriteString("func(")
-		for i := 0; i < t.NumIn(); i++ {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			if t.IsVariadic() && i == t.NumIn()-1 {
-				b.WriteString("...")
-			}
-			writeTypeIdentity(b, t.In(i))
-		}
-		b.WriteString(")(")
-		for i := 0; i < t.NumOut(); i++ {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeTypeIdentity(b, t.Out(i))
-		}
-		b.WriteByte(')')
+		writeFuncIdentity(b, t)
 	case reflect.Interface:
-		b.WriteString("interface{")
-		for i := 0; i < t.NumMethod(); i++ {
-			if i > 0 {
-				b.WriteByte(';')
-			}
-			m := t.Method(i)
-			if m.PkgPath != "" {
-				b.WriteString(strconv.Quote(m.PkgPath))
-				b.WriteByte('.')
-			}
-			b.WriteString(m.Name)
-			writeTypeIdentity(b, m.Type)
-		}
-		b.WriteByte('}')
+		writeInterfaceIdentity(b, t)
 	default:
 		b.WriteString(t.String()) // unreachable: every basic type is named
 	}
+}
+
+// writeStructIdentity writes a struct type literal: its fields in order,
+// with their packages (unexported), embedding and tags.
+func writeStructIdentity(b *strings.Builder, t reflect.Type) {
+	b.WriteString("struct{")
+	for i := 0; i < t.NumField(); i++ {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		f := t.Field(i)
+		if f.Anonymous {
+			b.WriteString("embedded ")
+		}
+		if f.PkgPath != "" {
+			b.WriteString(strconv.Quote(f.PkgPath))
+			b.WriteByte('.')
+		}
+		b.WriteString(f.Name)
+		b.WriteByte(' ')
+		writeTypeIdentity(b, f.Type)
+		if f.Tag != "" {
+			b.WriteByte(' ')
+			b.WriteString(strconv.Quote(string(f.Tag)))
+		}
+	}
+	b.WriteByte('}')
+}
+
+// writeFuncIdentity writes a func type literal: parameters, variadic
+// marker and results.
+func writeFuncIdentity(b *strings.Builder, t reflect.Type) {
+	b.WriteString("func(")
+	for i := 0; i < t.NumIn(); i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if t.IsVariadic() && i == t.NumIn()-1 {
+			b.WriteString("...")
+		}
+		writeTypeIdentity(b, t.In(i))
+	}
+	b.WriteString(")(")
+	for i := 0; i < t.NumOut(); i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeTypeIdentity(b, t.Out(i))
+	}
+	b.WriteByte(')')
+}
+
+// writeInterfaceIdentity writes an interface type literal: its methods
+// with their packages (unexported) and signatures.
+func writeInterfaceIdentity(b *strings.Builder, t reflect.Type) {
+	b.WriteString("interface{")
+	for i := 0; i < t.NumMethod(); i++ {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		m := t.Method(i)
+		if m.PkgPath != "" {
+			b.WriteString(strconv.Quote(m.PkgPath))
+			b.WriteByte('.')
+		}
+		b.WriteString(m.Name)
+		writeTypeIdentity(b, m.Type)
+	}
+	b.WriteByte('}')
 }
 
 // IsNil reports whether v is nil: a nil interface, or a nil pointer, map,

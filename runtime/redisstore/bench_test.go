@@ -105,9 +105,8 @@ type invoice struct {
 	Note   string `json:"note"`
 }
 
-// BenchmarkReplay replays a value result (the Guard's result memo skips
-// decoding it again) and, at 32 callers, a pointer result, which every
-// replay decodes. The deadline variants call with a ctx that has a
+// BenchmarkReplay replays a value result and, at 32 callers, a pointer
+// result; every replay decodes its result. The deadline variants call with a ctx that has a
 // deadline, on the default client (ContextTimeoutEnabled false): the
 // store then watches each call in a goroutine of its own (Store.bounded).
 func BenchmarkReplay(b *testing.B) {

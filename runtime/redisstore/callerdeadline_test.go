@@ -11,18 +11,8 @@ import (
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 )
-
-// dueCtx is a ctx at the instant of the race: its deadline has passed
-// (or is a moment away) by the clock, but its timer has not fired, so
-// Err is nil and Done is open. A client that bounds its socket by the
-// deadline times out in that instant.
-type dueCtx struct {
-	context.Context
-	deadline time.Time
-}
-
-func (c dueCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
 // TestCallerDeadlineNoticedByTheClientFirst: with ContextTimeoutEnabled,
 // go-redis's socket deadline is the ctx's deadline and can fire before
@@ -57,7 +47,7 @@ func TestCallerDeadlineNoticedByTheClientFirst(t *testing.T) {
 	got, want := map[string]outcome{}, map[string]outcome{}
 	for _, op := range ops {
 		for _, ahead := range []time.Duration{-time.Millisecond, 0} {
-			err := op.run(dueCtx{ctx, time.Now().Add(ahead)})
+			err := op.run(idemtest.DueCtx(ctx, time.Now().Add(ahead)))
 			name := op.name + "/" + ahead.String()
 			got[name] = outcome{errors.Is(err, context.DeadlineExceeded), errors.Is(err, idem.ErrStoreUnavailable)}
 			want[name] = outcome{Deadline: true}
