@@ -93,6 +93,13 @@ func rawTable(b testing.TB, s *Store) string {
 	return t
 }
 
+// readModes are the claim's read-first policies the benchmarks compare
+// (replay.go): on the hint (the default), always, never (the old path).
+var readModes = []struct {
+	name string
+	mode readMode
+}{{"hint", readOnHint}, {"always", readAlways}, {"never", readNever}}
+
 var benchSpec = idem.Spec{Name: "bench.Charge", TTL: time.Hour, Lease: 30 * time.Second}
 
 func benchCall(ctx context.Context, g *idem.Guard, key string) (string, error) {
@@ -105,40 +112,43 @@ func benchCall(ctx context.Context, g *idem.Guard, key string) (string, error) {
 // finds the completed row) vs a raw primary-key SELECT of the same bytes.
 func BenchmarkReplay(b *testing.B) {
 	for _, conc := range []int{1, 32} {
-		b.Run(fmt.Sprint("callers=", conc), func(b *testing.B) {
-			pool := benchPool(b)
-			s := newStore(b, pool)
-			raw := rawTable(b, s)
-			g := idem.NewGuard(s)
-			ctx := context.Background()
-			const keys = 256
-			for i := range keys {
-				k := fmt.Sprint("order-", i)
-				if _, err := benchCall(ctx, g, k); err != nil {
-					b.Fatal(err)
+		for _, m := range readModes {
+			b.Run(fmt.Sprint("read=", m.name, "/callers=", conc), func(b *testing.B) {
+				pool := benchPool(b)
+				s := newStore(b, pool)
+				s.readFirst = m.mode
+				raw := rawTable(b, s)
+				g := idem.NewGuard(s)
+				ctx := context.Background()
+				const keys = 256
+				for i := range keys {
+					k := fmt.Sprint("order-", i)
+					if _, err := benchCall(ctx, g, k); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", k, []byte(`"receipt-0001"`)); err != nil {
+						b.Fatal(err)
+					}
 				}
-				if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", k, []byte(`"receipt-0001"`)); err != nil {
-					b.Fatal(err)
-				}
-			}
-			rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
-			// Warm every connection's statement cache.
-			runConc(4*32, 32, func(i int) error { //nolint:errcheck
-				var d []byte
-				pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d) //nolint:errcheck
-				_, err := benchCall(ctx, g, fmt.Sprint("order-", i%keys))
-				return err
-			})
-			benchVsRaw(b, conc,
-				func(i int) error {
+				rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
+				// Warm every connection's statement cache.
+				runConc(4*32, 32, func(i int) error { //nolint:errcheck
 					var d []byte
-					return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
-				},
-				func(i int) error {
+					pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d) //nolint:errcheck
 					_, err := benchCall(ctx, g, fmt.Sprint("order-", i%keys))
 					return err
 				})
-		})
+				benchVsRaw(b, conc,
+					func(i int) error {
+						var d []byte
+						return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
+					},
+					func(i int) error {
+						_, err := benchCall(ctx, g, fmt.Sprint("order-", i%keys))
+						return err
+					})
+			})
+		}
 	}
 }
 
@@ -146,40 +156,43 @@ func BenchmarkReplay(b *testing.B) {
 // completed key (the replay statement alone) vs the same raw SELECT.
 func BenchmarkClaimReplay(b *testing.B) {
 	for _, conc := range []int{1, 32} {
-		b.Run(fmt.Sprint("callers=", conc), func(b *testing.B) {
-			pool := benchPool(b)
-			s := newStore(b, pool)
-			raw := rawTable(b, s)
-			ctx := context.Background()
-			const keys = 256
-			for i := range keys {
-				k := fmt.Sprint("order-", i)
-				res, err := s.Claim(ctx, idem.ClaimRequest{Key: k, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
-				if err != nil {
-					b.Fatal(err)
+		for _, m := range readModes {
+			b.Run(fmt.Sprint("read=", m.name, "/callers=", conc), func(b *testing.B) {
+				pool := benchPool(b)
+				s := newStore(b, pool)
+				s.readFirst = m.mode
+				raw := rawTable(b, s)
+				ctx := context.Background()
+				const keys = 256
+				for i := range keys {
+					k := fmt.Sprint("order-", i)
+					res, err := s.Claim(ctx, idem.ClaimRequest{Key: k, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := s.Complete(ctx, idem.Lease{Key: k, Owner: token(1), Fence: res.Fence, TTL: time.Hour}, idem.Result{Data: []byte(`"receipt-0001"`)}); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", k, []byte(`"receipt-0001"`)); err != nil {
+						b.Fatal(err)
+					}
 				}
-				if err := s.Complete(ctx, idem.Lease{Key: k, Owner: token(1), Fence: res.Fence, TTL: time.Hour}, idem.Result{Data: []byte(`"receipt-0001"`)}); err != nil {
-					b.Fatal(err)
+				rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
+				claim := func(i int) error {
+					res, err := s.Claim(ctx, idem.ClaimRequest{Key: fmt.Sprint("order-", i%keys), Owner: token(2), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+					if err == nil && res.Status != idem.ClaimCompleted {
+						err = fmt.Errorf("claim: %v", res.Status)
+					}
+					return err
 				}
-				if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", k, []byte(`"receipt-0001"`)); err != nil {
-					b.Fatal(err)
+				read := func(i int) error {
+					var d []byte
+					return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
 				}
-			}
-			rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
-			claim := func(i int) error {
-				res, err := s.Claim(ctx, idem.ClaimRequest{Key: fmt.Sprint("order-", i%keys), Owner: token(2), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
-				if err == nil && res.Status != idem.ClaimCompleted {
-					err = fmt.Errorf("claim: %v", res.Status)
-				}
-				return err
-			}
-			read := func(i int) error {
-				var d []byte
-				return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
-			}
-			runConc(4*32, 32, func(i int) error { read(i); return claim(i) }) //nolint:errcheck // warm statement caches
-			benchVsRaw(b, conc, read, claim)
-		})
+				runConc(4*32, 32, func(i int) error { read(i); return claim(i) }) //nolint:errcheck // warm statement caches
+				benchVsRaw(b, conc, read, claim)
+			})
+		}
 	}
 }
 
@@ -188,29 +201,32 @@ func BenchmarkClaimReplay(b *testing.B) {
 // write): the cheapest durable record of anything.
 func BenchmarkFirstExecution(b *testing.B) {
 	for _, conc := range []int{1, 32} {
-		b.Run(fmt.Sprint("callers=", conc), func(b *testing.B) {
-			pool := benchPool(b)
-			s := newStore(b, pool)
-			raw := rawTable(b, s)
-			g := idem.NewGuard(s)
-			ctx := context.Background()
-			rawSQL := "INSERT INTO " + raw + " VALUES ($1, $2)"
-			data := []byte(`"receipt-0001"`)
-			runConc(4*32, 32, func(i int) error { //nolint:errcheck
-				pool.Exec(ctx, rawSQL, fmt.Sprint("warm-", i), data) //nolint:errcheck
-				_, err := benchCall(ctx, g, fmt.Sprint("warm-", i))
-				return err
-			})
-			benchVsRaw(b, conc,
-				func(i int) error {
-					_, err := pool.Exec(ctx, rawSQL, fmt.Sprint("k-", i), data)
-					return err
-				},
-				func(i int) error {
-					_, err := benchCall(ctx, g, fmt.Sprint("k-", i))
+		for _, m := range readModes {
+			b.Run(fmt.Sprint("read=", m.name, "/callers=", conc), func(b *testing.B) {
+				pool := benchPool(b)
+				s := newStore(b, pool)
+				s.readFirst = m.mode
+				raw := rawTable(b, s)
+				g := idem.NewGuard(s)
+				ctx := context.Background()
+				rawSQL := "INSERT INTO " + raw + " VALUES ($1, $2)"
+				data := []byte(`"receipt-0001"`)
+				runConc(4*32, 32, func(i int) error { //nolint:errcheck
+					pool.Exec(ctx, rawSQL, fmt.Sprint("warm-", i), data) //nolint:errcheck
+					_, err := benchCall(ctx, g, fmt.Sprint("warm-", i))
 					return err
 				})
-		})
+				benchVsRaw(b, conc,
+					func(i int) error {
+						_, err := pool.Exec(ctx, rawSQL, fmt.Sprint("k-", i), data)
+						return err
+					},
+					func(i int) error {
+						_, err := benchCall(ctx, g, fmt.Sprint("k-", i))
+						return err
+					})
+			})
+		}
 	}
 }
 

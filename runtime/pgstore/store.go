@@ -26,6 +26,11 @@ type Store struct {
 
 	lis *listener
 
+	// seen is the hint that a claim is likely a replay (replay.go);
+	// readFirst overrides it in benchmarks.
+	seen      recent
+	readFirst readMode
+
 	closeOnce sync.Once
 	stop      context.CancelFunc
 	bg        sync.WaitGroup
@@ -193,6 +198,11 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 	defer c.Release()
 	if req.Order.Key != "" {
 		return s.claimOrdered(ctx, c, req)
+	}
+	if s.readsFirst(req.Key) {
+		if res, ok, err := s.replay(ctx, c, req); ok || err != nil {
+			return res, err
+		}
 	}
 	for range maxClaimAttempts {
 		var (
