@@ -4,13 +4,15 @@ import (
 	"context"
 	"sync"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
-// A replay is answered by a read. A claim of a key this process has
-// claimed (or found claimed) recently first runs a consistent GetItem;
+// A replay is answered by a read. A claim of a key the hint (recent)
+// names first runs a consistent GetItem;
 // when it finds the key's live record completed or failed with the
 // claim's fingerprint, that record is the answer: one read unit (4 KB),
 // where the claim's conditional UpdateItem, failing, is billed a write
@@ -26,8 +28,10 @@ import (
 // recentKeys is how many keys the hint remembers per store.
 const recentKeys = 4096
 
-// recent is a bounded, process-local set of keys: the hint that a claim
-// of one of them is likely a duplicate. Oldest keys leave first.
+// recent is the hint that a claim is likely a duplicate: a bounded,
+// process-local set of the keys this store finished (completed or
+// failed) or found claimed (in progress, completed or failed) lately. A
+// release takes its key out; the oldest keys leave first.
 type recent struct {
 	mu    sync.Mutex
 	keys  map[string]struct{}
@@ -35,12 +39,18 @@ type recent struct {
 	at    int
 }
 
-// seen reports whether key is in the set and adds it.
-func (h *recent) seen(key string) bool {
+func (h *recent) has(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.keys[key]
+	return ok
+}
+
+func (h *recent) add(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := h.keys[key]; ok {
-		return true
+		return
 	}
 	if h.keys == nil {
 		h.keys, h.order = make(map[string]struct{}, recentKeys), make([]string, recentKeys)
@@ -48,7 +58,20 @@ func (h *recent) seen(key string) bool {
 	delete(h.keys, h.order[h.at])
 	h.order[h.at], h.keys[key] = key, struct{}{}
 	h.at = (h.at + 1) % recentKeys
-	return false
+}
+
+func (h *recent) drop(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.keys, key)
+}
+
+// note updates the hint with a claim's answer.
+func (h *recent) note(key string, st idem.ClaimStatus) {
+	switch st {
+	case idem.ClaimInProgress, idem.ClaimCompleted, idem.ClaimFailed:
+		h.add(key)
+	}
 }
 
 // readMode chooses when a claim reads first: on the hint (the default),
@@ -61,7 +84,7 @@ const (
 	readNever
 )
 
-// readsFirst reports whether a claim of key reads first, and remembers key.
+// readsFirst reports whether a claim of key reads first.
 func (s *Store) readsFirst(key string) bool {
 	switch s.readFirst {
 	case readAlways:
@@ -69,7 +92,7 @@ func (s *Store) readsFirst(key string) bool {
 	case readNever:
 		return false
 	}
-	return s.hint.seen(key)
+	return s.hint.has(key)
 }
 
 // replay answers req from a consistent read when its key holds a live,
@@ -93,4 +116,26 @@ func (s *Store) replay(ctx context.Context, req idem.ClaimRequest, key map[strin
 		st = idem.ClaimFailed
 	}
 	return idem.ClaimResult{Status: st, Fence: r.Fence, Result: idem.Result{Data: r.Result}}, true, nil
+}
+
+// finished updates the replay hint with a finish: a completed or failed
+// key's next claim is likely a replay, a released key's is not.
+func (s *Store) finished(key string, state idem.State) {
+	if state == idem.StateReleased {
+		s.hint.drop(key)
+	} else {
+		s.hint.add(key)
+	}
+}
+
+// getItem is a consistent GetItem; a nil item means absent.
+func (s *Store) getItem(ctx context.Context, op, key string, k map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: k, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, s.opError(ctx, op, key, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	return out.Item, nil
 }

@@ -365,6 +365,15 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 			return res, err
 		}
 	}
+	res, err := s.claim(ctx, req, key)
+	if err == nil {
+		s.hint.note(req.Key, res.Status)
+	}
+	return res, err
+}
+
+// claim is Claim's conditional UpdateItem, repeated until it settles.
+func (s *Store) claim(ctx context.Context, req idem.ClaimRequest, key map[string]types.AttributeValue) (idem.ClaimResult, error) {
 	// anew: the last round found the item past its retention with steps
 	// (see claimCond): claim it with claimAnewCond, dropping them.
 	anew := false
@@ -610,6 +619,7 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}, att.option)
 	if err == nil {
+		s.finished(l.Key, state)
 		return nil
 	}
 	var ccf *types.ConditionalCheckFailedException
@@ -705,18 +715,6 @@ func leaseLost(l idem.Lease, item map[string]types.AttributeValue) error {
 		return fmt.Errorf("%w: %s fence %d (the item is unreadable: %v)", idem.ErrLeaseLost, l.Key, l.Fence, err)
 	}
 	return fmt.Errorf("%w: %s fence %d (the item is %s at fence %d)", idem.ErrLeaseLost, l.Key, l.Fence, r.State, r.Fence)
-}
-
-// getItem is a consistent GetItem; a nil item means absent.
-func (s *Store) getItem(ctx context.Context, op, key string, k map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
-	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: k, ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		return nil, s.opError(ctx, op, key, err)
-	}
-	if len(out.Item) == 0 {
-		return nil, nil
-	}
-	return out.Item, nil
 }
 
 // Get returns the live record for key (a consistent read).

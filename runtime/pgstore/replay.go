@@ -12,8 +12,8 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
-// A replay is answered by a read. A claim of a key this process has
-// claimed (or found claimed) recently first runs the replay SELECT; when
+// A replay is answered by a read. A claim of a key the hint (recent)
+// names first runs the replay SELECT; when
 // it finds the key's live record completed or failed with the claim's
 // fingerprint, that record is the answer, and nothing is written: no
 // claim statement, no transaction id, no row lock. Anything else (no row,
@@ -28,36 +28,50 @@ import (
 // recentKeys is how many keys the hint remembers per store.
 const recentKeys = 4096
 
-// recent is a bounded, process-local set of keys: the hint that a claim
-// of one of them is likely a duplicate. Oldest keys leave first.
+// recent is the hint that a claim is likely a duplicate: a bounded,
+// process-local set of the keys this store finished (completed or
+// failed) or found claimed (in progress, completed or failed) lately. A
+// release takes its key out; the oldest keys leave first.
 type recent struct {
-	mu   sync.Mutex
-	set  map[string]struct{}
-	ring []string
-	next int
+	mu    sync.Mutex
+	keys  map[string]struct{}
+	order []string
+	at    int
 }
 
 func (h *recent) has(key string) bool {
 	h.mu.Lock()
-	_, ok := h.set[key]
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	_, ok := h.keys[key]
 	return ok
 }
 
 func (h *recent) add(key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.set[key]; ok {
+	if _, ok := h.keys[key]; ok {
 		return
 	}
-	if h.set == nil {
-		h.set = make(map[string]struct{}, recentKeys)
-		h.ring = make([]string, recentKeys)
+	if h.keys == nil {
+		h.keys, h.order = make(map[string]struct{}, recentKeys), make([]string, recentKeys)
 	}
-	delete(h.set, h.ring[h.next])
-	h.ring[h.next] = key
-	h.set[key] = struct{}{}
-	h.next = (h.next + 1) % len(h.ring)
+	delete(h.keys, h.order[h.at])
+	h.order[h.at], h.keys[key] = key, struct{}{}
+	h.at = (h.at + 1) % recentKeys
+}
+
+func (h *recent) drop(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.keys, key)
+}
+
+// note updates the hint with a claim's answer.
+func (h *recent) note(key string, st idem.ClaimStatus) {
+	switch st {
+	case idem.ClaimInProgress, idem.ClaimCompleted, idem.ClaimFailed:
+		h.add(key)
+	}
 }
 
 // readMode chooses when a claim reads first: on the hint (the default),
@@ -70,8 +84,7 @@ const (
 	readNever
 )
 
-// readsFirst reports whether a claim of key runs the replay read first,
-// and remembers key for the next claim.
+// readsFirst reports whether a claim of key runs the replay read first.
 func (s *Store) readsFirst(key string) bool {
 	switch s.readFirst {
 	case readAlways:
@@ -79,11 +92,7 @@ func (s *Store) readsFirst(key string) bool {
 	case readNever:
 		return false
 	}
-	if s.seen.has(key) {
-		return true
-	}
-	s.seen.add(key)
-	return false
+	return s.seen.has(key)
 }
 
 // replay answers req from a read when its key holds a live, finished
