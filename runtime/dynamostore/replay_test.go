@@ -2,6 +2,7 @@ package dynamostore_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -103,8 +104,10 @@ func TestReplayReadsOnly(t *testing.T) {
 		{"completed", "a", idem.ClaimCompleted, []string{"GetItem"}},
 		{"failed", "a", idem.ClaimFailed, []string{"GetItem"}},
 		{"completed", "b", idem.ClaimMismatch, []string{"GetItem", "UpdateItem"}},
-		{"released", "a", idem.ClaimAcquired, []string{"GetItem", "UpdateItem"}},
-		{"running", "a", idem.ClaimInProgress, []string{"GetItem", "UpdateItem"}},
+		// A release takes the key out of the hint, and a claim this
+		// store made is not a sign of a duplicate: no read first.
+		{"released", "a", idem.ClaimAcquired, []string{"UpdateItem"}},
+		{"running", "a", idem.ClaimInProgress, []string{"UpdateItem"}},
 	} {
 		m.reset()
 		res, err := s.Claim(bg, idem.ClaimRequest{Key: tc.key, Owner: owner, Fingerprint: fingerprint(tc.fp), Lease: time.Minute, TTL: time.Hour})
@@ -115,7 +118,7 @@ func TestReplayReadsOnly(t *testing.T) {
 		if diff := cmp.Diff(tc.wantCalls, calls); diff != "" {
 			t.Errorf("%s/%s: calls (-want +got):\n%s", tc.key, tc.fp, diff)
 		}
-		if len(tc.wantCalls) == 1 && write != 0 {
+		if !slices.Contains(tc.wantCalls, "UpdateItem") && write != 0 {
 			t.Errorf("%s/%s: %v write units, want none", tc.key, tc.fp, write)
 		}
 		t.Logf("%s/%s: %v, read units %v, write units %v", tc.key, tc.fp, calls, read, write)

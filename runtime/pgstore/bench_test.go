@@ -385,3 +385,75 @@ func BenchmarkReplayServerTime(b *testing.B) {
 	}
 	b.ReportMetric(walBytes/replays, "wal-bytes/replay")
 }
+
+// BenchmarkFirstExecutionServerTime: where a first execution's server time
+// goes. Per iteration, on one connection, EXPLAIN (ANALYZE) of the claim
+// statement on a new key and of the finish (Complete) statement, each in
+// a transaction rolled back (EXPLAIN ANALYZE executes the statement), and
+// of a raw INSERT; it reports each one's executor time (planning, parsing
+// and the commit excluded) and (claim + finish) / INSERT.
+//
+//	go test -run '^$' -bench FirstExecutionServerTime -benchtime 500x -count 3 ./runtime/pgstore
+func BenchmarkFirstExecutionServerTime(b *testing.B) {
+	pool := benchPool(b)
+	s := newStore(b, pool)
+	raw := rawTable(b, s)
+	ctx := context.Background()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Release()
+	execTime := func(sql string, args ...any) float64 {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck
+		var plan []struct {
+			ExecutionTime float64 `json:"Execution Time"`
+		}
+		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY, FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
+			b.Fatal(err)
+		}
+		return plan[0].ExecutionTime
+	}
+	owner, fp := token(1), fingerprint(1)
+	claimFinish := func(key string) (claimMs, finishMs float64) {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck
+		var plan []struct {
+			ExecutionTime float64 `json:"Execution Time"`
+		}
+		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY, FORMAT JSON) "+s.q.claim,
+			key, owner[:], fp[:], micros(time.Minute), micros(time.Hour), nil).Scan(&plan); err != nil {
+			b.Fatal(err)
+		}
+		claimMs = plan[0].ExecutionTime
+		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY, FORMAT JSON) "+s.q.finish,
+			key, owner[:], int64(1), int16(stCompleted), []byte(`"receipt-0001"`), micros(time.Hour), nil, s.n.channel).Scan(&plan); err != nil {
+			b.Fatal(err)
+		}
+		return claimMs, plan[0].ExecutionTime
+	}
+	rawSQL := "INSERT INTO " + raw + " VALUES ($1, $2)"
+	for i := range 20 { // warm the caches
+		claimFinish(fmt.Sprint("warm-", i))
+		execTime(rawSQL, fmt.Sprint("warm-", i), []byte(`"receipt-0001"`))
+	}
+	var claimMs, finishMs, rawMs float64
+	b.ResetTimer()
+	for i := range b.N {
+		c, f := claimFinish(fmt.Sprint("k-", i))
+		claimMs, finishMs = claimMs+c, finishMs+f
+		rawMs += execTime(rawSQL, fmt.Sprint("k-", i), []byte(`"receipt-0001"`))
+	}
+	b.StopTimer()
+	b.ReportMetric(claimMs*1000/float64(b.N), "claim-exec-µs")
+	b.ReportMetric(finishMs*1000/float64(b.N), "finish-exec-µs")
+	b.ReportMetric(rawMs*1000/float64(b.N), "insert-exec-µs")
+	b.ReportMetric((claimMs+finishMs)/rawMs, "x_insert")
+}
