@@ -600,6 +600,7 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 // Delete removes the document whatever its state (the next claim starts
 // again at fence 1).
 func (s *Store) Delete(ctx context.Context, key string) error {
+	s.hint.drop(key) // the next claim of key is likely a new run
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -434,6 +434,7 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 
 // Delete implements idem.Store.
 func (s *Store) Delete(ctx context.Context, key string) error {
+	s.seen.drop(key) // the next claim of key is likely a new run
 	c, err := s.acquire(ctx, "delete")
 	if err != nil {
 		return err
