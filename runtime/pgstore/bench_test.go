@@ -100,6 +100,21 @@ var readModes = []struct {
 	mode readMode
 }{{"hint", readOnHint}, {"always", readAlways}, {"never", readNever}}
 
+// eachMode runs f at 1 and 32 callers for each read mode, on a new store
+// and raw baseline table.
+func eachMode(b *testing.B, f func(b *testing.B, conc int, pool *pgxpool.Pool, s *Store, raw string)) {
+	for _, conc := range []int{1, 32} {
+		for _, m := range readModes {
+			b.Run(fmt.Sprint("read=", m.name, "/callers=", conc), func(b *testing.B) {
+				pool := benchPool(b)
+				s := newStore(b, pool)
+				s.readFirst = m.mode
+				f(b, conc, pool, s, rawTable(b, s))
+			})
+		}
+	}
+}
+
 var benchSpec = idem.Spec{Name: "bench.Charge", TTL: time.Hour, Lease: 30 * time.Second}
 
 func benchCall(ctx context.Context, g *idem.Guard, key string) (string, error) {
@@ -111,123 +126,99 @@ func benchCall(ctx context.Context, g *idem.Guard, key string) (string, error) {
 // BenchmarkReplay: a duplicate through Guard + Do (one claim statement that
 // finds the completed row) vs a raw primary-key SELECT of the same bytes.
 func BenchmarkReplay(b *testing.B) {
-	for _, conc := range []int{1, 32} {
-		for _, m := range readModes {
-			b.Run(fmt.Sprint("read=", m.name, "/callers=", conc), func(b *testing.B) {
-				pool := benchPool(b)
-				s := newStore(b, pool)
-				s.readFirst = m.mode
-				raw := rawTable(b, s)
-				g := idem.NewGuard(s)
-				ctx := context.Background()
-				const keys = 256
-				for i := range keys {
-					k := fmt.Sprint("order-", i)
-					if _, err := benchCall(ctx, g, k); err != nil {
-						b.Fatal(err)
-					}
-					if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", k, []byte(`"receipt-0001"`)); err != nil {
-						b.Fatal(err)
-					}
-				}
-				rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
-				// Warm every connection's statement cache.
-				runConc(4*32, 32, func(i int) error { //nolint:errcheck
-					var d []byte
-					pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d) //nolint:errcheck
-					_, err := benchCall(ctx, g, fmt.Sprint("order-", i%keys))
-					return err
-				})
-				benchVsRaw(b, conc,
-					func(i int) error {
-						var d []byte
-						return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
-					},
-					func(i int) error {
-						_, err := benchCall(ctx, g, fmt.Sprint("order-", i%keys))
-						return err
-					})
-			})
+	eachMode(b, func(b *testing.B, conc int, pool *pgxpool.Pool, s *Store, raw string) {
+		g := idem.NewGuard(s)
+		ctx := context.Background()
+		const keys = 256
+		for i := range keys {
+			k := fmt.Sprint("order-", i)
+			if _, err := benchCall(ctx, g, k); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", k, []byte(`"receipt-0001"`)); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+		rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
+		// Warm every connection's statement cache.
+		runConc(4*32, 32, func(i int) error { //nolint:errcheck
+			var d []byte
+			pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d) //nolint:errcheck
+			_, err := benchCall(ctx, g, fmt.Sprint("order-", i%keys))
+			return err
+		})
+		benchVsRaw(b, conc,
+			func(i int) error {
+				var d []byte
+				return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
+			},
+			func(i int) error {
+				_, err := benchCall(ctx, g, fmt.Sprint("order-", i%keys))
+				return err
+			})
+	})
 }
 
 // BenchmarkClaimReplay isolates the store from the Guard: Store.Claim of a
 // completed key (the replay statement alone) vs the same raw SELECT.
 func BenchmarkClaimReplay(b *testing.B) {
-	for _, conc := range []int{1, 32} {
-		for _, m := range readModes {
-			b.Run(fmt.Sprint("read=", m.name, "/callers=", conc), func(b *testing.B) {
-				pool := benchPool(b)
-				s := newStore(b, pool)
-				s.readFirst = m.mode
-				raw := rawTable(b, s)
-				ctx := context.Background()
-				const keys = 256
-				for i := range keys {
-					k := fmt.Sprint("order-", i)
-					res, err := s.Claim(ctx, idem.ClaimRequest{Key: k, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := s.Complete(ctx, idem.Lease{Key: k, Owner: token(1), Fence: res.Fence, TTL: time.Hour}, idem.Result{Data: []byte(`"receipt-0001"`)}); err != nil {
-						b.Fatal(err)
-					}
-					if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", k, []byte(`"receipt-0001"`)); err != nil {
-						b.Fatal(err)
-					}
-				}
-				rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
-				claim := func(i int) error {
-					res, err := s.Claim(ctx, idem.ClaimRequest{Key: fmt.Sprint("order-", i%keys), Owner: token(2), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
-					if err == nil && res.Status != idem.ClaimCompleted {
-						err = fmt.Errorf("claim: %v", res.Status)
-					}
-					return err
-				}
-				read := func(i int) error {
-					var d []byte
-					return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
-				}
-				runConc(4*32, 32, func(i int) error { read(i); return claim(i) }) //nolint:errcheck // warm statement caches
-				benchVsRaw(b, conc, read, claim)
-			})
+	eachMode(b, func(b *testing.B, conc int, pool *pgxpool.Pool, s *Store, raw string) {
+		ctx := context.Background()
+		const keys = 256
+		for i := range keys {
+			k := fmt.Sprint("order-", i)
+			res, err := s.Claim(ctx, idem.ClaimRequest{Key: k, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Complete(ctx, idem.Lease{Key: k, Owner: token(1), Fence: res.Fence, TTL: time.Hour}, idem.Result{Data: []byte(`"receipt-0001"`)}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", k, []byte(`"receipt-0001"`)); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+		rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
+		claim := func(i int) error {
+			res, err := s.Claim(ctx, idem.ClaimRequest{Key: fmt.Sprint("order-", i%keys), Owner: token(2), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+			if err == nil && res.Status != idem.ClaimCompleted {
+				err = fmt.Errorf("claim: %v", res.Status)
+			}
+			return err
+		}
+		read := func(i int) error {
+			var d []byte
+			return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
+		}
+		runConc(4*32, 32, func(i int) error { read(i); return claim(i) }) //nolint:errcheck // warm statement caches
+		benchVsRaw(b, conc, read, claim)
+	})
 }
 
 // BenchmarkFirstExecution: a new key through Guard + Do (claim + complete,
 // two committed writes) vs a raw single-statement INSERT (one committed
 // write): the cheapest durable record of anything.
 func BenchmarkFirstExecution(b *testing.B) {
-	for _, conc := range []int{1, 32} {
-		for _, m := range readModes {
-			b.Run(fmt.Sprint("read=", m.name, "/callers=", conc), func(b *testing.B) {
-				pool := benchPool(b)
-				s := newStore(b, pool)
-				s.readFirst = m.mode
-				raw := rawTable(b, s)
-				g := idem.NewGuard(s)
-				ctx := context.Background()
-				rawSQL := "INSERT INTO " + raw + " VALUES ($1, $2)"
-				data := []byte(`"receipt-0001"`)
-				runConc(4*32, 32, func(i int) error { //nolint:errcheck
-					pool.Exec(ctx, rawSQL, fmt.Sprint("warm-", i), data) //nolint:errcheck
-					_, err := benchCall(ctx, g, fmt.Sprint("warm-", i))
-					return err
-				})
-				benchVsRaw(b, conc,
-					func(i int) error {
-						_, err := pool.Exec(ctx, rawSQL, fmt.Sprint("k-", i), data)
-						return err
-					},
-					func(i int) error {
-						_, err := benchCall(ctx, g, fmt.Sprint("k-", i))
-						return err
-					})
+	eachMode(b, func(b *testing.B, conc int, pool *pgxpool.Pool, s *Store, raw string) {
+		g := idem.NewGuard(s)
+		ctx := context.Background()
+		rawSQL := "INSERT INTO " + raw + " VALUES ($1, $2)"
+		data := []byte(`"receipt-0001"`)
+		runConc(4*32, 32, func(i int) error { //nolint:errcheck
+			pool.Exec(ctx, rawSQL, fmt.Sprint("warm-", i), data) //nolint:errcheck
+			_, err := benchCall(ctx, g, fmt.Sprint("warm-", i))
+			return err
+		})
+		benchVsRaw(b, conc,
+			func(i int) error {
+				_, err := pool.Exec(ctx, rawSQL, fmt.Sprint("k-", i), data)
+				return err
+			},
+			func(i int) error {
+				_, err := benchCall(ctx, g, fmt.Sprint("k-", i))
+				return err
 			})
-		}
-	}
+	})
 }
 
 // BenchmarkWaitWakeup: how long after the owner's Complete returns (its
@@ -415,13 +406,7 @@ func BenchmarkFirstExecutionServerTime(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer tx.Rollback(ctx) //nolint:errcheck
-		var plan []struct {
-			ExecutionTime float64 `json:"Execution Time"`
-		}
-		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY, FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
-			b.Fatal(err)
-		}
-		return plan[0].ExecutionTime
+		return explainExec(b, tx, sql, args...)
 	}
 	owner, fp := token(1), fingerprint(1)
 	claimFinish := func(key string) (claimMs, finishMs float64) {
@@ -430,19 +415,9 @@ func BenchmarkFirstExecutionServerTime(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer tx.Rollback(ctx) //nolint:errcheck
-		var plan []struct {
-			ExecutionTime float64 `json:"Execution Time"`
-		}
-		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY, FORMAT JSON) "+s.q.claim,
-			key, owner[:], fp[:], micros(time.Minute), micros(time.Hour), nil).Scan(&plan); err != nil {
-			b.Fatal(err)
-		}
-		claimMs = plan[0].ExecutionTime
-		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY, FORMAT JSON) "+s.q.finish,
-			key, owner[:], int64(1), int16(stCompleted), []byte(`"receipt-0001"`), micros(time.Hour), nil, s.n.channel).Scan(&plan); err != nil {
-			b.Fatal(err)
-		}
-		return claimMs, plan[0].ExecutionTime
+		claimMs = explainExec(b, tx, s.q.claim, key, owner[:], fp[:], micros(time.Minute), micros(time.Hour), nil)
+		return claimMs, explainExec(b, tx, s.q.finish,
+			key, owner[:], int64(1), int16(stCompleted), []byte(`"receipt-0001"`), micros(time.Hour), nil, s.n.channel)
 	}
 	rawSQL := "INSERT INTO " + raw + " VALUES ($1, $2)"
 	for i := range 20 { // warm the caches
@@ -461,4 +436,16 @@ func BenchmarkFirstExecutionServerTime(b *testing.B) {
 	b.ReportMetric(finishMs*1000/float64(b.N), "finish-exec-µs")
 	b.ReportMetric(rawMs*1000/float64(b.N), "insert-exec-µs")
 	b.ReportMetric((claimMs+finishMs)/rawMs, "x_insert")
+}
+
+// explainExec runs EXPLAIN (ANALYZE) of sql in tx and returns the
+// executor time Postgres measured, in ms.
+func explainExec(b *testing.B, tx pgx.Tx, sql string, args ...any) float64 {
+	var plan []struct {
+		ExecutionTime float64 `json:"Execution Time"`
+	}
+	if err := tx.QueryRow(context.Background(), "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY, FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
+		b.Fatal(err)
+	}
+	return plan[0].ExecutionTime
 }
