@@ -177,54 +177,9 @@ func (s *Store) claimOrdered(ctx context.Context, req idem.ClaimRequest) (idem.C
 		advance := !live || !o.last.After(at) // last only ever moves forward
 
 		lu := now.Add(req.Lease)
-		ex := lu.Add(req.TTL)
-		// The record: the claim's update (claimSet keeps a retained
-		// record's steps, claimAnewSet drops a dead one's), on the
-		// condition that the item is as read.
-		rvals := claimValues(req, now, lu, ex, s)
-		for _, v := range []string{":rel", ":tko"} {
-			delete(rvals, v) // DynamoDB refuses values an expression does not use
-		}
-		set := claimSet
-		if item != nil && !retained {
-			set = claimAnewSet
-		}
-		rnames := map[string]string{"#pk": s.layout.pk, "#st": aState, "#ow": aOwner, "#fe": aFence, "#fp": aFP,
-			"#res": aResult, "#lu": aLeaseUntil, "#ex": aExpiresAt, "#up": aUpdatedAt, "#ca": aClaimedAt,
-			"#ttl": s.layout.ttl, "#sp": aSteps}
-		rcond := pinCond(item, rnames, rvals)
-		// The order record: made, or advanced to At, or (an accepted
-		// event older than the last) only its expiry renewed; on the
-		// condition that it is as read (absent, or at its version).
-		oex := now.Add(max(req.TTL, req.Lease))
-		onames := map[string]string{"#st": aState, "#ex": aExpiresAt, "#ttl": s.layout.ttl, "#ver": aVersion}
-		ovals := map[string]types.AttributeValue{":ex": nanos(oex), ":ttl": s.ttlAttr(oex), ":one": avOne}
-		ocond := "#ver = :over"
-		oset := "SET #ex = :ex, #ttl = :ttl, #ver = #ver + :one"
-		if o.exists {
-			ovals[":over"] = o.version[":over"]
-		} else {
-			ocond = "attribute_not_exists(#pk)"
-			onames["#pk"] = s.layout.pk
-			oset = "SET #st = :order, #ex = :ex, #ttl = :ttl, #ver = :one"
-			ovals[":order"] = &types.AttributeValueMemberS{Value: stateOrder}
-		}
-		if advance {
-			oset += ", #last = :at"
-			onames["#last"] = aLastAt
-			ovals[":at"] = nanos(at)
-		}
 		_, err = tx.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-			{Update: &types.Update{
-				TableName: s.table, Key: key,
-				UpdateExpression: aws.String(set), ConditionExpression: aws.String(rcond),
-				ExpressionAttributeNames: usedNames(rnames, set, rcond), ExpressionAttributeValues: rvals,
-			}},
-			{Update: &types.Update{
-				TableName: s.table, Key: okey,
-				UpdateExpression: aws.String(oset), ConditionExpression: aws.String(ocond),
-				ExpressionAttributeNames: usedNames(onames, oset, ocond), ExpressionAttributeValues: ovals,
-			}},
+			{Update: s.recordUpdate(req, key, item, retained, now, lu)},
+			{Update: s.orderUpdate(req, okey, o, now, advance)},
 		}})
 		if err == nil {
 			return s.acquiredFrom(req, item, &old, retained, now, lu), nil
@@ -238,6 +193,60 @@ func (s *Store) claimOrdered(ctx context.Context, req idem.ClaimRequest) (idem.C
 	}
 	return idem.ClaimResult{}, fmt.Errorf("%w: dynamostore: ordered claim %q: the items kept changing under %d attempts",
 		idem.ErrStoreUnavailable, req.Key, maxOrderRounds)
+}
+
+// recordUpdate is an ordered claim's update of the record item: the
+// claim's (claimSet keeps a retained record's steps, claimAnewSet drops a
+// dead one's), on the condition that the item is as read.
+func (s *Store) recordUpdate(req idem.ClaimRequest, key, item map[string]types.AttributeValue, retained bool, now, lu time.Time) *types.Update {
+	ex := lu.Add(req.TTL)
+	rvals := claimValues(req, now, lu, ex, s)
+	for _, v := range []string{":rel", ":tko"} {
+		delete(rvals, v) // DynamoDB refuses values an expression does not use
+	}
+	set := claimSet
+	if item != nil && !retained {
+		set = claimAnewSet
+	}
+	rnames := map[string]string{"#pk": s.layout.pk, "#st": aState, "#ow": aOwner, "#fe": aFence, "#fp": aFP,
+		"#res": aResult, "#lu": aLeaseUntil, "#ex": aExpiresAt, "#up": aUpdatedAt, "#ca": aClaimedAt,
+		"#ttl": s.layout.ttl, "#sp": aSteps}
+	rcond := pinCond(item, rnames, rvals)
+	return &types.Update{
+		TableName: s.table, Key: key,
+		UpdateExpression: aws.String(set), ConditionExpression: aws.String(rcond),
+		ExpressionAttributeNames: usedNames(rnames, set, rcond), ExpressionAttributeValues: rvals,
+	}
+}
+
+// orderUpdate is an ordered claim's update of the order item: made, or
+// advanced to At, or (an accepted event older than the last) only its
+// expiry renewed; on the condition that it is as read (absent, or at its
+// version).
+func (s *Store) orderUpdate(req idem.ClaimRequest, okey map[string]types.AttributeValue, o orderState, now time.Time, advance bool) *types.Update {
+	oex := now.Add(max(req.TTL, req.Lease))
+	onames := map[string]string{"#st": aState, "#ex": aExpiresAt, "#ttl": s.layout.ttl, "#ver": aVersion}
+	ovals := map[string]types.AttributeValue{":ex": nanos(oex), ":ttl": s.ttlAttr(oex), ":one": avOne}
+	ocond := "#ver = :over"
+	oset := "SET #ex = :ex, #ttl = :ttl, #ver = #ver + :one"
+	if o.exists {
+		ovals[":over"] = o.version[":over"]
+	} else {
+		ocond = "attribute_not_exists(#pk)"
+		onames["#pk"] = s.layout.pk
+		oset = "SET #st = :order, #ex = :ex, #ttl = :ttl, #ver = :one"
+		ovals[":order"] = &types.AttributeValueMemberS{Value: stateOrder}
+	}
+	if advance {
+		oset += ", #last = :at"
+		onames["#last"] = aLastAt
+		ovals[":at"] = nanos(req.Order.At)
+	}
+	return &types.Update{
+		TableName: s.table, Key: okey,
+		UpdateExpression: aws.String(oset), ConditionExpression: aws.String(ocond),
+		ExpressionAttributeNames: usedNames(onames, oset, ocond), ExpressionAttributeValues: ovals,
+	}
 }
 
 // retryable reports whether a canceled transaction failed only on its

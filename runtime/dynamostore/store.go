@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -53,6 +52,9 @@ type Store struct {
 	// expression does not use, so each operation has its own map. They are
 	// only read after New.
 	claimNames, fencedNames, finishNames, releaseNames, stepNames, deleteNames map[string]string
+
+	hint      recent   // keys claimed lately: a claim of one reads first (replay.go)
+	readFirst readMode // overrides the hint in benchmarks
 }
 
 type layout struct {
@@ -358,6 +360,20 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		return s.claimOrdered(ctx, req) // order.go
 	}
 	key := s.itemKey(req.Key)
+	if s.readsFirst(req.Key) {
+		if res, ok, err := s.replay(ctx, req, key); ok || err != nil {
+			return res, err
+		}
+	}
+	res, err := s.claim(ctx, req, key)
+	if err == nil {
+		s.hint.note(req.Key, res.Status)
+	}
+	return res, err
+}
+
+// claim is Claim's conditional UpdateItem, repeated until it settles.
+func (s *Store) claim(ctx context.Context, req idem.ClaimRequest, key map[string]types.AttributeValue) (idem.ClaimResult, error) {
 	// anew: the last round found the item past its retention with steps
 	// (see claimCond): claim it with claimAnewCond, dropping them.
 	anew := false
@@ -603,6 +619,7 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}, att.option)
 	if err == nil {
+		s.finished(l.Key, state)
 		return nil
 	}
 	var ccf *types.ConditionalCheckFailedException
@@ -700,18 +717,6 @@ func leaseLost(l idem.Lease, item map[string]types.AttributeValue) error {
 	return fmt.Errorf("%w: %s fence %d (the item is %s at fence %d)", idem.ErrLeaseLost, l.Key, l.Fence, r.State, r.Fence)
 }
 
-// getItem is a consistent GetItem; a nil item means absent.
-func (s *Store) getItem(ctx context.Context, op, key string, k map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
-	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: k, ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		return nil, s.opError(ctx, op, key, err)
-	}
-	if len(out.Item) == 0 {
-		return nil, nil
-	}
-	return out.Item, nil
-}
-
 // Get returns the live record for key (a consistent read).
 func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 	if err := ctx.Err(); err != nil {
@@ -740,6 +745,7 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 // Delete removes the item whatever its state (the next claim starts again
 // at fence 1).
 func (s *Store) Delete(ctx context.Context, key string) error {
+	s.hint.drop(key) // the next claim of key is likely a new run
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -760,61 +766,6 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
 	return s.opError(ctx, "delete", key, err)
-}
-
-// Wait polls the item until it has no live in-progress lease that could
-// not yet be taken over, backing off from pollMin to pollMax.
-func (s *Store) Wait(ctx context.Context, key string) error {
-	if err := s.checkKey(key); err != nil {
-		return err
-	}
-	k := s.itemKey(key)
-	interval := s.pollMin
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		item, err := s.getItem(ctx, "wait", key, k)
-		if err != nil {
-			return err
-		}
-		if item == nil {
-			return nil
-		}
-		r, err := decode(key, item)
-		if err != nil {
-			return err
-		}
-		now := s.now()
-		// The same rule as Claim's condition, so a woken waiter's claim
-		// never finds the lease still standing.
-		if r.State != idem.StateInProgress || s.takeoverable(&r, now) {
-			return nil
-		}
-		// Sleep the interval with ±25% jitter (so waiters on one key do
-		// not poll in step), but not past the takeover point.
-		d := interval*3/4 + rand.N(interval/2+1)
-		if until := r.LeaseUntil.Add(s.skew).Sub(now); until < d {
-			d = max(until, time.Millisecond)
-		}
-		interval = min(interval*3/2, s.pollMax)
-		if timer == nil {
-			timer = time.NewTimer(d)
-		} else {
-			timer.Reset(d)
-		}
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 }
 
 // checkKey rejects keys DynamoDB cannot store as a partition key value,

@@ -152,24 +152,30 @@ func decodeLoose(snap *firestore.DocumentSnapshot) (doc, error) {
 	default:
 		return d, fmt.Errorf("%s is %T, want a timestamp", fClaimed, ca)
 	}
-	// The lease and the retention run from the last write, by Firestore's
-	// clock: its update time.
+	err = decodeTimes(&d, snap, m, ld, td)
+	return d, err
+}
+
+// decodeTimes sets d's times: the lease and the retention run from the
+// last write, by Firestore's clock (its update time), for ld and td.
+func decodeTimes(d *doc, snap *firestore.DocumentSnapshot, m map[string]any, ld, td int64) error {
+	r := &d.rec
 	d.updateTime = snap.UpdateTime
 	r.UpdatedAt = snap.UpdateTime
 	if r.State == idem.StateInProgress {
 		r.LeaseUntil = snap.UpdateTime.Add(time.Duration(ld))
 		r.ExpiresAt = r.LeaseUntil.Add(time.Duration(td))
-	} else {
-		r.ExpiresAt = snap.UpdateTime.Add(time.Duration(td))
-		switch lu := m[fLeaseUntil].(type) {
-		case nil:
-		case time.Time:
-			r.LeaseUntil = lu
-		default:
-			return d, fmt.Errorf("%s is %T, want a timestamp", fLeaseUntil, lu)
-		}
+		return nil
 	}
-	return d, nil
+	r.ExpiresAt = snap.UpdateTime.Add(time.Duration(td))
+	switch lu := m[fLeaseUntil].(type) {
+	case nil:
+	case time.Time:
+		r.LeaseUntil = lu
+	default:
+		return fmt.Errorf("%s is %T, want a timestamp", fLeaseUntil, lu)
+	}
+	return nil
 }
 
 // decodeSteps reads the steps field: nil when it is absent or empty.

@@ -43,6 +43,10 @@ type Store struct {
 	// lease it holds, so a fenced write is one preconditioned Update. See
 	// leaseCache.
 	written leaseCache
+
+	// hint: keys claimed lately, which a create-first claim reads first
+	// (replay.go).
+	hint recent
 }
 
 // Option configures a Store.
@@ -58,8 +62,9 @@ type config struct {
 
 // WithCreateFirst makes Claim try to create the document before reading
 // it: a first execution then costs two round trips (Create, Complete)
-// instead of three, and a replay two (the failed Create, Get) instead of
-// one. Choose it when most keys are new; the default suits duplicates.
+// instead of three. A replay of a key this store claimed lately is one Get
+// as by default; of another, two (the failed Create, Get). Choose it when
+// most keys are new; the default suits duplicates.
 func WithCreateFirst() Option { return func(c *config) { c.createFirst = true } }
 
 // WithOperationTimeout bounds each Store method's calls to Firestore
@@ -174,7 +179,7 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	ref := s.coll.Doc(id)
-	tryCreate := s.createFirst
+	tryCreate := s.createFirst && !s.hint.has(req.Key)
 	var retry transientRetry
 	for round := 1; round <= maxClaimRounds; round++ {
 		if tryCreate {
@@ -216,6 +221,9 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		}
 		verdict, own := claimVerdict(&d, req, now)
 		if !own {
+			if s.createFirst {
+				s.hint.note(req.Key, verdict.Status)
+			}
 			return verdict, nil
 		}
 		res, err := s.overwrite(ctx, ref, req, &d, verdict.Status, now)
@@ -341,7 +349,15 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.
 		// next run.
 		updates = append(updates, firestore.Update{Path: fSteps, Value: firestore.Delete})
 	}
-	return s.fenced(ctx, op, l, state, data, updates, nil)
+	err := s.fenced(ctx, op, l, state, data, updates, nil)
+	switch {
+	case err != nil || !s.createFirst:
+	case state == idem.StateReleased:
+		s.hint.drop(l.Key) // the next claim is likely a new run
+	default:
+		s.hint.add(l.Key) // … likely a replay
+	}
+	return err
 }
 
 // SaveStep records a step of the call l owns (see idem.Stepper): an
@@ -400,49 +416,19 @@ func (s *Store) fenced(ctx context.Context, op string, l idem.Lease, state idem.
 	for round := 1; ; round++ {
 		read := !known
 		if !known {
-			snap, err := ref.Get(ctx)
-			if status.Code(err) == codes.NotFound {
-				return fmt.Errorf("%w: %s fence %d (the document is gone)", idem.ErrLeaseLost, l.Key, l.Fence)
+			var done bool
+			if w, done, err = s.readLease(ctx, ref, op, l, state, data, &retry); err != nil || done {
+				return err
 			}
-			if err != nil && retry.again(ctx, err) {
-				round--
-				continue
-			}
-			if err != nil {
-				return s.opError(ctx, op, l.Key, err)
-			}
-			d, err := decode(l.Key, snap)
-			if err != nil {
-				return fmt.Errorf("%w: %s fence %d (%w)", idem.ErrLeaseLost, l.Key, l.Fence, err)
-			}
-			r := &d.rec
-			if r.Owner != l.Owner || r.Fence != l.Fence || r.State != idem.StateInProgress {
-				if state != idem.StateInProgress && r.Owner == l.Owner && r.Fence == l.Fence &&
-					r.State == state && string(r.Result) == string(data) {
-					// Our own earlier attempt was applied and its reply lost.
-					s.written.drop(lid)
-					return nil
-				}
-				s.written.drop(lid)
-				return fmt.Errorf("%w: %s fence %d (the document is %s at fence %d)", idem.ErrLeaseLost, l.Key, l.Fence, r.State, r.Fence)
-			}
-			w = written{at: d.updateTime, claimed: r.ClaimedAt, steps: stepSizes(r.Steps)}
 		}
 		if step != nil {
-			_, recorded := w.steps[step.key]
-			size := docSize(l.Key, 0) + stepsSize(w.steps) + stepSize(step.key, step.size)
-			if !recorded {
-				size += len(fSteps) + 1 // the map's own field, if it is the first step
-			}
-			switch {
-			case (recorded || size > MaxDocumentSize) && !read:
+			again, done, err := stepFits(l, step, w, read)
+			if again {
 				known = false // tell the owner first: read
 				continue
-			case recorded:
-				return nil
-			case size > MaxDocumentSize:
-				return fmt.Errorf("%w: step %q of %q: a %d-byte result makes a document of up to %d bytes (limit %d)",
-					ErrDocumentTooLarge, step.name, l.Key, step.size, size, MaxDocumentSize)
+			}
+			if done || err != nil {
+				return err
 			}
 		}
 		up := append(updates[:len(updates):len(updates)], firestore.Update{Path: fClaimed, Value: w.claimed})
@@ -490,6 +476,62 @@ func (s *Store) fenced(ctx context.Context, op string, l idem.Lease, state idem.
 			return s.opError(ctx, op, l.Key, err)
 		}
 	}
+}
+
+// readLease reads the document a fenced write is about: the lease as
+// written, or done when the write is our own earlier attempt, applied
+// (its reply lost), or the lease is lost (an error).
+func (s *Store) readLease(ctx context.Context, ref *firestore.DocumentRef, op string, l idem.Lease, state idem.State, data []byte, retry *transientRetry) (w written, done bool, err error) {
+	lid := leaseID{l.Key, l.Owner, l.Fence}
+	for {
+		snap, err := ref.Get(ctx)
+		if status.Code(err) == codes.NotFound {
+			return w, false, fmt.Errorf("%w: %s fence %d (the document is gone)", idem.ErrLeaseLost, l.Key, l.Fence)
+		}
+		if err != nil && retry.again(ctx, err) {
+			continue
+		}
+		if err != nil {
+			return w, false, s.opError(ctx, op, l.Key, err)
+		}
+		d, err := decode(l.Key, snap)
+		if err != nil {
+			return w, false, fmt.Errorf("%w: %s fence %d (%w)", idem.ErrLeaseLost, l.Key, l.Fence, err)
+		}
+		r := &d.rec
+		if r.Owner != l.Owner || r.Fence != l.Fence || r.State != idem.StateInProgress {
+			s.written.drop(lid)
+			if state != idem.StateInProgress && r.Owner == l.Owner && r.Fence == l.Fence &&
+				r.State == state && string(r.Result) == string(data) {
+				return w, true, nil // our own earlier attempt was applied and its reply lost
+			}
+			return w, false, fmt.Errorf("%w: %s fence %d (the document is %s at fence %d)", idem.ErrLeaseLost, l.Key, l.Fence, r.State, r.Fence)
+		}
+		return written{at: d.updateTime, claimed: r.ClaimedAt, steps: stepSizes(r.Steps)}, false, nil
+	}
+}
+
+// stepFits judges a SaveStep's step against the lease as written: again
+// when that is remembered, not read, and the step is recorded or too
+// large (read and judge again: the lease may be lost); done when the
+// document holds the step already; ErrDocumentTooLarge when it would not
+// fit.
+func stepFits(l idem.Lease, step *pendingStep, w written, read bool) (again, done bool, err error) {
+	_, recorded := w.steps[step.key]
+	size := docSize(l.Key, 0) + stepsSize(w.steps) + stepSize(step.key, step.size)
+	if !recorded {
+		size += len(fSteps) + 1 // the map's own field, if it is the first step
+	}
+	switch {
+	case (recorded || size > MaxDocumentSize) && !read:
+		return true, false, nil
+	case recorded:
+		return false, true, nil
+	case size > MaxDocumentSize:
+		return false, false, fmt.Errorf("%w: step %q of %q: a %d-byte result makes a document of up to %d bytes (limit %d)",
+			ErrDocumentTooLarge, step.name, l.Key, step.size, size, MaxDocumentSize)
+	}
+	return false, false, nil
 }
 
 // maxTransientRetries bounds how often one Store call re-sends a request
@@ -558,6 +600,7 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 // Delete removes the document whatever its state (the next claim starts
 // again at fence 1).
 func (s *Store) Delete(ctx context.Context, key string) error {
+	s.hint.drop(key) // the next claim of key is likely a new run
 	if err := ctx.Err(); err != nil {
 		return err
 	}

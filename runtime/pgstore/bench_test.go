@@ -93,6 +93,28 @@ func rawTable(b testing.TB, s *Store) string {
 	return t
 }
 
+// readModes are the claim's read-first policies the benchmarks compare
+// (replay.go): on the hint (the default), always, never (the old path).
+var readModes = []struct {
+	name string
+	mode readMode
+}{{"hint", readOnHint}, {"always", readAlways}, {"never", readNever}}
+
+// eachMode runs f at 1 and 32 callers for each read mode, on a new store
+// and raw baseline table.
+func eachMode(b *testing.B, f func(b *testing.B, conc int, pool *pgxpool.Pool, s *Store, raw string)) {
+	for _, conc := range []int{1, 32} {
+		for _, m := range readModes {
+			b.Run(fmt.Sprint("read=", m.name, "/callers=", conc), func(b *testing.B) {
+				pool := benchPool(b)
+				s := newStore(b, pool)
+				s.readFirst = m.mode
+				f(b, conc, pool, s, rawTable(b, s))
+			})
+		}
+	}
+}
+
 var benchSpec = idem.Spec{Name: "bench.Charge", TTL: time.Hour, Lease: 30 * time.Second}
 
 func benchCall(ctx context.Context, g *idem.Guard, key string) (string, error) {
@@ -104,114 +126,99 @@ func benchCall(ctx context.Context, g *idem.Guard, key string) (string, error) {
 // BenchmarkReplay: a duplicate through Guard + Do (one claim statement that
 // finds the completed row) vs a raw primary-key SELECT of the same bytes.
 func BenchmarkReplay(b *testing.B) {
-	for _, conc := range []int{1, 32} {
-		b.Run(fmt.Sprint("callers=", conc), func(b *testing.B) {
-			pool := benchPool(b)
-			s := newStore(b, pool)
-			raw := rawTable(b, s)
-			g := idem.NewGuard(s)
-			ctx := context.Background()
-			const keys = 256
-			for i := range keys {
-				k := fmt.Sprint("order-", i)
-				if _, err := benchCall(ctx, g, k); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", k, []byte(`"receipt-0001"`)); err != nil {
-					b.Fatal(err)
-				}
+	eachMode(b, func(b *testing.B, conc int, pool *pgxpool.Pool, s *Store, raw string) {
+		g := idem.NewGuard(s)
+		ctx := context.Background()
+		const keys = 256
+		for i := range keys {
+			k := fmt.Sprint("order-", i)
+			if _, err := benchCall(ctx, g, k); err != nil {
+				b.Fatal(err)
 			}
-			rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
-			// Warm every connection's statement cache.
-			runConc(4*32, 32, func(i int) error { //nolint:errcheck
+			if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", k, []byte(`"receipt-0001"`)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
+		// Warm every connection's statement cache.
+		runConc(4*32, 32, func(i int) error { //nolint:errcheck
+			var d []byte
+			pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d) //nolint:errcheck
+			_, err := benchCall(ctx, g, fmt.Sprint("order-", i%keys))
+			return err
+		})
+		benchVsRaw(b, conc,
+			func(i int) error {
 				var d []byte
-				pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d) //nolint:errcheck
+				return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
+			},
+			func(i int) error {
 				_, err := benchCall(ctx, g, fmt.Sprint("order-", i%keys))
 				return err
 			})
-			benchVsRaw(b, conc,
-				func(i int) error {
-					var d []byte
-					return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
-				},
-				func(i int) error {
-					_, err := benchCall(ctx, g, fmt.Sprint("order-", i%keys))
-					return err
-				})
-		})
-	}
+	})
 }
 
 // BenchmarkClaimReplay isolates the store from the Guard: Store.Claim of a
 // completed key (the replay statement alone) vs the same raw SELECT.
 func BenchmarkClaimReplay(b *testing.B) {
-	for _, conc := range []int{1, 32} {
-		b.Run(fmt.Sprint("callers=", conc), func(b *testing.B) {
-			pool := benchPool(b)
-			s := newStore(b, pool)
-			raw := rawTable(b, s)
-			ctx := context.Background()
-			const keys = 256
-			for i := range keys {
-				k := fmt.Sprint("order-", i)
-				res, err := s.Claim(ctx, idem.ClaimRequest{Key: k, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := s.Complete(ctx, idem.Lease{Key: k, Owner: token(1), Fence: res.Fence, TTL: time.Hour}, idem.Result{Data: []byte(`"receipt-0001"`)}); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", k, []byte(`"receipt-0001"`)); err != nil {
-					b.Fatal(err)
-				}
+	eachMode(b, func(b *testing.B, conc int, pool *pgxpool.Pool, s *Store, raw string) {
+		ctx := context.Background()
+		const keys = 256
+		for i := range keys {
+			k := fmt.Sprint("order-", i)
+			res, err := s.Claim(ctx, idem.ClaimRequest{Key: k, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+			if err != nil {
+				b.Fatal(err)
 			}
-			rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
-			claim := func(i int) error {
-				res, err := s.Claim(ctx, idem.ClaimRequest{Key: fmt.Sprint("order-", i%keys), Owner: token(2), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
-				if err == nil && res.Status != idem.ClaimCompleted {
-					err = fmt.Errorf("claim: %v", res.Status)
-				}
-				return err
+			if err := s.Complete(ctx, idem.Lease{Key: k, Owner: token(1), Fence: res.Fence, TTL: time.Hour}, idem.Result{Data: []byte(`"receipt-0001"`)}); err != nil {
+				b.Fatal(err)
 			}
-			read := func(i int) error {
-				var d []byte
-				return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
+			if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", k, []byte(`"receipt-0001"`)); err != nil {
+				b.Fatal(err)
 			}
-			runConc(4*32, 32, func(i int) error { read(i); return claim(i) }) //nolint:errcheck // warm statement caches
-			benchVsRaw(b, conc, read, claim)
-		})
-	}
+		}
+		rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
+		claim := func(i int) error {
+			res, err := s.Claim(ctx, idem.ClaimRequest{Key: fmt.Sprint("order-", i%keys), Owner: token(2), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+			if err == nil && res.Status != idem.ClaimCompleted {
+				err = fmt.Errorf("claim: %v", res.Status)
+			}
+			return err
+		}
+		read := func(i int) error {
+			var d []byte
+			return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
+		}
+		runConc(4*32, 32, func(i int) error { read(i); return claim(i) }) //nolint:errcheck // warm statement caches
+		benchVsRaw(b, conc, read, claim)
+	})
 }
 
 // BenchmarkFirstExecution: a new key through Guard + Do (claim + complete,
 // two committed writes) vs a raw single-statement INSERT (one committed
 // write): the cheapest durable record of anything.
 func BenchmarkFirstExecution(b *testing.B) {
-	for _, conc := range []int{1, 32} {
-		b.Run(fmt.Sprint("callers=", conc), func(b *testing.B) {
-			pool := benchPool(b)
-			s := newStore(b, pool)
-			raw := rawTable(b, s)
-			g := idem.NewGuard(s)
-			ctx := context.Background()
-			rawSQL := "INSERT INTO " + raw + " VALUES ($1, $2)"
-			data := []byte(`"receipt-0001"`)
-			runConc(4*32, 32, func(i int) error { //nolint:errcheck
-				pool.Exec(ctx, rawSQL, fmt.Sprint("warm-", i), data) //nolint:errcheck
-				_, err := benchCall(ctx, g, fmt.Sprint("warm-", i))
+	eachMode(b, func(b *testing.B, conc int, pool *pgxpool.Pool, s *Store, raw string) {
+		g := idem.NewGuard(s)
+		ctx := context.Background()
+		rawSQL := "INSERT INTO " + raw + " VALUES ($1, $2)"
+		data := []byte(`"receipt-0001"`)
+		runConc(4*32, 32, func(i int) error { //nolint:errcheck
+			pool.Exec(ctx, rawSQL, fmt.Sprint("warm-", i), data) //nolint:errcheck
+			_, err := benchCall(ctx, g, fmt.Sprint("warm-", i))
+			return err
+		})
+		benchVsRaw(b, conc,
+			func(i int) error {
+				_, err := pool.Exec(ctx, rawSQL, fmt.Sprint("k-", i), data)
+				return err
+			},
+			func(i int) error {
+				_, err := benchCall(ctx, g, fmt.Sprint("k-", i))
 				return err
 			})
-			benchVsRaw(b, conc,
-				func(i int) error {
-					_, err := pool.Exec(ctx, rawSQL, fmt.Sprint("k-", i), data)
-					return err
-				},
-				func(i int) error {
-					_, err := benchCall(ctx, g, fmt.Sprint("k-", i))
-					return err
-				})
-		})
-	}
+	})
 }
 
 // BenchmarkWaitWakeup: how long after the owner's Complete returns (its
@@ -295,8 +302,9 @@ func BenchmarkCleanup1M(b *testing.B) {
 
 // BenchmarkReplayServerTime shows where a one-caller replay's gap to the
 // raw SELECT is: on the server. Per iteration, on one connection, it runs
-// EXPLAIN (ANALYZE) of the claim statement on a completed key and of the
-// raw primary-key SELECT, and reports each one's executor time as
+// EXPLAIN (ANALYZE) of the claim statement on a completed key (the path
+// without the hint), of the replay read (with it) and of the raw
+// primary-key SELECT, and reports each one's executor time as
 // Postgres measures it (planning excluded). Across all iterations it also
 // reports the WAL the replays wrote (pg_current_wal_lsn before and after
 // Store.Claim replays; other sessions' writes would count too, so it is an
@@ -340,15 +348,19 @@ func BenchmarkReplayServerTime(b *testing.B) {
 		execTime(s.q.claim, claimArgs...)
 		execTime(rawSQL, req.Key)
 	}
-	var claimMs, rawMs float64
+	var claimMs, readMs, rawMs float64
 	b.ResetTimer()
 	for range b.N {
 		claimMs += execTime(s.q.claim, claimArgs...)
+		readMs += execTime(s.q.get, req.Key, s.ts())
 		rawMs += execTime(rawSQL, req.Key)
 	}
 	b.StopTimer()
 	b.ReportMetric(claimMs*1000/float64(b.N), "claim-exec-µs")
+	b.ReportMetric(readMs*1000/float64(b.N), "replay-read-exec-µs")
 	b.ReportMetric(rawMs*1000/float64(b.N), "select-exec-µs")
+	b.ReportMetric(claimMs/rawMs, "x_select_claim")
+	b.ReportMetric(readMs/rawMs, "x_select_read")
 
 	var before, after string
 	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&before); err != nil {
@@ -368,4 +380,72 @@ func BenchmarkReplayServerTime(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(walBytes/replays, "wal-bytes/replay")
+}
+
+// BenchmarkFirstExecutionServerTime: where a first execution's server time
+// goes. Per iteration, on one connection, EXPLAIN (ANALYZE) of the claim
+// statement on a new key and of the finish (Complete) statement, each in
+// a transaction rolled back (EXPLAIN ANALYZE executes the statement), and
+// of a raw INSERT; it reports each one's executor time (planning, parsing
+// and the commit excluded) and (claim + finish) / INSERT.
+//
+//	go test -run '^$' -bench FirstExecutionServerTime -benchtime 500x -count 3 ./runtime/pgstore
+func BenchmarkFirstExecutionServerTime(b *testing.B) {
+	pool := benchPool(b)
+	s := newStore(b, pool)
+	raw := rawTable(b, s)
+	ctx := context.Background()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Release()
+	execTime := func(sql string, args ...any) float64 {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck
+		return explainExec(b, tx, sql, args...)
+	}
+	owner, fp := token(1), fingerprint(1)
+	claimFinish := func(key string) (claimMs, finishMs float64) {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck
+		claimMs = explainExec(b, tx, s.q.claim, key, owner[:], fp[:], micros(time.Minute), micros(time.Hour), nil)
+		return claimMs, explainExec(b, tx, s.q.finish,
+			key, owner[:], int64(1), int16(stCompleted), []byte(`"receipt-0001"`), micros(time.Hour), nil, s.n.channel)
+	}
+	rawSQL := "INSERT INTO " + raw + " VALUES ($1, $2)"
+	for i := range 20 { // warm the caches
+		claimFinish(fmt.Sprint("warm-", i))
+		execTime(rawSQL, fmt.Sprint("warm-", i), []byte(`"receipt-0001"`))
+	}
+	var claimMs, finishMs, rawMs float64
+	b.ResetTimer()
+	for i := range b.N {
+		c, f := claimFinish(fmt.Sprint("k-", i))
+		claimMs, finishMs = claimMs+c, finishMs+f
+		rawMs += execTime(rawSQL, fmt.Sprint("k-", i), []byte(`"receipt-0001"`))
+	}
+	b.StopTimer()
+	b.ReportMetric(claimMs*1000/float64(b.N), "claim-exec-µs")
+	b.ReportMetric(finishMs*1000/float64(b.N), "finish-exec-µs")
+	b.ReportMetric(rawMs*1000/float64(b.N), "insert-exec-µs")
+	b.ReportMetric((claimMs+finishMs)/rawMs, "x_insert")
+}
+
+// explainExec runs EXPLAIN (ANALYZE) of sql in tx and returns the
+// executor time Postgres measured, in ms.
+func explainExec(b *testing.B, tx pgx.Tx, sql string, args ...any) float64 {
+	var plan []struct {
+		ExecutionTime float64 `json:"Execution Time"`
+	}
+	if err := tx.QueryRow(context.Background(), "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY, FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
+		b.Fatal(err)
+	}
+	return plan[0].ExecutionTime
 }

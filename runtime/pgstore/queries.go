@@ -43,19 +43,29 @@ const (
 )
 
 func buildQueries(n names) queries {
-	t := n.qTable
-	sub := func(sql string) string { return strings.ReplaceAll(sql, "{T}", t) }
-	const tsClaim = `coalesce($6::timestamptz, statement_timestamp())`
-	return queries{
-		// Claim. cur reads the row; ins inserts or takes the row over only
-		// when cur shows nothing in the way, so a replay (the row is
-		// finished and live) writes nothing: no transaction id, no WAL,
-		// one read. ON CONFLICT re-checks claimability against the newest
-		// row version under its row lock, which is what makes the claim
-		// atomic; when that disagrees with cur's snapshot the statement
-		// returns no row or a stale claimable row and the client runs it
-		// again with a fresh snapshot.
-		claim: sub(`WITH cur AS (
+	var q queries
+	sub := func(sql string) string { return strings.ReplaceAll(sql, "{T}", n.qTable) }
+	claimQueries(&q, sub)
+	ownerQueries(&q, sub)
+	readQueries(&q, sub)
+	adminQueries(&q, n, sub)
+	return q
+}
+
+// tsClaim is the claim's time: see queries.
+const tsClaim = `coalesce($6::timestamptz, statement_timestamp())`
+
+// claimQueries sets the claim.
+func claimQueries(q *queries, sub func(string) string) {
+	// Claim. cur reads the row; ins inserts or takes the row over only
+	// when cur shows nothing in the way, so a replay (the row is
+	// finished and live) writes nothing: no transaction id, no WAL,
+	// one read. ON CONFLICT re-checks claimability against the newest
+	// row version under its row lock, which is what makes the claim
+	// atomic; when that disagrees with cur's snapshot the statement
+	// returns no row or a stale claimable row and the client runs it
+	// again with a fresh snapshot.
+	q.claim = sub(`WITH cur AS (
 	SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, format
 	FROM {T} WHERE key = $1
 ), ins AS (
@@ -84,22 +94,25 @@ FROM ins i
 UNION ALL
 SELECT false, c.fence, c.lease_until, false, c.state, c.owner, c.fingerprint, c.result,
 	c.expires_at, c.format, ` + tsClaim + `, NULL::bytea[], NULL::bytea[]
-FROM cur c WHERE NOT EXISTS (SELECT 1 FROM ins)`),
+FROM cur c WHERE NOT EXISTS (SELECT 1 FROM ins)`)
+}
 
-		// Heartbeat keeps the record's retention after its lease
-		// (expires_at - lease_until) as the claim set it.
-		heartbeat: sub(`UPDATE {T} SET
+// ownerQueries sets the owner's writes: heartbeat, finish, transactional completion, steps.
+func ownerQueries(q *queries, sub func(string) string) {
+	// Heartbeat keeps the record's retention after its lease
+	// (expires_at - lease_until) as the claim set it.
+	q.heartbeat = sub(`UPDATE {T} SET
 	lease_until = coalesce($5::timestamptz, statement_timestamp()) + $4::bigint * interval '1 microsecond',
 	expires_at = coalesce($5::timestamptz, statement_timestamp()) + $4::bigint * interval '1 microsecond' + (expires_at - lease_until),
 	updated_at = coalesce($5::timestamptz, statement_timestamp())
-WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1`),
+WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1`)
 
-		// Complete, Fail, Release. Returns 1 when it updated the row, 2 or
-		// 3 when CompleteInTx had completed it for this same owner and
-		// fence with the same (2) or other (3) bytes, no row when the
-		// lease is lost. A release keeps the call's steps, a completion
-		// or failure replaces them with its result.
-		finish: sub(`WITH u AS (
+	// Complete, Fail, Release. Returns 1 when it updated the row, 2 or
+	// 3 when CompleteInTx had completed it for this same owner and
+	// fence with the same (2) or other (3) bytes, no row when the
+	// lease is lost. A release keeps the call's steps, a completion
+	// or failure replaces them with its result.
+	q.finish = sub(`WITH u AS (
 	UPDATE {T} SET state = $4, result = $5,
 		step_names = CASE WHEN $4::smallint = 4 THEN step_names END,
 		step_data = CASE WHEN $4::smallint = 4 THEN step_data END,
@@ -112,46 +125,66 @@ SELECT 1::smallint FROM u WHERE CASE WHEN u.waiters THEN pg_notify($8, md5(u.key
 UNION ALL
 SELECT CASE WHEN r.result = $5 THEN 2 ELSE 3 END::smallint FROM {T} r
 WHERE r.key = $1 AND r.owner = $2 AND r.fence = $3 AND r.state = 2 AND r.completed_in_tx
-	AND $4::smallint = 2 AND NOT EXISTS (SELECT 1 FROM u)`),
+	AND $4::smallint = 2 AND NOT EXISTS (SELECT 1 FROM u)`)
 
-		doneInTx: sub(`SELECT EXISTS (SELECT 1 FROM {T}
-	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 2 AND completed_in_tx)`),
+	q.doneInTx = sub(`SELECT EXISTS (SELECT 1 FROM {T}
+	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 2 AND completed_in_tx)`)
 
-		doneInTxData: sub(`SELECT result = $4 FROM {T}
-	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 2 AND completed_in_tx`),
+	q.doneInTxData = sub(`SELECT result = $4 FROM {T}
+	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 2 AND completed_in_tx`)
 
-		get: sub(`SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, format,
-	coalesce($2::timestamptz, statement_timestamp()), step_names, step_data
-FROM {T} WHERE key = $1`),
-
-		del: sub(`WITH d AS (DELETE FROM {T} WHERE key = $1 RETURNING key, waiters)
-SELECT 1 FROM d WHERE CASE WHEN d.waiters THEN pg_notify($2, md5(d.key)) IS NOT NULL ELSE true END`),
-
-		waitCheck: sub(`SELECT state, owner, fence, waiters, lease_until, expires_at, coalesce($2::timestamptz, statement_timestamp())
-FROM {T} WHERE key = $1`),
-
-		// A waiter marks the in-progress record it read (same owner and
-		// fence), so whoever finishes it NOTIFYs.
-		waitArm: sub(`UPDATE {T} SET waiters = true WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1`),
-
-		// Transactional completion: the same fenced CAS as Complete, run
-		// in the caller's transaction. The NOTIFY is delivered only if
-		// that transaction commits.
-		completeInTx: sub(`WITH u AS (
+	// Transactional completion: the same fenced CAS as Complete, run
+	// in the caller's transaction. The NOTIFY is delivered only if
+	// that transaction commits.
+	q.completeInTx = sub(`WITH u AS (
 	UPDATE {T} SET state = 2, result = $4, completed_in_tx = true, step_names = NULL, step_data = NULL,
 		expires_at = coalesce($6::timestamptz, statement_timestamp()) + $5::bigint * interval '1 microsecond',
 		updated_at = coalesce($6::timestamptz, statement_timestamp())
 	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1
 	RETURNING key, waiters
 )
-SELECT 1 FROM u WHERE CASE WHEN u.waiters THEN pg_notify($7, md5(u.key)) IS NOT NULL ELSE true END`),
+SELECT 1 FROM u WHERE CASE WHEN u.waiters THEN pg_notify($7, md5(u.key)) IS NOT NULL ELSE true END`)
 
-		// Retention: one batch. SKIP LOCKED lets many cleaners (and live
-		// traffic) run at once: a row another cleaner or a claim has
-		// locked is left to it. The outer condition re-checks expiry on
-		// the row version actually deleted. ctid = ANY(ARRAY(...)) plans
-		// as a TID scan.
-		cleanup: sub(`WITH d AS (
+	// SaveStep: one fenced UPDATE that appends the step unless the
+	// call recorded one of that name already (which keeps its first
+	// data) or the call's steps would pass $6 bytes. Returns the
+	// size of the steps with this one, and whether the row holds a
+	// step of that name now (false: too large); no row when the
+	// lease is lost. The row is written either way (rarely anything
+	// but an append), so that the outcome is read from the row
+	// version the UPDATE locked, not from the statement's snapshot.
+	q.saveStep = sub(`UPDATE {T} SET
+	step_names = CASE WHEN ` + stepFits + ` THEN coalesce(step_names, '{}') || $4::bytea ELSE step_names END,
+	step_data = CASE WHEN ` + stepFits + ` THEN coalesce(step_data, '{}') || $5::bytea ELSE step_data END
+WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1
+RETURNING coalesce($4::bytea = ANY(step_names), false), ` + stepsSize + ` + CASE WHEN $4::bytea = ANY(step_names) THEN 0 ELSE octet_length($4::bytea) + octet_length($5::bytea) END`)
+}
+
+// readQueries sets reads, Delete and Wait.
+func readQueries(q *queries, sub func(string) string) {
+	q.get = sub(`SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, format,
+	coalesce($2::timestamptz, statement_timestamp()), step_names, step_data
+FROM {T} WHERE key = $1`)
+
+	q.del = sub(`WITH d AS (DELETE FROM {T} WHERE key = $1 RETURNING key, waiters)
+SELECT 1 FROM d WHERE CASE WHEN d.waiters THEN pg_notify($2, md5(d.key)) IS NOT NULL ELSE true END`)
+
+	q.waitCheck = sub(`SELECT state, owner, fence, waiters, lease_until, expires_at, coalesce($2::timestamptz, statement_timestamp())
+FROM {T} WHERE key = $1`)
+
+	// A waiter marks the in-progress record it read (same owner and
+	// fence), so whoever finishes it NOTIFYs.
+	q.waitArm = sub(`UPDATE {T} SET waiters = true WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1`)
+}
+
+// adminQueries sets retention, admin and ordering.
+func adminQueries(q *queries, n names, sub func(string) string) {
+	// Retention: one batch. SKIP LOCKED lets many cleaners (and live
+	// traffic) run at once: a row another cleaner or a claim has
+	// locked is left to it. The outer condition re-checks expiry on
+	// the row version actually deleted. ctid = ANY(ARRAY(...)) plans
+	// as a TID scan.
+	q.cleanup = sub(`WITH d AS (
 	DELETE FROM {T} WHERE ctid = ANY(ARRAY(
 		SELECT ctid FROM {T}
 		WHERE expires_at <= coalesce($2::timestamptz, statement_timestamp()) AND format <= 1
@@ -159,17 +192,27 @@ SELECT 1 FROM u WHERE CASE WHEN u.waiters THEN pg_notify($7, md5(u.key)) IS NOT 
 	AND expires_at <= coalesce($2::timestamptz, statement_timestamp())
 	RETURNING 1
 )
-SELECT count(*) FROM d`),
+SELECT count(*) FROM d`)
 
-		// Admin. List pages by key within the prefix's key range.
-		list: sub(`SELECT key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, format
+	q.cleanupByKey = sub(`WITH d AS (
+	DELETE FROM {T} WHERE key = ANY(ARRAY(
+		SELECT key FROM {T}
+		WHERE expires_at <= coalesce($2::timestamptz, statement_timestamp()) AND format <= 1
+		LIMIT $1 FOR UPDATE SKIP LOCKED))
+	AND expires_at <= coalesce($2::timestamptz, statement_timestamp())
+	RETURNING 1
+)
+SELECT count(*) FROM d`)
+
+	// Admin. List pages by key within the prefix's key range.
+	q.list = sub(`SELECT key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, format
 FROM {T}
 WHERE key >= $1 AND ($2::text IS NULL OR key < $2::text) AND ($4::boolean OR key > $3) AND starts_with(key, $1)
-ORDER BY key LIMIT $5`),
+ORDER BY key LIMIT $5`)
 
-		// ForceRelease keeps the record's remaining retention, as the
-		// memory store does, and only touches rows this binary can read.
-		forceRelease: sub(`WITH u AS (
+	// ForceRelease keeps the record's remaining retention, as the
+	// memory store does, and only touches rows this binary can read.
+	q.forceRelease = sub(`WITH u AS (
 	UPDATE {T} SET state = 4, owner = '\x00000000000000000000000000000000'::bytea, fence = fence + 1,
 		result = NULL, completed_in_tx = false,
 		expires_at = coalesce($2::timestamptz, statement_timestamp()) + greatest(expires_at - updated_at, interval '0'),
@@ -179,13 +222,13 @@ ORDER BY key LIMIT $5`),
 	RETURNING key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, format, waiters
 )
 SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, format FROM u
-WHERE CASE WHEN u.waiters THEN pg_notify($3, md5(u.key)) IS NOT NULL ELSE true END`),
+WHERE CASE WHEN u.waiters THEN pg_notify($3, md5(u.key)) IS NOT NULL ELSE true END`)
 
-		claimOrdered: `SELECT claimed, fence, lease_until, took_over, state, owner, fingerprint, result,
+	q.claimOrdered = `SELECT claimed, fence, lease_until, took_over, state, owner, fingerprint, result,
 	expires_at, format, now, out_of_order, last_accepted, step_names, step_data
-FROM ` + n.qClaimV5 + `($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+FROM ` + n.qClaimV5 + `($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 
-		cleanupOrder: `WITH d AS (
+	q.cleanupOrder = `WITH d AS (
 	DELETE FROM ` + n.qOrder + ` WHERE ctid = ANY(ARRAY(
 		SELECT ctid FROM ` + n.qOrder + `
 		WHERE expires_at <= coalesce($2::timestamptz, statement_timestamp())
@@ -193,30 +236,5 @@ FROM ` + n.qClaimV5 + `($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 	AND expires_at <= coalesce($2::timestamptz, statement_timestamp())
 	RETURNING 1
 )
-SELECT count(*) FROM d`,
-
-		// SaveStep: one fenced UPDATE that appends the step unless the
-		// call recorded one of that name already (which keeps its first
-		// data) or the call's steps would pass $6 bytes. Returns the
-		// size of the steps with this one, and whether the row holds a
-		// step of that name now (false: too large); no row when the
-		// lease is lost. The row is written either way (rarely anything
-		// but an append), so that the outcome is read from the row
-		// version the UPDATE locked, not from the statement's snapshot.
-		saveStep: sub(`UPDATE {T} SET
-	step_names = CASE WHEN ` + stepFits + ` THEN coalesce(step_names, '{}') || $4::bytea ELSE step_names END,
-	step_data = CASE WHEN ` + stepFits + ` THEN coalesce(step_data, '{}') || $5::bytea ELSE step_data END
-WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1
-RETURNING coalesce($4::bytea = ANY(step_names), false), ` + stepsSize + ` + CASE WHEN $4::bytea = ANY(step_names) THEN 0 ELSE octet_length($4::bytea) + octet_length($5::bytea) END`),
-
-		cleanupByKey: sub(`WITH d AS (
-	DELETE FROM {T} WHERE key = ANY(ARRAY(
-		SELECT key FROM {T}
-		WHERE expires_at <= coalesce($2::timestamptz, statement_timestamp()) AND format <= 1
-		LIMIT $1 FOR UPDATE SKIP LOCKED))
-	AND expires_at <= coalesce($2::timestamptz, statement_timestamp())
-	RETURNING 1
-)
-SELECT count(*) FROM d`),
-	}
+SELECT count(*) FROM d`
 }

@@ -26,6 +26,11 @@ type Store struct {
 
 	lis *listener
 
+	// seen is the hint that a claim is likely a replay (replay.go);
+	// readFirst overrides it in benchmarks.
+	seen      recent
+	readFirst readMode
+
 	closeOnce sync.Once
 	stop      context.CancelFunc
 	bg        sync.WaitGroup
@@ -194,6 +199,20 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 	if req.Order.Key != "" {
 		return s.claimOrdered(ctx, c, req)
 	}
+	if s.readsFirst(req.Key) {
+		if res, ok, err := s.replay(ctx, c, req); ok || err != nil {
+			return res, err
+		}
+	}
+	res, err := s.claim(ctx, c, req)
+	if err == nil {
+		s.seen.note(req.Key, res.Status)
+	}
+	return res, err
+}
+
+// claim runs the claim statement until it settles.
+func (s *Store) claim(ctx context.Context, c *pgxpool.Conn, req idem.ClaimRequest) (idem.ClaimResult, error) {
 	for range maxClaimAttempts {
 		var (
 			claimed, tookOver bool
@@ -339,6 +358,9 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state int16
 	var outcome int16 // 1 updated, 2 already completed in tx with the same data, 3 … with other data
 	err = c.QueryRow(ctx, s.q.finish, l.Key, l.Owner[:], int64(l.Fence), state, data, micros(l.TTL), s.ts(), s.n.channel).
 		Scan(&outcome)
+	if err == nil {
+		s.hint(l.Key, state)
+	}
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		if state == stCompleted {
@@ -363,6 +385,16 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state int16
 		return fmt.Errorf("%w: %s fence %d", ErrTxResultMismatch, l.Key, l.Fence)
 	}
 	return nil
+}
+
+// hint updates the replay hint with a finish: a completed or failed key's
+// next claim is likely a replay, a released key's is not.
+func (s *Store) hint(key string, state int16) {
+	if state == stReleased {
+		s.seen.drop(key)
+	} else {
+		s.seen.add(key)
+	}
 }
 
 // Get implements idem.Store.
@@ -402,6 +434,7 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 
 // Delete implements idem.Store.
 func (s *Store) Delete(ctx context.Context, key string) error {
+	s.seen.drop(key) // the next claim of key is likely a new run
 	c, err := s.acquire(ctx, "delete")
 	if err != nil {
 		return err

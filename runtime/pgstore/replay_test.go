@@ -1,0 +1,62 @@
+package pgstore
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// TestReplayWritesNothing: a replay (the key's live record completed or
+// failed with the claim's fingerprint) is answered by a read. The store's
+// only connection is switched to read-only transactions after the records
+// are made, so any statement that could write (the claim's INSERT ... ON
+// CONFLICT, even one that changes no row) fails; every other claim still
+// takes the write path.
+func TestReplayWritesNothing(t *testing.T) {
+	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 1 })
+	s := newStore(t, pool)
+	ctx := context.Background()
+	finish := map[string]func(idem.Lease) error{
+		"completed": func(l idem.Lease) error { return s.Complete(ctx, l, idem.Result{Data: []byte("r")}) },
+		"failed":    func(l idem.Lease) error { return s.Fail(ctx, l, idem.Result{Data: []byte("e")}) },
+		"released":  func(l idem.Lease) error { return s.Release(ctx, l) },
+		"running":   func(idem.Lease) error { return nil },
+	}
+	for key, f := range finish {
+		res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+		if err != nil || res.Status != idem.ClaimAcquired {
+			t.Fatalf("claim %s: %v %v", key, res.Status, err)
+		}
+		if err := f(idem.Lease{Key: key, Owner: token(1), Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, "SET default_transaction_read_only = on"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		key       string
+		fp        byte
+		want      idem.ClaimStatus
+		wantWrite bool
+	}{
+		{key: "completed", fp: 1, want: idem.ClaimCompleted},
+		{key: "failed", fp: 1, want: idem.ClaimFailed},
+		{key: "completed", fp: 2, wantWrite: true}, // mismatch: the claim statement answers
+		{key: "released", fp: 1, wantWrite: true},
+		{key: "running", fp: 1, wantWrite: true},
+	} {
+		res, err := s.Claim(ctx, idem.ClaimRequest{Key: tc.key, Owner: token(2), Fingerprint: fingerprint(tc.fp), Lease: time.Minute, TTL: time.Hour})
+		switch {
+		case tc.wantWrite && (err == nil || !strings.Contains(err.Error(), "read-only")):
+			t.Errorf("%s fp %d: %v %v, want the write path (refused: read-only)", tc.key, tc.fp, res.Status, err)
+		case !tc.wantWrite && (err != nil || res.Status != tc.want):
+			t.Errorf("%s fp %d: %v %v, want %v answered by a read", tc.key, tc.fp, res.Status, err, tc.want)
+		}
+	}
+}
