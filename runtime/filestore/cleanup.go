@@ -62,47 +62,45 @@ func (s *Store) cleanDir(ctx context.Context, dir string, names []string) (remov
 			return removed, corrupt, fmt.Errorf("filestore: cleanup: %w", err)
 		}
 		p := s.pathsOf(dir, h)
-		// Look without the lock first: most records are live and have no
-		// temp file (one is left only by a crash mid-write).
-		r, ok, rerr := s.read(&p, "")
-		if errors.Is(rerr, idem.ErrCorruptRecord) {
-			corrupt = append(corrupt, rerr)
+		n, err := s.cleanFiles(ctx, &p, kf)
+		if errors.Is(err, idem.ErrCorruptRecord) {
+			corrupt = append(corrupt, err) // left in place
 			continue
 		}
-		if rerr != nil {
-			return removed, corrupt, rerr
-		}
-		now := s.now()
-		orderLive := false
-		if kf.ord {
-			o, found, err := s.readOrder(&p, "")
-			if errors.Is(err, idem.ErrCorruptRecord) {
-				corrupt = append(corrupt, err)
-				continue
-			}
-			if err != nil {
-				return removed, corrupt, err
-			}
-			orderLive = found && now.Before(o.expiresAt)
-		}
-		work := kf.tmp || // a crash's leftover
-			ok && !live(&r, now) || // an expired record
-			kf.ord && !orderLive || // an expired ordering record
-			!ok && !kf.ord // a lock file alone
-		if !work {
-			continue
-		}
-		n, err := s.cleanKey(ctx, &p)
 		if err != nil {
-			if errors.Is(err, idem.ErrCorruptRecord) {
-				corrupt = append(corrupt, err)
-				continue
-			}
 			return removed, corrupt, err
 		}
 		removed += n
 	}
 	return removed, corrupt, nil
+}
+
+// cleanFiles cleans one key whose files kf says the listing showed, and
+// returns how many records it removed: a look without the lock first,
+// since most records are live and have no temp file (one is left only by
+// a crash mid-write), then cleanKey if there is work.
+func (s *Store) cleanFiles(ctx context.Context, p *paths, kf keyFiles) (int, error) {
+	r, ok, err := s.read(p, "")
+	if err != nil {
+		return 0, err
+	}
+	now := s.now()
+	orderLive := false
+	if kf.ord {
+		o, found, err := s.readOrder(p, "")
+		if err != nil {
+			return 0, err
+		}
+		orderLive = found && now.Before(o.expiresAt)
+	}
+	work := kf.tmp || // a crash's leftover
+		ok && !live(&r, now) || // an expired record
+		kf.ord && !orderLive || // an expired ordering record
+		!ok && !kf.ord // a lock file alone
+	if !work {
+		return 0, nil
+	}
+	return s.cleanKey(ctx, p)
 }
 
 // cleanKey, under the key's lock, removes its record and its ordering

@@ -431,11 +431,19 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 	}
 	defer l.unlock()
 	hook("claim", "locked")
-	if r, ok, err = s.read(&p, req.Key); err != nil {
+	return s.claimLocked(ctx, &req, &p, entity)
+}
+
+// claimLocked is Claim under the key lock (and the entity's, for an
+// ordered claim): it re-reads the record and, unless that answers the
+// claim, advances the entity and writes the new claim.
+func (s *Store) claimLocked(ctx context.Context, req *idem.ClaimRequest, p, entity *paths) (idem.ClaimResult, error) {
+	r, ok, err := s.read(p, req.Key)
+	if err != nil {
 		return idem.ClaimResult{}, err
 	}
 	now := s.now()
-	if res, done := answer(&r, ok, &req, now); done {
+	if res, done := answer(&r, ok, req, now); done {
 		return res, nil
 	}
 	status := idem.ClaimAcquired
@@ -451,32 +459,12 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 			steps = r.Steps // a retained record's: the same call resumes
 		}
 	}
-	var order *orderRecord
 	if entity != nil {
-		o, found, err := s.readOrder(entity, req.Order.Key)
-		if err != nil {
-			return idem.ClaimResult{}, err
+		if res, done, err := s.advanceOrder(ctx, req, entity, now, fence); done || err != nil {
+			return res, err
 		}
-		at := req.Order.At
-		if found && now.Before(o.expiresAt) {
-			if !req.Order.Override && at.Before(o.last.Add(-req.Order.Grace)) {
-				return idem.ClaimResult{Status: idem.ClaimOutOfOrder, Fence: fence, LastAccepted: o.last}, nil
-			}
-			if o.last.After(at) {
-				at = o.last // only ever forward, even for an override
-			}
-		}
-		order = &orderRecord{key: req.Order.Key, last: at, expiresAt: now.Add(max(req.TTL, req.Lease))}
-	}
-	if err := ctxErr(ctx, "claim", req.Key); err != nil {
+	} else if err := ctxErr(ctx, "claim", req.Key); err != nil {
 		return idem.ClaimResult{}, err
-	}
-	if order != nil {
-		// The entity advances before the claim lands: a crash between
-		// the two leaves the entity ahead, which can only reject more.
-		if err := s.replace("order", entity, entity.ord, encodeOrder(order)); err != nil {
-			return idem.ClaimResult{}, err
-		}
 	}
 	nr := idem.Record{
 		Key:         req.Key,
@@ -490,10 +478,37 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		Steps:       steps,
 	}
 	nr.ExpiresAt = nr.LeaseUntil.Add(req.TTL)
-	if err := s.write("claim", &p, &nr); err != nil {
+	if err := s.write("claim", p, &nr); err != nil {
 		return idem.ClaimResult{}, err
 	}
 	return idem.ClaimResult{Status: status, Fence: nr.Fence, LeaseUntil: nr.LeaseUntil, Steps: steps}, nil
+}
+
+// advanceOrder checks an ordered claim against its entity's order record
+// and, when it is in order, moves the entity forward to the claim's event
+// time; done is true when the claim is out of order (res says so). The
+// caller holds the entity's lock; fence is the record's current fence.
+func (s *Store) advanceOrder(ctx context.Context, req *idem.ClaimRequest, entity *paths, now time.Time, fence uint64) (res idem.ClaimResult, done bool, err error) {
+	o, found, err := s.readOrder(entity, req.Order.Key)
+	if err != nil {
+		return res, false, err
+	}
+	at := req.Order.At
+	if found && now.Before(o.expiresAt) {
+		if !req.Order.Override && at.Before(o.last.Add(-req.Order.Grace)) {
+			return idem.ClaimResult{Status: idem.ClaimOutOfOrder, Fence: fence, LastAccepted: o.last}, true, nil
+		}
+		if o.last.After(at) {
+			at = o.last // only ever forward, even for an override
+		}
+	}
+	if err := ctxErr(ctx, "claim", req.Key); err != nil {
+		return res, false, err
+	}
+	// The entity advances before the claim lands: a crash between the two
+	// leaves the entity ahead, which can only reject more.
+	order := &orderRecord{key: req.Order.Key, last: at, expiresAt: now.Add(max(req.TTL, req.Lease))}
+	return res, false, s.replace("order", entity, entity.ord, encodeOrder(order))
 }
 
 func (s *Store) lockErr(ctx context.Context, op, key string, err error) error {
@@ -664,11 +679,7 @@ func (s *Store) Wait(ctx context.Context, key string) error {
 	p := s.paths(key)
 	delay := time.Millisecond
 	var t *time.Timer
-	defer func() {
-		if t != nil {
-			t.Stop()
-		}
-	}()
+	defer stopTimer(&t)
 	for {
 		if err := ctxErr(ctx, "wait", key); err != nil {
 			return err
@@ -680,15 +691,8 @@ func (s *Store) Wait(ctx context.Context, key string) error {
 		if !ok || r.State != idem.StateInProgress || !s.now().Before(r.LeaseUntil) {
 			return nil
 		}
-		if t == nil {
-			t = time.NewTimer(delay)
-		} else {
-			t.Reset(delay)
-		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return fmt.Errorf("filestore: wait %q: %w", key, ctx.Err())
+		if err := pause(ctx, &t, delay); err != nil {
+			return fmt.Errorf("filestore: wait %q: %w", key, err)
 		}
 		delay = min(delay*2, s.poll)
 	}

@@ -216,42 +216,45 @@ func TestDifferential(t *testing.T) {
 					case 3:
 						merr, ferr = mem.Release(ctx, l), fst.Release(ctx, l)
 					}
-					if errors.Is(merr, idem.ErrLeaseLost) != errors.Is(ferr, idem.ErrLeaseLost) || (merr == nil) != (ferr == nil) {
-						t.Fatalf("%s: fenced write mem=%v file=%v", where, merr, ferr)
-					}
+					sameErr(t, where+": fenced write", idem.ErrLeaseLost, merr, ferr)
 				case 6, 7:
 					mr, merr := mem.Get(ctx, key)
 					fr, ferr := fst.Get(ctx, key)
-					if errors.Is(merr, idem.ErrNotFound) != errors.Is(ferr, idem.ErrNotFound) || (merr == nil) != (ferr == nil) {
-						t.Fatalf("%s: get mem=%v file=%v", where, merr, ferr)
-					}
-					if d := cmp.Diff(mr, fr, cmpOpts...); d != "" {
-						t.Fatalf("%s: get %q (-mem +file):\n%s", where, key, d)
-					}
+					sameRecord(t, fmt.Sprintf("%s: get %q", where, key), mr, fr, merr, ferr)
 				case 8:
 					if rng.IntN(2) == 0 {
 						mr, merr := mem.ForceRelease(ctx, key)
 						fr, ferr := fst.ForceRelease(ctx, key)
-						if errors.Is(merr, idem.ErrNotFound) != errors.Is(ferr, idem.ErrNotFound) || (merr == nil) != (ferr == nil) {
-							t.Fatalf("%s: force release mem=%v file=%v", where, merr, ferr)
-						}
-						if d := cmp.Diff(mr, fr, cmpOpts...); d != "" {
-							t.Fatalf("%s: force release %q (-mem +file):\n%s", where, key, d)
-						}
+						sameRecord(t, fmt.Sprintf("%s: force release %q", where, key), mr, fr, merr, ferr)
 						continue
 					}
 					if rng.IntN(2) != 0 {
 						continue
 					}
-					merr, ferr := mem.Delete(ctx, key), fst.Delete(ctx, key)
-					if errors.Is(merr, idem.ErrNotFound) != errors.Is(ferr, idem.ErrNotFound) || (merr == nil) != (ferr == nil) {
-						t.Fatalf("%s: delete mem=%v file=%v", where, merr, ferr)
-					}
+					sameErr(t, where+": delete", idem.ErrNotFound, mem.Delete(ctx, key), fst.Delete(ctx, key))
 				case 9:
 					clk.Advance(time.Duration(rng.IntN(8000)) * time.Millisecond)
 				}
 			}
 		})
+	}
+}
+
+// sameErr fails t unless the memory store's error merr and the file
+// store's ferr are both nil, or both not nil and alike in wrapping target.
+func sameErr(t *testing.T, what string, target, merr, ferr error) {
+	t.Helper()
+	if errors.Is(merr, target) != errors.Is(ferr, target) || (merr == nil) != (ferr == nil) {
+		t.Fatalf("%s: mem=%v file=%v", what, merr, ferr)
+	}
+}
+
+// sameRecord is sameErr for idem.ErrNotFound, and then the records too.
+func sameRecord(t *testing.T, what string, mr, fr idem.Record, merr, ferr error) {
+	t.Helper()
+	sameErr(t, what, idem.ErrNotFound, merr, ferr)
+	if d := cmp.Diff(mr, fr, cmpopts.EquateEmpty()); d != "" {
+		t.Fatalf("%s (-mem +file):\n%s", what, d)
 	}
 }
 

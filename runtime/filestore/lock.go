@@ -151,12 +151,10 @@ func (s *Store) flock(ctx context.Context, p *paths) (int, error) {
 func flockWait(ctx context.Context, fd int) error {
 	backoff := 20 * time.Microsecond
 	var t *time.Timer
+	defer stopTimer(&t)
 	for {
 		err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
-			if t != nil {
-				t.Stop()
-			}
 			return nil
 		}
 		if err != syscall.EWOULDBLOCK && err != syscall.EINTR {
@@ -168,18 +166,33 @@ func flockWait(ctx context.Context, fd int) error {
 		if err == syscall.EINTR {
 			continue
 		}
-		if t == nil {
-			t = time.NewTimer(backoff)
-		} else {
-			t.Reset(backoff)
-		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
+		if err := pause(ctx, &t, backoff); err != nil {
+			return err
 		}
 		backoff = min(backoff*2, 2*time.Millisecond)
+	}
+}
+
+// pause waits d on *t, a timer made at the first pause and reset at the
+// next, or until ctx is done, and then returns ctx's error.
+func pause(ctx context.Context, t **time.Timer, d time.Duration) error {
+	if *t == nil {
+		*t = time.NewTimer(d)
+	} else {
+		(*t).Reset(d)
+	}
+	select {
+	case <-(*t).C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// stopTimer stops *t if pause made it.
+func stopTimer(t **time.Timer) {
+	if *t != nil {
+		(*t).Stop()
 	}
 }
 

@@ -91,6 +91,14 @@ func (e *env) claim(key string, f idem.Fingerprint) (idem.Lease, idem.ClaimResul
 	return idem.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: e.lease, TTL: e.ttl}, res
 }
 
+// newerFence fails unless the fence got after an event is above the one before it.
+func (e *env) newerFence(after, before uint64, event string) {
+	e.t.Helper()
+	if after <= before {
+		e.t.Fatalf("fence %s = %d, want > %d", event, after, before)
+	}
+}
+
 // mustOwn claims key and fails unless the claim made the caller its owner.
 func (e *env) mustOwn(key string, f idem.Fingerprint, want idem.ClaimStatus) idem.Lease {
 	e.t.Helper()
@@ -307,18 +315,14 @@ func testRelease(t *testing.T, e *env) {
 	// A released key is free for its own payload (another payload is a
 	// mismatch while the record is retained: see retention.go).
 	l2 := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
-	if l2.Fence <= l.Fence {
-		t.Fatalf("fence after release = %d, want > %d", l2.Fence, l.Fence)
-	}
+	e.newerFence(l2.Fence, l.Fence, "after release")
 }
 
 func testTakeover(t *testing.T, e *env) {
 	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
 	e.advance(e.pastLease())
 	l2 := e.mustOwn(e.key, fp("a"), idem.ClaimTakenOver)
-	if l2.Fence <= l.Fence {
-		t.Fatalf("fence after takeover = %d, want > %d", l2.Fence, l.Fence)
-	}
+	e.newerFence(l2.Fence, l.Fence, "after takeover")
 	if r := e.get(e.key); r.Owner != l2.Owner || r.Fence != l2.Fence || r.State != idem.StateInProgress {
 		t.Fatalf("record after takeover: owner %v fence %d %v; want the new owner", r.Owner, r.Fence, r.State)
 	}

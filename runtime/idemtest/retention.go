@@ -75,9 +75,7 @@ func testRetentionCrashed(t *testing.T, e *env) {
 	e.holds(e.key, idem.StateInProgress, dead, fp("a"))
 	e.mismatchChangesNothing(e.key, fp("b"))
 	l := e.mustOwn(e.key, fp("a"), idem.ClaimTakenOver)
-	if l.Fence <= dead.Fence {
-		t.Fatalf("fence after takeover = %d, want > %d", l.Fence, dead.Fence)
-	}
+	e.newerFence(l.Fence, dead.Fence, "after takeover")
 	e.holds(e.key, idem.StateInProgress, l, fp("a"))
 	// The new owner's live lease refuses B as before.
 	e.mismatchChangesNothing(e.key, fp("b"))
@@ -93,9 +91,7 @@ func testRetentionReleased(t *testing.T, e *env) {
 	e.holds(e.key, idem.StateReleased, first, fp("a"))
 	e.mismatchChangesNothing(e.key, fp("b"))
 	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
-	if l.Fence <= first.Fence {
-		t.Fatalf("fence after release = %d, want > %d", l.Fence, first.Fence)
-	}
+	e.newerFence(l.Fence, first.Fence, "after release")
 	e.holds(e.key, idem.StateInProgress, l, fp("a"))
 	// Released again, after a lease's worth of time: still A's key.
 	if err := e.s.Release(ctx, l); err != nil {

@@ -291,6 +291,7 @@ func (s *Store) claimLocked(sh *memShard, order *orderShard, req *idem.ClaimRequ
 		return nil
 	}
 	if retained {
+		// Here, not in a function of its own: a replay's path.
 		switch r.State {
 		case idem.StateInProgress:
 			if now >= r.LeaseUntil {
@@ -308,46 +309,11 @@ func (s *Store) claimLocked(sh *memShard, order *orderShard, req *idem.ClaimRequ
 			return nil
 		}
 	}
-	if r == nil && (s.count.Load() >= s.max || s.bytes.Load() >= s.maxBytes) {
-		s.sweep(sh, now, "")
-		if s.count.Load() >= s.max {
-			return fmt.Errorf("%w: %d records", idem.ErrStoreFull, s.max)
-		}
-		if b := s.bytes.Load(); b >= s.maxBytes {
-			return fmt.Errorf("%w: %d of %d bytes", idem.ErrStoreFull, b, s.maxBytes)
-		}
+	if err := s.admit(sh, r == nil, req.Key, now); err != nil {
+		return err
 	}
-	// Sweep this shard every so often, so expired records do not pile up
-	// without a background goroutine. Only this shard: locking a second
-	// one here could deadlock against a claim that holds it. The record
-	// being claimed is spared: it is about to be reused. A shard is swept
-	// once it has had as many claims as it held records after its last
-	// sweep (at least 16), so
-	// a sweep costs each claim at most one record visited, however large
-	// the store: sweeping after a fixed count of claims cost a first
-	// execution ~5 record visits (cache misses) per claim at 300,000
-	// records, and more as the store grew. Expired records then at most
-	// double a shard before it is swept.
-	if sh.claims++; sh.claims >= sh.nextSweep && now >= sh.sweepAt {
-		s.sweep(sh, now, req.Key)
-		sh.claims, sh.nextSweep = 0, max(16, len(sh.m))
-	}
-	if order != nil {
-		o, ok := order.m[req.Order.Key]
-		if ok && now < o.expiresAt {
-			if !req.Order.Override && req.Order.At.Before(o.last.Add(-req.Order.Grace)) {
-				var fence uint64
-				if r != nil {
-					fence = r.Fence
-				}
-				*res = idem.ClaimResult{Status: idem.ClaimOutOfOrder, Fence: fence, LastAccepted: o.last}
-				return nil
-			}
-			if o.last.After(req.Order.At) {
-				req.Order.At = o.last // only ever forward
-			}
-		}
-		order.m[req.Order.Key] = orderRecord{last: req.Order.At, expiresAt: now.add(max(req.TTL, req.Lease))}
+	if order != nil && !advanceOrder(order, r, req, now, res) {
+		return nil
 	}
 	if r == nil {
 		r = &memRecord{}
@@ -376,6 +342,60 @@ func (s *Store) claimLocked(sh *memShard, order *orderShard, req *idem.ClaimRequ
 	r.ClaimedAt = now
 	*res = idem.ClaimResult{Status: status, Fence: r.Fence, LeaseUntil: s.time(r.LeaseUntil), Steps: steps}
 	return nil
+}
+
+// admit makes room for a claim of key in sh, a new key when isNew: at the
+// record or byte bound it sweeps sh first and refuses the claim if that
+// did not free room. Caller holds sh.mu.
+func (s *Store) admit(sh *memShard, isNew bool, key string, now instant) error {
+	if isNew && (s.count.Load() >= s.max || s.bytes.Load() >= s.maxBytes) {
+		s.sweep(sh, now, "")
+		if s.count.Load() >= s.max {
+			return fmt.Errorf("%w: %d records", idem.ErrStoreFull, s.max)
+		}
+		if b := s.bytes.Load(); b >= s.maxBytes {
+			return fmt.Errorf("%w: %d of %d bytes", idem.ErrStoreFull, b, s.maxBytes)
+		}
+	}
+	// Sweep this shard every so often, so expired records do not pile up
+	// without a background goroutine. Only this shard: locking a second
+	// one here could deadlock against a claim that holds it. The record
+	// being claimed is spared: it is about to be reused. A shard is swept
+	// once it has had as many claims as it held records after its last
+	// sweep (at least 16), so
+	// a sweep costs each claim at most one record visited, however large
+	// the store: sweeping after a fixed count of claims cost a first
+	// execution ~5 record visits (cache misses) per claim at 300,000
+	// records, and more as the store grew. Expired records then at most
+	// double a shard before it is swept.
+	if sh.claims++; sh.claims >= sh.nextSweep && now >= sh.sweepAt {
+		s.sweep(sh, now, key)
+		sh.claims, sh.nextSweep = 0, max(16, len(sh.m))
+	}
+	return nil
+}
+
+// advanceOrder checks an ordered claim against its entity's last accepted
+// event time and moves the entity forward to the claim's. It returns false,
+// with *res set, for a claim out of order; r is the key's record, if any.
+// Caller holds order.mu.
+func advanceOrder(order *orderShard, r *memRecord, req *idem.ClaimRequest, now instant, res *idem.ClaimResult) bool {
+	o, ok := order.m[req.Order.Key]
+	if ok && now < o.expiresAt {
+		if !req.Order.Override && req.Order.At.Before(o.last.Add(-req.Order.Grace)) {
+			var fence uint64
+			if r != nil {
+				fence = r.Fence
+			}
+			*res = idem.ClaimResult{Status: idem.ClaimOutOfOrder, Fence: fence, LastAccepted: o.last}
+			return false
+		}
+		if o.last.After(req.Order.At) {
+			req.Order.At = o.last // only ever forward
+		}
+	}
+	order.m[req.Order.Key] = orderRecord{last: req.Order.At, expiresAt: now.add(max(req.TTL, req.Lease))}
+	return true
 }
 
 // expires notes that a record of sh now expires at t (see sweepAt).
@@ -458,17 +478,11 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 
 // ForceRelease releases key whatever its owner and bumps its fence.
 func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, error) {
-	if err := ctx.Err(); err != nil {
+	sh, r, now, err := s.lockLive(ctx, key)
+	if err != nil {
 		return idem.Record{}, err
 	}
-	now := s.clock()
-	sh := s.shard(key)
-	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	r := sh.m[key]
-	if r == nil || r.State == idem.StateAbsent || !live(r, now) {
-		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key) // past retention: gone
-	}
 	keep := time.Duration(r.ExpiresAt - r.UpdatedAt)
 	r.State = idem.StateReleased
 	r.Owner = idem.Token{}
@@ -494,28 +508,48 @@ func (s *Store) wakeAll(r *memRecord) {
 	}
 }
 
-// owned returns the record if l still owns it. Caller holds the shard lock.
-func (s *Store) owned(sh *memShard, l idem.Lease) (*memRecord, error) {
+// lockOwned locks l's shard and returns it with the record l still owns.
+// On an error it leaves the shard unlocked.
+func (s *Store) lockOwned(ctx context.Context, l idem.Lease) (*memShard, *memRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	sh := s.shard(l.Key)
+	sh.mu.Lock()
 	r := sh.m[l.Key]
 	if r == nil || r.State != idem.StateInProgress || r.Owner != l.Owner || r.Fence != l.Fence {
-		return nil, fmt.Errorf("%w: %s fence %d", idem.ErrLeaseLost, l.Key, l.Fence)
+		sh.mu.Unlock()
+		return nil, nil, fmt.Errorf("%w: %s fence %d", idem.ErrLeaseLost, l.Key, l.Fence)
 	}
-	return r, nil
+	return sh, r, nil
+}
+
+// lockLive locks key's shard and returns it with key's record, which is
+// live at now; a record past its retention is gone (idem.ErrNotFound).
+// On an error it leaves the shard unlocked.
+func (s *Store) lockLive(ctx context.Context, key string) (*memShard, *memRecord, instant, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, 0, err
+	}
+	now := s.clock()
+	sh := s.shard(key)
+	sh.mu.Lock()
+	r := sh.m[key]
+	if r == nil || r.State == idem.StateAbsent || !live(r, now) {
+		sh.mu.Unlock()
+		return nil, nil, 0, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+	}
+	return sh, r, now, nil
 }
 
 // Heartbeat implements idem.Store.
 func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	now := s.clock()
-	sh := s.shard(l.Key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	r, err := s.owned(sh, l)
+	sh, r, err := s.lockOwned(ctx, l)
 	if err != nil {
 		return err
 	}
+	defer sh.mu.Unlock()
+	now := s.clock()
 	keep := r.ttlAfterLease()
 	r.LeaseUntil = now.add(l.Duration)
 	r.ExpiresAt = r.LeaseUntil.add(keep)
@@ -525,17 +559,12 @@ func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
 }
 
 func (s *Store) finish(ctx context.Context, l idem.Lease, state idem.State, res idem.Result) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	now := s.clock()
-	sh := s.shard(l.Key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	r, err := s.owned(sh, l)
+	sh, r, err := s.lockOwned(ctx, l)
 	if err != nil {
 		return err
 	}
+	defer sh.mu.Unlock()
+	now := s.clock()
 	if n := int64(recordOverhead + len(l.Key) + len(res.Data)); n > s.maxBytes {
 		return fmt.Errorf("%w: %d bytes, the store holds %d in all", idem.ErrResultTooLarge, n, s.maxBytes)
 	}
@@ -576,16 +605,11 @@ const stepOverhead = 64
 
 // SaveStep records a step of the call l owns (see idem.Stepper).
 func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	sh := s.shard(l.Key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	r, err := s.owned(sh, l)
+	sh, r, err := s.lockOwned(ctx, l)
 	if err != nil {
 		return err
 	}
+	defer sh.mu.Unlock()
 	if _, ok := r.Steps[name]; ok {
 		return nil
 	}
@@ -607,17 +631,11 @@ func (s *Store) Release(ctx context.Context, l idem.Lease) error {
 
 // Get implements idem.Store.
 func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
-	if err := ctx.Err(); err != nil {
+	sh, r, _, err := s.lockLive(ctx, key)
+	if err != nil {
 		return idem.Record{}, err
 	}
-	now := s.clock()
-	sh := s.shard(key)
-	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	r := sh.m[key]
-	if r == nil || r.State == idem.StateAbsent || !live(r, now) {
-		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
-	}
 	out := s.record(r)
 	out.Result = append([]byte(nil), r.Result...)
 	out.Steps = maps.Clone(r.Steps)

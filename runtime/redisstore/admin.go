@@ -57,122 +57,149 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 	if err := s.ready(ctx, "list", prefix); err != nil {
 		return err
 	}
-	patterns := []string{
+	l := &lister{s: s, prefix: prefix, fn: fn, patterns: []string{
 		globEscape(s.prefix) + "{" + globEscape(prefix) + "*",
 		globEscape(s.prefix) + "=" + globEscape(prefix) + "*",
-	}
-	// Cluster nodes are scanned concurrently; fn runs serially (it may call
-	// the store) and is not called again after it returns an error.
-	var fnMu sync.Mutex
-	var stopped error // fn's error: no more calls after it
-	var corrupted []error
-	scan := func(ctx context.Context, c *redis.Client) error {
-		for _, pat := range patterns {
-			iter := c.Scan(ctx, 0, pat, 500).Iterator()
-			var batch []string
-			flush := func() error {
-				if len(batch) == 0 {
-					return nil
-				}
-				// PEXPIRETIME places fresh claims' relative times (and says
-				// when a fresh claim has no expiry).
-				cmds := make([]*redis.StringCmd, len(batch))
-				expiries := make([]*redis.IntCmd, len(batch))
-				_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-					for i, k := range batch {
-						cmds[i] = p.Get(ctx, k)
-						// ms since the epoch, -1 without an expiry: read raw,
-						// as the scripts do (PExpireTime's Duration blurs -1)
-						expiries[i] = redis.NewIntCmd(ctx, "pexpiretime", k)
-						_ = p.Process(ctx, expiries[i])
-					}
-					return nil
-				})
-				if err != nil && err != redis.Nil && !strings.HasPrefix(err.Error(), "WRONGTYPE") {
-					return err
-				}
-				for i, k := range batch {
-					v, err := cmds[i].Result()
-					if err == redis.Nil {
-						continue // expired meanwhile
-					}
-					key, ok := s.storeKey(k)
-					if !ok || !strings.HasPrefix(key, prefix) {
-						continue
-					}
-					if err == nil && strings.HasPrefix(v, "o1:") {
-						continue // an entity's order record
-					}
-					var r idem.Record
-					switch {
-					case err == nil:
-						r, err = decodeRecord(key, v, expiries[i].Val())
-					case strings.HasPrefix(err.Error(), "WRONGTYPE"):
-						err = corrupt(key, "cannot read the record key: "+err.Error())
-					}
-					if errors.Is(err, idem.ErrCorruptRecord) {
-						fnMu.Lock()
-						corrupted = append(corrupted, err)
-						fnMu.Unlock()
-						continue
-					}
-					if err != nil {
-						return err
-					}
-					fnMu.Lock()
-					if stopped == nil {
-						stopped = fn(r)
-					}
-					err = stopped
-					fnMu.Unlock()
-					if err != nil {
-						return err
-					}
-				}
-				batch = batch[:0]
-				return nil
-			}
-			for iter.Next(ctx) {
-				batch = append(batch, iter.Val())
-				if len(batch) == 500 {
-					if err := flush(); err != nil {
-						return err
-					}
-				}
-			}
-			if err := iter.Err(); err != nil {
-				return err
-			}
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	}}
 	var whole func() error
 	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
-		whole = func() error { return cc.ForEachMaster(ctx, scan) }
+		whole = func() error { return cc.ForEachMaster(ctx, l.scan) }
 	} else if c, ok := s.rdb.(*redis.Client); ok {
-		whole = func() error { return scan(ctx, c) }
+		whole = func() error { return l.scan(ctx, c) }
 	} else {
 		return fmt.Errorf("redisstore: list: unsupported client %T", s.rdb)
 	}
-	err := s.bounded(ctx, whole)
-	fnMu.Lock()
-	if ctx.Err() != nil && stopped == nil {
-		// The scan may have been abandoned and still be running: fn is
-		// not called after List returns. (Taking fnMu waited for a call
-		// in progress.)
-		stopped = ctx.Err()
+	return l.result(ctx, s.bounded(ctx, whole))
+}
+
+// listBatch is how many keys List asks for per SCAN and reads per pipeline.
+const listBatch = 500
+
+// lister is one List call. Cluster nodes are scanned concurrently; fn
+// runs serially (it may call the store) and is not called again after it
+// returns an error.
+type lister struct {
+	s        *Store
+	prefix   string
+	patterns []string
+	fn       func(idem.Record) error
+
+	mu        sync.Mutex
+	stopped   error // fn's error: no more calls after it
+	corrupted []error
+}
+
+// scan lists the records of one node.
+func (l *lister) scan(ctx context.Context, c *redis.Client) error {
+	for _, pat := range l.patterns {
+		iter := c.Scan(ctx, 0, pat, listBatch).Iterator()
+		var batch []string
+		for iter.Next(ctx) {
+			batch = append(batch, iter.Val())
+			if len(batch) == listBatch {
+				if err := l.flush(ctx, c, batch); err != nil {
+					return err
+				}
+				batch = batch[:0]
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return err
+		}
+		if err := l.flush(ctx, c, batch); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// flush reads the values at batch's keys in one pipeline and hands the
+// records among them to fn.
+func (l *lister) flush(ctx context.Context, c *redis.Client, batch []string) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	// PEXPIRETIME places fresh claims' relative times (and says when a
+	// fresh claim has no expiry).
+	cmds := make([]*redis.StringCmd, len(batch))
+	expiries := make([]*redis.IntCmd, len(batch))
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range batch {
+			cmds[i] = p.Get(ctx, k)
+			// ms since the epoch, -1 without an expiry: read raw, as the
+			// scripts do (PExpireTime's Duration blurs -1)
+			expiries[i] = redis.NewIntCmd(ctx, "pexpiretime", k)
+			_ = p.Process(ctx, expiries[i])
+		}
+		return nil
+	})
+	if err != nil && err != redis.Nil && !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		return err
+	}
+	for i, k := range batch {
+		if err := l.one(k, cmds[i], expiries[i].Val()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// one hands the record at Redis key k, read by get, to fn, or notes it
+// as corrupt. It returns fn's error or a read's.
+func (l *lister) one(k string, get *redis.StringCmd, expiry int64) error {
+	v, err := get.Result()
+	if err == redis.Nil {
+		return nil // expired meanwhile
+	}
+	key, ok := l.s.storeKey(k)
+	if !ok || !strings.HasPrefix(key, l.prefix) {
+		return nil
+	}
+	if err == nil && strings.HasPrefix(v, "o1:") {
+		return nil // an entity's order record
+	}
+	var r idem.Record
+	switch {
+	case err == nil:
+		r, err = decodeRecord(key, v, expiry)
+	case strings.HasPrefix(err.Error(), "WRONGTYPE"):
+		err = corrupt(key, "cannot read the record key: "+err.Error())
+	}
+	if errors.Is(err, idem.ErrCorruptRecord) {
+		l.mu.Lock()
+		l.corrupted = append(l.corrupted, err)
+		l.mu.Unlock()
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped == nil {
+		l.stopped = l.fn(r)
+	}
+	return l.stopped
+}
+
+// result is List's error, given the scan's err.
+func (l *lister) result(ctx context.Context, err error) error {
+	l.mu.Lock()
+	if ctx.Err() != nil && l.stopped == nil {
+		// The scan may have been abandoned and still be running: fn is
+		// not called after List returns. (Taking mu waited for a call in
+		// progress.)
+		l.stopped = ctx.Err()
+	}
+	stopped := l.stopped
 	if stopped != nil && !errors.Is(stopped, ctx.Err()) {
 		err = stopped // fn's own error, not another node's echo of it
 	}
-	skipped := corrupted
-	fnMu.Unlock()
+	skipped := l.corrupted
+	l.mu.Unlock()
 	if err != nil && (ctx.Err() != nil || stopped == nil) {
 		// Not fn's error: the scan's (a server that cannot be reached).
-		return s.wrap(ctx, "list", prefix, err)
+		return l.s.wrap(ctx, "list", l.prefix, err)
 	}
 	if err == nil && len(skipped) > 0 {
 		return fmt.Errorf("redisstore: list skipped %d corrupt record(s): %w", len(skipped), errors.Join(skipped...))

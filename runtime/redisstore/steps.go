@@ -80,7 +80,7 @@ func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []
 		return err
 	}
 	if n := headerLenV3 + 8 + len(name) + len(data); n > s.maxRecord {
-		return fmt.Errorf("redisstore: step %q of %s: %w: the record would be %d bytes, the store writes records of %d at most", name, l.Key, idem.ErrResultTooLarge, n, s.maxRecord)
+		return s.stepTooLarge(name, l.Key, int64(n))
 	}
 	rk := s.RecordKey(l.Key)
 	var arg [32]byte
@@ -101,30 +101,20 @@ func (s *Store) applyStep(ctx context.Context, l idem.Lease, rk string, arg []by
 	if data == nil {
 		data = []byte{}
 	}
-	var res []any
-	err := s.piped(ctx, func(c redis.Scripter) (err error) {
-		res, err = stepScript.Run(ctx, c, []string{rk}, arg, name, data, s.maxRecord).Slice()
+	res, code, err := s.runFenced(ctx, op, l, stepScript, rk, arg, name, data, s.maxRecord)
+	switch {
+	case err != nil || code == 1:
 		return err
-	})
-	if err != nil {
-		return s.wrap(ctx, op, l.Key, err)
-	}
-	code, err := replyInt(res, 0)
-	if err != nil {
-		return s.badReply(op, l.Key, res, err)
-	}
-	switch code {
-	case 1:
-		return nil
-	case 0:
-		return corrupt(l.Key, replyString(res, 1))
-	case -1:
-		return leaseLost(op, l, res)
-	case -2:
+	case code == -2:
 		n, _ := replyInt(res, 1)
-		return fmt.Errorf("redisstore: step %q of %s: %w: the record would be %d bytes, the store writes records of %d at most", name, l.Key, idem.ErrResultTooLarge, n, s.maxRecord)
+		return s.stepTooLarge(name, l.Key, n)
 	}
 	return s.badReply(op, l.Key, res, nil)
+}
+
+// stepTooLarge is the error of a step that would make key's record n bytes.
+func (s *Store) stepTooLarge(name, key string, n int64) error {
+	return fmt.Errorf("redisstore: step %q of %s: %w: the record would be %d bytes, the store writes records of %d at most", name, key, idem.ErrResultTooLarge, n, s.maxRecord)
 }
 
 // decodeSteps parses the steps of a version-4 record: entries of a

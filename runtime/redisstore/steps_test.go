@@ -440,11 +440,8 @@ func TestStepsReplicaAcks(t *testing.T) {
 // and is written again on the promoted primary, which had the claim
 // without it; the call's next claim (after its release) resumes both.
 func TestFailoverSentinelSteps(t *testing.T) {
-	failoverMu.Lock()
-	defer failoverMu.Unlock()
-	rdb := sentinelSet(t)
+	rdb := settledSentinel(t)
 	ctx := context.Background()
-	settleSentinel(t, ctx)
 	acked := newStore(t, rdb, WithReplicaAcks(1, 500*time.Millisecond), WithClockFences())
 	l := idem.Lease{Key: "steps", Owner: idem.Token{1}, Duration: time.Minute, TTL: time.Hour}
 	res, err := acked.Claim(ctx, idem.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})

@@ -328,6 +328,19 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 			return s.ackClaim(ctx, req, rk, op, res, err) // acks.go
 		}
 	}
+	res, err := s.runClaim(ctx, req, rk, op)
+	if err != nil {
+		return idem.ClaimResult{}, err
+	}
+	out, err := s.claimReply(req.Key, res)
+	if err != nil {
+		return idem.ClaimResult{}, err
+	}
+	return s.ackClaim(ctx, req, rk, op, out, nil) // acks.go
+}
+
+// runClaim runs the claim script for req and returns its reply.
+func (s *Store) runClaim(ctx context.Context, req idem.ClaimRequest, rk string, op []byte) ([]any, error) {
 	keys := []string{rk}
 	args := []any{req.Owner[:], req.Fingerprint[:], micro(req.Lease), micro(req.TTL), channelOf(rk), op}
 	if o := req.Order; o.Key != "" {
@@ -357,19 +370,25 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		err = s.piped(ctx, run)
 	}
 	if err != nil {
-		return idem.ClaimResult{}, s.wrap(ctx, "claim", req.Key, err)
+		return nil, s.wrap(ctx, "claim", req.Key, err)
 	}
+	return res, nil
+}
+
+// claimReply reads the claim script's reply {status, fence, lease µs or
+// last accepted µs, steps or finished record} for key.
+func (s *Store) claimReply(key string, res []any) (idem.ClaimResult, error) {
 	st, err := replyInt(res, 0)
 	if err != nil {
-		return idem.ClaimResult{}, s.badReply("claim", req.Key, res, err)
+		return idem.ClaimResult{}, s.badReply("claim", key, res, err)
 	}
 	if st == 0 {
-		return idem.ClaimResult{}, corrupt(req.Key, replyString(res, 1))
+		return idem.ClaimResult{}, corrupt(key, replyString(res, 1))
 	}
 	fence, err1 := replyInt(res, 1)
 	lease, err2 := replyInt(res, 2)
 	if err := errors.Join(err1, err2); err != nil || st > int64(idem.ClaimOutOfOrder) {
-		return idem.ClaimResult{}, s.badReply("claim", req.Key, res, err)
+		return idem.ClaimResult{}, s.badReply("claim", key, res, err)
 	}
 	out := idem.ClaimResult{Status: idem.ClaimStatus(st), Fence: uint64(fence)}
 	switch out.Status {
@@ -378,7 +397,7 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		if len(res) > 3 && out.Status != idem.ClaimInProgress {
 			// the steps of the retained record it resumes (steps.go)
 			v, _ := res[3].(string)
-			if out.Steps, err = decodeSteps(req.Key, v); err != nil {
+			if out.Steps, err = decodeSteps(key, v); err != nil {
 				return idem.ClaimResult{}, err
 			}
 		}
@@ -389,14 +408,14 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 			off, ok = dataOffset(v)
 		}
 		if !ok {
-			return idem.ClaimResult{}, corrupt(req.Key, "finished record without a header")
+			return idem.ClaimResult{}, corrupt(key, "finished record without a header")
 		}
 		out.Fence = be64(v, offFence)
 		out.Result.Data = []byte(v[off:])
 	case idem.ClaimOutOfOrder:
 		out.LastAccepted = time.UnixMicro(lease)
 	}
-	return s.ackClaim(ctx, req, rk, op, out, nil) // acks.go
+	return out, nil
 }
 
 // slotSettleWait bounds how long untilSlotSettled tries a command again
@@ -555,27 +574,35 @@ func (s *Store) write(ctx context.Context, op string, l idem.Lease, st idem.Stat
 
 // applyWrite runs the write script once with the packed argument arg.
 func (s *Store) applyWrite(ctx context.Context, op string, l idem.Lease, rk string, arg, data []byte) error {
-	var res []any
-	err := s.piped(ctx, func(c redis.Scripter) (err error) {
-		res, err = s.scripts.write.Run(ctx, c, []string{rk}, arg, data).Slice()
+	res, code, err := s.runFenced(ctx, op, l, s.scripts.write, rk, arg, data)
+	if err != nil || code == 1 {
+		return err
+	}
+	return s.badReply(op, l.Key, res, nil)
+}
+
+// runFenced runs a fenced script (write, step) on rk once and reads the
+// replies they share: {1} written, {0, reason} a record it cannot read,
+// {-1, state, fence} a caller that does not own the key. It returns a
+// reply with any other code for the caller to read.
+func (s *Store) runFenced(ctx context.Context, op string, l idem.Lease, script *redis.Script, rk string, args ...any) (res []any, code int64, err error) {
+	err = s.piped(ctx, func(c redis.Scripter) (err error) {
+		res, err = script.Run(ctx, c, []string{rk}, args...).Slice()
 		return err
 	})
 	if err != nil {
-		return s.wrap(ctx, op, l.Key, err)
+		return nil, 0, s.wrap(ctx, op, l.Key, err)
 	}
-	code, err := replyInt(res, 0)
-	if err != nil {
-		return s.badReply(op, l.Key, res, err)
+	code, err = replyInt(res, 0)
+	switch {
+	case err != nil:
+		return nil, 0, s.badReply(op, l.Key, res, err)
+	case code == 0:
+		return nil, 0, corrupt(l.Key, replyString(res, 1))
+	case code == -1:
+		return nil, 0, leaseLost(op, l, res)
 	}
-	switch code {
-	case 1:
-		return nil
-	case 0:
-		return corrupt(l.Key, replyString(res, 1))
-	case -1:
-		return leaseLost(op, l, res)
-	}
-	return s.badReply(op, l.Key, res, nil)
+	return res, code, nil
 }
 
 // leaseLost is the error of a fenced write whose script answered {-1,
