@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/internal/impl"
 )
 
 // writeTimeoutFloor is the least time the store writes a Guard makes after
@@ -236,7 +236,7 @@ func claimFailed(ctx context.Context, st *state, req *ClaimRequest, err error) e
 	// reach us (a timeout, a cut connection): find it and give it up, so
 	// the key is not stranded for a whole lease.
 	g.orphans.adopt(ctx, g, *req, err)
-	if cerr := idemimpl.CtxErr(ctx, err); cerr != nil {
+	if cerr := impl.CtxErr(ctx, err); cerr != nil {
 		// The caller's ctx ended, or the store's client timed out at its
 		// deadline before the ctx's timer fired: not an outage to ride
 		// out, and the error says so whatever the store called it.
@@ -374,14 +374,14 @@ func awaitOwner(ctx context.Context, st *state, res *ClaimResult) error {
 	wctx := st.waitCtx(ctx)
 	if err := g.store.Wait(wctx, st.key); err != nil {
 		// A store's client can notice a deadline before the ctx's timer
-		// fires (idemimpl.CtxErr): the caller's, or the wait's bound.
-		if cerr := idemimpl.CtxErr(ctx, err); cerr != nil {
+		// fires (impl.CtxErr): the caller's, or the wait's bound.
+		if cerr := impl.CtxErr(ctx, err); cerr != nil {
 			if cause := context.Cause(ctx); cause != nil {
 				return cause
 			}
 			return fmt.Errorf("%s: %w (%v)", spec.Name, cerr, err)
 		}
-		if idemimpl.CtxErr(wctx, err) != nil {
+		if impl.CtxErr(wctx, err) != nil {
 			return st.inProgress(res.LeaseUntil, res.Fence)
 		}
 		st.ev(OutcomeStoreError, res.Fence, err)
@@ -689,7 +689,7 @@ func (g *Guard) unstorable(wctx context.Context, st *state, lease Lease, x *exec
 // that cannot be sealed is not written in the clear: the key is released.
 func (g *Guard) fail(wctx context.Context, spec *Spec, lease Lease, rec *RecordedError) error {
 	body := g.failureBody(spec, rec)
-	data := make([]byte, 0, idemimpl.HeaderLen(spec.Signature)+len(body))
+	data := make([]byte, 0, impl.HeaderLen(spec.Signature)+len(body))
 	data, err := g.sealRecord(spec, lease.Key, append(appendHeader(data, spec), body...))
 	if err != nil {
 		if rerr := g.store.Release(wctx, lease); rerr != nil {
@@ -714,7 +714,7 @@ func unavailable(context string, err error) error {
 // function's error text was.
 func (g *Guard) failureBody(spec *Spec, rec *RecordedError) []byte {
 	fr := failureRecord{Message: rec.Message, Cause: causeCode(rec.Cause)}
-	limit := g.readLimit(spec) - idemimpl.HeaderLen(spec.Signature)
+	limit := g.readLimit(spec) - impl.HeaderLen(spec.Signature)
 	for {
 		body, _ := json.Marshal(fr)
 		over := len(body) - limit

@@ -116,8 +116,7 @@ func TestResultMemoFollowsStoredBytes(t *testing.T) {
 				t.Fatalf("amount %d, call %d: got %+v, %v", amount, i, got, err)
 			}
 		}
-		c0, k := g.Begin(spec)
-		k.Key().String("k")
+		c0 := g.Begin(spec, "k")
 		key, _ := c0.StoreKey()
 		if err := store.Delete(ctx, key); err != nil {
 			t.Fatal(err)

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"net/textproto"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // MaxKeyLen is the longest accepted Idempotency-Key, in bytes after
-// unquoting: idem.MaxIDLen.
-const MaxKeyLen = idem.MaxIDLen
+// unquoting: the longest caller-supplied ID a Guard accepts.
+const MaxKeyLen = idemimpl.MaxIDLen
 
 // ParseKey parses the values of the Idempotency-Key header. The draft
 // defines the field as a Structured Field sf-string (RFC 8941): a quoted

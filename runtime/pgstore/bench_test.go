@@ -96,8 +96,7 @@ func rawTable(b testing.TB, s *Store) string {
 var benchSpec = idem.Spec{Name: "bench.Charge", TTL: time.Hour, Lease: 30 * time.Second}
 
 func benchCall(ctx context.Context, g *idem.Guard, key string) (string, error) {
-	c, k := g.Begin(&benchSpec)
-	k.Key().String(key)
+	c := g.Begin(&benchSpec, key)
 	return idem.Do(ctx, c, func(context.Context) (string, error) { return "receipt-0001", nil })
 }
 

@@ -352,8 +352,7 @@ func TestFailoverSentinel(t *testing.T) {
 		runs[k] = new(atomic.Int64)
 	}
 	do := func(s *Store, k string, fn func(context.Context)) (string, error) {
-		c, m := idem.NewGuard(s).Begin(spec)
-		m.Key().String(k)
+		c := idem.NewGuard(s).Begin(spec, k)
 		return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
 			runs[k].Add(1)
 			if fn != nil {
@@ -454,8 +453,7 @@ func TestFailoverCluster(t *testing.T) {
 	// The Guard hashes key material into its store key, so the test picks
 	// key names whose records one master owns: the one it kills.
 	masterOf := func(name string) string {
-		c, k := idem.NewGuard(s).Begin(spec)
-		k.Key().String(name)
+		c := idem.NewGuard(s).Begin(spec, name)
 		sk, err := c.StoreKey()
 		if err != nil {
 			t.Fatal(err)
@@ -482,8 +480,7 @@ func TestFailoverCluster(t *testing.T) {
 		runs[k] = new(atomic.Int64)
 	}
 	do := func(k string, fn func(context.Context)) (string, error) {
-		c, m := idem.NewGuard(s).Begin(spec)
-		m.Key().String(key(k))
+		c := idem.NewGuard(s).Begin(spec, key(k))
 		return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
 			runs[k].Add(1)
 			if fn != nil {
@@ -539,8 +536,7 @@ func TestFailoverCluster(t *testing.T) {
 			t.Errorf("%s after the failover: %q, %v with %d runs, want 1", k, got, err, runs[k].Load())
 		}
 	}
-	c, k := idem.NewGuard(s).Begin(spec)
-	k.Key().String(key("after"))
+	c := idem.NewGuard(s).Begin(spec, key("after"))
 	after, _ := c.StoreKey()
 	res, err := s.Claim(ctx, idem.ClaimRequest{Key: after, Owner: idem.Token{9}, Lease: time.Second, TTL: time.Minute})
 	if err != nil || res.Fence <= before {

@@ -76,8 +76,7 @@ func TestSentinel(t *testing.T) {
 	var runs atomic.Int64
 	release := make(chan struct{})
 	do := func(g *idem.Guard) (string, error) {
-		c, k := g.Begin(spec)
-		k.Key().String("k")
+		c := g.Begin(spec, "k")
 		return idem.Do(context.Background(), c, func(context.Context) (string, error) {
 			runs.Add(1)
 			<-release

@@ -78,7 +78,7 @@ func TestRecordIdentity(t *testing.T) {
 // read back from a record of a scratch guard.
 func headerOf(spec *idem.Spec) []byte {
 	s := memstore.New()
-	c, k := idem.NewGuard(s).Begin(spec)
+	c, k := idemimpl.Begin(idem.NewGuard(s), spec)
 	k.Key().String("header")
 	key, _ := c.StoreKey()
 	c, k = idem.NewGuard(s).Begin(spec)

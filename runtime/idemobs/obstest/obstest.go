@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
@@ -165,7 +166,7 @@ func Run(t testing.TB, obs idem.Observer) []idem.Event {
 	sync := &idem.Spec{Name: Sync, Lease: 900 * time.Millisecond}
 
 	call := func(g *idem.Guard, spec *idem.Spec, id, payload string, fn func(context.Context) (receipt, error)) (receipt, error) {
-		c, k := g.Begin(spec)
+		c, k := idemimpl.Begin(g, spec)
 		k.Key().ID(id)
 		k.Payload().String(id)
 		k.Payload().String(payload)
@@ -265,7 +266,7 @@ func Run(t testing.TB, obs idem.Observer) []idem.Event {
 	// then an older one an operator lets through.
 	track := &idem.Spec{Name: Track, Lease: time.Hour, Ordered: true}
 	event := func(ctx context.Context, id string, at time.Time) error {
-		c, k := g.Begin(track)
+		c, k := idemimpl.Begin(g, track)
 		k.Key().ID(id)
 		k.Entity().String("device-1")
 		k.At(at)

@@ -1,4 +1,4 @@
-package idemimpl
+package impl
 
 import "time"
 
@@ -45,3 +45,9 @@ func (m *Material) Reset() {
 	m.hasPayload = false
 	m.at = time.Time{}
 }
+
+// BeginCall is runtime/idem's unexported Guard.begin, a
+// func(*idem.Guard, *idem.Spec) (idem.Call, *Material), which idem sets
+// in its init and idemimpl.Begin calls: generated code starts its calls
+// through idemimpl, so no signature of idem names Material.
+var BeginCall any
