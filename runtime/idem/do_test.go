@@ -743,7 +743,8 @@ func TestCallUsedTwice(t *testing.T) {
 	if _, err := c.StoreKey(); err == nil {
 		t.Fatalf("StoreKey of a finished call: %v, want an error", err)
 	}
-	want := g.Begin(spec, "b")
+	want, k := idemimpl.Begin(g, spec)
+	k.Key().String("b")
 	wantKey, _ := want.StoreKey()
 	if got, err := other.StoreKey(); err != nil || got != wantKey {
 		t.Fatalf("key of the call begun meanwhile = %q, %v; want %q", got, err, wantKey)
