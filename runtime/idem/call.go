@@ -15,7 +15,8 @@ import (
 )
 
 // Call is one guarded call: Guard.Begin (or, for generated code,
-// idemimpl.Begin) starts it, and Do (or StoreKey) finishes it. A Call is a small value and is used once: once it is
+// idemimpl.Begin) starts it, and Do (or StoreKey) finishes it. A Call is
+// a small value and is used once: once it is
 // finished, Do and StoreKey return an error for it (and for any copy). The
 // memory its key material is written into is the Guard's, pooled; a
 // finished Call can no longer reach it, so keeping one cannot touch

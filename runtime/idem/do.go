@@ -43,8 +43,7 @@ func (g *Guard) writeCtx(ctx context.Context, lease Lease) (context.Context, con
 // Do runs fn at most once for the key written into c, following c's Spec.
 // Generated wrappers call it; hand-written ones can too:
 //
-//	c, k := g.Begin(&specCharge)
-//	k.Key().String(req.OrderID)
+//	c := g.Begin(&specCharge, req.OrderID)
 //	return idem.Do(ctx, c, func(ctx context.Context) (*Receipt, error) { return charge(ctx, req) })
 //
 // fn receives a ctx that carries the call's fence (FenceFrom) and is

@@ -16,7 +16,7 @@ import (
 // call of one can find the other's record under its key. So that it never
 // replays the other's result (or its recorded failure, or ErrDuplicate),
 // every record the Guard writes starts with a header naming the function
-// that wrote it (impl.AppendHeader).
+// that wrote it (its Signature; idemimpl.AppendHeader lays it out).
 //
 // The name and version are not repeated: they are in the store key the
 // record lives under, so a record read for a Spec was written by a Spec
