@@ -81,7 +81,7 @@ func headerOf(spec *idem.Spec) []byte {
 	c, k := idemimpl.Begin(idem.NewGuard(s), spec)
 	k.Key().String("header")
 	key, _ := c.StoreKey()
-	c, k = idem.NewGuard(s).Begin(spec)
+	c, k = idemimpl.Begin(idem.NewGuard(s), spec)
 	k.Key().String("header")
 	_, _ = idem.Do(context.Background(), c, func(context.Context) (*Invoice, error) { return nil, nil })
 	rec, _ := s.Get(context.Background(), key)
