@@ -94,7 +94,7 @@ type KeyBuilder = impl.KeyBuilder
 type Keyer = impl.Keyer
 
 // Material is the key material of one guarded call, which generated code
-// writes between idem's Guard.Begin and Do: the key, the payload
+// writes between idemimpl.Begin and idem.Do: the key, the payload
 // fingerprint when key= names a subset of the arguments, and an ordered
 // function's entity and event time. Its memory is the Guard's, pooled:
 // it is written only before the call is handed to Do.
@@ -104,8 +104,8 @@ type Material = impl.Material
 // Spec that wrote it (its name and version are in the record's key).
 type RecordHeader = impl.RecordHeader
 
-// Sealer encrypts stored records with authenticated encryption (see
-// idem.Sealer, which is this type).
+// Sealer encrypts stored records with authenticated encryption: the
+// method set of idem.Sealer, which a Guard hands to its Transform.
 type Sealer = impl.Sealer
 
 // A Struct is a struct value being read: Decoder.Struct begins it,

@@ -3,7 +3,7 @@ package impl
 import "time"
 
 // Material is the key material of one guarded call, which generated code
-// writes between idem's Guard.Begin and Do: the key, the payload
+// writes between idemimpl.Begin and idem.Do: the key, the payload
 // fingerprint when key= names a subset of the arguments, and an ordered
 // function's entity and event time. Its memory is the Guard's, pooled:
 // it is written only before the call is handed to Do.
