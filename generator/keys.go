@@ -609,8 +609,8 @@ func tagHint(path string) string {
 // keyer's: written for an older idemgen, it would otherwise be ignored
 // silently and the value keyed by its fields.
 func oldKeyer(t types.Type, keyer *types.Interface) bool {
-	if ok, _ := implements(t, keyer); ok {
-		return false
+	if types.Implements(t, keyer) || types.Implements(types.NewPointer(t), keyer) {
+		return false // its own IdemKey, or one promoted from an embedded Keyer
 	}
 	obj, _, _ := types.LookupFieldOrMethod(types.NewPointer(t), true, nil, "IdemKey")
 	_, isFunc := obj.(*types.Func)
