@@ -51,7 +51,7 @@ test: services deps
 .PHONY: fuzz-short keyprop reach
 fuzz-short:
 	GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzKeyProperty$$' -fuzztime 30s ./internal/keyprop/sample
-	GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzKeyEncodingSelfDelimiting$$' -fuzztime 15s ./runtime/idemimpl
+	GOWORK=off $(GO) test -run '^$$' -fuzz '^FuzzKeyEncodingSelfDelimiting$$' -fuzztime 15s ./runtime/internal/impl
 
 # The long key property run: 100 packages of fresh random types through
 # idemgen, 100 random type graphs whose every generated file must

@@ -168,6 +168,9 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 	raw := w.raw != nil && t == w.raw
 	w.raw = nil
 	if ex == nil && !raw {
+		if oldKeyer(t, w.e.pi.types.keyer) {
+			return w.fail(path, "its IdemKey method is not idem.Keyer's IdemKey() any (an IdemKey(*idemimpl.KeyBuilder) written for an older idemgen)", "make it IdemKey() any, returning the value that identifies it")
+		}
 		if n, ok := w.keyedByHelper(t); ok {
 			name, ok := w.helperName(n, path)
 			if !ok {
@@ -600,6 +603,18 @@ func tagHint(path string) string {
 		return `tag the field idem:"-"`
 	}
 	return ""
+}
+
+// oldKeyer reports whether t (or *t) has an IdemKey method that is not
+// keyer's: written for an older idemgen, it would otherwise be ignored
+// silently and the value keyed by its fields.
+func oldKeyer(t types.Type, keyer *types.Interface) bool {
+	if types.Implements(t, keyer) || types.Implements(types.NewPointer(t), keyer) {
+		return false // its own IdemKey, or one promoted from an embedded Keyer
+	}
+	obj, _, _ := types.LookupFieldOrMethod(types.NewPointer(t), true, nil, "IdemKey")
+	_, isFunc := obj.(*types.Func)
+	return isFunc
 }
 
 // keyedByMethod reports whether t (or *t) writes its key material with a

@@ -8,7 +8,7 @@ import (
 // wellKnown holds the types the analysis recognises by identity or by
 // method set.
 type wellKnown struct {
-	keyer             *types.Interface // idem.Keyer, nil if the package cannot see idemimpl
+	keyer             *types.Interface // idem.Keyer: IdemKey() any
 	binaryMarshaler   *types.Interface
 	binaryUnmarshaler *types.Interface
 	textMarshaler     *types.Interface
@@ -29,6 +29,7 @@ const protoreflectPath = "google.golang.org/protobuf/reflect/protoreflect"
 var (
 	byteSlice = types.NewSlice(types.Typ[types.Byte])
 	errorType = types.Universe.Lookup("error").Type()
+	anyType   = types.Universe.Lookup("any").Type()
 )
 
 func method(name string, params, results []types.Type) *types.Func {
@@ -54,17 +55,11 @@ func newWellKnown(pkg *types.Package) *wellKnown {
 		textUnmarshaler:   iface(method("UnmarshalText", []types.Type{byteSlice}, []types.Type{errorType})),
 		jsonMarshaler:     iface(method("MarshalJSON", nil, []types.Type{byteSlice, errorType})),
 		jsonUnmarshaler:   iface(method("UnmarshalJSON", []types.Type{byteSlice}, []types.Type{errorType})),
+		keyer:             iface(method("IdemKey", nil, []types.Type{anyType})),
 	}
 	if pr := findPackage(pkg, protoreflectPath, map[*types.Package]bool{}); pr != nil {
 		if m, ok := pr.Scope().Lookup("Message").(*types.TypeName); ok {
 			w.protoMessage = iface(method("ProtoReflect", nil, []types.Type{m.Type()}))
-		}
-	}
-	// idem.Keyer is idemimpl.Keyer's method set, and a type can have its
-	// IdemKey(*idemimpl.KeyBuilder) only if its package sees idemimpl.
-	if impl := findPackage(pkg, RuntimeImplPath, map[*types.Package]bool{}); impl != nil {
-		if k, ok := impl.Scope().Lookup("Keyer").(*types.TypeName); ok {
-			w.keyer, _ = k.Type().Underlying().(*types.Interface)
 		}
 	}
 	return w

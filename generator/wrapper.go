@@ -379,7 +379,7 @@ func (e *emitter) begin(w *wrap, material []jen.Code) jen.Code {
 	if len(material) == 0 {
 		k = "_"
 	}
-	body := []jen.Code{jen.List(jen.Id(w.c), jen.Id(k)).Op(":=").Id(w.recv).Dot(w.field).Dot("Begin").Call(jen.Id(w.specVar))}
+	body := []jen.Code{jen.List(jen.Id(w.c), jen.Id(k)).Op(":=").Add(e.qual(e.impl, "Begin")).Call(jen.Id(w.recv).Dot(w.field), jen.Id(w.specVar))}
 	body = append(body, material...)
 	body = append(body, jen.Return(jen.Id(w.c)))
 	return e.decl(w, w.hn.begin, w.beginParams...).Add(e.qual(e.idem, "Call")).Block(body...)

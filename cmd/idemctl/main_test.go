@@ -39,8 +39,7 @@ func seed(dir string) int {
 	}
 	g := idem.NewGuard(st)
 	do := func(spec *idem.Spec, fn func(context.Context) (string, error)) error {
-		c, k := g.Begin(spec)
-		k.Key().String("a")
+		c := g.Begin(spec, "a")
 		_, err := idem.Do(context.Background(), c, fn)
 		return err
 	}

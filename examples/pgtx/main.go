@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 )
 
@@ -60,7 +61,7 @@ type Shop struct {
 // the same code): key = OrderID, the whole request fingerprinted so a
 // reused OrderID with another payload is refused.
 func (s *Shop) PlaceOrder(ctx context.Context, req OrderRequest) (Receipt, error) {
-	c, k := s.g.Begin(&placeOrderSpec)
+	c, k := idemimpl.Begin(s.g, &placeOrderSpec)
 	k.Key().ID(req.OrderID)
 	p := k.Payload()
 	p.String(req.OrderID)

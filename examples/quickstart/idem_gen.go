@@ -32,7 +32,7 @@ func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
 }
 
 func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
-	c, k := x.g.Begin(idemSpecCreateInvoice)
+	c, k := idemimpl.Begin(x.g, idemSpecCreateInvoice)
 	k.Key().String(req.CustomerID)
 	k.Key().String(req.OrderID)
 	idemKeyInvoiceRequest(k.Payload(), req)
@@ -62,7 +62,7 @@ func (x *Idempotent) HandleWebhookKey(eventID string, ev WebhookEvent) (string, 
 }
 
 func (x *Idempotent) beginHandleWebhook(eventID string, ev *WebhookEvent) idem.Call {
-	c, k := x.g.Begin(idemSpecHandleWebhook)
+	c, k := idemimpl.Begin(x.g, idemSpecHandleWebhook)
 	k.Key().ID(eventID)
 	k.Payload().String(eventID)
 	idemKeyWebhookEvent(k.Payload(), ev)

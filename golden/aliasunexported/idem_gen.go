@@ -37,7 +37,7 @@ func (x *Idempotent) StoreKey(o *blob.UploadBufferOptions, r Receipt, ps []block
 }
 
 func (x *Idempotent) beginStore(o *blob.UploadBufferOptions, r *Receipt, ps []blockblob.Page[int64]) idem.Call {
-	c, k := x.g.Begin(idemSpecStore)
+	c, k := idemimpl.Begin(x.g, idemSpecStore)
 	if o == nil {
 		k.Key().Nil()
 	} else {
@@ -150,7 +150,7 @@ func (c *IdempotentClient) UploadBufferKey(container string, buf []byte, o *blob
 }
 
 func (c *IdempotentClient) beginUploadBuffer(container string, buf []byte, o *blob.UploadBufferOptions) idem.Call {
-	c2, k := c.g.Begin(idemSpecClientUploadBuffer)
+	c2, k := idemimpl.Begin(c.g, idemSpecClientUploadBuffer)
 	k.Key().String(container)
 	if buf == nil {
 		k.Key().Nil()
@@ -205,7 +205,7 @@ func (c *IdempotentClient) ListKey(container string) (string, error) {
 }
 
 func (c *IdempotentClient) beginList(container string) idem.Call {
-	c2, k := c.g.Begin(idemSpecClientList)
+	c2, k := idemimpl.Begin(c.g, idemSpecClientList)
 	k.Key().String(container)
 	return c2
 }
@@ -231,7 +231,7 @@ func (c *IdempotentClient) PagesKey(prefix string) (string, error) {
 }
 
 func (c *IdempotentClient) beginPages(prefix string) idem.Call {
-	c2, k := c.g.Begin(idemSpecClientPages)
+	c2, k := idemimpl.Begin(c.g, idemSpecClientPages)
 	k.Key().String(prefix)
 	return c2
 }
@@ -272,7 +272,7 @@ func (c *IdempotentBlockClient) UploadBufferKey(buf []byte, o *blockblob.UploadB
 }
 
 func (c *IdempotentBlockClient) beginUploadBuffer(buf []byte, o *blockblob.UploadBufferOptions) idem.Call {
-	c2, k := c.g.Begin(idemSpecBlockClientUploadBuffer)
+	c2, k := idemimpl.Begin(c.g, idemSpecBlockClientUploadBuffer)
 	if buf == nil {
 		k.Key().Nil()
 	} else {
@@ -326,7 +326,7 @@ func (c *IdempotentBlockClient) ListKey(prefix string) (string, error) {
 }
 
 func (c *IdempotentBlockClient) beginList(prefix string) idem.Call {
-	c2, k := c.g.Begin(idemSpecBlockClientList)
+	c2, k := idemimpl.Begin(c.g, idemSpecBlockClientList)
 	k.Key().String(prefix)
 	return c2
 }

@@ -34,7 +34,7 @@ func (x *Idempotent) RecordKey(e Event) (string, error) {
 }
 
 func (x *Idempotent) beginRecord(e *Event) idem.Call {
-	c, k := x.g.Begin(idemSpecRecord)
+	c, k := idemimpl.Begin(x.g, idemSpecRecord)
 	idemKeyEvent(k.Key(), e)
 	return c
 }
@@ -59,7 +59,7 @@ func (x *Idempotent) ExecKey(query string, args ...any) (string, error) {
 }
 
 func (x *Idempotent) beginExec(query string, args []any) idem.Call {
-	c, k := x.g.Begin(idemSpecExec)
+	c, k := idemimpl.Begin(x.g, idemSpecExec)
 	k.Key().String(query)
 	k.Key().List(len(args))
 	for i := range args {
@@ -95,7 +95,7 @@ func (x *Idempotent) ConnectKey(addr net.Addr) (string, error) {
 }
 
 func (x *Idempotent) beginConnect(addr net.Addr) idem.Call {
-	c, k := x.g.Begin(idemSpecConnect)
+	c, k := idemimpl.Begin(x.g, idemSpecConnect)
 	if addr == nil {
 		k.Key().Nil()
 	} else {

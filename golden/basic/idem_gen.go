@@ -32,7 +32,7 @@ func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
 }
 
 func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
-	c, k := x.g.Begin(idemSpecCreateInvoice)
+	c, k := idemimpl.Begin(x.g, idemSpecCreateInvoice)
 	k.Key().String(req.CustomerID)
 	k.Key().String(req.OrderID)
 	idemKeyInvoiceRequest(k.Payload(), req)

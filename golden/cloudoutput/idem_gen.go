@@ -33,7 +33,7 @@ func (x *Idempotent) PutKey(key string) (string, error) {
 }
 
 func (x *Idempotent) beginPut(key string) idem.Call {
-	c, k := x.g.Begin(idemSpecPut)
+	c, k := idemimpl.Begin(x.g, idemSpecPut)
 	k.Key().String(key)
 	return c
 }

@@ -31,7 +31,7 @@ func (x2 *Idempotent) PayKey(g string, c int, x bool, r []string, err string, ct
 }
 
 func (x2 *Idempotent) beginPay(g string, c int, x bool, r []string, err string, ctx int) idem4.Call {
-	c2, k := x2.g.Begin(idemSpecPay2)
+	c2, k := idemimpl.Begin(x2.g, idemSpecPay2)
 	k.Key().String(g)
 	k.Key().Int(int64(c))
 	k.Key().Bool(x)
@@ -63,7 +63,7 @@ func (x *Idempotent) TickKey(idem2 string, time2 int, context2 context, b []byte
 }
 
 func (x *Idempotent) beginTick(idem2 string, time2 int, context2 *context, b []byte) idem4.Call {
-	c, k := x.g.Begin(idemSpecTick)
+	c, k := idemimpl.Begin(x.g, idemSpecTick)
 	k.Key().ID(idem2)
 	k.Payload().String(idem2)
 	k.Payload().Int(int64(time2))
@@ -130,7 +130,7 @@ func (c *IdempotentBox) PutKey(x int) (string, error) {
 }
 
 func (c *IdempotentBox) beginPut(x int) idem4.Call {
-	c2, k := c.g.Begin(idemSpecBoxPut)
+	c2, k := idemimpl.Begin(c.g, idemSpecBoxPut)
 	k.Key().Int(int64(x))
 	return c2
 }
@@ -156,7 +156,7 @@ func (context_ *IdempotentBox) PeekKey() (string, error) {
 }
 
 func (context_ *IdempotentBox) beginPeek() idem4.Call {
-	c, _ := context_.g.Begin(idemSpecBoxPeek)
+	c, _ := idemimpl.Begin(context_.g, idemSpecBoxPeek)
 	return c
 }
 
@@ -182,7 +182,7 @@ func (idem3 *IdempotentBox) EmptyKey() (string, error) {
 }
 
 func (idem3 *IdempotentBox) beginEmpty() idem4.Call {
-	c, _ := idem3.g.Begin(idemSpecBoxEmpty)
+	c, _ := idemimpl.Begin(idem3.g, idemSpecBoxEmpty)
 	return c
 }
 

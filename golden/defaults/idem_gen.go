@@ -31,7 +31,7 @@ func (x *Idempotent) GetQuoteKey(symbol string, qty int) (string, error) {
 }
 
 func (x *Idempotent) beginGetQuote(symbol string, qty int) idem.Call {
-	c, k := x.g.Begin(idemSpecGetQuote)
+	c, k := idemimpl.Begin(x.g, idemSpecGetQuote)
 	k.Key().String(symbol)
 	k.Key().Int(int64(qty))
 	return c

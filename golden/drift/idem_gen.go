@@ -33,7 +33,7 @@ func (x *Idempotent) ChargeKey(req Req) (string, error) {
 }
 
 func (x *Idempotent) beginCharge(req *Req) idem.Call {
-	c, k := x.g.Begin(idemSpecCharge)
+	c, k := idemimpl.Begin(x.g, idemSpecCharge)
 	idemKeyReq(k.Key(), req)
 	return c
 }
@@ -58,7 +58,7 @@ func (x *Idempotent) QuoteKey(amount Cents, units Units) (string, error) {
 }
 
 func (x *Idempotent) beginQuote(amount Cents, units Units) idem.Call {
-	c, k := x.g.Begin(idemSpecQuote)
+	c, k := idemimpl.Begin(x.g, idemSpecQuote)
 	k.Key().Int(int64(amount))
 	k.Key().Int(int64(units))
 	return c
@@ -84,7 +84,7 @@ func (x *Idempotent) TrackKey(limit Opt[int64]) (string, error) {
 }
 
 func (x *Idempotent) beginTrack(limit *Opt[int64]) idem.Call {
-	c, k := x.g.Begin(idemSpecTrack)
+	c, k := idemimpl.Begin(x.g, idemSpecTrack)
 	idemKeyOpt_int64(k.Key(), limit)
 	return c
 }
@@ -110,7 +110,7 @@ func IdempotentSaveKey[S ~string](x *Idempotent, p Page[S]) (string, error) {
 }
 
 func idemBeginSave[S ~string](x *Idempotent, p *Page[S]) idem.Call {
-	c, k := x.g.Begin(idemSpecSave)
+	c, k := idemimpl.Begin(x.g, idemSpecSave)
 	k.Key().Type(reflect.TypeFor[S]())
 	idemimpl.KeyListHead(k.Key(), p.Items)
 	for i := range p.Items {

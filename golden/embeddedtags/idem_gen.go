@@ -32,7 +32,7 @@ func (x *Idempotent) ListKey(q Query) (string, error) {
 }
 
 func (x *Idempotent) beginList(q *Query) idem.Call {
-	c, k := x.g.Begin(idemSpecList)
+	c, k := idemimpl.Begin(x.g, idemSpecList)
 	idemKeyQuery(k.Key(), q)
 	return c
 }

@@ -33,7 +33,7 @@ func (x *Idempotent) TagsKey(item string) (string, error) {
 }
 
 func (x *Idempotent) beginTags(item string) idem.Call {
-	c, k := x.g.Begin(idemSpecTags)
+	c, k := idemimpl.Begin(x.g, idemSpecTags)
 	k.Key().String(item)
 	return c
 }

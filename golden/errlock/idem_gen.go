@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Idempotent runs the annotated functions of package errlock at most once per key.
@@ -32,7 +33,7 @@ func (x *Idempotent) SendEmailKey(to string, body string) (string, error) {
 }
 
 func (x *Idempotent) beginSendEmail(to string, body string) idem.Call {
-	c, k := x.g.Begin(idemSpecSendEmail)
+	c, k := idemimpl.Begin(x.g, idemSpecSendEmail)
 	k.Key().String(to)
 	k.Key().String(body)
 	return c
@@ -60,7 +61,7 @@ func (x *Idempotent) ChargeKey(account string, cents int64) (string, error) {
 }
 
 func (x *Idempotent) beginCharge(account string, cents int64) idem.Call {
-	c, k := x.g.Begin(idemSpecCharge)
+	c, k := idemimpl.Begin(x.g, idemSpecCharge)
 	k.Key().String(account)
 	k.Key().Int(cents)
 	return c

@@ -33,7 +33,7 @@ func (x *Idempotent) LookupKey(ids []string) (string, error) {
 }
 
 func (x *Idempotent) beginLookup(ids []string) idem.Call {
-	c, k := x.g.Begin(idemSpecLookup)
+	c, k := idemimpl.Begin(x.g, idemSpecLookup)
 	idemimpl.KeyList(k.Key(), ids, idemimpl.StringKey)
 	return c
 }
@@ -59,7 +59,7 @@ func (x *Idempotent) ProduceKey(topic string, partitions int) (string, error) {
 }
 
 func (x *Idempotent) beginProduce(topic string, partitions int) idem.Call {
-	c, k := x.g.Begin(idemSpecProduce)
+	c, k := idemimpl.Begin(x.g, idemSpecProduce)
 	k.Key().String(topic)
 	k.Key().Int(int64(partitions))
 	return c

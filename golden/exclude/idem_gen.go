@@ -32,7 +32,7 @@ func (x *Idempotent) FulfilKey(order Order, meta Delivery) (string, error) {
 }
 
 func (x *Idempotent) beginFulfil(order *Order, meta *Delivery) idem.Call {
-	c, k := x.g.Begin(idemSpecFulfil)
+	c, k := idemimpl.Begin(x.g, idemSpecFulfil)
 	k.Key().String(order.ID)
 	if order.Customer == nil {
 		k.Key().Nil()

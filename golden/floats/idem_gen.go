@@ -33,7 +33,7 @@ func (x *Idempotent) SummarizeKey(name string) (string, error) {
 }
 
 func (x *Idempotent) beginSummarize(name string) idem.Call {
-	c, k := x.g.Begin(idemSpecSummarize)
+	c, k := idemimpl.Begin(x.g, idemSpecSummarize)
 	k.Key().String(name)
 	return c
 }

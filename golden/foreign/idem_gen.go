@@ -34,7 +34,7 @@ func (x *Idempotent) ShipKey(order string) (string, error) {
 }
 
 func (x *Idempotent) beginShip(order string) idem.Call {
-	c, k := x.g.Begin(idemSpecShip)
+	c, k := idemimpl.Begin(x.g, idemSpecShip)
 	k.Key().String(order)
 	return c
 }
@@ -61,7 +61,7 @@ func (x *Idempotent) NewKey(params *sdk.PaymentIntentParams) (string, error) {
 }
 
 func (x *Idempotent) beginNew(params *sdk.PaymentIntentParams) idem.Call {
-	c, k := x.g.Begin(idemSpecNew)
+	c, k := idemimpl.Begin(x.g, idemSpecNew)
 	if params == nil {
 		k.Key().Nil()
 	} else {
@@ -92,7 +92,7 @@ func (x *Idempotent) NewRefundKey(payment string, amount int64) (string, error) 
 }
 
 func (x *Idempotent) beginNewRefund(payment string, amount int64) idem.Call {
-	c, k := x.g.Begin(idemSpecNewRefund)
+	c, k := idemimpl.Begin(x.g, idemSpecNewRefund)
 	k.Key().String(payment)
 	k.Key().Int(amount)
 	return c
@@ -137,7 +137,7 @@ func (s *IdempotentIssuesService) CreateKey(owner string, repo string, req *sdk.
 }
 
 func (s *IdempotentIssuesService) beginCreate(owner string, repo string, req *sdk.IssueRequest) idem.Call {
-	c, k := s.g.Begin(idemSpecIssuesServiceCreate)
+	c, k := idemimpl.Begin(s.g, idemSpecIssuesServiceCreate)
 	k.Key().String(owner)
 	k.Key().String(repo)
 	idemimpl.KeyPtr(k.Key(), req, idemKeySdkIssueRequest)
@@ -183,7 +183,7 @@ func (s *IdempotentIssuesService) LockKey(owner string, repo string, number int)
 }
 
 func (s *IdempotentIssuesService) beginLock(owner string, repo string, number int) idem.Call {
-	c, k := s.g.Begin(idemSpecIssuesServiceLock)
+	c, k := idemimpl.Begin(s.g, idemSpecIssuesServiceLock)
 	k.Key().String(owner)
 	k.Key().String(repo)
 	k.Key().Int(int64(number))

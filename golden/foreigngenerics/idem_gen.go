@@ -36,7 +36,7 @@ func IdempotentRepriceKey[N ~int64 | ~int32](x *Idempotent, q sdk.Query[string],
 }
 
 func idemBeginReprice[N ~int64 | ~int32](x *Idempotent, q *sdk.Query[string], by N) idem.Call {
-	c, k := x.g.Begin(idemSpecReprice)
+	c, k := idemimpl.Begin(x.g, idemSpecReprice)
 	k.Key().Type(reflect.TypeFor[N]())
 	idemKeySdkQuery_string(k.Key(), q)
 	k.Key().Int(int64(by))
@@ -63,7 +63,7 @@ func (x *Idempotent) ListKey(q sdk.Query[string]) (string, error) {
 }
 
 func (x *Idempotent) beginList(q *sdk.Query[string]) idem.Call {
-	c, k := x.g.Begin(idemSpecList)
+	c, k := idemimpl.Begin(x.g, idemSpecList)
 	idemKeySdkQuery_string(k.Key(), q)
 	return c
 }
@@ -103,7 +103,7 @@ func (c *IdempotentCatalog) PricesKey(ids sdk.Page[string]) (string, error) {
 }
 
 func (c *IdempotentCatalog) beginPrices(ids *sdk.Page[string]) idem.Call {
-	c2, k := c.g.Begin(idemSpecCatalogPrices)
+	c2, k := idemimpl.Begin(c.g, idemSpecCatalogPrices)
 	idemKeySdkPage_string(k.Key(), ids)
 	return c2
 }

@@ -40,7 +40,7 @@ func (n *IdempotentNotifier) SendKey(in *sdk.SendMessageInput, optFns ...func(*s
 }
 
 func (n *IdempotentNotifier) beginSend(in *sdk.SendMessageInput, optFns []func(*sdk.Options)) idem.Call {
-	c, k := n.g.Begin(idemSpecNotifierSend)
+	c, k := idemimpl.Begin(n.g, idemSpecNotifierSend)
 	idemimpl.KeyPtr(k.Key(), in, idemKeySdkSendMessageInput)
 	return c
 }

@@ -34,7 +34,7 @@ func IdempotentForEachKey[T any](x *Idempotent, s *AppSpec, fn func(T) error) (s
 }
 
 func idemBeginForEach[T any](x *Idempotent, s *AppSpec, fn func(T) error) idem.Call {
-	c, k := x.g.Begin(idemSpecForEach)
+	c, k := idemimpl.Begin(x.g, idemSpecForEach)
 	k.Key().Type(reflect.TypeFor[T]())
 	idemimpl.KeyPtr(k.Key(), s, idemKeyAppSpec)
 	return c
@@ -61,7 +61,7 @@ func IdempotentOnlyKey[T any](x *Idempotent, fn func(T) error) (string, error) {
 }
 
 func idemBeginOnly[T any](x *Idempotent, fn func(T) error) idem.Call {
-	c, k := x.g.Begin(idemSpecOnly)
+	c, k := idemimpl.Begin(x.g, idemSpecOnly)
 	k.Key().Type(reflect.TypeFor[T]())
 	return c
 }
@@ -88,7 +88,7 @@ func IdempotentVariadicKey[T any](x *Idempotent, s *AppSpec, fns ...func(T) erro
 }
 
 func idemBeginVariadic[T any](x *Idempotent, s *AppSpec, fns []func(T) error) idem.Call {
-	c, k := x.g.Begin(idemSpecVariadic)
+	c, k := idemimpl.Begin(x.g, idemSpecVariadic)
 	k.Key().Type(reflect.TypeFor[T]())
 	idemimpl.KeyPtr(k.Key(), s, idemKeyAppSpec)
 	return c
@@ -115,7 +115,7 @@ func IdempotentProduceKey[T any](x *Idempotent, fn func() T) (string, error) {
 }
 
 func idemBeginProduce[T any](x *Idempotent, fn func() T) idem.Call {
-	c, k := x.g.Begin(idemSpecProduce)
+	c, k := idemimpl.Begin(x.g, idemSpecProduce)
 	k.Key().Type(reflect.TypeFor[T]())
 	return c
 }
@@ -157,7 +157,7 @@ func (r *IdempotentRepo[T]) EachKey(fn func(T) error) (string, error) {
 }
 
 func (r *IdempotentRepo[T]) beginEach(fn func(T) error) idem.Call {
-	c, k := r.g.Begin(idemSpecRepoEach)
+	c, k := idemimpl.Begin(r.g, idemSpecRepoEach)
 	k.Key().Type(reflect.TypeFor[T]())
 	return c
 }

@@ -41,7 +41,7 @@ func (r *IdempotentRepo[T]) SaveKey(v T) (string, error) {
 }
 
 func (r *IdempotentRepo[T]) beginSave(v T) idem.Call {
-	c, k := r.g.Begin(idemSpecRepoSave)
+	c, k := idemimpl.Begin(r.g, idemSpecRepoSave)
 	k.Key().Type(reflect.TypeFor[T]())
 	if idemimpl.IsNil(v) {
 		k.Key().Nil()
@@ -73,7 +73,7 @@ func (r *IdempotentRepo[U]) RenameKey(id string, to string) (string, error) {
 }
 
 func (r *IdempotentRepo[U]) beginRename(id string, to string) idem.Call {
-	c, k := r.g.Begin(idemSpecRepoRename)
+	c, k := idemimpl.Begin(r.g, idemSpecRepoRename)
 	k.Key().Type(reflect.TypeFor[U]())
 	if r.Repo == nil {
 		k.Key().Nil()

@@ -38,7 +38,7 @@ func (x *Idempotent) CreateInvoiceKey(req InvoiceRequest) (string, error) {
 }
 
 func (x *Idempotent) beginCreateInvoice(req *InvoiceRequest) idem.Call {
-	c, k := x.g.Begin(idemSpecCreateInvoice)
+	c, k := idemimpl.Begin(x.g, idemSpecCreateInvoice)
 	idemKeyInvoiceRequest(k.Key(), req)
 	return c
 }
@@ -84,7 +84,7 @@ func IdempotentPublishKey[E Event](x *Idempotent, e E) (string, error) {
 }
 
 func idemBeginPublish[E Event](x *Idempotent, e E) idem.Call {
-	c, k := x.g.Begin(idemSpecPublish)
+	c, k := idemimpl.Begin(x.g, idemSpecPublish)
 	k.Key().Type(reflect.TypeFor[E]())
 	if idemimpl.IsNil(e) {
 		k.Key().Nil()
@@ -115,7 +115,7 @@ func IdempotentTallyKey[N ~int | ~int64](x *Idempotent, n N) (string, error) {
 }
 
 func idemBeginTally[N ~int | ~int64](x *Idempotent, n N) idem.Call {
-	c, k := x.g.Begin(idemSpecTally)
+	c, k := idemimpl.Begin(x.g, idemSpecTally)
 	k.Key().Type(reflect.TypeFor[N]())
 	k.Key().Int(int64(n))
 	return c
@@ -143,7 +143,7 @@ func IdempotentSendKey[M any](x *Idempotent, id string, m M) (string, error) {
 }
 
 func idemBeginSend[M any](x *Idempotent, id string, m M) idem.Call {
-	c, k := x.g.Begin(idemSpecSend)
+	c, k := idemimpl.Begin(x.g, idemSpecSend)
 	k.Key().Type(reflect.TypeFor[M]())
 	k.Key().ID(id)
 	k.Payload().String(id)
@@ -171,7 +171,7 @@ func IdempotentSaveKey[S ~string](x *Idempotent, p Page[S], ps ...S) (string, er
 }
 
 func idemBeginSave[S ~string](x *Idempotent, p *Page[S], ps []S) idem.Call {
-	c, k := x.g.Begin(idemSpecSave)
+	c, k := idemimpl.Begin(x.g, idemSpecSave)
 	k.Key().Type(reflect.TypeFor[S]())
 	idemimpl.KeyListHead(k.Key(), p.Items)
 	for i := range p.Items {
@@ -211,7 +211,7 @@ func IdempotentPlaceKey[O interface {
 func idemBeginPlace[O interface {
 	Order
 }](x *Idempotent, o O) idem.Call {
-	c, k := x.g.Begin(idemSpecPlace)
+	c, k := idemimpl.Begin(x.g, idemSpecPlace)
 	k.Key().Type(reflect.TypeFor[O]())
 	tv := Order(o)
 	idemKeyOrder(k.Key(), &tv)
@@ -239,7 +239,7 @@ func IdempotentStockKey[T Texter](x *Idempotent, item T, qty float64) (string, e
 }
 
 func idemBeginStock[T Texter](x *Idempotent, item T, qty float64) idem.Call {
-	c, k := x.g.Begin(idemSpecStock)
+	c, k := idemimpl.Begin(x.g, idemSpecStock)
 	k.Key().Type(reflect.TypeFor[T]())
 	if idemimpl.IsNil(item) {
 		k.Key().Nil()
@@ -270,7 +270,7 @@ func (x *Idempotent) ImportKey(a Page[model.Invoice], b Page[model2.Invoice]) (s
 }
 
 func (x *Idempotent) beginImport(a *Page[model.Invoice], b *Page[model2.Invoice]) idem.Call {
-	c, k := x.g.Begin(idemSpecImport)
+	c, k := idemimpl.Begin(x.g, idemSpecImport)
 	idemKeyPage_ModelInvoice(k.Key(), a)
 	idemKeyPage_ModelInvoice2(k.Key(), b)
 	return c

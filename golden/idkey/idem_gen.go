@@ -31,7 +31,7 @@ func (x *Idempotent) HandleKey(idempotencyKey string, ev Event) (string, error) 
 }
 
 func (x *Idempotent) beginHandle(idempotencyKey string, ev *Event) idem.Call {
-	c, k := x.g.Begin(idemSpecHandle)
+	c, k := idemimpl.Begin(x.g, idemSpecHandle)
 	k.Key().ID(idempotencyKey)
 	k.Payload().String(idempotencyKey)
 	idemKeyEvent(k.Payload(), ev)
@@ -58,7 +58,7 @@ func (x *Idempotent) HandleEventKey(ev *TypedEvent) (string, error) {
 }
 
 func (x *Idempotent) beginHandleEvent(ev *TypedEvent) idem.Call {
-	c, k := x.g.Begin(idemSpecHandleEvent)
+	c, k := idemimpl.Begin(x.g, idemSpecHandleEvent)
 	if ev == nil {
 		k.Key().ID("")
 	} else {

@@ -58,7 +58,7 @@ func (x *IdempotentCarrier) BookKey(p1 string, p2 Shipment) (string, error) {
 }
 
 func (x *IdempotentCarrier) beginBook(p1 string, p2 *Shipment) idem.Call {
-	c, k := x.g.Begin(idemSpecCarrierBook)
+	c, k := idemimpl.Begin(x.g, idemSpecCarrierBook)
 	k.Key().String(p1)
 	idemKeyShipment(k.Key(), p2)
 	return c
@@ -87,7 +87,7 @@ func (x *IdempotentCarrier) QuoteKey(orderID string, s Shipment) (string, error)
 }
 
 func (x *IdempotentCarrier) beginQuote(orderID string, s *Shipment) idem.Call {
-	c, k := x.g.Begin(idemSpecCarrierQuote)
+	c, k := idemimpl.Begin(x.g, idemSpecCarrierQuote)
 	k.Key().ID(orderID)
 	k.Payload().String(orderID)
 	idemKeyShipment(k.Payload(), s)
@@ -133,7 +133,7 @@ func (x *IdempotentCanceller) CancelKey(ref string) (string, error) {
 }
 
 func (x *IdempotentCanceller) beginCancel(ref string) idem.Call {
-	c, k := x.g.Begin(idemSpecCancellerCancel)
+	c, k := idemimpl.Begin(x.g, idemSpecCancellerCancel)
 	k.Key().String(ref)
 	return c
 }
@@ -187,7 +187,7 @@ func (x *IdempotentNotifier) NotifyKey(to string, msg string) (string, error) {
 }
 
 func (x *IdempotentNotifier) beginNotify(to string, msg string) idem.Call {
-	c, k := x.g.Begin(idemSpecNotifierNotify)
+	c, k := idemimpl.Begin(x.g, idemSpecNotifierNotify)
 	k.Key().String(to)
 	k.Key().String(msg)
 	return c
@@ -214,7 +214,7 @@ func (x *IdempotentNotifier) ResetKey(id string) (string, error) {
 }
 
 func (x *IdempotentNotifier) beginReset(id string) idem.Call {
-	c, k := x.g.Begin(idemSpecNotifierReset)
+	c, k := idemimpl.Begin(x.g, idemSpecNotifierReset)
 	k.Key().String(id)
 	return c
 }

@@ -32,7 +32,7 @@ func (x *Idempotent) CropKey(r image.Rectangle, at image.Point, bg color.RGBA) (
 }
 
 func (x *Idempotent) beginCrop(r *image.Rectangle, at *image.Point, bg *color.RGBA) idem.Call {
-	c, k := x.g.Begin(idemSpecCrop)
+	c, k := idemimpl.Begin(x.g, idemSpecCrop)
 	idemKeyImageRectangle(k.Key(), r)
 	idemKeyImagePoint(k.Key(), at)
 	idemKeyColorRGBA(k.Key(), bg)

@@ -33,7 +33,7 @@ func (x *Idempotent) ChargeKey(p *sdk.ChargeParams) (string, error) {
 }
 
 func (x *Idempotent) beginCharge(p *sdk.ChargeParams) idem.Call {
-	c, k := x.g.Begin(idemSpecCharge)
+	c, k := idemimpl.Begin(x.g, idemSpecCharge)
 	idemimpl.KeyPtr(k.Key(), p, idemKeySdkChargeParams)
 	return c
 }

@@ -31,7 +31,7 @@ func (x *Idempotent) RecordKey(b Basics, n int, f float64, c Currency, d time.Du
 }
 
 func (x *Idempotent) beginRecord(b *Basics, n int, f float64, c Currency, d time.Duration, at *time.Time) idem.Call {
-	c2, k := x.g.Begin(idemSpecRecord)
+	c2, k := idemimpl.Begin(x.g, idemSpecRecord)
 	idemKeyBasics(k.Key(), b)
 	k.Key().Int(int64(n))
 	k.Key().Float(f)

@@ -32,7 +32,7 @@ func (x *Idempotent) PutKey(in *sdk.PutObjectInput) (string, error) {
 }
 
 func (x *Idempotent) beginPut(in *sdk.PutObjectInput) idem.Call {
-	c, k := x.g.Begin(idemSpecPut)
+	c, k := idemimpl.Begin(x.g, idemSpecPut)
 	idemimpl.KeyPtr(k.Key(), in, idemKeySdkPutObjectInput)
 	return c
 }
@@ -57,7 +57,7 @@ func (x *Idempotent) PutForKey(u Upload) (string, error) {
 }
 
 func (x *Idempotent) beginPutFor(u *Upload) idem.Call {
-	c, k := x.g.Begin(idemSpecPutFor)
+	c, k := idemimpl.Begin(x.g, idemSpecPutFor)
 	idemKeyUpload(k.Key(), u)
 	return c
 }

@@ -30,7 +30,7 @@ func (x *Idempotent) DrawKey(s Shape, ids []string, tags map[string]string, p *P
 }
 
 func (x *Idempotent) beginDraw(s *Shape, ids []string, tags map[string]string, p *Point, arr *[2]Point) idem.Call {
-	c, k := x.g.Begin(idemSpecDraw)
+	c, k := idemimpl.Begin(x.g, idemSpecDraw)
 	idemKeyShape(k.Key(), s)
 	idemimpl.KeyList(k.Key(), ids, idemimpl.StringKey)
 	idemimpl.KeyMap(k.Key(), tags, idemimpl.StringKey, idemimpl.StringKey)

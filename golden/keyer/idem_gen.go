@@ -30,7 +30,7 @@ func (x *Idempotent) NotifyKey(o Order, who Identity, cc *Email) (string, error)
 }
 
 func (x *Idempotent) beginNotify(o *Order, who Identity, cc *Email) idem.Call {
-	c, k := x.g.Begin(idemSpecNotify)
+	c, k := idemimpl.Begin(x.g, idemSpecNotify)
 	idemKeyOrder(k.Key(), o)
 	if who == nil {
 		k.Key().Nil()

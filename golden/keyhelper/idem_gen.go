@@ -32,7 +32,7 @@ func (x *Idempotent) ChargeKey(req Request) (string, error) {
 }
 
 func (x *Idempotent) beginCharge(req *Request) idem.Call {
-	c, k := x.g.Begin(idemSpecCharge)
+	c, k := idemimpl.Begin(x.g, idemSpecCharge)
 	k.Key().ID(req.Tenant)
 	idemKeyRequest(k.Payload(), req)
 	return c
@@ -59,7 +59,7 @@ func (x *Idempotent) ApplyKey(ev Event) (string, error) {
 }
 
 func (x *Idempotent) beginApply(ev *Event) idem.Call {
-	c, k := x.g.Begin(idemSpecApply)
+	c, k := idemimpl.Begin(x.g, idemSpecApply)
 	k.Key().ID(ev.ID)
 	idemKeyEvent(k.Payload(), ev)
 	k.Entity().String(ev.User)
@@ -102,7 +102,7 @@ func (l *IdempotentLedger) PostKey(account string, entries ...int64) (string, er
 }
 
 func (l *IdempotentLedger) beginPost(account string, entries []int64) idem.Call {
-	c, k := l.g.Begin(idemSpecLedgerPost)
+	c, k := idemimpl.Begin(l.g, idemSpecLedgerPost)
 	k.Key().String(account)
 	k.Key().List(len(entries))
 	for i := range entries {

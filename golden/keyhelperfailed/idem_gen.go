@@ -33,7 +33,7 @@ func (x *Idempotent) DescribeKey(d mnet.Describer) (string, error) {
 }
 
 func (x *Idempotent) beginDescribe(d mnet.Describer) idem.Call {
-	c, k := x.g.Begin(idemSpecDescribe)
+	c, k := idemimpl.Begin(x.g, idemSpecDescribe)
 	idemKeyMnetDescriber(k.Key(), &d)
 	return c
 }
@@ -59,7 +59,7 @@ func (x *Idempotent) StreamKey(s mnet.Streamer) (string, error) {
 }
 
 func (x *Idempotent) beginStream(s mnet.Streamer) idem.Call {
-	c, k := x.g.Begin(idemSpecStream)
+	c, k := idemimpl.Begin(x.g, idemSpecStream)
 	idemKeyMnetStreamer(k.Key(), &s)
 	return c
 }

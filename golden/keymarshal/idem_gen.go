@@ -33,7 +33,7 @@ func (x *Idempotent) PayKey(c Charge, label encoding.TextMarshaler) (string, err
 }
 
 func (x *Idempotent) beginPay(c *Charge, label encoding.TextMarshaler) idem.Call {
-	c2, k := x.g.Begin(idemSpecPay)
+	c2, k := idemimpl.Begin(x.g, idemSpecPay)
 	idemKeyCharge(k.Key(), c)
 	if label == nil {
 		k.Key().Nil()

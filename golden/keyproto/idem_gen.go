@@ -35,7 +35,7 @@ func (x *Idempotent) RecordKey(ev Event) (string, error) {
 }
 
 func (x *Idempotent) beginRecord(ev *Event) idem.Call {
-	c, k := x.g.Begin(idemSpecRecord)
+	c, k := idemimpl.Begin(x.g, idemSpecRecord)
 	idemKeyEvent(k.Key(), ev)
 	return c
 }
@@ -60,7 +60,7 @@ func (x *Idempotent) ApplyKey(m proto.Message) (string, error) {
 }
 
 func (x *Idempotent) beginApply(m proto.Message) idem.Call {
-	c, k := x.g.Begin(idemSpecApply)
+	c, k := idemimpl.Begin(x.g, idemSpecApply)
 	if m == nil {
 		k.Key().Nil()
 	} else {
@@ -91,7 +91,7 @@ func (x *Idempotent) PatchKey(ev Event) (string, error) {
 }
 
 func (x *Idempotent) beginPatch(ev *Event) idem.Call {
-	c, k := x.g.Begin(idemSpecPatch)
+	c, k := idemimpl.Begin(x.g, idemSpecPatch)
 	if ev.Attrs == nil {
 		k.Key().Nil()
 	} else {

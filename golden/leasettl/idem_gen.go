@@ -31,7 +31,7 @@ func (x *Idempotent) LongKey(id string) (string, error) {
 }
 
 func (x *Idempotent) beginLong(id string) idem.Call {
-	c, k := x.g.Begin(idemSpecLong)
+	c, k := idemimpl.Begin(x.g, idemSpecLong)
 	k.Key().String(id)
 	return c
 }
@@ -57,7 +57,7 @@ func (x *Idempotent) ShortKey(id string) (string, error) {
 }
 
 func (x *Idempotent) beginShort(id string) idem.Call {
-	c, k := x.g.Begin(idemSpecShort)
+	c, k := idemimpl.Begin(x.g, idemSpecShort)
 	k.Key().String(id)
 	return c
 }

@@ -33,7 +33,7 @@ func (x *Idempotent) AllowKey(r Request, prefix netip.Prefix) (string, error) {
 }
 
 func (x *Idempotent) beginAllow(r *Request, prefix *netip.Prefix) idem.Call {
-	c, k := x.g.Begin(idemSpecAllow)
+	c, k := idemimpl.Begin(x.g, idemSpecAllow)
 	idemKeyRequest(k.Key(), r)
 	k.Key().Marshaled(prefix.MarshalBinary())
 	return c

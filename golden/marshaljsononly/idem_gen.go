@@ -31,7 +31,7 @@ func (x *Idempotent) BillKey(id string) (string, error) {
 }
 
 func (x *Idempotent) beginBill(id string) idem.Call {
-	c, k := x.g.Begin(idemSpecBill)
+	c, k := idemimpl.Begin(x.g, idemSpecBill)
 	k.Key().String(id)
 	return c
 }

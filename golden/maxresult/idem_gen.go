@@ -31,7 +31,7 @@ func (x *Idempotent) BuildKey(id string, size int) (string, error) {
 }
 
 func (x *Idempotent) beginBuild(id string, size int) idem.Call {
-	c, k := x.g.Begin(idemSpecBuild)
+	c, k := idemimpl.Begin(x.g, idemSpecBuild)
 	k.Key().String(id)
 	k.Key().Int(int64(size))
 	return c

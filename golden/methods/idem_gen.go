@@ -37,7 +37,7 @@ func (s *IdempotentService) ChargeKey(account string, cents int64) (string, erro
 }
 
 func (s *IdempotentService) beginCharge(account string, cents int64) idem.Call {
-	c, k := s.g.Begin(idemSpecServiceCharge)
+	c, k := idemimpl.Begin(s.g, idemSpecServiceCharge)
 	k.Key().String(account)
 	k.Key().Int(cents)
 	return c
@@ -64,7 +64,7 @@ func (s *IdempotentService) RefundKey(chargeID string) (string, error) {
 }
 
 func (s *IdempotentService) beginRefund(chargeID string) idem.Call {
-	c, k := s.g.Begin(idemSpecServiceRefund)
+	c, k := idemimpl.Begin(s.g, idemSpecServiceRefund)
 	k.Key().String(chargeID)
 	return c
 }
@@ -104,7 +104,7 @@ func (m *IdempotentMailer) SendKey(to string) (string, error) {
 }
 
 func (m *IdempotentMailer) beginSend(to string) idem.Call {
-	c, k := m.g.Begin(idemSpecMailerSend)
+	c, k := idemimpl.Begin(m.g, idemSpecMailerSend)
 	k.Key().String(to)
 	return c
 }

@@ -31,7 +31,7 @@ func (x *Idempotent) PingKey() (string, error) {
 }
 
 func (x *Idempotent) beginPing() idem.Call {
-	c, _ := x.g.Begin(idemSpecPing)
+	c, _ := idemimpl.Begin(x.g, idemSpecPing)
 	return c
 }
 
@@ -56,7 +56,7 @@ func (x *Idempotent) unexportedKey(n uint16) (string, error) {
 }
 
 func (x *Idempotent) beginUnexported(n uint16) idem.Call {
-	c, k := x.g.Begin(idemSpecUnexported)
+	c, k := idemimpl.Begin(x.g, idemSpecUnexported)
 	k.Key().Uint(uint64(n))
 	return c
 }
@@ -97,7 +97,7 @@ func (r *IdempotentRepo) SaveKey(id string, doc map[string]string) (string, erro
 }
 
 func (r *IdempotentRepo) beginSave(id string, doc map[string]string) idem.Call {
-	c, k := r.g.Begin(idemSpecRepoSave)
+	c, k := idemimpl.Begin(r.g, idemSpecRepoSave)
 	k.Key().ID(id)
 	k.Payload().String(id)
 	idemimpl.KeyMap(k.Payload(), doc, idemimpl.StringKey, idemimpl.StringKey)
@@ -123,7 +123,7 @@ func (r *IdempotentRepo) LoadKey(id string) (string, error) {
 }
 
 func (r *IdempotentRepo) beginLoad(id string) idem.Call {
-	c, k := r.g.Begin(idemSpecRepoLoad)
+	c, k := idemimpl.Begin(r.g, idemSpecRepoLoad)
 	k.Key().String(id)
 	return c
 }
@@ -169,7 +169,7 @@ func (x *IdempotentCache) FillKey() (string, error) {
 }
 
 func (x *IdempotentCache) beginFill() idem.Call {
-	c, _ := x.g.Begin(idemSpecCacheFill)
+	c, _ := idemimpl.Begin(x.g, idemSpecCacheFill)
 	return c
 }
 

@@ -35,7 +35,7 @@ func (x *Idempotent) SplitKey(total int, ways int) (string, error) {
 }
 
 func (x *Idempotent) beginSplit(total int, ways int) idem.Call {
-	c, k := x.g.Begin(idemSpecSplit)
+	c, k := idemimpl.Begin(x.g, idemSpecSplit)
 	k.Key().Int(int64(total))
 	k.Key().Int(int64(ways))
 	return c
@@ -98,7 +98,7 @@ func (x *Idempotent) QuoteKey(sku string) (string, error) {
 }
 
 func (x *Idempotent) beginQuote(sku string) idem.Call {
-	c, k := x.g.Begin(idemSpecQuote)
+	c, k := idemimpl.Begin(x.g, idemSpecQuote)
 	k.Key().String(sku)
 	return c
 }

@@ -34,7 +34,7 @@ func (x *Idempotent) ServiceChargeKey(p Point) (string, error) {
 }
 
 func (x *Idempotent) beginServiceCharge(p *Point) idem.Call {
-	c, k := x.g.Begin(idemSpecServiceCharge)
+	c, k := idemimpl.Begin(x.g, idemSpecServiceCharge)
 	idemKeyPoint(k.Key(), p)
 	return c
 }
@@ -60,7 +60,7 @@ func (x *Idempotent) CancelIdemKey(id string) (string, error) {
 }
 
 func (x *Idempotent) beginCancel(id string) idem.Call {
-	c, k := x.g.Begin(idemSpecCancel)
+	c, k := idemimpl.Begin(x.g, idemSpecCancel)
 	k.Key().String(id)
 	return c
 }
@@ -86,7 +86,7 @@ func (x *Idempotent) CancelKeyKey(id string) (string, error) {
 }
 
 func (x *Idempotent) beginCancelKey(id string) idem.Call {
-	c, k := x.g.Begin(idemSpecCancelKey)
+	c, k := idemimpl.Begin(x.g, idemSpecCancelKey)
 	k.Key().String(id)
 	return c
 }
@@ -127,7 +127,7 @@ func (s *IdempotentService) ChargeIdemKey(p image.Point) (string, error) {
 }
 
 func (s *IdempotentService) beginCharge(p *image.Point) idem.Call {
-	c, k := s.g2.Begin(idemSpecServiceCharge2)
+	c, k := idemimpl.Begin(s.g2, idemSpecServiceCharge2)
 	idemKeyImagePoint(k.Key(), p)
 	return c
 }
@@ -152,7 +152,7 @@ func (s *IdempotentService) gKey(n int) (string, error) {
 }
 
 func (s *IdempotentService) beginG(n int) idem.Call {
-	c, k := s.g2.Begin(idemSpecServiceG)
+	c, k := idemimpl.Begin(s.g2, idemSpecServiceG)
 	k.Key().Int(int64(n))
 	return c
 }

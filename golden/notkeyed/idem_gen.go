@@ -33,7 +33,7 @@ func (x *Idempotent) ChargeKey(params *ChargeParams, opts ...func(*Options)) (st
 }
 
 func (x *Idempotent) beginCharge(params *ChargeParams, opts []func(*Options)) idem.Call {
-	c, k := x.g.Begin(idemSpecCharge)
+	c, k := idemimpl.Begin(x.g, idemSpecCharge)
 	idemimpl.KeyPtr(k.Key(), params, idemKeyChargeParams)
 	return c
 }
@@ -59,7 +59,7 @@ func (x *Idempotent) RefundKey(params ChargeParams, o option.RequestOption, more
 }
 
 func (x *Idempotent) beginRefund(params *ChargeParams, o option.RequestOption, more []option.ClientOption) idem.Call {
-	c, k := x.g.Begin(idemSpecRefund)
+	c, k := idemimpl.Begin(x.g, idemSpecRefund)
 	idemKeyChargeParams(k.Key(), params)
 	return c
 }
@@ -85,7 +85,7 @@ func (x *Idempotent) CaptureKey(params ChargeParams, done func()) (string, error
 }
 
 func (x *Idempotent) beginCapture(params *ChargeParams, done func()) idem.Call {
-	c, k := x.g.Begin(idemSpecCapture)
+	c, k := idemimpl.Begin(x.g, idemSpecCapture)
 	k.Key().Int(params.Amount)
 	idemKeyChargeParams(k.Payload(), params)
 	return c

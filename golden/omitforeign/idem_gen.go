@@ -34,7 +34,7 @@ func (x *Idempotent) ModelsKey(account string) (string, error) {
 }
 
 func (x *Idempotent) beginModels(account string) idem.Call {
-	c, k := x.g.Begin(idemSpecModels)
+	c, k := idemimpl.Begin(x.g, idemSpecModels)
 	k.Key().String(account)
 	return c
 }

@@ -32,7 +32,7 @@ func (x *Idempotent) SlowKey(id string, note string) (string, error) {
 }
 
 func (x *Idempotent) beginSlow(id string, note string) idem.Call {
-	c, k := x.g.Begin(idemSpecSlow)
+	c, k := idemimpl.Begin(x.g, idemSpecSlow)
 	k.Key().ID(id)
 	k.Payload().String(id)
 	return c
@@ -63,7 +63,7 @@ func (x *Idempotent) RaiseKey(id int) (string, error) {
 }
 
 func (x *Idempotent) beginRaise(id int) idem.Call {
-	c, k := x.g.Begin(idemSpecRaise)
+	c, k := idemimpl.Begin(x.g, idemSpecRaise)
 	k.Key().Int(int64(id))
 	return c
 }

@@ -33,7 +33,7 @@ func (x *Idempotent) ApplyKey(m Measurement) (string, error) {
 }
 
 func (x *Idempotent) beginApply(m *Measurement) idem.Call {
-	c, k := x.g.Begin(idemSpecApply)
+	c, k := idemimpl.Begin(x.g, idemSpecApply)
 	k.Key().ID(m.EventID)
 	idemKeyMeasurement(k.Payload(), m)
 	k.Entity().String(m.UserID)
@@ -62,7 +62,7 @@ func (x *Idempotent) ApplyLateKey(m Measurement) (string, error) {
 }
 
 func (x *Idempotent) beginApplyLate(m *Measurement) idem.Call {
-	c, k := x.g.Begin(idemSpecApplyLate)
+	c, k := idemimpl.Begin(x.g, idemSpecApplyLate)
 	k.Key().ID(m.EventID)
 	idemKeyMeasurement(k.Payload(), m)
 	k.Entity().String(m.UserID)
@@ -93,7 +93,7 @@ func (x *Idempotent) RecordKey(r *Reading) (string, error) {
 }
 
 func (x *Idempotent) beginRecord(r *Reading) idem.Call {
-	c, k := x.g.Begin(idemSpecRecord)
+	c, k := idemimpl.Begin(x.g, idemSpecRecord)
 	if r == nil {
 		k.Key().ID("")
 	} else {

@@ -38,7 +38,7 @@ func (l *IdempotentLedger) PostKey(account int64, at time.Time, amount int64) (s
 }
 
 func (l *IdempotentLedger) beginPost(account int64, at *time.Time, amount int64) idem.Call {
-	c, k := l.g.Begin(idemSpecLedgerPost)
+	c, k := idemimpl.Begin(l.g, idemSpecLedgerPost)
 	k.Key().Int(account)
 	k.Key().Time(*at)
 	k.Key().Int(amount)

@@ -32,7 +32,7 @@ func (x *Idempotent) ChargeKey(p ChargeParams) (string, error) {
 }
 
 func (x *Idempotent) beginCharge(p *ChargeParams) idem.Call {
-	c, k := x.g.Begin(idemSpecCharge)
+	c, k := idemimpl.Begin(x.g, idemSpecCharge)
 	k.Key().Int(p.Amount)
 	return c
 }
@@ -58,7 +58,7 @@ func (x *Idempotent) RefundKey(p ChargeParams) (string, error) {
 }
 
 func (x *Idempotent) beginRefund(p *ChargeParams) idem.Call {
-	c, k := x.g.Begin(idemSpecRefund)
+	c, k := idemimpl.Begin(x.g, idemSpecRefund)
 	k.Key().Int(p.Amount)
 	return c
 }

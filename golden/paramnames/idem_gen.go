@@ -31,7 +31,7 @@ func (x *Idempotent) StoreKey(p1 string, p2 int) (string, error) {
 }
 
 func (x *Idempotent) beginStore(p1 string, p2 int) idem.Call {
-	c, k := x.g.Begin(idemSpecStore)
+	c, k := idemimpl.Begin(x.g, idemSpecStore)
 	k.Key().String(p1)
 	k.Key().Int(int64(p2))
 	return c
@@ -55,7 +55,7 @@ func (x *Idempotent) BlankKey(p1 string, n int) (string, error) {
 }
 
 func (x *Idempotent) beginBlank(p1 string, n int) idem.Call {
-	c, k := x.g.Begin(idemSpecBlank)
+	c, k := idemimpl.Begin(x.g, idemSpecBlank)
 	k.Key().String(p1)
 	k.Key().Int(int64(n))
 	return c
@@ -80,7 +80,7 @@ func (x *Idempotent) ShadowKey(Shadow_ string, Item_ Item, len_ int, string_ str
 }
 
 func (x *Idempotent) beginShadow(Shadow_ string, Item_ *Item, len_ int, string_ string, int64_ []int) idem.Call {
-	c, k := x.g.Begin(idemSpecShadow)
+	c, k := idemimpl.Begin(x.g, idemSpecShadow)
 	k.Key().String(Shadow_)
 	idemKeyItem(k.Key(), Item_)
 	k.Key().Int(int64(len_))
@@ -109,7 +109,7 @@ func (x *Idempotent) LaterKey(id string, n int) (string, error) {
 }
 
 func (x *Idempotent) beginLater(id string, n int) idem.Call {
-	c, k := x.g.Begin(idemSpecLater)
+	c, k := idemimpl.Begin(x.g, idemSpecLater)
 	k.Key().ID(id)
 	k.Payload().String(id)
 	k.Payload().Int(int64(n))

@@ -36,7 +36,7 @@ func (x *Idempotent) CreateChargeKey(p ChargeParams) (string, error) {
 }
 
 func (x *Idempotent) beginCreateCharge(p *ChargeParams) idem.Call {
-	c, k := x.g.Begin(idemSpecCreateCharge)
+	c, k := idemimpl.Begin(x.g, idemSpecCreateCharge)
 	idemKeyChargeParams(k.Key(), p)
 	return c
 }

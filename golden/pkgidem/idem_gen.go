@@ -31,7 +31,7 @@ func (x *Idempotent) LookupKey(in Input, who ID) (string, error) {
 }
 
 func (x *Idempotent) beginLookup(in *Input, who ID) idem.Call {
-	c, k := x.g.Begin(idemSpecLookup)
+	c, k := idemimpl.Begin(x.g, idemSpecLookup)
 	idemKeyInput(k.Key(), in)
 	k.Key().String(who)
 	return c
@@ -72,7 +72,7 @@ func (g *IdempotentGuard) CheckKey(ids []ID) (string, error) {
 }
 
 func (g *IdempotentGuard) beginCheck(ids []ID) idem.Call {
-	c, k := g.g.Begin(idemSpecGuardCheck)
+	c, k := idemimpl.Begin(g.g, idemSpecGuardCheck)
 	idemimpl.KeyList(k.Key(), ids, idemimpl.StringKey)
 	return c
 }

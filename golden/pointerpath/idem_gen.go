@@ -31,7 +31,7 @@ func (x *Idempotent) TransferKey(req *Request) (string, error) {
 }
 
 func (x *Idempotent) beginTransfer(req *Request) idem.Call {
-	c, k := x.g.Begin(idemSpecTransfer)
+	c, k := idemimpl.Begin(x.g, idemSpecTransfer)
 	if req == nil || req.Account == nil {
 		k.Key().Nil()
 	} else {
@@ -81,7 +81,7 @@ func (x *Idempotent) TouchKey(acct Account) (string, error) {
 }
 
 func (x *Idempotent) beginTouch(acct *Account) idem.Call {
-	c, k := x.g.Begin(idemSpecTouch)
+	c, k := idemimpl.Begin(x.g, idemSpecTouch)
 	k.Key().String(acct.Base.Tenant)
 	if acct.Audit == nil {
 		k.Key().Nil()

@@ -33,7 +33,7 @@ func (x *Idempotent) ChargeKey(s Stamped, m Money, r Request) (string, error) {
 }
 
 func (x *Idempotent) beginCharge(s *Stamped, m *Money, r *Request) idem.Call {
-	c, k := x.g.Begin(idemSpecCharge)
+	c, k := idemimpl.Begin(x.g, idemSpecCharge)
 	idemKeyStamped(k.Key(), s)
 	idemKeyMoney(k.Key(), m)
 	idemKeyRequest(k.Key(), r)
@@ -60,7 +60,7 @@ func (x *Idempotent) PlaceKey(o Order) (string, error) {
 }
 
 func (x *Idempotent) beginPlace(o *Order) idem.Call {
-	c, k := x.g.Begin(idemSpecPlace)
+	c, k := idemimpl.Begin(x.g, idemSpecPlace)
 	k.Key().String(o.ID)
 	if o.Customer == nil {
 		k.Key().Nil()
@@ -91,7 +91,7 @@ func (x *Idempotent) VisitKey(n *Node) (string, error) {
 }
 
 func (x *Idempotent) beginVisit(n *Node) idem.Call {
-	c, k := x.g.Begin(idemSpecVisit)
+	c, k := idemimpl.Begin(x.g, idemSpecVisit)
 	idemimpl.KeyPtr(k.Key(), n, idemKeyNode)
 	return c
 }
@@ -121,7 +121,7 @@ func (x *Idempotent) TallyKey(m map[string]struct {
 func (x *Idempotent) beginTally(m map[string]struct {
 	Note string `idem:"-"`
 }) idem.Call {
-	c, k := x.g.Begin(idemSpecTally)
+	c, k := idemimpl.Begin(x.g, idemSpecTally)
 	if m == nil {
 		k.Key().Nil()
 	} else {
@@ -172,7 +172,7 @@ func (x *Idempotent) beginMarks(m []struct {
 }, n [][1]struct {
 	Note string `idem:"-"`
 }) idem.Call {
-	c, k := x.g.Begin(idemSpecMarks)
+	c, k := idemimpl.Begin(x.g, idemSpecMarks)
 	idemimpl.KeyListHead(k.Key(), m)
 	k.Key().List(2)
 	idemimpl.KeyListHead(k.Key(), n)
@@ -201,7 +201,7 @@ func (x *Idempotent) RouteKey(ip net.IP, amount *big.Float) (string, error) {
 }
 
 func (x *Idempotent) beginRoute(ip net.IP, amount *big.Float) idem.Call {
-	c, k := x.g.Begin(idemSpecRoute)
+	c, k := idemimpl.Begin(x.g, idemSpecRoute)
 	if ip == nil {
 		k.Key().Nil()
 	} else {

@@ -34,7 +34,7 @@ func (x *Idempotent) GetKey(id string) (string, error) {
 }
 
 func (x *Idempotent) beginGet(id string) idem.Call {
-	c, k := x.g.Begin(idemSpecGet)
+	c, k := idemimpl.Begin(x.g, idemSpecGet)
 	k.Key().String(id)
 	return c
 }

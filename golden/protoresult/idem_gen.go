@@ -36,7 +36,7 @@ func (x *Idempotent) RecordKey(id string) (string, error) {
 }
 
 func (x *Idempotent) beginRecord(id string) idem.Call {
-	c, k := x.g.Begin(idemSpecRecord)
+	c, k := idemimpl.Begin(x.g, idemSpecRecord)
 	k.Key().String(id)
 	return c
 }

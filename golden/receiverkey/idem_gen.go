@@ -37,7 +37,7 @@ func (t *IdempotentTenant) BillKey(amount int64) (string, error) {
 }
 
 func (t *IdempotentTenant) beginBill(amount int64) idem.Call {
-	c, k := t.g.Begin(idemSpecTenantBill)
+	c, k := idemimpl.Begin(t.g, idemSpecTenantBill)
 	if t.Tenant == nil {
 		k.Key().Nil()
 	} else {
@@ -75,7 +75,7 @@ func (t *IdempotentTenant) NotifyKey(msg string) (string, error) {
 }
 
 func (t *IdempotentTenant) beginNotify(msg string) idem.Call {
-	c, k := t.g.Begin(idemSpecTenantNotify)
+	c, k := idemimpl.Begin(t.g, idemSpecTenantNotify)
 	k.Key().String(msg)
 	return c
 }

@@ -30,7 +30,7 @@ func (x *Idempotent) WalkKey(t *Tree, l List, a A) (string, error) {
 }
 
 func (x *Idempotent) beginWalk(t *Tree, l *List, a *A) idem.Call {
-	c, k := x.g.Begin(idemSpecWalk)
+	c, k := idemimpl.Begin(x.g, idemSpecWalk)
 	idemimpl.KeyPtr(k.Key(), t, idemKeyTree)
 	idemKeyList(k.Key(), l)
 	idemKeyA(k.Key(), a)

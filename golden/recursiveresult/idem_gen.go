@@ -30,7 +30,7 @@ func (x *Idempotent) ChainKey(n int, ring bool, fan bool) (string, error) {
 }
 
 func (x *Idempotent) beginChain(n int, ring bool, fan bool) idem.Call {
-	c, k := x.g.Begin(idemSpecChain)
+	c, k := idemimpl.Begin(x.g, idemSpecChain)
 	k.Key().Int(int64(n))
 	k.Key().Bool(ring)
 	k.Key().Bool(fan)

@@ -43,7 +43,7 @@ func (s *IdempotentUsersService) CreateKey(login string) (string, error) {
 }
 
 func (s *IdempotentUsersService) beginCreate(login string) idem.Call {
-	c, k := s.g.Begin(idemSpecUsersServiceCreate)
+	c, k := idemimpl.Begin(s.g, idemSpecUsersServiceCreate)
 	k.Key().String(login)
 	return c
 }

@@ -43,7 +43,7 @@ func (s *IdempotentReposService) CreateKey(name string) (string, error) {
 }
 
 func (s *IdempotentReposService) beginCreate(name string) idem.Call {
-	c, k := s.g.Begin(idemSpecReposServiceCreate)
+	c, k := idemimpl.Begin(s.g, idemSpecReposServiceCreate)
 	k.Key().String(name)
 	return c
 }

@@ -31,7 +31,7 @@ func (x *Idempotent) FKey(id string) (string, error) {
 }
 
 func (x *Idempotent) beginF(id string) idem.Call {
-	c, k := x.g.Begin(idemSpecF)
+	c, k := idemimpl.Begin(x.g, idemSpecF)
 	k.Key().String(id)
 	return c
 }

@@ -33,7 +33,7 @@ func (x *Idempotent) BuildKey(title string) (string, error) {
 }
 
 func (x *Idempotent) beginBuild(title string) idem.Call {
-	c, k := x.g.Begin(idemSpecBuild)
+	c, k := idemimpl.Begin(x.g, idemSpecBuild)
 	k.Key().String(title)
 	return c
 }

@@ -34,7 +34,7 @@ func (x *Idempotent) ChargeKey(params *sdk.ChargeParams) (string, error) {
 }
 
 func (x *Idempotent) beginCharge(params *sdk.ChargeParams) idem.Call {
-	c, k := x.g.Begin(idemSpecCharge)
+	c, k := idemimpl.Begin(x.g, idemSpecCharge)
 	if params == nil {
 		k.Key().Nil()
 	} else {

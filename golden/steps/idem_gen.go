@@ -31,7 +31,7 @@ func (x *Idempotent) CheckoutKey(order string, card string, cents int64) (string
 }
 
 func (x *Idempotent) beginCheckout(order string, card string, cents int64) idem.Call {
-	c, k := x.g.Begin(idemSpecCheckout)
+	c, k := idemimpl.Begin(x.g, idemSpecCheckout)
 	k.Key().ID(order)
 	k.Payload().String(order)
 	k.Payload().String(card)

@@ -34,7 +34,7 @@ func (x *Idempotent) HistoryKey(id string) (string, error) {
 }
 
 func (x *Idempotent) beginHistory(id string) idem.Call {
-	c, k := x.g.Begin(idemSpecHistory)
+	c, k := idemimpl.Begin(x.g, idemSpecHistory)
 	k.Key().String(id)
 	return c
 }
@@ -59,7 +59,7 @@ func (x *Idempotent) NotifyKey(e Event) (string, error) {
 }
 
 func (x *Idempotent) beginNotify(e Event) idem.Call {
-	c, k := x.g.Begin(idemSpecNotify)
+	c, k := idemimpl.Begin(x.g, idemSpecNotify)
 	idemKeyEvent(k.Key(), &e)
 	return c
 }
@@ -86,7 +86,7 @@ func (x *Idempotent) PostKey(channel string, text string) (string, error) {
 }
 
 func (x *Idempotent) beginPost(channel string, text string) idem.Call {
-	c, k := x.g.Begin(idemSpecPost)
+	c, k := idemimpl.Begin(x.g, idemSpecPost)
 	k.Key().String(channel)
 	k.Key().String(text)
 	return c

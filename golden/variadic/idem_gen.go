@@ -31,7 +31,7 @@ func (x *Idempotent) TagKey(item string, labels ...string) (string, error) {
 }
 
 func (x *Idempotent) beginTag(item string, labels []string) idem.Call {
-	c, k := x.g.Begin(idemSpecTag)
+	c, k := idemimpl.Begin(x.g, idemSpecTag)
 	k.Key().String(item)
 	k.Key().List(len(labels))
 	for i := range labels {
@@ -61,7 +61,7 @@ func (x *Idempotent) LogKey(format string, args ...int) (string, error) {
 }
 
 func (x *Idempotent) beginLog(format string, args []int) idem.Call {
-	c, k := x.g.Begin(idemSpecLog)
+	c, k := idemimpl.Begin(x.g, idemSpecLog)
 	k.Key().String(format)
 	k.Key().List(len(args))
 	for i := range args {

@@ -43,7 +43,7 @@ func (x *Idempotent) GetKey(id string) (string, error) {
 }
 
 func (x *Idempotent) beginGet(id string) idem.Call {
-	c, k := x.g.Begin(idemSpecGet)
+	c, k := idemimpl.Begin(x.g, idemSpecGet)
 	k.Key().String(id)
 	return c
 }
@@ -68,7 +68,7 @@ func (x *Idempotent) GetFloatKey(f *big.Float) (string, error) {
 }
 
 func (x *Idempotent) beginGetFloat(f *big.Float) idem.Call {
-	c, k := x.g.Begin(idemSpecGetFloat)
+	c, k := idemimpl.Begin(x.g, idemSpecGetFloat)
 	if f == nil {
 		k.Key().Nil()
 	} else {
@@ -115,7 +115,7 @@ func (x *Idempotent) GetIPKey(ip net.IP) (string, error) {
 }
 
 func (x *Idempotent) beginGetIP(ip net.IP) idem.Call {
-	c, k := x.g.Begin(idemSpecGetIP)
+	c, k := idemimpl.Begin(x.g, idemSpecGetIP)
 	if ip == nil {
 		k.Key().Nil()
 	} else {
@@ -144,7 +144,7 @@ func (x *Idempotent) GetURLKey(u string) (string, error) {
 }
 
 func (x *Idempotent) beginGetURL(u string) idem.Call {
-	c, k := x.g.Begin(idemSpecGetURL)
+	c, k := idemimpl.Begin(x.g, idemSpecGetURL)
 	k.Key().String(u)
 	return c
 }

@@ -31,7 +31,7 @@ func (x *Idempotent) PlaceKey(id string) (string, error) {
 }
 
 func (x *Idempotent) beginPlace(id string) idem.Call {
-	c, k := x.g.Begin(idemSpecPlace)
+	c, k := idemimpl.Begin(x.g, idemSpecPlace)
 	k.Key().String(id)
 	return c
 }

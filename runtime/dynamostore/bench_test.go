@@ -71,8 +71,7 @@ func BenchmarkDynamoStore(b *testing.B) {
 	spec := &idem.Spec{Name: "dynamostore_bench.CreateInvoice", Lease: 30 * time.Second, TTL: time.Hour}
 	inv := benchInvoice{ID: "inv_1", Customer: "cus_42", Amount: 1250, Currency: "EUR", Lines: []string{"seat", "support"}}
 	do := func(key string) {
-		c, k := g.Begin(spec)
-		k.Key().String(key)
+		c := g.Begin(spec, key)
 		if _, err := idem.Do(context.Background(), c, func(ctx context.Context) (benchInvoice, error) { return inv, nil }); err != nil {
 			b.Error(err)
 		}

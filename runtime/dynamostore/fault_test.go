@@ -284,8 +284,7 @@ func TestFaults(t *testing.T) {
 		defer srv.restart()
 		g := idem.NewGuard(hung)
 		spec := &idem.Spec{Name: "dynamostore_test.Faults", Lease: lease, TTL: time.Hour}
-		c, k := g.Begin(spec)
-		k.Key().String("c5")
+		c := g.Begin(spec, "c5")
 		ran := false
 		_, err := idem.Do(bg, c, func(ctx context.Context) (int, error) { ran = true; return 1, nil })
 		unavailable("Do with the server down", err)

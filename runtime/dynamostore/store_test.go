@@ -84,8 +84,7 @@ func TestRoundTrips(t *testing.T) {
 			var runs atomic.Int64
 			call := func() string {
 				t.Helper()
-				c, k := g.Begin(spec)
-				k.Key().String("order-1")
+				c := g.Begin(spec, "order-1")
 				v, err := idem.Do(bg, c, func(ctx context.Context) (string, error) {
 					return fmt.Sprintf("run %d", runs.Add(1)), nil
 				})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -24,7 +25,7 @@ func charge(context.Context) (*receipt, error) { return &receipt{ID: "r_123", Am
 
 // doKey is a generated wrapper's work for one call with an int key.
 func doKey(g *idem.Guard, key int64) error {
-	c, k := g.Begin(&benchSpec)
+	c, k := idemimpl.Begin(g, &benchSpec)
 	k.Key().String("cus_8f2a91")
 	k.Key().Int(key)
 	_, err := idem.Do(context.Background(), c, charge)

@@ -27,8 +27,7 @@ func Example() {
 	g := idem.NewGuard(st)
 
 	send := func(orderID string) (string, error) {
-		c, k := g.Begin(&specSend)
-		k.Key().String(orderID)
+		c := g.Begin(&specSend, orderID)
 		return idem.Do(context.Background(), c, func(ctx context.Context) (string, error) {
 			fmt.Println("sending receipt for", orderID)
 			return "receipt-" + orderID, nil

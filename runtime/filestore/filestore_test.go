@@ -459,8 +459,7 @@ func TestDiskFull(t *testing.T) {
 	}
 	// Through a Guard it is ErrStoreUnavailable wrapping ErrStoreFull.
 	g := idem.NewGuard(s)
-	c, k := g.Begin(&idem.Spec{Name: "test.Full"})
-	k.Key().String("x")
+	c := g.Begin(&idem.Spec{Name: "test.Full"}, "x")
 	ran := false
 	_, err = idem.Do(ctx, c, func(context.Context) (int, error) { ran = true; return 1, nil })
 	if ran || !errors.Is(err, idem.ErrStoreUnavailable) || !errors.Is(err, idem.ErrStoreFull) {
@@ -719,8 +718,7 @@ func TestUnavailableErrorsSayItOnce(t *testing.T) {
 		{"force release", func() error { _, err := s.ForceRelease(ctx, "k"); return err }},
 		{"cleanup", func() error { _, err := s.Cleanup(ctx); return err }},
 		{"guard", func() error {
-			c, k := g.Begin(&idem.Spec{Name: "test.Unavailable"})
-			k.Key().String("k")
+			c := g.Begin(&idem.Spec{Name: "test.Unavailable"}, "k")
 			_, err := idem.Do(ctx, c, func(context.Context) (int, error) { return 1, nil })
 			if !errors.Is(err, idem.ErrStoreUnavailable) {
 				t.Errorf("guard = %v, want idem.ErrStoreUnavailable", err)

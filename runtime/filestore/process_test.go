@@ -119,8 +119,7 @@ func raceChild(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(gi)))
 			for _, k := range rng.Perm(raceKeys) {
 				key := fmt.Sprintf("key-%03d", k)
-				c, m := g.Begin(&raceSpec)
-				m.Key().String(key)
+				c := g.Begin(&raceSpec, key)
 				v, err := idem.Do(context.Background(), c, func(ctx context.Context) (string, error) {
 					who := fmt.Sprintf("p%s.g%d.pid%d", id, gi, os.Getpid())
 					if err := appendLedger(dir, key, who); err != nil {
@@ -230,8 +229,7 @@ func TestMultiProcess(t *testing.T) {
 // storeKey returns the store key a Guard builds for a call of spec with the
 // string key k.
 func storeKey(spec *idem.Spec, k string) string {
-	c, m := idem.NewGuard(memstore.New()).Begin(spec)
-	m.Key().String(k)
+	c := idem.NewGuard(memstore.New()).Begin(spec, k)
 	key, err := c.StoreKey()
 	if err != nil {
 		panic(err)
@@ -264,8 +262,7 @@ func crashChild(t *testing.T) {
 	fmt.Println("ready")
 	for k := range crashKeys {
 		key := fmt.Sprintf("t%s-k%d", id, k)
-		c, k := g.Begin(&crashSpec)
-		k.Key().String(key)
+		c := g.Begin(&crashSpec, key)
 		_, err := idem.Do(context.Background(), c, func(ctx context.Context) (string, error) {
 			die("run-start")
 			if err := appendLedger(dir, key, key); err != nil {

@@ -77,8 +77,7 @@ func BenchmarkFirestoreStore(b *testing.B) {
 		spec := &idem.Spec{Name: "firestorestore_bench.CreateInvoice", Lease: 30 * time.Second, TTL: time.Hour}
 		inv := benchInvoice{ID: "inv_1", Customer: "cus_42", Amount: 1250, Currency: "EUR", Lines: []string{"seat", "support"}}
 		do := func(key string) {
-			call, k := g.Begin(spec)
-			k.Key().String(key)
+			call := g.Begin(spec, key)
 			if _, err := idem.Do(ctx, call, func(ctx context.Context) (benchInvoice, error) { return inv, nil }); err != nil {
 				b.Error(err)
 			}

@@ -39,8 +39,7 @@ func Example() {
 	g := idem.NewGuard(store)
 	spec := &idem.Spec{Name: "billing.Charge"}
 	charge := func(order string) (string, error) {
-		c, k := g.Begin(spec)
-		k.Key().String(order)
+		c := g.Begin(spec, order)
 		return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
 			fmt.Println("charging", order)
 			return "rcpt_" + order, nil

@@ -56,8 +56,7 @@ func TestStepNameAtTheFieldPathLimit(t *testing.T) {
 						panic(p)
 					}
 				}()
-				c, k := g.Begin(spec)
-				k.Key().String(fmt.Sprint(i))
+				c := g.Begin(spec, fmt.Sprint(i))
 				_, _ = idem.Do(context.Background(), c, body(die))
 			}
 			run(true)

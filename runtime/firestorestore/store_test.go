@@ -44,8 +44,7 @@ func TestRoundTrips(t *testing.T) {
 			g := idem.NewGuard(s)
 			ctx := context.Background()
 			call := func(spec *idem.Spec, id string, d time.Duration) (string, error) {
-				c, k := g.Begin(spec)
-				k.Key().String(id)
+				c := g.Begin(spec, id)
 				return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
 					time.Sleep(d)
 					return "r-" + id, nil

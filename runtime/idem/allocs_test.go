@@ -32,7 +32,7 @@ func TestWrapperAllocations(t *testing.T) {
 		}}
 	fn := func(context.Context) (int64, error) { return 1 << 40, nil }
 	call := func(n int64) {
-		c, k := g.Begin(spec)
+		c, k := idemimpl.Begin(g, spec)
 		k.Key().Int(n)
 		if _, err := idem.Do(ctx, c, fn); err != nil {
 			t.Fatal(err)

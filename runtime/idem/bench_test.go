@@ -113,7 +113,7 @@ func BenchmarkKeyDerivation(b *testing.B) {
 	spec := &idem.Spec{Name: "bench.Key"}
 	derive := func(n int) {
 		for i := 0; i < n; i++ {
-			c, k := g.Begin(spec)
+			c, k := idemimpl.Begin(g, spec)
 			keyOrder(k.Key(), &benchOrder)
 			if _, err := c.StoreKey(); err != nil {
 				panic(err)
@@ -175,7 +175,7 @@ func BenchmarkReplay(b *testing.B) {
 	ctx := context.Background()
 	replays := func(n int) {
 		for i := 0; i < n; i++ {
-			c, k := g.Begin(spec)
+			c, k := idemimpl.Begin(g, spec)
 			k.Key().String(req.CustomerID)
 			k.Key().String(req.OrderID)
 			if _, err := idem.Do(ctx, c, charge); err != nil {
@@ -201,7 +201,7 @@ func BenchmarkFirstExecution(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		c, k := g.Begin(spec)
+		c, k := idemimpl.Begin(g, spec)
 		k.Key().Int(n.Add(1))
 		if _, err := idem.Do(ctx, c, fn); err != nil {
 			b.Fatal(err)
@@ -216,8 +216,7 @@ func BenchmarkReplayParallel(b *testing.B) {
 	fn := func(ctx context.Context) (*receipt, error) { return &receipt{ID: "r"}, nil }
 	ctx := context.Background()
 	replay := func() error {
-		c, k := g.Begin(spec)
-		k.Key().String("cus_8f2a91")
+		c := g.Begin(spec, "cus_8f2a91")
 		_, err := idem.Do(ctx, c, fn)
 		return err
 	}
@@ -246,7 +245,7 @@ type chargeWrappers struct{ g *idem.Guard }
 var specWrapped = &idem.Spec{Name: "bench.Wrapped"}
 
 func (x *chargeWrappers) beginCharge(req *order) idem.Call {
-	c, k := x.g.Begin(specWrapped)
+	c, k := idemimpl.Begin(x.g, specWrapped)
 	k.Key().String(req.CustomerID)
 	k.Key().String(req.OrderID)
 	return c
@@ -261,7 +260,7 @@ func (x *chargeWrappers) Charge(ctx context.Context, req order) (*receipt, error
 
 // chargeInline is the same wrapper with the key code written inline.
 func (x *chargeWrappers) chargeInline(ctx context.Context, req order) (*receipt, error) {
-	c, k := x.g.Begin(specWrapped)
+	c, k := idemimpl.Begin(x.g, specWrapped)
 	k.Key().String(req.CustomerID)
 	k.Key().String(req.OrderID)
 	return idem.Do(ctx, c, func(ctx context.Context) (*receipt, error) {
@@ -338,8 +337,8 @@ type firstWrappers struct{ g *idem.Guard }
 
 var specCount = &idem.Spec{
 	Name:        "bench.Count",
-	TTL:         idem.DefaultTTL,
-	Lease:       idem.DefaultLease,
+	TTL:         24 * time.Hour,
+	Lease:       30 * time.Second,
 	OnDuplicate: idem.DuplicateReturn,
 	Codec: idemimpl.TypedCodec[int64]{
 		Decode: func(d *idemimpl.Decoder, v *int64) { *v = d.Int(64) },
@@ -350,7 +349,7 @@ var specCount = &idem.Spec{
 func count(_ context.Context, n int) (int64, error) { return int64(n) * 2, nil }
 
 func (x *firstWrappers) beginCount(n int) idem.Call {
-	c, k := x.g.Begin(specCount)
+	c, k := idemimpl.Begin(x.g, specCount)
 	k.Key().Int(int64(n))
 	return c
 }
@@ -474,8 +473,7 @@ func BenchmarkFlightsParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := n.Add(1)
-			c, k := g.Begin(spec)
-			k.Key().String(strconv.FormatInt(i%64, 10))
+			c := g.Begin(spec, strconv.FormatInt(i%64, 10))
 			if _, err := idem.Do(ctx, c, func(context.Context) (int, error) { return 1, nil }); err != nil {
 				b.Fatal(err)
 			}

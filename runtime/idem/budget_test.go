@@ -36,8 +36,7 @@ func TestMaxResult(t *testing.T) {
 			spec := &idem.Spec{Name: "budget.F", MaxResult: tt.spec}
 			runs := 0
 			call := func() (string, error) {
-				c, k := g.Begin(spec)
-				k.Key().String("k")
+				c := g.Begin(spec, "k")
 				return idem.Do(ctx, c, func(context.Context) (string, error) {
 					runs++
 					return strings.Repeat("x", tt.size), nil
@@ -62,8 +61,7 @@ func TestMaxResult(t *testing.T) {
 	}
 	t.Run("step", func(t *testing.T) {
 		g := idem.NewGuard(memstore.New(), idem.WithMaxResult(1024))
-		c, k := g.Begin(&idem.Spec{Name: "budget.G"})
-		k.Key().String("k")
+		c := g.Begin(&idem.Spec{Name: "budget.G"}, "k")
 		_, err := idem.Do(ctx, c, func(ctx context.Context) (string, error) {
 			return idem.Step(ctx, "big", func(context.Context) (string, error) { return strings.Repeat("x", 4096), nil })
 		})

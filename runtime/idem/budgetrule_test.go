@@ -60,8 +60,7 @@ func TestBudgetAcceptedReplays(t *testing.T) {
 						g := budgetGuard(compress, seal, ring)
 						runs := 0
 						call := func() (string, error) {
-							c, k := g.Begin(spec)
-							k.Key().String(name)
+							c := g.Begin(spec, name)
 							return idem.Do(context.Background(), c, func(context.Context) (string, error) {
 								runs++
 								return value, nil
@@ -87,8 +86,7 @@ func TestBudgetAcceptedReplays(t *testing.T) {
 					msg := "declined: " + strings.Repeat(fill, 6000)
 					runs := 0
 					call := func() error {
-						c, k := g.Begin(spec)
-						k.Key().String("failure")
+						c := g.Begin(spec, "failure")
 						_, err := idem.Do(context.Background(), c, func(context.Context) (string, error) {
 							runs++
 							return "", errors.New(msg)

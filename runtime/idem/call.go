@@ -12,12 +12,12 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
-	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/internal/impl"
 )
 
-// Call is one guarded call while generated code writes its key material:
-// Guard.Begin returns it with the material to write, and Do (or StoreKey)
-// finishes it. A Call is a small value and is used once: once it is
+// Call is one guarded call: Guard.Begin (or, for generated code,
+// impl.Begin) starts it, and Do (or StoreKey) finishes it. A Call is
+// a small value and is used once: once it is
 // finished, Do and StoreKey return an error for it (and for any copy). The
 // memory its key material is written into is the Guard's, pooled; a
 // finished Call can no longer reach it, so keeping one cannot touch
@@ -37,7 +37,7 @@ type callState struct {
 	gen     atomic.Uint64
 	g       *Guard
 	spec    *Spec
-	m       idemimpl.Material
+	m       impl.Material
 	scratch []byte
 	raw     []byte // memo lookup key
 }
@@ -46,14 +46,28 @@ type callState struct {
 // it was finished (a second time, or a copy of a finished one).
 var errCallFinished = errors.New("idem: call already finished (a Call is used once)")
 
-// Begin starts a call of the function described by spec. The caller
-// (generated code) writes the call's key into the returned Material, then
-// hands the Call to Do or StoreKey; the Material is not written after that.
-func (g *Guard) Begin(spec *Spec) (Call, *idemimpl.Material) {
+// Begin starts a hand-written call of the function spec describes, with
+// the idempotency key key, which is keyed as a Keyer's IdemKey value is
+// (a string, a number, a []any of them, a Keyer, ...). Hand the Call to
+// Do or StoreKey. Generated wrappers start theirs through
+// runtime/idemimpl instead, which writes the key field by field without
+// boxing it; an ordered function's call (Spec.Ordered) needs that too.
+func (g *Guard) Begin(spec *Spec, key any) Call {
+	c, m := g.begin(spec)
+	m.Key().Any(key)
+	return c
+}
+
+// begin starts a call: the caller writes its key into the returned
+// Material, then hands the Call to Do or StoreKey; the Material is not
+// written after that. impl.Begin reaches it through impl.BeginCall.
+func (g *Guard) begin(spec *Spec) (Call, *impl.Material) {
 	s := g.calls.Get().(*callState)
 	s.spec = spec
 	return Call{s: s, gen: s.gen.Load()}, &s.m
 }
+
+func init() { impl.BeginCall = (*Guard).begin }
 
 // live returns c's state, or nil once c is finished.
 func (c Call) live() *callState {

@@ -64,8 +64,7 @@ func TestGuardMemory(t *testing.T) {
 		done.Add(1)
 		go func() {
 			defer done.Done()
-			c, m := g.Begin(capacitySpec)
-			m.Key().String(fmt.Sprintf("inflight-%d", i))
+			c := g.Begin(capacitySpec, fmt.Sprintf("inflight-%d", i))
 			_, err := idem.Do(ctx, c, func(context.Context) (string, error) {
 				started.Done()
 				<-release
@@ -96,8 +95,7 @@ func TestGuardMemory(t *testing.T) {
 	res := strings.Repeat("r", 32)
 	m0 := memNow()
 	for i := range n {
-		c, m := g2.Begin(capacitySpec)
-		m.Key().String(fmt.Sprintf("retained-%d", i))
+		c := g2.Begin(capacitySpec, fmt.Sprintf("retained-%d", i))
 		if _, err := idem.Do(ctx, c, func(context.Context) (string, error) { return res, nil }); err != nil {
 			t.Fatal(err)
 		}

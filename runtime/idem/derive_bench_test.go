@@ -39,7 +39,7 @@ func BenchmarkDerivationParts(b *testing.B) {
 		k.Float(0.21)
 	}
 	g := idem.NewGuard(memstore.New(), idem.WithKeyMemo(0))
-	c, k := g.Begin(&idem.Spec{Name: "bench.Key"})
+	c, k := idemimpl.Begin(g, &idem.Spec{Name: "bench.Key"})
 	encode(k.Key())
 	material, _ := k.Key().Material()
 	b.Run("encode", func(b *testing.B) {

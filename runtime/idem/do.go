@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/internal/impl"
 )
 
 // writeTimeoutFloor is the least time the store writes a Guard makes after
@@ -41,8 +41,7 @@ func (g *Guard) writeCtx(ctx context.Context, lease Lease) (context.Context, con
 // Do runs fn at most once for the key written into c, following c's Spec.
 // Generated wrappers call it; hand-written ones can too:
 //
-//	c, k := g.Begin(&specCharge)
-//	k.Key().String(req.OrderID)
+//	c := g.Begin(&specCharge, req.OrderID)
 //	return idem.Do(ctx, c, func(ctx context.Context) (*Receipt, error) { return charge(ctx, req) })
 //
 // fn receives a ctx that carries the call's fence (FenceFrom) and is
@@ -234,7 +233,7 @@ func claimFailed(ctx context.Context, st *state, req *ClaimRequest, err error) e
 	// reach us (a timeout, a cut connection): find it and give it up, so
 	// the key is not stranded for a whole lease.
 	g.orphans.adopt(ctx, g, *req, err)
-	if cerr := idemimpl.CtxErr(ctx, err); cerr != nil {
+	if cerr := impl.CtxErr(ctx, err); cerr != nil {
 		// The caller's ctx ended, or the store's client timed out at its
 		// deadline before the ctx's timer fired: not an outage to ride
 		// out, and the error says so whatever the store called it.
@@ -371,14 +370,14 @@ func awaitOwner(ctx context.Context, st *state, res *ClaimResult) error {
 	wctx := st.waitCtx(ctx)
 	if err := g.store.Wait(wctx, st.key); err != nil {
 		// A store's client can notice a deadline before the ctx's timer
-		// fires (idemimpl.CtxErr): the caller's, or the wait's bound.
-		if cerr := idemimpl.CtxErr(ctx, err); cerr != nil {
+		// fires (impl.CtxErr): the caller's, or the wait's bound.
+		if cerr := impl.CtxErr(ctx, err); cerr != nil {
 			if cause := context.Cause(ctx); cause != nil {
 				return cause
 			}
 			return fmt.Errorf("%s: %w (%v)", spec.Name, cerr, err)
 		}
-		if idemimpl.CtxErr(wctx, err) != nil {
+		if impl.CtxErr(wctx, err) != nil {
 			return st.inProgress(res.LeaseUntil, res.Fence)
 		}
 		st.ev(OutcomeStoreError, res.Fence, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
@@ -50,8 +51,7 @@ func (r *recorder) outcomes() []string {
 
 // call runs one guarded call of spec keyed by key, the shape idemgen emits.
 func call[R any](ctx context.Context, g *idem.Guard, spec *idem.Spec, key string, fn func(context.Context) (R, error)) (R, error) {
-	c, k := g.Begin(spec)
-	k.Key().String(key)
+	c := g.Begin(spec, key)
 	return idem.Do(ctx, c, fn)
 }
 
@@ -404,7 +404,7 @@ func TestPayloadMismatch(t *testing.T) {
 	g := idem.NewGuard(memstore.New())
 	spec := &idem.Spec{Name: "test.Event"}
 	run := func(id string, amount int64) (int64, error) {
-		c, k := g.Begin(spec)
+		c, k := idemimpl.Begin(g, spec)
 		k.Key().ID(id)
 		p := k.Payload()
 		p.String(id)
@@ -483,8 +483,7 @@ func TestStoreFull(t *testing.T) {
 func TestStoreKeys(t *testing.T) {
 	keyOf := func(g *idem.Guard, spec *idem.Spec, k string) string {
 		var got string
-		c, m := g.Begin(spec)
-		m.Key().String(k)
+		c := g.Begin(spec, k)
 		idem.Do(context.Background(), c, func(ctx context.Context) (int, error) {
 			l, _, _ := idem.LeaseFrom(ctx)
 			got = l.Key
@@ -570,7 +569,7 @@ func TestOneFinalEventPerCall(t *testing.T) {
 	do(g, "a", ok)  // executed
 	do(g, "a", ok)  // replayed
 	do(g, "b", bad) // failed
-	c, k := g.Begin(spec)
+	c, k := idemimpl.Begin(g, spec)
 	k.Key().ID("")
 	calls++
 	idem.Do(ctx, c, ok) // invalid key
@@ -628,7 +627,7 @@ func TestKeyMemoIsTransparent(t *testing.T) {
 	keysWith := func(g *idem.Guard) []string {
 		var out []string
 		for _, k := range calls {
-			c, m := g.Begin(k.spec)
+			c, m := idemimpl.Begin(g, k.spec)
 			m.Key().String(k.id)
 			m.Payload().Int(k.payload)
 			key, err := c.StoreKey()
@@ -649,7 +648,7 @@ func TestKeyMemoIsTransparent(t *testing.T) {
 	// Same key, other payload: the memo must not hide the mismatch.
 	g := idem.NewGuard(memstore.New(), idem.WithKeyMemo(2))
 	run := func(amount int64) error {
-		c, k := g.Begin(specA)
+		c, k := idemimpl.Begin(g, specA)
 		k.Key().ID("evt")
 		k.Payload().Int(amount)
 		_, err := idem.Do(context.Background(), c, func(context.Context) (int64, error) { return amount, nil })
@@ -731,12 +730,12 @@ func TestCallUsedTwice(t *testing.T) {
 	ctx := context.Background()
 	ran := 0
 	fn := func(context.Context) (int, error) { ran++; return ran, nil }
-	c, k := g.Begin(spec)
+	c, k := idemimpl.Begin(g, spec)
 	k.Key().String("a")
 	if _, err := idem.Do(ctx, c, fn); err != nil {
 		t.Fatal(err)
 	}
-	other, k := g.Begin(spec)
+	other, k := idemimpl.Begin(g, spec)
 	k.Key().String("b")
 	if _, err := idem.Do(ctx, c, fn); err == nil {
 		t.Fatalf("Do of a finished call: %v, want an error", err)
@@ -744,7 +743,7 @@ func TestCallUsedTwice(t *testing.T) {
 	if _, err := c.StoreKey(); err == nil {
 		t.Fatalf("StoreKey of a finished call: %v, want an error", err)
 	}
-	want, k := g.Begin(spec)
+	want, k := idemimpl.Begin(g, spec)
 	k.Key().String("b")
 	wantKey, _ := want.StoreKey()
 	if got, err := other.StoreKey(); err != nil || got != wantKey {

@@ -10,15 +10,17 @@
 // cannot overwrite its successor); duplicates replay it. Same-key callers in
 // one process are answered in process.
 //
-// Generated code builds the key with an idemimpl.KeyBuilder (a canonical,
-// length-prefixed encoding hashed with SHA-256) and calls Do:
+// A call names its key (a canonical, length-prefixed encoding hashed with
+// SHA-256) when it begins, and Do runs it:
 //
-//	c, k := g.Begin(&specCharge)
-//	k.Key().String(req.OrderID)
+//	c := g.Begin(&specCharge, req.OrderID)
 //	return idem.Do(ctx, c, func(ctx context.Context) (*Receipt, error) { return Charge(ctx, req) })
 //
-// The package depends on the standard library and runtime/idemimpl (the
-// generated code's support, which users need not read) only. Stores live
-// in their own packages: memstore (in memory), filestore, redisstore,
-// pgstore and others.
+// idemgen's generated wrappers begin theirs through runtime/idemimpl,
+// which writes the key field by field; that package is for generated code
+// only, and nothing a person writes (a hand-written call, a Keyer, a
+// Store, an adapter) needs it. This package depends on the standard
+// library and runtime/internal/impl (what it shares with idemimpl) only.
+// Stores live in their own packages: memstore (in memory),
+// filestore, redisstore, pgstore and others.
 package idem

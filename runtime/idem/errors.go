@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/internal/impl"
 )
 
 // Errors returned by Do and by stores. Test them with errors.Is: the runtime
@@ -18,11 +18,11 @@ var (
 	ErrDuplicate = errors.New("idem: duplicate call")
 	// ErrPayloadMismatch: the key was used before with a different payload.
 	ErrPayloadMismatch = errors.New("idem: key reused with a different payload")
-	// ErrInvalidKey: a caller-supplied ID is empty or longer than MaxIDLen,
+	// ErrInvalidKey: a caller-supplied ID is empty or longer than 255 bytes,
 	// or a key value cannot be encoded (NaN, a failing marshaler), or the
 	// store can never hold the key (longer than its key limit). Never
 	// failed open (WithFailOpen).
-	ErrInvalidKey = idemimpl.ErrInvalidKey
+	ErrInvalidKey = impl.ErrInvalidKey
 	// ErrLeaseLost: the caller no longer owns the key (another caller took
 	// over after the lease expired, or an operator released it). Stores
 	// return it from every fenced write by a stale owner.
@@ -51,18 +51,15 @@ var (
 	ErrOutOfOrder = errors.New("idem: event out of order")
 	// ErrCorruptRecord: a store found a value at a record key that it cannot
 	// decode. It is never treated as absent.
-	ErrCorruptRecord = idemimpl.ErrCorruptRecord
+	ErrCorruptRecord = impl.ErrCorruptRecord
 	// ErrResultIncompatible: a stored result was written for a result type
 	// of another shape (a field's type changed since the record was
 	// written). Like ErrCorruptRecord it fails closed: the function does
 	// not run again for that key. Bump the function's version= to start a
 	// fresh key space when a result type changes incompatibly; added and
 	// removed fields need no bump.
-	ErrResultIncompatible = idemimpl.ErrResultIncompatible
+	ErrResultIncompatible = impl.ErrResultIncompatible
 )
-
-// MaxIDLen is the longest caller-supplied ID (a key= naming a single string).
-const MaxIDLen = idemimpl.MaxIDLen
 
 // RecordedError is the error a duplicate receives when the first call failed
 // under on_failure=lock: the first call's error message, replayed. Match it

@@ -36,8 +36,7 @@ func ExampleStep() {
 	mailerUp := false
 
 	checkout := func(ctx context.Context, orderID string) (string, error) {
-		c, k := g.Begin(spec)
-		k.Key().String(orderID)
+		c := g.Begin(spec, orderID)
 		return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
 			charge, err := idem.Step(ctx, "charge", func(ctx context.Context) (string, error) {
 				key, err := idem.StepKey(ctx, "charge")

@@ -38,7 +38,7 @@ var idemSpecCharge = &idem.Spec{Name: "example.com/billing.Charge", OnDuplicate:
 type Idempotent struct{ g *idem.Guard }
 
 func (x *Idempotent) Charge(ctx context.Context, req ChargeRequest) (*Receipt, error) {
-	c, k := x.g.Begin(idemSpecCharge)
+	c, k := idemimpl.Begin(x.g, idemSpecCharge)
 	k.Key().String(req.CustomerID)
 	k.Key().String(req.OrderID)
 	p := k.Payload() // key= names a subset: fingerprint the whole request
@@ -74,8 +74,7 @@ func ExampleFenceFrom() {
 	spec := &idem.Spec{Name: "example.com/ledger.Post"}
 	lastFence := uint64(0) // in real code: a column next to the business row
 
-	c, k := g.Begin(spec)
-	k.Key().String("entry_42")
+	c := g.Begin(spec, "entry_42")
 	_, err := idem.Do(context.Background(), c, func(ctx context.Context) (struct{}, error) {
 		fence, _ := idem.FenceFrom(ctx)
 		if fence <= lastFence {
@@ -95,18 +94,13 @@ type Money struct {
 	display  string // not part of the key
 }
 
-func (m Money) IdemKey(b *idemimpl.KeyBuilder) {
-	b.Int(m.Cents)
-	b.String(m.Currency)
-}
+func (m Money) IdemKey() any { return []any{m.Cents, m.Currency} }
 
 func ExampleKeyer() {
 	g := idem.NewGuard(memstore.New())
 	spec := &idem.Spec{Name: "example.com/pay.Refund"}
 	key := func(m Money) string {
-		c, k := g.Begin(spec)
-		k.Key().Key(m)
-		key, _ := c.StoreKey()
+		key, _ := g.Begin(spec, m).StoreKey()
 		return key
 	}
 	a := key(Money{Cents: 500, Currency: "EUR", display: "€5.00"})

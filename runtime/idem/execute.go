@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/internal/impl"
 )
 
 // A first execution's run, once its claim was granted (do.go): fn runs
@@ -208,7 +208,7 @@ func (g *Guard) unstorable(wctx context.Context, st *state, lease Lease, x *exec
 // that cannot be sealed is not written in the clear: the key is released.
 func (g *Guard) fail(wctx context.Context, spec *Spec, lease Lease, rec *RecordedError) error {
 	body := g.failureBody(spec, rec)
-	data := make([]byte, 0, idemimpl.HeaderLen(spec.Signature)+len(body))
+	data := make([]byte, 0, impl.HeaderLen(spec.Signature)+len(body))
 	data, err := g.sealRecord(spec, lease.Key, append(appendHeader(data, spec), body...))
 	if err != nil {
 		if rerr := g.store.Release(wctx, lease); rerr != nil {
@@ -233,7 +233,7 @@ func unavailable(context string, err error) error {
 // function's error text was.
 func (g *Guard) failureBody(spec *Spec, rec *RecordedError) []byte {
 	fr := failureRecord{Message: rec.Message, Cause: causeCode(rec.Cause)}
-	limit := g.readLimit(spec) - idemimpl.HeaderLen(spec.Signature)
+	limit := g.readLimit(spec) - impl.HeaderLen(spec.Signature)
 	for {
 		body, _ := json.Marshal(fr)
 		over := len(body) - limit

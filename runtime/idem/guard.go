@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/internal/impl"
 )
 
 // Guard runs functions at most once per key against a Store. It is safe for
@@ -26,8 +26,8 @@ type Guard struct {
 	inProcess bool
 	hmacKey   []byte
 	now       func() time.Time
-	maxResult int                // WithMaxResult
-	transform idemimpl.Transform // how records are stored (seal.go)
+	maxResult int            // WithMaxResult
+	transform impl.Transform // how records are stored (seal.go)
 
 	tokenPrefix [8]byte
 	counter     atomic.Uint64
@@ -49,7 +49,7 @@ func NewGuard(store Store, opts ...Option) *Guard {
 		o(&c)
 	}
 	g := &Guard{store: store, codec: c.codec, obs: c.obs, prefix: c.prefix, failOpen: c.failOpen, hmacKey: c.hmacKey, now: c.now, maxResult: c.maxRes,
-		transform: idemimpl.Transform{Sealer: c.sealer, CompressMin: c.compressMin},
+		transform: impl.Transform{Sealer: c.sealer, CompressMin: c.compressMin},
 		memo:      newKeyMemo(c.memo)}
 	g.cobs, _ = g.obs.(contextObserver)
 	if ip, ok := store.(inProcess); ok {
@@ -106,7 +106,7 @@ func (g *Guard) budget(spec *Spec) int {
 const failureFloor = 4096
 
 // readLimit bounds what a stored record of spec's function may inflate to
-// (0: idemimpl.MaxInflated): its budget, which every result and step was
+// (0: impl.MaxInflated): its budget, which every result and step was
 // checked against before compression and sealing, and at least
 // failureFloor, which recorded failures are cut to fit (fail).
 func (g *Guard) readLimit(spec *Spec) int {

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/internal/impl"
 )
 
 // Function identity in records.
@@ -16,7 +16,7 @@ import (
 // call of one can find the other's record under its key. So that it never
 // replays the other's result (or its recorded failure, or ErrDuplicate),
 // every record the Guard writes starts with a header naming the function
-// that wrote it (idemimpl.AppendHeader).
+// that wrote it (its Signature; impl.AppendHeader lays it out).
 //
 // The name and version are not repeated: they are in the store key the
 // record lives under, so a record read for a Spec was written by a Spec
@@ -38,16 +38,16 @@ import (
 var ErrFunctionMismatch = fmt.Errorf("%w: the record was written by another function", ErrResultIncompatible)
 
 // appendHeader appends spec's identity header to b.
-func appendHeader(b []byte, spec *Spec) []byte { return idemimpl.AppendHeader(b, spec.Signature) }
+func appendHeader(b []byte, spec *Spec) []byte { return impl.AppendHeader(b, spec.Signature) }
 
 // checkRecord returns the body of data, a record read for spec: data
 // itself for a record without a header, ErrFunctionMismatch for one that
 // another function wrote.
 func checkRecord(spec *Spec, data []byte) ([]byte, error) {
-	if body, ok := idemimpl.OwnRecord(spec.Signature, data); ok {
+	if body, ok := impl.OwnRecord(spec.Signature, data); ok {
 		return body, nil // the replay's usual case, without parsing
 	}
-	h, body, ok, err := idemimpl.SplitRecord(data)
+	h, body, ok, err := impl.SplitRecord(data)
 	if !ok || err != nil {
 		return body, err
 	}
@@ -130,7 +130,7 @@ func (c *recordCodec) encode(v any) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		rec = append(appendHeader(make([]byte, 0, idemimpl.HeaderLen(c.spec.Signature)+len(data)), c.spec), data...)
+		rec = append(appendHeader(make([]byte, 0, impl.HeaderLen(c.spec.Signature)+len(data)), c.spec), data...)
 	}
 	// The budget counts the record before compression and sealing, as the
 	// reader bounds its inflation (openRecord): what is accepted replays.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/internal/impl"
 )
 
 // TestOwnRecord: the replay's in-place header check agrees with parsing
@@ -26,7 +26,7 @@ func TestOwnRecord(t *testing.T) {
 			reader = writer
 		}
 		data := append(appendHeader(nil, writer), "body"...)
-		body, ok := idemimpl.OwnRecord(reader.Signature, data)
+		body, ok := impl.OwnRecord(reader.Signature, data)
 		same := writer.Signature == reader.Signature
 		if ok && (!same || string(body) != "body") {
 			t.Fatalf("ownRecord(%+v) accepted a record of %+v: body %q", reader, writer, body)

@@ -249,8 +249,7 @@ func TestRecordHeader(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			store := memstore.New()
 			g := idem.NewGuard(store)
-			c, k := g.Begin(spec)
-			k.Key().String("k")
+			c := g.Begin(spec, "k")
 			key, err := c.StoreKey()
 			if err != nil {
 				t.Fatal(err)

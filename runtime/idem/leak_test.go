@@ -27,8 +27,7 @@ func TestEventsCarryNoPayload(t *testing.T) {
 	spec := &idem.Spec{Name: "leak.Charge", OnFailure: idem.FailureLock}
 	ctx := context.Background()
 	for _, fail := range []bool{false, true, true} {
-		c, k := g.Begin(spec)
-		k.Key().String(secret)
+		c := g.Begin(spec, secret)
 		_, _ = idem.Do(ctx, c, func(ctx context.Context) (string, error) {
 			if _, err := idem.Step(ctx, "card", func(context.Context) (string, error) { return "card " + secret, nil }); err != nil {
 				return "", err

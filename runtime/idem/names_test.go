@@ -40,8 +40,7 @@ func TestNamesMustBeUTF8(t *testing.T) {
 				_, err := call(context.Background(), g, spec, "k", func(context.Context) (int, error) { runs++; return 1, nil })
 				invalid = append(invalid, errors.Is(err, idem.ErrInvalidKey))
 			}
-			c, k := g.Begin(spec)
-			k.Key().String("k")
+			c := g.Begin(spec, "k")
 			_, kerr := c.StoreKey()
 			type outcome struct {
 				Invalid  []bool

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -22,7 +23,7 @@ func TestOrderedCalls(t *testing.T) {
 	spec := &idem.Spec{Name: "test.Measure", Ordered: true, Grace: time.Minute}
 	t0 := time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
 	apply := func(ctx context.Context, user, event string, at time.Time) (string, error) {
-		c, k := g.Begin(spec)
+		c, k := idemimpl.Begin(g, spec)
 		k.Key().ID(event)
 		k.Entity().String(user)
 		k.At(at)
@@ -75,7 +76,7 @@ func TestOrderedCalls(t *testing.T) {
 	}
 
 	g2 := idem.NewGuard(noOrdering{memstore.New()})
-	c, k := g2.Begin(spec)
+	c, k := idemimpl.Begin(g2, spec)
 	k.Key().ID("e1")
 	k.Entity().String("u1")
 	k.At(t0)

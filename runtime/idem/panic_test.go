@@ -127,9 +127,9 @@ func (c ownCtx) Done() <-chan struct{} { return c.done }
 
 type panicKeyer struct{ in *injector }
 
-func (k panicKeyer) IdemKey(b *idemimpl.KeyBuilder) {
+func (k panicKeyer) IdemKey() any {
 	k.in.at("key")
-	b.String("k")
+	return "k"
 }
 
 // A panic anywhere in a guarded call's work, the Guard's own included (key,
@@ -197,7 +197,7 @@ func TestPanicAtEverySite(t *testing.T) {
 				runs := 0
 				call := func(first bool) (v string, p any, err error) {
 					defer func() { p = recover() }()
-					c, k := g.Begin(spec)
+					c, k := idemimpl.Begin(g, spec)
 					k.Key().Key(panicKeyer{in})
 					v, err = idem.Do(ownCtx{context.Background(), make(chan struct{})}, c, func(ctx context.Context) (string, error) {
 						runs++
@@ -276,7 +276,7 @@ func TestPanicAtEverySite(t *testing.T) {
 func hold(t *testing.T, store *panicStore, g *idem.Guard, spec *idem.Spec, in *injector, expired bool) {
 	t.Helper()
 	ctx := context.Background()
-	c, k := g.Begin(spec)
+	c, k := idemimpl.Begin(g, spec)
 	k.Key().Key(panicKeyer{in})
 	key, err := c.StoreKey()
 	if err != nil {
@@ -337,8 +337,7 @@ func TestOrphanSearchPanic(t *testing.T) {
 	spec := &idem.Spec{Name: "panics.Orphan", Lease: time.Minute, TTL: time.Hour}
 	runs := 0
 	call := func() error {
-		c, k := g.Begin(spec)
-		k.Key().String("k")
+		c := g.Begin(spec, "k")
 		_, err := idem.Do(context.Background(), c, func(context.Context) (string, error) { runs++; return "v", nil })
 		return err
 	}

@@ -3,7 +3,7 @@ package idem
 import (
 	"fmt"
 
-	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/internal/impl"
 )
 
 // The per-function result codec. A generated wrapper's Spec carries the
@@ -30,7 +30,7 @@ func (g *Guard) decodeRecord(spec *Spec, data []byte, v any) error {
 	if spec.Codec == nil {
 		return g.codec.Unmarshal(data, v)
 	}
-	if len(data) > 0 && data[0] == idemimpl.CodecMarker {
+	if len(data) > 0 && data[0] == impl.CodecMarker {
 		return spec.Codec.Unmarshal(data, v)
 	}
 	if err := g.codec.Unmarshal(data, v); err != nil {

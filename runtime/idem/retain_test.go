@@ -8,6 +8,7 @@ import (
 	"weak"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -31,7 +32,7 @@ func TestDroppedGuardIsCollected(t *testing.T) {
 			w := weak.Make(store)
 			g := idem.NewGuard(store)
 			spec := &idem.Spec{Name: "retain." + tc.name, TTL: time.Hour, Lease: time.Hour}
-			c, k := g.Begin(spec)
+			c, k := idemimpl.Begin(g, spec)
 			k.Key().Int(1)
 			_, _ = idem.Do(context.Background(), c, tc.fn)
 			g, store = nil, nil

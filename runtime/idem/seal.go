@@ -1,12 +1,16 @@
 package idem
 
-import "github.com/idemgen/idemgen/runtime/idemimpl"
-
 // Sealer encrypts the records a Guard stores (results, recorded failures,
 // steps) with authenticated encryption, below every codec: generated
 // codecs' bytes are sealed too. runtime/idemseal's Keyring is one, with key
 // rotation.
-type Sealer = idemimpl.Sealer
+type Sealer interface {
+	// Seal encrypts plaintext and authenticates it together with ad.
+	Seal(plaintext, ad []byte) ([]byte, error)
+	// Open returns the plaintext of sealed, or an error when sealed was
+	// not made by Seal with ad and a key the Sealer holds.
+	Open(sealed, ad []byte) ([]byte, error)
+}
 
 // WithSealer seals every record the Guard stores with s, bound to its
 // store key and function: a record moved to another key, truncated, or
@@ -24,7 +28,7 @@ func WithCompression(minBytes int) Option {
 }
 
 // sealRecord is the stored form of rec, the record of key written by
-// spec's function (idemimpl.Transform).
+// spec's function (impl.Transform).
 func (g *Guard) sealRecord(spec *Spec, key string, rec []byte) ([]byte, error) {
 	return g.transform.Seal(spec.Name, key, rec)
 }

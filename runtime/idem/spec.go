@@ -32,8 +32,8 @@ const (
 
 // Defaults for a Spec's zero fields.
 const (
-	DefaultTTL   = 24 * time.Hour
-	DefaultLease = 30 * time.Second
+	defaultTTL   = 24 * time.Hour
+	defaultLease = 30 * time.Second
 )
 
 // Spec is one guarded function's configuration, written by idemgen from the
@@ -93,14 +93,14 @@ func (s *Spec) ttl() time.Duration {
 	if s.TTL > 0 {
 		return s.TTL
 	}
-	return DefaultTTL
+	return defaultTTL
 }
 
 func (s *Spec) lease() time.Duration {
 	if s.Lease > 0 {
 		return s.Lease
 	}
-	return DefaultLease
+	return defaultLease
 }
 
 func (s *Spec) wait() time.Duration {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -47,7 +48,7 @@ func BenchmarkSteps(b *testing.B) {
 	}
 	spec := &idem.Spec{Name: "bench.Steps", Lease: time.Minute, TTL: time.Hour}
 	call := func(g *idem.Guard, key int, fn func(ctx context.Context) (int, error)) error {
-		c, k := g.Begin(spec)
+		c, k := idemimpl.Begin(g, spec)
 		k.Key().Int(int64(key))
 		_, err := idem.Do(ctx, c, fn)
 		return err

@@ -18,8 +18,7 @@ import (
 var stepSpec = &idem.Spec{Name: "steps.Order", Lease: 30 * time.Second, TTL: time.Hour}
 
 func doOrder(ctx context.Context, g *idem.Guard, id string, fn func(ctx context.Context) (string, error)) (string, error) {
-	c, k := g.Begin(stepSpec)
-	k.Key().String(id)
+	c := g.Begin(stepSpec, id)
 	return idem.Do(ctx, c, fn)
 }
 

@@ -61,8 +61,7 @@ func (s lostBeats) SaveStep(ctx context.Context, l idem.Lease, name string, data
 func TestStepAfterLeaseLost(t *testing.T) {
 	g := idem.NewGuard(lostBeats{memstore.New()})
 	spec := &idem.Spec{Name: "steps.Lost", Lease: 30 * time.Millisecond, TTL: time.Hour}
-	c, k := g.Begin(spec)
-	k.Key().String("o1")
+	c := g.Begin(spec, "o1")
 	ran := 0
 	var serr error
 	_, err := idem.Do(context.Background(), c, func(ctx context.Context) (string, error) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -43,7 +44,7 @@ func TestStoreKeyIsTheClaimedKey(t *testing.T) {
 			store := memstore.New()
 			g := idem.NewGuard(store, tc.opts...)
 			begin := func() idem.Call {
-				c, k := g.Begin(tc.spec)
+				c, k := idemimpl.Begin(g, tc.spec)
 				k.Key().ID("evt-1")
 				k.Payload().Int(42)
 				if tc.spec.Ordered {
@@ -82,12 +83,12 @@ func TestStoreKeyIsTheClaimedKey(t *testing.T) {
 func TestStoreKeyInvalid(t *testing.T) {
 	g := idem.NewGuard(memstore.New())
 	spec := &idem.Spec{Name: "test.Bad"}
-	c, k := g.Begin(spec)
+	c, k := idemimpl.Begin(g, spec)
 	k.Key().ID("")
 	if _, err := c.StoreKey(); !errors.Is(err, idem.ErrInvalidKey) || !strings.HasPrefix(err.Error(), "test.Bad: ") {
 		t.Fatalf("empty ID: %v, want test.Bad: …ErrInvalidKey", err)
 	}
-	c, k = g.Begin(spec)
+	c, k = idemimpl.Begin(g, spec)
 	k.Key().ID("ok")
 	if _, err := c.StoreKey(); err != nil {
 		t.Fatalf("after an invalid key, a valid one: %v", err)

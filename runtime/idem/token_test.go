@@ -29,8 +29,7 @@ func TestOwnerTokensUnique(t *testing.T) {
 				if i%3 == 0 {
 					key = fmt.Sprintf("shared-%d", i)
 				}
-				c, m := g.Begin(spec)
-				m.Key().String(key)
+				c := g.Begin(spec, key)
 				if _, err := idem.Do(ctx, c, func(context.Context) (int, error) { return i, nil }); err != nil {
 					t.Error(err)
 					return

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	. "github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -26,8 +27,7 @@ func TestWriteTimeoutCountsFromReturn(t *testing.T) {
 	// A lease long enough that scheduling delays under -race on a loaded
 	// 2-core machine do not look like failed heartbeats (30ms flaked).
 	spec := &Spec{Name: "test.LongRun", Lease: 150 * time.Millisecond}
-	c, k := g.Begin(spec)
-	k.Key().String("long")
+	c := g.Begin(spec, "long")
 	got, err := Do(context.Background(), c, func(ctx context.Context) (string, error) {
 		select {
 		case <-time.After(600 * time.Millisecond): // 4 leases, 4 write timeouts
@@ -39,9 +39,7 @@ func TestWriteTimeoutCountsFromReturn(t *testing.T) {
 	if err != nil || got != "done" {
 		t.Fatalf("long call = %q, %v; want done, nil", got, err)
 	}
-	c, k = g.Begin(spec)
-	k.Key().String("long")
-	key, _ := c.StoreKey()
+	key, _ := g.Begin(spec, "long").StoreKey()
 	r, err := store.Get(context.Background(), key)
 	if err != nil || r.State != StateCompleted {
 		t.Fatalf("record after a long call = %v, %v; want completed", r.State, err)
@@ -136,8 +134,7 @@ func (s *deriving) Complete(ctx context.Context, l Lease, r Result) error {
 func TestWriteCtxChildrenStartNoGoroutines(t *testing.T) {
 	s := &deriving{Store: memstore.New(), children: 100}
 	g := NewGuard(s)
-	c, k := g.Begin(&Spec{Name: "test.Derive"})
-	k.Key().String("k")
+	c := g.Begin(&Spec{Name: "test.Derive"}, "k")
 	if _, err := Do(context.Background(), c, func(context.Context) (int, error) { return 1, nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +155,7 @@ func (refusedStore) Claim(context.Context, ClaimRequest) (ClaimResult, error) {
 func TestRefusedClaimIsNoOrphan(t *testing.T) {
 	g := NewGuard(refusedStore{memstore.New()})
 	for i := range 10 {
-		c, k := g.Begin(&Spec{Name: "test.Refused"})
+		c, k := idemimpl.Begin(g, &Spec{Name: "test.Refused"})
 		k.Key().Int(int64(i))
 		if _, err := Do(context.Background(), c, func(context.Context) (int, error) { return 1, nil }); !errors.Is(err, ErrStoreUnavailable) {
 			t.Fatalf("err = %v, want ErrStoreUnavailable", err)

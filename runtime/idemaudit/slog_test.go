@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemaudit"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -38,7 +39,7 @@ func TestSlogSink(t *testing.T) {
 	ctx := context.Background()
 	boom := errors.New("card declined")
 	call := func(ctx context.Context, id string, at time.Duration, fail bool) error {
-		c, k := g.Begin(spec)
+		c, k := idemimpl.Begin(g, spec)
 		k.Key().ID(id)
 		k.Entity().String("user-1")
 		k.At(fixed.Add(at))

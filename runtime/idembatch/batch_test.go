@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idembatch"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -27,7 +28,7 @@ func TestApplyBatch(t *testing.T) {
 		g := idem.NewGuard(memstore.New())
 		spec := &idem.Spec{Name: "test.Record", Ordered: true, OnDuplicate: idem.DuplicateReturn}
 		apply := func(ctx context.Context, m measurement) error {
-			c, k := g.Begin(spec)
+			c, k := idemimpl.Begin(g, spec)
 			k.Key().ID(m.Event)
 			k.Entity().String(m.User)
 			k.At(t0.Add(m.At))

@@ -45,6 +45,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemcall"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemkey"
 )
 
@@ -147,7 +148,7 @@ func (s *Server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 		return nil, s.statusError(codes.Internal, ReasonInternal, "the request could not be fingerprinted", 0)
 	}
 
-	c, m := s.g.Begin(&s.spec)
+	c, m := idemimpl.Begin(s.g, &s.spec)
 	kb := m.Key()
 	kb.String(principal)
 	kb.String(info.FullMethod)

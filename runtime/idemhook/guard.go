@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // This file is the receiver's whole use of runtime/idem's call API: the
@@ -30,7 +31,7 @@ const inlineBody = 2048
 // raw body is the payload fingerprint: the same ID with another body is
 // idem.ErrPayloadMismatch. It is called only after the delivery verified.
 func (rc *Receiver[T]) guarded(ctx context.Context, id string, body []byte, fn func(context.Context) (struct{}, error)) (struct{}, error) {
-	c, k := rc.g.Begin(&rc.spec)
+	c, k := idemimpl.Begin(rc.g, &rc.spec)
 	k.Key().ID(id)
 	p := k.Payload()
 	if len(body) <= inlineBody {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemhook"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -139,7 +140,7 @@ func claimFirst(g *idem.Guard, v idemhook.Verifier, c *counter) http.Handler {
 	spec := &idem.Spec{Name: "claim-first"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		call, k := g.Begin(spec)
+		call, k := idemimpl.Begin(g, spec)
 		k.Key().ID(r.Header.Get("webhook-id"))
 		ok, err := idem.Do(r.Context(), call, func(ctx context.Context) (bool, error) {
 			if _, err := v.Verify(r.Header, body); err != nil {

@@ -98,7 +98,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 
-	c, k := m.g.Begin(&m.spec)
+	c, k := idemimpl.Begin(m.g, &m.spec)
 	kb := k.Key()
 	kb.String(principal)
 	kb.ID(key)

@@ -1,21 +1,28 @@
-// Package idemimpl is the support code of idemgen's generated wrappers:
-// the key builder, the result codecs' encoder and decoder, type
-// identities and the layout of stored records.
+// Package idemimpl is for code that idemgen generates, not for people.
 //
-// It is for generated code only (and for stores and tools that read
-// records byte for byte); it has no compatibility promise. Users write
-// against runtime/idem.
+// Generated wrappers start their calls here (Begin), write their keys
+// with KeyBuilder and encode their results with Encoder, Decoder and
+// TypedCodec. Everything a person writes against (hand-written calls,
+// Keyer, Store implementations, adapters) is in runtime/idem, whose
+// signatures never name this package.
+//
+// It has no compatibility promise beyond this one: the generated code of
+// an idemgen version compiles and runs against the idemimpl of the same
+// version. Its identifiers may change or go in any release, as
+// google.golang.org/protobuf/runtime/protoimpl's do. Most of it re-exports
+// runtime/internal/impl, which runtime/idem shares.
 package idemimpl
 
-import "errors"
-
-// The errors of this package's own checks. runtime/idem exports the same
-// values under the same names; test for them there.
-var (
-	ErrInvalidKey         = errors.New("idem: invalid idempotency key")
-	ErrCorruptRecord      = errors.New("idem: corrupt record")
-	ErrResultIncompatible = errors.New("idem: stored result does not fit the result type (bump version=)")
+import (
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/internal/impl"
 )
 
-// MaxIDLen is the longest caller-supplied ID (KeyBuilder.ID).
-const MaxIDLen = 255
+// begin is idem's Guard.begin (see impl.BeginCall).
+var begin = impl.BeginCall.(func(*idem.Guard, *idem.Spec) (idem.Call, *Material))
+
+// Begin starts a call of the function spec describes on g. The generated
+// wrapper writes the call's key into the returned Material, then hands
+// the Call to idem.Do or Call.StoreKey; the Material is not written after
+// that. Its memory is the Guard's, pooled: Begin does not allocate.
+func Begin(g *idem.Guard, spec *idem.Spec) (idem.Call, *Material) { return begin(g, spec) }

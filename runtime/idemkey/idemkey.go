@@ -13,12 +13,12 @@ import (
 	"net/textproto"
 	"strconv"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // MaxLen is the longest accepted key, in bytes after unquoting:
-// idem.MaxIDLen.
-const MaxLen = idem.MaxIDLen
+// idemimpl.MaxIDLen.
+const MaxLen = idemimpl.MaxIDLen
 
 // Parse parses the values of the key's header (or metadata entry). The
 // draft defines the field as a Structured Field sf-string (RFC 8941): a

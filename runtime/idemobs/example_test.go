@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemobs"
 	"github.com/idemgen/idemgen/runtime/idemslog"
 	"github.com/idemgen/idemgen/runtime/memstore"
@@ -33,7 +34,7 @@ func ExampleMulti() {
 	)))
 	spec := &idem.Spec{Name: "shop.Charge"}
 	for range 2 {
-		c, k := g.Begin(spec)
+		c, k := idemimpl.Begin(g, spec)
 		k.Key().ID("order-1")
 		_, _ = idem.Do(context.Background(), c, func(context.Context) (string, error) { return "receipt-1", nil })
 	}

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemotel"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
@@ -30,7 +31,7 @@ func ExampleNew() {
 
 	spec := &idem.Spec{Name: "shop.Charge"}
 	for range 2 {
-		c, k := g.Begin(spec)
+		c, k := idemimpl.Begin(g, spec)
 		k.Key().ID("order-1")
 		_, _ = idem.Do(context.Background(), c, func(context.Context) (string, error) { return "receipt-1", nil })
 	}

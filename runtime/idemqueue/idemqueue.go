@@ -61,6 +61,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemcall"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Status is what Process did with an event.
@@ -143,7 +144,7 @@ func (c *Consumer) processSpec(ctx context.Context, spec *idem.Spec, eventID str
 	if handler == nil {
 		return Failed, errors.New("idemqueue: nil handler")
 	}
-	call, k := c.g.Begin(spec)
+	call, k := idemimpl.Begin(c.g, spec)
 	k.Key().ID(eventID)
 	if withPayload {
 		p := k.Payload()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemcall"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
@@ -183,7 +184,7 @@ func TestCrashedConsumerTakenOver(t *testing.T) {
 	g := idem.NewGuard(store)
 
 	// The dead consumer's claim, made directly in the store.
-	call, k := g.Begin(&idem.Spec{Name: "test.crash"})
+	call, k := idemimpl.Begin(g, &idem.Spec{Name: "test.crash"})
 	k.Key().ID("evt-crash")
 	key, err := call.StoreKey()
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemseal"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
@@ -60,7 +61,7 @@ func BenchmarkSealed(b *testing.B) {
 							} else if next == 0 {
 								next = 1
 							}
-							c, k := g.Begin(spec)
+							c, k := idemimpl.Begin(g, spec)
 							k.Key().Int(int64(next))
 							if _, err := idem.Do(ctx, c, func(context.Context) ([]line, error) { return bc.result, nil }); err != nil {
 								b.Fatal(err)

@@ -46,8 +46,7 @@ var spec = &idem.Spec{Name: "seal.Charge", OnFailure: idem.FailureLock}
 
 // call runs a charge for id through g; fail makes it fail (recorded).
 func call(g *idem.Guard, id string, runs *int, fail bool) (string, error) {
-	c, k := g.Begin(spec)
-	k.Key().String(id)
+	c := g.Begin(spec, id)
 	return idem.Do(context.Background(), c, func(ctx context.Context) (string, error) {
 		*runs++
 		card, err := idem.Step(ctx, "card", func(context.Context) (string, error) { return "card " + marker, nil })
@@ -60,8 +59,7 @@ func call(g *idem.Guard, id string, runs *int, fail bool) (string, error) {
 
 func storeKey(t *testing.T, g *idem.Guard, id string) string {
 	t.Helper()
-	c, k := g.Begin(spec)
-	k.Key().String(id)
+	c := g.Begin(spec, id)
 	key, err := c.StoreKey()
 	if err != nil {
 		t.Fatal(err)
@@ -209,8 +207,7 @@ func TestCompression(t *testing.T) {
 		g := idem.NewGuard(bytesOnly{st}, opts...)
 		s := &idem.Spec{Name: "seal.Order"}
 		do := func() ([]line, error) {
-			c, k := g.Begin(s)
-			k.Key().String("o1")
+			c := g.Begin(s, "o1")
 			return idem.Do(ctx, c, func(context.Context) ([]line, error) { return lines, nil })
 		}
 		if _, err := do(); err != nil {
@@ -223,8 +220,7 @@ func TestCompression(t *testing.T) {
 		if diff := cmp.Diff(lines, got); diff != "" {
 			t.Errorf("replay (-want +got):\n%s", diff)
 		}
-		c, k := g.Begin(s)
-		k.Key().String("o1")
+		c := g.Begin(s, "o1")
 		key, _ := c.StoreKey()
 		rec, _ := st.Get(ctx, key)
 		plain, _ := json.Marshal(lines)

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // env is one conformance test's store and sense of time.
@@ -743,7 +744,7 @@ func testGuardsExactlyOnce(t *testing.T, e *env) {
 			go func(k, c int) {
 				defer wg.Done()
 				g := guards[c%len(guards)]
-				call, m := g.Begin(spec)
+				call, m := idemimpl.Begin(g, spec)
 				m.Key().String(e.key)
 				m.Key().Int(int64(k))
 				v, err := idem.Do(ctx, call, func(ctx context.Context) (string, error) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // hostileCases drive a store through a Guard the way an adversarial user
@@ -51,7 +52,7 @@ func testStepAfterReturn(t *testing.T, e *env) {
 // guardCall runs fn through g with a spec of its own and the env's key
 // plus id as the key material, counting runs in n.
 func (e *env) guardCall(ctx context.Context, g *idem.Guard, spec *idem.Spec, id string, fn func(context.Context) (any, error)) (any, error) {
-	c, k := g.Begin(spec)
+	c, k := idemimpl.Begin(g, spec)
 	k.Key().String(e.key)
 	k.Key().String(id)
 	return idem.Do(ctx, c, fn)
@@ -266,7 +267,7 @@ func testCorruptNeverFailsOpen(t *testing.T, e *env) {
 	// A real malformed record, planted by the store's own harness at the
 	// key a call uses: the store itself must say corrupt, in Claim and in
 	// Get alike (one decoder, one verdict), and fail-open must not run.
-	c, k := g.Begin(spec)
+	c, k := idemimpl.Begin(g, spec)
 	k.Key().String(e.key)
 	k.Key().String("planted")
 	key, err := c.StoreKey()

@@ -49,7 +49,7 @@ func testFunctionIdentity(t *testing.T, e *env) {
 			second := *first
 			second.Signature, second.OnDuplicate = "second", tc.mode
 			call := func(g *idem.Guard, spec *idem.Spec, fn func(context.Context) (string, error)) (string, error) {
-				c, k := g.Begin(spec)
+				c, k := idemimpl.Begin(g, spec)
 				k.Key().String(e.key)
 				k.Key().String("k")
 				return idem.Do(ctx, c, fn)

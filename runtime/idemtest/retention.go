@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Cases for what a key remembers: a retained record keeps the first
@@ -250,7 +251,7 @@ func testRetentionGuard(t *testing.T, e *env) {
 	var runs [2]atomic.Int64 // per payload: A, B
 	fail := errors.New("card declined")
 	do := func(g *idem.Guard, key string, payload int, err error) (string, error) {
-		c, k := g.Begin(spec)
+		c, k := idemimpl.Begin(g, spec)
 		k.Key().String(key)
 		k.Payload().String(string(rune('A' + payload)))
 		return idem.Do(ctx, c, func(ctx context.Context) (string, error) {

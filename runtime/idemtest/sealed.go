@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemseal"
 )
 
@@ -59,7 +60,7 @@ func testSealedNoPlaintext(t *testing.T, e *env) {
 	if err != nil || again != first || runs != 1 {
 		t.Fatalf("replay = %v, %v after %d runs; want %v after 1", again, err, runs, first)
 	}
-	c, k := g.Begin(spec)
+	c, k := idemimpl.Begin(g, spec)
 	k.Key().String(e.key)
 	k.Key().String("a")
 	key, _ := c.StoreKey()
@@ -119,7 +120,7 @@ func testSealedFailsClosed(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	keyOf := func(id string) string {
-		c, k := g.Begin(spec)
+		c, k := idemimpl.Begin(g, spec)
 		k.Key().String(e.key)
 		k.Key().String(id)
 		key, _ := c.StoreKey()
@@ -133,7 +134,7 @@ func testSealedFailsClosed(t *testing.T, e *env) {
 		if _, err := e.guardCall(ctx, probe, e.spec("probe"), id, func(context.Context) (any, error) { return nil, nil }); err != nil {
 			t.Fatal(err)
 		}
-		pc, k := probe.Begin(e.spec("probe"))
+		pc, k := idemimpl.Begin(probe, e.spec("probe"))
 		k.Key().String(e.key)
 		k.Key().String(id)
 		pk, _ := pc.StoreKey()

@@ -32,8 +32,7 @@ func StepNameLimit(t *testing.T, s idem.Store, within, past int) {
 		t.Run(tc.name, func(t *testing.T) {
 			runs := 0
 			var stepErr error
-			c, k := g.Begin(spec)
-			k.Key().String(tc.name)
+			c := g.Begin(spec, tc.name)
 			_, _ = idem.Do(context.Background(), c, func(ctx context.Context) (int, error) {
 				_, stepErr = idem.Step(ctx, strings.Repeat("s", tc.size), func(context.Context) (int, error) { runs++; return runs, nil })
 				return 0, stepErr

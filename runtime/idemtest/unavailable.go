@@ -23,8 +23,7 @@ func Unavailable(t *testing.T, s idem.Store, ordered bool) {
 	g := idem.NewGuard(s)
 	guard := func(mode idem.OnDuplicate) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
-			c, k := g.Begin(&idem.Spec{Name: "test.Unavailable", OnDuplicate: mode})
-			k.Key().String("k")
+			c := g.Begin(&idem.Spec{Name: "test.Unavailable", OnDuplicate: mode}, "k")
 			_, err := idem.Do(ctx, c, func(context.Context) (int, error) { return 1, nil })
 			return err
 		}

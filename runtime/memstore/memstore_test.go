@@ -172,8 +172,7 @@ func TestMemoryStoreSweepsExpiredRecords(t *testing.T) {
 
 // call runs one guarded call of spec keyed by key, the shape idemgen emits.
 func call[R any](ctx context.Context, g *idem.Guard, spec *idem.Spec, key string, fn func(context.Context) (R, error)) (R, error) {
-	c, k := g.Begin(spec)
-	k.Key().String(key)
+	c := g.Begin(spec, key)
 	return idem.Do(ctx, c, fn)
 }
 

@@ -118,8 +118,7 @@ func eachMode(b *testing.B, f func(b *testing.B, conc int, pool *pgxpool.Pool, s
 var benchSpec = idem.Spec{Name: "bench.Charge", TTL: time.Hour, Lease: 30 * time.Second}
 
 func benchCall(ctx context.Context, g *idem.Guard, key string) (string, error) {
-	c, k := g.Begin(&benchSpec)
-	k.Key().String(key)
+	c := g.Begin(&benchSpec, key)
 	return idem.Do(ctx, c, func(context.Context) (string, error) { return "receipt-0001", nil })
 }
 

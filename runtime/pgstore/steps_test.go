@@ -230,8 +230,7 @@ func TestStepInTx(t *testing.T) {
 		})
 	}
 	call := func(g *idem.Guard, id string, fn func(ctx context.Context) (string, error)) (string, error) {
-		c, k := g.Begin(spec)
-		k.Key().String(id)
+		c := g.Begin(spec, id)
 		return idem.Do(ctx, c, fn)
 	}
 

@@ -72,8 +72,7 @@ func TestConformanceManualClock(t *testing.T) {
 var spec = idem.Spec{Name: "pgstore.test", Lease: 5 * time.Second, TTL: time.Hour}
 
 func call(ctx context.Context, g *idem.Guard, sp *idem.Spec, id string, fn func(context.Context) (string, error)) (string, error) {
-	c, k := g.Begin(sp)
-	k.Key().String(id)
+	c := g.Begin(sp, id)
 	return idem.Do(ctx, c, fn)
 }
 

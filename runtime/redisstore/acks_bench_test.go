@@ -39,8 +39,7 @@ func BenchmarkReplicaAcks(b *testing.B) {
 			spec := &idem.Spec{Name: "bench.acks", TTL: time.Minute}
 			ctx := context.Background()
 			do := func(g *idem.Guard, id string) {
-				c, k := g.Begin(spec)
-				k.Key().String(id)
+				c := g.Begin(spec, id)
 				if _, err := idem.Do(ctx, c, func(context.Context) (invoice, error) {
 					return invoice{ID: id, Amount: 4200, Note: "first call"}, nil
 				}); err != nil {

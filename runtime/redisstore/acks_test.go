@@ -75,8 +75,7 @@ func TestReplicaAcksMissing(t *testing.T) {
 	s := newStore(t, rdb, WithReplicaAcks(1, 50*time.Millisecond), WithClockFences())
 	spec := &idem.Spec{Name: "acks.f", Lease: 5 * time.Second}
 	var runs atomic.Int64
-	c, k := idem.NewGuard(s).Begin(spec)
-	k.Key().String("k")
+	c := idem.NewGuard(s).Begin(spec, "k")
 	_, err := idem.Do(ctx, c, func(context.Context) (string, error) { runs.Add(1); return "v", nil })
 	if !errors.Is(err, ErrNotReplicated) || !errors.Is(err, idem.ErrStoreUnavailable) || runs.Load() != 0 {
 		t.Fatalf("Do = %v after %d runs, want ErrNotReplicated and no run", err, runs.Load())

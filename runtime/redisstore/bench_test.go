@@ -134,8 +134,7 @@ func BenchmarkReplay(b *testing.B) {
 			}
 			first := invoice{ID: "inv-1", Amount: 4200, Note: "first call"}
 			do := func() (invoice, error) {
-				c, k := g.Begin(spec)
-				k.Key().String("order-1")
+				c := g.Begin(spec, "order-1")
 				if tc.pointer {
 					v, err := idem.Do(ctx, c, func(context.Context) (*invoice, error) { return &first, nil })
 					if v == nil {
@@ -148,8 +147,7 @@ func BenchmarkReplay(b *testing.B) {
 			if _, err := do(); err != nil {
 				b.Fatal(err)
 			}
-			c, k := g.Begin(spec)
-			k.Key().String("order-1")
+			c := g.Begin(spec, "order-1")
 			key, _ := c.StoreKey()
 			rk := s.RecordKey(key)
 			b.ResetTimer()
@@ -189,8 +187,7 @@ func BenchmarkFirstExecution(b *testing.B) {
 			spec := &idem.Spec{Name: "bench.first", TTL: time.Minute}
 			ctx := context.Background()
 			do := func(id string) (invoice, error) {
-				c, k := g.Begin(spec)
-				k.Key().String(id)
+				c := g.Begin(spec, id)
 				return idem.Do(ctx, c, func(context.Context) (invoice, error) {
 					return invoice{ID: id, Amount: 4200, Note: "first call"}, nil
 				})
@@ -324,8 +321,7 @@ func BenchmarkFirstExecutionSteps(b *testing.B) {
 				return s.Complete(ctx, l, idem.Result{Data: data})
 			},
 			func() error {
-				c, m := g.Begin(spec)
-				m.Key().String(k)
+				c := g.Begin(spec, k)
 				_, err := idem.Do(ctx, c, func(context.Context) (invoice, error) {
 					return invoice{ID: k, Amount: 4200, Note: "first call"}, nil
 				})

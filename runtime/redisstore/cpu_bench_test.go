@@ -45,8 +45,7 @@ func BenchmarkFirstExecutionCPU(b *testing.B) {
 						}
 						return
 					}
-					c, k := g.Begin(spec)
-					k.Key().String(key)
+					c := g.Begin(spec, key)
 					if _, err := idem.Do(ctx, c, func(context.Context) (invoice, error) {
 						return invoice{ID: key, Amount: 4200, Note: "first call"}, nil
 					}); err != nil {

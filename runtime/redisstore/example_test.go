@@ -27,8 +27,7 @@ func Example() {
 	g := idem.NewGuard(store)
 
 	spec := &idem.Spec{Name: "billing.ChargeOrder", OnDuplicate: idem.DuplicateWait}
-	c, k := g.Begin(spec)
-	k.Key().String("order-42")
+	c := g.Begin(spec, "order-42")
 	receipt, err := idem.Do(context.Background(), c, func(ctx context.Context) (string, error) {
 		return "charged order-42", nil // runs once; duplicates get this result
 	})

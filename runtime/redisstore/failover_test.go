@@ -20,6 +20,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // The Sentinel set of scripts/redis-failover.sh: a primary and a replica
@@ -359,8 +360,7 @@ func TestFailoverSentinel(t *testing.T) {
 		runs[k] = new(atomic.Int64)
 	}
 	do := func(s *Store, k string, fn func(context.Context)) (string, error) {
-		c, m := idem.NewGuard(s).Begin(spec)
-		m.Key().String(k)
+		c := idem.NewGuard(s).Begin(spec, k)
 		return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
 			runs[k].Add(1)
 			if fn != nil {
@@ -461,8 +461,7 @@ func TestFailoverCluster(t *testing.T) {
 	// The Guard hashes key material into its store key, so the test picks
 	// key names whose records one master owns: the one it kills.
 	masterOf := func(name string) string {
-		c, k := idem.NewGuard(s).Begin(spec)
-		k.Key().String(name)
+		c := idem.NewGuard(s).Begin(spec, name)
 		sk, err := c.StoreKey()
 		if err != nil {
 			t.Fatal(err)
@@ -489,8 +488,7 @@ func TestFailoverCluster(t *testing.T) {
 		runs[k] = new(atomic.Int64)
 	}
 	do := func(k string, fn func(context.Context)) (string, error) {
-		c, m := idem.NewGuard(s).Begin(spec)
-		m.Key().String(key(k))
+		c := idem.NewGuard(s).Begin(spec, key(k))
 		return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
 			runs[k].Add(1)
 			if fn != nil {
@@ -546,8 +544,7 @@ func TestFailoverCluster(t *testing.T) {
 			t.Errorf("%s after the failover: %q, %v with %d runs, want 1", k, got, err, runs[k].Load())
 		}
 	}
-	c, k := idem.NewGuard(s).Begin(spec)
-	k.Key().String(key("after"))
+	c := idem.NewGuard(s).Begin(spec, key("after"))
 	after, _ := c.StoreKey()
 	res, err := s.Claim(ctx, idem.ClaimRequest{Key: after, Owner: idem.Token{9}, Lease: time.Second, TTL: time.Minute})
 	if err != nil || res.Fence <= before {
@@ -659,7 +656,7 @@ func TestSentinel(t *testing.T) {
 	var runs atomic.Int64
 	release := make(chan struct{})
 	do := func(g *idem.Guard) (string, error) {
-		c, k := g.Begin(spec)
+		c, k := idemimpl.Begin(g, spec)
 		k.Key().String("k")
 		return idem.Do(context.Background(), c, func(context.Context) (string, error) {
 			runs.Add(1)

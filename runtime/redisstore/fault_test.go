@@ -65,8 +65,7 @@ func newFaultEnv(t *testing.T, retries int) *faultEnv {
 
 // call runs a guarded function that counts its executions.
 func call(g *idem.Guard, spec *idem.Spec, id string, runs *atomic.Int64, during func(context.Context)) (string, error) {
-	c, k := g.Begin(spec)
-	k.Key().String(id)
+	c := g.Begin(spec, id)
 	return idem.Do(context.Background(), c, func(ctx context.Context) (string, error) {
 		runs.Add(1)
 		if during != nil {
@@ -78,8 +77,7 @@ func call(g *idem.Guard, spec *idem.Spec, id string, runs *atomic.Int64, during 
 
 func (e *faultEnv) record(t *testing.T, g *idem.Guard, spec *idem.Spec, id string) idem.Record {
 	t.Helper()
-	c, k := g.Begin(spec)
-	k.Key().String(id)
+	c := g.Begin(spec, id)
 	key, err := c.StoreKey()
 	if err != nil {
 		t.Fatal(err)

@@ -28,8 +28,7 @@ func TestMaxmemoryIsStoreFull(t *testing.T) {
 	g := idem.NewGuard(s)
 	spec := &idem.Spec{Name: "test.Full", TTL: time.Hour}
 	call := func(key string) (string, error) {
-		c, k := g.Begin(spec)
-		k.Key().String(key)
+		c := g.Begin(spec, key)
 		return idem.Do(ctx, c, func(context.Context) (string, error) { return "done " + key, nil })
 	}
 	if _, err := call("stored"); err != nil {

@@ -95,8 +95,7 @@ func TestPipelineCoalesces(t *testing.T) {
 			ctx := context.Background()
 			var runs sync.Map
 			do := func(key string) (string, error) {
-				c, k := g.Begin(spec)
-				k.Key().String(key)
+				c := g.Begin(spec, key)
 				return idem.Do(ctx, c, func(context.Context) (string, error) {
 					if _, dup := runs.LoadOrStore(key, true); dup {
 						t.Errorf("%s ran twice", key)

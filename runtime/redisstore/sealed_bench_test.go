@@ -33,8 +33,7 @@ func BenchmarkSealed(b *testing.B) {
 					if mode == "replay" {
 						i = 0
 					}
-					c, k := g.Begin(spec)
-					k.Key().String(run + ":" + name + ":" + strconv.Itoa(i))
+					c := g.Begin(spec, run+":"+name+":"+strconv.Itoa(i))
 					if _, err := idem.Do(ctx, c, func(context.Context) (invoice, error) {
 						return invoice{ID: "inv-1", Amount: 4200, Note: "first call"}, nil
 					}); err != nil {

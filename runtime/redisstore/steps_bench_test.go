@@ -46,8 +46,7 @@ func BenchmarkSteps(b *testing.B) {
 			spec := &idem.Spec{Name: "bench.steps", Lease: time.Minute, TTL: time.Minute}
 			run := strconv.FormatInt(time.Now().UnixNano(), 36)
 			call := func(key string, steps bool) {
-				c, k := g.Begin(spec)
-				k.Key().String(key)
+				c := g.Begin(spec, key)
 				var fail error
 				if mode == "resumed" {
 					fail = again

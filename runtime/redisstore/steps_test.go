@@ -194,8 +194,7 @@ func TestStepStaleOwnerCluster(t *testing.T) {
 		}
 	}
 	call := func(g *idem.Guard, first bool) (string, error) {
-		c, k := g.Begin(spec)
-		k.Key().String("order-1")
+		c := g.Begin(spec, "order-1")
 		return idem.Do(ctx, c, body(first))
 	}
 	// The first owner's heartbeats do not reach the store: it stands for
@@ -325,8 +324,7 @@ func TestStepsConcurrentPipelined(t *testing.T) {
 								errs <- fmt.Errorf("call %d panicked: %v", i, p)
 							}
 						}()
-						c, k := g.Begin(spec)
-						k.Key().String(fmt.Sprint("k", i))
+						c := g.Begin(spec, fmt.Sprint("k", i))
 						got, err := idem.Do(context.Background(), c, func(ctx context.Context) (int, error) {
 							sum := 0
 							for j := range 3 {

@@ -101,8 +101,7 @@ func work(context.Context) (string, error) { return resultValue, nil }
 
 // guarded runs one call of key through g.
 func guarded(ctx context.Context, g *idem.Guard, spec *idem.Spec, key string) error {
-	c, m := g.Begin(spec)
-	m.Key().String(key)
+	c := g.Begin(spec, key)
 	v, err := idem.Do(ctx, c, work)
 	if err == nil && v != resultValue {
 		err = fmt.Errorf("key %s answered %q", key, v)

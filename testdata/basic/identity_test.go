@@ -78,10 +78,10 @@ func TestRecordIdentity(t *testing.T) {
 // read back from a record of a scratch guard.
 func headerOf(spec *idem.Spec) []byte {
 	s := memstore.New()
-	c, k := idem.NewGuard(s).Begin(spec)
+	c, k := idemimpl.Begin(idem.NewGuard(s), spec)
 	k.Key().String("header")
 	key, _ := c.StoreKey()
-	c, k = idem.NewGuard(s).Begin(spec)
+	c, k = idemimpl.Begin(idem.NewGuard(s), spec)
 	k.Key().String("header")
 	_, _ = idem.Do(context.Background(), c, func(context.Context) (*Invoice, error) { return nil, nil })
 	rec, _ := s.Get(context.Background(), key)

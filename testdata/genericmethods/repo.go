@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/idemgen/idemgen/runtime/idem"
-	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Entity is what a Repo stores: it keys itself.
@@ -52,8 +51,8 @@ func (r *Repo[T]) Saved() []T {
 // User and Team key on their ID.
 type User struct{ ID string }
 
-func (u User) IdemKey(b *idemimpl.KeyBuilder) { b.String(u.ID) }
+func (u User) IdemKey() any { return u.ID }
 
 type Team struct{ ID string }
 
-func (t Team) IdemKey(b *idemimpl.KeyBuilder) { b.String(t.ID) }
+func (t Team) IdemKey() any { return t.ID }

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/idemgen/idemgen/runtime/idem"
-	"github.com/idemgen/idemgen/runtime/idemimpl"
 	amodel "github.com/idemgen/idemgen/testdata/generics/a/model"
 	bmodel "github.com/idemgen/idemgen/testdata/generics/b/model"
 	"github.com/idemgen/idemgen/testdata/generics/sdk"
@@ -69,13 +68,13 @@ type Event interface {
 // OrderPlaced and OrderCancelled key on their order ID alone.
 type OrderPlaced struct{ OrderID string }
 
-func (e OrderPlaced) IdemKey(b *idemimpl.KeyBuilder) { b.String(e.OrderID) }
-func (e OrderPlaced) Topic() string                  { return "orders.placed" }
+func (e OrderPlaced) IdemKey() any  { return e.OrderID }
+func (e OrderPlaced) Topic() string { return "orders.placed" }
 
 type OrderCancelled struct{ OrderID string }
 
-func (e OrderCancelled) IdemKey(b *idemimpl.KeyBuilder) { b.String(e.OrderID) }
-func (e OrderCancelled) Topic() string                  { return "orders.cancelled" }
+func (e OrderCancelled) IdemKey() any  { return e.OrderID }
+func (e OrderCancelled) Topic() string { return "orders.cancelled" }
 
 // Publish publishes an event once: Publish[OrderPlaced] and
 // Publish[OrderCancelled] of one order are two calls.

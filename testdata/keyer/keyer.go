@@ -5,11 +5,11 @@ package keyer
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync/atomic"
 
 	"github.com/idemgen/idemgen/runtime/idem"
-	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 var runs atomic.Int64
@@ -19,7 +19,7 @@ type Email struct{ addr string }
 
 func NewEmail(s string) Email { return Email{addr: s} }
 
-func (e Email) IdemKey(b *idemimpl.KeyBuilder) { b.String(strings.ToLower(e.addr)) }
+func (e Email) IdemKey() any { return strings.ToLower(e.addr) }
 
 // Cart keys on its item set, ignoring order, through a pointer receiver.
 type Cart struct {
@@ -27,13 +27,12 @@ type Cart struct {
 	note  string
 }
 
-func (c *Cart) IdemKey(b *idemimpl.KeyBuilder) {
-	b.MapStart(len(c.Items))
-	for _, it := range c.Items {
-		b.MapEntry()
-		b.String(it)
+func (c *Cart) IdemKey() any {
+	items := make([]any, 0, len(c.Items))
+	for _, it := range slices.Sorted(slices.Values(c.Items)) {
+		items = append(items, it)
 	}
-	b.MapEnd()
+	return items
 }
 
 // Identity is any value that can key itself.
@@ -44,8 +43,8 @@ type Identity interface {
 
 type User struct{ ID string }
 
-func (u User) IdemKey(b *idemimpl.KeyBuilder) { b.String(u.ID) }
-func (u User) Name() string                   { return u.ID }
+func (u User) IdemKey() any { return u.ID }
+func (u User) Name() string { return u.ID }
 
 type Order struct {
 	To   Email

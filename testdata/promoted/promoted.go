@@ -14,8 +14,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 var runs atomic.Int64
@@ -38,7 +36,7 @@ func (d *Decimal) UnmarshalText(p []byte) error {
 // Tenant writes its own key material.
 type Tenant struct{ ID string }
 
-func (t Tenant) IdemKey(b *idemimpl.KeyBuilder) { b.String(t.ID) }
+func (t Tenant) IdemKey() any { return t.ID }
 
 // Stamped embeds time.Time: its promoted MarshalBinary, MarshalText and
 // MarshalJSON would write the time alone.

@@ -39,7 +39,7 @@ func (s *IdempotentService) CreatePaymentKey(req PaymentRequest) (string, error)
 }
 
 func (s *IdempotentService) beginCreatePayment(req *PaymentRequest) idem.Call {
-	c, k := s.g.Begin(idemSpecServiceCreatePayment)
+	c, k := idemimpl.Begin(s.g, idemSpecServiceCreatePayment)
 	k.Key().String(req.AccountID)
 	k.Key().String(req.Reference)
 	idemKeyPaymentRequest(k.Payload(), req)

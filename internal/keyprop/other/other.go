@@ -9,8 +9,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-
-	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Code is another package's named string.
@@ -47,7 +45,7 @@ type Tag struct{ name string }
 func NewTag(name string) Tag { return Tag{name} }
 
 // IdemKey keys a Tag by its name.
-func (t Tag) IdemKey(b *idemimpl.KeyBuilder) { b.String(t.name) }
+func (t Tag) IdemKey() any { return t.name }
 
 // MarshalText writes the name.
 func (t Tag) MarshalText() ([]byte, error) { return []byte(t.name), nil }

@@ -46,7 +46,7 @@ func (x *Idempotent) beginKeyed0(v *struct {
 	F0 other.Point
 	F1 map[string]S1
 }) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyed0)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyed0)
 	idemKeyOtherPoint(k.Key(), &v.F0)
 	if v.F1 == nil {
 		k.Key().Nil()
@@ -82,7 +82,7 @@ func (x *Idempotent) Keyed1Key(v []bool) (string, error) {
 }
 
 func (x *Idempotent) beginKeyed1(v []bool) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyed1)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyed1)
 	idemimpl.KeyList(k.Key(), v, idemimpl.BoolKey)
 	return c
 }
@@ -107,7 +107,7 @@ func (x *Idempotent) Keyed2Key(v [][1][]A5) (string, error) {
 }
 
 func (x *Idempotent) beginKeyed2(v [][1][]A5) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyed2)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyed2)
 	idemimpl.KeyListHead(k.Key(), v)
 	for i := range v {
 		k.Key().List(1)
@@ -138,7 +138,7 @@ func (x *Idempotent) Keyed3Key(v Gen[S6]) (string, error) {
 }
 
 func (x *Idempotent) beginKeyed3(v *Gen[S6]) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyed3)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyed3)
 	idemKeyGen_S6(k.Key(), v)
 	return c
 }
@@ -163,7 +163,7 @@ func (x *Idempotent) Keyed4Key(v S9) (string, error) {
 }
 
 func (x *Idempotent) beginKeyed4(v *S9) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyed4)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyed4)
 	idemKeyS9(k.Key(), v)
 	return c
 }
@@ -188,7 +188,7 @@ func (x *Idempotent) Keyed5Key(v *int64) (string, error) {
 }
 
 func (x *Idempotent) beginKeyed5(v *int64) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyed5)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyed5)
 	idemimpl.KeyPtr(k.Key(), v, idemimpl.KeyInt)
 	return c
 }
@@ -213,7 +213,7 @@ func (x *Idempotent) Keyed6Key(v Gen[map[MK10]Gen[int]]) (string, error) {
 }
 
 func (x *Idempotent) beginKeyed6(v *Gen[map[MK10]Gen[int]]) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyed6)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyed6)
 	idemKeyGen_MapMK10ToGen_int(k.Key(), v)
 	return c
 }
@@ -238,7 +238,7 @@ func (x *Idempotent) Keyed7Key(v int8) (string, error) {
 }
 
 func (x *Idempotent) beginKeyed7(v int8) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyed7)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyed7)
 	k.Key().Int(int64(v))
 	return c
 }
@@ -263,7 +263,7 @@ func (x *Idempotent) Keyed8Key(v map[other.Point]time.Duration) (string, error) 
 }
 
 func (x *Idempotent) beginKeyed8(v map[other.Point]time.Duration) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyed8)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyed8)
 	if v == nil {
 		k.Key().Nil()
 	} else {
@@ -298,7 +298,7 @@ func (x *Idempotent) Keyed9Key(v json.RawMessage) (string, error) {
 }
 
 func (x *Idempotent) beginKeyed9(v json.RawMessage) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyed9)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyed9)
 	idemKeyJsonRawMessage(k.Key(), &v)
 	return c
 }
@@ -323,7 +323,7 @@ func (x *Idempotent) Keyed10Key(v any) (string, error) {
 }
 
 func (x *Idempotent) beginKeyed10(v any) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyed10)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyed10)
 	k.Key().Any(v)
 	return c
 }
@@ -348,7 +348,7 @@ func (x *Idempotent) Keyed11Key(v map[bool]Gen[A11]) (string, error) {
 }
 
 func (x *Idempotent) beginKeyed11(v map[bool]Gen[A11]) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyed11)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyed11)
 	if v == nil {
 		k.Key().Nil()
 	} else {
@@ -384,7 +384,7 @@ func (x *Idempotent) Pathed0Key(v *P12) (string, error) {
 }
 
 func (x *Idempotent) beginPathed0(v *P12) idem.Call {
-	c, k := x.g.Begin(idemSpecPathed0)
+	c, k := idemimpl.Begin(x.g, idemSpecPathed0)
 	if v == nil || v.A == nil {
 		k.Key().Nil()
 	} else {
@@ -430,7 +430,7 @@ func (x *Idempotent) Pathed1Key(v *P16) (string, error) {
 }
 
 func (x *Idempotent) beginPathed1(v *P16) idem.Call {
-	c, k := x.g.Begin(idemSpecPathed1)
+	c, k := idemimpl.Begin(x.g, idemSpecPathed1)
 	if v == nil || v.A == nil {
 		k.Key().Nil()
 	} else {
@@ -467,7 +467,7 @@ func (x *Idempotent) Pathed2Key(v P21) (string, error) {
 }
 
 func (x *Idempotent) beginPathed2(v *P21) idem.Call {
-	c, k := x.g.Begin(idemSpecPathed2)
+	c, k := idemimpl.Begin(x.g, idemSpecPathed2)
 	if v.A == nil {
 		k.Key().Nil()
 	} else {
@@ -510,7 +510,7 @@ func (x *Idempotent) Pathed3Key(v P26) (string, error) {
 }
 
 func (x *Idempotent) beginPathed3(v *P26) idem.Call {
-	c, k := x.g.Begin(idemSpecPathed3)
+	c, k := idemimpl.Begin(x.g, idemSpecPathed3)
 	if v.A == nil {
 		k.Key().Nil()
 	} else {
@@ -547,7 +547,7 @@ func (x *Idempotent) Pathed4Key(v P31) (string, error) {
 }
 
 func (x *Idempotent) beginPathed4(v *P31) idem.Call {
-	c, k := x.g.Begin(idemSpecPathed4)
+	c, k := idemimpl.Begin(x.g, idemSpecPathed4)
 	if v.A == nil {
 		k.Key().Nil()
 	} else {
@@ -591,7 +591,7 @@ func (x *Idempotent) Pathed5Key(v *P33) (string, error) {
 }
 
 func (x *Idempotent) beginPathed5(v *P33) idem.Call {
-	c, k := x.g.Begin(idemSpecPathed5)
+	c, k := idemimpl.Begin(x.g, idemSpecPathed5)
 	if v == nil || v.A == nil {
 		k.Key().Nil()
 	} else {
@@ -628,7 +628,7 @@ func (x *Idempotent) Stored0Key(id int64, v uint) (string, error) {
 }
 
 func (x *Idempotent) beginStored0(id int64, v uint) idem.Call {
-	c, k := x.g.Begin(idemSpecStored0)
+	c, k := idemimpl.Begin(x.g, idemSpecStored0)
 	k.Key().Int(id)
 	return c
 }
@@ -653,7 +653,7 @@ func (x *Idempotent) Stored1Key(id int64, v uint16) (string, error) {
 }
 
 func (x *Idempotent) beginStored1(id int64, v uint16) idem.Call {
-	c, k := x.g.Begin(idemSpecStored1)
+	c, k := idemimpl.Begin(x.g, idemSpecStored1)
 	k.Key().Int(id)
 	return c
 }
@@ -718,7 +718,7 @@ func (x *Idempotent) beginStored2(id int64, v *struct {
 	F1 S37
 	F2 [2]float64
 }) idem.Call {
-	c, k := x.g.Begin(idemSpecStored2)
+	c, k := idemimpl.Begin(x.g, idemSpecStored2)
 	k.Key().Int(id)
 	return c
 }
@@ -820,7 +820,7 @@ func (x *Idempotent) Stored3Key(id int64, v *Pair[other.Code, Rec39]) (string, e
 }
 
 func (x *Idempotent) beginStored3(id int64, v *Pair[other.Code, Rec39]) idem.Call {
-	c, k := x.g.Begin(idemSpecStored3)
+	c, k := idemimpl.Begin(x.g, idemSpecStored3)
 	k.Key().Int(id)
 	return c
 }
@@ -845,7 +845,7 @@ func (x *Idempotent) Stored4Key(id int64, v S40) (string, error) {
 }
 
 func (x *Idempotent) beginStored4(id int64, v *S40) idem.Call {
-	c, k := x.g.Begin(idemSpecStored4)
+	c, k := idemimpl.Begin(x.g, idemSpecStored4)
 	k.Key().Int(id)
 	return c
 }
@@ -870,7 +870,7 @@ func (x *Idempotent) Stored5Key(id int64, v S42) (string, error) {
 }
 
 func (x *Idempotent) beginStored5(id int64, v *S42) idem.Call {
-	c, k := x.g.Begin(idemSpecStored5)
+	c, k := idemimpl.Begin(x.g, idemSpecStored5)
 	k.Key().Int(id)
 	return c
 }
@@ -895,7 +895,7 @@ func (x *Idempotent) Stored6Key(id int64, v Pair[string, S45]) (string, error) {
 }
 
 func (x *Idempotent) beginStored6(id int64, v *Pair[string, S45]) idem.Call {
-	c, k := x.g.Begin(idemSpecStored6)
+	c, k := idemimpl.Begin(x.g, idemSpecStored6)
 	k.Key().Int(id)
 	return c
 }
@@ -920,7 +920,7 @@ func (x *Idempotent) Stored7Key(id int64, v [0][0]complex64) (string, error) {
 }
 
 func (x *Idempotent) beginStored7(id int64, v *[0][0]complex64) idem.Call {
-	c, k := x.g.Begin(idemSpecStored7)
+	c, k := idemimpl.Begin(x.g, idemSpecStored7)
 	k.Key().Int(id)
 	return c
 }
@@ -968,7 +968,7 @@ func (x *Idempotent) Stored8Key(id int64, v map[other.Code]S46) (string, error) 
 }
 
 func (x *Idempotent) beginStored8(id int64, v map[other.Code]S46) idem.Call {
-	c, k := x.g.Begin(idemSpecStored8)
+	c, k := idemimpl.Begin(x.g, idemSpecStored8)
 	k.Key().Int(id)
 	return c
 }
@@ -1023,7 +1023,7 @@ func (x *Idempotent) Stored9Key(id int64, v uint32) (string, error) {
 }
 
 func (x *Idempotent) beginStored9(id int64, v uint32) idem.Call {
-	c, k := x.g.Begin(idemSpecStored9)
+	c, k := idemimpl.Begin(x.g, idemSpecStored9)
 	k.Key().Int(id)
 	return c
 }
@@ -1073,7 +1073,7 @@ func (x *Idempotent) beginStored10(id int64, v *struct {
 	F2 map[string]*big.Int
 	F3 S48
 }) idem.Call {
-	c, k := x.g.Begin(idemSpecStored10)
+	c, k := idemimpl.Begin(x.g, idemSpecStored10)
 	k.Key().Int(id)
 	return c
 }
@@ -1185,7 +1185,7 @@ func (x *Idempotent) Stored11Key(id int64, v S56) (string, error) {
 }
 
 func (x *Idempotent) beginStored11(id int64, v *S56) idem.Call {
-	c, k := x.g.Begin(idemSpecStored11)
+	c, k := idemimpl.Begin(x.g, idemSpecStored11)
 	k.Key().Int(id)
 	return c
 }
@@ -1210,7 +1210,7 @@ func (x *Idempotent) KeyedFixed0Key(v map[string]struct{}) (string, error) {
 }
 
 func (x *Idempotent) beginKeyedFixed0(v map[string]struct{}) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyedFixed0)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyedFixed0)
 	if v == nil {
 		k.Key().Nil()
 	} else {
@@ -1245,7 +1245,7 @@ func (x *Idempotent) StoredFixed0Key(id int64, v map[string]struct{}) (string, e
 }
 
 func (x *Idempotent) beginStoredFixed0(id int64, v map[string]struct{}) idem.Call {
-	c, k := x.g.Begin(idemSpecStoredFixed0)
+	c, k := idemimpl.Begin(x.g, idemSpecStoredFixed0)
 	k.Key().Int(id)
 	return c
 }
@@ -1301,7 +1301,7 @@ func (x *Idempotent) KeyedFixed1Key(v []struct{}) (string, error) {
 }
 
 func (x *Idempotent) beginKeyedFixed1(v []struct{}) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyedFixed1)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyedFixed1)
 	idemimpl.KeyListHead(k.Key(), v)
 	return c
 }
@@ -1327,7 +1327,7 @@ func (x *Idempotent) StoredFixed1Key(id int64, v []struct{}) (string, error) {
 }
 
 func (x *Idempotent) beginStoredFixed1(id int64, v []struct{}) idem.Call {
-	c, k := x.g.Begin(idemSpecStoredFixed1)
+	c, k := idemimpl.Begin(x.g, idemSpecStoredFixed1)
 	k.Key().Int(id)
 	return c
 }
@@ -1372,7 +1372,7 @@ func (x *Idempotent) KeyedFixed2Key(v [2]Empty) (string, error) {
 }
 
 func (x *Idempotent) beginKeyedFixed2(v *[2]Empty) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyedFixed2)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyedFixed2)
 	k.Key().List(2)
 	for i := range v {
 		idemKeyEmpty(k.Key(), &v[i])
@@ -1401,7 +1401,7 @@ func (x *Idempotent) StoredFixed2Key(id int64, v [2]Empty) (string, error) {
 }
 
 func (x *Idempotent) beginStoredFixed2(id int64, v *[2]Empty) idem.Call {
-	c, k := x.g.Begin(idemSpecStoredFixed2)
+	c, k := idemimpl.Begin(x.g, idemSpecStoredFixed2)
 	k.Key().Int(id)
 	return c
 }
@@ -1441,7 +1441,7 @@ func (x *Idempotent) KeyedFixed3Key(v map[int8]Empty) (string, error) {
 }
 
 func (x *Idempotent) beginKeyedFixed3(v map[int8]Empty) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyedFixed3)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyedFixed3)
 	if v == nil {
 		k.Key().Nil()
 	} else {
@@ -1477,7 +1477,7 @@ func (x *Idempotent) StoredFixed3Key(id int64, v map[int8]Empty) (string, error)
 }
 
 func (x *Idempotent) beginStoredFixed3(id int64, v map[int8]Empty) idem.Call {
-	c, k := x.g.Begin(idemSpecStoredFixed3)
+	c, k := idemimpl.Begin(x.g, idemSpecStoredFixed3)
 	k.Key().Int(id)
 	return c
 }
@@ -1544,7 +1544,7 @@ func (x *Idempotent) beginKeyedFixed4(v *struct {
 	E []Empty
 	P *Empty
 }) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyedFixed4)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyedFixed4)
 	if v.S == nil {
 		k.Key().Nil()
 	} else {
@@ -1604,7 +1604,7 @@ func (x *Idempotent) beginStoredFixed4(id int64, v *struct {
 	E []Empty
 	P *Empty
 }) idem.Call {
-	c, k := x.g.Begin(idemSpecStoredFixed4)
+	c, k := idemimpl.Begin(x.g, idemSpecStoredFixed4)
 	k.Key().Int(id)
 	return c
 }
@@ -1682,7 +1682,7 @@ func (x *Idempotent) KeyedFixed5Key(v any) (string, error) {
 }
 
 func (x *Idempotent) beginKeyedFixed5(v any) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyedFixed5)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyedFixed5)
 	k.Key().Any(v)
 	return c
 }
@@ -1708,7 +1708,7 @@ func (x *Idempotent) StoredFixed5Key(id int64, v any) (string, error) {
 }
 
 func (x *Idempotent) beginStoredFixed5(id int64, v any) idem.Call {
-	c, k := x.g.Begin(idemSpecStoredFixed5)
+	c, k := idemimpl.Begin(x.g, idemSpecStoredFixed5)
 	k.Key().Int(id)
 	return c
 }
@@ -1740,7 +1740,7 @@ func (x *Idempotent) KeyedFixed6Key(v map[string]any) (string, error) {
 }
 
 func (x *Idempotent) beginKeyedFixed6(v map[string]any) idem.Call {
-	c, k := x.g.Begin(idemSpecKeyedFixed6)
+	c, k := idemimpl.Begin(x.g, idemSpecKeyedFixed6)
 	if v == nil {
 		k.Key().Nil()
 	} else {
@@ -1776,7 +1776,7 @@ func (x *Idempotent) StoredFixed6Key(id int64, v map[string]any) (string, error)
 }
 
 func (x *Idempotent) beginStoredFixed6(id int64, v map[string]any) idem.Call {
-	c, k := x.g.Begin(idemSpecStoredFixed6)
+	c, k := idemimpl.Begin(x.g, idemSpecStoredFixed6)
 	k.Key().Int(id)
 	return c
 }

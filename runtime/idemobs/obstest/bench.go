@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -32,7 +33,7 @@ func newReplayer(tb testing.TB, obs idem.Observer) *replayer {
 var benchResult = &receipt{ID: "r"}
 
 func (r *replayer) call() (*receipt, error) {
-	c, k := r.g.Begin(r.spec)
+	c, k := idemimpl.Begin(r.g, r.spec)
 	k.Key().String("cus_8f2a91")
 	k.Key().String("ord_1029384756")
 	return idem.Do(context.Background(), c, func(context.Context) (*receipt, error) { return benchResult, nil })

@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
@@ -201,7 +202,7 @@ func (r *run) newSpecs() {
 }
 
 func (r *run) call(g *idem.Guard, spec *idem.Spec, id, payload string, fn func(context.Context) (receipt, error)) (receipt, error) {
-	c, k := g.Begin(spec)
+	c, k := idemimpl.Begin(g, spec)
 	k.Key().ID(id)
 	k.Payload().String(id)
 	k.Payload().String(payload)
@@ -317,7 +318,7 @@ func (r *run) storeDown() {
 // older one an operator lets through.
 func (r *run) ordered() {
 	event := func(ctx context.Context, id string, at time.Time) error {
-		c, k := r.g.Begin(r.track)
+		c, k := idemimpl.Begin(r.g, r.track)
 		k.Key().ID(id)
 		k.Entity().String("device-1")
 		k.At(at)

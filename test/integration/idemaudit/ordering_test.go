@@ -15,6 +15,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemaudit"
 	"github.com/idemgen/idemgen/runtime/idembatch"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -25,7 +26,7 @@ var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 //
 // writes, by hand: the key, the entity, the time.
 func apply(ctx context.Context, g *idem.Guard, spec *idem.Spec, id, user string, at time.Time, fn func() int) (int, error) {
-	c, k := g.Begin(spec)
+	c, k := idemimpl.Begin(g, spec)
 	k.Key().ID(id)
 	k.Entity().String(user)
 	k.At(at)
@@ -263,7 +264,7 @@ func TestBatch(t *testing.T) {
 		spec := &idem.Spec{Name: "audit.Batch", Ordered: true}
 		boom := errors.New("sensor offline")
 		applyM := func(ctx context.Context, m measurement) error {
-			c, k := e.g.Begin(spec)
+			c, k := idemimpl.Begin(e.g, spec)
 			k.Key().ID(m.Event)
 			k.Entity().String(m.User)
 			k.At(t0.Add(m.At))

@@ -38,7 +38,7 @@ func (e *IdempotentEffects) StormKey(key string) (string, error) {
 }
 
 func (e *IdempotentEffects) beginStorm(key string) idem.Call {
-	c, k := e.g.Begin(idemSpecEffectsStorm)
+	c, k := idemimpl.Begin(e.g, idemSpecEffectsStorm)
 	k.Key().String(key)
 	return c
 }
@@ -67,7 +67,7 @@ func (e *IdempotentEffects) CrashKey(key string) (string, error) {
 }
 
 func (e *IdempotentEffects) beginCrash(key string) idem.Call {
-	c, k := e.g.Begin(idemSpecEffectsCrash)
+	c, k := idemimpl.Begin(e.g, idemSpecEffectsCrash)
 	k.Key().String(key)
 	return c
 }
@@ -96,7 +96,7 @@ func (e *IdempotentEffects) ZombieKey(key string) (string, error) {
 }
 
 func (e *IdempotentEffects) beginZombie(key string) idem.Call {
-	c, k := e.g.Begin(idemSpecEffectsZombie)
+	c, k := idemimpl.Begin(e.g, idemSpecEffectsZombie)
 	k.Key().String(key)
 	return c
 }
@@ -125,7 +125,7 @@ func (e *IdempotentEffects) ContendKey(key string) (string, error) {
 }
 
 func (e *IdempotentEffects) beginContend(key string) idem.Call {
-	c, k := e.g.Begin(idemSpecEffectsContend)
+	c, k := idemimpl.Begin(e.g, idemSpecEffectsContend)
 	k.Key().String(key)
 	return c
 }
@@ -152,7 +152,7 @@ func (e *IdempotentEffects) SkewKey(key string) (string, error) {
 }
 
 func (e *IdempotentEffects) beginSkew(key string) idem.Call {
-	c, k := e.g.Begin(idemSpecEffectsSkew)
+	c, k := idemimpl.Begin(e.g, idemSpecEffectsSkew)
 	k.Key().String(key)
 	return c
 }
@@ -179,7 +179,7 @@ func (e *IdempotentEffects) MeasureKey(key string) (string, error) {
 }
 
 func (e *IdempotentEffects) beginMeasure(key string) idem.Call {
-	c, k := e.g.Begin(idemSpecEffectsMeasure)
+	c, k := idemimpl.Begin(e.g, idemSpecEffectsMeasure)
 	k.Key().String(key)
 	return c
 }
@@ -206,7 +206,7 @@ func (e *IdempotentEffects) StrictKey(key string) (string, error) {
 }
 
 func (e *IdempotentEffects) beginStrict(key string) idem.Call {
-	c, k := e.g.Begin(idemSpecEffectsStrict)
+	c, k := idemimpl.Begin(e.g, idemSpecEffectsStrict)
 	k.Key().String(key)
 	return c
 }
@@ -233,7 +233,7 @@ func (e *IdempotentEffects) ExitKey(key string) (string, error) {
 }
 
 func (e *IdempotentEffects) beginExit(key string) idem.Call {
-	c, k := e.g.Begin(idemSpecEffectsExit)
+	c, k := idemimpl.Begin(e.g, idemSpecEffectsExit)
 	k.Key().String(key)
 	return c
 }
@@ -263,7 +263,7 @@ func (e *IdempotentEffects) OrderedKey(key string, entity string, at time.Time) 
 }
 
 func (e *IdempotentEffects) beginOrdered(key string, entity string, at *time.Time) idem.Call {
-	c, k := e.g.Begin(idemSpecEffectsOrdered)
+	c, k := idemimpl.Begin(e.g, idemSpecEffectsOrdered)
 	k.Key().ID(key)
 	k.Payload().String(key)
 	k.Payload().String(entity)
@@ -299,7 +299,7 @@ func (e *IdempotentEffects) StepsKey(key string) (string, error) {
 }
 
 func (e *IdempotentEffects) beginSteps(key string) idem.Call {
-	c, k := e.g.Begin(idemSpecEffectsSteps)
+	c, k := idemimpl.Begin(e.g, idemSpecEffectsSteps)
 	k.Key().String(key)
 	return c
 }

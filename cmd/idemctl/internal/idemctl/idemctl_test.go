@@ -158,8 +158,7 @@ var (
 
 func keyOf(t *testing.T, g *idem.Guard, spec *idem.Spec, id string) string {
 	t.Helper()
-	c, m := g.Begin(spec)
-	m.Key().String(id)
+	c := g.Begin(spec, id)
 	k, err := c.StoreKey()
 	if err != nil {
 		t.Fatal(err)
@@ -168,8 +167,7 @@ func keyOf(t *testing.T, g *idem.Guard, spec *idem.Spec, id string) string {
 }
 
 func call[R any](g *idem.Guard, spec *idem.Spec, id string, fn func(context.Context) (R, error)) (R, error) {
-	c, k := g.Begin(spec)
-	k.Key().String(id)
+	c := g.Begin(spec, id)
 	return idem.Do(context.Background(), c, fn)
 }
 

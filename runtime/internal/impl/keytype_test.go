@@ -1,4 +1,4 @@
-package idemimpl
+package impl
 
 import (
 	"reflect"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	other "github.com/idemgen/idemgen/runtime/idemimpl/testdata/keytype/idemimpl"
+	other "github.com/idemgen/idemgen/runtime/internal/impl/testdata/keytype/impl"
 )
 
 type keytypeLocal struct{ ID string }
@@ -14,7 +14,7 @@ type keytypeLocal struct{ ID string }
 type keytypeGeneric[T any] struct{ V T }
 
 func TestTypeIdentity(t *testing.T) {
-	const self = `"github.com/idemgen/idemgen/runtime/idemimpl"`
+	const self = `"github.com/idemgen/idemgen/runtime/internal/impl"`
 	tests := []struct {
 		name string
 		typ  reflect.Type
@@ -22,7 +22,7 @@ func TestTypeIdentity(t *testing.T) {
 	}{
 		{"basic", reflect.TypeFor[int64](), "int64"},
 		{"named of this package", reflect.TypeFor[keytypeLocal](), self + ".keytypeLocal"},
-		{"same short name, other package", reflect.TypeFor[other.KeyBuilder](), `"github.com/idemgen/idemgen/runtime/idemimpl/testdata/keytype/idemimpl".KeyBuilder`},
+		{"same short name, other package", reflect.TypeFor[other.KeyBuilder](), `"github.com/idemgen/idemgen/runtime/internal/impl/testdata/keytype/impl".KeyBuilder`},
 		{"pointer and slice", reflect.TypeFor[[]*keytypeLocal](), "[]*" + self + ".keytypeLocal"},
 		{"map and array", reflect.TypeFor[map[string][2]int](), "map[string][2]int"},
 		{"struct", reflect.TypeFor[struct {

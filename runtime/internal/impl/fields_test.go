@@ -1,4 +1,4 @@
-package idemimpl
+package impl
 
 import (
 	"errors"
@@ -192,7 +192,7 @@ func TestFieldAllocations(t *testing.T) {
 
 // Field lookups against the by-name loop, in one run:
 //
-//	go test -run '^$' -bench 'FieldLookup' -count 5 ./runtime/idemimpl
+//	go test -run '^$' -bench 'FieldLookup' -count 5 ./runtime/internal/impl
 func BenchmarkFieldLookup(b *testing.B) {
 	for _, rb := range []struct {
 		name string

@@ -1,4 +1,4 @@
-package idemimpl
+package impl
 
 import (
 	"errors"
@@ -160,7 +160,12 @@ type knownNotFound struct{}
 func (knownNotFound) EncodeError(e *Encoder, err error) bool {
 	if x, ok := err.(*notFound); ok {
 		e.String("*notFound")
-		EncPtr(e, x, func(e *Encoder, v *notFound) { e.String(v.ID) })
+		if x == nil { // as idemimpl.EncPtr writes it
+			e.Nil()
+		} else {
+			e.Ptr()
+			e.String(x.ID)
+		}
 		return true
 	}
 	return false
@@ -170,8 +175,10 @@ func (knownNotFound) DecodeError(d *Decoder, name string) error {
 	if name != "*notFound" {
 		return nil
 	}
-	var x *notFound
-	DecPtr(d, &x, func(d *Decoder, v *notFound) { v.ID = d.String() })
+	var x *notFound // as idemimpl.DecPtr reads it
+	if d.Ptr() {
+		x = &notFound{ID: d.String()}
+	}
 	return x
 }
 

@@ -1,9 +1,9 @@
-package idemimpl
+package impl
 
 import "time"
 
 // Material is the key material of one guarded call, which generated code
-// writes between idem's Guard.Begin and Do: the key, the payload
+// writes between idemimpl.Begin and idem.Do: the key, the payload
 // fingerprint when key= names a subset of the arguments, and an ordered
 // function's entity and event time. Its memory is the Guard's, pooled:
 // it is written only before the call is handed to Do.
@@ -45,3 +45,9 @@ func (m *Material) Reset() {
 	m.hasPayload = false
 	m.at = time.Time{}
 }
+
+// BeginCall is runtime/idem's unexported Guard.begin, a
+// func(*idem.Guard, *idem.Spec) (idem.Call, *Material), which idem sets
+// in its init and idemimpl.Begin calls: generated code starts its calls
+// through idemimpl, so no signature of idem names Material.
+var BeginCall any

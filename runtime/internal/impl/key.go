@@ -1,4 +1,4 @@
-package idemimpl
+package impl
 
 import (
 	"bytes"
@@ -11,9 +11,10 @@ import (
 	"time"
 )
 
-// Keyer is idem.Keyer: types that write their own key material.
+// Keyer is idem.Keyer: types that name their own key, a value keyed as
+// Any keys it.
 type Keyer interface {
-	IdemKey(b *KeyBuilder)
+	IdemKey() any
 }
 
 // The canonical encoding. Every value starts with a tag byte naming its
@@ -283,13 +284,15 @@ func (b *KeyBuilder) Close() {
 	}
 }
 
-// Key writes a value that implements Keyer, bracketed by Open and Close.
-// A Keyer that reaches itself (a cyclic value) stops at maxKeyerDepth
-// with ErrInvalidKey instead of recursing until the stack overflows.
+// Key writes a value that implements Keyer: the value its IdemKey
+// returns, written by Any and bracketed by Open and Close. A Keyer that
+// reaches itself (an IdemKey that returns a Keyer, cyclically) stops at
+// maxKeyerDepth with ErrInvalidKey instead of recursing until the stack
+// overflows.
 func (b *KeyBuilder) Key(k Keyer) {
 	b.Open()
 	if b.err == nil {
-		k.IdemKey(b)
+		b.Any(k.IdemKey())
 	}
 	b.Close()
 }

@@ -1,6 +1,6 @@
-// Package idem is a second package named idemimpl: its KeyBuilder's
+// Package idem is a second package named impl: its KeyBuilder's
 // reflect.Type.String() is the runtime's, its identity is not.
-package idemimpl
+package impl
 
 // KeyBuilder has the short name of the runtime's.
 type KeyBuilder struct{ N int }

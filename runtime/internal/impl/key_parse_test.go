@@ -1,4 +1,4 @@
-package idemimpl
+package impl
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package idemimpl
+package impl
 
 import (
 	"bytes"
@@ -8,8 +8,8 @@ import (
 	"sync"
 )
 
-// Sealer encrypts stored records with authenticated encryption (see
-// idem.Sealer, which is this type).
+// Sealer encrypts stored records with authenticated encryption: the
+// method set of idem.Sealer, which a Guard hands to its Transform.
 type Sealer interface {
 	// Seal encrypts plaintext and authenticates it together with ad.
 	Seal(plaintext, ad []byte) ([]byte, error)

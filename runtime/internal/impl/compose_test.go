@@ -1,4 +1,4 @@
-package idemimpl
+package impl
 
 import (
 	"fmt"
@@ -373,7 +373,7 @@ func TestComposedCodecs(t *testing.T) {
 
 // The combinators against the inline code they stand for, in one run:
 //
-//	go test -run '^$' -bench 'Composed' -count 5 ./runtime/idemimpl
+//	go test -run '^$' -bench 'Composed' -count 5 ./runtime/internal/impl
 func BenchmarkComposed(b *testing.B) {
 	ls := make(lines, 8)
 	for i := range ls {

@@ -1,4 +1,4 @@
-package idemimpl
+package impl
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ type dynName string
 
 type dynKeyer struct{ id string }
 
-func (k dynKeyer) IdemKey(b *KeyBuilder) { b.String(k.id) }
+func (k dynKeyer) IdemKey() any { return k.id }
 
 // randDyn is a random value of a type KeyBuilder.Any keys (and, unless
 // keyOnly is false, Encoder.Any stores), from small domains so that
