@@ -46,6 +46,8 @@ type fn struct {
 	// ("" for its own name) by its step wrapper.
 	step     bool
 	stepName string
+	// plan is what the analysis decided about x (analyze_plan.go).
+	plan *funcPlan
 }
 
 // param is one parameter of the wrapped function as the wrapper declares it.

@@ -163,8 +163,9 @@ func (e *emitter) resultCodec(x *fn, specBase string, resultT jen.Code) (codec j
 	if !e.typeParamResults(x, x.what()) {
 		return nil, "", false // generics.go
 	}
-	omits, omitted, ok := e.omitTrees(x)
-	if !ok {
+	r := &x.plan.resolved
+	omits, omitted := r.omits, r.omitted
+	if !r.omitOK {
 		return nil, "", false
 	}
 	if len(x.result) == 0 {
@@ -355,109 +356,6 @@ func mergeCovered(paths []string, merge func(from, into string)) []string {
 		}
 	}
 	return out
-}
-
-// omitPath is one omit= path: the result, then the fields, promoted ones
-// through their embeddings.
-type omitPath struct {
-	idx  int
-	hops []string
-}
-
-// omitTrees resolves x's omit= paths into a tree per result, and lists
-// the paths a doc line names (those no other one covers); false after a
-// diagnostic.
-func (e *emitter) omitTrees(x *fn) (omits []omitTree, omitted []string, ok bool) {
-	var paths []omitPath
-	ok = true
-	for _, p := range x.opts.omit {
-		if op, good := e.resolveOmit(x, p); good {
-			paths = append(paths, op)
-		} else {
-			ok = false
-		}
-	}
-	if !ok {
-		return nil, nil, false
-	}
-	// A path under another omitted path is omitted already (r2.Body under
-	// r2): it is dropped, or its subtree would stand for the whole.
-	canon := func(j int) string {
-		return strings.Join(append([]string{"r" + strconv.Itoa(paths[j].idx+1)}, paths[j].hops...), ".")
-	}
-	omits = make([]omitTree, len(x.result))
-	for i, p := range paths {
-		if coveredByOther(i, len(paths), canon) {
-			continue
-		}
-		omitted = append(omitted, x.opts.omit[i].text)
-		if len(p.hops) == 0 {
-			omits[p.idx] = omitTree{"": nil} // the whole result
-			continue
-		}
-		if omits[p.idx] == nil {
-			omits[p.idx] = omitTree{}
-		}
-		tree := omits[p.idx]
-		for _, f := range p.hops {
-			if tree[f] == nil {
-				tree[f] = omitTree{}
-			}
-			tree = tree[f]
-		}
-	}
-	return omits, omitted, true
-}
-
-// resolveOmit resolves one omit= path of x; false after a diagnostic.
-func (e *emitter) resolveOmit(x *fn, p pathOpt) (omitPath, bool) {
-	pi := e.pi
-	segs := strings.Split(p.text, ".")
-	idx := -1
-	var names []string
-	for i := range x.result {
-		n := resultName(x, i)
-		names = append(names, n)
-		if segs[0] == n || segs[0] == "r"+strconv.Itoa(i+1) {
-			idx = i
-		}
-	}
-	switch {
-	case idx < 0 && len(names) == 0:
-		pi.d.add(p.pos, "omit: %s has no result to omit (it returns only an error)", x.name)
-		return omitPath{}, false
-	case idx < 0:
-		pi.d.add(p.pos, "omit: %s names no result of %s (its results: %s)", p.text, x.name, strings.Join(names, ", "))
-		return omitPath{}, false
-	}
-	t := x.result[idx]
-	// Promoted fields go through the embedded fields that hold them,
-	// which the codec stores by name: the tree names them all.
-	var hops []string
-	for _, f := range segs[1:] {
-		path, amb := fieldPath(t, f)
-		if len(amb) > 0 {
-			here := strings.Join(append([]string{segs[0]}, hops...), ".")
-			pi.d.add(p.pos, "omit: %s.%s is ambiguous: %s is promoted from %s at the same depth (name one: %s)", here, f, f, strings.Join(amb, " and "), fullPaths(here, amb, f))
-			return omitPath{}, false
-		}
-		if path == nil {
-			path = []string{f}
-		}
-		for _, h := range path {
-			if pt, isPtr := t.Underlying().(*types.Pointer); isPtr {
-				t = pt.Elem()
-			}
-			found := structField(t, h)
-			if found == nil {
-				pi.d.add(p.pos, "omit: %s: %s has no field %s", p.text, pi.typeString(t), h)
-				return omitPath{}, false
-			}
-			t = found.Type()
-		}
-		hops = append(hops, path...)
-	}
-	return omitPath{idx, hops}, true
 }
 
 // structField is the field of t's struct named name (the last of that

@@ -78,19 +78,39 @@ type group struct {
 }
 
 // generatePackage returns the generated file of p, nil when p has no
-// annotated functions or after a diagnostic. The file is type-checked
-// before it is returned (precheck.go): a function whose code does not
-// compile is refused, and the file is generated again without it.
+// annotated functions or after a diagnostic: analyze, then render.
 func generatePackage(p *packages.Package, fset *token.FileSet, out string, std *stdLib, d *diags, extra map[string]*types.Package) []byte {
 	pi := &pkgInfo{pkg: p, fset: fset, out: out, scope: packageScope(p, fset, out), d: d, types: newWellKnown(p.Types), std: std, extra: extra}
 	n := len(d.list)
 	defer pi.account(n)
+	fp := pi.analyze()
+	if fp == nil {
+		return nil
+	}
+	return pi.render(fp, n)
+}
+
+// analyze finds the package's annotated functions and plans its file; nil
+// when it has none.
+func (pi *pkgInfo) analyze() *filePlan {
 	fns := pi.collect()
 	if len(fns) == 0 && len(pi.steps) == 0 {
 		return nil
 	}
+	since := len(pi.d.list) // the plan's diagnostics count as the file's
+	fp := pi.plan(fns, pi.steps)
+	fp.fns, fp.since = fns, since
+	return fp
+}
+
+// render writes the file of fp; nil after a diagnostic (since n). The
+// file is type-checked before it is returned (precheck.go): a function
+// whose code does not compile is refused, and the file is rendered again
+// without it.
+func (pi *pkgInfo) render(fp *filePlan, n int) []byte {
+	d, fns, since := pi.d, fp.fns, fp.since
 	for round := 1; ; round++ {
-		src, clean := pi.emitFile(fns)
+		src, clean := pi.emitFile(fns, since)
 		if src == nil || len(d.list) > n {
 			return nil
 		}
@@ -102,7 +122,7 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, std *
 			return src
 		}
 		fns, pi.steps = without(fns, refused), without(pi.steps, refused)
-		n = len(d.list)
+		n, since = len(d.list), len(d.list)
 		if (len(fns) == 0 && len(pi.steps) == 0) || round == maxCheckRounds {
 			return nil
 		}
@@ -114,8 +134,8 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, std *
 // others still go through key and path checks, so one run reports every
 // problem. clean says the file type-checks: checked as rendered, while
 // its imports are grouped (the same code; precheck reads the final one).
-func (pi *pkgInfo) emitFile(fns []*fn) (src []byte, clean bool) {
-	d, out, n := pi.d, pi.out, len(pi.d.list)
+func (pi *pkgInfo) emitFile(fns []*fn, since int) (src []byte, clean bool) {
+	d, out, n := pi.d, pi.out, since
 	pi.emitted = map[*fn]bool{}
 	e := newEmitter(pi, fns)
 	e.f.HeaderComment(Header)
@@ -373,13 +393,6 @@ func resultFields(x *fn) []string {
 	return out
 }
 
-func or(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
-}
-
 // duration renders d as the Go expression a person would write: 24 * time.Hour.
 func (e *emitter) duration(d time.Duration) jen.Code {
 	units := []struct {
@@ -398,50 +411,12 @@ func (e *emitter) duration(d time.Duration) jen.Code {
 	return nil
 }
 
-// shortDuration prints 24h rather than 24h0m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
-
-// optionSummary is the directive as it takes effect, for the doc comment.
-func (e *emitter) optionSummary(x *fn) string {
-	o := x.opts
-	dup := o.onDuplicate
-	if dup == "" {
-		dup = "return"
-	}
-	parts := []string{
-		"ttl=" + shortDuration(or(o.ttl, 24*time.Hour)),
-		"lease=" + shortDuration(or(o.lease, 30*time.Second)),
-		"on_duplicate=" + dup,
-	}
-	if o.wait > 0 {
-		parts = append(parts, "wait="+shortDuration(o.wait))
-	}
-	if o.onFailure != "" {
-		parts = append(parts, "on_failure="+o.onFailure)
-	}
-	for _, n := range []string{"key", "exclude", "name", "version", "order", "grace", "omit", "max_result"} {
-		if opt, ok := o.given[n]; ok {
-			parts = append(parts, n+"="+opt.value)
-		}
-	}
-	return strings.Join(parts, " ")
-}
-
 // keyStatements resolves key= and exclude= and writes the key (and, when
 // key= names a subset of the payload, the payload fingerprint).
 func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.Code, ok bool) {
-	ex, exOK := e.resolveExcludes(x)
-	keyPaths, keyOK := e.resolveKeys(x, ex.paths)
-	if !exOK || !keyOK {
+	r := &x.plan.resolved
+	ex, keyPaths := r.ex, r.keyPaths
+	if !r.keysOK {
 		return nil, nil, false
 	}
 	builder := func(method string) func() *jen.Statement {
@@ -469,78 +444,6 @@ type exclusions struct {
 	whole map[int]bool
 	trees map[int]exTree
 	paths []keyPath
-}
-
-// resolveExcludes resolves exclude= first: it shapes the default key.
-func (e *emitter) resolveExcludes(x *fn) (exclusions, bool) {
-	ok := true
-	ex := exclusions{whole: map[int]bool{}, trees: map[int]exTree{}}
-	var resolved []keyPath
-	for _, p := range x.opts.exclude {
-		kp, good := e.pi.resolve(x, p, "exclude")
-		if !good {
-			ok = false
-			continue
-		}
-		resolved = append(resolved, kp)
-	}
-	// A path under another excluded path is excluded already: following
-	// two rounds of advice (req.Params.Context, then req.Params) must not
-	// be an error.
-	for i, kp := range resolved {
-		if coveredByOther(i, len(resolved), func(j int) string { return resolved[j].canon(x) }) {
-			continue
-		}
-		ex.paths = append(ex.paths, kp)
-		if len(kp.fields) == 0 {
-			ex.whole[kp.param] = true
-			continue
-		}
-		t := ex.trees[kp.param]
-		if t == nil {
-			t = exTree{}
-			ex.trees[kp.param] = t
-		}
-		for _, f := range kp.fields {
-			if t[f] == nil {
-				t[f] = exTree{}
-			}
-			t = t[f]
-		}
-	}
-	return ex, ok
-}
-
-// resolveKeys resolves key=: paths listed once, none inside another or
-// inside an excluded one.
-func (e *emitter) resolveKeys(x *fn, exPaths []keyPath) ([]keyPath, bool) {
-	pi, ok := e.pi, true
-	var keyPaths []keyPath
-	for _, p := range x.opts.key {
-		kp, good := pi.resolve(x, p, "key")
-		if !good {
-			ok = false
-			continue
-		}
-		for _, q := range keyPaths {
-			switch {
-			case q.opt.text == p.text:
-				pi.d.add(p.pos, "key: %s is listed twice", p.text)
-				ok = false
-			case covers(q.canon(x), kp.canon(x)) || covers(kp.canon(x), q.canon(x)):
-				pi.d.add(p.pos, "key: %s overlaps %s (one contains the other)", p.text, q.opt.text)
-				ok = false
-			}
-		}
-		for _, q := range exPaths {
-			if covers(q.canon(x), kp.canon(x)) || covers(kp.canon(x), q.canon(x)) {
-				pi.d.add(p.pos, "key: %s is also excluded (exclude=%s)", p.text, q.opt.text)
-				ok = false
-			}
-		}
-		keyPaths = append(keyPaths, kp)
-	}
-	return keyPaths, ok
 }
 
 // defaultKey writes the default key through b: every parameter but the
@@ -684,22 +587,13 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 	if !o.orderSet {
 		return nil, true
 	}
-	pi := e.pi
-	ent, entOK := pi.resolve(x, o.orderEntity, "order")
-	at, atOK := pi.resolve(x, o.orderTime, "order")
+	pi, r := e.pi, &x.plan.resolved
+	ent, entOK, at, atOK := r.ent, r.entOK, r.at, r.atOK
 	var out []jen.Code
-	timeT, timePtr := false, false
+	timePtr := false
 	if atOK {
 		e.readPath(at)
-		t := at.typ
-		if p, ok := t.(*types.Pointer); ok {
-			t, timePtr = p.Elem(), true
-		}
-		timeT = isTime(t)
-		if !timeT {
-			pi.d.add(o.orderTime.pos, "order: the time path %s has type %s; it must be time.Time or *time.Time", at.opt.text, pi.typeString(at.typ))
-			atOK = false
-		}
+		_, timePtr = at.typ.(*types.Pointer)
 	}
 	if entOK {
 		e.readPath(ent)

@@ -81,8 +81,9 @@ func (pi *pkgInfo) resolveRoot(x *fn, p pathOpt, option, root string, kp *keyPat
 			pi.d.add(p.pos, "key: name fields of the receiver %s (key=%s.Field), not the receiver itself", root, root)
 			return nil, false
 		}
-		recvVar, field := x.recvVar, x.recv.Name()
-		kp.base = func() *jen.Statement { return jen.Id(recvVar).Dot(field) }
+		field := x.recv.Name()
+		// x.recvVar is the wrapper's receiver, named when it is rendered.
+		kp.base = func() *jen.Statement { return jen.Id(x.recvVar).Dot(field) }
 		return recvPointer(x), true
 	case kp.param < 0:
 		pi.d.add(p.pos, "%s: %s is not a parameter of %s%s", option, root, x.name, didYouMean(root, names)+ifaceHint(x, option))
