@@ -42,10 +42,10 @@ type emitter struct {
 	// instRead are the instances of generic struct types whose fields the
 	// generated code reads, by instanceKey.
 	instRead map[string]*types.Named
-	// gen is the state of generic wrappers (generics.go).
+	// gen is the state of generic wrappers (render_generics.go).
 	gen genericState
 	// pinned are the named types and aliases whose representation the
-	// generated code converts (drift.go).
+	// generated code converts (render_drift.go).
 	pinned      map[*types.TypeName]types.Type
 	helperDecls []helperDecl
 	// checks are the file's compile-time checks (signatures, the fields
@@ -55,10 +55,10 @@ type emitter struct {
 	// code, which need a function each.
 	checks, typedChecks, checkFuncs []jen.Code
 	// fns are the package's annotated functions; errs the file's
-	// idemErrors, once a result holds an error value (errtypes.go).
+	// idemErrors, once a result holds an error value (render_errtypes.go).
 	fns  []*fn
 	errs *errTypes
-	// unionVariants caches variants (unions.go).
+	// unionVariants caches variants (render_unions.go).
 	unionVariants map[*types.Named][]types.Type
 	idem          *types.Package
 	impl          *types.Package // RuntimeImplPath
@@ -104,7 +104,7 @@ func (pi *pkgInfo) analyze() *filePlan {
 }
 
 // render writes the file of fp; nil after a diagnostic (since n). The
-// file is type-checked before it is returned (precheck.go): a function
+// file is type-checked before it is returned (verify_precheck.go): a function
 // whose code does not compile is refused, and the file is rendered again
 // without it.
 func (pi *pkgInfo) render(fp *filePlan, n int) []byte {
@@ -312,7 +312,7 @@ func (e *emitter) groupType(g *group, field string, guardT jen.Code, methods nam
 		typeName, ctor := "Idempotent"+g.recv.Name(), "NewIdempotent"+g.recv.Name()
 		return e.decorator(g, typeName, ctor, field, methods), typeName
 	case g.recv.Type().(*types.Named).TypeParams().Len() > 0:
-		out := e.genericGroup(g, field, guardT) // generics.go
+		out := e.genericGroup(g, field, guardT) // render_generics.go
 		methods[g.recv.Name()] = true
 		return out, "Idempotent" + g.recv.Name()
 	}

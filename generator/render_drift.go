@@ -32,7 +32,7 @@ func (e *emitter) readFields(n *types.Named) {
 		return
 	}
 	if mentionsTypeParam(n) {
-		e.readGeneric(n) // generics.go
+		e.readGeneric(n) // render_generics.go
 		return
 	}
 	if n.TypeArgs().Len() > 0 {

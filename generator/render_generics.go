@@ -26,7 +26,7 @@ import (
 //     part of the key.
 //
 // Another package's generic functions and methods of its generic types
-// are refused above var _ = pkg.F (foreign.go, pkgInfo.check): wrap the
+// are refused above var _ = pkg.F (analyze_foreign.go, pkgInfo.check): wrap the
 // call in a function of the package and annotate that.
 
 var reflectPkg = types.NewPackage("reflect", "reflect")
