@@ -6,6 +6,7 @@ import (
 	"go/types"
 	"sort"
 	"strconv"
+	"strings"
 
 	"golang.org/x/tools/go/packages"
 )
@@ -295,4 +296,19 @@ func packageScope(p *packages.Package, fset *token.FileSet, out string) map[stri
 	// package-level names, but a package-level name may clash with our
 	// imports: those are covered by the scope above.
 	return m
+}
+
+func upperFirst(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+
+// recvPointer is *T for a method of T: for a generic T, the instance
+// with the method's own receiver type parameters (*Repo[T]).
+func recvPointer(x *fn) types.Type {
+	if x.sig.RecvTypeParams().Len() == 0 {
+		return types.NewPointer(x.recv.Type())
+	}
+	t := x.sig.Recv().Type()
+	if _, ok := t.(*types.Pointer); ok {
+		return t
+	}
+	return types.NewPointer(t)
 }

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"iter"
 
 	"golang.org/x/tools/go/packages"
 )
@@ -61,6 +62,22 @@ func errorLast(sig *types.Signature) bool {
 	return res.Len() > 0 && types.Identical(res.At(res.Len()-1).Type(), errorType)
 }
 
+// interfaces yields the interface types gd declares (those with a method
+// list), with their specs.
+func interfaces(gd *ast.GenDecl) iter.Seq2[*ast.TypeSpec, *ast.InterfaceType] {
+	return func(yield func(*ast.TypeSpec, *ast.InterfaceType) bool) {
+		for _, spec := range gd.Specs {
+			ts, ok := spec.(*ast.TypeSpec)
+			if !ok {
+				continue
+			}
+			if it, ok := ts.Type.(*ast.InterfaceType); ok && it.Methods != nil && !yield(ts, it) {
+				return
+			}
+		}
+	}
+}
+
 // ifaceMethod is an annotated method of an interface, as written.
 type ifaceMethod struct {
 	iface     *ast.TypeSpec
@@ -79,15 +96,7 @@ func annotatedIfaceMethods(info *types.Info, gd *ast.GenDecl) []ifaceMethod {
 		return nil
 	}
 	var out []ifaceMethod
-	for _, spec := range gd.Specs {
-		ts, ok := spec.(*ast.TypeSpec)
-		if !ok {
-			continue
-		}
-		it, ok := ts.Type.(*ast.InterfaceType)
-		if !ok || it.Methods == nil {
-			continue
-		}
+	for ts, it := range interfaces(gd) {
 		typeLines := directiveLines(ifaceDoc(gd, ts))
 		for _, f := range it.Methods.List {
 			if len(f.Names) == 0 {
@@ -145,15 +154,7 @@ func ifaceNamedFuncs(p *packages.Package, fset *token.FileSet, gd *ast.GenDecl) 
 // annotated methods.
 func (pi *pkgInfo) collectIface(gd *ast.GenDecl, attached map[*ast.Comment]bool) []*fn {
 	var fns []*fn
-	for _, spec := range gd.Specs {
-		ts, ok := spec.(*ast.TypeSpec)
-		if !ok {
-			continue
-		}
-		it, ok := ts.Type.(*ast.InterfaceType)
-		if !ok || it.Methods == nil {
-			continue
-		}
+	for ts, it := range interfaces(gd) {
 		if typeLines, has := pi.attachIface(gd, ts, it, attached); has {
 			fns = append(fns, pi.ifaceFns(gd, ts, typeLines)...)
 		}

@@ -154,17 +154,8 @@ func (pi *pkgInfo) resolveOrder(x *fn) (ent keyPath, entOK bool, at keyPath, atO
 
 // resolveExcludes resolves exclude= first: it shapes the default key.
 func (pi *pkgInfo) resolveExcludes(x *fn) (exclusions, bool) {
-	ok := true
 	ex := exclusions{whole: map[int]bool{}, trees: map[int]exTree{}}
-	var resolved []keyPath
-	for _, p := range x.opts.exclude {
-		kp, good := pi.resolve(x, p, "exclude")
-		if !good {
-			ok = false
-			continue
-		}
-		resolved = append(resolved, kp)
-	}
+	resolved, ok := pi.resolveAll(x, x.opts.exclude, "exclude")
 	// A path under another excluded path is excluded already: following
 	// two rounds of advice (req.Params.Context, then req.Params) must not
 	// be an error.
@@ -177,32 +168,50 @@ func (pi *pkgInfo) resolveExcludes(x *fn) (exclusions, bool) {
 			ex.whole[kp.param] = true
 			continue
 		}
-		t := ex.trees[kp.param]
-		if t == nil {
-			t = exTree{}
-			ex.trees[kp.param] = t
-		}
-		for _, f := range kp.fields {
-			if t[f] == nil {
-				t[f] = exTree{}
-			}
-			t = t[f]
-		}
+		ex.trees[kp.param] = growTree(ex.trees[kp.param], kp.fields)
 	}
 	return ex, ok
+}
+
+// resolveAll resolves the paths of one option; false after a diagnostic
+// (the paths that resolved are returned still).
+func (pi *pkgInfo) resolveAll(x *fn, paths []pathOpt, option string) ([]keyPath, bool) {
+	ok := true
+	var out []keyPath
+	for _, p := range paths {
+		kp, good := pi.resolve(x, p, option)
+		if !good {
+			ok = false
+			continue
+		}
+		out = append(out, kp)
+	}
+	return out, ok
+}
+
+// growTree adds the path of field names to tree (a new tree when nil) and
+// returns it.
+func growTree[T ~map[string]T](tree T, path []string) T {
+	if tree == nil {
+		tree = T{}
+	}
+	t := tree
+	for _, f := range path {
+		if t[f] == nil {
+			t[f] = T{}
+		}
+		t = t[f]
+	}
+	return tree
 }
 
 // resolveKeys resolves key=: paths listed once, none inside another or
 // inside an excluded one.
 func (pi *pkgInfo) resolveKeys(x *fn, exPaths []keyPath) ([]keyPath, bool) {
-	ok := true
+	resolved, ok := pi.resolveAll(x, x.opts.key, "key")
 	var keyPaths []keyPath
-	for _, p := range x.opts.key {
-		kp, good := pi.resolve(x, p, "key")
-		if !good {
-			ok = false
-			continue
-		}
+	for _, kp := range resolved {
+		p := kp.opt
 		for _, q := range keyPaths {
 			switch {
 			case q.opt.text == p.text:
@@ -262,16 +271,7 @@ func (pi *pkgInfo) omitTrees(x *fn) (omits []omitTree, omitted []string, ok bool
 			omits[p.idx] = omitTree{"": nil} // the whole result
 			continue
 		}
-		if omits[p.idx] == nil {
-			omits[p.idx] = omitTree{}
-		}
-		tree := omits[p.idx]
-		for _, f := range p.hops {
-			if tree[f] == nil {
-				tree[f] = omitTree{}
-			}
-			tree = tree[f]
-		}
+		omits[p.idx] = growTree(omits[p.idx], p.hops)
 	}
 	return omits, omitted, true
 }
@@ -325,3 +325,78 @@ func (pi *pkgInfo) resolveOmit(x *fn, p pathOpt) (omitPath, bool) {
 	}
 	return omitPath{idx, hops}, true
 }
+
+// analyze finds the package's annotated functions and plans its file; nil
+// when it has none.
+func (pi *pkgInfo) analyze() *filePlan {
+	fns := pi.collect()
+	if len(fns) == 0 && len(pi.steps) == 0 {
+		return nil
+	}
+	since := len(pi.d.list) // the plan's diagnostics count as the file's
+	fp := pi.plan(fns, pi.steps)
+	fp.fns, fp.since = fns, since
+	return fp
+}
+
+// resultFields names the fields of a result struct after the results,
+// as omit= and diagnostics call them (their declared names, r1, r2… for
+// unnamed or blank ones), each made unique in order.
+func resultFields(x *fn) []string {
+	used := map[string]bool{}
+	out := make([]string, len(x.result))
+	for i := range x.result {
+		n := resultName(x, i)
+		for used[n] {
+			n += "_"
+		}
+		used[n] = true
+		out[i] = n
+	}
+	return out
+}
+
+// exclusions are a function's resolved exclude= paths: whole parameters,
+// and trees of the fields left out below the others.
+type exclusions struct {
+	whole map[int]bool
+	trees map[int]exTree
+	paths []keyPath
+}
+
+// isTime reports whether t is time.Time itself (a defined type over it
+// has lost its methods and is rejected).
+func isTime(t types.Type) bool {
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "time" && n.Obj().Name() == "Time"
+}
+
+// omitTree is the omit= paths below one value: a leaf (empty, non-nil)
+// leaves the value out.
+type omitTree map[string]omitTree
+
+// resultName is how diagnostics and omit= call result i: its declared
+// name, else rN.
+func resultName(x *fn, i int) string {
+	if n := x.sig.Results().At(i).Name(); n != "" && n != "_" {
+		return n
+	}
+	return "r" + strconv.Itoa(i+1)
+}
+
+// structField is the field of t's struct named name (the last of that
+// name), nil if t is no struct or has none.
+func structField(t types.Type, name string) *types.Var {
+	st, isStruct := t.Underlying().(*types.Struct)
+	var found *types.Var
+	for i := 0; isStruct && i < st.NumFields(); i++ {
+		if st.Field(i).Name() == name {
+			found = st.Field(i)
+		}
+	}
+	return found
+}
+
+// exTree is the set of excluded field paths below one value: the fields
+// listed are skipped (leaf) or expanded (inner node).
+type exTree map[string]exTree

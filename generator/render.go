@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/dave/jennifer/jen"
-	"golang.org/x/tools/go/packages"
 	"golang.org/x/tools/imports"
 )
 
@@ -75,32 +74,6 @@ type helperDecl struct {
 type group struct {
 	recv *types.TypeName
 	fns  []*fn
-}
-
-// generatePackage returns the generated file of p, nil when p has no
-// annotated functions or after a diagnostic: analyze, then render.
-func generatePackage(p *packages.Package, fset *token.FileSet, out string, std *stdLib, d *diags, extra map[string]*types.Package) []byte {
-	pi := &pkgInfo{pkg: p, fset: fset, out: out, scope: packageScope(p, fset, out), d: d, types: newWellKnown(p.Types), std: std, extra: extra}
-	n := len(d.list)
-	defer pi.account(n)
-	fp := pi.analyze()
-	if fp == nil {
-		return nil
-	}
-	return pi.render(fp, n)
-}
-
-// analyze finds the package's annotated functions and plans its file; nil
-// when it has none.
-func (pi *pkgInfo) analyze() *filePlan {
-	fns := pi.collect()
-	if len(fns) == 0 && len(pi.steps) == 0 {
-		return nil
-	}
-	since := len(pi.d.list) // the plan's diagnostics count as the file's
-	fp := pi.plan(fns, pi.steps)
-	fp.fns, fp.since = fns, since
-	return fp
 }
 
 // render writes the file of fp; nil after a diagnostic (since n). The
@@ -376,23 +349,6 @@ type helperNames struct {
 	wrapper string
 }
 
-// resultFields names the fields of a result struct after the results,
-// as omit= and diagnostics call them (their declared names, r1, r2… for
-// unnamed or blank ones), each made unique in order.
-func resultFields(x *fn) []string {
-	used := map[string]bool{}
-	out := make([]string, len(x.result))
-	for i := range x.result {
-		n := resultName(x, i)
-		for used[n] {
-			n += "_"
-		}
-		used[n] = true
-		out[i] = n
-	}
-	return out
-}
-
 // duration renders d as the Go expression a person would write: 24 * time.Hour.
 func (e *emitter) duration(d time.Duration) jen.Code {
 	units := []struct {
@@ -436,14 +392,6 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 		e.lenient = false
 	}
 	return keys, payload, ok
-}
-
-// exclusions are a function's resolved exclude= paths: whole parameters,
-// and trees of the fields left out below the others.
-type exclusions struct {
-	whole map[int]bool
-	trees map[int]exTree
-	paths []keyPath
 }
 
 // defaultKey writes the default key through b: every parameter but the
@@ -497,7 +445,7 @@ func (e *emitter) keyPathStatements(x *fn, b func() *jen.Statement, ns namer, ke
 			continue
 		}
 		e.readPath(kp)
-		v := kp.value(x.params)
+		v := kp.value(x)
 		var s []jen.Code
 		if single {
 			arg := v.value()
@@ -520,7 +468,7 @@ func (e *emitter) keyPathStatements(x *fn, b func() *jen.Statement, ns namer, ke
 				x.notKeyed = addOnce(x.notKeyed, sk)
 			}
 		}
-		if g := kp.guard(x.params); g != nil {
+		if g := kp.guard(x); g != nil {
 			// A nil pointer on the way is a value of its own (absent):
 			// Nil, or a pointer marker and then the path's value, so an
 			// absent path never shares bytes with a present one.
@@ -575,8 +523,6 @@ func isString(t types.Type) bool {
 	return ok && b.Info()&types.IsString != 0
 }
 
-func upperFirst(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
-
 // orderStatements resolves order= and writes the entity's key material
 // (c.Entity(), with the same encoding as keys) and the event time
 // (c.At). The time path must be a time.Time or a *time.Time; a nil
@@ -598,7 +544,7 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 	if entOK {
 		e.readPath(ent)
 		w := &writer{e: e, b: func() *jen.Statement { return jen.Id(c).Dot("Entity").Call() }, n: ns, noAdvice: true}
-		v := ent.value(x.params)
+		v := ent.value(x)
 		s, good := w.write(v, ent.typ, ent.opt.text, nil, len(ent.fields) == 0 && x.params[ent.param].variadic)
 		if !good {
 			for _, line := range collapse(w.problems) {
@@ -606,7 +552,7 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 			}
 			entOK = false
 		} else {
-			if g := ent.guard(x.params); g != nil {
+			if g := ent.guard(x); g != nil {
 				s = append(one(w.b().Dot("Ptr").Call()), s...) // as for key= paths
 				s = one(jen.If(g).Block(w.b().Dot("Nil").Call()).Else().Block(s...))
 			}
@@ -616,10 +562,10 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 	if !entOK || !atOK {
 		return nil, false
 	}
-	tv := at.value(x.params).value()
-	nilCheck := at.guard(x.params)
+	tv := at.value(x).value()
+	nilCheck := at.guard(x)
 	if timePtr {
-		cond := at.expr(x.params, len(at.fields)).Op("==").Nil()
+		cond := at.expr(x, len(at.fields)).Op("==").Nil()
 		if nilCheck != nil {
 			nilCheck = jen.Add(nilCheck).Op("||").Add(cond)
 		} else {
@@ -635,13 +581,6 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 	fail := jen.Id(c).Dot("Entity").Call().Dot("Fail").Call(
 		e.qual(errorsPkg, "New").Call(jen.Lit("order: " + at.opt.text + " is nil: the event has no time")))
 	return append(out, jen.If(nilCheck).Block(fail).Else().Block(set)), true
-}
-
-// isTime reports whether t is time.Time itself (a defined type over it
-// has lost its methods and is rejected).
-func isTime(t types.Type) bool {
-	n, ok := types.Unalias(t).(*types.Named)
-	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "time" && n.Obj().Name() == "Time"
 }
 
 // notIdentity says why parameter p is left out of the default key ("" if
@@ -688,7 +627,7 @@ func (e *emitter) pathNotIdentity(x *fn, kp keyPath) string {
 	if e.pi.types.isContext(kp.typ) {
 		return "a context"
 	}
-	if kp.base == nil && len(kp.fields) == 0 {
+	if kp.recvField == "" && len(kp.fields) == 0 {
 		return e.notIdentity(x.params[kp.param])
 	}
 	return ""

@@ -20,10 +20,6 @@ import (
 // tagged by name, so added fields decode as zero, removed ones are
 // skipped and retyped ones are idem.ErrResultIncompatible.
 
-// omitTree is the omit= paths below one value: a leaf (empty, non-nil)
-// leaves the value out.
-type omitTree map[string]omitTree
-
 // codecProblem is one thing of a result that cannot be stored, with the
 // omit= path that lifts it.
 type codecProblem struct {
@@ -141,15 +137,6 @@ func advicePath(path string) string {
 		return path[:i]
 	}
 	return path
-}
-
-// resultName is how diagnostics and omit= call result i: its declared
-// name, else rN.
-func resultName(x *fn, i int) string {
-	if n := x.sig.Results().At(i).Name(); n != "" && n != "_" {
-		return n
-	}
-	return "r" + strconv.Itoa(i+1)
 }
 
 // resultCodec emits the codec of x's result value and sets the Spec's
@@ -352,19 +339,6 @@ func mergeCovered(paths []string, merge func(from, into string)) []string {
 		}
 	}
 	return out
-}
-
-// structField is the field of t's struct named name (the last of that
-// name), nil if t is no struct or has none.
-func structField(t types.Type, name string) *types.Var {
-	st, isStruct := t.Underlying().(*types.Struct)
-	var found *types.Var
-	for i := 0; isStruct && i < st.NumFields(); i++ {
-		if st.Field(i).Name() == name {
-			found = st.Field(i)
-		}
-	}
-	return found
 }
 
 // enc returns the statements that encode v (an addressable expression) of

@@ -30,14 +30,7 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 		g.lift(h, path, foreignAt)
 		return ""
 	}
-	for l := range h.lossy {
-		g.lossy[l] = true
-	}
-	for f := range h.skipped {
-		g.skipped[f] = true
-	}
-	g.errs = g.errs || h.errs
-	g.addUnions(h.unions)
+	g.absorb(h.lossy, h.skipped, h.errs, h.unions)
 	return h.name
 }
 
@@ -128,6 +121,19 @@ type codecHelper struct {
 	lossy, skipped      map[string]bool
 	errs                bool
 	unions              map[string]bool
+}
+
+// absorb takes in what writing a helper (or a union's variants) found:
+// lossy and skipped paths, error values, unions.
+func (g *codecGen) absorb(lossy, skipped map[string]bool, errs bool, unions map[string]bool) {
+	for l := range lossy {
+		g.lossy[l] = true
+	}
+	for f := range skipped {
+		g.skipped[f] = true
+	}
+	g.errs = g.errs || errs
+	g.addUnions(unions)
 }
 
 // encInline encodes v by its type's shape (a named type's helper body).

@@ -237,33 +237,6 @@ type helperKey struct {
 	inst string
 }
 
-// nameable reports whether the generated file can refer to the type by
-// name: declared in the package itself, or exported from a package it may
-// import (not another module's internal package).
-func (e *emitter) nameable(obj *types.TypeName) bool {
-	pkg := obj.Pkg()
-	if pkg == nil || pkg == e.pi.pkg.Types {
-		return true
-	}
-	if !obj.Exported() {
-		return false
-	}
-	path := pkg.Path()
-	var parent string
-	switch {
-	case strings.HasPrefix(path, "internal/") || path == "internal":
-		parent = ""
-	case strings.Contains(path, "/internal/"):
-		parent = path[:strings.LastIndex(path, "/internal/")]
-	case strings.HasSuffix(path, "/internal"):
-		parent = strings.TrimSuffix(path, "/internal")
-	default:
-		return true
-	}
-	from := e.pi.pkg.PkgPath
-	return parent != "" && (from == parent || strings.HasPrefix(from, parent+"/"))
-}
-
 // jsonWritten reports whether a value of n may be written by a MarshalJSON
 // of n's package: n's own, or that of a type of its package that holds an
 // n (through fields, pointers, slices, arrays, maps). Such a method can

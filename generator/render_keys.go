@@ -70,10 +70,6 @@ func (n namer) get(base string) string {
 	return name
 }
 
-// exTree is the set of excluded field paths below one value: the fields
-// listed are skipped (leaf) or expanded (inner node).
-type exTree map[string]exTree
-
 // problem is one path the key code cannot read.
 type problem struct {
 	path   string
@@ -112,6 +108,53 @@ func idemKeyField(path string, st *types.Struct) string {
 // root stands for the path of the value a helper is written for; the
 // caller substitutes it (a helper is written once, reached from many paths).
 const root = "\x00"
+
+// expr is the Go expression of the path in x's wrapper, up to its field
+// upto.
+func (kp keyPath) expr(x *fn, upto int) *jen.Statement {
+	var s *jen.Statement
+	if kp.recvField != "" {
+		s = jen.Id(x.recvVar).Dot(kp.recvField)
+	} else {
+		s = jen.Id(x.params[kp.param].name)
+	}
+	for _, f := range kp.fields[:upto] {
+		s = s.Dot(f)
+	}
+	return s
+}
+
+// value is the path's value in the begin helper, where a struct or array
+// parameter is a pointer to it (the path's fields read through it).
+func (kp keyPath) value(x *fn) val {
+	if kp.recvField == "" && len(kp.fields) == 0 && x.params[kp.param].byPtr {
+		return val{e: id(x.params[kp.param].name), ptr: true}
+	}
+	return val{e: func() *jen.Statement { return kp.expr(x, len(kp.fields)) }}
+}
+
+// guard is the condition under which a pointer on the path is nil (nil if
+// there is none).
+func (kp keyPath) guard(x *fn) jen.Code {
+	var conds []jen.Code
+	for i, n := range kp.nilable {
+		if n {
+			conds = append(conds, kp.expr(x, i).Op("==").Nil())
+		}
+	}
+	if len(conds) == 0 {
+		return nil
+	}
+	return jen.Add(conds[0]).Add(orRest(conds[1:])...)
+}
+
+func orRest(cs []jen.Code) []jen.Code {
+	var out []jen.Code
+	for _, c := range cs {
+		out = append(out, jen.Op("||"), c)
+	}
+	return out
+}
 
 // writer is what write needs to know about the current key path.
 type writer struct {
@@ -230,7 +273,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 func (w *writer) keyedByHelper(t types.Type) (*types.Named, bool) {
 	t = types.Unalias(t)
 	n, ok := t.(*types.Named)
-	if !ok || !w.e.hasKeyHelper(n) || !w.e.nameable(n.Obj()) || !w.e.renderable(n) || mentionsTypeParam(n) {
+	if !ok || !w.e.hasKeyHelper(n) || !w.e.pi.nameable(n.Obj()) || !w.e.renderable(n) || mentionsTypeParam(n) {
 		return nil, false
 	}
 	if shapeOf(t).kind != kindPointer && (isNamed(t, "net", "Addr") || w.e.keyedByMethod(t)) {
