@@ -14,18 +14,42 @@ import (
 	"golang.org/x/tools/imports"
 )
 
-// emitter builds the generated file of one package.
+// emitter builds the generated file of one package from its plan. Its
+// state is in four parts: the file's names, the key helpers, the drift
+// facts (what the generated code reads and converts) and the output
+// written so far.
 type emitter struct {
-	pi         *pkgInfo
-	f          *jen.File
+	pi *pkgInfo
+	f  *jen.File
+	fileNames
+	keyHelpers
+	driftFacts
+	fileOut
+	// codecHelpers are the result codec helpers of named types.
+	codecHelpers map[string]*codecHelper
+	// gen is the state of generic wrappers (render_generics.go).
+	gen genericState
+	// fns are the package's annotated functions.
+	fns []*fn
+	// unionVariants caches variants (render_unions.go).
+	unionVariants map[*types.Named][]types.Type
+	idem          *types.Package
+	impl          *types.Package // RuntimeImplPath
+	ctxPkg        *types.Package
+}
+
+// fileNames are the names the generated file has handed out.
+type fileNames struct {
 	aliases    map[string]string // import path → name in the file
 	aliasUsed  map[string]bool
 	paramNames map[string]bool // every wrapper parameter name: imports avoid them
 	globals    map[string]bool // package-level names taken
-	helpers    map[helperKey]string
-	// codecHelpers are the result codec helpers of named types.
-	codecHelpers map[string]*codecHelper
-	failed       map[helperKey][]problem // types that cannot be keyed
+}
+
+// keyHelpers are the key helpers written (or refused) so far.
+type keyHelpers struct {
+	helpers map[helperKey]string
+	failed  map[helperKey][]problem // types that cannot be keyed
 	// skipped are the paths (below root) each key helper leaves out as
 	// no part of a call's identity, with why: "\x00.Ctx (a context)".
 	skipped map[helperKey][]string
@@ -35,17 +59,24 @@ type emitter struct {
 	// a use meanwhile makes the helper recursive (keyRecursive), and its
 	// body bounds the depth.
 	keyBuilding, keyRecursive map[helperKey]bool
+}
+
+// driftFacts are the types whose definitions the generated code relies
+// on, which the drift checks pin (render_drift.go).
+type driftFacts struct {
 	// fieldsRead are the struct types whose fields the key code reads:
 	// each gets a compile-time check that they did not change.
 	fieldsRead map[*types.TypeName]*types.Named
 	// instRead are the instances of generic struct types whose fields the
 	// generated code reads, by instanceKey.
 	instRead map[string]*types.Named
-	// gen is the state of generic wrappers (render_generics.go).
-	gen genericState
 	// pinned are the named types and aliases whose representation the
-	// generated code converts (render_drift.go).
-	pinned      map[*types.TypeName]types.Type
+	// generated code converts.
+	pinned map[*types.TypeName]types.Type
+}
+
+// fileOut is what the file holds besides the wrappers, written so far.
+type fileOut struct {
 	helperDecls []helperDecl
 	// checks are the file's compile-time checks (signatures, the fields
 	// and definitions of the types it reads), one var block at its end;
@@ -53,15 +84,9 @@ type emitter struct {
 	// (aliases, interfaces), after them; checkFuncs the checks of generic
 	// code, which need a function each.
 	checks, typedChecks, checkFuncs []jen.Code
-	// fns are the package's annotated functions; errs the file's
-	// idemErrors, once a result holds an error value (render_errtypes.go).
-	fns  []*fn
+	// errs are the file's idemErrors, once a result holds an error value
+	// (render_errtypes.go).
 	errs *errTypes
-	// unionVariants caches variants (render_unions.go).
-	unionVariants map[*types.Named][]types.Type
-	idem          *types.Package
-	impl          *types.Package // RuntimeImplPath
-	ctxPkg        *types.Package
 }
 
 type helperDecl struct {
@@ -155,22 +180,28 @@ func (pi *pkgInfo) emitFile(fns []*fn, since int) (src []byte, clean bool) {
 // newEmitter starts the generated file of fns' package.
 func newEmitter(pi *pkgInfo, fns []*fn) *emitter {
 	e := &emitter{
-		pi:            pi,
-		f:             jen.NewFilePathName(pi.pkg.PkgPath, pi.pkg.Name),
-		aliases:       map[string]string{},
-		aliasUsed:     map[string]bool{},
-		paramNames:    map[string]bool{},
-		globals:       map[string]bool{},
-		helpers:       map[helperKey]string{},
+		pi: pi,
+		f:  jen.NewFilePathName(pi.pkg.PkgPath, pi.pkg.Name),
+		fileNames: fileNames{
+			aliases:    map[string]string{},
+			aliasUsed:  map[string]bool{},
+			paramNames: map[string]bool{},
+			globals:    map[string]bool{},
+		},
+		keyHelpers: keyHelpers{
+			helpers:      map[helperKey]string{},
+			failed:       map[helperKey][]problem{},
+			skipped:      map[helperKey][]string{},
+			keyBuilding:  map[helperKey]bool{},
+			keyRecursive: map[helperKey]bool{},
+		},
+		driftFacts: driftFacts{
+			fieldsRead: map[*types.TypeName]*types.Named{},
+			instRead:   map[string]*types.Named{},
+			pinned:     map[*types.TypeName]types.Type{},
+		},
 		codecHelpers:  map[string]*codecHelper{},
 		unionVariants: map[*types.Named][]types.Type{},
-		failed:        map[helperKey][]problem{},
-		skipped:       map[helperKey][]string{},
-		keyBuilding:   map[helperKey]bool{},
-		keyRecursive:  map[helperKey]bool{},
-		fieldsRead:    map[*types.TypeName]*types.Named{},
-		instRead:      map[string]*types.Named{},
-		pinned:        map[*types.TypeName]types.Type{},
 		idem:          types.NewPackage(RuntimePath, "idem"),
 		impl:          types.NewPackage(RuntimeImplPath, "idemimpl"),
 		ctxPkg:        types.NewPackage("context", "context"),
