@@ -1,7 +1,6 @@
 package generator
 
 import (
-	"errors"
 	"go/token"
 	"path/filepath"
 	"strings"
@@ -50,14 +49,7 @@ func TestSilentSkipReported(t *testing.T) {
 	left = collectUnaccounted(func() {
 		files, err = Generate(Config{Dir: root, Patterns: []string{"./testdata/keyhelperfailed"}})
 	})
-	var gerr *Error
-	if !errors.As(err, &gerr) {
-		t.Fatalf("Generate: %v, want a diagnostic", err)
-	}
-	var got []string
-	for _, d := range gerr.Diagnostics {
-		got = append(got, d.String())
-	}
+	got := diagnosticsOf(t, err)
 	want := []string{"testdata/keyhelperfailed/keyhelperfailed.go:27:1: //idem: annotates something that was neither wrapped nor refused: an idemgen defect; please report it"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("diagnostics (-want +got):\n%s", diff)

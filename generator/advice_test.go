@@ -19,11 +19,7 @@ import (
 // returns its directory and the environment to run the go command in it.
 func scratchModule(t *testing.T, name string) (string, []string) {
 	t.Helper()
-	mod := t.TempDir()
-	if err := testenv.ScratchModule(mod, name); err != nil {
-		t.Fatal(err)
-	}
-	return mod, testenv.OfflineGoEnv()
+	return newScratch(t, name), testenv.OfflineGoEnv()
 }
 
 // generateIn runs the generator over every package of a scratch module.

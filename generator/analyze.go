@@ -6,6 +6,7 @@ import (
 	"go/types"
 	"sort"
 	"strconv"
+	"strings"
 
 	"golang.org/x/tools/go/packages"
 )
@@ -22,7 +23,7 @@ type fn struct {
 	// or the target of a var _ = pkg.F directive.
 	pos token.Pos
 	// foreign: obj is another package's function or method, named by a
-	// var _ = pkg.F directive in this package (foreign.go).
+	// var _ = pkg.F directive in this package (analyze_foreign.go).
 	foreign bool
 	// recvName is the receiver's name in the source ("" when unnamed or
 	// blank), renamed like a parameter when it would shadow something.
@@ -40,12 +41,14 @@ type fn struct {
 	// no part of the call's identity, with why, for the doc line.
 	notKeyed []string
 	// inner is the decorator's field holding the wrapped implementation
-	// of an interface method (recv is then the interface; iface.go).
+	// of an interface method (recv is then the interface; analyze_iface.go).
 	inner string
-	// step: x is a step (//idem:step, steps.go), recorded under stepName
+	// step: x is a step (//idem:step, analyze_steps.go), recorded under stepName
 	// ("" for its own name) by its step wrapper.
 	step     bool
 	stepName string
+	// plan is what the analysis decided about x (analyze_plan.go).
+	plan *funcPlan
 }
 
 // param is one parameter of the wrapped function as the wrapper declares it.
@@ -75,13 +78,13 @@ type pkgInfo struct {
 	steps []*fn
 	// extra are packages the generated code may import beyond the
 	// package's own imports (the runtime), by path; checkFiles caches the
-	// package's files as the pre-write check reads them (precheck.go).
+	// package's files as the pre-write check reads them (verify_precheck.go).
 	extra      map[string]*types.Package
 	checkFiles []*ast.File
 	// emitted are the functions whose wrapper the last emitFile wrote.
 	emitted map[*fn]bool
 	// aliases index the aliases of the packages the package reaches by
-	// the named type each stands for (types.go).
+	// the named type each stands for (render_types.go).
 	aliases map[*types.TypeName][]*types.TypeName
 }
 
@@ -205,7 +208,7 @@ func (pi *pkgInfo) check(obj *types.Func, at token.Pos, lines []*ast.Comment, fo
 
 // checkShape checks x's signature (error last) and names its results,
 // parameters and context: the part of the analysis shared by functions,
-// methods and interface methods (iface.go).
+// methods and interface methods (analyze_iface.go).
 func (pi *pkgInfo) checkShape(x *fn, what string) bool {
 	ok := true
 	if !errorLast(x.sig) {
@@ -293,4 +296,19 @@ func packageScope(p *packages.Package, fset *token.FileSet, out string) map[stri
 	// package-level names, but a package-level name may clash with our
 	// imports: those are covered by the scope above.
 	return m
+}
+
+func upperFirst(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+
+// recvPointer is *T for a method of T: for a generic T, the instance
+// with the method's own receiver type parameters (*Repo[T]).
+func recvPointer(x *fn) types.Type {
+	if x.sig.RecvTypeParams().Len() == 0 {
+		return types.NewPointer(x.recv.Type())
+	}
+	t := x.sig.Recv().Type()
+	if _, ok := t.(*types.Pointer); ok {
+		return t
+	}
+	return types.NewPointer(t)
 }

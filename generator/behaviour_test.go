@@ -8,8 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 var onlyCases = flag.String("cases", "", "TestBehaviour: build and run only the golden cases whose name matches this regexp (while working on a case)")
@@ -21,19 +19,10 @@ var onlyCases = flag.String("cases", "", "TestBehaviour: build and run only the 
 // result under go-cmp (after a real round trip through the stored bytes), each option's effect.
 // All cases build and run in one go test invocation.
 func TestBehaviour(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds and runs every golden case")
-	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod := t.TempDir()
+	root := slowRoot(t, "builds and runs every golden case")
 	// The cases also run on Redis: runtime/redisstore is a module of its
 	// own, so the scratch module requires it too.
-	if err := testenv.ScratchModule(mod, "idemgen.test/behaviour", "github.com/google/go-cmp v0.7.0", "runtime/redisstore"); err != nil {
-		t.Fatal(err)
-	}
+	mod := newScratch(t, "idemgen.test/behaviour", "github.com/google/go-cmp v0.7.0", "runtime/redisstore")
 	cases, _ := filepath.Glob(filepath.Join(root, "golden", "*", goldenOutput))
 	if len(cases) == 0 {
 		t.Fatal("no golden output cases")

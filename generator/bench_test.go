@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 // BenchmarkGenerate1000 generates a package of 1,000 annotated functions
@@ -23,10 +21,7 @@ import (
 //
 //	go test ./generator -run '^$' -bench Generate1000 -benchtime 5x
 func BenchmarkGenerate1000(b *testing.B) {
-	mod := b.TempDir()
-	if err := testenv.ScratchModule(mod, "example.com/big"); err != nil {
-		b.Fatal(err)
-	}
+	mod := newScratch(b, "example.com/big")
 	var src strings.Builder
 	src.WriteString("package big\n\nimport (\n\t\"context\"\n\t\"time\"\n)\n\n")
 	src.WriteString("type Line struct {\n\tSKU string\n\tQty int\n\tTags map[string]string\n}\n\n")

@@ -2,11 +2,14 @@ package generator
 
 import (
 	"bufio"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -48,32 +51,104 @@ func TestOutputBudget(t *testing.T) {
 	}
 }
 
-// TestEmitterFunctionsFitAScreen: every function of the generator fits on
-// a screen (80 lines), so each piece of output can be read beside the code
-// that writes it.
-func TestEmitterFunctionsFitAScreen(t *testing.T) {
-	fset := token.NewFileSet()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
+// TestFunctionsFitAScreen: every function of the generator fits on a
+// screen (80 lines), so each piece of output can be read beside the code
+// that writes it. runtime/'s offenders are listed, not yet held (issue
+// #44: the core's redesign brings them under).
+func TestFunctionsFitAScreen(t *testing.T) {
+	for _, f := range goSources(t, ".") {
+		for _, fn := range longFuncs(t, f) {
+			t.Errorf("%s, want ≤ 80 lines", fn)
 		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
+	}
+	var runtime []string
+	for _, f := range goSources(t, filepath.Join("..", "runtime")) {
+		runtime = append(runtime, longFuncs(t, f)...)
+	}
+	if len(runtime) > 0 {
+		t.Logf("TODO(#44): %d functions of runtime/ over 80 lines:\n%s", len(runtime), strings.Join(runtime, "\n"))
+	}
+}
+
+// longRuntimeFiles are the files of runtime/ over 800 lines when the
+// budget was set; each is being split. A file that fits is dropped from
+// the list; a new one may not join it.
+var longRuntimeFiles = map[string]bool{
+	"../runtime/dynamostore/store.go": true,
+}
+
+// TestFilesFitABudget: no Go file of the generator or the runtime (tests
+// and generated files aside) is over 800 lines.
+func TestFilesFitABudget(t *testing.T) {
+	files := append(goSources(t, "."), goSources(t, filepath.Join("..", "runtime"))...)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, d := range f.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if !ok || fn.Body == nil {
-				continue
-			}
-			start, end := fset.Position(fn.Pos()), fset.Position(fn.End())
-			if n := end.Line - start.Line + 1; n > 80 {
-				t.Errorf("%s: %s is %d lines, want ≤ 80", start, fn.Name.Name, n)
-			}
+		n := strings.Count(string(data), "\n")
+		switch {
+		case n > 800 && longRuntimeFiles[filepath.ToSlash(f)]:
+			t.Logf("TODO(#44): %s is %d lines, want ≤ 800", f, n)
+		case n > 800:
+			t.Errorf("%s is %d lines, want ≤ 800", f, n)
+		case longRuntimeFiles[filepath.ToSlash(f)]:
+			t.Logf("%s is %d lines now: drop it from longRuntimeFiles", f, n)
 		}
 	}
+}
+
+// goSources are the Go files below dir that people write: no tests, no
+// testdata, no generated files.
+func goSources(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && path != dir && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")):
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if !generatedFile.Match(data) {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// generatedFile is the line go generate's convention puts in a generated file.
+var generatedFile = regexp.MustCompile(`(?m)^// Code generated .* DO NOT EDIT\.$`)
+
+// longFuncs lists the functions of file over 80 lines: "file:line: name
+// is n lines".
+func longFuncs(t *testing.T, file string) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Body == nil {
+			continue
+		}
+		start, end := fset.Position(fn.Pos()), fset.Position(fn.End())
+		if n := end.Line - start.Line + 1; n > 80 {
+			out = append(out, fmt.Sprintf("%s: %s is %d lines", start, fn.Name.Name, n))
+		}
+	}
+	return out
 }

@@ -29,19 +29,10 @@ const dotlessModule = "gizmo"
 // unions, as in any module. Every output case then builds and passes its
 // behaviour tests there, as TestBehaviour runs them under a dotted path.
 func TestDotlessModule(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: generates, builds and runs every golden case in a scratch module")
-	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod := t.TempDir()
-	if err := testenv.ScratchModule(mod, dotlessModule, "github.com/google/go-cmp v0.7.0", "runtime/redisstore"); err != nil {
-		t.Fatal(err)
-	}
+	root := slowRoot(t, "generates, builds and runs every golden case in a scratch module")
+	mod := newScratch(t, dotlessModule, "github.com/google/go-cmp v0.7.0", "runtime/redisstore")
 	from, to := "github.com/idemgen/idemgen/testdata/", dotlessModule+"/testdata/"
-	err = filepath.WalkDir(filepath.Join(root, "testdata"), func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(filepath.Join(root, "testdata"), func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"fmt"
 	"go/token"
+	"go/types"
 	"os"
 	"path/filepath"
 	"sort"
@@ -182,4 +183,17 @@ func (f File) Stale() bool {
 		return err == nil && bytes.HasPrefix(old, []byte(Header))
 	}
 	return err != nil || !bytes.Equal(old, f.Content)
+}
+
+// generatePackage returns the generated file of p, nil when p has no
+// annotated functions or after a diagnostic: analyze, then render.
+func generatePackage(p *packages.Package, fset *token.FileSet, out string, std *stdLib, d *diags, extra map[string]*types.Package) []byte {
+	pi := &pkgInfo{pkg: p, fset: fset, out: out, scope: packageScope(p, fset, out), d: d, types: newWellKnown(p.Types), std: std, extra: extra}
+	n := len(d.list)
+	defer pi.account(n)
+	fp := pi.analyze()
+	if fp == nil {
+		return nil
+	}
+	return pi.render(fp, n)
 }

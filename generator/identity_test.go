@@ -1,7 +1,6 @@
 package generator
 
 import (
-	"errors"
 	"go/ast"
 	"go/importer"
 	"go/parser"
@@ -13,8 +12,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/idemgen/idemgen/internal/testenv"
 )
 
 // TestNamesUniqueAcrossPackages: two packages of one run that give their
@@ -22,10 +19,7 @@ import (
 // other, and neither package gets a generated file (their calls would
 // share a key space). A third package is generated as usual.
 func TestNamesUniqueAcrossPackages(t *testing.T) {
-	mod := t.TempDir()
-	if err := testenv.ScratchModule(mod, "example.test/dup"); err != nil {
-		t.Fatal(err)
-	}
+	mod := newScratch(t, "example.test/dup")
 	files := map[string]string{
 		"a/a.go": `package a
 
@@ -64,14 +58,7 @@ func Ship(ctx context.Context, id string) error { return nil }
 	}
 	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
 	out, err := Generate(Config{Dir: mod, Patterns: []string{"./..."}, Env: env})
-	var gerr *Error
-	if !errors.As(err, &gerr) {
-		t.Fatalf("Generate: %v, want diagnostics", err)
-	}
-	var got []string
-	for _, d := range gerr.Diagnostics {
-		got = append(got, d.String())
-	}
+	got := diagnosticsOf(t, err)
 	const tail = ": two functions with one name share a key space and would answer each other's calls; give each its own name="
 	want := []string{
 		`a/a.go:7:8: name "billing.charge" of a.Charge is also the name of b.Refund (at b/b.go:7:15)` + tail,

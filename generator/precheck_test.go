@@ -1,7 +1,6 @@
 package generator
 
 import (
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,14 +51,7 @@ func TestPrecheckCatchesBrokenEmitter(t *testing.T) {
 			}
 			defer func() { breakHelpers = nil }()
 			files, err := Generate(Config{Dir: root, Patterns: []string{"./testdata/" + tc.pkg}})
-			var gerr *Error
-			if !errors.As(err, &gerr) {
-				t.Fatalf("Generate: %v, want the defect's diagnostics", err)
-			}
-			var got []string
-			for _, d := range gerr.Diagnostics {
-				got = append(got, d.String())
-			}
+			got := diagnosticsOf(t, err)
 			if diff := cmp.Diff(tc.wantDiags, got); diff != "" {
 				t.Errorf("diagnostics (-want +got):\n%s", diff)
 			}

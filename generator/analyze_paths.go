@@ -3,8 +3,6 @@ package generator
 import (
 	"go/types"
 	"strings"
-
-	"github.com/dave/jennifer/jen"
 )
 
 // keyPath is a resolved key= or exclude= path: a parameter, then fields.
@@ -18,9 +16,10 @@ type keyPath struct {
 	nilable []bool
 	// structs are the types whose fields the path reads, in order.
 	structs []types.Type
-	// base is the receiver's expression (recvVar.T) for a path that
-	// starts at the receiver (key=s.TenantID); nil for a parameter's.
-	base func() *jen.Statement
+	// recvField is the wrapper's field holding the receiver (T, read as
+	// recvVar.T) for a path that starts at the receiver (key=s.TenantID);
+	// "" for a parameter's.
+	recvField string
 }
 
 // resolve checks a path against the function's parameters and types.
@@ -81,8 +80,7 @@ func (pi *pkgInfo) resolveRoot(x *fn, p pathOpt, option, root string, kp *keyPat
 			pi.d.add(p.pos, "key: name fields of the receiver %s (key=%s.Field), not the receiver itself", root, root)
 			return nil, false
 		}
-		recvVar, field := x.recvVar, x.recv.Name()
-		kp.base = func() *jen.Statement { return jen.Id(recvVar).Dot(field) }
+		kp.recvField = x.recv.Name()
 		return recvPointer(x), true
 	case kp.param < 0:
 		pi.d.add(p.pos, "%s: %s is not a parameter of %s%s", option, root, x.name, didYouMean(root, names)+ifaceHint(x, option))
@@ -146,7 +144,7 @@ func (kp keyPath) String() string { return kp.opt.text }
 // the embedded fields they come through (req.Account.Base.Tenant for
 // req.Account.Tenant). Overlap checks compare canonical paths.
 func (kp keyPath) canon(x *fn) string {
-	if kp.base != nil {
+	if kp.recvField != "" {
 		return "\x00recv." + strings.Join(kp.fields, ".")
 	}
 	name := x.sig.Params().At(kp.param).Name()
@@ -228,52 +226,6 @@ func fullPaths(here string, embeddings []string, field string) string {
 		out[i] = here + "." + e + "." + field
 	}
 	return strings.Join(out, " or ")
-}
-
-// expr is the Go expression of the path, with p the wrapper's parameter names.
-func (kp keyPath) expr(ps []param, upto int) *jen.Statement {
-	var s *jen.Statement
-	if kp.base != nil {
-		s = kp.base()
-	} else {
-		s = jen.Id(ps[kp.param].name)
-	}
-	for _, f := range kp.fields[:upto] {
-		s = s.Dot(f)
-	}
-	return s
-}
-
-// value is the path's value in the begin helper, where a struct or array
-// parameter is a pointer to it (the path's fields read through it).
-func (kp keyPath) value(ps []param) val {
-	if kp.base == nil && len(kp.fields) == 0 && ps[kp.param].byPtr {
-		return val{e: id(ps[kp.param].name), ptr: true}
-	}
-	return val{e: func() *jen.Statement { return kp.expr(ps, len(kp.fields)) }}
-}
-
-// guard is the condition under which a pointer on the path is nil (nil if
-// there is none).
-func (kp keyPath) guard(ps []param) jen.Code {
-	var conds []jen.Code
-	for i, n := range kp.nilable {
-		if n {
-			conds = append(conds, kp.expr(ps, i).Op("==").Nil())
-		}
-	}
-	if len(conds) == 0 {
-		return nil
-	}
-	return jen.Add(conds[0]).Add(orRest(conds[1:])...)
-}
-
-func orRest(cs []jen.Code) []jen.Code {
-	var out []jen.Code
-	for _, c := range cs {
-		out = append(out, jen.Op("||"), c)
-	}
-	return out
 }
 
 // covers reports whether path a is b or a prefix of it (a: req, b: req.ID).

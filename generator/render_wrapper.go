@@ -53,20 +53,11 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 
 // newWrap names what x's declarations share.
 func (e *emitter) newWrap(x *fn, typeName, field string, hn helperNames) *wrap {
-	pi := e.pi
 	w := &wrap{x: x, typeName: typeName, field: field, hn: hn, ns: namer{}}
-	w.display = pi.pkg.Name + "." + x.name
-	w.specBase, w.specName = upperFirst(x.name), pi.pkg.PkgPath+"."+x.name
+	w.display, w.specName = x.plan.Display, x.plan.Spec
+	w.specBase = upperFirst(x.name)
 	if x.recv != nil {
-		w.display = x.recv.Name() + "." + x.name
 		w.specBase = upperFirst(x.recv.Name()) + upperFirst(x.name)
-		w.specName = pi.pkg.PkgPath + "." + x.recv.Name() + "." + x.name
-	}
-	if x.foreign {
-		w.display, w.specName = foreignNames(x)
-	}
-	if x.opts.name != "" {
-		w.specName = x.opts.name
 	}
 	for _, p := range x.params {
 		w.ns[p.name] = true
@@ -190,7 +181,6 @@ func (e *emitter) resultStruct(w *wrap) jen.Code {
 		return nil
 	}
 	w.resultStruct = e.global("idemResult" + w.specBase)
-	x.resultFields = resultFields(x)
 	var fs []jen.Code
 	for i, t := range x.result {
 		fs = append(fs, jen.Id(x.resultFields[i]).Add(e.typ(t)))
@@ -265,7 +255,7 @@ func (e *emitter) wrapperMethod(w *wrap, codecDoc string) jen.Code {
 	if w.hn.wrapper != "" {
 		name = w.hn.wrapper
 	}
-	doc := fmt.Sprintf("%s is %s, run at most once per key (%s).%s", name, w.display, e.optionSummary(x), e.wrapperDoc(w)+codecDoc)
+	doc := fmt.Sprintf("%s is %s, run at most once per key (%s).%s", name, w.display, x.plan.DocLine, e.wrapperDoc(w)+codecDoc)
 	if w.hn.wrapper != "" {
 		return jen.Comment(doc).Line().
 			Func().Id(w.hn.wrapper).Types(e.typeParamDecls(x)...).Add(e.genericParams(x, w.recv, w.typeName, names)).Block(body...)

@@ -26,7 +26,7 @@ import (
 //     part of the key.
 //
 // Another package's generic functions and methods of its generic types
-// are refused above var _ = pkg.F (foreign.go, pkgInfo.check): wrap the
+// are refused above var _ = pkg.F (analyze_foreign.go, pkgInfo.check): wrap the
 // call in a function of the package and annotate that.
 
 var reflectPkg = types.NewPackage("reflect", "reflect")
@@ -388,19 +388,6 @@ func fnTypeParams(x *fn) *types.TypeParamList {
 	return x.sig.RecvTypeParams()
 }
 
-// recvPointer is *T for a method of T: for a generic T, the instance
-// with the method's own receiver type parameters (*Repo[T]).
-func recvPointer(x *fn) types.Type {
-	if x.sig.RecvTypeParams().Len() == 0 {
-		return types.NewPointer(x.recv.Type())
-	}
-	t := x.sig.Recv().Type()
-	if _, ok := t.(*types.Pointer); ok {
-		return t
-	}
-	return types.NewPointer(t)
-}
-
 // genericGroup is the wrapper type of a generic type's methods and its
 // constructor: IdempotentRepo[T C] embeds *Repo[T].
 func (e *emitter) genericGroup(g *group, field string, guardT jen.Code) []jen.Code {
@@ -514,7 +501,7 @@ func (e *emitter) genericDrift() []jen.Code {
 		r := e.gen.read[k]
 		n, x := r.n, r.x
 		st := n.Underlying().(*types.Struct)
-		if !e.nameable(n.Obj()) {
+		if !e.pi.nameable(n.Obj()) {
 			continue
 		}
 		name := "idem" + upperFirst(n.Obj().Name()) + staleSuffix

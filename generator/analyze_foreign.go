@@ -4,7 +4,9 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"sort"
 	"strconv"
+	"strings"
 
 	"golang.org/x/tools/go/packages"
 )
@@ -41,15 +43,9 @@ type varDirective struct {
 func varDirectives(f *ast.File, attached map[*ast.Comment]bool) []varDirective {
 	var out []varDirective
 	lines := func(cg *ast.CommentGroup) []*ast.Comment {
-		if cg == nil {
-			return nil
-		}
-		var l []*ast.Comment
-		for _, c := range cg.List {
-			if isDirective(c) {
-				l = append(l, c)
-				attached[c] = true
-			}
+		l := directiveLines(cg)
+		for _, c := range l {
+			attached[c] = true
 		}
 		return l
 	}
@@ -199,9 +195,8 @@ func (x *fn) paramPos(i int) token.Pos {
 // checkNameable reports a signature the generated file cannot spell: a
 // type of another module's internal package, or an unexported one.
 func (pi *pkgInfo) checkNameable(x *fn) bool {
-	e := &emitter{pi: pi}
 	check := func(what string, t types.Type) bool {
-		if obj := unnameable(e, t, map[types.Type]bool{}); obj != nil {
+		if obj := pi.unnameable(t, map[types.Type]bool{}); obj != nil {
 			pi.d.add(pi.fset.Position(x.pos), "%s: %s has type %s, which package %s cannot name (%s.%s is unexported or internal); wrap it in a function of the package that can, and annotate that",
 				x.what(), what, pi.typeString(t), pi.pkg.Name, obj.Pkg().Path(), obj.Name())
 			return false
@@ -223,53 +218,53 @@ func (pi *pkgInfo) checkNameable(x *fn) bool {
 
 // unnameable returns a type name inside t that the generated file cannot
 // write, nil if there is none.
-func unnameable(e *emitter, t types.Type, seen map[types.Type]bool) *types.TypeName {
+func (pi *pkgInfo) unnameable(t types.Type, seen map[types.Type]bool) *types.TypeName {
 	if seen[t] {
 		return nil
 	}
 	seen[t] = true
 	switch t := t.(type) {
 	case *types.Alias:
-		if t.Obj().Pkg() != nil && t.Obj().Exported() && e.nameable(t.Obj()) {
+		if t.Obj().Pkg() != nil && t.Obj().Exported() && pi.nameable(t.Obj()) {
 			return nil
 		}
-		return unnameable(e, types.Unalias(t), seen)
+		return pi.unnameable(types.Unalias(t), seen)
 	case *types.Named:
-		if t.Obj().Pkg() != nil && !e.nameable(t.Obj()) {
-			if a, _ := e.pi.aliasFor(e, t); a == nil {
+		if t.Obj().Pkg() != nil && !pi.nameable(t.Obj()) {
+			if a, _ := pi.aliasFor(t); a == nil {
 				return t.Obj()
 			}
 		}
 		for i := 0; i < t.TypeArgs().Len(); i++ {
-			if o := unnameable(e, t.TypeArgs().At(i), seen); o != nil {
+			if o := pi.unnameable(t.TypeArgs().At(i), seen); o != nil {
 				return o
 			}
 		}
 		return nil
 	case *types.Pointer:
-		return unnameable(e, t.Elem(), seen)
+		return pi.unnameable(t.Elem(), seen)
 	case *types.Slice:
-		return unnameable(e, t.Elem(), seen)
+		return pi.unnameable(t.Elem(), seen)
 	case *types.Array:
-		return unnameable(e, t.Elem(), seen)
+		return pi.unnameable(t.Elem(), seen)
 	case *types.Chan:
-		return unnameable(e, t.Elem(), seen)
+		return pi.unnameable(t.Elem(), seen)
 	case *types.Map:
-		if o := unnameable(e, t.Key(), seen); o != nil {
+		if o := pi.unnameable(t.Key(), seen); o != nil {
 			return o
 		}
-		return unnameable(e, t.Elem(), seen)
+		return pi.unnameable(t.Elem(), seen)
 	case *types.Signature:
 		for _, tup := range []*types.Tuple{t.Params(), t.Results()} {
 			for i := 0; i < tup.Len(); i++ {
-				if o := unnameable(e, tup.At(i).Type(), seen); o != nil {
+				if o := pi.unnameable(tup.At(i).Type(), seen); o != nil {
 					return o
 				}
 			}
 		}
 	case *types.Struct:
 		for i := 0; i < t.NumFields(); i++ {
-			if o := unnameable(e, t.Field(i).Type(), seen); o != nil {
+			if o := pi.unnameable(t.Field(i).Type(), seen); o != nil {
 				return o
 			}
 		}
@@ -432,4 +427,105 @@ func AnnotatedForeignFuncs(fset *token.FileSet, info *types.Info, own *types.Pac
 		out = append(out, w)
 	}
 	return out
+}
+
+// nameable reports whether the generated file can refer to the type by
+// name: declared in the package itself, or exported from a package it may
+// import (not another module's internal package).
+func (pi *pkgInfo) nameable(obj *types.TypeName) bool {
+	pkg := obj.Pkg()
+	if pkg == nil || pkg == pi.pkg.Types {
+		return true
+	}
+	if !obj.Exported() {
+		return false
+	}
+	path := pkg.Path()
+	var parent string
+	switch {
+	case strings.HasPrefix(path, "internal/") || path == "internal":
+		parent = ""
+	case strings.Contains(path, "/internal/"):
+		parent = path[:strings.LastIndex(path, "/internal/")]
+	case strings.HasSuffix(path, "/internal"):
+		parent = strings.TrimSuffix(path, "/internal")
+	default:
+		return true
+	}
+	from := pi.pkg.PkgPath
+	return parent != "" && (from == parent || strings.HasPrefix(from, parent+"/"))
+}
+
+// aliasFor returns an alias the generated file can name that stands for
+// n, which it cannot name itself (unexported, or internal to another
+// module), with the type arguments to instantiate it with; nil if there
+// is none. Aliases of n's own package come first, then by package path
+// and name: the same file every run.
+func (pi *pkgInfo) aliasFor(n *types.Named) (*types.TypeName, *types.TypeList) {
+	if pi.aliases == nil {
+		pi.aliases = aliasIndex(pi.pkg.Types)
+	}
+	for _, a := range pi.aliases[n.Origin().Obj()] {
+		if !a.Exported() || !pi.nameable(a) {
+			continue
+		}
+		at := a.Type().(*types.Alias)
+		tps := at.TypeParams()
+		if tps.Len() == 0 {
+			if types.Identical(types.Unalias(at), n) {
+				return a, nil
+			}
+			continue
+		}
+		// type Page[T any] = page[T]: Page[X] is page[X].
+		rhs, ok := at.Rhs().(*types.Named)
+		if !ok || rhs.TypeArgs().Len() != tps.Len() || n.TypeArgs().Len() != tps.Len() {
+			continue
+		}
+		same := true
+		for i := 0; i < tps.Len(); i++ {
+			same = same && rhs.TypeArgs().At(i) == tps.At(i)
+		}
+		if same {
+			return a, n.TypeArgs()
+		}
+	}
+	return nil, nil
+}
+
+// aliasIndex lists the aliases of the packages pkg reaches by the origin
+// of the named type each stands for.
+func aliasIndex(pkg *types.Package) map[*types.TypeName][]*types.TypeName {
+	idx := map[*types.TypeName][]*types.TypeName{}
+	seen := map[*types.Package]bool{}
+	var pkgs []*types.Package
+	var walk func(p *types.Package)
+	walk = func(p *types.Package) {
+		if seen[p] {
+			return
+		}
+		seen[p] = true
+		pkgs = append(pkgs, p)
+		for _, q := range p.Imports() {
+			walk(q)
+		}
+	}
+	walk(pkg)
+	sort.Slice(pkgs, func(i, j int) bool { return pkgs[i].Path() < pkgs[j].Path() })
+	for _, p := range pkgs {
+		for _, name := range p.Scope().Names() {
+			a, ok := p.Scope().Lookup(name).(*types.TypeName)
+			if !ok || !a.IsAlias() {
+				continue
+			}
+			if n, ok := types.Unalias(a.Type()).(*types.Named); ok {
+				k := n.Origin().Obj()
+				idx[k] = append(idx[k], a)
+			}
+		}
+	}
+	for k, list := range idx {
+		sort.SliceStable(list, func(i, j int) bool { return list[i].Pkg() == k.Pkg() && list[j].Pkg() != k.Pkg() })
+	}
+	return idx
 }

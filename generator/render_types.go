@@ -3,7 +3,6 @@ package generator
 import (
 	"go/types"
 	"reflect"
-	"sort"
 	"strconv"
 
 	"github.com/dave/jennifer/jen"
@@ -69,7 +68,7 @@ func (e *emitter) typ(t types.Type) jen.Code {
 	case *types.Alias:
 		if obj := t.Obj(); obj.Pkg() == nil {
 			return jen.Id(obj.Name()) // any, byte, rune…
-		} else if (obj.Exported() && e.nameable(obj)) || obj.Pkg() == e.pi.pkg.Types {
+		} else if (obj.Exported() && e.pi.nameable(obj)) || obj.Pkg() == e.pi.pkg.Types {
 			return e.withArgs(e.qual(obj.Pkg(), obj.Name()), t.TypeArgs())
 		}
 		return e.typ(types.Unalias(t))
@@ -114,10 +113,10 @@ func (e *emitter) namedType(t *types.Named) jen.Code {
 	if obj.Pkg() == nil {
 		return jen.Id(obj.Name()) // error
 	}
-	if !e.nameable(obj) {
+	if !e.pi.nameable(obj) {
 		// Only an alias can name it here (an SDK's exported
 		// UploadResponse = uploadResponse): spell that.
-		if a, args := e.pi.aliasFor(e, t); a != nil {
+		if a, args := e.pi.aliasFor(t); a != nil {
 			return e.withArgs(e.qual(a.Pkg(), a.Name()), args)
 		}
 	}
@@ -134,80 +133,6 @@ func (e *emitter) withArgs(q *jen.Statement, args *types.TypeList) *jen.Statemen
 		q.Index(jen.List(list...))
 	}
 	return q
-}
-
-// aliasFor returns an alias the generated file can name that stands for
-// n, which it cannot name itself (unexported, or internal to another
-// module), with the type arguments to instantiate it with; nil if there
-// is none. Aliases of n's own package come first, then by package path
-// and name: the same file every run.
-func (pi *pkgInfo) aliasFor(e *emitter, n *types.Named) (*types.TypeName, *types.TypeList) {
-	if pi.aliases == nil {
-		pi.aliases = aliasIndex(pi.pkg.Types)
-	}
-	for _, a := range pi.aliases[n.Origin().Obj()] {
-		if !a.Exported() || !e.nameable(a) {
-			continue
-		}
-		at := a.Type().(*types.Alias)
-		tps := at.TypeParams()
-		if tps.Len() == 0 {
-			if types.Identical(types.Unalias(at), n) {
-				return a, nil
-			}
-			continue
-		}
-		// type Page[T any] = page[T]: Page[X] is page[X].
-		rhs, ok := at.Rhs().(*types.Named)
-		if !ok || rhs.TypeArgs().Len() != tps.Len() || n.TypeArgs().Len() != tps.Len() {
-			continue
-		}
-		same := true
-		for i := 0; i < tps.Len(); i++ {
-			same = same && rhs.TypeArgs().At(i) == tps.At(i)
-		}
-		if same {
-			return a, n.TypeArgs()
-		}
-	}
-	return nil, nil
-}
-
-// aliasIndex lists the aliases of the packages pkg reaches by the origin
-// of the named type each stands for.
-func aliasIndex(pkg *types.Package) map[*types.TypeName][]*types.TypeName {
-	idx := map[*types.TypeName][]*types.TypeName{}
-	seen := map[*types.Package]bool{}
-	var pkgs []*types.Package
-	var walk func(p *types.Package)
-	walk = func(p *types.Package) {
-		if seen[p] {
-			return
-		}
-		seen[p] = true
-		pkgs = append(pkgs, p)
-		for _, q := range p.Imports() {
-			walk(q)
-		}
-	}
-	walk(pkg)
-	sort.Slice(pkgs, func(i, j int) bool { return pkgs[i].Path() < pkgs[j].Path() })
-	for _, p := range pkgs {
-		for _, name := range p.Scope().Names() {
-			a, ok := p.Scope().Lookup(name).(*types.TypeName)
-			if !ok || !a.IsAlias() {
-				continue
-			}
-			if n, ok := types.Unalias(a.Type()).(*types.Named); ok {
-				k := n.Origin().Obj()
-				idx[k] = append(idx[k], a)
-			}
-		}
-	}
-	for k, list := range idx {
-		sort.SliceStable(list, func(i, j int) bool { return list[i].Pkg() == k.Pkg() && list[j].Pkg() != k.Pkg() })
-	}
-	return idx
 }
 
 // structType renders a struct type literal, tags included.

@@ -55,7 +55,7 @@ func (e *emitter) variants(n *types.Named) []types.Type {
 // unexported; generic and interface types are not implementers.
 func (e *emitter) implementer(obj types.Object, iface *types.Interface) (types.Type, bool) {
 	o, ok := obj.(*types.TypeName)
-	if !ok || o.IsAlias() || (!o.Exported() && o.Pkg() != e.pi.pkg.Types) || !e.nameable(o) {
+	if !ok || o.IsAlias() || (!o.Exported() && o.Pkg() != e.pi.pkg.Types) || !e.pi.nameable(o) {
 		return nil, false
 	}
 	n, ok := o.Type().(*types.Named)
@@ -135,14 +135,7 @@ func (g *codecGen) variant(code func(tg *codecGen) []jen.Code) ([]jen.Code, bool
 	if len(tg.problems) > 0 {
 		return nil, false
 	}
-	for l := range tg.lossy {
-		g.lossy[l] = true
-	}
-	for f := range tg.skipped {
-		g.skipped[f] = true
-	}
-	g.errs = g.errs || tg.errs
-	g.addUnions(tg.unions)
+	g.absorb(tg.lossy, tg.skipped, tg.errs, tg.unions)
 	return c, true
 }
 

@@ -32,7 +32,7 @@ import (
 //
 // The dependency load also brings the packages the generated code imports
 // on its own (the runtime, and the standard packages the emitter names),
-// which the pre-write check (precheck.go) type-checks the output against;
+// which the pre-write check (verify_precheck.go) type-checks the output against;
 // they come back by path.
 func load(dir string, cfg Config, fset *token.FileSet, d *diags) ([]*packages.Package, map[string]*types.Package, error) {
 	listed, err := packages.Load(&packages.Config{

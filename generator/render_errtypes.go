@@ -53,17 +53,8 @@ func (e *emitter) errPackages() []*types.Package {
 		for _, t := range x.result {
 			for {
 				switch u := types.Unalias(t).(type) {
-				case *types.Pointer:
-					t = u.Elem()
-					continue
-				case *types.Slice:
-					t = u.Elem()
-					continue
-				case *types.Array:
-					t = u.Elem()
-					continue
-				case *types.Map:
-					t = u.Elem()
+				case *types.Pointer, *types.Slice, *types.Array, *types.Map:
+					t = u.(interface{ Elem() types.Type }).Elem()
 					continue
 				case *types.Named:
 					add(u.Obj().Pkg())

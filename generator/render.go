@@ -11,22 +11,45 @@ import (
 	"time"
 
 	"github.com/dave/jennifer/jen"
-	"golang.org/x/tools/go/packages"
 	"golang.org/x/tools/imports"
 )
 
-// emitter builds the generated file of one package.
+// emitter builds the generated file of one package from its plan. Its
+// state is in four parts: the file's names, the key helpers, the drift
+// facts (what the generated code reads and converts) and the output
+// written so far.
 type emitter struct {
-	pi         *pkgInfo
-	f          *jen.File
+	pi *pkgInfo
+	f  *jen.File
+	fileNames
+	keyHelpers
+	driftFacts
+	fileOut
+	// codecHelpers are the result codec helpers of named types.
+	codecHelpers map[string]*codecHelper
+	// gen is the state of generic wrappers (render_generics.go).
+	gen genericState
+	// fns are the package's annotated functions.
+	fns []*fn
+	// unionVariants caches variants (render_unions.go).
+	unionVariants map[*types.Named][]types.Type
+	idem          *types.Package
+	impl          *types.Package // RuntimeImplPath
+	ctxPkg        *types.Package
+}
+
+// fileNames are the names the generated file has handed out.
+type fileNames struct {
 	aliases    map[string]string // import path → name in the file
 	aliasUsed  map[string]bool
 	paramNames map[string]bool // every wrapper parameter name: imports avoid them
 	globals    map[string]bool // package-level names taken
-	helpers    map[helperKey]string
-	// codecHelpers are the result codec helpers of named types.
-	codecHelpers map[string]*codecHelper
-	failed       map[helperKey][]problem // types that cannot be keyed
+}
+
+// keyHelpers are the key helpers written (or refused) so far.
+type keyHelpers struct {
+	helpers map[helperKey]string
+	failed  map[helperKey][]problem // types that cannot be keyed
 	// skipped are the paths (below root) each key helper leaves out as
 	// no part of a call's identity, with why: "\x00.Ctx (a context)".
 	skipped map[helperKey][]string
@@ -36,17 +59,24 @@ type emitter struct {
 	// a use meanwhile makes the helper recursive (keyRecursive), and its
 	// body bounds the depth.
 	keyBuilding, keyRecursive map[helperKey]bool
+}
+
+// driftFacts are the types whose definitions the generated code relies
+// on, which the drift checks pin (render_drift.go).
+type driftFacts struct {
 	// fieldsRead are the struct types whose fields the key code reads:
 	// each gets a compile-time check that they did not change.
 	fieldsRead map[*types.TypeName]*types.Named
 	// instRead are the instances of generic struct types whose fields the
 	// generated code reads, by instanceKey.
 	instRead map[string]*types.Named
-	// gen is the state of generic wrappers (generics.go).
-	gen genericState
 	// pinned are the named types and aliases whose representation the
-	// generated code converts (drift.go).
-	pinned      map[*types.TypeName]types.Type
+	// generated code converts.
+	pinned map[*types.TypeName]types.Type
+}
+
+// fileOut is what the file holds besides the wrappers, written so far.
+type fileOut struct {
 	helperDecls []helperDecl
 	// checks are the file's compile-time checks (signatures, the fields
 	// and definitions of the types it reads), one var block at its end;
@@ -54,15 +84,9 @@ type emitter struct {
 	// (aliases, interfaces), after them; checkFuncs the checks of generic
 	// code, which need a function each.
 	checks, typedChecks, checkFuncs []jen.Code
-	// fns are the package's annotated functions; errs the file's
-	// idemErrors, once a result holds an error value (errtypes.go).
-	fns  []*fn
+	// errs are the file's idemErrors, once a result holds an error value
+	// (render_errtypes.go).
 	errs *errTypes
-	// unionVariants caches variants (unions.go).
-	unionVariants map[*types.Named][]types.Type
-	idem          *types.Package
-	impl          *types.Package // RuntimeImplPath
-	ctxPkg        *types.Package
 }
 
 type helperDecl struct {
@@ -77,20 +101,14 @@ type group struct {
 	fns  []*fn
 }
 
-// generatePackage returns the generated file of p, nil when p has no
-// annotated functions or after a diagnostic. The file is type-checked
-// before it is returned (precheck.go): a function whose code does not
-// compile is refused, and the file is generated again without it.
-func generatePackage(p *packages.Package, fset *token.FileSet, out string, std *stdLib, d *diags, extra map[string]*types.Package) []byte {
-	pi := &pkgInfo{pkg: p, fset: fset, out: out, scope: packageScope(p, fset, out), d: d, types: newWellKnown(p.Types), std: std, extra: extra}
-	n := len(d.list)
-	defer pi.account(n)
-	fns := pi.collect()
-	if len(fns) == 0 && len(pi.steps) == 0 {
-		return nil
-	}
+// render writes the file of fp; nil after a diagnostic (since n). The
+// file is type-checked before it is returned (verify_precheck.go): a function
+// whose code does not compile is refused, and the file is rendered again
+// without it.
+func (pi *pkgInfo) render(fp *filePlan, n int) []byte {
+	d, fns, since := pi.d, fp.fns, fp.since
 	for round := 1; ; round++ {
-		src, clean := pi.emitFile(fns)
+		src, clean := pi.emitFile(fns, since)
 		if src == nil || len(d.list) > n {
 			return nil
 		}
@@ -102,7 +120,7 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, std *
 			return src
 		}
 		fns, pi.steps = without(fns, refused), without(pi.steps, refused)
-		n = len(d.list)
+		n, since = len(d.list), len(d.list)
 		if (len(fns) == 0 && len(pi.steps) == 0) || round == maxCheckRounds {
 			return nil
 		}
@@ -114,8 +132,8 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, std *
 // others still go through key and path checks, so one run reports every
 // problem. clean says the file type-checks: checked as rendered, while
 // its imports are grouped (the same code; precheck reads the final one).
-func (pi *pkgInfo) emitFile(fns []*fn) (src []byte, clean bool) {
-	d, out, n := pi.d, pi.out, len(pi.d.list)
+func (pi *pkgInfo) emitFile(fns []*fn, since int) (src []byte, clean bool) {
+	d, out, n := pi.d, pi.out, since
 	pi.emitted = map[*fn]bool{}
 	e := newEmitter(pi, fns)
 	e.f.HeaderComment(Header)
@@ -162,22 +180,28 @@ func (pi *pkgInfo) emitFile(fns []*fn) (src []byte, clean bool) {
 // newEmitter starts the generated file of fns' package.
 func newEmitter(pi *pkgInfo, fns []*fn) *emitter {
 	e := &emitter{
-		pi:            pi,
-		f:             jen.NewFilePathName(pi.pkg.PkgPath, pi.pkg.Name),
-		aliases:       map[string]string{},
-		aliasUsed:     map[string]bool{},
-		paramNames:    map[string]bool{},
-		globals:       map[string]bool{},
-		helpers:       map[helperKey]string{},
+		pi: pi,
+		f:  jen.NewFilePathName(pi.pkg.PkgPath, pi.pkg.Name),
+		fileNames: fileNames{
+			aliases:    map[string]string{},
+			aliasUsed:  map[string]bool{},
+			paramNames: map[string]bool{},
+			globals:    map[string]bool{},
+		},
+		keyHelpers: keyHelpers{
+			helpers:      map[helperKey]string{},
+			failed:       map[helperKey][]problem{},
+			skipped:      map[helperKey][]string{},
+			keyBuilding:  map[helperKey]bool{},
+			keyRecursive: map[helperKey]bool{},
+		},
+		driftFacts: driftFacts{
+			fieldsRead: map[*types.TypeName]*types.Named{},
+			instRead:   map[string]*types.Named{},
+			pinned:     map[*types.TypeName]types.Type{},
+		},
 		codecHelpers:  map[string]*codecHelper{},
 		unionVariants: map[*types.Named][]types.Type{},
-		failed:        map[helperKey][]problem{},
-		skipped:       map[helperKey][]string{},
-		keyBuilding:   map[helperKey]bool{},
-		keyRecursive:  map[helperKey]bool{},
-		fieldsRead:    map[*types.TypeName]*types.Named{},
-		instRead:      map[string]*types.Named{},
-		pinned:        map[*types.TypeName]types.Type{},
 		idem:          types.NewPackage(RuntimePath, "idem"),
 		impl:          types.NewPackage(RuntimeImplPath, "idemimpl"),
 		ctxPkg:        types.NewPackage("context", "context"),
@@ -292,7 +316,7 @@ func (e *emitter) groupType(g *group, field string, guardT jen.Code, methods nam
 		typeName, ctor := "Idempotent"+g.recv.Name(), "NewIdempotent"+g.recv.Name()
 		return e.decorator(g, typeName, ctor, field, methods), typeName
 	case g.recv.Type().(*types.Named).TypeParams().Len() > 0:
-		out := e.genericGroup(g, field, guardT) // generics.go
+		out := e.genericGroup(g, field, guardT) // render_generics.go
 		methods[g.recv.Name()] = true
 		return out, "Idempotent" + g.recv.Name()
 	}
@@ -356,30 +380,6 @@ type helperNames struct {
 	wrapper string
 }
 
-// resultFields names the fields of a result struct after the results,
-// as omit= and diagnostics call them (their declared names, r1, r2… for
-// unnamed or blank ones), each made unique in order.
-func resultFields(x *fn) []string {
-	used := map[string]bool{}
-	out := make([]string, len(x.result))
-	for i := range x.result {
-		n := resultName(x, i)
-		for used[n] {
-			n += "_"
-		}
-		used[n] = true
-		out[i] = n
-	}
-	return out
-}
-
-func or(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
-}
-
 // duration renders d as the Go expression a person would write: 24 * time.Hour.
 func (e *emitter) duration(d time.Duration) jen.Code {
 	units := []struct {
@@ -398,50 +398,12 @@ func (e *emitter) duration(d time.Duration) jen.Code {
 	return nil
 }
 
-// shortDuration prints 24h rather than 24h0m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
-
-// optionSummary is the directive as it takes effect, for the doc comment.
-func (e *emitter) optionSummary(x *fn) string {
-	o := x.opts
-	dup := o.onDuplicate
-	if dup == "" {
-		dup = "return"
-	}
-	parts := []string{
-		"ttl=" + shortDuration(or(o.ttl, 24*time.Hour)),
-		"lease=" + shortDuration(or(o.lease, 30*time.Second)),
-		"on_duplicate=" + dup,
-	}
-	if o.wait > 0 {
-		parts = append(parts, "wait="+shortDuration(o.wait))
-	}
-	if o.onFailure != "" {
-		parts = append(parts, "on_failure="+o.onFailure)
-	}
-	for _, n := range []string{"key", "exclude", "name", "version", "order", "grace", "omit", "max_result"} {
-		if opt, ok := o.given[n]; ok {
-			parts = append(parts, n+"="+opt.value)
-		}
-	}
-	return strings.Join(parts, " ")
-}
-
 // keyStatements resolves key= and exclude= and writes the key (and, when
 // key= names a subset of the payload, the payload fingerprint).
 func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.Code, ok bool) {
-	ex, exOK := e.resolveExcludes(x)
-	keyPaths, keyOK := e.resolveKeys(x, ex.paths)
-	if !exOK || !keyOK {
+	r := &x.plan.resolved
+	ex, keyPaths := r.ex, r.keyPaths
+	if !r.keysOK {
 		return nil, nil, false
 	}
 	builder := func(method string) func() *jen.Statement {
@@ -461,86 +423,6 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 		e.lenient = false
 	}
 	return keys, payload, ok
-}
-
-// exclusions are a function's resolved exclude= paths: whole parameters,
-// and trees of the fields left out below the others.
-type exclusions struct {
-	whole map[int]bool
-	trees map[int]exTree
-	paths []keyPath
-}
-
-// resolveExcludes resolves exclude= first: it shapes the default key.
-func (e *emitter) resolveExcludes(x *fn) (exclusions, bool) {
-	ok := true
-	ex := exclusions{whole: map[int]bool{}, trees: map[int]exTree{}}
-	var resolved []keyPath
-	for _, p := range x.opts.exclude {
-		kp, good := e.pi.resolve(x, p, "exclude")
-		if !good {
-			ok = false
-			continue
-		}
-		resolved = append(resolved, kp)
-	}
-	// A path under another excluded path is excluded already: following
-	// two rounds of advice (req.Params.Context, then req.Params) must not
-	// be an error.
-	for i, kp := range resolved {
-		if coveredByOther(i, len(resolved), func(j int) string { return resolved[j].canon(x) }) {
-			continue
-		}
-		ex.paths = append(ex.paths, kp)
-		if len(kp.fields) == 0 {
-			ex.whole[kp.param] = true
-			continue
-		}
-		t := ex.trees[kp.param]
-		if t == nil {
-			t = exTree{}
-			ex.trees[kp.param] = t
-		}
-		for _, f := range kp.fields {
-			if t[f] == nil {
-				t[f] = exTree{}
-			}
-			t = t[f]
-		}
-	}
-	return ex, ok
-}
-
-// resolveKeys resolves key=: paths listed once, none inside another or
-// inside an excluded one.
-func (e *emitter) resolveKeys(x *fn, exPaths []keyPath) ([]keyPath, bool) {
-	pi, ok := e.pi, true
-	var keyPaths []keyPath
-	for _, p := range x.opts.key {
-		kp, good := pi.resolve(x, p, "key")
-		if !good {
-			ok = false
-			continue
-		}
-		for _, q := range keyPaths {
-			switch {
-			case q.opt.text == p.text:
-				pi.d.add(p.pos, "key: %s is listed twice", p.text)
-				ok = false
-			case covers(q.canon(x), kp.canon(x)) || covers(kp.canon(x), q.canon(x)):
-				pi.d.add(p.pos, "key: %s overlaps %s (one contains the other)", p.text, q.opt.text)
-				ok = false
-			}
-		}
-		for _, q := range exPaths {
-			if covers(q.canon(x), kp.canon(x)) || covers(kp.canon(x), q.canon(x)) {
-				pi.d.add(p.pos, "key: %s is also excluded (exclude=%s)", p.text, q.opt.text)
-				ok = false
-			}
-		}
-		keyPaths = append(keyPaths, kp)
-	}
-	return keyPaths, ok
 }
 
 // defaultKey writes the default key through b: every parameter but the
@@ -594,7 +476,7 @@ func (e *emitter) keyPathStatements(x *fn, b func() *jen.Statement, ns namer, ke
 			continue
 		}
 		e.readPath(kp)
-		v := kp.value(x.params)
+		v := kp.value(x)
 		var s []jen.Code
 		if single {
 			arg := v.value()
@@ -617,7 +499,7 @@ func (e *emitter) keyPathStatements(x *fn, b func() *jen.Statement, ns namer, ke
 				x.notKeyed = addOnce(x.notKeyed, sk)
 			}
 		}
-		if g := kp.guard(x.params); g != nil {
+		if g := kp.guard(x); g != nil {
 			// A nil pointer on the way is a value of its own (absent):
 			// Nil, or a pointer marker and then the path's value, so an
 			// absent path never shares bytes with a present one.
@@ -672,8 +554,6 @@ func isString(t types.Type) bool {
 	return ok && b.Info()&types.IsString != 0
 }
 
-func upperFirst(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
-
 // orderStatements resolves order= and writes the entity's key material
 // (c.Entity(), with the same encoding as keys) and the event time
 // (c.At). The time path must be a time.Time or a *time.Time; a nil
@@ -684,27 +564,18 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 	if !o.orderSet {
 		return nil, true
 	}
-	pi := e.pi
-	ent, entOK := pi.resolve(x, o.orderEntity, "order")
-	at, atOK := pi.resolve(x, o.orderTime, "order")
+	pi, r := e.pi, &x.plan.resolved
+	ent, entOK, at, atOK := r.ent, r.entOK, r.at, r.atOK
 	var out []jen.Code
-	timeT, timePtr := false, false
+	timePtr := false
 	if atOK {
 		e.readPath(at)
-		t := at.typ
-		if p, ok := t.(*types.Pointer); ok {
-			t, timePtr = p.Elem(), true
-		}
-		timeT = isTime(t)
-		if !timeT {
-			pi.d.add(o.orderTime.pos, "order: the time path %s has type %s; it must be time.Time or *time.Time", at.opt.text, pi.typeString(at.typ))
-			atOK = false
-		}
+		_, timePtr = at.typ.(*types.Pointer)
 	}
 	if entOK {
 		e.readPath(ent)
 		w := &writer{e: e, b: func() *jen.Statement { return jen.Id(c).Dot("Entity").Call() }, n: ns, noAdvice: true}
-		v := ent.value(x.params)
+		v := ent.value(x)
 		s, good := w.write(v, ent.typ, ent.opt.text, nil, len(ent.fields) == 0 && x.params[ent.param].variadic)
 		if !good {
 			for _, line := range collapse(w.problems) {
@@ -712,7 +583,7 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 			}
 			entOK = false
 		} else {
-			if g := ent.guard(x.params); g != nil {
+			if g := ent.guard(x); g != nil {
 				s = append(one(w.b().Dot("Ptr").Call()), s...) // as for key= paths
 				s = one(jen.If(g).Block(w.b().Dot("Nil").Call()).Else().Block(s...))
 			}
@@ -722,10 +593,10 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 	if !entOK || !atOK {
 		return nil, false
 	}
-	tv := at.value(x.params).value()
-	nilCheck := at.guard(x.params)
+	tv := at.value(x).value()
+	nilCheck := at.guard(x)
 	if timePtr {
-		cond := at.expr(x.params, len(at.fields)).Op("==").Nil()
+		cond := at.expr(x, len(at.fields)).Op("==").Nil()
 		if nilCheck != nil {
 			nilCheck = jen.Add(nilCheck).Op("||").Add(cond)
 		} else {
@@ -741,13 +612,6 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 	fail := jen.Id(c).Dot("Entity").Call().Dot("Fail").Call(
 		e.qual(errorsPkg, "New").Call(jen.Lit("order: " + at.opt.text + " is nil: the event has no time")))
 	return append(out, jen.If(nilCheck).Block(fail).Else().Block(set)), true
-}
-
-// isTime reports whether t is time.Time itself (a defined type over it
-// has lost its methods and is rejected).
-func isTime(t types.Type) bool {
-	n, ok := types.Unalias(t).(*types.Named)
-	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "time" && n.Obj().Name() == "Time"
 }
 
 // notIdentity says why parameter p is left out of the default key ("" if
@@ -794,7 +658,7 @@ func (e *emitter) pathNotIdentity(x *fn, kp keyPath) string {
 	if e.pi.types.isContext(kp.typ) {
 		return "a context"
 	}
-	if kp.base == nil && len(kp.fields) == 0 {
+	if kp.recvField == "" && len(kp.fields) == 0 {
 		return e.notIdentity(x.params[kp.param])
 	}
 	return ""

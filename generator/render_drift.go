@@ -32,7 +32,7 @@ func (e *emitter) readFields(n *types.Named) {
 		return
 	}
 	if mentionsTypeParam(n) {
-		e.readGeneric(n) // generics.go
+		e.readGeneric(n) // render_generics.go
 		return
 	}
 	if n.TypeArgs().Len() > 0 {
@@ -65,7 +65,7 @@ func (e *emitter) driftChecks() {
 	var checks []driftCheck
 	for _, n := range e.readStructs() {
 		obj := n.Obj()
-		if !e.nameable(obj) || !e.renderable(n) {
+		if !e.pi.nameable(obj) || !e.renderable(n) {
 			continue // the file cannot name it: nothing to check it with
 		}
 		if c, ok := e.wholeCheck(n); ok {
@@ -178,7 +178,7 @@ func (e *emitter) fieldCheck(n *types.Named) (driftCheck, bool) {
 func (e *emitter) renderable(t types.Type) bool {
 	switch t := t.(type) {
 	case *types.Alias:
-		if obj := t.Obj(); obj.Pkg() == nil || obj.Pkg() == e.pi.pkg.Types || (obj.Exported() && e.nameable(obj)) {
+		if obj := t.Obj(); obj.Pkg() == nil || obj.Pkg() == e.pi.pkg.Types || (obj.Exported() && e.pi.nameable(obj)) {
 			return true
 		}
 		return e.renderable(types.Unalias(t))
@@ -188,8 +188,8 @@ func (e *emitter) renderable(t types.Type) bool {
 		if t.Obj().Pkg() == nil {
 			return true // error
 		}
-		if !e.nameable(t.Obj()) {
-			if a, _ := e.pi.aliasFor(e, t); a == nil {
+		if !e.pi.nameable(t.Obj()) {
+			if a, _ := e.pi.aliasFor(t); a == nil {
 				return false
 			}
 		}
@@ -215,23 +215,23 @@ func (e *emitter) renderable(t types.Type) bool {
 		}
 		return true
 	case kindStruct:
-		for i := 0; i < s.strct.NumFields(); i++ {
-			f := s.strct.Field(i)
-			if (!f.Exported() && f.Pkg() != e.pi.pkg.Types) || !e.renderable(f.Type()) {
-				return false
-			}
-		}
-		return true
+		return e.allSpelled(s.strct.NumFields(), func(i int) types.Object { return s.strct.Field(i) })
 	case kindInterface:
-		for i := 0; i < s.iface.NumMethods(); i++ {
-			m := s.iface.Method(i)
-			if (!m.Exported() && m.Pkg() != e.pi.pkg.Types) || !e.renderable(m.Type()) {
-				return false
-			}
-		}
-		return true
+		return e.allSpelled(s.iface.NumMethods(), func(i int) types.Object { return s.iface.Method(i) })
 	}
 	return false
+}
+
+// allSpelled reports whether the file can spell each of n fields or
+// methods: visible from the package, of a type it can spell.
+func (e *emitter) allSpelled(n int, at func(int) types.Object) bool {
+	for i := 0; i < n; i++ {
+		o := at(i)
+		if (!o.Exported() && o.Pkg() != e.pi.pkg.Types) || !e.renderable(o.Type()) {
+			return false
+		}
+	}
+	return true
 }
 
 // Types are pinned too. The generated code converts a named type to the
@@ -259,7 +259,7 @@ func (e *emitter) pinAlias(t types.Type) {
 	case *types.Struct, *types.Interface:
 		return
 	}
-	if obj := a.Obj(); e.pinnable(obj) && (obj.Exported() || obj.Pkg() == e.pi.pkg.Types) && e.nameable(obj) {
+	if obj := a.Obj(); e.pinnable(obj) && (obj.Exported() || obj.Pkg() == e.pi.pkg.Types) && e.pi.nameable(obj) {
 		e.pinned[obj] = a
 	}
 }
@@ -271,7 +271,7 @@ func (e *emitter) pinNamed(n *types.Named) {
 	case *types.Struct, *types.Interface:
 		return
 	}
-	if obj := n.Obj(); e.pinnable(obj) && n.TypeArgs().Len() == 0 && e.nameable(obj) {
+	if obj := n.Obj(); e.pinnable(obj) && n.TypeArgs().Len() == 0 && e.pi.nameable(obj) {
 		e.pinned[obj] = n
 	}
 }

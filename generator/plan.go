@@ -1,0 +1,72 @@
+package generator
+
+// The plan: what the analysis decides about a package's generated file,
+// as plain data. Analyze (analyze_plan.go) builds it from the loaded
+// package, once, before anything is rendered; render (render_*.go) writes
+// the file from it. Tests assert on it (plan_test.go).
+
+// filePlan is the plan of one package's generated file.
+type filePlan struct {
+	// Package is the package's import path.
+	Package string
+	// Funcs are the annotated functions and steps, in the order collect
+	// found them (wrappers first, then steps).
+	Funcs []*funcPlan
+
+	// fns are the wrapped functions (steps are pi.steps); since counts
+	// the diagnostics before the plan's (collect's stop no file).
+	fns   []*fn
+	since int
+}
+
+// funcPlan is the plan of one annotated function: its names, the paths of
+// its key, payload, order and omitted results as resolved against its
+// parameters and results, its doc line, and the diagnostics the analysis
+// reported about it.
+type funcPlan struct {
+	// Display names the function in comments: pkg.F, T.M (pkg.T.M for
+	// another package's method).
+	Display string
+	// Spec is the stored name (Spec.Name): the import path and the name,
+	// or name=.
+	Spec string
+	// Step: the function is a step (//idem:step), wrapped as FStep.
+	Step bool
+	// DocLine is the directive as it takes effect, which the wrapper's
+	// doc comment quotes: "ttl=24h lease=30s on_duplicate=return".
+	DocLine string
+	// Key are the key= paths as the generated code reads them (promoted
+	// fields through their embeddings); empty for the default key.
+	Key []string
+	// Exclude are the exclude= paths the default key leaves out (a path
+	// under another excluded one is dropped).
+	Exclude []string
+	// OrderEntity and OrderTime are order='s paths, "" without order=.
+	OrderEntity, OrderTime string
+	// Omit are the omit= paths the doc line names (those no other one
+	// covers); Results the fields of the result struct (several results).
+	Omit, Results []string
+	// Diagnostics are what the analysis of this function reported.
+	Diagnostics []string
+
+	// resolved are the same paths with their types, for render.
+	resolved resolvedPaths
+}
+
+// resolvedPaths are a function's directive paths resolved against its
+// types: what render writes the key, the order and the codec from.
+type resolvedPaths struct {
+	ex       exclusions
+	keyPaths []keyPath
+	// keysOK: exclude= and key= resolved without a diagnostic.
+	keysOK bool
+	// ent and at are order='s entity and time; entOK and atOK say each
+	// resolved (and that at is a time).
+	ent, at     keyPath
+	entOK, atOK bool
+	// omits are the omit= trees per result, omitted the paths the doc
+	// line names; omitOK: omit= resolved without a diagnostic.
+	omits   []omitTree
+	omitted []string
+	omitOK  bool
+}

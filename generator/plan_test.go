@@ -1,0 +1,95 @@
+package generator
+
+import (
+	"go/token"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// planOf analyzes the case testdata/<name> and returns its plan, nil when
+// the package has no annotated function.
+func planOf(t *testing.T, name string) *filePlan {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Dir: root, Patterns: []string{"./testdata/" + name}, Output: DefaultOutput}
+	d, fset := &diags{base: root}, token.NewFileSet()
+	pkgs, extra, err := load(root, cfg, fset, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	std, err := newStdLib(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) != 1 {
+		t.Fatalf("%s: %d packages, want 1", name, len(pkgs))
+	}
+	p := pkgs[0]
+	out := filepath.Join(filepath.Dir(p.GoFiles[0]), DefaultOutput)
+	pi := &pkgInfo{pkg: p, fset: fset, out: out, scope: packageScope(p, fset, out), d: d, types: newWellKnown(p.Types), std: std, extra: extra}
+	return pi.analyze()
+}
+
+// TestPlan: the analysis decides names, doc lines and the paths of keys,
+// exclusions, order and omitted results as data, before anything is
+// rendered.
+func TestPlan(t *testing.T) {
+	const mod = "github.com/idemgen/idemgen/testdata/"
+	tests := []struct {
+		name string
+		want *filePlan
+	}{
+		{"options", &filePlan{Package: mod + "options", Funcs: []*funcPlan{
+			{
+				Display: "options.Slow", Spec: "options.slow",
+				DocLine: "ttl=1h lease=2s on_duplicate=wait wait=20ms on_failure=lock key=id exclude=note name=options.slow version=3",
+				Key:     []string{"id"}, Exclude: []string{"note"},
+			},
+			{Display: "options.Raise", Spec: mod + "options.Raise", DocLine: "ttl=1.5s lease=250ms on_duplicate=raise"},
+		}}},
+		{"receiverkey", &filePlan{Package: mod + "receiverkey", Funcs: []*funcPlan{
+			{
+				Display: "Tenant.Bill", Spec: mod + "receiverkey.Tenant.Bill",
+				DocLine: "ttl=24h lease=30s on_duplicate=return key=t.ID,t.region,amount",
+				Key:     []string{"t.ID", "t.region", "amount"},
+			},
+			{Display: "Tenant.Notify", Spec: mod + "receiverkey.Tenant.Notify", DocLine: "ttl=24h lease=30s on_duplicate=return"},
+		}}},
+		{"orderedmethod", &filePlan{Package: mod + "orderedmethod", Funcs: []*funcPlan{{
+			Display: "Ledger.Post", Spec: mod + "orderedmethod.Ledger.Post",
+			DocLine:     "ttl=24h lease=30s on_duplicate=raise order=account:at grace=90s",
+			OrderEntity: "account", OrderTime: "at",
+		}}}},
+		{"overlap", &filePlan{Package: mod + "overlap", Funcs: []*funcPlan{
+			{
+				Display: "overlap.Charge", Spec: mod + "overlap.Charge",
+				DocLine: "ttl=24h lease=30s on_duplicate=return exclude=p.Params,p.Params.Context omit=r1.Meta,r1.Meta.Raw",
+				Exclude: []string{"p.Params"}, Omit: []string{"r1.Meta"},
+			},
+			{
+				Display: "overlap.Refund", Spec: mod + "overlap.Refund",
+				DocLine: "ttl=24h lease=30s on_duplicate=return exclude=p.Context,p.Params omit=r1.Meta.Raw,r1.Meta",
+				Exclude: []string{"p.Params"}, Omit: []string{"r1.Meta"},
+			},
+		}}},
+		{"diag_key_unknown_param", &filePlan{Package: mod + "diag_key_unknown_param", Funcs: []*funcPlan{{
+			Display: "p.F", Spec: mod + "diag_key_unknown_param.F",
+			DocLine:     "ttl=24h lease=30s on_duplicate=return key=requestID",
+			Diagnostics: []string{`testdata/diag_key_unknown_param/x.go:7:12: key: requestID is not a parameter of F (did you mean "requestId"?)`},
+		}}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := planOf(t, tc.name)
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreUnexported(filePlan{}, funcPlan{}), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

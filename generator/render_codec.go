@@ -1,0 +1,628 @@
+package generator
+
+import (
+	"go/types"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+)
+
+// Generated result codecs. Every wrapper's Spec carries an
+// idemimpl.TypedCodec of its result value (the result itself, or the
+// idemResult struct of several results), built from encode/decode
+// functions written here: no reflection, no encoding/json. Named types get
+// one pair of helpers each (idemEncT/idemDecT), shared by all wrappers of
+// the package, which also makes recursive types work. The format is
+// runtime/idem's (wire.go): every value carries its kind, struct fields are
+// tagged by name, so added fields decode as zero, removed ones are
+// skipped and retyped ones are idem.ErrResultIncompatible.
+
+// codecProblem is one thing of a result that cannot be stored, with the
+// omit= path that lifts it.
+type codecProblem struct {
+	path, msg string
+	// root is the path of the outermost other package's value the
+	// problem is in, or of the outermost value of a recursive type it is
+	// in; "" if none. Relative paths inside a helper start with "\x00".
+	root string
+	// cycle: the problem is inside a value of a recursive type, so an
+	// omit= below root would meet it again one level deeper.
+	cycle bool
+}
+
+// codecGen writes the codec of one wrapper's result value.
+type codecGen struct {
+	e        *emitter
+	problems []codecProblem
+	lossy    map[string]bool // other packages' types whose unexported state is not replayed
+	// skipped: fields of other packages' structs that cannot be stored and
+	// that their package keeps out of its JSON (json:"-"): not stored.
+	skipped map[string]bool
+	spec    string          // the Spec's base name, for helpers specialised by omit=
+	errs    bool            // a value of type error is stored (its type may not be)
+	unions  map[string]bool // interfaces stored as unions of their package's types (render_unions.go)
+	last    encoderCall     // for fieldEnc
+	// decoders are the uses of d since fieldDec began counting them.
+	decoders []*jen.Statement
+}
+
+var (
+	slicesPkg = types.NewPackage("slices", "slices")
+	mapsPkg   = types.NewPackage("maps", "maps")
+)
+
+// fnScope hands out the local names of one generated function.
+type fnScope map[string]int
+
+func (s fnScope) get(base string) string {
+	s[base]++
+	if n := s[base]; n > 1 {
+		return base + strconv.Itoa(n)
+	}
+	return base
+}
+
+func (g *codecGen) fail(path, msg, root string) {
+	g.add(codecProblem{path: path, msg: msg, root: root})
+}
+
+func (g *codecGen) add(p codecProblem) {
+	for _, q := range g.problems {
+		if q == p {
+			return // the decoder's pass meets what the encoder's did
+		}
+	}
+	g.problems = append(g.problems, p)
+}
+
+// vx is a value in generated code: an addressable expression, or *ptr.
+type vx struct {
+	x   jen.Code // the expression (ptr == nil)
+	ptr jen.Code // v is *ptr
+	// bare is ptr without the parentheses a selector needs ((*p).F), for
+	// passing the pointer on: f(*p), not f((*p)).
+	bare jen.Code
+}
+
+// sel is v as the operand of a selector or index: (*p).F needs the parens
+// only for indexing; a selector auto-dereferences.
+func (v vx) sel(field bool) *jen.Statement {
+	if v.ptr != nil {
+		if field {
+			return jen.Add(v.ptr)
+		}
+		return jen.Parens(jen.Op("*").Add(v.ptr))
+	}
+	return jen.Add(v.x)
+}
+
+// val is v as an operand or assignment target.
+func (v vx) val() *jen.Statement {
+	if v.ptr != nil {
+		return jen.Op("*").Add(v.ptr)
+	}
+	return jen.Add(v.x)
+}
+
+// addr is &v.
+func (v vx) addr() *jen.Statement {
+	if v.bare != nil {
+		return jen.Add(v.bare)
+	}
+	if v.ptr != nil {
+		return jen.Add(v.ptr)
+	}
+	return jen.Op("&").Add(v.x)
+}
+
+func expr(c jen.Code) vx { return vx{x: c} }
+
+// elem is *v, for v of pointer type.
+func (v vx) elem() vx {
+	if v.ptr != nil {
+		return vx{ptr: jen.Parens(jen.Op("*").Add(v.ptr)), bare: jen.Op("*").Add(v.ptr)}
+	}
+	return vx{ptr: v.x}
+}
+func deref(c jen.Code) vx { return vx{ptr: c} }
+
+// advicePath is the path omit= should name for a problem at path: the
+// path cut before its first element of a slice, array or map (omit=
+// paths go through structs and pointers only).
+func advicePath(path string) string {
+	if i := strings.Index(path, "[]"); i >= 0 {
+		return path[:i]
+	}
+	return path
+}
+
+// resultCodec emits the codec of x's result value and sets the Spec's
+// Codec field (the Spec is out's first declaration). It returns what the
+// wrapper's doc comment says about the record; false after a diagnostic.
+func (e *emitter) resultCodec(x *fn, specBase string, resultT jen.Code) (codec jen.Code, doc string, ok bool) {
+	if !e.typeParamResults(x, x.what()) {
+		return nil, "", false // render_generics.go
+	}
+	r := &x.plan.resolved
+	omits, omitted := r.omits, r.omitted
+	if !r.omitOK {
+		return nil, "", false
+	}
+	if len(x.result) == 0 {
+		return nil, "", true
+	}
+	g := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: specBase}
+	encBody, decBody := g.resultBodies(x, omits)
+	if len(g.problems) > 0 {
+		e.reportCodecProblems(x, g.problems)
+		return nil, "", false
+	}
+	codec = g.oneCall(x, omits, resultT)
+	if codec == nil {
+		encT, decT := e.qual(e.impl, "Encoder"), e.qual(e.impl, "Decoder")
+		codec = e.qual(e.impl, "TypedCodec").Index(resultT).Values(jen.Dict{
+			jen.Id("Encode"): jen.Func().Params(jen.Id("e").Op("*").Add(encT), jen.Id("v").Op("*").Add(resultT)).Block(encBody...),
+			jen.Id("Decode"): jen.Func().Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(resultT)).Block(decBody...),
+		})
+	}
+	return codec, g.recordDoc(omitted), true
+}
+
+// oneCall is the codec of a single result as one call of idemimpl, for a
+// type stored by helpers, a pointer to or a slice of one, or a basic type
+// (the bodies written for it do the same); nil for any other.
+func (g *codecGen) oneCall(x *fn, omits []omitTree, resultT jen.Code) jen.Code {
+	if len(x.result) != 1 {
+		return nil
+	}
+	t, path, omit := x.result[0], resultName(x, 0), omits[0]
+	if _, whole := omit[""]; whole {
+		return nil
+	}
+	impl := func(fn string) *jen.Statement { return g.e.qual(g.e.impl, fn) }
+	if name, ok := g.helperName(t, path, "", omit); ok {
+		return impl("Codec").Call(jen.Id("idemEnc"+name), jen.Id("idemDec"+name))
+	}
+	u := types.Unalias(t)
+	if b, ok := u.Underlying().(*types.Basic); ok && g.storedBy(u) == (storage{}) {
+		return g.basicResultCodec(b, resultT)
+	}
+	var fn string
+	var elem types.Type
+	switch u := u.(type) {
+	case *types.Pointer:
+		fn, elem = "PtrCodec", u.Elem()
+	case *types.Slice:
+		fn, elem = "ListCodec", u.Elem()
+	default:
+		return nil
+	}
+	if name, ok := g.helperName(elem, path, "", omit); ok {
+		return impl(fn).Call(jen.Id("idemEnc"+name), jen.Id("idemDec"+name))
+	}
+	if bc := basicCoder(elem); bc != "" {
+		return impl(fn).Index(g.e.typ(elem)).Call(impl("Enc"+bc), impl("Dec"+bc))
+	}
+	return nil
+}
+
+// basicResultCodec is the idemimpl codec of results of a basic type
+// (IntCodec[T](64)…), nil for the kinds it has none of.
+func (g *codecGen) basicResultCodec(b *types.Basic, resultT jen.Code) jen.Code {
+	switch m, _, bits := basicCodec(b); m {
+	case "Int", "Uint":
+		return g.e.qual(g.e.impl, m+"Codec").Index(resultT).Call(jen.Lit(bits))
+	case "String", "Bool", "Float64":
+		return g.e.qual(g.e.impl, m+"Codec").Index(resultT).Call()
+	}
+	return nil
+}
+
+// resultBodies are the bodies of the codec's Encode and Decode: the
+// result itself, or the idemResult struct's fields by position.
+func (g *codecGen) resultBodies(x *fn, omits []omitTree) (encBody, decBody []jen.Code) {
+	whole := func(i int) bool { _, w := omits[i][""]; return w }
+	se, sd := fnScope{"e": 1, "d": 1, "v": 1}, fnScope{"e": 1, "d": 1, "v": 1}
+	if len(x.result) == 1 {
+		if whole(0) {
+			return nil, nil
+		}
+		v := deref(jen.Id("v"))
+		return g.enc(x.result[0], v, resultName(x, 0), "", omits[0], se), g.dec(x.result[0], v, resultName(x, 0), "", omits[0], sd)
+	}
+	at, st := se.get("at"), sd.get("s")
+	encBody = one(jen.Id(at).Op(":=").Add(eCall("Struct")))
+	decBody = one(jen.Id(st).Op(":=").Add(g.dCall("Struct")))
+	for i, t := range x.result {
+		if whole(i) {
+			continue
+		}
+		f := "R" + strconv.Itoa(i+1) // stored by position, whatever the field's name
+		fv := expr(jen.Id("v").Dot(x.resultFields[i]))
+		encBody = append(encBody, g.fieldEnc(f, g.enc(t, fv, resultName(x, i), "", omits[i], se))...)
+		decBody = append(decBody, g.fieldDec(st, f, func() []jen.Code { return g.dec(t, fv, resultName(x, i), "", omits[i], sd) })...)
+	}
+	encBody = append(encBody, eCall("End", jen.Id(at)))
+	return encBody, append(decBody, g.dCall("End", jen.Id(st)))
+}
+
+// recordDoc is what the wrapper's doc comment says about the record:
+// what it leaves out and how errors and unions replay.
+func (g *codecGen) recordDoc(omitted []string) string {
+	var doc string
+	if len(omitted) > 0 {
+		doc += " Not stored (replays return their zero value): " + strings.Join(omitted, ", ") + "."
+	}
+	if l := g.lossyList(); len(l) > 0 {
+		doc += " Replays do not restore the unexported state of " + strings.Join(l, ", ") + "."
+	}
+	if len(g.skipped) > 0 {
+		doc += " Not stored (tagged json:\"-\" by their package): " + strings.Join(slices.Sorted(maps.Keys(g.skipped)), ", ") + "."
+	}
+	if len(g.unions) > 0 {
+		doc += " Values of " + strings.Join(slices.Sorted(maps.Keys(g.unions)), ", ") + " are stored for the types of their package that their codec lists; others fail the recording."
+	}
+	if g.errs {
+		doc += " Errors in results replay as their text and chain, as themselves if " + g.e.errs.name + " lists them."
+	}
+	return doc
+}
+
+// reportCodecProblems reports the problems of x's result codec, one line
+// per omit= that would lift them.
+func (e *emitter) reportCodecProblems(x *fn, problems []codecProblem) {
+	type line struct {
+		idx  int
+		msgs []string
+	}
+	byOmit := map[string]*line{}
+	var order []string
+	inRoot := map[string]int{}
+	for _, p := range problems {
+		inRoot[p.root]++
+	}
+	for _, p := range problems {
+		// Several problems inside one other package's value (an
+		// *http.Response): omit that value. Else the problem's own path.
+		omit := advicePath(p.path)
+		if p.root != "" && (inRoot[p.root] > 1 || p.cycle) {
+			omit = advicePath(p.root)
+		}
+		root := strings.SplitN(strings.SplitN(p.path, ".", 2)[0], "[", 2)[0]
+		idx := 0
+		for i := range x.result {
+			if resultName(x, i) == root {
+				idx = i
+			}
+		}
+		l := byOmit[omit]
+		if l == nil {
+			l = &line{idx: idx}
+			byOmit[omit] = l
+			order = append(order, omit)
+		}
+		l.msgs = append(l.msgs, p.path+": "+p.msg)
+	}
+	order = mergeCovered(order, func(from, into string) {
+		byOmit[into].msgs = append(byOmit[into].msgs, byOmit[from].msgs...)
+	})
+	pi := e.pi
+	for _, o := range order {
+		l := byOmit[o]
+		msg := l.msgs[0]
+		if len(l.msgs) > 1 {
+			msg += " (and " + strconv.Itoa(len(l.msgs)-1) + " more)"
+		}
+		pi.d.add(pi.fset.Position(x.pos), "%s: result %d (%s) cannot be stored faithfully: %s (add `omit=%s`)", x.what(), l.idx+1, pi.typeString(x.result[l.idx]), msg, o)
+	}
+}
+
+// mergeCovered drops from paths those another path covers, handing each
+// to merge with the outermost path that covers it: following every line of
+// one run at once then names no path twice and none under another.
+func mergeCovered(paths []string, merge func(from, into string)) []string {
+	var out []string
+	for _, p := range paths {
+		outer := p // the shortest path covering p: covered by none
+		for _, q := range paths {
+			if covers(q, outer) && len(q) < len(outer) {
+				outer = q
+			}
+		}
+		if outer == p {
+			out = append(out, p)
+		} else {
+			merge(p, outer)
+		}
+	}
+	return out
+}
+
+// enc returns the statements that encode v (an addressable expression) of
+// type t. path names v for diagnostics; foreignAt is the path of the
+// outermost other package's value on the way, if any.
+func (g *codecGen) enc(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
+	if name, ok := g.helperName(t, path, foreignAt, omit); ok {
+		if name == "" {
+			return nil
+		}
+		return g.encBy(func(e *jen.Statement) *jen.Statement { return jen.Id("idemEnc"+name).Call(e, v.addr()) })
+	}
+	t, ok := g.check(t, path, foreignAt)
+	if !ok {
+		return nil
+	}
+	if m := g.storedBy(t); m != (storage{}) {
+		return g.encMethod(m, v, s)
+	}
+	return g.encInline(t, v, path, g.enterNamed(t, path, foreignAt), omit, s)
+}
+
+// dec returns the statements that decode into v, as enc encodes it.
+func (g *codecGen) dec(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
+	if name, ok := g.helperName(t, path, foreignAt, omit); ok {
+		if name == "" {
+			return nil
+		}
+		return one(jen.Id("idemDec"+name).Call(g.d(), v.addr()))
+	}
+	t, ok := g.check(t, path, foreignAt)
+	if !ok {
+		return nil
+	}
+	if m := g.storedBy(t); m != (storage{}) {
+		return g.decMethod(m, t, v, s)
+	}
+	return g.decInline(t, v, path, g.enterNamed(t, path, foreignAt), omit, s)
+}
+
+// helperName reports whether a value of t is stored by helpers of its
+// type's own (a named composite type, or a union, that the generated file
+// can name and that brings no marshaling pair), and returns their name
+// suffix: "" after recording why t cannot be stored.
+func (g *codecGen) helperName(t types.Type, path, foreignAt string, omit omitTree) (string, bool) {
+	if !g.e.renderable(t) || lossyPair(g.e.pi, types.Unalias(t)) != "" || g.storedBy(types.Unalias(t)) != (storage{}) {
+		return "", false
+	}
+	n, ok := g.hasHelper(types.Unalias(t))
+	if !ok {
+		return "", false
+	}
+	g.e.pinAlias(t)
+	return g.helper(n, path, g.enterNamed(n, path, foreignAt), omit), true
+}
+
+// check refuses the types the generated file cannot name and those whose
+// only marshaling pair is lossy; it returns t without its aliases.
+func (g *codecGen) check(t types.Type, path, foreignAt string) (types.Type, bool) {
+	e, pi := g.e, g.e.pi
+	if !e.renderable(t) {
+		g.fail(path, "type "+pi.typeString(t)+" cannot be named in the generated file (unexported, or internal to another module)", foreignAt)
+		return nil, false
+	}
+	e.pinAlias(t)
+	t = types.Unalias(t)
+	if why := lossyPair(pi, t); why != "" {
+		g.fail(path, why, foreignAt)
+		return nil, false
+	}
+	return t, true
+}
+
+// enterNamed pins a named type's underlying type and returns the path of
+// the outermost other package's value, path if t starts one.
+func (g *codecGen) enterNamed(t types.Type, path, foreignAt string) string {
+	named, ok := t.(*types.Named)
+	if !ok {
+		return foreignAt
+	}
+	g.e.pinNamed(named)
+	if named.Obj().Pkg() != nil && named.Obj().Pkg() != g.e.pi.pkg.Types && foreignAt == "" {
+		return path
+	}
+	return foreignAt
+}
+
+// hasHelper reports whether t is stored by helpers of its own: a named
+// composite type, or an interface stored as a union.
+func (g *codecGen) hasHelper(t types.Type) (*types.Named, bool) {
+	named, ok := t.(*types.Named)
+	if !ok {
+		return nil, false
+	}
+	switch shapeOf(t).kind {
+	case kindStruct, kindSlice, kindMap, kindArray, kindPointer:
+		return named, true
+	case kindInterface:
+		return named, len(g.e.variants(named)) > 0
+	}
+	return nil, false
+}
+
+// lossyPair says why t is refused: a standard library type whose only way
+// to be stored is a marshaling pair that does not give back the value it
+// was given; "" for any other type.
+func lossyPair(pi *pkgInfo, t types.Type) string {
+	switch {
+	case isNamed(t, "regexp", "Regexp"):
+		return "regexp.Regexp's MarshalText drops CompilePOSIX and Longest (return the expression's source instead)"
+	case isNamed(t, "crypto/sha3", "SHA3"), isNamed(t, "crypto/sha3", "SHAKE"):
+		return pi.typeString(t) + "'s UnmarshalBinary takes only the state of the function its receiver was made for, which a stored record does not say (return the sum instead)"
+	}
+	return ""
+}
+
+// storage is how a value is stored by methods rather than by its shape:
+// a url.Userinfo by its accessors, a protobuf message, a marshaling pair.
+type storage struct {
+	userinfo, proto    bool
+	marshal, unmarshal string
+}
+
+// storedBy is how t is stored by methods; zero if it is not.
+func (g *codecGen) storedBy(t types.Type) storage {
+	if isNamed(t, "net/url", "Userinfo") {
+		return storage{userinfo: true}
+	}
+	if shapeOf(t).kind == kindPointer || types.IsInterface(t) {
+		return storage{}
+	}
+	// protobuf messages: *M has ProtoReflect.
+	if pm, ptr := implements(t, g.e.pi.types.protoMessage); pm && ptr {
+		return storage{proto: true}
+	}
+	if m, u, ok := g.pair(t); ok {
+		return storage{marshal: m, unmarshal: u}
+	}
+	return storage{}
+}
+
+func (g *codecGen) encMethod(m storage, v vx, s fnScope) []jen.Code {
+	switch {
+	case m.userinfo:
+		return g.encUserinfo(v, s)
+	case m.proto:
+		opts := g.e.qual(protoPkg, "MarshalOptions").Values(jen.Dict{jen.Id("Deterministic"): jen.True()})
+		return g.encCall("Marshaled", opts.Dot("Marshal").Call(v.addr()))
+	}
+	return g.encCall("Marshaled", v.sel(true).Dot(m.marshal).Call())
+}
+
+func (g *codecGen) decMethod(m storage, t types.Type, v vx, s fnScope) []jen.Code {
+	switch {
+	case m.userinfo:
+		return g.decUserinfo(v, s)
+	case m.proto:
+		return one(g.dCall("Unmarshaled", g.e.qual(protoPkg, "Unmarshal").Call(g.dCall("Marshaled"), v.addr())))
+	case isNamed(t, "crypto/x509", "OID"):
+		// The zero OID marshals to no bytes, which UnmarshalBinary
+		// refuses: no bytes stay the zero OID.
+		b := s.get("b")
+		return one(jen.If(jen.Id(b).Op(":=").Add(g.dCall("Marshaled")), jen.Len(jen.Id(b)).Op(">").Lit(0)).Block(
+			g.dCall("Unmarshaled", v.sel(true).Dot(m.unmarshal).Call(jen.Id(b)))))
+	}
+	return one(g.dCall("Unmarshaled", v.sel(true).Dot(m.unmarshal).Call(g.dCall("Marshaled"))))
+}
+
+// encCall is a value encoded by one Encoder call, e.m(args...): a struct
+// field's name chains onto it (fieldEnc).
+func (g *codecGen) encCall(m string, args ...jen.Code) []jen.Code {
+	return g.encBy(func(e *jen.Statement) *jen.Statement { return e.Dot(m).Call(args...) })
+}
+
+// encBy is a value encoded by one call on the Encoder: call(e). Field
+// returns the Encoder, so a struct field's name takes e's place (fieldEnc).
+func (g *codecGen) encBy(call func(e *jen.Statement) *jen.Statement) []jen.Code {
+	g.last = encoderCall{stmt: call(jen.Id("e")), call: call}
+	return one(g.last.stmt)
+}
+
+// encoderCall is the statement encBy wrote last, and how to write it on
+// another Encoder expression.
+type encoderCall struct {
+	stmt *jen.Statement
+	call func(e *jen.Statement) *jen.Statement
+}
+
+// fieldEnc is a struct field's name, then the code of its value: one line
+// when that is one call on the Encoder, e.Field("ID").String(v.ID) or
+// idemEncMoney(e.Field("Total"), &v.Total).
+func (g *codecGen) fieldEnc(name string, code []jen.Code) []jen.Code {
+	if len(code) == 1 && g.last.stmt != nil && code[0] == jen.Code(g.last.stmt) {
+		return one(g.last.call(eCall("Field", jen.Lit(name))))
+	}
+	return append(one(eCall("Field", jen.Lit(name))), code...)
+}
+
+// eCall and dCall call a method of the Encoder e and the Decoder d.
+func eCall(m string, args ...jen.Code) *jen.Statement { return jen.Id("e").Dot(m).Call(args...) }
+func (g *codecGen) dCall(m string, args ...jen.Code) *jen.Statement {
+	return g.d().Dot(m).Call(args...)
+}
+
+// d is the Decoder d, as the code that reads a value names it. Each use
+// is remembered, so that a struct field read by one statement that uses d
+// once can look its field up in place of d (fieldDec).
+func (g *codecGen) d() *jen.Statement {
+	d := jen.Id("d")
+	g.decoders = append(g.decoders, d)
+	return d
+}
+
+// encUserinfo stores a url.Userinfo (no exported fields) by what its
+// accessors return.
+func (g *codecGen) encUserinfo(v vx, s fnScope) []jen.Code {
+	at, pw, set := s.get("at"), s.get("pw"), s.get("set")
+	return []jen.Code{
+		jen.Id(at).Op(":=").Add(eCall("Struct")),
+		eCall("Field", jen.Lit("Username")).Dot("String").Call(v.sel(true).Dot("Username").Call()),
+		jen.If(jen.List(jen.Id(pw), jen.Id(set)).Op(":=").Add(v.sel(true)).Dot("Password").Call(), jen.Id(set)).Block(
+			eCall("Field", jen.Lit("Password")).Dot("String").Call(jen.Id(pw))),
+		eCall("End", jen.Id(at)),
+	}
+}
+
+// decUserinfo rebuilds a url.Userinfo with url.User or url.UserPassword:
+// a password set to "" stays set, an unset one stays unset.
+func (g *codecGen) decUserinfo(v vx, s fnScope) []jen.Code {
+	st, name, pw := s.get("s"), s.get("name"), s.get("pw")
+	return []jen.Code{
+		jen.Id(st).Op(":=").Add(g.dCall("Struct")),
+		jen.Id(name).Op(":=").Add(g.dCall("Field", jen.Id(st), jen.Lit("Username"))).Dot("String").Call(),
+		jen.Var().Id(pw).Op("*").String(),
+		jen.If(g.dCall("Field", jen.Id(st), jen.Lit("Password")).Dot("Present").Call()).Block(
+			jen.Id(pw).Op("=").New(jen.String()), jen.Op("*").Id(pw).Op("=").Add(g.dCall("String"))),
+		g.dCall("End", jen.Id(st)),
+		jen.If(jen.Id(pw).Op("!=").Nil()).Block(
+			v.val().Op("=").Op("*").Add(g.e.qual(urlPkg, "UserPassword")).Call(jen.Id(name), jen.Op("*").Id(pw)),
+		).Else().Block(
+			v.val().Op("=").Op("*").Add(g.e.qual(urlPkg, "User")).Call(jen.Id(name))),
+	}
+}
+
+var urlPkg = types.NewPackage("net/url", "url")
+
+// pairs are the marshaling method pairs a type may bring, in order of
+// preference; a few standard library types are stored otherwise (see
+// lossyPair and the cases below).
+func (g *codecGen) pair(t types.Type) (marshal, unmarshal string, ok bool) {
+	switch {
+	case isNamed(t, "encoding/json", "RawMessage"), isNamed(t, "net", "IP"):
+		// Their pairs turn nil into null (RawMessage) and empty into nil
+		// (both), and a 4-byte net.IP into 16 bytes: stored as the bytes
+		// they are.
+		return "", "", false
+	case isNamed(t, "net/url", "URL"):
+		// url.Parse normalises what MarshalBinary (String) writes: a
+		// scheme's case, a path's leading slash, RawPath. Stored by its
+		// fields, the user info by its accessors (userinfo).
+		return "", "", false
+	case isNamed(t, "math/big", "Float"):
+		// MarshalText writes the shortest decimal and UnmarshalText parses
+		// it at 64 bits; the gob pair keeps the precision, rounding mode,
+		// accuracy and every mantissa bit.
+		return "GobEncode", "GobDecode", true
+	}
+	w := g.e.pi.types
+	for _, p := range []struct {
+		m, u *types.Interface
+		mn   string
+		un   string
+	}{
+		{w.binaryMarshaler, w.binaryUnmarshaler, "MarshalBinary", "UnmarshalBinary"},
+		{w.jsonMarshaler, w.jsonUnmarshaler, "MarshalJSON", "UnmarshalJSON"},
+		{w.textMarshaler, w.textUnmarshaler, "MarshalText", "UnmarshalText"},
+	} {
+		// implements counts a type's own methods only: a pair promoted
+		// from an embedded field marshals that field alone.
+		if m, _ := implements(t, p.m); m {
+			if u, _ := implements(t, p.u); u {
+				return p.mn, p.un, true
+			}
+		}
+	}
+	return "", "", false
+}

@@ -1,0 +1,297 @@
+package generator
+
+import (
+	"fmt"
+	"go/types"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+)
+
+// tagHint suggests the struct tag for a field (not for a parameter or an
+// element).
+func tagHint(path string) string {
+	if strings.Contains(path, ".") && !strings.HasSuffix(path, "]") {
+		return `tag the field idem:"-"`
+	}
+	return ""
+}
+
+// keyedByMethod reports whether t (or *t) writes its key material with a
+// method: idem.Keyer, a protobuf message, a binary or text marshaler.
+func (e *emitter) keyedByMethod(t types.Type) bool {
+	wk := e.pi.types
+	for _, i := range []*types.Interface{wk.keyer, wk.protoMessage, wk.binaryMarshaler, wk.textMarshaler} {
+		if ok, _ := implements(t, i); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// zeroSize reports whether values of t occupy no memory (struct{}, [0]T,
+// structs of such): they hold no data.
+func zeroSize(t types.Type) bool {
+	switch u := t.Underlying().(type) {
+	case *types.Struct:
+		for i := 0; i < u.NumFields(); i++ {
+			if !zeroSize(u.Field(i).Type()) {
+				return false
+			}
+		}
+		return true
+	case *types.Array:
+		return u.Len() == 0 || zeroSize(u.Elem())
+	}
+	return false
+}
+
+func one(c jen.Code) []jen.Code { return []jen.Code{c} }
+
+// loopVar declares the index i of a loop over body, or nothing when body
+// does not index with it (elements whose key material is constant, such
+// as [1]struct{ F int `idem:"-"` }, write only their length): Go rejects
+// an unused variable.
+func loopVar(body []jen.Code, i string) *jen.Statement {
+	if strings.Contains(fmt.Sprintf("%#v", jen.Block(body...)), "["+i+"]") {
+		return jen.Id(i).Op(":=")
+	}
+	return jen.Null()
+}
+
+// nilCheck writes Nil for a nil pointer, slice or map, else body.
+func (w *writer) nilCheck(v val, body []jen.Code) []jen.Code {
+	return one(jen.If(v.value().Op("==").Nil()).Block(w.b().Dot("Nil").Call()).Else().Block(body...))
+}
+
+// nilIface guards a method call on an interface value against nil, and
+// keeps a nil slice or map with a marshaler (net.IP) apart from an empty
+// one, which marshal alike.
+func (w *writer) nilIface(t types.Type, v val, call jen.Code) []jen.Code {
+	switch t.Underlying().(type) {
+	case *types.Slice, *types.Map:
+		return w.nilCheck(v, one(call))
+	}
+	if types.IsInterface(t) {
+		return w.nilCheck(v, one(call))
+	}
+	return one(call)
+}
+
+func (w *writer) basic(v val, t types.Type, u *types.Basic, path string) ([]jen.Code, bool) {
+	method, target := keyMethod(u)
+	if method == "" {
+		return w.fail(path, w.e.pi.typeString(t)+" cannot be keyed", "")
+	}
+	x := v.value()
+	if !types.Identical(t, target) {
+		x = jen.Id(target.(*types.Basic).Name()).Call(x)
+	}
+	return one(w.b().Dot(method).Call(x)), true
+}
+
+// keyMethod is the KeyBuilder method that writes values of a basic type,
+// and the type it takes; "" for a type that cannot be keyed.
+func keyMethod(u *types.Basic) (string, types.Type) {
+	info := u.Info()
+	switch {
+	case info&types.IsBoolean != 0:
+		return "Bool", types.Typ[types.Bool]
+	case info&types.IsInteger != 0 && info&types.IsUnsigned != 0:
+		return "Uint", types.Typ[types.Uint64]
+	case info&types.IsInteger != 0:
+		return "Int", types.Typ[types.Int64]
+	case info&types.IsFloat != 0:
+		return "Float", types.Typ[types.Float64]
+	case info&types.IsComplex != 0:
+		return "Complex", types.Typ[types.Complex128]
+	case info&types.IsString != 0:
+		return "String", types.Typ[types.String]
+	}
+	return "", nil
+}
+
+// basicWriter is the idemimpl writer (KeyString…) of the values of a
+// predeclared basic type, for KeyPtr; "" for other types.
+func basicWriter(t types.Type) string {
+	b, ok := types.Unalias(t).(*types.Basic)
+	if !ok {
+		return ""
+	}
+	switch m, _ := keyMethod(b); m {
+	case "Bool", "Uint", "Int", "Float", "String":
+		return "Key" + m
+	}
+	return ""
+}
+
+// valueWriter is the idemimpl writer by value (StringKey…) of the values
+// of a predeclared basic type, for KeyList and KeyMap; nil for other
+// types. A caller that uses it pins t if t is an alias, as KeyPtr's do.
+func (w *writer) valueWriter(t types.Type) jen.Code {
+	bw := basicWriter(t)
+	if bw == "" {
+		return nil
+	}
+	return w.e.qual(w.e.impl, strings.TrimPrefix(bw, "Key")+"Key")
+}
+
+// helper returns the name of the key function of named type n, emitting it
+// on first use. Recursive types work: the name is reserved before the body
+// is written. If n cannot be keyed it returns n's problems instead, with
+// paths relative to root (kept: a type reached again is not walked again).
+func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
+	obj := n.Obj()
+	if e.lenient {
+		// A payload helper is the key helper when that one can be
+		// written: a lenient twin only where they differ.
+		e.lenient = false
+		name, probs, k := e.helper(n)
+		e.lenient = true
+		if probs == nil {
+			return name, nil, k
+		}
+	}
+	hk := helperKey{obj, e.lenient, instanceKey(n)}
+	if name, ok := e.helpers[hk]; ok {
+		if e.keyBuilding[hk] {
+			e.keyRecursive[hk] = true
+		}
+		return name, nil, hk
+	}
+	if probs, ok := e.failed[hk]; ok {
+		return "", probs, hk
+	}
+	prefix := ""
+	if obj.Pkg() != e.pi.pkg.Types {
+		prefix = upperFirst(obj.Pkg().Name())
+	}
+	name := e.global("idemKey" + prefix + upperFirst(obj.Name()) + e.instanceSuffix(n))
+	e.helpers[hk] = name
+	mark := len(e.helperDecls)
+	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, exPath: root, lenient: e.lenient}
+	e.keyBuilding[hk] = true
+	body, ok := w.write(val{e: id("v"), ptr: true}, n, root, nil, false)
+	delete(e.keyBuilding, hk)
+	if ok && e.keyRecursive[hk] {
+		// A value of a recursive type can nest without end (a cycle):
+		// bound it, so a cycle is ErrInvalidKey, not a stack overflow.
+		body = append(depthGuard("b"), body...)
+	}
+	if !ok {
+		delete(e.helpers, hk)
+		delete(e.globals, name)
+		e.failed[hk] = w.problems
+		e.rollback(mark)
+		return "", w.problems, hk
+	}
+	e.skipped[hk] = w.skipped
+	// The name says what the helper does; a doc line says only what it
+	// leaves out, which a reviewer must see.
+	decl := jen.Null()
+	if len(w.tagged) > 0 {
+		decl = jen.Commentf("%s writes the key material of %s. Not keyed (tagged idem:\"-\"): %s.", name, e.pi.typeString(n), strings.Join(w.tagged, ", ")).Line()
+	}
+	decl.Func().Id(name).Params(jen.Id("b").Op("*").Add(e.qual(e.impl, "KeyBuilder")), jen.Id("v").Op("*").Add(e.typ(n))).Block(body...)
+	e.helperDecls = append(e.helperDecls, helperDecl{name: name, code: decl})
+	return name, nil, hk
+}
+
+// rollback drops the helpers written since mark, when the helper whose
+// body was being written meanwhile turned out to be unwritable: they may
+// name it (a recursive type: its name was handed out while its body was
+// being written), and a call of a helper that is never written does not
+// compile. Dropped, they are written again on their next use, which now
+// finds the failure.
+func (e *emitter) rollback(mark int) {
+	if mark >= len(e.helperDecls) {
+		return
+	}
+	dropped := map[string]bool{}
+	for _, h := range e.helperDecls[mark:] {
+		dropped[h.name] = true
+		delete(e.globals, h.name)
+	}
+	e.helperDecls = e.helperDecls[:mark]
+	for hk, name := range e.helpers {
+		if dropped[name] {
+			delete(e.helpers, hk)
+			delete(e.skipped, hk)
+			delete(e.keyRecursive, hk)
+		}
+	}
+	for key, h := range e.codecHelpers {
+		if dropped["idemEnc"+h.name] {
+			delete(e.codecHelpers, key)
+		}
+	}
+}
+
+// helperKey names a key helper: of a type, for a key (strict: every
+// field that holds data is keyed or refused) or for a payload fingerprint
+// under key= (lenient: another package's unexported fields are skipped).
+type helperKey struct {
+	obj     *types.TypeName
+	lenient bool
+	// inst tells instances of one generic type apart (instanceKey).
+	inst string
+}
+
+// jsonWritten reports whether a value of n may be written by a MarshalJSON
+// of n's package: n's own, or that of a type of its package that holds an
+// n (through fields, pointers, slices, arrays, maps). Such a method can
+// read n's unexported fields, so a json:"-" tag on one of them says
+// nothing about what the package sends.
+func (pi *pkgInfo) jsonWritten(n *types.Named) bool {
+	pkg := n.Obj().Pkg()
+	if pkg == nil {
+		return true
+	}
+	if pi.jsonReach == nil {
+		pi.jsonReach = map[*types.Package]map[*types.TypeName]bool{}
+	}
+	reach, ok := pi.jsonReach[pkg]
+	if !ok {
+		reach = map[*types.TypeName]bool{}
+		marshalJSON := func(t types.Type) bool {
+			for _, t := range []types.Type{t, types.NewPointer(t)} {
+				if m, _, _ := types.LookupFieldOrMethod(t, true, pkg, "MarshalJSON"); m != nil {
+					return true
+				}
+			}
+			return false
+		}
+		var walk func(t types.Type)
+		walk = func(t types.Type) {
+			switch t := t.(type) {
+			case *types.Named:
+				if t.Obj().Pkg() != pkg || reach[t.Obj()] {
+					return
+				}
+				reach[t.Obj()] = true
+				walk(t.Underlying())
+			case *types.Pointer:
+				walk(t.Elem())
+			case *types.Slice:
+				walk(t.Elem())
+			case *types.Array:
+				walk(t.Elem())
+			case *types.Map:
+				walk(t.Key())
+				walk(t.Elem())
+			case *types.Struct:
+				for i := 0; i < t.NumFields(); i++ {
+					walk(t.Field(i).Type())
+				}
+			}
+		}
+		scope := pkg.Scope()
+		for _, name := range scope.Names() {
+			if tn, ok := scope.Lookup(name).(*types.TypeName); ok && marshalJSON(tn.Type()) {
+				walk(tn.Type())
+			}
+		}
+		pi.jsonReach[pkg] = reach
+	}
+	return reach[n.Obj()]
+}
