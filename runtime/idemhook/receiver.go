@@ -48,6 +48,38 @@ func New[T any](g *idem.Guard, v Verifier, handle func(context.Context, T) error
 	return rc, nil
 }
 
+// NewWrapped returns a Receiver that verifies each delivery with v, decodes
+// its body into a T and calls handle, which must be an idemgen wrapper:
+// the method generated for a function annotated //idem:key=ev.ID (the
+// event's own ID field), so the same annotation serves a queue consumer
+// and this endpoint. The wrapper claims the key after verification, as New
+// does; its annotation decides the ttl, the answer to a running duplicate
+// (on_duplicate=wait, or ErrInProgress: 409, or 202 with
+// WithInProgress(0, true)) and whether a failure is recorded, so
+// WithName, WithTTL and WithRecordFailures are refused. A handle that
+// makes no guarded call is answered 500 ("not a wrapper"): nothing would
+// keep its deliveries apart.
+func NewWrapped[T any](v Verifier, handle func(context.Context, T) error, opts ...Option) (*Receiver[T], error) {
+	switch {
+	case v == nil:
+		return nil, errors.New("idemhook: NewWrapped: nil Verifier")
+	case handle == nil:
+		return nil, errors.New("idemhook: NewWrapped: nil handler")
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.check(); err != nil {
+		return nil, fmt.Errorf("idemhook: %w", err)
+	}
+	def := defaultConfig()
+	if cfg.name != def.name || cfg.ttl != def.ttl || cfg.recordFailures {
+		return nil, errors.New("idemhook: NewWrapped: the wrapper's //idem: annotation sets the name, ttl and on_failure; drop WithName, WithTTL and WithRecordFailures")
+	}
+	return &Receiver[T]{cfg: cfg, verify: v, handle: handle}, nil
+}
+
 // ServeHTTP answers one delivery: read (413 past the bound), verify (401,
 // or 400 for a malformed or stale delivery), decode (400), then claim the
 // delivery ID and run the handler once. Nothing before the claim touches
@@ -81,6 +113,10 @@ func (rc *Receiver[T]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The provider may give up on a slow answer and close the connection:
 	// the run goes on, so its outcome is recorded for the retry.
 	ctx := context.WithoutCancel(r.Context())
+	if rc.g == nil {
+		rc.wrapped(ctx, w, ev)
+		return
+	}
 	ran := false
 	var herr error
 	_, err = rc.guarded(ctx, id, body, func(ctx context.Context) (struct{}, error) {
@@ -89,6 +125,28 @@ func (rc *Receiver[T]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return struct{}{}, herr
 	})
 	rc.respond(w, ran, herr, err)
+}
+
+// wrapped runs a NewWrapped receiver's handler, a generated wrapper that
+// claims its own key, and learns from the outcome it captures whether the
+// handler ran or a duplicate was answered.
+func (rc *Receiver[T]) wrapped(ctx context.Context, w http.ResponseWriter, ev T) {
+	ctx, outcome := idem.CaptureOutcome(ctx)
+	err := rc.handle(ctx, ev)
+	switch outcome() {
+	case 0:
+		if err != nil { // the claim itself failed (a store outage)
+			rc.respond(w, false, nil, err)
+			return
+		}
+		answer(w, http.StatusInternalServerError, "the handler is not an idemgen wrapper: the delivery ran unguarded")
+	case idem.OutcomeExecuted:
+		rc.respond(w, true, nil, err)
+	case idem.OutcomeFailed:
+		rc.respond(w, true, err, err)
+	default:
+		rc.respond(w, false, nil, err)
+	}
 }
 
 // respond maps the guarded call's outcome to the status a sender acts on:

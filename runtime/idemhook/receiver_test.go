@@ -319,6 +319,12 @@ func TestNewRefuses(t *testing.T) {
 		{"zero TTL", func() error { _, err := idemhook.New(g, v, h, idemhook.WithTTL(0)); return err }},
 		{"zero body", func() error { _, err := idemhook.New(g, v, h, idemhook.WithMaxBodyBytes(0)); return err }},
 		{"negative wait", func() error { _, err := idemhook.New(g, v, h, idemhook.WithInProgress(-1, false)); return err }},
+		{"wrapped: nil verifier", func() error { _, err := idemhook.NewWrapped[event](nil, h); return err }},
+		{"wrapped: nil handler", func() error { _, err := idemhook.NewWrapped[event](v, nil); return err }},
+		// The wrapper's annotation sets these; a receiver option would be ignored.
+		{"wrapped: name", func() error { _, err := idemhook.NewWrapped(v, h, idemhook.WithName("x")); return err }},
+		{"wrapped: ttl", func() error { _, err := idemhook.NewWrapped(v, h, idemhook.WithTTL(time.Hour)); return err }},
+		{"wrapped: record failures", func() error { _, err := idemhook.NewWrapped(v, h, idemhook.WithRecordFailures()); return err }},
 	}
 	for _, tt := range tests {
 		if tt.err() == nil {
