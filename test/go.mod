@@ -26,6 +26,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/rogpeppe/go-internal v1.16.0
+	github.com/stripe/stripe-go/v82 v82.5.1
 	google.golang.org/api v0.304.0
 	google.golang.org/grpc v1.85.0
 )
