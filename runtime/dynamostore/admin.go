@@ -144,7 +144,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 // its retention (expires_at, ttl), its ClaimedAt and its recovery points.
 // A record past its retention is gone: ErrNotFound.
 func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, error) {
-	s.hint.drop(key) // the next claim of key is likely a new run
+	s.hint.Drop(key) // the next claim of key is likely a new run
 	if err := ctx.Err(); err != nil {
 		return idem.Record{}, err
 	}

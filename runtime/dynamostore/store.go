@@ -18,6 +18,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/internal/replayhint"
 )
 
 // API is the part of the DynamoDB client the store uses. *dynamodb.Client
@@ -53,8 +54,8 @@ type Store struct {
 	// only read after New.
 	claimNames, fencedNames, finishNames, releaseNames, stepNames, deleteNames map[string]string
 
-	hint      recent   // keys claimed lately: a claim of one reads first (replay.go)
-	readFirst readMode // overrides the hint in benchmarks
+	hint      replayhint.Recent // keys claimed lately: a claim of one reads first (replay.go)
+	readFirst replayhint.Mode   // overrides the hint in benchmarks
 }
 
 type layout struct {
@@ -360,14 +361,14 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		return s.claimOrdered(ctx, req) // order.go
 	}
 	key := s.itemKey(req.Key)
-	if s.readsFirst(req.Key) {
+	if s.readFirst.ReadsFirst(&s.hint, req.Key) {
 		if res, ok, err := s.replay(ctx, req, key); ok || err != nil {
 			return res, err
 		}
 	}
 	res, err := s.claim(ctx, req, key)
 	if err == nil {
-		s.hint.note(req.Key, res.Status)
+		s.hint.Note(req.Key, res.Status)
 	}
 	return res, err
 }
@@ -745,7 +746,7 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 // Delete removes the item whatever its state (the next claim starts again
 // at fence 1).
 func (s *Store) Delete(ctx context.Context, key string) error {
-	s.hint.drop(key) // the next claim of key is likely a new run
+	s.hint.Drop(key) // the next claim of key is likely a new run
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 // and bumps its fence (a preconditioned Update after a read), so a
 // still-running owner can neither heartbeat nor complete; waiters wake.
 func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, error) {
-	s.hint.drop(key) // the next claim of key is likely a new run
+	s.hint.Drop(key) // the next claim of key is likely a new run
 	if err := ctx.Err(); err != nil {
 		return idem.Record{}, err
 	}

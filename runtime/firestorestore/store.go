@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/internal/replayhint"
 )
 
 // ErrDocumentTooLarge: a result does not fit in a Firestore document
@@ -44,9 +45,13 @@ type Store struct {
 	// leaseCache.
 	written leaseCache
 
-	// hint: keys claimed lately, which a create-first claim reads first
-	// (replay.go).
-	hint recent
+	// hint: a replay is answered by a read. Claim reads the document
+	// first by default, so a replay (a live record completed or failed
+	// with the claim's fingerprint) is one Get and no write. With
+	// WithCreateFirst a claim tries a Create first, a write refused on a
+	// stored key: there a key the hint names (claimed or finished lately)
+	// reads first, and a new key keeps its one-round-trip Create.
+	hint replayhint.Recent
 }
 
 // Option configures a Store.
@@ -179,7 +184,7 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	ref := s.coll.Doc(id)
-	tryCreate := s.createFirst && !s.hint.has(req.Key)
+	tryCreate := s.createFirst && !s.hint.Has(req.Key)
 	var retry transientRetry
 	for round := 1; round <= maxClaimRounds; round++ {
 		if tryCreate {
@@ -222,7 +227,7 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		verdict, own := claimVerdict(&d, req, now)
 		if !own {
 			if s.createFirst {
-				s.hint.note(req.Key, verdict.Status)
+				s.hint.Note(req.Key, verdict.Status)
 			}
 			return verdict, nil
 		}
@@ -353,9 +358,9 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.
 	switch {
 	case err != nil || !s.createFirst:
 	case state == idem.StateReleased:
-		s.hint.drop(l.Key) // the next claim is likely a new run
+		s.hint.Drop(l.Key) // the next claim is likely a new run
 	default:
-		s.hint.add(l.Key) // … likely a replay
+		s.hint.Add(l.Key) // … likely a replay
 	}
 	return err
 }
@@ -600,7 +605,7 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 // Delete removes the document whatever its state (the next claim starts
 // again at fence 1).
 func (s *Store) Delete(ctx context.Context, key string) error {
-	s.hint.drop(key) // the next claim of key is likely a new run
+	s.hint.Drop(key) // the next claim of key is likely a new run
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func prefixEnd(prefix string) (string, bool) {
 // and the next claim acquires the key with a higher fence. The record
 // keeps its remaining retention. Waiters are woken.
 func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, error) {
-	s.seen.drop(key) // the next claim of key is likely a new run
+	s.seen.Drop(key) // the next claim of key is likely a new run
 	c, err := s.acquire(ctx, "force release")
 	if err != nil {
 		return idem.Record{}, err

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/internal/replayhint"
 )
 
 // runConc runs op n times split over conc goroutines and returns the wall
@@ -97,8 +98,8 @@ func rawTable(b testing.TB, s *Store) string {
 // (replay.go): on the hint (the default), always, never (the old path).
 var readModes = []struct {
 	name string
-	mode readMode
-}{{"hint", readOnHint}, {"always", readAlways}, {"never", readNever}}
+	mode replayhint.Mode
+}{{"hint", replayhint.OnHint}, {"always", replayhint.Always}, {"never", replayhint.Never}}
 
 // eachMode runs f at 1 and 32 callers for each read mode, on a new store
 // and raw baseline table.

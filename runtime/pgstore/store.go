@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/internal/replayhint"
 )
 
 // Store is an idem.Store over a PostgreSQL table. It is safe for
@@ -28,8 +29,8 @@ type Store struct {
 
 	// seen is the hint that a claim is likely a replay (replay.go);
 	// readFirst overrides it in benchmarks.
-	seen      recent
-	readFirst readMode
+	seen      replayhint.Recent
+	readFirst replayhint.Mode
 
 	closeOnce sync.Once
 	stop      context.CancelFunc
@@ -199,14 +200,14 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 	if req.Order.Key != "" {
 		return s.claimOrdered(ctx, c, req)
 	}
-	if s.readsFirst(req.Key) {
+	if s.readFirst.ReadsFirst(&s.seen, req.Key) {
 		if res, ok, err := s.replay(ctx, c, req); ok || err != nil {
 			return res, err
 		}
 	}
 	res, err := s.claim(ctx, c, req)
 	if err == nil {
-		s.seen.note(req.Key, res.Status)
+		s.seen.Note(req.Key, res.Status)
 	}
 	return res, err
 }
@@ -391,9 +392,9 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state int16
 // next claim is likely a replay, a released key's is not.
 func (s *Store) hint(key string, state int16) {
 	if state == stReleased {
-		s.seen.drop(key)
+		s.seen.Drop(key)
 	} else {
-		s.seen.add(key)
+		s.seen.Add(key)
 	}
 }
 
@@ -434,7 +435,7 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 
 // Delete implements idem.Store.
 func (s *Store) Delete(ctx context.Context, key string) error {
-	s.seen.drop(key) // the next claim of key is likely a new run
+	s.seen.Drop(key) // the next claim of key is likely a new run
 	c, err := s.acquire(ctx, "delete")
 	if err != nil {
 		return err
