@@ -69,8 +69,11 @@ func (h *Recent) Note(key string, st idem.ClaimStatus) {
 type Mode int8
 
 const (
+	// OnHint reads first when the hint has the key.
 	OnHint Mode = iota
+	// Always reads first.
 	Always
+	// Never reads first: the claim's write decides alone.
 	Never
 )
 
