@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/filestore"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 func TestMain(m *testing.M) {
@@ -39,7 +40,8 @@ func seed(dir string) int {
 	}
 	g := idem.NewGuard(st)
 	do := func(spec *idem.Spec, fn func(context.Context) (string, error)) error {
-		c := g.Begin(spec, "a")
+		c, k := idemimpl.Begin(g, spec)
+		k.Key().String("a")
 		_, err := idem.Do(context.Background(), c, fn)
 		return err
 	}

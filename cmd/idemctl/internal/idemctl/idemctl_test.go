@@ -158,7 +158,8 @@ var (
 
 func keyOf(t *testing.T, g *idem.Guard, spec *idem.Spec, id string) string {
 	t.Helper()
-	c := g.Begin(spec, id)
+	c, m := idemimpl.Begin(g, spec)
+	m.Key().String(id)
 	k, err := c.StoreKey()
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +168,8 @@ func keyOf(t *testing.T, g *idem.Guard, spec *idem.Spec, id string) string {
 }
 
 func call[R any](g *idem.Guard, spec *idem.Spec, id string, fn func(context.Context) (R, error)) (R, error) {
-	c := g.Begin(spec, id)
+	c, k := idemimpl.Begin(g, spec)
+	k.Key().String(id)
 	return idem.Do(context.Background(), c, fn)
 }
 
