@@ -163,7 +163,7 @@ func guards(t zztesting.TB) []namedGuard {
 		return out
 	}
 	prefix := zzfmt.Sprintf("idembehaviour:%s:%d:", t.Name(), zztime.Now().UnixNano())
-	st, err := zzredisstore.New(ctx, rdb, zzredisstore.WithPrefix(prefix))
+	st, err := zzredisstore.New(ctx, rdb, zzredisstore.WithKeyPrefix(prefix))
 	if err != nil {
 		t.Fatal(err)
 	}

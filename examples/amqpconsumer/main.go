@@ -175,7 +175,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if cfg.unguarded {
 		err = runUnguarded(ctx, deliveries, apply, printf)
 	} else {
-		st, serr := redisstore.New(ctx, rdb, redisstore.WithPrefix(cfg.prefix))
+		st, serr := redisstore.New(ctx, rdb, redisstore.WithKeyPrefix(cfg.prefix))
 		if serr != nil {
 			return serr
 		}

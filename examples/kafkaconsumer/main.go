@@ -99,7 +99,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: cfg.redisAddr})
 	defer rdb.Close()
-	st, err := redisstore.New(ctx, rdb, redisstore.WithPrefix(cfg.prefix))
+	st, err := redisstore.New(ctx, rdb, redisstore.WithKeyPrefix(cfg.prefix))
 	if err != nil {
 		return err
 	}

@@ -103,7 +103,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	rdb := redis.NewClient(&redis.Options{Addr: cfg.redisAddr})
 	defer rdb.Close()
-	store, err := redisstore.New(ctx, rdb, redisstore.WithPrefix(cfg.prefix)) // PINGs Redis
+	store, err := redisstore.New(ctx, rdb, redisstore.WithKeyPrefix(cfg.prefix)) // PINGs Redis
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 
 	"github.com/idemgen/idemgen/internal/testenv"
 )
@@ -92,7 +93,7 @@ func TestCrashLeavesNeither(t *testing.T) {
 	if err := pool.QueryRow(ctx, "SELECT state, result FROM "+shop.store.Table()).Scan(&state, &result); err != nil {
 		t.Fatal(err)
 	}
-	if state != int(idem.StateInProgress) || result != nil {
+	if state != int(idemstore.StateInProgress) || result != nil {
 		t.Fatalf("record after the crash: state %d result %q, want in progress without a result", state, result)
 	}
 

@@ -202,7 +202,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if cfg.unguarded {
 		err = runUnguarded(ctx, client, url, cfg.workers, apply, outcome)
 	} else {
-		st, serr := redisstore.New(ctx, rdb, redisstore.WithPrefix(cfg.prefix))
+		st, serr := redisstore.New(ctx, rdb, redisstore.WithKeyPrefix(cfg.prefix))
 		if serr != nil {
 			return serr
 		}

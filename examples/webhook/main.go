@@ -7,7 +7,7 @@
 //
 //	WEBHOOK_SECRET=whsec_… go run ./examples/webhook -addr 127.0.0.1:8090
 //
-// The store here is the memory store; any idem.Store (Redis, PostgreSQL)
+// The store here is the memory store; any idemstore.Store (Redis, PostgreSQL)
 // shares the deduplication between instances.
 package main
 

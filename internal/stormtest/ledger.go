@@ -11,6 +11,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 const pgHint = "Start PostgreSQL on 127.0.0.1:5432 with a database test (scripts/base-services.sh), or set IDEM_POSTGRES_URL."
@@ -52,7 +53,7 @@ func PGWorkerOf(sz QueueSize, schema string) PGWorker {
 // on the pool (store: pgstore.New, with opts), and the idemqueue consumer
 // over the store; done closes them.
 func OpenPG[P interface{ Close() }, S interface {
-	idem.Store
+	idemstore.Store
 	Close() error
 }, O any](ctx context.Context, w PGWorker, pool func(context.Context, string) (P, error),
 	store func(context.Context, P, ...O) (S, error), opts ...O) (s S, q *idemqueue.Consumer, done func(), err error) {

@@ -11,9 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
-var _ idem.Admin = (*Store)(nil)
+var _ idemstore.Admin = (*Store)(nil)
 
 // ScanAPI is the part of the DynamoDB client the operator methods (List,
 // Cleanup) use besides API. *dynamodb.Client implements it; a client
@@ -101,7 +102,7 @@ func isOrderItem(item map[string]types.AttributeValue) bool {
 	return st == stateOrder
 }
 
-// List implements idem.Admin: a Scan of the table (consistent reads,
+// List implements idemstore.Admin: a Scan of the table (consistent reads,
 // filtered on the key prefix and, in a single-table layout, the sort key
 // value) for the records whose key starts with prefix, live or past their
 // retention but not yet deleted, in no particular order. Entity order
@@ -111,7 +112,7 @@ func isOrderItem(item map[string]types.AttributeValue) bool {
 // do. An error from fn stops it at once and is returned. A Scan reads the
 // whole table (a filter does not narrow what DynamoDB reads): List is for
 // operators, not for a service's hot path.
-func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) error) error {
+func (s *Store) List(ctx context.Context, prefix string, fn func(idemstore.Record) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -134,7 +135,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 	return errors.Join(corrupted...)
 }
 
-// ForceRelease implements idem.Admin: it releases key whatever its owner,
+// ForceRelease implements idemstore.Admin: it releases key whatever its owner,
 // clears the owner and bumps the fence, so a still-running owner can
 // neither heartbeat nor complete, and the next claim with the record's
 // fingerprint acquires it with a higher fence. It reads the item
@@ -143,32 +144,32 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 // changed in between, it tries again. The record keeps its fingerprint,
 // its retention (expires_at, ttl), its ClaimedAt and its recovery points.
 // A record past its retention is gone: ErrNotFound.
-func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, error) {
+func (s *Store) ForceRelease(ctx context.Context, key string) (idemstore.Record, error) {
 	s.hint.Drop(key) // the next claim of key is likely a new run
 	if err := ctx.Err(); err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	if err := s.checkKey(key); err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	k := s.itemKey(key)
 	for round := 1; round <= maxClaimRounds; round++ {
 		item, err := s.getItem(ctx, "force release", key, k)
 		if err != nil {
-			return idem.Record{}, err
+			return idemstore.Record{}, err
 		}
 		if item == nil {
-			return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+			return idemstore.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 		}
 		r, err := decode(key, item)
 		if err != nil {
-			return idem.Record{}, err
+			return idemstore.Record{}, err
 		}
 		now := s.now()
 		if !live(&r, now) {
-			return idem.Record{}, fmt.Errorf("%w: %s (expired)", idem.ErrNotFound, key)
+			return idemstore.Record{}, fmt.Errorf("%w: %s (expired)", idem.ErrNotFound, key)
 		}
-		var noOwner idem.Token
+		var noOwner idemstore.Token
 		out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:           s.table,
 			Key:                 k,
@@ -193,15 +194,15 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, erro
 			continue // changed since the read
 		}
 		if err != nil {
-			return idem.Record{}, s.opError(ctx, "force release", key, err)
+			return idemstore.Record{}, s.opError(ctx, "force release", key, err)
 		}
 		return decode(key, out.Attributes)
 	}
-	return idem.Record{}, fmt.Errorf("%w: dynamostore: force release %q: the item kept changing under %d attempts",
+	return idemstore.Record{}, fmt.Errorf("%w: dynamostore: force release %q: the item kept changing under %d attempts",
 		idem.ErrStoreUnavailable, key, maxClaimRounds)
 }
 
-// Cleanup implements idem.Admin: it deletes the records past their
+// Cleanup implements idemstore.Admin: it deletes the records past their
 // retention (and the entity order records past theirs) that DynamoDB's
 // time to live has not removed yet. DynamoDB deletes expired items on its
 // own, typically within days and without consuming write capacity;

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/dynamostore"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
@@ -28,7 +29,7 @@ func TestCleanupBoundAndList(t *testing.T) {
 		dynamostore.WithCleanupLimit(2))
 	for i := range 5 {
 		l, _ := claim(t, s, fmt.Sprintf("done:%d", i), fingerprint("a"), time.Minute)
-		if err := s.Complete(bg, l, idem.Result{Data: []byte("1")}); err != nil {
+		if err := s.Complete(bg, l, idemstore.Result{Data: []byte("1")}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -43,7 +44,7 @@ func TestCleanupBoundAndList(t *testing.T) {
 	list := func() []string {
 		t.Helper()
 		var keys []string
-		err := s.List(bg, "", func(r idem.Record) error { keys = append(keys, r.Key); return nil })
+		err := s.List(bg, "", func(r idemstore.Record) error { keys = append(keys, r.Key); return nil })
 		if !errors.Is(err, idem.ErrCorruptRecord) {
 			t.Fatalf("List over a foreign item = %v, want ErrCorruptRecord", err)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemgen/idemgen/runtime/dynamostore"
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
@@ -48,12 +48,12 @@ func TestConformance(t *testing.T) {
 func suiteHarness(client *dynamodb.Client, table string, tx bool, layout []dynamostore.Option,
 	item func(key string) map[string]types.AttributeValue) idemtest.Harness {
 	var prefixes sync.Map // store -> its key prefix
-	itemOf := func(s idem.Store, key string) map[string]types.AttributeValue {
+	itemOf := func(s idemstore.Store, key string) map[string]types.AttributeValue {
 		prefix, _ := prefixes.Load(s)
 		return item(prefix.(string) + key)
 	}
 	return idemtest.Harness{
-		New: func(t *testing.T, now func() time.Time) idem.Store {
+		New: func(t *testing.T, now func() time.Time) idemstore.Store {
 			prefix := uniquePrefix(t)
 			opts := append(slices.Clone(layout), dynamostore.WithClock(now), dynamostore.WithKeyPrefix(prefix))
 			s := maybeOrdering(tx, newStore(t, client, table, opts...))
@@ -63,8 +63,8 @@ func suiteHarness(client *dynamodb.Client, table string, tx bool, layout []dynam
 		ManualClock: true,
 		// An item written before records carried ClaimedAt has no
 		// claimed_at attribute.
-		Legacy:  func(t *testing.T, s idem.Store, key string) { legacyItem(t, client, table, itemOf(s, key)) },
-		Corrupt: func(t *testing.T, s idem.Store, key string) { corruptItem(t, client, table, itemOf(s, key)) },
+		Legacy:  func(t *testing.T, s idemstore.Store, key string) { legacyItem(t, client, table, itemOf(s, key)) },
+		Corrupt: func(t *testing.T, s idemstore.Store, key string) { corruptItem(t, client, table, itemOf(s, key)) },
 	}
 }
 
@@ -136,7 +136,7 @@ func TestConformanceWithoutReturnOnFailure(t *testing.T) {
 
 // maybeOrdering is s, without ordering when the server has no
 // TransactWriteItems (see transactions).
-func maybeOrdering(tx bool, s *dynamostore.Store) idem.Store {
+func maybeOrdering(tx bool, s *dynamostore.Store) idemstore.Store {
 	if tx {
 		return s
 	}

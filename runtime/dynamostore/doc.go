@@ -1,4 +1,4 @@
-// Package dynamostore is an idem.Store on Amazon DynamoDB, for services on
+// Package dynamostore is an idemstore.Store on Amazon DynamoDB, for services on
 // AWS (Lambda, ECS, EC2) that want idempotent functions without running a
 // database of their own.
 //
@@ -133,7 +133,7 @@
 // owner's key is taken over SkewMargin later. Retention (TTL) is measured
 // by the writer's clock too; skew shifts it by d, which affects no
 // exclusivity. Heartbeat, Complete, Fail and Release read no clock in their
-// conditions: only a takeover or release rejects them, as idem.Store
+// conditions: only a takeover or release rejects them, as idemstore.Store
 // requires.
 //
 // # Wait
@@ -145,7 +145,7 @@
 //
 // # Recovery points
 //
-// The store implements idem.Stepper: a call's steps (idem.Step) live in
+// The store implements idemstore.Stepper: a call's steps (idem.Step) live in
 // the steps map attribute of its record's item, so they expire and are
 // deleted with it. SaveStep is one UpdateItem that sets steps.name if it
 // is not set yet (a step keeps its first record), on the condition that
@@ -171,15 +171,15 @@
 //
 // # Ordering
 //
-// The store implements idem.Orderer (when the client has
+// The store implements idemstore.Orderer (when the client has
 // TransactWriteItems, as *dynamodb.Client does; TransactAPI). A claim
-// with an idem.OrderClaim reads the call's item and the entity's order
+// with an idemstore.OrderClaim reads the call's item and the entity's order
 // item with two consistent GetItems, concurrently, and decides in code
 // as the memory store does: a retained record in progress, completed,
 // failed or with another payload answers the claim without the order
 // being looked at (a replay stays a replay); otherwise an event older
 // than the entity's last accepted time minus the grace is
-// idem.ClaimOutOfOrder (nothing is written), and an accepted one is
+// idemstore.ClaimOutOfOrder (nothing is written), and an accepted one is
 // written in one TransactWriteItems of two updates: the claim's update of
 // the call's item, conditioned on the item being as read (absent, or
 // the same state, fence, lease, expiry and number of steps: every write
@@ -201,7 +201,7 @@
 //
 // # Operators
 //
-// The store implements idem.Admin, which idemctl (dynamodb://TABLE
+// The store implements idemstore.Admin, which idemctl (dynamodb://TABLE
 // store URLs) and idemobs.StaleScanner use. List and Cleanup Scan the
 // table (consistent reads; the key prefix and sort key value are a filter,
 // so a Scan reads the whole table: they are for operators, not a

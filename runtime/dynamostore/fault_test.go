@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/dynamostore"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 
 	"github.com/idemgen/idemgen/internal/testenv"
@@ -131,8 +132,8 @@ func TestFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	const lease = 10 * time.Second
-	req := func(key string, owner idem.Token) idem.ClaimRequest {
-		return idem.ClaimRequest{Key: key, Fingerprint: fingerprint("a"), Owner: owner, Lease: lease, TTL: time.Hour}
+	req := func(key string, owner idemstore.Token) idemstore.ClaimRequest {
+		return idemstore.ClaimRequest{Key: key, Fingerprint: fingerprint("a"), Owner: owner, Lease: lease, TTL: time.Hour}
 	}
 	unavailable := func(what string, err error) {
 		t.Helper()
@@ -140,7 +141,7 @@ func TestFaults(t *testing.T) {
 			t.Fatalf("%s = %v, want an error wrapping idem.ErrStoreUnavailable", what, err)
 		}
 	}
-	get := func(key string) (idem.Record, bool) {
+	get := func(key string) (idemstore.Record, bool) {
 		t.Helper()
 		r, err := s.Get(bg, key)
 		// A pooled connection the paused and resumed server dropped fails
@@ -182,7 +183,7 @@ func TestFaults(t *testing.T) {
 		if r, ok := get("c1"); ok {
 			t.Fatalf("a claim that never reached the server left a record: %+v", r)
 		}
-		if res, err := s.Claim(bg, req("c1", token(t))); err != nil || res.Status != idem.ClaimAcquired || res.Fence != 1 {
+		if res, err := s.Claim(bg, req("c1", token(t))); err != nil || res.Status != idemstore.ClaimAcquired || res.Fence != 1 {
 			t.Fatalf("claim after restart = %v fence %d, %v", res.Status, res.Fence, err)
 		}
 	})
@@ -195,28 +196,28 @@ func TestFaults(t *testing.T) {
 		srv.signal(syscall.SIGCONT) // the server may still apply it
 		applied := settle(func() bool { _, ok := get("c2"); return ok })
 		b := token(t)
-		la := idem.Lease{Key: "c2", Owner: a, Fence: 1, Duration: lease, TTL: time.Hour}
+		la := idemstore.Lease{Key: "c2", Owner: a, Fence: 1, Duration: lease, TTL: time.Hour}
 		if applied {
 			t.Log("the server applied the claim after the caller gave up")
 			// Applied: A owns it without knowing; B waits for A's lease,
 			// then takes over, and A's writes are refused.
-			if r, _ := get("c2"); r.State != idem.StateInProgress || r.Owner != a || r.Fence != 1 {
+			if r, _ := get("c2"); r.State != idemstore.StateInProgress || r.Owner != a || r.Fence != 1 {
 				t.Fatalf("late claim left %v owner %v fence %d", r.State, r.Owner, r.Fence)
 			}
-			if res, err := s.Claim(bg, req("c2", b)); err != nil || res.Status != idem.ClaimInProgress {
+			if res, err := s.Claim(bg, req("c2", b)); err != nil || res.Status != idemstore.ClaimInProgress {
 				t.Fatalf("claim while A's lease stands = %v, %v", res.Status, err)
 			}
 			clock.Advance(lease + dynamostore.DefaultSkewMargin)
-			if res, err := s.Claim(bg, req("c2", b)); err != nil || res.Status != idem.ClaimTakenOver || res.Fence != 2 {
+			if res, err := s.Claim(bg, req("c2", b)); err != nil || res.Status != idemstore.ClaimTakenOver || res.Fence != 2 {
 				t.Fatalf("claim after A's lease = %v fence %d, %v; want taken_over fence 2", res.Status, res.Fence, err)
 			}
 		} else {
 			t.Log("the server dropped the claim")
-			if res, err := s.Claim(bg, req("c2", b)); err != nil || res.Status != idem.ClaimAcquired {
+			if res, err := s.Claim(bg, req("c2", b)); err != nil || res.Status != idemstore.ClaimAcquired {
 				t.Fatalf("claim = %v, %v; want acquired", res.Status, err)
 			}
 		}
-		if err := s.Complete(bg, la, idem.Result{Data: []byte(`"A"`)}); !errors.Is(err, idem.ErrLeaseLost) {
+		if err := s.Complete(bg, la, idemstore.Result{Data: []byte(`"A"`)}); !errors.Is(err, idem.ErrLeaseLost) {
 			t.Fatalf("A's Complete = %v, want ErrLeaseLost", err)
 		}
 	})
@@ -224,22 +225,22 @@ func TestFaults(t *testing.T) {
 	t.Run("complete_server_killed", func(t *testing.T) {
 		a := token(t)
 		res, err := s.Claim(bg, req("c3", a))
-		if err != nil || res.Status != idem.ClaimAcquired {
+		if err != nil || res.Status != idemstore.ClaimAcquired {
 			t.Fatalf("claim = %v, %v", res.Status, err)
 		}
-		la := idem.Lease{Key: "c3", Owner: a, Fence: res.Fence, Duration: lease, TTL: time.Hour}
+		la := idemstore.Lease{Key: "c3", Owner: a, Fence: res.Fence, Duration: lease, TTL: time.Hour}
 		srv.signal(syscall.SIGSTOP)
-		unavailable("Complete on a hung server", hung.Complete(bg, la, idem.Result{Data: []byte(`"done"`)}))
+		unavailable("Complete on a hung server", hung.Complete(bg, la, idemstore.Result{Data: []byte(`"done"`)}))
 		srv.restart()
 		r, ok := get("c3")
-		if !ok || r.State != idem.StateInProgress || r.Owner != a || r.Fence != la.Fence || r.Result != nil {
+		if !ok || r.State != idemstore.StateInProgress || r.Owner != a || r.Fence != la.Fence || r.Result != nil {
 			t.Fatalf("after the lost completion: found %v, %v owner %v fence %d result %q; want A's in-progress record", ok, r.State, r.Owner, r.Fence, r.Result)
 		}
 		// The owner still holds the key and completes it now.
-		if err := s.Complete(bg, la, idem.Result{Data: []byte(`"done"`)}); err != nil {
+		if err := s.Complete(bg, la, idemstore.Result{Data: []byte(`"done"`)}); err != nil {
 			t.Fatalf("Complete after restart = %v", err)
 		}
-		if res, err := s.Claim(bg, req("c3", token(t))); err != nil || res.Status != idem.ClaimCompleted || string(res.Result.Data) != `"done"` {
+		if res, err := s.Claim(bg, req("c3", token(t))); err != nil || res.Status != idemstore.ClaimCompleted || string(res.Result.Data) != `"done"` {
 			t.Fatalf("replay = %v %q, %v", res.Status, res.Result.Data, err)
 		}
 	})
@@ -247,34 +248,34 @@ func TestFaults(t *testing.T) {
 	t.Run("complete_applied_after_caller_gave_up", func(t *testing.T) {
 		a := token(t)
 		res, err := s.Claim(bg, req("c4", a))
-		if err != nil || res.Status != idem.ClaimAcquired {
+		if err != nil || res.Status != idemstore.ClaimAcquired {
 			t.Fatalf("claim = %v, %v", res.Status, err)
 		}
-		la := idem.Lease{Key: "c4", Owner: a, Fence: res.Fence, Duration: lease, TTL: time.Hour}
+		la := idemstore.Lease{Key: "c4", Owner: a, Fence: res.Fence, Duration: lease, TTL: time.Hour}
 		data := []byte(strings.Repeat("x", 64<<10))
 		srv.signal(syscall.SIGSTOP)
-		unavailable("Complete on a hung server", hung.Complete(bg, la, idem.Result{Data: data}))
+		unavailable("Complete on a hung server", hung.Complete(bg, la, idemstore.Result{Data: data}))
 		srv.signal(syscall.SIGCONT)
-		settle(func() bool { r, _ := get("c4"); return r.State == idem.StateCompleted })
+		settle(func() bool { r, _ := get("c4"); return r.State == idemstore.StateCompleted })
 		r, _ := get("c4")
 		switch {
-		case r.State == idem.StateCompleted && string(r.Result) == string(data) && r.Fence == la.Fence:
+		case r.State == idemstore.StateCompleted && string(r.Result) == string(data) && r.Fence == la.Fence:
 			t.Log("the server applied the completion after the caller gave up")
 			// Applied whole. A retry by the caller is told the lease is
 			// gone (it cannot tell the completion was its own), and the
 			// result replays.
-			if err := s.Complete(bg, la, idem.Result{Data: data}); !errors.Is(err, idem.ErrLeaseLost) {
+			if err := s.Complete(bg, la, idemstore.Result{Data: data}); !errors.Is(err, idem.ErrLeaseLost) {
 				t.Fatalf("repeated Complete = %v, want ErrLeaseLost", err)
 			}
-		case r.State == idem.StateInProgress && r.Owner == a && r.Result == nil:
+		case r.State == idemstore.StateInProgress && r.Owner == a && r.Result == nil:
 			t.Log("the server dropped the completion")
-			if err := s.Complete(bg, la, idem.Result{Data: data}); err != nil {
+			if err := s.Complete(bg, la, idemstore.Result{Data: data}); err != nil {
 				t.Fatalf("Complete retry = %v", err)
 			}
 		default:
 			t.Fatalf("inconsistent item: %v fence %d, %d result bytes", r.State, r.Fence, len(r.Result))
 		}
-		if res, err := s.Claim(bg, req("c4", token(t))); err != nil || res.Status != idem.ClaimCompleted || string(res.Result.Data) != string(data) {
+		if res, err := s.Claim(bg, req("c4", token(t))); err != nil || res.Status != idemstore.ClaimCompleted || string(res.Result.Data) != string(data) {
 			t.Fatalf("replay = %v (%d bytes), %v", res.Status, len(res.Result.Data), err)
 		}
 	})
@@ -292,7 +293,7 @@ func TestFaults(t *testing.T) {
 			t.Fatal("the function ran although the store was down")
 		}
 		for name, op := range map[string]func() error{
-			"Heartbeat": func() error { return hung.Heartbeat(bg, idem.Lease{Key: "c5", Fence: 1, Duration: lease}) },
+			"Heartbeat": func() error { return hung.Heartbeat(bg, idemstore.Lease{Key: "c5", Fence: 1, Duration: lease}) },
 			"Get":       func() error { _, err := hung.Get(bg, "c5"); return err },
 			"Delete":    func() error { return hung.Delete(bg, "c5") },
 			"Wait":      func() error { return hung.Wait(bg, "c5") },

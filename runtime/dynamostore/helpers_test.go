@@ -19,7 +19,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/idemgen/idemgen/runtime/dynamostore"
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 
 	"github.com/idemgen/idemgen/internal/testenv"
 )
@@ -204,8 +204,8 @@ func (noOrdering) SupportsOrdering() bool { return false }
 
 // rawItems reads every item of table, every attribute's bytes or text, as
 // a reader of the table (or its exports) would.
-func rawItems(client *dynamodb.Client, table string) func(t *testing.T, s idem.Store) [][]byte {
-	return func(t *testing.T, _ idem.Store) [][]byte {
+func rawItems(client *dynamodb.Client, table string) func(t *testing.T, s idemstore.Store) [][]byte {
+	return func(t *testing.T, _ idemstore.Store) [][]byte {
 		var out [][]byte
 		var walk func(v types.AttributeValue)
 		walk = func(v types.AttributeValue) {

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // The record's attribute names (see the package documentation).
@@ -42,47 +43,47 @@ const (
 	stateOrder = "order"
 )
 
-func stateAV(s idem.State) types.AttributeValue {
+func stateAV(s idemstore.State) types.AttributeValue {
 	switch s {
-	case idem.StateInProgress:
+	case idemstore.StateInProgress:
 		return avInProgress
-	case idem.StateCompleted:
+	case idemstore.StateCompleted:
 		return avCompleted
-	case idem.StateFailed:
+	case idemstore.StateFailed:
 		return avFailed
-	case idem.StateReleased:
+	case idemstore.StateReleased:
 		return avReleased
 	}
 	panic("dynamostore: no attribute value for state " + s.String())
 }
 
-func parseState(s string) (idem.State, bool) {
+func parseState(s string) (idemstore.State, bool) {
 	switch s {
 	case stateInProgress:
-		return idem.StateInProgress, true
+		return idemstore.StateInProgress, true
 	case stateCompleted:
-		return idem.StateCompleted, true
+		return idemstore.StateCompleted, true
 	case stateFailed:
-		return idem.StateFailed, true
+		return idemstore.StateFailed, true
 	case stateReleased:
-		return idem.StateReleased, true
+		return idemstore.StateReleased, true
 	}
-	return idem.StateAbsent, false
+	return idemstore.StateAbsent, false
 }
 
 // decode reads a record item; anything missing or malformed is
 // idem.ErrCorruptRecord (never treated as absent).
-func decode(key string, item map[string]types.AttributeValue) (idem.Record, error) {
+func decode(key string, item map[string]types.AttributeValue) (idemstore.Record, error) {
 	r, err := decodeLoose(item)
 	if err != nil {
-		return idem.Record{}, fmt.Errorf("%w: dynamostore: item for %q: %w", idem.ErrCorruptRecord, key, err)
+		return idemstore.Record{}, fmt.Errorf("%w: dynamostore: item for %q: %w", idem.ErrCorruptRecord, key, err)
 	}
 	r.Key = key
 	return r, nil
 }
 
-func decodeLoose(item map[string]types.AttributeValue) (idem.Record, error) {
-	var r idem.Record
+func decodeLoose(item map[string]types.AttributeValue) (idemstore.Record, error) {
+	var r idemstore.Record
 	st, err := attrS(item, aState)
 	if err != nil {
 		return r, err
@@ -199,7 +200,7 @@ const maxAttrName = 64 << 10
 
 // CheckStepName refuses a step name DynamoDB could not take as a key of
 // the steps map. The Guard calls it before the step's function runs (see
-// idem.Stepper), so such a step never runs only to fail to be recorded.
+// idemstore.Stepper), so such a step never runs only to fail to be recorded.
 func (s *Store) CheckStepName(name string) error {
 	if n := len(stepKey(name)); n > maxAttrName {
 		return fmt.Errorf("dynamostore: a %d-byte step name makes a %d-byte map key (DynamoDB allows %d)", len(name), n, maxAttrName)
@@ -268,8 +269,8 @@ func (s *Store) itemSize(key string, n int) int {
 		size += len(l.sk) + len(l.skValue)
 	}
 	size += len(aState) + len(stateInProgress) // the longest state
-	size += len(aOwner) + len(idem.Token{})
-	size += len(aFP) + len(idem.Fingerprint{})
+	size += len(aOwner) + len(idemstore.Token{})
+	size += len(aFP) + len(idemstore.Fingerprint{})
 	size += len(aFence) + len(aLeaseUntil) + len(aExpiresAt) + len(aUpdatedAt) + len(aClaimedAt) + len(l.ttl) + 6*maxNumberSize
 	if n > 0 {
 		size += len(aResult) + n

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // TransactAPI is the part of the DynamoDB client ordered claims use
@@ -33,7 +34,7 @@ const (
 	aVersion = "version"
 )
 
-// SupportsOrdering implements idem.Orderer: true when the client has
+// SupportsOrdering implements idemstore.Orderer: true when the client has
 // TransactWriteItems (*dynamodb.Client does). An ordered claim reads the
 // call's record and the entity's order record (two consistent GetItems,
 // concurrently), decides in code, and writes both in one
@@ -44,7 +45,7 @@ func (s *Store) SupportsOrdering() bool {
 	return ok
 }
 
-var _ idem.Orderer = (*Store)(nil)
+var _ idemstore.Orderer = (*Store)(nil)
 
 // maxOrderRounds bounds an ordered claim's read-decide-write rounds when
 // the items keep changing between the read and the transaction (events of
@@ -133,27 +134,27 @@ func pinCond(item map[string]types.AttributeValue, names map[string]string, vals
 
 // claimOrdered is Claim with req.Order: see SupportsOrdering. The order is
 // looked at only when the claim would make the caller the owner, as
-// idem.OrderClaim requires.
-func (s *Store) claimOrdered(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+// idemstore.OrderClaim requires.
+func (s *Store) claimOrdered(ctx context.Context, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	tx, ok := s.api.(TransactAPI)
 	if !ok {
-		return idem.ClaimResult{}, fmt.Errorf("dynamostore: an ordered claim needs TransactWriteItems, which the client (%T) does not have", s.api)
+		return idemstore.ClaimResult{}, fmt.Errorf("dynamostore: an ordered claim needs TransactWriteItems, which the client (%T) does not have", s.api)
 	}
 	if err := s.checkKey(req.Order.Key); err != nil {
-		return idem.ClaimResult{}, err
+		return idemstore.ClaimResult{}, err
 	}
 	key, okey := s.itemKey(req.Key), s.itemKey(req.Order.Key)
 	for round := 1; round <= maxOrderRounds; round++ {
 		item, oitem, err := s.readBoth(ctx, req.Key, key, okey)
 		if err != nil {
-			return idem.ClaimResult{}, err
+			return idemstore.ClaimResult{}, err
 		}
 		now := s.now()
-		var old idem.Record
+		var old idemstore.Record
 		retained := false
 		if item != nil {
 			if old, err = decode(req.Key, item); err != nil {
-				return idem.ClaimResult{}, err
+				return idemstore.ClaimResult{}, err
 			}
 			// The record decides first: a replay, a running call or a
 			// mismatch is answered without looking at the order. From the
@@ -167,12 +168,12 @@ func (s *Store) claimOrdered(ctx context.Context, req idem.ClaimRequest) (idem.C
 		}
 		o, err := decodeOrder(req.Order.Key, oitem)
 		if err != nil {
-			return idem.ClaimResult{}, err
+			return idemstore.ClaimResult{}, err
 		}
 		at := req.Order.At
 		live := o.exists && now.Before(o.expires)
 		if live && !req.Order.Override && at.Before(o.last.Add(-req.Order.Grace)) {
-			return idem.ClaimResult{Status: idem.ClaimOutOfOrder, Fence: old.Fence, LastAccepted: o.last}, nil
+			return idemstore.ClaimResult{Status: idemstore.ClaimOutOfOrder, Fence: old.Fence, LastAccepted: o.last}, nil
 		}
 		advance := !live || !o.last.After(at) // last only ever moves forward
 
@@ -186,19 +187,19 @@ func (s *Store) claimOrdered(ctx context.Context, req idem.ClaimRequest) (idem.C
 		}
 		var tce *types.TransactionCanceledException
 		if !errors.As(err, &tce) || !retryable(tce) {
-			return idem.ClaimResult{}, s.opError(ctx, "claim", req.Key, err)
+			return idemstore.ClaimResult{}, s.opError(ctx, "claim", req.Key, err)
 		}
 		// One of the items changed after the read (or the transaction met
 		// another): read again and decide again.
 	}
-	return idem.ClaimResult{}, fmt.Errorf("%w: dynamostore: ordered claim %q: the items kept changing under %d attempts",
+	return idemstore.ClaimResult{}, fmt.Errorf("%w: dynamostore: ordered claim %q: the items kept changing under %d attempts",
 		idem.ErrStoreUnavailable, req.Key, maxOrderRounds)
 }
 
 // recordUpdate is an ordered claim's update of the record item: the
 // claim's (claimSet keeps a retained record's steps, claimAnewSet drops a
 // dead one's), on the condition that the item is as read.
-func (s *Store) recordUpdate(req idem.ClaimRequest, key, item map[string]types.AttributeValue, retained bool, now, lu time.Time) *types.Update {
+func (s *Store) recordUpdate(req idemstore.ClaimRequest, key, item map[string]types.AttributeValue, retained bool, now, lu time.Time) *types.Update {
 	ex := lu.Add(req.TTL)
 	rvals := claimValues(req, now, lu, ex, s)
 	for _, v := range []string{":rel", ":tko"} {
@@ -223,7 +224,7 @@ func (s *Store) recordUpdate(req idem.ClaimRequest, key, item map[string]types.A
 // advanced to At, or (an accepted event older than the last) only its
 // expiry renewed; on the condition that it is as read (absent, or at its
 // version).
-func (s *Store) orderUpdate(req idem.ClaimRequest, okey map[string]types.AttributeValue, o orderState, now time.Time, advance bool) *types.Update {
+func (s *Store) orderUpdate(req idemstore.ClaimRequest, okey map[string]types.AttributeValue, o orderState, now time.Time, advance bool) *types.Update {
 	oex := now.Add(max(req.TTL, req.Lease))
 	onames := map[string]string{"#st": aState, "#ex": aExpiresAt, "#ttl": s.layout.ttl, "#ver": aVersion}
 	ovals := map[string]types.AttributeValue{":ex": nanos(oex), ":ttl": s.ttlAttr(oex), ":one": avOne}
@@ -300,8 +301,8 @@ func isNameChar(c byte) bool {
 
 // acquiredFrom is the result of an ordered claim's transaction, from the
 // item it was conditioned on (nil: absent).
-func (s *Store) acquiredFrom(req idem.ClaimRequest, item map[string]types.AttributeValue, old *idem.Record, retained bool, now, lu time.Time) idem.ClaimResult {
-	res := idem.ClaimResult{Status: idem.ClaimAcquired, Fence: 1, LeaseUntil: lu}
+func (s *Store) acquiredFrom(req idemstore.ClaimRequest, item map[string]types.AttributeValue, old *idemstore.Record, retained bool, now, lu time.Time) idemstore.ClaimResult {
+	res := idemstore.ClaimResult{Status: idemstore.ClaimAcquired, Fence: 1, LeaseUntil: lu}
 	if item == nil {
 		return res
 	}
@@ -309,8 +310,8 @@ func (s *Store) acquiredFrom(req idem.ClaimRequest, item map[string]types.Attrib
 	if retained {
 		res.Steps = old.Steps
 	}
-	if old.State == idem.StateInProgress && now.Before(old.ExpiresAt) {
-		res.Status = idem.ClaimTakenOver
+	if old.State == idemstore.StateInProgress && now.Before(old.ExpiresAt) {
+		res.Status = idemstore.ClaimTakenOver
 	}
 	return res
 }

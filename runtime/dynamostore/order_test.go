@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/dynamostore"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // interposer runs before once, just before the next TransactWriteItems:
@@ -51,30 +52,30 @@ func TestOrderedClaimPinsBothItems(t *testing.T) {
 	api := &interposer{Client: client}
 	s := newStore(t, api, table, dynamostore.WithKeyPrefix(prefix))
 	other := newStore(t, client, table, dynamostore.WithKeyPrefix(prefix))
-	req := func(s *dynamostore.Store, key, f string, at time.Time) (idem.ClaimResult, error) {
-		return s.Claim(bg, idem.ClaimRequest{Key: "e:{x}:" + key, Fingerprint: fingerprint(f), Owner: token(t),
-			Lease: time.Minute, TTL: time.Hour, Order: idem.OrderClaim{Key: "e:{x}", At: at}})
+	req := func(s *dynamostore.Store, key, f string, at time.Time) (idemstore.ClaimResult, error) {
+		return s.Claim(bg, idemstore.ClaimRequest{Key: "e:{x}:" + key, Fingerprint: fingerprint(f), Owner: token(t),
+			Lease: time.Minute, TTL: time.Hour, Order: idemstore.OrderClaim{Key: "e:{x}", At: at}})
 	}
-	must := func(res idem.ClaimResult, err error) idem.ClaimResult {
+	must := func(res idemstore.ClaimResult, err error) idemstore.ClaimResult {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
-	if res := must(req(s, "a", "a", base)); res.Status != idem.ClaimAcquired {
+	if res := must(req(s, "a", "a", base)); res.Status != idemstore.ClaimAcquired {
 		t.Fatalf("first event = %v", res.Status)
 	}
 
 	// The entity moves on between the read and the write: the claim's
 	// event is now out of order, and nothing of it is written.
 	api.before = func() {
-		if res := must(req(other, "late", "late", base.Add(time.Hour))); res.Status != idem.ClaimAcquired {
+		if res := must(req(other, "late", "late", base.Add(time.Hour))); res.Status != idemstore.ClaimAcquired {
 			t.Errorf("racing event = %v", res.Status)
 		}
 	}
 	res := must(req(s, "b", "b", base.Add(30*time.Minute)))
-	if res.Status != idem.ClaimOutOfOrder || !res.LastAccepted.Equal(base.Add(time.Hour)) {
+	if res.Status != idemstore.ClaimOutOfOrder || !res.LastAccepted.Equal(base.Add(time.Hour)) {
 		t.Fatalf("claim overtaken by a later event = %v (last %v), want out_of_order at %v", res.Status, res.LastAccepted, base.Add(time.Hour))
 	}
 	if _, err := s.Get(bg, "e:{x}:b"); !errors.Is(err, idem.ErrNotFound) {
@@ -84,23 +85,23 @@ func TestOrderedClaimPinsBothItems(t *testing.T) {
 	// The call's record is claimed in between: the claim finds it
 	// running, and the entity does not move to the claim's time.
 	api.before = func() {
-		if res := must(req(other, "c", "c", base.Add(2*time.Hour))); res.Status != idem.ClaimAcquired {
+		if res := must(req(other, "c", "c", base.Add(2*time.Hour))); res.Status != idemstore.ClaimAcquired {
 			t.Errorf("racing claim = %v", res.Status)
 		}
 	}
-	if res := must(req(s, "c", "c", base.Add(5*time.Hour))); res.Status != idem.ClaimInProgress {
+	if res := must(req(s, "c", "c", base.Add(5*time.Hour))); res.Status != idemstore.ClaimInProgress {
 		t.Fatalf("claim of a key claimed in between = %v, want in_progress", res.Status)
 	}
-	if res := must(req(s, "d", "d", base.Add(3*time.Hour))); res.Status != idem.ClaimAcquired {
+	if res := must(req(s, "d", "d", base.Add(3*time.Hour))); res.Status != idemstore.ClaimAcquired {
 		t.Fatalf("an event after the racing claim's = %v, want acquired (the lost claim must not have moved the entity)", res.Status)
 	}
 	// The claim's own transaction applied, its answer lost: the claim
 	// finds its own owner in the item and owns the key.
 	api.resend = true
 	owner := token(t)
-	res, err := s.Claim(bg, idem.ClaimRequest{Key: "e:{x}:e", Fingerprint: fingerprint("e"), Owner: owner,
-		Lease: time.Minute, TTL: time.Hour, Order: idem.OrderClaim{Key: "e:{x}", At: base.Add(4 * time.Hour)}})
-	if err != nil || res.Status != idem.ClaimAcquired || res.Fence != 1 {
+	res, err := s.Claim(bg, idemstore.ClaimRequest{Key: "e:{x}:e", Fingerprint: fingerprint("e"), Owner: owner,
+		Lease: time.Minute, TTL: time.Hour, Order: idemstore.OrderClaim{Key: "e:{x}", At: base.Add(4 * time.Hour)}})
+	if err != nil || res.Status != idemstore.ClaimAcquired || res.Fence != 1 {
 		t.Fatalf("claim whose transaction's answer was lost = %v fence %d, %v; want acquired fence 1", res.Status, res.Fence, err)
 	}
 	if r, err := s.Get(bg, "e:{x}:e"); err != nil || r.Owner != owner {
@@ -108,7 +109,7 @@ func TestOrderedClaimPinsBothItems(t *testing.T) {
 	}
 	// The entity's order record is no record: List skips it.
 	var keys []string
-	if err := s.List(bg, "", func(r idem.Record) error { keys = append(keys, r.Key); return nil }); err != nil || len(keys) != 5 {
+	if err := s.List(bg, "", func(r idemstore.Record) error { keys = append(keys, r.Key); return nil }); err != nil || len(keys) != 5 {
 		t.Fatalf("List = %v, %v; want the 5 events' records and no order record", keys, err)
 	}
 }

@@ -6,8 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // A replay is answered by a read. A claim of a key the hint (recent)
@@ -27,30 +26,30 @@ import (
 // replay answers req from a consistent read when its key holds a live,
 // finished record with req's fingerprint; ok is false when the claim's
 // UpdateItem must decide.
-func (s *Store) replay(ctx context.Context, req idem.ClaimRequest, key map[string]types.AttributeValue) (res idem.ClaimResult, ok bool, err error) {
+func (s *Store) replay(ctx context.Context, req idemstore.ClaimRequest, key map[string]types.AttributeValue) (res idemstore.ClaimResult, ok bool, err error) {
 	item, err := s.getItem(ctx, "claim", req.Key, key)
 	if err != nil {
-		return idem.ClaimResult{}, false, err
+		return idemstore.ClaimResult{}, false, err
 	}
 	if item == nil {
-		return idem.ClaimResult{}, false, nil
+		return idemstore.ClaimResult{}, false, nil
 	}
 	r, err := decode(req.Key, item)
 	if err != nil || r.Fingerprint != req.Fingerprint || !live(&r, s.now()) ||
-		(r.State != idem.StateCompleted && r.State != idem.StateFailed) {
-		return idem.ClaimResult{}, false, nil
+		(r.State != idemstore.StateCompleted && r.State != idemstore.StateFailed) {
+		return idemstore.ClaimResult{}, false, nil
 	}
-	st := idem.ClaimCompleted
-	if r.State == idem.StateFailed {
-		st = idem.ClaimFailed
+	st := idemstore.ClaimCompleted
+	if r.State == idemstore.StateFailed {
+		st = idemstore.ClaimFailed
 	}
-	return idem.ClaimResult{Status: st, Fence: r.Fence, Result: idem.Result{Data: r.Result}}, true, nil
+	return idemstore.ClaimResult{Status: st, Fence: r.Fence, Result: idemstore.Result{Data: r.Result}}, true, nil
 }
 
 // finished updates the replay hint with a finish: a completed or failed
 // key's next claim is likely a replay, a released key's is not.
-func (s *Store) finished(key string, state idem.State) {
-	if state == idem.StateReleased {
+func (s *Store) finished(key string, state idemstore.State) {
+	if state == idemstore.StateReleased {
 		s.hint.Drop(key)
 	} else {
 		s.hint.Add(key)

@@ -10,8 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // metered passes calls to a client, asking each for its consumed
@@ -80,15 +79,15 @@ func TestReplayReadsOnly(t *testing.T) {
 	owner := token(t)
 	for _, key := range []string{"completed", "failed", "released", "running"} {
 		l, res := claim(t, s, key, fingerprint("a"), time.Minute)
-		if res.Status != idem.ClaimAcquired {
+		if res.Status != idemstore.ClaimAcquired {
 			t.Fatalf("claim %s: %v", key, res.Status)
 		}
 		var err error
 		switch key {
 		case "completed":
-			err = s.Complete(bg, l, idem.Result{Data: []byte("r")})
+			err = s.Complete(bg, l, idemstore.Result{Data: []byte("r")})
 		case "failed":
-			err = s.Fail(bg, l, idem.Result{Data: []byte("e")})
+			err = s.Fail(bg, l, idemstore.Result{Data: []byte("e")})
 		case "released":
 			err = s.Release(bg, l)
 		}
@@ -98,19 +97,19 @@ func TestReplayReadsOnly(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		key, fp   string
-		want      idem.ClaimStatus
+		want      idemstore.ClaimStatus
 		wantCalls []string
 	}{
-		{"completed", "a", idem.ClaimCompleted, []string{"GetItem"}},
-		{"failed", "a", idem.ClaimFailed, []string{"GetItem"}},
-		{"completed", "b", idem.ClaimMismatch, []string{"GetItem", "UpdateItem"}},
+		{"completed", "a", idemstore.ClaimCompleted, []string{"GetItem"}},
+		{"failed", "a", idemstore.ClaimFailed, []string{"GetItem"}},
+		{"completed", "b", idemstore.ClaimMismatch, []string{"GetItem", "UpdateItem"}},
 		// A release takes the key out of the hint, and a claim this
 		// store made is not a sign of a duplicate: no read first.
-		{"released", "a", idem.ClaimAcquired, []string{"UpdateItem"}},
-		{"running", "a", idem.ClaimInProgress, []string{"UpdateItem"}},
+		{"released", "a", idemstore.ClaimAcquired, []string{"UpdateItem"}},
+		{"running", "a", idemstore.ClaimInProgress, []string{"UpdateItem"}},
 	} {
 		m.reset()
-		res, err := s.Claim(bg, idem.ClaimRequest{Key: tc.key, Owner: owner, Fingerprint: fingerprint(tc.fp), Lease: time.Minute, TTL: time.Hour})
+		res, err := s.Claim(bg, idemstore.ClaimRequest{Key: tc.key, Owner: owner, Fingerprint: fingerprint(tc.fp), Lease: time.Minute, TTL: time.Hour})
 		calls, read, write := m.reset()
 		if err != nil || res.Status != tc.want {
 			t.Errorf("%s/%s: %v %v, want %v", tc.key, tc.fp, res.Status, err, tc.want)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/dynamostore"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // manualClock is a clock the test moves by hand.
@@ -35,7 +36,7 @@ func (c *manualClock) advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-func saveStep(t *testing.T, s *dynamostore.Store, l idem.Lease, name, data string) {
+func saveStep(t *testing.T, s *dynamostore.Store, l idemstore.Lease, name, data string) {
 	t.Helper()
 	if err := s.SaveStep(bg, l, name, []byte(data)); err != nil {
 		t.Fatalf("SaveStep(%q): %v", name, err)
@@ -74,7 +75,7 @@ func TestStepRoundTrips(t *testing.T) {
 			s := newStore(t, client, table, dynamostore.WithClock(clock.Now))
 			const lease = 10 * time.Second
 			l, res := claim(t, s, "k", fingerprint("a"), lease)
-			if res.Status != idem.ClaimAcquired || len(res.Steps) != 0 {
+			if res.Status != idemstore.ClaimAcquired || len(res.Steps) != 0 {
 				t.Fatalf("first claim = %v with steps %q", res.Status, res.Steps)
 			}
 			c.take()
@@ -87,7 +88,7 @@ func TestStepRoundTrips(t *testing.T) {
 			clock.advance(lease + 2*time.Second) // past the lease and the skew margin
 			l2, res := claim(t, s, "k", fingerprint("a"), lease)
 			want := map[string]string{"charge": "ch_1", "email": ""}
-			if res.Status != idem.ClaimTakenOver || res.Fence != 2 || !cmp.Equal(want, stepStrings(res.Steps)) {
+			if res.Status != idemstore.ClaimTakenOver || res.Fence != 2 || !cmp.Equal(want, stepStrings(res.Steps)) {
 				t.Fatalf("takeover = %v fence %d steps %q, want taken_over fence 2 with %q", res.Status, res.Fence, res.Steps, want)
 			}
 			if diff := cmp.Diff(map[string]int{"UpdateItem": 1}, c.take()); diff != "" {
@@ -99,7 +100,7 @@ func TestStepRoundTrips(t *testing.T) {
 			}
 			c.take()
 			l3, res := claim(t, s, "k", fingerprint("a"), lease)
-			if res.Status != idem.ClaimAcquired || res.Fence != 3 || !cmp.Equal(want, stepStrings(res.Steps)) {
+			if res.Status != idemstore.ClaimAcquired || res.Fence != 3 || !cmp.Equal(want, stepStrings(res.Steps)) {
 				t.Fatalf("claim after a release = %v fence %d steps %q, want acquired fence 3 with %q", res.Status, res.Fence, res.Steps, want)
 			}
 			if diff := cmp.Diff(map[string]int{"UpdateItem": 1}, c.take()); diff != "" {
@@ -111,7 +112,7 @@ func TestStepRoundTrips(t *testing.T) {
 			_ = l3
 			clock.advance(lease + time.Hour + 2*time.Second)
 			_, res = claim(t, s, "k", fingerprint("b"), lease)
-			if res.Status != idem.ClaimAcquired || res.Fence != 4 || len(res.Steps) != 0 {
+			if res.Status != idemstore.ClaimAcquired || res.Fence != 4 || len(res.Steps) != 0 {
 				t.Fatalf("claim past the retention = %v fence %d steps %q, want acquired fence 4 without steps", res.Status, res.Fence, res.Steps)
 			}
 			wantN := map[string]int{"UpdateItem": 2}
@@ -183,7 +184,7 @@ func TestStepItemLayout(t *testing.T) {
 	if diff := cmp.Diff(names, stepStrings(res.Steps)); diff != "" {
 		t.Fatalf("claim's steps after a release (-want +got):\n%s", diff)
 	}
-	if err := s.Complete(bg, l, idem.Result{Data: []byte("1")}); err != nil {
+	if err := s.Complete(bg, l, idemstore.Result{Data: []byte("1")}); err != nil {
 		t.Fatal(err)
 	}
 	if got := stepsOf(); got != nil {
@@ -230,11 +231,11 @@ func TestStepTooLarge(t *testing.T) {
 		t.Fatalf("steps after the refused one: %d, want the first only", len(r.Steps))
 	}
 	// The lease still holds: a stale owner is told so first.
-	if err := s.SaveStep(bg, idem.Lease{Key: key, Owner: token(t), Fence: l.Fence}, "second", half); !errors.Is(err, idem.ErrLeaseLost) {
+	if err := s.SaveStep(bg, idemstore.Lease{Key: key, Owner: token(t), Fence: l.Fence}, "second", half); !errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("an oversized step by another owner = %v, want ErrLeaseLost", err)
 	}
 	fits := make([]byte, s.MaxResultSize(key))
-	if err := s.Complete(bg, l, idem.Result{Data: fits}); err != nil {
+	if err := s.Complete(bg, l, idemstore.Result{Data: fits}); err != nil {
 		t.Fatalf("Complete with MaxResultSize bytes after steps: %v", err)
 	}
 }

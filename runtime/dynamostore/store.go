@@ -18,6 +18,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/internal/replayhint"
 )
 
@@ -38,7 +39,7 @@ var ErrItemTooLarge = fmt.Errorf("dynamostore: record exceeds DynamoDB's 400 KB 
 // MaxItemSize is DynamoDB's item size limit in bytes (400 KB).
 const MaxItemSize = 400 * 1024
 
-// Store is an idem.Store on a DynamoDB table. It is safe for concurrent use.
+// Store is an idemstore.Store on a DynamoDB table. It is safe for concurrent use.
 type Store struct {
 	api    API
 	table  *string
@@ -299,14 +300,14 @@ func (s *Store) itemKey(key string) map[string]types.AttributeValue {
 }
 
 // takeoverable reports whether an in-progress lease may be taken over at now.
-func (s *Store) takeoverable(r *idem.Record, now time.Time) bool {
+func (s *Store) takeoverable(r *idemstore.Record, now time.Time) bool {
 	return !now.Before(r.LeaseUntil.Add(s.skew))
 }
 
 // retained mirrors claimCond's retention: whether r still holds its key
 // (and its fingerprint) for a claim at now.
-func (s *Store) retained(r *idem.Record, now time.Time) bool {
-	if r.State == idem.StateInProgress {
+func (s *Store) retained(r *idemstore.Record, now time.Time) bool {
+	if r.State == idemstore.StateInProgress {
 		return now.Before(r.ExpiresAt.Add(s.skew))
 	}
 	return live(r, now)
@@ -314,7 +315,7 @@ func (s *Store) retained(r *idem.Record, now time.Time) bool {
 
 // live mirrors the memory store: a record counts until ExpiresAt (for an
 // in-progress record, lease + TTL, so a crashed owner's fence is kept).
-func live(r *idem.Record, now time.Time) bool { return now.Before(r.ExpiresAt) }
+func live(r *idemstore.Record, now time.Time) bool { return now.Before(r.ExpiresAt) }
 
 // attempts counts the HTTP attempts of one operation (the SDK retries), so
 // a conflict can be recognised as this call's own earlier attempt.
@@ -349,13 +350,13 @@ func (s *Store) opError(ctx context.Context, op, key string, err error) error {
 // ReturnValuesOnConditionCheckFailure only).
 const maxClaimRounds = 4
 
-// Claim is one conditional UpdateItem. See idem.Store.
-func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+// Claim is one conditional UpdateItem. See idemstore.Store.
+func (s *Store) Claim(ctx context.Context, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	if err := ctx.Err(); err != nil {
-		return idem.ClaimResult{}, err
+		return idemstore.ClaimResult{}, err
 	}
 	if err := s.checkKey(req.Key); err != nil {
-		return idem.ClaimResult{}, err
+		return idemstore.ClaimResult{}, err
 	}
 	if req.Order.Key != "" {
 		return s.claimOrdered(ctx, req) // order.go
@@ -374,7 +375,7 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 }
 
 // claim is Claim's conditional UpdateItem, repeated until it settles.
-func (s *Store) claim(ctx context.Context, req idem.ClaimRequest, key map[string]types.AttributeValue) (idem.ClaimResult, error) {
+func (s *Store) claim(ctx context.Context, req idemstore.ClaimRequest, key map[string]types.AttributeValue) (idemstore.ClaimResult, error) {
 	// anew: the last round found the item past its retention with steps
 	// (see claimCond): claim it with claimAnewCond, dropping them.
 	anew := false
@@ -407,24 +408,24 @@ func (s *Store) claim(ctx context.Context, req idem.ClaimRequest, key map[string
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
-			return idem.ClaimResult{}, s.opError(ctx, "claim", req.Key, err)
+			return idemstore.ClaimResult{}, s.opError(ctx, "claim", req.Key, err)
 		}
 		item := ccf.Item
 		if item == nil {
 			// The server does not return the item with the failure: read it.
 			if item, err = s.getItem(ctx, "claim", req.Key, key); err != nil {
-				return idem.ClaimResult{}, err
+				return idemstore.ClaimResult{}, err
 			}
 			if item == nil {
 				if round < maxClaimRounds {
 					continue // deleted in between
 				}
-				return idem.ClaimResult{}, s.contention(req.Key)
+				return idemstore.ClaimResult{}, s.contention(req.Key)
 			}
 		}
 		r, err := decode(req.Key, item)
 		if err != nil {
-			return idem.ClaimResult{}, err
+			return idemstore.ClaimResult{}, err
 		}
 		if res, ok := s.found(req, &r, now, att.retried()); ok {
 			return res, nil
@@ -434,7 +435,7 @@ func (s *Store) claim(ctx context.Context, req idem.ClaimRequest, key map[string
 		// (fallback read), or clocks moved. Try again.
 		anew = !s.retained(&r, now)
 		if round >= maxClaimRounds {
-			return idem.ClaimResult{}, s.contention(req.Key)
+			return idemstore.ClaimResult{}, s.contention(req.Key)
 		}
 	}
 }
@@ -443,7 +444,7 @@ func (s *Store) contention(key string) error {
 	return fmt.Errorf("%w: dynamostore: claim %q: the item kept changing under %d attempts", idem.ErrStoreUnavailable, key, maxClaimRounds)
 }
 
-func claimValues(req idem.ClaimRequest, now, lu, ex time.Time, s *Store) map[string]types.AttributeValue {
+func claimValues(req idemstore.ClaimRequest, now, lu, ex time.Time, s *Store) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		":inp":     avInProgress,
 		":rel":     avReleased,
@@ -464,8 +465,8 @@ func claimValues(req idem.ClaimRequest, now, lu, ex time.Time, s *Store) map[str
 // reads only what the claim's condition relied on (state, lease, expiry),
 // the fence and the steps the claim kept (none when it claimed anew): the
 // rest of a damaged item was overwritten and is gone.
-func (s *Store) acquired(req idem.ClaimRequest, old map[string]types.AttributeValue, now, lu time.Time, anew bool) (idem.ClaimResult, error) {
-	res := idem.ClaimResult{Status: idem.ClaimAcquired, Fence: 1, LeaseUntil: lu}
+func (s *Store) acquired(req idemstore.ClaimRequest, old map[string]types.AttributeValue, now, lu time.Time, anew bool) (idemstore.ClaimResult, error) {
+	res := idemstore.ClaimResult{Status: idemstore.ClaimAcquired, Fence: 1, LeaseUntil: lu}
 	if len(old) == 0 {
 		return res, nil
 	}
@@ -473,7 +474,7 @@ func (s *Store) acquired(req idem.ClaimRequest, old map[string]types.AttributeVa
 		// claimCond kept them only for a retained record.
 		steps, err := decodeSteps(old)
 		if err != nil {
-			return idem.ClaimResult{}, fmt.Errorf("%w: dynamostore: claim %q: %w", idem.ErrCorruptRecord, req.Key, err)
+			return idemstore.ClaimResult{}, fmt.Errorf("%w: dynamostore: claim %q: %w", idem.ErrCorruptRecord, req.Key, err)
 		}
 		res.Steps = steps
 	}
@@ -482,14 +483,14 @@ func (s *Store) acquired(req idem.ClaimRequest, old map[string]types.AttributeVa
 		if err != nil {
 			// The update added 1 to a number that is no fence: the key is
 			// ours now, but its fence is not an integer.
-			return idem.ClaimResult{}, fmt.Errorf("%w: dynamostore: claim %q: the item's fence %q is not an integer", idem.ErrCorruptRecord, req.Key, fe)
+			return idemstore.ClaimResult{}, fmt.Errorf("%w: dynamostore: claim %q: the item's fence %q is not an integer", idem.ErrCorruptRecord, req.Key, fe)
 		}
 		res.Fence = prev + 1
 	}
 	if st, _ := attrS(old, aState); st == stateInProgress {
 		if ex, err := attrN(old, aExpiresAt); err == nil {
 			if ns, err := strconv.ParseInt(ex, 10, 64); err == nil && now.UnixNano() < ns {
-				res.Status = idem.ClaimTakenOver
+				res.Status = idemstore.ClaimTakenOver
 			}
 		}
 	}
@@ -498,36 +499,36 @@ func (s *Store) acquired(req idem.ClaimRequest, old map[string]types.AttributeVa
 
 // found turns the record that failed a claim's condition into the claim's
 // answer; ok is false when the record in fact allows the claim.
-func (s *Store) found(req idem.ClaimRequest, r *idem.Record, now time.Time, retried bool) (idem.ClaimResult, bool) {
+func (s *Store) found(req idemstore.ClaimRequest, r *idemstore.Record, now time.Time, retried bool) (idemstore.ClaimResult, bool) {
 	if !s.retained(r, now) {
-		return idem.ClaimResult{}, false
+		return idemstore.ClaimResult{}, false
 	}
 	if r.Fingerprint != req.Fingerprint {
-		return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: r.Fence}, true
+		return idemstore.ClaimResult{Status: idemstore.ClaimMismatch, Fence: r.Fence}, true
 	}
 	switch r.State {
-	case idem.StateInProgress:
+	case idemstore.StateInProgress:
 		if retried && r.Owner == req.Owner {
 			// Our own earlier attempt was applied and its response lost;
 			// the steps it kept are the item's.
-			return idem.ClaimResult{Status: idem.ClaimAcquired, Fence: r.Fence, LeaseUntil: r.LeaseUntil, Steps: r.Steps}, true
+			return idemstore.ClaimResult{Status: idemstore.ClaimAcquired, Fence: r.Fence, LeaseUntil: r.LeaseUntil, Steps: r.Steps}, true
 		}
 		if s.takeoverable(r, now) {
-			return idem.ClaimResult{}, false
+			return idemstore.ClaimResult{}, false
 		}
-		return idem.ClaimResult{Status: idem.ClaimInProgress, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, true
-	case idem.StateCompleted, idem.StateFailed:
-		st := idem.ClaimCompleted
-		if r.State == idem.StateFailed {
-			st = idem.ClaimFailed
+		return idemstore.ClaimResult{Status: idemstore.ClaimInProgress, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, true
+	case idemstore.StateCompleted, idemstore.StateFailed:
+		st := idemstore.ClaimCompleted
+		if r.State == idemstore.StateFailed {
+			st = idemstore.ClaimFailed
 		}
-		return idem.ClaimResult{Status: st, Fence: r.Fence, Result: idem.Result{Data: r.Result}}, true
+		return idemstore.ClaimResult{Status: st, Fence: r.Fence, Result: idemstore.Result{Data: r.Result}}, true
 	}
-	return idem.ClaimResult{}, false
+	return idemstore.ClaimResult{}, false
 }
 
 // Heartbeat renews the lease: a fenced UpdateItem.
-func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
+func (s *Store) Heartbeat(ctx context.Context, l idemstore.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -565,21 +566,21 @@ func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
 }
 
 // Complete records the result under the lease: a fenced UpdateItem.
-func (s *Store) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
-	return s.finish(ctx, "complete", l, idem.StateCompleted, r.Data)
+func (s *Store) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
+	return s.finish(ctx, "complete", l, idemstore.StateCompleted, r.Data)
 }
 
 // Fail records a failure under the lease: a fenced UpdateItem.
-func (s *Store) Fail(ctx context.Context, l idem.Lease, r idem.Result) error {
-	return s.finish(ctx, "fail", l, idem.StateFailed, r.Data)
+func (s *Store) Fail(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
+	return s.finish(ctx, "fail", l, idemstore.StateFailed, r.Data)
 }
 
 // Release gives the key up, keeping the item and its fence.
-func (s *Store) Release(ctx context.Context, l idem.Lease) error {
-	return s.finish(ctx, "release", l, idem.StateReleased, nil)
+func (s *Store) Release(ctx context.Context, l idemstore.Lease) error {
+	return s.finish(ctx, "release", l, idemstore.StateReleased, nil)
 }
 
-func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.State, data []byte) error {
+func (s *Store) finish(ctx context.Context, op string, l idemstore.Lease, state idemstore.State, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -603,7 +604,7 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.
 	}
 	set, names := finishSetEmpty, s.finishNames
 	switch {
-	case state == idem.StateReleased:
+	case state == idemstore.StateReleased:
 		set, names = releaseSetEmpty, s.releaseNames // the steps stay for the call's next run
 	case len(data) > 0:
 		set = finishSet
@@ -646,12 +647,12 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.
 	return leaseLost(l, item)
 }
 
-// SaveStep records a step of the call l owns (see idem.Stepper): one
+// SaveStep records a step of the call l owns (see idemstore.Stepper): one
 // UpdateItem that sets the step in the item's steps map if it is not there
 // yet, on the condition that l still owns the record (state, owner, fence).
 // A step that would take the item over 400 KB is ErrItemTooLarge: before
 // any request when the step alone cannot fit, else by DynamoDB's answer.
-func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []byte) error {
+func (s *Store) SaveStep(ctx context.Context, l idemstore.Lease, name string, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -707,7 +708,7 @@ func tooLarge(err error) bool {
 
 // leaseLost is the error for a fenced write whose condition failed; item,
 // when the server returned it, says what holds the key now.
-func leaseLost(l idem.Lease, item map[string]types.AttributeValue) error {
+func leaseLost(l idemstore.Lease, item map[string]types.AttributeValue) error {
 	if item == nil {
 		return fmt.Errorf("%w: %s fence %d", idem.ErrLeaseLost, l.Key, l.Fence)
 	}
@@ -719,26 +720,26 @@ func leaseLost(l idem.Lease, item map[string]types.AttributeValue) error {
 }
 
 // Get returns the live record for key (a consistent read).
-func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
+func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	if err := s.checkKey(key); err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	item, err := s.getItem(ctx, "get", key, s.itemKey(key))
 	if err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	if item == nil {
-		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+		return idemstore.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
 	r, err := decode(key, item)
 	if err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	if !live(&r, s.now()) {
-		return idem.Record{}, fmt.Errorf("%w: %s (expired)", idem.ErrNotFound, key)
+		return idemstore.Record{}, fmt.Errorf("%w: %s (expired)", idem.ErrNotFound, key)
 	}
 	return r, nil
 }
@@ -784,6 +785,6 @@ func (s *Store) checkKey(key string) error {
 const maxPartitionKey = 2048
 
 var (
-	_ idem.Store   = (*Store)(nil)
-	_ idem.Stepper = (*Store)(nil)
+	_ idemstore.Store   = (*Store)(nil)
+	_ idemstore.Stepper = (*Store)(nil)
 )

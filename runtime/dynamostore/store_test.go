@@ -23,33 +23,34 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/dynamostore"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
 var bg = context.Background()
 
-func token(t testing.TB) idem.Token {
-	var tok idem.Token
+func token(t testing.TB) idemstore.Token {
+	var tok idemstore.Token
 	if _, err := rand.Read(tok[:]); err != nil {
 		t.Fatal(err)
 	}
 	return tok
 }
 
-func fingerprint(s string) idem.Fingerprint {
-	var f idem.Fingerprint
+func fingerprint(s string) idemstore.Fingerprint {
+	var f idemstore.Fingerprint
 	copy(f[:], s)
 	return f
 }
 
-func claim(t testing.TB, s idem.Store, key string, f idem.Fingerprint, lease time.Duration) (idem.Lease, idem.ClaimResult) {
+func claim(t testing.TB, s idemstore.Store, key string, f idemstore.Fingerprint, lease time.Duration) (idemstore.Lease, idemstore.ClaimResult) {
 	t.Helper()
 	owner := token(t)
-	res, err := s.Claim(bg, idem.ClaimRequest{Key: key, Fingerprint: f, Owner: owner, Lease: lease, TTL: time.Hour})
+	res, err := s.Claim(bg, idemstore.ClaimRequest{Key: key, Fingerprint: f, Owner: owner, Lease: lease, TTL: time.Hour})
 	if err != nil {
 		t.Fatalf("Claim(%s): %v", key, err)
 	}
-	return idem.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: lease, TTL: time.Hour}, res
+	return idemstore.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: lease, TTL: time.Hour}, res
 }
 
 // A replay is one request (a consistent GetItem: the key was completed by
@@ -121,19 +122,19 @@ func TestSkewMargin(t *testing.T) {
 	s := newStore(t, client, table, dynamostore.WithClock(clock.Now), dynamostore.WithSkewMargin(2*time.Second))
 	const lease = 10 * time.Second
 	l, res := claim(t, s, "k", fingerprint("a"), lease)
-	if res.Status != idem.ClaimAcquired {
+	if res.Status != idemstore.ClaimAcquired {
 		t.Fatalf("claim = %v", res.Status)
 	}
 	for _, step := range []struct {
 		advance time.Duration
-		want    idem.ClaimStatus
+		want    idemstore.ClaimStatus
 	}{
-		{lease, idem.ClaimInProgress},                           // lease over by the owner's clock
-		{2*time.Second - time.Nanosecond, idem.ClaimInProgress}, // 1ns short of the margin
-		{time.Nanosecond, idem.ClaimTakenOver},
+		{lease, idemstore.ClaimInProgress},                           // lease over by the owner's clock
+		{2*time.Second - time.Nanosecond, idemstore.ClaimInProgress}, // 1ns short of the margin
+		{time.Nanosecond, idemstore.ClaimTakenOver},
 	} {
 		clock.Advance(step.advance)
-		if step.want == idem.ClaimInProgress {
+		if step.want == idemstore.ClaimInProgress {
 			ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
 			err := s.Wait(ctx, "k")
 			cancel()
@@ -145,7 +146,7 @@ func TestSkewMargin(t *testing.T) {
 		if res.Status != step.want {
 			t.Fatalf("claim after %v = %v, want %v", step.advance, res.Status, step.want)
 		}
-		if res.Status == idem.ClaimTakenOver && l2.Fence != l.Fence+1 {
+		if res.Status == idemstore.ClaimTakenOver && l2.Fence != l.Fence+1 {
 			t.Fatalf("takeover fence %d, want %d", l2.Fence, l.Fence+1)
 		}
 	}
@@ -159,7 +160,7 @@ func TestRealClockLeaseExpiry(t *testing.T) {
 	s := newStore(t, client, table, dynamostore.WithSkewMargin(margin))
 	start := time.Now()
 	l, _ := claim(t, s, "k", fingerprint("a"), lease)
-	if _, res := claim(t, s, "k", fingerprint("a"), lease); res.Status != idem.ClaimInProgress {
+	if _, res := claim(t, s, "k", fingerprint("a"), lease); res.Status != idemstore.ClaimInProgress {
 		t.Fatalf("second claim = %v, want in_progress", res.Status)
 	}
 	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
@@ -171,7 +172,7 @@ func TestRealClockLeaseExpiry(t *testing.T) {
 		t.Fatalf("Wait returned after %v, before lease + margin (%v)", waited, lease+margin)
 	}
 	l2, res := claim(t, s, "k", fingerprint("a"), lease)
-	if res.Status != idem.ClaimTakenOver || l2.Fence != l.Fence+1 {
+	if res.Status != idemstore.ClaimTakenOver || l2.Fence != l.Fence+1 {
 		t.Fatalf("claim after expiry = %v fence %d, want taken_over fence %d", res.Status, l2.Fence, l.Fence+1)
 	}
 }
@@ -196,11 +197,11 @@ func TestItemTooLarge(t *testing.T) {
 		}
 		c.take()
 		big := make([]byte, max+1)
-		for _, op := range []func(idem.Lease, idem.Result) error{
-			func(l idem.Lease, r idem.Result) error { return s.Complete(bg, l, r) },
-			func(l idem.Lease, r idem.Result) error { return s.Fail(bg, l, r) },
+		for _, op := range []func(idemstore.Lease, idemstore.Result) error{
+			func(l idemstore.Lease, r idemstore.Result) error { return s.Complete(bg, l, r) },
+			func(l idemstore.Lease, r idemstore.Result) error { return s.Fail(bg, l, r) },
 		} {
-			err := op(l, idem.Result{Data: big})
+			err := op(l, idemstore.Result{Data: big})
 			if !errors.Is(err, dynamostore.ErrItemTooLarge) {
 				t.Fatalf("oversized result = %v, want ErrItemTooLarge", err)
 			}
@@ -218,10 +219,10 @@ func TestItemTooLarge(t *testing.T) {
 		}
 		fits := make([]byte, max)
 		_, _ = rand.Read(fits)
-		if err := s.Complete(bg, l, idem.Result{Data: fits}); err != nil {
+		if err := s.Complete(bg, l, idemstore.Result{Data: fits}); err != nil {
 			t.Fatalf("Complete with MaxResultSize bytes: %v", err)
 		}
-		if _, res := claim(t, s, key, fingerprint("a"), time.Minute); res.Status != idem.ClaimCompleted || !bytes.Equal(res.Result.Data, fits) {
+		if _, res := claim(t, s, key, fingerprint("a"), time.Minute); res.Status != idemstore.ClaimCompleted || !bytes.Equal(res.Result.Data, fits) {
 			t.Fatalf("replay of the largest result = %v (%d bytes)", res.Status, len(res.Result.Data))
 		}
 	}
@@ -251,7 +252,7 @@ func TestItemLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	l, _ := claim(t, s, "k1", fingerprint("a"), 10*time.Second)
-	if err := s.Complete(bg, l, idem.Result{Data: []byte(`{"ok":true}`)}); err != nil {
+	if err := s.Complete(bg, l, idemstore.Result{Data: []byte(`{"ok":true}`)}); err != nil {
 		t.Fatal(err)
 	}
 	item := rawItem(t, client, table, map[string]types.AttributeValue{
@@ -339,7 +340,7 @@ func TestCorruptItem(t *testing.T) {
 			if _, err := client.PutItem(bg, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
 				t.Fatal(err)
 			}
-			_, err := s.Claim(bg, idem.ClaimRequest{Key: key, Fingerprint: fingerprint("a"), Owner: token(t), Lease: time.Minute, TTL: time.Hour})
+			_, err := s.Claim(bg, idemstore.ClaimRequest{Key: key, Fingerprint: fingerprint("a"), Owner: token(t), Lease: time.Minute, TTL: time.Hour})
 			if !errors.Is(err, idem.ErrCorruptRecord) {
 				t.Errorf("Claim = %v, want ErrCorruptRecord", err)
 			}
@@ -372,7 +373,7 @@ func TestCorruptItem(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, res := claim(t, s, "expired", fingerprint("a"), time.Minute)
-		if res.Status != idem.ClaimTakenOver || res.Fence != 2 {
+		if res.Status != idemstore.ClaimTakenOver || res.Fence != 2 {
 			t.Fatalf("claim = %v fence %d, want taken_over fence 2", res.Status, res.Fence)
 		}
 		if _, err := s.Get(bg, "expired"); err != nil {
@@ -420,23 +421,23 @@ func TestRetryAfterLostResponse(t *testing.T) {
 			})...)
 			s := newStore(t, client, table)
 			owner := token(t)
-			req := idem.ClaimRequest{Key: "k", Fingerprint: fingerprint("a"), Owner: owner, Lease: time.Minute, TTL: time.Hour}
+			req := idemstore.ClaimRequest{Key: "k", Fingerprint: fingerprint("a"), Owner: owner, Lease: time.Minute, TTL: time.Hour}
 			drop.armed.Store(true)
 			res, err := s.Claim(bg, req)
-			if err != nil || res.Status != idem.ClaimAcquired || res.Fence != 1 {
+			if err != nil || res.Status != idemstore.ClaimAcquired || res.Fence != 1 {
 				t.Fatalf("Claim with a lost response = %v fence %d, %v; want acquired fence 1", res.Status, res.Fence, err)
 			}
 			if n := c.take(); n["UpdateItem"] != 2 {
 				t.Fatalf("requests %v: the response was not lost and retried", n)
 			}
-			l := idem.Lease{Key: "k", Owner: owner, Fence: 1, Duration: time.Minute, TTL: time.Hour}
+			l := idemstore.Lease{Key: "k", Owner: owner, Fence: 1, Duration: time.Minute, TTL: time.Hour}
 			for _, op := range []struct {
 				name string
 				do   func() error
 			}{
 				{"Heartbeat", func() error { return s.Heartbeat(bg, l) }},
 				{"SaveStep", func() error { return s.SaveStep(bg, l, "charge", []byte("ch_1")) }},
-				{"Complete", func() error { return s.Complete(bg, l, idem.Result{Data: []byte(`42`)}) }},
+				{"Complete", func() error { return s.Complete(bg, l, idemstore.Result{Data: []byte(`42`)}) }},
 			} {
 				drop.armed.Store(true)
 				if err := op.do(); err != nil {
@@ -448,16 +449,16 @@ func TestRetryAfterLostResponse(t *testing.T) {
 					}
 				}
 			}
-			if r, err := s.Get(bg, "k"); err != nil || r.State != idem.StateCompleted || string(r.Result) != "42" {
+			if r, err := s.Get(bg, "k"); err != nil || r.State != idemstore.StateCompleted || string(r.Result) != "42" {
 				t.Fatalf("Get = %v %q, %v", r.State, r.Result, err)
 			}
 			// Without a retry, the same write again is a conflict.
-			if err := s.Complete(bg, l, idem.Result{Data: []byte(`42`)}); !errors.Is(err, idem.ErrLeaseLost) {
+			if err := s.Complete(bg, l, idemstore.Result{Data: []byte(`42`)}); !errors.Is(err, idem.ErrLeaseLost) {
 				t.Fatalf("second Complete = %v, want ErrLeaseLost", err)
 			}
 			// A retried claim by another owner still sees the completion.
 			drop.armed.Store(true)
-			if res, err := s.Claim(bg, idem.ClaimRequest{Key: "k", Fingerprint: fingerprint("a"), Owner: token(t), Lease: time.Minute, TTL: time.Hour}); err != nil || res.Status != idem.ClaimCompleted {
+			if res, err := s.Claim(bg, idemstore.ClaimRequest{Key: "k", Fingerprint: fingerprint("a"), Owner: token(t), Lease: time.Minute, TTL: time.Hour}); err != nil || res.Status != idemstore.ClaimCompleted {
 				t.Fatalf("claim by another owner = %v, %v; want completed", res.Status, err)
 			}
 		})
@@ -498,18 +499,18 @@ func TestKeyTooLong(t *testing.T) {
 	client, table := dynamo(t)
 	s := newStore(t, client, table)
 	key := string(bytes.Repeat([]byte{'k'}, 2048))
-	l := idem.Lease{Key: key, Owner: token(t), Fence: 1, Duration: time.Second, TTL: time.Second}
+	l := idemstore.Lease{Key: key, Owner: token(t), Fence: 1, Duration: time.Second, TTL: time.Second}
 	ops := []struct {
 		name string
 		do   func() error
 	}{
 		{"Claim", func() error {
-			_, err := s.Claim(bg, idem.ClaimRequest{Key: key, Owner: l.Owner, Lease: time.Second, TTL: time.Second})
+			_, err := s.Claim(bg, idemstore.ClaimRequest{Key: key, Owner: l.Owner, Lease: time.Second, TTL: time.Second})
 			return err
 		}},
 		{"Heartbeat", func() error { return s.Heartbeat(bg, l) }},
-		{"Complete", func() error { return s.Complete(bg, l, idem.Result{Data: []byte("r")}) }},
-		{"Fail", func() error { return s.Fail(bg, l, idem.Result{Data: []byte("r")}) }},
+		{"Complete", func() error { return s.Complete(bg, l, idemstore.Result{Data: []byte("r")}) }},
+		{"Fail", func() error { return s.Fail(bg, l, idemstore.Result{Data: []byte("r")}) }},
 		{"Release", func() error { return s.Release(bg, l) }},
 		{"Get", func() error { _, err := s.Get(bg, key); return err }},
 		{"Delete", func() error { return s.Delete(bg, key) }},

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // Wait polls the item until it has no live in-progress lease that could
@@ -40,7 +40,7 @@ func (s *Store) Wait(ctx context.Context, key string) error {
 		now := s.now()
 		// The same rule as Claim's condition, so a woken waiter's claim
 		// never finds the lease still standing.
-		if r.State != idem.StateInProgress || s.takeoverable(&r, now) {
+		if r.State != idemstore.StateInProgress || s.takeoverable(&r, now) {
 			return nil
 		}
 		// Sleep the interval with ±25% jitter (so waiters on one key do

@@ -8,15 +8,16 @@ import (
 	"strings"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
-// List implements idem.Admin: it calls fn with every record whose key
+// List implements idemstore.Admin: it calls fn with every record whose key
 // starts with prefix, live or not yet cleaned up, reading each file without
 // a lock (fn may call the store). Keys are hashed on disk, so List reads
 // every record. A corrupt record does not stop the listing: List returns an
 // error naming every one (wrapping idem.ErrCorruptRecord) at the end. An
 // error from fn stops it at once and is returned.
-func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) error) error {
+func (s *Store) List(ctx context.Context, prefix string, fn func(idemstore.Record) error) error {
 	var corrupt []error
 	err := s.walk(ctx, func(dir string, names []string) error {
 		for _, name := range names {
@@ -50,40 +51,40 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 	return nil
 }
 
-// ForceRelease implements idem.Admin: it releases key whatever its owner
+// ForceRelease implements idemstore.Admin: it releases key whatever its owner
 // and bumps its fence, so a still-running owner's heartbeat and completion
 // fail with idem.ErrLeaseLost. The released record is kept for as long as
 // the record had left to live (measured from its last update).
-func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, error) {
+func (s *Store) ForceRelease(ctx context.Context, key string) (idemstore.Record, error) {
 	if err := ctxErr(ctx, "force release", key); err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	p := s.paths(key)
 	l, err := s.lock(ctx, &p)
 	if err != nil {
-		return idem.Record{}, s.lockErr(ctx, "force release", key, err)
+		return idemstore.Record{}, s.lockErr(ctx, "force release", key, err)
 	}
 	defer l.unlock()
 	r, ok, err := s.read(&p, key)
 	if err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	now := s.now()
 	if !ok || !live(&r, now) { // past retention: gone
-		return idem.Record{}, fmt.Errorf("filestore: force release %q: %w", key, idem.ErrNotFound)
+		return idemstore.Record{}, fmt.Errorf("filestore: force release %q: %w", key, idem.ErrNotFound)
 	}
 	if err := ctxErr(ctx, "force release", key); err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	keep := max(r.ExpiresAt.Sub(r.UpdatedAt), 0)
-	r.State = idem.StateReleased
-	r.Owner = idem.Token{}
+	r.State = idemstore.StateReleased
+	r.Owner = idemstore.Token{}
 	r.Fence++
 	r.Result = nil
 	r.ExpiresAt = now.Add(keep)
 	r.UpdatedAt = now
 	if err := s.write("force-release", &p, &r); err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	return r, nil
 }

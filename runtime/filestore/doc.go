@@ -1,4 +1,4 @@
-// Package filestore is a durable idem.Store kept in a directory: the
+// Package filestore is a durable idemstore.Store kept in a directory: the
 // embedded store for one machine whose guarded calls must survive restarts
 // and be shared by several processes (cron jobs, CLIs, a few workers)
 // without running a server.
@@ -60,16 +60,16 @@
 //
 // Leases and expiry are judged by the host clock (time.Now), which all
 // processes on the host share; WithClock replaces it in tests. Fencing
-// follows idem.Store: a record keeps its fence across release and expiry
+// follows idemstore.Store: a record keeps its fence across release and expiry
 // until Cleanup or Delete removes the file, and every new owner gets the
 // previous fence + 1.
 //
 // # Ordering and administration
 //
-// The store implements idem.Orderer: an ordered claim locks the entity's
+// The store implements idemstore.Orderer: an ordered claim locks the entity's
 // files and then the key's (always in that order, so lockers cannot
 // deadlock), checks and advances the entity's last accepted time, and
-// claims, all under both locks. It implements idem.Admin too: List reads
+// claims, all under both locks. It implements idemstore.Admin too: List reads
 // every record (keys are hashed on disk, so a prefix cannot narrow the
 // walk), ForceRelease fences out a stuck owner, and Cleanup is below.
 //

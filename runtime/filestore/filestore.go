@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 const (
@@ -24,7 +25,7 @@ const (
 	maxResult = maxRecordSize - headerSize - trailerSize - 64<<10
 )
 
-// Store is an idem.Store kept in a directory. It is safe for concurrent use
+// Store is an idemstore.Store kept in a directory. It is safe for concurrent use
 // by many goroutines and by many processes on one host that open the same
 // directory. See the package documentation for the layout and guarantees.
 type Store struct {
@@ -38,12 +39,12 @@ type Store struct {
 }
 
 var (
-	_ idem.Store   = (*Store)(nil)
-	_ idem.Orderer = (*Store)(nil)
-	_ idem.Admin   = (*Store)(nil)
+	_ idemstore.Store   = (*Store)(nil)
+	_ idemstore.Orderer = (*Store)(nil)
+	_ idemstore.Admin   = (*Store)(nil)
 )
 
-// SupportsOrdering reports that the store implements idem.OrderClaim: an
+// SupportsOrdering reports that the store implements idemstore.OrderClaim: an
 // entity's last accepted time is a small record file of its own, checked
 // and advanced under the entity's lock together with the claim.
 func (s *Store) SupportsOrdering() bool { return true }
@@ -226,7 +227,7 @@ func (s *Store) syncDir(dir string) error {
 // sees a whole old or a whole new file. An undecodable file is an error
 // wrapping idem.ErrCorruptRecord, never "absent". key == "" (Cleanup, which
 // knows only the file name) checks the stored key against the name's hash.
-func (s *Store) read(p *paths, key string) (r idem.Record, ok bool, err error) {
+func (s *Store) read(p *paths, key string) (r idemstore.Record, ok bool, err error) {
 	bp := readBufs.Get().(*[]byte)
 	b, err := readFile(p.rec, (*bp)[:0])
 	if cap(b) <= 64<<10 { // do not pin a rare huge buffer
@@ -311,7 +312,7 @@ func readFile(name string, buf []byte) ([]byte, error) {
 // itself is durable. A crash at any point leaves the old record or the new
 // one, never a mix; a leftover temp file is overwritten by the next write
 // and removed by Cleanup.
-func (s *Store) write(op string, p *paths, r *idem.Record) error {
+func (s *Store) write(op string, p *paths, r *idemstore.Record) error {
 	return s.replace(op, p, p.rec, encodeRecord(r))
 }
 
@@ -359,7 +360,7 @@ func (s *Store) replace(op string, p *paths, dst string, b []byte) error {
 // live until its lease plus the claim's TTL (ExpiresAt), so a crashed
 // owner's fence is not reused soon after the crash; finished and released
 // records until ExpiresAt.
-func live(r *idem.Record, now time.Time) bool { return now.Before(r.ExpiresAt) }
+func live(r *idemstore.Record, now time.Time) bool { return now.Before(r.ExpiresAt) }
 
 // answer decides a claim that needs no write: a live finished record, a
 // live lease, or a fingerprint mismatch. done is false when the caller
@@ -370,25 +371,25 @@ func live(r *idem.Record, now time.Time) bool { return now.Before(r.ExpiresAt) }
 // expired lease and a release included, so another payload is a mismatch
 // until the record expires. Claim runs answer again under the key lock,
 // which makes the refusal part of the atomic claim.
-func answer(r *idem.Record, ok bool, req *idem.ClaimRequest, now time.Time) (res idem.ClaimResult, done bool) {
+func answer(r *idemstore.Record, ok bool, req *idemstore.ClaimRequest, now time.Time) (res idemstore.ClaimResult, done bool) {
 	if !ok || !live(r, now) {
 		return res, false
 	}
 	if r.Fingerprint != req.Fingerprint {
-		return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: r.Fence}, true
+		return idemstore.ClaimResult{Status: idemstore.ClaimMismatch, Fence: r.Fence}, true
 	}
 	switch r.State {
-	case idem.StateInProgress:
+	case idemstore.StateInProgress:
 		if !now.Before(r.LeaseUntil) {
 			return res, false
 		}
-		return idem.ClaimResult{Status: idem.ClaimInProgress, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, true
-	case idem.StateCompleted, idem.StateFailed:
-		st := idem.ClaimCompleted
-		if r.State == idem.StateFailed {
-			st = idem.ClaimFailed
+		return idemstore.ClaimResult{Status: idemstore.ClaimInProgress, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, true
+	case idemstore.StateCompleted, idemstore.StateFailed:
+		st := idemstore.ClaimCompleted
+		if r.State == idemstore.StateFailed {
+			st = idemstore.ClaimFailed
 		}
-		return idem.ClaimResult{Status: st, Fence: r.Fence, Result: idem.Result{Data: r.Result}}, true
+		return idemstore.ClaimResult{Status: st, Fence: r.Fence, Result: idemstore.Result{Data: r.Result}}, true
 	}
 	return res, false
 }
@@ -400,17 +401,17 @@ func ctxErr(ctx context.Context, op, key string) error {
 	return nil
 }
 
-// Claim implements idem.Store. A replay, a live lease or a mismatch is
+// Claim implements idemstore.Store. A replay, a live lease or a mismatch is
 // answered from one unlocked read of the record file; only an acquisition
 // takes the key lock, re-reads and writes.
-func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s *Store) Claim(ctx context.Context, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	if err := ctxErr(ctx, "claim", req.Key); err != nil {
-		return idem.ClaimResult{}, err
+		return idemstore.ClaimResult{}, err
 	}
 	p := s.paths(req.Key)
 	r, ok, err := s.read(&p, req.Key)
 	if err != nil {
-		return idem.ClaimResult{}, err
+		return idemstore.ClaimResult{}, err
 	}
 	if res, done := answer(&r, ok, &req, s.now()); done {
 		return res, nil
@@ -427,7 +428,7 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 		l, err = s.lock(ctx, &p)
 	}
 	if err != nil {
-		return idem.ClaimResult{}, s.lockErr(ctx, "claim", req.Key, err)
+		return idemstore.ClaimResult{}, s.lockErr(ctx, "claim", req.Key, err)
 	}
 	defer l.unlock()
 	hook("claim", "locked")
@@ -437,23 +438,23 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 // claimLocked is Claim under the key lock (and the entity's, for an
 // ordered claim): it re-reads the record and, unless that answers the
 // claim, advances the entity and writes the new claim.
-func (s *Store) claimLocked(ctx context.Context, req *idem.ClaimRequest, p, entity *paths) (idem.ClaimResult, error) {
+func (s *Store) claimLocked(ctx context.Context, req *idemstore.ClaimRequest, p, entity *paths) (idemstore.ClaimResult, error) {
 	r, ok, err := s.read(p, req.Key)
 	if err != nil {
-		return idem.ClaimResult{}, err
+		return idemstore.ClaimResult{}, err
 	}
 	now := s.now()
 	if res, done := answer(&r, ok, req, now); done {
 		return res, nil
 	}
-	status := idem.ClaimAcquired
+	status := idemstore.ClaimAcquired
 	var fence uint64
 	var steps map[string][]byte
 	if ok {
 		// An expired record keeps its fence until Cleanup removes it.
 		fence = r.Fence
-		if r.State == idem.StateInProgress && live(&r, now) {
-			status = idem.ClaimTakenOver
+		if r.State == idemstore.StateInProgress && live(&r, now) {
+			status = idemstore.ClaimTakenOver
 		}
 		if live(&r, now) {
 			steps = r.Steps // a retained record's: the same call resumes
@@ -464,11 +465,11 @@ func (s *Store) claimLocked(ctx context.Context, req *idem.ClaimRequest, p, enti
 			return res, err
 		}
 	} else if err := ctxErr(ctx, "claim", req.Key); err != nil {
-		return idem.ClaimResult{}, err
+		return idemstore.ClaimResult{}, err
 	}
-	nr := idem.Record{
+	nr := idemstore.Record{
 		Key:         req.Key,
-		State:       idem.StateInProgress,
+		State:       idemstore.StateInProgress,
 		Owner:       req.Owner,
 		Fence:       fence + 1,
 		Fingerprint: req.Fingerprint,
@@ -479,16 +480,16 @@ func (s *Store) claimLocked(ctx context.Context, req *idem.ClaimRequest, p, enti
 	}
 	nr.ExpiresAt = nr.LeaseUntil.Add(req.TTL)
 	if err := s.write("claim", p, &nr); err != nil {
-		return idem.ClaimResult{}, err
+		return idemstore.ClaimResult{}, err
 	}
-	return idem.ClaimResult{Status: status, Fence: nr.Fence, LeaseUntil: nr.LeaseUntil, Steps: steps}, nil
+	return idemstore.ClaimResult{Status: status, Fence: nr.Fence, LeaseUntil: nr.LeaseUntil, Steps: steps}, nil
 }
 
 // advanceOrder checks an ordered claim against its entity's order record
 // and, when it is in order, moves the entity forward to the claim's event
 // time; done is true when the claim is out of order (res says so). The
 // caller holds the entity's lock; fence is the record's current fence.
-func (s *Store) advanceOrder(ctx context.Context, req *idem.ClaimRequest, entity *paths, now time.Time, fence uint64) (res idem.ClaimResult, done bool, err error) {
+func (s *Store) advanceOrder(ctx context.Context, req *idemstore.ClaimRequest, entity *paths, now time.Time, fence uint64) (res idemstore.ClaimResult, done bool, err error) {
 	o, found, err := s.readOrder(entity, req.Order.Key)
 	if err != nil {
 		return res, false, err
@@ -496,7 +497,7 @@ func (s *Store) advanceOrder(ctx context.Context, req *idem.ClaimRequest, entity
 	at := req.Order.At
 	if found && now.Before(o.expiresAt) {
 		if !req.Order.Override && at.Before(o.last.Add(-req.Order.Grace)) {
-			return idem.ClaimResult{Status: idem.ClaimOutOfOrder, Fence: fence, LastAccepted: o.last}, true, nil
+			return idemstore.ClaimResult{Status: idemstore.ClaimOutOfOrder, Fence: fence, LastAccepted: o.last}, true, nil
 		}
 		if o.last.After(at) {
 			at = o.last // only ever forward, even for an override
@@ -520,7 +521,7 @@ func (s *Store) lockErr(ctx context.Context, op, key string, err error) error {
 
 // update runs one fenced read-modify-write under the key lock: the record
 // must be in progress and owned by l (owner and fence), else ErrLeaseLost.
-func (s *Store) update(ctx context.Context, op string, l idem.Lease, change func(r *idem.Record, now time.Time) error) error {
+func (s *Store) update(ctx context.Context, op string, l idemstore.Lease, change func(r *idemstore.Record, now time.Time) error) error {
 	if err := ctxErr(ctx, op, l.Key); err != nil {
 		return err
 	}
@@ -535,7 +536,7 @@ func (s *Store) update(ctx context.Context, op string, l idem.Lease, change func
 	if err != nil {
 		return err
 	}
-	if !ok || r.State != idem.StateInProgress || r.Owner != l.Owner || r.Fence != l.Fence {
+	if !ok || r.State != idemstore.StateInProgress || r.Owner != l.Owner || r.Fence != l.Fence {
 		return fmt.Errorf("filestore: %s %q: %w (fence %d)", op, l.Key, idem.ErrLeaseLost, l.Fence)
 	}
 	if err := ctxErr(ctx, op, l.Key); err != nil {
@@ -549,9 +550,9 @@ func (s *Store) update(ctx context.Context, op string, l idem.Lease, change func
 	return s.write(op, &p, &r)
 }
 
-// Heartbeat implements idem.Store: it renews the lease to now + l.Duration.
-func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
-	return s.update(ctx, "heartbeat", l, func(r *idem.Record, now time.Time) error {
+// Heartbeat implements idemstore.Store: it renews the lease to now + l.Duration.
+func (s *Store) Heartbeat(ctx context.Context, l idemstore.Lease) error {
+	return s.update(ctx, "heartbeat", l, func(r *idemstore.Record, now time.Time) error {
 		keep := r.ExpiresAt.Sub(r.LeaseUntil)
 		r.LeaseUntil = now.Add(l.Duration)
 		r.ExpiresAt = r.LeaseUntil.Add(keep)
@@ -559,11 +560,11 @@ func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
 	})
 }
 
-func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.State, data []byte) error {
+func (s *Store) finish(ctx context.Context, op string, l idemstore.Lease, state idemstore.State, data []byte) error {
 	if len(data) > maxResult {
 		return fmt.Errorf("filestore: %s %q: result of %d bytes exceeds the %d-byte limit", op, l.Key, len(data), maxResult)
 	}
-	return s.update(ctx, op, l, func(r *idem.Record, now time.Time) error {
+	return s.update(ctx, op, l, func(r *idemstore.Record, now time.Time) error {
 		if n := len(data) + stepsSize(r.Steps); n > maxResult {
 			return fmt.Errorf("filestore: %s %q: result of %d bytes and steps of %d exceed the %d-byte limit: %w", op, l.Key, len(data), n-len(data), maxResult, idem.ErrResultTooLarge)
 		}
@@ -585,7 +586,7 @@ func stepsSize(steps map[string][]byte) int {
 
 // CheckStepName refuses a step name that alone makes a record larger
 // than a record file holds. The Guard calls it before the step's function
-// runs (see idem.Stepper).
+// runs (see idemstore.Stepper).
 func (s *Store) CheckStepName(name string) error {
 	if n := len(name) + 8; n > maxResult {
 		return fmt.Errorf("filestore: a %d-byte step name takes %d bytes of a record, over the %d-byte limit", len(name), n, maxResult)
@@ -593,10 +594,10 @@ func (s *Store) CheckStepName(name string) error {
 	return nil
 }
 
-// SaveStep implements idem.Stepper: the step goes into the record's file,
+// SaveStep implements idemstore.Stepper: the step goes into the record's file,
 // in the same fenced, atomic rewrite as a Complete.
-func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []byte) error {
-	return s.update(ctx, "step", l, func(r *idem.Record, now time.Time) error {
+func (s *Store) SaveStep(ctx context.Context, l idemstore.Lease, name string, data []byte) error {
+	return s.update(ctx, "step", l, func(r *idemstore.Record, now time.Time) error {
 		if _, ok := r.Steps[name]; ok {
 			return nil
 		}
@@ -612,38 +613,38 @@ func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []
 	})
 }
 
-// Complete implements idem.Store.
-func (s *Store) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
-	return s.finish(ctx, "complete", l, idem.StateCompleted, r.Data)
+// Complete implements idemstore.Store.
+func (s *Store) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
+	return s.finish(ctx, "complete", l, idemstore.StateCompleted, r.Data)
 }
 
-// Fail implements idem.Store.
-func (s *Store) Fail(ctx context.Context, l idem.Lease, r idem.Result) error {
-	return s.finish(ctx, "fail", l, idem.StateFailed, r.Data)
+// Fail implements idemstore.Store.
+func (s *Store) Fail(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
+	return s.finish(ctx, "fail", l, idemstore.StateFailed, r.Data)
 }
 
-// Release implements idem.Store. The record keeps its fence.
-func (s *Store) Release(ctx context.Context, l idem.Lease) error {
-	return s.finish(ctx, "release", l, idem.StateReleased, nil)
+// Release implements idemstore.Store. The record keeps its fence.
+func (s *Store) Release(ctx context.Context, l idemstore.Lease) error {
+	return s.finish(ctx, "release", l, idemstore.StateReleased, nil)
 }
 
-// Get implements idem.Store with one unlocked read.
-func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
+// Get implements idemstore.Store with one unlocked read.
+func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
 	if err := ctxErr(ctx, "get", key); err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	p := s.paths(key)
 	r, ok, err := s.read(&p, key)
 	if err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	if !ok || !live(&r, s.now()) {
-		return idem.Record{}, fmt.Errorf("filestore: get %q: %w", key, idem.ErrNotFound)
+		return idemstore.Record{}, fmt.Errorf("filestore: get %q: %w", key, idem.ErrNotFound)
 	}
 	return r, nil
 }
 
-// Delete implements idem.Store. It removes the record file without decoding
+// Delete implements idemstore.Store. It removes the record file without decoding
 // it, so it is also how an operator clears a corrupt record.
 func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := ctxErr(ctx, "delete", key); err != nil {
@@ -672,7 +673,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return s.syncDir(p.dir)
 }
 
-// Wait implements idem.Store by polling the record file (1ms, backing off
+// Wait implements idemstore.Store by polling the record file (1ms, backing off
 // to the poll interval): there is no cross-process notification to lose,
 // and a read is cheap.
 func (s *Store) Wait(ctx context.Context, key string) error {
@@ -688,7 +689,7 @@ func (s *Store) Wait(ctx context.Context, key string) error {
 		if err != nil {
 			return err
 		}
-		if !ok || r.State != idem.StateInProgress || !s.now().Before(r.LeaseUntil) {
+		if !ok || r.State != idemstore.StateInProgress || !s.now().Before(r.LeaseUntil) {
 			return nil
 		}
 		if err := pause(ctx, &t, delay); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 
@@ -42,11 +43,11 @@ func newStore(t testing.TB, opts ...Option) *Store {
 
 func TestConformance(t *testing.T) {
 	idemtest.RunStoreSuite(t, idemtest.Harness{
-		New: func(t *testing.T, now func() time.Time) idem.Store {
+		New: func(t *testing.T, now func() time.Time) idemstore.Store {
 			return newStore(t, WithClock(now), WithPollInterval(5*time.Millisecond))
 		},
 		ManualClock: true,
-		Corrupt: func(t *testing.T, s idem.Store, key string) {
+		Corrupt: func(t *testing.T, s idemstore.Store, key string) {
 			if err := os.WriteFile(s.(*Store).paths(key).rec, []byte("not a record"), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +59,7 @@ func TestConformance(t *testing.T) {
 
 // legacyRecord rewrites key's record file in format version 1, as the
 // store wrote it before records carried ClaimedAt.
-func legacyRecord(t *testing.T, s idem.Store, key string) {
+func legacyRecord(t *testing.T, s idemstore.Store, key string) {
 	t.Helper()
 	p := s.(*Store).paths(key)
 	r, ok, err := s.(*Store).read(&p, key)
@@ -81,36 +82,38 @@ type multiHead struct {
 
 func (m *multiHead) next() *Store { return m.heads[m.n.Add(1)%uint64(len(m.heads))] }
 
-func (m *multiHead) Claim(ctx context.Context, r idem.ClaimRequest) (idem.ClaimResult, error) {
+func (m *multiHead) Claim(ctx context.Context, r idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	return m.next().Claim(ctx, r)
 }
-func (m *multiHead) Heartbeat(ctx context.Context, l idem.Lease) error {
+func (m *multiHead) Heartbeat(ctx context.Context, l idemstore.Lease) error {
 	return m.next().Heartbeat(ctx, l)
 }
-func (m *multiHead) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+func (m *multiHead) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
 	return m.next().Complete(ctx, l, r)
 }
-func (m *multiHead) Fail(ctx context.Context, l idem.Lease, r idem.Result) error {
+func (m *multiHead) Fail(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
 	return m.next().Fail(ctx, l, r)
 }
-func (m *multiHead) Release(ctx context.Context, l idem.Lease) error { return m.next().Release(ctx, l) }
-func (m *multiHead) Get(ctx context.Context, k string) (idem.Record, error) {
+func (m *multiHead) Release(ctx context.Context, l idemstore.Lease) error {
+	return m.next().Release(ctx, l)
+}
+func (m *multiHead) Get(ctx context.Context, k string) (idemstore.Record, error) {
 	return m.next().Get(ctx, k)
 }
 func (m *multiHead) Delete(ctx context.Context, k string) error { return m.next().Delete(ctx, k) }
 func (m *multiHead) Wait(ctx context.Context, k string) error   { return m.next().Wait(ctx, k) }
 func (m *multiHead) SupportsOrdering() bool                     { return true }
-func (m *multiHead) List(ctx context.Context, p string, fn func(idem.Record) error) error {
+func (m *multiHead) List(ctx context.Context, p string, fn func(idemstore.Record) error) error {
 	return m.next().List(ctx, p, fn)
 }
-func (m *multiHead) ForceRelease(ctx context.Context, k string) (idem.Record, error) {
+func (m *multiHead) ForceRelease(ctx context.Context, k string) (idemstore.Record, error) {
 	return m.next().ForceRelease(ctx, k)
 }
 func (m *multiHead) Cleanup(ctx context.Context) (int, error) { return m.next().Cleanup(ctx) }
 
 func TestConformanceCrossProcessPaths(t *testing.T) {
 	idemtest.RunStoreSuite(t, idemtest.Harness{
-		New: func(t *testing.T, now func() time.Time) idem.Store {
+		New: func(t *testing.T, now func() time.Time) idemstore.Store {
 			dir := t.TempDir()
 			m := &multiHead{}
 			for range 3 {
@@ -132,20 +135,20 @@ func TestConformanceRealClock(t *testing.T) {
 		t.Skip("real-time run skipped in -short mode")
 	}
 	idemtest.RunStoreSuite(t, idemtest.Harness{
-		New: func(t *testing.T, _ func() time.Time) idem.Store {
+		New: func(t *testing.T, _ func() time.Time) idemstore.Store {
 			return newStore(t, WithoutSync(), WithPollInterval(5*time.Millisecond))
 		},
 		Lease: 300 * time.Millisecond,
 	})
 }
 
-func tok(i int) (t idem.Token) {
+func tok(i int) (t idemstore.Token) {
 	t[0], t[15] = 0xAB, byte(i)
 	t[14] = byte(i >> 8)
 	return t
 }
 
-func fp(i int) (f idem.Fingerprint) {
+func fp(i int) (f idemstore.Fingerprint) {
 	f[0] = byte(i + 1)
 	return f
 }
@@ -162,7 +165,7 @@ func TestDifferential(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			ctx := context.Background()
 			keys := []string{"a", "b", "idem:pkg.F:v0:0123", string([]byte{0, 0xff, '/', '.'})}
-			var leases []idem.Lease
+			var leases []idemstore.Lease
 			owner := 0
 			cmpOpts := []cmp.Option{cmpopts.EquateEmpty()}
 			for step := 0; step < 400; step++ {
@@ -179,10 +182,10 @@ func TestDifferential(t *testing.T) {
 						_, _ = mem.Delete(ctx, key), fst.Delete(ctx, key)
 					}
 					owner++
-					req := idem.ClaimRequest{Key: key, Fingerprint: fp(rng.IntN(2)), Owner: tok(owner),
+					req := idemstore.ClaimRequest{Key: key, Fingerprint: fp(rng.IntN(2)), Owner: tok(owner),
 						Lease: time.Duration(1+rng.IntN(10)) * time.Second, TTL: time.Duration(rng.IntN(30)) * time.Second}
 					if rng.IntN(2) == 0 { // per-entity ordering
-						req.Order = idem.OrderClaim{Key: fmt.Sprint("entity:{", rng.IntN(2), "}"),
+						req.Order = idemstore.OrderClaim{Key: fmt.Sprint("entity:{", rng.IntN(2), "}"),
 							At:    clk.Now().Add(time.Duration(rng.IntN(120)-60) * time.Second),
 							Grace: time.Duration(rng.IntN(3)) * 10 * time.Second, Override: rng.IntN(10) == 0}
 					}
@@ -195,8 +198,8 @@ func TestDifferential(t *testing.T) {
 					if d := cmp.Diff(mr, fr, cmpOpts...); d != "" {
 						t.Fatalf("%s: claim %q (-mem +file):\n%s", where, key, d)
 					}
-					if mr.Status == idem.ClaimAcquired || mr.Status == idem.ClaimTakenOver {
-						leases = append(leases, idem.Lease{Key: key, Owner: req.Owner, Fence: mr.Fence,
+					if mr.Status == idemstore.ClaimAcquired || mr.Status == idemstore.ClaimTakenOver {
+						leases = append(leases, idemstore.Lease{Key: key, Owner: req.Owner, Fence: mr.Fence,
 							Duration: time.Duration(1+rng.IntN(10)) * time.Second, TTL: time.Duration(rng.IntN(30)) * time.Second})
 					}
 				case 3, 4, 5:
@@ -210,9 +213,9 @@ func TestDifferential(t *testing.T) {
 					case 0:
 						merr, ferr = mem.Heartbeat(ctx, l), fst.Heartbeat(ctx, l)
 					case 1:
-						merr, ferr = mem.Complete(ctx, l, idem.Result{Data: data}), fst.Complete(ctx, l, idem.Result{Data: data})
+						merr, ferr = mem.Complete(ctx, l, idemstore.Result{Data: data}), fst.Complete(ctx, l, idemstore.Result{Data: data})
 					case 2:
-						merr, ferr = mem.Fail(ctx, l, idem.Result{Data: data}), fst.Fail(ctx, l, idem.Result{Data: data})
+						merr, ferr = mem.Fail(ctx, l, idemstore.Result{Data: data}), fst.Fail(ctx, l, idemstore.Result{Data: data})
 					case 3:
 						merr, ferr = mem.Release(ctx, l), fst.Release(ctx, l)
 					}
@@ -250,7 +253,7 @@ func sameErr(t *testing.T, what string, target, merr, ferr error) {
 }
 
 // sameRecord is sameErr for idem.ErrNotFound, and then the records too.
-func sameRecord(t *testing.T, what string, mr, fr idem.Record, merr, ferr error) {
+func sameRecord(t *testing.T, what string, mr, fr idemstore.Record, merr, ferr error) {
 	t.Helper()
 	sameErr(t, what, idem.ErrNotFound, merr, ferr)
 	if d := cmp.Diff(mr, fr, cmpopts.EquateEmpty()); d != "" {
@@ -264,7 +267,7 @@ func TestLayoutAndPermissions(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	key := "idem:billing.CreateInvoice:v0:" + string(make([]byte, 300)) // any bytes, any length
-	if _, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: tok(1), Lease: time.Second, TTL: time.Hour}); err != nil {
+	if _, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: tok(1), Lease: time.Second, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	p := s.paths(key)
@@ -328,7 +331,7 @@ func TestCorruptRecord(t *testing.T) {
 		{"future version", func(b []byte) []byte { b[6] = 99; return b }},
 		{"length field too large", func(b []byte) []byte { b[100] = 0x7f; return b }},
 		{"other key", func([]byte) []byte {
-			return encodeRecord(&idem.Record{Key: "someone else", State: idem.StateCompleted, ExpiresAt: time.Now().Add(time.Hour)})
+			return encodeRecord(&idemstore.Record{Key: "someone else", State: idemstore.StateCompleted, ExpiresAt: time.Now().Add(time.Hour)})
 		}},
 	}
 	for _, tc := range cases {
@@ -344,7 +347,7 @@ func TestCorruptRecord(t *testing.T) {
 			if err := os.WriteFile(p.rec, tc.corrupt(b), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err = s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: tok(2), Lease: time.Second, TTL: time.Hour})
+			_, err = s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: tok(2), Lease: time.Second, TTL: time.Hour})
 			if !errors.Is(err, idem.ErrCorruptRecord) {
 				t.Fatalf("Claim: %v, want ErrCorruptRecord", err)
 			}
@@ -355,7 +358,7 @@ func TestCorruptRecord(t *testing.T) {
 			if err := s.Wait(ctx, key); !errors.Is(err, idem.ErrCorruptRecord) {
 				t.Errorf("Wait: %v, want ErrCorruptRecord", err)
 			}
-			l := idem.Lease{Key: key, Owner: tok(1), Fence: 1, Duration: time.Second, TTL: time.Hour}
+			l := idemstore.Lease{Key: key, Owner: tok(1), Fence: 1, Duration: time.Second, TTL: time.Hour}
 			if err := s.Heartbeat(ctx, l); !errors.Is(err, idem.ErrCorruptRecord) {
 				t.Errorf("Heartbeat: %v, want ErrCorruptRecord", err)
 			}
@@ -369,8 +372,8 @@ func TestCorruptRecord(t *testing.T) {
 			if err := s.Delete(ctx, key); err != nil {
 				t.Fatalf("Delete: %v", err)
 			}
-			res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: tok(3), Lease: time.Second, TTL: time.Hour})
-			if err != nil || res.Status != idem.ClaimAcquired {
+			res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: tok(3), Lease: time.Second, TTL: time.Hour})
+			if err != nil || res.Status != idemstore.ClaimAcquired {
 				t.Fatalf("Claim after Delete: %+v, %v", res, err)
 			}
 		})
@@ -378,15 +381,15 @@ func TestCorruptRecord(t *testing.T) {
 }
 
 // finished claims key and completes it with data.
-func finished(t testing.TB, s idem.Store, key, data string) {
+func finished(t testing.TB, s idemstore.Store, key, data string) {
 	t.Helper()
 	ctx := context.Background()
-	res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: tok(1), Lease: time.Minute, TTL: time.Hour})
-	if err != nil || !(res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) {
+	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: tok(1), Lease: time.Minute, TTL: time.Hour})
+	if err != nil || !(res.Status == idemstore.ClaimAcquired || res.Status == idemstore.ClaimTakenOver) {
 		t.Fatalf("claim %q: %+v %v", key, res, err)
 	}
-	l := idem.Lease{Key: key, Owner: tok(1), Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
-	if err := s.Complete(ctx, l, idem.Result{Data: []byte(data)}); err != nil {
+	l := idemstore.Lease{Key: key, Owner: tok(1), Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
+	if err := s.Complete(ctx, l, idemstore.Result{Data: []byte(data)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -444,7 +447,7 @@ func TestDiskFull(t *testing.T) {
 	finished(t, s, "done", `"stored"`)
 	// Writes now land in /dev/full, which fails every write with ENOSPC.
 	s.openTemp = func(string) (*os.File, error) { return os.OpenFile("/dev/full", os.O_WRONLY, 0) }
-	_, err = s.Claim(ctx, idem.ClaimRequest{Key: "new", Owner: tok(2), Lease: time.Second, TTL: time.Hour})
+	_, err = s.Claim(ctx, idemstore.ClaimRequest{Key: "new", Owner: tok(2), Lease: time.Second, TTL: time.Hour})
 	if !errors.Is(err, idem.ErrStoreFull) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Claim on a full disk: %v, want ErrStoreFull and ENOSPC", err)
 	}
@@ -453,8 +456,8 @@ func TestDiskFull(t *testing.T) {
 		t.Errorf("failed claim left a record: %v", err)
 	}
 	// Replays only read: they keep working.
-	res, err := s.Claim(ctx, idem.ClaimRequest{Key: "done", Owner: tok(3), Lease: time.Second, TTL: time.Hour})
-	if err != nil || res.Status != idem.ClaimCompleted || string(res.Result.Data) != `"stored"` {
+	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "done", Owner: tok(3), Lease: time.Second, TTL: time.Hour})
+	if err != nil || res.Status != idemstore.ClaimCompleted || string(res.Result.Data) != `"stored"` {
 		t.Fatalf("replay on a full disk: %+v, %v", res, err)
 	}
 	// Through a Guard it is ErrStoreUnavailable wrapping ErrStoreFull.
@@ -470,22 +473,22 @@ func TestDiskFull(t *testing.T) {
 func TestCanceledContextChangesNothing(t *testing.T) {
 	s := newStore(t, WithoutSync())
 	bg := context.Background()
-	res, err := s.Claim(bg, idem.ClaimRequest{Key: "k", Owner: tok(1), Lease: time.Minute, TTL: time.Hour})
+	res, err := s.Claim(bg, idemstore.ClaimRequest{Key: "k", Owner: tok(1), Lease: time.Minute, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(s.paths("k").rec)
 	ctx, cancel := context.WithCancel(bg)
 	cancel()
-	l := idem.Lease{Key: "k", Owner: tok(1), Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
+	l := idemstore.Lease{Key: "k", Owner: tok(1), Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
 	ops := map[string]func() error{
 		"claim": func() error {
-			_, err := s.Claim(ctx, idem.ClaimRequest{Key: "k2", Owner: tok(2), Lease: time.Minute, TTL: time.Hour})
+			_, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "k2", Owner: tok(2), Lease: time.Minute, TTL: time.Hour})
 			return err
 		},
 		"heartbeat": func() error { return s.Heartbeat(ctx, l) },
-		"complete":  func() error { return s.Complete(ctx, l, idem.Result{Data: []byte("x")}) },
-		"fail":      func() error { return s.Fail(ctx, l, idem.Result{Data: []byte("x")}) },
+		"complete":  func() error { return s.Complete(ctx, l, idemstore.Result{Data: []byte("x")}) },
+		"fail":      func() error { return s.Fail(ctx, l, idemstore.Result{Data: []byte("x")}) },
 		"release":   func() error { return s.Release(ctx, l) },
 		"get":       func() error { _, err := s.Get(ctx, "k"); return err },
 		"delete":    func() error { return s.Delete(ctx, "k") },
@@ -525,12 +528,12 @@ func TestLockWaitHonorsDeadline(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err = s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: tok(1), Lease: time.Minute, TTL: time.Hour})
+	_, err = s.Claim(ctx, idemstore.ClaimRequest{Key: "k", Owner: tok(1), Lease: time.Minute, TTL: time.Hour})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Claim under a held lock: %v, want DeadlineExceeded", err)
 	}
 	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	if _, err := s.Claim(context.Background(), idem.ClaimRequest{Key: "k", Owner: tok(1), Lease: time.Minute, TTL: time.Hour}); err != nil {
+	if _, err := s.Claim(context.Background(), idemstore.ClaimRequest{Key: "k", Owner: tok(1), Lease: time.Minute, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -539,20 +542,20 @@ func TestCleanup(t *testing.T) {
 	clk := newClock()
 	s := newStore(t, WithClock(clk.Now), WithoutSync())
 	ctx := context.Background()
-	claim := func(key string, lease, ttl time.Duration) idem.Lease {
+	claim := func(key string, lease, ttl time.Duration) idemstore.Lease {
 		t.Helper()
-		res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: tok(1), Lease: lease, TTL: ttl})
-		if err != nil || !(res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) {
+		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: tok(1), Lease: lease, TTL: ttl})
+		if err != nil || !(res.Status == idemstore.ClaimAcquired || res.Status == idemstore.ClaimTakenOver) {
 			t.Fatalf("claim %q: %+v %v", key, res, err)
 		}
-		return idem.Lease{Key: key, Owner: tok(1), Fence: res.Fence, Duration: lease, TTL: ttl}
+		return idemstore.Lease{Key: key, Owner: tok(1), Fence: res.Fence, Duration: lease, TTL: ttl}
 	}
 	short := claim("short", time.Second, time.Second)
-	if err := s.Complete(ctx, short, idem.Result{Data: []byte("1")}); err != nil {
+	if err := s.Complete(ctx, short, idemstore.Result{Data: []byte("1")}); err != nil {
 		t.Fatal(err)
 	}
 	long := claim("long", time.Second, time.Hour)
-	if err := s.Complete(ctx, long, idem.Result{Data: []byte("2")}); err != nil {
+	if err := s.Complete(ctx, long, idemstore.Result{Data: []byte("2")}); err != nil {
 		t.Fatal(err)
 	}
 	claim("crashed", time.Second, 10*time.Second) // in progress, never finished
@@ -699,22 +702,22 @@ func TestUnavailableErrorsSayItOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	l := idem.Lease{Key: "k", Owner: tok(1), Fence: 1, Duration: time.Second, TTL: time.Minute}
+	l := idemstore.Lease{Key: "k", Owner: tok(1), Fence: 1, Duration: time.Second, TTL: time.Minute}
 	g := idem.NewGuard(s)
 	ops := []struct {
 		name string
 		run  func() error
 	}{
 		{"claim", func() error {
-			_, err := s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: tok(1), Lease: time.Second, TTL: time.Minute})
+			_, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "k", Owner: tok(1), Lease: time.Second, TTL: time.Minute})
 			return err
 		}},
 		{"heartbeat", func() error { return s.Heartbeat(ctx, l) }},
-		{"complete", func() error { return s.Complete(ctx, l, idem.Result{Data: []byte("1")}) }},
+		{"complete", func() error { return s.Complete(ctx, l, idemstore.Result{Data: []byte("1")}) }},
 		{"get", func() error { _, err := s.Get(ctx, "k"); return err }},
 		{"delete", func() error { return s.Delete(ctx, "k") }},
 		{"wait", func() error { return s.Wait(ctx, "k") }},
-		{"list", func() error { return s.List(ctx, "", func(idem.Record) error { return nil }) }},
+		{"list", func() error { return s.List(ctx, "", func(idemstore.Record) error { return nil }) }},
 		{"force release", func() error { _, err := s.ForceRelease(ctx, "k"); return err }},
 		{"cleanup", func() error { _, err := s.Cleanup(ctx); return err }},
 		{"guard", func() error {
@@ -740,7 +743,7 @@ func TestUnavailableErrorsSayItOnce(t *testing.T) {
 
 // rawFiles reads every file under the store's root, as a reader of its
 // directory (or a backup of it) would.
-func rawFiles(t *testing.T, s idem.Store) [][]byte {
+func rawFiles(t *testing.T, s idemstore.Store) [][]byte {
 	var out [][]byte
 	err := filepath.WalkDir(s.(*Store).Root(), func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

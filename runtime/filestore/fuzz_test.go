@@ -9,16 +9,17 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 func fuzzSeeds(f *testing.F) {
 	t0 := time.Unix(1_700_000_000, 123_456_789)
-	for _, r := range []idem.Record{
-		{Key: "idem:f:v0:abc", State: idem.StateInProgress, Fence: 1, Owner: idem.Token{1, 2}, Fingerprint: idem.Fingerprint{3}, LeaseUntil: t0, ExpiresAt: t0.Add(time.Hour), UpdatedAt: t0, ClaimedAt: t0},
-		{Key: "k", State: idem.StateCompleted, Fence: 7, Result: []byte(`{"ok":true}`), LeaseUntil: t0, ExpiresAt: t0.Add(24 * time.Hour), UpdatedAt: t0},
-		{Key: "", State: idem.StateFailed, Fence: 1 << 40, Result: []byte(`{"message":"boom"}`), ExpiresAt: t0},
-		{Key: "released", State: idem.StateReleased, Fence: 3, ExpiresAt: t0},
-		{Key: "stepped", State: idem.StateInProgress, Fence: 2, LeaseUntil: t0, ExpiresAt: t0,
+	for _, r := range []idemstore.Record{
+		{Key: "idem:f:v0:abc", State: idemstore.StateInProgress, Fence: 1, Owner: idemstore.Token{1, 2}, Fingerprint: idemstore.Fingerprint{3}, LeaseUntil: t0, ExpiresAt: t0.Add(time.Hour), UpdatedAt: t0, ClaimedAt: t0},
+		{Key: "k", State: idemstore.StateCompleted, Fence: 7, Result: []byte(`{"ok":true}`), LeaseUntil: t0, ExpiresAt: t0.Add(24 * time.Hour), UpdatedAt: t0},
+		{Key: "", State: idemstore.StateFailed, Fence: 1 << 40, Result: []byte(`{"message":"boom"}`), ExpiresAt: t0},
+		{Key: "released", State: idemstore.StateReleased, Fence: 3, ExpiresAt: t0},
+		{Key: "stepped", State: idemstore.StateInProgress, Fence: 2, LeaseUntil: t0, ExpiresAt: t0,
 			Steps: map[string][]byte{"charge": []byte("ch_1"), "": {}, "email": nil}},
 	} {
 		f.Add(encodeRecord(&r))
@@ -42,7 +43,7 @@ func checkDecode(t *testing.T, b []byte) {
 		return
 	}
 	switch r.State {
-	case idem.StateInProgress, idem.StateCompleted, idem.StateFailed, idem.StateReleased:
+	case idemstore.StateInProgress, idemstore.StateCompleted, idemstore.StateFailed, idemstore.StateReleased:
 	default:
 		t.Fatalf("accepted state %d", r.State)
 	}
@@ -84,7 +85,7 @@ func FuzzDecodeRecordValidCRC(f *testing.F) {
 
 // encodeRecordV1 writes r in the previous format, without ClaimedAt
 // (tests of reading records an earlier version wrote).
-func encodeRecordV1(r *idem.Record) []byte {
+func encodeRecordV1(r *idemstore.Record) []byte {
 	v2 := encodeRecord(r)
 	b := make([]byte, 0, len(v2)-8)
 	b = append(b, v2[:88]...)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -197,7 +198,7 @@ func TestMultiProcess(t *testing.T) {
 		}
 		// Fence 1: no caller ever took the key over.
 		rec, err := s.Get(context.Background(), storeKey(&raceSpec, key))
-		if err != nil || rec.State != idem.StateCompleted || rec.Fence != 1 || string(recordBody(t, rec.Result)) != strconv.Quote(runs[0]) {
+		if err != nil || rec.State != idemstore.StateCompleted || rec.Fence != 1 || string(recordBody(t, rec.Result)) != strconv.Quote(runs[0]) {
 			t.Errorf("%s: record %+v, %v; want completed, fence 1, result %q", key, rec, err, runs[0])
 		}
 	}
@@ -402,24 +403,24 @@ func TestCrash(t *testing.T) {
 				}
 			case err != nil:
 				t.Errorf("%s: %v", name, err)
-			case rec.State == idem.StateCompleted:
+			case rec.State == idemstore.StateCompleted:
 				states["completed"]++
 				if len(runs) != 1 || string(recordBody(t, rec.Result)) != strconv.Quote("done-"+name) {
 					t.Errorf("%s completed with %q after %d runs", name, rec.Result, len(runs))
 				}
-			case rec.State == idem.StateInProgress:
+			case rec.State == idemstore.StateInProgress:
 				states["in_progress"]++
 				if len(runs) > 1 {
 					t.Errorf("%s ran %d times", name, len(runs))
 				}
-				req := idem.ClaimRequest{Key: key, Fingerprint: rec.Fingerprint, Owner: tok(1), Lease: time.Minute, TTL: time.Hour}
+				req := idemstore.ClaimRequest{Key: key, Fingerprint: rec.Fingerprint, Owner: tok(1), Lease: time.Minute, TTL: time.Hour}
 				// The dead owner's lease still holds…
-				if res, err := now.Claim(ctx, req); err != nil || res.Status != idem.ClaimInProgress {
+				if res, err := now.Claim(ctx, req); err != nil || res.Status != idemstore.ClaimInProgress {
 					t.Errorf("%s during the dead owner's lease: %+v, %v", name, res, err)
 				}
 				// …and once it is over the key is taken over with the next fence.
 				res, err := later.Claim(ctx, req)
-				if err != nil || res.Status != idem.ClaimTakenOver || res.Fence != rec.Fence+1 {
+				if err != nil || res.Status != idemstore.ClaimTakenOver || res.Fence != rec.Fence+1 {
 					t.Errorf("%s after the lease: %+v, %v; want taken over at fence %d", name, res, err, rec.Fence+1)
 				}
 			default:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // On-disk record format, version 2. Every integer is big-endian.
@@ -16,7 +17,7 @@ import (
 //	off  size  field
 //	  0     6  magic "IDEMFS"
 //	  6     1  format version (2)
-//	  7     1  state (idem.State, 1..4)
+//	  7     1  state (idemstore.State, 1..4)
 //	  8     8  fence
 //	 16    16  owner token
 //	 32    32  fingerprint
@@ -30,7 +31,7 @@ import (
 //	104+k   n  result
 //	104+k+n 4  CRC-32C of every byte before it
 //
-// Version 3 is version 2 with the call's recovery points (idem.Stepper):
+// Version 3 is version 2 with the call's recovery points (idemstore.Stepper):
 // a record with steps is written in it, one without them in version 2.
 //
 //	 96     4  key length k
@@ -75,7 +76,7 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-func encodeRecord(r *idem.Record) []byte {
+func encodeRecord(r *idemstore.Record) []byte {
 	hdr, version, steps := headerSize, byte(formatVersion), []byte(nil)
 	if len(r.Steps) > 0 {
 		hdr, version, steps = headerSizeV3, formatV3, encodeSteps(r.Steps)
@@ -106,8 +107,8 @@ func encodeRecord(r *idem.Record) []byte {
 
 // decodeRecord parses b. Any inconsistency is an error wrapping
 // idem.ErrCorruptRecord; the caller adds the file name.
-func decodeRecord(b []byte) (idem.Record, error) {
-	var r idem.Record
+func decodeRecord(b []byte) (idemstore.Record, error) {
+	var r idemstore.Record
 	if len(b) < headerSizeV1+trailerSize {
 		return r, fmt.Errorf("%w: %d bytes, shorter than a record header", idem.ErrCorruptRecord, len(b))
 	}
@@ -140,9 +141,9 @@ func decodeRecord(b []byte) (idem.Record, error) {
 	if got, want := crc32.Checksum(b[:n], castagnoli), binary.BigEndian.Uint32(b[n:]); got != want {
 		return r, fmt.Errorf("%w: checksum mismatch (%08x, stored %08x)", idem.ErrCorruptRecord, got, want)
 	}
-	r.State = idem.State(b[7])
+	r.State = idemstore.State(b[7])
 	switch r.State {
-	case idem.StateInProgress, idem.StateCompleted, idem.StateFailed, idem.StateReleased:
+	case idemstore.StateInProgress, idemstore.StateCompleted, idemstore.StateFailed, idemstore.StateReleased:
 	default:
 		return r, fmt.Errorf("%w: invalid state %d", idem.ErrCorruptRecord, b[7])
 	}
@@ -234,7 +235,7 @@ func fromUnixNano(n int64) time.Time {
 }
 
 // Order record format, version 1: an entity's last accepted event time for
-// per-entity ordering (idem.OrderClaim), kept in <sha256(order key)>.ord.
+// per-entity ordering (idemstore.OrderClaim), kept in <sha256(order key)>.ord.
 //
 //	off  size  field
 //	  0     6  magic "IDEMFO"

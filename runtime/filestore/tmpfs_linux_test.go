@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // TestDiskFullTmpfs fills a real, tiny filesystem (a 64 KiB tmpfs, mounted
@@ -33,13 +34,13 @@ func TestDiskFullTmpfs(t *testing.T) {
 	var full error
 	for i := 0; i < 100 && full == nil; i++ {
 		key := fmt.Sprint("k", i)
-		res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: tok(i), Lease: time.Minute, TTL: time.Hour})
+		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: tok(i), Lease: time.Minute, TTL: time.Hour})
 		if err != nil {
 			full = err
 			break
 		}
-		l := idem.Lease{Key: key, Owner: tok(i), Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
-		if err := s.Complete(ctx, l, idem.Result{Data: data}); err != nil {
+		l := idemstore.Lease{Key: key, Owner: tok(i), Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
+		if err := s.Complete(ctx, l, idemstore.Result{Data: data}); err != nil {
 			full = err
 			break
 		}
@@ -51,12 +52,12 @@ func TestDiskFullTmpfs(t *testing.T) {
 	t.Logf("%d records fit; then: %v", len(stored), full)
 	// Everything stored still replays; the failed write tore nothing.
 	for _, key := range stored {
-		res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: tok(999), Lease: time.Minute, TTL: time.Hour})
-		if err != nil || res.Status != idem.ClaimCompleted || len(res.Result.Data) != len(data) {
+		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: tok(999), Lease: time.Minute, TTL: time.Hour})
+		if err != nil || res.Status != idemstore.ClaimCompleted || len(res.Result.Data) != len(data) {
 			t.Fatalf("replay of %s on a full disk: %+v, %v", key, res.Status, err)
 		}
 	}
-	if err := s.List(ctx, "", func(idem.Record) error { return nil }); err != nil {
+	if err := s.List(ctx, "", func(idemstore.Record) error { return nil }); err != nil {
 		t.Fatalf("List after ENOSPC: %v", err)
 	}
 	// Freeing space makes the store writable again.
@@ -65,7 +66,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Claim(ctx, idem.ClaimRequest{Key: "after", Owner: tok(1000), Lease: time.Minute, TTL: time.Hour}); err != nil {
+	if _, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "after", Owner: tok(1000), Lease: time.Minute, TTL: time.Hour}); err != nil {
 		t.Fatalf("claim after freeing space: %v", err)
 	}
 }

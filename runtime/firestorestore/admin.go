@@ -13,17 +13,18 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
-var _ idem.Admin = (*Store)(nil)
+var _ idemstore.Admin = (*Store)(nil)
 
-// List implements idem.Admin: it reads the collection's records whose key
+// List implements idemstore.Admin: it reads the collection's records whose key
 // starts with prefix, in key order (a document ID range). A document in
 // the range that is not a valid record does not stop the listing; List
 // returns an error naming every one (wrapping idem.ErrCorruptRecord) at
 // the end, as the other stores do. An error from fn stops it at once and
 // is returned.
-func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) error) error {
+func (s *Store) List(ctx context.Context, prefix string, fn func(idemstore.Record) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -59,64 +60,64 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 	return errors.Join(corrupted...)
 }
 
-// ForceRelease implements idem.Admin: it releases key whatever its owner
+// ForceRelease implements idemstore.Admin: it releases key whatever its owner
 // and bumps its fence (a preconditioned Update after a read), so a
 // still-running owner can neither heartbeat nor complete; waiters wake.
-func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, error) {
+func (s *Store) ForceRelease(ctx context.Context, key string) (idemstore.Record, error) {
 	s.hint.Drop(key) // the next claim of key is likely a new run
 	if err := ctx.Err(); err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	id, err := docID(key)
 	if err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	ref := s.coll.Doc(id)
 	for round := 1; round <= maxClaimRounds; round++ {
 		snap, err := ref.Get(ctx)
 		if status.Code(err) == codes.NotFound {
-			return idem.Record{}, fmt.Errorf("firestorestore: %s: %w", key, idem.ErrNotFound)
+			return idemstore.Record{}, fmt.Errorf("firestorestore: %s: %w", key, idem.ErrNotFound)
 		}
 		if err != nil {
-			return idem.Record{}, s.opError(ctx, "force release", key, err)
+			return idemstore.Record{}, s.opError(ctx, "force release", key, err)
 		}
 		d, err := decode(key, snap)
 		if err != nil {
-			return idem.Record{}, err
+			return idemstore.Record{}, err
 		}
 		if !snap.ReadTime.Before(d.rec.ExpiresAt) {
-			return idem.Record{}, fmt.Errorf("firestorestore: %s (expired): %w", key, idem.ErrNotFound)
+			return idemstore.Record{}, fmt.Errorf("firestorestore: %s (expired): %w", key, idem.ErrNotFound)
 		}
 		td := d.rec.ExpiresAt.Sub(d.rec.LeaseUntil)
-		if d.rec.State != idem.StateInProgress {
+		if d.rec.State != idemstore.StateInProgress {
 			td = d.rec.ExpiresAt.Sub(d.rec.UpdatedAt)
 		}
 		wr, err := ref.Update(ctx, []firestore.Update{
-			{Path: fState, Value: int64(idem.StateReleased)},
+			{Path: fState, Value: int64(idemstore.StateReleased)},
 			{Path: fFence, Value: int64(d.rec.Fence + 1)},
 			{Path: fResult, Value: firestore.Delete},
 			{Path: fTTLDur, Value: int64(td)},
 			{Path: fTTL, Value: s.ttlValue(td)},
 			{Path: fClaimed, Value: d.rec.ClaimedAt},
-			{Path: fOwner, Value: make([]byte, len(idem.Token{}))}, // no owner
+			{Path: fOwner, Value: make([]byte, len(idemstore.Token{}))}, // no owner
 			{Path: fLeaseUntil, Value: timeOrDelete(d.rec.LeaseUntil)},
 		}, firestore.LastUpdateTime(d.updateTime))
 		if status.Code(err) == codes.FailedPrecondition {
 			continue
 		}
 		if err != nil {
-			return idem.Record{}, s.opError(ctx, "force release", key, err)
+			return idemstore.Record{}, s.opError(ctx, "force release", key, err)
 		}
 		r := d.rec
-		r.State, r.Fence, r.Result, r.Owner = idem.StateReleased, r.Fence+1, nil, idem.Token{}
+		r.State, r.Fence, r.Result, r.Owner = idemstore.StateReleased, r.Fence+1, nil, idemstore.Token{}
 		r.UpdatedAt, r.ExpiresAt = wr.UpdateTime, wr.UpdateTime.Add(td)
 		return r, nil
 	}
-	return idem.Record{}, fmt.Errorf("%w: firestorestore: force release %q: the document kept changing under %d attempts",
+	return idemstore.Record{}, fmt.Errorf("%w: firestorestore: force release %q: the document kept changing under %d attempts",
 		idem.ErrStoreUnavailable, key, maxClaimRounds)
 }
 
-// Cleanup implements idem.Admin: it deletes the records that are no longer
+// Cleanup implements idemstore.Admin: it deletes the records that are no longer
 // live, for the emulator (which has no TTL sweeper) and for databases
 // without a TTL policy on the ttl field. Candidates come from a query on
 // the ttl field; each is judged by Firestore's clock (its update time

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/firestorestore"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 type benchInvoice struct {
@@ -142,7 +143,7 @@ func BenchmarkWaitWakeup(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		key := "w" + strconv.Itoa(i)
-		res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour})
+		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Hour})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -155,7 +156,7 @@ func BenchmarkWaitWakeup(b *testing.B) {
 		}()
 		time.Sleep(100 * time.Millisecond) // the waiter is listening
 		t0 := time.Now()
-		if err := s.Complete(ctx, idem.Lease{Key: key, Owner: idem.Token{1}, Fence: res.Fence, TTL: time.Hour}, idem.Result{Data: []byte("ok")}); err != nil {
+		if err := s.Complete(ctx, idemstore.Lease{Key: key, Owner: idemstore.Token{1}, Fence: res.Fence, TTL: time.Hour}, idemstore.Result{Data: []byte("ok")}); err != nil {
 			b.Fatal(err)
 		}
 		done := time.Now()

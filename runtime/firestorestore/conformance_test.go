@@ -10,18 +10,18 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/idemgen/idemgen/runtime/firestorestore"
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
 func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }
 
 // corrupt overwrites key's document with a foreign one.
-func corrupt(t *testing.T, s idem.Store, key string) {
+func corrupt(t *testing.T, s idemstore.Store, key string) {
 	t.Helper()
 	fs := s.(*firestorestore.Store)
 	var found bool
-	err := fs.List(context.Background(), key, func(r idem.Record) error {
+	err := fs.List(context.Background(), key, func(r idemstore.Record) error {
 		found = found || r.Key == key
 		return nil
 	})
@@ -58,7 +58,7 @@ func TestConformance(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			idemtest.RunStoreSuite(t, idemtest.Harness{
-				New: func(t *testing.T, now func() time.Time) idem.Store {
+				New: func(t *testing.T, now func() time.Time) idemstore.Store {
 					return newStore(t, c, tc.opts...)
 				},
 				Lease:   time.Second,
@@ -71,7 +71,7 @@ func TestConformance(t *testing.T) {
 
 // raw reads every document of the store's collection, every field's bytes
 // or text, as a reader of the database (or its exports) would.
-func raw(t *testing.T, s idem.Store) [][]byte {
+func raw(t *testing.T, s idemstore.Store) [][]byte {
 	var out [][]byte
 	var walk func(v any)
 	walk = func(v any) {

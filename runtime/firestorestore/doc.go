@@ -1,4 +1,4 @@
-// Package firestorestore is an idem.Store on Google Cloud Firestore (native
+// Package firestorestore is an idemstore.Store on Google Cloud Firestore (native
 // mode), for services on Google Cloud (Cloud Run, GKE, Functions) that want
 // idempotent functions without running a database of their own. It
 // replaces the usual Firestore lock with heartbeats and a stale-lock
@@ -81,7 +81,7 @@
 //
 // # Recovery points
 //
-// The store implements idem.Stepper: a call's steps (idem.Step) live in
+// The store implements idemstore.Stepper: a call's steps (idem.Step) live in
 // the sp map field of its record's document, so they expire and are
 // deleted with it. SaveStep sets sp.name with the fenced Update described
 // under Round trips: a stale owner writes nothing and gets
@@ -118,7 +118,7 @@
 //	gcloud firestore fields ttls update ttl --collection-group=idempotency --enable-ttl
 //
 // The emulator has no TTL sweeper, and a database without the policy keeps
-// dead documents: Cleanup (idem.Admin, `idemctl cleanup`) deletes the
+// dead documents: Cleanup (idemstore.Admin, `idemctl cleanup`) deletes the
 // records past their retention, each under its update time, so a key
 // claimed again meanwhile stays.
 //

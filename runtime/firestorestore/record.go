@@ -9,6 +9,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // The record's fields (see the package documentation). Short names keep
@@ -39,7 +40,7 @@ const recordVersion = 1
 // doc is a decoded record and the document's update time (the
 // precondition of a write over it).
 type doc struct {
-	rec        idem.Record
+	rec        idemstore.Record
 	updateTime time.Time
 }
 
@@ -48,10 +49,10 @@ type doc struct {
 // lease runs from, and the owner's next write records it in the ca field
 // (a ServerTimestamp would be the server's request time, not the commit
 // time). A record without ca has not been written since its claim.
-func (s *Store) claimFields(req idem.ClaimRequest, fence uint64) map[string]any {
+func (s *Store) claimFields(req idemstore.ClaimRequest, fence uint64) map[string]any {
 	return map[string]any{
 		fVersion:  int64(recordVersion),
-		fState:    int64(idem.StateInProgress),
+		fState:    int64(idemstore.StateInProgress),
 		fOwner:    req.Owner[:],
 		fFence:    int64(fence),
 		fFP:       req.Fingerprint[:],
@@ -103,10 +104,10 @@ func decodeLoose(snap *firestore.DocumentSnapshot) (doc, error) {
 	if err != nil {
 		return d, err
 	}
-	if st < int64(idem.StateInProgress) || st > int64(idem.StateReleased) {
+	if st < int64(idemstore.StateInProgress) || st > int64(idemstore.StateReleased) {
 		return d, fmt.Errorf("unknown state %d", st)
 	}
-	r.State = idem.State(st)
+	r.State = idemstore.State(st)
 	if err := bytesField(m, fOwner, r.Owner[:]); err != nil {
 		return d, err
 	}
@@ -162,7 +163,7 @@ func decodeTimes(d *doc, snap *firestore.DocumentSnapshot, m map[string]any, ld,
 	r := &d.rec
 	d.updateTime = snap.UpdateTime
 	r.UpdatedAt = snap.UpdateTime
-	if r.State == idem.StateInProgress {
+	if r.State == idemstore.StateInProgress {
 		r.LeaseUntil = snap.UpdateTime.Add(time.Duration(ld))
 		r.ExpiresAt = r.LeaseUntil.Add(time.Duration(td))
 		return nil
@@ -229,7 +230,7 @@ const maxFieldPath = 1500
 
 // CheckStepName refuses a step name whose field path (sp.<name>, the
 // name escaped as stepKey does) Firestore could not take. The Guard calls
-// it before the step's function runs (see idem.Stepper), so such a step
+// it before the step's function runs (see idemstore.Stepper), so such a step
 // never runs only to fail to be recorded.
 func (s *Store) CheckStepName(name string) error {
 	if n := len(fSteps) + 1 + len(stepKey(name)); n >= maxFieldPath {
@@ -370,8 +371,8 @@ func docSize(key string, n int) int {
 	for _, f := range []string{fVersion, fState, fFence, fLeaseDur, fTTLDur, fClaimed, fTTL, fLeaseUntil} {
 		size += len(f) + 1 + 8
 	}
-	size += len(fOwner) + 1 + len(idem.Token{})
-	size += len(fFP) + 1 + len(idem.Fingerprint{})
+	size += len(fOwner) + 1 + len(idemstore.Token{})
+	size += len(fFP) + 1 + len(idemstore.Fingerprint{})
 	if n > 0 {
 		size += len(fResult) + 1 + n
 	}

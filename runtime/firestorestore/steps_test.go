@@ -12,6 +12,7 @@ import (
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/firestorestore"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 func stepStrings(steps map[string][]byte) map[string]string {
@@ -22,13 +23,13 @@ func stepStrings(steps map[string][]byte) map[string]string {
 	return out
 }
 
-func mustClaim(t *testing.T, s *firestorestore.Store, req idem.ClaimRequest, want idem.ClaimStatus) (idem.Lease, idem.ClaimResult) {
+func mustClaim(t *testing.T, s *firestorestore.Store, req idemstore.ClaimRequest, want idemstore.ClaimStatus) (idemstore.Lease, idemstore.ClaimResult) {
 	t.Helper()
 	res, err := s.Claim(context.Background(), req)
 	if err != nil || res.Status != want {
 		t.Fatalf("claim = %+v, %v; want %v", res, err, want)
 	}
-	return idem.Lease{Key: req.Key, Owner: req.Owner, Fence: res.Fence, Duration: req.Lease, TTL: req.TTL}, res
+	return idemstore.Lease{Key: req.Key, Owner: req.Owner, Fence: res.Fence, Duration: req.Lease, TTL: req.TTL}, res
 }
 
 // A step is one commit and no read when the store made the lease's last
@@ -47,8 +48,8 @@ func TestStepRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	req := idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Fingerprint: idem.Fingerprint{1}, Lease: 500 * time.Millisecond, TTL: time.Hour}
-	l, _ := mustClaim(t, s, req, idem.ClaimAcquired)
+	req := idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{1}, Fingerprint: idemstore.Fingerprint{1}, Lease: 500 * time.Millisecond, TTL: time.Hour}
+	l, _ := mustClaim(t, s, req, idemstore.ClaimAcquired)
 	cnt.reset()
 	for _, tc := range []struct {
 		name  string
@@ -72,8 +73,8 @@ func TestStepRoundTrips(t *testing.T) {
 		}
 	}
 	time.Sleep(600 * time.Millisecond) // past the lease
-	req.Owner = idem.Token{2}
-	l2, res := mustClaim(t, s, req, idem.ClaimTakenOver)
+	req.Owner = idemstore.Token{2}
+	l2, res := mustClaim(t, s, req, idemstore.ClaimTakenOver)
 	want := map[string]string{"charge": "charge-1", "email": "email-1", "invoice": "invoice-1", "ship": "ship-1"}
 	if diff := cmp.Diff(want, stepStrings(res.Steps)); diff != "" {
 		t.Errorf("takeover's steps (-want +got):\n%s", diff)
@@ -100,14 +101,14 @@ func TestStepStaleOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	req := idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: 300 * time.Millisecond, TTL: time.Hour}
-	l, _ := mustClaim(t, a, req, idem.ClaimAcquired)
+	req := idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{1}, Lease: 300 * time.Millisecond, TTL: time.Hour}
+	l, _ := mustClaim(t, a, req, idemstore.ClaimAcquired)
 	if err := a.SaveStep(ctx, l, "charge", []byte("ch_1")); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(400 * time.Millisecond)
-	req.Owner = idem.Token{2}
-	l2, res := mustClaim(t, b, req, idem.ClaimTakenOver)
+	req.Owner = idemstore.Token{2}
+	l2, res := mustClaim(t, b, req, idemstore.ClaimTakenOver)
 	if string(res.Steps["charge"]) != "ch_1" {
 		t.Fatalf("takeover's steps = %q", res.Steps)
 	}
@@ -128,7 +129,7 @@ func TestStepStaleOwner(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"charge": "ch_1", "email": "em_2"}, stepStrings(r.Steps)); diff != "" {
 		t.Errorf("steps after the stale owner's attempts (-want +got):\n%s", diff)
 	}
-	if err := b.Complete(ctx, l2, idem.Result{Data: []byte("1")}); err != nil {
+	if err := b.Complete(ctx, l2, idemstore.Result{Data: []byte("1")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.SaveStep(ctx, l2, "late", []byte("x")); !errors.Is(err, idem.ErrLeaseLost) {
@@ -160,8 +161,8 @@ func TestStepDocumentLayout(t *testing.T) {
 		}
 		return m, true
 	}
-	req := idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour}
-	l, _ := mustClaim(t, s, req, idem.ClaimAcquired)
+	req := idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Hour}
+	l, _ := mustClaim(t, s, req, idemstore.ClaimAcquired)
 	before, err := s.Get(ctx, "k")
 	if err != nil {
 		t.Fatal(err)
@@ -201,12 +202,12 @@ func TestStepDocumentLayout(t *testing.T) {
 	if got, _ := stepsOf(); !cmp.Equal(want, got, cmp.Comparer(bytes.Equal)) {
 		t.Fatalf("sp after a release = %v, want it kept", got)
 	}
-	req.Owner = idem.Token{2}
-	l, res := mustClaim(t, s, req, idem.ClaimAcquired)
+	req.Owner = idemstore.Token{2}
+	l, res := mustClaim(t, s, req, idemstore.ClaimAcquired)
 	if diff := cmp.Diff(names, stepStrings(res.Steps)); diff != "" {
 		t.Fatalf("claim's steps after a release (-want +got):\n%s", diff)
 	}
-	if err := s.Complete(ctx, l, idem.Result{Data: []byte("1")}); err != nil {
+	if err := s.Complete(ctx, l, idemstore.Result{Data: []byte("1")}); err != nil {
 		t.Fatal(err)
 	}
 	if got, ok := stepsOf(); ok {
@@ -227,7 +228,7 @@ func TestStepTooLarge(t *testing.T) {
 	s := newStore(t, emulatorClient(t, testenv.FirestoreEmulatorHost(), cnt))
 	ctx := context.Background()
 	key := "idem:pkg.Func:v0:0123456789abcdef"
-	l, _ := mustClaim(t, s, idem.ClaimRequest{Key: key, Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour}, idem.ClaimAcquired)
+	l, _ := mustClaim(t, s, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Hour}, idemstore.ClaimAcquired)
 	cnt.reset()
 	if err := s.SaveStep(ctx, l, "huge", make([]byte, firestorestore.MaxDocumentSize)); !errors.Is(err, firestorestore.ErrDocumentTooLarge) || !errors.Is(err, idem.ErrResultTooLarge) {
 		t.Fatalf("a step over 1 MiB = %v, want ErrDocumentTooLarge", err)
@@ -256,11 +257,11 @@ func TestStepTooLarge(t *testing.T) {
 		t.Fatalf("steps after the refused one: %d, want the first only", len(r.Steps))
 	}
 	// Another owner is told it lost the lease, not that the step is large.
-	if err := s.SaveStep(ctx, idem.Lease{Key: key, Owner: idem.Token{9}, Fence: l.Fence}, "second", half); !errors.Is(err, idem.ErrLeaseLost) {
+	if err := s.SaveStep(ctx, idemstore.Lease{Key: key, Owner: idemstore.Token{9}, Fence: l.Fence}, "second", half); !errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("an oversized step by another owner = %v, want ErrLeaseLost", err)
 	}
 	fits := make([]byte, firestorestore.MaxResultSize(key))
-	if err := s.Complete(ctx, l, idem.Result{Data: fits}); err != nil {
+	if err := s.Complete(ctx, l, idemstore.Result{Data: fits}); err != nil {
 		t.Fatalf("Complete with MaxResultSize bytes after steps: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/internal/replayhint"
 )
 
@@ -26,7 +27,7 @@ var ErrDocumentTooLarge = fmt.Errorf("firestorestore: record exceeds Firestore's
 // MaxDocumentSize is Firestore's document size limit in bytes.
 const MaxDocumentSize = 1 << 20
 
-// Store is an idem.Store on a Firestore collection. It is safe for
+// Store is an idemstore.Store on a Firestore collection. It is safe for
 // concurrent use.
 type Store struct {
 	client *firestore.Client
@@ -172,14 +173,14 @@ const maxClaimRounds = 8
 // Claim reads the document and, when the key may be claimed, creates it
 // (Exists: false) or overwrites it with its read update time as the
 // precondition: another writer in between makes the write fail and the
-// claim look again. See idem.Store.
-func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+// claim look again. See idemstore.Store.
+func (s *Store) Claim(ctx context.Context, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	if err := ctx.Err(); err != nil {
-		return idem.ClaimResult{}, err
+		return idemstore.ClaimResult{}, err
 	}
 	id, err := docID(req.Key)
 	if err != nil {
-		return idem.ClaimResult{}, err
+		return idemstore.ClaimResult{}, err
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -208,21 +209,21 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 			continue
 		}
 		if err != nil {
-			return idem.ClaimResult{}, s.opError(ctx, "claim", req.Key, err)
+			return idemstore.ClaimResult{}, s.opError(ctx, "claim", req.Key, err)
 		}
 		d, err := decode(req.Key, snap)
 		if err != nil {
-			return idem.ClaimResult{}, err
+			return idemstore.ClaimResult{}, err
 		}
 		now := snap.ReadTime
-		if r := &d.rec; r.State == idem.StateInProgress && r.Owner == req.Owner && r.Fingerprint == req.Fingerprint {
+		if r := &d.rec; r.State == idemstore.StateInProgress && r.Owner == req.Owner && r.Fingerprint == req.Fingerprint {
 			// Our own claim: the client re-sent a create or update whose
 			// reply was lost (it retries commits on Unavailable), and it
 			// was applied. Owner tokens are unique per attempt, so no
 			// other claim wrote this one.
 			// The steps it kept are the document's.
 			s.written.put(leaseID{req.Key, req.Owner, r.Fence}, written{d.updateTime, r.ClaimedAt, stepSizes(r.Steps)})
-			return idem.ClaimResult{Status: idem.ClaimAcquired, Fence: r.Fence, LeaseUntil: r.LeaseUntil, Steps: r.Steps}, nil
+			return idemstore.ClaimResult{Status: idemstore.ClaimAcquired, Fence: r.Fence, LeaseUntil: r.LeaseUntil, Steps: r.Steps}, nil
 		}
 		verdict, own := claimVerdict(&d, req, now)
 		if !own {
@@ -242,51 +243,51 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 			continue
 		}
 		if c := status.Code(err); c != codes.FailedPrecondition && c != codes.NotFound {
-			return idem.ClaimResult{}, s.opError(ctx, "claim", req.Key, err)
+			return idemstore.ClaimResult{}, s.opError(ctx, "claim", req.Key, err)
 		}
 		tryCreate = status.Code(err) == codes.NotFound
 	}
-	return idem.ClaimResult{}, fmt.Errorf("%w: firestorestore: claim %q: the document kept changing under %d attempts",
+	return idemstore.ClaimResult{}, fmt.Errorf("%w: firestorestore: claim %q: the document kept changing under %d attempts",
 		idem.ErrStoreUnavailable, req.Key, maxClaimRounds)
 }
 
 // claimVerdict judges a claim against the record d read at now (the
 // server's read time): the answer to return, or own=true with the status
 // (acquired or taken over) a successful overwrite gives.
-func claimVerdict(d *doc, req idem.ClaimRequest, now time.Time) (idem.ClaimResult, bool) {
+func claimVerdict(d *doc, req idemstore.ClaimRequest, now time.Time) (idemstore.ClaimResult, bool) {
 	r := &d.rec
 	if !now.Before(r.ExpiresAt) {
 		// Past its retention: the key is free for any payload.
-		return idem.ClaimResult{Status: idem.ClaimAcquired}, true
+		return idemstore.ClaimResult{Status: idemstore.ClaimAcquired}, true
 	}
 	if r.Fingerprint != req.Fingerprint {
-		return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: r.Fence}, false
+		return idemstore.ClaimResult{Status: idemstore.ClaimMismatch, Fence: r.Fence}, false
 	}
 	switch r.State {
-	case idem.StateInProgress:
+	case idemstore.StateInProgress:
 		if !now.Before(r.LeaseUntil) {
-			return idem.ClaimResult{Status: idem.ClaimTakenOver}, true
+			return idemstore.ClaimResult{Status: idemstore.ClaimTakenOver}, true
 		}
-		return idem.ClaimResult{Status: idem.ClaimInProgress, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, false
-	case idem.StateCompleted:
-		return idem.ClaimResult{Status: idem.ClaimCompleted, Fence: r.Fence, Result: idem.Result{Data: r.Result}}, false
-	case idem.StateFailed:
-		return idem.ClaimResult{Status: idem.ClaimFailed, Fence: r.Fence, Result: idem.Result{Data: r.Result}}, false
+		return idemstore.ClaimResult{Status: idemstore.ClaimInProgress, Fence: r.Fence, LeaseUntil: r.LeaseUntil}, false
+	case idemstore.StateCompleted:
+		return idemstore.ClaimResult{Status: idemstore.ClaimCompleted, Fence: r.Fence, Result: idemstore.Result{Data: r.Result}}, false
+	case idemstore.StateFailed:
+		return idemstore.ClaimResult{Status: idemstore.ClaimFailed, Fence: r.Fence, Result: idemstore.Result{Data: r.Result}}, false
 	}
-	return idem.ClaimResult{Status: idem.ClaimAcquired}, true // released, same payload
+	return idemstore.ClaimResult{Status: idemstore.ClaimAcquired}, true // released, same payload
 }
 
 // create writes a fresh record at fence 1 if there is no document.
-func (s *Store) create(ctx context.Context, ref *firestore.DocumentRef, req idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s *Store) create(ctx context.Context, ref *firestore.DocumentRef, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	wr, err := ref.Create(ctx, s.claimFields(req, 1))
 	if err != nil {
 		if status.Code(err) == codes.AlreadyExists {
-			return idem.ClaimResult{}, err
+			return idemstore.ClaimResult{}, err
 		}
-		return idem.ClaimResult{}, s.opError(ctx, "claim", req.Key, err)
+		return idemstore.ClaimResult{}, s.opError(ctx, "claim", req.Key, err)
 	}
 	s.written.put(leaseID{req.Key, req.Owner, 1}, written{wr.UpdateTime, wr.UpdateTime, nil})
-	return idem.ClaimResult{Status: idem.ClaimAcquired, Fence: 1, LeaseUntil: wr.UpdateTime.Add(req.Lease)}, nil
+	return idemstore.ClaimResult{Status: idemstore.ClaimAcquired, Fence: 1, LeaseUntil: wr.UpdateTime.Add(req.Lease)}, nil
 }
 
 // overwrite claims over the record d, fence + 1, if the document has not
@@ -294,7 +295,7 @@ func (s *Store) create(ctx context.Context, ref *firestore.DocumentRef, req idem
 // a release) keeps its steps, and the claim returns them: the call
 // resumes. A record past its retention loses them: a new call under the
 // key must not see them.
-func (s *Store) overwrite(ctx context.Context, ref *firestore.DocumentRef, req idem.ClaimRequest, d *doc, st idem.ClaimStatus, now time.Time) (idem.ClaimResult, error) {
+func (s *Store) overwrite(ctx context.Context, ref *firestore.DocumentRef, req idemstore.ClaimRequest, d *doc, st idemstore.ClaimStatus, now time.Time) (idemstore.ClaimResult, error) {
 	fence := d.rec.Fence + 1
 	var steps map[string][]byte
 	if now.Before(d.rec.ExpiresAt) {
@@ -302,16 +303,16 @@ func (s *Store) overwrite(ctx context.Context, ref *firestore.DocumentRef, req i
 	}
 	wr, err := ref.Update(ctx, toUpdates(s.claimFields(req, fence), steps != nil), firestore.LastUpdateTime(d.updateTime))
 	if err != nil {
-		return idem.ClaimResult{}, err
+		return idemstore.ClaimResult{}, err
 	}
 	s.written.put(leaseID{req.Key, req.Owner, fence}, written{wr.UpdateTime, wr.UpdateTime, stepSizes(steps)})
-	return idem.ClaimResult{Status: st, Fence: fence, LeaseUntil: wr.UpdateTime.Add(req.Lease), Steps: steps}, nil
+	return idemstore.ClaimResult{Status: st, Fence: fence, LeaseUntil: wr.UpdateTime.Add(req.Lease), Steps: steps}, nil
 }
 
 // Heartbeat renews the lease: the document's update time, the lease's
 // start, becomes the commit time.
-func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
-	return s.fenced(ctx, "heartbeat", l, idem.StateInProgress, nil, []firestore.Update{
+func (s *Store) Heartbeat(ctx context.Context, l idemstore.Lease) error {
+	return s.fenced(ctx, "heartbeat", l, idemstore.StateInProgress, nil, []firestore.Update{
 		{Path: fLeaseDur, Value: int64(l.Duration)},
 		{Path: fTTLDur, Value: int64(l.TTL)},
 		{Path: fTTL, Value: s.ttlValue(l.Duration + l.TTL)},
@@ -319,21 +320,21 @@ func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
 }
 
 // Complete records the result under the lease.
-func (s *Store) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
-	return s.finish(ctx, "complete", l, idem.StateCompleted, r.Data)
+func (s *Store) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
+	return s.finish(ctx, "complete", l, idemstore.StateCompleted, r.Data)
 }
 
 // Fail records a failure under the lease.
-func (s *Store) Fail(ctx context.Context, l idem.Lease, r idem.Result) error {
-	return s.finish(ctx, "fail", l, idem.StateFailed, r.Data)
+func (s *Store) Fail(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
+	return s.finish(ctx, "fail", l, idemstore.StateFailed, r.Data)
 }
 
 // Release gives the key up, keeping the document and its fence.
-func (s *Store) Release(ctx context.Context, l idem.Lease) error {
-	return s.finish(ctx, "release", l, idem.StateReleased, nil)
+func (s *Store) Release(ctx context.Context, l idemstore.Lease) error {
+	return s.finish(ctx, "release", l, idemstore.StateReleased, nil)
 }
 
-func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.State, data []byte) error {
+func (s *Store) finish(ctx context.Context, op string, l idemstore.Lease, state idemstore.State, data []byte) error {
 	if size, max := docSize(l.Key, len(data)), MaxDocumentSize; size > max {
 		return fmt.Errorf("%w: %s %q: a %d-byte result makes a document of up to %d bytes (limit %d; this key holds at most %d result bytes)",
 			ErrDocumentTooLarge, op, l.Key, len(data), size, max, MaxResultSize(l.Key))
@@ -348,7 +349,7 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.
 		{Path: fTTLDur, Value: int64(l.TTL)},
 		{Path: fTTL, Value: s.ttlValue(l.TTL)},
 	}
-	if state != idem.StateReleased {
+	if state != idemstore.StateReleased {
 		// The result replays from now on: the steps go, and the result
 		// has the whole document. A release keeps them for the call's
 		// next run.
@@ -357,7 +358,7 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.
 	err := s.fenced(ctx, op, l, state, data, updates, nil)
 	switch {
 	case err != nil || !s.createFirst:
-	case state == idem.StateReleased:
+	case state == idemstore.StateReleased:
 		s.hint.Drop(l.Key) // the next claim is likely a new run
 	default:
 		s.hint.Add(l.Key) // … likely a replay
@@ -365,7 +366,7 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.
 	return err
 }
 
-// SaveStep records a step of the call l owns (see idem.Stepper): an
+// SaveStep records a step of the call l owns (see idemstore.Stepper): an
 // Update of the step's entry in the document's steps map, fenced as
 // Heartbeat is (preconditioned on this store's last write to the lease,
 // else on a read that shows the lease holds), so a stale owner gets
@@ -373,12 +374,12 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state idem.
 // restarts the lease, which runs from the document's update time. A step
 // already recorded keeps its first data; one that would take the document
 // over 1 MiB is ErrDocumentTooLarge.
-func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []byte) error {
+func (s *Store) SaveStep(ctx context.Context, l idemstore.Lease, name string, data []byte) error {
 	if data == nil {
 		data = []byte{} // bytes, empty (a nil slice would be stored as null)
 	}
 	key := stepKey(name)
-	return s.fenced(ctx, "step", l, idem.StateInProgress, nil, []firestore.Update{
+	return s.fenced(ctx, "step", l, idemstore.StateInProgress, nil, []firestore.Update{
 		{FieldPath: firestore.FieldPath{fSteps, key}, Value: data},
 		{Path: fTTL, Value: s.ttlValue(l.Duration + l.TTL)},
 	}, &pendingStep{name: name, key: key, size: len(data)})
@@ -404,7 +405,7 @@ const maxFencedRounds = 8
 // already holds is not written again, and one that would not fit is
 // ErrDocumentTooLarge, both judged on a read that shows the lease holds
 // (not on what the store remembers of the lease).
-func (s *Store) fenced(ctx context.Context, op string, l idem.Lease, state idem.State, data []byte, updates []firestore.Update, step *pendingStep) error {
+func (s *Store) fenced(ctx context.Context, op string, l idemstore.Lease, state idemstore.State, data []byte, updates []firestore.Update, step *pendingStep) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -437,14 +438,14 @@ func (s *Store) fenced(ctx context.Context, op string, l idem.Lease, state idem.
 			}
 		}
 		up := append(updates[:len(updates):len(updates)], firestore.Update{Path: fClaimed, Value: w.claimed})
-		if state != idem.StateInProgress {
+		if state != idemstore.StateInProgress {
 			// The lease ran from the owner's last write; kept for
 			// inspection once the record is finished.
 			up = append(up, firestore.Update{Path: fLeaseUntil, Value: w.at.Add(l.Duration)})
 		}
 		wr, err := ref.Update(ctx, up, firestore.LastUpdateTime(w.at))
 		if err == nil {
-			if state == idem.StateInProgress {
+			if state == idemstore.StateInProgress {
 				steps := w.steps
 				if step != nil {
 					steps = make(map[string]int, len(w.steps)+1)
@@ -486,7 +487,7 @@ func (s *Store) fenced(ctx context.Context, op string, l idem.Lease, state idem.
 // readLease reads the document a fenced write is about: the lease as
 // written, or done when the write is our own earlier attempt, applied
 // (its reply lost), or the lease is lost (an error).
-func (s *Store) readLease(ctx context.Context, ref *firestore.DocumentRef, op string, l idem.Lease, state idem.State, data []byte, retry *transientRetry) (w written, done bool, err error) {
+func (s *Store) readLease(ctx context.Context, ref *firestore.DocumentRef, op string, l idemstore.Lease, state idemstore.State, data []byte, retry *transientRetry) (w written, done bool, err error) {
 	lid := leaseID{l.Key, l.Owner, l.Fence}
 	for {
 		snap, err := ref.Get(ctx)
@@ -504,9 +505,9 @@ func (s *Store) readLease(ctx context.Context, ref *firestore.DocumentRef, op st
 			return w, false, fmt.Errorf("%w: %s fence %d (%w)", idem.ErrLeaseLost, l.Key, l.Fence, err)
 		}
 		r := &d.rec
-		if r.Owner != l.Owner || r.Fence != l.Fence || r.State != idem.StateInProgress {
+		if r.Owner != l.Owner || r.Fence != l.Fence || r.State != idemstore.StateInProgress {
 			s.written.drop(lid)
-			if state != idem.StateInProgress && r.Owner == l.Owner && r.Fence == l.Fence &&
+			if state != idemstore.StateInProgress && r.Owner == l.Owner && r.Fence == l.Fence &&
 				r.State == state && string(r.Result) == string(data) {
 				return w, true, nil // our own earlier attempt was applied and its reply lost
 			}
@@ -521,7 +522,7 @@ func (s *Store) readLease(ctx context.Context, ref *firestore.DocumentRef, op st
 // large (read and judge again: the lease may be lost); done when the
 // document holds the step already; ErrDocumentTooLarge when it would not
 // fit.
-func stepFits(l idem.Lease, step *pendingStep, w written, read bool) (again, done bool, err error) {
+func stepFits(l idemstore.Lease, step *pendingStep, w written, read bool) (again, done bool, err error) {
 	_, recorded := w.steps[step.key]
 	size := docSize(l.Key, 0) + stepsSize(w.steps) + stepSize(step.key, step.size)
 	if !recorded {
@@ -575,29 +576,29 @@ func (r *transientRetry) again(ctx context.Context, err error) bool {
 }
 
 // Get returns the live record for key (a strongly consistent read).
-func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
+func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	id, err := docID(key)
 	if err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	snap, err := s.coll.Doc(id).Get(ctx)
 	if status.Code(err) == codes.NotFound {
-		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+		return idemstore.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
 	if err != nil {
-		return idem.Record{}, s.opError(ctx, "get", key, err)
+		return idemstore.Record{}, s.opError(ctx, "get", key, err)
 	}
 	d, err := decode(key, snap)
 	if err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	if !snap.ReadTime.Before(d.rec.ExpiresAt) {
-		return idem.Record{}, fmt.Errorf("%w: %s (expired)", idem.ErrNotFound, key)
+		return idemstore.Record{}, fmt.Errorf("%w: %s (expired)", idem.ErrNotFound, key)
 	}
 	return d.rec, nil
 }
@@ -654,7 +655,7 @@ func (s *Store) ttlValue(d time.Duration) time.Time { return s.now().Add(d + s.t
 // leaseID names one lease: a key under one owner and fence.
 type leaseID struct {
 	key   string
-	owner idem.Token
+	owner idemstore.Token
 	fence uint64
 }
 
@@ -717,6 +718,6 @@ func (c *leaseCache) drop(id leaseID) {
 }
 
 var (
-	_ idem.Store   = (*Store)(nil)
-	_ idem.Stepper = (*Store)(nil)
+	_ idemstore.Store   = (*Store)(nil)
+	_ idemstore.Stepper = (*Store)(nil)
 )

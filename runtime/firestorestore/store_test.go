@@ -17,6 +17,7 @@ import (
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/firestorestore"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // TestRoundTrips counts the calls a Guard's calls make: a replay is one
@@ -104,7 +105,7 @@ func TestForeignDocuments(t *testing.T) {
 	s := newStore(t, c)
 	ctx := context.Background()
 	// A valid record to damage field by field.
-	if _, err := s.Claim(ctx, idem.ClaimRequest{Key: "valid", Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour}); err != nil {
+	if _, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "valid", Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	snap, err := s.Collection().Doc("kvalid").Get(ctx)
@@ -155,7 +156,7 @@ func TestForeignDocuments(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{2}, Lease: time.Minute, TTL: time.Hour})
+			_, err = s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{2}, Lease: time.Minute, TTL: time.Hour})
 			if !errors.Is(err, idem.ErrCorruptRecord) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Claim = %v; want idem.ErrCorruptRecord saying %q", err, tt.want)
 			}
@@ -167,8 +168,8 @@ func TestForeignDocuments(t *testing.T) {
 			if err := s.Wait(wctx, key); !errors.Is(err, idem.ErrCorruptRecord) {
 				t.Errorf("Wait = %v; want idem.ErrCorruptRecord", err)
 			}
-			l := idem.Lease{Key: key, Owner: idem.Token{2}, Fence: 1, Duration: time.Minute, TTL: time.Hour}
-			if err := s.Complete(ctx, l, idem.Result{Data: []byte("x")}); !errors.Is(err, idem.ErrLeaseLost) {
+			l := idemstore.Lease{Key: key, Owner: idemstore.Token{2}, Fence: 1, Duration: time.Minute, TTL: time.Hour}
+			if err := s.Complete(ctx, l, idemstore.Result{Data: []byte("x")}); !errors.Is(err, idem.ErrLeaseLost) {
 				t.Errorf("Complete = %v; want idem.ErrLeaseLost", err)
 			}
 			after, err := ref.Get(ctx)
@@ -194,23 +195,23 @@ func TestStaleOwnerOtherProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	req := idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: 300 * time.Millisecond, TTL: time.Hour}
+	req := idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{1}, Lease: 300 * time.Millisecond, TTL: time.Hour}
 	res, err := a.Claim(ctx, req)
-	if err != nil || res.Status != idem.ClaimAcquired {
+	if err != nil || res.Status != idemstore.ClaimAcquired {
 		t.Fatalf("claim = %+v, %v", res, err)
 	}
-	l := idem.Lease{Key: "k", Owner: req.Owner, Fence: res.Fence, Duration: req.Lease, TTL: time.Hour}
+	l := idemstore.Lease{Key: "k", Owner: req.Owner, Fence: res.Fence, Duration: req.Lease, TTL: time.Hour}
 	if err := b.Heartbeat(ctx, l); err != nil {
 		t.Fatalf("heartbeat through another store instance = %v", err)
 	}
 	time.Sleep(400 * time.Millisecond)
 	req2 := req
-	req2.Owner = idem.Token{2}
-	if res, err := b.Claim(ctx, req2); err != nil || res.Status != idem.ClaimTakenOver || res.Fence != 2 {
+	req2.Owner = idemstore.Token{2}
+	if res, err := b.Claim(ctx, req2); err != nil || res.Status != idemstore.ClaimTakenOver || res.Fence != 2 {
 		t.Fatalf("takeover = %+v, %v", res, err)
 	}
 	for name, s := range map[string]*firestorestore.Store{"claiming store": a, "other store": b} {
-		if err := s.Complete(ctx, l, idem.Result{Data: []byte("late")}); !errors.Is(err, idem.ErrLeaseLost) {
+		if err := s.Complete(ctx, l, idemstore.Result{Data: []byte("late")}); !errors.Is(err, idem.ErrLeaseLost) {
 			t.Errorf("stale Complete through the %s = %v; want idem.ErrLeaseLost", name, err)
 		}
 	}
@@ -225,18 +226,18 @@ func TestCleanup(t *testing.T) {
 	ctx := context.Background()
 	finish := func(key string, ttl time.Duration) {
 		t.Helper()
-		res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{1}, Lease: time.Minute, TTL: ttl})
+		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{1}, Lease: time.Minute, TTL: ttl})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Complete(ctx, idem.Lease{Key: key, Owner: idem.Token{1}, Fence: res.Fence, TTL: ttl}, idem.Result{Data: []byte("v")}); err != nil {
+		if err := s.Complete(ctx, idemstore.Lease{Key: key, Owner: idemstore.Token{1}, Fence: res.Fence, TTL: ttl}, idemstore.Result{Data: []byte("v")}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	finish("dead1", 100*time.Millisecond)
 	finish("dead2", 100*time.Millisecond)
 	finish("live", time.Hour)
-	if _, err := s.Claim(ctx, idem.ClaimRequest{Key: "running", Owner: idem.Token{2}, Lease: time.Minute, TTL: time.Millisecond}); err != nil {
+	if _, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "running", Owner: idemstore.Token{2}, Lease: time.Minute, TTL: time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Collection().Doc("foreign").Set(ctx, map[string]any{"ttl": time.Unix(0, 0)}); err != nil {
@@ -266,7 +267,7 @@ func TestWaitWakesByListener(t *testing.T) {
 	c := emulator(t)
 	s := newStore(t, c, firestorestore.WithPollInterval(30*time.Second, 30*time.Second))
 	ctx := context.Background()
-	res, err := s.Claim(ctx, idem.ClaimRequest{Key: "w", Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour})
+	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "w", Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +280,7 @@ func TestWaitWakesByListener(t *testing.T) {
 	default:
 	}
 	done := time.Now()
-	if err := s.Complete(ctx, idem.Lease{Key: "w", Owner: idem.Token{1}, Fence: res.Fence, TTL: time.Hour}, idem.Result{}); err != nil {
+	if err := s.Complete(ctx, idemstore.Lease{Key: "w", Owner: idemstore.Token{1}, Fence: res.Fence, TTL: time.Hour}, idemstore.Result{}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -324,21 +325,21 @@ func TestClaimRetriedAfterLostReply(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			s := newStore(t, c, mode.opts...)
 			ctx := context.Background()
-			req := idem.ClaimRequest{Key: "k", Owner: idem.Token{7}, Fingerprint: idem.Fingerprint{1}, Lease: time.Minute, TTL: time.Hour}
+			req := idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{7}, Fingerprint: idemstore.Fingerprint{1}, Lease: time.Minute, TTL: time.Hour}
 			first, err := s.Claim(ctx, req)
-			if err != nil || first.Status != idem.ClaimAcquired {
+			if err != nil || first.Status != idemstore.ClaimAcquired {
 				t.Fatalf("first claim = %+v, %v", first, err)
 			}
 			again, err := s.Claim(ctx, req)
-			if err != nil || again.Status != idem.ClaimAcquired || again.Fence != first.Fence {
+			if err != nil || again.Status != idemstore.ClaimAcquired || again.Fence != first.Fence {
 				t.Fatalf("re-sent claim = %+v, %v; want acquired at fence %d", again, err, first.Fence)
 			}
 			other := req
-			other.Owner = idem.Token{8}
-			if res, err := s.Claim(ctx, other); err != nil || res.Status != idem.ClaimInProgress {
+			other.Owner = idemstore.Token{8}
+			if res, err := s.Claim(ctx, other); err != nil || res.Status != idemstore.ClaimInProgress {
 				t.Fatalf("another owner's claim = %+v, %v; want in progress", res, err)
 			}
-			if err := s.Complete(ctx, idem.Lease{Key: "k", Owner: req.Owner, Fence: again.Fence, TTL: time.Hour}, idem.Result{Data: []byte("r")}); err != nil {
+			if err := s.Complete(ctx, idemstore.Lease{Key: "k", Owner: req.Owner, Fence: again.Fence, TTL: time.Hour}, idemstore.Result{Data: []byte("r")}); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -353,7 +354,7 @@ func TestWaitPollsWithoutListener(t *testing.T) {
 	c := emulatorClient(t, testenv.FirestoreEmulatorHost(), nil, grpc.WithStreamInterceptor(refuseListen))
 	s := newStore(t, c, firestorestore.WithPollInterval(20*time.Millisecond, 200*time.Millisecond))
 	ctx := context.Background()
-	res, err := s.Claim(ctx, idem.ClaimRequest{Key: "w", Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour})
+	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "w", Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +366,7 @@ func TestWaitPollsWithoutListener(t *testing.T) {
 		t.Fatalf("Wait returned before the completion: %v", err)
 	default:
 	}
-	if err := s.Complete(ctx, idem.Lease{Key: "w", Owner: idem.Token{1}, Fence: res.Fence, TTL: time.Hour}, idem.Result{}); err != nil {
+	if err := s.Complete(ctx, idemstore.Lease{Key: "w", Owner: idemstore.Token{1}, Fence: res.Fence, TTL: time.Hour}, idemstore.Result{}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -421,14 +422,14 @@ func TestOperationTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	l := idem.Lease{Key: "k", Owner: idem.Token{1}, Fence: 1, Duration: time.Minute, TTL: time.Hour}
+	l := idemstore.Lease{Key: "k", Owner: idemstore.Token{1}, Fence: 1, Duration: time.Minute, TTL: time.Hour}
 	ops := map[string]func() error{
 		"Claim": func() error {
-			_, err := s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour})
+			_, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Hour})
 			return err
 		},
 		"Heartbeat": func() error { return s.Heartbeat(ctx, l) },
-		"Complete":  func() error { return s.Complete(ctx, l, idem.Result{Data: []byte("x")}) },
+		"Complete":  func() error { return s.Complete(ctx, l, idemstore.Result{Data: []byte("x")}) },
 		"Get":       func() error { _, err := s.Get(ctx, "k"); return err },
 		"Delete":    func() error { return s.Delete(ctx, "k") },
 		"Wait":      func() error { return s.Wait(ctx, "k") },
@@ -492,16 +493,16 @@ func TestServerCancelledWrites(t *testing.T) {
 			c := emulatorClient(t, testenv.FirestoreEmulatorHost(), nil, grpc.WithUnaryInterceptor(cc.unary))
 			s := newStore(t, c, tc.opts...)
 			ctx := context.Background()
-			req := idem.ClaimRequest{Key: "k", Owner: idem.Token{3}, Fingerprint: idem.Fingerprint{1}, Lease: time.Minute, TTL: time.Hour}
+			req := idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{3}, Fingerprint: idemstore.Fingerprint{1}, Lease: time.Minute, TTL: time.Hour}
 
 			cc.n.Store(tc.n)
 			res, err := s.Claim(ctx, req)
-			if err != nil || res.Status != idem.ClaimAcquired || res.Fence != 1 {
+			if err != nil || res.Status != idemstore.ClaimAcquired || res.Fence != 1 {
 				t.Fatalf("Claim = %+v, %v; want acquired at fence 1", res, err)
 			}
 			cc.n.Store(tc.n)
-			lease := idem.Lease{Key: "k", Owner: req.Owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
-			if err := s.Complete(ctx, lease, idem.Result{Data: []byte("once")}); err != nil {
+			lease := idemstore.Lease{Key: "k", Owner: req.Owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
+			if err := s.Complete(ctx, lease, idemstore.Result{Data: []byte("once")}); err != nil {
 				t.Fatalf("Complete = %v", err)
 			}
 			if got := cc.hits.Load(); got != 2*tc.n {
@@ -511,12 +512,12 @@ func TestServerCancelledWrites(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff([]any{idem.StateCompleted, uint64(1), "once"}, []any{rec.State, rec.Fence, string(rec.Result)}); diff != "" {
+			if diff := cmp.Diff([]any{idemstore.StateCompleted, uint64(1), "once"}, []any{rec.State, rec.Fence, string(rec.Result)}); diff != "" {
 				t.Errorf("record (-want +got):\n%s", diff)
 			}
 			other := req
-			other.Owner = idem.Token{4}
-			if res, err := s.Claim(ctx, other); err != nil || res.Status != idem.ClaimCompleted || string(res.Result.Data) != "once" {
+			other.Owner = idemstore.Token{4}
+			if res, err := s.Claim(ctx, other); err != nil || res.Status != idemstore.ClaimCompleted || string(res.Result.Data) != "once" {
 				t.Fatalf("a duplicate's claim = %+v, %v; want the completed result", res, err)
 			}
 		})

@@ -6,10 +6,9 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
-	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Wait blocks until key has no in-progress record whose lease still holds.
@@ -105,7 +104,7 @@ func waitDone(key string, snap *firestore.DocumentSnapshot) (done bool, until ti
 		return false, 0, err
 	}
 	r := &d.rec
-	if r.State != idem.StateInProgress || !snap.ReadTime.Before(r.LeaseUntil) {
+	if r.State != idemstore.StateInProgress || !snap.ReadTime.Before(r.LeaseUntil) {
 		return true, 0, nil
 	}
 	return false, r.LeaseUntil.Sub(snap.ReadTime), nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -465,7 +466,7 @@ func BenchmarkFirstExecutionWrapper(b *testing.B) {
 // Replays and first executions in parallel on a store the Guard keeps
 // flights for (the memory store behind its Store methods only).
 func BenchmarkFlightsParallel(b *testing.B) {
-	g := idem.NewGuard(struct{ idem.Store }{memstore.New()})
+	g := idem.NewGuard(struct{ idemstore.Store }{memstore.New()})
 	spec := &idem.Spec{Name: "bench.Flights"}
 	ctx := context.Background()
 	var n atomic.Int64

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/internal/impl"
 )
 
@@ -47,15 +48,62 @@ type callState struct {
 var errCallFinished = errors.New("idem: call already finished (a Call is used once)")
 
 // Begin starts a hand-written call of the function spec describes, with
-// the idempotency key key, which is keyed as a Keyer's IdemKey value is
-// (a string, a number, a []any of them, a Keyer, ...). Hand the Call to
-// Do or StoreKey. Generated wrappers start theirs through
-// runtime/idemimpl instead, which writes the key field by field without
-// boxing it; an ordered function's call (Spec.Ordered) needs that too.
+// the idempotency key key, and keys it as a generated wrapper keys a
+// parameter of key's type: a string, []byte, bool or builtin number as
+// its value alone (so Begin(&spec, id) and a wrapper annotated key=id
+// of the same name and version share their records), anything else as
+// a Keyer's IdemKey value is (a []any of them, a Keyer, a time.Time, a
+// named type by its type and value, ...). Hand the Call to Do or
+// StoreKey. Generated wrappers start theirs through runtime/idemimpl
+// instead, which writes the key field by field without boxing it; an
+// ordered function's call (Spec.Ordered) needs that too.
 func (g *Guard) Begin(spec *Spec, key any) Call {
 	c, m := g.begin(spec)
-	m.Key().Any(key)
+	writeKey(m.Key(), key)
 	return c
+}
+
+// writeKey writes key as the generated code writes a parameter of its
+// type: the builtin basic types directly, the rest by Any's rules.
+func writeKey(b *impl.KeyBuilder, key any) {
+	switch v := key.(type) {
+	case string:
+		b.String(v)
+	case []byte:
+		if v == nil {
+			b.Nil()
+		} else {
+			b.Bytes(v)
+		}
+	case bool:
+		b.Bool(v)
+	case int:
+		b.Int(int64(v))
+	case int8:
+		b.Int(int64(v))
+	case int16:
+		b.Int(int64(v))
+	case int32:
+		b.Int(int64(v))
+	case int64:
+		b.Int(v)
+	case uint:
+		b.Uint(uint64(v))
+	case uint8:
+		b.Uint(uint64(v))
+	case uint16:
+		b.Uint(uint64(v))
+	case uint32:
+		b.Uint(uint64(v))
+	case uint64:
+		b.Uint(v)
+	case float32:
+		b.Float(float64(v))
+	case float64:
+		b.Float(v)
+	default:
+		b.Any(key)
+	}
 }
 
 // begin starts a call: the caller writes its key into the returned
@@ -184,20 +232,20 @@ func (c *callState) memoRaw() []byte {
 }
 
 // derive hashes the key material and builds the store key.
-func (c *callState) derive(order *OrderClaim) (key string, fp Fingerprint) {
+func (c *callState) derive(order *idemstore.OrderClaim) (key string, fp idemstore.Fingerprint) {
 	b, fp := c.deriveBytes(order)
 	return string(b), fp
 }
 
 // deriveBytes is derive with the key left in c's scratch buffer, valid
 // until c's next use.
-func (c *callState) deriveBytes(order *OrderClaim) (key []byte, fp Fingerprint) {
+func (c *callState) deriveBytes(order *idemstore.OrderClaim) (key []byte, fp idemstore.Fingerprint) {
 	g, spec := c.g, c.spec
 	kb, pb, eb, hasPayload, at := c.m.Parts()
 	kh := g.mac(kb.Sum())
-	fp = Fingerprint(kh)
+	fp = idemstore.Fingerprint(kh)
 	if hasPayload {
-		fp = Fingerprint(g.mac(pb.Sum()))
+		fp = idemstore.Fingerprint(g.mac(pb.Sum()))
 	}
 	b := append(c.scratch[:0], g.prefix...)
 	b = append(b, spec.Name...)
@@ -211,7 +259,7 @@ func (c *callState) deriveBytes(order *OrderClaim) (key []byte, fp Fingerprint) 
 		b = append(b, '{')
 		b = hex.AppendEncode(b, eh[:])
 		b = append(b, '}')
-		*order = OrderClaim{Key: string(b), At: at, Grace: spec.Grace}
+		*order = idemstore.OrderClaim{Key: string(b), At: at, Grace: spec.Grace}
 		b = append(b, ':')
 	}
 	b = hex.AppendEncode(b, kh[:])

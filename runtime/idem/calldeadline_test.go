@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
@@ -54,10 +55,10 @@ func TestCallerDeadlineNeverFailsOpen(t *testing.T) {
 
 // timedOutWait is a store whose key is always held by another owner and
 // whose Wait fails as a client that noticed its ctx's deadline first.
-type timedOutWait struct{ idem.Store }
+type timedOutWait struct{ idemstore.Store }
 
-func (timedOutWait) Claim(context.Context, idem.ClaimRequest) (idem.ClaimResult, error) {
-	return idem.ClaimResult{Status: idem.ClaimInProgress, Fence: 1, LeaseUntil: time.Now().Add(time.Minute)}, nil
+func (timedOutWait) Claim(context.Context, idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
+	return idemstore.ClaimResult{Status: idemstore.ClaimInProgress, Fence: 1, LeaseUntil: time.Now().Add(time.Minute)}, nil
 }
 
 func (timedOutWait) Wait(context.Context, string) error {

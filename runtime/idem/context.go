@@ -2,6 +2,8 @@ package idem
 
 import (
 	"context"
+
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 type leaseKey struct{}
@@ -11,10 +13,10 @@ type leaseKey struct{}
 // a record itself (pgstore's transactional completion) writes exactly
 // the bytes the Guard would: the function's identity header, then the
 // result's encoding.
-func LeaseFrom(ctx context.Context) (Lease, Codec, bool) {
+func LeaseFrom(ctx context.Context) (idemstore.Lease, Codec, bool) {
 	r, ok := ctx.Value(leaseKey{}).(*running)
 	if !ok {
-		return Lease{}, nil, false
+		return idemstore.Lease{}, nil, false
 	}
 	return r.lease, &r.codec, true
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/internal/impl"
 )
 
@@ -28,7 +29,7 @@ var writeTimeoutFloor = 5 * time.Second
 // A store whose calls never wait on I/O (InProcess) needs no bound: its
 // writes get the caller's ctx without its cancelation, which for a ctx that
 // cannot be canceled (Background) is the ctx itself.
-func (g *Guard) writeCtx(ctx context.Context, lease Lease) (context.Context, context.CancelFunc) {
+func (g *Guard) writeCtx(ctx context.Context, lease idemstore.Lease) (context.Context, context.CancelFunc) {
 	if g.inProcess {
 		if ctx.Done() == nil {
 			return ctx, func() {}
@@ -114,11 +115,11 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 		}
 		st.repeat = !owns(res.Status)
 		switch res.Status {
-		case ClaimAcquired, ClaimTakenOver:
+		case idemstore.ClaimAcquired, idemstore.ClaimTakenOver:
 			return own(ctx, st, &res, owner, overrideReason, fn)
-		case ClaimCompleted:
+		case idemstore.ClaimCompleted:
 			return replay[R](st, &res)
-		case ClaimInProgress:
+		case idemstore.ClaimInProgress:
 			if err := awaitOwner(ctx, st, &res); err != nil {
 				return zero, err
 			}
@@ -131,7 +132,7 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 // orderable is nil if st's store supports ordering, as its ordered
 // function needs.
 func orderable(st *state) error {
-	if o, ok := st.g.store.(Orderer); !ok || !o.SupportsOrdering() {
+	if o, ok := st.g.store.(idemstore.Orderer); !ok || !o.SupportsOrdering() {
 		return fmt.Errorf("idem: %s is ordered (order=) but the store %T does not support ordering", st.spec.Name, st.g.store)
 	}
 	return nil
@@ -140,15 +141,15 @@ func orderable(st *state) error {
 // refused is the error of a claim that neither acquired, replayed nor
 // found an owner running: a recorded failure, a payload mismatch, an
 // event out of order.
-func refused(st *state, res *ClaimResult) error {
+func refused(st *state, res *idemstore.ClaimResult) error {
 	spec := st.spec
 	switch res.Status {
-	case ClaimFailed:
+	case idemstore.ClaimFailed:
 		return replayFailure(st, res)
-	case ClaimMismatch:
+	case idemstore.ClaimMismatch:
 		st.ev(OutcomeMismatch, res.Fence, nil)
 		return fmt.Errorf("%s: %w", spec.Name, ErrPayloadMismatch)
-	case ClaimOutOfOrder:
+	case idemstore.ClaimOutOfOrder:
 		oerr := &OutOfOrderError{Func: spec.Name, LastAccepted: res.LastAccepted, Submitted: st.order.At, Grace: st.order.Grace}
 		st.reason = oerr.Error()
 		st.ev(OutcomeOutOfOrder, res.Fence, oerr)
@@ -199,12 +200,12 @@ var errFailOpen = errors.New("idem: fail open")
 
 // claim sends st's claim for owner. Its errors are Do's, except
 // errFailOpen.
-func claim(ctx context.Context, st *state, owner Token) (ClaimResult, error) {
+func claim(ctx context.Context, st *state, owner idemstore.Token) (idemstore.ClaimResult, error) {
 	g, spec := st.g, st.spec
 	if err := ctx.Err(); err != nil {
 		// Stores change nothing for a done ctx; saying so here keeps
 		// a claim error below meaning "the claim may have landed".
-		return ClaimResult{}, fmt.Errorf("%s: %w", spec.Name, err)
+		return idemstore.ClaimResult{}, fmt.Errorf("%s: %w", spec.Name, err)
 	}
 	g.orphans.settle(ctx, g, st.key)
 	// The lease runs from when the claim was sent: a slow reply must
@@ -213,10 +214,10 @@ func claim(ctx context.Context, st *state, owner Token) (ClaimResult, error) {
 	if !g.inProcess {
 		st.claimSent = time.Since(monoBase)
 	}
-	req := ClaimRequest{Key: st.key, Fingerprint: st.fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: st.order}
+	req := idemstore.ClaimRequest{Key: st.key, Fingerprint: st.fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: st.order}
 	st.claiming = owner
 	res, err := g.store.Claim(ctx, req)
-	st.claiming = Token{}
+	st.claiming = idemstore.Token{}
 	if err != nil {
 		return res, claimFailed(ctx, st, &req, err)
 	}
@@ -227,7 +228,7 @@ func claim(ctx context.Context, st *state, owner Token) (ClaimResult, error) {
 }
 
 // claimFailed is claim's error for a claim the store did not answer.
-func claimFailed(ctx context.Context, st *state, req *ClaimRequest, err error) error {
+func claimFailed(ctx context.Context, st *state, req *idemstore.ClaimRequest, err error) error {
 	g, spec := st.g, st.spec
 	// The claim may have reached the store although its reply did not
 	// reach us (a timeout, a cut connection): find it and give it up, so
@@ -278,10 +279,10 @@ func leaseStart(until time.Time, lease time.Duration) time.Duration {
 // own runs fn as the key's new owner, unless the caller's ctx ended while
 // the claim was on its way (a client that ignores ctx deadlines): then the
 // key is given back, since nobody waits for the work.
-func own[R any](ctx context.Context, st *state, res *ClaimResult, owner Token, overrideReason string, fn func(context.Context) (R, error)) (R, error) {
+func own[R any](ctx context.Context, st *state, res *idemstore.ClaimResult, owner idemstore.Token, overrideReason string, fn func(context.Context) (R, error)) (R, error) {
 	var zero R
 	g, spec := st.g, st.spec
-	lease := Lease{Key: st.key, Owner: owner, Fence: res.Fence, Duration: spec.lease(), TTL: spec.ttl()}
+	lease := idemstore.Lease{Key: st.key, Owner: owner, Fence: res.Fence, Duration: spec.lease(), TTL: spec.ttl()}
 	st.steps = res.Steps
 	if ctx.Err() == nil {
 		return execute(ctx, st, lease, res.Status, overrideReason, fn)
@@ -300,8 +301,8 @@ func own[R any](ctx context.Context, st *state, res *ClaimResult, owner Token, o
 
 // announce reports how an owned call came to run: a takeover, an ordered
 // event accepted out of order.
-func (st *state) announce(status ClaimStatus, fence uint64, overrideReason string) {
-	if status == ClaimTakenOver {
+func (st *state) announce(status idemstore.ClaimStatus, fence uint64, overrideReason string) {
+	if status == idemstore.ClaimTakenOver {
 		st.ev(OutcomeTakeover, fence, nil)
 	}
 	if st.order.Override {
@@ -313,7 +314,7 @@ func (st *state) announce(status ClaimStatus, fence uint64, overrideReason strin
 
 // replay answers a duplicate of a completed call: its stored result, or
 // ErrDuplicate in raise mode.
-func replay[R any](st *state, res *ClaimResult) (R, error) {
+func replay[R any](st *state, res *idemstore.ClaimResult) (R, error) {
 	var zero R
 	spec := st.spec
 	if spec.OnDuplicate == DuplicateRaise {
@@ -335,7 +336,7 @@ func replay[R any](st *state, res *ClaimResult) (R, error) {
 }
 
 // replayFailure answers a duplicate of a call whose failure was recorded.
-func replayFailure(st *state, res *ClaimResult) error {
+func replayFailure(st *state, res *idemstore.ClaimResult) error {
 	spec := st.spec
 	rerr := decodeFailure(st.g, spec, st.key, res.Result)
 	if _, ok := rerr.(*RecordedError); !ok {
@@ -355,7 +356,7 @@ func replayFailure(st *state, res *ClaimResult) error {
 // awaitOwner handles a claim that found another owner running: nil means
 // claim again (this process runs it after all, an orphaned claim of ours
 // was given back, or the owner finished while a wait caller waited).
-func awaitOwner(ctx context.Context, st *state, res *ClaimResult) error {
+func awaitOwner(ctx context.Context, st *state, res *idemstore.ClaimResult) error {
 	g, spec := st.g, st.spec
 	if g.flight(st.key) != nil {
 		return nil // our own process runs it: answer in process
@@ -393,8 +394,8 @@ type state struct {
 	g     *Guard
 	spec  *Spec
 	key   string
-	fp    Fingerprint
-	order OrderClaim // an ordered call's entity record (Key) and event time
+	fp    idemstore.Fingerprint
+	order idemstore.OrderClaim // an ordered call's entity record (Key) and event time
 	// claimSent is when the last claim was sent, since monoBase (a
 	// monotonic reading only): an acquired lease is counted from then.
 	claimSent time.Duration
@@ -403,7 +404,7 @@ type state struct {
 	// repeat: the key was found claimed (a duplicate, in process or in
 	// the store), so it is worth remembering in the key memo.
 	repeat bool
-	owner  Token // the first claim's owner token, minted with the key
+	owner  idemstore.Token // the first claim's owner token, minted with the key
 	// unmemoized is the call state whose key the memo missed, held until
 	// release (nil otherwise).
 	unmemoized *callState
@@ -414,7 +415,7 @@ type state struct {
 	// claiming is the owner of the claim on its way to the store: still
 	// set when Do ends, the store's Claim panicked, and the claim may have
 	// landed.
-	claiming Token
+	claiming idemstore.Token
 }
 
 // end is Do's last word, deferred: it stops the call's waiting and hands
@@ -422,9 +423,9 @@ type state struct {
 // panicked, which a store may have applied before panicking: unreturned,
 // it would hold the key for a whole lease. The panic goes on.
 func (st *state) end() {
-	if owner := st.claiming; owner != (Token{}) {
-		st.claiming = Token{}
-		g, l := st.g, Lease{Key: st.key, Owner: owner, Duration: st.spec.lease(), TTL: st.spec.ttl()}
+	if owner := st.claiming; owner != (idemstore.Token{}) {
+		st.claiming = idemstore.Token{}
+		g, l := st.g, idemstore.Lease{Key: st.key, Owner: owner, Duration: st.spec.lease(), TTL: st.spec.ttl()}
 		quietly(func() {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(st.ctx), max(l.Duration, writeTimeoutFloor))
 			defer cancel()
@@ -445,9 +446,9 @@ func quietly(f func()) {
 
 // nextOwner is the token of st's next claim: the one minted with its key
 // (callState.mint), then a new one for each claim after a wait.
-func (st *state) nextOwner() Token {
-	if o := st.owner; o != (Token{}) {
-		st.owner = Token{}
+func (st *state) nextOwner() idemstore.Token {
+	if o := st.owner; o != (idemstore.Token{}) {
+		st.owner = idemstore.Token{}
 		return o
 	}
 	return st.g.token()
@@ -495,7 +496,7 @@ func (st *state) inProgress(leaseUntil time.Time, fence uint64) error {
 // decodeFailure returns the recorded failure in r: a *RecordedError, or
 // an error matching ErrFunctionMismatch or ErrCorruptRecord when the
 // record is not this function's to replay.
-func decodeFailure(g *Guard, spec *Spec, key string, r Result) error {
+func decodeFailure(g *Guard, spec *Spec, key string, r idemstore.Result) error {
 	body, err := g.openRecord(spec, key, r.Data)
 	if err != nil {
 		return fmt.Errorf("%s: recorded failure: %w", spec.Name, err)
@@ -510,7 +511,7 @@ func decodeFailure(g *Guard, spec *Spec, key string, r Result) error {
 	return &RecordedError{Func: spec.Name, Message: fr.Message, Cause: causeOf(fr.Cause)}
 }
 
-func decodeResult[R any](g *Guard, spec *Spec, key string, r Result) (R, error) {
+func decodeResult[R any](g *Guard, spec *Spec, key string, r idemstore.Result) (R, error) {
 	body, err := g.openRecord(spec, key, r.Data)
 	if err != nil {
 		var zero R

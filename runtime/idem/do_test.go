@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
@@ -101,9 +102,9 @@ func TestDuplicateModes(t *testing.T) {
 
 // Replays through a store that keeps no Go values decode the stored bytes
 // and must equal the original too.
-type bytesOnly struct{ idem.Store }
+type bytesOnly struct{ idemstore.Store }
 
-func (s bytesOnly) Claim(ctx context.Context, r idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s bytesOnly) Claim(ctx context.Context, r idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	res, err := s.Store.Claim(ctx, r)
 	res.Result.Value = nil
 	return res, err
@@ -148,10 +149,10 @@ func TestConcurrentDuplicates(t *testing.T) {
 	// Guard's flights.
 	stores := []struct {
 		name string
-		new  func() idem.Store
+		new  func() idemstore.Store
 	}{
-		{"memory", func() idem.Store { return memstore.New(memstore.WithPollInterval(5 * time.Millisecond)) }},
-		{"networked", func() idem.Store {
+		{"memory", func() idemstore.Store { return memstore.New(memstore.WithPollInterval(5 * time.Millisecond)) }},
+		{"networked", func() idemstore.Store {
 			return networked{memstore.New(memstore.WithPollInterval(5 * time.Millisecond))}
 		}},
 	}
@@ -214,8 +215,8 @@ func TestConcurrentDuplicates(t *testing.T) {
 }
 
 // networked is a store the Guard does not take for an in-process one
-// (idem.InProcess is not among an idem.Store's methods).
-type networked struct{ idem.Store }
+// (idem.InProcess is not among an idemstore.Store's methods).
+type networked struct{ idemstore.Store }
 
 func TestWaitBounded(t *testing.T) {
 	g := idem.NewGuard(memstore.New())
@@ -270,7 +271,7 @@ func TestOnFailure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, store := range []idem.Store{memstore.New(), bytesOnly{memstore.New()}} {
+			for _, store := range []idemstore.Store{memstore.New(), bytesOnly{memstore.New()}} {
 				g := idem.NewGuard(store)
 				spec := tt.spec
 				spec.Name = "test.Charge"
@@ -331,8 +332,8 @@ func TestFenceFromAndLeaseLost(t *testing.T) {
 		// would be a mismatch, expired lease or not.
 		clock.Advance(time.Second)
 		r, _ := store.Get(context.Background(), key)
-		res, err := store.Claim(context.Background(), idem.ClaimRequest{Key: key, Fingerprint: r.Fingerprint, Owner: idem.Token{1}, Lease: time.Hour, TTL: time.Hour})
-		if err != nil || res.Status != idem.ClaimTakenOver {
+		res, err := store.Claim(context.Background(), idemstore.ClaimRequest{Key: key, Fingerprint: r.Fingerprint, Owner: idemstore.Token{1}, Lease: time.Hour, TTL: time.Hour})
+		if err != nil || res.Status != idemstore.ClaimTakenOver {
 			t.Errorf("takeover = %v, %v", res.Status, err)
 		}
 		select {
@@ -348,7 +349,7 @@ func TestFenceFromAndLeaseLost(t *testing.T) {
 		t.Fatalf("Do = %v, ctx cause = %v; want ErrLeaseLost for both", err, cause)
 	}
 	r, _ := store.Get(context.Background(), key)
-	if r.State != idem.StateInProgress || r.Owner != (idem.Token{1}) || r.Fence != 2 {
+	if r.State != idemstore.StateInProgress || r.Owner != (idemstore.Token{1}) || r.Fence != 2 {
 		t.Fatalf("record = %v owner %v fence %d; the new owner's claim must stand", r.State, r.Owner, r.Fence)
 	}
 	if got := rec.outcomes(); !slicesContain(got, "lease_lost") {
@@ -428,12 +429,12 @@ func TestPayloadMismatch(t *testing.T) {
 }
 
 // failing is a store whose claims fail, as an unreachable server's would.
-type failing struct{ idem.Store }
+type failing struct{ idemstore.Store }
 
 var errDown = errors.New("connection refused")
 
-func (failing) Claim(context.Context, idem.ClaimRequest) (idem.ClaimResult, error) {
-	return idem.ClaimResult{}, errDown
+func (failing) Claim(context.Context, idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
+	return idemstore.ClaimResult{}, errDown
 }
 
 func TestStoreUnavailable(t *testing.T) {
@@ -587,9 +588,9 @@ func TestOneFinalEventPerCall(t *testing.T) {
 }
 
 // tooSmall refuses results over 8 bytes, as every real store has some limit.
-type tooSmall struct{ idem.Store }
+type tooSmall struct{ idemstore.Store }
 
-func (s tooSmall) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+func (s tooSmall) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
 	if len(r.Data) > 8 {
 		return fmt.Errorf("%d bytes: %w", len(r.Data), idem.ErrResultTooLarge)
 	}
@@ -665,9 +666,9 @@ func TestKeyMemoIsTransparent(t *testing.T) {
 }
 
 // unreachable heartbeats: every heartbeat fails, as when the store is cut off.
-type noHeartbeats struct{ idem.Store }
+type noHeartbeats struct{ idemstore.Store }
 
-func (noHeartbeats) Heartbeat(context.Context, idem.Lease) error { return errDown }
+func (noHeartbeats) Heartbeat(context.Context, idemstore.Lease) error { return errDown }
 
 // A function whose heartbeats cannot reach the store is stopped when its
 // lease runs out (counted from the claim), not a heartbeat later: by then
@@ -704,8 +705,8 @@ func TestLeaseRunsOutWithoutHeartbeats(t *testing.T) {
 // do, already wrapped in ErrStoreUnavailable.
 type refusing struct{ *memstore.Store }
 
-func (refusing) Claim(context.Context, idem.ClaimRequest) (idem.ClaimResult, error) {
-	return idem.ClaimResult{}, fmt.Errorf("%w: dial tcp 127.0.0.1:1: connect: connection refused", idem.ErrStoreUnavailable)
+func (refusing) Claim(context.Context, idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
+	return idemstore.ClaimResult{}, fmt.Errorf("%w: dial tcp 127.0.0.1:1: connect: connection refused", idem.ErrStoreUnavailable)
 }
 
 // A store error that already says "store unavailable" is not wrapped in it

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/internal/impl"
 )
 
@@ -21,7 +22,7 @@ import (
 
 // execute runs fn as the key's owner: heartbeats, panics, lease loss and
 // recording the outcome.
-func execute[R any](ctx context.Context, st *state, lease Lease, status ClaimStatus, overrideReason string, fn func(context.Context) (R, error)) (r R, err error) {
+func execute[R any](ctx context.Context, st *state, lease idemstore.Lease, status idemstore.ClaimStatus, overrideReason string, fn func(context.Context) (R, error)) (r R, err error) {
 	x := start(ctx, st, lease)
 	done := false
 	defer func() {
@@ -54,7 +55,7 @@ func execute[R any](ctx context.Context, st *state, lease Lease, status ClaimSta
 
 // start makes the execution of an owned call: its flight (same-key
 // callers in process wait on it), fn's ctx and its heartbeat.
-func start(ctx context.Context, st *state, lease Lease) *execution {
+func start(ctx context.Context, st *state, lease idemstore.Lease) *execution {
 	g, spec := st.g, st.spec
 	x := &execution{run: running{lease: lease, codec: recordCodec{g: g, spec: spec, key: lease.Key}}}
 	if st.steps != nil {
@@ -72,7 +73,7 @@ func start(ctx context.Context, st *state, lease Lease) *execution {
 // heartbeat, releases the key unless the outcome was recorded (settled)
 // and ends the flight. What it calls may panic again (the same faulty
 // store or observer): that is swallowed, the caller gets p.
-func (x *execution) abandon(ctx context.Context, st *state, lease Lease, p any) {
+func (x *execution) abandon(ctx context.Context, st *state, lease idemstore.Lease, p any) {
 	g, spec := st.g, st.spec
 	x.hb.stop()
 	x.ctx.end()
@@ -122,7 +123,7 @@ type panicValue struct{ v any }
 
 // record stores what fn returned (r, err) under lease: the result, a
 // recorded failure (on_failure=lock) or a release.
-func record[R any](ctx context.Context, st *state, lease Lease, x *execution, r R, err error) (R, error) {
+func record[R any](ctx context.Context, st *state, lease idemstore.Lease, x *execution, r R, err error) (R, error) {
 	var zero R
 	g, spec := st.g, st.spec
 	wctx, wcancel := g.writeCtx(ctx, lease)
@@ -166,7 +167,7 @@ func record[R any](ctx context.Context, st *state, lease Lease, x *execution, r 
 		}
 		return r, uerr
 	}
-	if cerr := g.store.Complete(wctx, lease, Result{Data: data, Value: v}); cerr != nil {
+	if cerr := g.store.Complete(wctx, lease, idemstore.Result{Data: data, Value: v}); cerr != nil {
 		if errors.Is(cerr, ErrResultTooLarge) {
 			return r, g.unstorable(wctx, st, lease, x, cerr)
 		}
@@ -189,7 +190,7 @@ func record[R any](ctx context.Context, st *state, lease Lease, x *execution, r 
 // ErrResultNotEncodable): the effect happened, so duplicates get the
 // recorded failure instead of running it again. It returns the error for
 // the first caller, which also gets fn's own value.
-func (g *Guard) unstorable(wctx context.Context, st *state, lease Lease, x *execution, cause error) error {
+func (g *Guard) unstorable(wctx context.Context, st *state, lease idemstore.Lease, x *execution, cause error) error {
 	spec := st.spec
 	rec := &RecordedError{Func: spec.Name, Message: cause.Error(), Cause: causeOf(causeCode(cause))}
 	shared := false
@@ -206,7 +207,7 @@ func (g *Guard) unstorable(wctx context.Context, st *state, lease Lease, x *exec
 // fail records rec as the failure of the call lease owns: spec's identity
 // header, then the failure as JSON, sealed as the Guard seals. A record
 // that cannot be sealed is not written in the clear: the key is released.
-func (g *Guard) fail(wctx context.Context, spec *Spec, lease Lease, rec *RecordedError) error {
+func (g *Guard) fail(wctx context.Context, spec *Spec, lease idemstore.Lease, rec *RecordedError) error {
 	body := g.failureBody(spec, rec)
 	data := make([]byte, 0, impl.HeaderLen(spec.Signature)+len(body))
 	data, err := g.sealRecord(spec, lease.Key, append(appendHeader(data, spec), body...))
@@ -216,7 +217,7 @@ func (g *Guard) fail(wctx context.Context, spec *Spec, lease Lease, rec *Recorde
 		}
 		return err
 	}
-	return g.store.Fail(wctx, lease, Result{Data: data, Value: rec})
+	return g.store.Fail(wctx, lease, idemstore.Result{Data: data, Value: rec})
 }
 
 // unavailable wraps a store error in ErrStoreUnavailable, once: a store
@@ -338,7 +339,7 @@ func (c *fnCtx) end() {
 
 // running is what a guarded call's ctx carries.
 type running struct {
-	lease Lease
+	lease idemstore.Lease
 	codec recordCodec
 	ctx   *fnCtx // a step that finds the lease lost cancels it
 	// steps is made by the call's first step, or at the start for a
@@ -356,9 +357,9 @@ type heartbeat struct {
 	// observer; nil without one (notes are then no-ops), which keeps the
 	// execution that holds the heartbeat small.
 	st    *state
-	lease *Lease     // the execution's
-	ctx   *fnCtx     // fn's
-	mu    sync.Mutex // serializes beats with stop
+	lease *idemstore.Lease // the execution's
+	ctx   *fnCtx           // fn's
+	mu    sync.Mutex       // serializes beats with stop
 	// stopped is set by stop, lost when the store said the key has
 	// another owner.
 	stopped, lost atomic.Bool
@@ -389,7 +390,7 @@ type (
 func (r *beatRing) ring() { (*heartbeat)(r).renew() }
 func (r *deadRing) ring() { (*heartbeat)(r).expire() }
 
-func (hb *heartbeat) start(g *Guard, ctx *fnCtx, lease *Lease, st *state) {
+func (hb *heartbeat) start(g *Guard, ctx *fnCtx, lease *idemstore.Lease, st *state) {
 	hb.g, hb.ctx, hb.lease = g, ctx, lease
 	if g.obs != nil {
 		cp := *st
@@ -488,7 +489,7 @@ type flightTable struct {
 
 // flight is a call this process is executing, as same-key callers see it.
 type flight struct {
-	fp Fingerprint
+	fp idemstore.Fingerprint
 	// spec is the running function's: a same-key caller of another
 	// function that shares its name (ErrFunctionMismatch) is not handed
 	// its value.
@@ -550,7 +551,7 @@ func (g *Guard) flight(key string) *flight {
 
 // startFlight makes and returns the key's flight for a call of spec with
 // payload fp, if the Guard keeps flights; nil if it does not.
-func (g *Guard) startFlight(key string, fp Fingerprint, spec *Spec) *flight {
+func (g *Guard) startFlight(key string, fp idemstore.Fingerprint, spec *Spec) *flight {
 	if g.inProcess {
 		return nil
 	}

@@ -3,6 +3,8 @@ package idem
 import (
 	"context"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // Hooks for the external tests.
@@ -13,7 +15,7 @@ func SetWriteTimeoutFloor(d time.Duration) (restore func()) {
 	return func() { writeTimeoutFloor = old }
 }
 
-func (g *Guard) WriteCtx(ctx context.Context, l Lease) (context.Context, context.CancelFunc) {
+func (g *Guard) WriteCtx(ctx context.Context, l idemstore.Lease) (context.Context, context.CancelFunc) {
 	return g.writeCtx(ctx, l)
 }
 
@@ -22,7 +24,7 @@ func (g *Guard) Orphans() int32 { return g.orphans.n.Load() }
 // Derive hashes c's key material and builds its store key, leaving c
 // unfinished (the derivation benchmark repeats it).
 func (c Call) Derive() {
-	var o OrderClaim
+	var o idemstore.OrderClaim
 	c.s.derive(&o)
 }
 

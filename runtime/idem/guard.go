@@ -9,13 +9,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/internal/impl"
 )
 
 // Guard runs functions at most once per key against a Store. It is safe for
 // concurrent use; make one per store and share it.
 type Guard struct {
-	store    Store
+	store    idemstore.Store
 	codec    Codec
 	obs      Observer
 	cobs     contextObserver // obs, when it takes a ctx
@@ -43,7 +44,7 @@ type Guard struct {
 }
 
 // NewGuard returns a Guard over store.
-func NewGuard(store Store, opts ...Option) *Guard {
+func NewGuard(store idemstore.Store, opts ...Option) *Guard {
 	c := config{codec: jsonCodec{}, prefix: "idem:", now: time.Now, memo: 4096}
 	for _, o := range opts {
 		o(&c)
@@ -64,10 +65,10 @@ func NewGuard(store Store, opts ...Option) *Guard {
 }
 
 // token mints a unique owner token without allocating.
-func (g *Guard) token() Token { return g.tokenOf(g.counter.Add(1)) }
+func (g *Guard) token() idemstore.Token { return g.tokenOf(g.counter.Add(1)) }
 
 // tokenOf is the owner token numbered n.
-func (g *Guard) tokenOf(n uint64) (t Token) {
+func (g *Guard) tokenOf(n uint64) (t idemstore.Token) {
 	copy(t[:8], g.tokenPrefix[:])
 	binary.BigEndian.PutUint64(t[8:], n)
 	return t

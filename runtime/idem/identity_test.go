@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -55,10 +56,10 @@ func TestFunctionIdentity(t *testing.T) {
 	}
 	stores := []struct {
 		name string
-		new  func() idem.Store
+		new  func() idemstore.Store
 	}{
-		{"Memory", func() idem.Store { return memstore.New() }}, // replays hand back the Go value
-		{"BytesOnly", func() idem.Store { return bytesOnly{memstore.New()} }},
+		{"Memory", func() idemstore.Store { return memstore.New() }}, // replays hand back the Go value
+		{"BytesOnly", func() idemstore.Store { return bytesOnly{memstore.New()} }},
 	}
 	for _, sc := range stores {
 		for _, tc := range cases {
@@ -143,11 +144,11 @@ func TestFunctionIdentityInProcess(t *testing.T) {
 
 // claimCounter counts the claims that reach the store.
 type claimCounter struct {
-	idem.Store
+	idemstore.Store
 	n atomic.Int64
 }
 
-func (s *claimCounter) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s *claimCounter) Claim(ctx context.Context, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	s.n.Add(1)
 	return s.Store.Claim(ctx, req)
 }
@@ -254,16 +255,16 @@ func TestRecordHeader(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var fp idem.Fingerprint // without a Payload, the key's hash, its last 64 hex digits
+			var fp idemstore.Fingerprint // without a Payload, the key's hash, its last 64 hex digits
 			if _, err := hex.Decode(fp[:], []byte(key[len(key)-64:])); err != nil {
 				t.Fatal(err)
 			}
-			res, err := store.Claim(ctx, idem.ClaimRequest{Key: key, Fingerprint: fp, Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour})
+			res, err := store.Claim(ctx, idemstore.ClaimRequest{Key: key, Fingerprint: fp, Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Hour})
 			if err != nil {
 				t.Fatal(err)
 			}
-			l := idem.Lease{Key: key, Owner: idem.Token{1}, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
-			if err := store.Complete(ctx, l, idem.Result{Data: tc.data}); err != nil {
+			l := idemstore.Lease{Key: key, Owner: idemstore.Token{1}, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
+			if err := store.Complete(ctx, l, idemstore.Result{Data: tc.data}); err != nil {
 				t.Fatal(err)
 			}
 			got, err := call(ctx, g, spec, "k", func(context.Context) (string, error) { return "ran", nil })

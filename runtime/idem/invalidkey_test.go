@@ -9,18 +9,19 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // rejecting is a store that refuses every key as one it can never hold
 // (a name too long for its key limit).
 type rejecting struct {
-	idem.Store
+	idemstore.Store
 	err error
 }
 
-func (s rejecting) Claim(context.Context, idem.ClaimRequest) (idem.ClaimResult, error) {
-	return idem.ClaimResult{}, s.err
+func (s rejecting) Claim(context.Context, idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
+	return idemstore.ClaimResult{}, s.err
 }
 
 // TestInvalidKeyNeverFailsOpen: fail-open is for a store that cannot be

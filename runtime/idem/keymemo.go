@@ -3,6 +3,8 @@ package idem
 import (
 	"hash/maphash"
 	"sync/atomic"
+
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // keyMemo is a direct-mapped cache from key material to derived keys: a
@@ -19,7 +21,7 @@ type keyMemo struct {
 type memoEntry struct {
 	raw string // the key material, compared on lookup
 	key string
-	fp  Fingerprint
+	fp  idemstore.Fingerprint
 }
 
 // maxMemoRaw bounds the key material one memo entry may hold.
@@ -49,7 +51,7 @@ func (m *keyMemo) get(raw []byte) (*memoEntry, bool) {
 }
 
 // put remembers key and fp for raw (copied).
-func (m *keyMemo) put(raw []byte, key string, fp Fingerprint) {
+func (m *keyMemo) put(raw []byte, key string, fp idemstore.Fingerprint) {
 	if len(raw) > maxMemoRaw {
 		return
 	}

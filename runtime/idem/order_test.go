@@ -11,11 +11,12 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // noOrdering hides the memory store's ordering support.
-type noOrdering struct{ idem.Store }
+type noOrdering struct{ idemstore.Store }
 
 func TestOrderedCalls(t *testing.T) {
 	rec := &recorder{}

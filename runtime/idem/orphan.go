@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // A claim whose reply never arrived (the caller's ctx ended first, the
@@ -29,8 +31,8 @@ type orphans struct {
 }
 
 type orphan struct {
-	owner Token
-	lease Lease // Key, Owner, Duration and TTL; the fence is read back
+	owner idemstore.Token
+	lease idemstore.Lease // Key, Owner, Duration and TTL; the fence is read back
 }
 
 // maxOrphans bounds the remembered tokens and their goroutines. Past it a
@@ -39,7 +41,7 @@ const maxOrphans = 1024
 
 // adopt remembers req's claim if its error leaves open whether the store
 // applied it, and starts the background search for it.
-func (o *orphans) adopt(ctx context.Context, g *Guard, req ClaimRequest, err error) {
+func (o *orphans) adopt(ctx context.Context, g *Guard, req idemstore.ClaimRequest, err error) {
 	if errors.Is(err, ErrCorruptRecord) || errors.Is(err, ErrInvalidKey) || errors.Is(err, ErrStoreFull) || errors.Is(err, ErrResultTooLarge) {
 		return // the store answered: nothing was claimed
 	}
@@ -48,7 +50,7 @@ func (o *orphans) adopt(ctx context.Context, g *Guard, req ClaimRequest, err err
 		// a look-up per failed call to an outage.
 		return
 	}
-	l := Lease{Key: req.Key, Owner: req.Owner, Duration: req.Lease, TTL: req.TTL}
+	l := idemstore.Lease{Key: req.Key, Owner: req.Owner, Duration: req.Lease, TTL: req.TTL}
 	o.mu.Lock()
 	if o.m == nil {
 		o.m = make(map[string]orphan)
@@ -72,7 +74,7 @@ func (o *orphans) adopt(ctx context.Context, g *Guard, req ClaimRequest, err err
 // A panic in the store here has no caller to reach, and would end the
 // process: the search stops and leaves the claim remembered, for the
 // next claim of its key to give back on its caller's goroutine (settle).
-func (o *orphans) search(ctx context.Context, g *Guard, l Lease) {
+func (o *orphans) search(ctx context.Context, g *Guard, l idemstore.Lease) {
 	ctx, cancel := context.WithTimeout(ctx, max(l.Duration, writeTimeoutFloor))
 	defer cancel()
 	defer func() {
@@ -98,7 +100,7 @@ func (o *orphans) search(ctx context.Context, g *Guard, l Lease) {
 // reports that there is nothing more to do: released, or the record has
 // another owner with a fence that rules ours out, or has finished; err,
 // that the store could not be asked.
-func (o *orphans) giveBack(ctx context.Context, g *Guard, l Lease) (settled bool, err error) {
+func (o *orphans) giveBack(ctx context.Context, g *Guard, l idemstore.Lease) (settled bool, err error) {
 	rec, err := g.store.Get(ctx, l.Key)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -110,8 +112,8 @@ func (o *orphans) giveBack(ctx context.Context, g *Guard, l Lease) (settled bool
 		// be in flight, but it can only land on a record the store would
 		// let it take (released, or an expired lease), so keep looking
 		// only while the record could still be taken.
-		return rec.State == StateCompleted || rec.State == StateFailed, nil
-	case rec.State == StateInProgress:
+		return rec.State == idemstore.StateCompleted || rec.State == idemstore.StateFailed, nil
+	case rec.State == idemstore.StateInProgress:
 		l.Fence = rec.Fence
 		if rerr := g.store.Release(ctx, l); rerr != nil && !errors.Is(rerr, ErrLeaseLost) {
 			return false, rerr
@@ -121,7 +123,7 @@ func (o *orphans) giveBack(ctx context.Context, g *Guard, l Lease) (settled bool
 	return true, nil
 }
 
-func (o *orphans) forget(key string, owner Token) {
+func (o *orphans) forget(key string, owner idemstore.Token) {
 	o.mu.Lock()
 	if v, ok := o.m[key]; ok && v.owner == owner {
 		delete(o.m, key)
@@ -162,7 +164,7 @@ func (o *orphans) reclaim(ctx context.Context, g *Guard, key string) bool {
 		return true // gone since the claim answered: claim again
 	case err != nil || rec.Owner != v.owner:
 		return false
-	case rec.State != StateInProgress:
+	case rec.State != idemstore.StateInProgress:
 		return true // the search released it meanwhile
 	}
 	settled, err := o.giveBack(ctx, g, v.lease)

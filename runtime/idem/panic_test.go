@@ -16,6 +16,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemseal"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -36,7 +37,7 @@ func (in *injector) at(site string) {
 
 // panicStore is a store whose calls can panic, counting heartbeats.
 type panicStore struct {
-	idem.Store
+	idemstore.Store
 	in          *injector
 	beats       atomic.Int32
 	refuseBeats bool
@@ -47,14 +48,14 @@ func (s *panicStore) InProcess() bool {
 	return ok && ip.InProcess()
 }
 
-func (s *panicStore) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s *panicStore) Claim(ctx context.Context, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	res, err := s.Store.Claim(ctx, req)
 	s.in.at("store.Claim") // after the claim landed: its reply is lost
 	res.Result.Value = nil // replays decode, as from a networked store
 	return res, err
 }
 
-func (s *panicStore) Heartbeat(ctx context.Context, l idem.Lease) error {
+func (s *panicStore) Heartbeat(ctx context.Context, l idemstore.Lease) error {
 	s.beats.Add(1)
 	s.in.at("store.Heartbeat")
 	if s.refuseBeats {
@@ -63,17 +64,17 @@ func (s *panicStore) Heartbeat(ctx context.Context, l idem.Lease) error {
 	return s.Store.Heartbeat(ctx, l)
 }
 
-func (s *panicStore) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+func (s *panicStore) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
 	s.in.at("store.Complete")
 	return s.Store.Complete(ctx, l, r)
 }
 
-func (s *panicStore) Fail(ctx context.Context, l idem.Lease, r idem.Result) error {
+func (s *panicStore) Fail(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
 	s.in.at("store.Fail")
 	return s.Store.Fail(ctx, l, r)
 }
 
-func (s *panicStore) Release(ctx context.Context, l idem.Lease) error {
+func (s *panicStore) Release(ctx context.Context, l idemstore.Lease) error {
 	s.in.at("store.Release")
 	return s.Store.Release(ctx, l)
 }
@@ -83,9 +84,9 @@ func (s *panicStore) Wait(ctx context.Context, key string) error {
 	return s.Store.Wait(ctx, key)
 }
 
-func (s *panicStore) SaveStep(ctx context.Context, l idem.Lease, name string, data []byte) error {
+func (s *panicStore) SaveStep(ctx context.Context, l idemstore.Lease, name string, data []byte) error {
 	s.in.at("store.SaveStep")
-	return s.Store.(idem.Stepper).SaveStep(ctx, l, name, data)
+	return s.Store.(idemstore.Stepper).SaveStep(ctx, l, name, data)
 }
 
 type panicCodec struct{ in *injector }
@@ -286,13 +287,13 @@ func hold(t *testing.T, store *panicStore, g *idem.Guard, spec *idem.Spec, in *i
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner := idem.Token{9}
-	l := idem.Lease{Key: key, Owner: owner, Duration: 10 * time.Millisecond, TTL: time.Hour}
+	owner := idemstore.Token{9}
+	l := idemstore.Lease{Key: key, Owner: owner, Duration: 10 * time.Millisecond, TTL: time.Hour}
 	if !expired {
 		l.Duration = time.Minute
 	}
-	res, err := store.Store.Claim(ctx, idem.ClaimRequest{Key: key, Fingerprint: rec.Fingerprint, Owner: owner, Lease: l.Duration, TTL: l.TTL})
-	if err != nil || res.Status != idem.ClaimAcquired {
+	res, err := store.Store.Claim(ctx, idemstore.ClaimRequest{Key: key, Fingerprint: rec.Fingerprint, Owner: owner, Lease: l.Duration, TTL: l.TTL})
+	if err != nil || res.Status != idemstore.ClaimAcquired {
 		t.Fatalf("claim for another owner: %v, %v", res.Status, err)
 	}
 	l.Fence = res.Fence
@@ -308,20 +309,20 @@ func hold(t *testing.T, store *panicStore, g *idem.Guard, spec *idem.Spec, in *i
 // search for the orphaned claim meets the panic off the caller's
 // goroutine.
 type lostReplyStore struct {
-	idem.Store
+	idemstore.Store
 	in   *injector
 	lost atomic.Bool
 }
 
-func (s *lostReplyStore) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s *lostReplyStore) Claim(ctx context.Context, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	res, err := s.Store.Claim(ctx, req)
 	if err == nil && s.lost.CompareAndSwap(true, false) {
-		return idem.ClaimResult{}, errors.New("read tcp: i/o timeout")
+		return idemstore.ClaimResult{}, errors.New("read tcp: i/o timeout")
 	}
 	return res, err
 }
 
-func (s *lostReplyStore) Get(ctx context.Context, key string) (idem.Record, error) {
+func (s *lostReplyStore) Get(ctx context.Context, key string) (idemstore.Record, error) {
 	s.in.at("store.Get")
 	return s.Store.Get(ctx, key)
 }

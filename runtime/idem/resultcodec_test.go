@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -157,7 +158,7 @@ type captureStore struct {
 	last []byte
 }
 
-func (s *captureStore) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+func (s *captureStore) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
 	s.last = r.Data
 	return s.bytesOnly.Complete(ctx, l, r)
 }

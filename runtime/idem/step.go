@@ -8,31 +8,9 @@ import (
 	"fmt"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
-
-// Stepper is implemented by stores that keep recovery points: the results
-// of named steps of a guarded call, recorded under the call's record.
-//
-// A claim that acquires or takes over a record the store still retains
-// (a released key, an expired lease) returns the record's steps in
-// ClaimResult.Steps; a claim that makes the record anew (the key absent or
-// past its retention) drops any steps it had. Steps expire with their
-// record.
-type Stepper interface {
-	// SaveStep records data as the result of the step name of the call
-	// l owns: a compare-and-set on owner and fence, like Complete, so a
-	// stale owner gets ErrLeaseLost and writes nothing. A step already
-	// recorded under name keeps its first data (the Guard never saves a
-	// name twice in one call). ErrResultTooLarge when data does not fit.
-	SaveStep(ctx context.Context, l Lease, name string, data []byte) error
-}
-
-// A Stepper that cannot hold every step name (a length limit on field
-// paths or map keys) also has a method CheckStepName(name string) error,
-// saying why it could not record a step of that name: the Guard calls it
-// before the step's function runs, and the step fails with ErrStep
-// without running. Names that are not valid UTF-8 are refused on every
-// store.
 
 // ErrStep is wrapped by the errors of a Step that cannot run as a
 // recovery point: outside a guarded call (with the ctx of a call that has
@@ -53,7 +31,7 @@ type stepNamer interface {
 // recorded, and then runs again on every retry. Names must be valid
 // UTF-8 on every store: stores that send names as text (DynamoDB,
 // Firestore) would turn invalid bytes into U+FFFD, making two names one.
-func checkStepName(store Store, name string) error {
+func checkStepName(store idemstore.Store, name string) error {
 	if !utf8.ValidString(name) {
 		return errors.New("the name is not valid UTF-8")
 	}
@@ -132,7 +110,7 @@ func StepWith[T any](ctx context.Context, name string, codec Codec, fn func(cont
 		// Another owner may be running the call, and this step, now.
 		return zero, fmt.Errorf("%s: step %q not run: %w (fence %d)", spec.Name, name, ErrLeaseLost, r.lease.Fence)
 	}
-	stepper, ok := g.store.(Stepper)
+	stepper, ok := g.store.(idemstore.Stepper)
 	if !ok {
 		return zero, fmt.Errorf("%w %q of %s: the store %T keeps no steps", ErrStep, name, spec.Name, g.store)
 	}
@@ -174,7 +152,7 @@ func replayStep[T any](ctx context.Context, r *running, name string, codec Codec
 }
 
 // saveStep records v as the step name's result under the call's lease.
-func saveStep(ctx context.Context, r *running, stepper Stepper, name string, codec Codec, v any) error {
+func saveStep(ctx context.Context, r *running, stepper idemstore.Stepper, name string, codec Codec, v any) error {
 	g, spec := r.codec.g, r.codec.spec
 	body, err := codec.Marshal(v)
 	if err != nil {

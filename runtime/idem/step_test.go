@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
@@ -23,7 +24,7 @@ func doOrder(ctx context.Context, g *idem.Guard, id string, fn func(ctx context.
 }
 
 // noSteps hides the memory store's SaveStep.
-type noSteps struct{ idem.Store }
+type noSteps struct{ idemstore.Store }
 
 type stepRecorder struct {
 	mu  sync.Mutex
@@ -44,7 +45,7 @@ func TestStepMisuse(t *testing.T) {
 	step := func(ctx context.Context) (int, error) { ran++; return 1, nil }
 	tests := []struct {
 		name  string
-		store idem.Store
+		store idemstore.Store
 		fn    func(ctx context.Context) (string, error)
 	}{
 		{"outside a guarded call", nil, func(context.Context) (string, error) {

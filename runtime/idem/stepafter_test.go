@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/filestore"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -48,12 +49,12 @@ func TestStepAfterReturn(t *testing.T) {
 
 // lostBeats answers every heartbeat with ErrLeaseLost: another owner took
 // the key over.
-type lostBeats struct{ idem.Store }
+type lostBeats struct{ idemstore.Store }
 
-func (lostBeats) Heartbeat(context.Context, idem.Lease) error { return idem.ErrLeaseLost }
+func (lostBeats) Heartbeat(context.Context, idemstore.Lease) error { return idem.ErrLeaseLost }
 
-func (s lostBeats) SaveStep(ctx context.Context, l idem.Lease, name string, data []byte) error {
-	return s.Store.(idem.Stepper).SaveStep(ctx, l, name, data)
+func (s lostBeats) SaveStep(ctx context.Context, l idemstore.Lease, name string, data []byte) error {
+	return s.Store.(idemstore.Stepper).SaveStep(ctx, l, name, data)
 }
 
 // A step called once the call's lease is lost does not run: another owner
@@ -80,10 +81,10 @@ func TestStepAfterLeaseLost(t *testing.T) {
 // on a store in process and on one that keeps records outside it.
 var inModuleStores = []struct {
 	name string
-	new  func(t *testing.T) idem.Store
+	new  func(t *testing.T) idemstore.Store
 }{
-	{"memory", func(*testing.T) idem.Store { return memstore.New() }},
-	{"file", func(t *testing.T) idem.Store {
+	{"memory", func(*testing.T) idemstore.Store { return memstore.New() }},
+	{"file", func(t *testing.T) idemstore.Store {
 		s, err := filestore.New(t.TempDir())
 		if err != nil {
 			t.Fatal(err)

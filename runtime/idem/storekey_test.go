@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -16,7 +17,7 @@ import (
 func claimedKeys(t *testing.T, s *memstore.Store) []string {
 	t.Helper()
 	var keys []string
-	if err := s.List(context.Background(), "", func(r idem.Record) error {
+	if err := s.List(context.Background(), "", func(r idemstore.Record) error {
 		keys = append(keys, r.Key)
 		return nil
 	}); err != nil {

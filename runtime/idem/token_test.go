@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -38,8 +39,8 @@ func TestOwnerTokensUnique(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	owners := map[idem.Token]string{}
-	if err := s.List(ctx, "", func(r idem.Record) error {
+	owners := map[idemstore.Token]string{}
+	if err := s.List(ctx, "", func(r idemstore.Record) error {
 		if prev, ok := owners[r.Owner]; ok {
 			return fmt.Errorf("records %s and %s have the same owner token %x", prev, r.Key, r.Owner)
 		}

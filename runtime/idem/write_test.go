@@ -12,6 +12,7 @@ import (
 
 	. "github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -41,7 +42,7 @@ func TestWriteTimeoutCountsFromReturn(t *testing.T) {
 	}
 	key, _ := g.Begin(spec, "long").StoreKey()
 	r, err := store.Get(context.Background(), key)
-	if err != nil || r.State != StateCompleted {
+	if err != nil || r.State != idemstore.StateCompleted {
 		t.Fatalf("record after a long call = %v, %v; want completed", r.State, err)
 	}
 }
@@ -51,11 +52,11 @@ type ctxKey struct{}
 func TestWriteCtx(t *testing.T) {
 	defer SetWriteTimeoutFloor(30 * time.Millisecond)()
 	// A store that may do I/O: only Store's methods, not InProcess.
-	g := NewGuard(struct{ Store }{memstore.New()})
+	g := NewGuard(struct{ idemstore.Store }{memstore.New()})
 
 	parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "v"))
 	cancelParent() // the caller gave up: the writes must still run
-	ctx, cancel := g.WriteCtx(parent, Lease{Duration: 10 * time.Millisecond})
+	ctx, cancel := g.WriteCtx(parent, idemstore.Lease{Duration: 10 * time.Millisecond})
 	defer cancel()
 	if ctx.Err() != nil {
 		t.Fatalf("write ctx ended with its parent: %v", ctx.Err())
@@ -76,7 +77,7 @@ func TestWriteCtx(t *testing.T) {
 		t.Fatalf("Err = %v, want DeadlineExceeded", ctx.Err())
 	}
 
-	ctx2, cancel2 := g.WriteCtx(context.Background(), Lease{Duration: time.Hour})
+	ctx2, cancel2 := g.WriteCtx(context.Background(), idemstore.Lease{Duration: time.Hour})
 	cancel2()
 	if ctx2.Err() != context.Canceled {
 		t.Fatalf("Err after cancel = %v, want Canceled", ctx2.Err())
@@ -89,7 +90,7 @@ func TestWriteCtxInProcess(t *testing.T) {
 	g := NewGuard(memstore.New())
 	parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "v"))
 	cancelParent()
-	ctx, cancel := g.WriteCtx(parent, Lease{Duration: time.Millisecond})
+	ctx, cancel := g.WriteCtx(parent, idemstore.Lease{Duration: time.Millisecond})
 	defer cancel()
 	if ctx.Err() != nil || ctx.Done() != nil {
 		t.Fatalf("write ctx of a canceled parent: Err %v, Done %v; want neither", ctx.Err(), ctx.Done())
@@ -101,7 +102,7 @@ func TestWriteCtxInProcess(t *testing.T) {
 		t.Fatalf("in-process write ctx has deadline %v, want none", dl)
 	}
 	bg := context.Background()
-	if ctx, _ := g.WriteCtx(bg, Lease{}); ctx != bg {
+	if ctx, _ := g.WriteCtx(bg, idemstore.Lease{}); ctx != bg {
 		t.Fatalf("write ctx of Background = %v, want Background itself", ctx)
 	}
 }
@@ -115,7 +116,7 @@ type deriving struct {
 	extra    int
 }
 
-func (s *deriving) Complete(ctx context.Context, l Lease, r Result) error {
+func (s *deriving) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
 	before := runtime.NumGoroutine()
 	cancels := make([]context.CancelFunc, s.children)
 	for i := range cancels {
@@ -146,8 +147,8 @@ func TestWriteCtxChildrenStartNoGoroutines(t *testing.T) {
 // refusedStore fails every claim as a dial to a closed port does.
 type refusedStore struct{ *memstore.Store }
 
-func (refusedStore) Claim(context.Context, ClaimRequest) (ClaimResult, error) {
-	return ClaimResult{}, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+func (refusedStore) Claim(context.Context, idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
+	return idemstore.ClaimResult{}, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 }
 
 // A claim refused at the dial sent nothing: the Guard must not start a

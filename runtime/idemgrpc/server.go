@@ -5,7 +5,7 @@
 //
 // Server:
 //
-//	g := idem.NewGuard(store) // any idem.Store
+//	g := idem.NewGuard(store) // any idemstore.Store
 //	s, err := idemgrpc.NewServer(g, idemgrpc.WithPrincipal(func(ctx context.Context) (string, error) {
 //		return auth.ClientID(ctx) // who is calling
 //	}))

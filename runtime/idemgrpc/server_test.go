@@ -24,6 +24,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemgrpc"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -137,7 +138,7 @@ func listen(t *testing.T, network string) (net.Listener, string, []grpc.DialOpti
 
 type serverSetup struct {
 	network string
-	store   idem.Store
+	store   idemstore.Store
 	opts    []idemgrpc.Option
 	outer   []grpc.UnaryServerInterceptor // before the idempotency interceptor
 	client  []grpc.DialOption
@@ -374,8 +375,8 @@ func TestInFlightIsAborted(t *testing.T) {
 // downStore is a store that cannot be reached.
 type downStore struct{ *memstore.Store }
 
-func (downStore) Claim(context.Context, idem.ClaimRequest) (idem.ClaimResult, error) {
-	return idem.ClaimResult{}, errors.New("dial tcp 127.0.0.1:1: connection refused")
+func (downStore) Claim(context.Context, idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
+	return idemstore.ClaimResult{}, errors.New("dial tcp 127.0.0.1:1: connection refused")
 }
 
 // TestStoreUnavailable: the method does not run and the client gets

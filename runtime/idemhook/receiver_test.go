@@ -21,6 +21,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemhook"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -41,16 +42,16 @@ func delivery(key []byte, id string, ts time.Time, body string) *http.Request {
 
 // countingStore counts the calls that reach the store.
 type countingStore struct {
-	idem.Store
+	idemstore.Store
 	calls atomic.Int64
 }
 
-func (s *countingStore) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s *countingStore) Claim(ctx context.Context, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	s.calls.Add(1)
 	return s.Store.Claim(ctx, req)
 }
 
-func (s *countingStore) Get(ctx context.Context, key string) (idem.Record, error) {
+func (s *countingStore) Get(ctx context.Context, key string) (idemstore.Record, error) {
 	s.calls.Add(1)
 	return s.Store.Get(ctx, key)
 }
@@ -87,7 +88,7 @@ func (c *counter) count(n int) int {
 	return c.runs[n]
 }
 
-func newReceiver(t *testing.T, s idem.Store, handle func(context.Context, event) error, opts ...idemhook.Option) http.Handler {
+func newReceiver(t *testing.T, s idemstore.Store, handle func(context.Context, event) error, opts ...idemhook.Option) http.Handler {
 	t.Helper()
 	v, err := idemhook.NewStandardWebhooks(swSecret())
 	if err != nil {

@@ -4,7 +4,7 @@
 // retry with the same key gets the first request's response instead of
 // running the handler again.
 //
-//	g := idem.NewGuard(store) // any idem.Store: memory, Redis, Postgres, file
+//	g := idem.NewGuard(store) // any idemstore.Store: memory, Redis, Postgres, file
 //	mw, err := idemhttp.New(g,
 //		idemhttp.WithPrincipal(func(r *http.Request) (string, error) {
 //			return auth.ClientID(r.Context()) // who is calling

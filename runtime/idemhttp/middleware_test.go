@@ -20,6 +20,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemhttp"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
@@ -604,14 +605,14 @@ type failingStore struct {
 	down atomic.Bool
 }
 
-func (s *failingStore) Claim(ctx context.Context, r idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s *failingStore) Claim(ctx context.Context, r idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	if s.down.Load() {
-		return idem.ClaimResult{}, errors.New("dial tcp 127.0.0.1:1: connection refused")
+		return idemstore.ClaimResult{}, errors.New("dial tcp 127.0.0.1:1: connection refused")
 	}
 	return s.Store.Claim(ctx, r)
 }
 
-func (s *failingStore) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+func (s *failingStore) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
 	if s.down.Load() {
 		return errors.New("connection reset")
 	}
@@ -757,7 +758,7 @@ func TestClientDisconnect(t *testing.T) {
 // after another instance took the key over.
 type lostStore struct{ *memstore.Store }
 
-func (lostStore) Heartbeat(context.Context, idem.Lease) error {
+func (lostStore) Heartbeat(context.Context, idemstore.Lease) error {
 	return fmt.Errorf("heartbeat: %w", idem.ErrLeaseLost)
 }
 
@@ -786,22 +787,22 @@ type countingStore struct {
 	claims, completes, others atomic.Int64
 }
 
-func (s *countingStore) Claim(ctx context.Context, r idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s *countingStore) Claim(ctx context.Context, r idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	s.claims.Add(1)
 	return s.Store.Claim(ctx, r)
 }
 
-func (s *countingStore) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+func (s *countingStore) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
 	s.completes.Add(1)
 	return s.Store.Complete(ctx, l, r)
 }
 
-func (s *countingStore) Release(ctx context.Context, l idem.Lease) error {
+func (s *countingStore) Release(ctx context.Context, l idemstore.Lease) error {
 	s.others.Add(1)
 	return s.Store.Release(ctx, l)
 }
 
-func (s *countingStore) Get(ctx context.Context, key string) (idem.Record, error) {
+func (s *countingStore) Get(ctx context.Context, key string) (idemstore.Record, error) {
 	s.others.Add(1)
 	return s.Store.Get(ctx, key)
 }
@@ -848,10 +849,10 @@ func TestProblemTypeBase(t *testing.T) {
 // reaches the shared store, nothing after it does.
 type deadStore struct{ *memstore.Store }
 
-func (deadStore) Heartbeat(context.Context, idem.Lease) error             { return nil }
-func (deadStore) Complete(context.Context, idem.Lease, idem.Result) error { return nil }
-func (deadStore) Fail(context.Context, idem.Lease, idem.Result) error     { return nil }
-func (deadStore) Release(context.Context, idem.Lease) error               { return nil }
+func (deadStore) Heartbeat(context.Context, idemstore.Lease) error                  { return nil }
+func (deadStore) Complete(context.Context, idemstore.Lease, idemstore.Result) error { return nil }
+func (deadStore) Fail(context.Context, idemstore.Lease, idemstore.Result) error     { return nil }
+func (deadStore) Release(context.Context, idemstore.Lease) error                    { return nil }
 
 // TestKeyReusedAfterCrashOrRelease: a key stays bound to its first
 // request's payload for as long as its record is retained. After the first

@@ -10,6 +10,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/filestore"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemhttp"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -20,15 +21,15 @@ import (
 // (runtime/idemtest) runs the Guard's contract on each of them.
 var storeKinds = []struct {
 	name string
-	open func(t *testing.T) func() idem.Store
+	open func(t *testing.T) func() idemstore.Store
 }{
-	{"memory", func(t *testing.T) func() idem.Store {
+	{"memory", func(t *testing.T) func() idemstore.Store {
 		s := memstore.New()
-		return func() idem.Store { return s }
+		return func() idemstore.Store { return s }
 	}},
-	{"file", func(t *testing.T) func() idem.Store {
+	{"file", func(t *testing.T) func() idemstore.Store {
 		dir := t.TempDir()
-		return func() idem.Store {
+		return func() idemstore.Store {
 			s, err := filestore.New(dir)
 			if err != nil {
 				t.Fatal(err)

@@ -95,7 +95,7 @@ type workerConfig struct {
 func runWorker(ctx context.Context, cfg workerConfig) error {
 	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr})
 	defer rdb.Close()
-	st, err := redisstore.New(ctx, rdb, redisstore.WithPrefix(cfg.Prefix+"store:"))
+	st, err := redisstore.New(ctx, rdb, redisstore.WithKeyPrefix(cfg.Prefix+"store:"))
 	if err != nil {
 		return err
 	}

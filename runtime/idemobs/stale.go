@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // Stale is the result of a stale-claim scan.
@@ -23,7 +24,7 @@ type Stale struct {
 // owner's lease expired more than a grace ago, so an owner that crashed
 // or stopped heartbeating with no duplicate arriving to take its key over
 // (a stuck lock, what a lock monitor alerts on). It lists the store
-// through idem.Admin (the Redis, PostgreSQL, file and Firestore stores;
+// through idemstore.Admin (the Redis, PostgreSQL, file and Firestore stores;
 // `idemctl list -stale` shows the records themselves). The stale-claim
 // gauges of runtime/idemprom and runtime/idemotel export its result: build
 // one scanner and hand it to either (or both, which then share its scans).
@@ -36,7 +37,7 @@ type Stale struct {
 // between the two clocks. A StaleScanner is safe for concurrent use;
 // concurrent Scans wait for one scan rather than each listing the store.
 type StaleScanner struct {
-	admin idem.Admin
+	admin idemstore.Admin
 	staleConfig
 
 	mu      sync.Mutex
@@ -83,14 +84,14 @@ func WithStaleClock(now func() time.Time) StaleOption {
 // NewStaleScanner returns a scanner of admin's stale claims. It fails on
 // a nil admin or clock, a negative grace, or an interval or timeout that
 // is not positive.
-func NewStaleScanner(admin idem.Admin, opts ...StaleOption) (*StaleScanner, error) {
+func NewStaleScanner(admin idemstore.Admin, opts ...StaleOption) (*StaleScanner, error) {
 	c := staleConfig{now: time.Now, grace: 10 * time.Second, interval: time.Minute, timeout: 10 * time.Second}
 	for _, o := range opts {
 		o(&c)
 	}
 	switch {
 	case admin == nil:
-		return nil, errors.New("idemobs: NewStaleScanner: nil idem.Admin")
+		return nil, errors.New("idemobs: NewStaleScanner: nil idemstore.Admin")
 	case c.now == nil:
 		return nil, errors.New("idemobs: WithStaleClock(nil)")
 	case c.grace < 0:
@@ -123,8 +124,8 @@ func (s *StaleScanner) scan(ctx context.Context, now time.Time) (Stale, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	var st Stale
-	err := s.admin.List(ctx, s.prefix, func(r idem.Record) error {
-		if r.State != idem.StateInProgress || r.LeaseUntil.IsZero() {
+	err := s.admin.List(ctx, s.prefix, func(r idemstore.Record) error {
+		if r.State != idemstore.StateInProgress || r.LeaseUntil.IsZero() {
 			return nil
 		}
 		if late := now.Sub(r.LeaseUntil); late > s.grace {

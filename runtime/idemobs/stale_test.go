@@ -14,6 +14,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemobs"
 	"github.com/idemgen/idemgen/runtime/idemobs/obstest"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
@@ -47,7 +48,7 @@ func TestStaleScanner(t *testing.T) {
 func TestStaleScannerGrace(t *testing.T) {
 	clock := idemtest.NewClock(time.Unix(1_700_000_000, 0))
 	store := memstore.New(memstore.WithClock(clock.Now))
-	if _, err := store.Claim(context.Background(), idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: time.Second, TTL: time.Hour}); err != nil {
+	if _, err := store.Claim(context.Background(), idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{1}, Lease: time.Second, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -72,7 +73,7 @@ func TestStaleScannerGrace(t *testing.T) {
 }
 
 // newScanner is idemobs.NewStaleScanner that fails the test on an error.
-func newScanner(t *testing.T, admin idem.Admin, opts ...idemobs.StaleOption) *idemobs.StaleScanner {
+func newScanner(t *testing.T, admin idemstore.Admin, opts ...idemobs.StaleOption) *idemobs.StaleScanner {
 	t.Helper()
 	s, err := idemobs.NewStaleScanner(admin, opts...)
 	if err != nil {
@@ -87,11 +88,11 @@ func TestNewStaleScannerRefuses(t *testing.T) {
 	store := memstore.New()
 	tests := []struct {
 		name  string
-		admin idem.Admin
+		admin idemstore.Admin
 		opts  []idemobs.StaleOption
 		want  string
 	}{
-		{"nil admin", nil, nil, "idemobs: NewStaleScanner: nil idem.Admin"},
+		{"nil admin", nil, nil, "idemobs: NewStaleScanner: nil idemstore.Admin"},
 		{"nil clock", store, []idemobs.StaleOption{idemobs.WithStaleClock(nil)}, "idemobs: WithStaleClock(nil)"},
 		{"negative grace", store, []idemobs.StaleOption{idemobs.WithStaleGrace(-time.Second)}, "idemobs: WithStaleGrace(-1s): negative"},
 		{"zero interval", store, []idemobs.StaleOption{idemobs.WithStaleScanInterval(0)}, "idemobs: WithStaleScanInterval(0s): not positive"},
@@ -114,14 +115,14 @@ func TestNewStaleScannerRefuses(t *testing.T) {
 // scriptedAdmin lists the records it is given, then returns err; it
 // counts its listings.
 type scriptedAdmin struct {
-	idem.Admin
-	records []idem.Record
+	idemstore.Admin
+	records []idemstore.Record
 	err     error
 	lists   atomic.Int32
 	block   bool // wait for ctx's end instead
 }
 
-func (a *scriptedAdmin) List(ctx context.Context, _ string, fn func(idem.Record) error) error {
+func (a *scriptedAdmin) List(ctx context.Context, _ string, fn func(idemstore.Record) error) error {
 	a.lists.Add(1)
 	if a.block {
 		<-ctx.Done()
@@ -141,7 +142,7 @@ func (a *scriptedAdmin) List(ctx context.Context, _ string, fn func(idem.Record)
 // not fail it; a scan that hangs is bounded by the timeout.
 func TestStaleScannerErrors(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
-	stale := idem.Record{Key: "k", State: idem.StateInProgress, LeaseUntil: now.Add(-time.Minute)}
+	stale := idemstore.Record{Key: "k", State: idemstore.StateInProgress, LeaseUntil: now.Add(-time.Minute)}
 	clock := idemobs.WithStaleClock(func() time.Time { return now })
 	down := errors.New("store down")
 
@@ -156,7 +157,7 @@ func TestStaleScannerErrors(t *testing.T) {
 		t.Errorf("lists after two failed scans = %d; want 2 (a failure is not cached)", n)
 	}
 
-	corrupt := &scriptedAdmin{records: []idem.Record{stale}, err: fmt.Errorf("key x: %w", idem.ErrCorruptRecord)}
+	corrupt := &scriptedAdmin{records: []idemstore.Record{stale}, err: fmt.Errorf("key x: %w", idem.ErrCorruptRecord)}
 	got, err := newScanner(t, corrupt, clock).Scan(context.Background())
 	if err != nil {
 		t.Fatalf("Scan with a corrupt record: %v", err)
@@ -180,7 +181,7 @@ func TestStaleScannerErrors(t *testing.T) {
 // one listing (run under -race).
 func TestStaleScannerConcurrent(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
-	a := &scriptedAdmin{records: []idem.Record{{Key: "k", State: idem.StateInProgress, LeaseUntil: now.Add(-time.Minute)}}}
+	a := &scriptedAdmin{records: []idemstore.Record{{Key: "k", State: idemstore.StateInProgress, LeaseUntil: now.Add(-time.Minute)}}}
 	s := newScanner(t, a, idemobs.WithStaleClock(func() time.Time { return now }))
 	var wg sync.WaitGroup
 	for range 8 {

@@ -34,7 +34,7 @@
 //
 // Stale claims (owners whose lease expired with no takeover) are not
 // events; NewStaleClaims reports the count of an idemobs.StaleScanner,
-// which lists a store (idem.Admin), as gauges.
+// which lists a store (idemstore.Admin), as gauges.
 //
 // # Spans
 //

@@ -9,10 +9,10 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemobs"
 	"github.com/idemgen/idemgen/runtime/idemobs/obstest"
 	"github.com/idemgen/idemgen/runtime/idemotel"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // TestStaleClaims: the gauges report the shared stale-claim script
@@ -41,9 +41,9 @@ func TestStaleClaims(t *testing.T) {
 	})
 }
 
-type failingAdmin struct{ idem.Admin }
+type failingAdmin struct{ idemstore.Admin }
 
-func (failingAdmin) List(context.Context, string, func(idem.Record) error) error {
+func (failingAdmin) List(context.Context, string, func(idemstore.Record) error) error {
 	return errors.New("store down")
 }
 

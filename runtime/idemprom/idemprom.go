@@ -35,7 +35,7 @@
 //
 // Stale claims (owners whose lease expired with no takeover: crashed or
 // stuck lock holders) are not events; NewStaleClaims exports the count of
-// an idemobs.StaleScanner, which lists a store (idem.Admin).
+// an idemobs.StaleScanner, which lists a store (idemstore.Admin).
 //
 // Observe is cheap: the counter and histogram of each (func, outcome) are
 // looked up once and kept in an idemobs.Funcs, so a call costs a

@@ -7,9 +7,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemobs"
 	"github.com/idemgen/idemgen/runtime/idemprom"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -18,7 +18,7 @@ func ExampleNewStaleClaims() {
 	store := memstore.New(memstore.WithClock(func() time.Time { return start }))
 	// An owner claims a key with a 30s lease and crashes: no heartbeat
 	// renews the lease, and no duplicate comes to take the key over.
-	if _, err := store.Claim(context.Background(), idem.ClaimRequest{Key: "shop.Charge:k1", Owner: idem.Token{1}, Lease: 30 * time.Second, TTL: time.Hour}); err != nil {
+	if _, err := store.Claim(context.Background(), idemstore.ClaimRequest{Key: "shop.Charge:k1", Owner: idemstore.Token{1}, Lease: 30 * time.Second, TTL: time.Hour}); err != nil {
 		panic(err)
 	}
 

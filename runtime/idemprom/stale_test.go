@@ -10,10 +10,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemobs"
 	"github.com/idemgen/idemgen/runtime/idemobs/obstest"
 	"github.com/idemgen/idemgen/runtime/idemprom"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // TestStaleClaims: the gauges report the shared stale-claim script
@@ -40,9 +40,9 @@ idem_stale_claims ` + strconv.Itoa(want.Count) + "\n"
 	})
 }
 
-type failingAdmin struct{ idem.Admin }
+type failingAdmin struct{ idemstore.Admin }
 
-func (failingAdmin) List(context.Context, string, func(idem.Record) error) error {
+func (failingAdmin) List(context.Context, string, func(idemstore.Record) error) error {
 	return errors.New("store down")
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -190,14 +191,14 @@ func TestCrashedConsumerTakenOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fp idem.Fingerprint
+	var fp idemstore.Fingerprint
 	if _, err := hex.Decode(fp[:], []byte(key[len(key)-64:])); err != nil {
 		t.Fatal(err)
 	}
-	res, err := store.Claim(context.Background(), idem.ClaimRequest{
-		Key: key, Fingerprint: fp, Owner: idem.Token{1}, Lease: 100 * time.Millisecond, TTL: time.Hour,
+	res, err := store.Claim(context.Background(), idemstore.ClaimRequest{
+		Key: key, Fingerprint: fp, Owner: idemstore.Token{1}, Lease: 100 * time.Millisecond, TTL: time.Hour,
 	})
-	if err != nil || res.Status != idem.ClaimAcquired {
+	if err != nil || res.Status != idemstore.ClaimAcquired {
 		t.Fatalf("dead consumer's claim: %+v %v", res, err)
 	}
 
@@ -226,14 +227,14 @@ type failingStore struct {
 	claimDown, completeDown atomic.Bool
 }
 
-func (s *failingStore) Claim(ctx context.Context, r idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s *failingStore) Claim(ctx context.Context, r idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	if s.claimDown.Load() {
-		return idem.ClaimResult{}, errors.New("connection refused")
+		return idemstore.ClaimResult{}, errors.New("connection refused")
 	}
 	return s.Store.Claim(ctx, r)
 }
 
-func (s *failingStore) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+func (s *failingStore) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
 	if s.completeDown.Load() {
 		return errors.New("connection reset")
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemseal"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -34,7 +35,7 @@ func ring(t *testing.T, keys ...idemseal.Key) *idemseal.Keyring {
 // networked stores do, so every replay opens the sealed record.
 type bytesOnly struct{ *memstore.Store }
 
-func (s bytesOnly) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s bytesOnly) Claim(ctx context.Context, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	res, err := s.Store.Claim(ctx, req)
 	res.Result.Value = nil
 	return res, err
@@ -114,12 +115,12 @@ func TestSealFailsClosed(t *testing.T) {
 			t.Fatal(err)
 		}
 		dst := storeKey(t, g, to)
-		res, err := st.Claim(ctx, idem.ClaimRequest{Key: dst, Fingerprint: fingerprintOf(t, st, g, to), Owner: idem.Token{9}, Lease: 1e9, TTL: 1e12})
-		if err != nil || !(res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) {
+		res, err := st.Claim(ctx, idemstore.ClaimRequest{Key: dst, Fingerprint: fingerprintOf(t, st, g, to), Owner: idemstore.Token{9}, Lease: 1e9, TTL: 1e12})
+		if err != nil || !(res.Status == idemstore.ClaimAcquired || res.Status == idemstore.ClaimTakenOver) {
 			t.Fatalf("planting %s: %v %v", to, res.Status, err)
 		}
-		l := idem.Lease{Key: dst, Owner: idem.Token{9}, Fence: res.Fence, Duration: 1e9, TTL: 1e12}
-		if err := st.Complete(ctx, l, idem.Result{Data: change(bytes.Clone(src.Result))}); err != nil {
+		l := idemstore.Lease{Key: dst, Owner: idemstore.Token{9}, Fence: res.Fence, Duration: 1e9, TTL: 1e12}
+		if err := st.Complete(ctx, l, idemstore.Result{Data: change(bytes.Clone(src.Result))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -171,7 +172,7 @@ func TestSealFailsClosed(t *testing.T) {
 }
 
 // fingerprintOf is the fingerprint the Guard claims id's key with.
-func fingerprintOf(t *testing.T, st *memstore.Store, g *idem.Guard, id string) idem.Fingerprint {
+func fingerprintOf(t *testing.T, st *memstore.Store, g *idem.Guard, id string) idemstore.Fingerprint {
 	t.Helper()
 	probe := memstore.New()
 	pg := idem.NewGuard(probe)

@@ -17,15 +17,16 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // env is one conformance test's store and sense of time.
 type env struct {
 	t       *testing.T
-	s       idem.Store
-	corrupt func(t *testing.T, s idem.Store, key string)
-	legacy  func(t *testing.T, s idem.Store, key string)
-	raw     func(t *testing.T, s idem.Store) [][]byte
+	s       idemstore.Store
+	corrupt func(t *testing.T, s idemstore.Store, key string)
+	legacy  func(t *testing.T, s idemstore.Store, key string)
+	raw     func(t *testing.T, s idemstore.Store) [][]byte
 	clock   *Clock // nil: real time
 	lease   time.Duration
 	ttl     time.Duration
@@ -65,8 +66,8 @@ func (e *env) advance(d time.Duration) {
 // pastLease is a wait long enough for a lease to expire by any clock.
 func (e *env) pastLease() time.Duration { return e.lease + e.lease/2 + 20*time.Millisecond }
 
-func (e *env) token() idem.Token {
-	var t idem.Token
+func (e *env) token() idemstore.Token {
+	var t idemstore.Token
 	_, _ = rand.Read(t[:8])
 	n := e.n.Add(1)
 	for i := 0; i < 8; i++ {
@@ -75,21 +76,21 @@ func (e *env) token() idem.Token {
 	return t
 }
 
-func fp(s string) idem.Fingerprint { return idem.Fingerprint(sha256.Sum256([]byte(s))) }
+func fp(s string) idemstore.Fingerprint { return idemstore.Fingerprint(sha256.Sum256([]byte(s))) }
 
-func (e *env) req(key string, owner idem.Token, f idem.Fingerprint) idem.ClaimRequest {
-	return idem.ClaimRequest{Key: key, Fingerprint: f, Owner: owner, Lease: e.lease, TTL: e.ttl}
+func (e *env) req(key string, owner idemstore.Token, f idemstore.Fingerprint) idemstore.ClaimRequest {
+	return idemstore.ClaimRequest{Key: key, Fingerprint: f, Owner: owner, Lease: e.lease, TTL: e.ttl}
 }
 
 // claim claims key for a new owner and fails the test on a store error.
-func (e *env) claim(key string, f idem.Fingerprint) (idem.Lease, idem.ClaimResult) {
+func (e *env) claim(key string, f idemstore.Fingerprint) (idemstore.Lease, idemstore.ClaimResult) {
 	e.t.Helper()
 	owner := e.token()
 	res, err := e.s.Claim(context.Background(), e.req(key, owner, f))
 	if err != nil {
 		e.t.Fatalf("Claim(%s): %v", key, err)
 	}
-	return idem.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: e.lease, TTL: e.ttl}, res
+	return idemstore.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: e.lease, TTL: e.ttl}, res
 }
 
 // newerFence fails unless the fence got after an event is above the one before it.
@@ -101,7 +102,7 @@ func (e *env) newerFence(after, before uint64, event string) {
 }
 
 // mustOwn claims key and fails unless the claim made the caller its owner.
-func (e *env) mustOwn(key string, f idem.Fingerprint, want idem.ClaimStatus) idem.Lease {
+func (e *env) mustOwn(key string, f idemstore.Fingerprint, want idemstore.ClaimStatus) idemstore.Lease {
 	e.t.Helper()
 	l, res := e.claim(key, f)
 	if res.Status != want {
@@ -113,7 +114,7 @@ func (e *env) mustOwn(key string, f idem.Fingerprint, want idem.ClaimStatus) ide
 	return l
 }
 
-func (e *env) get(key string) idem.Record {
+func (e *env) get(key string) idemstore.Record {
 	e.t.Helper()
 	r, err := e.s.Get(context.Background(), key)
 	if err != nil {
@@ -147,26 +148,26 @@ func runSuite(t *testing.T, h Harness) {
 	}
 	// Optional capabilities, checked on a store of their own.
 	probe := newEnv(t, h).s
-	if o, ok := probe.(idem.Orderer); ok && o.SupportsOrdering() {
+	if o, ok := probe.(idemstore.Orderer); ok && o.SupportsOrdering() {
 		for _, c := range orderCases {
 			t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, h)) })
 		}
 	} else {
-		t.Logf("%T does not implement idem.Orderer: ordering cases not run", probe)
+		t.Logf("%T does not implement idemstore.Orderer: ordering cases not run", probe)
 	}
-	if _, ok := probe.(idem.Stepper); ok {
+	if _, ok := probe.(idemstore.Stepper); ok {
 		for _, c := range stepCases {
 			t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, h)) })
 		}
 	} else {
-		t.Logf("%T does not implement idem.Stepper: recovery point cases not run", probe)
+		t.Logf("%T does not implement idemstore.Stepper: recovery point cases not run", probe)
 	}
-	if _, ok := probe.(idem.Admin); ok {
+	if _, ok := probe.(idemstore.Admin); ok {
 		for _, c := range append(adminCases, adminClaimedAtCases...) {
 			t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, h)) })
 		}
 	} else {
-		t.Logf("%T does not implement idem.Admin: admin cases not run", probe)
+		t.Logf("%T does not implement idemstore.Admin: admin cases not run", probe)
 	}
 }
 
@@ -204,16 +205,16 @@ var suiteCases = []suiteCase{
 }
 
 func testClaimAbsent(t *testing.T, e *env) {
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	r := e.get(e.key)
 	got := struct {
-		State idem.State
-		Owner idem.Token
+		State idemstore.State
+		Owner idemstore.Token
 		Fence uint64
-		FP    idem.Fingerprint
+		FP    idemstore.Fingerprint
 	}{r.State, r.Owner, r.Fence, r.Fingerprint}
 	want := got
-	want.State, want.Owner, want.Fence, want.FP = idem.StateInProgress, l.Owner, l.Fence, fp("a")
+	want.State, want.Owner, want.Fence, want.FP = idemstore.StateInProgress, l.Owner, l.Fence, fp("a")
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("record after claim (-want +got):\n%s", diff)
 	}
@@ -223,9 +224,9 @@ func testClaimAbsent(t *testing.T, e *env) {
 }
 
 func testDuplicateInProgress(t *testing.T, e *env) {
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	_, res := e.claim(e.key, fp("a"))
-	if res.Status != idem.ClaimInProgress || res.Fence != l.Fence {
+	if res.Status != idemstore.ClaimInProgress || res.Fence != l.Fence {
 		t.Fatalf("duplicate claim = %v fence %d, want in_progress fence %d", res.Status, res.Fence, l.Fence)
 	}
 	if res.LeaseUntil.IsZero() {
@@ -234,17 +235,17 @@ func testDuplicateInProgress(t *testing.T, e *env) {
 }
 
 func testMismatch(t *testing.T, e *env) {
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
-	if _, res := e.claim(e.key, fp("b")); res.Status != idem.ClaimMismatch {
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
+	if _, res := e.claim(e.key, fp("b")); res.Status != idemstore.ClaimMismatch {
 		t.Fatalf("other payload while in progress = %v, want mismatch", res.Status)
 	}
-	if err := e.s.Complete(ctx, l, idem.Result{Data: []byte(`1`)}); err != nil {
+	if err := e.s.Complete(ctx, l, idemstore.Result{Data: []byte(`1`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, res := e.claim(e.key, fp("b")); res.Status != idem.ClaimMismatch {
+	if _, res := e.claim(e.key, fp("b")); res.Status != idemstore.ClaimMismatch {
 		t.Fatalf("other payload after completion = %v, want mismatch", res.Status)
 	}
-	if _, res := e.claim(e.key, fp("a")); res.Status != idem.ClaimCompleted {
+	if _, res := e.claim(e.key, fp("a")); res.Status != idemstore.ClaimCompleted {
 		t.Fatalf("same payload after mismatch = %v, want completed (a mismatch changes nothing)", res.Status)
 	}
 }
@@ -271,19 +272,19 @@ func testCompleteReplay(t *testing.T, e *env) {
 	for name, data := range payloads() {
 		t.Run(name, func(t *testing.T) {
 			key := e.key + ":" + name
-			l := e.mustOwn(key, fp(name), idem.ClaimAcquired)
-			if err := e.s.Complete(ctx, l, idem.Result{Data: data}); err != nil {
+			l := e.mustOwn(key, fp(name), idemstore.ClaimAcquired)
+			if err := e.s.Complete(ctx, l, idemstore.Result{Data: data}); err != nil {
 				t.Fatalf("Complete: %v", err)
 			}
 			_, res := e.claim(key, fp(name))
-			if res.Status != idem.ClaimCompleted {
+			if res.Status != idemstore.ClaimCompleted {
 				t.Fatalf("claim after completion = %v, want completed", res.Status)
 			}
 			if !bytes.Equal(res.Result.Data, data) {
 				t.Fatalf("replayed %d bytes, differ from the %d stored", len(res.Result.Data), len(data))
 			}
 			r := e.get(key)
-			if r.State != idem.StateCompleted || !bytes.Equal(r.Result, data) || r.Fence != l.Fence {
+			if r.State != idemstore.StateCompleted || !bytes.Equal(r.Result, data) || r.Fence != l.Fence {
 				t.Fatalf("Get = state %v fence %d (%d bytes), want completed fence %d with the stored bytes", r.State, r.Fence, len(r.Result), l.Fence)
 			}
 		})
@@ -291,46 +292,46 @@ func testCompleteReplay(t *testing.T, e *env) {
 }
 
 func testFailReplay(t *testing.T, e *env) {
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	data := []byte(`{"message":"card declined"}`)
-	if err := e.s.Fail(ctx, l, idem.Result{Data: data}); err != nil {
+	if err := e.s.Fail(ctx, l, idemstore.Result{Data: data}); err != nil {
 		t.Fatal(err)
 	}
 	_, res := e.claim(e.key, fp("a"))
-	if res.Status != idem.ClaimFailed || !bytes.Equal(res.Result.Data, data) {
+	if res.Status != idemstore.ClaimFailed || !bytes.Equal(res.Result.Data, data) {
 		t.Fatalf("claim after failure = %v %q, want failed %q", res.Status, res.Result.Data, data)
 	}
-	if r := e.get(e.key); r.State != idem.StateFailed {
+	if r := e.get(e.key); r.State != idemstore.StateFailed {
 		t.Fatalf("Get state = %v, want failed", r.State)
 	}
 }
 
 func testRelease(t *testing.T, e *env) {
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	if err := e.s.Release(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	if r := e.get(e.key); r.State != idem.StateReleased || r.Fence != l.Fence {
+	if r := e.get(e.key); r.State != idemstore.StateReleased || r.Fence != l.Fence {
 		t.Fatalf("Get after release = %v fence %d, want released fence %d", r.State, r.Fence, l.Fence)
 	}
 	// A released key is free for its own payload (another payload is a
 	// mismatch while the record is retained: see retention.go).
-	l2 := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	l2 := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	e.newerFence(l2.Fence, l.Fence, "after release")
 }
 
 func testTakeover(t *testing.T, e *env) {
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	e.advance(e.pastLease())
-	l2 := e.mustOwn(e.key, fp("a"), idem.ClaimTakenOver)
+	l2 := e.mustOwn(e.key, fp("a"), idemstore.ClaimTakenOver)
 	e.newerFence(l2.Fence, l.Fence, "after takeover")
-	if r := e.get(e.key); r.Owner != l2.Owner || r.Fence != l2.Fence || r.State != idem.StateInProgress {
+	if r := e.get(e.key); r.Owner != l2.Owner || r.Fence != l2.Fence || r.State != idemstore.StateInProgress {
 		t.Fatalf("record after takeover: owner %v fence %d %v; want the new owner", r.Owner, r.Fence, r.State)
 	}
 }
 
 // staleOps tries every fenced write with l and wants each rejected.
-func staleOps(t *testing.T, e *env, l idem.Lease, key string) {
+func staleOps(t *testing.T, e *env, l idemstore.Lease, key string) {
 	t.Helper()
 	before := e.get(key)
 	ops := []struct {
@@ -338,8 +339,8 @@ func staleOps(t *testing.T, e *env, l idem.Lease, key string) {
 		op   func() error
 	}{
 		{"Heartbeat", func() error { return e.s.Heartbeat(ctx, l) }},
-		{"Complete", func() error { return e.s.Complete(ctx, l, idem.Result{Data: []byte(`"stale"`)}) }},
-		{"Fail", func() error { return e.s.Fail(ctx, l, idem.Result{Data: []byte(`"stale"`)}) }},
+		{"Complete", func() error { return e.s.Complete(ctx, l, idemstore.Result{Data: []byte(`"stale"`)}) }},
+		{"Fail", func() error { return e.s.Fail(ctx, l, idemstore.Result{Data: []byte(`"stale"`)}) }},
 		{"Release", func() error { return e.s.Release(ctx, l) }},
 	}
 	for _, o := range ops {
@@ -354,27 +355,27 @@ func staleOps(t *testing.T, e *env, l idem.Lease, key string) {
 }
 
 func testStaleAfterTakeover(t *testing.T, e *env) {
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	e.advance(e.pastLease())
-	e.mustOwn(e.key, fp("a"), idem.ClaimTakenOver)
+	e.mustOwn(e.key, fp("a"), idemstore.ClaimTakenOver)
 	staleOps(t, e, l, e.key)
 }
 
 func testStaleAfterRelease(t *testing.T, e *env) {
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	if err := e.s.Release(ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	// The same owner token claims again: only the fence tells the two
 	// ownerships apart, so the store must check it.
 	res, err := e.s.Claim(ctx, e.req(e.key, l.Owner, fp("a")))
-	if err != nil || res.Status != idem.ClaimAcquired || res.Fence <= l.Fence {
+	if err != nil || res.Status != idemstore.ClaimAcquired || res.Fence <= l.Fence {
 		t.Fatalf("re-claim by the same owner = %v fence %d, %v; want acquired with fence > %d", res.Status, res.Fence, err, l.Fence)
 	}
 	staleOps(t, e, l, e.key)
 	forged := l
 	forged.Fence = res.Fence + 100
-	if err := e.s.Complete(ctx, forged, idem.Result{Data: []byte(`1`)}); !isLeaseLost(err) {
+	if err := e.s.Complete(ctx, forged, idemstore.Result{Data: []byte(`1`)}); !isLeaseLost(err) {
 		t.Errorf("Complete with a forged fence = %v, want ErrLeaseLost", err)
 	}
 }
@@ -382,16 +383,16 @@ func testStaleAfterRelease(t *testing.T, e *env) {
 func testFencesIncrease(t *testing.T, e *env) {
 	var fences []uint64
 	for i := 0; i < 3; i++ {
-		l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+		l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 		fences = append(fences, l.Fence)
 		if err := e.s.Release(ctx, l); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	for i := 0; i < 2; i++ {
 		e.advance(e.pastLease())
-		l := e.mustOwn(e.key, fp("a"), idem.ClaimTakenOver)
+		l := e.mustOwn(e.key, fp("a"), idemstore.ClaimTakenOver)
 		fences = append(fences, l.Fence)
 	}
 	for i := 1; i < len(fences); i++ {
@@ -402,7 +403,7 @@ func testFencesIncrease(t *testing.T, e *env) {
 }
 
 func testHeartbeatExtends(t *testing.T, e *env) {
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	first := e.get(e.key).LeaseUntil
 	step := e.lease * 2 / 3
 	for i := 0; i < 3; i++ {
@@ -412,7 +413,7 @@ func testHeartbeatExtends(t *testing.T, e *env) {
 		}
 	}
 	// 2 leases have passed since the claim: only the heartbeats keep it.
-	if _, res := e.claim(e.key, fp("a")); res.Status != idem.ClaimInProgress {
+	if _, res := e.claim(e.key, fp("a")); res.Status != idemstore.ClaimInProgress {
 		t.Fatalf("claim after heartbeats = %v, want in_progress (heartbeats must extend the lease)", res.Status)
 	}
 	if r := e.get(e.key); !r.LeaseUntil.After(first) {
@@ -421,34 +422,34 @@ func testHeartbeatExtends(t *testing.T, e *env) {
 }
 
 func testLateHeartbeat(t *testing.T, e *env) {
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	e.advance(e.pastLease())
-	e.mustOwn(e.key, fp("a"), idem.ClaimTakenOver)
+	e.mustOwn(e.key, fp("a"), idemstore.ClaimTakenOver)
 	if err := e.s.Heartbeat(ctx, l); !isLeaseLost(err) {
 		t.Fatalf("late heartbeat = %v, want ErrLeaseLost", err)
 	}
 }
 
 func testExpiredLeaseCompletes(t *testing.T, e *env) {
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	e.advance(e.pastLease())
 	// Nobody took over: the owner is still the only one, so its
 	// completion is safe and kept.
-	if err := e.s.Complete(ctx, l, idem.Result{Data: []byte(`7`)}); err != nil {
+	if err := e.s.Complete(ctx, l, idemstore.Result{Data: []byte(`7`)}); err != nil {
 		t.Fatalf("Complete after lease expiry without takeover = %v, want nil", err)
 	}
-	if _, res := e.claim(e.key, fp("a")); res.Status != idem.ClaimCompleted {
+	if _, res := e.claim(e.key, fp("a")); res.Status != idemstore.ClaimCompleted {
 		t.Fatalf("claim = %v, want completed", res.Status)
 	}
 }
 
 func testTTLExpiry(t *testing.T, e *env) {
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
-	if err := e.s.Complete(ctx, l, idem.Result{Data: []byte(`1`)}); err != nil {
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
+	if err := e.s.Complete(ctx, l, idemstore.Result{Data: []byte(`1`)}); err != nil {
 		t.Fatal(err)
 	}
 	e.advance(e.ttl / 2)
-	if _, res := e.claim(e.key, fp("a")); res.Status != idem.ClaimCompleted {
+	if _, res := e.claim(e.key, fp("a")); res.Status != idemstore.ClaimCompleted {
 		t.Fatalf("claim within TTL = %v, want completed", res.Status)
 	}
 	e.advance(e.ttl/2 + e.ttl/4 + 50*time.Millisecond)
@@ -456,8 +457,8 @@ func testTTLExpiry(t *testing.T, e *env) {
 		t.Fatalf("Get after TTL = %v, want ErrNotFound", err)
 	}
 	// Past its TTL the key runs again, even with another payload.
-	l2 := e.mustOwn(e.key, fp("b"), idem.ClaimAcquired)
-	if err := e.s.Complete(ctx, l2, idem.Result{Data: []byte(`2`)}); err != nil {
+	l2 := e.mustOwn(e.key, fp("b"), idemstore.ClaimAcquired)
+	if err := e.s.Complete(ctx, l2, idemstore.Result{Data: []byte(`2`)}); err != nil {
 		t.Fatal(err)
 	}
 	if r := e.get(e.key); string(r.Result) != "2" {
@@ -484,9 +485,9 @@ func testConcurrentClaim(t *testing.T, e *env) {
 			switch {
 			case err != nil:
 				t.Errorf("Claim: %v", err)
-			case (res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver):
+			case (res.Status == idemstore.ClaimAcquired || res.Status == idemstore.ClaimTakenOver):
 				owners.Add(1)
-			case res.Status == idem.ClaimInProgress:
+			case res.Status == idemstore.ClaimInProgress:
 				inProgress.Add(1)
 			default:
 				t.Errorf("Claim = %v", res.Status)
@@ -501,7 +502,7 @@ func testConcurrentClaim(t *testing.T, e *env) {
 }
 
 func testConcurrentCompletion(t *testing.T, e *env) {
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	const n = 32
 	var wins atomic.Int64
 	var wg sync.WaitGroup
@@ -509,7 +510,7 @@ func testConcurrentCompletion(t *testing.T, e *env) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			err := e.s.Complete(ctx, l, idem.Result{Data: []byte(fmt.Sprint(i))})
+			err := e.s.Complete(ctx, l, idemstore.Result{Data: []byte(fmt.Sprint(i))})
 			switch {
 			case err == nil:
 				wins.Add(1)
@@ -527,14 +528,14 @@ func testConcurrentCompletion(t *testing.T, e *env) {
 func testStaleNewRace(t *testing.T, e *env) {
 	for i := 0; i < 5; i++ {
 		key := fmt.Sprintf("%s:%d", e.key, i)
-		old := e.mustOwn(key, fp("a"), idem.ClaimAcquired)
+		old := e.mustOwn(key, fp("a"), idemstore.ClaimAcquired)
 		e.advance(e.pastLease())
-		cur := e.mustOwn(key, fp("a"), idem.ClaimTakenOver)
+		cur := e.mustOwn(key, fp("a"), idemstore.ClaimTakenOver)
 		var wg sync.WaitGroup
 		var oldErr, curErr error
 		wg.Add(2)
-		go func() { defer wg.Done(); oldErr = e.s.Complete(ctx, old, idem.Result{Data: []byte(`"old"`)}) }()
-		go func() { defer wg.Done(); curErr = e.s.Complete(ctx, cur, idem.Result{Data: []byte(`"new"`)}) }()
+		go func() { defer wg.Done(); oldErr = e.s.Complete(ctx, old, idemstore.Result{Data: []byte(`"old"`)}) }()
+		go func() { defer wg.Done(); curErr = e.s.Complete(ctx, cur, idemstore.Result{Data: []byte(`"new"`)}) }()
 		wg.Wait()
 		if !isLeaseLost(oldErr) || curErr != nil {
 			t.Fatalf("stale owner: %v (want ErrLeaseLost); new owner: %v (want nil)", oldErr, curErr)
@@ -555,12 +556,12 @@ func testCanceledContext(t *testing.T, e *env) {
 	if _, err := e.s.Get(ctx, absent); !errors.Is(err, idem.ErrNotFound) {
 		t.Errorf("a canceled Claim created a record: Get = %v", err)
 	}
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	before := e.get(e.key)
 	ops := map[string]func() error{
 		"Heartbeat": func() error { return e.s.Heartbeat(canceled, l) },
-		"Complete":  func() error { return e.s.Complete(canceled, l, idem.Result{Data: []byte(`1`)}) },
-		"Fail":      func() error { return e.s.Fail(canceled, l, idem.Result{Data: []byte(`1`)}) },
+		"Complete":  func() error { return e.s.Complete(canceled, l, idemstore.Result{Data: []byte(`1`)}) },
+		"Fail":      func() error { return e.s.Fail(canceled, l, idemstore.Result{Data: []byte(`1`)}) },
 		"Release":   func() error { return e.s.Release(canceled, l) },
 		"Delete":    func() error { return e.s.Delete(canceled, e.key) },
 		"Claim": func() error {
@@ -597,18 +598,18 @@ func (e *env) waitFor(key string) <-chan error {
 func testWaitWakes(t *testing.T, e *env) {
 	transitions := []struct {
 		name string
-		do   func(l idem.Lease) error
-		want idem.State
+		do   func(l idemstore.Lease) error
+		want idemstore.State
 	}{
-		{"completion", func(l idem.Lease) error { return e.s.Complete(ctx, l, idem.Result{Data: []byte(`1`)}) }, idem.StateCompleted},
-		{"failure", func(l idem.Lease) error { return e.s.Fail(ctx, l, idem.Result{Data: []byte(`1`)}) }, idem.StateFailed},
-		{"release", func(l idem.Lease) error { return e.s.Release(ctx, l) }, idem.StateReleased},
-		{"delete", func(l idem.Lease) error { return e.s.Delete(ctx, l.Key) }, idem.StateAbsent},
+		{"completion", func(l idemstore.Lease) error { return e.s.Complete(ctx, l, idemstore.Result{Data: []byte(`1`)}) }, idemstore.StateCompleted},
+		{"failure", func(l idemstore.Lease) error { return e.s.Fail(ctx, l, idemstore.Result{Data: []byte(`1`)}) }, idemstore.StateFailed},
+		{"release", func(l idemstore.Lease) error { return e.s.Release(ctx, l) }, idemstore.StateReleased},
+		{"delete", func(l idemstore.Lease) error { return e.s.Delete(ctx, l.Key) }, idemstore.StateAbsent},
 	}
 	for _, tr := range transitions {
 		t.Run(tr.name, func(t *testing.T) {
 			key := e.key + ":" + tr.name
-			l := e.mustOwn(key, fp("a"), idem.ClaimAcquired)
+			l := e.mustOwn(key, fp("a"), idemstore.ClaimAcquired)
 			done := e.waitFor(key)
 			select {
 			case err := <-done:
@@ -626,7 +627,7 @@ func testWaitWakes(t *testing.T, e *env) {
 			case <-time.After(5 * time.Second):
 				t.Fatalf("Wait did not return within 5s of the %s", tr.name)
 			}
-			if tr.want != idem.StateAbsent {
+			if tr.want != idemstore.StateAbsent {
 				if r := e.get(key); r.State != tr.want {
 					t.Fatalf("state after Wait = %v, want %v", r.State, tr.want)
 				}
@@ -641,8 +642,8 @@ func testWaitImmediate(t *testing.T, e *env) {
 	if err := e.s.Wait(wctx, e.key+":absent"); err != nil {
 		t.Fatalf("Wait on an absent key = %v", err)
 	}
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
-	if err := e.s.Complete(ctx, l, idem.Result{Data: []byte(`1`)}); err != nil {
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
+	if err := e.s.Complete(ctx, l, idemstore.Result{Data: []byte(`1`)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.s.Wait(wctx, e.key); err != nil {
@@ -651,7 +652,7 @@ func testWaitImmediate(t *testing.T, e *env) {
 }
 
 func testWaitLeaseExpiry(t *testing.T, e *env) {
-	e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	done := e.waitFor(e.key)
 	e.advance(e.pastLease())
 	select {
@@ -665,7 +666,7 @@ func testWaitLeaseExpiry(t *testing.T, e *env) {
 }
 
 func testWaitContext(t *testing.T, e *env) {
-	e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	wctx, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -685,8 +686,8 @@ func testDelete(t *testing.T, e *env) {
 	if err := e.s.Delete(ctx, e.key); !errors.Is(err, idem.ErrNotFound) {
 		t.Fatalf("Delete of an absent key = %v, want ErrNotFound", err)
 	}
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
-	if err := e.s.Complete(ctx, l, idem.Result{Data: []byte(`1`)}); err != nil {
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
+	if err := e.s.Complete(ctx, l, idemstore.Result{Data: []byte(`1`)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.s.Delete(ctx, e.key); err != nil {
@@ -695,7 +696,7 @@ func testDelete(t *testing.T, e *env) {
 	if _, err := e.s.Get(ctx, e.key); !errors.Is(err, idem.ErrNotFound) {
 		t.Fatalf("Get after Delete = %v, want ErrNotFound", err)
 	}
-	e.mustOwn(e.key, fp("b"), idem.ClaimAcquired)
+	e.mustOwn(e.key, fp("b"), idemstore.ClaimAcquired)
 }
 
 func testIndependentKeys(t *testing.T, e *env) {
@@ -708,12 +709,12 @@ func testIndependentKeys(t *testing.T, e *env) {
 			key := fmt.Sprintf("%s:%d", e.key, i)
 			owner := e.token()
 			res, err := e.s.Claim(ctx, e.req(key, owner, fp(key)))
-			if err != nil || res.Status != idem.ClaimAcquired {
+			if err != nil || res.Status != idemstore.ClaimAcquired {
 				t.Errorf("Claim(%s) = %v, %v; want acquired", key, res.Status, err)
 				return
 			}
-			l := idem.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: e.lease, TTL: e.ttl}
-			if err := e.s.Complete(ctx, l, idem.Result{Data: []byte(key)}); err != nil {
+			l := idemstore.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: e.lease, TTL: e.ttl}
+			if err := e.s.Complete(ctx, l, idemstore.Result{Data: []byte(key)}); err != nil {
 				t.Errorf("Complete(%s): %v", key, err)
 			}
 		}(i)

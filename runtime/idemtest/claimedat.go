@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // Record.ClaimedAt: set by the claim that acquires (a new claim or a
@@ -43,7 +43,7 @@ func sameInstant(t *testing.T, what string, got, want time.Time) {
 
 func testClaimedAtSet(t *testing.T, e *env) {
 	before := time.Now()
-	e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	r := e.get(e.key)
 	if r.ClaimedAt.IsZero() {
 		t.Fatal("a claimed record has no ClaimedAt")
@@ -67,7 +67,7 @@ func testClaimedAtSet(t *testing.T, e *env) {
 }
 
 func testClaimedAtHeartbeat(t *testing.T, e *env) {
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	c0 := e.claimedAt(e.key)
 	for i := 0; i < 2; i++ {
 		e.advance(e.lease / 3)
@@ -85,15 +85,15 @@ func testClaimedAtHeartbeat(t *testing.T, e *env) {
 func testClaimedAtFinish(t *testing.T, e *env) {
 	for _, f := range []struct {
 		name string
-		do   func(l idem.Lease) error
+		do   func(l idemstore.Lease) error
 	}{
-		{"complete", func(l idem.Lease) error { return e.s.Complete(ctx, l, idem.Result{Data: []byte(`1`)}) }},
-		{"fail", func(l idem.Lease) error { return e.s.Fail(ctx, l, idem.Result{Data: []byte(`1`)}) }},
-		{"release", func(l idem.Lease) error { return e.s.Release(ctx, l) }},
+		{"complete", func(l idemstore.Lease) error { return e.s.Complete(ctx, l, idemstore.Result{Data: []byte(`1`)}) }},
+		{"fail", func(l idemstore.Lease) error { return e.s.Fail(ctx, l, idemstore.Result{Data: []byte(`1`)}) }},
+		{"release", func(l idemstore.Lease) error { return e.s.Release(ctx, l) }},
 	} {
 		t.Run(f.name, func(t *testing.T) {
 			key := e.key + ":" + f.name
-			l := e.mustOwn(key, fp("a"), idem.ClaimAcquired)
+			l := e.mustOwn(key, fp("a"), idemstore.ClaimAcquired)
 			c0 := e.claimedAt(key)
 			e.advance(e.lease / 3)
 			if err := e.s.Heartbeat(ctx, l); err != nil {
@@ -109,10 +109,10 @@ func testClaimedAtFinish(t *testing.T, e *env) {
 }
 
 func testClaimedAtTakeover(t *testing.T, e *env) {
-	e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	c0 := e.claimedAt(e.key)
 	e.advance(e.pastLease())
-	e.mustOwn(e.key, fp("a"), idem.ClaimTakenOver)
+	e.mustOwn(e.key, fp("a"), idemstore.ClaimTakenOver)
 	r := e.get(e.key)
 	if d := r.ClaimedAt.Sub(c0); d < e.lease {
 		t.Fatalf("after a takeover %v past the lease, ClaimedAt moved by %v (from %v to %v); want the new owner's claim time", e.pastLease(), d, c0, r.ClaimedAt)
@@ -123,13 +123,13 @@ func testClaimedAtTakeover(t *testing.T, e *env) {
 }
 
 func testClaimedAtReclaim(t *testing.T, e *env) {
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	c0 := e.claimedAt(e.key)
 	if err := e.s.Release(ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	e.advance(e.lease / 2)
-	e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	r := e.get(e.key)
 	if !r.ClaimedAt.After(c0) || !r.ClaimedAt.Equal(r.UpdatedAt) {
 		t.Fatalf("claim after a release: ClaimedAt %v (UpdatedAt %v), want the new claim's time, after %v", r.ClaimedAt, r.UpdatedAt, c0)
@@ -137,15 +137,15 @@ func testClaimedAtReclaim(t *testing.T, e *env) {
 }
 
 func testAdminClaimedAt(t *testing.T, e *env) {
-	a := e.s.(idem.Admin)
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	a := e.s.(idemstore.Admin)
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	c0 := e.claimedAt(e.key)
 	e.advance(e.lease / 3)
 	if err := e.s.Heartbeat(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	var listed []idem.Record
-	if err := a.List(ctx, e.key, func(r idem.Record) error { listed = append(listed, r); return nil }); err != nil {
+	var listed []idemstore.Record
+	if err := a.List(ctx, e.key, func(r idemstore.Record) error { listed = append(listed, r); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(listed) != 1 {
@@ -162,7 +162,7 @@ func testAdminClaimedAt(t *testing.T, e *env) {
 
 // legacySane fails unless r, a record rewritten in the store's previous
 // format, has a zero ClaimedAt or one no later than its UpdatedAt.
-func legacySane(t *testing.T, what string, r idem.Record) {
+func legacySane(t *testing.T, what string, r idemstore.Record) {
 	t.Helper()
 	if !r.ClaimedAt.IsZero() && r.ClaimedAt.After(r.UpdatedAt) {
 		t.Fatalf("%s: legacy record's ClaimedAt %v is after its UpdatedAt %v", what, r.ClaimedAt, r.UpdatedAt)
@@ -175,14 +175,14 @@ func testClaimedAtLegacy(t *testing.T, e *env) {
 	}
 	t.Run("in_progress", func(t *testing.T) {
 		key := e.key + ":running"
-		l := e.mustOwn(key, fp("a"), idem.ClaimAcquired)
+		l := e.mustOwn(key, fp("a"), idemstore.ClaimAcquired)
 		e.legacy(t, e.s, key)
 		r := e.get(key)
-		if r.State != idem.StateInProgress || r.Owner != l.Owner || r.Fence != l.Fence {
+		if r.State != idemstore.StateInProgress || r.Owner != l.Owner || r.Fence != l.Fence {
 			t.Fatalf("legacy record reads as %v owner %v fence %d; want in progress, owner %v fence %d", r.State, r.Owner, r.Fence, l.Owner, l.Fence)
 		}
 		legacySane(t, "Get", r)
-		if _, res := e.claim(key, fp("a")); res.Status != idem.ClaimInProgress {
+		if _, res := e.claim(key, fp("a")); res.Status != idemstore.ClaimInProgress {
 			t.Fatalf("duplicate of a legacy in-progress record = %v, want in_progress", res.Status)
 		}
 		e.advance(e.lease / 3)
@@ -190,38 +190,38 @@ func testClaimedAtLegacy(t *testing.T, e *env) {
 			t.Fatalf("heartbeat of a legacy record: %v", err)
 		}
 		legacySane(t, "after a heartbeat", e.get(key))
-		if err := e.s.Complete(ctx, l, idem.Result{Data: []byte(`1`)}); err != nil {
+		if err := e.s.Complete(ctx, l, idemstore.Result{Data: []byte(`1`)}); err != nil {
 			t.Fatalf("completion of a legacy record: %v", err)
 		}
 		legacySane(t, "after completion", e.get(key))
-		if _, res := e.claim(key, fp("a")); res.Status != idem.ClaimCompleted || string(res.Result.Data) != "1" {
+		if _, res := e.claim(key, fp("a")); res.Status != idemstore.ClaimCompleted || string(res.Result.Data) != "1" {
 			t.Fatalf("replay = %v %q, want completed 1", res.Status, res.Result.Data)
 		}
 	})
 	t.Run("completed", func(t *testing.T) {
 		key := e.key + ":done"
-		l := e.mustOwn(key, fp("a"), idem.ClaimAcquired)
-		if err := e.s.Complete(ctx, l, idem.Result{Data: []byte(`"x"`)}); err != nil {
+		l := e.mustOwn(key, fp("a"), idemstore.ClaimAcquired)
+		if err := e.s.Complete(ctx, l, idemstore.Result{Data: []byte(`"x"`)}); err != nil {
 			t.Fatal(err)
 		}
 		e.legacy(t, e.s, key)
 		legacySane(t, "Get", e.get(key))
-		if _, res := e.claim(key, fp("a")); res.Status != idem.ClaimCompleted || string(res.Result.Data) != `"x"` {
+		if _, res := e.claim(key, fp("a")); res.Status != idemstore.ClaimCompleted || string(res.Result.Data) != `"x"` {
 			t.Fatalf("replay of a legacy record = %v %q, want completed \"x\"", res.Status, res.Result.Data)
 		}
-		if a, ok := e.s.(idem.Admin); ok {
+		if a, ok := e.s.(idemstore.Admin); ok {
 			n := 0
-			if err := a.List(ctx, key, func(r idem.Record) error { n++; legacySane(t, "List", r); return nil }); err != nil || n != 1 {
+			if err := a.List(ctx, key, func(r idemstore.Record) error { n++; legacySane(t, "List", r); return nil }); err != nil || n != 1 {
 				t.Fatalf("List of a legacy record: %d records, %v", n, err)
 			}
 		}
 	})
 	t.Run("takeover", func(t *testing.T) {
 		key := e.key + ":crashed"
-		e.mustOwn(key, fp("a"), idem.ClaimAcquired)
+		e.mustOwn(key, fp("a"), idemstore.ClaimAcquired)
 		e.legacy(t, e.s, key)
 		e.advance(e.pastLease())
-		e.mustOwn(key, fp("a"), idem.ClaimTakenOver)
+		e.mustOwn(key, fp("a"), idemstore.ClaimTakenOver)
 		if r := e.get(key); r.ClaimedAt.IsZero() || !r.ClaimedAt.Equal(r.UpdatedAt) {
 			t.Fatalf("takeover of a legacy record: ClaimedAt %v, UpdatedAt %v; want the takeover's time in both", r.ClaimedAt, r.UpdatedAt)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // hostileCases drive a store through a Guard the way an adversarial user
@@ -110,11 +111,11 @@ func testUnencodableResult(t *testing.T, e *env) {
 // ignoresCtx is a store whose Claim ignores ctx and answers late, like a
 // go-redis client without ContextTimeoutEnabled on a slow link.
 type ignoresCtx struct {
-	idem.Store
+	idemstore.Store
 	delay time.Duration
 }
 
-func (s ignoresCtx) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s ignoresCtx) Claim(ctx context.Context, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	time.Sleep(s.delay)
 	return s.Store.Claim(context.WithoutCancel(ctx), req)
 }
@@ -147,16 +148,16 @@ func testCtxEndsDuringClaim(t *testing.T, e *env) {
 
 // lostReply applies a claim and then loses its reply, once per key.
 type lostReply struct {
-	idem.Store
+	idemstore.Store
 	lost atomic.Int64
 }
 
 var errReplyLost = errors.New("idemtest: connection reset before the claim's reply")
 
-func (s *lostReply) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s *lostReply) Claim(ctx context.Context, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	res, err := s.Store.Claim(ctx, req)
-	if err == nil && (res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) && s.lost.Add(1) == 1 {
-		return idem.ClaimResult{}, errReplyLost
+	if err == nil && (res.Status == idemstore.ClaimAcquired || res.Status == idemstore.ClaimTakenOver) && s.lost.Add(1) == 1 {
+		return idemstore.ClaimResult{}, errReplyLost
 	}
 	return res, err
 }
@@ -237,10 +238,10 @@ func testGoexit(t *testing.T, e *env) {
 
 // corrupt answers every claim of the env's keys as a store that found a
 // malformed record would.
-type corrupt struct{ idem.Store }
+type corrupt struct{ idemstore.Store }
 
-func (corrupt) Claim(context.Context, idem.ClaimRequest) (idem.ClaimResult, error) {
-	return idem.ClaimResult{}, fmt.Errorf("idemtest: %w: bad magic byte", idem.ErrCorruptRecord)
+func (corrupt) Claim(context.Context, idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
+	return idemstore.ClaimResult{}, fmt.Errorf("idemtest: %w: bad magic byte", idem.ErrCorruptRecord)
 }
 
 // testCorruptNeverFailsOpen: fail-open is for a store that cannot be

@@ -4,14 +4,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 func TestMemoryStoreConformance(t *testing.T) {
 	idemtest.RunStoreSuite(t, idemtest.Harness{
-		New: func(t *testing.T, now func() time.Time) idem.Store {
+		New: func(t *testing.T, now func() time.Time) idemstore.Store {
 			return memstore.New(memstore.WithClock(now), memstore.WithPollInterval(5*time.Millisecond))
 		},
 		ManualClock: true,
@@ -24,7 +24,7 @@ func TestMemoryStoreConformanceRealTime(t *testing.T) {
 		t.Skip("real-time run skipped in -short mode")
 	}
 	idemtest.RunStoreSuite(t, idemtest.Harness{
-		New:   func(t *testing.T, now func() time.Time) idem.Store { return memstore.New() },
+		New:   func(t *testing.T, now func() time.Time) idemstore.Store { return memstore.New() },
 		Lease: 200 * time.Millisecond,
 	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // Cases for what a key remembers: a retained record keeps the first
@@ -36,11 +37,11 @@ var retentionCases = []suiteCase{
 // retained record's fingerprint, and wants ClaimMismatch with the record's
 // fence and the record exactly as before (owner, fence, fingerprint,
 // lease, expiry: a refused claim must not extend or shorten anything).
-func (e *env) mismatchChangesNothing(key string, f idem.Fingerprint) {
+func (e *env) mismatchChangesNothing(key string, f idemstore.Fingerprint) {
 	e.t.Helper()
 	before := e.get(key)
 	_, res := e.claim(key, f)
-	if res.Status != idem.ClaimMismatch || res.Fence != before.Fence {
+	if res.Status != idemstore.ClaimMismatch || res.Fence != before.Fence {
 		e.t.Fatalf("claim with another payload of a %v record = %v fence %d, want mismatch fence %d",
 			before.State, res.Status, res.Fence, before.Fence)
 	}
@@ -50,17 +51,17 @@ func (e *env) mismatchChangesNothing(key string, f idem.Fingerprint) {
 }
 
 // holds checks the parts of the record a mismatch is about.
-func (e *env) holds(key string, state idem.State, l idem.Lease, f idem.Fingerprint) {
+func (e *env) holds(key string, state idemstore.State, l idemstore.Lease, f idemstore.Fingerprint) {
 	e.t.Helper()
 	r := e.get(key)
 	type view struct {
-		State idem.State
-		Owner idem.Token
+		State idemstore.State
+		Owner idemstore.Token
 		Fence uint64
-		FP    idem.Fingerprint
+		FP    idemstore.Fingerprint
 	}
 	want := view{state, l.Owner, l.Fence, f}
-	if state == idem.StateReleased {
+	if state == idemstore.StateReleased {
 		want.Owner = r.Owner // stores differ in what a released record's owner reads as
 	}
 	if diff := cmp.Diff(want, view{r.State, r.Owner, r.Fence, r.Fingerprint}); diff != "" {
@@ -71,13 +72,13 @@ func (e *env) holds(key string, state idem.State, l idem.Lease, f idem.Fingerpri
 // testRetentionCrashed: the owner claimed with A and died (no heartbeat,
 // no release). Past its lease the key may be taken over, but only by A.
 func testRetentionCrashed(t *testing.T, e *env) {
-	dead := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	dead := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	e.advance(e.pastLease())
-	e.holds(e.key, idem.StateInProgress, dead, fp("a"))
+	e.holds(e.key, idemstore.StateInProgress, dead, fp("a"))
 	e.mismatchChangesNothing(e.key, fp("b"))
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimTakenOver)
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimTakenOver)
 	e.newerFence(l.Fence, dead.Fence, "after takeover")
-	e.holds(e.key, idem.StateInProgress, l, fp("a"))
+	e.holds(e.key, idemstore.StateInProgress, l, fp("a"))
 	// The new owner's live lease refuses B as before.
 	e.mismatchChangesNothing(e.key, fp("b"))
 }
@@ -85,22 +86,22 @@ func testRetentionCrashed(t *testing.T, e *env) {
 // testRetentionReleased: A failed under on_failure=unlock and released the
 // key. A retry of A runs again; B is still a mismatch.
 func testRetentionReleased(t *testing.T, e *env) {
-	first := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	first := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	if err := e.s.Release(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	e.holds(e.key, idem.StateReleased, first, fp("a"))
+	e.holds(e.key, idemstore.StateReleased, first, fp("a"))
 	e.mismatchChangesNothing(e.key, fp("b"))
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	e.newerFence(l.Fence, first.Fence, "after release")
-	e.holds(e.key, idem.StateInProgress, l, fp("a"))
+	e.holds(e.key, idemstore.StateInProgress, l, fp("a"))
 	// Released again, after a lease's worth of time: still A's key.
 	if err := e.s.Release(ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	e.advance(e.pastLease())
 	e.mismatchChangesNothing(e.key, fp("b"))
-	e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 }
 
 // testRetentionFinished: completed and failed records were mismatches
@@ -108,20 +109,20 @@ func testRetentionReleased(t *testing.T, e *env) {
 func testRetentionFinished(t *testing.T, e *env) {
 	tests := []struct {
 		name   string
-		finish func(l idem.Lease) error
-		state  idem.State
-		want   idem.ClaimStatus
+		finish func(l idemstore.Lease) error
+		state  idemstore.State
+		want   idemstore.ClaimStatus
 	}{
-		{"completed", func(l idem.Lease) error { return e.s.Complete(ctx, l, idem.Result{Data: []byte(`"a"`)}) },
-			idem.StateCompleted, idem.ClaimCompleted},
-		{"failed", func(l idem.Lease) error { return e.s.Fail(ctx, l, idem.Result{Data: []byte(`"declined"`)}) },
-			idem.StateFailed, idem.ClaimFailed},
+		{"completed", func(l idemstore.Lease) error { return e.s.Complete(ctx, l, idemstore.Result{Data: []byte(`"a"`)}) },
+			idemstore.StateCompleted, idemstore.ClaimCompleted},
+		{"failed", func(l idemstore.Lease) error { return e.s.Fail(ctx, l, idemstore.Result{Data: []byte(`"declined"`)}) },
+			idemstore.StateFailed, idemstore.ClaimFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := e.sub(t)
 			key := e.key + ":" + tt.name
-			l := e.mustOwn(key, fp("a"), idem.ClaimAcquired)
+			l := e.mustOwn(key, fp("a"), idemstore.ClaimAcquired)
 			if err := tt.finish(l); err != nil {
 				t.Fatal(err)
 			}
@@ -138,11 +139,11 @@ func testRetentionFinished(t *testing.T, e *env) {
 // a retry of the same payload, not for another one: reusing a key with a
 // new payload takes deleting its record.
 func testRetentionForceRelease(t *testing.T, e *env) {
-	a, ok := e.s.(idem.Admin)
+	a, ok := e.s.(idemstore.Admin)
 	if !ok {
-		t.Skipf("%T does not implement idem.Admin (a capability of the store, not a missing service: the same under CI)", e.s)
+		t.Skipf("%T does not implement idemstore.Admin (a capability of the store, not a missing service: the same under CI)", e.s)
 	}
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	r, err := a.ForceRelease(ctx, e.key)
 	if err == nil && r.Fence <= l.Fence {
 		t.Fatalf("ForceRelease fence %d, want > %d", r.Fence, l.Fence)
@@ -154,32 +155,32 @@ func testRetentionForceRelease(t *testing.T, e *env) {
 		t.Fatalf("ForceRelease returned fingerprint %v, want the first claim's %v", r.Fingerprint, fp("a"))
 	}
 	e.mismatchChangesNothing(e.key, fp("b"))
-	if l2 := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired); l2.Fence <= r.Fence {
+	if l2 := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired); l2.Fence <= r.Fence {
 		t.Fatalf("fence after force release = %d, want > %d", l2.Fence, r.Fence)
 	}
 	if err := e.s.Delete(ctx, e.key); err != nil {
 		t.Fatal(err)
 	}
-	e.mustOwn(e.key, fp("b"), idem.ClaimAcquired)
+	e.mustOwn(e.key, fp("b"), idemstore.ClaimAcquired)
 }
 
 // testRetentionForceReleaseExpired: a record past its retention is gone;
 // an operator's ForceRelease must not revive it (with its old fingerprint
 // and a fresh retention, which would refuse the next payload).
 func testRetentionForceReleaseExpired(t *testing.T, e *env) {
-	a, ok := e.s.(idem.Admin)
+	a, ok := e.s.(idemstore.Admin)
 	if !ok {
-		t.Skipf("%T does not implement idem.Admin (a capability of the store, not a missing service: the same under CI)", e.s)
+		t.Skipf("%T does not implement idemstore.Admin (a capability of the store, not a missing service: the same under CI)", e.s)
 	}
-	l := e.mustOwn(e.key, fp("a"), idem.ClaimAcquired)
-	if err := e.s.Complete(ctx, l, idem.Result{Data: []byte(`1`)}); err != nil {
+	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
+	if err := e.s.Complete(ctx, l, idemstore.Result{Data: []byte(`1`)}); err != nil {
 		t.Fatal(err)
 	}
 	e.advance(e.ttl + e.ttl/4 + 50*time.Millisecond)
 	if _, err := a.ForceRelease(ctx, e.key); !errors.Is(err, idem.ErrNotFound) {
 		t.Fatalf("ForceRelease past retention = %v, want ErrNotFound", err)
 	}
-	e.mustOwn(e.key, fp("b"), idem.ClaimAcquired)
+	e.mustOwn(e.key, fp("b"), idemstore.ClaimAcquired)
 }
 
 // testRetentionExpired: past its retention a record is gone and forgets
@@ -187,8 +188,8 @@ func testRetentionForceReleaseExpired(t *testing.T, e *env) {
 // record the retention is its lease plus the claim's TTL.
 func testRetentionExpired(t *testing.T, e *env) {
 	running, released := e.key+":running", e.key+":released"
-	e.mustOwn(running, fp("a"), idem.ClaimAcquired)
-	l := e.mustOwn(released, fp("a"), idem.ClaimAcquired)
+	e.mustOwn(running, fp("a"), idemstore.ClaimAcquired)
+	l := e.mustOwn(released, fp("a"), idemstore.ClaimAcquired)
 	if err := e.s.Release(ctx, l); err != nil {
 		t.Fatal(err)
 	}
@@ -201,8 +202,8 @@ func testRetentionExpired(t *testing.T, e *env) {
 		if _, err := e.s.Get(ctx, key); !errors.Is(err, idem.ErrNotFound) {
 			t.Fatalf("Get(%s) past its retention = %v, want ErrNotFound", key, err)
 		}
-		l := e.mustOwn(key, fp("b"), idem.ClaimAcquired)
-		e.holds(key, idem.StateInProgress, l, fp("b"))
+		l := e.mustOwn(key, fp("b"), idemstore.ClaimAcquired)
+		e.holds(key, idemstore.StateInProgress, l, fp("b"))
 	}
 }
 
@@ -214,12 +215,12 @@ func (e *env) sub(t *testing.T) *env {
 // dyingStore is a process that dies right after its claim: the claim
 // reaches the store, nothing after it does (no heartbeat, completion or
 // release).
-type dyingStore struct{ idem.Store }
+type dyingStore struct{ idemstore.Store }
 
-func (dyingStore) Heartbeat(context.Context, idem.Lease) error             { return nil }
-func (dyingStore) Complete(context.Context, idem.Lease, idem.Result) error { return nil }
-func (dyingStore) Fail(context.Context, idem.Lease, idem.Result) error     { return nil }
-func (dyingStore) Release(context.Context, idem.Lease) error               { return nil }
+func (dyingStore) Heartbeat(context.Context, idemstore.Lease) error                  { return nil }
+func (dyingStore) Complete(context.Context, idemstore.Lease, idemstore.Result) error { return nil }
+func (dyingStore) Fail(context.Context, idemstore.Lease, idemstore.Result) error     { return nil }
+func (dyingStore) Release(context.Context, idemstore.Lease) error                    { return nil }
 
 // outcomes records a Guard's final and takeover outcomes.
 type outcomes struct {
@@ -315,30 +316,30 @@ func testRetentionGuard(t *testing.T, e *env) {
 }
 
 // testRetentionOrdered: an ordered claim (stores that implement
-// idem.Orderer) follows the same rule, and a refused one does not advance
+// idemstore.Orderer) follows the same rule, and a refused one does not advance
 // the entity either.
 func testRetentionOrdered(t *testing.T, e *env) {
-	if o, ok := e.s.(idem.Orderer); !ok || !o.SupportsOrdering() {
+	if o, ok := e.s.(idemstore.Orderer); !ok || !o.SupportsOrdering() {
 		t.Skipf("%T does not support ordering (a capability of the store, not a missing service: the same under CI)", e.s)
 	}
 	entity := e.key + ":{entity}"
-	claim := func(key string, f idem.Fingerprint, at time.Time) (idem.Lease, idem.ClaimResult) {
+	claim := func(key string, f idemstore.Fingerprint, at time.Time) (idemstore.Lease, idemstore.ClaimResult) {
 		t.Helper()
 		owner := e.token()
 		req := e.req(key, owner, f)
-		req.Order = idem.OrderClaim{Key: entity, At: at}
+		req.Order = idemstore.OrderClaim{Key: entity, At: at}
 		res, err := e.s.Claim(ctx, req)
 		if err != nil {
 			t.Fatalf("ordered Claim(%s): %v", key, err)
 		}
-		return idem.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: e.lease, TTL: e.ttl}, res
+		return idemstore.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: e.lease, TTL: e.ttl}, res
 	}
 	crashed, released := entity+":evt:crashed", entity+":evt:released"
-	if _, res := claim(crashed, fp("a"), base); res.Status != idem.ClaimAcquired {
+	if _, res := claim(crashed, fp("a"), base); res.Status != idemstore.ClaimAcquired {
 		t.Fatalf("first ordered claim = %v", res.Status)
 	}
 	l, res := claim(released, fp("a"), base)
-	if res.Status != idem.ClaimAcquired {
+	if res.Status != idemstore.ClaimAcquired {
 		t.Fatalf("first ordered claim = %v", res.Status)
 	}
 	if err := e.s.Release(ctx, l); err != nil {
@@ -349,17 +350,17 @@ func testRetentionOrdered(t *testing.T, e *env) {
 		before := e.get(key)
 		// B comes with a later event time: were it accepted, it would move
 		// the entity past A's retry.
-		if _, res := claim(key, fp("b"), base.Add(time.Hour)); res.Status != idem.ClaimMismatch || res.Fence != before.Fence {
+		if _, res := claim(key, fp("b"), base.Add(time.Hour)); res.Status != idemstore.ClaimMismatch || res.Fence != before.Fence {
 			t.Fatalf("ordered claim of %s with another payload = %v fence %d, want mismatch fence %d", key, res.Status, res.Fence, before.Fence)
 		}
 		if diff := cmp.Diff(before, e.get(key)); diff != "" {
 			t.Fatalf("a mismatched ordered claim changed the record (-before +after):\n%s", diff)
 		}
 	}
-	if _, res := claim(crashed, fp("a"), base); res.Status != idem.ClaimTakenOver {
+	if _, res := claim(crashed, fp("a"), base); res.Status != idemstore.ClaimTakenOver {
 		t.Fatalf("ordered retry of the crashed call = %v, want taken_over (the entity must not have moved)", res.Status)
 	}
-	if _, res := claim(released, fp("a"), base); res.Status != idem.ClaimAcquired {
+	if _, res := claim(released, fp("a"), base); res.Status != idemstore.ClaimAcquired {
 		t.Fatalf("ordered retry of the released call = %v, want acquired", res.Status)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemseal"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // sealCases run a Guard that seals its records (idem.WithSealer) over the
@@ -37,7 +38,7 @@ func (e *env) sealedCall(g *idem.Guard, spec *idem.Spec, id string, runs *int) (
 	return e.guardCall(ctx, g, spec, id, func(ctx context.Context) (any, error) {
 		*runs++
 		out := "receipt " + sealMarker
-		if _, ok := e.s.(idem.Stepper); ok {
+		if _, ok := e.s.(idemstore.Stepper); ok {
 			v, err := idem.Step(ctx, "card", func(context.Context) (string, error) { return "card " + sealMarker, nil })
 			if err != nil {
 				return nil, err
@@ -139,10 +140,10 @@ func testSealedFailsClosed(t *testing.T, e *env) {
 		k.Key().String(id)
 		pk, _ := pc.StoreKey()
 		l, res := e.claim(keyOf(id), e.get(pk).Fingerprint)
-		if !(res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) {
+		if !(res.Status == idemstore.ClaimAcquired || res.Status == idemstore.ClaimTakenOver) {
 			t.Fatalf("planting %s: claim %v", id, res.Status)
 		}
-		if err := e.s.Complete(ctx, l, idem.Result{Data: data}); err != nil {
+		if err := e.s.Complete(ctx, l, idemstore.Result{Data: data}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,13 +10,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // StepNameLimit checks a store whose step names have a length limit: a
 // step named with within bytes runs once, and one named with past bytes
 // is refused with an error wrapping idem.ErrStep before it runs, instead
 // of running and then failing to be recorded on every retry.
-func StepNameLimit(t *testing.T, s idem.Store, within, past int) {
+func StepNameLimit(t *testing.T, s idemstore.Store, within, past int) {
 	t.Helper()
 	g := idem.NewGuard(s)
 	spec := &idem.Spec{Name: "idemtest.StepNameLimit." + t.Name(), Lease: 30 * time.Second, TTL: time.Hour}

@@ -12,9 +12,10 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
-// stepCases check recovery points (idem.Stepper): run for stores that
+// stepCases check recovery points (idemstore.Stepper): run for stores that
 // implement it.
 var stepCases = []suiteCase{
 	{"StepsSurviveTakeover", testStepsSurviveTakeover},
@@ -26,9 +27,9 @@ var stepCases = []suiteCase{
 	{"StepNamesTheStoreCannotHold", testStepNames},
 }
 
-func (e *env) stepper() idem.Stepper { return e.s.(idem.Stepper) }
+func (e *env) stepper() idemstore.Stepper { return e.s.(idemstore.Stepper) }
 
-func (e *env) saveStep(l idem.Lease, name, data string) {
+func (e *env) saveStep(l idemstore.Lease, name, data string) {
 	e.t.Helper()
 	if err := e.stepper().SaveStep(ctx, l, name, []byte(data)); err != nil {
 		e.t.Fatalf("SaveStep(%s): %v", name, err)
@@ -37,7 +38,7 @@ func (e *env) saveStep(l idem.Lease, name, data string) {
 
 // wantSteps claims key with want as the claim's status and compares the
 // steps it returns.
-func (e *env) wantSteps(status idem.ClaimStatus, want map[string]string) idem.Lease {
+func (e *env) wantSteps(status idemstore.ClaimStatus, want map[string]string) idemstore.Lease {
 	e.t.Helper()
 	l, res := e.claim(e.key, fp("a"))
 	if res.Status != status {
@@ -54,32 +55,32 @@ func (e *env) wantSteps(status idem.ClaimStatus, want map[string]string) idem.Le
 }
 
 func testStepsSurviveTakeover(t *testing.T, e *env) {
-	l := e.wantSteps(idem.ClaimAcquired, nil)
+	l := e.wantSteps(idemstore.ClaimAcquired, nil)
 	e.saveStep(l, "charge", "ch_1")
 	e.saveStep(l, "email", "")
 	e.advance(e.pastLease())
-	l2 := e.wantSteps(idem.ClaimTakenOver, map[string]string{"charge": "ch_1", "email": ""})
+	l2 := e.wantSteps(idemstore.ClaimTakenOver, map[string]string{"charge": "ch_1", "email": ""})
 	if got := e.get(e.key).Steps; len(got) != 2 || string(got["charge"]) != "ch_1" {
 		t.Errorf("Get's steps = %q, want charge and email (operators read them: idemctl show)", got)
 	}
 	e.saveStep(l2, "invoice", "in_1")
 	e.advance(e.pastLease())
-	e.wantSteps(idem.ClaimTakenOver, map[string]string{"charge": "ch_1", "email": "", "invoice": "in_1"})
+	e.wantSteps(idemstore.ClaimTakenOver, map[string]string{"charge": "ch_1", "email": "", "invoice": "in_1"})
 }
 
 func testStepsSurviveRelease(t *testing.T, e *env) {
-	l := e.wantSteps(idem.ClaimAcquired, nil)
+	l := e.wantSteps(idemstore.ClaimAcquired, nil)
 	e.saveStep(l, "charge", "ch_1")
 	if err := e.s.Release(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	e.wantSteps(idem.ClaimAcquired, map[string]string{"charge": "ch_1"})
+	e.wantSteps(idemstore.ClaimAcquired, map[string]string{"charge": "ch_1"})
 }
 
 func testStaleStep(t *testing.T, e *env) {
-	l := e.wantSteps(idem.ClaimAcquired, nil)
+	l := e.wantSteps(idemstore.ClaimAcquired, nil)
 	e.advance(e.pastLease())
-	l2 := e.wantSteps(idem.ClaimTakenOver, nil)
+	l2 := e.wantSteps(idemstore.ClaimTakenOver, nil)
 	if err := e.stepper().SaveStep(ctx, l, "charge", []byte("stale")); !isLeaseLost(err) {
 		t.Errorf("SaveStep by the stale owner = %v, want ErrLeaseLost", err)
 	}
@@ -92,7 +93,7 @@ func testStaleStep(t *testing.T, e *env) {
 	if err := e.stepper().SaveStep(ctx, forged, "other", []byte("x")); !isLeaseLost(err) {
 		t.Errorf("SaveStep with a forged fence = %v, want ErrLeaseLost", err)
 	}
-	if err := e.s.Complete(ctx, l2, idem.Result{Data: []byte("1")}); err != nil {
+	if err := e.s.Complete(ctx, l2, idemstore.Result{Data: []byte("1")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.stepper().SaveStep(ctx, l2, "late", []byte("x")); !isLeaseLost(err) {
@@ -100,28 +101,28 @@ func testStaleStep(t *testing.T, e *env) {
 	}
 	e.advance(e.pastLease())
 	e.s.Delete(ctx, e.key) // the record is completed: claims replay it
-	e.wantSteps(idem.ClaimAcquired, nil)
+	e.wantSteps(idemstore.ClaimAcquired, nil)
 }
 
 func testStepKeepsFirst(t *testing.T, e *env) {
-	l := e.wantSteps(idem.ClaimAcquired, nil)
+	l := e.wantSteps(idemstore.ClaimAcquired, nil)
 	e.saveStep(l, "charge", "first")
 	e.saveStep(l, "charge", "second")
 	e.advance(e.pastLease())
-	e.wantSteps(idem.ClaimTakenOver, map[string]string{"charge": "first"})
+	e.wantSteps(idemstore.ClaimTakenOver, map[string]string{"charge": "first"})
 }
 
 func testStepsExpire(t *testing.T, e *env) {
-	l := e.wantSteps(idem.ClaimAcquired, nil)
+	l := e.wantSteps(idemstore.ClaimAcquired, nil)
 	e.saveStep(l, "charge", "ch_1")
 	e.advance(e.lease + e.ttl + e.pastLease()) // past the record's retention
-	e.wantSteps(idem.ClaimAcquired, nil)
-	l = e.mustOwn(e.key+":deleted", fp("a"), idem.ClaimAcquired)
+	e.wantSteps(idemstore.ClaimAcquired, nil)
+	l = e.mustOwn(e.key+":deleted", fp("a"), idemstore.ClaimAcquired)
 	e.saveStep(l, "charge", "ch_1")
 	if err := e.s.Delete(ctx, l.Key); err != nil {
 		t.Fatal(err)
 	}
-	if _, res := e.claim(l.Key, fp("a")); res.Status != idem.ClaimAcquired || len(res.Steps) != 0 {
+	if _, res := e.claim(l.Key, fp("a")); res.Status != idemstore.ClaimAcquired || len(res.Steps) != 0 {
 		t.Fatalf("claim after Delete = %v with steps %v, want acquired without steps", res.Status, res.Steps)
 	}
 }

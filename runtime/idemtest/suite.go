@@ -1,4 +1,4 @@
-// Package idemtest holds the store conformance suite that every idem.Store
+// Package idemtest holds the store conformance suite that every idemstore.Store
 // (the ones in this module and third-party ones) runs with one call.
 package idemtest
 
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // Harness tells the suite how to make stores.
@@ -15,7 +15,7 @@ type Harness struct {
 	// returned (its own key prefix, schema, directory…). When ManualClock
 	// is set the store must read time from now; otherwise now is time.Now
 	// and may be ignored (stores judged by a server clock ignore it).
-	New func(t *testing.T, now func() time.Time) idem.Store
+	New func(t *testing.T, now func() time.Time) idemstore.Store
 	// ManualClock: the store uses the clock given to New, so the suite
 	// moves time forward instantly instead of sleeping.
 	ManualClock bool
@@ -27,19 +27,19 @@ type Harness struct {
 	// a foreign writer or a bad disk would.
 	// The hostile cases then check that Claim and Get both report
 	// idem.ErrCorruptRecord and that a fail-open Guard does not run.
-	Corrupt func(t *testing.T, s idem.Store, key string)
+	Corrupt func(t *testing.T, s idemstore.Store, key string)
 	// Legacy, if set, rewrites the record at key in s (the suite has just
 	// claimed or completed a call there) the way the store's previous
 	// record format wrote it, before records carried ClaimedAt. The
 	// legacy cases then check that the store still reads it (ClaimedAt
 	// zero, or no later than UpdatedAt; never idem.ErrCorruptRecord), and
 	// that its owner can heartbeat and complete it and duplicates replay it.
-	Legacy func(t *testing.T, s idem.Store, key string)
+	Legacy func(t *testing.T, s idemstore.Store, key string)
 	// Raw, if set, returns every value s holds (all its keys, rows,
 	// items or files), read beside the store as a hidden reader of the
 	// server or its backups would. The sealing cases then check that no
 	// plaintext of a sealed result is anywhere in it.
-	Raw func(t *testing.T, s idem.Store) [][]byte
+	Raw func(t *testing.T, s idemstore.Store) [][]byte
 }
 
 // RunStoreSuite runs the conformance suite against the stores h makes.

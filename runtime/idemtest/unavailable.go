@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // Unavailable checks a store whose backend cannot be reached (a refused
@@ -17,9 +18,9 @@ import (
 // wrapping idem.ErrStoreUnavailable, within 5 seconds, whose text says no
 // phrase of three or more words twice (it once read "store unavailable:
 // … store unavailable").
-func Unavailable(t *testing.T, s idem.Store, ordered bool) {
+func Unavailable(t *testing.T, s idemstore.Store, ordered bool) {
 	t.Helper()
-	l := idem.Lease{Key: "k", Owner: idem.Token{1}, Fence: 1, Duration: time.Second, TTL: time.Minute}
+	l := idemstore.Lease{Key: "k", Owner: idemstore.Token{1}, Fence: 1, Duration: time.Second, TTL: time.Minute}
 	g := idem.NewGuard(s)
 	guard := func(mode idem.OnDuplicate) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
@@ -34,12 +35,12 @@ func Unavailable(t *testing.T, s idem.Store, ordered bool) {
 	}
 	ops := []op{
 		{"claim", func(ctx context.Context) error {
-			_, err := s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: time.Second, TTL: time.Minute})
+			_, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{1}, Lease: time.Second, TTL: time.Minute})
 			return err
 		}},
 		{"heartbeat", func(ctx context.Context) error { return s.Heartbeat(ctx, l) }},
-		{"complete", func(ctx context.Context) error { return s.Complete(ctx, l, idem.Result{Data: []byte("1")}) }},
-		{"fail", func(ctx context.Context) error { return s.Fail(ctx, l, idem.Result{Data: []byte("1")}) }},
+		{"complete", func(ctx context.Context) error { return s.Complete(ctx, l, idemstore.Result{Data: []byte("1")}) }},
+		{"fail", func(ctx context.Context) error { return s.Fail(ctx, l, idemstore.Result{Data: []byte("1")}) }},
 		{"release", func(ctx context.Context) error { return s.Release(ctx, l) }},
 		{"get", func(ctx context.Context) error { _, err := s.Get(ctx, "k"); return err }},
 		{"delete", func(ctx context.Context) error { return s.Delete(ctx, "k") }},
@@ -50,14 +51,14 @@ func Unavailable(t *testing.T, s idem.Store, ordered bool) {
 	if ordered {
 		// "{e}" keeps the record and its entity in one Redis Cluster slot.
 		ops = append(ops, op{"ordered claim", func(ctx context.Context) error {
-			_, err := s.Claim(ctx, idem.ClaimRequest{Key: "f:{e}:k", Owner: idem.Token{1}, Lease: time.Second, TTL: time.Minute,
-				Order: idem.OrderClaim{Key: "f:{e}", At: time.Now()}})
+			_, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "f:{e}:k", Owner: idemstore.Token{1}, Lease: time.Second, TTL: time.Minute,
+				Order: idemstore.OrderClaim{Key: "f:{e}", At: time.Now()}})
 			return err
 		}})
 	}
-	if a, ok := s.(idem.Admin); ok {
+	if a, ok := s.(idemstore.Admin); ok {
 		ops = append(ops,
-			op{"list", func(ctx context.Context) error { return a.List(ctx, "", func(idem.Record) error { return nil }) }},
+			op{"list", func(ctx context.Context) error { return a.List(ctx, "", func(idemstore.Record) error { return nil }) }},
 			op{"force release", func(ctx context.Context) error { _, err := a.ForceRelease(ctx, "k"); return err }},
 			op{"cleanup", func(ctx context.Context) error { _, err := a.Cleanup(ctx); return err }},
 		)

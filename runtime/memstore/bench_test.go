@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -26,20 +26,20 @@ func BenchmarkStoreReplay(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			s := memstore.New(bc.opts...)
 			ctx := context.Background()
-			req := idem.ClaimRequest{Key: "idem:bench.Charge:v1:" + strings.Repeat("ab", 32), Owner: idem.Token{1},
+			req := idemstore.ClaimRequest{Key: "idem:bench.Charge:v1:" + strings.Repeat("ab", 32), Owner: idemstore.Token{1},
 				Lease: time.Minute, TTL: time.Hour}
 			res, err := s.Claim(ctx, req)
 			if err != nil {
 				b.Fatal(err)
 			}
-			lease := idem.Lease{Key: req.Key, Owner: req.Owner, Fence: res.Fence, Duration: req.Lease, TTL: req.TTL}
-			if err := s.Complete(ctx, lease, idem.Result{Data: []byte("receipt")}); err != nil {
+			lease := idemstore.Lease{Key: req.Key, Owner: req.Owner, Fence: res.Fence, Duration: req.Lease, TTL: req.TTL}
+			if err := s.Complete(ctx, lease, idemstore.Result{Data: []byte("receipt")}); err != nil {
 				b.Fatal(err)
 			}
-			req.Owner = idem.Token{2}
+			req.Owner = idemstore.Token{2}
 			b.ReportAllocs()
 			for b.Loop() {
-				if res, err := s.Claim(ctx, req); err != nil || res.Status != idem.ClaimCompleted {
+				if res, err := s.Claim(ctx, req); err != nil || res.Status != idemstore.ClaimCompleted {
 					b.Fatal(res.Status, err)
 				}
 			}

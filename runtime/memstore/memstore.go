@@ -1,4 +1,4 @@
-// Package memstore is the in-memory idem.Store: a sharded map in this
+// Package memstore is the in-memory idemstore.Store: a sharded map in this
 // process, for tests, single-process services and the embedded default.
 //
 //	g := idem.NewGuard(memstore.New())
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // Store is the embedded store: a sharded map in this process. It
@@ -69,14 +70,14 @@ type orderRecord struct {
 	expiresAt instant
 }
 
-// memRecord is a record as the store keeps it: idem.Record's fields, with
+// memRecord is a record as the store keeps it: idemstore.Record's fields, with
 // its times as instants (see Store.record).
 type memRecord struct {
 	Key         string
-	State       idem.State
-	Owner       idem.Token
+	State       idemstore.State
+	Owner       idemstore.Token
 	Fence       uint64
-	Fingerprint idem.Fingerprint
+	Fingerprint idemstore.Fingerprint
 	Result      []byte
 	Steps       map[string][]byte
 	LeaseUntil  instant
@@ -214,9 +215,9 @@ func (s *Store) time(i instant) time.Time {
 	return time.Unix(0, int64(i))
 }
 
-// record is r as idem.Record, sharing r's result and steps.
-func (s *Store) record(r *memRecord) idem.Record {
-	return idem.Record{Key: r.Key, State: r.State, Owner: r.Owner, Fence: r.Fence, Fingerprint: r.Fingerprint,
+// record is r as idemstore.Record, sharing r's result and steps.
+func (s *Store) record(r *memRecord) idemstore.Record {
+	return idemstore.Record{Key: r.Key, State: r.State, Owner: r.Owner, Fence: r.Fence, Fingerprint: r.Fingerprint,
 		Result: r.Result, Steps: r.Steps, LeaseUntil: s.time(r.LeaseUntil), ExpiresAt: s.time(r.ExpiresAt),
 		UpdatedAt: s.time(r.UpdatedAt), ClaimedAt: s.time(r.ClaimedAt)}
 }
@@ -235,7 +236,7 @@ func (s *Store) SupportsOrdering() bool { return true }
 // until lease + TTL (then nothing can be stuck forever), finished and
 // released ones until ExpiresAt.
 func live(r *memRecord, now instant) bool {
-	if r.State == idem.StateInProgress {
+	if r.State == idemstore.StateInProgress {
 		return now < r.LeaseUntil.add(r.ttlAfterLease())
 	}
 	return now < r.ExpiresAt
@@ -249,10 +250,10 @@ func (r *memRecord) ttlAfterLease() time.Duration { return time.Duration(r.Expir
 // its writes after the function the caller's ctx without a timer.
 func (s *Store) InProcess() bool { return true }
 
-// Claim implements idem.Store under the key's shard lock.
-func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (res idem.ClaimResult, err error) {
+// Claim implements idemstore.Store under the key's shard lock.
+func (s *Store) Claim(ctx context.Context, req idemstore.ClaimRequest) (res idemstore.ClaimResult, err error) {
 	if err := ctx.Err(); err != nil {
-		return idem.ClaimResult{}, err
+		return idemstore.ClaimResult{}, err
 	}
 	now := s.clock()
 	var order *orderShard
@@ -274,38 +275,38 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (res idem.Clai
 // claimLocked is Claim with the record's shard (and the entity's, for an
 // ordered claim) locked. Unlocking in the caller instead of deferring
 // keeps the many returns here cheap.
-func (s *Store) claimLocked(sh *memShard, order *orderShard, req *idem.ClaimRequest, now instant, res *idem.ClaimResult) error {
+func (s *Store) claimLocked(sh *memShard, order *orderShard, req *idemstore.ClaimRequest, now instant, res *idemstore.ClaimResult) error {
 	r := sh.m[req.Key]
 	// A record past its retention is gone: it answers nothing and forgets
 	// its fingerprint, and only its fence carries over to an acquiring
 	// claim, which rewrites the rest. It is left as it is until then, so
 	// a claim that ends without acquiring (out of order, store full)
 	// changes nothing, as on the other stores.
-	retained := r != nil && r.State != idem.StateAbsent && live(r, now)
-	status := idem.ClaimAcquired
+	retained := r != nil && r.State != idemstore.StateAbsent && live(r, now)
+	status := idemstore.ClaimAcquired
 	if retained && r.Fingerprint != req.Fingerprint {
 		// A retained record keeps its first claim's fingerprint in every
 		// state, an expired lease and a release included: a crashed A may
 		// have had its effect, so B must not run under A's key.
-		*res = idem.ClaimResult{Status: idem.ClaimMismatch, Fence: r.Fence}
+		*res = idemstore.ClaimResult{Status: idemstore.ClaimMismatch, Fence: r.Fence}
 		return nil
 	}
 	if retained {
 		// Here, not in a function of its own: a replay's path.
 		switch r.State {
-		case idem.StateInProgress:
+		case idemstore.StateInProgress:
 			if now >= r.LeaseUntil {
-				status = idem.ClaimTakenOver
+				status = idemstore.ClaimTakenOver
 				break
 			}
-			*res = idem.ClaimResult{Status: idem.ClaimInProgress, Fence: r.Fence, LeaseUntil: s.time(r.LeaseUntil)}
+			*res = idemstore.ClaimResult{Status: idemstore.ClaimInProgress, Fence: r.Fence, LeaseUntil: s.time(r.LeaseUntil)}
 			return nil
-		case idem.StateCompleted, idem.StateFailed:
-			st := idem.ClaimCompleted
-			if r.State == idem.StateFailed {
-				st = idem.ClaimFailed
+		case idemstore.StateCompleted, idemstore.StateFailed:
+			st := idemstore.ClaimCompleted
+			if r.State == idemstore.StateFailed {
+				st = idemstore.ClaimFailed
 			}
-			*res = idem.ClaimResult{Status: st, Fence: r.Fence, Result: idem.Result{Data: r.Result, Value: r.value}}
+			*res = idemstore.ClaimResult{Status: st, Fence: r.Fence, Result: idemstore.Result{Data: r.Result, Value: r.value}}
 			return nil
 		}
 	}
@@ -329,7 +330,7 @@ func (s *Store) claimLocked(sh *memShard, order *orderShard, req *idem.ClaimRequ
 	} else {
 		r.Steps = nil // a new call under an expired key: its steps are not ours
 	}
-	r.State = idem.StateInProgress
+	r.State = idemstore.StateInProgress
 	r.Owner = req.Owner
 	r.Fence++
 	r.Fingerprint = req.Fingerprint
@@ -340,7 +341,7 @@ func (s *Store) claimLocked(sh *memShard, order *orderShard, req *idem.ClaimRequ
 	sh.expires(r.ExpiresAt)
 	r.UpdatedAt = now
 	r.ClaimedAt = now
-	*res = idem.ClaimResult{Status: status, Fence: r.Fence, LeaseUntil: s.time(r.LeaseUntil), Steps: steps}
+	*res = idemstore.ClaimResult{Status: status, Fence: r.Fence, LeaseUntil: s.time(r.LeaseUntil), Steps: steps}
 	return nil
 }
 
@@ -379,7 +380,7 @@ func (s *Store) admit(sh *memShard, isNew bool, key string, now instant) error {
 // event time and moves the entity forward to the claim's. It returns false,
 // with *res set, for a claim out of order; r is the key's record, if any.
 // Caller holds order.mu.
-func advanceOrder(order *orderShard, r *memRecord, req *idem.ClaimRequest, now instant, res *idem.ClaimResult) bool {
+func advanceOrder(order *orderShard, r *memRecord, req *idemstore.ClaimRequest, now instant, res *idemstore.ClaimResult) bool {
 	o, ok := order.m[req.Order.Key]
 	if ok && now < o.expiresAt {
 		if !req.Order.Override && req.Order.At.Before(o.last.Add(-req.Order.Grace)) {
@@ -387,7 +388,7 @@ func advanceOrder(order *orderShard, r *memRecord, req *idem.ClaimRequest, now i
 			if r != nil {
 				fence = r.Fence
 			}
-			*res = idem.ClaimResult{Status: idem.ClaimOutOfOrder, Fence: fence, LastAccepted: o.last}
+			*res = idemstore.ClaimResult{Status: idemstore.ClaimOutOfOrder, Fence: fence, LastAccepted: o.last}
 			return false
 		}
 		if o.last.After(req.Order.At) {
@@ -450,16 +451,16 @@ func (s *Store) Cleanup(ctx context.Context) (int, error) {
 }
 
 // List calls fn with every record whose key starts with prefix.
-func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) error) error {
+func (s *Store) List(ctx context.Context, prefix string, fn func(idemstore.Record) error) error {
 	for i := range s.shards {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		var batch []idem.Record
+		var batch []idemstore.Record
 		for k, r := range sh.m {
-			if strings.HasPrefix(k, prefix) && r.State != idem.StateAbsent {
+			if strings.HasPrefix(k, prefix) && r.State != idemstore.StateAbsent {
 				out := s.record(r)
 				out.Result = append([]byte(nil), r.Result...)
 				out.Steps = maps.Clone(r.Steps)
@@ -477,15 +478,15 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 }
 
 // ForceRelease releases key whatever its owner and bumps its fence.
-func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, error) {
+func (s *Store) ForceRelease(ctx context.Context, key string) (idemstore.Record, error) {
 	sh, r, now, err := s.lockLive(ctx, key)
 	if err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	defer sh.mu.Unlock()
 	keep := time.Duration(r.ExpiresAt - r.UpdatedAt)
-	r.State = idem.StateReleased
-	r.Owner = idem.Token{}
+	r.State = idemstore.StateReleased
+	r.Owner = idemstore.Token{}
 	r.Fence++
 	r.Result, r.value = nil, nil
 	s.resize(r)
@@ -510,14 +511,14 @@ func (s *Store) wakeAll(r *memRecord) {
 
 // lockOwned locks l's shard and returns it with the record l still owns.
 // On an error it leaves the shard unlocked.
-func (s *Store) lockOwned(ctx context.Context, l idem.Lease) (*memShard, *memRecord, error) {
+func (s *Store) lockOwned(ctx context.Context, l idemstore.Lease) (*memShard, *memRecord, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
 	sh := s.shard(l.Key)
 	sh.mu.Lock()
 	r := sh.m[l.Key]
-	if r == nil || r.State != idem.StateInProgress || r.Owner != l.Owner || r.Fence != l.Fence {
+	if r == nil || r.State != idemstore.StateInProgress || r.Owner != l.Owner || r.Fence != l.Fence {
 		sh.mu.Unlock()
 		return nil, nil, fmt.Errorf("%w: %s fence %d", idem.ErrLeaseLost, l.Key, l.Fence)
 	}
@@ -535,15 +536,15 @@ func (s *Store) lockLive(ctx context.Context, key string) (*memShard, *memRecord
 	sh := s.shard(key)
 	sh.mu.Lock()
 	r := sh.m[key]
-	if r == nil || r.State == idem.StateAbsent || !live(r, now) {
+	if r == nil || r.State == idemstore.StateAbsent || !live(r, now) {
 		sh.mu.Unlock()
 		return nil, nil, 0, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
 	return sh, r, now, nil
 }
 
-// Heartbeat implements idem.Store.
-func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
+// Heartbeat implements idemstore.Store.
+func (s *Store) Heartbeat(ctx context.Context, l idemstore.Lease) error {
 	sh, r, err := s.lockOwned(ctx, l)
 	if err != nil {
 		return err
@@ -558,7 +559,7 @@ func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
 	return nil
 }
 
-func (s *Store) finish(ctx context.Context, l idem.Lease, state idem.State, res idem.Result) error {
+func (s *Store) finish(ctx context.Context, l idemstore.Lease, state idemstore.State, res idemstore.Result) error {
 	sh, r, err := s.lockOwned(ctx, l)
 	if err != nil {
 		return err
@@ -576,10 +577,10 @@ func (s *Store) finish(ctx context.Context, l idem.Lease, state idem.State, res 
 		r.Result = nil // as every other store returns an empty result
 	}
 	r.value = res.Value
-	if state == idem.StateReleased || len(res.Data) > keepValueMax {
+	if state == idemstore.StateReleased || len(res.Data) > keepValueMax {
 		r.value = nil
 	}
-	if state == idem.StateReleased {
+	if state == idemstore.StateReleased {
 		r.Result = nil
 	}
 	s.resize(r)
@@ -590,21 +591,21 @@ func (s *Store) finish(ctx context.Context, l idem.Lease, state idem.State, res 
 	return nil
 }
 
-// Complete implements idem.Store.
-func (s *Store) Complete(ctx context.Context, l idem.Lease, res idem.Result) error {
-	return s.finish(ctx, l, idem.StateCompleted, res)
+// Complete implements idemstore.Store.
+func (s *Store) Complete(ctx context.Context, l idemstore.Lease, res idemstore.Result) error {
+	return s.finish(ctx, l, idemstore.StateCompleted, res)
 }
 
-// Fail implements idem.Store.
-func (s *Store) Fail(ctx context.Context, l idem.Lease, res idem.Result) error {
-	return s.finish(ctx, l, idem.StateFailed, res)
+// Fail implements idemstore.Store.
+func (s *Store) Fail(ctx context.Context, l idemstore.Lease, res idemstore.Result) error {
+	return s.finish(ctx, l, idemstore.StateFailed, res)
 }
 
 // stepOverhead is what Bytes counts for a step besides its name and data.
 const stepOverhead = 64
 
-// SaveStep records a step of the call l owns (see idem.Stepper).
-func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []byte) error {
+// SaveStep records a step of the call l owns (see idemstore.Stepper).
+func (s *Store) SaveStep(ctx context.Context, l idemstore.Lease, name string, data []byte) error {
 	sh, r, err := s.lockOwned(ctx, l)
 	if err != nil {
 		return err
@@ -624,16 +625,16 @@ func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []
 	return nil
 }
 
-// Release implements idem.Store.
-func (s *Store) Release(ctx context.Context, l idem.Lease) error {
-	return s.finish(ctx, l, idem.StateReleased, idem.Result{})
+// Release implements idemstore.Store.
+func (s *Store) Release(ctx context.Context, l idemstore.Lease) error {
+	return s.finish(ctx, l, idemstore.StateReleased, idemstore.Result{})
 }
 
-// Get implements idem.Store.
-func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
+// Get implements idemstore.Store.
+func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
 	sh, r, _, err := s.lockLive(ctx, key)
 	if err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	defer sh.mu.Unlock()
 	out := s.record(r)
@@ -642,7 +643,7 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 	return out, nil
 }
 
-// Delete implements idem.Store.
+// Delete implements idemstore.Store.
 func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -661,7 +662,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// Wait implements idem.Store.
+// Wait implements idemstore.Store.
 func (s *Store) Wait(ctx context.Context, key string) error {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -670,7 +671,7 @@ func (s *Store) Wait(ctx context.Context, key string) error {
 		sh := s.shard(key)
 		sh.mu.Lock()
 		r := sh.m[key]
-		if r == nil || r.State != idem.StateInProgress || s.clock() >= r.LeaseUntil {
+		if r == nil || r.State != idemstore.StateInProgress || s.clock() >= r.LeaseUntil {
 			sh.mu.Unlock()
 			return nil
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -20,8 +21,8 @@ func TestMemoryStoreSweepKeepsFreshClaims(t *testing.T) {
 	ctx := context.Background()
 	for i := range 70000 {
 		key := fmt.Sprint("k", i)
-		res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{1, byte(i), byte(i >> 8), byte(i >> 16)}, Lease: time.Minute, TTL: time.Hour})
-		if err != nil || !(res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) {
+		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{1, byte(i), byte(i >> 8), byte(i >> 16)}, Lease: time.Minute, TTL: time.Hour})
+		if err != nil || !(res.Status == idemstore.ClaimAcquired || res.Status == idemstore.ClaimTakenOver) {
 			t.Fatalf("claim %d: %v, %v", i, res.Status, err)
 		}
 		if _, err := s.Get(ctx, key); err != nil {
@@ -35,9 +36,9 @@ func TestMemoryStoreFullDoesNotAdvanceOrder(t *testing.T) {
 	s := memstore.New(memstore.WithMaxRecords(1))
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	claim := func(key string, at time.Time) (idem.ClaimResult, error) {
-		return s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{byte(len(key))}, Lease: time.Minute, TTL: time.Hour,
-			Order: idem.OrderClaim{Key: "entity", At: at}})
+	claim := func(key string, at time.Time) (idemstore.ClaimResult, error) {
+		return s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{byte(len(key))}, Lease: time.Minute, TTL: time.Hour,
+			Order: idemstore.OrderClaim{Key: "entity", At: at}})
 	}
 	if _, err := claim("a", t0); err != nil {
 		t.Fatal(err)
@@ -48,7 +49,7 @@ func TestMemoryStoreFullDoesNotAdvanceOrder(t *testing.T) {
 	if err := s.Delete(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := claim("ccc", t0.Add(time.Minute)); err != nil || res.Status != idem.ClaimAcquired {
+	if res, err := claim("ccc", t0.Add(time.Minute)); err != nil || res.Status != idemstore.ClaimAcquired {
 		t.Fatalf("claim after the refused one = %v, %v; the refused claim must not have moved the entity to t0+1h", res.Status, err)
 	}
 }
@@ -153,7 +154,7 @@ func TestMemoryStoreSweepsExpiredRecords(t *testing.T) {
 	ctx := context.Background()
 	claim := func(key string) {
 		t.Helper()
-		if res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{1}, Lease: time.Second, TTL: time.Second}); err != nil || !(res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) {
+		if res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{1}, Lease: time.Second, TTL: time.Second}); err != nil || !(res.Status == idemstore.ClaimAcquired || res.Status == idemstore.ClaimTakenOver) {
 			t.Fatalf("claim %s: %v, %v", key, res.Status, err)
 		}
 	}
@@ -197,8 +198,8 @@ func TestMemoryStoreTimes(t *testing.T) {
 			now := t0
 			s := memstore.New(memstore.WithClock(func() time.Time { return now }))
 			ctx := context.Background()
-			res, err := s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: tt.lease, TTL: tt.ttl})
-			if err != nil || res.Status != idem.ClaimAcquired {
+			res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{1}, Lease: tt.lease, TTL: tt.ttl})
+			if err != nil || res.Status != idemstore.ClaimAcquired {
 				t.Fatalf("claim: %v, %v", res.Status, err)
 			}
 			if !res.LeaseUntil.Equal(t0.Add(tt.lease)) {
@@ -237,7 +238,7 @@ func TestMemoryStoreTimes(t *testing.T) {
 func TestMemoryStoreMonotonicLease(t *testing.T) {
 	s := memstore.New()
 	before := time.Now()
-	res, err := s.Claim(context.Background(), idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour})
+	res, err := s.Claim(context.Background(), idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,15 +269,15 @@ func fillRetained(t testing.TB, n, keyLen, resLen int) *memstore.Store {
 	pad := strings.Repeat("k", max(0, keyLen-12))
 	for i := range n {
 		key := fmt.Sprintf("%s%012d", pad, i)
-		var owner idem.Token
+		var owner idemstore.Token
 		owner[0], owner[1], owner[2] = byte(i), byte(i>>8), byte(i>>16)
-		cr, err := st.Claim(ctx, idem.ClaimRequest{Key: key, Owner: owner, Lease: time.Minute, TTL: time.Hour})
-		if err != nil || cr.Status != idem.ClaimAcquired {
+		cr, err := st.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: owner, Lease: time.Minute, TTL: time.Hour})
+		if err != nil || cr.Status != idemstore.ClaimAcquired {
 			t.Fatalf("claim %d: %v %v", i, cr.Status, err)
 		}
 		// Each record its own result bytes, as calls' results are.
-		res := idem.Result{Data: append([]byte(nil), data...)}
-		if err := st.Complete(ctx, idem.Lease{Key: key, Owner: owner, Fence: cr.Fence, Duration: time.Minute, TTL: time.Hour}, res); err != nil {
+		res := idemstore.Result{Data: append([]byte(nil), data...)}
+		if err := st.Complete(ctx, idemstore.Lease{Key: key, Owner: owner, Fence: cr.Fence, Duration: time.Minute, TTL: time.Hour}, res); err != nil {
 			t.Fatalf("complete %d: %v", i, err)
 		}
 	}

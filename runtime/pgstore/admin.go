@@ -9,9 +9,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
-var _ idem.Admin = (*Store)(nil)
+var _ idemstore.Admin = (*Store)(nil)
 
 // listPage is how many rows List reads per statement.
 const listPage = 500
@@ -20,7 +21,7 @@ const listPage = 500
 // not yet cleaned up, in key order, until fn returns an error (which List
 // returns). It reads in pages by key, holding no connection or lock while
 // fn runs, so fn may call the store.
-func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) error) error {
+func (s *Store) List(ctx context.Context, prefix string, fn func(idemstore.Record) error) error {
 	var upper any // keys < upper share the prefix (the table collates bytewise)
 	if u, ok := prefixEnd(prefix); ok {
 		upper = u
@@ -44,7 +45,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) er
 	}
 }
 
-func (s *Store) listPage(ctx context.Context, prefix string, upper any, after string, first bool) ([]idem.Record, error) {
+func (s *Store) listPage(ctx context.Context, prefix string, upper any, after string, first bool) ([]idemstore.Record, error) {
 	c, err := s.acquire(ctx, "list")
 	if err != nil {
 		return nil, err
@@ -55,7 +56,7 @@ func (s *Store) listPage(ctx context.Context, prefix string, upper any, after st
 		return nil, s.wrap(ctx, "list", prefix, err)
 	}
 	defer rows.Close()
-	var out []idem.Record
+	var out []idemstore.Record
 	for rows.Next() {
 		var (
 			key       string
@@ -95,11 +96,11 @@ func prefixEnd(prefix string) (string, bool) {
 // the fence, so a still-running owner can neither heartbeat nor complete
 // and the next claim acquires the key with a higher fence. The record
 // keeps its remaining retention. Waiters are woken.
-func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, error) {
+func (s *Store) ForceRelease(ctx context.Context, key string) (idemstore.Record, error) {
 	s.seen.Drop(key) // the next claim of key is likely a new run
 	c, err := s.acquire(ctx, "force release")
 	if err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	defer c.Release()
 	var (
@@ -110,30 +111,30 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, erro
 	err = c.QueryRow(ctx, s.q.forceRelease, key, s.ts(), s.n.channel).Scan(&r.state, &r.owner, &r.fence, &r.fp, &r.result,
 		&r.leaseUntil, &r.expiresAt, &updatedAt, &claimedAt, &r.format)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+		return idemstore.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
 	if err != nil {
-		return idem.Record{}, s.wrap(ctx, "force release", key, err)
+		return idemstore.Record{}, s.wrap(ctx, "force release", key, err)
 	}
 	if err := r.check(key); err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	return r.record(key, updatedAt, claimedAt), nil
 }
 
 // record builds the record of row r; claimedAt is nil for a row claimed
 // before schema version 4 (the zero ClaimedAt).
-func (r *row) record(key string, updatedAt time.Time, claimedAt *time.Time) idem.Record {
+func (r *row) record(key string, updatedAt time.Time, claimedAt *time.Time) idemstore.Record {
 	var claimed time.Time
 	if claimedAt != nil {
 		claimed = *claimedAt
 	}
-	return idem.Record{
+	return idemstore.Record{
 		Key:         key,
-		State:       idem.State(r.state),
-		Owner:       idem.Token(r.owner),
+		State:       idemstore.State(r.state),
+		Owner:       idemstore.Token(r.owner),
 		Fence:       uint64(r.fence),
-		Fingerprint: idem.Fingerprint(r.fp),
+		Fingerprint: idemstore.Fingerprint(r.fp),
 		Result:      nilIfEmpty(r.result), // as the memory store: no bytes is nil
 		LeaseUntil:  r.leaseUntil,         // for finished records: the last lease, as the memory store
 		ExpiresAt:   r.expiresAt,

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/internal/replayhint"
 )
 
@@ -167,11 +168,11 @@ func BenchmarkClaimReplay(b *testing.B) {
 		const keys = 256
 		for i := range keys {
 			k := fmt.Sprint("order-", i)
-			res, err := s.Claim(ctx, idem.ClaimRequest{Key: k, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+			res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: k, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := s.Complete(ctx, idem.Lease{Key: k, Owner: token(1), Fence: res.Fence, TTL: time.Hour}, idem.Result{Data: []byte(`"receipt-0001"`)}); err != nil {
+			if err := s.Complete(ctx, idemstore.Lease{Key: k, Owner: token(1), Fence: res.Fence, TTL: time.Hour}, idemstore.Result{Data: []byte(`"receipt-0001"`)}); err != nil {
 				b.Fatal(err)
 			}
 			if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", k, []byte(`"receipt-0001"`)); err != nil {
@@ -180,8 +181,8 @@ func BenchmarkClaimReplay(b *testing.B) {
 		}
 		rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
 		claim := func(i int) error {
-			res, err := s.Claim(ctx, idem.ClaimRequest{Key: fmt.Sprint("order-", i%keys), Owner: token(2), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
-			if err == nil && res.Status != idem.ClaimCompleted {
+			res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: fmt.Sprint("order-", i%keys), Owner: token(2), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+			if err == nil && res.Status != idemstore.ClaimCompleted {
 				err = fmt.Errorf("claim: %v", res.Status)
 			}
 			return err
@@ -242,7 +243,7 @@ func BenchmarkWaitWakeup(b *testing.B) {
 	for i := range b.N {
 		key := fmt.Sprint("w-", i)
 		owner := token(byte(i))
-		res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: owner, Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: owner, Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -255,7 +256,7 @@ func BenchmarkWaitWakeup(b *testing.B) {
 		}()
 		time.Sleep(3 * time.Millisecond) // let the waiter block
 		start := time.Now()
-		if err := s.Complete(ctx, idem.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}, idem.Result{Data: []byte("1")}); err != nil {
+		if err := s.Complete(ctx, idemstore.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}, idemstore.Result{Data: []byte("1")}); err != nil {
 			b.Fatal(err)
 		}
 		done := time.Now()
@@ -316,12 +317,12 @@ func BenchmarkReplayServerTime(b *testing.B) {
 	s := newStore(b, pool)
 	raw := rawTable(b, s)
 	ctx := context.Background()
-	req := idem.ClaimRequest{Key: "order-1", Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour}
+	req := idemstore.ClaimRequest{Key: "order-1", Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour}
 	res, err := s.Claim(ctx, req)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := s.Complete(ctx, idem.Lease{Key: req.Key, Owner: req.Owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}, idem.Result{Data: []byte(`"receipt-0001"`)}); err != nil {
+	if err := s.Complete(ctx, idemstore.Lease{Key: req.Key, Owner: req.Owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}, idemstore.Result{Data: []byte(`"receipt-0001"`)}); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", req.Key, []byte(`"receipt-0001"`)); err != nil {
@@ -368,7 +369,7 @@ func BenchmarkReplayServerTime(b *testing.B) {
 	}
 	const replays = 1000
 	for range replays {
-		if res, err := s.Claim(ctx, req); err != nil || res.Status != idem.ClaimCompleted {
+		if res, err := s.Claim(ctx, req); err != nil || res.Status != idemstore.ClaimCompleted {
 			b.Fatal(res.Status, err)
 		}
 	}

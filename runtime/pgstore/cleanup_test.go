@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // seedRows inserts n rows named <prefix><i> whose expiry is offset from
@@ -64,8 +65,8 @@ func TestConcurrentCleanup(t *testing.T) {
 	wg.Go(func() {
 		for i := 1; i <= expired; i += 10 {
 			k := fmt.Sprint("exp-", i)
-			res, err := s.Claim(ctx, idem.ClaimRequest{Key: k, Owner: token(9), Fingerprint: fingerprint(9), Lease: time.Minute, TTL: time.Hour})
-			if err != nil || !(res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) {
+			res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: k, Owner: token(9), Fingerprint: fingerprint(9), Lease: time.Minute, TTL: time.Hour})
+			if err != nil || !(res.Status == idemstore.ClaimAcquired || res.Status == idemstore.ClaimTakenOver) {
 				t.Errorf("claim %s: %+v %v", k, res, err)
 				return
 			}

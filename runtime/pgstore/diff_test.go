@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -47,14 +48,14 @@ func TestDifferentialAgainstMemory(t *testing.T) {
 			leasesD := []time.Duration{100 * time.Millisecond, time.Second}
 			ttls := []time.Duration{500 * time.Millisecond, 5 * time.Second}
 			datas := [][]byte{nil, []byte{}, []byte("x"), []byte(`{"a":1}`)}
-			var leases []idem.Lease
+			var leases []idemstore.Lease
 			var owner byte
 			for i := range ops {
 				step := fmt.Sprintf("op %d", i)
 				switch op := rng.IntN(12); {
 				case op < 4:
 					owner++
-					req := idem.ClaimRequest{
+					req := idemstore.ClaimRequest{
 						Key:         keys[rng.IntN(len(keys))],
 						Fingerprint: fingerprint(byte(rng.IntN(2))),
 						Owner:       token(owner),
@@ -82,8 +83,8 @@ func TestDifferentialAgainstMemory(t *testing.T) {
 					if diff := cmp.Diff(mr, pr, timeEqual); diff != "" {
 						t.Fatalf("%s: result (-memory +pg):\n%s", step, diff)
 					}
-					if mr.Status == idem.ClaimAcquired || mr.Status == idem.ClaimTakenOver {
-						leases = append(leases, idem.Lease{Key: req.Key, Owner: req.Owner, Fence: mr.Fence, Duration: req.Lease, TTL: req.TTL})
+					if mr.Status == idemstore.ClaimAcquired || mr.Status == idemstore.ClaimTakenOver {
+						leases = append(leases, idemstore.Lease{Key: req.Key, Owner: req.Owner, Fence: mr.Fence, Duration: req.Lease, TTL: req.TTL})
 					}
 				case op < 8 && len(leases) > 0:
 					l := leases[rng.IntN(len(leases))]
@@ -95,11 +96,11 @@ func TestDifferentialAgainstMemory(t *testing.T) {
 					case 5:
 						d := datas[rng.IntN(len(datas))]
 						step += fmt.Sprintf(" complete %q", d)
-						merr, perr = mem.Complete(ctx, l, idem.Result{Data: d}), pg.Complete(ctx, l, idem.Result{Data: d})
+						merr, perr = mem.Complete(ctx, l, idemstore.Result{Data: d}), pg.Complete(ctx, l, idemstore.Result{Data: d})
 					case 6:
 						step += " fail"
 						d := []byte(`{"message":"boom"}`)
-						merr, perr = mem.Fail(ctx, l, idem.Result{Data: d}), pg.Fail(ctx, l, idem.Result{Data: d})
+						merr, perr = mem.Fail(ctx, l, idemstore.Result{Data: d}), pg.Fail(ctx, l, idemstore.Result{Data: d})
 					case 7:
 						step += " release"
 						merr, perr = mem.Release(ctx, l), pg.Release(ctx, l)

@@ -1,4 +1,4 @@
-// Package pgstore is an idem.Store over PostgreSQL (pgx v5, pgxpool), for
+// Package pgstore is an idemstore.Store over PostgreSQL (pgx v5, pgxpool), for
 // teams whose source of truth is Postgres. It is the store that can make a
 // database side effect exactly-once: the guarded function can complete its
 // record in its own transaction (CompleteInTx, InTx).
@@ -24,7 +24,7 @@
 //     compare-and-set on (key, owner, fence, state = in_progress); a stale
 //     owner gets idem.ErrLeaseLost. Rows keep their fence through release
 //     and expiry until retention deletes them, so fences never repeat.
-//   - Recovery points (idem.Stepper): a call's steps are two array
+//   - Recovery points (idemstore.Stepper): a call's steps are two array
 //     columns of its row (step_names, step_data; schema version 5).
 //     SaveStep is one fenced UPDATE that appends a step; the claim
 //     statement returns a resumed row's steps in its one round trip and

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // lockRow holds a row lock on key in a transaction until the returned
@@ -57,7 +58,7 @@ func killBlocked(t *testing.T, s *Store, prefix string) {
 	t.Fatalf("no blocked %q statement found", prefix)
 }
 
-func getRecord(t *testing.T, s *Store, key string) idem.Record {
+func getRecord(t *testing.T, s *Store, key string) idemstore.Record {
 	t.Helper()
 	r, err := s.Get(context.Background(), key)
 	if err != nil {
@@ -92,7 +93,7 @@ func TestKilledMidClaim(t *testing.T) {
 	}
 	k := keyOf()
 	before := getRecord(t, s, k)
-	if before.State != idem.StateReleased || before.Fence != 1 {
+	if before.State != idemstore.StateReleased || before.Fence != 1 {
 		t.Fatalf("setup: %+v", before)
 	}
 
@@ -111,14 +112,14 @@ func TestKilledMidClaim(t *testing.T) {
 	if runs.Load() != 0 {
 		t.Fatal("the function ran although its claim failed")
 	}
-	if after := getRecord(t, s, k); after.State != idem.StateReleased || after.Fence != 1 || after.Owner != before.Owner {
+	if after := getRecord(t, s, k); after.State != idemstore.StateReleased || after.Fence != 1 || after.Owner != before.Owner {
 		t.Fatalf("record changed by a killed claim: %+v", after)
 	}
 	v, err := call(ctx, g, &sp, "k", fn)
 	if err != nil || v != "ran" || runs.Load() != 1 {
 		t.Fatalf("retry: %q %v (runs %d)", v, err, runs.Load())
 	}
-	if r := getRecord(t, s, k); r.State != idem.StateCompleted || r.Fence != 2 {
+	if r := getRecord(t, s, k); r.State != idemstore.StateCompleted || r.Fence != 2 {
 		t.Fatalf("after retry: %+v, want completed at fence 2", r)
 	}
 }
@@ -168,7 +169,7 @@ func TestKilledMidComplete(t *testing.T) {
 		t.Fatalf("complete on a killed connection: %q %v, want the value and ErrStoreUnavailable", o.v, o.err)
 	}
 	r := getRecord(t, s, k)
-	if r.State != idem.StateInProgress || r.Fence != 1 || r.Result != nil {
+	if r.State != idemstore.StateInProgress || r.Fence != 1 || r.Result != nil {
 		t.Fatalf("record after a killed completion: %+v, want in progress without a result", r)
 	}
 	g2 := idem.NewGuard(s) // another process
@@ -179,7 +180,7 @@ func TestKilledMidComplete(t *testing.T) {
 	if v, err := call(ctx, g2, &sp, "k", fn); err != nil || v != "ran" {
 		t.Fatalf("takeover: %q %v", v, err)
 	}
-	if r := getRecord(t, s, k); r.State != idem.StateCompleted || r.Fence != 2 {
+	if r := getRecord(t, s, k); r.State != idemstore.StateCompleted || r.Fence != 2 {
 		t.Fatalf("after takeover: %+v", r)
 	}
 }
@@ -218,7 +219,7 @@ func TestPoolExhausted(t *testing.T) {
 		defer hold.Release()
 		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		defer cancel()
-		_, err = s.Claim(cctx, idem.ClaimRequest{Key: "k", Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Second, TTL: time.Hour})
+		_, err = s.Claim(cctx, idemstore.ClaimRequest{Key: "k", Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Second, TTL: time.Hour})
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("claim: %v, want DeadlineExceeded", err)
 		}
@@ -325,8 +326,8 @@ func TestInTx(t *testing.T) {
 			wb, _ := c.Marshal("w")
 			hb = s.Heartbeat(ctx, l)
 			rel = s.Release(ctx, l)
-			same = s.Complete(ctx, l, idem.Result{Data: vb})
-			other = s.Complete(ctx, l, idem.Result{Data: wb})
+			same = s.Complete(ctx, l, idemstore.Result{Data: vb})
+			other = s.Complete(ctx, l, idemstore.Result{Data: wb})
 			return v, err
 		})
 		if err != nil || hb != nil || !errors.Is(rel, idem.ErrLeaseLost) || same != nil || !errors.Is(other, ErrTxResultMismatch) {
@@ -386,7 +387,7 @@ func TestInTx(t *testing.T) {
 		if err := pool.QueryRow(ctx, "SELECT key FROM "+s.Table()).Scan(&k); err != nil {
 			t.Fatal(err)
 		}
-		if r := getRecord(t, s, k); r.State != idem.StateReleased {
+		if r := getRecord(t, s, k); r.State != idemstore.StateReleased {
 			t.Fatalf("record %+v, want released", r)
 		}
 	})
@@ -453,7 +454,7 @@ func TestInTx(t *testing.T) {
 		if err := pool.QueryRow(ctx, "SELECT key FROM "+s.Table()).Scan(&k); err != nil {
 			t.Fatal(err)
 		}
-		if r := getRecord(t, s, k); r.State != idem.StateReleased || r.Result != nil {
+		if r := getRecord(t, s, k); r.State != idemstore.StateReleased || r.Result != nil {
 			t.Fatalf("record %+v, want released without a result", r)
 		}
 	})

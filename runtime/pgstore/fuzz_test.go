@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // FuzzRowCheck feeds arbitrary column values to the row validator, the part
@@ -20,7 +21,7 @@ import (
 //
 //	go test -run '^$' -fuzz '^FuzzRowCheck$' -fuzztime 5m -parallel 1 ./runtime/pgstore
 func FuzzRowCheck(f *testing.F) {
-	tok, fp := make([]byte, len(idem.Token{})), make([]byte, len(idem.Fingerprint{}))
+	tok, fp := make([]byte, len(idemstore.Token{})), make([]byte, len(idemstore.Fingerprint{}))
 	f.Add(int16(stInProgress), int16(rowFormat), tok, fp, []byte(nil), int64(1), int64(1_700_000_000_000_000))
 	f.Add(int16(stCompleted), int16(rowFormat), tok, fp, []byte(`{"ok":1}`), int64(9), int64(1_700_000_000_000_000))
 	f.Add(int16(stFailed), int16(rowFormat), tok, fp, []byte(nil), int64(2), int64(1))
@@ -42,7 +43,7 @@ func FuzzRowCheck(f *testing.F) {
 		switch {
 		case r.state < stInProgress || r.state > stReleased:
 			t.Fatalf("accepted state %d", r.state)
-		case len(r.owner) != len(idem.Token{}) || len(r.fp) != len(idem.Fingerprint{}):
+		case len(r.owner) != len(idemstore.Token{}) || len(r.fp) != len(idemstore.Fingerprint{}):
 			t.Fatalf("accepted owner of %d bytes, fingerprint of %d", len(r.owner), len(r.fp))
 		case r.fence < 1:
 			t.Fatalf("accepted fence %d", r.fence)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // TestInvalidKeys: a key Postgres can never hold is idem.ErrInvalidKey,
@@ -26,7 +27,7 @@ func TestInvalidKeys(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req := idem.ClaimRequest{Key: tc.key, Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour}
+			req := idemstore.ClaimRequest{Key: tc.key, Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Hour}
 			_, err := s.Claim(context.Background(), req)
 			if !errors.Is(err, idem.ErrInvalidKey) || errors.Is(err, idem.ErrStoreUnavailable) {
 				t.Errorf("Claim: %v, want ErrInvalidKey (and not ErrStoreUnavailable)", err)

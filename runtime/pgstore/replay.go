@@ -5,10 +5,9 @@ import (
 	"errors"
 	"time"
 
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // A replay is answered by a read. A claim of a key the hint (recent)
@@ -27,7 +26,7 @@ import (
 // replay answers req from a read when its key holds a live, finished
 // record with req's fingerprint; ok is false when the claim statement
 // must decide.
-func (s *Store) replay(ctx context.Context, c *pgxpool.Conn, req idem.ClaimRequest) (res idem.ClaimResult, ok bool, err error) {
+func (s *Store) replay(ctx context.Context, c *pgxpool.Conn, req idemstore.ClaimRequest) (res idemstore.ClaimResult, ok bool, err error) {
 	var (
 		r                    row
 		now                  time.Time
@@ -37,14 +36,14 @@ func (s *Store) replay(ctx context.Context, c *pgxpool.Conn, req idem.ClaimReque
 	err = c.QueryRow(ctx, s.q.get, req.Key, s.ts()).Scan(&r.state, &r.owner, &r.fence, &r.fp, &r.result,
 		&r.leaseUntil, &r.expiresAt, &updatedAt, &claimedAt, &r.format, &now, &names, &data)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return idem.ClaimResult{}, false, nil
+		return idemstore.ClaimResult{}, false, nil
 	}
 	if err != nil {
-		return idem.ClaimResult{}, false, s.wrap(ctx, "claim", req.Key, err)
+		return idemstore.ClaimResult{}, false, s.wrap(ctx, "claim", req.Key, err)
 	}
 	if r.check(req.Key) != nil || !now.Before(r.expiresAt) || [32]byte(r.fp) != req.Fingerprint ||
 		(r.state != stCompleted && r.state != stFailed) {
-		return idem.ClaimResult{}, false, nil
+		return idemstore.ClaimResult{}, false, nil
 	}
 	return r.busyResult(req.Fingerprint), true, nil
 }

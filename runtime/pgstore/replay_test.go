@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // TestReplayWritesNothing: a replay (the key's live record completed or
@@ -21,18 +20,18 @@ func TestReplayWritesNothing(t *testing.T) {
 	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 1 })
 	s := newStore(t, pool)
 	ctx := context.Background()
-	finish := map[string]func(idem.Lease) error{
-		"completed": func(l idem.Lease) error { return s.Complete(ctx, l, idem.Result{Data: []byte("r")}) },
-		"failed":    func(l idem.Lease) error { return s.Fail(ctx, l, idem.Result{Data: []byte("e")}) },
-		"released":  func(l idem.Lease) error { return s.Release(ctx, l) },
-		"running":   func(idem.Lease) error { return nil },
+	finish := map[string]func(idemstore.Lease) error{
+		"completed": func(l idemstore.Lease) error { return s.Complete(ctx, l, idemstore.Result{Data: []byte("r")}) },
+		"failed":    func(l idemstore.Lease) error { return s.Fail(ctx, l, idemstore.Result{Data: []byte("e")}) },
+		"released":  func(l idemstore.Lease) error { return s.Release(ctx, l) },
+		"running":   func(idemstore.Lease) error { return nil },
 	}
 	for key, f := range finish {
-		res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
-		if err != nil || res.Status != idem.ClaimAcquired {
+		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+		if err != nil || res.Status != idemstore.ClaimAcquired {
 			t.Fatalf("claim %s: %v %v", key, res.Status, err)
 		}
-		if err := f(idem.Lease{Key: key, Owner: token(1), Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}); err != nil {
+		if err := f(idemstore.Lease{Key: key, Owner: token(1), Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,16 +41,16 @@ func TestReplayWritesNothing(t *testing.T) {
 	for _, tc := range []struct {
 		key       string
 		fp        byte
-		want      idem.ClaimStatus
+		want      idemstore.ClaimStatus
 		wantWrite bool
 	}{
-		{key: "completed", fp: 1, want: idem.ClaimCompleted},
-		{key: "failed", fp: 1, want: idem.ClaimFailed},
+		{key: "completed", fp: 1, want: idemstore.ClaimCompleted},
+		{key: "failed", fp: 1, want: idemstore.ClaimFailed},
 		{key: "completed", fp: 2, wantWrite: true}, // mismatch: the claim statement answers
 		{key: "released", fp: 1, wantWrite: true},
 		{key: "running", fp: 1, wantWrite: true},
 	} {
-		res, err := s.Claim(ctx, idem.ClaimRequest{Key: tc.key, Owner: token(2), Fingerprint: fingerprint(tc.fp), Lease: time.Minute, TTL: time.Hour})
+		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: tc.key, Owner: token(2), Fingerprint: fingerprint(tc.fp), Lease: time.Minute, TTL: time.Hour})
 		switch {
 		case tc.wantWrite && (err == nil || !strings.Contains(err.Error(), "read-only")):
 			t.Errorf("%s fp %d: %v %v, want the write path (refused: read-only)", tc.key, tc.fp, res.Status, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemseal"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // TestInTxUnderStoredForms: a Guard that seals (or compresses) its records
@@ -70,7 +71,7 @@ func TestInTxUnderStoredForms(t *testing.T) {
 				t.Errorf("runs %d, balance %d: want one charge", runs, balance(t, s, acct))
 			}
 			rec, err := s.Get(ctx, key)
-			if err != nil || rec.State != idem.StateCompleted {
+			if err != nil || rec.State != idemstore.StateCompleted {
 				t.Fatalf("record %v, %v: want it completed", rec.State, err)
 			}
 			if tc.sealed && bytes.Contains(rec.Result, []byte("charged")) {

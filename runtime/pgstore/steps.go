@@ -8,9 +8,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
-// Recovery points (idem.Stepper). A call's steps live in its record's row,
+// Recovery points (idemstore.Stepper). A call's steps live in its record's row,
 // in two array columns (schema version 5): step_names and step_data, the
 // i-th name with the i-th data, in the order they were recorded. So the
 // claim statement reads and returns them in its one round trip, on the
@@ -20,7 +21,7 @@ import (
 // keep them; a completion or failure (CompleteInTx too) clears them, its
 // result taking their place. Retention deletes them with their row.
 
-var _ idem.Stepper = (*Store)(nil)
+var _ idemstore.Stepper = (*Store)(nil)
 
 // MaxStepBytes is how many bytes the steps of one call (names and data)
 // may take in all: 512 MiB, half of the 1 GB Postgres holds in one field.
@@ -29,7 +30,7 @@ const MaxStepBytes = 512 << 20
 
 // CheckStepName refuses a step name that alone takes more than the steps
 // of a call may. The Guard calls it before the step's function runs (see
-// idem.Stepper).
+// idemstore.Stepper).
 func (s *Store) CheckStepName(name string) error {
 	if len(name) > s.maxStep {
 		return fmt.Errorf("pgstore: a %d-byte step name: the steps of a call may take %d bytes in all", len(name), s.maxStep)
@@ -37,11 +38,11 @@ func (s *Store) CheckStepName(name string) error {
 	return nil
 }
 
-// SaveStep implements idem.Stepper: one UPDATE, a compare-and-set on
+// SaveStep implements idemstore.Stepper: one UPDATE, a compare-and-set on
 // owner, fence and state like Complete, that appends the step to the row.
 // A step the call recorded already keeps its first data. StepInTx records
 // a step in the caller's transaction instead.
-func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []byte) error {
+func (s *Store) SaveStep(ctx context.Context, l idemstore.Lease, name string, data []byte) error {
 	if p, ok := ctx.Value(stepTxKey{}).(*stepTx); ok && p.s == s && p.name == name && p.tx != nil && !p.saved {
 		// StepInTx's step: recorded in its transaction, committed with
 		// the step's own writes.
@@ -61,7 +62,7 @@ func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []
 
 // saveStep runs the saveStep statement on q (a connection or the caller's
 // transaction).
-func (s *Store) saveStep(ctx context.Context, q queryer, l idem.Lease, name string, data []byte) error {
+func (s *Store) saveStep(ctx context.Context, q queryer, l idemstore.Lease, name string, data []byte) error {
 	if data == nil {
 		data = []byte{} // a NULL element would read back as no data at all
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // stepColumns reads key's step columns.
@@ -46,13 +47,13 @@ func TestStepsRow(t *testing.T) {
 		t.Run(fmt.Sprint("ordered=", ordered), func(t *testing.T) {
 			key := fmt.Sprint("app.F:v0:{e1}:", ordered)
 			n := byte(0)
-			claim := func(want idem.ClaimStatus) (idem.Lease, idem.ClaimResult) {
+			claim := func(want idemstore.ClaimStatus) (idemstore.Lease, idemstore.ClaimResult) {
 				t.Helper()
 				n++
-				l := idem.Lease{Key: key, Owner: token(n), Duration: time.Minute, TTL: time.Hour}
-				req := idem.ClaimRequest{Key: key, Owner: l.Owner, Fingerprint: fingerprint(1), Lease: l.Duration, TTL: l.TTL}
+				l := idemstore.Lease{Key: key, Owner: token(n), Duration: time.Minute, TTL: time.Hour}
+				req := idemstore.ClaimRequest{Key: key, Owner: l.Owner, Fingerprint: fingerprint(1), Lease: l.Duration, TTL: l.TTL}
 				if ordered {
-					req.Order = idem.OrderClaim{Key: "app.F:v0:{e1}", At: clock.Now()}
+					req.Order = idemstore.OrderClaim{Key: "app.F:v0:{e1}", At: clock.Now()}
 				}
 				before := qc.n.Load()
 				res, err := s.Claim(ctx, req)
@@ -66,7 +67,7 @@ func TestStepsRow(t *testing.T) {
 				return l, res
 			}
 			want := map[string][]byte{"charge": []byte("ch_1"), "email": {}, "a\x00b": []byte("\x00\xff")}
-			l, _ := claim(idem.ClaimAcquired)
+			l, _ := claim(idemstore.ClaimAcquired)
 			for _, name := range []string{"charge", "email", "a\x00b"} {
 				if err := s.SaveStep(ctx, l, name, want[name]); err != nil {
 					t.Fatal(err)
@@ -95,12 +96,12 @@ func TestStepsRow(t *testing.T) {
 				t.Fatal(err)
 			}
 			recorded("after Release")
-			_, res := claim(idem.ClaimAcquired)
+			_, res := claim(idemstore.ClaimAcquired)
 			if diff := cmp.Diff(want, res.Steps); diff != "" {
 				t.Fatalf("steps of the claim after release (-want +got):\n%s", diff)
 			}
 			clock.Advance(2 * time.Minute) // past the lease
-			_, res = claim(idem.ClaimTakenOver)
+			_, res = claim(idemstore.ClaimTakenOver)
 			if diff := cmp.Diff(want, res.Steps); diff != "" {
 				t.Fatalf("steps of the takeover (-want +got):\n%s", diff)
 			}
@@ -108,23 +109,23 @@ func TestStepsRow(t *testing.T) {
 				t.Fatal(err)
 			}
 			recorded("after ForceRelease")
-			l, res = claim(idem.ClaimAcquired)
+			l, res = claim(idemstore.ClaimAcquired)
 			if len(res.Steps) != 3 {
 				t.Fatalf("steps of the claim after ForceRelease: %q", res.Steps)
 			}
-			if err := s.Complete(ctx, l, idem.Result{Data: []byte("done")}); err != nil {
+			if err := s.Complete(ctx, l, idemstore.Result{Data: []byte("done")}); err != nil {
 				t.Fatal(err)
 			}
 			wantCols("after Complete", nil, nil)
 			if err := s.Delete(ctx, key); err != nil {
 				t.Fatal(err)
 			}
-			l, _ = claim(idem.ClaimAcquired)
+			l, _ = claim(idemstore.ClaimAcquired)
 			if err := s.SaveStep(ctx, l, "charge", []byte("ch_1")); err != nil {
 				t.Fatal(err)
 			}
 			clock.Advance(2*time.Minute + time.Hour) // past the retention: the row stays until cleanup
-			if _, res := claim(idem.ClaimAcquired); len(res.Steps) != 0 {
+			if _, res := claim(idemstore.ClaimAcquired); len(res.Steps) != 0 {
 				t.Fatalf("a claim of a row past its retention returned steps %q", res.Steps)
 			}
 			wantCols("after a claim anew", nil, nil)
@@ -139,8 +140,8 @@ func TestStepTooLarge(t *testing.T) {
 	s := newStore(t, nil)
 	s.maxStep = 1000
 	ctx := context.Background()
-	l := idem.Lease{Key: "big", Owner: token(1), Duration: time.Minute, TTL: time.Hour}
-	res, err := s.Claim(ctx, idem.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
+	l := idemstore.Lease{Key: "big", Owner: token(1), Duration: time.Minute, TTL: time.Hour}
+	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,8 +172,8 @@ func TestStepRacesTakeover(t *testing.T) {
 	ctx := context.Background()
 	for i := range 40 {
 		key := fmt.Sprint("race-", i)
-		l := idem.Lease{Key: key, Owner: token(1), Duration: 20 * time.Millisecond, TTL: time.Hour}
-		res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
+		l := idemstore.Lease{Key: key, Owner: token(1), Duration: 20 * time.Millisecond, TTL: time.Hour}
+		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,16 +181,16 @@ func TestStepRacesTakeover(t *testing.T) {
 		time.Sleep(l.Duration + time.Millisecond)
 		var wg sync.WaitGroup
 		var saveErr error
-		var took idem.ClaimResult
+		var took idemstore.ClaimResult
 		var claimErr error
 		wg.Add(2)
 		go func() { defer wg.Done(); saveErr = s.SaveStep(ctx, l, "charge", []byte("ch")) }()
 		go func() {
 			defer wg.Done()
-			took, claimErr = s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: token(2), Lease: time.Minute, TTL: time.Hour})
+			took, claimErr = s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: token(2), Lease: time.Minute, TTL: time.Hour})
 		}()
 		wg.Wait()
-		if claimErr != nil || took.Status != idem.ClaimTakenOver {
+		if claimErr != nil || took.Status != idemstore.ClaimTakenOver {
 			t.Fatalf("takeover = %+v, %v", took, claimErr)
 		}
 		switch {
@@ -312,4 +313,4 @@ func TestStepInTx(t *testing.T) {
 // reported done): its owner keeps running past its lease.
 type lostHeartbeats struct{ *Store }
 
-func (lostHeartbeats) Heartbeat(context.Context, idem.Lease) error { return nil }
+func (lostHeartbeats) Heartbeat(context.Context, idemstore.Lease) error { return nil }

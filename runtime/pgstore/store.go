@@ -12,10 +12,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/internal/replayhint"
 )
 
-// Store is an idem.Store over a PostgreSQL table. It is safe for
+// Store is an idemstore.Store over a PostgreSQL table. It is safe for
 // concurrent use. Make one per table and process, and Close it when done.
 type Store struct {
 	pool *pgxpool.Pool
@@ -37,7 +38,7 @@ type Store struct {
 	bg        sync.WaitGroup
 }
 
-var _ idem.Store = (*Store)(nil)
+var _ idemstore.Store = (*Store)(nil)
 
 // Record states as stored in the state column.
 const (
@@ -181,20 +182,20 @@ func keyRefused(err error) bool {
 	return false
 }
 
-var _ idem.Orderer = (*Store)(nil)
+var _ idemstore.Orderer = (*Store)(nil)
 
-// SupportsOrdering reports that the store implements idem.OrderClaim
+// SupportsOrdering reports that the store implements idemstore.OrderClaim
 // (schema version 2: the <table>_order table and <table>_claim_ordered
 // function, which version 3 replaces to keep a live record's fingerprint
 // and version 5 succeeds with <table>_claim_ordered_v5, which returns the
 // call's steps).
 func (s *Store) SupportsOrdering() bool { return true }
 
-// Claim implements idem.Store.
-func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+// Claim implements idemstore.Store.
+func (s *Store) Claim(ctx context.Context, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	c, err := s.acquire(ctx, "claim")
 	if err != nil {
-		return idem.ClaimResult{}, err
+		return idemstore.ClaimResult{}, err
 	}
 	defer c.Release()
 	if req.Order.Key != "" {
@@ -213,7 +214,7 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 }
 
 // claim runs the claim statement until it settles.
-func (s *Store) claim(ctx context.Context, c *pgxpool.Conn, req idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s *Store) claim(ctx context.Context, c *pgxpool.Conn, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	for range maxClaimAttempts {
 		var (
 			claimed, tookOver bool
@@ -231,23 +232,23 @@ func (s *Store) claim(ctx context.Context, c *pgxpool.Conn, req idem.ClaimReques
 			continue // conflicted with a row our snapshot did not see yet
 		}
 		if err != nil {
-			return idem.ClaimResult{}, s.wrap(ctx, "claim", req.Key, err)
+			return idemstore.ClaimResult{}, s.wrap(ctx, "claim", req.Key, err)
 		}
 		if claimed {
-			st := idem.ClaimAcquired
+			st := idemstore.ClaimAcquired
 			if tookOver {
-				st = idem.ClaimTakenOver
+				st = idemstore.ClaimTakenOver
 			}
 			steps, err := stepsOf(req.Key, names, data)
 			if err != nil {
-				return idem.ClaimResult{}, err
+				return idemstore.ClaimResult{}, err
 			}
-			return idem.ClaimResult{Status: st, Fence: uint64(fence), LeaseUntil: leaseUntil, Steps: steps}, nil
+			return idemstore.ClaimResult{Status: st, Fence: uint64(fence), LeaseUntil: leaseUntil, Steps: steps}, nil
 		}
 		r := row{state: state, owner: owner, fence: fence, fp: fp, result: result,
 			leaseUntil: leaseUntil, expiresAt: deref(expiresAt), format: format}
 		if err := r.check(req.Key); err != nil {
-			return idem.ClaimResult{}, err
+			return idemstore.ClaimResult{}, err
 		}
 		at := deref(now)
 		if r.claimable(at, req.Fingerprint) {
@@ -255,14 +256,14 @@ func (s *Store) claim(ctx context.Context, c *pgxpool.Conn, req idem.ClaimReques
 		}
 		return r.busyResult(req.Fingerprint), nil
 	}
-	return idem.ClaimResult{}, fmt.Errorf("pgstore: claim %s: key kept changing under %d attempts", req.Key, maxClaimAttempts)
+	return idemstore.ClaimResult{}, fmt.Errorf("pgstore: claim %s: key kept changing under %d attempts", req.Key, maxClaimAttempts)
 }
 
 // claimOrdered is Claim with per-entity ordering: one call of the
 // <table>_claim_ordered_v5 function, which serializes would-execute claims
 // on the entity's order row (see migrations/0002_order.sql and
 // 0005_steps.sql).
-func (s *Store) claimOrdered(ctx context.Context, c *pgxpool.Conn, req idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s *Store) claimOrdered(ctx context.Context, c *pgxpool.Conn, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	var (
 		claimed, tookOver, outOfOrder bool
 		fence                         int64
@@ -277,32 +278,32 @@ func (s *Store) claimOrdered(ctx context.Context, c *pgxpool.Conn, req idem.Clai
 		req.Order.Key, req.Order.At, micros(req.Order.Grace), req.Order.Override).
 		Scan(&claimed, &fence, &leaseUntil, &tookOver, &state, &owner, &fp, &result, &expiresAt, &format, &now, &outOfOrder, &lastAccepted, &names, &data)
 	if err != nil {
-		return idem.ClaimResult{}, s.wrap(ctx, "claim", req.Key, err)
+		return idemstore.ClaimResult{}, s.wrap(ctx, "claim", req.Key, err)
 	}
 	switch {
 	case claimed:
-		st := idem.ClaimAcquired
+		st := idemstore.ClaimAcquired
 		if tookOver {
-			st = idem.ClaimTakenOver
+			st = idemstore.ClaimTakenOver
 		}
 		steps, err := stepsOf(req.Key, names, data)
 		if err != nil {
-			return idem.ClaimResult{}, err
+			return idemstore.ClaimResult{}, err
 		}
-		return idem.ClaimResult{Status: st, Fence: uint64(fence), LeaseUntil: deref(leaseUntil), Steps: steps}, nil
+		return idemstore.ClaimResult{Status: st, Fence: uint64(fence), LeaseUntil: deref(leaseUntil), Steps: steps}, nil
 	case outOfOrder:
-		return idem.ClaimResult{Status: idem.ClaimOutOfOrder, Fence: uint64(fence), LastAccepted: deref(lastAccepted)}, nil
+		return idemstore.ClaimResult{Status: idemstore.ClaimOutOfOrder, Fence: uint64(fence), LastAccepted: deref(lastAccepted)}, nil
 	}
 	r := row{state: state, owner: owner, fence: fence, fp: fp, result: result,
 		leaseUntil: deref(leaseUntil), expiresAt: deref(expiresAt), format: format}
 	if err := r.check(req.Key); err != nil {
-		return idem.ClaimResult{}, err
+		return idemstore.ClaimResult{}, err
 	}
 	return r.busyResult(req.Fingerprint), nil
 }
 
-// Heartbeat implements idem.Store.
-func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
+// Heartbeat implements idemstore.Store.
+func (s *Store) Heartbeat(ctx context.Context, l idemstore.Lease) error {
 	c, err := s.acquire(ctx, "heartbeat")
 	if err != nil {
 		return err
@@ -329,25 +330,25 @@ func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
 	return fmt.Errorf("%w: %s fence %d", idem.ErrLeaseLost, l.Key, l.Fence)
 }
 
-// Complete implements idem.Store.
-func (s *Store) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+// Complete implements idemstore.Store.
+func (s *Store) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
 	return s.finish(ctx, "complete", l, stCompleted, r.Data)
 }
 
-// Fail implements idem.Store.
-func (s *Store) Fail(ctx context.Context, l idem.Lease, r idem.Result) error {
+// Fail implements idemstore.Store.
+func (s *Store) Fail(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
 	return s.finish(ctx, "fail", l, stFailed, r.Data)
 }
 
-// Release implements idem.Store.
-func (s *Store) Release(ctx context.Context, l idem.Lease) error {
+// Release implements idemstore.Store.
+func (s *Store) Release(ctx context.Context, l idemstore.Lease) error {
 	return s.finish(ctx, "release", l, stReleased, nil)
 }
 
 // finish is Complete, Fail and Release: one fenced UPDATE that also
 // notifies waiters (delivered at commit) and, in the same statement,
 // recognises a record CompleteInTx already completed for this owner.
-func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state int16, data []byte) error {
+func (s *Store) finish(ctx context.Context, op string, l idemstore.Lease, state int16, data []byte) error {
 	c, err := s.acquire(ctx, op)
 	if err != nil {
 		return err
@@ -398,11 +399,11 @@ func (s *Store) hint(key string, state int16) {
 	}
 }
 
-// Get implements idem.Store.
-func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
+// Get implements idemstore.Store.
+func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
 	c, err := s.acquire(ctx, "get")
 	if err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	defer c.Release()
 	var (
@@ -415,25 +416,25 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 	err = c.QueryRow(ctx, s.q.get, key, s.ts()).Scan(&r.state, &r.owner, &r.fence, &r.fp, &r.result,
 		&r.leaseUntil, &r.expiresAt, &updatedAt, &claimedAt, &r.format, &now, &names, &data)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+		return idemstore.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
 	if err != nil {
-		return idem.Record{}, s.wrap(ctx, "get", key, err)
+		return idemstore.Record{}, s.wrap(ctx, "get", key, err)
 	}
 	if err := r.check(key); err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	if !now.Before(r.expiresAt) {
-		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+		return idemstore.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
 	rec := r.record(key, updatedAt, claimedAt)
 	if rec.Steps, err = stepsOf(key, names, data); err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	return rec, nil
 }
 
-// Delete implements idem.Store.
+// Delete implements idemstore.Store.
 func (s *Store) Delete(ctx context.Context, key string) error {
 	s.seen.Drop(key) // the next claim of key is likely a new run
 	c, err := s.acquire(ctx, "delete")
@@ -473,9 +474,9 @@ func (r *row) check(key string) error {
 		bad = fmt.Sprintf("row format %d", r.format)
 	case r.state < stInProgress || r.state > stReleased:
 		bad = fmt.Sprintf("state %d", r.state)
-	case len(r.owner) != len(idem.Token{}):
+	case len(r.owner) != len(idemstore.Token{}):
 		bad = fmt.Sprintf("owner of %d bytes", len(r.owner))
-	case len(r.fp) != len(idem.Fingerprint{}):
+	case len(r.fp) != len(idemstore.Fingerprint{}):
 		bad = fmt.Sprintf("fingerprint of %d bytes", len(r.fp))
 	case r.fence < 1:
 		bad = fmt.Sprintf("fence %d", r.fence)
@@ -492,23 +493,23 @@ func (r *row) check(key string) error {
 
 // busyResult is the claim's answer for a checked row that is in the way:
 // another payload's live row in any state, or running, completed or failed.
-func (r *row) busyResult(fp idem.Fingerprint) idem.ClaimResult {
+func (r *row) busyResult(fp idemstore.Fingerprint) idemstore.ClaimResult {
 	fence := uint64(r.fence)
 	if [32]byte(r.fp) != fp {
-		return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: fence}
+		return idemstore.ClaimResult{Status: idemstore.ClaimMismatch, Fence: fence}
 	}
 	switch r.state {
 	case stInProgress:
-		return idem.ClaimResult{Status: idem.ClaimInProgress, Fence: fence, LeaseUntil: r.leaseUntil}
+		return idemstore.ClaimResult{Status: idemstore.ClaimInProgress, Fence: fence, LeaseUntil: r.leaseUntil}
 	case stCompleted:
-		return idem.ClaimResult{Status: idem.ClaimCompleted, Fence: fence, Result: idem.Result{Data: nilIfEmpty(r.result)}}
+		return idemstore.ClaimResult{Status: idemstore.ClaimCompleted, Fence: fence, Result: idemstore.Result{Data: nilIfEmpty(r.result)}}
 	default: // stFailed; check() rejected anything else
-		return idem.ClaimResult{Status: idem.ClaimFailed, Fence: fence, Result: idem.Result{Data: nilIfEmpty(r.result)}}
+		return idemstore.ClaimResult{Status: idemstore.ClaimFailed, Fence: fence, Result: idemstore.Result{Data: nilIfEmpty(r.result)}}
 	}
 }
 
 // claimable mirrors the SQL condition of the claim statement.
-func (r *row) claimable(now time.Time, fp idem.Fingerprint) bool {
+func (r *row) claimable(now time.Time, fp idemstore.Fingerprint) bool {
 	return !now.Before(r.expiresAt) || ([32]byte(r.fp) == fp &&
 		(r.state == stReleased || (r.state == stInProgress && !now.Before(r.leaseUntil))))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
@@ -21,7 +22,7 @@ import (
 func TestConformance(t *testing.T) {
 	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 16 })
 	idemtest.RunStoreSuite(t, idemtest.Harness{
-		New: func(t *testing.T, _ func() time.Time) idem.Store {
+		New: func(t *testing.T, _ func() time.Time) idemstore.Store {
 			return newStore(t, pool, WithPollInterval(50*time.Millisecond))
 		},
 		// Real time: long enough that 200 concurrent claims through a
@@ -37,7 +38,7 @@ func TestConformance(t *testing.T) {
 
 // legacyRow clears key's claimed_at, as a row claimed before schema
 // version 4 has none.
-func legacyRow(t *testing.T, s idem.Store, key string) {
+func legacyRow(t *testing.T, s idemstore.Store, key string) {
 	st := s.(*Store)
 	tag, err := st.pool.Exec(context.Background(), `UPDATE `+st.n.qTable+` SET claimed_at = NULL WHERE key = $1`, key)
 	if err != nil || tag.RowsAffected() != 1 {
@@ -46,7 +47,7 @@ func legacyRow(t *testing.T, s idem.Store, key string) {
 }
 
 // corruptRow gives key's row a state no build writes.
-func corruptRow(t *testing.T, s idem.Store, key string) {
+func corruptRow(t *testing.T, s idemstore.Store, key string) {
 	st := s.(*Store)
 	tag, err := st.pool.Exec(context.Background(), `UPDATE `+st.n.qTable+` SET state = 9 WHERE key = $1`, key)
 	if err != nil || tag.RowsAffected() != 1 {
@@ -59,7 +60,7 @@ func corruptRow(t *testing.T, s idem.Store, key string) {
 func TestConformanceManualClock(t *testing.T) {
 	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 8 })
 	idemtest.RunStoreSuite(t, idemtest.Harness{
-		New: func(t *testing.T, now func() time.Time) idem.Store {
+		New: func(t *testing.T, now func() time.Time) idemstore.Store {
 			return newStore(t, pool, WithClock(func() time.Time { return now().Truncate(time.Microsecond) }),
 				WithPollInterval(20*time.Millisecond))
 		},
@@ -123,9 +124,9 @@ func TestWaitWakesOnNotify(t *testing.T) {
 	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 8 })
 	s := newStore(t, pool, WithPollInterval(time.Minute))
 	ctx := context.Background()
-	lease := idem.Lease{Key: "w", Owner: token(1), Duration: time.Minute, TTL: time.Hour}
-	res, err := s.Claim(ctx, idem.ClaimRequest{Key: "w", Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
-	if err != nil || res.Status != idem.ClaimAcquired {
+	lease := idemstore.Lease{Key: "w", Owner: token(1), Duration: time.Minute, TTL: time.Hour}
+	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "w", Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+	if err != nil || res.Status != idemstore.ClaimAcquired {
 		t.Fatalf("claim: %+v %v", res, err)
 	}
 	lease.Fence = res.Fence
@@ -153,7 +154,7 @@ func TestWaitWakesOnNotify(t *testing.T) {
 		t.Errorf("%d LISTEN connections for %d waiters, want 1", listeners, waiters)
 	}
 	start := time.Now()
-	if err := s.Complete(ctx, lease, idem.Result{Data: []byte(`"ok"`)}); err != nil {
+	if err := s.Complete(ctx, lease, idemstore.Result{Data: []byte(`"ok"`)}); err != nil {
 		t.Fatal(err)
 	}
 	for range waiters {
@@ -171,7 +172,7 @@ func TestWaitWakesOnNotify(t *testing.T) {
 func TestWaitLeaseExpiry(t *testing.T) {
 	s := newStore(t, nil, WithPollInterval(time.Minute))
 	ctx := context.Background()
-	if _, err := s.Claim(ctx, idem.ClaimRequest{Key: "e", Owner: token(1), Fingerprint: fingerprint(1), Lease: 200 * time.Millisecond, TTL: time.Hour}); err != nil {
+	if _, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "e", Owner: token(1), Fingerprint: fingerprint(1), Lease: 200 * time.Millisecond, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -179,8 +180,8 @@ func TestWaitLeaseExpiry(t *testing.T) {
 	if err := s.Wait(wctx, "e"); err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
-	res, err := s.Claim(ctx, idem.ClaimRequest{Key: "e", Owner: token(2), Fingerprint: fingerprint(1), Lease: time.Second, TTL: time.Hour})
-	if err != nil || res.Status != idem.ClaimTakenOver || res.Fence != 2 {
+	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "e", Owner: token(2), Fingerprint: fingerprint(1), Lease: time.Second, TTL: time.Hour})
+	if err != nil || res.Status != idemstore.ClaimTakenOver || res.Fence != 2 {
 		t.Fatalf("claim after expiry: %+v %v, want taken_over fence 2", res, err)
 	}
 	// A canceled wait returns the ctx error.
@@ -245,7 +246,7 @@ func TestSchemaErrors(t *testing.T) {
 		if _, err := pool.Exec(ctx, "DROP TABLE "+s.Table()); err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Second, TTL: time.Hour})
+		_, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "k", Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Second, TTL: time.Hour})
 		if !errors.Is(err, ErrSchemaMissing) || !strings.Contains(err.Error(), "Migrate") {
 			t.Fatalf("claim on a dropped table: %v, want ErrSchemaMissing", err)
 		}
@@ -276,7 +277,7 @@ func TestSchemaErrors(t *testing.T) {
 			{"newer-row", "format = 7", true},
 		}
 		for _, r := range rows {
-			if _, err := s.Claim(ctx, idem.ClaimRequest{Key: r.key, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour}); err != nil {
+			if _, err := s.Claim(ctx, idemstore.ClaimRequest{Key: r.key, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := pool.Exec(ctx, "UPDATE "+s.Table()+" SET "+r.set+" WHERE key = $1", r.key); err != nil {
@@ -285,7 +286,7 @@ func TestSchemaErrors(t *testing.T) {
 		}
 		for _, r := range rows {
 			t.Run(r.key, func(t *testing.T) {
-				_, err := s.Claim(ctx, idem.ClaimRequest{Key: r.key, Owner: token(2), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+				_, err := s.Claim(ctx, idemstore.ClaimRequest{Key: r.key, Owner: token(2), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
 				if !errors.Is(err, idem.ErrCorruptRecord) {
 					t.Errorf("Claim: %v, want ErrCorruptRecord", err)
 				}
@@ -398,18 +399,18 @@ func TestMigrate(t *testing.T) {
 				t.Fatalf("Get(%s) of a version-3 row = %+v, %v; want it with a zero ClaimedAt", key, r, err)
 			}
 		}
-		res, err := s.Claim(ctx, idem.ClaimRequest{Key: "done", Owner: token(2), Fingerprint: fp, Lease: time.Second, TTL: time.Hour})
-		if err != nil || res.Status != idem.ClaimCompleted || string(res.Result.Data) != `"v"` {
+		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "done", Owner: token(2), Fingerprint: fp, Lease: time.Second, TTL: time.Hour})
+		if err != nil || res.Status != idemstore.ClaimCompleted || string(res.Result.Data) != `"v"` {
 			t.Fatalf("replay of a version-3 row = %+v, %v", res, err)
 		}
-		l := idem.Lease{Key: "running", Owner: owner, Fence: 5, Duration: time.Minute, TTL: time.Hour}
+		l := idemstore.Lease{Key: "running", Owner: owner, Fence: 5, Duration: time.Minute, TTL: time.Hour}
 		if err := s.Heartbeat(ctx, l); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Complete(ctx, l, idem.Result{Data: []byte(`1`)}); err != nil {
+		if err := s.Complete(ctx, l, idemstore.Result{Data: []byte(`1`)}); err != nil {
 			t.Fatal(err)
 		}
-		if r, err := s.Get(ctx, "running"); err != nil || r.State != idem.StateCompleted || !r.ClaimedAt.IsZero() {
+		if r, err := s.Get(ctx, "running"); err != nil || r.State != idemstore.StateCompleted || !r.ClaimedAt.IsZero() {
 			t.Fatalf("version-3 row after heartbeat and completion = %+v, %v", r, err)
 		}
 	})
@@ -443,11 +444,11 @@ func TestMigrate(t *testing.T) {
 		}
 		defer s.Close()
 		for _, key := range []string{"running", "e:{x}:ordered"} {
-			l := idem.Lease{Key: key, Owner: owner, Fence: 5, Duration: time.Minute, TTL: time.Hour}
-			req := idem.ClaimRequest{Key: key, Owner: token(2), Fingerprint: fp, Lease: time.Minute, TTL: time.Hour}
+			l := idemstore.Lease{Key: key, Owner: owner, Fence: 5, Duration: time.Minute, TTL: time.Hour}
+			req := idemstore.ClaimRequest{Key: key, Owner: token(2), Fingerprint: fp, Lease: time.Minute, TTL: time.Hour}
 			if key != "running" {
 				l.Fence = 2
-				req.Order = idem.OrderClaim{Key: "e:{x}", At: time.Now()}
+				req.Order = idemstore.OrderClaim{Key: "e:{x}", At: time.Now()}
 			}
 			if err := s.SaveStep(ctx, l, "charge", []byte("ch")); err != nil {
 				t.Fatal(err)
@@ -456,7 +457,7 @@ func TestMigrate(t *testing.T) {
 				t.Fatal(err)
 			}
 			res, err := s.Claim(ctx, req)
-			if err != nil || res.Status != idem.ClaimAcquired || string(res.Steps["charge"]) != "ch" {
+			if err != nil || res.Status != idemstore.ClaimAcquired || string(res.Steps["charge"]) != "ch" {
 				t.Fatalf("claim of %s after the upgrade = %+v, %v; want it with its step", key, res, err)
 			}
 		}
@@ -482,7 +483,7 @@ func TestMigrate(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		if _, err := s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Second, TTL: time.Hour}); err != nil {
+		if _, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "k", Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Second, TTL: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -493,12 +494,12 @@ func TestCanceledCtx(t *testing.T) {
 	s := newStore(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	l := idem.Lease{Key: "k", Owner: token(1), Fence: 1, Duration: time.Second, TTL: time.Hour}
-	_, err := s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Second, TTL: time.Hour})
+	l := idemstore.Lease{Key: "k", Owner: token(1), Fence: 1, Duration: time.Second, TTL: time.Hour}
+	_, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "k", Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Second, TTL: time.Hour})
 	errs := map[string]error{
 		"claim":     err,
 		"heartbeat": s.Heartbeat(ctx, l),
-		"complete":  s.Complete(ctx, l, idem.Result{}),
+		"complete":  s.Complete(ctx, l, idemstore.Result{}),
 		"release":   s.Release(ctx, l),
 		"delete":    s.Delete(ctx, "k"),
 		"wait":      s.Wait(ctx, "k"),
@@ -523,7 +524,7 @@ func TestWaitSurvivesListenerLoss(t *testing.T) {
 	var listenerErrs atomic.Int64
 	s := newStore(t, pool, WithPollInterval(time.Minute), WithErrorHandler(func(error) { listenerErrs.Add(1) }))
 	ctx := context.Background()
-	res, err := s.Claim(ctx, idem.ClaimRequest{Key: "w", Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "w", Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,7 +565,7 @@ func TestWaitSurvivesListenerLoss(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	start := time.Now()
-	if err := s.Complete(ctx, idem.Lease{Key: "w", Owner: token(1), Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}, idem.Result{Data: []byte("1")}); err != nil {
+	if err := s.Complete(ctx, idemstore.Lease{Key: "w", Owner: token(1), Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}, idemstore.Result{Data: []byte("1")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -581,7 +582,7 @@ func TestWaitSurvivesListenerLoss(t *testing.T) {
 // rawRows reads every row of the store's tables, each column as pgx
 // received it (bytea in binary form), as a reader of the database or its
 // dumps would.
-func rawRows(t *testing.T, s idem.Store) [][]byte {
+func rawRows(t *testing.T, s idemstore.Store) [][]byte {
 	st := s.(*Store)
 	var out [][]byte
 	tables := []string{st.n.qTable}

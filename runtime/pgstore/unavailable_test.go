@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
@@ -72,20 +73,20 @@ func TestDeadlineShorterThanAStatementBoundsEveryStoreCall(t *testing.T) {
 	s := newStore(t, newPool(t, nil))
 	ctx := context.Background()
 	const key = "held"
-	res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour})
+	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := idem.Lease{Key: key, Owner: idem.Token{1}, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
+	l := idemstore.Lease{Key: key, Owner: idemstore.Token{1}, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
 	// A claim of a live row is answered from its snapshot without the row
 	// lock; a released row is one the claim must lock to take, so the
 	// claim is made on one of those.
 	const released = "held-released"
-	rres, err := s.Claim(ctx, idem.ClaimRequest{Key: released, Owner: idem.Token{3}, Lease: time.Minute, TTL: time.Hour})
+	rres, err := s.Claim(ctx, idemstore.ClaimRequest{Key: released, Owner: idemstore.Token{3}, Lease: time.Minute, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Release(ctx, idem.Lease{Key: released, Owner: idem.Token{3}, Fence: rres.Fence, Duration: time.Minute, TTL: time.Hour}); err != nil {
+	if err := s.Release(ctx, idemstore.Lease{Key: released, Owner: idemstore.Token{3}, Fence: rres.Fence, Duration: time.Minute, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	unlock := lockRow(t, s, key)
@@ -97,11 +98,11 @@ func TestDeadlineShorterThanAStatementBoundsEveryStoreCall(t *testing.T) {
 		run  func(ctx context.Context) error
 	}{
 		{"claim", func(ctx context.Context) error {
-			_, err := s.Claim(ctx, idem.ClaimRequest{Key: released, Owner: idem.Token{2}, Lease: time.Minute, TTL: time.Hour})
+			_, err := s.Claim(ctx, idemstore.ClaimRequest{Key: released, Owner: idemstore.Token{2}, Lease: time.Minute, TTL: time.Hour})
 			return err
 		}},
 		{"heartbeat", func(ctx context.Context) error { return s.Heartbeat(ctx, l) }},
-		{"complete", func(ctx context.Context) error { return s.Complete(ctx, l, idem.Result{Data: []byte("1")}) }},
+		{"complete", func(ctx context.Context) error { return s.Complete(ctx, l, idemstore.Result{Data: []byte("1")}) }},
 		{"release", func(ctx context.Context) error { return s.Release(ctx, l) }},
 		{"delete", func(ctx context.Context) error { return s.Delete(ctx, key) }},
 		{"force release", func(ctx context.Context) error { _, err := s.ForceRelease(ctx, key); return err }},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -196,14 +197,14 @@ func stateName(st int64) string {
 	if st == 0 {
 		return "absent"
 	}
-	return idem.State(st).String()
+	return idemstore.State(st).String()
 }
 
 // ackClaim holds a claim that acquired or took over the key until n
 // replicas have it. One that does not get them is given back and reported
 // as ErrNotReplicated: the caller does not own the key.
-func (s *Store) ackClaim(ctx context.Context, req idem.ClaimRequest, rk string, op []byte, res idem.ClaimResult, err error) (idem.ClaimResult, error) {
-	if err != nil || s.acks.n == 0 || (res.Status != idem.ClaimAcquired && res.Status != idem.ClaimTakenOver) {
+func (s *Store) ackClaim(ctx context.Context, req idemstore.ClaimRequest, rk string, op []byte, res idemstore.ClaimResult, err error) (idemstore.ClaimResult, error) {
+	if err != nil || s.acks.n == 0 || (res.Status != idemstore.ClaimAcquired && res.Status != idemstore.ClaimTakenOver) {
 		return res, err
 	}
 	r, aerr := s.replicate(ctx, rk, op, req.Owner[:])
@@ -218,13 +219,13 @@ func (s *Store) ackClaim(ctx context.Context, req idem.ClaimRequest, rk string, 
 	// release that does not land leaves it to expire with its lease.
 	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.acks.timeout+time.Second)
 	defer cancel()
-	l := idem.Lease{Key: req.Key, Owner: req.Owner, Fence: res.Fence, Duration: req.Lease, TTL: req.TTL}
-	_ = s.applyWrite(gctx, "release", l, rk, packWrite(idem.StateReleased, l.Fence, req.TTL, s.op(), req.Owner), []byte{})
-	return idem.ClaimResult{}, nerr
+	l := idemstore.Lease{Key: req.Key, Owner: req.Owner, Fence: res.Fence, Duration: req.Lease, TTL: req.TTL}
+	_ = s.applyWrite(gctx, "release", l, rk, packWrite(idemstore.StateReleased, l.Fence, req.TTL, s.op(), req.Owner), []byte{})
+	return idemstore.ClaimResult{}, nerr
 }
 
 // packWrite is write's packed argument.
-func packWrite(st idem.State, fence uint64, d time.Duration, op []byte, owner idem.Token) []byte {
+func packWrite(st idemstore.State, fence uint64, d time.Duration, op []byte, owner idemstore.Token) []byte {
 	arg := make([]byte, 41)
 	arg[0] = byte(st)
 	putBE64(arg[1:], fence)
@@ -249,14 +250,14 @@ func putBE64(b []byte, v uint64) {
 // or release is asked once: a heartbeat that fails leaves the Guard
 // counting the lease from the last acknowledged one, a release that fails
 // leaves the key to expire.
-func (s *Store) ackWrite(ctx context.Context, op string, l idem.Lease, rk string, opID []byte, retry bool, again func(context.Context) error) error {
+func (s *Store) ackWrite(ctx context.Context, op string, l idemstore.Lease, rk string, opID []byte, retry bool, again func(context.Context) error) error {
 	delay := 20 * time.Millisecond
 	for {
 		r, err := s.replicate(ctx, rk, opID, l.Owner[:])
 		switch {
 		case err == nil && r.ours && r.acked >= int64(s.acks.n):
 			return nil
-		case err == nil && !r.ours && retry && r.state == int64(idem.StateInProgress) && uint64(r.fence) == l.Fence:
+		case err == nil && !r.ours && retry && r.state == int64(idemstore.StateInProgress) && uint64(r.fence) == l.Fence:
 			// The primary that took the write is gone and the promoted
 			// one has the claim without it: write it again.
 			if werr := again(ctx); werr != nil {

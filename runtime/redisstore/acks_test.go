@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // TestReplicaAcksOptions: WithReplicaAcks is refused where WAIT could not
@@ -82,14 +83,14 @@ func TestReplicaAcksMissing(t *testing.T) {
 	}
 	// Given back: released at once, not held for the lease.
 	rec, err := s.Get(ctx, spec.Name+":k")
-	if err == nil && rec.State != idem.StateReleased {
+	if err == nil && rec.State != idemstore.StateReleased {
 		t.Fatalf("the unacknowledged claim is %s, want released", rec.State)
 	}
 
 	// The writes, on a claim made without the option.
-	plain := newStore(t, rdb, WithPrefix(s.prefix))
-	l := idem.Lease{Key: "w", Owner: idem.Token{7}, Duration: 5 * time.Second, TTL: time.Minute}
-	res, err := plain.Claim(ctx, idem.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
+	plain := newStore(t, rdb, WithKeyPrefix(s.prefix))
+	l := idemstore.Lease{Key: "w", Owner: idemstore.Token{7}, Duration: 5 * time.Second, TTL: time.Minute}
+	res, err := plain.Claim(ctx, idemstore.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,13 +101,13 @@ func TestReplicaAcksMissing(t *testing.T) {
 	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err = s.Complete(cctx, l, idem.Result{Data: []byte("r")})
+	err = s.Complete(cctx, l, idemstore.Result{Data: []byte("r")})
 	if !errors.Is(err, ErrNotReplicated) || !errors.Is(err, context.DeadlineExceeded) || time.Since(start) < 250*time.Millisecond {
 		t.Fatalf("Complete = %v after %v, want ErrNotReplicated retried until the ctx's deadline", err, time.Since(start))
 	}
 	// The completion is on the primary (it is the unacknowledged part that
 	// failed): a replay there sees it.
-	if rec, err := plain.Get(ctx, "w"); err != nil || rec.State != idem.StateCompleted {
+	if rec, err := plain.Get(ctx, "w"); err != nil || rec.State != idemstore.StateCompleted {
 		t.Fatalf("record after the unacknowledged completion: %+v, %v", rec, err)
 	}
 
@@ -115,8 +116,8 @@ func TestReplicaAcksMissing(t *testing.T) {
 	var last uint64
 	before := time.Now().Add(-time.Minute).UnixMicro()
 	for i := range 3 {
-		res, err := clock.Claim(ctx, idem.ClaimRequest{Key: "f", Owner: idem.Token{byte(i + 1)}, Lease: time.Microsecond, TTL: time.Minute})
-		if err != nil || (res.Status != idem.ClaimAcquired && res.Status != idem.ClaimTakenOver) {
+		res, err := clock.Claim(ctx, idemstore.ClaimRequest{Key: "f", Owner: idemstore.Token{byte(i + 1)}, Lease: time.Microsecond, TTL: time.Minute})
+		if err != nil || (res.Status != idemstore.ClaimAcquired && res.Status != idemstore.ClaimTakenOver) {
 			t.Fatalf("claim %d = %+v, %v", i, res, err)
 		}
 		if res.Fence <= last || int64(res.Fence) < before {
@@ -144,16 +145,16 @@ func TestReplicaAcksCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		masters[node.Options().Addr] = true
-		l := idem.Lease{Key: key, Owner: idem.Token{byte(i + 1)}, Duration: 5 * time.Second, TTL: time.Minute}
-		res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
-		if err != nil || res.Status != idem.ClaimAcquired {
+		l := idemstore.Lease{Key: key, Owner: idemstore.Token{byte(i + 1)}, Duration: 5 * time.Second, TTL: time.Minute}
+		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
+		if err != nil || res.Status != idemstore.ClaimAcquired {
 			t.Fatalf("claim %s = %+v, %v", key, res, err)
 		}
 		l.Fence = res.Fence
 		if err := s.Heartbeat(ctx, l); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Complete(ctx, l, idem.Result{Data: []byte("r")}); err != nil {
+		if err := s.Complete(ctx, l, idemstore.Result{Data: []byte("r")}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,16 +11,17 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
-var _ idem.Admin = (*Store)(nil)
+var _ idemstore.Admin = (*Store)(nil)
 
-// ForceRelease implements idem.Admin: it releases key whatever its owner
+// ForceRelease implements idemstore.Admin: it releases key whatever its owner
 // and bumps its fence, so a still-running owner can neither heartbeat nor
 // complete; waiters wake.
-func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, error) {
+func (s *Store) ForceRelease(ctx context.Context, key string) (idemstore.Record, error) {
 	if err := s.ready(ctx, "force release", key); err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	rk := s.RecordKey(key)
 	op := s.op()
@@ -30,30 +31,30 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, erro
 		return err
 	})
 	if err != nil {
-		return idem.Record{}, s.wrap(ctx, "force release", key, err)
+		return idemstore.Record{}, s.wrap(ctx, "force release", key, err)
 	}
 	code, err := replyInt(res, 0)
 	if err != nil {
-		return idem.Record{}, s.badReply("force release", key, res, err)
+		return idemstore.Record{}, s.badReply("force release", key, res, err)
 	}
 	switch code {
 	case -1:
-		return idem.Record{}, fmt.Errorf("redisstore: %s: %w", key, idem.ErrNotFound)
+		return idemstore.Record{}, fmt.Errorf("redisstore: %s: %w", key, idem.ErrNotFound)
 	case 0:
-		return idem.Record{}, corrupt(key, replyString(res, 1))
+		return idemstore.Record{}, corrupt(key, replyString(res, 1))
 	}
 	v, _ := res[1].(string)
 	return decodeRecord(key, v, 0) // the script wrote version 3: absolute times
 }
 
-// List implements idem.Admin: it scans the store's keys (every master of a
+// List implements idemstore.Admin: it scans the store's keys (every master of a
 // Cluster) for records whose store key starts with prefix. Entity order
 // records are not records and are skipped. A value at a record key that
 // is not a valid record gets the verdict Claim and Get give it: it does
 // not stop the listing, and List returns an error naming every one
 // (wrapping idem.ErrCorruptRecord) at the end, as the file store does. An
 // error from fn stops it at once and is returned.
-func (s *Store) List(ctx context.Context, prefix string, fn func(idem.Record) error) error {
+func (s *Store) List(ctx context.Context, prefix string, fn func(idemstore.Record) error) error {
 	if err := s.ready(ctx, "list", prefix); err != nil {
 		return err
 	}
@@ -82,7 +83,7 @@ type lister struct {
 	s        *Store
 	prefix   string
 	patterns []string
-	fn       func(idem.Record) error
+	fn       func(idemstore.Record) error
 
 	mu        sync.Mutex
 	stopped   error // fn's error: no more calls after it
@@ -158,7 +159,7 @@ func (l *lister) one(k string, get *redis.StringCmd, expiry int64) error {
 	if err == nil && strings.HasPrefix(v, "o1:") {
 		return nil // an entity's order record
 	}
-	var r idem.Record
+	var r idemstore.Record
 	switch {
 	case err == nil:
 		r, err = decodeRecord(key, v, expiry)
@@ -207,13 +208,13 @@ func (l *lister) result(ctx context.Context, err error) error {
 	return err
 }
 
-// Cleanup implements idem.Admin. Redis removes records itself when their
+// Cleanup implements idemstore.Admin. Redis removes records itself when their
 // TTL ends, at or before the record's expiry, so there is normally nothing
 // to clean up and Cleanup returns 0. It deletes any record still seen past
 // its expiry by the server's clock (and wakes its waiters).
 func (s *Store) Cleanup(ctx context.Context) (int, error) {
 	var stale []string
-	err := s.List(ctx, "", func(r idem.Record) error {
+	err := s.List(ctx, "", func(r idemstore.Record) error {
 		if !time.Now().Before(r.ExpiresAt) {
 			stale = append(stale, r.Key)
 		}

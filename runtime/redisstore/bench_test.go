@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // Benchmarks measure the store through a Guard (idem.Do, as generated code
@@ -220,7 +221,7 @@ func BenchmarkWaitWakeup(b *testing.B) {
 	rdb := benchClient(b)
 	owner := newStore(b, rdb)
 	waiterRdb := standalone(b)
-	waiter, err := New(context.Background(), waiterRdb, WithPrefix(owner.prefix), WithLogger(quietLogger()))
+	waiter, err := New(context.Background(), waiterRdb, WithKeyPrefix(owner.prefix), WithLogger(quietLogger()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func BenchmarkWaitWakeup(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		key := "wake:" + run + ":" + strconv.Itoa(i)
-		req := idem.ClaimRequest{Key: key, Owner: idem.Token{1}, Lease: 10 * time.Second, TTL: time.Minute}
+		req := idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{1}, Lease: 10 * time.Second, TTL: time.Minute}
 		res, err := owner.Claim(ctx, req)
 		if err != nil {
 			b.Fatal(err)
@@ -245,7 +246,7 @@ func BenchmarkWaitWakeup(b *testing.B) {
 		}()
 		waitListening(waiter, key)
 		start := time.Now()
-		if err := owner.Complete(ctx, idem.Lease{Key: key, Owner: req.Owner, Fence: res.Fence, TTL: time.Minute}, idem.Result{Data: []byte("1")}); err != nil {
+		if err := owner.Complete(ctx, idemstore.Lease{Key: key, Owner: req.Owner, Fence: res.Fence, TTL: time.Minute}, idemstore.Result{Data: []byte("1")}); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, (<-done).Sub(start))
@@ -310,15 +311,15 @@ func BenchmarkFirstExecutionSteps(b *testing.B) {
 				return err
 			},
 			func() error {
-				res, err := s.Claim(ctx, idem.ClaimRequest{Key: "c:" + k, Owner: idem.Token{1}, Lease: 30 * time.Second, TTL: time.Minute})
-				if err == nil && res.Status != idem.ClaimAcquired {
+				res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "c:" + k, Owner: idemstore.Token{1}, Lease: 30 * time.Second, TTL: time.Minute})
+				if err == nil && res.Status != idemstore.ClaimAcquired {
 					err = fmt.Errorf("claim %v", res.Status)
 				}
 				return err
 			},
 			func() error {
-				l := idem.Lease{Key: "c:" + k, Owner: idem.Token{1}, Fence: 1, Duration: 30 * time.Second, TTL: time.Minute}
-				return s.Complete(ctx, l, idem.Result{Data: data})
+				l := idemstore.Lease{Key: "c:" + k, Owner: idemstore.Token{1}, Fence: 1, Duration: 30 * time.Second, TTL: time.Minute}
+				return s.Complete(ctx, l, idemstore.Result{Data: data})
 			},
 			func() error {
 				c := g.Begin(spec, k)
@@ -357,13 +358,13 @@ func BenchmarkReplayServerCPU(b *testing.B) {
 	rdb := benchClient(b)
 	s := newStore(b, rdb)
 	ctx := context.Background()
-	req := idem.ClaimRequest{Key: "cpu", Owner: idem.Token{1}, Fingerprint: idem.Fingerprint{2}, Lease: time.Minute, TTL: time.Hour}
+	req := idemstore.ClaimRequest{Key: "cpu", Owner: idemstore.Token{1}, Fingerprint: idemstore.Fingerprint{2}, Lease: time.Minute, TTL: time.Hour}
 	res, err := s.Claim(ctx, req)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := s.Complete(ctx, idem.Lease{Key: req.Key, Owner: req.Owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour},
-		idem.Result{Data: []byte(`{"id":"inv-1","amount":4200,"note":"first call"}`)}); err != nil {
+	if err := s.Complete(ctx, idemstore.Lease{Key: req.Key, Owner: req.Owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour},
+		idemstore.Result{Data: []byte(`{"id":"inv-1","amount":4200,"note":"first call"}`)}); err != nil {
 		b.Fatal(err)
 	}
 	rk := s.RecordKey(req.Key)
@@ -406,7 +407,7 @@ func BenchmarkReplayServerCPU(b *testing.B) {
 	b.ResetTimer()
 	set := measure("set", func() error {
 		res, err := s.Claim(ctx, req)
-		if err == nil && res.Status != idem.ClaimCompleted {
+		if err == nil && res.Status != idemstore.ClaimCompleted {
 			err = fmt.Errorf("claim %v", res.Status)
 		}
 		return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/redis/go-redis/v9"
 )
@@ -20,7 +21,7 @@ func TestConformanceStandalone(t *testing.T) {
 		// once) 300ms is not always enough, and a later claim rightly
 		// takes over.
 		Lease: time.Second,
-		New: func(t *testing.T, _ func() time.Time) idem.Store {
+		New: func(t *testing.T, _ func() time.Time) idemstore.Store {
 			// A short poll keeps the suite's real-time waits tight.
 			return newStore(t, rdb, WithPollInterval(50*time.Millisecond))
 		},
@@ -31,8 +32,8 @@ func TestConformanceStandalone(t *testing.T) {
 }
 
 // corruptWith plants bytes that are no record at key's Redis key.
-func corruptWith(rdb redis.UniversalClient) func(t *testing.T, s idem.Store, key string) {
-	return func(t *testing.T, s idem.Store, key string) {
+func corruptWith(rdb redis.UniversalClient) func(t *testing.T, s idemstore.Store, key string) {
+	return func(t *testing.T, s idemstore.Store, key string) {
 		if err := rdb.Set(context.Background(), s.(*Store).RecordKey(key), "\x00not a record", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -41,8 +42,8 @@ func corruptWith(rdb redis.UniversalClient) func(t *testing.T, s idem.Store, key
 
 // legacyWith rewrites key's record in encoding version 1, as stores wrote
 // it before records carried ClaimedAt, keeping its Redis expiry.
-func legacyWith(rdb redis.UniversalClient) func(t *testing.T, s idem.Store, key string) {
-	return func(t *testing.T, s idem.Store, key string) {
+func legacyWith(rdb redis.UniversalClient) func(t *testing.T, s idemstore.Store, key string) {
+	return func(t *testing.T, s idemstore.Store, key string) {
 		ctx := context.Background()
 		rk := s.(*Store).RecordKey(key)
 		v, err := rdb.Get(ctx, rk).Result()
@@ -68,7 +69,7 @@ func TestConformanceCluster(t *testing.T) {
 	rdb := cluster(t)
 	idemtest.RunStoreSuite(t, idemtest.Harness{
 		Lease: time.Second, // as above
-		New: func(t *testing.T, _ func() time.Time) idem.Store {
+		New: func(t *testing.T, _ func() time.Time) idemstore.Store {
 			return newStore(t, rdb, WithPollInterval(50*time.Millisecond))
 		},
 		Corrupt: corruptWith(rdb),
@@ -90,17 +91,17 @@ func TestOrderingCluster(t *testing.T) {
 				id    string
 				at    time.Time
 				grace time.Duration
-				want  idem.ClaimStatus
+				want  idemstore.ClaimStatus
 			}{
-				{"a", base, 0, idem.ClaimAcquired},
-				{"b", base.Add(time.Minute), 0, idem.ClaimAcquired},
-				{"c", base.Add(30 * time.Second), 0, idem.ClaimOutOfOrder},
-				{"d", base.Add(30 * time.Second), time.Minute, idem.ClaimAcquired},
-				{"b", base.Add(time.Minute), 0, idem.ClaimInProgress}, // a duplicate is not an ordering error
+				{"a", base, 0, idemstore.ClaimAcquired},
+				{"b", base.Add(time.Minute), 0, idemstore.ClaimAcquired},
+				{"c", base.Add(30 * time.Second), 0, idemstore.ClaimOutOfOrder},
+				{"d", base.Add(30 * time.Second), time.Minute, idemstore.ClaimAcquired},
+				{"b", base.Add(time.Minute), 0, idemstore.ClaimInProgress}, // a duplicate is not an ordering error
 			}
 			for i, tt := range tests {
-				req := idem.ClaimRequest{Key: entity + ":" + tt.id, Owner: idem.Token{byte(i + 1)}, Lease: time.Minute, TTL: time.Hour,
-					Order: idem.OrderClaim{Key: entity, At: tt.at, Grace: tt.grace}}
+				req := idemstore.ClaimRequest{Key: entity + ":" + tt.id, Owner: idemstore.Token{byte(i + 1)}, Lease: time.Minute, TTL: time.Hour,
+					Order: idemstore.OrderClaim{Key: entity, At: tt.at, Grace: tt.grace}}
 				res, err := s.Claim(ctx, req)
 				if err != nil {
 					t.Fatalf("claim %s: %v", tt.id, err)
@@ -108,7 +109,7 @@ func TestOrderingCluster(t *testing.T) {
 				if res.Status != tt.want {
 					t.Fatalf("claim %s at %v = %v, want %v", tt.id, tt.at, res.Status, tt.want)
 				}
-				if res.Status == idem.ClaimOutOfOrder && !res.LastAccepted.Equal(base.Add(time.Minute)) {
+				if res.Status == idemstore.ClaimOutOfOrder && !res.LastAccepted.Equal(base.Add(time.Minute)) {
 					t.Fatalf("last accepted = %v, want %v", res.LastAccepted, base.Add(time.Minute))
 				}
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
@@ -88,23 +89,25 @@ func TestDeadlineShorterThanRoundTripBoundsEveryStoreCall(t *testing.T) {
 			return otherClient{redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: readTimeout, ContextTimeoutEnabled: true})}
 		}},
 	}
-	l := idem.Lease{Key: "k", Owner: idem.Token{1}, Fence: 1, Duration: time.Second, TTL: time.Minute}
+	l := idemstore.Lease{Key: "k", Owner: idemstore.Token{1}, Fence: 1, Duration: time.Second, TTL: time.Minute}
 	ops := []struct {
 		name string
 		run  func(ctx context.Context, s *Store) error
 	}{
 		{"claim", func(ctx context.Context, s *Store) error {
-			_, err := s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: time.Second, TTL: time.Minute})
+			_, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{1}, Lease: time.Second, TTL: time.Minute})
 			return err
 		}},
 		{"get", func(ctx context.Context, s *Store) error { _, err := s.Get(ctx, "k"); return err }},
 		{"heartbeat", func(ctx context.Context, s *Store) error { return s.Heartbeat(ctx, l) }},
-		{"complete", func(ctx context.Context, s *Store) error { return s.Complete(ctx, l, idem.Result{Data: []byte("1")}) }},
+		{"complete", func(ctx context.Context, s *Store) error {
+			return s.Complete(ctx, l, idemstore.Result{Data: []byte("1")})
+		}},
 		{"delete", func(ctx context.Context, s *Store) error { return s.Delete(ctx, "k") }},
 		{"wait", func(ctx context.Context, s *Store) error { return s.Wait(ctx, "k") }},
 		{"force release", func(ctx context.Context, s *Store) error { _, err := s.ForceRelease(ctx, "k"); return err }},
 		{"list", func(ctx context.Context, s *Store) error {
-			return s.List(ctx, "", func(idem.Record) error { return nil })
+			return s.List(ctx, "", func(idemstore.Record) error { return nil })
 		}},
 	}
 	const deadline, bound = 60 * time.Millisecond, 400 * time.Millisecond
@@ -181,12 +184,12 @@ func TestCallAbandonedAtItsDeadlineLeavesThePoolUsable(t *testing.T) {
 	p.SetLatency(0)
 	for i := range 20 {
 		key := "after:" + string(rune('a'+i))
-		res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{byte(i + 1)}, Lease: time.Second, TTL: time.Minute})
-		if err != nil || res.Status != idem.ClaimAcquired {
+		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{byte(i + 1)}, Lease: time.Second, TTL: time.Minute})
+		if err != nil || res.Status != idemstore.ClaimAcquired {
 			t.Fatalf("claim %d after the abandoned call = %v, %v", i, res.Status, err)
 		}
-		l := idem.Lease{Key: key, Owner: idem.Token{byte(i + 1)}, Fence: res.Fence, Duration: time.Second, TTL: time.Minute}
-		if err := s.Complete(ctx, l, idem.Result{Data: []byte(key)}); err != nil {
+		l := idemstore.Lease{Key: key, Owner: idemstore.Token{byte(i + 1)}, Fence: res.Fence, Duration: time.Second, TTL: time.Minute}
+		if err := s.Complete(ctx, l, idemstore.Result{Data: []byte(key)}); err != nil {
 			t.Fatalf("complete %d: %v", i, err)
 		}
 		r, err := s.Get(ctx, key)
@@ -209,18 +212,18 @@ func TestCallerDeadlineNoticedByTheClientFirst(t *testing.T) {
 	if _, err := s.Get(ctx, "warm"); !errors.Is(err, idem.ErrNotFound) { // the eviction check, with a live ctx
 		t.Fatal(err)
 	}
-	l := idem.Lease{Key: "k", Owner: idem.Token{1}, Fence: 1, Duration: time.Second, TTL: time.Minute}
+	l := idemstore.Lease{Key: "k", Owner: idemstore.Token{1}, Fence: 1, Duration: time.Second, TTL: time.Minute}
 	ops := []struct {
 		name string
 		run  func(ctx context.Context) error
 	}{
 		{"claim", func(ctx context.Context) error {
-			_, err := s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: time.Second, TTL: time.Minute})
+			_, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{1}, Lease: time.Second, TTL: time.Minute})
 			return err
 		}},
 		{"get", func(ctx context.Context) error { _, err := s.Get(ctx, "k"); return err }},
 		{"heartbeat", func(ctx context.Context) error { return s.Heartbeat(ctx, l) }},
-		{"complete", func(ctx context.Context) error { return s.Complete(ctx, l, idem.Result{Data: []byte("1")}) }},
+		{"complete", func(ctx context.Context) error { return s.Complete(ctx, l, idemstore.Result{Data: []byte("1")}) }},
 		{"step", func(ctx context.Context) error { return s.SaveStep(ctx, l, "a", []byte("1")) }},
 		{"release", func(ctx context.Context) error { return s.Release(ctx, l) }},
 		{"delete", func(ctx context.Context) error { return s.Delete(ctx, "k") }},

@@ -1,4 +1,4 @@
-// Package redisstore is the Redis idem.Store: records shared by every
+// Package redisstore is the Redis idemstore.Store: records shared by every
 // process that talks to one Redis deployment (standalone, Sentinel or
 // Cluster), leases judged by the Redis server's clock, fenced writes, and
 // pub/sub wake-up for waiting duplicates.
@@ -6,7 +6,7 @@
 // # Usage
 //
 //	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
-//	store, err := redisstore.New(ctx, rdb, redisstore.WithPrefix("billing:"))
+//	store, err := redisstore.New(ctx, rdb, redisstore.WithKeyPrefix("billing:"))
 //	if err != nil { ... } // Redis did not answer a PING within ctx: wraps idem.ErrStoreUnavailable
 //	defer store.Close() // stops the store's subscriptions; rdb stays open
 //	g := idem.NewGuard(store)
@@ -91,7 +91,7 @@
 //
 // # Recovery points
 //
-// The store implements idem.Stepper (idem.Step). A call's steps live in
+// The store implements idemstore.Stepper (idem.Step). A call's steps live in
 // its record's value, after the header (record version 4): no second key,
 // so the call and its steps share one Cluster slot, one Redis expiry, one
 // DEL, and every script that reads the record sees them atomically.
@@ -116,10 +116,10 @@
 //
 // # Ordering and administration
 //
-// The store implements idem.Orderer: a claim that carries an OrderClaim
+// The store implements idemstore.Orderer: a claim that carries an OrderClaim
 // reads and advances the entity's order record ("o1:<µs>", kept for
 // max(lease, ttl)) in the same script, only when the claim would execute.
-// It also implements idem.Admin: List scans the store's keys (on every
+// It also implements idemstore.Admin: List scans the store's keys (on every
 // master of a Cluster), ForceRelease releases a key and bumps its fence,
 // and Cleanup has normally nothing to do because Redis expires records
 // itself.

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // syncBuffer is a log sink safe for the store's concurrent use.
@@ -65,14 +66,14 @@ func TestEvictionPolicyCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			var log syncBuffer
-			s, err := New(context.Background(), rdb, WithPrefix(testPrefix(t)), WithEvictionCheck(tt.mode),
+			s, err := New(context.Background(), rdb, WithKeyPrefix(testPrefix(t)), WithEvictionCheck(tt.mode),
 				WithLogger(slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
 			for i := 0; i < 2; i++ { // the check runs once; its verdict sticks
-				_, err = s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: idem.Token{byte(i + 1)}, Lease: time.Second, TTL: time.Second})
+				_, err = s.Claim(ctx, idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{byte(i + 1)}, Lease: time.Second, TTL: time.Second})
 				if tt.wantErr != (err != nil) {
 					t.Fatalf("claim %d = %v, want error %v", i, err, tt.wantErr)
 				}

@@ -18,7 +18,7 @@ import (
 func Example() {
 	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
 	defer rdb.Close()
-	store, err := redisstore.New(context.Background(), rdb, redisstore.WithPrefix("billing:"),
+	store, err := redisstore.New(context.Background(), rdb, redisstore.WithKeyPrefix("billing:"),
 		redisstore.WithEvictionCheck(redisstore.EvictionRefuse))
 	if err != nil {
 		log.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // The Sentinel set of scripts/redis-failover.sh: a primary and a replica
@@ -278,7 +279,7 @@ func TestFailoverAcksSkipReplicaInFirstSync(t *testing.T) {
 	ctx := context.Background()
 	acked := newStore(t, rdb, WithReplicaAcks(1, 500*time.Millisecond), WithClockFences())
 	claim := func(k string) error {
-		_, err := acked.Claim(ctx, idem.ClaimRequest{Key: "firstsync:" + k, Owner: idem.Token{3}, Lease: 20 * time.Second, TTL: time.Minute})
+		_, err := acked.Claim(ctx, idemstore.ClaimRequest{Key: "firstsync:" + k, Owner: idemstore.Token{3}, Lease: 20 * time.Second, TTL: time.Minute})
 		return err
 	}
 	if err := claim("before"); err != nil {
@@ -369,10 +370,10 @@ func TestFailoverSentinel(t *testing.T) {
 			return "v:" + k, nil
 		})
 	}
-	claim := func(s *Store, k string) idem.ClaimResult {
+	claim := func(s *Store, k string) idemstore.ClaimResult {
 		t.Helper()
-		res, err := s.Claim(ctx, idem.ClaimRequest{Key: "claim:" + k, Owner: idem.Token{1}, Lease: 20 * time.Second, TTL: time.Minute})
-		if err != nil || res.Status != idem.ClaimAcquired {
+		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "claim:" + k, Owner: idemstore.Token{1}, Lease: 20 * time.Second, TTL: time.Minute})
+		if err != nil || res.Status != idemstore.ClaimAcquired {
 			t.Fatalf("claim %s = %+v, %v", k, res, err)
 		}
 		return res
@@ -546,7 +547,7 @@ func TestFailoverCluster(t *testing.T) {
 	}
 	c := idem.NewGuard(s).Begin(spec, key("after"))
 	after, _ := c.StoreKey()
-	res, err := s.Claim(ctx, idem.ClaimRequest{Key: after, Owner: idem.Token{9}, Lease: time.Second, TTL: time.Minute})
+	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: after, Owner: idemstore.Token{9}, Lease: time.Second, TTL: time.Minute})
 	if err != nil || res.Fence <= before {
 		t.Errorf("claim after the failover: %+v, %v; want a fence above %d", res, err, before)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 
 	"github.com/idemgen/idemgen/internal/testenv"
 )
@@ -39,7 +40,7 @@ func newFaultEnv(t *testing.T, retries int) *faultEnv {
 	t.Cleanup(func() { via.Close() })
 	prefix := testPrefix(t)
 	mk := func(c redis.UniversalClient) *Store {
-		s, err := New(context.Background(), c, WithPrefix(prefix), WithLogger(quietLogger()), WithPollInterval(50*time.Millisecond))
+		s, err := New(context.Background(), c, WithKeyPrefix(prefix), WithLogger(quietLogger()), WithPollInterval(50*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,8 +55,8 @@ func newFaultEnv(t *testing.T, retries int) *faultEnv {
 	}
 	e.direct.Get(context.Background(), "warm-up")
 	for _, s := range []*Store{e.slow, e.direct} {
-		l := idem.Lease{Key: "warm-up", Owner: idem.Token{9}, Fence: 1}
-		if _, err := s.Claim(context.Background(), idem.ClaimRequest{Key: "warm-up", Owner: l.Owner, Lease: time.Second, TTL: time.Second}); err != nil {
+		l := idemstore.Lease{Key: "warm-up", Owner: idemstore.Token{9}, Fence: 1}
+		if _, err := s.Claim(context.Background(), idemstore.ClaimRequest{Key: "warm-up", Owner: l.Owner, Lease: time.Second, TTL: time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		s.Release(context.Background(), l)
@@ -75,7 +76,7 @@ func call(g *idem.Guard, spec *idem.Spec, id string, runs *atomic.Int64, during 
 	})
 }
 
-func (e *faultEnv) record(t *testing.T, g *idem.Guard, spec *idem.Spec, id string) idem.Record {
+func (e *faultEnv) record(t *testing.T, g *idem.Guard, spec *idem.Spec, id string) idemstore.Record {
 	t.Helper()
 	c := g.Begin(spec, id)
 	key, err := c.StoreKey()
@@ -107,7 +108,7 @@ func TestFaultResetMidClaim(t *testing.T) {
 		if e.proxy.Cut() != 1 {
 			t.Fatalf("proxy cut %d replies, want 1", e.proxy.Cut())
 		}
-		if r := e.record(t, idem.NewGuard(e.direct), spec, "a"); r.State != idem.StateCompleted || r.Fence != 1 {
+		if r := e.record(t, idem.NewGuard(e.direct), spec, "a"); r.State != idemstore.StateCompleted || r.Fence != 1 {
 			t.Fatalf("record = %v fence %d, want completed fence 1", r.State, r.Fence)
 		}
 	})
@@ -122,7 +123,7 @@ func TestFaultResetMidClaim(t *testing.T) {
 		}
 		// The claim took effect: one owner, the one that never heard.
 		r := e.record(t, gB, spec, "a")
-		if r.State != idem.StateInProgress || r.Fence != 1 {
+		if r.State != idemstore.StateInProgress || r.Fence != 1 {
 			t.Fatalf("record = %v fence %d, want in_progress fence 1", r.State, r.Fence)
 		}
 		if _, err := call(gB, spec, "a", &runs, nil); !errors.Is(err, idem.ErrInProgress) || runs.Load() != 0 {
@@ -132,7 +133,7 @@ func TestFaultResetMidClaim(t *testing.T) {
 		if got, err := call(gB, spec, "a", &runs, nil); err != nil || got != "done-a" || runs.Load() != 1 {
 			t.Fatalf("after the lease: %q, %v, %d runs", got, err, runs.Load())
 		}
-		if r := e.record(t, gB, spec, "a"); r.State != idem.StateCompleted || r.Fence != 2 {
+		if r := e.record(t, gB, spec, "a"); r.State != idemstore.StateCompleted || r.Fence != 2 {
 			t.Fatalf("record = %v fence %d, want completed fence 2", r.State, r.Fence)
 		}
 	})
@@ -166,7 +167,7 @@ func TestFaultResetMidComplete(t *testing.T) {
 			}
 			r := e.record(t, idem.NewGuard(e.direct), spec, "a")
 			_, body, _, err := idemimpl.SplitRecord(r.Result) // the Guard's identity header, then the result
-			if err != nil || r.State != idem.StateCompleted || r.Fence != 1 || string(body) != `"done-a"` {
+			if err != nil || r.State != idemstore.StateCompleted || r.Fence != 1 || string(body) != `"done-a"` {
 				t.Fatalf("record = %v fence %d result %s", r.State, r.Fence, r.Result)
 			}
 			for _, g := range []*idem.Guard{idem.NewGuard(e.direct), idem.NewGuard(e.slow)} {
@@ -210,16 +211,16 @@ func TestFaultLatencyAboveLease(t *testing.T) {
 		t.Fatalf("A = %v, want ErrLeaseLost (its completion must be rejected)", err)
 	}
 	r := e.record(t, gB, spec, "a")
-	if r.State != idem.StateCompleted || r.Fence != 2 {
+	if r.State != idemstore.StateCompleted || r.Fence != 2 {
 		t.Fatalf("record = %v fence %d, want completed by B at fence 2", r.State, r.Fence)
 	}
 
 	// The same at store level: a stale owner's fenced writes all fail.
 	e.proxy.SetLatency(0)
-	lA := idem.Lease{Key: r.Key, Owner: idem.Token{0xA}, Fence: 1, Duration: lease, TTL: time.Minute}
+	lA := idemstore.Lease{Key: r.Key, Owner: idemstore.Token{0xA}, Fence: 1, Duration: lease, TTL: time.Minute}
 	for name, err := range map[string]error{
 		"heartbeat": e.slow.Heartbeat(context.Background(), lA),
-		"complete":  e.slow.Complete(context.Background(), lA, idem.Result{Data: []byte("1")}),
+		"complete":  e.slow.Complete(context.Background(), lA, idemstore.Result{Data: []byte("1")}),
 		"release":   e.slow.Release(context.Background(), lA),
 	} {
 		if !errors.Is(err, idem.ErrLeaseLost) {
@@ -304,14 +305,14 @@ func TestFaultServerRestart(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 	ctx := context.Background()
-	req := func(owner byte) idem.ClaimRequest {
-		return idem.ClaimRequest{Key: "k", Fingerprint: idem.Fingerprint{1}, Owner: idem.Token{owner}, Lease: 30 * time.Second, TTL: time.Hour}
+	req := func(owner byte) idemstore.ClaimRequest {
+		return idemstore.ClaimRequest{Key: "k", Fingerprint: idemstore.Fingerprint{1}, Owner: idemstore.Token{owner}, Lease: 30 * time.Second, TTL: time.Hour}
 	}
 	res, err := s.Claim(ctx, req(0xA))
-	if err != nil || res.Status != idem.ClaimAcquired {
+	if err != nil || res.Status != idemstore.ClaimAcquired {
 		t.Fatalf("claim = %v, %v", res.Status, err)
 	}
-	lA := idem.Lease{Key: "k", Owner: idem.Token{0xA}, Fence: res.Fence, Duration: 30 * time.Second, TTL: time.Hour}
+	lA := idemstore.Lease{Key: "k", Owner: idemstore.Token{0xA}, Fence: res.Fence, Duration: 30 * time.Second, TTL: time.Hour}
 
 	waited := make(chan error, 1)
 	go func() {
@@ -325,7 +326,7 @@ func TestFaultServerRestart(t *testing.T) {
 	if _, err := s.Claim(ctx, req(0xB)); !errors.Is(err, idem.ErrStoreUnavailable) {
 		t.Fatalf("claim while down = %v, want ErrStoreUnavailable", err)
 	}
-	if err := s.Complete(ctx, lA, idem.Result{Data: []byte(`1`)}); !errors.Is(err, idem.ErrStoreUnavailable) {
+	if err := s.Complete(ctx, lA, idemstore.Result{Data: []byte(`1`)}); !errors.Is(err, idem.ErrStoreUnavailable) {
 		t.Fatalf("complete while down = %v, want ErrStoreUnavailable", err)
 	}
 	select {
@@ -336,17 +337,17 @@ func TestFaultServerRestart(t *testing.T) {
 
 	srv.start()
 	// The record survived: the second owner still finds A in progress.
-	var res2 idem.ClaimResult
+	var res2 idemstore.ClaimResult
 	for i := 0; i < 50; i++ {
 		if res2, err = s.Claim(ctx, req(0xB)); err == nil {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err != nil || res2.Status != idem.ClaimInProgress || res2.Fence != lA.Fence {
+	if err != nil || res2.Status != idemstore.ClaimInProgress || res2.Fence != lA.Fence {
 		t.Fatalf("claim after restart = %v fence %d, %v; want in_progress fence %d", res2.Status, res2.Fence, err, lA.Fence)
 	}
-	if err := s.Complete(ctx, lA, idem.Result{Data: []byte(`1`)}); err != nil {
+	if err := s.Complete(ctx, lA, idemstore.Result{Data: []byte(`1`)}); err != nil {
 		t.Fatalf("owner's complete after restart: %v", err)
 	}
 	select {
@@ -358,10 +359,10 @@ func TestFaultServerRestart(t *testing.T) {
 		t.Fatal("the waiter was not woken after the restart")
 	}
 	r, err := s.Get(ctx, "k")
-	if err != nil || r.State != idem.StateCompleted || r.Fence != lA.Fence || string(r.Result) != "1" {
+	if err != nil || r.State != idemstore.StateCompleted || r.Fence != lA.Fence || string(r.Result) != "1" {
 		t.Fatalf("record = %+v, %v", r, err)
 	}
-	if res, err := s.Claim(ctx, req(0xC)); err != nil || res.Status != idem.ClaimCompleted {
+	if res, err := s.Claim(ctx, req(0xC)); err != nil || res.Status != idemstore.ClaimCompleted {
 		t.Fatalf("replay after restart = %v, %v", res.Status, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // FuzzDecodeRecord feeds arbitrary values to the record decoder, which reads
@@ -21,16 +22,16 @@ import (
 //	go test -run '^$' -fuzz '^FuzzDecodeRecord$' -fuzztime 5m -parallel 1 ./runtime/redisstore
 func FuzzDecodeRecord(f *testing.F) {
 	t0 := time.UnixMicro(1_700_000_000_123_456)
-	for _, r := range []idem.Record{
-		{State: idem.StateInProgress, Fence: 1, Owner: idem.Token{1, 2}, Fingerprint: idem.Fingerprint{3}, LeaseUntil: t0, ExpiresAt: t0.Add(time.Hour), UpdatedAt: t0, ClaimedAt: t0},
-		{State: idem.StateCompleted, Fence: 7, Result: []byte(`{"ok":true}`), LeaseUntil: t0, ExpiresAt: t0.Add(24 * time.Hour), UpdatedAt: t0},
-		{State: idem.StateFailed, Fence: 1 << 40, Result: []byte(`{"message":"boom"}`), ExpiresAt: t0},
-		{State: idem.StateReleased, Fence: 3, ExpiresAt: t0},
+	for _, r := range []idemstore.Record{
+		{State: idemstore.StateInProgress, Fence: 1, Owner: idemstore.Token{1, 2}, Fingerprint: idemstore.Fingerprint{3}, LeaseUntil: t0, ExpiresAt: t0.Add(time.Hour), UpdatedAt: t0, ClaimedAt: t0},
+		{State: idemstore.StateCompleted, Fence: 7, Result: []byte(`{"ok":true}`), LeaseUntil: t0, ExpiresAt: t0.Add(24 * time.Hour), UpdatedAt: t0},
+		{State: idemstore.StateFailed, Fence: 1 << 40, Result: []byte(`{"message":"boom"}`), ExpiresAt: t0},
+		{State: idemstore.StateReleased, Fence: 3, ExpiresAt: t0},
 	} {
 		f.Add(encodeRecord(r, 42))
 		f.Add(encodeRecordV1(r, 42))
 	}
-	fresh, _ := encodeFresh(idem.Token{4}, idem.Fingerprint{5}, []byte("op-id-08"), time.Second, time.Hour)
+	fresh, _ := encodeFresh(idemstore.Token{4}, idemstore.Fingerprint{5}, []byte("op-id-08"), time.Second, time.Hour)
 	f.Add(fresh)
 	f.Add([]byte{})
 	f.Add([]byte("plain string value of another application"))
@@ -43,7 +44,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			}
 			return
 		}
-		if r.State < idem.StateInProgress || r.State > idem.StateReleased {
+		if r.State < idemstore.StateInProgress || r.State > idemstore.StateReleased {
 			t.Fatalf("accepted unknown state %d", r.State)
 		}
 		if r.Key != "k" {

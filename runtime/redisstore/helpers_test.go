@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgen/idemgen/internal/testenv"
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 var (
@@ -84,7 +84,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 func newStore(t testing.TB, rdb redis.UniversalClient, opts ...Option) *Store {
 	t.Helper()
 	prefix := testPrefix(t)
-	s, err := New(context.Background(), rdb, append([]Option{WithPrefix(prefix), WithLogger(quietLogger())}, opts...)...)
+	s, err := New(context.Background(), rdb, append([]Option{WithKeyPrefix(prefix), WithLogger(quietLogger())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func cleanPrefix(rdb redis.UniversalClient, prefix string) {
 
 // encodeRecordV1 is encodeRecord in encoding version 1, as stores wrote
 // records before they carried ClaimedAt (which it drops).
-func encodeRecordV1(r idem.Record, op uint64) []byte {
+func encodeRecordV1(r idemstore.Record, op uint64) []byte {
 	v3 := encodeRecord(r, op)
 	v1 := append(v3[:headerLen:headerLen], v3[headerLenV3:]...)
 	v1[1] = legacyVersion
@@ -124,8 +124,8 @@ func encodeRecordV1(r idem.Record, op uint64) []byte {
 
 // rawWith reads every value under the store's prefix, whatever its type,
 // as a reader of the server (or its RDB files) would.
-func rawWith(rdb redis.UniversalClient) func(t *testing.T, s idem.Store) [][]byte {
-	return func(t *testing.T, s idem.Store) [][]byte {
+func rawWith(rdb redis.UniversalClient) func(t *testing.T, s idemstore.Store) [][]byte {
+	return func(t *testing.T, s idemstore.Store) [][]byte {
 		ctx := context.Background()
 		var mu sync.Mutex
 		var out [][]byte

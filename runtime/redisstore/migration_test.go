@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // TestOrderedClaimDuringSlotMigration: an ordered claim reads and writes
@@ -95,13 +96,13 @@ func TestOrderedClaimDuringSlotMigration(t *testing.T) {
 			if got := keySlot(s.RecordKey(second)); got != slot {
 				t.Fatalf("the call's slot %d is not its entity's %d", got, slot)
 			}
-			claim := func(ctx context.Context, key string, at time.Time) (idem.ClaimResult, error) {
-				return s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{7}, Lease: time.Minute, TTL: time.Minute,
-					Order: idem.OrderClaim{Key: entity, At: at}})
+			claim := func(ctx context.Context, key string, at time.Time) (idemstore.ClaimResult, error) {
+				return s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{7}, Lease: time.Minute, TTL: time.Minute,
+					Order: idemstore.OrderClaim{Key: entity, At: at}})
 			}
 			// The entity's first call makes its order record.
 			t0 := time.Now()
-			if res, err := claim(ctx, first, t0); err != nil || res.Status != idem.ClaimAcquired {
+			if res, err := claim(ctx, first, t0); err != nil || res.Status != idemstore.ClaimAcquired {
 				t.Fatalf("first claim: %+v, %v", res, err)
 			}
 			m := openMigration(t, rdb, nodes, s.RecordKey(entity))
@@ -112,7 +113,7 @@ func TestOrderedClaimDuringSlotMigration(t *testing.T) {
 			// own retries of TRYAGAIN last.
 			const open = time.Second
 			type result struct {
-				res  idem.ClaimResult
+				res  idemstore.ClaimResult
 				err  error
 				took time.Duration
 			}
@@ -139,13 +140,13 @@ func TestOrderedClaimDuringSlotMigration(t *testing.T) {
 			if r.err != nil {
 				t.Fatalf("the claim failed: %v (after %v)", r.err, r.took.Round(time.Millisecond))
 			}
-			if diff := cmp.Diff(idem.ClaimAcquired, r.res.Status); diff != "" {
+			if diff := cmp.Diff(idemstore.ClaimAcquired, r.res.Status); diff != "" {
 				t.Fatalf("claim status (-want +got):\n%s", diff)
 			}
 			t.Logf("claimed %v after it was first refused, once the slot was settled", r.took.Round(time.Millisecond))
 			// The order record moved with the slot and the claim advanced it.
 			got, err := s.Get(ctx, second)
-			if err != nil || got.State != idem.StateInProgress {
+			if err != nil || got.State != idemstore.StateInProgress {
 				t.Fatalf("the claimed record on the slot's new owner: %+v, %v", got, err)
 			}
 		})
@@ -167,8 +168,8 @@ func TestOrderedClaimSlotNeverSettles(t *testing.T) {
 	tag := "{e-" + testenv.RandName() + "}"
 	entity := "ord:" + tag
 	claim := func(ctx context.Context, key string) error {
-		_, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{7}, Lease: time.Minute, TTL: time.Minute,
-			Order: idem.OrderClaim{Key: entity, At: time.Now()}})
+		_, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{7}, Lease: time.Minute, TTL: time.Minute,
+			Order: idemstore.OrderClaim{Key: entity, At: time.Now()}})
 		return err
 	}
 	if err := claim(ctx, "call:"+tag+":1"); err != nil {
@@ -217,13 +218,13 @@ func TestOrderedClaimsBesideRedirectedWritesDuringMigration(t *testing.T) {
 	s := newStore(t, rdb)
 	tag := "{e-" + testenv.RandName() + "}"
 	entity := "ord:" + tag
-	owner := idem.Token{9}
-	claim := func(ctx context.Context, key string) (idem.ClaimResult, error) {
-		return s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: owner, Lease: time.Minute, TTL: time.Minute,
-			Order: idem.OrderClaim{Key: entity, At: time.Unix(1_700_000_000, 0), Grace: time.Hour}})
+	owner := idemstore.Token{9}
+	claim := func(ctx context.Context, key string) (idemstore.ClaimResult, error) {
+		return s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: owner, Lease: time.Minute, TTL: time.Minute,
+			Order: idemstore.OrderClaim{Key: entity, At: time.Unix(1_700_000_000, 0), Grace: time.Hour}})
 	}
 	// Calls whose records will have moved when they heartbeat.
-	var moved []idem.Lease
+	var moved []idemstore.Lease
 	var movedKeys []string
 	for i := range 8 {
 		key := fmt.Sprintf("call:%s:moved-%d", tag, i)
@@ -231,7 +232,7 @@ func TestOrderedClaimsBesideRedirectedWritesDuringMigration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		moved = append(moved, idem.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Minute})
+		moved = append(moved, idemstore.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Minute})
 		movedKeys = append(movedKeys, s.RecordKey(key))
 	}
 	m := openMigration(t, rdb, nodes, s.RecordKey(entity))
@@ -256,7 +257,7 @@ func TestOrderedClaimsBesideRedirectedWritesDuringMigration(t *testing.T) {
 			defer cancel()
 			key := fmt.Sprintf("call:%s:new-%d", tag, g)
 			res, err := claim(cctx, key)
-			if err == nil && res.Status != idem.ClaimAcquired {
+			if err == nil && res.Status != idemstore.ClaimAcquired {
 				err = fmt.Errorf("status %v", res.Status)
 			}
 			if err != nil {

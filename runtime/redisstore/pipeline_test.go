@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // pipeCounter is a go-redis hook counting pipelines and the largest one.
@@ -149,7 +150,7 @@ func TestPipelineSkipsAbandoned(t *testing.T) {
 	s := newStore(t, rdb)
 	ctx := context.Background()
 	claim := func(ctx context.Context, key string) error {
-		_, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Minute})
+		_, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Minute})
 		return err
 	}
 	errs := make(chan error, 2)

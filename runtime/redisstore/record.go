@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // A record is one Redis string value, so a replay is one GET inside the
@@ -14,7 +15,7 @@ import (
 //	offset size field
 //	0      1    magic 0xA7 (anything else is not ours)
 //	1      1    encoding version (3)
-//	2      1    state (idem.State: 1 in_progress, 2 completed, 3 failed, 4 released)
+//	2      1    state (idemstore.State: 1 in_progress, 2 completed, 3 failed, 4 released)
 //	3      8    fence, big-endian
 //	11     8    lease expiry, µs since the Unix epoch (server clock)
 //	19     8    record expiry, µs (the key's Redis TTL ends here too)
@@ -26,7 +27,7 @@ import (
 //	99     …    result data (completed, failed), empty otherwise
 //
 // Version 4 is version 3 for a call in progress or released that has
-// recorded steps (idem.Stepper, see steps.go): its data, from offset 99,
+// recorded steps (idemstore.Stepper, see steps.go): its data, from offset 99,
 // is the steps, each a 4-byte big-endian name length, the name, a 4-byte
 // data length and the data, in the order they were recorded. Its state
 // is in_progress or released only: a completion or failure writes version
@@ -110,26 +111,26 @@ func finishedVersion(b byte) bool { return b == recordVersion || b == legacyVers
 // other records. It judges a value exactly as the scripts' parse and the
 // write script do, so that Claim, Get, List and the writes give one
 // verdict on it.
-func decodeRecord(key string, v string, expireAtMs int64) (idem.Record, error) {
+func decodeRecord(key string, v string, expireAtMs int64) (idemstore.Record, error) {
 	if len(v) < headerLen {
-		return idem.Record{}, corrupt(key, fmt.Sprintf("value of %d bytes is shorter than the %d-byte header", len(v), headerLen))
+		return idemstore.Record{}, corrupt(key, fmt.Sprintf("value of %d bytes is shorter than the %d-byte header", len(v), headerLen))
 	}
 	if v[0] != recordMagic {
-		return idem.Record{}, corrupt(key, fmt.Sprintf("not an idem record (first byte %#x)", v[0]))
+		return idemstore.Record{}, corrupt(key, fmt.Sprintf("not an idem record (first byte %#x)", v[0]))
 	}
 	if v[1] != recordVersion && v[1] != legacyVersion && v[1] != freshVersion && v[1] != stepsVersion {
-		return idem.Record{}, corrupt(key, fmt.Sprintf("unsupported record encoding version %d", v[1]))
+		return idemstore.Record{}, corrupt(key, fmt.Sprintf("unsupported record encoding version %d", v[1]))
 	}
 	data, ok := dataOffset(v)
 	if !ok {
-		return idem.Record{}, corrupt(key, fmt.Sprintf("value of %d bytes is shorter than the %d-byte header", len(v), headerLenV3))
+		return idemstore.Record{}, corrupt(key, fmt.Sprintf("value of %d bytes is shorter than the %d-byte header", len(v), headerLenV3))
 	}
-	st := idem.State(v[offState])
-	if st < idem.StateInProgress || st > idem.StateReleased || (v[1] == freshVersion && st != idem.StateInProgress) ||
-		(v[1] == stepsVersion && st != idem.StateInProgress && st != idem.StateReleased) {
-		return idem.Record{}, corrupt(key, fmt.Sprintf("unknown state %d", v[offState]))
+	st := idemstore.State(v[offState])
+	if st < idemstore.StateInProgress || st > idemstore.StateReleased || (v[1] == freshVersion && st != idemstore.StateInProgress) ||
+		(v[1] == stepsVersion && st != idemstore.StateInProgress && st != idemstore.StateReleased) {
+		return idemstore.Record{}, corrupt(key, fmt.Sprintf("unknown state %d", v[offState]))
 	}
-	r := idem.Record{
+	r := idemstore.Record{
 		Key:        key,
 		State:      st,
 		Fence:      be64(v, offFence),
@@ -141,7 +142,7 @@ func decodeRecord(key string, v string, expireAtMs int64) (idem.Record, error) {
 	case stepsVersion:
 		steps, err := decodeSteps(key, v[headerLenV3:])
 		if err != nil {
-			return idem.Record{}, err
+			return idemstore.Record{}, err
 		}
 		r.Steps = steps
 		r.ClaimedAt = micros(be64(v, offClaimed))
@@ -150,12 +151,12 @@ func decodeRecord(key string, v string, expireAtMs int64) (idem.Record, error) {
 	case freshVersion:
 		leaseUs, ttlUs := be64(v, offLease), be64(v, offExpiry)
 		if leaseUs > maxFreshMicros || ttlUs > maxFreshMicros {
-			return idem.Record{}, corrupt(key, fmt.Sprintf("fresh claim with a lease of %dµs and a TTL of %dµs", leaseUs, ttlUs))
+			return idemstore.Record{}, corrupt(key, fmt.Sprintf("fresh claim with a lease of %dµs and a TTL of %dµs", leaseUs, ttlUs))
 		}
 		if expireAtMs < 0 {
 			// Its times are relative to a Redis expiry that is not there
 			// (PERSIST, a RESTORE without TTL): no lease can be placed.
-			return idem.Record{}, corrupt(key, "fresh claim without an expiry")
+			return idemstore.Record{}, corrupt(key, "fresh claim without an expiry")
 		}
 		lease, ttl := time.Duration(leaseUs)*time.Microsecond, time.Duration(ttlUs)*time.Microsecond
 		r.ExpiresAt = time.UnixMilli(expireAtMs).Add(time.Millisecond)
@@ -173,7 +174,7 @@ func decodeRecord(key string, v string, expireAtMs int64) (idem.Record, error) {
 
 // encodeRecord is the Go twin of the scripts' encoder (version 3), used by
 // tests and tools that need to write a record by hand.
-func encodeRecord(r idem.Record, op uint64) []byte {
+func encodeRecord(r idemstore.Record, op uint64) []byte {
 	b := make([]byte, headerLenV3, headerLenV3+len(r.Result))
 	b[0], b[1], b[offState] = recordMagic, recordVersion, byte(r.State)
 	binary.BigEndian.PutUint64(b[offFence:], r.Fence)
@@ -197,9 +198,9 @@ func unixMicro(t time.Time) int64 {
 
 // encodeFresh is the version-2 record of a fresh claim (see above) and
 // the key's Redis TTL in whole milliseconds, rounded up.
-func encodeFresh(owner idem.Token, fp idem.Fingerprint, op []byte, lease, ttl time.Duration) (v []byte, pxMillis int64) {
+func encodeFresh(owner idemstore.Token, fp idemstore.Fingerprint, op []byte, lease, ttl time.Duration) (v []byte, pxMillis int64) {
 	b := make([]byte, headerLen)
-	b[0], b[1], b[offState] = recordMagic, freshVersion, byte(idem.StateInProgress)
+	b[0], b[1], b[offState] = recordMagic, freshVersion, byte(idemstore.StateInProgress)
 	binary.BigEndian.PutUint64(b[offFence:], 1)
 	binary.BigEndian.PutUint64(b[offLease:], uint64(micro(lease)))
 	binary.BigEndian.PutUint64(b[offExpiry:], uint64(micro(ttl)))

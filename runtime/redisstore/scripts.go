@@ -110,7 +110,7 @@ end
 // claimScript: KEYS[1] record[, KEYS[2] the entity's order record]; ARGV
 // owner, fingerprint, lease µs, ttl µs, channel, op id[, order time µs,
 // grace µs, override 0/1]. Returns {status, fence, lease µs[, value]} with
-// status an idem.ClaimStatus ({7, fence, last accepted µs} when out of
+// status an idemstore.ClaimStatus ({7, fence, last accepted µs} when out of
 // order), or {0, reason} for a record it cannot read; value is the
 // finished record for a replay, and the steps (record.go, version 4) of
 // the retained record an acquired or taken-over claim resumes, which the

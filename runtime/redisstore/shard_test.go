@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgen/idemgen/internal/testenv"
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // TestKeySlot: the hub groups channels by the slot the server computes.
@@ -49,21 +49,21 @@ func shardSubscribers(t *testing.T, addr, channel string) int64 {
 
 // claimAndWait claims key in s and starts a waiter on it, returning the
 // lease and the waiter's result.
-func claimAndWait(t *testing.T, s *Store, key string) (idem.Lease, <-chan waitResult) {
+func claimAndWait(t *testing.T, s *Store, key string) (idemstore.Lease, <-chan waitResult) {
 	t.Helper()
 	ctx := context.Background()
-	res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Minute})
+	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := waitFor(s, key, 30*time.Second)
 	waitListening(s, key)
-	return idem.Lease{Key: key, Owner: idem.Token{1}, Fence: res.Fence, Duration: time.Minute, TTL: time.Minute}, done
+	return idemstore.Lease{Key: key, Owner: idemstore.Token{1}, Fence: res.Fence, Duration: time.Minute, TTL: time.Minute}, done
 }
 
 // completeWithin completes l and requires the waiter to return within d
 // (far below the store's poll interval, so only a notification can wake it).
-func completeWithin(t *testing.T, s *Store, l idem.Lease, done <-chan waitResult, d time.Duration) {
+func completeWithin(t *testing.T, s *Store, l idemstore.Lease, done <-chan waitResult, d time.Duration) {
 	t.Helper()
 	select {
 	case r := <-done:
@@ -71,7 +71,7 @@ func completeWithin(t *testing.T, s *Store, l idem.Lease, done <-chan waitResult
 	default:
 	}
 	start := time.Now()
-	if err := s.Complete(context.Background(), l, idem.Result{Data: []byte("1")}); err != nil {
+	if err := s.Complete(context.Background(), l, idemstore.Result{Data: []byte("1")}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -8,9 +8,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
-// Recovery points (idem.Stepper). A call's steps live in its record's
+// Recovery points (idemstore.Stepper). A call's steps live in its record's
 // value, after the header (version 4, see record.go), so they share
 // everything the record has without a second key: its hash slot, its
 // Redis expiry, its deletion, the scripts' atomicity and the replica
@@ -21,7 +22,7 @@ import (
 // so it has none to drop. A heartbeat, a release and ForceRelease keep
 // them; a completion or failure replaces them with its result.
 
-var _ idem.Stepper = (*Store)(nil)
+var _ idemstore.Stepper = (*Store)(nil)
 
 // MaxRecordBytes is the largest record the store writes with a step: 512
 // MiB, the largest string value Redis holds. A step that would make its
@@ -61,7 +62,7 @@ return {1}
 
 // CheckStepName refuses a step name that alone makes a record larger
 // than the store writes. The Guard calls it before the step's function
-// runs (see idem.Stepper).
+// runs (see idemstore.Stepper).
 func (s *Store) CheckStepName(name string) error {
 	if n := headerLenV3 + 8 + len(name); n > s.maxRecord {
 		return fmt.Errorf("redisstore: a %d-byte step name makes a record of %d bytes, the store writes records of %d at most", len(name), n, s.maxRecord)
@@ -69,12 +70,12 @@ func (s *Store) CheckStepName(name string) error {
 	return nil
 }
 
-// SaveStep implements idem.Stepper: one script, a compare-and-set on
+// SaveStep implements idemstore.Stepper: one script, a compare-and-set on
 // owner and fence like Complete, that appends the step to the record in
 // progress. With WithReplicaAcks it returns only once n replicas have the
 // step, retried as a completion is, so a recorded step is as durable as a
 // recorded result.
-func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []byte) error {
+func (s *Store) SaveStep(ctx context.Context, l idemstore.Lease, name string, data []byte) error {
 	const op = "step"
 	if err := s.ready(ctx, op, l.Key); err != nil {
 		return err
@@ -96,7 +97,7 @@ func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []
 }
 
 // applyStep runs stepScript once.
-func (s *Store) applyStep(ctx context.Context, l idem.Lease, rk string, arg []byte, name string, data []byte) error {
+func (s *Store) applyStep(ctx context.Context, l idemstore.Lease, rk string, arg []byte, name string, data []byte) error {
 	const op = "step"
 	if data == nil {
 		data = []byte{}

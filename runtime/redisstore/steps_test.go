@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // keysOf lists the Redis keys under the store's prefix on every node.
@@ -58,9 +59,9 @@ func TestStepsLayout(t *testing.T) {
 			t.Run(name+"/"+key, func(t *testing.T) {
 				ctx := context.Background()
 				s := newStore(t, rdb)
-				l := idem.Lease{Key: key, Owner: idem.Token{1}, Duration: time.Minute, TTL: time.Hour}
-				res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
-				if err != nil || res.Status != idem.ClaimAcquired {
+				l := idemstore.Lease{Key: key, Owner: idemstore.Token{1}, Duration: time.Minute, TTL: time.Hour}
+				res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
+				if err != nil || res.Status != idemstore.ClaimAcquired {
 					t.Fatalf("claim = %+v, %v", res, err)
 				}
 				l.Fence = res.Fence
@@ -103,11 +104,11 @@ func TestStepsLayout(t *testing.T) {
 					if err != nil || ttl <= 0 {
 						t.Fatalf("%s: PTTL %v, %v: the record lost its expiry", when, ttl, err)
 					}
-					if r, err := s.Get(ctx, key); err != nil || (r.State != idem.StateCompleted && r.Result != nil) {
+					if r, err := s.Get(ctx, key); err != nil || (r.State != idemstore.StateCompleted && r.Result != nil) {
 						t.Fatalf("%s: Get = %+v, %v; want the record without its steps as a result", when, r, err)
 					}
 					listed := 0
-					if err := s.List(ctx, key, func(idem.Record) error { listed++; return nil }); err != nil || listed != 1 {
+					if err := s.List(ctx, key, func(idemstore.Record) error { listed++; return nil }); err != nil || listed != 1 {
 						t.Fatalf("%s: List found %d records, %v", when, listed, err)
 					}
 				}
@@ -120,14 +121,14 @@ func TestStepsLayout(t *testing.T) {
 					t.Fatal(err)
 				}
 				check("after Release", stepsVersion, want)
-				l.Owner = idem.Token{2}
-				req := idem.ClaimRequest{Key: key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL}
+				l.Owner = idemstore.Token{2}
+				req := idemstore.ClaimRequest{Key: key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL}
 				if hasTag(key) {
 					// an ordered claim: the claim script with the order key
-					req.Order = idem.OrderClaim{Key: "app.Handle:v0:{e1}", At: time.Now()}
+					req.Order = idemstore.OrderClaim{Key: "app.Handle:v0:{e1}", At: time.Now()}
 				}
 				res, err = s.Claim(ctx, req)
-				if err != nil || res.Status != idem.ClaimAcquired || res.Fence != 2 {
+				if err != nil || res.Status != idemstore.ClaimAcquired || res.Fence != 2 {
 					t.Fatalf("claim after release = %+v, %v", res, err)
 				}
 				if diff := cmp.Diff(want, res.Steps); diff != "" {
@@ -137,13 +138,13 @@ func TestStepsLayout(t *testing.T) {
 					t.Fatal(err)
 				}
 				check("after ForceRelease", stepsVersion, want)
-				l.Owner = idem.Token{3}
-				res, err = s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
-				if err != nil || res.Status != idem.ClaimAcquired || len(res.Steps) != 3 {
+				l.Owner = idemstore.Token{3}
+				res, err = s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
+				if err != nil || res.Status != idemstore.ClaimAcquired || len(res.Steps) != 3 {
 					t.Fatalf("claim after ForceRelease = %+v, %v", res, err)
 				}
 				l.Fence = res.Fence
-				if err := s.Complete(ctx, l, idem.Result{Data: []byte("done")}); err != nil {
+				if err := s.Complete(ctx, l, idemstore.Result{Data: []byte("done")}); err != nil {
 					t.Fatal(err)
 				}
 				check("after Complete", recordVersion, nil)
@@ -227,7 +228,7 @@ func TestStepStaleOwnerCluster(t *testing.T) {
 // reported done): its owner keeps running past its lease.
 type noHeartbeat struct{ *Store }
 
-func (noHeartbeat) Heartbeat(context.Context, idem.Lease) error { return nil }
+func (noHeartbeat) Heartbeat(context.Context, idemstore.Lease) error { return nil }
 
 // TestStepTooLarge: a step that would make its record larger than the
 // store writes is refused with idem.ErrResultTooLarge, whether its own
@@ -238,8 +239,8 @@ func TestStepTooLarge(t *testing.T) {
 	s := newStore(t, rdb)
 	s.maxRecord = 1000
 	ctx := context.Background()
-	l := idem.Lease{Key: "big", Owner: idem.Token{1}, Duration: time.Minute, TTL: time.Hour}
-	res, err := s.Claim(ctx, idem.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
+	l := idemstore.Lease{Key: "big", Owner: idemstore.Token{1}, Duration: time.Minute, TTL: time.Hour}
+	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +261,7 @@ func TestStepTooLarge(t *testing.T) {
 	if _, err := s.ForceRelease(ctx, l.Key); err != nil {
 		t.Fatal(err)
 	}
-	res, err = s.Claim(ctx, idem.ClaimRequest{Key: l.Key, Owner: idem.Token{2}, Lease: l.Duration, TTL: l.TTL})
+	res, err = s.Claim(ctx, idemstore.ClaimRequest{Key: l.Key, Owner: idemstore.Token{2}, Lease: l.Duration, TTL: l.TTL})
 	if err != nil || len(res.Steps) != 1 || len(res.Steps["a"]) != 500 {
 		t.Fatalf("claim = %v steps, %v; want step a of 500 bytes", len(res.Steps), err)
 	}
@@ -273,8 +274,8 @@ func TestStepsRetriedClaim(t *testing.T) {
 	rdb := standalone(t)
 	s := newStore(t, rdb)
 	ctx := context.Background()
-	l := idem.Lease{Key: "retry", Owner: idem.Token{1}, Duration: 20 * time.Millisecond, TTL: time.Hour}
-	res, err := s.Claim(ctx, idem.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
+	l := idemstore.Lease{Key: "retry", Owner: idemstore.Token{1}, Duration: 20 * time.Millisecond, TTL: time.Hour}
+	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,8 +286,8 @@ func TestStepsRetriedClaim(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	rk := s.RecordKey(l.Key)
 	op := s.op()
-	owner, fp := idem.Token{2}, idem.Fingerprint{}
-	for i, want := range []int64{int64(idem.ClaimTakenOver), int64(idem.ClaimAcquired)} {
+	owner, fp := idemstore.Token{2}, idemstore.Fingerprint{}
+	for i, want := range []int64{int64(idemstore.ClaimTakenOver), int64(idemstore.ClaimAcquired)} {
 		res, err := s.scripts.claim.Run(ctx, rdb, []string{rk}, owner[:], fp[:], micro(time.Minute), micro(time.Hour), channelOf(rk), op).Slice()
 		if err != nil {
 			t.Fatal(err)
@@ -381,9 +382,9 @@ func TestStepsReplicaAcks(t *testing.T) {
 		s := newStore(t, rdb, WithReplicaAcks(1, time.Second), WithClockFences())
 		for i := range 6 {
 			key := "k" + strings.Repeat("x", i)
-			l := idem.Lease{Key: key, Owner: idem.Token{1}, Duration: 5 * time.Second, TTL: time.Minute}
-			res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
-			if err != nil || res.Status != idem.ClaimAcquired {
+			l := idemstore.Lease{Key: key, Owner: idemstore.Token{1}, Duration: 5 * time.Second, TTL: time.Minute}
+			res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
+			if err != nil || res.Status != idemstore.ClaimAcquired {
 				t.Fatalf("claim %s = %+v, %v", key, res, err)
 			}
 			l.Fence = res.Fence
@@ -414,9 +415,9 @@ func TestStepsReplicaAcks(t *testing.T) {
 				fmt.Errorf("WAIT answered %d replicas (%v)", n, err))
 		}
 		s := newStore(t, rdb, WithReplicaAcks(1, 50*time.Millisecond))
-		plain := newStore(t, rdb, WithPrefix(s.prefix))
-		l := idem.Lease{Key: "k", Owner: idem.Token{1}, Duration: time.Minute, TTL: time.Hour}
-		res, err := plain.Claim(ctx, idem.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
+		plain := newStore(t, rdb, WithKeyPrefix(s.prefix))
+		l := idemstore.Lease{Key: "k", Owner: idemstore.Token{1}, Duration: time.Minute, TTL: time.Hour}
+		res, err := plain.Claim(ctx, idemstore.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -441,9 +442,9 @@ func TestFailoverSentinelSteps(t *testing.T) {
 	rdb := settledSentinel(t)
 	ctx := context.Background()
 	acked := newStore(t, rdb, WithReplicaAcks(1, 500*time.Millisecond), WithClockFences())
-	l := idem.Lease{Key: "steps", Owner: idem.Token{1}, Duration: time.Minute, TTL: time.Hour}
-	res, err := acked.Claim(ctx, idem.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
-	if err != nil || res.Status != idem.ClaimAcquired {
+	l := idemstore.Lease{Key: "steps", Owner: idemstore.Token{1}, Duration: time.Minute, TTL: time.Hour}
+	res, err := acked.Claim(ctx, idemstore.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
+	if err != nil || res.Status != idemstore.ClaimAcquired {
 		t.Fatalf("claim = %+v, %v", res, err)
 	}
 	l.Fence = res.Fence
@@ -471,8 +472,8 @@ func TestFailoverSentinelSteps(t *testing.T) {
 	if err := acked.Release(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	res, err = acked.Claim(ctx, idem.ClaimRequest{Key: l.Key, Owner: idem.Token{2}, Lease: l.Duration, TTL: l.TTL})
-	if err != nil || res.Status != idem.ClaimAcquired {
+	res, err = acked.Claim(ctx, idemstore.ClaimRequest{Key: l.Key, Owner: idemstore.Token{2}, Lease: l.Duration, TTL: l.TTL})
+	if err != nil || res.Status != idemstore.ClaimAcquired {
 		t.Fatalf("claim after the failover = %+v, %v", res, err)
 	}
 	want := map[string][]byte{"charge": []byte("ch_1"), "email": []byte("em_1")}

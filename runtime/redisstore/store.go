@@ -15,11 +15,12 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
-// Store is an idem.Store over a go-redis UniversalClient. It is safe for
+// Store is an idemstore.Store over a go-redis UniversalClient. It is safe for
 // concurrent use. Make one per client and prefix and share it; call Close
 // when done to stop its pub/sub subscriptions (it does not close the client).
 type Store struct {
@@ -44,7 +45,7 @@ type Store struct {
 	pipe *pipe // nil with pipelining off; see pipeline.go
 }
 
-var _ idem.Store = (*Store)(nil)
+var _ idemstore.Store = (*Store)(nil)
 
 // Option configures New.
 type Option func(*config)
@@ -61,11 +62,11 @@ type config struct {
 	maxRecord   int         // MaxRecordBytes, smaller in tests (steps.go)
 }
 
-// WithPrefix puts every Redis key and channel of the store under prefix
+// WithKeyPrefix puts every Redis key and channel of the store under prefix
 // (default "", the Guard's own key prefix already namespaces keys). Stores
 // with different prefixes never see each other's records. The prefix must
 // not contain '{' or '}', which would change the keys' Cluster hash slot.
-func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
+func WithKeyPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
 
 // WithLogger sets where the store reports its start-up checks and
 // subscription trouble (default slog.Default()).
@@ -284,7 +285,7 @@ func hasTag(key string) bool {
 	return i >= 0 && strings.IndexByte(key[i+1:], '}') > 0
 }
 
-// SupportsOrdering implements idem.Orderer: a claim with an OrderClaim
+// SupportsOrdering implements idemstore.Orderer: a claim with an OrderClaim
 // checks and advances the entity's order record in the same script. In a
 // Cluster the call's key and the order key must share a hash tag, as the
 // Guard's keys do.
@@ -300,7 +301,7 @@ func (s *Store) op() []byte {
 	return b[:]
 }
 
-// Claim implements idem.Store.
+// Claim implements idemstore.Store.
 //
 // A claim without ordering is first one SET NX GET, with no script: it
 // creates a fresh in-progress record (fence 1) when the key has none, and
@@ -317,9 +318,9 @@ func (s *Store) op() []byte {
 // once finished or released), so NX writes only where no record is
 // retained, and a record it finds is returned, not replaced. The claim
 // script refuses another fingerprint in every state of a live record.
-func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s *Store) Claim(ctx context.Context, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	if err := s.ready(ctx, "claim", req.Key); err != nil {
-		return idem.ClaimResult{}, err
+		return idemstore.ClaimResult{}, err
 	}
 	rk := s.RecordKey(req.Key)
 	op := s.op()
@@ -330,17 +331,17 @@ func (s *Store) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimRes
 	}
 	res, err := s.runClaim(ctx, req, rk, op)
 	if err != nil {
-		return idem.ClaimResult{}, err
+		return idemstore.ClaimResult{}, err
 	}
 	out, err := s.claimReply(req.Key, res)
 	if err != nil {
-		return idem.ClaimResult{}, err
+		return idemstore.ClaimResult{}, err
 	}
 	return s.ackClaim(ctx, req, rk, op, out, nil) // acks.go
 }
 
 // runClaim runs the claim script for req and returns its reply.
-func (s *Store) runClaim(ctx context.Context, req idem.ClaimRequest, rk string, op []byte) ([]any, error) {
+func (s *Store) runClaim(ctx context.Context, req idemstore.ClaimRequest, rk string, op []byte) ([]any, error) {
 	keys := []string{rk}
 	args := []any{req.Owner[:], req.Fingerprint[:], micro(req.Lease), micro(req.TTL), channelOf(rk), op}
 	if o := req.Order; o.Key != "" {
@@ -377,42 +378,42 @@ func (s *Store) runClaim(ctx context.Context, req idem.ClaimRequest, rk string, 
 
 // claimReply reads the claim script's reply {status, fence, lease µs or
 // last accepted µs, steps or finished record} for key.
-func (s *Store) claimReply(key string, res []any) (idem.ClaimResult, error) {
+func (s *Store) claimReply(key string, res []any) (idemstore.ClaimResult, error) {
 	st, err := replyInt(res, 0)
 	if err != nil {
-		return idem.ClaimResult{}, s.badReply("claim", key, res, err)
+		return idemstore.ClaimResult{}, s.badReply("claim", key, res, err)
 	}
 	if st == 0 {
-		return idem.ClaimResult{}, corrupt(key, replyString(res, 1))
+		return idemstore.ClaimResult{}, corrupt(key, replyString(res, 1))
 	}
 	fence, err1 := replyInt(res, 1)
 	lease, err2 := replyInt(res, 2)
-	if err := errors.Join(err1, err2); err != nil || st > int64(idem.ClaimOutOfOrder) {
-		return idem.ClaimResult{}, s.badReply("claim", key, res, err)
+	if err := errors.Join(err1, err2); err != nil || st > int64(idemstore.ClaimOutOfOrder) {
+		return idemstore.ClaimResult{}, s.badReply("claim", key, res, err)
 	}
-	out := idem.ClaimResult{Status: idem.ClaimStatus(st), Fence: uint64(fence)}
+	out := idemstore.ClaimResult{Status: idemstore.ClaimStatus(st), Fence: uint64(fence)}
 	switch out.Status {
-	case idem.ClaimAcquired, idem.ClaimTakenOver, idem.ClaimInProgress:
+	case idemstore.ClaimAcquired, idemstore.ClaimTakenOver, idemstore.ClaimInProgress:
 		out.LeaseUntil = micros(uint64(lease))
-		if len(res) > 3 && out.Status != idem.ClaimInProgress {
+		if len(res) > 3 && out.Status != idemstore.ClaimInProgress {
 			// the steps of the retained record it resumes (steps.go)
 			v, _ := res[3].(string)
 			if out.Steps, err = decodeSteps(key, v); err != nil {
-				return idem.ClaimResult{}, err
+				return idemstore.ClaimResult{}, err
 			}
 		}
-	case idem.ClaimCompleted, idem.ClaimFailed:
+	case idemstore.ClaimCompleted, idemstore.ClaimFailed:
 		v, _ := res[3].(string)
 		off, ok := 0, len(v) >= headerLen
 		if ok {
 			off, ok = dataOffset(v)
 		}
 		if !ok {
-			return idem.ClaimResult{}, corrupt(key, "finished record without a header")
+			return idemstore.ClaimResult{}, corrupt(key, "finished record without a header")
 		}
 		out.Fence = be64(v, offFence)
 		out.Result.Data = []byte(v[off:])
-	case idem.ClaimOutOfOrder:
+	case idemstore.ClaimOutOfOrder:
 		out.LastAccepted = time.UnixMicro(lease)
 	}
 	return out, nil
@@ -481,7 +482,7 @@ func slotRefused(err error) bool {
 
 // claimFresh is the SET NX GET step of Claim; ok is false when the claim
 // script must decide.
-func (s *Store) claimFresh(ctx context.Context, rk string, req idem.ClaimRequest, op []byte) (res idem.ClaimResult, ok bool, err error) {
+func (s *Store) claimFresh(ctx context.Context, rk string, req idemstore.ClaimRequest, op []byte) (res idemstore.ClaimResult, ok bool, err error) {
 	v, px := encodeFresh(req.Owner, req.Fingerprint, op, req.Lease, req.TTL)
 	sent := time.Now()
 	cmd := redis.NewStringCmd(ctx, "set", rk, v, "px", px, "nx", "get")
@@ -493,7 +494,7 @@ func (s *Store) claimFresh(ctx context.Context, rk string, req idem.ClaimRequest
 	case err == redis.Nil:
 		// The key was free and now holds our claim. Its lease is judged by
 		// the server's clock; LeaseUntil here is the local estimate.
-		return idem.ClaimResult{Status: idem.ClaimAcquired, Fence: 1, LeaseUntil: sent.Add(req.Lease)}, true, nil
+		return idemstore.ClaimResult{Status: idemstore.ClaimAcquired, Fence: 1, LeaseUntil: sent.Add(req.Lease)}, true, nil
 	case err != nil && (strings.HasPrefix(err.Error(), "WRONGTYPE") || strings.HasPrefix(err.Error(), "OOM ")):
 		// Not a string (the script reports it), or a server at maxmemory
 		// that refuses any SET, even one that would not write: the script
@@ -505,13 +506,13 @@ func (s *Store) claimFresh(ctx context.Context, rk string, req idem.ClaimRequest
 	if len(old) < headerLen || old[0] != recordMagic {
 		return res, false, nil
 	}
-	st := idem.State(old[offState])
+	st := idemstore.State(old[offState])
 	switch {
-	case old[1] == freshVersion && st == idem.StateInProgress &&
+	case old[1] == freshVersion && st == idemstore.StateInProgress &&
 		old[offOwner:offFP] == string(req.Owner[:]) && old[offOp:offOwner] == string(op):
 		// Our own SET, run again by the client's retry after a lost reply.
-		return idem.ClaimResult{Status: idem.ClaimAcquired, Fence: 1, LeaseUntil: sent.Add(req.Lease)}, true, nil
-	case !finishedVersion(old[1]) || (st != idem.StateCompleted && st != idem.StateFailed):
+		return idemstore.ClaimResult{Status: idemstore.ClaimAcquired, Fence: 1, LeaseUntil: sent.Add(req.Lease)}, true, nil
+	case !finishedVersion(old[1]) || (st != idemstore.StateCompleted && st != idemstore.StateFailed):
 		return res, false, nil
 	}
 	off, ok := dataOffset(old)
@@ -519,38 +520,38 @@ func (s *Store) claimFresh(ctx context.Context, rk string, req idem.ClaimRequest
 	case !ok:
 		return res, false, nil // the script reports it
 	case old[offFP:headerLen] != string(req.Fingerprint[:]):
-		return idem.ClaimResult{Status: idem.ClaimMismatch, Fence: be64(old, offFence)}, true, nil
+		return idemstore.ClaimResult{Status: idemstore.ClaimMismatch, Fence: be64(old, offFence)}, true, nil
 	}
 	// A finished record that exists is live: its Redis TTL ends no later
 	// than its expiry.
-	res = idem.ClaimResult{Status: idem.ClaimCompleted, Fence: be64(old, offFence), Result: idem.Result{Data: []byte(old[off:])}}
-	if st == idem.StateFailed {
-		res.Status = idem.ClaimFailed
+	res = idemstore.ClaimResult{Status: idemstore.ClaimCompleted, Fence: be64(old, offFence), Result: idemstore.Result{Data: []byte(old[off:])}}
+	if st == idemstore.StateFailed {
+		res.Status = idemstore.ClaimFailed
 	}
 	return res, true, nil
 }
 
-// Heartbeat implements idem.Store.
-func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
-	return s.write(ctx, "heartbeat", l, idem.StateInProgress, l.Duration, nil)
+// Heartbeat implements idemstore.Store.
+func (s *Store) Heartbeat(ctx context.Context, l idemstore.Lease) error {
+	return s.write(ctx, "heartbeat", l, idemstore.StateInProgress, l.Duration, nil)
 }
 
-// Complete implements idem.Store.
-func (s *Store) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
-	return s.write(ctx, "complete", l, idem.StateCompleted, l.TTL, r.Data)
+// Complete implements idemstore.Store.
+func (s *Store) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
+	return s.write(ctx, "complete", l, idemstore.StateCompleted, l.TTL, r.Data)
 }
 
-// Fail implements idem.Store.
-func (s *Store) Fail(ctx context.Context, l idem.Lease, r idem.Result) error {
-	return s.write(ctx, "fail", l, idem.StateFailed, l.TTL, r.Data)
+// Fail implements idemstore.Store.
+func (s *Store) Fail(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
+	return s.write(ctx, "fail", l, idemstore.StateFailed, l.TTL, r.Data)
 }
 
-// Release implements idem.Store.
-func (s *Store) Release(ctx context.Context, l idem.Lease) error {
-	return s.write(ctx, "release", l, idem.StateReleased, l.TTL, nil)
+// Release implements idemstore.Store.
+func (s *Store) Release(ctx context.Context, l idemstore.Lease) error {
+	return s.write(ctx, "release", l, idemstore.StateReleased, l.TTL, nil)
 }
 
-func (s *Store) write(ctx context.Context, op string, l idem.Lease, st idem.State, d time.Duration, data []byte) error {
+func (s *Store) write(ctx context.Context, op string, l idemstore.Lease, st idemstore.State, d time.Duration, data []byte) error {
 	if err := s.ready(ctx, op, l.Key); err != nil {
 		return err
 	}
@@ -573,7 +574,7 @@ func (s *Store) write(ctx context.Context, op string, l idem.Lease, st idem.Stat
 }
 
 // applyWrite runs the write script once with the packed argument arg.
-func (s *Store) applyWrite(ctx context.Context, op string, l idem.Lease, rk string, arg, data []byte) error {
+func (s *Store) applyWrite(ctx context.Context, op string, l idemstore.Lease, rk string, arg, data []byte) error {
 	res, code, err := s.runFenced(ctx, op, l, s.scripts.write, rk, arg, data)
 	if err != nil || code == 1 {
 		return err
@@ -585,7 +586,7 @@ func (s *Store) applyWrite(ctx context.Context, op string, l idem.Lease, rk stri
 // replies they share: {1} written, {0, reason} a record it cannot read,
 // {-1, state, fence} a caller that does not own the key. It returns a
 // reply with any other code for the caller to read.
-func (s *Store) runFenced(ctx context.Context, op string, l idem.Lease, script *redis.Script, rk string, args ...any) (res []any, code int64, err error) {
+func (s *Store) runFenced(ctx context.Context, op string, l idemstore.Lease, script *redis.Script, rk string, args ...any) (res []any, code int64, err error) {
 	err = s.piped(ctx, func(c redis.Scripter) (err error) {
 		res, err = script.Run(ctx, c, []string{rk}, args...).Slice()
 		return err
@@ -607,19 +608,19 @@ func (s *Store) runFenced(ctx context.Context, op string, l idem.Lease, script *
 
 // leaseLost is the error of a fenced write whose script answered {-1,
 // state, fence}: the caller does not own the key.
-func leaseLost(op string, l idem.Lease, res []any) error {
+func leaseLost(op string, l idemstore.Lease, res []any) error {
 	rst, _ := replyInt(res, 1)
 	rfence, _ := replyInt(res, 2)
 	if rst == 0 {
 		return fmt.Errorf("redisstore: %s %s fence %d: %w: no record", op, l.Key, l.Fence, idem.ErrLeaseLost)
 	}
 	return fmt.Errorf("redisstore: %s %s fence %d: %w: record is %s at fence %d",
-		op, l.Key, l.Fence, idem.ErrLeaseLost, idem.State(rst), rfence)
+		op, l.Key, l.Fence, idem.ErrLeaseLost, idemstore.State(rst), rfence)
 }
 
 // read returns the server's time and the record at key; found is false
 // when there is no value at all. A value that is not a record is an error.
-func (s *Store) read(ctx context.Context, op, key string) (now time.Time, r idem.Record, found bool, err error) {
+func (s *Store) read(ctx context.Context, op, key string) (now time.Time, r idemstore.Record, found bool, err error) {
 	if err := s.ready(ctx, op, key); err != nil {
 		return now, r, false, err
 	}
@@ -650,19 +651,19 @@ func (s *Store) read(ctx context.Context, op, key string) (now time.Time, r idem
 	return now, r, err == nil, err
 }
 
-// Get implements idem.Store.
-func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
+// Get implements idemstore.Store.
+func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
 	now, r, found, err := s.read(ctx, "get", key)
 	if err != nil {
-		return idem.Record{}, err
+		return idemstore.Record{}, err
 	}
 	if !found || !now.Before(r.ExpiresAt) {
-		return idem.Record{}, fmt.Errorf("redisstore: %s: %w", key, idem.ErrNotFound)
+		return idemstore.Record{}, fmt.Errorf("redisstore: %s: %w", key, idem.ErrNotFound)
 	}
 	return r, nil
 }
 
-// Delete implements idem.Store. It removes whatever value is at the record
+// Delete implements idemstore.Store. It removes whatever value is at the record
 // key, also one that is not a valid record, and wakes the key's waiters.
 func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := s.ready(ctx, "delete", key); err != nil {

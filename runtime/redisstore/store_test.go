@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
@@ -36,7 +37,7 @@ var scriptNames = map[string]string{
 // the new state.
 func isHeartbeat(arg any) bool {
 	b, ok := arg.([]byte)
-	return ok && len(b) > 0 && b[0] == byte(idem.StateInProgress)
+	return ok && len(b) > 0 && b[0] == byte(idemstore.StateInProgress)
 }
 
 func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -160,7 +161,7 @@ func TestCorruptRecords(t *testing.T) {
 	rdb := standalone(t)
 	s := newStore(t, rdb)
 	ctx := context.Background()
-	good := encodeRecord(idem.Record{State: idem.StateCompleted, Fence: 3,
+	good := encodeRecord(idemstore.Record{State: idemstore.StateCompleted, Fence: 3,
 		LeaseUntil: time.Now(), ExpiresAt: time.Now().Add(time.Hour), UpdatedAt: time.Now()}, 1)
 	tests := []struct {
 		name string
@@ -196,12 +197,12 @@ func TestCorruptRecords(t *testing.T) {
 				t.Fatal(err)
 			}
 			before, _ := rdb.Dump(ctx, rk).Result()
-			l := idem.Lease{Key: key, Owner: idem.Token{1}, Fence: 3, Duration: time.Second, TTL: time.Minute}
+			l := idemstore.Lease{Key: key, Owner: idemstore.Token{1}, Fence: 3, Duration: time.Second, TTL: time.Minute}
 			ops := map[string]error{}
-			_, ops["claim"] = s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{2}, Lease: time.Second, TTL: time.Minute})
+			_, ops["claim"] = s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{2}, Lease: time.Second, TTL: time.Minute})
 			ops["heartbeat"] = s.Heartbeat(ctx, l)
-			ops["complete"] = s.Complete(ctx, l, idem.Result{Data: []byte("x")})
-			ops["fail"] = s.Fail(ctx, l, idem.Result{Data: []byte("x")})
+			ops["complete"] = s.Complete(ctx, l, idemstore.Result{Data: []byte("x")})
+			ops["fail"] = s.Fail(ctx, l, idemstore.Result{Data: []byte("x")})
 			ops["release"] = s.Release(ctx, l)
 			_, ops["get"] = s.Get(ctx, key)
 			wctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -218,7 +219,7 @@ func TestCorruptRecords(t *testing.T) {
 			if err := s.Delete(ctx, key); err != nil {
 				t.Fatalf("Delete of a corrupt record: %v", err)
 			}
-			if _, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{2}, Lease: time.Second, TTL: time.Minute}); err != nil {
+			if _, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{2}, Lease: time.Second, TTL: time.Minute}); err != nil {
 				t.Fatalf("claim after Delete: %v", err)
 			}
 		})
@@ -235,8 +236,8 @@ func TestCorruptOrderRecord(t *testing.T) {
 	if err := rdb.Set(ctx, s.RecordKey(entity), "not an order", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.Claim(ctx, idem.ClaimRequest{Key: entity + ":a", Owner: idem.Token{1}, Lease: time.Second, TTL: time.Minute,
-		Order: idem.OrderClaim{Key: entity, At: time.Now()}})
+	_, err := s.Claim(ctx, idemstore.ClaimRequest{Key: entity + ":a", Owner: idemstore.Token{1}, Lease: time.Second, TTL: time.Minute,
+		Order: idemstore.OrderClaim{Key: entity, At: time.Now()}})
 	if !errors.Is(err, idem.ErrCorruptRecord) {
 		t.Fatalf("claim = %v, want ErrCorruptRecord", err)
 	}
@@ -249,7 +250,7 @@ func TestCorruptOrderRecord(t *testing.T) {
 // millisecond to spare.
 func TestFreshRecordCodec(t *testing.T) {
 	now := time.UnixMilli(time.Now().UnixMilli()) // PEXPIRETIME is in whole ms
-	v, px := encodeFresh(idem.Token{1}, idem.Fingerprint{2}, []byte("12345678"), 1500*time.Microsecond, time.Hour)
+	v, px := encodeFresh(idemstore.Token{1}, idemstore.Fingerprint{2}, []byte("12345678"), 1500*time.Microsecond, time.Hour)
 	if want := int64(3600002); px != want { // 1h + 1.5ms, rounded up to whole ms
 		t.Errorf("PX = %d, want %d", px, want)
 	}
@@ -258,14 +259,14 @@ func TestFreshRecordCodec(t *testing.T) {
 		t.Fatal(err)
 	}
 	exp := now.Add(10*time.Minute + time.Millisecond)
-	want := idem.Record{Key: "k", State: idem.StateInProgress, Owner: idem.Token{1}, Fence: 1, Fingerprint: idem.Fingerprint{2},
+	want := idemstore.Record{Key: "k", State: idemstore.StateInProgress, Owner: idemstore.Token{1}, Fence: 1, Fingerprint: idemstore.Fingerprint{2},
 		ExpiresAt: exp, LeaseUntil: exp.Add(-time.Hour), UpdatedAt: exp.Add(-time.Hour - 1500*time.Microsecond),
 		ClaimedAt: exp.Add(-time.Hour - 1500*time.Microsecond)} // its only write is its claim
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("fresh record (-want +got):\n%s", diff)
 	}
 	bad := []byte(string(v))
-	bad[offState] = byte(idem.StateCompleted)
+	bad[offState] = byte(idemstore.StateCompleted)
 	if _, err := decodeRecord("k", string(bad), now.UnixMilli()); !errors.Is(err, idem.ErrCorruptRecord) {
 		t.Errorf("fresh record in state completed: err = %v, want ErrCorruptRecord", err)
 	}
@@ -273,12 +274,12 @@ func TestFreshRecordCodec(t *testing.T) {
 
 func TestRecordCodec(t *testing.T) {
 	now := time.UnixMicro(time.Now().UnixMicro())
-	tests := []idem.Record{
-		{Key: "k", State: idem.StateInProgress, Owner: idem.Token{1, 2}, Fence: 1, Fingerprint: idem.Fingerprint{9},
+	tests := []idemstore.Record{
+		{Key: "k", State: idemstore.StateInProgress, Owner: idemstore.Token{1, 2}, Fence: 1, Fingerprint: idemstore.Fingerprint{9},
 			LeaseUntil: now.Add(time.Second), ExpiresAt: now.Add(time.Hour), UpdatedAt: now, ClaimedAt: now},
-		{Key: "k", State: idem.StateCompleted, Owner: idem.Token{3}, Fence: 1 << 40, Fingerprint: idem.Fingerprint{8},
+		{Key: "k", State: idemstore.StateCompleted, Owner: idemstore.Token{3}, Fence: 1 << 40, Fingerprint: idemstore.Fingerprint{8},
 			Result: []byte(`{"a":1}`), LeaseUntil: now, ExpiresAt: now.Add(time.Hour), UpdatedAt: now, ClaimedAt: now.Add(-time.Minute)},
-		{Key: "k", State: idem.StateReleased, Fence: 7, LeaseUntil: now, ExpiresAt: now.Add(time.Minute), UpdatedAt: now, ClaimedAt: now.Add(-time.Second)},
+		{Key: "k", State: idemstore.StateReleased, Fence: 7, LeaseUntil: now, ExpiresAt: now.Add(time.Minute), UpdatedAt: now, ClaimedAt: now.Add(-time.Second)},
 	}
 	for _, r := range tests {
 		got, err := decodeRecord("k", string(encodeRecord(r, 5)), 0)
@@ -303,7 +304,7 @@ func TestRecordCodec(t *testing.T) {
 }
 
 func TestRecordKeys(t *testing.T) {
-	s, err := build(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), []Option{WithPrefix("p:")})
+	s, err := build(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), []Option{WithKeyPrefix("p:")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +326,7 @@ func TestRecordKeys(t *testing.T) {
 			t.Errorf("storeKey(%q) = %q, %v; want %q", got, back, ok, tt.key)
 		}
 	}
-	if _, err := New(context.Background(), redis.NewClient(&redis.Options{}), WithPrefix("a{b}")); err == nil {
+	if _, err := New(context.Background(), redis.NewClient(&redis.Options{}), WithKeyPrefix("a{b}")); err == nil {
 		t.Error("New accepted a prefix with a hash tag")
 	}
 }
@@ -339,11 +340,11 @@ func TestRetainedFingerprintEveryEncoding(t *testing.T) {
 	rdb := standalone(t)
 	s := newStore(t, rdb)
 	ctx := context.Background()
-	fpA, fpB := idem.Fingerprint{0xA}, idem.Fingerprint{0xB}
-	v1 := func(st idem.State) func(key string) error {
+	fpA, fpB := idemstore.Fingerprint{0xA}, idemstore.Fingerprint{0xB}
+	v1 := func(st idemstore.State) func(key string) error {
 		return func(key string) error {
 			now := time.Now()
-			r := idem.Record{State: st, Owner: idem.Token{1}, Fence: 4, Fingerprint: fpA,
+			r := idemstore.Record{State: st, Owner: idemstore.Token{1}, Fence: 4, Fingerprint: fpA,
 				LeaseUntil: now.Add(-time.Second), ExpiresAt: now.Add(time.Hour), UpdatedAt: now.Add(-2 * time.Second)}
 			return rdb.Set(ctx, s.RecordKey(key), encodeRecord(r, 7), time.Hour).Err()
 		}
@@ -352,18 +353,18 @@ func TestRetainedFingerprintEveryEncoding(t *testing.T) {
 		name      string
 		put       func(key string) error
 		wantFence uint64 // of the record found
-		want      idem.ClaimStatus
+		want      idemstore.ClaimStatus
 	}{
-		{"version 1 in progress, lease expired", v1(idem.StateInProgress), 4, idem.ClaimTakenOver},
-		{"version 1 released", v1(idem.StateReleased), 4, idem.ClaimAcquired},
+		{"version 1 in progress, lease expired", v1(idemstore.StateInProgress), 4, idemstore.ClaimTakenOver},
+		{"version 1 released", v1(idemstore.StateReleased), 4, idemstore.ClaimAcquired},
 		{"version 2 fresh claim, lease expired", func(key string) error {
-			v, px := encodeFresh(idem.Token{1}, fpA, []byte("op-id-01"), time.Millisecond, time.Hour)
+			v, px := encodeFresh(idemstore.Token{1}, fpA, []byte("op-id-01"), time.Millisecond, time.Hour)
 			if err := rdb.Set(ctx, s.RecordKey(key), v, time.Duration(px)*time.Millisecond).Err(); err != nil {
 				return err
 			}
 			time.Sleep(20 * time.Millisecond)
 			return nil
-		}, 1, idem.ClaimTakenOver},
+		}, 1, idemstore.ClaimTakenOver},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -373,14 +374,14 @@ func TestRetainedFingerprintEveryEncoding(t *testing.T) {
 			}
 			rk := s.RecordKey(key)
 			before, _ := rdb.Get(ctx, rk).Result()
-			res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Fingerprint: fpB, Owner: idem.Token{2}, Lease: time.Second, TTL: time.Hour})
-			if err != nil || res.Status != idem.ClaimMismatch || res.Fence != tt.wantFence {
+			res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Fingerprint: fpB, Owner: idemstore.Token{2}, Lease: time.Second, TTL: time.Hour})
+			if err != nil || res.Status != idemstore.ClaimMismatch || res.Fence != tt.wantFence {
 				t.Fatalf("claim with another payload = %v fence %d, %v; want mismatch fence %d", res.Status, res.Fence, err, tt.wantFence)
 			}
 			if after, _ := rdb.Get(ctx, rk).Result(); after != before {
 				t.Fatal("a mismatched claim changed the record")
 			}
-			res, err = s.Claim(ctx, idem.ClaimRequest{Key: key, Fingerprint: fpA, Owner: idem.Token{3}, Lease: time.Second, TTL: time.Hour})
+			res, err = s.Claim(ctx, idemstore.ClaimRequest{Key: key, Fingerprint: fpA, Owner: idemstore.Token{3}, Lease: time.Second, TTL: time.Hour})
 			if err != nil || res.Status != tt.want || res.Fence != tt.wantFence+1 {
 				t.Fatalf("claim with the record's payload = %v fence %d, %v; want %v fence %d", res.Status, res.Fence, err, tt.want, tt.wantFence+1)
 			}
@@ -453,13 +454,13 @@ func TestNewSucceedsOnLiveServer(t *testing.T) {
 	rdb := standalone(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s, err := New(ctx, rdb, WithPrefix(testPrefix(t)), WithLogger(quietLogger()))
+	s, err := New(ctx, rdb, WithKeyPrefix(testPrefix(t)), WithLogger(quietLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	cancel() // the store does not keep New's ctx
-	if _, err := s.Claim(context.Background(), idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: time.Second, TTL: time.Minute}); err != nil {
+	if _, err := s.Claim(context.Background(), idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{1}, Lease: time.Second, TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // TestMalformedRecordSameVerdictFromClaimGetListAndWrites: a value at a
@@ -24,12 +25,12 @@ func TestMalformedRecordSameVerdictFromClaimGetListAndWrites(t *testing.T) {
 	rdb := standalone(t)
 	s := newStore(t, rdb)
 	ctx := context.Background()
-	owner, fp := idem.Token{7}, idem.Fingerprint{9}
+	owner, fp := idemstore.Token{7}, idemstore.Fingerprint{9}
 	now := time.Now()
-	finished := encodeRecord(idem.Record{State: idem.StateCompleted, Fence: 3, Owner: owner, Fingerprint: fp,
+	finished := encodeRecord(idemstore.Record{State: idemstore.StateCompleted, Fence: 3, Owner: owner, Fingerprint: fp,
 		LeaseUntil: now, ExpiresAt: now.Add(time.Hour), UpdatedAt: now}, 1)
 	fresh, _ := encodeFresh(owner, fp, make([]byte, 8), time.Minute, time.Hour)
-	running := encodeRecord(idem.Record{State: idem.StateInProgress, Fence: 3, Owner: owner, Fingerprint: fp,
+	running := encodeRecord(idemstore.Record{State: idemstore.StateInProgress, Fence: 3, Owner: owner, Fingerprint: fp,
 		LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour), UpdatedAt: now}, 1)
 	with := func(v []byte, f func(v []byte)) []byte {
 		v = append([]byte(nil), v...)
@@ -49,7 +50,7 @@ func TestMalformedRecordSameVerdictFromClaimGetListAndWrites(t *testing.T) {
 		{"version 1 with state 0", with(finished, func(v []byte) { v[offState] = 0 }), time.Minute, 3},
 		{"version 1 with state 42", with(finished, func(v []byte) { v[offState] = 42 }), time.Minute, 3},
 		{"version 2 in progress without a TTL", fresh, 0, 1},
-		{"version 2 in a finished state", with(fresh, func(v []byte) { v[offState] = byte(idem.StateCompleted) }), time.Minute, 1},
+		{"version 2 in a finished state", with(fresh, func(v []byte) { v[offState] = byte(idemstore.StateCompleted) }), time.Minute, 1},
 		{"version 2 with a lease past ten years", with(fresh, func(v []byte) {
 			v[offLease] = 0x7F // ~2^62 µs
 		}), time.Minute, 1},
@@ -63,25 +64,25 @@ func TestMalformedRecordSameVerdictFromClaimGetListAndWrites(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			key := "verdict:" + tt.name
 			rk := s.RecordKey(key)
-			l := idem.Lease{Key: key, Owner: owner, Fence: tt.fence, Duration: time.Minute, TTL: time.Hour}
+			l := idemstore.Lease{Key: key, Owner: owner, Fence: tt.fence, Duration: time.Minute, TTL: time.Hour}
 			ops := []struct {
 				name string
 				run  func() (string, error)
 			}{
 				{"claim", func() (string, error) {
-					res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{2}, Fingerprint: fp, Lease: time.Second, TTL: time.Minute})
+					res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{2}, Fingerprint: fp, Lease: time.Second, TTL: time.Minute})
 					return res.Status.String(), err
 				}},
 				{"get", func() (string, error) { _, err := s.Get(ctx, key); return "", err }},
 				{"list", func() (string, error) {
 					listed := ""
-					err := s.List(ctx, key, func(idem.Record) error { listed = "listed"; return nil })
+					err := s.List(ctx, key, func(idemstore.Record) error { listed = "listed"; return nil })
 					return listed, err
 				}},
 				{"force release", func() (string, error) { _, err := s.ForceRelease(ctx, key); return "", err }},
 				{"heartbeat", func() (string, error) { return "", s.Heartbeat(ctx, l) }},
-				{"complete", func() (string, error) { return "", s.Complete(ctx, l, idem.Result{Data: []byte("x")}) }},
-				{"fail", func() (string, error) { return "", s.Fail(ctx, l, idem.Result{Data: []byte("x")}) }},
+				{"complete", func() (string, error) { return "", s.Complete(ctx, l, idemstore.Result{Data: []byte("x")}) }},
+				{"fail", func() (string, error) { return "", s.Fail(ctx, l, idemstore.Result{Data: []byte("x")}) }},
 				{"release", func() (string, error) { return "", s.Release(ctx, l) }},
 				{"step", func() (string, error) { return "", s.SaveStep(ctx, l, "charge", []byte("x")) }},
 			}

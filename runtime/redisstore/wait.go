@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -431,7 +432,7 @@ func keySlot(key string) int {
 	return int(crc) % 16384
 }
 
-// Wait implements idem.Store: it returns once key has no live in-progress
+// Wait implements idemstore.Store: it returns once key has no live in-progress
 // record, woken by the owner's completion message, and re-reads the record
 // at least every poll interval and at the owner's lease expiry.
 func (s *Store) Wait(ctx context.Context, key string) error {
@@ -455,7 +456,7 @@ func (s *Store) Wait(ctx context.Context, key string) error {
 	case <-ctx.Done():
 		return fmt.Errorf("redisstore: wait %s: %w", key, ctx.Err())
 	}
-	var r idem.Record
+	var r idemstore.Record
 	for first := true; ; first = false {
 		now, rec, found, err := s.read(ctx, "wait", key)
 		if err != nil {
@@ -474,7 +475,7 @@ func (s *Store) Wait(ctx context.Context, key string) error {
 			continue
 		}
 		r = rec
-		if !found || r.State != idem.StateInProgress || !now.Before(r.LeaseUntil) || !now.Before(r.ExpiresAt) {
+		if !found || r.State != idemstore.StateInProgress || !now.Before(r.LeaseUntil) || !now.Before(r.ExpiresAt) {
 			return nil
 		}
 		if s.hub.isClosed() {

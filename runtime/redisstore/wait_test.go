@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // waitFor runs Wait in the background and returns a channel with its
@@ -42,21 +43,21 @@ func TestWaitWakeups(t *testing.T) {
 		name  string
 		lease time.Duration
 		// act ends the owner's run some way; nil lets the lease expire.
-		act func(t *testing.T, s *Store, l idem.Lease)
+		act func(t *testing.T, s *Store, l idemstore.Lease)
 		// within: the wait must end this long after act.
 		within time.Duration
 	}{
-		{"complete notifies", time.Minute, func(t *testing.T, s *Store, l idem.Lease) {
-			if err := s.Complete(ctx, l, idem.Result{Data: []byte("1")}); err != nil {
+		{"complete notifies", time.Minute, func(t *testing.T, s *Store, l idemstore.Lease) {
+			if err := s.Complete(ctx, l, idemstore.Result{Data: []byte("1")}); err != nil {
 				t.Fatal(err)
 			}
 		}, time.Second},
-		{"release notifies", time.Minute, func(t *testing.T, s *Store, l idem.Lease) {
+		{"release notifies", time.Minute, func(t *testing.T, s *Store, l idemstore.Lease) {
 			if err := s.Release(ctx, l); err != nil {
 				t.Fatal(err)
 			}
 		}, time.Second},
-		{"delete notifies", time.Minute, func(t *testing.T, s *Store, l idem.Lease) {
+		{"delete notifies", time.Minute, func(t *testing.T, s *Store, l idemstore.Lease) {
 			if err := s.Delete(ctx, l.Key); err != nil {
 				t.Fatal(err)
 			}
@@ -67,11 +68,11 @@ func TestWaitWakeups(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newStore(t, rdb, WithPollInterval(time.Hour))
 			key := "w:" + tt.name
-			res, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{1}, Lease: tt.lease, TTL: time.Minute})
+			res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{1}, Lease: tt.lease, TTL: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
-			l := idem.Lease{Key: key, Owner: idem.Token{1}, Fence: res.Fence, Duration: tt.lease, TTL: time.Minute}
+			l := idemstore.Lease{Key: key, Owner: idemstore.Token{1}, Fence: res.Fence, Duration: tt.lease, TTL: time.Minute}
 			done := waitFor(s, key, 10*time.Second)
 			waitListening(s, key)
 			start := time.Now()
@@ -100,14 +101,14 @@ func TestWaitPollsWhenNotificationIsLost(t *testing.T) {
 	rdb := standalone(t)
 	ctx := context.Background()
 	s := newStore(t, rdb, WithPollInterval(200*time.Millisecond))
-	res, err := s.Claim(ctx, idem.ClaimRequest{Key: "k", Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Minute})
+	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := waitFor(s, "k", 10*time.Second)
 	waitListening(s, "k")
 	now := time.Now()
-	silent := encodeRecord(idem.Record{State: idem.StateCompleted, Owner: idem.Token{1}, Fence: res.Fence,
+	silent := encodeRecord(idemstore.Record{State: idemstore.StateCompleted, Owner: idemstore.Token{1}, Fence: res.Fence,
 		LeaseUntil: now, ExpiresAt: now.Add(time.Minute), UpdatedAt: now}, 1)
 	if err := rdb.Set(ctx, s.RecordKey("k"), silent, time.Minute).Err(); err != nil {
 		t.Fatal(err)
@@ -138,7 +139,7 @@ func TestWaitSharesOneSubscription(t *testing.T) {
 	var results []<-chan waitResult
 	for k := 0; k < keys; k++ {
 		key := "k" + strconv.Itoa(k)
-		if _, err := s.Claim(ctx, idem.ClaimRequest{Key: key, Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Minute}); err != nil {
+		if _, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 		for w := 0; w < perKey; w++ {

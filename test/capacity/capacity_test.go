@@ -161,7 +161,7 @@ func checkErrors(t *testing.T, what string, m measurement) {
 
 // cleanupRun fills n records with a 1 s TTL, lets them expire, and
 // removes them while writers keep executing new keys: Cleanup
-// (idem.Admin) in a worker process, or for Redis its own expiry.
+// (idemstore.Admin) in a worker process, or for Redis its own expiry.
 func cleanupRun(t *testing.T, dir string, tg *target, sz sizes, n int) (measurement, measurement) {
 	t.Helper()
 	fill := tg.cfg

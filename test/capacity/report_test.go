@@ -168,7 +168,7 @@ func writeReport(path string) error {
 			w("| %s | %s | %s | %s | %s |\n", r.Title, num(r.Bytes), num(r.RawBytes), x(r.Bytes, r.RawBytes), r.BytesNote)
 		}
 		w("\n## Cleanup while writes continue\n\n")
-		w("Records filled with a 1 s TTL, left to expire, then removed while a writer process (4 goroutines, closed loop) keeps executing new keys. Redis removes expired keys itself: its row is Redis's own expiry (the filled keys given `PEXPIRE 1 ms`, then `INFO stats expired_keys` polled until they are all gone; a shared server's other expiring keys can only make it look faster). The other stores: one `Cleanup` pass (`idem.Admin`) in a worker process; the file store and DynamoDB scan every record to find the expired ones, so their rate falls with the records retained.\n\n")
+		w("Records filled with a 1 s TTL, left to expire, then removed while a writer process (4 goroutines, closed loop) keeps executing new keys. Redis removes expired keys itself: its row is Redis's own expiry (the filled keys given `PEXPIRE 1 ms`, then `INFO stats expired_keys` polled until they are all gone; a shared server's other expiring keys can only make it look faster). The other stores: one `Cleanup` pass (`idemstore.Admin`) in a worker process; the file store and DynamoDB scan every record to find the expired ones, so their rate falls with the records retained.\n\n")
 		w("| store | expired records | removed | in s | removed/s | writers' executions/s meanwhile | writers/s x saturation | notes |\n|---|---|---|---|---|---|---|---|\n")
 		for _, r := range report.stores {
 			rate := float64(r.Cleanup.Removed) / r.Cleanup.Wall.Seconds()

@@ -29,7 +29,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/dynamostore"
 	"github.com/idemgen/idemgen/runtime/filestore"
 	"github.com/idemgen/idemgen/runtime/firestorestore"
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 	"github.com/idemgen/idemgen/test/internal/emulator"
@@ -46,7 +46,7 @@ func dynamoEndpoint() string { return testenv.Env("IDEM_DYNAMO_ENDPOINT", "http:
 
 // backend is a worker's store and its raw client baseline.
 type backend struct {
-	store    idem.Store
+	store    idemstore.Store
 	rawFirst func(ctx context.Context, key string) error // create-if-absent
 	rawRead  func(ctx context.Context, key string) error // read a key (absent is fine)
 	close    func()
@@ -56,7 +56,7 @@ func openBackend(ctx context.Context, cfg workerConfig) (*backend, error) {
 	switch cfg.Store {
 	case "redis":
 		rdb := redis.NewClient(&redis.Options{Addr: cfg.Addr, PoolSize: max(16, cfg.Goroutines)})
-		st, err := redisstore.New(ctx, rdb, redisstore.WithPrefix(cfg.Name),
+		st, err := redisstore.New(ctx, rdb, redisstore.WithKeyPrefix(cfg.Name),
 			redisstore.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))))
 		if err != nil {
 			rdb.Close()

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/test/internal/workerproc"
 )
 
@@ -32,7 +33,7 @@ const (
 	opRawFirst  = "rawfirst"  // the raw client's create-if-absent of a new key
 	opRawReplay = "rawreplay" // the raw client's read of a key written in set-up
 	opFill      = "fill"      // Count first executions with TTL, then exit (no window)
-	opCleanup   = "cleanup"   // one idem.Admin Cleanup pass
+	opCleanup   = "cleanup"   // one idemstore.Admin Cleanup pass
 	opClaim     = "claim"     // Store.Claim of a new key (PostgreSQL at size)
 	opClaimOld  = "claimold"  // Store.Claim of a completed key of the large table (a replay)
 	opClaimMiss = "claimmiss" // Store.Get of a key that does not exist
@@ -116,7 +117,7 @@ func bigKey(i int) string {
 	return "capfn/1/" + hex.EncodeToString(sum[:])
 }
 
-func bigFingerprint(key string) idem.Fingerprint { return sha256.Sum256([]byte(key)) }
+func bigFingerprint(key string) idemstore.Fingerprint { return sha256.Sum256([]byte(key)) }
 
 func cpuNow() time.Duration {
 	var ru syscall.Rusage
@@ -184,16 +185,16 @@ func runWorker(cfg workerConfig) error {
 		case opRawReplay:
 			return b.rawRead(ctx, replayKeys[rng.IntN(len(replayKeys))])
 		case opClaim:
-			var owner idem.Token
+			var owner idemstore.Token
 			fillRand(rng, owner[:])
 			key := newKey()
-			res, err := b.store.Claim(ctx, idem.ClaimRequest{Key: key, Fingerprint: bigFingerprint(key), Owner: owner, Lease: 30 * time.Second, TTL: time.Hour})
-			if err == nil && res.Status != idem.ClaimAcquired {
+			res, err := b.store.Claim(ctx, idemstore.ClaimRequest{Key: key, Fingerprint: bigFingerprint(key), Owner: owner, Lease: 30 * time.Second, TTL: time.Hour})
+			if err == nil && res.Status != idemstore.ClaimAcquired {
 				err = fmt.Errorf("claim of new key %s: %v", key, res.Status)
 			}
 			return err
 		case opClaimOld:
-			var owner idem.Token
+			var owner idemstore.Token
 			fillRand(rng, owner[:])
 			// A live row: the expired ones (1..expiredRows, and later every
 			// expiredEvery-th) are cleanup's.
@@ -203,8 +204,8 @@ func runWorker(cfg workerConfig) error {
 				i--
 			}
 			key := bigKey(max(i, exp+1))
-			res, err := b.store.Claim(ctx, idem.ClaimRequest{Key: key, Fingerprint: bigFingerprint(key), Owner: owner, Lease: 30 * time.Second, TTL: time.Hour})
-			if err == nil && res.Status != idem.ClaimCompleted && res.Status != idem.ClaimAcquired {
+			res, err := b.store.Claim(ctx, idemstore.ClaimRequest{Key: key, Fingerprint: bigFingerprint(key), Owner: owner, Lease: 30 * time.Second, TTL: time.Hour})
+			if err == nil && res.Status != idemstore.ClaimCompleted && res.Status != idemstore.ClaimAcquired {
 				// ClaimAcquired: a row of the expired share, claimed afresh.
 				err = fmt.Errorf("claim of stored key %s: %v", key, res.Status)
 			}
@@ -230,7 +231,7 @@ func runWorker(cfg workerConfig) error {
 	cpu0, t0 := cpuNow(), time.Now()
 	switch cfg.Op {
 	case opCleanup:
-		n, err := b.store.(idem.Admin).Cleanup(ctx)
+		n, err := b.store.(idemstore.Admin).Cleanup(ctx)
 		res.Removed, res.Ops = n, 1
 		if err != nil {
 			res.Errors, res.FirstErr = 1, err.Error()

@@ -25,7 +25,7 @@ import (
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/dynamostore"
 	"github.com/idemgen/idemgen/runtime/firestorestore"
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/test/internal/emulator"
 )
 
@@ -90,7 +90,7 @@ func firestoreClient(ctx context.Context, addr string) (*firestore.Client, error
 // (ClockOffset) gives its clock to the DynamoDB store, which judges
 // leases by the callers' clocks; the Firestore store judges them by
 // Firestore's and takes the clock for its ttl field only.
-func openDocStore(ctx context.Context, cfg workerConfig) (idem.Store, func(), error) {
+func openDocStore(ctx context.Context, cfg workerConfig) (idemstore.Store, func(), error) {
 	var clock []func() time.Time
 	if cfg.ClockOffset != 0 {
 		clock = append(clock, skewedClock(cfg.ClockOffset, cfg.ClockJump))

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -60,7 +60,7 @@ var (
 
 // openFailoverStore opens the failover rows' stores; ok is false for
 // every other store.
-func openFailoverStore(ctx context.Context, cfg workerConfig) (st idem.Store, closeFn func(), ok bool, err error) {
+func openFailoverStore(ctx context.Context, cfg workerConfig) (st idemstore.Store, closeFn func(), ok bool, err error) {
 	var rdb redis.UniversalClient
 	switch cfg.Store {
 	case "redis-sentinel":
@@ -72,7 +72,7 @@ func openFailoverStore(ctx context.Context, cfg workerConfig) (st idem.Store, cl
 	default:
 		return nil, nil, false, nil
 	}
-	opts := []redisstore.Option{redisstore.WithPrefix(cfg.RedisPrefix),
+	opts := []redisstore.Option{redisstore.WithKeyPrefix(cfg.RedisPrefix),
 		redisstore.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))}
 	if cfg.ReplicaAcks {
 		opts = append(opts, redisstore.WithReplicaAcks(1, 500*time.Millisecond), redisstore.WithClockFences())

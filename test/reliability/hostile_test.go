@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/test/reliability/work"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
@@ -60,7 +61,7 @@ func TestHostileInputs(t *testing.T) {
 
 // hostileEnv is one hostile scenario's store, Guard and wrappers.
 type hostileEnv struct {
-	store idem.Store
+	store idemstore.Store
 	g     *idem.Guard
 	fx    *work.IdempotentEffects
 	eff   *work.Effects
@@ -222,7 +223,7 @@ func (h *harness) hostileCorrupt(t *testing.T, store string) row {
 	// Find the records just written and overwrite each with bytes the
 	// store cannot decode, as a foreign writer or a bad disk would.
 	var planted []string
-	err := e.store.(idem.Admin).List(context.Background(), "idemcorrupt:"+h.runID+":", func(r idem.Record) error {
+	err := e.store.(idemstore.Admin).List(context.Background(), "idemcorrupt:"+h.runID+":", func(r idemstore.Record) error {
 		planted = append(planted, r.Key)
 		return nil
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 	"github.com/idemgen/idemgen/test/reliability/work"
 )
@@ -132,13 +133,13 @@ func reshardHold(key string) time.Duration {
 // for redirections (MaxRedirects 3). The store is wrapped in
 // countingStore, which counts its successful heartbeats, completions,
 // step records and waits.
-func openReshardStore(ctx context.Context, cfg workerConfig) (st idem.Store, closeFn func(), ok bool, err error) {
+func openReshardStore(ctx context.Context, cfg workerConfig) (st idemstore.Store, closeFn func(), ok bool, err error) {
 	if cfg.Store != "redis-reshard" {
 		return nil, nil, false, nil
 	}
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.ClusterAddrs,
 		PoolSize: 16, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second})
-	s, err := redisstore.New(ctx, rdb, redisstore.WithPrefix(cfg.RedisPrefix),
+	s, err := redisstore.New(ctx, rdb, redisstore.WithKeyPrefix(cfg.RedisPrefix),
 		redisstore.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))))
 	if err != nil {
 		rdb.Close()
@@ -174,7 +175,7 @@ func (c *counter) snapshot() map[string]int {
 
 // countingStore is the Redis store with its heartbeats, completions, step
 // records and waits counted. It embeds *redisstore.Store, so it keeps
-// every interface the store implements (idem.Stepper, idem.Orderer, the
+// every interface the store implements (idemstore.Stepper, idemstore.Orderer, the
 // waiting one) and changes nothing else.
 type countingStore struct{ *redisstore.Store }
 
@@ -185,15 +186,15 @@ func (c countingStore) count(name string, err error) error {
 	return err
 }
 
-func (c countingStore) Heartbeat(ctx context.Context, l idem.Lease) error {
+func (c countingStore) Heartbeat(ctx context.Context, l idemstore.Lease) error {
 	return c.count("heartbeat", c.Store.Heartbeat(ctx, l))
 }
 
-func (c countingStore) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+func (c countingStore) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
 	return c.count("completion", c.Store.Complete(ctx, l, r))
 }
 
-func (c countingStore) SaveStep(ctx context.Context, l idem.Lease, name string, data []byte) error {
+func (c countingStore) SaveStep(ctx context.Context, l idemstore.Lease, name string, data []byte) error {
 	return c.count("step recorded", c.Store.SaveStep(ctx, l, name, data))
 }
 
@@ -295,7 +296,7 @@ func (h *harness) reshardKeys(t *testing.T, prefix string, sz reshardSizes) (key
 	ctx := context.Background()
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: reshardMasters})
 	defer rdb.Close()
-	st, err := redisstore.New(ctx, rdb, redisstore.WithPrefix(h.redisPrefix()),
+	st, err := redisstore.New(ctx, rdb, redisstore.WithKeyPrefix(h.redisPrefix()),
 		redisstore.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)

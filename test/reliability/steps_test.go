@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/test/reliability/work"
 )
 
@@ -34,8 +35,8 @@ func (h *harness) recovery(t *testing.T, store string, sz sizes) row {
 		t.Fatalf("opening %s to read steps: %v", store, err)
 	}
 	defer closeReader()
-	if _, ok := reader.(idem.Stepper); !ok {
-		t.Fatalf("%s does not keep recovery points (idem.Stepper): every store must", store)
+	if _, ok := reader.(idemstore.Stepper); !ok {
+		t.Fatalf("%s does not keep recovery points (idemstore.Stepper): every store must", store)
 	}
 	keyOf := work.NewIdempotentEffects(&work.Effects{}, idem.NewGuard(reader)).StepsKey
 	var (

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // BrokenStore is a deliberately wrong store wrapper for the harness's own
@@ -20,20 +21,20 @@ import (
 // successor's result. A harness that cannot tell this store from a correct
 // one proves nothing; the zombie scenario must report it.
 type BrokenStore struct {
-	idem.Store
+	idemstore.Store
 	FlatFence bool
 
 	mu     sync.Mutex
-	fences map[idem.Token]uint64 // owner → real fence (FlatFence)
+	fences map[idemstore.Token]uint64 // owner → real fence (FlatFence)
 }
 
 // Claim hides the real fence when FlatFence is set.
-func (b *BrokenStore) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+func (b *BrokenStore) Claim(ctx context.Context, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	res, err := b.Store.Claim(ctx, req)
-	if err == nil && b.FlatFence && (res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) {
+	if err == nil && b.FlatFence && (res.Status == idemstore.ClaimAcquired || res.Status == idemstore.ClaimTakenOver) {
 		b.mu.Lock()
 		if b.fences == nil {
-			b.fences = map[idem.Token]uint64{}
+			b.fences = map[idemstore.Token]uint64{}
 		}
 		b.fences[req.Owner] = res.Fence
 		b.mu.Unlock()
@@ -43,7 +44,7 @@ func (b *BrokenStore) Claim(ctx context.Context, req idem.ClaimRequest) (idem.Cl
 }
 
 // real restores the real fence of a lease handed out by a FlatFence Claim.
-func (b *BrokenStore) real(l idem.Lease) idem.Lease {
+func (b *BrokenStore) real(l idemstore.Lease) idemstore.Lease {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if f, ok := b.fences[l.Owner]; ok {
@@ -53,17 +54,17 @@ func (b *BrokenStore) real(l idem.Lease) idem.Lease {
 }
 
 // Release and Fail pass the real fence on.
-func (b *BrokenStore) Release(ctx context.Context, l idem.Lease) error {
+func (b *BrokenStore) Release(ctx context.Context, l idemstore.Lease) error {
 	return b.Store.Release(ctx, b.real(l))
 }
 
 // Fail passes the real fence on, as Release does.
-func (b *BrokenStore) Fail(ctx context.Context, l idem.Lease, r idem.Result) error {
+func (b *BrokenStore) Fail(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
 	return b.Store.Fail(ctx, b.real(l), r)
 }
 
 // Heartbeat swallows every error, including idem.ErrLeaseLost.
-func (b *BrokenStore) Heartbeat(ctx context.Context, l idem.Lease) error {
+func (b *BrokenStore) Heartbeat(ctx context.Context, l idemstore.Lease) error {
 	err := b.Store.Heartbeat(ctx, b.real(l))
 	if b.FlatFence {
 		return err
@@ -72,7 +73,7 @@ func (b *BrokenStore) Heartbeat(ctx context.Context, l idem.Lease) error {
 }
 
 // Complete re-claims the key when the real store says the lease was lost.
-func (b *BrokenStore) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+func (b *BrokenStore) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
 	l = b.real(l)
 	err := b.Store.Complete(ctx, l, r)
 	if b.FlatFence || !errors.Is(err, idem.ErrLeaseLost) {
@@ -85,8 +86,8 @@ func (b *BrokenStore) Complete(ctx context.Context, l idem.Lease, r idem.Result)
 	if derr := b.Store.Delete(ctx, l.Key); derr != nil {
 		return err
 	}
-	res, cerr := b.Store.Claim(ctx, idem.ClaimRequest{Key: l.Key, Fingerprint: rec.Fingerprint, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
-	if cerr != nil || !(res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) {
+	res, cerr := b.Store.Claim(ctx, idemstore.ClaimRequest{Key: l.Key, Fingerprint: rec.Fingerprint, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
+	if cerr != nil || !(res.Status == idemstore.ClaimAcquired || res.Status == idemstore.ClaimTakenOver) {
 		return err
 	}
 	l.Fence = res.Fence
@@ -97,13 +98,13 @@ func (b *BrokenStore) Complete(ctx context.Context, l idem.Lease, r idem.Result)
 // Mark first, so that a worker can be killed between its function's return
 // and the store's completion. It changes nothing else.
 type DelayStore struct {
-	idem.Store
+	idemstore.Store
 	Max  time.Duration
 	Mark func(phase, key string, fence uint64)
 }
 
 // Complete waits, then completes.
-func (d DelayStore) Complete(ctx context.Context, l idem.Lease, r idem.Result) error {
+func (d DelayStore) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
 	if d.Mark != nil {
 		d.Mark("completing", l.Key, l.Fence)
 	}

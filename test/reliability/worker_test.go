@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/filestore"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 	"github.com/idemgen/idemgen/test/internal/workerproc"
@@ -126,7 +127,7 @@ func mark(phase, key string, fence uint64) {
 	markMu.Unlock()
 }
 
-func openStore(ctx context.Context, cfg workerConfig) (idem.Store, func(), error) {
+func openStore(ctx context.Context, cfg workerConfig) (idemstore.Store, func(), error) {
 	if st, closeFn, ok, err := openFailoverStore(ctx, cfg); ok {
 		return st, closeFn, err
 	}
@@ -141,7 +142,7 @@ func openStore(ctx context.Context, cfg workerConfig) (idem.Store, func(), error
 			opt.PoolTimeout, opt.MaxRetries = 500*time.Millisecond, 2
 		}
 		rdb := redis.NewClient(opt)
-		st, err := redisstore.New(ctx, rdb, redisstore.WithPrefix(cfg.RedisPrefix),
+		st, err := redisstore.New(ctx, rdb, redisstore.WithKeyPrefix(cfg.RedisPrefix),
 			redisstore.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))))
 		if err != nil {
 			rdb.Close()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -55,13 +56,13 @@ func TestRecordIdentity(t *testing.T) {
 	if err := st.Delete(ctx, key); err != nil {
 		t.Fatal(err)
 	}
-	owner := idem.Token{9}
-	res, err := st.Claim(ctx, idem.ClaimRequest{Key: key, Fingerprint: rec.Fingerprint, Owner: owner, Lease: time.Minute, TTL: time.Hour})
-	if err != nil || !(res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) {
+	owner := idemstore.Token{9}
+	res, err := st.Claim(ctx, idemstore.ClaimRequest{Key: key, Fingerprint: rec.Fingerprint, Owner: owner, Lease: time.Minute, TTL: time.Hour})
+	if err != nil || !(res.Status == idemstore.ClaimAcquired || res.Status == idemstore.ClaimTakenOver) {
 		t.Fatalf("claim: %v, %v", res.Status, err)
 	}
-	l := idem.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
-	if err := st.Complete(ctx, l, idem.Result{Data: forged}); err != nil {
+	l := idemstore.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
+	if err := st.Complete(ctx, l, idemstore.Result{Data: forged}); err != nil {
 		t.Fatal(err)
 	}
 	before := executions.Load()

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -39,7 +40,7 @@ func TestKeyHelpersAreTheClaimedKeys(t *testing.T) {
 				t.Fatal(err)
 			}
 			var claimed []string
-			if err := store.List(ctx, "", func(r idem.Record) error {
+			if err := store.List(ctx, "", func(r idemstore.Record) error {
 				claimed = append(claimed, r.Key)
 				return nil
 			}); err != nil {

@@ -30,6 +30,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/keyprop/other"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -710,7 +711,7 @@ func NewGuard() *idem.Guard {
 
 type decodingStore struct{ *memstore.Store }
 
-func (s decodingStore) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s decodingStore) Claim(ctx context.Context, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	r, err := s.Store.Claim(ctx, req)
 	r.Result.Value = nil
 	return r, err

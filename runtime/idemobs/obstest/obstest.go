@@ -24,6 +24,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
@@ -84,33 +85,33 @@ var ErrDeclined = errors.New("card declined")
 // faultyStore fails claims while failClaim is set and the next failBeats
 // heartbeats, and tells the script when a heartbeat failed.
 type faultyStore struct {
-	idem.Store
+	idemstore.Store
 	mu        sync.Mutex
 	failClaim bool
 	failBeats int
 	beatFail  chan struct{} // closed after the first injected heartbeat failure
-	lastClaim idem.ClaimRequest
+	lastClaim idemstore.ClaimRequest
 }
 
 // SupportsOrdering passes the memory store's ordering support through the
 // wrapper.
 func (s *faultyStore) SupportsOrdering() bool {
-	o, ok := s.Store.(idem.Orderer)
+	o, ok := s.Store.(idemstore.Orderer)
 	return ok && o.SupportsOrdering()
 }
 
-func (s *faultyStore) Claim(ctx context.Context, req idem.ClaimRequest) (idem.ClaimResult, error) {
+func (s *faultyStore) Claim(ctx context.Context, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
 	s.mu.Lock()
 	fail := s.failClaim
 	s.lastClaim = req
 	s.mu.Unlock()
 	if fail {
-		return idem.ClaimResult{}, fmt.Errorf("claim %s: %w", req.Key, ErrInjected)
+		return idemstore.ClaimResult{}, fmt.Errorf("claim %s: %w", req.Key, ErrInjected)
 	}
 	return s.Store.Claim(ctx, req)
 }
 
-func (s *faultyStore) Heartbeat(ctx context.Context, l idem.Lease) error {
+func (s *faultyStore) Heartbeat(ctx context.Context, l idemstore.Lease) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failBeats > 0 {
@@ -268,9 +269,9 @@ func (r *run) leaseLoss() {
 		req := r.store.lastClaim // this call's own claim: same key and fingerprint
 		r.store.mu.Unlock()
 		r.clock.Advance(2 * time.Hour)
-		req.Owner = idem.Token{0xee}
+		req.Owner = idemstore.Token{0xee}
 		res, err := r.mem.Claim(ctx, req)
-		if err != nil || res.Status != idem.ClaimTakenOver {
+		if err != nil || res.Status != idemstore.ClaimTakenOver {
 			r.t.Errorf("obstest: interloper's claim of k5: %v, %v", res.Status, err)
 		}
 		return receipt{ID: "r5"}, nil

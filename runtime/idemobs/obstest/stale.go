@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemobs"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
@@ -22,7 +22,7 @@ type Stale struct {
 	Grace    time.Duration // 2s
 	Interval time.Duration // 1m
 
-	running idem.Lease
+	running idemstore.Lease
 }
 
 // NewStale claims "crashed-a" (1s lease), "crashed-bb" (5s lease) and
@@ -33,19 +33,19 @@ func NewStale(t testing.TB) *Stale {
 	clock := idemtest.NewClock(time.Unix(1_700_000_000, 0))
 	s := &Stale{Store: memstore.New(memstore.WithClock(clock.Now)), Clock: clock, Grace: 2 * time.Second, Interval: time.Minute}
 	ctx := context.Background()
-	claim := func(key string, lease time.Duration) idem.Lease {
+	claim := func(key string, lease time.Duration) idemstore.Lease {
 		t.Helper()
-		owner := idem.Token{byte(len(key))}
-		res, err := s.Store.Claim(ctx, idem.ClaimRequest{Key: key, Owner: owner, Lease: lease, TTL: time.Hour})
-		if err != nil || !(res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) {
+		owner := idemstore.Token{byte(len(key))}
+		res, err := s.Store.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: owner, Lease: lease, TTL: time.Hour})
+		if err != nil || !(res.Status == idemstore.ClaimAcquired || res.Status == idemstore.ClaimTakenOver) {
 			t.Fatalf("claim %s = %+v, %v", key, res, err)
 		}
-		return idem.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: lease, TTL: time.Hour}
+		return idemstore.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: lease, TTL: time.Hour}
 	}
 	claim("crashed-a", time.Second)
 	claim("crashed-bb", 5*time.Second)
 	s.running = claim("running", time.Second)
-	if err := s.Store.Complete(ctx, claim("done-dddd", time.Second), idem.Result{Data: []byte("1")}); err != nil {
+	if err := s.Store.Complete(ctx, claim("done-dddd", time.Second), idemstore.Result{Data: []byte("1")}); err != nil {
 		t.Fatal(err)
 	}
 	return s

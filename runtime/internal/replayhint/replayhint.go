@@ -9,7 +9,7 @@ package replayhint
 import (
 	"sync"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // Size is how many keys a Recent remembers; the oldest leave first.
@@ -57,9 +57,9 @@ func (h *Recent) Drop(key string) {
 
 // Note updates the hint with a claim's answer: a key found running or
 // finished is likely to be claimed again by a duplicate.
-func (h *Recent) Note(key string, st idem.ClaimStatus) {
+func (h *Recent) Note(key string, st idemstore.ClaimStatus) {
 	switch st {
-	case idem.ClaimInProgress, idem.ClaimCompleted, idem.ClaimFailed:
+	case idemstore.ClaimInProgress, idemstore.ClaimCompleted, idemstore.ClaimFailed:
 		h.Add(key)
 	}
 }

@@ -5,8 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // The hint holds the last Size keys added, forgets dropped ones, and
@@ -17,8 +16,8 @@ func TestRecent(t *testing.T) {
 		h.Add(fmt.Sprint(i))
 	}
 	h.Drop("20")
-	h.Note("acquired", idem.ClaimAcquired)
-	h.Note("running", idem.ClaimInProgress)
+	h.Note("acquired", idemstore.ClaimAcquired)
+	h.Note("running", idemstore.ClaimInProgress)
 	got := map[string]bool{}
 	for _, k := range []string{"0", "9", "10", "20", "21", fmt.Sprint(Size + 9), "acquired", "running"} {
 		got[k] = h.Has(k)

@@ -16,6 +16,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemaudit"
 	"github.com/idemgen/idemgen/runtime/idemobs"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 	"github.com/idemgen/idemgen/runtime/pgaudit"
 	"github.com/idemgen/idemgen/runtime/pgstore"
@@ -55,7 +56,7 @@ type env struct {
 func newEnv(t *testing.T, backend string) *env {
 	t.Helper()
 	e := &env{mem: &memSink{}}
-	var store idem.Store
+	var store idemstore.Store
 	obs := []idem.Observer{idemaudit.New(e.mem)}
 	switch backend {
 	case "memory":
@@ -82,7 +83,7 @@ func newEnv(t *testing.T, backend string) *env {
 	return e
 }
 
-func redisStore(t *testing.T) idem.Store {
+func redisStore(t *testing.T) idemstore.Store {
 	t.Helper()
 	addr := testenv.RedisAddr()
 	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second})
@@ -102,7 +103,7 @@ func redisStore(t *testing.T) idem.Store {
 		}
 		rdb.Close()
 	})
-	s, err := redisstore.New(context.Background(), rdb, redisstore.WithPrefix(prefix))
+	s, err := redisstore.New(context.Background(), rdb, redisstore.WithKeyPrefix(prefix))
 	if err != nil {
 		t.Fatal(err)
 	}

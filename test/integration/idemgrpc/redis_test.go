@@ -47,7 +47,7 @@ func TestTwoServersShareRedis(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	testenv.Need(t, "Redis at "+addr, "start it (e.g. sudo service redis-server start) or set IDEM_REDIS_ADDR", rdb.Ping(ctx).Err())
-	store, err := redisstore.New(ctx, rdb, redisstore.WithPrefix("idemgrpc-test:"+testenv.RandName()+":"))
+	store, err := redisstore.New(ctx, rdb, redisstore.WithKeyPrefix("idemgrpc-test:"+testenv.RandName()+":"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemhook"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
@@ -32,7 +33,7 @@ import (
 // openStore returns a function that opens another client over one fresh
 // key space of the store kind (one per receiver instance), and the store
 // to list it with.
-func openStore(t *testing.T, kind string) func() idem.Store {
+func openStore(t *testing.T, kind string) func() idemstore.Store {
 	ctx := context.Background()
 	switch kind {
 	case "redis":
@@ -46,10 +47,10 @@ func openStore(t *testing.T, kind string) func() idem.Store {
 				probe.Del(context.Background(), keys...)
 			}
 		})
-		return func() idem.Store {
+		return func() idemstore.Store {
 			rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
 			t.Cleanup(func() { rdb.Close() })
-			s, err := redisstore.New(ctx, rdb, redisstore.WithPrefix(prefix))
+			s, err := redisstore.New(ctx, rdb, redisstore.WithKeyPrefix(prefix))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +72,7 @@ func openStore(t *testing.T, kind string) func() idem.Store {
 		if err := pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)); err != nil {
 			t.Fatal(err)
 		}
-		return func() idem.Store {
+		return func() idemstore.Store {
 			s, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema))
 			if err != nil {
 				t.Fatal(err)
@@ -81,18 +82,18 @@ func openStore(t *testing.T, kind string) func() idem.Store {
 		}
 	}
 	s := memstore.New()
-	return func() idem.Store { return s }
+	return func() idemstore.Store { return s }
 }
 
 // records lists every record in the store's key space.
-func records(t *testing.T, s idem.Store) []string {
+func records(t *testing.T, s idemstore.Store) []string {
 	t.Helper()
-	a, ok := s.(idem.Admin)
+	a, ok := s.(idemstore.Admin)
 	if !ok {
-		t.Fatalf("%T is not an idem.Admin", s)
+		t.Fatalf("%T is not an idemstore.Admin", s)
 	}
 	var keys []string
-	if err := a.List(context.Background(), "", func(r idem.Record) error {
+	if err := a.List(context.Background(), "", func(r idemstore.Record) error {
 		keys = append(keys, r.Key)
 		return nil
 	}); err != nil {
@@ -202,7 +203,7 @@ func TestStorm(t *testing.T) {
 					return nil
 				}
 				var hs []http.Handler
-				var stores []idem.Store
+				var stores []idemstore.Store
 				for range instances {
 					s := open()
 					rc, err := idemhook.New(idem.NewGuard(s), p.verifier(secret), handle,

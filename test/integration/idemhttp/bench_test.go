@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemhttp"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
@@ -163,7 +164,7 @@ func BenchmarkMiddlewareReplayStore(b *testing.B) {
 		if err := rdb.Ping(context.Background()).Err(); err != nil {
 			b.Skipf("Redis at %s: %v", addr, err)
 		}
-		store, err := redisstore.New(context.Background(), rdb, redisstore.WithPrefix("idemhttp-bench:"+testenv.RandName()+":"))
+		store, err := redisstore.New(context.Background(), rdb, redisstore.WithKeyPrefix("idemhttp-bench:"+testenv.RandName()+":"))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -195,22 +196,22 @@ func BenchmarkMiddlewareReplayStore(b *testing.B) {
 	})
 }
 
-func benchStore(b *testing.B, store idem.Store) {
+func benchStore(b *testing.B, store idemstore.Store) {
 	ctx := context.Background()
 	// The baseline's completed key, with a result the size of the
 	// recorded response.
-	creq := idem.ClaimRequest{Key: "idemhttp-bench-baseline", Owner: idem.Token{1}, Lease: time.Minute, TTL: time.Hour}
+	creq := idemstore.ClaimRequest{Key: "idemhttp-bench-baseline", Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Hour}
 	res, err := store.Claim(ctx, creq)
-	if err != nil || !(res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) {
+	if err != nil || !(res.Status == idemstore.ClaimAcquired || res.Status == idemstore.ClaimTakenOver) {
 		b.Fatalf("baseline claim: %+v %v", res, err)
 	}
-	lease := idem.Lease{Key: creq.Key, Owner: creq.Owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
-	if err := store.Complete(ctx, lease, idem.Result{Data: make([]byte, 350)}); err != nil {
+	lease := idemstore.Lease{Key: creq.Key, Owner: creq.Owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}
+	if err := store.Complete(ctx, lease, idemstore.Result{Data: make([]byte, 350)}); err != nil {
 		b.Fatal(err)
 	}
-	creq.Owner = idem.Token{2}
+	creq.Owner = idemstore.Token{2}
 	bare := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if res, err := store.Claim(r.Context(), creq); err != nil || res.Status != idem.ClaimCompleted {
+		if res, err := store.Claim(r.Context(), creq); err != nil || res.Status != idemstore.ClaimCompleted {
 			b.Fatalf("baseline claim: %+v %v", res, err)
 		}
 		benchHandler(w, r)

@@ -16,6 +16,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/memstore"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
@@ -23,12 +24,12 @@ import (
 
 // openers returns, per store kind, a function that opens another store
 // over the same records (one per consumer process).
-func openers(t *testing.T) map[string]func() idem.Store {
-	out := map[string]func() idem.Store{}
+func openers(t *testing.T) map[string]func() idemstore.Store {
+	out := map[string]func() idemstore.Store{}
 	mem := memstore.New()
-	out["memory"] = func() idem.Store { return mem }
+	out["memory"] = func() idemstore.Store { return mem }
 	prefix := "idemqueue-test:" + testenv.RandName() + ":"
-	out["redis"] = func() idem.Store {
+	out["redis"] = func() idemstore.Store {
 		addr := testenv.RedisAddr()
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
 		t.Cleanup(func() { rdb.Close() })
@@ -39,7 +40,7 @@ func openers(t *testing.T) map[string]func() idem.Store {
 				rdb.Del(context.Background(), keys...)
 			}
 		})
-		s, err := redisstore.New(context.Background(), rdb, redisstore.WithPrefix(prefix))
+		s, err := redisstore.New(context.Background(), rdb, redisstore.WithKeyPrefix(prefix))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +48,7 @@ func openers(t *testing.T) map[string]func() idem.Store {
 		return s
 	}
 	var schema string
-	out["postgres"] = func() idem.Store {
+	out["postgres"] = func() idemstore.Store {
 		url := testenv.PostgresURL()
 		ctx := context.Background()
 		pool, err := pgxpool.New(ctx, url)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/dynamostore"
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // dynamoEndpoint is the DynamoDB-compatible server the tests use: dynalite,
@@ -23,7 +23,7 @@ func dynamoEndpoint() string { return testenv.Env("IDEM_DYNAMO_ENDPOINT", "http:
 
 // openDynamoBackend is the dynalite backend: the application's store on a
 // fresh table (default layout), and the dynamodb:// URL idemctl gets for it.
-func openDynamoBackend(t *testing.T) (string, idem.Store) {
+func openDynamoBackend(t *testing.T) (string, idemstore.Store) {
 	table, st := dynamoTable(t)
 	return "dynamodb://" + table + "?endpoint=" + url.QueryEscape(dynamoEndpoint()), st
 }
@@ -31,7 +31,7 @@ func openDynamoBackend(t *testing.T) (string, idem.Store) {
 // openDynamoSingleTable is a single-table layout: the URL names the
 // partition key, the sort key and its value, the key prefix and the TTL
 // attribute the application's store uses.
-func openDynamoSingleTable(t *testing.T) (string, idem.Store) {
+func openDynamoSingleTable(t *testing.T) (string, idemstore.Store) {
 	layout := []dynamostore.Option{dynamostore.WithPartitionKey("PK"), dynamostore.WithSortKey("SK", "IDEM"),
 		dynamostore.WithKeyPrefix("IDEM#"), dynamostore.WithTTLAttribute("expires")}
 	table, st := dynamoTable(t, layout...)
@@ -40,7 +40,7 @@ func openDynamoSingleTable(t *testing.T) (string, idem.Store) {
 	return "dynamodb://" + table + "?" + q.Encode(), st
 }
 
-func dynamoTable(t *testing.T, opts ...dynamostore.Option) (string, idem.Store) {
+func dynamoTable(t *testing.T, opts ...dynamostore.Option) (string, idemstore.Store) {
 	ctx := context.Background()
 	client := dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",

@@ -15,13 +15,13 @@ import (
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/firestorestore"
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // openFirestoreBackend is the Firestore emulator backend: the
 // application's store on a fresh collection, and the firestore:// URL
 // idemctl gets for it.
-func openFirestoreBackend(t *testing.T) (string, idem.Store) {
+func openFirestoreBackend(t *testing.T) (string, idemstore.Store) {
 	addr := testenv.FirestoreEmulatorHost()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithPerRPCCredentials(emulatorOwner{}))

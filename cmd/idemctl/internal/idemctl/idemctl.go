@@ -1,6 +1,6 @@
 // Package idemctl is the operator command behind cmd/idemctl: it lists,
 // inspects and repairs idempotency records in a Redis, PostgreSQL or file
-// store through the stores' idem.Admin interface. It is a library so that
+// store through the stores' idemstore.Admin interface. It is a library so that
 // tests run it in-process; cmd/idemctl is a thin main over Run.
 //
 //	idemctl [global flags] <command> [flags] [args]
@@ -35,6 +35,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemseal"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // Exit statuses.
@@ -79,7 +80,7 @@ store URLs (-store, or $IDEMCTL_STORE):
   firestore://PROJECT/COLLECTION[?database=D&emulator=HOST:PORT]
   dynamodb://TABLE[?region=R&endpoint=URL&key_prefix=P&partition_key=PK
                    &sort_key=SK&sort_value=V&ttl_attribute=T]
-  (redis_prefix is the store's redisstore.WithPrefix; -prefix is the
+  (redis_prefix is the store's redisstore.WithKeyPrefix; -prefix is the
   Guard's idem.WithKeyPrefix)
 
 exit status: 0 ok, 1 error, 2 key not found
@@ -332,7 +333,7 @@ type stepView struct {
 }
 
 // steps lists r's steps by name, with their results if withResult.
-func steps(r idem.Record, withResult bool) []stepView {
+func steps(r idemstore.Record, withResult bool) []stepView {
 	var out []stepView
 	for _, name := range slices.Sorted(maps.Keys(r.Steps)) {
 		body := recordBody(r.Steps[name])
@@ -357,7 +358,7 @@ func rawResult(body []byte) json.RawMessage {
 // openRecords replaces r's sealed or compressed records (result and
 // steps) with the records they hold, opened with the keyring given. sealed
 // reports records left sealed for want of one (they are dropped from r).
-func (c *cmdCtx) openRecords(r *idem.Record) (sealed bool, err error) {
+func (c *cmdCtx) openRecords(r *idemstore.Record) (sealed bool, err error) {
 	var ring *idemseal.Keyring
 	if c.opts.keyringFile != "" || c.opts.envKeyring != "" {
 		text := c.opts.envKeyring
@@ -408,7 +409,7 @@ func recordBody(data []byte) []byte {
 	return data
 }
 
-func (c *cmdCtx) view(r idem.Record) view {
+func (c *cmdCtx) view(r idemstore.Record) view {
 	v := view{
 		Key:         r.Key,
 		State:       r.State.String(),
@@ -421,7 +422,7 @@ func (c *cmdCtx) view(r idem.Record) view {
 		ResultSize:  len(recordBody(r.Result)),
 		Live:        r.ExpiresAt.IsZero() || c.now.Before(r.ExpiresAt),
 	}
-	if r.Owner != (idem.Token{}) {
+	if r.Owner != (idemstore.Token{}) {
 		v.Owner = hex.EncodeToString(r.Owner[:])
 	}
 	if name, ver, ok := splitKey(c.opts.prefix, r.Key); ok {
@@ -429,7 +430,7 @@ func (c *cmdCtx) view(r idem.Record) view {
 	} else {
 		v.Func, v.Version = "?", -1
 	}
-	v.LeaseExpired = r.State == idem.StateInProgress && v.Live && !c.now.Before(r.LeaseUntil)
+	v.LeaseExpired = r.State == idemstore.StateInProgress && v.Live && !c.now.Before(r.LeaseUntil)
 	return v
 }
 
@@ -493,7 +494,7 @@ func (c *cmdCtx) table() *tabwriter.Writer {
 // with the error.
 func (c *cmdCtx) collect(ctx context.Context, fn string, keep func(*view) bool) ([]view, error) {
 	var out []view
-	err := c.listFunc(ctx, fn, func(r idem.Record) error {
+	err := c.listFunc(ctx, fn, func(r idemstore.Record) error {
 		v := c.view(r)
 		if keep(&v) {
 			out = append(out, v)
@@ -528,9 +529,9 @@ func matchFunc(name, fn string) bool {
 // listFunc lists the records of the functions matching fn: first under
 // the full name's prefix (one function's keys, cheap on a large store),
 // then, when that finds none, every key under the Guard's prefix.
-func (c *cmdCtx) listFunc(ctx context.Context, fn string, each func(idem.Record) error) error {
+func (c *cmdCtx) listFunc(ctx context.Context, fn string, each func(idemstore.Record) error) error {
 	seen := false
-	visit := func(r idem.Record) error {
+	visit := func(r idemstore.Record) error {
 		if name, _, ok := splitKey(c.opts.prefix, r.Key); !ok || !matchFunc(name, fn) {
 			return nil
 		}
@@ -552,7 +553,7 @@ var errStopHint = errors.New("enough examples")
 // says how to see them.
 func (c *cmdCtx) prefixHint(ctx context.Context) {
 	var examples []string
-	err := c.b.admin.List(ctx, "", func(r idem.Record) error {
+	err := c.b.admin.List(ctx, "", func(r idemstore.Record) error {
 		if strings.HasPrefix(r.Key, c.opts.prefix) {
 			return nil
 		}
@@ -572,11 +573,11 @@ func (c *cmdCtx) prefixHint(ctx context.Context) {
 	fmt.Fprintf(c.stderr, "Set -prefix to the application's idem.WithKeyPrefix (the part before the function's name).\n")
 }
 
-var states = map[string]idem.State{
-	"in_progress": idem.StateInProgress,
-	"completed":   idem.StateCompleted,
-	"failed":      idem.StateFailed,
-	"released":    idem.StateReleased,
+var states = map[string]idemstore.State{
+	"in_progress": idemstore.StateInProgress,
+	"completed":   idemstore.StateCompleted,
+	"failed":      idemstore.StateFailed,
+	"released":    idemstore.StateReleased,
 }
 
 func listCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error {
@@ -590,7 +591,7 @@ func listCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 		if err := wantArgs(args, 0, ""); err != nil {
 			return err
 		}
-		var want idem.State
+		var want idemstore.State
 		if *state != "" {
 			s, ok := states[*state]
 			if !ok {
@@ -607,10 +608,10 @@ func listCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 		defer c.close()
 		claimedBefore, updatedBefore := c.now.Add(-*older), c.now.Add(-*stale)
 		rows, listErr := c.collect(ctx, *fn, func(v *view) bool {
-			if want != idem.StateAbsent && v.State != want.String() {
+			if want != idemstore.StateAbsent && v.State != want.String() {
 				return false
 			}
-			if (*older > 0 || *stale > 0) && v.State != idem.StateInProgress.String() {
+			if (*older > 0 || *stale > 0) && v.State != idemstore.StateInProgress.String() {
 				return false
 			}
 			if *older > 0 && !v.claimedBefore(claimedBefore) {
@@ -640,7 +641,7 @@ func listCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 			fmt.Fprintln(tw, "KEY\tSTATE\tFENCE\tCLAIMED\tUPDATED\tLEASE_UNTIL\tEXPIRES_AT\tSIZE")
 			for _, v := range rows {
 				lease := "-"
-				if v.State == idem.StateInProgress.String() {
+				if v.State == idemstore.StateInProgress.String() {
 					lease = stamp(v.LeaseUntil)
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\n", v.Key, v.status(), v.Fence, stamp(v.ClaimedAt), stamp(v.UpdatedAt), lease, stamp(v.ExpiresAt), v.ResultSize)
@@ -664,7 +665,7 @@ func listCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 
 // lookup returns key's live record. A record past its expiry that has not
 // been cleaned up yet is found through List (Redis removes those itself).
-func (c *cmdCtx) lookup(ctx context.Context, key string) (idem.Record, error) {
+func (c *cmdCtx) lookup(ctx context.Context, key string) (idemstore.Record, error) {
 	r, err := c.b.store.Get(ctx, key)
 	if err == nil {
 		return r, nil
@@ -673,8 +674,8 @@ func (c *cmdCtx) lookup(ctx context.Context, key string) (idem.Record, error) {
 		return r, fmt.Errorf("reading %s: %w", key, err)
 	}
 	if c.b.kind != "redis" {
-		var found *idem.Record
-		lerr := c.b.admin.List(ctx, key, func(r idem.Record) error {
+		var found *idemstore.Record
+		lerr := c.b.admin.List(ctx, key, func(r idemstore.Record) error {
 			if r.Key == key {
 				found = &r
 			}
@@ -684,10 +685,10 @@ func (c *cmdCtx) lookup(ctx context.Context, key string) (idem.Record, error) {
 			return *found, nil
 		}
 		if lerr != nil && !errors.Is(lerr, idem.ErrCorruptRecord) {
-			return idem.Record{}, fmt.Errorf("reading %s: %w", key, lerr)
+			return idemstore.Record{}, fmt.Errorf("reading %s: %w", key, lerr)
 		}
 	}
-	return idem.Record{}, fmt.Errorf("%w: %s has no record (wrong -prefix or store, or it expired)", errNotFound, key)
+	return idemstore.Record{}, fmt.Errorf("%w: %s has no record (wrong -prefix or store, or it expired)", errNotFound, key)
 }
 
 func showCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error {
@@ -711,7 +712,7 @@ func showCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error 
 		v := c.view(r)
 		v.Sealed = sealed
 		body := recordBody(r.Result)
-		if r.State == idem.StateFailed {
+		if r.State == idemstore.StateFailed {
 			var fr struct {
 				Message string `json:"message"`
 			}
@@ -798,7 +799,7 @@ func releaseCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) err
 		if err != nil {
 			return err
 		}
-		if before.State == idem.StateCompleted && !*force {
+		if before.State == idemstore.StateCompleted && !*force {
 			return fmt.Errorf("%s is completed: releasing it forgets its result, so the next call runs the function again; pass -force if that is what you want", key)
 		}
 		after, err := c.b.admin.ForceRelease(ctx, key)
@@ -822,7 +823,7 @@ func releaseCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) err
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		if before.State == idem.StateInProgress {
+		if before.State == idemstore.StateInProgress {
 			fmt.Fprintf(c.stdout, "The old owner's heartbeats and completion now fail with idem.ErrLeaseLost (its result is not stored);\nthe next call of this key runs the function again with fence %d or higher.\n", a.Fence+1)
 		}
 		return nil
@@ -847,9 +848,9 @@ func deleteCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) erro
 		}
 		if corrupt {
 			// Delete is the way out for a value the store cannot decode.
-			before = idem.Record{Key: key}
+			before = idemstore.Record{Key: key}
 		}
-		if before.State == idem.StateInProgress && !*force {
+		if before.State == idemstore.StateInProgress && !*force {
 			return fmt.Errorf("%s is in progress (fence %d): deleting it lets the next owner start again at fence 1, which a still-running owner may also hold; use 'idemctl release' (fenced), or pass -force", key, before.Fence)
 		}
 		if err := c.b.store.Delete(ctx, key); err != nil {
@@ -927,7 +928,7 @@ func statsCmd(c *cmdCtx, fs *flag.FlagSet) func(context.Context, []string) error
 			v int
 		}
 		rows := map[fv]*statsRow{}
-		err := c.listFunc(ctx, *fn, func(r idem.Record) error {
+		err := c.listFunc(ctx, *fn, func(r idemstore.Record) error {
 			v := c.view(r)
 			k := fv{v.Func, v.Version}
 			s := rows[k]

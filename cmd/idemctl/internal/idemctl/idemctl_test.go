@@ -28,6 +28,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemseal"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 )
@@ -36,14 +37,14 @@ import (
 // own store over the same records.
 type testBackend struct {
 	name string
-	open func(t *testing.T) (storeURL string, app idem.Store)
+	open func(t *testing.T) (storeURL string, app idemstore.Store)
 	// expiredLingers: a record past its TTL stays until cleanup (Postgres,
 	// file); Redis removes it itself.
 	expiredLingers bool
 }
 
 var backends = []testBackend{
-	{name: "redis", open: func(t *testing.T) (string, idem.Store) {
+	{name: "redis", open: func(t *testing.T) (string, idemstore.Store) {
 		addr := testenv.RedisAddr()
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
 		t.Cleanup(func() { rdb.Close() })
@@ -55,14 +56,14 @@ var backends = []testBackend{
 				rdb.Del(context.Background(), keys...)
 			}
 		})
-		st, err := redisstore.New(context.Background(), rdb, redisstore.WithPrefix(prefix), redisstore.WithEvictionCheck(redisstore.EvictionIgnore))
+		st, err := redisstore.New(context.Background(), rdb, redisstore.WithKeyPrefix(prefix), redisstore.WithEvictionCheck(redisstore.EvictionIgnore))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
 		return "redis://" + addr + "/0?redis_prefix=" + url.QueryEscape(prefix), st
 	}},
-	{name: "redis-cluster", open: func(t *testing.T) (string, idem.Store) {
+	{name: "redis-cluster", open: func(t *testing.T) (string, idemstore.Store) {
 		addrs := testenv.Env("IDEM_REDIS_CLUSTER_ADDRS", "127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103")
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addrs, ",")})
 		t.Cleanup(func() { rdb.Close() })
@@ -78,14 +79,14 @@ var backends = []testBackend{
 				return nil
 			})
 		})
-		st, err := redisstore.New(context.Background(), rdb, redisstore.WithPrefix(prefix), redisstore.WithEvictionCheck(redisstore.EvictionIgnore))
+		st, err := redisstore.New(context.Background(), rdb, redisstore.WithKeyPrefix(prefix), redisstore.WithEvictionCheck(redisstore.EvictionIgnore))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
 		return "redis+cluster://" + addrs + "?redis_prefix=" + url.QueryEscape(prefix), st
 	}},
-	{name: "postgres", expiredLingers: true, open: func(t *testing.T) (string, idem.Store) {
+	{name: "postgres", expiredLingers: true, open: func(t *testing.T) (string, idemstore.Store) {
 		raw := testenv.PostgresURL()
 		ctx := context.Background()
 		pool, err := pgxpool.New(ctx, raw)
@@ -118,7 +119,7 @@ var backends = []testBackend{
 	{name: "firestore", expiredLingers: true, open: openFirestoreBackend}, // firestore_test.go
 	{name: "dynamodb", expiredLingers: true, open: openDynamoBackend},     // dynamodb_test.go
 	{name: "dynamodb-single-table", expiredLingers: true, open: openDynamoSingleTable},
-	{name: "file", expiredLingers: true, open: func(t *testing.T) (string, idem.Store) {
+	{name: "file", expiredLingers: true, open: func(t *testing.T) (string, idemstore.Store) {
 		dir := t.TempDir()
 		st, err := filestore.New(dir, filestore.WithoutSync())
 		if err != nil {
@@ -740,13 +741,13 @@ func TestHungOwner(t *testing.T) {
 	g := idem.NewGuard(st)
 	key := keyOf(t, g, specShip, "hung")
 	ctx := context.Background()
-	owner := idem.Token{1}
-	res, err := st.Claim(ctx, idem.ClaimRequest{Key: key, Owner: owner, Lease: 10 * time.Minute, TTL: time.Hour})
-	if err != nil || !(res.Status == idem.ClaimAcquired || res.Status == idem.ClaimTakenOver) {
+	owner := idemstore.Token{1}
+	res, err := st.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: owner, Lease: 10 * time.Minute, TTL: time.Hour})
+	if err != nil || !(res.Status == idemstore.ClaimAcquired || res.Status == idemstore.ClaimTakenOver) {
 		t.Fatalf("claim: %v %v", res.Status, err)
 	}
 	behind.Store(false)
-	if err := st.Heartbeat(ctx, idem.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: 10 * time.Minute, TTL: time.Hour}); err != nil {
+	if err := st.Heartbeat(ctx, idemstore.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: 10 * time.Minute, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	storeURL := "file://" + dir

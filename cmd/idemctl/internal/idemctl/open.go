@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/filestore"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 )
@@ -24,8 +25,8 @@ import (
 // leases, not by the operator's laptop) and how to let it go.
 type backend struct {
 	kind  string
-	store idem.Store
-	admin idem.Admin
+	store idemstore.Store
+	admin idemstore.Admin
 	now   func(context.Context) (time.Time, error)
 	close func()
 }
@@ -44,7 +45,7 @@ var errUsage = errors.New("usage")
 //	firestore://PROJECT/COLLECTION[?database=D&emulator=HOST:PORT]
 //	dynamodb://TABLE[?region=R&endpoint=URL&partition_key=PK&sort_key=SK&sort_value=V&key_prefix=P&ttl_attribute=T]
 //
-// redis_prefix is the redisstore.WithPrefix of the application's store
+// redis_prefix is the redisstore.WithKeyPrefix of the application's store
 // (the Redis key namespace, default empty), not the Guard's key prefix.
 func open(ctx context.Context, rawURL string) (*backend, error) {
 	if rawURL == "" {
@@ -97,7 +98,7 @@ func openRedis(ctx context.Context, raw, scheme string) (*backend, error) {
 	q := u.Query()
 	var opts []redisstore.Option
 	if p := q.Get("redis_prefix"); p != "" {
-		opts = append(opts, redisstore.WithPrefix(p))
+		opts = append(opts, redisstore.WithKeyPrefix(p))
 	}
 	q.Del("redis_prefix")
 	base, topo, _ := strings.Cut(scheme, "+")
