@@ -206,45 +206,12 @@ func (h *harness) callerClockSkew(t *testing.T, store string, sz sizes, beyond b
 		offs = []skew{{-3 * margin / 2, false}, {3 * margin / 2, false}}
 		scenario = "skew-beyond"
 	}
-	var keys []string
-	for i := range sz.skewKeys {
-		keys = append(keys, fmt.Sprintf("%s/%s/%04d", store, scenario, i))
-	}
-	var cfgs []workerConfig
-	var names []string
-	for _, s := range offs {
-		c := h.base(store, "skew", "")
-		c.Goroutines = 8
-		c.HoldMin, c.HoldMax = 0, 1500*time.Millisecond
-		c.CallTimeout, c.Deadline = 10*time.Second, 3*time.Minute
-		c.ClockOffset, c.ClockJump = s.off, s.jump
-		cfgs = append(cfgs, c)
-		names = append(names, s.String())
-	}
-	v, calls, events, _, execs, re, overlap := h.contention(t, store, scenario, cfgs, keys, nil, 0)
-	cl := classes(calls)
-	for _, c := range calls {
-		if c.Class != "ok" && c.Class != "in_progress" && !beyond {
-			v.add("%s: unexpected error without faults: %s", c.Key, c.Err)
-		}
-	}
-	if execs > len(keys) {
-		v.add("%d keys executed more than once (%d executions for %d keys): live owners were taken over under clock skew", re, execs, len(keys))
-	}
-	delete(cl, "ok")
-	name := fmt.Sprintf("clock skew within the %s skew margin (Guard and store clocks %s)", margin, strings.Join(names, ", "))
+	r := h.skewStorm(t, store, scenario, sz, offs, false, beyond)
+	name := fmt.Sprintf("clock skew within the %s skew margin (Guard and store clocks %s)", margin, r.clocks)
 	if beyond {
-		name = fmt.Sprintf("clock skew **beyond** the %s skew margin (clocks %s; self-test: violations expected)", margin, strings.Join(names, ", "))
+		name = fmt.Sprintf("clock skew **beyond** the %s skew margin (clocks %s; self-test: violations expected)", margin, r.clocks)
 	}
-	return row{
-		Store: store, Scenario: name, expectViolations: beyond,
-		Trials:   fmt.Sprintf("%d processes × 8 goroutines, %d keys", len(cfgs), sz.skewKeys),
-		Expected: fmt.Sprint(sz.skewKeys),
-		Observed: fmt.Sprintf("%d (%d keys re-run after a takeover)", execs, re),
-		Notes: fmt.Sprintf("leases judged by caller clocks; duplicates answered: %s; takeovers %d; stale owners overlapping a successor: %d",
-			fmtCounts(cl), events["takeover"], overlap),
-		v: v, took: time.Since(start),
-	}
+	return r.row(store, name, beyond, "leases judged by caller clocks; ", start)
 }
 
 // TestHarnessDetectsSkewBeyondMargin is the DynamoDB skew row's negative
