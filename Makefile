@@ -148,9 +148,11 @@ reliability:
 
 # Broker redelivery storms (runtime/idemkafka, runtime/idemamqp,
 # runtime/idemsqs), full size: worker processes consume through the adapter
-# on one shared store while the test SIGKILLs them mid-handler, nacks, lets
-# visibility timeouts expire and makes consumers leave and join; the ledger
-# must show one side effect per message ID. Rewrites
+# on one shared store (Kafka's storm twice: over Redis, and over PostgreSQL
+# with the ledger row committed with the record) while the test SIGKILLs
+# them mid-handler, nacks, lets visibility timeouts expire and makes
+# consumers leave and join; the ledger must show one side effect per
+# message ID. Rewrites
 # test/reliability/BROKERS.md, the "Broker redelivery storms" section that
 # `make reliability` appends to docs/RELIABILITY.md.
 .PHONY: reliability-brokers
@@ -161,7 +163,7 @@ reliability-brokers:
 	scripts/kafka.sh
 	scripts/sqs.sh
 	printf '%s\n\n%s\n\n' '## Broker redelivery storms' \
-	  'Command: `make reliability-brokers` (= `IDEM_RELIABILITY=full go test -count=1 -timeout 30m -run ^TestRedeliveryStorm$$ .` in runtime/idemkafka, runtime/idemamqp and runtime/idemsqs, GOWORK=off). Worker processes (the test binary re-executed) consume through the adapter and share one store (Redis for Kafka, PostgreSQL for RabbitMQ and SQS); the handler writes the side effect to a ledger (for PostgreSQL, in the transaction that completes the idempotency record), and duplicates and lost messages are counted from the ledger per message ID. Kafka runs against kfake, an in-memory Kafka-protocol broker, not Apache Kafka (docs/QUEUES.md).' >$(BROKERS_REPORT)
+	  'Command: `make reliability-brokers` (= `IDEM_RELIABILITY=full go test -count=1 -timeout 30m -run ^TestRedeliveryStorm$$ .` in runtime/idemkafka, runtime/idemamqp and runtime/idemsqs, GOWORK=off). Worker processes (the test binary re-executed) consume through the adapter and share one store (for Kafka, Redis in one row and PostgreSQL in another; PostgreSQL for RabbitMQ and SQS); the handler writes the side effect to a ledger (on PostgreSQL, a row inserted in the transaction that completes the idempotency record: exactly-once), and duplicates and lost messages are counted from the ledger per message ID. Kafka runs against kfake, an in-memory Kafka-protocol broker, not Apache Kafka (docs/QUEUES.md).' >$(BROKERS_REPORT)
 	cd runtime/idemkafka && GOWORK=off IDEM_RELIABILITY=full IDEM_RELIABILITY_REPORT_BROKERS=$(BROKERS_REPORT) $(GO) test -count=1 -timeout 30m -run '^TestRedeliveryStorm$$' -v .
 	cd runtime/idemamqp && GOWORK=off IDEM_RELIABILITY=full IDEM_RELIABILITY_REPORT_BROKERS=$(BROKERS_REPORT) $(GO) test -count=1 -timeout 20m -run '^TestRedeliveryStorm$$' -v .
 	cd runtime/idemsqs && GOWORK=off IDEM_RELIABILITY=full IDEM_RELIABILITY_REPORT_BROKERS=$(BROKERS_REPORT) $(GO) test -count=1 -timeout 20m -run '^TestRedeliveryStorm$$' -v .

@@ -11,6 +11,14 @@ require (
 )
 
 require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+)
+
+require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/twmb/franz-go/pkg/kadm v1.20.0
 	go.uber.org/atomic v1.12.0 // indirect
@@ -18,6 +26,8 @@ require (
 )
 
 require (
+	github.com/idemgen/idemgen/runtime/pgstore v0.0.0-00010101000000-000000000000
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/twmb/franz-go v1.22.3
@@ -26,3 +36,5 @@ require (
 replace github.com/idemgen/idemgen => ../..
 
 replace github.com/idemgen/idemgen/runtime/redisstore => ../redisstore
+
+replace github.com/idemgen/idemgen/runtime/pgstore => ../pgstore

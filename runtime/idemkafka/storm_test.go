@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -26,6 +29,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemkafka"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
+	"github.com/idemgen/idemgen/runtime/pgstore"
 	"github.com/idemgen/idemgen/runtime/redisstore"
 )
 
@@ -77,9 +81,13 @@ type workerConfig struct {
 	Group     string
 	RedisAddr string
 	Prefix    string // Redis key prefix of the run: the store's records and the ledger
-	HoldMin   time.Duration
-	HoldMax   time.Duration
-	Lease     time.Duration
+	// PGURL set: the store is pgstore in Schema, and the side effect is a
+	// ledger row inserted in the transaction that completes the
+	// idempotency record (pgstore.InTx), so a kill can land anywhere.
+	PGURL, Schema string
+	HoldMin       time.Duration
+	HoldMax       time.Duration
+	Lease         time.Duration
 	// BlockAfter > 0: the handler of this process's BlockAfter-th record
 	// prints BLOCKED and never returns (the storm SIGKILLs the process
 	// there: mid-handler, lease held, before the side effect).
@@ -90,24 +98,23 @@ type workerConfig struct {
 	PositionIDs bool
 }
 
-// runWorker is one consumer process: idemkafka over redisstore; the side
-// effect counts the message ID in the ledger hash.
+// runWorker is one consumer process: idemkafka over redisstore, the side
+// effect counting the message ID in a Redis ledger hash; or, with
+// cfg.PGURL, over pgstore with the ledger row in the record's transaction.
 func runWorker(ctx context.Context, cfg workerConfig) error {
-	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr})
-	defer rdb.Close()
-	st, err := redisstore.New(ctx, rdb, redisstore.WithKeyPrefix(cfg.Prefix+"store:"))
+	q, effect, done, err := openWorkerStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	q := idemqueue.New(idem.NewGuard(st), idemcall.WithName("storm"), idemcall.WithLease(cfg.Lease))
+	defer done()
 	var mu sync.Mutex
-	// A SIGKILL between a side effect and the store's record of it is
-	// the window idemqueue documents as unclosable from outside (the
-	// effect is not in the store's transaction): the victim freezes new
-	// effects and waits until none is between its effect and its
-	// outcome before it reports BLOCKED, so every kill lands inside
-	// handlers and before their effects.
+	// A SIGKILL between a Redis side effect and the store's record of it
+	// is the window idemqueue documents as unclosable from outside (the
+	// effect is not in the store's transaction): on Redis the victim
+	// freezes new effects and waits until none is between its effect and
+	// its outcome before it reports BLOCKED, so every kill lands inside
+	// handlers and before their effects. On PostgreSQL the effect commits
+	// with the record, and the victim blocks at once.
 	var (
 		handled  int
 		freeze   bool
@@ -121,10 +128,11 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 		n := handled
 		mu.Unlock()
 		if cfg.BlockAfter > 0 && n == cfg.BlockAfter {
+			wait := cfg.PGURL == ""
 			mu.Lock()
-			freeze = true
+			freeze = wait
 			mu.Unlock()
-			for {
+			for wait {
 				mu.Lock()
 				open := len(inWindow)
 				mu.Unlock()
@@ -148,13 +156,7 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 		}
 		inWindow[pos(r)] = true
 		mu.Unlock()
-		fence, _ := idem.FenceFrom(ctx)
-		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.HIncrBy(ctx, cfg.Prefix+"ledger", id, 1)
-			p.RPush(ctx, cfg.Prefix+"log:"+id, fmt.Sprintf("pid=%d fence=%d partition=%d offset=%d", os.Getpid(), fence, r.Partition, r.Offset))
-			return nil
-		})
-		return err
+		return effect(ctx, r)
 	}
 	idOpt := idemkafka.WithMessageID(idemkafka.HeaderID(idemkafka.DefaultIDHeaders...))
 	if cfg.PositionIDs {
@@ -183,6 +185,41 @@ func runWorker(ctx context.Context, cfg workerConfig) error {
 	}
 	stormtest.Say("READY %d", os.Getpid())
 	return c.Run(ctx)
+}
+
+// openWorkerStore opens a worker's store and its idemqueue consumer, and
+// returns the handler's side effect for a record, on Redis or PostgreSQL
+// (cfg.PGURL); done closes what it opened.
+func openWorkerStore(ctx context.Context, cfg workerConfig) (*idemqueue.Consumer, func(context.Context, *kgo.Record) error, func(), error) {
+	if cfg.PGURL != "" {
+		st, q, done, err := stormtest.OpenPG(ctx, stormtest.PGWorker{PGURL: cfg.PGURL, Lease: cfg.Lease},
+			pgxpool.New, pgstore.New, pgstore.WithSchema(cfg.Schema))
+		effect := func(ctx context.Context, r *kgo.Record) error {
+			_, err := pgstore.InTx(ctx, st, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) (pgconn.CommandTag, error) {
+				return tx.Exec(ctx, stormtest.LedgerInsert(cfg.Schema), stormtest.LedgerArgs(ctx, string(r.Key))...)
+			})
+			return err
+		}
+		return q, effect, done, err
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr})
+	st, err := redisstore.New(ctx, rdb, redisstore.WithKeyPrefix(cfg.Prefix+"store:"))
+	if err != nil {
+		rdb.Close()
+		return nil, nil, nil, err
+	}
+	q := idemqueue.New(idem.NewGuard(st), idemcall.WithName("storm"), idemcall.WithLease(cfg.Lease))
+	effect := func(ctx context.Context, r *kgo.Record) error {
+		id := string(r.Key)
+		fence, _ := idem.FenceFrom(ctx)
+		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.HIncrBy(ctx, cfg.Prefix+"ledger", id, 1)
+			p.RPush(ctx, cfg.Prefix+"log:"+id, fmt.Sprintf("pid=%d fence=%d partition=%d offset=%d", os.Getpid(), fence, r.Partition, r.Offset))
+			return nil
+		})
+		return err
+	}
+	return q, effect, func() { st.Close(); rdb.Close() }, nil
 }
 
 // stormSize is the storm's shape: short in make test, bigger with
@@ -228,27 +265,38 @@ type event struct {
 
 // TestRedeliveryStorm produces messages with stable IDs (and duplicate
 // sends of some), consumes them with several consumer processes in one
-// group over one Redis store, SIGKILLs consumers inside a handler and
-// makes others leave and join, and checks in the ledger (written by the
-// handler as its side effect) that every message ID was applied exactly
-// once, and that the group's committed offsets reach the end of every
-// partition.
+// group over one store, SIGKILLs consumers inside a handler and makes
+// others leave and join, and checks in the ledger (written by the handler
+// as its side effect) that every message ID was applied exactly once, and
+// that the group's committed offsets reach the end of every partition. It
+// runs over Redis (the ledger a Redis hash beside the store) and over
+// PostgreSQL, where the ledger row and the idempotency record commit in
+// one transaction (pgstore.InTx): exactly-once with PostgreSQL.
 func TestRedeliveryStorm(t *testing.T) {
-	size := sizeFromEnv()
-	res := storm(t, size, false)
-	if diff := cmp.Diff(stormtest.Summary{Effects: size.Messages + res.fills}, res.summary); diff != "" {
-		t.Errorf("side effects per message ID (-want +got):\n%s\nduplicated: %v\nlost: %v", diff, res.dupIDs, res.lostIDs)
+	for _, tc := range []struct{ store, row string }{
+		{"redis", "Redis store, ledger in Redis"},
+		{"postgres", "PostgreSQL store, ledger row in the record's transaction"},
+	} {
+		t.Run(tc.store, func(t *testing.T) {
+			size := sizeFromEnv()
+			res := storm(t, size, tc.store, false)
+			if diff := cmp.Diff(stormtest.Summary{Effects: size.Messages + res.fills}, res.summary); diff != "" {
+				t.Errorf("side effects per message ID (-want +got):\n%s\nduplicated: %v\nlost: %v", diff, res.dupIDs, res.lostIDs)
+			}
+			if res.dupStatus < size.DupSends {
+				t.Errorf("%d Duplicate outcomes, want at least the %d duplicate sends", res.dupStatus, size.DupSends)
+			}
+			if res.kills > 0 && res.redeliveries <= 0 {
+				t.Errorf("%d kills but no redelivery observed: the storm did not force any", res.kills)
+			}
+			stormtest.Report(t, stormtest.Row{Broker: "Kafka protocol (kfake " + kfakeVersion + ", franz-go kgo); " + tc.row,
+				Messages: size.Messages + res.fills, DupSends: size.DupSends,
+				Forced:      fmt.Sprintf("%d SIGKILLs mid-handler, %d leaves/joins (rebalances)", res.kills, res.leaves),
+				Redelivered: res.redeliveries, Effects: res.summary.Effects, Dups: res.summary.Duplicates, Lost: res.summary.Lost,
+				Notes: fmt.Sprintf("%d consumer processes; %d filler messages for the last victims; %s; %v",
+					res.starts, res.fills, runtime.Version(), res.took.Round(100*time.Millisecond))})
+		})
 	}
-	if res.dupStatus < size.DupSends {
-		t.Errorf("%d Duplicate outcomes, want at least the %d duplicate sends", res.dupStatus, size.DupSends)
-	}
-	if res.kills > 0 && res.redeliveries <= 0 {
-		t.Errorf("%d kills but no redelivery observed: the storm did not force any", res.kills)
-	}
-	stormtest.Report(t, stormtest.Row{Broker: "Kafka protocol (kfake " + kfakeVersion + ", franz-go kgo)", Messages: size.Messages + res.fills,
-		DupSends: size.DupSends, Forced: fmt.Sprintf("%d SIGKILLs mid-handler, %d leaves/joins (rebalances)", res.kills, res.leaves),
-		Redelivered: res.redeliveries, Effects: res.summary.Effects, Dups: res.summary.Duplicates, Lost: res.summary.Lost,
-		Notes: fmt.Sprintf("%d consumer processes; %d filler messages for the last victims; %s", res.starts, res.fills, runtime.Version())})
 }
 
 // TestRedeliveryStormPositionID is the storm's self-test: keyed by
@@ -258,7 +306,7 @@ func TestRedeliveryStorm(t *testing.T) {
 func TestRedeliveryStormPositionID(t *testing.T) {
 	size := stormSize{Messages: 100, DupSends: 10, Workers: 2, Leaves: 1,
 		HoldMin: time.Millisecond, HoldMax: 5 * time.Millisecond, Timeout: 2 * time.Minute}
-	res := storm(t, size, true)
+	res := storm(t, size, "redis", true)
 	want := stormtest.Summary{Effects: size.Messages + size.DupSends, Duplicates: size.DupSends}
 	if diff := cmp.Diff(want, res.summary); diff != "" {
 		t.Errorf("PositionID storm (-want +got):\n%s", diff)
@@ -271,6 +319,63 @@ type stormResult struct {
 	kills, leaves                   int
 	redeliveries, dupStatus, starts int
 	fills                           int // filler messages (messages beyond size.Messages)
+	took                            time.Duration
+}
+
+// stormLedger is where a storm's workers keep their records and write
+// their side effects.
+type stormLedger struct {
+	worker func(*workerConfig)    // points a worker at the store and the ledger
+	counts func() map[string]int  // side effects per message ID so far
+	log    func(id string) string // how id's side effects were applied
+}
+
+// newLedger is the store and ledger of a storm's run: "redis", the store
+// and a ledger hash under a prefix of the run on the machine's Redis;
+// "postgres", pgstore and a ledger table in a schema of the run.
+func newLedger(ctx context.Context, t *testing.T, store, run string) stormLedger {
+	if store == "postgres" {
+		schema := "idemkafka_storm_" + run
+		pool, err := pgxpool.New(ctx, testenv.PostgresURL())
+		counts := stormtest.NeedLedger(ctx, t, pool, err, schema, func(ctx context.Context) error {
+			return pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema))
+		})
+		return stormLedger{
+			worker: func(c *workerConfig) { c.PGURL, c.Schema = testenv.PostgresURL(), schema },
+			counts: counts,
+			log: func(id string) string {
+				var s string
+				pool.QueryRow(context.Background(), `SELECT string_agg(format('pid=%s fence=%s at=%s', pid, fence, at), '; ') FROM "`+schema+`".ledger WHERE id = $1`, id).Scan(&s) //nolint:errcheck
+				return s
+			},
+		}
+	}
+	rdb := needRedis(t)
+	prefix := "idemkafka-storm:" + run + ":"
+	t.Cleanup(func() {
+		keys, _ := rdb.Keys(context.Background(), prefix+"*").Result()
+		for i := 0; i < len(keys); i += 500 {
+			rdb.Del(context.Background(), keys[i:min(i+500, len(keys))]...)
+		}
+	})
+	return stormLedger{
+		worker: func(c *workerConfig) { c.RedisAddr, c.Prefix = testenv.RedisAddr(), prefix },
+		counts: func() map[string]int {
+			m, err := rdb.HGetAll(context.Background(), prefix+"ledger").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			counts := map[string]int{}
+			for id, c := range m {
+				counts[id], _ = strconv.Atoi(c)
+			}
+			return counts
+		},
+		log: func(id string) string {
+			log, _ := rdb.LRange(context.Background(), prefix+"log:"+id, 0, -1).Result()
+			return strings.Join(log, "; ")
+		},
+	}
 }
 
 // fillBatch is how many filler messages the producer sends every 50ms
@@ -284,21 +389,16 @@ type produceResult struct {
 	err   error
 }
 
-func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
+// storm runs the storm over store ("redis" or "postgres").
+func storm(t *testing.T, size stormSize, store string, positionIDs bool) stormResult {
 	t.Helper()
 	needKafka(t)
-	rdb := needRedis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), size.Timeout)
 	defer cancel()
 
 	run := testenv.RandName()
-	topic, group, prefix := "idemkafka-storm-"+run, "storm-"+run, "idemkafka-storm:"+run+":"
-	t.Cleanup(func() {
-		keys, _ := rdb.Keys(context.Background(), prefix+"*").Result()
-		for i := 0; i < len(keys); i += 500 {
-			rdb.Del(context.Background(), keys[i:min(i+500, len(keys))]...)
-		}
-	})
+	topic, group := "idemkafka-storm-"+run, "storm-"+run
+	led := newLedger(ctx, t, store, run)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers()...), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -384,8 +484,9 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 	events := make(chan event, 1024)
 	var procs []*proc
 	start := func(blockAfter int) *proc {
-		cfg := workerConfig{Brokers: brokers(), Topic: topic, Group: group, RedisAddr: testenv.RedisAddr(), Prefix: prefix,
+		cfg := workerConfig{Brokers: brokers(), Topic: topic, Group: group,
 			HoldMin: size.HoldMin, HoldMax: size.HoldMax, Lease: 2 * time.Second, BlockAfter: blockAfter, PositionIDs: positionIDs}
+		led.worker(&cfg)
 		p := &proc{n: len(procs), blockAfter: blockAfter, started: time.Now()}
 		procs = append(procs, p)
 		p.Proc = stormtest.Start(t, cfg, func(line string) {
@@ -451,7 +552,7 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 	// waits for, and each worker's last sign of life.
 	status := func() string {
 		var b strings.Builder
-		n, _ := rdb.HLen(context.Background(), prefix+"ledger").Result()
+		n := len(led.counts())
 		lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		lag := commitLag(lctx, adm, group, topic)
 		lcancel()
@@ -558,8 +659,7 @@ func storm(t *testing.T, size stormSize, positionIDs bool) stormResult {
 		if !prodDone || kills < size.Kills || leaves < size.Leaves {
 			continue
 		}
-		n, err := rdb.HLen(ctx, prefix+"ledger").Result()
-		if err != nil || int(n) < size.Messages+len(fills) {
+		if len(led.counts()) < size.Messages+len(fills) {
 			continue
 		}
 		if lag := commitLag(ctx, adm, group, topic); lag == 0 {
@@ -597,19 +697,11 @@ drain:
 		}
 	}
 
-	ledger, err := rdb.HGetAll(context.Background(), prefix+"ledger").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	counts := map[string]int{}
-	for id, c := range ledger {
-		counts[id], _ = strconv.Atoi(c)
-	}
+	counts := led.counts()
 	tally := stormtest.Count(append(ids, fills...), counts)
 	for _, id := range tally.DupIDs {
-		log, _ := rdb.LRange(context.Background(), prefix+"log:"+id, 0, -1).Result()
 		if !positionIDs {
-			t.Logf("%s applied %d times: %s", id, counts[id], strings.Join(log, "; "))
+			t.Logf("%s applied %d times: %s", id, counts[id], led.log(id))
 		}
 	}
 	// A redelivery is a delivery of a record position that had been
@@ -636,7 +728,7 @@ drain:
 	t.Logf("storm: %d messages (+%d fillers), %d duplicate sends, %d workers started, %d kills, %d leaves/joins; %d deliveries processed (%d of records delivered before: redeliveries), %d Duplicate outcomes, %d side effects; %v",
 		size.Messages, len(fills), size.DupSends, len(procs), kills, leaves, deliveries, redeliveries, dupStatus, tally.Effects, time.Since(began).Round(time.Millisecond))
 	return stormResult{summary: tally.Summary, dupIDs: tally.DupIDs, lostIDs: tally.LostIDs,
-		kills: kills, leaves: leaves, redeliveries: redeliveries, dupStatus: dupStatus, starts: len(procs), fills: len(fills)}
+		kills: kills, leaves: leaves, redeliveries: redeliveries, dupStatus: dupStatus, starts: len(procs), fills: len(fills), took: time.Since(began)}
 }
 
 // commitLag is how many records of topic lie beyond group's committed

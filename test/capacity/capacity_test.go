@@ -27,6 +27,7 @@ import (
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/dynamostore"
 	"github.com/idemgen/idemgen/runtime/pgstore"
+	"github.com/idemgen/idemgen/test/internal/emulator"
 )
 
 // sizes are the run's windows and counts.
@@ -311,8 +312,8 @@ func newTarget(t *testing.T, name string, sz sizes) *target {
 			return st, raw, "`pg_total_relation_size` (heap, TOAST, primary key and expiry index) / rows, after `VACUUM`", err
 		}
 	case "dynamo":
-		ep := dynamoEndpoint()
-		client := dynamoClient(ep)
+		ep := emulator.DynamoEndpoint()
+		client := emulator.Dynamo(ep, 0, 0)
 		if _, err := client.ListTables(ctx, &dynamodb.ListTablesInput{}); err != nil {
 			missing(t, "a DynamoDB-compatible server at "+ep, err, dynamoHowTo)
 		}

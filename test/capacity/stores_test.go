@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,8 +14,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/jackc/pgx/v5"
@@ -25,7 +22,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/dynamostore"
 	"github.com/idemgen/idemgen/runtime/filestore"
 	"github.com/idemgen/idemgen/runtime/firestorestore"
@@ -41,8 +37,6 @@ var rawValue = []byte(strings.Repeat("r", 128))
 
 // firestoreProject is the emulator project of the harness.
 const firestoreProject = "idemgen-capacity"
-
-func dynamoEndpoint() string { return testenv.Env("IDEM_DYNAMO_ENDPOINT", "http://127.0.0.1:4567") }
 
 // backend is a worker's store and its raw client baseline.
 type backend struct {
@@ -115,7 +109,7 @@ func openBackend(ctx context.Context, cfg workerConfig) (*backend, error) {
 			close: func() { st.Close(); pool.Close() },
 		}, nil
 	case "dynamo":
-		client := dynamoClient(cfg.Addr)
+		client := emulator.Dynamo(cfg.Addr, 0, 0)
 		st, err := dynamostore.New(ctx, client, cfg.Name)
 		if err != nil {
 			return nil, err
@@ -216,14 +210,6 @@ func openBackend(ctx context.Context, cfg workerConfig) (*backend, error) {
 		}, nil
 	}
 	return nil, fmt.Errorf("unknown store %q", cfg.Store)
-}
-
-func dynamoClient(endpoint string) *dynamodb.Client {
-	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { tr.MaxIdleConnsPerHost = 64 })
-	return dynamodb.New(dynamodb.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(endpoint), HTTPClient: hc,
-		Credentials: credentials.NewStaticCredentialsProvider("idemgen", "idemgen", ""),
-	})
 }
 
 // firestoreClient is a client of the harness's project on the emulator

@@ -9,15 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -36,10 +33,6 @@ const (
 	firestoreProject = "idemgen-reliability"
 )
 
-// dynamoEndpoint is the DynamoDB-compatible server: dynalite, started by
-// `make services`.
-func dynamoEndpoint() string { return testenv.Env("IDEM_DYNAMO_ENDPOINT", "http://127.0.0.1:4567") }
-
 // docStoreName is the DynamoDB table or Firestore collection of this run,
 // made from the run's Redis prefix (which carries the run id) so workers
 // need no extra configuration.
@@ -51,7 +44,7 @@ func docStoreName(cfg workerConfig) string {
 // front: dynalite's endpoint, the emulator's host:port.
 func docStoreAddr(store string) string {
 	if store == "dynamo" {
-		return dynamoEndpoint()
+		return emulator.DynamoEndpoint()
 	}
 	return testenv.FirestoreEmulatorHost()
 }
@@ -59,25 +52,18 @@ func docStoreAddr(store string) string {
 // docUpstream is the host:port a FaultProxy forwards to.
 func docUpstream(store string) string {
 	if store == "dynamo" {
-		return strings.TrimPrefix(strings.TrimPrefix(dynamoEndpoint(), "http://"), "https://")
+		return strings.TrimPrefix(strings.TrimPrefix(emulator.DynamoEndpoint(), "http://"), "https://")
 	}
 	return testenv.FirestoreEmulatorHost()
 }
 
+// dynamoClient is a worker's DynamoDB client; a fault-tolerant one gives
+// up on a request after a second and retries it once.
 func dynamoClient(endpoint string, faultTolerant bool) *dynamodb.Client {
-	if !strings.Contains(endpoint, "://") {
-		endpoint = "http://" + endpoint // a FaultProxy's address
-	}
-	hc := awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) { tr.MaxIdleConnsPerHost = 64 })
-	retries := 3
 	if faultTolerant {
-		hc = hc.WithTimeout(time.Second)
-		retries = 2
+		return emulator.Dynamo(endpoint, time.Second, 2)
 	}
-	return dynamodb.New(dynamodb.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(endpoint), HTTPClient: hc, RetryMaxAttempts: retries,
-		Credentials: credentials.NewStaticCredentialsProvider("idemgen", "idemgen", ""),
-	})
+	return emulator.Dynamo(endpoint, 0, 3)
 }
 
 // firestoreClient is a client of the harness's project on the emulator
@@ -149,9 +135,9 @@ func (h *harness) needDocStore(t *testing.T, store string) {
 	cfg := h.base(store, "", "")
 	switch store {
 	case "dynamo":
-		client := dynamoClient(dynamoEndpoint(), false)
+		client := dynamoClient(emulator.DynamoEndpoint(), false)
 		if _, err := client.ListTables(ctx, &dynamodb.ListTablesInput{}); err != nil {
-			missing(t, "a DynamoDB-compatible server at "+dynamoEndpoint(), err, dynamoHowTo)
+			missing(t, "a DynamoDB-compatible server at "+emulator.DynamoEndpoint(), err, dynamoHowTo)
 		}
 		table := docStoreName(cfg)
 		// dynalite has no time to live (the records' expiry is judged in
@@ -220,45 +206,12 @@ func (h *harness) callerClockSkew(t *testing.T, store string, sz sizes, beyond b
 		offs = []skew{{-3 * margin / 2, false}, {3 * margin / 2, false}}
 		scenario = "skew-beyond"
 	}
-	var keys []string
-	for i := range sz.skewKeys {
-		keys = append(keys, fmt.Sprintf("%s/%s/%04d", store, scenario, i))
-	}
-	var cfgs []workerConfig
-	var names []string
-	for _, s := range offs {
-		c := h.base(store, "skew", "")
-		c.Goroutines = 8
-		c.HoldMin, c.HoldMax = 0, 1500*time.Millisecond
-		c.CallTimeout, c.Deadline = 10*time.Second, 3*time.Minute
-		c.ClockOffset, c.ClockJump = s.off, s.jump
-		cfgs = append(cfgs, c)
-		names = append(names, s.String())
-	}
-	v, calls, events, _, execs, re, overlap := h.contention(t, store, scenario, cfgs, keys, nil, 0)
-	cl := classes(calls)
-	for _, c := range calls {
-		if c.Class != "ok" && c.Class != "in_progress" && !beyond {
-			v.add("%s: unexpected error without faults: %s", c.Key, c.Err)
-		}
-	}
-	if execs > len(keys) {
-		v.add("%d keys executed more than once (%d executions for %d keys): live owners were taken over under clock skew", re, execs, len(keys))
-	}
-	delete(cl, "ok")
-	name := fmt.Sprintf("clock skew within the %s skew margin (Guard and store clocks %s)", margin, strings.Join(names, ", "))
+	r := h.skewStorm(t, store, scenario, sz, offs, false, beyond)
+	name := fmt.Sprintf("clock skew within the %s skew margin (Guard and store clocks %s)", margin, r.clocks)
 	if beyond {
-		name = fmt.Sprintf("clock skew **beyond** the %s skew margin (clocks %s; self-test: violations expected)", margin, strings.Join(names, ", "))
+		name = fmt.Sprintf("clock skew **beyond** the %s skew margin (clocks %s; self-test: violations expected)", margin, r.clocks)
 	}
-	return row{
-		Store: store, Scenario: name, expectViolations: beyond,
-		Trials:   fmt.Sprintf("%d processes × 8 goroutines, %d keys", len(cfgs), sz.skewKeys),
-		Expected: fmt.Sprint(sz.skewKeys),
-		Observed: fmt.Sprintf("%d (%d keys re-run after a takeover)", execs, re),
-		Notes: fmt.Sprintf("leases judged by caller clocks; duplicates answered: %s; takeovers %d; stale owners overlapping a successor: %d",
-			fmtCounts(cl), events["takeover"], overlap),
-		v: v, took: time.Since(start),
-	}
+	return r.row(store, name, beyond, "leases judged by caller clocks; ", start)
 }
 
 // TestHarnessDetectsSkewBeyondMargin is the DynamoDB skew row's negative

@@ -261,14 +261,7 @@ func (h *harness) failoverStorm(t *testing.T, dep string, mode failoverMode, sz 
 		}
 	}
 	final := agree(v, calls)
-	rows := h.executions(t, prefix)
-	execs, re := checkLedger(v, rows, final)
-	if re > 0 {
-		v.add("%d keys executed more than once", re)
-	}
-	if execs != sz.keys {
-		v.add("%d executions, want exactly %d", execs, sz.keys)
-	}
+	execs := h.exactlyOnce(t, v, prefix, final, sz.keys)
 	depName := map[string]string{"sentinel": "Sentinel", "cluster": "Cluster"}[dep]
 	scenario := map[failoverMode]string{
 		noAcks:      "without acks",

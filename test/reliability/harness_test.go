@@ -454,6 +454,20 @@ func (v *violations) n() int {
 	return len(v.list)
 }
 
+// exactlyOnce checks the ledger under prefix (checkLedger) and that it
+// holds exactly one execution for each of keys keys; it returns the
+// executions.
+func (h *harness) exactlyOnce(t *testing.T, v *violations, prefix string, final map[string]outcomeView, keys int) int {
+	execs, re := checkLedger(v, h.executions(t, prefix), final)
+	if re > 0 {
+		v.add("%d keys executed more than once", re)
+	}
+	if execs != keys {
+		v.add("%d executions, want exactly %d", execs, keys)
+	}
+	return execs
+}
+
 // checkLedger applies the checks every scenario shares to the ledger rows
 // of each key and the outcome the key completed with: at most one
 // execution per (key, fence); the completed outcome is an execution on

@@ -90,14 +90,7 @@ func (h *harness) storm(t *testing.T, store string, sz sizes) row {
 		v.add("%d deliveries answered, want %d", len(calls), len(deliveries))
 	}
 	final := agree(v, calls)
-	rows := h.executions(t, prefix)
-	execs, re := checkLedger(v, rows, final)
-	if re > 0 {
-		v.add("%d keys executed more than once", re)
-	}
-	if execs != sz.stormKeys {
-		v.add("%d executions, want exactly %d", execs, sz.stormKeys)
-	}
+	execs := h.exactlyOnce(t, v, prefix, final, sz.stormKeys)
 	return row{
 		Store: store, Scenario: "duplicate storm",
 		Trials:   fmt.Sprintf("%d processes × %d goroutines, %d keys × %d deliveries", sz.stormProcs, sz.stormGoroutines, sz.stormKeys, sz.stormDeliveries),
@@ -516,46 +509,71 @@ func (h *harness) skew(t *testing.T, store string, sz sizes, clientClock bool) r
 	if clientClock {
 		scenario = "skew-clientclock"
 	}
+	r := h.skewStorm(t, store, scenario, sz, sz.skewOffsets, clientClock, false)
+	name := "clock skew (Guard clocks " + r.clocks + ")"
+	if clientClock {
+		name = "clock skew, **leases on client clocks** (pgstore.WithClock; self-test: violations expected)"
+	}
+	return r.row(store, name, clientClock, "", start)
+}
+
+// skewResult is what a skew storm saw.
+type skewResult struct {
+	v                  *violations
+	answered, events   map[string]int // duplicates answered (classes but ok), events
+	procs, keys        int
+	execs, re, overlap int
+	clocks             string // the workers' clock offsets
+}
+
+// skewStorm runs one worker process per clock in offs, 8 goroutines each,
+// over sz.skewKeys keys of scenario; storeClock also hands a worker's
+// skewed clock to its store, and errorsOK accepts callers' errors (a
+// negative control). Without faults every owner heartbeats in time (every
+// 667ms of a 2s lease), so a second execution of a key means a process
+// took over a live owner: its clock, not the server's, decided the lease
+// was over.
+func (h *harness) skewStorm(t *testing.T, store, scenario string, sz sizes, offs []skew, storeClock, errorsOK bool) skewResult {
 	var keys []string
 	for i := range sz.skewKeys {
 		keys = append(keys, fmt.Sprintf("%s/%s/%04d", store, scenario, i))
 	}
 	var cfgs []workerConfig
-	var offs []string
-	for _, s := range sz.skewOffsets {
+	var names []string
+	for _, s := range offs {
 		c := h.base(store, "skew", "")
 		c.Goroutines = 8
 		c.HoldMin, c.HoldMax = 0, 1500*time.Millisecond
 		c.CallTimeout, c.Deadline = 10*time.Second, 3*time.Minute
-		c.ClockOffset, c.ClockJump, c.StoreClock = s.off, s.jump, clientClock
+		c.ClockOffset, c.ClockJump, c.StoreClock = s.off, s.jump, storeClock
 		cfgs = append(cfgs, c)
-		offs = append(offs, s.String())
+		names = append(names, s.String())
 	}
-	v, calls, events, _, execs, re, overlap := h.contention(t, store, scenario, cfgs, keys, nil, 0)
-	cl := classes(calls)
+	r := skewResult{procs: len(cfgs), keys: len(keys), clocks: strings.Join(names, ", ")}
+	var calls []callRecord
+	r.v, calls, r.events, _, r.execs, r.re, r.overlap = h.contention(t, store, scenario, cfgs, keys, nil, 0)
 	for _, c := range calls {
-		if c.Class != "ok" && c.Class != "in_progress" {
-			v.add("%s: unexpected error without faults: %s", c.Key, c.Err)
+		if c.Class != "ok" && c.Class != "in_progress" && !errorsOK {
+			r.v.add("%s: unexpected error without faults: %s", c.Key, c.Err)
 		}
 	}
-	// Without faults every owner heartbeats in time (every 667ms of a 2s
-	// lease), so a second execution of a key means a process took over a
-	// live owner: its clock, not the server's, decided the lease was over.
-	if execs > len(keys) {
-		v.add("%d keys executed more than once (%d executions for %d keys): live owners were taken over under clock skew", re, execs, len(keys))
+	if r.execs > len(keys) {
+		r.v.add("%d keys executed more than once (%d executions for %d keys): live owners were taken over under clock skew", r.re, r.execs, len(keys))
 	}
-	delete(cl, "ok")
-	name := "clock skew (Guard clocks " + strings.Join(offs, ", ") + ")"
-	if clientClock {
-		name = "clock skew, **leases on client clocks** (pgstore.WithClock; self-test: violations expected)"
-	}
+	r.answered = classes(calls)
+	delete(r.answered, "ok")
+	return r
+}
+
+// row is the skew storm's report row; notes go before the counts.
+func (r skewResult) row(store, name string, expectViolations bool, notes string, start time.Time) row {
 	return row{
-		Store: store, Scenario: name, expectViolations: clientClock,
-		Trials:   fmt.Sprintf("%d processes × 8 goroutines, %d keys", len(cfgs), sz.skewKeys),
-		Expected: fmt.Sprint(sz.skewKeys),
-		Observed: fmt.Sprintf("%d (%d keys re-run after a takeover)", execs, re),
-		Notes: fmt.Sprintf("duplicates answered: %s; takeovers %d; stale owners overlapping a successor: %d",
-			fmtCounts(cl), events["takeover"], overlap),
-		v: v, took: time.Since(start),
+		Store: store, Scenario: name, expectViolations: expectViolations,
+		Trials:   fmt.Sprintf("%d processes × 8 goroutines, %d keys", r.procs, r.keys),
+		Expected: fmt.Sprint(r.keys),
+		Observed: fmt.Sprintf("%d (%d keys re-run after a takeover)", r.execs, r.re),
+		Notes: fmt.Sprintf("%sduplicates answered: %s; takeovers %d; stale owners overlapping a successor: %d",
+			notes, fmtCounts(r.answered), r.events["takeover"], r.overlap),
+		v: r.v, took: time.Since(start),
 	}
 }

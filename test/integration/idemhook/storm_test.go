@@ -17,73 +17,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemhook"
 	"github.com/idemgen/idemgen/runtime/idemstore"
-	"github.com/idemgen/idemgen/runtime/memstore"
-	"github.com/idemgen/idemgen/runtime/pgstore"
-	"github.com/idemgen/idemgen/runtime/redisstore"
+	"github.com/idemgen/idemgen/test/internal/storeopen"
 )
-
-// openStore returns a function that opens another client over one fresh
-// key space of the store kind (one per receiver instance), and the store
-// to list it with.
-func openStore(t *testing.T, kind string) func() idemstore.Store {
-	ctx := context.Background()
-	switch kind {
-	case "redis":
-		addr := testenv.RedisAddr()
-		prefix := "idemhook-storm:" + testenv.RandName() + ":"
-		probe := redis.NewClient(&redis.Options{Addr: addr})
-		t.Cleanup(func() { probe.Close() })
-		testenv.Need(t, "Redis at "+addr, "Start it: redis-server --port 6379, or set IDEM_REDIS_ADDR.", probe.Ping(ctx).Err())
-		t.Cleanup(func() {
-			if keys, _ := probe.Keys(context.Background(), prefix+"*").Result(); len(keys) > 0 {
-				probe.Del(context.Background(), keys...)
-			}
-		})
-		return func() idemstore.Store {
-			rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
-			t.Cleanup(func() { rdb.Close() })
-			s, err := redisstore.New(ctx, rdb, redisstore.WithKeyPrefix(prefix))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		}
-	case "postgres":
-		url := testenv.PostgresURL()
-		pool, err := pgxpool.New(ctx, url)
-		if err == nil {
-			err = pool.Ping(ctx)
-		}
-		testenv.Need(t, "PostgreSQL at "+url, "Start it (trust auth, database test): sudo service postgresql start, or set IDEM_POSTGRES_URL.", err)
-		t.Cleanup(pool.Close)
-		schema := "idemhook_storm_" + testenv.RandName()
-		t.Cleanup(func() {
-			pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE") //nolint:errcheck
-		})
-		if err := pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)); err != nil {
-			t.Fatal(err)
-		}
-		return func() idemstore.Store {
-			s, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		}
-	}
-	s := memstore.New()
-	return func() idemstore.Store { return s }
-}
 
 // records lists every record in the store's key space.
 func records(t *testing.T, s idemstore.Store) []string {
@@ -192,10 +132,10 @@ var providers = []provider{
 func TestStorm(t *testing.T) {
 	const replays, forgeries, stale, instances = 500, 100, 50, 4
 	secret, wrong := []byte("the endpoint's signing secret!!"), []byte("an attacker's guess at a secret")
-	for _, kind := range []string{"memory", "redis", "postgres"} {
+	for _, kind := range storeopen.Kinds {
 		for _, p := range providers {
 			t.Run(kind+"/"+p.name, func(t *testing.T) {
-				open := openStore(t, kind)
+				open := storeopen.Open(t, kind, "idemhook_storm")
 				var runs atomic.Int64
 				handle := func(ctx context.Context, _ map[string]any) error {
 					runs.Add(1)

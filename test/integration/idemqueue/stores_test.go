@@ -8,82 +8,21 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 
-	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
-	"github.com/idemgen/idemgen/runtime/idemstore"
-	"github.com/idemgen/idemgen/runtime/memstore"
-	"github.com/idemgen/idemgen/runtime/pgstore"
-	"github.com/idemgen/idemgen/runtime/redisstore"
+	"github.com/idemgen/idemgen/test/internal/storeopen"
 )
-
-// openers returns, per store kind, a function that opens another store
-// over the same records (one per consumer process).
-func openers(t *testing.T) map[string]func() idemstore.Store {
-	out := map[string]func() idemstore.Store{}
-	mem := memstore.New()
-	out["memory"] = func() idemstore.Store { return mem }
-	prefix := "idemqueue-test:" + testenv.RandName() + ":"
-	out["redis"] = func() idemstore.Store {
-		addr := testenv.RedisAddr()
-		rdb := redis.NewClient(&redis.Options{Addr: addr})
-		t.Cleanup(func() { rdb.Close() })
-		testenv.Need(t, "Redis at "+addr, "Start it: redis-server --port 6379, or set IDEM_REDIS_ADDR.", rdb.Ping(context.Background()).Err())
-		t.Cleanup(func() {
-			keys, _ := rdb.Keys(context.Background(), prefix+"*").Result()
-			if len(keys) > 0 {
-				rdb.Del(context.Background(), keys...)
-			}
-		})
-		s, err := redisstore.New(context.Background(), rdb, redisstore.WithKeyPrefix(prefix))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	var schema string
-	out["postgres"] = func() idemstore.Store {
-		url := testenv.PostgresURL()
-		ctx := context.Background()
-		pool, err := pgxpool.New(ctx, url)
-		if err == nil {
-			err = pool.Ping(ctx)
-		}
-		testenv.Need(t, "PostgreSQL at "+url, "Start it (trust auth, database test): sudo service postgresql start, or set IDEM_POSTGRES_URL.", err)
-		t.Cleanup(pool.Close)
-		if schema == "" {
-			schema = "idemqueue_test_" + testenv.RandName()
-			t.Cleanup(func() {
-				pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-			})
-			if err := pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		s, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	return out
-}
 
 // TestStores: deliveries of the same events racing on three consumer
 // "processes" (own Guard, own store client) over Redis and Postgres: each
 // event's handler runs once, every other delivery is a Duplicate (the
 // waiters are woken by the store: pub/sub, LISTEN/NOTIFY).
 func TestStores(t *testing.T) {
-	for _, kind := range []string{"memory", "redis", "postgres"} {
+	for _, kind := range storeopen.Kinds {
 		t.Run(kind, func(t *testing.T) {
-			open := openers(t)[kind]
+			open := storeopen.Open(t, kind, "idemqueue_test")
 			var consumers []*idemqueue.Consumer
 			for range 3 {
 				consumers = append(consumers, idemqueue.New(idem.NewGuard(open()), idemcall.WithName("test.stores"),
