@@ -49,6 +49,12 @@ func newPool(t testing.TB, tweak func(*pgxpool.Config)) *pgxpool.Pool {
 	return pool
 }
 
+// poolWith is newPool with room for maxConns connections.
+func poolWith(t testing.TB, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	return newPool(t, func(c *pgxpool.Config) { c.MaxConns = maxConns })
+}
+
 // newSchema makes a schema only this test uses and drops it afterwards.
 func newSchema(t testing.TB, pool *pgxpool.Pool) string {
 	t.Helper()
@@ -67,8 +73,14 @@ func newStore(t testing.TB, pool *pgxpool.Pool, opts ...Option) *Store {
 	if pool == nil {
 		pool = newPool(t, nil)
 	}
+	return migratedStore(t, pool, append([]Option{WithSchema(newSchema(t, pool))}, opts...)...)
+}
+
+// migratedStore runs Migrate with opts and opens a store with them,
+// closed when the test ends.
+func migratedStore(t testing.TB, pool *pgxpool.Pool, opts ...Option) *Store {
+	t.Helper()
 	ctx := context.Background()
-	opts = append([]Option{WithSchema(newSchema(t, pool))}, opts...)
 	if err := Migrate(ctx, pool, opts...); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
@@ -78,6 +90,37 @@ func newStore(t testing.TB, pool *pgxpool.Pool, opts ...Option) *Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// schemaAtVersion makes a fresh schema holding the records table as the
+// first version migrations left it, for tests of an upgrade.
+func schemaAtVersion(t testing.TB, pool *pgxpool.Pool, version int) (string, names) {
+	t.Helper()
+	schema := newSchema(t, pool)
+	n := newNames(schema, "idem_records")
+	stmts := []string{"CREATE SCHEMA " + n.qSchema}
+	for _, m := range migrations()[:version] {
+		stmts = append(stmts, n.render(m.sql))
+	}
+	for _, sql := range stmts {
+		if _, err := pool.Exec(context.Background(), sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return schema, n
+}
+
+// refusedPool is a pool (connecting lazily) for a server address that
+// refuses connections; query is appended to its URL.
+func refusedPool(t testing.TB, query string) (*pgxpool.Pool, string) {
+	t.Helper()
+	addr := testenv.RefusedAddr(t)
+	pool, err := pgxpool.New(context.Background(), "postgres://idem@"+addr+"/test"+query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, addr
 }
 
 // manualClock is a test clock moved by hand, kept at whole microseconds

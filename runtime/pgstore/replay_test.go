@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
@@ -18,7 +16,7 @@ import (
 // CONFLICT, even one that changes no row) fails; every other claim still
 // takes the write path.
 func TestReplayWritesNothing(t *testing.T) {
-	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 1 })
+	pool := poolWith(t, 1)
 	s := newStore(t, pool)
 	ctx := context.Background()
 	finish := map[string]func(idem.Lease) error{
