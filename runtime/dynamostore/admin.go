@@ -153,20 +153,9 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idem.Record, erro
 	}
 	k := s.itemKey(key)
 	for round := 1; round <= maxClaimRounds; round++ {
-		item, err := s.getItem(ctx, "force release", key, k)
+		r, now, err := s.getLive(ctx, "force release", key, k)
 		if err != nil {
 			return idem.Record{}, err
-		}
-		if item == nil {
-			return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
-		}
-		r, err := decode(key, item)
-		if err != nil {
-			return idem.Record{}, err
-		}
-		now := s.now()
-		if !live(&r, now) {
-			return idem.Record{}, fmt.Errorf("%w: %s (expired)", idem.ErrNotFound, key)
 		}
 		var noOwner idem.Token
 		out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{

@@ -134,6 +134,16 @@ func TestFaults(t *testing.T) {
 	req := func(key string, owner idem.Token) idem.ClaimRequest {
 		return idem.ClaimRequest{Key: key, Fingerprint: fingerprint("a"), Owner: owner, Lease: lease, TTL: time.Hour}
 	}
+	// acquire claims key for a new owner on the running server.
+	acquire := func(t *testing.T, key string) (idem.Token, idem.Lease) {
+		t.Helper()
+		a := token(t)
+		res, err := s.Claim(bg, req(key, a))
+		if err != nil || res.Status != idem.ClaimAcquired {
+			t.Fatalf("claim = %v, %v", res.Status, err)
+		}
+		return a, idem.Lease{Key: key, Owner: a, Fence: res.Fence, Duration: lease, TTL: time.Hour}
+	}
 	unavailable := func(what string, err error) {
 		t.Helper()
 		if !errors.Is(err, idem.ErrStoreUnavailable) || errors.Is(err, idem.ErrLeaseLost) {
@@ -222,12 +232,7 @@ func TestFaults(t *testing.T) {
 	})
 
 	t.Run("complete_server_killed", func(t *testing.T) {
-		a := token(t)
-		res, err := s.Claim(bg, req("c3", a))
-		if err != nil || res.Status != idem.ClaimAcquired {
-			t.Fatalf("claim = %v, %v", res.Status, err)
-		}
-		la := idem.Lease{Key: "c3", Owner: a, Fence: res.Fence, Duration: lease, TTL: time.Hour}
+		a, la := acquire(t, "c3")
 		srv.signal(syscall.SIGSTOP)
 		unavailable("Complete on a hung server", hung.Complete(bg, la, idem.Result{Data: []byte(`"done"`)}))
 		srv.restart()
@@ -245,12 +250,7 @@ func TestFaults(t *testing.T) {
 	})
 
 	t.Run("complete_applied_after_caller_gave_up", func(t *testing.T) {
-		a := token(t)
-		res, err := s.Claim(bg, req("c4", a))
-		if err != nil || res.Status != idem.ClaimAcquired {
-			t.Fatalf("claim = %v, %v", res.Status, err)
-		}
-		la := idem.Lease{Key: "c4", Owner: a, Fence: res.Fence, Duration: lease, TTL: time.Hour}
+		a, la := acquire(t, "c4")
 		data := []byte(strings.Repeat("x", 64<<10))
 		srv.signal(syscall.SIGSTOP)
 		unavailable("Complete on a hung server", hung.Complete(bg, la, idem.Result{Data: data}))

@@ -557,9 +557,8 @@ func (s *Store) Heartbeat(ctx context.Context, l idem.Lease) error {
 	if err == nil {
 		return nil
 	}
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return leaseLost(l, ccf.Item)
+	if lost := asLeaseLost(l, err); lost != nil {
+		return lost
 	}
 	return s.opError(ctx, "heartbeat", l.Key, err)
 }
@@ -687,9 +686,8 @@ func (s *Store) SaveStep(ctx context.Context, l idem.Lease, name string, data []
 		// lease still held and the step set: nothing changes.
 		return nil
 	}
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return leaseLost(l, ccf.Item)
+	if lost := asLeaseLost(l, err); lost != nil {
+		return lost
 	}
 	if tooLarge(err) {
 		return fmt.Errorf("%w: step %q of %q (%d bytes): %w", ErrItemTooLarge, name, l.Key, len(data), err)
@@ -703,6 +701,16 @@ func tooLarge(err error) bool {
 	var ae smithy.APIError
 	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" &&
 		strings.Contains(ae.ErrorMessage(), "exceeded the maximum allowed size")
+}
+
+// asLeaseLost is leaseLost of the item a failed condition returned, or
+// nil where err is no such failure.
+func asLeaseLost(l idem.Lease, err error) error {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return leaseLost(l, ccf.Item)
+	}
+	return nil
 }
 
 // leaseLost is the error for a fenced write whose condition failed; item,
@@ -726,21 +734,29 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 	if err := s.checkKey(key); err != nil {
 		return idem.Record{}, err
 	}
-	item, err := s.getItem(ctx, "get", key, s.itemKey(key))
+	r, _, err := s.getLive(ctx, "get", key, s.itemKey(key))
+	return r, err
+}
+
+// getLive reads key's live record (a consistent read) and the instant it
+// was judged live at: ErrNotFound where there is none or it expired.
+func (s *Store) getLive(ctx context.Context, op, key string, k map[string]types.AttributeValue) (idem.Record, time.Time, error) {
+	item, err := s.getItem(ctx, op, key, k)
 	if err != nil {
-		return idem.Record{}, err
+		return idem.Record{}, time.Time{}, err
 	}
 	if item == nil {
-		return idem.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+		return idem.Record{}, time.Time{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
 	r, err := decode(key, item)
 	if err != nil {
-		return idem.Record{}, err
+		return idem.Record{}, time.Time{}, err
 	}
-	if !live(&r, s.now()) {
-		return idem.Record{}, fmt.Errorf("%w: %s (expired)", idem.ErrNotFound, key)
+	now := s.now()
+	if !live(&r, now) {
+		return idem.Record{}, time.Time{}, fmt.Errorf("%w: %s (expired)", idem.ErrNotFound, key)
 	}
-	return r, nil
+	return r, now, nil
 }
 
 // Delete removes the item whatever its state (the next claim starts again
