@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/internal/testenv"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
 const startHint = `PostgreSQL is not reachable at %s (%v).
@@ -123,27 +123,11 @@ func refusedPool(t testing.TB, query string) (*pgxpool.Pool, string) {
 	return pool, addr
 }
 
-// manualClock is a test clock moved by hand, kept at whole microseconds
-// (Postgres's timestamp precision) so times compare exactly.
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newManualClock() *manualClock {
-	return &manualClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d.Truncate(time.Microsecond))
-	c.mu.Unlock()
+// newManualClock is a test clock standing at a whole second. Tests move
+// it by whole microseconds (Postgres's timestamp precision), so times
+// compare exactly.
+func newManualClock() *idemtest.Clock {
+	return idemtest.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // queryCounter is a pgx tracer counting statements (round trips once
