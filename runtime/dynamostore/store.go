@@ -738,27 +738,6 @@ func (s *Store) Get(ctx context.Context, key string) (idem.Record, error) {
 	return r, err
 }
 
-// getLive reads key's live record (a consistent read) and the instant it
-// was judged live at: ErrNotFound where there is none or it expired.
-func (s *Store) getLive(ctx context.Context, op, key string, k map[string]types.AttributeValue) (idem.Record, time.Time, error) {
-	item, err := s.getItem(ctx, op, key, k)
-	if err != nil {
-		return idem.Record{}, time.Time{}, err
-	}
-	if item == nil {
-		return idem.Record{}, time.Time{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
-	}
-	r, err := decode(key, item)
-	if err != nil {
-		return idem.Record{}, time.Time{}, err
-	}
-	now := s.now()
-	if !live(&r, now) {
-		return idem.Record{}, time.Time{}, fmt.Errorf("%w: %s (expired)", idem.ErrNotFound, key)
-	}
-	return r, now, nil
-}
-
 // Delete removes the item whatever its state (the next claim starts again
 // at fence 1).
 func (s *Store) Delete(ctx context.Context, key string) error {
