@@ -154,20 +154,9 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idemstore.Record,
 	}
 	k := s.itemKey(key)
 	for round := 1; round <= maxClaimRounds; round++ {
-		item, err := s.getItem(ctx, "force release", key, k)
+		r, now, err := s.getLive(ctx, "force release", key, k)
 		if err != nil {
 			return idemstore.Record{}, err
-		}
-		if item == nil {
-			return idemstore.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
-		}
-		r, err := decode(key, item)
-		if err != nil {
-			return idemstore.Record{}, err
-		}
-		now := s.now()
-		if !live(&r, now) {
-			return idemstore.Record{}, fmt.Errorf("%w: %s (expired)", idem.ErrNotFound, key)
 		}
 		var noOwner idemstore.Token
 		out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{

@@ -77,13 +77,15 @@ func pkItem(key string) map[string]types.AttributeValue {
 // records carried ClaimedAt: without claimed_at.
 func legacyItem(t *testing.T, client *dynamodb.Client, table string, key map[string]types.AttributeValue) {
 	t.Helper()
-	_, err := client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-		TableName:        aws.String(table),
-		Key:              key,
-		UpdateExpression: aws.String("REMOVE claimed_at"),
-	})
-	if err != nil {
-		t.Fatal(err)
+	updateItem(t, client, table, key, &dynamodb.UpdateItemInput{UpdateExpression: aws.String("REMOVE claimed_at")})
+}
+
+// updateItem applies in to the item at key of table.
+func updateItem(t *testing.T, client *dynamodb.Client, table string, key map[string]types.AttributeValue, in *dynamodb.UpdateItemInput) {
+	t.Helper()
+	in.TableName, in.Key = aws.String(table), key
+	if _, err := client.UpdateItem(context.Background(), in); err != nil {
+		t.Fatalf("updating %v: %v", key, err)
 	}
 }
 
@@ -93,9 +95,7 @@ func legacyItem(t *testing.T, client *dynamodb.Client, table string, key map[str
 // condition fails on it and the store has to decode it.
 func corruptItem(t *testing.T, client *dynamodb.Client, table string, key map[string]types.AttributeValue) {
 	t.Helper()
-	_, err := client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-		TableName:                aws.String(table),
-		Key:                      key,
+	updateItem(t, client, table, key, &dynamodb.UpdateItemInput{
 		UpdateExpression:         aws.String("SET #ow = :ow, #fe = :fe"),
 		ConditionExpression:      aws.String("attribute_exists(#ow)"),
 		ExpressionAttributeNames: map[string]string{"#ow": "owner", "#fe": "fence"},
@@ -104,9 +104,6 @@ func corruptItem(t *testing.T, client *dynamodb.Client, table string, key map[st
 			":fe": &types.AttributeValueMemberS{Value: "seven"},
 		},
 	})
-	if err != nil {
-		t.Fatalf("corrupting %v: %v", key, err)
-	}
 }
 
 // A single-table layout: custom partition key, static sort key, key

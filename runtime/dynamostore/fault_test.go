@@ -135,6 +135,16 @@ func TestFaults(t *testing.T) {
 	req := func(key string, owner idemstore.Token) idemstore.ClaimRequest {
 		return idemstore.ClaimRequest{Key: key, Fingerprint: fingerprint("a"), Owner: owner, Lease: lease, TTL: time.Hour}
 	}
+	// acquire claims key for a new owner on the running server.
+	acquire := func(t *testing.T, key string) (idemstore.Token, idemstore.Lease) {
+		t.Helper()
+		a := token(t)
+		res, err := s.Claim(bg, req(key, a))
+		if err != nil || res.Status != idemstore.ClaimAcquired {
+			t.Fatalf("claim = %v, %v", res.Status, err)
+		}
+		return a, idemstore.Lease{Key: key, Owner: a, Fence: res.Fence, Duration: lease, TTL: time.Hour}
+	}
 	unavailable := func(what string, err error) {
 		t.Helper()
 		if !errors.Is(err, idem.ErrStoreUnavailable) || errors.Is(err, idem.ErrLeaseLost) {
@@ -223,12 +233,7 @@ func TestFaults(t *testing.T) {
 	})
 
 	t.Run("complete_server_killed", func(t *testing.T) {
-		a := token(t)
-		res, err := s.Claim(bg, req("c3", a))
-		if err != nil || res.Status != idemstore.ClaimAcquired {
-			t.Fatalf("claim = %v, %v", res.Status, err)
-		}
-		la := idemstore.Lease{Key: "c3", Owner: a, Fence: res.Fence, Duration: lease, TTL: time.Hour}
+		a, la := acquire(t, "c3")
 		srv.signal(syscall.SIGSTOP)
 		unavailable("Complete on a hung server", hung.Complete(bg, la, idemstore.Result{Data: []byte(`"done"`)}))
 		srv.restart()
@@ -246,12 +251,7 @@ func TestFaults(t *testing.T) {
 	})
 
 	t.Run("complete_applied_after_caller_gave_up", func(t *testing.T) {
-		a := token(t)
-		res, err := s.Claim(bg, req("c4", a))
-		if err != nil || res.Status != idemstore.ClaimAcquired {
-			t.Fatalf("claim = %v, %v", res.Status, err)
-		}
-		la := idemstore.Lease{Key: "c4", Owner: a, Fence: res.Fence, Duration: lease, TTL: time.Hour}
+		a, la := acquire(t, "c4")
 		data := []byte(strings.Repeat("x", 64<<10))
 		srv.signal(syscall.SIGSTOP)
 		unavailable("Complete on a hung server", hung.Complete(bg, la, idemstore.Result{Data: data}))

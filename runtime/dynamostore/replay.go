@@ -2,10 +2,13 @@ package dynamostore
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
@@ -66,4 +69,25 @@ func (s *Store) getItem(ctx context.Context, op, key string, k map[string]types.
 		return nil, nil
 	}
 	return out.Item, nil
+}
+
+// getLive reads key's live record (a consistent read) and the instant it
+// was judged live at: ErrNotFound where there is none or it expired.
+func (s *Store) getLive(ctx context.Context, op, key string, k map[string]types.AttributeValue) (idemstore.Record, time.Time, error) {
+	item, err := s.getItem(ctx, op, key, k)
+	if err != nil {
+		return idemstore.Record{}, time.Time{}, err
+	}
+	if item == nil {
+		return idemstore.Record{}, time.Time{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+	}
+	r, err := decode(key, item)
+	if err != nil {
+		return idemstore.Record{}, time.Time{}, err
+	}
+	now := s.now()
+	if !live(&r, now) {
+		return idemstore.Record{}, time.Time{}, fmt.Errorf("%w: %s (expired)", idem.ErrNotFound, key)
+	}
+	return r, now, nil
 }

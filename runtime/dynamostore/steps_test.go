@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,25 +15,8 @@ import (
 	"github.com/idemgen/idemgen/runtime/dynamostore"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 )
-
-// manualClock is a clock the test moves by hand.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 func saveStep(t *testing.T, s *dynamostore.Store, l idemstore.Lease, name, data string) {
 	t.Helper()
@@ -71,7 +53,7 @@ func TestStepRoundTrips(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var c counter
 			client := newClient(endpoint(), append(tc.opts, c.option)...)
-			clock := &manualClock{now: time.Unix(1_800_000_000, 0)}
+			clock := idemtest.NewClock(time.Unix(1_800_000_000, 0))
 			s := newStore(t, client, table, dynamostore.WithClock(clock.Now))
 			const lease = 10 * time.Second
 			l, res := claim(t, s, "k", fingerprint("a"), lease)
@@ -85,7 +67,7 @@ func TestStepRoundTrips(t *testing.T) {
 				t.Errorf("two steps' requests (-want +got):\n%s", diff)
 			}
 
-			clock.advance(lease + 2*time.Second) // past the lease and the skew margin
+			clock.Advance(lease + 2*time.Second) // past the lease and the skew margin
 			l2, res := claim(t, s, "k", fingerprint("a"), lease)
 			want := map[string]string{"charge": "ch_1", "email": ""}
 			if res.Status != idemstore.ClaimTakenOver || res.Fence != 2 || !cmp.Equal(want, stepStrings(res.Steps)) {
@@ -110,7 +92,7 @@ func TestStepRoundTrips(t *testing.T) {
 			// The owner dies; the item outlives its retention (DynamoDB's
 			// time to live deletes it days later, if ever).
 			_ = l3
-			clock.advance(lease + time.Hour + 2*time.Second)
+			clock.Advance(lease + time.Hour + 2*time.Second)
 			_, res = claim(t, s, "k", fingerprint("b"), lease)
 			if res.Status != idemstore.ClaimAcquired || res.Fence != 4 || len(res.Steps) != 0 {
 				t.Fatalf("claim past the retention = %v fence %d steps %q, want acquired fence 4 without steps", res.Status, res.Fence, res.Steps)

@@ -558,9 +558,8 @@ func (s *Store) Heartbeat(ctx context.Context, l idemstore.Lease) error {
 	if err == nil {
 		return nil
 	}
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return leaseLost(l, ccf.Item)
+	if lost := asLeaseLost(l, err); lost != nil {
+		return lost
 	}
 	return s.opError(ctx, "heartbeat", l.Key, err)
 }
@@ -688,9 +687,8 @@ func (s *Store) SaveStep(ctx context.Context, l idemstore.Lease, name string, da
 		// lease still held and the step set: nothing changes.
 		return nil
 	}
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return leaseLost(l, ccf.Item)
+	if lost := asLeaseLost(l, err); lost != nil {
+		return lost
 	}
 	if tooLarge(err) {
 		return fmt.Errorf("%w: step %q of %q (%d bytes): %w", ErrItemTooLarge, name, l.Key, len(data), err)
@@ -704,6 +702,16 @@ func tooLarge(err error) bool {
 	var ae smithy.APIError
 	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" &&
 		strings.Contains(ae.ErrorMessage(), "exceeded the maximum allowed size")
+}
+
+// asLeaseLost is leaseLost of the item a failed condition returned, or
+// nil where err is no such failure.
+func asLeaseLost(l idemstore.Lease, err error) error {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return leaseLost(l, ccf.Item)
+	}
+	return nil
 }
 
 // leaseLost is the error for a fenced write whose condition failed; item,
@@ -727,21 +735,8 @@ func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
 	if err := s.checkKey(key); err != nil {
 		return idemstore.Record{}, err
 	}
-	item, err := s.getItem(ctx, "get", key, s.itemKey(key))
-	if err != nil {
-		return idemstore.Record{}, err
-	}
-	if item == nil {
-		return idemstore.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
-	}
-	r, err := decode(key, item)
-	if err != nil {
-		return idemstore.Record{}, err
-	}
-	if !live(&r, s.now()) {
-		return idemstore.Record{}, fmt.Errorf("%w: %s (expired)", idem.ErrNotFound, key)
-	}
-	return r, nil
+	r, _, err := s.getLive(ctx, "get", key, s.itemKey(key))
+	return r, err
 }
 
 // Delete removes the item whatever its state (the next claim starts again

@@ -94,12 +94,7 @@ func TestStepRoundTrips(t *testing.T) {
 // neither record a step nor overwrite one, and the document keeps the new
 // owner's.
 func TestStepStaleOwner(t *testing.T) {
-	c := emulator(t)
-	a := newStore(t, c)
-	b, err := firestorestore.New(context.Background(), c, a.Collection().ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b := twoProcesses(t)
 	ctx := context.Background()
 	req := idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{1}, Lease: 300 * time.Millisecond, TTL: time.Hour}
 	l, _ := mustClaim(t, a, req, idemstore.ClaimAcquired)

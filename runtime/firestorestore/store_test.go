@@ -183,17 +183,25 @@ func TestForeignDocuments(t *testing.T) {
 	}
 }
 
+// twoProcesses is two stores on one collection, as two processes have:
+// neither remembers what the other claimed.
+func twoProcesses(t *testing.T) (a, b *firestorestore.Store) {
+	t.Helper()
+	c := emulator(t)
+	a = newStore(t, c)
+	b, err := firestorestore.New(context.Background(), c, a.Collection().ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, b
+}
+
 // TestStaleOwnerOtherProcess: a fenced write from a store that did not
 // make the claim (another process: nothing remembered) reads the document
 // and is rejected once the lease was taken over, and accepted while it
 // holds.
 func TestStaleOwnerOtherProcess(t *testing.T) {
-	c := emulator(t)
-	a := newStore(t, c)
-	b, err := firestorestore.New(context.Background(), c, a.Collection().ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b := twoProcesses(t)
 	ctx := context.Background()
 	req := idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{1}, Lease: 300 * time.Millisecond, TTL: time.Hour}
 	res, err := a.Claim(ctx, req)
@@ -261,11 +269,11 @@ func TestCleanup(t *testing.T) {
 	}
 }
 
-// TestWaitWakesByListener: with polling slowed to 30s, only the snapshot
-// listener can wake a waiter within seconds of the completion.
-func TestWaitWakesByListener(t *testing.T) {
-	c := emulator(t)
-	s := newStore(t, c, firestorestore.WithPollInterval(30*time.Second, 30*time.Second))
+// wakesOnCompletion claims "w", waits on it, checks the waiter still
+// waits after settle, completes the record and returns how long the
+// waiter then took to wake, failing past within (why says what that means).
+func wakesOnCompletion(t *testing.T, s *firestorestore.Store, settle, within time.Duration, why string) time.Duration {
+	t.Helper()
 	ctx := context.Background()
 	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "w", Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Hour})
 	if err != nil {
@@ -273,7 +281,7 @@ func TestWaitWakesByListener(t *testing.T) {
 	}
 	woke := make(chan error, 1)
 	go func() { woke <- s.Wait(ctx, "w") }()
-	time.Sleep(500 * time.Millisecond) // the waiter listens by now
+	time.Sleep(settle) // the waiter listens or polls by now
 	select {
 	case err := <-woke:
 		t.Fatalf("Wait returned before the completion: %v", err)
@@ -288,10 +296,19 @@ func TestWaitWakesByListener(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("woke %v after the completion", time.Since(done))
-	case <-time.After(10 * time.Second):
-		t.Fatal("Wait did not wake within 10s of the completion (polling is 30s: the listener did not wake it)")
+	case <-time.After(within):
+		t.Fatalf("Wait did not wake within %v of the completion (%s)", within, why)
 	}
+	return time.Since(done)
+}
+
+// TestWaitWakesByListener: with polling slowed to 30s, only the snapshot
+// listener can wake a waiter within seconds of the completion.
+func TestWaitWakesByListener(t *testing.T) {
+	c := emulator(t)
+	s := newStore(t, c, firestorestore.WithPollInterval(30*time.Second, 30*time.Second))
+	took := wakesOnCompletion(t, s, 500*time.Millisecond, 10*time.Second, "polling is 30s: the listener did not wake it")
+	t.Logf("woke %v after the completion", took)
 }
 
 // TestNewUnavailable: New against a refused port fails within its ctx
@@ -353,30 +370,7 @@ func TestWaitPollsWithoutListener(t *testing.T) {
 	emulator(t)
 	c := emulatorClient(t, testenv.FirestoreEmulatorHost(), nil, grpc.WithStreamInterceptor(refuseListen))
 	s := newStore(t, c, firestorestore.WithPollInterval(20*time.Millisecond, 200*time.Millisecond))
-	ctx := context.Background()
-	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: "w", Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	woke := make(chan error, 1)
-	go func() { woke <- s.Wait(ctx, "w") }()
-	time.Sleep(300 * time.Millisecond)
-	select {
-	case err := <-woke:
-		t.Fatalf("Wait returned before the completion: %v", err)
-	default:
-	}
-	if err := s.Complete(ctx, idemstore.Lease{Key: "w", Owner: idemstore.Token{1}, Fence: res.Fence, TTL: time.Hour}, idemstore.Result{}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-woke:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Wait did not wake within 5s of the completion without its listener (polling caps at 200ms)")
-	}
+	wakesOnCompletion(t, s, 300*time.Millisecond, 5*time.Second, "without its listener; polling caps at 200ms")
 	if n := listensRefused.Load(); n == 0 {
 		t.Fatal("no Listen stream was attempted: the test did not exercise the fallback")
 	}

@@ -74,77 +74,20 @@ func decV2(d *idemimpl.Decoder, v *shapeV2) {
 // encTail writes the fields both shapes end with: F, M and P.
 func encTail[T any](e *idemimpl.Encoder, f []float64, m map[string][]byte, p *T, enc func(*idemimpl.Encoder, *T)) {
 	e.Field("F")
-	encFloats(e, f)
+	idemimpl.EncList(e, f, idemimpl.EncFloat64[float64])
 	e.Field("M")
-	encMap(e, m)
+	idemimpl.EncMap(e, m, (*idemimpl.Encoder).String, (*idemimpl.Encoder).Bytes)
 	e.Field("P")
-	if p == nil {
-		e.Nil()
-		return
-	}
-	e.Ptr()
-	enc(e, p)
+	idemimpl.EncPtr(e, p, enc)
 }
 
 // decTail reads what encTail wrote into f and m, and returns P.
 func decTail[T any](d *idemimpl.Decoder, s idemimpl.Struct, f *[]float64, m *map[string][]byte, dec func(*idemimpl.Decoder, *T)) *T {
-	*f = decFloats(d.Field(s, "F"))
-	*m = decMap(d.Field(s, "M"))
-	if !d.Field(s, "P").Ptr() {
-		return nil
-	}
-	p := new(T)
-	dec(d, p)
+	idemimpl.DecList(d.Field(s, "F"), f, idemimpl.DecFloat64[float64])
+	idemimpl.DecMap(d.Field(s, "M"), m, (*idemimpl.Decoder).String, (*idemimpl.Decoder).Bytes)
+	var p *T
+	idemimpl.DecPtr(d.Field(s, "P"), &p, dec)
 	return p
-}
-
-func encFloats(e *idemimpl.Encoder, v []float64) {
-	if v == nil {
-		e.Nil()
-		return
-	}
-	at := e.List(len(v))
-	for _, x := range v {
-		e.Float64(x)
-	}
-	e.End(at)
-}
-
-func decFloats(d *idemimpl.Decoder) []float64 {
-	if d.Nil() {
-		return nil
-	}
-	v := make([]float64, d.List())
-	for i := range v {
-		v[i] = d.Float64()
-	}
-	return v
-}
-
-func encMap(e *idemimpl.Encoder, m map[string][]byte) {
-	if m == nil {
-		e.Nil()
-		return
-	}
-	at := e.Map(len(m))
-	for k, x := range m {
-		e.String(k)
-		e.Bytes(x)
-	}
-	e.End(at)
-}
-
-func decMap(d *idemimpl.Decoder) map[string][]byte {
-	if d.Nil() {
-		return nil
-	}
-	n := d.Map()
-	m := make(map[string][]byte, n)
-	for range n {
-		k := d.String()
-		m[k] = d.Bytes()
-	}
-	return m
 }
 
 var (

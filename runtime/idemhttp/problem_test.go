@@ -47,6 +47,17 @@ const (
 	rfc9110Base = "https://www.rfc-editor.org/rfc/rfc9110.html"
 )
 
+// malformedKey is the problem answering a malformed Idempotency-Key: 400,
+// with detail and the key as echoed.
+func malformedKey(detail, echoed string) map[string]any {
+	return map[string]any{
+		"type": syntaxType, "title": "Idempotency-Key is malformed", "status": 400.0,
+		"detail": detail,
+		"code":   "idempotency-key-malformed", "retryable": false,
+		"idempotency_key": echoed,
+	}
+}
+
 // TestProblemDetails: every problem the middleware answers with is a
 // complete RFC 9457 object: type (the draft's section for the error, or
 // RFC 9110's for the status), title, status (the response's own), detail,
@@ -74,52 +85,27 @@ func TestProblemDetails(t *testing.T) {
 		{
 			name: "400 malformed key: too long, echoed bounded",
 			q:    req{client: "a", key: []string{long}},
-			want: map[string]any{
-				"type": syntaxType, "title": "Idempotency-Key is malformed", "status": 400.0,
-				"detail": "the key is 300 bytes long; the limit is 255",
-				"code":   "idempotency-key-malformed", "retryable": false,
-				"idempotency_key": strings.Repeat("k", idemhttp.MaxEchoedKeyLen) + "...",
-			},
+			want: malformedKey("the key is 300 bytes long; the limit is 255", strings.Repeat("k", idemhttp.MaxEchoedKeyLen)+"..."),
 		},
 		{
 			name: "400 malformed key: control bytes are not echoed",
 			q:    req{client: "a", key: []string{"\"a\tb\""}},
-			want: map[string]any{
-				"type": syntaxType, "title": "Idempotency-Key is malformed", "status": 400.0,
-				"detail": "byte 0x09 at offset 2 is not printable ASCII",
-				"code":   "idempotency-key-malformed", "retryable": false,
-				"idempotency_key": `"a?b"`,
-			},
+			want: malformedKey("byte 0x09 at offset 2 is not printable ASCII", `"a?b"`),
 		},
 		{
 			name: "400 malformed key: empty, echoed empty",
 			q:    req{client: "a", key: []string{""}},
-			want: map[string]any{
-				"type": syntaxType, "title": "Idempotency-Key is malformed", "status": 400.0,
-				"detail": "the key is empty",
-				"code":   "idempotency-key-malformed", "retryable": false,
-				"idempotency_key": "",
-			},
+			want: malformedKey("the key is empty", ""),
 		},
 		{
 			name: "400 malformed key: empty quoted string, echoed as sent",
 			q:    req{client: "a", key: []string{`""`}},
-			want: map[string]any{
-				"type": syntaxType, "title": "Idempotency-Key is malformed", "status": 400.0,
-				"detail": "the key is empty",
-				"code":   "idempotency-key-malformed", "retryable": false,
-				"idempotency_key": `""`,
-			},
+			want: malformedKey("the key is empty", `""`),
 		},
 		{
 			name: "400 two key headers",
 			q:    req{client: "a", key: []string{"k1", "k2"}},
-			want: map[string]any{
-				"type": syntaxType, "title": "Idempotency-Key is malformed", "status": 400.0,
-				"detail": "2 Idempotency-Key headers; send exactly one",
-				"code":   "idempotency-key-malformed", "retryable": false,
-				"idempotency_key": "k1",
-			},
+			want: malformedKey("2 Idempotency-Key headers; send exactly one", "k1"),
 		},
 		{
 			name: "401 principal unknown",

@@ -227,7 +227,7 @@ func BenchmarkFirstExecution(b *testing.B) {
 // measured from the start of Complete. Poll interval 10s, so every wake-up
 // is a notification.
 func BenchmarkWaitWakeup(b *testing.B) {
-	pool := newPool(b, func(c *pgxpool.Config) { c.MaxConns = 4 })
+	pool := poolWith(b, 4)
 	s := newStore(b, pool, WithPollInterval(10*time.Second))
 	ctx := context.Background()
 	// Start the listener.

@@ -3,13 +3,13 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
@@ -33,7 +33,7 @@ func seedRows(t testing.TB, s *Store, prefix string, n int, expiresIn, leaseIn s
 // TestConcurrentCleanup: four cleaners delete every expired row exactly
 // once and never a live one, while claims revive some expired keys.
 func TestConcurrentCleanup(t *testing.T) {
-	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 8 })
+	pool := poolWith(t, 8)
 	s := newStore(t, pool)
 	ctx := context.Background()
 	const expired, live = 4000, 600
@@ -126,27 +126,25 @@ func TestSweeper(t *testing.T) {
 	}
 }
 
-// partitionedDDL is the hash-partitioned records table docs/POSTGRES.md
-// suggests for very large tables: create it, then run Migrate.
-const partitionedDDL = `CREATE TABLE %[1]s (
-    key             text COLLATE "C" PRIMARY KEY,
-    state           smallint    NOT NULL,
-    owner           bytea       NOT NULL,
-    fence           bigint      NOT NULL,
-    fingerprint     bytea       NOT NULL,
-    result          bytea,
-    lease_until     timestamptz NOT NULL,
-    expires_at      timestamptz NOT NULL,
-    updated_at      timestamptz NOT NULL,
-    took_over       boolean     NOT NULL DEFAULT false,
-    waiters         boolean     NOT NULL DEFAULT false,
-    completed_in_tx boolean     NOT NULL DEFAULT false,
-    format          smallint    NOT NULL DEFAULT 1
-) PARTITION BY HASH (key);
-CREATE TABLE %[2]s PARTITION OF %[1]s FOR VALUES WITH (MODULUS 4, REMAINDER 0);
-CREATE TABLE %[3]s PARTITION OF %[1]s FOR VALUES WITH (MODULUS 4, REMAINDER 1);
-CREATE TABLE %[4]s PARTITION OF %[1]s FOR VALUES WITH (MODULUS 4, REMAINDER 2);
-CREATE TABLE %[5]s PARTITION OF %[1]s FOR VALUES WITH (MODULUS 4, REMAINDER 3);`
+// partitionedDDL is the records table of the first migration, hash
+// partitioned in four as docs/POSTGRES.md suggests for very large tables:
+// create it, then run Migrate.
+func partitionedDDL(t *testing.T, schema string) string {
+	t.Helper()
+	n := newNames(schema, "idem_records")
+	sql := n.render(migrations()[0].sql)
+	start := strings.Index(sql, "CREATE TABLE IF NOT EXISTS "+n.qTable)
+	end := strings.Index(sql[max(start, 0):], ") WITH (fillfactor = 90);")
+	if start < 0 || end < 0 {
+		t.Fatal("migration 1 no longer creates the records table as this test expects")
+	}
+	ddl := []string{sql[start:start+end] + ") PARTITION BY HASH (key)"}
+	for i := range 4 {
+		part := pgx.Identifier{schema, fmt.Sprintf("idem_records_p%d", i)}.Sanitize()
+		ddl = append(ddl, fmt.Sprintf("CREATE TABLE %s PARTITION OF %s FOR VALUES WITH (MODULUS 4, REMAINDER %d)", part, n.qTable, i))
+	}
+	return strings.Join(ddl, ";\n")
+}
 
 // TestPartitionedTable: the store works unchanged on a hash-partitioned
 // table, and its cleanup (by key there: a ctid is only unique within a
@@ -155,22 +153,13 @@ func TestPartitionedTable(t *testing.T) {
 	pool := newPool(t, nil)
 	ctx := context.Background()
 	schema := newSchema(t, pool)
-	id := func(name string) string { return pgx.Identifier{schema, name}.Sanitize() }
 	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, fmt.Sprintf(partitionedDDL, id("idem_records"),
-		id("idem_records_p0"), id("idem_records_p1"), id("idem_records_p2"), id("idem_records_p3"))); err != nil {
+	if _, err := pool.Exec(ctx, partitionedDDL(t, schema)); err != nil {
 		t.Fatal(err)
 	}
-	if err := Migrate(ctx, pool, WithSchema(schema)); err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(ctx, pool, WithSchema(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := migratedStore(t, pool, WithSchema(schema))
 	if s.q.cleanup != s.q.cleanupByKey {
 		t.Fatal("partitioned table not detected")
 	}

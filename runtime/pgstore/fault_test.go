@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
@@ -67,13 +66,19 @@ func getRecord(t *testing.T, s *Store, key string) idemstore.Record {
 	return r
 }
 
+// faultRig is a store on a pool of four connections, room for a row lock,
+// a blocked statement and the one that kills it, and a Guard over it.
+func faultRig(t *testing.T) (*Store, *idem.Guard) {
+	t.Helper()
+	s := newStore(t, poolWith(t, 4))
+	return s, idem.NewGuard(s)
+}
+
 // TestKilledMidClaim: the claim's connection dies while it waits on the
 // row: the caller gets a typed error, the function does not run, the row
 // is untouched, and the next claim acquires it exactly once.
 func TestKilledMidClaim(t *testing.T) {
-	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 4 })
-	s := newStore(t, pool)
-	g := idem.NewGuard(s)
+	s, g := faultRig(t)
 	ctx := context.Background()
 	sp := spec
 	// A released record: the claim will try to take it and block on the lock.
@@ -86,7 +91,7 @@ func TestKilledMidClaim(t *testing.T) {
 	}
 	keyOf := func() string {
 		var k string
-		if err := pool.QueryRow(ctx, "SELECT key FROM "+s.Table()+" WHERE key LIKE $1", key+"%").Scan(&k); err != nil {
+		if err := s.pool.QueryRow(ctx, "SELECT key FROM "+s.Table()+" WHERE key LIKE $1", key+"%").Scan(&k); err != nil {
 			t.Fatal(err)
 		}
 		return k
@@ -129,9 +134,7 @@ func TestKilledMidClaim(t *testing.T) {
 // record stays in progress with no result, a duplicate sees it in
 // progress (never two owners), and after the lease a takeover completes it.
 func TestKilledMidComplete(t *testing.T) {
-	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 4 })
-	s := newStore(t, pool)
-	g := idem.NewGuard(s)
+	s, g := faultRig(t)
 	ctx := context.Background()
 	sp := spec
 	sp.Lease = 600 * time.Millisecond
@@ -154,7 +157,7 @@ func TestKilledMidComplete(t *testing.T) {
 	}()
 	var k string
 	deadline := time.Now().Add(5 * time.Second)
-	for pool.QueryRow(ctx, "SELECT key FROM "+s.Table()).Scan(&k) != nil {
+	for s.pool.QueryRow(ctx, "SELECT key FROM "+s.Table()).Scan(&k) != nil {
 		if time.Now().After(deadline) {
 			t.Fatal("no record claimed")
 		}
@@ -186,7 +189,7 @@ func TestKilledMidComplete(t *testing.T) {
 }
 
 func TestPoolExhausted(t *testing.T) {
-	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 1 })
+	pool := poolWith(t, 1)
 	ctx := context.Background()
 	var runs atomic.Int64
 	fn := func(context.Context) (string, error) { runs.Add(1); return "ran", nil }
@@ -249,7 +252,7 @@ func balance(t *testing.T, s *Store, table string) int {
 
 // TestInTx covers transactional completion through a Guard.
 func TestInTx(t *testing.T) {
-	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 6 })
+	pool := poolWith(t, 6)
 	ctx := context.Background()
 	rr := pgx.TxOptions{IsoLevel: pgx.RepeatableRead}
 
@@ -384,7 +387,7 @@ func TestInTx(t *testing.T) {
 			t.Fatalf("balance %d after a rolled-back call", b)
 		}
 		var k string
-		if err := pool.QueryRow(ctx, "SELECT key FROM "+s.Table()).Scan(&k); err != nil {
+		if err := s.pool.QueryRow(ctx, "SELECT key FROM "+s.Table()).Scan(&k); err != nil {
 			t.Fatal(err)
 		}
 		if r := getRecord(t, s, k); r.State != idemstore.StateReleased {
@@ -451,7 +454,7 @@ func TestInTx(t *testing.T) {
 			t.Fatalf("balance %d, want 103: no debit, three concurrent credits", b)
 		}
 		var k string
-		if err := pool.QueryRow(ctx, "SELECT key FROM "+s.Table()).Scan(&k); err != nil {
+		if err := s.pool.QueryRow(ctx, "SELECT key FROM "+s.Table()).Scan(&k); err != nil {
 			t.Fatal(err)
 		}
 		if r := getRecord(t, s, k); r.State != idemstore.StateReleased || r.Result != nil {

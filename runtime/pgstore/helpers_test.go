@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/internal/testenv"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
 const startHint = `PostgreSQL is not reachable at %s (%v).
@@ -49,6 +49,12 @@ func newPool(t testing.TB, tweak func(*pgxpool.Config)) *pgxpool.Pool {
 	return pool
 }
 
+// poolWith is newPool with room for maxConns connections.
+func poolWith(t testing.TB, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	return newPool(t, func(c *pgxpool.Config) { c.MaxConns = maxConns })
+}
+
 // newSchema makes a schema only this test uses and drops it afterwards.
 func newSchema(t testing.TB, pool *pgxpool.Pool) string {
 	t.Helper()
@@ -67,8 +73,14 @@ func newStore(t testing.TB, pool *pgxpool.Pool, opts ...Option) *Store {
 	if pool == nil {
 		pool = newPool(t, nil)
 	}
+	return migratedStore(t, pool, append([]Option{WithSchema(newSchema(t, pool))}, opts...)...)
+}
+
+// migratedStore runs Migrate with opts and opens a store with them,
+// closed when the test ends.
+func migratedStore(t testing.TB, pool *pgxpool.Pool, opts ...Option) *Store {
+	t.Helper()
 	ctx := context.Background()
-	opts = append([]Option{WithSchema(newSchema(t, pool))}, opts...)
 	if err := Migrate(ctx, pool, opts...); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
@@ -80,27 +92,42 @@ func newStore(t testing.TB, pool *pgxpool.Pool, opts ...Option) *Store {
 	return s
 }
 
-// manualClock is a test clock moved by hand, kept at whole microseconds
-// (Postgres's timestamp precision) so times compare exactly.
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
+// schemaAtVersion makes a fresh schema holding the records table as the
+// first version migrations left it, for tests of an upgrade.
+func schemaAtVersion(t testing.TB, pool *pgxpool.Pool, version int) (string, names) {
+	t.Helper()
+	schema := newSchema(t, pool)
+	n := newNames(schema, "idem_records")
+	stmts := []string{"CREATE SCHEMA " + n.qSchema}
+	for _, m := range migrations()[:version] {
+		stmts = append(stmts, n.render(m.sql))
+	}
+	for _, sql := range stmts {
+		if _, err := pool.Exec(context.Background(), sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return schema, n
 }
 
-func newManualClock() *manualClock {
-	return &manualClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+// refusedPool is a pool (connecting lazily) for a server address that
+// refuses connections; query is appended to its URL.
+func refusedPool(t testing.TB, query string) (*pgxpool.Pool, string) {
+	t.Helper()
+	addr := testenv.RefusedAddr(t)
+	pool, err := pgxpool.New(context.Background(), "postgres://idem@"+addr+"/test"+query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, addr
 }
 
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d.Truncate(time.Microsecond))
-	c.mu.Unlock()
+// newManualClock is a test clock standing at a whole second. Tests move
+// it by whole microseconds (Postgres's timestamp precision), so times
+// compare exactly.
+func newManualClock() *idemtest.Clock {
+	return idemtest.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // queryCounter is a pgx tracer counting statements (round trips once

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idemstore"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestReplayWritesNothing: a replay (the key's live record completed or
@@ -17,7 +16,7 @@ import (
 // CONFLICT, even one that changes no row) fails; every other claim still
 // takes the write path.
 func TestReplayWritesNothing(t *testing.T) {
-	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 1 })
+	pool := poolWith(t, 1)
 	s := newStore(t, pool)
 	ctx := context.Background()
 	finish := map[string]func(idemstore.Lease) error{

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemseal"
@@ -21,7 +20,7 @@ import (
 // each time. The business write and the record commit together, the
 // record is sealed at rest, and duplicates replay it without running.
 func TestInTxUnderStoredForms(t *testing.T) {
-	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 4 })
+	pool := poolWith(t, 4)
 	ctx := context.Background()
 	ring, err := idemseal.New(idemseal.Key{ID: "k1", Secret: bytes.Repeat([]byte{7}, 32)})
 	if err != nil {

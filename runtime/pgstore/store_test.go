@@ -20,7 +20,7 @@ import (
 // TestConformance runs the shared store suite against the real server,
 // leases judged by the database clock.
 func TestConformance(t *testing.T) {
-	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 16 })
+	pool := poolWith(t, 16)
 	idemtest.RunStoreSuite(t, idemtest.Harness{
 		New: func(t *testing.T, _ func() time.Time) idemstore.Store {
 			return newStore(t, pool, WithPollInterval(50*time.Millisecond))
@@ -58,7 +58,7 @@ func corruptRow(t *testing.T, s idemstore.Store, key string) {
 // TestConformanceManualClock runs the suite again with the suite's manual
 // clock sent as each statement's time (WithClock).
 func TestConformanceManualClock(t *testing.T) {
-	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 8 })
+	pool := poolWith(t, 8)
 	idemtest.RunStoreSuite(t, idemtest.Harness{
 		New: func(t *testing.T, now func() time.Time) idemstore.Store {
 			return newStore(t, pool, WithClock(func() time.Time { return now().Truncate(time.Microsecond) }),
@@ -121,7 +121,7 @@ func TestRoundTrips(t *testing.T) {
 // promptly when the owner completes, so the wake-up came from NOTIFY; many
 // waiters share the store's one LISTEN connection.
 func TestWaitWakesOnNotify(t *testing.T) {
-	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 8 })
+	pool := poolWith(t, 8)
 	s := newStore(t, pool, WithPollInterval(time.Minute))
 	ctx := context.Background()
 	lease := idemstore.Lease{Key: "w", Owner: token(1), Duration: time.Minute, TTL: time.Hour}
@@ -195,7 +195,7 @@ func TestWaitLeaseExpiry(t *testing.T) {
 // TestGuardWaitMode: a duplicate in wait mode from another Guard (another
 // "process") blocks on the running call and replays its result.
 func TestGuardWaitMode(t *testing.T) {
-	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 8 })
+	pool := poolWith(t, 8)
 	s := newStore(t, pool)
 	g1, g2 := idem.NewGuard(s), idem.NewGuard(s)
 	sp := spec
@@ -310,7 +310,7 @@ func TestSchemaErrors(t *testing.T) {
 }
 
 func TestMigrate(t *testing.T) {
-	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 8 })
+	pool := poolWith(t, 8)
 	ctx := context.Background()
 	t.Run("concurrent and repeated", func(t *testing.T) {
 		schema := newSchema(t, pool)
@@ -336,14 +336,7 @@ func TestMigrate(t *testing.T) {
 		s.Close()
 	})
 	t.Run("upgrade from version 1", func(t *testing.T) {
-		schema := newSchema(t, pool)
-		if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-			t.Fatal(err)
-		}
-		n := newNames(schema, "idem_records")
-		if _, err := pool.Exec(ctx, n.render(migrations()[0].sql)); err != nil {
-			t.Fatal(err)
-		}
+		schema, n := schemaAtVersion(t, pool, 1)
 		if _, err := New(ctx, pool, WithSchema(schema)); !errors.Is(err, ErrSchemaMissing) || !strings.Contains(err.Error(), "run pgstore.Migrate") {
 			t.Fatalf("New on version 1: %v, want ErrSchemaMissing asking to run Migrate", err)
 		}
@@ -369,30 +362,14 @@ func TestMigrate(t *testing.T) {
 	t.Run("upgrade from version 3 keeps its rows", func(t *testing.T) {
 		// Rows written at version 3 have no claimed_at: they read with a
 		// zero ClaimedAt, replay, and their owners heartbeat and complete.
-		schema := newSchema(t, pool)
-		if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-			t.Fatal(err)
-		}
-		n := newNames(schema, "idem_records")
-		for _, m := range migrations()[:3] {
-			if _, err := pool.Exec(ctx, n.render(m.sql)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		schema, n := schemaAtVersion(t, pool, 3)
 		owner, fp := token(1), fingerprint(1)
 		if _, err := pool.Exec(ctx, `INSERT INTO `+n.qTable+` (key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at)
 			VALUES ('done', 2, $1, 3, $2, '"v"', now(), now() + interval '1 hour', now() - interval '1 minute'),
 			       ('running', 1, $1, 5, $2, NULL, now() + interval '1 hour', now() + interval '2 hours', now())`, owner[:], fp[:]); err != nil {
 			t.Fatal(err)
 		}
-		if err := Migrate(ctx, pool, WithSchema(schema)); err != nil {
-			t.Fatal(err)
-		}
-		s, err := New(ctx, pool, WithSchema(schema))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := migratedStore(t, pool, WithSchema(schema))
 		for _, key := range []string{"done", "running"} {
 			r, err := s.Get(ctx, key)
 			if err != nil || !r.ClaimedAt.IsZero() || r.UpdatedAt.IsZero() {
@@ -419,30 +396,14 @@ func TestMigrate(t *testing.T) {
 		// across the upgrade records steps, and a claim after its release
 		// resumes them, ordered or not. Version 4's ordered claim
 		// function stays for binaries of version 4.
-		schema := newSchema(t, pool)
-		if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-			t.Fatal(err)
-		}
-		n := newNames(schema, "idem_records")
-		for _, m := range migrations()[:4] {
-			if _, err := pool.Exec(ctx, n.render(m.sql)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		schema, n := schemaAtVersion(t, pool, 4)
 		owner, fp := token(1), fingerprint(1)
 		if _, err := pool.Exec(ctx, `INSERT INTO `+n.qTable+` (key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at)
 			VALUES ('running', 1, $1, 5, $2, NULL, now() + interval '1 hour', now() + interval '2 hours', now(), now()),
 			       ('e:{x}:ordered', 1, $1, 2, $2, NULL, now() + interval '1 hour', now() + interval '2 hours', now(), now())`, owner[:], fp[:]); err != nil {
 			t.Fatal(err)
 		}
-		if err := Migrate(ctx, pool, WithSchema(schema)); err != nil {
-			t.Fatal(err)
-		}
-		s, err := New(ctx, pool, WithSchema(schema))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := migratedStore(t, pool, WithSchema(schema))
 		for _, key := range []string{"running", "e:{x}:ordered"} {
 			l := idemstore.Lease{Key: key, Owner: owner, Fence: 5, Duration: time.Minute, TTL: time.Hour}
 			req := idemstore.ClaimRequest{Key: key, Owner: token(2), Fingerprint: fp, Lease: time.Minute, TTL: time.Hour}
@@ -520,7 +481,7 @@ func TestCanceledCtx(t *testing.T) {
 // waiter blocks; the store reconnects, and the waiter still wakes when the
 // owner completes (by the new LISTEN, or by polling while it reconnects).
 func TestWaitSurvivesListenerLoss(t *testing.T) {
-	pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 4 })
+	pool := poolWith(t, 4)
 	var listenerErrs atomic.Int64
 	s := newStore(t, pool, WithPollInterval(time.Minute), WithErrorHandler(func(error) { listenerErrs.Add(1) }))
 	ctx := context.Background()

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -23,16 +22,7 @@ import (
 // cause, and says "store unavailable" once. Before, New returned an
 // untyped "reading schema version" error.
 func TestConstructorsAgainstARefusedPortAreStoreUnavailable(t *testing.T) {
-	addr := testenv.RefusedAddr(t)
-	cfg, err := pgxpool.ParseConfig("postgres://idem@" + addr + "/test?connect_timeout=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg) // connects lazily
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, _ := refusedPool(t, "?connect_timeout=2")
 	tests := []struct {
 		name string
 		run  func(ctx context.Context) error
@@ -129,16 +119,11 @@ func TestDeadlineShorterThanAStatementBoundsEveryStoreCall(t *testing.T) {
 // TestNewFailsFast: New over a refused port returns well inside a short
 // ctx, with idem.ErrStoreUnavailable, the cause, and no phrase said twice.
 func TestNewFailsFast(t *testing.T) {
-	addr := testenv.RefusedAddr(t)
-	pool, err := pgxpool.New(context.Background(), "postgres://idem@"+addr+"/test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, addr := refusedPool(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	start := time.Now()
-	_, err = New(ctx, pool)
+	_, err := New(ctx, pool)
 	if took := time.Since(start); took > 500*time.Millisecond {
 		t.Errorf("New took %v to fail", took)
 	}
@@ -154,12 +139,7 @@ func TestNewFailsFast(t *testing.T) {
 // refuses connections, and a Guard's call over it, fails with an error
 // wrapping idem.ErrStoreUnavailable whose text repeats no phrase.
 func TestUnavailableErrorsSayItOnce(t *testing.T) {
-	addr := testenv.RefusedAddr(t)
-	pool, err := pgxpool.New(context.Background(), "postgres://idem@"+addr+"/test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, _ := refusedPool(t, "")
 	// New would refuse the pool: the store as New builds it past its checks.
 	cfg := buildConfig([]Option{WithPollInterval(50 * time.Millisecond)})
 	s := &Store{pool: pool, cfg: cfg, n: newNames(cfg.schema, cfg.table)}

@@ -98,19 +98,27 @@ func newStore(t testing.TB, rdb redis.UniversalClient, opts ...Option) *Store {
 func cleanPrefix(rdb redis.UniversalClient, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	clean := func(ctx context.Context, c *redis.Client) error {
+	_ = scanPrefix(ctx, rdb, prefix, func(ctx context.Context, c *redis.Client, key string) { c.Del(ctx, key) })
+}
+
+// scanPrefix calls f with every key under prefix and the client of the
+// node that holds it: every master of a Cluster, or the one server. f may
+// run concurrently on a Cluster.
+func scanPrefix(ctx context.Context, rdb redis.UniversalClient, prefix string, f func(ctx context.Context, c *redis.Client, key string)) error {
+	scan := func(ctx context.Context, c *redis.Client) error {
 		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
+			f(ctx, c, iter.Val())
 		}
 		return iter.Err()
 	}
 	switch c := rdb.(type) {
 	case *redis.ClusterClient:
-		_ = c.ForEachMaster(ctx, clean)
+		return c.ForEachMaster(ctx, scan)
 	case *redis.Client:
-		_ = clean(ctx, c)
+		return scan(ctx, c)
 	}
+	return nil
 }
 
 // encodeRecordV1 is encodeRecord in encoding version 1, as stores wrote
@@ -136,42 +144,30 @@ func rawWith(rdb redis.UniversalClient) func(t *testing.T, s idemstore.Store) []
 			}
 			mu.Unlock()
 		}
-		read := func(ctx context.Context, c *redis.Client) error {
-			iter := c.Scan(ctx, 0, s.(*Store).prefix+"*", 1000).Iterator()
-			for iter.Next(ctx) {
-				k := iter.Val()
-				add(k)
-				switch typ, _ := c.Type(ctx, k).Result(); typ {
-				case "string":
-					add(c.Get(ctx, k).Val())
-				case "hash":
-					for f, v := range c.HGetAll(ctx, k).Val() {
-						add(f, v)
-					}
-				case "list":
-					add(c.LRange(ctx, k, 0, -1).Val()...)
-				case "set":
-					add(c.SMembers(ctx, k).Val()...)
-				case "zset":
-					add(c.ZRange(ctx, k, 0, -1).Val()...)
-				case "stream":
-					for _, m := range c.XRange(ctx, k, "-", "+").Val() {
-						for f, v := range m.Values {
-							add(f, fmt.Sprint(v))
-						}
+		read := func(ctx context.Context, c *redis.Client, k string) {
+			add(k)
+			switch typ, _ := c.Type(ctx, k).Result(); typ {
+			case "string":
+				add(c.Get(ctx, k).Val())
+			case "hash":
+				for f, v := range c.HGetAll(ctx, k).Val() {
+					add(f, v)
+				}
+			case "list":
+				add(c.LRange(ctx, k, 0, -1).Val()...)
+			case "set":
+				add(c.SMembers(ctx, k).Val()...)
+			case "zset":
+				add(c.ZRange(ctx, k, 0, -1).Val()...)
+			case "stream":
+				for _, m := range c.XRange(ctx, k, "-", "+").Val() {
+					for f, v := range m.Values {
+						add(f, fmt.Sprint(v))
 					}
 				}
 			}
-			return iter.Err()
 		}
-		var err error
-		switch c := rdb.(type) {
-		case *redis.ClusterClient:
-			err = c.ForEachMaster(ctx, read)
-		case *redis.Client:
-			err = read(ctx, c)
-		}
-		if err != nil {
+		if err := scanPrefix(ctx, rdb, s.(*Store).prefix, read); err != nil {
 			t.Fatal(err)
 		}
 		return out

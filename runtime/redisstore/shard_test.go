@@ -85,6 +85,21 @@ func completeWithin(t *testing.T, s *Store, l idemstore.Lease, done <-chan waitR
 	t.Logf("waiter woken %v after the completion", time.Since(start))
 }
 
+// waitedKey is a store that waits on notifications alone (its poll
+// interval is never reached), a fresh key, the key's channel and the
+// master that owns it.
+func waitedKey(t *testing.T, rdb *redis.ClusterClient) (*Store, string, string, *redis.Client) {
+	t.Helper()
+	s := newStore(t, rdb, WithPollInterval(time.Hour))
+	key := randomKey(t)
+	ch := channelOf(s.RecordKey(key))
+	owner, err := rdb.MasterForKey(context.Background(), ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, key, ch, owner
+}
+
 // TestShardWakeupStaysOnShard: on a Cluster a completion wakes its waiter
 // through the shard subscription of the node that owns the key, and a
 // classic SUBSCRIBE of the same channel (on that node or another) hears
@@ -92,13 +107,7 @@ func completeWithin(t *testing.T, s *Store, l idemstore.Lease, done <-chan waitR
 func TestShardWakeupStaysOnShard(t *testing.T) {
 	rdb := cluster(t)
 	ctx := context.Background()
-	s := newStore(t, rdb, WithPollInterval(time.Hour))
-	key := randomKey(t)
-	ch := channelOf(s.RecordKey(key))
-	owner, err := rdb.MasterForKey(ctx, ch)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, key, ch, owner := waitedKey(t, rdb)
 	var classic []*redis.PubSub
 	for _, addr := range rdb.Options().Addrs {
 		c := redis.NewClient(&redis.Options{Addr: addr})
@@ -131,16 +140,9 @@ func TestShardWakeupStaysOnShard(t *testing.T) {
 // moved back at the end.
 func TestShardWaitAcrossSlotMigration(t *testing.T) {
 	rdb := cluster(t)
-	ctx := context.Background()
-	s := newStore(t, rdb, WithPollInterval(time.Hour))
-	key := randomKey(t)
-	ch := channelOf(s.RecordKey(key))
+	s, key, ch, from := waitedKey(t, rdb)
 	slot := keySlot(ch)
 	nodes := clusterMasters(t, rdb)
-	from, err := rdb.MasterForKey(ctx, ch)
-	if err != nil {
-		t.Fatal(err)
-	}
 	src := nodes[from.Options().Addr]
 	var dst *master
 	for _, n := range nodes {
@@ -277,13 +279,7 @@ func TestShardWaitAcrossFailover(t *testing.T) {
 	defer failoverMu.Unlock()
 	rdb := failoverCluster(t)
 	ctx := context.Background()
-	s := newStore(t, rdb, WithPollInterval(time.Hour))
-	key := randomKey(t)
-	ch := channelOf(s.RecordKey(key))
-	owner, err := rdb.MasterForKey(ctx, ch)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, key, ch, owner := waitedKey(t, rdb)
 	m := owner.Options().Addr
 	replica := clusterReplicaOf(t, ctx, m)
 	mPid, err := serverPid(ctx, m)

@@ -25,22 +25,11 @@ func keysOf(t *testing.T, rdb redis.UniversalClient, s *Store) []string {
 	ctx := context.Background()
 	var mu sync.Mutex
 	var keys []string
-	scan := func(ctx context.Context, c *redis.Client) error {
-		iter := c.Scan(ctx, 0, s.prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			mu.Lock()
-			keys = append(keys, iter.Val())
-			mu.Unlock()
-		}
-		return iter.Err()
-	}
-	var err error
-	switch c := rdb.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, scan)
-	case *redis.Client:
-		err = scan(ctx, c)
-	}
+	err := scanPrefix(ctx, rdb, s.prefix, func(_ context.Context, _ *redis.Client, key string) {
+		mu.Lock()
+		keys = append(keys, key)
+		mu.Unlock()
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

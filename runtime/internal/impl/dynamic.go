@@ -196,58 +196,67 @@ func (e *Encoder) Any(v any) {
 	}
 }
 
+// dynNumberTypes are the predeclared integer, float and complex types
+// Any restores exactly, by their dynamic type code.
+var dynNumberTypes = map[byte]reflect.Type{
+	dynInt:        reflect.TypeFor[int](),
+	dynInt8:       reflect.TypeFor[int8](),
+	dynInt16:      reflect.TypeFor[int16](),
+	dynInt32:      reflect.TypeFor[int32](),
+	dynInt64:      reflect.TypeFor[int64](),
+	dynUint:       reflect.TypeFor[uint](),
+	dynUint8:      reflect.TypeFor[uint8](),
+	dynUint16:     reflect.TypeFor[uint16](),
+	dynUint32:     reflect.TypeFor[uint32](),
+	dynUint64:     reflect.TypeFor[uint64](),
+	dynUintptr:    reflect.TypeFor[uintptr](),
+	dynFloat32:    reflect.TypeFor[float32](),
+	dynFloat64:    reflect.TypeFor[float64](),
+	dynComplex64:  reflect.TypeFor[complex64](),
+	dynComplex128: reflect.TypeFor[complex128](),
+}
+
+// dynNumberCodes is dynNumberTypes the other way round.
+var dynNumberCodes = func() map[reflect.Type]byte {
+	m := make(map[reflect.Type]byte, len(dynNumberTypes))
+	for code, t := range dynNumberTypes {
+		m[t] = code
+	}
+	return m
+}()
+
+// dynNumberBits is the width an integer of type t is read with: its own
+// (an int written on a 64-bit machine that does not fit is
+// ErrResultIncompatible on a 32-bit one), but 64 for uintptr, which
+// records have always read whole.
+func dynNumberBits(t reflect.Type) int {
+	if t.Kind() == reflect.Uintptr {
+		return 64
+	}
+	return t.Bits()
+}
+
 // anyNumber writes v if its dynamic type is a predeclared integer,
-// float or complex type, and reports whether it was.
+// float or complex type, and reports whether it was. A named type of
+// such a kind is not one.
 func (e *Encoder) anyNumber(v any) bool {
-	dyn := func(code byte) { e.buf = append(e.buf, kDynamic, code) }
-	switch x := v.(type) {
-	case int:
-		dyn(dynInt)
-		e.Int(int64(x))
-	case int8:
-		dyn(dynInt8)
-		e.Int(int64(x))
-	case int16:
-		dyn(dynInt16)
-		e.Int(int64(x))
-	case int32:
-		dyn(dynInt32)
-		e.Int(int64(x))
-	case int64:
-		dyn(dynInt64)
-		e.Int(x)
-	case uint:
-		dyn(dynUint)
-		e.Uint(uint64(x))
-	case uint8:
-		dyn(dynUint8)
-		e.Uint(uint64(x))
-	case uint16:
-		dyn(dynUint16)
-		e.Uint(uint64(x))
-	case uint32:
-		dyn(dynUint32)
-		e.Uint(uint64(x))
-	case uint64:
-		dyn(dynUint64)
-		e.Uint(x)
-	case uintptr:
-		dyn(dynUintptr)
-		e.Uint(uint64(x))
-	case float32:
-		dyn(dynFloat32)
-		e.Float32(x)
-	case float64:
-		dyn(dynFloat64)
-		e.Float64(x)
-	case complex64:
-		dyn(dynComplex64)
-		e.Complex(complex128(x))
-	case complex128:
-		dyn(dynComplex128)
-		e.Complex(x)
-	default:
+	rv := reflect.ValueOf(v)
+	code, ok := dynNumberCodes[rv.Type()]
+	if !ok {
 		return false
+	}
+	e.buf = append(e.buf, kDynamic, code)
+	switch {
+	case rv.CanInt():
+		e.Int(rv.Int())
+	case rv.CanUint():
+		e.Uint(rv.Uint())
+	case code == dynFloat32:
+		e.Float32(v.(float32)) // as it is: through a float64 a NaN's bits may change
+	case rv.CanFloat():
+		e.Float64(rv.Float())
+	default:
+		e.Complex(rv.Complex())
 	}
 	return true
 }
@@ -322,39 +331,25 @@ func (d *Decoder) Any() any {
 // anyNumber reads a predeclared integer, float or complex value of the
 // dynamic type code names; ok is false for any other code.
 func (d *Decoder) anyNumber(code byte) (v any, ok bool) {
-	switch code {
-	case dynInt:
-		return int(d.Int(strconvIntSize)), true
-	case dynInt8:
-		return int8(d.Int(8)), true
-	case dynInt16:
-		return int16(d.Int(16)), true
-	case dynInt32:
-		return int32(d.Int(32)), true
-	case dynInt64:
-		return d.Int(64), true
-	case dynUint:
-		return uint(d.Uint(strconvIntSize)), true
-	case dynUint8:
-		return uint8(d.Uint(8)), true
-	case dynUint16:
-		return uint16(d.Uint(16)), true
-	case dynUint32:
-		return uint32(d.Uint(32)), true
-	case dynUint64:
-		return d.Uint(64), true
-	case dynUintptr:
-		return uintptr(d.Uint(64)), true
-	case dynFloat32:
-		return d.Float32(), true
-	case dynFloat64:
-		return d.Float64(), true
-	case dynComplex64:
-		return complex64(d.Complex()), true
-	case dynComplex128:
-		return d.Complex(), true
+	t, ok := dynNumberTypes[code]
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	if code == dynFloat32 {
+		return d.Float32(), true // as it was: through a float64 a NaN's bits may change
+	}
+	rv := reflect.New(t).Elem()
+	switch {
+	case rv.CanInt():
+		rv.SetInt(d.Int(dynNumberBits(t)))
+	case rv.CanUint():
+		rv.SetUint(d.Uint(dynNumberBits(t)))
+	case rv.CanFloat():
+		rv.SetFloat(d.Float64())
+	default:
+		rv.SetComplex(d.Complex())
+	}
+	return rv.Interface(), true
 }
 
 func (d *Decoder) anyList() any {
@@ -380,11 +375,6 @@ func (d *Decoder) anyMap() any {
 	}
 	return m
 }
-
-// strconvIntSize is the size of int and uint: a record written on a
-// 64-bit machine holding an int that does not fit is
-// ErrResultIncompatible on a 32-bit one.
-const strconvIntSize = 32 << (^uint(0) >> 63)
 
 // Variant starts a value held in an interface whose dynamic types the
 // generated code lists (an SDK's union of block types): the type's name,

@@ -114,11 +114,7 @@ func writeStructIdentity(b *strings.Builder, t reflect.Type) {
 		if f.Anonymous {
 			b.WriteString("embedded ")
 		}
-		if f.PkgPath != "" {
-			b.WriteString(strconv.Quote(f.PkgPath))
-			b.WriteByte('.')
-		}
-		b.WriteString(f.Name)
+		writeMemberName(b, f.PkgPath, f.Name)
 		b.WriteByte(' ')
 		writeTypeIdentity(b, f.Type)
 		if f.Tag != "" {
@@ -129,27 +125,38 @@ func writeStructIdentity(b *strings.Builder, t reflect.Type) {
 	b.WriteByte('}')
 }
 
+// writeMemberName writes a field's or method's name, after its package
+// where it is unexported (pkgPath is empty for an exported one).
+func writeMemberName(b *strings.Builder, pkgPath, name string) {
+	if pkgPath != "" {
+		b.WriteString(strconv.Quote(pkgPath))
+		b.WriteByte('.')
+	}
+	b.WriteString(name)
+}
+
 // writeFuncIdentity writes a func type literal: parameters, variadic
 // marker and results.
 func writeFuncIdentity(b *strings.Builder, t reflect.Type) {
 	b.WriteString("func(")
-	for i := 0; i < t.NumIn(); i++ {
+	writeTypeList(b, t.NumIn(), t.In, t.IsVariadic())
+	b.WriteString(")(")
+	writeTypeList(b, t.NumOut(), t.Out, false)
+	b.WriteByte(')')
+}
+
+// writeTypeList writes the n types at(0) to at(n-1), comma-separated, the
+// last as "..." and its element type where variadic.
+func writeTypeList(b *strings.Builder, n int, at func(int) reflect.Type, variadic bool) {
+	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		if t.IsVariadic() && i == t.NumIn()-1 {
+		if variadic && i == n-1 {
 			b.WriteString("...")
 		}
-		writeTypeIdentity(b, t.In(i))
+		writeTypeIdentity(b, at(i))
 	}
-	b.WriteString(")(")
-	for i := 0; i < t.NumOut(); i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		writeTypeIdentity(b, t.Out(i))
-	}
-	b.WriteByte(')')
 }
 
 // writeInterfaceIdentity writes an interface type literal: its methods
@@ -161,11 +168,7 @@ func writeInterfaceIdentity(b *strings.Builder, t reflect.Type) {
 			b.WriteByte(';')
 		}
 		m := t.Method(i)
-		if m.PkgPath != "" {
-			b.WriteString(strconv.Quote(m.PkgPath))
-			b.WriteByte('.')
-		}
-		b.WriteString(m.Name)
+		writeMemberName(b, m.PkgPath, m.Name)
 		writeTypeIdentity(b, m.Type)
 	}
 	b.WriteByte('}')

@@ -307,18 +307,13 @@ func (d *Decoder) take(want byte) bool {
 	return true
 }
 
-func (d *Decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b[d.off:])
-	if n <= 0 {
-		d.corrupt("bad varint")
-		return 0
-	}
-	d.off += n
-	return v
-}
+func (d *Decoder) uvarint() uint64 { return readVarint(d, binary.Uvarint) }
 
-func (d *Decoder) varint() int64 {
-	v, n := binary.Varint(d.b[d.off:])
+func (d *Decoder) varint() int64 { return readVarint(d, binary.Varint) }
+
+// readVarint reads a varint with read (binary.Uvarint or binary.Varint).
+func readVarint[T int64 | uint64](d *Decoder, read func([]byte) (T, int)) T {
+	v, n := read(d.b[d.off:])
 	if n <= 0 {
 		d.corrupt("bad varint")
 		return 0
@@ -369,29 +364,39 @@ func (d *Decoder) Ptr() bool {
 	return false
 }
 
-// Int reads a signed integer that must fit in bits.
-func (d *Decoder) Int(bits int) int64 {
-	k, ok := d.peek()
+// whole reads an integer written signed or unsigned: its bits as a
+// uint64, whether it is negative (then u holds the int64's bits) and the
+// kind it was written as. ok is false, the mismatch reported, where the
+// next value is no integer.
+func (d *Decoder) whole(want byte) (u uint64, neg bool, k byte, ok bool) {
+	k, ok = d.peek()
 	if !ok {
-		return 0
+		return 0, false, k, false
 	}
-	var v int64
 	switch k {
 	case kInt:
 		d.off++
-		v = d.varint()
+		i := d.varint()
+		return uint64(i), i < 0, k, true
 	case kUint:
 		d.off++
-		u := d.uvarint()
-		if u > math.MaxInt64 {
-			d.mismatch(k, fmt.Sprintf("int%d", bits))
-			return 0
-		}
-		v = int64(u)
-	default:
-		d.take(kInt)
+		return d.uvarint(), false, k, true
+	}
+	d.take(want) // reports the mismatch
+	return 0, false, k, false
+}
+
+// Int reads a signed integer that must fit in bits.
+func (d *Decoder) Int(bits int) int64 {
+	u, neg, k, ok := d.whole(kInt)
+	if !ok {
 		return 0
 	}
+	if !neg && u > math.MaxInt64 {
+		d.mismatch(k, fmt.Sprintf("int%d", bits))
+		return 0
+	}
+	v := int64(u)
 	if bits < 64 && (v < -1<<(bits-1) || v > 1<<(bits-1)-1) {
 		d.mismatch(k, fmt.Sprintf("int%d (the value %d does not fit)", bits, v))
 		return 0
@@ -401,25 +406,12 @@ func (d *Decoder) Int(bits int) int64 {
 
 // Uint reads an unsigned integer that must fit in bits.
 func (d *Decoder) Uint(bits int) uint64 {
-	k, ok := d.peek()
+	v, neg, k, ok := d.whole(kUint)
 	if !ok {
 		return 0
 	}
-	var v uint64
-	switch k {
-	case kUint:
-		d.off++
-		v = d.uvarint()
-	case kInt:
-		d.off++
-		i := d.varint()
-		if i < 0 {
-			d.mismatch(k, fmt.Sprintf("uint%d (the value %d is negative)", bits, i))
-			return 0
-		}
-		v = uint64(i)
-	default:
-		d.take(kUint)
+	if neg {
+		d.mismatch(k, fmt.Sprintf("uint%d (the value %d is negative)", bits, int64(v)))
 		return 0
 	}
 	if bits < 64 && v > 1<<bits-1 {
