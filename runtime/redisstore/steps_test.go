@@ -297,8 +297,10 @@ func TestStepsConcurrentPipelined(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := newStore(t, rdb)
 			g := idem.NewGuard(s)
-			// Heartbeats every 20ms, among the steps.
-			spec := &idem.Spec{Name: "steps.concurrent", Lease: 60 * time.Millisecond, TTL: time.Minute}
+			// Heartbeats every 100ms, among the steps (60ms each). A
+			// shorter lease is lost on a loaded machine: the Guard stops a
+			// function whose heartbeats all came late for one lease.
+			spec := &idem.Spec{Name: "steps.concurrent", Lease: 300 * time.Millisecond, TTL: time.Minute}
 			const calls = 64
 			var ran [calls][3]atomic.Int32
 			crash := errors.New("crash")
@@ -323,7 +325,7 @@ func TestStepsConcurrentPipelined(t *testing.T) {
 								}
 								v, err := idem.Step(ctx, fmt.Sprint("s", j), func(context.Context) (int, error) {
 									ran[i][j].Add(1)
-									time.Sleep(time.Millisecond)
+									time.Sleep(60 * time.Millisecond)
 									return i*10 + j, nil
 								})
 								if err != nil {
