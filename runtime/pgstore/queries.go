@@ -10,7 +10,8 @@ import "strings"
 // It is STABLE, so one statement sees one instant and indexes can use it,
 // and unlike now() it is not frozen at the start of a caller's transaction.
 type queries struct {
-	claim, heartbeat, finish, doneInTx, doneInTxData    string
+	claim, claimNew, heartbeat, finish, doneInTx        string
+	doneInTxData                                        string
 	get, del, waitCheck, waitArm, completeInTx, cleanup string
 	// cleanupByKey replaces cleanup on a partitioned table, where a ctid
 	// names a row only within one partition.
@@ -95,6 +96,17 @@ UNION ALL
 SELECT false, c.fence, c.lease_until, false, c.state, c.owner, c.fingerprint, c.result,
 	c.expires_at, c.format, ` + tsClaim + `, NULL::bytea[], NULL::bytea[]
 FROM cur c WHERE NOT EXISTS (SELECT 1 FROM ins)`)
+
+	// claimNew is the claim of a key that has no row (a first execution),
+	// as one plain INSERT: a third of the claim statement's server work
+	// (docs/BENCHMARKS.md). ON CONFLICT DO NOTHING neither writes nor
+	// locks a row that is there, so on a key with a row it returns
+	// nothing and the claim statement decides as above.
+	q.claimNew = sub(strings.ReplaceAll(`INSERT INTO {T} (key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, took_over, completed_in_tx, format)
+VALUES ($1, 1, $2, 1, $3, NULL, TS + $4::bigint * interval '1 microsecond',
+	TS + ($4::bigint + $5::bigint) * interval '1 microsecond', TS, TS, false, false, 1)
+ON CONFLICT (key) DO NOTHING
+RETURNING lease_until`, "TS", tsClaim))
 }
 
 // ownerQueries sets the owner's writes: heartbeat, finish, transactional completion, steps.
