@@ -38,7 +38,7 @@ func (l *sqlLog) take() []string {
 }
 
 // TestClaimNewKey: the claim of a key without a row is one plain INSERT
-// (claimNew), and a process that has not seen a key whose row is there
+// (claimNew), its finish one plain UPDATE (finishPlain), and a process that has not seen a key whose row is there
 // (another process made it) gets from the claim statement what the old
 // path answered: the INSERT ... ON CONFLICT DO NOTHING neither claimed
 // nor changed the row.
@@ -70,6 +70,9 @@ func TestClaimNewKey(t *testing.T) {
 		}
 		if err := f(idem.Lease{Key: key, Owner: token(1), Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}); err != nil {
 			t.Fatal(err)
+		}
+		if words := log.take(); key != "expired" && !cmp.Equal(words, []string{"UPDATE"}) {
+			t.Errorf("finishing %s ran %v, want one plain UPDATE", key, words)
 		}
 	}
 	b, err := New(ctx, pool, WithSchema(a.n.schema), WithClock(clock.Now))

@@ -10,7 +10,8 @@ import "strings"
 // It is STABLE, so one statement sees one instant and indexes can use it,
 // and unlike now() it is not frozen at the start of a caller's transaction.
 type queries struct {
-	claim, claimNew, heartbeat, finish, doneInTx        string
+	claim, claimNew, heartbeat, finish, finishPlain     string
+	doneInTx                                            string
 	doneInTxData                                        string
 	get, del, waitCheck, waitArm, completeInTx, cleanup string
 	// cleanupByKey replaces cleanup on a partitioned table, where a ctid
@@ -138,6 +139,18 @@ UNION ALL
 SELECT CASE WHEN r.result = $5 THEN 2 ELSE 3 END::smallint FROM {T} r
 WHERE r.key = $1 AND r.owner = $2 AND r.fence = $3 AND r.state = 2 AND r.completed_in_tx
 	AND $4::smallint = 2 AND NOT EXISTS (SELECT 1 FROM u)`)
+
+	// finishPlain is finish without the CompleteInTx branch, as one
+	// UPDATE (the common case, a fifth less server work): the same
+	// parameters and answer 1, or no row, on which the store looks for a
+	// CompleteInTx completion with doneInTxData as for finish's no row.
+	q.finishPlain = sub(`UPDATE {T} SET state = $4, result = $5,
+	step_names = CASE WHEN $4::smallint = 4 THEN step_names END,
+	step_data = CASE WHEN $4::smallint = 4 THEN step_data END,
+	expires_at = coalesce($7::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond',
+	updated_at = coalesce($7::timestamptz, statement_timestamp())
+WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1
+RETURNING (CASE WHEN waiters THEN pg_notify($8, md5(key)) IS NOT NULL ELSE true END)::int::smallint`)
 
 	q.doneInTx = sub(`SELECT EXISTS (SELECT 1 FROM {T}
 	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 2 AND completed_in_tx)`)

@@ -35,6 +35,10 @@ type Store struct {
 	// rows names keys this process found or made a row for: their claim
 	// goes straight to the claim statement, not to claimNew.
 	rows replayhint.Recent
+	// inTx names leases (inTxKey) this process completed with
+	// CompleteInTx: their Complete runs the finish statement that
+	// recognises that, every other finish the plain UPDATE.
+	inTx replayhint.Recent
 
 	closeOnce sync.Once
 	stop      context.CancelFunc
@@ -383,7 +387,12 @@ func (s *Store) finish(ctx context.Context, op string, l idem.Lease, state int16
 		data = []byte{} // NULL means "no result"; an empty result is still a result
 	}
 	var outcome int16 // 1 updated, 2 already completed in tx with the same data, 3 … with other data
-	err = c.QueryRow(ctx, s.q.finish, l.Key, l.Owner[:], int64(l.Fence), state, data, micros(l.TTL), s.ts(), s.n.channel).
+	sql := s.q.finishPlain
+	if k := inTxKey(l); s.inTx.Has(k) {
+		s.inTx.Drop(k)
+		sql = s.q.finish
+	}
+	err = c.QueryRow(ctx, sql, l.Key, l.Owner[:], int64(l.Fence), state, data, micros(l.TTL), s.ts(), s.n.channel).
 		Scan(&outcome)
 	if err == nil {
 		s.hint(l.Key, state)
