@@ -11,7 +11,7 @@ import "strings"
 // and unlike now() it is not frozen at the start of a caller's transaction.
 type queries struct {
 	claim, claimNew, heartbeat, finish, finishPlain     string
-	doneInTx                                            string
+	doneInTx, replay                                    string
 	doneInTxData                                        string
 	get, del, waitCheck, waitArm, completeInTx, cleanup string
 	// cleanupByKey replaces cleanup on a partitioned table, where a ctid
@@ -189,6 +189,13 @@ RETURNING coalesce($4::bytea = ANY(step_names), false), ` + stepsSize + ` + CASE
 func readQueries(q *queries, sub func(string) string) {
 	q.get = sub(`SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, format,
 	coalesce($2::timestamptz, statement_timestamp()), step_names, step_data
+FROM {T} WHERE key = $1`)
+
+	// replay reads what a replay answers with (replay.go) and nothing
+	// else: no steps, no lease or bookkeeping times; the row's liveness
+	// is decided on the server.
+	q.replay = sub(`SELECT state, owner, fence, fingerprint, result, expires_at, format,
+	expires_at > coalesce($2::timestamptz, statement_timestamp())
 FROM {T} WHERE key = $1`)
 
 	q.del = sub(`WITH d AS (DELETE FROM {T} WHERE key = $1 RETURNING key, waiters)
