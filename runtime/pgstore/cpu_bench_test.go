@@ -104,7 +104,7 @@ func warm(b *testing.B, n int, f func(i int) error) {
 // is the store as it is (claimNew), claim=statement the claim statement
 // alone (readFirst Never: the path before claimNew).
 //
-//	go test -run '^$' -bench BackendCPU -benchtime 2000x -count 3 .
+//	go test -run '^$' -bench BackendCPU -benchtime 1000x -count 3 .
 func BenchmarkFirstExecutionBackendCPU(b *testing.B) {
 	for _, m := range []struct {
 		name string
@@ -164,40 +164,13 @@ func firstExecutionCPU(b *testing.B, mode replayhint.Mode) {
 // a row holding the same result bytes, as backend CPU per operation in the
 // same run; x_select is store / SELECT.
 //
-//	go test -run '^$' -bench BackendCPU -benchtime 2000x -count 3 .
+//	go test -run '^$' -bench BackendCPU -benchtime 1000x -count 3 .
 func BenchmarkReplayBackendCPU(b *testing.B) {
 	pool := cpuPool(b)
 	s := newStore(b, pool)
 	raw := rawTable(b, s)
 	cpu := backendCPU(b, pool)
-	ctx := context.Background()
-	data := []byte(`"receipt-0001"`)
-	const keys = 256
-	for i := range keys {
-		k := fmt.Sprint("order-", i)
-		res, err := s.Claim(ctx, idem.ClaimRequest{Key: k, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := s.Complete(ctx, idem.Lease{Key: k, Owner: token(1), Fence: res.Fence, TTL: time.Hour}, idem.Result{Data: data}); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", k, data); err != nil {
-			b.Fatal(err)
-		}
-	}
-	rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
-	replay := func(i int) error {
-		res, err := s.Claim(ctx, idem.ClaimRequest{Key: fmt.Sprint("order-", i%keys), Owner: token(2), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
-		if err == nil && res.Status != idem.ClaimCompleted {
-			err = fmt.Errorf("claim: %v", res.Status)
-		}
-		return err
-	}
-	read := func(i int) error {
-		var d []byte
-		return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
-	}
+	replay, read := replayPair(b, pool, s, raw)
 	warm(b, 20, replay)
 	warm(b, 20, read)
 	us := cpuVsRaw(b, cpu, replay, read)
