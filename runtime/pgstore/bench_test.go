@@ -164,36 +164,45 @@ func BenchmarkReplay(b *testing.B) {
 // completed key (the replay statement alone) vs the same raw SELECT.
 func BenchmarkClaimReplay(b *testing.B) {
 	eachMode(b, func(b *testing.B, conc int, pool *pgxpool.Pool, s *Store, raw string) {
-		ctx := context.Background()
-		const keys = 256
-		for i := range keys {
-			k := fmt.Sprint("order-", i)
-			res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: k, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := s.Complete(ctx, idemstore.Lease{Key: k, Owner: token(1), Fence: res.Fence, TTL: time.Hour}, idemstore.Result{Data: []byte(`"receipt-0001"`)}); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", k, []byte(`"receipt-0001"`)); err != nil {
-				b.Fatal(err)
-			}
-		}
-		rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
-		claim := func(i int) error {
-			res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: fmt.Sprint("order-", i%keys), Owner: token(2), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
-			if err == nil && res.Status != idemstore.ClaimCompleted {
-				err = fmt.Errorf("claim: %v", res.Status)
-			}
-			return err
-		}
-		read := func(i int) error {
-			var d []byte
-			return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
-		}
+		claim, read := replayPair(b, pool, s, raw)
 		runConc(4*32, 32, func(i int) error { read(i); return claim(i) }) //nolint:errcheck // warm statement caches
 		benchVsRaw(b, conc, read, claim)
 	})
+}
+
+// replayPair completes 256 keys in s and writes the same result bytes
+// under the same keys in raw; it returns a replay (Store.Claim of one of
+// those keys, which must answer completed) and a raw primary-key SELECT.
+func replayPair(b *testing.B, pool *pgxpool.Pool, s *Store, raw string) (replay, read func(i int) error) {
+	ctx := context.Background()
+	data := []byte(`"receipt-0001"`)
+	const keys = 256
+	for i := range keys {
+		k := fmt.Sprint("order-", i)
+		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: k, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Complete(ctx, idemstore.Lease{Key: k, Owner: token(1), Fence: res.Fence, TTL: time.Hour}, idemstore.Result{Data: data}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, "INSERT INTO "+raw+" VALUES ($1, $2)", k, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rawSQL := "SELECT data FROM " + raw + " WHERE key = $1"
+	replay = func(i int) error {
+		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: fmt.Sprint("order-", i%keys), Owner: token(2), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
+		if err == nil && res.Status != idemstore.ClaimCompleted {
+			err = fmt.Errorf("claim: %v", res.Status)
+		}
+		return err
+	}
+	read = func(i int) error {
+		var d []byte
+		return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
+	}
+	return replay, read
 }
 
 // BenchmarkFirstExecution: a new key through Guard + Do (claim + complete,
@@ -227,7 +236,7 @@ func BenchmarkFirstExecution(b *testing.B) {
 // measured from the start of Complete. Poll interval 10s, so every wake-up
 // is a notification.
 func BenchmarkWaitWakeup(b *testing.B) {
-	pool := poolWith(b, 4)
+	pool := newPool(b, func(c *pgxpool.Config) { c.MaxConns = 4 })
 	s := newStore(b, pool, WithPollInterval(10*time.Second))
 	ctx := context.Background()
 	// Start the listener.
@@ -353,7 +362,7 @@ func BenchmarkReplayServerTime(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		claimMs += execTime(s.q.claim, claimArgs...)
-		readMs += execTime(s.q.get, req.Key, s.ts())
+		readMs += execTime(s.q.replay, req.Key, s.ts())
 		rawMs += execTime(rawSQL, req.Key)
 	}
 	b.StopTimer()

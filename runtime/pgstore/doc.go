@@ -13,13 +13,17 @@
 //
 // How it maps the Store contract onto SQL (one table, one row per key):
 //
-//   - Claim is one statement and one round trip: a CTE reads the row and,
-//     only when nothing is in the way, runs INSERT … ON CONFLICT (key) DO
-//     UPDATE … WHERE <released, expired, or lease expired> RETURNING. A
-//     replay (a finished, live row) is therefore a single read that writes
-//     nothing; a first execution is the claim plus Complete, two round
-//     trips. Time is the database's statement_timestamp(), so client clock
-//     skew cannot break exclusivity.
+//   - Claim of a key the process has no row for is one plain INSERT …
+//     ON CONFLICT (key) DO NOTHING, which neither writes nor locks a row
+//     that is there. Otherwise (and after such an INSERT found a row) the
+//     claim statement decides, in one round trip: a CTE reads the row
+//     and, only when nothing is in the way, runs INSERT … ON CONFLICT
+//     (key) DO UPDATE … WHERE <released, expired, or lease expired>
+//     RETURNING. A replay of a key the process finished or saw finished
+//     is one SELECT; any replay writes nothing. A first execution is the
+//     claim plus Complete, two round trips. Time is the database's
+//     statement_timestamp(), so client clock skew cannot break
+//     exclusivity.
 //   - Heartbeat, Complete, Fail and Release are single UPDATEs,
 //     compare-and-set on (key, owner, fence, state = in_progress); a stale
 //     owner gets idem.ErrLeaseLost. Rows keep their fence through release

@@ -165,7 +165,7 @@ func TestKilledMidComplete(t *testing.T) {
 	}
 	unlock := lockRow(t, s, k)
 	close(proceed)
-	killBlocked(t, s, "WITH u AS")
+	killBlocked(t, s, "UPDATE "+s.n.qTable+" SET state")
 	o := <-outc
 	unlock()
 	if !errors.Is(o.err, idem.ErrStoreUnavailable) || o.v != "ran" {

@@ -10,7 +10,9 @@ import "strings"
 // It is STABLE, so one statement sees one instant and indexes can use it,
 // and unlike now() it is not frozen at the start of a caller's transaction.
 type queries struct {
-	claim, heartbeat, finish, doneInTx, doneInTxData    string
+	claim, claimNew, heartbeat, finish, finishPlain     string
+	doneInTx, replay                                    string
+	doneInTxData                                        string
 	get, del, waitCheck, waitArm, completeInTx, cleanup string
 	// cleanupByKey replaces cleanup on a partitioned table, where a ctid
 	// names a row only within one partition.
@@ -95,6 +97,17 @@ UNION ALL
 SELECT false, c.fence, c.lease_until, false, c.state, c.owner, c.fingerprint, c.result,
 	c.expires_at, c.format, ` + tsClaim + `, NULL::bytea[], NULL::bytea[]
 FROM cur c WHERE NOT EXISTS (SELECT 1 FROM ins)`)
+
+	// claimNew is the claim of a key that has no row (a first execution),
+	// as one plain INSERT: a third of the claim statement's server work
+	// (docs/BENCHMARKS.md). ON CONFLICT DO NOTHING neither writes nor
+	// locks a row that is there, so on a key with a row it returns
+	// nothing and the claim statement decides as above.
+	q.claimNew = sub(strings.ReplaceAll(`INSERT INTO {T} (key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, took_over, completed_in_tx, format)
+VALUES ($1, 1, $2, 1, $3, NULL, TS + $4::bigint * interval '1 microsecond',
+	TS + ($4::bigint + $5::bigint) * interval '1 microsecond', TS, TS, false, false, 1)
+ON CONFLICT (key) DO NOTHING
+RETURNING lease_until`, "TS", tsClaim))
 }
 
 // ownerQueries sets the owner's writes: heartbeat, finish, transactional completion, steps.
@@ -126,6 +139,18 @@ UNION ALL
 SELECT CASE WHEN r.result = $5 THEN 2 ELSE 3 END::smallint FROM {T} r
 WHERE r.key = $1 AND r.owner = $2 AND r.fence = $3 AND r.state = 2 AND r.completed_in_tx
 	AND $4::smallint = 2 AND NOT EXISTS (SELECT 1 FROM u)`)
+
+	// finishPlain is finish without the CompleteInTx branch, as one
+	// UPDATE (the common case, a fifth less server work): the same
+	// parameters and answer 1, or no row, on which the store looks for a
+	// CompleteInTx completion with doneInTxData as for finish's no row.
+	q.finishPlain = sub(`UPDATE {T} SET state = $4, result = $5,
+	step_names = CASE WHEN $4::smallint = 4 THEN step_names END,
+	step_data = CASE WHEN $4::smallint = 4 THEN step_data END,
+	expires_at = coalesce($7::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond',
+	updated_at = coalesce($7::timestamptz, statement_timestamp())
+WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1
+RETURNING (CASE WHEN waiters THEN pg_notify($8, md5(key)) IS NOT NULL ELSE true END)::int::smallint`)
 
 	q.doneInTx = sub(`SELECT EXISTS (SELECT 1 FROM {T}
 	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 2 AND completed_in_tx)`)
@@ -164,6 +189,13 @@ RETURNING coalesce($4::bytea = ANY(step_names), false), ` + stepsSize + ` + CASE
 func readQueries(q *queries, sub func(string) string) {
 	q.get = sub(`SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, format,
 	coalesce($2::timestamptz, statement_timestamp()), step_names, step_data
+FROM {T} WHERE key = $1`)
+
+	// replay reads what a replay answers with (replay.go) and nothing
+	// else: no steps, no lease or bookkeeping times; the row's liveness
+	// is decided on the server.
+	q.replay = sub(`SELECT state, owner, fence, fingerprint, result, expires_at, format,
+	expires_at > coalesce($2::timestamptz, statement_timestamp())
 FROM {T} WHERE key = $1`)
 
 	q.del = sub(`WITH d AS (DELETE FROM {T} WHERE key = $1 RETURNING key, waiters)

@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/jackc/pgx/v5"
@@ -28,20 +27,18 @@ import (
 // must decide.
 func (s *Store) replay(ctx context.Context, c *pgxpool.Conn, req idemstore.ClaimRequest) (res idemstore.ClaimResult, ok bool, err error) {
 	var (
-		r                    row
-		now                  time.Time
-		updatedAt, claimedAt *time.Time
-		names, data          [][]byte
+		r    row
+		live bool
 	)
-	err = c.QueryRow(ctx, s.q.get, req.Key, s.ts()).Scan(&r.state, &r.owner, &r.fence, &r.fp, &r.result,
-		&r.leaseUntil, &r.expiresAt, &updatedAt, &claimedAt, &r.format, &now, &names, &data)
+	err = c.QueryRow(ctx, s.q.replay, req.Key, s.ts()).Scan(&r.state, &r.owner, &r.fence, &r.fp, &r.result,
+		&r.expiresAt, &r.format, &live)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return idemstore.ClaimResult{}, false, nil
 	}
 	if err != nil {
 		return idemstore.ClaimResult{}, false, s.wrap(ctx, "claim", req.Key, err)
 	}
-	if r.check(req.Key) != nil || !now.Before(r.expiresAt) || [32]byte(r.fp) != req.Fingerprint ||
+	if r.check(req.Key) != nil || !live || [32]byte(r.fp) != req.Fingerprint ||
 		(r.state != stCompleted && r.state != stFailed) {
 		return idemstore.ClaimResult{}, false, nil
 	}

@@ -29,9 +29,17 @@ type Store struct {
 	lis *listener
 
 	// seen is the hint that a claim is likely a replay (replay.go);
-	// readFirst overrides it in benchmarks.
+	// readFirst overrides it in benchmarks, where Never is the old path:
+	// no read and no claimNew either.
 	seen      replayhint.Recent
 	readFirst replayhint.Mode
+	// rows names keys this process found or made a row for: their claim
+	// goes straight to the claim statement, not to claimNew.
+	rows replayhint.Recent
+	// inTx names leases (inTxKey) this process completed with
+	// CompleteInTx: their Complete runs the finish statement that
+	// recognises that, every other finish the plain UPDATE.
+	inTx replayhint.Recent
 
 	closeOnce sync.Once
 	stop      context.CancelFunc
@@ -205,12 +213,34 @@ func (s *Store) Claim(ctx context.Context, req idemstore.ClaimRequest) (idemstor
 		if res, ok, err := s.replay(ctx, c, req); ok || err != nil {
 			return res, err
 		}
+	} else if s.readFirst != replayhint.Never && !s.rows.Has(req.Key) {
+		res, ok, err := s.claimNew(ctx, c, req)
+		if ok || err != nil {
+			return res, err
+		}
 	}
 	res, err := s.claim(ctx, c, req)
 	if err == nil {
 		s.seen.Note(req.Key, res.Status)
+		s.rows.Add(req.Key)
 	}
 	return res, err
+}
+
+// claimNew claims a key that has no row with one INSERT; ok is false when
+// the key has a row, which the claim statement then decides on.
+func (s *Store) claimNew(ctx context.Context, c *pgxpool.Conn, req idemstore.ClaimRequest) (res idemstore.ClaimResult, ok bool, err error) {
+	var leaseUntil time.Time
+	err = c.QueryRow(ctx, s.q.claimNew, req.Key, req.Owner[:], req.Fingerprint[:],
+		micros(req.Lease), micros(req.TTL), s.ts()).Scan(&leaseUntil)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return idemstore.ClaimResult{}, false, nil
+	}
+	if err != nil {
+		return idemstore.ClaimResult{}, false, s.wrap(ctx, "claim", req.Key, err)
+	}
+	s.rows.Add(req.Key)
+	return idemstore.ClaimResult{Status: idemstore.ClaimAcquired, Fence: 1, LeaseUntil: leaseUntil}, true, nil
 }
 
 // claim runs the claim statement until it settles.
@@ -358,7 +388,12 @@ func (s *Store) finish(ctx context.Context, op string, l idemstore.Lease, state 
 		data = []byte{} // NULL means "no result"; an empty result is still a result
 	}
 	var outcome int16 // 1 updated, 2 already completed in tx with the same data, 3 … with other data
-	err = c.QueryRow(ctx, s.q.finish, l.Key, l.Owner[:], int64(l.Fence), state, data, micros(l.TTL), s.ts(), s.n.channel).
+	sql := s.q.finishPlain
+	if k := inTxKey(l); s.inTx.Has(k) {
+		s.inTx.Drop(k)
+		sql = s.q.finish
+	}
+	err = c.QueryRow(ctx, sql, l.Key, l.Owner[:], int64(l.Fence), state, data, micros(l.TTL), s.ts(), s.n.channel).
 		Scan(&outcome)
 	if err == nil {
 		s.hint(l.Key, state)
@@ -437,6 +472,7 @@ func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
 // Delete implements idemstore.Store.
 func (s *Store) Delete(ctx context.Context, key string) error {
 	s.seen.Drop(key) // the next claim of key is likely a new run
+	s.rows.Drop(key)
 	c, err := s.acquire(ctx, "delete")
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // CompleteInTx completes the guarded call running with ctx inside tx, so
@@ -59,8 +60,12 @@ func (s *Store) CompleteInTx(ctx context.Context, tx pgx.Tx, v any) error {
 	if tag.RowsAffected() != 1 {
 		return fmt.Errorf("%w: %s fence %d", idem.ErrLeaseLost, l.Key, l.Fence)
 	}
+	s.inTx.Add(inTxKey(l))
 	return nil
 }
+
+// inTxKey names a lease in Store.inTx.
+func inTxKey(l idemstore.Lease) string { return fmt.Sprint(l.Fence, "\x00", l.Key) }
 
 // InTx runs fn in a transaction on the store's pool, completes the guarded
 // call running with ctx in that same transaction (CompleteInTx) with fn's
