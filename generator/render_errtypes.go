@@ -99,11 +99,11 @@ func (e *emitter) knownErrors() {
 // knownErrorType adds o to idemErrors if it is an error type whose values
 // a codec stores faithfully.
 func (e *emitter) knownErrorType(o *types.TypeName) {
-	t, ok := e.implementer(o, errorIface)
+	t, ok := e.pi.implementer(o, errorIface)
 	if !ok {
 		return
 	}
-	if !e.renderable(t) {
+	if !e.pi.renderable(t) {
 		return
 	}
 	g := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: "Errors"}
@@ -132,7 +132,7 @@ func (e *emitter) errorTypesDecl() []jen.Code {
 	if x == nil {
 		return nil
 	}
-	encT, decT := e.qual(e.impl, "Encoder"), e.qual(e.impl, "Decoder")
+	encT, decT := e.qual(implPkg, "Encoder"), e.qual(implPkg, "Decoder")
 	var enc []jen.Code
 	if len(x.encode) > 0 {
 		sw := jen.Switch(jen.Id("err").Assert(jen.Type()))

@@ -20,57 +20,6 @@ import (
 // its package implement is not a union of data types.
 const maxVariants = 128
 
-// variants returns the types (T and *T, or *T when only the pointer has
-// the methods) of n's package that implement the interface n, if n is a
-// union; nil otherwise.
-func (e *emitter) variants(n *types.Named) []types.Type {
-	if vs, ok := e.unionVariants[n]; ok {
-		return vs
-	}
-	var vs []types.Type
-	iface, _ := n.Underlying().(*types.Interface)
-	p := n.Obj().Pkg()
-	if iface != nil && !iface.Empty() && p != nil && !e.pi.std.has(p) && n.TypeArgs().Len() == 0 {
-		for _, name := range p.Scope().Names() {
-			t, ok := e.implementer(p.Scope().Lookup(name), iface)
-			if !ok {
-				continue
-			}
-			vs = append(vs, t)
-			if n, byValue := t.(*types.Named); byValue {
-				vs = append(vs, types.NewPointer(n)) // a value may hold *T too
-			}
-		}
-	}
-	if len(vs) > maxVariants {
-		vs = nil
-	}
-	e.unionVariants[n] = vs
-	return vs
-}
-
-// implementer returns the type declared by obj that implements iface
-// and that the generated file can name: T when T has the methods, *T
-// when only the pointer has them. Only this package's types may be
-// unexported; generic and interface types are not implementers.
-func (e *emitter) implementer(obj types.Object, iface *types.Interface) (types.Type, bool) {
-	o, ok := obj.(*types.TypeName)
-	if !ok || o.IsAlias() || (!o.Exported() && o.Pkg() != e.pi.pkg.Types) || !e.pi.nameable(o) {
-		return nil, false
-	}
-	n, ok := o.Type().(*types.Named)
-	if !ok || n.TypeParams().Len() > 0 || types.IsInterface(n) {
-		return nil, false
-	}
-	switch {
-	case types.Implements(n, iface):
-		return n, true
-	case types.Implements(types.NewPointer(n), iface):
-		return types.NewPointer(n), true
-	}
-	return nil, false
-}
-
 // encUnion writes the code that stores v, a value of the union n, by a
 // type switch over the variants a codec can store.
 func (g *codecGen) encUnion(n *types.Named, vs []types.Type, v vx, path, foreignAt string, s fnScope) []jen.Code {
