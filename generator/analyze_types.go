@@ -102,6 +102,20 @@ func (pi *pkgInfo) hasKeyHelper(n *types.Named) bool {
 	return true
 }
 
+// An interface with methods in a result (slack's Block, a package's own
+// `type Event interface{ isEvent() }`) is a union when its own package
+// declares the types that implement it: the codec stores a value by its
+// dynamic type's name and its value, for each of those types that it can
+// store faithfully, and restores it as that type. A value of any other
+// dynamic type fails the call's recording (ErrResultNotEncodable): loud,
+// never a replay of something else. The wrapper's doc line names the
+// interface. The standard library's interfaces (io.Reader, net.Conn) are
+// behaviour, not data, and stay refused.
+
+// maxVariants bounds a union's switch: an interface that more types of
+// its package implement is not a union of data types.
+const maxVariants = 128
+
 // variants returns the types (T and *T, or *T when only the pointer has
 // the methods) of n's package that implement the interface n, if n is a
 // union; nil otherwise.

@@ -6,20 +6,6 @@ import (
 	"github.com/dave/jennifer/jen"
 )
 
-// An interface with methods in a result (slack's Block, a package's own
-// `type Event interface{ isEvent() }`) is a union when its own package
-// declares the types that implement it: the codec stores a value by its
-// dynamic type's name and its value, for each of those types that it can
-// store faithfully, and restores it as that type. A value of any other
-// dynamic type fails the call's recording (ErrResultNotEncodable): loud,
-// never a replay of something else. The wrapper's doc line names the
-// interface. The standard library's interfaces (io.Reader, net.Conn) are
-// behaviour, not data, and stay refused.
-
-// maxVariants bounds a union's switch: an interface that more types of
-// its package implement is not a union of data types.
-const maxVariants = 128
-
 // encUnion writes the code that stores v, a value of the union n, by a
 // type switch over the variants a codec can store.
 func (g *codecGen) encUnion(n *types.Named, vs []types.Type, v vx, path, foreignAt string, s fnScope) []jen.Code {
