@@ -86,6 +86,8 @@ type pkgInfo struct {
 	// aliases index the aliases of the packages the package reaches by
 	// the named type each stands for (render_types.go).
 	aliases map[*types.TypeName][]*types.TypeName
+	// unionVariants caches variants (analyze_types.go).
+	unionVariants map[*types.Named][]types.Type
 }
 
 // collect finds the annotated functions of p, reporting directives that

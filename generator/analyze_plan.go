@@ -2,6 +2,7 @@ package generator
 
 import (
 	"go/types"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,11 +53,39 @@ func (pi *pkgInfo) planFunc(x *fn) *funcPlan {
 		p.OrderTime = planPath(x, r.at)
 	}
 	p.Omit = r.omitted
+	r.reads = pathReads(r)
+	for _, n := range r.reads {
+		p.Reads = append(p.Reads, types.TypeString(n, types.RelativeTo(pi.pkg.Types)))
+	}
 	if len(x.result) > 1 {
 		x.resultFields = resultFields(x)
 		p.Results = x.resultFields
 	}
 	return p
+}
+
+// pathReads are the struct types whose fields the key= and order= paths
+// of r read, each once, in path order.
+func pathReads(r *resolvedPaths) []*types.Named {
+	paths := r.keyPaths
+	if r.atOK {
+		paths = append(paths[:len(paths):len(paths)], r.at)
+	}
+	if r.entOK {
+		paths = append(paths[:len(paths):len(paths)], r.ent)
+	}
+	var reads []*types.Named
+	for _, kp := range paths {
+		for _, t := range kp.structs {
+			if p, ok := types.Unalias(t).Underlying().(*types.Pointer); ok {
+				t = p.Elem()
+			}
+			if n, ok := types.Unalias(t).(*types.Named); ok && !slices.Contains(reads, n) {
+				reads = append(reads, n)
+			}
+		}
+	}
+	return reads
 }
 
 // names are the display name of x (pkg.F, T.M) and its stored name.

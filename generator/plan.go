@@ -1,5 +1,7 @@
 package generator
 
+import "go/types"
+
 // The plan: what the analysis decides about a package's generated file,
 // as plain data. Analyze (analyze_plan.go) builds it from the loaded
 // package, once, before anything is rendered; render (render_*.go) writes
@@ -46,6 +48,10 @@ type funcPlan struct {
 	// Omit are the omit= paths the doc line names (those no other one
 	// covers); Results the fields of the result struct (several results).
 	Omit, Results []string
+	// Reads are the struct types whose fields the key= and order= paths
+	// read on their way (pkg.T, pkg.T[int] for an instance), in path
+	// order: the drift checks pin their field lists.
+	Reads []string
 	// Diagnostics are what the analysis of this function reported.
 	Diagnostics []string
 
@@ -69,4 +75,6 @@ type resolvedPaths struct {
 	omits   []omitTree
 	omitted []string
 	omitOK  bool
+	// reads are the struct types Reads names.
+	reads []*types.Named
 }

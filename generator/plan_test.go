@@ -58,6 +58,7 @@ func TestPlan(t *testing.T) {
 				Display: "Tenant.Bill", Spec: mod + "receiverkey.Tenant.Bill",
 				DocLine: "ttl=24h lease=30s on_duplicate=return key=t.ID,t.region,amount",
 				Key:     []string{"t.ID", "t.region", "amount"},
+				Reads:   []string{"Tenant"},
 			},
 			{Display: "Tenant.Notify", Spec: mod + "receiverkey.Tenant.Notify", DocLine: "ttl=24h lease=30s on_duplicate=return"},
 		}}},
@@ -76,6 +77,23 @@ func TestPlan(t *testing.T) {
 				Display: "overlap.Refund", Spec: mod + "overlap.Refund",
 				DocLine: "ttl=24h lease=30s on_duplicate=return exclude=p.Context,p.Params omit=r1.Meta.Raw,r1.Meta",
 				Exclude: []string{"p.Params"}, Omit: []string{"r1.Meta"},
+			},
+		}}},
+		// The drift facts of key= paths: each struct a path reads on its
+		// way, once, in path order, embedded ones included.
+		{"pointerpath", &filePlan{Package: mod + "pointerpath", Funcs: []*funcPlan{
+			{
+				Display: "pointerpath.Transfer", Spec: mod + "pointerpath.Transfer",
+				DocLine: "ttl=24h lease=30s on_duplicate=return key=req.Account.Tenant,req.Account.ID,req.Account.Owner.Email,req.Account.Owner.Tags",
+				Key:     []string{"req.Account.Base.Tenant", "req.Account.ID", "req.Account.Owner.Email", "req.Account.Owner.Tags"},
+				Reads:   []string{"Request", "Account", "Base", "Person"},
+			},
+			{
+				Display: "pointerpath.Touch", Spec: mod + "pointerpath.Touch",
+				DocLine: "ttl=24h lease=30s on_duplicate=return key=acct.Tenant,acct.By exclude=acct.Trace omit=r1.Note",
+				Key:     []string{"acct.Base.Tenant", "acct.Audit.By"},
+				Exclude: []string{"acct.Audit.Trace"}, Omit: []string{"r1.Note"},
+				Reads: []string{"Account", "Base", "Audit"},
 			},
 		}}},
 		{"diag_key_unknown_param", &filePlan{Package: mod + "diag_key_unknown_param", Funcs: []*funcPlan{{

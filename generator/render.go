@@ -8,43 +8,35 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/dave/jennifer/jen"
 	"golang.org/x/tools/imports"
 )
 
 // emitter builds the generated file of one package from its plan. Its
-// state is in four parts: the file's names, the key helpers, the drift
-// facts (what the generated code reads and converts) and the output
-// written so far.
+// state is in four parts: the file being written (its imports and
+// names), the key and codec helpers, the drift facts (what the generated
+// code reads and converts) and the declarations written so far.
 type emitter struct {
-	pi *pkgInfo
-	f  *jen.File
-	fileNames
+	*fileWriter
 	keyHelpers
-	driftFacts
 	fileOut
+	// drift are the types the code relies on, which the drift checks pin.
+	drift *driftFacts
+	// cur is the function whose code is being written.
+	cur *fn
 	// codecHelpers are the result codec helpers of named types.
 	codecHelpers map[string]*codecHelper
-	// gen is the state of generic wrappers (render_generics.go).
-	gen genericState
 	// fns are the package's annotated functions.
 	fns []*fn
-	// unionVariants caches variants (render_unions.go).
-	unionVariants map[*types.Named][]types.Type
-	idem          *types.Package
-	impl          *types.Package // RuntimeImplPath
-	ctxPkg        *types.Package
 }
 
-// fileNames are the names the generated file has handed out.
-type fileNames struct {
-	aliases    map[string]string // import path → name in the file
-	aliasUsed  map[string]bool
-	paramNames map[string]bool // every wrapper parameter name: imports avoid them
-	globals    map[string]bool // package-level names taken
-}
+// The packages the generated code names besides the user's.
+var (
+	idemPkg    = types.NewPackage(RuntimePath, "idem")
+	implPkg    = types.NewPackage(RuntimeImplPath, "idemimpl")
+	contextPkg = types.NewPackage("context", "context")
+)
 
 // keyHelpers are the key helpers written (or refused) so far.
 type keyHelpers struct {
@@ -59,20 +51,6 @@ type keyHelpers struct {
 	// a use meanwhile makes the helper recursive (keyRecursive), and its
 	// body bounds the depth.
 	keyBuilding, keyRecursive map[helperKey]bool
-}
-
-// driftFacts are the types whose definitions the generated code relies
-// on, which the drift checks pin (render_drift.go).
-type driftFacts struct {
-	// fieldsRead are the struct types whose fields the key code reads:
-	// each gets a compile-time check that they did not change.
-	fieldsRead map[*types.TypeName]*types.Named
-	// instRead are the instances of generic struct types whose fields the
-	// generated code reads, by instanceKey.
-	instRead map[string]*types.Named
-	// pinned are the named types and aliases whose representation the
-	// generated code converts.
-	pinned map[*types.TypeName]types.Type
 }
 
 // fileOut is what the file holds besides the wrappers, written so far.
@@ -180,13 +158,15 @@ func (pi *pkgInfo) emitFile(fns []*fn, since int) (src []byte, clean bool) {
 // newEmitter starts the generated file of fns' package.
 func newEmitter(pi *pkgInfo, fns []*fn) *emitter {
 	e := &emitter{
-		pi: pi,
-		f:  jen.NewFilePathName(pi.pkg.PkgPath, pi.pkg.Name),
-		fileNames: fileNames{
-			aliases:    map[string]string{},
-			aliasUsed:  map[string]bool{},
-			paramNames: map[string]bool{},
-			globals:    map[string]bool{},
+		fileWriter: &fileWriter{
+			pi: pi,
+			f:  jen.NewFilePathName(pi.pkg.PkgPath, pi.pkg.Name),
+			fileNames: fileNames{
+				aliases:    map[string]string{},
+				aliasUsed:  map[string]bool{},
+				paramNames: map[string]bool{},
+				globals:    map[string]bool{},
+			},
 		},
 		keyHelpers: keyHelpers{
 			helpers:      map[helperKey]string{},
@@ -195,17 +175,9 @@ func newEmitter(pi *pkgInfo, fns []*fn) *emitter {
 			keyBuilding:  map[helperKey]bool{},
 			keyRecursive: map[helperKey]bool{},
 		},
-		driftFacts: driftFacts{
-			fieldsRead: map[*types.TypeName]*types.Named{},
-			instRead:   map[string]*types.Named{},
-			pinned:     map[*types.TypeName]types.Type{},
-		},
-		codecHelpers:  map[string]*codecHelper{},
-		unionVariants: map[*types.Named][]types.Type{},
-		idem:          types.NewPackage(RuntimePath, "idem"),
-		impl:          types.NewPackage(RuntimeImplPath, "idemimpl"),
-		ctxPkg:        types.NewPackage("context", "context"),
-		fns:           fns,
+		drift:        newDriftFacts(),
+		codecHelpers: map[string]*codecHelper{},
+		fns:          fns,
 	}
 	for k := range pi.scope {
 		e.globals[k] = true
@@ -225,16 +197,6 @@ func newEmitter(pi *pkgInfo, fns []*fn) *emitter {
 // a blank line, the others); FormatOnly: the file names every import it
 // uses, and goimports need not search the module cache for one.
 var importOptions = &imports.Options{FormatOnly: true, Comments: true, TabIndent: true, TabWidth: 8}
-
-// global reserves a package-level name: base, else base2, base3...
-func (e *emitter) global(base string) string {
-	name := base
-	for i := 2; e.globals[name] || e.paramNames[name] || e.aliasUsed[name]; i++ {
-		name = base + strconv.Itoa(i)
-	}
-	e.globals[name] = true
-	return name
-}
 
 // groups splits fns by receiver (free functions first, then types in order
 // of their first annotated method) and reserves the API names, which must
@@ -272,7 +234,7 @@ func (e *emitter) groups(fns []*fn) []*group {
 // group emits the wrapper type, its constructor and, per function, its
 // wrapper, its Key helper and the begin helper they share.
 func (e *emitter) group(g *group) []jen.Code {
-	guardT := jen.Op("*").Add(e.qual(e.idem, "Guard"))
+	guardT := jen.Op("*").Add(e.qual(idemPkg, "Guard"))
 	methods := namer{}
 	for _, x := range g.fns {
 		methods[x.name] = true
@@ -380,24 +342,6 @@ type helperNames struct {
 	wrapper string
 }
 
-// duration renders d as the Go expression a person would write: 24 * time.Hour.
-func (e *emitter) duration(d time.Duration) jen.Code {
-	units := []struct {
-		u    time.Duration
-		name string
-	}{{time.Hour, "Hour"}, {time.Minute, "Minute"}, {time.Second, "Second"}, {time.Millisecond, "Millisecond"}, {time.Microsecond, "Microsecond"}, {time.Nanosecond, "Nanosecond"}}
-	timePkg := types.NewPackage("time", "time")
-	for _, u := range units {
-		if d%u.u == 0 {
-			if d == u.u {
-				return e.qual(timePkg, u.name)
-			}
-			return jen.Lit(int(d / u.u)).Op("*").Add(e.qual(timePkg, u.name))
-		}
-	}
-	return nil
-}
-
 // keyStatements resolves key= and exclude= and writes the key (and, when
 // key= names a subset of the payload, the payload fingerprint).
 func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.Code, ok bool) {
@@ -415,7 +359,7 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 	}
 	keys, single, ok := e.keyPathStatements(x, builder("Key"), ns, keyPaths)
 	// When key= is exactly the default key, the key is the fingerprint.
-	if single || !e.isDefaultKey(x, ex, keyPaths) {
+	if single || !e.pi.isDefaultKey(x, ex, keyPaths) {
 		e.lenient = true
 		var payloadOK bool
 		payload, payloadOK = e.defaultKey(x, builder("Payload"), ns, ex, keyPaths)
@@ -440,7 +384,7 @@ func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclus
 		if name == "" || name == "_" {
 			name = p.name // what exclude= and key= accept for it
 		}
-		if why := e.notIdentity(p); why != "" {
+		if why := e.pi.notIdentity(p); why != "" {
 			x.notKeyed = addOnce(x.notKeyed, name+" ("+why+")")
 			continue
 		}
@@ -470,12 +414,11 @@ func (e *emitter) keyPathStatements(x *fn, b func() *jen.Statement, ns namer, ke
 	w := &writer{e: e, b: b, n: ns, noAdvice: true}
 	single = len(keyPaths) == 1 && isString(keyPaths[0].typ)
 	for _, kp := range keyPaths {
-		if why := e.pathNotIdentity(x, kp); why != "" {
+		if why := e.pi.pathNotIdentity(x, kp); why != "" {
 			pi.d.add(kp.opt.pos, "key: %s (%s) is no part of a call's identity; it cannot be keyed", kp.opt.text, why)
 			ok = false
 			continue
 		}
-		e.readPath(kp)
 		v := kp.value(x)
 		var s []jen.Code
 		if single {
@@ -516,29 +459,6 @@ func (e *emitter) keyPathStatements(x *fn, b func() *jen.Statement, ns namer, ke
 	return keys, single, ok
 }
 
-// isDefaultKey reports whether key= names exactly the parameters the
-// default key writes, whole and in order.
-func (e *emitter) isDefaultKey(x *fn, ex exclusions, keyPaths []keyPath) bool {
-	if len(ex.trees) > 0 {
-		return false
-	}
-	var def []int
-	for i, p := range x.params {
-		if !p.isCtx && !ex.whole[i] && e.notIdentity(p) == "" {
-			def = append(def, i)
-		}
-	}
-	if len(def) != len(keyPaths) {
-		return false
-	}
-	for i := range def {
-		if keyPaths[i].param != def[i] || len(keyPaths[i].fields) > 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // recvKeyed reports whether key= names fields of x's receiver.
 func recvKeyed(x *fn) bool {
 	for _, p := range x.opts.key {
@@ -569,11 +489,9 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 	var out []jen.Code
 	timePtr := false
 	if atOK {
-		e.readPath(at)
 		_, timePtr = at.typ.(*types.Pointer)
 	}
 	if entOK {
-		e.readPath(ent)
 		w := &writer{e: e, b: func() *jen.Statement { return jen.Id(c).Dot("Entity").Call() }, n: ns, noAdvice: true}
 		v := ent.value(x)
 		s, good := w.write(v, ent.typ, ent.opt.text, nil, len(ent.fields) == 0 && x.params[ent.param].variadic)
@@ -614,34 +532,6 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 	return append(out, jen.If(nilCheck).Block(fail).Else().Block(set)), true
 }
 
-// notIdentity says why parameter p is left out of the default key ("" if
-// it is not): functional options and other funcs say how to make a call,
-// not which call it is, and cannot be keyed anyway. A parameter typed by
-// an interface named *Option* (option.RequestOption) counts too, unless
-// its type writes its own key material.
-func (e *emitter) notIdentity(p param) string {
-	t := p.typ
-	if p.variadic {
-		t = t.(*types.Slice).Elem()
-	}
-	t = types.Unalias(t)
-	if e.keyedByMethod(t) {
-		return "" // its type's author decided its key material
-	}
-	switch t.Underlying().(type) {
-	case *types.Signature:
-		if n, named := t.(*types.Named); p.variadic || (named && strings.Contains(n.Obj().Name(), "Option")) {
-			return "functional options"
-		}
-		return "a func"
-	case *types.Interface:
-		if n, named := t.(*types.Named); named && strings.Contains(n.Obj().Name(), "Option") {
-			return "functional options"
-		}
-	}
-	return ""
-}
-
 // addOnce appends s to list unless it is there.
 func addOnce(list []string, s string) []string {
 	for _, l := range list {
@@ -650,18 +540,6 @@ func addOnce(list []string, s string) []string {
 		}
 	}
 	return append(list, s)
-}
-
-// pathNotIdentity says why a key= path names what the default key leaves
-// out as no part of a call's identity ("" if it does not).
-func (e *emitter) pathNotIdentity(x *fn, kp keyPath) string {
-	if e.pi.types.isContext(kp.typ) {
-		return "a context"
-	}
-	if kp.recvField == "" && len(kp.fields) == 0 {
-		return e.notIdentity(x.params[kp.param])
-	}
-	return ""
 }
 
 // maxCommentWidth is the widest comment line the generated file holds:
@@ -696,16 +574,18 @@ func wrapComments(src []byte, width int) []byte {
 // checkDecls declares the file's checks, with one comment for them all,
 // as stringer does: a compile error below means the code above is stale.
 func (e *emitter) checkDecls() []jen.Code {
-	e.driftChecks()
+	checks, typed, funcs := e.driftChecks(e.drift)
 	var out []jen.Code
-	defs := e.checks
-	if len(defs) > 0 && len(e.typedChecks) > 0 {
+	defs := append(e.checks, checks...)
+	typed = append(e.typedChecks, typed...)
+	if len(defs) > 0 && len(typed) > 0 {
 		defs = append(defs, jen.Line()) // apart, or gofmt aligns the conversions with the types
 	}
-	if defs = append(defs, e.typedChecks...); len(defs) > 0 {
+	if defs = append(defs, typed...); len(defs) > 0 {
 		out = append(out, jen.Var().Defs(defs...))
 	}
 	out = append(out, e.checkFuncs...)
+	out = append(out, funcs...)
 	if len(out) == 0 {
 		return nil
 	}

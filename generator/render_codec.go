@@ -162,8 +162,8 @@ func (e *emitter) resultCodec(x *fn, specBase string, resultT jen.Code) (codec j
 	}
 	codec = g.oneCall(x, omits, resultT)
 	if codec == nil {
-		encT, decT := e.qual(e.impl, "Encoder"), e.qual(e.impl, "Decoder")
-		codec = e.qual(e.impl, "TypedCodec").Index(resultT).Values(jen.Dict{
+		encT, decT := e.qual(implPkg, "Encoder"), e.qual(implPkg, "Decoder")
+		codec = e.qual(implPkg, "TypedCodec").Index(resultT).Values(jen.Dict{
 			jen.Id("Encode"): jen.Func().Params(jen.Id("e").Op("*").Add(encT), jen.Id("v").Op("*").Add(resultT)).Block(encBody...),
 			jen.Id("Decode"): jen.Func().Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(resultT)).Block(decBody...),
 		})
@@ -182,7 +182,7 @@ func (g *codecGen) oneCall(x *fn, omits []omitTree, resultT jen.Code) jen.Code {
 	if _, whole := omit[""]; whole {
 		return nil
 	}
-	impl := func(fn string) *jen.Statement { return g.e.qual(g.e.impl, fn) }
+	impl := func(fn string) *jen.Statement { return g.e.qual(implPkg, fn) }
 	if name, ok := g.helperName(t, path, "", omit); ok {
 		return impl("Codec").Call(jen.Id("idemEnc"+name), jen.Id("idemDec"+name))
 	}
@@ -214,9 +214,9 @@ func (g *codecGen) oneCall(x *fn, omits []omitTree, resultT jen.Code) jen.Code {
 func (g *codecGen) basicResultCodec(b *types.Basic, resultT jen.Code) jen.Code {
 	switch m, _, bits := basicCodec(b); m {
 	case "Int", "Uint":
-		return g.e.qual(g.e.impl, m+"Codec").Index(resultT).Call(jen.Lit(bits))
+		return g.e.qual(implPkg, m+"Codec").Index(resultT).Call(jen.Lit(bits))
 	case "String", "Bool", "Float64":
-		return g.e.qual(g.e.impl, m+"Codec").Index(resultT).Call()
+		return g.e.qual(implPkg, m+"Codec").Index(resultT).Call()
 	}
 	return nil
 }
@@ -384,14 +384,14 @@ func (g *codecGen) dec(t types.Type, v vx, path, foreignAt string, omit omitTree
 // can name and that brings no marshaling pair), and returns their name
 // suffix: "" after recording why t cannot be stored.
 func (g *codecGen) helperName(t types.Type, path, foreignAt string, omit omitTree) (string, bool) {
-	if !g.e.renderable(t) || lossyPair(g.e.pi, types.Unalias(t)) != "" || g.storedBy(types.Unalias(t)) != (storage{}) {
+	if !g.e.pi.renderable(t) || lossyPair(g.e.pi, types.Unalias(t)) != "" || g.storedBy(types.Unalias(t)) != (storage{}) {
 		return "", false
 	}
 	n, ok := g.hasHelper(types.Unalias(t))
 	if !ok {
 		return "", false
 	}
-	g.e.pinAlias(t)
+	g.e.drift.pinAlias(t)
 	return g.helper(n, path, g.enterNamed(n, path, foreignAt), omit), true
 }
 
@@ -399,11 +399,11 @@ func (g *codecGen) helperName(t types.Type, path, foreignAt string, omit omitTre
 // only marshaling pair is lossy; it returns t without its aliases.
 func (g *codecGen) check(t types.Type, path, foreignAt string) (types.Type, bool) {
 	e, pi := g.e, g.e.pi
-	if !e.renderable(t) {
+	if !e.pi.renderable(t) {
 		g.fail(path, "type "+pi.typeString(t)+" cannot be named in the generated file (unexported, or internal to another module)", foreignAt)
 		return nil, false
 	}
-	e.pinAlias(t)
+	e.drift.pinAlias(t)
 	t = types.Unalias(t)
 	if why := lossyPair(pi, t); why != "" {
 		g.fail(path, why, foreignAt)
@@ -419,7 +419,7 @@ func (g *codecGen) enterNamed(t types.Type, path, foreignAt string) string {
 	if !ok {
 		return foreignAt
 	}
-	g.e.pinNamed(named)
+	g.e.drift.pinNamed(named)
 	if named.Obj().Pkg() != nil && named.Obj().Pkg() != g.e.pi.pkg.Types && foreignAt == "" {
 		return path
 	}
@@ -437,7 +437,7 @@ func (g *codecGen) hasHelper(t types.Type) (*types.Named, bool) {
 	case kindStruct, kindSlice, kindMap, kindArray, kindPointer:
 		return named, true
 	case kindInterface:
-		return named, len(g.e.variants(named)) > 0
+		return named, len(g.e.pi.variants(named)) > 0
 	}
 	return nil, false
 }

@@ -73,11 +73,11 @@ func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codec
 		encBody = append(depthGuard("e"), encBody...)
 		decBody = append(depthGuard("d"), decBody...)
 	}
-	e.readFields(n)
+	e.drift.readFields(e.cur, n)
 	tt := e.typ(n)
 	e.helperDecls = append(e.helperDecls,
-		helperDecl{name: "idemEnc" + name, code: jen.Func().Id("idemEnc"+name).Params(jen.Id("e").Op("*").Add(e.qual(e.impl, "Encoder")), jen.Id("v").Op("*").Add(tt)).Block(encBody...)},
-		helperDecl{name: "idemDec" + name, code: jen.Func().Id("idemDec"+name).Params(jen.Id("d").Op("*").Add(e.qual(e.impl, "Decoder")), jen.Id("v").Op("*").Add(tt)).Block(decBody...)},
+		helperDecl{name: "idemEnc" + name, code: jen.Func().Id("idemEnc"+name).Params(jen.Id("e").Op("*").Add(e.qual(implPkg, "Encoder")), jen.Id("v").Op("*").Add(tt)).Block(encBody...)},
+		helperDecl{name: "idemDec" + name, code: jen.Func().Id("idemDec"+name).Params(jen.Id("d").Op("*").Add(e.qual(implPkg, "Decoder")), jen.Id("v").Op("*").Add(tt)).Block(decBody...)},
 	)
 	return h
 }
@@ -151,7 +151,7 @@ func (g *codecGen) encInline(t types.Type, v vx, path, foreignAt string, omit om
 			return g.encCombinator("EncPtr", v, jen.Id("idemEnc"+name), name != "")
 		}
 		if bc := basicCoder(sh.elem); bc != "" {
-			return g.encCombinator("EncPtr", v, g.e.qual(g.e.impl, "Enc"+bc), true)
+			return g.encCombinator("EncPtr", v, g.e.qual(implPkg, "Enc"+bc), true)
 		}
 		inner := g.enc(sh.elem, v.elem(), path, foreignAt, omit, s)
 		return one(jen.If(v.val().Op("==").Nil()).Block(eCall("Nil")).Else().Block(append(one(eCall("Ptr")), inner...)...))
@@ -174,8 +174,8 @@ func (g *codecGen) encInline(t types.Type, v vx, path, foreignAt string, omit om
 			g.errs = true
 			return g.encCall("Error", v.val(), g.e.errorTypes())
 		}
-		if n, ok := t.(*types.Named); ok && len(g.e.variants(n)) > 0 {
-			return g.encUnion(n, g.e.variants(n), v, path, foreignAt, s)
+		if n, ok := t.(*types.Named); ok && len(g.e.pi.variants(n)) > 0 {
+			return g.encUnion(n, g.e.pi.variants(n), v, path, foreignAt, s)
 		}
 		return g.encCall("Any", v.val())
 	}
@@ -201,7 +201,7 @@ func (g *codecGen) decInline(t types.Type, v vx, path, foreignAt string, omit om
 			return g.combinator(name, "DecPtr", g.d(), v.addr(), "idemDec")
 		}
 		if bc := basicCoder(sh.elem); bc != "" {
-			return one(g.e.qual(g.e.impl, "DecPtr").Call(g.d(), v.addr(), g.e.qual(g.e.impl, "Dec"+bc)))
+			return one(g.e.qual(implPkg, "DecPtr").Call(g.d(), v.addr(), g.e.qual(implPkg, "Dec"+bc)))
 		}
 		inner := g.dec(sh.elem, v.elem(), path, foreignAt, omit, s)
 		return one(jen.If(g.dCall("Ptr")).Block(
@@ -221,8 +221,8 @@ func (g *codecGen) decInline(t types.Type, v vx, path, foreignAt string, omit om
 			g.errs = true
 			return one(v.val().Op("=").Add(g.dCall("Error", g.e.errorTypes())))
 		}
-		if n, ok := t.(*types.Named); ok && len(g.e.variants(n)) > 0 {
-			return g.decUnion(n, g.e.variants(n), v, path, foreignAt, s)
+		if n, ok := t.(*types.Named); ok && len(g.e.pi.variants(n)) > 0 {
+			return g.decUnion(n, g.e.pi.variants(n), v, path, foreignAt, s)
 		}
 		return one(v.val().Op("=").Add(g.dCall("Any")))
 	}
@@ -251,7 +251,7 @@ func (g *codecGen) storableShape(t types.Type, sh shape, path, foreignAt string)
 		}
 	case kindInterface:
 		n, named := t.(*types.Named)
-		if !types.Identical(t, errorType) && !(named && len(g.e.variants(n)) > 0) && !sh.iface.Empty() {
+		if !types.Identical(t, errorType) && !(named && len(g.e.pi.variants(n)) > 0) && !sh.iface.Empty() {
 			g.fail(path, "interface "+pi.typeString(t)+" cannot be decoded to its dynamic type", foreignAt)
 			return false
 		}
@@ -335,7 +335,7 @@ func (g *codecGen) encSlice(t, elem types.Type, v vx, path, foreignAt string, s 
 		return g.encCombinator("EncList", v, jen.Id("idemEnc"+name), name != "")
 	}
 	if bc := basicCoder(elem); bc != "" {
-		return g.encCombinator("EncList", v, g.e.qual(g.e.impl, "Enc"+bc), true)
+		return g.encCombinator("EncList", v, g.e.qual(implPkg, "Enc"+bc), true)
 	}
 	i, at := s.get("i"), s.get("at")
 	inner := g.enc(elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
@@ -359,11 +359,11 @@ func (g *codecGen) decSlice(t, elem types.Type, v vx, path, foreignAt string, s 
 		return g.combinator(name, "DecList", g.d(), v.addr(), "idemDec")
 	}
 	if bc := basicCoder(elem); bc != "" {
-		return one(g.e.qual(g.e.impl, "DecList").Call(g.d(), v.addr(), g.e.qual(g.e.impl, "Dec"+bc)))
+		return one(g.e.qual(implPkg, "DecList").Call(g.d(), v.addr(), g.e.qual(implPkg, "Dec"+bc)))
 	}
 	i := s.get("i")
 	inner := g.dec(elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
-	return []jen.Code{g.e.qual(g.e.impl, "DecListHead").Call(g.d(), v.addr()), rangeOver(i, v.val(), inner)}
+	return []jen.Code{g.e.qual(implPkg, "DecListHead").Call(g.d(), v.addr()), rangeOver(i, v.val(), inner)}
 }
 
 // combinator calls the idemimpl combinator fn over x with the helper
@@ -372,7 +372,7 @@ func (g *codecGen) combinator(name, fn string, coder, x jen.Code, prefix string)
 	if name == "" {
 		return nil
 	}
-	return one(g.e.qual(g.e.impl, fn).Call(coder, x, jen.Id(prefix+name)))
+	return one(g.e.qual(implPkg, fn).Call(coder, x, jen.Id(prefix+name)))
 }
 
 // encCombinator encodes v with idemimpl's fn (EncPtr, EncList) and the
@@ -382,7 +382,7 @@ func (g *codecGen) encCombinator(fn string, v vx, enc jen.Code, ok bool) []jen.C
 	if !ok {
 		return nil
 	}
-	return g.encBy(func(e *jen.Statement) *jen.Statement { return g.e.qual(g.e.impl, fn).Call(e, v.val(), enc) })
+	return g.encBy(func(e *jen.Statement) *jen.Statement { return g.e.qual(implPkg, fn).Call(e, v.val(), enc) })
 }
 
 // orderedCoder is basicCoder for the keys of EncMap, which sorts them:
@@ -419,9 +419,9 @@ func isByte(t types.Type) bool {
 // encMap: Nil, or the entries in key order.
 func (g *codecGen) encMap(sh shape, v vx, path, foreignAt string, s fnScope) []jen.Code {
 	if kc, xc := orderedCoder(sh.key), basicCoder(sh.elem); kc != "" && xc != "" {
-		enc := func(m string) jen.Code { return jen.Parens(jen.Op("*").Add(g.e.qual(g.e.impl, "Encoder"))).Dot(m) }
+		enc := func(m string) jen.Code { return jen.Parens(jen.Op("*").Add(g.e.qual(implPkg, "Encoder"))).Dot(m) }
 		return g.encBy(func(e *jen.Statement) *jen.Statement {
-			return g.e.qual(g.e.impl, "EncMap").Call(e, v.val(), enc(kc), enc(xc))
+			return g.e.qual(implPkg, "EncMap").Call(e, v.val(), enc(kc), enc(xc))
 		})
 	}
 	k, x, at := s.get("k"), s.get("x"), s.get("at")
@@ -443,8 +443,8 @@ func (g *codecGen) encMap(sh shape, v vx, path, foreignAt string, s fnScope) []j
 // decMap decodes as encMap encodes.
 func (g *codecGen) decMap(t types.Type, sh shape, v vx, path, foreignAt string, s fnScope) []jen.Code {
 	if kc, xc := orderedCoder(sh.key), basicCoder(sh.elem); kc != "" && xc != "" {
-		dec := func(m string) jen.Code { return jen.Parens(jen.Op("*").Add(g.e.qual(g.e.impl, "Decoder"))).Dot(m) }
-		return one(g.e.qual(g.e.impl, "DecMap").Call(g.d(), v.addr(), dec(kc), dec(xc)))
+		dec := func(m string) jen.Code { return jen.Parens(jen.Op("*").Add(g.e.qual(implPkg, "Decoder"))).Dot(m) }
+		return one(g.e.qual(implPkg, "DecMap").Call(g.d(), v.addr(), dec(kc), dec(xc)))
 	}
 	k, x, n := s.get("k"), s.get("x"), s.get("n")
 	kc := g.dec(sh.key, expr(jen.Id(k)), path+"[]", foreignAt, nil, s)

@@ -26,31 +26,92 @@ import (
 // declare, so the compiler's message itself says what to do.
 const staleSuffix = "_fieldsChanged_runGoGenerate"
 
-// readFields records that the key code reads the fields of n.
-func (e *emitter) readFields(n *types.Named) {
-	if _, ok := n.Underlying().(*types.Struct); !ok {
-		return
-	}
-	if mentionsTypeParam(n) {
-		e.readGeneric(n) // render_generics.go
-		return
-	}
-	if n.TypeArgs().Len() > 0 {
-		e.instRead[instanceKey(n)] = n // each instance has fields of its own
-		return
-	}
-	e.fieldsRead[n.Obj()] = n
+// driftFacts are the types whose definitions the generated code relies
+// on: the structs whose fields it reads and the types whose
+// representation it converts. The drift checks pin them (checkDecls);
+// the key paths' structs come from the plan (funcPlan.reads), the others
+// are noted as the key and codec code reaches them.
+type driftFacts struct {
+	// fields are the struct types whose fields the code reads: each gets
+	// a compile-time check that they did not change.
+	fields map[*types.TypeName]*types.Named
+	// instances are the instances of generic struct types whose fields
+	// the code reads, by instanceKey: each has fields of its own.
+	instances map[string]*types.Named
+	// generic are the instances that mention a type parameter of the
+	// function whose code reads them (Page[S] in Save[S]), in the order
+	// first read: they can be named only inside a generic function, with
+	// that function's type parameters.
+	generic []genericRead
+	// pinned are the named types and aliases whose representation the
+	// code converts.
+	pinned map[*types.TypeName]types.Type
 }
 
-// readPath records the structs a key=, exclude= or order= path reads.
-func (e *emitter) readPath(kp keyPath) {
-	for _, t := range kp.structs {
-		if p, ok := types.Unalias(t).Underlying().(*types.Pointer); ok {
-			t = p.Elem()
+type genericRead struct {
+	x *fn
+	n *types.Named
+}
+
+func newDriftFacts() *driftFacts {
+	return &driftFacts{
+		fields:    map[*types.TypeName]*types.Named{},
+		instances: map[string]*types.Named{},
+		pinned:    map[*types.TypeName]types.Type{},
+	}
+}
+
+// readFields notes that the code of x reads the fields of n.
+func (d *driftFacts) readFields(x *fn, n *types.Named) {
+	switch _, isStruct := n.Underlying().(*types.Struct); {
+	case !isStruct:
+	case mentionsTypeParam(n):
+		d.readGeneric(x, n)
+	case n.TypeArgs().Len() > 0:
+		d.instances[instanceKey(n)] = n
+	default:
+		d.fields[n.Obj()] = n
+	}
+}
+
+// readGeneric notes that the code of x reads the fields of n, an
+// instance that mentions x's type parameters; once per function.
+func (d *driftFacts) readGeneric(x *fn, n *types.Named) {
+	if x == nil {
+		return
+	}
+	for _, r := range d.generic {
+		if r.x == x && types.TypeString(r.n, nil) == types.TypeString(n, nil) {
+			return
 		}
-		if n, ok := types.Unalias(t).(*types.Named); ok {
-			e.readFields(n)
-		}
+	}
+	d.generic = append(d.generic, genericRead{x, n})
+}
+
+// pinAlias notes that the code relies on what alias t stands for; other
+// types are ignored, and so are aliases of structs (their helpers take
+// the struct type itself) and interfaces (not converted).
+func (d *driftFacts) pinAlias(t types.Type) {
+	a, ok := t.(*types.Alias)
+	if !ok || a.TypeArgs().Len() > 0 {
+		return
+	}
+	switch types.Unalias(a).Underlying().(type) {
+	case *types.Struct, *types.Interface:
+		return
+	}
+	d.pinned[a.Obj()] = a
+}
+
+// pinNamed notes that the code relies on n's underlying type (structs
+// are checked by their field lists, interfaces are not converted).
+func (d *driftFacts) pinNamed(n *types.Named) {
+	switch n.Underlying().(type) {
+	case *types.Struct, *types.Interface:
+		return
+	}
+	if n.TypeArgs().Len() == 0 {
+		d.pinned[n.Obj()] = n
 	}
 }
 
@@ -60,39 +121,42 @@ type driftCheck struct {
 	code []jen.Code
 }
 
-// driftChecks adds the drift self-checks to the file's checks, sorted.
-func (e *emitter) driftChecks() {
-	var checks []driftCheck
-	for _, n := range e.readStructs() {
+// driftChecks are the drift self-checks of d: the conversions that must
+// compile (structs' field lists and pinned types, sorted), the typed
+// ones (aliases) and those of generic code, a function each.
+func (e *fileWriter) driftChecks(d *driftFacts) (checks, typed, funcs []jen.Code) {
+	var byName []driftCheck
+	for _, n := range readStructs(d) {
 		obj := n.Obj()
-		if !e.pi.nameable(obj) || !e.renderable(n) {
+		if !e.pi.nameable(obj) || !e.pi.renderable(n) {
 			continue // the file cannot name it: nothing to check it with
 		}
 		if c, ok := e.wholeCheck(n); ok {
-			checks = append(checks, c)
+			byName = append(byName, c)
 		} else if c, ok := e.fieldCheck(n); ok {
-			checks = append(checks, c)
+			byName = append(byName, c)
 		}
 	}
-	sort.SliceStable(checks, func(i, j int) bool { return checks[i].name < checks[j].name })
-	for _, c := range checks {
-		e.checks = append(e.checks, c.code...)
+	sort.SliceStable(byName, func(i, j int) bool { return byName[i].name < byName[j].name })
+	for _, c := range byName {
+		checks = append(checks, c.code...)
 	}
-	e.checkFuncs = append(e.checkFuncs, e.genericDrift()...)
-	e.pins()
+	funcs = e.genericDrift(d.generic)
+	pinChecks, typed := e.pins(d.pinned)
+	return append(checks, pinChecks...), typed, funcs
 }
 
-// readStructs are the struct types the generated code reads, in the order
-// their checks' names are handed out (two packages may both have an
-// ext.Options): by package path, then type name. Instances of generic
-// types are checked each (Opt[int64] and Opt[string] have different
-// fields), after their origin's name.
-func (e *emitter) readStructs() []*types.Named {
-	read := make([]*types.Named, 0, len(e.fieldsRead)+len(e.instRead))
-	for _, n := range e.fieldsRead {
+// readStructs are the struct types d reads, in the order their checks'
+// names are handed out (two packages may both have an ext.Options): by
+// package path, then type name. Instances of generic types are checked
+// each (Opt[int64] and Opt[string] have different fields), after their
+// origin's name.
+func readStructs(d *driftFacts) []*types.Named {
+	read := make([]*types.Named, 0, len(d.fields)+len(d.instances))
+	for _, n := range d.fields {
 		read = append(read, n)
 	}
-	for _, n := range e.instRead {
+	for _, n := range d.instances {
 		read = append(read, n)
 	}
 	sort.Slice(read, func(i, j int) bool {
@@ -110,7 +174,7 @@ func (e *emitter) readStructs() []*types.Named {
 
 // driftSortKey orders the checks: by type name, the package's own types
 // before another package's of the same name.
-func (e *emitter) driftSortKey(n *types.Named) string {
+func (e *fileWriter) driftSortKey(n *types.Named) string {
 	obj, prefix := n.Obj(), ""
 	if obj.Pkg() != e.pi.pkg.Types {
 		prefix = upperFirst(obj.Pkg().Name())
@@ -120,11 +184,11 @@ func (e *emitter) driftSortKey(n *types.Named) string {
 
 // wholeCheck converts a value of n to the field list it was generated
 // for; false if the file cannot spell every field.
-func (e *emitter) wholeCheck(n *types.Named) (driftCheck, bool) {
+func (e *fileWriter) wholeCheck(n *types.Named) (driftCheck, bool) {
 	st := n.Underlying().(*types.Struct)
 	for i := 0; i < st.NumFields(); i++ {
 		f := st.Field(i)
-		if (!f.Exported() && f.Pkg() != e.pi.pkg.Types) || !e.renderable(f.Type()) {
+		if (!f.Exported() && f.Pkg() != e.pi.pkg.Types) || !e.pi.renderable(f.Type()) {
 			return driftCheck{}, false
 		}
 	}
@@ -151,13 +215,13 @@ func (e *emitter) wholeCheck(n *types.Named) (driftCheck, bool) {
 
 // fieldCheck checks n field by field: what can be named must be there,
 // with its type; false if nothing can be named.
-func (e *emitter) fieldCheck(n *types.Named) (driftCheck, bool) {
+func (e *fileWriter) fieldCheck(n *types.Named) (driftCheck, bool) {
 	st := n.Underlying().(*types.Struct)
 	v := "fieldsChanged_runGoGenerate"
 	var results, refs []jen.Code
 	for i := 0; i < st.NumFields(); i++ {
 		f := st.Field(i)
-		if !f.Exported() || !e.renderable(f.Type()) {
+		if !f.Exported() || !e.pi.renderable(f.Type()) {
 			continue
 		}
 		results = append(results, jen.Op("*").Add(e.typ(f.Type())))
@@ -173,67 +237,6 @@ func (e *emitter) fieldCheck(n *types.Named) (driftCheck, bool) {
 	}}, true
 }
 
-// renderable reports whether the generated file can spell t: every named
-// type in it is one the file can name.
-func (e *emitter) renderable(t types.Type) bool {
-	switch t := t.(type) {
-	case *types.Alias:
-		if obj := t.Obj(); obj.Pkg() == nil || obj.Pkg() == e.pi.pkg.Types || (obj.Exported() && e.pi.nameable(obj)) {
-			return true
-		}
-		return e.renderable(types.Unalias(t))
-	case *types.Basic:
-		return true
-	case *types.Named:
-		if t.Obj().Pkg() == nil {
-			return true // error
-		}
-		if !e.pi.nameable(t.Obj()) {
-			if a, _ := e.pi.aliasFor(t); a == nil {
-				return false
-			}
-		}
-		for i := 0; i < t.TypeArgs().Len(); i++ {
-			if !e.renderable(t.TypeArgs().At(i)) {
-				return false
-			}
-		}
-		return true
-	}
-	switch s := shapeOf(t); s.kind {
-	case kindPointer, kindSlice, kindArray, kindChan:
-		return e.renderable(s.elem)
-	case kindMap:
-		return e.renderable(s.key) && e.renderable(s.elem)
-	case kindFunc:
-		for _, tup := range []*types.Tuple{s.signature.Params(), s.signature.Results()} {
-			for i := 0; i < tup.Len(); i++ {
-				if !e.renderable(tup.At(i).Type()) {
-					return false
-				}
-			}
-		}
-		return true
-	case kindStruct:
-		return e.allSpelled(s.strct.NumFields(), func(i int) types.Object { return s.strct.Field(i) })
-	case kindInterface:
-		return e.allSpelled(s.iface.NumMethods(), func(i int) types.Object { return s.iface.Method(i) })
-	}
-	return false
-}
-
-// allSpelled reports whether the file can spell each of n fields or
-// methods: visible from the package, of a type it can spell.
-func (e *emitter) allSpelled(n int, at func(int) types.Object) bool {
-	for i := 0; i < n; i++ {
-		o := at(i)
-		if (!o.Exported() && o.Pkg() != e.pi.pkg.Types) || !e.renderable(o.Type()) {
-			return false
-		}
-	}
-	return true
-}
-
 // Types are pinned too. The generated code converts a named type to the
 // basic type the runtime takes (b.Int(int64(v.Amount)), Cents(d.Int(64)))
 // and ranges over named slices and maps element by element; Go allows those
@@ -247,47 +250,16 @@ func (e *emitter) allSpelled(n int, at func(int) types.Object) bool {
 // needs the very same type. The standard library's types keep their
 // definitions (the Go 1 promise) and are not pinned.
 
-// pinAlias records that the generated code relies on what alias t stands
-// for; other types are ignored, and so are aliases of structs (their
-// helpers take the struct type itself) and interfaces (not converted).
-func (e *emitter) pinAlias(t types.Type) {
-	a, ok := t.(*types.Alias)
-	if !ok || a.TypeArgs().Len() > 0 {
-		return
-	}
-	switch types.Unalias(a).Underlying().(type) {
-	case *types.Struct, *types.Interface:
-		return
-	}
-	if obj := a.Obj(); e.pinnable(obj) && (obj.Exported() || obj.Pkg() == e.pi.pkg.Types) && e.pi.nameable(obj) {
-		e.pinned[obj] = a
-	}
-}
-
-// pinNamed records that the generated code relies on n's underlying type
-// (structs are checked by their field lists, interfaces are not converted).
-func (e *emitter) pinNamed(n *types.Named) {
-	switch n.Underlying().(type) {
-	case *types.Struct, *types.Interface:
-		return
-	}
-	if obj := n.Obj(); e.pinnable(obj) && n.TypeArgs().Len() == 0 && e.pi.nameable(obj) {
-		e.pinned[obj] = n
-	}
-}
-
-// pinnable: declared in a package (not byte, rune, any, error), and not
-// the standard library's.
-func (e *emitter) pinnable(obj *types.TypeName) bool {
-	return obj.Pkg() != nil && !e.pi.std.has(obj.Pkg())
-}
-
-// pins adds the checks pinning e.pinned to the file's, sorted as
-// driftChecks.
-func (e *emitter) pins() {
-	objs := make([]*types.TypeName, 0, len(e.pinned))
-	for obj := range e.pinned {
-		objs = append(objs, obj)
+// pins are the checks pinning the types of pinned that the file may
+// name, sorted as driftChecks: conversions, and typed assignments for
+// aliases.
+func (e *fileWriter) pins(pinned map[*types.TypeName]types.Type) (checks, typed []jen.Code) {
+	var objs []*types.TypeName
+	for obj, t := range pinned {
+		_, alias := t.(*types.Alias)
+		if e.pi.pinnable(obj) && e.pi.nameable(obj) && (!alias || obj.Exported() || obj.Pkg() == e.pi.pkg.Types) {
+			objs = append(objs, obj)
+		}
 	}
 	sort.Slice(objs, func(i, j int) bool {
 		if pi, pj := objs[i].Pkg().Path(), objs[j].Pkg().Path(); pi != pj {
@@ -296,19 +268,73 @@ func (e *emitter) pins() {
 		return objs[i].Name() < objs[j].Name()
 	})
 	for _, obj := range objs {
-		t := e.pinned[obj]
+		t := pinned[obj]
 		if a, ok := t.(*types.Alias); ok {
-			to := types.Unalias(a)
-			if !e.renderable(to) {
-				continue
+			if to := types.Unalias(a); e.pi.renderable(to) {
+				typed = append(typed, jen.Id("_").Op("*").Add(e.typ(to)).Op("=").New(e.typ(a)))
 			}
-			e.typedChecks = append(e.typedChecks, jen.Id("_").Op("*").Add(e.typ(to)).Op("=").New(e.typ(a)))
 			continue
 		}
-		u := t.Underlying()
-		if !e.renderable(u) {
-			continue
+		if u := t.Underlying(); e.pi.renderable(u) {
+			checks = append(checks, jen.Id("_").Op("=").Parens(jen.Op("*").Add(e.typ(u))).Call(jen.New(e.typ(t))))
 		}
-		e.checks = append(e.checks, jen.Id("_").Op("=").Parens(jen.Op("*").Add(e.typ(u))).Call(jen.New(e.typ(t))))
 	}
+	return checks, typed
+}
+
+// genericDrift is the drift check of each instance read: inside
+// a generic blank function with the wrapped function's type parameters,
+// a local type holds the field list the code was generated for, and the
+// instance converts to it only while its fields are the same.
+// Another package's instance with unexported fields cannot be spelt
+// field by field: its exported fields are checked one by one instead.
+func (e *fileWriter) genericDrift(read []genericRead) []jen.Code {
+	var out []jen.Code
+	for _, r := range read {
+		n, x := r.n, r.x
+		st := n.Underlying().(*types.Struct)
+		if !e.pi.nameable(n.Obj()) {
+			continue
+		}
+		name := "idem" + upperFirst(n.Obj().Name()) + staleSuffix
+		full := true
+		var fields, results, refs []jen.Code
+		v := "fieldsChanged_runGoGenerate"
+		for i := 0; i < st.NumFields(); i++ {
+			f := st.Field(i)
+			renderable := e.pi.renderable(f.Type()) || mentionsTypeParam(f.Type())
+			if (!f.Exported() && f.Pkg() != e.pi.pkg.Types) || !renderable {
+				full = false
+			}
+			if f.Exported() && renderable {
+				results = append(results, jen.Op("*").Add(e.typ(f.Type())))
+				refs = append(refs, jen.Op("&").Id(v).Dot(f.Name()))
+			}
+			if f.Embedded() {
+				emb := jen.Add(e.typ(f.Type()))
+				if _, ok := f.Type().Underlying().(*types.Struct); ok {
+					emb.Tag(map[string]string{"json": "-", "xml": "-"}) // as driftChecks does, for vet
+				}
+				fields = append(fields, emb)
+			} else {
+				fields = append(fields, jen.Id(f.Name()).Add(e.typ(f.Type())))
+			}
+		}
+		var body []jen.Code
+		switch {
+		case full:
+			body = []jen.Code{
+				jen.Type().Id(name).Struct(fields...),
+				jen.Id("_").Op("=").Id(name).Call(e.typ(n).(*jen.Statement).Clone().Values()),
+			}
+		case len(refs) > 0:
+			body = []jen.Code{
+				jen.Id("_").Op("=").Func().Params(jen.Id(v).Op("*").Add(e.typ(n))).Params(results...).Block(jen.Return(refs...)),
+			}
+		default:
+			continue
+		}
+		out = append(out, jen.Func().Id("_").Types(e.typeParamDecls(x)...).Params().Block(body...))
+	}
+	return out
 }

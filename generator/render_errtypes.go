@@ -38,17 +38,17 @@ func (e *emitter) errorTypes() jen.Code {
 // errPackages are the packages whose error types idemErrors restores:
 // this package, the wrapped functions' packages and those of the result
 // types (behind pointers, slices, arrays and maps).
-func (e *emitter) errPackages() []*types.Package {
+func (pi *pkgInfo) errPackages(fns []*fn) []*types.Package {
 	seen := map[*types.Package]bool{}
-	out := []*types.Package{e.pi.pkg.Types}
-	seen[e.pi.pkg.Types] = true
+	out := []*types.Package{pi.pkg.Types}
+	seen[pi.pkg.Types] = true
 	add := func(p *types.Package) {
 		if p != nil && !seen[p] {
 			seen[p] = true
 			out = append(out, p)
 		}
 	}
-	for _, x := range e.fns {
+	for _, x := range fns {
 		add(x.obj.Pkg())
 		for _, t := range x.result {
 			for {
@@ -72,7 +72,7 @@ func (e *emitter) errPackages() []*types.Package {
 // errPackages.
 func (e *emitter) knownErrors() {
 	var sentinels []*types.Var
-	for _, p := range e.errPackages() {
+	for _, p := range e.pi.errPackages(e.fns) {
 		for _, name := range p.Scope().Names() {
 			switch o := p.Scope().Lookup(name).(type) {
 			case *types.TypeName:
@@ -99,11 +99,11 @@ func (e *emitter) knownErrors() {
 // knownErrorType adds o to idemErrors if it is an error type whose values
 // a codec stores faithfully.
 func (e *emitter) knownErrorType(o *types.TypeName) {
-	t, ok := e.implementer(o, errorIface)
+	t, ok := e.pi.implementer(o, errorIface)
 	if !ok {
 		return
 	}
-	if !e.renderable(t) {
+	if !e.pi.renderable(t) {
 		return
 	}
 	g := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: "Errors"}
@@ -132,7 +132,7 @@ func (e *emitter) errorTypesDecl() []jen.Code {
 	if x == nil {
 		return nil
 	}
-	encT, decT := e.qual(e.impl, "Encoder"), e.qual(e.impl, "Decoder")
+	encT, decT := e.qual(implPkg, "Encoder"), e.qual(implPkg, "Decoder")
 	var enc []jen.Code
 	if len(x.encode) > 0 {
 		sw := jen.Switch(jen.Id("err").Assert(jen.Type()))

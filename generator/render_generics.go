@@ -46,7 +46,7 @@ func instanceKey(n *types.Named) string {
 // instanceSuffix ends the names of an instance's helpers: its type
 // arguments spelt as identifiers (Opt[int64] → _int64, Page[sdk.Invoice]
 // → _SdkInvoice). Two instances that spell alike get e.global's numbers.
-func (e *emitter) instanceSuffix(n *types.Named) string {
+func (e *fileWriter) instanceSuffix(n *types.Named) string {
 	if n.TypeArgs().Len() == 0 {
 		return ""
 	}
@@ -58,7 +58,7 @@ func (e *emitter) instanceSuffix(n *types.Named) string {
 	return b.String()
 }
 
-func (e *emitter) mangle(b *strings.Builder, t types.Type) {
+func (e *fileWriter) mangle(b *strings.Builder, t types.Type) {
 	switch t := types.Unalias(t).(type) {
 	case *types.Basic:
 		b.WriteString(t.Name())
@@ -152,7 +152,7 @@ func (w *writer) typeParam(v val, tp *types.TypeParam, path string) ([]jen.Code,
 	// value is a value of its own, written as the nil marker as for a
 	// concrete type, never a key method called on nil.
 	byMethod := func(call jen.Code) []jen.Code {
-		return one(jen.If(w.e.qual(w.e.impl, "IsNil").Call(v.value())).Block(b().Dot("Nil").Call()).Else().Block(call))
+		return one(jen.If(w.e.qual(implPkg, "IsNil").Call(v.value())).Block(b().Dot("Nil").Call()).Else().Block(call))
 	}
 	switch {
 	case wk.keyer != nil && types.Implements(tp, wk.keyer):
@@ -166,7 +166,7 @@ func (w *writer) typeParam(v val, tp *types.TypeParam, path string) ([]jen.Code,
 		if method, conv := basicKind(terms); method != "" {
 			return one(b().Dot(method).Call(jen.Id(conv).Call(v.value()))), true
 		}
-		if len(terms) == 1 && !terms[0].Tilde() && w.e.renderable(terms[0].Type()) {
+		if len(terms) == 1 && !terms[0].Tilde() && w.e.pi.renderable(terms[0].Type()) {
 			t := terms[0].Type()
 			local := w.n.get("tv")
 			inner, ok := w.write(val{e: id(local)}, t, path, nil, false)
@@ -283,17 +283,6 @@ func (e *emitter) typeArgKeys(x *fn, c string) []jen.Code {
 	return out
 }
 
-// typeParamDecls is x's type parameter list as declared: [E Event, N ~int | ~int64].
-func (e *emitter) typeParamDecls(x *fn) []jen.Code {
-	tps := fnTypeParams(x)
-	out := make([]jen.Code, tps.Len())
-	for i := range out {
-		tp := tps.At(i)
-		out[i] = jen.Id(tp.Obj().Name()).Add(e.constraint(tp.Constraint()))
-	}
-	return out
-}
-
 // typeArgs instantiates with x's own type parameters: [E, N].
 func typeArgs(x *fn) jen.Code {
 	tps := fnTypeParams(x)
@@ -302,46 +291,6 @@ func typeArgs(x *fn) jen.Code {
 		out[i] = jen.Id(tps.At(i).Obj().Name())
 	}
 	return jen.List(out...)
-}
-
-// constraint renders a type parameter's constraint.
-func (e *emitter) constraint(c types.Type) jen.Code {
-	it, ok := c.(*types.Interface)
-	if !ok {
-		return e.typ(c)
-	}
-	if it.IsImplicit() && it.NumEmbeddeds() == 1 {
-		return e.embedded(it.EmbeddedType(0)) // [N ~int | ~int64]
-	}
-	var ms []jen.Code
-	for i := 0; i < it.NumEmbeddeds(); i++ {
-		ms = append(ms, e.embedded(it.EmbeddedType(i)))
-	}
-	for i := 0; i < it.NumExplicitMethods(); i++ {
-		m := it.ExplicitMethod(i)
-		ms = append(ms, jen.Id(m.Name()).Add(e.signature(m.Type().(*types.Signature), nil)))
-	}
-	if len(ms) == 0 {
-		return jen.Id("any")
-	}
-	return jen.Interface(ms...)
-}
-
-func (e *emitter) embedded(t types.Type) jen.Code {
-	u, ok := t.(*types.Union)
-	if !ok {
-		return e.typ(t)
-	}
-	terms := make([]jen.Code, u.Len())
-	for i := range terms {
-		term := u.Term(i)
-		if term.Tilde() {
-			terms[i] = jen.Op("~").Add(e.typ(term.Type()))
-		} else {
-			terms[i] = e.typ(term.Type())
-		}
-	}
-	return jen.Union(terms...)
 }
 
 // genericNames reserves the package-level names of generic function x's
@@ -451,98 +400,4 @@ func (e *emitter) typeParamResults(x *fn, what string) bool {
 		}
 	}
 	return ok
-}
-
-// genericState is what generic wrappers need beyond the emitter.
-type genericState struct {
-	cur *fn // the function whose wrapper is being written
-	// read are the instances whose fields the key code reads that mention
-	// a type parameter of the function (Page[S] in Save[S]): they can be
-	// named only inside a generic function, with cur's type parameters.
-	read  map[string]genericRead
-	order []string
-}
-
-type genericRead struct {
-	x *fn
-	n *types.Named
-}
-
-// readGeneric records that the key code of the current function reads
-// the fields of n, an instance that mentions its type parameters.
-func (e *emitter) readGeneric(n *types.Named) {
-	x := e.gen.cur
-	if x == nil {
-		return
-	}
-	k := x.name + " " + types.TypeString(n, nil)
-	if x.recv != nil {
-		k = x.recv.Name() + "." + k
-	}
-	if _, ok := e.gen.read[k]; ok {
-		return
-	}
-	if e.gen.read == nil {
-		e.gen.read = map[string]genericRead{}
-	}
-	e.gen.read[k] = genericRead{x, n}
-	e.gen.order = append(e.gen.order, k)
-}
-
-// genericDrift is the drift check of each instance in gen.read: inside
-// a generic blank function with the wrapped function's type parameters,
-// a local type holds the field list the code was generated for, and the
-// instance converts to it only while its fields are the same.
-// Another package's instance with unexported fields cannot be spelt
-// field by field: its exported fields are checked one by one instead.
-func (e *emitter) genericDrift() []jen.Code {
-	var out []jen.Code
-	for _, k := range e.gen.order {
-		r := e.gen.read[k]
-		n, x := r.n, r.x
-		st := n.Underlying().(*types.Struct)
-		if !e.pi.nameable(n.Obj()) {
-			continue
-		}
-		name := "idem" + upperFirst(n.Obj().Name()) + staleSuffix
-		full := true
-		var fields, results, refs []jen.Code
-		v := "fieldsChanged_runGoGenerate"
-		for i := 0; i < st.NumFields(); i++ {
-			f := st.Field(i)
-			renderable := e.renderable(f.Type()) || mentionsTypeParam(f.Type())
-			if (!f.Exported() && f.Pkg() != e.pi.pkg.Types) || !renderable {
-				full = false
-			}
-			if f.Exported() && renderable {
-				results = append(results, jen.Op("*").Add(e.typ(f.Type())))
-				refs = append(refs, jen.Op("&").Id(v).Dot(f.Name()))
-			}
-			if f.Embedded() {
-				emb := jen.Add(e.typ(f.Type()))
-				if _, ok := f.Type().Underlying().(*types.Struct); ok {
-					emb.Tag(map[string]string{"json": "-", "xml": "-"}) // as driftChecks does, for vet
-				}
-				fields = append(fields, emb)
-			} else {
-				fields = append(fields, jen.Id(f.Name()).Add(e.typ(f.Type())))
-			}
-		}
-		var body []jen.Code
-		switch {
-		case full:
-			body = []jen.Code{
-				jen.Type().Id(name).Struct(fields...),
-				jen.Id("_").Op("=").Id(name).Call(e.typ(n).(*jen.Statement).Clone().Values()),
-			}
-		case len(refs) > 0:
-			body = []jen.Code{
-				jen.Id("_").Op("=").Func().Params(jen.Id(v).Op("*").Add(e.typ(n))).Params(results...).Block(jen.Return(refs...)),
-			}
-		default:
-			continue
-		}
-		out = append(out, jen.Func().Id("_").Types(e.typeParamDecls(x)...).Params().Block(body...))
-	}
-	return out
 }

@@ -14,7 +14,7 @@ import (
 // calling the inner value for each method no directive annotates.
 func (e *emitter) decorator(g *group, typeName, ctor, field string, methods namer) []jen.Code {
 	t := g.recv.Name()
-	guardT := jen.Op("*").Add(e.qual(e.idem, "Guard"))
+	guardT := jen.Op("*").Add(e.qual(idemPkg, "Guard"))
 	inner := methods.get("inner")
 	annotated := map[string]bool{}
 	var names []string

@@ -17,18 +17,6 @@ func tagHint(path string) string {
 	return ""
 }
 
-// keyedByMethod reports whether t (or *t) writes its key material with a
-// method: idem.Keyer, a protobuf message, a binary or text marshaler.
-func (e *emitter) keyedByMethod(t types.Type) bool {
-	wk := e.pi.types
-	for _, i := range []*types.Interface{wk.keyer, wk.protoMessage, wk.binaryMarshaler, wk.textMarshaler} {
-		if ok, _ := implements(t, i); ok {
-			return true
-		}
-	}
-	return false
-}
-
 // zeroSize reports whether values of t occupy no memory (struct{}, [0]T,
 // structs of such): they hold no data.
 func zeroSize(t types.Type) bool {
@@ -133,7 +121,7 @@ func (w *writer) valueWriter(t types.Type) jen.Code {
 	if bw == "" {
 		return nil
 	}
-	return w.e.qual(w.e.impl, strings.TrimPrefix(bw, "Key")+"Key")
+	return w.e.qual(implPkg, strings.TrimPrefix(bw, "Key")+"Key")
 }
 
 // helper returns the name of the key function of named type n, emitting it
@@ -192,7 +180,7 @@ func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
 	if len(w.tagged) > 0 {
 		decl = jen.Commentf("%s writes the key material of %s. Not keyed (tagged idem:\"-\"): %s.", name, e.pi.typeString(n), strings.Join(w.tagged, ", ")).Line()
 	}
-	decl.Func().Id(name).Params(jen.Id("b").Op("*").Add(e.qual(e.impl, "KeyBuilder")), jen.Id("v").Op("*").Add(e.typ(n))).Block(body...)
+	decl.Func().Id(name).Params(jen.Id("b").Op("*").Add(e.qual(implPkg, "KeyBuilder")), jen.Id("v").Op("*").Add(e.typ(n))).Block(body...)
 	e.helperDecls = append(e.helperDecls, helperDecl{name: name, code: decl})
 	return name, nil, hk
 }

@@ -202,7 +202,7 @@ func (w *writer) fail(path, reason, hint string) ([]jen.Code, bool) {
 // in w.problems and returns false. ex, when non-nil, lists fields to skip:
 // the value is then expanded inline.
 func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic bool) ([]jen.Code, bool) {
-	w.e.pinAlias(t)
+	w.e.drift.pinAlias(t)
 	t = types.Unalias(t)
 	if tp, ok := t.(*types.TypeParam); ok {
 		return w.typeParam(v, tp, path) // render_generics.go
@@ -223,7 +223,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		if code, ok := w.byMethod(v, t); ok {
 			return code, true
 		}
-		if n, ok := t.(*types.Named); ok && w.e.hasKeyHelper(n) {
+		if n, ok := t.(*types.Named); ok && w.e.pi.hasKeyHelper(n) {
 			// A type the generated file cannot name (unexported, or
 			// in an internal package it cannot import, or an
 			// instance of a generic type with a type parameter of
@@ -241,9 +241,9 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 	}
 	if n, ok := t.(*types.Named); ok {
 		if _, isStruct := n.Underlying().(*types.Struct); isStruct {
-			w.e.readFields(n)
+			w.e.drift.readFields(w.e.cur, n)
 		} else {
-			w.e.pinNamed(n)
+			w.e.drift.pinNamed(n)
 		}
 	}
 	s := shapeOf(t)
@@ -276,26 +276,13 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 func (w *writer) keyedByHelper(t types.Type) (*types.Named, bool) {
 	t = types.Unalias(t)
 	n, ok := t.(*types.Named)
-	if !ok || !w.e.hasKeyHelper(n) || !w.e.pi.nameable(n.Obj()) || !w.e.renderable(n) || mentionsTypeParam(n) {
+	if !ok || !w.e.pi.hasKeyHelper(n) || !w.e.pi.nameable(n.Obj()) || !w.e.pi.renderable(n) || mentionsTypeParam(n) {
 		return nil, false
 	}
-	if shapeOf(t).kind != kindPointer && (isNamed(t, "net", "Addr") || w.e.keyedByMethod(t)) {
+	if shapeOf(t).kind != kindPointer && (isNamed(t, "net", "Addr") || w.e.pi.keyedByMethod(t)) {
 		return nil, false // byMethod
 	}
 	return n, true
-}
-
-// hasKeyHelper reports whether values of n are keyed by a helper of
-// their own (idemKeyN): named composites, funcs, channels (refused once
-// for all their uses) and interfaces keyed as unions.
-func (e *emitter) hasKeyHelper(n *types.Named) bool {
-	switch shapeOf(n).kind {
-	case kindBasic:
-		return false
-	case kindInterface:
-		return len(e.variants(n)) > 0
-	}
-	return true
 }
 
 // byMethod writes the well-known types and those whose key material a
@@ -404,16 +391,16 @@ func (w *writer) helperName(n *types.Named, path string) (string, bool) {
 // writePointer: Nil, or Ptr and the element.
 func (w *writer) writePointer(v val, elemT types.Type, path string, ex exTree) ([]jen.Code, bool) {
 	if bw := basicWriter(elemT); bw != "" {
-		w.e.pinAlias(elemT)
-		return one(w.e.qual(w.e.impl, "KeyPtr").Call(w.b(), v.value(), w.e.qual(w.e.impl, bw))), true
+		w.e.drift.pinAlias(elemT)
+		return one(w.e.qual(implPkg, "KeyPtr").Call(w.b(), v.value(), w.e.qual(implPkg, bw))), true
 	}
 	if n, ok := w.keyedByHelper(elemT); ok && ex == nil {
-		w.e.pinAlias(elemT)
+		w.e.drift.pinAlias(elemT)
 		name, ok := w.helperName(n, path)
 		if !ok {
 			return nil, false
 		}
-		return one(w.e.qual(w.e.impl, "KeyPtr").Call(w.b(), v.value(), jen.Id(name))), true
+		return one(w.e.qual(implPkg, "KeyPtr").Call(w.b(), v.value(), jen.Id(name))), true
 	}
 	elem := val{e: v.e, ptr: true}
 	if v.ptr {
@@ -440,8 +427,8 @@ func (w *writer) writeSlice(v val, elemT types.Type, path string, variadic bool)
 		return w.nilCheck(v, one(b().Dot("Bytes").Call(v.value()))), true
 	}
 	if vw := w.valueWriter(elemT); vw != nil && !variadic { // a variadic one has no Nil
-		w.e.pinAlias(elemT)
-		return one(w.e.qual(w.e.impl, "KeyList").Call(b(), v.value(), vw)), true
+		w.e.drift.pinAlias(elemT)
+		return one(w.e.qual(implPkg, "KeyList").Call(b(), v.value(), vw)), true
 	}
 	i := w.n.get("i")
 	elem := val{e: func() *jen.Statement { return v.index(i) }}
@@ -453,7 +440,7 @@ func (w *writer) writeSlice(v val, elemT types.Type, path string, variadic bool)
 	// A nil slice is Nil, other slices List and the length (nil and empty
 	// variadic arguments are the same call: List); the loop writes no
 	// element of a nil slice.
-	head := w.e.qual(w.e.impl, "KeyListHead").Call(b(), v.value())
+	head := w.e.qual(implPkg, "KeyListHead").Call(b(), v.value())
 	if variadic {
 		head = b().Dot("List").Call(jen.Len(v.value()))
 	}
@@ -488,9 +475,9 @@ func (w *writer) writeArray(v val, s shape, path string) ([]jen.Code, bool) {
 func (w *writer) writeMap(v val, s shape, path string) ([]jen.Code, bool) {
 	b := w.b
 	if kw, vw := w.valueWriter(s.key), w.valueWriter(s.elem); kw != nil && vw != nil {
-		w.e.pinAlias(s.key)
-		w.e.pinAlias(s.elem)
-		return one(w.e.qual(w.e.impl, "KeyMap").Call(b(), v.value(), kw, vw)), true
+		w.e.drift.pinAlias(s.key)
+		w.e.drift.pinAlias(s.elem)
+		return one(w.e.qual(implPkg, "KeyMap").Call(b(), v.value(), kw, vw)), true
 	}
 	k, x := w.n.get("k"), w.n.get("e")
 	ks, kok := w.write(val{e: id(k)}, s.key, path+"[key]", nil, false)
@@ -581,7 +568,7 @@ func (w *writer) writeStruct(v val, t types.Type, u *types.Struct, path string, 
 // type with a key method, are written as before (an empty list, the
 // method's bytes) so keys do not change for code that generated before.
 func (w *writer) zeroSizeField(v val, f *types.Var, fp string, sub exTree) []jen.Code {
-	if _, isStruct := f.Type().Underlying().(*types.Struct); isStruct && !w.e.keyedByMethod(f.Type()) {
+	if _, isStruct := f.Type().Underlying().(*types.Struct); isStruct && !w.e.pi.keyedByMethod(f.Type()) {
 		return nil
 	}
 	try := &writer{e: w.e, b: w.b, n: w.n, noAdvice: true, inlining: w.inlining}
@@ -623,7 +610,7 @@ func (w *writer) foreignField(t types.Type, u *types.Struct, i int, path string)
 // value; other interfaces are refused.
 func (w *writer) writeInterface(v val, t types.Type, u *types.Interface, path string) ([]jen.Code, bool) {
 	if n, ok := t.(*types.Named); ok {
-		if vs := w.e.variants(n); len(vs) > 0 {
+		if vs := w.e.pi.variants(n); len(vs) > 0 {
 			if code, ok := w.keyUnion(n, vs, v); ok { // render_unions.go
 				return code, true
 			}

@@ -52,8 +52,8 @@ func (e *emitter) stepWrapper(x *fn) []jen.Code {
 		call = jen.Id(recv).Dot(x.name).Call(args...)
 	}
 	step := func(body jen.Code) *jen.Statement {
-		return e.qual(e.idem, "StepWith").Call(jen.Id(ctx), jen.Lit(name), codec,
-			jen.Func().Params(jen.Id(ctx).Add(e.qual(e.ctxPkg, "Context"))).Params(resultT, jen.Error()).Block(body))
+		return e.qual(idemPkg, "StepWith").Call(jen.Id(ctx), jen.Lit(name), codec,
+			jen.Func().Params(jen.Id(ctx).Add(e.qual(contextPkg, "Context"))).Params(resultT, jen.Error()).Block(body))
 	}
 	var body []jen.Code
 	if len(x.result) == 1 {

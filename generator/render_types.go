@@ -4,13 +4,31 @@ import (
 	"go/types"
 	"reflect"
 	"strconv"
+	"time"
 
 	"github.com/dave/jennifer/jen"
 )
 
+// fileWriter is the generated file as it is written: the jennifer file and
+// the names it has handed out. Every import goes through it (qual), so the
+// file's aliases collide with nothing the package declares.
+type fileWriter struct {
+	pi *pkgInfo
+	f  *jen.File
+	fileNames
+}
+
+// fileNames are the names the generated file has handed out.
+type fileNames struct {
+	aliases    map[string]string // import path → name in the file
+	aliasUsed  map[string]bool
+	paramNames map[string]bool // every wrapper parameter name: imports avoid them
+	globals    map[string]bool // package-level names taken
+}
+
 // qual refers to a package-level name of pkg, importing pkg under an alias
 // that collides with nothing the generated file or the package declares.
-func (e *emitter) qual(pkg *types.Package, name string) *jen.Statement {
+func (e *fileWriter) qual(pkg *types.Package, name string) *jen.Statement {
 	if pkg == nil || pkg == e.pi.pkg.Types {
 		return jen.Id(name)
 	}
@@ -21,7 +39,7 @@ func (e *emitter) qual(pkg *types.Package, name string) *jen.Statement {
 // importAs picks the alias of path once: its package name unless that is
 // taken by a package-level name, a parameter of any wrapper, a local name
 // of the generated code or another import; then name2, name3...
-func (e *emitter) importAs(path, name string) string {
+func (e *fileWriter) importAs(path, name string) string {
 	if a, ok := e.aliases[path]; ok {
 		return a
 	}
@@ -39,7 +57,7 @@ func (e *emitter) importAs(path, name string) string {
 	return alias
 }
 
-func (e *emitter) aliasTaken(a string) bool {
+func (e *fileWriter) aliasTaken(a string) bool {
 	return e.aliasUsed[a] || e.pi.scope[a] || e.paramNames[a] || e.globals[a] || localNames[a] ||
 		types.Universe.Lookup(a) != nil || isLoopName(a)
 }
@@ -63,7 +81,7 @@ func isLoopName(s string) bool {
 var unsafePkg = types.NewPackage("unsafe", "unsafe")
 
 // typ renders t as Go source in the generated file.
-func (e *emitter) typ(t types.Type) jen.Code {
+func (e *fileWriter) typ(t types.Type) jen.Code {
 	switch t := t.(type) {
 	case *types.Alias:
 		if obj := t.Obj(); obj.Pkg() == nil {
@@ -108,7 +126,7 @@ func (e *emitter) typ(t types.Type) jen.Code {
 }
 
 // namedType renders a named type, with its type arguments.
-func (e *emitter) namedType(t *types.Named) jen.Code {
+func (e *fileWriter) namedType(t *types.Named) jen.Code {
 	obj := t.Obj()
 	if obj.Pkg() == nil {
 		return jen.Id(obj.Name()) // error
@@ -124,7 +142,7 @@ func (e *emitter) namedType(t *types.Named) jen.Code {
 }
 
 // withArgs instantiates q with args, if any.
-func (e *emitter) withArgs(q *jen.Statement, args *types.TypeList) *jen.Statement {
+func (e *fileWriter) withArgs(q *jen.Statement, args *types.TypeList) *jen.Statement {
 	if args.Len() > 0 {
 		list := make([]jen.Code, args.Len())
 		for i := range list {
@@ -136,7 +154,7 @@ func (e *emitter) withArgs(q *jen.Statement, args *types.TypeList) *jen.Statemen
 }
 
 // structType renders a struct type literal, tags included.
-func (e *emitter) structType(t *types.Struct) jen.Code {
+func (e *fileWriter) structType(t *types.Struct) jen.Code {
 	fields := make([]jen.Code, t.NumFields())
 	for i := range fields {
 		f := t.Field(i)
@@ -155,7 +173,7 @@ func (e *emitter) structType(t *types.Struct) jen.Code {
 }
 
 // interfaceType renders an interface type literal by its methods.
-func (e *emitter) interfaceType(t *types.Interface) jen.Code {
+func (e *fileWriter) interfaceType(t *types.Interface) jen.Code {
 	if t.NumMethods() == 0 && t.NumEmbeddeds() == 0 {
 		return jen.Id("any")
 	}
@@ -168,7 +186,7 @@ func (e *emitter) interfaceType(t *types.Interface) jen.Code {
 }
 
 // signature renders (params) (results); names are the parameter names or nil.
-func (e *emitter) signature(s *types.Signature, names []string) jen.Code {
+func (e *fileWriter) signature(s *types.Signature, names []string) jen.Code {
 	ps := make([]jen.Code, s.Params().Len())
 	for i := range ps {
 		t := s.Params().At(i).Type()
@@ -239,4 +257,83 @@ func tagKeys(tag string) []string {
 		tag = tag[i+1:]
 	}
 	return keys
+}
+
+// global reserves a package-level name: base, else base2, base3...
+func (e *fileWriter) global(base string) string {
+	name := base
+	for i := 2; e.globals[name] || e.paramNames[name] || e.aliasUsed[name]; i++ {
+		name = base + strconv.Itoa(i)
+	}
+	e.globals[name] = true
+	return name
+}
+
+// duration renders d as the Go expression a person would write: 24 * time.Hour.
+func (e *fileWriter) duration(d time.Duration) jen.Code {
+	units := []struct {
+		u    time.Duration
+		name string
+	}{{time.Hour, "Hour"}, {time.Minute, "Minute"}, {time.Second, "Second"}, {time.Millisecond, "Millisecond"}, {time.Microsecond, "Microsecond"}, {time.Nanosecond, "Nanosecond"}}
+	timePkg := types.NewPackage("time", "time")
+	for _, u := range units {
+		if d%u.u == 0 {
+			if d == u.u {
+				return e.qual(timePkg, u.name)
+			}
+			return jen.Lit(int(d / u.u)).Op("*").Add(e.qual(timePkg, u.name))
+		}
+	}
+	return nil
+}
+
+// typeParamDecls is x's type parameter list as declared: [E Event, N ~int | ~int64].
+func (e *fileWriter) typeParamDecls(x *fn) []jen.Code {
+	tps := fnTypeParams(x)
+	out := make([]jen.Code, tps.Len())
+	for i := range out {
+		tp := tps.At(i)
+		out[i] = jen.Id(tp.Obj().Name()).Add(e.constraint(tp.Constraint()))
+	}
+	return out
+}
+
+// constraint renders a type parameter's constraint.
+func (e *fileWriter) constraint(c types.Type) jen.Code {
+	it, ok := c.(*types.Interface)
+	if !ok {
+		return e.typ(c)
+	}
+	if it.IsImplicit() && it.NumEmbeddeds() == 1 {
+		return e.embedded(it.EmbeddedType(0)) // [N ~int | ~int64]
+	}
+	var ms []jen.Code
+	for i := 0; i < it.NumEmbeddeds(); i++ {
+		ms = append(ms, e.embedded(it.EmbeddedType(i)))
+	}
+	for i := 0; i < it.NumExplicitMethods(); i++ {
+		m := it.ExplicitMethod(i)
+		ms = append(ms, jen.Id(m.Name()).Add(e.signature(m.Type().(*types.Signature), nil)))
+	}
+	if len(ms) == 0 {
+		return jen.Id("any")
+	}
+	return jen.Interface(ms...)
+}
+
+func (e *fileWriter) embedded(t types.Type) jen.Code {
+	u, ok := t.(*types.Union)
+	if !ok {
+		return e.typ(t)
+	}
+	terms := make([]jen.Code, u.Len())
+	for i := range terms {
+		term := u.Term(i)
+		if term.Tilde() {
+			terms[i] = jen.Op("~").Add(e.typ(term.Type()))
+		} else {
+			terms[i] = e.typ(term.Type())
+		}
+	}
+	return jen.Union(terms...)
 }

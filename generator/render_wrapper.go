@@ -71,7 +71,7 @@ func (e *emitter) newWrap(x *fn, typeName, field string, hn helperNames) *wrap {
 	}
 	w.recv, w.c, w.k = w.ns.get(recvBase), w.ns.get("c"), w.ns.get("k")
 	x.recvVar = w.recv
-	e.gen.cur = x
+	e.cur = x
 	return w
 }
 
@@ -81,6 +81,9 @@ func (e *emitter) newWrap(x *fn, typeName, field string, hn helperNames) *wrap {
 // advice converges.
 func (e *emitter) keyMaterial(w *wrap) ([]jen.Code, bool) {
 	x := w.x
+	for _, n := range x.plan.resolved.reads {
+		e.drift.readFields(x, n)
+	}
 	keys, payload, ok := e.keyStatements(x, w.k, w.ns)
 	if fnTypeParams(x).Len() > 0 {
 		keys = append(e.typeArgKeys(x, w.k), keys...) // the type arguments are part of the key
@@ -107,10 +110,10 @@ func (e *emitter) specFields(w *wrap) []jen.Code {
 		fields = append(fields, kv("Lease", e.duration(o.lease)))
 	}
 	if dup := map[string]string{"raise": "DuplicateRaise", "wait": "DuplicateWait"}[o.onDuplicate]; dup != "" {
-		fields = append(fields, kv("OnDuplicate", e.qual(e.idem, dup)))
+		fields = append(fields, kv("OnDuplicate", e.qual(idemPkg, dup)))
 	}
 	if o.onFailure == "lock" {
-		fields = append(fields, kv("OnFailure", e.qual(e.idem, "FailureLock")))
+		fields = append(fields, kv("OnFailure", e.qual(idemPkg, "FailureLock")))
 	}
 	if o.wait > 0 {
 		fields = append(fields, kv("Wait", e.duration(o.wait)))
@@ -135,7 +138,7 @@ func (e *emitter) spec(w *wrap, fields []jen.Code, codec jen.Code) jen.Code {
 	if codec != nil {
 		fields = append(fields, jen.Id("Codec").Op(":").Add(codec))
 	}
-	return jen.Var().Id(w.specVar).Op("=").Op("&").Add(e.qual(e.idem, "Spec")).
+	return jen.Var().Id(w.specVar).Op("=").Op("&").Add(e.qual(idemPkg, "Spec")).
 		Custom(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, fields...)
 }
 
@@ -290,15 +293,15 @@ func (e *emitter) wrapperDoc(w *wrap) string {
 func (e *emitter) doCall(w *wrap) []jen.Code {
 	x, ns := w.x, w.ns
 	call := e.innerCall(w)
-	ctxArg := jen.Add(e.qual(e.ctxPkg, "Background")).Call()
-	closureParam := e.qual(e.ctxPkg, "Context")
+	ctxArg := jen.Add(e.qual(contextPkg, "Background")).Call()
+	closureParam := e.qual(contextPkg, "Context")
 	if x.ctx >= 0 {
 		ctxArg = jen.Id(x.params[x.ctx].name)
-		closureParam = jen.Id(x.params[x.ctx].name).Add(e.qual(e.ctxPkg, "Context"))
+		closureParam = jen.Id(x.params[x.ctx].name).Add(e.qual(contextPkg, "Context"))
 	}
 	results := []jen.Code{w.resultT, jen.Error()}
 	do := func(inner ...jen.Code) *jen.Statement {
-		return jen.Add(e.qual(e.idem, "Do")).Call(ctxArg, e.beginCall(w),
+		return jen.Add(e.qual(idemPkg, "Do")).Call(ctxArg, e.beginCall(w),
 			jen.Func().Params(closureParam).Params(results...).Block(inner...))
 	}
 	switch len(x.result) {
@@ -369,8 +372,8 @@ func (e *emitter) begin(w *wrap, material []jen.Code) jen.Code {
 	if len(material) == 0 {
 		k = "_"
 	}
-	body := []jen.Code{jen.List(jen.Id(w.c), jen.Id(k)).Op(":=").Add(e.qual(e.impl, "Begin")).Call(jen.Id(w.recv).Dot(w.field), jen.Id(w.specVar))}
+	body := []jen.Code{jen.List(jen.Id(w.c), jen.Id(k)).Op(":=").Add(e.qual(implPkg, "Begin")).Call(jen.Id(w.recv).Dot(w.field), jen.Id(w.specVar))}
 	body = append(body, material...)
 	body = append(body, jen.Return(jen.Id(w.c)))
-	return e.decl(w, w.hn.begin, w.beginParams...).Add(e.qual(e.idem, "Call")).Block(body...)
+	return e.decl(w, w.hn.begin, w.beginParams...).Add(e.qual(idemPkg, "Call")).Block(body...)
 }

@@ -1,0 +1,234 @@
+package generator
+
+import (
+	"go/types"
+	"strings"
+)
+
+// Questions about types that analysis and rendering both ask: whether the
+// generated file can spell a type, whether a method writes a type's key
+// material, which types make up a union. They depend on the package and
+// its reach, never on what has been rendered.
+
+// renderable reports whether the generated file can spell t: every named
+// type in it is one the file can name.
+func (pi *pkgInfo) renderable(t types.Type) bool {
+	switch t := t.(type) {
+	case *types.Alias:
+		if obj := t.Obj(); obj.Pkg() == nil || obj.Pkg() == pi.pkg.Types || (obj.Exported() && pi.nameable(obj)) {
+			return true
+		}
+		return pi.renderable(types.Unalias(t))
+	case *types.Basic:
+		return true
+	case *types.Named:
+		if t.Obj().Pkg() == nil {
+			return true // error
+		}
+		if !pi.nameable(t.Obj()) {
+			if a, _ := pi.aliasFor(t); a == nil {
+				return false
+			}
+		}
+		for i := 0; i < t.TypeArgs().Len(); i++ {
+			if !pi.renderable(t.TypeArgs().At(i)) {
+				return false
+			}
+		}
+		return true
+	}
+	switch s := shapeOf(t); s.kind {
+	case kindPointer, kindSlice, kindArray, kindChan:
+		return pi.renderable(s.elem)
+	case kindMap:
+		return pi.renderable(s.key) && pi.renderable(s.elem)
+	case kindFunc:
+		for _, tup := range []*types.Tuple{s.signature.Params(), s.signature.Results()} {
+			for i := 0; i < tup.Len(); i++ {
+				if !pi.renderable(tup.At(i).Type()) {
+					return false
+				}
+			}
+		}
+		return true
+	case kindStruct:
+		return pi.allSpelled(s.strct.NumFields(), func(i int) types.Object { return s.strct.Field(i) })
+	case kindInterface:
+		return pi.allSpelled(s.iface.NumMethods(), func(i int) types.Object { return s.iface.Method(i) })
+	}
+	return false
+}
+
+// allSpelled reports whether the file can spell each of n fields or
+// methods: visible from the package, of a type it can spell.
+func (pi *pkgInfo) allSpelled(n int, at func(int) types.Object) bool {
+	for i := 0; i < n; i++ {
+		o := at(i)
+		if (!o.Exported() && o.Pkg() != pi.pkg.Types) || !pi.renderable(o.Type()) {
+			return false
+		}
+	}
+	return true
+}
+
+// pinnable: declared in a package (not byte, rune, any, error), and not
+// the standard library's.
+func (pi *pkgInfo) pinnable(obj *types.TypeName) bool {
+	return obj.Pkg() != nil && !pi.std.has(obj.Pkg())
+}
+
+// keyedByMethod reports whether t (or *t) writes its key material with a
+// method: idem.Keyer, a protobuf message, a binary or text marshaler.
+func (pi *pkgInfo) keyedByMethod(t types.Type) bool {
+	wk := pi.types
+	for _, i := range []*types.Interface{wk.keyer, wk.protoMessage, wk.binaryMarshaler, wk.textMarshaler} {
+		if ok, _ := implements(t, i); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// hasKeyHelper reports whether values of n are keyed by a helper of
+// their own (idemKeyN): named composites, funcs, channels (refused once
+// for all their uses) and interfaces keyed as unions.
+func (pi *pkgInfo) hasKeyHelper(n *types.Named) bool {
+	switch shapeOf(n).kind {
+	case kindBasic:
+		return false
+	case kindInterface:
+		return len(pi.variants(n)) > 0
+	}
+	return true
+}
+
+// An interface with methods in a result (slack's Block, a package's own
+// `type Event interface{ isEvent() }`) is a union when its own package
+// declares the types that implement it: the codec stores a value by its
+// dynamic type's name and its value, for each of those types that it can
+// store faithfully, and restores it as that type. A value of any other
+// dynamic type fails the call's recording (ErrResultNotEncodable): loud,
+// never a replay of something else. The wrapper's doc line names the
+// interface. The standard library's interfaces (io.Reader, net.Conn) are
+// behaviour, not data, and stay refused.
+
+// maxVariants bounds a union's switch: an interface that more types of
+// its package implement is not a union of data types.
+const maxVariants = 128
+
+// variants returns the types (T and *T, or *T when only the pointer has
+// the methods) of n's package that implement the interface n, if n is a
+// union; nil otherwise.
+func (pi *pkgInfo) variants(n *types.Named) []types.Type {
+	if vs, ok := pi.unionVariants[n]; ok {
+		return vs
+	}
+	var vs []types.Type
+	iface, _ := n.Underlying().(*types.Interface)
+	p := n.Obj().Pkg()
+	if iface != nil && !iface.Empty() && p != nil && !pi.std.has(p) && n.TypeArgs().Len() == 0 {
+		for _, name := range p.Scope().Names() {
+			t, ok := pi.implementer(p.Scope().Lookup(name), iface)
+			if !ok {
+				continue
+			}
+			vs = append(vs, t)
+			if n, byValue := t.(*types.Named); byValue {
+				vs = append(vs, types.NewPointer(n)) // a value may hold *T too
+			}
+		}
+	}
+	if len(vs) > maxVariants {
+		vs = nil
+	}
+	if pi.unionVariants == nil {
+		pi.unionVariants = map[*types.Named][]types.Type{}
+	}
+	pi.unionVariants[n] = vs
+	return vs
+}
+
+// implementer returns the type declared by obj that implements iface
+// and that the generated file can name: T when T has the methods, *T
+// when only the pointer has them. Only this package's types may be
+// unexported; generic and interface types are not implementers.
+func (pi *pkgInfo) implementer(obj types.Object, iface *types.Interface) (types.Type, bool) {
+	o, ok := obj.(*types.TypeName)
+	if !ok || o.IsAlias() || (!o.Exported() && o.Pkg() != pi.pkg.Types) || !pi.nameable(o) {
+		return nil, false
+	}
+	n, ok := o.Type().(*types.Named)
+	if !ok || n.TypeParams().Len() > 0 || types.IsInterface(n) {
+		return nil, false
+	}
+	switch {
+	case types.Implements(n, iface):
+		return n, true
+	case types.Implements(types.NewPointer(n), iface):
+		return types.NewPointer(n), true
+	}
+	return nil, false
+}
+
+// notIdentity says why parameter p is left out of the default key ("" if
+// it is not): functional options and other funcs say how to make a call,
+// not which call it is, and cannot be keyed anyway. A parameter typed by
+// an interface named *Option* (option.RequestOption) counts too, unless
+// its type writes its own key material.
+func (pi *pkgInfo) notIdentity(p param) string {
+	t := p.typ
+	if p.variadic {
+		t = t.(*types.Slice).Elem()
+	}
+	t = types.Unalias(t)
+	if pi.keyedByMethod(t) {
+		return "" // its type's author decided its key material
+	}
+	switch t.Underlying().(type) {
+	case *types.Signature:
+		if n, named := t.(*types.Named); p.variadic || (named && strings.Contains(n.Obj().Name(), "Option")) {
+			return "functional options"
+		}
+		return "a func"
+	case *types.Interface:
+		if n, named := t.(*types.Named); named && strings.Contains(n.Obj().Name(), "Option") {
+			return "functional options"
+		}
+	}
+	return ""
+}
+
+// pathNotIdentity says why a key= path names what the default key leaves
+// out as no part of a call's identity ("" if it does not).
+func (pi *pkgInfo) pathNotIdentity(x *fn, kp keyPath) string {
+	if pi.types.isContext(kp.typ) {
+		return "a context"
+	}
+	if kp.recvField == "" && len(kp.fields) == 0 {
+		return pi.notIdentity(x.params[kp.param])
+	}
+	return ""
+}
+
+// isDefaultKey reports whether key= names exactly the parameters the
+// default key writes, whole and in order.
+func (pi *pkgInfo) isDefaultKey(x *fn, ex exclusions, keyPaths []keyPath) bool {
+	if len(ex.trees) > 0 {
+		return false
+	}
+	var def []int
+	for i, p := range x.params {
+		if !p.isCtx && !ex.whole[i] && pi.notIdentity(p) == "" {
+			def = append(def, i)
+		}
+	}
+	if len(def) != len(keyPaths) {
+		return false
+	}
+	for i := range def {
+		if keyPaths[i].param != def[i] || len(keyPaths[i].fields) > 0 {
+			return false
+		}
+	}
+	return true
+}
