@@ -116,6 +116,7 @@ import (
 	zzredis "github.com/redis/go-redis/v9"
 
 	zzidem "github.com/idemgen/idemgen/runtime/idem"
+	zzidemstore "github.com/idemgen/idemgen/runtime/idemstore"
 	zzmemstore "github.com/idemgen/idemgen/runtime/memstore"
 	zzredisstore "github.com/idemgen/idemgen/runtime/redisstore"
 )
@@ -125,7 +126,7 @@ import (
 // does, and what makes "replay equals the original" a real test.
 type jsonStore struct{ *zzmemstore.Store }
 
-func (s jsonStore) Claim(ctx zzcontext.Context, req zzidem.ClaimRequest) (zzidem.ClaimResult, error) {
+func (s jsonStore) Claim(ctx zzcontext.Context, req zzidemstore.ClaimRequest) (zzidemstore.ClaimResult, error) {
 	r, err := s.Store.Claim(ctx, req)
 	r.Result.Value = nil
 	return r, err
