@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"sync/atomic"
 	"unicode/utf8"
@@ -82,44 +83,35 @@ func (g *Guard) Begin(spec *Spec, key any) Call {
 }
 
 // writeKey writes key as the generated code writes a parameter of its
-// type: the builtin basic types directly, the rest by Any's rules.
+// type: a value of a predeclared basic type (no package path: string,
+// bool, the numbers) or a []byte directly, the rest by Any's rules, which
+// tell a named type from its underlying one.
 func writeKey(b *impl.KeyBuilder, key any) {
-	switch v := key.(type) {
-	case string:
-		b.String(v)
-	case []byte:
-		if v == nil {
+	if p, ok := key.([]byte); ok {
+		if p == nil {
 			b.Nil()
 		} else {
-			b.Bytes(v)
+			b.Bytes(p)
 		}
-	case bool:
-		b.Bool(v)
-	case int:
-		b.Int(int64(v))
-	case int8:
-		b.Int(int64(v))
-	case int16:
-		b.Int(int64(v))
-	case int32:
-		b.Int(int64(v))
-	case int64:
-		b.Int(v)
-	case uint:
-		b.Uint(uint64(v))
-	case uint8:
-		b.Uint(uint64(v))
-	case uint16:
-		b.Uint(uint64(v))
-	case uint32:
-		b.Uint(uint64(v))
-	case uint64:
-		b.Uint(v)
-	case float32:
-		b.Float(float64(v))
-	case float64:
-		b.Float(v)
-	default:
+		return
+	}
+	v := reflect.ValueOf(key)
+	if !v.IsValid() || v.Type().PkgPath() != "" || v.Type().Name() == "" {
+		b.Any(key)
+		return
+	}
+	switch v.Kind() {
+	case reflect.String:
+		b.String(v.String())
+	case reflect.Bool:
+		b.Bool(v.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		b.Int(v.Int())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		b.Uint(v.Uint())
+	case reflect.Float32, reflect.Float64:
+		b.Float(v.Float())
+	default: // complex numbers, unsafe.Pointer
 		b.Any(key)
 	}
 }
