@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"sync/atomic"
 	"unicode/utf8"
@@ -78,42 +77,10 @@ var errCallFinished = errors.New("idem: call already finished (a Call is used on
 // ordered function's call (Spec.Ordered) needs that too.
 func (g *Guard) Begin(spec *Spec, key any) Call {
 	c, m := g.begin(spec)
-	writeKey(m.Key(), key)
+	if k := m.Key(); !k.Predeclared(key) {
+		k.Any(key)
+	}
 	return c
-}
-
-// writeKey writes key as the generated code writes a parameter of its
-// type: a value of a predeclared basic type (no package path: string,
-// bool, the numbers) or a []byte directly, the rest by Any's rules, which
-// tell a named type from its underlying one.
-func writeKey(b *impl.KeyBuilder, key any) {
-	if p, ok := key.([]byte); ok {
-		if p == nil {
-			b.Nil()
-		} else {
-			b.Bytes(p)
-		}
-		return
-	}
-	v := reflect.ValueOf(key)
-	if !v.IsValid() || v.Type().PkgPath() != "" || v.Type().Name() == "" {
-		b.Any(key)
-		return
-	}
-	switch v.Kind() {
-	case reflect.String:
-		b.String(v.String())
-	case reflect.Bool:
-		b.Bool(v.Bool())
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		b.Int(v.Int())
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		b.Uint(v.Uint())
-	case reflect.Float32, reflect.Float64:
-		b.Float(v.Float())
-	default: // complex numbers, unsafe.Pointer
-		b.Any(key)
-	}
 }
 
 // begin starts a call: the caller writes its key into the returned

@@ -80,6 +80,22 @@ func (b *KeyBuilder) Any(v any) {
 	}
 }
 
+// Predeclared writes v as generated code writes a parameter of v's type
+// when that type is predeclared (string, bool, a number) or []byte, and
+// reports whether it was; it writes nothing otherwise. Guard.Begin keys a
+// hand-written call's key with it, so the call and a wrapper keyed by a
+// parameter of that type share their records.
+func (b *KeyBuilder) Predeclared(v any) bool {
+	rv := reflect.ValueOf(v)
+	if !rv.IsValid() || rv.Type().PkgPath() != "" || rv.Type().Name() == "" && rv.Type() != bytesType {
+		return false
+	}
+	b.basic(rv)
+	return true
+}
+
+var bytesType = reflect.TypeFor[[]byte]()
+
 // basic writes a value of a basic kind (a predeclared type or a named
 // type of one), or fails.
 func (b *KeyBuilder) basic(rv reflect.Value) {
