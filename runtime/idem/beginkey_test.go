@@ -60,3 +60,49 @@ func TestBeginKeysAsGeneratedCode(t *testing.T) {
 		})
 	}
 }
+
+// FuzzBeginKeysAsGeneratedCode: for every value of the predeclared types
+// a generated wrapper writes directly, Begin's store key is the
+// generated one.
+func FuzzBeginKeysAsGeneratedCode(f *testing.F) {
+	f.Add("a", int64(-1), uint64(1), 0.5, true, []byte("x"))
+	f.Add("", int64(0), uint64(0), -0.0, false, []byte(nil))
+	g := idem.NewGuard(memstore.New())
+	spec := idem.Spec{Name: "test.BeginKeyFuzz", TTL: time.Hour}
+	f.Fuzz(func(t *testing.T, s string, i int64, u uint64, fl float64, bo bool, p []byte) {
+		for _, tt := range []struct {
+			key   any
+			write func(b *idemimpl.KeyBuilder)
+		}{
+			{s, func(b *idemimpl.KeyBuilder) { b.String(s) }},
+			{i, func(b *idemimpl.KeyBuilder) { b.Int(i) }},
+			{int32(i), func(b *idemimpl.KeyBuilder) { b.Int(int64(int32(i))) }},
+			{u, func(b *idemimpl.KeyBuilder) { b.Uint(u) }},
+			{uint8(u), func(b *idemimpl.KeyBuilder) { b.Uint(uint64(uint8(u))) }},
+			{fl, func(b *idemimpl.KeyBuilder) { b.Float(fl) }},
+			{float32(fl), func(b *idemimpl.KeyBuilder) { b.Float(float64(float32(fl))) }},
+			{bo, func(b *idemimpl.KeyBuilder) { b.Bool(bo) }},
+			{p, func(b *idemimpl.KeyBuilder) {
+				if p == nil {
+					b.Nil()
+				} else {
+					b.Bytes(p)
+				}
+			}},
+		} {
+			hand, err := g.Begin(&spec, tt.key).StoreKey()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, m := idemimpl.Begin(g, &spec)
+			tt.write(m.Key())
+			gen, err := c.StoreKey()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hand != gen {
+				t.Errorf("Begin(%T %#v) store key %q, generated %q", tt.key, tt.key, hand, gen)
+			}
+		}
+	})
+}
