@@ -42,9 +42,9 @@ type callState struct {
 	scratch []byte
 	raw     []byte // memo lookup key
 	// tokens left of the block this state took from the Guard's counter
-	// (next up to end): one atomic add per tokenBlock calls instead of
-	// one a call, 5 ns of a 190 ns replay (docs/BENCHMARKS.md, "What
-	// each speed mechanism earns").
+	// (next up to end): one locked add per tokenBlock calls rather than
+	// one a call; its gain is in docs/BENCHMARKS.md, "What each speed
+	// mechanism earns".
 	next, end uint64
 }
 
