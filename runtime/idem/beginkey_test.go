@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -66,7 +67,7 @@ func TestBeginKeysAsGeneratedCode(t *testing.T) {
 // generated one.
 func FuzzBeginKeysAsGeneratedCode(f *testing.F) {
 	f.Add("a", int64(-1), uint64(1), 0.5, true, []byte("x"))
-	f.Add("", int64(0), uint64(0), -0.0, false, []byte(nil))
+	f.Add("", int64(0), uint64(0), math.Copysign(0, -1), false, []byte(nil))
 	g := idem.NewGuard(memstore.New())
 	spec := idem.Spec{Name: "test.BeginKeyFuzz", TTL: time.Hour}
 	f.Fuzz(func(t *testing.T, s string, i int64, u uint64, fl float64, bo bool, p []byte) {
