@@ -124,8 +124,8 @@ capacity:
 	GOWORK=off $(GO) test -count=1 -v -run '^TestRetainedRecordHeap$$' ./runtime/memstore >$$mem && \
 	GOWORK=off $(GO) test -count=1 -v -run '^TestGuardMemory$$' ./runtime/idem >>$$mem && \
 	cd test && IDEM_CAPACITY=full IDEM_CAPACITY_REPORT=$(CURDIR)/docs/CAPACITY.md IDEM_CAPACITY_MEMORY=$$mem \
-	IDEM_CAPACITY_CMD="make capacity  (= IDEM_CAPACITY=full go test -count=1 -timeout 40m -run 'TestCapacity|TestPostgresAtSize' ./test/capacity, after the memory tests of runtime/memstore and runtime/idem)" \
-	$(GO) test -count=1 -timeout 40m -run 'TestCapacity|TestPostgresAtSize' -v ./capacity
+	IDEM_CAPACITY_CMD="make capacity  (= IDEM_CAPACITY=full go test -count=1 -timeout 40m -run 'TestCapacity|TestDynamoUnits|TestPostgresAtSize' ./test/capacity, after the memory tests of runtime/memstore and runtime/idem)" \
+	$(GO) test -count=1 -timeout 40m -run 'TestCapacity|TestDynamoUnits|TestPostgresAtSize' -v ./capacity
 
 # Reliability evidence: duplicate storms, SIGKILL crashes, SIGSTOP zombies,
 # network faults and clock skew against Redis, PostgreSQL, the file store,

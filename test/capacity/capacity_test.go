@@ -83,8 +83,9 @@ type storeRow struct {
 
 var report struct {
 	sync.Mutex
-	stores []storeRow
-	pg     *pgSizeRow
+	stores      []storeRow
+	pg          *pgSizeRow
+	dynamoUnits []unitRow
 }
 
 var opsOrder = []string{opFirst, opRawFirst, opReplay, opRawReplay}

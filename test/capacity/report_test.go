@@ -118,14 +118,14 @@ func machine() string {
 func writeReport(path string) error {
 	report.Lock()
 	defer report.Unlock()
-	if len(report.stores) == 0 && report.pg == nil {
+	if len(report.stores) == 0 && report.pg == nil && len(report.dynamoUnits) == 0 {
 		return fmt.Errorf("nothing was measured (services down?); not writing %s", path)
 	}
 	level := "short"
 	if full() {
 		level = "full"
 	}
-	cmd := envOr("IDEM_CAPACITY_CMD", "IDEM_CAPACITY="+level+" go test -count=1 -timeout 30m -run 'TestCapacity|TestPostgresAtSize' ./test/capacity")
+	cmd := envOr("IDEM_CAPACITY_CMD", "IDEM_CAPACITY="+level+" go test -count=1 -timeout 30m -run 'TestCapacity|TestDynamoUnits|TestPostgresAtSize' ./test/capacity")
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	w("# Capacity model, measured\n\n")
@@ -182,6 +182,7 @@ func writeReport(path string) error {
 		}
 		w("%s.\n\n", strings.Join(notes, "; "))
 	}
+	writeUnits(&b, report.dynamoUnits)
 	if pg := report.pg; pg != nil {
 		writePG(&b, pg)
 	}
