@@ -56,7 +56,7 @@ type workerConfig struct {
 	Goroutines int
 	Duration   time.Duration
 	// Rate is this worker's operations per second, open loop (runWindow):
-	// each call starts on a schedule on a goroutine of its own, and its
+	// each call starts on a schedule whatever the others do, and its
 	// latency counts from its scheduled start; 0 runs closed loop, each
 	// of Goroutines as fast as its calls return. Goroutines also sizes
 	// the clients' connection pools.
@@ -312,15 +312,22 @@ func runWindow(ctx context.Context, cfg workerConfig, op func(context.Context, *
 	wg.Wait()
 }
 
-// openLoop starts op at cfg.Rate for cfg.Duration, each call on a
-// goroutine of its own at its scheduled time (start + i/Rate), and counts
-// a call's latency from that time. No call waits for another to return,
-// so a slow call delays only itself, as for a service's independent
-// requests; what does delay a start (the dispatcher not scheduled in
-// time, a full connection pool) is in the latency. A fixed set of
-// goroutines calling back to back would instead hold the next calls of a
-// goroutine behind its slow one and, even counted from the schedule,
-// report a queue of the harness's own making (coordinated omission).
+// openLoopPool is how many goroutines of a worker run the open loop's
+// calls: far more than its connections, so a call waits for a connection
+// (counted in its latency), never for a goroutine; reused, so the loop
+// does not spawn one per call.
+const openLoopPool = 256
+
+// openLoop starts op at cfg.Rate for cfg.Duration, each call at its
+// scheduled time (start + i/Rate) on any idle goroutine of a pool of
+// openLoopPool, and counts a call's latency from that time. No call waits
+// for another to return, so a slow call delays only itself, as for a
+// service's independent requests; what does delay a start (the
+// dispatcher not scheduled in time, a full connection pool) is in the
+// latency. A fixed set of goroutines each calling back to back would
+// instead hold a goroutine's next calls behind its slow one and, even
+// counted from the schedule, report a queue of the harness's own making
+// (coordinated omission).
 func openLoop(ctx context.Context, cfg workerConfig, op func(context.Context, *rand.Rand) error, res *workerResult) {
 	interval := time.Duration(float64(time.Second) / cfg.Rate)
 	n := int(cfg.Duration / max(interval, 1))
@@ -328,28 +335,36 @@ func openLoop(ctx context.Context, cfg workerConfig, op func(context.Context, *r
 	var errs atomic.Int64
 	var firstErr sync.Once
 	var wg sync.WaitGroup
-	seed := uint64(time.Now().UnixNano())
 	start := time.Now()
-	for i := 0; i < n; {
-		now := time.Now()
-		// Every call whose time has come starts now: a late dispatcher
-		// catches up instead of moving the schedule.
-		for ; i < n && !start.Add(time.Duration(i)*interval).After(now); i++ {
-			wg.Add(1)
-			go func(i int, at time.Time) {
-				defer wg.Done()
-				err := op(ctx, rand.New(rand.NewPCG(seed, uint64(i))))
-				lat[i] = int64(time.Since(at))
+	due := make(chan int, n) // never full: the dispatcher never waits
+	seed := uint64(start.UnixNano())
+	for g := range openLoopPool {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(g)))
+			for i := range due {
+				err := op(ctx, rng)
+				lat[i] = int64(time.Since(start.Add(time.Duration(i) * interval)))
 				if err != nil {
 					errs.Add(1)
 					firstErr.Do(func() { res.FirstErr = err.Error() })
 				}
-			}(i, start.Add(time.Duration(i)*interval))
+			}
+		}()
+	}
+	for i := 0; i < n; {
+		now := time.Now()
+		// Every call whose time has come is due now: a late dispatcher
+		// catches up instead of moving the schedule.
+		for ; i < n && !start.Add(time.Duration(i)*interval).After(now); i++ {
+			due <- i
 		}
 		if i < n {
 			time.Sleep(time.Until(start.Add(time.Duration(i) * interval)))
 		}
 	}
+	close(due)
 	wg.Wait()
 	res.Ops, res.Errors, res.Lat = int64(n), errs.Load(), lat
 }
