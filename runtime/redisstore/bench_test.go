@@ -170,20 +170,28 @@ func BenchmarkReplay(b *testing.B) {
 
 // BenchmarkFirstExecution: claim, run and complete new keys, against a raw
 // SET NX of a new key. pipelining=off is the store without its pipe
-// (every call its own round trip), measured in the same run.
+// (every call its own round trip), maxFlushers=1 the pipe with one
+// pipeline in flight at a time, both measured in the same run.
 func BenchmarkFirstExecution(b *testing.B) {
 	for _, tc := range []struct {
-		callers int
-		pipe    bool
-	}{{1, true}, {32, true}, {1, false}, {32, false}} {
+		callers  int
+		pipe     bool
+		flushers int // 0: maxFlushers
+	}{{1, true, 0}, {4, true, 0}, {4, true, 1}, {32, true, 0}, {32, true, 1}, {1, false, 0}, {32, false, 0}} {
 		callers := tc.callers
 		name := "callers=" + strconv.Itoa(callers)
 		if !tc.pipe {
 			name += "/pipelining=off"
 		}
+		if tc.flushers != 0 {
+			name += "/maxFlushers=" + strconv.Itoa(tc.flushers)
+		}
 		b.Run(name, func(b *testing.B) {
 			rdb := benchClient(b)
 			s := newStore(b, rdb, WithPipelining(tc.pipe))
+			if tc.flushers != 0 {
+				s.pipe.maxFlushers = tc.flushers
+			}
 			g := idem.NewGuard(s)
 			spec := &idem.Spec{Name: "bench.first", TTL: time.Minute}
 			ctx := context.Background()

@@ -84,8 +84,10 @@
 // goroutines are coalesced into pipelines: when none of the store's
 // commands is in flight a command goes out at once on its caller's
 // goroutine, as it would without pipelining; otherwise it joins a queue
-// that one goroutine sends as a single pipeline (split by node on a
-// Cluster), and what arrives meanwhile makes up the next. Each caller
+// that a flusher goroutine sends as a single pipeline (split by node on a
+// Cluster), and what arrives meanwhile makes up the next; two pipelines
+// may be in flight at once, so a command need not wait for a whole round
+// trip before it is sent. Each caller
 // still returns by its own ctx, and a command whose ctx ended while it
 // waited in the queue is not sent. WithPipelining(false) turns it off.
 //

@@ -16,13 +16,13 @@ import (
 //   - Idle (nothing of the store's in flight): a command goes out on its
 //     caller's goroutine exactly as without the pipe, bounded by its ctx
 //     (Store.bounded).
-//   - Busy: the command joins a queue, and one flusher goroutine sends the
+//   - Busy: the command joins a queue, and a flusher goroutine sends the
 //     queue as a single pipeline (go-redis's ClusterClient splits it by
 //     node and follows MOVED/ASK per command); what arrives while that
 //     pipeline is in flight makes up the next one. With 32 callers each
 //     round trip then carries the commands of most of them, where without
 //     the pipe each caller paid its own round trip and the connection pool
-//     serialised them.
+//     serialised them. Up to maxFlushers pipelines are in flight at once.
 //
 // Each caller waits for its reply or its own ctx, whichever comes first,
 // as Store.bounded does: a caller given up at its ctx sees ctx's error and
@@ -40,10 +40,25 @@ type pipe struct {
 
 	mu       sync.Mutex
 	direct   int // commands sent on their caller's goroutine, in flight
-	flushing bool
-	queue    []*pending
-	spare    []*pending // the previous batch's slice, reused
+	flushers int // flush goroutines running, at most maxFlushers
+	// maxFlushers is the constant's value; the benchmarks set it to 1
+	// to measure what the second flusher earns.
+	maxFlushers int
+	queue       []*pending
+	spare       []*pending // the previous batch's slice, reused
 }
+
+// maxFlushers is how many pipelines may be in flight at once. With one,
+// a command that arrives just after a pipeline left waits for that whole
+// round trip before its own is sent, and then for its own: about two
+// round trips of latency at any load that keeps the pipe busy, while the
+// connection and the server sit idle between the reply and the next
+// write. A second flusher sends it at once on another connection, which
+// halves that wait (BenchmarkFirstExecution's maxFlushers=1 variants,
+// docs/BENCHMARKS.md); more than two add connections and smaller
+// pipelines for little: a command waits at most for the shorter of two
+// round trips already.
+const maxFlushers = 2
 
 // pending is one queued command.
 type pending struct {
@@ -86,7 +101,7 @@ func (s *Store) process(ctx context.Context, cmd redis.Cmder) error {
 
 func (p *pipe) process(ctx context.Context, cmd redis.Cmder) error {
 	p.mu.Lock()
-	if p.direct == 0 && !p.flushing {
+	if p.direct == 0 && p.flushers == 0 {
 		p.direct++
 		p.mu.Unlock()
 		err := p.s.bounded(ctx, func() error { return p.rdb.Process(ctx, cmd) })
@@ -97,8 +112,8 @@ func (p *pipe) process(ctx context.Context, cmd redis.Cmder) error {
 	}
 	w := &pending{ctx: ctx, cmd: cmd, done: make(chan struct{})}
 	p.queue = append(p.queue, w)
-	if !p.flushing {
-		p.flushing = true
+	if p.flushers < p.maxFlushers {
+		p.flushers++
 		go p.flush()
 	}
 	p.mu.Unlock()
@@ -116,7 +131,7 @@ func (p *pipe) flush() {
 		p.mu.Lock()
 		batch := p.queue
 		if len(batch) == 0 {
-			p.flushing = false
+			p.flushers--
 			p.mu.Unlock()
 			return
 		}

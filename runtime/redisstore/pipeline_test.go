@@ -153,11 +153,13 @@ func TestPipelineSkipsAbandoned(t *testing.T) {
 		_, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Minute})
 		return err
 	}
-	errs := make(chan error, 2)
+	errs := make(chan error, 1+maxFlushers)
 	go func() { errs <- claim(ctx, "a:held") }() // direct, held in the hook
 	<-h.blocked
-	go func() { errs <- claim(ctx, "b:held") }() // queued, sent alone by the flusher, held
-	<-h.blocked
+	for i := range maxFlushers { // queued, each sent alone by a flusher, held
+		go func() { errs <- claim(ctx, "b"+strconv.Itoa(i)+":held") }()
+		<-h.blocked
+	}
 	cctx, cancel := context.WithCancel(ctx)
 	gone := make(chan error, 1)
 	go func() { gone <- claim(cctx, "c") }() // queued behind the flusher's send
@@ -171,7 +173,7 @@ func TestPipelineSkipsAbandoned(t *testing.T) {
 		t.Fatalf("abandoned claim = %v, want context.Canceled", err)
 	}
 	close(h.release)
-	for range 2 {
+	for range 1 + maxFlushers {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +181,7 @@ func TestPipelineSkipsAbandoned(t *testing.T) {
 	eventually(t, func() bool {
 		s.pipe.mu.Lock()
 		defer s.pipe.mu.Unlock()
-		return !s.pipe.flushing
+		return s.pipe.flushers == 0
 	})
 	if n, err := rdb.Exists(ctx, s.RecordKey("c")).Result(); err != nil || n != 0 {
 		t.Fatalf("abandoned claim's key exists: %d, %v; want it never sent", n, err)
@@ -194,5 +196,50 @@ func eventually(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in 5s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// While a pipeline is in flight, a command that arrives goes out at once in
+// a second pipeline of its own instead of waiting for the first one's
+// round trip; with maxFlushers in flight, the next one waits in the queue.
+func TestPipelineFlushersInFlight(t *testing.T) {
+	rdb := standalone(t)
+	h := &pipeCounter{block: ":held", release: make(chan struct{}), blocked: make(chan struct{}, 1+maxFlushers)}
+	rdb.AddHook(h)
+	s := newStore(t, rdb)
+	ctx := context.Background()
+	claim := func(key string) error {
+		_, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Minute})
+		return err
+	}
+	errs := make(chan error, 2+maxFlushers)
+	go func() { errs <- claim("direct:held") }()
+	<-h.blocked
+	for i := range maxFlushers {
+		go func() { errs <- claim("flushed" + strconv.Itoa(i) + ":held") }()
+		select {
+		case <-h.blocked:
+		case <-time.After(5 * time.Second):
+			close(h.release)
+			t.Fatalf("claim %d waited behind the %d pipelines in flight, want it sent at once (up to %d in flight)", i+1, i, maxFlushers)
+		}
+	}
+	go func() { errs <- claim("queued") }()
+	eventually(t, func() bool {
+		s.pipe.mu.Lock()
+		defer s.pipe.mu.Unlock()
+		return len(s.pipe.queue) == 1
+	})
+	s.pipe.mu.Lock()
+	flushers := s.pipe.flushers
+	s.pipe.mu.Unlock()
+	if flushers != maxFlushers {
+		t.Errorf("%d flushers with the queue waiting, want %d", flushers, maxFlushers)
+	}
+	close(h.release)
+	for range 2 + maxFlushers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -183,7 +183,7 @@ func build(rdb redis.UniversalClient, opts []Option) (*Store, error) {
 	}
 	s.hub = newHub(s)
 	if !s.noPipe {
-		s.pipe = &pipe{s: s, rdb: rdb}
+		s.pipe = &pipe{s: s, rdb: rdb, maxFlushers: maxFlushers}
 	}
 	return s, nil
 }

@@ -119,9 +119,8 @@ func TestCapacity(t *testing.T) {
 				row.Sat[op] = sat
 				cfg.Rate = sat.Rate / 2 / float64(sz.workers)
 				cfg.Worker += 50
-				// Open loop: twice the goroutines, so a slow call does not
-				// hold the schedule back (its lateness counts in the latency).
-				cfg.Goroutines *= 2
+				// Open loop (runWindow), with the clients' pools of the
+				// saturation window: more than half its rate needs.
 				half, err := runWorkers(t, dir, cfg, sz.workers, tg.serverPIDs)
 				if err != nil {
 					t.Fatalf("%s at half: %v", op, err)

@@ -137,7 +137,7 @@ func writeReport(path string) error {
 
 	if len(report.stores) > 0 {
 		w("## Throughput at saturation, CPU per operation, latency at half load\n\n")
-		w("Closed loop: %s. Latency: open loop at half the saturation rate (twice the goroutines; a call's latency counts from its scheduled start, so a late start is not hidden). CPU: the workers' own `getrusage` over the window, and the server's from `/proc/<pid>/stat` (what is counted per store is in the last table). x raw = the store's number / the raw baseline's.\n\n", windowText())
+		w("Closed loop: %s. Latency: open loop at half the saturation rate: each worker starts its calls on a fixed schedule, each on an idle goroutine of a pool of 256 (far more than its connections; no call waits for another to return), with the connection pools of the saturation window, and a call's latency counts from its scheduled start, so a late start is not hidden. CPU: the workers' own `getrusage` over the window, and the server's from `/proc/<pid>/stat` (what is counted per store is in the last table). x raw = the store's number / the raw baseline's.\n\n", windowText())
 		w("| store | operation | ops/s | x raw | client CPU µs/op | server CPU µs/op | server x raw | p50 ms at half | p99 ms at half | p99 x raw |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range report.stores {
 			pairs := [][2]string{{opFirst, opRawFirst}, {opReplay, opRawReplay}}
@@ -236,7 +236,7 @@ func writePG(b *strings.Builder, pg *pgSizeRow) {
 	w("- Fill %v, indexes %v, `VACUUM (ANALYZE)` %v. Heap %s, indexes %s: **%s bytes per row** (table + indexes).\n",
 		pg.Fill.Round(time.Second), pg.Index.Round(time.Second), pg.Vacuum.Round(time.Second), bytesH(float64(pg.TableBytes)), bytesH(float64(pg.IndexBytes)),
 		num(float64(pg.TableBytes+pg.IndexBytes)/float64(pg.Rows)))
-	w("- Latency: one worker process, 8 goroutines, open loop at %.0f operations/s, through `pgstore.Store` (a claim of a new key: the INSERT path; a replay: the claim statement on a stored, completed key with its fingerprint; a read of an absent key: `Get`). Shared buffers are 128 MB on this server, so the large table is read through the OS page cache.\n\n", pg.Rate)
+	w("- Latency: one worker process, open loop at %.0f operations/s (each call started at its scheduled time by a pool of 256 goroutines, latency from that time; 8 connections), through `pgstore.Store` (a claim of a new key: the INSERT path; a replay: the claim statement on a stored, completed key with its fingerprint; a read of an absent key: `Get`). Shared buffers are 128 MB on this server, so the large table is read through the OS page cache.\n\n", pg.Rate)
 	w("| round | operation | near-empty p50 ms | p99 ms | %s rows p50 ms | p99 ms | p50 x | p99 x |\n|---|---|---|---|---|---|---|---|\n", num(float64(pg.Rows)))
 	for i, r := range pg.Rounds {
 		for _, op := range pgOps {

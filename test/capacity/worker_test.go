@@ -55,10 +55,11 @@ type workerConfig struct {
 	Worker     int // this worker's index: its keys are its own
 	Goroutines int
 	Duration   time.Duration
-	// Rate is this worker's target operations per second (open loop:
-	// each goroutine starts its operations on a schedule, and a latency
-	// counts from the scheduled start, so a late start is not hidden);
-	// 0 runs closed loop, each goroutine as fast as its calls return.
+	// Rate is this worker's operations per second, open loop (runWindow):
+	// each call starts on a schedule whatever the others do, and its
+	// latency counts from its scheduled start; 0 runs closed loop, each
+	// of Goroutines as fast as its calls return. Goroutines also sizes
+	// the clients' connection pools.
 	Rate  float64
 	Count int // opFill: executions
 	TTL   time.Duration
@@ -265,13 +266,16 @@ func runWorker(cfg workerConfig) error {
 	return nil
 }
 
-// runWindow runs op on cfg.Goroutines goroutines for cfg.Duration,
-// closed loop or at cfg.Rate.
+// runWindow runs op for cfg.Duration: closed loop on cfg.Goroutines
+// goroutines, or open loop at cfg.Rate.
 func runWindow(ctx context.Context, cfg workerConfig, op func(context.Context, *rand.Rand) error, res *workerResult) {
+	if cfg.Rate > 0 {
+		openLoop(ctx, cfg, op, res)
+		return
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	start := time.Now()
-	end := start.Add(cfg.Duration)
+	end := time.Now().Add(cfg.Duration)
 	for gi := range cfg.Goroutines {
 		wg.Add(1)
 		go func() {
@@ -280,25 +284,13 @@ func runWindow(ctx context.Context, cfg workerConfig, op func(context.Context, *
 			lat := make([]int64, 0, 4096)
 			var ops, errs int64
 			var firstErr string
-			var interval time.Duration
-			next := start
-			if cfg.Rate > 0 {
-				interval = time.Duration(float64(time.Second) * float64(cfg.Goroutines) / cfg.Rate)
-				next = start.Add(time.Duration(rng.Int64N(int64(interval) + 1))) // spread the goroutines' phases
-			}
 			for {
-				if cfg.Rate > 0 {
-					if d := time.Until(next); d > 0 {
-						time.Sleep(d)
-					}
-				} else {
-					next = time.Now()
-				}
-				if !next.Before(end) {
+				t0 := time.Now()
+				if !t0.Before(end) {
 					break
 				}
 				err := op(ctx, rng)
-				lat = append(lat, int64(time.Since(next)))
+				lat = append(lat, int64(time.Since(t0)))
 				ops++
 				if err != nil {
 					errs++
@@ -306,7 +298,6 @@ func runWindow(ctx context.Context, cfg workerConfig, op func(context.Context, *
 						firstErr = err.Error()
 					}
 				}
-				next = next.Add(interval)
 			}
 			mu.Lock()
 			res.Ops += ops
@@ -319,6 +310,63 @@ func runWindow(ctx context.Context, cfg workerConfig, op func(context.Context, *
 		}()
 	}
 	wg.Wait()
+}
+
+// openLoopPool is how many goroutines of a worker run the open loop's
+// calls: far more than its connections, so a call waits for a connection
+// (counted in its latency), never for a goroutine; reused, so the loop
+// does not spawn one per call.
+const openLoopPool = 256
+
+// openLoop starts op at cfg.Rate for cfg.Duration, each call at its
+// scheduled time (start + i/Rate) on any idle goroutine of a pool of
+// openLoopPool, and counts a call's latency from that time. No call waits
+// for another to return, so a slow call delays only itself, as for a
+// service's independent requests; what does delay a start (the
+// dispatcher not scheduled in time, a full connection pool) is in the
+// latency. A fixed set of goroutines each calling back to back would
+// instead hold a goroutine's next calls behind its slow one and, even
+// counted from the schedule, report a queue of the harness's own making
+// (coordinated omission).
+func openLoop(ctx context.Context, cfg workerConfig, op func(context.Context, *rand.Rand) error, res *workerResult) {
+	interval := time.Duration(float64(time.Second) / cfg.Rate)
+	n := int(cfg.Duration / max(interval, 1))
+	lat := make([]int64, n)
+	var errs atomic.Int64
+	var firstErr sync.Once
+	var wg sync.WaitGroup
+	start := time.Now()
+	due := make(chan int, n) // never full: the dispatcher never waits
+	seed := uint64(start.UnixNano())
+	for g := range openLoopPool {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(g)))
+			for i := range due {
+				err := op(ctx, rng)
+				lat[i] = int64(time.Since(start.Add(time.Duration(i) * interval)))
+				if err != nil {
+					errs.Add(1)
+					firstErr.Do(func() { res.FirstErr = err.Error() })
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; {
+		now := time.Now()
+		// Every call whose time has come is due now: a late dispatcher
+		// catches up instead of moving the schedule.
+		for ; i < n && !start.Add(time.Duration(i)*interval).After(now); i++ {
+			due <- i
+		}
+		if i < n {
+			time.Sleep(time.Until(start.Add(time.Duration(i) * interval)))
+		}
+	}
+	close(due)
+	wg.Wait()
+	res.Ops, res.Errors, res.Lat = int64(n), errs.Load(), lat
 }
 
 func fillRand(rng *rand.Rand, b []byte) {
