@@ -17,6 +17,7 @@ type queries struct {
 	// cleanupByKey replaces cleanup on a partitioned table, where a ctid
 	// names a row only within one partition.
 	cleanupByKey               string
+	backfillSweep              string
 	list, forceRelease         string
 	claimOrdered, cleanupOrder string
 	saveStep                   string
@@ -245,6 +246,19 @@ SELECT count(*) FROM d`)
 	RETURNING 1
 )
 SELECT count(*) FROM d`)
+
+	// backfillSweep gives up to $1 rows from before schema version 6
+	// (sweep_at '-infinity', which cleanup has to look at on every
+	// batch until they expire) their sweep_at: their expires_at, read
+	// under the row lock. Rows of version 6 are never at '-infinity',
+	// so once none is left this is one index probe.
+	q.backfillSweep = sub(`WITH u AS (
+	UPDATE {T} SET sweep_at = expires_at WHERE key = ANY(ARRAY(
+		SELECT key FROM {T} WHERE sweep_at = '-infinity' LIMIT $1 FOR UPDATE SKIP LOCKED))
+	AND sweep_at = '-infinity'
+	RETURNING 1
+)
+SELECT count(*) FROM u`)
 
 	// Admin. List pages by key within the prefix's key range.
 	q.list = sub(`SELECT key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, format

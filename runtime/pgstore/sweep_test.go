@@ -77,10 +77,11 @@ func TestFinishIsHOT(t *testing.T) {
 	}
 }
 
-// TestCleanupByIndex: cleanup finds expired rows through the sweep_at
-// index (never a scan of the whole table), and deletes exactly the rows
-// past their expiry: rows from before version 6 (sweep_at '-infinity'),
-// and rows whose finish gave them a shorter TTL than their claim did.
+// TestCleanupByIndex: cleanup deletes exactly the rows past their expiry:
+// rows from before version 6 (sweep_at '-infinity'), and rows whose finish
+// gave them a shorter TTL than their claim did; it gives the former their
+// sweep_at, and then finds expired rows through the sweep_at index (never
+// a scan of the whole table).
 func TestCleanupByIndex(t *testing.T) {
 	pool := newPool(t, nil)
 	s := newStore(t, pool)
@@ -101,11 +102,34 @@ func TestCleanupByIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := pool.Exec(ctx, "ANALYZE "+s.Table()); err != nil {
+	time.Sleep(time.Millisecond)
+	n, err := s.Cleanup(ctx)
+	if err != nil || n != 300+200 {
+		t.Fatalf("Cleanup: %d %v, want %d", n, err, 300+200)
+	}
+	var legacy int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+s.Table()+" WHERE sweep_at = '-infinity'").Scan(&legacy); err != nil || legacy != 0 {
+		t.Fatalf("%d rows without sweep_at after Cleanup (%v)", legacy, err)
+	}
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{{s.q.cleanup, []any{5000, nil}}, {s.q.backfillSweep, []any{5000}}} {
+		if plan := explain(t, pool, s.Table(), q.sql, q.args...); !strings.Contains(plan, "idem_records_sweep_at_idx") || strings.Contains(plan, "Seq Scan") {
+			t.Errorf("does not read the sweep_at index:\n%s", plan)
+		}
+	}
+}
+
+// explain returns the plan of sql after ANALYZE of table.
+func explain(t *testing.T, pool *pgxpool.Pool, table, sql string, args ...any) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, "ANALYZE "+table); err != nil {
 		t.Fatal(err)
 	}
 	var plan strings.Builder
-	rows, err := pool.Query(ctx, "EXPLAIN "+s.q.cleanup, 5000, nil)
+	rows, err := pool.Query(ctx, "EXPLAIN "+sql, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,12 +143,5 @@ func TestCleanupByIndex(t *testing.T) {
 	if rows.Err() != nil {
 		t.Fatal(rows.Err())
 	}
-	if !strings.Contains(plan.String(), "idem_records_sweep_at_idx") || strings.Contains(plan.String(), "Seq Scan") {
-		t.Errorf("cleanup does not read the sweep_at index:\n%s", plan.String())
-	}
-	time.Sleep(time.Millisecond)
-	n, err := s.Cleanup(ctx)
-	if err != nil || n != 300+200 {
-		t.Fatalf("Cleanup: %d %v, want %d", n, err, 300+200)
-	}
+	return plan.String()
 }

@@ -12,9 +12,11 @@
 -- the index up to now and deletes the rows whose expires_at has passed.
 --
 -- Rows written before this migration, and by version-5 binaries still
--- running while every process is upgraded, have sweep_at '-infinity':
--- cleanup looks at them first and deletes each once its expires_at has
--- passed. A constant default rewrites no rows.
+-- running while every process is upgraded, have sweep_at '-infinity' (a
+-- constant default rewrites no rows): pgstore.Store.Cleanup, which the
+-- sweeper runs, first sets their sweep_at to their expires_at in short
+-- batches. Until then cleanup still deletes each once its expires_at has
+-- passed, but reads them on every batch.
 ALTER TABLE {{table}} ADD COLUMN IF NOT EXISTS sweep_at timestamptz NOT NULL DEFAULT '-infinity';
 CREATE INDEX IF NOT EXISTS {{sweep_index}} ON {{table}} (sweep_at);
 DROP INDEX IF EXISTS {{expires_index_qualified}};
