@@ -27,8 +27,12 @@ func (s *Store) CleanupBatch(ctx context.Context, n int) (int, error) {
 
 // Cleanup deletes every row that is no longer live, in batches of
 // WithCleanupBatch (default 5000), until a batch comes back short. It
-// returns the total deleted.
+// returns the total deleted. First it gives rows written before schema
+// version 6 the sweep_at by which cleanup finds them.
 func (s *Store) Cleanup(ctx context.Context) (int, error) {
+	if err := s.backfillSweep(ctx); err != nil {
+		return 0, err
+	}
 	total := 0
 	for {
 		n, err := s.CleanupBatch(ctx, s.cfg.sweepBatch)
@@ -54,6 +58,27 @@ func (s *Store) Cleanup(ctx context.Context) (int, error) {
 		}
 		if int(n) < s.cfg.sweepBatch {
 			return total, nil
+		}
+	}
+}
+
+// backfillSweep sets the sweep_at of rows written before schema version
+// 6, in batches of WithCleanupBatch, so that cleanup finds them by its
+// index (migrations/0006_sweep_at.sql).
+func (s *Store) backfillSweep(ctx context.Context) error {
+	for {
+		c, err := s.acquire(ctx, "cleanup")
+		if err != nil {
+			return err
+		}
+		var n int64
+		err = c.QueryRow(ctx, s.q.backfillSweep, s.cfg.sweepBatch).Scan(&n)
+		c.Release()
+		if err != nil {
+			return s.wrap(ctx, "cleanup", s.n.qTable, err)
+		}
+		if int(n) < s.cfg.sweepBatch {
+			return nil
 		}
 	}
 }

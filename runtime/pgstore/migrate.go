@@ -19,7 +19,7 @@ import (
 
 // SchemaVersion is the newest schema version this package knows and the
 // version New requires.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // rowFormat is the newest row format (records.format) this package reads.
 const rowFormat = 1
@@ -62,7 +62,9 @@ type names struct {
 	qSchema       string // "schema"
 	qTable        string // "schema"."table"
 	qVersion      string // "schema"."table_schema"
-	qExpiresIndex string // "table_expires_at_idx"
+	qExpiresIndex string // "table_expires_at_idx" (versions 1 to 5)
+	qExpiresIdxQ  string // "schema"."table_expires_at_idx", to drop it
+	qSweepIndex   string // "table_sweep_at_idx" (version 6: retention)
 	qOrder        string // "schema"."table_order"
 	qOrderIndex   string // "table_order_expires_at_idx"
 	qClaimOrdered string // "schema"."table_claim_ordered" (versions 2 to 4)
@@ -76,6 +78,8 @@ func newNames(schema, table string) names {
 	n.qTable = pgx.Identifier{schema, table}.Sanitize()
 	n.qVersion = pgx.Identifier{schema, table + "_schema"}.Sanitize()
 	n.qExpiresIndex = pgx.Identifier{table + "_expires_at_idx"}.Sanitize()
+	n.qExpiresIdxQ = pgx.Identifier{schema, table + "_expires_at_idx"}.Sanitize()
+	n.qSweepIndex = pgx.Identifier{table + "_sweep_at_idx"}.Sanitize()
 	n.qOrder = pgx.Identifier{schema, table + "_order"}.Sanitize()
 	n.qOrderIndex = pgx.Identifier{table + "_order_expires_at_idx"}.Sanitize()
 	n.qClaimOrdered = pgx.Identifier{schema, table + "_claim_ordered"}.Sanitize()
@@ -90,6 +94,8 @@ func (n names) render(sql string) string {
 		"{{table}}", n.qTable,
 		"{{version_table}}", n.qVersion,
 		"{{expires_index}}", n.qExpiresIndex,
+		"{{expires_index_qualified}}", n.qExpiresIdxQ,
+		"{{sweep_index}}", n.qSweepIndex,
 		"{{order_table}}", n.qOrder,
 		"{{order_expires_index}}", n.qOrderIndex,
 		"{{claim_ordered}}", n.qClaimOrdered,

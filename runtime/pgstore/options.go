@@ -63,7 +63,7 @@ func buildConfig(opts []Option) config {
 func WithSchema(name string) Option { return func(c *config) { c.schema = name } }
 
 // WithTable sets the records table's name (default "idem_records"). The
-// version table is <name>_schema, the retention index <name>_expires_at_idx.
+// version table is <name>_schema, the retention index <name>_sweep_at_idx.
 func WithTable(name string) Option { return func(c *config) { c.table = name } }
 
 // WithPollInterval bounds how long a Wait goes without re-reading the record

@@ -17,6 +17,7 @@ type queries struct {
 	// cleanupByKey replaces cleanup on a partitioned table, where a ctid
 	// names a row only within one partition.
 	cleanupByKey               string
+	backfillSweep              string
 	list, forceRelease         string
 	claimOrdered, cleanupOrder string
 	saveStep                   string
@@ -71,15 +72,17 @@ func claimQueries(q *queries, sub func(string) string) {
 	SELECT state, owner, fence, fingerprint, result, lease_until, expires_at, format
 	FROM {T} WHERE key = $1
 ), ins AS (
-	INSERT INTO {T} AS r (key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, took_over, completed_in_tx, format)
+	INSERT INTO {T} AS r (key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, took_over, completed_in_tx, format, sweep_at)
 	SELECT $1, 1, $2, 1, $3, NULL, t.ts + $4::bigint * interval '1 microsecond',
-		t.ts + ($4::bigint + $5::bigint) * interval '1 microsecond', t.ts, t.ts, false, false, 1
+		t.ts + ($4::bigint + $5::bigint) * interval '1 microsecond', t.ts, t.ts, false, false, 1,
+		t.ts + $5::bigint * interval '1 microsecond'
 	FROM (SELECT ` + tsClaim + ` AS ts) t
 	WHERE NOT EXISTS (SELECT 1 FROM cur c WHERE NOT ` + claimable("c", "t.ts", "$3::bytea") + `)
 	ON CONFLICT (key) DO UPDATE SET
 		state = 1, owner = excluded.owner, fence = r.fence + 1, fingerprint = excluded.fingerprint,
 		result = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at,
 		updated_at = excluded.updated_at, claimed_at = excluded.claimed_at, completed_in_tx = false, format = 1,
+		sweep_at = excluded.sweep_at,
 		-- a retained row's call resumes with its steps; a row made anew
 		-- (past its retention) is another call, which starts without any
 		step_names = CASE WHEN r.expires_at > excluded.updated_at THEN r.step_names END,
@@ -103,9 +106,10 @@ FROM cur c WHERE NOT EXISTS (SELECT 1 FROM ins)`)
 	// (docs/BENCHMARKS.md). ON CONFLICT DO NOTHING neither writes nor
 	// locks a row that is there, so on a key with a row it returns
 	// nothing and the claim statement decides as above.
-	q.claimNew = sub(strings.ReplaceAll(`INSERT INTO {T} (key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, took_over, completed_in_tx, format)
+	q.claimNew = sub(strings.ReplaceAll(`INSERT INTO {T} (key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, took_over, completed_in_tx, format, sweep_at)
 VALUES ($1, 1, $2, 1, $3, NULL, TS + $4::bigint * interval '1 microsecond',
-	TS + ($4::bigint + $5::bigint) * interval '1 microsecond', TS, TS, false, false, 1)
+	TS + ($4::bigint + $5::bigint) * interval '1 microsecond', TS, TS, false, false, 1,
+	TS + $5::bigint * interval '1 microsecond')
 ON CONFLICT (key) DO NOTHING
 RETURNING lease_until`, "TS", tsClaim))
 }
@@ -130,6 +134,7 @@ WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1`)
 		step_names = CASE WHEN $4::smallint = 4 THEN step_names END,
 		step_data = CASE WHEN $4::smallint = 4 THEN step_data END,
 		expires_at = coalesce($7::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond',
+		sweep_at = least(sweep_at, coalesce($7::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond'),
 		updated_at = coalesce($7::timestamptz, statement_timestamp())
 	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1
 	RETURNING key, waiters
@@ -148,6 +153,7 @@ WHERE r.key = $1 AND r.owner = $2 AND r.fence = $3 AND r.state = 2 AND r.complet
 	step_names = CASE WHEN $4::smallint = 4 THEN step_names END,
 	step_data = CASE WHEN $4::smallint = 4 THEN step_data END,
 	expires_at = coalesce($7::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond',
+	sweep_at = least(sweep_at, coalesce($7::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond'),
 	updated_at = coalesce($7::timestamptz, statement_timestamp())
 WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1
 RETURNING (CASE WHEN waiters THEN pg_notify($8, md5(key)) IS NOT NULL ELSE true END)::int::smallint`)
@@ -164,6 +170,7 @@ RETURNING (CASE WHEN waiters THEN pg_notify($8, md5(key)) IS NOT NULL ELSE true 
 	q.completeInTx = sub(`WITH u AS (
 	UPDATE {T} SET state = 2, result = $4, completed_in_tx = true, step_names = NULL, step_data = NULL,
 		expires_at = coalesce($6::timestamptz, statement_timestamp()) + $5::bigint * interval '1 microsecond',
+		sweep_at = least(sweep_at, coalesce($6::timestamptz, statement_timestamp()) + $5::bigint * interval '1 microsecond'),
 		updated_at = coalesce($6::timestamptz, statement_timestamp())
 	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1
 	RETURNING key, waiters
@@ -215,11 +222,14 @@ func adminQueries(q *queries, n names, sub func(string) string) {
 	// traffic) run at once: a row another cleaner or a claim has
 	// locked is left to it. The outer condition re-checks expiry on
 	// the row version actually deleted. ctid = ANY(ARRAY(...)) plans
-	// as a TID scan.
+	// as a TID scan. Rows are found by the sweep_at index (a lower
+	// bound of expires_at, migrations/0006_sweep_at.sql) so that a
+	// finish, which sets expires_at, is a HOT update.
 	q.cleanup = sub(`WITH d AS (
 	DELETE FROM {T} WHERE ctid = ANY(ARRAY(
 		SELECT ctid FROM {T}
-		WHERE expires_at <= coalesce($2::timestamptz, statement_timestamp()) AND format <= 1
+		WHERE sweep_at <= coalesce($2::timestamptz, statement_timestamp())
+			AND expires_at <= coalesce($2::timestamptz, statement_timestamp()) AND format <= 1
 		LIMIT $1 FOR UPDATE SKIP LOCKED))
 	AND expires_at <= coalesce($2::timestamptz, statement_timestamp())
 	RETURNING 1
@@ -229,12 +239,26 @@ SELECT count(*) FROM d`)
 	q.cleanupByKey = sub(`WITH d AS (
 	DELETE FROM {T} WHERE key = ANY(ARRAY(
 		SELECT key FROM {T}
-		WHERE expires_at <= coalesce($2::timestamptz, statement_timestamp()) AND format <= 1
+		WHERE sweep_at <= coalesce($2::timestamptz, statement_timestamp())
+			AND expires_at <= coalesce($2::timestamptz, statement_timestamp()) AND format <= 1
 		LIMIT $1 FOR UPDATE SKIP LOCKED))
 	AND expires_at <= coalesce($2::timestamptz, statement_timestamp())
 	RETURNING 1
 )
 SELECT count(*) FROM d`)
+
+	// backfillSweep gives up to $1 rows from before schema version 6
+	// (sweep_at '-infinity', which cleanup has to look at on every
+	// batch until they expire) their sweep_at: their expires_at, read
+	// under the row lock. Rows of version 6 are never at '-infinity',
+	// so once none is left this is one index probe.
+	q.backfillSweep = sub(`WITH u AS (
+	UPDATE {T} SET sweep_at = expires_at WHERE key = ANY(ARRAY(
+		SELECT key FROM {T} WHERE sweep_at = '-infinity' LIMIT $1 FOR UPDATE SKIP LOCKED))
+	AND sweep_at = '-infinity'
+	RETURNING 1
+)
+SELECT count(*) FROM u`)
 
 	// Admin. List pages by key within the prefix's key range.
 	q.list = sub(`SELECT key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, format

@@ -355,7 +355,7 @@ func TestMigrate(t *testing.T) {
 			rows.Scan(&v) //nolint:errcheck
 			versions = append(versions, v)
 		}
-		if diff := cmp.Diff([]int32{1, 2, 3, 4, 5}, versions); diff != "" {
+		if diff := cmp.Diff([]int32{1, 2, 3, 4, 5, 6}, versions); diff != "" {
 			t.Errorf("recorded versions (-want +got):\n%s", diff)
 		}
 	})

@@ -89,12 +89,12 @@ func pgRows(t *testing.T) int {
 // the workers' claims send), rows up to $4 already past their retention,
 // the others expiring 1 to 24 hours later.
 var fillSQL = `INSERT INTO %s (key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at,
-	took_over, waiters, completed_in_tx, format)
+	took_over, waiters, completed_in_tx, format, sweep_at)
 SELECT k, 2, substr(sha256(int8send(i)), 1, 16), 1, sha256(convert_to(k, 'UTF8')), $3::bytea,
-	now() - interval '1 hour',
-	CASE WHEN i <= $4 THEN now() - interval '1 minute' ELSE now() + interval '1 hour' + (i %% 82800) * interval '1 second' END,
-	now() - interval '1 hour', now() - interval '1 hour', false, false, false, 1
-FROM (SELECT i, 'capfn/1/' || md5(i::text) AS k FROM generate_series($1::bigint, $2::bigint) i) s`
+	now() - interval '1 hour', e, now() - interval '1 hour', now() - interval '1 hour', false, false, false, 1, e
+FROM (SELECT i, 'capfn/1/' || md5(i::text) AS k,
+	CASE WHEN i <= $4 THEN now() - interval '1 minute' ELSE now() + interval '1 hour' + (i %% 82800) * interval '1 second' END AS e
+	FROM generate_series($1::bigint, $2::bigint) i) s`
 
 // TestPostgresAtSize fills a records table (pgstore's schema, in a schema
 // of its own) with SQL to IDEM_CAPACITY_PG_ROWS rows, then compares claim
@@ -144,10 +144,10 @@ func TestPostgresAtSize(t *testing.T) {
 	}
 
 	// The large table: without its two indexes while it fills (as a bulk
-	// load would), then the same primary key and expiry index pgstore's
+	// load would), then the same primary key and retention index pgstore's
 	// migration makes, built once.
 	t0 := time.Now()
-	if _, err := pool.Exec(ctx, `ALTER TABLE `+ql+` DROP CONSTRAINT idem_records_pkey; DROP INDEX `+pgx.Identifier{large, "idem_records_expires_at_idx"}.Sanitize()); err != nil {
+	if _, err := pool.Exec(ctx, `ALTER TABLE `+ql+` DROP CONSTRAINT idem_records_pkey; DROP INDEX `+pgx.Identifier{large, "idem_records_sweep_at_idx"}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
 	const chunk = 1_000_000
@@ -168,7 +168,7 @@ func TestPostgresAtSize(t *testing.T) {
 		_, err = conn.Exec(ctx, `ALTER TABLE `+ql+` ADD CONSTRAINT idem_records_pkey PRIMARY KEY (key)`)
 	}
 	if err == nil {
-		_, err = conn.Exec(ctx, `CREATE INDEX idem_records_expires_at_idx ON `+ql+` (expires_at)`)
+		_, err = conn.Exec(ctx, `CREATE INDEX idem_records_sweep_at_idx ON `+ql+` (sweep_at)`)
 	}
 	res.Index = time.Since(t0)
 	t0 = time.Now()
@@ -296,7 +296,7 @@ func TestPostgresAtSize(t *testing.T) {
 	// table vacuumed and checkpointed, then the cleanup under claims and
 	// the latency right after it, before any vacuum.
 	t0 = time.Now()
-	if _, err := pool.Exec(ctx, `UPDATE `+ql+` SET expires_at = now() - interval '1 minute'
+	if _, err := pool.Exec(ctx, `UPDATE `+ql+` SET expires_at = now() - interval '1 minute', sweep_at = now() - interval '1 minute'
 		WHERE key IN (SELECT 'capfn/1/' || md5(i::text) FROM generate_series($1::bigint, $2::bigint) i WHERE i % $3 = 0)`,
 		expiredRows(rows)+1, rows, expiredEvery); err != nil {
 		t.Fatal(err)
