@@ -216,25 +216,21 @@ func adminQueries(q *queries, n names, sub func(string) string) {
 	// locked is left to it. The outer condition re-checks expiry on
 	// the row version actually deleted. ctid = ANY(ARRAY(...)) plans
 	// as a TID scan.
-	q.cleanup = sub(`WITH d AS (
-	DELETE FROM {T} WHERE ctid = ANY(ARRAY(
-		SELECT ctid FROM {T}
+	// by is the column a batch is chosen and deleted by: ctid (a TID
+	// scan), or key on a partitioned table (see cleanupByKey).
+	cleanup := func(by string) string {
+		return sub(`WITH d AS (
+	DELETE FROM {T} WHERE ` + by + ` = ANY(ARRAY(
+		SELECT ` + by + ` FROM {T}
 		WHERE expires_at <= coalesce($2::timestamptz, statement_timestamp()) AND format <= 1
 		LIMIT $1 FOR UPDATE SKIP LOCKED))
 	AND expires_at <= coalesce($2::timestamptz, statement_timestamp())
 	RETURNING 1
 )
 SELECT count(*) FROM d`)
-
-	q.cleanupByKey = sub(`WITH d AS (
-	DELETE FROM {T} WHERE key = ANY(ARRAY(
-		SELECT key FROM {T}
-		WHERE expires_at <= coalesce($2::timestamptz, statement_timestamp()) AND format <= 1
-		LIMIT $1 FOR UPDATE SKIP LOCKED))
-	AND expires_at <= coalesce($2::timestamptz, statement_timestamp())
-	RETURNING 1
-)
-SELECT count(*) FROM d`)
+	}
+	q.cleanup = cleanup("ctid")
+	q.cleanupByKey = cleanup("key")
 
 	// Admin. List pages by key within the prefix's key range.
 	q.list = sub(`SELECT key, state, owner, fence, fingerprint, result, lease_until, expires_at, updated_at, claimed_at, format

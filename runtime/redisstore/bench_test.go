@@ -54,26 +54,13 @@ func parallel(n, c int, op func(i int)) time.Duration {
 // versus runs n iterations of raw and of store on callers goroutines and
 // returns each side's time per operation at that concurrency. Machine load
 // here swings a lot (2 shared cores), so the two sides are interleaved:
-// one caller alternates a raw and a store operation; many callers run the
+// one caller alternates a raw and a store operation (idemtest.Interleave); many callers run the
 // two sides in alternating phases of n/16 operations each. (Mixing the
 // sides inside one phase would let their queueing average out and hide the
 // store's extra server time.)
 func versus(n, callers int, raw, store func(i int)) (rawPerOp, storePerOp time.Duration) {
 	if callers == 1 {
-		var rawSum, storeSum time.Duration
-		for i := 0; i < n; i++ {
-			first, second, fs, ss := raw, store, &rawSum, &storeSum
-			if i%2 == 1 {
-				first, second, fs, ss = store, raw, &storeSum, &rawSum
-			}
-			t := time.Now()
-			first(i)
-			t2 := time.Now()
-			second(i)
-			*fs += t2.Sub(t)
-			*ss += time.Since(t2)
-		}
-		return rawSum / time.Duration(n), storeSum / time.Duration(n)
+		return idemtest.Interleave(1, n, raw, store)
 	}
 	const phases = 16
 	var rawTime, storeTime time.Duration
