@@ -54,10 +54,10 @@ func parallel(n, c int, op func(i int)) time.Duration {
 // versus runs n iterations of raw and of store on callers goroutines and
 // returns each side's time per operation at that concurrency. Machine load
 // here swings a lot (2 shared cores), so the two sides are interleaved:
-// one caller alternates a raw and a store operation (idemtest.Interleave); many callers run the
-// two sides in alternating phases of n/16 operations each. (Mixing the
-// sides inside one phase would let their queueing average out and hide the
-// store's extra server time.)
+// one caller alternates a raw and a store operation (idemtest.Interleave);
+// many callers run the two sides in alternating phases of n/16 operations
+// each. (Mixing the sides inside one phase would let their queueing
+// average out and hide the store's extra server time.)
 func versus(n, callers int, raw, store func(i int)) (rawPerOp, storePerOp time.Duration) {
 	if callers == 1 {
 		return idemtest.Interleave(1, n, raw, store)
