@@ -124,3 +124,15 @@ func WakeupTimes(b *testing.B, begin func(i int) (key string, complete func() er
 func Quantile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[min(int(q*float64(len(sorted))), len(sorted)-1)]
 }
+
+// SleepCall returns a function that makes one call of spec under id
+// through g whose body sleeps d and returns "r-"+id: a call that holds its
+// lease for d, for tests that count a store's round trips per call.
+func SleepCall(g *idem.Guard) func(spec *idem.Spec, id string, d time.Duration) (string, error) {
+	return func(spec *idem.Spec, id string, d time.Duration) (string, error) {
+		return idem.Do(context.Background(), g.Begin(spec, id), func(context.Context) (string, error) {
+			time.Sleep(d)
+			return "r-" + id, nil
+		})
+	}
+}
