@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -50,30 +50,12 @@ func send(t *testing.T, url, key, id string, ts time.Time, body string) (int, st
 	return resp.StatusCode, resp.Header.Get("Idempotent-Replayed")
 }
 
-// syncBuffer is a log sink the server's goroutines share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestReceiver: a forged delivery carrying the real ID first (401), the
 // real delivery and 20 concurrent retries of it (all 200, one booking), a
 // stale replay (400), and a delivery signed with the next secret during a
 // rotation.
 func TestReceiver(t *testing.T) {
-	var logs syncBuffer
+	var logs idemtest.SyncBuffer
 	h, err := newHandler(idem.NewGuard(memstore.New()), &Ledger{log: slog.New(slog.NewTextHandler(&logs, nil))},
 		secret, "whsec_"+"bmV4dCBzZWNyZXQgYWZ0ZXIgdGhlIHJvdGF0aW9u")
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,44 +14,8 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/dynamostore"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 )
-
-type benchInvoice struct {
-	ID       string   `json:"id"`
-	Customer string   `json:"customer"`
-	Amount   int64    `json:"amount"`
-	Currency string   `json:"currency"`
-	Lines    []string `json:"lines"`
-}
-
-// interleave calls base(i) then op(i) for i < n, spread over callers
-// goroutines, and returns the mean latency of each. Alternating the two
-// exposes both to the same server and machine load, which on a shared
-// machine moves far more than the difference being measured.
-func interleave(callers, n int, base, op func(i int)) (baseMean, opMean time.Duration) {
-	var next, baseSum, opSum atomic.Int64
-	var wg sync.WaitGroup
-	for c := 0; c < callers; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				t0 := time.Now()
-				base(i)
-				t1 := time.Now()
-				op(i)
-				baseSum.Add(int64(t1.Sub(t0)))
-				opSum.Add(int64(time.Since(t1)))
-			}
-		}()
-	}
-	wg.Wait()
-	return time.Duration(baseSum.Load() / int64(n)), time.Duration(opSum.Load() / int64(n))
-}
 
 // BenchmarkDynamoStore measures a replay (one conditional UpdateItem) and a
 // first execution (claim and complete: two UpdateItems) through idem.Guard
@@ -67,15 +30,8 @@ func BenchmarkDynamoStore(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	g := idem.NewGuard(s)
 	spec := &idem.Spec{Name: "dynamostore_bench.CreateInvoice", Lease: 30 * time.Second, TTL: time.Hour}
-	inv := benchInvoice{ID: "inv_1", Customer: "cus_42", Amount: 1250, Currency: "EUR", Lines: []string{"seat", "support"}}
-	do := func(key string) {
-		c := g.Begin(spec, key)
-		if _, err := idem.Do(context.Background(), c, func(ctx context.Context) (benchInvoice, error) { return inv, nil }); err != nil {
-			b.Error(err)
-		}
-	}
+	do := idemtest.InvoiceCall(b, idem.NewGuard(s), spec)
 	// Records to replay, and the raw items behind them for the baseline.
 	const stored = 64
 	for i := 0; i < stored; i++ {
@@ -100,12 +56,7 @@ func BenchmarkDynamoStore(b *testing.B) {
 			{"first_execution", func(int) { do("first-" + runID + "-" + strconv.FormatInt(fresh.Add(1), 10)) }},
 		} {
 			b.Run(fmt.Sprintf("%s/callers=%d", bc.name, callers), func(b *testing.B) {
-				b.ResetTimer()
-				base, took := interleave(callers, b.N, rawGet, bc.op)
-				b.StopTimer()
-				b.ReportMetric(float64(took.Nanoseconds()), "call_ns/op")
-				b.ReportMetric(float64(base.Nanoseconds()), "GetItem_ns/op")
-				b.ReportMetric(float64(took)/float64(base), "x_GetItem")
+				idemtest.RunVersus(b, callers, "GetItem", rawGet, bc.op)
 			})
 		}
 	}

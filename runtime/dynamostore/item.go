@@ -3,13 +3,13 @@ package dynamostore
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
+	"github.com/idemgen/idemgen/runtime/internal/stepkey"
 )
 
 // The record's attribute names (see the package documentation).
@@ -26,7 +26,7 @@ const (
 	// ClaimedAt have none (a zero ClaimedAt).
 	aClaimedAt = "claimed_at"
 	// aSteps is the map of recovery points, step name -> binary result
-	// (see stepKey), of an in-progress or released record.
+	// (see stepkey.Key), of an in-progress or released record.
 	aSteps = "steps"
 )
 
@@ -160,38 +160,13 @@ func decodeSteps(item map[string]types.AttributeValue) (map[string][]byte, error
 	default:
 		return nil, fmt.Errorf("%s is %T, want a map", aSteps, v)
 	}
-	if len(m) == 0 {
-		return nil, nil
-	}
-	steps := make(map[string][]byte, len(m))
-	for k, v := range m {
+	return stepkey.Decode(m, func(v types.AttributeValue) ([]byte, bool) {
 		b, ok := v.(*types.AttributeValueMemberB)
 		if !ok {
-			return nil, fmt.Errorf("step %q is %T, want binary", k, v)
+			return nil, false
 		}
-		name, ok := stepName(k)
-		if !ok {
-			return nil, fmt.Errorf("%q is not a step's map key", k)
-		}
-		data := b.Value
-		if data == nil {
-			data = []byte{}
-		}
-		steps[name] = data
-	}
-	return steps, nil
-}
-
-// stepKey is the steps map's key for the step name: the name itself, or,
-// for a name DynamoDB cannot take as a map key (empty) or that could be
-// mistaken for an escaped one (starting with "~"), "~" and the name. The
-// Firestore store escapes names the same way, and also names of the form
-// __x__ (reserved there).
-func stepKey(name string) string {
-	if name == "" || name[0] == '~' || len(name) >= 4 && strings.HasPrefix(name, "__") && strings.HasSuffix(name, "__") {
-		return "~" + name
-	}
-	return name
+		return b.Value, true
+	}, "binary")
 }
 
 // maxAttrName is DynamoDB's limit on an attribute name, a map key
@@ -202,23 +177,15 @@ const maxAttrName = 64 << 10
 // the steps map. The Guard calls it before the step's function runs (see
 // idemstore.Stepper), so such a step never runs only to fail to be recorded.
 func (s *Store) CheckStepName(name string) error {
-	if n := len(stepKey(name)); n > maxAttrName {
+	if n := len(stepkey.Key(name)); n > maxAttrName {
 		return fmt.Errorf("dynamostore: a %d-byte step name makes a %d-byte map key (DynamoDB allows %d)", len(name), n, maxAttrName)
 	}
 	return nil
 }
 
-// stepName inverts stepKey.
-func stepName(key string) (string, bool) {
-	if strings.HasPrefix(key, "~") {
-		return key[1:], stepKey(key[1:]) == key
-	}
-	return key, key != "" && stepKey(key) == key
-}
-
 // stepSize is an upper bound on what the step name with data adds to the
 // steps map: its key and value, and a few bytes of DynamoDB's overhead.
-func stepSize(name string, data []byte) int { return len(stepKey(name)) + len(data) + 4 }
+func stepSize(name string, data []byte) int { return len(stepkey.Key(name)) + len(data) + 4 }
 
 func attrS(item map[string]types.AttributeValue, name string) (string, error) {
 	v, ok := item[name].(*types.AttributeValueMemberS)

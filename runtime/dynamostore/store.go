@@ -20,6 +20,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/internal/replayhint"
+	"github.com/idemgen/idemgen/runtime/internal/stepkey"
 )
 
 // API is the part of the DynamoDB client the store uses. *dynamodb.Client
@@ -667,7 +668,7 @@ func (s *Store) SaveStep(ctx context.Context, l idemstore.Lease, name string, da
 	}
 	names := make(map[string]string, len(s.stepNames)+1)
 	maps.Copy(names, s.stepNames)
-	names["#n"] = stepKey(name)
+	names["#n"] = stepkey.Key(name)
 	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                s.table,
 		Key:                      s.itemKey(l.Key),

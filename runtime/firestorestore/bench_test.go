@@ -3,9 +3,7 @@ package firestorestore_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,51 +11,8 @@ import (
 	"github.com/idemgen/idemgen/runtime/firestorestore"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 )
-
-type benchInvoice struct {
-	ID       string   `json:"id"`
-	Customer string   `json:"customer"`
-	Amount   int64    `json:"amount"`
-	Currency string   `json:"currency"`
-	Lines    []string `json:"lines"`
-}
-
-// interleave calls base(i) and op(i), in alternating order, for i < n,
-// spread over callers goroutines, and returns the mean latency of each. Alternating the two
-// exposes both to the same emulator and machine load, which on a shared
-// machine moves far more than the difference being measured.
-func interleave(callers, n int, base, op func(i int)) (baseMean, opMean time.Duration) {
-	var next, baseSum, opSum atomic.Int64
-	var wg sync.WaitGroup
-	for range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				// Alternate which goes first: the second request of a pair
-				// ran measurably faster (a warm connection), which favoured
-				// whichever was second.
-				first, second, fs, ss := base, op, &baseSum, &opSum
-				if i%2 == 1 {
-					first, second, fs, ss = op, base, &opSum, &baseSum
-				}
-				t0 := time.Now()
-				first(i)
-				t1 := time.Now()
-				second(i)
-				fs.Add(int64(t1.Sub(t0)))
-				ss.Add(int64(time.Since(t1)))
-			}
-		}()
-	}
-	wg.Wait()
-	return time.Duration(baseSum.Load() / int64(n)), time.Duration(opSum.Load() / int64(n))
-}
 
 // BenchmarkFirestoreStore measures, through idem.Guard and idem.Do against
 // the emulator, at 1 and 32 concurrent callers: a replay (one Get) paired
@@ -74,15 +29,8 @@ func BenchmarkFirestoreStore(b *testing.B) {
 		opts []firestorestore.Option
 	}{{"read_first", nil}, {"create_first", []firestorestore.Option{firestorestore.WithCreateFirst()}}} {
 		s := newStore(b, c, mode.opts...)
-		g := idem.NewGuard(s)
 		spec := &idem.Spec{Name: "firestorestore_bench.CreateInvoice", Lease: 30 * time.Second, TTL: time.Hour}
-		inv := benchInvoice{ID: "inv_1", Customer: "cus_42", Amount: 1250, Currency: "EUR", Lines: []string{"seat", "support"}}
-		do := func(key string) {
-			call := g.Begin(spec, key)
-			if _, err := idem.Do(ctx, call, func(ctx context.Context) (benchInvoice, error) { return inv, nil }); err != nil {
-				b.Error(err)
-			}
-		}
+		do := idemtest.InvoiceCall(b, idem.NewGuard(s), spec)
 		const stored = 64
 		for i := range stored {
 			do("replay-" + strconv.Itoa(i))
@@ -114,12 +62,7 @@ func BenchmarkFirestoreStore(b *testing.B) {
 				{"first_execution_vs_Create", rawCreate, func(int) { do("first-" + runID + "-" + strconv.FormatInt(fresh.Add(1), 10)) }},
 			} {
 				b.Run(fmt.Sprintf("%s/%s/callers=%d", mode.name, bc.name, callers), func(b *testing.B) {
-					b.ResetTimer()
-					base, took := interleave(callers, b.N, bc.base, bc.op)
-					b.StopTimer()
-					b.ReportMetric(float64(took.Nanoseconds()), "call_ns/op")
-					b.ReportMetric(float64(base.Nanoseconds()), "base_ns/op")
-					b.ReportMetric(float64(took)/float64(base), "x_base")
+					idemtest.RunVersus(b, callers, "base", bc.base, bc.op)
 				})
 			}
 		}
@@ -138,34 +81,23 @@ func BenchmarkWaitWakeup(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	wakes := make([]time.Duration, 0, b.N)
 	var completeSum time.Duration
-	b.ResetTimer()
-	for i := range b.N {
+	begin := func(i int) (string, func() error) {
 		key := "w" + strconv.Itoa(i)
 		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{1}, Lease: time.Minute, TTL: time.Hour})
 		if err != nil {
 			b.Fatal(err)
 		}
-		woke := make(chan time.Time, 1)
-		go func() {
-			if err := s.Wait(ctx, key); err != nil {
-				b.Error(err)
-			}
-			woke <- time.Now()
-		}()
-		time.Sleep(100 * time.Millisecond) // the waiter is listening
-		t0 := time.Now()
-		if err := s.Complete(ctx, idemstore.Lease{Key: key, Owner: idemstore.Token{1}, Fence: res.Fence, TTL: time.Hour}, idemstore.Result{Data: []byte("ok")}); err != nil {
-			b.Fatal(err)
+		return key, func() error {
+			t0 := time.Now()
+			defer func() { completeSum += time.Since(t0) }()
+			return s.Complete(ctx, idemstore.Lease{Key: key, Owner: idemstore.Token{1}, Fence: res.Fence, TTL: time.Hour}, idemstore.Result{Data: []byte("ok")})
 		}
-		done := time.Now()
-		completeSum += done.Sub(t0)
-		wakes = append(wakes, max((<-woke).Sub(done), 0))
 	}
-	b.StopTimer()
-	slices.Sort(wakes)
-	p := func(q float64) time.Duration { return wakes[min(int(q*float64(len(wakes))), len(wakes)-1)] }
+	wait := func(key string) error { return s.Wait(ctx, key) }
+	// The waiter is listening after a pause: the listener has no hook to ask.
+	_, wakes := idemtest.WakeupTimes(b, begin, wait, func(string) { time.Sleep(100 * time.Millisecond) })
+	p := func(q float64) time.Duration { return idemtest.Quantile(wakes, q) }
 	mean := completeSum / time.Duration(b.N)
 	b.ReportMetric(float64(p(0.50).Nanoseconds()), "wake_p50_ns")
 	b.ReportMetric(float64(p(0.99).Nanoseconds()), "wake_p99_ns")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
+	"github.com/idemgen/idemgen/runtime/internal/stepkey"
 )
 
 // The record's fields (see the package documentation). Short names keep
@@ -28,7 +29,7 @@ const (
 	// only; an in-progress record's runs from its update time).
 	fLeaseUntil = "lu"
 	fTTL        = "ttl"
-	// fSteps is the map of recovery points, step name (see stepKey) ->
+	// fSteps is the map of recovery points, step name (see stepkey.Key) ->
 	// bytes, of an in-progress or released record.
 	fSteps = "sp"
 )
@@ -190,37 +191,10 @@ func decodeSteps(m map[string]any) (map[string][]byte, error) {
 	default:
 		return nil, fmt.Errorf("%s is %T, want a map", fSteps, v)
 	}
-	if len(sp) == 0 {
-		return nil, nil
-	}
-	steps := make(map[string][]byte, len(sp))
-	for k, v := range sp {
-		data, ok := v.([]byte)
-		if !ok {
-			return nil, fmt.Errorf("step %q is %T, want bytes", k, v)
-		}
-		name, ok := stepName(k)
-		if !ok {
-			return nil, fmt.Errorf("%q is not a step's map key", k)
-		}
-		if data == nil {
-			data = []byte{}
-		}
-		steps[name] = data
-	}
-	return steps, nil
-}
-
-// stepKey is the steps map's key for the step name: the name itself, or,
-// for a name Firestore cannot take as a field name (empty, or of the
-// reserved form __x__) or that could be mistaken for an escaped one
-// (starting with "~"), "~" and the name. The DynamoDB store escapes
-// names the same way.
-func stepKey(name string) string {
-	if name == "" || name[0] == '~' || len(name) >= 4 && strings.HasPrefix(name, "__") && strings.HasSuffix(name, "__") {
-		return "~" + name
-	}
-	return name
+	return stepkey.Decode(sp, func(v any) ([]byte, bool) {
+		b, ok := v.([]byte)
+		return b, ok
+	}, "bytes")
 }
 
 // maxFieldPath bounds a field path: Firestore allows 1,500 bytes, and
@@ -229,22 +203,14 @@ func stepKey(name string) string {
 const maxFieldPath = 1500
 
 // CheckStepName refuses a step name whose field path (sp.<name>, the
-// name escaped as stepKey does) Firestore could not take. The Guard calls
+// name escaped as stepkey.Key does) Firestore could not take. The Guard calls
 // it before the step's function runs (see idemstore.Stepper), so such a step
 // never runs only to fail to be recorded.
 func (s *Store) CheckStepName(name string) error {
-	if n := len(fSteps) + 1 + len(stepKey(name)); n >= maxFieldPath {
+	if n := len(fSteps) + 1 + len(stepkey.Key(name)); n >= maxFieldPath {
 		return fmt.Errorf("firestorestore: a %d-byte step name makes a %d-byte field path (Firestore allows fewer than %d)", len(name), n, maxFieldPath)
 	}
 	return nil
-}
-
-// stepName inverts stepKey.
-func stepName(key string) (string, bool) {
-	if strings.HasPrefix(key, "~") {
-		return key[1:], stepKey(key[1:]) == key
-	}
-	return key, key != "" && stepKey(key) == key
 }
 
 // stepSize bounds what a step, by its map key and data length, adds to
@@ -272,7 +238,7 @@ func stepSizes(steps map[string][]byte) map[string]int {
 	}
 	m := make(map[string]int, len(steps))
 	for name, data := range steps {
-		m[stepKey(name)] = len(data)
+		m[stepkey.Key(name)] = len(data)
 	}
 	return m
 }

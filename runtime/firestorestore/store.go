@@ -16,6 +16,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/internal/replayhint"
+	"github.com/idemgen/idemgen/runtime/internal/stepkey"
 )
 
 // ErrDocumentTooLarge: a result does not fit in a Firestore document
@@ -378,7 +379,7 @@ func (s *Store) SaveStep(ctx context.Context, l idemstore.Lease, name string, da
 	if data == nil {
 		data = []byte{} // bytes, empty (a nil slice would be stored as null)
 	}
-	key := stepKey(name)
+	key := stepkey.Key(name)
 	return s.fenced(ctx, "step", l, idemstore.StateInProgress, nil, []firestore.Update{
 		{FieldPath: firestore.FieldPath{fSteps, key}, Value: data},
 		{Path: fTTL, Value: s.ttlValue(l.Duration + l.TTL)},

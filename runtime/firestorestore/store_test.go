@@ -18,6 +18,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/firestorestore"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
 // TestRoundTrips counts the calls a Guard's calls make: a replay is one
@@ -43,14 +44,7 @@ func TestRoundTrips(t *testing.T) {
 			cnt := &rpcCounter{}
 			s := newStore(t, emulatorClient(t, addr, cnt), mode.opts...)
 			g := idem.NewGuard(s)
-			ctx := context.Background()
-			call := func(spec *idem.Spec, id string, d time.Duration) (string, error) {
-				c := g.Begin(spec, id)
-				return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
-					time.Sleep(d)
-					return "r-" + id, nil
-				})
-			}
+			call := idemtest.SleepCall(g)
 			fast := &idem.Spec{Name: "firestorestore.fast", Lease: 30 * time.Second}
 			slow := &idem.Spec{Name: "firestorestore.slow", Lease: 600 * time.Millisecond}
 			tests := []struct {

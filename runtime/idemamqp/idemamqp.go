@@ -69,6 +69,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/idemgen/idemgen/runtime/idemqueue"
+	"github.com/idemgen/idemgen/runtime/internal/enum"
 )
 
 // Handler is the side effect of one message, run at most once per message
@@ -94,10 +95,7 @@ var actionNames = [...]string{"", "ack", "requeue", "reject"}
 
 // String is the action's name (ack, nack, reject), for logs.
 func (a Action) String() string {
-	if a > 0 && int(a) < len(actionNames) {
-		return actionNames[a]
-	}
-	return fmt.Sprintf("action(%d)", uint8(a))
+	return enum.Name(actionNames[:], "action", a)
 }
 
 // Outcome is what Handle did with one delivery.

@@ -1,13 +1,11 @@
 package idemaudit_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,22 +14,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemaudit"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
 func TestSlogSink(t *testing.T) {
-	var buf lockedBuffer
+	var buf idemtest.SyncBuffer
 	sink := idemaudit.NewSlogSink(slog.New(slog.NewJSONHandler(&buf, nil)))
 	fixed := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	g := idem.NewGuard(memstore.New(), idem.WithObserver(idemaudit.New(sink, idemaudit.WithClock(func() time.Time { return fixed }))))
@@ -58,7 +46,7 @@ func TestSlogSink(t *testing.T) {
 	call(idemaudit.WithPayload(idem.AllowOutOfOrder(ctx, "replay from backup"), []byte("ev-b")), "b", 0, false)
 
 	var got []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(buf.b.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatal(err)

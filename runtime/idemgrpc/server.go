@@ -47,6 +47,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemkey"
+	"github.com/idemgen/idemgen/runtime/internal/options"
 )
 
 // MetadataKey is the metadata entry that carries the idempotency key.
@@ -89,12 +90,9 @@ func NewServer(g *idem.Guard, opts ...Option) (*Server, error) {
 	if g == nil {
 		return nil, errors.New("idemgrpc: NewServer: nil Guard")
 	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if err := cfg.check(); err != nil {
-		return nil, fmt.Errorf("idemgrpc: %w", err)
+	cfg, err := options.Apply("idemgrpc", defaultConfig(), opts, (*config).check)
+	if err != nil {
+		return nil, err
 	}
 	spec, err := idemcall.Spec(idem.Spec{Name: DefaultName}, cfg.call...)
 	if err != nil {

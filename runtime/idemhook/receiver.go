@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/internal/options"
 )
 
 // Receiver is an http.Handler that receives a sender's webhook deliveries
@@ -36,12 +37,9 @@ func New[T any](g *idem.Guard, v Verifier, handle func(context.Context, T) error
 	case handle == nil:
 		return nil, errors.New("idemhook: New: nil handler")
 	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if err := cfg.check(); err != nil {
-		return nil, fmt.Errorf("idemhook: %w", err)
+	cfg, err := options.Apply("idemhook", defaultConfig(), opts, (*config).check)
+	if err != nil {
+		return nil, err
 	}
 	rc := &Receiver[T]{g: g, cfg: cfg, verify: v, handle: handle}
 	rc.spec = newSpec(&cfg)
@@ -66,12 +64,9 @@ func NewWrapped[T any](v Verifier, handle func(context.Context, T) error, opts .
 	case handle == nil:
 		return nil, errors.New("idemhook: NewWrapped: nil handler")
 	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if err := cfg.check(); err != nil {
-		return nil, fmt.Errorf("idemhook: %w", err)
+	cfg, err := options.Apply("idemhook", defaultConfig(), opts, (*config).check)
+	if err != nil {
+		return nil, err
 	}
 	def := defaultConfig()
 	if cfg.name != def.name || cfg.ttl != def.ttl || cfg.recordFailures {

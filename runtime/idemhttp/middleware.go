@@ -17,6 +17,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemkey"
+	"github.com/idemgen/idemgen/runtime/internal/options"
 )
 
 // Middleware guards non-idempotent requests with the Idempotency-Key
@@ -41,12 +42,9 @@ func New(g *idem.Guard, opts ...Option) (*Middleware, error) {
 	if g == nil {
 		return nil, errors.New("idemhttp: New: nil Guard")
 	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if err := cfg.check(); err != nil {
-		return nil, fmt.Errorf("idemhttp: %w", err)
+	cfg, err := options.Apply("idemhttp", defaultConfig(), opts, (*config).check)
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case cfg.principal == nil && !cfg.noPrincipal:

@@ -598,30 +598,9 @@ func TestPanicReleasesKey(t *testing.T) {
 	}
 }
 
-// failingStore is a memory store whose claims fail while down is set:
-// an unreachable store.
-type failingStore struct {
-	*memstore.Store
-	down atomic.Bool
-}
-
-func (s *failingStore) Claim(ctx context.Context, r idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
-	if s.down.Load() {
-		return idemstore.ClaimResult{}, errors.New("dial tcp 127.0.0.1:1: connection refused")
-	}
-	return s.Store.Claim(ctx, r)
-}
-
-func (s *failingStore) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
-	if s.down.Load() {
-		return errors.New("connection reset")
-	}
-	return s.Store.Complete(ctx, l, r)
-}
-
 func TestStoreUnavailable(t *testing.T) {
-	s := &failingStore{Store: memstore.New()}
-	s.down.Store(true)
+	s := idemtest.NewOutageStore()
+	s.SetDown(true)
 	a := &app{}
 	h := newMW(t, idem.NewGuard(s)).Handler(a)
 	q := req{key: []string{"k"}, client: "a"}
@@ -642,8 +621,8 @@ func TestStoreUnavailable(t *testing.T) {
 
 	// The store goes down after the claim: the handler ran, so the client
 	// gets its response even though it could not be recorded.
-	s.down.Store(false)
-	a2 := &app{hook: func(http.ResponseWriter, *http.Request) { s.down.Store(true) }}
+	s.SetDown(false)
+	a2 := &app{hook: func(http.ResponseWriter, *http.Request) { s.SetDown(true) }}
 	h2 := newMW(t, idem.NewGuard(s)).Handler(a2)
 	if got, _ := send(t, h2, req{key: []string{"k3"}, client: "a"}); got.Status != 201 || got.Run != 1 {
 		t.Errorf("complete failed: %+v", got)

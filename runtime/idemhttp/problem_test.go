@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemhttp"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -167,8 +168,8 @@ func TestProblemDetails(t *testing.T) {
 		{
 			name: "503 store unavailable",
 			setup: func(t *testing.T) (http.Handler, func()) {
-				s := &failingStore{Store: memstore.New()}
-				s.down.Store(true)
+				s := idemtest.NewOutageStore()
+				s.SetDown(true)
 				return newMW(t, idem.NewGuard(s)).Handler(&app{}), func() {}
 			},
 			q: req{client: "a", key: []string{"k"}},

@@ -62,6 +62,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/internal/enum"
 )
 
 // Status is what Process did with an event.
@@ -80,10 +81,7 @@ var statusNames = [...]string{"", "ran", "duplicate", "failed"}
 
 // String is the status's name (ran, duplicate, failed), for logs.
 func (s Status) String() string {
-	if s > 0 && int(s) < len(statusNames) {
-		return statusNames[s]
-	}
-	return fmt.Sprintf("status(%d)", uint8(s))
+	return enum.Name(statusNames[:], "status", s)
 }
 
 // Ack reports whether the message should be acknowledged: Ran or Duplicate.

@@ -18,6 +18,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemqueue"
 	"github.com/idemgen/idemgen/runtime/idemstore"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -221,47 +222,27 @@ func TestCrashedConsumerTakenOver(t *testing.T) {
 	}
 }
 
-// failingStore is a memory store that can be made unreachable.
-type failingStore struct {
-	*memstore.Store
-	claimDown, completeDown atomic.Bool
-}
-
-func (s *failingStore) Claim(ctx context.Context, r idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
-	if s.claimDown.Load() {
-		return idemstore.ClaimResult{}, errors.New("connection refused")
-	}
-	return s.Store.Claim(ctx, r)
-}
-
-func (s *failingStore) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
-	if s.completeDown.Load() {
-		return errors.New("connection reset")
-	}
-	return s.Store.Complete(ctx, l, r)
-}
-
 func TestStoreUnavailable(t *testing.T) {
-	s := &failingStore{Store: memstore.New()}
+	s := idemtest.NewOutageStore()
 	c := idemqueue.New(idem.NewGuard(s))
 	var handled atomic.Int64
 	h := func(context.Context) error { handled.Add(1); return nil }
 
-	s.claimDown.Store(true)
+	s.ClaimDown.Store(true)
 	st, err := c.Process(context.Background(), "e1", h)
 	if st != idemqueue.Failed || classify(err) != "store" || handled.Load() != 0 {
 		t.Errorf("claim down: %v %v handled %d", st, err, handled.Load())
 	}
-	s.claimDown.Store(false)
+	s.ClaimDown.Store(false)
 
 	// The handler ran but the outcome could not be recorded: Ran (ack),
 	// with the error saying so.
-	s.completeDown.Store(true)
+	s.CompleteDown.Store(true)
 	st, err = c.Process(context.Background(), "e2", h)
 	if st != idemqueue.Ran || classify(err) != "store" || handled.Load() != 1 {
 		t.Errorf("complete down: %v %v handled %d", st, err, handled.Load())
 	}
-	s.completeDown.Store(false)
+	s.CompleteDown.Store(false)
 
 	// A handler error that itself wraps ErrStoreUnavailable is Failed.
 	st, err = c.Process(context.Background(), "e3", func(context.Context) error {

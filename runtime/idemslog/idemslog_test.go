@@ -14,6 +14,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemobs/obstest"
 	"github.com/idemgen/idemgen/runtime/idemslog"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
 // run logs the script at handler level min and returns the decoded
@@ -21,7 +22,7 @@ import (
 // the events.
 func run(t *testing.T, min slog.Level, opts ...idemslog.Option) ([]map[string]any, []idem.Event) {
 	t.Helper()
-	var buf syncBuffer
+	var buf idemtest.SyncBuffer
 	h := slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: min})
 	events := obstest.Run(t, idemslog.New(slog.New(h), opts...))
 	var recs []map[string]any

@@ -61,6 +61,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/idemgen/idemgen/runtime/idemqueue"
+	"github.com/idemgen/idemgen/runtime/internal/enum"
 )
 
 // API is the part of *sqs.Client the Consumer uses.
@@ -96,10 +97,7 @@ var actionNames = [...]string{"", "delete", "leave", "dead-letter", "release"}
 
 // String is the action's name, for logs.
 func (a Action) String() string {
-	if a > 0 && int(a) < len(actionNames) {
-		return actionNames[a]
-	}
-	return fmt.Sprintf("action(%d)", uint8(a))
+	return enum.Name(actionNames[:], "action", a)
 }
 
 // Outcome is what Handle did with one message.

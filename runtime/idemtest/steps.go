@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -246,4 +247,37 @@ func testStepNames(t *testing.T, e *env) {
 			}
 		})
 	}
+}
+
+// CheckStepTooLarge checks a store whose steps are limited so that one
+// step of 1000 bytes is too large and two of 500 are too: the first step
+// is refused with idem.ErrResultTooLarge by its own size, the second of
+// two by the steps already recorded (its error naming wantSize, the size
+// the store measured, e.g. "1002 bytes"), and a step already recorded is
+// not refused (it keeps its first data). It returns the lease it holds on
+// key, for the store's own checks of what it kept.
+// s must implement idemstore.Stepper.
+func CheckStepTooLarge(t *testing.T, s idemstore.Store, key string, owner idemstore.Token, wantSize string) idemstore.Lease {
+	t.Helper()
+	st := s.(idemstore.Stepper)
+	l := idemstore.Lease{Key: key, Owner: owner, Duration: time.Minute, TTL: time.Hour}
+	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Fence = res.Fence
+	if err := st.SaveStep(ctx, l, "huge", make([]byte, 1000)); !errors.Is(err, idem.ErrResultTooLarge) {
+		t.Fatalf("SaveStep of 1000 bytes = %v, want ErrResultTooLarge", err)
+	}
+	if err := st.SaveStep(ctx, l, "a", make([]byte, 500)); err != nil {
+		t.Fatal(err)
+	}
+	err = st.SaveStep(ctx, l, "b", make([]byte, 500))
+	if !errors.Is(err, idem.ErrResultTooLarge) || !strings.Contains(err.Error(), wantSize) {
+		t.Fatalf("SaveStep past the limit = %v, want ErrResultTooLarge naming %s", err, wantSize)
+	}
+	if err := st.SaveStep(ctx, l, "a", make([]byte, 600)); err != nil {
+		t.Fatalf("SaveStep of a step already recorded = %v, want nil (it keeps its first data)", err)
+	}
+	return l
 }

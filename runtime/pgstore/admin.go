@@ -98,7 +98,14 @@ func prefixEnd(prefix string) (string, bool) {
 // keeps its remaining retention. Waiters are woken.
 func (s *Store) ForceRelease(ctx context.Context, key string) (idemstore.Record, error) {
 	s.seen.Drop(key) // the next claim of key is likely a new run
-	c, err := s.acquire(ctx, "force release")
+	return s.queryRecord(ctx, "force release", key, s.q.forceRelease, []any{key, s.ts(), s.n.channel})
+}
+
+// queryRecord runs query with args for op on key on a pooled connection
+// and scans the record's columns and then extra: ErrNotFound when it
+// returns no row, the record of a row that passes check otherwise.
+func (s *Store) queryRecord(ctx context.Context, op, key, query string, args []any, extra ...any) (idemstore.Record, error) {
+	c, err := s.acquire(ctx, op)
 	if err != nil {
 		return idemstore.Record{}, err
 	}
@@ -108,13 +115,14 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idemstore.Record,
 		updatedAt time.Time
 		claimedAt *time.Time
 	)
-	err = c.QueryRow(ctx, s.q.forceRelease, key, s.ts(), s.n.channel).Scan(&r.state, &r.owner, &r.fence, &r.fp, &r.result,
-		&r.leaseUntil, &r.expiresAt, &updatedAt, &claimedAt, &r.format)
+	dest := append([]any{&r.state, &r.owner, &r.fence, &r.fp, &r.result,
+		&r.leaseUntil, &r.expiresAt, &updatedAt, &claimedAt, &r.format}, extra...)
+	err = c.QueryRow(ctx, query, args...).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return idemstore.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
 	if err != nil {
-		return idemstore.Record{}, s.wrap(ctx, "force release", key, err)
+		return idemstore.Record{}, s.wrap(ctx, op, key, err)
 	}
 	if err := r.check(key); err != nil {
 		return idemstore.Record{}, err

@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/internal/replayhint"
 )
 
@@ -246,37 +246,22 @@ func BenchmarkWaitWakeup(b *testing.B) {
 	for !s.lis.up.Load() {
 		time.Sleep(time.Millisecond)
 	}
-	afterCommit := make([]time.Duration, 0, b.N)
-	fromStart := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for i := range b.N {
+	begin := func(i int) (string, func() error) {
 		key := fmt.Sprint("w-", i)
 		owner := token(byte(i))
 		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: owner, Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
 		if err != nil {
 			b.Fatal(err)
 		}
-		woke := make(chan time.Time, 1)
-		go func() {
-			if err := s.Wait(ctx, key); err != nil {
-				b.Error(err)
-			}
-			woke <- time.Now()
-		}()
-		time.Sleep(3 * time.Millisecond) // let the waiter block
-		start := time.Now()
-		if err := s.Complete(ctx, idemstore.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}, idemstore.Result{Data: []byte("1")}); err != nil {
-			b.Fatal(err)
+		return key, func() error {
+			return s.Complete(ctx, idemstore.Lease{Key: key, Owner: owner, Fence: res.Fence, Duration: time.Minute, TTL: time.Hour}, idemstore.Result{Data: []byte("1")})
 		}
-		done := time.Now()
-		w := <-woke
-		afterCommit = append(afterCommit, max(w.Sub(done), 0))
-		fromStart = append(fromStart, w.Sub(start))
 	}
-	b.StopTimer()
-	pct := func(d []time.Duration, p float64) float64 {
-		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-		return float64(d[int(p*float64(len(d)-1))].Microseconds()) / 1e3
+	wait := func(key string) error { return s.Wait(ctx, key) }
+	// let the waiter block
+	fromStart, afterCommit := idemtest.WakeupTimes(b, begin, wait, func(string) { time.Sleep(3 * time.Millisecond) })
+	pct := func(d []time.Duration, q float64) float64 {
+		return float64(idemtest.Quantile(d, q).Microseconds()) / 1e3
 	}
 	b.ReportMetric(pct(afterCommit, 0.50), "p50_ms")
 	b.ReportMetric(pct(afterCommit, 0.99), "p99_ms")

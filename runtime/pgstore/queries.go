@@ -225,9 +225,12 @@ func adminQueries(q *queries, n names, sub func(string) string) {
 	// as a TID scan. Rows are found by the sweep_at index (a lower
 	// bound of expires_at, migrations/0006_sweep_at.sql) so that a
 	// finish, which sets expires_at, is a HOT update.
-	q.cleanup = sub(`WITH d AS (
-	DELETE FROM {T} WHERE ctid = ANY(ARRAY(
-		SELECT ctid FROM {T}
+	// by is the column a batch is chosen and deleted by: ctid (a TID
+	// scan), or key on a partitioned table (see cleanupByKey).
+	cleanup := func(by string) string {
+		return sub(`WITH d AS (
+	DELETE FROM {T} WHERE ` + by + ` = ANY(ARRAY(
+		SELECT ` + by + ` FROM {T}
 		WHERE sweep_at <= coalesce($2::timestamptz, statement_timestamp())
 			AND expires_at <= coalesce($2::timestamptz, statement_timestamp()) AND format <= 1
 		LIMIT $1 FOR UPDATE SKIP LOCKED))
@@ -235,17 +238,9 @@ func adminQueries(q *queries, n names, sub func(string) string) {
 	RETURNING 1
 )
 SELECT count(*) FROM d`)
-
-	q.cleanupByKey = sub(`WITH d AS (
-	DELETE FROM {T} WHERE key = ANY(ARRAY(
-		SELECT key FROM {T}
-		WHERE sweep_at <= coalesce($2::timestamptz, statement_timestamp())
-			AND expires_at <= coalesce($2::timestamptz, statement_timestamp()) AND format <= 1
-		LIMIT $1 FOR UPDATE SKIP LOCKED))
-	AND expires_at <= coalesce($2::timestamptz, statement_timestamp())
-	RETURNING 1
-)
-SELECT count(*) FROM d`)
+	}
+	q.cleanup = cleanup("ctid")
+	q.cleanupByKey = cleanup("key")
 
 	// backfillSweep gives up to $1 rows from before schema version 6
 	// (sweep_at '-infinity', which cleanup has to look at on every

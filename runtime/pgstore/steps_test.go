@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
 // stepColumns reads key's step columns.
@@ -139,26 +139,7 @@ func TestStepsRow(t *testing.T) {
 func TestStepTooLarge(t *testing.T) {
 	s := newStore(t, nil)
 	s.maxStep = 1000
-	ctx := context.Background()
-	l := idemstore.Lease{Key: "big", Owner: token(1), Duration: time.Minute, TTL: time.Hour}
-	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Fence = res.Fence
-	if err := s.SaveStep(ctx, l, "huge", make([]byte, 1000)); !errors.Is(err, idem.ErrResultTooLarge) {
-		t.Fatalf("SaveStep of 1000 bytes = %v, want ErrResultTooLarge", err)
-	}
-	if err := s.SaveStep(ctx, l, "a", make([]byte, 500)); err != nil {
-		t.Fatal(err)
-	}
-	err = s.SaveStep(ctx, l, "b", make([]byte, 500))
-	if !errors.Is(err, idem.ErrResultTooLarge) || !strings.Contains(err.Error(), "1002 bytes") {
-		t.Fatalf("SaveStep past the limit = %v, want ErrResultTooLarge naming the steps' 1002 bytes", err)
-	}
-	if err := s.SaveStep(ctx, l, "a", make([]byte, 600)); err != nil {
-		t.Fatalf("SaveStep of a step already recorded = %v, want nil (it keeps its first data)", err)
-	}
+	l := idemtest.CheckStepTooLarge(t, s, "big", token(1), "1002 bytes")
 	if names, _ := stepColumns(t, s, l.Key); len(names) != 1 {
 		t.Fatalf("steps %q, want only a", names)
 	}

@@ -265,15 +265,7 @@ func (s *Store) claim(ctx context.Context, c *pgxpool.Conn, req idemstore.ClaimR
 			return idemstore.ClaimResult{}, s.wrap(ctx, "claim", req.Key, err)
 		}
 		if claimed {
-			st := idemstore.ClaimAcquired
-			if tookOver {
-				st = idemstore.ClaimTakenOver
-			}
-			steps, err := stepsOf(req.Key, names, data)
-			if err != nil {
-				return idemstore.ClaimResult{}, err
-			}
-			return idemstore.ClaimResult{Status: st, Fence: uint64(fence), LeaseUntil: leaseUntil, Steps: steps}, nil
+			return acquired(req.Key, fence, leaseUntil, tookOver, names, data)
 		}
 		r := row{state: state, owner: owner, fence: fence, fp: fp, result: result,
 			leaseUntil: leaseUntil, expiresAt: deref(expiresAt), format: format}
@@ -287,6 +279,20 @@ func (s *Store) claim(ctx context.Context, c *pgxpool.Conn, req idemstore.ClaimR
 		return r.busyResult(req.Fingerprint), nil
 	}
 	return idemstore.ClaimResult{}, fmt.Errorf("pgstore: claim %s: key kept changing under %d attempts", req.Key, maxClaimAttempts)
+}
+
+// acquired is the result of a claim that took key: acquired anew or
+// taken over, with the steps the row keeps (names and data).
+func acquired(key string, fence int64, leaseUntil time.Time, tookOver bool, names, data [][]byte) (idemstore.ClaimResult, error) {
+	st := idemstore.ClaimAcquired
+	if tookOver {
+		st = idemstore.ClaimTakenOver
+	}
+	steps, err := stepsOf(key, names, data)
+	if err != nil {
+		return idemstore.ClaimResult{}, err
+	}
+	return idemstore.ClaimResult{Status: st, Fence: uint64(fence), LeaseUntil: leaseUntil, Steps: steps}, nil
 }
 
 // claimOrdered is Claim with per-entity ordering: one call of the
@@ -312,15 +318,7 @@ func (s *Store) claimOrdered(ctx context.Context, c *pgxpool.Conn, req idemstore
 	}
 	switch {
 	case claimed:
-		st := idemstore.ClaimAcquired
-		if tookOver {
-			st = idemstore.ClaimTakenOver
-		}
-		steps, err := stepsOf(req.Key, names, data)
-		if err != nil {
-			return idemstore.ClaimResult{}, err
-		}
-		return idemstore.ClaimResult{Status: st, Fence: uint64(fence), LeaseUntil: deref(leaseUntil), Steps: steps}, nil
+		return acquired(req.Key, fence, deref(leaseUntil), tookOver, names, data)
 	case outOfOrder:
 		return idemstore.ClaimResult{Status: idemstore.ClaimOutOfOrder, Fence: uint64(fence), LastAccepted: deref(lastAccepted)}, nil
 	}
@@ -436,33 +434,15 @@ func (s *Store) hint(key string, state int16) {
 
 // Get implements idemstore.Store.
 func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
-	c, err := s.acquire(ctx, "get")
-	if err != nil {
-		return idemstore.Record{}, err
-	}
-	defer c.Release()
-	var (
-		r         row
-		updatedAt time.Time
-		now       time.Time
-	)
-	var claimedAt *time.Time
+	var now time.Time
 	var names, data [][]byte
-	err = c.QueryRow(ctx, s.q.get, key, s.ts()).Scan(&r.state, &r.owner, &r.fence, &r.fp, &r.result,
-		&r.leaseUntil, &r.expiresAt, &updatedAt, &claimedAt, &r.format, &now, &names, &data)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return idemstore.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
-	}
+	rec, err := s.queryRecord(ctx, "get", key, s.q.get, []any{key, s.ts()}, &now, &names, &data)
 	if err != nil {
-		return idemstore.Record{}, s.wrap(ctx, "get", key, err)
-	}
-	if err := r.check(key); err != nil {
 		return idemstore.Record{}, err
 	}
-	if !now.Before(r.expiresAt) {
+	if !now.Before(rec.ExpiresAt) {
 		return idemstore.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
 	}
-	rec := r.record(key, updatedAt, claimedAt)
 	if rec.Steps, err = stepsOf(key, names, data); err != nil {
 		return idemstore.Record{}, err
 	}

@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
 // Benchmarks measure the store through a Guard (idem.Do, as generated code
@@ -54,26 +54,13 @@ func parallel(n, c int, op func(i int)) time.Duration {
 // versus runs n iterations of raw and of store on callers goroutines and
 // returns each side's time per operation at that concurrency. Machine load
 // here swings a lot (2 shared cores), so the two sides are interleaved:
-// one caller alternates a raw and a store operation; many callers run the
-// two sides in alternating phases of n/16 operations each. (Mixing the
-// sides inside one phase would let their queueing average out and hide the
-// store's extra server time.)
+// one caller alternates a raw and a store operation (idemtest.Interleave);
+// many callers run the two sides in alternating phases of n/16 operations
+// each. (Mixing the sides inside one phase would let their queueing
+// average out and hide the store's extra server time.)
 func versus(n, callers int, raw, store func(i int)) (rawPerOp, storePerOp time.Duration) {
 	if callers == 1 {
-		var rawSum, storeSum time.Duration
-		for i := 0; i < n; i++ {
-			first, second, fs, ss := raw, store, &rawSum, &storeSum
-			if i%2 == 1 {
-				first, second, fs, ss = store, raw, &storeSum, &rawSum
-			}
-			t := time.Now()
-			first(i)
-			t2 := time.Now()
-			second(i)
-			*fs += t2.Sub(t)
-			*ss += time.Since(t2)
-		}
-		return rawSum / time.Duration(n), storeSum / time.Duration(n)
+		return idemtest.Interleave(1, n, raw, store)
 	}
 	const phases = 16
 	var rawTime, storeTime time.Duration
@@ -236,31 +223,19 @@ func BenchmarkWaitWakeup(b *testing.B) {
 	b.Cleanup(func() { waiter.Close() })
 	ctx := context.Background()
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
-	lat := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	begin := func(i int) (string, func() error) {
 		key := "wake:" + run + ":" + strconv.Itoa(i)
 		req := idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{1}, Lease: 10 * time.Second, TTL: time.Minute}
 		res, err := owner.Claim(ctx, req)
 		if err != nil {
 			b.Fatal(err)
 		}
-		done := make(chan time.Time, 1)
-		go func() {
-			if err := waiter.Wait(ctx, key); err != nil {
-				b.Error(err)
-			}
-			done <- time.Now()
-		}()
-		waitListening(waiter, key)
-		start := time.Now()
-		if err := owner.Complete(ctx, idemstore.Lease{Key: key, Owner: req.Owner, Fence: res.Fence, TTL: time.Minute}, idemstore.Result{Data: []byte("1")}); err != nil {
-			b.Fatal(err)
+		return key, func() error {
+			return owner.Complete(ctx, idemstore.Lease{Key: key, Owner: req.Owner, Fence: res.Fence, TTL: time.Minute}, idemstore.Result{Data: []byte("1")})
 		}
-		lat = append(lat, (<-done).Sub(start))
 	}
-	b.StopTimer()
-	slices.Sort(lat)
+	wait := func(key string) error { return waiter.Wait(ctx, key) }
+	lat, _ := idemtest.WakeupTimes(b, begin, wait, func(key string) { waitListening(waiter, key) })
 	var sum time.Duration
 	for _, d := range lat {
 		sum += d

@@ -1,12 +1,10 @@
 package redisstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,25 +12,8 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 )
-
-// syncBuffer is a log sink safe for the store's concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestEvictionPolicyCheck sets the eviction configuration of a private
 // server (never the shared one) and checks what the store says and does at
@@ -65,7 +46,7 @@ func TestEvictionPolicyCheck(t *testing.T) {
 			if err := rdb.ConfigSet(ctx, "maxmemory", tt.maxmemory).Err(); err != nil {
 				t.Fatal(err)
 			}
-			var log syncBuffer
+			var log idemtest.SyncBuffer
 			s, err := New(context.Background(), rdb, WithKeyPrefix(testPrefix(t)), WithEvictionCheck(tt.mode),
 				WithLogger(slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 			if err != nil {

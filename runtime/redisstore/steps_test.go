@@ -17,6 +17,7 @@ import (
 	"github.com/idemgen/idemgen/internal/testenv"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
 // keysOf lists the Redis keys under the store's prefix on every node.
@@ -228,29 +229,11 @@ func TestStepTooLarge(t *testing.T) {
 	s := newStore(t, rdb)
 	s.maxRecord = 1000
 	ctx := context.Background()
-	l := idemstore.Lease{Key: "big", Owner: idemstore.Token{1}, Duration: time.Minute, TTL: time.Hour}
-	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Fence = res.Fence
-	if err := s.SaveStep(ctx, l, "huge", make([]byte, 1000)); !errors.Is(err, idem.ErrResultTooLarge) {
-		t.Fatalf("SaveStep of 1000 bytes = %v, want ErrResultTooLarge", err)
-	}
-	if err := s.SaveStep(ctx, l, "a", make([]byte, 500)); err != nil {
-		t.Fatal(err)
-	}
-	err = s.SaveStep(ctx, l, "b", make([]byte, 500))
-	if !errors.Is(err, idem.ErrResultTooLarge) || !strings.Contains(err.Error(), "1117 bytes") {
-		t.Fatalf("SaveStep past the limit = %v, want ErrResultTooLarge naming the record's 1117 bytes", err)
-	}
-	if err := s.SaveStep(ctx, l, "a", make([]byte, 600)); err != nil {
-		t.Fatalf("SaveStep of a step already recorded = %v, want nil (it keeps its first data)", err)
-	}
+	l := idemtest.CheckStepTooLarge(t, s, "big", idemstore.Token{1}, "1117 bytes")
 	if _, err := s.ForceRelease(ctx, l.Key); err != nil {
 		t.Fatal(err)
 	}
-	res, err = s.Claim(ctx, idemstore.ClaimRequest{Key: l.Key, Owner: idemstore.Token{2}, Lease: l.Duration, TTL: l.TTL})
+	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: l.Key, Owner: idemstore.Token{2}, Lease: l.Duration, TTL: l.TTL})
 	if err != nil || len(res.Steps) != 1 || len(res.Steps["a"]) != 500 {
 		t.Fatalf("claim = %v steps, %v; want step a of 500 bytes", len(res.Steps), err)
 	}

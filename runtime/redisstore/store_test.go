@@ -92,15 +92,8 @@ func TestRoundTrips(t *testing.T) {
 	rdb.AddHook(cnt)
 	s := newStore(t, rdb)
 	g := idem.NewGuard(s)
-	ctx := context.Background()
 
-	call := func(spec *idem.Spec, id string, d time.Duration) (string, error) {
-		c := g.Begin(spec, id)
-		return idem.Do(ctx, c, func(ctx context.Context) (string, error) {
-			time.Sleep(d)
-			return "r-" + id, nil
-		})
-	}
+	call := idemtest.SleepCall(g)
 	fast := &idem.Spec{Name: "redisstore.fast", Lease: 30 * time.Second}
 	slow := &idem.Spec{Name: "redisstore.slow", Lease: 150 * time.Millisecond}
 
