@@ -173,7 +173,7 @@ func newEmitter(pi *pkgInfo, fns []*fn) *emitter {
 			keyBuilding:  map[helperKey]bool{},
 			keyRecursive: map[helperKey]bool{},
 		},
-		drift:        newDriftFacts(),
+		drift:        pathDrift(fns), // the writers add what they reach
 		codecHelpers: map[string]*codecHelper{},
 		errPkgs:      pi.errPackages(fns),
 	}

@@ -80,9 +80,6 @@ func (e *emitter) newWrap(x *fn, typeName, field string, hn helperNames) *wrap {
 // advice converges.
 func (e *emitter) keyMaterial(w *wrap) ([]jen.Code, bool) {
 	x := w.x
-	for _, n := range x.plan.resolved.reads {
-		e.drift.readFields(x, n)
-	}
 	keys, payload, ok := e.keyStatements(x, w.k, w.ns)
 	if fnTypeParams(x).Len() > 0 {
 		keys = append(e.typeArgKeys(x, w.k), keys...) // the type arguments are part of the key
