@@ -15,8 +15,9 @@ import (
 
 // emitter builds the generated file of one package from its plan. Its
 // state is in four parts: the file being written (its imports and
-// names), the key and codec helpers, the drift facts (what the generated
-// code reads and converts) and the declarations written so far.
+// names), the key and codec helpers, the drift facts (those of the plan's
+// paths, then what the key and codec code reaches) and the declarations
+// written so far. Render code that needs only the file is fileWriter's.
 type emitter struct {
 	*fileWriter
 	keyHelpers
