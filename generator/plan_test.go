@@ -2,7 +2,9 @@ package generator
 
 import (
 	"go/token"
+	"go/types"
 	"path/filepath"
+	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -107,6 +109,43 @@ func TestPlan(t *testing.T) {
 			got := planOf(t, tc.name)
 			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreUnexported(filePlan{}, funcPlan{}), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPathDrift: the drift facts of key= and order= paths are derived
+// from the plan, before anything is written: each struct a path reads,
+// and the generic instances by the function that reads them.
+func TestPathDrift(t *testing.T) {
+	tests := []struct {
+		name            string
+		fields, generic []string
+	}{
+		{name: "pointerpath", fields: []string{"Account", "Audit", "Base", "Person", "Request"}},
+		{name: "receiverkey", fields: []string{"Tenant"}},
+		{name: "options"},
+		{name: "genericmethods", generic: []string{"Rename: Repo[U]"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := pathDrift(planOf(t, tc.name).fns)
+			var fields, generic []string
+			for obj := range d.fields {
+				fields = append(fields, obj.Name())
+			}
+			for _, n := range d.instances {
+				fields = append(fields, types.TypeString(n, types.RelativeTo(n.Obj().Pkg())))
+			}
+			sort.Strings(fields)
+			for _, r := range d.generic {
+				generic = append(generic, r.x.name+": "+types.TypeString(r.n, types.RelativeTo(r.n.Obj().Pkg())))
+			}
+			if diff := cmp.Diff(tc.fields, fields, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("structs read (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.generic, generic, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("generic instances read (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -15,20 +15,19 @@ import (
 
 // emitter builds the generated file of one package from its plan. Its
 // state is in four parts: the file being written (its imports and
-// names), the key and codec helpers, the drift facts (what the generated
-// code reads and converts) and the declarations written so far.
+// names), the key and codec helpers, the drift facts (those of the plan's
+// paths, then what the key and codec code reaches) and the declarations
+// written so far. Render code that needs only the file is fileWriter's.
 type emitter struct {
 	*fileWriter
 	keyHelpers
 	fileOut
 	// drift are the types the code relies on, which the drift checks pin.
 	drift *driftFacts
-	// cur is the function whose code is being written.
-	cur *fn
 	// codecHelpers are the result codec helpers of named types.
 	codecHelpers map[string]*codecHelper
-	// fns are the package's annotated functions.
-	fns []*fn
+	// errPkgs are the packages whose error types idemErrors restores.
+	errPkgs []*types.Package
 }
 
 // The packages the generated code names besides the user's.
@@ -175,9 +174,9 @@ func newEmitter(pi *pkgInfo, fns []*fn) *emitter {
 			keyBuilding:  map[helperKey]bool{},
 			keyRecursive: map[helperKey]bool{},
 		},
-		drift:        newDriftFacts(),
+		drift:        pathDrift(fns), // the writers add what they reach
 		codecHelpers: map[string]*codecHelper{},
-		fns:          fns,
+		errPkgs:      pi.errPackages(fns),
 	}
 	for k := range pi.scope {
 		e.globals[k] = true
@@ -201,7 +200,7 @@ var importOptions = &imports.Options{FormatOnly: true, Comments: true, TabIndent
 // groups splits fns by receiver (free functions first, then types in order
 // of their first annotated method) and reserves the API names, which must
 // be exactly Idempotent[T] / NewIdempotent[T].
-func (e *emitter) groups(fns []*fn) []*group {
+func (e *fileWriter) groups(fns []*fn) []*group {
 	var gs []*group
 	byRecv := map[*types.TypeName]*group{}
 	for _, x := range fns {
@@ -301,7 +300,7 @@ func (e *emitter) groupType(g *group, field string, guardT jen.Code, methods nam
 // wrapper) a field or method promoted from *T, which a helper would
 // silently shadow. pick takes the first free base, else the last one
 // numbered.
-func (e *emitter) picker(g *group, methods namer) (pick func(bases ...string) string) {
+func (e *fileWriter) picker(g *group, methods namer) (pick func(bases ...string) string) {
 	taken := func(name string) bool {
 		if methods[name] {
 			return true
@@ -388,7 +387,7 @@ func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclus
 			x.notKeyed = addOnce(x.notKeyed, name+" ("+why+")")
 			continue
 		}
-		w := &writer{e: e, b: b, n: ns, exPath: name, lenient: e.lenient}
+		w := &writer{e: e, x: x, b: b, n: ns, exPath: name, lenient: e.lenient}
 		s, good := w.write(val{e: id(p.name), ptr: p.byPtr}, p.typ, name, ex.trees[i], p.variadic)
 		for _, sk := range w.skipped {
 			x.notKeyed = addOnce(x.notKeyed, sk)
@@ -411,7 +410,7 @@ func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclus
 // string path is the key as it is (an ID); single says so.
 func (e *emitter) keyPathStatements(x *fn, b func() *jen.Statement, ns namer, keyPaths []keyPath) (keys []jen.Code, single, ok bool) {
 	pi, ok := e.pi, true
-	w := &writer{e: e, b: b, n: ns, noAdvice: true}
+	w := &writer{e: e, x: x, b: b, n: ns, noAdvice: true}
 	single = len(keyPaths) == 1 && isString(keyPaths[0].typ)
 	for _, kp := range keyPaths {
 		if why := e.pi.pathNotIdentity(x, kp); why != "" {
@@ -492,7 +491,7 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 		_, timePtr = at.typ.(*types.Pointer)
 	}
 	if entOK {
-		w := &writer{e: e, b: func() *jen.Statement { return jen.Id(c).Dot("Entity").Call() }, n: ns, noAdvice: true}
+		w := &writer{e: e, x: x, b: func() *jen.Statement { return jen.Id(c).Dot("Entity").Call() }, n: ns, noAdvice: true}
 		v := ent.value(x)
 		s, good := w.write(v, ent.typ, ent.opt.text, nil, len(ent.fields) == 0 && x.params[ent.param].variadic)
 		if !good {

@@ -35,7 +35,10 @@ type codecProblem struct {
 
 // codecGen writes the codec of one wrapper's result value.
 type codecGen struct {
-	e        *emitter
+	e *emitter
+	// x is the function whose results are stored (nil for idemErrors):
+	// as writer.x.
+	x        *fn
 	problems []codecProblem
 	lossy    map[string]bool // other packages' types whose unexported state is not replayed
 	// skipped: fields of other packages' structs that cannot be stored and
@@ -154,7 +157,7 @@ func (e *emitter) resultCodec(x *fn, specBase string, resultT jen.Code) (codec j
 	if len(x.result) == 0 {
 		return nil, "", true
 	}
-	g := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: specBase}
+	g := &codecGen{e: e, x: x, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: specBase}
 	encBody, decBody := g.resultBodies(x, omits)
 	if len(g.problems) > 0 {
 		e.reportCodecProblems(x, g.problems)
@@ -273,7 +276,7 @@ func (g *codecGen) recordDoc(omitted []string) string {
 
 // reportCodecProblems reports the problems of x's result codec, one line
 // per omit= that would lift them.
-func (e *emitter) reportCodecProblems(x *fn, problems []codecProblem) {
+func (e *fileWriter) reportCodecProblems(x *fn, problems []codecProblem) {
 	type line struct {
 		idx  int
 		msgs []string

@@ -50,7 +50,7 @@ func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codec
 	h := &codecHelper{name: name, building: true}
 	e.codecHelpers[key] = h // recursion finds it
 	mark := len(e.helperDecls)
-	sub := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec}
+	sub := &codecGen{e: e, x: g.x, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec}
 	// Paths inside the helper are relative; foreignAt "" at the root of an
 	// own type, or the root itself of another package's.
 	root := ""
@@ -73,7 +73,7 @@ func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codec
 		encBody = append(depthGuard("e"), encBody...)
 		decBody = append(depthGuard("d"), decBody...)
 	}
-	e.drift.readFields(e.cur, n)
+	e.drift.readFields(g.x, n)
 	tt := e.typ(n)
 	e.helperDecls = append(e.helperDecls,
 		helperDecl{name: "idemEnc" + name, code: jen.Func().Id("idemEnc"+name).Params(jen.Id("e").Op("*").Add(e.qual(implPkg, "Encoder")), jen.Id("v").Op("*").Add(tt)).Block(encBody...)},

@@ -72,7 +72,7 @@ func (pi *pkgInfo) errPackages(fns []*fn) []*types.Package {
 // errPackages.
 func (e *emitter) knownErrors() {
 	var sentinels []*types.Var
-	for _, p := range e.pi.errPackages(e.fns) {
+	for _, p := range e.errPkgs {
 		for _, name := range p.Scope().Names() {
 			switch o := p.Scope().Lookup(name).(type) {
 			case *types.TypeName:

@@ -273,7 +273,7 @@ func basicKind(terms []*types.Term) (method, conv string) {
 
 // typeArgKeys opens the key of a generic function's call with the
 // identity of each type argument.
-func (e *emitter) typeArgKeys(x *fn, c string) []jen.Code {
+func (e *fileWriter) typeArgKeys(x *fn, c string) []jen.Code {
 	var out []jen.Code
 	tps := fnTypeParams(x)
 	for i := 0; i < tps.Len(); i++ {
@@ -296,7 +296,7 @@ func typeArgs(x *fn) jen.Code {
 // genericNames reserves the package-level names of generic function x's
 // wrapper (IdempotentF), its Key companion (IdempotentFKey) and its begin
 // helper; a package that declares one of the first two is told so.
-func (e *emitter) genericNames(x *fn) helperNames {
+func (e *fileWriter) genericNames(x *fn) helperNames {
 	fname := x.name
 	hn := helperNames{wrapper: "Idempotent" + upperFirst(fname), key: "Idempotent" + upperFirst(fname) + "Key"}
 	for _, name := range []string{hn.wrapper, hn.key} {
@@ -320,7 +320,7 @@ func (e *emitter) genericNames(x *fn) helperNames {
 // genericSelfCheck is the signature self-check of a generic function or
 // a method of a generic type: a generic blank function instantiates it
 // with its own type parameters.
-func (e *emitter) genericSelfCheck(x *fn, sig *types.Signature, ref *jen.Statement) *jen.Statement {
+func (e *fileWriter) genericSelfCheck(x *fn, sig *types.Signature, ref *jen.Statement) *jen.Statement {
 	if x.recv == nil {
 		ref = e.qual(x.obj.Pkg(), x.obj.Name()).Index(typeArgs(x))
 	}
@@ -339,7 +339,7 @@ func fnTypeParams(x *fn) *types.TypeParamList {
 
 // genericGroup is the wrapper type of a generic type's methods and its
 // constructor: IdempotentRepo[T C] embeds *Repo[T].
-func (e *emitter) genericGroup(g *group, field string, guardT jen.Code) []jen.Code {
+func (e *fileWriter) genericGroup(g *group, field string, guardT jen.Code) []jen.Code {
 	n := g.recv.Type().(*types.Named)
 	tps := n.TypeParams()
 	decls := make([]jen.Code, tps.Len())
@@ -363,7 +363,7 @@ func (e *emitter) genericGroup(g *group, field string, guardT jen.Code) []jen.Co
 }
 
 // genericParams is (x *Idempotent, params...) results of a generic wrapper.
-func (e *emitter) genericParams(x *fn, recv, typeName string, names []string) jen.Code {
+func (e *fileWriter) genericParams(x *fn, recv, typeName string, names []string) jen.Code {
 	s := x.sig
 	ps := []jen.Code{jen.Id(recv).Op("*").Id(typeName)}
 	for i := 0; i < s.Params().Len(); i++ {
@@ -390,7 +390,7 @@ func (e *emitter) genericParams(x *fn, recv, typeName string, names []string) je
 // every type argument, and a stored record does not say which one wrote
 // it. omit= does not lift it (the codec's type would still name the type
 // parameter at package level).
-func (e *emitter) typeParamResults(x *fn, what string) bool {
+func (e *fileWriter) typeParamResults(x *fn, what string) bool {
 	ok := true
 	for i, t := range x.result {
 		if tp := firstTypeParam(t, map[*types.Named]bool{}); tp != nil {

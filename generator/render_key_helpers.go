@@ -128,13 +128,13 @@ func (w *writer) valueWriter(t types.Type) jen.Code {
 // on first use. Recursive types work: the name is reserved before the body
 // is written. If n cannot be keyed it returns n's problems instead, with
 // paths relative to root (kept: a type reached again is not walked again).
-func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
+func (e *emitter) helper(n *types.Named, x *fn) (string, []problem, helperKey) {
 	obj := n.Obj()
 	if e.lenient {
 		// A payload helper is the key helper when that one can be
 		// written: a lenient twin only where they differ.
 		e.lenient = false
-		name, probs, k := e.helper(n)
+		name, probs, k := e.helper(n, x)
 		e.lenient = true
 		if probs == nil {
 			return name, nil, k
@@ -157,7 +157,7 @@ func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
 	name := e.global("idemKey" + prefix + upperFirst(obj.Name()) + e.instanceSuffix(n))
 	e.helpers[hk] = name
 	mark := len(e.helperDecls)
-	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, exPath: root, lenient: e.lenient}
+	w := &writer{e: e, x: x, b: id("b"), n: namer{"b": true, "v": true}, raw: n, exPath: root, lenient: e.lenient}
 	e.keyBuilding[hk] = true
 	body, ok := w.write(val{e: id("v"), ptr: true}, n, root, nil, false)
 	delete(e.keyBuilding, hk)

@@ -159,6 +159,10 @@ func orRest(cs []jen.Code) []jen.Code {
 // writer is what write needs to know about the current key path.
 type writer struct {
 	e *emitter
+	// x is the function whose key is written: the drift check of a struct
+	// that mentions its type parameters is declared inside a function
+	// with them.
+	x *fn
 	b func() *jen.Statement // the *idemimpl.KeyBuilder
 	n namer
 	// raw is the named type whose helper is being written: write it by its
@@ -241,7 +245,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 	}
 	if n, ok := t.(*types.Named); ok {
 		if _, isStruct := n.Underlying().(*types.Struct); isStruct {
-			w.e.drift.readFields(w.e.cur, n)
+			w.e.drift.readFields(w.x, n)
 		} else {
 			w.e.drift.pinNamed(n)
 		}
@@ -353,7 +357,7 @@ func (w *writer) protoMessage(v val, t types.Type, ptr bool) []jen.Code {
 // helperName is the name of n's key helper, which a value at path is
 // keyed by; false after recording its problems at path.
 func (w *writer) helperName(n *types.Named, path string) (string, bool) {
-	name, probs, hk := w.e.helper(n)
+	name, probs, hk := w.e.helper(n, w.x)
 	if probs == nil {
 		for _, sk := range w.e.skipped[hk] {
 			w.skipped = addOnce(w.skipped, path+sk[len(root):])
@@ -571,7 +575,7 @@ func (w *writer) zeroSizeField(v val, f *types.Var, fp string, sub exTree) []jen
 	if _, isStruct := f.Type().Underlying().(*types.Struct); isStruct && !w.e.pi.keyedByMethod(f.Type()) {
 		return nil
 	}
-	try := &writer{e: w.e, b: w.b, n: w.n, noAdvice: true, inlining: w.inlining}
+	try := &writer{e: w.e, x: w.x, b: w.b, n: w.n, noAdvice: true, inlining: w.inlining}
 	s, ok := try.write(v.field(f.Name()), f.Type(), fp, sub, false)
 	if !ok {
 		return nil

@@ -82,7 +82,7 @@ func addPath(list []string, p string) []string {
 // one line per kind. A line that exclude= would lift ends with the exact
 // option to write, merged with the exclude= already given, so following
 // the advice always makes progress.
-func (e *emitter) report(x *fn, probs []problem, at []token.Position, keyPaths []keyPath) {
+func (e *fileWriter) report(x *fn, probs []problem, at []token.Position, keyPaths []keyPath) {
 	shallowest(x, probs, keyPaths)
 	lines := collapse(probs)
 	// Across lines too, a path under another line's path is advised as

@@ -71,7 +71,6 @@ func (e *emitter) newWrap(x *fn, typeName, field string, hn helperNames) *wrap {
 	}
 	w.recv, w.c, w.k = w.ns.get(recvBase), w.ns.get("c"), w.ns.get("k")
 	x.recvVar = w.recv
-	e.cur = x
 	return w
 }
 
@@ -81,9 +80,6 @@ func (e *emitter) newWrap(x *fn, typeName, field string, hn helperNames) *wrap {
 // advice converges.
 func (e *emitter) keyMaterial(w *wrap) ([]jen.Code, bool) {
 	x := w.x
-	for _, n := range x.plan.resolved.reads {
-		e.drift.readFields(x, n)
-	}
 	keys, payload, ok := e.keyStatements(x, w.k, w.ns)
 	if fnTypeParams(x).Len() > 0 {
 		keys = append(e.typeArgKeys(x, w.k), keys...) // the type arguments are part of the key
@@ -95,7 +91,7 @@ func (e *emitter) keyMaterial(w *wrap) ([]jen.Code, bool) {
 // specFields are the fields of the Spec, but its codec. A field the
 // directive leaves at its default is left out: the runtime reads zero as
 // the default, and the wrapper's doc line says what takes effect.
-func (e *emitter) specFields(w *wrap) []jen.Code {
+func (e *fileWriter) specFields(w *wrap) []jen.Code {
 	x, o := w.x, w.x.opts
 	w.specVar = e.global("idemSpec" + w.specBase)
 	kv := func(k string, v jen.Code) jen.Code { return jen.Id(k).Op(":").Add(v) }
@@ -134,7 +130,7 @@ func (e *emitter) specFields(w *wrap) []jen.Code {
 }
 
 // spec emits the Spec, one field per line, its result codec last.
-func (e *emitter) spec(w *wrap, fields []jen.Code, codec jen.Code) jen.Code {
+func (e *fileWriter) spec(w *wrap, fields []jen.Code, codec jen.Code) jen.Code {
 	if codec != nil {
 		fields = append(fields, jen.Id("Codec").Op(":").Add(codec))
 	}
@@ -173,7 +169,7 @@ func (e *emitter) signatureCheck(w *wrap) {
 // travel as one struct, its fields named after the results (stored as R1,
 // R2… whatever their names, so renaming a result changes no record): its
 // declaration, else nil.
-func (e *emitter) resultStruct(w *wrap) jen.Code {
+func (e *fileWriter) resultStruct(w *wrap) jen.Code {
 	x := w.x
 	switch len(x.result) {
 	case 0:
@@ -196,7 +192,7 @@ func (e *emitter) resultStruct(w *wrap) jen.Code {
 // beginParams sets the parameters of Key (the wrapper's, variadic still)
 // and of begin (structs and arrays by pointer, a variadic as its slice),
 // and the wrapper's arguments to begin.
-func (e *emitter) beginParams(w *wrap) {
+func (e *fileWriter) beginParams(w *wrap) {
 	for _, p := range w.x.params {
 		if p.isCtx {
 			continue
@@ -222,7 +218,7 @@ func (e *emitter) beginParams(w *wrap) {
 // decl is the head of a method of the wrapper type; a generic function's
 // helpers are package-level generic functions taking the wrapper type
 // first (methods cannot have type parameters).
-func (e *emitter) decl(w *wrap, name string, params ...jen.Code) *jen.Statement {
+func (e *fileWriter) decl(w *wrap, name string, params ...jen.Code) *jen.Statement {
 	if w.hn.wrapper != "" {
 		return jen.Func().Id(name).Types(e.typeParamDecls(w.x)...).Params(append([]jen.Code{jen.Id(w.recv).Op("*").Id(w.typeName)}, params...)...)
 	}
@@ -231,7 +227,7 @@ func (e *emitter) decl(w *wrap, name string, params ...jen.Code) *jen.Statement 
 
 // recvDecl is the wrapper methods' receiver: (x *Idempotent), or
 // (x *IdempotentRepo[T]) for a generic type's.
-func (e *emitter) recvDecl(w *wrap) *jen.Statement {
+func (e *fileWriter) recvDecl(w *wrap) *jen.Statement {
 	if w.x.recv != nil && fnTypeParams(w.x).Len() > 0 {
 		return jen.Params(jen.Id(w.recv).Op("*").Id(w.typeName).Index(typeArgs(w.x)))
 	}
@@ -239,7 +235,7 @@ func (e *emitter) recvDecl(w *wrap) *jen.Statement {
 }
 
 // beginCall is the wrapper's (and Key's) call of begin.
-func (e *emitter) beginCall(w *wrap) *jen.Statement {
+func (e *fileWriter) beginCall(w *wrap) *jen.Statement {
 	if isGeneric(w.x) && w.x.recv == nil {
 		return jen.Id(w.hn.begin).Index(typeArgs(w.x)).Call(append([]jen.Code{jen.Id(w.recv)}, w.beginArgs...)...)
 	}
@@ -247,7 +243,7 @@ func (e *emitter) beginCall(w *wrap) *jen.Statement {
 }
 
 // wrapperMethod emits the wrapper: Do, on the call begin starts.
-func (e *emitter) wrapperMethod(w *wrap, codecDoc string) jen.Code {
+func (e *fileWriter) wrapperMethod(w *wrap, codecDoc string) jen.Code {
 	x := w.x
 	names := make([]string, len(x.params))
 	for i, p := range x.params {
@@ -268,7 +264,7 @@ func (e *emitter) wrapperMethod(w *wrap, codecDoc string) jen.Code {
 }
 
 // wrapperDoc says what the key leaves out.
-func (e *emitter) wrapperDoc(w *wrap) string {
+func (e *fileWriter) wrapperDoc(w *wrap) string {
 	x, doc := w.x, ""
 	if x.inner != "" {
 		// Every implementation of the interface shares the method's key
@@ -290,7 +286,7 @@ func (e *emitter) wrapperDoc(w *wrap) string {
 
 // doCall is the wrapper's body: Do runs the function at most once per key
 // begin writes; several results come back through the result struct.
-func (e *emitter) doCall(w *wrap) []jen.Code {
+func (e *fileWriter) doCall(w *wrap) []jen.Code {
 	x, ns := w.x, w.ns
 	call := e.innerCall(w)
 	ctxArg := jen.Add(e.qual(contextPkg, "Background")).Call()
@@ -332,7 +328,7 @@ func (e *emitter) doCall(w *wrap) []jen.Code {
 
 // innerCall calls the wrapped function (or method) with the wrapper's
 // arguments.
-func (e *emitter) innerCall(w *wrap) *jen.Statement {
+func (e *fileWriter) innerCall(w *wrap) *jen.Statement {
 	x, target := w.x, w.x.obj.Name()
 	args := make([]jen.Code, len(x.params))
 	for i, p := range x.params {
@@ -354,7 +350,7 @@ func (e *emitter) innerCall(w *wrap) *jen.Statement {
 
 // keyMethod emits the Key helper: what an operator needs to find the
 // call's record.
-func (e *emitter) keyMethod(w *wrap) jen.Code {
+func (e *fileWriter) keyMethod(w *wrap) jen.Code {
 	fname := w.x.name
 	doc := fmt.Sprintf("%s is the store key %s claims for these arguments; nothing runs.", w.hn.key, fname)
 	if w.hn.key != fname+"Key" && w.hn.wrapper == "" {
@@ -367,7 +363,7 @@ func (e *emitter) keyMethod(w *wrap) jen.Code {
 
 // begin emits the begin helper: the key material, written once for the
 // wrapper and Key.
-func (e *emitter) begin(w *wrap, material []jen.Code) jen.Code {
+func (e *fileWriter) begin(w *wrap, material []jen.Code) jen.Code {
 	k := w.k
 	if len(material) == 0 {
 		k = "_"

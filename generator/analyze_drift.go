@@ -1,0 +1,105 @@
+package generator
+
+import "go/types"
+
+// driftFacts are the types whose definitions the generated code relies
+// on: the structs whose fields it reads and the types whose
+// representation it converts. The drift checks pin them (checkDecls);
+// the key paths' structs are derived from the plan (pathDrift), the others
+// are noted as the key and codec code reaches them.
+type driftFacts struct {
+	// fields are the struct types whose fields the code reads: each gets
+	// a compile-time check that they did not change.
+	fields map[*types.TypeName]*types.Named
+	// instances are the instances of generic struct types whose fields
+	// the code reads, by instanceKey: each has fields of its own.
+	instances map[string]*types.Named
+	// generic are the instances that mention a type parameter of the
+	// function whose code reads them (Page[S] in Save[S]), in the order
+	// first read: they can be named only inside a generic function, with
+	// that function's type parameters.
+	generic []genericRead
+	// pinned are the named types and aliases whose representation the
+	// code converts.
+	pinned map[*types.TypeName]types.Type
+}
+
+type genericRead struct {
+	x *fn
+	n *types.Named
+}
+
+func newDriftFacts() *driftFacts {
+	return &driftFacts{
+		fields:    map[*types.TypeName]*types.Named{},
+		instances: map[string]*types.Named{},
+		pinned:    map[*types.TypeName]types.Type{},
+	}
+}
+
+// readFields notes that the code of x reads the fields of n.
+func (d *driftFacts) readFields(x *fn, n *types.Named) {
+	switch _, isStruct := n.Underlying().(*types.Struct); {
+	case !isStruct:
+	case mentionsTypeParam(n):
+		d.readGeneric(x, n)
+	case n.TypeArgs().Len() > 0:
+		d.instances[instanceKey(n)] = n
+	default:
+		d.fields[n.Obj()] = n
+	}
+}
+
+// readGeneric notes that the code of x reads the fields of n, an
+// instance that mentions x's type parameters; once per function.
+func (d *driftFacts) readGeneric(x *fn, n *types.Named) {
+	if x == nil {
+		return
+	}
+	for _, r := range d.generic {
+		if r.x == x && types.TypeString(r.n, nil) == types.TypeString(n, nil) {
+			return
+		}
+	}
+	d.generic = append(d.generic, genericRead{x, n})
+}
+
+// pinAlias notes that the code relies on what alias t stands for; other
+// types are ignored, and so are aliases of structs (their helpers take
+// the struct type itself) and interfaces (not converted).
+func (d *driftFacts) pinAlias(t types.Type) {
+	a, ok := t.(*types.Alias)
+	if !ok || a.TypeArgs().Len() > 0 {
+		return
+	}
+	switch types.Unalias(a).Underlying().(type) {
+	case *types.Struct, *types.Interface:
+		return
+	}
+	d.pinned[a.Obj()] = a
+}
+
+// pinNamed notes that the code relies on n's underlying type (structs
+// are checked by their field lists, interfaces are not converted).
+func (d *driftFacts) pinNamed(n *types.Named) {
+	switch n.Underlying().(type) {
+	case *types.Struct, *types.Interface:
+		return
+	}
+	if n.TypeArgs().Len() == 0 {
+		d.pinned[n.Obj()] = n
+	}
+}
+
+// pathDrift are the drift facts of fns' key= and order= paths: the
+// structs each path reads on its way (funcPlan.Reads), per function in
+// order, so a generic instance is checked inside its function.
+func pathDrift(fns []*fn) *driftFacts {
+	d := newDriftFacts()
+	for _, x := range fns {
+		for _, n := range x.plan.resolved.reads {
+			d.readFields(x, n)
+		}
+	}
+	return d
+}
