@@ -54,7 +54,7 @@ type pipe struct {
 // round trips of latency at any load that keeps the pipe busy, while the
 // connection and the server sit idle between the reply and the next
 // write. A second flusher sends it at once on another connection, which
-// halves that wait (BenchmarkFirstExecution's maxFlushers=1 variants,
+// shortens that wait (BenchmarkFirstExecution's maxFlushers=1 variants,
 // docs/BENCHMARKS.md); more than two add connections and smaller
 // pipelines for little: a command waits at most for the shorter of two
 // round trips already.
