@@ -86,6 +86,10 @@ type memRecord struct {
 	ClaimedAt   instant
 	value       any
 	size        int64 // what this record adds to Store.bytes
+	// items are the current run's stream items (Streamer), itemBytes
+	// what they count against WithMaxBytes.
+	items     [][]byte
+	itemBytes int64
 	// wake is closed when the record leaves in_progress; waiters make it.
 	wake chan struct{}
 }
@@ -140,7 +144,7 @@ func recordSize(r *memRecord) int64 {
 	if r.value != nil {
 		n += int64(len(r.Result))
 	}
-	return n
+	return n + r.itemBytes
 }
 
 // resize recounts r after a change to its result. Caller holds r's shard lock.
@@ -330,6 +334,7 @@ func (s *Store) claimLocked(sh *memShard, order *orderShard, req *idemstore.Clai
 	} else {
 		r.Steps = nil // a new call under an expired key: its steps are not ours
 	}
+	r.dropItems() // a new run: its stream starts at item 0
 	r.State = idemstore.StateInProgress
 	r.Owner = req.Owner
 	r.Fence++
@@ -489,6 +494,7 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idemstore.Record,
 	r.Owner = idemstore.Token{}
 	r.Fence++
 	r.Result, r.value = nil, nil
+	r.dropItems()
 	s.resize(r)
 	r.ExpiresAt = now.add(max(keep, 0))
 	sh.expires(r.ExpiresAt)
@@ -566,7 +572,7 @@ func (s *Store) finish(ctx context.Context, l idemstore.Lease, state idemstore.S
 	}
 	defer sh.mu.Unlock()
 	now := s.clock()
-	if n := int64(recordOverhead + len(l.Key) + len(res.Data)); n > s.maxBytes {
+	if n := int64(recordOverhead+len(l.Key)+len(res.Data)) + r.itemBytes; n > s.maxBytes {
 		return fmt.Errorf("%w: %d bytes, the store holds %d in all", idem.ErrResultTooLarge, n, s.maxBytes)
 	}
 	r.State = state
@@ -582,6 +588,7 @@ func (s *Store) finish(ctx context.Context, l idemstore.Lease, state idemstore.S
 	}
 	if state == idemstore.StateReleased {
 		r.Result = nil
+		r.dropItems()
 	}
 	s.resize(r)
 	r.ExpiresAt = now.add(l.TTL)

@@ -1,0 +1,117 @@
+package memstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
+)
+
+// itemOverhead is what Bytes counts for a stream item besides its data:
+// its slice header in the record's item list.
+const itemOverhead = 24
+
+// defaultReadMax is how many items a ReadStream returns when the request
+// does not say.
+const defaultReadMax = 256
+
+// dropItems forgets r's stream (a new run, a release). Caller holds r's
+// shard lock and resizes r.
+func (r *memRecord) dropItems() {
+	r.items, r.itemBytes = nil, 0
+}
+
+// AppendItem records item seq of the stream of the call l owns (see
+// idemstore.Streamer). The store keeps data as given, as it keeps a
+// result: one copy of an item, not two.
+func (s *Store) AppendItem(ctx context.Context, l idemstore.Lease, seq uint64, data []byte) error {
+	sh, r, err := s.lockOwned(ctx, l)
+	if err != nil {
+		return err
+	}
+	defer sh.mu.Unlock()
+	switch n := uint64(len(r.items)); {
+	case seq < n:
+		if bytes.Equal(r.items[seq], data) {
+			return nil // re-sent
+		}
+		return fmt.Errorf("memstore: %s: item %d is already recorded with other data", l.Key, seq)
+	case seq > n:
+		return fmt.Errorf("memstore: %s: item %d appended after %d items: items are appended in order", l.Key, seq, n)
+	}
+	size := int64(itemOverhead + len(data))
+	if n := r.size + size; n > s.maxBytes {
+		return fmt.Errorf("%w: item %d makes the record %d bytes, the store holds %d in all", idem.ErrResultTooLarge, seq, n, s.maxBytes)
+	}
+	r.items = append(r.items, data)
+	r.itemBytes += size
+	s.resize(r)
+	s.wakeAll(r) // attached readers
+	return nil
+}
+
+// ReadStream implements idemstore.Streamer. Appends and every change of
+// state wake a waiting reader through the record's wake channel (the one
+// Wait uses); lease expiry is noticed by polling.
+func (s *Store) ReadStream(ctx context.Context, req idemstore.StreamRead) (idemstore.StreamBatch, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return idemstore.StreamBatch{}, err
+		}
+		sh := s.shard(req.Key)
+		sh.mu.Lock()
+		b, wake := s.readLocked(sh, &req)
+		sh.mu.Unlock()
+		if wake == nil {
+			return b, nil
+		}
+		t := time.NewTimer(s.poll)
+		select {
+		case <-wake:
+			t.Stop()
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return idemstore.StreamBatch{}, ctx.Err()
+		}
+	}
+}
+
+// readLocked is ReadStream's read under the shard lock: the batch, or,
+// for a reader that waits and has nothing new, the channel to wait on.
+func (s *Store) readLocked(sh *memShard, req *idemstore.StreamRead) (idemstore.StreamBatch, chan struct{}) {
+	now := s.clock()
+	r := sh.m[req.Key]
+	if r == nil || r.State == idemstore.StateAbsent || !live(r, now) {
+		return idemstore.StreamBatch{}, nil
+	}
+	b := idemstore.StreamBatch{State: r.State, Fence: r.Fence, Count: uint64(len(r.items))}
+	switch r.State {
+	case idemstore.StateInProgress:
+		b.LeaseUntil = s.time(r.LeaseUntil)
+		b.LeaseExpired = now >= r.LeaseUntil
+	case idemstore.StateCompleted, idemstore.StateFailed:
+		b.Result = r.Result
+	}
+	if req.From < b.Count {
+		end := b.Count
+		if m := req.Max; m <= 0 {
+			end = min(end, req.From+defaultReadMax)
+		} else {
+			end = min(end, req.From+uint64(m))
+		}
+		// Capped: the reader cannot append into the record's list.
+		b.Items = r.items[req.From:end:end]
+		return b, nil
+	}
+	if !req.Wait || r.State != idemstore.StateInProgress || b.LeaseExpired || (req.Fence != 0 && req.Fence != r.Fence) {
+		return b, nil
+	}
+	if r.wake == nil {
+		r.wake = make(chan struct{})
+	}
+	return b, r.wake
+}
