@@ -86,10 +86,9 @@ type memRecord struct {
 	ClaimedAt   instant
 	value       any
 	size        int64 // what this record adds to Store.bytes
-	// items are the current run's stream items (Streamer), itemBytes
-	// what they count against WithMaxBytes.
-	items     [][]byte
-	itemBytes int64
+	// stream is the current run's stream items (Streamer), nil for a
+	// record without any: a pointer, so records of plain calls do not grow.
+	stream *itemLog
 	// wake is closed when the record leaves in_progress; waiters make it.
 	wake chan struct{}
 }
@@ -144,7 +143,10 @@ func recordSize(r *memRecord) int64 {
 	if r.value != nil {
 		n += int64(len(r.Result))
 	}
-	return n + r.itemBytes
+	if r.stream != nil {
+		n += r.stream.bytes
+	}
+	return n
 }
 
 // resize recounts r after a change to its result. Caller holds r's shard lock.
@@ -572,7 +574,7 @@ func (s *Store) finish(ctx context.Context, l idemstore.Lease, state idemstore.S
 	}
 	defer sh.mu.Unlock()
 	now := s.clock()
-	if n := int64(recordOverhead+len(l.Key)+len(res.Data)) + r.itemBytes; n > s.maxBytes {
+	if n := int64(recordOverhead+len(l.Key)+len(res.Data)) + r.streamBytes(); n > s.maxBytes {
 		return fmt.Errorf("%w: %d bytes, the store holds %d in all", idem.ErrResultTooLarge, n, s.maxBytes)
 	}
 	r.State = state

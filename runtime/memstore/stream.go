@@ -18,10 +18,31 @@ const itemOverhead = 24
 // does not say.
 const defaultReadMax = 256
 
+// itemLog is a record's stream: its items, and what they count against
+// WithMaxBytes.
+type itemLog struct {
+	items [][]byte
+	bytes int64
+}
+
 // dropItems forgets r's stream (a new run, a release). Caller holds r's
 // shard lock and resizes r.
-func (r *memRecord) dropItems() {
-	r.items, r.itemBytes = nil, 0
+func (r *memRecord) dropItems() { r.stream = nil }
+
+// streamBytes is what r's items count against WithMaxBytes.
+func (r *memRecord) streamBytes() int64 {
+	if r.stream == nil {
+		return 0
+	}
+	return r.stream.bytes
+}
+
+// itemsOf is r's items.
+func itemsOf(r *memRecord) [][]byte {
+	if r.stream == nil {
+		return nil
+	}
+	return r.stream.items
 }
 
 // AppendItem records item seq of the stream of the call l owns (see
@@ -33,9 +54,10 @@ func (s *Store) AppendItem(ctx context.Context, l idemstore.Lease, seq uint64, d
 		return err
 	}
 	defer sh.mu.Unlock()
-	switch n := uint64(len(r.items)); {
+	items := itemsOf(r)
+	switch n := uint64(len(items)); {
 	case seq < n:
-		if bytes.Equal(r.items[seq], data) {
+		if bytes.Equal(items[seq], data) {
 			return nil // re-sent
 		}
 		return fmt.Errorf("memstore: %s: item %d is already recorded with other data", l.Key, seq)
@@ -46,8 +68,11 @@ func (s *Store) AppendItem(ctx context.Context, l idemstore.Lease, seq uint64, d
 	if n := r.size + size; n > s.maxBytes {
 		return fmt.Errorf("%w: item %d makes the record %d bytes, the store holds %d in all", idem.ErrResultTooLarge, seq, n, s.maxBytes)
 	}
-	r.items = append(r.items, data)
-	r.itemBytes += size
+	if r.stream == nil {
+		r.stream = new(itemLog)
+	}
+	r.stream.items = append(r.stream.items, data)
+	r.stream.bytes += size
 	s.resize(r)
 	s.wakeAll(r) // attached readers
 	return nil
@@ -88,7 +113,8 @@ func (s *Store) readLocked(sh *memShard, req *idemstore.StreamRead) (idemstore.S
 	if r == nil || r.State == idemstore.StateAbsent || !live(r, now) {
 		return idemstore.StreamBatch{}, nil
 	}
-	b := idemstore.StreamBatch{State: r.State, Fence: r.Fence, Count: uint64(len(r.items))}
+	items := itemsOf(r)
+	b := idemstore.StreamBatch{State: r.State, Fence: r.Fence, Count: uint64(len(items))}
 	switch r.State {
 	case idemstore.StateInProgress:
 		b.LeaseUntil = s.time(r.LeaseUntil)
@@ -104,7 +130,7 @@ func (s *Store) readLocked(sh *memShard, req *idemstore.StreamRead) (idemstore.S
 			end = min(end, req.From+uint64(m))
 		}
 		// Capped: the reader cannot append into the record's list.
-		b.Items = r.items[req.From:end:end]
+		b.Items = items[req.From:end:end]
 		return b, nil
 	}
 	if !req.Wait || r.State != idemstore.StateInProgress || b.LeaseExpired || (req.Fence != 0 && req.Fence != r.Fence) {
