@@ -102,6 +102,19 @@ func TestStreamTakeoverRestarts(t *testing.T) {
 	}
 }
 
+// rerun calls spec's stream of n items until it runs (for at most 5s):
+// until the run before it released the key.
+func rerun(g *idem.Guard, spec *idem.Spec, n int) streamed {
+	var runs atomic.Int32
+	var got streamed
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if got = rangeStream(context.Background(), g, spec, "k", tokens(n, &runs, nil)); runs.Load() > 0 {
+			break
+		}
+	}
+	return got
+}
+
 // When the first caller stops ranging or its ctx ends, the producer goes
 // on recording: a later duplicate gets the whole stream, and the function
 // ran once.
@@ -172,16 +185,7 @@ func TestStreamIdleProducerStops(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the idle producer was not stopped within 5s")
 	}
-	var runs atomic.Int32
-	var got streamed
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) { // until the stuck run's key is released
-		if got = rangeStream(context.Background(), g, spec, "k", tokens(3, &runs, nil)); runs.Load() > 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if diff := cmp.Diff(streamed{Items: wantTokens(0, 3)}, got); diff != "" {
+	if diff := cmp.Diff(streamed{Items: wantTokens(0, 3)}, rerun(g, spec, 3)); diff != "" {
 		t.Errorf("the call after the idle producer stopped (-want +got):\n%s", diff)
 	}
 }
@@ -227,15 +231,7 @@ func TestStreamPanic(t *testing.T) {
 			if p != tt.wantPanic {
 				t.Fatalf("ranging recovered %v, want %v", p, tt.wantPanic)
 			}
-			var runs atomic.Int32
-			var got streamed
-			for range 500 { // until the panicked run's key is released
-				if got = rangeStream(context.Background(), g, spec, "k", tokens(2, &runs, nil)); runs.Load() > 0 {
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			if diff := cmp.Diff(streamed{Items: wantTokens(0, 2)}, got); diff != "" {
+			if diff := cmp.Diff(streamed{Items: wantTokens(0, 2)}, rerun(g, spec, 2)); diff != "" {
 				t.Errorf("the call after the panic (-want +got):\n%s", diff)
 			}
 			if n := failed.Load(); n != 1 {

@@ -689,15 +689,23 @@ func (s *Store) Wait(ctx context.Context, key string) error {
 		}
 		wake := r.wake
 		sh.mu.Unlock()
-		t := time.NewTimer(s.poll)
-		select {
-		case <-wake:
-			t.Stop()
-			// loop: re-check (a takeover also wakes waiters)
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
+		// Then re-check: a takeover also wakes waiters.
+		if err := s.pause(ctx, wake); err != nil {
+			return err
 		}
 	}
+}
+
+// pause waits until wake is closed, the poll interval has passed, or ctx
+// is done (its error).
+func (s *Store) pause(ctx context.Context, wake chan struct{}) error {
+	t := time.NewTimer(s.poll)
+	defer t.Stop()
+	select {
+	case <-wake:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
@@ -93,14 +92,8 @@ func (s *Store) ReadStream(ctx context.Context, req idemstore.StreamRead) (idems
 		if wake == nil {
 			return b, nil
 		}
-		t := time.NewTimer(s.poll)
-		select {
-		case <-wake:
-			t.Stop()
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return idemstore.StreamBatch{}, ctx.Err()
+		if err := s.pause(ctx, wake); err != nil {
+			return idemstore.StreamBatch{}, err
 		}
 	}
 }
