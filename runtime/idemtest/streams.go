@@ -1,6 +1,7 @@
 package idemtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ var streamCases = []suiteCase{
 	{"StreamItemsGoWithTheirRecord", testStreamExpire},
 	{"StreamCanceledChangesNothing", testStreamCanceled},
 	{"StreamThroughAGuard", testStreamGuard},
+	{"StreamSealedItemsHoldNoPlaintext", testStreamSealed},
 }
 
 func (e *env) streamer() idemstore.Streamer { return e.s.(idemstore.Streamer) }
@@ -405,4 +407,48 @@ func CheckItemTooLarge(t *testing.T, s idemstore.Store, key string, owner idemst
 		t.Fatalf("ReadStream after the refusals: %d items, %v; want 1", b.Count, err)
 	}
 	return l
+}
+
+// testStreamSealed streams items that hold sealMarker through a sealing
+// Guard: the store keeps none of them in the clear, and a duplicate
+// replays them.
+func testStreamSealed(t *testing.T, e *env) {
+	g := e.sealedGuard(t)
+	spec := e.spec("sealedstream")
+	runs := 0
+	fn := func(ctx context.Context, yield func(string) bool) error {
+		runs++
+		for i := range 3 {
+			if !yield(fmt.Sprint("token ", i, " ", sealMarker)) {
+				return nil
+			}
+		}
+		return nil
+	}
+	stream := func() idemSeq {
+		c, k := idemimpl.Begin(g, spec)
+		k.Key().String(e.key)
+		return idem.Stream(ctx, c, fn)
+	}
+	first, again := collect(stream(), nil), collect(stream(), nil)
+	if diff := cmp.Diff(first, again); diff != "" || len(first) != 3 || runs != 1 {
+		t.Fatalf("the replay of a sealed stream (-first +replay):\n%s\nfirst %q after %d runs", diff, first, runs)
+	}
+	c, k := idemimpl.Begin(g, spec)
+	k.Key().String(e.key)
+	key, _ := c.StoreKey()
+	b, err := e.streamer().ReadStream(ctx, idemstore.StreamRead{Key: key})
+	if err != nil || b.Count != 3 {
+		t.Fatalf("ReadStream of the sealed stream: %d items, %v; want 3", b.Count, err)
+	}
+	var stored [][]byte
+	stored = append(stored, b.Items...)
+	if e.raw != nil {
+		stored = append(stored, e.raw(t, e.s)...)
+	}
+	for _, data := range stored {
+		if bytes.Contains(data, []byte(sealMarker)) {
+			t.Fatalf("the store holds a stream item in the clear: %.80q", data)
+		}
+	}
 }
