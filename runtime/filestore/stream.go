@@ -56,6 +56,10 @@ const (
 
 var _ idemstore.Streamer = (*Store)(nil)
 
+// errReread is readStream's answer when the record changed between its
+// two reads: read both again.
+var errReread = errors.New("filestore: the record changed while its stream was read")
+
 // itemSum is an item's checksum: bound to its run and position.
 func itemSum(fence, seq uint64, data []byte) uint32 {
 	var b [20]byte
@@ -181,6 +185,9 @@ func (s *Store) ReadStream(ctx context.Context, req idemstore.StreamRead) (idems
 			return idemstore.StreamBatch{}, err
 		}
 		b, more, err := s.readStream(&p, &req)
+		if err == errReread {
+			continue
+		}
 		if err != nil || !more {
 			return b, err
 		}
@@ -214,7 +221,13 @@ func (s *Store) readStream(p *paths, req *idemstore.StreamRead) (b idemstore.Str
 	if err != nil && err != syscall.ENOENT {
 		return b, false, s.fsErr("reading items", p.items, err)
 	}
-	items, _ := parseItems(data, r.Fence)
+	items, end := parseItems(data, r.Fence)
+	if end == 0 && len(data) >= itemsHeader && binary.BigEndian.Uint64(data[8:]) > r.Fence {
+		// A later run's file: the record was replaced since it was read
+		// (it expired, or was taken over, and a new run began). An
+		// earlier run's file is only left over.
+		return b, false, errReread
+	}
 	b.Count = uint64(len(items))
 	if req.From < b.Count {
 		m := uint64(defaultReadMax)

@@ -65,3 +65,36 @@ func TestItemsTornTail(t *testing.T) {
 		t.Fatalf("items after the next append (-want +got):\n%s", diff)
 	}
 }
+
+// A run's items file is read only for its own record: a file an earlier
+// run left (its last run recorded no item) is not the stream of a later
+// record, and reading it neither errs nor loops.
+func TestItemsOfAnEarlierRun(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, WithoutSync())
+	claim := func() idemstore.Lease {
+		t.Helper()
+		l := idemstore.Lease{Key: "k", Owner: idemstore.Token{byte(time.Now().UnixNano())}, Duration: time.Nanosecond, TTL: time.Hour}
+		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Fence = res.Fence
+		return l
+	}
+	l := claim()
+	if err := s.AppendItem(ctx, l, 0, []byte("old")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond) // past the lease: the next claim takes over
+	l2 := claim()
+	if err := s.Complete(ctx, l2, idemstore.Result{Data: []byte("end")}); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	b, err := s.ReadStream(rctx, idemstore.StreamRead{Key: l.Key, Wait: true})
+	if err != nil || b.State != idemstore.StateCompleted || b.Fence != l2.Fence || b.Count != 0 {
+		t.Fatalf("ReadStream = %+v, %v; want the completed run under fence %d, without items", b, err, l2.Fence)
+	}
+}
