@@ -264,3 +264,36 @@ func TestStreamFrom(t *testing.T) {
 		t.Errorf("the function ran %d times, want 1", n)
 	}
 }
+
+// Every ranging reports exactly one final event: executed for the
+// producer (when its run ends, after its caller may have left), replayed
+// for each reader.
+func TestStreamOneFinalEventPerRanging(t *testing.T) {
+	var mu sync.Mutex
+	finals := map[string]int{}
+	obs := idem.ObserverFunc(func(e idem.Event) {
+		if e.Final {
+			mu.Lock()
+			finals[e.Outcome.String()]++
+			mu.Unlock()
+		}
+	})
+	g := idem.NewGuard(memstore.New(), idem.WithObserver(obs))
+	spec := &idem.Spec{Name: "streams.Final"}
+	var runs atomic.Int32
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rangeStream(context.Background(), g, spec, "k", tokens(50, &runs, nil))
+		}()
+	}
+	wg.Wait()
+	rangeStream(context.Background(), g, spec, "k", tokens(50, &runs, nil))
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(map[string]int{"executed": 1, "replayed": 6}, finals); diff != "" {
+		t.Errorf("final events by outcome (-want +got):\n%s", diff)
+	}
+}

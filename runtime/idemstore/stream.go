@@ -18,10 +18,11 @@ import (
 // items alone. Items are kept while their record is retained, as its
 // result is: they expire with it, and Delete removes them. A store may
 // drop a released record's items at Release (the next claim would).
-// Items count towards the record's size: an append that would make the
-// record larger than the store holds returns an error wrapping
-// ErrResultTooLarge and writes nothing, and so does a Complete or Fail
-// whose result does not fit beside the items.
+// Items count towards what the store holds for the record: an append past
+// the store's limit returns an error wrapping ErrResultTooLarge and writes
+// nothing (a store whose limit covers the result and the items together,
+// as the memory store's does, refuses a Complete or Fail whose result no
+// longer fits the same way).
 //
 // A store keeps the data it is given and returns it as it is: the caller
 // does not modify an item after appending it, and readers treat the items
