@@ -92,7 +92,7 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idemstore.Record,
 // pathsOf returns the paths of the key whose hash is h, in fan-out dir.
 func (s *Store) pathsOf(dir, h string) paths {
 	base := filepath.Join(dir, h)
-	p := paths{dir: dir, rec: base + recExt, lock: base + lockExt, tmp: base + tmpExt, ord: base + ordExt}
+	p := paths{dir: dir, rec: base + recExt, lock: base + lockExt, tmp: base + tmpExt, ord: base + ordExt, items: base + itemsExt}
 	decodeHex(p.sum[:], h)
 	return p
 }

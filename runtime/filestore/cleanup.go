@@ -41,7 +41,7 @@ func (s *Store) Cleanup(ctx context.Context) (int, error) {
 }
 
 // keyFiles says which files of one key a directory listing showed.
-type keyFiles struct{ tmp, ord bool }
+type keyFiles struct{ tmp, ord, items bool }
 
 // cleanDir cleans one fan-out directory.
 func (s *Store) cleanDir(ctx context.Context, dir string, names []string) (removed int, corrupt []error, err error) {
@@ -50,10 +50,11 @@ func (s *Store) cleanDir(ctx context.Context, dir string, names []string) (remov
 	for _, name := range names {
 		ext := filepath.Ext(name)
 		h := strings.TrimSuffix(name, ext)
-		if (ext == recExt || ext == lockExt || ext == tmpExt || ext == ordExt) && isHex(h, 64) {
+		if (ext == recExt || ext == lockExt || ext == tmpExt || ext == ordExt || ext == itemsExt) && isHex(h, 64) {
 			kf := keys[h]
 			kf.tmp = kf.tmp || ext == tmpExt
 			kf.ord = kf.ord || ext == ordExt
+			kf.items = kf.items || ext == itemsExt
 			keys[h] = kf
 		}
 	}
@@ -96,6 +97,7 @@ func (s *Store) cleanFiles(ctx context.Context, p *paths, kf keyFiles) (int, err
 	work := kf.tmp || // a crash's leftover
 		ok && !live(&r, now) || // an expired record
 		kf.ord && !orderLive || // an expired ordering record
+		!ok && kf.items || // a stream's items without their record
 		!ok && !kf.ord // a lock file alone
 	if !work {
 		return 0, nil
@@ -123,6 +125,12 @@ func (s *Store) cleanKey(ctx context.Context, p *paths) (int, error) {
 		return 0, err
 	}
 	n := 0
+	if !hasRec || !live(&r, now) {
+		// Before the record: see stream.go.
+		if err := s.removeItems(p); err != nil {
+			return 0, err
+		}
+	}
 	if hasRec && !live(&r, now) {
 		if err := os.Remove(p.rec); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return 0, s.fsErr("removing expired record", p.rec, err)

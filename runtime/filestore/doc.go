@@ -28,6 +28,7 @@
 //	root/ab/cd/<sha256hex>.lock  empty; flock(2) target for the key
 //	root/ab/cd/<sha256hex>.tmp   a record being written (under the lock)
 //	root/ab/cd/<sha256hex>.ord   an ordering entity's last accepted time
+//	root/ab/cd/<sha256hex>.items a stream's items (idem.Stream), one run's
 //
 // Directories are created 0700 and files 0600 (the umask can only narrow
 // them): records hold results, which may be sensitive.

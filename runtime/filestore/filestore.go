@@ -656,6 +656,9 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return s.lockErr(ctx, "delete", key, err)
 	}
 	defer l.unlock()
+	if err := s.removeItems(&p); err != nil {
+		return err
+	}
 	err = os.Remove(p.rec)
 	found := err == nil
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -110,6 +110,12 @@ func (m *multiHead) ForceRelease(ctx context.Context, k string) (idemstore.Recor
 	return m.next().ForceRelease(ctx, k)
 }
 func (m *multiHead) Cleanup(ctx context.Context) (int, error) { return m.next().Cleanup(ctx) }
+func (m *multiHead) AppendItem(ctx context.Context, l idemstore.Lease, seq uint64, data []byte) error {
+	return m.next().AppendItem(ctx, l, seq, data)
+}
+func (m *multiHead) ReadStream(ctx context.Context, r idemstore.StreamRead) (idemstore.StreamBatch, error) {
+	return m.next().ReadStream(ctx, r)
+}
 
 func TestConformanceCrossProcessPaths(t *testing.T) {
 	idemtest.RunStoreSuite(t, idemtest.Harness{

@@ -20,6 +20,8 @@ type paths struct {
 	lock string // root/ab/cd/<sha256hex>.lock: flock target, empty
 	tmp  string // root/ab/cd/<sha256hex>.tmp: the record being written
 	ord  string // root/ab/cd/<sha256hex>.ord: an ordering entity's record
+	// items is root/ab/cd/<sha256hex>.items: a stream's items (stream.go).
+	items string
 }
 
 func (s *Store) paths(key string) paths {
@@ -28,7 +30,7 @@ func (s *Store) paths(key string) paths {
 	hex.Encode(h[:], sum[:])
 	dir := filepath.Join(s.root, string(h[0:2]), string(h[2:4]))
 	base := filepath.Join(dir, string(h[:]))
-	return paths{sum: sum, dir: dir, rec: base + recExt, lock: base + lockExt, tmp: base + tmpExt, ord: base + ordExt}
+	return paths{sum: sum, dir: dir, rec: base + recExt, lock: base + lockExt, tmp: base + tmpExt, ord: base + ordExt, items: base + itemsExt}
 }
 
 const (

@@ -280,12 +280,23 @@ func leaseStart(until time.Time, lease time.Duration) time.Duration {
 // the claim was on its way (a client that ignores ctx deadlines): then the
 // key is given back, since nobody waits for the work.
 func own[R any](ctx context.Context, st *state, res *idemstore.ClaimResult, owner idemstore.Token, overrideReason string, fn func(context.Context) (R, error)) (R, error) {
-	var zero R
+	lease, err := takeLease(ctx, st, res, owner, overrideReason)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	return execute(ctx, st, lease, res.Status, overrideReason, fn)
+}
+
+// takeLease is the lease an owning claim granted, or, when the caller's
+// ctx ended while the claim was on its way, an error once the key is
+// given back.
+func takeLease(ctx context.Context, st *state, res *idemstore.ClaimResult, owner idemstore.Token, overrideReason string) (idemstore.Lease, error) {
 	g, spec := st.g, st.spec
 	lease := idemstore.Lease{Key: st.key, Owner: owner, Fence: res.Fence, Duration: spec.lease(), TTL: spec.ttl()}
 	st.steps = res.Steps
 	if ctx.Err() == nil {
-		return execute(ctx, st, lease, res.Status, overrideReason, fn)
+		return lease, nil
 	}
 	wctx, wcancel := g.writeCtx(ctx, lease)
 	rerr := g.store.Release(wctx, lease)
@@ -296,7 +307,7 @@ func own[R any](ctx context.Context, st *state, res *idemstore.ClaimResult, owne
 	}
 	cerr := fmt.Errorf("%s: not run, the ctx ended during the claim: %w", spec.Name, ctx.Err())
 	st.ev(OutcomeStoreError, lease.Fence, cerr)
-	return zero, cerr
+	return idemstore.Lease{}, cerr
 }
 
 // announce reports how an owned call came to run: a takeover, an ordered

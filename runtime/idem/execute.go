@@ -138,20 +138,7 @@ func record[R any](ctx context.Context, st *state, lease idemstore.Lease, x *exe
 		return zero, lerr
 	}
 	if err != nil {
-		shared := false
-		var recorded error
-		if spec.OnFailure == FailureLock {
-			rec := &RecordedError{Func: spec.Name, Message: err.Error()}
-			if ferr := g.fail(wctx, spec, lease, rec); ferr != nil {
-				st.note(OutcomeStoreError, lease.Fence, ferr)
-			} else {
-				shared, recorded = true, rec
-			}
-		} else if rerr := g.store.Release(wctx, lease); rerr != nil {
-			st.note(OutcomeStoreError, lease.Fence, rerr)
-		}
-		x.settle(g, lease.Key, shared, nil, recorded)
-		st.ev(OutcomeFailed, lease.Fence, err)
+		g.recordFailure(wctx, st, lease, x, err)
 		return r, err
 	}
 	var v any = r // boxed once: the codec, the store and the flight share it
@@ -183,6 +170,26 @@ func record[R any](ctx context.Context, st *state, lease idemstore.Lease, x *exe
 	x.settle(g, lease.Key, true, v, nil)
 	st.ev(OutcomeExecuted, lease.Fence, nil)
 	return r, nil
+}
+
+// recordFailure records fn's error err under lease as the function's
+// on_failure says: a recorded failure (lock) or a release (unlock).
+func (g *Guard) recordFailure(wctx context.Context, st *state, lease idemstore.Lease, x *execution, err error) {
+	spec := st.spec
+	shared := false
+	var recorded error
+	if spec.OnFailure == FailureLock {
+		rec := &RecordedError{Func: spec.Name, Message: err.Error()}
+		if ferr := g.fail(wctx, spec, lease, rec); ferr != nil {
+			st.note(OutcomeStoreError, lease.Fence, ferr)
+		} else {
+			shared, recorded = true, rec
+		}
+	} else if rerr := g.store.Release(wctx, lease); rerr != nil {
+		st.note(OutcomeStoreError, lease.Fence, rerr)
+	}
+	x.settle(g, lease.Key, shared, nil, recorded)
+	st.ev(OutcomeFailed, lease.Fence, err)
 }
 
 // unstorable records a failure for a call whose function ran but whose

@@ -116,8 +116,24 @@ func (c *recordCodec) result(v any) ([]byte, error) {
 // sealedRecord is a record as encoded (rec) and as sealed (data).
 type sealedRecord struct{ rec, data []byte }
 
-// encode is v behind the call's identity header.
+// encode is v behind the call's identity header, within the function's
+// budget.
 func (c *recordCodec) encode(v any) ([]byte, error) {
+	rec, err := c.record(v)
+	if err != nil {
+		return nil, err
+	}
+	// The budget counts the record before compression and sealing, as the
+	// reader bounds its inflation (openRecord): what is accepted replays.
+	if err := c.g.overBudget(c.spec, len(rec)); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// record is v behind the call's identity header, whatever its size: a
+// stream's items are budgeted together (stream.go).
+func (c *recordCodec) record(v any) ([]byte, error) {
 	inner := c.g.codecOf(c.spec)
 	var rec []byte
 	if h, ok := inner.(headedMarshaler); ok {
@@ -131,11 +147,6 @@ func (c *recordCodec) encode(v any) ([]byte, error) {
 			return nil, err
 		}
 		rec = append(appendHeader(make([]byte, 0, impl.HeaderLen(c.spec.Signature)+len(data)), c.spec), data...)
-	}
-	// The budget counts the record before compression and sealing, as the
-	// reader bounds its inflation (openRecord): what is accepted replays.
-	if err := c.g.overBudget(c.spec, len(rec)); err != nil {
-		return nil, err
 	}
 	return rec, nil
 }

@@ -162,6 +162,13 @@ func runSuite(t *testing.T, h Harness) {
 	} else {
 		t.Logf("%T does not implement idemstore.Stepper: recovery point cases not run", probe)
 	}
+	if _, ok := probe.(idemstore.Streamer); ok {
+		for _, c := range streamCases {
+			t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, h)) })
+		}
+	} else {
+		t.Logf("%T does not implement idemstore.Streamer: stream cases not run", probe)
+	}
 	if _, ok := probe.(idemstore.Admin); ok {
 		for _, c := range append(adminCases, adminClaimedAtCases...) {
 			t.Run(c.name, func(t *testing.T) { c.run(t, newEnv(t, h)) })

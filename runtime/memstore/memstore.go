@@ -86,6 +86,9 @@ type memRecord struct {
 	ClaimedAt   instant
 	value       any
 	size        int64 // what this record adds to Store.bytes
+	// stream is the current run's stream items (Streamer), nil for a
+	// record without any: a pointer, so records of plain calls do not grow.
+	stream *itemLog
 	// wake is closed when the record leaves in_progress; waiters make it.
 	wake chan struct{}
 }
@@ -139,6 +142,9 @@ func recordSize(r *memRecord) int64 {
 	}
 	if r.value != nil {
 		n += int64(len(r.Result))
+	}
+	if r.stream != nil {
+		n += r.stream.bytes
 	}
 	return n
 }
@@ -330,6 +336,7 @@ func (s *Store) claimLocked(sh *memShard, order *orderShard, req *idemstore.Clai
 	} else {
 		r.Steps = nil // a new call under an expired key: its steps are not ours
 	}
+	r.dropItems() // a new run: its stream starts at item 0
 	r.State = idemstore.StateInProgress
 	r.Owner = req.Owner
 	r.Fence++
@@ -489,6 +496,7 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idemstore.Record,
 	r.Owner = idemstore.Token{}
 	r.Fence++
 	r.Result, r.value = nil, nil
+	r.dropItems()
 	s.resize(r)
 	r.ExpiresAt = now.add(max(keep, 0))
 	sh.expires(r.ExpiresAt)
@@ -566,7 +574,7 @@ func (s *Store) finish(ctx context.Context, l idemstore.Lease, state idemstore.S
 	}
 	defer sh.mu.Unlock()
 	now := s.clock()
-	if n := int64(recordOverhead + len(l.Key) + len(res.Data)); n > s.maxBytes {
+	if n := int64(recordOverhead+len(l.Key)+len(res.Data)) + r.streamBytes(); n > s.maxBytes {
 		return fmt.Errorf("%w: %d bytes, the store holds %d in all", idem.ErrResultTooLarge, n, s.maxBytes)
 	}
 	r.State = state
@@ -582,6 +590,7 @@ func (s *Store) finish(ctx context.Context, l idemstore.Lease, state idemstore.S
 	}
 	if state == idemstore.StateReleased {
 		r.Result = nil
+		r.dropItems()
 	}
 	s.resize(r)
 	r.ExpiresAt = now.add(l.TTL)
@@ -680,15 +689,23 @@ func (s *Store) Wait(ctx context.Context, key string) error {
 		}
 		wake := r.wake
 		sh.mu.Unlock()
-		t := time.NewTimer(s.poll)
-		select {
-		case <-wake:
-			t.Stop()
-			// loop: re-check (a takeover also wakes waiters)
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
+		// Then re-check: a takeover also wakes waiters.
+		if err := s.pause(ctx, wake); err != nil {
+			return err
 		}
 	}
+}
+
+// pause waits until wake is closed, the poll interval has passed, or ctx
+// is done (its error).
+func (s *Store) pause(ctx context.Context, wake chan struct{}) error {
+	t := time.NewTimer(s.poll)
+	defer t.Stop()
+	select {
+	case <-wake:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
