@@ -19,6 +19,9 @@ type filePlan struct {
 	// the diagnostics before the plan's (collect's stop no file).
 	fns   []*fn
 	since int
+	// drift are the types the file's code relies on, which its drift
+	// checks pin.
+	drift *driftFacts
 }
 
 // funcPlan is the plan of one annotated function: its names, the paths of

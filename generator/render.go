@@ -85,7 +85,8 @@ type group struct {
 func (pi *pkgInfo) render(fp *filePlan, n int) []byte {
 	d, fns, since := pi.d, fp.fns, fp.since
 	for round := 1; ; round++ {
-		src, clean := pi.emitFile(fns, since)
+		fp.drift = pathDrift(fns) // the writers add what they reach
+		src, clean := pi.emitFile(fns, since, fp.drift)
 		if src == nil || len(d.list) > n {
 			return nil
 		}
@@ -104,15 +105,15 @@ func (pi *pkgInfo) render(fp *filePlan, n int) []byte {
 	}
 }
 
-// emitFile emits the file of fns and the package's steps; nil after a
-// diagnostic. Functions with bad directives were left out by collect; the
+// emitFile emits the file of fns and the package's steps, whose drift
+// facts are drift; nil after a diagnostic. Functions with bad directives were left out by collect; the
 // others still go through key and path checks, so one run reports every
 // problem. clean says the file type-checks: checked as rendered, while
 // its imports are grouped (the same code; precheck reads the final one).
-func (pi *pkgInfo) emitFile(fns []*fn, since int) (src []byte, clean bool) {
+func (pi *pkgInfo) emitFile(fns []*fn, since int, drift *driftFacts) (src []byte, clean bool) {
 	d, out, n := pi.d, pi.out, since
 	pi.emitted = map[*fn]bool{}
-	e := newEmitter(pi, fns)
+	e := newEmitter(pi, fns, drift)
 	e.f.HeaderComment(Header)
 	e.f.PackageComment("") // keeps the header apart from the package clause
 	var decls []jen.Code
@@ -155,7 +156,7 @@ func (pi *pkgInfo) emitFile(fns []*fn, since int) (src []byte, clean bool) {
 }
 
 // newEmitter starts the generated file of fns' package.
-func newEmitter(pi *pkgInfo, fns []*fn) *emitter {
+func newEmitter(pi *pkgInfo, fns []*fn, drift *driftFacts) *emitter {
 	e := &emitter{
 		fileWriter: &fileWriter{
 			pi: pi,
@@ -174,7 +175,7 @@ func newEmitter(pi *pkgInfo, fns []*fn) *emitter {
 			keyBuilding:  map[helperKey]bool{},
 			keyRecursive: map[helperKey]bool{},
 		},
-		drift:        pathDrift(fns), // the writers add what they reach
+		drift:        drift,
 		codecHelpers: map[string]*codecHelper{},
 		errPkgs:      pi.errPackages(fns),
 	}
