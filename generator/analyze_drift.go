@@ -7,9 +7,10 @@ import (
 
 // driftFacts are the types whose definitions the generated code relies
 // on: the structs whose fields it reads and the types whose
-// representation it converts. The drift checks pin them (checkDecls);
-// the key paths' structs are derived from the plan (pathDrift), the others
-// are noted as the key and codec code reaches them.
+// representation it converts. The drift checks pin them (checkDecls).
+// The analysis decides them before anything is written: the key paths'
+// structs from the plan (pathDrift), the others by walking what the key
+// and codec code will reach (fileDrift).
 type driftFacts struct {
 	// fields are the struct types whose fields the code reads: each gets
 	// a compile-time check that they did not change.

@@ -159,7 +159,8 @@ func TestPathDrift(t *testing.T) {
 
 // TestDriftFacts: every type the generated code relies on (the structs
 // whose fields its key and codec code reads, the types whose
-// representation it converts) is known before the file is rendered.
+// representation it converts) is decided by the analysis, before the file
+// is rendered; rendering notes none.
 func TestDriftFacts(t *testing.T) {
 	tests := []struct {
 		name string
@@ -190,6 +191,15 @@ func TestDriftFacts(t *testing.T) {
 			"read recursive.A", "read recursive.B", "read recursive.List",
 			"read recursive.Tree",
 		}},
+		// The payload under key= (lenient helpers, tried strict first).
+		{"sdkparams", []string{
+			"read sdkparams/sdk.Charge", "read sdkparams/sdk.ChargeParams",
+			"read sdkparams/sdk.Params",
+		}},
+		// A helper that cannot be written keeps the facts its walk noted
+		// (mnet.Connection), as the writer kept them.
+		{"keyhelperfailed", []string{"read keyhelperfailed/mnet.Connection", "read keyhelperfailed/mnet.Plain"}},
+		{"recursiveresult", []string{"read recursiveresult.Node"}},
 		{"generics", []string{
 			"read generics.Invoice", "read generics.InvoiceRequest",
 			"read generics.Opt[int64]", "read generics.Opt[string]", "read generics.Order",
@@ -205,11 +215,13 @@ func TestDriftFacts(t *testing.T) {
 			pi := pkgOf(t, tc.name)
 			n := len(pi.d.list)
 			fp := pi.analyze()
+			facts := fp.drift.list()
+			// Render seals the facts: one noted while writing panics.
 			if pi.render(fp, n) == nil {
 				t.Fatalf("no file: %v", pi.d.list)
 			}
 			var got []string
-			for _, f := range fp.drift.list() {
+			for _, f := range facts {
 				got = append(got, strings.ReplaceAll(f, "github.com/idemgen/idemgen/testdata/", ""))
 			}
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
@@ -217,4 +229,22 @@ func TestDriftFacts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDriftFactsSealed: once rendering begins, noting a fact is a bug of
+// the analysis (a type it did not walk), not something to write around.
+func TestDriftFactsSealed(t *testing.T) {
+	n := types.NewNamed(types.NewTypeName(token.NoPos, nil, "Cents", nil), types.Typ[types.Int64], nil)
+	d := newDriftFacts()
+	d.pinNamed(n)
+	d.seal()
+	defer func() {
+		if r := recover(); r != "drift fact noted while writing" {
+			t.Errorf("noting after seal: recovered %v, want the panic", r)
+		}
+		if diff := cmp.Diff([]string{"pin Cents"}, d.list()); diff != "" {
+			t.Errorf("facts (-want +got):\n%s", diff)
+		}
+	}()
+	d.pinNamed(n)
 }
