@@ -473,3 +473,13 @@ func (pi *pkgInfo) keyedAsMethod(t types.Type) bool {
 	}
 	return pi.keyedByMethod(t)
 }
+
+// helperKey names a key helper: of a type, for a key (strict: every
+// field that holds data is keyed or refused) or for a payload fingerprint
+// under key= (lenient: another package's unexported fields are skipped).
+type helperKey struct {
+	obj     *types.TypeName
+	lenient bool
+	// inst tells instances of one generic type apart (instanceKey).
+	inst string
+}

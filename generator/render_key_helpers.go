@@ -164,16 +164,6 @@ func (e *emitter) rollback(mark int) {
 	}
 }
 
-// helperKey names a key helper: of a type, for a key (strict: every
-// field that holds data is keyed or refused) or for a payload fingerprint
-// under key= (lenient: another package's unexported fields are skipped).
-type helperKey struct {
-	obj     *types.TypeName
-	lenient bool
-	// inst tells instances of one generic type apart (instanceKey).
-	inst string
-}
-
 // jsonWritten reports whether a value of n may be written by a MarshalJSON
 // of n's package: n's own, or that of a type of its package that holds an
 // n (through fields, pointers, slices, arrays, maps). Such a method can
