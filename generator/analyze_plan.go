@@ -366,8 +366,16 @@ func (pi *pkgInfo) analyze() *filePlan {
 	since := len(pi.d.list) // the plan's diagnostics count as the file's
 	fp := pi.plan(fns, pi.steps)
 	fp.fns, fp.since = fns, since
-	fp.drift = pi.fileDrift(fns, pi.steps)
+	pi.decide(fp, fns)
 	return fp
+}
+
+// decide decides what the file of fns and the package's steps relies on
+// (its drift facts) and which packages' error types it restores, before
+// the file is rendered; again when the precheck refuses a function.
+func (pi *pkgInfo) decide(fp *filePlan, fns []*fn) {
+	fp.errPkgs = pi.errPackages(fns)
+	fp.drift = pi.fileDrift(fns, pi.steps, fp.errPkgs)
 }
 
 // resultFields names the fields of a result struct after the results,

@@ -53,11 +53,12 @@ type storedHelper struct{ building, ok bool }
 // fileDrift are the drift facts of the file of fns and steps: those of
 // the key= and order= paths (pathDrift), then what the key and codec code
 // reaches, function by function in the order the file is written.
-func (pi *pkgInfo) fileDrift(fns, steps []*fn) *driftFacts {
+// errPkgs are the packages of the known error types.
+func (pi *pkgInfo) fileDrift(fns, steps []*fn, errPkgs []*types.Package) *driftFacts {
 	r := &reach{
 		pi: pi, d: pathDrift(fns),
 		keyed: map[helperKey]bool{}, inlining: map[*types.Named]bool{},
-		stored: map[string]*storedHelper{}, errPkgs: pi.errPackages(fns),
+		stored: map[string]*storedHelper{}, errPkgs: errPkgs,
 	}
 	for _, g := range groupFns(fns) {
 		for _, x := range g.fns {

@@ -20,8 +20,10 @@ type filePlan struct {
 	fns   []*fn
 	since int
 	// drift are the types the file's code relies on, which its drift
-	// checks pin.
-	drift *driftFacts
+	// checks pin; errPkgs the packages whose error types its idemErrors
+	// restores. Both are of the functions written (decide).
+	drift   *driftFacts
+	errPkgs []*types.Package
 }
 
 // funcPlan is the plan of one annotated function: its names, the paths of

@@ -14,19 +14,19 @@ import (
 )
 
 // emitter builds the generated file of one package from its plan. Its
-// state is in four parts: the file being written (its imports and
-// names), the key and codec helpers, the drift facts (the plan's, sealed:
-// the writers read them) and the declarations written so far. Render code
-// that needs only the file is fileWriter's.
+// state is in three parts: the file being written (its imports and
+// names), the key and codec helpers, and the declarations written so far.
+// What the analysis decided about the file's types comes from the plan:
+// the drift facts (read by checkDecls only) and errPkgs. Render code that
+// needs only the file is fileWriter's.
 type emitter struct {
 	*fileWriter
 	keyHelpers
 	fileOut
-	// drift are the types the code relies on, which the drift checks pin.
-	drift *driftFacts
 	// codecHelpers are the result codec helpers of named types.
 	codecHelpers map[string]*codecHelper
-	// errPkgs are the packages whose error types idemErrors restores.
+	// errPkgs are the packages whose error types idemErrors restores
+	// (the plan's).
 	errPkgs []*types.Package
 }
 
@@ -79,9 +79,9 @@ func (pi *pkgInfo) render(fp *filePlan, n int) []byte {
 	d, fns, since := pi.d, fp.fns, fp.since
 	for round := 1; ; round++ {
 		if round > 1 {
-			fp.drift = pi.fileDrift(fns, pi.steps) // without the refused
+			pi.decide(fp, fns) // without the refused
 		}
-		src, clean := pi.emitFile(fns, since, fp.drift)
+		src, clean := pi.emitFile(fp, fns, since)
 		if src == nil || len(d.list) > n {
 			return nil
 		}
@@ -100,16 +100,16 @@ func (pi *pkgInfo) render(fp *filePlan, n int) []byte {
 	}
 }
 
-// emitFile emits the file of fns and the package's steps, whose drift
-// facts are drift; nil after a diagnostic. Functions with bad directives
+// emitFile emits the file of fns and the package's steps, as fp decided
+// it; nil after a diagnostic. Functions with bad directives
 // were left out by collect; the others still go through key and path
 // checks, so one run reports every problem. clean says the file type-checks: checked as rendered, while
 // its imports are grouped (the same code; precheck reads the final one).
-func (pi *pkgInfo) emitFile(fns []*fn, since int, drift *driftFacts) (src []byte, clean bool) {
+func (pi *pkgInfo) emitFile(fp *filePlan, fns []*fn, since int) (src []byte, clean bool) {
 	d, out, n := pi.d, pi.out, since
 	pi.emitted = map[*fn]bool{}
-	e := newEmitter(pi, fns, drift)
-	drift.seal() // the analysis decided them (fileDrift); the writers only read them
+	e := newEmitter(pi, fns, fp.errPkgs)
+	fp.drift.seal() // the analysis decided them (fileDrift); the writers only read them
 	e.f.HeaderComment(Header)
 	e.f.PackageComment("") // keeps the header apart from the package clause
 	var decls []jen.Code
@@ -130,7 +130,7 @@ func (pi *pkgInfo) emitFile(fns []*fn, since int, drift *driftFacts) (src []byte
 	for _, h := range e.helperDecls {
 		decls = append(decls, h.code)
 	}
-	decls = append(decls, e.checkDecls()...)
+	decls = append(decls, e.checkDecls(fp.drift)...)
 	for _, c := range decls {
 		e.f.Add(c)
 		e.f.Line()
@@ -152,7 +152,7 @@ func (pi *pkgInfo) emitFile(fns []*fn, since int, drift *driftFacts) (src []byte
 }
 
 // newEmitter starts the generated file of fns' package.
-func newEmitter(pi *pkgInfo, fns []*fn, drift *driftFacts) *emitter {
+func newEmitter(pi *pkgInfo, fns []*fn, errPkgs []*types.Package) *emitter {
 	e := &emitter{
 		fileWriter: &fileWriter{
 			pi: pi,
@@ -171,9 +171,8 @@ func newEmitter(pi *pkgInfo, fns []*fn, drift *driftFacts) *emitter {
 			keyBuilding:  map[helperKey]bool{},
 			keyRecursive: map[helperKey]bool{},
 		},
-		drift:        drift,
 		codecHelpers: map[string]*codecHelper{},
-		errPkgs:      pi.errPackages(fns),
+		errPkgs:      errPkgs,
 	}
 	for k := range pi.scope {
 		e.globals[k] = true
@@ -552,8 +551,8 @@ func wrapComments(src []byte, width int) []byte {
 
 // checkDecls declares the file's checks, with one comment for them all,
 // as stringer does: a compile error below means the code above is stale.
-func (e *emitter) checkDecls() []jen.Code {
-	checks, typed, funcs := e.driftChecks(e.drift)
+func (e *emitter) checkDecls(drift *driftFacts) []jen.Code {
+	checks, typed, funcs := e.driftChecks(drift)
 	var out []jen.Code
 	defs := append(e.checks, checks...)
 	typed = append(e.typedChecks, typed...)
