@@ -264,9 +264,10 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 
 // byMethod writes the well-known types and those whose key material a
 // method writes (idem.Keyer, protobuf messages, marshalers); false for
-// any other type.
+// any other type. Which types those are is the analysis's question
+// (keyedAsMethod): the drift walk asks it too.
 func (w *writer) byMethod(v val, t types.Type) ([]jen.Code, bool) {
-	if shapeOf(t).kind == kindPointer {
+	if !w.e.pi.keyedAsMethod(t) {
 		return nil, false
 	}
 	wk, b := w.e.pi.types, w.b
