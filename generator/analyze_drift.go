@@ -1,12 +1,16 @@
 package generator
 
-import "go/types"
+import (
+	"go/types"
+	"sort"
+)
 
 // driftFacts are the types whose definitions the generated code relies
 // on: the structs whose fields it reads and the types whose
-// representation it converts. The drift checks pin them (checkDecls);
-// the key paths' structs are derived from the plan (pathDrift), the others
-// are noted as the key and codec code reaches them.
+// representation it converts. The drift checks pin them (checkDecls).
+// The analysis decides them before anything is written: the key paths'
+// structs from the plan (pathDrift), the others by walking what the key
+// and codec code will reach (fileDrift).
 type driftFacts struct {
 	// fields are the struct types whose fields the code reads: each gets
 	// a compile-time check that they did not change.
@@ -22,6 +26,9 @@ type driftFacts struct {
 	// pinned are the named types and aliases whose representation the
 	// code converts.
 	pinned map[*types.TypeName]types.Type
+	// sealed: rendering has begun, which reads the facts and notes none
+	// (seal).
+	sealed bool
 }
 
 type genericRead struct {
@@ -37,8 +44,20 @@ func newDriftFacts() *driftFacts {
 	}
 }
 
+// seal ends the noting of facts: render reads them, and a fact it
+// noted itself would be one the analysis (and a test of it) missed.
+func (d *driftFacts) seal() { d.sealed = true }
+
+// noting panics once d is sealed.
+func (d *driftFacts) noting() {
+	if d.sealed {
+		panic("drift fact noted while writing")
+	}
+}
+
 // readFields notes that the code of x reads the fields of n.
 func (d *driftFacts) readFields(x *fn, n *types.Named) {
+	d.noting()
 	switch _, isStruct := n.Underlying().(*types.Struct); {
 	case !isStruct:
 	case mentionsTypeParam(n):
@@ -53,6 +72,7 @@ func (d *driftFacts) readFields(x *fn, n *types.Named) {
 // readGeneric notes that the code of x reads the fields of n, an
 // instance that mentions x's type parameters; once per function.
 func (d *driftFacts) readGeneric(x *fn, n *types.Named) {
+	d.noting()
 	if x == nil {
 		return
 	}
@@ -68,6 +88,7 @@ func (d *driftFacts) readGeneric(x *fn, n *types.Named) {
 // types are ignored, and so are aliases of structs (their helpers take
 // the struct type itself) and interfaces (not converted).
 func (d *driftFacts) pinAlias(t types.Type) {
+	d.noting()
 	a, ok := t.(*types.Alias)
 	if !ok || a.TypeArgs().Len() > 0 {
 		return
@@ -82,6 +103,7 @@ func (d *driftFacts) pinAlias(t types.Type) {
 // pinNamed notes that the code relies on n's underlying type (structs
 // are checked by their field lists, interfaces are not converted).
 func (d *driftFacts) pinNamed(n *types.Named) {
+	d.noting()
 	switch n.Underlying().(type) {
 	case *types.Struct, *types.Interface:
 		return
@@ -102,4 +124,31 @@ func pathDrift(fns []*fn) *driftFacts {
 		}
 	}
 	return d
+}
+
+// list spells d for tests and comparisons: "read T" for each struct read
+// (instances included), "pin T" and "alias T" for each type pinned,
+// sorted; then "generic F: T[S]" for each generic read, in order. Types
+// are qualified by their package's path.
+func (d *driftFacts) list() []string {
+	q := func(p *types.Package) string { return p.Path() }
+	var out []string
+	for _, n := range d.fields {
+		out = append(out, "read "+types.TypeString(n, q))
+	}
+	for _, n := range d.instances {
+		out = append(out, "read "+types.TypeString(n, q))
+	}
+	for _, t := range d.pinned {
+		kind := "pin "
+		if _, ok := t.(*types.Alias); ok {
+			kind = "alias "
+		}
+		out = append(out, kind+types.TypeString(t, q))
+	}
+	sort.Strings(out)
+	for _, r := range d.generic {
+		out = append(out, "generic "+r.x.name+": "+types.TypeString(r.n, q))
+	}
+	return out
 }

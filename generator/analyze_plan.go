@@ -3,6 +3,7 @@ package generator
 import (
 	"go/types"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -365,7 +366,16 @@ func (pi *pkgInfo) analyze() *filePlan {
 	since := len(pi.d.list) // the plan's diagnostics count as the file's
 	fp := pi.plan(fns, pi.steps)
 	fp.fns, fp.since = fns, since
+	pi.decide(fp, fns)
 	return fp
+}
+
+// decide decides what the file of fns and the package's steps relies on
+// (its drift facts) and which packages' error types it restores, before
+// the file is rendered; again when the precheck refuses a function.
+func (pi *pkgInfo) decide(fp *filePlan, fns []*fn) {
+	fp.errPkgs = pi.errPackages(fns)
+	fp.drift = pi.fileDrift(fns, pi.steps, fp.errPkgs)
 }
 
 // resultFields names the fields of a result struct after the results,
@@ -429,3 +439,38 @@ func structField(t types.Type, name string) *types.Var {
 // exTree is the set of excluded field paths below one value: the fields
 // listed are skipped (leaf) or expanded (inner node).
 type exTree map[string]exTree
+
+// group is the wrapper type of the free functions (recv nil) or of one
+// receiver type's methods.
+type group struct {
+	recv *types.TypeName
+	fns  []*fn
+}
+
+// groupFns splits fns by receiver: free functions first, then types in
+// order of their first annotated method. The file is written in this
+// order.
+func groupFns(fns []*fn) []*group {
+	var gs []*group
+	byRecv := map[*types.TypeName]*group{}
+	for _, x := range fns {
+		g := byRecv[x.recv]
+		if g == nil {
+			g = &group{recv: x.recv}
+			byRecv[x.recv] = g
+			gs = append(gs, g)
+		}
+		g.fns = append(g.fns, x)
+	}
+	sort.SliceStable(gs, func(i, j int) bool { return gs[i].recv == nil && gs[j].recv != nil })
+	return gs
+}
+
+// specBase ends the package-level names of x's declarations (idemSpecF,
+// idemStepCodecF) and names the codec helpers omit= specialises for it.
+func specBase(x *fn) string {
+	if x.recv != nil {
+		return upperFirst(x.recv.Name()) + upperFirst(x.name)
+	}
+	return upperFirst(x.name)
+}

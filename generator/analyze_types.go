@@ -232,3 +232,254 @@ func (pi *pkgInfo) isDefaultKey(x *fn, ex exclusions, keyPaths []keyPath) bool {
 	}
 	return true
 }
+
+// oldKeyer reports whether t (or *t) has an IdemKey method that is not
+// keyer's: written for an older idemgen, it would otherwise be ignored
+// silently and the value keyed by its fields.
+func oldKeyer(t types.Type, keyer *types.Interface) bool {
+	if types.Implements(t, keyer) || types.Implements(types.NewPointer(t), keyer) {
+		return false // its own IdemKey, or one promoted from an embedded Keyer
+	}
+	obj, _, _ := types.LookupFieldOrMethod(types.NewPointer(t), true, nil, "IdemKey")
+	_, isFunc := obj.(*types.Func)
+	return isFunc
+}
+
+// zeroSize reports whether values of t occupy no memory (struct{}, [0]T,
+// structs of such): they hold no data.
+func zeroSize(t types.Type) bool {
+	switch u := t.Underlying().(type) {
+	case *types.Struct:
+		for i := 0; i < u.NumFields(); i++ {
+			if !zeroSize(u.Field(i).Type()) {
+				return false
+			}
+		}
+		return true
+	case *types.Array:
+		return u.Len() == 0 || zeroSize(u.Elem())
+	}
+	return false
+}
+
+// keyMethod is the KeyBuilder method that writes values of a basic type,
+// and the type it takes; "" for a type that cannot be keyed.
+func keyMethod(u *types.Basic) (string, types.Type) {
+	info := u.Info()
+	switch {
+	case info&types.IsBoolean != 0:
+		return "Bool", types.Typ[types.Bool]
+	case info&types.IsInteger != 0 && info&types.IsUnsigned != 0:
+		return "Uint", types.Typ[types.Uint64]
+	case info&types.IsInteger != 0:
+		return "Int", types.Typ[types.Int64]
+	case info&types.IsFloat != 0:
+		return "Float", types.Typ[types.Float64]
+	case info&types.IsComplex != 0:
+		return "Complex", types.Typ[types.Complex128]
+	case info&types.IsString != 0:
+		return "String", types.Typ[types.String]
+	}
+	return "", nil
+}
+
+// basicWriter is the idemimpl writer (KeyString…) of the values of a
+// predeclared basic type, for KeyPtr; "" for other types.
+func basicWriter(t types.Type) string {
+	b, ok := types.Unalias(t).(*types.Basic)
+	if !ok {
+		return ""
+	}
+	switch m, _ := keyMethod(b); m {
+	case "Bool", "Uint", "Int", "Float", "String":
+		return "Key" + m
+	}
+	return ""
+}
+
+func isString(t types.Type) bool {
+	b, ok := t.Underlying().(*types.Basic)
+	return ok && b.Info()&types.IsString != 0
+}
+
+// instanceKey tells instances of one generic type apart: the instance
+// fully qualified ("" for a type that is no instance).
+func instanceKey(n *types.Named) string {
+	if n.TypeArgs().Len() == 0 {
+		return ""
+	}
+	return types.TypeString(n, nil)
+}
+
+// mentionsTypeParam reports whether t mentions a type parameter (of the
+// function being wrapped): such a type cannot be named at package level,
+// so it gets no helper of its own.
+func mentionsTypeParam(t types.Type) bool {
+	return firstTypeParam(t, map[*types.Named]bool{}) != nil
+}
+
+func firstTypeParam(t types.Type, seen map[*types.Named]bool) *types.TypeParam {
+	switch t := types.Unalias(t).(type) {
+	case *types.TypeParam:
+		return t
+	case *types.Named:
+		for i := 0; i < t.TypeArgs().Len(); i++ {
+			if tp := firstTypeParam(t.TypeArgs().At(i), seen); tp != nil {
+				return tp
+			}
+		}
+	case *types.Pointer:
+		return firstTypeParam(t.Elem(), seen)
+	case *types.Slice:
+		return firstTypeParam(t.Elem(), seen)
+	case *types.Array:
+		return firstTypeParam(t.Elem(), seen)
+	case *types.Chan:
+		return firstTypeParam(t.Elem(), seen)
+	case *types.Map:
+		if tp := firstTypeParam(t.Key(), seen); tp != nil {
+			return tp
+		}
+		return firstTypeParam(t.Elem(), seen)
+	case *types.Struct:
+		for i := 0; i < t.NumFields(); i++ {
+			if tp := firstTypeParam(t.Field(i).Type(), seen); tp != nil {
+				return tp
+			}
+		}
+	case *types.Signature:
+		for _, tup := range []*types.Tuple{t.Params(), t.Results()} {
+			for i := 0; i < tup.Len(); i++ {
+				if tp := firstTypeParam(tup.At(i).Type(), seen); tp != nil {
+					return tp
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// typeTerms flattens a constraint's type set to its terms: a union (of
+// types, or of interfaces that are unions themselves), or a single type.
+// ok is false for what it does not compute (an intersection of two
+// restricting interfaces); no terms means any type.
+func typeTerms(c types.Type) ([]*types.Term, bool) {
+	it, isIface := c.Underlying().(*types.Interface)
+	if !isIface {
+		return []*types.Term{types.NewTerm(false, c)}, true
+	}
+	var out []*types.Term
+	restricted := 0
+	for i := 0; i < it.NumEmbeddeds(); i++ {
+		var terms []*types.Term
+		switch emb := it.EmbeddedType(i).(type) {
+		case *types.Union:
+			for j := 0; j < emb.Len(); j++ {
+				t := emb.Term(j)
+				if _, inner := t.Type().Underlying().(*types.Interface); inner {
+					sub, ok := typeTerms(t.Type())
+					if !ok || len(sub) == 0 {
+						return nil, false
+					}
+					terms = append(terms, sub...)
+					continue
+				}
+				terms = append(terms, t)
+			}
+		default:
+			sub, ok := typeTerms(emb)
+			if !ok {
+				return nil, false
+			}
+			terms = sub
+		}
+		if len(terms) == 0 {
+			continue // a method-only interface
+		}
+		if restricted++; restricted > 1 {
+			return nil, false
+		}
+		out = terms
+	}
+	return out, true
+}
+
+// basicKind is the KeyBuilder method and conversion that write every type
+// of terms one to one, "" if there is none.
+func basicKind(terms []*types.Term) (method, conv string) {
+	for _, t := range terms {
+		u, ok := t.Type().Underlying().(*types.Basic)
+		if !ok {
+			return "", ""
+		}
+		var m, c string
+		switch info := u.Info(); {
+		case info&types.IsBoolean != 0:
+			m, c = "Bool", "bool"
+		case info&types.IsInteger != 0:
+			// Signed and unsigned integers both convert to int64 one
+			// to one; unsigned ones alone are written as Uint, as their
+			// concrete types are.
+			m, c = "Uint", "uint64"
+			if info&types.IsUnsigned == 0 {
+				m, c = "Int", "int64"
+			}
+		case info&types.IsFloat != 0:
+			m, c = "Float", "float64"
+		case info&types.IsComplex != 0:
+			m, c = "Complex", "complex128"
+		case info&types.IsString != 0:
+			m, c = "String", "string"
+		default:
+			return "", ""
+		}
+		switch {
+		case method == "":
+			method, conv = m, c
+		case method == m:
+		case (method == "Int" || method == "Uint") && (m == "Int" || m == "Uint"):
+			method, conv = "Int", "int64"
+		default:
+			return "", ""
+		}
+	}
+	return method, conv
+}
+
+// keyedByHelper reports whether write keys a value of t (not excluded)
+// by calling the key helper of its type: a named type that no method keys
+// and that the generated file can name.
+func (pi *pkgInfo) keyedByHelper(t types.Type) (*types.Named, bool) {
+	t = types.Unalias(t)
+	n, ok := t.(*types.Named)
+	if !ok || !pi.hasKeyHelper(n) || !pi.nameable(n.Obj()) || !pi.renderable(n) || mentionsTypeParam(n) {
+		return nil, false
+	}
+	if shapeOf(t).kind != kindPointer && (isNamed(t, "net", "Addr") || pi.keyedByMethod(t)) {
+		return nil, false // byMethod
+	}
+	return n, true
+}
+
+// keyedAsMethod reports whether write keys a value of t (not excluded,
+// and not by a helper) by a method or as a well-known type (byMethod),
+// not by its shape.
+func (pi *pkgInfo) keyedAsMethod(t types.Type) bool {
+	if shapeOf(t).kind == kindPointer {
+		return false
+	}
+	if isNamed(t, "time", "Time") || isNamed(t, "net", "Addr") || isNamed(t, "math/big", "Float") {
+		return true
+	}
+	return pi.keyedByMethod(t)
+}
+
+// helperKey names a key helper: of a type, for a key (strict: every
+// field that holds data is keyed or refused) or for a payload fingerprint
+// under key= (lenient: another package's unexported fields are skipped).
+type helperKey struct {
+	obj     *types.TypeName
+	lenient bool
+	// inst tells instances of one generic type apart (instanceKey).
+	inst string
+}

@@ -19,6 +19,11 @@ type filePlan struct {
 	// the diagnostics before the plan's (collect's stop no file).
 	fns   []*fn
 	since int
+	// drift are the types the file's code relies on, which its drift
+	// checks pin; errPkgs the packages whose error types its idemErrors
+	// restores. Both are of the functions written (decide).
+	drift   *driftFacts
+	errPkgs []*types.Package
 }
 
 // funcPlan is the plan of one annotated function: its names, the paths of

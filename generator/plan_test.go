@@ -5,6 +5,7 @@ import (
 	"go/types"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,6 +15,12 @@ import (
 // planOf analyzes the case testdata/<name> and returns its plan, nil when
 // the package has no annotated function.
 func planOf(t *testing.T, name string) *filePlan {
+	t.Helper()
+	return pkgOf(t, name).analyze()
+}
+
+// pkgOf loads the case testdata/<name>, ready to be analyzed.
+func pkgOf(t *testing.T, name string) *pkgInfo {
 	t.Helper()
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -34,8 +41,7 @@ func planOf(t *testing.T, name string) *filePlan {
 	}
 	p := pkgs[0]
 	out := filepath.Join(filepath.Dir(p.GoFiles[0]), DefaultOutput)
-	pi := &pkgInfo{pkg: p, fset: fset, out: out, scope: packageScope(p, fset, out), d: d, types: newWellKnown(p.Types), std: std, extra: extra}
-	return pi.analyze()
+	return &pkgInfo{pkg: p, fset: fset, out: out, scope: packageScope(p, fset, out), d: d, types: newWellKnown(p.Types), std: std, extra: extra}
 }
 
 // TestPlan: the analysis decides names, doc lines and the paths of keys,
@@ -149,4 +155,96 @@ func TestPathDrift(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDriftFacts: every type the generated code relies on (the structs
+// whose fields its key and codec code reads, the types whose
+// representation it converts) is decided by the analysis, before the file
+// is rendered; rendering notes none.
+func TestDriftFacts(t *testing.T) {
+	tests := []struct {
+		name string
+		want []string
+	}{
+		// Key helpers, codec helpers, conversions of named types and
+		// aliases, instances, an instance read with a type parameter.
+		{"drift", []string{
+			"alias drift.Units", "pin drift.Cents", "pin drift.Code", "pin drift.Codes",
+			"pin drift.Rate", "pin drift/ext.Level", "read drift.Base",
+			"read drift.Opt[int64]", "read drift.Price", "read drift.Req",
+			"read drift/ext.Options", "generic Save: drift.Page[S]",
+		}},
+		{"keyhelper", []string{"read keyhelper.Event", "read keyhelper.Request"}},
+		// The known error types (NotFound) are stored as themselves.
+		{"errvalues", []string{
+			"pin errvalues/broker.Error", "read errvalues.Item", "read errvalues.NotFound",
+			"read errvalues/broker.Partition", "read errvalues/broker.ProduceResponse",
+		}},
+		// The variants of unions, keyed and stored.
+		{"unions", []string{
+			"read unions.Created", "read unions.Deleted", "read unions.Hooked",
+			"read unions.internal", "read unions/blocks.Divider",
+			"read unions/blocks.Image", "read unions/blocks.Message",
+			"read unions/blocks.Section",
+		}},
+		{"recursive", []string{
+			"read recursive.A", "read recursive.B", "read recursive.List",
+			"read recursive.Tree",
+		}},
+		// The payload under key= (lenient helpers, tried strict first).
+		{"sdkparams", []string{
+			"read sdkparams/sdk.Charge", "read sdkparams/sdk.ChargeParams",
+			"read sdkparams/sdk.Params",
+		}},
+		// A helper that cannot be written keeps the facts its walk noted
+		// (mnet.Connection), as the writer kept them.
+		{"keyhelperfailed", []string{"read keyhelperfailed/mnet.Connection", "read keyhelperfailed/mnet.Plain"}},
+		{"recursiveresult", []string{"read recursiveresult.Node"}},
+		{"generics", []string{
+			"read generics.Invoice", "read generics.InvoiceRequest",
+			"read generics.Opt[int64]", "read generics.Opt[string]", "read generics.Order",
+			"read generics.Page[generics.Invoice]",
+			"read generics.Page[generics/a/model.Invoice]",
+			"read generics.Page[generics/b/model.Invoice]",
+			"read generics/a/model.Invoice", "read generics/b/model.Invoice",
+			"generic Save: generics.Page[S]",
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pi := pkgOf(t, tc.name)
+			n := len(pi.d.list)
+			fp := pi.analyze()
+			facts := fp.drift.list()
+			// Render seals the facts: one noted while writing panics.
+			if pi.render(fp, n) == nil {
+				t.Fatalf("no file: %v", pi.d.list)
+			}
+			var got []string
+			for _, f := range facts {
+				got = append(got, strings.ReplaceAll(f, "github.com/idemgen/idemgen/testdata/", ""))
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("drift facts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDriftFactsSealed: once rendering begins, noting a fact is a bug of
+// the analysis (a type it did not walk), not something to write around.
+func TestDriftFactsSealed(t *testing.T) {
+	n := types.NewNamed(types.NewTypeName(token.NoPos, nil, "Cents", nil), types.Typ[types.Int64], nil)
+	d := newDriftFacts()
+	d.pinNamed(n)
+	d.seal()
+	defer func() {
+		if r := recover(); r != "drift fact noted while writing" {
+			t.Errorf("noting after seal: recovered %v, want the panic", r)
+		}
+		if diff := cmp.Diff([]string{"pin Cents"}, d.list()); diff != "" {
+			t.Errorf("facts (-want +got):\n%s", diff)
+		}
+	}()
+	d.pinNamed(n)
 }

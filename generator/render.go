@@ -14,19 +14,19 @@ import (
 )
 
 // emitter builds the generated file of one package from its plan. Its
-// state is in four parts: the file being written (its imports and
-// names), the key and codec helpers, the drift facts (those of the plan's
-// paths, then what the key and codec code reaches) and the declarations
-// written so far. Render code that needs only the file is fileWriter's.
+// state is in three parts: the file being written (its imports and
+// names), the key and codec helpers, and the declarations written so far.
+// What the analysis decided about the file's types comes from the plan:
+// the drift facts (read by checkDecls only) and errPkgs. Render code that
+// needs only the file is fileWriter's.
 type emitter struct {
 	*fileWriter
 	keyHelpers
 	fileOut
-	// drift are the types the code relies on, which the drift checks pin.
-	drift *driftFacts
 	// codecHelpers are the result codec helpers of named types.
 	codecHelpers map[string]*codecHelper
-	// errPkgs are the packages whose error types idemErrors restores.
+	// errPkgs are the packages whose error types idemErrors restores
+	// (the plan's).
 	errPkgs []*types.Package
 }
 
@@ -71,13 +71,6 @@ type helperDecl struct {
 	code jen.Code
 }
 
-// group is the wrapper type of the free functions (recv nil) or of one
-// receiver type's methods.
-type group struct {
-	recv *types.TypeName
-	fns  []*fn
-}
-
 // render writes the file of fp; nil after a diagnostic (since n). The
 // file is type-checked before it is returned (verify_precheck.go): a function
 // whose code does not compile is refused, and the file is rendered again
@@ -85,7 +78,10 @@ type group struct {
 func (pi *pkgInfo) render(fp *filePlan, n int) []byte {
 	d, fns, since := pi.d, fp.fns, fp.since
 	for round := 1; ; round++ {
-		src, clean := pi.emitFile(fns, since)
+		if round > 1 {
+			pi.decide(fp, fns) // without the refused
+		}
+		src, clean := pi.emitFile(fp, fns, since)
 		if src == nil || len(d.list) > n {
 			return nil
 		}
@@ -104,15 +100,16 @@ func (pi *pkgInfo) render(fp *filePlan, n int) []byte {
 	}
 }
 
-// emitFile emits the file of fns and the package's steps; nil after a
-// diagnostic. Functions with bad directives were left out by collect; the
-// others still go through key and path checks, so one run reports every
-// problem. clean says the file type-checks: checked as rendered, while
+// emitFile emits the file of fns and the package's steps, as fp decided
+// it; nil after a diagnostic. Functions with bad directives
+// were left out by collect; the others still go through key and path
+// checks, so one run reports every problem. clean says the file type-checks: checked as rendered, while
 // its imports are grouped (the same code; precheck reads the final one).
-func (pi *pkgInfo) emitFile(fns []*fn, since int) (src []byte, clean bool) {
+func (pi *pkgInfo) emitFile(fp *filePlan, fns []*fn, since int) (src []byte, clean bool) {
 	d, out, n := pi.d, pi.out, since
 	pi.emitted = map[*fn]bool{}
-	e := newEmitter(pi, fns)
+	e := newEmitter(pi, fns, fp.errPkgs)
+	fp.drift.seal() // the analysis decided them (fileDrift); the writers only read them
 	e.f.HeaderComment(Header)
 	e.f.PackageComment("") // keeps the header apart from the package clause
 	var decls []jen.Code
@@ -133,7 +130,7 @@ func (pi *pkgInfo) emitFile(fns []*fn, since int) (src []byte, clean bool) {
 	for _, h := range e.helperDecls {
 		decls = append(decls, h.code)
 	}
-	decls = append(decls, e.checkDecls()...)
+	decls = append(decls, e.checkDecls(fp.drift)...)
 	for _, c := range decls {
 		e.f.Add(c)
 		e.f.Line()
@@ -155,7 +152,7 @@ func (pi *pkgInfo) emitFile(fns []*fn, since int) (src []byte, clean bool) {
 }
 
 // newEmitter starts the generated file of fns' package.
-func newEmitter(pi *pkgInfo, fns []*fn) *emitter {
+func newEmitter(pi *pkgInfo, fns []*fn, errPkgs []*types.Package) *emitter {
 	e := &emitter{
 		fileWriter: &fileWriter{
 			pi: pi,
@@ -174,9 +171,8 @@ func newEmitter(pi *pkgInfo, fns []*fn) *emitter {
 			keyBuilding:  map[helperKey]bool{},
 			keyRecursive: map[helperKey]bool{},
 		},
-		drift:        pathDrift(fns), // the writers add what they reach
 		codecHelpers: map[string]*codecHelper{},
-		errPkgs:      pi.errPackages(fns),
+		errPkgs:      errPkgs,
 	}
 	for k := range pi.scope {
 		e.globals[k] = true
@@ -197,22 +193,10 @@ func newEmitter(pi *pkgInfo, fns []*fn) *emitter {
 // uses, and goimports need not search the module cache for one.
 var importOptions = &imports.Options{FormatOnly: true, Comments: true, TabIndent: true, TabWidth: 8}
 
-// groups splits fns by receiver (free functions first, then types in order
-// of their first annotated method) and reserves the API names, which must
+// groups splits fns by receiver (groupFns) and reserves the API names, which must
 // be exactly Idempotent[T] / NewIdempotent[T].
 func (e *fileWriter) groups(fns []*fn) []*group {
-	var gs []*group
-	byRecv := map[*types.TypeName]*group{}
-	for _, x := range fns {
-		g := byRecv[x.recv]
-		if g == nil {
-			g = &group{recv: x.recv}
-			byRecv[x.recv] = g
-			gs = append(gs, g)
-		}
-		g.fns = append(g.fns, x)
-	}
-	sort.SliceStable(gs, func(i, j int) bool { return gs[i].recv == nil && gs[j].recv != nil })
+	gs := groupFns(fns)
 	for _, g := range gs {
 		suffix := ""
 		if g.recv != nil {
@@ -387,7 +371,7 @@ func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclus
 			x.notKeyed = addOnce(x.notKeyed, name+" ("+why+")")
 			continue
 		}
-		w := &writer{e: e, x: x, b: b, n: ns, exPath: name, lenient: e.lenient}
+		w := &writer{e: e, b: b, n: ns, exPath: name, lenient: e.lenient}
 		s, good := w.write(val{e: id(p.name), ptr: p.byPtr}, p.typ, name, ex.trees[i], p.variadic)
 		for _, sk := range w.skipped {
 			x.notKeyed = addOnce(x.notKeyed, sk)
@@ -410,7 +394,7 @@ func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclus
 // string path is the key as it is (an ID); single says so.
 func (e *emitter) keyPathStatements(x *fn, b func() *jen.Statement, ns namer, keyPaths []keyPath) (keys []jen.Code, single, ok bool) {
 	pi, ok := e.pi, true
-	w := &writer{e: e, x: x, b: b, n: ns, noAdvice: true}
+	w := &writer{e: e, b: b, n: ns, noAdvice: true}
 	single = len(keyPaths) == 1 && isString(keyPaths[0].typ)
 	for _, kp := range keyPaths {
 		if why := e.pi.pathNotIdentity(x, kp); why != "" {
@@ -468,11 +452,6 @@ func recvKeyed(x *fn) bool {
 	return false
 }
 
-func isString(t types.Type) bool {
-	b, ok := t.Underlying().(*types.Basic)
-	return ok && b.Info()&types.IsString != 0
-}
-
 // orderStatements resolves order= and writes the entity's key material
 // (c.Entity(), with the same encoding as keys) and the event time
 // (c.At). The time path must be a time.Time or a *time.Time; a nil
@@ -491,7 +470,7 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 		_, timePtr = at.typ.(*types.Pointer)
 	}
 	if entOK {
-		w := &writer{e: e, x: x, b: func() *jen.Statement { return jen.Id(c).Dot("Entity").Call() }, n: ns, noAdvice: true}
+		w := &writer{e: e, b: func() *jen.Statement { return jen.Id(c).Dot("Entity").Call() }, n: ns, noAdvice: true}
 		v := ent.value(x)
 		s, good := w.write(v, ent.typ, ent.opt.text, nil, len(ent.fields) == 0 && x.params[ent.param].variadic)
 		if !good {
@@ -572,8 +551,8 @@ func wrapComments(src []byte, width int) []byte {
 
 // checkDecls declares the file's checks, with one comment for them all,
 // as stringer does: a compile error below means the code above is stale.
-func (e *emitter) checkDecls() []jen.Code {
-	checks, typed, funcs := e.driftChecks(e.drift)
+func (e *emitter) checkDecls(drift *driftFacts) []jen.Code {
+	checks, typed, funcs := e.driftChecks(drift)
 	var out []jen.Code
 	defs := append(e.checks, checks...)
 	typed = append(e.typedChecks, typed...)

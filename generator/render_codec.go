@@ -35,10 +35,7 @@ type codecProblem struct {
 
 // codecGen writes the codec of one wrapper's result value.
 type codecGen struct {
-	e *emitter
-	// x is the function whose results are stored (nil for idemErrors):
-	// as writer.x.
-	x        *fn
+	e        *emitter
 	problems []codecProblem
 	lossy    map[string]bool // other packages' types whose unexported state is not replayed
 	// skipped: fields of other packages' structs that cannot be stored and
@@ -157,7 +154,7 @@ func (e *emitter) resultCodec(x *fn, specBase string, resultT jen.Code) (codec j
 	if len(x.result) == 0 {
 		return nil, "", true
 	}
-	g := &codecGen{e: e, x: x, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: specBase}
+	g := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: specBase}
 	encBody, decBody := g.resultBodies(x, omits)
 	if len(g.problems) > 0 {
 		e.reportCodecProblems(x, g.problems)
@@ -190,7 +187,7 @@ func (g *codecGen) oneCall(x *fn, omits []omitTree, resultT jen.Code) jen.Code {
 		return impl("Codec").Call(jen.Id("idemEnc"+name), jen.Id("idemDec"+name))
 	}
 	u := types.Unalias(t)
-	if b, ok := u.Underlying().(*types.Basic); ok && g.storedBy(u) == (storage{}) {
+	if b, ok := u.Underlying().(*types.Basic); ok && g.e.pi.storedBy(u) == (storage{}) {
 		return g.basicResultCodec(b, resultT)
 	}
 	var fn string
@@ -358,7 +355,7 @@ func (g *codecGen) enc(t types.Type, v vx, path, foreignAt string, omit omitTree
 	if !ok {
 		return nil
 	}
-	if m := g.storedBy(t); m != (storage{}) {
+	if m := g.e.pi.storedBy(t); m != (storage{}) {
 		return g.encMethod(m, v, s)
 	}
 	return g.encInline(t, v, path, g.enterNamed(t, path, foreignAt), omit, s)
@@ -376,7 +373,7 @@ func (g *codecGen) dec(t types.Type, v vx, path, foreignAt string, omit omitTree
 	if !ok {
 		return nil
 	}
-	if m := g.storedBy(t); m != (storage{}) {
+	if m := g.e.pi.storedBy(t); m != (storage{}) {
 		return g.decMethod(m, t, v, s)
 	}
 	return g.decInline(t, v, path, g.enterNamed(t, path, foreignAt), omit, s)
@@ -387,14 +384,10 @@ func (g *codecGen) dec(t types.Type, v vx, path, foreignAt string, omit omitTree
 // can name and that brings no marshaling pair), and returns their name
 // suffix: "" after recording why t cannot be stored.
 func (g *codecGen) helperName(t types.Type, path, foreignAt string, omit omitTree) (string, bool) {
-	if !g.e.pi.renderable(t) || lossyPair(g.e.pi, types.Unalias(t)) != "" || g.storedBy(types.Unalias(t)) != (storage{}) {
-		return "", false
-	}
-	n, ok := g.hasHelper(types.Unalias(t))
+	n, ok := g.e.pi.codecHelperType(t)
 	if !ok {
 		return "", false
 	}
-	g.e.drift.pinAlias(t)
 	return g.helper(n, path, g.enterNamed(n, path, foreignAt), omit), true
 }
 
@@ -406,7 +399,6 @@ func (g *codecGen) check(t types.Type, path, foreignAt string) (types.Type, bool
 		g.fail(path, "type "+pi.typeString(t)+" cannot be named in the generated file (unexported, or internal to another module)", foreignAt)
 		return nil, false
 	}
-	e.drift.pinAlias(t)
 	t = types.Unalias(t)
 	if why := lossyPair(pi, t); why != "" {
 		g.fail(path, why, foreignAt)
@@ -415,72 +407,17 @@ func (g *codecGen) check(t types.Type, path, foreignAt string) (types.Type, bool
 	return t, true
 }
 
-// enterNamed pins a named type's underlying type and returns the path of
-// the outermost other package's value, path if t starts one.
+// enterNamed returns the path of the outermost other package's value:
+// path if t starts one.
 func (g *codecGen) enterNamed(t types.Type, path, foreignAt string) string {
 	named, ok := t.(*types.Named)
 	if !ok {
 		return foreignAt
 	}
-	g.e.drift.pinNamed(named)
 	if named.Obj().Pkg() != nil && named.Obj().Pkg() != g.e.pi.pkg.Types && foreignAt == "" {
 		return path
 	}
 	return foreignAt
-}
-
-// hasHelper reports whether t is stored by helpers of its own: a named
-// composite type, or an interface stored as a union.
-func (g *codecGen) hasHelper(t types.Type) (*types.Named, bool) {
-	named, ok := t.(*types.Named)
-	if !ok {
-		return nil, false
-	}
-	switch shapeOf(t).kind {
-	case kindStruct, kindSlice, kindMap, kindArray, kindPointer:
-		return named, true
-	case kindInterface:
-		return named, len(g.e.pi.variants(named)) > 0
-	}
-	return nil, false
-}
-
-// lossyPair says why t is refused: a standard library type whose only way
-// to be stored is a marshaling pair that does not give back the value it
-// was given; "" for any other type.
-func lossyPair(pi *pkgInfo, t types.Type) string {
-	switch {
-	case isNamed(t, "regexp", "Regexp"):
-		return "regexp.Regexp's MarshalText drops CompilePOSIX and Longest (return the expression's source instead)"
-	case isNamed(t, "crypto/sha3", "SHA3"), isNamed(t, "crypto/sha3", "SHAKE"):
-		return pi.typeString(t) + "'s UnmarshalBinary takes only the state of the function its receiver was made for, which a stored record does not say (return the sum instead)"
-	}
-	return ""
-}
-
-// storage is how a value is stored by methods rather than by its shape:
-// a url.Userinfo by its accessors, a protobuf message, a marshaling pair.
-type storage struct {
-	userinfo, proto    bool
-	marshal, unmarshal string
-}
-
-// storedBy is how t is stored by methods; zero if it is not.
-func (g *codecGen) storedBy(t types.Type) storage {
-	if isNamed(t, "net/url", "Userinfo") {
-		return storage{userinfo: true}
-	}
-	if shapeOf(t).kind == kindPointer || types.IsInterface(t) {
-		return storage{}
-	}
-	// protobuf messages: *M has ProtoReflect.
-	if pm, ptr := implements(t, g.e.pi.types.protoMessage); pm && ptr {
-		return storage{proto: true}
-	}
-	if m, u, ok := g.pair(t); ok {
-		return storage{marshal: m, unmarshal: u}
-	}
-	return storage{}
 }
 
 func (g *codecGen) encMethod(m storage, v vx, s fnScope) []jen.Code {
@@ -587,45 +524,3 @@ func (g *codecGen) decUserinfo(v vx, s fnScope) []jen.Code {
 }
 
 var urlPkg = types.NewPackage("net/url", "url")
-
-// pairs are the marshaling method pairs a type may bring, in order of
-// preference; a few standard library types are stored otherwise (see
-// lossyPair and the cases below).
-func (g *codecGen) pair(t types.Type) (marshal, unmarshal string, ok bool) {
-	switch {
-	case isNamed(t, "encoding/json", "RawMessage"), isNamed(t, "net", "IP"):
-		// Their pairs turn nil into null (RawMessage) and empty into nil
-		// (both), and a 4-byte net.IP into 16 bytes: stored as the bytes
-		// they are.
-		return "", "", false
-	case isNamed(t, "net/url", "URL"):
-		// url.Parse normalises what MarshalBinary (String) writes: a
-		// scheme's case, a path's leading slash, RawPath. Stored by its
-		// fields, the user info by its accessors (userinfo).
-		return "", "", false
-	case isNamed(t, "math/big", "Float"):
-		// MarshalText writes the shortest decimal and UnmarshalText parses
-		// it at 64 bits; the gob pair keeps the precision, rounding mode,
-		// accuracy and every mantissa bit.
-		return "GobEncode", "GobDecode", true
-	}
-	w := g.e.pi.types
-	for _, p := range []struct {
-		m, u *types.Interface
-		mn   string
-		un   string
-	}{
-		{w.binaryMarshaler, w.binaryUnmarshaler, "MarshalBinary", "UnmarshalBinary"},
-		{w.jsonMarshaler, w.jsonUnmarshaler, "MarshalJSON", "UnmarshalJSON"},
-		{w.textMarshaler, w.textUnmarshaler, "MarshalText", "UnmarshalText"},
-	} {
-		// implements counts a type's own methods only: a pair promoted
-		// from an embedded field marshals that field alone.
-		if m, _ := implements(t, p.m); m {
-			if u, _ := implements(t, p.u); u {
-				return p.mn, p.un, true
-			}
-		}
-	}
-	return "", "", false
-}

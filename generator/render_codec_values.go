@@ -3,7 +3,6 @@ package generator
 import (
 	"fmt"
 	"go/types"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -15,10 +14,7 @@ import (
 // helper makes (once) the helpers of a named type and returns their name
 // suffix; "" if the type cannot be stored (problems are recorded).
 func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree) string {
-	key := types.TypeString(n, nil) // instances of a generic type differ
-	if len(omit) > 0 {
-		key += " for " + g.spec + " omitting " + fmt.Sprint(omit) // fmt sorts map keys
-	}
+	key := codecHelperKey(n, g.spec, omit)
 	h, ok := g.e.codecHelpers[key]
 	switch {
 	case !ok:
@@ -50,7 +46,7 @@ func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codec
 	h := &codecHelper{name: name, building: true}
 	e.codecHelpers[key] = h // recursion finds it
 	mark := len(e.helperDecls)
-	sub := &codecGen{e: e, x: g.x, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec}
+	sub := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec}
 	// Paths inside the helper are relative; foreignAt "" at the root of an
 	// own type, or the root itself of another package's.
 	root := ""
@@ -73,7 +69,6 @@ func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codec
 		encBody = append(depthGuard("e"), encBody...)
 		decBody = append(depthGuard("d"), decBody...)
 	}
-	e.drift.readFields(g.x, n)
 	tt := e.typ(n)
 	e.helperDecls = append(e.helperDecls,
 		helperDecl{name: "idemEnc" + name, code: jen.Func().Id("idemEnc"+name).Params(jen.Id("e").Op("*").Add(e.qual(implPkg, "Encoder")), jen.Id("v").Op("*").Add(tt)).Block(encBody...)},
@@ -236,69 +231,11 @@ func (g *codecGen) decInline(t types.Type, v vx, path, foreignAt string, omit om
 // an any with its dynamic type where that is one the runtime restores
 // exactly (what encoding/json decodes into an any, basic types).
 func (g *codecGen) storableShape(t types.Type, sh shape, path, foreignAt string) bool {
-	pi := g.e.pi
-	switch sh.kind {
-	case kindBasic:
-		if m, _, _ := basicCodec(sh.basic); m == "" {
-			g.fail(path, sh.basic.String()+" cannot be stored", foreignAt)
-			return false
-		}
-	case kindPointer, kindSlice, kindArray, kindStruct:
-	case kindMap:
-		if kb, ok := sh.key.Underlying().(*types.Basic); !ok || kb.Info()&types.IsOrdered == 0 {
-			g.fail(path, "map key "+pi.typeString(sh.key)+" is not a string or a number (only those keys are stored, in sorted order)", foreignAt)
-			return false
-		}
-	case kindInterface:
-		n, named := t.(*types.Named)
-		if !types.Identical(t, errorType) && !(named && len(g.e.pi.variants(n)) > 0) && !sh.iface.Empty() {
-			g.fail(path, "interface "+pi.typeString(t)+" cannot be decoded to its dynamic type", foreignAt)
-			return false
-		}
-	case kindFunc:
-		g.fail(path, "func values cannot be stored", foreignAt)
-		return false
-	case kindChan:
-		g.fail(path, "channels cannot be stored", foreignAt)
-		return false
-	default:
-		g.fail(path, "type "+pi.typeString(t)+" cannot be stored", foreignAt)
+	if why := g.e.pi.unstorable(t, sh); why != "" {
+		g.fail(path, why, foreignAt)
 		return false
 	}
 	return true
-}
-
-// basicCodec is the Encoder and Decoder method of a basic type, the type
-// they take and return, and the bits the Decoder checks a number against
-// (0: none); "" for a type that is not stored.
-func basicCodec(u *types.Basic) (method, typ string, bits int) {
-	bits = 64
-	switch u.Kind() {
-	case types.Int8, types.Uint8:
-		bits = 8
-	case types.Int16, types.Uint16:
-		bits = 16
-	case types.Int32, types.Uint32:
-		bits = 32
-	}
-	info := u.Info()
-	switch {
-	case u.Kind() == types.Bool:
-		return "Bool", "bool", 0
-	case info&types.IsString != 0:
-		return "String", "string", 0
-	case info&types.IsUnsigned != 0:
-		return "Uint", "uint64", bits
-	case info&types.IsInteger != 0:
-		return "Int", "int64", bits
-	case u.Kind() == types.Float32:
-		return "Float32", "float32", 0
-	case info&types.IsFloat != 0:
-		return "Float64", "float64", 0
-	case info&types.IsComplex != 0:
-		return "Complex", "complex128", 0
-	}
-	return "", "", 0
 }
 
 // convert converts x of type t to the basic type to, unless it is one.
@@ -383,37 +320,6 @@ func (g *codecGen) encCombinator(fn string, v vx, enc jen.Code, ok bool) []jen.C
 		return nil
 	}
 	return g.encBy(func(e *jen.Statement) *jen.Statement { return g.e.qual(implPkg, fn).Call(e, v.val(), enc) })
-}
-
-// orderedCoder is basicCoder for the keys of EncMap, which sorts them:
-// strings and float64s.
-func orderedCoder(t types.Type) string {
-	if c := basicCoder(t); c != "Bool" {
-		return c
-	}
-	return ""
-}
-
-// basicCoder names the idemimpl encoder and decoder (EncString and
-// DecString…) of the values of a predeclared basic type, for EncPtr and
-// EncList; "" for other types, and for integers, whose decoders take the
-// bits a number must fit in.
-func basicCoder(t types.Type) string {
-	b, ok := types.Unalias(t).(*types.Basic)
-	if !ok {
-		return ""
-	}
-	switch m, _, _ := basicCodec(b); m {
-	case "String", "Bool", "Float64":
-		return m
-	}
-	return ""
-}
-
-// isByte: the element type of []byte, not of a named byte type's slice.
-func isByte(t types.Type) bool {
-	b, ok := t.(*types.Basic)
-	return ok && b.Kind() == types.Byte
 }
 
 // encMap: Nil, or the entries in key order.
@@ -545,29 +451,19 @@ func (g *codecGen) eachField(t types.Type, u *types.Struct, path, foreignAt stri
 func (g *codecGen) unstored(t types.Type, u *types.Struct, i int, own bool, path string, sub omitTree) bool {
 	pi := g.e.pi
 	f := u.Field(i)
-	switch {
-	case f.Exported() && g.opaque(f.Type()) && len(sub) == 0:
-		// Another package's state held by value, none of it
-		// exported (an AWS output's ResultMetadata): replays hold
-		// its zero value, which is usable, and the doc line names
-		// the type. A result that is such a value is still refused.
-		g.lossy[pi.typeString(f.Type())] = true
-		return true
-	case !own && f.Exported() && jsonSkipped(u.Tag(i)) && !storable(f.Type()):
-		g.skipped[pi.typeString(t)+"."+f.Name()] = true
-		return true
-	case f.Exported():
+	switch pi.fieldStorage(u, i, own, sub) {
+	case fieldStored:
 		return false
-	case f.Name() == "_" || zeroSize(f.Type()):
-		return true
-	case !own:
+	case fieldOpaque:
+		g.lossy[pi.typeString(f.Type())] = true
+	case fieldJSONSkipped:
+		g.skipped[pi.typeString(t)+"."+f.Name()] = true
+	case fieldLossyOwner:
 		g.lossy[pi.typeString(t)] = true
-		return true
-	case !(f.Embedded() && isStruct(f.Type())):
+	case fieldRefused:
 		g.fail(joinPath(path, f.Name()), "unexported field (export it, or give the type a marshaling pair)", "")
-		return true
 	}
-	return false
+	return true
 }
 
 // lossyList is the sorted list of types that lose unexported state.
@@ -594,62 +490,6 @@ func uses(code []jen.Code, id string) bool {
 	return slices.Contains(strings.FieldsFunc(fmt.Sprintf("%#v", jen.Block(code...)), func(r rune) bool {
 		return r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	}), id)
-}
-
-// opaque reports whether t is another package's struct held by value
-// whose data is all unexported and that has no marshaling pair: no
-// codec can store any of it.
-func (g *codecGen) opaque(t types.Type) bool {
-	n, ok := t.(*types.Named)
-	if !ok || n.Obj().Pkg() == nil || n.Obj().Pkg() == g.e.pi.pkg.Types {
-		return false
-	}
-	st, ok := n.Underlying().(*types.Struct)
-	if !ok {
-		return false
-	}
-	if _, _, ok := g.pair(t); ok || lossyPair(g.e.pi, t) != "" {
-		return false
-	}
-	data := false
-	for i := 0; i < st.NumFields(); i++ {
-		f := st.Field(i)
-		if f.Name() == "_" || zeroSize(f.Type()) {
-			continue
-		}
-		if f.Exported() {
-			return false
-		}
-		data = true
-	}
-	return data
-}
-
-// jsonSkipped reports whether a struct tag keeps its field out of the
-// type's JSON form (json:"-").
-func jsonSkipped(tag string) bool {
-	return reflect.StructTag(tag).Get("json") == "-"
-}
-
-// storable is false for the types no codec can rebuild from bytes: an
-// interface (its dynamic type is not in the record), a func or a channel,
-// or a pointer to one. Another package's struct field of such a type
-// that the package tags json:"-" (stripe's Error.Err, say) is left out
-// of the stored result instead of refusing the whole result: its own
-// package keeps it out of its wire form too.
-func storable(t types.Type) bool {
-	for {
-		p, ok := t.Underlying().(*types.Pointer)
-		if !ok {
-			break
-		}
-		t = p.Elem()
-	}
-	switch t.Underlying().(type) {
-	case *types.Interface, *types.Signature, *types.Chan:
-		return false
-	}
-	return true
 }
 
 // relJoin puts a path relative to a helper's value after path.

@@ -35,37 +35,6 @@ func (e *emitter) errorTypes() jen.Code {
 	return jen.Id(e.errs.name).Values()
 }
 
-// errPackages are the packages whose error types idemErrors restores:
-// this package, the wrapped functions' packages and those of the result
-// types (behind pointers, slices, arrays and maps).
-func (pi *pkgInfo) errPackages(fns []*fn) []*types.Package {
-	seen := map[*types.Package]bool{}
-	out := []*types.Package{pi.pkg.Types}
-	seen[pi.pkg.Types] = true
-	add := func(p *types.Package) {
-		if p != nil && !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	for _, x := range fns {
-		add(x.obj.Pkg())
-		for _, t := range x.result {
-			for {
-				switch u := types.Unalias(t).(type) {
-				case *types.Pointer, *types.Slice, *types.Array, *types.Map:
-					t = u.(interface{ Elem() types.Type }).Elem()
-					continue
-				case *types.Named:
-					add(u.Obj().Pkg())
-				}
-				break
-			}
-		}
-	}
-	return out
-}
-
 // knownErrors fills e.errs with the exported error types (by value or
 // pointer, whichever has the Error method) that a codec can store
 // faithfully, and the exported variables of type error (sentinels), of
@@ -123,8 +92,6 @@ func (e *emitter) knownErrorType(o *types.TypeName) {
 	e.errs.decode = append(e.errs.decode, jen.Case(jen.Lit(name)).Block(append(append(
 		[]jen.Code{jen.Var().Id("x").Add(e.typ(t))}, dec...), jen.Return(jen.Id("x")))...))
 }
-
-var errorIface = errorType.Underlying().(*types.Interface)
 
 // errorTypesDecl is the declaration of idemErrors.
 func (e *emitter) errorTypesDecl() []jen.Code {

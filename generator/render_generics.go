@@ -34,15 +34,6 @@ var reflectPkg = types.NewPackage("reflect", "reflect")
 // isGeneric reports whether x is a generic function.
 func isGeneric(x *fn) bool { return x.sig.TypeParams().Len() > 0 }
 
-// instanceKey tells instances of one generic type apart: the instance
-// fully qualified ("" for a type that is no instance).
-func instanceKey(n *types.Named) string {
-	if n.TypeArgs().Len() == 0 {
-		return ""
-	}
-	return types.TypeString(n, nil)
-}
-
 // instanceSuffix ends the names of an instance's helpers: its type
 // arguments spelt as identifiers (Opt[int64] → _int64, Page[sdk.Invoice]
 // → _SdkInvoice). Two instances that spell alike get e.global's numbers.
@@ -87,54 +78,6 @@ func (e *fileWriter) mangle(b *strings.Builder, t types.Type) {
 	default:
 		b.WriteString("T")
 	}
-}
-
-// mentionsTypeParam reports whether t mentions a type parameter (of the
-// function being wrapped): such a type cannot be named at package level,
-// so it gets no helper of its own.
-func mentionsTypeParam(t types.Type) bool {
-	return firstTypeParam(t, map[*types.Named]bool{}) != nil
-}
-
-func firstTypeParam(t types.Type, seen map[*types.Named]bool) *types.TypeParam {
-	switch t := types.Unalias(t).(type) {
-	case *types.TypeParam:
-		return t
-	case *types.Named:
-		for i := 0; i < t.TypeArgs().Len(); i++ {
-			if tp := firstTypeParam(t.TypeArgs().At(i), seen); tp != nil {
-				return tp
-			}
-		}
-	case *types.Pointer:
-		return firstTypeParam(t.Elem(), seen)
-	case *types.Slice:
-		return firstTypeParam(t.Elem(), seen)
-	case *types.Array:
-		return firstTypeParam(t.Elem(), seen)
-	case *types.Chan:
-		return firstTypeParam(t.Elem(), seen)
-	case *types.Map:
-		if tp := firstTypeParam(t.Key(), seen); tp != nil {
-			return tp
-		}
-		return firstTypeParam(t.Elem(), seen)
-	case *types.Struct:
-		for i := 0; i < t.NumFields(); i++ {
-			if tp := firstTypeParam(t.Field(i).Type(), seen); tp != nil {
-				return tp
-			}
-		}
-	case *types.Signature:
-		for _, tup := range []*types.Tuple{t.Params(), t.Results()} {
-			for i := 0; i < tup.Len(); i++ {
-				if tp := firstTypeParam(tup.At(i).Type(), seen); tp != nil {
-					return tp
-				}
-			}
-		}
-	}
-	return nil
 }
 
 // typeParam writes a value of a type parameter, through its constraint:
@@ -182,93 +125,6 @@ func (w *writer) typeParam(v val, tp *types.TypeParam, path string) ([]jen.Code,
 	}
 	return w.fail(path, "type parameter "+name+" (constraint "+w.e.pi.typeString(tp.Constraint())+") cannot be keyed: the constraint has no key method (IdemKey, MarshalBinary, MarshalText) and its types are not of one basic kind",
 		"add idem.Keyer to the constraint of "+name+", or name other parameters with key=")
-}
-
-// typeTerms flattens a constraint's type set to its terms: a union (of
-// types, or of interfaces that are unions themselves), or a single type.
-// ok is false for what it does not compute (an intersection of two
-// restricting interfaces); no terms means any type.
-func typeTerms(c types.Type) ([]*types.Term, bool) {
-	it, isIface := c.Underlying().(*types.Interface)
-	if !isIface {
-		return []*types.Term{types.NewTerm(false, c)}, true
-	}
-	var out []*types.Term
-	restricted := 0
-	for i := 0; i < it.NumEmbeddeds(); i++ {
-		var terms []*types.Term
-		switch emb := it.EmbeddedType(i).(type) {
-		case *types.Union:
-			for j := 0; j < emb.Len(); j++ {
-				t := emb.Term(j)
-				if _, inner := t.Type().Underlying().(*types.Interface); inner {
-					sub, ok := typeTerms(t.Type())
-					if !ok || len(sub) == 0 {
-						return nil, false
-					}
-					terms = append(terms, sub...)
-					continue
-				}
-				terms = append(terms, t)
-			}
-		default:
-			sub, ok := typeTerms(emb)
-			if !ok {
-				return nil, false
-			}
-			terms = sub
-		}
-		if len(terms) == 0 {
-			continue // a method-only interface
-		}
-		if restricted++; restricted > 1 {
-			return nil, false
-		}
-		out = terms
-	}
-	return out, true
-}
-
-// basicKind is the KeyBuilder method and conversion that write every type
-// of terms one to one, "" if there is none.
-func basicKind(terms []*types.Term) (method, conv string) {
-	for _, t := range terms {
-		u, ok := t.Type().Underlying().(*types.Basic)
-		if !ok {
-			return "", ""
-		}
-		var m, c string
-		switch info := u.Info(); {
-		case info&types.IsBoolean != 0:
-			m, c = "Bool", "bool"
-		case info&types.IsInteger != 0:
-			// Signed and unsigned integers both convert to int64 one
-			// to one; unsigned ones alone are written as Uint, as their
-			// concrete types are.
-			m, c = "Uint", "uint64"
-			if info&types.IsUnsigned == 0 {
-				m, c = "Int", "int64"
-			}
-		case info&types.IsFloat != 0:
-			m, c = "Float", "float64"
-		case info&types.IsComplex != 0:
-			m, c = "Complex", "complex128"
-		case info&types.IsString != 0:
-			m, c = "String", "string"
-		default:
-			return "", ""
-		}
-		switch {
-		case method == "":
-			method, conv = m, c
-		case method == m:
-		case (method == "Int" || method == "Uint") && (m == "Int" || m == "Uint"):
-			method, conv = "Int", "int64"
-		default:
-			return "", ""
-		}
-	}
-	return method, conv
 }
 
 // typeArgKeys opens the key of a generic function's call with the

@@ -17,23 +17,6 @@ func tagHint(path string) string {
 	return ""
 }
 
-// zeroSize reports whether values of t occupy no memory (struct{}, [0]T,
-// structs of such): they hold no data.
-func zeroSize(t types.Type) bool {
-	switch u := t.Underlying().(type) {
-	case *types.Struct:
-		for i := 0; i < u.NumFields(); i++ {
-			if !zeroSize(u.Field(i).Type()) {
-				return false
-			}
-		}
-		return true
-	case *types.Array:
-		return u.Len() == 0 || zeroSize(u.Elem())
-	}
-	return false
-}
-
 func one(c jen.Code) []jen.Code { return []jen.Code{c} }
 
 // loopVar declares the index i of a loop over body, or nothing when body
@@ -78,44 +61,10 @@ func (w *writer) basic(v val, t types.Type, u *types.Basic, path string) ([]jen.
 	return one(w.b().Dot(method).Call(x)), true
 }
 
-// keyMethod is the KeyBuilder method that writes values of a basic type,
-// and the type it takes; "" for a type that cannot be keyed.
-func keyMethod(u *types.Basic) (string, types.Type) {
-	info := u.Info()
-	switch {
-	case info&types.IsBoolean != 0:
-		return "Bool", types.Typ[types.Bool]
-	case info&types.IsInteger != 0 && info&types.IsUnsigned != 0:
-		return "Uint", types.Typ[types.Uint64]
-	case info&types.IsInteger != 0:
-		return "Int", types.Typ[types.Int64]
-	case info&types.IsFloat != 0:
-		return "Float", types.Typ[types.Float64]
-	case info&types.IsComplex != 0:
-		return "Complex", types.Typ[types.Complex128]
-	case info&types.IsString != 0:
-		return "String", types.Typ[types.String]
-	}
-	return "", nil
-}
-
-// basicWriter is the idemimpl writer (KeyString…) of the values of a
-// predeclared basic type, for KeyPtr; "" for other types.
-func basicWriter(t types.Type) string {
-	b, ok := types.Unalias(t).(*types.Basic)
-	if !ok {
-		return ""
-	}
-	switch m, _ := keyMethod(b); m {
-	case "Bool", "Uint", "Int", "Float", "String":
-		return "Key" + m
-	}
-	return ""
-}
-
 // valueWriter is the idemimpl writer by value (StringKey…) of the values
 // of a predeclared basic type, for KeyList and KeyMap; nil for other
-// types. A caller that uses it pins t if t is an alias, as KeyPtr's do.
+// types. The analysis pins t if it is an alias (reach.keyShape), as for
+// KeyPtr's.
 func (w *writer) valueWriter(t types.Type) jen.Code {
 	bw := basicWriter(t)
 	if bw == "" {
@@ -128,13 +77,13 @@ func (w *writer) valueWriter(t types.Type) jen.Code {
 // on first use. Recursive types work: the name is reserved before the body
 // is written. If n cannot be keyed it returns n's problems instead, with
 // paths relative to root (kept: a type reached again is not walked again).
-func (e *emitter) helper(n *types.Named, x *fn) (string, []problem, helperKey) {
+func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
 	obj := n.Obj()
 	if e.lenient {
 		// A payload helper is the key helper when that one can be
 		// written: a lenient twin only where they differ.
 		e.lenient = false
-		name, probs, k := e.helper(n, x)
+		name, probs, k := e.helper(n)
 		e.lenient = true
 		if probs == nil {
 			return name, nil, k
@@ -157,7 +106,7 @@ func (e *emitter) helper(n *types.Named, x *fn) (string, []problem, helperKey) {
 	name := e.global("idemKey" + prefix + upperFirst(obj.Name()) + e.instanceSuffix(n))
 	e.helpers[hk] = name
 	mark := len(e.helperDecls)
-	w := &writer{e: e, x: x, b: id("b"), n: namer{"b": true, "v": true}, raw: n, exPath: root, lenient: e.lenient}
+	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, exPath: root, lenient: e.lenient}
 	e.keyBuilding[hk] = true
 	body, ok := w.write(val{e: id("v"), ptr: true}, n, root, nil, false)
 	delete(e.keyBuilding, hk)
@@ -213,16 +162,6 @@ func (e *emitter) rollback(mark int) {
 			delete(e.codecHelpers, key)
 		}
 	}
-}
-
-// helperKey names a key helper: of a type, for a key (strict: every
-// field that holds data is keyed or refused) or for a payload fingerprint
-// under key= (lenient: another package's unexported fields are skipped).
-type helperKey struct {
-	obj     *types.TypeName
-	lenient bool
-	// inst tells instances of one generic type apart (instanceKey).
-	inst string
 }
 
 // jsonWritten reports whether a value of n may be written by a MarshalJSON

@@ -159,10 +159,6 @@ func orRest(cs []jen.Code) []jen.Code {
 // writer is what write needs to know about the current key path.
 type writer struct {
 	e *emitter
-	// x is the function whose key is written: the drift check of a struct
-	// that mentions its type parameters is declared inside a function
-	// with them.
-	x *fn
 	b func() *jen.Statement // the *idemimpl.KeyBuilder
 	n namer
 	// raw is the named type whose helper is being written: write it by its
@@ -206,7 +202,6 @@ func (w *writer) fail(path, reason, hint string) ([]jen.Code, bool) {
 // in w.problems and returns false. ex, when non-nil, lists fields to skip:
 // the value is then expanded inline.
 func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic bool) ([]jen.Code, bool) {
-	w.e.drift.pinAlias(t)
 	t = types.Unalias(t)
 	if tp, ok := t.(*types.TypeParam); ok {
 		return w.typeParam(v, tp, path) // render_generics.go
@@ -217,7 +212,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		if oldKeyer(t, w.e.pi.types.keyer) {
 			return w.fail(path, "its IdemKey method is not idem.Keyer's IdemKey() any (an IdemKey(*idemimpl.KeyBuilder) written for an older idemgen)", "make it IdemKey() any, returning the value that identifies it")
 		}
-		if n, ok := w.keyedByHelper(t); ok {
+		if n, ok := w.e.pi.keyedByHelper(t); ok {
 			name, ok := w.helperName(n, path)
 			if !ok {
 				return nil, false
@@ -241,13 +236,6 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 			}
 			w.inlining[n.Origin()] = true
 			defer delete(w.inlining, n.Origin())
-		}
-	}
-	if n, ok := t.(*types.Named); ok {
-		if _, isStruct := n.Underlying().(*types.Struct); isStruct {
-			w.e.drift.readFields(w.x, n)
-		} else {
-			w.e.drift.pinNamed(n)
 		}
 	}
 	s := shapeOf(t)
@@ -274,26 +262,12 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 	return w.fail(path, "type "+w.e.pi.typeString(t)+" cannot be keyed", "")
 }
 
-// keyedByHelper reports whether write keys a value of t (not excluded)
-// by calling the key helper of its type: a named type that no method keys
-// and that the generated file can name.
-func (w *writer) keyedByHelper(t types.Type) (*types.Named, bool) {
-	t = types.Unalias(t)
-	n, ok := t.(*types.Named)
-	if !ok || !w.e.pi.hasKeyHelper(n) || !w.e.pi.nameable(n.Obj()) || !w.e.pi.renderable(n) || mentionsTypeParam(n) {
-		return nil, false
-	}
-	if shapeOf(t).kind != kindPointer && (isNamed(t, "net", "Addr") || w.e.pi.keyedByMethod(t)) {
-		return nil, false // byMethod
-	}
-	return n, true
-}
-
 // byMethod writes the well-known types and those whose key material a
 // method writes (idem.Keyer, protobuf messages, marshalers); false for
-// any other type.
+// any other type. Which types those are is the analysis's question
+// (keyedAsMethod): the drift walk asks it too.
 func (w *writer) byMethod(v val, t types.Type) ([]jen.Code, bool) {
-	if shapeOf(t).kind == kindPointer {
+	if !w.e.pi.keyedAsMethod(t) {
 		return nil, false
 	}
 	wk, b := w.e.pi.types, w.b
@@ -357,7 +331,7 @@ func (w *writer) protoMessage(v val, t types.Type, ptr bool) []jen.Code {
 // helperName is the name of n's key helper, which a value at path is
 // keyed by; false after recording its problems at path.
 func (w *writer) helperName(n *types.Named, path string) (string, bool) {
-	name, probs, hk := w.e.helper(n, w.x)
+	name, probs, hk := w.e.helper(n)
 	if probs == nil {
 		for _, sk := range w.e.skipped[hk] {
 			w.skipped = addOnce(w.skipped, path+sk[len(root):])
@@ -395,11 +369,9 @@ func (w *writer) helperName(n *types.Named, path string) (string, bool) {
 // writePointer: Nil, or Ptr and the element.
 func (w *writer) writePointer(v val, elemT types.Type, path string, ex exTree) ([]jen.Code, bool) {
 	if bw := basicWriter(elemT); bw != "" {
-		w.e.drift.pinAlias(elemT)
 		return one(w.e.qual(implPkg, "KeyPtr").Call(w.b(), v.value(), w.e.qual(implPkg, bw))), true
 	}
-	if n, ok := w.keyedByHelper(elemT); ok && ex == nil {
-		w.e.drift.pinAlias(elemT)
+	if n, ok := w.e.pi.keyedByHelper(elemT); ok && ex == nil {
 		name, ok := w.helperName(n, path)
 		if !ok {
 			return nil, false
@@ -431,7 +403,6 @@ func (w *writer) writeSlice(v val, elemT types.Type, path string, variadic bool)
 		return w.nilCheck(v, one(b().Dot("Bytes").Call(v.value()))), true
 	}
 	if vw := w.valueWriter(elemT); vw != nil && !variadic { // a variadic one has no Nil
-		w.e.drift.pinAlias(elemT)
 		return one(w.e.qual(implPkg, "KeyList").Call(b(), v.value(), vw)), true
 	}
 	i := w.n.get("i")
@@ -479,8 +450,6 @@ func (w *writer) writeArray(v val, s shape, path string) ([]jen.Code, bool) {
 func (w *writer) writeMap(v val, s shape, path string) ([]jen.Code, bool) {
 	b := w.b
 	if kw, vw := w.valueWriter(s.key), w.valueWriter(s.elem); kw != nil && vw != nil {
-		w.e.drift.pinAlias(s.key)
-		w.e.drift.pinAlias(s.elem)
 		return one(w.e.qual(implPkg, "KeyMap").Call(b(), v.value(), kw, vw)), true
 	}
 	k, x := w.n.get("k"), w.n.get("e")
@@ -575,7 +544,7 @@ func (w *writer) zeroSizeField(v val, f *types.Var, fp string, sub exTree) []jen
 	if _, isStruct := f.Type().Underlying().(*types.Struct); isStruct && !w.e.pi.keyedByMethod(f.Type()) {
 		return nil
 	}
-	try := &writer{e: w.e, x: w.x, b: w.b, n: w.n, noAdvice: true, inlining: w.inlining}
+	try := &writer{e: w.e, b: w.b, n: w.n, noAdvice: true, inlining: w.inlining}
 	s, ok := try.write(v.field(f.Name()), f.Type(), fp, sub, false)
 	if !ok {
 		return nil
@@ -627,16 +596,4 @@ func (w *writer) writeInterface(v val, t types.Type, u *types.Interface, path st
 		return one(w.b().Dot("Any").Call(v.value())), true
 	}
 	return w.fail(path, "interface "+w.e.pi.typeString(t)+" cannot be keyed", "key on concrete fields, make it embed idem.Keyer")
-}
-
-// oldKeyer reports whether t (or *t) has an IdemKey method that is not
-// keyer's: written for an older idemgen, it would otherwise be ignored
-// silently and the value keyed by its fields.
-func oldKeyer(t types.Type, keyer *types.Interface) bool {
-	if types.Implements(t, keyer) || types.Implements(types.NewPointer(t), keyer) {
-		return false // its own IdemKey, or one promoted from an embedded Keyer
-	}
-	obj, _, _ := types.LookupFieldOrMethod(types.NewPointer(t), true, nil, "IdemKey")
-	_, isFunc := obj.(*types.Func)
-	return isFunc
 }

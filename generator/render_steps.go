@@ -8,9 +8,9 @@ import (
 
 // stepWrapper emits x's step wrapper and its result codec.
 func (e *emitter) stepWrapper(x *fn) []jen.Code {
-	display, base := x.name, upperFirst(x.name)
+	display, base := x.name, specBase(x)
 	if x.recv != nil {
-		display, base = x.recv.Name()+"."+x.name, upperFirst(x.recv.Name())+upperFirst(x.name)
+		display = x.recv.Name() + "." + x.name
 	}
 	name := x.stepName
 	if name == "" {

@@ -65,7 +65,7 @@ func (g *codecGen) decUnion(n *types.Named, vs []types.Type, v vx, path, foreign
 // merges what it stores into g; false if the variant cannot be stored (a
 // value of it fails the recording).
 func (g *codecGen) variant(code func(tg *codecGen) []jen.Code) ([]jen.Code, bool) {
-	tg := &codecGen{e: g.e, x: g.x, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec}
+	tg := &codecGen{e: g.e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec}
 	c := code(tg)
 	if len(tg.problems) > 0 {
 		return nil, false
@@ -115,7 +115,7 @@ func (w *writer) keyUnion(n *types.Named, vs []types.Type, v val) ([]jen.Code, b
 	var cases []jen.Code
 	usesX := false
 	for _, vt := range vs {
-		tw := &writer{e: w.e, x: w.x, b: w.b, n: w.n, noAdvice: true, inlining: w.inlining, lenient: w.lenient}
+		tw := &writer{e: w.e, b: w.b, n: w.n, noAdvice: true, inlining: w.inlining, lenient: w.lenient}
 		code, ok := tw.write(val{e: id(x)}, vt, "", nil, false)
 		if !ok {
 			continue // not keyable: a value of it is ErrInvalidKey

@@ -55,10 +55,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 func (e *emitter) newWrap(x *fn, typeName, field string, hn helperNames) *wrap {
 	w := &wrap{x: x, typeName: typeName, field: field, hn: hn, ns: namer{}}
 	w.display, w.specName = x.plan.Display, x.plan.Spec
-	w.specBase = upperFirst(x.name)
-	if x.recv != nil {
-		w.specBase = upperFirst(x.recv.Name()) + upperFirst(x.name)
-	}
+	w.specBase = specBase(x)
 	for _, p := range x.params {
 		w.ns[p.name] = true
 	}
