@@ -2,10 +2,12 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
@@ -56,5 +58,47 @@ func TestReplayWritesNothing(t *testing.T) {
 		case !tc.wantWrite && (err != nil || res.Status != tc.want):
 			t.Errorf("%s fp %d: %v %v, want %v answered by a read", tc.key, tc.fp, res.Status, err, tc.want)
 		}
+	}
+}
+
+// TestReplayLeavesUnsoundRows: the replay read answers only from a row the
+// claim statement's check accepts; any other completed row goes to the
+// claim statement, which refuses it as before (never a replay of a row
+// this binary cannot vouch for).
+func TestReplayLeavesUnsoundRows(t *testing.T) {
+	pool := poolWith(t, 2)
+	s := newStore(t, pool)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, set string
+		want      error
+	}{
+		{"short owner", `owner = '\x00'`, idem.ErrCorruptRecord},
+		{"no result", `result = NULL`, idem.ErrCorruptRecord},
+		{"fence 0", `fence = 0`, idem.ErrCorruptRecord},
+		{"format 0", `format = 0`, idem.ErrCorruptRecord},
+		{"newer format", `format = 2`, ErrSchemaTooNew},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "unsound-" + tc.name
+			req := idemstore.ClaimRequest{Key: key, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour}
+			res, err := s.Claim(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Complete(ctx, idemstore.Lease{Key: key, Owner: token(1), Fence: res.Fence, TTL: time.Hour}, idemstore.Result{Data: []byte("r")}); err != nil {
+				t.Fatal(err)
+			}
+			if !s.seen.Has(key) {
+				t.Fatal("the completed key is not in the replay hint: the test would not reach the replay read")
+			}
+			if _, err := pool.Exec(ctx, `UPDATE `+s.n.qTable+` SET `+tc.set+` WHERE key = $1`, key); err != nil {
+				t.Fatal(err)
+			}
+			res, err = s.Claim(ctx, req)
+			if !errors.Is(err, tc.want) {
+				t.Errorf("claim: %v %v, want %v", res.Status, err, tc.want)
+			}
+		})
 	}
 }
