@@ -216,7 +216,22 @@ func claim(ctx context.Context, st *state, owner idemstore.Token) (idemstore.Cla
 	}
 	req := idemstore.ClaimRequest{Key: st.key, Fingerprint: st.fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: st.order}
 	st.claiming = owner
-	res, err := g.store.Claim(ctx, req)
+	var res idemstore.ClaimResult
+	var err error
+	if g.records != nil {
+		// Hand the store the record handle st has, keep the one it
+		// answers with, in the memo entry too if it changed. Here, not
+		// in a function: copying the request and result through one
+		// more call cost a replay ~60 instructions.
+		var rec any
+		res, rec, err = g.records.ClaimRecord(ctx, req, st.rec)
+		if rec != nil && rec != st.rec && st.memo != nil {
+			st.memo.rec.Store(rec)
+		}
+		st.rec = rec
+	} else {
+		res, err = g.store.Claim(ctx, req)
+	}
 	st.claiming = idemstore.Token{}
 	if err != nil {
 		return res, claimFailed(ctx, st, &req, err)
@@ -419,10 +434,15 @@ type state struct {
 	// unmemoized is the call state whose key the memo missed, held until
 	// release (nil otherwise).
 	unmemoized *callState
-	start      time.Time
-	steps      map[string][]byte // the owned record's recovery points
-	wait       context.Context   // bounds all waiting of this call; made on first need
-	cancel     context.CancelFunc
+	// memo is the key memo's entry that gave key, if any; rec is the
+	// store's handle on the key's record (recordClaimer), from memo or
+	// from the last claim.
+	memo   *memoEntry
+	rec    any
+	start  time.Time
+	steps  map[string][]byte // the owned record's recovery points
+	wait   context.Context   // bounds all waiting of this call; made on first need
+	cancel context.CancelFunc
 	// claiming is the owner of the claim on its way to the store: still
 	// set when Do ends, the store's Claim panicked, and the claim may have
 	// landed.
