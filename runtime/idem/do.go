@@ -219,16 +219,18 @@ func claim(ctx context.Context, st *state, owner idemstore.Token, res *idemstore
 	st.claiming = owner
 	var err error
 	if g.records != nil {
-		// Hand the store the record handle st has, keep the one it
-		// answers with, in the memo entry too if it changed. Here, not
+		// Hand the store the record handle st has, keep the new one it
+		// answers with, in the memo entry too. Here, not
 		// in a function: copying the request and result through one
 		// more call cost a replay ~60 instructions.
 		var rec any
 		*res, rec, err = g.records.ClaimRecord(ctx, req, st.rec)
-		if rec != nil && rec != st.rec && st.memo != nil {
-			st.memo.rec.Store(rec)
+		if rec != nil {
+			st.rec = rec
+			if st.memo != nil {
+				st.memo.rec.Store(rec)
+			}
 		}
-		st.rec = rec
 	} else {
 		*res, err = g.store.Claim(ctx, req)
 	}

@@ -19,10 +19,10 @@ type inProcess interface {
 }
 
 // recordClaimer is implemented by the memory store: its ClaimRecord is
-// Claim that also returns an opaque handle on the key's record, and takes
-// the handle back on a later claim of the same key to skip finding the
-// record by its key (hashing the key and looking it up in a map). The key
-// memo keeps the handle with the key. RecordStore must return the store
+// Claim that also returns an opaque handle on the key's record (when it
+// is not the one passed in), and takes the handle back on a later claim
+// of the same key to skip finding the record by its key (hashing the key
+// and looking it up in a map). The key memo keeps the handle with the key. RecordStore must return the store
 // itself: a wrapper that embeds the memory store inherits ClaimRecord,
 // which would bypass the wrapper's own Claim, and is claimed through
 // Claim. docs/BENCHMARKS.md ("What each speed mechanism earns") measures it.

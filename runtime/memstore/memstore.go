@@ -268,9 +268,10 @@ func (s *Store) Claim(ctx context.Context, req idemstore.ClaimRequest) (res idem
 	return res, err
 }
 
-// ClaimRecord is Claim for the Guard's key memo: it also returns a handle
-// on the key's record (nil if there is none), and takes the handle an
-// earlier ClaimRecord of the same key returned (or nil), which spares
+// ClaimRecord is Claim for the Guard's key memo: it takes the handle on
+// the key's record that an earlier ClaimRecord of the same key returned
+// (or nil), and returns the key's record's handle if that is not rec (nil
+// if rec still stands, or the key has no record). The handle spares
 // hashing the key and finding its record while that record is still the
 // key's. A record dropped by a sweep or Delete is marked gone, and its
 // handle then finds the key's record as Claim does. The handle must come
@@ -278,7 +279,7 @@ func (s *Store) Claim(ctx context.Context, req idemstore.ClaimRequest) (res idem
 func (s *Store) ClaimRecord(ctx context.Context, req idemstore.ClaimRequest, rec any) (res idemstore.ClaimResult, _ any, err error) {
 	known, _ := rec.(*memRecord)
 	r, err := s.claim(ctx, &req, known, &res)
-	if r == nil {
+	if r == nil || r == known {
 		return res, nil, err // a nil *memRecord in an any would not be nil
 	}
 	return res, r, err
