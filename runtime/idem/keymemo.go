@@ -8,8 +8,8 @@ import (
 )
 
 // keyMemo is a direct-mapped cache from key material to derived keys: a
-// power-of-two array of slots, each holding an immutable entry behind an
-// atomic pointer. A lookup is one hash and one load, with no lock; a new
+// power-of-two array of slots, each holding an entry behind an atomic
+// pointer, immutable but for its record handle (atomic too). A lookup is one hash and one load, with no lock; a new
 // entry replaces whatever shared its slot. Bounded by construction. It
 // spares a replay hashing its key material and allocating its store key
 // (docs/BENCHMARKS.md, "What each speed mechanism earns").
