@@ -137,6 +137,7 @@ func (c *callState) finish(st *state) (err error) {
 		raw := c.memoRaw()
 		if e, ok := g.memo.get(raw); ok {
 			st.key, st.fp = e.key, e.fp
+			st.memo, st.rec = e, e.rec.Load()
 		} else if err = checkNames(g, spec); err == nil {
 			// Remembered only if the key turns out to repeat (see
 			// state.release): most first executions' keys never do, and
@@ -184,7 +185,7 @@ func (st *state) release() {
 	}
 	st.unmemoized = nil
 	if st.repeat {
-		st.g.memo.put(c.raw, st.key, st.fp)
+		st.g.memo.put(c.raw, st.key, st.fp, st.rec)
 	}
 	st.g.calls.Put(c)
 }

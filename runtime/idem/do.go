@@ -106,8 +106,8 @@ func run[R any](ctx context.Context, st *state, fn func(context.Context) (R, err
 			continue
 		}
 		owner := st.nextOwner()
-		res, err := claim(ctx, st, owner)
-		if err != nil {
+		var res idemstore.ClaimResult
+		if err := claim(ctx, st, owner, &res); err != nil {
 			if errors.Is(err, errFailOpen) {
 				return fn(ctx)
 			}
@@ -198,14 +198,15 @@ func joinFlight[R any](ctx context.Context, st *state, f *flight) (v R, again bo
 // Guard fails open: run fn unguarded.
 var errFailOpen = errors.New("idem: fail open")
 
-// claim sends st's claim for owner. Its errors are Do's, except
-// errFailOpen.
-func claim(ctx context.Context, st *state, owner idemstore.Token) (idemstore.ClaimResult, error) {
+// claim sends st's claim for owner, answered in *res (filled in place: a
+// returned result would be copied once more on its way to the caller).
+// Its errors are Do's, except errFailOpen.
+func claim(ctx context.Context, st *state, owner idemstore.Token, res *idemstore.ClaimResult) error {
 	g, spec := st.g, st.spec
 	if err := ctx.Err(); err != nil {
 		// Stores change nothing for a done ctx; saying so here keeps
 		// a claim error below meaning "the claim may have landed".
-		return idemstore.ClaimResult{}, fmt.Errorf("%s: %w", spec.Name, err)
+		return fmt.Errorf("%s: %w", spec.Name, err)
 	}
 	g.orphans.settle(ctx, g, st.key)
 	// The lease runs from when the claim was sent: a slow reply must
@@ -216,15 +217,31 @@ func claim(ctx context.Context, st *state, owner idemstore.Token) (idemstore.Cla
 	}
 	req := idemstore.ClaimRequest{Key: st.key, Fingerprint: st.fp, Owner: owner, Lease: spec.lease(), TTL: spec.ttl(), Order: st.order}
 	st.claiming = owner
-	res, err := g.store.Claim(ctx, req)
+	var err error
+	if g.records != nil {
+		// Hand the store the record handle st has, keep the new one it
+		// answers with, in the memo entry too. Here, not
+		// in a function: copying the request and result through one
+		// more call cost a replay ~60 instructions.
+		var rec any
+		*res, rec, err = g.records.ClaimRecord(ctx, req, st.rec)
+		if rec != nil {
+			st.rec = rec
+			if st.memo != nil {
+				st.memo.rec.Store(rec)
+			}
+		}
+	} else {
+		*res, err = g.store.Claim(ctx, req)
+	}
 	st.claiming = idemstore.Token{}
 	if err != nil {
-		return res, claimFailed(ctx, st, &req, err)
+		return claimFailed(ctx, st, &req, err)
 	}
 	if g.inProcess && owns(res.Status) {
 		st.claimSent = leaseStart(res.LeaseUntil, req.Lease)
 	}
-	return res, nil
+	return nil
 }
 
 // claimFailed is claim's error for a claim the store did not answer.
@@ -419,10 +436,15 @@ type state struct {
 	// unmemoized is the call state whose key the memo missed, held until
 	// release (nil otherwise).
 	unmemoized *callState
-	start      time.Time
-	steps      map[string][]byte // the owned record's recovery points
-	wait       context.Context   // bounds all waiting of this call; made on first need
-	cancel     context.CancelFunc
+	// memo is the key memo's entry that gave key, if any; rec is the
+	// store's handle on the key's record (recordClaimer), from memo or
+	// from the last claim.
+	memo   *memoEntry
+	rec    any
+	start  time.Time
+	steps  map[string][]byte // the owned record's recovery points
+	wait   context.Context   // bounds all waiting of this call; made on first need
+	cancel context.CancelFunc
 	// claiming is the owner of the claim on its way to the store: still
 	// set when Do ends, the store's Claim panicked, and the claim may have
 	// landed.

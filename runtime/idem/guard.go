@@ -25,6 +25,7 @@ type Guard struct {
 	// inProcess: the store never waits on I/O (see the inProcess
 	// interface), so its writes after the function need no timer.
 	inProcess bool
+	records   recordClaimer // the store, when it claims by record handles
 	hmacKey   []byte
 	now       func() time.Time
 	maxResult int            // WithMaxResult
@@ -55,6 +56,9 @@ func NewGuard(store idemstore.Store, opts ...Option) *Guard {
 	g.cobs, _ = g.obs.(contextObserver)
 	if ip, ok := store.(inProcess); ok {
 		g.inProcess = ip.InProcess()
+	}
+	if rc, ok := store.(recordClaimer); ok && rc.RecordStore() == store {
+		g.records = rc
 	}
 	if _, err := rand.Read(g.tokenPrefix[:]); err != nil {
 		panic("idem: no randomness for owner tokens: " + err.Error())

@@ -8,8 +8,8 @@ import (
 )
 
 // keyMemo is a direct-mapped cache from key material to derived keys: a
-// power-of-two array of slots, each holding an immutable entry behind an
-// atomic pointer. A lookup is one hash and one load, with no lock; a new
+// power-of-two array of slots, each holding an entry behind an atomic
+// pointer, immutable but for its record handle (atomic too). A lookup is one hash and one load, with no lock; a new
 // entry replaces whatever shared its slot. Bounded by construction. It
 // spares a replay hashing its key material and allocating its store key
 // (docs/BENCHMARKS.md, "What each speed mechanism earns").
@@ -22,6 +22,10 @@ type memoEntry struct {
 	raw string // the key material, compared on lookup
 	key string
 	fp  idemstore.Fingerprint
+	// rec is the store's handle on the key's record (recordClaimer), nil
+	// until a claim returned one; replaced when the store answers with
+	// another record (the key's was dropped and made again).
+	rec atomic.Value
 }
 
 // maxMemoRaw bounds the key material one memo entry may hold.
@@ -50,12 +54,16 @@ func (m *keyMemo) get(raw []byte) (*memoEntry, bool) {
 	return e, e != nil && e.raw == string(raw)
 }
 
-// put remembers key and fp for raw (copied).
-func (m *keyMemo) put(raw []byte, key string, fp idemstore.Fingerprint) {
+// put remembers key, fp and the store's record handle rec (nil if none)
+// for raw (copied).
+func (m *keyMemo) put(raw []byte, key string, fp idemstore.Fingerprint, rec any) {
 	if len(raw) > maxMemoRaw {
 		return
 	}
 	e := &memoEntry{raw: string(raw), key: key, fp: fp}
+	if rec != nil {
+		e.rec.Store(rec)
+	}
 	m.slot(raw).Store(e)
 }
 

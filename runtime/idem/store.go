@@ -1,6 +1,10 @@
 package idem
 
-import "github.com/idemgen/idemgen/runtime/idemstore"
+import (
+	"context"
+
+	"github.com/idemgen/idemgen/runtime/idemstore"
+)
 
 // inProcess is implemented by stores whose calls never wait on anything
 // outside the process (the memory store): no network, no disk, no lock
@@ -12,6 +16,19 @@ import "github.com/idemgen/idemgen/runtime/idemstore"
 // must declare InProcess() false.
 type inProcess interface {
 	InProcess() bool
+}
+
+// recordClaimer is implemented by the memory store: its ClaimRecord is
+// Claim that also returns an opaque handle on the key's record (when it
+// is not the one passed in), and takes the handle back on a later claim
+// of the same key to skip finding the record by its key (hashing the key
+// and looking it up in a map). The key memo keeps the handle with the key. RecordStore must return the store
+// itself: a wrapper that embeds the memory store inherits ClaimRecord,
+// which would bypass the wrapper's own Claim, and is claimed through
+// Claim. docs/BENCHMARKS.md ("What each speed mechanism earns") measures it.
+type recordClaimer interface {
+	ClaimRecord(ctx context.Context, req idemstore.ClaimRequest, rec any) (idemstore.ClaimResult, any, error)
+	RecordStore() idemstore.Store
 }
 
 // owns reports whether the claim made the caller the owner.

@@ -158,8 +158,8 @@ func streamRun[T any](ctx context.Context, st *state, r *reader[T], fn func(cont
 	}
 	for {
 		owner := st.nextOwner()
-		res, err := claim(ctx, st, owner)
-		if err != nil {
+		var res idemstore.ClaimResult
+		if err := claim(ctx, st, owner, &res); err != nil {
 			if errors.Is(err, errFailOpen) {
 				return unguarded(ctx, r, fn)
 			}

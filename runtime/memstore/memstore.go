@@ -48,8 +48,9 @@ type Store struct {
 const memShards = 64
 
 type memShard struct {
-	mu sync.Mutex
-	m  map[string]*memRecord
+	mu    sync.Mutex
+	index uint8 // in Store.shards
+	m     map[string]*memRecord
 	// claims counts this shard's claims since its last sweep, which is
 	// due when it reaches nextSweep, and only once a record may have
 	// expired: sweepAt is no later than the earliest ExpiresAt of the
@@ -73,8 +74,12 @@ type orderRecord struct {
 // memRecord is a record as the store keeps it: idemstore.Record's fields, with
 // its times as instants (see Store.record).
 type memRecord struct {
-	Key         string
-	State       idemstore.State
+	Key   string
+	State idemstore.State
+	// shard is the index of the record's shard, and gone says the record
+	// was dropped from it: ClaimRecord's handle on the record (see there).
+	shard       uint8
+	gone        bool
 	Owner       idemstore.Token
 	Fence       uint64
 	Fingerprint idemstore.Fingerprint
@@ -176,6 +181,7 @@ func New(opts ...Option) *Store {
 	s := &Store{max: c.max, maxBytes: c.maxBytes, now: c.now, poll: c.poll}
 	for i := range s.shards {
 		s.shards[i].m = make(map[string]*memRecord)
+		s.shards[i].index = uint8(i)
 		s.shards[i].sweepAt = never
 		s.orders[i].m = make(map[string]orderRecord)
 	}
@@ -258,8 +264,38 @@ func (s *Store) InProcess() bool { return true }
 
 // Claim implements idemstore.Store under the key's shard lock.
 func (s *Store) Claim(ctx context.Context, req idemstore.ClaimRequest) (res idemstore.ClaimResult, err error) {
+	_, err = s.claim(ctx, &req, nil, &res)
+	return res, err
+}
+
+// ClaimRecord is Claim for the Guard's key memo: it takes the handle on
+// the key's record that an earlier ClaimRecord of the same key returned
+// (or nil), and returns the key's record's handle if that is not rec (nil
+// if rec still stands, or the key has no record). The handle spares
+// hashing the key and finding its record while that record is still the
+// key's. A record dropped by a sweep or Delete is marked gone, and its
+// handle then finds the key's record as Claim does. The handle must come
+// from this store and this key (the Guard's memo keeps it with the key).
+func (s *Store) ClaimRecord(ctx context.Context, req idemstore.ClaimRequest, rec any) (res idemstore.ClaimResult, _ any, err error) {
+	known, _ := rec.(*memRecord)
+	r, err := s.claim(ctx, &req, known, &res)
+	if r == nil || r == known {
+		return res, nil, err // a nil *memRecord in an any would not be nil
+	}
+	return res, r, err
+}
+
+// RecordStore returns s: a Guard claims with ClaimRecord only on a store
+// whose RecordStore is the store itself, so that a wrapper embedding the
+// memory store, which inherits ClaimRecord, is still claimed through its
+// own Claim.
+func (s *Store) RecordStore() idemstore.Store { return s }
+
+// claim is Claim and ClaimRecord, with known the record req.Key had (or
+// nil), answering in *res; it returns the key's record after the claim.
+func (s *Store) claim(ctx context.Context, req *idemstore.ClaimRequest, known *memRecord, res *idemstore.ClaimResult) (r *memRecord, err error) {
 	if err := ctx.Err(); err != nil {
-		return idemstore.ClaimResult{}, err
+		return nil, err
 	}
 	now := s.clock()
 	var order *orderShard
@@ -268,21 +304,30 @@ func (s *Store) Claim(ctx context.Context, req idemstore.ClaimRequest) (res idem
 		order = &s.orders[shardHash(req.Order.Key)%memShards]
 		order.mu.Lock()
 	}
-	sh := s.shard(req.Key)
+	var sh *memShard
+	if known != nil {
+		sh = &s.shards[known.shard]
+	} else {
+		sh = s.shard(req.Key)
+	}
 	sh.mu.Lock()
-	err = s.claimLocked(sh, order, &req, now, &res)
+	r = known
+	if r == nil || r.gone {
+		r = sh.m[req.Key]
+	}
+	r, err = s.claimLocked(sh, r, order, req, now, res)
 	sh.mu.Unlock()
 	if order != nil {
 		order.mu.Unlock()
 	}
-	return res, err
+	return r, err
 }
 
 // claimLocked is Claim with the record's shard (and the entity's, for an
-// ordered claim) locked. Unlocking in the caller instead of deferring
-// keeps the many returns here cheap.
-func (s *Store) claimLocked(sh *memShard, order *orderShard, req *idemstore.ClaimRequest, now instant, res *idemstore.ClaimResult) error {
-	r := sh.m[req.Key]
+// ordered claim) locked; r is the key's record, nil if it has none. It
+// returns the key's record after the claim. Unlocking in the caller
+// instead of deferring keeps the many returns here cheap.
+func (s *Store) claimLocked(sh *memShard, r *memRecord, order *orderShard, req *idemstore.ClaimRequest, now instant, res *idemstore.ClaimResult) (*memRecord, error) {
 	// A record past its retention is gone: it answers nothing and forgets
 	// its fingerprint, and only its fence carries over to an acquiring
 	// claim, which rewrites the rest. It is left as it is until then, so
@@ -295,7 +340,7 @@ func (s *Store) claimLocked(sh *memShard, order *orderShard, req *idemstore.Clai
 		// state, an expired lease and a release included: a crashed A may
 		// have had its effect, so B must not run under A's key.
 		*res = idemstore.ClaimResult{Status: idemstore.ClaimMismatch, Fence: r.Fence}
-		return nil
+		return r, nil
 	}
 	if retained {
 		// Here, not in a function of its own: a replay's path.
@@ -306,24 +351,24 @@ func (s *Store) claimLocked(sh *memShard, order *orderShard, req *idemstore.Clai
 				break
 			}
 			*res = idemstore.ClaimResult{Status: idemstore.ClaimInProgress, Fence: r.Fence, LeaseUntil: s.time(r.LeaseUntil)}
-			return nil
+			return r, nil
 		case idemstore.StateCompleted, idemstore.StateFailed:
 			st := idemstore.ClaimCompleted
 			if r.State == idemstore.StateFailed {
 				st = idemstore.ClaimFailed
 			}
 			*res = idemstore.ClaimResult{Status: st, Fence: r.Fence, Result: idemstore.Result{Data: r.Result, Value: r.value}}
-			return nil
+			return r, nil
 		}
 	}
 	if err := s.admit(sh, r == nil, req.Key, now); err != nil {
-		return err
+		return r, err
 	}
 	if order != nil && !advanceOrder(order, r, req, now, res) {
-		return nil
+		return r, nil
 	}
 	if r == nil {
-		r = &memRecord{}
+		r = &memRecord{shard: sh.index}
 		r.Key = req.Key
 		sh.m[req.Key] = r
 		s.count.Add(1)
@@ -349,7 +394,7 @@ func (s *Store) claimLocked(sh *memShard, order *orderShard, req *idemstore.Clai
 	r.UpdatedAt = now
 	r.ClaimedAt = now
 	*res = idemstore.ClaimResult{Status: status, Fence: r.Fence, LeaseUntil: s.time(r.LeaseUntil), Steps: steps}
-	return nil
+	return r, nil
 }
 
 // admit makes room for a claim of key in sh, a new key when isNew: at the
@@ -422,6 +467,7 @@ func (s *Store) sweep(sh *memShard, now instant, keep string) int {
 		// sweep's time (store keys share long prefixes).
 		if !live(r, now) && r.wake == nil && k != keep {
 			delete(sh.m, k)
+			r.gone = true
 			s.bytes.Add(-r.size)
 			n++
 		} else {
@@ -666,6 +712,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	}
 	s.wakeAll(r)
 	delete(sh.m, key)
+	r.gone = true
 	s.count.Add(-1)
 	s.bytes.Add(-r.size)
 	return nil
