@@ -102,7 +102,7 @@ func (s *Store) applyStep(ctx context.Context, l idemstore.Lease, rk string, arg
 	if data == nil {
 		data = []byte{}
 	}
-	res, code, err := s.runFenced(ctx, op, l, stepScript, rk, arg, name, data, s.maxRecord)
+	res, code, err := s.runFenced(ctx, op, l, stepScript, []string{rk}, arg, name, data, s.maxRecord)
 	switch {
 	case err != nil || code == 1:
 		return err
