@@ -165,7 +165,8 @@ func TestStreamReadersWokenByNotification(t *testing.T) {
 func TestItemsWithReplicaAcks(t *testing.T) {
 	rdb := failoverCluster(t)
 	s := newStore(t, rdb, WithReplicaAcks(1, time.Second), WithClockFences())
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // an unconfirmed append retries until then
+	defer cancel()
 	l := claimFor(t, s, "acked", 1, 5*time.Second)
 	for _, c := range []struct {
 		seq  uint64
