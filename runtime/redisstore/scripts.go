@@ -106,6 +106,21 @@ end
 local function note(st, fence)
   return st .. ':' .. string.format('%d', fence)
 end
+-- owned reads the record at key for a fenced write (step, append) by the
+-- caller arg names (packed '>I8' fence, op id, owner): the record and its
+-- value, or nil and the reply that refuses the write ({-1, state, fence}
+-- when the caller does not own the key, {0, reason} for a record it
+-- cannot read).
+local function owned(key, arg)
+  local v = redis.pcall('GET', key)
+  if not v then return nil, {-1, 0, 0} end
+  local r, err = parse(v, key)
+  if not r then return nil, {0, err} end
+  if r.st ~= 1 or r.owner ~= string.sub(arg, 17, 32) or r.fence ~= struct.unpack('>I8', arg) then
+    return nil, {-1, r.st, r.fence}
+  end
+  return r, v
+end
 `
 
 // claimScript: KEYS[1] record[, KEYS[2] the entity's order record]; ARGV

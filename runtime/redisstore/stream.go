@@ -65,12 +65,8 @@ func itemsChannel(itemsKey string) string { return itemsKey + ":new" }
 // large, {-3, count} for an item out of order or one recorded with other
 // data, {0, reason} for a record it cannot read.
 var appendSrc = luaCommon + `
-local v = redis.pcall('GET', KEYS[1])
-if not v then return {-1, 0, 0} end
-local r, err = parse(v, KEYS[1])
-if not r then return {0, err} end
-local fence = struct.unpack('>I8', ARGV[1])
-if r.st ~= 1 or r.owner ~= string.sub(ARGV[1], 17, 32) or r.fence ~= fence then return {-1, r.st, r.fence} end
+local r, v = owned(KEYS[1], ARGV[1])
+if not r then return v end
 local stamp = string.sub(v, 4, 11) .. r.owner
 local h = redis.pcall('LINDEX', KEYS[2], 0)
 local n, bytes = 0, 0

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
 // streamWord is an item of the benchmark's streams, as runtime/idem's
@@ -19,7 +20,7 @@ type streamWord struct {
 // BenchmarkStreamItem is the cost of one item of a recorded stream on
 // Redis (standalone, one caller), as a ratio to the same function's items
 // ranged without the Guard (x-unrecorded: a recorded item takes that
-// many times as long), alternated in chunks in one run, pulled one item
+// many times as long), alternated in chunks of 64 items in one run, pulled one item
 // at a time (iter.Pull2) from streams of 1,000 items:
 //
 //   - recorded: the first caller's items, each encoded and appended (one
@@ -86,23 +87,16 @@ func pullItems(perStream int, next func() iter.Seq2[streamWord, error]) func(n i
 	}
 }
 
-// streamRatio runs ours and base alternately, in chunks of 64 items, and
-// reports their time per item and ours' over base's.
+// streamRatio runs ours and base in alternating chunks of 64 items
+// (idemtest.Interleave, one caller) for b.N items, and reports their
+// time per item and ours' over base's.
 func streamRatio(b *testing.B, ours, base func(n int)) {
 	const chunk = 64
-	var tOurs, tBase time.Duration
+	chunks := (b.N + chunk - 1) / chunk
 	b.ResetTimer()
-	for done := 0; done < b.N; done += chunk {
-		n := min(chunk, b.N-done)
-		t0 := time.Now()
-		base(n)
-		t1 := time.Now()
-		ours(n)
-		tOurs += time.Since(t1)
-		tBase += t1.Sub(t0)
-	}
+	tBase, tOurs := idemtest.Interleave(1, chunks, func(int) { base(chunk) }, func(int) { ours(chunk) })
 	b.StopTimer()
-	b.ReportMetric(float64(tOurs.Nanoseconds())/float64(b.N), "ns/item")
-	b.ReportMetric(float64(tBase.Nanoseconds())/float64(b.N), "unrecorded-ns/item")
+	b.ReportMetric(float64(tOurs.Nanoseconds())/chunk, "ns/item")
+	b.ReportMetric(float64(tBase.Nanoseconds())/chunk, "unrecorded-ns/item")
 	b.ReportMetric(float64(tOurs)/float64(tBase), "x-unrecorded")
 }
