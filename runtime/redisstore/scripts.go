@@ -331,7 +331,8 @@ return {1, nv}
 `
 
 // cleanupScript deletes a record that is past its expiry by the server's
-// clock. KEYS[1] record; ARGV channel. Returns 1 when it deleted it.
+// clock, and its stream's items. KEYS[1] record, KEYS[2] items; ARGV
+// channel. Returns 1 when it deleted it.
 var cleanupScript = redis.NewScript(cleanupSrc)
 
 var cleanupSrc = luaCommon + `
@@ -340,6 +341,7 @@ if not v then return 0 end
 local r = parse(v, KEYS[1])
 if not r or now_us() < r.exp then return 0 end
 redis.call('DEL', KEYS[1])
+if #KEYS > 1 then redis.call('DEL', KEYS[2]) end -- the stream's items
 redis.call('PUBLISH', ARGV[1], 'd:0')
 return 1
 `

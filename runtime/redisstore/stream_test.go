@@ -191,3 +191,26 @@ func TestItemsWithReplicaAcks(t *testing.T) {
 		t.Fatalf("the acknowledged stream in state %v (-want +got):\n%s", b.State, diff)
 	}
 }
+
+// TestListSkipsItems: the admin listing sees a streamed call's record
+// once and its items list not at all (an items key is no record key).
+func TestListSkipsItems(t *testing.T) {
+	for name, rdb := range both(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := newStore(t, rdb)
+			l := claimFor(t, s, "listed", 1, time.Minute)
+			if err := s.AppendItem(ctx, l, 0, []byte("a")); err != nil {
+				t.Fatal(err)
+			}
+			var keys []string
+			err := s.List(ctx, "", func(r idemstore.Record) error { keys = append(keys, r.Key); return nil })
+			if diff := cmp.Diff([]string{"listed"}, keys); diff != "" || err != nil {
+				t.Fatalf("List of a streamed call (-want +got):\n%s%v", diff, err)
+			}
+			if n, err := s.Cleanup(ctx); n != 0 || err != nil {
+				t.Fatalf("Cleanup = %d, %v; want 0, nil", n, err)
+			}
+		})
+	}
+}
