@@ -13,10 +13,12 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
-// both is the standalone server and the Cluster, for tests that run on
-// each.
-func both(t *testing.T) map[string]redis.UniversalClient {
-	return map[string]redis.UniversalClient{"standalone": standalone(t), "cluster": cluster(t)}
+// onBoth runs run as a subtest on the standalone server and on the
+// Cluster, each with a store of its own made with opts.
+func onBoth(t *testing.T, run func(t *testing.T, rdb redis.UniversalClient, s *Store), opts ...Option) {
+	for name, rdb := range map[string]redis.UniversalClient{"standalone": standalone(t), "cluster": cluster(t)} {
+		t.Run(name, func(t *testing.T) { run(t, rdb, newStore(t, rdb, opts...)) })
+	}
 }
 
 // claimFor claims key for owner and returns its lease.
@@ -43,43 +45,40 @@ func TestItemTooLarge(t *testing.T) {
 // record gives the items list the record's own expiry, so the two keys
 // go together, whichever write moved the record's.
 func TestItemsExpireWithTheirRecord(t *testing.T) {
-	for name, rdb := range both(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			s := newStore(t, rdb)
-			l := claimFor(t, s, "ttl", 1, time.Minute)
-			rk, ik := s.RecordKey(l.Key), s.ItemsKey(l.Key)
-			same := func(after string) {
-				t.Helper()
-				r, err1 := rdb.PExpireTime(ctx, rk).Result()
-				i, err2 := rdb.PExpireTime(ctx, ik).Result()
-				if err := errors.Join(err1, err2); err != nil || r != i || r <= 0 {
-					t.Fatalf("after %s: record expires at %v, items at %v (%v); want the same time", after, r, i, err)
-				}
+	onBoth(t, func(t *testing.T, rdb redis.UniversalClient, s *Store) {
+		ctx := context.Background()
+		l := claimFor(t, s, "ttl", 1, time.Minute)
+		rk, ik := s.RecordKey(l.Key), s.ItemsKey(l.Key)
+		same := func(after string) {
+			t.Helper()
+			r, err1 := rdb.PExpireTime(ctx, rk).Result()
+			i, err2 := rdb.PExpireTime(ctx, ik).Result()
+			if err := errors.Join(err1, err2); err != nil || r != i || r <= 0 {
+				t.Fatalf("after %s: record expires at %v, items at %v (%v); want the same time", after, r, i, err)
 			}
-			steps := []struct {
-				name string
-				do   func() error
-			}{
-				{"the first append", func() error { return s.AppendItem(ctx, l, 0, []byte("a")) }},
-				{"a heartbeat", func() error { l.Duration = 2 * time.Minute; return s.Heartbeat(ctx, l) }},
-				{"the next append", func() error { return s.AppendItem(ctx, l, 1, []byte("b")) }},
-				{"the completion", func() error { l.TTL = time.Minute; return s.Complete(ctx, l, idemstore.Result{Data: []byte("end")}) }},
+		}
+		steps := []struct {
+			name string
+			do   func() error
+		}{
+			{"the first append", func() error { return s.AppendItem(ctx, l, 0, []byte("a")) }},
+			{"a heartbeat", func() error { l.Duration = 2 * time.Minute; return s.Heartbeat(ctx, l) }},
+			{"the next append", func() error { return s.AppendItem(ctx, l, 1, []byte("b")) }},
+			{"the completion", func() error { l.TTL = time.Minute; return s.Complete(ctx, l, idemstore.Result{Data: []byte("end")}) }},
+		}
+		for _, st := range steps {
+			if err := st.do(); err != nil {
+				t.Fatalf("%s: %v", st.name, err)
 			}
-			for _, st := range steps {
-				if err := st.do(); err != nil {
-					t.Fatalf("%s: %v", st.name, err)
-				}
-				same(st.name)
-			}
-			if err := s.Delete(ctx, l.Key); err != nil {
-				t.Fatal(err)
-			}
-			if n, err := rdb.Exists(ctx, rk, ik).Result(); err != nil || n != 0 {
-				t.Fatalf("after Delete %d of the record and its items exist (%v), want 0", n, err)
-			}
-		})
-	}
+			same(st.name)
+		}
+		if err := s.Delete(ctx, l.Key); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := rdb.Exists(ctx, rk, ik).Result(); err != nil || n != 0 {
+			t.Fatalf("after Delete %d of the record and its items exist (%v), want 0", n, err)
+		}
+	})
 }
 
 // TestItemsOfAnOldRunAreDropped: a takeover hides the old run's items at
@@ -87,31 +86,28 @@ func TestItemsExpireWithTheirRecord(t *testing.T) {
 // deletes them, so the list holds its header and the new run's items
 // only.
 func TestItemsOfAnOldRunAreDropped(t *testing.T) {
-	for name, rdb := range both(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			s := newStore(t, rdb)
-			l := claimFor(t, s, "run", 1, 50*time.Millisecond)
-			for i, it := range []string{"a", "b", "c"} {
-				if err := s.AppendItem(ctx, l, uint64(i), []byte(it)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			time.Sleep(60 * time.Millisecond)
-			l2 := claimFor(t, s, "run", 2, time.Minute)
-			b, err := s.ReadStream(ctx, idemstore.StreamRead{Key: l.Key})
-			if err != nil || b.Count != 0 || len(b.Items) != 0 || b.Fence != l2.Fence {
-				t.Fatalf("ReadStream after the takeover = %+v, %v; want no items under fence %d", b, err, l2.Fence)
-			}
-			if err := s.AppendItem(ctx, l2, 0, []byte("new")); err != nil {
+	onBoth(t, func(t *testing.T, rdb redis.UniversalClient, s *Store) {
+		ctx := context.Background()
+		l := claimFor(t, s, "run", 1, 50*time.Millisecond)
+		for i, it := range []string{"a", "b", "c"} {
+			if err := s.AppendItem(ctx, l, uint64(i), []byte(it)); err != nil {
 				t.Fatal(err)
 			}
-			got, err := rdb.LRange(ctx, s.ItemsKey(l.Key), 1, -1).Result()
-			if diff := cmp.Diff([]string{"new"}, got); diff != "" || err != nil {
-				t.Fatalf("the items list after the new run's first append (-want +got):\n%s%v", diff, err)
-			}
-		})
-	}
+		}
+		time.Sleep(60 * time.Millisecond)
+		l2 := claimFor(t, s, "run", 2, time.Minute)
+		b, err := s.ReadStream(ctx, idemstore.StreamRead{Key: l.Key})
+		if err != nil || b.Count != 0 || len(b.Items) != 0 || b.Fence != l2.Fence {
+			t.Fatalf("ReadStream after the takeover = %+v, %v; want no items under fence %d", b, err, l2.Fence)
+		}
+		if err := s.AppendItem(ctx, l2, 0, []byte("new")); err != nil {
+			t.Fatal(err)
+		}
+		got, err := rdb.LRange(ctx, s.ItemsKey(l.Key), 1, -1).Result()
+		if diff := cmp.Diff([]string{"new"}, got); diff != "" || err != nil {
+			t.Fatalf("the items list after the new run's first append (-want +got):\n%s%v", diff, err)
+		}
+	})
 }
 
 // TestStreamReadersWokenByNotification: with a poll interval far longer
@@ -119,43 +115,40 @@ func TestItemsOfAnOldRunAreDropped(t *testing.T) {
 // completion, a release and a takeover, so it was told by a notification,
 // not by a poll.
 func TestStreamReadersWokenByNotification(t *testing.T) {
-	for name, rdb := range both(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			s := newStore(t, rdb, WithPollInterval(time.Minute))
-			for _, c := range []struct {
-				name string
-				do   func(l idemstore.Lease) error
-				want idemstore.State
-			}{
-				{"append", func(l idemstore.Lease) error { return s.AppendItem(ctx, l, 0, []byte("a")) }, idemstore.StateInProgress},
-				{"completion", func(l idemstore.Lease) error { return s.Complete(ctx, l, idemstore.Result{}) }, idemstore.StateCompleted},
-				{"release", func(l idemstore.Lease) error { return s.Release(ctx, l) }, idemstore.StateReleased},
-				{"forced release", func(l idemstore.Lease) error { _, err := s.ForceRelease(ctx, l.Key); return err }, idemstore.StateReleased},
-			} {
-				l := claimFor(t, s, "wake:"+c.name, 1, time.Minute)
-				done := make(chan idemstore.StreamBatch, 1)
-				go func() {
-					rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-					defer cancel()
-					b, _ := s.ReadStream(rctx, idemstore.StreamRead{Key: l.Key, Wait: true, Fence: l.Fence})
-					done <- b
-				}()
-				time.Sleep(100 * time.Millisecond)
-				if err := c.do(l); err != nil {
-					t.Fatal(err)
-				}
-				select {
-				case b := <-done:
-					if b.State != c.want {
-						t.Errorf("the reader woken by the %s got state %v, want %v", c.name, b.State, c.want)
-					}
-				case <-time.After(3 * time.Second):
-					t.Fatalf("a waiting reader was not woken within 3s of the %s", c.name)
-				}
+	onBoth(t, func(t *testing.T, rdb redis.UniversalClient, s *Store) {
+		ctx := context.Background()
+		for _, c := range []struct {
+			name string
+			do   func(l idemstore.Lease) error
+			want idemstore.State
+		}{
+			{"append", func(l idemstore.Lease) error { return s.AppendItem(ctx, l, 0, []byte("a")) }, idemstore.StateInProgress},
+			{"completion", func(l idemstore.Lease) error { return s.Complete(ctx, l, idemstore.Result{}) }, idemstore.StateCompleted},
+			{"release", func(l idemstore.Lease) error { return s.Release(ctx, l) }, idemstore.StateReleased},
+			{"forced release", func(l idemstore.Lease) error { _, err := s.ForceRelease(ctx, l.Key); return err }, idemstore.StateReleased},
+		} {
+			l := claimFor(t, s, "wake:"+c.name, 1, time.Minute)
+			done := make(chan idemstore.StreamBatch, 1)
+			go func() {
+				rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				b, _ := s.ReadStream(rctx, idemstore.StreamRead{Key: l.Key, Wait: true, Fence: l.Fence})
+				done <- b
+			}()
+			time.Sleep(100 * time.Millisecond)
+			if err := c.do(l); err != nil {
+				t.Fatal(err)
 			}
-		})
-	}
+			select {
+			case b := <-done:
+				if b.State != c.want {
+					t.Errorf("the reader woken by the %s got state %v, want %v", c.name, b.State, c.want)
+				}
+			case <-time.After(3 * time.Second):
+				t.Fatalf("a waiting reader was not woken within 3s of the %s", c.name)
+			}
+		}
+	}, WithPollInterval(time.Minute))
 }
 
 // TestItemsWithReplicaAcks: on the Cluster with replicas, an append and
@@ -195,22 +188,19 @@ func TestItemsWithReplicaAcks(t *testing.T) {
 // TestListSkipsItems: the admin listing sees a streamed call's record
 // once and its items list not at all (an items key is no record key).
 func TestListSkipsItems(t *testing.T) {
-	for name, rdb := range both(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			s := newStore(t, rdb)
-			l := claimFor(t, s, "listed", 1, time.Minute)
-			if err := s.AppendItem(ctx, l, 0, []byte("a")); err != nil {
-				t.Fatal(err)
-			}
-			var keys []string
-			err := s.List(ctx, "", func(r idemstore.Record) error { keys = append(keys, r.Key); return nil })
-			if diff := cmp.Diff([]string{"listed"}, keys); diff != "" || err != nil {
-				t.Fatalf("List of a streamed call (-want +got):\n%s%v", diff, err)
-			}
-			if n, err := s.Cleanup(ctx); n != 0 || err != nil {
-				t.Fatalf("Cleanup = %d, %v; want 0, nil", n, err)
-			}
-		})
-	}
+	onBoth(t, func(t *testing.T, rdb redis.UniversalClient, s *Store) {
+		ctx := context.Background()
+		l := claimFor(t, s, "listed", 1, time.Minute)
+		if err := s.AppendItem(ctx, l, 0, []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		err := s.List(ctx, "", func(r idemstore.Record) error { keys = append(keys, r.Key); return nil })
+		if diff := cmp.Diff([]string{"listed"}, keys); diff != "" || err != nil {
+			t.Fatalf("List of a streamed call (-want +got):\n%s%v", diff, err)
+		}
+		if n, err := s.Cleanup(ctx); n != 0 || err != nil {
+			t.Fatalf("Cleanup = %d, %v; want 0, nil", n, err)
+		}
+	})
 }
