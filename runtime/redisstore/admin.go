@@ -228,7 +228,7 @@ func (s *Store) Cleanup(ctx context.Context) (int, error) {
 		rk := s.RecordKey(key)
 		var d int64
 		err = s.bounded(ctx, func() (err error) {
-			d, err = s.scripts.cleanup.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64()
+			d, err = s.scripts.cleanup.Run(ctx, s.rdb, []string{rk, s.ItemsKey(key)}, channelOf(rk)).Int64()
 			return err
 		})
 		if err != nil {

@@ -116,6 +116,23 @@
 // rewrite of the whole value (heartbeats rewrite it too), so steps suit
 // results of modest size.
 //
+// # Streams
+//
+// The store implements idemstore.Streamer (idem.Stream). A run's items are
+// a Redis list at ItemsKey, in the record's hash slot, whose first element
+// stamps the run (fence and owner) and counts its bytes; item seq is
+// element seq+1, so a read from any offset is one LRANGE, in one script
+// with the record it belongs to. AppendItem is one script, compare-and-set
+// on owner and fence like Complete, that checks the item's position (a
+// re-send of identical data is nil), the record's limit (the record and
+// its items together, MaxRecordBytes), appends, sets the list's expiry
+// to the record's and publishes. A claim that starts a new run changes the
+// fence, which hides the old run's items at once; the new run's first
+// append deletes them. The fenced writes keep the list's expiry equal to
+// the record's and Delete removes it. A waiting ReadStream listens on the
+// record's channel and the items channel (ItemsKey + ":new") through the
+// store's subscriptions, as Wait does.
+//
 // # Ordering and administration
 //
 // The store implements idemstore.Orderer: a claim that carries an OrderClaim

@@ -9,7 +9,8 @@ import (
 
 // Every state transition is one script, so it is atomic on the server and
 // judged by the server's clock (TIME): client clock skew cannot shorten or
-// stretch a lease. Each script touches exactly one key (KEYS[1]); the
+// stretch a lease. Each script touches the record key (KEYS[1]) and keys
+// of its hash tag only (an entity's order record, the stream's items); the
 // notification channel is passed in ARGV and carries the same hash tag, so
 // the scripts run unchanged on a Cluster.
 //
@@ -105,6 +106,21 @@ end
 local function note(st, fence)
   return st .. ':' .. string.format('%d', fence)
 end
+-- owned reads the record at key for a fenced write (step, append) by the
+-- caller arg names (packed '>I8' fence, op id, owner): the record and its
+-- value, or nil and the reply that refuses the write ({-1, state, fence}
+-- when the caller does not own the key, {0, reason} for a record it
+-- cannot read).
+local function owned(key, arg)
+  local v = redis.pcall('GET', key)
+  if not v then return nil, {-1, 0, 0} end
+  local r, err = parse(v, key)
+  if not r then return nil, {0, err} end
+  if r.st ~= 1 or r.owner ~= string.sub(arg, 17, 32) or r.fence ~= struct.unpack('>I8', arg) then
+    return nil, {-1, r.st, r.fence}
+  end
+  return r, v
+end
 `
 
 // claimScript: KEYS[1] record[, KEYS[2] the entity's order record]; ARGV
@@ -185,7 +201,8 @@ return {status, fence, lease}
 
 // writeScript is every fenced write, and the second half of every first
 // execution, so it stands alone (no luaCommon closures to build) and takes
-// two arguments. KEYS[1] record; ARGV[1] packed '>BI8I8' new state (1 for a
+// two arguments. KEYS[1] record, KEYS[2] its stream's items (stream.go),
+// whose expiry it sets to the record's; ARGV[1] packed '>BI8I8' new state (1 for a
 // heartbeat), fence, duration µs (the lease for a heartbeat, the TTL
 // otherwise), then op id (8 bytes) and owner (16 bytes); ARGV[2] data. The
 // channel is KEYS[1] .. ':done'. Returns {1, lease µs} when applied, {-1,
@@ -262,6 +279,8 @@ local ms = math.floor((exp - now) / 1000)
 if ms < 1 then ms = 1 end
 redis.call('SET', KEYS[1], struct.pack('>BBBI8I8I8I8', 167, nver, st, fence, lease, exp, now) .. op .. owner ..
   string.sub(v, 60, 91) .. struct.pack('>I8', claimed) .. data, 'PX', string.format('%d', ms))
+-- the stream's items (stream.go), if any, expire with their record
+if #KEYS > 1 then redis.call('PEXPIREAT', KEYS[2], redis.call('PEXPIRETIME', KEYS[1])) end
 if st ~= 1 then redis.call('PUBLISH', KEYS[1] .. ':done', st .. ':' .. string.format('%d', fence)) end
 return {1, lease}
 `
@@ -278,11 +297,13 @@ return {now, v, redis.call('PEXPIRETIME', KEYS[1])}
 `)
 
 // deleteScript removes the record whatever it holds (also the way to clear
-// a corrupt one) and wakes waiters. KEYS[1] record; ARGV channel.
+// a corrupt one) and its stream's items, and wakes waiters. KEYS[1]
+// record, KEYS[2] items; ARGV channel.
 var deleteScript = redis.NewScript(deleteSrc)
 
 var deleteSrc = `
 local n = redis.call('DEL', KEYS[1])
+if #KEYS > 1 then redis.call('DEL', KEYS[2]) end -- the stream's items
 if n == 1 then redis.call('PUBLISH', ARGV[1], 'd:0') end
 return n
 `
@@ -310,7 +331,8 @@ return {1, nv}
 `
 
 // cleanupScript deletes a record that is past its expiry by the server's
-// clock. KEYS[1] record; ARGV channel. Returns 1 when it deleted it.
+// clock, and its stream's items. KEYS[1] record, KEYS[2] items; ARGV
+// channel. Returns 1 when it deleted it.
 var cleanupScript = redis.NewScript(cleanupSrc)
 
 var cleanupSrc = luaCommon + `
@@ -319,13 +341,14 @@ if not v then return 0 end
 local r = parse(v, KEYS[1])
 if not r or now_us() < r.exp then return 0 end
 redis.call('DEL', KEYS[1])
+if #KEYS > 1 then redis.call('DEL', KEYS[2]) end -- the stream's items
 redis.call('PUBLISH', ARGV[1], 'd:0')
 return 1
 `
 
 // scriptSet is the scripts that publish, in one publishing flavour.
 type scriptSet struct {
-	claim, clockClaim, write, del, forceRelease, cleanup *redis.Script
+	claim, clockClaim, write, del, forceRelease, cleanup, appendItem, readStream *redis.Script
 }
 
 // classicScripts publish with PUBLISH, which a standalone or Sentinel
@@ -336,7 +359,8 @@ type scriptSet struct {
 // carries its record key's hash tag, so the SPUBLISH stays in the slot of
 // the script's key, as a script in a Cluster must.
 var (
-	classicScripts = &scriptSet{claimScript, clockClaimScript, writeScript, deleteScript, forceReleaseScript, cleanupScript}
+	classicScripts = &scriptSet{claimScript, clockClaimScript, writeScript, deleteScript, forceReleaseScript, cleanupScript,
+		appendScript, readStreamScript}
 	shardedScripts = &scriptSet{
 		claim:        redis.NewScript(shardedSrc(claimSrc)),
 		clockClaim:   redis.NewScript(shardedSrc(clockClaimSrc)),
@@ -344,6 +368,8 @@ var (
 		del:          redis.NewScript(shardedSrc(deleteSrc)),
 		forceRelease: redis.NewScript(shardedSrc(forceReleaseSrc)),
 		cleanup:      redis.NewScript(shardedSrc(cleanupSrc)),
+		appendItem:   redis.NewScript(shardedSrc(appendSrc)),
+		readStream:   readStreamScript, // publishes nothing
 	}
 )
 

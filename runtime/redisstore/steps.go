@@ -38,12 +38,8 @@ const MaxRecordBytes = 512 << 20
 // caller does not own the key, {-2, size} when the record would be too
 // large, {0, reason} for a record it cannot read.
 var stepScript = redis.NewScript(luaCommon + `
-local v = redis.pcall('GET', KEYS[1])
-if not v then return {-1, 0, 0} end
-local r, err = parse(v, KEYS[1])
-if not r then return {0, err} end
-local fence = struct.unpack('>I8', ARGV[1])
-if r.st ~= 1 or r.owner ~= string.sub(ARGV[1], 17, 32) or r.fence ~= fence then return {-1, r.st, r.fence} end
+local r, v = owned(KEYS[1], ARGV[1])
+if not r then return v end
 local name, data, steps, pos, found = ARGV[2], ARGV[3], r.steps, 1, false
 while pos <= #steps do -- parse checked the entries
   local dpos = pos + 4 + struct.unpack('>I4', steps, pos)
@@ -102,7 +98,7 @@ func (s *Store) applyStep(ctx context.Context, l idemstore.Lease, rk string, arg
 	if data == nil {
 		data = []byte{}
 	}
-	res, code, err := s.runFenced(ctx, op, l, stepScript, rk, arg, name, data, s.maxRecord)
+	res, code, err := s.runFenced(ctx, op, l, stepScript, []string{rk}, arg, name, data, s.maxRecord)
 	switch {
 	case err != nil || code == 1:
 		return err

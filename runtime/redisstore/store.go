@@ -575,20 +575,20 @@ func (s *Store) write(ctx context.Context, op string, l idemstore.Lease, st idem
 
 // applyWrite runs the write script once with the packed argument arg.
 func (s *Store) applyWrite(ctx context.Context, op string, l idemstore.Lease, rk string, arg, data []byte) error {
-	res, code, err := s.runFenced(ctx, op, l, s.scripts.write, rk, arg, data)
+	res, code, err := s.runFenced(ctx, op, l, s.scripts.write, []string{rk, s.ItemsKey(l.Key)}, arg, data)
 	if err != nil || code == 1 {
 		return err
 	}
 	return s.badReply(op, l.Key, res, nil)
 }
 
-// runFenced runs a fenced script (write, step) on rk once and reads the
+// runFenced runs a fenced script (write, step, append) on keys once and reads the
 // replies they share: {1} written, {0, reason} a record it cannot read,
 // {-1, state, fence} a caller that does not own the key. It returns a
 // reply with any other code for the caller to read.
-func (s *Store) runFenced(ctx context.Context, op string, l idemstore.Lease, script *redis.Script, rk string, args ...any) (res []any, code int64, err error) {
+func (s *Store) runFenced(ctx context.Context, op string, l idemstore.Lease, script *redis.Script, keys []string, args ...any) (res []any, code int64, err error) {
 	err = s.piped(ctx, func(c redis.Scripter) (err error) {
-		res, err = script.Run(ctx, c, []string{rk}, args...).Slice()
+		res, err = script.Run(ctx, c, keys, args...).Slice()
 		return err
 	})
 	if err != nil {
@@ -664,7 +664,8 @@ func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
 }
 
 // Delete implements idemstore.Store. It removes whatever value is at the record
-// key, also one that is not a valid record, and wakes the key's waiters.
+// key, also one that is not a valid record, and its stream's items, and
+// wakes the key's waiters.
 func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := s.ready(ctx, "delete", key); err != nil {
 		return err
@@ -672,7 +673,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	rk := s.RecordKey(key)
 	var n int64
 	err := s.bounded(ctx, func() (err error) {
-		n, err = s.scripts.del.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64()
+		n, err = s.scripts.del.Run(ctx, s.rdb, []string{rk, s.ItemsKey(key)}, channelOf(rk)).Int64()
 		return err
 	})
 	if err != nil {

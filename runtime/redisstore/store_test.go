@@ -51,8 +51,9 @@ func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			if sha, ok := args[1].(string); ok && scriptNames[sha] != "" {
 				name = scriptNames[sha]
 			}
-			// A heartbeat is a write whose new state is in_progress.
-			if name == "write" && len(args) > 4 && isHeartbeat(args[4]) {
+			// A heartbeat is a write whose new state is in_progress: its
+			// first argument, after the keys.
+			if n, ok := args[2].(int); name == "write" && ok && len(args) > 3+n && isHeartbeat(args[3+n]) {
 				name = "heartbeat"
 			}
 			c.scripts[name]++
