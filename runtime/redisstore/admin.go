@@ -228,9 +228,12 @@ func (s *Store) Cleanup(ctx context.Context) (int, error) {
 		rk := s.RecordKey(key)
 		var d int64
 		err = s.bounded(ctx, func() (err error) {
-			d, err = s.scripts.cleanup.Run(ctx, s.rdb, []string{rk, s.ItemsKey(key)}, channelOf(rk)).Int64()
+			d, err = s.scripts.cleanup.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64()
 			return err
 		})
+		if err == nil && d == 1 {
+			s.dropItems(ctx, key)
+		}
 		if err != nil {
 			err = s.wrap(ctx, "cleanup", key, err)
 		}

@@ -30,6 +30,13 @@ type Store struct {
 	opSeed  uint64
 	opCount atomic.Uint64
 
+	// streaming holds the leases (streamLease) that appended stream
+	// items: only their fenced writes name the items key too. A script
+	// naming two keys is refused with TRYAGAIN while its slot migrates
+	// and one of the keys is absent, so a call without a stream must not
+	// name its (absent) items key.
+	streaming sync.Map
+
 	// honoursDeadline: the client puts a ctx's deadline on its socket
 	// reads and writes (ContextTimeoutEnabled), so a call with a deadline
 	// needs no watcher of its own; see bounded.
@@ -551,10 +558,15 @@ func (s *Store) Release(ctx context.Context, l idemstore.Lease) error {
 	return s.write(ctx, "release", l, idemstore.StateReleased, l.TTL, nil)
 }
 
-func (s *Store) write(ctx context.Context, op string, l idemstore.Lease, st idemstore.State, d time.Duration, data []byte) error {
+func (s *Store) write(ctx context.Context, op string, l idemstore.Lease, st idemstore.State, d time.Duration, data []byte) (err error) {
 	if err := s.ready(ctx, op, l.Key); err != nil {
 		return err
 	}
+	defer func() {
+		if st != idemstore.StateInProgress || errors.Is(err, idem.ErrLeaseLost) {
+			s.forgetItems(l)
+		}
+	}()
 	rk := s.RecordKey(l.Key)
 	if data == nil {
 		data = []byte{}
@@ -575,7 +587,11 @@ func (s *Store) write(ctx context.Context, op string, l idemstore.Lease, st idem
 
 // applyWrite runs the write script once with the packed argument arg.
 func (s *Store) applyWrite(ctx context.Context, op string, l idemstore.Lease, rk string, arg, data []byte) error {
-	res, code, err := s.runFenced(ctx, op, l, s.scripts.write, []string{rk, s.ItemsKey(l.Key)}, arg, data)
+	keys := []string{rk}
+	if s.appended(l) {
+		keys = append(keys, s.ItemsKey(l.Key))
+	}
+	res, code, err := s.runFenced(ctx, op, l, s.scripts.write, keys, arg, data)
 	if err != nil || code == 1 {
 		return err
 	}
@@ -673,9 +689,12 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	rk := s.RecordKey(key)
 	var n int64
 	err := s.bounded(ctx, func() (err error) {
-		n, err = s.scripts.del.Run(ctx, s.rdb, []string{rk, s.ItemsKey(key)}, channelOf(rk)).Int64()
+		n, err = s.scripts.del.Run(ctx, s.rdb, []string{rk}, channelOf(rk)).Int64()
 		return err
 	})
+	if err == nil {
+		s.dropItems(ctx, key)
+	}
 	if err != nil {
 		return s.wrap(ctx, "delete", key, err)
 	}

@@ -173,10 +173,39 @@ func (s *Store) AppendItem(ctx context.Context, l idemstore.Lease, seq uint64, d
 		}
 		return s.badReply(op, l.Key, res, nil)
 	}
+	s.streaming.Store(streamLease{l.Key, l.Fence, l.Owner}, struct{}{})
 	if err := apply(ctx); err != nil || s.acks.n == 0 {
 		return err
 	}
 	return s.ackWrite(ctx, op, l, rk, opID, true, apply) // acks.go
+}
+
+// streamLease names one run's lease in Store.streaming.
+type streamLease struct {
+	key   string
+	fence uint64
+	owner idemstore.Token
+}
+
+// appended reports whether l appended stream items, so that its fenced
+// writes also set their expiry.
+func (s *Store) appended(l idemstore.Lease) bool {
+	_, ok := s.streaming.Load(streamLease{l.Key, l.Fence, l.Owner})
+	return ok
+}
+
+// forgetItems ends what Store.streaming holds for l: after a write that
+// ended the lease, or found it lost.
+func (s *Store) forgetItems(l idemstore.Lease) {
+	s.streaming.Delete(streamLease{l.Key, l.Fence, l.Owner})
+}
+
+// dropItems deletes key's stream items after its record was deleted, as
+// a command of its own (see Store.streaming). Items it misses are never
+// read: they carry the fence and owner of a run no later record has, and
+// they expire when their record would have.
+func (s *Store) dropItems(ctx context.Context, key string) {
+	_ = s.bounded(ctx, func() error { return s.rdb.Del(ctx, s.ItemsKey(key)).Err() })
 }
 
 // itemTooLarge is the error of an item that would make key's record n
