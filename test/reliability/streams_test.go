@@ -193,7 +193,8 @@ func (h *harness) streams(t *testing.T, store string, sz sizes) row {
 		Trials: fmt.Sprintf("%d keys × %d items, %d readers in %d processes (+%d late), %d producer kills",
 			sz.streamKeys, sz.streamItems, len(readers), sz.streamProcs, sz.streamKills, sz.streamKills),
 		Expected: "every reader: one run's items, in order, no gap, no repeat; all readers of a key the same run",
-		Observed: fmt.Sprintf("%d readers finished; %d restarts told, %d resumes from a cursor", len(recs), restarts, resumes),
+		Observed: fmt.Sprintf("%d readers finished (those in the killed processes died with them); %d restarts told, %d resumes from a cursor",
+			len(recs), restarts, resumes),
 		v:        v, took: time.Since(start),
 	}
 }
