@@ -195,7 +195,7 @@ func (h *harness) streams(t *testing.T, store string, sz sizes) row {
 		Expected: "every reader: one run's items, in order, no gap, no repeat; all readers of a key the same run",
 		Observed: fmt.Sprintf("%d readers finished (those in the killed processes died with them); %d restarts told, %d resumes from a cursor",
 			len(recs), restarts, resumes),
-		v:        v, took: time.Since(start),
+		v: v, took: time.Since(start),
 	}
 }
 
