@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"testing"
 	"time"
@@ -99,4 +100,18 @@ func streamRatio(b *testing.B, ours, base func(n int)) {
 	b.ReportMetric(float64(tOurs.Nanoseconds())/chunk, "ns/item")
 	b.ReportMetric(float64(tBase.Nanoseconds())/chunk, "unrecorded-ns/item")
 	b.ReportMetric(float64(tOurs)/float64(tBase), "x-unrecorded")
+}
+
+// BenchmarkStreamFanOut is the cost of an item of a recorded stream on
+// Redis (standalone) delivered live to readers callers at once (the
+// producer's and the duplicates attached while it runs, each reading
+// the items back from Redis), as a ratio to the same items handed to as
+// many goroutines over channels without the Guard (idemtest.StreamFanOut),
+// from streams of 500 items.
+func BenchmarkStreamFanOut(b *testing.B) {
+	for _, readers := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("readers=%d", readers), func(b *testing.B) {
+			idemtest.StreamFanOut(b, newStore(b, standalone(b)), readers, 500)
+		})
+	}
 }
