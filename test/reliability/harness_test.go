@@ -58,7 +58,7 @@ func newHarness(t *testing.T) *harness {
 		ledgerURL: testenv.PostgresURL(),
 		redisAddr: testenv.RedisAddr(),
 		fileDir:   t.TempDir(),
-		full:      os.Getenv("IDEM_RELIABILITY") == "full",
+		full:      reliabilityFull(),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

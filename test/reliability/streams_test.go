@@ -54,7 +54,10 @@ const streamItemGap = 5 * time.Millisecond
 // per item) and keeps its record in recs.
 func streamReader(g *idem.Guard, items int, drop float64, recs *[]streamRecord, mu *sync.Mutex) func(context.Context, string) error {
 	return func(ctx context.Context, key string) error {
-		rec := readStream(ctx, g, key, items, drop)
+		rec := readStream(ctx, g, key, drop, produceItems(items, func(fence uint64) func() {
+			mark("producing", key, fence)
+			return func() {}
+		}))
 		mu.Lock()
 		*recs = append(*recs, rec)
 		mu.Unlock()
@@ -65,11 +68,12 @@ func streamReader(g *idem.Guard, items int, drop float64, recs *[]streamRecord, 
 	}
 }
 
-// produce is the streamed function of key.
-func produceItems(key string, items int) func(context.Context, func(streamItem) bool) error {
+// produceItems is the streamed function; it calls producing as it
+// starts a run, and what that returns as the run ends.
+func produceItems(items int, producing func(fence uint64) (ended func())) func(context.Context, func(streamItem) bool) error {
 	return func(ctx context.Context, yield func(streamItem) bool) error {
 		fence, _ := idem.FenceFrom(ctx)
-		mark("producing", key, fence)
+		defer producing(fence)()
 		for i := range items {
 			select {
 			case <-ctx.Done():
@@ -86,14 +90,14 @@ func produceItems(key string, items int) func(context.Context, func(streamItem) 
 
 // readStream reads key's stream to its end, resuming from its cursor
 // after a drop or an error, and starting over after a restart.
-func readStream(ctx context.Context, g *idem.Guard, key string, items int, drop float64) streamRecord {
+func readStream(ctx context.Context, g *idem.Guard, key string, drop float64, produce func(context.Context, func(streamItem) bool) error) streamRecord {
 	rec := streamRecord{Key: key}
 	cur := &idem.StreamCursor{}
 	var got []streamItem
 	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
+	for time.Now().Before(deadline) && ctx.Err() == nil {
 		ended, stopped := true, false
-		for it, err := range idem.Stream(idem.StreamFrom(ctx, cur), g.Begin(&streamSpec, key), produceItems(key, items)) {
+		for it, err := range idem.Stream(idem.StreamFrom(ctx, cur), g.Begin(&streamSpec, key), produce) {
 			if errors.Is(err, idem.ErrStreamRestarted) {
 				rec.Restarts++
 				got, ended = got[:0], false
