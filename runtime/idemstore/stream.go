@@ -90,3 +90,27 @@ type StreamBatch struct {
 	// the stream's end.
 	Result []byte
 }
+
+// NewStreamBatch is the batch of a live record read at now, before its
+// items: its state and fence, the lease of an in-progress record (and
+// whether it ran out by now), the result of a finished one. The store's
+// ReadStream sets Count and Items.
+func NewStreamBatch(state State, fence uint64, leaseUntil, now time.Time, result []byte) StreamBatch {
+	b := StreamBatch{State: state, Fence: fence}
+	switch state {
+	case StateInProgress:
+		b.LeaseUntil = leaseUntil
+		b.LeaseExpired = !now.Before(leaseUntil)
+	case StateCompleted, StateFailed:
+		b.Result = result
+	}
+	return b
+}
+
+// Idle reports whether b has nothing new for req, so that ReadStream
+// blocks on it: req waits, there is no item at req.From, and the record
+// is in progress under the fence req follows with a live lease.
+func (req StreamRead) Idle(b StreamBatch) bool {
+	return req.Wait && req.From >= b.Count && b.State == StateInProgress && !b.LeaseExpired &&
+		(req.Fence == 0 || req.Fence == b.Fence)
+}
