@@ -209,14 +209,7 @@ func (s *Store) readStream(p *paths, req *idemstore.StreamRead) (b idemstore.Str
 	if !ok || !live(&r, now) {
 		return b, false, nil
 	}
-	b = idemstore.StreamBatch{State: r.State, Fence: r.Fence}
-	switch r.State {
-	case idemstore.StateInProgress:
-		b.LeaseUntil = r.LeaseUntil
-		b.LeaseExpired = !now.Before(r.LeaseUntil)
-	case idemstore.StateCompleted, idemstore.StateFailed:
-		b.Result = r.Result
-	}
+	b = idemstore.NewStreamBatch(r.State, r.Fence, r.LeaseUntil, now, r.Result)
 	data, err := readFile(p.items, make([]byte, 0, 4096))
 	if err != nil && err != syscall.ENOENT {
 		return b, false, s.fsErr("reading items", p.items, err)
@@ -237,8 +230,7 @@ func (s *Store) readStream(p *paths, req *idemstore.StreamRead) (b idemstore.Str
 		b.Items = items[req.From:min(b.Count, req.From+m)]
 		return b, false, nil
 	}
-	wait = req.Wait && r.State == idemstore.StateInProgress && !b.LeaseExpired && (req.Fence == 0 || req.Fence == r.Fence)
-	return b, wait, nil
+	return b, req.Idle(b), nil
 }
 
 // removeItems removes the key's items file, before its record goes.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -47,10 +48,10 @@ func BenchmarkStreamItem(b *testing.B) {
 	replayed := func() iter.Seq2[word, error] { return idem.Stream(ctx, g.Begin(spec, "done"), produce) }
 	unrecorded := func() iter.Seq2[word, error] { return plain }
 	b.Run("recorded", func(b *testing.B) {
-		streamRatio(b, pulling(perStream, recorded, func() { _ = store.Delete(ctx, lastKey(g, spec, key)) }), pulling(perStream, unrecorded, nil))
+		streamRatio(b, idemtest.PullItems(perStream, recorded, func() { _ = store.Delete(ctx, lastKey(g, spec, key)) }), idemtest.PullItems(perStream, unrecorded, nil))
 	})
 	b.Run("replayed", func(b *testing.B) {
-		streamRatio(b, pulling(perStream, replayed, nil), pulling(perStream, unrecorded, nil))
+		streamRatio(b, idemtest.PullItems(perStream, replayed, nil), idemtest.PullItems(perStream, unrecorded, nil))
 	})
 }
 
@@ -61,36 +62,6 @@ func lastKey(g *idem.Guard, spec *idem.Spec, key int) string {
 		panic(err)
 	}
 	return k
-}
-
-// pulling returns a function that pulls n items from the streams next
-// makes, each of perStream items, one after another; done (if any) runs
-// after each stream ended.
-func pulling(perStream int, next func() iter.Seq2[word, error], done func()) func(n int) {
-	var pull func() (word, error, bool)
-	var stop func()
-	left := 0
-	return func(n int) {
-		for range n {
-			if left == 0 {
-				if pull != nil {
-					if _, err, ok := pull(); ok {
-						panic(err) // the stream's end: nothing, or its error
-					}
-					stop()
-					if done != nil {
-						done()
-					}
-				}
-				pull, stop = iter.Pull2(next())
-				left = perStream
-			}
-			if _, err, ok := pull(); !ok || err != nil {
-				panic(err)
-			}
-			left--
-		}
-	}
 }
 
 // streamRatio runs ours and base alternately and reports their time per

@@ -3,6 +3,7 @@ package idemtest
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -134,5 +135,37 @@ func SleepCall(g *idem.Guard) func(spec *idem.Spec, id string, d time.Duration) 
 			time.Sleep(d)
 			return "r-" + id, nil
 		})
+	}
+}
+
+// PullItems returns a function that pulls n items, one at a time
+// (iter.Pull2), from the streams next makes, each of perStream items, one
+// stream after another; done (if any) runs after each stream ended. It
+// panics on an error, on a stream that ends early, and on one with more
+// than perStream items: stream benchmarks time it per item.
+func PullItems[T any](perStream int, next func() iter.Seq2[T, error], done func()) func(n int) {
+	var pull func() (T, error, bool)
+	var stop func()
+	left := 0
+	return func(n int) {
+		for range n {
+			if left == 0 {
+				if pull != nil {
+					if _, err, ok := pull(); ok {
+						panic(fmt.Sprintf("a stream past its %d items: %v", perStream, err))
+					}
+					stop()
+					if done != nil {
+						done()
+					}
+				}
+				pull, stop = iter.Pull2(next())
+				left = perStream
+			}
+			if _, err, ok := pull(); !ok || err != nil {
+				panic(fmt.Sprintf("a stream ended after %d of its %d items: %v", perStream-left, perStream, err))
+			}
+			left--
+		}
 	}
 }

@@ -107,14 +107,8 @@ func (s *Store) readLocked(sh *memShard, req *idemstore.StreamRead) (idemstore.S
 		return idemstore.StreamBatch{}, nil
 	}
 	items := itemsOf(r)
-	b := idemstore.StreamBatch{State: r.State, Fence: r.Fence, Count: uint64(len(items))}
-	switch r.State {
-	case idemstore.StateInProgress:
-		b.LeaseUntil = s.time(r.LeaseUntil)
-		b.LeaseExpired = now >= r.LeaseUntil
-	case idemstore.StateCompleted, idemstore.StateFailed:
-		b.Result = r.Result
-	}
+	b := idemstore.NewStreamBatch(r.State, r.Fence, s.time(r.LeaseUntil), s.time(now), r.Result)
+	b.Count = uint64(len(items))
 	if req.From < b.Count {
 		end := b.Count
 		if m := req.Max; m <= 0 {
@@ -126,7 +120,7 @@ func (s *Store) readLocked(sh *memShard, req *idemstore.StreamRead) (idemstore.S
 		b.Items = items[req.From:end:end]
 		return b, nil
 	}
-	if !req.Wait || r.State != idemstore.StateInProgress || b.LeaseExpired || (req.Fence != 0 && req.Fence != r.Fence) {
+	if !req.Idle(b) {
 		return b, nil
 	}
 	if r.wake == nil {

@@ -260,7 +260,7 @@ func (s *Store) waitStream(ctx context.Context, req idemstore.StreamRead, ws []*
 	const op = "read stream"
 	for {
 		b, now, err := s.readStream(ctx, req)
-		if err != nil || !nothingNew(req, b) {
+		if err != nil || !req.Idle(b) {
 			return b, err
 		}
 		if s.hub.isClosed() {
@@ -281,13 +281,6 @@ func (s *Store) waitStream(ctx context.Context, req idemstore.StreamRead, ws []*
 		case <-ws[1].notes:
 		}
 	}
-}
-
-// nothingNew reports whether a waiting reader of req has nothing to be
-// told in b.
-func nothingNew(req idemstore.StreamRead, b idemstore.StreamBatch) bool {
-	return req.From >= b.Count && b.State == idemstore.StateInProgress && !b.LeaseExpired &&
-		(req.Fence == 0 || req.Fence == b.Fence)
 }
 
 // readStream reads req's batch once, with the server's time.
@@ -335,16 +328,10 @@ func (s *Store) readStream(ctx context.Context, req idemstore.StreamRead) (idems
 // reply res.
 func streamBatch(r idemstore.Record, now time.Time, res []any) idemstore.StreamBatch {
 	n, _ := replyInt(res, 3)
-	b := idemstore.StreamBatch{State: r.State, Fence: r.Fence, Count: uint64(n)}
-	switch r.State {
-	case idemstore.StateInProgress:
-		b.LeaseUntil = r.LeaseUntil
-		b.LeaseExpired = !now.Before(r.LeaseUntil)
-	case idemstore.StateCompleted, idemstore.StateFailed:
-		b.Result = r.Result
-		if b.Result == nil {
-			b.Result = []byte{}
-		}
+	b := idemstore.NewStreamBatch(r.State, r.Fence, r.LeaseUntil, now, r.Result)
+	b.Count = uint64(n)
+	if b.Result == nil && (r.State == idemstore.StateCompleted || r.State == idemstore.StateFailed) {
+		b.Result = []byte{}
 	}
 	items, _ := res[4].([]any)
 	for _, it := range items {

@@ -54,37 +54,11 @@ func BenchmarkStreamItem(b *testing.B) {
 	replayed := func() iter.Seq2[streamWord, error] { return idem.Stream(ctx, g.Begin(spec, "done"), produce) }
 	unrecorded := func() iter.Seq2[streamWord, error] { return plain }
 	b.Run("recorded", func(b *testing.B) {
-		streamRatio(b, pullItems(perStream, recorded), pullItems(perStream, unrecorded))
+		streamRatio(b, idemtest.PullItems(perStream, recorded, nil), idemtest.PullItems(perStream, unrecorded, nil))
 	})
 	b.Run("replayed", func(b *testing.B) {
-		streamRatio(b, pullItems(perStream, replayed), pullItems(perStream, unrecorded))
+		streamRatio(b, idemtest.PullItems(perStream, replayed, nil), idemtest.PullItems(perStream, unrecorded, nil))
 	})
-}
-
-// pullItems returns a function that pulls n items from the streams next
-// makes, each of perStream items, one after another.
-func pullItems(perStream int, next func() iter.Seq2[streamWord, error]) func(n int) {
-	var pull func() (streamWord, error, bool)
-	var stop func()
-	left := 0
-	return func(n int) {
-		for range n {
-			if left == 0 {
-				if pull != nil {
-					if _, err, ok := pull(); ok {
-						panic(err) // the stream's end: nothing, or its error
-					}
-					stop()
-				}
-				pull, stop = iter.Pull2(next())
-				left = perStream
-			}
-			if _, err, ok := pull(); !ok || err != nil {
-				panic(err)
-			}
-			left--
-		}
-	}
 }
 
 // streamRatio runs ours and base in alternating chunks of 64 items
