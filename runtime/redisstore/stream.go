@@ -38,8 +38,30 @@ import (
 // atomically, without the claim touching a second key; the first append
 // of the new run deletes them, and they expire no later than the record
 // did. Every append and every write of the record (heartbeat, completion,
-// failure, release) sets the list's expiry to the record's, so items are
-// kept exactly as long as their record; Delete removes both.
+// failure) sets the list's expiry to the record's, so items are kept
+// exactly as long as their record; a release by the lease that appended
+// them deletes them (the next claim starts a new run); Delete removes
+// both.
+//
+// The claim itself does not delete an old run's items, because it cannot
+// do so safely in its one script. Declaring the items key (KEYS[2]) in
+// every claim makes every claim a two-key script, which a Cluster refuses
+// with TRYAGAIN while the slot migrates and the node does not hold both
+// keys: for the whole migration for nearly every call, since most calls
+// never stream and have no items key (the fenced writes failed that way
+// until only a lease that appended named it, Store.streaming); and a
+// two-key script has to leave the pipeline, as ordered claims do.
+// Declaring it only for a record whose run streamed needs the claimer to
+// know that, which only the appending process does (Store.streaming): the
+// record would have to carry a flag (a new record format), and such a
+// claim would still get TRYAGAIN between the two keys' MIGRATEs. Naming
+// it only inside the script (a name built from KEYS[1]) is what Redis
+// forbids: mid-migration a node refuses a key it no longer holds after
+// the script has written the record, and servers that check declared
+// keys refuse it always. Leaving the items costs little: the stamp hides
+// them from every reader from the claim's commit on, the new run's first
+// append deletes them, and they expire no later than the old run's record
+// would have.
 //
 // An append publishes on the items channel (ItemsKey + ":new"); a change
 // of state publishes on the record's channel as always, so a waiting
