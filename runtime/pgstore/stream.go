@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -236,7 +237,8 @@ func (s *Store) readBatch(ctx context.Context, c *pgxpool.Conn, req *idemstore.S
 		n       int64
 		items   [][]byte
 	)
-	err := c.QueryRow(ctx, s.q.readStream, req.Key, s.ts(), int64(req.From), max).Scan(
+	from := int64(min(req.From, math.MaxInt64)) // past any item either way
+	err := c.QueryRow(ctx, s.q.readStream, req.Key, s.ts(), from, max).Scan(
 		&r.state, &r.owner, &r.fence, &r.fp, &r.result, &r.leaseUntil, &r.expiresAt, &r.format, &waiters, &now, &n, &items)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return idemstore.StreamBatch{}, r, false, now, nil

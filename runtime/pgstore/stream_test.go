@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -180,4 +181,30 @@ func (l *listener) waiters() int {
 		n += len(set)
 	}
 	return n
+}
+
+// TestStreamResentAppendsRace: appends of the same item by its owner at
+// once (a request re-sent while the first is on its way) all succeed and
+// record it once.
+func TestStreamResentAppendsRace(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, poolWith(t, 8))
+	l := streamRun(t, s, "k", 1)
+	for seq, data := range []string{"a", "b", "c"} {
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range 8 {
+			wg.Go(func() { errs <- s.AppendItem(ctx, l, uint64(seq), []byte(data)) })
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("AppendItem(%d) at once with 7 others: %v", seq, err)
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"1/0=a", "1/1=b", "1/2=c"}, itemRows(t, s, "k")); diff != "" {
+		t.Errorf("item rows (-want +got):\n%s", diff)
+	}
 }
