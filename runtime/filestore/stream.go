@@ -1,7 +1,6 @@
 package filestore
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -124,14 +123,11 @@ func (s *Store) AppendItem(ctx context.Context, l idemstore.Lease, seq uint64, d
 		return s.fsErr("reading items", p.items, err)
 	}
 	items, end := parseItems(b, l.Fence)
-	switch n := uint64(len(items)); {
-	case seq < n:
-		if bytes.Equal(items[seq], data) {
-			return nil // re-sent
+	if resent, err := idemstore.CheckAppend(items, seq, data); resent || err != nil {
+		if err != nil {
+			return fmt.Errorf("filestore: append item %q: %w", l.Key, err)
 		}
-		return fmt.Errorf("filestore: append item %q: item %d is already recorded with other data", l.Key, seq)
-	case seq > n:
-		return fmt.Errorf("filestore: append item %q: item %d appended after %d items: items are appended in order", l.Key, seq, n)
+		return nil
 	}
 	if size := max(end, itemsHeader) + itemFrame + len(data); size > maxResult {
 		return fmt.Errorf("filestore: append item %q: %w: item %d makes the items file %d bytes, over the %d-byte limit", l.Key, idem.ErrResultTooLarge, seq, size, maxResult)

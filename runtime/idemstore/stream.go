@@ -1,7 +1,9 @@
 package idemstore
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -113,4 +115,29 @@ func NewStreamBatch(state State, fence uint64, leaseUntil, now time.Time, result
 func (req StreamRead) Idle(b StreamBatch) bool {
 	return req.Wait && req.From >= b.Count && b.State == StateInProgress && !b.LeaseExpired &&
 		(req.Fence == 0 || req.Fence == b.Fence)
+}
+
+// ItemOutOfPlace is the error of an append of item seq to a run of n
+// items that is not the next (seq != n) nor a re-send of identical data:
+// item seq is recorded with other data, or items before it are missing.
+func ItemOutOfPlace(seq, n uint64) error {
+	if seq < n {
+		return fmt.Errorf("item %d is already recorded with other data", seq)
+	}
+	return fmt.Errorf("item %d appended after %d items: items are appended in order", seq, n)
+}
+
+// CheckAppend judges an append of data as item seq of a run whose items
+// are items: the next item (false, nil), a re-send of a recorded item
+// with identical data (true, nil: the store writes nothing), or out of
+// place (ItemOutOfPlace).
+func CheckAppend(items [][]byte, seq uint64, data []byte) (resent bool, err error) {
+	n := uint64(len(items))
+	switch {
+	case seq == n:
+		return false, nil
+	case seq < n && bytes.Equal(items[seq], data):
+		return true, nil
+	}
+	return false, ItemOutOfPlace(seq, n)
 }

@@ -1,7 +1,6 @@
 package memstore
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -53,15 +52,11 @@ func (s *Store) AppendItem(ctx context.Context, l idemstore.Lease, seq uint64, d
 		return err
 	}
 	defer sh.mu.Unlock()
-	items := itemsOf(r)
-	switch n := uint64(len(items)); {
-	case seq < n:
-		if bytes.Equal(items[seq], data) {
-			return nil // re-sent
+	if resent, err := idemstore.CheckAppend(itemsOf(r), seq, data); resent || err != nil {
+		if err != nil {
+			return fmt.Errorf("memstore: %s: %w", l.Key, err)
 		}
-		return fmt.Errorf("memstore: %s: item %d is already recorded with other data", l.Key, seq)
-	case seq > n:
-		return fmt.Errorf("memstore: %s: item %d appended after %d items: items are appended in order", l.Key, seq, n)
+		return nil
 	}
 	size := int64(itemOverhead + len(data))
 	if n := r.size + size; n > s.maxBytes {

@@ -133,13 +133,10 @@ func (s *Store) AppendItem(ctx context.Context, l idemstore.Lease, seq uint64, d
 			return fmt.Errorf("%w: %s fence %d", idem.ErrLeaseLost, l.Key, l.Fence)
 		case inserted:
 			return nil
-		case seq < uint64(n):
-			if same != nil && *same {
-				return nil // re-sent
-			}
-			return fmt.Errorf("pgstore: %s %s: item %d is already recorded with other data", op, l.Key, seq)
-		case seq > uint64(n):
-			return fmt.Errorf("pgstore: %s %s: item %d appended after %d items: items are appended in order", op, l.Key, seq, n)
+		case seq < uint64(n) && same != nil && *same:
+			return nil // re-sent
+		case seq != uint64(n):
+			return fmt.Errorf("pgstore: %s %s: %w", op, l.Key, idemstore.ItemOutOfPlace(seq, uint64(n)))
 		case total+int64(len(data)) > s.maxStream:
 			return s.itemTooLarge(l.Key, seq, total+int64(len(data)))
 		}

@@ -188,10 +188,7 @@ func (s *Store) AppendItem(ctx context.Context, l idemstore.Lease, seq uint64, d
 			return s.itemTooLarge(seq, l.Key, n)
 		case code == -3:
 			n, _ := replyInt(res, 1)
-			if seq < uint64(n) {
-				return fmt.Errorf("redisstore: append %s: item %d is already recorded with other data", l.Key, seq)
-			}
-			return fmt.Errorf("redisstore: append %s: item %d appended after %d items: items are appended in order", l.Key, seq, n)
+			return fmt.Errorf("redisstore: append %s: %w", l.Key, idemstore.ItemOutOfPlace(seq, uint64(n)))
 		}
 		return s.badReply(op, l.Key, res, nil)
 	}
