@@ -43,13 +43,20 @@ func execute[R any](ctx context.Context, st *state, lease idemstore.Lease, statu
 	}()
 	st.announce(status, lease.Fence, overrideReason)
 	r, err = fn(&x.ctx)
-	x.hb.stop()
+	x.hb.fnReturned()
 	x.ctx.end()
 	if p := x.hb.panicked.Load(); p != nil {
 		panic(p.v) // in the heartbeat's goroutine it would end the process
 	}
+	// The beats go on until the outcome is written: a store slower to
+	// complete than the rest of the lease must not hand the key on while
+	// the completion is on its way.
 	r, err = record(ctx, st, lease, x, r, err)
+	x.hb.stop()
 	done = true
+	if p := x.hb.panicked.Load(); p != nil {
+		panic(p.v) // a beat's, while the outcome was written
+	}
 	return r, err
 }
 
@@ -368,9 +375,9 @@ type heartbeat struct {
 	ctx   *fnCtx           // fn's
 	mu    sync.Mutex       // serializes beats with stop
 	// stopped is set by stop, lost when the store said the key has
-	// another owner.
-	stopped, lost atomic.Bool
-	beat          alarm // the next beat
+	// another owner while fn ran, returned once fn has returned.
+	stopped, lost, returned atomic.Bool
+	beat                    alarm // the next beat
 	// dead fires when the lease has run out, counted from when the last
 	// successful heartbeat (or the claim) was sent (okSent), so the
 	// function is stopped no later than the store can hand the key on.
@@ -429,7 +436,7 @@ func (hb *heartbeat) recoverPanic() {
 
 func (hb *heartbeat) expire() {
 	defer hb.recoverPanic()
-	if hb.stopped.Load() {
+	if hb.stopped.Load() || hb.returned.Load() {
 		return
 	}
 	err := fmt.Errorf("%w: no heartbeat succeeded within the %s lease", ErrLeaseLost, hb.lease.Duration)
@@ -445,7 +452,7 @@ func (hb *heartbeat) renew() {
 		return
 	}
 	g, lease, interval := hb.g, *hb.lease, hb.interval()
-	if !hb.deadSet {
+	if !hb.deadSet && !hb.returned.Load() {
 		// The first beat: from now on a beat may hang on the store, and
 		// the lease must still end on time.
 		hb.deadSet = true
@@ -456,6 +463,10 @@ func (hb *heartbeat) renew() {
 	err := g.store.Heartbeat(hctx, lease)
 	hcancel()
 	switch {
+	case hb.returned.Load():
+		// Only keeping the lease while the outcome is written: what the
+		// store says of the key (completed already, or another owner's)
+		// is the completion's to report.
 	case err == nil:
 		hb.okSent = sent
 		g.alarms.set(&hb.dead, sent+lease.Duration, (*deadRing)(hb))
@@ -471,6 +482,12 @@ func (hb *heartbeat) renew() {
 	}
 	g.alarms.set(&hb.beat, time.Since(monoBase)+interval, (*beatRing)(hb))
 }
+
+// fnReturned says fn has returned: from now on the beats only keep the
+// lease while the outcome is written. Running out of it no longer cancels
+// anything, and a beat's failure is not reported, since the write of the
+// outcome finds out and says what happened to the key.
+func (hb *heartbeat) fnReturned() { hb.returned.Store(true) }
 
 // stop cancels future beats and waits for one in flight.
 func (hb *heartbeat) stop() {

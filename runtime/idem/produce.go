@@ -87,12 +87,16 @@ func (p *producer[T]) run(fn func(context.Context, func(T) bool) error) {
 	}()
 	err := fn(&p.x.ctx, p.yield)
 	p.end()
-	p.x.hb.stop()
+	p.x.hb.fnReturned() // beats go on until the end is written, as in execute
 	p.x.ctx.end()
 	if hp := p.x.hb.panicked.Load(); hp != nil {
 		panic(hp.v)
 	}
 	p.err = p.record(err)
+	p.x.hb.stop()
+	if hp := p.x.hb.panicked.Load(); hp != nil {
+		p.panicked = hp // a beat's, while the end was written
+	}
 	done = true
 	close(p.ch)
 }

@@ -1,7 +1,9 @@
 // Package idemgrpc applies idempotency keys to gRPC: a unary server
 // interceptor that runs a method once per idempotency-key metadata entry
-// and replays the recorded response to retries, and a unary client
-// interceptor that gives each logical call a key its retries share.
+// and replays the recorded response to retries, a stream server
+// interceptor that does the same for server-streaming methods (message by
+// message, resumable from an offset), and a unary client interceptor that
+// gives each logical call a key its retries share.
 //
 // Server:
 //
@@ -141,27 +143,10 @@ func (s *Server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 		return nil, s.statusError(codes.Internal, ReasonInternal,
 			fmt.Sprintf("the request of %s is a %T, not a proto message: it cannot be fingerprinted", info.FullMethod, req), 0)
 	}
-	reqBytes, err := proto.MarshalOptions{Deterministic: true}.Marshal(msg)
+	c, err := s.begin(&s.spec, key, principal, info.FullMethod, msg)
 	if err != nil {
-		return nil, s.statusError(codes.Internal, ReasonInternal, "the request could not be fingerprinted", 0)
+		return nil, err
 	}
-
-	c, m := idemimpl.Begin(s.g, &s.spec)
-	kb := m.Key()
-	kb.String(principal)
-	kb.String(info.FullMethod)
-	kb.ID(key)
-	pb := m.Payload()
-	pb.String(info.FullMethod)
-	if len(reqBytes) <= inlineRequest {
-		pb.Bool(false)
-		pb.Bytes(reqBytes)
-	} else {
-		sum := sha256.Sum256(reqBytes)
-		pb.Bool(true)
-		pb.Bytes(sum[:])
-	}
-
 	runCtx := ctx
 	if !s.cfg.clientCancel {
 		runCtx = context.WithoutCancel(ctx)
@@ -184,6 +169,31 @@ func (s *Server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 		return s.replay(ctx, out)
 	}
 	return nil, s.refusal(ctx, err)
+}
+
+// begin starts a guarded call of spec: its key is the principal, the
+// method and the idempotency-key, its payload the method and the request.
+func (s *Server) begin(spec *idem.Spec, key, principal, method string, req proto.Message) (idem.Call, error) {
+	reqBytes, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
+	if err != nil {
+		return idem.Call{}, s.statusError(codes.Internal, ReasonInternal, "the request could not be fingerprinted", 0)
+	}
+	c, m := idemimpl.Begin(s.g, spec)
+	kb := m.Key()
+	kb.String(principal)
+	kb.String(method)
+	kb.ID(key)
+	pb := m.Payload()
+	pb.String(method)
+	if len(reqBytes) <= inlineRequest {
+		pb.Bool(false)
+		pb.Bytes(reqBytes)
+	} else {
+		sum := sha256.Sum256(reqBytes)
+		pb.Bool(true)
+		pb.Bytes(sum[:])
+	}
+	return c, nil
 }
 
 // identify reads the call's key and its client's principal; the error is
@@ -307,20 +317,4 @@ func (s *Server) statusError(code codes.Code, reason, msg string, retry time.Dur
 		st = withDetails
 	}
 	return st.Err()
-}
-
-// StreamInterceptor returns the stream server interceptor: streaming RPCs
-// are outside this package's scope (a stream has no single response to
-// record). A stream that carries an idempotency-key is refused with
-// codes.Unimplemented, so that a client relying on the key learns it is
-// not honoured; a stream without one passes through untouched.
-func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
-	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		md, _ := metadata.FromIncomingContext(ss.Context())
-		if len(md.Get(MetadataKey)) > 0 {
-			return s.statusError(codes.Unimplemented, ReasonStreamingKey,
-				"idempotency keys are not supported on streaming RPCs ("+info.FullMethod+"); send the call without "+MetadataKey, 0)
-		}
-		return handler(srv, ss)
-	}
 }

@@ -39,7 +39,7 @@ const (
 	mFlaky    = "/" + service + "/Flaky"    // Unavailable on its first run
 	mNotFound = "/" + service + "/NotFound" // always NotFound
 	mBlock    = "/" + service + "/Block"    // waits for release
-	mWatch    = "/" + service + "/Watch"    // server stream
+	mUpload   = "/" + service + "/Upload"   // bidirectional stream
 )
 
 type payments struct {
@@ -98,9 +98,13 @@ var paymentsDesc = grpc.ServiceDesc{
 	HandlerType: (*paymentsServer)(nil),
 	Methods:     []grpc.MethodDesc{unary("Charge"), unary("Refund"), unary("Flaky"), unary("NotFound"), unary("Block")},
 	Streams: []grpc.StreamDesc{{
-		StreamName:    "Watch",
+		StreamName:    "Upload",
+		ClientStreams: true,
 		ServerStreams: true,
 		Handler: func(srv any, stream grpc.ServerStream) error {
+			if err := stream.RecvMsg(new(wrapperspb.StringValue)); err != nil {
+				return err
+			}
 			return stream.SendMsg(wrapperspb.Int64(7))
 		},
 	}},
@@ -397,9 +401,9 @@ func TestStoreUnavailable(t *testing.T) {
 
 // TestStreamsWithAKeyAreRefused: streaming RPCs are out of scope; one that
 // carries a key is refused (Unimplemented), one without passes through.
-func TestStreamsWithAKeyAreRefused(t *testing.T) {
+func TestClientStreamsWithAKeyAreRefused(t *testing.T) {
 	conn := start(t, newPayments(), serverSetup{})
-	desc := &grpc.StreamDesc{StreamName: "Watch", ServerStreams: true}
+	desc := &grpc.StreamDesc{StreamName: "Upload", ClientStreams: true, ServerStreams: true}
 	for _, tc := range []struct {
 		name     string
 		key      bool
@@ -410,7 +414,7 @@ func TestStreamsWithAKeyAreRefused(t *testing.T) {
 			if tc.key {
 				ctx = idemgrpc.WithKey(ctx, "k")
 			}
-			st, err := conn.NewStream(ctx, desc, mWatch)
+			st, err := conn.NewStream(ctx, desc, mUpload)
 			if err != nil {
 				t.Fatal(err)
 			}

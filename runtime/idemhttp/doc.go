@@ -55,9 +55,10 @@
 // cannot send (outside 100-999, as WriteHeader(0)) or a 101 is the
 // handler's failure: 500, not recorded, key released.
 //
-// Because the response is buffered until the handler returns, streaming
-// responses (Flush, Hijack, server-sent events) do not work behind the
-// middleware; route them around it.
+// Handler buffers the response until the handler returns; a streamed
+// response (Flush, server-sent events) goes behind StreamHandler, which
+// records it a piece at a time and resumes a client from its
+// Last-Event-ID. Hijack works behind neither.
 //
 // The middleware is built on idem.Guard and idem.Do: one idem.Spec per
 // middleware (WithCall: idemcall.WithName, WithTTL, WithLease), the key = principal +

@@ -80,28 +80,13 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		next.ServeHTTP(w, r)
 		return
 	}
-	key, principal, ok := m.identify(w, r, vals)
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	defer putBodyBuffer(buf)
+	key, principal, body, ok := m.prepare(w, r, vals, buf)
 	if !ok {
 		return
 	}
-	buf := bodyBuffers.Get().(*bytes.Buffer)
-	defer putBodyBuffer(buf)
-	body, status, err := m.readBody(r, buf)
-	if err != nil {
-		code := CodeBodyUnreadable
-		if status == http.StatusRequestEntityTooLarge {
-			code = CodeRequestTooLarge
-		}
-		m.problem(w, status, code, err.Error(), key)
-		return
-	}
-
-	c, k := idemimpl.Begin(m.g, &m.spec)
-	kb := k.Key()
-	kb.String(principal)
-	kb.ID(key)
-	m.fingerprint(k.Payload(), r, body)
-
+	c := m.begin(&m.spec, r, key, principal, body)
 	ctx := r.Context()
 	if !m.cfg.clientCancel {
 		ctx = context.WithoutCancel(ctx)
@@ -117,6 +102,38 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return m.handle(ctx, r, body, key, next, &live)
 	})
 	m.answer(w, r, key, resp, live, ran, err)
+}
+
+// prepare reads what a guarded request is keyed by: its key, its
+// client's principal and its body (into buf). When any is missing or
+// wrong it answers the request and returns false.
+func (m *Middleware) prepare(w http.ResponseWriter, r *http.Request, vals []string, buf *bytes.Buffer) (key, principal string, body []byte, ok bool) {
+	key, principal, ok = m.identify(w, r, vals)
+	if !ok {
+		return "", "", nil, false
+	}
+	body, status, err := m.readBody(r, buf)
+	if err != nil {
+		code := CodeBodyUnreadable
+		if status == http.StatusRequestEntityTooLarge {
+			code = CodeRequestTooLarge
+		}
+		m.problem(w, status, code, err.Error(), key)
+		return "", "", nil, false
+	}
+	return key, principal, body, true
+}
+
+// begin starts a guarded call of spec for the request: its key is the
+// principal and the Idempotency-Key, its payload the request's
+// fingerprint.
+func (m *Middleware) begin(spec *idem.Spec, r *http.Request, key, principal string, body []byte) idem.Call {
+	c, k := idemimpl.Begin(m.g, spec)
+	kb := k.Key()
+	kb.String(principal)
+	kb.ID(key)
+	m.fingerprint(k.Payload(), r, body)
+	return c
 }
 
 // identify reads the request's key and its client's principal. When
@@ -426,30 +443,7 @@ func (rec *recorder) response(replayed map[string]bool) (resp *response, live ht
 	if !rec.wroteHeader {
 		rec.WriteHeader(http.StatusOK)
 	}
-	var connScoped map[string]bool
-	for _, v := range rec.snapshot["Connection"] {
-		for _, f := range strings.Split(v, ",") {
-			if f = strings.TrimSpace(f); f != "" {
-				if connScoped == nil {
-					connScoped = map[string]bool{}
-				}
-				connScoped[textproto.CanonicalMIMEHeaderKey(f)] = true
-			}
-		}
-	}
-	h := make(http.Header, len(rec.snapshot)+2)
-	for k, vs := range rec.snapshot {
-		switch {
-		case hopByHop[k] || connScoped[k] || strings.HasPrefix(k, http.TrailerPrefix):
-		case perClient[k] && !replayed[k]:
-			if live == nil {
-				live = http.Header{}
-			}
-			live[k] = vs
-		default:
-			h[k] = vs
-		}
-	}
+	h, live := recordedHeader(rec.snapshot, replayed)
 	var body []byte
 	if rec.body.Len() > 0 {
 		body = bytes.Clone(rec.body.Bytes())
@@ -465,4 +459,35 @@ func (rec *recorder) response(replayed map[string]bool) (resp *response, live ht
 		h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	}
 	return &response{Status: rec.status, Header: h, Body: body}, live
+}
+
+// recordedHeader splits a response's header (snapshot) into what is
+// recorded (h) and what goes to the first client only (live): hop-by-hop
+// headers and those the Connection header names are in neither.
+func recordedHeader(snapshot http.Header, replayed map[string]bool) (h, live http.Header) {
+	var connScoped map[string]bool
+	for _, v := range snapshot["Connection"] {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				if connScoped == nil {
+					connScoped = map[string]bool{}
+				}
+				connScoped[textproto.CanonicalMIMEHeaderKey(f)] = true
+			}
+		}
+	}
+	h = make(http.Header, len(snapshot)+2)
+	for k, vs := range snapshot {
+		switch {
+		case hopByHop[k] || connScoped[k] || strings.HasPrefix(k, http.TrailerPrefix):
+		case perClient[k] && !replayed[k]:
+			if live == nil {
+				live = http.Header{}
+			}
+			live[k] = vs
+		default:
+			h[k] = vs
+		}
+	}
+	return h, live
 }

@@ -196,6 +196,7 @@ var suiteCases = []suiteCase{
 	{"FencesStrictlyIncrease", testFencesIncrease},
 	{"HeartbeatExtendsLease", testHeartbeatExtends},
 	{"LateHeartbeatRejected", testLateHeartbeat},
+	{"OwnersBeatAfterItsOutcomeChangesNothing", testBeatAfterOutcome},
 	{"ExpiredLeaseWithoutTakeoverStillCompletes", testExpiredLeaseCompletes},
 	{"TTLExpiry", testTTLExpiry},
 	{"ConcurrentClaimElectsOne", testConcurrentClaim},
