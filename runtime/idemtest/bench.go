@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // Invoice is the result the store benchmarks record: a small JSON object
@@ -168,4 +169,65 @@ func PullItems[T any](perStream int, next func() iter.Seq2[T, error], done func(
 			left--
 		}
 	}
+}
+
+// StreamItemRatio runs ours and base in alternating chunks of 64 items
+// (Interleave, one caller) for b.N items, and reports their time per item
+// ("ns/item", "unrecorded-ns/item") and ours' over base's
+// ("x-unrecorded"): a store's stream benchmark, base the items ranged
+// without the Guard.
+func StreamItemRatio(b *testing.B, ours, base func(n int)) {
+	const chunk = 64
+	chunks := (b.N + chunk - 1) / chunk
+	b.ResetTimer()
+	tBase, tOurs := Interleave(1, chunks, func(int) { base(chunk) }, func(int) { ours(chunk) })
+	b.StopTimer()
+	b.ReportMetric(float64(tOurs.Nanoseconds())/chunk, "ns/item")
+	b.ReportMetric(float64(tBase.Nanoseconds())/chunk, "unrecorded-ns/item")
+	b.ReportMetric(float64(tOurs)/float64(tBase), "x-unrecorded")
+}
+
+// streamWord is an item of BenchStreamItem's streams.
+type streamWord struct {
+	N    int
+	Text string
+}
+
+// BenchStreamItem is a store's stream benchmark: the cost of one item of
+// a recorded stream through a Guard on s (one caller), as a ratio to the
+// same function's items ranged without the Guard, alternated in chunks
+// (StreamItemRatio), pulled one at a time from streams of perStream
+// items. Its sub-benchmarks: recorded, the first caller's items (each
+// encoded and appended); replayed, a duplicate's items after the stream
+// completed (read back in batches and decoded).
+func BenchStreamItem(b *testing.B, s idemstore.Store, perStream int) {
+	ctx := context.Background()
+	g := idem.NewGuard(s)
+	spec := &idem.Spec{Name: "bench.Stream", Lease: time.Minute, TTL: time.Hour}
+	produce := func(ctx context.Context, yield func(streamWord) bool) error {
+		for i := range perStream {
+			if !yield(streamWord{i, "a word of a model's answer"}) {
+				return nil
+			}
+		}
+		return nil
+	}
+	plain := func(yield func(streamWord, error) bool) {
+		_ = produce(ctx, func(w streamWord) bool { return yield(w, nil) })
+	}
+	key := 0
+	recorded := func() iter.Seq2[streamWord, error] {
+		key++
+		return idem.Stream(ctx, g.Begin(spec, key), produce)
+	}
+	for range idem.Stream(ctx, g.Begin(spec, "done"), produce) { // the stream the replays read
+	}
+	replayed := func() iter.Seq2[streamWord, error] { return idem.Stream(ctx, g.Begin(spec, "done"), produce) }
+	unrecorded := func() iter.Seq2[streamWord, error] { return plain }
+	b.Run("recorded", func(b *testing.B) {
+		StreamItemRatio(b, PullItems(perStream, recorded, nil), PullItems(perStream, unrecorded, nil))
+	})
+	b.Run("replayed", func(b *testing.B) {
+		StreamItemRatio(b, PullItems(perStream, replayed, nil), PullItems(perStream, unrecorded, nil))
+	})
 }
