@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"testing"
 	"time"
@@ -71,4 +72,17 @@ func streamRatio(b *testing.B, ours, base func(n int)) {
 	b.ReportMetric(float64(tOurs.Nanoseconds())/float64(b.N), "ns/item")
 	b.ReportMetric(float64(tBase.Nanoseconds())/float64(b.N), "unrecorded-ns/item")
 	b.ReportMetric(float64(tOurs)/float64(tBase), "x-unrecorded")
+}
+
+// BenchmarkStreamFanOut is the cost of an item of a recorded stream on
+// the memory store delivered live to readers callers at once (the
+// producer's and the duplicates attached while it runs), as a ratio to
+// the same function's item ranged once without the Guard
+// (idemtest.StreamFanOut), from streams of 2,000 items.
+func BenchmarkStreamFanOut(b *testing.B) {
+	for _, readers := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("readers=%d", readers), func(b *testing.B) {
+			idemtest.StreamFanOut(b, memstore.New(), readers, 2_000)
+		})
+	}
 }

@@ -187,10 +187,17 @@ func StreamItemRatio(b *testing.B, ours, base func(n int)) {
 	b.ReportMetric(float64(tOurs)/float64(tBase), "x-unrecorded")
 }
 
-// streamWord is an item of BenchStreamItem's streams.
-type streamWord struct {
-	N    int
-	Text string
+// answerWords returns a stream function of the benchmarks: it yields n
+// items, a word of a model's answer each.
+func answerWords(n int) func(context.Context, func(fanItem) bool) error {
+	return func(ctx context.Context, yield func(fanItem) bool) error {
+		for i := range n {
+			if !yield(fanItem{i, "a word of a model's answer"}) {
+				return nil
+			}
+		}
+		return nil
+	}
 }
 
 // BenchStreamItem is a store's stream benchmark: the cost of one item of
@@ -204,26 +211,19 @@ func BenchStreamItem(b *testing.B, s idemstore.Store, perStream int) {
 	ctx := context.Background()
 	g := idem.NewGuard(s)
 	spec := &idem.Spec{Name: "bench.Stream", Lease: time.Minute, TTL: time.Hour}
-	produce := func(ctx context.Context, yield func(streamWord) bool) error {
-		for i := range perStream {
-			if !yield(streamWord{i, "a word of a model's answer"}) {
-				return nil
-			}
-		}
-		return nil
-	}
-	plain := func(yield func(streamWord, error) bool) {
-		_ = produce(ctx, func(w streamWord) bool { return yield(w, nil) })
+	produce := answerWords(perStream)
+	plain := func(yield func(fanItem, error) bool) {
+		_ = produce(ctx, func(w fanItem) bool { return yield(w, nil) })
 	}
 	key := 0
-	recorded := func() iter.Seq2[streamWord, error] {
+	recorded := func() iter.Seq2[fanItem, error] {
 		key++
 		return idem.Stream(ctx, g.Begin(spec, key), produce)
 	}
 	for range idem.Stream(ctx, g.Begin(spec, "done"), produce) { // the stream the replays read
 	}
-	replayed := func() iter.Seq2[streamWord, error] { return idem.Stream(ctx, g.Begin(spec, "done"), produce) }
-	unrecorded := func() iter.Seq2[streamWord, error] { return plain }
+	replayed := func() iter.Seq2[fanItem, error] { return idem.Stream(ctx, g.Begin(spec, "done"), produce) }
+	unrecorded := func() iter.Seq2[fanItem, error] { return plain }
 	b.Run("recorded", func(b *testing.B) {
 		StreamItemRatio(b, PullItems(perStream, recorded, nil), PullItems(perStream, unrecorded, nil))
 	})

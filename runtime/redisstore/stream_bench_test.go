@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/idemgen/idemgen/runtime/idemtest"
@@ -18,4 +19,18 @@ import (
 //     in batches (one round trip per 256 items) and decoded.
 func BenchmarkStreamItem(b *testing.B) {
 	idemtest.BenchStreamItem(b, newStore(b, standalone(b)), 1_000)
+}
+
+// BenchmarkStreamFanOut is the cost of an item of a recorded stream on
+// Redis (standalone) delivered live to readers callers at once (the
+// producer's and the duplicates attached while it runs, each reading
+// the items back from Redis), as a ratio to the same items handed to as
+// many goroutines over channels without the Guard (idemtest.StreamFanOut),
+// from streams of 500 items.
+func BenchmarkStreamFanOut(b *testing.B) {
+	for _, readers := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("readers=%d", readers), func(b *testing.B) {
+			idemtest.StreamFanOut(b, newStore(b, standalone(b)), readers, 500)
+		})
+	}
 }

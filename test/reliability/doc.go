@@ -24,6 +24,13 @@
 //     step; the harness reads which steps each record holds, and a fresh
 //     process retries every key: a step the record held never runs again,
 //     and only the step in flight at the kill may, once.
+//   - streams (Redis, file; streams_test.go): a streamed function
+//     (idem.Stream) is read by many readers in several processes that
+//     attach at random moments and drop and resume from their cursor now
+//     and then, while the harness SIGKILLs the process that produces;
+//     every reader that finishes read exactly one run's items, in order,
+//     with no gap and no repeat (a restart is told, never spliced), and
+//     the same run as a fresh reader after the end.
 //   - network (Redis, Postgres, DynamoDB, Firestore): the store is reached through FaultProxy,
 //     which injects resets, blackholes and latency spikes: callers get typed
 //     errors, a key is completed once, stale fences never write, and every

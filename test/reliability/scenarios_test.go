@@ -20,6 +20,8 @@ type sizes struct {
 	netFaults                                               time.Duration
 	skewOffsets                                             []skew
 	skewKeys                                                int
+	streamKeys, streamReaders, streamProcs, streamKills     int
+	streamItems                                             int
 }
 
 type skew struct {
@@ -46,6 +48,7 @@ func levelSizes(full bool) sizes {
 			netWorkers: 4, netGoroutines: 8, netKeys: 200, netFaults: 20 * time.Second,
 			skewOffsets: []skew{{-10 * time.Minute, false}, {-90 * time.Second, false}, {0, false}, {90 * time.Second, false}, {10 * time.Minute, false}, {5 * time.Minute, true}},
 			skewKeys:    300,
+			streamKeys:  2, streamReaders: 50, streamProcs: 5, streamKills: 3, streamItems: 200,
 		}
 	}
 	return sizes{
@@ -55,6 +58,7 @@ func levelSizes(full bool) sizes {
 		netWorkers: 2, netGoroutines: 6, netKeys: 24, netFaults: 3 * time.Second,
 		skewOffsets: []skew{{-10 * time.Minute, false}, {10 * time.Minute, false}, {5 * time.Minute, true}},
 		skewKeys:    30,
+		streamKeys:  1, streamReaders: 8, streamProcs: 2, streamKills: 1, streamItems: 60,
 	}
 }
 

@@ -28,7 +28,7 @@ const workerEnv = "IDEM_REL_WORKER"
 
 // workerConfig is what the harness tells one worker process to do.
 type workerConfig struct {
-	// Role: storm, crash, recover, zombie, contend, skew, steps,
+	// Role: storm, crash, recover, zombie, contend, skew, steps, stream,
 	// steps-recover, reshard (reshard_test.go).
 	Role string
 	// Store: redis, postgres, file. StoreAddr is the Redis address or the
@@ -88,6 +88,11 @@ type workerConfig struct {
 
 	// ClusterAddrs: the resharding rows' Cluster (reshard_test.go).
 	ClusterAddrs []string
+
+	// Streams (streams_test.go): the items of the streamed function, and
+	// the chance per item that a reader drops and resumes.
+	StreamItems int
+	StreamDrop  float64
 }
 
 // callRecord is one call as the worker saw it.
@@ -105,6 +110,8 @@ type workerReport struct {
 	PID    int            `json:"pid"`
 	Calls  []callRecord   `json:"calls"`
 	Events map[string]int `json:"events"` // observer outcomes, by name
+	// Streams: what each reader of role stream saw.
+	Streams []streamRecord `json:"streams,omitempty"`
 }
 
 // TestWorkerProcess is the entry point of a worker process; without the
@@ -247,7 +254,16 @@ func runWorker(cfg workerConfig) error {
 		Hooks:  work.Hooks{Hold: hold, Mark: mark},
 	}, g)
 	var call func(context.Context, string) (work.Outcome, error)
+	var (
+		streamMu   sync.Mutex
+		streamRecs []streamRecord
+	)
 	switch cfg.Role {
+	case "stream":
+		read := streamReader(g, cfg.StreamItems, cfg.StreamDrop, &streamRecs, &streamMu)
+		call = func(ctx context.Context, key string) (work.Outcome, error) {
+			return work.Outcome{Key: key}, read(ctx, key)
+		}
 	case "storm":
 		call = fx.Storm
 	case "crash", "recover":
@@ -339,7 +355,9 @@ func runWorker(cfg workerConfig) error {
 	for k, n := range storeCounts.snapshot() {
 		events[k] += n
 	}
-	rep := workerReport{PID: os.Getpid(), Calls: calls, Events: events}
+	streamMu.Lock()
+	rep := workerReport{PID: os.Getpid(), Calls: calls, Events: events, Streams: streamRecs}
+	streamMu.Unlock()
 	b, err := json.Marshal(rep)
 	evMu.Unlock()
 	if err != nil {
