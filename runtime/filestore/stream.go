@@ -1,7 +1,6 @@
 package filestore
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -124,14 +123,11 @@ func (s *Store) AppendItem(ctx context.Context, l idemstore.Lease, seq uint64, d
 		return s.fsErr("reading items", p.items, err)
 	}
 	items, end := parseItems(b, l.Fence)
-	switch n := uint64(len(items)); {
-	case seq < n:
-		if bytes.Equal(items[seq], data) {
-			return nil // re-sent
+	if resent, err := idemstore.CheckAppend(items, seq, data); resent || err != nil {
+		if err != nil {
+			return fmt.Errorf("filestore: append item %q: %w", l.Key, err)
 		}
-		return fmt.Errorf("filestore: append item %q: item %d is already recorded with other data", l.Key, seq)
-	case seq > n:
-		return fmt.Errorf("filestore: append item %q: item %d appended after %d items: items are appended in order", l.Key, seq, n)
+		return nil
 	}
 	if size := max(end, itemsHeader) + itemFrame + len(data); size > maxResult {
 		return fmt.Errorf("filestore: append item %q: %w: item %d makes the items file %d bytes, over the %d-byte limit", l.Key, idem.ErrResultTooLarge, seq, size, maxResult)
@@ -209,14 +205,7 @@ func (s *Store) readStream(p *paths, req *idemstore.StreamRead) (b idemstore.Str
 	if !ok || !live(&r, now) {
 		return b, false, nil
 	}
-	b = idemstore.StreamBatch{State: r.State, Fence: r.Fence}
-	switch r.State {
-	case idemstore.StateInProgress:
-		b.LeaseUntil = r.LeaseUntil
-		b.LeaseExpired = !now.Before(r.LeaseUntil)
-	case idemstore.StateCompleted, idemstore.StateFailed:
-		b.Result = r.Result
-	}
+	b = idemstore.NewStreamBatch(r.State, r.Fence, r.LeaseUntil, now, r.Result)
 	data, err := readFile(p.items, make([]byte, 0, 4096))
 	if err != nil && err != syscall.ENOENT {
 		return b, false, s.fsErr("reading items", p.items, err)
@@ -237,8 +226,7 @@ func (s *Store) readStream(p *paths, req *idemstore.StreamRead) (b idemstore.Str
 		b.Items = items[req.From:min(b.Count, req.From+m)]
 		return b, false, nil
 	}
-	wait = req.Wait && r.State == idemstore.StateInProgress && !b.LeaseExpired && (req.Fence == 0 || req.Fence == r.Fence)
-	return b, wait, nil
+	return b, req.Idle(b), nil
 }
 
 // removeItems removes the key's items file, before its record goes.

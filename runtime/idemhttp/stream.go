@@ -51,7 +51,7 @@ import (
 // WithMaxResponseBytes is recorded up to the limit and ends there for
 // every client: an event stream with an event of type "idem-error", any
 // other body by an aborted connection. The store must keep streams
-// (idemstore.Streamer: memory, file, Redis).
+// (idemstore.Streamer: memory, file, Redis, PostgreSQL).
 func (m *Middleware) StreamHandler(next http.Handler) http.Handler {
 	spec := m.spec
 	spec.Codec = pieceCodec

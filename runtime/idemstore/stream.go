@@ -1,7 +1,9 @@
 package idemstore
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -89,4 +91,53 @@ type StreamBatch struct {
 	// Result is the record's result for StateCompleted and StateFailed:
 	// the stream's end.
 	Result []byte
+}
+
+// NewStreamBatch is the batch of a live record read at now, before its
+// items: its state and fence, the lease of an in-progress record (and
+// whether it ran out by now), the result of a finished one. The store's
+// ReadStream sets Count and Items.
+func NewStreamBatch(state State, fence uint64, leaseUntil, now time.Time, result []byte) StreamBatch {
+	b := StreamBatch{State: state, Fence: fence}
+	switch state {
+	case StateInProgress:
+		b.LeaseUntil = leaseUntil
+		b.LeaseExpired = !now.Before(leaseUntil)
+	case StateCompleted, StateFailed:
+		b.Result = result
+	}
+	return b
+}
+
+// Idle reports whether b has nothing new for req, so that ReadStream
+// blocks on it: req waits, there is no item at req.From, and the record
+// is in progress under the fence req follows with a live lease.
+func (req StreamRead) Idle(b StreamBatch) bool {
+	return req.Wait && req.From >= b.Count && b.State == StateInProgress && !b.LeaseExpired &&
+		(req.Fence == 0 || req.Fence == b.Fence)
+}
+
+// ItemOutOfPlace is the error of an append of item seq to a run of n
+// items that is not the next (seq != n) nor a re-send of identical data:
+// item seq is recorded with other data, or items before it are missing.
+func ItemOutOfPlace(seq, n uint64) error {
+	if seq < n {
+		return fmt.Errorf("item %d is already recorded with other data", seq)
+	}
+	return fmt.Errorf("item %d appended after %d items: items are appended in order", seq, n)
+}
+
+// CheckAppend judges an append of data as item seq of a run whose items
+// are items: the next item (false, nil), a re-send of a recorded item
+// with identical data (true, nil: the store writes nothing), or out of
+// place (ItemOutOfPlace).
+func CheckAppend(items [][]byte, seq uint64, data []byte) (resent bool, err error) {
+	n := uint64(len(items))
+	switch {
+	case seq == n:
+		return false, nil
+	case seq < n && bytes.Equal(items[seq], data):
+		return true, nil
+	}
+	return false, ItemOutOfPlace(seq, n)
 }

@@ -3,6 +3,7 @@ package idemtest
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 )
 
 // Invoice is the result the store benchmarks record: a small JSON object
@@ -135,4 +137,103 @@ func SleepCall(g *idem.Guard) func(spec *idem.Spec, id string, d time.Duration) 
 			return "r-" + id, nil
 		})
 	}
+}
+
+// PullItems returns a function that pulls n items, one at a time
+// (iter.Pull2), from the streams next makes, each of perStream items, one
+// stream after another; done (if any) runs after each stream ended. It
+// panics on an error, on a stream that ends early, and on one with more
+// than perStream items: stream benchmarks time it per item.
+func PullItems[T any](perStream int, next func() iter.Seq2[T, error], done func()) func(n int) {
+	var pull func() (T, error, bool)
+	var stop func()
+	left := 0
+	return func(n int) {
+		for range n {
+			if left == 0 {
+				if pull != nil {
+					if _, err, ok := pull(); ok {
+						panic(fmt.Sprintf("a stream past its %d items: %v", perStream, err))
+					}
+					stop()
+					if done != nil {
+						done()
+					}
+				}
+				pull, stop = iter.Pull2(next())
+				left = perStream
+			}
+			if _, err, ok := pull(); !ok || err != nil {
+				panic(fmt.Sprintf("a stream ended after %d of its %d items: %v", perStream-left, perStream, err))
+			}
+			left--
+		}
+	}
+}
+
+// StreamItemRatio runs ours and base in alternating chunks of 64 items
+// (Interleave, one caller) for b.N items, and reports their time per item
+// ("ns/item", "unrecorded-ns/item") and ours' over base's
+// ("x-unrecorded"): a store's stream benchmark, base the items ranged
+// without the Guard.
+func StreamItemRatio(b *testing.B, ours, base func(n int)) {
+	const chunk = 64
+	chunks := (b.N + chunk - 1) / chunk
+	b.ResetTimer()
+	tBase, tOurs := Interleave(1, chunks, func(int) { base(chunk) }, func(int) { ours(chunk) })
+	b.StopTimer()
+	b.ReportMetric(float64(tOurs.Nanoseconds())/chunk, "ns/item")
+	b.ReportMetric(float64(tBase.Nanoseconds())/chunk, "unrecorded-ns/item")
+	b.ReportMetric(float64(tOurs)/float64(tBase), "x-unrecorded")
+}
+
+// answerWords returns a stream function of the benchmarks: it yields n
+// items, a word of a model's answer each.
+func answerWords(n int) func(context.Context, func(fanItem) bool) error {
+	return func(ctx context.Context, yield func(fanItem) bool) error {
+		for i := range n {
+			if !yield(fanItem{i, "a word of a model's answer"}) {
+				return nil
+			}
+		}
+		return nil
+	}
+}
+
+// BenchStreamItem is a store's stream benchmark: the cost of one item of
+// a recorded stream through a Guard on s (one caller), as a ratio to the
+// same function's items ranged without the Guard, alternated in chunks
+// (StreamItemRatio), pulled one at a time from streams of perStream
+// items. Its sub-benchmarks: recorded, the first caller's items (each
+// encoded and appended; each stream's record is deleted once it ended);
+// replayed, a duplicate's items after the stream
+// completed (read back in batches and decoded).
+func BenchStreamItem(b *testing.B, s idemstore.Store, perStream int) {
+	ctx := context.Background()
+	g := idem.NewGuard(s)
+	spec := &idem.Spec{Name: "bench.Stream", Lease: time.Minute, TTL: time.Hour}
+	produce := answerWords(perStream)
+	plain := func(yield func(fanItem, error) bool) {
+		_ = produce(ctx, func(w fanItem) bool { return yield(w, nil) })
+	}
+	key := 0
+	recorded := func() iter.Seq2[fanItem, error] {
+		key++
+		return idem.Stream(ctx, g.Begin(spec, key), produce)
+	}
+	for range idem.Stream(ctx, g.Begin(spec, "done"), produce) { // the stream the replays read
+	}
+	replayed := func() iter.Seq2[fanItem, error] { return idem.Stream(ctx, g.Begin(spec, "done"), produce) }
+	unrecorded := func() iter.Seq2[fanItem, error] { return plain }
+	dropLast := func() { // a recorded stream, once it ended: the store does not grow
+		if k, err := g.Begin(spec, key).StoreKey(); err == nil {
+			_ = s.Delete(ctx, k)
+		}
+	}
+	b.Run("recorded", func(b *testing.B) {
+		StreamItemRatio(b, PullItems(perStream, recorded, dropLast), PullItems(perStream, unrecorded, nil))
+	})
+	b.Run("replayed", func(b *testing.B) {
+		StreamItemRatio(b, PullItems(perStream, replayed, nil), PullItems(perStream, unrecorded, nil))
+	})
 }

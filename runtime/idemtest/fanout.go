@@ -26,14 +26,7 @@ func StreamFanOut(b *testing.B, s idemstore.Store, readers, perStream int) {
 	cs := &attachCounter{Store: s, Streamer: s.(idemstore.Streamer)}
 	g := idem.NewGuard(cs)
 	spec := &idem.Spec{Name: "bench.FanOut", Lease: time.Minute, TTL: time.Hour, OnDuplicate: idem.DuplicateWait}
-	items := func(ctx context.Context, yield func(fanItem) bool) error {
-		for i := range perStream {
-			if !yield(fanItem{i, "a word of a model's answer"}) {
-				return nil
-			}
-		}
-		return nil
-	}
+	items := answerWords(perStream)
 	produce := func(ctx context.Context, yield func(fanItem) bool) error {
 		deadline := time.Now().Add(10 * time.Second)
 		for cs.attached.Load() < int32(readers-1) && time.Now().Before(deadline) {
@@ -94,7 +87,7 @@ func plainFanOut(b *testing.B, readers, perStream int, items func(context.Contex
 	wg.Wait()
 }
 
-// fanItem is an item of StreamFanOut's streams.
+// fanItem is an item of the stream benchmarks' streams.
 type fanItem struct {
 	N    int
 	Text string

@@ -316,25 +316,12 @@ func testStreamCanceled(t *testing.T, e *env) {
 func testStreamGuard(t *testing.T, e *env) {
 	g := idem.NewGuard(e.s)
 	spec := e.spec("stream")
-	var runs atomic.Int32
 	attached := make(chan struct{})
-	fn := func(ctx context.Context, yield func(string) bool) error {
-		runs.Add(1)
-		for i := range 5 {
-			if i == 2 {
-				<-attached // a duplicate has read items 0 and 1
-			}
-			if !yield(fmt.Sprint("item-", i)) {
-				return nil
-			}
+	stream, runs := e.guardedStream(g, spec, 5, func(i int) string { return fmt.Sprint("item-", i) }, func(i int) {
+		if i == 2 {
+			<-attached // a duplicate has read items 0 and 1
 		}
-		return nil
-	}
-	stream := func() idemSeq {
-		c, k := idemimpl.Begin(g, spec)
-		k.Key().String(e.key)
-		return idem.Stream(ctx, c, fn)
-	}
+	})
 	first := make(chan []string, 1)
 	started := make(chan struct{})
 	go func() { first <- collect(stream(), started) }()
@@ -360,6 +347,30 @@ func testStreamGuard(t *testing.T, e *env) {
 }
 
 type idemSeq = func(yield func(string, error) bool)
+
+// guardedStream returns a function that starts e.key's stream through g
+// under spec, and the count of runs of its function, which yields n
+// items, item(i) the i-th, each once before(i) (if any) returned.
+func (e *env) guardedStream(g *idem.Guard, spec *idem.Spec, n int, item func(i int) string, before func(i int)) (func() idemSeq, *atomic.Int32) {
+	runs := new(atomic.Int32)
+	fn := func(ctx context.Context, yield func(string) bool) error {
+		runs.Add(1)
+		for i := range n {
+			if before != nil {
+				before(i)
+			}
+			if !yield(item(i)) {
+				return nil
+			}
+		}
+		return nil
+	}
+	return func() idemSeq {
+		c, k := idemimpl.Begin(g, spec)
+		k.Key().String(e.key)
+		return idem.Stream(ctx, c, fn)
+	}, runs
+}
 
 // collect ranges s to its end, closing started (if any) at the first
 // item; an error is collected as its text.
@@ -415,24 +426,10 @@ func CheckItemTooLarge(t *testing.T, s idemstore.Store, key string, owner idemst
 func testStreamSealed(t *testing.T, e *env) {
 	g := e.sealedGuard(t)
 	spec := e.spec("sealedstream")
-	runs := 0
-	fn := func(ctx context.Context, yield func(string) bool) error {
-		runs++
-		for i := range 3 {
-			if !yield(fmt.Sprint("token ", i, " ", sealMarker)) {
-				return nil
-			}
-		}
-		return nil
-	}
-	stream := func() idemSeq {
-		c, k := idemimpl.Begin(g, spec)
-		k.Key().String(e.key)
-		return idem.Stream(ctx, c, fn)
-	}
+	stream, runs := e.guardedStream(g, spec, 3, func(i int) string { return fmt.Sprint("token ", i, " ", sealMarker) }, nil)
 	first, again := collect(stream(), nil), collect(stream(), nil)
-	if diff := cmp.Diff(first, again); diff != "" || len(first) != 3 || runs != 1 {
-		t.Fatalf("the replay of a sealed stream (-first +replay):\n%s\nfirst %q after %d runs", diff, first, runs)
+	if diff := cmp.Diff(first, again); diff != "" || len(first) != 3 || runs.Load() != 1 {
+		t.Fatalf("the replay of a sealed stream (-first +replay):\n%s\nfirst %q after %d runs", diff, first, runs.Load())
 	}
 	c, k := idemimpl.Begin(g, spec)
 	k.Key().String(e.key)

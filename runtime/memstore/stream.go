@@ -1,7 +1,6 @@
 package memstore
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -53,15 +52,11 @@ func (s *Store) AppendItem(ctx context.Context, l idemstore.Lease, seq uint64, d
 		return err
 	}
 	defer sh.mu.Unlock()
-	items := itemsOf(r)
-	switch n := uint64(len(items)); {
-	case seq < n:
-		if bytes.Equal(items[seq], data) {
-			return nil // re-sent
+	if resent, err := idemstore.CheckAppend(itemsOf(r), seq, data); resent || err != nil {
+		if err != nil {
+			return fmt.Errorf("memstore: %s: %w", l.Key, err)
 		}
-		return fmt.Errorf("memstore: %s: item %d is already recorded with other data", l.Key, seq)
-	case seq > n:
-		return fmt.Errorf("memstore: %s: item %d appended after %d items: items are appended in order", l.Key, seq, n)
+		return nil
 	}
 	size := int64(itemOverhead + len(data))
 	if n := r.size + size; n > s.maxBytes {
@@ -107,14 +102,8 @@ func (s *Store) readLocked(sh *memShard, req *idemstore.StreamRead) (idemstore.S
 		return idemstore.StreamBatch{}, nil
 	}
 	items := itemsOf(r)
-	b := idemstore.StreamBatch{State: r.State, Fence: r.Fence, Count: uint64(len(items))}
-	switch r.State {
-	case idemstore.StateInProgress:
-		b.LeaseUntil = s.time(r.LeaseUntil)
-		b.LeaseExpired = now >= r.LeaseUntil
-	case idemstore.StateCompleted, idemstore.StateFailed:
-		b.Result = r.Result
-	}
+	b := idemstore.NewStreamBatch(r.State, r.Fence, s.time(r.LeaseUntil), s.time(now), r.Result)
+	b.Count = uint64(len(items))
 	if req.From < b.Count {
 		end := b.Count
 		if m := req.Max; m <= 0 {
@@ -126,7 +115,7 @@ func (s *Store) readLocked(sh *memShard, req *idemstore.StreamRead) (idemstore.S
 		b.Items = items[req.From:end:end]
 		return b, nil
 	}
-	if !req.Wait || r.State != idemstore.StateInProgress || b.LeaseExpired || (req.Fence != 0 && req.Fence != r.Fence) {
+	if !req.Idle(b) {
 		return b, nil
 	}
 	if r.wake == nil {

@@ -34,11 +34,17 @@
 //     statement returns a resumed row's steps in its one round trip and
 //     clears them when it makes the row anew; completion clears them.
 //     StepInTx records a step in the transaction that does its work.
+//   - Streamed results (idemstore.Streamer, idem.Stream): a row per item
+//     in <table>_items (schema version 7), read only under the record's
+//     fence and owner, so a claim that starts a new run hides the old
+//     run's items without touching that table. AppendItem is one fenced
+//     statement; ReadStream reads the record and its items in one
+//     snapshot, and a waiting one sleeps on the store's listener.
 //   - Wait uses LISTEN/NOTIFY: one listening connection per Store (opened
 //     on the first Wait), fanned out to waiters in process, with polling
 //     at the lease end and at least every WithPollInterval as a fallback.
 //   - Retention: Cleanup / CleanupBatch delete rows that are no longer
-//     live in batches (DELETE … WHERE ctid = ANY(ARRAY(SELECT … LIMIT n FOR
+//     live, with their stream items, in batches (DELETE … WHERE ctid = ANY(ARRAY(SELECT … LIMIT n FOR
 //     UPDATE SKIP LOCKED))), safe to run from many processes at once;
 //     WithSweeper runs it in the background.
 //   - Errors: a missing table is ErrSchemaMissing (run Migrate), a newer

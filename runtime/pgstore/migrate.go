@@ -19,7 +19,7 @@ import (
 
 // SchemaVersion is the newest schema version this package knows and the
 // version New requires.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // rowFormat is the newest row format (records.format) this package reads.
 const rowFormat = 1
@@ -69,6 +69,7 @@ type names struct {
 	qOrderIndex   string // "table_order_expires_at_idx"
 	qClaimOrdered string // "schema"."table_claim_ordered" (versions 2 to 4)
 	qClaimV5      string // "schema"."table_claim_ordered_v5" (version 5: with steps)
+	qItems        string // "schema"."table_items" (version 7: stream items)
 	channel       string // NOTIFY channel (raw, ≤ 63 bytes)
 }
 
@@ -84,6 +85,7 @@ func newNames(schema, table string) names {
 	n.qOrderIndex = pgx.Identifier{table + "_order_expires_at_idx"}.Sanitize()
 	n.qClaimOrdered = pgx.Identifier{schema, table + "_claim_ordered"}.Sanitize()
 	n.qClaimV5 = pgx.Identifier{schema, table + "_claim_ordered_v5"}.Sanitize()
+	n.qItems = pgx.Identifier{schema, table + "_items"}.Sanitize()
 	n.channel = channelName(schema, table)
 	return n
 }
@@ -100,6 +102,7 @@ func (n names) render(sql string) string {
 		"{{order_expires_index}}", n.qOrderIndex,
 		"{{claim_ordered}}", n.qClaimOrdered,
 		"{{claim_ordered_v5}}", n.qClaimV5,
+		"{{items_table}}", n.qItems,
 	).Replace(sql)
 }
 

@@ -21,6 +21,7 @@ type queries struct {
 	list, forceRelease         string
 	claimOrdered, cleanupOrder string
 	saveStep                   string
+	appendItem, readStream     string
 }
 
 // claimable(x, ts, fp): the row may be claimed with fingerprint fp — no
@@ -47,11 +48,12 @@ const (
 
 func buildQueries(n names) queries {
 	var q queries
-	sub := func(sql string) string { return strings.ReplaceAll(sql, "{T}", n.qTable) }
+	sub := strings.NewReplacer("{T}", n.qTable, "{I}", n.qItems).Replace
 	claimQueries(&q, sub)
 	ownerQueries(&q, sub)
 	readQueries(&q, sub)
 	adminQueries(&q, n, sub)
+	streamQueries(&q, sub)
 	return q
 }
 
@@ -205,7 +207,9 @@ FROM {T} WHERE key = $1`)
 	expires_at > coalesce($2::timestamptz, statement_timestamp())
 FROM {T} WHERE key = $1`)
 
-	q.del = sub(`WITH d AS (DELETE FROM {T} WHERE key = $1 RETURNING key, waiters)
+	// A record's stream items go with it, in the same statement.
+	q.del = sub(`WITH d AS (DELETE FROM {T} WHERE key = $1 RETURNING key, waiters),
+di AS (DELETE FROM {I} WHERE key = $1)
 SELECT 1 FROM d WHERE CASE WHEN d.waiters THEN pg_notify($2, md5(d.key)) IS NOT NULL ELSE true END`)
 
 	q.waitCheck = sub(`SELECT state, owner, fence, waiters, lease_until, expires_at, coalesce($2::timestamptz, statement_timestamp())
@@ -226,7 +230,8 @@ func adminQueries(q *queries, n names, sub func(string) string) {
 	// bound of expires_at, migrations/0006_sweep_at.sql) so that a
 	// finish, which sets expires_at, is a HOT update.
 	// by is the column a batch is chosen and deleted by: ctid (a TID
-	// scan), or key on a partitioned table (see cleanupByKey).
+	// scan), or key on a partitioned table (see cleanupByKey). The
+	// deleted records' stream items go in the same statement.
 	cleanup := func(by string) string {
 		return sub(`WITH d AS (
 	DELETE FROM {T} WHERE ` + by + ` = ANY(ARRAY(
@@ -235,8 +240,8 @@ func adminQueries(q *queries, n names, sub func(string) string) {
 			AND expires_at <= coalesce($2::timestamptz, statement_timestamp()) AND format <= 1
 		LIMIT $1 FOR UPDATE SKIP LOCKED))
 	AND expires_at <= coalesce($2::timestamptz, statement_timestamp())
-	RETURNING 1
-)
+	RETURNING key
+), di AS (DELETE FROM {I} WHERE key = ANY(ARRAY(SELECT key FROM d)))
 SELECT count(*) FROM d`)
 	}
 	q.cleanup = cleanup("ctid")

@@ -24,7 +24,8 @@ type Store struct {
 	n    names
 	q    queries
 
-	maxStep int // MaxStepBytes, smaller in tests (steps.go)
+	maxStep   int   // MaxStepBytes, smaller in tests (steps.go)
+	maxStream int64 // MaxStreamBytes, smaller in tests (stream.go)
 
 	lis *listener
 
@@ -67,7 +68,7 @@ const maxClaimAttempts = 8
 // The pool stays the caller's: Close does not close it.
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	cfg := buildConfig(opts)
-	s := &Store{pool: pool, cfg: cfg, n: newNames(cfg.schema, cfg.table), maxStep: MaxStepBytes}
+	s := &Store{pool: pool, cfg: cfg, n: newNames(cfg.schema, cfg.table), maxStep: MaxStepBytes, maxStream: MaxStreamBytes}
 	s.q = buildQueries(s.n)
 	v, err := readVersion(ctx, pool, s.n)
 	if err != nil {

@@ -355,7 +355,7 @@ func TestMigrate(t *testing.T) {
 			rows.Scan(&v) //nolint:errcheck
 			versions = append(versions, v)
 		}
-		if diff := cmp.Diff([]int32{1, 2, 3, 4, 5, 6}, versions); diff != "" {
+		if diff := cmp.Diff([]int32{1, 2, 3, 4, 5, 6, 7}, versions); diff != "" {
 			t.Errorf("recorded versions (-want +got):\n%s", diff)
 		}
 	})
@@ -546,10 +546,7 @@ func TestWaitSurvivesListenerLoss(t *testing.T) {
 func rawRows(t *testing.T, s idemstore.Store) [][]byte {
 	st := s.(*Store)
 	var out [][]byte
-	tables := []string{st.n.qTable}
-	if st.n.qOrder != "" {
-		tables = append(tables, st.n.qOrder)
-	}
+	tables := []string{st.n.qTable, st.n.qOrder, st.n.qItems}
 	for _, table := range tables {
 		rows, err := st.pool.Query(context.Background(), `SELECT * FROM `+table)
 		if err != nil {

@@ -128,8 +128,10 @@
 // its items together, MaxRecordBytes), appends, sets the list's expiry
 // to the record's and publishes. A claim that starts a new run changes the
 // fence, which hides the old run's items at once; the new run's first
-// append deletes them. The fenced writes keep the list's expiry equal to
-// the record's and Delete removes it. A waiting ReadStream listens on the
+// append deletes them (the claim cannot, in a Cluster: see stream.go), and
+// a release by the lease that appended them deletes them at once. The
+// fenced writes keep the list's expiry equal to the record's and Delete
+// removes it. A waiting ReadStream listens on the
 // record's channel and the items channel (ItemsKey + ":new") through the
 // store's subscriptions, as Wait does.
 //

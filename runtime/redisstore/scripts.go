@@ -202,7 +202,7 @@ return {status, fence, lease}
 // writeScript is every fenced write, and the second half of every first
 // execution, so it stands alone (no luaCommon closures to build) and takes
 // two arguments. KEYS[1] record, KEYS[2] its stream's items (stream.go),
-// whose expiry it sets to the record's; ARGV[1] packed '>BI8I8' new state (1 for a
+// whose expiry it sets to the record's (a release deletes them); ARGV[1] packed '>BI8I8' new state (1 for a
 // heartbeat), fence, duration µs (the lease for a heartbeat, the TTL
 // otherwise), then op id (8 bytes) and owner (16 bytes); ARGV[2] data. The
 // channel is KEYS[1] .. ':done'. Returns {1, lease µs} when applied, {-1,
@@ -279,8 +279,12 @@ local ms = math.floor((exp - now) / 1000)
 if ms < 1 then ms = 1 end
 redis.call('SET', KEYS[1], struct.pack('>BBBI8I8I8I8', 167, nver, st, fence, lease, exp, now) .. op .. owner ..
   string.sub(v, 60, 91) .. struct.pack('>I8', claimed) .. data, 'PX', string.format('%d', ms))
--- the stream's items (stream.go), if any, expire with their record
-if #KEYS > 1 then redis.call('PEXPIREAT', KEYS[2], redis.call('PEXPIRETIME', KEYS[1])) end
+-- the stream's items (stream.go), if any, expire with their record; a
+-- released run's go at once (the next claim starts a new run)
+if #KEYS > 1 then
+  if st == 4 then redis.call('DEL', KEYS[2])
+  else redis.call('PEXPIREAT', KEYS[2], redis.call('PEXPIRETIME', KEYS[1])) end
+end
 if st ~= 1 then redis.call('PUBLISH', KEYS[1] .. ':done', st .. ':' .. string.format('%d', fence)) end
 return {1, lease}
 `

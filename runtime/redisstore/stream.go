@@ -38,8 +38,30 @@ import (
 // atomically, without the claim touching a second key; the first append
 // of the new run deletes them, and they expire no later than the record
 // did. Every append and every write of the record (heartbeat, completion,
-// failure, release) sets the list's expiry to the record's, so items are
-// kept exactly as long as their record; Delete removes both.
+// failure) sets the list's expiry to the record's, so items are kept
+// exactly as long as their record; a release by the lease that appended
+// them deletes them (the next claim starts a new run); Delete removes
+// both.
+//
+// The claim itself does not delete an old run's items, because it cannot
+// do so safely in its one script. Declaring the items key (KEYS[2]) in
+// every claim makes every claim a two-key script, which a Cluster refuses
+// with TRYAGAIN while the slot migrates and the node does not hold both
+// keys: for the whole migration for nearly every call, since most calls
+// never stream and have no items key (the fenced writes failed that way
+// until only a lease that appended named it, Store.streaming); and a
+// two-key script has to leave the pipeline, as ordered claims do.
+// Declaring it only for a record whose run streamed needs the claimer to
+// know that, which only the appending process does (Store.streaming): the
+// record would have to carry a flag (a new record format), and such a
+// claim would still get TRYAGAIN between the two keys' MIGRATEs. Naming
+// it only inside the script (a name built from KEYS[1]) is what Redis
+// forbids: mid-migration a node refuses a key it no longer holds after
+// the script has written the record, and servers that check declared
+// keys refuse it always. Leaving the items costs little: the stamp hides
+// them from every reader from the claim's commit on, the new run's first
+// append deletes them, and they expire no later than the old run's record
+// would have.
 //
 // An append publishes on the items channel (ItemsKey + ":new"); a change
 // of state publishes on the record's channel as always, so a waiting
@@ -166,10 +188,7 @@ func (s *Store) AppendItem(ctx context.Context, l idemstore.Lease, seq uint64, d
 			return s.itemTooLarge(seq, l.Key, n)
 		case code == -3:
 			n, _ := replyInt(res, 1)
-			if seq < uint64(n) {
-				return fmt.Errorf("redisstore: append %s: item %d is already recorded with other data", l.Key, seq)
-			}
-			return fmt.Errorf("redisstore: append %s: item %d appended after %d items: items are appended in order", l.Key, seq, n)
+			return fmt.Errorf("redisstore: append %s: %w", l.Key, idemstore.ItemOutOfPlace(seq, uint64(n)))
 		}
 		return s.badReply(op, l.Key, res, nil)
 	}
@@ -260,7 +279,7 @@ func (s *Store) waitStream(ctx context.Context, req idemstore.StreamRead, ws []*
 	const op = "read stream"
 	for {
 		b, now, err := s.readStream(ctx, req)
-		if err != nil || !nothingNew(req, b) {
+		if err != nil || !req.Idle(b) {
 			return b, err
 		}
 		if s.hub.isClosed() {
@@ -281,13 +300,6 @@ func (s *Store) waitStream(ctx context.Context, req idemstore.StreamRead, ws []*
 		case <-ws[1].notes:
 		}
 	}
-}
-
-// nothingNew reports whether a waiting reader of req has nothing to be
-// told in b.
-func nothingNew(req idemstore.StreamRead, b idemstore.StreamBatch) bool {
-	return req.From >= b.Count && b.State == idemstore.StateInProgress && !b.LeaseExpired &&
-		(req.Fence == 0 || req.Fence == b.Fence)
 }
 
 // readStream reads req's batch once, with the server's time.
@@ -335,16 +347,10 @@ func (s *Store) readStream(ctx context.Context, req idemstore.StreamRead) (idems
 // reply res.
 func streamBatch(r idemstore.Record, now time.Time, res []any) idemstore.StreamBatch {
 	n, _ := replyInt(res, 3)
-	b := idemstore.StreamBatch{State: r.State, Fence: r.Fence, Count: uint64(n)}
-	switch r.State {
-	case idemstore.StateInProgress:
-		b.LeaseUntil = r.LeaseUntil
-		b.LeaseExpired = !now.Before(r.LeaseUntil)
-	case idemstore.StateCompleted, idemstore.StateFailed:
-		b.Result = r.Result
-		if b.Result == nil {
-			b.Result = []byte{}
-		}
+	b := idemstore.NewStreamBatch(r.State, r.Fence, r.LeaseUntil, now, r.Result)
+	b.Count = uint64(n)
+	if b.Result == nil && (r.State == idemstore.StateCompleted || r.State == idemstore.StateFailed) {
+		b.Result = []byte{}
 	}
 	items, _ := res[4].([]any)
 	for _, it := range items {

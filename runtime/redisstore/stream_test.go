@@ -204,3 +204,27 @@ func TestListSkipsItems(t *testing.T) {
 		}
 	})
 }
+
+// TestItemsOfAReleasedRunAreDropped: the release by the lease that
+// appended the items deletes them, so the claim after it finds none.
+func TestItemsOfAReleasedRunAreDropped(t *testing.T) {
+	onBoth(t, func(t *testing.T, rdb redis.UniversalClient, s *Store) {
+		ctx := context.Background()
+		l := claimFor(t, s, "released", 1, time.Minute)
+		for i, it := range []string{"a", "b"} {
+			if err := s.AppendItem(ctx, l, uint64(i), []byte(it)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Release(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := rdb.Exists(ctx, s.ItemsKey(l.Key)).Result(); err != nil || n != 0 {
+			t.Fatalf("the items key after the release: %d (%v), want none", n, err)
+		}
+		b, err := s.ReadStream(ctx, idemstore.StreamRead{Key: l.Key})
+		if err != nil || b.State != idemstore.StateReleased || b.Count != 0 {
+			t.Fatalf("ReadStream after the release = %+v, %v; want released with no items", b, err)
+		}
+	})
+}
