@@ -24,7 +24,7 @@
 //     step; the harness reads which steps each record holds, and a fresh
 //     process retries every key: a step the record held never runs again,
 //     and only the step in flight at the kill may, once.
-//   - streams (Redis, file; streams_test.go; the memory store in one
+//   - streams (Redis, Postgres, file; streams_test.go; the memory store in one
 //     process, its processes Guards whose store handles die,
 //     memstreams_test.go): a streamed function
 //     (idem.Stream) is read by many readers in several processes that

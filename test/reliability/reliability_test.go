@@ -80,9 +80,7 @@ func (h *harness) everyStoreScenario(t *testing.T, store string, sz sizes) {
 	t.Run("crash", func(t *testing.T) { record(t, h.crash(t, store, sz)) })
 	t.Run("zombie", func(t *testing.T) { record(t, h.zombie(t, store, sz, "")) })
 	t.Run("steps", func(t *testing.T) { record(t, h.recovery(t, store, sz)) })
-	if store != "postgres" {
-		t.Run("streams", func(t *testing.T) { record(t, h.streams(t, store, sz)) })
-	}
+	t.Run("streams", func(t *testing.T) { record(t, h.streams(t, store, sz)) })
 }
 
 // TestHarnessDetectsBrokenStore is the harness's test of itself: with
