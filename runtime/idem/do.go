@@ -20,7 +20,9 @@ var writeTimeoutFloor = 5 * time.Second
 // function's effect already happened, and they are bounded by the lease
 // (at least writeTimeoutFloor) counted from the moment the function
 // returned: a long function kept alive by heartbeats still gets its whole
-// bound for recording its result.
+// bound for recording its result. The write of an owned call's outcome
+// may last longer, while the heartbeats keep the lease
+// (execution.writeCtx).
 //
 // It is the standard library's timer ctx: contexts a store derives from it
 // attach to it without a watcher goroutine each, which a hand-written

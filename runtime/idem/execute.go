@@ -133,7 +133,7 @@ type panicValue struct{ v any }
 func record[R any](ctx context.Context, st *state, lease idemstore.Lease, x *execution, r R, err error) (R, error) {
 	var zero R
 	g, spec := st.g, st.spec
-	wctx, wcancel := g.writeCtx(ctx, lease)
+	wctx, wcancel := x.writeCtx(ctx, g, lease)
 	defer wcancel()
 	// The store said another caller owns the key now: store nothing. (A
 	// lease that only ran out without heartbeats canceled fn's ctx too;
@@ -387,6 +387,11 @@ type heartbeat struct {
 	dead    alarm
 	okSent  time.Duration
 	deadSet bool // under mu
+	// Once fn has returned, the write of its outcome (bindWrite) is
+	// canceled with cancelWrite when the lease has run out unrenewed,
+	// but not before writeSoft.
+	cancelWrite context.CancelCauseFunc // under mu
+	writeSoft   time.Duration           // under mu
 	// panicked is the first panic of a beat (the store's Heartbeat, an
 	// observer's note), recovered in the alarm's goroutine, where it
 	// would end the process, and panicked again in the caller's
@@ -436,7 +441,11 @@ func (hb *heartbeat) recoverPanic() {
 
 func (hb *heartbeat) expire() {
 	defer hb.recoverPanic()
-	if hb.stopped.Load() || hb.returned.Load() {
+	if hb.stopped.Load() {
+		return
+	}
+	if hb.returned.Load() {
+		hb.expireWrite()
 		return
 	}
 	err := fmt.Errorf("%w: no heartbeat succeeded within the %s lease", ErrLeaseLost, hb.lease.Duration)
@@ -452,7 +461,7 @@ func (hb *heartbeat) renew() {
 		return
 	}
 	g, lease, interval := hb.g, *hb.lease, hb.interval()
-	if !hb.deadSet && !hb.returned.Load() {
+	if !hb.deadSet {
 		// The first beat: from now on a beat may hang on the store, and
 		// the lease must still end on time.
 		hb.deadSet = true
@@ -463,13 +472,13 @@ func (hb *heartbeat) renew() {
 	err := g.store.Heartbeat(hctx, lease)
 	hcancel()
 	switch {
-	case hb.returned.Load():
-		// Only keeping the lease while the outcome is written: what the
-		// store says of the key (completed already, or another owner's)
-		// is the completion's to report.
 	case err == nil:
 		hb.okSent = sent
 		g.alarms.set(&hb.dead, sent+lease.Duration, (*deadRing)(hb))
+	case hb.returned.Load():
+		// Only keeping the lease while the outcome is written: what the
+		// store says of the key (completed already, by that write, or
+		// another owner's) is the write's to report.
 	case errors.Is(err, ErrLeaseLost):
 		hb.lost.Store(true)
 		hb.note(OutcomeLeaseLost, err)
@@ -484,10 +493,62 @@ func (hb *heartbeat) renew() {
 }
 
 // fnReturned says fn has returned: from now on the beats only keep the
-// lease while the outcome is written. Running out of it no longer cancels
-// anything, and a beat's failure is not reported, since the write of the
-// outcome finds out and says what happened to the key.
+// lease while the outcome is written, and a beat's failure is not
+// reported, since the write of the outcome finds out and says what
+// happened to the key.
 func (hb *heartbeat) fnReturned() { hb.returned.Store(true) }
+
+// writeCap bounds the writes of an outcome, in writeCtx bounds, however
+// long the heartbeats keep the lease.
+const writeCap = 6
+
+// writeCtx is the ctx of the writes that record x's outcome once fn
+// returned. It is g.writeCtx's, but bounded by the lease as the
+// heartbeats keep it rather than by a fixed time: a store that takes the
+// outcome more slowly than a lease while it still takes the heartbeats
+// (a loaded DynamoDB) gets the time it needs, up to writeCap bounds; one
+// that takes neither gives up as before, no sooner than g.writeCtx's
+// bound. Waiting longer is safe: the write is fenced, and a late one
+// after a takeover is refused.
+func (x *execution) writeCtx(ctx context.Context, g *Guard, lease idemstore.Lease) (context.Context, context.CancelFunc) {
+	if g.inProcess {
+		return g.writeCtx(ctx, lease)
+	}
+	bound := max(lease.Duration, writeTimeoutFloor)
+	tctx, tcancel := context.WithTimeout(context.WithoutCancel(ctx), writeCap*bound)
+	wctx, wcancel := context.WithCancelCause(tctx)
+	x.hb.bindWrite(wcancel, time.Since(monoBase)+bound)
+	return wctx, func() { wcancel(nil); tcancel() }
+}
+
+// bindWrite hands the beats the write of the outcome to cancel, and arms
+// the dead alarm for the later of soft and the lease's end.
+func (hb *heartbeat) bindWrite(cancel context.CancelCauseFunc, soft time.Duration) {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	if hb.stopped.Load() {
+		return
+	}
+	hb.cancelWrite, hb.writeSoft, hb.deadSet = cancel, soft, true
+	hb.g.alarms.set(&hb.dead, max(soft, hb.okSent+hb.lease.Duration), (*deadRing)(hb))
+}
+
+// expireWrite is the dead alarm once fn returned: it cancels the write of
+// the outcome if the lease ran out unrenewed and the write had its soft
+// bound, else looks again when one of them ends.
+func (hb *heartbeat) expireWrite() {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	if hb.stopped.Load() || hb.cancelWrite == nil {
+		return
+	}
+	now := time.Since(monoBase)
+	if end := max(hb.writeSoft, hb.okSent+hb.lease.Duration); now < end {
+		hb.g.alarms.set(&hb.dead, end, (*deadRing)(hb))
+		return
+	}
+	hb.cancelWrite(fmt.Errorf("%w: no heartbeat succeeded within the %s lease while the outcome was written", ErrLeaseLost, hb.lease.Duration))
+}
 
 // stop cancels future beats and waits for one in flight.
 func (hb *heartbeat) stop() {

@@ -166,7 +166,7 @@ func (p *producer[T]) append(v T) error {
 func (p *producer[T]) record(fnErr error) error {
 	g, st, lease, x := p.g, p.st, p.lease, p.x
 	spec := st.spec
-	wctx, wcancel := g.writeCtx(p.parent, lease)
+	wctx, wcancel := x.writeCtx(p.parent, g, lease)
 	defer wcancel()
 	failed := p.failed
 	switch {

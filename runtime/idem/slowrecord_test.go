@@ -27,25 +27,44 @@ type slowFinish struct {
 	// lateBeat makes a heartbeat wait for the outcome to land first, so
 	// that the store tells it the key is no longer in progress.
 	lateBeat bool
+	// beatErr, if set, is every heartbeat's answer; hang makes a
+	// completion wait for its ctx to end.
+	beatErr error
+	hang    bool
 }
 
 func (s *slowFinish) InProcess() bool { return false }
 
 func (s *slowFinish) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
-	time.Sleep(s.delay)
+	s.wait(ctx)
 	defer s.once.Do(func() { close(s.finished) })
 	return s.Store.Complete(ctx, l, r)
 }
 
 func (s *slowFinish) Fail(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
-	time.Sleep(s.delay)
+	s.wait(ctx)
 	defer s.once.Do(func() { close(s.finished) })
 	return s.Store.Fail(ctx, l, r)
+}
+
+// wait is the write's delay, cut short by its ctx.
+func (s *slowFinish) wait(ctx context.Context) {
+	if s.hang {
+		<-ctx.Done()
+		return
+	}
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+	}
 }
 
 func (s *slowFinish) Heartbeat(ctx context.Context, l idemstore.Lease) error {
 	if s.lateBeat {
 		<-s.finished
+	}
+	if s.beatErr != nil {
+		return s.beatErr
 	}
 	return s.Store.Heartbeat(ctx, l)
 }
@@ -147,4 +166,59 @@ func TestLateBeatIsNotALostLease(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The write of an outcome is bounded by the lease as the heartbeats keep
+// it, not by a fixed time: a store that takes a completion more slowly
+// than the lease while it takes the heartbeats gets the time it needs (up
+// to a cap); one that takes neither is given up on as before.
+func TestOutcomeWriteLastsAsLongAsTheLease(t *testing.T) {
+	const lease = 150 * time.Millisecond
+	defer idem.SetWriteTimeoutFloor(50 * time.Millisecond)()
+	tests := []struct {
+		name     string
+		store    *slowFinish
+		recorded bool
+		min, max time.Duration // how long the call takes
+	}{
+		{"slower than the lease, heartbeats taken", &slowFinish{delay: 4 * lease}, true, 4 * lease, 6 * lease},
+		{"slower than the lease, heartbeats refused", &slowFinish{delay: 4 * lease, beatErr: errDown}, false, lease, 3 * lease},
+		{"a write that never ends: the cap", &slowFinish{hang: true}, false, 6 * lease, 8 * lease},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			store := tc.store
+			store.Store, store.finished = memstore.New(), make(chan struct{})
+			g := idem.NewGuard(store)
+			spec := &idem.Spec{Name: "test.SlowWrite", Lease: lease}
+			start := time.Now()
+			_, err := call(context.Background(), g, spec, "k", func(context.Context) (int, error) { return 1, nil })
+			took := time.Since(start)
+			if recorded := err == nil; recorded != tc.recorded {
+				t.Fatalf("call = %v; want recorded %v", err, tc.recorded)
+			}
+			if !tc.recorded && !errors.Is(err, idem.ErrStoreUnavailable) {
+				t.Fatalf("call = %v, want ErrStoreUnavailable", err)
+			}
+			if took < tc.min || took > tc.max {
+				t.Errorf("the call took %s, want %s to %s", took, tc.min, tc.max)
+			}
+			r, err := store.Store.Get(context.Background(), mustStoreKey(t, g, spec, "k"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if completed := r.State == idemstore.StateCompleted; completed != tc.recorded {
+				t.Errorf("record %v after the call; recorded %v", r.State, tc.recorded)
+			}
+		})
+	}
+}
+
+func mustStoreKey(t *testing.T, g *idem.Guard, spec *idem.Spec, key string) string {
+	t.Helper()
+	k, err := g.Begin(spec, key).StoreKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
