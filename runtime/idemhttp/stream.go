@@ -31,8 +31,9 @@ import (
 // a time, each piece once it is recorded. A request with the same key
 // while next runs gets every piece from the first, then the live ones; one
 // after it finished gets the recorded pieces. Next runs once, and goes on
-// to the end when its client disconnects (unless WithClientCancel), so a
-// client that reconnects gets the rest.
+// to the end when its client disconnects (WithClientCancel does not apply:
+// it stops if nobody reads it for a whole lease), so a client that
+// reconnects gets the rest.
 //
 // For text/event-stream the pieces are events (ended by a blank line,
 // "\n\n" or "\r\n\r\n"), and the middleware gives each an id: line of its
@@ -107,10 +108,10 @@ func (m *Middleware) serveStream(w http.ResponseWriter, r *http.Request, next ht
 	if !ok {
 		return
 	}
+	// The ranging ends with the client; the handler does not (it runs
+	// under the stream's own ctx, see idem.Stream), and a reconnecting
+	// client gets the rest.
 	ctx := r.Context()
-	if !m.cfg.clientCancel {
-		ctx = context.WithoutCancel(ctx)
-	}
 	out := &streamOut{m: m, w: w, r: r, key: key}
 	out.cur.Run, out.skip = lastEventID(r.Header.Get("Last-Event-ID"))
 	for range maxStreamRuns {
