@@ -3,7 +3,6 @@ package idemhttp
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemkey"
 	"github.com/idemgen/idemgen/runtime/internal/options"
+	"github.com/idemgen/idemgen/runtime/internal/payload"
 )
 
 // Middleware guards non-idempotent requests with the Idempotency-Key
@@ -276,26 +276,13 @@ func (m *Middleware) readBody(r *http.Request, buf *bytes.Buffer) ([]byte, int, 
 	return body, 0, nil
 }
 
-// inlineBody is the largest body written into the fingerprint as is.
-const inlineBody = 2048
-
 // fingerprint writes what identifies "the same request": method, path and
 // query, body and the chosen headers.
 func (m *Middleware) fingerprint(b *idemimpl.KeyBuilder, r *http.Request, body []byte) {
 	b.String(r.Method)
 	b.String(r.URL.EscapedPath())
 	b.String(r.URL.RawQuery)
-	// A small body goes in as is; a large one as its SHA-256, so the
-	// pooled builder never holds a large body. The flag keeps the two
-	// forms apart.
-	if len(body) <= inlineBody {
-		b.Bool(false)
-		b.Bytes(body)
-	} else {
-		sum := sha256.Sum256(body)
-		b.Bool(true)
-		b.Bytes(sum[:])
-	}
+	payload.Body(b, body)
 	b.List(len(m.cfg.fpHeaders))
 	for _, h := range m.cfg.fpHeaders {
 		vs := r.Header.Values(h)
