@@ -48,8 +48,8 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemkey"
+	"github.com/idemgen/idemgen/runtime/internal/adapter"
 	"github.com/idemgen/idemgen/runtime/internal/options"
-	"github.com/idemgen/idemgen/runtime/internal/payload"
 )
 
 // MetadataKey is the metadata entry that carries the idempotency key.
@@ -181,7 +181,7 @@ func (s *Server) begin(spec *idem.Spec, key, principal, method string, req proto
 	kb.ID(key)
 	pb := m.Payload()
 	pb.String(method)
-	payload.Body(pb, reqBytes)
+	adapter.WriteBody(pb, reqBytes)
 	return c, nil
 }
 
@@ -197,13 +197,7 @@ func (s *Server) identify(ctx context.Context, vals []string) (key, principal st
 		return "", "", s.statusError(codes.InvalidArgument, ReasonKeyMalformed,
 			"malformed "+MetadataKey+": "+err.Error(), 0)
 	}
-	if s.cfg.principal == nil {
-		return key, "", nil
-	}
-	principal, err = s.cfg.principal(ctx)
-	if err == nil && principal == "" {
-		err = errors.New("empty principal")
-	}
+	principal, err = adapter.Principal(s.cfg.principal, ctx)
 	if err != nil {
 		return "", "", s.statusError(codes.Unauthenticated, ReasonPrincipalUnknown,
 			"the client of this call could not be identified: "+err.Error(), 0)

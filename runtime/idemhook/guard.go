@@ -5,7 +5,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
-	"github.com/idemgen/idemgen/runtime/internal/payload"
+	"github.com/idemgen/idemgen/runtime/internal/adapter"
 )
 
 // This file is the receiver's whole use of runtime/idem's call API: the
@@ -29,6 +29,6 @@ func newSpec(cfg *config) idem.Spec {
 func (rc *Receiver[T]) guarded(ctx context.Context, id string, body []byte, fn func(context.Context) (struct{}, error)) (struct{}, error) {
 	c, k := idemimpl.Begin(rc.g, &rc.spec)
 	k.Key().ID(id)
-	payload.Body(k.Payload(), body)
+	adapter.WriteBody(k.Payload(), body)
 	return idem.Do(ctx, c, fn)
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemkey"
+	"github.com/idemgen/idemgen/runtime/internal/adapter"
 	"github.com/idemgen/idemgen/runtime/internal/options"
-	"github.com/idemgen/idemgen/runtime/internal/payload"
 )
 
 // Middleware guards non-idempotent requests with the Idempotency-Key
@@ -149,13 +149,7 @@ func (m *Middleware) identify(w http.ResponseWriter, r *http.Request, vals []str
 		m.problem(w, http.StatusBadRequest, CodeKeyMalformed, err.Error(), echoRawKey(vals))
 		return "", "", false
 	}
-	if m.cfg.principal == nil {
-		return key, "", true
-	}
-	principal, err = m.cfg.principal(r)
-	if err == nil && principal == "" {
-		err = errors.New("empty principal")
-	}
+	principal, err = adapter.Principal(m.cfg.principal, r)
 	if err != nil {
 		m.problem(w, http.StatusUnauthorized, CodePrincipalUnknown,
 			"the client of this request could not be identified: "+err.Error(), key)
@@ -282,7 +276,7 @@ func (m *Middleware) fingerprint(b *idemimpl.KeyBuilder, r *http.Request, body [
 	b.String(r.Method)
 	b.String(r.URL.EscapedPath())
 	b.String(r.URL.RawQuery)
-	payload.Body(b, body)
+	adapter.WriteBody(b, body)
 	b.List(len(m.cfg.fpHeaders))
 	for _, h := range m.cfg.fpHeaders {
 		vs := r.Header.Values(h)
