@@ -15,6 +15,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemstore"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -72,28 +73,10 @@ func keyOrder(b *idemimpl.KeyBuilder, v *order) {
 // base/ours ("how many times faster than the baseline"). Alternating
 // keeps a machine whose load swings from favouring either side.
 func interleave(b *testing.B, unit string, ours, base func(n int)) {
-	tOurs, tBase := alternate(b, ours, base)
+	tOurs, tBase := idemtest.Alternate(b, ours, base)
 	b.ReportMetric(float64(tOurs.Nanoseconds())/float64(b.N), "idem-ns/op")
 	b.ReportMetric(float64(tBase.Nanoseconds())/float64(b.N), "base-ns/op")
 	b.ReportMetric(float64(tBase)/float64(tOurs), unit)
-}
-
-// alternate runs base and ours in turn, 64 operations at a time, until
-// b.N of each are done, and returns the time each took.
-func alternate(b *testing.B, ours, base func(n int)) (tOurs, tBase time.Duration) {
-	const chunk = 64
-	b.ResetTimer()
-	for done := 0; done < b.N; done += chunk {
-		n := min(chunk, b.N-done)
-		t0 := time.Now()
-		base(n)
-		t1 := time.Now()
-		ours(n)
-		tOurs += time.Since(t1)
-		tBase += t1.Sub(t0)
-	}
-	b.StopTimer()
-	return tOurs, tBase
 }
 
 func jsonKeys(n int) {

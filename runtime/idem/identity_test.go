@@ -14,6 +14,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemstore"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -142,17 +143,6 @@ func TestFunctionIdentityInProcess(t *testing.T) {
 	}
 }
 
-// claimCounter counts the claims that reach the store.
-type claimCounter struct {
-	idemstore.Store
-	n atomic.Int64
-}
-
-func (s *claimCounter) Claim(ctx context.Context, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
-	s.n.Add(1)
-	return s.Store.Claim(ctx, req)
-}
-
 // TestSpecNameInProcess: the signature leaves type and field names out,
 // so two functions of one shape given one name= (Charge(ChargeReq)
 // (Receipt, error) and MakeRefund(RefundReq) (Refund, error)) write the
@@ -178,7 +168,7 @@ func TestSpecNameInProcess(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			st := &claimCounter{Store: memstore.New()}
+			st := idemtest.NewCountingStore()
 			g := idem.NewGuard(st)
 			first := &idem.Spec{Name: "test.InProcess" + tc.name, Signature: "sig-a"}
 			if v, err := call(ctx, g, first, "charge", func(context.Context) (string, error) { return "receipt", nil }); err != nil || v != "receipt" {
@@ -186,10 +176,10 @@ func TestSpecNameInProcess(t *testing.T) {
 			}
 			second := tc.second(first)
 			for i := range 2 { // refused at every call, not only the first
-				claims := st.n.Load()
+				claims := st.Calls("claim")
 				var runs atomic.Int64
 				v, err := call(ctx, g, second, "refund", func(context.Context) (string, error) { runs.Add(1); return "refund", nil })
-				got := []any{v, errors.Is(err, idem.ErrFunctionMismatch), errors.Is(err, idem.ErrResultIncompatible), runs.Load(), st.n.Load() - claims}
+				got := []any{v, errors.Is(err, idem.ErrFunctionMismatch), errors.Is(err, idem.ErrResultIncompatible), runs.Load(), st.Calls("claim") - claims}
 				want := []any{"refund", false, false, int64(1), int64(1)}
 				if i > 0 && !tc.refused {
 					want = []any{"refund", false, false, int64(0), int64(1)} // a replay

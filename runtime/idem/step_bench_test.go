@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -88,7 +89,7 @@ func BenchmarkSteps(b *testing.B) {
 // ratio runs ours and base alternately in chunks and reports ours' time
 // over base's.
 func ratio(b *testing.B, unit string, ours, base func(n int)) {
-	tOurs, tBase := alternate(b, ours, base)
+	tOurs, tBase := idemtest.Alternate(b, ours, base)
 	b.ReportMetric(float64(tOurs.Nanoseconds())/float64(b.N), "steps-ns/op")
 	b.ReportMetric(float64(tBase.Nanoseconds())/float64(b.N), "base-ns/op")
 	b.ReportMetric(float64(tOurs)/float64(tBase), unit)

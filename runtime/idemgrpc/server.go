@@ -29,7 +29,6 @@ package idemgrpc
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"time"
@@ -49,6 +48,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemkey"
+	"github.com/idemgen/idemgen/runtime/internal/adapter"
 	"github.com/idemgen/idemgen/runtime/internal/options"
 )
 
@@ -116,10 +116,6 @@ type outcome struct {
 // returning it from the guarded function makes idem.Do release the key.
 var errUnrecorded = errors.New("idemgrpc: error not recorded")
 
-// inlineRequest is the largest marshaled request written into the
-// fingerprint as is; a larger one goes in as its SHA-256.
-const inlineRequest = 2048
-
 // UnaryInterceptor returns the unary server interceptor.
 func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor {
 	return s.intercept
@@ -185,14 +181,7 @@ func (s *Server) begin(spec *idem.Spec, key, principal, method string, req proto
 	kb.ID(key)
 	pb := m.Payload()
 	pb.String(method)
-	if len(reqBytes) <= inlineRequest {
-		pb.Bool(false)
-		pb.Bytes(reqBytes)
-	} else {
-		sum := sha256.Sum256(reqBytes)
-		pb.Bool(true)
-		pb.Bytes(sum[:])
-	}
+	adapter.WriteBody(pb, reqBytes)
 	return c, nil
 }
 
@@ -208,13 +197,7 @@ func (s *Server) identify(ctx context.Context, vals []string) (key, principal st
 		return "", "", s.statusError(codes.InvalidArgument, ReasonKeyMalformed,
 			"malformed "+MetadataKey+": "+err.Error(), 0)
 	}
-	if s.cfg.principal == nil {
-		return key, "", nil
-	}
-	principal, err = s.cfg.principal(ctx)
-	if err == nil && principal == "" {
-		err = errors.New("empty principal")
-	}
+	principal, err = adapter.Principal(s.cfg.principal, ctx)
 	if err != nil {
 		return "", "", s.statusError(codes.Unauthenticated, ReasonPrincipalUnknown,
 			"the client of this call could not be identified: "+err.Error(), 0)

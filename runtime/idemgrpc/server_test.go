@@ -25,6 +25,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemgrpc"
 	"github.com/idemgen/idemgen/runtime/idemstore"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -376,18 +377,13 @@ func TestInFlightIsAborted(t *testing.T) {
 	}
 }
 
-// downStore is a store that cannot be reached.
-type downStore struct{ *memstore.Store }
-
-func (downStore) Claim(context.Context, idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
-	return idemstore.ClaimResult{}, errors.New("dial tcp 127.0.0.1:1: connection refused")
-}
-
 // TestStoreUnavailable: the method does not run and the client gets
 // Unavailable with a RetryInfo (the Guard fails closed).
 func TestStoreUnavailable(t *testing.T) {
 	p := newPayments()
-	conn := start(t, p, serverSetup{store: downStore{memstore.New()}})
+	down := idemtest.NewOutageStore()
+	down.ClaimDown.Store(true)
+	conn := start(t, p, serverSetup{store: down})
 	got := invoke(t, conn, call{method: mCharge, key: []string{"k"}, client: "a"})
 	want := result{Code: codes.Unavailable, Reason: idemgrpc.ReasonStoreUnavailable, Retry: time.Second,
 		Message: "the call was not processed; retry with the same key"}

@@ -2,10 +2,10 @@ package idemhook
 
 import (
 	"context"
-	"crypto/sha256"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/internal/adapter"
 )
 
 // This file is the receiver's whole use of runtime/idem's call API: the
@@ -23,24 +23,12 @@ func newSpec(cfg *config) idem.Spec {
 	return spec
 }
 
-// inlineBody is the largest body written into the fingerprint as is; a
-// larger one goes in as its SHA-256.
-const inlineBody = 2048
-
 // guarded claims the delivery ID id and runs fn at most once for it. The
 // raw body is the payload fingerprint: the same ID with another body is
 // idem.ErrPayloadMismatch. It is called only after the delivery verified.
 func (rc *Receiver[T]) guarded(ctx context.Context, id string, body []byte, fn func(context.Context) (struct{}, error)) (struct{}, error) {
 	c, k := idemimpl.Begin(rc.g, &rc.spec)
 	k.Key().ID(id)
-	p := k.Payload()
-	if len(body) <= inlineBody {
-		p.Bool(false)
-		p.Bytes(body)
-	} else {
-		sum := sha256.Sum256(body)
-		p.Bool(true)
-		p.Bytes(sum[:])
-	}
+	adapter.WriteBody(k.Payload(), body)
 	return idem.Do(ctx, c, fn)
 }

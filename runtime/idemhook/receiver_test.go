@@ -22,6 +22,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemhook"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemstore"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -38,27 +39,6 @@ func delivery(key []byte, id string, ts time.Time, body string) *http.Request {
 	r.Header.Set("webhook-timestamp", strconv.FormatInt(ts.Unix(), 10))
 	r.Header.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
 	return r
-}
-
-// countingStore counts the calls that reach the store.
-type countingStore struct {
-	idemstore.Store
-	calls atomic.Int64
-}
-
-func (s *countingStore) Claim(ctx context.Context, req idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
-	s.calls.Add(1)
-	return s.Store.Claim(ctx, req)
-}
-
-func (s *countingStore) Get(ctx context.Context, key string) (idemstore.Record, error) {
-	s.calls.Add(1)
-	return s.Store.Get(ctx, key)
-}
-
-func (s *countingStore) Wait(ctx context.Context, key string) error {
-	s.calls.Add(1)
-	return s.Store.Wait(ctx, key)
 }
 
 type event struct {
@@ -111,14 +91,14 @@ func serve(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
 // signature, another body) first, then the real one, and says what went
 // wrong: the forgery must be refused without a store call, and the real
 // delivery must run.
-func suppression(h http.Handler, store *countingStore, c *counter) []string {
+func suppression(h http.Handler, store *idemtest.CountingStore, c *counter) []string {
 	var problems []string
 	const real = `{"type":"invoice.paid","n":1}`
 	forged := delivery([]byte("not the secret"), "msg_1", time.Now(), `{"type":"invoice.paid","n":666}`)
 	if w := serve(h, forged); w.Code != http.StatusUnauthorized {
 		problems = append(problems, "forged delivery answered "+strconv.Itoa(w.Code)+", want 401")
 	}
-	if n := store.calls.Load(); n != 0 {
+	if n := store.Calls(); n != 0 {
 		problems = append(problems, "forged delivery reached the store "+strconv.FormatInt(n, 10)+" times")
 	}
 	if w := serve(h, delivery(swKey, "msg_1", time.Now(), real)); w.Code != http.StatusOK || w.Header().Get(idemhook.ReplayHeader) != "" {
@@ -162,13 +142,13 @@ func claimFirst(g *idem.Guard, v idemhook.Verifier, c *counter) http.Handler {
 // runs. The same scenario against a receiver that claims before it
 // verifies finds the suppression, so the check can fail.
 func TestForgedDeliveryNeverSuppressesReal(t *testing.T) {
-	store := &countingStore{Store: memstore.New()}
+	store := idemtest.NewCountingStore()
 	c := &counter{}
 	if problems := suppression(newReceiver(t, store, c.handle), store, c); len(problems) > 0 {
 		t.Errorf("receiver: %s", strings.Join(problems, "; "))
 	}
 
-	store = &countingStore{Store: memstore.New()}
+	store = idemtest.NewCountingStore()
 	c = &counter{}
 	v, _ := idemhook.NewStandardWebhooks(swSecret())
 	if problems := suppression(claimFirst(idem.NewGuard(store), v, c), store, c); len(problems) == 0 {
@@ -201,17 +181,17 @@ func TestAnswers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			store := &countingStore{Store: memstore.New()}
+			store := idemtest.NewCountingStore()
 			h := newReceiver(t, store, (&counter{}).handle, idemhook.WithMaxBodyBytes(100))
 			if tt.before != nil {
 				serve(h, tt.before)
 			}
-			before := store.calls.Load()
+			before := store.Calls()
 			w := serve(h, tt.r)
 			if w.Code != tt.wantCode {
 				t.Errorf("status %d, want %d (%s)", w.Code, tt.wantCode, w.Body)
 			}
-			if got := store.calls.Load() > before; got != tt.wantStore {
+			if got := store.Calls() > before; got != tt.wantStore {
 				t.Errorf("reached the store: %v, want %v", got, tt.wantStore)
 			}
 		})

@@ -3,7 +3,6 @@ package idemhttp
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemkey"
+	"github.com/idemgen/idemgen/runtime/internal/adapter"
 	"github.com/idemgen/idemgen/runtime/internal/options"
 )
 
@@ -149,13 +149,7 @@ func (m *Middleware) identify(w http.ResponseWriter, r *http.Request, vals []str
 		m.problem(w, http.StatusBadRequest, CodeKeyMalformed, err.Error(), echoRawKey(vals))
 		return "", "", false
 	}
-	if m.cfg.principal == nil {
-		return key, "", true
-	}
-	principal, err = m.cfg.principal(r)
-	if err == nil && principal == "" {
-		err = errors.New("empty principal")
-	}
+	principal, err = adapter.Principal(m.cfg.principal, r)
 	if err != nil {
 		m.problem(w, http.StatusUnauthorized, CodePrincipalUnknown,
 			"the client of this request could not be identified: "+err.Error(), key)
@@ -276,26 +270,13 @@ func (m *Middleware) readBody(r *http.Request, buf *bytes.Buffer) ([]byte, int, 
 	return body, 0, nil
 }
 
-// inlineBody is the largest body written into the fingerprint as is.
-const inlineBody = 2048
-
 // fingerprint writes what identifies "the same request": method, path and
 // query, body and the chosen headers.
 func (m *Middleware) fingerprint(b *idemimpl.KeyBuilder, r *http.Request, body []byte) {
 	b.String(r.Method)
 	b.String(r.URL.EscapedPath())
 	b.String(r.URL.RawQuery)
-	// A small body goes in as is; a large one as its SHA-256, so the
-	// pooled builder never holds a large body. The flag keeps the two
-	// forms apart.
-	if len(body) <= inlineBody {
-		b.Bool(false)
-		b.Bytes(body)
-	} else {
-		sum := sha256.Sum256(body)
-		b.Bool(true)
-		b.Bytes(sum[:])
-	}
+	adapter.WriteBody(b, body)
 	b.List(len(m.cfg.fpHeaders))
 	for _, h := range m.cfg.fpHeaders {
 		vs := r.Header.Values(h)

@@ -760,44 +760,13 @@ func TestLeaseLost(t *testing.T) {
 	}
 }
 
-// countingStore counts the store operations the middleware makes.
-type countingStore struct {
-	*memstore.Store
-	claims, completes, others atomic.Int64
-}
-
-func (s *countingStore) Claim(ctx context.Context, r idemstore.ClaimRequest) (idemstore.ClaimResult, error) {
-	s.claims.Add(1)
-	return s.Store.Claim(ctx, r)
-}
-
-func (s *countingStore) Complete(ctx context.Context, l idemstore.Lease, r idemstore.Result) error {
-	s.completes.Add(1)
-	return s.Store.Complete(ctx, l, r)
-}
-
-func (s *countingStore) Release(ctx context.Context, l idemstore.Lease) error {
-	s.others.Add(1)
-	return s.Store.Release(ctx, l)
-}
-
-func (s *countingStore) Get(ctx context.Context, key string) (idemstore.Record, error) {
-	s.others.Add(1)
-	return s.Store.Get(ctx, key)
-}
-
-func (s *countingStore) Wait(ctx context.Context, key string) error {
-	s.others.Add(1)
-	return s.Store.Wait(ctx, key)
-}
-
 // TestRoundTrips: a first request costs two store operations (claim,
 // complete) and a replay one (claim).
 func TestRoundTrips(t *testing.T) {
-	s := &countingStore{Store: memstore.New()}
+	s := idemtest.NewCountingStore()
 	h := newMW(t, idem.NewGuard(s)).Handler(&app{})
 	type ops struct{ Claims, Completes, Others int64 }
-	snap := func() ops { return ops{s.claims.Load(), s.completes.Load(), s.others.Load()} }
+	snap := func() ops { return ops{s.Calls("claim"), s.Calls("complete"), s.Calls("release", "get", "wait")} }
 	send(t, h, req{key: []string{"k"}, client: "a"})
 	if diff := cmp.Diff(ops{1, 1, 0}, snap()); diff != "" {
 		t.Errorf("first request (-want +got):\n%s", diff)

@@ -2,14 +2,13 @@ package idemseal_test
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemseal"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -24,15 +23,7 @@ func BenchmarkSealed(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	type line struct {
-		SKU, Name string
-		Qty       int
-		Cents     int64
-	}
-	var big []line
-	for i := range 270 {
-		big = append(big, line{fmt.Sprintf("SKU-%05d", i), "Widget, blue, large " + strings.Repeat("x", i%7), i % 5, int64(i * 199)})
-	}
+	big := invoiceLines(270)
 	small := []line{{"SKU-1", "Widget", 1, 199}}
 	for _, bc := range []struct {
 		name   string
@@ -70,19 +61,7 @@ func BenchmarkSealed(b *testing.B) {
 					}
 				}
 				with, without := guard(bc.opts), guard(nil)
-				const chunk = 64
-				var tWith, tWithout time.Duration
-				b.ResetTimer()
-				for done := 0; done < b.N; done += chunk {
-					n := min(chunk, b.N-done)
-					t0 := time.Now()
-					without(n)
-					t1 := time.Now()
-					with(n)
-					tWith += time.Since(t1)
-					tWithout += t1.Sub(t0)
-				}
-				b.StopTimer()
+				tWith, tWithout := idemtest.Alternate(b, with, without)
 				b.ReportMetric(float64(tWith.Nanoseconds())/float64(b.N), "ns/op")
 				b.ReportMetric(float64(tWithout.Nanoseconds())/float64(b.N), "plain-ns/op")
 				b.ReportMetric(float64(tWith)/float64(tWithout), "x-plain")

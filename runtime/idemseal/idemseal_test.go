@@ -187,19 +187,28 @@ func fingerprintOf(t *testing.T, st *memstore.Store, g *idem.Guard, id string) i
 	return rec.Fingerprint
 }
 
+// line is an invoice line, the element of the realistic JSON results.
+type line struct {
+	SKU, Name string
+	Qty       int
+	Cents     int64
+}
+
+// invoiceLines is a realistic invoice of n lines: 270 make about 20 KB of
+// JSON.
+func invoiceLines(n int) []line {
+	var lines []line
+	for i := range n {
+		lines = append(lines, line{fmt.Sprintf("SKU-%05d", i), "Widget, blue, large " + strings.Repeat("x", i%7), i % 5, int64(i * 199)})
+	}
+	return lines
+}
+
 // Compression shrinks a realistic 20 KB JSON result, below the seal
 // too, and the result replays unchanged.
 func TestCompression(t *testing.T) {
 	ctx := context.Background()
-	type line struct {
-		SKU, Name string
-		Qty       int
-		Cents     int64
-	}
-	var lines []line
-	for i := range 270 {
-		lines = append(lines, line{fmt.Sprintf("SKU-%05d", i), "Widget, blue, large " + strings.Repeat("x", i%7), i % 5, int64(i * 199)})
-	}
+	lines := invoiceLines(270)
 	for _, opts := range [][]idem.Option{
 		{idem.WithCompression(1024)},
 		{idem.WithCompression(1024), idem.WithSealer(ring(t, key("k1", 1)))},

@@ -250,6 +250,17 @@ func balance(t *testing.T, s *Store, table string) int {
 	return b
 }
 
+// onlyRecord is the record of the one key s holds, whatever the Guard
+// derived it as.
+func onlyRecord(t *testing.T, s *Store) idemstore.Record {
+	t.Helper()
+	var k string
+	if err := s.pool.QueryRow(context.Background(), "SELECT key FROM "+s.Table()).Scan(&k); err != nil {
+		t.Fatal(err)
+	}
+	return getRecord(t, s, k)
+}
+
 // TestInTx covers transactional completion through a Guard.
 func TestInTx(t *testing.T) {
 	pool := poolWith(t, 6)
@@ -386,11 +397,7 @@ func TestInTx(t *testing.T) {
 		if b := balance(t, s, acct); b != 100 {
 			t.Fatalf("balance %d after a rolled-back call", b)
 		}
-		var k string
-		if err := s.pool.QueryRow(ctx, "SELECT key FROM "+s.Table()).Scan(&k); err != nil {
-			t.Fatal(err)
-		}
-		if r := getRecord(t, s, k); r.State != idemstore.StateReleased {
+		if r := onlyRecord(t, s); r.State != idemstore.StateReleased {
 			t.Fatalf("record %+v, want released", r)
 		}
 	})
@@ -453,11 +460,7 @@ func TestInTx(t *testing.T) {
 		if b := balance(t, s, acct); b != 103 {
 			t.Fatalf("balance %d, want 103: no debit, three concurrent credits", b)
 		}
-		var k string
-		if err := s.pool.QueryRow(ctx, "SELECT key FROM "+s.Table()).Scan(&k); err != nil {
-			t.Fatal(err)
-		}
-		if r := getRecord(t, s, k); r.State != idemstore.StateReleased || r.Result != nil {
+		if r := onlyRecord(t, s); r.State != idemstore.StateReleased || r.Result != nil {
 			t.Fatalf("record %+v, want released without a result", r)
 		}
 	})
