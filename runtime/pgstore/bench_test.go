@@ -375,7 +375,7 @@ func BenchmarkReplayServerTime(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		claimMs += execTime(s.q.claim, claimArgs...)
-		readMs += execTime(s.q.replay, req.Key, s.ts())
+		readMs += execTime(s.q.replay, req.Key, req.Fingerprint[:], s.ts())
 		rawMs += execTime(rawSQL, req.Key)
 	}
 	b.StopTimer()

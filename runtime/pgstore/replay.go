@@ -23,24 +23,24 @@ import (
 // trip more for nothing: docs/BENCHMARKS.md has the numbers of both.
 
 // replay answers req from a read when its key holds a live, finished
-// record with req's fingerprint; ok is false when the claim statement
-// must decide.
+// record with req's fingerprint that row.check accepts (the statement
+// filters on all of it); ok is false when the claim statement must decide.
 func (s *Store) replay(ctx context.Context, c *pgxpool.Conn, req idemstore.ClaimRequest) (res idemstore.ClaimResult, ok bool, err error) {
-	var (
-		r    row
-		live bool
-	)
-	err = c.QueryRow(ctx, s.q.replay, req.Key, s.ts()).Scan(&r.state, &r.owner, &r.fence, &r.fp, &r.result,
-		&r.expiresAt, &r.format, &live)
+	var r struct {
+		state  int16
+		fence  int64
+		result []byte
+	}
+	err = c.QueryRow(ctx, s.q.replay, req.Key, req.Fingerprint[:], s.ts()).Scan(&r.state, &r.fence, &r.result)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return idemstore.ClaimResult{}, false, nil
 	}
 	if err != nil {
 		return idemstore.ClaimResult{}, false, s.wrap(ctx, "claim", req.Key, err)
 	}
-	if r.check(req.Key) != nil || !live || [32]byte(r.fp) != req.Fingerprint ||
-		(r.state != stCompleted && r.state != stFailed) {
-		return idemstore.ClaimResult{}, false, nil
+	st := idemstore.ClaimCompleted
+	if r.state == stFailed {
+		st = idemstore.ClaimFailed
 	}
-	return r.busyResult(req.Fingerprint), true, nil
+	return idemstore.ClaimResult{Status: st, Fence: uint64(r.fence), Result: idemstore.Result{Data: nilIfEmpty(r.result)}}, true, nil
 }

@@ -78,6 +78,8 @@ func TestReplayLeavesUnsoundRows(t *testing.T) {
 		{"fence 0", `fence = 0`, idem.ErrCorruptRecord},
 		{"format 0", `format = 0`, idem.ErrCorruptRecord},
 		{"newer format", `format = 2`, ErrSchemaTooNew},
+		{"unknown state", `state = 9`, idem.ErrCorruptRecord},
+		{"short fingerprint", `fingerprint = '\x00'`, idem.ErrCorruptRecord},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "unsound-" + tc.name
