@@ -22,14 +22,18 @@ import (
 // the time it is handed out, making a new one (one timer) at most every
 // d/8.
 type acquireLimit struct {
-	mu   sync.Mutex
-	ctx  context.Context
-	end  context.CancelFunc // ends ctx; Close calls it
+	mu  sync.Mutex
+	ctx context.Context
+	end context.CancelFunc // ends ctx; Close calls it
+	// bg is context.Background() bounded by ctx, made once per ctx: the
+	// usual caller's ctx outside a request costs no allocation.
+	bg   context.Context
 	from time.Time
 }
 
-// current returns the shared context for an acquire starting now.
-func (l *acquireLimit) current(d time.Duration) context.Context {
+// current returns the shared context for an acquire starting now, and
+// context.Background() bounded by it.
+func (l *acquireLimit) current(d time.Duration) (limit, bg context.Context) {
 	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -37,9 +41,10 @@ func (l *acquireLimit) current(d time.Duration) context.Context {
 		// The old context's own timer ends it; acquires still waiting on
 		// it keep their bound.
 		l.ctx, l.end = context.WithTimeout(context.Background(), d)
+		l.bg = limitedCtx{context.Background(), l.ctx}
 		l.from = now
 	}
-	return l.ctx
+	return l.ctx, l.bg
 }
 
 // close ends the current context: the store is closing.
@@ -68,7 +73,10 @@ func (s *Store) bounded(ctx context.Context, d time.Duration) (context.Context, 
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d*7/8 {
 		return ctx, func() {} // ctx ends before the limit could
 	}
-	limit := s.limit.current(d)
+	limit, bg := s.limit.current(d)
+	if ctx == context.Background() {
+		return bg, func() {}
+	}
 	if ctx.Done() == nil {
 		return limitedCtx{ctx, limit}, func() {}
 	}

@@ -26,12 +26,16 @@ import (
 // record with req's fingerprint that row.check accepts (the statement
 // filters on all of it); ok is false when the claim statement must decide.
 func (s *Store) replay(ctx context.Context, c *pgxpool.Conn, req idemstore.ClaimRequest) (res idemstore.ClaimResult, ok bool, err error) {
+	// One value on the heap for the argument and the scan destinations
+	// (req would escape whole through req.Fingerprint[:]).
 	var r struct {
+		fp     idemstore.Fingerprint
 		state  int16
 		fence  int64
 		result []byte
 	}
-	err = c.QueryRow(ctx, s.q.replay, req.Key, req.Fingerprint[:], s.ts()).Scan(&r.state, &r.fence, &r.result)
+	r.fp = req.Fingerprint
+	err = c.QueryRow(ctx, s.q.replay, req.Key, r.fp[:], s.ts()).Scan(&r.state, &r.fence, &r.result)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return idemstore.ClaimResult{}, false, nil
 	}
