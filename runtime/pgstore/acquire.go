@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -20,12 +21,18 @@ import (
 
 // acquireLimit hands out a context that ends between 7/8 of d and d from
 // the time it is handed out, making a new one (one timer) at most every
-// d/8.
+// d/8. Handing out the current one is an atomic load: no lock shared by
+// every operation.
 type acquireLimit struct {
-	mu  sync.Mutex
+	cur atomic.Pointer[limitSlot]
+	mu  sync.Mutex // serialises making a new slot
+}
+
+// limitSlot is one shared context, immutable once made.
+type limitSlot struct {
 	ctx context.Context
 	end context.CancelFunc // ends ctx; Close calls it
-	// bg is context.Background() bounded by ctx, made once per ctx: the
+	// bg is context.Background() bounded by ctx, made once per slot: the
 	// usual caller's ctx outside a request costs no allocation.
 	bg   context.Context
 	from time.Time
@@ -35,24 +42,26 @@ type acquireLimit struct {
 // context.Background() bounded by it.
 func (l *acquireLimit) current(d time.Duration) (limit, bg context.Context) {
 	now := time.Now()
+	if c := l.cur.Load(); c != nil && now.Sub(c.from) <= d/8 {
+		return c.ctx, c.bg
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ctx == nil || now.Sub(l.from) > d/8 {
+	c := l.cur.Load()
+	if c == nil || now.Sub(c.from) > d/8 {
 		// The old context's own timer ends it; acquires still waiting on
 		// it keep their bound.
-		l.ctx, l.end = context.WithTimeout(context.Background(), d)
-		l.bg = limitedCtx{context.Background(), l.ctx}
-		l.from = now
+		ctx, end := context.WithTimeout(context.Background(), d)
+		c = &limitSlot{ctx: ctx, end: end, bg: limitedCtx{context.Background(), ctx}, from: time.Now()}
+		l.cur.Store(c)
 	}
-	return l.ctx, l.bg
+	return c.ctx, c.bg
 }
 
 // close ends the current context: the store is closing.
 func (l *acquireLimit) close() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.end != nil {
-		l.end()
+	if c := l.cur.Load(); c != nil {
+		c.end()
 	}
 }
 
