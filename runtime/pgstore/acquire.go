@@ -31,7 +31,9 @@ type acquireLimit struct {
 // limitSlot is one shared context, immutable once made.
 type limitSlot struct {
 	ctx context.Context
-	end context.CancelFunc // ends ctx; Close calls it
+	// end would end ctx early; nothing does (Close leaves the store
+	// usable for Waits in flight): ctx's own timer ends it.
+	end context.CancelFunc
 	// bg is context.Background() bounded by ctx, made once per slot: the
 	// usual caller's ctx outside a request costs no allocation.
 	bg   context.Context
@@ -56,13 +58,6 @@ func (l *acquireLimit) current(d time.Duration) (limit, bg context.Context) {
 		l.cur.Store(c)
 	}
 	return c.ctx, c.bg
-}
-
-// close ends the current context: the store is closing.
-func (l *acquireLimit) close() {
-	if c := l.cur.Load(); c != nil {
-		c.end()
-	}
 }
 
 // limitedCtx is a caller's ctx without a Done channel (its values, for

@@ -107,7 +107,6 @@ func (s *Store) Close() error {
 		s.stop()
 		s.lis.close()
 		s.bg.Wait()
-		s.limit.close()
 	})
 	return nil
 }
