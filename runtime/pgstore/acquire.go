@@ -12,7 +12,7 @@ import (
 
 // A per-call context.WithTimeout around every pool acquire arms a runtime
 // timer per operation, and arming one wakes the network poller: on a
-// replay that was an eighth of Store.Claim's client CPU. acquire bounds
+// replay that costs about a seventh of Store.Claim's client CPU. acquire bounds
 // the wait with a timer shared by every acquire that starts within one
 // eighth of the timeout instead (acquireLimit), and with none at all when
 // the caller's ctx ends first anyway; docs/BENCHMARKS.md has the gain. A
