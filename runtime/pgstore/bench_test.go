@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -82,6 +83,31 @@ func benchVsRaw(b *testing.B, conc int, raw, store func(i int) error) {
 	b.ReportMetric(float64(rawNs.Load())/float64(storeNs.Load()), "x_raw")
 }
 
+// reportAllocs reports the heap allocations and bytes of one raw op and of
+// one store op, each measured alone after the timed part: the evidence
+// that does not move with the machine's load.
+func reportAllocs(b *testing.B, raw, store func(i int) error) {
+	measure := func(f func(int) error) (allocs, bytes float64) {
+		const n = 2000
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i := range n {
+			if err := f(i); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		return float64(after.Mallocs-before.Mallocs) / n, float64(after.TotalAlloc-before.TotalAlloc) / n
+	}
+	ra, rb := measure(raw)
+	sa, sb := measure(store)
+	b.ReportMetric(ra, "raw_allocs/op")
+	b.ReportMetric(sa, "store_allocs/op")
+	b.ReportMetric(rb, "raw_B/op")
+	b.ReportMetric(sb, "store_B/op")
+}
+
 func benchPool(b *testing.B) *pgxpool.Pool {
 	return newPool(b, func(c *pgxpool.Config) { c.MaxConns = 32; c.MinConns = 32 })
 }
@@ -148,15 +174,16 @@ func BenchmarkReplay(b *testing.B) {
 			_, err := benchCall(ctx, g, fmt.Sprint("order-", i%keys))
 			return err
 		})
-		benchVsRaw(b, conc,
-			func(i int) error {
-				var d []byte
-				return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
-			},
-			func(i int) error {
-				_, err := benchCall(ctx, g, fmt.Sprint("order-", i%keys))
-				return err
-			})
+		read := func(i int) error {
+			var d []byte
+			return pool.QueryRow(ctx, rawSQL, fmt.Sprint("order-", i%keys)).Scan(&d)
+		}
+		replay := func(i int) error {
+			_, err := benchCall(ctx, g, fmt.Sprint("order-", i%keys))
+			return err
+		}
+		benchVsRaw(b, conc, read, replay)
+		reportAllocs(b, read, replay)
 	})
 }
 
@@ -167,6 +194,7 @@ func BenchmarkClaimReplay(b *testing.B) {
 		claim, read := replayPair(b, pool, s, raw)
 		runConc(4*32, 32, func(i int) error { read(i); return claim(i) }) //nolint:errcheck // warm statement caches
 		benchVsRaw(b, conc, read, claim)
+		reportAllocs(b, read, claim)
 	})
 }
 
@@ -347,7 +375,7 @@ func BenchmarkReplayServerTime(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		claimMs += execTime(s.q.claim, claimArgs...)
-		readMs += execTime(s.q.replay, req.Key, s.ts())
+		readMs += execTime(s.q.replay, req.Key, req.Fingerprint[:], s.ts())
 		rawMs += execTime(rawSQL, req.Key)
 	}
 	b.StopTimer()

@@ -6,11 +6,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/internal/replayhint"
 )
@@ -56,27 +58,56 @@ func backendCPU(b *testing.B, pool *pgxpool.Pool) func() int64 {
 // cpuVsRaw runs b.N operations of each function in alternating blocks on
 // the backend read by cpu and returns each one's backend ns per operation.
 func cpuVsRaw(b *testing.B, cpu func() int64, fs ...func(i int) error) []float64 {
-	sums := make([]int64, len(fs))
+	return clocksVsRaw(b, []func() int64{cpu}, fs...)[0]
+}
+
+// clocksVsRaw is cpuVsRaw read on several clocks at once: out[c][k] is
+// clock c's µs per operation of fs[k].
+func clocksVsRaw(b *testing.B, clocks []func() int64, fs ...func(i int) error) [][]float64 {
+	sums := make([][]int64, len(clocks))
+	for c := range sums {
+		sums[c] = make([]int64, len(fs))
+	}
+	t := make([]int64, len(clocks))
 	b.ResetTimer()
 	for start := 0; start < b.N; start += cpuBlock {
-		for k, f := range fs {
+		for k := range fs {
 			k = (k + start/cpuBlock) % len(fs) // alternate who goes first
-			f = fs[k]
-			t := cpu()
+			for c, clock := range clocks {
+				t[c] = clock()
+			}
 			for i := start; i < min(start+cpuBlock, b.N); i++ {
-				if err := f(i); err != nil {
+				if err := fs[k](i); err != nil {
 					b.Fatal(err)
 				}
 			}
-			sums[k] += cpu() - t
+			for c, clock := range clocks {
+				sums[c][k] += clock() - t[c]
+			}
 		}
 	}
 	b.StopTimer()
-	out := make([]float64, len(fs))
-	for k, s := range sums {
-		out[k] = float64(s) / float64(b.N) / 1e3
+	out := make([][]float64, len(clocks))
+	for c := range sums {
+		out[c] = make([]float64, len(fs))
+		for k, s := range sums[c] {
+			out[c][k] = float64(s) / float64(b.N) / 1e3
+		}
 	}
 	return out
+}
+
+// clientCPU reads this process's CPU time (user and system, all threads:
+// the garbage collector's work for what a block allocated counts too), in
+// ns.
+func clientCPU(b *testing.B) func() int64 {
+	return func() int64 {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			b.Fatal(err)
+		}
+		return ru.Utime.Nano() + ru.Stime.Nano()
+	}
 }
 
 // cpuPool is a one-connection pool: the store and the raw statements share
@@ -177,4 +208,42 @@ func BenchmarkReplayBackendCPU(b *testing.B) {
 	b.ReportMetric(us[0], "store-cpu-µs/op")
 	b.ReportMetric(us[1], "select-cpu-µs/op")
 	b.ReportMetric(us[0]/us[1], "x_select")
+}
+
+// BenchmarkReplayCPU: a replay through a Guard (idem.Do of a key this
+// process executed: the replay hint's read) against a raw primary-key
+// SELECT of a row holding the same result bytes, on one connection, in
+// alternating blocks: this process's CPU and the backend's per operation,
+// each as a ratio to the SELECT's, and each side's allocations. This is
+// the PostgreSQL replay row of docs/CAPACITY.md on one connection.
+//
+//	go test -run '^$' -bench ReplayCPU -benchtime 4000x -count 3 .
+func BenchmarkReplayCPU(b *testing.B) {
+	pool := cpuPool(b)
+	s := newStore(b, pool)
+	raw := rawTable(b, s)
+	_, read := replayPair(b, pool, s, raw)
+	g := idem.NewGuard(s)
+	ctx := context.Background()
+	keys := make([]string, 256)
+	for i := range keys {
+		keys[i] = fmt.Sprint("guard-", i)
+		if _, err := benchCall(ctx, g, keys[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	replay := func(i int) error {
+		_, err := benchCall(ctx, g, keys[i%len(keys)])
+		return err
+	}
+	warm(b, 50, replay)
+	warm(b, 50, read)
+	us := clocksVsRaw(b, []func() int64{clientCPU(b), backendCPU(b, pool)}, replay, read)
+	b.ReportMetric(us[0][0], "client-µs/op")
+	b.ReportMetric(us[0][1], "select-client-µs/op")
+	b.ReportMetric(us[0][0]/us[0][1], "x_select_client")
+	b.ReportMetric(us[1][0], "backend-µs/op")
+	b.ReportMetric(us[1][1], "select-backend-µs/op")
+	b.ReportMetric(us[1][0]/us[1][1], "x_select_backend")
+	reportAllocs(b, read, replay)
 }

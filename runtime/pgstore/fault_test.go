@@ -213,6 +213,35 @@ func TestPoolExhausted(t *testing.T) {
 			t.Fatalf("after the pool freed up: %q %v", v, err)
 		}
 	})
+	// The acquire's bound on a ctx with a Done channel and no deadline
+	// (acquire.go: WithCancel ended by the shared limit) and on one whose
+	// deadline is past the bound.
+	for _, tc := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+	}{
+		{"cancelable", func() (context.Context, context.CancelFunc) { return context.WithCancel(ctx) }},
+		{"later deadline", func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, time.Minute) }},
+	} {
+		t.Run("acquire timeout, "+tc.name+" ctx", func(t *testing.T) {
+			s := newStore(t, pool, WithAcquireTimeout(100*time.Millisecond))
+			hold, err := pool.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hold.Release()
+			cctx, cancel := tc.ctx()
+			defer cancel()
+			start := time.Now()
+			_, err = s.Claim(cctx, idemstore.ClaimRequest{Key: "k", Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Second, TTL: time.Hour})
+			if !errors.Is(err, ErrPoolExhausted) {
+				t.Fatalf("claim: %v, want ErrPoolExhausted", err)
+			}
+			if el := time.Since(start); el < 87*time.Millisecond || el > 5*time.Second {
+				t.Fatalf("claim failed after %v, want 7/8 to all of the 100ms acquire timeout", el)
+			}
+		})
+	}
 	t.Run("caller deadline", func(t *testing.T) {
 		s := newStore(t, pool, WithAcquireTimeout(0))
 		hold, err := pool.Acquire(ctx)

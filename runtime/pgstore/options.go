@@ -74,7 +74,9 @@ func WithPollInterval(d time.Duration) Option { return func(c *config) { c.poll 
 
 // WithAcquireTimeout bounds how long an operation waits for a free pool
 // connection (default 10s) before failing with ErrPoolExhausted. Zero
-// waits as long as the ctx allows.
+// waits as long as the ctx allows. The bound is kept by a timer shared by
+// the acquires that start close together, so a wait ends between 7/8 of d
+// and d.
 func WithAcquireTimeout(d time.Duration) Option { return func(c *config) { c.acquireTimeout = d } }
 
 // WithSweeper starts a background goroutine that runs Cleanup every

@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
 )
@@ -78,6 +82,8 @@ func TestReplayLeavesUnsoundRows(t *testing.T) {
 		{"fence 0", `fence = 0`, idem.ErrCorruptRecord},
 		{"format 0", `format = 0`, idem.ErrCorruptRecord},
 		{"newer format", `format = 2`, ErrSchemaTooNew},
+		{"unknown state", `state = 9`, idem.ErrCorruptRecord},
+		{"short fingerprint", `fingerprint = '\x00'`, idem.ErrCorruptRecord},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "unsound-" + tc.name
@@ -98,6 +104,53 @@ func TestReplayLeavesUnsoundRows(t *testing.T) {
 			res, err = s.Claim(ctx, req)
 			if !errors.Is(err, tc.want) {
 				t.Errorf("claim: %v %v, want %v", res.Status, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestReplayExecModes: the replay read answers alike whatever protocol the
+// caller's pool runs: binary columns when pgx prepares the statement (the
+// decoding of readReplayRow), text ones on the simple protocol (Scan).
+func TestReplayExecModes(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []pgx.QueryExecMode{
+		pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe, pgx.QueryExecModeDescribeExec,
+		pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol,
+	} {
+		t.Run(mode.String(), func(t *testing.T) {
+			pool := newPool(t, func(c *pgxpool.Config) { c.MaxConns = 2; c.ConnConfig.DefaultQueryExecMode = mode })
+			s := newStore(t, pool)
+			for _, tc := range []struct {
+				key    string
+				finish func(context.Context, idemstore.Lease, idemstore.Result) error
+				want   idemstore.ClaimResult
+			}{
+				{"done", s.Complete, idemstore.ClaimResult{Status: idemstore.ClaimCompleted, Fence: 1, Result: idemstore.Result{Data: []byte(`"r"`)}}},
+				{"empty", s.Complete, idemstore.ClaimResult{Status: idemstore.ClaimCompleted, Fence: 1}},
+				{"failed", s.Fail, idemstore.ClaimResult{Status: idemstore.ClaimFailed, Fence: 1, Result: idemstore.Result{Data: []byte(`"e"`)}}},
+			} {
+				req := idemstore.ClaimRequest{Key: tc.key, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour}
+				res, err := s.Claim(ctx, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := tc.finish(ctx, idemstore.Lease{Key: tc.key, Owner: token(1), Fence: res.Fence, TTL: time.Hour}, tc.want.Result); err != nil {
+					t.Fatal(err)
+				}
+				req.Owner = token(2)
+				c, err := pool.Acquire(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, ok, err := s.replay(ctx, c, req)
+				c.Release()
+				if err != nil || !ok {
+					t.Fatalf("%s: replay read: ok %v, %v", tc.key, ok, err)
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("%s: replay read (-want +got):\n%s", tc.key, diff)
+				}
 			}
 		})
 	}

@@ -41,6 +41,8 @@ type Store struct {
 	// CompleteInTx: their Complete runs the finish statement that
 	// recognises that, every other finish the plain UPDATE.
 	inTx replayhint.Recent
+	// limit bounds pool waits (acquire.go).
+	limit acquireLimit
 
 	closeOnce sync.Once
 	stop      context.CancelFunc
@@ -127,33 +129,6 @@ func (s *Store) ts() any {
 }
 
 func micros(d time.Duration) int64 { return d.Microseconds() }
-
-// acquire gets a pool connection, telling pool exhaustion apart from the
-// caller's ctx ending.
-func (s *Store) acquire(ctx context.Context, op string) (*pgxpool.Conn, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("pgstore: %s: %w", op, err)
-	}
-	actx := ctx
-	if s.cfg.acquireTimeout > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, s.cfg.acquireTimeout)
-		defer cancel()
-	}
-	c, err := s.pool.Acquire(actx)
-	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, fmt.Errorf("pgstore: %s: %w", op, cerr)
-		}
-		if actx.Err() != nil {
-			st := s.pool.Stat()
-			return nil, fmt.Errorf("%w: %s: no connection free after %v (%d/%d in use): %w",
-				ErrPoolExhausted, op, s.cfg.acquireTimeout, st.AcquiredConns(), st.MaxConns(), err)
-		}
-		return nil, fmt.Errorf("pgstore: %s: acquiring a connection: %w", op, unreachable(err))
-	}
-	return c, nil
-}
 
 // wrap turns a statement error into the store's error: ctx errors wrap
 // ctx.Err(), missing tables ErrSchemaMissing.
