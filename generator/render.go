@@ -23,8 +23,10 @@ type emitter struct {
 	*fileWriter
 	keyHelpers
 	fileOut
-	// codecHelpers are the result codec helpers of named types.
+	// codecHelpers are the result codec helpers of named types; codecBook
+	// decides them, as book does the key helpers.
 	codecHelpers map[string]*codecHelper
+	codecBook    *helperBook[string]
 	// errPkgs are the packages whose error types idemErrors restores
 	// (the plan's).
 	errPkgs []*types.Package
@@ -46,10 +48,9 @@ type keyHelpers struct {
 	skipped map[helperKey][]string
 	// lenient: key helpers are being written for a payload under key=.
 	lenient bool
-	// keyBuilding holds the key helpers whose bodies are being written:
-	// a use meanwhile makes the helper recursive (keyRecursive), and its
-	// body bounds the depth.
-	keyBuilding, keyRecursive map[helperKey]bool
+	// book decides which helpers are written, fail or recurse, by the
+	// rules the analysis decided them by (analyze_helpers.go).
+	book *helperBook[helperKey]
 }
 
 // fileOut is what the file holds besides the wrappers, written so far.
@@ -165,13 +166,13 @@ func newEmitter(pi *pkgInfo, fns []*fn, errPkgs []*types.Package) *emitter {
 			},
 		},
 		keyHelpers: keyHelpers{
-			helpers:      map[helperKey]string{},
-			failed:       map[helperKey][]problem{},
-			skipped:      map[helperKey][]string{},
-			keyBuilding:  map[helperKey]bool{},
-			keyRecursive: map[helperKey]bool{},
+			helpers: map[helperKey]string{},
+			failed:  map[helperKey][]problem{},
+			skipped: map[helperKey][]string{},
+			book:    newHelperBook[helperKey](),
 		},
 		codecHelpers: map[string]*codecHelper{},
+		codecBook:    newHelperBook[string](),
 		errPkgs:      errPkgs,
 	}
 	for k := range pi.scope {
