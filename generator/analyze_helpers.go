@@ -43,11 +43,12 @@ type helperBook[K comparable] struct {
 	// done are the helpers completed (not failed), in order; first the
 	// order the helpers were first decided in, for the plan.
 	done, first []K
-	listed      map[K]bool
+	// names are the helpers' types as the plan shows them.
+	names map[K]string
 }
 
 func newHelperBook[K comparable]() *helperBook[K] {
-	return &helperBook[K]{states: map[K]*helperState{}, listed: map[K]bool{}}
+	return &helperBook[K]{states: map[K]*helperState{}, names: map[K]string{}}
 }
 
 // use returns the state of k, nil when k is not decided (or was
@@ -61,10 +62,11 @@ func (b *helperBook[K]) use(k K) *helperState {
 	return st
 }
 
-// start begins building k; the mark goes to finish.
-func (b *helperBook[K]) start(k K) (mark int) {
-	if !b.listed[k] {
-		b.listed[k] = true
+// start begins building k, the helper of the type typ names; the mark
+// goes to finish.
+func (b *helperBook[K]) start(k K, typ string) (mark int) {
+	if _, listed := b.names[k]; !listed {
+		b.names[k] = typ
 		b.first = append(b.first, k)
 	}
 	b.states[k] = &helperState{building: true}
@@ -90,14 +92,29 @@ func (b *helperBook[K]) finish(k K, mark int, ok bool) (dropped []K) {
 }
 
 // plans are the book's helpers as the plan lists them, in the order they
-// were first decided; name names a key for the plan; one dropped and
-// never decided again is not listed.
-func (b *helperBook[K]) plans(kind func(K) string, name func(K) string) []helperPlan {
+// were first decided; one dropped and never decided again is not listed.
+func (b *helperBook[K]) plans(kind func(K) string) []helperPlan {
 	var out []helperPlan
 	for _, k := range b.first {
 		if st := b.states[k]; st != nil {
-			out = append(out, helperPlan{Kind: kind(k), Type: name(k), Recursive: st.recursive, Failed: st.failed})
+			out = append(out, helperPlan{Kind: kind(k), Type: b.names[k], Recursive: st.recursive, Failed: st.failed})
 		}
 	}
 	return out
+}
+
+// keyKind is the kind of a key helper in the plan.
+func keyKind(hk helperKey) string {
+	if hk.lenient {
+		return "payload"
+	}
+	return "key"
+}
+
+func codecKind(string) string { return "codec" }
+
+// filePlans are the helpers of a file as the plan lists them: its key
+// helpers, then its codec helpers.
+func filePlans(keys *helperBook[helperKey], codecs *helperBook[string]) []helperPlan {
+	return append(keys.plans(keyKind), codecs.plans(codecKind)...)
 }

@@ -48,9 +48,10 @@ type reach struct {
 
 // fileDrift are the drift facts of the file of fns and steps: those of
 // the key= and order= paths (pathDrift), then what the key and codec code
-// reaches, function by function in the order the file is written.
-// errPkgs are the packages of the known error types.
-func (pi *pkgInfo) fileDrift(fns, steps []*fn, errPkgs []*types.Package) *driftFacts {
+// reaches, function by function in the order the file is written; and
+// the file's helpers, decided on the way. errPkgs are the packages of the
+// known error types.
+func (pi *pkgInfo) fileDrift(fns, steps []*fn, errPkgs []*types.Package) (*driftFacts, []helperPlan) {
 	r := &reach{
 		pi: pi, d: pathDrift(fns),
 		keyBook: newHelperBook[helperKey](), storeBook: newHelperBook[string](),
@@ -69,7 +70,7 @@ func (pi *pkgInfo) fileDrift(fns, steps []*fn, errPkgs []*types.Package) *driftF
 			r.results(x)
 		}
 	}
-	return r.d
+	return r.d, filePlans(r.keyBook, r.storeBook)
 }
 
 // keys walks x's key material: what keyStatements and orderStatements
@@ -168,7 +169,7 @@ func (r *reach) keyHelper(n *types.Named) bool {
 	if st := r.keyBook.use(hk); st != nil {
 		return !st.failed
 	}
-	mark := r.keyBook.start(hk)
+	mark := r.keyBook.start(hk, types.TypeString(n, nil))
 	outer := r.inlining
 	r.inlining = map[*types.Named]bool{} // a helper's body starts afresh
 	ok := r.key(n, nil, true)
@@ -342,7 +343,7 @@ func (r *reach) storeHelper(t types.Type, n *types.Named, omit omitTree) bool {
 	if st := r.storeBook.use(key); st != nil {
 		return !st.failed // one being walked is assumed storable
 	}
-	mark := r.storeBook.start(key)
+	mark := r.storeBook.start(key, key)
 	ok := r.storeShape(n, omit)
 	r.storeBook.finish(key, mark, ok)
 	if ok {

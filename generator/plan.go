@@ -14,6 +14,10 @@ type filePlan struct {
 	// Funcs are the annotated functions and steps, in the order collect
 	// found them (wrappers first, then steps).
 	Funcs []*funcPlan
+	// Helpers are the key and codec helpers of the file's named types,
+	// each decided once: written, recursive or failed (analyze_helpers.go).
+	// They are of the functions written (decide).
+	Helpers []helperPlan
 
 	// fns are the wrapped functions (steps are pi.steps); since counts
 	// the diagnostics before the plan's (collect's stop no file).

@@ -120,6 +120,9 @@ func (pi *pkgInfo) emitFile(fp *filePlan, fns []*fn, since int) (src []byte, cle
 	for _, x := range pi.steps {
 		decls = append(decls, e.stepWrapper(x)...)
 	}
+	if helpersWritten != nil {
+		helpersWritten(fp, filePlans(e.book, e.codecBook))
+	}
 	if len(d.list) > n {
 		return nil, false
 	}

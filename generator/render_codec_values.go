@@ -42,7 +42,7 @@ func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codec
 	e.globals["idemDec"+name] = true
 	h := &codecHelper{name: name}
 	e.codecHelpers[key] = h // recursion finds it
-	mark, bookMark := len(e.helperDecls), e.codecBook.start(key)
+	mark, bookMark := len(e.helperDecls), e.codecBook.start(key, key)
 	sub := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec}
 	// Paths inside the helper are relative; foreignAt "" at the root of an
 	// own type, or the root itself of another package's.

@@ -102,7 +102,7 @@ func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
 	}
 	name := e.global("idemKey" + prefix + upperFirst(obj.Name()) + e.instanceSuffix(n))
 	e.helpers[hk] = name
-	mark, bookMark := len(e.helperDecls), e.book.start(hk)
+	mark, bookMark := len(e.helperDecls), e.book.start(hk, types.TypeString(n, nil))
 	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, exPath: root, lenient: e.lenient}
 	body, ok := w.write(val{e: id("v"), ptr: true}, n, root, nil, false)
 	e.book.finish(hk, bookMark, ok)
