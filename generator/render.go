@@ -13,12 +13,13 @@ import (
 	"golang.org/x/tools/imports"
 )
 
-// emitter builds the generated file of one package from its plan. Its
-// state is in three parts: the file being written (its imports and
-// names), the key and codec helpers, and the declarations written so far.
-// What the analysis decided about the file's types comes from the plan:
-// the drift facts (read by checkDecls only) and errPkgs. Render code that
-// needs only the file is fileWriter's.
+// emitter builds the generated file of one package from its plan: the
+// file writer (its imports, names and compile-time checks, render code
+// that needs only the file is fileWriter's), the key and codec helpers
+// written so far, and the declarations besides the wrappers. Which
+// helpers are written, fail or recurse the plan decided (fp.Helpers); the
+// writers keep the same rules through their helperBooks, and the
+// analysis's drift facts are only read (checkDecls).
 type emitter struct {
 	*fileWriter
 	keyHelpers
@@ -56,12 +57,6 @@ type keyHelpers struct {
 // fileOut is what the file holds besides the wrappers, written so far.
 type fileOut struct {
 	helperDecls []helperDecl
-	// checks are the file's compile-time checks (signatures, the fields
-	// and definitions of the types it reads), one var block at its end;
-	// typedChecks those that must be assignments, not conversions
-	// (aliases, interfaces), after them; checkFuncs the checks of generic
-	// code, which need a function each.
-	checks, typedChecks, checkFuncs []jen.Code
 	// errs are the file's idemErrors, once a result holds an error value
 	// (render_errtypes.go).
 	errs *errTypes
@@ -249,7 +244,7 @@ func (e *emitter) group(g *group) []jen.Code {
 }
 
 // groupType emits the wrapper type of g and its constructor.
-func (e *emitter) groupType(g *group, field string, guardT jen.Code, methods namer) ([]jen.Code, string) {
+func (e *fileWriter) groupType(g *group, field string, guardT jen.Code, methods namer) ([]jen.Code, string) {
 	switch {
 	case g.recv == nil:
 		typeName, ctor := "Idempotent", "NewIdempotent"
@@ -555,7 +550,7 @@ func wrapComments(src []byte, width int) []byte {
 
 // checkDecls declares the file's checks, with one comment for them all,
 // as stringer does: a compile error below means the code above is stale.
-func (e *emitter) checkDecls(drift *driftFacts) []jen.Code {
+func (e *fileWriter) checkDecls(drift *driftFacts) []jen.Code {
 	checks, typed, funcs := e.driftChecks(drift)
 	var out []jen.Code
 	defs := append(e.checks, checks...)
