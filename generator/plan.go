@@ -87,3 +87,14 @@ type resolvedPaths struct {
 	// reads are the struct types Reads names.
 	reads []*types.Named
 }
+
+// helper is the plan of the helper of kind for typ (as helperPlan names
+// them); the zero plan if the analysis decided none.
+func (fp *filePlan) helper(kind, typ string) helperPlan {
+	for _, h := range fp.Helpers {
+		if h.Kind == kind && h.Type == typ {
+			return h
+		}
+	}
+	return helperPlan{}
+}

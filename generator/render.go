@@ -28,9 +28,9 @@ type emitter struct {
 	// decides them, as book does the key helpers.
 	codecHelpers map[string]*codecHelper
 	codecBook    *helperBook[string]
-	// errPkgs are the packages whose error types idemErrors restores
-	// (the plan's).
-	errPkgs []*types.Package
+	// plan is the file's: its helpers and the packages whose error
+	// types idemErrors restores.
+	plan *filePlan
 }
 
 // The packages the generated code names besides the user's.
@@ -104,7 +104,7 @@ func (pi *pkgInfo) render(fp *filePlan, n int) []byte {
 func (pi *pkgInfo) emitFile(fp *filePlan, fns []*fn, since int) (src []byte, clean bool) {
 	d, out, n := pi.d, pi.out, since
 	pi.emitted = map[*fn]bool{}
-	e := newEmitter(pi, fns, fp.errPkgs)
+	e := newEmitter(pi, fns, fp)
 	fp.drift.seal() // the analysis decided them (fileDrift); the writers only read them
 	e.f.HeaderComment(Header)
 	e.f.PackageComment("") // keeps the header apart from the package clause
@@ -151,7 +151,7 @@ func (pi *pkgInfo) emitFile(fp *filePlan, fns []*fn, since int) (src []byte, cle
 }
 
 // newEmitter starts the generated file of fns' package.
-func newEmitter(pi *pkgInfo, fns []*fn, errPkgs []*types.Package) *emitter {
+func newEmitter(pi *pkgInfo, fns []*fn, fp *filePlan) *emitter {
 	e := &emitter{
 		fileWriter: &fileWriter{
 			pi: pi,
@@ -171,7 +171,7 @@ func newEmitter(pi *pkgInfo, fns []*fn, errPkgs []*types.Package) *emitter {
 		},
 		codecHelpers: map[string]*codecHelper{},
 		codecBook:    newHelperBook[string](),
-		errPkgs:      errPkgs,
+		plan:         fp,
 	}
 	for k := range pi.scope {
 		e.globals[k] = true

@@ -54,7 +54,7 @@ func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codec
 	encBody := sub.encInline(n, self, "", root, omit, fnScope{"e": 1, "d": 1, "v": 1})
 	decBody := sub.decInline(n, self, "", root, omit, fnScope{"e": 1, "d": 1, "v": 1})
 	e.codecBook.finish(key, bookMark, len(sub.problems) == 0)
-	h.recursive = e.codecBook.states[key].recursive
+	h.recursive = e.plan.helper(codecKind(key), key).Recursive
 	if len(sub.problems) > 0 {
 		h.problems = sub.problems
 		e.rollback(mark) // as for key helpers

@@ -41,7 +41,7 @@ func (e *emitter) errorTypes() jen.Code {
 // errPackages.
 func (e *emitter) knownErrors() {
 	var sentinels []*types.Var
-	for _, p := range e.errPkgs {
+	for _, p := range e.plan.errPkgs {
 		for _, name := range p.Scope().Names() {
 			switch o := p.Scope().Lookup(name).(type) {
 			case *types.TypeName:

@@ -102,11 +102,12 @@ func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
 	}
 	name := e.global("idemKey" + prefix + upperFirst(obj.Name()) + e.instanceSuffix(n))
 	e.helpers[hk] = name
-	mark, bookMark := len(e.helperDecls), e.book.start(hk, types.TypeString(n, nil))
+	typ := types.TypeString(n, nil)
+	mark, bookMark := len(e.helperDecls), e.book.start(hk, typ)
 	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, exPath: root, lenient: e.lenient}
 	body, ok := w.write(val{e: id("v"), ptr: true}, n, root, nil, false)
 	e.book.finish(hk, bookMark, ok)
-	if ok && e.book.states[hk].recursive {
+	if ok && e.plan.helper(keyKind(hk), typ).Recursive {
 		// A value of a recursive type can nest without end (a cycle):
 		// bound it, so a cycle is ErrInvalidKey, not a stack overflow.
 		body = append(depthGuard("b"), body...)

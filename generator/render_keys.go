@@ -338,7 +338,7 @@ func (w *writer) helperName(n *types.Named, path string) (string, bool) {
 		}
 		return name, true
 	}
-	recursive := w.e.book.states[hk].recursive
+	recursive := w.e.plan.helper(keyKind(hk), types.TypeString(n, nil)).Recursive
 	for _, p := range probs {
 		p.path = path + p.path[len(root):]
 		p.cycle = p.cycle || recursive
