@@ -121,7 +121,7 @@ func (pi *pkgInfo) emitFile(fp *filePlan, fns []*fn, since int) (src []byte, cle
 	if len(d.list) > n {
 		return nil, false
 	}
-	decls = append(decls, e.errorTypesDecl()...)
+	decls = append(decls, e.errorTypesDecl(e.errs)...)
 	sort.Slice(e.helperDecls, func(i, j int) bool { return e.helperDecls[i].name < e.helperDecls[j].name })
 	if breakHelpers != nil {
 		e.helperDecls = breakHelpers(e.helperDecls)
