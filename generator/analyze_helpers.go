@@ -93,11 +93,11 @@ func (b *helperBook[K]) finish(k K, mark int, ok bool) (dropped []K) {
 
 // plans are the book's helpers as the plan lists them, in the order they
 // were first decided; one dropped and never decided again is not listed.
-func (b *helperBook[K]) plans(kind func(K) string) []helperPlan {
+func (b *helperBook[K]) plans(kindOf func(K) string) []helperPlan {
 	var out []helperPlan
 	for _, k := range b.first {
 		if st := b.states[k]; st != nil {
-			out = append(out, helperPlan{Kind: kind(k), Type: b.names[k], Recursive: st.recursive, Failed: st.failed})
+			out = append(out, helperPlan{Kind: kindOf(k), Type: b.names[k], Recursive: st.recursive, Failed: st.failed})
 		}
 	}
 	return out

@@ -93,18 +93,6 @@ type problem struct {
 	idemKey string
 }
 
-// idemKeyField is the path of st's exported idempotency key field (named
-// IdempotencyKey, any case or underscores), "" if it has none.
-func idemKeyField(path string, st *types.Struct) string {
-	for i := 0; i < st.NumFields(); i++ {
-		f := st.Field(i)
-		if f.Exported() && strings.EqualFold(strings.ReplaceAll(f.Name(), "_", ""), "IdempotencyKey") {
-			return joinPath(path, f.Name())
-		}
-	}
-	return ""
-}
-
 // root stands for the path of the value a helper is written for; the
 // caller substitutes it (a helper is written once, reached from many paths).
 const root = "\x00"
