@@ -47,8 +47,6 @@ type keyHelpers struct {
 	// skipped are the paths (below root) each key helper leaves out as
 	// no part of a call's identity, with why: "\x00.Ctx (a context)".
 	skipped map[helperKey][]string
-	// lenient: key helpers are being written for a payload under key=.
-	lenient bool
 	// book decides which helpers are written, fail or recurse, by the
 	// rules the analysis decided them by (analyze_helpers.go).
 	book *helperBook[helperKey]
@@ -336,24 +334,22 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 		return func() *jen.Statement { return jen.Id(c).Dot(method).Call() }
 	}
 	if !x.opts.keySet {
-		def, ok := e.defaultKey(x, builder("Key"), ns, ex, keyPaths)
+		def, ok := e.defaultKey(x, builder("Key"), ns, ex, keyPaths, false)
 		return def, nil, ok
 	}
 	keys, single, ok := e.keyPathStatements(x, builder("Key"), ns, keyPaths)
 	// When key= is exactly the default key, the key is the fingerprint.
 	if single || !e.pi.isDefaultKey(x, ex, keyPaths) {
-		e.lenient = true
 		var payloadOK bool
-		payload, payloadOK = e.defaultKey(x, builder("Payload"), ns, ex, keyPaths)
+		payload, payloadOK = e.defaultKey(x, builder("Payload"), ns, ex, keyPaths, true)
 		ok = ok && payloadOK
-		e.lenient = false
 	}
 	return keys, payload, ok
 }
 
 // defaultKey writes the default key through b: every parameter but the
-// context, minus exclusions.
-func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclusions, keyPaths []keyPath) ([]jen.Code, bool) {
+// context, minus exclusions; lenient for the payload under key=.
+func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclusions, keyPaths []keyPath, lenient bool) ([]jen.Code, bool) {
 	var out []jen.Code
 	var probs []problem
 	var at []token.Position // of each problem's parameter
@@ -370,7 +366,7 @@ func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclus
 			x.notKeyed = addOnce(x.notKeyed, name+" ("+why+")")
 			continue
 		}
-		w := &writer{e: e, b: b, n: ns, exPath: name, lenient: e.lenient}
+		w := &writer{e: e, b: b, n: ns, exPath: name, lenient: lenient, payload: lenient}
 		s, good := w.write(val{e: id(p.name), ptr: p.byPtr}, p.typ, name, ex.trees[i], p.variadic)
 		for _, sk := range w.skipped {
 			x.notKeyed = addOnce(x.notKeyed, sk)

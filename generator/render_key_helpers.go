@@ -77,19 +77,17 @@ func (w *writer) valueWriter(t types.Type) jen.Code {
 // on first use. Recursive types work: the name is reserved before the body
 // is written. If n cannot be keyed it returns n's problems instead, with
 // paths relative to root (kept: a type reached again is not walked again).
-func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
+func (e *emitter) helper(n *types.Named, lenient bool) (string, []problem, helperKey) {
 	obj := n.Obj()
-	if e.lenient {
+	if lenient {
 		// A payload helper is the key helper when that one can be
 		// written: a lenient twin only where they differ.
-		e.lenient = false
-		name, probs, k := e.helper(n)
-		e.lenient = true
+		name, probs, k := e.helper(n, false)
 		if probs == nil {
 			return name, nil, k
 		}
 	}
-	hk := helperKey{obj, e.lenient, instanceKey(n)}
+	hk := helperKey{obj, lenient, instanceKey(n)}
 	if st := e.book.use(hk); st != nil {
 		if st.failed {
 			return "", e.failed[hk], hk
@@ -104,7 +102,7 @@ func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
 	e.helpers[hk] = name
 	typ := types.TypeString(n, nil)
 	mark, bookMark := len(e.helperDecls), e.book.start(hk, typ)
-	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, exPath: root, lenient: e.lenient}
+	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, exPath: root, lenient: lenient, payload: lenient}
 	body, ok := w.write(val{e: id("v"), ptr: true}, n, root, nil, false)
 	e.book.finish(hk, bookMark, ok)
 	if ok && e.plan.helper(keyKind(hk), typ).Recursive {

@@ -174,6 +174,10 @@ type writer struct {
 	// IdempotencyKey (an SDK's common params; named on the doc line)
 	// instead of refusing them: the key= paths decide identity.
 	lenient bool
+	// payload: the helpers this writes are the payload's (lenient ones
+	// where the strict one fails); the same as lenient, but where a
+	// value is only tried (zeroSizeField), which is strict.
+	payload bool
 }
 
 func (w *writer) fail(path, reason, hint string) ([]jen.Code, bool) {
@@ -319,7 +323,7 @@ func (w *writer) protoMessage(v val, t types.Type, ptr bool) []jen.Code {
 // helperName is the name of n's key helper, which a value at path is
 // keyed by; false after recording its problems at path.
 func (w *writer) helperName(n *types.Named, path string) (string, bool) {
-	name, probs, hk := w.e.helper(n)
+	name, probs, hk := w.e.helper(n, w.payload)
 	if probs == nil {
 		for _, sk := range w.e.skipped[hk] {
 			w.skipped = addOnce(w.skipped, path+sk[len(root):])
@@ -532,7 +536,7 @@ func (w *writer) zeroSizeField(v val, f *types.Var, fp string, sub exTree) []jen
 	if _, isStruct := f.Type().Underlying().(*types.Struct); isStruct && !w.e.pi.keyedByMethod(f.Type()) {
 		return nil
 	}
-	try := &writer{e: w.e, b: w.b, n: w.n, noAdvice: true, inlining: w.inlining}
+	try := &writer{e: w.e, b: w.b, n: w.n, noAdvice: true, inlining: w.inlining, payload: w.payload}
 	s, ok := try.write(v.field(f.Name()), f.Type(), fp, sub, false)
 	if !ok {
 		return nil
