@@ -366,9 +366,9 @@ func (pi *pkgInfo) jsonWritten(n *types.Named) bool {
 	if pi.jsonReach == nil {
 		pi.jsonReach = map[*types.Package]map[*types.TypeName]bool{}
 	}
-	reach, ok := pi.jsonReach[pkg]
+	held, ok := pi.jsonReach[pkg]
 	if !ok {
-		reach = map[*types.TypeName]bool{}
+		held = map[*types.TypeName]bool{}
 		marshalJSON := func(t types.Type) bool {
 			for _, t := range []types.Type{t, types.NewPointer(t)} {
 				if m, _, _ := types.LookupFieldOrMethod(t, true, pkg, "MarshalJSON"); m != nil {
@@ -381,10 +381,10 @@ func (pi *pkgInfo) jsonWritten(n *types.Named) bool {
 		walk = func(t types.Type) {
 			switch t := t.(type) {
 			case *types.Named:
-				if t.Obj().Pkg() != pkg || reach[t.Obj()] {
+				if t.Obj().Pkg() != pkg || held[t.Obj()] {
 					return
 				}
-				reach[t.Obj()] = true
+				held[t.Obj()] = true
 				walk(t.Underlying())
 			case *types.Pointer:
 				walk(t.Elem())
@@ -407,7 +407,7 @@ func (pi *pkgInfo) jsonWritten(n *types.Named) bool {
 				walk(tn.Type())
 			}
 		}
-		pi.jsonReach[pkg] = reach
+		pi.jsonReach[pkg] = held
 	}
-	return reach[n.Obj()]
+	return held[n.Obj()]
 }

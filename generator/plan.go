@@ -88,11 +88,11 @@ type resolvedPaths struct {
 	reads []*types.Named
 }
 
-// helper is the plan of the helper of kind for typ (as helperPlan names
+// helper is the plan of typ's helper of the given Kind (as helperPlan names
 // them); the zero plan if the analysis decided none.
-func (fp *filePlan) helper(kind, typ string) helperPlan {
+func (fp *filePlan) helper(of, typ string) helperPlan {
 	for _, h := range fp.Helpers {
-		if h.Kind == kind && h.Type == typ {
+		if h.Kind == of && h.Type == typ {
 			return h
 		}
 	}
