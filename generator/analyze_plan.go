@@ -371,11 +371,11 @@ func (pi *pkgInfo) analyze() *filePlan {
 }
 
 // decide decides what the file of fns and the package's steps relies on
-// (its drift facts) and which packages' error types it restores, before
+// (its drift facts), its helpers and which packages' error types it restores, before
 // the file is rendered; again when the precheck refuses a function.
 func (pi *pkgInfo) decide(fp *filePlan, fns []*fn) {
 	fp.errPkgs = pi.errPackages(fns)
-	fp.drift = pi.fileDrift(fns, pi.steps, fp.errPkgs)
+	fp.drift, fp.Helpers = pi.fileDrift(fns, pi.steps, fp.errPkgs)
 }
 
 // resultFields names the fields of a result struct after the results,

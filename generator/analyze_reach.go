@@ -31,34 +31,31 @@ type reach struct {
 	// omit= specialises.
 	x    *fn
 	spec string
-	// keyed are the types whose key helper was walked: strict and lenient
-	// helpers read the same types.
-	keyed map[helperKey]bool
+	// keyBook and storeBook decide the key and codec helpers (by
+	// codecHelperKey) as the writers do; lenient: the payload's key
+	// helpers are being walked.
+	keyBook   *helperBook[helperKey]
+	storeBook *helperBook[string]
+	lenient   bool
 	// inlining holds the named types being walked inline (no helper), as
 	// writer.inlining.
 	inlining map[*types.Named]bool
-	// stored are the codec helpers walked, by codecHelperKey.
-	stored map[string]*storedHelper
 	// errPkgs are the packages of the known error types, walked once
 	// when a result first holds an error (errWalked).
 	errPkgs   []*types.Package
 	errWalked bool
 }
 
-// storedHelper is what the walk knows of a codec helper: whether it is
-// being walked (a use meanwhile is a recursion, assumed storable, as the
-// generator assumes it) and whether its type can be stored.
-type storedHelper struct{ building, ok bool }
-
 // fileDrift are the drift facts of the file of fns and steps: those of
 // the key= and order= paths (pathDrift), then what the key and codec code
-// reaches, function by function in the order the file is written.
-// errPkgs are the packages of the known error types.
-func (pi *pkgInfo) fileDrift(fns, steps []*fn, errPkgs []*types.Package) *driftFacts {
+// reaches, function by function in the order the file is written; and
+// the file's helpers, decided on the way. errPkgs are the packages of the
+// known error types.
+func (pi *pkgInfo) fileDrift(fns, steps []*fn, errPkgs []*types.Package) (*driftFacts, []helperPlan) {
 	r := &reach{
 		pi: pi, d: pathDrift(fns),
-		keyed: map[helperKey]bool{}, inlining: map[*types.Named]bool{},
-		stored: map[string]*storedHelper{}, errPkgs: errPkgs,
+		keyBook: newHelperBook[helperKey](), storeBook: newHelperBook[string](),
+		inlining: map[*types.Named]bool{}, errPkgs: errPkgs,
 	}
 	for _, g := range groupFns(fns) {
 		for _, x := range g.fns {
@@ -73,7 +70,7 @@ func (pi *pkgInfo) fileDrift(fns, steps []*fn, errPkgs []*types.Package) *driftF
 			r.results(x)
 		}
 	}
-	return r.d
+	return r.d, filePlans(r.keyBook, r.storeBook)
 }
 
 // keys walks x's key material: what keyStatements and orderStatements
@@ -102,7 +99,9 @@ func (r *reach) keyPaths(x *fn, res *resolvedPaths) {
 		}
 	}
 	if single || !r.pi.isDefaultKey(x, res.ex, res.keyPaths) {
+		r.lenient = true
 		r.defaultKey(x, res.ex)
+		r.lenient = false
 	}
 }
 
@@ -116,29 +115,29 @@ func (r *reach) defaultKey(x *fn, ex exclusions) {
 }
 
 // key walks what writer.write writes of a value of t: ex are the fields
-// exclude= leaves out, raw says t's own helper is being walked.
-func (r *reach) key(t types.Type, ex exTree, raw bool) {
+// exclude= leaves out, raw says t's own helper is being walked. False
+// where the writer refuses the value (the same rules, without the
+// diagnostics: the writer words those).
+func (r *reach) key(t types.Type, ex exTree, raw bool) bool {
 	pi := r.pi
 	r.d.pinAlias(t)
 	t = types.Unalias(t)
 	if tp, ok := t.(*types.TypeParam); ok {
-		r.keyTypeParam(tp)
-		return
+		return r.keyTypeParam(tp)
 	}
 	if ex == nil && !raw {
 		if oldKeyer(t, pi.types.keyer) {
-			return
+			return false
 		}
 		if n, ok := pi.keyedByHelper(t); ok {
-			r.keyHelper(n)
-			return
+			return r.keyHelper(n)
 		}
 		if pi.keyedAsMethod(t) {
-			return
+			return true
 		}
 		if n, ok := t.(*types.Named); ok && pi.hasKeyHelper(n) {
 			if r.inlining[n.Origin()] {
-				return
+				return false // a recursive type the file cannot name
 			}
 			r.inlining[n.Origin()] = true
 			defer delete(r.inlining, n.Origin())
@@ -151,70 +150,96 @@ func (r *reach) key(t types.Type, ex exTree, raw bool) {
 			r.d.pinNamed(n)
 		}
 	}
-	r.keyShape(t, ex)
+	return r.keyShape(t, ex)
 }
 
-// keyHelper walks the body of n's key helper, once per file.
-func (r *reach) keyHelper(n *types.Named) {
-	hk := helperKey{obj: n.Obj(), inst: instanceKey(n)}
-	if r.keyed[hk] {
-		return
+// keyHelper walks the body of n's key helper, once per file but as the
+// book rules (a payload helper is the strict one where that can be
+// written); false if n cannot be keyed.
+func (r *reach) keyHelper(n *types.Named) bool {
+	if r.lenient {
+		r.lenient = false
+		ok := r.keyHelper(n)
+		r.lenient = true
+		if ok {
+			return true
+		}
 	}
-	r.keyed[hk] = true
+	hk := helperKey{obj: n.Obj(), lenient: r.lenient, inst: instanceKey(n)}
+	if st := r.keyBook.use(hk); st != nil {
+		return !st.failed
+	}
+	mark := r.keyBook.start(hk, types.TypeString(n, nil))
 	outer := r.inlining
 	r.inlining = map[*types.Named]bool{} // a helper's body starts afresh
-	r.key(n, nil, true)
+	ok := r.key(n, nil, true)
 	r.inlining = outer
+	r.keyBook.finish(hk, mark, ok)
+	return ok
 }
 
 // keyShape walks a value of t by its shape.
-func (r *reach) keyShape(t types.Type, ex exTree) {
+func (r *reach) keyShape(t types.Type, ex exTree) bool {
 	s := shapeOf(t)
 	switch s.kind {
+	case kindBasic:
+		m, _ := keyMethod(s.basic)
+		return m != ""
 	case kindPointer:
 		switch n, byHelper := r.pi.keyedByHelper(s.elem); {
 		case basicWriter(s.elem) != "":
 			r.d.pinAlias(s.elem) // idemimpl.KeyPtr
+			return true
 		case byHelper && ex == nil:
 			r.d.pinAlias(s.elem)
-			r.keyHelper(n)
-		default:
-			r.key(s.elem, ex, false)
+			return r.keyHelper(n)
 		}
+		return r.key(s.elem, ex, false)
 	case kindSlice:
 		switch {
 		case types.Identical(s.elem, types.Typ[types.Byte]):
+			return true
 		case basicWriter(s.elem) != "":
 			r.d.pinAlias(s.elem) // idemimpl.KeyList
-		default:
-			r.key(s.elem, nil, false)
+			return true
 		}
+		return r.key(s.elem, nil, false)
 	case kindArray:
-		if !types.Identical(s.elem, types.Typ[types.Byte]) {
-			r.key(s.elem, nil, false)
-		}
+		return types.Identical(s.elem, types.Typ[types.Byte]) || r.key(s.elem, nil, false)
 	case kindMap:
 		if basicWriter(s.key) != "" && basicWriter(s.elem) != "" {
 			r.d.pinAlias(s.key) // idemimpl.KeyMap
 			r.d.pinAlias(s.elem)
-			return
+			return true
 		}
-		r.key(s.key, nil, false)
-		r.key(s.elem, nil, false)
+		k := r.key(s.key, nil, false)
+		return r.key(s.elem, nil, false) && k
 	case kindStruct:
-		r.keyStruct(s.strct, ex)
+		return r.keyStruct(t, s.strct, ex)
 	case kindInterface:
-		if n, ok := t.(*types.Named); ok {
-			for _, vt := range r.pi.variants(n) {
-				r.key(vt, nil, false)
+		return r.keyInterface(t, s.iface)
+	}
+	return false // funcs, channels
+}
+
+// keyInterface walks a union's variants (one that can be keyed is
+// enough); an any is keyed at run time, other interfaces are refused.
+func (r *reach) keyInterface(t types.Type, u *types.Interface) bool {
+	if n, ok := t.(*types.Named); ok {
+		if vs := r.pi.variants(n); len(vs) > 0 {
+			keyed := false
+			for _, vt := range vs {
+				keyed = r.key(vt, nil, false) || keyed
 			}
+			return keyed
 		}
 	}
+	return u.Empty()
 }
 
 // keyStruct walks the fields writeStruct writes.
-func (r *reach) keyStruct(u *types.Struct, ex exTree) {
-	pi := r.pi
+func (r *reach) keyStruct(t types.Type, u *types.Struct, ex exTree) bool {
+	pi, ok := r.pi, true
 	for i := 0; i < u.NumFields(); i++ {
 		f := u.Field(i)
 		if f.Name() == "_" || reflect.StructTag(u.Tag(i)).Get("idem") == "-" {
@@ -222,31 +247,49 @@ func (r *reach) keyStruct(u *types.Struct, ex exTree) {
 		}
 		sub, inEx := ex[f.Name()]
 		switch {
-		case inEx && len(sub) == 0, pi.types.isContext(f.Type()), !f.Exported() && f.Pkg() != pi.pkg.Types:
+		case inEx && len(sub) == 0, pi.types.isContext(f.Type()):
+			continue
+		case !f.Exported() && f.Pkg() != pi.pkg.Types:
+			ok = r.foreignField(t, u, i) && ok
 			continue
 		case zeroSize(f.Type()):
 			if _, isStruct := f.Type().Underlying().(*types.Struct); isStruct && !pi.keyedByMethod(f.Type()) {
 				continue // no data, nothing written (zeroSizeField)
 			}
+			r.key(f.Type(), sub, false) // tried: never refused
+			continue
 		}
-		r.key(f.Type(), sub, false)
+		ok = r.key(f.Type(), sub, false) && ok
 	}
+	return ok
+}
+
+// foreignField reports whether field i of u, an unexported field of
+// another package's type t, is left out rather than refused (as
+// writer.foreignField).
+func (r *reach) foreignField(t types.Type, u *types.Struct, i int) bool {
+	n, named := t.(*types.Named)
+	return zeroSize(u.Field(i).Type()) ||
+		(r.lenient && idemKeyField("", u) != "") ||
+		(named && jsonSkipped(u.Tag(i)) && !r.pi.jsonWritten(n))
 }
 
 // keyTypeParam walks the single type of tp's constraint, which
 // writer.typeParam writes a value of tp as; nothing else is read.
-func (r *reach) keyTypeParam(tp *types.TypeParam) {
+func (r *reach) keyTypeParam(tp *types.TypeParam) bool {
 	wk := r.pi.types
 	if (wk.keyer != nil && types.Implements(tp, wk.keyer)) || types.Implements(tp, wk.binaryMarshaler) || types.Implements(tp, wk.textMarshaler) {
-		return
+		return true
 	}
-	terms, ok := typeTerms(tp.Constraint())
-	if !ok || len(terms) == 0 {
-		return
+	if terms, ok := typeTerms(tp.Constraint()); ok && len(terms) > 0 {
+		if m, _ := basicKind(terms); m != "" {
+			return true
+		}
+		if len(terms) == 1 && !terms[0].Tilde() && r.pi.renderable(terms[0].Type()) {
+			return r.key(terms[0].Type(), nil, false)
+		}
 	}
-	if m, _ := basicKind(terms); m == "" && len(terms) == 1 && !terms[0].Tilde() && r.pi.renderable(terms[0].Type()) {
-		r.key(terms[0].Type(), nil, false)
-	}
+	return r.lenient // left out of the payload fingerprint
 }
 
 // results walks x's result codec: what resultCodec writes.
@@ -297,17 +340,16 @@ func (r *reach) storeHelper(t types.Type, n *types.Named, omit omitTree) bool {
 	r.d.pinAlias(t)
 	r.d.pinNamed(n)
 	key := codecHelperKey(n, r.spec, omit)
-	if h, ok := r.stored[key]; ok {
-		return h.building || h.ok
+	if st := r.storeBook.use(key); st != nil {
+		return !st.failed // one being walked is assumed storable
 	}
-	h := &storedHelper{building: true}
-	r.stored[key] = h
-	h.ok = r.storeShape(n, omit)
-	h.building = false
-	if h.ok {
+	mark := r.storeBook.start(key, key)
+	ok := r.storeShape(n, omit)
+	r.storeBook.finish(key, mark, ok)
+	if ok {
 		r.d.readFields(r.x, n)
 	}
-	return h.ok
+	return ok
 }
 
 // storeShape walks what codecGen.encInline writes of a value of t by its

@@ -352,3 +352,62 @@ func (pi *pkgInfo) fieldStorage(u *types.Struct, i int, own bool, sub omitTree) 
 	}
 	return fieldStored
 }
+
+// jsonWritten reports whether a value of n may be written by a MarshalJSON
+// of n's package: n's own, or that of a type of its package that holds an
+// n (through fields, pointers, slices, arrays, maps). Such a method can
+// read n's unexported fields, so a json:"-" tag on one of them says
+// nothing about what the package sends.
+func (pi *pkgInfo) jsonWritten(n *types.Named) bool {
+	pkg := n.Obj().Pkg()
+	if pkg == nil {
+		return true
+	}
+	if pi.jsonReach == nil {
+		pi.jsonReach = map[*types.Package]map[*types.TypeName]bool{}
+	}
+	held, ok := pi.jsonReach[pkg]
+	if !ok {
+		held = map[*types.TypeName]bool{}
+		marshalJSON := func(t types.Type) bool {
+			for _, t := range []types.Type{t, types.NewPointer(t)} {
+				if m, _, _ := types.LookupFieldOrMethod(t, true, pkg, "MarshalJSON"); m != nil {
+					return true
+				}
+			}
+			return false
+		}
+		var walk func(t types.Type)
+		walk = func(t types.Type) {
+			switch t := t.(type) {
+			case *types.Named:
+				if t.Obj().Pkg() != pkg || held[t.Obj()] {
+					return
+				}
+				held[t.Obj()] = true
+				walk(t.Underlying())
+			case *types.Pointer:
+				walk(t.Elem())
+			case *types.Slice:
+				walk(t.Elem())
+			case *types.Array:
+				walk(t.Elem())
+			case *types.Map:
+				walk(t.Key())
+				walk(t.Elem())
+			case *types.Struct:
+				for i := 0; i < t.NumFields(); i++ {
+					walk(t.Field(i).Type())
+				}
+			}
+		}
+		scope := pkg.Scope()
+		for _, name := range scope.Names() {
+			if tn, ok := scope.Lookup(name).(*types.TypeName); ok && marshalJSON(tn.Type()) {
+				walk(tn.Type())
+			}
+		}
+		pi.jsonReach[pkg] = held
+	}
+	return held[n.Obj()]
+}

@@ -483,3 +483,15 @@ type helperKey struct {
 	// inst tells instances of one generic type apart (instanceKey).
 	inst string
 }
+
+// idemKeyField is the path of st's exported idempotency key field (named
+// IdempotencyKey, any case or underscores), "" if it has none.
+func idemKeyField(path string, st *types.Struct) string {
+	for i := 0; i < st.NumFields(); i++ {
+		f := st.Field(i)
+		if f.Exported() && strings.EqualFold(strings.ReplaceAll(f.Name(), "_", ""), "IdempotencyKey") {
+			return joinPath(path, f.Name())
+		}
+	}
+	return ""
+}

@@ -14,6 +14,10 @@ type filePlan struct {
 	// Funcs are the annotated functions and steps, in the order collect
 	// found them (wrappers first, then steps).
 	Funcs []*funcPlan
+	// Helpers are the key and codec helpers of the file's named types,
+	// each decided once: written, recursive or failed (analyze_helpers.go).
+	// They are of the functions written (decide).
+	Helpers []helperPlan
 
 	// fns are the wrapped functions (steps are pi.steps); since counts
 	// the diagnostics before the plan's (collect's stop no file).
@@ -82,4 +86,15 @@ type resolvedPaths struct {
 	omitOK  bool
 	// reads are the struct types Reads names.
 	reads []*types.Named
+}
+
+// helper is the plan of typ's helper of the given Kind (as helperPlan names
+// them); the zero plan if the analysis decided none.
+func (fp *filePlan) helper(of, typ string) helperPlan {
+	for _, h := range fp.Helpers {
+		if h.Kind == of && h.Type == typ {
+			return h
+		}
+	}
+	return helperPlan{}
 }

@@ -13,21 +13,24 @@ import (
 	"golang.org/x/tools/imports"
 )
 
-// emitter builds the generated file of one package from its plan. Its
-// state is in three parts: the file being written (its imports and
-// names), the key and codec helpers, and the declarations written so far.
-// What the analysis decided about the file's types comes from the plan:
-// the drift facts (read by checkDecls only) and errPkgs. Render code that
-// needs only the file is fileWriter's.
+// emitter builds the generated file of one package from its plan: the
+// file writer (its imports, names and compile-time checks, render code
+// that needs only the file is fileWriter's), the key and codec helpers
+// written so far, and the declarations besides the wrappers. Which
+// helpers are written, fail or recurse the plan decided (fp.Helpers); the
+// writers keep the same rules through their helperBooks, and the
+// analysis's drift facts are only read (checkDecls).
 type emitter struct {
 	*fileWriter
 	keyHelpers
 	fileOut
-	// codecHelpers are the result codec helpers of named types.
+	// codecHelpers are the result codec helpers of named types; codecBook
+	// decides them, as book does the key helpers.
 	codecHelpers map[string]*codecHelper
-	// errPkgs are the packages whose error types idemErrors restores
-	// (the plan's).
-	errPkgs []*types.Package
+	codecBook    *helperBook[string]
+	// plan is the file's: its helpers and the packages whose error
+	// types idemErrors restores.
+	plan *filePlan
 }
 
 // The packages the generated code names besides the user's.
@@ -44,23 +47,14 @@ type keyHelpers struct {
 	// skipped are the paths (below root) each key helper leaves out as
 	// no part of a call's identity, with why: "\x00.Ctx (a context)".
 	skipped map[helperKey][]string
-	// lenient: key helpers are being written for a payload under key=.
-	lenient bool
-	// keyBuilding holds the key helpers whose bodies are being written:
-	// a use meanwhile makes the helper recursive (keyRecursive), and its
-	// body bounds the depth.
-	keyBuilding, keyRecursive map[helperKey]bool
+	// book decides which helpers are written, fail or recurse, by the
+	// rules the analysis decided them by (analyze_helpers.go).
+	book *helperBook[helperKey]
 }
 
 // fileOut is what the file holds besides the wrappers, written so far.
 type fileOut struct {
 	helperDecls []helperDecl
-	// checks are the file's compile-time checks (signatures, the fields
-	// and definitions of the types it reads), one var block at its end;
-	// typedChecks those that must be assignments, not conversions
-	// (aliases, interfaces), after them; checkFuncs the checks of generic
-	// code, which need a function each.
-	checks, typedChecks, checkFuncs []jen.Code
 	// errs are the file's idemErrors, once a result holds an error value
 	// (render_errtypes.go).
 	errs *errTypes
@@ -108,7 +102,7 @@ func (pi *pkgInfo) render(fp *filePlan, n int) []byte {
 func (pi *pkgInfo) emitFile(fp *filePlan, fns []*fn, since int) (src []byte, clean bool) {
 	d, out, n := pi.d, pi.out, since
 	pi.emitted = map[*fn]bool{}
-	e := newEmitter(pi, fns, fp.errPkgs)
+	e := newEmitter(pi, fns, fp)
 	fp.drift.seal() // the analysis decided them (fileDrift); the writers only read them
 	e.f.HeaderComment(Header)
 	e.f.PackageComment("") // keeps the header apart from the package clause
@@ -119,10 +113,13 @@ func (pi *pkgInfo) emitFile(fp *filePlan, fns []*fn, since int) (src []byte, cle
 	for _, x := range pi.steps {
 		decls = append(decls, e.stepWrapper(x)...)
 	}
+	if helpersWritten != nil {
+		helpersWritten(fp, filePlans(e.book, e.codecBook))
+	}
 	if len(d.list) > n {
 		return nil, false
 	}
-	decls = append(decls, e.errorTypesDecl()...)
+	decls = append(decls, e.errorTypesDecl(e.errs)...)
 	sort.Slice(e.helperDecls, func(i, j int) bool { return e.helperDecls[i].name < e.helperDecls[j].name })
 	if breakHelpers != nil {
 		e.helperDecls = breakHelpers(e.helperDecls)
@@ -152,7 +149,7 @@ func (pi *pkgInfo) emitFile(fp *filePlan, fns []*fn, since int) (src []byte, cle
 }
 
 // newEmitter starts the generated file of fns' package.
-func newEmitter(pi *pkgInfo, fns []*fn, errPkgs []*types.Package) *emitter {
+func newEmitter(pi *pkgInfo, fns []*fn, fp *filePlan) *emitter {
 	e := &emitter{
 		fileWriter: &fileWriter{
 			pi: pi,
@@ -165,14 +162,14 @@ func newEmitter(pi *pkgInfo, fns []*fn, errPkgs []*types.Package) *emitter {
 			},
 		},
 		keyHelpers: keyHelpers{
-			helpers:      map[helperKey]string{},
-			failed:       map[helperKey][]problem{},
-			skipped:      map[helperKey][]string{},
-			keyBuilding:  map[helperKey]bool{},
-			keyRecursive: map[helperKey]bool{},
+			helpers: map[helperKey]string{},
+			failed:  map[helperKey][]problem{},
+			skipped: map[helperKey][]string{},
+			book:    newHelperBook[helperKey](),
 		},
 		codecHelpers: map[string]*codecHelper{},
-		errPkgs:      errPkgs,
+		codecBook:    newHelperBook[string](),
+		plan:         fp,
 	}
 	for k := range pi.scope {
 		e.globals[k] = true
@@ -245,7 +242,7 @@ func (e *emitter) group(g *group) []jen.Code {
 }
 
 // groupType emits the wrapper type of g and its constructor.
-func (e *emitter) groupType(g *group, field string, guardT jen.Code, methods namer) ([]jen.Code, string) {
+func (e *fileWriter) groupType(g *group, field string, guardT jen.Code, methods namer) ([]jen.Code, string) {
 	switch {
 	case g.recv == nil:
 		typeName, ctor := "Idempotent", "NewIdempotent"
@@ -337,24 +334,22 @@ func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.
 		return func() *jen.Statement { return jen.Id(c).Dot(method).Call() }
 	}
 	if !x.opts.keySet {
-		def, ok := e.defaultKey(x, builder("Key"), ns, ex, keyPaths)
+		def, ok := e.defaultKey(x, builder("Key"), ns, ex, keyPaths, false)
 		return def, nil, ok
 	}
 	keys, single, ok := e.keyPathStatements(x, builder("Key"), ns, keyPaths)
 	// When key= is exactly the default key, the key is the fingerprint.
 	if single || !e.pi.isDefaultKey(x, ex, keyPaths) {
-		e.lenient = true
 		var payloadOK bool
-		payload, payloadOK = e.defaultKey(x, builder("Payload"), ns, ex, keyPaths)
+		payload, payloadOK = e.defaultKey(x, builder("Payload"), ns, ex, keyPaths, true)
 		ok = ok && payloadOK
-		e.lenient = false
 	}
 	return keys, payload, ok
 }
 
 // defaultKey writes the default key through b: every parameter but the
-// context, minus exclusions.
-func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclusions, keyPaths []keyPath) ([]jen.Code, bool) {
+// context, minus exclusions; lenient for the payload under key=.
+func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclusions, keyPaths []keyPath, lenient bool) ([]jen.Code, bool) {
 	var out []jen.Code
 	var probs []problem
 	var at []token.Position // of each problem's parameter
@@ -371,7 +366,7 @@ func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclus
 			x.notKeyed = addOnce(x.notKeyed, name+" ("+why+")")
 			continue
 		}
-		w := &writer{e: e, b: b, n: ns, exPath: name, lenient: e.lenient}
+		w := &writer{e: e, b: b, n: ns, exPath: name, lenient: lenient, payload: lenient}
 		s, good := w.write(val{e: id(p.name), ptr: p.byPtr}, p.typ, name, ex.trees[i], p.variadic)
 		for _, sk := range w.skipped {
 			x.notKeyed = addOnce(x.notKeyed, sk)
@@ -551,7 +546,7 @@ func wrapComments(src []byte, width int) []byte {
 
 // checkDecls declares the file's checks, with one comment for them all,
 // as stringer does: a compile error below means the code above is stale.
-func (e *emitter) checkDecls(drift *driftFacts) []jen.Code {
+func (e *fileWriter) checkDecls(drift *driftFacts) []jen.Code {
 	checks, typed, funcs := e.driftChecks(drift)
 	var out []jen.Code
 	defs := append(e.checks, checks...)

@@ -15,12 +15,9 @@ import (
 // suffix; "" if the type cannot be stored (problems are recorded).
 func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree) string {
 	key := codecHelperKey(n, g.spec, omit)
-	h, ok := g.e.codecHelpers[key]
-	switch {
-	case !ok:
+	h := g.e.codecHelpers[key]
+	if g.e.codecBook.use(key) == nil { // a use while building: the type reaches itself
 		h = g.buildHelper(n, key, omit)
-	case h.building:
-		h.recursive = true // the type reaches itself
 	}
 	if h.problems != nil {
 		g.lift(h, path, foreignAt)
@@ -43,9 +40,9 @@ func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codec
 	}
 	name := e.global("idemEnc" + base)[len("idemEnc"):]
 	e.globals["idemDec"+name] = true
-	h := &codecHelper{name: name, building: true}
+	h := &codecHelper{name: name}
 	e.codecHelpers[key] = h // recursion finds it
-	mark := len(e.helperDecls)
+	mark, bookMark := len(e.helperDecls), e.codecBook.start(key, key)
 	sub := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec}
 	// Paths inside the helper are relative; foreignAt "" at the root of an
 	// own type, or the root itself of another package's.
@@ -56,7 +53,8 @@ func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codec
 	self := deref(jen.Id("v"))
 	encBody := sub.encInline(n, self, "", root, omit, fnScope{"e": 1, "d": 1, "v": 1})
 	decBody := sub.decInline(n, self, "", root, omit, fnScope{"e": 1, "d": 1, "v": 1})
-	h.building = false
+	e.codecBook.finish(key, bookMark, len(sub.problems) == 0)
+	h.recursive = e.plan.helper(codecKind(key), key).Recursive
 	if len(sub.problems) > 0 {
 		h.problems = sub.problems
 		e.rollback(mark) // as for key helpers
@@ -109,13 +107,13 @@ func (g *codecGen) lift(h *codecHelper, path, foreignAt string) {
 
 type codecHelper struct {
 	name string
-	// building: the helper's body is being generated; a use of the
-	// helper meanwhile makes it recursive (its bodies guard the depth).
-	building, recursive bool
-	problems            []codecProblem // relative paths
-	lossy, skipped      map[string]bool
-	errs                bool
-	unions              map[string]bool
+	// recursive: a use of the helper while its body was generated (its
+	// bodies guard the depth; codecBook decides it).
+	recursive      bool
+	problems       []codecProblem // relative paths
+	lossy, skipped map[string]bool
+	errs           bool
+	unions         map[string]bool
 }
 
 // absorb takes in what writing a helper (or a union's variants) found:

@@ -41,7 +41,7 @@ func (e *emitter) errorTypes() jen.Code {
 // errPackages.
 func (e *emitter) knownErrors() {
 	var sentinels []*types.Var
-	for _, p := range e.errPkgs {
+	for _, p := range e.plan.errPkgs {
 		for _, name := range p.Scope().Names() {
 			switch o := p.Scope().Lookup(name).(type) {
 			case *types.TypeName:
@@ -93,9 +93,9 @@ func (e *emitter) knownErrorType(o *types.TypeName) {
 		[]jen.Code{jen.Var().Id("x").Add(e.typ(t))}, dec...), jen.Return(jen.Id("x")))...))
 }
 
-// errorTypesDecl is the declaration of idemErrors.
-func (e *emitter) errorTypesDecl() []jen.Code {
-	x := e.errs
+// errorTypesDecl is the declaration of x, the file's idemErrors (none if
+// nil).
+func (e *fileWriter) errorTypesDecl(x *errTypes) []jen.Code {
 	if x == nil {
 		return nil
 	}

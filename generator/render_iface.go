@@ -12,7 +12,7 @@ import (
 // decorator emits the decorator type of interface g.recv, its constructor,
 // the compile-time check that it implements the interface, and a method
 // calling the inner value for each method no directive annotates.
-func (e *emitter) decorator(g *group, typeName, ctor, field string, methods namer) []jen.Code {
+func (e *fileWriter) decorator(g *group, typeName, ctor, field string, methods namer) []jen.Code {
 	t := g.recv.Name()
 	guardT := jen.Op("*").Add(e.qual(idemPkg, "Guard"))
 	inner := methods.get("inner")

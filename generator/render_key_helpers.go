@@ -77,27 +77,22 @@ func (w *writer) valueWriter(t types.Type) jen.Code {
 // on first use. Recursive types work: the name is reserved before the body
 // is written. If n cannot be keyed it returns n's problems instead, with
 // paths relative to root (kept: a type reached again is not walked again).
-func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
+func (e *emitter) helper(n *types.Named, lenient bool) (string, []problem, helperKey) {
 	obj := n.Obj()
-	if e.lenient {
+	if lenient {
 		// A payload helper is the key helper when that one can be
 		// written: a lenient twin only where they differ.
-		e.lenient = false
-		name, probs, k := e.helper(n)
-		e.lenient = true
+		name, probs, k := e.helper(n, false)
 		if probs == nil {
 			return name, nil, k
 		}
 	}
-	hk := helperKey{obj, e.lenient, instanceKey(n)}
-	if name, ok := e.helpers[hk]; ok {
-		if e.keyBuilding[hk] {
-			e.keyRecursive[hk] = true
+	hk := helperKey{obj, lenient, instanceKey(n)}
+	if st := e.book.use(hk); st != nil {
+		if st.failed {
+			return "", e.failed[hk], hk
 		}
-		return name, nil, hk
-	}
-	if probs, ok := e.failed[hk]; ok {
-		return "", probs, hk
+		return e.helpers[hk], nil, hk
 	}
 	prefix := ""
 	if obj.Pkg() != e.pi.pkg.Types {
@@ -105,12 +100,12 @@ func (e *emitter) helper(n *types.Named) (string, []problem, helperKey) {
 	}
 	name := e.global("idemKey" + prefix + upperFirst(obj.Name()) + e.instanceSuffix(n))
 	e.helpers[hk] = name
-	mark := len(e.helperDecls)
-	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, exPath: root, lenient: e.lenient}
-	e.keyBuilding[hk] = true
+	typ := types.TypeString(n, nil)
+	mark, bookMark := len(e.helperDecls), e.book.start(hk, typ)
+	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, exPath: root, lenient: lenient, payload: lenient}
 	body, ok := w.write(val{e: id("v"), ptr: true}, n, root, nil, false)
-	delete(e.keyBuilding, hk)
-	if ok && e.keyRecursive[hk] {
+	e.book.finish(hk, bookMark, ok)
+	if ok && e.plan.helper(keyKind(hk), typ).Recursive {
 		// A value of a recursive type can nest without end (a cycle):
 		// bound it, so a cycle is ErrInvalidKey, not a stack overflow.
 		body = append(depthGuard("b"), body...)
@@ -154,7 +149,6 @@ func (e *emitter) rollback(mark int) {
 		if dropped[name] {
 			delete(e.helpers, hk)
 			delete(e.skipped, hk)
-			delete(e.keyRecursive, hk)
 		}
 	}
 	for key, h := range e.codecHelpers {
@@ -162,63 +156,4 @@ func (e *emitter) rollback(mark int) {
 			delete(e.codecHelpers, key)
 		}
 	}
-}
-
-// jsonWritten reports whether a value of n may be written by a MarshalJSON
-// of n's package: n's own, or that of a type of its package that holds an
-// n (through fields, pointers, slices, arrays, maps). Such a method can
-// read n's unexported fields, so a json:"-" tag on one of them says
-// nothing about what the package sends.
-func (pi *pkgInfo) jsonWritten(n *types.Named) bool {
-	pkg := n.Obj().Pkg()
-	if pkg == nil {
-		return true
-	}
-	if pi.jsonReach == nil {
-		pi.jsonReach = map[*types.Package]map[*types.TypeName]bool{}
-	}
-	reach, ok := pi.jsonReach[pkg]
-	if !ok {
-		reach = map[*types.TypeName]bool{}
-		marshalJSON := func(t types.Type) bool {
-			for _, t := range []types.Type{t, types.NewPointer(t)} {
-				if m, _, _ := types.LookupFieldOrMethod(t, true, pkg, "MarshalJSON"); m != nil {
-					return true
-				}
-			}
-			return false
-		}
-		var walk func(t types.Type)
-		walk = func(t types.Type) {
-			switch t := t.(type) {
-			case *types.Named:
-				if t.Obj().Pkg() != pkg || reach[t.Obj()] {
-					return
-				}
-				reach[t.Obj()] = true
-				walk(t.Underlying())
-			case *types.Pointer:
-				walk(t.Elem())
-			case *types.Slice:
-				walk(t.Elem())
-			case *types.Array:
-				walk(t.Elem())
-			case *types.Map:
-				walk(t.Key())
-				walk(t.Elem())
-			case *types.Struct:
-				for i := 0; i < t.NumFields(); i++ {
-					walk(t.Field(i).Type())
-				}
-			}
-		}
-		scope := pkg.Scope()
-		for _, name := range scope.Names() {
-			if tn, ok := scope.Lookup(name).(*types.TypeName); ok && marshalJSON(tn.Type()) {
-				walk(tn.Type())
-			}
-		}
-		pi.jsonReach[pkg] = reach
-	}
-	return reach[n.Obj()]
 }

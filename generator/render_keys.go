@@ -93,18 +93,6 @@ type problem struct {
 	idemKey string
 }
 
-// idemKeyField is the path of st's exported idempotency key field (named
-// IdempotencyKey, any case or underscores), "" if it has none.
-func idemKeyField(path string, st *types.Struct) string {
-	for i := 0; i < st.NumFields(); i++ {
-		f := st.Field(i)
-		if f.Exported() && strings.EqualFold(strings.ReplaceAll(f.Name(), "_", ""), "IdempotencyKey") {
-			return joinPath(path, f.Name())
-		}
-	}
-	return ""
-}
-
 // root stands for the path of the value a helper is written for; the
 // caller substitutes it (a helper is written once, reached from many paths).
 const root = "\x00"
@@ -186,6 +174,10 @@ type writer struct {
 	// IdempotencyKey (an SDK's common params; named on the doc line)
 	// instead of refusing them: the key= paths decide identity.
 	lenient bool
+	// payload: the helpers this writes are the payload's (lenient ones
+	// where the strict one fails); the same as lenient, but where a
+	// value is only tried (zeroSizeField), which is strict.
+	payload bool
 }
 
 func (w *writer) fail(path, reason, hint string) ([]jen.Code, bool) {
@@ -331,14 +323,14 @@ func (w *writer) protoMessage(v val, t types.Type, ptr bool) []jen.Code {
 // helperName is the name of n's key helper, which a value at path is
 // keyed by; false after recording its problems at path.
 func (w *writer) helperName(n *types.Named, path string) (string, bool) {
-	name, probs, hk := w.e.helper(n)
+	name, probs, hk := w.e.helper(n, w.payload)
 	if probs == nil {
 		for _, sk := range w.e.skipped[hk] {
 			w.skipped = addOnce(w.skipped, path+sk[len(root):])
 		}
 		return name, true
 	}
-	recursive := w.e.keyRecursive[hk]
+	recursive := w.e.plan.helper(keyKind(hk), types.TypeString(n, nil)).Recursive
 	for _, p := range probs {
 		p.path = path + p.path[len(root):]
 		p.cycle = p.cycle || recursive
@@ -544,7 +536,7 @@ func (w *writer) zeroSizeField(v val, f *types.Var, fp string, sub exTree) []jen
 	if _, isStruct := f.Type().Underlying().(*types.Struct); isStruct && !w.e.pi.keyedByMethod(f.Type()) {
 		return nil
 	}
-	try := &writer{e: w.e, b: w.b, n: w.n, noAdvice: true, inlining: w.inlining}
+	try := &writer{e: w.e, b: w.b, n: w.n, noAdvice: true, inlining: w.inlining, payload: w.payload}
 	s, ok := try.write(v.field(f.Name()), f.Type(), fp, sub, false)
 	if !ok {
 		return nil

@@ -16,6 +16,16 @@ type fileWriter struct {
 	pi *pkgInfo
 	f  *jen.File
 	fileNames
+	fileChecks
+}
+
+// fileChecks are the file's compile-time checks (signatures, the fields
+// and definitions of the types it reads), one var block at its end;
+// typedChecks those that must be assignments, not conversions (aliases,
+// interfaces), after them; checkFuncs the checks of generic code, which
+// need a function each.
+type fileChecks struct {
+	checks, typedChecks, checkFuncs []jen.Code
 }
 
 // fileNames are the names the generated file has handed out.

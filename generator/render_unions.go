@@ -115,7 +115,7 @@ func (w *writer) keyUnion(n *types.Named, vs []types.Type, v val) ([]jen.Code, b
 	var cases []jen.Code
 	usesX := false
 	for _, vt := range vs {
-		tw := &writer{e: w.e, b: w.b, n: w.n, noAdvice: true, inlining: w.inlining, lenient: w.lenient}
+		tw := &writer{e: w.e, b: w.b, n: w.n, noAdvice: true, inlining: w.inlining, lenient: w.lenient, payload: w.payload}
 		code, ok := tw.write(val{e: id(x)}, vt, "", nil, false)
 		if !ok {
 			continue // not keyable: a value of it is ErrInvalidKey

@@ -33,7 +33,7 @@ type wrap struct {
 // codec. The pieces are built in another order, the one their names are
 // reserved in.
 func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.Code {
-	w := e.newWrap(x, typeName, field, hn)
+	w := newWrap(x, typeName, field, hn)
 	material, keyOK := e.keyMaterial(w)
 	fields := e.specFields(w)
 	result := e.resultStruct(w)
@@ -52,7 +52,7 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 }
 
 // newWrap names what x's declarations share.
-func (e *emitter) newWrap(x *fn, typeName, field string, hn helperNames) *wrap {
+func newWrap(x *fn, typeName, field string, hn helperNames) *wrap {
 	w := &wrap{x: x, typeName: typeName, field: field, hn: hn, ns: namer{}}
 	w.display, w.specName = x.plan.Display, x.plan.Spec
 	w.specBase = specBase(x)
@@ -137,7 +137,7 @@ func (e *fileWriter) spec(w *wrap, fields []jen.Code, codec jen.Code) jen.Code {
 
 // signatureCheck adds the self-check to the file's checks: a changed
 // signature fails the build there, naming the function.
-func (e *emitter) signatureCheck(w *wrap) {
+func (e *fileWriter) signatureCheck(w *wrap) {
 	x, target := w.x, w.x.obj.Name()
 	var fnRef *jen.Statement
 	checkSig := x.sig

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"golang.org/x/tools/go/packages"
 )
 
@@ -218,6 +220,13 @@ func TestRandomTypeGraphs(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	root, _ := filepath.Abs("..")
 	drops := map[string]map[int]bool{}
+	// The analysis decides the helpers the writers write (analyze_helpers.go).
+	helpersWritten = func(fp *filePlan, written []helperPlan) {
+		if diff := cmp.Diff(fp.Helpers, written, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s: helpers written differ from the plan's (-plan +written):\n%s", fp.Package, diff)
+		}
+	}
+	t.Cleanup(func() { helpersWritten = nil })
 	for round := 1; round <= 2; round++ {
 		layout := map[string][]graphFunc{}
 		var patterns []string

@@ -20,6 +20,11 @@ import (
 // accounting must catch.
 var dropWrapper func(x *fn) bool
 
+// helpersWritten, set only by tests, receives the helpers the writers
+// decided for each file they wrote: the plan's (fp.Helpers) must be
+// them.
+var helpersWritten func(fp *filePlan, written []helperPlan)
+
 // accountHook, set only by tests, receives each package's unaccounted
 // directive lines.
 var accountHook func(pkg string, unaccounted []token.Position)

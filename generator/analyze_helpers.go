@@ -1,0 +1,120 @@
+package generator
+
+// The helpers of a file: the key helpers (idemKeyT) and codec helpers
+// (idemEncT, idemDecT) of its named types, each written once and shared by
+// every wrapper that reaches its type. Whether a helper is written, fails
+// or recurses follows one set of rules, which the analysis walk
+// (analyze_reach.go) and the writers (render_key_helpers.go,
+// render_codec_values.go) both keep through a helperBook, so the plan's
+// helpers are the file's.
+
+// helperPlan is what the plan says of one helper of the file.
+type helperPlan struct {
+	// Kind is "key", "payload" (a key helper for the payload fingerprint
+	// under key=, lenient where the strict one fails) or "codec".
+	Kind string
+	// Type is the helper's type, as the codec helpers key it (an
+	// instance with its type arguments; a codec helper specialised by
+	// omit= says for which function and what it omits).
+	Type string
+	// Recursive: the type reaches itself, so the helper bounds the depth.
+	Recursive bool
+	// Failed: the type cannot be keyed or stored; no helper is written,
+	// and the wrappers that reach it are refused.
+	Failed bool
+}
+
+// helperState is where a helper stands.
+type helperState struct {
+	// building: its body is being walked or written; a use meanwhile
+	// makes it recursive.
+	building, recursive bool
+	failed              bool
+}
+
+// helperBook keeps the helpers of one kind in the order they are decided.
+// The rules: a helper is decided on its first use and kept; a use while
+// it is being built is a recursion, which is assumed to succeed; a helper
+// that fails is kept as failed, and the helpers completed while it was
+// being built are dropped (they may name it), to be decided again on
+// their next use, which then meets the failure.
+type helperBook[K comparable] struct {
+	states map[K]*helperState
+	// done are the helpers completed (not failed), in order; first the
+	// order the helpers were first decided in, for the plan.
+	done, first []K
+	// names are the helpers' types as the plan shows them.
+	names map[K]string
+}
+
+func newHelperBook[K comparable]() *helperBook[K] {
+	return &helperBook[K]{states: map[K]*helperState{}, names: map[K]string{}}
+}
+
+// use returns the state of k, nil when k is not decided (or was
+// dropped): the caller builds it (start, finish). A use of a helper being
+// built marks it recursive.
+func (b *helperBook[K]) use(k K) *helperState {
+	st := b.states[k]
+	if st != nil && st.building {
+		st.recursive = true
+	}
+	return st
+}
+
+// start begins building k, the helper of the type typ names; the mark
+// goes to finish.
+func (b *helperBook[K]) start(k K, typ string) (mark int) {
+	if _, listed := b.names[k]; !listed {
+		b.names[k] = typ
+		b.first = append(b.first, k)
+	}
+	b.states[k] = &helperState{building: true}
+	return len(b.done)
+}
+
+// finish ends building k: ok, or failed. A failure drops the helpers
+// completed since mark and returns them.
+func (b *helperBook[K]) finish(k K, mark int, ok bool) (dropped []K) {
+	st := b.states[k]
+	st.building = false
+	if ok {
+		b.done = append(b.done, k)
+		return nil
+	}
+	st.failed = true
+	dropped = append(dropped, b.done[mark:]...)
+	for _, d := range dropped {
+		delete(b.states, d)
+	}
+	b.done = b.done[:mark]
+	return dropped
+}
+
+// plans are the book's helpers as the plan lists them, in the order they
+// were first decided; one dropped and never decided again is not listed.
+func (b *helperBook[K]) plans(kindOf func(K) string) []helperPlan {
+	var out []helperPlan
+	for _, k := range b.first {
+		if st := b.states[k]; st != nil {
+			out = append(out, helperPlan{Kind: kindOf(k), Type: b.names[k], Recursive: st.recursive, Failed: st.failed})
+		}
+	}
+	return out
+}
+
+// keyKind is the kind of a key helper in the plan.
+func keyKind(hk helperKey) string {
+	if hk.lenient {
+		return "payload"
+	}
+	return "key"
+}
+
+func codecKind(string) string { return "codec" }
+
+// filePlans are the helpers of a file as the plan lists them: its key
+// helpers, then its codec helpers.
+func filePlans(keys *helperBook[helperKey], codecs *helperBook[string]) []helperPlan {
+	return append(keys.plans(keyKind), codecs.plans(codecKind)...)
+}
