@@ -1,0 +1,71 @@
+package generator
+
+import (
+	"go/types"
+
+	"github.com/dave/jennifer/jen"
+)
+
+var iterPkg = types.NewPackage("iter", "iter")
+
+// streamSignature is the wrapper's signature for a streamed result: the
+// function's parameters, then (iter.Seq2[T, error], error). Every error,
+// the claim's and the function's, comes in the sequence: the error result
+// is nil, and is there so that a function returning (iter.Seq2[T, error],
+// error) has a wrapper of its own signature.
+func (e *fileWriter) streamSignature(x *fn, names []string) *jen.Statement {
+	params := types.NewSignatureType(nil, nil, nil, x.sig.Params(), nil, x.sig.Variadic())
+	return jen.Add(e.signature(params, names)).Params(e.streamSeq(x), jen.Error())
+}
+
+// streamSeq is iter.Seq2[T, error], T the item type.
+func (e *fileWriter) streamSeq(x *fn) *jen.Statement {
+	return e.qual(iterPkg, "Seq2").Types(e.typ(x.stream.item), jen.Error())
+}
+
+// streamDoc says what the wrapper of a streamed result returns.
+func streamDoc(x *fn) string {
+	if x.stream == nil {
+		return ""
+	}
+	return " Its items stream as the function yields them, and replay to duplicates; an error ends the sequence (the error result is nil)."
+}
+
+// streamCall is the wrapper's body for a streamed result: idem.Stream
+// runs the function at most once per key, and its fn yields what the
+// function's stream yields.
+func (e *fileWriter) streamCall(w *wrap) []jen.Code {
+	x, ns := w.x, w.ns
+	ctxArg := jen.Add(e.qual(contextPkg, "Background")).Call()
+	ctxParam := jen.Add(e.qual(contextPkg, "Context"))
+	if x.ctx >= 0 {
+		ctxArg = jen.Id(x.params[x.ctx].name)
+		ctxParam = jen.Id(x.params[x.ctx].name).Add(e.qual(contextPkg, "Context"))
+	}
+	yield, s, v, err := ns.get("yield"), ns.get("s"), ns.get("v"), ns.get("err")
+	body := []jen.Code{
+		jen.List(jen.Id(s), jen.Id(err)).Op(":=").Add(e.innerCall(w)),
+		jen.If(jen.Id(err).Op("!=").Nil()).Block(jen.Return(jen.Id(err))),
+	}
+	stop := jen.If(jen.Op("!").Id(yield).Call(jen.Id(v))).Block(jen.Return(jen.Nil()))
+	switch x.stream.kind {
+	case streamSeq2:
+		body = append(body, jen.For(jen.List(jen.Id(v), jen.Id(err)).Op(":=").Range().Id(s)).Block(
+			jen.If(jen.Id(err).Op("!=").Nil()).Block(jen.Return(jen.Id(err))),
+			stop,
+		), jen.Return(jen.Nil()))
+	case streamSeq:
+		body = append(body, jen.For(jen.Id(v).Op(":=").Range().Id(s)).Block(stop), jen.Return(jen.Nil()))
+	case streamSDK:
+		// Close's error is dropped: the items were read, and Err says
+		// whether the stream ended well.
+		body = append(body,
+			jen.Defer().Id(s).Dot("Close").Call(),
+			jen.For(jen.Id(s).Dot("Next").Call()).Block(
+				jen.If(jen.Op("!").Id(yield).Call(jen.Id(s).Dot("Current").Call())).Block(jen.Return(jen.Nil())),
+			),
+			jen.Return(jen.Id(s).Dot("Err").Call()))
+	}
+	fn := jen.Func().Params(ctxParam, jen.Id(yield).Func().Params(w.resultT).Bool()).Error().Block(body...)
+	return []jen.Code{jen.Return(e.qual(idemPkg, "Stream").Call(ctxArg, e.beginCall(w), fn), jen.Nil())}
+}
