@@ -15,6 +15,7 @@ const (
 	streamSeq2 streamKind = iota + 1 // iter.Seq2[T, error]: range, an error ends it
 	streamSeq                        // iter.Seq[T] or <-chan T: range to its end
 	streamSDK                        // Next, Current, Err, Close (ssestream.Stream[T])
+	streamReader                     // io.Reader or io.ReadCloser: []byte chunks
 )
 
 // stream is a streamed result: its kind and its item type.
@@ -27,6 +28,11 @@ type stream struct {
 // sequence, a channel) but does not qualify; nil and "" when it does not
 // look like one at all.
 func streamOf(t types.Type) (*stream, string) {
+	if n, ok := types.Unalias(t).(*types.Named); ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "io" {
+		if name := n.Obj().Name(); name == "Reader" || name == "ReadCloser" {
+			return &stream{kind: streamReader, item: types.NewSlice(types.Universe.Lookup("byte").Type())}, ""
+		}
+	}
 	if n, ok := types.Unalias(t).(*types.Named); ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "iter" {
 		args := n.TypeArgs()
 		switch {

@@ -6,16 +6,25 @@ import (
 	"github.com/dave/jennifer/jen"
 )
 
-var iterPkg = types.NewPackage("iter", "iter")
+var (
+	iterPkg = types.NewPackage("iter", "iter")
+	ioPkg   = types.NewPackage("io", "io")
+)
 
 // streamSignature is the wrapper's signature for a streamed result: the
 // function's parameters, then (iter.Seq2[T, error], error). Every error,
 // the claim's and the function's, comes in the sequence: the error result
 // is nil, and is there so that a function returning (iter.Seq2[T, error],
 // error) has a wrapper of its own signature.
+// An io.Reader's wrapper returns (io.ReadCloser, error) instead: a Read
+// returns the error that ended the stream.
 func (e *fileWriter) streamSignature(x *fn, names []string) *jen.Statement {
 	params := types.NewSignatureType(nil, nil, nil, x.sig.Params(), nil, x.sig.Variadic())
-	return jen.Add(e.signature(params, names)).Params(e.streamSeq(x), jen.Error())
+	result := e.streamSeq(x)
+	if x.stream.kind == streamReader {
+		result = e.qual(ioPkg, "ReadCloser")
+	}
+	return jen.Add(e.signature(params, names)).Params(result, jen.Error())
 }
 
 // streamSeq is iter.Seq2[T, error], T the item type.
@@ -27,6 +36,9 @@ func (e *fileWriter) streamSeq(x *fn) *jen.Statement {
 func streamDoc(x *fn) string {
 	if x.stream == nil {
 		return ""
+	}
+	if x.stream.kind == streamReader {
+		return " Its bytes stream as the function's reader returns them, and replay to duplicates; Read returns the error that ended the stream (the error result is nil)."
 	}
 	return " Its items stream as the function yields them, and replay to duplicates; an error ends the sequence (the error result is nil)."
 }
@@ -65,7 +77,13 @@ func (e *fileWriter) streamCall(w *wrap) []jen.Code {
 				jen.If(jen.Op("!").Id(yield).Call(jen.Id(s).Dot("Current").Call())).Block(jen.Return(jen.Nil())),
 			),
 			jen.Return(jen.Id(s).Dot("Err").Call()))
+	case streamReader:
+		body = append(body, jen.Return(e.qual(implPkg, "ReadChunks").Call(jen.Id(s), jen.Id(yield))))
 	}
 	fn := jen.Func().Params(ctxParam, jen.Id(yield).Func().Params(w.resultT).Bool()).Error().Block(body...)
-	return []jen.Code{jen.Return(e.qual(idemPkg, "Stream").Call(ctxArg, e.beginCall(w), fn), jen.Nil())}
+	seq := e.qual(idemPkg, "Stream").Call(ctxArg, e.beginCall(w), fn)
+	if x.stream.kind == streamReader {
+		seq = e.qual(implPkg, "StreamReader").Call(seq)
+	}
+	return []jen.Code{jen.Return(seq, jen.Nil())}
 }
