@@ -12,10 +12,10 @@ import "go/types"
 type streamKind int
 
 const (
-	streamSeq2 streamKind = iota + 1 // iter.Seq2[T, error]: range, an error ends it
-	streamSeq                        // iter.Seq[T] or <-chan T: range to its end
-	streamSDK                        // Next, Current, Err, Close (ssestream.Stream[T])
-	streamReader                     // io.Reader or io.ReadCloser: []byte chunks
+	streamSeq2   streamKind = iota + 1 // iter.Seq2[T, error]: range, an error ends it
+	streamSeq                          // iter.Seq[T] or <-chan T: range to its end
+	streamSDK                          // Next, Current, Err, Close (ssestream.Stream[T])
+	streamReader                       // io.Reader or io.ReadCloser: []byte chunks
 )
 
 // stream is a streamed result: its kind and its item type.
