@@ -2,22 +2,24 @@ package streamchan
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
 
+// The first call streams the ticks, a duplicate replays them (collect
+// and errIs are in the behaviour helpers); an error ends the stream.
 func TestStream(t *testing.T) {
 	ctx := context.Background()
+	at := func(i int64) time.Time { return time.Unix(i, 0).UTC() }
 	for _, tc := range []struct {
 		name    string
 		n       int
 		want    []Tick
 		wantErr string
 	}{
-		{"items", 3, []Tick{{0, time.Unix(0, 0).UTC()}, {1, time.Unix(1, 0).UTC()}, {2, time.Unix(2, 0).UTC()}}, ""},
+		{"items", 3, []Tick{{0, at(0)}, {1, at(1)}, {2, at(2)}}, ""},
 		{"error ends the stream", -1, nil, "negative count"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -28,18 +30,9 @@ func TestStream(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var got []Tick
-				for v, err := range seq {
-					if err != nil {
-						if tc.wantErr == "" || !strings.Contains(err.Error(), tc.wantErr) {
-							t.Errorf("call %d: err = %v, want %q", i+1, err, tc.wantErr)
-						}
-						break
-					}
-					got = append(got, v)
-				}
-				if diff := cmp.Diff(tc.want, got); diff != "" {
-					t.Errorf("call %d: items (-want +got):\n%s", i+1, diff)
+				got, err := collect(seq)
+				if diff := cmp.Diff(tc.want, got); diff != "" || !errIs(err, tc.wantErr) {
+					t.Errorf("call %d: err %v, want %q; items (-want +got):\n%s", i+1, err, tc.wantErr, diff)
 				}
 			}
 			if n := runs.Load() - before; tc.wantErr == "" && n != 1 {

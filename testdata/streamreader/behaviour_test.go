@@ -3,7 +3,6 @@ package streamreader
 import (
 	"context"
 	"io"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -33,11 +32,8 @@ func TestStream(t *testing.T) {
 				}
 				got, err := io.ReadAll(r)
 				r.Close()
-				if diff := cmp.Diff(tc.want, string(got)); diff != "" {
-					t.Errorf("call %d: bytes (-want +got):\n%s", i+1, diff)
-				}
-				if (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
-					t.Errorf("call %d: err = %v, want %q", i+1, err, tc.wantErr)
+				if diff := cmp.Diff(tc.want, string(got)); diff != "" || !errIs(err, tc.wantErr) {
+					t.Errorf("call %d: err %v, want %q; bytes (-want +got):\n%s", i+1, err, tc.wantErr, diff)
 				}
 			}
 			if n := runs.Load() - before; tc.wantErr == "" && n != 1 {

@@ -2,12 +2,13 @@ package streamsdk
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
+// The first call streams the deltas, a duplicate replays them (collect
+// and errIs are in the behaviour helpers); Err ends the stream after them.
 func TestStream(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -26,20 +27,9 @@ func TestStream(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var got []Delta
-				var gotErr error
-				for v, err := range seq {
-					if err != nil {
-						gotErr = err
-						break
-					}
-					got = append(got, v)
-				}
-				if diff := cmp.Diff(tc.want, got); diff != "" {
-					t.Errorf("call %d: items (-want +got):\n%s", i+1, diff)
-				}
-				if (gotErr == nil) != (tc.wantErr == "") || gotErr != nil && !strings.Contains(gotErr.Error(), tc.wantErr) {
-					t.Errorf("call %d: err = %v, want %q", i+1, gotErr, tc.wantErr)
+				got, err := collect(seq)
+				if diff := cmp.Diff(tc.want, got); diff != "" || !errIs(err, tc.wantErr) {
+					t.Errorf("call %d: err %v, want %q; items (-want +got):\n%s", i+1, err, tc.wantErr, diff)
 				}
 			}
 			if n := runs.Load() - before; tc.wantErr == "" && n != 1 {

@@ -2,12 +2,13 @@ package streamseq
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
+// The first call streams the items, a duplicate replays them (collect
+// and errIs are in the behaviour helpers); an error ends the stream.
 func TestStream(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -26,18 +27,9 @@ func TestStream(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var got []string
-				for v, err := range seq {
-					if err != nil {
-						if !strings.Contains(err.Error(), tc.wantErr) || tc.wantErr == "" {
-							t.Errorf("call %d: err = %v, want %q", i+1, err, tc.wantErr)
-						}
-						break
-					}
-					got = append(got, v)
-				}
-				if diff := cmp.Diff(tc.want, got); diff != "" {
-					t.Errorf("call %d: items (-want +got):\n%s", i+1, diff)
+				got, err := collect(seq)
+				if diff := cmp.Diff(tc.want, got); diff != "" || !errIs(err, tc.wantErr) {
+					t.Errorf("call %d: err %v, want %q; items (-want +got):\n%s", i+1, err, tc.wantErr, diff)
 				}
 			}
 			if n := runs.Load() - before; tc.wantErr == "" && n != 1 {
