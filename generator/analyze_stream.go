@@ -22,6 +22,7 @@ const (
 type stream struct {
 	kind streamKind
 	item types.Type
+	of   types.Type // the function's result
 }
 
 // streamOf is t as a stream; nil and why not when t looks like one (a
@@ -108,6 +109,7 @@ func (pi *pkgInfo) checkStream(x *fn, what string) bool {
 		pi.d.add(pi.fset.Position(x.pos), "%s: result 1 (%s) is a stream: streams are wrapped for non-generic functions and methods, not for steps, interface methods or generic functions", what, pi.typeString(x.result[0]))
 		return false
 	}
+	s.of = x.result[0]
 	x.stream = s
 	x.result[0] = s.item
 	return true

@@ -32,15 +32,20 @@ func (e *fileWriter) streamSeq(x *fn) *jen.Statement {
 	return e.qual(iterPkg, "Seq2").Types(e.typ(x.stream.item), jen.Error())
 }
 
-// streamDoc says what the wrapper of a streamed result returns.
-func streamDoc(x *fn) string {
-	if x.stream == nil {
+// streamDoc says what the wrapper of a streamed result returns, naming
+// the function's result where the wrapper returns another type.
+func (e *fileWriter) streamDoc(x *fn) string {
+	switch {
+	case x.stream == nil:
 		return ""
-	}
-	if x.stream.kind == streamReader {
+	case x.stream.kind == streamReader:
 		return " Its bytes stream as the function's reader returns them, and replay to duplicates; Read returns the error that ended the stream (the error result is nil)."
 	}
-	return " Its items stream as the function yields them, and replay to duplicates; an error ends the sequence (the error result is nil)."
+	doc := " Its items stream as the function yields them, and replay to duplicates; an error ends the sequence (the error result is nil)."
+	if x.stream.kind != streamSeq2 {
+		doc += " The function's " + e.pi.typeString(x.stream.of) + " is returned as an iter.Seq2, which carries the errors."
+	}
+	return doc
 }
 
 // streamCall is the wrapper's body for a streamed result: idem.Stream

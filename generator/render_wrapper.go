@@ -254,7 +254,7 @@ func (e *fileWriter) wrapperMethod(w *wrap, codecDoc string) jen.Code {
 	if w.hn.wrapper != "" {
 		name = w.hn.wrapper
 	}
-	doc := fmt.Sprintf("%s is %s, run at most once per key (%s).%s", name, w.display, x.plan.DocLine, streamDoc(x)+e.wrapperDoc(w)+codecDoc)
+	doc := fmt.Sprintf("%s is %s, run at most once per key (%s).%s", name, w.display, x.plan.DocLine, e.streamDoc(x)+e.wrapperDoc(w)+codecDoc)
 	if w.hn.wrapper != "" {
 		return jen.Comment(doc).Line().
 			Func().Id(w.hn.wrapper).Types(e.typeParamDecls(x)...).Add(e.genericParams(x, w.recv, w.typeName, names)).Block(body...)

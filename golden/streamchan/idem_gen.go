@@ -21,7 +21,8 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Ticks is streamchan.Ticks, run at most once per key (ttl=1h lease=30s on_duplicate=return). Its
 // items stream as the function yields them, and replay to duplicates; an error ends the sequence
-// (the error result is nil).
+// (the error result is nil). The function's <-chan Tick is returned as an iter.Seq2, which carries
+// the errors.
 func (x *Idempotent) Ticks(ctx context.Context, n int) (iter.Seq2[Tick, error], error) {
 	return idem.Stream(ctx, x.beginTicks(n), func(ctx context.Context, yield func(Tick) bool) error {
 		s, err := Ticks(ctx, n)

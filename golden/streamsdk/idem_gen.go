@@ -21,7 +21,8 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Chat is streamsdk.Chat, run at most once per key (ttl=1h lease=30s on_duplicate=return). Its
 // items stream as the function yields them, and replay to duplicates; an error ends the sequence
-// (the error result is nil).
+// (the error result is nil). The function's *Stream[Delta] is returned as an iter.Seq2, which
+// carries the errors.
 func (x *Idempotent) Chat(ctx context.Context, msg string) (iter.Seq2[Delta, error], error) {
 	return idem.Stream(ctx, x.beginChat(msg), func(ctx context.Context, yield func(Delta) bool) error {
 		s, err := Chat(ctx, msg)

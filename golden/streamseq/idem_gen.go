@@ -21,7 +21,8 @@ func NewIdempotent(g *idem.Guard) *Idempotent {
 
 // Words is streamseq.Words, run at most once per key (ttl=1h lease=30s on_duplicate=return). Its
 // items stream as the function yields them, and replay to duplicates; an error ends the sequence
-// (the error result is nil).
+// (the error result is nil). The function's iter.Seq[string] is returned as an iter.Seq2, which
+// carries the errors.
 func (x *Idempotent) Words(ctx context.Context, text string) (iter.Seq2[string, error], error) {
 	return idem.Stream(ctx, x.beginWords(text), func(ctx context.Context, yield func(string) bool) error {
 		s, err := Words(ctx, text)

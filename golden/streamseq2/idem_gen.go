@@ -58,6 +58,66 @@ var idemSpecComplete = &idem.Spec{
 	Codec:     idemimpl.Codec(idemEncToken, idemDecToken),
 }
 
+// IdempotentModel is a *Model whose annotated methods run at most once per key.
+type IdempotentModel struct {
+	*Model
+	g *idem.Guard
+}
+
+// NewIdempotentModel wraps t: its annotated methods are guarded by g, the others are t's own.
+func NewIdempotentModel(t *Model, g *idem.Guard) *IdempotentModel {
+	return &IdempotentModel{
+		Model: t,
+		g:     g,
+	}
+}
+
+// Answer is Model.Answer, run at most once per key (ttl=1h lease=30s on_duplicate=return
+// key=m.Name,q). Its items stream as the function yields them, and replay to duplicates; an error
+// ends the sequence (the error result is nil).
+func (m *IdempotentModel) Answer(ctx context.Context, q string) (iter.Seq2[Token, error], error) {
+	return idem.Stream(ctx, m.beginAnswer(q), func(ctx context.Context, yield func(Token) bool) error {
+		s, err := m.Model.Answer(ctx, q)
+		if err != nil {
+			return err
+		}
+		for v, err := range s {
+			if err != nil {
+				return err
+			}
+			if !yield(v) {
+				return nil
+			}
+		}
+		return nil
+	}), nil
+}
+
+// AnswerKey is the store key Answer claims for these arguments; nothing runs.
+func (m *IdempotentModel) AnswerKey(q string) (string, error) {
+	return m.beginAnswer(q).StoreKey()
+}
+
+func (m *IdempotentModel) beginAnswer(q string) idem.Call {
+	c, k := idemimpl.Begin(m.g, idemSpecModelAnswer)
+	if m.Model == nil {
+		k.Key().Nil()
+	} else {
+		k.Key().Ptr()
+		k.Key().String(m.Model.Name)
+	}
+	k.Key().String(q)
+	k.Payload().String(q)
+	return c
+}
+
+var idemSpecModelAnswer = &idem.Spec{
+	Name:      "github.com/idemgen/idemgen/testdata/streamseq2.Model.Answer",
+	Signature: "d749e1121d1b26a1",
+	TTL:       time.Hour,
+	Codec:     idemimpl.Codec(idemEncToken, idemDecToken),
+}
+
 func idemDecToken(d *idemimpl.Decoder, v *Token) {
 	s := d.Struct()
 	v.Text = d.Field(s, "Text").String()
@@ -75,6 +135,10 @@ func idemEncToken(e *idemimpl.Encoder, v *Token) {
 // Build fails below if a wrapped signature or a type read above changed: run go generate.
 var (
 	_ = (func(context.Context, string) (iter.Seq2[Token, error], error))(Complete)
+	_ = (func(*Model, context.Context, string) (iter.Seq2[Token, error], error))((*Model).Answer)
+	_ = struct {
+		Name string
+	}(Model{})
 	_ = struct {
 		Text string
 		N    int

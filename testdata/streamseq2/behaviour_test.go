@@ -38,3 +38,25 @@ func TestStream(t *testing.T) {
 		})
 	}
 }
+
+// A method's stream: keyed on the receiver's field, replayed to a
+// duplicate.
+func TestMethodStream(t *testing.T) {
+	ctx := context.Background()
+	w := NewIdempotentModel(&Model{Name: "m1"}, newGuard(t))
+	before := runs.Load()
+	want := []Token{{"m1", 0}, {"hi", 1}}
+	for i := 0; i < 2; i++ {
+		seq, err := w.Answer(ctx, "hi")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := collect(seq)
+		if diff := cmp.Diff(want, got); diff != "" || err != nil {
+			t.Errorf("call %d: err %v; items (-want +got):\n%s", i+1, err, diff)
+		}
+	}
+	if n := runs.Load() - before; n != 1 {
+		t.Errorf("Answer ran %d times, want 1", n)
+	}
+}

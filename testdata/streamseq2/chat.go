@@ -34,3 +34,14 @@ func Complete(ctx context.Context, prompt string) (iter.Seq2[Token, error], erro
 		}
 	}, nil
 }
+
+// Model answers in its own name: a method's stream.
+type Model struct{ Name string }
+
+// Answer streams the model's name, then the words of q.
+//
+//idem:ttl=1h key=m.Name,q
+func (m *Model) Answer(ctx context.Context, q string) (iter.Seq2[Token, error], error) {
+	seq, err := Complete(ctx, m.Name+" "+q)
+	return seq, err
+}
