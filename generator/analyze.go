@@ -34,7 +34,9 @@ type fn struct {
 	opts    options
 	params  []param
 	ctx     int          // index of the first context.Context parameter, or -1
-	result  []types.Type // results before the final error
+	result  []types.Type // results before the final error (a stream's: its item type)
+	// stream: the result is a stream (analyze_stream.go), wrapped by idem.Stream.
+	stream *stream
 	// resultFields name the fields of the result struct (several results).
 	resultFields []string
 	// notKeyed are the parameters and fields the default key leaves out as
@@ -222,6 +224,7 @@ func (pi *pkgInfo) checkShape(x *fn, what string) bool {
 			t := res.At(i).Type()
 			x.result = append(x.result, t)
 		}
+		ok = pi.checkStream(x, what)
 	}
 	x.params = pi.params(x.sig)
 	for i, p := range x.params {

@@ -108,7 +108,9 @@ const helpersSource = `package PKG
 import (
 	zzcontext "context"
 	zzfmt "fmt"
+	zziter "iter"
 	zzos "os"
+	zzstrings "strings"
 	zzsync "sync"
 	zztesting "testing"
 	zztime "time"
@@ -214,5 +216,25 @@ func (c *counter) get() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n
+}
+
+// collect ranges a stream to its end or its error.
+func collect[T any](seq zziter.Seq2[T, error]) ([]T, error) {
+	var out []T
+	for v, err := range seq {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// errIs reports whether err is nil when want is "", else holds want.
+func errIs(err error, want string) bool {
+	if err == nil || want == "" {
+		return (err == nil) == (want == "")
+	}
+	return zzstrings.Contains(err.Error(), want)
 }
 `

@@ -316,7 +316,12 @@ func (e *fileWriter) reportCodecProblems(x *fn, problems []codecProblem) {
 		if len(l.msgs) > 1 {
 			msg += " (and " + strconv.Itoa(len(l.msgs)-1) + " more)"
 		}
-		pi.d.add(pi.fset.Position(x.pos), "%s: result %d (%s) cannot be stored faithfully: %s (add `omit=%s`)", x.what(), l.idx+1, pi.typeString(x.result[l.idx]), msg, o)
+		what := "result " + strconv.Itoa(l.idx+1)
+		if x.stream != nil {
+			what += "'s items"
+		}
+		what += " (" + pi.typeString(x.result[l.idx]) + ")"
+		pi.d.add(pi.fset.Position(x.pos), "%s: %s cannot be stored faithfully: %s (add `omit=%s`)", x.what(), what, msg, o)
 	}
 }
 

@@ -246,18 +246,21 @@ func (e *fileWriter) wrapperMethod(w *wrap, codecDoc string) jen.Code {
 	for i, p := range x.params {
 		names[i] = p.name
 	}
-	body := e.doCall(w)
+	body, sig := e.doCall(w), e.signature(x.sig, names)
+	if x.stream != nil {
+		body, sig = e.streamCall(w), e.streamSignature(x, names)
+	}
 	name := x.name
 	if w.hn.wrapper != "" {
 		name = w.hn.wrapper
 	}
-	doc := fmt.Sprintf("%s is %s, run at most once per key (%s).%s", name, w.display, x.plan.DocLine, e.wrapperDoc(w)+codecDoc)
+	doc := fmt.Sprintf("%s is %s, run at most once per key (%s).%s", name, w.display, x.plan.DocLine, e.streamDoc(x)+e.wrapperDoc(w)+codecDoc)
 	if w.hn.wrapper != "" {
 		return jen.Comment(doc).Line().
 			Func().Id(w.hn.wrapper).Types(e.typeParamDecls(x)...).Add(e.genericParams(x, w.recv, w.typeName, names)).Block(body...)
 	}
 	return jen.Comment(doc).Line().
-		Func().Add(e.recvDecl(w)).Id(x.name).Add(e.signature(x.sig, names)).Block(body...)
+		Func().Add(e.recvDecl(w)).Id(x.name).Add(sig).Block(body...)
 }
 
 // wrapperDoc says what the key leaves out.
