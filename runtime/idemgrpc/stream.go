@@ -83,7 +83,7 @@ func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
 		out := &streamOut{s: s, ss: ss, h: h}
 		out.cur.Run, out.cur.Next = resumeFrom(md.Get(ResumeMetadataKey))
 		ctx := ss.Context() // the method runs on without the call (idem.Stream)
-		for range 4 { // each round is a run that died before this call got any of it
+		for range 4 {       // each round is a run that died before this call got any of it
 			c, err := s.begin(&spec, key, principal, info.FullMethod, req)
 			if err != nil {
 				return err
