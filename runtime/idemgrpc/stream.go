@@ -82,8 +82,10 @@ func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor {
 		}
 		out := &streamOut{s: s, ss: ss, h: h}
 		out.cur.Run, out.cur.Next = resumeFrom(md.Get(ResumeMetadataKey))
-		ctx := ss.Context() // the method runs on without the call (idem.Stream)
-		for range 4 {       // each round is a run that died before this call got any of it
+		// The method runs on without the call (idem.Stream); each round
+		// is a run that died before this call got any of it.
+		ctx := ss.Context()
+		for range 4 {
 			c, err := s.begin(&spec, key, principal, info.FullMethod, req)
 			if err != nil {
 				return err
