@@ -468,6 +468,9 @@ func (hb *heartbeat) renew() {
 		g.alarms.set(&hb.dead, hb.okSent+lease.Duration, (*deadRing)(hb))
 	}
 	sent := time.Since(monoBase)
+	// A beat sent while fn ran reports what it finds; one sent after only
+	// keeps the lease (see below).
+	afterFn := hb.returned.Load()
 	hctx, hcancel := context.WithTimeout(context.WithoutCancel(hb.ctx), interval)
 	err := g.store.Heartbeat(hctx, lease)
 	hcancel()
@@ -475,7 +478,7 @@ func (hb *heartbeat) renew() {
 	case err == nil:
 		hb.okSent = sent
 		g.alarms.set(&hb.dead, sent+lease.Duration, (*deadRing)(hb))
-	case hb.returned.Load():
+	case afterFn:
 		// Only keeping the lease while the outcome is written: what the
 		// store says of the key (completed already, by that write, or
 		// another owner's) is the write's to report.
