@@ -63,7 +63,7 @@ func TestReliability(t *testing.T) {
 				t.Parallel()
 			}
 			h.everyStoreScenario(t, store, sz)
-			// The document stores keep no streams: their row is this one only.
+			// Streams: these three stores keep them; DynamoDB and Firestore do not.
 			t.Run("streams", func(t *testing.T) { record(t, h.streams(t, store, sz)) })
 			if store == "file" {
 				return // one host, one clock, no network
