@@ -11,19 +11,25 @@ import (
 // the store.
 const chunkSize = 32 << 10
 
+// maxEmptyReads is how many Reads in a row may return no bytes and no
+// error before ReadChunks gives up with io.ErrNoProgress, as bufio does:
+// such a reader is broken, and reading on would spin forever.
+const maxEmptyReads = 100
+
 // errReaderClosed is what Read returns after Close.
 var errReaderClosed = errors.New("idem: read of a closed stream")
 
 // ReadChunks reads r to its end and yields what each Read returned, in a
 // slice of its own: the items of a streamed io.Reader result. It returns
-// r's error (nil at io.EOF, or when yield returns false), and closes r
-// when r is an io.Closer.
+// r's error (nil at io.EOF, or when yield returns false), or
+// io.ErrNoProgress after maxEmptyReads Reads in a row returned nothing,
+// and closes r when r is an io.Closer.
 func ReadChunks(r io.Reader, yield func([]byte) bool) error {
 	if c, ok := r.(io.Closer); ok {
 		defer c.Close()
 	}
 	buf := make([]byte, chunkSize)
-	for {
+	for empty := 0; ; {
 		n, err := r.Read(buf)
 		if n > 0 && !yield(bytes.Clone(buf[:n])) {
 			return nil
@@ -33,6 +39,11 @@ func ReadChunks(r io.Reader, yield func([]byte) bool) error {
 		}
 		if err != nil {
 			return err
+		}
+		if n > 0 {
+			empty = 0
+		} else if empty++; empty == maxEmptyReads {
+			return io.ErrNoProgress
 		}
 	}
 }

@@ -33,6 +33,7 @@ func TestReadChunks(t *testing.T) {
 		{"data with EOF", iotest.DataErrReader(strings.NewReader("abc")), 0, "abc", nil},
 		{"error after data", io.MultiReader(strings.NewReader("ab"), iotest.ErrReader(boom)), 0, "ab", boom},
 		{"stop", iotest.OneByteReader(strings.NewReader("abc")), 2, "ab", nil},
+		{"no progress", io.MultiReader(strings.NewReader("ab"), emptyReads{}), 0, "ab", io.ErrNoProgress},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,6 +69,11 @@ func TestReadChunksCloses(t *testing.T) {
 		t.Error("not closed")
 	}
 }
+
+// emptyReads is a broken reader: every Read returns (0, nil).
+type emptyReads struct{}
+
+func (emptyReads) Read([]byte) (int, error) { return 0, nil }
 
 type closer struct {
 	io.Reader
