@@ -210,7 +210,9 @@ test/capacity/worker_test.go) that call the stores the way a service
 does: a first execution and a replay go through ` + "`idem.Do`" + ` on a Guard over
 the store (a function that returns a 32-byte string at once, so what is
 measured is the Guard and the store); the raw baseline calls the same
-server with the same client library and no idemgen at all. Workers set up
+server with the same client library and no idemgen at all, on keys of the
+store's shape (the function's name and version and a SHA-256 in hex, so
+both write at random places of their index). Workers set up
 (connections warmed, replay keys executed) before the window opens, and
 every worker's window starts on one signal. Each store gets a namespace
 of its own (Redis key prefix, PostgreSQL schema, DynamoDB table,

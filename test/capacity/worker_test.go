@@ -118,6 +118,16 @@ func bigKey(i int) string {
 	return "capfn/1/" + hex.EncodeToString(sum[:])
 }
 
+// rawKey is the key the raw baseline writes for a call's key: the shape
+// of the store's own (the function's name, version and a SHA-256 in hex),
+// so that both write at random places of their index, as a service keyed
+// by request IDs does, and neither gets the cheaper right-most insert of
+// sequential keys.
+func rawKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "idem:capacity.Work:v1:" + hex.EncodeToString(sum[:])
+}
+
 func bigFingerprint(key string) idemstore.Fingerprint { return sha256.Sum256([]byte(key)) }
 
 func cpuNow() time.Duration {
@@ -155,7 +165,7 @@ func runWorker(cfg workerConfig) error {
 		case opReplay:
 			return guarded(ctx, g, &spec, replayKeys[i])
 		case opRawReplay:
-			return b.rawFirst(ctx, replayKeys[i])
+			return b.rawFirst(ctx, rawKey(replayKeys[i]))
 		}
 		return nil
 	}); err != nil {
@@ -182,9 +192,9 @@ func runWorker(cfg workerConfig) error {
 		case opReplay:
 			return guarded(ctx, g, &spec, replayKeys[rng.IntN(len(replayKeys))])
 		case opRawFirst:
-			return b.rawFirst(ctx, newKey())
+			return b.rawFirst(ctx, rawKey(newKey()))
 		case opRawReplay:
-			return b.rawRead(ctx, replayKeys[rng.IntN(len(replayKeys))])
+			return b.rawRead(ctx, rawKey(replayKeys[rng.IntN(len(replayKeys))]))
 		case opClaim:
 			var owner idemstore.Token
 			fillRand(rng, owner[:])
