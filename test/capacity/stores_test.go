@@ -155,10 +155,19 @@ func openBackend(ctx context.Context, cfg workerConfig) (*backend, error) {
 				_, err := raw.Doc(key).Create(ctx, map[string]any{"v": rawValue})
 				return err
 			},
+			// The raw read takes the value out of the document, as the
+			// other stores' raw reads do (Scan, the reply's bytes).
 			rawRead: func(ctx context.Context, key string) error {
-				_, err := raw.Doc(key).Get(ctx)
+				snap, err := raw.Doc(key).Get(ctx)
 				if status.Code(err) == codes.NotFound {
-					err = nil
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				v, err := snap.DataAt("v")
+				if _, ok := v.([]byte); err == nil && !ok {
+					err = fmt.Errorf("raw document %s: v is %T", key, v)
 				}
 				return err
 			},
