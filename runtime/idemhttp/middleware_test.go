@@ -139,10 +139,13 @@ const jsonCT = "application/json"
 const problemCT = "application/problem+json"
 
 func TestStatusCodes(t *testing.T) {
-	created := func(run int) resp { return resp{Status: 201, CType: jsonCT, Run: run} }
-	replayed := func(run int) resp { return resp{Status: 201, CType: jsonCT, Run: run, Replayed: "true"} }
+	sent := func(status, run int) resp { return resp{Status: status, CType: jsonCT, Run: run} }
+	replay := func(r resp) resp { r.Replayed = "true"; return r }
+	created := func(run int) resp { return sent(201, run) }
+	replayed := func(run int) resp { return replay(created(run)) }
 	problem := func(status int, code string) resp { return resp{Status: status, CType: problemCT, Code: code} }
 	k := []string{"k-1"}
+	twice := []req{{key: k, client: "a"}, {key: k, client: "a"}} // the same request again
 
 	tests := []struct {
 		name     string
@@ -293,44 +296,44 @@ func TestStatusCodes(t *testing.T) {
 		{
 			name:     "5xx is sent, not recorded, and the key released",
 			status:   503,
-			reqs:     []req{{key: k, client: "a"}, {key: k, client: "a"}},
-			want:     []resp{{Status: 503, CType: jsonCT, Run: 1}, {Status: 503, CType: jsonCT, Run: 2}},
+			reqs:     twice,
+			want:     []resp{sent(503, 1), sent(503, 2)},
 			wantRuns: 2,
 		},
 		{
 			name:     "WithStore5xx records 5xx",
 			opts:     []idemhttp.Option{idemhttp.WithStore5xx()},
 			status:   500,
-			reqs:     []req{{key: k, client: "a"}, {key: k, client: "a"}},
-			want:     []resp{{Status: 500, CType: jsonCT, Run: 1}, {Status: 500, CType: jsonCT, Run: 1, Replayed: "true"}},
+			reqs:     twice,
+			want:     []resp{sent(500, 1), replay(sent(500, 1))},
 			wantRuns: 1,
 		},
 		{
 			name:     "4xx is recorded",
 			status:   402,
-			reqs:     []req{{key: k, client: "a"}, {key: k, client: "a"}},
-			want:     []resp{{Status: 402, CType: jsonCT, Run: 1}, {Status: 402, CType: jsonCT, Run: 1, Replayed: "true"}},
+			reqs:     twice,
+			want:     []resp{sent(402, 1), replay(sent(402, 1))},
 			wantRuns: 1,
 		},
 		{
 			name:     "429 is not recorded",
 			status:   429,
-			reqs:     []req{{key: k, client: "a"}, {key: k, client: "a"}},
-			want:     []resp{{Status: 429, CType: jsonCT, Run: 1}, {Status: 429, CType: jsonCT, Run: 2}},
+			reqs:     twice,
+			want:     []resp{sent(429, 1), sent(429, 2)},
 			wantRuns: 2,
 		},
 		{
 			name:     "WithRecordIf",
 			opts:     []idemhttp.Option{idemhttp.WithRecordIf(func(s int) bool { return s != 201 })},
-			reqs:     []req{{key: k, client: "a"}, {key: k, client: "a"}},
+			reqs:     twice,
 			want:     []resp{created(1), created(2)},
 			wantRuns: 2,
 		},
 		{
 			name:     "response over the limit is a recorded 500",
 			opts:     []idemhttp.Option{idemhttp.WithMaxResponseBytes(8)},
-			reqs:     []req{{key: k, client: "a"}, {key: k, client: "a"}},
-			want:     []resp{problem(500, "response-too-large"), {Status: 500, CType: problemCT, Code: "response-too-large", Replayed: "true"}},
+			reqs:     twice,
+			want:     []resp{problem(500, "response-too-large"), replay(problem(500, "response-too-large"))},
 			wantRuns: 1,
 		},
 		{
@@ -343,7 +346,7 @@ func TestStatusCodes(t *testing.T) {
 		{
 			name:     "custom replay header and problem type",
 			opts:     []idemhttp.Option{idemhttp.WithReplayHeader("X-Replayed")},
-			reqs:     []req{{key: k, client: "a"}, {key: k, client: "a"}},
+			reqs:     twice,
 			want:     []resp{created(1), created(1)}, // the default header is absent
 			wantRuns: 1,
 		},
