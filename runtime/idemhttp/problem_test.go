@@ -61,6 +61,12 @@ func problemDoc(typ, title string, status int, detail, code string, retryable bo
 	return doc
 }
 
+// missingKey is the problem answering a request without an
+// Idempotency-Key: 400, with its type and title (WithProblemType).
+func missingKey(typ, title string) map[string]any {
+	return problemDoc(typ, title, 400, "this operation requires an Idempotency-Key header", "idempotency-key-missing", false)
+}
+
 // malformedKey is the problem answering a malformed Idempotency-Key: 400,
 // with detail and the key as echoed.
 func malformedKey(detail, echoed string) map[string]any {
@@ -85,9 +91,7 @@ func TestProblemDetails(t *testing.T) {
 		{
 			name: "400 missing key",
 			q:    req{client: "a"},
-			want: problemDoc(errorsType, "Idempotency-Key is missing", 400,
-				"this operation requires an Idempotency-Key header",
-				"idempotency-key-missing", false),
+			want: missingKey(errorsType, "Idempotency-Key is missing"),
 		},
 		{
 			name: "400 malformed key: too long, echoed bounded",
@@ -190,17 +194,13 @@ func TestProblemDetails(t *testing.T) {
 			name: "WithProblemType overrides one code",
 			opts: []idemhttp.Option{idemhttp.WithProblemType(idemhttp.CodeKeyMissing, "https://api.example.com/problems/key")},
 			q:    req{client: "a"},
-			want: problemDoc("https://api.example.com/problems/key", "Idempotency-Key is missing", 400,
-				"this operation requires an Idempotency-Key header",
-				"idempotency-key-missing", false),
+			want: missingKey("https://api.example.com/problems/key", "Idempotency-Key is missing"),
 		},
 		{
 			name: "about:blank takes the status phrase as title",
 			opts: []idemhttp.Option{idemhttp.WithProblemType(idemhttp.CodeKeyMissing, "about:blank")},
 			q:    req{client: "a"},
-			want: problemDoc("about:blank", "Bad Request", 400,
-				"this operation requires an Idempotency-Key header",
-				"idempotency-key-missing", false),
+			want: missingKey("about:blank", "Bad Request"),
 		},
 	}
 	for _, tc := range tests {
