@@ -51,25 +51,33 @@ func record(t *testing.T, r row) {
 // TestReliability runs every scenario against every store: the short
 // version by default, the full one with IDEM_RELIABILITY=full.
 func TestReliability(t *testing.T) {
+	runStores(t, []string{"redis", "postgres", "file"}, (*harness).needStore, func(h *harness, t *testing.T, store string, sz sizes) {
+		// Streams: these three stores keep them; DynamoDB and Firestore do not.
+		t.Run("streams", func(t *testing.T) { record(t, h.streams(t, store, sz)) })
+		if store == "file" {
+			return // one host, one clock, no network
+		}
+		t.Run("network", func(t *testing.T) { record(t, h.network(t, store, sz)) })
+		t.Run("skew", func(t *testing.T) { record(t, h.skew(t, store, sz, false)) })
+	})
+}
+
+// runStores runs, for each of stores that need finds, the scenarios that
+// hold for every store, then more, the store's own.
+func runStores(t *testing.T, stores []string, need func(*harness, *testing.T, string), more func(h *harness, t *testing.T, store string, sz sizes)) {
 	h := newHarness(t)
 	sz := levelSizes(h.full)
 	report.full = h.full
-	for _, store := range []string{"redis", "postgres", "file"} {
+	for _, store := range stores {
 		t.Run(store, func(t *testing.T) {
-			h.needStore(t, store)
+			need(h, t, store)
 			if !h.full {
 				// Short version: the stores' scenarios mostly wait (leases,
 				// fault windows, process start-up), so overlap them.
 				t.Parallel()
 			}
 			h.everyStoreScenario(t, store, sz)
-			// Streams: these three stores keep them; DynamoDB and Firestore do not.
-			t.Run("streams", func(t *testing.T) { record(t, h.streams(t, store, sz)) })
-			if store == "file" {
-				return // one host, one clock, no network
-			}
-			t.Run("network", func(t *testing.T) { record(t, h.network(t, store, sz)) })
-			t.Run("skew", func(t *testing.T) { record(t, h.skew(t, store, sz, false)) })
+			more(h, t, store, sz)
 		})
 	}
 }
