@@ -337,8 +337,7 @@ func newTarget(t *testing.T, name string, sz sizes) *target {
 		})
 		tg.emulated(emulatedStore{
 			title: "DynamoDB (dynalite)", addr: ep, name: table,
-			pidPath:  filepath.Join(testenv.Env("DYNALITE_RUNDIR", filepath.Join(os.TempDir(), "idemgen-dynalite")), "4567.pid"),
-			server:   "dynalite's process tree",
+			emulator: "dynalite", port: 4567, server: "dynalite's process tree",
 			size:     func(ctx context.Context, tb string) (float64, error) { return dynamoBytes(ctx, client, tb) },
 			sizeNote: "DynamoDB item size (attribute names + values, the billed size) of up to 500 scanned items, mean",
 		})
@@ -358,8 +357,7 @@ func newTarget(t *testing.T, name string, sz sizes) *target {
 		coll := "idemcap_" + run
 		tg.emulated(emulatedStore{
 			title: "Firestore (emulator)", addr: host, name: coll,
-			pidPath:  filepath.Join(testenv.Env("FIRESTORE_RUNDIR", filepath.Join(os.TempDir(), "idemgen-firestore")), "8765.pid"),
-			server:   "the emulator's process tree",
+			emulator: "firestore", port: 8765, server: "the emulator's process tree",
 			size:     func(ctx context.Context, c string) (float64, error) { return firestoreBytes(ctx, client, c) },
 			sizeNote: "Firestore document size (name + fields + 32, Firestore's storage-size rules) of up to 500 documents, mean",
 		})
@@ -387,7 +385,9 @@ func newTarget(t *testing.T, name string, sz sizes) *target {
 // records are in name, the raw writes' in name+"_raw".
 type emulatedStore struct {
 	title, addr, name string
-	pidPath, server   string // the emulator's pid file; server names its process tree
+	emulator          string // as scripts/<emulator>.sh names it
+	port              int    // the emulator's
+	server            string // names the emulator's process tree
 	size              func(ctx context.Context, name string) (float64, error)
 	sizeNote          string // what size measures
 }
@@ -400,8 +400,12 @@ func (tg *target) emulated(e emulatedStore) {
 	tg.cfg.Addr, tg.cfg.Name = e.addr, e.name
 	tg.goroutines = min(tg.goroutines, 8)
 	tg.replayKeys = min(tg.replayKeys, 300)
-	tg.serverPIDs = func() []int { return treeOf(pidFile(e.pidPath)) }
-	tg.serverNote = e.server + " (" + e.pidPath + ")"
+	// Where scripts/<emulator>.sh keeps the pid file: $<EMULATOR>_RUNDIR,
+	// else $TMPDIR/idemgen-<emulator>.
+	runDir := testenv.Env(strings.ToUpper(e.emulator)+"_RUNDIR", filepath.Join(os.TempDir(), "idemgen-"+e.emulator))
+	pidPath := filepath.Join(runDir, strconv.Itoa(e.port)+".pid")
+	tg.serverPIDs = func() []int { return treeOf(pidFile(pidPath)) }
+	tg.serverNote = e.server + " (" + pidPath + ")"
 	tg.recordBytes = func(ctx context.Context) (float64, float64, string, error) {
 		st, err := e.size(ctx, e.name)
 		if err != nil {
