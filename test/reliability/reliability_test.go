@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/idemgen/idemgen/test/internal/workerproc"
 )
 
 // row is one line of the report.
@@ -128,14 +130,7 @@ func TestHarnessDetectsClientClockLeases(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if path := os.Getenv("IDEM_RELIABILITY_REPORT"); path != "" && os.Getenv(workerEnv) == "" {
-		if err := writeReport(path); err != nil {
-			fmt.Fprintln(os.Stderr, "reliability report:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	workerproc.Main(m, workerEnv, "IDEM_RELIABILITY_REPORT", "reliability", writeReport)
 }
 
 // writeReport writes the Markdown report: one table per store.
