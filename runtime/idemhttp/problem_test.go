@@ -225,6 +225,16 @@ func TestProblemDetails(t *testing.T) {
 	}
 }
 
+func TestProblemTypeBase(t *testing.T) {
+	h := newMW(t, idem.NewGuard(memstore.New()), idemhttp.WithProblemTypeBase("https://api.example.com/problems/")).Handler(&app{})
+	_, w := send(t, h, req{client: "a"})
+	got := problemOf(t, w.Header(), w.Body.Bytes())
+	want := missingKey("https://api.example.com/problems/idempotency-key-missing", "Idempotency-Key is missing")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problem (-want +got):\n%s", diff)
+	}
+}
+
 // TestProblemInstanceIsPerOccurrence: two occurrences of the same problem
 // share type and title but not instance.
 func TestProblemInstanceIsPerOccurrence(t *testing.T) {
