@@ -45,11 +45,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/idemgen/idemgen/runtime/idem"
-	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemkey"
 	"github.com/idemgen/idemgen/runtime/internal/adapter"
-	"github.com/idemgen/idemgen/runtime/internal/options"
 )
 
 // MetadataKey is the metadata entry that carries the idempotency key.
@@ -89,18 +87,14 @@ type Server struct {
 // are scoped by the principal, so that one client can never replay
 // another's response.
 func NewServer(g *idem.Guard, opts ...Option) (*Server, error) {
-	if g == nil {
-		return nil, errors.New("idemgrpc: NewServer: nil Guard")
-	}
-	cfg, err := options.Apply("idemgrpc", defaultConfig(), opts, (*config).check)
+	cfg, err := adapter.Configure("idemgrpc", "NewServer", g, defaultConfig(), opts, (*config).check)
 	if err != nil {
 		return nil, err
 	}
-	spec, err := idemcall.Spec(idem.Spec{Name: DefaultName}, cfg.call...)
+	spec, err := adapter.Spec("idemgrpc", DefaultName, cfg.call)
 	if err != nil {
-		return nil, fmt.Errorf("idemgrpc: %w", err)
+		return nil, err
 	}
-	spec.OnFailure = idem.FailureUnlock
 	return &Server{g: g, spec: spec, cfg: cfg}, nil
 }
 

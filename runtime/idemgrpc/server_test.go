@@ -167,10 +167,17 @@ func start(t *testing.T, p *payments, s serverSetup) *grpc.ClientConn {
 		grpc.ChainStreamInterceptor(is.StreamInterceptor()),
 	)
 	srv.RegisterService(&paymentsDesc, p)
-	l, target, dial := listen(t, s.network)
+	return serve(t, srv, s.network, s.client...)
+}
+
+// serve runs srv on network until the test ends and returns a client
+// connection to it, dialed with client.
+func serve(t *testing.T, srv *grpc.Server, network string, client ...grpc.DialOption) *grpc.ClientConn {
+	t.Helper()
+	l, target, dial := listen(t, network)
 	go srv.Serve(l) //nolint:errcheck // ends with Stop
 	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(target, append(append(dial, grpc.WithTransportCredentials(insecure.NewCredentials())), s.client...)...)
+	conn, err := grpc.NewClient(target, append(append(dial, grpc.WithTransportCredentials(insecure.NewCredentials())), client...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -71,15 +70,7 @@ func startTokens(t *testing.T, tk *tokens, opts ...idemgrpc.Option) *grpc.Client
 	}
 	srv := grpc.NewServer(grpc.ChainStreamInterceptor(is.StreamInterceptor()))
 	srv.RegisterService(&tokensDesc, tk)
-	l, target, dial := listen(t, "tcp")
-	go srv.Serve(l) //nolint:errcheck // ends with Stop
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(target, append(dial, grpc.WithTransportCredentials(insecure.NewCredentials()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
+	return serve(t, srv, "tcp")
 }
 
 // received is what one call of Count got.

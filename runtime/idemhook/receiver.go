@@ -29,15 +29,10 @@ type Receiver[T any] struct {
 // body as JSON into a T (a []byte or json.RawMessage T gets the body as
 // is) and runs handle once per delivery ID through g.
 func New[T any](g *idem.Guard, v Verifier, handle func(context.Context, T) error, opts ...Option) (*Receiver[T], error) {
-	switch {
-	case g == nil:
+	if g == nil {
 		return nil, errors.New("idemhook: New: nil Guard")
-	case v == nil:
-		return nil, errors.New("idemhook: New: nil Verifier")
-	case handle == nil:
-		return nil, errors.New("idemhook: New: nil handler")
 	}
-	cfg, err := options.Apply("idemhook", defaultConfig(), opts, (*config).check)
+	cfg, err := configure("New", v, handle == nil, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -58,13 +53,7 @@ func New[T any](g *idem.Guard, v Verifier, handle func(context.Context, T) error
 // makes no guarded call is answered 500 ("not a wrapper"): nothing would
 // keep its deliveries apart.
 func NewWrapped[T any](v Verifier, handle func(context.Context, T) error, opts ...Option) (*Receiver[T], error) {
-	switch {
-	case v == nil:
-		return nil, errors.New("idemhook: NewWrapped: nil Verifier")
-	case handle == nil:
-		return nil, errors.New("idemhook: NewWrapped: nil handler")
-	}
-	cfg, err := options.Apply("idemhook", defaultConfig(), opts, (*config).check)
+	cfg, err := configure("NewWrapped", v, handle == nil, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +62,18 @@ func NewWrapped[T any](v Verifier, handle func(context.Context, T) error, opts .
 		return nil, errors.New("idemhook: NewWrapped: the wrapper's //idem: annotation sets the name, ttl and on_failure; drop WithName, WithTTL and WithRecordFailures")
 	}
 	return &Receiver[T]{cfg: cfg, verify: v, handle: handle}, nil
+}
+
+// configure is what the constructor fn does after its Guard: it needs v
+// and a handler, then applies opts.
+func configure(fn string, v Verifier, noHandler bool, opts []Option) (config, error) {
+	switch {
+	case v == nil:
+		return config{}, fmt.Errorf("idemhook: %s: nil Verifier", fn)
+	case noHandler:
+		return config{}, fmt.Errorf("idemhook: %s: nil handler", fn)
+	}
+	return options.Apply("idemhook", defaultConfig(), opts, (*config).check)
 }
 
 // ServeHTTP answers one delivery: read (413 past the bound), verify (401,

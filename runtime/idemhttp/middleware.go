@@ -13,11 +13,9 @@ import (
 	"sync"
 
 	"github.com/idemgen/idemgen/runtime/idem"
-	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemkey"
 	"github.com/idemgen/idemgen/runtime/internal/adapter"
-	"github.com/idemgen/idemgen/runtime/internal/options"
 )
 
 // Middleware guards non-idempotent requests with the Idempotency-Key
@@ -39,10 +37,7 @@ var errUnrecorded = errors.New("idemhttp: response not recorded")
 // New returns a Middleware over g. It needs a principal function
 // (WithPrincipal) or an explicit WithoutPrincipal.
 func New(g *idem.Guard, opts ...Option) (*Middleware, error) {
-	if g == nil {
-		return nil, errors.New("idemhttp: New: nil Guard")
-	}
-	cfg, err := options.Apply("idemhttp", defaultConfig(), opts, (*config).check)
+	cfg, err := adapter.Configure("idemhttp", "New", g, defaultConfig(), opts, (*config).check)
 	if err != nil {
 		return nil, err
 	}
@@ -52,11 +47,10 @@ func New(g *idem.Guard, opts ...Option) (*Middleware, error) {
 	case cfg.principal != nil && cfg.noPrincipal:
 		return nil, errors.New("idemhttp: New: WithPrincipal and WithoutPrincipal are exclusive")
 	}
-	spec, err := idemcall.Spec(idem.Spec{Name: DefaultName}, cfg.call...)
+	spec, err := adapter.Spec("idemhttp", DefaultName, cfg.call)
 	if err != nil {
-		return nil, fmt.Errorf("idemhttp: %w", err)
+		return nil, err
 	}
-	spec.OnFailure = idem.FailureUnlock
 	return &Middleware{g: g, spec: spec, cfg: cfg}, nil
 }
 

@@ -139,10 +139,13 @@ const jsonCT = "application/json"
 const problemCT = "application/problem+json"
 
 func TestStatusCodes(t *testing.T) {
-	created := func(run int) resp { return resp{Status: 201, CType: jsonCT, Run: run} }
-	replayed := func(run int) resp { return resp{Status: 201, CType: jsonCT, Run: run, Replayed: "true"} }
+	sent := func(status, run int) resp { return resp{Status: status, CType: jsonCT, Run: run} }
+	replay := func(r resp) resp { r.Replayed = "true"; return r }
+	created := func(run int) resp { return sent(201, run) }
+	replayed := func(run int) resp { return replay(created(run)) }
 	problem := func(status int, code string) resp { return resp{Status: status, CType: problemCT, Code: code} }
 	k := []string{"k-1"}
+	twice := []req{{key: k, client: "a"}, {key: k, client: "a"}} // the same request again
 
 	tests := []struct {
 		name     string
@@ -293,44 +296,44 @@ func TestStatusCodes(t *testing.T) {
 		{
 			name:     "5xx is sent, not recorded, and the key released",
 			status:   503,
-			reqs:     []req{{key: k, client: "a"}, {key: k, client: "a"}},
-			want:     []resp{{Status: 503, CType: jsonCT, Run: 1}, {Status: 503, CType: jsonCT, Run: 2}},
+			reqs:     twice,
+			want:     []resp{sent(503, 1), sent(503, 2)},
 			wantRuns: 2,
 		},
 		{
 			name:     "WithStore5xx records 5xx",
 			opts:     []idemhttp.Option{idemhttp.WithStore5xx()},
 			status:   500,
-			reqs:     []req{{key: k, client: "a"}, {key: k, client: "a"}},
-			want:     []resp{{Status: 500, CType: jsonCT, Run: 1}, {Status: 500, CType: jsonCT, Run: 1, Replayed: "true"}},
+			reqs:     twice,
+			want:     []resp{sent(500, 1), replay(sent(500, 1))},
 			wantRuns: 1,
 		},
 		{
 			name:     "4xx is recorded",
 			status:   402,
-			reqs:     []req{{key: k, client: "a"}, {key: k, client: "a"}},
-			want:     []resp{{Status: 402, CType: jsonCT, Run: 1}, {Status: 402, CType: jsonCT, Run: 1, Replayed: "true"}},
+			reqs:     twice,
+			want:     []resp{sent(402, 1), replay(sent(402, 1))},
 			wantRuns: 1,
 		},
 		{
 			name:     "429 is not recorded",
 			status:   429,
-			reqs:     []req{{key: k, client: "a"}, {key: k, client: "a"}},
-			want:     []resp{{Status: 429, CType: jsonCT, Run: 1}, {Status: 429, CType: jsonCT, Run: 2}},
+			reqs:     twice,
+			want:     []resp{sent(429, 1), sent(429, 2)},
 			wantRuns: 2,
 		},
 		{
 			name:     "WithRecordIf",
 			opts:     []idemhttp.Option{idemhttp.WithRecordIf(func(s int) bool { return s != 201 })},
-			reqs:     []req{{key: k, client: "a"}, {key: k, client: "a"}},
+			reqs:     twice,
 			want:     []resp{created(1), created(2)},
 			wantRuns: 2,
 		},
 		{
 			name:     "response over the limit is a recorded 500",
 			opts:     []idemhttp.Option{idemhttp.WithMaxResponseBytes(8)},
-			reqs:     []req{{key: k, client: "a"}, {key: k, client: "a"}},
-			want:     []resp{problem(500, "response-too-large"), {Status: 500, CType: problemCT, Code: "response-too-large", Replayed: "true"}},
+			reqs:     twice,
+			want:     []resp{problem(500, "response-too-large"), replay(problem(500, "response-too-large"))},
 			wantRuns: 1,
 		},
 		{
@@ -343,7 +346,7 @@ func TestStatusCodes(t *testing.T) {
 		{
 			name:     "custom replay header and problem type",
 			opts:     []idemhttp.Option{idemhttp.WithReplayHeader("X-Replayed")},
-			reqs:     []req{{key: k, client: "a"}, {key: k, client: "a"}},
+			reqs:     twice,
 			want:     []resp{created(1), created(1)}, // the default header is absent
 			wantRuns: 1,
 		},
@@ -776,81 +779,5 @@ func TestRoundTrips(t *testing.T) {
 	}
 	if diff := cmp.Diff(ops{11, 1, 0}, snap()); diff != "" {
 		t.Errorf("after 10 replays (-want +got):\n%s", diff)
-	}
-}
-
-func TestProblemTypeBase(t *testing.T) {
-	h := newMW(t, idem.NewGuard(memstore.New()), idemhttp.WithProblemTypeBase("https://api.example.com/problems/")).Handler(&app{})
-	_, w := send(t, h, req{client: "a"})
-	got := problemOf(t, w.Header(), w.Body.Bytes())
-	want := map[string]any{
-		"type": "https://api.example.com/problems/idempotency-key-missing", "title": "Idempotency-Key is missing",
-		"status": 400.0, "detail": "this operation requires an Idempotency-Key header", "code": "idempotency-key-missing",
-		"retryable": false,
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("problem (-want +got):\n%s", diff)
-	}
-}
-
-// deadStore is an instance that dies right after its claim: the claim
-// reaches the shared store, nothing after it does.
-type deadStore struct{ *memstore.Store }
-
-func (deadStore) Heartbeat(context.Context, idemstore.Lease) error                  { return nil }
-func (deadStore) Complete(context.Context, idemstore.Lease, idemstore.Result) error { return nil }
-func (deadStore) Fail(context.Context, idemstore.Lease, idemstore.Result) error     { return nil }
-func (deadStore) Release(context.Context, idemstore.Lease) error                    { return nil }
-
-// TestKeyReusedAfterCrashOrRelease: a key stays bound to its first
-// request's payload for as long as its record is retained. After the first
-// request's instance crashed (its lease expired) or its handler failed
-// (the key was released), a request with another body is still a 422 and
-// never reaches the handler, and a retry of the first body takes the key
-// over or runs again.
-func TestKeyReusedAfterCrashOrRelease(t *testing.T) {
-	reused := resp{Status: 422, CType: problemCT, Code: "idempotency-key-reused"}
-	a, b := req{key: []string{"k"}, client: "c", body: `{"amount":5}`}, req{key: []string{"k"}, client: "c", body: `{"amount":500}`}
-	tests := []struct {
-		name string
-		// first sends the first request with body a and leaves the key
-		// as a crash or a failure does.
-		first func(t *testing.T, clock *idemtest.Clock, store *memstore.Store, app *app) resp
-		want  resp
-	}{
-		{"crashed instance", func(t *testing.T, clock *idemtest.Clock, store *memstore.Store, app *app) resp {
-			got, _ := send(t, newMW(t, idem.NewGuard(deadStore{store}), withLease(time.Second)).Handler(app), a)
-			clock.Advance(2 * time.Second) // past the dead instance's lease
-			return got
-		}, resp{Status: 201, CType: jsonCT, Run: 1}},
-		{"handler failed", func(t *testing.T, clock *idemtest.Clock, store *memstore.Store, app *app) resp {
-			app.status = http.StatusServiceUnavailable // a 5xx releases the key
-			defer func() { app.status = 0 }()
-			got, _ := send(t, newMW(t, idem.NewGuard(store), withLease(time.Second)).Handler(app), a)
-			return got
-		}, resp{Status: 503, CType: jsonCT, Run: 1}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			clock := idemtest.NewClock(time.Now())
-			store := memstore.New(memstore.WithClock(clock.Now))
-			app := &app{}
-			if diff := cmp.Diff(tt.want, tt.first(t, clock, store, app)); diff != "" {
-				t.Fatalf("first request (-want +got):\n%s", diff)
-			}
-			h := newMW(t, idem.NewGuard(store), withLease(time.Second)).Handler(app)
-			var got []resp
-			for _, q := range []req{b, a, b, a} {
-				r, _ := send(t, h, q)
-				got = append(got, r)
-			}
-			want := []resp{reused, {Status: 201, CType: jsonCT, Run: 2}, reused, {Status: 201, CType: jsonCT, Run: 2, Replayed: "true"}}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("other body, retry, other body, retry (-want +got):\n%s", diff)
-			}
-			if n := app.runs.Load(); n != 2 {
-				t.Errorf("handler ran %d times, want 2 (the first request and its retry; never the other body)", n)
-			}
-		})
 	}
 }

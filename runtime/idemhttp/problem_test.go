@@ -48,15 +48,29 @@ const (
 	rfc9110Base = "https://www.rfc-editor.org/rfc/rfc9110.html"
 )
 
+// problemDoc is the problem document expected, instance aside: its
+// idempotency_key member is key's one element, absent without one.
+func problemDoc(typ, title string, status int, detail, code string, retryable bool, key ...string) map[string]any {
+	doc := map[string]any{
+		"type": typ, "title": title, "status": float64(status),
+		"detail": detail, "code": code, "retryable": retryable,
+	}
+	for _, k := range key {
+		doc["idempotency_key"] = k
+	}
+	return doc
+}
+
+// missingKey is the problem answering a request without an
+// Idempotency-Key: 400, with its type and title (WithProblemType).
+func missingKey(typ, title string) map[string]any {
+	return problemDoc(typ, title, 400, "this operation requires an Idempotency-Key header", "idempotency-key-missing", false)
+}
+
 // malformedKey is the problem answering a malformed Idempotency-Key: 400,
 // with detail and the key as echoed.
 func malformedKey(detail, echoed string) map[string]any {
-	return map[string]any{
-		"type": syntaxType, "title": "Idempotency-Key is malformed", "status": 400.0,
-		"detail": detail,
-		"code":   "idempotency-key-malformed", "retryable": false,
-		"idempotency_key": echoed,
-	}
+	return problemDoc(syntaxType, "Idempotency-Key is malformed", 400, detail, "idempotency-key-malformed", false, echoed)
 }
 
 // TestProblemDetails: every problem the middleware answers with is a
@@ -77,11 +91,7 @@ func TestProblemDetails(t *testing.T) {
 		{
 			name: "400 missing key",
 			q:    req{client: "a"},
-			want: map[string]any{
-				"type": errorsType, "title": "Idempotency-Key is missing", "status": 400.0,
-				"detail": "this operation requires an Idempotency-Key header",
-				"code":   "idempotency-key-missing", "retryable": false,
-			},
+			want: missingKey(errorsType, "Idempotency-Key is missing"),
 		},
 		{
 			name: "400 malformed key: too long, echoed bounded",
@@ -111,21 +121,17 @@ func TestProblemDetails(t *testing.T) {
 		{
 			name: "401 principal unknown",
 			q:    req{key: []string{"k"}},
-			want: map[string]any{
-				"type": rfc9110Base + "#section-15.5.2", "title": "Client not identified", "status": 401.0,
-				"detail": "the client of this request could not be identified: no X-Client header",
-				"code":   "principal-unknown", "retryable": false, "idempotency_key": "k",
-			},
+			want: problemDoc(rfc9110Base+"#section-15.5.2", "Client not identified", 401,
+				"the client of this request could not be identified: no X-Client header",
+				"principal-unknown", false, "k"),
 		},
 		{
 			name: "413 request too large",
 			opts: []idemhttp.Option{idemhttp.WithMaxRequestBytes(4)},
 			q:    req{client: "a", key: []string{"k"}, body: "12345"},
-			want: map[string]any{
-				"type": rfc9110Base + "#section-15.5.14", "title": "Request body too large", "status": 413.0,
-				"detail": "the request body of 5 bytes exceeds the limit of 4 bytes",
-				"code":   "request-too-large", "retryable": false, "idempotency_key": "k",
-			},
+			want: problemDoc(rfc9110Base+"#section-15.5.14", "Request body too large", 413,
+				"the request body of 5 bytes exceeds the limit of 4 bytes",
+				"request-too-large", false, "k"),
 		},
 		{
 			name: "422 key reused with another payload",
@@ -135,11 +141,9 @@ func TestProblemDetails(t *testing.T) {
 				return h, func() {}
 			},
 			q: req{client: "a", key: []string{`"k-1"`}, body: "second"},
-			want: map[string]any{
-				"type": errorsType, "title": "Idempotency-Key is already used", "status": 422.0,
-				"detail": "this Idempotency-Key was used with a different request (method, path, body or headers); send a new key for a new request",
-				"code":   "idempotency-key-reused", "retryable": false, "idempotency_key": "k-1",
-			},
+			want: problemDoc(errorsType, "Idempotency-Key is already used", 422,
+				"this Idempotency-Key was used with a different request (method, path, body or headers); send a new key for a new request",
+				"idempotency-key-reused", false, "k-1"),
 		},
 		{
 			name: "409 in flight",
@@ -159,11 +163,9 @@ func TestProblemDetails(t *testing.T) {
 				return h, func() { close(release); <-done }
 			},
 			q: req{client: "a", key: []string{"k"}},
-			want: map[string]any{
-				"type": errorsType, "title": "A request is outstanding for this Idempotency-Key", "status": 409.0,
-				"detail": "a request with the same Idempotency-Key is being processed; retry later with the same key",
-				"code":   "request-in-progress", "retryable": true, "idempotency_key": "k",
-			},
+			want: problemDoc(errorsType, "A request is outstanding for this Idempotency-Key", 409,
+				"a request with the same Idempotency-Key is being processed; retry later with the same key",
+				"request-in-progress", true, "k"),
 		},
 		{
 			name: "503 store unavailable",
@@ -173,11 +175,9 @@ func TestProblemDetails(t *testing.T) {
 				return newMW(t, idem.NewGuard(s)).Handler(&app{}), func() {}
 			},
 			q: req{client: "a", key: []string{"k"}},
-			want: map[string]any{
-				"type": rfc9110Base + "#section-15.6.4", "title": "Idempotency store unavailable", "status": 503.0,
-				"detail": "the request was not processed; retry with the same key",
-				"code":   "idempotency-store-unavailable", "retryable": true, "idempotency_key": "k",
-			},
+			want: problemDoc(rfc9110Base+"#section-15.6.4", "Idempotency store unavailable", 503,
+				"the request was not processed; retry with the same key",
+				"idempotency-store-unavailable", true, "k"),
 		},
 		{
 			name: "503 lease lost",
@@ -186,31 +186,21 @@ func TestProblemDetails(t *testing.T) {
 				return newMW(t, idem.NewGuard(lostStore{memstore.New()}), withLease(30*time.Millisecond)).Handler(a), func() {}
 			},
 			q: req{client: "a", key: []string{"k"}},
-			want: map[string]any{
-				"type": rfc9110Base + "#section-15.6.4", "title": "Request outcome not recorded", "status": 503.0,
-				"detail": "the request's claim on its key was lost while it ran; retry with the same key",
-				"code":   "lease-lost", "retryable": true, "idempotency_key": "k",
-			},
+			want: problemDoc(rfc9110Base+"#section-15.6.4", "Request outcome not recorded", 503,
+				"the request's claim on its key was lost while it ran; retry with the same key",
+				"lease-lost", true, "k"),
 		},
 		{
 			name: "WithProblemType overrides one code",
 			opts: []idemhttp.Option{idemhttp.WithProblemType(idemhttp.CodeKeyMissing, "https://api.example.com/problems/key")},
 			q:    req{client: "a"},
-			want: map[string]any{
-				"type": "https://api.example.com/problems/key", "title": "Idempotency-Key is missing", "status": 400.0,
-				"detail": "this operation requires an Idempotency-Key header",
-				"code":   "idempotency-key-missing", "retryable": false,
-			},
+			want: missingKey("https://api.example.com/problems/key", "Idempotency-Key is missing"),
 		},
 		{
 			name: "about:blank takes the status phrase as title",
 			opts: []idemhttp.Option{idemhttp.WithProblemType(idemhttp.CodeKeyMissing, "about:blank")},
 			q:    req{client: "a"},
-			want: map[string]any{
-				"type": "about:blank", "title": "Bad Request", "status": 400.0,
-				"detail": "this operation requires an Idempotency-Key header",
-				"code":   "idempotency-key-missing", "retryable": false,
-			},
+			want: missingKey("about:blank", "Bad Request"),
 		},
 	}
 	for _, tc := range tests {
@@ -232,6 +222,16 @@ func TestProblemDetails(t *testing.T) {
 				t.Errorf("problem (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestProblemTypeBase(t *testing.T) {
+	h := newMW(t, idem.NewGuard(memstore.New()), idemhttp.WithProblemTypeBase("https://api.example.com/problems/")).Handler(&app{})
+	_, w := send(t, h, req{client: "a"})
+	got := problemOf(t, w.Header(), w.Body.Bytes())
+	want := missingKey("https://api.example.com/problems/idempotency-key-missing", "Idempotency-Key is missing")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problem (-want +got):\n%s", diff)
 	}
 }
 

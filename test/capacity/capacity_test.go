@@ -335,21 +335,12 @@ func newTarget(t *testing.T, name string, sz sizes) *target {
 				_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(tb)})
 			}
 		})
-		tg.title = "DynamoDB (dynalite)"
-		tg.cfg.Addr, tg.cfg.Name = ep, table
-		tg.goroutines = min(tg.goroutines, 8)
-		tg.replayKeys = min(tg.replayKeys, 300)
-		pidPath := filepath.Join(testenv.Env("DYNALITE_RUNDIR", filepath.Join(os.TempDir(), "idemgen-dynalite")), "4567.pid")
-		tg.serverPIDs = func() []int { return treeOf(pidFile(pidPath)) }
-		tg.serverNote = "dynalite's process tree (" + pidPath + ")"
-		tg.recordBytes = func(ctx context.Context) (float64, float64, string, error) {
-			st, err := dynamoBytes(ctx, client, table)
-			if err != nil {
-				return 0, 0, "", err
-			}
-			raw, err := dynamoBytes(ctx, client, table+"_raw")
-			return st, raw, "DynamoDB item size (attribute names + values, the billed size) of up to 500 scanned items, mean", err
-		}
+		tg.emulated(emulatedStore{
+			title: "DynamoDB (dynalite)", addr: ep, name: table,
+			emulator: "dynalite", port: 4567, server: "dynalite's process tree",
+			size:     func(ctx context.Context, tb string) (float64, error) { return dynamoBytes(ctx, client, tb) },
+			sizeNote: "DynamoDB item size (attribute names + values, the billed size) of up to 500 scanned items, mean",
+		})
 	case "firestore":
 		host := testenv.FirestoreEmulatorHost()
 		client, err := firestoreClient(ctx, host)
@@ -364,21 +355,12 @@ func newTarget(t *testing.T, name string, sz sizes) *target {
 		}
 		t.Cleanup(func() { client.Close() })
 		coll := "idemcap_" + run
-		tg.title = "Firestore (emulator)"
-		tg.cfg.Addr, tg.cfg.Name = host, coll
-		tg.goroutines = min(tg.goroutines, 8)
-		tg.replayKeys = min(tg.replayKeys, 300)
-		pidPath := filepath.Join(testenv.Env("FIRESTORE_RUNDIR", filepath.Join(os.TempDir(), "idemgen-firestore")), "8765.pid")
-		tg.serverPIDs = func() []int { return treeOf(pidFile(pidPath)) }
-		tg.serverNote = "the emulator's process tree (" + pidPath + ")"
-		tg.recordBytes = func(ctx context.Context) (float64, float64, string, error) {
-			st, err := firestoreBytes(ctx, client, coll)
-			if err != nil {
-				return 0, 0, "", err
-			}
-			raw, err := firestoreBytes(ctx, client, coll+"_raw")
-			return st, raw, "Firestore document size (name + fields + 32, Firestore's storage-size rules) of up to 500 documents, mean", err
-		}
+		tg.emulated(emulatedStore{
+			title: "Firestore (emulator)", addr: host, name: coll,
+			emulator: "firestore", port: 8765, server: "the emulator's process tree",
+			size:     func(ctx context.Context, c string) (float64, error) { return firestoreBytes(ctx, client, c) },
+			sizeNote: "Firestore document size (name + fields + 32, Firestore's storage-size rules) of up to 500 documents, mean",
+		})
 	case "file":
 		dir := t.TempDir()
 		tg.title = "File store"
@@ -397,6 +379,41 @@ func newTarget(t *testing.T, name string, sz sizes) *target {
 		t.Fatalf("unknown store %q", name)
 	}
 	return tg
+}
+
+// emulatedStore is a store an emulator on this machine serves: its
+// records are in name, the raw writes' in name+"_raw".
+type emulatedStore struct {
+	title, addr, name string
+	emulator          string // as scripts/<emulator>.sh names it
+	port              int    // the emulator's
+	server            string // names the emulator's process tree
+	size              func(ctx context.Context, name string) (float64, error)
+	sizeNote          string // what size measures
+}
+
+// emulated sets tg up for e: the emulated stores' caps on goroutines and
+// replay keys, the emulator's process tree as the server, and e's record
+// sizes.
+func (tg *target) emulated(e emulatedStore) {
+	tg.title = e.title
+	tg.cfg.Addr, tg.cfg.Name = e.addr, e.name
+	tg.goroutines = min(tg.goroutines, 8)
+	tg.replayKeys = min(tg.replayKeys, 300)
+	// Where scripts/<emulator>.sh keeps the pid file: $<EMULATOR>_RUNDIR,
+	// else $TMPDIR/idemgen-<emulator>.
+	runDir := testenv.Env(strings.ToUpper(e.emulator)+"_RUNDIR", filepath.Join(os.TempDir(), "idemgen-"+e.emulator))
+	pidPath := filepath.Join(runDir, strconv.Itoa(e.port)+".pid")
+	tg.serverPIDs = func() []int { return treeOf(pidFile(pidPath)) }
+	tg.serverNote = e.server + " (" + pidPath + ")"
+	tg.recordBytes = func(ctx context.Context) (float64, float64, string, error) {
+		st, err := e.size(ctx, e.name)
+		if err != nil {
+			return 0, 0, "", err
+		}
+		raw, err := e.size(ctx, e.name+"_raw")
+		return st, raw, e.sizeNote, err
+	}
 }
 
 func treeOf(pid int) []int {

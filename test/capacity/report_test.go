@@ -11,18 +11,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemgen/idemgen/test/internal/workerproc"
 )
 
 func TestMain(m *testing.M) {
 	startLoad, startTime = loadAvg(), time.Now()
-	code := m.Run()
-	if path := os.Getenv("IDEM_CAPACITY_REPORT"); path != "" && os.Getenv(workerEnv) == "" {
-		if err := writeReport(path); err != nil {
-			fmt.Fprintln(os.Stderr, "capacity report:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	workerproc.Main(m, workerEnv, "IDEM_CAPACITY_REPORT", "capacity", writeReport)
 }
 
 var (

@@ -170,24 +170,14 @@ func (h *harness) needDocStore(t *testing.T, store string) {
 // Firestore: by Firestore's clock, Guard and store clocks skewed by
 // minutes).
 func TestReliabilityDocumentStores(t *testing.T) {
-	h := newHarness(t)
-	sz := levelSizes(h.full)
-	report.full = h.full
-	for _, store := range []string{"dynamo", "firestore"} {
-		t.Run(store, func(t *testing.T) {
-			h.needDocStore(t, store)
-			if !h.full {
-				t.Parallel()
-			}
-			h.everyStoreScenario(t, store, sz)
-			t.Run("network", func(t *testing.T) { record(t, h.network(t, store, sz)) })
-			if store == "dynamo" {
-				t.Run("skew", func(t *testing.T) { record(t, h.callerClockSkew(t, store, sz, false)) })
-			} else {
-				t.Run("skew", func(t *testing.T) { record(t, h.skew(t, store, sz, false)) })
-			}
-		})
-	}
+	runStores(t, []string{"dynamo", "firestore"}, (*harness).needDocStore, func(h *harness, t *testing.T, store string, sz sizes) {
+		t.Run("network", func(t *testing.T) { record(t, h.network(t, store, sz)) })
+		if store == "dynamo" {
+			t.Run("skew", func(t *testing.T) { record(t, h.callerClockSkew(t, store, sz, false)) })
+		} else {
+			t.Run("skew", func(t *testing.T) { record(t, h.skew(t, store, sz, false)) })
+		}
+	})
 }
 
 // callerClockSkew is the skew scenario for a store that judges leases by

@@ -3,7 +3,6 @@ package reliability
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -163,14 +162,6 @@ func memoryStreams(t *testing.T, sz sizes) row {
 	for _, k := range keys {
 		last = append(last, readStream(context.Background(), g, k, 0, produceItems(sz.streamItems, func(uint64) func() { return func() {} })))
 	}
-	restarts, resumes := checkStreams(v, recs, last, sz.streamItems)
-	return row{
-		Store: "memory", Scenario: "streams (process death, in process)",
-		Trials: fmt.Sprintf("%d keys × %d items, %d readers in %d Guards (+%d late), %d producer deaths",
-			sz.streamKeys, sz.streamItems, len(readers), sz.streamProcs, sz.streamKills, sz.streamKills),
-		Expected: "every reader: one run's items, in order, no gap, no repeat; all readers of a key the same run",
-		Observed: fmt.Sprintf("%d readers finished (those of the dead Guards died with them); %d restarts told, %d resumes from a cursor",
-			len(recs), restarts, resumes),
-		v: v, took: time.Since(start),
-	}
+	return streamsScenario{"memory", "streams (process death, in process)", "Guards", "deaths", "of the dead Guards"}.
+		row(v, recs, last, sz, len(readers), start)
 }

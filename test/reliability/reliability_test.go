@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/idemgen/idemgen/test/internal/workerproc"
 )
 
 // row is one line of the report.
@@ -51,25 +53,33 @@ func record(t *testing.T, r row) {
 // TestReliability runs every scenario against every store: the short
 // version by default, the full one with IDEM_RELIABILITY=full.
 func TestReliability(t *testing.T) {
+	runStores(t, []string{"redis", "postgres", "file"}, (*harness).needStore, func(h *harness, t *testing.T, store string, sz sizes) {
+		// Streams: these three stores keep them; DynamoDB and Firestore do not.
+		t.Run("streams", func(t *testing.T) { record(t, h.streams(t, store, sz)) })
+		if store == "file" {
+			return // one host, one clock, no network
+		}
+		t.Run("network", func(t *testing.T) { record(t, h.network(t, store, sz)) })
+		t.Run("skew", func(t *testing.T) { record(t, h.skew(t, store, sz, false)) })
+	})
+}
+
+// runStores runs, for each of stores that need finds, the scenarios that
+// hold for every store, then more, the store's own.
+func runStores(t *testing.T, stores []string, need func(*harness, *testing.T, string), more func(h *harness, t *testing.T, store string, sz sizes)) {
 	h := newHarness(t)
 	sz := levelSizes(h.full)
 	report.full = h.full
-	for _, store := range []string{"redis", "postgres", "file"} {
+	for _, store := range stores {
 		t.Run(store, func(t *testing.T) {
-			h.needStore(t, store)
+			need(h, t, store)
 			if !h.full {
 				// Short version: the stores' scenarios mostly wait (leases,
 				// fault windows, process start-up), so overlap them.
 				t.Parallel()
 			}
 			h.everyStoreScenario(t, store, sz)
-			// Streams: these three stores keep them; DynamoDB and Firestore do not.
-			t.Run("streams", func(t *testing.T) { record(t, h.streams(t, store, sz)) })
-			if store == "file" {
-				return // one host, one clock, no network
-			}
-			t.Run("network", func(t *testing.T) { record(t, h.network(t, store, sz)) })
-			t.Run("skew", func(t *testing.T) { record(t, h.skew(t, store, sz, false)) })
+			more(h, t, store, sz)
 		})
 	}
 }
@@ -120,14 +130,7 @@ func TestHarnessDetectsClientClockLeases(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if path := os.Getenv("IDEM_RELIABILITY_REPORT"); path != "" && os.Getenv(workerEnv) == "" {
-		if err := writeReport(path); err != nil {
-			fmt.Fprintln(os.Stderr, "reliability report:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	workerproc.Main(m, workerEnv, "IDEM_RELIABILITY_REPORT", "reliability", writeReport)
 }
 
 // writeReport writes the Markdown report: one table per store.

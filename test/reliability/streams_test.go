@@ -191,14 +191,26 @@ func (h *harness) streams(t *testing.T, store string, sz sizes) row {
 	if err != nil {
 		v.add("the fresh reader after the end: %v", err)
 	}
-	restarts, resumes := checkStreams(v, recs, final.Streams, sz.streamItems)
+	return streamsScenario{store, "streams (SIGKILL of the producer)", "processes", "kills", "in the killed processes"}.
+		row(v, recs, final.Streams, sz, len(readers), start)
+}
+
+// streamsScenario names a streams scenario's row: its producers die
+// (deaths) in one of the hosts (Guards or processes) the readers are in,
+// and the readers of the dead hosts (dead) die with them.
+type streamsScenario struct{ store, scenario, hosts, deaths, dead string }
+
+// row checks the readers' records, recs, against final (a fresh reader's
+// after the end) and reports the scenario, begun at start.
+func (s streamsScenario) row(v *violations, recs, final []streamRecord, sz sizes, readers int, start time.Time) row {
+	restarts, resumes := checkStreams(v, recs, final, sz.streamItems)
 	return row{
-		Store: store, Scenario: "streams (SIGKILL of the producer)",
-		Trials: fmt.Sprintf("%d keys × %d items, %d readers in %d processes (+%d late), %d producer kills",
-			sz.streamKeys, sz.streamItems, len(readers), sz.streamProcs, sz.streamKills, sz.streamKills),
+		Store: s.store, Scenario: s.scenario,
+		Trials: fmt.Sprintf("%d keys × %d items, %d readers in %d %s (+%d late), %d producer %s",
+			sz.streamKeys, sz.streamItems, readers, sz.streamProcs, s.hosts, sz.streamKills, sz.streamKills, s.deaths),
 		Expected: "every reader: one run's items, in order, no gap, no repeat; all readers of a key the same run",
-		Observed: fmt.Sprintf("%d readers finished (those in the killed processes died with them); %d restarts told, %d resumes from a cursor",
-			len(recs), restarts, resumes),
+		Observed: fmt.Sprintf("%d readers finished (those %s died with them); %d restarts told, %d resumes from a cursor",
+			len(recs), s.dead, restarts, resumes),
 		v: v, took: time.Since(start),
 	}
 }

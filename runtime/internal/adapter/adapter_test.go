@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemcall"
 	"github.com/idemgen/idemgen/runtime/internal/impl"
+	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
 // TestWriteBody: a body up to InlineBody bytes is written as is, a longer
@@ -69,5 +74,59 @@ func TestPrincipal(t *testing.T) {
 				t.Errorf("Principal = %q, %q; want %q, %q", got, gotErr, tc.want, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestConfigure: a constructor without a Guard fails before its options
+// apply; with one, its options apply and check's error names the package.
+func TestConfigure(t *testing.T) {
+	type config struct{ n int }
+	type option func(*config)
+	set := func(n int) option { return func(c *config) { c.n = n } }
+	check := func(c *config) error {
+		if c.n < 0 {
+			return errors.New("negative")
+		}
+		return nil
+	}
+	g := idem.NewGuard(memstore.New())
+	for _, tc := range []struct {
+		name    string
+		g       *idem.Guard
+		opts    []option
+		want    int
+		wantErr string
+	}{
+		{"no Guard", nil, []option{set(2)}, 1, "pkg: New: nil Guard"},
+		{"default", g, nil, 1, ""},
+		{"applied", g, []option{set(2)}, 2, ""},
+		{"refused", g, []option{set(-1)}, -1, "pkg: negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Configure("pkg", "New", tc.g, config{n: 1}, tc.opts, check)
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if got.n != tc.want || gotErr != tc.wantErr {
+				t.Errorf("Configure = %d, %q; want %d, %q", got.n, gotErr, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestSpec: the options apply over the name, a failure releases the key,
+// and an option's error names the package.
+func TestSpec(t *testing.T) {
+	spec, err := Spec("pkg", "name", []idemcall.Option{idemcall.WithTTL(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Name != "name" || spec.TTL != time.Minute || spec.OnFailure != idem.FailureUnlock {
+		t.Errorf("Spec = %+v; want name, a minute's TTL, FailureUnlock", spec)
+	}
+	_, err = Spec("pkg", "name", []idemcall.Option{idemcall.WithName("")})
+	if err == nil || !strings.HasPrefix(err.Error(), "pkg: ") {
+		t.Errorf("Spec with an empty name: %v; want an error prefixed pkg: ", err)
 	}
 }

@@ -32,6 +32,21 @@ func Load(t *testing.T, env string, cfg any) {
 	}
 }
 
+// Main runs a harness's tests (m) and then, in the harness's own process
+// (env unset) and where reportEnv names a path, writes its report there
+// with write; it exits with the tests' code, or 1 where the report (what
+// names it) could not be written.
+func Main(m *testing.M, env, reportEnv, what string, write func(path string) error) {
+	code := m.Run()
+	if path := os.Getenv(reportEnv); path != "" && os.Getenv(env) == "" {
+		if err := write(path); err != nil {
+			fmt.Fprintln(os.Stderr, what+" report:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
 var seq struct {
 	sync.Mutex
 	n int
