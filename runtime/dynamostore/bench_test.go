@@ -26,10 +26,7 @@ import (
 func BenchmarkDynamoStore(b *testing.B) {
 	client, table := dynamo(b)
 	prefix := uniquePrefix(b)
-	s, err := dynamostore.New(context.Background(), client, table, dynamostore.WithKeyPrefix(prefix))
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := openStore(b, client, table, dynamostore.WithKeyPrefix(prefix))
 	spec := &idem.Spec{Name: "dynamostore_bench.CreateInvoice", Lease: 30 * time.Second, TTL: time.Hour}
 	do := idemtest.InvoiceCall(b, idem.NewGuard(s), spec)
 	// Records to replay, and the raw items behind them for the baseline.

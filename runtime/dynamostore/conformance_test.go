@@ -23,6 +23,13 @@ func newStore(t testing.TB, api dynamostore.API, table string, opts ...dynamosto
 	t.Helper()
 	opts = append([]dynamostore.Option{dynamostore.WithKeyPrefix(uniquePrefix(t)),
 		dynamostore.WithPollInterval(5*time.Millisecond, 50*time.Millisecond)}, opts...)
+	return openStore(t, api, table, opts...)
+}
+
+// openStore is dynamostore.New with opts alone, the store's defaults
+// for the rest.
+func openStore(t testing.TB, api dynamostore.API, table string, opts ...dynamostore.Option) *dynamostore.Store {
+	t.Helper()
 	s, err := dynamostore.New(context.Background(), api, table, opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -302,10 +302,7 @@ func flat(item map[string]types.AttributeValue) map[string]string {
 func TestCorruptItem(t *testing.T) {
 	client, table := dynamo(t)
 	prefix := uniquePrefix(t)
-	s, err := dynamostore.New(context.Background(), client, table, dynamostore.WithKeyPrefix(prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, client, table, dynamostore.WithKeyPrefix(prefix))
 	claim(t, s, "template", fingerprint("a"), time.Hour)
 	base := rawItem(t, client, table, map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: prefix + "template"}})
 	for _, tc := range []struct {

@@ -74,19 +74,12 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idemstore.Record,
 	}
 	ref := s.coll.Doc(id)
 	for round := 1; round <= maxClaimRounds; round++ {
-		snap, err := ref.Get(ctx)
-		if status.Code(err) == codes.NotFound {
-			return idemstore.Record{}, fmt.Errorf("firestorestore: %s: %w", key, idem.ErrNotFound)
+		d, ok, note, err := s.readLive(ctx, ref, key, "force release")
+		if err == nil && !ok {
+			err = fmt.Errorf("firestorestore: %s%s: %w", key, note, idem.ErrNotFound)
 		}
-		if err != nil {
-			return idemstore.Record{}, s.opError(ctx, "force release", key, err)
-		}
-		d, err := decode(key, snap)
 		if err != nil {
 			return idemstore.Record{}, err
-		}
-		if !snap.ReadTime.Before(d.rec.ExpiresAt) {
-			return idemstore.Record{}, fmt.Errorf("firestorestore: %s (expired): %w", key, idem.ErrNotFound)
 		}
 		td := d.rec.ExpiresAt.Sub(d.rec.LeaseUntil)
 		if d.rec.State != idemstore.StateInProgress {

@@ -587,21 +587,32 @@ func (s *Store) Get(ctx context.Context, key string) (idemstore.Record, error) {
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	snap, err := s.coll.Doc(id).Get(ctx)
+	d, ok, note, err := s.readLive(ctx, s.coll.Doc(id), key, "get")
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: %s%s", idem.ErrNotFound, key, note)
+	}
+	return d.rec, err
+}
+
+// readLive reads key's document through ref and decodes it. ok is false
+// when it holds no live record: none, or one past its retention by the
+// read's time, which note (" (expired)") adds to the caller's
+// ErrNotFound.
+func (s *Store) readLive(ctx context.Context, ref *firestore.DocumentRef, key, op string) (d doc, ok bool, note string, err error) {
+	snap, err := ref.Get(ctx)
 	if status.Code(err) == codes.NotFound {
-		return idemstore.Record{}, fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+		return doc{}, false, "", nil
 	}
 	if err != nil {
-		return idemstore.Record{}, s.opError(ctx, "get", key, err)
+		return doc{}, false, "", s.opError(ctx, op, key, err)
 	}
-	d, err := decode(key, snap)
-	if err != nil {
-		return idemstore.Record{}, err
+	if d, err = decode(key, snap); err != nil {
+		return doc{}, false, "", err
 	}
 	if !snap.ReadTime.Before(d.rec.ExpiresAt) {
-		return idemstore.Record{}, fmt.Errorf("%w: %s (expired)", idem.ErrNotFound, key)
+		return doc{}, false, " (expired)", nil
 	}
-	return d.rec, nil
+	return d, true, "", nil
 }
 
 // Delete removes the document whatever its state (the next claim starts

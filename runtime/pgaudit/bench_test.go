@@ -17,14 +17,10 @@ import (
 // dropped-fraction): it measures the caller's side, including the drop
 // path, not the table's throughput.
 func BenchmarkReplayAudited(b *testing.B) {
-	pool, schema := benchDB(b)
-	ctx := context.Background()
-	if err := pgaudit.Migrate(ctx, pool, pgaudit.WithSchema(schema)); err != nil {
-		b.Fatal(err)
-	}
+	pool, schema := migratedDB(b)
 	w := pgaudit.New(pool, pgaudit.WithSchema(schema))
 	obstest.BenchReplay(b, idemaudit.New(w))
-	if err := w.Close(ctx); err != nil {
+	if err := w.Close(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	total := float64(w.Dropped() + w.Written() + w.Lost())

@@ -43,6 +43,16 @@ func benchDB(t testing.TB) (*pgxpool.Pool, string) {
 	return pool, schema
 }
 
+// migratedDB is benchDB with the audit table migrated in its schema.
+func migratedDB(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	pool, schema := benchDB(t)
+	if err := pgaudit.Migrate(context.Background(), pool, pgaudit.WithSchema(schema)); err != nil {
+		t.Fatal(err)
+	}
+	return pool, schema
+}
+
 func count(t *testing.T, pool *pgxpool.Pool, schema, table string) int {
 	t.Helper()
 	var n int
@@ -90,11 +100,8 @@ func TestMigrate(t *testing.T) {
 }
 
 func TestWriteFlushClose(t *testing.T) {
-	pool, schema := testDB(t)
+	pool, schema := migratedDB(t)
 	ctx := context.Background()
-	if err := pgaudit.Migrate(ctx, pool, pgaudit.WithSchema(schema)); err != nil {
-		t.Fatal(err)
-	}
 	w := pgaudit.New(pool, pgaudit.WithSchema(schema), pgaudit.WithBatchSize(7), pgaudit.WithErrorHandler(func(err error) { t.Error(err) }))
 	now := time.Now()
 	for i := range 50 {
@@ -141,11 +148,8 @@ func TestWriteFlushClose(t *testing.T) {
 // With the table locked, the writer's COPY waits: Record must still return
 // at once, dropping what does not fit the queue and counting it.
 func TestFullQueueDropsAndCounts(t *testing.T) {
-	pool, schema := testDB(t)
+	pool, schema := migratedDB(t)
 	ctx := context.Background()
-	if err := pgaudit.Migrate(ctx, pool, pgaudit.WithSchema(schema)); err != nil {
-		t.Fatal(err)
-	}
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -184,11 +188,8 @@ func TestFullQueueDropsAndCounts(t *testing.T) {
 }
 
 func TestRetention(t *testing.T) {
-	pool, schema := testDB(t)
+	pool, schema := migratedDB(t)
 	ctx := context.Background()
-	if err := pgaudit.Migrate(ctx, pool, pgaudit.WithSchema(schema)); err != nil {
-		t.Fatal(err)
-	}
 	w := pgaudit.New(pool, pgaudit.WithSchema(schema), pgaudit.WithCleanupBatch(2))
 	defer w.Close(ctx)
 	old, recent := time.Now().Add(-48*time.Hour), time.Now()
@@ -230,11 +231,8 @@ func TestRetention(t *testing.T) {
 // Records racing Close are either written or counted as dropped: none
 // vanishes into the queue after the final drain.
 func TestCloseRacingRecords(t *testing.T) {
-	pool, schema := testDB(t)
+	pool, schema := migratedDB(t)
 	ctx := context.Background()
-	if err := pgaudit.Migrate(ctx, pool, pgaudit.WithSchema(schema)); err != nil {
-		t.Fatal(err)
-	}
 	w := pgaudit.New(pool, pgaudit.WithSchema(schema), pgaudit.WithQueueSize(100000))
 	const workers, each = 8, 500
 	var wg sync.WaitGroup

@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // sqlLog is a pgx tracer keeping the first word of every statement.
@@ -43,9 +42,7 @@ func (l *sqlLog) take() []string {
 // nor changed the row.
 func TestClaimNewKey(t *testing.T) {
 	log := &sqlLog{}
-	pool := newPool(t, func(c *pgxpool.Config) { c.ConnConfig.Tracer = log })
-	clock := newManualClock()
-	a := newStore(t, pool, WithClock(clock.Now))
+	a, clock := tracedStore(t, log)
 	ctx := context.Background()
 	claim := func(s *Store, key string, fp byte) (idemstore.ClaimResult, []string) {
 		t.Helper()
@@ -56,13 +53,7 @@ func TestClaimNewKey(t *testing.T) {
 		}
 		return res, log.take()
 	}
-	finish := map[string]func(idemstore.Lease) error{
-		"completed": func(l idemstore.Lease) error { return a.Complete(ctx, l, idemstore.Result{Data: []byte("r")}) },
-		"failed":    func(l idemstore.Lease) error { return a.Fail(ctx, l, idemstore.Result{Data: []byte("e")}) },
-		"released":  func(l idemstore.Lease) error { return a.Release(ctx, l) },
-		"expired":   func(idemstore.Lease) error { return nil },
-	}
-	for key, f := range finish {
+	for key, f := range finishers(ctx, a, "expired") {
 		res, words := claim(a, key, 1)
 		if diff := cmp.Diff([]string{"INSERT"}, words); res.Status != idemstore.ClaimAcquired || res.Fence != 1 || diff != "" {
 			t.Fatalf("first claim of %s: %+v; statements (-want +got):\n%s", key, res, diff)
@@ -74,7 +65,7 @@ func TestClaimNewKey(t *testing.T) {
 			t.Errorf("finishing %s ran %v, want one plain UPDATE", key, words)
 		}
 	}
-	b, err := New(ctx, pool, WithSchema(a.n.schema), WithClock(clock.Now))
+	b, err := New(ctx, a.pool, WithSchema(a.n.schema), WithClock(clock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -270,6 +270,18 @@ func business(t *testing.T, s *Store) string {
 	return table
 }
 
+// countedInTx is a call's function that runs body in InTx with opts and
+// counts body's runs in *attempts: InTx runs it again after a
+// serialization failure.
+func countedInTx(s *Store, opts pgx.TxOptions, attempts *int, body func(context.Context, pgx.Tx) (string, error)) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		return InTx(ctx, s, opts, func(ctx context.Context, tx pgx.Tx) (string, error) {
+			*attempts++
+			return body(ctx, tx)
+		})
+	}
+}
+
 func balance(t *testing.T, s *Store, table string) int {
 	t.Helper()
 	var b int
@@ -436,22 +448,19 @@ func TestInTx(t *testing.T) {
 		acct := business(t, s)
 		g := idem.NewGuard(s)
 		attempts := 0
-		fn := func(ctx context.Context) (string, error) {
-			return InTx(ctx, s, rr, func(ctx context.Context, tx pgx.Tx) (string, error) {
-				attempts++
-				var b int
-				if err := tx.QueryRow(ctx, "SELECT balance FROM "+acct+" WHERE id = 1").Scan(&b); err != nil {
+		fn := countedInTx(s, rr, &attempts, func(ctx context.Context, tx pgx.Tx) (string, error) {
+			var b int
+			if err := tx.QueryRow(ctx, "SELECT balance FROM "+acct+" WHERE id = 1").Scan(&b); err != nil {
+				return "", err
+			}
+			if attempts == 1 { // a concurrent writer commits after our snapshot
+				if _, err := pool.Exec(ctx, "UPDATE "+acct+" SET balance = balance + 1000 WHERE id = 1"); err != nil {
 					return "", err
 				}
-				if attempts == 1 { // a concurrent writer commits after our snapshot
-					if _, err := pool.Exec(ctx, "UPDATE "+acct+" SET balance = balance + 1000 WHERE id = 1"); err != nil {
-						return "", err
-					}
-				}
-				_, err := tx.Exec(ctx, "UPDATE "+acct+" SET balance = $1 WHERE id = 1", b-10)
-				return fmt.Sprint("paid from ", b), err
-			})
-		}
+			}
+			_, err := tx.Exec(ctx, "UPDATE "+acct+" SET balance = $1 WHERE id = 1", b-10)
+			return fmt.Sprint("paid from ", b), err
+		})
 		v, err := call(ctx, g, &spec, "k", fn)
 		if err != nil || v != "paid from 1100" || attempts != 2 {
 			t.Fatalf("%q %v after %d attempts, want success on the second", v, err, attempts)
@@ -469,19 +478,16 @@ func TestInTx(t *testing.T) {
 		acct := business(t, s)
 		g := idem.NewGuard(s)
 		attempts := 0
-		fn := func(ctx context.Context) (string, error) {
-			return InTx(ctx, s, rr, func(ctx context.Context, tx pgx.Tx) (string, error) {
-				attempts++
-				if _, err := tx.Exec(ctx, "SELECT balance FROM "+acct+" WHERE id = 1"); err != nil {
-					return "", err
-				}
-				if _, err := pool.Exec(ctx, "UPDATE "+acct+" SET balance = balance + 1 WHERE id = 1"); err != nil {
-					return "", err
-				}
-				_, err := tx.Exec(ctx, "UPDATE "+acct+" SET balance = balance - 10 WHERE id = 1")
-				return "never", err
-			})
-		}
+		fn := countedInTx(s, rr, &attempts, func(ctx context.Context, tx pgx.Tx) (string, error) {
+			if _, err := tx.Exec(ctx, "SELECT balance FROM "+acct+" WHERE id = 1"); err != nil {
+				return "", err
+			}
+			if _, err := pool.Exec(ctx, "UPDATE "+acct+" SET balance = balance + 1 WHERE id = 1"); err != nil {
+				return "", err
+			}
+			_, err := tx.Exec(ctx, "UPDATE "+acct+" SET balance = balance - 10 WHERE id = 1")
+			return "never", err
+		})
 		_, err := call(ctx, g, &spec, "k", fn)
 		if !IsSerializationFailure(err) || !strings.Contains(err.Error(), "3 attempts") || attempts != 3 {
 			t.Fatalf("%v after %d attempts, want a serialization failure after 3", err, attempts)

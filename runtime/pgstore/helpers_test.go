@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/internal/testenv"
+	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
 )
 
@@ -90,6 +91,27 @@ func migratedStore(t testing.TB, pool *pgxpool.Pool, opts ...Option) *Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// tracedStore is newStore on a manual clock whose pool's statements go
+// to tracer.
+func tracedStore(t testing.TB, tracer pgx.QueryTracer) (*Store, *idemtest.Clock) {
+	t.Helper()
+	pool := newPool(t, func(c *pgxpool.Config) { c.ConnConfig.Tracer = tracer })
+	clock := newManualClock()
+	return newStore(t, pool, WithClock(clock.Now)), clock
+}
+
+// finishers end a claimed key's run, each the way its key names:
+// completed, failed, released, and idle, which leaves the lease running
+// (to run out, or to be found in progress).
+func finishers(ctx context.Context, s *Store, idle string) map[string]func(idemstore.Lease) error {
+	return map[string]func(idemstore.Lease) error{
+		"completed": func(l idemstore.Lease) error { return s.Complete(ctx, l, idemstore.Result{Data: []byte("r")}) },
+		"failed":    func(l idemstore.Lease) error { return s.Fail(ctx, l, idemstore.Result{Data: []byte("e")}) },
+		"released":  func(l idemstore.Lease) error { return s.Release(ctx, l) },
+		idle:        func(idemstore.Lease) error { return nil },
+	}
 }
 
 // schemaAtVersion makes a fresh schema holding the records table as the

@@ -121,6 +121,18 @@ ON CONFLICT (key) DO NOTHING
 RETURNING lease_until`, "TS", tsClaim))
 }
 
+// finishUpdate is the fenced write of finish and finishPlain: state $4
+// and result $5 on the row key $1 holds in progress under owner $2 and
+// fence $3, kept $6 µs from the time $7. A release (state 4) keeps the
+// call's steps, a completion or failure drops them.
+const finishUpdate = `UPDATE {T} SET state = $4, result = $5,
+	step_names = CASE WHEN $4::smallint = 4 THEN step_names END,
+	step_data = CASE WHEN $4::smallint = 4 THEN step_data END,
+	expires_at = coalesce($7::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond',
+	sweep_at = least(sweep_at, coalesce($7::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond'),
+	updated_at = coalesce($7::timestamptz, statement_timestamp())
+WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1`
+
 // ownerQueries sets the owner's writes: heartbeat, finish, transactional completion, steps.
 func ownerQueries(q *queries, sub func(string) string) {
 	// Heartbeat keeps the record's retention after its lease
@@ -137,13 +149,7 @@ WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1`)
 	// lease is lost. A release keeps the call's steps, a completion
 	// or failure replaces them with its result.
 	q.finish = sub(`WITH u AS (
-	UPDATE {T} SET state = $4, result = $5,
-		step_names = CASE WHEN $4::smallint = 4 THEN step_names END,
-		step_data = CASE WHEN $4::smallint = 4 THEN step_data END,
-		expires_at = coalesce($7::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond',
-		sweep_at = least(sweep_at, coalesce($7::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond'),
-		updated_at = coalesce($7::timestamptz, statement_timestamp())
-	WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1
+	` + finishUpdate + `
 	RETURNING key, waiters
 )
 SELECT 1::smallint FROM u WHERE CASE WHEN u.waiters THEN pg_notify($8, md5(u.key)) IS NOT NULL ELSE true END
@@ -156,13 +162,7 @@ WHERE r.key = $1 AND r.owner = $2 AND r.fence = $3 AND r.state = 2 AND r.complet
 	// UPDATE (the common case, a fifth less server work): the same
 	// parameters and answer 1, or no row, on which the store looks for a
 	// CompleteInTx completion with doneInTxData as for finish's no row.
-	q.finishPlain = sub(`UPDATE {T} SET state = $4, result = $5,
-	step_names = CASE WHEN $4::smallint = 4 THEN step_names END,
-	step_data = CASE WHEN $4::smallint = 4 THEN step_data END,
-	expires_at = coalesce($7::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond',
-	sweep_at = least(sweep_at, coalesce($7::timestamptz, statement_timestamp()) + $6::bigint * interval '1 microsecond'),
-	updated_at = coalesce($7::timestamptz, statement_timestamp())
-WHERE key = $1 AND owner = $2 AND fence = $3 AND state = 1
+	q.finishPlain = sub(finishUpdate + `
 RETURNING (CASE WHEN waiters THEN pg_notify($8, md5(key)) IS NOT NULL ELSE true END)::int::smallint`)
 
 	q.doneInTx = sub(`SELECT EXISTS (SELECT 1 FROM {T}

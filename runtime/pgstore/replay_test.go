@@ -25,13 +25,7 @@ func TestReplayWritesNothing(t *testing.T) {
 	pool := poolWith(t, 1)
 	s := newStore(t, pool)
 	ctx := context.Background()
-	finish := map[string]func(idemstore.Lease) error{
-		"completed": func(l idemstore.Lease) error { return s.Complete(ctx, l, idemstore.Result{Data: []byte("r")}) },
-		"failed":    func(l idemstore.Lease) error { return s.Fail(ctx, l, idemstore.Result{Data: []byte("e")}) },
-		"released":  func(l idemstore.Lease) error { return s.Release(ctx, l) },
-		"running":   func(idemstore.Lease) error { return nil },
-	}
-	for key, f := range finish {
+	for key, f := range finishers(ctx, s, "running") {
 		res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: token(1), Fingerprint: fingerprint(1), Lease: time.Minute, TTL: time.Hour})
 		if err != nil || res.Status != idemstore.ClaimAcquired {
 			t.Fatalf("claim %s: %v %v", key, res.Status, err)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
@@ -39,9 +38,7 @@ func stepColumns(t *testing.T, s *Store, key string) (names []string, data []str
 // not; a claim that makes the row anew (past its retention) clears them.
 func TestStepsRow(t *testing.T) {
 	qc := &queryCounter{}
-	pool := newPool(t, func(c *pgxpool.Config) { c.ConnConfig.Tracer = qc })
-	clock := newManualClock()
-	s := newStore(t, pool, WithClock(clock.Now))
+	s, clock := tracedStore(t, qc)
 	ctx := context.Background()
 	for _, ordered := range []bool{false, true} {
 		t.Run(fmt.Sprint("ordered=", ordered), func(t *testing.T) {

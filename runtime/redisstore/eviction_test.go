@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
 	"github.com/idemgen/idemgen/runtime/idemtest"
@@ -19,9 +17,7 @@ import (
 // server (never the shared one) and checks what the store says and does at
 // first use.
 func TestEvictionPolicyCheck(t *testing.T) {
-	srv := startPrivateRedis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.addr()})
-	t.Cleanup(func() { rdb.Close() })
+	rdb := privateClient(t)
 	ctx := context.Background()
 	tests := []struct {
 		policy    string

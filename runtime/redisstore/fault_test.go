@@ -256,6 +256,28 @@ func startPrivateRedis(t *testing.T) *privateRedis {
 	return r
 }
 
+// privateClient is a client of a private server (startPrivateRedis),
+// closed when the test ends.
+func privateClient(t *testing.T) *redis.Client {
+	t.Helper()
+	srv := startPrivateRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.addr()})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// privateStore is a quiet store with opts on a private server, and the
+// server's client. The test closes the store.
+func privateStore(t *testing.T, opts ...Option) (*Store, *redis.Client) {
+	t.Helper()
+	rdb := privateClient(t)
+	s, err := New(context.Background(), rdb, append([]Option{WithLogger(quietLogger())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, rdb
+}
+
 func (r *privateRedis) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
 
 func (r *privateRedis) start() {

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
@@ -16,14 +14,8 @@ import (
 // new claims with idem.ErrStoreFull, as the memory and file stores do,
 // while replays of stored keys are still served.
 func TestMaxmemoryIsStoreFull(t *testing.T) {
-	srv := startPrivateRedis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.addr()})
-	t.Cleanup(func() { rdb.Close() })
+	s, rdb := privateStore(t)
 	ctx := context.Background()
-	s, err := New(context.Background(), rdb, WithLogger(quietLogger()))
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() { s.Close() })
 	g := idem.NewGuard(s)
 	spec := &idem.Spec{Name: "test.Full", TTL: time.Hour}

@@ -98,15 +98,23 @@ func (s *Store) applyStep(ctx context.Context, l idemstore.Lease, rk string, arg
 	if data == nil {
 		data = []byte{}
 	}
-	res, code, err := s.runFenced(ctx, op, l, stepScript, []string{rk}, arg, name, data, s.maxRecord)
-	switch {
-	case err != nil || code == 1:
+	tooLarge := func(n int64) error { return s.stepTooLarge(name, l.Key, n) }
+	res, code, err := s.runSized(ctx, op, l, stepScript, []string{rk}, tooLarge, arg, name, data, s.maxRecord)
+	if err != nil || code == 1 {
 		return err
-	case code == -2:
-		n, _ := replyInt(res, 1)
-		return s.stepTooLarge(name, l.Key, n)
 	}
 	return s.badReply(op, l.Key, res, nil)
+}
+
+// runSized is runFenced for a script that refuses a write past the
+// record's size limit with {-2, size}: that reply is tooLarge(size).
+func (s *Store) runSized(ctx context.Context, op string, l idemstore.Lease, script *redis.Script, keys []string, tooLarge func(int64) error, args ...any) (res []any, code int64, err error) {
+	res, code, err = s.runFenced(ctx, op, l, script, keys, args...)
+	if err == nil && code == -2 {
+		n, _ := replyInt(res, 1)
+		return nil, 0, tooLarge(n)
+	}
+	return res, code, err
 }
 
 // stepTooLarge is the error of a step that would make key's record n bytes.

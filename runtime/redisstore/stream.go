@@ -178,14 +178,12 @@ func (s *Store) AppendItem(ctx context.Context, l idemstore.Lease, seq uint64, d
 		data = []byte{}
 	}
 	keys := []string{rk, ik}
+	tooLarge := func(n int64) error { return s.itemTooLarge(seq, l.Key, n) }
 	apply := func(ctx context.Context) error {
-		res, code, err := s.runFenced(ctx, op, l, s.scripts.appendItem, keys, arg[:], seq, data, s.maxRecord, itemsChannel(ik))
+		res, code, err := s.runSized(ctx, op, l, s.scripts.appendItem, keys, tooLarge, arg[:], seq, data, s.maxRecord, itemsChannel(ik))
 		switch {
 		case err != nil || code == 1:
 			return err
-		case code == -2:
-			n, _ := replyInt(res, 1)
-			return s.itemTooLarge(seq, l.Key, n)
 		case code == -3:
 			n, _ := replyInt(res, 1)
 			return fmt.Errorf("redisstore: append %s: %w", l.Key, idemstore.ItemOutOfPlace(seq, uint64(n)))

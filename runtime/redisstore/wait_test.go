@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
 )
@@ -127,14 +125,8 @@ func TestWaitPollsWhenNotificationIsLost(t *testing.T) {
 // connection between them, and Close ends them all. A private server, so
 // the count of pub/sub clients is ours alone.
 func TestWaitSharesOneSubscription(t *testing.T) {
-	srv := startPrivateRedis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.addr()})
-	t.Cleanup(func() { rdb.Close() })
+	s, rdb := privateStore(t, WithPollInterval(time.Hour))
 	ctx := context.Background()
-	s, err := New(context.Background(), rdb, WithLogger(quietLogger()), WithPollInterval(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
 	const keys, perKey = 5, 4
 	var results []<-chan waitResult
 	for k := 0; k < keys; k++ {
