@@ -185,17 +185,13 @@ func testStreamNewRun(t *testing.T, e *env) {
 // readFor starts a waiting ReadStream of key from item from, following
 // the run under fence, and returns a channel that gets its batch.
 func (e *env) readFor(key string, from, fence uint64) <-chan batch {
-	done := make(chan batch, 1)
-	go func() {
-		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
+	return await(func(rctx context.Context) batch {
 		b, err := e.streamer().ReadStream(rctx, idemstore.StreamRead{Key: key, From: from, Wait: true, Fence: fence})
 		if err != nil {
 			b.Result = []byte("error: " + err.Error())
 		}
-		done <- asBatch(b)
-	}()
-	return done
+		return asBatch(b)
+	})
 }
 
 func testStreamWakes(t *testing.T, e *env) {
@@ -229,21 +225,8 @@ func testStreamWakes(t *testing.T, e *env) {
 			key := e.key + ":" + tr.name
 			l := e.mustOwn(key, fp("a"), idemstore.ClaimAcquired)
 			e.appendItems(l, 0, "a")
-			done := e.readFor(key, 1, l.Fence)
-			select {
-			case b := <-done:
-				t.Fatalf("ReadStream returned %+v with nothing new", b)
-			case <-time.After(100 * time.Millisecond):
-			}
-			if err := tr.do(l); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case got := <-done:
-				e.wantBatch("ReadStream woken by the "+tr.name, got, tr.want(l))
-			case <-time.After(5 * time.Second):
-				t.Fatalf("ReadStream did not return within 5s of the %s", tr.name)
-			}
+			got := wokenBy(t, "ReadStream", tr.name, e.readFor(key, 1, l.Fence), func() error { return tr.do(l) })
+			e.wantBatch("ReadStream woken by the "+tr.name, got, tr.want(l))
 		})
 	}
 }
@@ -261,12 +244,8 @@ func testStreamOtherRun(t *testing.T, e *env) {
 		{"another fence", e.key, l.Fence + 7, batch{State: idemstore.StateInProgress, Fence: l.Fence}},
 		{"no record", e.key + ":none", 1, batch{}},
 	} {
-		select {
-		case got := <-e.readFor(c.key, 0, c.fence):
-			e.wantBatch("a waiting ReadStream of "+c.name, got, c.want)
-		case <-time.After(2 * time.Second):
-			t.Fatalf("a waiting ReadStream of %s did not return within 2s", c.name)
-		}
+		got := within(t, e.readFor(c.key, 0, c.fence), 2*time.Second, "a waiting ReadStream of "+c.name)
+		e.wantBatch("a waiting ReadStream of "+c.name, got, c.want)
 	}
 }
 
