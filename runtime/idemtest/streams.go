@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -376,22 +375,9 @@ func collect(s idemSeq, started chan struct{}) []string {
 func CheckItemTooLarge(t *testing.T, s idemstore.Store, key string, owner idemstore.Token, wantSize string) idemstore.Lease {
 	t.Helper()
 	st := s.(idemstore.Streamer)
-	l := idemstore.Lease{Key: key, Owner: owner, Duration: time.Minute, TTL: time.Hour}
-	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Fence = res.Fence
-	if err := st.AppendItem(ctx, l, 0, make([]byte, 1000)); !errors.Is(err, idem.ErrResultTooLarge) {
-		t.Fatalf("AppendItem of 1000 bytes = %v, want ErrResultTooLarge", err)
-	}
-	if err := st.AppendItem(ctx, l, 0, make([]byte, 500)); err != nil {
-		t.Fatal(err)
-	}
-	err = st.AppendItem(ctx, l, 1, make([]byte, 500))
-	if !errors.Is(err, idem.ErrResultTooLarge) || !strings.Contains(err.Error(), wantSize) {
-		t.Fatalf("AppendItem past the limit = %v, want ErrResultTooLarge naming %s", err, wantSize)
-	}
+	l := checkTooLarge(t, s, key, owner, wantSize, "AppendItem", func(l idemstore.Lease, n int, data []byte) error {
+		return st.AppendItem(ctx, l, [...]uint64{0, 0, 1}[n], data)
+	})
 	b, err := st.ReadStream(ctx, idemstore.StreamRead{Key: key})
 	if err != nil || b.Count != 1 {
 		t.Fatalf("ReadStream after the refusals: %d items, %v; want 1", b.Count, err)
