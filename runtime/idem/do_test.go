@@ -28,28 +28,6 @@ type invoice struct {
 	At     time.Time
 }
 
-// recorder is an Observer that keeps every event.
-type recorder struct {
-	mu     sync.Mutex
-	events []idem.Event
-}
-
-func (r *recorder) Observe(e idem.Event) {
-	r.mu.Lock()
-	r.events = append(r.events, e)
-	r.mu.Unlock()
-}
-
-func (r *recorder) outcomes() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, e := range r.events {
-		out = append(out, e.Outcome.String())
-	}
-	return out
-}
-
 // call runs one guarded call of spec keyed by key, the shape idemgen emits.
 func call[R any](ctx context.Context, g *idem.Guard, spec *idem.Spec, key string, fn func(context.Context) (R, error)) (R, error) {
 	c := g.Begin(spec, key)
@@ -72,7 +50,7 @@ func TestDuplicateModes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.mode), func(t *testing.T) {
-			rec := &recorder{}
+			rec := &idemtest.Recorder{}
 			g := idem.NewGuard(memstore.New(), idem.WithObserver(rec))
 			spec := &idem.Spec{Name: "test.Invoice", OnDuplicate: tt.mode}
 			var runs atomic.Int64
@@ -93,7 +71,7 @@ func TestDuplicateModes(t *testing.T) {
 			if runs.Load() != tt.wantRuns {
 				t.Fatalf("ran %d times, want %d", runs.Load(), tt.wantRuns)
 			}
-			if diff := cmp.Diff(tt.wantEvent, rec.outcomes()); diff != "" {
+			if diff := cmp.Diff(tt.wantEvent, rec.Outcomes()); diff != "" {
 				t.Fatalf("outcomes (-want +got):\n%s", diff)
 			}
 		})
@@ -312,7 +290,7 @@ func TestPanicReleasesAndRepanics(t *testing.T) {
 func TestFenceFromAndLeaseLost(t *testing.T) {
 	clock := idemtest.NewClock(time.Now())
 	store := memstore.New(memstore.WithClock(clock.Now))
-	rec := &recorder{}
+	rec := &idemtest.Recorder{}
 	g := idem.NewGuard(store, idem.WithObserver(rec))
 	spec := &idem.Spec{Name: "test.Zombie", Lease: 30 * time.Millisecond}
 	var key string
@@ -352,7 +330,7 @@ func TestFenceFromAndLeaseLost(t *testing.T) {
 	if r.State != idemstore.StateInProgress || r.Owner != (idemstore.Token{1}) || r.Fence != 2 {
 		t.Fatalf("record = %v owner %v fence %d; the new owner's claim must stand", r.State, r.Owner, r.Fence)
 	}
-	if got := rec.outcomes(); !slicesContain(got, "lease_lost") {
+	if got := rec.Outcomes(); !slicesContain(got, "lease_lost") {
 		t.Fatalf("outcomes %v lack lease_lost", got)
 	}
 }
@@ -440,7 +418,7 @@ func (failing) Claim(context.Context, idemstore.ClaimRequest) (idemstore.ClaimRe
 func TestStoreUnavailable(t *testing.T) {
 	for _, failOpen := range []bool{false, true} {
 		t.Run(fmt.Sprint("failOpen=", failOpen), func(t *testing.T) {
-			rec := &recorder{}
+			rec := &idemtest.Recorder{}
 			opts := []idem.Option{idem.WithObserver(rec)}
 			if failOpen {
 				opts = append(opts, idem.WithFailOpen())
@@ -452,7 +430,7 @@ func TestStoreUnavailable(t *testing.T) {
 				if err != nil || v != 3 || !ran {
 					t.Fatalf("fail open: %v, %v, ran=%v", v, err, ran)
 				}
-				if diff := cmp.Diff([]string{"store_error", "fail_open"}, rec.outcomes()); diff != "" {
+				if diff := cmp.Diff([]string{"store_error", "fail_open"}, rec.Outcomes()); diff != "" {
 					t.Fatal(diff)
 				}
 				return
@@ -555,7 +533,7 @@ func TestErrorOnlyFunction(t *testing.T) {
 
 // Every call ends with exactly one final event, whatever happens on the way.
 func TestOneFinalEventPerCall(t *testing.T) {
-	rec := &recorder{}
+	rec := &idemtest.Recorder{}
 	store := memstore.New()
 	g := idem.NewGuard(store, idem.WithObserver(rec))
 	ctx := context.Background()
@@ -577,13 +555,13 @@ func TestOneFinalEventPerCall(t *testing.T) {
 	open := idem.NewGuard(failing{store}, idem.WithObserver(rec), idem.WithFailOpen())
 	do(open, "c", ok) // store_error (note), fail_open (final)
 	final := 0
-	for _, e := range rec.events {
+	for _, e := range rec.Events() {
 		if e.Final {
 			final++
 		}
 	}
 	if final != calls {
-		t.Fatalf("%d calls reported %d final events: %v", calls, final, rec.outcomes())
+		t.Fatalf("%d calls reported %d final events: %v", calls, final, rec.Outcomes())
 	}
 }
 
@@ -674,7 +652,7 @@ func (noHeartbeats) Heartbeat(context.Context, idemstore.Lease) error { return e
 // lease runs out (counted from the claim), not a heartbeat later: by then
 // the store may already have handed the key to someone else.
 func TestLeaseRunsOutWithoutHeartbeats(t *testing.T) {
-	rec := &recorder{}
+	rec := &idemtest.Recorder{}
 	g := idem.NewGuard(noHeartbeats{memstore.New()}, idem.WithObserver(rec))
 	const lease = 90 * time.Millisecond
 	spec := &idem.Spec{Name: "test.CutOff", Lease: lease}
@@ -696,7 +674,7 @@ func TestLeaseRunsOutWithoutHeartbeats(t *testing.T) {
 	if stopped < lease || stopped > lease+lease/3+200*time.Millisecond {
 		t.Fatalf("stopped after %v, want at the end of the %v lease", stopped, lease)
 	}
-	if got := rec.outcomes(); !slicesContain(got, "heartbeat_failed") || !slicesContain(got, "lease_lost") {
+	if got := rec.Outcomes(); !slicesContain(got, "heartbeat_failed") || !slicesContain(got, "lease_lost") {
 		t.Fatalf("outcomes %v", got)
 	}
 }

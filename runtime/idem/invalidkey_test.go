@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -39,7 +40,7 @@ func TestInvalidKeyNeverFailsOpen(t *testing.T) {
 	for _, tc := range cases {
 		for _, failOpen := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/failOpen=%v", tc.name, failOpen), func(t *testing.T) {
-				rec := &recorder{}
+				rec := &idemtest.Recorder{}
 				opts := []idem.Option{idem.WithObserver(rec)}
 				if failOpen {
 					opts = append(opts, idem.WithFailOpen())
@@ -56,7 +57,7 @@ func TestInvalidKeyNeverFailsOpen(t *testing.T) {
 					t.Errorf("fn ran %d times on a key the store cannot hold, want 0", runs)
 				}
 				want := []string{"invalid_key", "invalid_key", "invalid_key"}
-				if diff := cmp.Diff(want, rec.outcomes()); diff != "" {
+				if diff := cmp.Diff(want, rec.Outcomes()); diff != "" {
 					t.Errorf("outcomes (-want +got):\n%s", diff)
 				}
 			})

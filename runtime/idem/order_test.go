@@ -12,6 +12,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/idemstore"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -19,7 +20,7 @@ import (
 type noOrdering struct{ idemstore.Store }
 
 func TestOrderedCalls(t *testing.T) {
-	rec := &recorder{}
+	rec := &idemtest.Recorder{}
 	g := idem.NewGuard(memstore.New(), idem.WithObserver(rec))
 	spec := &idem.Spec{Name: "test.Measure", Ordered: true, Grace: time.Minute}
 	t0 := time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
@@ -64,15 +65,16 @@ func TestOrderedCalls(t *testing.T) {
 		t.Fatalf("override: %v", err)
 	}
 	var override *idem.Event
-	for i, e := range rec.events {
+	events := rec.Events()
+	for i, e := range events {
 		if e.Outcome == idem.OutcomeOverride {
-			override = &rec.events[i]
+			override = &events[i]
 		}
 	}
 	if override == nil || override.Reason != "backfill approved by ops" || !strings.Contains(override.Entity, "{") {
 		t.Fatalf("override event = %+v", override)
 	}
-	if got := rec.outcomes(); !slicesContain(got, "out_of_order") {
+	if got := rec.Outcomes(); !slicesContain(got, "out_of_order") {
 		t.Fatalf("outcomes %v lack out_of_order", got)
 	}
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemstore"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -151,7 +152,7 @@ func TestLateBeatIsNotALostLease(t *testing.T) {
 	for _, tc := range slowOutcomes {
 		t.Run(tc.name, func(t *testing.T) {
 			store := &slowFinish{Store: memstore.New(), delay: lease / 2, finished: make(chan struct{}), lateBeat: true}
-			rec := &recorder{}
+			rec := &idemtest.Recorder{}
 			spec := &idem.Spec{Name: "test.LateBeat", Lease: lease}
 			if tc.lock {
 				spec.OnFailure = idem.FailureLock
@@ -161,7 +162,7 @@ func TestLateBeatIsNotALostLease(t *testing.T) {
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("call = %v, want %v", err, tc.wantErr)
 			}
-			if got := rec.outcomes(); slices.Contains(got, idem.OutcomeLeaseLost.String()) {
+			if got := rec.Outcomes(); slices.Contains(got, idem.OutcomeLeaseLost.String()) {
 				t.Fatalf("events %v: a beat after the outcome was written reported a lost lease", got)
 			}
 		})

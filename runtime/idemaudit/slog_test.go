@@ -2,7 +2,6 @@ package idemaudit_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -46,15 +45,14 @@ func TestSlogSink(t *testing.T) {
 	call(idemaudit.WithPayload(idem.AllowOutOfOrder(ctx, "replay from backup"), []byte("ev-b")), "b", 0, false)
 
 	var got []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatal(err)
-		}
+	for _, m := range buf.JSONLines(t) {
 		if m["msg"] != "idem audit" || m["func"] != "audit.Slog" || len(m["key_hash"].(string)) != 64 || len(m["entity"].(string)) != 64 {
-			t.Errorf("line lacks the common fields: %s", line)
+			t.Errorf("line lacks the common fields: %v", m)
 		}
 		got = append(got, map[string]any{"action": m["action"], "reason": m["reason"], "payload": m["payload"]})
+	}
+	if len(got) != 6 {
+		t.Fatalf("audit log has %d lines, want 6: %v", len(got), got)
 	}
 	want := []map[string]any{
 		{"action": "executed", "reason": nil, "payload": nil},

@@ -136,12 +136,12 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 	if reg == nil {
 		reg = prometheus.DefaultRegisterer
 	}
-	calls := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace:   c.namespace,
-		Name:        "calls_total",
-		Help:        "Outcomes of idempotency-guarded calls, by function and outcome (replay rate = replayed / (executed + replayed)).",
-		ConstLabels: c.constLabels,
-	}, []string{FuncLabel, OutcomeLabel})
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: c.namespace, Name: name, Help: help, ConstLabels: c.constLabels}, labels)
+	}
+	calls := counter("calls_total",
+		"Outcomes of idempotency-guarded calls, by function and outcome (replay rate = replayed / (executed + replayed)).",
+		FuncLabel, OutcomeLabel)
 	durations := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace:   c.namespace,
 		Name:        "call_duration_seconds",
@@ -149,12 +149,9 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 		ConstLabels: c.constLabels,
 		Buckets:     c.buckets,
 	}, []string{FuncLabel, OutcomeLabel})
-	steps := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace:   c.namespace,
-		Name:        "steps_total",
-		Help:        "Outcomes of the recovery points (idem.Step) of guarded calls, by function, step and outcome (step_replayed counts steps a resumed call did not run again).",
-		ConstLabels: c.constLabels,
-	}, []string{FuncLabel, StepLabel, OutcomeLabel})
+	steps := counter("steps_total",
+		"Outcomes of the recovery points (idem.Step) of guarded calls, by function, step and outcome (step_replayed counts steps a resumed call did not run again).",
+		FuncLabel, StepLabel, OutcomeLabel)
 	var err error
 	if calls, err = register(reg, calls); err != nil {
 		return nil, err

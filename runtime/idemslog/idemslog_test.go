@@ -25,25 +25,17 @@ func run(t *testing.T, min slog.Level, opts ...idemslog.Option) ([]map[string]an
 	var buf idemtest.SyncBuffer
 	h := slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: min})
 	events := obstest.Run(t, idemslog.New(slog.New(h), opts...))
-	var recs []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("bad JSON line %q: %v", line, err)
-		}
+	recs := buf.JSONLines(t)
+	for _, m := range recs {
 		if _, ok := m["time"]; !ok {
-			t.Errorf("record without time: %s", line)
+			t.Errorf("record without time: %v", m)
 		}
 		d, ok := m["duration"].(float64)
 		if !ok || d < 0 {
-			t.Errorf("record without a duration: %s", line)
+			t.Errorf("record without a duration: %v", m)
 		}
 		delete(m, "time")
 		delete(m, "duration")
-		recs = append(recs, m)
 	}
 	return recs, events
 }

@@ -114,6 +114,16 @@ func (e *env) mustOwn(key string, f idemstore.Fingerprint, want idemstore.ClaimS
 	return l
 }
 
+// completed owns key (payload a) and completes it with the result 1.
+func (e *env) completed(key string) idemstore.Lease {
+	e.t.Helper()
+	l := e.mustOwn(key, fp("a"), idemstore.ClaimAcquired)
+	if err := e.s.Complete(ctx, l, idemstore.Result{Data: []byte(`1`)}); err != nil {
+		e.t.Fatal(err)
+	}
+	return l
+}
+
 func (e *env) get(key string) idemstore.Record {
 	e.t.Helper()
 	r, err := e.s.Get(context.Background(), key)
@@ -452,10 +462,7 @@ func testExpiredLeaseCompletes(t *testing.T, e *env) {
 }
 
 func testTTLExpiry(t *testing.T, e *env) {
-	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
-	if err := e.s.Complete(ctx, l, idemstore.Result{Data: []byte(`1`)}); err != nil {
-		t.Fatal(err)
-	}
+	e.completed(e.key)
 	e.advance(e.ttl / 2)
 	if _, res := e.claim(e.key, fp("a")); res.Status != idemstore.ClaimCompleted {
 		t.Fatalf("claim within TTL = %v, want completed", res.Status)
@@ -594,13 +601,7 @@ func testCanceledContext(t *testing.T, e *env) {
 
 // waitFor starts Wait on key and returns a channel that gets its result.
 func (e *env) waitFor(key string) <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		done <- e.s.Wait(wctx, key)
-	}()
-	return done
+	return await(func(wctx context.Context) error { return e.s.Wait(wctx, key) })
 }
 
 func testWaitWakes(t *testing.T, e *env) {
@@ -618,22 +619,8 @@ func testWaitWakes(t *testing.T, e *env) {
 		t.Run(tr.name, func(t *testing.T) {
 			key := e.key + ":" + tr.name
 			l := e.mustOwn(key, fp("a"), idemstore.ClaimAcquired)
-			done := e.waitFor(key)
-			select {
-			case err := <-done:
-				t.Fatalf("Wait returned %v while the key was in progress", err)
-			case <-time.After(100 * time.Millisecond):
-			}
-			if err := tr.do(l); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("Wait = %v after %s, want nil", err, tr.name)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatalf("Wait did not return within 5s of the %s", tr.name)
+			if err := wokenBy(t, "Wait", tr.name, e.waitFor(key), func() error { return tr.do(l) }); err != nil {
+				t.Fatalf("Wait = %v after %s, want nil", err, tr.name)
 			}
 			if tr.want != idemstore.StateAbsent {
 				if r := e.get(key); r.State != tr.want {
@@ -650,10 +637,7 @@ func testWaitImmediate(t *testing.T, e *env) {
 	if err := e.s.Wait(wctx, e.key+":absent"); err != nil {
 		t.Fatalf("Wait on an absent key = %v", err)
 	}
-	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
-	if err := e.s.Complete(ctx, l, idemstore.Result{Data: []byte(`1`)}); err != nil {
-		t.Fatal(err)
-	}
+	e.completed(e.key)
 	if err := e.s.Wait(wctx, e.key); err != nil {
 		t.Fatalf("Wait on a completed key = %v", err)
 	}
@@ -663,13 +647,8 @@ func testWaitLeaseExpiry(t *testing.T, e *env) {
 	e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
 	done := e.waitFor(e.key)
 	e.advance(e.pastLease())
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Wait = %v after the lease expired, want nil", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Wait did not return within 5s of the lease expiring")
+	if err := within(t, done, 5*time.Second, "Wait after the lease expired"); err != nil {
+		t.Fatalf("Wait = %v after the lease expired, want nil", err)
 	}
 }
 
@@ -694,10 +673,7 @@ func testDelete(t *testing.T, e *env) {
 	if err := e.s.Delete(ctx, e.key); !errors.Is(err, idem.ErrNotFound) {
 		t.Fatalf("Delete of an absent key = %v, want ErrNotFound", err)
 	}
-	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
-	if err := e.s.Complete(ctx, l, idemstore.Result{Data: []byte(`1`)}); err != nil {
-		t.Fatal(err)
-	}
+	e.completed(e.key)
 	if err := e.s.Delete(ctx, e.key); err != nil {
 		t.Fatalf("Delete = %v", err)
 	}

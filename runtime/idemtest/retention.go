@@ -172,10 +172,7 @@ func testRetentionForceReleaseExpired(t *testing.T, e *env) {
 	if !ok {
 		t.Skipf("%T does not implement idemstore.Admin (a capability of the store, not a missing service: the same under CI)", e.s)
 	}
-	l := e.mustOwn(e.key, fp("a"), idemstore.ClaimAcquired)
-	if err := e.s.Complete(ctx, l, idemstore.Result{Data: []byte(`1`)}); err != nil {
-		t.Fatal(err)
-	}
+	e.completed(e.key)
 	e.advance(e.ttl + e.ttl/4 + 50*time.Millisecond)
 	if _, err := a.ForceRelease(ctx, e.key); !errors.Is(err, idem.ErrNotFound) {
 		t.Fatalf("ForceRelease past retention = %v, want ErrNotFound", err)

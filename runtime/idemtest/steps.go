@@ -260,24 +260,37 @@ func testStepNames(t *testing.T, e *env) {
 func CheckStepTooLarge(t *testing.T, s idemstore.Store, key string, owner idemstore.Token, wantSize string) idemstore.Lease {
 	t.Helper()
 	st := s.(idemstore.Stepper)
+	l := checkTooLarge(t, s, key, owner, wantSize, "SaveStep", func(l idemstore.Lease, n int, data []byte) error {
+		return st.SaveStep(ctx, l, [...]string{"huge", "a", "b"}[n], data)
+	})
+	if err := st.SaveStep(ctx, l, "a", make([]byte, 600)); err != nil {
+		t.Fatalf("SaveStep of a step already recorded = %v, want nil (it keeps its first data)", err)
+	}
+	return l
+}
+
+// checkTooLarge claims key for owner on s and makes the three writes of
+// CheckStepTooLarge and CheckItemTooLarge with put (what names it): the
+// 0th, of 1000 bytes, refused with idem.ErrResultTooLarge; the 1st, of
+// 500, accepted; the 2nd, of 500 more, refused naming wantSize. It
+// returns the lease.
+func checkTooLarge(t *testing.T, s idemstore.Store, key string, owner idemstore.Token, wantSize, what string, put func(l idemstore.Lease, n int, data []byte) error) idemstore.Lease {
+	t.Helper()
 	l := idemstore.Lease{Key: key, Owner: owner, Duration: time.Minute, TTL: time.Hour}
 	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.Fence = res.Fence
-	if err := st.SaveStep(ctx, l, "huge", make([]byte, 1000)); !errors.Is(err, idem.ErrResultTooLarge) {
-		t.Fatalf("SaveStep of 1000 bytes = %v, want ErrResultTooLarge", err)
+	if err := put(l, 0, make([]byte, 1000)); !errors.Is(err, idem.ErrResultTooLarge) {
+		t.Fatalf("%s of 1000 bytes = %v, want ErrResultTooLarge", what, err)
 	}
-	if err := st.SaveStep(ctx, l, "a", make([]byte, 500)); err != nil {
+	if err := put(l, 1, make([]byte, 500)); err != nil {
 		t.Fatal(err)
 	}
-	err = st.SaveStep(ctx, l, "b", make([]byte, 500))
+	err = put(l, 2, make([]byte, 500))
 	if !errors.Is(err, idem.ErrResultTooLarge) || !strings.Contains(err.Error(), wantSize) {
-		t.Fatalf("SaveStep past the limit = %v, want ErrResultTooLarge naming %s", err, wantSize)
-	}
-	if err := st.SaveStep(ctx, l, "a", make([]byte, 600)); err != nil {
-		t.Fatalf("SaveStep of a step already recorded = %v, want nil (it keeps its first data)", err)
+		t.Fatalf("%s past the limit = %v, want ErrResultTooLarge naming %s", what, err, wantSize)
 	}
 	return l
 }

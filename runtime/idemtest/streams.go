@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -185,17 +184,13 @@ func testStreamNewRun(t *testing.T, e *env) {
 // readFor starts a waiting ReadStream of key from item from, following
 // the run under fence, and returns a channel that gets its batch.
 func (e *env) readFor(key string, from, fence uint64) <-chan batch {
-	done := make(chan batch, 1)
-	go func() {
-		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
+	return await(func(rctx context.Context) batch {
 		b, err := e.streamer().ReadStream(rctx, idemstore.StreamRead{Key: key, From: from, Wait: true, Fence: fence})
 		if err != nil {
 			b.Result = []byte("error: " + err.Error())
 		}
-		done <- asBatch(b)
-	}()
-	return done
+		return asBatch(b)
+	})
 }
 
 func testStreamWakes(t *testing.T, e *env) {
@@ -229,21 +224,8 @@ func testStreamWakes(t *testing.T, e *env) {
 			key := e.key + ":" + tr.name
 			l := e.mustOwn(key, fp("a"), idemstore.ClaimAcquired)
 			e.appendItems(l, 0, "a")
-			done := e.readFor(key, 1, l.Fence)
-			select {
-			case b := <-done:
-				t.Fatalf("ReadStream returned %+v with nothing new", b)
-			case <-time.After(100 * time.Millisecond):
-			}
-			if err := tr.do(l); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case got := <-done:
-				e.wantBatch("ReadStream woken by the "+tr.name, got, tr.want(l))
-			case <-time.After(5 * time.Second):
-				t.Fatalf("ReadStream did not return within 5s of the %s", tr.name)
-			}
+			got := wokenBy(t, "ReadStream", tr.name, e.readFor(key, 1, l.Fence), func() error { return tr.do(l) })
+			e.wantBatch("ReadStream woken by the "+tr.name, got, tr.want(l))
 		})
 	}
 }
@@ -261,12 +243,8 @@ func testStreamOtherRun(t *testing.T, e *env) {
 		{"another fence", e.key, l.Fence + 7, batch{State: idemstore.StateInProgress, Fence: l.Fence}},
 		{"no record", e.key + ":none", 1, batch{}},
 	} {
-		select {
-		case got := <-e.readFor(c.key, 0, c.fence):
-			e.wantBatch("a waiting ReadStream of "+c.name, got, c.want)
-		case <-time.After(2 * time.Second):
-			t.Fatalf("a waiting ReadStream of %s did not return within 2s", c.name)
-		}
+		got := within(t, e.readFor(c.key, 0, c.fence), 2*time.Second, "a waiting ReadStream of "+c.name)
+		e.wantBatch("a waiting ReadStream of "+c.name, got, c.want)
 	}
 }
 
@@ -397,22 +375,9 @@ func collect(s idemSeq, started chan struct{}) []string {
 func CheckItemTooLarge(t *testing.T, s idemstore.Store, key string, owner idemstore.Token, wantSize string) idemstore.Lease {
 	t.Helper()
 	st := s.(idemstore.Streamer)
-	l := idemstore.Lease{Key: key, Owner: owner, Duration: time.Minute, TTL: time.Hour}
-	res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: l.Key, Owner: l.Owner, Lease: l.Duration, TTL: l.TTL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Fence = res.Fence
-	if err := st.AppendItem(ctx, l, 0, make([]byte, 1000)); !errors.Is(err, idem.ErrResultTooLarge) {
-		t.Fatalf("AppendItem of 1000 bytes = %v, want ErrResultTooLarge", err)
-	}
-	if err := st.AppendItem(ctx, l, 0, make([]byte, 500)); err != nil {
-		t.Fatal(err)
-	}
-	err = st.AppendItem(ctx, l, 1, make([]byte, 500))
-	if !errors.Is(err, idem.ErrResultTooLarge) || !strings.Contains(err.Error(), wantSize) {
-		t.Fatalf("AppendItem past the limit = %v, want ErrResultTooLarge naming %s", err, wantSize)
-	}
+	l := checkTooLarge(t, s, key, owner, wantSize, "AppendItem", func(l idemstore.Lease, n int, data []byte) error {
+		return st.AppendItem(ctx, l, [...]uint64{0, 0, 1}[n], data)
+	})
 	b, err := st.ReadStream(ctx, idemstore.StreamRead{Key: key})
 	if err != nil || b.Count != 1 {
 		t.Fatalf("ReadStream after the refusals: %d items, %v; want 1", b.Count, err)

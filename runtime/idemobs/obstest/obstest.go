@@ -125,18 +125,6 @@ func (s *faultyStore) Heartbeat(ctx context.Context, l idemstore.Lease) error {
 	return s.Store.Heartbeat(ctx, l)
 }
 
-// recorder keeps every event, for Run's own check of the sequence.
-type recorder struct {
-	mu     sync.Mutex
-	events []idem.Event
-}
-
-func (r *recorder) Observe(e idem.Event) {
-	r.mu.Lock()
-	r.events = append(r.events, e)
-	r.mu.Unlock()
-}
-
 type receipt struct{ ID string }
 
 // Run drives the script through a fresh Guard observed by obs and returns
@@ -147,7 +135,7 @@ func Run(t testing.TB, obs idem.Observer) []idem.Event {
 	t.Helper()
 	clock := idemtest.NewClock(time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC))
 	mem := memstore.New(memstore.WithClock(clock.Now))
-	r := &run{t: t, ctx: context.Background(), clock: clock, mem: mem, store: &faultyStore{Store: mem}, rec: &recorder{}}
+	r := &run{t: t, ctx: context.Background(), clock: clock, mem: mem, store: &faultyStore{Store: mem}, rec: &idemtest.Recorder{}}
 	both := idem.ObserverFunc(func(e idem.Event) {
 		r.rec.Observe(e)
 		obs.Observe(e)
@@ -162,9 +150,7 @@ func Run(t testing.TB, obs idem.Observer) []idem.Event {
 	r.storeDown()
 	r.ordered()
 
-	r.rec.mu.Lock()
-	events := append([]idem.Event(nil), r.rec.events...)
-	r.rec.mu.Unlock()
+	events := r.rec.Events()
 	got := make([]Step, len(events))
 	for i, e := range events {
 		got[i] = Step{Func: e.Func, Outcome: e.Outcome, Fence: e.Fence, Err: e.Err != nil}
@@ -183,7 +169,7 @@ type run struct {
 	clock    *idemtest.Clock
 	mem      *memstore.Store
 	store    *faultyStore
-	rec      *recorder
+	rec      *idemtest.Recorder
 	g, gOpen *idem.Guard
 
 	charge, refund, notify, sync, track *idem.Spec

@@ -4,9 +4,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"reflect"
-	"slices"
 	"strconv"
 	"time"
 )
@@ -55,26 +53,9 @@ func (b *KeyBuilder) Any(v any) {
 			b.Bytes(x)
 		}
 	case []any:
-		if x == nil {
-			b.Nil()
-			return
-		}
-		b.List(len(x))
-		for _, e := range x {
-			b.Any(e)
-		}
+		KeyList(b, x, (*KeyBuilder).Any)
 	case map[string]any:
-		if x == nil {
-			b.Nil()
-			return
-		}
-		b.MapStart(len(x))
-		for k, e := range x {
-			b.MapEntry()
-			b.String(k)
-			b.Any(e)
-		}
-		b.MapEnd()
+		KeyMap(b, x, (*KeyBuilder).String, (*KeyBuilder).Any)
 	default:
 		b.basic(reflect.ValueOf(v))
 	}
@@ -159,6 +140,17 @@ const (
 	dynLast  = dynError
 )
 
+// enterValue begins a value that may be nil: it writes Nil for a nil one
+// (isNil), else it is Enter. Where it returns true the caller writes the
+// value and then calls Leave.
+func (e *Encoder) enterValue(isNil bool) bool {
+	if isNil {
+		e.Nil()
+		return false
+	}
+	return e.Enter()
+}
+
 // Any writes a value held in an empty interface: nil, or its dynamic
 // type's code and then its value. Storable dynamic types are the
 // predeclared basic types, []byte, []any, map[string]any, json.Number,
@@ -167,11 +159,7 @@ const (
 // type, a pointer, a struct) cannot be restored from the record without
 // its static type, so it fails the encoding: ErrResultNotEncodable.
 func (e *Encoder) Any(v any) {
-	if v == nil {
-		e.Nil()
-		return
-	}
-	if !e.Enter() {
+	if !e.enterValue(v == nil) {
 		return
 	}
 	defer e.Leave()
@@ -200,10 +188,10 @@ func (e *Encoder) Any(v any) {
 		e.Marshaled(x.MarshalBinary())
 	case []any:
 		dyn(dynList)
-		e.anyList(x)
+		EncList(e, x, func(e *Encoder, el *any) { e.Any(*el) })
 	case map[string]any:
 		dyn(dynMap)
-		e.anyMap(x)
+		EncMap(e, x, (*Encoder).String, (*Encoder).Any)
 	default:
 		if e.anyNumber(v) {
 			return
@@ -275,31 +263,6 @@ func (e *Encoder) anyNumber(v any) bool {
 		e.Complex(rv.Complex())
 	}
 	return true
-}
-
-func (e *Encoder) anyList(x []any) {
-	if x == nil {
-		e.Nil()
-		return
-	}
-	at := e.List(len(x))
-	for _, el := range x {
-		e.Any(el)
-	}
-	e.End(at)
-}
-
-func (e *Encoder) anyMap(x map[string]any) {
-	if x == nil {
-		e.Nil()
-		return
-	}
-	at := e.Map(len(x))
-	for _, k := range slices.Sorted(maps.Keys(x)) { // the same value always has the same bytes
-		e.String(k)
-		e.Any(x[k])
-	}
-	e.End(at)
 }
 
 // Any reads a value Encoder.Any wrote, as the dynamic type it had.

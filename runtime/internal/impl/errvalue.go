@@ -32,11 +32,7 @@ const (
 // a fmt.Errorf("%w: …") wrapper after a replay. Only the type of an
 // unknown error is lost, and the generated doc line says so.
 func (e *Encoder) Error(err error, known ErrorTypes) {
-	if err == nil {
-		e.Nil()
-		return
-	}
-	if !e.Enter() {
+	if !e.enterValue(err == nil) {
 		return
 	}
 	defer e.Leave()

@@ -62,8 +62,8 @@ type KeyBuilder struct {
 	out     [32]byte
 	flushed bool
 	err     error
-	keyers  int // Keyer nesting (Open/Close)
-	nest    int // Enter/Leave: values of recursive types
+	keyers  int   // Keyer nesting (Open/Close)
+	nest    depth // Enter/Leave: values of recursive types
 	// Map encoding: entries are buffered, then sorted by their encoded
 	// bytes so the result does not depend on map iteration order.
 	maps    []mapFrame
@@ -151,17 +151,10 @@ func (b *KeyBuilder) tag(t byte) { b.buf = append(b.buf, t) }
 // written (nested deeper than MaxDepth, a cyclic value, or an error is
 // already recorded), and Leave is not due. A cycle is then ErrInvalidKey
 // instead of a stack overflow.
-func (b *KeyBuilder) Enter() bool {
-	if b.err != nil {
-		return false
-	}
-	if b.nest >= MaxDepth {
-		b.Fail(fmt.Errorf("key material nested deeper than %d levels (a cyclic value?)", MaxDepth))
-		return false
-	}
-	b.nest++
-	return true
-}
+func (b *KeyBuilder) Enter() bool { return b.nest.enter(&b.err, errKeyTooDeep) }
+
+// errKeyTooDeep is what Fail would record for a key nested too deeply.
+var errKeyTooDeep = fmt.Errorf("%w: %w", ErrInvalidKey, fmt.Errorf("key material nested deeper than %d levels (a cyclic value?)", MaxDepth))
 
 // Leave ends what Enter began.
 func (b *KeyBuilder) Leave() { b.nest-- }

@@ -106,10 +106,7 @@ func writeTypeIdentity(b *strings.Builder, t reflect.Type) {
 // with their packages (unexported), embedding and tags.
 func writeStructIdentity(b *strings.Builder, t reflect.Type) {
 	b.WriteString("struct{")
-	for i := 0; i < t.NumField(); i++ {
-		if i > 0 {
-			b.WriteByte(';')
-		}
+	writeList(b, t.NumField(), ';', func(i int) {
 		f := t.Field(i)
 		if f.Anonymous {
 			b.WriteString("embedded ")
@@ -121,7 +118,7 @@ func writeStructIdentity(b *strings.Builder, t reflect.Type) {
 			b.WriteByte(' ')
 			b.WriteString(strconv.Quote(string(f.Tag)))
 		}
-	}
+	})
 	b.WriteByte('}')
 }
 
@@ -148,14 +145,22 @@ func writeFuncIdentity(b *strings.Builder, t reflect.Type) {
 // writeTypeList writes the n types at(0) to at(n-1), comma-separated, the
 // last as "..." and its element type where variadic.
 func writeTypeList(b *strings.Builder, n int, at func(int) reflect.Type, variadic bool) {
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
+	writeList(b, n, ',', func(i int) {
 		if variadic && i == n-1 {
 			b.WriteString("...")
 		}
 		writeTypeIdentity(b, at(i))
+	})
+}
+
+// writeList writes the n items item(0) to item(n-1) writes, sep between
+// each two.
+func writeList(b *strings.Builder, n int, sep byte, item func(i int)) {
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(sep)
+		}
+		item(i)
 	}
 }
 
@@ -163,14 +168,11 @@ func writeTypeList(b *strings.Builder, n int, at func(int) reflect.Type, variadi
 // with their packages (unexported) and signatures.
 func writeInterfaceIdentity(b *strings.Builder, t reflect.Type) {
 	b.WriteString("interface{")
-	for i := 0; i < t.NumMethod(); i++ {
-		if i > 0 {
-			b.WriteByte(';')
-		}
+	writeList(b, t.NumMethod(), ';', func(i int) {
 		m := t.Method(i)
 		writeMemberName(b, m.PkgPath, m.Name)
 		writeTypeIdentity(b, m.Type)
-	}
+	})
 	b.WriteByte('}')
 }
 

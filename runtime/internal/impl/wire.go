@@ -70,7 +70,7 @@ func kindName(k byte) string {
 type Encoder struct {
 	buf   []byte
 	err   error
-	depth int // Enter's count of nested recursive values
+	depth depth // Enter's count of nested recursive values
 }
 
 // MaxDepth bounds how deeply the values of recursive types nest in a
@@ -81,21 +81,32 @@ type Encoder struct {
 // decoding. encoding/json's decoder has the same bound.
 const MaxDepth = 10000
 
+// depth counts the nested values of recursive types a KeyBuilder,
+// Encoder or Decoder is inside of.
+type depth int
+
+// enter counts one more level, unless an error is recorded in *err
+// (unwind at once: a cycle through several fields would otherwise be
+// walked path by path) or the level would pass MaxDepth: then it records
+// tooDeep. False means an error is recorded and Leave is not due.
+func (n *depth) enter(err *error, tooDeep error) bool {
+	if *err == nil && *n >= MaxDepth {
+		*err = tooDeep
+	}
+	if *err != nil {
+		return false
+	}
+	*n++
+	return true
+}
+
 // Enter is called by the generated encoder of a recursive type before it
 // writes a value, and Leave after: false means the value is not to be
 // written (too deep, or an error already recorded), and Leave is not
 // due.
-func (e *Encoder) Enter() bool {
-	if e.err != nil {
-		return false // unwind at once: a cycle through several fields would otherwise be walked path by path
-	}
-	if e.depth >= MaxDepth {
-		e.Fail(fmt.Errorf("result nested deeper than %d levels (a cyclic value?)", MaxDepth))
-		return false
-	}
-	e.depth++
-	return true
-}
+func (e *Encoder) Enter() bool { return e.depth.enter(&e.err, errResultTooDeep) }
+
+var errResultTooDeep = fmt.Errorf("result nested deeper than %d levels (a cyclic value?)", MaxDepth)
 
 // Leave ends what Enter began.
 func (e *Encoder) Leave() { e.depth-- }
@@ -232,7 +243,7 @@ type Decoder struct {
 	b     []byte
 	off   int
 	err   error
-	depth int // Enter's count of nested recursive values
+	depth depth // Enter's count of nested recursive values
 	// absent: the field Field looked up is not in the record, and the
 	// reads of its value return the zero value (nil, false, 0, "", no
 	// elements) until the next Field or End.
@@ -244,15 +255,10 @@ type Decoder struct {
 // (nested deeper than MaxDepth: ErrCorruptRecord, or an error already
 // recorded), and Leave is not due.
 func (d *Decoder) Enter() bool {
-	if d.err != nil {
-		return false
-	}
-	if d.depth >= MaxDepth {
+	if d.err == nil && d.depth >= MaxDepth { // the error names the offset
 		d.corrupt(fmt.Sprintf("values nested deeper than %d levels", MaxDepth))
-		return false
 	}
-	d.depth++
-	return true
+	return d.depth.enter(&d.err, nil)
 }
 
 // Leave ends what Enter began.
