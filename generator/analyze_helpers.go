@@ -1,5 +1,7 @@
 package generator
 
+import "strings"
+
 // The helpers of a file: the key helpers (idemKeyT) and codec helpers
 // (idemEncT, idemDecT) of its named types, each written once and shared by
 // every wrapper that reaches its type. Whether a helper is written, fails
@@ -22,6 +24,11 @@ type helperPlan struct {
 	// Failed: the type cannot be keyed or stored; no helper is written,
 	// and the wrappers that reach it are refused.
 	Failed bool
+	// Problems are why a key helper fails, as "path: reason" (paths
+	// below the helper's value, "" for the value itself); Skipped the
+	// paths a written key helper leaves out, with why. Both are what the
+	// wrappers that reach the type report and say on their doc lines.
+	Problems, Skipped []string
 }
 
 // helperState is where a helper stands.
@@ -92,12 +99,22 @@ func (b *helperBook[K]) finish(k K, mark int, ok bool) (dropped []K) {
 }
 
 // plans are the book's helpers as the plan lists them, in the order they
-// were first decided; one dropped and never decided again is not listed.
-func (b *helperBook[K]) plans(kindOf func(K) string) []helperPlan {
+// were first decided, with their facts if any; one dropped and never
+// decided again is not listed.
+func (b *helperBook[K]) plans(kindOf func(K) string, facts map[K]*keyFacts) []helperPlan {
 	var out []helperPlan
 	for _, k := range b.first {
 		if st := b.states[k]; st != nil {
-			out = append(out, helperPlan{Kind: kindOf(k), Type: b.names[k], Recursive: st.recursive, Failed: st.failed})
+			h := helperPlan{Kind: kindOf(k), Type: b.names[k], Recursive: st.recursive, Failed: st.failed}
+			if f := facts[k]; f != nil {
+				for _, p := range f.problems {
+					h.Problems = append(h.Problems, strings.TrimPrefix(p.path, root)+": "+p.reason)
+				}
+				for _, sk := range f.skipped {
+					h.Skipped = append(h.Skipped, strings.TrimPrefix(sk, root))
+				}
+			}
+			out = append(out, h)
 		}
 	}
 	return out
@@ -112,9 +129,3 @@ func keyKind(hk helperKey) string {
 }
 
 func codecKind(string) string { return "codec" }
-
-// filePlans are the helpers of a file as the plan lists them: its key
-// helpers, then its codec helpers.
-func filePlans(keys *helperBook[helperKey], codecs *helperBook[string]) []helperPlan {
-	return append(keys.plans(keyKind), codecs.plans(codecKind)...)
-}

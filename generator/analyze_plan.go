@@ -375,7 +375,7 @@ func (pi *pkgInfo) analyze() *filePlan {
 // the file is rendered; again when the precheck refuses a function.
 func (pi *pkgInfo) decide(fp *filePlan, fns []*fn) {
 	fp.errPkgs = pi.errPackages(fns)
-	fp.drift, fp.Helpers = pi.fileDrift(fns, pi.steps, fp.errPkgs)
+	pi.fileDrift(fp, fns, pi.steps)
 }
 
 // resultFields names the fields of a result struct after the results,

@@ -37,6 +37,10 @@ type reach struct {
 	keyBook   *helperBook[helperKey]
 	storeBook *helperBook[string]
 	lenient   bool
+	// keyFacts are the decided key helpers' facts; kw records what the
+	// key walk refuses and leaves out where it is.
+	keyFacts map[helperKey]*keyFacts
+	kw       *keyWalk
 	// inlining holds the named types being walked inline (no helper), as
 	// writer.inlining.
 	inlining map[*types.Named]bool
@@ -46,16 +50,17 @@ type reach struct {
 	errWalked bool
 }
 
-// fileDrift are the drift facts of the file of fns and steps: those of
-// the key= and order= paths (pathDrift), then what the key and codec code
-// reaches, function by function in the order the file is written; and
-// the file's helpers, decided on the way. errPkgs are the packages of the
-// known error types.
-func (pi *pkgInfo) fileDrift(fns, steps []*fn, errPkgs []*types.Package) (*driftFacts, []helperPlan) {
+// fileDrift decides the drift facts of the file of fns and steps: those
+// of the key= and order= paths (pathDrift), then what the key and codec
+// code reaches, function by function in the order the file is written;
+// and the file's helpers, with the key helpers' facts, decided on the
+// way. fp.errPkgs are the packages of the known error types.
+func (pi *pkgInfo) fileDrift(fp *filePlan, fns, steps []*fn) {
 	r := &reach{
 		pi: pi, d: pathDrift(fns),
 		keyBook: newHelperBook[helperKey](), storeBook: newHelperBook[string](),
-		inlining: map[*types.Named]bool{}, errPkgs: errPkgs,
+		inlining: map[*types.Named]bool{}, errPkgs: fp.errPkgs,
+		keyFacts: map[helperKey]*keyFacts{},
 	}
 	for _, g := range groupFns(fns) {
 		for _, x := range g.fns {
@@ -70,19 +75,23 @@ func (pi *pkgInfo) fileDrift(fns, steps []*fn, errPkgs []*types.Package) (*drift
 			r.results(x)
 		}
 	}
-	return r.d, filePlans(r.keyBook, r.storeBook)
+	fp.drift, fp.keyFacts = r.d, r.keyFacts
+	fp.Helpers = append(r.keyBook.plans(keyKind, r.keyFacts), r.storeBook.plans(codecKind, nil)...)
 }
 
 // keys walks x's key material: what keyStatements and orderStatements
-// write.
+// write. What the function's own paths refuse is the writer's to word
+// yet (a walk of its own, kw, is dropped); its helpers' is the plan's.
 func (r *reach) keys(x *fn) {
 	res := &x.plan.resolved
+	r.kw = &keyWalk{}
 	if res.keysOK {
 		r.keyPaths(x, res)
 	}
 	if x.opts.orderSet && res.entOK {
-		r.key(res.ent.typ, nil, false)
+		r.key(res.ent.typ, nil, false, "")
 	}
+	r.kw = nil
 }
 
 // keyPaths walks the default key, or the key= paths and the payload
@@ -95,7 +104,7 @@ func (r *reach) keyPaths(x *fn, res *resolvedPaths) {
 	single := len(res.keyPaths) == 1 && isString(res.keyPaths[0].typ) // an ID, written as it is
 	for _, kp := range res.keyPaths {
 		if !single && r.pi.pathNotIdentity(x, kp) == "" {
-			r.key(kp.typ, nil, false)
+			r.key(kp.typ, nil, false, "")
 		}
 	}
 	if single || !r.pi.isDefaultKey(x, res.ex, res.keyPaths) {
@@ -109,34 +118,36 @@ func (r *reach) keyPaths(x *fn, res *resolvedPaths) {
 func (r *reach) defaultKey(x *fn, ex exclusions) {
 	for i, p := range x.params {
 		if !p.isCtx && !ex.whole[i] && r.pi.notIdentity(p) == "" {
-			r.key(p.typ, ex.trees[i], false)
+			r.key(p.typ, ex.trees[i], false, "")
 		}
 	}
 }
 
-// key walks what writer.write writes of a value of t: ex are the fields
-// exclude= leaves out, raw says t's own helper is being walked. False
-// where the writer refuses the value (the same rules, without the
-// diagnostics: the writer words those).
-func (r *reach) key(t types.Type, ex exTree, raw bool) bool {
+// key walks what writer.write writes of a value of t at path: ex are the
+// fields exclude= leaves out, raw says t's own helper is being walked.
+// False where the writer refuses the value, by the same rules; r.kw
+// records why, as the writer words it.
+func (r *reach) key(t types.Type, ex exTree, raw bool, path string) bool {
 	pi := r.pi
 	r.d.pinAlias(t)
 	t = types.Unalias(t)
 	if tp, ok := t.(*types.TypeParam); ok {
-		return r.keyTypeParam(tp)
+		return r.keyTypeParam(tp, path)
 	}
 	if ex == nil && !raw {
 		if oldKeyer(t, pi.types.keyer) {
+			r.kw.refuse(path, oldKeyerReason, oldKeyerHint)
 			return false
 		}
 		if n, ok := pi.keyedByHelper(t); ok {
-			return r.keyHelper(n)
+			return r.keyHelper(n, path)
 		}
 		if pi.keyedAsMethod(t) {
 			return true
 		}
 		if n, ok := t.(*types.Named); ok && pi.hasKeyHelper(n) {
 			if r.inlining[n.Origin()] {
+				r.kw.refuse(path, "recursive type "+pi.typeString(t)+" cannot be named here", keyerHint)
 				return false // a recursive type the file cannot name
 			}
 			r.inlining[n.Origin()] = true
@@ -150,41 +161,52 @@ func (r *reach) key(t types.Type, ex exTree, raw bool) bool {
 			r.d.pinNamed(n)
 		}
 	}
-	return r.keyShape(t, ex)
+	return r.keyShape(t, ex, path)
 }
 
 // keyHelper walks the body of n's key helper, once per file but as the
 // book rules (a payload helper is the strict one where that can be
-// written); false if n cannot be keyed.
-func (r *reach) keyHelper(n *types.Named) bool {
-	if r.lenient {
-		r.lenient = false
-		ok := r.keyHelper(n)
-		r.lenient = true
-		if ok {
-			return true
-		}
-	}
-	hk := helperKey{obj: n.Obj(), lenient: r.lenient, inst: instanceKey(n)}
-	if st := r.keyBook.use(hk); st != nil {
-		return !st.failed
-	}
-	mark := r.keyBook.start(hk, types.TypeString(n, nil))
-	outer := r.inlining
-	r.inlining = map[*types.Named]bool{} // a helper's body starts afresh
-	ok := r.key(n, nil, true)
-	r.inlining = outer
-	r.keyBook.finish(hk, mark, ok)
+// written), and records at path what it leaves out or refuses; false if
+// n cannot be keyed.
+func (r *reach) keyHelper(n *types.Named, path string) bool {
+	hk, ok := r.decideKeyHelper(n, r.lenient)
+	r.kw.useHelper(r.keyFacts[hk], path, r.keyBook.states[hk].recursive)
 	return ok
 }
 
+// decideKeyHelper decides n's key helper (lenient: the payload's) on its
+// first use, and its facts.
+func (r *reach) decideKeyHelper(n *types.Named, lenient bool) (helperKey, bool) {
+	if lenient {
+		if hk, ok := r.decideKeyHelper(n, false); ok {
+			return hk, true
+		}
+	}
+	hk := helperKey{obj: n.Obj(), lenient: lenient, inst: instanceKey(n)}
+	if st := r.keyBook.use(hk); st != nil {
+		return hk, !st.failed
+	}
+	mark := r.keyBook.start(hk, types.TypeString(n, nil))
+	inlining, kw, outerLenient := r.inlining, r.kw, r.lenient
+	// A helper's body starts afresh, at root.
+	r.inlining, r.kw, r.lenient = map[*types.Named]bool{}, &keyWalk{exPath: root}, lenient
+	ok := r.key(n, nil, true, root)
+	facts := &keyFacts{typ: types.TypeString(n, nil), skipped: r.kw.skipped}
+	if !ok {
+		facts.problems, facts.skipped = r.kw.problems, nil
+	}
+	r.inlining, r.kw, r.lenient = inlining, kw, outerLenient
+	for _, d := range r.keyBook.finish(hk, mark, ok) {
+		delete(r.keyFacts, d)
+	}
+	r.keyFacts[hk] = facts
+	return hk, ok
+}
+
 // keyShape walks a value of t by its shape.
-func (r *reach) keyShape(t types.Type, ex exTree) bool {
+func (r *reach) keyShape(t types.Type, ex exTree, path string) bool {
 	s := shapeOf(t)
 	switch s.kind {
-	case kindBasic:
-		m, _ := keyMethod(s.basic)
-		return m != ""
 	case kindPointer:
 		switch n, byHelper := r.pi.keyedByHelper(s.elem); {
 		case basicWriter(s.elem) != "":
@@ -192,9 +214,9 @@ func (r *reach) keyShape(t types.Type, ex exTree) bool {
 			return true
 		case byHelper && ex == nil:
 			r.d.pinAlias(s.elem)
-			return r.keyHelper(n)
+			return r.keyHelper(n, path)
 		}
-		return r.key(s.elem, ex, false)
+		return r.key(s.elem, ex, false, path)
 	case kindSlice:
 		switch {
 		case types.Identical(s.elem, types.Typ[types.Byte]):
@@ -203,63 +225,93 @@ func (r *reach) keyShape(t types.Type, ex exTree) bool {
 			r.d.pinAlias(s.elem) // idemimpl.KeyList
 			return true
 		}
-		return r.key(s.elem, nil, false)
+		return r.key(s.elem, nil, false, path+"[i]")
 	case kindArray:
-		return types.Identical(s.elem, types.Typ[types.Byte]) || r.key(s.elem, nil, false)
+		return types.Identical(s.elem, types.Typ[types.Byte]) || r.key(s.elem, nil, false, path+"[i]")
 	case kindMap:
 		if basicWriter(s.key) != "" && basicWriter(s.elem) != "" {
 			r.d.pinAlias(s.key) // idemimpl.KeyMap
 			r.d.pinAlias(s.elem)
 			return true
 		}
-		k := r.key(s.key, nil, false)
-		return r.key(s.elem, nil, false) && k
+		k := r.key(s.key, nil, false, path+"[key]")
+		return r.key(s.elem, nil, false, path+"[value]") && k
 	case kindStruct:
-		return r.keyStruct(t, s.strct, ex)
+		return r.keyStruct(t, s.strct, ex, path)
 	case kindInterface:
-		return r.keyInterface(t, s.iface)
+		return r.keyInterface(t, s.iface, path)
 	}
-	return false // funcs, channels
+	if reason, hint := r.pi.shapeRefusal(t, s, path); reason != "" {
+		r.kw.refuse(path, reason, hint) // funcs, channels
+		return false
+	}
+	return true
 }
 
 // keyInterface walks a union's variants (one that can be keyed is
 // enough); an any is keyed at run time, other interfaces are refused.
-func (r *reach) keyInterface(t types.Type, u *types.Interface) bool {
+func (r *reach) keyInterface(t types.Type, u *types.Interface, path string) bool {
 	if n, ok := t.(*types.Named); ok {
 		if vs := r.pi.variants(n); len(vs) > 0 {
-			keyed := false
+			keyed, kw := false, r.kw
 			for _, vt := range vs {
-				keyed = r.key(vt, nil, false) || keyed
+				r.kw = &keyWalk{noAdvice: true} // a variant that cannot be keyed is left out
+				if r.key(vt, nil, false, "") {
+					keyed = true
+					for _, s := range r.kw.skipped {
+						kw.skip(s)
+					}
+				}
+			}
+			r.kw = kw
+			if !keyed {
+				r.kw.refuse(path, r.pi.ifaceRefusal(t, true), keyIfaceHint)
 			}
 			return keyed
 		}
+	}
+	if !u.Empty() {
+		r.kw.refuse(path, r.pi.ifaceRefusal(t, false), keyIfaceHint)
 	}
 	return u.Empty()
 }
 
 // keyStruct walks the fields writeStruct writes.
-func (r *reach) keyStruct(t types.Type, u *types.Struct, ex exTree) bool {
+func (r *reach) keyStruct(t types.Type, u *types.Struct, ex exTree, path string) bool {
 	pi, ok := r.pi, true
+	exHere := !r.kw.noAdvice && r.kw.exPath == path
 	for i := 0; i < u.NumFields(); i++ {
 		f := u.Field(i)
 		if f.Name() == "_" || reflect.StructTag(u.Tag(i)).Get("idem") == "-" {
 			continue
 		}
 		sub, inEx := ex[f.Name()]
+		fp := joinPath(path, f.Name())
 		switch {
-		case inEx && len(sub) == 0, pi.types.isContext(f.Type()):
+		case inEx && len(sub) == 0:
+			continue
+		case pi.types.isContext(f.Type()):
+			r.kw.skip(fp + " (a context)")
 			continue
 		case !f.Exported() && f.Pkg() != pi.pkg.Types:
-			ok = r.foreignField(t, u, i) && ok
+			ok = r.foreignField(t, u, i, path) && ok
 			continue
 		case zeroSize(f.Type()):
 			if _, isStruct := f.Type().Underlying().(*types.Struct); isStruct && !pi.keyedByMethod(f.Type()) {
 				continue // no data, nothing written (zeroSizeField)
 			}
-			r.key(f.Type(), sub, false) // tried: never refused
+			kw := r.kw
+			r.kw = &keyWalk{noAdvice: true}
+			r.key(f.Type(), sub, false, fp) // tried: never refused
+			r.kw = kw
 			continue
 		}
-		ok = r.key(f.Type(), sub, false) && ok
+		saved := r.kw.exPath
+		if exHere {
+			r.kw.exPath = fp
+		}
+		ok = r.key(f.Type(), sub, false, fp) && ok
+		r.kw.exPath = saved
 	}
 	return ok
 }
@@ -267,16 +319,21 @@ func (r *reach) keyStruct(t types.Type, u *types.Struct, ex exTree) bool {
 // foreignField reports whether field i of u, an unexported field of
 // another package's type t, is left out rather than refused (as
 // writer.foreignField).
-func (r *reach) foreignField(t types.Type, u *types.Struct, i int) bool {
-	n, named := t.(*types.Named)
-	return zeroSize(u.Field(i).Type()) ||
-		(r.lenient && idemKeyField("", u) != "") ||
-		(named && jsonSkipped(u.Tag(i)) && !r.pi.jsonWritten(n))
+func (r *reach) foreignField(t types.Type, u *types.Struct, i int, path string) bool {
+	if zeroSize(u.Field(i).Type()) {
+		return true
+	}
+	if sk := r.pi.foreignSkipped(t, u, i, path, r.lenient); sk != "" {
+		r.kw.skip(sk)
+		return true
+	}
+	r.kw.refuseForeign(r.pi, t, u, i, path)
+	return false
 }
 
 // keyTypeParam walks the single type of tp's constraint, which
 // writer.typeParam writes a value of tp as; nothing else is read.
-func (r *reach) keyTypeParam(tp *types.TypeParam) bool {
+func (r *reach) keyTypeParam(tp *types.TypeParam, path string) bool {
 	wk := r.pi.types
 	if (wk.keyer != nil && types.Implements(tp, wk.keyer)) || types.Implements(tp, wk.binaryMarshaler) || types.Implements(tp, wk.textMarshaler) {
 		return true
@@ -286,10 +343,16 @@ func (r *reach) keyTypeParam(tp *types.TypeParam) bool {
 			return true
 		}
 		if len(terms) == 1 && !terms[0].Tilde() && r.pi.renderable(terms[0].Type()) {
-			return r.key(terms[0].Type(), nil, false)
+			return r.key(terms[0].Type(), nil, false, path)
 		}
 	}
-	return r.lenient // left out of the payload fingerprint
+	if r.lenient {
+		r.kw.skip(typeParamSkipped(path, tp)) // left out of the payload fingerprint
+		return true
+	}
+	reason, hint := r.pi.typeParamRefusal(tp)
+	r.kw.refuse(path, reason, hint)
+	return false
 }
 
 // results walks x's result codec: what resultCodec writes.

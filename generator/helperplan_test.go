@@ -82,8 +82,56 @@ func TestHelperPlan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fp := planOf(t, tc.name)
 			got := shortHelpers(fp.Helpers)
-			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+			// The key helpers' facts: TestKeyHelperFacts.
+			facts := cmpopts.IgnoreFields(helperPlan{}, "Problems", "Skipped")
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), facts); diff != "" {
 				t.Errorf("helpers (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestKeyHelperFacts: the analysis decides what each key helper refuses
+// (a type that cannot be keyed) and leaves out (contexts, another
+// package's unexported fields the payload skips), before anything is
+// written: render reads them from the plan.
+func TestKeyHelperFacts(t *testing.T) {
+	tests := []struct {
+		name string
+		want []helperPlan
+	}{
+		// The strict helpers of an SDK's params fail on an unexported
+		// field; the payload's leave it out, and the request's context.
+		{"sdkparams", []helperPlan{
+			{Kind: "key", Type: "sdkparams/sdk.ChargeParams", Failed: true, Problems: []string{".Params.extra: unexported field of sdk.Params"}},
+			{Kind: "key", Type: "sdkparams/sdk.Params", Failed: true, Problems: []string{".extra: unexported field of sdk.Params"}},
+			{Kind: "payload", Type: "sdkparams/sdk.ChargeParams", Skipped: []string{
+				".Params.Context (a context)",
+				".Params.extra (unexported: not in the payload fingerprint)",
+			}},
+			{Kind: "payload", Type: "sdkparams/sdk.Params", Skipped: []string{".Context (a context)", ".extra (unexported: not in the payload fingerprint)"}},
+		}},
+		// A union's variant that holds a func cannot be keyed; the
+		// union's helper is written without it.
+		{"unions", []helperPlan{
+			{Kind: "key", Type: "unions.Event"},
+			{Kind: "key", Type: "unions.Created"},
+			{Kind: "key", Type: "unions.Deleted"},
+			{Kind: "key", Type: "unions.Hooked", Failed: true, Problems: []string{".Fn: func values cannot be keyed"}},
+			{Kind: "key", Type: "unions.internal"},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fp := planOf(t, tc.name)
+			var got []helperPlan
+			for _, h := range shortHelpers(fp.Helpers) {
+				if h.Kind != "codec" {
+					got = append(got, h)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("key helpers (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -28,6 +28,9 @@ type filePlan struct {
 	// restores. Both are of the functions written (decide).
 	drift   *driftFacts
 	errPkgs []*types.Package
+	// keyFacts are what each key helper of Helpers refuses or leaves out,
+	// which render reads: it writes only the helpers that can be.
+	keyFacts map[helperKey]*keyFacts
 }
 
 // funcPlan is the plan of one annotated function: its names, the paths of

@@ -40,16 +40,10 @@ var (
 	contextPkg = types.NewPackage("context", "context")
 )
 
-// keyHelpers are the key helpers written (or refused) so far.
+// keyHelpers are the names of the key helpers written so far; which are
+// written the plan decided (fp.keyFacts).
 type keyHelpers struct {
 	helpers map[helperKey]string
-	failed  map[helperKey][]problem // types that cannot be keyed
-	// skipped are the paths (below root) each key helper leaves out as
-	// no part of a call's identity, with why: "\x00.Ctx (a context)".
-	skipped map[helperKey][]string
-	// book decides which helpers are written, fail or recurse, by the
-	// rules the analysis decided them by (analyze_helpers.go).
-	book *helperBook[helperKey]
 }
 
 // fileOut is what the file holds besides the wrappers, written so far.
@@ -114,7 +108,7 @@ func (pi *pkgInfo) emitFile(fp *filePlan, fns []*fn, since int) (src []byte, cle
 		decls = append(decls, e.stepWrapper(x)...)
 	}
 	if helpersWritten != nil {
-		helpersWritten(fp, filePlans(e.book, e.codecBook))
+		helpersWritten(fp, append(e.keyHelpersWritten(), e.codecBook.plans(codecKind, nil)...))
 	}
 	if len(d.list) > n {
 		return nil, false
@@ -161,12 +155,7 @@ func newEmitter(pi *pkgInfo, fns []*fn, fp *filePlan) *emitter {
 				globals:    map[string]bool{},
 			},
 		},
-		keyHelpers: keyHelpers{
-			helpers: map[helperKey]string{},
-			failed:  map[helperKey][]problem{},
-			skipped: map[helperKey][]string{},
-			book:    newHelperBook[helperKey](),
-		},
+		keyHelpers:   keyHelpers{helpers: map[helperKey]string{}},
 		codecHelpers: map[string]*codecHelper{},
 		codecBook:    newHelperBook[string](),
 		plan:         fp,
@@ -366,7 +355,7 @@ func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclus
 			x.notKeyed = addOnce(x.notKeyed, name+" ("+why+")")
 			continue
 		}
-		w := &writer{e: e, b: b, n: ns, exPath: name, lenient: lenient, payload: lenient}
+		w := &writer{e: e, b: b, n: ns, keyWalk: keyWalk{exPath: name}, lenient: lenient, payload: lenient}
 		s, good := w.write(val{e: id(p.name), ptr: p.byPtr}, p.typ, name, ex.trees[i], p.variadic)
 		for _, sk := range w.skipped {
 			x.notKeyed = addOnce(x.notKeyed, sk)
@@ -389,7 +378,7 @@ func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclus
 // string path is the key as it is (an ID); single says so.
 func (e *emitter) keyPathStatements(x *fn, b func() *jen.Statement, ns namer, keyPaths []keyPath) (keys []jen.Code, single, ok bool) {
 	pi, ok := e.pi, true
-	w := &writer{e: e, b: b, n: ns, noAdvice: true}
+	w := &writer{e: e, b: b, n: ns, keyWalk: keyWalk{noAdvice: true}}
 	single = len(keyPaths) == 1 && isString(keyPaths[0].typ)
 	for _, kp := range keyPaths {
 		if why := e.pi.pathNotIdentity(x, kp); why != "" {
@@ -465,7 +454,7 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 		_, timePtr = at.typ.(*types.Pointer)
 	}
 	if entOK {
-		w := &writer{e: e, b: func() *jen.Statement { return jen.Id(c).Dot("Entity").Call() }, n: ns, noAdvice: true}
+		w := &writer{e: e, b: func() *jen.Statement { return jen.Id(c).Dot("Entity").Call() }, n: ns, keyWalk: keyWalk{noAdvice: true}}
 		v := ent.value(x)
 		s, good := w.write(v, ent.typ, ent.opt.text, nil, len(ent.fields) == 0 && x.params[ent.param].variadic)
 		if !good {

@@ -90,7 +90,6 @@ func (e *fileWriter) mangle(b *strings.Builder, t types.Type) {
 func (w *writer) typeParam(v val, tp *types.TypeParam, path string) ([]jen.Code, bool) {
 	wk := w.e.pi.types
 	b := w.b
-	name := tp.Obj().Name()
 	// A type argument may be an interface or a pointer type: its nil
 	// value is a value of its own, written as the nil marker as for a
 	// concrete type, never a key method called on nil.
@@ -120,11 +119,11 @@ func (w *writer) typeParam(v val, tp *types.TypeParam, path string) ([]jen.Code,
 		}
 	}
 	if w.lenient {
-		w.skipped = addOnce(w.skipped, path+" (type parameter "+name+": not in the payload fingerprint)")
+		w.skip(typeParamSkipped(path, tp))
 		return nil, true
 	}
-	return w.fail(path, "type parameter "+name+" (constraint "+w.e.pi.typeString(tp.Constraint())+") cannot be keyed: the constraint has no key method (IdemKey, MarshalBinary, MarshalText) and its types are not of one basic kind",
-		"add idem.Keyer to the constraint of "+name+", or name other parameters with key=")
+	reason, hint := w.e.pi.typeParamRefusal(tp)
+	return w.fail(path, reason, hint)
 }
 
 // typeArgKeys opens the key of a generic function's call with the

@@ -2,6 +2,7 @@ package generator
 
 import (
 	"fmt"
+	"go/token"
 	"go/types"
 	"strings"
 
@@ -73,26 +74,26 @@ func (w *writer) valueWriter(t types.Type) jen.Code {
 	return w.e.qual(implPkg, strings.TrimPrefix(bw, "Key")+"Key")
 }
 
-// helper returns the name of the key function of named type n, emitting it
-// on first use. Recursive types work: the name is reserved before the body
-// is written. If n cannot be keyed it returns n's problems instead, with
-// paths relative to root (kept: a type reached again is not walked again).
-func (e *emitter) helper(n *types.Named, lenient bool) (string, []problem, helperKey) {
+// helper returns the name of the key function of named type n and the
+// analysis's facts of it (fp.keyFacts), emitting it on first use if the
+// plan says it can be written; "" if not. Recursive types work: the name
+// is reserved before the body is written.
+func (e *emitter) helper(n *types.Named, lenient bool) (string, *keyFacts, helperKey) {
 	obj := n.Obj()
 	if lenient {
 		// A payload helper is the key helper when that one can be
 		// written: a lenient twin only where they differ.
-		name, probs, k := e.helper(n, false)
-		if probs == nil {
-			return name, nil, k
+		if name, f, k := e.helper(n, false); f != nil && f.problems == nil {
+			return name, f, k
 		}
 	}
 	hk := helperKey{obj, lenient, instanceKey(n)}
-	if st := e.book.use(hk); st != nil {
-		if st.failed {
-			return "", e.failed[hk], hk
-		}
-		return e.helpers[hk], nil, hk
+	f, typ := e.plan.keyFacts[hk], types.TypeString(n, nil)
+	if f == nil || f.problems != nil {
+		return "", f, hk
+	}
+	if name, ok := e.helpers[hk]; ok {
+		return name, f, hk
 	}
 	prefix := ""
 	if obj.Pkg() != e.pi.pkg.Types {
@@ -100,24 +101,16 @@ func (e *emitter) helper(n *types.Named, lenient bool) (string, []problem, helpe
 	}
 	name := e.global("idemKey" + prefix + upperFirst(obj.Name()) + e.instanceSuffix(n))
 	e.helpers[hk] = name
-	typ := types.TypeString(n, nil)
-	mark, bookMark := len(e.helperDecls), e.book.start(hk, typ)
-	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, exPath: root, lenient: lenient, payload: lenient}
+	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, keyWalk: keyWalk{exPath: root}, lenient: lenient, payload: lenient}
 	body, ok := w.write(val{e: id("v"), ptr: true}, n, root, nil, false)
-	e.book.finish(hk, bookMark, ok)
-	if ok && e.plan.helper(keyKind(hk), typ).Recursive {
+	if !ok {
+		e.pi.d.add(token.Position{Filename: e.pi.out}, "internal error: the key helper of %s cannot be written, which the analysis did not decide", typ)
+	}
+	if e.plan.helper(keyKind(hk), typ).Recursive {
 		// A value of a recursive type can nest without end (a cycle):
 		// bound it, so a cycle is ErrInvalidKey, not a stack overflow.
 		body = append(depthGuard("b"), body...)
 	}
-	if !ok {
-		delete(e.helpers, hk)
-		delete(e.globals, name)
-		e.failed[hk] = w.problems
-		e.rollback(mark)
-		return "", w.problems, hk
-	}
-	e.skipped[hk] = w.skipped
 	// The name says what the helper does; a doc line says only what it
 	// leaves out, which a reviewer must see.
 	decl := jen.Null()
@@ -126,15 +119,16 @@ func (e *emitter) helper(n *types.Named, lenient bool) (string, []problem, helpe
 	}
 	decl.Func().Id(name).Params(jen.Id("b").Op("*").Add(e.qual(implPkg, "KeyBuilder")), jen.Id("v").Op("*").Add(e.typ(n))).Block(body...)
 	e.helperDecls = append(e.helperDecls, helperDecl{name: name, code: decl})
-	return name, nil, hk
+	return name, f, hk
 }
 
-// rollback drops the helpers written since mark, when the helper whose
-// body was being written meanwhile turned out to be unwritable: they may
-// name it (a recursive type: its name was handed out while its body was
-// being written), and a call of a helper that is never written does not
-// compile. Dropped, they are written again on their next use, which now
-// finds the failure.
+// rollback drops the codec helpers written since mark, when the helper
+// whose body was being written meanwhile turned out to be unwritable:
+// they may name it (a recursive type: its name was handed out while its
+// body was being written), and a call of a helper that is never written
+// does not compile. Dropped, they are written again on their next use,
+// which now finds the failure. (Key helpers are decided by the analysis:
+// none is written that fails.)
 func (e *emitter) rollback(mark int) {
 	if mark >= len(e.helperDecls) {
 		return
@@ -145,15 +139,31 @@ func (e *emitter) rollback(mark int) {
 		delete(e.globals, h.name)
 	}
 	e.helperDecls = e.helperDecls[:mark]
-	for hk, name := range e.helpers {
-		if dropped[name] {
-			delete(e.helpers, hk)
-			delete(e.skipped, hk)
-		}
-	}
 	for key, h := range e.codecHelpers {
 		if dropped["idemEnc"+h.name] {
 			delete(e.codecHelpers, key)
 		}
 	}
+}
+
+// keyHelpersWritten are the key helpers of the plan as the file holds
+// them: those written and those refused (by the plan's facts), in the
+// plan's order, then any written that the plan does not list. Tests
+// compare them with the plan (helpersWritten).
+func (e *emitter) keyHelpersWritten() []helperPlan {
+	var out []helperPlan
+	seen := map[helperKey]bool{}
+	for _, h := range e.plan.Helpers {
+		for hk, f := range e.plan.keyFacts {
+			if _, written := e.helpers[hk]; keyKind(hk) == h.Kind && f.typ == h.Type && (written || f.problems != nil) {
+				out, seen[hk] = append(out, h), true
+			}
+		}
+	}
+	for hk := range e.helpers {
+		if !seen[hk] {
+			out = append(out, helperPlan{Kind: keyKind(hk), Type: "unplanned " + types.TypeString(hk.obj.Type(), nil) + hk.inst})
+		}
+	}
+	return out
 }

@@ -4,7 +4,6 @@ import (
 	"go/types"
 	"reflect"
 	"strconv"
-	"strings"
 
 	"github.com/dave/jennifer/jen"
 )
@@ -154,21 +153,12 @@ type writer struct {
 	raw types.Type
 	// inlining holds the named types being written inline (no helper).
 	inlining map[*types.Named]bool
-	// problems are the unkeyable paths found so far: write goes on past
-	// them so one run reports every one.
-	problems []problem
+	// keyWalk records what write refuses and leaves out, as the
+	// analysis's walk does (analyze_keyfacts.go).
+	keyWalk
 	// tagged are the fields left out by their idem:"-" tag, named on the
 	// helper's doc comment.
 	tagged []string
-	// skipped are the fields left out as no part of a call's identity
-	// (contexts), with why: "req.Params.Context (a context)".
-	skipped []string
-	// exPath is the longest prefix of the current path that exclude= can
-	// name (paths go through struct fields and pointers, not through
-	// slices, maps or unexported fields of other packages); noAdvice is set
-	// for key= and order= paths, which exclude= cannot lift.
-	exPath   string
-	noAdvice bool
 	// lenient: the payload fingerprint under key=, which skips the
 	// unexported fields of another package's struct that carries its own
 	// IdempotencyKey (an SDK's common params; named on the doc line)
@@ -181,11 +171,7 @@ type writer struct {
 }
 
 func (w *writer) fail(path, reason, hint string) ([]jen.Code, bool) {
-	ex := w.exPath
-	if w.noAdvice {
-		ex = ""
-	}
-	w.problems = append(w.problems, problem{path: path, reason: reason, hint: hint, exclude: ex})
+	w.refuse(path, reason, hint)
 	return nil, false
 }
 
@@ -202,7 +188,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 	w.raw = nil
 	if ex == nil && !raw {
 		if oldKeyer(t, w.e.pi.types.keyer) {
-			return w.fail(path, "its IdemKey method is not idem.Keyer's IdemKey() any (an IdemKey(*idemimpl.KeyBuilder) written for an older idemgen)", "make it IdemKey() any, returning the value that identifies it")
+			return w.fail(path, oldKeyerReason, oldKeyerHint)
 		}
 		if n, ok := w.e.pi.keyedByHelper(t); ok {
 			name, ok := w.helperName(n, path)
@@ -221,7 +207,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 			// the function as an argument) is written inline,
 			// which cannot recurse.
 			if w.inlining[n.Origin()] {
-				return w.fail(path, "recursive type "+w.e.pi.typeString(t)+" cannot be named here", "implement idem.Keyer")
+				return w.fail(path, "recursive type "+w.e.pi.typeString(t)+" cannot be named here", keyerHint)
 			}
 			if w.inlining == nil {
 				w.inlining = map[*types.Named]bool{}
@@ -246,12 +232,9 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 		return w.writeStruct(v, t, s.strct, path, ex)
 	case kindInterface:
 		return w.writeInterface(v, t, s.iface, path)
-	case kindFunc:
-		return w.fail(path, "func values cannot be keyed", tagHint(path))
-	case kindChan:
-		return w.fail(path, "channels cannot be keyed", tagHint(path))
 	}
-	return w.fail(path, "type "+w.e.pi.typeString(t)+" cannot be keyed", "")
+	reason, hint := w.e.pi.shapeRefusal(t, s, path)
+	return w.fail(path, reason, hint)
 }
 
 // byMethod writes the well-known types and those whose key material a
@@ -321,41 +304,11 @@ func (w *writer) protoMessage(v val, t types.Type, ptr bool) []jen.Code {
 }
 
 // helperName is the name of n's key helper, which a value at path is
-// keyed by; false after recording its problems at path.
+// keyed by; false after recording its problems at path (the plan's).
 func (w *writer) helperName(n *types.Named, path string) (string, bool) {
-	name, probs, hk := w.e.helper(n, w.payload)
-	if probs == nil {
-		for _, sk := range w.e.skipped[hk] {
-			w.skipped = addOnce(w.skipped, path+sk[len(root):])
-		}
-		return name, true
-	}
-	recursive := w.e.plan.helper(keyKind(hk), types.TypeString(n, nil)).Recursive
-	for _, p := range probs {
-		p.path = path + p.path[len(root):]
-		p.cycle = p.cycle || recursive
-		switch {
-		case w.noAdvice:
-			p.exclude, p.root, p.idemKey = "", "", ""
-		case w.exPath == path:
-			p.exclude = path + p.exclude[len(root):]
-			if strings.HasPrefix(p.idemKey, root) {
-				p.idemKey = path + p.idemKey[len(root):]
-			}
-			if strings.HasPrefix(p.root, root) {
-				p.root = path + p.root[len(root):]
-			}
-			// The outermost recursive value wins:
-			// the advice names one path above it.
-			if recursive {
-				p.root = path
-			}
-		default:
-			p.exclude, p.root, p.idemKey = w.exPath, "", ""
-		}
-		w.problems = append(w.problems, p)
-	}
-	return "", false
+	name, f, hk := w.e.helper(n, w.payload)
+	w.useHelper(f, path, w.e.plan.helper(keyKind(hk), types.TypeString(n, nil)).Recursive)
+	return name, f != nil && f.problems == nil
 }
 
 // writePointer: Nil, or Ptr and the element.
@@ -496,7 +449,7 @@ func (w *writer) writeStruct(v val, t types.Type, u *types.Struct, path string, 
 		if w.e.pi.types.isContext(f.Type()) {
 			// A request's context (an SDK's Params.Context) says how
 			// long to wait, not which call this is.
-			w.skipped = addOnce(w.skipped, fp+" (a context)")
+			w.skip(fp + " (a context)")
 			continue
 		}
 		if !f.Exported() && f.Pkg() != w.e.pi.pkg.Types {
@@ -536,7 +489,7 @@ func (w *writer) zeroSizeField(v val, f *types.Var, fp string, sub exTree) []jen
 	if _, isStruct := f.Type().Underlying().(*types.Struct); isStruct && !w.e.pi.keyedByMethod(f.Type()) {
 		return nil
 	}
-	try := &writer{e: w.e, b: w.b, n: w.n, noAdvice: true, inlining: w.inlining, payload: w.payload}
+	try := &writer{e: w.e, b: w.b, n: w.n, keyWalk: keyWalk{noAdvice: true}, inlining: w.inlining, payload: w.payload}
 	s, ok := try.write(v.field(f.Name()), f.Type(), fp, sub, false)
 	if !ok {
 		return nil
@@ -548,26 +501,14 @@ func (w *writer) zeroSizeField(v val, f *types.Var, fp string, sub exTree) []jen
 // another package's type t, which the generated code cannot read: false
 // when it refuses it.
 func (w *writer) foreignField(t types.Type, u *types.Struct, i int, path string) bool {
-	f := u.Field(i)
-	fp := joinPath(path, f.Name())
-	switch n, named := t.(*types.Named); {
-	case zeroSize(f.Type()):
+	if zeroSize(u.Field(i).Type()) {
 		return true // no data (zeroSizeField)
-	case w.lenient && idemKeyField(path, u) != "":
-		// An SDK's common params: its own IdempotencyKey sits
-		// next to them, and key= names the identity.
-		w.skipped = addOnce(w.skipped, fp+" (unexported: not in the payload fingerprint)")
-		return true
-	case named && jsonSkipped(u.Tag(i)) && !w.e.pi.jsonWritten(n):
-		// Another package's unexported field that the package keeps
-		// out of its JSON (stripe's Params.usage, json:"-"), and no
-		// MarshalJSON of its package could write: not part of the
-		// request the package sends.
-		w.skipped = addOnce(w.skipped, fp+` (unexported, json:"-")`)
+	}
+	if sk := w.e.pi.foreignSkipped(t, u, i, path, w.lenient); sk != "" {
+		w.skip(sk)
 		return true
 	}
-	w.fail(fp, "unexported field of "+w.e.pi.typeString(t), "implement idem.Keyer, encoding.BinaryMarshaler or encoding.TextMarshaler on it")
-	w.problems[len(w.problems)-1].idemKey = idemKeyField(path, u)
+	w.refuseForeign(w.e.pi, t, u, i, path)
 	return false
 }
 
@@ -579,7 +520,7 @@ func (w *writer) writeInterface(v val, t types.Type, u *types.Interface, path st
 			if code, ok := w.keyUnion(n, vs, v); ok { // render_unions.go
 				return code, true
 			}
-			return w.fail(path, "interface "+w.e.pi.typeString(t)+" cannot be keyed (no type of its package that implements it can be)", "key on concrete fields, make it embed idem.Keyer")
+			return w.fail(path, w.e.pi.ifaceRefusal(t, true), keyIfaceHint)
 		}
 	}
 	if u.Empty() {
@@ -587,5 +528,5 @@ func (w *writer) writeInterface(v val, t types.Type, u *types.Interface, path st
 		// dynamic type that cannot be keyed is ErrInvalidKey then.
 		return one(w.b().Dot("Any").Call(v.value())), true
 	}
-	return w.fail(path, "interface "+w.e.pi.typeString(t)+" cannot be keyed", "key on concrete fields, make it embed idem.Keyer")
+	return w.fail(path, w.e.pi.ifaceRefusal(t, false), keyIfaceHint)
 }
