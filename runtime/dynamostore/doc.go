@@ -12,10 +12,12 @@
 //	store, err := dynamostore.New(ctx, client, "idempotency") // one GetItem: fails if the table does not answer
 //	g := idem.NewGuard(store)
 //
-// Each key is one item. Every Store method is one request: Claim is one
-// conditional UpdateItem, so a replay costs one round trip and a first
-// execution two (Claim, Complete); heartbeats are UpdateItems off the
-// caller's path. An ordered claim (see Ordering) is one round trip of two
+// Each key is one item. Every Store method is one request. Claim is one
+// conditional UpdateItem, or, for a key this store finished or found
+// claimed lately (a likely duplicate), first one consistent GetItem that
+// answers a replay with one read unit (replay.go); a first execution is two
+// requests (Claim, Complete); heartbeats are UpdateItems off the caller's
+// path. An ordered claim (see Ordering) is one round trip of two
 // concurrent reads, then one TransactWriteItems when it executes.
 //
 // # Table schema

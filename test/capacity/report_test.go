@@ -393,7 +393,7 @@ func writeSizing(b *strings.Builder) {
 		if dynamo == nil && fs == nil {
 			return
 		}
-		w("**DynamoDB and Firestore** (emulators here: only their record sizes carry over). DynamoDB: a first execution is two conditional `UpdateItem`s (claim, complete) and a replay one (the claim, whose failed condition returns the record and is billed as a write), from the store's design (runtime/dynamostore/doc.go); an item under 1 KB costs one write unit, so write units/s = 2 × first executions/s + replays/s. Storage = records × (item bytes + DynamoDB's 100 bytes of per-item overhead). Firestore: storage = records × document bytes; its automatic single-field index entries come on top and are not counted here.\n\n")
+		w("**DynamoDB and Firestore** (emulators here: only their record sizes carry over). DynamoDB: a first execution is two conditional `UpdateItem`s (claim, complete) and a replay one consistent `GetItem` when the store has seen the key lately, else the claim, whose failed condition returns the record and is billed as a write (the units table above; runtime/dynamostore/doc.go); an item under 1 KB costs one write unit and a read of one under 4 KB one read unit, so write units/s = 2 × first executions/s + replays of keys new to the process/s, read units/s = the other replays/s. Storage = records × (item bytes + DynamoDB's 100 bytes of per-item overhead). Firestore: storage = records × document bytes; its automatic single-field index entries come on top and are not counted here.\n\n")
 		w("| calls/s (all first executions) | DynamoDB write units/s | DynamoDB storage at TTL 1 h | at 24 h | Firestore storage at 1 h | at 24 h |\n|---|---|---|---|---|---|\n")
 		for _, r := range []float64{1e4, 1e5, 1e6} {
 			d1, d24, f1, f24 := "–", "–", "–", "–"
@@ -447,7 +447,7 @@ func writeSizing(b *strings.Builder) {
 				cr = min(cr, float64(sc.Removed)/sc.Wall.Seconds())
 			}
 		}
-		w("**PostgreSQL.** Measured: %.1f µs of backend CPU and %.1f µs of client CPU per first execution (two statements, two commits; WAL writing and checkpoints come on top), %s bytes per retained row (table + indexes; %s at size), cleanup %s rows/s per cleaner (at size, the slower of the two layouts of expired rows). A first execution inserts a row and updates it (not HOT: the expiry index covers the updated column), and retention deletes it: **2 dead tuples per call** for vacuum.\n\n",
+		w("**PostgreSQL.** Measured: %.1f µs of backend CPU and %.1f µs of client CPU per first execution (two statements, two commits; WAL writing and checkpoints come on top), %s bytes per retained row (table + indexes; %s at size), cleanup %s rows/s per cleaner (at size, the slower of the two layouts of expired rows). A first execution inserts a row and updates it (a HOT update: the finish leaves the indexed columns as they were, so page pruning reclaims the old version as the page fills, without vacuum), and retention deletes it: **2 dead tuples per call**, both counted towards autovacuum's trigger, one of them left to vacuum.\n\n",
 			sf, cf, num(pg.Bytes), num(bpr), num(cr))
 		w("- backend cores(R) = R × %.1f µs / 1,000,000 / %.1f; rows(R, T) = R × T; table(R, T) = rows × %s bytes; cleaners(R) = ⌈R / %s⌉; dead tuples/s = 2R.\n\n", sf, util, num(bpr), num(cr))
 		w("| calls/s | backend cores | client cores | rows at TTL 1 h | table at 1 h | rows at TTL 24 h | table at 24 h | cleaners | dead tuples/s |\n|---|---|---|---|---|---|---|---|---|\n")
