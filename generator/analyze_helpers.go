@@ -5,10 +5,9 @@ import "strings"
 // The helpers of a file: the key helpers (idemKeyT) and codec helpers
 // (idemEncT, idemDecT) of its named types, each written once and shared by
 // every wrapper that reaches its type. Whether a helper is written, fails
-// or recurses follows one set of rules, which the analysis walk
-// (analyze_reach.go) and the writers (render_key_helpers.go,
-// render_codec_values.go) both keep through a helperBook, so the plan's
-// helpers are the file's.
+// or recurses the analysis walk (analyze_reach.go) decides through a
+// helperBook; the writers (render_key_helpers.go, render_codec_values.go)
+// write the helpers the plan lists as not failed, and no others.
 
 // helperPlan is what the plan says of one helper of the file.
 type helperPlan struct {

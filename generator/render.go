@@ -17,17 +17,15 @@ import (
 // file writer (its imports, names and compile-time checks, render code
 // that needs only the file is fileWriter's), the key and codec helpers
 // written so far, and the declarations besides the wrappers. Which
-// helpers are written, fail or recurse the plan decided (fp.Helpers); the
-// writers keep the same rules through their helperBooks, and the
-// analysis's drift facts are only read (checkDecls).
+// helpers are written, fail or recurse the plan decided (fp.Helpers), and
+// the analysis's drift facts are only read (checkDecls).
 type emitter struct {
 	*fileWriter
 	keyHelpers
 	fileOut
-	// codecHelpers are the result codec helpers of named types; codecBook
-	// decides them, as book does the key helpers.
+	// codecHelpers are the result codec helpers of named types met so
+	// far (by codecHelperKey); which are written the plan decided.
 	codecHelpers map[string]*codecHelper
-	codecBook    *helperBook[string]
 	// plan is the file's: its helpers and the packages whose error
 	// types idemErrors restores.
 	plan *filePlan
@@ -108,7 +106,7 @@ func (pi *pkgInfo) emitFile(fp *filePlan, fns []*fn, since int) (src []byte, cle
 		decls = append(decls, e.stepWrapper(x)...)
 	}
 	if helpersWritten != nil {
-		helpersWritten(fp, append(e.keyHelpersWritten(), e.codecBook.plans(codecKind, nil)...))
+		helpersWritten(fp, append(e.keyHelpersWritten(), e.codecHelpersWritten()...))
 	}
 	if len(d.list) > n {
 		return nil, false
@@ -157,7 +155,6 @@ func newEmitter(pi *pkgInfo, fns []*fn, fp *filePlan) *emitter {
 		},
 		keyHelpers:   keyHelpers{helpers: map[helperKey]string{}},
 		codecHelpers: map[string]*codecHelper{},
-		codecBook:    newHelperBook[string](),
 		plan:         fp,
 	}
 	for k := range pi.scope {

@@ -47,6 +47,9 @@ type codecGen struct {
 	last    encoderCall     // for fieldEnc
 	// decoders are the uses of d since fieldDec began counting them.
 	decoders []*jen.Statement
+	// dry: the code is walked inside a helper the plan does not write
+	// (buildHelper), for its problems only.
+	dry bool
 }
 
 var (

@@ -2,6 +2,7 @@ package generator
 
 import (
 	"fmt"
+	"go/token"
 	"go/types"
 	"slices"
 	"sort"
@@ -16,7 +17,7 @@ import (
 func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree) string {
 	key := codecHelperKey(n, g.spec, omit)
 	h := g.e.codecHelpers[key]
-	if g.e.codecBook.use(key) == nil { // a use while building: the type reaches itself
+	if h == nil { // a use while it is built finds it: the type reaches itself
 		h = g.buildHelper(n, key, omit)
 	}
 	if h.problems != nil {
@@ -27,23 +28,30 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 	return h.name
 }
 
-// buildHelper writes idemEncN and idemDecN, or records in the helper
-// returned why n cannot be stored.
+// buildHelper writes idemEncN and idemDecN when the plan has them
+// (fp.Helpers: listed and not failed), and otherwise walks the type only
+// for why it cannot be stored, keeping nothing of the code. A helper the
+// plan does not list is one the analysis met only inside a helper that
+// fails (g.dry): walked, forgotten, and walked again on a next use.
 func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codecHelper {
 	e := g.e
-	base := n.Obj().Name() + e.instanceSuffix(n)
-	if n.Obj().Pkg() != e.pi.pkg.Types {
-		base = upperFirst(n.Obj().Pkg().Name()) + base
+	plan := e.plan.helper(codecKind(key), key)
+	listed := plan.Type != ""
+	write := listed && !plan.Failed
+	h := &codecHelper{recursive: plan.Recursive}
+	if listed { // a failed helper's name stays taken, as the analysis saw it
+		base := n.Obj().Name() + e.instanceSuffix(n)
+		if n.Obj().Pkg() != e.pi.pkg.Types {
+			base = upperFirst(n.Obj().Pkg().Name()) + base
+		}
+		if len(omit) > 0 {
+			base += "For" + g.spec
+		}
+		h.name = e.global("idemEnc" + base)[len("idemEnc"):]
+		e.globals["idemDec"+h.name] = true
 	}
-	if len(omit) > 0 {
-		base += "For" + g.spec
-	}
-	name := e.global("idemEnc" + base)[len("idemEnc"):]
-	e.globals["idemDec"+name] = true
-	h := &codecHelper{name: name}
 	e.codecHelpers[key] = h // recursion finds it
-	mark, bookMark := len(e.helperDecls), e.codecBook.start(key, key)
-	sub := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec}
+	sub := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec, dry: g.dry || !write}
 	// Paths inside the helper are relative; foreignAt "" at the root of an
 	// own type, or the root itself of another package's.
 	root := ""
@@ -53,11 +61,18 @@ func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codec
 	self := deref(jen.Id("v"))
 	encBody := sub.encInline(n, self, "", root, omit, fnScope{"e": 1, "d": 1, "v": 1})
 	decBody := sub.decInline(n, self, "", root, omit, fnScope{"e": 1, "d": 1, "v": 1})
-	e.codecBook.finish(key, bookMark, len(sub.problems) == 0)
-	h.recursive = e.plan.helper(codecKind(key), key).Recursive
-	if len(sub.problems) > 0 {
+	switch {
+	case len(sub.problems) > 0:
 		h.problems = sub.problems
-		e.rollback(mark) // as for key helpers
+		if write {
+			e.pi.d.add(token.Position{Filename: e.pi.out}, "internal error: the codec helper of %s cannot be written, which the analysis did not decide", key)
+		}
+		return h
+	case !write:
+		if !g.dry {
+			e.pi.d.add(token.Position{Filename: e.pi.out}, "internal error: the codec helper of %s is not in the plan", key)
+		}
+		delete(e.codecHelpers, key)
 		return h
 	}
 	h.lossy, h.skipped, h.errs, h.unions = sub.lossy, sub.skipped, sub.errs, sub.unions
@@ -69,8 +84,8 @@ func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codec
 	}
 	tt := e.typ(n)
 	e.helperDecls = append(e.helperDecls,
-		helperDecl{name: "idemEnc" + name, code: jen.Func().Id("idemEnc"+name).Params(jen.Id("e").Op("*").Add(e.qual(implPkg, "Encoder")), jen.Id("v").Op("*").Add(tt)).Block(encBody...)},
-		helperDecl{name: "idemDec" + name, code: jen.Func().Id("idemDec"+name).Params(jen.Id("d").Op("*").Add(e.qual(implPkg, "Decoder")), jen.Id("v").Op("*").Add(tt)).Block(decBody...)},
+		helperDecl{name: "idemEnc" + h.name, code: jen.Func().Id("idemEnc"+h.name).Params(jen.Id("e").Op("*").Add(e.qual(implPkg, "Encoder")), jen.Id("v").Op("*").Add(tt)).Block(encBody...)},
+		helperDecl{name: "idemDec" + h.name, code: jen.Func().Id("idemDec"+h.name).Params(jen.Id("d").Op("*").Add(e.qual(implPkg, "Decoder")), jen.Id("v").Op("*").Add(tt)).Block(decBody...)},
 	)
 	return h
 }
@@ -107,8 +122,8 @@ func (g *codecGen) lift(h *codecHelper, path, foreignAt string) {
 
 type codecHelper struct {
 	name string
-	// recursive: a use of the helper while its body was generated (its
-	// bodies guard the depth; codecBook decides it).
+	// recursive: the type reaches itself (its bodies guard the depth;
+	// the plan says so).
 	recursive      bool
 	problems       []codecProblem // relative paths
 	lossy, skipped map[string]bool

@@ -122,30 +122,6 @@ func (e *emitter) helper(n *types.Named, lenient bool) (string, *keyFacts, helpe
 	return name, f, hk
 }
 
-// rollback drops the codec helpers written since mark, when the helper
-// whose body was being written meanwhile turned out to be unwritable:
-// they may name it (a recursive type: its name was handed out while its
-// body was being written), and a call of a helper that is never written
-// does not compile. Dropped, they are written again on their next use,
-// which now finds the failure. (Key helpers are decided by the analysis:
-// none is written that fails.)
-func (e *emitter) rollback(mark int) {
-	if mark >= len(e.helperDecls) {
-		return
-	}
-	dropped := map[string]bool{}
-	for _, h := range e.helperDecls[mark:] {
-		dropped[h.name] = true
-		delete(e.globals, h.name)
-	}
-	e.helperDecls = e.helperDecls[:mark]
-	for key, h := range e.codecHelpers {
-		if dropped["idemEnc"+h.name] {
-			delete(e.codecHelpers, key)
-		}
-	}
-}
-
 // keyHelpersWritten are the key helpers of the plan as the file holds
 // them: those written and those refused (by the plan's facts), in the
 // plan's order, then any written that the plan does not list. Tests
@@ -163,6 +139,19 @@ func (e *emitter) keyHelpersWritten() []helperPlan {
 	for hk := range e.helpers {
 		if !seen[hk] {
 			out = append(out, helperPlan{Kind: keyKind(hk), Type: "unplanned " + types.TypeString(hk.obj.Type(), nil) + hk.inst})
+		}
+	}
+	return out
+}
+
+// codecHelpersWritten are the codec helpers of the plan as the file holds
+// them: written, or refused with the problems that say why, in the plan's
+// order. Tests compare them with the plan (helpersWritten).
+func (e *emitter) codecHelpersWritten() []helperPlan {
+	var out []helperPlan
+	for _, h := range e.plan.Helpers {
+		if c := e.codecHelpers[h.Type]; h.Kind == codecKind(h.Type) && c != nil && (c.problems != nil) == h.Failed {
+			out = append(out, h)
 		}
 	}
 	return out

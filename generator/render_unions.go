@@ -65,7 +65,7 @@ func (g *codecGen) decUnion(n *types.Named, vs []types.Type, v vx, path, foreign
 // merges what it stores into g; false if the variant cannot be stored (a
 // value of it fails the recording).
 func (g *codecGen) variant(code func(tg *codecGen) []jen.Code) ([]jen.Code, bool) {
-	tg := &codecGen{e: g.e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec}
+	tg := &codecGen{e: g.e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec, dry: g.dry}
 	c := code(tg)
 	if len(tg.problems) > 0 {
 		return nil, false

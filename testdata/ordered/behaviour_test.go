@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtest"
 	"github.com/idemgen/idemgen/runtime/memstore"
 )
 
@@ -77,19 +78,8 @@ func TestGrace(t *testing.T) {
 	}
 }
 
-type recorder struct {
-	mu     sync.Mutex
-	events []idem.Event
-}
-
-func (r *recorder) Observe(e idem.Event) {
-	r.mu.Lock()
-	r.events = append(r.events, e)
-	r.mu.Unlock()
-}
-
 func TestOverride(t *testing.T) {
-	rec := &recorder{}
+	rec := &idemtest.Recorder{}
 	api := NewIdempotent(idem.NewGuard(memstore.New(), idem.WithObserver(rec)))
 	ctx := context.Background()
 	if _, err := api.Apply(ctx, Measurement{EventID: "new", UserID: "u", Timestamp: t0}); err != nil {
@@ -103,13 +93,13 @@ func TestOverride(t *testing.T) {
 		t.Fatalf("with override: %v", err)
 	}
 	var found bool
-	for _, e := range rec.events {
+	for _, e := range rec.Events() {
 		if e.Outcome == idem.OutcomeOverride && e.Reason == "backfill ticket 42" && e.Entity != "" {
 			found = true
 		}
 	}
 	if !found {
-		t.Errorf("no override event with the reason among %+v", rec.events)
+		t.Errorf("no override event with the reason among %+v", rec.Events())
 	}
 	// The override did not move the entity's time back.
 	if _, err := api.Apply(ctx, Measurement{EventID: "older", UserID: "u", Timestamp: t0.Add(-time.Minute)}); !errors.Is(err, idem.ErrOutOfOrder) {
