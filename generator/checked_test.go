@@ -53,8 +53,11 @@ func TestCheckedMatchesLoader(t *testing.T) {
 			overlay[filepath.Join(root, "testdata", name, f)] = []byte("package " + pkgName + "\n")
 		}
 	}
+	// NeedDeps: every package type-checked from source, so no alias comes
+	// from export data, where go/types races when several checkers meet it
+	// at once (golang/go#79035).
 	pkgs, err := packages.Load(&packages.Config{
-		Mode:    packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo | packages.NeedImports,
+		Mode:    packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo | packages.NeedImports | packages.NeedDeps,
 		Dir:     root,
 		Tests:   true,
 		Overlay: overlay,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"golang.org/x/tools/go/packages"
 )
 
 // The random type graph test: packages of random types, and a sub-package
@@ -310,14 +310,14 @@ func checkGraphOutput(t *testing.T, root string, files []File, patterns []string
 			write(t, f.Path, f.Content)
 		}
 	}
-	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedTypes | packages.NeedSyntax | packages.NeedTypesInfo, Dir: root}, patterns...)
-	if err != nil {
-		t.Fatal(err)
+	// go vet, not an in-process packages.Load: the compiler checks the
+	// wrappers' bodies too, and go/types races when it type-checks several
+	// importers of one export-data alias at once (golang/go#79035; -race
+	// reported it here on the runtime's idemimpl aliases).
+	vet := exec.Command("go", append([]string{"vet"}, patterns...)...)
+	vet.Dir = root
+	if out, err := vet.CombinedOutput(); err != nil {
+		t.Errorf("round %d: the generated packages do not pass go vet: %v\n%s", round, err, out)
 	}
-	for _, p := range pkgs {
-		for _, e := range p.Errors {
-			t.Errorf("round %d: %s: the generated package does not compile: %s", round, p.PkgPath, e)
-		}
-	}
-	t.Logf("round %d: %d packages, %d generated files", round, len(pkgs), len(files))
+	t.Logf("round %d: %d packages, %d generated files", round, len(patterns), len(files))
 }
