@@ -195,5 +195,8 @@ func generatePackage(p *packages.Package, fset *token.FileSet, out string, std *
 	if fp == nil {
 		return nil
 	}
+	if editPlan != nil {
+		editPlan(fp)
+	}
 	return pi.render(fp, n)
 }

@@ -121,38 +121,3 @@ func (e *emitter) helper(n *types.Named, lenient bool) (string, *keyFacts, helpe
 	e.helperDecls = append(e.helperDecls, helperDecl{name: name, code: decl})
 	return name, f, hk
 }
-
-// keyHelpersWritten are the key helpers of the plan as the file holds
-// them: those written and those refused (by the plan's facts), in the
-// plan's order, then any written that the plan does not list. Tests
-// compare them with the plan (helpersWritten).
-func (e *emitter) keyHelpersWritten() []helperPlan {
-	var out []helperPlan
-	seen := map[helperKey]bool{}
-	for _, h := range e.plan.Helpers {
-		for hk, f := range e.plan.keyFacts {
-			if _, written := e.helpers[hk]; keyKind(hk) == h.Kind && f.typ == h.Type && (written || f.problems != nil) {
-				out, seen[hk] = append(out, h), true
-			}
-		}
-	}
-	for hk := range e.helpers {
-		if !seen[hk] {
-			out = append(out, helperPlan{Kind: keyKind(hk), Type: "unplanned " + types.TypeString(hk.obj.Type(), nil) + hk.inst})
-		}
-	}
-	return out
-}
-
-// codecHelpersWritten are the codec helpers of the plan as the file holds
-// them: written, or refused with the problems that say why, in the plan's
-// order. Tests compare them with the plan (helpersWritten).
-func (e *emitter) codecHelpersWritten() []helperPlan {
-	var out []helperPlan
-	for _, h := range e.plan.Helpers {
-		if c := e.codecHelpers[h.Type]; h.Kind == codecKind(h.Type) && c != nil && (c.problems != nil) == h.Failed {
-			out = append(out, h)
-		}
-	}
-	return out
-}

@@ -1,0 +1,70 @@
+package generator
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRenderReportsPlanDisagreement: render writes what the plan decides
+// and no more; a plan that leaves out a helper the wrappers need, or
+// calls a failing helper writable, is reported as an idemgen defect, never
+// written around.
+func TestRenderReportsPlanDisagreement(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, dir string
+		edit      func(fp *filePlan)
+		want      string
+	}{
+		{
+			name: "codec helper missing from the plan",
+			dir:  "basic",
+			edit: func(fp *filePlan) {
+				var kept []helperPlan
+				for _, h := range fp.Helpers {
+					if h.Kind != codecKind(h.Type) {
+						kept = append(kept, h)
+					}
+				}
+				fp.Helpers = kept
+			},
+			want: "is not in the plan",
+		},
+		{
+			name: "failing codec helper planned as written",
+			dir:  "diag_result_interface",
+			edit: func(fp *filePlan) {
+				for i := range fp.Helpers {
+					fp.Helpers[i].Failed = false
+				}
+			},
+			want: "cannot be written, which the analysis did not decide",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			edited := 0
+			editPlan = func(fp *filePlan) { edited++; tt.edit(fp) }
+			defer func() { editPlan = nil }()
+			_, err := Generate(Config{Dir: root, Patterns: []string{"./testdata/" + tt.dir}})
+			if edited == 0 {
+				t.Fatal("no plan reached render")
+			}
+			var gerr *Error
+			if !errors.As(err, &gerr) {
+				t.Fatalf("Generate: %v, want diagnostics", err)
+			}
+			for _, d := range gerr.Diagnostics {
+				if strings.Contains(d.Msg, "internal error") && strings.Contains(d.Msg, tt.want) {
+					return
+				}
+			}
+			t.Errorf("diagnostics %v, want an internal error %q", gerr.Diagnostics, tt.want)
+		})
+	}
+}
