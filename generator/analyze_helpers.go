@@ -1,6 +1,10 @@
 package generator
 
-import "strings"
+import (
+	"go/types"
+	"strconv"
+	"strings"
+)
 
 // The helpers of a file: the key helpers (idemKeyT) and codec helpers
 // (idemEncT, idemDecT) of its named types, each written once and shared by
@@ -23,6 +27,9 @@ type helperPlan struct {
 	// Failed: the type cannot be keyed or stored; no helper is written,
 	// and the wrappers that reach it are refused.
 	Failed bool
+	// Name is the helper's function, "" when it fails: idemKeyT for a
+	// key helper, idemEncT for a codec helper (whose decoder is idemDecT).
+	Name string
 	// Problems are why a key helper fails, as "path: reason" (paths
 	// below the helper's value, "" for the value itself); Skipped the
 	// paths a written key helper leaves out, with why. Both are what the
@@ -49,12 +56,13 @@ type helperBook[K comparable] struct {
 	// done are the helpers completed (not failed), in order; first the
 	// order the helpers were first decided in, for the plan.
 	done, first []K
-	// names are the helpers' types as the plan shows them.
-	names map[K]string
+	// names are the helpers' types as the plan shows them; bases the
+	// function names they would have, before numbering (helperNamer).
+	names, bases map[K]string
 }
 
 func newHelperBook[K comparable]() *helperBook[K] {
-	return &helperBook[K]{states: map[K]*helperState{}, names: map[K]string{}}
+	return &helperBook[K]{states: map[K]*helperState{}, names: map[K]string{}, bases: map[K]string{}}
 }
 
 // use returns the state of k, nil when k is not decided (or was
@@ -68,11 +76,11 @@ func (b *helperBook[K]) use(k K) *helperState {
 	return st
 }
 
-// start begins building k, the helper of the type typ names; the mark
-// goes to finish.
-func (b *helperBook[K]) start(k K, typ string) (mark int) {
+// start begins building k, the helper of the type typ names, whose
+// function would be named base; the mark goes to finish.
+func (b *helperBook[K]) start(k K, typ, base string) (mark int) {
 	if _, listed := b.names[k]; !listed {
-		b.names[k] = typ
+		b.names[k], b.bases[k] = typ, base
 		b.first = append(b.first, k)
 	}
 	b.states[k] = &helperState{building: true}
@@ -98,13 +106,16 @@ func (b *helperBook[K]) finish(k K, mark int, ok bool) (dropped []K) {
 }
 
 // plans are the book's helpers as the plan lists them, in the order they
-// were first decided, with their facts if any; one dropped and never
-// decided again is not listed.
-func (b *helperBook[K]) plans(kindOf func(K) string, facts map[K]*keyFacts) []helperPlan {
+// were first decided, with their facts if any and the names of those
+// written; one dropped and never decided again is not listed.
+func (b *helperBook[K]) plans(kindOf func(K) string, facts map[K]*keyFacts, names *helperNamer) []helperPlan {
 	var out []helperPlan
 	for _, k := range b.first {
 		if st := b.states[k]; st != nil {
 			h := helperPlan{Kind: kindOf(k), Type: b.names[k], Recursive: st.recursive, Failed: st.failed}
+			if !st.failed {
+				h.Name = names.pick(b.bases[k])
+			}
 			if f := facts[k]; f != nil {
 				for _, p := range f.problems {
 					h.Problems = append(h.Problems, strings.TrimPrefix(p.path, root)+": "+p.reason)
@@ -128,3 +139,106 @@ func keyKind(hk helperKey) string {
 }
 
 func codecKind(string) string { return "codec" }
+
+// helperNamer names the helpers of a file in the plan's order: a base
+// unless the package or a wrapper's parameter has that name, else the
+// base numbered from 2. A codec helper takes its decoder's name too.
+type helperNamer struct {
+	taken map[string]bool
+}
+
+func (pi *pkgInfo) newHelperNamer(fns, steps []*fn) *helperNamer {
+	taken := map[string]bool{}
+	for k := range pi.scope {
+		taken[k] = true
+	}
+	for _, x := range append(append([]*fn(nil), fns...), steps...) {
+		for _, prm := range x.params {
+			taken[prm.name] = true
+		}
+		if x.recvName != "" {
+			taken[x.recvName] = true // a receiver shadows like a parameter
+		}
+	}
+	return &helperNamer{taken: taken}
+}
+
+func (n *helperNamer) pick(base string) string {
+	name := base
+	for i := 2; n.taken[name]; i++ {
+		name = base + strconv.Itoa(i)
+	}
+	n.taken[name] = true
+	if dec, ok := strings.CutPrefix(name, "idemEnc"); ok {
+		n.taken["idemDec"+dec] = true
+	}
+	return name
+}
+
+// keyHelperBase is the name of n's key helper before numbering.
+func (pi *pkgInfo) keyHelperBase(n *types.Named) string {
+	prefix := ""
+	if p := n.Obj().Pkg(); p != pi.pkg.Types {
+		prefix = upperFirst(p.Name())
+	}
+	return "idemKey" + prefix + upperFirst(n.Obj().Name()) + pi.instanceSuffix(n)
+}
+
+// codecHelperBase is the name of n's encoder before numbering; omit=
+// specialises it for the function spec names.
+func (pi *pkgInfo) codecHelperBase(n *types.Named, spec string, omit omitTree) string {
+	base := n.Obj().Name() + pi.instanceSuffix(n)
+	if p := n.Obj().Pkg(); p != pi.pkg.Types {
+		base = upperFirst(p.Name()) + base
+	}
+	if len(omit) > 0 {
+		base += "For" + spec
+	}
+	return "idemEnc" + base
+}
+
+// instanceSuffix ends the names of an instance's helpers: its type
+// arguments spelt as identifiers (Opt[int64] → _int64, Page[sdk.Invoice]
+// → _SdkInvoice). Two instances that spell alike get numbers (helperNamer).
+func (pi *pkgInfo) instanceSuffix(n *types.Named) string {
+	if n.TypeArgs().Len() == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for i := 0; i < n.TypeArgs().Len(); i++ {
+		b.WriteByte('_')
+		pi.mangle(&b, n.TypeArgs().At(i))
+	}
+	return b.String()
+}
+
+func (pi *pkgInfo) mangle(b *strings.Builder, t types.Type) {
+	switch t := types.Unalias(t).(type) {
+	case *types.Basic:
+		b.WriteString(t.Name())
+	case *types.Named:
+		if p := t.Obj().Pkg(); p != nil && p != pi.pkg.Types {
+			b.WriteString(upperFirst(p.Name()))
+		}
+		b.WriteString(t.Obj().Name())
+		if t.TypeArgs().Len() > 0 {
+			b.WriteString(pi.instanceSuffix(t))
+		}
+	case *types.Pointer:
+		b.WriteString("Ptr")
+		pi.mangle(b, t.Elem())
+	case *types.Slice:
+		b.WriteString("Slice")
+		pi.mangle(b, t.Elem())
+	case *types.Array:
+		b.WriteString("Array" + strconv.Itoa(int(t.Len())))
+		pi.mangle(b, t.Elem())
+	case *types.Map:
+		b.WriteString("Map")
+		pi.mangle(b, t.Key())
+		b.WriteString("To")
+		pi.mangle(b, t.Elem())
+	default:
+		b.WriteString("T")
+	}
+}

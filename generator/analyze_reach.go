@@ -76,7 +76,8 @@ func (pi *pkgInfo) fileDrift(fp *filePlan, fns, steps []*fn) {
 		}
 	}
 	fp.drift, fp.keyFacts = r.d, r.keyFacts
-	fp.Helpers = append(r.keyBook.plans(keyKind, r.keyFacts), r.storeBook.plans(codecKind, nil)...)
+	names := pi.newHelperNamer(fns, steps)
+	fp.Helpers = append(r.keyBook.plans(keyKind, r.keyFacts, names), r.storeBook.plans(codecKind, nil, names)...)
 }
 
 // keys walks x's key material: what keyStatements and orderStatements
@@ -186,7 +187,7 @@ func (r *reach) decideKeyHelper(n *types.Named, lenient bool) (helperKey, bool) 
 	if st := r.keyBook.use(hk); st != nil {
 		return hk, !st.failed
 	}
-	mark := r.keyBook.start(hk, types.TypeString(n, nil))
+	mark := r.keyBook.start(hk, types.TypeString(n, nil), r.pi.keyHelperBase(n))
 	inlining, kw, outerLenient := r.inlining, r.kw, r.lenient
 	// A helper's body starts afresh, at root.
 	r.inlining, r.kw, r.lenient = map[*types.Named]bool{}, &keyWalk{exPath: root}, lenient
@@ -406,7 +407,7 @@ func (r *reach) storeHelper(t types.Type, n *types.Named, omit omitTree) bool {
 	if st := r.storeBook.use(key); st != nil {
 		return !st.failed // one being walked is assumed storable
 	}
-	mark := r.storeBook.start(key, key)
+	mark := r.storeBook.start(key, key, r.pi.codecHelperBase(n, r.spec, omit))
 	ok := r.storeShape(n, omit)
 	r.storeBook.finish(key, mark, ok)
 	if ok {

@@ -17,65 +17,68 @@ func TestHelperPlan(t *testing.T) {
 		want []helperPlan
 	}{
 		// Each named type's key helper, once.
-		{"keyhelper", []helperPlan{{Kind: "key", Type: "keyhelper.Request"}, {Kind: "key", Type: "keyhelper.Event"}}},
+		{"keyhelper", []helperPlan{
+			{Kind: "key", Type: "keyhelper.Request", Name: "idemKeyRequest"},
+			{Kind: "key", Type: "keyhelper.Event", Name: "idemKeyEvent"},
+		}},
 		// Connection reaches itself and fails: the helpers built while
 		// it was being built are dropped, and written again on their
 		// next use (Streamer, Plain).
 		{"keyhelperfailed", []helperPlan{
-			{Kind: "key", Type: "keyhelperfailed/mnet.Describer"},
+			{Kind: "key", Type: "keyhelperfailed/mnet.Describer", Name: "idemKeyMnetDescriber"},
 			{Kind: "key", Type: "keyhelperfailed/mnet.Connection", Recursive: true, Failed: true},
-			{Kind: "key", Type: "keyhelperfailed/mnet.Streamer"},
-			{Kind: "key", Type: "keyhelperfailed/mnet.Plain"},
+			{Kind: "key", Type: "keyhelperfailed/mnet.Streamer", Name: "idemKeyMnetStreamer"},
+			{Kind: "key", Type: "keyhelperfailed/mnet.Plain", Name: "idemKeyMnetPlain"},
 		}},
 		// One helper per instance of a generic type.
 		{"generics", []helperPlan{
-			{Kind: "key", Type: "generics.InvoiceRequest"},
-			{Kind: "key", Type: "generics.Opt[int64]"},
-			{Kind: "key", Type: "generics.Opt[string]"},
-			{Kind: "key", Type: "generics.Order"},
-			{Kind: "key", Type: "generics.Page[generics/a/model.Invoice]"},
-			{Kind: "key", Type: "generics/a/model.Invoice"},
-			{Kind: "key", Type: "generics.Page[generics/b/model.Invoice]"},
-			{Kind: "key", Type: "generics/b/model.Invoice"},
-			{Kind: "codec", Type: "generics.Page[generics.Invoice]"},
-			{Kind: "codec", Type: "generics.Invoice"},
-			{Kind: "codec", Type: "generics.Page[generics/b/model.Invoice]"},
-			{Kind: "codec", Type: "generics/b/model.Invoice"},
+			{Kind: "key", Type: "generics.InvoiceRequest", Name: "idemKeyInvoiceRequest"},
+			{Kind: "key", Type: "generics.Opt[int64]", Name: "idemKeyOpt_int64"},
+			{Kind: "key", Type: "generics.Opt[string]", Name: "idemKeyOpt_string"},
+			{Kind: "key", Type: "generics.Order", Name: "idemKeyOrder"},
+			{Kind: "key", Type: "generics.Page[generics/a/model.Invoice]", Name: "idemKeyPage_ModelInvoice"},
+			{Kind: "key", Type: "generics/a/model.Invoice", Name: "idemKeyModelInvoice"},
+			{Kind: "key", Type: "generics.Page[generics/b/model.Invoice]", Name: "idemKeyPage_ModelInvoice2"},
+			{Kind: "key", Type: "generics/b/model.Invoice", Name: "idemKeyModelInvoice2"},
+			{Kind: "codec", Type: "generics.Page[generics.Invoice]", Name: "idemEncPage_Invoice"},
+			{Kind: "codec", Type: "generics.Invoice", Name: "idemEncInvoice"},
+			{Kind: "codec", Type: "generics.Page[generics/b/model.Invoice]", Name: "idemEncPage_ModelInvoice"},
+			{Kind: "codec", Type: "generics/b/model.Invoice", Name: "idemEncModelInvoice"},
 		}},
 		// A union's variants that cannot be keyed or stored fail without
 		// failing the union.
 		{"unions", []helperPlan{
-			{Kind: "key", Type: "unions.Event"},
-			{Kind: "key", Type: "unions.Created"},
-			{Kind: "key", Type: "unions.Deleted"},
+			{Kind: "key", Type: "unions.Event", Name: "idemKeyEvent"},
+			{Kind: "key", Type: "unions.Created", Name: "idemKeyCreated"},
+			{Kind: "key", Type: "unions.Deleted", Name: "idemKeyDeleted"},
 			{Kind: "key", Type: "unions.Hooked", Failed: true},
-			{Kind: "key", Type: "unions.internal"},
-			{Kind: "codec", Type: "unions.Event"},
-			{Kind: "codec", Type: "unions.Created"},
-			{Kind: "codec", Type: "unions.Deleted"},
+			{Kind: "key", Type: "unions.internal", Name: "idemKeyInternal"},
+			{Kind: "codec", Type: "unions.Event", Name: "idemEncEvent"},
+			{Kind: "codec", Type: "unions.Created", Name: "idemEncCreated"},
+			{Kind: "codec", Type: "unions.Deleted", Name: "idemEncDeleted"},
 			{Kind: "codec", Type: "unions.Hooked", Failed: true},
 			{Kind: "codec", Type: "unions.internal", Failed: true},
-			{Kind: "codec", Type: "unions/blocks.Message"},
-			{Kind: "codec", Type: "unions/blocks.Block", Recursive: true},
-			{Kind: "codec", Type: "unions/blocks.Divider"},
-			{Kind: "codec", Type: "unions/blocks.Image"},
-			{Kind: "codec", Type: "unions/blocks.Section"},
+			{Kind: "codec", Type: "unions/blocks.Message", Name: "idemEncBlocksMessage"},
+			{Kind: "codec", Type: "unions/blocks.Block", Recursive: true, Name: "idemEncBlocksBlock"},
+			{Kind: "codec", Type: "unions/blocks.Divider", Name: "idemEncBlocksDivider"},
+			{Kind: "codec", Type: "unions/blocks.Image", Name: "idemEncBlocksImage"},
+			{Kind: "codec", Type: "unions/blocks.Section", Name: "idemEncBlocksSection"},
 		}},
 		// Types that reach themselves: their helpers bound the depth.
 		{"recursive", []helperPlan{
-			{Kind: "key", Type: "recursive.Tree", Recursive: true},
-			{Kind: "key", Type: "recursive.List", Recursive: true},
-			{Kind: "key", Type: "recursive.A", Recursive: true},
-			{Kind: "key", Type: "recursive.B"},
+			{Kind: "key", Type: "recursive.Tree", Recursive: true, Name: "idemKeyTree"},
+			{Kind: "key", Type: "recursive.List", Recursive: true, Name: "idemKeyList"},
+			{Kind: "key", Type: "recursive.A", Recursive: true, Name: "idemKeyA"},
+			{Kind: "key", Type: "recursive.B", Name: "idemKeyB"},
 		}},
 		// The payload under key=: a lenient helper where the strict one
 		// fails.
 		{"sdkparams", []helperPlan{
 			{Kind: "key", Type: "sdkparams/sdk.ChargeParams", Failed: true},
 			{Kind: "key", Type: "sdkparams/sdk.Params", Failed: true},
-			{Kind: "payload", Type: "sdkparams/sdk.ChargeParams"},
-			{Kind: "payload", Type: "sdkparams/sdk.Params"},
-			{Kind: "codec", Type: "sdkparams/sdk.Charge"},
+			{Kind: "payload", Type: "sdkparams/sdk.ChargeParams", Name: "idemKeySdkChargeParams"},
+			{Kind: "payload", Type: "sdkparams/sdk.Params", Name: "idemKeySdkParams"},
+			{Kind: "codec", Type: "sdkparams/sdk.Charge", Name: "idemEncSdkCharge"},
 		}},
 	}
 	for _, tc := range tests {
@@ -130,7 +133,8 @@ func TestKeyHelperFacts(t *testing.T) {
 					got = append(got, h)
 				}
 			}
-			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+			names := cmpopts.IgnoreFields(helperPlan{}, "Name") // TestHelperPlan
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), names); diff != "" {
 				t.Errorf("key helpers (-want +got):\n%s", diff)
 			}
 		})

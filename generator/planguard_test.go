@@ -36,6 +36,16 @@ func TestRenderReportsPlanDisagreement(t *testing.T) {
 			want: "is not in the plan",
 		},
 		{
+			name: "key helper without a name",
+			dir:  "keyhelper",
+			edit: func(fp *filePlan) {
+				for i := range fp.Helpers {
+					fp.Helpers[i].Name = ""
+				}
+			},
+			want: "the key helper of",
+		},
+		{
 			name: "failing codec helper planned as written",
 			dir:  "diag_result_interface",
 			edit: func(fp *filePlan) {

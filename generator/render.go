@@ -38,10 +38,10 @@ var (
 	contextPkg = types.NewPackage("context", "context")
 )
 
-// keyHelpers are the names of the key helpers written so far; which are
-// written the plan decided (fp.keyFacts).
+// keyHelpers are the key helpers written so far; which are written and
+// their names the plan decided (fp.keyFacts, fp.Helpers).
 type keyHelpers struct {
-	helpers map[helperKey]string
+	keysWritten map[helperKey]bool
 }
 
 // fileOut is what the file holds besides the wrappers, written so far.
@@ -153,12 +153,20 @@ func newEmitter(pi *pkgInfo, fns []*fn, fp *filePlan) *emitter {
 				globals:    map[string]bool{},
 			},
 		},
-		keyHelpers:   keyHelpers{helpers: map[helperKey]string{}},
+		keyHelpers:   keyHelpers{keysWritten: map[helperKey]bool{}},
 		codecHelpers: map[string]*codecHelper{},
 		plan:         fp,
 	}
 	for k := range pi.scope {
 		e.globals[k] = true
+	}
+	for _, h := range fp.Helpers { // named by the analysis (helperNamer)
+		if h.Name != "" {
+			e.globals[h.Name] = true
+			if dec, ok := strings.CutPrefix(h.Name, "idemEnc"); ok {
+				e.globals["idemDec"+dec] = true
+			}
+		}
 	}
 	for _, x := range append(fns, pi.steps...) {
 		for _, prm := range x.params {

@@ -28,9 +28,9 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 	return h.name
 }
 
-// buildHelper writes idemEncN and idemDecN when the plan has them
-// (fp.Helpers: listed and not failed), and otherwise walks the type only
-// for why it cannot be stored, keeping nothing of the code. A helper the
+// buildHelper writes idemEncN and idemDecN, as the plan names them, when
+// the plan has them (fp.Helpers: listed and not failed), and otherwise
+// walks the type only for why it cannot be stored, keeping nothing of the code. A helper the
 // plan does not list is one the analysis met only inside a helper that
 // fails (g.dry): walked, forgotten, and walked again on a next use.
 func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codecHelper {
@@ -39,16 +39,8 @@ func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codec
 	listed := plan.Type != ""
 	write := listed && !plan.Failed
 	h := &codecHelper{recursive: plan.Recursive}
-	if listed { // a failed helper's name stays taken, as the analysis saw it
-		base := n.Obj().Name() + e.instanceSuffix(n)
-		if n.Obj().Pkg() != e.pi.pkg.Types {
-			base = upperFirst(n.Obj().Pkg().Name()) + base
-		}
-		if len(omit) > 0 {
-			base += "For" + g.spec
-		}
-		h.name = e.global("idemEnc" + base)[len("idemEnc"):]
-		e.globals["idemDec"+h.name] = true
+	if write {
+		h.name = strings.TrimPrefix(plan.Name, "idemEnc")
 	}
 	e.codecHelpers[key] = h // recursion finds it
 	sub := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec, dry: g.dry || !write}

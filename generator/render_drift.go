@@ -90,7 +90,7 @@ func (e *fileWriter) driftSortKey(n *types.Named) string {
 	if obj.Pkg() != e.pi.pkg.Types {
 		prefix = upperFirst(obj.Pkg().Name())
 	}
-	return prefix + upperFirst(obj.Name()) + e.instanceSuffix(n) + " " + obj.Pkg().Path()
+	return prefix + upperFirst(obj.Name()) + e.pi.instanceSuffix(n) + " " + obj.Pkg().Path()
 }
 
 // wholeCheck converts a value of n to the field list it was generated

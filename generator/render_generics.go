@@ -2,7 +2,6 @@ package generator
 
 import (
 	"go/types"
-	"strconv"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -33,52 +32,6 @@ var reflectPkg = types.NewPackage("reflect", "reflect")
 
 // isGeneric reports whether x is a generic function.
 func isGeneric(x *fn) bool { return x.sig.TypeParams().Len() > 0 }
-
-// instanceSuffix ends the names of an instance's helpers: its type
-// arguments spelt as identifiers (Opt[int64] → _int64, Page[sdk.Invoice]
-// → _SdkInvoice). Two instances that spell alike get e.global's numbers.
-func (e *fileWriter) instanceSuffix(n *types.Named) string {
-	if n.TypeArgs().Len() == 0 {
-		return ""
-	}
-	var b strings.Builder
-	for i := 0; i < n.TypeArgs().Len(); i++ {
-		b.WriteByte('_')
-		e.mangle(&b, n.TypeArgs().At(i))
-	}
-	return b.String()
-}
-
-func (e *fileWriter) mangle(b *strings.Builder, t types.Type) {
-	switch t := types.Unalias(t).(type) {
-	case *types.Basic:
-		b.WriteString(t.Name())
-	case *types.Named:
-		if p := t.Obj().Pkg(); p != nil && p != e.pi.pkg.Types {
-			b.WriteString(upperFirst(p.Name()))
-		}
-		b.WriteString(t.Obj().Name())
-		if t.TypeArgs().Len() > 0 {
-			b.WriteString(e.instanceSuffix(t))
-		}
-	case *types.Pointer:
-		b.WriteString("Ptr")
-		e.mangle(b, t.Elem())
-	case *types.Slice:
-		b.WriteString("Slice")
-		e.mangle(b, t.Elem())
-	case *types.Array:
-		b.WriteString("Array" + strconv.Itoa(int(t.Len())))
-		e.mangle(b, t.Elem())
-	case *types.Map:
-		b.WriteString("Map")
-		e.mangle(b, t.Key())
-		b.WriteString("To")
-		e.mangle(b, t.Elem())
-	default:
-		b.WriteString("T")
-	}
-}
 
 // typeParam writes a value of a type parameter, through its constraint:
 // a key method every type argument has (idem.Keyer, then MarshalBinary,

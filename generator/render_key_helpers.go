@@ -74,10 +74,10 @@ func (w *writer) valueWriter(t types.Type) jen.Code {
 	return w.e.qual(implPkg, strings.TrimPrefix(bw, "Key")+"Key")
 }
 
-// helper returns the name of the key function of named type n and the
-// analysis's facts of it (fp.keyFacts), emitting it on first use if the
-// plan says it can be written; "" if not. Recursive types work: the name
-// is reserved before the body is written.
+// helper returns the name of the key function of named type n, as the
+// plan names it, and the analysis's facts of it (fp.keyFacts), writing it
+// on first use if the plan says it can be written; "" if not. Recursive
+// types work: it counts as written before its body is.
 func (e *emitter) helper(n *types.Named, lenient bool) (string, *keyFacts, helperKey) {
 	obj := n.Obj()
 	if lenient {
@@ -92,15 +92,15 @@ func (e *emitter) helper(n *types.Named, lenient bool) (string, *keyFacts, helpe
 	if f == nil || f.problems != nil {
 		return "", f, hk
 	}
-	if name, ok := e.helpers[hk]; ok {
+	name := e.plan.helper(keyKind(hk), typ).Name
+	if name == "" {
+		e.pi.d.add(token.Position{Filename: e.pi.out}, "internal error: the key helper of %s is not in the plan", typ)
+		return "", f, hk
+	}
+	if e.keysWritten[hk] {
 		return name, f, hk
 	}
-	prefix := ""
-	if obj.Pkg() != e.pi.pkg.Types {
-		prefix = upperFirst(obj.Pkg().Name())
-	}
-	name := e.global("idemKey" + prefix + upperFirst(obj.Name()) + e.instanceSuffix(n))
-	e.helpers[hk] = name
+	e.keysWritten[hk] = true
 	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, keyWalk: keyWalk{exPath: root}, lenient: lenient, payload: lenient}
 	body, ok := w.write(val{e: id("v"), ptr: true}, n, root, nil, false)
 	if !ok {
@@ -120,4 +120,39 @@ func (e *emitter) helper(n *types.Named, lenient bool) (string, *keyFacts, helpe
 	decl.Func().Id(name).Params(jen.Id("b").Op("*").Add(e.qual(implPkg, "KeyBuilder")), jen.Id("v").Op("*").Add(e.typ(n))).Block(body...)
 	e.helperDecls = append(e.helperDecls, helperDecl{name: name, code: decl})
 	return name, f, hk
+}
+
+// keyHelpersWritten are the key helpers of the plan as the file holds
+// them: those written and those refused (by the plan's facts), in the
+// plan's order, then any written that the plan does not list. Tests
+// compare them with the plan (helpersWritten).
+func (e *emitter) keyHelpersWritten() []helperPlan {
+	var out []helperPlan
+	seen := map[helperKey]bool{}
+	for _, h := range e.plan.Helpers {
+		for hk, f := range e.plan.keyFacts {
+			if written := e.keysWritten[hk]; keyKind(hk) == h.Kind && f.typ == h.Type && (written || f.problems != nil) {
+				out, seen[hk] = append(out, h), true
+			}
+		}
+	}
+	for hk := range e.keysWritten {
+		if !seen[hk] {
+			out = append(out, helperPlan{Kind: keyKind(hk), Type: "unplanned " + types.TypeString(hk.obj.Type(), nil) + hk.inst})
+		}
+	}
+	return out
+}
+
+// codecHelpersWritten are the codec helpers of the plan as the file holds
+// them: written, or refused with the problems that say why, in the plan's
+// order. Tests compare them with the plan (helpersWritten).
+func (e *emitter) codecHelpersWritten() []helperPlan {
+	var out []helperPlan
+	for _, h := range e.plan.Helpers {
+		if c := e.codecHelpers[h.Type]; h.Kind == codecKind(h.Type) && c != nil && (c.problems != nil) == h.Failed {
+			out = append(out, h)
+		}
+	}
+	return out
 }

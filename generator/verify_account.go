@@ -3,7 +3,6 @@ package generator
 import (
 	"go/ast"
 	"go/token"
-	"go/types"
 	"sort"
 )
 
@@ -103,39 +102,4 @@ func (pi *pkgInfo) outcome(from, to token.Position, since int) bool {
 
 func before(a, b token.Position) bool {
 	return a.Line < b.Line || a.Line == b.Line && a.Column < b.Column
-}
-
-// keyHelpersWritten are the key helpers of the plan as the file holds
-// them: those written and those refused (by the plan's facts), in the
-// plan's order, then any written that the plan does not list. Tests
-// compare them with the plan (helpersWritten).
-func (e *emitter) keyHelpersWritten() []helperPlan {
-	var out []helperPlan
-	seen := map[helperKey]bool{}
-	for _, h := range e.plan.Helpers {
-		for hk, f := range e.plan.keyFacts {
-			if _, written := e.helpers[hk]; keyKind(hk) == h.Kind && f.typ == h.Type && (written || f.problems != nil) {
-				out, seen[hk] = append(out, h), true
-			}
-		}
-	}
-	for hk := range e.helpers {
-		if !seen[hk] {
-			out = append(out, helperPlan{Kind: keyKind(hk), Type: "unplanned " + types.TypeString(hk.obj.Type(), nil) + hk.inst})
-		}
-	}
-	return out
-}
-
-// codecHelpersWritten are the codec helpers of the plan as the file holds
-// them: written, or refused with the problems that say why, in the plan's
-// order. Tests compare them with the plan (helpersWritten).
-func (e *emitter) codecHelpersWritten() []helperPlan {
-	var out []helperPlan
-	for _, h := range e.plan.Helpers {
-		if c := e.codecHelpers[h.Type]; h.Kind == codecKind(h.Type) && c != nil && (c.problems != nil) == h.Failed {
-			out = append(out, h)
-		}
-	}
-	return out
 }
