@@ -141,8 +141,10 @@ func keyKind(hk helperKey) string {
 func codecKind(string) string { return "codec" }
 
 // helperNamer names the helpers of a file in the plan's order: a base
-// unless the package or a wrapper's parameter has that name, else the
-// base numbered from 2. A codec helper takes its decoder's name too.
+// unless the package, a wrapper's parameter or receiver or an earlier
+// helper has that name, else the base numbered from 2. A codec helper
+// takes its decoder's name too. Render reserves them all before it names
+// anything else (newEmitter), so no import or variable takes one.
 type helperNamer struct {
 	taken map[string]bool
 }

@@ -30,9 +30,10 @@ func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree)
 
 // buildHelper writes idemEncN and idemDecN, as the plan names them, when
 // the plan has them (fp.Helpers: listed and not failed), and otherwise
-// walks the type only for why it cannot be stored, keeping nothing of the code. A helper the
-// plan does not list is one the analysis met only inside a helper that
-// fails (g.dry): walked, forgotten, and walked again on a next use.
+// walks the type only for why it cannot be stored, keeping nothing of the
+// code. A helper the plan does not list is one the analysis met only
+// inside a helper that fails (g.dry): walked, forgotten, and walked again
+// on a next use.
 func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codecHelper {
 	e := g.e
 	plan := e.plan.helper(codecKind(key), key)
