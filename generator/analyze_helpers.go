@@ -167,14 +167,23 @@ func (pi *pkgInfo) newHelperNamer(fns, steps []*fn) *helperNamer {
 
 func (n *helperNamer) pick(base string) string {
 	name := base
-	for i := 2; n.taken[name]; i++ {
+	for i := 2; n.taken[name] || n.taken[decoderOf(name)]; i++ {
 		name = base + strconv.Itoa(i)
 	}
 	n.taken[name] = true
-	if dec, ok := strings.CutPrefix(name, "idemEnc"); ok {
-		n.taken["idemDec"+dec] = true
+	if dec := decoderOf(name); dec != "" {
+		n.taken[dec] = true
 	}
 	return name
+}
+
+// decoderOf is the decoder's name of the codec helper enc, "" for a key
+// helper.
+func decoderOf(enc string) string {
+	if t, ok := strings.CutPrefix(enc, "idemEnc"); ok {
+		return "idemDec" + t
+	}
+	return ""
 }
 
 // keyHelperBase is the name of n's key helper before numbering.

@@ -71,6 +71,12 @@ func TestHelperPlan(t *testing.T) {
 			{Kind: "key", Type: "recursive.A", Recursive: true, Name: "idemKeyA"},
 			{Kind: "key", Type: "recursive.B", Name: "idemKeyB"},
 		}},
+		// Names the package has are numbered around, the decoder's too
+		// (idemDecRes is the package's var).
+		{"helpernames", []helperPlan{
+			{Kind: "key", Type: "helpernames.Request", Name: "idemKeyRequest2"},
+			{Kind: "codec", Type: "helpernames.Res", Name: "idemEncRes2"},
+		}},
 		// The payload under key=: a lenient helper where the strict one
 		// fails.
 		{"sdkparams", []helperPlan{

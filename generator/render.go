@@ -163,8 +163,8 @@ func newEmitter(pi *pkgInfo, fns []*fn, fp *filePlan) *emitter {
 	for _, h := range fp.Helpers { // named by the analysis (helperNamer)
 		if h.Name != "" {
 			e.globals[h.Name] = true
-			if dec, ok := strings.CutPrefix(h.Name, "idemEnc"); ok {
-				e.globals["idemDec"+dec] = true
+			if dec := decoderOf(h.Name); dec != "" {
+				e.globals[dec] = true
 			}
 		}
 	}
