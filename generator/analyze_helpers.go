@@ -150,19 +150,27 @@ type helperNamer struct {
 }
 
 func (pi *pkgInfo) newHelperNamer(fns, steps []*fn) *helperNamer {
-	taken := map[string]bool{}
+	taken := paramNamesOf(fns, steps)
 	for k := range pi.scope {
 		taken[k] = true
 	}
+	return &helperNamer{taken: taken}
+}
+
+// paramNamesOf are the names of the parameters and receivers of the
+// wrappers of fns and steps: a package-level name of the generated file
+// must not be one of them (it would be shadowed).
+func paramNamesOf(fns, steps []*fn) map[string]bool {
+	names := map[string]bool{}
 	for _, x := range append(append([]*fn(nil), fns...), steps...) {
 		for _, prm := range x.params {
-			taken[prm.name] = true
+			names[prm.name] = true
 		}
 		if x.recvName != "" {
-			taken[x.recvName] = true // a receiver shadows like a parameter
+			names[x.recvName] = true // a receiver shadows like a parameter
 		}
 	}
-	return &helperNamer{taken: taken}
+	return names
 }
 
 func (n *helperNamer) pick(base string) string {

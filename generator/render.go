@@ -149,7 +149,7 @@ func newEmitter(pi *pkgInfo, fns []*fn, fp *filePlan) *emitter {
 			fileNames: fileNames{
 				aliases:    map[string]string{},
 				aliasUsed:  map[string]bool{},
-				paramNames: map[string]bool{},
+				paramNames: paramNamesOf(fns, pi.steps),
 				globals:    map[string]bool{},
 			},
 		},
@@ -166,14 +166,6 @@ func newEmitter(pi *pkgInfo, fns []*fn, fp *filePlan) *emitter {
 			if dec := decoderOf(h.Name); dec != "" {
 				e.globals[dec] = true
 			}
-		}
-	}
-	for _, x := range append(fns, pi.steps...) {
-		for _, prm := range x.params {
-			e.paramNames[prm.name] = true
-		}
-		if x.recvName != "" {
-			e.paramNames[x.recvName] = true // a receiver shadows like a parameter
 		}
 	}
 	return e
