@@ -21,6 +21,12 @@ import (
 // known error types (render_errtypes.go) and the strict key helper a
 // payload helper tries first. A codec helper's struct is read only when
 // the helper is written (its type can be stored).
+//
+// The codec walk also decides what storing each result finds
+// (analyze_codecfacts.go): the problems that refuse a wrapper, each codec
+// helper's facts, the variants of each union that are stored and the
+// error types restored as themselves. Render writes only what these say
+// can be stored, and walks no type for its problems.
 
 // reach is the walk of one file.
 type reach struct {
@@ -48,6 +54,14 @@ type reach struct {
 	// when a result first holds an error (errWalked).
 	errPkgs   []*types.Package
 	errWalked bool
+	// cw records what the codec walk finds where it is; codecFacts are
+	// the decided codec helpers' facts, variants the variants of each
+	// union that can be stored, errTypes the known error types restored
+	// as themselves.
+	cw         *codecFacts
+	codecFacts map[string]*codecFacts
+	variants   map[*types.Named]map[string]bool
+	errTypes   map[*types.TypeName]bool
 }
 
 // fileDrift decides the drift facts of the file of fns and steps: those
@@ -60,7 +74,9 @@ func (pi *pkgInfo) fileDrift(fp *filePlan, fns, steps []*fn) {
 		pi: pi, d: pathDrift(fns),
 		keyBook: newHelperBook[helperKey](), storeBook: newHelperBook[string](),
 		inlining: map[*types.Named]bool{}, errPkgs: fp.errPkgs,
-		keyFacts: map[helperKey]*keyFacts{},
+		keyFacts:   map[helperKey]*keyFacts{},
+		codecFacts: map[string]*codecFacts{}, variants: map[*types.Named]map[string]bool{},
+		errTypes: map[*types.TypeName]bool{},
 	}
 	for _, g := range groupFns(fns) {
 		for _, x := range g.fns {
@@ -76,8 +92,15 @@ func (pi *pkgInfo) fileDrift(fp *filePlan, fns, steps []*fn) {
 		}
 	}
 	fp.drift, fp.keyFacts = r.d, r.keyFacts
+	fp.codecFacts, fp.variants, fp.errTypes = r.codecFacts, r.variants, r.errTypes
 	names := pi.newHelperNamer(fns, steps)
-	fp.Helpers = append(r.keyBook.plans(keyKind, r.keyFacts, names), r.storeBook.plans(codecKind, nil, names)...)
+	codec := r.storeBook.plans(codecKind, nil, names)
+	for i, h := range codec {
+		if f := r.codecFacts[h.Type]; h.Failed && f != nil {
+			codec[i].Problems = f.problemLines()
+		}
+	}
+	fp.Helpers = append(r.keyBook.plans(keyKind, r.keyFacts, names), codec...)
 }
 
 // keys walks x's key material: what keyStatements and orderStatements
@@ -356,7 +379,8 @@ func (r *reach) keyTypeParam(tp *types.TypeParam, path string) bool {
 	return false
 }
 
-// results walks x's result codec: what resultCodec writes.
+// results walks x's result codec: what resultCodec writes; what it finds
+// is x's plan (funcPlan.codec).
 func (r *reach) results(x *fn) {
 	res := &x.plan.resolved
 	for _, t := range x.result {
@@ -367,26 +391,31 @@ func (r *reach) results(x *fn) {
 	if !res.omitOK {
 		return
 	}
+	r.cw = newCodecFacts()
 	for i, t := range x.result {
 		if _, whole := res.omits[i][""]; !whole {
-			r.store(t, res.omits[i])
+			r.store(t, resultName(x, i), "", res.omits[i])
 		}
 	}
+	x.plan.codec, r.cw = r.cw, nil
 }
 
-// store walks what codecGen.enc writes of a value of t; false if it
-// cannot be stored.
-func (r *reach) store(t types.Type, omit omitTree) bool {
+// store walks what codecGen.enc writes of a value of t at path (inside
+// the outermost other package's value at foreignAt, if any), recording
+// what it finds in r.cw; false if it cannot be stored.
+func (r *reach) store(t types.Type, path, foreignAt string, omit omitTree) bool {
 	pi := r.pi
 	if n, ok := pi.codecHelperType(t); ok {
-		return r.storeHelper(t, n, omit)
+		return r.storeHelper(t, n, path, pi.foreignRoot(n, path, foreignAt), omit)
 	}
 	if !pi.renderable(t) {
+		r.cw.fail(path, unnameable(pi, t), foreignAt)
 		return false
 	}
 	r.d.pinAlias(t)
 	t = types.Unalias(t)
-	if lossyPair(pi, t) != "" {
+	if why := lossyPair(pi, t); why != "" {
+		r.cw.fail(path, why, foreignAt)
 		return false
 	}
 	if pi.storedBy(t) != (storage{}) {
@@ -395,131 +424,226 @@ func (r *reach) store(t types.Type, omit omitTree) bool {
 	if n, ok := t.(*types.Named); ok {
 		r.d.pinNamed(n)
 	}
-	return r.storeShape(t, omit)
+	return r.storeShape(t, path, pi.foreignRoot(t, path, foreignAt), omit)
 }
 
 // storeHelper walks the codec helpers of n (t, maybe an alias of it),
-// once per file; its struct is read when it can be stored.
-func (r *reach) storeHelper(t types.Type, n *types.Named, omit omitTree) bool {
+// once per file, for their facts (r.codecFacts, paths relative to n's
+// value); its struct is read when it can be stored. A use lifts the
+// helper's problems to path, or takes in what it stores.
+func (r *reach) storeHelper(t types.Type, n *types.Named, path, foreignAt string, omit omitTree) bool {
 	r.d.pinAlias(t)
 	r.d.pinNamed(n)
 	key := codecHelperKey(n, r.spec, omit)
-	if st := r.storeBook.use(key); st != nil {
-		return !st.failed // one being walked is assumed storable
+	st := r.storeBook.use(key)
+	if st == nil {
+		st = r.buildStoreHelper(n, key, omit)
 	}
+	f := r.codecFacts[key] // nil while it is being built: assumed storable
+	switch {
+	case f == nil:
+	case st.failed:
+		r.cw.lift(f, st.recursive, path, foreignAt)
+	default:
+		r.cw.absorb(f)
+	}
+	return !st.failed
+}
+
+// buildStoreHelper decides the codec helper of n under key.
+func (r *reach) buildStoreHelper(n *types.Named, key string, omit omitTree) *helperState {
 	mark := r.storeBook.start(key, key, r.pi.codecHelperBase(n, r.spec, omit))
-	ok := r.storeShape(n, omit)
-	r.storeBook.finish(key, mark, ok)
+	outer := r.cw
+	r.cw = newCodecFacts()
+	// Paths inside the helper are relative; foreignAt "" at the root of an
+	// own type, or the root itself of another package's.
+	root := ""
+	if n.Obj().Pkg() != r.pi.pkg.Types {
+		root = "\x00" // inside another package's type: advise omitting its root
+	}
+	r.storeShape(n, "", root, omit)
+	f := r.cw
+	r.cw = outer
+	ok := len(f.problems) == 0
+	for _, k := range r.storeBook.finish(key, mark, ok) {
+		delete(r.codecFacts, k)
+	}
+	r.codecFacts[key] = f
 	if ok {
 		r.d.readFields(r.x, n)
 	}
-	return ok
+	return r.storeBook.states[key]
 }
 
 // storeShape walks what codecGen.encInline writes of a value of t by its
 // shape.
-func (r *reach) storeShape(t types.Type, omit omitTree) bool {
+func (r *reach) storeShape(t types.Type, path, foreignAt string, omit omitTree) bool {
 	pi := r.pi
 	sh := shapeOf(t)
-	if pi.unstorable(t, sh) != "" {
+	if why := pi.unstorable(t, sh); why != "" {
+		r.cw.fail(path, why, foreignAt)
 		return false
 	}
 	switch sh.kind {
 	case kindPointer:
-		return r.storeElem(sh.elem, omit)
+		return r.storeElem(sh.elem, path, foreignAt, omit)
 	case kindSlice:
 		if isNamed(t, "net", "IP") || isByte(sh.elem) {
 			return true // bytes
 		}
-		return r.storeElem(sh.elem, nil)
+		return r.storeElem(sh.elem, path+"[]", foreignAt, nil)
 	case kindArray:
-		return r.store(sh.elem, nil)
+		return r.store(sh.elem, path+"[]", foreignAt, nil)
 	case kindMap:
 		if orderedCoder(sh.key) != "" && basicCoder(sh.elem) != "" {
 			return true // idemimpl.EncMap
 		}
-		k := r.store(sh.key, nil)
-		return r.store(sh.elem, nil) && k
+		k := r.store(sh.key, path+"[]", foreignAt, nil)
+		return r.store(sh.elem, path+"[]", foreignAt, nil) && k
 	case kindStruct:
-		return r.storeStruct(t, sh.strct, omit)
+		return r.storeStruct(t, sh.strct, path, foreignAt, omit)
 	case kindInterface:
-		return r.storeInterface(t)
+		return r.storeInterface(t, path, foreignAt)
 	}
 	return true
 }
 
 // storeElem walks the element of a pointer or slice: its helpers, an
 // idemimpl coder of a basic type, else the element itself.
-func (r *reach) storeElem(elem types.Type, omit omitTree) bool {
+func (r *reach) storeElem(elem types.Type, path, foreignAt string, omit omitTree) bool {
 	if n, ok := r.pi.codecHelperType(elem); ok {
-		return r.storeHelper(elem, n, omit)
+		return r.storeHelper(elem, n, path, r.pi.foreignRoot(n, path, foreignAt), omit)
 	}
 	if basicCoder(elem) != "" {
 		return true
 	}
-	return r.store(elem, omit)
+	return r.store(elem, path, foreignAt, omit)
 }
 
 // storeInterface walks an error (and then the known error types), a
-// union's variants (one that can be stored is enough) or an any.
-func (r *reach) storeInterface(t types.Type) bool {
+// union's variants (one that can be stored is enough: the others are
+// left out of its codec, fp.variants) or an any.
+func (r *reach) storeInterface(t types.Type, path, foreignAt string) bool {
+	pi := r.pi
 	if types.Identical(t, errorType) {
+		r.cw.errs = true
 		r.knownErrors()
 		return true
 	}
 	n, ok := t.(*types.Named)
-	if !ok || len(r.pi.variants(n)) == 0 {
+	if !ok || len(pi.variants(n)) == 0 {
 		return true // any
 	}
-	stored := false
-	for _, vt := range r.pi.variants(n) {
-		stored = r.store(vt, nil) || stored
+	stored := map[string]bool{}
+	for _, vt := range pi.variants(n) {
+		outer := r.cw
+		r.cw = newCodecFacts()
+		r.store(vt, path, foreignAt, nil)
+		vf := r.cw
+		r.cw = outer
+		if len(vf.problems) == 0 {
+			stored[types.TypeString(vt, nil)] = true
+			r.cw.absorb(vf)
+		}
 	}
-	return stored
+	r.variants[n] = stored
+	if len(stored) == 0 {
+		r.cw.fail(path, noVariants(pi, n), foreignAt)
+		return false
+	}
+	r.cw.addUnion(pi.typeString(n))
+	return true
 }
 
-// storeStruct walks the fields codecGen.eachField stores.
-func (r *reach) storeStruct(t types.Type, u *types.Struct, omit omitTree) bool {
+// storeStruct walks the fields codecGen.eachField stores, recording why
+// the others are not.
+func (r *reach) storeStruct(t types.Type, u *types.Struct, path, foreignAt string, omit omitTree) bool {
 	pi := r.pi
 	own := true
 	if nt, ok := t.(*types.Named); ok && nt.Obj().Pkg() != pi.pkg.Types {
 		own = false
 	}
-	ok, exported, lossy := true, 0, false
+	ok, exported := true, 0
 	for i := 0; i < u.NumFields(); i++ {
 		f := u.Field(i)
 		sub, omitted := omit[f.Name()]
-		switch k := pi.fieldStorage(u, i, own, sub); {
-		case omitted && len(sub) == 0:
+		if omitted && len(sub) == 0 {
 			if f.Exported() {
-				exported++
+				exported++ // left out by name, on the doc line: not lost silently
 			}
-		case k == fieldStored:
+			continue
+		}
+		switch pi.fieldStorage(u, i, own, sub) {
+		case fieldStored:
 			exported++
-			ok = r.store(f.Type(), sub) && ok
-		case k == fieldLossyOwner:
-			lossy = true
-		case k == fieldRefused:
+			ok = r.store(f.Type(), joinPath(path, f.Name()), foreignAt, sub) && ok
+		case fieldOpaque:
+			r.cw.lossy[pi.typeString(f.Type())] = true
+		case fieldJSONSkipped:
+			r.cw.skipped[pi.typeString(t)+"."+f.Name()] = true
+		case fieldLossyOwner:
+			r.cw.lossy[pi.typeString(t)] = true
+		case fieldRefused:
+			r.cw.fail(joinPath(path, f.Name()), unexportedFieldMsg, "")
 			ok = false
 		}
 	}
-	return ok && (own || exported > 0 || !lossy)
+	if !own && exported == 0 && r.cw.lossy[pi.typeString(t)] {
+		r.cw.fail(path, noExportedFields(pi, t), foreignAt)
+		return false
+	}
+	return ok
 }
 
-// knownErrors walks the known error types (knownErrors), once per file.
+// knownErrors walks the known error types (knownErrors), once per file,
+// and keeps those a codec restores as themselves (fp.errTypes): nothing
+// of them fails, is lost or is left out.
 func (r *reach) knownErrors() {
 	if r.errWalked {
 		return
 	}
 	r.errWalked = true
-	x, spec := r.x, r.spec
+	x, spec, outer := r.x, r.spec, r.cw
 	r.x, r.spec = nil, "Errors"
 	for _, p := range r.errPkgs {
 		for _, name := range p.Scope().Names() {
-			if t, ok := r.pi.implementer(p.Scope().Lookup(name), errorIface); ok && r.pi.renderable(t) {
-				r.store(t, nil)
+			o := p.Scope().Lookup(name)
+			if t, ok := r.pi.implementer(o, errorIface); ok && r.pi.renderable(t) {
+				r.cw = newCodecFacts()
+				r.store(t, "x", "", nil)
+				if f := r.cw; len(f.problems) == 0 && len(f.lossy) == 0 && len(f.skipped) == 0 {
+					r.errTypes[o.(*types.TypeName)] = true
+				}
 			}
 		}
 	}
-	r.x, r.spec = x, spec
+	r.x, r.spec, r.cw = x, spec, outer
+}
+
+// foreignRoot returns the path of the outermost other package's value:
+// path if t starts one, else foreignAt.
+func (pi *pkgInfo) foreignRoot(t types.Type, path, foreignAt string) string {
+	named, ok := t.(*types.Named)
+	if !ok {
+		return foreignAt
+	}
+	if named.Obj().Pkg() != nil && named.Obj().Pkg() != pi.pkg.Types && foreignAt == "" {
+		return path
+	}
+	return foreignAt
+}
+
+// Why a value cannot be stored, worded once.
+func unnameable(pi *pkgInfo, t types.Type) string {
+	return "type " + pi.typeString(t) + " cannot be named in the generated file (unexported, or internal to another module)"
+}
+
+const unexportedFieldMsg = "unexported field (export it, or give the type a marshaling pair)"
+
+func noExportedFields(pi *pkgInfo, t types.Type) string {
+	return pi.typeString(t) + " has no exported fields: all its state would be lost on replay"
+}
+
+func noVariants(pi *pkgInfo, n *types.Named) string {
+	return "interface " + pi.typeString(n) + " cannot be decoded to its dynamic type (no type of its package that implements it can be stored)"
 }

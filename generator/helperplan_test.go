@@ -1,6 +1,8 @@
 package generator
 
 import (
+	"go/types"
+	"slices"
 	"strings"
 	"testing"
 
@@ -172,5 +174,110 @@ func TestHelperPlanIsWritten(t *testing.T) {
 	runCases(t)
 	if files < 100 {
 		t.Errorf("%d files checked, want every case's", files)
+	}
+}
+
+// TestCodecFacts: the analysis decides what each result codec stores and
+// why one cannot, before anything is written: the problems of the codec
+// helpers that fail, the variants of each union that are stored, the
+// error types restored as themselves, and each function's doc-line facts.
+// Render writes from them and walks no type for its problems.
+func TestCodecFacts(t *testing.T) {
+	type funcFacts struct {
+		Lossy, Skipped, Unions []string
+		Errs                   bool
+		Problems               []string
+	}
+	tests := []struct {
+		name     string
+		helpers  []helperPlan        // the failed codec helpers, with their problems
+		variants map[string][]string // union → the variants stored
+		errTypes []string
+		funcs    map[string]funcFacts // by Display
+	}{
+		{
+			name: "unions",
+			helpers: []helperPlan{
+				{Kind: "codec", Type: "unions.Hooked", Failed: true, Problems: []string{".Fn: func values cannot be stored"}},
+				{Kind: "codec", Type: "unions.internal", Failed: true, Problems: []string{".n: unexported field (export it, or give the type a marshaling pair)"}},
+			},
+			// Hooked and internal are left out of Event's codec.
+			variants: map[string][]string{
+				"unions.Event":        {"*unions.Created", "*unions.Deleted", "unions.Created"},
+				"unions/blocks.Block": {"*unions/blocks.Divider", "*unions/blocks.Image", "*unions/blocks.Section", "unions/blocks.Section"},
+			},
+			funcs: map[string]funcFacts{
+				"blocks.Post":    {Unions: []string{"blocks.Block"}},
+				"unions.History": {Unions: []string{"Event"}},
+			},
+		},
+		// Both packages' error types are restored as themselves.
+		{
+			name:     "errvalues",
+			errTypes: []string{"broker.Error", "errvalues.NotFound"},
+			funcs: map[string]funcFacts{
+				"broker.Produce":   {Errs: true},
+				"errvalues.Lookup": {Errs: true},
+			},
+		},
+		// Refused: the problems are the analysis's, render only words them.
+		{
+			name:    "diag_result_interface",
+			helpers: []helperPlan{{Kind: "codec", Type: "diag_result_interface.Res", Failed: true, Problems: []string{".Data: interface fmt.Stringer cannot be decoded to its dynamic type"}}},
+			funcs:   map[string]funcFacts{"p.F": {Problems: []string{"r1.Data: interface fmt.Stringer cannot be decoded to its dynamic type"}}},
+		},
+		// api.List keeps unexported state its JSON leaves out.
+		{
+			name:  "omitforeign",
+			funcs: map[string]funcFacts{"omitforeign.Models": {Lossy: []string{"api.List"}}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fp := planOf(t, tc.name)
+			var failed []helperPlan
+			for _, h := range shortHelpers(fp.Helpers) {
+				if h.Kind == "codec" && h.Failed {
+					failed = append(failed, h)
+				}
+			}
+			if diff := cmp.Diff(tc.helpers, failed, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("failed codec helpers (-want +got):\n%s", diff)
+			}
+			variants := map[string][]string{}
+			for n, vs := range fp.variants {
+				name := strings.ReplaceAll(types.TypeString(n, nil), "github.com/idemgen/idemgen/testdata/", "")
+				for v := range vs {
+					variants[name] = append(variants[name], strings.ReplaceAll(v, "github.com/idemgen/idemgen/testdata/", ""))
+				}
+				slices.Sort(variants[name])
+			}
+			if diff := cmp.Diff(tc.variants, variants, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("union variants (-want +got):\n%s", diff)
+			}
+			var errTypes []string
+			for o := range fp.errTypes {
+				errTypes = append(errTypes, o.Pkg().Name()+"."+o.Name())
+			}
+			slices.Sort(errTypes)
+			if diff := cmp.Diff(tc.errTypes, errTypes, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("error types restored (-want +got):\n%s", diff)
+			}
+			funcs := map[string]funcFacts{}
+			for _, f := range fp.Funcs {
+				if c := f.codec; c != nil {
+					ff := funcFacts{Lossy: sorted(c.lossy), Skipped: sorted(c.skipped), Unions: sorted(c.unions), Errs: c.errs}
+					for _, p := range c.problems {
+						ff.Problems = append(ff.Problems, p.path+": "+p.msg)
+					}
+					if !cmp.Equal(ff, funcFacts{}, cmpopts.EquateEmpty()) {
+						funcs[f.Display] = ff
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.funcs, funcs, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("functions' codec facts (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

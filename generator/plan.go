@@ -31,6 +31,14 @@ type filePlan struct {
 	// keyFacts are what each key helper of Helpers refuses or leaves out,
 	// which render reads: it writes only the helpers that can be.
 	keyFacts map[helperKey]*keyFacts
+	// codecFacts are what each codec helper of Helpers stores, or why it
+	// cannot (paths relative to its value); variants the variants of each
+	// union its codecs store (by types.TypeString); errTypes the known
+	// error types idemErrors restores as themselves. Render writes from
+	// them (analyze_codecfacts.go).
+	codecFacts map[string]*codecFacts
+	variants   map[*types.Named]map[string]bool
+	errTypes   map[*types.TypeName]bool
 }
 
 // funcPlan is the plan of one annotated function: its names, the paths of
@@ -69,6 +77,9 @@ type funcPlan struct {
 
 	// resolved are the same paths with their types, for render.
 	resolved resolvedPaths
+	// codec is what the result codec stores and why it cannot; nil when
+	// the analysis refused the results before (type parameters, omit=).
+	codec *codecFacts
 }
 
 // resolvedPaths are a function's directive paths resolved against its

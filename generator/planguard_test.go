@@ -8,9 +8,9 @@ import (
 )
 
 // TestRenderReportsPlanDisagreement: render writes what the plan decides
-// and no more; a plan that leaves out a helper the wrappers need, or
-// calls a failing helper writable, is reported as an idemgen defect, never
-// written around.
+// and no more; a plan that leaves out a helper the wrappers need, calls
+// it failing, or has no codec facts for a result is reported as an idemgen
+// defect, never written around.
 func TestRenderReportsPlanDisagreement(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -46,14 +46,26 @@ func TestRenderReportsPlanDisagreement(t *testing.T) {
 			want: "the key helper of",
 		},
 		{
-			name: "failing codec helper planned as written",
-			dir:  "diag_result_interface",
+			name: "written codec helper planned as failed",
+			dir:  "basic",
 			edit: func(fp *filePlan) {
-				for i := range fp.Helpers {
-					fp.Helpers[i].Failed = false
+				for i, h := range fp.Helpers {
+					if h.Kind == codecKind(h.Type) {
+						fp.Helpers[i].Failed, fp.Helpers[i].Name = true, ""
+					}
 				}
 			},
-			want: "cannot be written, which the analysis did not decide",
+			want: "is not in the plan as written",
+		},
+		{
+			name: "result codec without the analysis's facts",
+			dir:  "basic",
+			edit: func(fp *filePlan) {
+				for _, f := range fp.Funcs {
+					f.codec = nil
+				}
+			},
+			want: "has no codec facts",
 		},
 	}
 	for _, tt := range tests {

@@ -23,9 +23,9 @@ type emitter struct {
 	*fileWriter
 	keyHelpers
 	fileOut
-	// codecHelpers are the result codec helpers of named types met so
-	// far (by codecHelperKey); which are written the plan decided.
-	codecHelpers map[string]*codecHelper
+	// codecWritten are the codec helpers written so far (by
+	// codecHelperKey); which are written the plan decided.
+	codecWritten map[string]bool
 	// plan is the file's: its helpers and the packages whose error
 	// types idemErrors restores.
 	plan *filePlan
@@ -106,7 +106,7 @@ func (pi *pkgInfo) emitFile(fp *filePlan, fns []*fn, since int) (src []byte, cle
 		decls = append(decls, e.stepWrapper(x)...)
 	}
 	if helpersWritten != nil {
-		helpersWritten(fp, append(e.keyHelpersWritten(), e.codecHelpersWritten()...))
+		helpersWritten(fp, append(e.keyHelpersWritten(), e.codecHelpersWritten(len(d.list) > n)...))
 	}
 	if len(d.list) > n {
 		return nil, false
@@ -154,7 +154,7 @@ func newEmitter(pi *pkgInfo, fns []*fn, fp *filePlan) *emitter {
 			},
 		},
 		keyHelpers:   keyHelpers{keysWritten: map[helperKey]bool{}},
-		codecHelpers: map[string]*codecHelper{},
+		codecWritten: map[string]bool{},
 		plan:         fp,
 	}
 	for k := range pi.scope {

@@ -2,8 +2,6 @@ package generator
 
 import (
 	"go/types"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -20,36 +18,14 @@ import (
 // tagged by name, so added fields decode as zero, removed ones are
 // skipped and retyped ones are idem.ErrResultIncompatible.
 
-// codecProblem is one thing of a result that cannot be stored, with the
-// omit= path that lifts it.
-type codecProblem struct {
-	path, msg string
-	// root is the path of the outermost other package's value the
-	// problem is in, or of the outermost value of a recursive type it is
-	// in; "" if none. Relative paths inside a helper start with "\x00".
-	root string
-	// cycle: the problem is inside a value of a recursive type, so an
-	// omit= below root would meet it again one level deeper.
-	cycle bool
-}
-
-// codecGen writes the codec of one wrapper's result value.
+// codecGen writes the codec of one wrapper's result value, or the helpers
+// of a type, from what the analysis decided can be stored.
 type codecGen struct {
-	e        *emitter
-	problems []codecProblem
-	lossy    map[string]bool // other packages' types whose unexported state is not replayed
-	// skipped: fields of other packages' structs that cannot be stored and
-	// that their package keeps out of its JSON (json:"-"): not stored.
-	skipped map[string]bool
-	spec    string          // the Spec's base name, for helpers specialised by omit=
-	errs    bool            // a value of type error is stored (its type may not be)
-	unions  map[string]bool // interfaces stored as unions of their package's types (render_unions.go)
-	last    encoderCall     // for fieldEnc
+	e    *emitter
+	spec string      // the Spec's base name, for helpers specialised by omit=
+	last encoderCall // for fieldEnc
 	// decoders are the uses of d since fieldDec began counting them.
 	decoders []*jen.Statement
-	// dry: the code is walked inside a helper the plan does not write
-	// (buildHelper), for its problems only.
-	dry bool
 }
 
 var (
@@ -68,17 +44,16 @@ func (s fnScope) get(base string) string {
 	return base
 }
 
-func (g *codecGen) fail(path, msg, root string) {
-	g.add(codecProblem{path: path, msg: msg, root: root})
-}
-
-func (g *codecGen) add(p codecProblem) {
-	for _, q := range g.problems {
-		if q == p {
-			return // the decoder's pass meets what the encoder's did
+// variants are the variants of the union n that its codec stores, as the
+// analysis decided (fp.variants); a value of another fails the recording.
+func (g *codecGen) variants(n *types.Named) []types.Type {
+	var out []types.Type
+	for _, vt := range g.e.pi.variants(n) {
+		if g.e.plan.variants[n][types.TypeString(vt, nil)] {
+			out = append(out, vt)
 		}
 	}
-	g.problems = append(g.problems, p)
+	return out
 }
 
 // vx is a value in generated code: an addressable expression, or *ptr.
@@ -157,12 +132,17 @@ func (e *emitter) resultCodec(x *fn, specBase string, resultT jen.Code) (codec j
 	if len(x.result) == 0 {
 		return nil, "", true
 	}
-	g := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: specBase}
-	encBody, decBody := g.resultBodies(x, omits)
-	if len(g.problems) > 0 {
-		e.reportCodecProblems(x, g.problems)
+	facts := x.plan.codec
+	if facts == nil {
+		e.pi.d.add(e.pi.fset.Position(x.pos), "internal error: %s has no codec facts from the analysis", x.what())
 		return nil, "", false
 	}
+	if len(facts.problems) > 0 {
+		e.reportCodecProblems(x, facts.problems)
+		return nil, "", false
+	}
+	g := &codecGen{e: e, spec: specBase}
+	encBody, decBody := g.resultBodies(x, omits)
 	codec = g.oneCall(x, omits, resultT)
 	if codec == nil {
 		encT, decT := e.qual(implPkg, "Encoder"), e.qual(implPkg, "Decoder")
@@ -171,7 +151,11 @@ func (e *emitter) resultCodec(x *fn, specBase string, resultT jen.Code) (codec j
 			jen.Id("Decode"): jen.Func().Params(jen.Id("d").Op("*").Add(decT), jen.Id("v").Op("*").Add(resultT)).Block(decBody...),
 		})
 	}
-	return codec, g.recordDoc(omitted), true
+	errTypes := ""
+	if e.errs != nil {
+		errTypes = e.errs.name
+	}
+	return codec, facts.recordDoc(omitted, errTypes), true
 }
 
 // oneCall is the codec of a single result as one call of idemimpl, for a
@@ -181,12 +165,12 @@ func (g *codecGen) oneCall(x *fn, omits []omitTree, resultT jen.Code) jen.Code {
 	if len(x.result) != 1 {
 		return nil
 	}
-	t, path, omit := x.result[0], resultName(x, 0), omits[0]
+	t, omit := x.result[0], omits[0]
 	if _, whole := omit[""]; whole {
 		return nil
 	}
 	impl := func(fn string) *jen.Statement { return g.e.qual(implPkg, fn) }
-	if name, ok := g.helperName(t, path, "", omit); ok {
+	if name, ok := g.helperName(t, omit); ok {
 		return impl("Codec").Call(jen.Id("idemEnc"+name), jen.Id("idemDec"+name))
 	}
 	u := types.Unalias(t)
@@ -203,7 +187,7 @@ func (g *codecGen) oneCall(x *fn, omits []omitTree, resultT jen.Code) jen.Code {
 	default:
 		return nil
 	}
-	if name, ok := g.helperName(elem, path, "", omit); ok {
+	if name, ok := g.helperName(elem, omit); ok {
 		return impl(fn).Call(jen.Id("idemEnc"+name), jen.Id("idemDec"+name))
 	}
 	if bc := basicCoder(elem); bc != "" {
@@ -234,7 +218,7 @@ func (g *codecGen) resultBodies(x *fn, omits []omitTree) (encBody, decBody []jen
 			return nil, nil
 		}
 		v := deref(jen.Id("v"))
-		return g.enc(x.result[0], v, resultName(x, 0), "", omits[0], se), g.dec(x.result[0], v, resultName(x, 0), "", omits[0], sd)
+		return g.enc(x.result[0], v, omits[0], se), g.dec(x.result[0], v, omits[0], sd)
 	}
 	at, st := se.get("at"), sd.get("s")
 	encBody = one(jen.Id(at).Op(":=").Add(eCall("Struct")))
@@ -245,33 +229,11 @@ func (g *codecGen) resultBodies(x *fn, omits []omitTree) (encBody, decBody []jen
 		}
 		f := "R" + strconv.Itoa(i+1) // stored by position, whatever the field's name
 		fv := expr(jen.Id("v").Dot(x.resultFields[i]))
-		encBody = append(encBody, g.fieldEnc(f, g.enc(t, fv, resultName(x, i), "", omits[i], se))...)
-		decBody = append(decBody, g.fieldDec(st, f, func() []jen.Code { return g.dec(t, fv, resultName(x, i), "", omits[i], sd) })...)
+		encBody = append(encBody, g.fieldEnc(f, g.enc(t, fv, omits[i], se))...)
+		decBody = append(decBody, g.fieldDec(st, f, func() []jen.Code { return g.dec(t, fv, omits[i], sd) })...)
 	}
 	encBody = append(encBody, eCall("End", jen.Id(at)))
 	return encBody, append(decBody, g.dCall("End", jen.Id(st)))
-}
-
-// recordDoc is what the wrapper's doc comment says about the record:
-// what it leaves out and how errors and unions replay.
-func (g *codecGen) recordDoc(omitted []string) string {
-	var doc string
-	if len(omitted) > 0 {
-		doc += " Not stored (replays return their zero value): " + strings.Join(omitted, ", ") + "."
-	}
-	if l := g.lossyList(); len(l) > 0 {
-		doc += " Replays do not restore the unexported state of " + strings.Join(l, ", ") + "."
-	}
-	if len(g.skipped) > 0 {
-		doc += " Not stored (tagged json:\"-\" by their package): " + strings.Join(slices.Sorted(maps.Keys(g.skipped)), ", ") + "."
-	}
-	if len(g.unions) > 0 {
-		doc += " Values of " + strings.Join(slices.Sorted(maps.Keys(g.unions)), ", ") + " are stored for the types of their package that their codec lists; others fail the recording."
-	}
-	if g.errs {
-		doc += " Errors in results replay as their text and chain, as themselves if " + g.e.errs.name + " lists them."
-	}
-	return doc
 }
 
 // reportCodecProblems reports the problems of x's result codec, one line
@@ -350,82 +312,40 @@ func mergeCovered(paths []string, merge func(from, into string)) []string {
 }
 
 // enc returns the statements that encode v (an addressable expression) of
-// type t. path names v for diagnostics; foreignAt is the path of the
-// outermost other package's value on the way, if any.
-func (g *codecGen) enc(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
-	if name, ok := g.helperName(t, path, foreignAt, omit); ok {
-		if name == "" {
-			return nil
-		}
+// type t.
+func (g *codecGen) enc(t types.Type, v vx, omit omitTree, s fnScope) []jen.Code {
+	if name, ok := g.helperName(t, omit); ok {
 		return g.encBy(func(e *jen.Statement) *jen.Statement { return jen.Id("idemEnc"+name).Call(e, v.addr()) })
 	}
-	t, ok := g.check(t, path, foreignAt)
-	if !ok {
-		return nil
-	}
+	t = types.Unalias(t)
 	if m := g.e.pi.storedBy(t); m != (storage{}) {
 		return g.encMethod(m, v, s)
 	}
-	return g.encInline(t, v, path, g.enterNamed(t, path, foreignAt), omit, s)
+	return g.encInline(t, v, omit, s)
 }
 
 // dec returns the statements that decode into v, as enc encodes it.
-func (g *codecGen) dec(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
-	if name, ok := g.helperName(t, path, foreignAt, omit); ok {
-		if name == "" {
-			return nil
-		}
+func (g *codecGen) dec(t types.Type, v vx, omit omitTree, s fnScope) []jen.Code {
+	if name, ok := g.helperName(t, omit); ok {
 		return one(jen.Id("idemDec"+name).Call(g.d(), v.addr()))
 	}
-	t, ok := g.check(t, path, foreignAt)
-	if !ok {
-		return nil
-	}
+	t = types.Unalias(t)
 	if m := g.e.pi.storedBy(t); m != (storage{}) {
 		return g.decMethod(m, t, v, s)
 	}
-	return g.decInline(t, v, path, g.enterNamed(t, path, foreignAt), omit, s)
+	return g.decInline(t, v, omit, s)
 }
 
 // helperName reports whether a value of t is stored by helpers of its
 // type's own (a named composite type, or a union, that the generated file
 // can name and that brings no marshaling pair), and returns their name
-// suffix: "" after recording why t cannot be stored.
-func (g *codecGen) helperName(t types.Type, path, foreignAt string, omit omitTree) (string, bool) {
+// suffix.
+func (g *codecGen) helperName(t types.Type, omit omitTree) (string, bool) {
 	n, ok := g.e.pi.codecHelperType(t)
 	if !ok {
 		return "", false
 	}
-	return g.helper(n, path, g.enterNamed(n, path, foreignAt), omit), true
-}
-
-// check refuses the types the generated file cannot name and those whose
-// only marshaling pair is lossy; it returns t without its aliases.
-func (g *codecGen) check(t types.Type, path, foreignAt string) (types.Type, bool) {
-	e, pi := g.e, g.e.pi
-	if !e.pi.renderable(t) {
-		g.fail(path, "type "+pi.typeString(t)+" cannot be named in the generated file (unexported, or internal to another module)", foreignAt)
-		return nil, false
-	}
-	t = types.Unalias(t)
-	if why := lossyPair(pi, t); why != "" {
-		g.fail(path, why, foreignAt)
-		return nil, false
-	}
-	return t, true
-}
-
-// enterNamed returns the path of the outermost other package's value:
-// path if t starts one.
-func (g *codecGen) enterNamed(t types.Type, path, foreignAt string) string {
-	named, ok := t.(*types.Named)
-	if !ok {
-		return foreignAt
-	}
-	if named.Obj().Pkg() != nil && named.Obj().Pkg() != g.e.pi.pkg.Types && foreignAt == "" {
-		return path
-	}
-	return foreignAt
+	return g.helper(n, omit), true
 }
 
 func (g *codecGen) encMethod(m storage, v vx, s fnScope) []jen.Code {

@@ -5,82 +5,49 @@ import (
 	"go/token"
 	"go/types"
 	"slices"
-	"sort"
 	"strings"
 	"unicode"
 
 	"github.com/dave/jennifer/jen"
 )
 
-// helper makes (once) the helpers of a named type and returns their name
-// suffix; "" if the type cannot be stored (problems are recorded).
-func (g *codecGen) helper(n *types.Named, path, foreignAt string, omit omitTree) string {
+// helper writes (once) the helpers of a named type, as the plan names
+// them, and returns their name suffix. The analysis decided that they can
+// be written (the values render walks have no problems: resultCodec).
+func (g *codecGen) helper(n *types.Named, omit omitTree) string {
+	e := g.e
 	key := codecHelperKey(n, g.spec, omit)
-	h := g.e.codecHelpers[key]
-	if h == nil { // a use while it is built finds it: the type reaches itself
-		h = g.buildHelper(n, key, omit)
-	}
-	if h.problems != nil {
-		g.lift(h, path, foreignAt)
+	plan := e.plan.helper(codecKind(key), key)
+	if plan.Name == "" {
+		e.pi.d.add(token.Position{Filename: e.pi.out}, "internal error: the codec helper of %s is not in the plan as written", key)
 		return ""
 	}
-	g.absorb(h.lossy, h.skipped, h.errs, h.unions)
-	return h.name
+	if !e.codecWritten[key] {
+		e.codecWritten[key] = true // a use while it is written: the type reaches itself
+		g.writeHelper(n, plan, omit)
+	}
+	return strings.TrimPrefix(plan.Name, "idemEnc")
 }
 
-// buildHelper writes idemEncN and idemDecN, as the plan names them, when
-// the plan has them (fp.Helpers: listed and not failed), and otherwise
-// walks the type only for why it cannot be stored, keeping nothing of the
-// code. A helper the plan does not list is one the analysis met only
-// inside a helper that fails (g.dry): walked, forgotten, and walked again
-// on a next use.
-func (g *codecGen) buildHelper(n *types.Named, key string, omit omitTree) *codecHelper {
+// writeHelper writes plan's idemEncT and idemDecT, the codec helpers of n.
+func (g *codecGen) writeHelper(n *types.Named, plan helperPlan, omit omitTree) {
 	e := g.e
-	plan := e.plan.helper(codecKind(key), key)
-	listed := plan.Type != ""
-	write := listed && !plan.Failed
-	h := &codecHelper{recursive: plan.Recursive}
-	if write {
-		h.name = strings.TrimPrefix(plan.Name, "idemEnc")
-	}
-	e.codecHelpers[key] = h // recursion finds it
-	sub := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: g.spec, dry: g.dry || !write}
-	// Paths inside the helper are relative; foreignAt "" at the root of an
-	// own type, or the root itself of another package's.
-	root := ""
-	if n.Obj().Pkg() != e.pi.pkg.Types {
-		root = "\x00" // inside another package's type: advise omitting its root
-	}
+	sub := &codecGen{e: e, spec: g.spec}
 	self := deref(jen.Id("v"))
-	encBody := sub.encInline(n, self, "", root, omit, fnScope{"e": 1, "d": 1, "v": 1})
-	decBody := sub.decInline(n, self, "", root, omit, fnScope{"e": 1, "d": 1, "v": 1})
-	switch {
-	case len(sub.problems) > 0:
-		h.problems = sub.problems
-		if write {
-			e.pi.d.add(token.Position{Filename: e.pi.out}, "internal error: the codec helper of %s cannot be written, which the analysis did not decide", key)
-		}
-		return h
-	case !write:
-		if !g.dry {
-			e.pi.d.add(token.Position{Filename: e.pi.out}, "internal error: the codec helper of %s is not in the plan", key)
-		}
-		delete(e.codecHelpers, key)
-		return h
-	}
-	h.lossy, h.skipped, h.errs, h.unions = sub.lossy, sub.skipped, sub.errs, sub.unions
-	if h.recursive {
+	encBody := sub.encInline(n, self, omit, fnScope{"e": 1, "d": 1, "v": 1})
+	decBody := sub.decInline(n, self, omit, fnScope{"e": 1, "d": 1, "v": 1})
+	if plan.Recursive {
 		// A value of a recursive type can nest without end (a cycle) or,
 		// in a corrupt record, deeper than the stack holds: bound it.
 		encBody = append(depthGuard("e"), encBody...)
 		decBody = append(depthGuard("d"), decBody...)
 	}
+	enc, dec := plan.Name, decoderOf(plan.Name)
 	tt := e.typ(n)
 	e.helperDecls = append(e.helperDecls,
-		helperDecl{name: "idemEnc" + h.name, code: jen.Func().Id("idemEnc"+h.name).Params(jen.Id("e").Op("*").Add(e.qual(implPkg, "Encoder")), jen.Id("v").Op("*").Add(tt)).Block(encBody...)},
-		helperDecl{name: "idemDec" + h.name, code: jen.Func().Id("idemDec"+h.name).Params(jen.Id("d").Op("*").Add(e.qual(implPkg, "Decoder")), jen.Id("v").Op("*").Add(tt)).Block(decBody...)},
+		helperDecl{name: enc, code: jen.Func().Id(enc).Params(jen.Id("e").Op("*").Add(e.qual(implPkg, "Encoder")), jen.Id("v").Op("*").Add(tt)).Block(encBody...)},
+		helperDecl{name: dec, code: jen.Func().Id(dec).Params(jen.Id("d").Op("*").Add(e.qual(implPkg, "Decoder")), jen.Id("v").Op("*").Add(tt)).Block(decBody...)},
 	)
-	return h
 }
 
 // depthGuard bounds the nesting of a recursive type's values in the
@@ -92,91 +59,42 @@ func depthGuard(x string) []jen.Code {
 	}
 }
 
-// lift records the problems of helper h, reached at path, as problems of
-// g. Their root is the outermost other package's value (foreignAt), else
-// the root they had inside the helper, else this value when its type is
-// recursive: advice must name a value the recursion cannot reach past.
-func (g *codecGen) lift(h *codecHelper, path, foreignAt string) {
-	for _, p := range h.problems {
-		q := codecProblem{path: relJoin(path, p.path), msg: p.msg, cycle: p.cycle || h.recursive}
-		switch {
-		case foreignAt != "":
-			q.root = foreignAt
-		case strings.HasPrefix(p.root, "\x00"):
-			q.root = relJoin(path, p.root[1:])
-		case p.root != "":
-			q.root = relJoin(path, p.root)
-		case h.recursive:
-			q.root = path
-		}
-		g.add(q)
-	}
-}
-
-type codecHelper struct {
-	name string
-	// recursive: the type reaches itself (its bodies guard the depth;
-	// the plan says so).
-	recursive      bool
-	problems       []codecProblem // relative paths
-	lossy, skipped map[string]bool
-	errs           bool
-	unions         map[string]bool
-}
-
-// absorb takes in what writing a helper (or a union's variants) found:
-// lossy and skipped paths, error values, unions.
-func (g *codecGen) absorb(lossy, skipped map[string]bool, errs bool, unions map[string]bool) {
-	for l := range lossy {
-		g.lossy[l] = true
-	}
-	for f := range skipped {
-		g.skipped[f] = true
-	}
-	g.errs = g.errs || errs
-	g.addUnions(unions)
-}
-
 // encInline encodes v by its type's shape (a named type's helper body).
-func (g *codecGen) encInline(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
+func (g *codecGen) encInline(t types.Type, v vx, omit omitTree, s fnScope) []jen.Code {
 	sh := shapeOf(t)
-	if !g.storableShape(t, sh, path, foreignAt) {
-		return nil
-	}
 	switch sh.kind {
 	case kindBasic:
 		m, to, _ := basicCodec(sh.basic)
 		return g.encCall(m, convert(t, to, v.val()))
 	case kindPointer:
-		if name, ok := g.helperName(sh.elem, path, foreignAt, omit); ok {
+		if name, ok := g.helperName(sh.elem, omit); ok {
 			return g.encCombinator("EncPtr", v, jen.Id("idemEnc"+name), name != "")
 		}
 		if bc := basicCoder(sh.elem); bc != "" {
 			return g.encCombinator("EncPtr", v, g.e.qual(implPkg, "Enc"+bc), true)
 		}
-		inner := g.enc(sh.elem, v.elem(), path, foreignAt, omit, s)
+		inner := g.enc(sh.elem, v.elem(), omit, s)
 		return one(jen.If(v.val().Op("==").Nil()).Block(eCall("Nil")).Else().Block(append(one(eCall("Ptr")), inner...)...))
 	case kindSlice:
-		return g.encSlice(t, sh.elem, v, path, foreignAt, s)
+		return g.encSlice(t, sh.elem, v, s)
 	case kindArray:
 		i, at := s.get("i"), s.get("at")
-		inner := g.enc(sh.elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
+		inner := g.enc(sh.elem, expr(v.sel(false).Index(jen.Id(i))), nil, s)
 		return []jen.Code{
 			jen.Id(at).Op(":=").Add(eCall("List", jen.Len(v.val()))),
 			rangeOver(i, v.val(), inner),
 			eCall("End", jen.Id(at)),
 		}
 	case kindMap:
-		return g.encMap(sh, v, path, foreignAt, s)
+		return g.encMap(sh, v, s)
 	case kindStruct:
-		return g.encStruct(t, sh.strct, v, path, foreignAt, omit, s)
+		return g.encStruct(t, sh.strct, v, omit, s)
 	case kindInterface:
 		if types.Identical(t, errorType) {
-			g.errs = true
 			return g.encCall("Error", v.val(), g.e.errorTypes())
 		}
 		if n, ok := t.(*types.Named); ok && len(g.e.pi.variants(n)) > 0 {
-			return g.encUnion(n, g.e.pi.variants(n), v, path, foreignAt, s)
+			return g.encUnion(n, v, s)
 		}
 		return g.encCall("Any", v.val())
 	}
@@ -184,11 +102,8 @@ func (g *codecGen) encInline(t types.Type, v vx, path, foreignAt string, omit om
 }
 
 // decInline decodes into v as encInline encodes it.
-func (g *codecGen) decInline(t types.Type, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
+func (g *codecGen) decInline(t types.Type, v vx, omit omitTree, s fnScope) []jen.Code {
 	sh := shapeOf(t)
-	if !g.storableShape(t, sh, path, foreignAt) {
-		return nil
-	}
 	switch sh.kind {
 	case kindBasic:
 		m, from, bits := basicCodec(sh.basic)
@@ -198,50 +113,35 @@ func (g *codecGen) decInline(t types.Type, v vx, path, foreignAt string, omit om
 		}
 		return one(v.val().Op("=").Add(g.convertBack(t, from, g.dCall(m, args...))))
 	case kindPointer:
-		if name, ok := g.helperName(sh.elem, path, foreignAt, omit); ok {
+		if name, ok := g.helperName(sh.elem, omit); ok {
 			return g.combinator(name, "DecPtr", g.d(), v.addr(), "idemDec")
 		}
 		if bc := basicCoder(sh.elem); bc != "" {
 			return one(g.e.qual(implPkg, "DecPtr").Call(g.d(), v.addr(), g.e.qual(implPkg, "Dec"+bc)))
 		}
-		inner := g.dec(sh.elem, v.elem(), path, foreignAt, omit, s)
+		inner := g.dec(sh.elem, v.elem(), omit, s)
 		return one(jen.If(g.dCall("Ptr")).Block(
 			append(one(v.val().Op("=").New(g.e.typ(sh.elem))), inner...)...).Else().Block(v.val().Op("=").Nil()))
 	case kindSlice:
-		return g.decSlice(t, sh.elem, v, path, foreignAt, s)
+		return g.decSlice(t, sh.elem, v, s)
 	case kindArray:
 		i := s.get("i")
-		inner := g.dec(sh.elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
+		inner := g.dec(sh.elem, expr(v.sel(false).Index(jen.Id(i))), nil, s)
 		return one(jen.If(g.dCall("Array", jen.Len(v.val()))).Block(rangeOver(i, v.val(), inner)))
 	case kindMap:
-		return g.decMap(t, sh, v, path, foreignAt, s)
+		return g.decMap(t, sh, v, s)
 	case kindStruct:
-		return g.decStruct(t, sh.strct, v, path, foreignAt, omit, s)
+		return g.decStruct(t, sh.strct, v, omit, s)
 	case kindInterface:
 		if types.Identical(t, errorType) {
-			g.errs = true
 			return one(v.val().Op("=").Add(g.dCall("Error", g.e.errorTypes())))
 		}
 		if n, ok := t.(*types.Named); ok && len(g.e.pi.variants(n)) > 0 {
-			return g.decUnion(n, g.e.pi.variants(n), v, path, foreignAt, s)
+			return g.decUnion(n, v, s)
 		}
 		return one(v.val().Op("=").Add(g.dCall("Any")))
 	}
 	return nil
-}
-
-// storableShape refuses, with a problem at path, the shapes no codec
-// stores: funcs, channels, maps of other keys than strings and numbers,
-// interfaces other than error, any and unions. Errors are stored by their
-// text and chain, and the known error types as themselves (render_errtypes.go);
-// an any with its dynamic type where that is one the runtime restores
-// exactly (what encoding/json decodes into an any, basic types).
-func (g *codecGen) storableShape(t types.Type, sh shape, path, foreignAt string) bool {
-	if why := g.e.pi.unstorable(t, sh); why != "" {
-		g.fail(path, why, foreignAt)
-		return false
-	}
-	return true
 }
 
 // convert converts x of type t to the basic type to, unless it is one.
@@ -261,7 +161,7 @@ func (g *codecGen) convertBack(t types.Type, from string, x jen.Code) jen.Code {
 }
 
 // encSlice: Nil, or the elements (bytes at once).
-func (g *codecGen) encSlice(t, elem types.Type, v vx, path, foreignAt string, s fnScope) []jen.Code {
+func (g *codecGen) encSlice(t, elem types.Type, v vx, s fnScope) []jen.Code {
 	switch {
 	case isNamed(t, "net", "IP"):
 		// Builds before stored a net.IP by its MarshalText, as bytes
@@ -274,14 +174,14 @@ func (g *codecGen) encSlice(t, elem types.Type, v vx, path, foreignAt string, s 
 	case isByte(elem):
 		return g.encCall("Bytes", jen.Index().Byte().Call(v.val()))
 	}
-	if name, ok := g.helperName(elem, path+"[]", foreignAt, nil); ok {
+	if name, ok := g.helperName(elem, nil); ok {
 		return g.encCombinator("EncList", v, jen.Id("idemEnc"+name), name != "")
 	}
 	if bc := basicCoder(elem); bc != "" {
 		return g.encCombinator("EncList", v, g.e.qual(implPkg, "Enc"+bc), true)
 	}
 	i, at := s.get("i"), s.get("at")
-	inner := g.enc(elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
+	inner := g.enc(elem, expr(v.sel(false).Index(jen.Id(i))), nil, s)
 	return one(jen.If(v.val().Op("==").Nil()).Block(eCall("Nil")).Else().Block(
 		jen.Id(at).Op(":=").Add(eCall("List", jen.Len(v.val()))),
 		rangeOver(i, v.val(), inner),
@@ -289,7 +189,7 @@ func (g *codecGen) encSlice(t, elem types.Type, v vx, path, foreignAt string, s 
 }
 
 // decSlice decodes as encSlice encodes.
-func (g *codecGen) decSlice(t, elem types.Type, v vx, path, foreignAt string, s fnScope) []jen.Code {
+func (g *codecGen) decSlice(t, elem types.Type, v vx, s fnScope) []jen.Code {
 	switch {
 	case isNamed(t, "net", "IP"):
 		return one(jen.If(g.dCall("Ptr")).Block(v.val().Op("=").Add(g.dCall("Bytes"))).Else().Block(v.val().Op("=").Nil()))
@@ -298,14 +198,14 @@ func (g *codecGen) decSlice(t, elem types.Type, v vx, path, foreignAt string, s 
 	case isByte(elem):
 		return one(v.val().Op("=").Add(g.e.typ(t)).Call(g.dCall("Bytes")))
 	}
-	if name, ok := g.helperName(elem, path+"[]", foreignAt, nil); ok {
+	if name, ok := g.helperName(elem, nil); ok {
 		return g.combinator(name, "DecList", g.d(), v.addr(), "idemDec")
 	}
 	if bc := basicCoder(elem); bc != "" {
 		return one(g.e.qual(implPkg, "DecList").Call(g.d(), v.addr(), g.e.qual(implPkg, "Dec"+bc)))
 	}
 	i := s.get("i")
-	inner := g.dec(elem, expr(v.sel(false).Index(jen.Id(i))), path+"[]", foreignAt, nil, s)
+	inner := g.dec(elem, expr(v.sel(false).Index(jen.Id(i))), nil, s)
 	return []jen.Code{g.e.qual(implPkg, "DecListHead").Call(g.d(), v.addr()), rangeOver(i, v.val(), inner)}
 }
 
@@ -329,7 +229,7 @@ func (g *codecGen) encCombinator(fn string, v vx, enc jen.Code, ok bool) []jen.C
 }
 
 // encMap: Nil, or the entries in key order.
-func (g *codecGen) encMap(sh shape, v vx, path, foreignAt string, s fnScope) []jen.Code {
+func (g *codecGen) encMap(sh shape, v vx, s fnScope) []jen.Code {
 	if kc, xc := orderedCoder(sh.key), basicCoder(sh.elem); kc != "" && xc != "" {
 		enc := func(m string) jen.Code { return jen.Parens(jen.Op("*").Add(g.e.qual(implPkg, "Encoder"))).Dot(m) }
 		return g.encBy(func(e *jen.Statement) *jen.Statement {
@@ -337,8 +237,8 @@ func (g *codecGen) encMap(sh shape, v vx, path, foreignAt string, s fnScope) []j
 		})
 	}
 	k, x, at := s.get("k"), s.get("x"), s.get("at")
-	kc := g.enc(sh.key, expr(jen.Id(k)), path+"[]", foreignAt, nil, s)
-	xc := g.enc(sh.elem, expr(jen.Id(x)), path+"[]", foreignAt, nil, s)
+	kc := g.enc(sh.key, expr(jen.Id(k)), nil, s)
+	xc := g.enc(sh.elem, expr(jen.Id(x)), nil, s)
 	body := kc
 	if uses(xc, x) { // an element of an empty struct writes nothing of it
 		body = append([]jen.Code{jen.Id(x).Op(":=").Add(v.sel(false)).Index(jen.Id(k))}, kc...)
@@ -353,14 +253,14 @@ func (g *codecGen) encMap(sh shape, v vx, path, foreignAt string, s fnScope) []j
 }
 
 // decMap decodes as encMap encodes.
-func (g *codecGen) decMap(t types.Type, sh shape, v vx, path, foreignAt string, s fnScope) []jen.Code {
+func (g *codecGen) decMap(t types.Type, sh shape, v vx, s fnScope) []jen.Code {
 	if kc, xc := orderedCoder(sh.key), basicCoder(sh.elem); kc != "" && xc != "" {
 		dec := func(m string) jen.Code { return jen.Parens(jen.Op("*").Add(g.e.qual(implPkg, "Decoder"))).Dot(m) }
 		return one(g.e.qual(implPkg, "DecMap").Call(g.d(), v.addr(), dec(kc), dec(xc)))
 	}
 	k, x, n := s.get("k"), s.get("x"), s.get("n")
-	kc := g.dec(sh.key, expr(jen.Id(k)), path+"[]", foreignAt, nil, s)
-	xc := g.dec(sh.elem, expr(jen.Id(x)), path+"[]", foreignAt, nil, s)
+	kc := g.dec(sh.key, expr(jen.Id(k)), nil, s)
+	xc := g.dec(sh.elem, expr(jen.Id(x)), nil, s)
 	body := []jen.Code{jen.Var().Id(k).Add(g.e.typ(sh.key)), jen.Var().Id(x).Add(g.e.typ(sh.elem))}
 	body = append(body, kc...)
 	body = append(body, xc...)
@@ -372,32 +272,26 @@ func (g *codecGen) decMap(t types.Type, sh shape, v vx, path, foreignAt string, 
 }
 
 // encStruct: the stored fields, each by name.
-func (g *codecGen) encStruct(t types.Type, u *types.Struct, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
+func (g *codecGen) encStruct(t types.Type, u *types.Struct, v vx, omit omitTree, s fnScope) []jen.Code {
 	at := s.get("at")
 	out := one(jen.Id(at).Op(":=").Add(eCall("Struct")))
-	ok := g.eachField(t, u, path, foreignAt, omit, func(f *types.Var, fp string, sub omitTree) {
-		out = append(out, g.fieldEnc(f.Name(), g.enc(f.Type(), expr(v.sel(true).Dot(f.Name())), fp, foreignAt, sub, s))...)
+	g.eachField(t, u, omit, func(f *types.Var, sub omitTree) {
+		out = append(out, g.fieldEnc(f.Name(), g.enc(f.Type(), expr(v.sel(true).Dot(f.Name())), sub, s))...)
 	})
-	if !ok {
-		return nil
-	}
 	return append(out, eCall("End", jen.Id(at)))
 }
 
 // decStruct decodes the fields by name: a missing one (added since the
 // record was written) stays zero, an unknown one (removed since) is
 // skipped.
-func (g *codecGen) decStruct(t types.Type, u *types.Struct, v vx, path, foreignAt string, omit omitTree, s fnScope) []jen.Code {
+func (g *codecGen) decStruct(t types.Type, u *types.Struct, v vx, omit omitTree, s fnScope) []jen.Code {
 	st := s.get("s") // before the fields' decoders name theirs
 	out := one(jen.Id(st).Op(":=").Add(g.dCall("Struct")))
-	ok := g.eachField(t, u, path, foreignAt, omit, func(f *types.Var, fp string, sub omitTree) {
+	g.eachField(t, u, omit, func(f *types.Var, sub omitTree) {
 		out = append(out, g.fieldDec(st, f.Name(), func() []jen.Code {
-			return g.dec(f.Type(), expr(v.sel(true).Dot(f.Name())), fp, foreignAt, sub, s)
+			return g.dec(f.Type(), expr(v.sel(true).Dot(f.Name())), sub, s)
 		})...)
 	})
-	if !ok {
-		return nil
-	}
 	return append(out, g.dCall("End", jen.Id(st)))
 }
 
@@ -421,65 +315,21 @@ func (g *codecGen) fieldDec(st, name string, value func() []jen.Code) []jen.Code
 }
 
 // eachField calls store for each field of struct u (of type t) that is
-// stored, and records why the others are not; false if the struct cannot
-// be stored at all.
-func (g *codecGen) eachField(t types.Type, u *types.Struct, path, foreignAt string, omit omitTree, store func(f *types.Var, fp string, sub omitTree)) bool {
+// stored: neither omitted whole nor left out (reach.storeStruct says why).
+func (g *codecGen) eachField(t types.Type, u *types.Struct, omit omitTree, store func(f *types.Var, sub omitTree)) {
 	pi := g.e.pi
 	own := true
 	if nt, ok := t.(*types.Named); ok && nt.Obj().Pkg() != pi.pkg.Types {
 		own = false
 	}
-	exported := 0
 	for i := 0; i < u.NumFields(); i++ {
 		f := u.Field(i)
 		sub, omitted := omit[f.Name()]
-		if omitted && len(sub) == 0 {
-			if f.Exported() {
-				exported++ // left out by name, on the doc line: not lost silently
-			}
+		if omitted && len(sub) == 0 || pi.fieldStorage(u, i, own, sub) != fieldStored {
 			continue
 		}
-		if g.unstored(t, u, i, own, path, sub) {
-			continue
-		}
-		exported++
-		store(f, joinPath(path, f.Name()), sub)
+		store(f, sub)
 	}
-	if !own && exported == 0 && g.lossy[pi.typeString(t)] {
-		g.fail(path, pi.typeString(t)+" has no exported fields: all its state would be lost on replay", foreignAt)
-		return false
-	}
-	return true
-}
-
-// unstored reports whether field i of struct u is left out of the
-// record (recording why) or refused (recording a problem).
-func (g *codecGen) unstored(t types.Type, u *types.Struct, i int, own bool, path string, sub omitTree) bool {
-	pi := g.e.pi
-	f := u.Field(i)
-	switch pi.fieldStorage(u, i, own, sub) {
-	case fieldStored:
-		return false
-	case fieldOpaque:
-		g.lossy[pi.typeString(f.Type())] = true
-	case fieldJSONSkipped:
-		g.skipped[pi.typeString(t)+"."+f.Name()] = true
-	case fieldLossyOwner:
-		g.lossy[pi.typeString(t)] = true
-	case fieldRefused:
-		g.fail(joinPath(path, f.Name()), "unexported field (export it, or give the type a marshaling pair)", "")
-	}
-	return true
-}
-
-// lossyList is the sorted list of types that lose unexported state.
-func (g *codecGen) lossyList() []string {
-	var l []string
-	for t := range g.lossy {
-		l = append(l, t)
-	}
-	sort.Strings(l)
-	return l
 }
 
 // rangeOver is a loop over the indexes i of v running body, or over
@@ -496,15 +346,4 @@ func uses(code []jen.Code, id string) bool {
 	return slices.Contains(strings.FieldsFunc(fmt.Sprintf("%#v", jen.Block(code...)), func(r rune) bool {
 		return r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	}), id)
-}
-
-// relJoin puts a path relative to a helper's value after path.
-func relJoin(path, rel string) string {
-	switch {
-	case rel == "":
-		return path
-	case path == "" || strings.HasPrefix(rel, "["):
-		return path + rel
-	}
-	return path + "." + rel
 }

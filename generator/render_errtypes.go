@@ -75,13 +75,13 @@ func (e *emitter) knownErrorType(o *types.TypeName) {
 	if !e.pi.renderable(t) {
 		return
 	}
-	g := &codecGen{e: e, lossy: map[string]bool{}, skipped: map[string]bool{}, spec: "Errors"}
-	scope := func() fnScope { return fnScope{"e": 1, "d": 1, "x": 1, "err": 1, "name": 1} }
-	enc := g.enc(t, expr(jen.Id("x")), "x", "", nil, scope())
-	dec := g.dec(t, expr(jen.Id("x")), "x", "", nil, scope())
-	if len(g.problems) > 0 || len(g.lossy) > 0 || len(g.skipped) > 0 {
-		return // not restorable as itself: stored as its text and chain
+	if !e.plan.errTypes[o] {
+		return // not restorable as itself (reach.knownErrors): stored as its text and chain
 	}
+	g := &codecGen{e: e, spec: "Errors"}
+	scope := func() fnScope { return fnScope{"e": 1, "d": 1, "x": 1, "err": 1, "name": 1} }
+	enc := g.enc(t, expr(jen.Id("x")), nil, scope())
+	dec := g.dec(t, expr(jen.Id("x")), nil, scope())
 	name := o.Pkg().Path() + "." + o.Name()
 	if _, isPtr := t.(*types.Pointer); isPtr {
 		name = "*" + name

@@ -145,12 +145,14 @@ func (e *emitter) keyHelpersWritten() []helperPlan {
 }
 
 // codecHelpersWritten are the codec helpers of the plan as the file holds
-// them: written, or refused with the problems that say why, in the plan's
-// order. Tests compare them with the plan (helpersWritten).
-func (e *emitter) codecHelpersWritten() []helperPlan {
+// them: written, or failed and not written, in the plan's order; in a
+// file refused (a wrapper that reaches a helper may be the reason) also
+// those not written. Tests compare them with the plan (helpersWritten).
+func (e *emitter) codecHelpersWritten(refused bool) []helperPlan {
 	var out []helperPlan
 	for _, h := range e.plan.Helpers {
-		if c := e.codecHelpers[h.Type]; h.Kind == codecKind(h.Type) && c != nil && (c.problems != nil) == h.Failed {
+		written := e.codecWritten[h.Type]
+		if h.Kind == codecKind(h.Type) && (written != h.Failed || refused && !written) {
 			out = append(out, h)
 		}
 	}
