@@ -104,47 +104,67 @@ func (pi *pkgInfo) fileDrift(fp *filePlan, fns, steps []*fn) {
 }
 
 // keys walks x's key material: what keyStatements and orderStatements
-// write. What the function's own paths refuse is the writer's to word
-// yet (a walk of its own, kw, is dropped); its helpers' is the plan's.
+// write, recording what each place refuses and leaves out (x.plan.keys);
+// its helpers' facts are the plan's.
 func (r *reach) keys(x *fn) {
 	res := &x.plan.resolved
-	r.kw = &keyWalk{}
 	if res.keysOK {
 		r.keyPaths(x, res)
 	}
 	if x.opts.orderSet && res.entOK {
-		r.key(res.ent.typ, nil, false, "")
+		x.plan.keys.entity = r.keySite(res.ent.typ, nil, res.ent.opt.text, keyWalk{noAdvice: true})
 	}
+}
+
+// keySite walks a value of t written at path (ex: what exclude= leaves
+// out) with kw as the writer starts it, and returns what kw recorded.
+func (r *reach) keySite(t types.Type, ex exTree, path string, kw keyWalk) *keyWalk {
+	r.kw = &kw
+	r.key(t, ex, false, path)
+	out := r.kw
 	r.kw = nil
+	return out
 }
 
 // keyPaths walks the default key, or the key= paths and the payload
 // fingerprint when key= is not exactly the default key.
 func (r *reach) keyPaths(x *fn, res *resolvedPaths) {
 	if !x.opts.keySet {
-		r.defaultKey(x, res.ex)
+		x.plan.keys.params = r.defaultKey(x, res.ex)
 		return
 	}
 	single := len(res.keyPaths) == 1 && isString(res.keyPaths[0].typ) // an ID, written as it is
-	for _, kp := range res.keyPaths {
+	x.plan.keys.paths = make([]*keyWalk, len(res.keyPaths))
+	for i, kp := range res.keyPaths {
 		if !single && r.pi.pathNotIdentity(x, kp) == "" {
-			r.key(kp.typ, nil, false, "")
+			x.plan.keys.paths[i] = r.keySite(kp.typ, nil, kp.opt.text, keyWalk{noAdvice: true})
 		}
 	}
 	if single || !r.pi.isDefaultKey(x, res.ex, res.keyPaths) {
 		r.lenient = true
-		r.defaultKey(x, res.ex)
+		x.plan.keys.payload = r.defaultKey(x, res.ex)
 		r.lenient = false
 	}
 }
 
-// defaultKey walks every parameter the default key writes.
-func (r *reach) defaultKey(x *fn, ex exclusions) {
+// defaultKey walks every parameter the default key writes, by index.
+func (r *reach) defaultKey(x *fn, ex exclusions) []*keyWalk {
+	sites := make([]*keyWalk, len(x.params))
 	for i, p := range x.params {
 		if !p.isCtx && !ex.whole[i] && r.pi.notIdentity(p) == "" {
-			r.key(p.typ, ex.trees[i], false, "")
+			sites[i] = r.keySite(p.typ, ex.trees[i], keyParamName(x, i), keyWalk{exPath: keyParamName(x, i)})
 		}
 	}
+	return sites
+}
+
+// keyParamName is how the default key's paths name parameter i: as
+// exclude= and key= accept it.
+func keyParamName(x *fn, i int) string {
+	if name := x.sig.Params().At(i).Name(); name != "" && name != "_" {
+		return name
+	}
+	return x.params[i].name
 }
 
 // key walks what writer.write writes of a value of t at path: ex are the

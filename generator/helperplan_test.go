@@ -281,3 +281,63 @@ func TestCodecFacts(t *testing.T) {
 		})
 	}
 }
+
+// TestKeySites: the analysis decides what each place a wrapper writes key
+// material refuses and leaves out (funcPlan.keys), as the writer words it:
+// render reports it and names it on the doc line, and reports a writer
+// that found otherwise as a defect (TestRenderReportsPlanDisagreement).
+func TestKeySites(t *testing.T) {
+	type site struct {
+		Problems, Skipped []string
+	}
+	lines := func(kw *keyWalk) *site {
+		if kw == nil {
+			return nil
+		}
+		s := &site{Skipped: kw.skipped}
+		for _, p := range kw.problems {
+			s.Problems = append(s.Problems, p.path+": "+p.reason+" (exclude="+p.exclude+")")
+		}
+		return s
+	}
+	tests := []struct {
+		name string
+		fn   string             // Display
+		want map[string][]*site // "params", "payload", "paths", "entity"
+	}{
+		// Unnamed parameters are named as exclude= accepts them (p1).
+		{"diag_blank_param", "p.G", map[string][]*site{
+			"params": {nil, {Problems: []string{"p1: channels cannot be keyed (exclude=p1)"}}, {}},
+		}},
+		{"diag_blank_param", "p.U", map[string][]*site{
+			"params": {nil, {}, {Problems: []string{"p2: channels cannot be keyed (exclude=p2)"}}},
+		}},
+		// key= is the SDK's key; the payload leaves its context and
+		// unexported state out.
+		{"sdkparams", "sdkparams.Charge", map[string][]*site{
+			"paths":   {{}},
+			"payload": {nil, {Skipped: []string{"params.Params.Context (a context)", "params.Params.extra (unexported: not in the payload fingerprint)"}}},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name+"/"+tc.fn, func(t *testing.T) {
+			fp := planOf(t, tc.name)
+			got := map[string][]*site{}
+			for _, f := range fp.Funcs {
+				if f.Display != tc.fn {
+					continue
+				}
+				for name, sites := range map[string][]*keyWalk{"params": f.keys.params, "payload": f.keys.payload, "paths": f.keys.paths, "entity": {f.keys.entity}} {
+					for _, kw := range sites {
+						if len(sites) > 0 && (name != "entity" || kw != nil) {
+							got[name] = append(got[name], lines(kw))
+						}
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("key sites (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

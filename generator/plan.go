@@ -80,6 +80,19 @@ type funcPlan struct {
 	// codec is what the result codec stores and why it cannot; nil when
 	// the analysis refused the results before (type parameters, omit=).
 	codec *codecFacts
+	// keys are what the key walk refuses and leaves out where the wrapper
+	// writes key material.
+	keys keySites
+}
+
+// keySites are what the key walk refuses and leaves out at each place a
+// wrapper writes key material, as the writer words it: each parameter of
+// the default key (params) or of the payload under key= (payload), by
+// parameter index; each key= path (paths, in order); order='s entity.
+// nil where nothing is written there.
+type keySites struct {
+	params, payload, paths []*keyWalk
+	entity                 *keyWalk
 }
 
 // resolvedPaths are a function's directive paths resolved against its

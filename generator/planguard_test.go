@@ -9,8 +9,9 @@ import (
 
 // TestRenderReportsPlanDisagreement: render writes what the plan decides
 // and no more; a plan that leaves out a helper the wrappers need, calls
-// it failing, or has no codec facts for a result is reported as an idemgen
-// defect, never written around.
+// it failing, has no codec facts for a result, or key facts other than
+// the writer finds, is reported as an idemgen defect, never written
+// around.
 func TestRenderReportsPlanDisagreement(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -56,6 +57,20 @@ func TestRenderReportsPlanDisagreement(t *testing.T) {
 				}
 			},
 			want: "is not in the plan as written",
+		},
+		{
+			name: "key site the writer finds otherwise",
+			dir:  "basic",
+			edit: func(fp *filePlan) {
+				for _, f := range fp.Funcs {
+					for _, kw := range append(append(f.keys.params, f.keys.payload...), f.keys.paths...) {
+						if kw != nil {
+							kw.skipped = append(kw.skipped, "x.Y (a context)")
+						}
+					}
+				}
+			},
+			want: "which the analysis decided",
 		},
 		{
 			name: "result codec without the analysis's facts",

@@ -354,14 +354,19 @@ func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclus
 		}
 		w := &writer{e: e, b: b, n: ns, keyWalk: keyWalk{exPath: name}, lenient: lenient, payload: lenient}
 		s, good := w.write(val{e: id(p.name), ptr: p.byPtr}, p.typ, name, ex.trees[i], p.variadic)
-		for _, sk := range w.skipped {
+		sites := x.plan.keys.params
+		if lenient {
+			sites = x.plan.keys.payload
+		}
+		site := e.checkKeySite(x, siteAt(sites, i), w, name)
+		for _, sk := range site.skipped {
 			x.notKeyed = addOnce(x.notKeyed, sk)
 		}
 		if !good {
-			for range w.problems {
+			for range site.problems {
 				at = append(at, e.pi.fset.Position(x.paramPos(i)))
 			}
-			probs = append(probs, w.problems...)
+			probs = append(probs, site.problems...)
 			ok = false
 			continue
 		}
@@ -377,7 +382,7 @@ func (e *emitter) keyPathStatements(x *fn, b func() *jen.Statement, ns namer, ke
 	pi, ok := e.pi, true
 	w := &writer{e: e, b: b, n: ns, keyWalk: keyWalk{noAdvice: true}}
 	single = len(keyPaths) == 1 && isString(keyPaths[0].typ)
-	for _, kp := range keyPaths {
+	for j, kp := range keyPaths {
 		if why := e.pi.pathNotIdentity(x, kp); why != "" {
 			pi.d.add(kp.opt.pos, "key: %s (%s) is no part of a call's identity; it cannot be keyed", kp.opt.text, why)
 			ok = false
@@ -393,16 +398,17 @@ func (e *emitter) keyPathStatements(x *fn, b func() *jen.Statement, ns namer, ke
 			s = one(w.b().Dot("ID").Call(arg))
 		} else {
 			var good bool
-			w.problems = nil
+			w.problems, w.skipped = nil, nil
 			s, good = w.write(v, kp.typ, kp.opt.text, nil, len(kp.fields) == 0 && x.params[kp.param].variadic)
+			site := e.checkKeySite(x, siteAt(x.plan.keys.paths, j), w, kp.opt.text)
 			if !good {
-				for _, line := range collapse(w.problems) {
+				for _, line := range collapse(site.problems) {
 					pi.d.add(kp.opt.pos, "key: cannot key %s", keyLine(line, "key on other fields"))
 				}
 				ok = false
 				continue
 			}
-			for _, sk := range w.skipped {
+			for _, sk := range site.skipped {
 				x.notKeyed = addOnce(x.notKeyed, sk)
 			}
 		}
@@ -454,8 +460,9 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 		w := &writer{e: e, b: func() *jen.Statement { return jen.Id(c).Dot("Entity").Call() }, n: ns, keyWalk: keyWalk{noAdvice: true}}
 		v := ent.value(x)
 		s, good := w.write(v, ent.typ, ent.opt.text, nil, len(ent.fields) == 0 && x.params[ent.param].variadic)
+		site := e.checkKeySite(x, x.plan.keys.entity, w, ent.opt.text)
 		if !good {
-			for _, line := range collapse(w.problems) {
+			for _, line := range collapse(site.problems) {
 				pi.d.add(o.orderEntity.pos, "order: cannot key the entity %s", keyLine(line, "name a keyable entity"))
 			}
 			entOK = false

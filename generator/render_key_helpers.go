@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"go/token"
 	"go/types"
+	"slices"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -157,4 +158,27 @@ func (e *emitter) codecHelpersWritten(refused bool) []helperPlan {
 		}
 	}
 	return out
+}
+
+// siteAt is sites[i], nil past its end.
+func siteAt(sites []*keyWalk, i int) *keyWalk {
+	if i < len(sites) {
+		return sites[i]
+	}
+	return nil
+}
+
+// checkKeySite returns what the analysis decided the key refuses and
+// leaves out at path (x.plan.keys), which the wrapper reports and its doc
+// line names; a writer that found otherwise is reported as an idemgen
+// defect.
+func (e *emitter) checkKeySite(x *fn, site *keyWalk, w *writer, path string) *keyWalk {
+	if site == nil {
+		site = &keyWalk{}
+	}
+	if !slices.Equal(site.problems, w.problems) || !slices.Equal(site.skipped, w.skipped) {
+		e.pi.d.add(e.pi.fset.Position(x.pos), "internal error: %s: the key of %s refuses %v and leaves out %q, which the analysis decided as %v and %q",
+			x.what(), path, w.problems, w.skipped, site.problems, site.skipped)
+	}
+	return site
 }
