@@ -5,11 +5,11 @@ import (
 	"strings"
 )
 
-// What a key helper refuses and leaves out is decided by the analysis
-// walk (reach.keyHelper), before anything is written: render writes the
-// helpers the plan says can be written and reads the others' problems
-// from the plan. The walk and the writer (render_keys.go) word the
-// problems alike through keyWalk and the refusals below.
+// What a key helper, and each place a wrapper writes key material,
+// refuses and leaves out is decided by the analysis walk (reach.key),
+// before anything is written, and worded here (keyWalk and the refusals
+// below): render writes the helpers the plan says can be written, and
+// reports and names on doc lines what the plan says (funcPlan.keys).
 
 // keyFacts are the analysis's facts of one key helper: the problems of a
 // type that cannot be keyed, or the paths a written helper leaves out as
@@ -88,7 +88,7 @@ func (k *keyWalk) useHelper(f *keyFacts, path string, recursive bool) {
 	}
 }
 
-// The refusals of the key walk and the writer, worded once.
+// The refusals of the key walk.
 const (
 	oldKeyerReason = "its IdemKey method is not idem.Keyer's IdemKey() any (an IdemKey(*idemimpl.KeyBuilder) written for an older idemgen)"
 	oldKeyerHint   = "make it IdemKey() any, returning the value that identifies it"

@@ -117,7 +117,8 @@ func (r *reach) keys(x *fn) {
 }
 
 // keySite walks a value of t written at path (ex: what exclude= leaves
-// out) with kw as the writer starts it, and returns what kw recorded.
+// out) with kw as the place starts (exclude= advice or none), and
+// returns what kw recorded.
 func (r *reach) keySite(t types.Type, ex exTree, path string, kw keyWalk) *keyWalk {
 	r.kw = &kw
 	r.key(t, ex, false, path)
@@ -170,7 +171,7 @@ func keyParamName(x *fn, i int) string {
 // key walks what writer.write writes of a value of t at path: ex are the
 // fields exclude= leaves out, raw says t's own helper is being walked.
 // False where the writer refuses the value, by the same rules; r.kw
-// records why, as the writer words it.
+// records why, as the wrapper reports it.
 func (r *reach) key(t types.Type, ex exTree, raw bool, path string) bool {
 	pi := r.pi
 	r.d.pinAlias(t)

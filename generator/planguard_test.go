@@ -9,8 +9,8 @@ import (
 
 // TestRenderReportsPlanDisagreement: render writes what the plan decides
 // and no more; a plan that leaves out a helper the wrappers need, calls
-// it failing, has no codec facts for a result, or key facts other than
-// the writer finds, is reported as an idemgen defect, never written
+// it failing, has no codec facts for a result, or refuses a key the
+// writer writes, is reported as an idemgen defect, never written
 // around.
 func TestRenderReportsPlanDisagreement(t *testing.T) {
 	root, err := filepath.Abs("..")
@@ -59,18 +59,18 @@ func TestRenderReportsPlanDisagreement(t *testing.T) {
 			want: "is not in the plan as written",
 		},
 		{
-			name: "key site the writer finds otherwise",
+			name: "key site refused by the plan, written by the writer",
 			dir:  "basic",
 			edit: func(fp *filePlan) {
 				for _, f := range fp.Funcs {
 					for _, kw := range append(append(f.keys.params, f.keys.payload...), f.keys.paths...) {
 						if kw != nil {
-							kw.skipped = append(kw.skipped, "x.Y (a context)")
+							kw.problems = append(kw.problems, problem{path: "x.Y", reason: "func values cannot be keyed"})
 						}
 					}
 				}
 			},
-			want: "which the analysis decided",
+			want: "which the analysis decided otherwise",
 		},
 		{
 			name: "result codec without the analysis's facts",

@@ -352,13 +352,13 @@ func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclus
 			x.notKeyed = addOnce(x.notKeyed, name+" ("+why+")")
 			continue
 		}
-		w := &writer{e: e, b: b, n: ns, keyWalk: keyWalk{exPath: name}, lenient: lenient, payload: lenient}
+		w := &writer{e: e, b: b, n: ns, lenient: lenient, payload: lenient}
 		s, good := w.write(val{e: id(p.name), ptr: p.byPtr}, p.typ, name, ex.trees[i], p.variadic)
 		sites := x.plan.keys.params
 		if lenient {
 			sites = x.plan.keys.payload
 		}
-		site := e.checkKeySite(x, siteAt(sites, i), w, name)
+		site := e.keySite(x, siteAt(sites, i), good, name)
 		for _, sk := range site.skipped {
 			x.notKeyed = addOnce(x.notKeyed, sk)
 		}
@@ -380,7 +380,7 @@ func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclus
 // string path is the key as it is (an ID); single says so.
 func (e *emitter) keyPathStatements(x *fn, b func() *jen.Statement, ns namer, keyPaths []keyPath) (keys []jen.Code, single, ok bool) {
 	pi, ok := e.pi, true
-	w := &writer{e: e, b: b, n: ns, keyWalk: keyWalk{noAdvice: true}}
+	w := &writer{e: e, b: b, n: ns}
 	single = len(keyPaths) == 1 && isString(keyPaths[0].typ)
 	for j, kp := range keyPaths {
 		if why := e.pi.pathNotIdentity(x, kp); why != "" {
@@ -398,9 +398,8 @@ func (e *emitter) keyPathStatements(x *fn, b func() *jen.Statement, ns namer, ke
 			s = one(w.b().Dot("ID").Call(arg))
 		} else {
 			var good bool
-			w.problems, w.skipped = nil, nil
 			s, good = w.write(v, kp.typ, kp.opt.text, nil, len(kp.fields) == 0 && x.params[kp.param].variadic)
-			site := e.checkKeySite(x, siteAt(x.plan.keys.paths, j), w, kp.opt.text)
+			site := e.keySite(x, siteAt(x.plan.keys.paths, j), good, kp.opt.text)
 			if !good {
 				for _, line := range collapse(site.problems) {
 					pi.d.add(kp.opt.pos, "key: cannot key %s", keyLine(line, "key on other fields"))
@@ -457,10 +456,10 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 		_, timePtr = at.typ.(*types.Pointer)
 	}
 	if entOK {
-		w := &writer{e: e, b: func() *jen.Statement { return jen.Id(c).Dot("Entity").Call() }, n: ns, keyWalk: keyWalk{noAdvice: true}}
+		w := &writer{e: e, b: func() *jen.Statement { return jen.Id(c).Dot("Entity").Call() }, n: ns}
 		v := ent.value(x)
 		s, good := w.write(v, ent.typ, ent.opt.text, nil, len(ent.fields) == 0 && x.params[ent.param].variadic)
-		site := e.checkKeySite(x, x.plan.keys.entity, w, ent.opt.text)
+		site := e.keySite(x, x.plan.keys.entity, good, ent.opt.text)
 		if !good {
 			for _, line := range collapse(site.problems) {
 				pi.d.add(o.orderEntity.pos, "order: cannot key the entity %s", keyLine(line, "name a keyable entity"))

@@ -72,11 +72,9 @@ func (w *writer) typeParam(v val, tp *types.TypeParam, path string) ([]jen.Code,
 		}
 	}
 	if w.lenient {
-		w.skip(typeParamSkipped(path, tp))
-		return nil, true
+		return nil, true // left out of the payload (typeParamSkipped)
 	}
-	reason, hint := w.e.pi.typeParamRefusal(tp)
-	return w.fail(path, reason, hint)
+	return refused()
 }
 
 // typeArgKeys opens the key of a generic function's call with the

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"go/token"
 	"go/types"
-	"slices"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -54,7 +53,7 @@ func (w *writer) nilIface(t types.Type, v val, call jen.Code) []jen.Code {
 func (w *writer) basic(v val, t types.Type, u *types.Basic, path string) ([]jen.Code, bool) {
 	method, target := keyMethod(u)
 	if method == "" {
-		return w.fail(path, w.e.pi.typeString(t)+" cannot be keyed", "")
+		return refused()
 	}
 	x := v.value()
 	if !types.Identical(t, target) {
@@ -102,7 +101,7 @@ func (e *emitter) helper(n *types.Named, lenient bool) (string, *keyFacts, helpe
 		return name, f, hk
 	}
 	e.keysWritten[hk] = true
-	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, keyWalk: keyWalk{exPath: root}, lenient: lenient, payload: lenient}
+	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, lenient: lenient, payload: lenient}
 	body, ok := w.write(val{e: id("v"), ptr: true}, n, root, nil, false)
 	if !ok {
 		e.pi.d.add(token.Position{Filename: e.pi.out}, "internal error: the key helper of %s cannot be written, which the analysis did not decide", typ)
@@ -168,17 +167,17 @@ func siteAt(sites []*keyWalk, i int) *keyWalk {
 	return nil
 }
 
-// checkKeySite returns what the analysis decided the key refuses and
-// leaves out at path (x.plan.keys), which the wrapper reports and its doc
-// line names; a writer that found otherwise is reported as an idemgen
-// defect.
-func (e *emitter) checkKeySite(x *fn, site *keyWalk, w *writer, path string) *keyWalk {
+// keySite returns what the analysis decided the key refuses and leaves
+// out at path (x.plan.keys), which the wrapper reports and its doc line
+// names; a writer that wrote (good) what it refuses, or refused what it
+// did not, is reported as an idemgen defect.
+func (e *emitter) keySite(x *fn, site *keyWalk, good bool, path string) *keyWalk {
 	if site == nil {
 		site = &keyWalk{}
 	}
-	if !slices.Equal(site.problems, w.problems) || !slices.Equal(site.skipped, w.skipped) {
-		e.pi.d.add(e.pi.fset.Position(x.pos), "internal error: %s: the key of %s refuses %v and leaves out %q, which the analysis decided as %v and %q",
-			x.what(), path, w.problems, w.skipped, site.problems, site.skipped)
+	if good == (len(site.problems) > 0) {
+		e.pi.d.add(e.pi.fset.Position(x.pos), "internal error: %s: the key of %s is written: %v, which the analysis decided otherwise (%v)",
+			x.what(), path, good, site.problems)
 	}
 	return site
 }

@@ -153,9 +153,6 @@ type writer struct {
 	raw types.Type
 	// inlining holds the named types being written inline (no helper).
 	inlining map[*types.Named]bool
-	// keyWalk records what write refuses and leaves out, as the
-	// analysis's walk does (analyze_keyfacts.go).
-	keyWalk
 	// tagged are the fields left out by their idem:"-" tag, named on the
 	// helper's doc comment.
 	tagged []string
@@ -170,14 +167,13 @@ type writer struct {
 	payload bool
 }
 
-func (w *writer) fail(path, reason, hint string) ([]jen.Code, bool) {
-	w.refuse(path, reason, hint)
-	return nil, false
-}
+// refused is what write returns for a value that cannot be keyed: no
+// code. Why is the analysis's to say (reach.key, funcPlan.keys), in the
+// same words; render reports that.
+func refused() ([]jen.Code, bool) { return nil, false }
 
 // write returns the statements writing v (of type t, at path) into the
-// builder. When t cannot be keyed it records every unkeyable path below v
-// in w.problems and returns false. ex, when non-nil, lists fields to skip:
+// builder; false when t cannot be keyed. ex, when non-nil, lists fields to skip:
 // the value is then expanded inline.
 func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic bool) ([]jen.Code, bool) {
 	t = types.Unalias(t)
@@ -188,10 +184,10 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 	w.raw = nil
 	if ex == nil && !raw {
 		if oldKeyer(t, w.e.pi.types.keyer) {
-			return w.fail(path, oldKeyerReason, oldKeyerHint)
+			return refused()
 		}
 		if n, ok := w.e.pi.keyedByHelper(t); ok {
-			name, ok := w.helperName(n, path)
+			name, ok := w.helperName(n)
 			if !ok {
 				return nil, false
 			}
@@ -207,7 +203,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 			// the function as an argument) is written inline,
 			// which cannot recurse.
 			if w.inlining[n.Origin()] {
-				return w.fail(path, "recursive type "+w.e.pi.typeString(t)+" cannot be named here", keyerHint)
+				return refused() // a recursive type the file cannot name
 			}
 			if w.inlining == nil {
 				w.inlining = map[*types.Named]bool{}
@@ -233,8 +229,7 @@ func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic boo
 	case kindInterface:
 		return w.writeInterface(v, t, s.iface, path)
 	}
-	reason, hint := w.e.pi.shapeRefusal(t, s, path)
-	return w.fail(path, reason, hint)
+	return refused() // funcs, channels
 }
 
 // byMethod writes the well-known types and those whose key material a
@@ -303,11 +298,10 @@ func (w *writer) protoMessage(v val, t types.Type, ptr bool) []jen.Code {
 	return one(marshal)
 }
 
-// helperName is the name of n's key helper, which a value at path is
-// keyed by; false after recording its problems at path (the plan's).
-func (w *writer) helperName(n *types.Named, path string) (string, bool) {
-	name, f, hk := w.e.helper(n, w.payload)
-	w.useHelper(f, path, w.e.plan.helper(keyKind(hk), types.TypeString(n, nil)).Recursive)
+// helperName is the name of n's key helper; false when it cannot be
+// written (the plan says why).
+func (w *writer) helperName(n *types.Named) (string, bool) {
+	name, f, _ := w.e.helper(n, w.payload)
 	return name, f != nil && f.problems == nil
 }
 
@@ -317,7 +311,7 @@ func (w *writer) writePointer(v val, elemT types.Type, path string, ex exTree) (
 		return one(w.e.qual(implPkg, "KeyPtr").Call(w.b(), v.value(), w.e.qual(implPkg, bw))), true
 	}
 	if n, ok := w.e.pi.keyedByHelper(elemT); ok && ex == nil {
-		name, ok := w.helperName(n, path)
+		name, ok := w.helperName(n)
 		if !ok {
 			return nil, false
 		}
@@ -431,7 +425,6 @@ func (w *writer) writeMap(v val, s shape, path string) ([]jen.Code, bool) {
 func (w *writer) writeStruct(v val, t types.Type, u *types.Struct, path string, ex exTree) ([]jen.Code, bool) {
 	var out []jen.Code
 	good := true
-	exHere := !w.noAdvice && w.exPath == path
 	for i := 0; i < u.NumFields(); i++ {
 		f := u.Field(i)
 		if f.Name() == "_" {
@@ -449,7 +442,6 @@ func (w *writer) writeStruct(v val, t types.Type, u *types.Struct, path string, 
 		if w.e.pi.types.isContext(f.Type()) {
 			// A request's context (an SDK's Params.Context) says how
 			// long to wait, not which call this is.
-			w.skip(fp + " (a context)")
 			continue
 		}
 		if !f.Exported() && f.Pkg() != w.e.pi.pkg.Types {
@@ -462,12 +454,7 @@ func (w *writer) writeStruct(v val, t types.Type, u *types.Struct, path string, 
 			out = append(out, w.zeroSizeField(v, f, fp, sub)...)
 			continue
 		}
-		saved := w.exPath
-		if exHere {
-			w.exPath = fp
-		}
 		s, ok := w.write(v.field(f.Name()), f.Type(), fp, sub, false)
-		w.exPath = saved
 		if !ok {
 			good = false
 			continue
@@ -489,7 +476,7 @@ func (w *writer) zeroSizeField(v val, f *types.Var, fp string, sub exTree) []jen
 	if _, isStruct := f.Type().Underlying().(*types.Struct); isStruct && !w.e.pi.keyedByMethod(f.Type()) {
 		return nil
 	}
-	try := &writer{e: w.e, b: w.b, n: w.n, keyWalk: keyWalk{noAdvice: true}, inlining: w.inlining, payload: w.payload}
+	try := &writer{e: w.e, b: w.b, n: w.n, inlining: w.inlining, payload: w.payload}
 	s, ok := try.write(v.field(f.Name()), f.Type(), fp, sub, false)
 	if !ok {
 		return nil
@@ -498,18 +485,10 @@ func (w *writer) zeroSizeField(v val, f *types.Var, fp string, sub exTree) []jen
 }
 
 // foreignField handles field i of struct u, an unexported field of
-// another package's type t, which the generated code cannot read: false
-// when it refuses it.
+// another package's type t, which the generated code cannot read: true
+// when it is left out, false when it is refused.
 func (w *writer) foreignField(t types.Type, u *types.Struct, i int, path string) bool {
-	if zeroSize(u.Field(i).Type()) {
-		return true // no data (zeroSizeField)
-	}
-	if sk := w.e.pi.foreignSkipped(t, u, i, path, w.lenient); sk != "" {
-		w.skip(sk)
-		return true
-	}
-	w.refuseForeign(w.e.pi, t, u, i, path)
-	return false
+	return zeroSize(u.Field(i).Type()) || w.e.pi.foreignSkipped(t, u, i, path, w.lenient) != ""
 }
 
 // writeInterface writes a union's variant, or an any's dynamic type and
@@ -520,7 +499,7 @@ func (w *writer) writeInterface(v val, t types.Type, u *types.Interface, path st
 			if code, ok := w.keyUnion(n, vs, v); ok { // render_unions.go
 				return code, true
 			}
-			return w.fail(path, w.e.pi.ifaceRefusal(t, true), keyIfaceHint)
+			return refused() // no variant can be keyed
 		}
 	}
 	if u.Empty() {
@@ -528,5 +507,5 @@ func (w *writer) writeInterface(v val, t types.Type, u *types.Interface, path st
 		// dynamic type that cannot be keyed is ErrInvalidKey then.
 		return one(w.b().Dot("Any").Call(v.value())), true
 	}
-	return w.fail(path, w.e.pi.ifaceRefusal(t, false), keyIfaceHint)
+	return refused()
 }

@@ -69,13 +69,10 @@ func (w *writer) keyUnion(n *types.Named, vs []types.Type, v val) ([]jen.Code, b
 	var cases []jen.Code
 	usesX := false
 	for _, vt := range vs {
-		tw := &writer{e: w.e, b: w.b, n: w.n, keyWalk: keyWalk{noAdvice: true}, inlining: w.inlining, lenient: w.lenient, payload: w.payload}
+		tw := &writer{e: w.e, b: w.b, n: w.n, inlining: w.inlining, lenient: w.lenient, payload: w.payload}
 		code, ok := tw.write(val{e: id(x)}, vt, "", nil, false)
 		if !ok {
 			continue // not keyable: a value of it is ErrInvalidKey
-		}
-		for _, s := range tw.skipped {
-			w.skip(s)
 		}
 		usesX = usesX || uses(code, x)
 		cases = append(cases, jen.Case(w.e.typ(vt)).Block(append([]jen.Code{b().Dot("String").Call(jen.Lit(typeName(vt)))}, code...)...))
