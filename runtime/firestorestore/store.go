@@ -628,14 +628,23 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	_, err = s.coll.Doc(id).Delete(ctx, firestore.Exists)
-	switch {
-	case err == nil:
-		return nil
-	case status.Code(err) == codes.NotFound:
-		return fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+	var retry transientRetry
+	for {
+		_, err = s.coll.Doc(id).Delete(ctx, firestore.Exists)
+		switch {
+		case err == nil:
+			return nil
+		case status.Code(err) == codes.NotFound && retry.n > 0:
+			// A try the server cancelled may have applied before its
+			// answer was lost: the document is gone either way.
+			return nil
+		case status.Code(err) == codes.NotFound:
+			return fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+		case retry.again(ctx, err):
+			continue
+		}
+		return s.opError(ctx, "delete", key, err)
 	}
-	return s.opError(ctx, "delete", key, err)
 }
 
 // opError wraps a client error: a ctx error as itself (the caller gave

@@ -3,6 +3,7 @@ package firestorestore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -507,6 +508,39 @@ func TestServerCancelledWrites(t *testing.T) {
 			other.Owner = idemstore.Token{4}
 			if res, err := s.Claim(ctx, other); err != nil || res.Status != idemstore.ClaimCompleted || string(res.Result.Data) != "once" {
 				t.Fatalf("a duplicate's claim = %+v, %v; want the completed result", res, err)
+			}
+		})
+	}
+}
+
+// TestServerCancelledDelete: Delete re-sends a Commit the emulator
+// cancelled (CI saw the conformance suite's Delete fail so), and succeeds
+// whether the cancelled one was applied or not; a key that was never
+// there is still ErrNotFound.
+func TestServerCancelledDelete(t *testing.T) {
+	emulator(t)
+	for _, applied := range []bool{false, true} {
+		t.Run(fmt.Sprintf("applied=%v", applied), func(t *testing.T) {
+			cc := &cancelCommits{applied: applied}
+			c := emulatorClient(t, testenv.FirestoreEmulatorHost(), nil, grpc.WithUnaryInterceptor(cc.unary))
+			s := newStore(t, c)
+			ctx := context.Background()
+			req := idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{3}, Fingerprint: idemstore.Fingerprint{1}, Lease: time.Minute, TTL: time.Hour}
+			if res, err := s.Claim(ctx, req); err != nil || res.Status != idemstore.ClaimAcquired {
+				t.Fatalf("Claim = %+v, %v; want acquired", res, err)
+			}
+			cc.n.Store(1)
+			if err := s.Delete(ctx, "k"); err != nil {
+				t.Fatalf("Delete = %v, want nil", err)
+			}
+			if got := cc.hits.Load(); got != 1 {
+				t.Fatalf("%d commits cancelled; want 1 (the test did not exercise the retry)", got)
+			}
+			if _, err := s.Get(ctx, "k"); !errors.Is(err, idem.ErrNotFound) {
+				t.Fatalf("Get after Delete = %v, want ErrNotFound", err)
+			}
+			if err := s.Delete(ctx, "never"); !errors.Is(err, idem.ErrNotFound) {
+				t.Fatalf("Delete of an absent key = %v, want ErrNotFound", err)
 			}
 		})
 	}
