@@ -358,7 +358,7 @@ func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclus
 		if lenient {
 			sites = x.plan.keys.payload
 		}
-		site := e.keySite(x, siteAt(sites, i), good, name)
+		site := e.plannedKeySite(x, siteAt(sites, i), good, name)
 		for _, sk := range site.skipped {
 			x.notKeyed = addOnce(x.notKeyed, sk)
 		}
@@ -399,7 +399,7 @@ func (e *emitter) keyPathStatements(x *fn, b func() *jen.Statement, ns namer, ke
 		} else {
 			var good bool
 			s, good = w.write(v, kp.typ, kp.opt.text, nil, len(kp.fields) == 0 && x.params[kp.param].variadic)
-			site := e.keySite(x, siteAt(x.plan.keys.paths, j), good, kp.opt.text)
+			site := e.plannedKeySite(x, siteAt(x.plan.keys.paths, j), good, kp.opt.text)
 			if !good {
 				for _, line := range collapse(site.problems) {
 					pi.d.add(kp.opt.pos, "key: cannot key %s", keyLine(line, "key on other fields"))
@@ -459,7 +459,7 @@ func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) 
 		w := &writer{e: e, b: func() *jen.Statement { return jen.Id(c).Dot("Entity").Call() }, n: ns}
 		v := ent.value(x)
 		s, good := w.write(v, ent.typ, ent.opt.text, nil, len(ent.fields) == 0 && x.params[ent.param].variadic)
-		site := e.keySite(x, x.plan.keys.entity, good, ent.opt.text)
+		site := e.plannedKeySite(x, x.plan.keys.entity, good, ent.opt.text)
 		if !good {
 			for _, line := range collapse(site.problems) {
 				pi.d.add(o.orderEntity.pos, "order: cannot key the entity %s", keyLine(line, "name a keyable entity"))

@@ -167,11 +167,11 @@ func siteAt(sites []*keyWalk, i int) *keyWalk {
 	return nil
 }
 
-// keySite returns what the analysis decided the key refuses and leaves
-// out at path (x.plan.keys), which the wrapper reports and its doc line
-// names; a writer that wrote (good) what it refuses, or refused what it
-// did not, is reported as an idemgen defect.
-func (e *emitter) keySite(x *fn, site *keyWalk, good bool, path string) *keyWalk {
+// plannedKeySite returns what the analysis decided the key refuses and
+// leaves out at path (x.plan.keys), which the wrapper reports and its doc
+// line names; a writer that wrote (good) what it refuses, or refused
+// what it did not, is reported as an idemgen defect.
+func (e *emitter) plannedKeySite(x *fn, site *keyWalk, good bool, path string) *keyWalk {
 	if site == nil {
 		site = &keyWalk{}
 	}

@@ -173,8 +173,8 @@ type writer struct {
 func refused() ([]jen.Code, bool) { return nil, false }
 
 // write returns the statements writing v (of type t, at path) into the
-// builder; false when t cannot be keyed. ex, when non-nil, lists fields to skip:
-// the value is then expanded inline.
+// builder; false when t cannot be keyed. ex, when non-nil, lists fields
+// to skip: the value is then expanded inline.
 func (w *writer) write(v val, t types.Type, path string, ex exTree, variadic bool) ([]jen.Code, bool) {
 	t = types.Unalias(t)
 	if tp, ok := t.(*types.TypeParam); ok {
