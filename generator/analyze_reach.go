@@ -38,11 +38,11 @@ type reach struct {
 	x    *fn
 	spec string
 	// keyBook and storeBook decide the key and codec helpers (by
-	// codecHelperKey) as the writers do; lenient: the payload's key
-	// helpers are being walked.
+	// codecHelperKey) as the writers do; mode is the key writer's
+	// (writer.lenient, .payload) where the walk is.
 	keyBook   *helperBook[helperKey]
 	storeBook *helperBook[string]
-	lenient   bool
+	mode      keyMode
 	// keyFacts are the decided key helpers' facts; kw records what the
 	// key walk refuses and leaves out where it is.
 	keyFacts map[helperKey]*keyFacts
@@ -62,6 +62,8 @@ type reach struct {
 	codecFacts map[string]*codecFacts
 	variants   map[*types.Named]map[string]bool
 	errTypes   map[*types.TypeName]bool
+	// keyTries are the values tried without a diagnostic (filePlan.keyTries).
+	keyTries map[keyTry]bool
 }
 
 // fileDrift decides the drift facts of the file of fns and steps: those
@@ -76,7 +78,7 @@ func (pi *pkgInfo) fileDrift(fp *filePlan, fns, steps []*fn) {
 		inlining: map[*types.Named]bool{}, errPkgs: fp.errPkgs,
 		keyFacts:   map[helperKey]*keyFacts{},
 		codecFacts: map[string]*codecFacts{}, variants: map[*types.Named]map[string]bool{},
-		errTypes: map[*types.TypeName]bool{},
+		errTypes: map[*types.TypeName]bool{}, keyTries: map[keyTry]bool{},
 	}
 	for _, g := range groupFns(fns) {
 		for _, x := range g.fns {
@@ -93,6 +95,7 @@ func (pi *pkgInfo) fileDrift(fp *filePlan, fns, steps []*fn) {
 	}
 	fp.drift, fp.keyFacts = r.d, r.keyFacts
 	fp.codecFacts, fp.variants, fp.errTypes = r.codecFacts, r.variants, r.errTypes
+	fp.keyTries = r.keyTries
 	names := pi.newHelperNamer(fns, steps)
 	codec := r.storeBook.plans(codecKind, nil, names)
 	for i, h := range codec {
@@ -142,9 +145,9 @@ func (r *reach) keyPaths(x *fn, res *resolvedPaths) {
 		}
 	}
 	if single || !r.pi.isDefaultKey(x, res.ex, res.keyPaths) {
-		r.lenient = true
+		r.mode = keyMode{lenient: true, payload: true}
 		x.plan.keys.payload = r.defaultKey(x, res.ex)
-		r.lenient = false
+		r.mode = keyMode{}
 	}
 }
 
@@ -214,7 +217,7 @@ func (r *reach) key(t types.Type, ex exTree, raw bool, path string) bool {
 // written), and records at path what it leaves out or refuses; false if
 // n cannot be keyed.
 func (r *reach) keyHelper(n *types.Named, path string) bool {
-	hk, ok := r.decideKeyHelper(n, r.lenient)
+	hk, ok := r.decideKeyHelper(n, r.mode.payload)
 	r.kw.useHelper(r.keyFacts[hk], path, r.keyBook.states[hk].recursive)
 	return ok
 }
@@ -232,15 +235,15 @@ func (r *reach) decideKeyHelper(n *types.Named, lenient bool) (helperKey, bool) 
 		return hk, !st.failed
 	}
 	mark := r.keyBook.start(hk, types.TypeString(n, nil), r.pi.keyHelperBase(n))
-	inlining, kw, outerLenient := r.inlining, r.kw, r.lenient
+	inlining, kw, mode := r.inlining, r.kw, r.mode
 	// A helper's body starts afresh, at root.
-	r.inlining, r.kw, r.lenient = map[*types.Named]bool{}, &keyWalk{exPath: root}, lenient
+	r.inlining, r.kw, r.mode = map[*types.Named]bool{}, &keyWalk{exPath: root}, keyMode{lenient, lenient}
 	ok := r.key(n, nil, true, root)
 	facts := &keyFacts{typ: types.TypeString(n, nil), skipped: r.kw.skipped}
 	if !ok {
 		facts.problems, facts.skipped = r.kw.problems, nil
 	}
-	r.inlining, r.kw, r.lenient = inlining, kw, outerLenient
+	r.inlining, r.kw, r.mode = inlining, kw, mode
 	for _, d := range r.keyBook.finish(hk, mark, ok) {
 		delete(r.keyFacts, d)
 	}
@@ -301,7 +304,7 @@ func (r *reach) keyInterface(t types.Type, u *types.Interface, path string) bool
 			keyed, kw := false, r.kw
 			for _, vt := range vs {
 				r.kw = &keyWalk{noAdvice: true} // a variant that cannot be keyed is left out
-				if r.key(vt, nil, false, "") {
+				if r.try(vt, nil, "") {
 					keyed = true
 					for _, s := range r.kw.skipped {
 						kw.skip(s)
@@ -319,6 +322,19 @@ func (r *reach) keyInterface(t types.Type, u *types.Interface, path string) bool
 		r.kw.refuse(path, r.pi.ifaceRefusal(t, false), keyIfaceHint)
 	}
 	return u.Empty()
+}
+
+// try walks a value of t that the writer writes only where it can be
+// keyed, and records whether it can (filePlan.keyTries). A type tried
+// in one mode at two places is keyed only where both can.
+func (r *reach) try(t types.Type, ex exTree, path string) bool {
+	ok := r.key(t, ex, false, path)
+	k := keyTry{types.TypeString(t, nil), r.mode}
+	if was, seen := r.keyTries[k]; seen {
+		ok = ok && was
+	}
+	r.keyTries[k] = ok
+	return ok
 }
 
 // keyStruct walks the fields writeStruct writes.
@@ -345,10 +361,10 @@ func (r *reach) keyStruct(t types.Type, u *types.Struct, ex exTree, path string)
 			if _, isStruct := f.Type().Underlying().(*types.Struct); isStruct && !pi.keyedByMethod(f.Type()) {
 				continue // no data, nothing written (zeroSizeField)
 			}
-			kw := r.kw
-			r.kw = &keyWalk{noAdvice: true}
-			r.key(f.Type(), sub, false, fp) // tried: never refused
-			r.kw = kw
+			kw, mode := r.kw, r.mode
+			r.kw, r.mode.lenient = &keyWalk{noAdvice: true}, false
+			r.try(f.Type(), sub, fp) // never refused (writer.zeroSizeField)
+			r.kw, r.mode = kw, mode
 			continue
 		}
 		saved := r.kw.exPath
@@ -368,7 +384,7 @@ func (r *reach) foreignField(t types.Type, u *types.Struct, i int, path string) 
 	if zeroSize(u.Field(i).Type()) {
 		return true
 	}
-	if sk := r.pi.foreignSkipped(t, u, i, path, r.lenient); sk != "" {
+	if sk := r.pi.foreignSkipped(t, u, i, path, r.mode.lenient); sk != "" {
 		r.kw.skip(sk)
 		return true
 	}
@@ -391,7 +407,7 @@ func (r *reach) keyTypeParam(tp *types.TypeParam, path string) bool {
 			return r.key(terms[0].Type(), nil, false, path)
 		}
 	}
-	if r.lenient {
+	if r.mode.lenient {
 		r.kw.skip(typeParamSkipped(path, tp)) // left out of the payload fingerprint
 		return true
 	}

@@ -341,3 +341,39 @@ func TestKeySites(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyTries: the analysis decides which union variants and zero-size
+// fields the key writer writes (filePlan.keyTries); render only reads it.
+func TestKeyTries(t *testing.T) {
+	tests := []struct {
+		name string
+		want map[string]bool // type (relative to the case) -> keyable, strict mode
+	}{
+		// Hooked keys through a func field: a value of it is ErrInvalidKey.
+		{"unions", map[string]bool{
+			"unions.Hooked": false, "*unions.Hooked": false,
+			"unions.internal": true, "*unions.internal": true,
+			"unions.Created": true, "*unions.Created": true, "*unions.Deleted": true,
+		}},
+		// A zero-size field is written where it can be, else left out.
+		{"keycloudsdk", map[string]bool{"[0]func()": false, "[0]int": true}},
+		{"keyhelperfailed", map[string]bool{
+			"keyhelperfailed/mnet.Connection": false, "*keyhelperfailed/mnet.Connection": false,
+			"keyhelperfailed/mnet.Plain": true, "*keyhelperfailed/mnet.Plain": true,
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string]bool{}
+			for k, ok := range planOf(t, tc.name).keyTries {
+				if k.mode != (keyMode{}) {
+					t.Errorf("%s tried in mode %+v, want only the strict mode here", k.typ, k.mode)
+				}
+				got[strings.ReplaceAll(k.typ, "github.com/idemgen/idemgen/testdata/", "")] = ok
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("key tries (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -39,6 +39,30 @@ type filePlan struct {
 	codecFacts map[string]*codecFacts
 	variants   map[*types.Named]map[string]bool
 	errTypes   map[*types.TypeName]bool
+	// keyTries say whether a value the key writer writes only where it
+	// can be keyed (a union's variant, a zero-size field) can be, by its
+	// type and the writer's mode: render writes those and leaves the
+	// others out without trying them.
+	keyTries map[keyTry]bool
+}
+
+// keyTry is a value the key writer writes only where it can: its type
+// (types.TypeString) and the mode it is written in.
+type keyTry struct {
+	typ  string
+	mode keyMode
+}
+
+// keyMode is how the key writer writes a value. lenient: the payload
+// fingerprint under key=, which leaves out an SDK's unexported state and
+// type parameters it cannot key; payload: its helpers are the payload's.
+// The two differ only for a zero-size field, which is tried strictly.
+type keyMode struct{ lenient, payload bool }
+
+// keyTried reports whether the analysis found that a value of t written
+// in mode m can be keyed.
+func (fp *filePlan) keyTried(t types.Type, m keyMode) bool {
+	return fp.keyTries[keyTry{types.TypeString(t, nil), m}]
 }
 
 // funcPlan is the plan of one annotated function: its names, the paths of

@@ -73,6 +73,16 @@ func TestRenderReportsPlanDisagreement(t *testing.T) {
 			want: "which the analysis decided otherwise",
 		},
 		{
+			name: "union variant the writer cannot key, planned as keyable",
+			dir:  "unions",
+			edit: func(fp *filePlan) {
+				for k := range fp.keyTries {
+					fp.keyTries[k] = true
+				}
+			},
+			want: "cannot be keyed, which the analysis did not decide",
+		},
+		{
 			name: "result codec without the analysis's facts",
 			dir:  "basic",
 			edit: func(fp *filePlan) {

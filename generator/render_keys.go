@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"go/token"
 	"go/types"
 	"reflect"
 	"strconv"
@@ -476,12 +477,25 @@ func (w *writer) zeroSizeField(v val, f *types.Var, fp string, sub exTree) []jen
 	if _, isStruct := f.Type().Underlying().(*types.Struct); isStruct && !w.e.pi.keyedByMethod(f.Type()) {
 		return nil
 	}
-	try := &writer{e: w.e, b: w.b, n: w.n, inlining: w.inlining, payload: w.payload}
-	s, ok := try.write(v.field(f.Name()), f.Type(), fp, sub, false)
+	strict := &writer{e: w.e, b: w.b, n: w.n, inlining: w.inlining, payload: w.payload}
+	if !w.e.plan.keyTried(f.Type(), strict.mode()) {
+		return nil
+	}
+	s, ok := strict.write(v.field(f.Name()), f.Type(), fp, sub, false)
 	if !ok {
+		w.e.triedWrongly(f.Type())
 		return nil
 	}
 	return s
+}
+
+// mode is how w writes (filePlan.keyTries).
+func (w *writer) mode() keyMode { return keyMode{w.lenient, w.payload} }
+
+// triedWrongly reports a value the analysis found can be keyed and the
+// writer cannot write.
+func (e *emitter) triedWrongly(t types.Type) {
+	e.pi.d.add(token.Position{Filename: e.pi.out}, "internal error: a value of %s cannot be keyed, which the analysis did not decide", types.TypeString(t, nil))
 }
 
 // foreignField handles field i of struct u, an unexported field of

@@ -60,8 +60,9 @@ func typeName(t types.Type) string {
 }
 
 // keyUnion writes the key material of v, a value of the union n: the
-// dynamic type's name, then the value, for each variant that can be
-// keyed; another dynamic type is ErrInvalidKey when the call starts.
+// dynamic type's name, then the value, for each variant the analysis
+// found can be keyed (filePlan.keyTries); another dynamic type is
+// ErrInvalidKey when the call starts.
 func (w *writer) keyUnion(n *types.Named, vs []types.Type, v val) ([]jen.Code, bool) {
 	b := w.b
 	x := w.n.get("x")
@@ -69,10 +70,14 @@ func (w *writer) keyUnion(n *types.Named, vs []types.Type, v val) ([]jen.Code, b
 	var cases []jen.Code
 	usesX := false
 	for _, vt := range vs {
+		if !w.e.plan.keyTried(vt, w.mode()) {
+			continue // not keyable: a value of it is ErrInvalidKey
+		}
 		tw := &writer{e: w.e, b: w.b, n: w.n, inlining: w.inlining, lenient: w.lenient, payload: w.payload}
 		code, ok := tw.write(val{e: id(x)}, vt, "", nil, false)
 		if !ok {
-			continue // not keyable: a value of it is ErrInvalidKey
+			w.e.triedWrongly(vt)
+			continue
 		}
 		usesX = usesX || uses(code, x)
 		cases = append(cases, jen.Case(w.e.typ(vt)).Block(append([]jen.Code{b().Dot("String").Call(jen.Lit(typeName(vt)))}, code...)...))
