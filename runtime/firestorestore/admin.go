@@ -63,6 +63,9 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(idemstore.Recor
 // ForceRelease implements idemstore.Admin: it releases key whatever its owner
 // and bumps its fence (a preconditioned Update after a read), so a
 // still-running owner can neither heartbeat nor complete; waiters wake.
+// A write the server cancelled is sent again after a fresh read, as
+// Claim's are: where the cancelled one was applied, the fence moves on
+// twice, which no owner can tell from once.
 func (s *Store) ForceRelease(ctx context.Context, key string) (idemstore.Record, error) {
 	s.hint.Drop(key) // the next claim of key is likely a new run
 	if err := ctx.Err(); err != nil {
@@ -73,6 +76,7 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idemstore.Record,
 		return idemstore.Record{}, err
 	}
 	ref := s.coll.Doc(id)
+	var retry transientRetry
 	for round := 1; round <= maxClaimRounds; round++ {
 		d, ok, note, err := s.readLive(ctx, ref, key, "force release")
 		if err == nil && !ok {
@@ -95,7 +99,7 @@ func (s *Store) ForceRelease(ctx context.Context, key string) (idemstore.Record,
 			{Path: fOwner, Value: make([]byte, len(idemstore.Token{}))}, // no owner
 			{Path: fLeaseUntil, Value: timeOrDelete(d.rec.LeaseUntil)},
 		}, firestore.LastUpdateTime(d.updateTime))
-		if status.Code(err) == codes.FailedPrecondition {
+		if status.Code(err) == codes.FailedPrecondition || retry.again(ctx, err) {
 			continue
 		}
 		if err != nil {
@@ -142,14 +146,40 @@ func (s *Store) Cleanup(ctx context.Context) (int, error) {
 		if err != nil || snap.ReadTime.Before(d.rec.ExpiresAt) {
 			continue
 		}
-		_, err = snap.Ref.Delete(ctx, firestore.LastUpdateTime(d.updateTime))
-		switch status.Code(err) {
-		case codes.OK:
-			n++
-		case codes.FailedPrecondition, codes.NotFound:
-		default:
+		deleted, err := s.deleteExpired(ctx, snap.Ref, d.updateTime)
+		if err != nil {
 			return n, s.opError(ctx, "cleanup", key, err)
 		}
+		if deleted {
+			n++
+		}
+	}
+}
+
+// deleteExpired deletes the expired record ref if it is still as read
+// (its update time), sending a delete the server cancelled again; false
+// when it changed or went meanwhile. After a cancelled try, a document
+// that is gone counts as deleted: that try may have applied, and its
+// re-send then fails its precondition.
+func (s *Store) deleteExpired(ctx context.Context, ref *firestore.DocumentRef, updated time.Time) (bool, error) {
+	var retry transientRetry
+	for {
+		_, err := ref.Delete(ctx, firestore.LastUpdateTime(updated))
+		switch code := status.Code(err); {
+		case code == codes.OK:
+			return true, nil
+		case (code == codes.FailedPrecondition || code == codes.NotFound) && retry.n > 0:
+			_, err := ref.Get(ctx)
+			if status.Code(err) == codes.NotFound {
+				return true, nil
+			}
+			return false, err
+		case code == codes.FailedPrecondition, code == codes.NotFound:
+			return false, nil
+		case retry.again(ctx, err):
+			continue
+		}
+		return false, err
 	}
 }
 

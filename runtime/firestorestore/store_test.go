@@ -545,3 +545,63 @@ func TestServerCancelledDelete(t *testing.T) {
 		})
 	}
 }
+
+// TestServerCancelledAdmin: ForceRelease and Cleanup send a write the
+// server cancelled again, as claims and deletes do, whether the
+// cancelled write was applied or not: ForceRelease leaves the record
+// released under a higher fence, Cleanup deletes and counts the expired
+// record.
+func TestServerCancelledAdmin(t *testing.T) {
+	emulator(t)
+	for _, applied := range []bool{false, true} {
+		t.Run(fmt.Sprintf("applied=%v", applied), func(t *testing.T) {
+			cc := &cancelCommits{applied: applied}
+			c := emulatorClient(t, testenv.FirestoreEmulatorHost(), nil, grpc.WithUnaryInterceptor(cc.unary))
+			s := newStore(t, c)
+			ctx := context.Background()
+			claim := func(key string, ttl time.Duration) idemstore.ClaimResult {
+				t.Helper()
+				res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{3}, Fingerprint: idemstore.Fingerprint{1}, Lease: time.Minute, TTL: ttl})
+				if err != nil || res.Status != idemstore.ClaimAcquired {
+					t.Fatalf("Claim(%s) = %+v, %v; want acquired", key, res, err)
+				}
+				return res
+			}
+
+			res := claim("held", time.Hour)
+			cc.n.Store(1)
+			rec, err := s.ForceRelease(ctx, "held")
+			if err != nil {
+				t.Fatalf("ForceRelease = %v, want nil", err)
+			}
+			if got := cc.hits.Load(); got != 1 {
+				t.Fatalf("%d commits cancelled; want 1 (the test did not exercise the retry)", got)
+			}
+			got, err := s.Get(ctx, "held")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.State != idemstore.StateReleased || got.Fence <= res.Fence || got.Fence != rec.Fence || got.Owner != (idemstore.Token{}) {
+				t.Errorf("after ForceRelease: stored %+v, returned %+v; want released, no owner, the returned fence above %d", got, rec, res.Fence)
+			}
+
+			res = claim("dead", 100*time.Millisecond)
+			if err := s.Complete(ctx, idemstore.Lease{Key: "dead", Owner: idemstore.Token{3}, Fence: res.Fence, TTL: 100 * time.Millisecond}, idemstore.Result{Data: []byte("v")}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			cc.hits.Store(0)
+			cc.n.Store(1)
+			n, err := s.Cleanup(ctx)
+			if err != nil || n != 1 {
+				t.Fatalf("Cleanup = %d, %v; want 1, nil", n, err)
+			}
+			if got := cc.hits.Load(); got != 1 {
+				t.Fatalf("%d commits cancelled; want 1 (the test did not exercise the retry)", got)
+			}
+			if _, err := s.Get(ctx, "dead"); !errors.Is(err, idem.ErrNotFound) {
+				t.Fatalf("Get after Cleanup = %v, want ErrNotFound", err)
+			}
+		})
+	}
+}
