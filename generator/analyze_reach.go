@@ -3,6 +3,8 @@ package generator
 import (
 	"go/types"
 	"reflect"
+
+	"golang.org/x/tools/go/types/typeutil"
 )
 
 // The drift facts of a file: the types its key and codec code relies on,
@@ -63,7 +65,7 @@ type reach struct {
 	variants   map[*types.Named]map[string]bool
 	errTypes   map[*types.TypeName]bool
 	// keyTries are the values tried without a diagnostic (filePlan.keyTries).
-	keyTries map[keyTry]bool
+	keyTries map[keyMode]*typeutil.Map
 }
 
 // fileDrift decides the drift facts of the file of fns and steps: those
@@ -78,7 +80,7 @@ func (pi *pkgInfo) fileDrift(fp *filePlan, fns, steps []*fn) {
 		inlining: map[*types.Named]bool{}, errPkgs: fp.errPkgs,
 		keyFacts:   map[helperKey]*keyFacts{},
 		codecFacts: map[string]*codecFacts{}, variants: map[*types.Named]map[string]bool{},
-		errTypes: map[*types.TypeName]bool{}, keyTries: map[keyTry]bool{},
+		errTypes: map[*types.TypeName]bool{}, keyTries: map[keyMode]*typeutil.Map{},
 	}
 	for _, g := range groupFns(fns) {
 		for _, x := range g.fns {
@@ -329,11 +331,15 @@ func (r *reach) keyInterface(t types.Type, u *types.Interface, path string) bool
 // in one mode at two places is keyed only where both can.
 func (r *reach) try(t types.Type, ex exTree, path string) bool {
 	ok := r.key(t, ex, false, path)
-	k := keyTry{types.TypeString(t, nil), r.mode}
-	if was, seen := r.keyTries[k]; seen {
+	m := r.keyTries[r.mode]
+	if m == nil {
+		m = new(typeutil.Map)
+		r.keyTries[r.mode] = m
+	}
+	if was, seen := m.At(t).(bool); seen {
 		ok = ok && was
 	}
-	r.keyTries[k] = ok
+	m.Set(t, ok)
 	return ok
 }
 

@@ -1,6 +1,10 @@
 package generator
 
-import "go/types"
+import (
+	"go/types"
+
+	"golang.org/x/tools/go/types/typeutil"
+)
 
 // The plan: what the analysis decides about a package's generated file,
 // as plain data. Analyze (analyze_plan.go) builds it from the loaded
@@ -40,17 +44,10 @@ type filePlan struct {
 	variants   map[*types.Named]map[string]bool
 	errTypes   map[*types.TypeName]bool
 	// keyTries say whether a value the key writer writes only where it
-	// can be keyed (a union's variant, a zero-size field) can be, by its
-	// type and the writer's mode: render writes those and leaves the
-	// others out without trying them.
-	keyTries map[keyTry]bool
-}
-
-// keyTry is a value the key writer writes only where it can: its type
-// (types.TypeString) and the mode it is written in.
-type keyTry struct {
-	typ  string
-	mode keyMode
+	// can be keyed (a union's variant, a zero-size field) can be, by the
+	// writer's mode and the value's type (bool values): render writes
+	// those and leaves the others out without trying them.
+	keyTries map[keyMode]*typeutil.Map
 }
 
 // keyMode is how the key writer writes a value. lenient: the payload
@@ -62,7 +59,8 @@ type keyMode struct{ lenient, payload bool }
 // keyTried reports whether the analysis found that a value of t written
 // in mode m can be keyed.
 func (fp *filePlan) keyTried(t types.Type, m keyMode) bool {
-	return fp.keyTries[keyTry{types.TypeString(t, nil), m}]
+	ok, _ := fp.keyTries[m].At(t).(bool) // a nil Map holds nothing
+	return ok
 }
 
 // funcPlan is the plan of one annotated function: its names, the paths of

@@ -76,8 +76,10 @@ func TestRenderReportsPlanDisagreement(t *testing.T) {
 			name: "union variant the writer cannot key, planned as keyable",
 			dir:  "unions",
 			edit: func(fp *filePlan) {
-				for k := range fp.keyTries {
-					fp.keyTries[k] = true
+				for _, tries := range fp.keyTries {
+					for _, typ := range tries.Keys() {
+						tries.Set(typ, true)
+					}
 				}
 			},
 			want: "cannot be keyed, which the analysis did not decide",
