@@ -518,32 +518,26 @@ func TestServerCancelledWrites(t *testing.T) {
 // whether the cancelled one was applied or not; a key that was never
 // there is still ErrNotFound.
 func TestServerCancelledDelete(t *testing.T) {
-	emulator(t)
-	for _, applied := range []bool{false, true} {
-		t.Run(fmt.Sprintf("applied=%v", applied), func(t *testing.T) {
-			cc := &cancelCommits{applied: applied}
-			c := emulatorClient(t, testenv.FirestoreEmulatorHost(), nil, grpc.WithUnaryInterceptor(cc.unary))
-			s := newStore(t, c)
-			ctx := context.Background()
-			req := idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{3}, Fingerprint: idemstore.Fingerprint{1}, Lease: time.Minute, TTL: time.Hour}
-			if res, err := s.Claim(ctx, req); err != nil || res.Status != idemstore.ClaimAcquired {
-				t.Fatalf("Claim = %+v, %v; want acquired", res, err)
-			}
-			cc.n.Store(1)
-			if err := s.Delete(ctx, "k"); err != nil {
-				t.Fatalf("Delete = %v, want nil", err)
-			}
-			if got := cc.hits.Load(); got != 1 {
-				t.Fatalf("%d commits cancelled; want 1 (the test did not exercise the retry)", got)
-			}
-			if _, err := s.Get(ctx, "k"); !errors.Is(err, idem.ErrNotFound) {
-				t.Fatalf("Get after Delete = %v, want ErrNotFound", err)
-			}
-			if err := s.Delete(ctx, "never"); !errors.Is(err, idem.ErrNotFound) {
-				t.Fatalf("Delete of an absent key = %v, want ErrNotFound", err)
-			}
-		})
-	}
+	eachCancelledCommit(t, func(t *testing.T, s *firestorestore.Store, cc *cancelCommits) {
+		ctx := context.Background()
+		req := idemstore.ClaimRequest{Key: "k", Owner: idemstore.Token{3}, Fingerprint: idemstore.Fingerprint{1}, Lease: time.Minute, TTL: time.Hour}
+		if res, err := s.Claim(ctx, req); err != nil || res.Status != idemstore.ClaimAcquired {
+			t.Fatalf("Claim = %+v, %v; want acquired", res, err)
+		}
+		cc.n.Store(1)
+		if err := s.Delete(ctx, "k"); err != nil {
+			t.Fatalf("Delete = %v, want nil", err)
+		}
+		if got := cc.hits.Load(); got != 1 {
+			t.Fatalf("%d commits cancelled; want 1 (the test did not exercise the retry)", got)
+		}
+		if _, err := s.Get(ctx, "k"); !errors.Is(err, idem.ErrNotFound) {
+			t.Fatalf("Get after Delete = %v, want ErrNotFound", err)
+		}
+		if err := s.Delete(ctx, "never"); !errors.Is(err, idem.ErrNotFound) {
+			t.Fatalf("Delete of an absent key = %v, want ErrNotFound", err)
+		}
+	})
 }
 
 // TestServerCancelledAdmin: ForceRelease and Cleanup send a write the
@@ -552,56 +546,64 @@ func TestServerCancelledDelete(t *testing.T) {
 // released under a higher fence, Cleanup deletes and counts the expired
 // record.
 func TestServerCancelledAdmin(t *testing.T) {
+	eachCancelledCommit(t, func(t *testing.T, s *firestorestore.Store, cc *cancelCommits) {
+		ctx := context.Background()
+		claim := func(key string, ttl time.Duration) idemstore.ClaimResult {
+			t.Helper()
+			res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{3}, Fingerprint: idemstore.Fingerprint{1}, Lease: time.Minute, TTL: ttl})
+			if err != nil || res.Status != idemstore.ClaimAcquired {
+				t.Fatalf("Claim(%s) = %+v, %v; want acquired", key, res, err)
+			}
+			return res
+		}
+
+		res := claim("held", time.Hour)
+		cc.n.Store(1)
+		rec, err := s.ForceRelease(ctx, "held")
+		if err != nil {
+			t.Fatalf("ForceRelease = %v, want nil", err)
+		}
+		if got := cc.hits.Load(); got != 1 {
+			t.Fatalf("%d commits cancelled; want 1 (the test did not exercise the retry)", got)
+		}
+		got, err := s.Get(ctx, "held")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != idemstore.StateReleased || got.Fence <= res.Fence || got.Fence != rec.Fence || got.Owner != (idemstore.Token{}) {
+			t.Errorf("after ForceRelease: stored %+v, returned %+v; want released, no owner, the returned fence above %d", got, rec, res.Fence)
+		}
+
+		res = claim("dead", 100*time.Millisecond)
+		if err := s.Complete(ctx, idemstore.Lease{Key: "dead", Owner: idemstore.Token{3}, Fence: res.Fence, TTL: 100 * time.Millisecond}, idemstore.Result{Data: []byte("v")}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		cc.hits.Store(0)
+		cc.n.Store(1)
+		n, err := s.Cleanup(ctx)
+		if err != nil || n != 1 {
+			t.Fatalf("Cleanup = %d, %v; want 1, nil", n, err)
+		}
+		if got := cc.hits.Load(); got != 1 {
+			t.Fatalf("%d commits cancelled; want 1 (the test did not exercise the retry)", got)
+		}
+		if _, err := s.Get(ctx, "dead"); !errors.Is(err, idem.ErrNotFound) {
+			t.Fatalf("Get after Cleanup = %v, want ErrNotFound", err)
+		}
+	})
+}
+
+// eachCancelledCommit runs f on a store whose next commit (once cc.n is
+// set) the server answers with Canceled, once where that write was not
+// applied and once where it was.
+func eachCancelledCommit(t *testing.T, f func(t *testing.T, s *firestorestore.Store, cc *cancelCommits)) {
 	emulator(t)
 	for _, applied := range []bool{false, true} {
 		t.Run(fmt.Sprintf("applied=%v", applied), func(t *testing.T) {
 			cc := &cancelCommits{applied: applied}
 			c := emulatorClient(t, testenv.FirestoreEmulatorHost(), nil, grpc.WithUnaryInterceptor(cc.unary))
-			s := newStore(t, c)
-			ctx := context.Background()
-			claim := func(key string, ttl time.Duration) idemstore.ClaimResult {
-				t.Helper()
-				res, err := s.Claim(ctx, idemstore.ClaimRequest{Key: key, Owner: idemstore.Token{3}, Fingerprint: idemstore.Fingerprint{1}, Lease: time.Minute, TTL: ttl})
-				if err != nil || res.Status != idemstore.ClaimAcquired {
-					t.Fatalf("Claim(%s) = %+v, %v; want acquired", key, res, err)
-				}
-				return res
-			}
-
-			res := claim("held", time.Hour)
-			cc.n.Store(1)
-			rec, err := s.ForceRelease(ctx, "held")
-			if err != nil {
-				t.Fatalf("ForceRelease = %v, want nil", err)
-			}
-			if got := cc.hits.Load(); got != 1 {
-				t.Fatalf("%d commits cancelled; want 1 (the test did not exercise the retry)", got)
-			}
-			got, err := s.Get(ctx, "held")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.State != idemstore.StateReleased || got.Fence <= res.Fence || got.Fence != rec.Fence || got.Owner != (idemstore.Token{}) {
-				t.Errorf("after ForceRelease: stored %+v, returned %+v; want released, no owner, the returned fence above %d", got, rec, res.Fence)
-			}
-
-			res = claim("dead", 100*time.Millisecond)
-			if err := s.Complete(ctx, idemstore.Lease{Key: "dead", Owner: idemstore.Token{3}, Fence: res.Fence, TTL: 100 * time.Millisecond}, idemstore.Result{Data: []byte("v")}); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(300 * time.Millisecond)
-			cc.hits.Store(0)
-			cc.n.Store(1)
-			n, err := s.Cleanup(ctx)
-			if err != nil || n != 1 {
-				t.Fatalf("Cleanup = %d, %v; want 1, nil", n, err)
-			}
-			if got := cc.hits.Load(); got != 1 {
-				t.Fatalf("%d commits cancelled; want 1 (the test did not exercise the retry)", got)
-			}
-			if _, err := s.Get(ctx, "dead"); !errors.Is(err, idem.ErrNotFound) {
-				t.Fatalf("Get after Cleanup = %v, want ErrNotFound", err)
-			}
+			f(t, newStore(t, c), cc)
 		})
 	}
 }
