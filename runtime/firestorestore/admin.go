@@ -162,25 +162,20 @@ func (s *Store) Cleanup(ctx context.Context) (int, error) {
 // that is gone counts as deleted: that try may have applied, and its
 // re-send then fails its precondition.
 func (s *Store) deleteExpired(ctx context.Context, ref *firestore.DocumentRef, updated time.Time) (bool, error) {
-	var retry transientRetry
-	for {
-		_, err := ref.Delete(ctx, firestore.LastUpdateTime(updated))
-		switch code := status.Code(err); {
-		case code == codes.OK:
+	retried, err := deleteDoc(ctx, ref, firestore.LastUpdateTime(updated))
+	switch code := status.Code(err); {
+	case code == codes.OK:
+		return true, nil
+	case (code == codes.FailedPrecondition || code == codes.NotFound) && retried:
+		_, err := ref.Get(ctx)
+		if status.Code(err) == codes.NotFound {
 			return true, nil
-		case (code == codes.FailedPrecondition || code == codes.NotFound) && retry.n > 0:
-			_, err := ref.Get(ctx)
-			if status.Code(err) == codes.NotFound {
-				return true, nil
-			}
-			return false, err
-		case code == codes.FailedPrecondition, code == codes.NotFound:
-			return false, nil
-		case retry.again(ctx, err):
-			continue
 		}
 		return false, err
+	case code == codes.FailedPrecondition, code == codes.NotFound:
+		return false, nil
 	}
+	return false, err
 }
 
 // timeOrDelete is t as a field value, or the field's removal for the zero

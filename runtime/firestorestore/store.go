@@ -628,22 +628,30 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	retried, err := deleteDoc(ctx, s.coll.Doc(id), firestore.Exists)
+	switch {
+	case err == nil:
+		return nil
+	case status.Code(err) == codes.NotFound && retried:
+		// A try the server cancelled may have applied before its
+		// answer was lost: the document is gone either way.
+		return nil
+	case status.Code(err) == codes.NotFound:
+		return fmt.Errorf("%w: %s", idem.ErrNotFound, key)
+	}
+	return s.opError(ctx, "delete", key, err)
+}
+
+// deleteDoc deletes ref under the precondition pre, sending a delete the
+// server cancelled again (transientRetry); retried says a try was
+// cancelled, which may have applied before its answer was lost.
+func deleteDoc(ctx context.Context, ref *firestore.DocumentRef, pre firestore.Precondition) (retried bool, err error) {
 	var retry transientRetry
 	for {
-		_, err = s.coll.Doc(id).Delete(ctx, firestore.Exists)
-		switch {
-		case err == nil:
-			return nil
-		case status.Code(err) == codes.NotFound && retry.n > 0:
-			// A try the server cancelled may have applied before its
-			// answer was lost: the document is gone either way.
-			return nil
-		case status.Code(err) == codes.NotFound:
-			return fmt.Errorf("%w: %s", idem.ErrNotFound, key)
-		case retry.again(ctx, err):
-			continue
+		_, err = ref.Delete(ctx, pre)
+		if err == nil || !retry.again(ctx, err) {
+			return retry.n > 0, err
 		}
-		return s.opError(ctx, "delete", key, err)
 	}
 }
 
