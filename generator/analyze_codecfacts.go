@@ -13,33 +13,6 @@ import (
 // plan (funcPlan.codec, filePlan.codecFacts, .variants, .errTypes) and
 // writes code for what can be stored; it walks no type for its problems.
 
-// codecProblem is one thing of a result that cannot be stored, with the
-// omit= path that lifts it.
-type codecProblem struct {
-	path, msg string
-	// root is the path of the outermost other package's value the
-	// problem is in, or of the outermost value of a recursive type it is
-	// in; "" if none. Relative paths inside a helper start with "\x00".
-	root string
-	// cycle: the problem is inside a value of a recursive type, so an
-	// omit= below root would meet it again one level deeper.
-	cycle bool
-}
-
-// codecFacts are what storing a value finds: of a wrapper's results, of a
-// codec helper's value (paths relative to it) or of a union's variant.
-type codecFacts struct {
-	problems []codecProblem
-	// lossy are other packages' types whose unexported state is not
-	// replayed; skipped the fields of other packages' structs that cannot
-	// be stored and that their package keeps out of its JSON (json:"-").
-	lossy, skipped map[string]bool
-	// errs: a value of type error is stored (its type may not be).
-	errs bool
-	// unions are the interfaces stored as unions of their package's types.
-	unions map[string]bool
-}
-
 func newCodecFacts() *codecFacts {
 	return &codecFacts{lossy: map[string]bool{}, skipped: map[string]bool{}}
 }

@@ -26,43 +26,6 @@ var (
 	nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./\-]*$`)
 )
 
-// options are the parsed options of one function's directives.
-type options struct {
-	pos         token.Position // the first //idem: line
-	ttl, lease  time.Duration
-	wait        time.Duration
-	onDuplicate string // "" means return
-	onFailure   string // "" means unlock
-	key         []pathOpt
-	keySet      bool
-	exclude     []pathOpt
-	omit        []pathOpt // results or paths inside results left out of the record
-	name        string
-	as          string // the wrapper's Go name, for another package's function
-	version     int
-	// order=ENTITY:TIME: the entity path and the event time path of an
-	// ordered function (orderSet), and grace= its tolerance.
-	orderEntity pathOpt
-	orderTime   pathOpt
-	orderSet    bool
-	grace       time.Duration
-	maxResult   int               // bytes; 0: the Guard's budget
-	given       map[string]option // by option name, for positions
-	order       []string          // option names as written, for the doc comment
-}
-
-type option struct {
-	name, value string
-	pos         token.Position // of the name
-	valPos      token.Position // of the value
-}
-
-// pathOpt is one comma-separated element of key= or exclude=.
-type pathOpt struct {
-	text string
-	pos  token.Position
-}
-
 // DirectEscape starts the comment that lets one call of an annotated
 // function skip its wrapper on purpose ("//idem:direct the retry loop
 // above is the guard"). The vet analyzer (vet/idemvet) reads it; to the

@@ -5,37 +5,6 @@ import (
 	"sort"
 )
 
-// driftFacts are the types whose definitions the generated code relies
-// on: the structs whose fields it reads and the types whose
-// representation it converts. The drift checks pin them (checkDecls).
-// The analysis decides them before anything is written: the key paths'
-// structs from the plan (pathDrift), the others by walking what the key
-// and codec code will reach (fileDrift).
-type driftFacts struct {
-	// fields are the struct types whose fields the code reads: each gets
-	// a compile-time check that they did not change.
-	fields map[*types.TypeName]*types.Named
-	// instances are the instances of generic struct types whose fields
-	// the code reads, by instanceKey: each has fields of its own.
-	instances map[string]*types.Named
-	// generic are the instances that mention a type parameter of the
-	// function whose code reads them (Page[S] in Save[S]), in the order
-	// first read: they can be named only inside a generic function, with
-	// that function's type parameters.
-	generic []genericRead
-	// pinned are the named types and aliases whose representation the
-	// code converts.
-	pinned map[*types.TypeName]types.Type
-	// sealed: rendering has begun, which reads the facts and notes none
-	// (seal).
-	sealed bool
-}
-
-type genericRead struct {
-	x *fn
-	n *types.Named
-}
-
 func newDriftFacts() *driftFacts {
 	return &driftFacts{
 		fields:    map[*types.TypeName]*types.Named{},

@@ -4,7 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
-	"sort"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -172,14 +172,6 @@ func (x *fn) what() string {
 		return "method " + name
 	}
 	return "function " + name
-}
-
-// foreignAdvice ends the error-result diagnostic of another package's function.
-func (x *fn) foreignAdvice() string {
-	if !x.foreign {
-		return ""
-	}
-	return "; wrap it in a function of this package that returns an error, and annotate that"
 }
 
 // paramPos is where a diagnostic about parameter i points: the parameter,
@@ -429,103 +421,70 @@ func AnnotatedForeignFuncs(fset *token.FileSet, info *types.Info, own *types.Pac
 	return out
 }
 
-// nameable reports whether the generated file can refer to the type by
-// name: declared in the package itself, or exported from a package it may
-// import (not another module's internal package).
-func (pi *pkgInfo) nameable(obj *types.TypeName) bool {
-	pkg := obj.Pkg()
-	if pkg == nil || pkg == pi.pkg.Types {
-		return true
+// check validates one annotated function: options, shape, parameters,
+// key paths and results. obj is the package's own function (at its name)
+// or, foreign, another package's function or method that a var _ = pkg.F
+// directive names (at that expression). It returns nil after reporting
+// problems.
+func (pi *pkgInfo) check(obj *types.Func, at token.Pos, lines []*ast.Comment, foreign bool) *fn {
+	opts, ok := parseDirectives(pi.fset, lines, pi.d)
+	namePos := pi.fset.Position(at)
+	sig := obj.Type().(*types.Signature)
+	x := &fn{obj: obj, sig: sig, opts: opts, ctx: -1, name: obj.Name(), pos: at, foreign: foreign}
+	if r := sig.Recv(); r != nil {
+		t := r.Type()
+		if p, ok := t.(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		named, _ := t.(*types.Named)
+		if named == nil {
+			pi.d.add(namePos, "cannot resolve the receiver of %s", obj.Name())
+			return nil
+		}
+		x.recv = named.Obj()
+		if foreign && named.TypeParams().Len() > 0 {
+			pi.d.add(namePos, "%s: methods of another package's generic types are not supported: wrap the call in a method or function of this package (generic or not) and annotate that", x.what())
+			return nil
+		}
 	}
-	if !obj.Exported() {
-		return false
+	what := x.what()
+	if foreign && sig.TypeParams().Len() > 0 {
+		pi.d.add(namePos, "%s: generic functions of another package are not supported: wrap the call in a function of this package (generic or not) and annotate that", what)
+		return nil
 	}
-	path := pkg.Path()
-	var parent string
-	switch {
-	case strings.HasPrefix(path, "internal/") || path == "internal":
-		parent = ""
-	case strings.Contains(path, "/internal/"):
-		parent = path[:strings.LastIndex(path, "/internal/")]
-	case strings.HasSuffix(path, "/internal"):
-		parent = strings.TrimSuffix(path, "/internal")
-	default:
-		return true
+	if !foreign && (obj.Name() == "init" || obj.Name() == "_" || (x.recv == nil && obj.Name() == "main" && pi.pkg.Name == "main")) {
+		pi.d.add(namePos, "%s cannot be wrapped", what)
+		return nil
 	}
-	from := pi.pkg.PkgPath
-	return parent != "" && (from == parent || strings.HasPrefix(from, parent+"/"))
+	if !pi.checkAs(x) {
+		ok = false
+	}
+	if !pi.checkShape(x, what) {
+		ok = false
+	}
+	if x.recv != nil {
+		if n := sig.Recv().Name(); n != "" && n != "_" {
+			for pi.scope[n] || types.Universe.Lookup(n) != nil {
+				n += "_"
+			}
+			x.recvName = n
+		}
+	}
+	if !ok {
+		return nil
+	}
+	return x
 }
 
-// aliasFor returns an alias the generated file can name that stands for
-// n, which it cannot name itself (unexported, or internal to another
-// module), with the type arguments to instantiate it with; nil if there
-// is none. Aliases of n's own package come first, then by package path
-// and name: the same file every run.
-func (pi *pkgInfo) aliasFor(n *types.Named) (*types.TypeName, *types.TypeList) {
-	if pi.aliases == nil {
-		pi.aliases = aliasIndex(pi.pkg.Types)
+// relative writes pos for a message about a diagnostic at from: the bare
+// file name when both are in one directory, else the path relative to
+// the run's directory (as diagnostics' own positions are).
+func (d *diags) relative(pos, from token.Position) string {
+	file := pos.Filename
+	if filepath.Dir(pos.Filename) == filepath.Dir(from.Filename) {
+		file = filepath.Base(file)
+	} else if rel, err := filepath.Rel(d.base, file); err == nil && !strings.HasPrefix(rel, "..") {
+		file = filepath.ToSlash(rel)
 	}
-	for _, a := range pi.aliases[n.Origin().Obj()] {
-		if !a.Exported() || !pi.nameable(a) {
-			continue
-		}
-		at := a.Type().(*types.Alias)
-		tps := at.TypeParams()
-		if tps.Len() == 0 {
-			if types.Identical(types.Unalias(at), n) {
-				return a, nil
-			}
-			continue
-		}
-		// type Page[T any] = page[T]: Page[X] is page[X].
-		rhs, ok := at.Rhs().(*types.Named)
-		if !ok || rhs.TypeArgs().Len() != tps.Len() || n.TypeArgs().Len() != tps.Len() {
-			continue
-		}
-		same := true
-		for i := 0; i < tps.Len(); i++ {
-			same = same && rhs.TypeArgs().At(i) == tps.At(i)
-		}
-		if same {
-			return a, n.TypeArgs()
-		}
-	}
-	return nil, nil
-}
-
-// aliasIndex lists the aliases of the packages pkg reaches by the origin
-// of the named type each stands for.
-func aliasIndex(pkg *types.Package) map[*types.TypeName][]*types.TypeName {
-	idx := map[*types.TypeName][]*types.TypeName{}
-	seen := map[*types.Package]bool{}
-	var pkgs []*types.Package
-	var walk func(p *types.Package)
-	walk = func(p *types.Package) {
-		if seen[p] {
-			return
-		}
-		seen[p] = true
-		pkgs = append(pkgs, p)
-		for _, q := range p.Imports() {
-			walk(q)
-		}
-	}
-	walk(pkg)
-	sort.Slice(pkgs, func(i, j int) bool { return pkgs[i].Path() < pkgs[j].Path() })
-	for _, p := range pkgs {
-		for _, name := range p.Scope().Names() {
-			a, ok := p.Scope().Lookup(name).(*types.TypeName)
-			if !ok || !a.IsAlias() {
-				continue
-			}
-			if n, ok := types.Unalias(a.Type()).(*types.Named); ok {
-				k := n.Origin().Obj()
-				idx[k] = append(idx[k], a)
-			}
-		}
-	}
-	for k, list := range idx {
-		sort.SliceStable(list, func(i, j int) bool { return list[i].Pkg() == k.Pkg() && list[j].Pkg() != k.Pkg() })
-	}
-	return idx
+	return file + ":" + strconv.Itoa(pos.Line) + ":" + strconv.Itoa(pos.Column)
 }

@@ -13,30 +13,6 @@ import (
 // helperBook; the writers (render_key_helpers.go, render_codec_values.go)
 // write the helpers the plan lists as not failed, and no others.
 
-// helperPlan is what the plan says of one helper of the file.
-type helperPlan struct {
-	// Kind is "key", "payload" (a key helper for the payload fingerprint
-	// under key=, lenient where the strict one fails) or "codec".
-	Kind string
-	// Type is the helper's type, as the codec helpers key it (an
-	// instance with its type arguments; a codec helper specialised by
-	// omit= says for which function and what it omits).
-	Type string
-	// Recursive: the type reaches itself, so the helper bounds the depth.
-	Recursive bool
-	// Failed: the type cannot be keyed or stored; no helper is written,
-	// and the wrappers that reach it are refused.
-	Failed bool
-	// Name is the helper's function, "" when it fails: idemKeyT for a
-	// key helper, idemEncT for a codec helper (whose decoder is idemDecT).
-	Name string
-	// Problems are why a key helper fails, as "path: reason" (paths
-	// below the helper's value, "" for the value itself); Skipped the
-	// paths a written key helper leaves out, with why. Both are what the
-	// wrappers that reach the type report and say on their doc lines.
-	Problems, Skipped []string
-}
-
 // helperState is where a helper stands.
 type helperState struct {
 	// building: its body is being walked or written; a use meanwhile

@@ -6,7 +6,6 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -140,14 +139,6 @@ func basicSkeleton(t *types.Basic) string {
 	return t.Name()
 }
 
-// namedFunc is one annotated function's name, for checkNames.
-type namedFunc struct {
-	pkg     *packages.Package
-	name    string
-	display string         // pkg.Func or pkg.Type.Method
-	pos     token.Position // of name=, else of the function's name
-}
-
 // checkNames reports every annotated function whose name another one in
 // the same run also has, once per function, naming the other, and
 // returns the packages of those functions (they get no generated file).
@@ -247,17 +238,4 @@ func positionLess(a, b token.Position) bool {
 		return a.Line < b.Line
 	}
 	return a.Column < b.Column
-}
-
-// relative writes pos for a message about a diagnostic at from: the bare
-// file name when both are in one directory, else the path relative to
-// the run's directory (as diagnostics' own positions are).
-func (d *diags) relative(pos, from token.Position) string {
-	file := pos.Filename
-	if filepath.Dir(pos.Filename) == filepath.Dir(from.Filename) {
-		file = filepath.Base(file)
-	} else if rel, err := filepath.Rel(d.base, file); err == nil && !strings.HasPrefix(rel, "..") {
-		file = filepath.ToSlash(rel)
-	}
-	return file + ":" + strconv.Itoa(pos.Line) + ":" + strconv.Itoa(pos.Column)
 }

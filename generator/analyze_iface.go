@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"go/types"
 	"iter"
+	"strconv"
 
 	"golang.org/x/tools/go/packages"
 )
@@ -317,4 +318,79 @@ func (pi *pkgInfo) annotatedElsewhere() map[*types.Func]*types.TypeName {
 		}
 	}
 	return out
+}
+
+// checkShape checks x's signature (error last) and names its results,
+// parameters and context: the part of the analysis shared by functions,
+// methods and interface methods.
+func (pi *pkgInfo) checkShape(x *fn, what string) bool {
+	ok := true
+	if !errorLast(x.sig) {
+		pi.d.add(pi.fset.Position(x.pos), "%s must return error as its last result (error, (R, error) or (R1, …, Rn, error))%s", what, x.foreignAdvice())
+		ok = false
+	} else {
+		res := x.sig.Results()
+		for i := 0; i < res.Len()-1; i++ {
+			t := res.At(i).Type()
+			x.result = append(x.result, t)
+		}
+		ok = pi.checkStream(x, what)
+	}
+	x.params = pi.params(x.sig)
+	for i, p := range x.params {
+		if p.isCtx && x.ctx < 0 {
+			x.ctx = i
+		}
+	}
+	return ok
+}
+
+// params names the wrapper's parameters: unnamed and blank ones get pN,
+// and a name that would shadow something the wrapper body refers to (a
+// package-level name, a predeclared identifier) gets a trailing _.
+func (pi *pkgInfo) params(sig *types.Signature) []param {
+	ps := make([]param, sig.Params().Len())
+	used := map[string]bool{}
+	for i := range ps {
+		v := sig.Params().At(i)
+		used[v.Name()] = true
+		ps[i] = param{name: v.Name(), typ: v.Type(), isCtx: pi.types.isContext(v.Type())}
+		switch v.Type().Underlying().(type) {
+		case *types.Struct, *types.Array:
+			ps[i].byPtr = !ps[i].isCtx
+		}
+	}
+	if sig.Variadic() {
+		ps[len(ps)-1].variadic = true
+	}
+	for i := range ps {
+		n := ps[i].name
+		if n == "" || n == "_" {
+			n = "p" + strconv.Itoa(i)
+		}
+		for pi.scope[n] || types.Universe.Lookup(n) != nil || (n != ps[i].name && used[n]) {
+			n += "_"
+		}
+		if n != ps[i].name {
+			used[n] = true
+		}
+		ps[i].name = n
+	}
+	return ps
+}
+
+// foreignAdvice ends the error-result diagnostic of another package's function.
+func (x *fn) foreignAdvice() string {
+	if !x.foreign {
+		return ""
+	}
+	return "; wrap it in a function of this package that returns an error, and annotate that"
+}
+
+// namedFunc is one annotated function's name, for checkNames.
+type namedFunc struct {
+	pkg     *packages.Package
+	name    string
+	display string         // pkg.Func or pkg.Type.Method
+	pos     token.Position // of name=, else of the function's name
 }

@@ -11,33 +11,6 @@ import (
 // below): render writes the helpers the plan says can be written, and
 // reports and names on doc lines what the plan says (funcPlan.keys).
 
-// keyFacts are the analysis's facts of one key helper: the problems of a
-// type that cannot be keyed, or the paths a written helper leaves out as
-// no part of a call's identity; paths below root.
-type keyFacts struct {
-	typ      string // as helperPlan.Type
-	problems []problem
-	skipped  []string
-}
-
-// keyWalk is what a key walk records at the value it is at: the paths it
-// refuses (problems) and leaves out (skipped), and where exclude= could
-// lift a refusal.
-type keyWalk struct {
-	// problems are the unkeyable paths found so far: the walk goes on
-	// past them so one run reports every one.
-	problems []problem
-	// skipped are the fields left out as no part of a call's identity
-	// (contexts), with why: "req.Params.Context (a context)".
-	skipped []string
-	// exPath is the longest prefix of the current path that exclude= can
-	// name (paths go through struct fields and pointers, not through
-	// slices, maps or unexported fields of other packages); noAdvice is set
-	// for key= and order= paths, which exclude= cannot lift.
-	exPath   string
-	noAdvice bool
-}
-
 // refuse records that the value at path cannot be keyed.
 func (k *keyWalk) refuse(path, reason, hint string) {
 	ex := k.exPath
@@ -161,4 +134,13 @@ func (pi *pkgInfo) foreignSkipped(t types.Type, u *types.Struct, i int, path str
 func (k *keyWalk) refuseForeign(pi *pkgInfo, t types.Type, u *types.Struct, i int, path string) {
 	k.refuse(joinPath(path, u.Field(i).Name()), "unexported field of "+pi.typeString(t), foreignHint)
 	k.problems[len(k.problems)-1].idemKey = idemKeyField(path, u)
+}
+
+// tagHint suggests the struct tag for a field (not for a parameter or an
+// element).
+func tagHint(path string) string {
+	if strings.Contains(path, ".") && !strings.HasSuffix(path, "]") {
+		return `tag the field idem:"-"`
+	}
+	return ""
 }

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
+	"strings"
 
 	"golang.org/x/tools/go/packages"
 )
@@ -173,4 +175,29 @@ func mentionsDirective(files []string) bool {
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// errPos parses the "file:line:col" of a packages.Error.
+func errPos(e packages.Error) token.Position {
+	s := e.Pos
+	var pos token.Position
+	for i := 0; i < 2; i++ {
+		j := strings.LastIndexByte(s, ':')
+		if j < 0 {
+			break
+		}
+		n, err := strconv.Atoi(s[j+1:])
+		if err != nil {
+			break
+		}
+		pos.Column, pos.Line = pos.Line, n
+		s = s[:j]
+	}
+	if pos.Column == 0 && pos.Line != 0 {
+		pos.Column = 1
+	}
+	if s != "" && s != "-" {
+		pos.Filename = s
+	}
+	return pos
 }

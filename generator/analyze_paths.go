@@ -5,23 +5,6 @@ import (
 	"strings"
 )
 
-// keyPath is a resolved key= or exclude= path: a parameter, then fields.
-type keyPath struct {
-	opt    pathOpt
-	param  int
-	fields []string
-	typ    types.Type // of the last element
-	// nilable[i] says the value before fields[i] is a pointer that must be
-	// checked for nil before the field is read.
-	nilable []bool
-	// structs are the types whose fields the path reads, in order.
-	structs []types.Type
-	// recvField is the wrapper's field holding the receiver (T, read as
-	// recvVar.T) for a path that starts at the receiver (key=s.TenantID);
-	// "" for a parameter's.
-	recvField string
-}
-
 // resolve checks a path against the function's parameters and types.
 func (pi *pkgInfo) resolve(x *fn, p pathOpt, option string) (keyPath, bool) {
 	segs := strings.Split(p.text, ".")

@@ -3,7 +3,6 @@ package generator
 import (
 	"go/types"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -395,32 +394,11 @@ func resultFields(x *fn) []string {
 	return out
 }
 
-// exclusions are a function's resolved exclude= paths: whole parameters,
-// and trees of the fields left out below the others.
-type exclusions struct {
-	whole map[int]bool
-	trees map[int]exTree
-	paths []keyPath
-}
-
 // isTime reports whether t is time.Time itself (a defined type over it
 // has lost its methods and is rejected).
 func isTime(t types.Type) bool {
 	n, ok := types.Unalias(t).(*types.Named)
 	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "time" && n.Obj().Name() == "Time"
-}
-
-// omitTree is the omit= paths below one value: a leaf (empty, non-nil)
-// leaves the value out.
-type omitTree map[string]omitTree
-
-// resultName is how diagnostics and omit= call result i: its declared
-// name, else rN.
-func resultName(x *fn, i int) string {
-	if n := x.sig.Results().At(i).Name(); n != "" && n != "_" {
-		return n
-	}
-	return "r" + strconv.Itoa(i+1)
 }
 
 // structField is the field of t's struct named name (the last of that
@@ -434,43 +412,4 @@ func structField(t types.Type, name string) *types.Var {
 		}
 	}
 	return found
-}
-
-// exTree is the set of excluded field paths below one value: the fields
-// listed are skipped (leaf) or expanded (inner node).
-type exTree map[string]exTree
-
-// group is the wrapper type of the free functions (recv nil) or of one
-// receiver type's methods.
-type group struct {
-	recv *types.TypeName
-	fns  []*fn
-}
-
-// groupFns splits fns by receiver: free functions first, then types in
-// order of their first annotated method. The file is written in this
-// order.
-func groupFns(fns []*fn) []*group {
-	var gs []*group
-	byRecv := map[*types.TypeName]*group{}
-	for _, x := range fns {
-		g := byRecv[x.recv]
-		if g == nil {
-			g = &group{recv: x.recv}
-			byRecv[x.recv] = g
-			gs = append(gs, g)
-		}
-		g.fns = append(g.fns, x)
-	}
-	sort.SliceStable(gs, func(i, j int) bool { return gs[i].recv == nil && gs[j].recv != nil })
-	return gs
-}
-
-// specBase ends the package-level names of x's declarations (idemSpecF,
-// idemStepCodecF) and names the codec helpers omit= specialises for it.
-func specBase(x *fn) string {
-	if x.recv != nil {
-		return upperFirst(x.recv.Name()) + upperFirst(x.name)
-	}
-	return upperFirst(x.name)
 }

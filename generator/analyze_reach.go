@@ -3,6 +3,8 @@ package generator
 import (
 	"go/types"
 	"reflect"
+	"sort"
+	"strconv"
 
 	"golang.org/x/tools/go/types/typeutil"
 )
@@ -20,7 +22,7 @@ import (
 // keyed or stored, and keep them; so does the walk. A file with a type
 // that cannot be keyed or stored on a wrapper's way is not written, but
 // some ways are tried without a diagnostic: the variants of a union, the
-// known error types (render_errtypes.go) and the strict key helper a
+// known error types (errorTypes) and the strict key helper a
 // payload helper tries first. A codec helper's struct is read only when
 // the helper is written (its type can be stored).
 //
@@ -689,4 +691,48 @@ func noExportedFields(pi *pkgInfo, t types.Type) string {
 
 func noVariants(pi *pkgInfo, n *types.Named) string {
 	return "interface " + pi.typeString(n) + " cannot be decoded to its dynamic type (no type of its package that implements it can be stored)"
+}
+
+// resultName is how diagnostics and omit= call result i: its declared
+// name, else rN.
+func resultName(x *fn, i int) string {
+	if n := x.sig.Results().At(i).Name(); n != "" && n != "_" {
+		return n
+	}
+	return "r" + strconv.Itoa(i+1)
+}
+
+// group is the wrapper type of the free functions (recv nil) or of one
+// receiver type's methods.
+type group struct {
+	recv *types.TypeName
+	fns  []*fn
+}
+
+// groupFns splits fns by receiver: free functions first, then types in
+// order of their first annotated method. The file is written in this
+// order.
+func groupFns(fns []*fn) []*group {
+	var gs []*group
+	byRecv := map[*types.TypeName]*group{}
+	for _, x := range fns {
+		g := byRecv[x.recv]
+		if g == nil {
+			g = &group{recv: x.recv}
+			byRecv[x.recv] = g
+			gs = append(gs, g)
+		}
+		g.fns = append(g.fns, x)
+	}
+	sort.SliceStable(gs, func(i, j int) bool { return gs[i].recv == nil && gs[j].recv != nil })
+	return gs
+}
+
+// specBase ends the package-level names of x's declarations (idemSpecF,
+// idemStepCodecF) and names the codec helpers omit= specialises for it.
+func specBase(x *fn) string {
+	if x.recv != nil {
+		return upperFirst(x.recv.Name()) + upperFirst(x.name)
+	}
+	return upperFirst(x.name)
 }

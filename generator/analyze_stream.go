@@ -8,22 +8,12 @@ import "go/types"
 // results are streams, and what their wrappers return, is in
 // docs/GENERATOR.md ("Streams").
 
-// streamKind is how the wrapper reads a stream's items.
-type streamKind int
-
 const (
 	streamSeq2   streamKind = iota + 1 // iter.Seq2[T, error]: range, an error ends it
 	streamSeq                          // iter.Seq[T] or <-chan T: range to its end
 	streamSDK                          // Next, Current, Err, Close (ssestream.Stream[T])
 	streamReader                       // io.Reader or io.ReadCloser: []byte chunks
 )
-
-// stream is a streamed result: its kind and its item type.
-type stream struct {
-	kind streamKind
-	item types.Type
-	of   types.Type // the function's result
-}
 
 // streamOf is t as a stream; nil and why not when t looks like one (a
 // sequence, a channel) but does not qualify; nil and "" when it does not

@@ -2,6 +2,7 @@ package generator
 
 import (
 	"go/types"
+	"sort"
 	"strings"
 )
 
@@ -474,16 +475,6 @@ func (pi *pkgInfo) keyedAsMethod(t types.Type) bool {
 	return pi.keyedByMethod(t)
 }
 
-// helperKey names a key helper: of a type, for a key (strict: every
-// field that holds data is keyed or refused) or for a payload fingerprint
-// under key= (lenient: another package's unexported fields are skipped).
-type helperKey struct {
-	obj     *types.TypeName
-	lenient bool
-	// inst tells instances of one generic type apart (instanceKey).
-	inst string
-}
-
 // idemKeyField is the path of st's exported idempotency key field (named
 // IdempotencyKey, any case or underscores), "" if it has none.
 func idemKeyField(path string, st *types.Struct) string {
@@ -494,4 +485,105 @@ func idemKeyField(path string, st *types.Struct) string {
 		}
 	}
 	return ""
+}
+
+// nameable reports whether the generated file can refer to the type by
+// name: declared in the package itself, or exported from a package it may
+// import (not another module's internal package).
+func (pi *pkgInfo) nameable(obj *types.TypeName) bool {
+	pkg := obj.Pkg()
+	if pkg == nil || pkg == pi.pkg.Types {
+		return true
+	}
+	if !obj.Exported() {
+		return false
+	}
+	path := pkg.Path()
+	var parent string
+	switch {
+	case strings.HasPrefix(path, "internal/") || path == "internal":
+		parent = ""
+	case strings.Contains(path, "/internal/"):
+		parent = path[:strings.LastIndex(path, "/internal/")]
+	case strings.HasSuffix(path, "/internal"):
+		parent = strings.TrimSuffix(path, "/internal")
+	default:
+		return true
+	}
+	from := pi.pkg.PkgPath
+	return parent != "" && (from == parent || strings.HasPrefix(from, parent+"/"))
+}
+
+// aliasFor returns an alias the generated file can name that stands for
+// n, which it cannot name itself (unexported, or internal to another
+// module), with the type arguments to instantiate it with; nil if there
+// is none. Aliases of n's own package come first, then by package path
+// and name: the same file every run.
+func (pi *pkgInfo) aliasFor(n *types.Named) (*types.TypeName, *types.TypeList) {
+	if pi.aliases == nil {
+		pi.aliases = aliasIndex(pi.pkg.Types)
+	}
+	for _, a := range pi.aliases[n.Origin().Obj()] {
+		if !a.Exported() || !pi.nameable(a) {
+			continue
+		}
+		at := a.Type().(*types.Alias)
+		tps := at.TypeParams()
+		if tps.Len() == 0 {
+			if types.Identical(types.Unalias(at), n) {
+				return a, nil
+			}
+			continue
+		}
+		// type Page[T any] = page[T]: Page[X] is page[X].
+		rhs, ok := at.Rhs().(*types.Named)
+		if !ok || rhs.TypeArgs().Len() != tps.Len() || n.TypeArgs().Len() != tps.Len() {
+			continue
+		}
+		same := true
+		for i := 0; i < tps.Len(); i++ {
+			same = same && rhs.TypeArgs().At(i) == tps.At(i)
+		}
+		if same {
+			return a, n.TypeArgs()
+		}
+	}
+	return nil, nil
+}
+
+// aliasIndex lists the aliases of the packages pkg reaches by the origin
+// of the named type each stands for.
+func aliasIndex(pkg *types.Package) map[*types.TypeName][]*types.TypeName {
+	idx := map[*types.TypeName][]*types.TypeName{}
+	seen := map[*types.Package]bool{}
+	var pkgs []*types.Package
+	var walk func(p *types.Package)
+	walk = func(p *types.Package) {
+		if seen[p] {
+			return
+		}
+		seen[p] = true
+		pkgs = append(pkgs, p)
+		for _, q := range p.Imports() {
+			walk(q)
+		}
+	}
+	walk(pkg)
+	sort.Slice(pkgs, func(i, j int) bool { return pkgs[i].Path() < pkgs[j].Path() })
+	for _, p := range pkgs {
+		for _, name := range p.Scope().Names() {
+			a, ok := p.Scope().Lookup(name).(*types.TypeName)
+			if !ok || !a.IsAlias() {
+				continue
+			}
+			if n, ok := types.Unalias(a.Type()).(*types.Named); ok {
+				k := n.Origin().Obj()
+				idx[k] = append(idx[k], a)
+			}
+		}
+	}
+	for k, list := range idx {
+		sort.SliceStable(list, func(i, j int) bool { return list[i].Pkg() == k.Pkg() && list[j].Pkg() != k.Pkg() })
+	}
+	return idx
 }

@@ -132,3 +132,13 @@ func editDistance(a, b string) int {
 	}
 	return d[len(a)][len(b)]
 }
+
+// addOnce appends s to list unless it is there.
+func addOnce(list []string, s string) []string {
+	for _, l := range list {
+		if l == s {
+			return list
+		}
+	}
+	return append(list, s)
+}

@@ -347,3 +347,270 @@ func uses(code []jen.Code, id string) bool {
 		return r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	}), id)
 }
+
+// variants are the variants of the union n that its codec stores, as the
+// analysis decided (fp.variants); a value of another fails the recording.
+func (g *codecGen) variants(n *types.Named) []types.Type {
+	var out []types.Type
+	for _, vt := range g.e.pi.variants(n) {
+		if g.e.plan.variants[n][types.TypeString(vt, nil)] {
+			out = append(out, vt)
+		}
+	}
+	return out
+}
+
+// enc returns the statements that encode v (an addressable expression) of
+// type t.
+func (g *codecGen) enc(t types.Type, v vx, omit omitTree, s fnScope) []jen.Code {
+	if name, ok := g.helperName(t, omit); ok {
+		return g.encBy(func(e *jen.Statement) *jen.Statement { return jen.Id("idemEnc"+name).Call(e, v.addr()) })
+	}
+	t = types.Unalias(t)
+	if m := g.e.pi.storedBy(t); m != (storage{}) {
+		return g.encMethod(m, v, s)
+	}
+	return g.encInline(t, v, omit, s)
+}
+
+// dec returns the statements that decode into v, as enc encodes it.
+func (g *codecGen) dec(t types.Type, v vx, omit omitTree, s fnScope) []jen.Code {
+	if name, ok := g.helperName(t, omit); ok {
+		return one(jen.Id("idemDec"+name).Call(g.d(), v.addr()))
+	}
+	t = types.Unalias(t)
+	if m := g.e.pi.storedBy(t); m != (storage{}) {
+		return g.decMethod(m, t, v, s)
+	}
+	return g.decInline(t, v, omit, s)
+}
+
+// helperName reports whether a value of t is stored by helpers of its
+// type's own (a named composite type, or a union, that the generated file
+// can name and that brings no marshaling pair), and returns their name
+// suffix.
+func (g *codecGen) helperName(t types.Type, omit omitTree) (string, bool) {
+	n, ok := g.e.pi.codecHelperType(t)
+	if !ok {
+		return "", false
+	}
+	return g.helper(n, omit), true
+}
+
+func (g *codecGen) encMethod(m storage, v vx, s fnScope) []jen.Code {
+	switch {
+	case m.userinfo:
+		return g.encUserinfo(v, s)
+	case m.proto:
+		opts := g.e.qual(protoPkg, "MarshalOptions").Values(jen.Dict{jen.Id("Deterministic"): jen.True()})
+		return g.encCall("Marshaled", opts.Dot("Marshal").Call(v.addr()))
+	}
+	return g.encCall("Marshaled", v.sel(true).Dot(m.marshal).Call())
+}
+
+func (g *codecGen) decMethod(m storage, t types.Type, v vx, s fnScope) []jen.Code {
+	switch {
+	case m.userinfo:
+		return g.decUserinfo(v, s)
+	case m.proto:
+		return one(g.dCall("Unmarshaled", g.e.qual(protoPkg, "Unmarshal").Call(g.dCall("Marshaled"), v.addr())))
+	case isNamed(t, "crypto/x509", "OID"):
+		// The zero OID marshals to no bytes, which UnmarshalBinary
+		// refuses: no bytes stay the zero OID.
+		b := s.get("b")
+		return one(jen.If(jen.Id(b).Op(":=").Add(g.dCall("Marshaled")), jen.Len(jen.Id(b)).Op(">").Lit(0)).Block(
+			g.dCall("Unmarshaled", v.sel(true).Dot(m.unmarshal).Call(jen.Id(b)))))
+	}
+	return one(g.dCall("Unmarshaled", v.sel(true).Dot(m.unmarshal).Call(g.dCall("Marshaled"))))
+}
+
+// encCall is a value encoded by one Encoder call, e.m(args...): a struct
+// field's name chains onto it (fieldEnc).
+func (g *codecGen) encCall(m string, args ...jen.Code) []jen.Code {
+	return g.encBy(func(e *jen.Statement) *jen.Statement { return e.Dot(m).Call(args...) })
+}
+
+// encBy is a value encoded by one call on the Encoder: call(e). Field
+// returns the Encoder, so a struct field's name takes e's place (fieldEnc).
+func (g *codecGen) encBy(call func(e *jen.Statement) *jen.Statement) []jen.Code {
+	g.last = encoderCall{stmt: call(jen.Id("e")), call: call}
+	return one(g.last.stmt)
+}
+
+// fieldEnc is a struct field's name, then the code of its value: one line
+// when that is one call on the Encoder, e.Field("ID").String(v.ID) or
+// idemEncMoney(e.Field("Total"), &v.Total).
+func (g *codecGen) fieldEnc(name string, code []jen.Code) []jen.Code {
+	if len(code) == 1 && g.last.stmt != nil && code[0] == jen.Code(g.last.stmt) {
+		return one(g.last.call(eCall("Field", jen.Lit(name))))
+	}
+	return append(one(eCall("Field", jen.Lit(name))), code...)
+}
+
+func (g *codecGen) dCall(m string, args ...jen.Code) *jen.Statement {
+	return g.d().Dot(m).Call(args...)
+}
+
+// d is the Decoder d, as the code that reads a value names it. Each use
+// is remembered, so that a struct field read by one statement that uses d
+// once can look its field up in place of d (fieldDec).
+func (g *codecGen) d() *jen.Statement {
+	d := jen.Id("d")
+	g.decoders = append(g.decoders, d)
+	return d
+}
+
+// encUserinfo stores a url.Userinfo (no exported fields) by what its
+// accessors return.
+func (g *codecGen) encUserinfo(v vx, s fnScope) []jen.Code {
+	at, pw, set := s.get("at"), s.get("pw"), s.get("set")
+	return []jen.Code{
+		jen.Id(at).Op(":=").Add(eCall("Struct")),
+		eCall("Field", jen.Lit("Username")).Dot("String").Call(v.sel(true).Dot("Username").Call()),
+		jen.If(jen.List(jen.Id(pw), jen.Id(set)).Op(":=").Add(v.sel(true)).Dot("Password").Call(), jen.Id(set)).Block(
+			eCall("Field", jen.Lit("Password")).Dot("String").Call(jen.Id(pw))),
+		eCall("End", jen.Id(at)),
+	}
+}
+
+// decUserinfo rebuilds a url.Userinfo with url.User or url.UserPassword:
+// a password set to "" stays set, an unset one stays unset.
+func (g *codecGen) decUserinfo(v vx, s fnScope) []jen.Code {
+	st, name, pw := s.get("s"), s.get("name"), s.get("pw")
+	return []jen.Code{
+		jen.Id(st).Op(":=").Add(g.dCall("Struct")),
+		jen.Id(name).Op(":=").Add(g.dCall("Field", jen.Id(st), jen.Lit("Username"))).Dot("String").Call(),
+		jen.Var().Id(pw).Op("*").String(),
+		jen.If(g.dCall("Field", jen.Id(st), jen.Lit("Password")).Dot("Present").Call()).Block(
+			jen.Id(pw).Op("=").New(jen.String()), jen.Op("*").Id(pw).Op("=").Add(g.dCall("String"))),
+		g.dCall("End", jen.Id(st)),
+		jen.If(jen.Id(pw).Op("!=").Nil()).Block(
+			v.val().Op("=").Op("*").Add(g.e.qual(urlPkg, "UserPassword")).Call(jen.Id(name), jen.Op("*").Id(pw)),
+		).Else().Block(
+			v.val().Op("=").Op("*").Add(g.e.qual(urlPkg, "User")).Call(jen.Id(name))),
+	}
+}
+
+func one(c jen.Code) []jen.Code { return []jen.Code{c} }
+
+// encUnion writes the code that stores v, a value of the union n, by a
+// type switch over the variants the analysis found a codec can store.
+func (g *codecGen) encUnion(n *types.Named, v vx, s fnScope) []jen.Code {
+	e, pi := g.e, g.e.pi
+	x := s.get("x")
+	var cases []jen.Code
+	usesX := false
+	for _, vt := range g.variants(n) {
+		code := g.enc(vt, expr(jen.Id(x)), nil, s)
+		usesX = usesX || uses(code, x)
+		at := s.get("at")
+		body := append(one(jen.Id(at).Op(":=").Add(eCall("Variant", jen.Lit(typeName(vt))))), code...)
+		cases = append(cases, jen.Case(e.typ(vt)).Block(append(body, eCall("End", jen.Id(at)))...))
+	}
+	operand := v.val()
+	if v.ptr != nil {
+		operand = jen.Parens(operand) // (*v).(type)
+	}
+	sw := jen.Switch(operand.Clone().Assert(jen.Type()))
+	if usesX {
+		sw = jen.Switch(jen.Id(x).Op(":=").Add(operand).Assert(jen.Type()))
+	}
+	cases = append(one(jen.Case(jen.Nil()).Block(eCall("Nil"))), cases...)
+	cases = append(cases, jen.Default().Block(eCall("NotVariant", jen.Lit(pi.typeString(n)), v.val())))
+	return one(sw.Block(cases...))
+}
+
+// decUnion restores v, a value of the union n, by its variant's name.
+func (g *codecGen) decUnion(n *types.Named, v vx, s fnScope) []jen.Code {
+	x := s.get("x")
+	var cases []jen.Code
+	for _, vt := range g.variants(n) {
+		code := g.dec(vt, expr(jen.Id(x)), nil, s)
+		body := append(one(jen.Var().Id(x).Add(g.e.typ(vt))), code...)
+		cases = append(cases, jen.Case(jen.Lit(typeName(vt))).Block(append(body, v.val().Op("=").Id(x))...))
+	}
+	name := s.get("name")
+	cases = append(cases, jen.Default().Block(g.dCall("NotVariant", jen.Id(name))))
+	return one(jen.If(g.dCall("Nil")).Block(v.val().Op("=").Nil()).Else().Block(
+		jen.Id(name).Op(":=").Add(g.dCall("Variant")),
+		jen.Switch(jen.Id(name)).Block(cases...)))
+}
+
+// typeName is t's stable name in a record: its package path and name, a
+// pointer marked.
+func typeName(t types.Type) string {
+	if p, ok := t.(*types.Pointer); ok {
+		return "*" + typeName(p.Elem())
+	}
+	n := t.(*types.Named)
+	return n.Obj().Pkg().Path() + "." + n.Obj().Name()
+}
+
+// errorTypes returns the value to pass as the known error types,
+// building the file's idemErrors on first use.
+func (e *emitter) errorTypes() jen.Code {
+	if e.errs == nil {
+		e.errs = &errTypes{name: e.global("idemErrors")}
+		e.globals[e.errs.name] = true
+		e.knownErrors()
+	}
+	return jen.Id(e.errs.name).Values()
+}
+
+// knownErrors fills e.errs with the exported error types (by value or
+// pointer, whichever has the Error method) that a codec can store
+// faithfully, and the exported variables of type error (sentinels), of
+// errPackages.
+func (e *emitter) knownErrors() {
+	var sentinels []*types.Var
+	for _, p := range e.plan.errPkgs {
+		for _, name := range p.Scope().Names() {
+			switch o := p.Scope().Lookup(name).(type) {
+			case *types.TypeName:
+				e.knownErrorType(o)
+			case *types.Var:
+				if (o.Exported() || p == e.pi.pkg.Types) && types.Identical(o.Type(), errorType) {
+					sentinels = append(sentinels, o)
+				}
+			}
+		}
+	}
+	if len(sentinels) > 0 {
+		var cases []jen.Code
+		for _, v := range sentinels {
+			name := v.Pkg().Path() + "." + v.Name()
+			ref := e.qual(v.Pkg(), v.Name())
+			cases = append(cases, jen.Case(ref).Block(jen.Id("e").Dot("String").Call(jen.Lit(name)), jen.Return(jen.True())))
+			e.errs.decode = append(e.errs.decode, jen.Case(jen.Lit(name)).Block(jen.Return(e.qual(v.Pkg(), v.Name()))))
+		}
+		e.errs.sentinels = jen.Switch(jen.Id("err")).Block(cases...)
+	}
+}
+
+// knownErrorType adds o to idemErrors if it is an error type whose values
+// a codec stores faithfully.
+func (e *emitter) knownErrorType(o *types.TypeName) {
+	t, ok := e.pi.implementer(o, errorIface)
+	if !ok {
+		return
+	}
+	if !e.pi.renderable(t) {
+		return
+	}
+	if !e.plan.errTypes[o] {
+		return // not restorable as itself (reach.knownErrors): stored as its text and chain
+	}
+	g := &codecGen{e: e, spec: "Errors"}
+	scope := func() fnScope { return fnScope{"e": 1, "d": 1, "x": 1, "err": 1, "name": 1} }
+	enc := g.enc(t, expr(jen.Id("x")), nil, scope())
+	dec := g.dec(t, expr(jen.Id("x")), nil, scope())
+	name := o.Pkg().Path() + "." + o.Name()
+	if _, isPtr := t.(*types.Pointer); isPtr {
+		name = "*" + name
+	}
+	e.errs.usesX = e.errs.usesX || uses(enc, "x")
+	e.errs.encode = append(e.errs.encode, jen.Case(e.typ(t)).Block(append(append(
+		[]jen.Code{jen.Id("e").Dot("String").Call(jen.Lit(name))}, enc...), jen.Return(jen.True()))...))
+	e.errs.decode = append(e.errs.decode, jen.Case(jen.Lit(name)).Block(append(append(
+		[]jen.Code{jen.Var().Id("x").Add(e.typ(t))}, dec...), jen.Return(jen.Id("x")))...))
+}

@@ -33,50 +33,6 @@ var reflectPkg = types.NewPackage("reflect", "reflect")
 // isGeneric reports whether x is a generic function.
 func isGeneric(x *fn) bool { return x.sig.TypeParams().Len() > 0 }
 
-// typeParam writes a value of a type parameter, through its constraint:
-// a key method every type argument has (idem.Keyer, then MarshalBinary,
-// then MarshalText), else a type set whose types are all of one basic
-// kind (~string; ~int | ~int64: integers of any width and sign convert
-// to int64 one to one, and the type argument in the key keeps the types
-// apart), else a single type. Anything else is refused; in the payload
-// fingerprint under key= it is skipped, and the doc line says so.
-func (w *writer) typeParam(v val, tp *types.TypeParam, path string) ([]jen.Code, bool) {
-	wk := w.e.pi.types
-	b := w.b
-	// A type argument may be an interface or a pointer type: its nil
-	// value is a value of its own, written as the nil marker as for a
-	// concrete type, never a key method called on nil.
-	byMethod := func(call jen.Code) []jen.Code {
-		return one(jen.If(w.e.qual(implPkg, "IsNil").Call(v.value())).Block(b().Dot("Nil").Call()).Else().Block(call))
-	}
-	switch {
-	case wk.keyer != nil && types.Implements(tp, wk.keyer):
-		return byMethod(b().Dot("Key").Call(v.value())), true
-	case types.Implements(tp, wk.binaryMarshaler):
-		return byMethod(b().Dot("Marshaled").Call(v.e().Dot("MarshalBinary").Call())), true
-	case types.Implements(tp, wk.textMarshaler):
-		return byMethod(b().Dot("Marshaled").Call(v.e().Dot("MarshalText").Call())), true
-	}
-	if terms, ok := typeTerms(tp.Constraint()); ok && len(terms) > 0 {
-		if method, conv := basicKind(terms); method != "" {
-			return one(b().Dot(method).Call(jen.Id(conv).Call(v.value()))), true
-		}
-		if len(terms) == 1 && !terms[0].Tilde() && w.e.pi.renderable(terms[0].Type()) {
-			t := terms[0].Type()
-			local := w.n.get("tv")
-			inner, ok := w.write(val{e: id(local)}, t, path, nil, false)
-			if !ok {
-				return nil, false
-			}
-			return append(one(jen.Id(local).Op(":=").Add(w.e.typ(t)).Call(v.value())), inner...), true
-		}
-	}
-	if w.lenient {
-		return nil, true // left out of the payload (typeParamSkipped)
-	}
-	return refused()
-}
-
 // typeArgKeys opens the key of a generic function's call with the
 // identity of each type argument.
 func (e *fileWriter) typeArgKeys(x *fn, c string) []jen.Code {
@@ -132,15 +88,6 @@ func (e *fileWriter) genericSelfCheck(x *fn, sig *types.Signature, ref *jen.Stat
 	}
 	return jen.Func().Id("_").Types(e.typeParamDecls(x)...).Params().Block(
 		jen.Var().Id("_").Func().Add(e.signature(sig, nil)).Op("=").Add(ref))
-}
-
-// fnTypeParams are the type parameters of a generic function, or of the
-// receiver of a method of a generic type (as the method names them).
-func fnTypeParams(x *fn) *types.TypeParamList {
-	if x.sig.TypeParams().Len() > 0 {
-		return x.sig.TypeParams()
-	}
-	return x.sig.RecvTypeParams()
 }
 
 // genericGroup is the wrapper type of a generic type's methods and its

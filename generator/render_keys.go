@@ -1,10 +1,12 @@
 package generator
 
 import (
+	"fmt"
 	"go/token"
 	"go/types"
 	"reflect"
 	"strconv"
+	"strings"
 
 	"github.com/dave/jennifer/jen"
 )
@@ -69,33 +71,6 @@ func (n namer) get(base string) string {
 	n[name] = true
 	return name
 }
-
-// problem is one path the key code cannot read.
-type problem struct {
-	path   string
-	reason string // what is wrong, naming the type: problems group by it
-	hint   string // what else would fix it, if anything
-	// exclude is the longest prefix of path that exclude= can name, ""
-	// when no option lifts the problem (a key= or order= path).
-	exclude string
-	// root is the exclude= path of the outermost value of a recursive
-	// type the problem is in ("" if none, or if exclude= cannot name it);
-	// inside a helper it starts with root. (Not another package's value,
-	// as for results: that would drop identity, such as an SDK's
-	// IdempotencyKey, along with the refused fields.)
-	root string
-	// cycle: the problem is inside a value of a recursive type, so an
-	// exclude= below root would meet it again one level deeper.
-	cycle bool
-	// idemKey is the path of the SDK's own idempotency key field next to
-	// the refused field (an IdempotencyKey in the same struct), "" if
-	// none: excluding the struct would drop it, so the advice keys on it.
-	idemKey string
-}
-
-// root stands for the path of the value a helper is written for; the
-// caller substitutes it (a helper is written once, reached from many paths).
-const root = "\x00"
 
 // expr is the Go expression of the path in x's wrapper, up to its field
 // upto.
@@ -510,7 +485,7 @@ func (w *writer) foreignField(t types.Type, u *types.Struct, i int, path string)
 func (w *writer) writeInterface(v val, t types.Type, u *types.Interface, path string) ([]jen.Code, bool) {
 	if n, ok := t.(*types.Named); ok {
 		if vs := w.e.pi.variants(n); len(vs) > 0 {
-			if code, ok := w.keyUnion(n, vs, v); ok { // render_unions.go
+			if code, ok := w.keyUnion(n, vs, v); ok {
 				return code, true
 			}
 			return refused() // no variant can be keyed
@@ -522,4 +497,189 @@ func (w *writer) writeInterface(v val, t types.Type, u *types.Interface, path st
 		return one(w.b().Dot("Any").Call(v.value())), true
 	}
 	return refused()
+}
+
+// typeParam writes a value of a type parameter, through its constraint:
+// a key method every type argument has (idem.Keyer, then MarshalBinary,
+// then MarshalText), else a type set whose types are all of one basic
+// kind (~string; ~int | ~int64: integers of any width and sign convert
+// to int64 one to one, and the type argument in the key keeps the types
+// apart), else a single type. Anything else is refused; in the payload
+// fingerprint under key= it is skipped, and the doc line says so.
+func (w *writer) typeParam(v val, tp *types.TypeParam, path string) ([]jen.Code, bool) {
+	wk := w.e.pi.types
+	b := w.b
+	// A type argument may be an interface or a pointer type: its nil
+	// value is a value of its own, written as the nil marker as for a
+	// concrete type, never a key method called on nil.
+	byMethod := func(call jen.Code) []jen.Code {
+		return one(jen.If(w.e.qual(implPkg, "IsNil").Call(v.value())).Block(b().Dot("Nil").Call()).Else().Block(call))
+	}
+	switch {
+	case wk.keyer != nil && types.Implements(tp, wk.keyer):
+		return byMethod(b().Dot("Key").Call(v.value())), true
+	case types.Implements(tp, wk.binaryMarshaler):
+		return byMethod(b().Dot("Marshaled").Call(v.e().Dot("MarshalBinary").Call())), true
+	case types.Implements(tp, wk.textMarshaler):
+		return byMethod(b().Dot("Marshaled").Call(v.e().Dot("MarshalText").Call())), true
+	}
+	if terms, ok := typeTerms(tp.Constraint()); ok && len(terms) > 0 {
+		if method, conv := basicKind(terms); method != "" {
+			return one(b().Dot(method).Call(jen.Id(conv).Call(v.value()))), true
+		}
+		if len(terms) == 1 && !terms[0].Tilde() && w.e.pi.renderable(terms[0].Type()) {
+			t := terms[0].Type()
+			local := w.n.get("tv")
+			inner, ok := w.write(val{e: id(local)}, t, path, nil, false)
+			if !ok {
+				return nil, false
+			}
+			return append(one(jen.Id(local).Op(":=").Add(w.e.typ(t)).Call(v.value())), inner...), true
+		}
+	}
+	if w.lenient {
+		return nil, true // left out of the payload (typeParamSkipped)
+	}
+	return refused()
+}
+
+// loopVar declares the index i of a loop over body, or nothing when body
+// does not index with it (elements whose key material is constant, such
+// as [1]struct{ F int `idem:"-"` }, write only their length): Go rejects
+// an unused variable.
+func loopVar(body []jen.Code, i string) *jen.Statement {
+	if strings.Contains(fmt.Sprintf("%#v", jen.Block(body...)), "["+i+"]") {
+		return jen.Id(i).Op(":=")
+	}
+	return jen.Null()
+}
+
+// nilCheck writes Nil for a nil pointer, slice or map, else body.
+func (w *writer) nilCheck(v val, body []jen.Code) []jen.Code {
+	return one(jen.If(v.value().Op("==").Nil()).Block(w.b().Dot("Nil").Call()).Else().Block(body...))
+}
+
+// nilIface guards a method call on an interface value against nil, and
+// keeps a nil slice or map with a marshaler (net.IP) apart from an empty
+// one, which marshal alike.
+func (w *writer) nilIface(t types.Type, v val, call jen.Code) []jen.Code {
+	switch t.Underlying().(type) {
+	case *types.Slice, *types.Map:
+		return w.nilCheck(v, one(call))
+	}
+	if types.IsInterface(t) {
+		return w.nilCheck(v, one(call))
+	}
+	return one(call)
+}
+
+func (w *writer) basic(v val, t types.Type, u *types.Basic, path string) ([]jen.Code, bool) {
+	method, target := keyMethod(u)
+	if method == "" {
+		return refused()
+	}
+	x := v.value()
+	if !types.Identical(t, target) {
+		x = jen.Id(target.(*types.Basic).Name()).Call(x)
+	}
+	return one(w.b().Dot(method).Call(x)), true
+}
+
+// valueWriter is the idemimpl writer by value (StringKey…) of the values
+// of a predeclared basic type, for KeyList and KeyMap; nil for other
+// types. The analysis pins t if it is an alias (reach.keyShape), as for
+// KeyPtr's.
+func (w *writer) valueWriter(t types.Type) jen.Code {
+	bw := basicWriter(t)
+	if bw == "" {
+		return nil
+	}
+	return w.e.qual(implPkg, strings.TrimPrefix(bw, "Key")+"Key")
+}
+
+// helper returns the name of the key function of named type n, as the
+// plan names it, and the analysis's facts of it (fp.keyFacts), writing it
+// on first use if the plan says it can be written; "" if not. Recursive
+// types work: it counts as written before its body is.
+func (e *emitter) helper(n *types.Named, lenient bool) (string, *keyFacts, helperKey) {
+	obj := n.Obj()
+	if lenient {
+		// A payload helper is the key helper when that one can be
+		// written: a lenient twin only where they differ.
+		if name, f, k := e.helper(n, false); f != nil && f.problems == nil {
+			return name, f, k
+		}
+	}
+	hk := helperKey{obj, lenient, instanceKey(n)}
+	f, typ := e.plan.keyFacts[hk], types.TypeString(n, nil)
+	if f == nil || f.problems != nil {
+		return "", f, hk
+	}
+	name := e.plan.helper(keyKind(hk), typ).Name
+	if name == "" {
+		e.pi.d.add(token.Position{Filename: e.pi.out}, "internal error: the key helper of %s is not in the plan", typ)
+		return "", f, hk
+	}
+	if e.keysWritten[hk] {
+		return name, f, hk
+	}
+	e.keysWritten[hk] = true
+	w := &writer{e: e, b: id("b"), n: namer{"b": true, "v": true}, raw: n, lenient: lenient, payload: lenient}
+	body, ok := w.write(val{e: id("v"), ptr: true}, n, root, nil, false)
+	if !ok {
+		e.pi.d.add(token.Position{Filename: e.pi.out}, "internal error: the key helper of %s cannot be written, which the analysis did not decide", typ)
+	}
+	if e.plan.helper(keyKind(hk), typ).Recursive {
+		// A value of a recursive type can nest without end (a cycle):
+		// bound it, so a cycle is ErrInvalidKey, not a stack overflow.
+		body = append(depthGuard("b"), body...)
+	}
+	// The name says what the helper does; a doc line says only what it
+	// leaves out, which a reviewer must see.
+	decl := jen.Null()
+	if len(w.tagged) > 0 {
+		decl = jen.Commentf("%s writes the key material of %s. Not keyed (tagged idem:\"-\"): %s.", name, e.pi.typeString(n), strings.Join(w.tagged, ", ")).Line()
+	}
+	decl.Func().Id(name).Params(jen.Id("b").Op("*").Add(e.qual(implPkg, "KeyBuilder")), jen.Id("v").Op("*").Add(e.typ(n))).Block(body...)
+	e.helperDecls = append(e.helperDecls, helperDecl{name: name, code: decl})
+	return name, f, hk
+}
+
+// keyUnion writes the key material of v, a value of the union n: the
+// dynamic type's name, then the value, for each variant the analysis
+// found can be keyed (filePlan.keyTries); another dynamic type is
+// ErrInvalidKey when the call starts.
+func (w *writer) keyUnion(n *types.Named, vs []types.Type, v val) ([]jen.Code, bool) {
+	b := w.b
+	x := w.n.get("x")
+	defer delete(w.n, x)
+	var cases []jen.Code
+	usesX := false
+	for _, vt := range vs {
+		if !w.e.plan.keyTried(vt, w.mode()) {
+			continue // not keyable: a value of it is ErrInvalidKey
+		}
+		tw := &writer{e: w.e, b: w.b, n: w.n, inlining: w.inlining, lenient: w.lenient, payload: w.payload}
+		code, ok := tw.write(val{e: id(x)}, vt, "", nil, false)
+		if !ok {
+			w.e.triedWrongly(vt)
+			continue
+		}
+		usesX = usesX || uses(code, x)
+		cases = append(cases, jen.Case(w.e.typ(vt)).Block(append([]jen.Code{b().Dot("String").Call(jen.Lit(typeName(vt)))}, code...)...))
+	}
+	if len(cases) == 0 {
+		return nil, false
+	}
+	operand := v.value()
+	if v.ptr {
+		operand = jen.Parens(operand)
+	}
+	sw := jen.Switch(operand.Clone().Assert(jen.Type()))
+	if usesX {
+		sw = jen.Switch(jen.Id(x).Op(":=").Add(operand).Assert(jen.Type()))
+	}
+	cases = append([]jen.Code{jen.Case(jen.Nil()).Block(b().Dot("Nil").Call())}, cases...)
+	cases = append(cases, jen.Default().Block(b().Dot("NotVariant").Call(jen.Lit(w.e.pi.typeString(n)), v.value())))
+	return one(sw.Block(cases...)), true
 }

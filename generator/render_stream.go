@@ -6,11 +6,6 @@ import (
 	"github.com/dave/jennifer/jen"
 )
 
-var (
-	iterPkg = types.NewPackage("iter", "iter")
-	ioPkg   = types.NewPackage("io", "io")
-)
-
 // streamSignature is the wrapper's signature for a streamed result: the
 // function's parameters, then (iter.Seq2[T, error], error). Every error,
 // the claim's and the function's, comes in the sequence: the error result
@@ -92,3 +87,8 @@ func (e *fileWriter) streamCall(w *wrap) []jen.Code {
 	}
 	return []jen.Code{jen.Return(seq, jen.Nil())}
 }
+
+var (
+	iterPkg = types.NewPackage("iter", "iter")
+	ioPkg   = types.NewPackage("io", "io")
+)

@@ -347,3 +347,12 @@ func (e *fileWriter) embedded(t types.Type) jen.Code {
 	}
 	return jen.Union(terms...)
 }
+
+// fnTypeParams are the type parameters of a generic function, or of the
+// receiver of a method of a generic type (as the method names them).
+func fnTypeParams(x *fn) *types.TypeParamList {
+	if x.sig.TypeParams().Len() > 0 {
+		return x.sig.TypeParams()
+	}
+	return x.sig.RecvTypeParams()
+}

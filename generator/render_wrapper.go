@@ -9,24 +9,6 @@ import (
 	"github.com/dave/jennifer/jen"
 )
 
-// wrap is what the declarations of one wrapped function share: its
-// names, the wrapper's local names and the begin helper's parameters.
-type wrap struct {
-	x               *fn
-	typeName, field string // the wrapper type and its guard field
-	hn              helperNames
-	// display names the function in comments (pkg.F, T.M); specBase ends
-	// the package-level names (idemSpecF); specName is the stored name.
-	display, specBase, specName string
-	ns                          namer
-	recv, c, k                  string // the wrapper's receiver, the call, its key material
-	specVar                     string
-	resultStruct                string     // "" unless several results travel as one struct
-	resultT                     jen.Code   // what Do returns besides the error
-	keyParams, beginParams      []jen.Code // Key's parameters, begin's
-	beginArgs                   []jen.Code // the wrapper's (and Key's) arguments to begin
-}
-
 // wrapper emits the declarations of one function in reading order: the
 // wrapper method, its Key helper, the begin helper both use, then what
 // they refer to: the Spec, the signature self-check, the result struct and
@@ -49,26 +31,6 @@ func (e *emitter) wrapper(x *fn, typeName, field string, hn helperNames) []jen.C
 	}
 	e.pi.emitted[x] = true
 	return out
-}
-
-// newWrap names what x's declarations share.
-func newWrap(x *fn, typeName, field string, hn helperNames) *wrap {
-	w := &wrap{x: x, typeName: typeName, field: field, hn: hn, ns: namer{}}
-	w.display, w.specName = x.plan.Display, x.plan.Spec
-	w.specBase = specBase(x)
-	for _, p := range x.params {
-		w.ns[p.name] = true
-	}
-	for i := 0; i < fnTypeParams(x).Len(); i++ {
-		w.ns[fnTypeParams(x).At(i).Obj().Name()] = true
-	}
-	recvBase := "x"
-	if x.recvName != "" {
-		recvBase = x.recvName // the source's receiver name
-	}
-	w.recv, w.c, w.k = w.ns.get(recvBase), w.ns.get("c"), w.ns.get("k")
-	x.recvVar = w.recv
-	return w
 }
 
 // keyMaterial is what begin writes after starting the call: the key, the
@@ -231,14 +193,6 @@ func (e *fileWriter) recvDecl(w *wrap) *jen.Statement {
 	return jen.Params(jen.Id(w.recv).Op("*").Id(w.typeName))
 }
 
-// beginCall is the wrapper's (and Key's) call of begin.
-func (e *fileWriter) beginCall(w *wrap) *jen.Statement {
-	if isGeneric(w.x) && w.x.recv == nil {
-		return jen.Id(w.hn.begin).Index(typeArgs(w.x)).Call(append([]jen.Code{jen.Id(w.recv)}, w.beginArgs...)...)
-	}
-	return jen.Id(w.recv).Dot(w.hn.begin).Call(w.beginArgs...)
-}
-
 // wrapperMethod emits the wrapper: Do, on the call begin starts.
 func (e *fileWriter) wrapperMethod(w *wrap, codecDoc string) jen.Code {
 	x := w.x
@@ -326,28 +280,6 @@ func (e *fileWriter) doCall(w *wrap) []jen.Code {
 		jen.Return(rets...)}
 }
 
-// innerCall calls the wrapped function (or method) with the wrapper's
-// arguments.
-func (e *fileWriter) innerCall(w *wrap) *jen.Statement {
-	x, target := w.x, w.x.obj.Name()
-	args := make([]jen.Code, len(x.params))
-	for i, p := range x.params {
-		args[i] = jen.Id(p.name)
-		if p.variadic {
-			args[i] = jen.Id(p.name).Op("...")
-		}
-	}
-	switch {
-	case x.inner != "":
-		return jen.Id(w.recv).Dot(x.inner).Dot(target).Call(args...)
-	case x.recv != nil:
-		return jen.Id(w.recv).Dot(x.recv.Name()).Dot(target).Call(args...)
-	case isGeneric(x):
-		return e.qual(x.obj.Pkg(), target).Index(typeArgs(x)).Call(args...)
-	}
-	return e.qual(x.obj.Pkg(), target).Call(args...)
-}
-
 // keyMethod emits the Key helper: what an operator needs to find the
 // call's record.
 func (e *fileWriter) keyMethod(w *wrap) jen.Code {
@@ -372,4 +304,193 @@ func (e *fileWriter) begin(w *wrap, material []jen.Code) jen.Code {
 	body = append(body, material...)
 	body = append(body, jen.Return(jen.Id(w.c)))
 	return e.decl(w, w.hn.begin, w.beginParams...).Add(e.qual(idemPkg, "Call")).Block(body...)
+}
+
+// keyStatements resolves key= and exclude= and writes the key (and, when
+// key= names a subset of the payload, the payload fingerprint).
+func (e *emitter) keyStatements(x *fn, c string, ns namer) (keys, payload []jen.Code, ok bool) {
+	r := &x.plan.resolved
+	ex, keyPaths := r.ex, r.keyPaths
+	if !r.keysOK {
+		return nil, nil, false
+	}
+	builder := func(method string) func() *jen.Statement {
+		return func() *jen.Statement { return jen.Id(c).Dot(method).Call() }
+	}
+	if !x.opts.keySet {
+		def, ok := e.defaultKey(x, builder("Key"), ns, ex, keyPaths, false)
+		return def, nil, ok
+	}
+	keys, single, ok := e.keyPathStatements(x, builder("Key"), ns, keyPaths)
+	// When key= is exactly the default key, the key is the fingerprint.
+	if single || !e.pi.isDefaultKey(x, ex, keyPaths) {
+		var payloadOK bool
+		payload, payloadOK = e.defaultKey(x, builder("Payload"), ns, ex, keyPaths, true)
+		ok = ok && payloadOK
+	}
+	return keys, payload, ok
+}
+
+// defaultKey writes the default key through b: every parameter but the
+// context, minus exclusions; lenient for the payload under key=.
+func (e *emitter) defaultKey(x *fn, b func() *jen.Statement, ns namer, ex exclusions, keyPaths []keyPath, lenient bool) ([]jen.Code, bool) {
+	var out []jen.Code
+	var probs []problem
+	var at []token.Position // of each problem's parameter
+	ok := true
+	for i, p := range x.params {
+		if p.isCtx || ex.whole[i] {
+			continue
+		}
+		name := x.sig.Params().At(i).Name()
+		if name == "" || name == "_" {
+			name = p.name // what exclude= and key= accept for it
+		}
+		if why := e.pi.notIdentity(p); why != "" {
+			x.notKeyed = addOnce(x.notKeyed, name+" ("+why+")")
+			continue
+		}
+		w := &writer{e: e, b: b, n: ns, lenient: lenient, payload: lenient}
+		s, good := w.write(val{e: id(p.name), ptr: p.byPtr}, p.typ, name, ex.trees[i], p.variadic)
+		sites := x.plan.keys.params
+		if lenient {
+			sites = x.plan.keys.payload
+		}
+		site := e.plannedKeySite(x, siteAt(sites, i), good, name)
+		for _, sk := range site.skipped {
+			x.notKeyed = addOnce(x.notKeyed, sk)
+		}
+		if !good {
+			for range site.problems {
+				at = append(at, e.pi.fset.Position(x.paramPos(i)))
+			}
+			probs = append(probs, site.problems...)
+			ok = false
+			continue
+		}
+		out = append(out, s...)
+	}
+	e.report(x, probs, at, keyPaths)
+	return out, ok
+}
+
+// keyPathStatements writes the key from key= paths through b. A single
+// string path is the key as it is (an ID); single says so.
+func (e *emitter) keyPathStatements(x *fn, b func() *jen.Statement, ns namer, keyPaths []keyPath) (keys []jen.Code, single, ok bool) {
+	pi, ok := e.pi, true
+	w := &writer{e: e, b: b, n: ns}
+	single = len(keyPaths) == 1 && isString(keyPaths[0].typ)
+	for j, kp := range keyPaths {
+		if why := e.pi.pathNotIdentity(x, kp); why != "" {
+			pi.d.add(kp.opt.pos, "key: %s (%s) is no part of a call's identity; it cannot be keyed", kp.opt.text, why)
+			ok = false
+			continue
+		}
+		v := kp.value(x)
+		var s []jen.Code
+		if single {
+			arg := v.value()
+			if !types.Identical(kp.typ, types.Typ[types.String]) {
+				arg = jen.String().Call(arg)
+			}
+			s = one(w.b().Dot("ID").Call(arg))
+		} else {
+			var good bool
+			s, good = w.write(v, kp.typ, kp.opt.text, nil, len(kp.fields) == 0 && x.params[kp.param].variadic)
+			site := e.plannedKeySite(x, siteAt(x.plan.keys.paths, j), good, kp.opt.text)
+			if !good {
+				for _, line := range collapse(site.problems) {
+					pi.d.add(kp.opt.pos, "key: cannot key %s", keyLine(line, "key on other fields"))
+				}
+				ok = false
+				continue
+			}
+			for _, sk := range site.skipped {
+				x.notKeyed = addOnce(x.notKeyed, sk)
+			}
+		}
+		if g := kp.guard(x); g != nil {
+			// A nil pointer on the way is a value of its own (absent):
+			// Nil, or a pointer marker and then the path's value, so an
+			// absent path never shares bytes with a present one.
+			onNil := w.b().Dot("Nil").Call()
+			if single {
+				onNil = w.b().Dot("ID").Call(jen.Lit("")) // no ID: rejected as empty
+			} else {
+				s = append(one(w.b().Dot("Ptr").Call()), s...)
+			}
+			s = one(jen.If(g).Block(onNil).Else().Block(s...))
+		}
+		keys = append(keys, s...)
+	}
+	return keys, single, ok
+}
+
+// recvKeyed reports whether key= names fields of x's receiver.
+func recvKeyed(x *fn) bool {
+	for _, p := range x.opts.key {
+		if x.recvName != "" && strings.HasPrefix(p.text, x.recvName+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// orderStatements resolves order= and writes the entity's key material
+// (c.Entity(), with the same encoding as keys) and the event time
+// (c.At). The time path must be a time.Time or a *time.Time; a nil
+// pointer on it means the event has no time, which the call rejects as
+// ErrInvalidKey rather than guessing one.
+func (e *emitter) orderStatements(x *fn, c string, ns namer) ([]jen.Code, bool) {
+	o := x.opts
+	if !o.orderSet {
+		return nil, true
+	}
+	pi, r := e.pi, &x.plan.resolved
+	ent, entOK, at, atOK := r.ent, r.entOK, r.at, r.atOK
+	var out []jen.Code
+	timePtr := false
+	if atOK {
+		_, timePtr = at.typ.(*types.Pointer)
+	}
+	if entOK {
+		w := &writer{e: e, b: func() *jen.Statement { return jen.Id(c).Dot("Entity").Call() }, n: ns}
+		v := ent.value(x)
+		s, good := w.write(v, ent.typ, ent.opt.text, nil, len(ent.fields) == 0 && x.params[ent.param].variadic)
+		site := e.plannedKeySite(x, x.plan.keys.entity, good, ent.opt.text)
+		if !good {
+			for _, line := range collapse(site.problems) {
+				pi.d.add(o.orderEntity.pos, "order: cannot key the entity %s", keyLine(line, "name a keyable entity"))
+			}
+			entOK = false
+		} else {
+			if g := ent.guard(x); g != nil {
+				s = append(one(w.b().Dot("Ptr").Call()), s...) // as for key= paths
+				s = one(jen.If(g).Block(w.b().Dot("Nil").Call()).Else().Block(s...))
+			}
+			out = append(out, s...)
+		}
+	}
+	if !entOK || !atOK {
+		return nil, false
+	}
+	tv := at.value(x).value()
+	nilCheck := at.guard(x)
+	if timePtr {
+		cond := at.expr(x, len(at.fields)).Op("==").Nil()
+		if nilCheck != nil {
+			nilCheck = jen.Add(nilCheck).Op("||").Add(cond)
+		} else {
+			nilCheck = cond
+		}
+		tv = jen.Op("*").Add(tv)
+	}
+	set := jen.Id(c).Dot("At").Call(tv)
+	if nilCheck == nil {
+		return append(out, set), true
+	}
+	errorsPkg := types.NewPackage("errors", "errors")
+	fail := jen.Id(c).Dot("Entity").Call().Dot("Fail").Call(
+		e.qual(errorsPkg, "New").Call(jen.Lit("order: " + at.opt.text + " is nil: the event has no time")))
+	return append(out, jen.If(nilCheck).Block(fail).Else().Block(set)), true
 }
