@@ -8,13 +8,6 @@ import "go/types"
 // results are streams, and what their wrappers return, is in
 // docs/GENERATOR.md ("Streams").
 
-const (
-	streamSeq2   streamKind = iota + 1 // iter.Seq2[T, error]: range, an error ends it
-	streamSeq                          // iter.Seq[T] or <-chan T: range to its end
-	streamSDK                          // Next, Current, Err, Close (ssestream.Stream[T])
-	streamReader                       // io.Reader or io.ReadCloser: []byte chunks
-)
-
 // streamOf is t as a stream; nil and why not when t looks like one (a
 // sequence, a channel) but does not qualify; nil and "" when it does not
 // look like one at all.

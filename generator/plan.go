@@ -385,6 +385,13 @@ type exTree map[string]exTree
 // streamKind is how the wrapper reads a stream's items.
 type streamKind int
 
+const (
+	streamSeq2   streamKind = iota + 1 // iter.Seq2[T, error]: range, an error ends it
+	streamSeq                          // iter.Seq[T] or <-chan T: range to its end
+	streamSDK                          // Next, Current, Err, Close (ssestream.Stream[T])
+	streamReader                       // io.Reader or io.ReadCloser: []byte chunks
+)
+
 // stream is a streamed result: its kind and its item type.
 type stream struct {
 	kind streamKind
