@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -246,4 +247,79 @@ func BenchmarkReplayCPU(b *testing.B) {
 	b.ReportMetric(us[1][1], "select-backend-µs/op")
 	b.ReportMetric(us[1][0]/us[1][1], "x_select_backend")
 	reportAllocs(b, read, replay)
+}
+
+// BenchmarkReplayCPUSaturated is BenchmarkReplayCPU at saturation, the
+// shape of make capacity's replay row: 16 callers on 16 connections, each
+// running its share of a block as fast as the server answers, the three
+// kinds in alternating blocks: a replay through a Guard (guard), the
+// store's replay alone (Store.Claim of a completed key: claim) and the raw
+// primary-key SELECT (raw). It reports this process's CPU per operation
+// (user and system, all threads) and the throughput of each, and their
+// ratios to the raw read's: x_raw_client_guard, x_raw_client_claim and
+// x_raw_ops_guard. One b.N is one block of 16×20 operations of each kind.
+func BenchmarkReplayCPUSaturated(b *testing.B) {
+	const callers, perCaller = 16, 20
+	pool := newPool(b, func(c *pgxpool.Config) { c.MaxConns = callers; c.MinConns = callers })
+	s := newStore(b, pool)
+	claim, read := replayPair(b, pool, s, rawTable(b, s))
+	g := idem.NewGuard(s)
+	ctx := context.Background()
+	keys := make([]string, 256)
+	for i := range keys {
+		keys[i] = fmt.Sprint("guard-", i)
+		if _, err := benchCall(ctx, g, keys[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	guard := func(i int) error {
+		_, err := benchCall(ctx, g, keys[i%len(keys)])
+		return err
+	}
+	kinds := []func(int) error{guard, claim, read}
+	block := func(f func(int) error) error {
+		var wg sync.WaitGroup
+		errs := make(chan error, callers)
+		for c := range callers {
+			wg.Go(func() {
+				for i := range perCaller {
+					if err := f(c*perCaller + i); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		return <-errs
+	}
+	for _, f := range kinds {
+		if err := block(f); err != nil { // warm every connection
+			b.Fatal(err)
+		}
+	}
+	cpu, wall := make([]int64, len(kinds)), make([]time.Duration, len(kinds))
+	clock := clientCPU(b)
+	b.ResetTimer()
+	for n := range b.N {
+		for k := range kinds {
+			k = (k + n) % len(kinds) // alternate who goes first
+			c0, t0 := clock(), time.Now()
+			if err := block(kinds[k]); err != nil {
+				b.Fatal(err)
+			}
+			cpu[k] += clock() - c0
+			wall[k] += time.Since(t0)
+		}
+	}
+	b.StopTimer()
+	ops := float64(b.N * callers * perCaller)
+	us := func(k int) float64 { return float64(cpu[k]) / ops / 1e3 }
+	b.ReportMetric(us(0), "guard-client-µs/op")
+	b.ReportMetric(us(1), "claim-client-µs/op")
+	b.ReportMetric(us(2), "raw-client-µs/op")
+	b.ReportMetric(us(0)/us(2), "x_raw_client_guard")
+	b.ReportMetric(us(1)/us(2), "x_raw_client_claim")
+	b.ReportMetric(wall[2].Seconds()/wall[0].Seconds(), "x_raw_ops_guard")
 }
