@@ -138,10 +138,10 @@ func longFuncs(t *testing.T, file string) []string {
 
 // TestFilesReadDownward holds the generator's files to a layering: no
 // file refers, directly or through other files, back to itself. So there
-// is an order (generator.go, the verify, render and analyze files, then
-// plan.go and the ground: pkginfo.go, shape.go, wellknown.go, stdlib.go,
-// diag.go) in which every file uses only the files after it, and a
-// reader can go down it. A reference is what the type checker resolves:
+// is an order (generator.go, the render files and the verify files they
+// call, the analyze files, then plan.go and the ground: pkginfo.go,
+// shape.go, wellknown.go, stdlib.go, diag.go) in which every file uses
+// only the files after it, and a reader can go down it. A reference is what the type checker resolves:
 // a package-level name or a method, not a field or a local of the same
 // spelling. The failure names each loop with the names that tie it.
 //
