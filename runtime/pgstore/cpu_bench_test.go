@@ -224,19 +224,7 @@ func BenchmarkReplayCPU(b *testing.B) {
 	s := newStore(b, pool)
 	raw := rawTable(b, s)
 	_, read := replayPair(b, pool, s, raw)
-	g := idem.NewGuard(s)
-	ctx := context.Background()
-	keys := make([]string, 256)
-	for i := range keys {
-		keys[i] = fmt.Sprint("guard-", i)
-		if _, err := benchCall(ctx, g, keys[i]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	replay := func(i int) error {
-		_, err := benchCall(ctx, g, keys[i%len(keys)])
-		return err
-	}
+	replay := guardReplays(b, s)
 	warm(b, 50, replay)
 	warm(b, 50, read)
 	us := clocksVsRaw(b, []func() int64{clientCPU(b), backendCPU(b, pool)}, replay, read)
@@ -247,6 +235,24 @@ func BenchmarkReplayCPU(b *testing.B) {
 	b.ReportMetric(us[1][1], "select-backend-µs/op")
 	b.ReportMetric(us[1][0]/us[1][1], "x_select_backend")
 	reportAllocs(b, read, replay)
+}
+
+// guardReplays executes 256 keys through a Guard over s and returns a
+// replay of the i-th (modulo 256) through it.
+func guardReplays(b *testing.B, s *Store) func(i int) error {
+	g := idem.NewGuard(s)
+	ctx := context.Background()
+	keys := make([]string, 256)
+	for i := range keys {
+		keys[i] = fmt.Sprint("guard-", i)
+		if _, err := benchCall(ctx, g, keys[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return func(i int) error {
+		_, err := benchCall(ctx, g, keys[i%len(keys)])
+		return err
+	}
 }
 
 // BenchmarkReplayCPUSaturated is BenchmarkReplayCPU at saturation, the
@@ -263,20 +269,7 @@ func BenchmarkReplayCPUSaturated(b *testing.B) {
 	pool := newPool(b, func(c *pgxpool.Config) { c.MaxConns = callers; c.MinConns = callers })
 	s := newStore(b, pool)
 	claim, read := replayPair(b, pool, s, rawTable(b, s))
-	g := idem.NewGuard(s)
-	ctx := context.Background()
-	keys := make([]string, 256)
-	for i := range keys {
-		keys[i] = fmt.Sprint("guard-", i)
-		if _, err := benchCall(ctx, g, keys[i]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	guard := func(i int) error {
-		_, err := benchCall(ctx, g, keys[i%len(keys)])
-		return err
-	}
-	kinds := []func(int) error{guard, claim, read}
+	kinds := []func(int) error{guardReplays(b, s), claim, read}
 	block := func(f func(int) error) error {
 		var wg sync.WaitGroup
 		errs := make(chan error, callers)
