@@ -178,11 +178,11 @@ func TestFilesReadDownward(t *testing.T) {
 		return ""
 	}
 	banned := map[string][]string{"analyze": {"render", "verify"}, "plan": {"analyze", "render", "verify"}}
-	for from, tos := range edges {
-		for to, names := range tos {
+	for _, from := range sortedKeys(edges) {
+		for _, to := range sortedKeys(edges[from]) {
 			for _, b := range banned[phase(from)] {
 				if phase(to) == b {
-					t.Errorf("%s (%s) refers to %s (%s): %s", from, phase(from), to, b, strings.Join(names, ", "))
+					t.Errorf("%s (%s) refers to %s (%s): %s", from, phase(from), to, b, strings.Join(edges[from][to], ", "))
 				}
 			}
 		}
