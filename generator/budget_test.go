@@ -141,9 +141,10 @@ func longFuncs(t *testing.T, file string) []string {
 // is an order (generator.go, the render files and the verify files they
 // call, the analyze files, then plan.go and the ground: pkginfo.go,
 // shape.go, wellknown.go, stdlib.go, diag.go) in which every file uses
-// only the files after it, and a reader can go down it. A reference is what the type checker resolves:
-// a package-level name or a method, not a field or a local of the same
-// spelling. The failure names each loop with the names that tie it.
+// only the files after it, and a reader can go down it. A reference is
+// what the type checker resolves: a package-level name or a method, not
+// a field or a local of the same spelling. The failure names each loop
+// with the names that tie it.
 //
 // It also holds the phases apart: no analyze file refers to a render or
 // verify file, and plan.go refers to none of the three.
